@@ -1,0 +1,132 @@
+package plan
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v5"
+
+	"github.com/agentc-dev/agentc/schemas"
+)
+
+var (
+	schemaOnce sync.Once
+	schema     *jsonschema.Schema
+	schemaErr  error
+)
+
+func planSchema() (*jsonschema.Schema, error) {
+	schemaOnce.Do(func() {
+		c := jsonschema.NewCompiler()
+		c.Draft = jsonschema.Draft2020
+		const url = "plan.schema.json"
+		if err := c.AddResource(url, bytes.NewReader(schemas.PlanJSONSchema)); err != nil {
+			schemaErr = err
+			return
+		}
+		schema, schemaErr = c.Compile(url)
+	})
+	return schema, schemaErr
+}
+
+// Error is a plan that failed validation. Problems lists each violation as
+// "<json pointer>: <message>", sorted.
+type Error struct {
+	Source   string
+	Problems []string
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("invalid plan %s:\n\t%s", e.Source, strings.Join(e.Problems, "\n\t"))
+}
+
+// Decode validates data against the plan schema and decodes it. source names
+// the data in errors. A plan that is not JSON, does not match the schema or
+// has another version returns *Error.
+func Decode(source string, data []byte) (*Plan, error) {
+	s, err := planSchema()
+	if err != nil {
+		return nil, fmt.Errorf("plan schema: %w", err)
+	}
+	var doc any
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(&doc); err != nil {
+		return nil, &Error{Source: source, Problems: []string{"not JSON: " + err.Error()}}
+	}
+	if dec.More() {
+		return nil, &Error{Source: source, Problems: []string{"trailing data after the plan object"}}
+	}
+	if err := s.Validate(doc); err != nil {
+		var ve *jsonschema.ValidationError
+		if !asValidationError(err, &ve) {
+			return nil, &Error{Source: source, Problems: []string{err.Error()}}
+		}
+		return nil, &Error{Source: source, Problems: flatten(ve)}
+	}
+	var p Plan
+	if err := json.Unmarshal(data, &p); err != nil {
+		return nil, &Error{Source: source, Problems: []string{err.Error()}}
+	}
+	return &p, nil
+}
+
+// Load reads a plan file and decodes it with Decode.
+func Load(path string) (*Plan, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, 64<<20))
+	if err != nil {
+		return nil, fmt.Errorf("read plan: %w", err)
+	}
+	return Decode(path, data)
+}
+
+// Encode writes p as indented JSON with a trailing newline.
+func Encode(p *Plan) ([]byte, error) {
+	b, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+func asValidationError(err error, target **jsonschema.ValidationError) bool {
+	ve, ok := err.(*jsonschema.ValidationError)
+	if ok {
+		*target = ve
+	}
+	return ok
+}
+
+// flatten lists the leaf causes of a validation error, sorted, because the
+// library's order is not stable.
+func flatten(ve *jsonschema.ValidationError) []string {
+	var out []string
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			loc := e.InstanceLocation
+			if loc == "" {
+				loc = "/"
+			}
+			out = append(out, fmt.Sprintf("%s: %s", loc, e.Message))
+			return
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(ve)
+	sort.Strings(out)
+	return out
+}

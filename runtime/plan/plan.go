@@ -1,0 +1,125 @@
+// Package plan defines the compiled form of a policy: plain data that the
+// compiler writes (agentc build) and the runtime loads (runtime.Build). A plan
+// is JSON; schemas/plan.schema.json describes it and Load validates a plan
+// against it before decoding.
+//
+// The package imports no CUE code: a service can ship a plan.json and link
+// only the runtime.
+package plan
+
+import (
+	"encoding/json"
+)
+
+// Version is the plan format version this package reads and writes.
+const Version = 1
+
+// Stage names a chain.
+type Stage = string
+
+// The stages of a plan.
+const (
+	StageChat  Stage = "chat"
+	StageTool  Stage = "tool"
+	StageTurn  Stage = "turn"
+	StageAdmit Stage = "admit"
+)
+
+// Stages lists the chain stages in order.
+var Stages = []Stage{StageChat, StageTool, StageTurn}
+
+// Plan is a compiled policy.
+type Plan struct {
+	// Version is the plan format version (Version).
+	Version int `json:"version"`
+	// Policy is the CUE package name of the policy.
+	Policy string `json:"policy"`
+	// Models are the declared models with their prices.
+	Models map[string]Model `json:"models,omitempty"`
+	// Tools are the declared tools with their effects and argument schemas.
+	Tools map[string]Tool `json:"tools,omitempty"`
+	// Chains holds the layers per stage, outermost first.
+	Chains Chains `json:"chains"`
+	// Admit is the grounding admission predicate, if any.
+	Admit *Predicate `json:"admit,omitempty"`
+	// Stores are the named state backends.
+	Stores map[string]Store `json:"stores,omitempty"`
+}
+
+// Chains holds the layers of each stage, index 0 outermost.
+type Chains struct {
+	Chat []Layer `json:"chat,omitempty"`
+	Tool []Layer `json:"tool,omitempty"`
+	Turn []Layer `json:"turn,omitempty"`
+}
+
+// Of returns the layers of stage s (nil for an unknown stage).
+func (c *Chains) Of(s Stage) []Layer {
+	switch s {
+	case StageChat:
+		return c.Chat
+	case StageTool:
+		return c.Tool
+	case StageTurn:
+		return c.Turn
+	}
+	return nil
+}
+
+// Model is a declared model.
+type Model struct {
+	USDPerMTokIn  float64 `json:"usd_per_mtok_in"`
+	USDPerMTokOut float64 `json:"usd_per_mtok_out"`
+	ContextTokens int     `json:"context_tokens,omitempty"`
+}
+
+// Tool is a declared tool.
+type Tool struct {
+	SideEffecting bool   `json:"side_effecting"`
+	RetrySafe     bool   `json:"retry_safe"`
+	URLArg        string `json:"url_arg,omitempty"`
+	PathArg       string `json:"path_arg,omitempty"`
+	// Args is the JSON Schema of the arguments (absent: untyped).
+	Args json.RawMessage `json:"args,omitempty"`
+}
+
+// Store is a named state backend.
+type Store struct {
+	Kind string `json:"kind"`
+	Path string `json:"path,omitempty"`
+}
+
+// Layer is one entry of a chain.
+type Layer struct {
+	// Use is the builtin or custom middleware id.
+	Use string `json:"use"`
+	// Name is unique in its chain (defaults to Use).
+	Name string `json:"name"`
+	// When skips the layer for calls where it is false.
+	When *Predicate `json:"when,omitempty"`
+	// Tools restricts a tool-chain layer to these tools (empty: all).
+	Tools []string `json:"tools,omitempty"`
+	// Config holds the middleware's own fields, defaults applied.
+	Config json.RawMessage `json:"config,omitempty"`
+	// Predicates holds the CEL predicates of the config (for guard: "deny"
+	// or "require"), checked at compile time.
+	Predicates map[string]*Predicate `json:"predicates,omitempty"`
+	// Pos is the layer's position in the policy ("file:line:col"), for
+	// messages.
+	Pos string `json:"pos,omitempty"`
+}
+
+// Predicate is a CEL predicate as checked by the compiler. The runtime
+// rebuilds the stage's environment (typing args from the schemas of Tools)
+// and compiles Source once at Build.
+type Predicate struct {
+	Stage  Stage  `json:"stage"`
+	Phase  string `json:"phase,omitempty"`
+	Source string `json:"source"`
+	// Tools are the tools whose argument schemas type `args` (empty:
+	// untyped).
+	Tools []string `json:"tools,omitempty"`
+	// CostLimit is the runtime cost limit; 0 when the static estimate
+	// already proves the bound.
+	CostLimit uint64 `json:"cost_limit,omitempty"`
+}

@@ -1,0 +1,20 @@
+// Package schemas embeds agentc's schemas: the CUE definitions of a policy
+// (#Policy and one closed definition per builtin, with the builtins' metadata
+// and ordering constraints) and the JSON Schema of a compiled plan.
+//
+// The package holds data only and imports no CUE code, so the runtime can use
+// the plan schema without linking CUE.
+package schemas
+
+import "embed"
+
+// CUE holds the CUE files of package schemas (policy.cue and one file per
+// builtin).
+//
+//go:embed *.cue
+var CUE embed.FS
+
+// PlanJSONSchema is the JSON Schema (draft 2020-12) of a compiled plan.
+//
+//go:embed plan.schema.json
+var PlanJSONSchema []byte
