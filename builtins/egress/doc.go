@@ -1,0 +1,19 @@
+// Package egress holds the URL and address checks behind the egress builtin.
+//
+// A Checker is built once from a Config and is safe for concurrent use. CheckURL vets a URL
+// before a tool fetches it: the scheme must be http or https, userinfo is refused, the host
+// must be on the allowlist, and every address the host resolves to must be a public unicast
+// address (private, loopback, link-local, multicast, documentation, benchmarking, CGNAT,
+// cloud metadata and other special ranges are refused, including IPv4 addresses embedded in
+// IPv4-mapped, NAT64 and 6to4 IPv6 addresses). Numeric host spellings that some resolvers
+// map to an address (2130706433, 0x7f000001, 0177.0.0.1, 127.1, 0) and non-ASCII hosts are
+// refused before any lookup.
+//
+// A URL check alone cannot stop DNS rebinding: the name may resolve to another address when
+// the connection is made. Dialer returns a net.Dialer whose ControlContext re-checks the
+// address actually being connected to, and HTTPClient returns an http.Client that re-checks
+// every request and every redirect and dials only through that guarded dialer.
+//
+// Refusals are reported as *DeniedError; use errors.As to tell a refusal from a lookup
+// failure.
+package egress
