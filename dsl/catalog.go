@@ -1,0 +1,141 @@
+package dsl
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Kind describes a middleware kind (a builtin or a registered custom
+// middleware) to the loader and the compiler.
+type Kind struct {
+	// ID is what `use` names.
+	ID string
+	// Stages the kind may be used in ("chat", "tool", "turn").
+	Stages []string
+	// Traits of its behaviour ("reinvokes", "short_circuits", "records",
+	// "counts_tokens", "rewrites_messages", "guards", "caches",
+	// "side_effect_sensitive").
+	Traits []string
+	// Repeatable kinds may appear more than once in a chain.
+	Repeatable bool
+	// Doc is a one-line description.
+	Doc string
+	// Def is the CUE expression of the config struct: a definition of the
+	// schemas package (builtins) or a struct literal (custom middlewares).
+	Def string
+	// Builtin is true for the standard middlewares.
+	Builtin bool
+}
+
+// Supports reports whether k may be used in stage.
+func (k *Kind) Supports(stage string) bool {
+	for _, s := range k.Stages {
+		if s == stage {
+			return true
+		}
+	}
+	return false
+}
+
+// Has reports whether k has the trait.
+func (k *Kind) Has(trait string) bool {
+	for _, t := range k.Traits {
+		if t == trait {
+			return true
+		}
+	}
+	return false
+}
+
+// Catalog holds the kinds a policy may use, by id.
+type Catalog struct {
+	kinds map[string]*Kind
+	ids   []string
+}
+
+// Lookup returns the kind with id, or nil.
+func (c *Catalog) Lookup(id string) *Kind { return c.kinds[id] }
+
+// IDs returns every id, sorted.
+func (c *Catalog) IDs() []string { return c.ids }
+
+func (c *Catalog) add(k *Kind) error {
+	if c.kinds == nil {
+		c.kinds = map[string]*Kind{}
+	}
+	if _, dup := c.kinds[k.ID]; dup {
+		return fmt.Errorf("middleware %q is defined twice", k.ID)
+	}
+	c.kinds[k.ID] = k
+	c.ids = append(c.ids, k.ID)
+	sort.Strings(c.ids)
+	return nil
+}
+
+// Suggest returns the known id closest to id, or "" when none is close.
+func (c *Catalog) Suggest(id string) string {
+	best, bestD := "", 1<<30
+	for _, k := range c.ids {
+		d := editDistance(strings.ToLower(id), k)
+		if d < bestD {
+			best, bestD = k, d
+		}
+	}
+	limit := len(id)/3 + 1
+	if limit > 3 {
+		limit = 3
+	}
+	if bestD <= limit {
+		return best
+	}
+	// A different word order or separator ("ratelimit", "rate-limit").
+	norm := func(s string) string { return strings.NewReplacer("_", "", "-", "", " ", "").Replace(strings.ToLower(s)) }
+	for _, k := range c.ids {
+		if norm(k) == norm(id) {
+			return k
+		}
+	}
+	return ""
+}
+
+// editDistance is the optimal string alignment distance between a and b
+// (bytes): insertions, deletions, substitutions and transpositions of
+// neighbours each cost 1.
+func editDistance(a, b string) int {
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(a)][len(b)]
+}
+
+// defName is the schemas definition of a builtin id: "output_coerce" ->
+// "#OutputCoerce".
+func defName(id string) string {
+	var b strings.Builder
+	b.WriteByte('#')
+	for _, part := range strings.Split(id, "_") {
+		if part == "" {
+			continue
+		}
+		b.WriteString(strings.ToUpper(part[:1]) + part[1:])
+	}
+	return b.String()
+}

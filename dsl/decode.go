@@ -1,0 +1,394 @@
+package dsl
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/ast"
+)
+
+// decode fills p from the validated value v and checks what the schema
+// cannot: references to models, tools and entries, stage support, unique
+// entry names.
+func (l *loader) decode(p *Policy, v cue.Value) {
+	p.Models = map[string]*Model{}
+	p.Tools = map[string]*Tool{}
+	p.Stores = map[string]*Store{}
+	p.Chains = map[string][]*Entry{}
+
+	eachField(l.user, v, "models", func(name string, mv cue.Value) {
+		m := &Model{Name: name, Pos: l.labelPos("models", name)}
+		m.USDPerMTokIn, _ = mv.LookupPath(cue.ParsePath("usd_per_mtok_in")).Float64()
+		m.USDPerMTokOut, _ = mv.LookupPath(cue.ParsePath("usd_per_mtok_out")).Float64()
+		if ct := mv.LookupPath(cue.ParsePath("context_tokens")); ct.Exists() {
+			n, _ := ct.Int64()
+			m.ContextTokens = int(n)
+		}
+		p.Models[name] = m
+	})
+	eachField(l.user, v, "tools", func(name string, tv cue.Value) {
+		t := &Tool{Name: name, Pos: l.labelPos("tools", name)}
+		t.SideEffecting, _ = tv.LookupPath(cue.ParsePath("side_effecting")).Bool()
+		t.RetrySafe, _ = tv.LookupPath(cue.ParsePath("retry_safe")).Bool()
+		t.URLArg, _ = tv.LookupPath(cue.ParsePath("url_arg")).String()
+		t.PathArg, _ = tv.LookupPath(cue.ParsePath("path_arg")).String()
+		if av := tv.LookupPath(cue.ParsePath("args")); av.Exists() {
+			t.ArgsPos = l.userPos([]string{"tools", name, "args"})
+			t.Args = l.jsonSchema(av, t.ArgsPos)
+		}
+		p.Tools[name] = t
+	})
+	eachField(l.user, v, "stores", func(name string, sv cue.Value) {
+		s := &Store{Name: name, Pos: l.labelPos("stores", name)}
+		s.Kind, _ = sv.LookupPath(cue.ParsePath("kind")).String()
+		s.Path, _ = sv.LookupPath(cue.ParsePath("path")).String()
+		p.Stores[name] = s
+	})
+	if lim, err := v.LookupPath(cue.ParsePath("settings.cel_cost_limit")).Uint64(); err == nil {
+		p.CELCostLimit = lim
+	} else {
+		p.CELCostLimit = 10000
+	}
+	if av := v.LookupPath(cue.ParsePath("admit")); av.Exists() {
+		p.Admit = l.expr([]string{"admit"}, av)
+	}
+
+	for _, stage := range Stages {
+		list := l.user.LookupPath(cue.ParsePath("chains." + stage))
+		if !list.Exists() {
+			continue
+		}
+		it, err := list.List()
+		if err != nil {
+			continue
+		}
+		names := map[string]*Entry{}
+		for i := 0; it.Next(); i++ {
+			ev := v.LookupPath(cue.MakePath(cue.Str("chains"), cue.Str(stage), cue.Index(i)))
+			if !ev.Exists() {
+				ev = it.Value()
+			}
+			e := l.decodeEntry(p, stage, i, ev)
+			if e == nil {
+				continue
+			}
+			if prev, dup := names[e.Name]; dup && (e.ExplicitName || prev.ExplicitName) {
+				l.errorf(e.NamePos, "schema/invalid-value", "entry name %q is already used at %s; names must be unique in a chain", e.Name, prev.Pos)
+			}
+			names[e.Name] = e
+			p.Chains[stage] = append(p.Chains[stage], e)
+		}
+	}
+
+	if cl := l.user.LookupPath(cue.ParsePath("constraints")); cl.Exists() && !l.diags.HasErrors() {
+		it, _ := cl.List()
+		for i := 0; it.Next(); i++ {
+			path := []string{"constraints", fmt.Sprint(i)}
+			cv := v.LookupPath(cue.MakePath(cue.Str("constraints"), cue.Index(i)))
+			c, diags := decodeConstraint(cv, func(field string) Pos {
+				if field == "" {
+					return l.userPos(path)
+				}
+				return l.userPos(append(path, field))
+			})
+			l.diags = append(l.diags, diags...)
+			if c == nil {
+				continue
+			}
+			if c.When != nil {
+				c.When = l.expr(append(path, "when"), cv.LookupPath(cue.ParsePath("when")))
+			}
+			l.checkConstraintRefs(p, c)
+			p.Constraints = append(p.Constraints, c)
+		}
+	}
+}
+
+// decodeEntry decodes one chain entry and checks its kind, stage, model and
+// tool references.
+func (l *loader) decodeEntry(p *Policy, stage string, i int, ev cue.Value) *Entry {
+	path := []string{"chains", stage, fmt.Sprint(i)}
+	e := &Entry{Stage: stage, Index: i, Value: ev, Pos: l.userPos(path), path: path, ps: l.pos}
+	e.Use, _ = ev.LookupPath(cue.ParsePath("use")).String()
+	e.UsePos = l.userPos(append(path, "use"))
+	e.Kind = l.schema.catalog.Lookup(e.Use)
+	if e.Kind == nil {
+		return nil // reported by checkUses
+	}
+	e.Name = e.Use
+	if nv := ev.LookupPath(cue.ParsePath("name")); nv.Exists() {
+		e.Name, _ = nv.String()
+		e.ExplicitName = true
+		e.NamePos = l.userPos(append(path, "name"))
+	} else {
+		e.NamePos = e.UsePos
+	}
+	if !e.Kind.Supports(stage) {
+		l.errorf(e.UsePos, "schema/stage", "%s cannot be used in the %s chain; it supports %s", e.Use, stage, strings.Join(e.Kind.Stages, ", "))
+	}
+	if wv := ev.LookupPath(cue.ParsePath("when")); wv.Exists() {
+		e.When = l.expr(append(path, "when"), wv)
+	}
+	if tv := ev.LookupPath(cue.ParsePath("tools")); tv.Exists() {
+		if stage != "tool" {
+			l.errorf(l.userPos(append(path, "tools")), "schema/stage", "tools scoping is only for entries of the tool chain")
+		}
+		it, _ := tv.List()
+		for j := 0; it.Next(); j++ {
+			name, _ := it.Value().String()
+			pos := l.userPos(append(path, "tools", fmt.Sprint(j)))
+			e.Tools = append(e.Tools, name)
+			e.ToolsPos = append(e.ToolsPos, pos)
+			if _, ok := p.Tools[name]; !ok {
+				l.errorf(pos, "schema/bad-reference", "tool %q is not declared in tools%s", name, suggestName(name, keys(p.Tools)))
+			}
+		}
+	}
+
+	// The kind's own fields, defaults applied.
+	fields := map[string]any{}
+	it, _ := ev.Fields(cue.Optional(false))
+	for it.Next() {
+		sel := it.Selector().String()
+		switch sel {
+		case "use", "name", "when", "tools":
+			continue
+		}
+		var x any
+		fv := it.Value()
+		if err := fv.Decode(&x); err != nil {
+			// Already reported by the schema check.
+			continue
+		}
+		// A JSON Schema given as a file path is read here.
+		if (e.Use == "output_coerce" && sel == "schema") && fv.Kind() == cue.StringKind {
+			if raw := l.jsonSchema(fv, l.userPos(append(path, sel))); raw != nil {
+				_ = json.Unmarshal(raw, &x)
+			}
+		}
+		fields[sel] = x
+	}
+	e.Fields = fields
+	e.Config, _ = json.Marshal(fields)
+
+	// Model references.
+	for _, field := range []string{"models", "model"} {
+		mv := ev.LookupPath(cue.ParsePath(field))
+		if !mv.Exists() {
+			continue
+		}
+		check := func(name string, pos Pos) {
+			if _, ok := p.Models[name]; !ok {
+				l.errorf(pos, "schema/bad-reference", "model %q is not declared in models%s", name, suggestName(name, keys(p.Models)))
+			}
+		}
+		if mv.Kind() == cue.ListKind {
+			it, _ := mv.List()
+			for j := 0; it.Next(); j++ {
+				name, _ := it.Value().String()
+				check(name, l.userPos(append(path, field, fmt.Sprint(j))))
+			}
+		} else if name, err := mv.String(); err == nil {
+			check(name, l.userPos(append(path, field)))
+		}
+	}
+	// Store references.
+	for _, field := range []string{"store", "sink", "index"} {
+		sv := ev.LookupPath(cue.ParsePath(field))
+		if name, err := sv.String(); err == nil {
+			if _, ok := p.Stores[name]; !ok && name != "default" {
+				l.errorf(l.userPos(append(path, field)), "schema/bad-reference", "store %q is not declared in stores%s", name, suggestName(name, keys(p.Stores)))
+			}
+		}
+	}
+	if e.Use == "guard" {
+		_, hasDeny := fields["deny"]
+		_, hasReq := fields["require"]
+		switch {
+		case hasDeny && hasReq:
+			l.errorf(e.Pos, "schema/invalid-value", "guard %s sets both deny and require; give exactly one", e.Name)
+		case !hasDeny && !hasReq:
+			l.errorf(e.Pos, "schema/missing-field", "guard %s needs deny or require", e.Name)
+		}
+	}
+	return e
+}
+
+// checkConstraintRefs reports a constraint whose outer or inner names
+// neither a known kind nor an entry name.
+func (l *loader) checkConstraintRefs(p *Policy, c *Constraint) {
+	known := map[string]bool{}
+	for _, id := range l.schema.catalog.IDs() {
+		known[id] = true
+	}
+	var names []string
+	for _, es := range p.Chains {
+		for _, e := range es {
+			known[e.Name] = true
+			names = append(names, e.Name)
+		}
+	}
+	for _, ref := range []struct {
+		name string
+		pos  Pos
+	}{{c.Outer, c.OuterPos}, {c.Inner, c.InnerPos}} {
+		if !known[ref.name] {
+			all := append(names, l.schema.catalog.IDs()...)
+			l.errorf(ref.pos, "schema/bad-reference", "constraint %s names %q, which is neither a middleware nor an entry name%s", c.ID, ref.name, suggestName(ref.name, all))
+		}
+	}
+}
+
+// decodeConstraint decodes a constraint value. pos returns the position of a
+// field ("" for the constraint itself); it may be nil.
+func decodeConstraint(v cue.Value, pos func(string) Pos) (*Constraint, Diagnostics) {
+	if pos == nil {
+		pos = func(string) Pos { return posOf(v) }
+	}
+	var raw struct {
+		ID       string `json:"id"`
+		Stage    string `json:"stage"`
+		Outer    string `json:"outer"`
+		Inner    string `json:"inner"`
+		When     string `json:"when"`
+		Severity string `json:"severity"`
+		Why      string `json:"why"`
+	}
+	if err := v.Decode(&raw); err != nil {
+		return nil, Diagnostics{Errorf(pos(""), "schema/invalid-value", "constraint: %v", err)}
+	}
+	c := &Constraint{ID: raw.ID, Stage: raw.Stage, Outer: raw.Outer, Inner: raw.Inner, Severity: Severity(raw.Severity), Why: raw.Why,
+		Pos: pos(""), OuterPos: pos("outer"), InnerPos: pos("inner")}
+	if c.Severity == "" {
+		c.Severity = Error
+	}
+	if raw.When != "" {
+		c.When = exprOf(v.LookupPath(cue.ParsePath("when")))
+	}
+	return c, nil
+}
+
+// expr returns the CEL expression at path, positioned in the user's file.
+func (l *loader) expr(path []string, v cue.Value) *Expr {
+	e := exprOf(v)
+	if e == nil {
+		return nil
+	}
+	if lit, ok := l.pos.node[strings.Join(path, ".")].(*ast.BasicLit); ok {
+		e.lit = lit.Value
+		e.Pos = cuePos(lit.Pos(), Pos{})
+		return e
+	}
+	if !e.Pos.IsValid() || !l.isUserFile(e.Pos.File) {
+		e.Pos = l.userPos(path)
+		e.lit = ""
+	}
+	return e
+}
+
+// userPos returns the position of the value at path in the user's files,
+// or of its closest existing ancestor.
+func (l *loader) userPos(path []string) Pos {
+	if p, ok := l.pos.lookup(path, false); ok {
+		return p
+	}
+	return Pos{File: l.files[0], Line: 1, Col: 1}
+}
+
+// labelPos returns the position of a struct field's label.
+func (l *loader) labelPos(parent, name string) Pos {
+	if p, ok := l.pos.lookup([]string{parent, name}, true); ok {
+		return p
+	}
+	return l.userPos([]string{parent})
+}
+
+// jsonSchema returns a JSON Schema given as CUE data, or read from the JSON
+// file a string names (relative to the policy directory).
+func (l *loader) jsonSchema(v cue.Value, pos Pos) json.RawMessage {
+	if v.Kind() == cue.StringKind {
+		rel, _ := v.String()
+		path := rel
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(l.dir, rel)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			l.errorf(pos, "schema/bad-reference", "cannot read JSON Schema file %q: %v", rel, unwrapPathErr(err))
+			return nil
+		}
+		var x any
+		if err := json.Unmarshal(b, &x); err != nil {
+			l.errorf(pos, "schema/invalid-value", "JSON Schema file %q is not valid JSON: %v", rel, err)
+			return nil
+		}
+		if _, ok := x.(map[string]any); !ok {
+			l.errorf(pos, "schema/invalid-value", "JSON Schema file %q must hold a JSON object", rel)
+			return nil
+		}
+		out, _ := json.Marshal(x)
+		return out
+	}
+	b, err := v.MarshalJSON()
+	if err != nil {
+		l.errorf(pos, "schema/invalid-value", "JSON Schema: %v", err)
+		return nil
+	}
+	return b
+}
+
+func unwrapPathErr(err error) error {
+	if pe, ok := err.(*os.PathError); ok {
+		return pe.Err
+	}
+	return err
+}
+
+// eachField calls f for each field the user wrote under parent, with the
+// field's value in v (the unified value, defaults applied).
+func eachField(user, v cue.Value, parent string, f func(name string, v cue.Value)) {
+	uv := user.LookupPath(cue.MakePath(cue.Str(parent)))
+	if !uv.Exists() {
+		return
+	}
+	it, err := uv.Fields()
+	if err != nil {
+		return
+	}
+	for it.Next() {
+		sel := it.Selector()
+		fv := v.LookupPath(cue.MakePath(cue.Str(parent), sel))
+		if !fv.Exists() {
+			fv = it.Value()
+		}
+		f(sel.Unquoted(), fv)
+	}
+}
+
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// suggestName returns "; did you mean X?" for the closest candidate.
+func suggestName(name string, candidates []string) string {
+	best, bestD := "", 1<<30
+	for _, c := range candidates {
+		if d := editDistance(name, c); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	if best != "" && bestD <= len(name)/3+1 {
+		return fmt.Sprintf("; did you mean %q?", best)
+	}
+	return ""
+}

@@ -1,0 +1,337 @@
+package dsl
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/ast"
+	cueerrors "cuelang.org/go/cue/errors"
+	"cuelang.org/go/cue/token"
+)
+
+// cuePos converts a CUE position, or returns def when it is invalid.
+func cuePos(p token.Pos, def Pos) Pos {
+	if !p.IsValid() || p.Filename() == "" {
+		return def
+	}
+	return Pos{File: p.Filename(), Line: p.Line(), Col: p.Column()}
+}
+
+// posOf returns the position of a value: where its syntax starts when it has
+// one of its own, else where CUE places it.
+func posOf(v cue.Value) Pos {
+	if n := v.Source(); n != nil {
+		if f, ok := n.(*ast.Field); ok && f.Value != nil {
+			n = f.Value
+		}
+		if p := cuePos(n.Pos(), Pos{}); p.IsValid() {
+			return p
+		}
+	}
+	return cuePos(v.Pos(), Pos{})
+}
+
+// valuePos returns the position of a value in the user's files.
+func valuePos(v cue.Value) Pos { return posOf(v) }
+
+// errMsg renders a CUE error's message without its path prefix.
+func errMsg(e cueerrors.Error) string {
+	format, args := e.Msg()
+	return fmt.Sprintf(format, args...)
+}
+
+// isUserFile reports whether name is one of the policy files.
+func (l *loader) isUserFile(name string) bool {
+	for _, f := range l.files {
+		if f == name {
+			return true
+		}
+	}
+	return false
+}
+
+type rawErr struct {
+	path []string
+	pos  Pos
+	rule string
+	msg  string
+	// conflict holds the rejected value and the allowed one of a
+	// "conflicting values" error, to merge enum alternatives.
+	conflict [2]string
+}
+
+var (
+	conflictRE = regexp.MustCompile(`^conflicting values (.+?) and (.+?)( \(mismatched types .*\))?$`)
+	boundRE    = regexp.MustCompile(`^invalid value (.+) \(out of bound (.+)\)$`)
+	matchRE    = regexp.MustCompile(`^invalid value (.+) \(does not match (.+)\)$`)
+)
+
+// addCUEErrors turns CUE errors into diagnostics placed in the user's files:
+// it classifies each error by rule, merges the failed alternatives of an
+// enum into one "is not one of" message, drops the spurious conflicts that
+// defaults add when a better error exists for the same path, and places
+// errors that carry only schema positions by walking their path in the
+// user's value. Errors below a path in skip are dropped.
+func (l *loader) addCUEErrors(err error, user cue.Value, skip ...string) {
+	var raws []*rawErr
+	for _, e := range cueerrors.Errors(err) {
+		path := e.Path()
+		if len(path) > 0 && path[0] == "#Policy" {
+			path = path[1:]
+		}
+		joined := strings.Join(path, ".")
+		skipped := false
+		for _, s := range skip {
+			if joined == s || strings.HasPrefix(joined, s+".") {
+				skipped = true
+			}
+		}
+		if skipped {
+			continue
+		}
+		msg := errMsg(e)
+		if strings.Contains(msg, "errors in empty disjunction") {
+			continue
+		}
+		if len(path) == 1 && strings.Contains(msg, "field not allowed") {
+			continue // checkTopLevel reports these, with a did-you-mean
+		}
+		r := &rawErr{path: path, msg: msg}
+		r.pos = l.placeError(e, path, user)
+		r.rule, r.msg = classify(msg, path)
+		if m := conflictRE.FindStringSubmatch(msg); m != nil {
+			r.conflict = [2]string{m[1], m[2]}
+			// The rejected value is the one the user wrote.
+			if got, ok := l.userLiteral(path); ok && got == m[2] {
+				r.conflict = [2]string{m[2], m[1]}
+			} else if !ok && !isLiteral(m[1]) && isLiteral(m[2]) {
+				r.conflict = [2]string{m[2], m[1]}
+			}
+		}
+		raws = append(raws, r)
+	}
+	// Group by path.
+	byPath := map[string][]*rawErr{}
+	var order []string
+	for _, r := range raws {
+		k := strings.Join(r.path, ".")
+		if _, ok := byPath[k]; !ok {
+			order = append(order, k)
+		}
+		byPath[k] = append(byPath[k], r)
+	}
+	for _, k := range order {
+		group := byPath[k]
+		var conflicts, others []*rawErr
+		for _, r := range group {
+			if r.conflict[0] != "" {
+				conflicts = append(conflicts, r)
+			} else {
+				others = append(others, r)
+			}
+		}
+		if len(others) > 0 {
+			// A default such as *3 | int & <=10 adds "conflicting
+			// values 3 and 20" next to the real bound error.
+			conflicts = nil
+		}
+		for _, r := range others {
+			l.diags = append(l.diags, Errorf(r.pos, r.rule, "%s", r.msg))
+		}
+		if len(conflicts) == 1 {
+			r := conflicts[0]
+			l.diags = append(l.diags, Errorf(r.pos, r.rule, "%s", conflictMessage(r)))
+		} else if len(conflicts) > 1 {
+			got := conflicts[0].conflict[0]
+			var allowed []string
+			seen := map[string]bool{}
+			pos := conflicts[0].pos
+			for _, r := range conflicts {
+				if r.conflict[0] != got {
+					// Not an enum: report each conflict.
+					allowed = nil
+					break
+				}
+				if !seen[r.conflict[1]] {
+					seen[r.conflict[1]] = true
+					allowed = append(allowed, r.conflict[1])
+				}
+			}
+			if allowed == nil {
+				for _, r := range conflicts {
+					l.diags = append(l.diags, Errorf(r.pos, r.rule, "%s", conflictMessage(r)))
+				}
+				continue
+			}
+			if t := firstType(allowed); t != "" {
+				r := *conflicts[0]
+				r.conflict[1] = t
+				l.diags = append(l.diags, Errorf(r.pos, r.rule, "%s", conflictMessage(&r)))
+				continue
+			}
+			sort.Strings(allowed)
+			l.diags = append(l.diags, Errorf(pos, "schema/invalid-value", "%s: %s is not one of %s", fieldName(conflicts[0].path), got, strings.Join(allowed, ", ")))
+		}
+	}
+}
+
+func conflictMessage(r *rawErr) string {
+	got, want := r.conflict[0], r.conflict[1]
+	return fmt.Sprintf("%s: %s is not allowed here: want %s", fieldName(r.path), got, describeType(want))
+}
+
+// describeType renders a CUE type or value for a message.
+func describeType(s string) string {
+	switch s {
+	case "int":
+		return "an integer"
+	case "number", "float":
+		return "a number"
+	case "string":
+		return "a string"
+	case "bool":
+		return "true or false"
+	case "list", "[...string]":
+		return "a list"
+	case "struct", "{}":
+		return "a struct"
+	}
+	return s
+}
+
+// firstType returns the first alternative that is a type, not a value.
+func firstType(alts []string) string {
+	for _, a := range alts {
+		if !isLiteral(a) {
+			return a
+		}
+	}
+	return ""
+}
+
+func isLiteral(s string) bool {
+	if s == "true" || s == "false" || s == "null" {
+		return true
+	}
+	if strings.HasPrefix(s, `"`) {
+		return true
+	}
+	if _, err := strconv.ParseFloat(s, 64); err == nil {
+		return true
+	}
+	return false
+}
+
+// userLiteral returns the literal the user wrote at path, as CUE prints it.
+func (l *loader) userLiteral(path []string) (string, bool) {
+	if l.pos == nil {
+		return "", false
+	}
+	lit, ok := l.pos.node[strings.Join(path, ".")].(*ast.BasicLit)
+	if !ok {
+		return "", false
+	}
+	return lit.Value, true
+}
+
+// fieldName renders a path for a message: chains.chat[2].max_attempts.
+func fieldName(path []string) string {
+	var b strings.Builder
+	for i, p := range path {
+		if _, err := strconv.Atoi(p); err == nil {
+			fmt.Fprintf(&b, "[%s]", p)
+			continue
+		}
+		if i > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(p)
+	}
+	if b.Len() == 0 {
+		return "policy"
+	}
+	return b.String()
+}
+
+// classify maps a CUE message to a rule id and a user-facing message.
+func classify(msg string, path []string) (rule, out string) {
+	name := fieldName(path)
+	last := ""
+	if len(path) > 0 {
+		last = path[len(path)-1]
+	}
+	switch {
+	case strings.Contains(msg, "field not allowed"):
+		return "schema/unknown-field", fmt.Sprintf("unknown field %q", last)
+	case strings.Contains(msg, "field is required but not present"):
+		return "schema/missing-field", fmt.Sprintf("missing required field %q", last)
+	case strings.HasPrefix(msg, "incomplete value"):
+		return "schema/missing-field", fmt.Sprintf("%s: %s: give a concrete value", name, msg)
+	}
+	if m := boundRE.FindStringSubmatch(msg); m != nil {
+		return "schema/invalid-value", fmt.Sprintf("%s: %s is out of range: want %s", name, m[1], m[2])
+	}
+	if m := matchRE.FindStringSubmatch(msg); m != nil {
+		return "schema/invalid-value", fmt.Sprintf("%s: %s does not match %s", name, m[1], m[2])
+	}
+	if strings.HasPrefix(msg, "expected ") || strings.Contains(msg, "syntax") {
+		return "cue/syntax", msg
+	}
+	if strings.Contains(msg, "reference") && strings.Contains(msg, "not found") {
+		return "schema/bad-reference", msg
+	}
+	return "schema/invalid-value", fmt.Sprintf("%s: %s", name, msg)
+}
+
+// placeError picks the error's position in the user's files; failing that it
+// walks the error's path in the user's value.
+func (l *loader) placeError(e cueerrors.Error, path []string, user cue.Value) Pos {
+	positions := append([]token.Pos{e.Position()}, e.InputPositions()...)
+	var best Pos
+	for _, p := range positions {
+		if !p.IsValid() || !l.isUserFile(p.Filename()) {
+			continue
+		}
+		q := Pos{File: p.Filename(), Line: p.Line(), Col: p.Column()}
+		// Prefer the latest position: the user's value rather than the
+		// enclosing struct.
+		if !best.IsValid() || best.Before(q) {
+			best = q
+		}
+	}
+	if best.IsValid() {
+		return best
+	}
+	if user.Exists() {
+		for n := len(path); n >= 0; n-- {
+			v := user.LookupPath(cue.ParsePath(cuePath(path[:n])))
+			if v.Exists() {
+				if p := posOf(v); p.IsValid() && l.isUserFile(p.File) {
+					return p
+				}
+			}
+		}
+	}
+	return Pos{File: l.files[0], Line: 1, Col: 1}
+}
+
+// cuePath joins selectors into a CUE path expression.
+func cuePath(sel []string) string {
+	var parts []string
+	for _, s := range sel {
+		if _, err := strconv.Atoi(s); err == nil {
+			parts = append(parts, s)
+			continue
+		}
+		if regexp.MustCompile(`^[A-Za-z_#][A-Za-z0-9_]*$`).MatchString(s) {
+			parts = append(parts, s)
+		} else {
+			parts = append(parts, strconv.Quote(s))
+		}
+	}
+	return strings.Join(parts, ".")
+}

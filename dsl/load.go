@@ -1,0 +1,405 @@
+package dsl
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/ast"
+	"cuelang.org/go/cue/build"
+	"cuelang.org/go/cue/cuecontext"
+	cueerrors "cuelang.org/go/cue/errors"
+	"cuelang.org/go/cue/parser"
+)
+
+// Limits that keep a pathological policy from hanging or exhausting memory.
+const (
+	// MaxFileSize is the largest policy file Load reads.
+	MaxFileSize = 4 << 20
+	// MaxNesting is the deepest bracket nesting Load accepts.
+	MaxNesting = 200
+	// DefaultTimeout bounds the evaluation of one policy.
+	DefaultTimeout = 10 * time.Second
+)
+
+// Options configures Load.
+type Options struct {
+	// Schema is the policy schema (default: DefaultSchema()).
+	Schema *Schema
+	// Timeout bounds evaluation (default DefaultTimeout). CUE has no
+	// evaluation budget: on timeout Load returns a diagnostic, and the
+	// evaluation goroutine is abandoned to finish on its own.
+	Timeout time.Duration
+}
+
+// IOError is a problem with the paths given to Load rather than with the
+// policy's content: a path that does not exist, a directory with no .cue
+// files. The CLI exits 2 on it.
+type IOError struct{ Err error }
+
+func (e *IOError) Error() string { return e.Err.Error() }
+func (e *IOError) Unwrap() error { return e.Err }
+
+// ResolvePaths turns a directory (one CUE package) or a list of .cue files
+// into the policy files to load. Test files (*_test.cue) are not part of a
+// policy.
+func ResolvePaths(paths []string) ([]string, error) {
+	if len(paths) == 0 {
+		return nil, &IOError{errors.New("no policy path given")}
+	}
+	var files []string
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			if os.IsNotExist(err) {
+				return nil, &IOError{fmt.Errorf("%s: no such file or directory", p)}
+			}
+			return nil, &IOError{err}
+		}
+		if st.IsDir() {
+			if len(paths) > 1 {
+				return nil, &IOError{fmt.Errorf("%s: give one directory, or .cue files", p)}
+			}
+			matches, err := filepath.Glob(filepath.Join(p, "*.cue"))
+			if err != nil {
+				return nil, &IOError{err}
+			}
+			for _, m := range matches {
+				if !strings.HasSuffix(m, "_test.cue") {
+					files = append(files, m)
+				}
+			}
+			if len(files) == 0 {
+				return nil, &IOError{fmt.Errorf("%s: no .cue files in directory", p)}
+			}
+			continue
+		}
+		if filepath.Ext(p) != ".cue" {
+			return nil, &IOError{fmt.Errorf("%s: not a .cue file", p)}
+		}
+		files = append(files, p)
+	}
+	sort.Strings(files)
+	return files, nil
+}
+
+// Load reads, checks and decodes a policy. paths is a directory (one CUE
+// package) or .cue files of one package. It returns an *IOError for unusable
+// paths; every problem with the content is a diagnostic. The policy is nil
+// when any diagnostic is an error.
+func Load(ctx context.Context, paths []string, opts Options) (*Policy, Diagnostics, error) {
+	files, err := ResolvePaths(paths)
+	if err != nil {
+		return nil, nil, err
+	}
+	if opts.Schema == nil {
+		if opts.Schema, err = DefaultSchema(); err != nil {
+			return nil, nil, err
+		}
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	l := &loader{schema: opts.Schema, files: files, dir: filepath.Dir(files[0])}
+	parsed, ok := l.parse()
+	if !ok {
+		return nil, l.diags.Sort(), nil
+	}
+
+	type result struct {
+		p     *Policy
+		diags Diagnostics
+	}
+	done := make(chan result, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				done <- result{nil, Diagnostics{Errorf(Pos{File: files[0], Line: 1, Col: 1}, "cue/syntax", "policy evaluation failed: %v", r)}}
+			}
+		}()
+		p := l.evaluate(parsed)
+		done <- result{p, l.diags}
+	}()
+	timer := time.NewTimer(opts.Timeout)
+	defer timer.Stop()
+	select {
+	case r := <-done:
+		diags := r.diags.Sort()
+		if diags.HasErrors() {
+			return nil, diags, nil
+		}
+		return r.p, diags, nil
+	case <-timer.C:
+		return nil, Diagnostics{Errorf(Pos{File: files[0], Line: 1, Col: 1}, "cue/syntax",
+			"policy evaluation did not finish within %s; simplify the policy", opts.Timeout)}, nil
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
+	}
+}
+
+type loader struct {
+	schema *Schema
+	files  []string
+	dir    string
+	diags  Diagnostics
+	user   cue.Value // the user's value alone, for positions
+	pos    *positions
+}
+
+func (l *loader) errorf(pos Pos, rule, format string, args ...any) {
+	l.diags = append(l.diags, Errorf(pos, rule, format, args...))
+}
+
+// parse reads and parses every file, checking size, encoding, nesting and
+// package clauses.
+func (l *loader) parse() ([]*ast.File, bool) {
+	var out []*ast.File
+	pkg, pkgFile := "", ""
+	for _, name := range l.files {
+		at := Pos{File: name, Line: 1, Col: 1}
+		st, err := os.Stat(name)
+		if err != nil {
+			l.errorf(at, "cue/syntax", "cannot read file: %v", err)
+			continue
+		}
+		if st.Size() > MaxFileSize {
+			l.errorf(at, "cue/syntax", "file is %s, larger than the %s limit for a policy file", sizeString(st.Size()), sizeString(MaxFileSize))
+			continue
+		}
+		src, err := os.ReadFile(name)
+		if err != nil {
+			l.errorf(at, "cue/syntax", "cannot read file: %v", err)
+			continue
+		}
+		if p, ok := checkText(name, src); !ok {
+			l.errorf(p, "cue/syntax", "file is not UTF-8 text")
+			continue
+		}
+		if p, depth := maxNesting(name, src); depth > MaxNesting {
+			l.errorf(p, "cue/syntax", "nesting deeper than %d levels", MaxNesting)
+			continue
+		}
+		if len(bytes.TrimSpace(src)) == 0 {
+			l.errorf(at, "cue/syntax", "empty file: a policy file starts with a package clause")
+			continue
+		}
+		f, err := parser.ParseFile(name, src, parser.ParseComments)
+		if err != nil {
+			for _, e := range cueerrors.Errors(err) {
+				l.errorf(cuePos(e.Position(), at), "cue/syntax", "%s", errMsg(e))
+			}
+			continue
+		}
+		name0 := f.PackageName()
+		if name0 == "" {
+			l.errorf(at, "cue/syntax", "file has no package clause: add `package <name>` as its first line")
+			continue
+		}
+		if pkg == "" {
+			pkg, pkgFile = name0, name
+		} else if name0 != pkg {
+			l.errorf(packagePos(f, at), "cue/syntax", "package %s differs from package %s in %s: a policy is one package", name0, pkg, pkgFile)
+			continue
+		}
+		out = append(out, f)
+	}
+	return out, !l.diags.HasErrors()
+}
+
+func packagePos(f *ast.File, def Pos) Pos {
+	for _, d := range f.Decls {
+		if p, ok := d.(*ast.Package); ok && p.Name != nil {
+			return cuePos(p.Name.Pos(), def)
+		}
+	}
+	return def
+}
+
+// checkText reports whether src is UTF-8 without NUL bytes, and where it is
+// not.
+func checkText(name string, src []byte) (Pos, bool) {
+	line, col := 1, 1
+	for i := 0; i < len(src); {
+		r, n := utf8.DecodeRune(src[i:])
+		if (r == utf8.RuneError && n == 1) || r == 0 {
+			return Pos{File: name, Line: line, Col: col}, false
+		}
+		if r == '\n' {
+			line, col = line+1, 1
+		} else {
+			col += n
+		}
+		i += n
+	}
+	return Pos{}, true
+}
+
+// maxNesting returns the deepest nesting of {, [ and ( outside strings and
+// comments, and where it first exceeds MaxNesting. It is a guard, not a
+// parser: it only has to be right for well-formed text and bounded for the
+// rest.
+func maxNesting(name string, src []byte) (Pos, int) {
+	depth, maxDepth := 0, 0
+	line, col := 1, 0
+	var at Pos
+	inStr := byte(0)
+	for i := 0; i < len(src); i++ {
+		c := src[i]
+		col++
+		if c == '\n' {
+			line, col = line+1, 0
+			if inStr == '"' || inStr == '\'' {
+				// Only multi-line strings span lines; a lone quote
+				// cannot, so resynchronise.
+				inStr = 0
+			}
+			continue
+		}
+		if inStr != 0 {
+			if c == '\\' {
+				i++
+				col++
+			} else if c == inStr {
+				inStr = 0
+			}
+			continue
+		}
+		switch c {
+		case '/':
+			if i+1 < len(src) && src[i+1] == '/' {
+				for i < len(src) && src[i] != '\n' {
+					i++
+				}
+				i--
+			}
+		case '"', '\'':
+			inStr = c
+		case '{', '[', '(':
+			depth++
+			if depth > maxDepth {
+				maxDepth = depth
+				if depth == MaxNesting+1 {
+					at = Pos{File: name, Line: line, Col: col}
+				}
+			}
+		case '}', ']', ')':
+			depth--
+		}
+	}
+	return at, maxDepth
+}
+
+func sizeString(n int64) string {
+	if n >= 1<<20 {
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%d KiB", n>>10)
+}
+
+// evaluate builds the package, unifies it with #Policy, validates it and
+// decodes it.
+func (l *loader) evaluate(files []*ast.File) *Policy {
+	ctx := cuecontext.New()
+	schemaVal, err := l.schema.build(ctx, true)
+	if err != nil {
+		l.errorf(Pos{File: l.files[0], Line: 1, Col: 1}, "cue/syntax", "internal schema error: %v", err)
+		return nil
+	}
+	inst := build.NewContext().NewInstance(l.dir, nil)
+	for _, f := range files {
+		if err := inst.AddSyntax(f); err != nil {
+			l.addCUEErrors(err, cue.Value{})
+			return nil
+		}
+	}
+	user := ctx.BuildInstance(inst)
+	if err := user.Err(); err != nil {
+		l.addCUEErrors(err, cue.Value{})
+		return nil
+	}
+	l.user = user
+	l.pos = indexPositions(files)
+	// Unknown middleware ids are reported here, with a did-you-mean; the
+	// closedness errors of such an entry are noise and are dropped below.
+	skip := l.checkUses(user)
+	l.checkTopLevel(user)
+	v := schemaVal.LookupPath(cue.ParsePath("#Policy")).Unify(user)
+	if err := v.Validate(cue.Concrete(true)); err != nil {
+		l.addCUEErrors(err, user, skip...)
+	}
+	// Decode even after schema errors: references and stages are
+	// checked on what is there, so one round reports them all.
+	p := &Policy{Package: files[0].PackageName(), Dir: l.dir, Files: l.files, Value: v}
+	l.decode(p, v)
+	return p
+}
+
+// topLevel lists the fields of #Policy.
+var topLevel = map[string]bool{"models": true, "tools": true, "chains": true, "admit": true, "constraints": true, "stores": true, "settings": true}
+
+// checkTopLevel reports regular top-level fields that #Policy does not
+// declare (CUE does not close the package's own struct). Definitions and
+// hidden fields are the user's helpers and are allowed.
+func (l *loader) checkTopLevel(user cue.Value) {
+	it, err := user.Fields()
+	if err != nil {
+		return
+	}
+	var names []string
+	for k := range topLevel {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for it.Next() {
+		name := it.Selector().Unquoted()
+		if topLevel[name] {
+			continue
+		}
+		pos, _ := l.pos.lookup([]string{name}, true)
+		if !pos.IsValid() {
+			pos = Pos{File: l.files[0], Line: 1, Col: 1}
+		}
+		l.errorf(pos, "schema/unknown-field", "unknown field %q%s", name, suggestName(name, names))
+	}
+}
+
+// checkUses reports every chain entry whose use names no known kind and
+// returns the paths of those entries.
+func (l *loader) checkUses(user cue.Value) []string {
+	var skip []string
+	for _, stage := range Stages {
+		list := user.LookupPath(cue.ParsePath("chains." + stage))
+		if !list.Exists() {
+			continue
+		}
+		it, err := list.List()
+		if err != nil {
+			continue
+		}
+		for i := 0; it.Next(); i++ {
+			u := it.Value().LookupPath(cue.ParsePath("use"))
+			id, err := u.String()
+			if err != nil {
+				continue
+			}
+			if l.schema.catalog.Lookup(id) != nil {
+				continue
+			}
+			msg := fmt.Sprintf("unknown middleware %q", id)
+			if s := l.schema.catalog.Suggest(id); s != "" {
+				msg += fmt.Sprintf("; did you mean %q?", s)
+			}
+			l.errorf(valuePos(u), "schema/unknown-middleware", "%s", msg)
+			skip = append(skip, fmt.Sprintf("chains.%s.%d", stage, i))
+		}
+	}
+	return skip
+}

@@ -1,0 +1,157 @@
+package dsl
+
+import (
+	"encoding/json"
+	"strings"
+
+	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/ast"
+)
+
+// Policy is a loaded policy: the decoded model with a position for every node
+// that a diagnostic can blame.
+type Policy struct {
+	// Package is the CUE package name.
+	Package string
+	// Dir is the directory the policy files are in.
+	Dir string
+	// Files are the policy files, as given or found.
+	Files []string
+	// Models, Tools and Stores by name.
+	Models map[string]*Model
+	Tools  map[string]*Tool
+	Stores map[string]*Store
+	// Chains holds the entries of each stage ("chat", "tool", "turn"),
+	// outermost first.
+	Chains map[string][]*Entry
+	// Admit is the grounding admission predicate, or nil.
+	Admit *Expr
+	// Constraints are the policy's own ordering constraints.
+	Constraints []*Constraint
+	// CELCostLimit bounds the estimated cost of every predicate.
+	CELCostLimit uint64
+	// Value is the policy unified with #Policy.
+	Value cue.Value
+}
+
+// Stages lists the chain stages in order.
+var Stages = []string{"chat", "tool", "turn"}
+
+// Model is a declared model.
+type Model struct {
+	Name          string
+	Pos           Pos
+	USDPerMTokIn  float64
+	USDPerMTokOut float64
+	ContextTokens int
+}
+
+// Tool is a declared tool.
+type Tool struct {
+	Name          string
+	Pos           Pos
+	SideEffecting bool
+	RetrySafe     bool
+	URLArg        string
+	PathArg       string
+	// Args is the JSON Schema of the arguments (nil: untyped). A schema
+	// given as a file path has been read.
+	Args    json.RawMessage
+	ArgsPos Pos
+}
+
+// Store is a declared state backend.
+type Store struct {
+	Name string
+	Pos  Pos
+	Kind string
+	Path string
+}
+
+// Entry is one layer of a chain.
+type Entry struct {
+	Stage string
+	Index int
+	// Use is the kind's id; Kind is its catalog entry.
+	Use  string
+	Kind *Kind
+	// Name defaults to Use.
+	Name         string
+	ExplicitName bool
+	When         *Expr
+	// Tools scopes a tool-chain entry (empty: every tool).
+	Tools    []string
+	ToolsPos []Pos
+	// Config holds the kind's own fields with defaults applied, as JSON.
+	Config json.RawMessage
+	// Fields holds Config decoded into plain Go values.
+	Fields map[string]any
+	// Pos is the entry's position; UsePos and NamePos those of its fields.
+	Pos, UsePos, NamePos Pos
+	// Value is the entry's CUE value.
+	Value cue.Value
+
+	path []string
+	ps   *positions
+}
+
+// FieldPos returns the position of the value of one of the entry's fields
+// as written, or the entry's position when the field is not written.
+func (e *Entry) FieldPos(field string) Pos {
+	if e.ps != nil {
+		if p, ok := e.ps.value[strings.Join(append(append([]string{}, e.path...), field), ".")]; ok && p.IsValid() {
+			return p
+		}
+	}
+	return e.Pos
+}
+
+// Expr returns a CEL string field of the entry's config (such as a guard's
+// "deny"), positioned in the policy file, or nil when it is absent.
+func (e *Entry) Expr(field string) *Expr {
+	v := e.Value.LookupPath(cue.MakePath(cue.Str(field)))
+	if !v.Exists() {
+		return nil
+	}
+	x := exprOf(v)
+	if x == nil {
+		return nil
+	}
+	if e.ps != nil {
+		if lit, ok := e.ps.node[strings.Join(append(append([]string{}, e.path...), field), ".")].(*ast.BasicLit); ok {
+			x.lit = lit.Value
+			x.Pos = cuePos(lit.Pos(), Pos{})
+			return x
+		}
+	}
+	x.lit = ""
+	x.Pos = e.FieldPos(field)
+	return x
+}
+
+// Ref returns how constraints and messages name the entry:
+// "name (use)" when they differ.
+func (e *Entry) Ref() string {
+	if e.Name != e.Use {
+		return e.Name + " (" + e.Use + ")"
+	}
+	return e.Name
+}
+
+// Constraint is an ordering rule, the policy's own or a builtin's.
+type Constraint struct {
+	ID       string
+	Stage    string
+	Outer    string
+	Inner    string
+	When     *Expr
+	Severity Severity
+	Why      string
+	// Builtin marks the constraints that ship with the builtins.
+	Builtin bool
+	// Positions of the constraint and its outer and inner fields.
+	Pos, OuterPos, InnerPos Pos
+}
+
+// Key identifies a constraint: its id plus the pair it orders.
+func (c *Constraint) Key() string { return c.ID + "/" + c.Outer + "/" + c.Inner }

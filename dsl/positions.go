@@ -1,0 +1,109 @@
+package dsl
+
+import (
+	"strconv"
+	"strings"
+
+	"cuelang.org/go/cue/ast"
+	"cuelang.org/go/cue/literal"
+)
+
+// positions maps a path such as "chains.chat.0.use" to where the user wrote
+// it. CUE places list elements at their list; the syntax tree does not.
+type positions struct {
+	label map[string]Pos // the field's label
+	value map[string]Pos // the field's value, or the list element
+	node  map[string]ast.Expr
+}
+
+func indexPositions(files []*ast.File) *positions {
+	ps := &positions{label: map[string]Pos{}, value: map[string]Pos{}, node: map[string]ast.Expr{}}
+	for _, f := range files {
+		ps.decls("", f.Decls)
+	}
+	return ps
+}
+
+func (ps *positions) decls(prefix string, decls []ast.Decl) {
+	for _, d := range decls {
+		f, ok := d.(*ast.Field)
+		if !ok {
+			if em, ok := d.(*ast.EmbedDecl); ok {
+				ps.expr(prefix, em.Expr)
+			}
+			continue
+		}
+		name := labelName(f.Label)
+		if name == "" {
+			continue
+		}
+		path := name
+		if prefix != "" {
+			path = prefix + "." + name
+		}
+		if _, seen := ps.label[path]; !seen {
+			ps.label[path] = cuePos(f.Label.Pos(), Pos{})
+			if f.Value != nil {
+				ps.value[path] = cuePos(f.Value.Pos(), Pos{})
+				ps.node[path] = f.Value
+			}
+		}
+		ps.expr(path, f.Value)
+	}
+}
+
+func (ps *positions) expr(path string, x ast.Expr) {
+	switch x := x.(type) {
+	case *ast.StructLit:
+		ps.decls(path, x.Elts)
+	case *ast.ListLit:
+		for i, el := range x.Elts {
+			p := path + "." + strconv.Itoa(i)
+			if _, seen := ps.value[p]; !seen {
+				ps.value[p] = cuePos(el.Pos(), Pos{})
+				ps.label[p] = ps.value[p]
+				ps.node[p] = el
+			}
+			ps.expr(p, el)
+		}
+	case *ast.BinaryExpr:
+		// a & b: both sides may carry fields.
+		ps.expr(path, x.X)
+		ps.expr(path, x.Y)
+	case *ast.ParenExpr:
+		ps.expr(path, x.X)
+	}
+}
+
+func labelName(l ast.Label) string {
+	switch l := l.(type) {
+	case *ast.Ident:
+		return l.Name
+	case *ast.BasicLit:
+		s, err := literal.Unquote(l.Value)
+		if err != nil {
+			return ""
+		}
+		if strings.ContainsAny(s, ".") {
+			return strconv.Quote(s)
+		}
+		return s
+	}
+	return ""
+}
+
+// lookup returns the position recorded for path, or of its closest
+// ancestor. label selects the field's label rather than its value.
+func (ps *positions) lookup(path []string, label bool) (Pos, bool) {
+	for n := len(path); n > 0; n-- {
+		key := strings.Join(path[:n], ".")
+		m := ps.value
+		if label && n == len(path) {
+			m = ps.label
+		}
+		if p, ok := m[key]; ok && p.IsValid() {
+			return p, true
+		}
+	}
+	return Pos{}, false
+}

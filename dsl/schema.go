@@ -1,0 +1,189 @@
+package dsl
+
+import (
+	"fmt"
+	"io/fs"
+	"sort"
+	"strings"
+	"sync"
+
+	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/build"
+	"cuelang.org/go/cue/cuecontext"
+	"cuelang.org/go/cue/parser"
+
+	"github.com/agentc-dev/agentc/schemas"
+)
+
+// Schema is the policy schema: the embedded CUE definitions, the catalog of
+// middleware kinds, and the builtins' ordering constraints. A Schema is
+// immutable and safe for concurrent use; every Load evaluates it in a CUE
+// context of its own.
+type Schema struct {
+	catalog     *Catalog
+	sources     map[string][]byte // schema file name -> CUE source
+	names       []string
+	constraints []*Constraint
+}
+
+// CustomKind is a middleware registered from Go with its own CUE config
+// schema: Schema is the body of a CUE struct, for example
+// `threshold: *0.5 | number & >0 & <=1`.
+type CustomKind struct {
+	ID         string
+	Stages     []string
+	Traits     []string
+	Repeatable bool
+	Doc        string
+	Schema     string
+}
+
+var (
+	defaultOnce   sync.Once
+	defaultSchema *Schema
+	defaultErr    error
+)
+
+// DefaultSchema returns the schema of the builtins alone.
+func DefaultSchema() (*Schema, error) {
+	defaultOnce.Do(func() { defaultSchema, defaultErr = NewSchema(nil) })
+	return defaultSchema, defaultErr
+}
+
+// NewSchema builds the schema of the builtins plus custom kinds. It fails if
+// a custom kind reuses a builtin id, names an unknown stage, or has a schema
+// that is not valid CUE.
+func NewSchema(custom []CustomKind) (*Schema, error) {
+	s := &Schema{catalog: &Catalog{}, sources: map[string][]byte{}}
+	entries, err := fs.ReadDir(schemas.CUE, ".")
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range entries {
+		b, err := fs.ReadFile(schemas.CUE, e.Name())
+		if err != nil {
+			return nil, err
+		}
+		s.sources["schemas/"+e.Name()] = b
+	}
+	// Read the builtins' metadata and constraints from the schema itself.
+	ctx := cuecontext.New()
+	v, err := s.build(ctx, false)
+	if err != nil {
+		return nil, fmt.Errorf("embedded schema: %w", err)
+	}
+	var meta map[string]struct {
+		Stages     []string `json:"stages"`
+		Traits     []string `json:"traits"`
+		Repeatable bool     `json:"repeatable"`
+		Doc        string   `json:"doc"`
+	}
+	if err := v.LookupPath(cue.ParsePath("builtins")).Decode(&meta); err != nil {
+		return nil, fmt.Errorf("embedded schema builtins: %w", err)
+	}
+	for id, m := range meta {
+		k := &Kind{ID: id, Stages: m.Stages, Traits: m.Traits, Repeatable: m.Repeatable, Doc: m.Doc, Def: defName(id), Builtin: true}
+		if !v.LookupPath(cue.ParsePath(k.Def)).Exists() {
+			return nil, fmt.Errorf("embedded schema: builtin %q has no definition %s", id, k.Def)
+		}
+		if err := s.catalog.add(k); err != nil {
+			return nil, err
+		}
+	}
+	cs := v.LookupPath(cue.ParsePath("constraints"))
+	it, err := cs.Fields()
+	if err != nil {
+		return nil, fmt.Errorf("embedded schema constraints: %w", err)
+	}
+	for it.Next() {
+		c, diags := decodeConstraint(it.Value(), nil)
+		if len(diags) > 0 {
+			return nil, fmt.Errorf("embedded schema constraint %s: %v", it.Selector(), diags[0])
+		}
+		c.Builtin = true
+		s.constraints = append(s.constraints, c)
+	}
+	sort.Slice(s.constraints, func(i, j int) bool { return s.constraints[i].Key() < s.constraints[j].Key() })
+
+	for i, ck := range custom {
+		for _, st := range ck.Stages {
+			if st != "chat" && st != "tool" && st != "turn" {
+				return nil, fmt.Errorf("middleware %q: unknown stage %q", ck.ID, st)
+			}
+		}
+		if s.catalog.Lookup(ck.ID) != nil {
+			return nil, fmt.Errorf("middleware %q is already defined", ck.ID)
+		}
+		body := strings.TrimSpace(ck.Schema)
+		if !strings.HasPrefix(body, "{") {
+			body = "{\n" + body + "\n}"
+		}
+		if _, err := parser.ParseExpr(ck.ID+" schema", body); err != nil {
+			return nil, fmt.Errorf("middleware %q: config schema: %w", ck.ID, err)
+		}
+		def := fmt.Sprintf("#Custom%d", i)
+		s.sources[fmt.Sprintf("schemas/custom_%d.cue", i)] = []byte(fmt.Sprintf("package schemas\n\n%s: %s\n", def, body))
+		if err := s.catalog.add(&Kind{ID: ck.ID, Stages: ck.Stages, Traits: ck.Traits, Repeatable: ck.Repeatable, Doc: ck.Doc, Def: def}); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := s.build(cuecontext.New(), true); err != nil {
+		return nil, fmt.Errorf("schema: %w", err)
+	}
+	return s, nil
+}
+
+// Catalog returns the middleware kinds.
+func (s *Schema) Catalog() *Catalog { return s.catalog }
+
+// Constraints returns the ordering constraints the builtins ship.
+func (s *Schema) Constraints() []*Constraint { return s.constraints }
+
+// entrySource generates #Entry: the common entry fields plus one conditional
+// embed per kind, so that each kind's errors are reported against its own
+// closed definition.
+func (s *Schema) entrySource() []byte {
+	var b strings.Builder
+	b.WriteString("package schemas\n\n#Entry: {\n\t#EntryBase\n\tuse!: string\n")
+	for _, id := range s.catalog.IDs() {
+		fmt.Fprintf(&b, "\tif use == %q {%s}\n", id, s.catalog.Lookup(id).Def)
+	}
+	b.WriteString("}\n")
+	return []byte(b.String())
+}
+
+// build evaluates the schema package in ctx.
+func (s *Schema) build(ctx *cue.Context, withEntry bool) (cue.Value, error) {
+	inst := build.NewContext().NewInstance("schemas", nil)
+	names := make([]string, 0, len(s.sources))
+	for n := range s.sources {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	add := func(name string, src []byte) error {
+		f, err := parser.ParseFile(name, src, parser.ParseComments)
+		if err != nil {
+			return err
+		}
+		return inst.AddSyntax(f)
+	}
+	for _, n := range names {
+		if err := add(n, s.sources[n]); err != nil {
+			return cue.Value{}, err
+		}
+	}
+	if withEntry {
+		if err := add("schemas/entry.cue", s.entrySource()); err != nil {
+			return cue.Value{}, err
+		}
+	} else {
+		if err := add("schemas/entry.cue", []byte("package schemas\n\n#Entry: {...}\n")); err != nil {
+			return cue.Value{}, err
+		}
+	}
+	v := ctx.BuildInstance(inst)
+	if err := v.Err(); err != nil {
+		return cue.Value{}, err
+	}
+	return v, nil
+}
