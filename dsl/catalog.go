@@ -90,7 +90,9 @@ func (c *Catalog) Suggest(id string) string {
 		return best
 	}
 	// A different word order or separator ("ratelimit", "rate-limit").
-	norm := func(s string) string { return strings.NewReplacer("_", "", "-", "", " ", "").Replace(strings.ToLower(s)) }
+	norm := func(s string) string {
+		return strings.NewReplacer("_", "", "-", "", " ", "").Replace(strings.ToLower(s))
+	}
 	for _, k := range c.ids {
 		if norm(k) == norm(id) {
 			return k
