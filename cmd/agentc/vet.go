@@ -1,0 +1,193 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/agentc-dev/agentc/compiler"
+	"github.com/agentc-dev/agentc/dsl"
+)
+
+func cmdVet(ctx context.Context, env *cliEnv, args []string) int {
+	fs := newFlags(env, "vet", "[-json] [-strict] [-rules] PATH...")
+	asJSON := fs.Bool("json", false, "print diagnostics as a JSON array")
+	strict := fs.Bool("strict", false, "exit 1 on warnings too")
+	rules := fs.Bool("rules", false, "list every rule id with its title")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if *rules {
+		return listRules(env)
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return exitUsage
+	}
+	policies, err := expandPaths(fs.Args())
+	if err != nil {
+		return fail(env, "%v", err)
+	}
+	var all dsl.Diagnostics
+	for _, paths := range policies {
+		c, err := compiler.Compile(ctx, paths, compiler.Options{})
+		if err != nil {
+			return fail(env, "%v", err)
+		}
+		all = append(all, c.Diagnostics...)
+	}
+	all = all.Relative(env.wd).Sort()
+	if err := printDiagnostics(env, all, *asJSON); err != nil {
+		return fail(env, "%v", err)
+	}
+	errs, warns := all.Count()
+	if errs > 0 || (*strict && warns > 0) {
+		return exitProblems
+	}
+	return exitOK
+}
+
+// printDiagnostics writes ds as text lines on stderr, or as a JSON array on
+// stdout.
+func printDiagnostics(env *cliEnv, ds dsl.Diagnostics, asJSON bool) error {
+	if asJSON {
+		if ds == nil {
+			ds = dsl.Diagnostics{}
+		}
+		b, err := json.MarshalIndent(ds, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(env.stdout, "%s\n", b)
+		return err
+	}
+	for _, d := range ds {
+		if _, err := fmt.Fprintln(env.stderr, d.String()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// expandPaths groups the command-line paths into policies: a directory is
+// one policy, .cue files together are one policy, and DIR/... is every
+// directory below DIR that holds policy files.
+func expandPaths(args []string) ([][]string, error) {
+	var out [][]string
+	var files []string
+	for _, a := range args {
+		if strings.HasSuffix(a, "/...") || a == "..." {
+			root := strings.TrimSuffix(strings.TrimSuffix(a, "..."), "/")
+			if root == "" {
+				root = "."
+			}
+			dirs, err := walkPolicyDirs(root)
+			if err != nil {
+				return nil, err
+			}
+			if len(dirs) == 0 {
+				return nil, fmt.Errorf("%s: no policy directories below %s", a, root)
+			}
+			for _, d := range dirs {
+				out = append(out, []string{d})
+			}
+			continue
+		}
+		st, err := os.Stat(a)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return nil, fmt.Errorf("%s: no such file or directory", a)
+			}
+			return nil, err
+		}
+		if st.IsDir() {
+			out = append(out, []string{a})
+		} else {
+			files = append(files, a)
+		}
+	}
+	if len(files) > 0 {
+		out = append(out, files)
+	}
+	return out, nil
+}
+
+// walkPolicyDirs returns the directories below root holding .cue files
+// other than tests. Directories named testdata, or starting with . or _,
+// are skipped, as the go command does.
+func walkPolicyDirs(root string) ([]string, error) {
+	var dirs []string
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		name := d.Name()
+		if path != root && (name == "testdata" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
+			return filepath.SkipDir
+		}
+		matches, _ := filepath.Glob(filepath.Join(path, "*.cue"))
+		for _, m := range matches {
+			if !strings.HasSuffix(m, "_test.cue") {
+				dirs = append(dirs, path)
+				break
+			}
+		}
+		return nil
+	})
+	sort.Strings(dirs)
+	return dirs, err
+}
+
+// listRules prints every rule id with its title.
+func listRules(env *cliEnv) int {
+	for _, r := range compiler.Rules() {
+		fmt.Fprintf(env.stdout, "%-34s %-8s %s\n", r.ID, r.Severity, r.Title)
+	}
+	return exitOK
+}
+
+func cmdBuild(ctx context.Context, env *cliEnv, args []string) int {
+	fs := newFlags(env, "build", "[-o FILE] PATH")
+	out := fs.String("o", "", "write the plan to `FILE` (default: standard output)")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return exitUsage
+	}
+	c, err := compiler.Compile(ctx, fs.Args(), compiler.Options{})
+	if err != nil {
+		return fail(env, "%v", err)
+	}
+	ds := c.Diagnostics.Relative(env.wd).Sort()
+	if err := printDiagnostics(env, ds, false); err != nil {
+		return fail(env, "%v", err)
+	}
+	if c.Plan == nil {
+		return exitProblems
+	}
+	b, err := encodePlan(c)
+	if err != nil {
+		return fail(env, "%v", err)
+	}
+	if *out == "" {
+		if _, err := env.stdout.Write(b); err != nil {
+			return fail(env, "%v", err)
+		}
+		return exitOK
+	}
+	if err := os.WriteFile(*out, b, 0o644); err != nil {
+		return fail(env, "%v", err)
+	}
+	return exitOK
+}

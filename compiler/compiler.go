@@ -1,0 +1,110 @@
+package compiler
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/agentc-dev/agentc/dsl"
+	"github.com/agentc-dev/agentc/runtime/plan"
+)
+
+// Options configures a compilation.
+type Options struct {
+	// Schema is the policy schema (default: the builtins plus every custom
+	// middleware registered with the runtime).
+	Schema *dsl.Schema
+	// Timeout bounds the CUE evaluation (default dsl.DefaultTimeout).
+	Timeout time.Duration
+	// StopAfter ends the compilation after the named stage ("" runs all).
+	StopAfter string
+}
+
+// Compilation is the state the stages share and the result of Compile.
+type Compilation struct {
+	// Paths are the policy paths given.
+	Paths []string
+	// Policy is the loaded policy (nil when loading failed).
+	Policy *dsl.Policy
+	// Diagnostics holds every problem found, sorted by position.
+	Diagnostics dsl.Diagnostics
+	// Predicates holds the checked form of every CEL predicate, by the
+	// expression it was written as.
+	Predicates map[*dsl.Expr]*plan.Predicate
+	// Plan is the lowered plan (nil unless every stage ran without
+	// errors).
+	Plan *plan.Plan
+	// Stages lists the stages that ran.
+	Stages []string
+
+	opts Options
+}
+
+// Stage is one step of the compiler.
+type Stage struct {
+	// Name is a verb-noun name, such as "compile-cel".
+	Name string
+	// Doc says what the stage needs and what it produces.
+	Doc string
+	run func(ctx context.Context, c *Compilation) error
+}
+
+// Stages is the compiler's stage table, in order.
+var Stages = []Stage{
+	{"load-policy", "parse the files, unify with #Policy, decode the model, check references and stages (needs: paths; gives: Policy)", loadPolicy},
+	{"compile-cel", "parse and type-check every CEL predicate against its stage's variables (needs: Policy; gives: Predicates)", compileCEL},
+	{"check-order", "check the ordering constraints and run the vet rule suite (needs: Policy, Predicates)", checkOrder},
+	{"lower", "lower the policy to the plan (needs: Policy, Predicates; gives: Plan)", lower},
+}
+
+// Compile runs the stage table over the policy at paths. It returns an
+// error only for unusable paths (a *dsl.IOError), for an invalid option or
+// when ctx ends; every problem with the policy is a diagnostic.
+func Compile(ctx context.Context, paths []string, opts Options) (*Compilation, error) {
+	if opts.StopAfter != "" && stageIndex(opts.StopAfter) < 0 {
+		return nil, fmt.Errorf("unknown compiler stage %q", opts.StopAfter)
+	}
+	if opts.Schema == nil {
+		s, err := DefaultSchema()
+		if err != nil {
+			return nil, err
+		}
+		opts.Schema = s
+	}
+	c := &Compilation{Paths: paths, Predicates: map[*dsl.Expr]*plan.Predicate{}, opts: opts}
+	for _, st := range Stages {
+		if err := st.run(ctx, c); err != nil {
+			return nil, err
+		}
+		c.Stages = append(c.Stages, st.Name)
+		c.Diagnostics = c.Diagnostics.Sort()
+		if c.Diagnostics.HasErrors() || st.Name == opts.StopAfter {
+			break
+		}
+	}
+	if c.Diagnostics.HasErrors() {
+		c.Plan = nil
+	}
+	return c, nil
+}
+
+func stageIndex(name string) int {
+	for i, s := range Stages {
+		if s.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func (c *Compilation) report(d ...dsl.Diagnostic) { c.Diagnostics = append(c.Diagnostics, d...) }
+
+func loadPolicy(ctx context.Context, c *Compilation) error {
+	p, diags, err := dsl.Load(ctx, c.Paths, dsl.Options{Schema: c.opts.Schema, Timeout: c.opts.Timeout})
+	if err != nil {
+		return err
+	}
+	c.Policy = p
+	c.report(diags...)
+	return nil
+}

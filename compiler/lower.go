@@ -1,0 +1,98 @@
+package compiler
+
+import (
+	"context"
+	"encoding/json"
+	"sort"
+
+	"github.com/agentc-dev/agentc/dsl"
+	"github.com/agentc-dev/agentc/runtime/plan"
+)
+
+// predicateFields lists, per kind, the config fields that hold CEL
+// predicates. They are compiled by compile-cel and carried in
+// Layer.Predicates.
+var predicateFields = map[string][]string{
+	"guard": {"deny", "require"},
+}
+
+// lower writes the plan.
+func lower(_ context.Context, c *Compilation) error {
+	p := c.Policy
+	out := &plan.Plan{Version: plan.Version, Policy: p.Package}
+	if len(p.Models) > 0 {
+		out.Models = map[string]plan.Model{}
+		for name, m := range p.Models {
+			out.Models[name] = plan.Model{USDPerMTokIn: m.USDPerMTokIn, USDPerMTokOut: m.USDPerMTokOut, ContextTokens: m.ContextTokens}
+		}
+	}
+	if len(p.Tools) > 0 {
+		out.Tools = map[string]plan.Tool{}
+		for name, t := range p.Tools {
+			out.Tools[name] = plan.Tool{SideEffecting: t.SideEffecting, RetrySafe: t.RetrySafe, URLArg: t.URLArg, PathArg: t.PathArg, Args: t.Args}
+		}
+	}
+	if len(p.Stores) > 0 {
+		out.Stores = map[string]plan.Store{}
+		for name, s := range p.Stores {
+			out.Stores[name] = plan.Store{Kind: s.Kind, Path: s.Path}
+		}
+	}
+	for _, stage := range dsl.Stages {
+		var layers []plan.Layer
+		for _, e := range p.Chains[stage] {
+			layers = append(layers, c.lowerEntry(e))
+		}
+		switch stage {
+		case plan.StageChat:
+			out.Chains.Chat = layers
+		case plan.StageTool:
+			out.Chains.Tool = layers
+		case plan.StageTurn:
+			out.Chains.Turn = layers
+		}
+	}
+	if p.Admit != nil {
+		out.Admit = c.predicate(p.Admit, plan.StageAdmit, "", nil)
+	}
+	c.Plan = out
+	return nil
+}
+
+func (c *Compilation) lowerEntry(e *dsl.Entry) plan.Layer {
+	l := plan.Layer{Use: e.Use, Name: e.Name, Tools: e.Tools, Pos: e.Pos.String()}
+	cfg := e.Config
+	if len(cfg) == 0 {
+		cfg = json.RawMessage("{}")
+	}
+	l.Config = cfg
+	phase := "before"
+	if ph, ok := e.Fields["phase"].(string); ok {
+		phase = ph
+	}
+	if e.When != nil {
+		l.When = c.predicate(e.When, e.Stage, "before", e.Tools)
+	}
+	fields := predicateFields[e.Use]
+	sort.Strings(fields)
+	for _, f := range fields {
+		x := e.Expr(f)
+		if x == nil {
+			continue
+		}
+		if l.Predicates == nil {
+			l.Predicates = map[string]*plan.Predicate{}
+		}
+		l.Predicates[f] = c.predicate(x, e.Stage, phase, e.Tools)
+	}
+	return l
+}
+
+// predicate returns the checked predicate of x, or an unchecked one when
+// compile-cel has not produced it.
+func (c *Compilation) predicate(x *dsl.Expr, stage, phase string, tools []string) *plan.Predicate {
+	if p, ok := c.Predicates[x]; ok {
+		return p
+	}
+	return &plan.Predicate{Stage: stage, Phase: phase, Source: x.Source, Tools: tools}
+}
