@@ -1,0 +1,266 @@
+package pii
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Kind names a category of personal data.
+type Kind string
+
+// The kinds a Scanner detects.
+const (
+	KindEmail Kind = "email"
+	KindPhone Kind = "phone"
+	KindSSN   Kind = "ssn"
+	KindCard  Kind = "card"
+	KindIPv4  Kind = "ipv4"
+	KindIPv6  Kind = "ipv6"
+)
+
+// kindOrder is also the tie-break priority when two detectors claim the same span.
+var kindOrder = []Kind{KindCard, KindSSN, KindEmail, KindIPv6, KindIPv4, KindPhone}
+
+// AllKinds returns every kind, in a stable order.
+func AllKinds() []Kind { return slices.Clone(kindOrder) }
+
+// Config selects what a Scanner detects.
+type Config struct {
+	// Kinds lists the kinds to detect; empty means all of them.
+	Kinds []Kind
+}
+
+// Match is one detected item.
+type Match struct {
+	Kind Kind
+	// Start and End are byte offsets of the item in the scanned string (End exclusive).
+	Start, End int
+	// Path is the JSON Pointer (RFC 6901) of the string inside a value passed to ScanValue;
+	// it is empty for Find.
+	Path string
+}
+
+// Scanner finds personal data. The zero value detects nothing; use New.
+type Scanner struct {
+	enabled map[Kind]bool
+}
+
+// New returns a Scanner for the configured kinds. An unknown kind is an error.
+func New(cfg Config) (*Scanner, error) {
+	s := &Scanner{enabled: map[Kind]bool{}}
+	kinds := cfg.Kinds
+	if len(kinds) == 0 {
+		kinds = kindOrder
+	}
+	for _, k := range kinds {
+		if !slices.Contains(kindOrder, k) {
+			return nil, fmt.Errorf("pii: unknown kind %q", k)
+		}
+		s.enabled[k] = true
+	}
+	return s, nil
+}
+
+type detector func(text string, add func(Kind, int, int))
+
+var detectors = map[Kind]detector{
+	KindEmail: findEmails,
+	KindPhone: findPhones,
+	KindSSN:   findSSNs,
+	KindCard:  findCards,
+	KindIPv4:  findIPv4s,
+	KindIPv6:  findIPv6s,
+}
+
+// Find returns the personal data in text, sorted by position and never overlapping: when two
+// detections overlap, the one that starts first wins, then the longer, then the more specific
+// kind (card, ssn, email, ipv6, ipv4, phone).
+func (s *Scanner) Find(text string) []Match {
+	var found []Match
+	add := func(k Kind, start, end int) {
+		found = append(found, Match{Kind: k, Start: start, End: end})
+	}
+	for _, k := range kindOrder {
+		if s.enabled[k] {
+			detectors[k](text, add)
+		}
+	}
+	if len(found) < 2 {
+		return found
+	}
+	slices.SortFunc(found, func(a, b Match) int {
+		if a.Start != b.Start {
+			return a.Start - b.Start
+		}
+		if a.End != b.End {
+			return b.End - a.End
+		}
+		return slices.Index(kindOrder, a.Kind) - slices.Index(kindOrder, b.Kind)
+	})
+	out := found[:1]
+	for _, m := range found[1:] {
+		if m.Start >= out[len(out)-1].End {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// Placeholder returns the text that replaces an item of kind k: "[REDACTED:<kind>]".
+func Placeholder(k Kind) string { return "[REDACTED:" + string(k) + "]" }
+
+// Redact returns text with every item Find reports replaced by its Placeholder, and the
+// number of replacements.
+func (s *Scanner) Redact(text string) (string, int) {
+	ms := s.Find(text)
+	if len(ms) == 0 {
+		return text, 0
+	}
+	var b strings.Builder
+	b.Grow(len(text))
+	last := 0
+	for _, m := range ms {
+		b.WriteString(text[last:m.Start])
+		b.WriteString(Placeholder(m.Kind))
+		last = m.End
+	}
+	b.WriteString(text[last:])
+	return b.String(), len(ms)
+}
+
+// ScanValue walks a JSON-like value (map[string]any, []any, map[string]string, []string,
+// string, json.Number and integral numbers, which are scanned as their decimal digits) and
+// returns the matches in its strings, each with the JSON Pointer of its string. Map keys are
+// not scanned; maps are walked in key order so the result is deterministic. Other types are
+// ignored.
+func (s *Scanner) ScanValue(v any) []Match {
+	var out []Match
+	s.walk(v, "", func(path, text string) {
+		for _, m := range s.Find(text) {
+			m.Path = path
+			out = append(out, m)
+		}
+	})
+	return out
+}
+
+func (s *Scanner) walk(v any, path string, visit func(path, text string)) {
+	switch x := v.(type) {
+	case string:
+		visit(path, x)
+	case map[string]any:
+		for _, k := range sortedKeys(x) {
+			s.walk(x[k], path+"/"+escapePointer(k), visit)
+		}
+	case map[string]string:
+		for _, k := range sortedKeys(x) {
+			visit(path+"/"+escapePointer(k), x[k])
+		}
+	case []any:
+		for i, e := range x {
+			s.walk(e, path+"/"+strconv.Itoa(i), visit)
+		}
+	case []string:
+		for i, e := range x {
+			visit(path+"/"+strconv.Itoa(i), e)
+		}
+	default:
+		if text, ok := numberText(v); ok {
+			visit(path, text)
+		}
+	}
+}
+
+// RedactValue returns a copy of v with every item in its strings replaced by its Placeholder,
+// and the number of replacements. A number that holds personal data (a card number sent as a
+// JSON number) becomes its redacted string. v itself is never modified; parts without
+// personal data may be shared with the result.
+func (s *Scanner) RedactValue(v any) (any, int) {
+	switch x := v.(type) {
+	case string:
+		return s.Redact(x)
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		total := 0
+		for k, e := range x {
+			r, n := s.RedactValue(e)
+			out[k] = r
+			total += n
+		}
+		return out, total
+	case map[string]string:
+		out := make(map[string]string, len(x))
+		total := 0
+		for k, e := range x {
+			r, n := s.Redact(e)
+			out[k] = r
+			total += n
+		}
+		return out, total
+	case []any:
+		out := make([]any, len(x))
+		total := 0
+		for i, e := range x {
+			r, n := s.RedactValue(e)
+			out[i] = r
+			total += n
+		}
+		return out, total
+	case []string:
+		out := make([]string, len(x))
+		total := 0
+		for i, e := range x {
+			r, n := s.Redact(e)
+			out[i] = r
+			total += n
+		}
+		return out, total
+	default:
+		if text, ok := numberText(v); ok {
+			if r, n := s.Redact(text); n > 0 {
+				return r, n
+			}
+		}
+		return v, 0
+	}
+}
+
+// numberText renders integral numbers, the only numbers that can hold a card or phone number.
+func numberText(v any) (string, bool) {
+	switch x := v.(type) {
+	case json.Number:
+		return string(x), true
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) < 1e19 {
+			return strconv.FormatFloat(x, 'f', -1, 64), true
+		}
+	case int:
+		return strconv.Itoa(x), true
+	case int64:
+		return strconv.FormatInt(x, 10), true
+	case uint64:
+		return strconv.FormatUint(x, 10), true
+	}
+	return "", false
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func escapePointer(s string) string {
+	if !strings.ContainsAny(s, "~/") {
+		return s
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}

@@ -1,0 +1,241 @@
+package pii
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func newScanner(t testing.TB, kinds ...Kind) *Scanner {
+	t.Helper()
+	s, err := New(Config{Kinds: kinds})
+	require.NoError(t, err)
+	return s
+}
+
+// found renders matches as "kind:text" for readable assertions.
+func found(text string, ms []Match) []string {
+	out := []string{}
+	for _, m := range ms {
+		out = append(out, string(m.Kind)+":"+text[m.Start:m.End])
+	}
+	return out
+}
+
+func TestFind(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want []string
+	}{
+		// email
+		{"email", "write to jane.doe+tag@example.co.uk today", []string{"email:jane.doe+tag@example.co.uk"}},
+		{"email end of sentence", "Contact: a_b@sub.example.org.", []string{"email:a_b@sub.example.org"}},
+		{"email in brackets", "<ops@example.com>", []string{"email:ops@example.com"}},
+		{"not an email: handle", "ping @alice on chat", []string{}},
+		{"not an email: no tld", "user@localhost", []string{}},
+		{"not an email: numeric tld", "root@10.0.0", []string{}},
+
+		// phone
+		{"us dashed", "call 415-555-2671 now", []string{"phone:415-555-2671"}},
+		{"us parens", "call (415) 555-2671", []string{"phone:(415) 555-2671"}},
+		{"us dotted", "415.555.2671", []string{"phone:415.555.2671"}},
+		{"us spaced with +1", "+1 415 555 2671", []string{"phone:+1 415 555 2671"}},
+		{"us 1- prefix", "dial 1-800-555-0199.", []string{"phone:1-800-555-0199"}},
+		{"e164", "tel:+14155552671", []string{"phone:+14155552671"}},
+		{"uk", "ring +44 20 7946 0958 please", []string{"phone:+44 20 7946 0958"}},
+		{"germany with parens", "+49 (30) 901820", []string{"phone:+49 (30) 901820"}},
+		{"france dotted", "+33.1.23.45.67.89", []string{"phone:+33.1.23.45.67.89"}},
+		{"not a phone: bare digits", "order 4155552671 shipped", []string{}},
+		{"not a phone: area code starting 1", "ref 123-456-7890", []string{}},
+		{"not a phone: short number", "room 555-1234", []string{}},
+		{"not a phone: date", "on 2024-01-15 at 10:30", []string{}},
+		{"not a phone: plus count", "+3 more items", []string{}},
+		{"not a phone: signed decimal", "delta +3.14159265358979", []string{}},
+		{"not a phone: glued to letters", "SKU415-555-2671", []string{}},
+		{"not a phone: longer dashed id", "415-555-2671-99", []string{}},
+
+		// ssn
+		{"ssn", "SSN 123-45-6789.", []string{"ssn:123-45-6789"}},
+		{"ssn spaced", "ssn: 123 45 6789", []string{"ssn:123 45 6789"}},
+		{"not ssn: area 000", "000-12-3456", []string{}},
+		{"not ssn: area 666", "666-12-3456", []string{}},
+		{"not ssn: area 9xx", "900-12-3456", []string{}},
+		{"not ssn: group 00", "123-00-4567", []string{}},
+		{"not ssn: mixed separators", "123-45 6789", []string{}},
+		{"not ssn: part of longer id", "A123-45-6789", []string{}},
+
+		// cards
+		{"visa plain", "card 4111111111111111 exp", []string{"card:4111111111111111"}},
+		{"visa spaced", "4111 1111 1111 1111", []string{"card:4111 1111 1111 1111"}},
+		{"mastercard dashed", "5555-5555-5555-4444", []string{"card:5555-5555-5555-4444"}},
+		{"amex 15", "amex 3782 822463 10005", []string{"card:3782 822463 10005"}},
+		{"discover", "6011111111111117.", []string{"card:6011111111111117"}},
+		{"visa 13", "4222222222222", []string{"card:4222222222222"}},
+		{"card followed by year", "4111 1111 1111 1111 2027", []string{"card:4111 1111 1111 1111"}},
+		{"card after a number", "qty 12 4111 1111 1111 1111", []string{"card:4111 1111 1111 1111"}},
+		{"not card: non-luhn 16", "4111111111111112", []string{}},
+		{"not card: order id", "order 1234567890123456", []string{}},
+		{"not card: ms timestamp", "ts=1700000000000", []string{}},
+		{"not card: 20 digits", "41111111111111111111", []string{}},
+		{"not card: glued to id", "ORD-4111111111111111", []string{}},
+		{"not card: mixed separators", "4111-1111 1111-1111", []string{}},
+		{"not card: decimal", "4111111111111111.25", []string{}},
+
+		// ipv4
+		{"ipv4", "from 203.0.113.42, port 22", []string{"ipv4:203.0.113.42"}},
+		{"ipv4 end", "host=10.0.0.1", []string{"ipv4:10.0.0.1"}},
+		{"not ipv4: version", "v1.2.3.4", []string{}},
+		{"not ipv4: five parts", "1.2.3.4.5", []string{}},
+		{"not ipv4: octet", "300.1.1.1", []string{}},
+		{"not ipv4: leading zero", "10.01.0.1", []string{}},
+		{"not ipv4: semver", "version 1.21.3 released", []string{}},
+
+		// ipv6
+		{"ipv6", "peer 2001:db8:85a3::8a2e:370:7334 connected", []string{"ipv6:2001:db8:85a3::8a2e:370:7334"}},
+		{"ipv6 full", "fe80:0:0:0:202:b3ff:fe1e:8329", []string{"ipv6:fe80:0:0:0:202:b3ff:fe1e:8329"}},
+		{"ipv6 short", "fe80::1", []string{"ipv6:fe80::1"}},
+		{"ipv6 mapped", "::ffff:192.0.2.128", []string{"ipv6:::ffff:192.0.2.128"}},
+		{"ipv6 sentence end", "at 2001:db8::1.", []string{"ipv6:2001:db8::1"}},
+		{"not ipv6: time", "at 10:30:45 UTC", []string{}},
+		{"not ipv6: cpp", "std::vector<int>", []string{}},
+		{"not ipv6: mac", "00:1a:2b:3c:4d:5e", []string{}},
+		{"not ipv6: loopback alone", "::1", []string{}},
+		{"not ipv6: iso timestamp", "2024-01-15T10:30:45Z", []string{}},
+
+		// mixed and guards
+		{"several", "Jane (jane@example.com, +1 415-555-2671) paid with 4111-1111-1111-1111 from 198.51.100.7",
+			[]string{"email:jane@example.com", "phone:+1 415-555-2671", "card:4111-1111-1111-1111", "ipv4:198.51.100.7"}},
+		{"plain prose", "Release 2.4.1 fixes 17 bugs; see ticket #48213 from 2023-11-02 12:00:05.", []string{}},
+		{"empty", "", []string{}},
+	}
+	s := newScanner(t)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, found(tt.in, s.Find(tt.in)))
+		})
+	}
+}
+
+func TestKindsSelection(t *testing.T) {
+	text := "mail a@example.com or call 415-555-2671"
+	s := newScanner(t, KindEmail)
+	assert.Equal(t, []string{"email:a@example.com"}, found(text, s.Find(text)))
+
+	_, err := New(Config{Kinds: []Kind{"passport"}})
+	assert.ErrorContains(t, err, `unknown kind "passport"`)
+	assert.Len(t, AllKinds(), 6)
+}
+
+func TestRedact(t *testing.T) {
+	s := newScanner(t)
+	out, n := s.Redact("mail jane@example.com, SSN 123-45-6789, card 4111 1111 1111 1111.")
+	assert.Equal(t, "mail [REDACTED:email], SSN [REDACTED:ssn], card [REDACTED:card].", out)
+	assert.Equal(t, 3, n)
+
+	out, n = s.Redact("nothing to see")
+	assert.Equal(t, "nothing to see", out)
+	assert.Zero(t, n)
+}
+
+func TestScanValue(t *testing.T) {
+	s := newScanner(t)
+	var args any
+	require.NoError(t, json.Unmarshal([]byte(`{
+		"to": ["bob@example.com", "ok"],
+		"body": {"text": "call 415-555-2671", "n": 3},
+		"card": 4111111111111111,
+		"a/b": "10.0.0.1",
+		"flag": true
+	}`), &args))
+	got := []string{}
+	for _, m := range s.ScanValue(args) {
+		got = append(got, m.Path+"="+string(m.Kind))
+	}
+	assert.Equal(t, []string{"/a~1b=ipv4", "/body/text=phone", "/card=card", "/to/0=email"}, got)
+	assert.Empty(t, s.ScanValue(map[string]string{"x": "fine"}))
+	assert.Len(t, s.ScanValue([]string{"a@example.com"}), 1)
+	assert.Empty(t, s.ScanValue(nil))
+}
+
+func TestRedactValueDoesNotMutate(t *testing.T) {
+	s := newScanner(t)
+	in := map[string]any{
+		"to":   []any{"bob@example.com", "ok"},
+		"meta": map[string]any{"ip": "10.0.0.1", "n": 2.0},
+		"card": 4111111111111111.0,
+		"tags": []string{"x", "415-555-2671"},
+		"hdr":  map[string]string{"From": "a@example.com"},
+	}
+	before, err := json.Marshal(in)
+	require.NoError(t, err)
+
+	out, n := s.RedactValue(in)
+	assert.Equal(t, 5, n)
+	assert.Equal(t, map[string]any{
+		"to":   []any{"[REDACTED:email]", "ok"},
+		"meta": map[string]any{"ip": "[REDACTED:ipv4]", "n": 2.0},
+		"card": "[REDACTED:card]",
+		"tags": []string{"x", "[REDACTED:phone]"},
+		"hdr":  map[string]string{"From": "[REDACTED:email]"},
+	}, out)
+
+	after, err := json.Marshal(in)
+	require.NoError(t, err)
+	assert.JSONEq(t, string(before), string(after))
+}
+
+func TestLuhn(t *testing.T) {
+	digits := func(s string) []byte {
+		out := []byte{}
+		for _, c := range s {
+			out = append(out, byte(c-'0'))
+		}
+		return out
+	}
+	assert.True(t, luhn(digits("79927398713")))
+	assert.False(t, luhn(digits("79927398710")))
+	assert.True(t, luhn(digits("4111111111111111")))
+}
+
+func TestFindOffsetsAreByteOffsets(t *testing.T) {
+	s := newScanner(t)
+	text := "héllo – jane@example.com"
+	ms := s.Find(text)
+	require.Len(t, ms, 1)
+	assert.Equal(t, "jane@example.com", text[ms[0].Start:ms[0].End])
+	assert.True(t, strings.HasSuffix(text, text[ms[0].Start:]))
+}
+
+// ticket2KB is a realistic support conversation of about 2 KB with a few items to find.
+var ticket2KB = func() string {
+	base := `Hi team, following up on order ORD-2024-118234 placed on 2024-03-11 at 14:22:05 UTC.
+The customer, Maria Gonzalez (maria.gonzalez@example.com), says the package never arrived at
+221B Baker Street. She can be reached at +44 20 7946 0958 or (415) 555-2671 after 6pm.
+Tracking shows the parcel left the Reno hub (build 3.14.2, node 10.20.30.40) on March 12th and
+then nothing. Version 2.7.1 of the app crashed twice while she tried to reopen the ticket;
+the crash id was 7f3a9c1e-55b2-4f0e-9d0a-1c2b3c4d5e6f. She paid 129.99 USD with a card ending
+in 4242 and asks for a refund to the same card. Previous tickets: #48213, #48377, #49001.
+Please do not ask her to repeat the SSN she typed by mistake earlier; it has been removed.
+Internal note: escalate if not resolved within 48 hours; SLA tier 2; queue EU-West-1.
+`
+	var b strings.Builder
+	for b.Len() < 2048 {
+		b.WriteString(base)
+	}
+	return b.String()[:2048]
+}()
+
+func BenchmarkScan2KB(b *testing.B) {
+	s := newScanner(b)
+	b.SetBytes(int64(len(ticket2KB)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if len(s.Find(ticket2KB)) == 0 {
+			b.Fatal("nothing found")
+		}
+	}
+}
