@@ -103,6 +103,12 @@ func (l *loader) addCUEErrors(err error, user cue.Value, skip ...string) {
 		r := &rawErr{path: path, msg: msg}
 		r.pos = l.placeError(e, path, user)
 		r.rule, r.msg = classify(msg, path)
+		if r.rule == "schema/missing-field" && l.pos != nil && len(path) > 0 {
+			// Point at the struct that lacks the field.
+			if p, ok := l.pos.lookup(path[:len(path)-1], false); ok {
+				r.pos = p
+			}
+		}
 		if m := conflictRE.FindStringSubmatch(msg); m != nil {
 			r.conflict = [2]string{m[1], m[2]}
 			// The rejected value is the one the user wrote.

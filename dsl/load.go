@@ -193,9 +193,9 @@ func (l *loader) parse() ([]*ast.File, bool) {
 		}
 		f, err := parser.ParseFile(name, src, parser.ParseComments)
 		if err != nil {
-			for _, e := range cueerrors.Errors(err) {
-				l.errorf(cuePos(e.Position(), at), "cue/syntax", "%s", errMsg(e))
-			}
+			// Only the first: later ones are usually its echoes.
+			e := cueerrors.Errors(err)[0]
+			l.errorf(cuePos(e.Position(), at), "cue/syntax", "%s", errMsg(e))
 			continue
 		}
 		name0 := f.PackageName()

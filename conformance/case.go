@@ -1,0 +1,209 @@
+package conformance
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/rogpeppe/go-internal/txtar"
+)
+
+// Case is one conformance case.
+type Case struct {
+	// Name is the archive's path below testdata, without .txtar.
+	Name string
+	// Archive is the parsed archive.
+	Archive *txtar.Archive
+	// WantVet is the expected "FILE:LINE RULE" set; nil when the case has
+	// no want/vet.
+	WantVet []string
+	// Scenario and WantRun are the scenario and the expected run output
+	// subset; nil when absent.
+	Scenario []byte
+	WantRun  any
+}
+
+// Load reads every case below dir.
+func Load(dir string) ([]*Case, error) {
+	var cases []*Case
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || filepath.Ext(path) != ".txtar" {
+			return err
+		}
+		c, err := ParseFile(path, dir)
+		if err != nil {
+			return err
+		}
+		cases = append(cases, c)
+		return nil
+	})
+	sort.Slice(cases, func(i, j int) bool { return cases[i].Name < cases[j].Name })
+	return cases, err
+}
+
+// ParseFile reads one case.
+func ParseFile(path, root string) (*Case, error) {
+	a, err := txtar.ParseFile(path)
+	if err != nil {
+		return nil, err
+	}
+	rel, _ := filepath.Rel(root, path)
+	c := &Case{Name: strings.TrimSuffix(filepath.ToSlash(rel), ".txtar"), Archive: a}
+	hasPolicy := false
+	for _, f := range a.Files {
+		switch {
+		case strings.HasPrefix(f.Name, "policy/"):
+			hasPolicy = true
+		case f.Name == "want/vet":
+			c.WantVet = []string{}
+			sc := bufio.NewScanner(strings.NewReader(string(f.Data)))
+			for sc.Scan() {
+				line := strings.TrimSpace(sc.Text())
+				if line == "" || strings.HasPrefix(line, "#") {
+					continue
+				}
+				if err := checkVetLine(line); err != nil {
+					return nil, fmt.Errorf("%s: want/vet: %v", path, err)
+				}
+				c.WantVet = append(c.WantVet, line)
+			}
+			sort.Strings(c.WantVet)
+		case f.Name == "scenario.json":
+			c.Scenario = f.Data
+		case f.Name == "want/run.json":
+			if err := json.Unmarshal(f.Data, &c.WantRun); err != nil {
+				return nil, fmt.Errorf("%s: want/run.json: %v", path, err)
+			}
+		default:
+			return nil, fmt.Errorf("%s: unexpected file %q", path, f.Name)
+		}
+	}
+	if !hasPolicy {
+		return nil, fmt.Errorf("%s: no policy/ files", path)
+	}
+	if c.WantVet == nil && c.Scenario == nil {
+		return nil, fmt.Errorf("%s: neither want/vet nor scenario.json", path)
+	}
+	if (c.Scenario == nil) != (c.WantRun == nil) {
+		return nil, fmt.Errorf("%s: scenario.json and want/run.json go together", path)
+	}
+	return c, nil
+}
+
+func checkVetLine(line string) error {
+	fields := strings.Fields(line)
+	if len(fields) != 2 {
+		return fmt.Errorf("%q: want FILE:LINE RULE", line)
+	}
+	i := strings.LastIndexByte(fields[0], ':')
+	if i < 0 {
+		return fmt.Errorf("%q: want FILE:LINE RULE", line)
+	}
+	if _, err := strconv.Atoi(fields[0][i+1:]); err != nil {
+		return fmt.Errorf("%q: bad line number", line)
+	}
+	return nil
+}
+
+// Extract writes the policy files into dir and returns the policy
+// directory.
+func (c *Case) Extract(dir string) (string, error) {
+	for _, f := range c.Archive.Files {
+		if !strings.HasPrefix(f.Name, "policy/") {
+			continue
+		}
+		p := filepath.Join(dir, filepath.FromSlash(f.Name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(p, f.Data, 0o644); err != nil {
+			return "", err
+		}
+	}
+	return filepath.Join(dir, "policy"), nil
+}
+
+// Subset reports where got differs from the expected subset want: every
+// field of a want object must be present and match in got; lists match
+// element by element with equal lengths; numbers compare as float64. It
+// returns "" when got contains want.
+func Subset(want, got any, path string) string {
+	switch w := want.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok {
+			return fmt.Sprintf("%s: want an object, got %s", orRoot(path), describe(got))
+		}
+		keys := make([]string, 0, len(w))
+		for k := range w {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			gv, ok := g[k]
+			if !ok {
+				return fmt.Sprintf("%s.%s: missing", orRoot(path), k)
+			}
+			if d := Subset(w[k], gv, path+"."+k); d != "" {
+				return d
+			}
+		}
+		return ""
+	case []any:
+		g, ok := got.([]any)
+		if !ok {
+			return fmt.Sprintf("%s: want a list, got %s", orRoot(path), describe(got))
+		}
+		if len(g) != len(w) {
+			return fmt.Sprintf("%s: want %d elements, got %d: %s", orRoot(path), len(w), len(g), describe(got))
+		}
+		for i := range w {
+			if d := Subset(w[i], g[i], fmt.Sprintf("%s[%d]", path, i)); d != "" {
+				return d
+			}
+		}
+		return ""
+	default:
+		if !reflect.DeepEqual(normalize(want), normalize(got)) {
+			return fmt.Sprintf("%s: want %s, got %s", orRoot(path), describe(want), describe(got))
+		}
+		return ""
+	}
+}
+
+func orRoot(p string) string {
+	if p == "" {
+		return "$"
+	}
+	return "$" + p
+}
+
+func normalize(v any) any {
+	switch x := v.(type) {
+	case int:
+		return float64(x)
+	case int64:
+		return float64(x)
+	case json.Number:
+		f, _ := x.Float64()
+		return f
+	}
+	return v
+}
+
+func describe(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	if len(b) > 200 {
+		return string(b[:200]) + "..."
+	}
+	return string(b)
+}

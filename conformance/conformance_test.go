@@ -1,0 +1,74 @@
+package conformance
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/compiler"
+)
+
+var caseFilter = flag.String("case", "", "run only the cases whose name matches this regexp")
+
+func TestConformance(t *testing.T) {
+	cases, err := Load("testdata")
+	require.NoError(t, err)
+	require.NotEmpty(t, cases)
+	var re *regexp.Regexp
+	if *caseFilter != "" {
+		re = regexp.MustCompile(*caseFilter)
+	}
+	for _, c := range cases {
+		if re != nil && !re.MatchString(c.Name) {
+			continue
+		}
+		t.Run(c.Name, func(t *testing.T) {
+			t.Parallel()
+			dir, err := c.Extract(t.TempDir())
+			require.NoError(t, err)
+			comp, err := compiler.Compile(context.Background(), []string{dir}, compiler.Options{})
+			require.NoError(t, err)
+			if c.WantVet != nil {
+				got := []string{}
+				for _, d := range comp.Diagnostics {
+					rel, err := filepath.Rel(dir, d.Pos.File)
+					require.NoError(t, err)
+					got = append(got, fmt.Sprintf("%s:%d %s", filepath.ToSlash(rel), d.Pos.Line, d.Rule))
+				}
+				sort.Strings(got)
+				assert.Equal(t, c.WantVet, got, "diagnostics:\n%v", comp.Diagnostics)
+			}
+			if c.Scenario != nil {
+				require.False(t, comp.Diagnostics.HasErrors(), "policy of a run case must vet: %v", comp.Diagnostics)
+				runCase(t, c, comp)
+			}
+		})
+	}
+}
+
+func TestSubset(t *testing.T) {
+	tests := []struct {
+		name      string
+		want, got any
+		diff      string
+	}{
+		{"equal", map[string]any{"a": 1.0}, map[string]any{"a": 1.0, "b": 2.0}, ""},
+		{"missing", map[string]any{"a": 1.0}, map[string]any{"b": 1.0}, "$.a: missing"},
+		{"value", map[string]any{"a": "x"}, map[string]any{"a": "y"}, `$.a: want "x", got "y"`},
+		{"list length", []any{1.0}, []any{1.0, 2.0}, "$: want 1 elements, got 2: [1,2]"},
+		{"nested", map[string]any{"s": []any{map[string]any{"k": true}}}, map[string]any{"s": []any{map[string]any{"k": false, "z": 1.0}}}, "$.s[0].k: want true, got false"},
+		{"type", map[string]any{"a": map[string]any{}}, map[string]any{"a": 1.0}, "$.a: want an object, got 1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.diff, Subset(tt.want, tt.got, ""))
+		})
+	}
+}
