@@ -1,0 +1,491 @@
+package predicate
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/checker"
+	"github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/operators"
+	"github.com/google/cel-go/common/types"
+)
+
+// CostEstimate is the static cost range of a predicate in cel-go cost units. Max is
+// math.MaxUint64 when the cost is unbounded.
+type CostEstimate struct {
+	Min, Max uint64
+}
+
+// Checked is a predicate that passed Check: parsed, type-checked, bool-typed and within the cost
+// limit. It is immutable and may be turned into any number of Programs.
+type Checked struct {
+	// Source is the predicate text as given to Check.
+	Source string
+	// Cost is the static estimate under the declared and assumed input sizes.
+	Cost CostEstimate
+	// ReadsUntypedArgs is set when the predicate reads args and no schema types it; the compiler
+	// reports RuleUntypedArgs.
+	ReadsUntypedArgs bool
+	// Reads lists the variables the predicate reads, sorted.
+	Reads []string
+
+	env *Env
+	ast *cel.Ast
+	// bounded is set when the cost is within the limit for any input (the strict estimate), so
+	// evaluation needs no runtime cost tracker.
+	bounded bool
+}
+
+// Env returns the environment the predicate was checked in.
+func (c *Checked) Env() *Env { return c.env }
+
+// Spec returns the plan form of the predicate, from which CompileSpec rebuilds it.
+func (c *Checked) Spec() Spec {
+	cfg := c.env.cfg
+	return Spec{
+		Stage:       cfg.Stage,
+		Phase:       cfg.Phase,
+		Source:      c.Source,
+		ArgsSchemas: cloneSchemas(cfg.ArgsSchemas),
+		CostLimit:   specCostLimit(cfg.CostLimit),
+	}
+}
+
+// Check parses and type-checks a predicate. It never panics and its time is bounded by the
+// source limits. On success it returns the Checked predicate and no issues; otherwise it returns
+// nil and at least one issue (rules cel/syntax, cel/type, cel/not-bool, cel/cost), sorted by
+// offset.
+func (e *Env) Check(src string) (c *Checked, issues []Issue) {
+	pos := newPositions(src)
+	if iss := checkText(pos, src); iss != nil {
+		return nil, iss
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			c = nil
+			issues = []Issue{pos.issue(RuleSyntax, 0, fmt.Sprintf("internal error checking the expression: %v", r))}
+		}
+	}()
+	parsed, iss := e.cel.Parse(src)
+	if iss.Err() != nil {
+		return nil, sortIssues(pos.celIssues(RuleSyntax, iss))
+	}
+	checked, iss := e.cel.Check(parsed)
+	if iss.Err() != nil {
+		return nil, sortIssues(pos.celIssues(RuleType, iss))
+	}
+	w := &walker{env: e, ast: checked.NativeRep(), pos: pos, reads: map[string]bool{}}
+	w.visit(w.ast.Expr(), nil, nil)
+	if len(w.issues) > 0 {
+		return nil, sortIssues(w.issues)
+	}
+	if out := checked.OutputType(); !out.IsExactType(types.BoolType) {
+		msg := fmt.Sprintf("expression has type %s, want bool", out)
+		if out.Kind() == types.DynKind {
+			msg += " (compare the value, e.g. x == true)"
+		}
+		return nil, []Issue{pos.issue(RuleNotBool, firstNonSpace(src), msg)}
+	}
+	c = &Checked{Source: src, env: e, ast: checked}
+	for name := range w.reads {
+		c.Reads = append(c.Reads, name)
+	}
+	slices.Sort(c.Reads)
+	c.ReadsUntypedArgs = e.cfg.Stage == Tool && !e.argsTyped && w.reads["args"]
+
+	lenient, err := e.cel.EstimateCost(checked, &costEstimator{hints: e.hints})
+	if err != nil {
+		return nil, []Issue{pos.issue(RuleCost, firstNonSpace(src), "cannot estimate the cost: "+cleanMessage(err.Error()))}
+	}
+	c.Cost = CostEstimate{Min: lenient.Min, Max: lenient.Max}
+	if lenient.Max == math.MaxUint64 {
+		off, what := w.unboundedRange()
+		if off < 0 {
+			off = firstNonSpace(src)
+		}
+		return nil, []Issue{pos.issue(RuleCost, off, "estimated cost is unbounded: "+what)}
+	}
+	if lenient.Max > e.cfg.CostLimit {
+		return nil, []Issue{pos.issue(RuleCost, firstNonSpace(src),
+			fmt.Sprintf("estimated cost %d exceeds the limit %d (declare maxLength/maxItems in the schema or iterate less)", lenient.Max, e.cfg.CostLimit))}
+	}
+	strict, err := e.cel.EstimateCost(checked, &costEstimator{strict: true})
+	c.bounded = err == nil && strict.Max <= e.cfg.CostLimit
+	return c, nil
+}
+
+// checkText applies the limits on the raw text.
+func checkText(pos *positions, src string) []Issue {
+	if !utf8.ValidString(src) {
+		off := 0
+		for off < len(src) {
+			r, size := utf8.DecodeRuneInString(src[off:])
+			if r == utf8.RuneError && size <= 1 {
+				break
+			}
+			off += size
+		}
+		return []Issue{pos.issue(RuleSyntax, off, "expression is not valid UTF-8")}
+	}
+	if len(src) > MaxSourceBytes {
+		return []Issue{pos.issue(RuleSyntax, 0, fmt.Sprintf("expression longer than %d bytes (%d)", MaxSourceBytes, len(src)))}
+	}
+	if strings.TrimSpace(src) == "" {
+		return []Issue{pos.issue(RuleSyntax, 0, "empty expression")}
+	}
+	return nil
+}
+
+func firstNonSpace(src string) int {
+	return len(src) - len(strings.TrimLeft(src, " \t\r\n"))
+}
+
+func sortIssues(iss []Issue) []Issue {
+	slices.SortStableFunc(iss, func(a, b Issue) int { return a.Offset - b.Offset })
+	return iss
+}
+
+// walker inspects a checked AST: reads of variables, reads of optional args fields without a
+// presence test, constant regular expressions, and comprehension ranges of unknown size.
+type walker struct {
+	env    *Env
+	ast    *ast.AST
+	pos    *positions
+	reads  map[string]bool
+	issues []Issue
+	ranges []ast.Expr // comprehension ranges, in visit order
+}
+
+// offsetOf returns the byte offset of an expression's start.
+func (w *walker) offsetOf(e ast.Expr) int {
+	if r, ok := w.ast.SourceInfo().GetOffsetRange(e.ID()); ok {
+		return w.pos.fromRuneOffset(int(r.Start))
+	}
+	return 0
+}
+
+// visit walks e. facts are the rendered paths known to be present wherever e decides the result;
+// locals are the comprehension variables in scope.
+func (w *walker) visit(e ast.Expr, facts, locals []string) {
+	switch e.Kind() {
+	case ast.IdentKind:
+		if name := e.AsIdent(); !slices.Contains(locals, name) {
+			w.reads[name] = true
+		}
+	case ast.SelectKind:
+		sel := e.AsSelect()
+		if !sel.IsTestOnly() {
+			w.checkOptional(e, facts)
+		}
+		w.visit(sel.Operand(), facts, locals)
+	case ast.CallKind:
+		w.visitCall(e, facts, locals)
+	case ast.ListKind:
+		for _, el := range e.AsList().Elements() {
+			w.visit(el, facts, locals)
+		}
+	case ast.MapKind:
+		for _, ent := range e.AsMap().Entries() {
+			me := ent.AsMapEntry()
+			w.visit(me.Key(), facts, locals)
+			w.visit(me.Value(), facts, locals)
+		}
+	case ast.StructKind:
+		for _, f := range e.AsStruct().Fields() {
+			w.visit(f.AsStructField().Value(), facts, locals)
+		}
+	case ast.ComprehensionKind:
+		comp := e.AsComprehension()
+		w.visit(comp.IterRange(), facts, locals)
+		w.visit(comp.AccuInit(), facts, locals)
+		if !isBind(comp) {
+			w.ranges = append(w.ranges, comp.IterRange())
+		}
+		inner := slices.Clone(locals)
+		inner = append(inner, comp.AccuVar(), comp.IterVar())
+		if comp.HasIterVar2() {
+			inner = append(inner, comp.IterVar2())
+		}
+		innerFacts := dropRoots(facts, inner[len(locals):])
+		w.visit(comp.LoopCondition(), innerFacts, inner)
+		w.visit(comp.LoopStep(), innerFacts, inner)
+		w.visit(comp.Result(), innerFacts, append(slices.Clone(locals), comp.AccuVar()))
+	}
+}
+
+func isBind(comp ast.ComprehensionExpr) bool {
+	r := comp.IterRange()
+	return r.Kind() == ast.ListKind && r.AsList().Size() == 0 && comp.IterVar() == "#unused"
+}
+
+func (w *walker) visitCall(e ast.Expr, facts, locals []string) {
+	call := e.AsCall()
+	args := call.Args()
+	switch call.FunctionName() {
+	case operators.LogicalAnd:
+		// An operand decides the result only when the others are true (false absorbs errors).
+		for i, a := range args {
+			f := facts
+			for j, b := range args {
+				if j != i {
+					f = append(slices.Clone(f), presentIfTrue(b)...)
+				}
+			}
+			w.visit(a, f, locals)
+		}
+		return
+	case operators.LogicalOr:
+		// An operand decides the result only when the others are false (true absorbs errors).
+		for i, a := range args {
+			f := facts
+			for j, b := range args {
+				if j != i {
+					f = append(slices.Clone(f), presentIfFalse(b)...)
+				}
+			}
+			w.visit(a, f, locals)
+		}
+		return
+	case operators.Conditional:
+		if len(args) == 3 {
+			w.visit(args[0], facts, locals)
+			w.visit(args[1], append(slices.Clone(facts), presentIfTrue(args[0])...), locals)
+			w.visit(args[2], append(slices.Clone(facts), presentIfFalse(args[0])...), locals)
+			return
+		}
+	case "matches":
+		pattern := -1
+		switch {
+		case call.IsMemberFunction() && len(args) == 1:
+			pattern = 0
+		case !call.IsMemberFunction() && len(args) == 2:
+			pattern = 1
+		}
+		if pattern >= 0 {
+			w.checkRegexLiteral(args[pattern], "matches()")
+		}
+	case "matches_any":
+		if len(args) == 2 && args[1].Kind() == ast.ListKind {
+			for _, el := range args[1].AsList().Elements() {
+				w.checkRegexLiteral(el, "matches_any()")
+			}
+		}
+	}
+	if call.IsMemberFunction() {
+		w.visit(call.Target(), facts, locals)
+	}
+	for _, a := range args {
+		w.visit(a, facts, locals)
+	}
+}
+
+func (w *walker) checkRegexLiteral(e ast.Expr, fn string) {
+	if e.Kind() != ast.LiteralKind {
+		return
+	}
+	s, ok := e.AsLiteral().(types.String)
+	if !ok {
+		return
+	}
+	if _, err := validateRegexes([]string{string(s)}); err != nil {
+		w.issues = append(w.issues, w.pos.issue(RuleSyntax, w.offsetOf(e),
+			fmt.Sprintf("invalid regular expression in %s: %v", fn, err)))
+	}
+}
+
+// checkOptional reports a read of an args field that the schema does not require, unless a
+// presence test of the same path guards it.
+func (w *walker) checkOptional(e ast.Expr, facts []string) {
+	sel := e.AsSelect()
+	t := w.ast.GetType(sel.Operand().ID())
+	if t == nil || t.Kind() != types.StructKind {
+		return
+	}
+	o, ok := w.env.prov.lookup(t.TypeName())
+	if !ok || !o.json {
+		return
+	}
+	f, ok := o.fields[sel.FieldName()]
+	if !ok || f.required {
+		return
+	}
+	path, ok := render(e)
+	if ok && slices.Contains(facts, path) {
+		return
+	}
+	if !ok {
+		path = "." + sel.FieldName()
+	}
+	// Point at the field name: the select's own offset is its dot.
+	off := w.offsetOf(e)
+	if off < len(w.pos.src) && w.pos.src[off] == '.' {
+		off = skipSelector(w.pos.src, off)
+	}
+	w.issues = append(w.issues, w.pos.issue(RuleType, off, fmt.Sprintf(
+		"%s is optional (not in the schema's required list): test has(%s) first or read %s",
+		path, path, optionalForm(path))))
+}
+
+func optionalForm(path string) string {
+	i := strings.LastIndex(path, ".")
+	if i < 0 {
+		return path
+	}
+	return path[:i] + ".?" + path[i+1:] + ".orValue(...)"
+}
+
+// unboundedRange returns the offset and a description of the first comprehension whose range
+// has no known size, or -1.
+func (w *walker) unboundedRange() (int, string) {
+	est := &costEstimator{hints: w.env.hints}
+	for _, r := range w.ranges {
+		switch r.Kind() {
+		case ast.ListKind, ast.MapKind:
+			continue
+		}
+		if path, ok := render(r); ok {
+			if est.sizeOfPath(strings.Split(path, ".")) != nil {
+				continue
+			}
+			advice := "dyn values have no size bound; iterate over a typed list"
+			if strings.HasPrefix(path, "args.") {
+				advice = "declare maxItems in the tool's schema"
+			}
+			return w.offsetOf(rootOf(r)), fmt.Sprintf("it iterates over %s, whose size is unknown (%s)", path, advice)
+		}
+		return w.offsetOf(r), "it iterates over a value whose size is unknown"
+	}
+	return -1, "it works on input whose size is unknown (declare maxLength/maxItems in the schema)"
+}
+
+// rootOf returns the innermost operand of a select/index chain, where its text starts.
+func rootOf(e ast.Expr) ast.Expr {
+	for {
+		switch e.Kind() {
+		case ast.SelectKind:
+			e = e.AsSelect().Operand()
+		case ast.CallKind:
+			if c := e.AsCall(); c.FunctionName() == operators.Index && len(c.Args()) == 2 {
+				e = c.Args()[0]
+				continue
+			}
+			return e
+		default:
+			return e
+		}
+	}
+}
+
+// render prints an identifier/field path ("args.shipping.zip"), or reports false.
+func render(e ast.Expr) (string, bool) {
+	switch e.Kind() {
+	case ast.IdentKind:
+		return e.AsIdent(), true
+	case ast.SelectKind:
+		sel := e.AsSelect()
+		if sel.IsTestOnly() {
+			return "", false
+		}
+		op, ok := render(sel.Operand())
+		return op + "." + sel.FieldName(), ok
+	case ast.CallKind:
+		call := e.AsCall()
+		args := call.Args()
+		if call.FunctionName() == operators.Index && len(args) == 2 && args[1].Kind() == ast.LiteralKind {
+			op, ok := render(args[0])
+			return fmt.Sprintf("%s[%v]", op, args[1].AsLiteral().Value()), ok
+		}
+	}
+	return "", false
+}
+
+// presentIfTrue lists the paths that are present whenever e evaluates to true.
+func presentIfTrue(e ast.Expr) []string {
+	switch e.Kind() {
+	case ast.SelectKind:
+		sel := e.AsSelect()
+		if !sel.IsTestOnly() {
+			return nil
+		}
+		op, ok := render(sel.Operand())
+		if !ok {
+			return nil
+		}
+		// has(a.b.c) is true only when a.b is present too.
+		out := []string{op + "." + sel.FieldName()}
+		for cur := sel.Operand(); cur.Kind() == ast.SelectKind; cur = cur.AsSelect().Operand() {
+			if p, ok := render(cur); ok {
+				out = append(out, p)
+			}
+		}
+		return out
+	case ast.CallKind:
+		call := e.AsCall()
+		args := call.Args()
+		switch call.FunctionName() {
+		case operators.LogicalNot:
+			return presentIfFalse(args[0])
+		case operators.LogicalAnd:
+			var out []string
+			for _, a := range args {
+				out = append(out, presentIfTrue(a)...)
+			}
+			return out
+		case operators.LogicalOr:
+			return intersectAll(args, presentIfTrue)
+		}
+	}
+	return nil
+}
+
+// presentIfFalse lists the paths that are present whenever e evaluates to false.
+func presentIfFalse(e ast.Expr) []string {
+	if e.Kind() != ast.CallKind {
+		return nil
+	}
+	call := e.AsCall()
+	args := call.Args()
+	switch call.FunctionName() {
+	case operators.LogicalNot:
+		return presentIfTrue(args[0])
+	case operators.LogicalOr:
+		var out []string
+		for _, a := range args {
+			out = append(out, presentIfFalse(a)...)
+		}
+		return out
+	case operators.LogicalAnd:
+		return intersectAll(args, presentIfFalse)
+	}
+	return nil
+}
+
+func intersectAll(args []ast.Expr, f func(ast.Expr) []string) []string {
+	if len(args) == 0 {
+		return nil
+	}
+	out := f(args[0])
+	for _, a := range args[1:] {
+		next := f(a)
+		out = slices.DeleteFunc(out, func(p string) bool { return !slices.Contains(next, p) })
+	}
+	return out
+}
+
+// dropRoots removes the facts about paths rooted at shadowed names.
+func dropRoots(facts, names []string) []string {
+	if len(facts) == 0 {
+		return facts
+	}
+	return slices.DeleteFunc(slices.Clone(facts), func(p string) bool {
+		root, _, _ := strings.Cut(p, ".")
+		root, _, _ = strings.Cut(root, "[")
+		return slices.Contains(names, root)
+	})
+}
+
+var _ checker.CostEstimator = (*costEstimator)(nil)

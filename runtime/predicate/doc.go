@@ -1,0 +1,117 @@
+// Package predicate compiles and evaluates the CEL predicates of agentc policies: guard deny and
+// require expressions, chain-entry when conditions and the admit predicate.
+//
+// The compiler uses it at vet time (NewEnv, Env.Check) and the runtime at Build time
+// (CompileSpec). It depends on cel-go only: never on CUE, dsl, compiler or the runtime package.
+//
+// # Environments and variables
+//
+// NewEnv builds the environment of one stage and phase (DESIGN.md section 2). Every variable is a
+// closed object type served by a custom types.Provider (no protobuf), so a misspelt field such as
+// request.modle is a cel/type issue with a column:
+//
+//	stage  phase   variables
+//	chat   before  run, request {model, messages, max_tokens}, messages list(message)
+//	chat   after   the above plus response {text, model, usage {input_tokens, output_tokens}}
+//	tool   before  run, tool {name, side_effecting, retry_safe, url_arg, path_arg}, args
+//	tool   after   the above plus result (dyn)
+//	turn   before  run, input {text}, session {id, meta}
+//	turn   after   the above plus output {text}, status (string)
+//	admit  -       item {content, source, score, metadata}
+//
+// run is {id, agent, meta}; a message is {role, content, name, tool_call_id}; meta and metadata
+// are map(string, dyn). has() on a field of these types is true when the field holds a non-zero
+// value, as for proto3 scalars. The Go values come from the activations ChatVars, ToolVars,
+// TurnVars and AdmitVars, which resolve names without allocating.
+//
+// # Typed args
+//
+// EnvConfig.ArgsSchemas holds the JSON Schemas (draft 2020-12 subset) of the tools a tool-stage
+// predicate is scoped to. The root must be an object with properties; each property becomes a
+// field: "string" (or an enum/const of strings) is string, "integer" is int, "number" is
+// double, "boolean" is bool, "array" is list(T) of its items, an object with properties is a
+// nested object type (named agentc.args.<path>, e.g. agentc.args.shipping), an object without
+// properties is map(string, T) of its additionalProperties; a type list of one type plus "null"
+// is that type, nullable; anything else (no type, several types, $ref, anyOf, ...) is dyn.
+// Nesting deeper than 16 levels is dyn.
+//
+// Several schemas are intersected: args gets the fields every schema declares with the same
+// type (recursively for nested objects and lists); a field is required only where every schema
+// requires it. If any schema types nothing (no schema, no properties), args is untyped.
+//
+// Rules of typed args:
+//
+//   - Closed types. A field that is not declared under properties is a cel/type issue, whatever
+//     additionalProperties says. Read an undeclared field deliberately with dyn(args).field.
+//   - Optional fields need a presence test. Reading a field that the schema does not list in
+//     required (or that is nullable) is a cel/type issue unless a presence test guards it:
+//     has(args.x) in the same conjunction (has(args.x) && args.x > 1), its negation in the same
+//     disjunction (!has(args.x) || args.x > 1), or the condition of a ternary
+//     (has(args.x) ? args.x : 0). The optional syntax args.?x.orValue(d) needs no test. This
+//     turns the runtime "no such key" error of a missing argument into a vet error.
+//   - A JSON null reads as absent: has() is false and a read is a "no such key" error.
+//   - Numbers arrive as float64 or json.Number. A field typed int is converted to int when it is
+//     read (an integral float64 or json.Number; a fraction is an evaluation error), a double
+//     field from json.Number to double; lists and maps of numbers are converted the same way.
+//     Conversion happens at access, so arguments a predicate does not read cost nothing, and the
+//     caller's map is never modified. Inside dyn values, json.Number reads as double.
+//
+// Without schemas args is map(string, dyn): nothing is checked, and Checked.ReadsUntypedArgs
+// tells the compiler to warn with cel/untyped-args.
+//
+// # Functions
+//
+// Besides the CEL standard library, optional values (x.?f, optional.of) and cel-go's strings
+// extension (charAt, indexOf, lastIndexOf, lowerAscii, upperAscii, replace, split, substring,
+// trim, join, reverse, format, strings.quote), environments declare:
+//
+//	url_host(string) -> string
+//	    the host of a URL, lower-cased, without port, IPv6 brackets or trailing dot; "" when the
+//	    text has no host (e.g. no scheme); an evaluation error when it does not parse.
+//	    Cost: 1 + 0.1 per character.
+//	lower(string) -> string
+//	    Unicode lower-casing. Cost: 1 + 0.1 per character.
+//	contains_any(string, list(string)) -> bool
+//	    true when the string contains any of the substrings, ignoring case; an empty substring
+//	    matches. Cost: 1 + 0.1*(len(s)+len(subs)) + (0.1*len(s))*(0.1*len(subs)).
+//	matches_any(string, list(string)) -> bool
+//	    true when the string matches any of the RE2 patterns (unanchored, like matches()).
+//	    Patterns in a list literal are validated at check time; others at evaluation, where an
+//	    invalid one is an error. Compiled patterns are cached. Cost: 1 + (0.1*(len(s)+1)) *
+//	    (0.25*len(patterns)).
+//
+// The O(n) functions of the strings extension get size-proportional costs too (cel-go would
+// count them as 1). A constant pattern of matches() is validated at check time as well.
+//
+// # Check
+//
+// Env.Check reports issues with rule ids cel/syntax (parse errors, text limits, invalid regular
+// expressions), cel/type (undeclared references, undefined fields, no matching overload, unguarded
+// optional fields), cel/not-bool (the result type is not bool; dyn is not bool either) and
+// cel/cost. Positions are 1-based lines and byte columns plus byte offsets into the source.
+//
+// Limits: a predicate is at most MaxSourceBytes (4 KiB) of valid UTF-8, nests at most
+// MaxNestingDepth levels and expands to at most 4096 nodes; a panic inside cel-go is reported as
+// an issue, never propagated.
+//
+// # Cost
+//
+// Check estimates the cost with cel-go's estimator. Sizes come from the schema (maxLength,
+// maxItems, maxProperties, the longest enum value); where nothing is declared it assumes
+// DefaultStringSize characters per string, DefaultListSize elements per list (messages
+// included) and DefaultMapSize entries per meta map; dyn values have unknown size. An unbounded
+// estimate (typically a comprehension over a dyn value) or one above the limit (EnvConfig.CostLimit,
+// default DefaultCostLimit = 1,000,000) is a cel/cost issue naming the estimate.
+//
+// The assumed sizes are not trusted at runtime. Check also estimates the cost knowing no input
+// size at all; when that estimate is within the limit (the refund guard, comparisons of fields
+// with constants) the program runs without the runtime cost tracker. Otherwise evaluation runs
+// under cel.CostLimit with the same limit and stops with ErrCostLimit.
+//
+// # Programs and plans
+//
+// Env.Program (or Env.Compile) turns a Checked predicate into a Program, safe for concurrent use;
+// Program.Eval returns the boolean or an *EvalError (a missing key, an exceeded cost, ...) and
+// leaves fail-open or fail-closed to the caller. The plan stores a predicate as a Spec (stage,
+// phase, source, args schemas); CompileSpec rebuilds the environment and the program from it.
+package predicate

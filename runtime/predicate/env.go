@@ -1,0 +1,190 @@
+package predicate
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/ext"
+)
+
+// Limits on predicate source, applied before cel-go sees it.
+const (
+	// MaxSourceBytes is the longest predicate accepted, in bytes.
+	MaxSourceBytes = 4096
+	// MaxNestingDepth bounds the parser's recursion, that is how deeply expressions may nest.
+	MaxNestingDepth = 48
+	// maxNodes bounds the expression nodes after macro expansion.
+	maxNodes = 4096
+)
+
+// EnvConfig selects the variables a predicate may read.
+type EnvConfig struct {
+	// Stage and Phase select the variables (DESIGN.md section 2). The zero Phase is Before.
+	Stage Stage
+	Phase Phase
+	// ArgsSchemas are the JSON Schemas of the tools a tool-stage predicate is scoped to. Nil or
+	// empty leaves args untyped (map(string, dyn)); several schemas type args with the fields
+	// all of them declare with the same type. Only the tool stage accepts schemas.
+	ArgsSchemas []json.RawMessage
+	// CostLimit bounds the estimated and the runtime cost; zero means DefaultCostLimit.
+	CostLimit uint64
+}
+
+// Env is a CEL environment for one stage, phase and set of args schemas. It is immutable and
+// safe for concurrent use; NewEnv returns a shared Env for an identical configuration.
+type Env struct {
+	cfg       EnvConfig
+	cel       *cel.Env
+	prov      *provider
+	argsTyped bool
+	hints     map[string]hint
+}
+
+// Config returns the configuration the environment was built from, with defaults applied.
+func (e *Env) Config() EnvConfig { return e.cfg }
+
+// ArgsTyped reports whether args is typed from schemas (false: map(string, dyn) or no args).
+func (e *Env) ArgsTyped() bool { return e.argsTyped }
+
+var (
+	baseOnce sync.Once
+	baseEnv  *cel.Env
+	baseErr  error
+)
+
+// base returns the environment every stage environment extends: the standard library, the
+// strings extension, optional values, the agentc functions, their costs and the parser limits.
+// Its declarations are validated once and shared by the extensions.
+func base() (*cel.Env, error) {
+	baseOnce.Do(func() {
+		opts := []cel.EnvOption{
+			cel.CustomTypeAdapter(typeAdapter),
+			cel.ParserRecursionLimit(MaxNestingDepth),
+			cel.ParserExpressionSizeLimit(MaxSourceBytes),
+			cel.ExpressionNodeLimit(maxNodes),
+			cel.CrossTypeNumericComparisons(true),
+			cel.DefaultUTCTimeZone(true),
+			cel.OptionalTypes(),
+			ext.Strings(),
+			cel.CostEstimatorOptions(staticCostOptions()...),
+			cel.EagerlyValidateDeclarations(true),
+		}
+		opts = append(opts, libraryOptions()...)
+		baseEnv, baseErr = cel.NewEnv(opts...)
+	})
+	return baseEnv, baseErr
+}
+
+// envCache shares environments between identical configurations. It is bounded: when full, an
+// arbitrary entry is dropped.
+var envCache = struct {
+	sync.Mutex
+	m map[string]*Env
+}{m: map[string]*Env{}}
+
+const maxCachedEnvs = 256
+
+// NewEnv returns the environment for cfg. It fails on an unknown stage or phase, on schemas
+// given outside the tool stage, and on a schema that is not valid JSON.
+func NewEnv(cfg EnvConfig) (*Env, error) {
+	cfg.Phase = cfg.Phase.normalize()
+	if err := validateStagePhase(cfg.Stage, cfg.Phase); err != nil {
+		return nil, err
+	}
+	if cfg.CostLimit == 0 {
+		cfg.CostLimit = DefaultCostLimit
+	}
+	if len(cfg.ArgsSchemas) > 0 && cfg.Stage != Tool {
+		return nil, fmt.Errorf("args schemas apply to the tool stage only, not %s", cfg.Stage)
+	}
+	key, err := cacheKey(cfg)
+	if err != nil {
+		return nil, err
+	}
+	envCache.Lock()
+	e, ok := envCache.m[key]
+	envCache.Unlock()
+	if ok {
+		return e, nil
+	}
+	e, err = newEnv(cfg)
+	if err != nil {
+		return nil, err
+	}
+	envCache.Lock()
+	if len(envCache.m) >= maxCachedEnvs {
+		for k := range envCache.m {
+			delete(envCache.m, k)
+			break
+		}
+	}
+	envCache.m[key] = e
+	envCache.Unlock()
+	return e, nil
+}
+
+func cacheKey(cfg EnvConfig) (string, error) {
+	var b bytes.Buffer
+	b.WriteString(string(cfg.Stage))
+	b.WriteByte(0)
+	b.WriteString(string(cfg.Phase))
+	b.WriteByte(0)
+	b.WriteString(strconv.FormatUint(cfg.CostLimit, 10))
+	for i, s := range cfg.ArgsSchemas {
+		b.WriteByte(0)
+		if len(bytes.TrimSpace(s)) == 0 {
+			continue
+		}
+		if err := json.Compact(&b, s); err != nil {
+			return "", fmt.Errorf("args schema %d: %w", i, err)
+		}
+	}
+	return b.String(), nil
+}
+
+func newEnv(cfg EnvConfig) (*Env, error) {
+	b, err := base()
+	if err != nil {
+		return nil, fmt.Errorf("build base environment: %w", err)
+	}
+	reg, err := types.NewRegistry()
+	if err != nil {
+		return nil, err
+	}
+	e := &Env{
+		cfg:   cfg,
+		prov:  &provider{base: reg, objects: map[string]*objectType{}},
+		hints: map[string]hint{},
+	}
+	var opts []cel.EnvOption
+	for _, v := range stageVariables(cfg.Stage, cfg.Phase) {
+		opts = append(opts, cel.Variable(v.name, v.typ))
+		addTypeHints(e.hints, v.name, v.typ, hint{assumed: v.assumed}, 0)
+	}
+	if cfg.Stage == Tool {
+		at, err := buildArgsTypes(cfg.ArgsSchemas)
+		if err != nil {
+			return nil, err
+		}
+		if at.root != nil {
+			e.argsTyped = true
+			e.prov.objects = at.objects
+			opts = append(opts, cel.Variable("args", at.root))
+			addSchemaHints(e.hints, "args", at.node, 0)
+		} else {
+			opts = append(opts, cel.Variable("args", types.NewMapType(types.StringType, types.DynType)))
+		}
+	}
+	opts = append([]cel.EnvOption{cel.CustomTypeProvider(e.prov)}, opts...)
+	ce, err := b.Extend(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("build %s environment: %w", cfg.Stage, err)
+	}
+	e.cel = ce
+	return e, nil
+}

@@ -1,0 +1,437 @@
+package predicate
+
+import (
+	"fmt"
+	"math"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"unicode/utf8"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/checker"
+	"github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/common/types/traits"
+	"github.com/google/cel-go/interpreter"
+)
+
+// Overload ids of the agentc function library.
+const (
+	overloadURLHost     = "url_host_string"
+	overloadLower       = "lower_string"
+	overloadContainsAny = "contains_any_string_list_string"
+	overloadMatchesAny  = "matches_any_string_list_string"
+)
+
+// Cost factors, the same as cel-go's for string traversal and regular expressions.
+const (
+	traversalFactor = 0.1
+	regexFactor     = 0.25
+)
+
+// libraryOptions declares the agentc functions with their bindings.
+func libraryOptions() []cel.EnvOption {
+	str := cel.StringType
+	strList := cel.ListType(cel.StringType)
+	return []cel.EnvOption{
+		cel.Function("url_host",
+			cel.Overload(overloadURLHost, []*cel.Type{str}, str, cel.UnaryBinding(urlHost))),
+		cel.Function("lower",
+			cel.Overload(overloadLower, []*cel.Type{str}, str, cel.UnaryBinding(lower))),
+		cel.Function("contains_any",
+			cel.Overload(overloadContainsAny, []*cel.Type{str, strList}, cel.BoolType, cel.BinaryBinding(containsAny))),
+		cel.Function("matches_any",
+			cel.Overload(overloadMatchesAny, []*cel.Type{str, strList}, cel.BoolType, cel.BinaryBinding(matchesAny))),
+	}
+}
+
+// urlHost implements url_host: the host of an absolute URL, lower-cased, without port, brackets
+// or a trailing dot; "" when the URL has no host; an error when it does not parse.
+func urlHost(v ref.Val) ref.Val {
+	s, ok := v.(types.String)
+	if !ok {
+		return types.MaybeNoSuchOverloadErr(v)
+	}
+	u, err := url.Parse(string(s))
+	if err != nil {
+		return types.NewErr("url_host: invalid URL: %v", unwrapURLError(err))
+	}
+	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	return types.String(host)
+}
+
+func unwrapURLError(err error) error {
+	if ue, ok := err.(*url.Error); ok {
+		return ue.Err
+	}
+	return err
+}
+
+// lower implements lower: Unicode lower-casing.
+func lower(v ref.Val) ref.Val {
+	s, ok := v.(types.String)
+	if !ok {
+		return types.MaybeNoSuchOverloadErr(v)
+	}
+	return types.String(strings.ToLower(string(s)))
+}
+
+// containsAny implements contains_any: true when s contains any of the substrings, ignoring case.
+func containsAny(sv, listv ref.Val) ref.Val {
+	s, ok := sv.(types.String)
+	if !ok {
+		return types.MaybeNoSuchOverloadErr(sv)
+	}
+	list, ok := listv.(traits.Lister)
+	if !ok {
+		return types.MaybeNoSuchOverloadErr(listv)
+	}
+	hay := strings.ToLower(string(s))
+	it := list.Iterator()
+	for it.HasNext() == types.True {
+		n, ok := it.Next().(types.String)
+		if !ok {
+			return types.NewErr("contains_any: want a list of strings")
+		}
+		if strings.Contains(hay, strings.ToLower(string(n))) {
+			return types.True
+		}
+	}
+	return types.False
+}
+
+// matchesAny implements matches_any: true when s matches any of the RE2 patterns (unanchored,
+// like matches()).
+func matchesAny(sv, listv ref.Val) ref.Val {
+	s, ok := sv.(types.String)
+	if !ok {
+		return types.MaybeNoSuchOverloadErr(sv)
+	}
+	list, ok := listv.(traits.Lister)
+	if !ok {
+		return types.MaybeNoSuchOverloadErr(listv)
+	}
+	it := list.Iterator()
+	for it.HasNext() == types.True {
+		p, ok := it.Next().(types.String)
+		if !ok {
+			return types.NewErr("matches_any: want a list of strings")
+		}
+		re, err := compileRegex(string(p))
+		if err != nil {
+			return types.NewErr("matches_any: %v", err)
+		}
+		if re.MatchString(string(s)) {
+			return types.True
+		}
+	}
+	return types.False
+}
+
+// regexCache holds compiled patterns of matches_any. It stops growing at maxCachedRegexes
+// entries; patterns beyond that are compiled on each call.
+var (
+	regexCache       sync.Map // string -> *regexp.Regexp
+	regexCacheSize   atomic.Int64
+	maxCachedRegexes int64 = 1024
+)
+
+func compileRegex(p string) (*regexp.Regexp, error) {
+	if re, ok := regexCache.Load(p); ok {
+		return re.(*regexp.Regexp), nil
+	}
+	re, err := regexp.Compile(p)
+	if err != nil {
+		return nil, err
+	}
+	if regexCacheSize.Load() < maxCachedRegexes {
+		if _, loaded := regexCache.LoadOrStore(p, re); !loaded {
+			regexCacheSize.Add(1)
+		}
+	}
+	return re, nil
+}
+
+// staticCostOptions registers the cost estimates of the agentc functions and of the O(n)
+// functions of the strings extension, which cel-go would otherwise count as 1.
+func staticCostOptions() []checker.CostOption {
+	linear := func(est checker.CostEstimator, target *checker.AstNode, args []checker.AstNode) *checker.CallEstimate {
+		var s checker.SizeEstimate
+		switch {
+		case target != nil:
+			s = sizeOf(*target)
+		case len(args) > 0:
+			s = sizeOf(args[0])
+		default:
+			return nil
+		}
+		return &checker.CallEstimate{
+			CostEstimate: s.MultiplyByCostFactor(traversalFactor).Add(checker.FixedCostEstimate(1)),
+			ResultSize:   &s,
+		}
+	}
+	// search: O(n*m) like contains().
+	search := func(est checker.CostEstimator, target *checker.AstNode, args []checker.AstNode) *checker.CallEstimate {
+		if target == nil || len(args) == 0 {
+			return nil
+		}
+		s := sizeOf(*target).MultiplyByCostFactor(traversalFactor)
+		sub := sizeOf(args[0]).MultiplyByCostFactor(traversalFactor)
+		return &checker.CallEstimate{CostEstimate: s.Multiply(sub).Add(checker.FixedCostEstimate(1))}
+	}
+	replace := func(est checker.CostEstimator, target *checker.AstNode, args []checker.AstNode) *checker.CallEstimate {
+		if target == nil || len(args) < 2 {
+			return nil
+		}
+		s := sizeOf(*target)
+		from := sizeOf(args[0])
+		to := sizeOf(args[1])
+		result := checker.SizeEstimate{Min: 0, Max: satMul(s.Max, max(to.Max, 1))}
+		c := s.MultiplyByCostFactor(traversalFactor).Multiply(from.MultiplyByCostFactor(traversalFactor)).
+			Add(result.MultiplyByCostFactor(traversalFactor))
+		return &checker.CallEstimate{CostEstimate: c, ResultSize: &result}
+	}
+	split := func(est checker.CostEstimator, target *checker.AstNode, args []checker.AstNode) *checker.CallEstimate {
+		if target == nil || len(args) == 0 {
+			return nil
+		}
+		s := sizeOf(*target)
+		sep := sizeOf(args[0])
+		result := checker.SizeEstimate{Min: 0, Max: satAdd(s.Max, 1)}
+		c := s.MultiplyByCostFactor(traversalFactor).Multiply(sep.MultiplyByCostFactor(traversalFactor)).
+			Add(result.MultiplyByCostFactor(1))
+		return &checker.CallEstimate{CostEstimate: c, ResultSize: &result}
+	}
+	join := func(est checker.CostEstimator, target *checker.AstNode, args []checker.AstNode) *checker.CallEstimate {
+		if target == nil {
+			return nil
+		}
+		n := sizeOf(*target)
+		elem := elemStringSize(est, *target)
+		total := checker.SizeEstimate{Min: 0, Max: satMul(n.Max, elem.Max)}
+		return &checker.CallEstimate{CostEstimate: total.MultiplyByCostFactor(traversalFactor).Add(checker.FixedCostEstimate(1)), ResultSize: &total}
+	}
+	containsAnyCost := func(est checker.CostEstimator, target *checker.AstNode, args []checker.AstNode) *checker.CallEstimate {
+		if len(args) != 2 {
+			return nil
+		}
+		s := sizeOf(args[0])
+		needles := listStringTotal(est, args[1])
+		lowerCost := s.MultiplyByCostFactor(traversalFactor).Add(needles.MultiplyByCostFactor(traversalFactor))
+		scan := s.MultiplyByCostFactor(traversalFactor).Multiply(needles.MultiplyByCostFactor(traversalFactor))
+		return &checker.CallEstimate{CostEstimate: lowerCost.Add(scan).Add(checker.FixedCostEstimate(1))}
+	}
+	matchesAnyCost := func(est checker.CostEstimator, target *checker.AstNode, args []checker.AstNode) *checker.CallEstimate {
+		if len(args) != 2 {
+			return nil
+		}
+		s := sizeOf(args[0]).Add(checker.FixedSizeEstimate(1)).MultiplyByCostFactor(traversalFactor)
+		patterns := listStringTotal(est, args[1]).MultiplyByCostFactor(regexFactor)
+		return &checker.CallEstimate{CostEstimate: s.Multiply(patterns).Add(checker.FixedCostEstimate(1))}
+	}
+	opts := []checker.CostOption{
+		checker.OverloadCostEstimate(overloadURLHost, linear),
+		checker.OverloadCostEstimate(overloadLower, linear),
+		checker.OverloadCostEstimate(overloadContainsAny, containsAnyCost),
+		checker.OverloadCostEstimate(overloadMatchesAny, matchesAnyCost),
+	}
+	for _, id := range []string{"string_lower_ascii", "string_upper_ascii", "string_trim", "string_reverse",
+		"string_char_at_int", "string_substring_int", "string_substring_int_int"} {
+		opts = append(opts, checker.OverloadCostEstimate(id, linear))
+	}
+	for _, id := range []string{"string_index_of_string", "string_index_of_string_int",
+		"string_last_index_of_string", "string_last_index_of_string_int"} {
+		opts = append(opts, checker.OverloadCostEstimate(id, search))
+	}
+	opts = append(opts,
+		checker.OverloadCostEstimate("string_replace_string_string", replace),
+		checker.OverloadCostEstimate("string_replace_string_string_int", replace),
+		checker.OverloadCostEstimate("string_split_string", split),
+		checker.OverloadCostEstimate("string_split_string_int", split),
+		checker.OverloadCostEstimate("list_join", join),
+		checker.OverloadCostEstimate("list_join_string", join),
+	)
+	return opts
+}
+
+// sizeOf is the size estimate of a node: computed from the expression or the estimator, else
+// unknown.
+func sizeOf(n checker.AstNode) checker.SizeEstimate {
+	if s := n.ComputedSize(); s != nil {
+		return *s
+	}
+	return checker.UnknownSizeEstimate()
+}
+
+// listStringTotal estimates the summed length of the strings of a list argument: exact for a
+// list literal of string constants, else count times the assumed element size.
+func listStringTotal(est checker.CostEstimator, n checker.AstNode) checker.SizeEstimate {
+	if lits, ok := constStringList(n.Expr()); ok {
+		var total uint64
+		for _, s := range lits {
+			total += uint64(utf8.RuneCountInString(s))
+		}
+		return checker.FixedSizeEstimate(total)
+	}
+	count := sizeOf(n)
+	elem := elemStringSize(est, n)
+	return checker.SizeEstimate{Min: 0, Max: satMul(count.Max, elem.Max)}
+}
+
+// elemStringSize is the size of the string elements of a list node: the estimator's answer for
+// the element path, else the assumed string size (unknown for the strict estimator).
+func elemStringSize(est checker.CostEstimator, n checker.AstNode) checker.SizeEstimate {
+	if ce, ok := est.(*costEstimator); ok {
+		if path := n.Path(); len(path) > 0 {
+			if s := ce.sizeOfPath(append(path[:len(path):len(path)], "@items")); s != nil {
+				return *s
+			}
+		}
+		if !ce.strict {
+			return *assumedString
+		}
+	}
+	return checker.UnknownSizeEstimate()
+}
+
+// constStringList returns the elements of a list literal made only of string constants.
+func constStringList(e ast.Expr) ([]string, bool) {
+	if e == nil || e.Kind() != ast.ListKind {
+		return nil, false
+	}
+	elems := e.AsList().Elements()
+	out := make([]string, 0, len(elems))
+	for _, el := range elems {
+		if el.Kind() != ast.LiteralKind {
+			return nil, false
+		}
+		s, ok := el.AsLiteral().(types.String)
+		if !ok {
+			return nil, false
+		}
+		out = append(out, string(s))
+	}
+	return out, true
+}
+
+func satMul(a, b uint64) uint64 {
+	if a != 0 && b > math.MaxUint64/a {
+		return math.MaxUint64
+	}
+	return a * b
+}
+
+func satAdd(a, b uint64) uint64 {
+	if a > math.MaxUint64-b {
+		return math.MaxUint64
+	}
+	return a + b
+}
+
+// runtimeCostOptions registers the actual cost of the same functions for the runtime tracker.
+func runtimeCostOptions() []interpreter.CostTrackerOption {
+	size := func(v ref.Val) uint64 {
+		if s, ok := v.(traits.Sizer); ok {
+			if n, ok := s.Size().(types.Int); ok && n > 0 {
+				return uint64(n)
+			}
+		}
+		return 0
+	}
+	ceil := func(f float64) *uint64 {
+		c := uint64(math.Ceil(f))
+		return &c
+	}
+	linear := func(args []ref.Val, _ ref.Val) *uint64 {
+		if len(args) == 0 {
+			return nil
+		}
+		return ceil(1 + float64(size(args[0]))*traversalFactor)
+	}
+	search := func(args []ref.Val, _ ref.Val) *uint64 {
+		if len(args) < 2 {
+			return nil
+		}
+		return ceil(1 + float64(size(args[0]))*traversalFactor*float64(size(args[1]))*traversalFactor)
+	}
+	listTotal := func(v ref.Val) float64 {
+		l, ok := v.(traits.Lister)
+		if !ok {
+			return 0
+		}
+		var total float64
+		it := l.Iterator()
+		for it.HasNext() == types.True {
+			total += float64(size(it.Next()))
+		}
+		return total
+	}
+	containsAnyCost := func(args []ref.Val, _ ref.Val) *uint64 {
+		if len(args) != 2 {
+			return nil
+		}
+		s, n := float64(size(args[0])), listTotal(args[1])
+		return ceil(1 + (s+n)*traversalFactor + s*traversalFactor*n*traversalFactor)
+	}
+	matchesAnyCost := func(args []ref.Val, _ ref.Val) *uint64 {
+		if len(args) != 2 {
+			return nil
+		}
+		s, n := float64(size(args[0])+1), listTotal(args[1])
+		return ceil(1 + s*traversalFactor*n*regexFactor)
+	}
+	replace := func(args []ref.Val, result ref.Val) *uint64 {
+		if len(args) < 3 {
+			return nil
+		}
+		return ceil(float64(size(args[0]))*traversalFactor*float64(size(args[1]))*traversalFactor +
+			float64(size(result))*traversalFactor)
+	}
+	split := func(args []ref.Val, result ref.Val) *uint64 {
+		if len(args) < 2 {
+			return nil
+		}
+		return ceil(float64(size(args[0]))*traversalFactor*float64(size(args[1]))*traversalFactor +
+			float64(size(result)))
+	}
+	join := func(args []ref.Val, result ref.Val) *uint64 {
+		return ceil(1 + float64(size(result))*traversalFactor)
+	}
+	opts := []interpreter.CostTrackerOption{
+		interpreter.OverloadCostTracker(overloadURLHost, linear),
+		interpreter.OverloadCostTracker(overloadLower, linear),
+		interpreter.OverloadCostTracker(overloadContainsAny, containsAnyCost),
+		interpreter.OverloadCostTracker(overloadMatchesAny, matchesAnyCost),
+		interpreter.OverloadCostTracker("string_replace_string_string", replace),
+		interpreter.OverloadCostTracker("string_replace_string_string_int", replace),
+		interpreter.OverloadCostTracker("string_split_string", split),
+		interpreter.OverloadCostTracker("string_split_string_int", split),
+		interpreter.OverloadCostTracker("list_join", join),
+		interpreter.OverloadCostTracker("list_join_string", join),
+	}
+	for _, id := range []string{"string_lower_ascii", "string_upper_ascii", "string_trim", "string_reverse",
+		"string_char_at_int", "string_substring_int", "string_substring_int_int"} {
+		opts = append(opts, interpreter.OverloadCostTracker(id, linear))
+	}
+	for _, id := range []string{"string_index_of_string", "string_index_of_string_int",
+		"string_last_index_of_string", "string_last_index_of_string_int"} {
+		opts = append(opts, interpreter.OverloadCostTracker(id, search))
+	}
+	return opts
+}
+
+// validateRegexes reports the first pattern of a constant list that is not valid RE2.
+func validateRegexes(patterns []string) (string, error) {
+	for _, p := range patterns {
+		if _, err := regexp.Compile(p); err != nil {
+			return p, err
+		}
+	}
+	return "", nil
+}
+
+var _ = fmt.Sprintf

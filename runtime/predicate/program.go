@@ -1,0 +1,168 @@
+package predicate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/interpreter"
+)
+
+// ErrCostLimit is wrapped by the evaluation error of a program that exceeded its cost limit.
+var ErrCostLimit = errors.New("cost limit exceeded")
+
+// EvalError is the error of a failed evaluation: a missing key or field, a type mismatch in dyn
+// data, an exceeded cost limit (errors.Is(err, ErrCostLimit)), or cancellation. The caller decides
+// whether the predicate fails open or closed.
+type EvalError struct {
+	Source string
+	Err    error
+}
+
+// Error implements error.
+func (e *EvalError) Error() string {
+	src := e.Source
+	if len(src) > 80 {
+		src = src[:77] + "..."
+	}
+	return fmt.Sprintf("evaluate %q: %v", src, e.Err)
+}
+
+// Unwrap returns the underlying error.
+func (e *EvalError) Unwrap() error { return e.Err }
+
+// Program is an evaluable predicate. It is safe for concurrent use.
+type Program struct {
+	checked *Checked
+	prg     cel.Program
+	// tracked is set when the runtime cost tracker enforces the cost limit.
+	tracked bool
+}
+
+// Checked returns the predicate the program was built from.
+func (p *Program) Checked() *Checked { return p.checked }
+
+// Source returns the predicate text.
+func (p *Program) Source() string { return p.checked.Source }
+
+// CostTracked reports whether evaluation runs under the runtime cost limit. It does not when
+// the static estimate bounds the cost below the limit for any input.
+func (p *Program) CostTracked() bool { return p.tracked }
+
+// Program builds the evaluable program of a predicate checked in this environment.
+func (e *Env) Program(c *Checked) (*Program, error) {
+	if c == nil || c.env != e {
+		return nil, errors.New("predicate was not checked in this environment")
+	}
+	opts := []cel.ProgramOption{cel.EvalOptions(cel.OptOptimize)}
+	tracked := !c.bounded
+	if tracked {
+		opts = append(opts,
+			cel.CostLimit(e.cfg.CostLimit),
+			cel.CostTrackerOptions(runtimeCostOptions()...),
+			cel.InterruptCheckFrequency(64),
+		)
+	}
+	prg, err := e.cel.Program(c.ast, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("plan %q: %w", c.Source, err)
+	}
+	return &Program{checked: c, prg: prg, tracked: tracked}, nil
+}
+
+// Compile checks src and builds its program.
+func (e *Env) Compile(src string) (*Program, []Issue) {
+	c, iss := e.Check(src)
+	if len(iss) > 0 {
+		return nil, iss
+	}
+	p, err := e.Program(c)
+	if err != nil {
+		return nil, []Issue{{Rule: RuleType, Line: 1, Col: 1, Message: err.Error()}}
+	}
+	return p, nil
+}
+
+// Eval evaluates the predicate over vars (a *ChatVars, *ToolVars, *TurnVars or *AdmitVars
+// matching the stage, or any Activation). A program whose cost is bounded for any input ignores
+// ctx after checking it once; a cost-tracked one is also interrupted when ctx is done. Errors are
+// *EvalError.
+func (p *Program) Eval(ctx context.Context, vars Activation) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, &EvalError{Source: p.checked.Source, Err: err}
+	}
+	var (
+		out any
+		err error
+	)
+	if p.tracked && ctx.Done() != nil {
+		v, _, e := p.prg.ContextEval(ctx, vars)
+		out, err = v, e
+	} else {
+		v, _, e := p.prg.Eval(vars)
+		out, err = v, e
+	}
+	if err != nil {
+		var cancelled interpreter.EvalCancelledError
+		if errors.As(err, &cancelled) && cancelled.Cause == interpreter.CostLimitExceeded {
+			err = fmt.Errorf("%w (limit %d)", ErrCostLimit, p.checked.env.cfg.CostLimit)
+		}
+		return false, &EvalError{Source: p.checked.Source, Err: err}
+	}
+	b, ok := out.(types.Bool)
+	if !ok {
+		return false, &EvalError{Source: p.checked.Source, Err: fmt.Errorf("result is %T, want bool", out)}
+	}
+	return bool(b), nil
+}
+
+// Spec is the plan form of a predicate: its checked source plus what selects its environment.
+type Spec struct {
+	Stage       Stage             `json:"stage"`
+	Phase       Phase             `json:"phase"`
+	Source      string            `json:"source"`
+	ArgsSchemas []json.RawMessage `json:"args_schemas,omitempty"`
+	// CostLimit is set only when the compiler used a limit other than DefaultCostLimit.
+	CostLimit uint64 `json:"cost_limit,omitempty"`
+}
+
+// CompileSpec rebuilds the environment of a spec and compiles its source, as the runtime does
+// at Build. A spec that no longer checks (for instance a plan from another agentc version)
+// fails with an error listing the issues.
+func CompileSpec(spec Spec) (*Program, error) {
+	env, err := NewEnv(EnvConfig{Stage: spec.Stage, Phase: spec.Phase, ArgsSchemas: spec.ArgsSchemas, CostLimit: spec.CostLimit})
+	if err != nil {
+		return nil, err
+	}
+	p, iss := env.Compile(spec.Source)
+	if len(iss) > 0 {
+		msgs := make([]string, len(iss))
+		for i, is := range iss {
+			msgs[i] = is.String()
+		}
+		return nil, fmt.Errorf("compile %s predicate %q: %s", spec.Stage, spec.Source, strings.Join(msgs, "; "))
+	}
+	return p, nil
+}
+
+func cloneSchemas(s []json.RawMessage) []json.RawMessage {
+	if s == nil {
+		return nil
+	}
+	out := make([]json.RawMessage, len(s))
+	for i, r := range s {
+		out[i] = append(json.RawMessage(nil), r...)
+	}
+	return out
+}
+
+func specCostLimit(limit uint64) uint64 {
+	if limit == DefaultCostLimit {
+		return 0
+	}
+	return limit
+}
