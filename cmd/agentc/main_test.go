@@ -1,0 +1,59 @@
+package main
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"agentc": func() { os.Exit(Main(context.Background(), os.Args[1:], os.Stdout, os.Stderr)) },
+	})
+}
+
+// TestScripts runs the CLI scripts in testdata/script. Run with
+// -testwork to keep their directories; -update rewrites cmp golden files.
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:           "testdata/script",
+		UpdateScripts: *update,
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			// garbage FILE: a .cue file of binary bytes.
+			"garbage": func(ts *testscript.TestScript, neg bool, args []string) {
+				b := []byte("package p\n")
+				for i := 0; i < 4096; i++ {
+					b = append(b, byte(i*7919%256))
+				}
+				ts.Check(os.WriteFile(ts.MkAbs(args[0]), b, 0o644))
+			},
+			// bigfile FILE MIB: a valid policy padded with comments to MIB MiB.
+			"bigfile": func(ts *testscript.TestScript, neg bool, args []string) {
+				n, err := strconv.Atoi(args[1])
+				ts.Check(err)
+				b := []byte("package p\n")
+				line := []byte("// " + strings.Repeat("x", 76) + "\n")
+				for len(b) < n<<20 {
+					b = append(b, line...)
+				}
+				ts.Check(os.WriteFile(ts.MkAbs(args[0]), b, 0o644))
+			},
+			// nested FILE DEPTH: a policy nesting structs DEPTH deep.
+			"nested": func(ts *testscript.TestScript, neg bool, args []string) {
+				n, err := strconv.Atoi(args[1])
+				ts.Check(err)
+				src := "package p\nx: " + strings.Repeat("{a: ", n) + "1" + strings.Repeat("}", n) + "\n"
+				ts.Check(os.WriteFile(ts.MkAbs(args[0]), []byte(src), 0o644))
+			},
+		},
+		Setup: func(env *testscript.Env) error {
+			// The examples, for scripts that vet them.
+			env.Setenv("EXAMPLES", examplesDir(t))
+			return nil
+		},
+	})
+}
