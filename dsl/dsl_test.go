@@ -1,0 +1,199 @@
+package dsl
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func writePolicy(t testing.TB, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, src := range files {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644))
+	}
+	return dir
+}
+
+func TestLoadDecodes(t *testing.T) {
+	dir := writePolicy(t, map[string]string{
+		"a.cue": `package p
+
+models: m: {usd_per_mtok_in: 1.5}
+tools: refund: {side_effecting: true, args: {type: "object", properties: amount: type: "number"}}
+chains: tool: [
+	{use: "guard", name: "limit", tools: ["refund"], deny: "args.amount > 10.0"},
+	{use: "retry"},
+]
+`,
+		"b.cue": `package p
+
+admit: "item.score > 0.5"
+`,
+		"a_test.cue": `this is a test file and is not part of the policy`,
+	})
+	p, diags, err := Load(context.Background(), []string{dir}, Options{})
+	require.NoError(t, err)
+	require.Empty(t, diags)
+	require.NotNil(t, p)
+	assert.Equal(t, "p", p.Package)
+	assert.Len(t, p.Files, 2)
+	assert.Equal(t, 1.5, p.Models["m"].USDPerMTokIn)
+	assert.True(t, p.Tools["refund"].SideEffecting)
+	assert.JSONEq(t, `{"type":"object","properties":{"amount":{"type":"number"}}}`, string(p.Tools["refund"].Args))
+	require.Len(t, p.Chains["tool"], 2)
+	g := p.Chains["tool"][0]
+	assert.Equal(t, "limit", g.Name)
+	assert.Equal(t, []string{"refund"}, g.Tools)
+	assert.Equal(t, Pos{File: filepath.Join(dir, "a.cue"), Line: 6, Col: 2}, g.Pos)
+	assert.Equal(t, "closed", g.Fields["on_error"], "defaults are applied")
+	deny := g.Expr("deny")
+	require.NotNil(t, deny)
+	assert.Equal(t, 6, deny.Pos.Line)
+	r := p.Chains["tool"][1]
+	assert.Equal(t, "retry", r.Name)
+	assert.EqualValues(t, 3, r.Fields["max_attempts"])
+	require.NotNil(t, p.Admit)
+	assert.Equal(t, Pos{File: filepath.Join(dir, "b.cue"), Line: 3, Col: 8}, p.Admit.Pos)
+}
+
+func TestExprPosAt(t *testing.T) {
+	tests := []struct {
+		name   string
+		src    string // the CUE line(s) after "x: "
+		offset int    // byte offset into the decoded string
+		line   int
+		col    int
+	}{
+		{"plain", `"args.ammount > 1"`, 5, 3, 14},
+		{"after escape", `"a == \"b\" && c"`, 11, 3, 22},
+		{"unicode escape", `"'\u00e9' == c"`, 6, 3, 19},
+		{"raw string", `#"a \ b"#`, 4, 3, 14},
+		{"multi-line", "\"\"\"\n\t\tfirst &&\n\t\tsecond\n\t\t\"\"\"", 9, 5, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := writePolicy(t, map[string]string{"p.cue": "package p\n\nadmit: " + tt.src + "\n"})
+			p, diags, err := Load(context.Background(), []string{dir}, Options{})
+			require.NoError(t, err)
+			require.Empty(t, diags)
+			got := p.Admit.PosAt(tt.offset)
+			assert.Equal(t, tt.line, got.Line, "line")
+			assert.Equal(t, tt.col, got.Col, "col")
+		})
+	}
+}
+
+func TestLoadIOErrors(t *testing.T) {
+	empty := t.TempDir()
+	_, _, err := Load(context.Background(), []string{empty}, Options{})
+	var ioe *IOError
+	require.ErrorAs(t, err, &ioe)
+	assert.Contains(t, err.Error(), "no .cue files")
+
+	_, _, err = Load(context.Background(), []string{filepath.Join(empty, "missing")}, Options{})
+	require.ErrorAs(t, err, &ioe)
+	assert.Contains(t, err.Error(), "no such file or directory")
+
+	txt := filepath.Join(empty, "p.txt")
+	require.NoError(t, os.WriteFile(txt, []byte("x"), 0o644))
+	_, _, err = Load(context.Background(), []string{txt}, Options{})
+	require.ErrorAs(t, err, &ioe)
+}
+
+func TestLoadTimeout(t *testing.T) {
+	// An exponential blow-up that CUE would take very long to evaluate.
+	var b strings.Builder
+	b.WriteString("package p\n\n#T0: {a: int} | {b: int}\n")
+	for i := 1; i <= 40; i++ {
+		fmt.Fprintf(&b, "#T%d: {x: #T%d, y: #T%d} | {z: #T%d}\n", i, i-1, i-1, i-1)
+	}
+	b.WriteString("v: #T40 & {x: y: x: y: _}\n")
+	dir := writePolicy(t, map[string]string{"p.cue": b.String()})
+	start := time.Now()
+	_, diags, err := Load(context.Background(), []string{dir}, Options{Timeout: 300 * time.Millisecond})
+	require.NoError(t, err)
+	assert.Less(t, time.Since(start), 5*time.Second)
+	require.NotEmpty(t, diags, "a pathological policy must not load silently")
+	assert.True(t, diags.HasErrors())
+}
+
+func TestSuggest(t *testing.T) {
+	s, err := DefaultSchema()
+	require.NoError(t, err)
+	c := s.Catalog()
+	assert.Equal(t, "retry", c.Suggest("retyr"))
+	assert.Equal(t, "rate_limit", c.Suggest("ratelimit"))
+	assert.Equal(t, "output_coerce", c.Suggest("output_corce"))
+	assert.Equal(t, "", c.Suggest("kubernetes"))
+	assert.Len(t, c.IDs(), 24)
+}
+
+func TestCustomKind(t *testing.T) {
+	s, err := NewSchema([]CustomKind{{ID: "sentiment", Stages: []string{"chat"}, Schema: `threshold: *0.5 | number & >0 & <=1`}})
+	require.NoError(t, err)
+	ok := writePolicy(t, map[string]string{"p.cue": "package p\nchains: chat: [{use: \"sentiment\", threshold: 0.7}]\n"})
+	p, diags, err := Load(context.Background(), []string{ok}, Options{Schema: s})
+	require.NoError(t, err)
+	require.Empty(t, diags)
+	assert.JSONEq(t, `{"threshold":0.7}`, string(p.Chains["chat"][0].Config))
+
+	bad := writePolicy(t, map[string]string{"p.cue": "package p\nchains: tool: [{use: \"sentiment\", threshold: 7}]\n"})
+	_, diags, err = Load(context.Background(), []string{bad}, Options{Schema: s})
+	require.NoError(t, err)
+	rules := map[string]bool{}
+	for _, d := range diags {
+		rules[d.Rule] = true
+	}
+	assert.True(t, rules["schema/invalid-value"], "%v", diags)
+	assert.True(t, rules["schema/stage"], "%v", diags)
+
+	_, err = NewSchema([]CustomKind{{ID: "retry", Stages: []string{"chat"}}})
+	assert.ErrorContains(t, err, "already defined")
+	_, err = NewSchema([]CustomKind{{ID: "x", Stages: []string{"chat"}, Schema: "a: {"}})
+	assert.ErrorContains(t, err, "config schema")
+}
+
+// generatedPolicy returns a realistic policy of about n lines.
+func generatedPolicy(n int) string {
+	var b strings.Builder
+	b.WriteString("package gen\n\nmodels: {\n\tprimary: {usd_per_mtok_in: 3, usd_per_mtok_out: 15}\n\tbackup: {usd_per_mtok_in: 0.5, usd_per_mtok_out: 1.5}\n}\n\ntools: {\n")
+	lines := 8
+	i := 0
+	for lines < n-30 {
+		fmt.Fprintf(&b, "\ttool_%d: {\n\t\tside_effecting: %v\n\t\targs: {\n\t\t\ttype: \"object\"\n\t\t\tproperties: {\n\t\t\t\tid: {type: \"string\", maxLength: 64}\n\t\t\t\tn: {type: \"integer\"}\n\t\t\t}\n\t\t}\n\t}\n", i, i%3 == 0)
+		lines += 10
+		i++
+	}
+	b.WriteString("}\n\nchains: {\n\tchat: [\n\t\t{use: \"tracing\"},\n\t\t{use: \"compaction\", max_tokens: 12000},\n\t\t{use: \"meter\", budget: usd: 2},\n\t\t{use: \"fallback\", models: [\"primary\", \"backup\"]},\n\t\t{use: \"retry\", max_attempts: 3},\n\t]\n\ttool: [\n\t\t{use: \"tracing\"},\n\t\t{use: \"meter\"},\n\t\t{use: \"guard\", tools: [\"tool_0\"], deny: \"args.n > 10\"},\n\t\t{use: \"idempotent\"},\n\t\t{use: \"audit\", trail: \"logical\"},\n\t]\n\tturn: [{use: \"rate_limit\", rate: 30, per: \"1m\"}, {use: \"audit\"}]\n}\n\nadmit: \"item.score > 0.5\"\n")
+	return b.String()
+}
+
+func TestGeneratedPolicyLoads(t *testing.T) {
+	src := generatedPolicy(200)
+	assert.InDelta(t, 200, strings.Count(src, "\n"), 15)
+	dir := writePolicy(t, map[string]string{"p.cue": src})
+	_, diags, err := Load(context.Background(), []string{dir}, Options{})
+	require.NoError(t, err)
+	assert.Empty(t, diags)
+}
+
+func BenchmarkLoad200(b *testing.B) {
+	dir := writePolicy(b, map[string]string{"p.cue": generatedPolicy(200)})
+	s, err := DefaultSchema()
+	require.NoError(b, err)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		p, diags, err := Load(context.Background(), []string{dir}, Options{Schema: s})
+		if err != nil || len(diags) > 0 || p == nil {
+			b.Fatal(err, diags)
+		}
+	}
+}
