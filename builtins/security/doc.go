@@ -1,0 +1,14 @@
+// Package security detects prompt-injection attempts in text: requests to ignore or override
+// earlier instructions, to reveal the system prompt, role switches such as "you are now DAN"
+// or "developer mode", and chat-template tokens smuggled into user content. Instructions
+// hidden in base64 runs are decoded and checked too.
+//
+// Patterns are RE2 regular expressions. Unless a Pattern is Raw it is matched against a
+// normalized form of the text that makes the default set tolerant of case, spacing and
+// punctuation tricks: letters are lower-cased, full-width forms and common Cyrillic and Greek
+// look-alikes are folded to ASCII, invisible format characters (zero-width spaces, soft
+// hyphens) are dropped, and every run of other characters (whitespace, punctuation, symbols)
+// becomes a single space. Offsets reported in a Match always refer to the original text.
+//
+// A Detector is immutable after New and safe for concurrent use.
+package security

@@ -1,0 +1,357 @@
+package security
+
+import (
+	"encoding/base64"
+	"fmt"
+	"regexp"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Pattern is one injection signature.
+type Pattern struct {
+	// ID names the pattern in a Match and in block messages ("ignore-previous-instructions").
+	ID string
+	// Regex is an RE2 expression. Non-raw patterns see the normalized text (see the package
+	// documentation), so they are written in lower case with single spaces between words.
+	Regex string
+	// Raw matches Regex against the original text instead of the normalized form; use it for
+	// signatures made of punctuation, such as chat-template tokens.
+	Raw bool
+}
+
+// Config configures a Detector.
+type Config struct {
+	// Patterns extends the default set (or replaces it with DisableDefaults). An ID may
+	// repeat: several expressions can share one name.
+	Patterns []Pattern
+	// DisableDefaults drops the default patterns.
+	DisableDefaults bool
+	// IgnoreEncoded turns off decoding base64 runs (24 characters or more) and checking the
+	// decoded text.
+	IgnoreEncoded bool
+}
+
+// Match reports the pattern that matched and where.
+type Match struct {
+	// PatternID is the ID of the matching pattern.
+	PatternID string
+	// Start and End are byte offsets in the original text (End exclusive). For an encoded
+	// match they span the whole encoded run.
+	Start, End int
+	// Encoding is "base64" when the instruction was found in decoded text, "" otherwise.
+	Encoding string
+}
+
+type compiled struct {
+	id      string
+	re      *regexp.Regexp
+	raw     bool
+	needles []string // the pattern is skipped unless one of these occurs
+}
+
+// anchoredPattern is a default normalized pattern, tried only where one of its start words
+// begins, anchored there.
+type anchoredPattern struct {
+	id string
+	re *regexp.Regexp
+}
+
+// Detector finds prompt-injection patterns.
+type Detector struct {
+	anchored      []anchoredPattern
+	startWords    map[string][]int // start word -> indices into anchored, in order
+	scanned       []compiled       // raw patterns and user patterns, matched over the whole text
+	decodeEncoded bool
+}
+
+// DefaultPatterns returns the built-in signatures, in the order they are tried.
+func DefaultPatterns() []Pattern {
+	out := make([]Pattern, len(builtinPatterns))
+	for i, b := range builtinPatterns {
+		out[i] = b.Pattern
+	}
+	return out
+}
+
+// New compiles the configured patterns. An empty ID or an invalid regular expression is an
+// error naming the pattern.
+func New(cfg Config) (*Detector, error) {
+	d := &Detector{decodeEncoded: !cfg.IgnoreEncoded, startWords: map[string][]int{}}
+	if !cfg.DisableDefaults {
+		for _, b := range builtinPatterns {
+			if len(b.starts) > 0 {
+				d.startWords = indexStarts(d.startWords, b.starts, len(d.anchored))
+				d.anchored = append(d.anchored, anchoredPattern{id: b.ID, re: regexp.MustCompile(`^(?:` + b.Regex + `)`)})
+				continue
+			}
+			d.scanned = append(d.scanned, compiled{id: b.ID, re: regexp.MustCompile(b.Regex), raw: b.Raw, needles: b.needles})
+		}
+	}
+	for i, p := range cfg.Patterns {
+		if p.ID == "" {
+			return nil, fmt.Errorf("security: pattern %d has no id", i)
+		}
+		re, err := regexp.Compile(p.Regex)
+		if err != nil {
+			return nil, fmt.Errorf("security: pattern %q: %w", p.ID, err)
+		}
+		d.scanned = append(d.scanned, compiled{id: p.ID, re: re, raw: p.Raw})
+	}
+	return d, nil
+}
+
+// Detect reports the earliest injection signature in text (ties go to the pattern listed
+// first) and whether there was one. When nothing matches in the text itself, base64 runs are
+// decoded and checked, unless Config.IgnoreEncoded is set.
+func (d *Detector) Detect(text string) (Match, bool) {
+	if m, ok := d.detectPlain(text); ok {
+		return m, true
+	}
+	if !d.decodeEncoded {
+		return Match{}, false
+	}
+	for _, run := range base64Runs(text) {
+		decoded, ok := decodeBase64(text[run[0]:run[1]])
+		if !ok {
+			continue
+		}
+		if m, ok := d.detectPlain(decoded); ok {
+			return Match{PatternID: m.PatternID, Start: run[0], End: run[1], Encoding: "base64"}, true
+		}
+	}
+	return Match{}, false
+}
+
+func indexStarts(index map[string][]int, starts []string, i int) map[string][]int {
+	for _, w := range starts {
+		if l := index[w]; len(l) == 0 || l[len(l)-1] != i {
+			index[w] = append(l, i)
+		}
+	}
+	return index
+}
+
+func (d *Detector) detectPlain(text string) (Match, bool) {
+	var norm *normalized
+	best := Match{Start: -1}
+	if len(d.anchored) > 0 {
+		norm = normalize(text)
+		if m, ok := d.detectAnchored(norm); ok {
+			best = m
+		}
+	}
+	for _, p := range d.scanned {
+		if len(p.needles) > 0 && !containsAny(text, p.needles) {
+			continue
+		}
+		var loc []int
+		if p.raw {
+			loc = p.re.FindStringIndex(text)
+		} else {
+			if norm == nil {
+				norm = normalize(text)
+			}
+			if loc = p.re.FindStringIndex(norm.text); loc != nil {
+				loc = []int{norm.origStart(loc[0]), norm.origEnd(loc[1])}
+			}
+		}
+		if loc != nil && (best.Start < 0 || loc[0] < best.Start) {
+			best = Match{PatternID: p.id, Start: loc[0], End: loc[1]}
+		}
+	}
+	return best, best.Start >= 0
+}
+
+// maxAnchoredMatch bounds the text an anchored default pattern is tried on; every default
+// pattern matches far less than this, and the bound keeps each attempt cheap.
+const maxAnchoredMatch = 256
+
+// detectAnchored walks the words of the normalized text and tries, at each word that starts
+// some default pattern, those patterns anchored there. The first success is the leftmost
+// match of all default patterns.
+func (d *Detector) detectAnchored(norm *normalized) (Match, bool) {
+	t := norm.text
+	for i := 0; i < len(t); {
+		j := strings.IndexByte(t[i:], ' ')
+		if j < 0 {
+			j = len(t) - i
+		}
+		window := t[i:min(len(t), i+maxAnchoredMatch)]
+		for _, k := range d.startWords[t[i:i+j]] {
+			if loc := d.anchored[k].re.FindStringIndex(window); loc != nil {
+				return Match{PatternID: d.anchored[k].id, Start: norm.origStart(i), End: norm.origEnd(i + loc[1])}, true
+			}
+		}
+		i += j + 1
+	}
+	return Match{}, false
+}
+
+func containsAny(s string, needles []string) bool {
+	for _, n := range needles {
+		if strings.Contains(s, n) {
+			return true
+		}
+	}
+	return false
+}
+
+// normalized is the folded text with, for each of its bytes, the offset in the original of the
+// rune it came from.
+type normalized struct {
+	text  string
+	orig  string
+	start []int32
+}
+
+func (n *normalized) origStart(i int) int {
+	// A match may begin on a collapsed separator; report the next real character.
+	for i < len(n.text) && n.text[i] == ' ' && i+1 < len(n.text) {
+		i++
+	}
+	if i >= len(n.start) {
+		return len(n.orig)
+	}
+	return int(n.start[i])
+}
+
+func (n *normalized) origEnd(i int) int {
+	for i > 1 && n.text[i-1] == ' ' {
+		i--
+	}
+	if i == 0 || i > len(n.start) {
+		return len(n.orig)
+	}
+	s := int(n.start[i-1])
+	_, size := utf8.DecodeRuneInString(n.orig[s:])
+	return s + size
+}
+
+func normalize(text string) *normalized {
+	buf := make([]byte, 0, len(text))
+	n := &normalized{orig: text, start: make([]int32, 0, len(text))}
+	space := true // collapse leading separators
+	for i := 0; i < len(text); {
+		c := text[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c >= 'A' && c <= 'Z':
+				buf = append(buf, c+'a'-'A')
+			case (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'):
+				buf = append(buf, c)
+			default:
+				if !space {
+					buf = append(buf, ' ')
+					n.start = append(n.start, int32(i))
+					space = true
+				}
+				i++
+				continue
+			}
+			n.start = append(n.start, int32(i))
+			space = false
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(text[i:])
+		if unicode.Is(unicode.Cf, r) {
+			i += size
+			continue
+		}
+		r = fold(r)
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			before := len(buf)
+			buf = utf8.AppendRune(buf, unicode.ToLower(r))
+			for k := before; k < len(buf); k++ {
+				n.start = append(n.start, int32(i))
+			}
+			space = false
+		} else if !space {
+			buf = append(buf, ' ')
+			n.start = append(n.start, int32(i))
+			space = true
+		}
+		i += size
+	}
+	n.text = string(buf)
+	return n
+}
+
+// fold maps full-width ASCII and common look-alike letters to ASCII.
+func fold(r rune) rune {
+	if r >= 0xFF01 && r <= 0xFF5E {
+		return r - 0xFEE0
+	}
+	if r < 0x80 {
+		return r
+	}
+	if a, ok := confusables[r]; ok {
+		return a
+	}
+	return r
+}
+
+var confusables = map[rune]rune{
+	// Cyrillic
+	'а': 'a', 'е': 'e', 'о': 'o', 'р': 'p', 'с': 'c', 'у': 'y', 'х': 'x', 'і': 'i', 'ј': 'j',
+	'ѕ': 's', 'һ': 'h', 'ԁ': 'd', 'ԛ': 'q', 'ԝ': 'w', 'м': 'm', 'т': 't', 'в': 'b', 'н': 'h',
+	'к': 'k', 'А': 'a', 'Е': 'e', 'О': 'o', 'Р': 'p', 'С': 'c', 'У': 'y', 'Х': 'x', 'І': 'i',
+	'М': 'm', 'Т': 't', 'В': 'b', 'Н': 'h', 'К': 'k',
+	// Greek
+	'α': 'a', 'ε': 'e', 'ο': 'o', 'ρ': 'p', 'ι': 'i', 'κ': 'k', 'ν': 'v', 'τ': 't', 'υ': 'u',
+	'Α': 'a', 'Β': 'b', 'Ε': 'e', 'Ι': 'i', 'Κ': 'k', 'Μ': 'm', 'Ν': 'n', 'Ο': 'o', 'Ρ': 'p',
+	'Τ': 't', 'Χ': 'x', 'Υ': 'y',
+}
+
+// base64Runs returns the [start, end) offsets of runs of base64 characters long enough to
+// hide an instruction.
+func base64Runs(text string) [][2]int {
+	const minRun = 24
+	var runs [][2]int
+	start := -1
+	for i := 0; i <= len(text); i++ {
+		if i < len(text) && isBase64Char(text[i]) {
+			if start < 0 {
+				start = i
+			}
+			continue
+		}
+		if start >= 0 && i-start >= minRun {
+			runs = append(runs, [2]int{start, i})
+		}
+		start = -1
+	}
+	return runs
+}
+
+func isBase64Char(b byte) bool {
+	return (b >= 'A' && b <= 'Z') || (b >= 'a' && b <= 'z') || (b >= '0' && b <= '9') ||
+		b == '+' || b == '/' || b == '-' || b == '_' || b == '='
+}
+
+// decodeBase64 decodes standard or URL-safe base64, padded or not, and accepts the result only
+// when it is printable UTF-8 text.
+func decodeBase64(s string) (string, bool) {
+	const maxDecoded = 64 << 10
+	if len(s) > maxDecoded*4/3 {
+		return "", false
+	}
+	trimmed := strings.TrimRight(s, "=")
+	enc := base64.RawStdEncoding
+	if strings.ContainsAny(trimmed, "-_") {
+		enc = base64.RawURLEncoding
+	}
+	out, err := enc.DecodeString(trimmed)
+	if err != nil || !utf8.Valid(out) {
+		return "", false
+	}
+	text := string(out)
+	for _, r := range text {
+		if !unicode.IsPrint(r) && !unicode.IsSpace(r) {
+			return "", false
+		}
+	}
+	return text, true
+}
