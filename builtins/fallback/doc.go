@@ -1,0 +1,10 @@
+// Package fallback implements the fallback builtin (stage chat): it calls the
+// configured models in order, rewriting the call's model, and falls over to
+// the next one when the current one fails before the first delta with a
+// transient error (runtime.IsTransient) or an open circuit breaker
+// (*runtime.BreakerOpenError). A permanent error, the caller's cancellation
+// and any failure after the first delta end the call: once a delta flows the
+// stream is committed to that model. The model that served the call is
+// reported in ChatCall.Served (and ChatResponse.Model). When every model
+// fails, the last error is returned.
+package fallback

@@ -1,0 +1,67 @@
+package fallback
+
+import (
+	"context"
+	"errors"
+
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+)
+
+// ID is the builtin's id.
+const ID = "fallback"
+
+func init() {
+	runtime.Register(runtime.Module{
+		ID:     ID,
+		Stages: []plan.Stage{plan.StageChat},
+		Traits: []runtime.Trait{runtime.TraitReinvokes},
+		Doc:    "falls over to the next model on a pre-stream transient failure or an open breaker",
+		New:    func() runtime.Middleware { return &Fallback{} },
+	})
+}
+
+// Fallback is the fallback middleware; its fields are its config
+// (schemas/fallback.cue).
+type Fallback struct {
+	// Models are tried in order.
+	Models []string `json:"models"`
+}
+
+// Validate requires at least one model.
+func (f *Fallback) Validate() error {
+	if len(f.Models) == 0 {
+		return errors.New("models must name at least one model")
+	}
+	return nil
+}
+
+// WrapChat implements runtime.ChatWrapper.
+func (f *Fallback) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
+	models := f.Models
+	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
+		start := c.Deltas
+		var err error
+		for _, m := range models {
+			c.Request.Model = m
+			err = next(ctx, c, yield)
+			if err == nil || c.Deltas > start || c.Stopped || ctx.Err() != nil {
+				return err
+			}
+			if !FallsOver(err) {
+				return err
+			}
+		}
+		return err
+	}
+}
+
+// FallsOver reports whether a pre-stream failure moves on to the next model:
+// a transient failure or an open breaker.
+func FallsOver(err error) bool {
+	if runtime.IsTransient(err) {
+		return true
+	}
+	var bo *runtime.BreakerOpenError
+	return errors.As(err, &bo)
+}

@@ -1,0 +1,22 @@
+// Package guard implements the guard builtin (stages chat, tool and turn): a
+// CEL predicate that blocks calls. `deny` blocks when it evaluates to true,
+// `require` when it evaluates to false; exactly one is set. A block returns a
+// *runtime.BlockedError naming the layer and `message` (or a default that
+// quotes the predicate).
+//
+// Phase "before" evaluates the request before the inner layers run. Phase
+// "after" runs the call first and evaluates its outcome too (`response` in
+// chat, `result` in tool, `output` and `status` in turn): a blocked result is
+// discarded. In the chat stage an after-phase guard holds the stream's deltas
+// until the response is complete and releases them only if it passes. A tool
+// or chat call that failed is returned as is without evaluation; a turn is
+// evaluated with its status.
+//
+// `on_error` decides what a predicate evaluation error (a missing key, a cost
+// limit) does: "closed" (the default) blocks, with the evaluation error as the
+// BlockedError's cause; "open" lets the call through and logs a warning. A
+// policy violation always blocks.
+//
+// The predicate is the compiled one of the plan (Layer.Predicates["deny"] or
+// ["require"]); a hand-written plan without it is compiled from the config.
+package guard

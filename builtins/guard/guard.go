@@ -1,0 +1,185 @@
+package guard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+)
+
+// ID is the builtin's id.
+const ID = "guard"
+
+func init() {
+	runtime.Register(runtime.Module{
+		ID:         ID,
+		Stages:     []plan.Stage{plan.StageChat, plan.StageTool, plan.StageTurn},
+		Traits:     []runtime.Trait{runtime.TraitGuards, runtime.TraitShortCircuits},
+		Repeatable: true,
+		Doc:        "blocks a call with a CEL predicate",
+		New:        func() runtime.Middleware { return &Guard{Phase: "before", OnError: "closed"} },
+	})
+}
+
+// Guard is the guard middleware; its exported fields are its config
+// (schemas/guard.cue).
+type Guard struct {
+	Deny    string `json:"deny,omitempty"`
+	Require string `json:"require,omitempty"`
+	Phase   string `json:"phase"`
+	Message string `json:"message,omitempty"`
+	OnError string `json:"on_error"`
+
+	name   string
+	pred   *runtime.Predicate
+	deny   bool
+	logger *slog.Logger
+}
+
+// Provision compiles the predicate.
+func (g *Guard) Provision(b *runtime.BuildContext) error {
+	g.name = b.Name()
+	g.logger = b.Logger
+	if (g.Deny == "") == (g.Require == "") {
+		return errors.New("exactly one of deny and require must be set")
+	}
+	key, src := "require", g.Require
+	if g.Deny != "" {
+		key, src, g.deny = "deny", g.Deny, true
+	}
+	p, err := b.Predicate(key)
+	if err != nil {
+		return err
+	}
+	if p == nil {
+		p, err = b.CompilePredicate(&plan.Predicate{Stage: b.Stage, Phase: g.Phase, Source: src, Tools: b.Layer.Tools})
+		if err != nil {
+			return fmt.Errorf("predicate %s: %w", key, err)
+		}
+	}
+	g.pred = p
+	if g.Message == "" {
+		if g.deny {
+			g.Message = "denied: " + src
+		} else {
+			g.Message = "requirement not met: " + src
+		}
+	}
+	return nil
+}
+
+// Validate checks phase and on_error.
+func (g *Guard) Validate() error {
+	if g.Phase != "before" && g.Phase != "after" {
+		return fmt.Errorf(`phase must be "before" or "after", got %q`, g.Phase)
+	}
+	if g.OnError != "closed" && g.OnError != "open" {
+		return fmt.Errorf(`on_error must be "closed" or "open", got %q`, g.OnError)
+	}
+	return nil
+}
+
+// decide turns an evaluation into nil (pass) or a *runtime.BlockedError.
+func (g *Guard) decide(ctx context.Context, v bool, err error) error {
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
+		if g.OnError == "open" {
+			g.logger.WarnContext(ctx, "guard predicate failed; failing open", "error", err)
+			return nil
+		}
+		return &runtime.BlockedError{Layer: g.name, Message: g.Message, Err: err}
+	}
+	if v == g.deny {
+		return &runtime.BlockedError{Layer: g.name, Message: g.Message}
+	}
+	return nil
+}
+
+// WrapChat implements runtime.ChatWrapper.
+func (g *Guard) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
+	if g.Phase == "before" {
+		return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
+			v, err := g.pred.EvalChat(ctx, c, nil)
+			if err := g.decide(ctx, v, err); err != nil {
+				return err
+			}
+			return next(ctx, c, yield)
+		}
+	}
+	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
+		var held []runtime.Delta
+		var text strings.Builder
+		start := c.Deltas
+		err := next(ctx, c, func(d runtime.Delta) bool {
+			held = append(held, d)
+			text.WriteString(d.Text)
+			return true
+		})
+		c.Deltas = start // nothing got past this layer yet
+		if err != nil {
+			return err
+		}
+		resp := &runtime.ChatResponse{Text: text.String(), Model: c.Served, Usage: c.Usage, Attempts: c.Meta.Attempts}
+		v, eerr := g.pred.EvalChat(ctx, c, resp)
+		if err := g.decide(ctx, v, eerr); err != nil {
+			return err
+		}
+		for _, d := range held {
+			if !c.Emit(yield, d) {
+				break
+			}
+		}
+		return nil
+	}
+}
+
+// WrapTool implements runtime.ToolWrapper.
+func (g *Guard) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
+	if g.Phase == "before" {
+		return func(ctx context.Context, c *runtime.ToolCall) (any, error) {
+			v, err := g.pred.EvalTool(ctx, c, nil, false)
+			if err := g.decide(ctx, v, err); err != nil {
+				return nil, err
+			}
+			return next(ctx, c)
+		}
+	}
+	return func(ctx context.Context, c *runtime.ToolCall) (any, error) {
+		res, err := next(ctx, c)
+		if err != nil {
+			return res, err
+		}
+		v, eerr := g.pred.EvalTool(ctx, c, res, true)
+		if err := g.decide(ctx, v, eerr); err != nil {
+			return nil, err
+		}
+		return res, nil
+	}
+}
+
+// WrapTurn implements runtime.TurnWrapper.
+func (g *Guard) WrapTurn(next runtime.TurnHandler) runtime.TurnHandler {
+	if g.Phase == "before" {
+		return func(ctx context.Context, c *runtime.TurnCall) (string, error) {
+			v, err := g.pred.EvalTurn(ctx, c, "", nil, false)
+			if err := g.decide(ctx, v, err); err != nil {
+				return "", err
+			}
+			return next(ctx, c)
+		}
+	}
+	return func(ctx context.Context, c *runtime.TurnCall) (string, error) {
+		out, err := next(ctx, c)
+		v, eerr := g.pred.EvalTurn(ctx, c, out, err, true)
+		if berr := g.decide(ctx, v, eerr); berr != nil {
+			return "", berr
+		}
+		return out, err
+	}
+}

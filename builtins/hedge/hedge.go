@@ -1,0 +1,176 @@
+package hedge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/agentc-dev/agentc/builtins/fallback"
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+)
+
+// ID is the builtin's id.
+const ID = "hedge"
+
+func init() {
+	runtime.Register(runtime.Module{
+		ID:     ID,
+		Stages: []plan.Stage{plan.StageChat},
+		Traits: []runtime.Trait{runtime.TraitReinvokes},
+		Doc:    "races backup models after a delay; the first success wins and the rest are cancelled",
+		New:    func() runtime.Middleware { return &Hedge{Delay: runtime.Duration(2 * time.Second)} },
+	})
+}
+
+// Hedge is the hedge middleware; its fields are its config
+// (schemas/hedge.cue).
+type Hedge struct {
+	// Models race in order.
+	Models []string `json:"models"`
+	// Delay is the wait before the next model starts.
+	Delay runtime.Duration `json:"delay"`
+}
+
+// Validate requires two models.
+func (h *Hedge) Validate() error {
+	if len(h.Models) < 2 {
+		return fmt.Errorf("models must name at least two models, got %d", len(h.Models))
+	}
+	if h.Delay < 0 {
+		return errors.New("delay must not be negative")
+	}
+	return nil
+}
+
+type event struct {
+	idx   int
+	delta runtime.Delta
+	done  bool
+	err   error
+}
+
+type racer struct {
+	call   *runtime.ChatCall
+	cancel context.CancelFunc
+	ack    chan bool
+}
+
+// WrapChat implements runtime.ChatWrapper.
+func (h *Hedge) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
+	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
+		return h.race(ctx, c, yield, next)
+	}
+}
+
+func (h *Hedge) race(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool, next runtime.ChatHandler) error {
+	hctx, cancelAll := context.WithCancel(ctx)
+	defer cancelAll()
+	events := make(chan event)
+	var wg sync.WaitGroup
+	var racers []*racer
+	start := func() {
+		i := len(racers)
+		rctx, cancel := context.WithCancel(hctx)
+		rc := c.Clone()
+		rc.Request.Model = h.Models[i]
+		r := &racer{call: rc, cancel: cancel, ack: make(chan bool)}
+		racers = append(racers, r)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer cancel()
+			err := next(rctx, rc, func(d runtime.Delta) bool {
+				select {
+				case events <- event{idx: i, delta: d}:
+				case <-rctx.Done():
+					return false
+				}
+				return <-r.ack
+			})
+			// The loop receives until every racer has reported done.
+			events <- event{idx: i, done: true, err: err}
+		}()
+	}
+
+	timer := time.NewTimer(h.Delay.D())
+	defer timer.Stop()
+	start()
+	running := 1
+	winner := -1
+	stopped := false
+	var result, lastErr error
+	cancelOthers := func(keep int) {
+		for j, r := range racers {
+			if j != keep {
+				r.cancel()
+			}
+		}
+	}
+	for running > 0 {
+		select {
+		case <-timer.C:
+			if winner < 0 && len(racers) < len(h.Models) && ctx.Err() == nil && result == nil {
+				start()
+				running++
+				if len(racers) < len(h.Models) {
+					timer.Reset(h.Delay.D())
+				}
+			}
+		case ev := <-events:
+			r := racers[ev.idx]
+			if ev.done {
+				running--
+				switch {
+				case ev.idx == winner:
+					result = ev.err
+					c.Adopt(r.call)
+				case winner >= 0:
+					// A loser finished after being cancelled.
+				case ev.err == nil:
+					// Finished without a delta: an empty success wins.
+					winner = ev.idx
+					cancelOthers(winner)
+					c.Adopt(r.call)
+					result = nil
+				default:
+					lastErr = ev.err
+					if !fallback.FallsOver(ev.err) && result == nil {
+						result = ev.err
+						cancelOthers(-1)
+					} else if result == nil && ctx.Err() == nil && len(racers) < len(h.Models) {
+						start()
+						running++
+						if len(racers) < len(h.Models) {
+							timer.Reset(h.Delay.D())
+						}
+					}
+				}
+				continue
+			}
+			if winner < 0 && result == nil {
+				winner = ev.idx
+				cancelOthers(winner)
+			}
+			if ev.idx != winner || stopped {
+				r.ack <- false
+				continue
+			}
+			ok := c.Emit(yield, ev.delta)
+			stopped = !ok
+			r.ack <- ok
+		}
+	}
+	wg.Wait()
+	switch {
+	case winner >= 0:
+		return result
+	case result != nil:
+		return result
+	case ctx.Err() != nil:
+		return ctx.Err()
+	}
+	return lastErr
+}

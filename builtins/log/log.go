@@ -1,0 +1,149 @@
+package log
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+)
+
+// ID is the builtin's id.
+const ID = "log"
+
+func init() {
+	runtime.Register(runtime.Module{
+		ID:         ID,
+		Stages:     []plan.Stage{plan.StageChat, plan.StageTool, plan.StageTurn},
+		Repeatable: true,
+		Doc:        "one structured log line per call",
+		New:        func() runtime.Middleware { return &Log{Level: "info"} },
+	})
+}
+
+// Log is the log middleware; its exported fields are its config
+// (schemas/log.cue).
+type Log struct {
+	Level       string `json:"level"`
+	IncludeArgs bool   `json:"include_args"`
+
+	name   string
+	level  slog.Level
+	logger *slog.Logger
+}
+
+// Provision picks the logger.
+func (l *Log) Provision(b *runtime.BuildContext) error {
+	l.name = b.Name()
+	l.logger = b.Logger
+	return nil
+}
+
+// Validate parses the level.
+func (l *Log) Validate() error {
+	switch l.Level {
+	case "debug":
+		l.level = slog.LevelDebug
+	case "info":
+		l.level = slog.LevelInfo
+	case "warn":
+		l.level = slog.LevelWarn
+	case "error":
+		l.level = slog.LevelError
+	default:
+		return fmt.Errorf(`level must be one of "debug", "info", "warn", "error"; got %q`, l.Level)
+	}
+	return nil
+}
+
+func (l *Log) levelFor(err error) slog.Level {
+	if err != nil && l.level < slog.LevelWarn {
+		return slog.LevelWarn
+	}
+	return l.level
+}
+
+func (l *Log) common(m *runtime.Meta, start time.Time, err error) []slog.Attr {
+	attrs := []slog.Attr{
+		slog.String("run_id", m.Run.ID),
+		slog.String("outcome", runtime.Status(err)),
+		slog.Duration("duration", time.Since(start)),
+		slog.Int("attempts", m.Attempts),
+	}
+	if err != nil {
+		attrs = append(attrs, slog.String("error", err.Error()), slog.String("error_kind", runtime.KindOf(err)))
+	}
+	return attrs
+}
+
+// WrapChat implements runtime.ChatWrapper.
+func (l *Log) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
+	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
+		start := time.Now()
+		model := c.Request.Model
+		err := next(ctx, c, yield)
+		lv := l.levelFor(err)
+		if !l.logger.Enabled(ctx, lv) {
+			return err
+		}
+		attrs := append(l.common(&c.Meta, start, err),
+			slog.String("model", model), slog.String("served", c.Served),
+			slog.Int("deltas", c.Deltas),
+			slog.Int64("input_tokens", c.Usage.InputTokens), slog.Int64("output_tokens", c.Usage.OutputTokens))
+		if c.Meta.Cached {
+			attrs = append(attrs, slog.Bool("cached", true))
+		}
+		if l.IncludeArgs {
+			attrs = append(attrs, slog.Any("messages", c.Request.Messages))
+		}
+		l.logger.LogAttrs(ctx, lv, "agentc chat", attrs...)
+		return err
+	}
+}
+
+// WrapTool implements runtime.ToolWrapper.
+func (l *Log) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
+	return func(ctx context.Context, c *runtime.ToolCall) (any, error) {
+		start := time.Now()
+		v, err := next(ctx, c)
+		lv := l.levelFor(err)
+		if !l.logger.Enabled(ctx, lv) {
+			return v, err
+		}
+		attrs := append(l.common(&c.Meta, start, err), slog.String("tool", c.Name))
+		if c.Meta.Cached {
+			attrs = append(attrs, slog.Bool("cached", true))
+		}
+		if c.Meta.Deduped {
+			attrs = append(attrs, slog.Bool("deduped", true))
+		}
+		if l.IncludeArgs {
+			attrs = append(attrs, slog.Any("args", c.Args))
+		}
+		l.logger.LogAttrs(ctx, lv, "agentc tool", attrs...)
+		return v, err
+	}
+}
+
+// WrapTurn implements runtime.TurnWrapper.
+func (l *Log) WrapTurn(next runtime.TurnHandler) runtime.TurnHandler {
+	return func(ctx context.Context, c *runtime.TurnCall) (string, error) {
+		start := time.Now()
+		out, err := next(ctx, c)
+		lv := l.levelFor(err)
+		if !l.logger.Enabled(ctx, lv) {
+			return out, err
+		}
+		attrs := append(l.common(&c.Meta, start, err), slog.Int("output_bytes", len(out)))
+		if c.Session.ID != "" {
+			attrs = append(attrs, slog.String("session", c.Session.ID))
+		}
+		if l.IncludeArgs {
+			attrs = append(attrs, slog.String("input", c.Input))
+		}
+		l.logger.LogAttrs(ctx, lv, "agentc turn", attrs...)
+		return out, err
+	}
+}

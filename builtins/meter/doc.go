@@ -1,0 +1,22 @@
+// Package meter implements the meter builtin (stages chat and tool): it
+// records usage and cost in a ledger and enforces the budget's ceilings.
+//
+// Chat: a call is charged its usage (reported by the model, or estimated by
+// the runtime when the stream ended without a report) at the rates of the
+// model that served it (plan.Models), and counts as one call. A stream that
+// was abandoned by the consumer, cancelled or failed mid-stream is charged for
+// what arrived; a pre-stream failure (nothing arrived) is not charged. A call
+// served from a cache (Meta.Cached) is not charged.
+//
+// Tool: the ledger counts the tool calls that returned without error and were
+// not served from a cache; only the `calls` ceiling applies.
+//
+// Ceilings: before a call runs, it is refused with a *runtime.BudgetError if
+// the ledger has reached any ceiling (tokens: input plus output; usd; calls).
+// The call that crosses a ceiling runs and is charged in full. Concurrent
+// calls of one ledger may all pass the check before any is charged.
+//
+// Scope "run" keeps one ledger per run id (runtime.WithRun); "global" one for
+// the layer. Ledgers live in memory for the pipeline's lifetime; Forget drops
+// a finished run's ledger.
+package meter

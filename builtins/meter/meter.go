@@ -1,0 +1,184 @@
+package meter
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+)
+
+// ID is the builtin's id.
+const ID = "meter"
+
+func init() {
+	runtime.Register(runtime.Module{
+		ID:     ID,
+		Stages: []plan.Stage{plan.StageChat, plan.StageTool},
+		Traits: []runtime.Trait{runtime.TraitRecords, runtime.TraitCountsTokens, runtime.TraitShortCircuits},
+		Doc:    "records usage and cost and refuses calls once a budget ceiling is reached",
+		New:    func() runtime.Middleware { return &Meter{Scope: "run"} },
+	})
+}
+
+// Budget holds the ceilings; nil fields are unlimited.
+type Budget struct {
+	Tokens *int64   `json:"tokens,omitempty"`
+	USD    *float64 `json:"usd,omitempty"`
+	Calls  *int64   `json:"calls,omitempty"`
+}
+
+// Meter is the meter middleware; its exported fields are its config
+// (schemas/meter.cue).
+type Meter struct {
+	Budget *Budget `json:"budget,omitempty"`
+	Scope  string  `json:"scope"`
+
+	name   string
+	rates  map[string]plan.Model
+	global ledger
+	mu     sync.Mutex
+	runs   map[string]*ledger
+}
+
+type ledger struct {
+	mu sync.Mutex
+	runtime.Ledger
+}
+
+// Provision records the model rates.
+func (m *Meter) Provision(b *runtime.BuildContext) error {
+	m.name = b.Name()
+	m.rates = b.Plan.Models
+	m.runs = map[string]*ledger{}
+	return nil
+}
+
+// Validate checks the scope.
+func (m *Meter) Validate() error {
+	if m.Scope != "run" && m.Scope != "global" {
+		return fmt.Errorf(`scope must be "run" or "global", got %q`, m.Scope)
+	}
+	return nil
+}
+
+func (m *Meter) ledgerFor(run string) *ledger {
+	if m.Scope == "global" {
+		return &m.global
+	}
+	m.mu.Lock()
+	l := m.runs[run]
+	if l == nil {
+		l = &ledger{}
+		m.runs[run] = l
+	}
+	m.mu.Unlock()
+	return l
+}
+
+// Ledger implements runtime.LedgerReader.
+func (m *Meter) Ledger(runID string) runtime.Ledger {
+	var l *ledger
+	if m.Scope == "global" {
+		l = &m.global
+	} else {
+		m.mu.Lock()
+		l = m.runs[runID]
+		m.mu.Unlock()
+		if l == nil {
+			return runtime.Ledger{}
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.Ledger
+}
+
+// Forget drops the ledger of a finished run (scope "run").
+func (m *Meter) Forget(runID string) {
+	m.mu.Lock()
+	delete(m.runs, runID)
+	m.mu.Unlock()
+}
+
+// check refuses a call once the ledger has reached a ceiling.
+func (m *Meter) check(l *ledger) error {
+	b := m.Budget
+	if b == nil {
+		return nil
+	}
+	l.mu.Lock()
+	cur := l.Ledger
+	l.mu.Unlock()
+	switch {
+	case b.Tokens != nil && cur.Tokens() >= *b.Tokens:
+		return &runtime.BudgetError{Layer: m.name, Resource: "tokens", Spent: float64(cur.Tokens()), Limit: float64(*b.Tokens)}
+	case b.USD != nil && cur.USD >= *b.USD:
+		return &runtime.BudgetError{Layer: m.name, Resource: "usd", Spent: cur.USD, Limit: *b.USD}
+	case b.Calls != nil && cur.Calls >= *b.Calls:
+		return &runtime.BudgetError{Layer: m.name, Resource: "calls", Spent: float64(cur.Calls), Limit: float64(*b.Calls)}
+	}
+	return nil
+}
+
+// Cost returns the cost in US dollars of usage on model at the plan's rates
+// (zero for an undeclared model).
+func (m *Meter) Cost(model string, u runtime.Usage) float64 {
+	r := m.rates[model]
+	return (float64(u.InputTokens)*r.USDPerMTokIn + float64(u.OutputTokens)*r.USDPerMTokOut) / 1e6
+}
+
+// WrapChat implements runtime.ChatWrapper.
+func (m *Meter) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
+	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
+		l := m.ledgerFor(c.Meta.Run.ID)
+		if err := m.check(l); err != nil {
+			return err
+		}
+		start, u0 := c.Deltas, c.Usage
+		err := next(ctx, c, yield)
+		if c.Meta.Cached {
+			return err
+		}
+		if err != nil && c.Deltas == start && c.Usage == u0 {
+			return err // pre-stream failure: nothing arrived
+		}
+		u := runtime.Usage{InputTokens: c.Usage.InputTokens - u0.InputTokens, OutputTokens: c.Usage.OutputTokens - u0.OutputTokens}
+		model := c.Served
+		if model == "" {
+			model = c.Request.Model
+		}
+		cost := m.Cost(model, u)
+		l.mu.Lock()
+		l.InputTokens += u.InputTokens
+		l.OutputTokens += u.OutputTokens
+		l.USD += cost
+		l.Calls++
+		l.mu.Unlock()
+		return err
+	}
+}
+
+// WrapTool implements runtime.ToolWrapper.
+func (m *Meter) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
+	return func(ctx context.Context, c *runtime.ToolCall) (any, error) {
+		l := m.ledgerFor(c.Meta.Run.ID)
+		if err := m.check(l); err != nil {
+			return nil, err
+		}
+		v, err := next(ctx, c)
+		if err == nil && !c.Meta.Cached {
+			l.mu.Lock()
+			l.Calls++
+			l.mu.Unlock()
+		}
+		return v, err
+	}
+}
+
+var (
+	_ runtime.LedgerReader = (*Meter)(nil)
+	_ runtime.ChatWrapper  = (*Meter)(nil)
+	_ runtime.ToolWrapper  = (*Meter)(nil)
+)

@@ -1,0 +1,25 @@
+// Package retry implements the retry builtin (stages chat and tool): it
+// re-invokes the inner layers when an attempt fails before anything was
+// delivered and the failure is transient.
+//
+// Classification follows runtime.IsTransient: rate limited, timeouts, 5xx and
+// connection errors are transient, and so is anything unclassified; permanent
+// errors (4xx, validation), blocked and budget errors and open breakers fail
+// fast. The caller's own cancellation is never retried; an attempt that ran
+// out of attempt_timeout is. In the chat stage the attempt timeout bounds the
+// time to the first delta, and once a delta has been delivered the stream is
+// committed: a later failure is returned as is.
+//
+// Backoff is exponential with full jitter: before attempt n+1 the layer waits
+// a uniform random delay in [0, min(max_delay, initial_delay *
+// multiplier^(n-1))]. A Retry-After the callee asks for (runtime.RetryAfterOf)
+// replaces the jittered delay and is capped by max_delay. Waits end at once
+// when the caller's context is done.
+//
+// Before each attempt the layer stamps the attempt number on the call's meta
+// (Meta.Attempts). With `breaker`, each model (chat) or tool (tool) has a
+// circuit breaker: after `failures` consecutive transient failures it opens
+// and refuses calls with *runtime.BreakerOpenError (which fallback falls over
+// on) until `cooldown` has passed; then one trial call is let through, whose
+// success closes the breaker and whose failure opens it again.
+package retry

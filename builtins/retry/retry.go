@@ -1,0 +1,345 @@
+package retry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+)
+
+// ID is the builtin's id.
+const ID = "retry"
+
+func init() {
+	runtime.Register(runtime.Module{
+		ID:         ID,
+		Stages:     []plan.Stage{plan.StageChat, plan.StageTool},
+		Traits:     []runtime.Trait{runtime.TraitReinvokes},
+		Repeatable: true,
+		Doc:        "re-invokes the inner layers on a transient pre-stream failure, with exponential backoff",
+		New:        func() runtime.Middleware { return New() },
+	})
+}
+
+// Config is the retry layer's config (schemas/retry.cue).
+type Config struct {
+	MaxAttempts    int               `json:"max_attempts"`
+	InitialDelay   runtime.Duration  `json:"initial_delay"`
+	MaxDelay       runtime.Duration  `json:"max_delay"`
+	Multiplier     float64           `json:"multiplier"`
+	AttemptTimeout *runtime.Duration `json:"attempt_timeout,omitempty"`
+	Breaker        *BreakerConfig    `json:"breaker,omitempty"`
+}
+
+// BreakerConfig configures the circuit breaker.
+type BreakerConfig struct {
+	Failures int              `json:"failures"`
+	Cooldown runtime.Duration `json:"cooldown"`
+}
+
+// Retry is the retry middleware.
+type Retry struct {
+	Config
+
+	name     string
+	timeout  time.Duration
+	breakers *breakers
+}
+
+// New returns a retry layer with the schema's defaults.
+func New() *Retry {
+	return &Retry{Config: Config{
+		MaxAttempts:  3,
+		InitialDelay: runtime.Duration(100 * time.Millisecond),
+		MaxDelay:     runtime.Duration(10 * time.Second),
+		Multiplier:   2,
+	}}
+}
+
+// Provision sets up the breakers, one per declared model (chat) or tool
+// (tool); undeclared names get theirs on first use.
+func (r *Retry) Provision(b *runtime.BuildContext) error {
+	r.name = b.Name()
+	if r.AttemptTimeout != nil {
+		r.timeout = r.AttemptTimeout.D()
+	}
+	if r.Breaker != nil {
+		if r.Breaker.Failures == 0 {
+			r.Breaker.Failures = 5
+		}
+		if r.Breaker.Cooldown == 0 {
+			r.Breaker.Cooldown = runtime.Duration(30 * time.Second)
+		}
+		r.breakers = &breakers{threshold: int32(r.Breaker.Failures), cooldown: r.Breaker.Cooldown.D(), fixed: map[string]*breaker{}}
+		var names []string
+		if b.Stage == plan.StageChat {
+			for m := range b.Plan.Models {
+				names = append(names, m)
+			}
+		} else {
+			for t := range b.Plan.Tools {
+				names = append(names, t)
+			}
+		}
+		for _, n := range names {
+			r.breakers.fixed[n] = &breaker{set: r.breakers}
+		}
+	}
+	return nil
+}
+
+// Validate checks the bounds of the config.
+func (r *Retry) Validate() error {
+	switch {
+	case r.MaxAttempts < 1:
+		return fmt.Errorf("max_attempts must be at least 1, got %d", r.MaxAttempts)
+	case r.Multiplier < 1:
+		return fmt.Errorf("multiplier must be at least 1, got %g", r.Multiplier)
+	case r.MaxDelay < r.InitialDelay:
+		return fmt.Errorf("max_delay %s is below initial_delay %s", r.MaxDelay.D(), r.InitialDelay.D())
+	case r.AttemptTimeout != nil && *r.AttemptTimeout <= 0:
+		return errors.New("attempt_timeout must be positive")
+	}
+	return nil
+}
+
+var errAttemptTimeout = errors.New("attempt timed out")
+
+// WrapChat implements runtime.ChatWrapper.
+func (r *Retry) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
+	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
+		start := c.Deltas
+		for attempt := 1; ; attempt++ {
+			c.Meta.Attempts = attempt
+			var br *breaker
+			if r.breakers != nil {
+				br = r.breakers.get(c.Request.Model)
+				if until, ok := br.allow(); !ok {
+					return &runtime.BreakerOpenError{Layer: r.name, Key: c.Request.Model, Until: until}
+				}
+			}
+			var err error
+			if r.timeout > 0 {
+				err = r.chatAttempt(ctx, c, yield, next)
+			} else {
+				err = next(ctx, c, yield)
+			}
+			if err == nil {
+				br.success()
+				return nil
+			}
+			if ctx.Err() != nil {
+				br.release()
+				return err
+			}
+			transient := runtime.IsTransient(err)
+			if transient {
+				br.failure()
+			} else {
+				br.release()
+			}
+			if c.Deltas > start || !transient || c.Stopped || attempt >= r.MaxAttempts {
+				return err
+			}
+			if werr := r.wait(ctx, attempt, err); werr != nil {
+				return werr
+			}
+		}
+	}
+}
+
+// chatAttempt runs one attempt whose time to the first delta is bounded.
+func (r *Retry) chatAttempt(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool, next runtime.ChatHandler) error {
+	actx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	t := time.AfterFunc(r.timeout, func() { cancel(errAttemptTimeout) })
+	defer t.Stop()
+	err := next(actx, c, func(d runtime.Delta) bool {
+		t.Stop()
+		return yield(d)
+	})
+	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(actx), errAttemptTimeout) {
+		return &runtime.CallError{Kind: runtime.KindTimeout, Layer: r.name,
+			Message: fmt.Sprintf("no response within attempt_timeout %s", r.timeout), Err: err}
+	}
+	return err
+}
+
+// WrapTool implements runtime.ToolWrapper.
+func (r *Retry) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
+	return func(ctx context.Context, c *runtime.ToolCall) (any, error) {
+		for attempt := 1; ; attempt++ {
+			c.Meta.Attempts = attempt
+			var br *breaker
+			if r.breakers != nil {
+				br = r.breakers.get(c.Name)
+				if until, ok := br.allow(); !ok {
+					return nil, &runtime.BreakerOpenError{Layer: r.name, Key: c.Name, Until: until}
+				}
+			}
+			var (
+				v   any
+				err error
+			)
+			if r.timeout > 0 {
+				v, err = r.toolAttempt(ctx, c, next)
+			} else {
+				v, err = next(ctx, c)
+			}
+			if err == nil {
+				br.success()
+				return v, nil
+			}
+			if ctx.Err() != nil {
+				br.release()
+				return v, err
+			}
+			transient := runtime.IsTransient(err)
+			if transient {
+				br.failure()
+			} else {
+				br.release()
+			}
+			if !transient || attempt >= r.MaxAttempts {
+				return v, err
+			}
+			if werr := r.wait(ctx, attempt, err); werr != nil {
+				return nil, werr
+			}
+		}
+	}
+}
+
+func (r *Retry) toolAttempt(ctx context.Context, c *runtime.ToolCall, next runtime.ToolHandler) (any, error) {
+	actx, cancel := context.WithTimeoutCause(ctx, r.timeout, errAttemptTimeout)
+	defer cancel()
+	v, err := next(actx, c)
+	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(actx), errAttemptTimeout) {
+		return v, &runtime.CallError{Kind: runtime.KindTimeout, Layer: r.name,
+			Message: fmt.Sprintf("no result within attempt_timeout %s", r.timeout), Err: err}
+	}
+	return v, err
+}
+
+// Delay returns the wait before the attempt after attempt (1-based) failed
+// with err: the callee's Retry-After capped by max_delay, else a full-jitter
+// exponential delay.
+func (r *Retry) Delay(attempt int, err error) time.Duration {
+	maxDelay := r.MaxDelay.D()
+	if ra, ok := runtime.RetryAfterOf(err); ok {
+		return min(ra, maxDelay)
+	}
+	ceil := float64(r.InitialDelay.D())
+	for i := 1; i < attempt && ceil < float64(maxDelay); i++ {
+		ceil *= r.Multiplier
+	}
+	c := min(time.Duration(ceil), maxDelay)
+	if c <= 0 {
+		return 0
+	}
+	return rand.N(c + 1)
+}
+
+func (r *Retry) wait(ctx context.Context, attempt int, err error) error {
+	d := r.Delay(attempt, err)
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// breakers holds one breaker per key. fixed is read-only after Provision;
+// other keys live in dyn.
+type breakers struct {
+	threshold int32
+	cooldown  time.Duration
+	fixed     map[string]*breaker
+	dyn       sync.Map
+}
+
+func (bs *breakers) get(key string) *breaker {
+	if b, ok := bs.fixed[key]; ok {
+		return b
+	}
+	if b, ok := bs.dyn.Load(key); ok {
+		return b.(*breaker)
+	}
+	b, _ := bs.dyn.LoadOrStore(key, &breaker{set: bs})
+	return b.(*breaker)
+}
+
+// breaker is a consecutive-failures circuit breaker. Closed: openUntil is 0.
+// Open: calls are refused until openUntil; then one trial call is admitted
+// (trial set) and its outcome closes or reopens the breaker.
+type breaker struct {
+	set       *breakers
+	failures  atomic.Int32
+	openUntil atomic.Int64
+	trial     atomic.Bool
+}
+
+// allow reports whether a call may proceed, and when refused until when.
+func (b *breaker) allow() (time.Time, bool) {
+	u := b.openUntil.Load()
+	if u == 0 {
+		return time.Time{}, true
+	}
+	if time.Now().UnixNano() < u {
+		return time.Unix(0, u), false
+	}
+	if b.trial.CompareAndSwap(false, true) {
+		return time.Time{}, true
+	}
+	return time.Unix(0, u), false
+}
+
+func (b *breaker) success() {
+	if b == nil {
+		return
+	}
+	if b.failures.Load() != 0 {
+		b.failures.Store(0)
+	}
+	if b.openUntil.Load() != 0 {
+		b.openUntil.Store(0)
+		b.trial.Store(false)
+	}
+}
+
+func (b *breaker) failure() {
+	if b == nil {
+		return
+	}
+	n := b.failures.Add(1)
+	if b.trial.Load() || n >= b.set.threshold {
+		b.openUntil.Store(time.Now().Add(b.set.cooldown).UnixNano())
+		b.trial.Store(false)
+	}
+}
+
+// release ends a trial whose outcome says nothing about the callee's health
+// (a permanent error, a cancellation): the next call may try again.
+func (b *breaker) release() {
+	if b == nil || !b.trial.Load() {
+		return
+	}
+	b.trial.Store(false)
+}
+
+var (
+	_ runtime.ChatWrapper = (*Retry)(nil)
+	_ runtime.ToolWrapper = (*Retry)(nil)
+)

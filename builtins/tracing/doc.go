@@ -1,0 +1,13 @@
+// Package tracing implements the tracing builtin (stages chat, tool and
+// turn): one OpenTelemetry span per call, named `span_name` or
+// "agentc.<stage>", with the layer's `attributes`. The span starts before the
+// inner layers run and ends when the call returns, so a chat span covers the
+// whole stream; the inner layers and the model client see the span in their
+// context. The span records the run id, the model requested and served, the
+// deltas, usage and attempts (chat), the tool and attempts (tool), and the
+// error with an error status on failure.
+//
+// Spans go to Deps.TracerProvider, or to the global provider when it is unset
+// (a no-op until the host installs an SDK provider): without an exporter the
+// layer costs a few allocations and records nothing.
+package tracing

@@ -1,0 +1,138 @@
+package tracing
+
+import (
+	"context"
+	"sort"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+)
+
+// ID is the builtin's id.
+const ID = "tracing"
+
+// InstrumentationName is the tracer name the layer uses.
+const InstrumentationName = "github.com/agentc-dev/agentc/builtins/tracing"
+
+func init() {
+	runtime.Register(runtime.Module{
+		ID:     ID,
+		Stages: []plan.Stage{plan.StageChat, plan.StageTool, plan.StageTurn},
+		Doc:    "an OpenTelemetry span per call and stage, held across the whole stream",
+		New:    func() runtime.Middleware { return &Tracing{} },
+	})
+}
+
+// Tracing is the tracing middleware; its exported fields are its config
+// (schemas/tracing.cue).
+type Tracing struct {
+	SpanName   string            `json:"span_name,omitempty"`
+	Attributes map[string]string `json:"attributes,omitempty"`
+
+	tracer trace.Tracer
+	start  []trace.SpanStartOption
+}
+
+// Provision creates the tracer and the span options.
+func (t *Tracing) Provision(b *runtime.BuildContext) error {
+	t.tracer = b.TracerProvider().Tracer(InstrumentationName)
+	if t.SpanName == "" {
+		t.SpanName = "agentc." + b.Stage
+	}
+	attrs := []attribute.KeyValue{
+		attribute.String("agentc.stage", b.Stage),
+		attribute.String("agentc.layer", b.Name()),
+	}
+	keys := make([]string, 0, len(t.Attributes))
+	for k := range t.Attributes {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		attrs = append(attrs, attribute.String(k, t.Attributes[k]))
+	}
+	kind := trace.SpanKindInternal
+	if b.Stage == plan.StageChat {
+		kind = trace.SpanKindClient
+	}
+	t.start = []trace.SpanStartOption{trace.WithAttributes(attrs...), trace.WithSpanKind(kind)}
+	return nil
+}
+
+func end(span trace.Span, err error) {
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+		span.SetAttributes(attribute.String("agentc.outcome", runtime.Status(err)),
+			attribute.String("agentc.error_kind", runtime.KindOf(err)))
+	}
+	span.End()
+}
+
+// WrapChat implements runtime.ChatWrapper.
+func (t *Tracing) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
+	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
+		ctx, span := t.tracer.Start(ctx, t.SpanName, t.start...)
+		rec := span.IsRecording()
+		if rec {
+			span.SetAttributes(attribute.String("agentc.run_id", c.Meta.Run.ID),
+				attribute.String("agentc.model", c.Request.Model))
+		}
+		err := next(ctx, c, yield)
+		if rec {
+			span.SetAttributes(
+				attribute.String("agentc.served", c.Served),
+				attribute.Int("agentc.deltas", c.Deltas),
+				attribute.Int("agentc.attempts", c.Meta.Attempts),
+				attribute.Int64("agentc.input_tokens", c.Usage.InputTokens),
+				attribute.Int64("agentc.output_tokens", c.Usage.OutputTokens),
+				attribute.Bool("agentc.cached", c.Meta.Cached),
+				attribute.Bool("agentc.stopped", c.Stopped),
+			)
+		}
+		end(span, err)
+		return err
+	}
+}
+
+// WrapTool implements runtime.ToolWrapper.
+func (t *Tracing) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
+	return func(ctx context.Context, c *runtime.ToolCall) (any, error) {
+		ctx, span := t.tracer.Start(ctx, t.SpanName, t.start...)
+		rec := span.IsRecording()
+		if rec {
+			span.SetAttributes(attribute.String("agentc.run_id", c.Meta.Run.ID), attribute.String("agentc.tool", c.Name))
+		}
+		v, err := next(ctx, c)
+		if rec {
+			span.SetAttributes(attribute.Int("agentc.attempts", c.Meta.Attempts),
+				attribute.Bool("agentc.cached", c.Meta.Cached), attribute.Bool("agentc.deduped", c.Meta.Deduped))
+		}
+		end(span, err)
+		return v, err
+	}
+}
+
+// WrapTurn implements runtime.TurnWrapper.
+func (t *Tracing) WrapTurn(next runtime.TurnHandler) runtime.TurnHandler {
+	return func(ctx context.Context, c *runtime.TurnCall) (string, error) {
+		ctx, span := t.tracer.Start(ctx, t.SpanName, t.start...)
+		rec := span.IsRecording()
+		if rec {
+			span.SetAttributes(attribute.String("agentc.run_id", c.Meta.Run.ID))
+			if c.Session.ID != "" {
+				span.SetAttributes(attribute.String("agentc.session", c.Session.ID))
+			}
+		}
+		out, err := next(ctx, c)
+		if rec {
+			span.SetAttributes(attribute.Int("agentc.output_bytes", len(out)))
+		}
+		end(span, err)
+		return out, err
+	}
+}

@@ -1,0 +1,484 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/agentc-dev/agentc/runtime/plan"
+)
+
+// ModelClient calls one model. Stream sends the request and pushes each
+// delta of the response to yield, stopping when yield returns false (the
+// consumer stopped: return nil). It reports usage on a delta. It must return
+// promptly once ctx is done.
+type ModelClient interface {
+	Stream(ctx context.Context, req *ChatRequest, yield func(Delta) bool) error
+}
+
+// ModelFunc adapts a func to ModelClient.
+type ModelFunc func(ctx context.Context, req *ChatRequest, yield func(Delta) bool) error
+
+// Stream calls f.
+func (f ModelFunc) Stream(ctx context.Context, req *ChatRequest, yield func(Delta) bool) error {
+	return f(ctx, req, yield)
+}
+
+// Deps are what a pipeline calls out to. Every field is optional.
+type Deps struct {
+	// Models are the model clients by name. The innermost chat handler calls
+	// the one named by the request (which fallback and hedge rewrite).
+	Models map[string]ModelClient
+	// Tools are the tools by name.
+	Tools map[string]ToolFunc
+	// Audit is the default audit sink (nil: an in-memory sink per pipeline).
+	Audit AuditSink
+	// AuditSinks are audit sinks by store name (an audit layer's `sink`).
+	AuditSinks map[string]AuditSink
+	// KV is the default key-value store (nil: an in-memory store per
+	// pipeline).
+	KV KV
+	// Stores are key-value stores by store name (a layer's `store`).
+	Stores map[string]KV
+	// Logger receives the log layers' lines and the runtime's warnings
+	// (nil: slog.Default()).
+	Logger *slog.Logger
+	// TracerProvider creates the tracing layers' spans (nil: the global
+	// provider, a no-op unless the host installs one).
+	TracerProvider trace.TracerProvider
+}
+
+// BuildContext is what a middleware's Provision sees: the plan, its own layer
+// and the pipeline's dependencies.
+type BuildContext struct {
+	// Context is Build's context; Provision must not keep it.
+	Context context.Context
+	// Plan is the plan being built. Read-only.
+	Plan *plan.Plan
+	// Stage is the chain the layer belongs to.
+	Stage plan.Stage
+	// Index is the layer's position in its chain (0 outermost).
+	Index int
+	// Layer is the layer being built. Read-only.
+	Layer plan.Layer
+	// Logger logs with the layer's name and stage attached.
+	Logger *slog.Logger
+
+	p *Pipeline
+}
+
+// Name returns the layer's name (its `use` when unnamed).
+func (b *BuildContext) Name() string { return layerName(b.Layer) }
+
+// Models returns the model clients of the pipeline's deps.
+func (b *BuildContext) Models() map[string]ModelClient { return b.p.models }
+
+// TracerProvider returns the deps' tracer provider (the global one when
+// unset).
+func (b *BuildContext) TracerProvider() trace.TracerProvider {
+	if b.p.deps.TracerProvider != nil {
+		return b.p.deps.TracerProvider
+	}
+	return otel.GetTracerProvider()
+}
+
+// Predicate compiles the layer's predicate under key ("deny", "require", ...)
+// from Layer.Predicates. It returns nil and no error when the layer has none.
+func (b *BuildContext) Predicate(key string) (*Predicate, error) {
+	pr := b.Layer.Predicates[key]
+	if pr == nil {
+		return nil, nil
+	}
+	c, err := compilePredicate(b.Plan, pr)
+	if err != nil {
+		return nil, fmt.Errorf("predicate %s: %w", key, err)
+	}
+	return c, nil
+}
+
+// CompilePredicate compiles a predicate that the plan does not carry in
+// Layer.Predicates (for example one built from the layer's config by a
+// hand-written plan).
+func (b *BuildContext) CompilePredicate(pr *plan.Predicate) (*Predicate, error) {
+	return compilePredicate(b.Plan, pr)
+}
+
+// KV returns the key-value store named store: Deps.Stores[store], or for
+// the empty name (and for a store named "default" that Deps does not
+// provide) Deps.KV, else an in-memory store shared by the pipeline. A plan
+// store of kind "memory" that Deps does not provide is an in-memory store
+// shared by the layers that name it; any other unprovided store is an error.
+func (b *BuildContext) KV(store string) (KV, error) {
+	return b.p.kv(store)
+}
+
+// AuditSink returns the audit sink named store, resolved like KV from
+// Deps.AuditSinks and Deps.Audit.
+func (b *BuildContext) AuditSink(store string) (AuditSink, error) {
+	return b.p.auditSink(store)
+}
+
+// Pipeline is a built plan: the folded handler of each stage. It is safe for
+// concurrent use. Close releases the layers' resources.
+type Pipeline struct {
+	plan   *plan.Plan
+	deps   Deps
+	logger *slog.Logger
+	models map[string]ModelClient
+	tools  map[string]*toolEntry
+
+	chat  ChatHandler
+	tool  ToolHandler
+	turn  TurnHandler
+	admit *Predicate
+
+	layers map[plan.Stage][]LayerInfo
+	insts  []Middleware
+
+	mu        sync.Mutex
+	memKV     map[string]KV
+	memAudit  map[string]AuditSink
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// LayerInfo describes one built layer.
+type LayerInfo struct {
+	// Stage is the chain.
+	Stage plan.Stage
+	// Index is the position in the chain (0 outermost).
+	Index int
+	// Name and Use are the layer's name and module id.
+	Name, Use string
+	// Middleware is the provisioned instance.
+	Middleware Middleware
+}
+
+type toolEntry struct {
+	info  ToolInfo
+	fn    ToolFunc
+	pinfo any
+}
+
+// Build creates the middleware graph of p: for every layer of every chain it
+// creates the registered module's instance, decodes the layer's config into it
+// (unknown fields are an error), provisions and validates it, then folds each
+// chain into one handler. On error, every instance created so far is cleaned
+// up, and the error names the layer. Build does not retain ctx.
+func Build(ctx context.Context, p *plan.Plan, deps Deps) (*Pipeline, error) {
+	if p == nil {
+		return nil, errors.New("build: nil plan")
+	}
+	if p.Version != plan.Version {
+		return nil, fmt.Errorf("build: plan version %d, want %d", p.Version, plan.Version)
+	}
+	pl := &Pipeline{
+		plan:     p,
+		deps:     deps,
+		logger:   deps.Logger,
+		models:   deps.Models,
+		tools:    map[string]*toolEntry{},
+		layers:   map[plan.Stage][]LayerInfo{},
+		memKV:    map[string]KV{},
+		memAudit: map[string]AuditSink{},
+	}
+	if pl.logger == nil {
+		pl.logger = slog.Default()
+	}
+	if pl.models == nil {
+		pl.models = map[string]ModelClient{}
+	}
+	for name, t := range p.Tools {
+		pl.tools[name] = &toolEntry{info: ToolInfo{Name: name, SideEffecting: t.SideEffecting, RetrySafe: t.RetrySafe,
+			URLArg: t.URLArg, PathArg: t.PathArg, Declared: true}}
+	}
+	for name, fn := range deps.Tools {
+		e := pl.tools[name]
+		if e == nil {
+			e = &toolEntry{info: ToolInfo{Name: name}}
+			pl.tools[name] = e
+		}
+		e.fn = fn
+	}
+	for _, e := range pl.tools {
+		e.pinfo = toolActivationInfo(&e.info)
+	}
+	if err := pl.build(ctx); err != nil {
+		pl.cleanup()
+		return nil, err
+	}
+	return pl, nil
+}
+
+func (pl *Pipeline) build(ctx context.Context) error {
+	var chat []built[ChatHandler]
+	var tool []built[ToolHandler]
+	var turn []built[TurnHandler]
+	for _, stage := range plan.Stages {
+		for i, l := range pl.plan.Chains.Of(stage) {
+			inst, sc, err := pl.buildLayer(ctx, stage, i, l)
+			if err != nil {
+				return fmt.Errorf("build chains.%s[%d] %q: %w", stage, i, layerName(l), err)
+			}
+			pl.layers[stage] = append(pl.layers[stage], LayerInfo{Stage: stage, Index: i, Name: layerName(l), Use: l.Use, Middleware: inst})
+			switch stage {
+			case plan.StageChat:
+				chat = append(chat, built[ChatHandler]{inst.(ChatWrapper).WrapChat, sc})
+			case plan.StageTool:
+				tool = append(tool, built[ToolHandler]{inst.(ToolWrapper).WrapTool, sc})
+			case plan.StageTurn:
+				turn = append(turn, built[TurnHandler]{inst.(TurnWrapper).WrapTurn, sc})
+			}
+		}
+	}
+	if pl.plan.Admit != nil {
+		c, err := compilePredicate(pl.plan, pl.plan.Admit)
+		if err != nil {
+			return fmt.Errorf("build admit: %w", err)
+		}
+		pl.admit = c
+	}
+	pl.chat = fold(chat, pl.chatTerminal, scopeChat)
+	pl.tool = fold(tool, pl.toolTerminal, scopeTool)
+	pl.turn = fold(turn, turnTerminal, scopeTurn)
+	return nil
+}
+
+// scope holds the generic conditions of a layer: `when` and `tools`.
+type scope struct {
+	name  string
+	when  *Predicate
+	tools []string
+	log   *slog.Logger
+}
+
+type built[H any] struct {
+	wrap  func(H) H
+	scope *scope
+}
+
+// fold nests the layers around terminal, innermost first, so that index 0
+// is outermost. A scoped layer gets a handler that skips it when its scope
+// does not apply.
+func fold[H any](layers []built[H], terminal H, scoped func(s *scope, layer, next H) H) H {
+	h := terminal
+	for i := len(layers) - 1; i >= 0; i-- {
+		next := h
+		h = layers[i].wrap(next)
+		if s := layers[i].scope; s != nil {
+			h = scoped(s, h, next)
+		}
+	}
+	return h
+}
+
+func scopeChat(s *scope, layer, next ChatHandler) ChatHandler {
+	return func(ctx context.Context, c *ChatCall, yield func(Delta) bool) error {
+		if s.when != nil && !s.applies(s.when.EvalChat(ctx, c, nil)) {
+			return next(ctx, c, yield)
+		}
+		return layer(ctx, c, yield)
+	}
+}
+
+func scopeTool(s *scope, layer, next ToolHandler) ToolHandler {
+	return func(ctx context.Context, c *ToolCall) (any, error) {
+		if s.tools != nil && !slices.Contains(s.tools, c.Name) {
+			return next(ctx, c)
+		}
+		if s.when != nil && !s.applies(s.when.EvalTool(ctx, c, nil, false)) {
+			return next(ctx, c)
+		}
+		return layer(ctx, c)
+	}
+}
+
+func scopeTurn(s *scope, layer, next TurnHandler) TurnHandler {
+	return func(ctx context.Context, c *TurnCall) (string, error) {
+		if s.when != nil && !s.applies(s.when.EvalTurn(ctx, c, "", nil, false)) {
+			return next(ctx, c)
+		}
+		return layer(ctx, c)
+	}
+}
+
+// applies decides a `when`: an evaluation error applies the layer (the safe
+// side for guards) and is logged.
+func (s *scope) applies(ok bool, err error) bool {
+	if err != nil {
+		s.log.Warn("when predicate failed; applying the layer", "layer", s.name, "error", err)
+		return true
+	}
+	return ok
+}
+
+func (pl *Pipeline) buildLayer(ctx context.Context, stage plan.Stage, i int, l plan.Layer) (Middleware, *scope, error) {
+	m, ok := LookupModule(l.Use)
+	if !ok {
+		return nil, nil, fmt.Errorf("unknown middleware %q (not registered; import its package)", l.Use)
+	}
+	if !m.Supports(stage) {
+		return nil, nil, fmt.Errorf("middleware %q does not support the %s stage", l.Use, stage)
+	}
+	inst := m.New()
+	pl.insts = append(pl.insts, inst)
+	if err := decodeConfig(inst, l.Config); err != nil {
+		return nil, nil, fmt.Errorf("config: %w", err)
+	}
+	b := &BuildContext{
+		Context: ctx, Plan: pl.plan, Stage: stage, Index: i, Layer: l, p: pl,
+		Logger: pl.logger.With("layer", layerName(l), "stage", stage),
+	}
+	if pv, ok := inst.(Provisioner); ok {
+		if err := pv.Provision(b); err != nil {
+			return nil, nil, fmt.Errorf("provision: %w", err)
+		}
+	}
+	if v, ok := inst.(Validator); ok {
+		if err := v.Validate(); err != nil {
+			return nil, nil, fmt.Errorf("validate: %w", err)
+		}
+	}
+	var sc *scope
+	if l.When != nil || (stage == plan.StageTool && len(l.Tools) > 0) {
+		sc = &scope{name: layerName(l), log: b.Logger}
+		if l.When != nil {
+			w, err := compilePredicate(pl.plan, l.When)
+			if err != nil {
+				return nil, nil, fmt.Errorf("when: %w", err)
+			}
+			sc.when = w
+		}
+		if stage == plan.StageTool && len(l.Tools) > 0 {
+			sc.tools = slices.Clone(l.Tools)
+		}
+	}
+	return inst, sc, nil
+}
+
+// decodeConfig decodes raw into inst strictly: unknown fields and trailing
+// data are errors.
+func decodeConfig(inst Middleware, raw json.RawMessage) error {
+	if d, ok := inst.(ConfigDecoder); ok {
+		return d.DecodeConfig(raw)
+	}
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(inst); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("trailing data after the config object")
+	}
+	return nil
+}
+
+func layerName(l plan.Layer) string {
+	if l.Name != "" {
+		return l.Name
+	}
+	return l.Use
+}
+
+func (pl *Pipeline) kv(store string) (KV, error) {
+	if s, ok := pl.deps.Stores[store]; ok {
+		return s, nil
+	}
+	if store == "" || store == "default" {
+		if pl.deps.KV != nil {
+			return pl.deps.KV, nil
+		}
+		return pl.memoryKV("default"), nil
+	}
+	ps, ok := pl.plan.Stores[store]
+	if !ok {
+		return nil, fmt.Errorf("store %q is not declared", store)
+	}
+	if ps.Kind == "memory" {
+		return pl.memoryKV(store), nil
+	}
+	return nil, fmt.Errorf("store %q of kind %q is not provided (set Deps.Stores[%q])", store, ps.Kind, store)
+}
+
+func (pl *Pipeline) memoryKV(name string) KV {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	k, ok := pl.memKV[name]
+	if !ok {
+		k = NewMemoryKV()
+		pl.memKV[name] = k
+	}
+	return k
+}
+
+func (pl *Pipeline) auditSink(store string) (AuditSink, error) {
+	if s, ok := pl.deps.AuditSinks[store]; ok {
+		return s, nil
+	}
+	if store == "" || store == "default" {
+		if pl.deps.Audit != nil {
+			return pl.deps.Audit, nil
+		}
+		return pl.memoryAudit("default"), nil
+	}
+	ps, ok := pl.plan.Stores[store]
+	if !ok {
+		return nil, fmt.Errorf("audit sink %q is not declared", store)
+	}
+	if ps.Kind == "memory" {
+		return pl.memoryAudit(store), nil
+	}
+	return nil, fmt.Errorf("audit sink %q of kind %q is not provided (set Deps.AuditSinks[%q])", store, ps.Kind, store)
+}
+
+func (pl *Pipeline) memoryAudit(name string) AuditSink {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	a, ok := pl.memAudit[name]
+	if !ok {
+		a = &MemoryAudit{}
+		pl.memAudit[name] = a
+	}
+	return a
+}
+
+// Plan returns the plan the pipeline was built from. Read-only.
+func (pl *Pipeline) Plan() *plan.Plan { return pl.plan }
+
+// Layers returns the built layers of a stage, outermost first.
+func (pl *Pipeline) Layers(stage plan.Stage) []LayerInfo {
+	return slices.Clone(pl.layers[stage])
+}
+
+// Close cleans up every layer (innermost last built first). It returns the
+// joined cleanup errors; calling it again returns the same result. Calls made
+// after Close have undefined results.
+func (pl *Pipeline) Close() error {
+	pl.closeOnce.Do(func() { pl.closeErr = pl.cleanup() })
+	return pl.closeErr
+}
+
+func (pl *Pipeline) cleanup() error {
+	var errs []error
+	for i := len(pl.insts) - 1; i >= 0; i-- {
+		if c, ok := pl.insts[i].(CleanerUpper); ok {
+			if err := c.Cleanup(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}

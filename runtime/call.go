@@ -1,0 +1,401 @@
+package runtime
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"time"
+)
+
+// Run identifies the agent run a call belongs to: the CEL variable `run`.
+type Run struct {
+	// ID is the run id. Meters and caches with scope "run" key their state on it.
+	ID string `json:"id"`
+	// Agent names the agent.
+	Agent string `json:"agent,omitempty"`
+	// Meta holds free-form run metadata (run.meta in CEL).
+	Meta map[string]any `json:"meta,omitempty"`
+}
+
+type runKey struct{}
+
+// WithRun returns a context that carries run. Every call made with the context
+// (and with contexts derived from it) belongs to that run.
+func WithRun(ctx context.Context, run Run) context.Context {
+	return context.WithValue(ctx, runKey{}, &run)
+}
+
+// RunOf returns the run carried by ctx, or the zero Run.
+func RunOf(ctx context.Context) Run {
+	if r, ok := ctx.Value(runKey{}).(*Run); ok {
+		return *r
+	}
+	return Run{}
+}
+
+// Meta is the metadata every call carries. Layers read it and stamp it.
+type Meta struct {
+	// Run is the run the call belongs to.
+	Run Run
+	// Attempts is the number of the attempt in progress (1 for the first);
+	// retry layers stamp it before each attempt, so after the call it holds
+	// the number of attempts made by the innermost retry that ran.
+	Attempts int
+	// IdempotencyKey is stable for one logical call: the same across retries,
+	// fallbacks and hedges. Read it with the call's IdempotencyKey method,
+	// which derives it on first use when the caller did not supply one.
+	IdempotencyKey string
+	// Cached is set by a cache layer that served the call without running
+	// the inner layers; meters do not charge such calls.
+	Cached bool
+	// Deduped is set by an idempotency layer that replayed a stored result.
+	Deduped bool
+}
+
+// Message is one transcript entry of a chat request.
+type Message struct {
+	Role       string `json:"role"`
+	Content    string `json:"content"`
+	Name       string `json:"name,omitempty"`
+	ToolCallID string `json:"tool_call_id,omitempty"`
+}
+
+// ChatRequest is one model call.
+type ChatRequest struct {
+	// Model names the model client to call (a key of Deps.Models). Fallback
+	// and hedge layers rewrite it on the call's own copy.
+	Model string `json:"model"`
+	// Messages is the transcript. Layers may replace the slice on the call's
+	// copy; they never modify the caller's elements.
+	Messages []Message `json:"messages"`
+	// MaxTokens bounds the output (0: the model's default).
+	MaxTokens int `json:"max_tokens,omitempty"`
+}
+
+// Usage counts the tokens of a model call.
+type Usage struct {
+	InputTokens  int64 `json:"input_tokens"`
+	OutputTokens int64 `json:"output_tokens"`
+}
+
+// Total returns input plus output tokens.
+func (u Usage) Total() int64 { return u.InputTokens + u.OutputTokens }
+
+// IsZero reports whether u counts nothing.
+func (u Usage) IsZero() bool { return u.InputTokens == 0 && u.OutputTokens == 0 }
+
+// Delta is one streamed piece of a model response. A model client reports the
+// call's usage on any delta (usually the last, possibly with empty Text);
+// usages of several deltas add up.
+type Delta struct {
+	Text  string `json:"text"`
+	Usage Usage  `json:"usage,omitzero"`
+}
+
+// ChatCall is the state of one chat call as it passes through the layers. A
+// pointer to it is valid only until the handler it was passed to returns.
+//
+// The stream fields are maintained by the innermost handler, which counts
+// every delta it pushes; a layer that withholds deltas (a buffering layer)
+// restores Deltas to its value before next and counts the deltas it pushes
+// itself, so that after next returns Deltas is the number of deltas that got
+// past the layer. A layer can tell a pre-stream failure (Deltas unchanged)
+// from a mid-stream one.
+type ChatCall struct {
+	// Request is the call's own copy of the request.
+	Request ChatRequest
+	// Meta is the call's metadata.
+	Meta Meta
+
+	// Deltas counts the deltas delivered past the current layer.
+	Deltas int
+	// Served names the model that produced the delivered deltas (or the
+	// successful empty response).
+	Served string
+	// Usage is the usage reported by the model, summed over the deltas that
+	// arrived. When a stream ends without a report, the innermost handler
+	// estimates it from the request and the text that arrived.
+	Usage Usage
+	// Stopped is set when the consumer stopped the stream early.
+	Stopped bool
+
+	// chars counts the bytes of text that arrived (for estimates).
+	chars  int
+	down   func(Delta) bool
+	emitFn func(Delta) bool
+}
+
+// IdempotencyKey returns the call's idempotency key, derived from the run id
+// and the transcript unless the caller supplied one.
+func (c *ChatCall) IdempotencyKey() string {
+	if c.Meta.IdempotencyKey == "" {
+		b, _ := json.Marshal(c.Request.Messages)
+		c.Meta.IdempotencyKey = digest("chat", c.Meta.Run.ID, b)
+	}
+	return c.Meta.IdempotencyKey
+}
+
+// emit counts and pushes one delta from the model to the layers above.
+func (c *ChatCall) emit(d Delta) bool {
+	c.chars += len(d.Text)
+	c.Usage.InputTokens += d.Usage.InputTokens
+	c.Usage.OutputTokens += d.Usage.OutputTokens
+	if c.Stopped {
+		return false
+	}
+	c.Deltas++
+	if !c.down(d) {
+		c.Stopped = true
+		return false
+	}
+	return true
+}
+
+// Emit pushes a delta produced by a layer itself (for example a buffering
+// layer releasing what it held) to yield, counting it in Deltas. It returns
+// false when the consumer stopped.
+func (c *ChatCall) Emit(yield func(Delta) bool, d Delta) bool {
+	c.Deltas++
+	if !yield(d) {
+		c.Stopped = true
+		return false
+	}
+	return true
+}
+
+// Clone returns a copy of the call for a concurrent attempt (hedge): the
+// request and meta are copied, the stream state starts empty.
+func (c *ChatCall) Clone() *ChatCall {
+	return &ChatCall{Request: c.Request, Meta: c.Meta}
+}
+
+// Adopt copies the stream state of a finished clone (the winner of a race)
+// into c. Deltas is left alone: the layer that forwarded the clone's deltas
+// counted them with Emit.
+func (c *ChatCall) Adopt(clone *ChatCall) {
+	c.Served = clone.Served
+	c.Usage.InputTokens += clone.Usage.InputTokens
+	c.Usage.OutputTokens += clone.Usage.OutputTokens
+	c.chars += clone.chars
+	c.Meta.Attempts = clone.Meta.Attempts
+	c.Meta.Cached = c.Meta.Cached || clone.Meta.Cached
+	c.Request.Model = clone.Request.Model
+}
+
+// ChatResponse is the outcome of a chat call.
+type ChatResponse struct {
+	// Text is the streamed text; only Complete and ChatStream collect it.
+	Text string `json:"text,omitempty"`
+	// Model is the model that served the call.
+	Model string `json:"model,omitempty"`
+	// Usage is the reported (or estimated) usage.
+	Usage Usage `json:"usage"`
+	// Attempts is the attempt count stamped by retry (1 without retry).
+	Attempts int `json:"attempts"`
+	// Deltas is the number of deltas delivered.
+	Deltas int `json:"deltas"`
+	// Cached reports a response served from a cache.
+	Cached bool `json:"cached,omitempty"`
+}
+
+// ToolInfo is the declaration of a tool in the plan (the CEL variable `tool`).
+type ToolInfo struct {
+	Name          string
+	SideEffecting bool
+	RetrySafe     bool
+	URLArg        string
+	PathArg       string
+	// Declared reports whether the plan declares the tool.
+	Declared bool
+}
+
+// ToolFunc runs one tool call. It reads the arguments from call.Args and
+// should pass call.IdempotencyKey() downstream when the tool has effects. The
+// call pointer is valid only until the func returns.
+type ToolFunc func(ctx context.Context, call *ToolCall) (any, error)
+
+// ToolRequest is one tool call as the caller makes it.
+type ToolRequest struct {
+	// Name is the tool (a key of Deps.Tools).
+	Name string `json:"name"`
+	// Args are the arguments as decoded from JSON.
+	Args map[string]any `json:"args"`
+	// IdempotencyKey, when set, is used instead of the derived key (for
+	// example the key of a redelivered job).
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
+}
+
+// ToolCall is the state of one tool call as it passes through the layers. A
+// pointer to it is valid only until the handler it was passed to returns.
+type ToolCall struct {
+	// Name is the tool called.
+	Name string
+	// Args are the arguments; layers treat them as read-only.
+	Args map[string]any
+	// Tool is the tool's declaration.
+	Tool *ToolInfo
+	// Meta is the call's metadata.
+	Meta Meta
+
+	fn     ToolFunc
+	pinfo  any // the predicate activation's tool info, cached per tool
+	digest string
+}
+
+// ArgsDigest returns the hex SHA-256 of the canonical JSON of the arguments
+// (object keys sorted).
+func (c *ToolCall) ArgsDigest() string {
+	if c.digest == "" {
+		b, err := json.Marshal(c.Args)
+		if err != nil {
+			b = []byte(err.Error())
+		}
+		sum := sha256.Sum256(b)
+		c.digest = hex.EncodeToString(sum[:])
+	}
+	return c.digest
+}
+
+// IdempotencyKey returns the call's idempotency key: the caller's, or one
+// derived from the run id, the tool name and the canonical arguments, so that
+// the same logical call has the same key across retries and redeliveries.
+func (c *ToolCall) IdempotencyKey() string {
+	if c.Meta.IdempotencyKey == "" {
+		c.Meta.IdempotencyKey = digest("tool", c.Meta.Run.ID, []byte(c.Name+"\x00"+c.ArgsDigest()))
+	}
+	return c.Meta.IdempotencyKey
+}
+
+// ToolResult is the outcome of a tool call.
+type ToolResult struct {
+	// Value is the tool's result.
+	Value any `json:"result"`
+	// Attempts is the attempt count stamped by retry (1 without retry).
+	Attempts int `json:"attempts"`
+	// Deduped reports a replayed result (idempotent).
+	Deduped bool `json:"deduped"`
+	// Cached reports a result served from a cache.
+	Cached bool `json:"cached,omitempty"`
+}
+
+// TurnFunc runs the body of one agent turn and returns its output text. Chat
+// and tool calls made with ctx belong to the turn's run.
+type TurnFunc func(ctx context.Context) (string, error)
+
+// TurnRequest is one agent turn: one inbox message.
+type TurnRequest struct {
+	// Input is the inbox message's text.
+	Input string `json:"input"`
+	// Session identifies the conversation (the CEL variable `session`).
+	Session Session `json:"session,omitzero"`
+}
+
+// Session is a conversation.
+type Session struct {
+	ID   string         `json:"id,omitempty"`
+	Meta map[string]any `json:"meta,omitempty"`
+}
+
+// TurnCall is the state of one turn as it passes through the layers.
+type TurnCall struct {
+	// Input is the turn's input text.
+	Input string
+	// Session is the conversation.
+	Session Session
+	// Meta is the call's metadata.
+	Meta Meta
+
+	fn TurnFunc
+}
+
+// IdempotencyKey returns the turn's idempotency key, derived from the run id
+// and the input unless the caller supplied one.
+func (c *TurnCall) IdempotencyKey() string {
+	if c.Meta.IdempotencyKey == "" {
+		c.Meta.IdempotencyKey = digest("turn", c.Meta.Run.ID, []byte(c.Session.ID+"\x00"+c.Input))
+	}
+	return c.Meta.IdempotencyKey
+}
+
+// TurnResult is the outcome of a turn.
+type TurnResult struct {
+	Output   string `json:"output"`
+	Attempts int    `json:"attempts"`
+}
+
+// Item is one retrieved grounding item (the CEL variable `item`).
+type Item struct {
+	Content  string         `json:"content"`
+	Source   string         `json:"source,omitempty"`
+	Score    float64        `json:"score"`
+	Metadata map[string]any `json:"metadata,omitempty"`
+}
+
+// Status names the outcome of a call for after-phase predicates and logs:
+// "ok", "blocked", "budget" or "failed".
+func Status(err error) string {
+	switch Classify(err) {
+	case ClassOK:
+		return "ok"
+	case ClassBlocked:
+		return "blocked"
+	case ClassBudget:
+		return "budget"
+	}
+	return "failed"
+}
+
+func digest(kind, run string, b []byte) string {
+	h := sha256.New()
+	h.Write([]byte(kind))
+	h.Write([]byte{0})
+	h.Write([]byte(run))
+	h.Write([]byte{0})
+	h.Write(b)
+	var sum [sha256.Size]byte
+	return kind + "-" + hex.EncodeToString(h.Sum(sum[:0])[:16])
+}
+
+// EstimateTokens estimates the tokens of a text (about four bytes per token,
+// rounded up).
+func EstimateTokens(s string) int64 { return int64(len(s)+3) / 4 }
+
+// EstimateMessages estimates the input tokens of a transcript: the text of
+// each message plus a small per-message overhead.
+func EstimateMessages(msgs []Message) int64 {
+	var n int64
+	for i := range msgs {
+		n += EstimateTokens(msgs[i].Content) + 4
+	}
+	return n
+}
+
+// Duration is a duration that decodes from a Go duration string ("250ms",
+// "30s") in plan configs and encodes back to one.
+type Duration time.Duration
+
+// UnmarshalJSON decodes a duration string.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return &json.UnmarshalTypeError{Value: string(b), Type: durationType}
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	if v < 0 {
+		return errNegativeDuration
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalJSON encodes the duration as a string.
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return json.Marshal(time.Duration(d).String())
+}
+
+// D returns the duration as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }

@@ -1,0 +1,122 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/agentc-dev/agentc/runtime/plan"
+	"github.com/agentc-dev/agentc/runtime/predicate"
+)
+
+// Predicate is a compiled CEL predicate of a plan, evaluated over a call of
+// its stage. It is safe for concurrent use.
+type Predicate struct {
+	prog  *predicate.Program
+	stage plan.Stage
+	phase string
+}
+
+// compilePredicate rebuilds the predicate's environment (typing args from the
+// argument schemas of the tools it is scoped to) and compiles its source.
+func compilePredicate(p *plan.Plan, pr *plan.Predicate) (*Predicate, error) {
+	spec := predicate.Spec{
+		Stage:     predicate.Stage(pr.Stage),
+		Phase:     predicate.Phase(pr.Phase),
+		Source:    pr.Source,
+		CostLimit: pr.CostLimit,
+	}
+	if pr.Stage == plan.StageTool {
+		for _, t := range pr.Tools {
+			decl, ok := p.Tools[t]
+			if !ok {
+				return nil, fmt.Errorf("predicate names undeclared tool %q", t)
+			}
+			spec.ArgsSchemas = append(spec.ArgsSchemas, json.RawMessage(decl.Args))
+		}
+	}
+	prog, err := predicate.CompileSpec(spec)
+	if err != nil {
+		return nil, err
+	}
+	return &Predicate{prog: prog, stage: pr.Stage, phase: pr.Phase}, nil
+}
+
+// Source returns the predicate's CEL text.
+func (p *Predicate) Source() string { return p.prog.Source() }
+
+// Stage returns the stage the predicate was compiled for.
+func (p *Predicate) Stage() plan.Stage { return p.stage }
+
+// Phase returns "before", "after" or "" (before).
+func (p *Predicate) Phase() string { return p.phase }
+
+func runInfo(r *Run) predicate.RunInfo {
+	return predicate.RunInfo{ID: r.ID, Agent: r.Agent, Meta: r.Meta}
+}
+
+// EvalChat evaluates a chat predicate over c; resp is the response for an
+// after-phase predicate (nil before the call).
+func (p *Predicate) EvalChat(ctx context.Context, c *ChatCall, resp *ChatResponse) (bool, error) {
+	v := &predicate.ChatVars{Run: runInfo(&c.Meta.Run)}
+	v.Request.Model = c.Request.Model
+	v.Request.MaxTokens = int64(c.Request.MaxTokens)
+	if n := len(c.Request.Messages); n > 0 {
+		msgs := make([]predicate.Message, n)
+		for i, m := range c.Request.Messages {
+			msgs[i] = predicate.Message{Role: m.Role, Content: m.Content, Name: m.Name, ToolCallID: m.ToolCallID}
+		}
+		v.Request.Messages = msgs
+	}
+	if resp != nil {
+		v.HasResponse = true
+		v.Response = predicate.ChatResponse{Text: resp.Text, Model: resp.Model,
+			Usage: predicate.Usage{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens}}
+	}
+	return p.prog.Eval(ctx, v)
+}
+
+func toolActivationInfo(t *ToolInfo) any {
+	return &predicate.ToolInfo{Name: t.Name, SideEffecting: t.SideEffecting, RetrySafe: t.RetrySafe,
+		URLArg: t.URLArg, PathArg: t.PathArg}
+}
+
+// EvalTool evaluates a tool predicate over c; with hasResult, `result` is
+// bound to result (after phase).
+func (p *Predicate) EvalTool(ctx context.Context, c *ToolCall, result any, hasResult bool) (bool, error) {
+	v := &predicate.ToolVars{Run: runInfo(&c.Meta.Run), Args: c.Args, Result: result, HasResult: hasResult}
+	if ti, ok := c.pinfo.(*predicate.ToolInfo); ok {
+		v.Tool = *ti
+	} else if c.Tool != nil {
+		v.Tool = *toolActivationInfo(c.Tool).(*predicate.ToolInfo)
+	}
+	if v.Args == nil {
+		v.Args = map[string]any{}
+	}
+	return p.prog.Eval(ctx, v)
+}
+
+// EvalTurn evaluates a turn predicate over c; with hasOutput, `output` and
+// `status` are bound (after phase; err gives the status).
+func (p *Predicate) EvalTurn(ctx context.Context, c *TurnCall, output string, err error, hasOutput bool) (bool, error) {
+	v := &predicate.TurnVars{
+		Run:     runInfo(&c.Meta.Run),
+		Input:   predicate.TurnInput{Text: c.Input},
+		Session: predicate.SessionInfo{ID: c.Session.ID, Meta: c.Session.Meta},
+	}
+	if hasOutput {
+		v.HasOutput = true
+		v.Output.Text = output
+		v.Status = Status(err)
+	}
+	return p.prog.Eval(ctx, v)
+}
+
+// EvalItem evaluates an admit predicate over one item.
+func (p *Predicate) EvalItem(ctx context.Context, it *Item) (bool, error) {
+	v := &predicate.AdmitVars{Item: predicate.Item{Content: it.Content, Source: it.Source, Score: it.Score, Metadata: it.Metadata}}
+	if v.Item.Metadata == nil {
+		v.Item.Metadata = map[string]any{}
+	}
+	return p.prog.Eval(ctx, v)
+}

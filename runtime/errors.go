@@ -1,0 +1,300 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"reflect"
+	"strconv"
+	"time"
+)
+
+var (
+	errNegativeDuration = errors.New("negative duration")
+	durationType        = reflect.TypeFor[Duration]()
+)
+
+// BlockedError is a policy violation: a guard tripped. It is final: a host
+// acknowledges the job and does not redeliver it.
+type BlockedError struct {
+	// Layer is the name of the layer that blocked the call.
+	Layer string
+	// Message explains the block to the caller.
+	Message string
+	// Err is the guard's own error when a fail-closed guard could not decide
+	// (a CEL evaluation error); nil for a plain policy violation.
+	Err error
+}
+
+func (e *BlockedError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("blocked by %s: %s: %v", e.Layer, e.Message, e.Err)
+	}
+	return fmt.Sprintf("blocked by %s: %s", e.Layer, e.Message)
+}
+
+// Unwrap returns the guard's own error, if any.
+func (e *BlockedError) Unwrap() error { return e.Err }
+
+// BudgetError is a budget ceiling reached. It is final.
+type BudgetError struct {
+	// Layer is the name of the meter layer that refused the call.
+	Layer string
+	// Resource is the ceiling reached: "tokens", "usd" or "calls".
+	Resource string
+	// Spent is the ledger's value of Resource; Limit the ceiling.
+	Spent, Limit float64
+}
+
+func (e *BudgetError) Error() string {
+	return fmt.Sprintf("budget exhausted at %s: %s ceiling %s reached (spent %s)", e.Layer, e.Resource,
+		strconv.FormatFloat(e.Limit, 'g', -1, 64), strconv.FormatFloat(e.Spent, 'g', -1, 64))
+}
+
+// Message returns the error text without the layer, for reports that name the
+// layer separately.
+func (e *BudgetError) Message() string {
+	return fmt.Sprintf("%s ceiling %s reached (spent %s)", e.Resource,
+		strconv.FormatFloat(e.Limit, 'g', -1, 64), strconv.FormatFloat(e.Spent, 'g', -1, 64))
+}
+
+// ErrorKind classifies a model or tool failure for retry, fallback and hedge.
+type ErrorKind string
+
+// The kinds of failure.
+const (
+	// KindTransient is a failure that may succeed when tried again (5xx,
+	// connection errors).
+	KindTransient ErrorKind = "transient"
+	// KindRateLimited is a refusal for load; RetryAfter says when to return.
+	KindRateLimited ErrorKind = "rate_limited"
+	// KindTimeout is an attempt that ran out of time.
+	KindTimeout ErrorKind = "timeout"
+	// KindPermanent is a failure that will fail again (4xx, validation).
+	KindPermanent ErrorKind = "permanent"
+)
+
+// CallError is a classified model or tool failure. Model clients and tools
+// return it (or any error implementing Retryable, RetryAfter or StatusCode) so
+// that retry layers can tell transient from permanent failures.
+type CallError struct {
+	// Kind classifies the failure.
+	Kind ErrorKind
+	// Status is the HTTP status, when there is one.
+	Status int
+	// RetryAfter is the delay the callee asked for (rate limited).
+	RetryAfter time.Duration
+	// Layer names the layer that raised the error, when a layer did (a
+	// rate_limit in reject mode).
+	Layer string
+	// Message describes the failure.
+	Message string
+	// Err is the underlying error.
+	Err error
+}
+
+func (e *CallError) Error() string {
+	msg := e.Message
+	if msg == "" && e.Err != nil {
+		msg = e.Err.Error()
+	}
+	if msg == "" {
+		msg = string(e.Kind)
+	} else if e.Message != "" && e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	if e.Layer != "" {
+		return e.Layer + ": " + msg
+	}
+	return msg
+}
+
+// Unwrap returns the underlying error.
+func (e *CallError) Unwrap() error { return e.Err }
+
+// Retryable reports whether the failure is transient.
+func (e *CallError) Retryable() bool { return e.Kind != KindPermanent }
+
+// BreakerOpenError is a call refused by an open circuit breaker. Fallback
+// falls over on it; retry does not retry it.
+type BreakerOpenError struct {
+	// Layer is the retry layer whose breaker is open.
+	Layer string
+	// Key is what the breaker guards (a model or tool name).
+	Key string
+	// Until is when the breaker lets a trial call through.
+	Until time.Time
+}
+
+func (e *BreakerOpenError) Error() string {
+	return fmt.Sprintf("%s: circuit breaker open for %s", e.Layer, e.Key)
+}
+
+// Class is what a host worker does with an error.
+type Class int
+
+// The classes of Classify.
+const (
+	// ClassOK is no error.
+	ClassOK Class = iota
+	// ClassFailure may be retried (redelivered).
+	ClassFailure
+	// ClassBlocked is a policy violation: final.
+	ClassBlocked
+	// ClassBudget is a budget ceiling: final.
+	ClassBudget
+)
+
+// String returns "ok", "failure", "blocked" or "budget".
+func (c Class) String() string {
+	switch c {
+	case ClassOK:
+		return "ok"
+	case ClassBlocked:
+		return "blocked"
+	case ClassBudget:
+		return "budget"
+	}
+	return "failure"
+}
+
+// Final reports whether a job that ended with this class must be acknowledged
+// rather than redelivered.
+func (c Class) Final() bool { return c == ClassBlocked || c == ClassBudget }
+
+// Classify returns the class of err: ClassOK for nil, ClassBlocked for a
+// *BlockedError, ClassBudget for a *BudgetError (anywhere in the chain), and
+// ClassFailure for anything else.
+func Classify(err error) Class {
+	if err == nil {
+		return ClassOK
+	}
+	var b *BlockedError
+	if errors.As(err, &b) {
+		return ClassBlocked
+	}
+	var g *BudgetError
+	if errors.As(err, &g) {
+		return ClassBudget
+	}
+	return ClassFailure
+}
+
+// IsTransient reports whether a failed attempt may succeed when tried again.
+// Blocked, budget and open-breaker errors and cancellations are not transient;
+// a *CallError follows its Kind; an error with a Retryable() bool method
+// follows it; a status code (StatusCode() int) is transient for 408, 425, 429
+// and 5xx; a timeout (net.Error or context.DeadlineExceeded) is transient;
+// anything unclassified is transient.
+func IsTransient(err error) bool {
+	if err == nil {
+		return false
+	}
+	if Classify(err) != ClassFailure {
+		return false
+	}
+	var bo *BreakerOpenError
+	if errors.As(err, &bo) {
+		return false
+	}
+	var ce *CallError
+	if errors.As(err, &ce) {
+		if ce.Kind == KindPermanent {
+			return false
+		}
+		if ce.Kind == "" && ce.Status != 0 {
+			return transientStatus(ce.Status)
+		}
+		return true
+	}
+	var r interface{ Retryable() bool }
+	if errors.As(err, &r) {
+		return r.Retryable()
+	}
+	var sc interface{ StatusCode() int }
+	if errors.As(err, &sc) {
+		return transientStatus(sc.StatusCode())
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	if errors.Is(err, context.Canceled) {
+		return false
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	return true
+}
+
+func transientStatus(s int) bool {
+	return s == 408 || s == 425 || s == 429 || s >= 500
+}
+
+// RetryAfterOf returns the delay a failure asks for before the next attempt
+// (a rate limited *CallError, or any error with a RetryAfter() time.Duration
+// method).
+func RetryAfterOf(err error) (time.Duration, bool) {
+	var ce *CallError
+	if errors.As(err, &ce) && ce.RetryAfter > 0 {
+		return ce.RetryAfter, true
+	}
+	var ra interface{ RetryAfter() time.Duration }
+	if errors.As(err, &ra) {
+		if d := ra.RetryAfter(); d > 0 {
+			return d, true
+		}
+	}
+	return 0, false
+}
+
+// KindOf names the kind of a failure for reports: "blocked", "budget",
+// "breaker_open", "canceled", "timeout", a *CallError's kind, or "failure".
+func KindOf(err error) string {
+	var b *BlockedError
+	if errors.As(err, &b) {
+		return "blocked"
+	}
+	var g *BudgetError
+	if errors.As(err, &g) {
+		return "budget"
+	}
+	var ce *CallError
+	if errors.As(err, &ce) && ce.Kind != "" {
+		return string(ce.Kind)
+	}
+	var bo *BreakerOpenError
+	if errors.As(err, &bo) {
+		return "breaker_open"
+	}
+	if errors.Is(err, context.Canceled) {
+		return "canceled"
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "timeout"
+	}
+	return "failure"
+}
+
+// LayerOf names the layer an error comes from, when it names one.
+func LayerOf(err error) string {
+	var b *BlockedError
+	if errors.As(err, &b) {
+		return b.Layer
+	}
+	var g *BudgetError
+	if errors.As(err, &g) {
+		return g.Layer
+	}
+	var bo *BreakerOpenError
+	if errors.As(err, &bo) {
+		return bo.Layer
+	}
+	var ce *CallError
+	if errors.As(err, &ce) {
+		return ce.Layer
+	}
+	return ""
+}

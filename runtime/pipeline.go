@@ -1,0 +1,207 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"strings"
+)
+
+// chatTerminal calls the model named by the request, counting what arrives.
+func (pl *Pipeline) chatTerminal(ctx context.Context, c *ChatCall, yield func(Delta) bool) error {
+	client := pl.models[c.Request.Model]
+	if client == nil {
+		return &CallError{Kind: KindPermanent, Message: fmt.Sprintf("model %q is not registered", c.Request.Model)}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if c.emitFn == nil {
+		c.emitFn = c.emit
+	}
+	c.down = yield
+	before := c.Deltas
+	beforeUsage := c.Usage
+	beforeChars := c.chars
+	err := client.Stream(ctx, &c.Request, c.emitFn)
+	c.down = nil
+	if c.Deltas > before || (err == nil && !c.Stopped) {
+		c.Served = c.Request.Model
+	}
+	// A stream that ended without a usage report is charged for what
+	// arrived: the transcript plus the text received.
+	if c.Usage == beforeUsage && c.chars > beforeChars {
+		c.Usage.InputTokens += EstimateMessages(c.Request.Messages)
+		c.Usage.OutputTokens += int64(c.chars-beforeChars+3) / 4
+	}
+	if err == nil && ctx.Err() != nil && !c.Stopped {
+		// The client stopped early because the context ended.
+		err = ctx.Err()
+	}
+	return err
+}
+
+func newChatCall(ctx context.Context, req *ChatRequest) *ChatCall {
+	c := &ChatCall{Request: *req}
+	if r, ok := ctx.Value(runKey{}).(*Run); ok {
+		c.Meta.Run = *r
+	}
+	c.Meta.Attempts = 1
+	return c
+}
+
+// Stream runs one chat call through the chat chain, pushing each delta to
+// yield until it returns false. It returns the response (Text is left empty:
+// the caller saw the deltas) and the stream's error. A consumer stop is not an
+// error; a cancelled ctx returns ctx's error.
+func (pl *Pipeline) Stream(ctx context.Context, req ChatRequest, yield func(Delta) bool) (ChatResponse, error) {
+	c := newChatCall(ctx, &req)
+	err := pl.chat(ctx, c, yield)
+	return ChatResponse{Model: c.Served, Usage: c.Usage, Attempts: c.Meta.Attempts, Deltas: c.Deltas, Cached: c.Meta.Cached}, err
+}
+
+// Complete runs one chat call and collects the streamed text into the
+// response.
+func (pl *Pipeline) Complete(ctx context.Context, req ChatRequest) (ChatResponse, error) {
+	var b strings.Builder
+	resp, err := pl.Stream(ctx, req, func(d Delta) bool {
+		b.WriteString(d.Text)
+		return true
+	})
+	resp.Text = b.String()
+	return resp, err
+}
+
+// ChatStream is one chat call consumed as an iterator.
+type ChatStream struct {
+	pl   *Pipeline
+	ctx  context.Context
+	req  ChatRequest
+	text strings.Builder
+	resp ChatResponse
+	err  error
+	used bool
+}
+
+// Chat returns the chat call req as a stream. The call runs when the stream is
+// iterated; breaking out of the loop abandons it (the model call is stopped
+// and charged for what arrived).
+func (pl *Pipeline) Chat(ctx context.Context, req ChatRequest) *ChatStream {
+	return &ChatStream{pl: pl, ctx: ctx, req: req}
+}
+
+var errStreamUsed = errors.New("chat stream already consumed")
+
+// All yields each delta with a nil error; a failed call ends with one
+// (Delta{}, err) pair. A stream can be iterated once; a second iteration
+// yields an error.
+func (s *ChatStream) All() iter.Seq2[Delta, error] {
+	return func(yield func(Delta, error) bool) {
+		if s.used {
+			yield(Delta{}, errStreamUsed)
+			return
+		}
+		s.used = true
+		stopped := false
+		s.resp, s.err = s.pl.Stream(s.ctx, s.req, func(d Delta) bool {
+			s.text.WriteString(d.Text)
+			if !yield(d, nil) {
+				stopped = true
+				return false
+			}
+			return true
+		})
+		s.resp.Text = s.text.String()
+		if s.err != nil && !stopped {
+			yield(Delta{}, s.err)
+		}
+	}
+}
+
+// Response returns the outcome once the stream has been iterated: the text
+// that was delivered, the model served, usage and attempts.
+func (s *ChatStream) Response() ChatResponse { return s.resp }
+
+// Err returns the stream's error once it has been iterated.
+func (s *ChatStream) Err() error { return s.err }
+
+func (pl *Pipeline) toolTerminal(ctx context.Context, c *ToolCall) (any, error) {
+	if c.fn == nil {
+		return nil, &CallError{Kind: KindPermanent, Message: fmt.Sprintf("tool %q is not registered", c.Name)}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return c.fn(ctx, c)
+}
+
+var undeclaredTool = &ToolInfo{}
+
+// Tool runs one tool call through the tool chain. An unregistered tool still
+// passes the chain (guards and audits see it) and fails permanently at the
+// end.
+func (pl *Pipeline) Tool(ctx context.Context, req ToolRequest) (ToolResult, error) {
+	c := &ToolCall{Name: req.Name, Args: req.Args}
+	c.Meta.IdempotencyKey = req.IdempotencyKey
+	if r, ok := ctx.Value(runKey{}).(*Run); ok {
+		c.Meta.Run = *r
+	}
+	c.Meta.Attempts = 1
+	if e := pl.tools[req.Name]; e != nil {
+		c.Tool, c.fn, c.pinfo = &e.info, e.fn, e.pinfo
+	} else {
+		c.Tool = &ToolInfo{Name: req.Name}
+		c.pinfo = toolActivationInfo(c.Tool)
+	}
+	v, err := pl.tool(ctx, c)
+	return ToolResult{Value: v, Attempts: c.Meta.Attempts, Deduped: c.Meta.Deduped, Cached: c.Meta.Cached}, err
+}
+
+func turnTerminal(ctx context.Context, c *TurnCall) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	return c.fn(ctx)
+}
+
+// Turn runs one agent turn through the turn chain: fn is the turn's body and
+// its return value the turn's output.
+func (pl *Pipeline) Turn(ctx context.Context, req TurnRequest, fn TurnFunc) (TurnResult, error) {
+	if fn == nil {
+		return TurnResult{}, errors.New("turn: nil TurnFunc")
+	}
+	c := &TurnCall{Input: req.Input, Session: req.Session, fn: fn}
+	if r, ok := ctx.Value(runKey{}).(*Run); ok {
+		c.Meta.Run = *r
+	}
+	c.Meta.Attempts = 1
+	out, err := pl.turn(ctx, c)
+	return TurnResult{Output: out, Attempts: c.Meta.Attempts}, err
+}
+
+// Admit returns the items the plan's admission predicate admits, in order. A
+// plan without one admits every item. An item whose evaluation fails is not
+// admitted (fail closed); the joined evaluation errors are returned with the
+// admitted items.
+func (pl *Pipeline) Admit(ctx context.Context, items []Item) ([]Item, error) {
+	if pl.admit == nil {
+		return items, nil
+	}
+	out := make([]Item, 0, len(items))
+	var errs []error
+	for i := range items {
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		ok, err := pl.admit.EvalItem(ctx, &items[i])
+		if err != nil {
+			errs = append(errs, fmt.Errorf("item %d: %w", i, err))
+			continue
+		}
+		if ok {
+			out = append(out, items[i])
+		}
+	}
+	return out, errors.Join(errs...)
+}

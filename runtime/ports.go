@@ -1,0 +1,182 @@
+package runtime
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+)
+
+// AuditDecision is the decision an audit record states.
+type AuditDecision string
+
+// The audit decisions.
+const (
+	DecisionOK      AuditDecision = "ok"
+	DecisionFailed  AuditDecision = "failed"
+	DecisionDenied  AuditDecision = "denied"
+	DecisionDeduped AuditDecision = "deduped"
+)
+
+// AuditPhase says whether a record was written before the call (intent) or
+// after it (outcome).
+type AuditPhase string
+
+// The audit phases.
+const (
+	PhaseIntent  AuditPhase = "intent"
+	PhaseOutcome AuditPhase = "outcome"
+)
+
+// AuditRecord is one audit trail entry.
+type AuditRecord struct {
+	// Time is when the record was made.
+	Time time.Time `json:"time"`
+	// Layer names the audit layer that wrote it.
+	Layer string `json:"layer,omitempty"`
+	// Stage is "tool" or "turn".
+	Stage string `json:"stage,omitempty"`
+	// Tool is the tool called (tool stage).
+	Tool string `json:"tool,omitempty"`
+	// Phase is intent (before the call) or outcome (after it).
+	Phase AuditPhase `json:"phase"`
+	// Decision is the outcome (empty for an intent record).
+	Decision AuditDecision `json:"decision,omitempty"`
+	// ErrorType is the failure's kind (KindOf), ErrorMessage its text.
+	ErrorType    string `json:"error_type,omitempty"`
+	ErrorMessage string `json:"error_message,omitempty"`
+	// Attempts is the attempt count from the call's meta.
+	Attempts int `json:"attempts,omitempty"`
+	// RunID is the run the call belongs to.
+	RunID string `json:"run_id,omitempty"`
+	// IdempotencyKey is the call's idempotency key.
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	// Duration is how long the call took (outcome records).
+	Duration time.Duration `json:"duration,omitempty"`
+	// ArgsDigest is the hex SHA-256 of the canonical arguments.
+	ArgsDigest string `json:"args_digest,omitempty"`
+	// Args holds the raw arguments when the layer includes them.
+	Args map[string]any `json:"args,omitempty"`
+}
+
+// AuditSink stores audit records durably. Append must be safe for concurrent
+// use; an error fails the call that the record describes only if the audit
+// layer says so.
+type AuditSink interface {
+	Append(ctx context.Context, r AuditRecord) error
+}
+
+// MemoryAudit is an in-memory AuditSink, safe for concurrent use.
+type MemoryAudit struct {
+	mu      sync.Mutex
+	records []AuditRecord
+}
+
+// Append stores r.
+func (m *MemoryAudit) Append(_ context.Context, r AuditRecord) error {
+	m.mu.Lock()
+	m.records = append(m.records, r)
+	m.mu.Unlock()
+	return nil
+}
+
+// Records returns a copy of the stored records in append order.
+func (m *MemoryAudit) Records() []AuditRecord {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.records)
+}
+
+// KV is the key-value port of stateful layers (memoize, idempotent). Values
+// are opaque bytes; a TTL of zero means no expiry. Implementations must be
+// safe for concurrent use.
+type KV interface {
+	// Get returns the value of key and whether it exists (and has not
+	// expired).
+	Get(ctx context.Context, key string) ([]byte, bool, error)
+	// Set stores value under key.
+	Set(ctx context.Context, key string, value []byte, ttl time.Duration) error
+	// SetIfAbsent stores value only if key is absent, and reports whether it
+	// did.
+	SetIfAbsent(ctx context.Context, key string, value []byte, ttl time.Duration) (bool, error)
+	// Delete removes key; a missing key is not an error.
+	Delete(ctx context.Context, key string) error
+}
+
+// MemoryKV is an in-memory KV, safe for concurrent use. Expired entries are
+// dropped when read or overwritten.
+type MemoryKV struct {
+	mu  sync.Mutex
+	m   map[string]kvEntry
+	now func() time.Time
+}
+
+type kvEntry struct {
+	v   []byte
+	exp time.Time
+}
+
+// NewMemoryKV returns an empty MemoryKV.
+func NewMemoryKV() *MemoryKV {
+	return &MemoryKV{m: map[string]kvEntry{}, now: time.Now}
+}
+
+func (k *MemoryKV) live(key string) (kvEntry, bool) {
+	e, ok := k.m[key]
+	if ok && !e.exp.IsZero() && !k.now().Before(e.exp) {
+		delete(k.m, key)
+		return kvEntry{}, false
+	}
+	return e, ok
+}
+
+func (k *MemoryKV) entry(value []byte, ttl time.Duration) kvEntry {
+	e := kvEntry{v: slices.Clone(value)}
+	if ttl > 0 {
+		e.exp = k.now().Add(ttl)
+	}
+	return e
+}
+
+// Get implements KV.
+func (k *MemoryKV) Get(_ context.Context, key string) ([]byte, bool, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	e, ok := k.live(key)
+	if !ok {
+		return nil, false, nil
+	}
+	return slices.Clone(e.v), true, nil
+}
+
+// Set implements KV.
+func (k *MemoryKV) Set(_ context.Context, key string, value []byte, ttl time.Duration) error {
+	k.mu.Lock()
+	k.m[key] = k.entry(value, ttl)
+	k.mu.Unlock()
+	return nil
+}
+
+// SetIfAbsent implements KV.
+func (k *MemoryKV) SetIfAbsent(_ context.Context, key string, value []byte, ttl time.Duration) (bool, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if _, ok := k.live(key); ok {
+		return false, nil
+	}
+	k.m[key] = k.entry(value, ttl)
+	return true, nil
+}
+
+// Delete implements KV.
+func (k *MemoryKV) Delete(_ context.Context, key string) error {
+	k.mu.Lock()
+	delete(k.m, key)
+	k.mu.Unlock()
+	return nil
+}
+
+var (
+	_ KV        = (*MemoryKV)(nil)
+	_ AuditSink = (*MemoryAudit)(nil)
+)

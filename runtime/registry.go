@@ -1,0 +1,189 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"sync"
+
+	"github.com/agentc-dev/agentc/runtime/plan"
+)
+
+// Trait describes a middleware's behaviour to the compiler's vet rules and to
+// agentc explain. The values match the traits of schemas/policy.cue.
+type Trait string
+
+// The traits.
+const (
+	TraitReinvokes           Trait = "reinvokes"
+	TraitShortCircuits       Trait = "short_circuits"
+	TraitRecords             Trait = "records"
+	TraitCountsTokens        Trait = "counts_tokens"
+	TraitRewritesMessages    Trait = "rewrites_messages"
+	TraitGuards              Trait = "guards"
+	TraitCaches              Trait = "caches"
+	TraitSideEffectSensitive Trait = "side_effect_sensitive"
+)
+
+// Middleware is an instance of a module: one layer of one chain. Build
+// decodes the layer's config into it (so it is usually a pointer to the
+// config struct) and calls the lifecycle methods it implements:
+// Provisioner, Validator, and the stage's wrapper (ChatWrapper, ToolWrapper,
+// TurnWrapper). Build calls CleanerUpper on a failed build and Pipeline.Close
+// calls it on shutdown.
+type Middleware any
+
+// ChatHandler runs one chat call. It pushes each delta to yield and stops
+// when yield returns false. It returns the stream's error; a consumer stop is
+// not an error.
+type ChatHandler func(ctx context.Context, c *ChatCall, yield func(Delta) bool) error
+
+// ToolHandler runs one tool call and returns its result.
+type ToolHandler func(ctx context.Context, c *ToolCall) (any, error)
+
+// TurnHandler runs one turn and returns its output text.
+type TurnHandler func(ctx context.Context, c *TurnCall) (string, error)
+
+// ChatWrapper is a middleware of the chat stage. WrapChat is called once at
+// Build with the handler of the inner layers.
+type ChatWrapper interface {
+	WrapChat(next ChatHandler) ChatHandler
+}
+
+// ToolWrapper is a middleware of the tool stage.
+type ToolWrapper interface {
+	WrapTool(next ToolHandler) ToolHandler
+}
+
+// TurnWrapper is a middleware of the turn stage.
+type TurnWrapper interface {
+	WrapTurn(next TurnHandler) TurnHandler
+}
+
+// Provisioner sets a middleware up after its config is decoded: resolve
+// dependencies, compile predicates, open state. It must not start goroutines
+// that outlive Cleanup.
+type Provisioner interface {
+	Provision(b *BuildContext) error
+}
+
+// Validator checks a provisioned middleware's config.
+type Validator interface {
+	Validate() error
+}
+
+// CleanerUpper releases what Provision acquired. Cleanup must tolerate a
+// middleware whose Provision failed or never ran.
+type CleanerUpper interface {
+	Cleanup() error
+}
+
+// ConfigDecoder is implemented by a middleware that decodes its own config
+// instead of the default strict JSON decoding into the middleware value.
+type ConfigDecoder interface {
+	DecodeConfig(raw []byte) error
+}
+
+// Module describes a middleware kind: the builtins and custom middlewares
+// register one each under a unique id.
+type Module struct {
+	// ID is the `use` value of chain entries.
+	ID string
+	// Stages lists the stages the middleware supports ("chat", "tool",
+	// "turn"). New's value must implement the wrapper of each.
+	Stages []plan.Stage
+	// Traits describe the middleware's behaviour to vet rules.
+	Traits []Trait
+	// Repeatable modules may appear more than once in a chain.
+	Repeatable bool
+	// Doc is a one-line description.
+	Doc string
+	// ConfigSchema is the CUE source of the config struct body (the fields
+	// without braces), used by agentc vet to check entries of custom
+	// middlewares. Empty: the middleware takes no config fields.
+	ConfigSchema string
+	// New returns a new, unconfigured instance. It has no side effects.
+	New func() Middleware
+}
+
+var (
+	registryMu sync.RWMutex
+	registry   = map[string]Module{}
+	idPattern  = regexp.MustCompile(`^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$`)
+)
+
+// Register adds a module to the registry. It panics when the id is invalid or
+// taken, a stage is unknown, New is nil, or New's value does not implement the
+// wrapper of every declared stage: registration happens in init() and such a
+// mistake is a programming error.
+func Register(m Module) {
+	if err := checkModule(m); err != nil {
+		panic("runtime.Register: " + err.Error())
+	}
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if _, dup := registry[m.ID]; dup {
+		panic(fmt.Sprintf("runtime.Register: module %q already registered", m.ID))
+	}
+	m.Stages = slices.Clone(m.Stages)
+	m.Traits = slices.Clone(m.Traits)
+	registry[m.ID] = m
+}
+
+func checkModule(m Module) error {
+	if !idPattern.MatchString(m.ID) {
+		return fmt.Errorf("invalid module id %q", m.ID)
+	}
+	if m.New == nil {
+		return fmt.Errorf("module %q: New is nil", m.ID)
+	}
+	if len(m.Stages) == 0 {
+		return fmt.Errorf("module %q: no stages", m.ID)
+	}
+	inst := m.New()
+	for _, s := range m.Stages {
+		var ok bool
+		switch s {
+		case plan.StageChat:
+			_, ok = inst.(ChatWrapper)
+		case plan.StageTool:
+			_, ok = inst.(ToolWrapper)
+		case plan.StageTurn:
+			_, ok = inst.(TurnWrapper)
+		default:
+			return fmt.Errorf("module %q: unknown stage %q", m.ID, s)
+		}
+		if !ok {
+			return fmt.Errorf("module %q: %T does not implement the %s stage wrapper", m.ID, inst, s)
+		}
+	}
+	return nil
+}
+
+// LookupModule returns the module registered under id.
+func LookupModule(id string) (Module, bool) {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	m, ok := registry[id]
+	return m, ok
+}
+
+// Modules returns the registered modules sorted by id.
+func Modules() []Module {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	out := make([]Module, 0, len(registry))
+	for _, m := range registry {
+		out = append(out, m)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// Supports reports whether the module supports stage s.
+func (m Module) Supports(s plan.Stage) bool { return slices.Contains(m.Stages, s) }
+
+// HasTrait reports whether the module declares trait t.
+func (m Module) HasTrait(t Trait) bool { return slices.Contains(m.Traits, t) }
