@@ -1,8 +1,95 @@
 package compiler
 
-import "context"
+import (
+	"context"
+	"encoding/json"
+	"strings"
 
-// compileCEL checks every predicate of the policy.
+	"github.com/agentc-dev/agentc/dsl"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	"github.com/agentc-dev/agentc/runtime/predicate"
+)
+
+// compileCEL parses and type-checks every predicate of the policy (admit,
+// each entry's when, each guard's deny or require) in the environment of its
+// stage and phase, with args typed from the schemas of the tools the entry
+// is scoped to. Issues are placed inside the CUE string at the offending
+// token.
 func compileCEL(_ context.Context, c *Compilation) error {
+	p := c.Policy
+	if p.Admit != nil {
+		c.checkPredicate(p.Admit, predicate.Admit, predicate.Before, nil)
+	}
+	for _, stage := range dsl.Stages {
+		for _, e := range p.Chains[stage] {
+			if e.When != nil {
+				c.checkPredicate(e.When, predicate.Stage(stage), predicate.Before, e.Tools)
+			}
+			phase := predicate.Before
+			if ph, ok := e.Fields["phase"].(string); ok && ph != "" {
+				phase = predicate.Phase(ph)
+			}
+			for _, f := range predicateFields[e.Use] {
+				if x := e.Expr(f); x != nil {
+					c.checkPredicate(x, predicate.Stage(stage), phase, e.Tools)
+				}
+			}
+		}
+	}
 	return nil
+}
+
+// argsSchemas returns the argument schemas of the scoped tools, or nil (args
+// untyped) when the entry is unscoped or a scoped tool declares no schema.
+func (c *Compilation) argsSchemas(tools []string) []json.RawMessage {
+	if len(tools) == 0 {
+		return nil
+	}
+	var out []json.RawMessage
+	for _, name := range tools {
+		t, ok := c.Policy.Tools[name]
+		if !ok || len(t.Args) == 0 {
+			return nil
+		}
+		out = append(out, t.Args)
+	}
+	return out
+}
+
+func (c *Compilation) checkPredicate(x *dsl.Expr, stage predicate.Stage, phase predicate.Phase, tools []string) {
+	var schemas []json.RawMessage
+	if stage == predicate.Tool {
+		schemas = c.argsSchemas(tools)
+	}
+	env, err := predicate.NewEnv(predicate.EnvConfig{Stage: stage, Phase: phase, ArgsSchemas: schemas, CostLimit: c.Policy.CELCostLimit})
+	if err != nil {
+		c.report(dsl.Errorf(x.Pos, predicate.RuleType, "%v", err))
+		return
+	}
+	checked, issues := env.Check(x.Source)
+	for _, is := range issues {
+		c.report(dsl.Errorf(x.PosAt(is.Offset), is.Rule, "%s", is.Message))
+	}
+	if checked == nil {
+		return
+	}
+	if checked.ReadsUntypedArgs {
+		at := strings.Index(x.Source, "args")
+		if at < 0 {
+			at = 0
+		}
+		why := "no tool schema types it"
+		if len(tools) == 0 {
+			why = "the entry is not scoped to tools with schemas (add tools: [...])"
+		}
+		c.report(dsl.Warnf(x.PosAt(at), predicate.RuleUntypedArgs, "predicate reads args, but %s: typos in field names are not caught", why))
+	}
+	pt := tools
+	if schemas == nil {
+		pt = nil
+	}
+	c.Predicates[x] = &plan.Predicate{Stage: string(stage), Phase: string(phase), Source: x.Source, Tools: pt, CostLimit: c.Policy.CELCostLimit}
+	if stage == predicate.Admit {
+		c.Predicates[x].Phase = ""
+	}
 }
