@@ -1,0 +1,11 @@
+// Package contentfilter blocks text that contains banned keywords or matches banned regular
+// expressions: the logic behind the content_filter builtin.
+//
+// Keywords are matched case-insensitively on word boundaries ("ass" does not match "class");
+// a multi-word keyword matches across any run of whitespace and punctuation between its
+// words (a keyword that itself contains symbols, such as "c++", across whitespace only).
+// Letters, digits and underscores are word characters, in any script. Patterns are RE2
+// regular expressions applied to the text as it is (write "(?i)" for case-insensitivity).
+//
+// A Filter is immutable after New and safe for concurrent use.
+package contentfilter
