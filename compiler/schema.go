@@ -1,11 +1,59 @@
 package compiler
 
 import (
+	"sort"
+	"strings"
+	"sync"
+
 	"github.com/agentc-dev/agentc/dsl"
+	"github.com/agentc-dev/agentc/runtime"
 )
 
-// DefaultSchema returns the schema of the builtins plus the custom
-// middlewares registered with the runtime.
+var (
+	schemaMu    sync.Mutex
+	schemaKey   string
+	schemaCache *dsl.Schema
+)
+
+// DefaultSchema returns the schema of the builtins plus every custom
+// middleware registered with the runtime (runtime.Register) whose id is not
+// a builtin's. It is rebuilt when the set of registered middlewares changes.
 func DefaultSchema() (*dsl.Schema, error) {
-	return dsl.DefaultSchema()
+	base, err := dsl.DefaultSchema()
+	if err != nil {
+		return nil, err
+	}
+	var custom []dsl.CustomKind
+	for _, m := range runtime.Modules() {
+		if base.Catalog().Lookup(m.ID) != nil {
+			continue // a builtin's implementation; its schema is embedded
+		}
+		k := dsl.CustomKind{ID: m.ID, Repeatable: m.Repeatable, Doc: m.Doc, Schema: m.ConfigSchema}
+		for _, s := range m.Stages {
+			k.Stages = append(k.Stages, string(s))
+		}
+		for _, t := range m.Traits {
+			k.Traits = append(k.Traits, string(t))
+		}
+		custom = append(custom, k)
+	}
+	if len(custom) == 0 {
+		return base, nil
+	}
+	sort.Slice(custom, func(i, j int) bool { return custom[i].ID < custom[j].ID })
+	var key strings.Builder
+	for _, k := range custom {
+		key.WriteString(k.ID + "\x00" + k.Schema + "\x00" + strings.Join(k.Stages, ",") + "\x00")
+	}
+	schemaMu.Lock()
+	defer schemaMu.Unlock()
+	if schemaCache != nil && schemaKey == key.String() {
+		return schemaCache, nil
+	}
+	s, err := dsl.NewSchema(custom)
+	if err != nil {
+		return nil, err
+	}
+	schemaCache, schemaKey = s, key.String()
+	return s, nil
 }

@@ -1,0 +1,113 @@
+package compiler
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+)
+
+func writePolicy(t *testing.T, src string) string {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "p.cue"), []byte(src), 0o644))
+	return dir
+}
+
+func TestStageTable(t *testing.T) {
+	seen := map[string]bool{}
+	for _, s := range Stages {
+		assert.NotEmpty(t, s.Doc, s.Name)
+		assert.False(t, seen[s.Name], "duplicate stage %s", s.Name)
+		seen[s.Name] = true
+	}
+	assert.Equal(t, "load-policy", Stages[0].Name)
+	assert.Equal(t, "lower", Stages[len(Stages)-1].Name)
+}
+
+func TestCompileLowersPlan(t *testing.T) {
+	dir := writePolicy(t, `package p
+
+models: m: {usd_per_mtok_in: 1}
+tools: refund: {side_effecting: true, retry_safe: true, args: {type: "object", required: ["amount"], properties: amount: type: "number"}}
+chains: tool: [
+	{use: "guard", name: "limit", tools: ["refund"], deny: "args.amount > 10.0", phase: "before"},
+	{use: "retry", when: "tool.name == 'refund'"},
+]
+admit: "item.score > 0.5"
+`)
+	c, err := Compile(context.Background(), []string{dir}, Options{})
+	require.NoError(t, err)
+	require.Empty(t, c.Diagnostics)
+	require.NotNil(t, c.Plan)
+	assert.Equal(t, []string{"load-policy", "compile-cel", "check-order", "lower"}, c.Stages)
+	b, err := plan.Encode(c.Plan)
+	require.NoError(t, err)
+	back, err := plan.Decode("mem", b)
+	require.NoError(t, err, "a compiled plan validates against the plan schema")
+	require.Len(t, back.Chains.Tool, 2)
+	g := back.Chains.Tool[0]
+	assert.Equal(t, "limit", g.Name)
+	require.Contains(t, g.Predicates, "deny")
+	assert.Equal(t, []string{"refund"}, g.Predicates["deny"].Tools)
+	assert.Equal(t, "before", g.Predicates["deny"].Phase)
+	require.NotNil(t, back.Chains.Tool[1].When)
+	assert.Equal(t, "tool.name == 'refund'", back.Chains.Tool[1].When.Source)
+	assert.JSONEq(t, `{"initial_delay":"100ms","max_attempts":3,"max_delay":"10s","multiplier":2}`, string(back.Chains.Tool[1].Config))
+	require.NotNil(t, back.Admit)
+	assert.Equal(t, "admit", back.Admit.Stage)
+}
+
+func TestCompileStopsAtFirstFailingStage(t *testing.T) {
+	dir := writePolicy(t, `package p
+chains: chat: [{use: "retry", max_attempts: 99, when: "request.modle == 'x'"}]
+`)
+	c, err := Compile(context.Background(), []string{dir}, Options{})
+	require.NoError(t, err)
+	assert.Nil(t, c.Plan)
+	assert.Equal(t, []string{"load-policy"}, c.Stages, "CEL is not checked after a schema error")
+	require.Len(t, c.Diagnostics, 1)
+	assert.Equal(t, "schema/invalid-value", c.Diagnostics[0].Rule)
+
+	_, err = Compile(context.Background(), []string{dir}, Options{StopAfter: "nope"})
+	assert.ErrorContains(t, err, "unknown compiler stage")
+}
+
+type sentiment struct{}
+
+func (*sentiment) WrapChat(next runtime.ChatHandler) runtime.ChatHandler { return next }
+
+func TestCustomMiddlewareIsVetted(t *testing.T) {
+	runtime.Register(runtime.Module{
+		ID: "test_sentiment", Stages: []plan.Stage{plan.StageChat}, Doc: "test middleware",
+		ConfigSchema: `threshold: *0.5 | number & >0 & <=1`,
+		New:          func() runtime.Middleware { return &sentiment{} },
+	})
+	ok := writePolicy(t, "package p\nchains: chat: [{use: \"test_sentiment\", threshold: 0.9}]\n")
+	c, err := Compile(context.Background(), []string{ok}, Options{})
+	require.NoError(t, err)
+	require.Empty(t, c.Diagnostics)
+	assert.JSONEq(t, `{"threshold":0.9}`, string(c.Plan.Chains.Chat[0].Config))
+
+	bad := writePolicy(t, "package p\nchains: chat: [{use: \"test_sentiment\", threshold: 2}]\n")
+	c, err = Compile(context.Background(), []string{bad}, Options{})
+	require.NoError(t, err)
+	require.Len(t, c.Diagnostics, 1)
+	assert.Equal(t, "schema/invalid-value", c.Diagnostics[0].Rule)
+}
+
+func BenchmarkCompileExample(b *testing.B) {
+	paths := []string{filepath.Join("..", "examples", "support")}
+	for i := 0; i < b.N; i++ {
+		c, err := Compile(context.Background(), paths, Options{})
+		if err != nil || c.Plan == nil {
+			b.Fatal(err, c.Diagnostics)
+		}
+	}
+}
