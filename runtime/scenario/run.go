@@ -1,0 +1,528 @@
+package scenario
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+)
+
+// Options tune Run.
+type Options struct {
+	// Trace records the tracing layers' spans into Result.Trace.
+	Trace bool
+	// Logger receives the log layers' lines (nil: discarded).
+	Logger *slog.Logger
+}
+
+// Result is the outcome of a scenario; it marshals to the JSON of
+// `agentc run -json`.
+type Result struct {
+	Steps      []StepResult `json:"steps"`
+	Executions Executions   `json:"executions"`
+	Audit      []AuditEntry `json:"audit"`
+	Meter      Meter        `json:"meter"`
+	// Trace holds the recorded spans with Options.Trace.
+	Trace []Span `json:"trace,omitempty"`
+}
+
+// StepResult is the outcome of one step.
+type StepResult struct {
+	Index int    `json:"index"`
+	Stage string `json:"stage"`
+	// Outcome is "ok", "blocked", "budget" or "error" (admit: set only on
+	// error).
+	Outcome string `json:"outcome,omitempty"`
+	// Text and Model are a chat step's delivered text and served model.
+	Text  *string `json:"text,omitempty"`
+	Model string  `json:"model,omitempty"`
+	// Result and Deduped are a tool step's.
+	Result  any   `json:"result,omitempty"`
+	Deduped *bool `json:"deduped,omitempty"`
+	// Attempts is the attempt count of a chat or tool step.
+	Attempts int `json:"attempts,omitempty"`
+	// Admitted lists an admit step's admitted items.
+	Admitted *[]runtime.Item `json:"admitted,omitempty"`
+	// Output and Steps are a turn step's output and nested steps.
+	Output *string       `json:"output,omitempty"`
+	Nested []StepResult  `json:"steps,omitempty"`
+	Error  *ErrorSummary `json:"error,omitempty"`
+}
+
+// ErrorSummary describes a failed step.
+type ErrorSummary struct {
+	// Kind is runtime.KindOf: "blocked", "budget", "transient",
+	// "rate_limited", "timeout", "permanent", "breaker_open", "canceled" or
+	// "failure".
+	Kind string `json:"kind"`
+	// Layer names the layer that raised the error, when one did.
+	Layer   string `json:"layer"`
+	Message string `json:"message"`
+}
+
+// Executions counts how often each fake really ran.
+type Executions struct {
+	Models map[string]int `json:"models"`
+	Tools  map[string]int `json:"tools"`
+}
+
+// AuditEntry is an outcome record of the audit sink.
+type AuditEntry struct {
+	Tool         string `json:"tool,omitempty"`
+	Stage        string `json:"stage,omitempty"`
+	Layer        string `json:"layer,omitempty"`
+	Decision     string `json:"decision"`
+	Attempts     int    `json:"attempts"`
+	ErrorType    string `json:"error_type,omitempty"`
+	ErrorMessage string `json:"error_message,omitempty"`
+}
+
+// Meter is the run's ledger of model calls (the outermost chat meter's).
+type Meter struct {
+	InputTokens  int64   `json:"input_tokens"`
+	OutputTokens int64   `json:"output_tokens"`
+	USD          float64 `json:"usd"`
+	Calls        int64   `json:"calls"`
+}
+
+// Span is a recorded span.
+type Span struct {
+	Name       string         `json:"name"`
+	Depth      int            `json:"depth"`
+	Status     string         `json:"status,omitempty"`
+	Attributes map[string]any `json:"attributes,omitempty"`
+	Duration   time.Duration  `json:"-"`
+}
+
+// Run runs s against p. It returns an error only when the pipeline cannot be
+// built or ctx ends; a failing step is reported in its StepResult.
+func Run(ctx context.Context, p *plan.Plan, s *Scenario, opts Options) (*Result, error) {
+	f := newFakes(s)
+	audit := &runtime.MemoryAudit{}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	deps := runtime.Deps{Models: f.models(), Tools: f.tools(), Audit: audit, Logger: logger}
+	var rec *tracetest.SpanRecorder
+	var tp *sdktrace.TracerProvider
+	if opts.Trace {
+		rec = tracetest.NewSpanRecorder()
+		tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+		deps.TracerProvider = tp
+	}
+	pl, err := runtime.Build(ctx, p, deps)
+	if err != nil {
+		return nil, err
+	}
+	defer pl.Close()
+
+	runID := s.RunID
+	if runID == "" {
+		runID = "run-1"
+	}
+	rctx := runtime.WithRun(ctx, runtime.Run{ID: runID})
+	r := &runner{pl: pl}
+	res := &Result{Steps: r.steps(rctx, s.Steps)}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	res.Executions = f.executions()
+	res.Audit = auditEntries(audit.Records())
+	res.Meter = meterOf(pl, runID)
+	if tp != nil {
+		_ = tp.Shutdown(context.WithoutCancel(ctx))
+		res.Trace = spans(rec.Ended())
+	}
+	return res, nil
+}
+
+type runner struct {
+	pl *runtime.Pipeline
+}
+
+func (r *runner) steps(ctx context.Context, steps []Step) []StepResult {
+	out := make([]StepResult, 0, len(steps))
+	for i, st := range steps {
+		out = append(out, r.step(ctx, i, st))
+	}
+	return out
+}
+
+func (r *runner) step(ctx context.Context, i int, st Step) StepResult {
+	switch {
+	case st.Chat != nil:
+		return r.chat(ctx, i, st.Chat)
+	case st.Tool != nil:
+		res, err := r.pl.Tool(ctx, runtime.ToolRequest{Name: st.Tool.Name, Args: st.Tool.Args})
+		sr := StepResult{Index: i, Stage: plan.StageTool, Attempts: res.Attempts, Deduped: &res.Deduped}
+		if err == nil {
+			sr.Result = res.Value
+		}
+		setOutcome(&sr, err)
+		return sr
+	case st.Admit != nil:
+		items, err := r.pl.Admit(ctx, st.Admit.Items)
+		if items == nil {
+			items = []runtime.Item{}
+		}
+		sr := StepResult{Index: i, Stage: plan.StageAdmit, Admitted: &items}
+		if err != nil {
+			setOutcome(&sr, err)
+		}
+		return sr
+	case st.Turn != nil:
+		return r.turn(ctx, i, st.Turn)
+	}
+	return StepResult{Index: i}
+}
+
+func (r *runner) chat(ctx context.Context, i int, cs *ChatStep) StepResult {
+	req := runtime.ChatRequest{Model: cs.Model, Messages: cs.Messages, MaxTokens: cs.MaxTokens}
+	var text strings.Builder
+	n := 0
+	resp, err := r.pl.Stream(ctx, req, func(d runtime.Delta) bool {
+		if cs.Consume != nil && n >= *cs.Consume {
+			return false
+		}
+		n++
+		text.WriteString(d.Text)
+		return cs.Consume == nil || n < *cs.Consume
+	})
+	t := text.String()
+	sr := StepResult{Index: i, Stage: plan.StageChat, Text: &t, Model: resp.Model, Attempts: resp.Attempts}
+	setOutcome(&sr, err)
+	return sr
+}
+
+func (r *runner) turn(ctx context.Context, i int, ts *TurnStep) StepResult {
+	var nested []StepResult
+	res, err := r.pl.Turn(ctx, runtime.TurnRequest{Input: ts.Input, Session: ts.Session}, func(ctx context.Context) (string, error) {
+		var output string
+		for j, st := range ts.Steps {
+			sr := r.step(ctx, j, st)
+			nested = append(nested, sr)
+			if st.Chat != nil && sr.Text != nil {
+				output = *sr.Text
+			}
+			if sr.Outcome != "" && sr.Outcome != "ok" {
+				return output, stepErr{sr}
+			}
+		}
+		return output, nil
+	})
+	sr := StepResult{Index: i, Stage: plan.StageTurn, Nested: nested}
+	if err == nil {
+		sr.Output = &res.Output
+	}
+	var se stepErr
+	if errors.As(err, &se) {
+		// The turn ended on a nested step: report its outcome.
+		sr.Outcome, sr.Error = se.sr.Outcome, se.sr.Error
+		return sr
+	}
+	setOutcome(&sr, err)
+	return sr
+}
+
+// stepErr ends a turn on a nested step that did not end ok. It unwraps to
+// nothing: the nested step's own result says what happened.
+type stepErr struct{ sr StepResult }
+
+func (e stepErr) Error() string {
+	if e.sr.Error != nil {
+		return fmt.Sprintf("step %d (%s): %s", e.sr.Index, e.sr.Stage, e.sr.Error.Message)
+	}
+	return fmt.Sprintf("step %d (%s) ended %s", e.sr.Index, e.sr.Stage, e.sr.Outcome)
+}
+
+// Unwrap rebuilds a typed error so that layers outside the turn (guards,
+// audits) classify the turn like its failing step.
+func (e stepErr) Unwrap() error {
+	if e.sr.Error == nil {
+		return nil
+	}
+	switch e.sr.Outcome {
+	case "blocked":
+		return &runtime.BlockedError{Layer: e.sr.Error.Layer, Message: e.sr.Error.Message}
+	case "budget":
+		return &runtime.BudgetError{Layer: e.sr.Error.Layer, Resource: e.sr.Error.Message}
+	}
+	return nil
+}
+
+func setOutcome(sr *StepResult, err error) {
+	switch runtime.Classify(err) {
+	case runtime.ClassOK:
+		sr.Outcome = "ok"
+		return
+	case runtime.ClassBlocked:
+		sr.Outcome = "blocked"
+	case runtime.ClassBudget:
+		sr.Outcome = "budget"
+	default:
+		sr.Outcome = "error"
+	}
+	sr.Error = &ErrorSummary{Kind: runtime.KindOf(err), Layer: runtime.LayerOf(err), Message: errorMessage(err)}
+}
+
+// errorMessage returns the error text without the layer prefix for errors
+// that name their layer separately.
+func errorMessage(err error) string {
+	var b *runtime.BlockedError
+	if errors.As(err, &b) {
+		if b.Err != nil {
+			return b.Message + ": " + b.Err.Error()
+		}
+		return b.Message
+	}
+	var g *runtime.BudgetError
+	if errors.As(err, &g) {
+		return g.Message()
+	}
+	var ce *runtime.CallError
+	if errors.As(err, &ce) && ce.Layer != "" {
+		return strings.TrimPrefix(ce.Error(), ce.Layer+": ")
+	}
+	return err.Error()
+}
+
+func auditEntries(recs []runtime.AuditRecord) []AuditEntry {
+	out := []AuditEntry{}
+	for _, r := range recs {
+		if r.Phase != runtime.PhaseOutcome {
+			continue
+		}
+		out = append(out, AuditEntry{Tool: r.Tool, Stage: r.Stage, Layer: r.Layer, Decision: string(r.Decision),
+			Attempts: r.Attempts, ErrorType: r.ErrorType, ErrorMessage: r.ErrorMessage})
+	}
+	return out
+}
+
+// meterOf reads the run's ledger from the outermost chat layer that keeps
+// one.
+func meterOf(pl *runtime.Pipeline, runID string) Meter {
+	for _, l := range pl.Layers(plan.StageChat) {
+		if lr, ok := l.Middleware.(runtime.LedgerReader); ok {
+			g := lr.Ledger(runID)
+			return Meter{InputTokens: g.InputTokens, OutputTokens: g.OutputTokens,
+				USD: math.Round(g.USD*1e12) / 1e12, Calls: g.Calls}
+		}
+	}
+	return Meter{}
+}
+
+// fakes are the scripted models and tools.
+type fakes struct {
+	mu          sync.Mutex
+	modelScript map[string]*script[ModelItem]
+	toolScript  map[string]*script[ToolItem]
+}
+
+type script[T any] struct {
+	items []T
+	next  int
+}
+
+func newFakes(s *Scenario) *fakes {
+	f := &fakes{modelScript: map[string]*script[ModelItem]{}, toolScript: map[string]*script[ToolItem]{}}
+	for name, items := range s.Models {
+		f.modelScript[name] = &script[ModelItem]{items: items}
+	}
+	for name, items := range s.Tools {
+		f.toolScript[name] = &script[ToolItem]{items: items}
+	}
+	return f
+}
+
+// take returns the next item of a script and counts the execution.
+func take[T any](f *fakes, sc *script[T]) (T, int, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := sc.next
+	sc.next++
+	if n >= len(sc.items) {
+		var zero T
+		return zero, n, false
+	}
+	return sc.items[n], n, true
+}
+
+func (f *fakes) executions() Executions {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e := Executions{Models: map[string]int{}, Tools: map[string]int{}}
+	for name, sc := range f.modelScript {
+		e.Models[name] = sc.next
+	}
+	for name, sc := range f.toolScript {
+		e.Tools[name] = sc.next
+	}
+	return e
+}
+
+func fakeError(kind string, retryAfterMS int, what string) error {
+	e := &runtime.CallError{Kind: runtime.ErrorKind(kind), Message: fmt.Sprintf("%s: scripted %s error", what, kind)}
+	switch kind {
+	case ErrRateLimited:
+		e.Status = 429
+		e.RetryAfter = time.Duration(retryAfterMS) * time.Millisecond
+	case ErrTransient:
+		e.Status = 503
+	case ErrTimeout:
+		e.Status = 504
+	case ErrPermanent:
+		e.Status = 400
+	}
+	return e
+}
+
+func sleep(ctx context.Context, ms int) error {
+	if ms <= 0 {
+		return nil
+	}
+	t := time.NewTimer(time.Duration(ms) * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func (f *fakes) models() map[string]runtime.ModelClient {
+	out := map[string]runtime.ModelClient{}
+	for name, sc := range f.modelScript {
+		out[name] = runtime.ModelFunc(func(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+			it, n, ok := take(f, sc)
+			what := fmt.Sprintf("model %s call %d", name, n+1)
+			if !ok {
+				return &runtime.CallError{Kind: runtime.KindPermanent, Message: fmt.Sprintf("%s: script exhausted", what)}
+			}
+			if err := sleep(ctx, it.DelayMS); err != nil {
+				return err
+			}
+			deltas := it.Deltas
+			if it.Text != nil {
+				deltas = []string{*it.Text}
+			}
+			if it.Error != "" && it.FailAfter == nil {
+				return fakeError(it.Error, it.RetryAfterMS, what)
+			}
+			for k, d := range deltas {
+				if it.FailAfter != nil && k == *it.FailAfter {
+					break
+				}
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				delta := runtime.Delta{Text: d}
+				if k == len(deltas)-1 && it.FailAfter == nil && it.Usage != nil {
+					delta.Usage = *it.Usage
+				}
+				if !yield(delta) {
+					return nil
+				}
+			}
+			if it.FailAfter != nil {
+				kind := it.Error
+				if kind == "" {
+					kind = ErrTransient
+				}
+				return fakeError(kind, it.RetryAfterMS, what+" mid-stream")
+			}
+			if len(deltas) == 0 && it.Usage != nil {
+				yield(runtime.Delta{Usage: *it.Usage})
+			}
+			return nil
+		})
+	}
+	return out
+}
+
+func (f *fakes) tools() map[string]runtime.ToolFunc {
+	out := map[string]runtime.ToolFunc{}
+	for name, sc := range f.toolScript {
+		out[name] = func(ctx context.Context, call *runtime.ToolCall) (any, error) {
+			it, n, ok := take(f, sc)
+			what := fmt.Sprintf("tool %s call %d", name, n+1)
+			if !ok {
+				return nil, &runtime.CallError{Kind: runtime.KindPermanent, Message: fmt.Sprintf("%s: script exhausted", what)}
+			}
+			if err := sleep(ctx, it.DelayMS); err != nil {
+				return nil, err
+			}
+			if it.Error != "" {
+				return nil, fakeError(it.Error, it.RetryAfterMS, what)
+			}
+			return it.Result, nil
+		}
+	}
+	return out
+}
+
+// spans orders the ended spans by start time and computes their depth.
+func spans(ended []sdktrace.ReadOnlySpan) []Span {
+	sort.SliceStable(ended, func(i, j int) bool { return ended[i].StartTime().Before(ended[j].StartTime()) })
+	depth := map[string]int{}
+	out := make([]Span, 0, len(ended))
+	for _, s := range ended {
+		d := 0
+		if p := s.Parent(); p.IsValid() {
+			if pd, ok := depth[p.SpanID().String()]; ok {
+				d = pd + 1
+			}
+		}
+		depth[s.SpanContext().SpanID().String()] = d
+		sp := Span{Name: s.Name(), Depth: d, Duration: s.EndTime().Sub(s.StartTime())}
+		if st := s.Status(); st.Code.String() == "Error" {
+			sp.Status = "error: " + st.Description
+		}
+		if attrs := s.Attributes(); len(attrs) > 0 {
+			sp.Attributes = map[string]any{}
+			for _, kv := range attrs {
+				sp.Attributes[string(kv.Key)] = kv.Value.AsInterface()
+			}
+		}
+		out = append(out, sp)
+	}
+	return out
+}
+
+// WriteTrace prints the recorded spans as an indented tree, one per line:
+// name, duration, status and attributes.
+func (r *Result) WriteTrace(w io.Writer) error {
+	for _, s := range r.Trace {
+		keys := make([]string, 0, len(s.Attributes))
+		for k := range s.Attributes {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s%s %s", strings.Repeat("  ", s.Depth), s.Name, s.Duration.Round(time.Microsecond))
+		if s.Status != "" {
+			fmt.Fprintf(&b, " [%s]", s.Status)
+		}
+		for _, k := range keys {
+			fmt.Fprintf(&b, " %s=%v", k, s.Attributes[k])
+		}
+		b.WriteByte('\n')
+		if _, err := io.WriteString(w, b.String()); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,101 @@
+package scenario_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	_ "github.com/agentc-dev/agentc/builtins/all"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	"github.com/agentc-dev/agentc/runtime/scenario"
+)
+
+func layer(use string, config string) plan.Layer {
+	return plan.Layer{Use: use, Name: use, Config: json.RawMessage(config)}
+}
+
+func designPlan() *plan.Plan {
+	return &plan.Plan{
+		Version: plan.Version,
+		Policy:  "support",
+		Models: map[string]plan.Model{
+			"primary": {USDPerMTokIn: 3, USDPerMTokOut: 15},
+			"backup":  {USDPerMTokIn: 0.5, USDPerMTokOut: 1.5},
+		},
+		Tools: map[string]plan.Tool{"refund": {SideEffecting: true, RetrySafe: true}},
+		Chains: plan.Chains{
+			Chat: []plan.Layer{
+				layer("tracing", `{}`),
+				layer("meter", `{"budget":{"usd":2.0},"scope":"run"}`),
+				layer("fallback", `{"models":["primary","backup"]}`),
+				layer("retry", `{"max_attempts":3,"initial_delay":"1ms","max_delay":"50ms","multiplier":2}`),
+			},
+			Tool: []plan.Layer{
+				layer("tracing", `{}`),
+				layer("retry", `{"max_attempts":3,"initial_delay":"1ms","max_delay":"50ms","multiplier":2}`),
+			},
+		},
+		Admit: &plan.Predicate{Stage: plan.StageAdmit, Source: "item.metadata.tier != 'inferred'"},
+	}
+}
+
+const designScenario = `{
+  "run_id": "run-1",
+  "models": {"primary": [{"error": "rate_limited", "retry_after_ms": 5},
+                         {"text": "hello", "usage": {"input_tokens": 10, "output_tokens": 5}}],
+             "backup":  [{"deltas": ["he", "llo"], "fail_after": 1}]},
+  "tools":  {"refund": [{"error": "transient"}, {"result": {"ok": true}}]},
+  "steps": [
+    {"chat": {"model": "primary", "messages": [{"role": "user", "content": "hi"}], "consume": 1}},
+    {"tool": {"name": "refund", "args": {"order_id": "A1", "amount": 50}}},
+    {"admit": {"items": [{"content": "x", "source": "kb", "score": 0.9, "metadata": {"tier": "inferred"}}]}}
+  ]
+}`
+
+func TestDesignExample(t *testing.T) {
+	s, err := scenario.Parse([]byte(designScenario))
+	require.NoError(t, err)
+	res, err := scenario.Run(context.Background(), designPlan(), s, scenario.Options{})
+	require.NoError(t, err)
+	got, err := json.Marshal(res)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"steps": [{"index": 0, "stage": "chat", "outcome": "ok", "text": "hello", "model": "primary", "attempts": 2},
+           {"index": 1, "stage": "tool", "outcome": "ok", "result": {"ok": true}, "attempts": 2, "deduped": false},
+           {"index": 2, "stage": "admit", "admitted": []}],
+ "executions": {"models": {"primary": 2, "backup": 0}, "tools": {"refund": 2}},
+ "audit": [],
+ "meter": {"input_tokens": 10, "output_tokens": 5, "usd": 0.000105, "calls": 1}}`, string(got))
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name, in string
+		want     []string
+	}{
+		{"syntax", "{\n  \"steps\": [\n    {\"chat\": }\n  ]\n}", []string{"line 3, col"}},
+		{"unknown field", `{"steps": [{"chat": {"modle": "x"}}]}`, []string{`unknown field "modle"`}},
+		{"type", `{"steps": [{"chat": {"model": 1}}]}`, []string{"steps.chat.model", "line 1"}},
+		{"no steps", `{"steps": []}`, []string{"steps: at least one step is required"}},
+		{"two kinds", `{"steps": [{"chat": {}, "tool": {"name": "x"}}]}`, []string{"steps[0]: a step has exactly one of chat, tool, admit, turn (found 2)"}},
+		{"tool name", `{"steps": [{"chat": {}}, {"tool": {}}]}`, []string{"steps[1].tool: name is required"}},
+		{"nested", `{"steps": [{"turn": {"input": "x", "steps": [{"tool": {}}]}}]}`, []string{"steps[0].turn.steps[0].tool: name is required"}},
+		{"bad error kind", `{"models": {"m": [{"error": "boom"}]}, "steps": [{"chat": {}}]}`, []string{`models.m[0]: error "boom" is not one of`}},
+		{"empty item", `{"models": {"m": [{}]}, "steps": [{"chat": {}}]}`, []string{"models.m[0]: one of text, deltas or error is required"}},
+		{"fail_after past", `{"models": {"m": [{"deltas": ["a"], "fail_after": 2}]}, "steps": [{"chat": {}}]}`, []string{"fail_after 2 is past the 1 deltas"}},
+		{"retry_after without rate_limited", `{"tools": {"t": [{"error": "transient", "retry_after_ms": 3}]}, "steps": [{"chat": {}}]}`, []string{`tools.t[0]: retry_after_ms needs error "rate_limited"`}},
+		{"negative consume", `{"steps": [{"chat": {"consume": -1}}]}`, []string{"steps[0].chat: consume must not be negative"}},
+		{"trailing", `{"steps": [{"chat": {}}]} {}`, []string{"trailing data"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := scenario.Parse([]byte(tt.in))
+			require.Error(t, err)
+			for _, w := range tt.want {
+				assert.Contains(t, err.Error(), w)
+			}
+		})
+	}
+}
