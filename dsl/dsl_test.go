@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"cuelang.org/go/cue/cuecontext"
 )
 
 func writePolicy(t testing.TB, files map[string]string) string {
@@ -196,4 +198,11 @@ func BenchmarkLoad200(b *testing.B) {
 			b.Fatal(err, diags)
 		}
 	}
+}
+
+func TestEmbeddedSchemaBuilds(t *testing.T) {
+	s, err := DefaultSchema()
+	require.NoError(t, err)
+	_, err = s.build(cuecontext.New(), true)
+	require.NoError(t, err, "the generated #Entry must evaluate with every builtin")
 }
