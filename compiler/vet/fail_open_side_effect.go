@@ -1,0 +1,43 @@
+package vet
+
+import (
+	"fmt"
+
+	"github.com/agentc-dev/agentc/dsl"
+)
+
+// FailOpenSideEffect reports a fail-open guard in front of a
+// side-effecting tool.
+var FailOpenSideEffect = &Rule{
+	Name:     "guard/fail-open-side-effect",
+	Severity: dsl.Warning,
+	Doc: `an on_error: "open" guard can reach a side-effecting tool.
+
+A policy violation always blocks, but a guard's own failure (a CEL
+evaluation error such as a missing argument, a detector timeout) follows its
+on_error. Failing open in front of a side-effecting tool lets the call run
+unchecked exactly when the check could not be made: the refund goes through,
+the email goes out. Any guarding layer of the tool chain with on_error
+counts (guard, pii, ...); tools scoped out of it, or refused outright, do
+not.`,
+	Run: func(p *Pass) {
+		for _, e := range p.Policy.Chains["tool"] {
+			if e.Kind == nil || !e.Kind.Has("guards") || stringField(e, "on_error") != "open" {
+				continue
+			}
+			var bad []*dsl.Tool
+			var rel []dsl.Related
+			for _, t := range p.ToolsReaching(e) {
+				if t.SideEffecting {
+					bad = append(bad, t)
+					rel = append(rel, dsl.Related{Pos: t.Pos, Message: fmt.Sprintf("`%s` is declared side_effecting here", t.Name)})
+				}
+			}
+			if len(bad) == 0 {
+				continue
+			}
+			p.Reportf(e.FieldPos("on_error"), rel, "%s fails open: when its check cannot be evaluated, side-effecting %s %s runs unchecked; set on_error: \"closed\", or scope %s with tools: to read-only tools",
+				e.Ref(), plural(len(bad), "tool", "tools"), toolList(bad), e.Ref())
+		}
+	},
+}

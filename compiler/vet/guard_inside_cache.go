@@ -1,0 +1,37 @@
+package vet
+
+import "github.com/agentc-dev/agentc/dsl"
+
+// GuardInsideCache reports a guarding layer inside memoize,
+// semantic_memoize or idempotent.
+var GuardInsideCache = &Rule{
+	Name:     "order/guard-inside-cache",
+	Severity: dsl.Warning,
+	Doc: `a guard inside memoize, semantic_memoize or idempotent is skipped on a hit.
+
+On a cache hit (or an idempotent replay) the layers inside the cache do not
+run: the stored answer is served as it is. A layer that checks calls before
+they run (any builtin with the guards trait: guard, pii, egress,
+tool_policy, security, ...) never sees that call, so a check that depends on
+more than the cache key (the run, the agent, the time, a policy changed since
+the answer was stored) is bypassed. Put such checks outside caches. Checks of
+the output alone (output_coerce, judge, a guard with phase: "after") may sit
+inside a cache: an output they refuse is an error, and errors are never
+stored, so every stored answer has passed them. The rule is the builtin
+constraints guard-inside-cache (schemas/memoize.cue, semantic_memoize.cue,
+idempotent.cue); a when on the guard's constraint leaves "after" guards out.`,
+	Run: func(p *Pass) {
+		reportConstraint(p, "guard-inside-cache", func(v *Pair) (dsl.Pos, []dsl.Related, string) {
+			guard, cache := v.Outer, v.Inner
+			hit := "a cache hit is served"
+			switch cache.Use {
+			case "semantic_memoize":
+				hit = "a near-duplicate hit is served"
+			case "idempotent":
+				hit = "a replayed call is answered from the stored result"
+			}
+			return guard.Pos, []dsl.Related{at(cache, "%s is here, outside %s", cache.Ref(), guard.Ref())},
+				guard.Ref() + " sits inside " + cache.Ref() + ": " + hit + " without running " + guard.Ref() + "; move " + guard.Ref() + " outside " + cache.Ref()
+		})
+	},
+}

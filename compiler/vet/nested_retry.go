@@ -1,0 +1,52 @@
+package vet
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/agentc-dev/agentc/dsl"
+)
+
+// NestedRetry reports retries that wrap each other.
+var NestedRetry = &Rule{
+	Name:     "order/nested-retry",
+	Severity: dsl.Warning,
+	Doc: `two retries in one chain multiply attempts.
+
+Each attempt of the outer retry runs the inner retry in full, so a failing
+call runs the product of their max_attempts: 3 and 3 make 9 calls to a model
+or tool that is already struggling, with backoffs that add up. The message
+gives the product. Retries scoped with tools: to different tools do not
+wrap each other and are not reported.`,
+	Run: func(p *Pass) {
+		for _, stage := range dsl.Stages {
+			var retries []*dsl.Entry
+			for _, e := range p.Policy.Chains[stage] {
+				if e.Use != "retry" {
+					continue
+				}
+				var outer []*dsl.Entry
+				for _, o := range retries {
+					if p.Overlap(o, e) {
+						outer = append(outer, o)
+					}
+				}
+				retries = append(retries, e)
+				if len(outer) == 0 {
+					continue
+				}
+				product := Attempts(e)
+				factors := []string{}
+				for _, o := range outer {
+					product *= Attempts(o)
+					factors = append(factors, fmt.Sprint(Attempts(o)))
+				}
+				factors = append(factors, fmt.Sprint(Attempts(e)))
+				near := outer[len(outer)-1]
+				p.Reportf(e.Pos, []dsl.Related{at(near, "%s (max_attempts %d) is here, outside %s", near.Ref(), Attempts(near), e.Ref())},
+					"%s (max_attempts %d) sits inside %s (max_attempts %d): a failing call reaches %s up to %d times (%s); keep one retry, or scope them with tools: to different tools",
+					e.Ref(), Attempts(e), near.Ref(), Attempts(near), callee(stage), product, strings.Join(factors, " × "))
+			}
+		}
+	},
+}

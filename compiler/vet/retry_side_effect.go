@@ -1,0 +1,65 @@
+package vet
+
+import (
+	"fmt"
+
+	"github.com/agentc-dev/agentc/dsl"
+)
+
+// RetrySideEffect reports a retry that can re-invoke a side-effecting tool
+// that is not retry-safe.
+var RetrySideEffect = &Rule{
+	Name:     "order/retry-side-effect",
+	Severity: dsl.Error,
+	Doc: `a retry can re-invoke a side-effecting tool that does not declare retry_safe: true.
+
+A retry runs the call again after a transient failure, and a transient
+failure (a timeout, a dropped connection) often comes after the effect
+happened: the refund was made, the email sent, and then the answer was lost.
+Running it again repeats the effect. Only the tool can prevent that, by
+passing the call's idempotency key downstream; retry_safe: true declares it
+does.
+
+The rule fires only for tools whose calls can actually reach the retry: a
+retry scoped with tools: to other tools, or whose when is false for the tool,
+does not fire, nor does one in a chain where a tool_policy or a guard
+refuses the tool outright. An idempotent layer does not make the retry safe,
+wherever it sits: it stores only successful results and a retry follows a
+failure, so the second attempt finds nothing stored and runs the tool again.`,
+	Run: func(p *Pass) {
+		for _, e := range p.Policy.Chains["tool"] {
+			if e.Use != "retry" {
+				continue
+			}
+			var bad []*dsl.Tool
+			var rel []dsl.Related
+			for _, t := range p.ToolsReaching(e) {
+				if t.SideEffecting && !t.RetrySafe {
+					bad = append(bad, t)
+					rel = append(rel, dsl.Related{Pos: t.Pos, Message: fmt.Sprintf("`%s` is declared here: side_effecting, without retry_safe: true", t.Name)})
+				}
+			}
+			if len(bad) == 0 {
+				continue
+			}
+			n := Attempts(e)
+			msg := fmt.Sprintf("%s can re-invoke side-effecting %s %s, not declared retry_safe: an attempt that fails after the effect happened is run again, so one call can repeat the effect %s times; scope %s with tools: to other tools, or pass the idempotency key downstream and declare retry_safe: true",
+				e.Ref(), plural(len(bad), "tool", "tools"), toolList(bad), count(n), e.Ref())
+			for _, o := range p.Policy.Chains["tool"] {
+				if o.Use == "idempotent" && o.Index > e.Index && p.Overlap(o, e) {
+					msg += fmt.Sprintf(" (%s inside it does not help: it stores only successes, and a retry follows a failure)", o.Ref())
+					rel = append(rel, at(o, "%s is here, inside %s", o.Ref(), e.Ref()))
+					break
+				}
+			}
+			p.Reportf(e.Pos, rel, "%s", msg)
+		}
+	},
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
