@@ -1,0 +1,299 @@
+package redact
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// Pattern is one secret-masking rule.
+type Pattern struct {
+	// ID names the rule; it appears in the placeholder "[REDACTED:<id>]".
+	ID string
+	// Regex is an RE2 expression. A capture group named "secret" limits the masking to it.
+	Regex string
+}
+
+// Config configures a Redactor.
+type Config struct {
+	// Patterns extends the default rules (or replaces them with DisableDefaults).
+	Patterns []Pattern
+	// DisableDefaults drops the default rules.
+	DisableDefaults bool
+}
+
+type rule struct {
+	id          string
+	re          *regexp.Regexp
+	secret      int // submatch index of the "secret" group, or 0 for the whole match
+	needles     []string
+	anchor      string         // exact text the rule starts with
+	anchored    *regexp.Regexp // re anchored at the start, for keyed and anchored rules
+	placeholder string
+}
+
+// keyRef names one key of a keyed rule.
+type keyRef struct {
+	key  string
+	rule int
+}
+
+// Redactor masks secrets.
+type Redactor struct {
+	rules []rule
+	// keysByFirst indexes the keys of keyed rules by their first letter.
+	keysByFirst [26][]keyRef
+	keyed       bool
+}
+
+// DefaultPatterns returns the built-in rules, in priority order: OpenAI- and Anthropic-style
+// "sk-" keys, AWS access key ids and secret keys, GitHub, Slack, Google and Stripe tokens,
+// JWTs, bearer and basic authorization values, passwords in URLs, PEM private key blocks
+// (including a block cut off before its END line) and generic "password=", "api_key: ",
+// "token=" assignments.
+func DefaultPatterns() []Pattern {
+	out := make([]Pattern, len(builtinPatterns))
+	for i, b := range builtinPatterns {
+		out[i] = b.Pattern
+	}
+	return out
+}
+
+// New compiles the rules. An empty ID or an invalid regular expression is an error naming
+// the rule.
+func New(cfg Config) (*Redactor, error) {
+	r := &Redactor{}
+	if !cfg.DisableDefaults {
+		for _, b := range builtinPatterns {
+			ru := compileRule(b.Pattern, regexp.MustCompile(b.Regex), b.needles)
+			if len(b.keys) > 0 || b.anchor != "" {
+				ru.anchored = regexp.MustCompile(`^(?:` + b.Regex + `)`)
+				ru.anchor = b.anchor
+			}
+			for _, k := range b.keys {
+				r.keysByFirst[k[0]-'a'] = append(r.keysByFirst[k[0]-'a'], keyRef{key: k, rule: len(r.rules)})
+				r.keyed = true
+			}
+			r.rules = append(r.rules, ru)
+		}
+	}
+	for i, p := range cfg.Patterns {
+		if p.ID == "" {
+			return nil, fmt.Errorf("redact: pattern %d has no id", i)
+		}
+		re, err := regexp.Compile(p.Regex)
+		if err != nil {
+			return nil, fmt.Errorf("redact: pattern %q: %w", p.ID, err)
+		}
+		r.rules = append(r.rules, compileRule(p, re, nil))
+	}
+	return r, nil
+}
+
+func compileRule(p Pattern, re *regexp.Regexp, needles []string) rule {
+	secret := re.SubexpIndex("secret")
+	if secret < 0 {
+		secret = 0
+	}
+	return rule{id: p.ID, re: re, secret: secret, needles: needles, placeholder: Placeholder(p.ID)}
+}
+
+// Placeholder returns the text that replaces a secret found by rule id: "[REDACTED:<id>]".
+func Placeholder(id string) string { return "[REDACTED:" + id + "]" }
+
+type span struct {
+	start, end int
+	rule       int
+}
+
+// Redact returns text with every secret replaced by its placeholder, and the number of
+// replacements. Overlapping matches are resolved in favour of the one that starts first, then
+// the longer, then the rule listed first.
+func (r *Redactor) Redact(text string) (string, int) {
+	var spans []span
+	if r.keyed {
+		spans = r.keyedSpans(text, spans)
+	}
+	for i, ru := range r.rules {
+		if ru.anchored != nil {
+			if ru.anchor != "" {
+				spans = ru.anchorSpans(text, i, spans)
+			}
+			continue
+		}
+		if len(ru.needles) > 0 && !containsAny(text, ru.needles) {
+			continue
+		}
+		for _, loc := range ru.re.FindAllStringSubmatchIndex(text, -1) {
+			spans = ru.appendSpan(spans, loc, 0, i)
+		}
+	}
+	if len(spans) == 0 {
+		return text, 0
+	}
+	slices.SortFunc(spans, func(a, b span) int {
+		if a.start != b.start {
+			return a.start - b.start
+		}
+		if a.end != b.end {
+			return b.end - a.end
+		}
+		return a.rule - b.rule
+	})
+	var b strings.Builder
+	b.Grow(len(text))
+	last, n := 0, 0
+	for _, sp := range spans {
+		if sp.start < last {
+			continue
+		}
+		b.WriteString(text[last:sp.start])
+		b.WriteString(r.rules[sp.rule].placeholder)
+		last = sp.end
+		n++
+	}
+	b.WriteString(text[last:])
+	return b.String(), n
+}
+
+// RedactValue returns a copy of a JSON-like value (map[string]any, []any, map[string]string,
+// []string, string) with every string redacted, and the number of replacements. Map keys are
+// kept as they are; other types (numbers, booleans, nil) are returned unchanged. v itself is
+// never modified: containers are always copied.
+func (r *Redactor) RedactValue(v any) (any, int) {
+	switch x := v.(type) {
+	case string:
+		return r.Redact(x)
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		total := 0
+		for k, e := range x {
+			red, n := r.RedactValue(e)
+			out[k] = red
+			total += n
+		}
+		return out, total
+	case []any:
+		out := make([]any, len(x))
+		total := 0
+		for i, e := range x {
+			red, n := r.RedactValue(e)
+			out[i] = red
+			total += n
+		}
+		return out, total
+	case map[string]string:
+		out := make(map[string]string, len(x))
+		total := 0
+		for k, e := range x {
+			red, n := r.Redact(e)
+			out[k] = red
+			total += n
+		}
+		return out, total
+	case []string:
+		out := make([]string, len(x))
+		total := 0
+		for i, e := range x {
+			red, n := r.Redact(e)
+			out[i] = red
+			total += n
+		}
+		return out, total
+	default:
+		return v, 0
+	}
+}
+
+func (ru *rule) appendSpan(spans []span, loc []int, offset, i int) []span {
+	s, e := loc[2*ru.secret], loc[2*ru.secret+1]
+	if s < 0 || s == e {
+		return spans
+	}
+	return append(spans, span{offset + s, offset + e, i})
+}
+
+// keyWindow bounds the text an anchored rule is first tried on; a match that reaches the end
+// of the window is retried on the rest of the text, so the bound never truncates a secret.
+const keyWindow = 1024
+
+// matchAt runs the anchored rule at offset p.
+func (ru *rule) matchAt(text string, p int) []int {
+	window := text[p:min(len(text), p+keyWindow)]
+	loc := ru.anchored.FindStringSubmatchIndex(window)
+	if loc != nil && loc[1] == len(window) && len(window) < len(text)-p {
+		loc = ru.anchored.FindStringSubmatchIndex(text[p:])
+	}
+	return loc
+}
+
+// keyedSpans walks the word starts of text once and tries, at each word that begins with a
+// key (case-insensitively), the rules of that key anchored there.
+func (r *Redactor) keyedSpans(text string, spans []span) []span {
+	lower := asciiLower(text)
+	var skipUntil []int // per rule: offsets before this are inside its previous match
+	for p := 0; p < len(lower); p++ {
+		c := lower[p]
+		if c < 'a' || c > 'z' || (p > 0 && isWordByte(lower[p-1])) {
+			continue
+		}
+		for _, ref := range r.keysByFirst[c-'a'] {
+			if !strings.HasPrefix(lower[p:], ref.key) {
+				continue
+			}
+			if skipUntil == nil {
+				skipUntil = make([]int, len(r.rules))
+			}
+			if p < skipUntil[ref.rule] {
+				continue
+			}
+			ru := &r.rules[ref.rule]
+			if loc := ru.matchAt(text, p); loc != nil {
+				spans = ru.appendSpan(spans, loc, p, ref.rule)
+				skipUntil[ref.rule] = p + loc[1]
+			}
+		}
+	}
+	return spans
+}
+
+// anchorSpans tries the rule at each occurrence of its anchor text.
+func (ru *rule) anchorSpans(text string, i int, spans []span) []span {
+	for from := 0; ; {
+		k := strings.Index(text[from:], ru.anchor)
+		if k < 0 {
+			return spans
+		}
+		p := from + k
+		from = p + 1
+		if loc := ru.matchAt(text, p); loc != nil {
+			spans = ru.appendSpan(spans, loc, p, i)
+			from = max(from, p+loc[1])
+		}
+	}
+}
+
+func isWordByte(b byte) bool {
+	return b == '_' || (b >= 'a' && b <= 'z') || (b >= '0' && b <= '9')
+}
+
+// asciiLower lower-cases ASCII letters only, so that byte offsets stay those of text.
+func asciiLower(text string) string {
+	b := []byte(text)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+func containsAny(s string, needles []string) bool {
+	for _, n := range needles {
+		if strings.Contains(s, n) {
+			return true
+		}
+	}
+	return false
+}
