@@ -2,8 +2,100 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"path/filepath"
+	"regexp"
+
+	"github.com/agentc-dev/agentc/compiler"
+	"github.com/agentc-dev/agentc/policytest"
 )
 
 func cmdTest(ctx context.Context, env *cliEnv, args []string) int {
-	return fail(env, "test is not available in this build")
+	fs := newFlags(env, "test", "[-run REGEX] [-v] PATH...")
+	runRE := fs.String("run", "", "run only the cases whose name matches `REGEX`")
+	verbose := fs.Bool("v", false, "print every case, and the run output of failures")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return exitUsage
+	}
+	var filter *regexp.Regexp
+	if *runRE != "" {
+		re, err := regexp.Compile(*runRE)
+		if err != nil {
+			return fail(env, "-run: %v", err)
+		}
+		filter = re
+	}
+	policies, err := expandPaths(fs.Args())
+	if err != nil {
+		return fail(env, "%v", err)
+	}
+	passed, failed := 0, 0
+	for _, paths := range policies {
+		dir := paths[0]
+		if len(paths) > 1 || filepath.Ext(dir) == ".cue" {
+			dir = filepath.Dir(dir)
+		}
+		cases, err := policytest.Discover(dir)
+		if err != nil {
+			return fail(env, "%v", err)
+		}
+		if len(cases) == 0 {
+			fmt.Fprintf(env.stdout, "?     %s  [no test files]\n", rel(env, dir))
+			continue
+		}
+		c, err := compiler.Compile(ctx, paths, compiler.Options{})
+		if err != nil {
+			return fail(env, "%v", err)
+		}
+		if err := printDiagnostics(env, c.Diagnostics.Relative(env.wd).Sort(), false); err != nil {
+			return fail(env, "%v", err)
+		}
+		if c.Plan == nil {
+			fmt.Fprintf(env.stdout, "FAIL  %s  [policy does not vet]\n", rel(env, dir))
+			failed += len(cases)
+			continue
+		}
+		for _, tc := range cases {
+			if filter != nil && !filter.MatchString(tc.Name) {
+				continue
+			}
+			diff, out, err := tc.Run(ctx, c.Plan)
+			switch {
+			case err != nil:
+				failed++
+				fmt.Fprintf(env.stdout, "FAIL  %s  %s: %v\n", rel(env, tc.File), tc.Name, err)
+			case diff != "":
+				failed++
+				fmt.Fprintf(env.stdout, "FAIL  %s  %s: %s\n", rel(env, tc.File), tc.Name, diff)
+				if *verbose {
+					fmt.Fprintf(env.stdout, "      output: %s\n", out)
+				}
+			default:
+				passed++
+				if *verbose {
+					fmt.Fprintf(env.stdout, "ok    %s  %s\n", rel(env, tc.File), tc.Name)
+				}
+			}
+		}
+	}
+	fmt.Fprintf(env.stdout, "%d passed, %d failed\n", passed, failed)
+	if failed > 0 {
+		return exitProblems
+	}
+	return exitOK
+}
+
+func rel(env *cliEnv, path string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return path
+	}
+	if r, err := filepath.Rel(env.wd, abs); err == nil {
+		return r
+	}
+	return path
 }

@@ -1,0 +1,135 @@
+// Package policytest runs a policy's own test cases (`agentc test`): each
+// case is a scenario and the subset of its run output that must match
+// (DESIGN.md section 7).
+//
+// Cases live beside the policy, in `*_test.cue` files or in files under a
+// `tests/` directory (`.cue` or `.json`). Each file holds a `tests` struct
+// mapping a case name to {scenario, want}:
+//
+//	tests: "refund over 100 is blocked": {
+//		scenario: {
+//			tools: refund: [{result: ok: true}]
+//			steps: [{tool: {name: "refund", args: {order_id: "A1", amount: 500}}}]
+//		}
+//		want: steps: [{outcome: "blocked"}]
+//	}
+//
+// Test files are evaluated on their own: they are not part of the policy
+// package.
+package policytest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/cuecontext"
+	cueerrors "cuelang.org/go/cue/errors"
+
+	"github.com/agentc-dev/agentc/conformance"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	"github.com/agentc-dev/agentc/runtime/scenario"
+)
+
+// Case is one test case of a policy.
+type Case struct {
+	// Name is the case's key in its file's tests struct.
+	Name string
+	// File is the file that declares it.
+	File string
+	// Scenario is the scenario, as JSON.
+	Scenario json.RawMessage
+	// Want is the expected subset of the run output.
+	Want any
+}
+
+// Discover returns the cases of the policy in dir, sorted by file and
+// name. A file that does not parse, or a case without scenario or want, is
+// an error naming the file.
+func Discover(dir string) ([]*Case, error) {
+	var files []string
+	tf, _ := filepath.Glob(filepath.Join(dir, "*_test.cue"))
+	files = append(files, tf...)
+	for _, ext := range []string{"*.cue", "*.json"} {
+		m, _ := filepath.Glob(filepath.Join(dir, "tests", ext))
+		files = append(files, m...)
+	}
+	sort.Strings(files)
+	var cases []*Case
+	for _, f := range files {
+		cs, err := readFile(f)
+		if err != nil {
+			return nil, err
+		}
+		cases = append(cases, cs...)
+	}
+	return cases, nil
+}
+
+func readFile(path string) ([]*Case, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var doc struct {
+		Tests map[string]struct {
+			Scenario json.RawMessage `json:"scenario"`
+			Want     any             `json:"want"`
+		} `json:"tests"`
+	}
+	if filepath.Ext(path) == ".cue" {
+		v := cuecontext.New().CompileBytes(data, cue.Filename(path))
+		if err := v.Validate(cue.Concrete(true)); err != nil {
+			return nil, fmt.Errorf("%s", strings.TrimSpace(cueerrors.Details(err, nil)))
+		}
+		if data, err = v.MarshalJSON(); err != nil {
+			return nil, fmt.Errorf("%s: %v", path, err)
+		}
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	if len(doc.Tests) == 0 {
+		return nil, fmt.Errorf("%s: no tests: the file must hold a `tests` struct of named cases", path)
+	}
+	var out []*Case
+	for name, t := range doc.Tests {
+		if len(t.Scenario) == 0 || string(t.Scenario) == "null" {
+			return nil, fmt.Errorf("%s: test %q has no scenario", path, name)
+		}
+		if t.Want == nil {
+			return nil, fmt.Errorf("%s: test %q has no want", path, name)
+		}
+		out = append(out, &Case{Name: name, File: path, Scenario: t.Scenario, Want: t.Want})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// Run runs the case against p. It returns "" when the output contains the
+// expected subset, else a description of the first difference; err is set
+// when the scenario is invalid or the pipeline cannot be built.
+func (c *Case) Run(ctx context.Context, p *plan.Plan) (diff string, output []byte, err error) {
+	sc, err := scenario.Parse(c.Scenario)
+	if err != nil {
+		return "", nil, err
+	}
+	res, err := scenario.Run(ctx, p, sc, scenario.Options{})
+	if err != nil {
+		return "", nil, err
+	}
+	out, err := json.Marshal(res)
+	if err != nil {
+		return "", nil, err
+	}
+	var got any
+	if err := json.Unmarshal(out, &got); err != nil {
+		return "", nil, err
+	}
+	return conformance.Subset(c.Want, got, ""), out, nil
+}
