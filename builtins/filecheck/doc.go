@@ -1,0 +1,14 @@
+// Package filecheck vets file-path arguments before a tool touches the file: the logic behind
+// the file_check builtin.
+//
+// A path is confined to a set of root directories. Relative paths are taken from the first
+// root; ".." may move around inside a root but never out of it. Symbolic links are resolved,
+// including those in the parent directories of a file that does not exist yet, and the real
+// path must still lie inside a root, so a link cannot lead out. A dangling link is refused
+// (writing through it would create a file wherever it points). Extensions, existence and size
+// are checked on the real file.
+//
+// Check returns the resolved real path: callers should open that path, not the one they were
+// given. The check cannot stop a concurrent process from swapping a directory for a link
+// between the check and the open; confine the tool's own process as well where that matters.
+package filecheck
