@@ -3,7 +3,6 @@ package runtime
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 
 	"github.com/agentc-dev/agentc/runtime/plan"
 	"github.com/agentc-dev/agentc/runtime/predicate"
@@ -27,12 +26,9 @@ func compilePredicate(p *plan.Plan, pr *plan.Predicate) (*Predicate, error) {
 		CostLimit: pr.CostLimit,
 	}
 	if pr.Stage == plan.StageTool {
+		// An undeclared tool, or one without a schema, leaves args untyped.
 		for _, t := range pr.Tools {
-			decl, ok := p.Tools[t]
-			if !ok {
-				return nil, fmt.Errorf("predicate names undeclared tool %q", t)
-			}
-			spec.ArgsSchemas = append(spec.ArgsSchemas, json.RawMessage(decl.Args))
+			spec.ArgsSchemas = append(spec.ArgsSchemas, json.RawMessage(p.Tools[t].Args))
 		}
 	}
 	prog, err := predicate.CompileSpec(spec)

@@ -1,0 +1,398 @@
+package runtime_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	_ "github.com/agentc-dev/agentc/builtins/all"
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
+)
+
+// lifecycle records the lifecycle calls of test middlewares.
+type lifecycle struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (l *lifecycle) add(e string) {
+	l.mu.Lock()
+	l.events = append(l.events, e)
+	l.mu.Unlock()
+}
+
+func (l *lifecycle) get() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.events...)
+}
+
+var events = &lifecycle{}
+
+// probe is a test middleware that records its lifecycle and the order in
+// which calls pass through it.
+type probe struct {
+	Tag          string `json:"tag"`
+	FailProvide  bool   `json:"fail_provision"`
+	FailValidate bool   `json:"fail_validate"`
+	name         string
+}
+
+func (p *probe) Provision(b *runtime.BuildContext) error {
+	p.name = b.Name()
+	events.add("provision " + p.name)
+	if p.FailProvide {
+		return errors.New("provision failed on purpose")
+	}
+	return nil
+}
+
+func (p *probe) Validate() error {
+	events.add("validate " + p.name)
+	if p.FailValidate {
+		return errors.New("invalid on purpose")
+	}
+	return nil
+}
+
+func (p *probe) Cleanup() error {
+	events.add("cleanup " + p.name)
+	return nil
+}
+
+func (p *probe) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
+	return func(ctx context.Context, c *runtime.ToolCall) (any, error) {
+		events.add("tool " + p.name)
+		return next(ctx, c)
+	}
+}
+
+func (p *probe) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
+	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
+		events.add("chat " + p.name)
+		return next(ctx, c, yield)
+	}
+}
+
+// cache is a test middleware that answers every chat call itself and marks
+// it cached.
+type cache struct{}
+
+func (cache) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
+	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
+		c.Meta.Cached = true
+		c.Served = c.Request.Model
+		c.Usage = runtime.Usage{InputTokens: 1000, OutputTokens: 1000}
+		c.Emit(yield, runtime.Delta{Text: "cached"})
+		return nil
+	}
+}
+
+// pass is a pass-through tool middleware.
+type pass struct{}
+
+func (pass) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
+	return func(ctx context.Context, c *runtime.ToolCall) (any, error) { return next(ctx, c) }
+}
+
+func init() {
+	runtime.Register(runtime.Module{
+		ID: "test.probe", Stages: []plan.Stage{plan.StageChat, plan.StageTool},
+		ConfigSchema: "tag?: string", New: func() runtime.Middleware { return &probe{} },
+	})
+	runtime.Register(runtime.Module{
+		ID: "test.cache", Stages: []plan.Stage{plan.StageChat}, Traits: []runtime.Trait{runtime.TraitCaches},
+		New: func() runtime.Middleware { return cache{} },
+	})
+	runtime.Register(runtime.Module{
+		ID: "test.pass", Stages: []plan.Stage{plan.StageTool}, New: func() runtime.Middleware { return pass{} },
+	})
+}
+
+func TestRegisterRejectsMistakes(t *testing.T) {
+	tests := []struct {
+		name string
+		m    runtime.Module
+		want string
+	}{
+		{"duplicate", runtime.Module{ID: "retry", Stages: []plan.Stage{"tool"}, New: func() runtime.Middleware { return pass{} }}, "already registered"},
+		{"bad id", runtime.Module{ID: "Bad-Id", Stages: []plan.Stage{"tool"}, New: func() runtime.Middleware { return pass{} }}, "invalid module id"},
+		{"no new", runtime.Module{ID: "test.nonew", Stages: []plan.Stage{"tool"}}, "New is nil"},
+		{"no stages", runtime.Module{ID: "test.nostages", New: func() runtime.Middleware { return pass{} }}, "no stages"},
+		{"missing wrapper", runtime.Module{ID: "test.nochat", Stages: []plan.Stage{"chat"}, New: func() runtime.Middleware { return pass{} }}, "does not implement the chat stage wrapper"},
+		{"unknown stage", runtime.Module{ID: "test.badstage", Stages: []plan.Stage{"admit"}, New: func() runtime.Middleware { return pass{} }}, `unknown stage "admit"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Panics(t, func() { runtime.Register(tt.m) })
+			assert.Contains(t, mustPanicMessage(t, tt.m), tt.want)
+		})
+	}
+}
+
+func mustPanicMessage(t *testing.T, m runtime.Module) (msg string) {
+	t.Helper()
+	defer func() {
+		r := recover()
+		s, _ := r.(string)
+		msg = strings.TrimPrefix(s, "runtime.Register: ")
+	}()
+	runtime.Register(m)
+	return ""
+}
+
+func TestModulesListsBuiltins(t *testing.T) {
+	var ids []string
+	for _, m := range runtime.Modules() {
+		ids = append(ids, m.ID)
+	}
+	for _, id := range []string{"tracing", "retry", "fallback", "hedge", "meter", "rate_limit", "max_tokens", "log", "guard"} {
+		assert.Contains(t, ids, id)
+	}
+	assert.IsIncreasing(t, ids)
+	m, ok := runtime.LookupModule("retry")
+	require.True(t, ok)
+	assert.True(t, m.Supports(plan.StageChat))
+	assert.False(t, m.Supports(plan.StageTurn))
+	assert.True(t, m.HasTrait(runtime.TraitReinvokes))
+	assert.True(t, m.Repeatable)
+}
+
+func TestBuildErrorsNameTheLayer(t *testing.T) {
+	tests := []struct {
+		name   string
+		chains plan.Chains
+		want   []string
+	}{
+		{"unknown middleware", plan.Chains{Tool: []plan.Layer{rt.Layer("nope", "")}}, []string{`chains.tool[0] "nope"`, `unknown middleware "nope"`}},
+		{"wrong stage", plan.Chains{Tool: []plan.Layer{rt.Layer("hedge", `{"models":["primary","backup"]}`)}}, []string{`chains.tool[0] "hedge"`, "does not support the tool stage"}},
+		{"unknown field", plan.Chains{Chat: []plan.Layer{rt.Layer("retry", `{"max_attempt":3}`)}}, []string{`chains.chat[0] "retry"`, `unknown field "max_attempt"`}},
+		{"bad type", plan.Chains{Chat: []plan.Layer{rt.Layer("retry", `{"max_attempts":"3"}`)}}, []string{"config"}},
+		{"bad duration", plan.Chains{Chat: []plan.Layer{rt.Layer("retry", `{"max_delay":"soon"}`)}}, []string{"config", "soon"}},
+		{"validate", plan.Chains{Chat: []plan.Layer{rt.Layer("retry", `{"max_attempts":0}`)}}, []string{"validate", "max_attempts must be at least 1"}},
+		{"fallback without models", plan.Chains{Chat: []plan.Layer{rt.Layer("fallback", `{}`)}}, []string{"models must name at least one model"}},
+		{"guard without predicate", plan.Chains{Tool: []plan.Layer{rt.Layer("guard", `{}`)}}, []string{"exactly one of deny and require"}},
+		{"guard bad cel", plan.Chains{Tool: []plan.Layer{rt.Layer("guard", `{"deny":"args.amount >"}`)}}, []string{`chains.tool[0] "guard"`, "predicate deny"}},
+		{"second layer", plan.Chains{Tool: []plan.Layer{rt.Layer("log", ""), rt.Named("later", rt.Layer("rate_limit", `{"rate":1,"mode":"sometimes"}`))}}, []string{`chains.tool[1] "later"`, "mode must be"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := runtime.Build(context.Background(), rt.Plan(tt.chains), runtime.Deps{})
+			require.Error(t, err)
+			for _, w := range tt.want {
+				assert.Contains(t, err.Error(), w)
+			}
+		})
+	}
+}
+
+func TestBuildLifecycleAndCleanupOfPartialProvision(t *testing.T) {
+	events.events = nil
+	p := rt.Plan(plan.Chains{
+		Chat: []plan.Layer{rt.Named("c0", rt.Layer("test.probe", `{}`))},
+		Tool: []plan.Layer{
+			rt.Named("t0", rt.Layer("test.probe", `{"tag":"a"}`)),
+			rt.Named("t1", rt.Layer("test.probe", `{"fail_provision":true}`)),
+			rt.Named("t2", rt.Layer("test.probe", `{}`)),
+		},
+	})
+	_, err := runtime.Build(context.Background(), p, runtime.Deps{})
+	require.ErrorContains(t, err, "provision failed on purpose")
+	assert.Equal(t, []string{
+		"provision c0", "validate c0",
+		"provision t0", "validate t0",
+		"provision t1",
+		"cleanup t1", "cleanup t0", "cleanup c0",
+	}, events.get())
+}
+
+func TestChainOrderAndClose(t *testing.T) {
+	events.events = nil
+	p := rt.Plan(plan.Chains{Tool: []plan.Layer{
+		rt.Named("outer", rt.Layer("test.probe", "")),
+		rt.Named("middle", rt.Layer("test.probe", "")),
+		rt.Named("inner", rt.Layer("test.probe", "")),
+	}})
+	tool := rt.NewTool(rt.ToolResult{Value: "done"})
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"t": tool.Func()}})
+	require.NoError(t, err)
+	events.events = nil
+	res, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "t"})
+	require.NoError(t, err)
+	assert.Equal(t, "done", res.Value)
+	assert.Equal(t, 1, res.Attempts)
+	assert.Equal(t, []string{"tool outer", "tool middle", "tool inner"}, events.get())
+
+	layers := pl.Layers(plan.StageTool)
+	require.Len(t, layers, 3)
+	assert.Equal(t, "outer", layers[0].Name)
+	assert.Equal(t, "test.probe", layers[2].Use)
+
+	events.events = nil
+	require.NoError(t, pl.Close())
+	require.NoError(t, pl.Close())
+	assert.Equal(t, []string{"cleanup inner", "cleanup middle", "cleanup outer"}, events.get())
+}
+
+func TestToolsAndWhenScopeALayer(t *testing.T) {
+	p := rt.Plan(plan.Chains{Tool: []plan.Layer{
+		func() plan.Layer {
+			l := rt.Layer("guard", `{"deny":"true","message":"no refunds"}`)
+			l.Tools = []string{"refund"}
+			return l
+		}(),
+		func() plan.Layer {
+			l := rt.Named("big", rt.Layer("guard", `{"deny":"true","message":"too big"}`))
+			l.When = &plan.Predicate{Stage: plan.StageTool, Source: "args.size > 10.0"}
+			return l
+		}(),
+	}})
+	tool := rt.NewTool(rt.ToolResult{Value: "ok"})
+	deps := runtime.Deps{Tools: map[string]runtime.ToolFunc{"refund": tool.Func(), "search": tool.Func()}}
+	pl, err := runtime.Build(context.Background(), p, deps)
+	require.NoError(t, err)
+	tests := []struct {
+		name      string
+		req       runtime.ToolRequest
+		wantLayer string
+	}{
+		{"scoped tool blocked", runtime.ToolRequest{Name: "refund", Args: map[string]any{"size": 1.0}}, "guard"},
+		{"other tool passes", runtime.ToolRequest{Name: "search", Args: map[string]any{"size": 1.0}}, ""},
+		{"when true applies", runtime.ToolRequest{Name: "search", Args: map[string]any{"size": 20.0}}, "big"},
+		{"when error applies the layer", runtime.ToolRequest{Name: "search", Args: map[string]any{}}, "big"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := pl.Tool(context.Background(), tt.req)
+			if tt.wantLayer == "" {
+				assert.NoError(t, err)
+				return
+			}
+			var b *runtime.BlockedError
+			require.ErrorAs(t, err, &b)
+			assert.Equal(t, tt.wantLayer, b.Layer)
+		})
+	}
+}
+
+func TestUnregisteredToolAndModelFailPermanently(t *testing.T) {
+	pl, err := runtime.Build(context.Background(), rt.Plan(plan.Chains{}), runtime.Deps{})
+	require.NoError(t, err)
+	_, err = pl.Tool(context.Background(), runtime.ToolRequest{Name: "ghost"})
+	require.ErrorContains(t, err, `tool "ghost" is not registered`)
+	assert.False(t, runtime.IsTransient(err))
+	_, err = pl.Complete(context.Background(), runtime.ChatRequest{Model: "ghost"})
+	require.ErrorContains(t, err, `model "ghost" is not registered`)
+	assert.False(t, runtime.IsTransient(err))
+}
+
+func TestIdempotencyKeyIsStablePerLogicalCall(t *testing.T) {
+	p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("retry", `{"max_attempts":3,"initial_delay":"1ms","max_delay":"1ms"}`)}})
+	tool := rt.NewTool(rt.ToolResult{Err: rt.Transient("flaky")}, rt.ToolResult{Err: rt.Transient("flaky")}, rt.ToolResult{Value: 1})
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"pay": tool.Func()}})
+	require.NoError(t, err)
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r1"})
+	args := map[string]any{"b": 2.0, "a": "x"}
+	res, err := pl.Tool(ctx, runtime.ToolRequest{Name: "pay", Args: args})
+	require.NoError(t, err)
+	assert.Equal(t, 3, res.Attempts)
+	keys := tool.Keys()
+	require.Len(t, keys, 3)
+	assert.Equal(t, keys[0], keys[1])
+	assert.Equal(t, keys[0], keys[2])
+
+	// The same logical call (same run, tool, canonical args) has the same
+	// key; another run or other args do not.
+	_, err = pl.Tool(ctx, runtime.ToolRequest{Name: "pay", Args: map[string]any{"a": "x", "b": 2.0}})
+	require.NoError(t, err)
+	_, err = pl.Tool(runtime.WithRun(context.Background(), runtime.Run{ID: "r2"}), runtime.ToolRequest{Name: "pay", Args: args})
+	require.NoError(t, err)
+	_, err = pl.Tool(ctx, runtime.ToolRequest{Name: "pay", Args: args, IdempotencyKey: "job-7"})
+	require.NoError(t, err)
+	keys = tool.Keys()
+	assert.Equal(t, keys[0], keys[3])
+	assert.NotEqual(t, keys[0], keys[4])
+	assert.Equal(t, "job-7", keys[5])
+}
+
+func TestClassify(t *testing.T) {
+	blocked := &runtime.BlockedError{Layer: "g", Message: "no"}
+	budget := &runtime.BudgetError{Layer: "m", Resource: "usd", Spent: 2, Limit: 2}
+	tests := []struct {
+		name      string
+		err       error
+		class     runtime.Class
+		final     bool
+		transient bool
+		kind      string
+	}{
+		{"nil", nil, runtime.ClassOK, false, false, "failure"},
+		{"blocked", blocked, runtime.ClassBlocked, true, false, "blocked"},
+		{"wrapped blocked", errors.Join(errors.New("x"), blocked), runtime.ClassBlocked, true, false, "blocked"},
+		{"budget", budget, runtime.ClassBudget, true, false, "budget"},
+		{"transient", rt.Transient("503"), runtime.ClassFailure, false, true, "transient"},
+		{"permanent", rt.Permanent("400"), runtime.ClassFailure, false, false, "permanent"},
+		{"rate limited", &runtime.CallError{Kind: runtime.KindRateLimited}, runtime.ClassFailure, false, true, "rate_limited"},
+		{"status 404", &runtime.CallError{Status: 404}, runtime.ClassFailure, false, false, "failure"},
+		{"status 502", &runtime.CallError{Status: 502}, runtime.ClassFailure, false, true, "failure"},
+		{"breaker open", &runtime.BreakerOpenError{Layer: "retry", Key: "m"}, runtime.ClassFailure, false, false, "breaker_open"},
+		{"canceled", context.Canceled, runtime.ClassFailure, false, false, "canceled"},
+		{"deadline", context.DeadlineExceeded, runtime.ClassFailure, false, true, "timeout"},
+		{"unclassified", errors.New("boom"), runtime.ClassFailure, false, true, "failure"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := runtime.Classify(tt.err)
+			assert.Equal(t, tt.class, c)
+			assert.Equal(t, tt.final, c.Final())
+			assert.Equal(t, tt.transient, runtime.IsTransient(tt.err))
+			if tt.err != nil {
+				assert.Equal(t, tt.kind, runtime.KindOf(tt.err))
+			}
+		})
+	}
+	assert.Equal(t, "blocked", runtime.ClassBlocked.String())
+	assert.Equal(t, "g", runtime.LayerOf(blocked))
+	assert.Equal(t, "blocked by g: no", blocked.Error())
+	var b *runtime.BlockedError
+	assert.True(t, errors.As(errors.Join(blocked), &b))
+}
+
+// TestRuntimeDoesNotLinkCUE enforces the one-way data flow: the runtime and
+// the builtins never import CUE, the DSL or the compiler.
+func TestRuntimeDoesNotLinkCUE(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	cmd := exec.Command("go", "list", "-deps",
+		"github.com/agentc-dev/agentc/runtime/...", "github.com/agentc-dev/agentc/builtins/all")
+	out, err := cmd.Output()
+	require.NoError(t, err, "go list: %s", out)
+	deps := strings.Fields(string(out))
+	require.Contains(t, deps, "github.com/agentc-dev/agentc/runtime")
+	for _, d := range deps {
+		for _, banned := range []string{"cuelang.org/go", "github.com/agentc-dev/agentc/dsl", "github.com/agentc-dev/agentc/compiler"} {
+			assert.False(t, d == banned || strings.HasPrefix(d, banned+"/"), "runtime links %s", d)
+		}
+	}
+}
+
+func TestDurationConfig(t *testing.T) {
+	var d runtime.Duration
+	require.NoError(t, json.Unmarshal([]byte(`"1m30s"`), &d))
+	assert.Equal(t, "1m30s", d.D().String())
+	b, err := json.Marshal(d)
+	require.NoError(t, err)
+	assert.Equal(t, `"1m30s"`, string(b))
+	assert.Error(t, json.Unmarshal([]byte(`90`), &d))
+	assert.Error(t, json.Unmarshal([]byte(`"-1s"`), &d))
+}

@@ -1,0 +1,228 @@
+// Package runtimetest offers helpers for testing middlewares: plans built in
+// Go, scripted model clients and tools that count their calls, and a goroutine
+// leak check.
+package runtimetest
+
+import (
+	"context"
+	"encoding/json"
+	goruntime "runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+)
+
+// Layer returns a chain entry using module use with a JSON config (defaults
+// are the module's own when fields are left out).
+func Layer(use, config string) plan.Layer {
+	l := plan.Layer{Use: use, Name: use}
+	if config != "" {
+		l.Config = json.RawMessage(config)
+	}
+	return l
+}
+
+// Named returns l renamed.
+func Named(name string, l plan.Layer) plan.Layer {
+	l.Name = name
+	return l
+}
+
+// Plan returns a plan with the given chains and two priced models, "primary"
+// (3/15 USD per million tokens) and "backup" (0.5/1.5).
+func Plan(chains plan.Chains) *plan.Plan {
+	return &plan.Plan{
+		Version: plan.Version,
+		Policy:  "test",
+		Models: map[string]plan.Model{
+			"primary": {USDPerMTokIn: 3, USDPerMTokOut: 15},
+			"backup":  {USDPerMTokIn: 0.5, USDPerMTokOut: 1.5},
+		},
+		Chains: chains,
+	}
+}
+
+// Response is one scripted model response.
+type Response struct {
+	// Deltas are streamed in order.
+	Deltas []string
+	// Usage is reported on the last delta (when the stream completes).
+	Usage runtime.Usage
+	// Err fails the call after FailAfter deltas (0: before the first).
+	Err       error
+	FailAfter int
+	// Delay waits before the first delta (respecting cancellation).
+	Delay time.Duration
+	// Hang blocks after the deltas until the context is done.
+	Hang bool
+}
+
+// Model is a scripted model client: each call takes the next response (the
+// last one repeats). It counts calls and the calls still running.
+type Model struct {
+	mu        sync.Mutex
+	responses []Response
+	calls     atomic.Int64
+	running   atomic.Int64
+	cancelled atomic.Int64
+}
+
+// NewModel returns a model that answers with responses in order.
+func NewModel(responses ...Response) *Model {
+	return &Model{responses: responses}
+}
+
+// Calls returns how many calls the model received.
+func (m *Model) Calls() int { return int(m.calls.Load()) }
+
+// Running returns how many calls are still in progress.
+func (m *Model) Running() int { return int(m.running.Load()) }
+
+// Cancelled returns how many calls ended because their context was done.
+func (m *Model) Cancelled() int { return int(m.cancelled.Load()) }
+
+// Stream implements runtime.ModelClient.
+func (m *Model) Stream(ctx context.Context, _ *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+	n := m.calls.Add(1) - 1
+	m.running.Add(1)
+	defer m.running.Add(-1)
+	m.mu.Lock()
+	r := m.responses[min(int(n), len(m.responses)-1)]
+	m.mu.Unlock()
+	if r.Delay > 0 {
+		t := time.NewTimer(r.Delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			m.cancelled.Add(1)
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	for i, d := range r.Deltas {
+		if r.Err != nil && i == r.FailAfter {
+			return r.Err
+		}
+		if err := ctx.Err(); err != nil {
+			m.cancelled.Add(1)
+			return err
+		}
+		delta := runtime.Delta{Text: d}
+		if i == len(r.Deltas)-1 && r.Err == nil {
+			delta.Usage = r.Usage
+		}
+		if !yield(delta) {
+			return nil
+		}
+	}
+	if r.Err != nil {
+		return r.Err
+	}
+	if r.Hang {
+		<-ctx.Done()
+		m.cancelled.Add(1)
+		return ctx.Err()
+	}
+	return nil
+}
+
+// Tool is a scripted tool: each call returns the next result or error (the
+// last one repeats). It records the idempotency keys it saw.
+type Tool struct {
+	mu      sync.Mutex
+	results []ToolResult
+	calls   int
+	keys    []string
+}
+
+// ToolResult is one scripted tool outcome.
+type ToolResult struct {
+	Value any
+	Err   error
+	// Hang blocks until the context is done.
+	Hang bool
+}
+
+// NewTool returns a tool that answers with results in order.
+func NewTool(results ...ToolResult) *Tool { return &Tool{results: results} }
+
+// Calls returns how many calls the tool received.
+func (t *Tool) Calls() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.calls
+}
+
+// Keys returns the idempotency keys of the calls.
+func (t *Tool) Keys() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]string(nil), t.keys...)
+}
+
+// Func returns the tool as a runtime.ToolFunc.
+func (t *Tool) Func() runtime.ToolFunc {
+	return func(ctx context.Context, c *runtime.ToolCall) (any, error) {
+		t.mu.Lock()
+		r := t.results[min(t.calls, len(t.results)-1)]
+		t.calls++
+		t.keys = append(t.keys, c.IdempotencyKey())
+		t.mu.Unlock()
+		if r.Hang {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		return r.Value, r.Err
+	}
+}
+
+// Collect runs a chat call and returns the delivered text. stopAfter > 0
+// abandons the stream after that many deltas.
+func Collect(ctx context.Context, pl *runtime.Pipeline, req runtime.ChatRequest, stopAfter int) (string, runtime.ChatResponse, error) {
+	var b strings.Builder
+	n := 0
+	resp, err := pl.Stream(ctx, req, func(d runtime.Delta) bool {
+		b.WriteString(d.Text)
+		n++
+		return stopAfter <= 0 || n < stopAfter
+	})
+	return b.String(), resp, err
+}
+
+// Transient returns a transient *runtime.CallError.
+func Transient(msg string) error {
+	return &runtime.CallError{Kind: runtime.KindTransient, Status: 503, Message: msg}
+}
+
+// Permanent returns a permanent *runtime.CallError.
+func Permanent(msg string) error {
+	return &runtime.CallError{Kind: runtime.KindPermanent, Status: 400, Message: msg}
+}
+
+// CheckGoroutines fails t if, after the test, more goroutines run than before
+// it started (waiting up to two seconds for stragglers to exit).
+func CheckGoroutines(t testing.TB) {
+	t.Helper()
+	before := goruntime.NumGoroutine()
+	t.Cleanup(func() {
+		deadline := time.Now().Add(2 * time.Second)
+		for {
+			n := goruntime.NumGoroutine()
+			if n <= before {
+				return
+			}
+			if time.Now().After(deadline) {
+				buf := make([]byte, 1<<16)
+				buf = buf[:goruntime.Stack(buf, true)]
+				t.Errorf("goroutine leak: %d before, %d after\n%s", before, n, buf)
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+}

@@ -1,0 +1,320 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/builtins/meter"
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
+)
+
+const fastRetry = `{"max_attempts":3,"initial_delay":"1ms","max_delay":"2ms"}`
+
+func build(t *testing.T, chains plan.Chains, models map[string]runtime.ModelClient) *runtime.Pipeline {
+	t.Helper()
+	pl, err := runtime.Build(context.Background(), rt.Plan(chains), runtime.Deps{Models: models})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = pl.Close() })
+	return pl
+}
+
+var hi = []runtime.Message{{Role: "user", Content: "hi"}}
+
+func TestRetryNeverReinvokesAfterTheFirstDelta(t *testing.T) {
+	primary := rt.NewModel(
+		rt.Response{Err: rt.Transient("before")},
+		rt.Response{Deltas: []string{"a", "b", "c"}, Err: rt.Transient("mid-stream"), FailAfter: 2},
+		rt.Response{Deltas: []string{"never"}},
+	)
+	pl := build(t, plan.Chains{Chat: []plan.Layer{rt.Layer("retry", fastRetry)}}, map[string]runtime.ModelClient{"primary": primary})
+	text, resp, err := rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary", Messages: hi}, 0)
+	require.ErrorContains(t, err, "mid-stream")
+	assert.Equal(t, "ab", text)
+	assert.Equal(t, 2, primary.Calls(), "a pre-stream failure is retried, a mid-stream one is not")
+	assert.Equal(t, 2, resp.Attempts)
+	assert.Equal(t, 2, resp.Deltas)
+	assert.Equal(t, "primary", resp.Model)
+}
+
+func TestFallbackCommitsOnTheFirstDelta(t *testing.T) {
+	tests := []struct {
+		name         string
+		primary      rt.Response
+		wantText     string
+		wantErr      string
+		wantModel    string
+		backupCalled int
+	}{
+		{"pre-stream transient falls over", rt.Response{Err: rt.Transient("down")}, "from backup", "", "backup", 1},
+		{"pre-stream permanent does not", rt.Response{Err: rt.Permanent("bad request")}, "", "bad request", "", 0},
+		{"mid-stream failure is committed", rt.Response{Deltas: []string{"x", "y"}, Err: rt.Transient("cut"), FailAfter: 1}, "x", "cut", "primary", 0},
+		{"success stays", rt.Response{Deltas: []string{"ok"}}, "ok", "", "primary", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			primary := rt.NewModel(tt.primary)
+			backup := rt.NewModel(rt.Response{Deltas: []string{"from ", "backup"}})
+			pl := build(t, plan.Chains{Chat: []plan.Layer{rt.Layer("fallback", `{"models":["primary","backup"]}`)}},
+				map[string]runtime.ModelClient{"primary": primary, "backup": backup})
+			text, resp, err := rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary", Messages: hi}, 0)
+			if tt.wantErr != "" {
+				require.ErrorContains(t, err, tt.wantErr)
+			} else {
+				require.NoError(t, err)
+			}
+			assert.Equal(t, tt.wantText, text)
+			assert.Equal(t, tt.wantModel, resp.Model)
+			assert.Equal(t, tt.backupCalled, backup.Calls())
+		})
+	}
+}
+
+func meterOf(t *testing.T, pl *runtime.Pipeline) *meter.Meter {
+	t.Helper()
+	for _, l := range pl.Layers(plan.StageChat) {
+		if m, ok := l.Middleware.(*meter.Meter); ok {
+			return m
+		}
+	}
+	t.Fatal("no meter layer")
+	return nil
+}
+
+func TestMeterChargesWhatArrived(t *testing.T) {
+	tests := []struct {
+		name      string
+		resp      rt.Response
+		stopAfter int
+		wantErr   bool
+		want      runtime.Ledger
+	}{
+		// 4 deltas of 4 bytes; the consumer stops after 2: no usage report,
+		// so the estimate is the transcript (1 token + 4 overhead) plus the
+		// 8 bytes that arrived (2 tokens).
+		{"consumer stops early", rt.Response{Deltas: []string{"aaaa", "bbbb", "cccc", "dddd"}, Usage: runtime.Usage{InputTokens: 100, OutputTokens: 100}}, 2, false,
+			runtime.Ledger{InputTokens: 5, OutputTokens: 2, USD: (5*3 + 2*15) / 1e6, Calls: 1}},
+		{"complete stream uses the report", rt.Response{Deltas: []string{"aaaa"}, Usage: runtime.Usage{InputTokens: 10, OutputTokens: 5}}, 0, false,
+			runtime.Ledger{InputTokens: 10, OutputTokens: 5, USD: 0.000105, Calls: 1}},
+		{"failed mid-stream", rt.Response{Deltas: []string{"aaaa", "bbbb"}, Err: rt.Permanent("cut"), FailAfter: 1}, 0, true,
+			runtime.Ledger{InputTokens: 5, OutputTokens: 1, USD: (5*3 + 1*15) / 1e6, Calls: 1}},
+		{"pre-stream failure is free", rt.Response{Err: rt.Permanent("nope")}, 0, true, runtime.Ledger{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			model := rt.NewModel(tt.resp)
+			pl := build(t, plan.Chains{Chat: []plan.Layer{rt.Layer("meter", "")}}, map[string]runtime.ModelClient{"primary": model})
+			ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r"})
+			_, _, err := rt.Collect(ctx, pl, runtime.ChatRequest{Model: "primary", Messages: hi}, tt.stopAfter)
+			if tt.wantErr {
+				require.Error(t, err)
+			} else {
+				require.NoError(t, err)
+			}
+			got := meterOf(t, pl).Ledger("r")
+			assert.Equal(t, tt.want.InputTokens, got.InputTokens)
+			assert.Equal(t, tt.want.OutputTokens, got.OutputTokens)
+			assert.InDelta(t, tt.want.USD, got.USD, 1e-12)
+			assert.Equal(t, tt.want.Calls, got.Calls)
+		})
+	}
+}
+
+func TestMeterBudget(t *testing.T) {
+	model := rt.NewModel(rt.Response{Deltas: []string{"x"}, Usage: runtime.Usage{InputTokens: 60, OutputTokens: 0}})
+	pl := build(t, plan.Chains{Chat: []plan.Layer{
+		rt.Layer("meter", `{"budget":{"tokens":100},"scope":"run"}`),
+		rt.Layer("test.cache", ""),
+	}}, map[string]runtime.ModelClient{"primary": model})
+	// The cache answers every call: nothing is charged, nothing refused.
+	for range 3 {
+		_, resp, err := rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary"}, 0)
+		require.NoError(t, err)
+		assert.True(t, resp.Cached)
+	}
+	assert.Zero(t, meterOf(t, pl).Ledger("").Calls)
+
+	pl = build(t, plan.Chains{Chat: []plan.Layer{rt.Layer("meter", `{"budget":{"tokens":100},"scope":"run"}`)}},
+		map[string]runtime.ModelClient{"primary": model})
+	r1 := runtime.WithRun(context.Background(), runtime.Run{ID: "r1"})
+	_, _, err := rt.Collect(r1, pl, runtime.ChatRequest{Model: "primary"}, 0)
+	require.NoError(t, err) // 60
+	_, _, err = rt.Collect(r1, pl, runtime.ChatRequest{Model: "primary"}, 0)
+	require.NoError(t, err, "the crossing call runs") // 120: charged in full
+	assert.Equal(t, int64(120), meterOf(t, pl).Ledger("r1").Tokens())
+	_, _, err = rt.Collect(r1, pl, runtime.ChatRequest{Model: "primary"}, 0)
+	var be *runtime.BudgetError
+	require.ErrorAs(t, err, &be)
+	assert.Equal(t, "meter", be.Layer)
+	assert.Equal(t, "tokens", be.Resource)
+	assert.Equal(t, runtime.ClassBudget, runtime.Classify(err))
+	assert.Equal(t, 2, model.Calls(), "a refused call never reaches the model")
+
+	// Another run has its own ledger.
+	_, _, err = rt.Collect(runtime.WithRun(context.Background(), runtime.Run{ID: "r2"}), pl, runtime.ChatRequest{Model: "primary"}, 0)
+	require.NoError(t, err)
+}
+
+func TestMeterGlobalScopeAndToolCalls(t *testing.T) {
+	tool := rt.NewTool(rt.ToolResult{Value: 1})
+	p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("meter", `{"budget":{"calls":2},"scope":"global"}`)}})
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"t": tool.Func()}})
+	require.NoError(t, err)
+	for i, run := range []string{"a", "b", "c"} {
+		_, err := pl.Tool(runtime.WithRun(context.Background(), runtime.Run{ID: run}), runtime.ToolRequest{Name: "t"})
+		if i < 2 {
+			require.NoError(t, err)
+		} else {
+			require.ErrorAs(t, err, new(*runtime.BudgetError))
+		}
+	}
+	assert.Equal(t, 2, tool.Calls())
+}
+
+func TestHedgeCancelsLosersWithoutLeaks(t *testing.T) {
+	rt.CheckGoroutines(t)
+	slow := rt.NewModel(rt.Response{Delay: 5 * time.Second, Deltas: []string{"slow"}})
+	fast := rt.NewModel(rt.Response{Deltas: []string{"fa", "st"}, Usage: runtime.Usage{InputTokens: 3, OutputTokens: 2}})
+	pl := build(t, plan.Chains{Chat: []plan.Layer{rt.Layer("hedge", `{"models":["primary","backup"],"delay":"5ms"}`)}},
+		map[string]runtime.ModelClient{"primary": slow, "backup": fast})
+	start := time.Now()
+	text, resp, err := rt.Collect(context.Background(), pl, runtime.ChatRequest{Messages: hi}, 0)
+	require.NoError(t, err)
+	assert.Less(t, time.Since(start), 2*time.Second)
+	assert.Equal(t, "fast", text)
+	assert.Equal(t, "backup", resp.Model)
+	assert.Equal(t, runtime.Usage{InputTokens: 3, OutputTokens: 2}, resp.Usage)
+	assert.Equal(t, 0, slow.Running(), "the loser returned before the call did")
+	assert.Equal(t, 1, slow.Cancelled())
+}
+
+func TestHedgeStartsTheNextAtOnceOnAFailure(t *testing.T) {
+	rt.CheckGoroutines(t)
+	primary := rt.NewModel(rt.Response{Err: rt.Transient("down")})
+	backup := rt.NewModel(rt.Response{Deltas: []string{"b"}})
+	pl := build(t, plan.Chains{Chat: []plan.Layer{rt.Layer("hedge", `{"models":["primary","backup"],"delay":"10s"}`)}},
+		map[string]runtime.ModelClient{"primary": primary, "backup": backup})
+	start := time.Now()
+	text, resp, err := rt.Collect(context.Background(), pl, runtime.ChatRequest{Messages: hi}, 0)
+	require.NoError(t, err)
+	assert.Less(t, time.Since(start), 2*time.Second)
+	assert.Equal(t, "b", text)
+	assert.Equal(t, "backup", resp.Model)
+
+	// Every model failing returns the last error.
+	backup2 := rt.NewModel(rt.Response{Err: rt.Transient("also down")})
+	pl = build(t, plan.Chains{Chat: []plan.Layer{rt.Layer("hedge", `{"models":["primary","backup"],"delay":"10s"}`)}},
+		map[string]runtime.ModelClient{"primary": primary, "backup": backup2})
+	_, _, err = rt.Collect(context.Background(), pl, runtime.ChatRequest{Messages: hi}, 0)
+	require.ErrorContains(t, err, "also down")
+}
+
+func TestHedgeConsumerStopEndsTheWinner(t *testing.T) {
+	rt.CheckGoroutines(t)
+	primary := rt.NewModel(rt.Response{Deltas: []string{"1", "2", "3"}, Hang: true})
+	backup := rt.NewModel(rt.Response{Delay: 5 * time.Second, Deltas: []string{"never"}})
+	pl := build(t, plan.Chains{Chat: []plan.Layer{rt.Layer("hedge", `{"models":["primary","backup"],"delay":"1ms"}`)}},
+		map[string]runtime.ModelClient{"primary": primary, "backup": backup})
+	text, resp, err := rt.Collect(context.Background(), pl, runtime.ChatRequest{Messages: hi}, 2)
+	require.NoError(t, err)
+	assert.Equal(t, "12", text)
+	assert.Equal(t, 2, resp.Deltas)
+	assert.Equal(t, 0, primary.Running())
+	assert.Equal(t, 0, backup.Running())
+}
+
+// TestCancellationStopsEveryLayer cancels the caller's context while each
+// kind of layer is waiting and checks that the call returns promptly with
+// the context's error.
+func TestCancellationStopsEveryLayer(t *testing.T) {
+	tests := []struct {
+		name   string
+		chain  []plan.Layer
+		models map[string]runtime.ModelClient
+	}{
+		{"model streaming", []plan.Layer{rt.Layer("tracing", ""), rt.Layer("meter", ""), rt.Layer("log", "")},
+			map[string]runtime.ModelClient{"primary": rt.NewModel(rt.Response{Deltas: []string{"a"}, Hang: true})}},
+		{"retry backoff", []plan.Layer{rt.Layer("retry", `{"max_attempts":5,"initial_delay":"10s","max_delay":"10s"}`)},
+			map[string]runtime.ModelClient{"primary": rt.NewModel(rt.Response{Err: &runtime.CallError{Kind: runtime.KindRateLimited, RetryAfter: 10 * time.Second}})}},
+		{"rate limit wait", []plan.Layer{rt.Layer("rate_limit", `{"rate":1,"per":"1h","burst":1}`), rt.Layer("retry", fastRetry)},
+			map[string]runtime.ModelClient{"primary": rt.NewModel(rt.Response{Deltas: []string{"a"}})}},
+		{"fallback then hedge", []plan.Layer{
+			rt.Layer("fallback", `{"models":["primary","backup"]}`),
+			rt.Layer("hedge", `{"models":["primary","backup"],"delay":"1ms"}`),
+		}, map[string]runtime.ModelClient{
+			"primary": rt.NewModel(rt.Response{Delay: time.Hour}),
+			"backup":  rt.NewModel(rt.Response{Delay: time.Hour}),
+		}},
+		{"attempt timeout", []plan.Layer{rt.Layer("retry", `{"max_attempts":3,"attempt_timeout":"1h","initial_delay":"1ms","max_delay":"1ms"}`)},
+			map[string]runtime.ModelClient{"primary": rt.NewModel(rt.Response{Delay: time.Hour})}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rt.CheckGoroutines(t)
+			pl := build(t, plan.Chains{Chat: tt.chain}, tt.models)
+			// The rate limit's bucket holds one token: spend it first.
+			if tt.name == "rate limit wait" {
+				_, _, err := rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary"}, 0)
+				require.NoError(t, err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(20*time.Millisecond, cancel)
+			start := time.Now()
+			_, _, err := rt.Collect(ctx, pl, runtime.ChatRequest{Model: "primary", Messages: hi}, 0)
+			require.ErrorIs(t, err, context.Canceled)
+			assert.Less(t, time.Since(start), time.Second)
+			for name, m := range tt.models {
+				assert.Zero(t, m.(*rt.Model).Running(), "model %s still running", name)
+			}
+		})
+	}
+}
+
+func TestChatStreamIterator(t *testing.T) {
+	model := rt.NewModel(rt.Response{Deltas: []string{"a", "b", "c"}, Usage: runtime.Usage{InputTokens: 1, OutputTokens: 3}})
+	pl := build(t, plan.Chains{}, map[string]runtime.ModelClient{"primary": model})
+
+	s := pl.Chat(context.Background(), runtime.ChatRequest{Model: "primary"})
+	var got []string
+	for d, err := range s.All() {
+		require.NoError(t, err)
+		got = append(got, d.Text)
+	}
+	assert.Equal(t, []string{"a", "b", "c"}, got)
+	assert.Equal(t, "abc", s.Response().Text)
+	assert.Equal(t, int64(3), s.Response().Usage.OutputTokens)
+	for _, err := range s.All() {
+		assert.ErrorContains(t, err, "already consumed")
+	}
+
+	// Breaking out abandons the stream.
+	s = pl.Chat(context.Background(), runtime.ChatRequest{Model: "primary"})
+	for d := range s.All() {
+		assert.Equal(t, "a", d.Text)
+		break
+	}
+	require.NoError(t, s.Err())
+	assert.Equal(t, 1, s.Response().Deltas)
+
+	// A failed call ends with its error.
+	failing := rt.NewModel(rt.Response{Deltas: []string{"x", "y"}, Err: errors.New("broken"), FailAfter: 1})
+	pl = build(t, plan.Chains{}, map[string]runtime.ModelClient{"primary": failing})
+	s = pl.Chat(context.Background(), runtime.ChatRequest{Model: "primary"})
+	var errs []error
+	for _, err := range s.All() {
+		errs = append(errs, err)
+	}
+	require.Len(t, errs, 2)
+	assert.NoError(t, errs[0])
+	assert.ErrorContains(t, errs[1], "broken")
+
+	resp, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary"})
+	require.Error(t, err)
+	assert.Equal(t, "x", resp.Text)
+}
