@@ -52,13 +52,26 @@ func (p *Pair) Violated() bool { return !p.Holds && !p.InCycle }
 
 // ConstraintCycle is a set of constraints that no order of a chain can satisfy.
 type ConstraintCycle struct {
-	// Stage is the chain the cycle was found in.
+	// Stage is the chain the cycle was found in, or "" when the cycle is
+	// between constraints that apply to every chain.
 	Stage string
 	// Path names the layers around the cycle, the first repeated at the end
 	// ("a", "b", "a").
 	Path []string
 	// Constraints[i] orders Path[i] outside Path[i+1].
 	Constraints []*dsl.Constraint
+}
+
+// Rotate returns the same cycle starting with its i-th constraint.
+func (c *ConstraintCycle) Rotate(i int) *ConstraintCycle {
+	n := len(c.Constraints)
+	out := &ConstraintCycle{Stage: c.Stage}
+	for k := 0; k < n; k++ {
+		out.Constraints = append(out.Constraints, c.Constraints[(i+k)%n])
+		out.Path = append(out.Path, c.Path[(i+k)%n])
+	}
+	out.Path = append(out.Path, out.Path[0])
+	return out
 }
 
 // String spells the cycle out: "a -> b -> a".
@@ -189,7 +202,13 @@ func (a *Analysis) findCycles() {
 			}
 		}
 		for _, c := range g.cycles() {
-			c.Stage = stage
+			// Between names, the cycle belongs to a stage only when one of
+			// its constraints names it.
+			for _, k := range c.Constraints {
+				if k.Stage != "" {
+					c.Stage = k.Stage
+				}
+			}
 			add(c)
 			for _, k := range c.Constraints {
 				inCycle[k] = true

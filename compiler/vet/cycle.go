@@ -35,17 +35,21 @@ meets one on the name of an entry of it and each constraint's when is known.`,
 			if primary < 0 {
 				primary = 0
 			}
+			cy = cy.Rotate(primary)
 			var wants []string
 			var rel []dsl.Related
 			for i, c := range cy.Constraints {
 				wants = append(wants, fmt.Sprintf("%s wants %s outside %s", c.ID, cy.Path[i], cy.Path[i+1]))
-				if i != primary {
+				if i > 0 {
 					rel = append(rel, dsl.Related{Pos: ConstraintPos(c), Message: describe(c)})
 				}
 			}
-			c := cy.Constraints[primary]
-			p.Reportf(ConstraintPos(c), rel, "contradictory constraints: %s (%s); no order of the %s chain satisfies them all",
-				cy, strings.Join(wants, ", "), cy.Stage)
+			chain := "a chain"
+			if cy.Stage != "" {
+				chain = "the " + cy.Stage + " chain"
+			}
+			p.Reportf(ConstraintPos(cy.Constraints[0]), rel, "contradictory constraints: %s (%s); no order of %s satisfies them all",
+				cy, strings.Join(wants, ", "), chain)
 		}
 	},
 }

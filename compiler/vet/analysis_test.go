@@ -1,0 +1,134 @@
+package vet_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/compiler/vet"
+	"github.com/agentc-dev/agentc/dsl"
+)
+
+// analyze loads a one-file policy and analyses it.
+func analyze(t *testing.T, src string) *vet.Analysis {
+	t.Helper()
+	schema, err := dsl.DefaultSchema()
+	require.NoError(t, err)
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte(src), 0o644))
+	p, diags, err := dsl.Load(context.Background(), []string{dir}, dsl.Options{Schema: schema})
+	require.NoError(t, err)
+	require.False(t, diags.HasErrors(), "%v", diags)
+	return vet.Analyze(p, schema.Constraints())
+}
+
+func TestReach(t *testing.T) {
+	a := analyze(t, `package p
+tools: {
+	refund: {side_effecting: true}
+	search: {}
+	fetch: {url_arg: "url"}
+	drop: {side_effecting: true}
+}
+chains: tool: [
+	{use: "tool_policy", deny: ["drop"]},
+	{use: "guard", name: "no_fetch", deny: "tool.url_arg != ''"},
+	{use: "guard", name: "big", deny: "args.amount > 100"},
+	{use: "retry", when: "tool.side_effecting"},
+	{use: "memoize", tools: ["search"]},
+]
+`)
+	chain := a.Policy.Chains["tool"]
+	retry, memo, big := chain[3], chain[4], chain[2]
+
+	assert.Equal(t, "tool_policy", a.Blocker("drop").Name, "a deny list refuses the tool outright")
+	assert.Equal(t, "no_fetch", a.Blocker("fetch").Name, "a deny that is true for every call of the tool")
+	assert.Nil(t, a.Blocker("refund"), "a deny that depends on the arguments refuses nothing outright")
+
+	assert.True(t, a.Applies(retry, "refund"))
+	assert.False(t, a.Applies(retry, "search"), "when is statically false for a read-only tool")
+	assert.True(t, a.Applies(retry, "drop"))
+	assert.False(t, a.Reaches(retry, "drop"), "drop is refused before it reaches the retry")
+	assert.True(t, a.Applies(retry, ""), "nothing is known about an undeclared tool")
+	assert.False(t, a.Applies(memo, ""), "a scoped entry never sees an undeclared tool")
+
+	var names []string
+	for _, tool := range a.ToolsReaching(retry) {
+		names = append(names, tool.Name)
+	}
+	assert.Equal(t, []string{"refund"}, names)
+	assert.False(t, a.Overlap(retry, memo))
+	assert.True(t, a.Overlap(big, memo))
+	assert.Equal(t, 3, vet.Attempts(retry))
+}
+
+func TestConstraintWhen(t *testing.T) {
+	a := analyze(t, `package p
+chains: tool: [
+	{use: "rate_limit", name: "r1", rate: 1, mode: "reject"},
+	{use: "rate_limit", name: "r2", rate: 1, mode: "wait"},
+	{use: "meter"},
+]
+constraints: [
+	{id: "rejects-metered", outer: "meter", inner: "rate_limit", when: "inner.mode == 'reject'", why: "w"},
+	{id: "bad-when", outer: "meter", inner: "rate_limit", when: "inner.mode ==", why: "w"},
+	{id: "not-bool", outer: "meter", inner: "rate_limit", when: "1 + 2", why: "w"},
+	{id: "missing-key", outer: "meter", inner: "rate_limit", when: "inner.nope == 1", why: "w"},
+]
+`)
+	var rejects, missing []*vet.Pair
+	for _, p := range a.Pairs {
+		switch p.Constraint.ID {
+		case "rejects-metered":
+			rejects = append(rejects, p)
+		case "missing-key":
+			missing = append(missing, p)
+		}
+	}
+	require.Len(t, rejects, 1, "when keeps only the rejecting limit")
+	assert.Equal(t, "r1", rejects[0].Inner.Name)
+	assert.False(t, rejects[0].Holds)
+	require.Len(t, missing, 2, "a when that cannot be evaluated is checked")
+	assert.Error(t, missing[0].WhenErr)
+
+	rules := map[string]bool{}
+	for _, d := range a.Problems {
+		rules[d.Rule] = true
+		assert.Equal(t, dsl.Error, d.Severity)
+	}
+	assert.True(t, rules["cel/syntax"], "%v", a.Problems)
+	assert.True(t, rules["cel/not-bool"], "%v", a.Problems)
+	for _, p := range a.Pairs {
+		assert.NotEqual(t, "bad-when", p.Constraint.ID, "a constraint whose when does not compile is not applied")
+	}
+}
+
+func TestCycleSuppressesViolations(t *testing.T) {
+	a := analyze(t, `package p
+chains: tool: [{use: "audit"}, {use: "pii"}, {use: "log"}]
+constraints: [
+	{id: "a", outer: "pii", inner: "audit", why: "w"},
+	{id: "b", outer: "log", inner: "pii", why: "w"},
+	{id: "c", outer: "audit", inner: "log", why: "w"},
+]
+`)
+	require.Len(t, a.Cycles, 1)
+	cy := a.Cycles[0]
+	assert.Len(t, cy.Constraints, 3)
+	assert.Equal(t, cy.Path[0], cy.Path[len(cy.Path)-1])
+	r := cy.Rotate(1)
+	assert.Equal(t, cy.Constraints[1], r.Constraints[0])
+	assert.Equal(t, cy.Path[1], r.Path[0])
+	assert.Equal(t, r.Path[0], r.Path[3])
+	for _, p := range a.Pairs {
+		assert.False(t, p.Violated(), "a constraint in a cycle is reported as the cycle only")
+	}
+	ds := vet.Run(a, vet.Suite...)
+	require.Len(t, ds, 1, "%v", ds)
+	assert.Equal(t, "order/cycle", ds[0].Rule)
+	assert.Len(t, ds[0].Related, 2, "every other constraint of the cycle is positioned")
+}
