@@ -10,7 +10,8 @@
 // discarded. In the chat stage an after-phase guard holds the stream's deltas
 // until the response is complete and releases them only if it passes. A tool
 // or chat call that failed is returned as is without evaluation; a turn is
-// evaluated with its status.
+// evaluated with its status, except that a turn already blocked or over
+// budget keeps that first reason.
 //
 // `on_error` decides what a predicate evaluation error (a missing key, a cost
 // limit) does: "closed" (the default) blocks, with the evaluation error as the

@@ -1,0 +1,93 @@
+package log_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	_ "github.com/agentc-dev/agentc/builtins/log"
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
+)
+
+func lines(t *testing.T, buf *bytes.Buffer) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		if l == "" {
+			continue
+		}
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(l), &m))
+		out = append(out, m)
+	}
+	return out
+}
+
+func TestOneLinePerCall(t *testing.T) {
+	var buf bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	p := rt.Plan(plan.Chains{
+		Chat: []plan.Layer{rt.Layer("log", `{"level":"debug","include_args":true}`)},
+		Tool: []plan.Layer{rt.Layer("log", `{"level":"info"}`)},
+		Turn: []plan.Layer{rt.Layer("log", "")},
+	})
+	model := rt.NewModel(rt.Response{Deltas: []string{"a", "b"}, Usage: runtime.Usage{InputTokens: 7, OutputTokens: 2}})
+	tool := rt.NewTool(rt.ToolResult{Err: rt.Permanent("nope")})
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Logger: logger,
+		Models: map[string]runtime.ModelClient{"primary": model}, Tools: map[string]runtime.ToolFunc{"t": tool.Func()}})
+	require.NoError(t, err)
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r9"})
+	_, err = pl.Turn(ctx, runtime.TurnRequest{Input: "go"}, func(ctx context.Context) (string, error) {
+		_, _, err := rt.Collect(ctx, pl, runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: "hi"}}}, 0)
+		require.NoError(t, err)
+		_, err = pl.Tool(ctx, runtime.ToolRequest{Name: "t", Args: map[string]any{"x": 1.0}})
+		require.Error(t, err)
+		return "done", nil
+	})
+	require.NoError(t, err)
+
+	got := lines(t, &buf)
+	require.Len(t, got, 3)
+	chat, tl, turn := got[0], got[1], got[2]
+	assert.Equal(t, "agentc chat", chat["msg"])
+	assert.Equal(t, "DEBUG", chat["level"])
+	assert.Equal(t, "r9", chat["run_id"])
+	assert.Equal(t, "chat", chat["stage"])
+	assert.Equal(t, "log", chat["layer"])
+	assert.Equal(t, "primary", chat["served"])
+	assert.Equal(t, float64(7), chat["input_tokens"])
+	assert.Equal(t, "ok", chat["outcome"])
+	assert.NotNil(t, chat["messages"], "include_args logs the messages")
+
+	assert.Equal(t, "agentc tool", tl["msg"])
+	assert.Equal(t, "WARN", tl["level"], "a failure is logged at least at warn")
+	assert.Equal(t, "failed", tl["outcome"])
+	assert.Equal(t, "permanent", tl["error_kind"])
+	assert.Nil(t, tl["args"])
+
+	assert.Equal(t, "agentc turn", turn["msg"])
+	assert.Equal(t, "INFO", turn["level"])
+	assert.Equal(t, float64(4), turn["output_bytes"])
+}
+
+func TestDisabledLevelWritesNothing(t *testing.T) {
+	var buf bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	tool := rt.NewTool(rt.ToolResult{Value: 1})
+	pl, err := runtime.Build(context.Background(), rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("log", `{"level":"debug"}`)}}),
+		runtime.Deps{Logger: logger, Tools: map[string]runtime.ToolFunc{"t": tool.Func()}})
+	require.NoError(t, err)
+	_, err = pl.Tool(context.Background(), runtime.ToolRequest{Name: "t"})
+	require.NoError(t, err)
+	assert.Empty(t, buf.String())
+	_, err = runtime.Build(context.Background(), rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("log", `{"level":"loud"}`)}}), runtime.Deps{})
+	assert.ErrorContains(t, err, "level must be one of")
+}

@@ -1,0 +1,49 @@
+package maxtokens_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	_ "github.com/agentc-dev/agentc/builtins/maxtokens"
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
+)
+
+func TestMaxTokens(t *testing.T) {
+	model := rt.NewModel(rt.Response{Deltas: []string{"ok"}})
+	pl, err := runtime.Build(context.Background(), rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("max_tokens", `{"limit":100}`)}}),
+		runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
+	require.NoError(t, err)
+	tests := []struct {
+		name    string
+		content string
+		blocked bool
+	}{
+		{"small", "hello", false},
+		{"at the limit", strings.Repeat("x", 4*96), false},
+		{"over", strings.Repeat("x", 4*97), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := model.Calls()
+			_, _, err := rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary",
+				Messages: []runtime.Message{{Role: "user", Content: tt.content}}}, 0)
+			if !tt.blocked {
+				require.NoError(t, err)
+				return
+			}
+			var b *runtime.BlockedError
+			require.ErrorAs(t, err, &b)
+			assert.Equal(t, "max_tokens", b.Layer)
+			assert.Contains(t, b.Message, "over the limit of 100")
+			assert.Equal(t, before, model.Calls(), "refused before the model runs")
+		})
+	}
+	_, err = runtime.Build(context.Background(), rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("max_tokens", `{}`)}}), runtime.Deps{})
+	assert.ErrorContains(t, err, "limit must be at least 1")
+}

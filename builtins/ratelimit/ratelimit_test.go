@@ -1,0 +1,93 @@
+package ratelimit_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	_ "github.com/agentc-dev/agentc/builtins/ratelimit"
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
+)
+
+func build(t *testing.T, config string) (*runtime.Pipeline, *rt.Tool) {
+	t.Helper()
+	tool := rt.NewTool(rt.ToolResult{Value: 1})
+	pl, err := runtime.Build(context.Background(), rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("rate_limit", config)}}),
+		runtime.Deps{Tools: map[string]runtime.ToolFunc{"t": tool.Func()}})
+	require.NoError(t, err)
+	return pl, tool
+}
+
+func TestRejectMode(t *testing.T) {
+	pl, tool := build(t, `{"rate":1,"per":"1h","burst":2,"mode":"reject"}`)
+	for range 2 {
+		_, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "t"})
+		require.NoError(t, err)
+	}
+	_, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "t"})
+	var ce *runtime.CallError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, runtime.KindRateLimited, ce.Kind)
+	assert.Equal(t, "rate_limit", ce.Layer)
+	assert.InDelta(t, time.Hour.Seconds(), ce.RetryAfter.Seconds(), 1)
+	assert.Equal(t, runtime.ClassFailure, runtime.Classify(err), "a rejection may be redelivered")
+	assert.True(t, runtime.IsTransient(err))
+	assert.Equal(t, 2, tool.Calls())
+}
+
+func TestWaitModeRefillsAndRespectsCancellation(t *testing.T) {
+	pl, tool := build(t, `{"rate":50,"per":"1s","burst":1,"mode":"wait"}`)
+	start := time.Now()
+	for range 3 {
+		_, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "t"})
+		require.NoError(t, err)
+	}
+	// One token at once, then one every 20ms.
+	assert.GreaterOrEqual(t, time.Since(start), 35*time.Millisecond)
+	assert.Equal(t, 3, tool.Calls())
+
+	slow, _ := build(t, `{"rate":1,"per":"1h","burst":1}`)
+	_, err := slow.Tool(context.Background(), runtime.ToolRequest{Name: "t"})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	start = time.Now()
+	_, err = slow.Tool(ctx, runtime.ToolRequest{Name: "t"})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Less(t, time.Since(start), time.Second)
+}
+
+func TestRunScope(t *testing.T) {
+	pl, _ := build(t, `{"rate":1,"per":"1h","burst":1,"mode":"reject","scope":"run"}`)
+	for _, run := range []string{"a", "b"} {
+		_, err := pl.Tool(runtime.WithRun(context.Background(), runtime.Run{ID: run}), runtime.ToolRequest{Name: "t"})
+		require.NoError(t, err, "each run has its own bucket")
+	}
+	_, err := pl.Tool(runtime.WithRun(context.Background(), runtime.Run{ID: "a"}), runtime.ToolRequest{Name: "t"})
+	require.Error(t, err)
+}
+
+func TestTurnAndChat(t *testing.T) {
+	p := rt.Plan(plan.Chains{
+		Turn: []plan.Layer{rt.Layer("rate_limit", `{"rate":1,"per":"1h","mode":"reject"}`)},
+		Chat: []plan.Layer{rt.Layer("rate_limit", `{"rate":1,"per":"1h","mode":"reject"}`)},
+	})
+	model := rt.NewModel(rt.Response{Deltas: []string{"x"}})
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
+	require.NoError(t, err)
+	body := func(context.Context) (string, error) { return "out", nil }
+	_, err = pl.Turn(context.Background(), runtime.TurnRequest{Input: "a"}, body)
+	require.NoError(t, err)
+	_, err = pl.Turn(context.Background(), runtime.TurnRequest{Input: "b"}, body)
+	assert.Equal(t, "rate_limited", runtime.KindOf(err))
+	_, _, err = rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary"}, 0)
+	require.NoError(t, err)
+	_, _, err = rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary"}, 0)
+	assert.Equal(t, "rate_limited", runtime.KindOf(err))
+	assert.Equal(t, 1, model.Calls())
+}

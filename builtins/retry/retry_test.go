@@ -1,0 +1,201 @@
+package retry_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	_ "github.com/agentc-dev/agentc/builtins/fallback"
+	"github.com/agentc-dev/agentc/builtins/retry"
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
+)
+
+func buildTool(t *testing.T, config string, tool *rt.Tool) *runtime.Pipeline {
+	t.Helper()
+	pl, err := runtime.Build(context.Background(), rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("retry", config)}}),
+		runtime.Deps{Tools: map[string]runtime.ToolFunc{"t": tool.Func()}})
+	require.NoError(t, err)
+	return pl
+}
+
+type statusErr int
+
+func (s statusErr) Error() string   { return "status" }
+func (s statusErr) StatusCode() int { return int(s) }
+
+func TestRetryClassification(t *testing.T) {
+	const cfg = `{"max_attempts":3,"initial_delay":"1ms","max_delay":"1ms"}`
+	tests := []struct {
+		name      string
+		err       error
+		wantCalls int
+	}{
+		{"transient is retried", rt.Transient("503"), 3},
+		{"unclassified is retried", errors.New("boom"), 3},
+		{"status 429 is retried", statusErr(429), 3},
+		{"permanent fails fast", rt.Permanent("400"), 1},
+		{"status 404 fails fast", statusErr(404), 1},
+		{"blocked fails fast", &runtime.BlockedError{Layer: "g", Message: "no"}, 1},
+		{"budget fails fast", &runtime.BudgetError{Layer: "m", Resource: "calls"}, 1},
+		{"deadline is retried", context.DeadlineExceeded, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tool := rt.NewTool(rt.ToolResult{Err: tt.err})
+			res, err := buildTool(t, cfg, tool).Tool(context.Background(), runtime.ToolRequest{Name: "t"})
+			require.ErrorIs(t, err, tt.err)
+			assert.Equal(t, tt.wantCalls, tool.Calls())
+			assert.Equal(t, tt.wantCalls, res.Attempts, "attempts stamped on meta")
+		})
+	}
+}
+
+func TestRetrySucceedsAfterTransientFailures(t *testing.T) {
+	tool := rt.NewTool(rt.ToolResult{Err: rt.Transient("a")}, rt.ToolResult{Value: "ok"})
+	res, err := buildTool(t, `{"max_attempts":5,"initial_delay":"1ms","max_delay":"1ms"}`, tool).
+		Tool(context.Background(), runtime.ToolRequest{Name: "t"})
+	require.NoError(t, err)
+	assert.Equal(t, "ok", res.Value)
+	assert.Equal(t, 2, res.Attempts)
+}
+
+func TestRetryNeverRetriesTheCallersCancellation(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	tool := rt.NewTool(rt.ToolResult{Hang: true})
+	time.AfterFunc(10*time.Millisecond, cancel)
+	_, err := buildTool(t, `{"max_attempts":5,"initial_delay":"1ms","max_delay":"1ms"}`, tool).
+		Tool(ctx, runtime.ToolRequest{Name: "t"})
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, 1, tool.Calls())
+}
+
+func TestRetryRetriesAnAttemptTimeout(t *testing.T) {
+	tool := rt.NewTool(rt.ToolResult{Hang: true}, rt.ToolResult{Value: "second"})
+	res, err := buildTool(t, `{"max_attempts":3,"attempt_timeout":"10ms","initial_delay":"1ms","max_delay":"1ms"}`, tool).
+		Tool(context.Background(), runtime.ToolRequest{Name: "t"})
+	require.NoError(t, err)
+	assert.Equal(t, "second", res.Value)
+	assert.Equal(t, 2, tool.Calls())
+
+	// Chat: the timeout bounds the time to the first delta only.
+	slowStart := rt.NewModel(rt.Response{Delay: time.Hour}, rt.Response{Deltas: []string{"late"}})
+	pl, err := runtime.Build(context.Background(), rt.Plan(plan.Chains{Chat: []plan.Layer{
+		rt.Layer("retry", `{"max_attempts":2,"attempt_timeout":"10ms","initial_delay":"1ms","max_delay":"1ms"}`)}}),
+		runtime.Deps{Models: map[string]runtime.ModelClient{"primary": slowStart}})
+	require.NoError(t, err)
+	text, resp, err := rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary"}, 0)
+	require.NoError(t, err)
+	assert.Equal(t, "late", text)
+	assert.Equal(t, 2, resp.Attempts)
+
+	// Exhausted attempts report the timeout kind.
+	always := rt.NewModel(rt.Response{Delay: time.Hour})
+	pl, err = runtime.Build(context.Background(), rt.Plan(plan.Chains{Chat: []plan.Layer{
+		rt.Layer("retry", `{"max_attempts":2,"attempt_timeout":"5ms","initial_delay":"1ms","max_delay":"1ms"}`)}}),
+		runtime.Deps{Models: map[string]runtime.ModelClient{"primary": always}})
+	require.NoError(t, err)
+	_, _, err = rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary"}, 0)
+	assert.Equal(t, "timeout", runtime.KindOf(err))
+	assert.Equal(t, "retry", runtime.LayerOf(err))
+	assert.Equal(t, 2, always.Calls())
+}
+
+func TestDelay(t *testing.T) {
+	r := retry.New()
+	r.InitialDelay = runtime.Duration(100 * time.Millisecond)
+	r.MaxDelay = runtime.Duration(time.Second)
+	r.Multiplier = 2
+	tests := []struct {
+		name     string
+		attempt  int
+		err      error
+		min, max time.Duration
+	}{
+		{"first backoff within initial", 1, errors.New("x"), 0, 100 * time.Millisecond},
+		{"third backoff within 400ms", 3, errors.New("x"), 0, 400 * time.Millisecond},
+		{"capped by max_delay", 10, errors.New("x"), 0, time.Second},
+		{"retry-after honoured", 1, &runtime.CallError{Kind: runtime.KindRateLimited, RetryAfter: 700 * time.Millisecond}, 700 * time.Millisecond, 700 * time.Millisecond},
+		{"retry-after capped", 1, &runtime.CallError{Kind: runtime.KindRateLimited, RetryAfter: time.Hour}, time.Second, time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var maxSeen time.Duration
+			for range 200 {
+				d := r.Delay(tt.attempt, tt.err)
+				assert.GreaterOrEqual(t, d, tt.min)
+				assert.LessOrEqual(t, d, tt.max)
+				maxSeen = max(maxSeen, d)
+			}
+			if tt.min == 0 {
+				assert.Greater(t, maxSeen, tt.max/2, "full jitter spreads over the whole range")
+			}
+		})
+	}
+}
+
+func TestRetryAfterIsWaited(t *testing.T) {
+	tool := rt.NewTool(rt.ToolResult{Err: &runtime.CallError{Kind: runtime.KindRateLimited, RetryAfter: 30 * time.Millisecond}}, rt.ToolResult{Value: 1})
+	start := time.Now()
+	_, err := buildTool(t, `{"max_attempts":2,"initial_delay":"1ms","max_delay":"1s"}`, tool).Tool(context.Background(), runtime.ToolRequest{Name: "t"})
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, time.Since(start), 30*time.Millisecond)
+}
+
+func TestBreakerOpensAndFallbackFallsOver(t *testing.T) {
+	primary := rt.NewModel(rt.Response{Err: rt.Transient("down")})
+	backup := rt.NewModel(rt.Response{Deltas: []string{"b"}})
+	pl, err := runtime.Build(context.Background(), rt.Plan(plan.Chains{Chat: []plan.Layer{
+		rt.Layer("fallback", `{"models":["primary","backup"]}`),
+		rt.Layer("retry", `{"max_attempts":2,"initial_delay":"1ms","max_delay":"1ms","breaker":{"failures":2,"cooldown":"50ms"}}`),
+	}}), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": primary, "backup": backup}})
+	require.NoError(t, err)
+
+	// Call 1: two failures on primary open its breaker; backup serves.
+	_, resp, err := rt.Collect(context.Background(), pl, runtime.ChatRequest{}, 0)
+	require.NoError(t, err)
+	assert.Equal(t, "backup", resp.Model)
+	assert.Equal(t, 2, primary.Calls())
+
+	// Call 2: the open breaker refuses primary without calling it.
+	_, resp, err = rt.Collect(context.Background(), pl, runtime.ChatRequest{}, 0)
+	require.NoError(t, err)
+	assert.Equal(t, "backup", resp.Model)
+	assert.Equal(t, 2, primary.Calls())
+
+	// After the cooldown one trial call goes through; it fails and reopens.
+	time.Sleep(60 * time.Millisecond)
+	_, resp, err = rt.Collect(context.Background(), pl, runtime.ChatRequest{}, 0)
+	require.NoError(t, err)
+	assert.Equal(t, "backup", resp.Model)
+	assert.Equal(t, 3, primary.Calls())
+	_, _, err = rt.Collect(context.Background(), pl, runtime.ChatRequest{}, 0)
+	require.NoError(t, err)
+	assert.Equal(t, 3, primary.Calls(), "reopened after the failed trial")
+}
+
+func TestBreakerOpenErrorWithoutFallback(t *testing.T) {
+	tool := rt.NewTool(rt.ToolResult{Err: rt.Transient("down")}, rt.ToolResult{Err: rt.Transient("down")}, rt.ToolResult{Value: "up"})
+	pl := buildTool(t, `{"max_attempts":1,"initial_delay":"1ms","max_delay":"1ms","breaker":{"failures":2,"cooldown":"30ms"}}`, tool)
+	for range 2 {
+		_, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "t"})
+		require.Error(t, err)
+	}
+	_, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "t"})
+	var bo *runtime.BreakerOpenError
+	require.ErrorAs(t, err, &bo)
+	assert.Equal(t, "t", bo.Key)
+	assert.Equal(t, "breaker_open", runtime.KindOf(err))
+	assert.Equal(t, 2, tool.Calls())
+	time.Sleep(40 * time.Millisecond)
+	res, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "t"})
+	require.NoError(t, err, "the trial succeeds and closes the breaker")
+	assert.Equal(t, "up", res.Value)
+	_, err = pl.Tool(context.Background(), runtime.ToolRequest{Name: "t"})
+	require.NoError(t, err)
+}

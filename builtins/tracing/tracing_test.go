@@ -1,0 +1,91 @@
+package tracing_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	_ "github.com/agentc-dev/agentc/builtins/tracing"
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
+)
+
+func attrs(s sdktrace.ReadOnlySpan) map[string]any {
+	m := map[string]any{}
+	for _, kv := range s.Attributes() {
+		m[string(kv.Key)] = kv.Value.AsInterface()
+	}
+	return m
+}
+
+func TestSpansCoverTheStream(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	p := rt.Plan(plan.Chains{
+		Chat: []plan.Layer{rt.Layer("tracing", `{"span_name":"llm","attributes":{"team":"support"}}`)},
+		Tool: []plan.Layer{rt.Layer("tracing", "")},
+		Turn: []plan.Layer{rt.Layer("tracing", "")},
+	})
+	var spanDuringStream trace.SpanContext
+	model := runtime.ModelFunc(func(ctx context.Context, _ *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+		spanDuringStream = trace.SpanContextFromContext(ctx)
+		yield(runtime.Delta{Text: "a"})
+		yield(runtime.Delta{Text: "b", Usage: runtime.Usage{InputTokens: 3, OutputTokens: 2}})
+		return nil
+	})
+	tool := rt.NewTool(rt.ToolResult{Err: rt.Permanent("bad args")})
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{TracerProvider: tp,
+		Models: map[string]runtime.ModelClient{"primary": model}, Tools: map[string]runtime.ToolFunc{"t": tool.Func()}})
+	require.NoError(t, err)
+
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r1"})
+	_, err = pl.Turn(ctx, runtime.TurnRequest{Input: "x"}, func(ctx context.Context) (string, error) {
+		var openWhileStreaming []bool
+		_, err := pl.Stream(ctx, runtime.ChatRequest{Model: "primary"}, func(runtime.Delta) bool {
+			// The chat span has not ended while deltas flow.
+			openWhileStreaming = append(openWhileStreaming, len(rec.Ended()) == 0)
+			return true
+		})
+		require.NoError(t, err)
+		assert.Equal(t, []bool{true, true}, openWhileStreaming)
+		_, _ = pl.Tool(ctx, runtime.ToolRequest{Name: "t"})
+		return "out", nil
+	})
+	require.NoError(t, err)
+
+	ended := rec.Ended()
+	require.Len(t, ended, 3)
+	chat, tl, turn := ended[0], ended[1], ended[2]
+	assert.Equal(t, "llm", chat.Name())
+	assert.Equal(t, "agentc.tool", tl.Name())
+	assert.Equal(t, "agentc.turn", turn.Name())
+	assert.Equal(t, turn.SpanContext().SpanID(), chat.Parent().SpanID(), "the turn span is the chat span's parent")
+	assert.Equal(t, chat.SpanContext().SpanID(), spanDuringStream.SpanID(), "the model sees the chat span")
+
+	ca := attrs(chat)
+	assert.Equal(t, "support", ca["team"])
+	assert.Equal(t, "r1", ca["agentc.run_id"])
+	assert.Equal(t, "primary", ca["agentc.served"])
+	assert.Equal(t, int64(2), ca["agentc.deltas"])
+	assert.Equal(t, int64(2), ca["agentc.output_tokens"])
+
+	assert.Equal(t, "Error", tl.Status().Code.String())
+	assert.Equal(t, "permanent", attrs(tl)["agentc.error_kind"])
+	require.NotEmpty(t, tl.Events(), "the error is recorded")
+}
+
+func TestNoopWithoutProvider(t *testing.T) {
+	tool := rt.NewTool(rt.ToolResult{Value: 1})
+	pl, err := runtime.Build(context.Background(), rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("tracing", "")}}),
+		runtime.Deps{Tools: map[string]runtime.ToolFunc{"t": tool.Func()}})
+	require.NoError(t, err)
+	res, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "t"})
+	require.NoError(t, err)
+	assert.Equal(t, 1, res.Value)
+}
