@@ -1,0 +1,186 @@
+package explain
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/agentc-dev/agentc/compiler/vet"
+	"github.com/agentc-dev/agentc/dsl"
+)
+
+// consequences spells out what the order of a chain means for one call.
+func consequences(a *vet.Analysis, stage string, chain []*dsl.Entry) []string {
+	var out []string
+	out = append(out, executions(a, stage, chain)...)
+	out = append(out, cacheHits(a, stage, chain)...)
+	out = append(out, auditRecords(a, stage, chain)...)
+	return out
+}
+
+// reinvokers returns the re-invoking layers that wrap calls of tool ("" in
+// the chat and turn chains, or for an undeclared tool).
+func reinvokers(a *vet.Analysis, chain []*dsl.Entry, tool string) []*dsl.Entry {
+	var out []*dsl.Entry
+	for _, e := range chain {
+		if e.Kind != nil && e.Kind.Has("reinvokes") && vet.Attempts(e) > 1 && a.Reaches(e, tool) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// worstCase returns the product of the attempts of es and its factors.
+func worstCase(es []*dsl.Entry) (int, string) {
+	n := 1
+	var factors []string
+	for _, e := range es {
+		k := vet.Attempts(e)
+		n *= k
+		unit := "attempts"
+		if e.Use == "fallback" || e.Use == "hedge" {
+			unit = "models"
+		}
+		factors = append(factors, fmt.Sprintf("%s %d %s", e.Ref(), k, unit))
+	}
+	return n, strings.Join(factors, " × ")
+}
+
+func executions(a *vet.Analysis, stage string, chain []*dsl.Entry) []string {
+	if stage != "tool" {
+		es := reinvokers(a, chain, "")
+		once := map[string]string{"chat": "each call reaches the model once", "turn": "each turn runs once"}[stage]
+		if len(es) == 0 {
+			return []string{once + ": no layer re-invokes it"}
+		}
+		n, why := worstCase(es)
+		return []string{fmt.Sprintf("a failing call reaches the model up to %d times (%s)", n, why)}
+	}
+	// Tool chain: group the declared tools by their worst case.
+	type group struct {
+		n     int
+		why   string
+		tools []string
+	}
+	var groups []*group
+	byWhy := map[string]*group{}
+	var notes []string
+	names := make([]string, 0, len(a.Policy.Tools))
+	for name := range a.Policy.Tools {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	if len(names) == 0 {
+		names = []string{""}
+	}
+	for _, name := range names {
+		if name != "" && a.Blocker(name) != nil {
+			notes = append(notes, fmt.Sprintf("`%s` is refused by %s before any call runs", name, a.Blocker(name).Ref()))
+			continue
+		}
+		es := reinvokers(a, chain, name)
+		n, why := worstCase(es)
+		g := byWhy[why]
+		if g == nil {
+			g = &group{n: n, why: why}
+			byWhy[why] = g
+			groups = append(groups, g)
+		}
+		if name != "" {
+			g.tools = append(g.tools, "`"+name+"`")
+		}
+		if t := a.Policy.Tools[name]; t != nil && t.SideEffecting && n > 1 {
+			if t.RetrySafe {
+				notes = append(notes, fmt.Sprintf("`%s` is side-effecting and retry_safe: its idempotency key keeps the repeats from repeating the effect", name))
+			} else {
+				notes = append(notes, fmt.Sprintf("`%s` is side-effecting and not retry_safe: a repeat can repeat its effect", name))
+			}
+		}
+	}
+	var out []string
+	for _, g := range groups {
+		subject := "a failing tool call"
+		if len(g.tools) > 0 {
+			subject = "a failing call of " + list(g.tools)
+		}
+		if g.n == 1 {
+			out = append(out, subject+" runs once: no layer re-invokes it")
+		} else {
+			out = append(out, fmt.Sprintf("%s runs up to %d times (%s)", subject, g.n, g.why))
+		}
+	}
+	return append(out, notes...)
+}
+
+func cacheHits(a *vet.Analysis, stage string, chain []*dsl.Entry) []string {
+	var out []string
+	for _, c := range chain {
+		if c.Kind == nil || !c.Kind.Has("caches") {
+			continue
+		}
+		var skipped []string
+		for _, e := range chain[c.Index+1:] {
+			if a.Overlap(c, e) {
+				skipped = append(skipped, e.Ref())
+			}
+		}
+		skipped = append(skipped, "the "+callees[stage])
+		hit := "a hit in " + c.Ref()
+		if c.Use == "idempotent" {
+			hit = "a replay in " + c.Ref()
+		}
+		out = append(out, fmt.Sprintf("%s skips %s", hit, list(skipped)))
+	}
+	return out
+}
+
+func auditRecords(a *vet.Analysis, stage string, chain []*dsl.Entry) []string {
+	var out []string
+	for _, au := range chain {
+		if au.Use != "audit" {
+			continue
+		}
+		trail, _ := au.Fields["trail"].(string)
+		var outside, inside []*dsl.Entry
+		for _, r := range chain {
+			if r.Use != "retry" || !a.Overlap(r, au) {
+				continue
+			}
+			if r.Index < au.Index {
+				outside = append(outside, r)
+			} else {
+				inside = append(inside, r)
+			}
+		}
+		per := map[string]string{"tool": "logical tool call", "turn": "turn", "chat": "model call"}[stage]
+		switch {
+		case len(outside) > 0:
+			n, why := worstCase(outside)
+			out = append(out, fmt.Sprintf("%s writes one record per attempt: up to %d for one %s (%s); trail: %q", au.Ref(), n, per, why, trail))
+		case len(inside) > 0:
+			out = append(out, fmt.Sprintf("%s writes one record per %s: %s inside it re-invokes without new records, and the record notes the attempts; trail: %q", au.Ref(), per, list(refs(inside)), trail))
+		default:
+			out = append(out, fmt.Sprintf("%s writes one record per %s", au.Ref(), per))
+		}
+	}
+	return out
+}
+
+func refs(es []*dsl.Entry) []string {
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = e.Ref()
+	}
+	return out
+}
+
+// list joins words as "a, b and c".
+func list(words []string) string {
+	switch len(words) {
+	case 0:
+		return ""
+	case 1:
+		return words[0]
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
+}

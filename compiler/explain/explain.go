@@ -1,0 +1,213 @@
+package explain
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/agentc-dev/agentc/compiler/vet"
+	"github.com/agentc-dev/agentc/dsl"
+)
+
+// Explanation is what agentc explain shows about a policy.
+type Explanation struct {
+	// Policy is the policy's package name.
+	Policy string
+	// Stages holds the stages that have a chain, in the order chat, tool,
+	// turn.
+	Stages []*Stage
+}
+
+// Stage is one chain.
+type Stage struct {
+	// Name is "chat", "tool" or "turn".
+	Name string
+	// Callee is what the innermost layer calls: "model call", "tool call" or
+	// "agent turn".
+	Callee string
+	// Layers are the chain's entries, outermost first.
+	Layers []*Layer
+	// Consequences spell out what the order means for a call.
+	Consequences []string
+}
+
+// Layer is one entry of a chain.
+type Layer struct {
+	// Index is the entry's 0-based index in its chain.
+	Index int
+	// Ref names the entry: "name (use)" or "use".
+	Ref string
+	Use string
+	// Traits are the kind's traits in words ("re-invokes", "guards").
+	Traits []string
+	// Settings are the entry's key settings ("max_attempts 3").
+	Settings []string
+	// Scope holds its tools: and when, if any ("tools: refund").
+	Scope []string
+	// Pos is file:line of the entry, the file relative to the policy
+	// directory.
+	Pos string
+	// Held lists what holds the layer in place.
+	Held []*Hold
+}
+
+// Hold is one ordering constraint as seen from one of its layers.
+type Hold struct {
+	// Rule is the rule id a violation reports (order/<constraint id>).
+	Rule string
+	// Outside is true when the layer must sit outside Other, false when
+	// inside.
+	Outside bool
+	// Other is the Ref of the other layer, or a description of the layers
+	// ("every other layer").
+	Other string
+	// Why is the constraint's reason.
+	Why string
+	// Violated is true when the chain breaks the constraint.
+	Violated bool
+}
+
+// traitWords are the traits as explain writes them.
+var traitWords = map[string]string{
+	"reinvokes":             "re-invokes",
+	"short_circuits":        "short-circuits",
+	"records":               "records",
+	"counts_tokens":         "counts tokens",
+	"rewrites_messages":     "rewrites messages",
+	"guards":                "guards",
+	"caches":                "caches",
+	"side_effect_sensitive": "side-effect sensitive",
+}
+
+// keySettings are the config fields shown for each builtin, in order.
+var keySettings = map[string][]string{
+	"retry":            {"max_attempts", "attempt_timeout", "breaker"},
+	"fallback":         {"models"},
+	"hedge":            {"models", "delay"},
+	"audit":            {"trail", "sink"},
+	"meter":            {"budget", "scope"},
+	"rate_limit":       {"rate", "per", "burst", "mode"},
+	"compaction":       {"strategy", "max_tokens", "keep_recent"},
+	"guard":            {"deny", "require", "phase", "on_error"},
+	"memoize":          {"scope", "ttl"},
+	"semantic_memoize": {"scope", "threshold"},
+	"idempotent":       {"ttl"},
+	"egress":           {"allow"},
+	"tool_policy":      {"allow", "deny"},
+	"judge":            {"model", "on_error"},
+	"output_coerce":    {"mode"},
+	"pii":              {"action", "on_error"},
+	"content_filter":   {"on_error"},
+	"security":         {"on_error"},
+	"max_tokens":       {"limit"},
+	"file_check":       {"roots"},
+	"truncate":         {"max_chars"},
+}
+
+var callees = map[string]string{"chat": "model call", "tool": "tool call", "turn": "agent turn"}
+
+// Build explains p, with the builtins' constraints.
+func Build(p *dsl.Policy, builtin []*dsl.Constraint) *Explanation {
+	a := vet.Analyze(p, builtin)
+	x := &Explanation{Policy: p.Package}
+	for _, stage := range dsl.Stages {
+		chain := p.Chains[stage]
+		if len(chain) == 0 {
+			continue
+		}
+		st := &Stage{Name: stage, Callee: callees[stage]}
+		for _, e := range chain {
+			st.Layers = append(st.Layers, layer(a, p, e))
+		}
+		st.Consequences = consequences(a, stage, chain)
+		x.Stages = append(x.Stages, st)
+	}
+	return x
+}
+
+func layer(a *vet.Analysis, p *dsl.Policy, e *dsl.Entry) *Layer {
+	l := &Layer{Index: e.Index, Ref: e.Ref(), Use: e.Use, Pos: relPos(p, e.Pos)}
+	if e.Kind != nil {
+		for _, t := range e.Kind.Traits {
+			if w, ok := traitWords[t]; ok {
+				l.Traits = append(l.Traits, w)
+			} else {
+				l.Traits = append(l.Traits, t)
+			}
+		}
+	}
+	for _, f := range keySettings[e.Use] {
+		if v, ok := e.Fields[f]; ok {
+			l.Settings = append(l.Settings, f+": "+format(v))
+		}
+	}
+	if len(e.Tools) > 0 {
+		l.Scope = append(l.Scope, "tools: "+strings.Join(e.Tools, ", "))
+	}
+	if e.When != nil {
+		l.Scope = append(l.Scope, "when: "+e.When.Source)
+	}
+	if e.Use == "tracing" {
+		l.Held = append(l.Held, &Hold{Rule: "order/tracing-outermost", Outside: true, Other: "every other layer",
+			Why: "the span covers only the layers inside it", Violated: e.Index != 0})
+	}
+	seen := map[string]bool{}
+	for _, pr := range a.PairsOf(e) {
+		h := &Hold{Rule: "order/" + pr.Constraint.ID, Why: pr.Constraint.Why, Violated: !pr.Holds}
+		if pr.Outer == e {
+			h.Outside, h.Other = true, pr.Inner.Ref()
+		} else {
+			h.Other = pr.Outer.Ref()
+		}
+		key := fmt.Sprint(h.Rule, h.Outside, h.Other)
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		l.Held = append(l.Held, h)
+	}
+	return l
+}
+
+// relPos formats pos as file:line with the file relative to the policy
+// directory.
+func relPos(p *dsl.Policy, pos dsl.Pos) string {
+	if !pos.IsValid() {
+		return ""
+	}
+	file := pos.File
+	if p.Dir != "" {
+		if r, err := filepath.Rel(p.Dir, file); err == nil && !strings.HasPrefix(r, "..") {
+			file = r
+		}
+	}
+	return fmt.Sprintf("%s:%d", filepath.ToSlash(file), pos.Line)
+}
+
+// format renders a config value compactly: lists as "a, b", structs as
+// "k v, k v" in key order.
+func format(v any) string {
+	switch v := v.(type) {
+	case []any:
+		parts := make([]string, len(v))
+		for i, x := range v {
+			parts[i] = format(x)
+		}
+		return strings.Join(parts, ", ")
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = k + ": " + format(v[k])
+		}
+		return "{" + strings.Join(parts, ", ") + "}"
+	case float64:
+		return fmt.Sprintf("%g", v)
+	}
+	return fmt.Sprint(v)
+}

@@ -1,0 +1,115 @@
+package explain_test
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/compiler/explain"
+	"github.com/agentc-dev/agentc/dsl"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+var formats = map[string]string{"text": ".txt", "dot": ".dot", "mermaid": ".mmd"}
+
+func build(t *testing.T, dir string) *explain.Explanation {
+	t.Helper()
+	schema, err := dsl.DefaultSchema()
+	require.NoError(t, err)
+	p, diags, err := dsl.Load(context.Background(), []string{dir}, dsl.Options{Schema: schema})
+	require.NoError(t, err)
+	require.False(t, diags.HasErrors(), "%v", diags)
+	return explain.Build(p, schema.Constraints())
+}
+
+// TestGolden renders the support example and a policy with violations in
+// every format and compares with testdata/<name>.<ext>; -update rewrites
+// them.
+func TestGolden(t *testing.T) {
+	cases := map[string]string{
+		"support":    filepath.Join("..", "..", "examples", "support"),
+		"violations": filepath.Join("testdata", "violations"),
+	}
+	for name, dir := range cases {
+		x := build(t, dir)
+		for format, ext := range formats {
+			t.Run(name+"/"+format, func(t *testing.T) {
+				var b bytes.Buffer
+				require.NoError(t, explain.Write(&b, x, format))
+				golden := filepath.Join("testdata", name+ext)
+				if *update {
+					require.NoError(t, os.WriteFile(golden, b.Bytes(), 0o644))
+				}
+				want, err := os.ReadFile(golden)
+				require.NoError(t, err, "run with -update to create it")
+				assert.Equal(t, string(want), b.String())
+			})
+		}
+	}
+}
+
+func TestSupportConsequences(t *testing.T) {
+	x := build(t, filepath.Join("..", "..", "examples", "support"))
+	require.Len(t, x.Stages, 3)
+	chat, tool := x.Stages[0], x.Stages[1]
+	assert.Equal(t, "chat", chat.Name)
+	require.Len(t, chat.Layers, 6)
+	assert.Equal(t, "tracing", chat.Layers[0].Ref)
+	assert.Contains(t, chat.Consequences, "a failing call reaches the model up to 6 times (fallback 2 models × retry 3 attempts)")
+
+	var meter *explain.Layer
+	for _, l := range chat.Layers {
+		if l.Use == "meter" {
+			meter = l
+		}
+	}
+	require.NotNil(t, meter)
+	require.NotEmpty(t, meter.Held)
+	assert.Equal(t, "order/compaction-before-meter", meter.Held[0].Rule)
+	assert.False(t, meter.Held[0].Outside)
+	assert.Equal(t, "compaction", meter.Held[0].Other)
+	assert.False(t, meter.Held[0].Violated)
+
+	joined := strings.Join(tool.Consequences, "\n")
+	assert.Contains(t, joined, "a replay in idempotent skips audit, retry and the tool call")
+	assert.Contains(t, joined, "audit writes one record per logical tool call")
+}
+
+func TestViolationsAreShown(t *testing.T) {
+	x := build(t, filepath.Join("testdata", "violations"))
+	chat, tool := x.Stages[0], x.Stages[1]
+	assert.Contains(t, chat.Consequences, "a failing call reaches the model up to 12 times (outer (retry) 2 attempts × fallback 2 models × inner (retry) 3 attempts)")
+	assert.True(t, chat.Layers[1].Held[0].Violated, "tracing is not first")
+	assert.True(t, chat.Layers[0].Held[0].Violated, "meter is outside compaction")
+
+	joined := strings.Join(tool.Consequences, "\n")
+	assert.Contains(t, joined, "audit writes one record per attempt: up to 3 for one logical tool call")
+	assert.Contains(t, joined, "`send_email` is side-effecting and not retry_safe")
+	assert.Contains(t, joined, "a hit in memoize skips no_bulk (guard) and the tool call")
+
+	var b bytes.Buffer
+	require.NoError(t, x.Dot(&b))
+	assert.Contains(t, b.String(), "color=red")
+	b.Reset()
+	require.NoError(t, x.Mermaid(&b))
+	assert.Contains(t, b.String(), "linkStyle")
+}
+
+func TestUnknownFormat(t *testing.T) {
+	err := explain.Write(&bytes.Buffer{}, &explain.Explanation{}, "svg")
+	assert.ErrorContains(t, err, `unknown format "svg"`)
+}
+
+func TestEmptyPolicy(t *testing.T) {
+	var b bytes.Buffer
+	require.NoError(t, (&explain.Explanation{Policy: "p"}).Text(&b))
+	assert.Contains(t, b.String(), "no chains")
+}
