@@ -102,7 +102,7 @@ func (e *Env) Check(src string) (c *Checked, issues []Issue) {
 		return nil, []Issue{pos.issue(RuleCost, firstNonSpace(src), "cannot estimate the cost: "+cleanMessage(err.Error()))}
 	}
 	c.Cost = CostEstimate{Min: lenient.Min, Max: lenient.Max}
-	if lenient.Max == math.MaxUint64 {
+	if lenient.Max >= math.MaxUint64/16 {
 		off, what := w.unboundedRange()
 		if off < 0 {
 			off = firstNonSpace(src)
@@ -160,6 +160,13 @@ type walker struct {
 	ranges []ast.Expr // comprehension ranges, in visit order
 }
 
+// isInputType reports whether a struct type name (as written, or resolved by the checker) is
+// one of the agentc variable types.
+func (w *walker) isInputType(name string) bool {
+	_, ok := w.env.prov.lookup(name)
+	return ok || strings.HasPrefix(name, "agentc.")
+}
+
 // offsetOf returns the byte offset of an expression's start.
 func (w *walker) offsetOf(e ast.Expr) int {
 	if r, ok := w.ast.SourceInfo().GetOffsetRange(e.ID()); ok {
@@ -195,6 +202,15 @@ func (w *walker) visit(e ast.Expr, facts, locals []string) {
 			w.visit(me.Value(), facts, locals)
 		}
 	case ast.StructKind:
+		if name := e.AsStruct().TypeName(); w.isInputType(name) {
+			// The struct's offset is its brace; the type name precedes it.
+			off := w.offsetOf(e)
+			if start := off - len(name); start >= 0 && w.pos.src[start:off] == name {
+				off = start
+			}
+			w.issues = append(w.issues, w.pos.issue(RuleType, off,
+				fmt.Sprintf("cannot construct %s: the types of the variables are read-only", name)))
+		}
 		for _, f := range e.AsStruct().Fields() {
 			w.visit(f.AsStructField().Value(), facts, locals)
 		}

@@ -29,8 +29,26 @@ type costEstimator struct {
 
 // EstimateSize implements checker.CostEstimator.
 func (c *costEstimator) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
-	return c.sizeOfPath(n.Path())
+	if s := c.sizeOfPath(n.Path()); s != nil {
+		return s
+	}
+	// Values of fixed size, whatever the input: type values, null, and the fixed objects.
+	t := n.Type()
+	if t == nil {
+		return nil
+	}
+	switch t.Kind() {
+	case types.TypeKind, types.NullTypeKind:
+		return &unitSize
+	case types.StructKind:
+		if o, ok := fixedObjects[t.TypeName()]; ok {
+			return &checker.SizeEstimate{Min: 0, Max: uint64(len(o.names))}
+		}
+	}
+	return nil
 }
+
+var unitSize = checker.FixedSizeEstimate(1)
 
 // EstimateCallCost implements checker.CostEstimator; function costs come from the overload
 // estimators registered on the environment.
@@ -81,6 +99,8 @@ func addTypeHints(hints map[string]hint, path string, t *types.Type, h hint, dep
 		if !ok {
 			return
 		}
+		// An object compares field by field: its size is its field count.
+		hints[path] = hint{declared: &checker.SizeEstimate{Min: 0, Max: uint64(len(o.names))}}
 		for _, name := range o.names {
 			f := o.fields[name]
 			addTypeHints(hints, path+"."+name, f.ft.Type, hint{declared: f.declared, assumed: f.assumed}, depth+1)
@@ -111,6 +131,7 @@ func addSchemaHints(hints map[string]hint, path string, n *schemaNode, depth int
 		hints[path+".@keys"] = hint{assumed: assumedString}
 		addSchemaHints(hints, path+".@values", n.elem, depth+1)
 	case kindObject:
+		hints[path] = hint{declared: &checker.SizeEstimate{Min: 0, Max: uint64(len(n.props))}}
 		for name, c := range n.props {
 			addSchemaHints(hints, path+"."+name, c, depth+1)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/checker"
 	"github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/overloads"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
@@ -163,9 +164,9 @@ func staticCostOptions() []checker.CostOption {
 		var s checker.SizeEstimate
 		switch {
 		case target != nil:
-			s = sizeOf(*target)
+			s = strSize(est, *target)
 		case len(args) > 0:
-			s = sizeOf(args[0])
+			s = strSize(est, args[0])
 		default:
 			return nil
 		}
@@ -179,17 +180,17 @@ func staticCostOptions() []checker.CostOption {
 		if target == nil || len(args) == 0 {
 			return nil
 		}
-		s := sizeOf(*target).MultiplyByCostFactor(traversalFactor)
-		sub := sizeOf(args[0]).MultiplyByCostFactor(traversalFactor)
+		s := strSize(est, *target).MultiplyByCostFactor(traversalFactor)
+		sub := strSize(est, args[0]).MultiplyByCostFactor(traversalFactor)
 		return &checker.CallEstimate{CostEstimate: s.Multiply(sub).Add(checker.FixedCostEstimate(1))}
 	}
 	replace := func(est checker.CostEstimator, target *checker.AstNode, args []checker.AstNode) *checker.CallEstimate {
 		if target == nil || len(args) < 2 {
 			return nil
 		}
-		s := sizeOf(*target)
-		from := sizeOf(args[0])
-		to := sizeOf(args[1])
+		s := strSize(est, *target)
+		from := strSize(est, args[0])
+		to := strSize(est, args[1])
 		result := checker.SizeEstimate{Min: 0, Max: satMul(s.Max, max(to.Max, 1))}
 		c := s.MultiplyByCostFactor(traversalFactor).Multiply(from.MultiplyByCostFactor(traversalFactor)).
 			Add(result.MultiplyByCostFactor(traversalFactor))
@@ -199,8 +200,8 @@ func staticCostOptions() []checker.CostOption {
 		if target == nil || len(args) == 0 {
 			return nil
 		}
-		s := sizeOf(*target)
-		sep := sizeOf(args[0])
+		s := strSize(est, *target)
+		sep := strSize(est, args[0])
 		result := checker.SizeEstimate{Min: 0, Max: satAdd(s.Max, 1)}
 		c := s.MultiplyByCostFactor(traversalFactor).Multiply(sep.MultiplyByCostFactor(traversalFactor)).
 			Add(result.MultiplyByCostFactor(1))
@@ -219,7 +220,7 @@ func staticCostOptions() []checker.CostOption {
 		if len(args) != 2 {
 			return nil
 		}
-		s := sizeOf(args[0])
+		s := strSize(est, args[0])
 		needles := listStringTotal(est, args[1])
 		lowerCost := s.MultiplyByCostFactor(traversalFactor).Add(needles.MultiplyByCostFactor(traversalFactor))
 		scan := s.MultiplyByCostFactor(traversalFactor).Multiply(needles.MultiplyByCostFactor(traversalFactor))
@@ -229,11 +230,54 @@ func staticCostOptions() []checker.CostOption {
 		if len(args) != 2 {
 			return nil
 		}
-		s := sizeOf(args[0]).Add(checker.FixedSizeEstimate(1)).MultiplyByCostFactor(traversalFactor)
+		s := strSize(est, args[0]).Add(checker.FixedSizeEstimate(1)).MultiplyByCostFactor(traversalFactor)
 		patterns := listStringTotal(est, args[1]).MultiplyByCostFactor(regexFactor)
 		return &checker.CallEstimate{CostEstimate: s.Multiply(patterns).Add(checker.FixedCostEstimate(1))}
 	}
+	// The standard string functions, re-estimated so that a dyn operand counts as a string of
+	// the assumed size instead of an unbounded one (formulas as in cel-go).
+	containsCost := func(est checker.CostEstimator, target *checker.AstNode, args []checker.AstNode) *checker.CallEstimate {
+		if target == nil || len(args) != 1 {
+			return nil
+		}
+		s := strSize(est, *target).MultiplyByCostFactor(traversalFactor)
+		sub := strSize(est, args[0]).MultiplyByCostFactor(traversalFactor)
+		return &checker.CallEstimate{CostEstimate: s.Multiply(sub)}
+	}
+	matchesCost := func(est checker.CostEstimator, target *checker.AstNode, args []checker.AstNode) *checker.CallEstimate {
+		var str, re checker.AstNode
+		switch {
+		case target != nil && len(args) == 1:
+			str, re = *target, args[0]
+		case target == nil && len(args) == 2:
+			str, re = args[0], args[1]
+		default:
+			return nil
+		}
+		s := strSize(est, str).Add(checker.FixedSizeEstimate(1)).MultiplyByCostFactor(traversalFactor)
+		r := strSize(est, re).MultiplyByCostFactor(regexFactor)
+		return &checker.CallEstimate{CostEstimate: s.Multiply(r)}
+	}
+	affixCost := func(est checker.CostEstimator, target *checker.AstNode, args []checker.AstNode) *checker.CallEstimate {
+		if len(args) != 1 {
+			return nil
+		}
+		return &checker.CallEstimate{CostEstimate: strSize(est, args[0]).MultiplyByCostFactor(traversalFactor)}
+	}
+	concatCost := func(est checker.CostEstimator, target *checker.AstNode, args []checker.AstNode) *checker.CallEstimate {
+		if len(args) != 2 {
+			return nil
+		}
+		size := strSize(est, args[0]).Add(strSize(est, args[1]))
+		return &checker.CallEstimate{CostEstimate: size.MultiplyByCostFactor(traversalFactor), ResultSize: &size}
+	}
 	opts := []checker.CostOption{
+		checker.OverloadCostEstimate(overloads.ContainsString, containsCost),
+		checker.OverloadCostEstimate(overloads.MatchesString, matchesCost),
+		checker.OverloadCostEstimate(overloads.Matches, matchesCost),
+		checker.OverloadCostEstimate(overloads.StartsWithString, affixCost),
+		checker.OverloadCostEstimate(overloads.EndsWithString, affixCost),
+		checker.OverloadCostEstimate(overloads.AddString, concatCost),
 		checker.OverloadCostEstimate(overloadURLHost, linear),
 		checker.OverloadCostEstimate(overloadLower, linear),
 		checker.OverloadCostEstimate(overloadContainsAny, containsAnyCost),
@@ -263,6 +307,19 @@ func staticCostOptions() []checker.CostOption {
 func sizeOf(n checker.AstNode) checker.SizeEstimate {
 	if s := n.ComputedSize(); s != nil {
 		return *s
+	}
+	return checker.UnknownSizeEstimate()
+}
+
+// strSize is the size estimate of a string operand. An operand of unknown size (a dyn value, a
+// computed string) counts as the assumed string size for the lenient estimator; the strict one
+// keeps it unknown.
+func strSize(est checker.CostEstimator, n checker.AstNode) checker.SizeEstimate {
+	if s := n.ComputedSize(); s != nil {
+		return *s
+	}
+	if ce, ok := est.(*costEstimator); ok && !ce.strict {
+		return *assumedString
 	}
 	return checker.UnknownSizeEstimate()
 }
