@@ -86,7 +86,7 @@ func TestEvalConvertsNumbers(t *testing.T) {
 		"float64":     jsonArgs(t, src),
 		"json.Number": jsonNumberArgs(t, src),
 		"Go ints": {"order_id": "A1", "amount": 150, "quantity": int64(3), "codes": []any{4, int32(5)},
-			"lines": []any{map[string]any{"sku": "s", "count": 2, "price": float32(1.5)}},
+			"lines":  []any{map[string]any{"sku": "s", "count": 2, "price": float32(1.5)}},
 			"limits": map[string]any{"daily": 5}, "anything": map[string]any{"n": 2.5}},
 	} {
 		t.Run(name, func(t *testing.T) {
