@@ -3,7 +3,9 @@ package predicate
 import (
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -236,11 +238,11 @@ func TestCheckBadInput(t *testing.T) {
 		msg  string
 	}{
 		{"1 MB expression", strings.Repeat("true && ", 1<<17) + "true", RuleSyntax, "expression longer than 4096 bytes"},
-		{"1000-deep parentheses", deep("(", "true", ")", 1000), RuleSyntax, "recursion"},
-		{"1000-deep negation", deep("!(", "true", ")", 1000), RuleSyntax, "recursion"},
+		{"1000-deep parentheses", deep("(", "true", ")", 1000), RuleSyntax, "nests too deeply"},
+		{"1000-deep negation", deep("!(", "true", ")", 1000), RuleSyntax, "nests too deeply"},
 		{"1000 negation signs", strings.Repeat("!", 1000) + "true", "", ""}, // no nesting: accepted
-		{"1000-deep lists", deep("[", "", "]", 1000) + " == []", RuleSyntax, "recursion"},
-		{"long chain of additions", strings.Repeat("1 + ", 500) + "1 > 2", RuleSyntax, "recursion"},
+		{"1000-deep lists", deep("[", "", "]", 1000) + " == []", RuleSyntax, "nests too deeply"},
+		{"long chain of additions", strings.Repeat("1 + ", 500) + "1 > 2", RuleSyntax, "nests too deeply"},
 		{"not UTF-8", "tool.name == '\xff\xfe'", RuleSyntax, "not valid UTF-8"},
 		{"empty", "  \n ", RuleSyntax, "empty expression"},
 		{"comprehension over an unbounded list", "run.meta.list.all(x, x == 1)", RuleCost, "unbounded"},
@@ -249,7 +251,9 @@ func TestCheckBadInput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			start := time.Now()
 			c, iss := env.Check(tt.src)
+			assert.Less(t, time.Since(start), 2*time.Second)
 			if tt.rule == "" {
 				assert.Empty(t, iss)
 				assert.NotNil(t, c)
@@ -477,4 +481,24 @@ func FuzzCheck(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestCheckConcurrent(t *testing.T) {
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			schemas := []string{"refund", "fetch_page"}[:1+g%2]
+			for range 20 {
+				env := toolEnv(t, schemas...)
+				c, iss := env.Check("has(args.amount) && args.amount > 1.0")
+				assert.Empty(t, iss)
+				assert.NotNil(t, c)
+				_, iss = env.Check("args.ammount > 1.0")
+				assert.Len(t, iss, 1)
+			}
+		}()
+	}
+	wg.Wait()
 }

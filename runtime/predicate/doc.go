@@ -59,6 +59,9 @@
 // Without schemas args is map(string, dyn): nothing is checked, and Checked.ReadsUntypedArgs
 // tells the compiler to warn with cel/untyped-args.
 //
+// Ordering comparisons accept int and double together (args.amount > 100); equality and
+// arithmetic do not (write args.amount == 100.0 and args.amount + 1.0).
+//
 // # Functions
 //
 // Besides the CEL standard library, optional values (x.?f, optional.of) and cel-go's strings
@@ -99,9 +102,11 @@
 // Check estimates the cost with cel-go's estimator. Sizes come from the schema (maxLength,
 // maxItems, maxProperties, the longest enum value); where nothing is declared it assumes
 // DefaultStringSize characters per string, DefaultListSize elements per list (messages
-// included) and DefaultMapSize entries per meta map; dyn values have unknown size. An unbounded
-// estimate (typically a comprehension over a dyn value) or one above the limit (EnvConfig.CostLimit,
-// default DefaultCostLimit = 1,000,000) is a cel/cost issue naming the estimate.
+// included) and DefaultMapSize entries per meta map. A dyn value (run.meta.x, result, untyped
+// args) used as a string counts as DefaultStringSize; iterating over one is unbounded. An
+// unbounded estimate (a comprehension over a dyn value) or one above the limit
+// (EnvConfig.CostLimit, default DefaultCostLimit = 1,000,000) is a cel/cost issue naming the
+// estimate, placed at the offending range when there is one.
 //
 // The assumed sizes are not trusted at runtime. Check also estimates the cost knowing no input
 // size at all; when that estimate is within the limit (the refund guard, comparisons of fields

@@ -46,7 +46,11 @@ type Env struct {
 }
 
 // Config returns the configuration the environment was built from, with defaults applied.
-func (e *Env) Config() EnvConfig { return e.cfg }
+func (e *Env) Config() EnvConfig {
+	cfg := e.cfg
+	cfg.ArgsSchemas = cloneSchemas(cfg.ArgsSchemas)
+	return cfg
+}
 
 // ArgsTyped reports whether args is typed from schemas (false: map(string, dyn) or no args).
 func (e *Env) ArgsTyped() bool { return e.argsTyped }
@@ -156,6 +160,7 @@ func newEnv(cfg EnvConfig) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
+	cfg.ArgsSchemas = cloneSchemas(cfg.ArgsSchemas)
 	e := &Env{
 		cfg:   cfg,
 		prov:  &provider{base: reg, objects: map[string]*objectType{}},

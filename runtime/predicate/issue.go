@@ -99,6 +99,9 @@ func (p *positions) celIssues(rule string, iss *cel.Issues) []Issue {
 	seen := map[string]bool{}
 	for _, e := range iss.Errors() {
 		msg := cleanMessage(e.Message)
+		if strings.Contains(msg, "recursion") {
+			msg = fmt.Sprintf("expression nests too deeply (more than %d levels)", MaxNestingDepth)
+		}
 		key := fmt.Sprintf("%d:%d:%s", e.Location.Line(), e.Location.Column(), msg)
 		if seen[key] {
 			continue

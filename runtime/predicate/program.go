@@ -54,7 +54,12 @@ func (p *Program) Source() string { return p.checked.Source }
 func (p *Program) CostTracked() bool { return p.tracked }
 
 // Program builds the evaluable program of a predicate checked in this environment.
-func (e *Env) Program(c *Checked) (*Program, error) {
+func (e *Env) Program(c *Checked) (p *Program, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			p, err = nil, fmt.Errorf("plan predicate: internal error: %v", r)
+		}
+	}()
 	if c == nil || c.env != e {
 		return nil, errors.New("predicate was not checked in this environment")
 	}
