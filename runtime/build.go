@@ -134,7 +134,9 @@ type Pipeline struct {
 	deps   Deps
 	logger *slog.Logger
 	models map[string]ModelClient
-	tools  map[string]*toolEntry
+	// modelList holds the models when there are few (nil otherwise).
+	modelList []namedModel
+	tools     map[string]*toolEntry
 
 	chat  ChatHandler
 	tool  ToolHandler
@@ -161,6 +163,11 @@ type LayerInfo struct {
 	Name, Use string
 	// Middleware is the provisioned instance.
 	Middleware Middleware
+}
+
+type namedModel struct {
+	name   string
+	client ModelClient
 }
 
 type toolEntry struct {
@@ -196,6 +203,12 @@ func Build(ctx context.Context, p *plan.Plan, deps Deps) (*Pipeline, error) {
 	}
 	if pl.models == nil {
 		pl.models = map[string]ModelClient{}
+	}
+	if len(pl.models) <= 8 {
+		pl.modelList = make([]namedModel, 0, len(pl.models))
+		for name, m := range pl.models {
+			pl.modelList = append(pl.modelList, namedModel{name, m})
+		}
 	}
 	for name, t := range p.Tools {
 		pl.tools[name] = &toolEntry{info: ToolInfo{Name: name, SideEffecting: t.SideEffecting, RetrySafe: t.RetrySafe,

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"sync"
 
 	"github.com/agentc-dev/agentc/runtime/plan"
 	"github.com/agentc-dev/agentc/runtime/predicate"
@@ -80,17 +81,27 @@ func toolActivationInfo(t *ToolInfo) any {
 // EvalTool evaluates a tool predicate over c; with hasResult, `result` is
 // bound to result (after phase).
 func (p *Predicate) EvalTool(ctx context.Context, c *ToolCall, result any, hasResult bool) (bool, error) {
-	v := &predicate.ToolVars{Run: runInfo(&c.Meta.Run), Args: c.Args, Result: result, HasResult: hasResult}
+	v := toolVars.Get().(*predicate.ToolVars)
+	v.Run, v.Args, v.Result, v.HasResult = runInfo(&c.Meta.Run), c.Args, result, hasResult
 	if ti, ok := c.pinfo.(*predicate.ToolInfo); ok {
 		v.Tool = *ti
 	} else if c.Tool != nil {
 		v.Tool = *toolActivationInfo(c.Tool).(*predicate.ToolInfo)
 	}
 	if v.Args == nil {
-		v.Args = map[string]any{}
+		v.Args = emptyArgs
 	}
-	return p.prog.Eval(ctx, v)
+	ok, err := p.prog.Eval(ctx, v)
+	*v = predicate.ToolVars{}
+	toolVars.Put(v)
+	return ok, err
 }
+
+// Activations are recycled: an evaluation does not keep its activation.
+var (
+	toolVars  = sync.Pool{New: func() any { return new(predicate.ToolVars) }}
+	emptyArgs = map[string]any{}
+)
 
 // EvalTurn evaluates a turn predicate over c; with hasOutput, `output` and
 // `status` are bound (after phase; err gives the status).

@@ -6,11 +6,26 @@ import (
 	"fmt"
 	"iter"
 	"strings"
+	"sync"
 )
+
+// model returns the client named name. A linear scan beats hashing for the
+// few models of a pipeline.
+func (pl *Pipeline) model(name string) ModelClient {
+	if pl.modelList != nil {
+		for i := range pl.modelList {
+			if pl.modelList[i].name == name {
+				return pl.modelList[i].client
+			}
+		}
+		return nil
+	}
+	return pl.models[name]
+}
 
 // chatTerminal calls the model named by the request, counting what arrives.
 func (pl *Pipeline) chatTerminal(ctx context.Context, c *ChatCall, yield func(Delta) bool) error {
-	client := pl.models[c.Request.Model]
+	client := pl.model(c.Request.Model)
 	if client == nil {
 		return &CallError{Kind: KindPermanent, Message: fmt.Sprintf("model %q is not registered", c.Request.Model)}
 	}
@@ -42,13 +57,32 @@ func (pl *Pipeline) chatTerminal(ctx context.Context, c *ChatCall, yield func(De
 	return err
 }
 
+// Calls are pooled: a call pointer is valid only until the handler it was
+// passed to returns (ChatCall, ToolCall), so the entry points recycle them
+// and a call costs no allocation. A recycled ChatCall keeps its bound emit
+// func.
+var (
+	chatCalls = sync.Pool{New: func() any {
+		c := &ChatCall{}
+		c.emitFn = c.emit
+		return c
+	}}
+	toolCalls = sync.Pool{New: func() any { return &ToolCall{} }}
+)
+
 func newChatCall(ctx context.Context, req *ChatRequest) *ChatCall {
-	c := &ChatCall{Request: *req}
+	c := chatCalls.Get().(*ChatCall)
+	c.Request = *req
 	if r, ok := ctx.Value(runKey{}).(*Run); ok {
 		c.Meta.Run = *r
 	}
 	c.Meta.Attempts = 1
 	return c
+}
+
+func releaseChatCall(c *ChatCall) {
+	*c = ChatCall{emitFn: c.emitFn}
+	chatCalls.Put(c)
 }
 
 // Stream runs one chat call through the chat chain, pushing each delta to
@@ -58,7 +92,9 @@ func newChatCall(ctx context.Context, req *ChatRequest) *ChatCall {
 func (pl *Pipeline) Stream(ctx context.Context, req ChatRequest, yield func(Delta) bool) (ChatResponse, error) {
 	c := newChatCall(ctx, &req)
 	err := pl.chat(ctx, c, yield)
-	return ChatResponse{Model: c.Served, Usage: c.Usage, Attempts: c.Meta.Attempts, Deltas: c.Deltas, Cached: c.Meta.Cached}, err
+	resp := ChatResponse{Model: c.Served, Usage: c.Usage, Attempts: c.Meta.Attempts, Deltas: c.Deltas, Cached: c.Meta.Cached}
+	releaseChatCall(c)
+	return resp, err
 }
 
 // Complete runs one chat call and collects the streamed text into the
@@ -136,13 +172,12 @@ func (pl *Pipeline) toolTerminal(ctx context.Context, c *ToolCall) (any, error) 
 	return c.fn(ctx, c)
 }
 
-var undeclaredTool = &ToolInfo{}
-
 // Tool runs one tool call through the tool chain. An unregistered tool still
 // passes the chain (guards and audits see it) and fails permanently at the
 // end.
 func (pl *Pipeline) Tool(ctx context.Context, req ToolRequest) (ToolResult, error) {
-	c := &ToolCall{Name: req.Name, Args: req.Args}
+	c := toolCalls.Get().(*ToolCall)
+	c.Name, c.Args = req.Name, req.Args
 	c.Meta.IdempotencyKey = req.IdempotencyKey
 	if r, ok := ctx.Value(runKey{}).(*Run); ok {
 		c.Meta.Run = *r
@@ -155,7 +190,10 @@ func (pl *Pipeline) Tool(ctx context.Context, req ToolRequest) (ToolResult, erro
 		c.pinfo = toolActivationInfo(c.Tool)
 	}
 	v, err := pl.tool(ctx, c)
-	return ToolResult{Value: v, Attempts: c.Meta.Attempts, Deduped: c.Meta.Deduped, Cached: c.Meta.Cached}, err
+	res := ToolResult{Value: v, Attempts: c.Meta.Attempts, Deduped: c.Meta.Deduped, Cached: c.Meta.Cached}
+	*c = ToolCall{}
+	toolCalls.Put(c)
+	return res, err
 }
 
 func turnTerminal(ctx context.Context, c *TurnCall) (string, error) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -76,7 +77,7 @@ func (r *Retry) Provision(b *runtime.BuildContext) error {
 		if r.Breaker.Cooldown == 0 {
 			r.Breaker.Cooldown = runtime.Duration(30 * time.Second)
 		}
-		r.breakers = &breakers{threshold: int32(r.Breaker.Failures), cooldown: r.Breaker.Cooldown.D(), fixed: map[string]*breaker{}}
+		r.breakers = &breakers{threshold: int32(r.Breaker.Failures), cooldown: r.Breaker.Cooldown.D()}
 		var names []string
 		if b.Stage == plan.StageChat {
 			for m := range b.Plan.Models {
@@ -87,8 +88,9 @@ func (r *Retry) Provision(b *runtime.BuildContext) error {
 				names = append(names, t)
 			}
 		}
+		sort.Strings(names)
 		for _, n := range names {
-			r.breakers.fixed[n] = &breaker{set: r.breakers}
+			r.breakers.fixed = append(r.breakers.fixed, keyed{n, &breaker{set: r.breakers}})
 		}
 	}
 	return nil
@@ -266,13 +268,21 @@ func (r *Retry) wait(ctx context.Context, attempt int, err error) error {
 type breakers struct {
 	threshold int32
 	cooldown  time.Duration
-	fixed     map[string]*breaker
+	fixed     []keyed
 	dyn       sync.Map
 }
 
+type keyed struct {
+	key string
+	b   *breaker
+}
+
 func (bs *breakers) get(key string) *breaker {
-	if b, ok := bs.fixed[key]; ok {
-		return b
+	// A linear scan beats hashing for the few models or tools of a plan.
+	for i := range bs.fixed {
+		if bs.fixed[i].key == key {
+			return bs.fixed[i].b
+		}
 	}
 	if b, ok := bs.dyn.Load(key); ok {
 		return b.(*breaker)

@@ -7,7 +7,8 @@
 // deltas, usage and attempts (chat), the tool and attempts (tool), and the
 // error with an error status on failure.
 //
-// Spans go to Deps.TracerProvider, or to the global provider when it is unset
-// (a no-op until the host installs an SDK provider): without an exporter the
-// layer costs a few allocations and records nothing.
+// Spans go to Deps.TracerProvider, or to the global provider when it is unset.
+// Without a provider (none in Deps and none installed with
+// otel.SetTracerProvider before Build) or with the trace/noop provider, the
+// layer passes calls through and costs nothing.
 package tracing

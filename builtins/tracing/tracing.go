@@ -2,11 +2,13 @@ package tracing
 
 import (
 	"context"
+	"reflect"
 	"sort"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
@@ -35,11 +37,20 @@ type Tracing struct {
 
 	tracer trace.Tracer
 	start  []trace.SpanStartOption
+	off    bool
 }
 
-// Provision creates the tracer and the span options.
+// Provision creates the tracer and the span options. Without a provider (no
+// Deps.TracerProvider, and no global provider installed with
+// otel.SetTracerProvider before Build) or with the no-op provider, the layer
+// passes calls through untouched.
 func (t *Tracing) Provision(b *runtime.BuildContext) error {
-	t.tracer = b.TracerProvider().Tracer(InstrumentationName)
+	tp := b.TracerProvider()
+	if isNoop(tp) {
+		t.off = true
+		return nil
+	}
+	t.tracer = tp.Tracer(InstrumentationName)
 	if t.SpanName == "" {
 		t.SpanName = "agentc." + b.Stage
 	}
@@ -63,6 +74,16 @@ func (t *Tracing) Provision(b *runtime.BuildContext) error {
 	return nil
 }
 
+// isNoop reports whether tp records nothing: the trace/noop provider, or
+// the global default that only delegates once a provider is installed.
+func isNoop(tp trace.TracerProvider) bool {
+	if _, ok := tp.(noop.TracerProvider); ok {
+		return true
+	}
+	t := reflect.TypeOf(tp)
+	return t.Kind() == reflect.Pointer && t.Elem().PkgPath() == "go.opentelemetry.io/otel/internal/global"
+}
+
 func end(span trace.Span, err error) {
 	if err != nil {
 		span.RecordError(err)
@@ -75,6 +96,9 @@ func end(span trace.Span, err error) {
 
 // WrapChat implements runtime.ChatWrapper.
 func (t *Tracing) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
+	if t.off {
+		return next
+	}
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
 		ctx, span := t.tracer.Start(ctx, t.SpanName, t.start...)
 		rec := span.IsRecording()
@@ -101,6 +125,9 @@ func (t *Tracing) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 
 // WrapTool implements runtime.ToolWrapper.
 func (t *Tracing) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
+	if t.off {
+		return next
+	}
 	return func(ctx context.Context, c *runtime.ToolCall) (any, error) {
 		ctx, span := t.tracer.Start(ctx, t.SpanName, t.start...)
 		rec := span.IsRecording()
@@ -119,6 +146,9 @@ func (t *Tracing) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 
 // WrapTurn implements runtime.TurnWrapper.
 func (t *Tracing) WrapTurn(next runtime.TurnHandler) runtime.TurnHandler {
+	if t.off {
+		return next
+	}
 	return func(ctx context.Context, c *runtime.TurnCall) (string, error) {
 		ctx, span := t.tracer.Start(ctx, t.SpanName, t.start...)
 		rec := span.IsRecording()
