@@ -1,0 +1,17 @@
+// Package compaction bounds a chat transcript before a model sees it: the logic behind the
+// compaction builtin.
+//
+// KeepRecent keeps every system message and the most recent messages, and drops the oldest
+// others while the transcript is over its token budget. Summarize does the same but replaces
+// what it drops with one system message holding a summary written by a caller-supplied
+// function (usually a model call).
+//
+// Both keep tool calls and their results together: an assistant message that requests tool
+// calls and the tool messages that answer them are kept or dropped as one unit, and a tool
+// message whose call is not in the transcript is always dropped (providers reject such
+// orphans). Both are idempotent: compacting their own output again returns it unchanged. Both
+// leave their input untouched and return fresh slices.
+//
+// Message is local to this package so that it has no dependency on the runtime; the runtime
+// converts its own message type at the boundary.
+package compaction
