@@ -65,8 +65,13 @@ func (p *provider) lookup(name string) (*objectType, bool) {
 // EnumValue implements types.Provider.
 func (p *provider) EnumValue(enumName string) ref.Val { return p.base.EnumValue(enumName) }
 
-// FindIdent implements types.Provider.
-func (p *provider) FindIdent(identName string) (ref.Val, bool) { return p.base.FindIdent(identName) }
+// FindIdent implements types.Provider. The agentc type names resolve to their type values.
+func (p *provider) FindIdent(identName string) (ref.Val, bool) {
+	if o, ok := p.lookup(identName); ok {
+		return o.typ, true
+	}
+	return p.base.FindIdent(identName)
+}
 
 // FindStructType implements types.Provider.
 func (p *provider) FindStructType(structType string) (*types.Type, bool) {
