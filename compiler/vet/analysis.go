@@ -11,7 +11,9 @@ import (
 // Analysis holds what the rules share about one policy: every constraint
 // pair that applies in each chain and whether it holds, the cycles among the
 // constraints, and which tools can reach each tool-chain entry. It is
-// computed once per policy by Analyze; the rules only read it.
+// computed once per policy by Analyze; the rules only read it. Its query
+// methods cache their answers, so an Analysis is not safe for concurrent
+// use.
 type Analysis struct {
 	// Policy is the policy analysed.
 	Policy *dsl.Policy
@@ -26,8 +28,15 @@ type Analysis struct {
 	// that does not compile.
 	Problems dsl.Diagnostics
 
-	whens  map[*dsl.Constraint]*whenProgram
-	static map[string]*staticPredicate // by source
+	whens    map[*dsl.Constraint]*whenProgram
+	static   map[string]*staticPredicate // by source
+	applies  map[appliesKey]bool
+	blockers map[string]*dsl.Entry // by tool name; nil entries cached too
+}
+
+type appliesKey struct {
+	e    *dsl.Entry
+	tool string
 }
 
 // Pair is one application of a constraint: Outer and Inner are entries of
@@ -83,6 +92,8 @@ func Analyze(p *dsl.Policy, builtin []*dsl.Constraint) *Analysis {
 		Policy:      p,
 		whens:       map[*dsl.Constraint]*whenProgram{},
 		static:      map[string]*staticPredicate{},
+		applies:     map[appliesKey]bool{},
+		blockers:    map[string]*dsl.Entry{},
 		Constraints: append(append([]*dsl.Constraint{}, builtin...), p.Constraints...),
 	}
 	broken := map[*dsl.Constraint]bool{}

@@ -132,3 +132,18 @@ constraints: [
 	assert.Equal(t, "order/cycle", ds[0].Rule)
 	assert.Len(t, ds[0].Related, 2, "every other constraint of the cycle is positioned")
 }
+
+func TestOneDiagnosticPerMisplacedLayer(t *testing.T) {
+	a := analyze(t, `package p
+chains: chat: [
+	{use: "output_coerce", schema: {type: "object"}},
+	{use: "retry", name: "again"},
+	{use: "retry"},
+]
+`)
+	ds := vet.Run(a, vet.CoerceOutsideRetry)
+	require.Len(t, ds, 1, "%v", ds)
+	require.Len(t, ds[0].Related, 2)
+	assert.Equal(t, 4, ds[0].Related[0].Pos.Line)
+	assert.Equal(t, 5, ds[0].Related[1].Pos.Line)
+}

@@ -36,8 +36,8 @@ not.`,
 			if len(bad) == 0 {
 				continue
 			}
-			p.Reportf(e.FieldPos("on_error"), rel, "%s fails open: when its check cannot be evaluated, side-effecting %s %s runs unchecked; set on_error: \"closed\", or scope %s with tools: to read-only tools",
-				e.Ref(), plural(len(bad), "tool", "tools"), toolList(bad), e.Ref())
+			p.Reportf(e.FieldPos("on_error"), rel, "%s fails open: when its check cannot be evaluated, side-effecting %s %s %s unchecked; set on_error: \"closed\", or scope %s with tools: to read-only tools",
+				e.Ref(), plural(len(bad), "tool", "tools"), toolList(bad), plural(len(bad), "runs", "run"), e.Ref())
 		}
 	},
 }

@@ -25,6 +25,16 @@ func (a *Analysis) Applies(e *dsl.Entry, tool string) bool {
 	if e.Stage != "tool" {
 		return true
 	}
+	k := appliesKey{e, tool}
+	if v, ok := a.applies[k]; ok {
+		return v
+	}
+	v := a.applies1(e, tool)
+	a.applies[k] = v
+	return v
+}
+
+func (a *Analysis) applies1(e *dsl.Entry, tool string) bool {
 	if len(e.Tools) > 0 && !contains(e.Tools, tool) {
 		return false
 	}
@@ -39,6 +49,15 @@ func (a *Analysis) Applies(e *dsl.Entry, tool string) bool {
 // Blocker returns the entry of the tool chain that refuses every call of
 // the named tool before it runs, or nil.
 func (a *Analysis) Blocker(tool string) *dsl.Entry {
+	if b, ok := a.blockers[tool]; ok {
+		return b
+	}
+	b := a.blocker(tool)
+	a.blockers[tool] = b
+	return b
+}
+
+func (a *Analysis) blocker(tool string) *dsl.Entry {
 	t := a.Policy.Tools[tool]
 	for _, e := range a.Policy.Chains["tool"] {
 		if !a.Applies(e, tool) {

@@ -29,8 +29,8 @@ is when a trace is most wanted. Put tracing first.`,
 				}
 				first := chain[0]
 				p.Reportf(e.Pos, []dsl.Related{at(first, "%s is here, outside %s", first.Ref(), e.Ref())},
-					"%s is not the outermost layer of the %s chain: the time spent in %s and the calls it refuses are missing from the spans; move %s first",
-					e.Ref(), stage, strings.Join(before, ", "), e.Ref())
+					"%s is not the outermost layer of the %s chain: the time spent in %s, and the calls %s, are missing from the spans; move %s first",
+					e.Ref(), stage, strings.Join(before, ", "), plural(len(before), "it refuses", "they refuse"), e.Ref())
 			}
 		}
 	},
