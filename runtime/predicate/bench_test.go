@@ -66,3 +66,28 @@ var errNoAmount = errorString("no such key: amount")
 type errorString string
 
 func (e errorString) Error() string { return string(e) }
+
+// BenchmarkCompile measures Check plus Program of the refund guard in a cached environment,
+// what the runtime pays per predicate at Build.
+func BenchmarkCompile(b *testing.B) {
+	env := toolEnv(b, "refund")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, iss := env.Compile("args.amount > 100.0 && !has(args.approved_by)"); len(iss) > 0 {
+			b.Fatal(iss)
+		}
+	}
+}
+
+// BenchmarkNewEnv measures building a typed tool environment that is not cached yet.
+func BenchmarkNewEnv(b *testing.B) {
+	refund := schema(b, "refund")
+	b.ReportAllocs()
+	limit := uint64(1 << 40)
+	for b.Loop() {
+		limit++ // a new configuration each time: no cache hit
+		if _, err := NewEnv(EnvConfig{Stage: Tool, ArgsSchemas: []json.RawMessage{refund}, CostLimit: limit}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -370,7 +370,7 @@ func TestStageVariables(t *testing.T) {
 	}{
 		{Chat, Before,
 			[]string{"request.model == 'primary'", "size(request.messages) == size(messages)", "request.max_tokens > 0", "run.agent == 'a'"},
-			[]string{"response.text == ''", "args.x == 1", "tool.name == ''", "input.text == ''"}},
+			[]string{"response.text == ''", "args.x == 1", "tool.name == ''", "input.text == ''", "request.modle == 'x'", "messages[0].rol == 'user'"}},
 		{Chat, After,
 			[]string{"response.text == '' && response.model == 'm' && response.usage.input_tokens + response.usage.output_tokens > 10"},
 			[]string{"result == 1", "output.text == ''"}},
