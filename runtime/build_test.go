@@ -374,7 +374,8 @@ func TestRuntimeDoesNotLinkCUE(t *testing.T) {
 		t.Skip("runs go list")
 	}
 	cmd := exec.Command("go", "list", "-deps",
-		"github.com/agentc-dev/agentc/runtime/...", "github.com/agentc-dev/agentc/builtins/all")
+		"github.com/agentc-dev/agentc/runtime/...", "github.com/agentc-dev/agentc/builtins/all",
+		"github.com/agentc-dev/agentc/examples/service")
 	out, err := cmd.Output()
 	require.NoError(t, err, "go list: %s", out)
 	deps := strings.Fields(string(out))

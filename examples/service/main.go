@@ -1,0 +1,156 @@
+// Command service is an example of embedding agentc: a small HTTP service that
+// loads a compiled plan (plan.json, as written by `agentc build`), registers
+// its model clients and tools, and runs every call through the pipeline. It
+// links the runtime and the builtins only, not CUE.
+//
+// Endpoints (a run id is taken from the X-Run-ID header):
+//
+//	POST /v1/chat          {"model","messages"} -> NDJSON: {"delta"}... then {"done"} or {"error"}
+//	POST /v1/tools/{name}  {"args"}             -> {"result","attempts"} or {"error"}
+//	POST /v1/turn          {"input"}            -> {"output"} or {"error"}
+//	POST /v1/admit         {"items"}            -> {"admitted"}
+//
+// Errors are {"error": {"kind","layer","message"}} with status 403 for a
+// blocked call, 402 for a budget ceiling, 429 for a rate limit and 502 for any
+// other failure.
+//
+// Run it with: go run ./examples/service -plan examples/service/plan.json
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"log"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	_ "github.com/agentc-dev/agentc/builtins/all"
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+)
+
+func main() {
+	planPath := flag.String("plan", "plan.json", "compiled plan")
+	addr := flag.String("addr", "127.0.0.1:8080", "listen address")
+	flag.Parse()
+
+	p, err := plan.Load(*planPath)
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	srv, err := NewServer(ctx, p, DemoDeps(slog.Default()))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+
+	hs := &http.Server{Addr: *addr, Handler: srv, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = hs.Shutdown(shutdown)
+	}()
+	slog.Info("serving", "addr", *addr, "policy", p.Policy)
+	if err := hs.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Fatal(err)
+	}
+}
+
+// DemoDeps returns the service's model clients and tools: an echo model
+// served under both plan models and two in-memory tools.
+func DemoDeps(logger *slog.Logger) runtime.Deps {
+	orders := map[string]float64{"A1": 42.5, "B7": 250}
+	return runtime.Deps{
+		Logger: logger,
+		Models: map[string]runtime.ModelClient{
+			"primary": EchoModel{Name: "primary"},
+			"backup":  EchoModel{Name: "backup"},
+		},
+		Tools: map[string]runtime.ToolFunc{
+			"lookup_order": func(_ context.Context, c *runtime.ToolCall) (any, error) {
+				id, _ := c.Args["order_id"].(string)
+				total, ok := orders[id]
+				if !ok {
+					return nil, &runtime.CallError{Kind: runtime.KindPermanent, Status: 404, Message: "no order " + id}
+				}
+				return map[string]any{"order_id": id, "total": total}, nil
+			},
+			"refund": func(_ context.Context, c *runtime.ToolCall) (any, error) {
+				// A real refund passes the key to the payment provider so
+				// that a retry cannot pay twice.
+				return map[string]any{"refunded": c.Args["amount"], "idempotency_key": c.IdempotencyKey()}, nil
+			},
+		},
+	}
+}
+
+// EchoModel streams the last user message back word by word and reports
+// estimated usage. A message containing "fail <name>" makes the model of that
+// name fail with a transient error, which shows fallback at work.
+type EchoModel struct {
+	Name string
+}
+
+// Stream implements runtime.ModelClient.
+func (m EchoModel) Stream(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+	var last string
+	for _, msg := range req.Messages {
+		if msg.Role == "user" {
+			last = msg.Content
+		}
+	}
+	if strings.Contains(last, "fail "+m.Name) {
+		return &runtime.CallError{Kind: runtime.KindTransient, Status: 503, Message: m.Name + " is unavailable"}
+	}
+	words := strings.Fields(last)
+	for i, w := range words {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		d := runtime.Delta{Text: w}
+		if i > 0 {
+			d.Text = " " + w
+		}
+		if i == len(words)-1 {
+			d.Usage = runtime.Usage{InputTokens: runtime.EstimateMessages(req.Messages), OutputTokens: runtime.EstimateTokens(last)}
+		}
+		if !yield(d) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// errorBody is the JSON of a failed call.
+type errorBody struct {
+	Kind    string `json:"kind"`
+	Layer   string `json:"layer,omitempty"`
+	Message string `json:"message"`
+}
+
+func errorOf(err error) errorBody {
+	return errorBody{Kind: runtime.KindOf(err), Layer: runtime.LayerOf(err), Message: err.Error()}
+}
+
+// statusOf maps an error to an HTTP status: final errors are 4xx (the client
+// must not retry), failures 502 (or 429 for a rate limit).
+func statusOf(err error) int {
+	switch runtime.Classify(err) {
+	case runtime.ClassBlocked:
+		return http.StatusForbidden
+	case runtime.ClassBudget:
+		return http.StatusPaymentRequired
+	}
+	if runtime.KindOf(err) == string(runtime.KindRateLimited) {
+		return http.StatusTooManyRequests
+	}
+	return http.StatusBadGateway
+}

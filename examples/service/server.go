@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+)
+
+// Server serves the pipeline of one plan over HTTP.
+type Server struct {
+	pl  *runtime.Pipeline
+	mux *http.ServeMux
+}
+
+// NewServer builds the plan's pipeline with deps.
+func NewServer(ctx context.Context, p *plan.Plan, deps runtime.Deps) (*Server, error) {
+	pl, err := runtime.Build(ctx, p, deps)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{pl: pl, mux: http.NewServeMux()}
+	s.mux.HandleFunc("POST /v1/chat", s.chat)
+	s.mux.HandleFunc("POST /v1/tools/{name}", s.tool)
+	s.mux.HandleFunc("POST /v1/turn", s.turn)
+	s.mux.HandleFunc("POST /v1/admit", s.admit)
+	return s, nil
+}
+
+// Close releases the pipeline.
+func (s *Server) Close() error { return s.pl.Close() }
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// runContext attaches the request's run id to its context.
+func runContext(r *http.Request) context.Context {
+	return runtime.WithRun(r.Context(), runtime.Run{ID: r.Header.Get("X-Run-ID"), Agent: "service"})
+}
+
+func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": errorBody{Kind: "bad_request", Message: err.Error()}})
+		return false
+	}
+	return true
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// chat streams the response as NDJSON. Once the first delta is written the
+// status is 200; a later failure arrives as a final {"error"} line.
+func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
+	var req runtime.ChatRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	enc := json.NewEncoder(w)
+	flusher, _ := w.(http.Flusher)
+	started := false
+	resp, err := s.pl.Stream(runContext(r), req, func(d runtime.Delta) bool {
+		if !started {
+			w.Header().Set("Content-Type", "application/x-ndjson")
+			w.WriteHeader(http.StatusOK)
+			started = true
+		}
+		if enc.Encode(map[string]any{"delta": d.Text}) != nil {
+			return false // the client went away
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+		return true
+	})
+	if err != nil {
+		if !started {
+			writeJSON(w, statusOf(err), map[string]any{"error": errorOf(err)})
+			return
+		}
+		_ = enc.Encode(map[string]any{"error": errorOf(err)})
+		return
+	}
+	if !started {
+		w.Header().Set("Content-Type", "application/x-ndjson")
+	}
+	_ = enc.Encode(map[string]any{"done": resp})
+}
+
+func (s *Server) tool(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Args map[string]any `json:"args"`
+	}
+	if !decode(w, r, &body) {
+		return
+	}
+	res, err := s.pl.Tool(runContext(r), runtime.ToolRequest{Name: r.PathValue("name"), Args: body.Args,
+		IdempotencyKey: r.Header.Get("Idempotency-Key")})
+	if err != nil {
+		writeJSON(w, statusOf(err), map[string]any{"error": errorOf(err), "attempts": res.Attempts})
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// turn runs one agent turn through the turn chain: a chat call on the
+// input, whose text is the turn's output.
+func (s *Server) turn(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Input string `json:"input"`
+	}
+	if !decode(w, r, &body) {
+		return
+	}
+	res, err := s.pl.Turn(runContext(r), runtime.TurnRequest{Input: body.Input}, func(ctx context.Context) (string, error) {
+		resp, err := s.pl.Complete(ctx, runtime.ChatRequest{Model: "primary",
+			Messages: []runtime.Message{{Role: "user", Content: body.Input}}})
+		if err != nil {
+			return "", err
+		}
+		return resp.Text, nil
+	})
+	if err != nil {
+		writeJSON(w, statusOf(err), map[string]any{"error": errorOf(err)})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"output": res.Output})
+}
+
+func (s *Server) admit(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Items []runtime.Item `json:"items"`
+	}
+	if !decode(w, r, &body) {
+		return
+	}
+	items, err := s.pl.Admit(r.Context(), body.Items)
+	if items == nil {
+		items = []runtime.Item{}
+	}
+	if err != nil {
+		writeJSON(w, http.StatusOK, map[string]any{"admitted": items, "error": err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"admitted": items})
+}
