@@ -96,7 +96,11 @@ func (x *Explanation) Dot(w io.Writer) error {
 		fmt.Fprintf(b, "\tsubgraph cluster_%s {\n", st.Name)
 		fmt.Fprintf(b, "\t\tlabel=%s;\n", dotString(st.Name+" chain"))
 		for _, l := range st.Layers {
-			fmt.Fprintf(b, "\t\t%s [label=%s];\n", nodeID(st.Name, l.Index), dotString(l.label(nil, "\n")))
+			attrs := ""
+			if l.violated() {
+				attrs = ", color=red"
+			}
+			fmt.Fprintf(b, "\t\t%s [label=%s%s];\n", nodeID(st.Name, l.Index), dotString(l.label(nil, "\n")), attrs)
 		}
 		fmt.Fprintf(b, "\t\t%s_call [label=%s, shape=ellipse, style=solid];\n", st.Name, dotString(st.Callee))
 		for _, l := range st.Layers {
@@ -152,6 +156,11 @@ func (x *Explanation) Mermaid(w io.Writer) error {
 			}
 			link++
 		}
+		for _, l := range st.Layers {
+			if l.violated() {
+				fmt.Fprintf(b, "    style %s stroke:red\n", nodeID(st.Name, l.Index))
+			}
+		}
 		if len(st.Consequences) > 0 {
 			notes := make([]string, len(st.Consequences))
 			for i, c := range st.Consequences {
@@ -165,6 +174,16 @@ func (x *Explanation) Mermaid(w io.Writer) error {
 		fmt.Fprintf(b, "  linkStyle %d stroke:red,color:red\n", i)
 	}
 	return b.Flush()
+}
+
+// violated reports whether a constraint holding l is broken.
+func (l *Layer) violated() bool {
+	for _, h := range l.Held {
+		if h.Violated {
+			return true
+		}
+	}
+	return false
 }
 
 // label is the layer's box text: its ref, traits, scope and settings, each

@@ -101,7 +101,7 @@ func Analyze(p *dsl.Policy, builtin []*dsl.Constraint) *Analysis {
 		if c.When == nil {
 			continue
 		}
-		w, d := compileConstraintWhen(c)
+		w, d := constraintWhen(c)
 		if d != nil {
 			a.Problems = append(a.Problems, *d)
 			broken[c] = true

@@ -49,6 +49,26 @@ type whenProgram struct {
 	prg cel.Program
 }
 
+// builtinWhens caches the compiled `when` of the builtins' constraints,
+// which live as long as their schema; the policy's own are compiled per
+// analysis.
+var builtinWhens sync.Map // *dsl.Constraint -> *whenProgram
+
+// constraintWhen returns the compiled `when` of c, compiling it once.
+func constraintWhen(c *dsl.Constraint) (*whenProgram, *dsl.Diagnostic) {
+	if !c.Builtin {
+		return compileConstraintWhen(c)
+	}
+	if w, ok := builtinWhens.Load(c); ok {
+		return w.(*whenProgram), nil
+	}
+	w, d := compileConstraintWhen(c)
+	if d == nil {
+		builtinWhens.Store(c, w)
+	}
+	return w, d
+}
+
 // compileConstraintWhen compiles c.When over `outer` and `inner`. A problem
 // is returned as a diagnostic positioned in the constraint's string.
 func compileConstraintWhen(c *dsl.Constraint) (*whenProgram, *dsl.Diagnostic) {
