@@ -99,12 +99,12 @@ func executions(a *vet.Analysis, stage string, chain []*dsl.Entry) []string {
 	}
 	var out []string
 	for _, g := range groups {
-		subject := "a failing tool call"
+		subject, once := "a failing tool call", "each tool call runs once"
 		if len(g.tools) > 0 {
-			subject = "a failing call of " + list(g.tools)
+			subject, once = "a failing call of "+list(g.tools), "each call of "+list(g.tools)+" runs once"
 		}
 		if g.n == 1 {
-			out = append(out, subject+" runs once: no layer re-invokes it")
+			out = append(out, once+": no layer re-invokes it")
 		} else {
 			out = append(out, fmt.Sprintf("%s runs up to %d times (%s)", subject, g.n, g.why))
 		}

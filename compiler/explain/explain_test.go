@@ -113,3 +113,21 @@ func TestEmptyPolicy(t *testing.T) {
 	require.NoError(t, (&explain.Explanation{Policy: "p"}).Text(&b))
 	assert.Contains(t, b.String(), "no chains")
 }
+
+func TestNoReinvokers(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte(`package p
+tools: {
+	search: {}
+	drop: {side_effecting: true}
+}
+chains: tool: [{use: "tool_policy", deny: ["drop"]}, {use: "audit"}]
+`), 0o644))
+	x := build(t, dir)
+	require.Len(t, x.Stages, 1)
+	assert.Equal(t, []string{
+		"each call of `search` runs once: no layer re-invokes it",
+		"`drop` is refused by tool_policy before any call runs",
+		"audit writes one record per logical tool call",
+	}, x.Stages[0].Consequences)
+}
