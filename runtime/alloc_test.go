@@ -1,0 +1,57 @@
+package runtime_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
+)
+
+var staticResult any = "done"
+
+func staticTool(context.Context, *runtime.ToolCall) (any, error) { return staticResult, nil }
+
+// TestHotPathsDoNotAllocate pins the zero-allocation design: a chain of
+// pass-through layers and the happy path of fallback and retry with a
+// breaker allocate nothing per call.
+func TestHotPathsDoNotAllocate(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop items")
+	}
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r"})
+	for _, n := range []int{0, 1, 6} {
+		var layers []plan.Layer
+		for range n {
+			layers = append(layers, rt.Layer("test.pass", ""))
+		}
+		pl, err := runtime.Build(context.Background(), rt.Plan(plan.Chains{Tool: layers}),
+			runtime.Deps{Tools: map[string]runtime.ToolFunc{"t": staticTool}})
+		require.NoError(t, err)
+		req := runtime.ToolRequest{Name: "t", Args: map[string]any{"a": 1.0}}
+		allocs := testing.AllocsPerRun(200, func() {
+			if _, err := pl.Tool(ctx, req); err != nil {
+				t.Fatal(err)
+			}
+		})
+		assert.Zero(t, allocs, "%d pass-through layers", n)
+	}
+
+	pl, err := runtime.Build(context.Background(), rt.Plan(plan.Chains{Chat: []plan.Layer{
+		rt.Layer("fallback", `{"models":["primary","backup"]}`),
+		rt.Layer("retry", `{"max_attempts":3,"breaker":{"failures":5,"cooldown":"30s"}}`),
+	}}), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": oneDelta, "backup": oneDelta}})
+	require.NoError(t, err)
+	req := runtime.ChatRequest{Model: "primary", Messages: hi}
+	yield := func(runtime.Delta) bool { return true }
+	allocs := testing.AllocsPerRun(200, func() {
+		if _, err := pl.Stream(ctx, req, yield); err != nil {
+			t.Fatal(err)
+		}
+	})
+	assert.Zero(t, allocs, "resilience chain")
+}
