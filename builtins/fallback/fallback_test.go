@@ -1,0 +1,48 @@
+package fallback_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/builtins/fallback"
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
+)
+
+func TestFallsOver(t *testing.T) {
+	tests := []struct {
+		err  error
+		want bool
+	}{
+		{rt.Transient("503"), true},
+		{&runtime.CallError{Kind: runtime.KindRateLimited}, true},
+		{&runtime.BreakerOpenError{Key: "m"}, true},
+		{errors.New("unclassified"), true},
+		{rt.Permanent("400"), false},
+		{&runtime.BlockedError{Layer: "g"}, false},
+		{context.Canceled, false},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, fallback.FallsOver(tt.err), "%v", tt.err)
+	}
+}
+
+func TestEveryModelFailsReturnsTheLastError(t *testing.T) {
+	a := rt.NewModel(rt.Response{Err: rt.Transient("a down")})
+	b := rt.NewModel(rt.Response{Err: rt.Transient("b down")})
+	c := rt.NewModel(rt.Response{Deltas: []string{"never"}})
+	pl, err := runtime.Build(context.Background(), rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("fallback", `{"models":["primary","backup"]}`)}}),
+		runtime.Deps{Models: map[string]runtime.ModelClient{"primary": a, "backup": b, "other": c}})
+	require.NoError(t, err)
+	_, resp, err := rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "other"}, 0)
+	require.ErrorContains(t, err, "b down")
+	assert.Empty(t, resp.Model)
+	assert.Equal(t, 1, a.Calls())
+	assert.Equal(t, 1, b.Calls())
+	assert.Zero(t, c.Calls(), "the list replaces the requested model")
+}
