@@ -52,7 +52,7 @@ func (l *loader) decode(p *Policy, v cue.Value) {
 	if lim, err := v.LookupPath(cue.ParsePath("settings.cel_cost_limit")).Uint64(); err == nil {
 		p.CELCostLimit = lim
 	} else {
-		p.CELCostLimit = 10000
+		p.CELCostLimit = 1000000
 	}
 	if av := v.LookupPath(cue.ParsePath("admit")); av.Exists() {
 		p.Admit = l.expr([]string{"admit"}, av)
