@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentc-dev/agentc/runtime/plan"
+	"github.com/agentc-dev/agentc/runtime/predicate"
 )
 
 // ModelClient calls one model. Stream sends the request and pushes each
@@ -173,7 +174,7 @@ type namedModel struct {
 type toolEntry struct {
 	info  ToolInfo
 	fn    ToolFunc
-	pinfo any
+	pinfo *predicate.ToolInfo
 }
 
 // Build creates the middleware graph of p: for every layer of every chain it

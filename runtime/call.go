@@ -119,6 +119,9 @@ type ChatCall struct {
 	Usage Usage
 	// Stopped is set when the consumer stopped the stream early.
 	Stopped bool
+	// Annotations are facts layers report about the output (see Annotate);
+	// they ride on the ChatResponse. Nil until a layer annotates.
+	Annotations map[string]any
 
 	// chars counts the bytes of text that arrived (for estimates).
 	chars  int
@@ -197,6 +200,9 @@ type ChatResponse struct {
 	Deltas int `json:"deltas"`
 	// Cached reports a response served from a cache.
 	Cached bool `json:"cached,omitempty"`
+	// Annotations are the facts layers recorded about the output, by key
+	// (ChatCall.Annotate); nil when none did.
+	Annotations map[string]any `json:"annotations,omitempty"`
 }
 
 // ToolInfo is the declaration of a tool in the plan (the CEL variable `tool`).
@@ -238,8 +244,7 @@ type ToolCall struct {
 	// Meta is the call's metadata.
 	Meta Meta
 
-	fn     ToolFunc
-	pinfo  any // the predicate activation's tool info, cached per tool
+	entry  *toolEntry
 	digest string
 }
 

@@ -73,7 +73,7 @@ func (p *Predicate) EvalChat(ctx context.Context, c *ChatCall, resp *ChatRespons
 	return p.prog.Eval(ctx, v)
 }
 
-func toolActivationInfo(t *ToolInfo) any {
+func toolActivationInfo(t *ToolInfo) *predicate.ToolInfo {
 	return &predicate.ToolInfo{Name: t.Name, SideEffecting: t.SideEffecting, RetrySafe: t.RetrySafe,
 		URLArg: t.URLArg, PathArg: t.PathArg}
 }
@@ -83,10 +83,10 @@ func toolActivationInfo(t *ToolInfo) any {
 func (p *Predicate) EvalTool(ctx context.Context, c *ToolCall, result any, hasResult bool) (bool, error) {
 	v := toolVars.Get().(*predicate.ToolVars)
 	v.Run, v.Args, v.Result, v.HasResult = runInfo(&c.Meta.Run), c.Args, result, hasResult
-	if ti, ok := c.pinfo.(*predicate.ToolInfo); ok {
-		v.Tool = *ti
+	if c.entry != nil {
+		v.Tool = *c.entry.pinfo
 	} else if c.Tool != nil {
-		v.Tool = *toolActivationInfo(c.Tool).(*predicate.ToolInfo)
+		v.Tool = *toolActivationInfo(c.Tool)
 	}
 	if v.Args == nil {
 		v.Args = emptyArgs

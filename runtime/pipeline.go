@@ -92,7 +92,8 @@ func releaseChatCall(c *ChatCall) {
 func (pl *Pipeline) Stream(ctx context.Context, req ChatRequest, yield func(Delta) bool) (ChatResponse, error) {
 	c := newChatCall(ctx, &req)
 	err := pl.chat(ctx, c, yield)
-	resp := ChatResponse{Model: c.Served, Usage: c.Usage, Attempts: c.Meta.Attempts, Deltas: c.Deltas, Cached: c.Meta.Cached}
+	resp := ChatResponse{Model: c.Served, Usage: c.Usage, Attempts: c.Meta.Attempts, Deltas: c.Deltas, Cached: c.Meta.Cached,
+		Annotations: c.Annotations}
 	releaseChatCall(c)
 	return resp, err
 }
@@ -163,31 +164,29 @@ func (s *ChatStream) Response() ChatResponse { return s.resp }
 func (s *ChatStream) Err() error { return s.err }
 
 func (pl *Pipeline) toolTerminal(ctx context.Context, c *ToolCall) (any, error) {
-	if c.fn == nil {
+	fn := c.entry.fn
+	if fn == nil {
 		return nil, &CallError{Kind: KindPermanent, Message: fmt.Sprintf("tool %q is not registered", c.Name)}
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return c.fn(ctx, c)
+	// The tool sees ctx and must honour it: the layers outside check it
+	// before waiting or re-invoking, so no check is needed here.
+	return fn(ctx, c)
 }
 
 // Tool runs one tool call through the tool chain. An unregistered tool still
 // passes the chain (guards and audits see it) and fails permanently at the
 // end.
 func (pl *Pipeline) Tool(ctx context.Context, req ToolRequest) (ToolResult, error) {
+	e := pl.tools[req.Name]
+	if e == nil {
+		info := ToolInfo{Name: req.Name}
+		e = &toolEntry{info: info, pinfo: toolActivationInfo(&info)}
+	}
 	c := toolCalls.Get().(*ToolCall)
-	c.Name, c.Args = req.Name, req.Args
-	c.Meta.IdempotencyKey = req.IdempotencyKey
+	c.Name, c.Args, c.Tool, c.entry = req.Name, req.Args, &e.info, e
+	c.Meta.IdempotencyKey, c.Meta.Attempts = req.IdempotencyKey, 1
 	if r, ok := ctx.Value(runKey{}).(*Run); ok {
 		c.Meta.Run = *r
-	}
-	c.Meta.Attempts = 1
-	if e := pl.tools[req.Name]; e != nil {
-		c.Tool, c.fn, c.pinfo = &e.info, e.fn, e.pinfo
-	} else {
-		c.Tool = &ToolInfo{Name: req.Name}
-		c.pinfo = toolActivationInfo(c.Tool)
 	}
 	v, err := pl.tool(ctx, c)
 	res := ToolResult{Value: v, Attempts: c.Meta.Attempts, Deduped: c.Meta.Deduped, Cached: c.Meta.Cached}
