@@ -27,6 +27,7 @@ type BlockedError struct {
 	Err error
 }
 
+// Error returns "blocked by <layer>: <message>".
 func (e *BlockedError) Error() string {
 	if e.Err != nil {
 		return fmt.Sprintf("blocked by %s: %s: %v", e.Layer, e.Message, e.Err)
@@ -47,6 +48,7 @@ type BudgetError struct {
 	Spent, Limit float64
 }
 
+// Error names the layer, the resource, the ceiling and the spend.
 func (e *BudgetError) Error() string {
 	return fmt.Sprintf("budget exhausted at %s: %s ceiling %s reached (spent %s)", e.Layer, e.Resource,
 		strconv.FormatFloat(e.Limit, 'g', -1, 64), strconv.FormatFloat(e.Spent, 'g', -1, 64))
@@ -94,6 +96,8 @@ type CallError struct {
 	Err error
 }
 
+// Error returns the message (or the underlying error), prefixed with the
+// layer when a layer raised it.
 func (e *CallError) Error() string {
 	msg := e.Message
 	if msg == "" && e.Err != nil {
@@ -127,6 +131,7 @@ type BreakerOpenError struct {
 	Until time.Time
 }
 
+// Error names the layer and the key whose breaker is open.
 func (e *BreakerOpenError) Error() string {
 	return fmt.Sprintf("%s: circuit breaker open for %s", e.Layer, e.Key)
 }

@@ -241,6 +241,7 @@ func (r *runner) turn(ctx context.Context, i int, ts *TurnStep) StepResult {
 // nothing: the nested step's own result says what happened.
 type stepErr struct{ sr StepResult }
 
+// Error names the nested step that ended the turn.
 func (e stepErr) Error() string {
 	if e.sr.Error != nil {
 		return fmt.Sprintf("step %d (%s): %s", e.sr.Index, e.sr.Stage, e.sr.Error.Message)
