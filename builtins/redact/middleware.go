@@ -1,0 +1,180 @@
+package redact
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+)
+
+// ID is the builtin's id.
+const ID = "redact"
+
+func init() {
+	runtime.Register(runtime.Module{
+		ID:     ID,
+		Stages: []plan.Stage{plan.StageChat, plan.StageTool},
+		Traits: []runtime.Trait{runtime.TraitRewritesMessages},
+		Doc:    "masks secret patterns in tool results before they enter the context",
+		New:    func() runtime.Middleware { return &Middleware{Defaults: true} },
+	})
+}
+
+// Middleware is the redact layer; its exported fields are its config
+// (schemas/redact.cue).
+type Middleware struct {
+	// Patterns are extra RE2 expressions to mask; pattern i masks as
+	// "[REDACTED:pattern-i]".
+	Patterns []string `json:"patterns,omitempty"`
+	// Defaults enables DefaultPatterns.
+	Defaults bool `json:"defaults"`
+
+	name     string
+	redactor *Redactor
+}
+
+// Provision compiles the rules once. An invalid pattern is an error naming its
+// index in patterns.
+func (m *Middleware) Provision(b *runtime.BuildContext) error {
+	m.name = b.Name()
+	cfg := Config{DisableDefaults: !m.Defaults}
+	for i, p := range m.Patterns {
+		if _, err := regexp.Compile(p); err != nil {
+			return fmt.Errorf("patterns[%d]: invalid RE2 expression %q: %w", i, p, err)
+		}
+		cfg.Patterns = append(cfg.Patterns, Pattern{ID: fmt.Sprintf("pattern-%d", i), Regex: p})
+	}
+	r, err := New(cfg)
+	if err != nil {
+		return err
+	}
+	m.redactor = r
+	if !m.Defaults && len(m.Patterns) == 0 {
+		b.Logger.Warn("redact layer has defaults off and no patterns: it masks nothing")
+	}
+	return nil
+}
+
+// WrapTool implements runtime.ToolWrapper: a successful result is returned
+// with its secrets masked. Strings, maps, slices and other JSON-like values
+// are redacted as they are (a copy; the tool's value is never modified);
+// any other value (a struct) is converted to its JSON form first, and
+// returned in that form when it held a secret. A failed call's error is
+// returned as is.
+func (m *Middleware) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
+	return func(ctx context.Context, c *runtime.ToolCall) (any, error) {
+		v, err := next(ctx, c)
+		if err != nil || v == nil {
+			return v, err
+		}
+		return m.redactResult(v), nil
+	}
+}
+
+func (m *Middleware) redactResult(v any) any {
+	switch v.(type) {
+	case string, map[string]any, []any, map[string]string, []string:
+	case bool, float64, float32, int, int64, int32, uint, uint64, uint32, json.Number:
+		return v
+	default:
+		b, err := json.Marshal(v)
+		if err != nil {
+			return v
+		}
+		var x any
+		if json.Unmarshal(b, &x) != nil {
+			return v
+		}
+		red, n := m.redactor.RedactValue(x)
+		if n == 0 {
+			return v
+		}
+		return red
+	}
+	red, n := m.redactor.RedactValue(v)
+	if n == 0 {
+		return v
+	}
+	return red
+}
+
+// WrapChat implements runtime.ChatWrapper: the model's streamed output is
+// masked before it reaches the outer layers and the caller.
+//
+// A secret can be split across deltas, so the layer buffers by line: text is
+// released up to the last line break that has arrived, each release redacted
+// as a whole, and the rest of a line is held until its line break or the end
+// of the stream. From a "-----BEGIN" marker without its "-----END" marker
+// the text is held until the end marker arrives (a PEM private key spans
+// lines). The default rules match within a line (or within such a block);
+// a configured pattern that would match across a line break only matches
+// within each released part. Usage reported on held deltas rides on the next
+// released one. When the stream fails, held text is dropped, never released
+// unredacted; when nothing was released yet the failure stays a pre-stream
+// one for the outer layers (a retry may re-invoke).
+func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
+	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
+		start := c.Deltas
+		emitted := 0
+		var pending strings.Builder
+		var usage runtime.Usage
+		stopped := false
+		release := func(text string) bool {
+			d := runtime.Delta{Text: text, Usage: usage}
+			usage = runtime.Usage{}
+			emitted++
+			if !yield(d) {
+				stopped = true
+				c.Stopped = true
+				return false
+			}
+			return true
+		}
+		err := next(ctx, c, func(d runtime.Delta) bool {
+			if stopped {
+				return false
+			}
+			pending.WriteString(d.Text)
+			usage.InputTokens += d.Usage.InputTokens
+			usage.OutputTokens += d.Usage.OutputTokens
+			buf := pending.String()
+			cut := releasable(buf)
+			if cut == 0 {
+				return true
+			}
+			red, _ := m.redactor.Redact(buf[:cut])
+			pending.Reset()
+			pending.WriteString(buf[cut:])
+			return release(red)
+		})
+		if err == nil && !stopped && !c.Stopped && (pending.Len() > 0 || !usage.IsZero()) {
+			red, _ := m.redactor.Redact(pending.String())
+			release(red)
+		}
+		c.Deltas = start + emitted
+		return err
+	}
+}
+
+// releasable returns how many bytes of buf may be released: up to the last
+// line break, but not past an unterminated PEM block.
+func releasable(buf string) int {
+	cut := strings.LastIndexByte(buf, '\n') + 1
+	if cut == 0 {
+		return 0
+	}
+	if b := strings.LastIndex(buf[:cut], "-----BEGIN"); b >= 0 && !strings.Contains(buf[b:cut], "-----END") {
+		// Hold from the start of the line that opens the block.
+		cut = strings.LastIndexByte(buf[:b], '\n') + 1
+	}
+	return cut
+}
+
+var (
+	_ runtime.ChatWrapper = (*Middleware)(nil)
+	_ runtime.ToolWrapper = (*Middleware)(nil)
+)

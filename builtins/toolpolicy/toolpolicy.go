@@ -1,0 +1,122 @@
+package toolpolicy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+)
+
+// ID is the builtin's id.
+const ID = "tool_policy"
+
+func init() {
+	runtime.Register(runtime.Module{
+		ID:     ID,
+		Stages: []plan.Stage{plan.StageTool},
+		Traits: []runtime.Trait{runtime.TraitGuards, runtime.TraitShortCircuits},
+		Doc:    "tool allow and deny lists and blocked argument patterns",
+		New:    func() runtime.Middleware { return &Policy{} },
+	})
+}
+
+// Policy is the tool_policy layer; its exported fields are its config
+// (schemas/tool_policy.cue).
+type Policy struct {
+	// Allow lists the tools that may be called; nil allows every tool.
+	Allow []string `json:"allow,omitempty"`
+	// Deny lists tools that may never be called.
+	Deny []string `json:"deny,omitempty"`
+	// ArgPatterns block a call when an argument matches.
+	ArgPatterns []ArgPattern `json:"arg_patterns,omitempty"`
+
+	name     string
+	patterns []compiled
+}
+
+// ArgPattern blocks a call whose argument Arg matches the RE2 Pattern.
+type ArgPattern struct {
+	Arg     string `json:"arg"`
+	Pattern string `json:"pattern"`
+}
+
+type compiled struct {
+	arg, src string
+	re       *regexp.Regexp
+}
+
+// Provision compiles the argument patterns once. An invalid pattern is an
+// error naming its place (arg_patterns[i].pattern).
+func (p *Policy) Provision(b *runtime.BuildContext) error {
+	p.name = b.Name()
+	for i, ap := range p.ArgPatterns {
+		if ap.Arg == "" {
+			return fmt.Errorf("arg_patterns[%d].arg: empty argument name", i)
+		}
+		if ap.Pattern == "" {
+			return fmt.Errorf("arg_patterns[%d].pattern: empty pattern", i)
+		}
+		re, err := regexp.Compile(ap.Pattern)
+		if err != nil {
+			return fmt.Errorf("arg_patterns[%d].pattern: invalid RE2 expression %q: %w", i, ap.Pattern, err)
+		}
+		p.patterns = append(p.patterns, compiled{arg: ap.Arg, src: ap.Pattern, re: re})
+	}
+	return nil
+}
+
+// Validate refuses a tool that is both allowed and denied.
+func (p *Policy) Validate() error {
+	for _, d := range p.Deny {
+		if slices.Contains(p.Allow, d) {
+			return fmt.Errorf("tool %q is both in allow and in deny", d)
+		}
+	}
+	return nil
+}
+
+// Decide returns the block reason for a call of tool with args, or "".
+func (p *Policy) Decide(tool string, args map[string]any) string {
+	if slices.Contains(p.Deny, tool) {
+		return fmt.Sprintf("tool %s is denied", tool)
+	}
+	if p.Allow != nil && !slices.Contains(p.Allow, tool) {
+		return fmt.Sprintf("tool %s is not allowed", tool)
+	}
+	for _, cp := range p.patterns {
+		v, ok := args[cp.arg]
+		if !ok {
+			continue
+		}
+		var text string
+		if s, isStr := v.(string); isStr {
+			text = s
+		} else {
+			b, err := json.Marshal(v)
+			if err != nil {
+				continue
+			}
+			text = string(b)
+		}
+		if cp.re.MatchString(text) {
+			return fmt.Sprintf("tool %s: argument %s matches the blocked pattern %q", tool, cp.arg, cp.src)
+		}
+	}
+	return ""
+}
+
+// WrapTool implements runtime.ToolWrapper.
+func (p *Policy) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
+	return func(ctx context.Context, c *runtime.ToolCall) (any, error) {
+		if reason := p.Decide(c.Name, c.Args); reason != "" {
+			return nil, &runtime.BlockedError{Layer: p.name, Message: reason}
+		}
+		return next(ctx, c)
+	}
+}
+
+var _ runtime.ToolWrapper = (*Policy)(nil)
