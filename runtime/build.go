@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 
@@ -193,7 +194,7 @@ func Build(ctx context.Context, p *plan.Plan, deps Deps) (*Pipeline, error) {
 		plan:     p,
 		deps:     deps,
 		logger:   deps.Logger,
-		models:   deps.Models,
+		models:   maps.Clone(deps.Models),
 		tools:    map[string]*toolEntry{},
 		layers:   map[plan.Stage][]LayerInfo{},
 		memKV:    map[string]KV{},

@@ -130,6 +130,8 @@ func TestRegisterRejectsMistakes(t *testing.T) {
 		{"no stages", runtime.Module{ID: "test.nostages", New: func() runtime.Middleware { return pass{} }}, "no stages"},
 		{"missing wrapper", runtime.Module{ID: "test.nochat", Stages: []plan.Stage{"chat"}, New: func() runtime.Middleware { return pass{} }}, "does not implement the chat stage wrapper"},
 		{"unknown stage", runtime.Module{ID: "test.badstage", Stages: []plan.Stage{"admit"}, New: func() runtime.Middleware { return pass{} }}, `unknown stage "admit"`},
+		{"incomplete constraint", runtime.Module{ID: "test.badconstraint", Stages: []plan.Stage{"tool"}, New: func() runtime.Middleware { return pass{} },
+			Constraints: []runtime.Constraint{{ID: "x", Outer: "a"}}}, `constraint "x" needs id, outer, inner and why`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

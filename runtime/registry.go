@@ -104,8 +104,30 @@ type Module struct {
 	// without braces), used by agentc vet to check entries of custom
 	// middlewares. Empty: the middleware takes no config fields.
 	ConfigSchema string
+	// Constraints are the ordering rules the middleware ships, checked by
+	// agentc vet like the builtins' (DESIGN.md section 4).
+	Constraints []Constraint
 	// New returns a new, unconfigured instance. It has no side effects.
 	New func() Middleware
+}
+
+// Constraint is an ordering rule between two layers of one chain: outer must
+// sit outside (at a lower index than) inner. A violation is reported as rule
+// order/<ID>.
+type Constraint struct {
+	// ID names the rule.
+	ID string
+	// Stage restricts the rule to one chain ("" applies to all).
+	Stage plan.Stage
+	// Outer and Inner name module ids or entry names.
+	Outer, Inner string
+	// When is an optional CEL condition over the two entries' configs
+	// (`outer`, `inner`).
+	When string
+	// Severity is "error" or "warning" ("" means error).
+	Severity string
+	// Why is shown to the user when the rule is violated.
+	Why string
 }
 
 var (
@@ -129,6 +151,7 @@ func Register(m Module) {
 	}
 	m.Stages = slices.Clone(m.Stages)
 	m.Traits = slices.Clone(m.Traits)
+	m.Constraints = slices.Clone(m.Constraints)
 	registry[m.ID] = m
 }
 
@@ -141,6 +164,14 @@ func checkModule(m Module) error {
 	}
 	if len(m.Stages) == 0 {
 		return fmt.Errorf("module %q: no stages", m.ID)
+	}
+	for _, c := range m.Constraints {
+		if c.ID == "" || c.Outer == "" || c.Inner == "" || c.Why == "" {
+			return fmt.Errorf("module %q: constraint %q needs id, outer, inner and why", m.ID, c.ID)
+		}
+		if c.Severity != "" && c.Severity != "error" && c.Severity != "warning" {
+			return fmt.Errorf("module %q: constraint %q: severity %q is not error or warning", m.ID, c.ID, c.Severity)
+		}
 	}
 	inst := m.New()
 	for _, s := range m.Stages {
