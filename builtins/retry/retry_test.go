@@ -152,7 +152,7 @@ func TestBreakerOpensAndFallbackFallsOver(t *testing.T) {
 	backup := rt.NewModel(rt.Response{Deltas: []string{"b"}})
 	pl, err := runtime.Build(context.Background(), rt.Plan(plan.Chains{Chat: []plan.Layer{
 		rt.Layer("fallback", `{"models":["primary","backup"]}`),
-		rt.Layer("retry", `{"max_attempts":2,"initial_delay":"1ms","max_delay":"1ms","breaker":{"failures":2,"cooldown":"50ms"}}`),
+		rt.Layer("retry", `{"max_attempts":2,"initial_delay":"1ms","max_delay":"1ms","breaker":{"failures":2,"cooldown":"300ms"}}`),
 	}}), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": primary, "backup": backup}})
 	require.NoError(t, err)
 
@@ -169,7 +169,7 @@ func TestBreakerOpensAndFallbackFallsOver(t *testing.T) {
 	assert.Equal(t, 2, primary.Calls())
 
 	// After the cooldown one trial call goes through; it fails and reopens.
-	time.Sleep(60 * time.Millisecond)
+	time.Sleep(350 * time.Millisecond)
 	_, resp, err = rt.Collect(context.Background(), pl, runtime.ChatRequest{}, 0)
 	require.NoError(t, err)
 	assert.Equal(t, "backup", resp.Model)
@@ -181,7 +181,7 @@ func TestBreakerOpensAndFallbackFallsOver(t *testing.T) {
 
 func TestBreakerOpenErrorWithoutFallback(t *testing.T) {
 	tool := rt.NewTool(rt.ToolResult{Err: rt.Transient("down")}, rt.ToolResult{Err: rt.Transient("down")}, rt.ToolResult{Value: "up"})
-	pl := buildTool(t, `{"max_attempts":1,"initial_delay":"1ms","max_delay":"1ms","breaker":{"failures":2,"cooldown":"30ms"}}`, tool)
+	pl := buildTool(t, `{"max_attempts":1,"initial_delay":"1ms","max_delay":"1ms","breaker":{"failures":2,"cooldown":"300ms"}}`, tool)
 	for range 2 {
 		_, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "t"})
 		require.Error(t, err)
@@ -192,7 +192,7 @@ func TestBreakerOpenErrorWithoutFallback(t *testing.T) {
 	assert.Equal(t, "t", bo.Key)
 	assert.Equal(t, "breaker_open", runtime.KindOf(err))
 	assert.Equal(t, 2, tool.Calls())
-	time.Sleep(40 * time.Millisecond)
+	time.Sleep(350 * time.Millisecond)
 	res, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "t"})
 	require.NoError(t, err, "the trial succeeds and closes the breaker")
 	assert.Equal(t, "up", res.Value)
