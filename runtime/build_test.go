@@ -399,3 +399,29 @@ func TestDurationConfig(t *testing.T) {
 	assert.Error(t, json.Unmarshal([]byte(`90`), &d))
 	assert.Error(t, json.Unmarshal([]byte(`"-1s"`), &d))
 }
+
+func TestWhenOnChatAndTurnLayers(t *testing.T) {
+	when := func(l plan.Layer, stage plan.Stage, src string) plan.Layer {
+		l.When = &plan.Predicate{Stage: stage, Source: src}
+		return l
+	}
+	p := rt.Plan(plan.Chains{
+		Chat: []plan.Layer{when(rt.Layer("max_tokens", `{"limit":1}`), plan.StageChat, "request.model == 'backup'")},
+		Turn: []plan.Layer{when(rt.Layer("guard", `{"deny":"true","message":"vip only"}`), plan.StageTurn, "run.agent != 'vip'")},
+	})
+	model := rt.NewModel(rt.Response{Deltas: []string{"x"}})
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model, "backup": model}})
+	require.NoError(t, err)
+
+	long := []runtime.Message{{Role: "user", Content: "a long enough message"}}
+	_, _, err = rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary", Messages: long}, 0)
+	assert.NoError(t, err, "max_tokens is skipped for primary")
+	_, _, err = rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "backup", Messages: long}, 0)
+	assert.ErrorAs(t, err, new(*runtime.BlockedError), "max_tokens applies to backup")
+
+	body := func(context.Context) (string, error) { return "ok", nil }
+	_, err = pl.Turn(runtime.WithRun(context.Background(), runtime.Run{ID: "r", Agent: "vip"}), runtime.TurnRequest{Input: "x"}, body)
+	assert.NoError(t, err)
+	_, err = pl.Turn(runtime.WithRun(context.Background(), runtime.Run{ID: "r", Agent: "bot"}), runtime.TurnRequest{Input: "x"}, body)
+	assert.ErrorAs(t, err, new(*runtime.BlockedError))
+}
