@@ -1,0 +1,140 @@
+package egress_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/builtins/egress"
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
+)
+
+func egressPipeline(t testing.TB, config string, fn runtime.ToolFunc) *runtime.Pipeline {
+	t.Helper()
+	p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Named("net_policy", rt.Layer("egress", config))}})
+	p.Tools = map[string]plan.Tool{"fetch_page": {URLArg: "url"}, "search_kb": {}}
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"fetch_page": fn, "search_kb": fn}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = pl.Close() })
+	return pl
+}
+
+func TestMiddlewareChecksURLArg(t *testing.T) {
+	tool := rt.NewTool(rt.ToolResult{Value: "page"})
+	pl := egressPipeline(t, `{"allow":["*"]}`, tool.Func())
+	tests := []struct {
+		name    string
+		tool    string
+		args    map[string]any
+		blocked string // substring of the block message; "" passes
+	}{
+		{"metadata endpoint", "fetch_page", map[string]any{"url": "http://169.254.169.254/latest/meta-data/"}, "169.254.169.254"},
+		{"decimal loopback", "fetch_page", map[string]any{"url": "http://2130706433/"}, "2130706433"},
+		{"hex loopback", "fetch_page", map[string]any{"url": "http://0x7f000001/"}, "0x7f000001"},
+		{"loopback literal", "fetch_page", map[string]any{"url": "http://127.0.0.1:8080/"}, "loopback"},
+		{"private range", "fetch_page", map[string]any{"url": "https://10.0.0.8/"}, "10.0.0.8"},
+		{"file scheme", "fetch_page", map[string]any{"url": "file:///etc/passwd"}, "scheme"},
+		{"userinfo", "fetch_page", map[string]any{"url": "http://user:pw@93.184.215.14/"}, "userinfo"},
+		{"missing url", "fetch_page", map[string]any{}, "missing"},
+		{"url not a string", "fetch_page", map[string]any{"url": 42.0}, "not a string"},
+		{"public literal", "fetch_page", map[string]any{"url": "https://93.184.215.14/index.html"}, ""},
+		{"tool without url_arg", "search_kb", map[string]any{"url": "http://169.254.169.254/"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := tool.Calls()
+			_, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: tt.tool, Args: tt.args})
+			if tt.blocked == "" {
+				require.NoError(t, err)
+				assert.Equal(t, before+1, tool.Calls())
+				return
+			}
+			var b *runtime.BlockedError
+			require.ErrorAs(t, err, &b)
+			assert.Equal(t, "net_policy", b.Layer)
+			assert.Contains(t, b.Message, tt.blocked)
+			assert.Equal(t, runtime.ClassBlocked, runtime.Classify(err))
+			assert.Equal(t, before, tool.Calls(), "a refused URL never reaches the tool")
+		})
+	}
+}
+
+func TestMiddlewareAllowlist(t *testing.T) {
+	tool := rt.NewTool(rt.ToolResult{Value: "page"})
+	pl := egressPipeline(t, `{"allow":["93.184.215.14"]}`, tool.Func())
+	_, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "fetch_page", Args: map[string]any{"url": "http://93.184.215.14/"}})
+	require.NoError(t, err)
+	_, err = pl.Tool(context.Background(), runtime.ToolRequest{Name: "fetch_page", Args: map[string]any{"url": "http://93.184.215.15/"}})
+	var b *runtime.BlockedError
+	require.ErrorAs(t, err, &b)
+	assert.Contains(t, b.Message, "not allowed")
+	assert.Equal(t, 1, tool.Calls())
+}
+
+// TestClientFromRefusesLoopback: the client a tool gets from the context
+// re-checks at request time, so a tool that builds its own URL cannot reach a
+// loopback server either.
+func TestClientFromRefusesLoopback(t *testing.T) {
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		hits.Add(1)
+		_, _ = w.Write([]byte("secret"))
+	}))
+	defer srv.Close()
+
+	var gotClient bool
+	var fetchErr error
+	fn := func(ctx context.Context, c *runtime.ToolCall) (any, error) {
+		client, ok := egress.ClientFrom(ctx)
+		gotClient = ok
+		if !ok {
+			return nil, nil
+		}
+		_, isChecker := egress.CheckerFrom(ctx)
+		assert.True(t, isChecker)
+		resp, err := client.Get(srv.URL)
+		if err == nil {
+			_ = resp.Body.Close()
+		}
+		fetchErr = err
+		return nil, nil
+	}
+	pl := egressPipeline(t, `{"allow":["*"]}`, fn)
+	_, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "search_kb"})
+	require.NoError(t, err)
+	require.True(t, gotClient, "the layer puts its client on the call's context")
+	var denied *egress.DeniedError
+	assert.ErrorAs(t, fetchErr, &denied)
+	assert.Zero(t, hits.Load(), "the loopback server was never reached")
+
+	_, ok := egress.ClientFrom(context.Background())
+	assert.False(t, ok)
+}
+
+func TestMiddlewareConfigErrors(t *testing.T) {
+	for _, cfg := range []string{`{}`, `{"allow":["bad host!"]}`, `{"allow":["*"],"extra":1}`} {
+		p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("egress", cfg)}})
+		_, err := runtime.Build(context.Background(), p, runtime.Deps{})
+		assert.Error(t, err, cfg)
+	}
+}
+
+func BenchmarkMiddlewareCheck(b *testing.B) {
+	fn := func(context.Context, *runtime.ToolCall) (any, error) { return "ok", nil }
+	pl := egressPipeline(b, `{"allow":["*"]}`, fn)
+	ctx := context.Background()
+	req := runtime.ToolRequest{Name: "fetch_page", Args: map[string]any{"url": "https://93.184.215.14/index.html?q=1"}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := pl.Tool(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

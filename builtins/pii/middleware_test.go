@@ -1,0 +1,156 @@
+package pii_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	_ "github.com/agentc-dev/agentc/builtins/pii"
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
+)
+
+// recordingModel records the transcript each call received.
+type recordingModel struct{ seen [][]runtime.Message }
+
+func (m *recordingModel) Stream(_ context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+	m.seen = append(m.seen, append([]runtime.Message(nil), req.Messages...))
+	yield(runtime.Delta{Text: "ok"})
+	return nil
+}
+
+func chatPipeline(t testing.TB, config string, model runtime.ModelClient) *runtime.Pipeline {
+	t.Helper()
+	p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Named("privacy", rt.Layer("pii", config))}})
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = pl.Close() })
+	return pl
+}
+
+func TestChatBlock(t *testing.T) {
+	tests := []struct {
+		name    string
+		config  string
+		msgs    []runtime.Message
+		blocked string
+	}{
+		{"email in latest user message", `{}`, []runtime.Message{{Role: "user", Content: "mail me at ann@example.com"}}, "email"},
+		{"card", `{"action":"block"}`, []runtime.Message{{Role: "user", Content: "card 4111 1111 1111 1111"}}, "card"},
+		{"clean", `{}`, []runtime.Message{{Role: "user", Content: "what is the refund policy?"}}, ""},
+		{"only the latest user message is checked", `{}`, []runtime.Message{
+			{Role: "user", Content: "ann@example.com"}, {Role: "assistant", Content: "noted"}, {Role: "user", Content: "thanks"}}, ""},
+		{"kinds filter skips email", `{"kinds":["ssn"]}`, []runtime.Message{{Role: "user", Content: "ann@example.com"}}, ""},
+		{"kinds filter ip", `{"kinds":["ip"]}`, []runtime.Message{{Role: "user", Content: "server 203.0.113.9 is down"}}, "ipv4"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			model := &recordingModel{}
+			pl := chatPipeline(t, tt.config, model)
+			_, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: tt.msgs})
+			if tt.blocked == "" {
+				require.NoError(t, err)
+				assert.Len(t, model.seen, 1)
+				return
+			}
+			var b *runtime.BlockedError
+			require.ErrorAs(t, err, &b)
+			assert.Equal(t, "privacy", b.Layer)
+			assert.Contains(t, b.Message, tt.blocked)
+			assert.NotContains(t, b.Message, "@", "the message never quotes the data")
+			assert.Empty(t, model.seen, "a blocked call never reaches the model")
+		})
+	}
+}
+
+func TestChatRedactDoesNotMutateInput(t *testing.T) {
+	model := &recordingModel{}
+	pl := chatPipeline(t, `{"action":"redact"}`, model)
+	msgs := []runtime.Message{
+		{Role: "system", Content: "support bot for ops@example.com"},
+		{Role: "user", Content: "I am ann@example.com"},
+		{Role: "assistant", Content: "hello"},
+		{Role: "user", Content: "call 555-867-5309 or 415-555-0100"},
+	}
+	orig := append([]runtime.Message(nil), msgs...)
+	resp, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: msgs})
+	require.NoError(t, err)
+	assert.Equal(t, "ok", resp.Text)
+	assert.Equal(t, orig, msgs, "the caller's transcript is untouched")
+	require.Len(t, model.seen, 1)
+	seen := model.seen[0]
+	assert.Equal(t, "support bot for ops@example.com", seen[0].Content, "system messages are left alone")
+	assert.Equal(t, "I am [REDACTED:email]", seen[1].Content)
+	assert.NotContains(t, seen[3].Content, "555")
+}
+
+func toolPipeline(t testing.TB, config string, fn runtime.ToolFunc) *runtime.Pipeline {
+	t.Helper()
+	p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Named("privacy", rt.Layer("pii", config))}})
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"lookup": fn}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = pl.Close() })
+	return pl
+}
+
+func TestToolArgs(t *testing.T) {
+	var seen map[string]any
+	fn := func(_ context.Context, c *runtime.ToolCall) (any, error) {
+		seen = c.Args
+		return "done", nil
+	}
+	args := map[string]any{"customer": map[string]any{"email": "ann@example.com", "name": "Ann"}, "ssn": "078-05-1120"}
+
+	block := toolPipeline(t, `{"action":"block"}`, fn)
+	_, err := block.Tool(context.Background(), runtime.ToolRequest{Name: "lookup", Args: args})
+	var b *runtime.BlockedError
+	require.ErrorAs(t, err, &b)
+	assert.Equal(t, "privacy", b.Layer)
+	assert.Contains(t, b.Message, "/customer/email")
+	assert.Nil(t, seen, "a blocked call never runs")
+
+	redact := toolPipeline(t, `{"action":"redact"}`, fn)
+	res, err := redact.Tool(context.Background(), runtime.ToolRequest{Name: "lookup", Args: args})
+	require.NoError(t, err)
+	assert.Equal(t, "done", res.Value)
+	assert.Equal(t, map[string]any{"customer": map[string]any{"email": "[REDACTED:email]", "name": "Ann"}, "ssn": "[REDACTED:ssn]"}, seen)
+	assert.Equal(t, "ann@example.com", args["customer"].(map[string]any)["email"], "the caller's args are untouched")
+	assert.Equal(t, "078-05-1120", args["ssn"])
+
+	seen = nil
+	_, err = redact.Tool(context.Background(), runtime.ToolRequest{Name: "lookup", Args: map[string]any{"q": "refunds"}})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"q": "refunds"}, seen)
+}
+
+func TestConfigErrors(t *testing.T) {
+	for _, cfg := range []string{`{"action":"mask"}`, `{"kinds":["dna"]}`, `{"on_error":"maybe"}`, `{"bogus":true}`} {
+		p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("pii", cfg)}})
+		_, err := runtime.Build(context.Background(), p, runtime.Deps{})
+		assert.Error(t, err, cfg)
+	}
+}
+
+// BenchmarkChatScan2KB scans a 2 KB user message (no personal data) through
+// the layer.
+func BenchmarkChatScan2KB(b *testing.B) {
+	model := runtime.ModelFunc(func(_ context.Context, _ *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+		yield(runtime.Delta{Text: "ok"})
+		return nil
+	})
+	pl := chatPipeline(b, `{}`, model)
+	text := strings.Repeat("Order 4471 shipped on 2024-05-01 to the warehouse, version 1.2.3 ok. ", 30)[:2048]
+	req := runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: text}}}
+	ctx := context.Background()
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := pl.Stream(ctx, req, func(runtime.Delta) bool { return true }); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
