@@ -1,0 +1,88 @@
+package filecheck_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	_ "github.com/agentc-dev/agentc/builtins/filecheck"
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
+)
+
+func TestMiddleware(t *testing.T) {
+	root := t.TempDir()
+	outside := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "docs"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "docs", "a.md"), []byte("# a"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "big.md"), make([]byte, 200), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(outside, "secret.md"), []byte("x"), 0o644))
+	require.NoError(t, os.Symlink(filepath.Join(outside, "secret.md"), filepath.Join(root, "link.md")))
+	realRoot, err := filepath.EvalSymlinks(root)
+	require.NoError(t, err)
+
+	cfg, err := json.Marshal(map[string]any{"roots": []string{root}, "extensions": []string{".md"}, "max_bytes": 100, "must_exist": true})
+	require.NoError(t, err)
+	p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Named("files", rt.Layer("file_check", string(cfg)))}})
+	p.Tools = map[string]plan.Tool{"read_file": {PathArg: "path"}, "search_kb": {}}
+	var seen map[string]any
+	fn := func(_ context.Context, c *runtime.ToolCall) (any, error) {
+		seen = c.Args
+		return "ok", nil
+	}
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"read_file": fn, "search_kb": fn}})
+	require.NoError(t, err)
+
+	tests := []struct {
+		name     string
+		tool     string
+		path     any
+		wantPath string
+		blocked  string
+	}{
+		{"relative inside", "read_file", "docs/a.md", filepath.Join(realRoot, "docs", "a.md"), ""},
+		{"dot-dot inside the root", "read_file", "docs/../docs/a.md", filepath.Join(realRoot, "docs", "a.md"), ""},
+		{"traversal", "read_file", "../../../etc/passwd", "", "escapes"},
+		{"absolute outside", "read_file", filepath.Join(outside, "secret.md"), "", "denied"},
+		{"symlink out", "read_file", "link.md", "", "denied"},
+		{"extension", "read_file", "docs/a.txt", "", "denied"},
+		{"missing", "read_file", "docs/none.md", "", "denied"},
+		{"too big", "read_file", "big.md", "", "denied"},
+		{"not a string", "read_file", 3.0, "", "not a string"},
+		{"tool without path_arg", "search_kb", "../../etc/passwd", "../../etc/passwd", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			seen = nil
+			args := map[string]any{"path": tt.path}
+			_, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: tt.tool, Args: args})
+			if tt.blocked == "" {
+				require.NoError(t, err)
+				assert.Equal(t, tt.wantPath, seen["path"], "the tool sees the resolved path")
+				assert.Equal(t, tt.path, args["path"], "the caller's args are untouched")
+				return
+			}
+			var b *runtime.BlockedError
+			require.ErrorAs(t, err, &b)
+			assert.Equal(t, "files", b.Layer)
+			assert.Contains(t, b.Message, tt.blocked)
+			assert.Nil(t, seen, "a refused path never reaches the tool")
+		})
+	}
+	_, err = pl.Tool(context.Background(), runtime.ToolRequest{Name: "read_file", Args: map[string]any{}})
+	require.ErrorAs(t, err, new(*runtime.BlockedError))
+}
+
+func TestConfigErrors(t *testing.T) {
+	for _, cfg := range []string{`{}`, `{"roots":["/does/not/exist/anywhere"]}`, `{"roots":["/"],"extra":1}`} {
+		p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("file_check", cfg)}})
+		_, err := runtime.Build(context.Background(), p, runtime.Deps{})
+		assert.Error(t, err, cfg)
+	}
+}

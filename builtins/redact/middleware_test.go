@@ -1,0 +1,120 @@
+package redact_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	_ "github.com/agentc-dev/agentc/builtins/redact"
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
+)
+
+const awsKey = "AKIAIOSFODNN7EXAMPLE"
+
+type record struct {
+	Name  string `json:"name"`
+	Token string `json:"token"`
+}
+
+func TestToolResults(t *testing.T) {
+	nested := map[string]any{"config": map[string]any{"password": "password=hunter22", "key": awsKey}, "n": 3.0}
+	tests := []struct {
+		name   string
+		config string
+		value  any
+		check  func(t *testing.T, got any)
+	}{
+		{"string", `{}`, "key " + awsKey + " found", func(t *testing.T, got any) {
+			assert.NotContains(t, got, awsKey)
+			assert.Contains(t, got, "[REDACTED:")
+		}},
+		{"nested map is copied", `{}`, nested, func(t *testing.T, got any) {
+			m := got.(map[string]any)["config"].(map[string]any)
+			assert.NotContains(t, m["key"], awsKey)
+			assert.Equal(t, awsKey, nested["config"].(map[string]any)["key"], "the tool's value is untouched")
+		}},
+		{"struct via JSON", `{}`, record{Name: "svc", Token: "token=" + "s3cr3tvalue123"}, func(t *testing.T, got any) {
+			m, ok := got.(map[string]any)
+			require.True(t, ok, "a struct holding a secret comes back in its JSON form")
+			assert.NotContains(t, m["token"], "s3cr3tvalue123")
+		}},
+		{"struct without secret unchanged", `{}`, record{Name: "svc"}, func(t *testing.T, got any) {
+			assert.Equal(t, record{Name: "svc"}, got)
+		}},
+		{"custom pattern", `{"defaults":false,"patterns":["ORDER-\\d+"]}`, "see ORDER-991 and " + awsKey, func(t *testing.T, got any) {
+			assert.Equal(t, "see [REDACTED:pattern-0] and "+awsKey, got)
+		}},
+		{"number untouched", `{}`, 42.0, func(t *testing.T, got any) { assert.Equal(t, 42.0, got) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("redact", tt.config)}})
+			tool := rt.NewTool(rt.ToolResult{Value: tt.value})
+			pl, err := runtime.Build(context.Background(), p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"t": tool.Func()}})
+			require.NoError(t, err)
+			res, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "t"})
+			require.NoError(t, err)
+			tt.check(t, res.Value)
+		})
+	}
+}
+
+func TestChatOutputSplitAcrossDeltas(t *testing.T) {
+	pem := "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA1234567890abcdef\nQWERTYUIOPasdfghjkl\n-----END RSA PRIVATE KEY-----\n"
+	tests := []struct {
+		name   string
+		deltas []string
+		secret []string
+	}{
+		{"key split mid-token", []string{"your key is AKIAIOSF", "ODNN7EXAMPLE", " ok\nnext line"}, []string{awsKey, "AKIAIOSF"}},
+		{"pem block over deltas", append([]string{"here:\n"}, strings.SplitAfter(pem, "\n")...), []string{"MIIEowIBAAKCAQEA1234567890abcdef", "QWERTYUIOP"}},
+		{"no trailing newline", []string{"token=abcdef", "123456"}, []string{"abcdef123456"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("redact", "")}})
+			model := rt.NewModel(rt.Response{Deltas: tt.deltas, Usage: runtime.Usage{InputTokens: 5, OutputTokens: 7}})
+			pl, err := runtime.Build(context.Background(), p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
+			require.NoError(t, err)
+			var got []string
+			resp, err := pl.Stream(context.Background(), runtime.ChatRequest{Model: "primary"}, func(d runtime.Delta) bool {
+				got = append(got, d.Text)
+				return true
+			})
+			require.NoError(t, err)
+			text := strings.Join(got, "")
+			for _, s := range tt.secret {
+				for _, piece := range got {
+					assert.NotContains(t, piece, s)
+				}
+				assert.NotContains(t, text, s)
+			}
+			assert.Contains(t, text, "[REDACTED:")
+			assert.Equal(t, len(got), resp.Deltas, "Deltas counts what got past the layer")
+			assert.Equal(t, int64(7), resp.Usage.OutputTokens)
+		})
+	}
+}
+
+func TestChatFailureDropsHeldText(t *testing.T) {
+	p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("redact", "")}})
+	model := rt.NewModel(rt.Response{Deltas: []string{"token=abc", "def"}, Err: rt.Transient("down"), FailAfter: 1})
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
+	require.NoError(t, err)
+	text, resp, err := rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary"}, 0)
+	require.Error(t, err)
+	assert.Empty(t, text)
+	assert.Zero(t, resp.Deltas, "nothing was released: still a pre-stream failure")
+}
+
+func TestConfigErrors(t *testing.T) {
+	p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("redact", `{"patterns":["(x"]}`)}})
+	_, err := runtime.Build(context.Background(), p, runtime.Deps{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "patterns[0]")
+}

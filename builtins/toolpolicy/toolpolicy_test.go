@@ -1,0 +1,83 @@
+package toolpolicy_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	_ "github.com/agentc-dev/agentc/builtins/toolpolicy"
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
+)
+
+func TestPolicy(t *testing.T) {
+	const cfg = `{"allow":["search_kb","run_sql","fetch"],"deny":["drop_db"],
+		"arg_patterns":[{"arg":"query","pattern":"(?i)\\bdrop\\s+table\\b"},{"arg":"limit","pattern":"^[0-9]{4,}$"}]}`
+	p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Named("tools", rt.Layer("tool_policy", cfg))}})
+	tool := rt.NewTool(rt.ToolResult{Value: "ok"})
+	fns := map[string]runtime.ToolFunc{}
+	for _, n := range []string{"search_kb", "run_sql", "drop_db", "shell", "fetch"} {
+		fns[n] = tool.Func()
+	}
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Tools: fns})
+	require.NoError(t, err)
+	tests := []struct {
+		name    string
+		tool    string
+		args    map[string]any
+		blocked string
+	}{
+		{"allowed", "search_kb", map[string]any{"query": "refunds"}, ""},
+		{"denied", "drop_db", nil, "denied"},
+		{"not on allow", "shell", nil, "not allowed"},
+		{"arg pattern", "run_sql", map[string]any{"query": "SELECT 1; DROP  TABLE users"}, "argument query"},
+		{"numeric arg as JSON text", "run_sql", map[string]any{"query": "select", "limit": 100000.0}, "argument limit"},
+		{"small numeric arg", "run_sql", map[string]any{"query": "select", "limit": 10.0}, ""},
+		{"pattern arg absent", "fetch", map[string]any{"url": "x"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := tool.Calls()
+			_, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: tt.tool, Args: tt.args})
+			if tt.blocked == "" {
+				require.NoError(t, err)
+				assert.Equal(t, before+1, tool.Calls())
+				return
+			}
+			var b *runtime.BlockedError
+			require.ErrorAs(t, err, &b)
+			assert.Equal(t, "tools", b.Layer)
+			assert.Contains(t, b.Message, tt.blocked)
+			assert.NotContains(t, b.Message, "users", "the message never quotes the value")
+			assert.Equal(t, before, tool.Calls())
+		})
+	}
+}
+
+func TestNoAllowListAllowsAll(t *testing.T) {
+	p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("tool_policy", `{"deny":["x"]}`)}})
+	tool := rt.NewTool(rt.ToolResult{Value: "ok"})
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"y": tool.Func()}})
+	require.NoError(t, err)
+	_, err = pl.Tool(context.Background(), runtime.ToolRequest{Name: "y"})
+	require.NoError(t, err)
+	assert.Equal(t, 1, tool.Calls())
+}
+
+func TestConfigErrors(t *testing.T) {
+	tests := []struct{ cfg, want string }{
+		{`{"arg_patterns":[{"arg":"q","pattern":"ok"},{"arg":"q","pattern":"(bad"}]}`, "arg_patterns[1].pattern"},
+		{`{"arg_patterns":[{"arg":"","pattern":"x"}]}`, "arg_patterns[0].arg"},
+		{`{"allow":["a"],"deny":["a"]}`, "both"},
+		{`{"arg_patterns":[{"arg":"q","pattern":"x","flags":"i"}]}`, "unknown field"},
+	}
+	for _, tt := range tests {
+		p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("tool_policy", tt.cfg)}})
+		_, err := runtime.Build(context.Background(), p, runtime.Deps{})
+		require.Error(t, err, tt.cfg)
+		assert.Contains(t, err.Error(), tt.want)
+	}
+}

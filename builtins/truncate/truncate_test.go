@@ -1,0 +1,64 @@
+package truncate_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/builtins/truncate"
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
+)
+
+func TestTruncate(t *testing.T) {
+	big := map[string]any{"rows": []any{"aaaa", "bbbb", "cccc"}}
+	tests := []struct {
+		name  string
+		value any
+		want  any
+	}{
+		{"short string", "hello", "hello"},
+		{"exact length", "0123456789", "0123456789"},
+		{"long string", "0123456789abc", "0123456789" + truncate.Marker(10, 13)},
+		{"multibyte counts characters", "ééééééééééé", "éééééééééé" + truncate.Marker(10, 11)},
+		{"short structure", map[string]any{"a": 1.0}, map[string]any{"a": 1.0}},
+		{"long structure becomes its JSON text", big, `{"rows":["` + truncate.Marker(10, 31)},
+		{"nil", nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("truncate", `{"max_chars":10}`)}})
+			tool := rt.NewTool(rt.ToolResult{Value: tt.value})
+			pl, err := runtime.Build(context.Background(), p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"t": tool.Func()}})
+			require.NoError(t, err)
+			res, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "t"})
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, res.Value)
+		})
+	}
+	assert.Equal(t, []any{"aaaa", "bbbb", "cccc"}, big["rows"], "the tool's value is untouched")
+}
+
+func TestErrorsPassThrough(t *testing.T) {
+	p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("truncate", `{"max_chars":1}`)}})
+	tool := rt.NewTool(rt.ToolResult{Value: "partial", Err: rt.Permanent("bad")})
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"t": tool.Func()}})
+	require.NoError(t, err)
+	_, err = pl.Tool(context.Background(), runtime.ToolRequest{Name: "t"})
+	assert.ErrorContains(t, err, "bad")
+}
+
+func TestDefaultAndBadConfig(t *testing.T) {
+	v, cut := truncate.Apply(strings.Repeat("x", 8001), 8000)
+	assert.True(t, cut)
+	assert.True(t, strings.HasPrefix(v.(string), strings.Repeat("x", 8000)+"\n[truncated"))
+	for _, cfg := range []string{`{"max_chars":0}`, `{"max_chars":"10"}`, `{"max":10}`} {
+		p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("truncate", cfg)}})
+		_, err := runtime.Build(context.Background(), p, runtime.Deps{})
+		assert.Error(t, err, cfg)
+	}
+}
