@@ -1,0 +1,178 @@
+package compaction_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/builtins/compaction"
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
+)
+
+// recorder is a model that records the transcripts it receives and answers
+// with text (or fails with err).
+type recorder struct {
+	mu   sync.Mutex
+	seen [][]runtime.Message
+	text string
+	err  error
+}
+
+func (m *recorder) Stream(_ context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+	m.mu.Lock()
+	m.seen = append(m.seen, append([]runtime.Message(nil), req.Messages...))
+	m.mu.Unlock()
+	if m.err != nil {
+		return m.err
+	}
+	yield(runtime.Delta{Text: m.text})
+	return nil
+}
+
+func long(i int) string { return fmt.Sprintf("message %d ", i) + strings.Repeat("word ", 40) }
+
+// transcript: system, then rounds of user / assistant (with a tool result
+// without id after the assistant every third round).
+func transcript(rounds int) []runtime.Message {
+	msgs := []runtime.Message{{Role: "system", Content: "you are helpful"}}
+	for i := range rounds {
+		msgs = append(msgs, runtime.Message{Role: "user", Content: long(i)}, runtime.Message{Role: "assistant", Content: long(i)})
+		if i%3 == 0 {
+			msgs = append(msgs, runtime.Message{Role: "tool", Content: long(i), ToolCallID: fmt.Sprintf("call-%d", i)})
+		}
+	}
+	return msgs
+}
+
+func build(t *testing.T, cfg string, models map[string]runtime.ModelClient) *runtime.Pipeline {
+	t.Helper()
+	p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("compaction", cfg)}})
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Models: models})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = pl.Close() })
+	return pl
+}
+
+// checkUnits asserts that every tool message follows an assistant message
+// (its call is never orphaned).
+func checkUnits(t *testing.T, msgs []runtime.Message) {
+	t.Helper()
+	seenAssistant := false
+	for i, m := range msgs {
+		switch m.Role {
+		case "assistant":
+			seenAssistant = true
+		case "tool":
+			assert.True(t, seenAssistant, "tool message %d has no assistant before it", i)
+			assert.NotEqual(t, "user", msgs[i-1].Role, "tool message %d was separated from its call", i)
+		}
+	}
+}
+
+func TestKeepRecent(t *testing.T) {
+	model := &recorder{text: "ok"}
+	pl := build(t, `{"max_tokens":300,"keep_recent":3}`, map[string]runtime.ModelClient{"primary": model})
+	msgs := transcript(12)
+	orig := append([]runtime.Message(nil), msgs...)
+	require.Greater(t, runtime.EstimateMessages(msgs), int64(300))
+
+	_, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: msgs})
+	require.NoError(t, err)
+	assert.Equal(t, orig, msgs, "the caller's transcript is untouched")
+	require.Len(t, model.seen, 1)
+	got := model.seen[0]
+	assert.LessOrEqual(t, runtime.EstimateMessages(got), int64(300))
+	assert.Equal(t, "system", got[0].Role, "system messages are kept")
+	assert.Equal(t, orig[len(orig)-1], got[len(got)-1], "the most recent message is kept")
+	checkUnits(t, got)
+
+	// Idempotent: compacting the compacted transcript changes nothing.
+	_, err = pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: got})
+	require.NoError(t, err)
+	assert.Equal(t, got, model.seen[1])
+}
+
+func TestWithinBudgetPassesThrough(t *testing.T) {
+	model := &recorder{text: "ok"}
+	pl := build(t, `{}`, map[string]runtime.ModelClient{"primary": model})
+	msgs := transcript(2)
+	_, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: msgs})
+	require.NoError(t, err)
+	assert.Equal(t, msgs, model.seen[0])
+}
+
+func TestToolMessagesWithoutIDsStayWithTheirCall(t *testing.T) {
+	model := &recorder{text: "ok"}
+	pl := build(t, `{"max_tokens":120,"keep_recent":1}`, map[string]runtime.ModelClient{"primary": model})
+	msgs := []runtime.Message{
+		{Role: "tool", Content: "orphan before any call"},
+		{Role: "user", Content: long(1)},
+		{Role: "assistant", Content: "calling"},
+		{Role: "tool", Content: long(2)},
+		{Role: "tool", Content: "second result"},
+	}
+	_, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: msgs})
+	require.NoError(t, err)
+	got := model.seen[0]
+	assert.Equal(t, []runtime.Message{msgs[2], msgs[3], msgs[4]}, got,
+		"the protected tool result keeps its assistant and sibling; the orphan and the old user message go")
+}
+
+func TestSummarize(t *testing.T) {
+	model := &recorder{text: "ok"}
+	summarizer := &recorder{text: "the user asked about refunds"}
+	pl := build(t, `{"strategy":"summarize","model":"small","max_tokens":300,"keep_recent":3}`,
+		map[string]runtime.ModelClient{"primary": model, "small": summarizer})
+	msgs := transcript(12)
+	_, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: msgs})
+	require.NoError(t, err)
+	require.Len(t, summarizer.seen, 1, "the summary model is called once")
+	assert.Contains(t, summarizer.seen[0][1].Content, "message 0")
+	got := model.seen[0]
+	assert.LessOrEqual(t, runtime.EstimateMessages(got), int64(300))
+	var summaries int
+	for _, m := range got {
+		if m.Name == compaction.SummaryName {
+			summaries++
+			assert.Equal(t, compaction.SummaryPrefix+"the user asked about refunds", m.Content)
+		}
+	}
+	assert.Equal(t, 1, summaries)
+	checkUnits(t, got)
+
+	// Idempotent: the output is within budget, so no second summary.
+	_, err = pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: got})
+	require.NoError(t, err)
+	assert.Equal(t, got, model.seen[1])
+	assert.Len(t, summarizer.seen, 1)
+}
+
+func TestSummaryFailureFallsBackToKeepRecent(t *testing.T) {
+	model := &recorder{text: "ok"}
+	summarizer := &recorder{err: errors.New("down")}
+	pl := build(t, `{"strategy":"summarize","model":"small","max_tokens":300,"keep_recent":3}`,
+		map[string]runtime.ModelClient{"primary": model, "small": summarizer})
+	_, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: transcript(12)})
+	require.NoError(t, err)
+	assert.LessOrEqual(t, runtime.EstimateMessages(model.seen[0]), int64(300))
+	for _, m := range model.seen[0] {
+		assert.NotEqual(t, compaction.SummaryName, m.Name)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	for _, cfg := range []string{`{"strategy":"summarize"}`, `{"strategy":"summarize","model":"nope"}`,
+		`{"strategy":"drop"}`, `{"max_tokens":0}`, `{"keep_recent":0}`, `{"x":1}`} {
+		p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("compaction", cfg)}})
+		_, err := runtime.Build(context.Background(), p, runtime.Deps{})
+		assert.Error(t, err, cfg)
+	}
+}

@@ -1,0 +1,75 @@
+package judge_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	_ "github.com/agentc-dev/agentc/builtins/judge"
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
+)
+
+func TestJudge(t *testing.T) {
+	tests := []struct {
+		name    string
+		config  string
+		verdict rt.Response
+		blocked bool
+		cause   bool
+	}{
+		{"allow", `{"model":"judge"}`, rt.Response{Deltas: []string{"Allow."}}, false, false},
+		{"block", `{"model":"judge"}`, rt.Response{Deltas: []string{"BLOCK: leaks a key"}}, true, false},
+		{"error fails open", `{"model":"judge"}`, rt.Response{Err: rt.Transient("judge down")}, false, false},
+		{"error fails closed", `{"model":"judge","on_error":"closed"}`, rt.Response{Err: rt.Transient("judge down")}, true, true},
+		{"no verdict fails closed", `{"model":"judge","on_error":"closed"}`, rt.Response{Deltas: []string{"maybe?"}}, true, true},
+		{"timeout fails open", `{"model":"judge","timeout":"20ms"}`, rt.Response{Delay: time.Second, Deltas: []string{"block"}}, false, false},
+		{"timeout fails closed", `{"model":"judge","timeout":"20ms","on_error":"closed"}`, rt.Response{Delay: time.Second, Deltas: []string{"allow"}}, true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Named("reviewer", rt.Layer("judge", tt.config))}})
+			primary := rt.NewModel(rt.Response{Deltas: []string{"the answer ", "is 42"}})
+			judge := rt.NewModel(tt.verdict)
+			pl, err := runtime.Build(context.Background(), p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": primary, "judge": judge}})
+			require.NoError(t, err)
+			text, resp, err := rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary"}, 0)
+			assert.Equal(t, 1, judge.Calls())
+			if !tt.blocked {
+				require.NoError(t, err)
+				assert.Equal(t, "the answer is 42", text)
+				assert.Equal(t, 2, resp.Deltas, "the held deltas are released as they came")
+				return
+			}
+			var b *runtime.BlockedError
+			require.ErrorAs(t, err, &b)
+			assert.Equal(t, "reviewer", b.Layer)
+			assert.Equal(t, tt.cause, b.Err != nil)
+			assert.Empty(t, text, "a blocked response is never delivered")
+			assert.Zero(t, resp.Deltas)
+		})
+	}
+}
+
+func TestFailedStreamIsNotJudged(t *testing.T) {
+	p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("judge", `{"model":"judge"}`)}})
+	primary := rt.NewModel(rt.Response{Err: rt.Permanent("bad request")})
+	judge := rt.NewModel(rt.Response{Deltas: []string{"allow"}})
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": primary, "judge": judge}})
+	require.NoError(t, err)
+	_, _, err = rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary"}, 0)
+	assert.ErrorContains(t, err, "bad request")
+	assert.Zero(t, judge.Calls())
+}
+
+func TestConfigErrors(t *testing.T) {
+	for _, cfg := range []string{`{}`, `{"model":"missing"}`, `{"model":"judge","timeout":"0s"}`, `{"model":"judge","on_error":"x"}`, `{"model":"judge","x":1}`} {
+		p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("judge", cfg)}})
+		_, err := runtime.Build(context.Background(), p, runtime.Deps{Models: map[string]runtime.ModelClient{"judge": rt.NewModel()}})
+		assert.Error(t, err, cfg)
+	}
+}
