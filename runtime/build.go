@@ -139,6 +139,8 @@ type Pipeline struct {
 	// modelList holds the models when there are few (nil otherwise).
 	modelList []namedModel
 	tools     map[string]*toolEntry
+	// toolList holds the tools when there are few (nil otherwise).
+	toolList []*toolEntry
 
 	chat  ChatHandler
 	tool  ToolHandler
@@ -227,6 +229,12 @@ func Build(ctx context.Context, p *plan.Plan, deps Deps) (*Pipeline, error) {
 	for _, e := range pl.tools {
 		e.pinfo = toolActivationInfo(&e.info)
 	}
+	if len(pl.tools) <= 8 {
+		pl.toolList = make([]*toolEntry, 0, len(pl.tools))
+		for _, e := range pl.tools {
+			pl.toolList = append(pl.toolList, e)
+		}
+	}
 	if err := pl.build(ctx); err != nil {
 		pl.cleanup()
 		return nil, err
@@ -263,7 +271,7 @@ func (pl *Pipeline) build(ctx context.Context) error {
 		pl.admit = c
 	}
 	pl.chat = fold(chat, pl.chatTerminal, scopeChat)
-	pl.tool = fold(tool, pl.toolTerminal, scopeTool)
+	pl.tool = fold(tool, toolTerminal, scopeTool)
 	pl.turn = fold(turn, turnTerminal, scopeTurn)
 	return nil
 }

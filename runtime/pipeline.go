@@ -23,6 +23,20 @@ func (pl *Pipeline) model(name string) ModelClient {
 	return pl.models[name]
 }
 
+// toolEntry returns the entry of the tool named name, scanning a short list
+// when the pipeline has few tools.
+func (pl *Pipeline) toolEntry(name string) *toolEntry {
+	if pl.toolList != nil {
+		for _, e := range pl.toolList {
+			if e.info.Name == name {
+				return e
+			}
+		}
+		return nil
+	}
+	return pl.tools[name]
+}
+
 // chatTerminal calls the model named by the request, counting what arrives.
 func (pl *Pipeline) chatTerminal(ctx context.Context, c *ChatCall, yield func(Delta) bool) error {
 	client := pl.model(c.Request.Model)
@@ -163,7 +177,9 @@ func (s *ChatStream) Response() ChatResponse { return s.resp }
 // Err returns the stream's error once it has been iterated.
 func (s *ChatStream) Err() error { return s.err }
 
-func (pl *Pipeline) toolTerminal(ctx context.Context, c *ToolCall) (any, error) {
+// toolTerminal calls the tool of the call's entry. It is a plain func, not a
+// method value, to save an indirection on every call.
+func toolTerminal(ctx context.Context, c *ToolCall) (any, error) {
 	fn := c.entry.fn
 	if fn == nil {
 		return nil, &CallError{Kind: KindPermanent, Message: fmt.Sprintf("tool %q is not registered", c.Name)}
@@ -177,7 +193,7 @@ func (pl *Pipeline) toolTerminal(ctx context.Context, c *ToolCall) (any, error) 
 // passes the chain (guards and audits see it) and fails permanently at the
 // end.
 func (pl *Pipeline) Tool(ctx context.Context, req ToolRequest) (ToolResult, error) {
-	e := pl.tools[req.Name]
+	e := pl.toolEntry(req.Name)
 	if e == nil {
 		info := ToolInfo{Name: req.Name}
 		e = &toolEntry{info: info, pinfo: toolActivationInfo(&info)}
