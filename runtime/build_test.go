@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os/exec"
 	"strings"
 	"sync"
@@ -424,4 +425,26 @@ func TestWhenOnChatAndTurnLayers(t *testing.T) {
 	assert.NoError(t, err)
 	_, err = pl.Turn(runtime.WithRun(context.Background(), runtime.Run{ID: "r", Agent: "bot"}), runtime.TurnRequest{Input: "x"}, body)
 	assert.ErrorAs(t, err, new(*runtime.BlockedError))
+}
+
+func TestManyToolsAndModels(t *testing.T) {
+	tools := map[string]runtime.ToolFunc{}
+	models := map[string]runtime.ModelClient{}
+	for i := range 12 {
+		name := fmt.Sprintf("n%d", i)
+		tools[name] = func(context.Context, *runtime.ToolCall) (any, error) { return name, nil }
+		models[name] = rt.NewModel(rt.Response{Deltas: []string{name}})
+	}
+	pl, err := runtime.Build(context.Background(), rt.Plan(plan.Chains{}), runtime.Deps{Tools: tools, Models: models})
+	require.NoError(t, err)
+	for _, name := range []string{"n0", "n7", "n11"} {
+		res, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: name})
+		require.NoError(t, err)
+		assert.Equal(t, name, res.Value)
+		text, _, err := rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: name}, 0)
+		require.NoError(t, err)
+		assert.Equal(t, name, text)
+	}
+	_, err = pl.Tool(context.Background(), runtime.ToolRequest{Name: "n12"})
+	assert.ErrorContains(t, err, "not registered")
 }
