@@ -16,6 +16,12 @@
 // replaces the jittered delay and is capped by max_delay. Waits end at once
 // when the caller's context is done.
 //
+// A failure that carries retry feedback (runtime.RetryFeedbacker, such as
+// output_coerce's coercion error) is re-asked: the next chat attempt sees the
+// original transcript plus the feedback as one user message (only the latest
+// failure's feedback; the caller's transcript is never modified, and the
+// call's transcript is restored when the layer returns).
+//
 // Before each attempt the layer stamps the attempt number on the call's meta
 // (Meta.Attempts). With `breaker`, each model (chat) or tool (tool) has a
 // circuit breaker: after `failures` consecutive transient failures it opens

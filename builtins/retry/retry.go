@@ -117,6 +117,8 @@ var errAttemptTimeout = errors.New("attempt timed out")
 func (r *Retry) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
 		start := c.Deltas
+		base := c.Request.Messages
+		defer func() { c.Request.Messages = base }()
 		for attempt := 1; ; attempt++ {
 			c.Meta.Attempts = attempt
 			var br *breaker
@@ -151,6 +153,13 @@ func (r *Retry) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 			}
 			if werr := r.wait(ctx, attempt, err); werr != nil {
 				return werr
+			}
+			if fb, ok := runtime.FeedbackOf(err); ok {
+				// The next attempt sees the original transcript plus what the
+				// failed one has to fix.
+				c.Request.Messages = append(base[:len(base):len(base)], runtime.Message{Role: "user", Content: fb})
+			} else {
+				c.Request.Messages = base
 			}
 		}
 	}

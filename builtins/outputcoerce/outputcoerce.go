@@ -1,0 +1,324 @@
+package outputcoerce
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v5"
+
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+)
+
+// ID is the builtin's id.
+const ID = "output_coerce"
+
+func init() {
+	runtime.Register(runtime.Module{
+		ID:     ID,
+		Stages: []plan.Stage{plan.StageChat},
+		Traits: []runtime.Trait{runtime.TraitGuards},
+		Doc:    "validates model output against a JSON Schema; a retry outside it re-asks with the diagnostics",
+		New:    func() runtime.Middleware { return &Coerce{Mode: ModeEnforce} },
+	})
+}
+
+// The modes.
+const (
+	ModeEnforce  = "enforce"
+	ModeAnnotate = "annotate"
+)
+
+// Coerce is the output_coerce layer; its exported fields are its config
+// (schemas/output_coerce.cue).
+type Coerce struct {
+	// Schema is the JSON Schema, as a JSON object (the compiler reads a
+	// schema file into the object). A string holding a JSON object is
+	// accepted too.
+	Schema json.RawMessage `json:"schema"`
+	// Mode is "enforce" or "annotate".
+	Mode string `json:"mode"`
+
+	name   string
+	schema *jsonschema.Schema
+}
+
+// Provision compiles the schema once.
+func (c *Coerce) Provision(b *runtime.BuildContext) error {
+	c.name = b.Name()
+	s, err := Compile(c.Schema)
+	if err != nil {
+		return fmt.Errorf("schema: %w", err)
+	}
+	c.schema = s
+	return nil
+}
+
+// Validate checks the mode.
+func (c *Coerce) Validate() error {
+	if c.Mode != ModeEnforce && c.Mode != ModeAnnotate {
+		return fmt.Errorf(`mode must be "enforce" or "annotate", got %q`, c.Mode)
+	}
+	return nil
+}
+
+var errRemoteRef = errors.New("remote references are not allowed")
+
+// Compile compiles a JSON Schema given as a JSON object (or as a JSON string
+// holding one). Remote $refs are refused.
+func Compile(raw json.RawMessage) (*jsonschema.Schema, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return nil, errors.New("a JSON Schema object is required")
+	}
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, err
+		}
+		if !strings.HasPrefix(strings.TrimSpace(s), "{") {
+			return nil, fmt.Errorf("%q is a file path: compile the policy so that the file is read into the plan", s)
+		}
+		raw = json.RawMessage(s)
+	}
+	if raw[0] != '{' {
+		return nil, errors.New("the schema must be a JSON object")
+	}
+	comp := jsonschema.NewCompiler()
+	comp.Draft = jsonschema.Draft2020
+	comp.LoadURL = func(u string) (io.ReadCloser, error) {
+		return nil, fmt.Errorf("%w: %s", errRemoteRef, u)
+	}
+	const url = "agentc:output_coerce.schema.json"
+	if err := comp.AddResource(url, bytes.NewReader(raw)); err != nil {
+		return nil, err
+	}
+	return comp.Compile(url)
+}
+
+// Diagnostic is one reason the output does not match the schema.
+type Diagnostic struct {
+	// Path is the JSON Pointer of the offending value in the output ("" for
+	// the whole output).
+	Path string `json:"path"`
+	// Message says what is wrong.
+	Message string `json:"message"`
+}
+
+func (d Diagnostic) String() string {
+	p := d.Path
+	if p == "" {
+		p = "(root)"
+	}
+	return p + ": " + d.Message
+}
+
+// Annotation is what annotate mode records on the response.
+type Annotation struct {
+	// Valid reports output that parsed and matched the schema.
+	Valid bool `json:"valid"`
+	// Value is the parsed output (numbers as json.Number); nil when the
+	// output is not JSON.
+	Value any `json:"value,omitempty"`
+	// Diagnostics say why invalid output is invalid, sorted.
+	Diagnostics []Diagnostic `json:"diagnostics,omitempty"`
+}
+
+// AnnotationOf returns the annotation that the output_coerce layer named
+// layer recorded on resp.
+func AnnotationOf(resp runtime.ChatResponse, layer string) (Annotation, bool) {
+	a, ok := resp.Annotations[layer].(Annotation)
+	return a, ok
+}
+
+// CoercionError is output that does not match the schema (enforce mode). It
+// unwraps to an unclassified *runtime.CallError naming the layer, so that
+// runtime.LayerOf names it and runtime.IsTransient lets a retry re-ask, and
+// it implements runtime.RetryFeedbacker.
+type CoercionError struct {
+	// Layer names the output_coerce layer.
+	Layer string
+	// Diagnostics are sorted by path, then message.
+	Diagnostics []Diagnostic
+	// Output is the rejected output text.
+	Output string
+
+	call *runtime.CallError
+}
+
+func newCoercionError(layer, output string, diags []Diagnostic) *CoercionError {
+	e := &CoercionError{Layer: layer, Diagnostics: diags, Output: output}
+	e.call = &runtime.CallError{Layer: layer, Message: e.summary()}
+	return e
+}
+
+func (e *CoercionError) summary() string {
+	parts := make([]string, len(e.Diagnostics))
+	for i, d := range e.Diagnostics {
+		parts[i] = d.String()
+	}
+	return "output does not match the schema: " + strings.Join(parts, "; ")
+}
+
+// Error returns "<layer>: output does not match the schema: <path>: <message>; ...".
+func (e *CoercionError) Error() string { return e.Layer + ": " + e.summary() }
+
+// Unwrap returns the *runtime.CallError that classifies the failure.
+func (e *CoercionError) Unwrap() error { return e.call }
+
+// maxEcho bounds the rejected output quoted back to the model.
+const maxEcho = 2000
+
+// RetryFeedback tells the model what was wrong with its output.
+func (e *CoercionError) RetryFeedback() string {
+	var b strings.Builder
+	out := e.Output
+	if len(out) > maxEcho {
+		out = out[:maxEcho] + "..."
+	}
+	b.WriteString("Your previous reply was rejected because it does not match the required JSON Schema.\n")
+	b.WriteString("Previous reply:\n")
+	b.WriteString(out)
+	b.WriteString("\nProblems:\n")
+	for _, d := range e.Diagnostics {
+		b.WriteString("- ")
+		b.WriteString(d.String())
+		b.WriteString("\n")
+	}
+	b.WriteString("Reply again with only the corrected JSON value, without markdown fences or commentary.")
+	return b.String()
+}
+
+// StripFences returns the content of the first markdown code fence in text,
+// or text trimmed when it has none.
+func StripFences(text string) string {
+	t := strings.TrimSpace(text)
+	i := strings.Index(t, "```")
+	if i < 0 {
+		return t
+	}
+	rest := t[i+3:]
+	nl := strings.IndexByte(rest, '\n')
+	if nl < 0 {
+		return t // a fence without a body
+	}
+	body := rest[nl+1:]
+	if j := strings.Index(body, "```"); j >= 0 {
+		body = body[:j]
+	}
+	return strings.TrimSpace(body)
+}
+
+// Check strips fences from text, parses it and validates it against the
+// layer's schema. It returns the stripped text, the parsed value and the
+// sorted diagnostics (none when valid).
+func (c *Coerce) Check(text string) (string, any, []Diagnostic) {
+	clean := StripFences(text)
+	dec := json.NewDecoder(strings.NewReader(clean))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return clean, nil, []Diagnostic{{Message: "not valid JSON: " + strings.TrimPrefix(err.Error(), "json: ")}}
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return clean, nil, []Diagnostic{{Message: "not valid JSON: trailing data after the value"}}
+	}
+	err := c.schema.Validate(v)
+	if err == nil {
+		return clean, v, nil
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return clean, v, []Diagnostic{{Message: err.Error()}}
+	}
+	return clean, v, diagnostics(ve)
+}
+
+// diagnostics flattens a validation error into its leaves, sorted and
+// without duplicates.
+func diagnostics(ve *jsonschema.ValidationError) []Diagnostic {
+	var out []Diagnostic
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			out = append(out, Diagnostic{Path: e.InstanceLocation, Message: e.Message})
+			return
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(ve)
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Path != out[j].Path {
+			return out[i].Path < out[j].Path
+		}
+		return out[i].Message < out[j].Message
+	})
+	dedup := out[:0]
+	for i, d := range out {
+		if i > 0 && d == out[i-1] {
+			continue
+		}
+		dedup = append(dedup, d)
+	}
+	return dedup
+}
+
+// WrapChat implements runtime.ChatWrapper.
+func (c *Coerce) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
+	return func(ctx context.Context, call *runtime.ChatCall, yield func(runtime.Delta) bool) error {
+		var held []runtime.Delta
+		var text strings.Builder
+		start := call.Deltas
+		err := next(ctx, call, func(d runtime.Delta) bool {
+			held = append(held, d)
+			text.WriteString(d.Text)
+			return true
+		})
+		call.Deltas = start // nothing got past this layer yet
+		if err != nil {
+			return err
+		}
+		full := text.String()
+		clean, v, diags := c.Check(full)
+		if c.Mode == ModeAnnotate {
+			call.Annotate(c.name, Annotation{Valid: len(diags) == 0, Value: v, Diagnostics: diags})
+			release(call, yield, held)
+			return nil
+		}
+		if len(diags) > 0 {
+			return newCoercionError(c.name, full, diags)
+		}
+		if clean == full {
+			release(call, yield, held)
+			return nil
+		}
+		var u runtime.Usage
+		for _, d := range held {
+			u.InputTokens += d.Usage.InputTokens
+			u.OutputTokens += d.Usage.OutputTokens
+		}
+		call.Emit(yield, runtime.Delta{Text: clean, Usage: u})
+		return nil
+	}
+}
+
+func release(call *runtime.ChatCall, yield func(runtime.Delta) bool, held []runtime.Delta) {
+	for _, d := range held {
+		if !call.Emit(yield, d) {
+			return
+		}
+	}
+}
+
+var (
+	_ runtime.ChatWrapper     = (*Coerce)(nil)
+	_ runtime.RetryFeedbacker = (*CoercionError)(nil)
+)
