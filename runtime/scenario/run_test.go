@@ -185,3 +185,15 @@ func TestRunReportsBuildErrors(t *testing.T) {
 	_, err = scenario.Run(context.Background(), planWith(plan.Chains{Chat: []plan.Layer{layer("nope", "")}}), s, scenario.Options{})
 	assert.ErrorContains(t, err, `unknown middleware "nope"`)
 }
+
+func TestWriteText(t *testing.T) {
+	res, _ := run(t, designPlan(), designScenario, scenario.Options{})
+	var buf bytes.Buffer
+	require.NoError(t, res.WriteText(&buf))
+	assert.Equal(t, `step 0 chat ok model=primary attempts=2 text="hello"
+step 1 tool ok attempts=2 result={"ok":true}
+step 2 admit admitted=0
+executions: models backup=0 primary=2; tools refund=2
+meter: input_tokens=10 output_tokens=5 usd=0.000105 calls=1
+`, buf.String())
+}

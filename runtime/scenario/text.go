@@ -1,0 +1,89 @@
+package scenario
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// WriteText prints the result for people, one line per step (nested turn
+// steps indented), then the executions, the audit records and the meter:
+//
+//	step 0 chat ok model=primary attempts=2 text="hello"
+//	step 1 tool blocked attempts=1 error=blocked layer=refund_limit: refunds over 100 need an approver
+//	executions: models primary=2 backup=0; tools refund=1
+//	meter: input_tokens=10 output_tokens=5 usd=0.000105 calls=1
+func (r *Result) WriteText(w io.Writer) error {
+	var b strings.Builder
+	writeSteps(&b, r.Steps, "")
+	fmt.Fprintf(&b, "executions: models %s; tools %s\n", counts(r.Executions.Models), counts(r.Executions.Tools))
+	for _, a := range r.Audit {
+		fmt.Fprintf(&b, "audit: %s %s attempts=%d", a.Tool, a.Decision, a.Attempts)
+		if a.ErrorType != "" {
+			fmt.Fprintf(&b, " error=%s: %s", a.ErrorType, a.ErrorMessage)
+		}
+		b.WriteByte('\n')
+	}
+	fmt.Fprintf(&b, "meter: input_tokens=%d output_tokens=%d usd=%g calls=%d\n",
+		r.Meter.InputTokens, r.Meter.OutputTokens, r.Meter.USD, r.Meter.Calls)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func writeSteps(b *strings.Builder, steps []StepResult, indent string) {
+	for _, s := range steps {
+		fmt.Fprintf(b, "%sstep %d %s", indent, s.Index, s.Stage)
+		if s.Outcome != "" {
+			fmt.Fprintf(b, " %s", s.Outcome)
+		}
+		if s.Model != "" {
+			fmt.Fprintf(b, " model=%s", s.Model)
+		}
+		if s.Attempts != 0 {
+			fmt.Fprintf(b, " attempts=%d", s.Attempts)
+		}
+		if s.Deduped != nil && *s.Deduped {
+			b.WriteString(" deduped")
+		}
+		if s.Text != nil {
+			fmt.Fprintf(b, " text=%q", *s.Text)
+		}
+		if s.Output != nil {
+			fmt.Fprintf(b, " output=%q", *s.Output)
+		}
+		if s.Result != nil {
+			j, _ := json.Marshal(s.Result)
+			fmt.Fprintf(b, " result=%s", j)
+		}
+		if s.Admitted != nil {
+			fmt.Fprintf(b, " admitted=%d", len(*s.Admitted))
+		}
+		if e := s.Error; e != nil {
+			fmt.Fprintf(b, " error=%s", e.Kind)
+			if e.Layer != "" {
+				fmt.Fprintf(b, " layer=%s", e.Layer)
+			}
+			fmt.Fprintf(b, ": %s", e.Message)
+		}
+		b.WriteByte('\n')
+		writeSteps(b, s.Nested, indent+"  ")
+	}
+}
+
+func counts(m map[string]int) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = fmt.Sprintf("%s=%d", n, m[n])
+	}
+	return strings.Join(parts, " ")
+}
