@@ -184,6 +184,9 @@ func (c *ChatCall) Adopt(clone *ChatCall) {
 	c.Meta.Attempts = clone.Meta.Attempts
 	c.Meta.Cached = c.Meta.Cached || clone.Meta.Cached
 	c.Request.Model = clone.Request.Model
+	for k, v := range clone.Annotations {
+		c.Annotate(k, v)
+	}
 }
 
 // ChatResponse is the outcome of a chat call.
