@@ -14,4 +14,10 @@
 //
 // Message is local to this package so that it has no dependency on the runtime; the runtime
 // converts its own message type at the boundary.
+//
+// The compaction builtin (Middleware, stage chat) applies KeepRecent or Summarize to the call's
+// own copy of the transcript before the inner layers run, counting tokens with the runtime's
+// estimate. The runtime's Message lists no tool calls, so a tool message is tied to the nearest
+// assistant message before it. Summaries are written by the model named in `model`, called
+// through the pipeline's model clients; a failed summary falls back to KeepRecent.
 package compaction

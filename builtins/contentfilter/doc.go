@@ -8,4 +8,9 @@
 // regular expressions applied to the text as it is (write "(?i)" for case-insensitivity).
 //
 // A Filter is immutable after New and safe for concurrent use.
+//
+// The content_filter builtin (Middleware, stages chat and turn) blocks, with a
+// *runtime.BlockedError naming the layer and the rule, a chat call whose latest user message
+// matches, and a turn whose input or output matches. Chat output is not checked: that would
+// hold the stream back (use a guard with phase "after" or a judge for output).
 package contentfilter

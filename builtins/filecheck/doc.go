@@ -11,4 +11,10 @@
 // Check returns the resolved real path: callers should open that path, not the one they were
 // given. The check cannot stop a concurrent process from swapping a directory for a link
 // between the check and the open; confine the tool's own process as well where that matters.
+//
+// The file_check builtin (Middleware, stage tool) checks the path_arg of a tool that declares
+// one before the inner layers run; a refusal blocks the call with a *runtime.BlockedError
+// naming the layer, and on success the tool sees the resolved real path in its arguments (a
+// copy; the caller's map is untouched). Relative roots are taken from the working directory
+// at Build.
 package filecheck

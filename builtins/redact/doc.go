@@ -8,4 +8,10 @@
 // structure stays readable. Redacting already redacted text changes nothing.
 //
 // A Redactor is immutable after New and safe for concurrent use.
+//
+// The redact builtin (Middleware, stages tool and chat) masks tool results (a copy; values that
+// are not JSON-like are converted to their JSON form first) and streamed model output. Chat
+// output is released line by line, each line redacted whole, so that a secret split across
+// deltas is still caught; a PEM block is held from its BEGIN line to its END line. See
+// Middleware.WrapChat.
 package redact

@@ -11,4 +11,9 @@
 // becomes a single space. Offsets reported in a Match always refer to the original text.
 //
 // A Detector is immutable after New and safe for concurrent use.
+//
+// The security builtin (Middleware, stages chat and turn) blocks, with a *runtime.BlockedError
+// naming the layer and the pattern id, a chat call whose latest user message or a turn whose
+// input matches. `patterns` add expressions, each tried case-insensitively on the original
+// and on the normalized text; `defaults: false` drops DefaultPatterns.
 package security
