@@ -278,6 +278,12 @@ func classify(msg string, path []string) (rule, out string) {
 	case strings.HasPrefix(msg, "incomplete value"):
 		return "schema/missing-field", fmt.Sprintf("%s: %s: give a concrete value", name, msg)
 	}
+	if m := boundRE.FindStringSubmatch(msg); m != nil && strings.Contains(m[2], "(ns|us|µs|ms|s|m|h)") {
+		return "schema/invalid-value", fmt.Sprintf("%s: %s is not a duration such as \"250ms\", \"30s\" or \"1h30m\"", name, m[1])
+	}
+	if m := boundRE.FindStringSubmatch(msg); m != nil && (strings.HasPrefix(m[2], "=~") || strings.HasPrefix(m[2], "!~")) {
+		return "schema/invalid-value", fmt.Sprintf("%s: %s does not match the pattern %s", name, m[1], strings.TrimLeft(m[2], "=!~"))
+	}
 	if m := boundRE.FindStringSubmatch(msg); m != nil {
 		return "schema/invalid-value", fmt.Sprintf("%s: %s is out of range: want %s", name, m[1], m[2])
 	}
