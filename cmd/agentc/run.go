@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"cuelang.org/go/cue/cuecontext"
@@ -49,7 +47,15 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 		fmt.Fprintf(env.stdout, "%s\n", b)
 		return exitOK
 	}
-	printResult(env.stdout, res)
+	if err := res.WriteText(env.stdout); err != nil {
+		return fail(env, "%v", err)
+	}
+	if *trace {
+		fmt.Fprintln(env.stdout, "trace:")
+		if err := res.WriteTrace(env.stdout); err != nil {
+			return fail(env, "%v", err)
+		}
+	}
 	return exitOK
 }
 
@@ -97,87 +103,4 @@ func readScenario(path string) (*scenario.Scenario, error) {
 		return nil, fmt.Errorf("scenario %s: %w", path, err)
 	}
 	return s, nil
-}
-
-// printResult writes a human-readable account of a run.
-func printResult(w io.Writer, r *scenario.Result) {
-	var steps func(indent string, ss []scenario.StepResult)
-	steps = func(indent string, ss []scenario.StepResult) {
-		for _, s := range ss {
-			outcome := s.Outcome
-			if outcome == "" {
-				outcome = "ok"
-			}
-			fmt.Fprintf(w, "%sstep %d  %-5s  %-7s", indent, s.Index, s.Stage, outcome)
-			if s.Model != "" {
-				fmt.Fprintf(w, "  model=%s", s.Model)
-			}
-			if s.Attempts > 0 {
-				fmt.Fprintf(w, "  attempts=%d", s.Attempts)
-			}
-			if s.Deduped != nil && *s.Deduped {
-				fmt.Fprint(w, "  deduped")
-			}
-			if s.Text != nil {
-				fmt.Fprintf(w, "  text=%q", *s.Text)
-			}
-			if s.Result != nil {
-				b, _ := json.Marshal(s.Result)
-				fmt.Fprintf(w, "  result=%s", b)
-			}
-			if s.Admitted != nil {
-				fmt.Fprintf(w, "  admitted=%d", len(*s.Admitted))
-			}
-			if s.Output != nil {
-				fmt.Fprintf(w, "  output=%q", *s.Output)
-			}
-			if s.Error != nil {
-				fmt.Fprintf(w, "  %s", s.Error.Kind)
-				if s.Error.Layer != "" {
-					fmt.Fprintf(w, " in %s", s.Error.Layer)
-				}
-				fmt.Fprintf(w, ": %s", s.Error.Message)
-			}
-			fmt.Fprintln(w)
-			steps(indent+"  ", s.Nested)
-		}
-	}
-	steps("", r.Steps)
-	fmt.Fprintf(w, "executions: models %s; tools %s\n", counts(r.Executions.Models), counts(r.Executions.Tools))
-	for _, a := range r.Audit {
-		who := a.Tool
-		if who == "" {
-			who = a.Stage
-		}
-		fmt.Fprintf(w, "audit: %s %s attempts=%d", who, a.Decision, a.Attempts)
-		if a.ErrorMessage != "" {
-			fmt.Fprintf(w, " (%s: %s)", a.ErrorType, a.ErrorMessage)
-		}
-		fmt.Fprintln(w)
-	}
-	m := r.Meter
-	fmt.Fprintf(w, "meter: %d input tokens, %d output tokens, $%.6f, %d calls\n", m.InputTokens, m.OutputTokens, m.USD, m.Calls)
-	for _, s := range r.Trace {
-		fmt.Fprintf(w, "span: %s%s", strings.Repeat("  ", s.Depth), s.Name)
-		if s.Status != "" {
-			fmt.Fprintf(w, " [%s]", s.Status)
-		}
-		fmt.Fprintln(w)
-	}
-}
-
-func counts(m map[string]int) string {
-	if len(m) == 0 {
-		return "none"
-	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s=%d", k, m[k])
-	}
-	return strings.Join(parts, " ")
 }
