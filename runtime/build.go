@@ -51,6 +51,13 @@ type Deps struct {
 	KV KV
 	// Stores are key-value stores by store name (a layer's `store`).
 	Stores map[string]KV
+	// Index is the default vector index (nil: the policy's "default" store,
+	// else an in-memory index per pipeline).
+	Index VectorIndex
+	// Indexes are vector indexes by store name (a layer's `index`).
+	Indexes map[string]VectorIndex
+	// Embedder embeds text for vector indexes (nil: HashEmbedder).
+	Embedder Embedder
 	// Logger receives the log layers' lines and the runtime's warnings
 	// (nil: slog.Default()).
 	Logger *slog.Logger
@@ -114,21 +121,6 @@ func (b *BuildContext) CompilePredicate(pr *plan.Predicate) (*Predicate, error) 
 	return compilePredicate(b.Plan, pr)
 }
 
-// KV returns the key-value store named store: Deps.Stores[store], or for
-// the empty name (and for a store named "default" that Deps does not
-// provide) Deps.KV, else an in-memory store shared by the pipeline. A plan
-// store of kind "memory" that Deps does not provide is an in-memory store
-// shared by the layers that name it; any other unprovided store is an error.
-func (b *BuildContext) KV(store string) (KV, error) {
-	return b.p.kv(store)
-}
-
-// AuditSink returns the audit sink named store, resolved like KV from
-// Deps.AuditSinks and Deps.Audit.
-func (b *BuildContext) AuditSink(store string) (AuditSink, error) {
-	return b.p.auditSink(store)
-}
-
 // Pipeline is a built plan: the folded handler of each stage. It is safe for
 // concurrent use. Close releases the layers' resources.
 type Pipeline struct {
@@ -150,9 +142,8 @@ type Pipeline struct {
 	layers map[plan.Stage][]LayerInfo
 	insts  []Middleware
 
-	mu        sync.Mutex
-	memKV     map[string]KV
-	memAudit  map[string]AuditSink
+	// stores are the state backends opened for the layers (stores.go).
+	stores    storeSet
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -193,14 +184,12 @@ func Build(ctx context.Context, p *plan.Plan, deps Deps) (*Pipeline, error) {
 		return nil, fmt.Errorf("build: plan version %d, want %d", p.Version, plan.Version)
 	}
 	pl := &Pipeline{
-		plan:     p,
-		deps:     deps,
-		logger:   deps.Logger,
-		models:   maps.Clone(deps.Models),
-		tools:    map[string]*toolEntry{},
-		layers:   map[plan.Stage][]LayerInfo{},
-		memKV:    map[string]KV{},
-		memAudit: map[string]AuditSink{},
+		plan:   p,
+		deps:   deps,
+		logger: deps.Logger,
+		models: maps.Clone(deps.Models),
+		tools:  map[string]*toolEntry{},
+		layers: map[plan.Stage][]LayerInfo{},
 	}
 	if pl.logger == nil {
 		pl.logger = slog.Default()
@@ -416,68 +405,6 @@ func layerName(l plan.Layer) string {
 	return l.Use
 }
 
-func (pl *Pipeline) kv(store string) (KV, error) {
-	if s, ok := pl.deps.Stores[store]; ok {
-		return s, nil
-	}
-	if store == "" || store == "default" {
-		if pl.deps.KV != nil {
-			return pl.deps.KV, nil
-		}
-		return pl.memoryKV("default"), nil
-	}
-	ps, ok := pl.plan.Stores[store]
-	if !ok {
-		return nil, fmt.Errorf("store %q is not declared", store)
-	}
-	if ps.Kind == "memory" {
-		return pl.memoryKV(store), nil
-	}
-	return nil, fmt.Errorf("store %q of kind %q is not provided (set Deps.Stores[%q])", store, ps.Kind, store)
-}
-
-func (pl *Pipeline) memoryKV(name string) KV {
-	pl.mu.Lock()
-	defer pl.mu.Unlock()
-	k, ok := pl.memKV[name]
-	if !ok {
-		k = NewMemoryKV()
-		pl.memKV[name] = k
-	}
-	return k
-}
-
-func (pl *Pipeline) auditSink(store string) (AuditSink, error) {
-	if s, ok := pl.deps.AuditSinks[store]; ok {
-		return s, nil
-	}
-	if store == "" || store == "default" {
-		if pl.deps.Audit != nil {
-			return pl.deps.Audit, nil
-		}
-		return pl.memoryAudit("default"), nil
-	}
-	ps, ok := pl.plan.Stores[store]
-	if !ok {
-		return nil, fmt.Errorf("audit sink %q is not declared", store)
-	}
-	if ps.Kind == "memory" {
-		return pl.memoryAudit(store), nil
-	}
-	return nil, fmt.Errorf("audit sink %q of kind %q is not provided (set Deps.AuditSinks[%q])", store, ps.Kind, store)
-}
-
-func (pl *Pipeline) memoryAudit(name string) AuditSink {
-	pl.mu.Lock()
-	defer pl.mu.Unlock()
-	a, ok := pl.memAudit[name]
-	if !ok {
-		a = &MemoryAudit{}
-		pl.memAudit[name] = a
-	}
-	return a
-}
-
 // Plan returns the plan the pipeline was built from. Read-only.
 func (pl *Pipeline) Plan() *plan.Plan { return pl.plan }
 
@@ -486,8 +413,8 @@ func (pl *Pipeline) Layers(stage plan.Stage) []LayerInfo {
 	return slices.Clone(pl.layers[stage])
 }
 
-// Close cleans up every layer (innermost last built first). It returns the
-// joined cleanup errors; calling it again returns the same result. Calls made
+// Close cleans up every layer (innermost last built first), then closes the
+// stores the layers opened. It returns the joined cleanup errors; calling it again returns the same result. Calls made
 // after Close have undefined results.
 func (pl *Pipeline) Close() error {
 	pl.closeOnce.Do(func() { pl.closeErr = pl.cleanup() })
@@ -502,6 +429,9 @@ func (pl *Pipeline) cleanup() error {
 				errs = append(errs, err)
 			}
 		}
+	}
+	if err := pl.closeStores(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

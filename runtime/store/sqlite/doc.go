@@ -1,0 +1,27 @@
+// Package sqlite is the embedded durable state backend of agentc: a SQLite
+// file (through modernc.org/sqlite, a pure-Go port, so services keep a
+// cgo-free build) that offers the key-value port (runtime.KV) and the audit
+// sink (runtime.AuditSink) of the stateful builtins.
+//
+// Importing the package registers the store kind "sqlite" with the runtime
+// (builtins/all imports it), so a policy selects it by name:
+//
+//	stores: durable: {kind: "sqlite", path: "state/agent.db"}
+//	chains: tool: [{use: "idempotent", store: "durable"}, {use: "audit", sink: "durable"}]
+//
+// Durability: the database runs in WAL journal mode with synchronous=FULL,
+// so every committed write (each Set, SetIfAbsent, Delete and each audit
+// Append is its own transaction) is fsynced to the write-ahead log before
+// the call returns and survives a process crash or power loss. A busy
+// timeout of five seconds lets several processes share one file. The store
+// uses one connection per Store: writes from one process are serialized in
+// process, which also avoids SQLITE_BUSY between the process's own
+// connections.
+//
+// Keys expire lazily: a read ignores an expired key, SetIfAbsent replaces it
+// atomically (one upsert statement), and expired rows are purged every 1024
+// writes.
+//
+// A store of another kind (Redis, PostgreSQL) implements the same ports and
+// registers with runtime.RegisterStoreKind; no builtin changes.
+package sqlite

@@ -1,0 +1,248 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	_ "modernc.org/sqlite" // the pure-Go driver, registered as "sqlite"
+
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+)
+
+// Kind is the store kind this package registers.
+const Kind = "sqlite"
+
+func init() {
+	runtime.RegisterStoreKind(Kind, func(ctx context.Context, name string, s plan.Store) (runtime.StoreBackend, error) {
+		if s.Path == "" {
+			return nil, errors.New("a sqlite store needs a path")
+		}
+		return Open(ctx, s.Path)
+	})
+}
+
+// purgeEvery is how many KV writes pass between purges of expired rows.
+const purgeEvery = 1024
+
+const schema = `
+CREATE TABLE IF NOT EXISTS kv (
+	key     TEXT PRIMARY KEY,
+	value   BLOB NOT NULL,
+	expires INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS audit (
+	id              INTEGER PRIMARY KEY AUTOINCREMENT,
+	time            INTEGER NOT NULL,
+	layer           TEXT NOT NULL DEFAULT '',
+	stage           TEXT NOT NULL DEFAULT '',
+	tool            TEXT NOT NULL DEFAULT '',
+	phase           TEXT NOT NULL,
+	decision        TEXT NOT NULL DEFAULT '',
+	error_type      TEXT NOT NULL DEFAULT '',
+	error_message   TEXT NOT NULL DEFAULT '',
+	attempts        INTEGER NOT NULL DEFAULT 0,
+	run_id          TEXT NOT NULL DEFAULT '',
+	idempotency_key TEXT NOT NULL DEFAULT '',
+	duration_ns     INTEGER NOT NULL DEFAULT 0,
+	args_digest     TEXT NOT NULL DEFAULT '',
+	args            TEXT
+);
+CREATE INDEX IF NOT EXISTS audit_run ON audit (run_id, id);
+`
+
+// Store is a SQLite file that offers runtime.KV and runtime.AuditSink. It is
+// safe for concurrent use. See the package documentation for durability.
+type Store struct {
+	db     *sql.DB
+	path   string
+	writes atomic.Int64
+	now    func() time.Time
+}
+
+// Open opens (creating it and its directory when absent) the SQLite file at
+// path and prepares its tables. The caller closes the Store.
+func Open(ctx context.Context, path string) (*Store, error) {
+	if strings.ContainsRune(path, '?') {
+		return nil, fmt.Errorf("sqlite path %q: a path must not contain '?'", path)
+	}
+	if dir := filepath.Dir(path); dir != "." {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("sqlite: %w", err)
+		}
+	}
+	dsn := path + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
+	if _, err := db.ExecContext(ctx, schema); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("sqlite %s: create tables: %w", path, err)
+	}
+	return &Store{db: db, path: path, now: time.Now}, nil
+}
+
+// Path returns the file's path.
+func (s *Store) Path() string { return s.path }
+
+// Close closes the database. Every write already returned is on disk.
+func (s *Store) Close() error { return s.db.Close() }
+
+func (s *Store) expiry(ttl time.Duration) int64 {
+	if ttl <= 0 {
+		return 0
+	}
+	return s.now().Add(ttl).UnixNano()
+}
+
+// Get implements runtime.KV.
+func (s *Store) Get(ctx context.Context, key string) ([]byte, bool, error) {
+	var v []byte
+	err := s.db.QueryRowContext(ctx, `SELECT value FROM kv WHERE key = ? AND (expires = 0 OR expires > ?)`,
+		key, s.now().UnixNano()).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("sqlite get: %w", err)
+	}
+	if v == nil {
+		v = []byte{}
+	}
+	return v, true, nil
+}
+
+// Set implements runtime.KV.
+func (s *Store) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
+	if value == nil {
+		value = []byte{}
+	}
+	_, err := s.db.ExecContext(ctx, `INSERT INTO kv (key, value, expires) VALUES (?, ?, ?)
+		ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires = excluded.expires`,
+		key, value, s.expiry(ttl))
+	if err != nil {
+		return fmt.Errorf("sqlite set: %w", err)
+	}
+	s.wrote(ctx)
+	return nil
+}
+
+// SetIfAbsent implements runtime.KV. One upsert statement inserts the key or
+// replaces an expired one, so concurrent callers (in this process or
+// another sharing the file) see exactly one success.
+func (s *Store) SetIfAbsent(ctx context.Context, key string, value []byte, ttl time.Duration) (bool, error) {
+	if value == nil {
+		value = []byte{}
+	}
+	now := s.now().UnixNano()
+	res, err := s.db.ExecContext(ctx, `INSERT INTO kv (key, value, expires) VALUES (?, ?, ?)
+		ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires = excluded.expires
+		WHERE kv.expires != 0 AND kv.expires <= ?`,
+		key, value, s.expiry(ttl), now)
+	if err != nil {
+		return false, fmt.Errorf("sqlite set-if-absent: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("sqlite set-if-absent: %w", err)
+	}
+	s.wrote(ctx)
+	return n == 1, nil
+}
+
+// Delete implements runtime.KV.
+func (s *Store) Delete(ctx context.Context, key string) error {
+	if _, err := s.db.ExecContext(ctx, `DELETE FROM kv WHERE key = ?`, key); err != nil {
+		return fmt.Errorf("sqlite delete: %w", err)
+	}
+	return nil
+}
+
+// wrote counts a write and purges expired keys every purgeEvery writes. A
+// failed purge is harmless: expired keys are invisible to reads.
+func (s *Store) wrote(ctx context.Context) {
+	if s.writes.Add(1)%purgeEvery == 0 {
+		_, _ = s.db.ExecContext(ctx, `DELETE FROM kv WHERE expires != 0 AND expires <= ?`, s.now().UnixNano())
+	}
+}
+
+// Append implements runtime.AuditSink: the record is committed (fsynced)
+// before Append returns.
+func (s *Store) Append(ctx context.Context, r runtime.AuditRecord) error {
+	var args any
+	if r.Args != nil {
+		b, err := json.Marshal(r.Args)
+		if err != nil {
+			return fmt.Errorf("sqlite audit: encode args: %w", err)
+		}
+		args = string(b)
+	}
+	_, err := s.db.ExecContext(ctx, `INSERT INTO audit (time, layer, stage, tool, phase, decision, error_type,
+		error_message, attempts, run_id, idempotency_key, duration_ns, args_digest, args)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.Time.UnixNano(), r.Layer, r.Stage, r.Tool, string(r.Phase), string(r.Decision), r.ErrorType,
+		r.ErrorMessage, r.Attempts, r.RunID, r.IdempotencyKey, int64(r.Duration), r.ArgsDigest, args)
+	if err != nil {
+		return fmt.Errorf("sqlite audit append: %w", err)
+	}
+	return nil
+}
+
+// Records returns the audit records in append order; a non-empty runID
+// selects one run's.
+func (s *Store) Records(ctx context.Context, runID string) ([]runtime.AuditRecord, error) {
+	q := `SELECT time, layer, stage, tool, phase, decision, error_type, error_message, attempts, run_id,
+		idempotency_key, duration_ns, args_digest, args FROM audit`
+	var qargs []any
+	if runID != "" {
+		q += ` WHERE run_id = ?`
+		qargs = append(qargs, runID)
+	}
+	rows, err := s.db.QueryContext(ctx, q+` ORDER BY id`, qargs...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite audit records: %w", err)
+	}
+	defer rows.Close()
+	var out []runtime.AuditRecord
+	for rows.Next() {
+		var (
+			r         runtime.AuditRecord
+			t, d      int64
+			phase, dc string
+			args      sql.NullString
+		)
+		if err := rows.Scan(&t, &r.Layer, &r.Stage, &r.Tool, &phase, &dc, &r.ErrorType, &r.ErrorMessage,
+			&r.Attempts, &r.RunID, &r.IdempotencyKey, &d, &r.ArgsDigest, &args); err != nil {
+			return nil, fmt.Errorf("sqlite audit records: %w", err)
+		}
+		r.Time = time.Unix(0, t)
+		r.Duration = time.Duration(d)
+		r.Phase, r.Decision = runtime.AuditPhase(phase), runtime.AuditDecision(dc)
+		if args.Valid {
+			if err := json.Unmarshal([]byte(args.String), &r.Args); err != nil {
+				return nil, fmt.Errorf("sqlite audit records: args: %w", err)
+			}
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+var (
+	_ runtime.KV           = (*Store)(nil)
+	_ runtime.AuditSink    = (*Store)(nil)
+	_ runtime.StoreBackend = (*Store)(nil)
+)

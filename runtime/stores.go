@@ -1,0 +1,207 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+
+	"github.com/agentc-dev/agentc/runtime/plan"
+)
+
+// StoreBackend is an opened state backend: one named entry of a plan's
+// `stores`. It offers one or more ports, found by type assertion: KV,
+// AuditSink, VectorIndex. A pipeline opens each store it needs once, shares
+// it between the layers that name it, and closes it at Pipeline.Close after
+// the layers' Cleanup.
+type StoreBackend interface {
+	// Close releases the backend. It is called once.
+	Close() error
+}
+
+// StoreOpener opens the backend of the plan store name. It runs during Build
+// (ctx is Build's) and must not keep ctx.
+type StoreOpener func(ctx context.Context, name string, s plan.Store) (StoreBackend, error)
+
+var (
+	storeKindsMu sync.RWMutex
+	storeKinds   = map[string]StoreOpener{}
+)
+
+// RegisterStoreKind makes the store kind (the `kind` of a policy's store)
+// available to Build. It panics when kind is empty or taken or open is nil:
+// registration happens in init() and such a mistake is a programming error.
+// The runtime registers "memory"; import
+// github.com/agentc-dev/agentc/runtime/store/sqlite (or builtins/all) for
+// "sqlite". A Redis or PostgreSQL backend registers its own kind the same way
+// and offers the same ports, without any change to the layers that use them.
+func RegisterStoreKind(kind string, open StoreOpener) {
+	if kind == "" || open == nil {
+		panic("runtime.RegisterStoreKind: empty kind or nil opener")
+	}
+	storeKindsMu.Lock()
+	defer storeKindsMu.Unlock()
+	if _, dup := storeKinds[kind]; dup {
+		panic(fmt.Sprintf("runtime.RegisterStoreKind: kind %q already registered", kind))
+	}
+	storeKinds[kind] = open
+}
+
+// StoreKinds returns the registered store kinds, sorted.
+func StoreKinds() []string {
+	storeKindsMu.RLock()
+	defer storeKindsMu.RUnlock()
+	out := make([]string, 0, len(storeKinds))
+	for k := range storeKinds {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func lookupStoreKind(kind string) (StoreOpener, bool) {
+	storeKindsMu.RLock()
+	defer storeKindsMu.RUnlock()
+	o, ok := storeKinds[kind]
+	return o, ok
+}
+
+func init() {
+	RegisterStoreKind("memory", func(context.Context, string, plan.Store) (StoreBackend, error) {
+		return NewMemoryStore(), nil
+	})
+}
+
+// MemoryStore is the backend of kind "memory": a MemoryKV, a MemoryAudit and
+// a MemoryVectorIndex that live as long as the pipeline. It offers all three
+// ports.
+type MemoryStore struct {
+	*MemoryKV
+	*MemoryAudit
+	*MemoryVectorIndex
+}
+
+// NewMemoryStore returns an empty in-memory backend.
+func NewMemoryStore() *MemoryStore {
+	return &MemoryStore{MemoryKV: NewMemoryKV(), MemoryAudit: &MemoryAudit{}, MemoryVectorIndex: NewMemoryVectorIndex()}
+}
+
+// Close implements StoreBackend; it keeps the data.
+func (*MemoryStore) Close() error { return nil }
+
+// DefaultStore is the store name that layers without `store`, `sink` or
+// `index` use.
+const DefaultStore = "default"
+
+// storeSet holds the backends a pipeline opened, by store name.
+type storeSet struct {
+	mu    sync.Mutex
+	open  map[string]StoreBackend
+	order []string
+}
+
+// backend returns the opened backend of store name, opening it on first use:
+// the plan's declaration of that name, or, for the default store when the
+// plan declares none, an in-memory backend.
+func (pl *Pipeline) backend(ctx context.Context, name string) (StoreBackend, error) {
+	pl.stores.mu.Lock()
+	defer pl.stores.mu.Unlock()
+	if b, ok := pl.stores.open[name]; ok {
+		return b, nil
+	}
+	ps, declared := pl.plan.Stores[name]
+	if !declared {
+		if name != DefaultStore {
+			return nil, fmt.Errorf("store %q is not declared in the policy's stores", name)
+		}
+		ps = plan.Store{Kind: "memory"}
+	}
+	open, ok := lookupStoreKind(ps.Kind)
+	if !ok {
+		return nil, fmt.Errorf("store %q: kind %q is not registered (registered: %v; import its package, or provide the store in Deps)",
+			name, ps.Kind, StoreKinds())
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	b, err := open(ctx, name, ps)
+	if err != nil {
+		return nil, fmt.Errorf("open store %q (%s): %w", name, ps.Kind, err)
+	}
+	if pl.stores.open == nil {
+		pl.stores.open = map[string]StoreBackend{}
+	}
+	pl.stores.open[name] = b
+	pl.stores.order = append(pl.stores.order, name)
+	return b, nil
+}
+
+// closeStores closes the opened backends, last opened first.
+func (pl *Pipeline) closeStores() error {
+	pl.stores.mu.Lock()
+	defer pl.stores.mu.Unlock()
+	var errs []error
+	for _, name := range slices.Backward(pl.stores.order) {
+		if err := pl.stores.open[name].Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close store %q: %w", name, err))
+		}
+	}
+	pl.stores.open, pl.stores.order = nil, nil
+	return errors.Join(errs...)
+}
+
+// resolvePort finds the port P of store name: a ready-made port from Deps
+// (byName[name], or dflt for the default store), else the port of the opened
+// backend.
+func resolvePort[P any](ctx context.Context, pl *Pipeline, what, name string, byName map[string]P, dflt P, hasDflt bool) (P, error) {
+	var zero P
+	if name == "" {
+		name = DefaultStore
+	}
+	if p, ok := byName[name]; ok {
+		return p, nil
+	}
+	if name == DefaultStore && hasDflt {
+		return dflt, nil
+	}
+	b, err := pl.backend(ctx, name)
+	if err != nil {
+		return zero, err
+	}
+	p, ok := b.(P)
+	if !ok {
+		return zero, fmt.Errorf("store %q (%s) offers no %s", name, pl.plan.Stores[name].Kind, what)
+	}
+	return p, nil
+}
+
+// KV returns the key-value store named store ("" is the default store):
+// Deps.Stores[store]; for the default store Deps.KV; else the backend the
+// policy declares under that name (opened once and shared by every layer
+// that names it); else, for the default store, an in-memory store shared by
+// the pipeline. A name neither provided nor declared is an error.
+func (b *BuildContext) KV(store string) (KV, error) {
+	return resolvePort(b.Context, b.p, "key-value port", store, b.p.deps.Stores, b.p.deps.KV, b.p.deps.KV != nil)
+}
+
+// AuditSink returns the audit sink named store, resolved like KV from
+// Deps.AuditSinks and Deps.Audit.
+func (b *BuildContext) AuditSink(store string) (AuditSink, error) {
+	return resolvePort(b.Context, b.p, "audit sink", store, b.p.deps.AuditSinks, b.p.deps.Audit, b.p.deps.Audit != nil)
+}
+
+// VectorIndex returns the vector index named store, resolved like KV from
+// Deps.Indexes and Deps.Index.
+func (b *BuildContext) VectorIndex(store string) (VectorIndex, error) {
+	return resolvePort(b.Context, b.p, "vector index", store, b.p.deps.Indexes, b.p.deps.Index, b.p.deps.Index != nil)
+}
+
+// Embedder returns Deps.Embedder, or the local HashEmbedder when unset.
+func (b *BuildContext) Embedder() Embedder {
+	if b.p.deps.Embedder != nil {
+		return b.p.deps.Embedder
+	}
+	return HashEmbedder{}
+}

@@ -1,0 +1,185 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
+)
+
+// stateful is a test middleware that resolves its ports at Provision.
+type stateful struct {
+	Store string `json:"store"`
+	Sink  string `json:"sink"`
+	Index string `json:"index"`
+
+	kv    runtime.KV
+	sink  runtime.AuditSink
+	index runtime.VectorIndex
+	emb   runtime.Embedder
+}
+
+func (s *stateful) Provision(b *runtime.BuildContext) error {
+	var err error
+	if s.kv, err = b.KV(s.Store); err != nil {
+		return err
+	}
+	if s.sink, err = b.AuditSink(s.Sink); err != nil {
+		return err
+	}
+	if s.Index != "-" {
+		if s.index, err = b.VectorIndex(s.Index); err != nil {
+			return err
+		}
+	}
+	s.emb = b.Embedder()
+	return nil
+}
+
+func (s *stateful) WrapTool(next runtime.ToolHandler) runtime.ToolHandler { return next }
+
+// countingStore is a backend of the test kind that counts opens and closes.
+type countingStore struct {
+	*runtime.MemoryKV
+}
+
+var storeOpens, storeCloses atomic.Int64
+
+func (countingStore) Close() error {
+	storeCloses.Add(1)
+	return nil
+}
+
+func init() {
+	runtime.Register(runtime.Module{
+		ID: "test.stateful", Stages: []plan.Stage{plan.StageTool}, Repeatable: true,
+		New: func() runtime.Middleware { return &stateful{} },
+	})
+	runtime.RegisterStoreKind("test.counting", func(_ context.Context, _ string, s plan.Store) (runtime.StoreBackend, error) {
+		if s.Path == "fail" {
+			return nil, errors.New("cannot open")
+		}
+		storeOpens.Add(1)
+		return countingStore{runtime.NewMemoryKV()}, nil
+	})
+}
+
+func statefulLayers(t *testing.T, pl *runtime.Pipeline) []*stateful {
+	t.Helper()
+	var out []*stateful
+	for _, l := range pl.Layers(plan.StageTool) {
+		out = append(out, l.Middleware.(*stateful))
+	}
+	return out
+}
+
+func TestStoresSharedByNameAndClosed(t *testing.T) {
+	p := rt.Plan(plan.Chains{Tool: []plan.Layer{
+		rt.Named("a", rt.Layer("test.stateful", `{"store": "shared", "index": "-"}`)),
+		rt.Named("b", rt.Layer("test.stateful", `{"store": "shared", "index": "-"}`)),
+		rt.Named("c", rt.Layer("test.stateful", `{}`)),
+		rt.Named("d", rt.Layer("test.stateful", `{"store": "default", "sink": "mem", "index": "mem"}`)),
+	}})
+	p.Stores = map[string]plan.Store{"shared": {Kind: "test.counting"}, "mem": {Kind: "memory"}}
+	opens, closes := storeOpens.Load(), storeCloses.Load()
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{})
+	require.NoError(t, err)
+	ls := statefulLayers(t, pl)
+	require.Len(t, ls, 4)
+	assert.Equal(t, int64(1), storeOpens.Load()-opens, "one open for two layers")
+	assert.Same(t, ls[0].kv.(countingStore).MemoryKV, ls[1].kv.(countingStore).MemoryKV)
+	assert.Same(t, ls[2].kv, ls[3].kv, `"" and "default" are the same store`)
+	assert.Same(t, ls[2].sink, ls[2].kv, "the default store offers all ports")
+	assert.Same(t, ls[2].index, ls[2].kv)
+	assert.NotSame(t, ls[2].sink, ls[3].sink)
+	_, isHash := ls[0].emb.(runtime.HashEmbedder)
+	assert.True(t, isHash, "the default embedder")
+	require.NoError(t, pl.Close())
+	assert.Equal(t, int64(1), storeCloses.Load()-closes)
+	require.NoError(t, pl.Close())
+	assert.Equal(t, int64(1), storeCloses.Load()-closes, "closed once")
+}
+
+func TestStoresFromDeps(t *testing.T) {
+	p := rt.Plan(plan.Chains{Tool: []plan.Layer{
+		rt.Named("a", rt.Layer("test.stateful", `{"store": "x", "sink": "x", "index": "x"}`)),
+		rt.Named("b", rt.Layer("test.stateful", `{}`)),
+	}})
+	p.Stores = map[string]plan.Store{"x": {Kind: "test.counting", Path: "fail"}, "default": {Kind: "test.counting", Path: "fail"}}
+	kv, audit, idx := runtime.NewMemoryKV(), &runtime.MemoryAudit{}, runtime.NewMemoryVectorIndex()
+	kv2, audit2, idx2 := runtime.NewMemoryKV(), &runtime.MemoryAudit{}, runtime.NewMemoryVectorIndex()
+	emb := runtime.HashEmbedder{Dims: 8}
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{
+		Stores: map[string]runtime.KV{"x": kv}, AuditSinks: map[string]runtime.AuditSink{"x": audit},
+		Indexes: map[string]runtime.VectorIndex{"x": idx},
+		KV:      kv2, Audit: audit2, Index: idx2, Embedder: emb,
+	})
+	require.NoError(t, err, "ports from Deps are not opened")
+	defer pl.Close()
+	ls := statefulLayers(t, pl)
+	assert.Same(t, kv, ls[0].kv)
+	assert.Same(t, audit, ls[0].sink)
+	assert.Same(t, idx, ls[0].index)
+	assert.Same(t, kv2, ls[1].kv)
+	assert.Same(t, audit2, ls[1].sink)
+	assert.Same(t, idx2, ls[1].index)
+	assert.Equal(t, emb, ls[1].emb)
+}
+
+func TestStoreErrors(t *testing.T) {
+	tests := []struct {
+		name   string
+		config string
+		stores map[string]plan.Store
+		want   string
+	}{
+		{"undeclared", `{"store": "nope"}`, nil, `store "nope" is not declared`},
+		{"unknown kind", `{"store": "x"}`, map[string]plan.Store{"x": {Kind: "redis"}}, `kind "redis" is not registered`},
+		{"open fails", `{"store": "x"}`, map[string]plan.Store{"x": {Kind: "test.counting", Path: "fail"}}, "cannot open"},
+		{"missing port", `{"index": "x"}`, map[string]plan.Store{"x": {Kind: "test.counting"}}, "offers no vector index"},
+		{"default replaced", `{}`, map[string]plan.Store{"default": {Kind: "test.counting", Path: "fail"}}, "cannot open"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("test.stateful", tt.config)}})
+			p.Stores = tt.stores
+			_, err := runtime.Build(context.Background(), p, runtime.Deps{})
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.want)
+		})
+	}
+}
+
+func TestRegisterStoreKindRejectsMistakes(t *testing.T) {
+	open := func(context.Context, string, plan.Store) (runtime.StoreBackend, error) { return nil, nil }
+	assert.Panics(t, func() { runtime.RegisterStoreKind("memory", open) })
+	assert.Panics(t, func() { runtime.RegisterStoreKind("", open) })
+	assert.Panics(t, func() { runtime.RegisterStoreKind("test.nil", nil) })
+	assert.Contains(t, runtime.StoreKinds(), "memory")
+}
+
+func TestMemoryKVTTLAndSetIfAbsent(t *testing.T) {
+	ctx := context.Background()
+	kv := runtime.NewMemoryKV()
+	ok, err := kv.SetIfAbsent(ctx, "k", []byte("a"), 20*time.Millisecond)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	ok, err = kv.SetIfAbsent(ctx, "k", []byte("b"), 0)
+	require.NoError(t, err)
+	assert.False(t, ok, "live key")
+	time.Sleep(30 * time.Millisecond)
+	_, found, err := kv.Get(ctx, "k")
+	require.NoError(t, err)
+	assert.False(t, found, "expired")
+	ok, err = kv.SetIfAbsent(ctx, "k", []byte("c"), 0)
+	require.NoError(t, err)
+	assert.True(t, ok, "an expired key is absent")
+}
