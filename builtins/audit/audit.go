@@ -1,0 +1,163 @@
+package audit
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+)
+
+// ID is the builtin's id.
+const ID = "audit"
+
+func init() {
+	runtime.Register(runtime.Module{
+		ID:         ID,
+		Stages:     []plan.Stage{plan.StageTool, plan.StageTurn},
+		Traits:     []runtime.Trait{runtime.TraitRecords},
+		Repeatable: true,
+		Doc:        "one durable record per invocation of this layer, failures included, with a record of intent first",
+		New:        New,
+	})
+}
+
+// New returns an audit layer with the schema's defaults (trail logical, no
+// raw arguments).
+func New() runtime.Middleware { return &Audit{Trail: "logical"} }
+
+// Audit is the audit middleware; its exported fields are its config
+// (schemas/audit.cue).
+type Audit struct {
+	Trail       string `json:"trail"`
+	Sink        string `json:"sink,omitempty"`
+	IncludeArgs bool   `json:"include_args"`
+
+	name string
+	sink runtime.AuditSink
+	now  func() time.Time
+}
+
+// Provision resolves the sink.
+func (a *Audit) Provision(b *runtime.BuildContext) error {
+	a.name = b.Name()
+	a.now = time.Now
+	s, err := b.AuditSink(a.Sink)
+	if err != nil {
+		return err
+	}
+	a.sink = s
+	return nil
+}
+
+// Validate checks the trail.
+func (a *Audit) Validate() error {
+	if a.Trail != "logical" && a.Trail != "attempts" {
+		return fmt.Errorf(`trail must be "logical" or "attempts", got %q`, a.Trail)
+	}
+	return nil
+}
+
+// Decision returns the outcome decision of a call that returned err with
+// meta.
+func Decision(err error, meta *runtime.Meta) runtime.AuditDecision {
+	switch runtime.Classify(err) {
+	case runtime.ClassOK:
+		if meta.Deduped {
+			return runtime.DecisionDeduped
+		}
+		return runtime.DecisionOK
+	case runtime.ClassBlocked, runtime.ClassBudget:
+		return runtime.DecisionDenied
+	}
+	return runtime.DecisionFailed
+}
+
+// invoke writes the intent, runs call and writes the outcome.
+func invoke[T any](ctx context.Context, a *Audit, rec runtime.AuditRecord, meta *runtime.Meta, call func() (T, error)) (v T, err error) {
+	rec.Time = a.now()
+	rec.Phase = runtime.PhaseIntent
+	rec.Attempts = meta.Attempts
+	if werr := a.sink.Append(ctx, rec); werr != nil {
+		var zero T
+		return zero, &runtime.CallError{Layer: a.name, Message: "audit intent not written; the call did not run", Err: werr}
+	}
+	start := rec.Time
+	completed := false
+	defer func() {
+		if completed {
+			return
+		}
+		p := recover()
+		cause := errors.New("the call did not return (goroutine exited)")
+		if p != nil {
+			cause = fmt.Errorf("panic: %v", p)
+		}
+		_ = a.sink.Append(context.WithoutCancel(ctx), a.outcome(rec, meta, start, cause))
+		if p != nil {
+			panic(p)
+		}
+	}()
+	v, err = call()
+	completed = true
+	out := a.outcome(rec, meta, start, err)
+	if werr := a.sink.Append(context.WithoutCancel(ctx), out); werr != nil {
+		oerr := &runtime.CallError{Kind: runtime.KindPermanent, Layer: a.name, Message: "audit outcome not written", Err: werr}
+		if err == nil {
+			return v, oerr
+		}
+		return v, errors.Join(err, oerr)
+	}
+	return v, err
+}
+
+func (a *Audit) outcome(rec runtime.AuditRecord, meta *runtime.Meta, start time.Time, err error) runtime.AuditRecord {
+	rec.Time = a.now()
+	rec.Phase = runtime.PhaseOutcome
+	rec.Decision = Decision(err, meta)
+	rec.Attempts = meta.Attempts
+	rec.Duration = rec.Time.Sub(start)
+	if err != nil {
+		rec.ErrorType = runtime.KindOf(err)
+		rec.ErrorMessage = err.Error()
+	}
+	return rec
+}
+
+// WrapTool implements runtime.ToolWrapper.
+func (a *Audit) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
+	return func(ctx context.Context, c *runtime.ToolCall) (any, error) {
+		rec := runtime.AuditRecord{Layer: a.name, Stage: plan.StageTool, Tool: c.Name, RunID: c.Meta.Run.ID,
+			IdempotencyKey: c.IdempotencyKey(), ArgsDigest: c.ArgsDigest()}
+		if a.IncludeArgs {
+			rec.Args = maps.Clone(c.Args)
+		}
+		return invoke(ctx, a, rec, &c.Meta, func() (any, error) { return next(ctx, c) })
+	}
+}
+
+// WrapTurn implements runtime.TurnWrapper.
+func (a *Audit) WrapTurn(next runtime.TurnHandler) runtime.TurnHandler {
+	return func(ctx context.Context, c *runtime.TurnCall) (string, error) {
+		sum := sha256.Sum256([]byte(c.Input))
+		rec := runtime.AuditRecord{Layer: a.name, Stage: plan.StageTurn, RunID: c.Meta.Run.ID,
+			IdempotencyKey: c.IdempotencyKey(), ArgsDigest: hex.EncodeToString(sum[:])}
+		if a.IncludeArgs {
+			rec.Args = map[string]any{"input": c.Input}
+			if c.Session.ID != "" {
+				rec.Args["session"] = c.Session.ID
+			}
+		}
+		return invoke(ctx, a, rec, &c.Meta, func() (string, error) { return next(ctx, c) })
+	}
+}
+
+var (
+	_ runtime.ToolWrapper = (*Audit)(nil)
+	_ runtime.TurnWrapper = (*Audit)(nil)
+)

@@ -1,0 +1,40 @@
+// Package audit implements the audit builtin (stages tool and turn): one
+// durable record per invocation of the layer, failures included, with a
+// record of intent written before the call.
+//
+// Each invocation writes two runtime.AuditRecord values to the sink named by
+// `sink` (the default sink when unset; see runtime.BuildContext.AuditSink):
+//
+//   - intent (Phase "intent"), before the inner layers run: time, layer,
+//     stage, tool, run id, idempotency key, the attempt number in progress
+//     and the SHA-256 digest of the canonical arguments (a turn's: of its
+//     input). If the intent cannot be written the call does not run: the
+//     layer fails closed with a *runtime.CallError naming it (unclassified,
+//     so a retry outside may try again). A crash during the call therefore
+//     leaves an intent without an outcome.
+//   - outcome (Phase "outcome"), after the call: the decision, the error's
+//     kind (runtime.KindOf) and message, the attempts from the call's meta
+//     (the count of the innermost retry that ran: with trail "logical" the
+//     retry inside the layer, so the logical call's total), and the
+//     duration. Decisions: "ok"; "deduped" when an idempotent layer inside
+//     replayed a stored result (Meta.Deduped); "denied" when an inner layer
+//     blocked the call or a budget refused it; "failed" otherwise (a panic
+//     is recorded as failed, then re-raised). The outcome is written even
+//     when the call's context has ended.
+//
+// If the outcome cannot be written, the call returns an error too, a
+// permanent *runtime.CallError naming the layer (joined to the call's own
+// error when it failed): the caller learns that its trail is incomplete. The
+// call itself has run; the error is permanent so that no retry outside runs
+// it again for the sake of the record.
+//
+// Raw arguments (a tool's args; a turn's input and session id) are stored
+// only with include_args: true; by default the digest alone lets an auditor
+// match a record to a known call without keeping personal data.
+//
+// trail states the ordering the user intends, and agentc vet holds the chain
+// to it (order/audit-trail): "logical" (the default) puts retry inside audit
+// and yields one record per logical call; "attempts" puts audit inside
+// retry and yields one record per attempt. The layer itself behaves the
+// same either way.
+package audit

@@ -1,0 +1,33 @@
+// Package memoize implements the memoize builtin (stages chat and tool): an
+// exact-match cache of successful calls in a key-value store.
+//
+// Key: the stage, the layer's name, the scope (the run id for scope "run",
+// nothing for "global"), the model or tool name and the canonical input (the
+// chat request's model, messages and max_tokens as JSON; a tool's arguments
+// as JSON with object keys sorted), hashed with SHA-256. The value is
+// written to the store named by `store` (the default store when unset; see
+// runtime.BuildContext.KV) with the layer's `ttl`.
+//
+// Only successes are stored: an error, a stream the consumer abandoned, or a
+// value that does not encode as JSON is never cached. Tool results are stored
+// as JSON, so a hit returns the JSON-decoded value (objects as
+// map[string]any, numbers as float64), not the tool's own Go value.
+//
+// Side effects: memoize never applies to a side-effecting tool. agentc vet
+// refuses such a policy (order/memoize-side-effect); at run time the layer
+// also passes a call through untouched, and logs a warning once per tool,
+// when the tool is declared side_effecting or is not declared in the plan at
+// all (its effects are unknown).
+//
+// A hit does not run the inner layers. It sets Meta.Cached, which meters
+// read to leave the call uncharged (builtins/meter). A chat hit replays the
+// stored text as the same sequence of deltas, reports the stored usage and
+// served model on the call (ChatResponse.Usage, Model) and restores the
+// stored annotations; a tool hit returns the stored result with
+// ToolResult.Cached set.
+//
+// Store failures fail open: a read error is a miss and a write error leaves
+// the result uncached; both are logged. Two identical calls that miss at
+// the same time both run (the cache does not coordinate them: idempotent
+// does).
+package memoize

@@ -1,0 +1,206 @@
+package memoize
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+)
+
+// ID is the builtin's id.
+const ID = "memoize"
+
+func init() {
+	runtime.Register(runtime.Module{
+		ID:     ID,
+		Stages: []plan.Stage{plan.StageChat, plan.StageTool},
+		Traits: []runtime.Trait{runtime.TraitCaches, runtime.TraitShortCircuits, runtime.TraitSideEffectSensitive},
+		Doc:    "exact-match cache on stage, model or tool, canonical input and scope; never for side-effecting tools",
+		New:    New,
+	})
+}
+
+// New returns a memoize layer with the schema's defaults (ttl 10m, scope
+// run).
+func New() runtime.Middleware {
+	return &Memoize{TTL: runtime.Duration(10 * time.Minute), Scope: "run"}
+}
+
+// Memoize is the memoize middleware; its exported fields are its config
+// (schemas/memoize.cue).
+type Memoize struct {
+	TTL   runtime.Duration `json:"ttl"`
+	Scope string           `json:"scope"`
+	Store string           `json:"store,omitempty"`
+
+	name   string
+	kv     runtime.KV
+	logger *slog.Logger
+	warned sync.Map // tool name -> struct{}: refusals already logged
+}
+
+// Provision resolves the store.
+func (m *Memoize) Provision(b *runtime.BuildContext) error {
+	m.name = b.Name()
+	m.logger = b.Logger
+	kv, err := b.KV(m.Store)
+	if err != nil {
+		return err
+	}
+	m.kv = kv
+	return nil
+}
+
+// Validate checks the scope.
+func (m *Memoize) Validate() error {
+	if m.Scope != "run" && m.Scope != "global" {
+		return fmt.Errorf(`scope must be "run" or "global", got %q`, m.Scope)
+	}
+	return nil
+}
+
+// Cacheable reports whether a cache may serve calls of tool: only a tool the
+// plan declares and does not mark side-effecting.
+func Cacheable(tool *runtime.ToolInfo) bool {
+	return tool != nil && tool.Declared && !tool.SideEffecting
+}
+
+// key hashes the parts of a cache key.
+func (m *Memoize) key(stage, run, target string, input []byte) string {
+	if m.Scope == "global" {
+		run = ""
+	}
+	h := sha256.New()
+	for _, s := range []string{stage, m.name, m.Scope, run, target} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	h.Write(input)
+	return "agentc/memoize/" + hex.EncodeToString(h.Sum(nil))
+}
+
+// chatEntry is a cached chat response.
+type chatEntry struct {
+	Deltas      []string       `json:"deltas"`
+	Usage       runtime.Usage  `json:"usage"`
+	Served      string         `json:"served,omitempty"`
+	Annotations map[string]any `json:"annotations,omitempty"`
+}
+
+func (m *Memoize) get(ctx context.Context, key string) ([]byte, bool) {
+	b, ok, err := m.kv.Get(ctx, key)
+	if err != nil {
+		if ctx.Err() == nil {
+			m.logger.WarnContext(ctx, "memoize store read failed; treating as a miss", "error", err)
+		}
+		return nil, false
+	}
+	return b, ok
+}
+
+func (m *Memoize) set(ctx context.Context, key string, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		m.logger.DebugContext(ctx, "memoize: result does not encode as JSON; not cached", "error", err)
+		return
+	}
+	if err := m.kv.Set(context.WithoutCancel(ctx), key, b, m.TTL.D()); err != nil {
+		m.logger.WarnContext(ctx, "memoize store write failed; result not cached", "error", err)
+	}
+}
+
+// WrapChat implements runtime.ChatWrapper.
+func (m *Memoize) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
+	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
+		input, err := json.Marshal(&c.Request)
+		if err != nil {
+			return next(ctx, c, yield)
+		}
+		key := m.key(plan.StageChat, c.Meta.Run.ID, c.Request.Model, input)
+		if b, ok := m.get(ctx, key); ok {
+			var e chatEntry
+			if json.Unmarshal(b, &e) == nil {
+				return replay(c, &e, yield)
+			}
+		}
+		var deltas []string
+		u0 := c.Usage
+		err = next(ctx, c, func(d runtime.Delta) bool {
+			deltas = append(deltas, d.Text)
+			return yield(d)
+		})
+		if err != nil || c.Stopped {
+			return err
+		}
+		if deltas == nil {
+			deltas = []string{}
+		}
+		m.set(ctx, key, chatEntry{Deltas: deltas, Served: c.Served, Annotations: c.Annotations,
+			Usage: runtime.Usage{InputTokens: c.Usage.InputTokens - u0.InputTokens, OutputTokens: c.Usage.OutputTokens - u0.OutputTokens}})
+		return nil
+	}
+}
+
+// replay serves a chat call from a cache entry.
+func replay(c *runtime.ChatCall, e *chatEntry, yield func(runtime.Delta) bool) error {
+	c.Meta.Cached = true
+	c.Served = e.Served
+	c.Usage.InputTokens += e.Usage.InputTokens
+	c.Usage.OutputTokens += e.Usage.OutputTokens
+	for k, v := range e.Annotations {
+		c.Annotate(k, v)
+	}
+	for _, d := range e.Deltas {
+		if !c.Emit(yield, runtime.Delta{Text: d}) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// WrapTool implements runtime.ToolWrapper.
+func (m *Memoize) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
+	return func(ctx context.Context, c *runtime.ToolCall) (any, error) {
+		if !Cacheable(c.Tool) {
+			m.refuse(ctx, c)
+			return next(ctx, c)
+		}
+		key := m.key(plan.StageTool, c.Meta.Run.ID, c.Name, []byte(c.ArgsDigest()))
+		if b, ok := m.get(ctx, key); ok {
+			var v any
+			if json.Unmarshal(b, &v) == nil {
+				c.Meta.Cached = true
+				return v, nil
+			}
+		}
+		v, err := next(ctx, c)
+		if err == nil {
+			m.set(ctx, key, v)
+		}
+		return v, err
+	}
+}
+
+// refuse logs, once per tool, that the layer passes a tool through.
+func (m *Memoize) refuse(ctx context.Context, c *runtime.ToolCall) {
+	if _, seen := m.warned.LoadOrStore(c.Name, struct{}{}); seen {
+		return
+	}
+	reason := "is side-effecting"
+	if c.Tool == nil || !c.Tool.Declared {
+		reason = "is not declared in the policy (its effects are unknown)"
+	}
+	m.logger.WarnContext(ctx, "memoize does not cache this tool: it "+reason, "tool", c.Name)
+}
+
+var (
+	_ runtime.ChatWrapper = (*Memoize)(nil)
+	_ runtime.ToolWrapper = (*Memoize)(nil)
+)

@@ -1,0 +1,26 @@
+// Package semanticmemoize implements the semantic_memoize builtin (stages
+// chat and tool): reuse of a successful call's result for a near-duplicate
+// input, over the vector index port (runtime.VectorIndex).
+//
+// The input is embedded with the pipeline's runtime.Embedder (Deps.Embedder;
+// by default the local runtime.HashEmbedder, which compares spelling, not
+// meaning): a chat call's transcript (one "role: content" line per message),
+// a tool call's canonical arguments (JSON, object keys sorted). The index
+// partition is the layer, the stage, the scope (the run id for scope "run",
+// nothing for "global"), the model (and max_tokens) or the tool: inputs only
+// match within the same model or tool. The nearest entry is reused when its
+// cosine similarity is at least `threshold`; otherwise the call runs and, on
+// success, is stored with the layer's `ttl` in the index named by `index`
+// (the default store when unset; see runtime.BuildContext.VectorIndex).
+//
+// The rules are memoize's (package builtins/memoize): only successes are
+// stored; a hit sets Meta.Cached (meters do not charge it), replays a chat
+// response's deltas and reports its stored usage, or returns a tool's stored
+// result as decoded JSON; the layer never applies to a side-effecting tool
+// nor to one the plan does not declare (it passes such calls through), and
+// store or embedder failures fail open (a miss, logged).
+//
+// Reusing a near-duplicate answer is a product decision: a transcript that
+// differs in one digit ("refund order 1234" and "refund order 1235") can
+// score above a low threshold. Keep read-only, answer-like calls behind it.
+package semanticmemoize

@@ -1,0 +1,227 @@
+package semanticmemoize
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+)
+
+// ID is the builtin's id.
+const ID = "semantic_memoize"
+
+func init() {
+	runtime.Register(runtime.Module{
+		ID:     ID,
+		Stages: []plan.Stage{plan.StageChat, plan.StageTool},
+		Traits: []runtime.Trait{runtime.TraitCaches, runtime.TraitShortCircuits, runtime.TraitSideEffectSensitive},
+		Doc:    "near-duplicate reuse over a vector index; read-only calls only",
+		New:    New,
+	})
+}
+
+// New returns a semantic_memoize layer with the schema's defaults (threshold
+// 0.95, ttl 10m, scope run).
+func New() runtime.Middleware {
+	return &SemanticMemoize{Threshold: 0.95, TTL: runtime.Duration(10 * time.Minute), Scope: "run"}
+}
+
+// SemanticMemoize is the semantic_memoize middleware; its exported fields
+// are its config (schemas/semantic_memoize.cue).
+type SemanticMemoize struct {
+	Threshold float64          `json:"threshold"`
+	TTL       runtime.Duration `json:"ttl"`
+	Scope     string           `json:"scope"`
+	Index     string           `json:"index,omitempty"`
+
+	name   string
+	index  runtime.VectorIndex
+	embed  runtime.Embedder
+	logger *slog.Logger
+	warned sync.Map
+}
+
+// Provision resolves the index and the embedder.
+func (m *SemanticMemoize) Provision(b *runtime.BuildContext) error {
+	m.name = b.Name()
+	m.logger = b.Logger
+	m.embed = b.Embedder()
+	idx, err := b.VectorIndex(m.Index)
+	if err != nil {
+		return err
+	}
+	m.index = idx
+	return nil
+}
+
+// Validate checks the threshold and the scope.
+func (m *SemanticMemoize) Validate() error {
+	switch {
+	case !(m.Threshold > 0 && m.Threshold <= 1):
+		return fmt.Errorf("threshold must be in (0, 1], got %g", m.Threshold)
+	case m.Scope != "run" && m.Scope != "global":
+		return fmt.Errorf(`scope must be "run" or "global", got %q`, m.Scope)
+	case m.TTL <= 0:
+		return errors.New("ttl must be positive")
+	}
+	return nil
+}
+
+func (m *SemanticMemoize) partition(stage, run, target string) string {
+	if m.Scope == "global" {
+		run = ""
+	}
+	return strings.Join([]string{"agentc/semantic_memoize", m.name, stage, m.Scope, run, target}, "\x00")
+}
+
+// lookup embeds text and returns its vector and the nearest entry's value
+// when it scores at least the threshold. A nil vector means the embedder
+// failed: the call runs and is not stored.
+func (m *SemanticMemoize) lookup(ctx context.Context, part, text string) ([]float32, []byte, bool) {
+	vec, err := m.embed.Embed(ctx, text)
+	if err != nil {
+		if ctx.Err() == nil {
+			m.logger.WarnContext(ctx, "semantic_memoize: embedding failed; the call runs uncached", "error", err)
+		}
+		return nil, nil, false
+	}
+	matches, err := m.index.Query(ctx, part, vec, 1)
+	if err != nil {
+		if ctx.Err() == nil {
+			m.logger.WarnContext(ctx, "semantic_memoize: index query failed; treating as a miss", "error", err)
+		}
+		return vec, nil, false
+	}
+	if len(matches) == 0 || matches[0].Score < m.Threshold {
+		return vec, nil, false
+	}
+	return vec, matches[0].Value, true
+}
+
+func (m *SemanticMemoize) store(ctx context.Context, part, text string, vec []float32, v any) {
+	if vec == nil {
+		return
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		m.logger.DebugContext(ctx, "semantic_memoize: result does not encode as JSON; not cached", "error", err)
+		return
+	}
+	sum := sha256.Sum256([]byte(text))
+	if err := m.index.Upsert(context.WithoutCancel(ctx), part, hex.EncodeToString(sum[:]), vec, b, m.TTL.D()); err != nil {
+		m.logger.WarnContext(ctx, "semantic_memoize: index write failed; result not cached", "error", err)
+	}
+}
+
+// chatEntry is a cached chat response (the same shape as memoize's).
+type chatEntry struct {
+	Deltas      []string       `json:"deltas"`
+	Usage       runtime.Usage  `json:"usage"`
+	Served      string         `json:"served,omitempty"`
+	Annotations map[string]any `json:"annotations,omitempty"`
+}
+
+// Transcript renders a chat request's messages as the text that is embedded:
+// one "role: content" line per message.
+func Transcript(msgs []runtime.Message) string {
+	var b strings.Builder
+	for _, msg := range msgs {
+		b.WriteString(msg.Role)
+		b.WriteString(": ")
+		b.WriteString(msg.Content)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// WrapChat implements runtime.ChatWrapper.
+func (m *SemanticMemoize) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
+	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
+		text := Transcript(c.Request.Messages)
+		part := m.partition(plan.StageChat, c.Meta.Run.ID, c.Request.Model+"\x00"+strconv.Itoa(c.Request.MaxTokens))
+		vec, hit, ok := m.lookup(ctx, part, text)
+		if ok {
+			var e chatEntry
+			if json.Unmarshal(hit, &e) == nil {
+				replay(c, &e, yield)
+				return nil
+			}
+		}
+		var deltas []string
+		u0 := c.Usage
+		err := next(ctx, c, func(d runtime.Delta) bool {
+			deltas = append(deltas, d.Text)
+			return yield(d)
+		})
+		if err != nil || c.Stopped {
+			return err
+		}
+		if deltas == nil {
+			deltas = []string{}
+		}
+		m.store(ctx, part, text, vec, chatEntry{Deltas: deltas, Served: c.Served, Annotations: c.Annotations,
+			Usage: runtime.Usage{InputTokens: c.Usage.InputTokens - u0.InputTokens, OutputTokens: c.Usage.OutputTokens - u0.OutputTokens}})
+		return nil
+	}
+}
+
+func replay(c *runtime.ChatCall, e *chatEntry, yield func(runtime.Delta) bool) {
+	c.Meta.Cached = true
+	c.Served = e.Served
+	c.Usage.InputTokens += e.Usage.InputTokens
+	c.Usage.OutputTokens += e.Usage.OutputTokens
+	for k, v := range e.Annotations {
+		c.Annotate(k, v)
+	}
+	for _, d := range e.Deltas {
+		if !c.Emit(yield, runtime.Delta{Text: d}) {
+			return
+		}
+	}
+}
+
+// WrapTool implements runtime.ToolWrapper.
+func (m *SemanticMemoize) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
+	return func(ctx context.Context, c *runtime.ToolCall) (any, error) {
+		if c.Tool == nil || !c.Tool.Declared || c.Tool.SideEffecting {
+			if _, seen := m.warned.LoadOrStore(c.Name, struct{}{}); !seen {
+				m.logger.WarnContext(ctx, "semantic_memoize does not cache this tool: it is side-effecting or not declared", "tool", c.Name)
+			}
+			return next(ctx, c)
+		}
+		args, err := json.Marshal(c.Args)
+		if err != nil {
+			return next(ctx, c)
+		}
+		text := string(args)
+		part := m.partition(plan.StageTool, c.Meta.Run.ID, c.Name)
+		vec, hit, ok := m.lookup(ctx, part, text)
+		if ok {
+			var v any
+			if json.Unmarshal(hit, &v) == nil {
+				c.Meta.Cached = true
+				return v, nil
+			}
+		}
+		v, err := next(ctx, c)
+		if err == nil {
+			m.store(ctx, part, text, vec, v)
+		}
+		return v, err
+	}
+}
+
+var (
+	_ runtime.ChatWrapper = (*SemanticMemoize)(nil)
+	_ runtime.ToolWrapper = (*SemanticMemoize)(nil)
+)
