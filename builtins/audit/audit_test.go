@@ -1,0 +1,246 @@
+package audit_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	_ "github.com/agentc-dev/agentc/builtins/all"
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
+	"github.com/agentc-dev/agentc/runtime/store/sqlite"
+)
+
+var ctx1 = runtime.WithRun(context.Background(), runtime.Run{ID: "run-1"})
+
+func toolPlan(chain ...plan.Layer) *plan.Plan {
+	p := rt.Plan(plan.Chains{Tool: chain})
+	p.Tools = map[string]plan.Tool{"refund": {SideEffecting: true, RetrySafe: true}}
+	return p
+}
+
+func build(t testing.TB, p *plan.Plan, deps runtime.Deps) *runtime.Pipeline {
+	t.Helper()
+	pl, err := runtime.Build(context.Background(), p, deps)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = pl.Close() })
+	return pl
+}
+
+func TestIntentThenOutcome(t *testing.T) {
+	sink := &runtime.MemoryAudit{}
+	tool := rt.NewTool(rt.ToolResult{Value: "ok"})
+	pl := build(t, toolPlan(rt.Layer("audit", "")), runtime.Deps{Audit: sink, Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
+	_, err := pl.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1", "card": "4111"}})
+	require.NoError(t, err)
+	recs := sink.Records()
+	require.Len(t, recs, 2)
+	in, out := recs[0], recs[1]
+	assert.Equal(t, runtime.PhaseIntent, in.Phase)
+	assert.Empty(t, in.Decision)
+	assert.Equal(t, runtime.PhaseOutcome, out.Phase)
+	assert.Equal(t, runtime.DecisionOK, out.Decision)
+	for _, r := range recs {
+		assert.Equal(t, "audit", r.Layer)
+		assert.Equal(t, "tool", r.Stage)
+		assert.Equal(t, "refund", r.Tool)
+		assert.Equal(t, "run-1", r.RunID)
+		assert.Len(t, r.ArgsDigest, 64)
+		assert.Equal(t, tool.Keys()[0], r.IdempotencyKey)
+		assert.Nil(t, r.Args, "raw arguments only with include_args")
+		assert.Equal(t, 1, r.Attempts)
+	}
+	assert.False(t, out.Time.Before(in.Time))
+	assert.GreaterOrEqual(t, out.Duration, time.Duration(0))
+}
+
+func TestIncludeArgs(t *testing.T) {
+	sink := &runtime.MemoryAudit{}
+	pl := build(t, toolPlan(rt.Layer("audit", `{"include_args": true}`)),
+		runtime.Deps{Audit: sink, Tools: map[string]runtime.ToolFunc{"refund": rt.NewTool(rt.ToolResult{Value: 1}).Func()}})
+	args := map[string]any{"order_id": "A1"}
+	_, err := pl.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: args})
+	require.NoError(t, err)
+	recs := sink.Records()
+	require.Len(t, recs, 2)
+	assert.Equal(t, args, recs[1].Args)
+	args["order_id"] = "changed"
+	assert.Equal(t, "A1", recs[1].Args["order_id"], "the record holds a copy")
+}
+
+func TestDecisions(t *testing.T) {
+	tests := []struct {
+		name  string
+		err   error
+		want  runtime.AuditDecision
+		etype string
+	}{
+		{"ok", nil, runtime.DecisionOK, ""},
+		{"failed", rt.Permanent("declined"), runtime.DecisionFailed, "permanent"},
+		{"blocked", &runtime.BlockedError{Layer: "g", Message: "no"}, runtime.DecisionDenied, "blocked"},
+		{"budget", &runtime.BudgetError{Layer: "m", Resource: "calls"}, runtime.DecisionDenied, "budget"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sink := &runtime.MemoryAudit{}
+			tool := func(context.Context, *runtime.ToolCall) (any, error) { return nil, tt.err }
+			pl := build(t, toolPlan(rt.Layer("audit", "")), runtime.Deps{Audit: sink, Tools: map[string]runtime.ToolFunc{"refund": tool}})
+			_, err := pl.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{}})
+			assert.Equal(t, tt.err, err)
+			recs := sink.Records()
+			require.Len(t, recs, 2)
+			assert.Equal(t, tt.want, recs[1].Decision)
+			assert.Equal(t, tt.etype, recs[1].ErrorType)
+			if tt.err != nil {
+				assert.Equal(t, tt.err.Error(), recs[1].ErrorMessage)
+			}
+		})
+	}
+}
+
+func TestDedupedDecision(t *testing.T) {
+	sink := &runtime.MemoryAudit{}
+	tool := rt.NewTool(rt.ToolResult{Value: "R1"})
+	pl := build(t, toolPlan(rt.Layer("audit", ""), rt.Layer("idempotent", "")),
+		runtime.Deps{Audit: sink, Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
+	req := runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1"}}
+	for range 2 {
+		_, err := pl.Tool(ctx1, req)
+		require.NoError(t, err)
+	}
+	recs := sink.Records()
+	require.Len(t, recs, 4)
+	assert.Equal(t, runtime.DecisionOK, recs[1].Decision)
+	assert.Equal(t, runtime.DecisionDeduped, recs[3].Decision)
+	assert.Equal(t, 1, tool.Calls())
+}
+
+// flakySink fails Append for the phases listed in fail.
+type flakySink struct {
+	mu   sync.Mutex
+	fail map[runtime.AuditPhase]bool
+	recs []runtime.AuditRecord
+}
+
+var errSink = errors.New("disk full")
+
+func (s *flakySink) Append(_ context.Context, r runtime.AuditRecord) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fail[r.Phase] {
+		return errSink
+	}
+	s.recs = append(s.recs, r)
+	return nil
+}
+
+func TestIntentFailureDoesNotRunTheCall(t *testing.T) {
+	sink := &flakySink{fail: map[runtime.AuditPhase]bool{runtime.PhaseIntent: true}}
+	tool := rt.NewTool(rt.ToolResult{Value: "R1"})
+	pl := build(t, toolPlan(rt.Layer("audit", "")), runtime.Deps{Audit: sink, Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
+	_, err := pl.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1"}})
+	require.Error(t, err)
+	assert.Equal(t, 0, tool.Calls(), "fail closed: the call did not run")
+	assert.Equal(t, "audit", runtime.LayerOf(err))
+	assert.ErrorIs(t, err, errSink)
+	assert.Equal(t, runtime.ClassFailure, runtime.Classify(err))
+	assert.Empty(t, sink.recs)
+}
+
+func TestOutcomeFailureIsReturned(t *testing.T) {
+	sink := &flakySink{fail: map[runtime.AuditPhase]bool{runtime.PhaseOutcome: true}}
+	tool := rt.NewTool(rt.ToolResult{Value: "R1"}, rt.ToolResult{Err: rt.Transient("boom")})
+	pl := build(t, toolPlan(rt.Layer("audit", "")), runtime.Deps{Audit: sink, Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
+	r, err := pl.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1"}})
+	require.Error(t, err)
+	assert.Equal(t, "R1", r.Value, "the call ran and its result is returned")
+	assert.Equal(t, "audit", runtime.LayerOf(err))
+	assert.False(t, runtime.IsTransient(err), "no retry re-runs a call that ran for the sake of its record")
+	assert.ErrorIs(t, err, errSink)
+
+	_, err = pl.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A2"}})
+	require.Error(t, err)
+	assert.Equal(t, "transient", runtime.KindOf(err), "the call's own error comes first")
+	assert.ErrorIs(t, err, errSink)
+	assert.Len(t, sink.recs, 2, "the intents were written")
+}
+
+func TestPanicIsRecorded(t *testing.T) {
+	sink := &runtime.MemoryAudit{}
+	tool := func(context.Context, *runtime.ToolCall) (any, error) { panic("bug") }
+	pl := build(t, toolPlan(rt.Layer("audit", "")), runtime.Deps{Audit: sink, Tools: map[string]runtime.ToolFunc{"refund": tool}})
+	assert.PanicsWithValue(t, "bug", func() {
+		_, _ = pl.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{}})
+	})
+	recs := sink.Records()
+	require.Len(t, recs, 2)
+	assert.Equal(t, runtime.DecisionFailed, recs[1].Decision)
+	assert.Contains(t, recs[1].ErrorMessage, "panic: bug")
+}
+
+func TestOutcomeWrittenAfterCancellation(t *testing.T) {
+	sink := &runtime.MemoryAudit{}
+	tool := rt.NewTool(rt.ToolResult{Hang: true})
+	pl := build(t, toolPlan(rt.Layer("audit", "")), runtime.Deps{Audit: sink, Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
+	ctx, cancel := context.WithTimeout(ctx1, 10*time.Millisecond)
+	defer cancel()
+	_, err := pl.Tool(ctx, runtime.ToolRequest{Name: "refund", Args: map[string]any{}})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	recs := sink.Records()
+	require.Len(t, recs, 2)
+	assert.Equal(t, "timeout", recs[1].ErrorType)
+}
+
+func TestTurn(t *testing.T) {
+	sink := &runtime.MemoryAudit{}
+	pl := build(t, rt.Plan(plan.Chains{Turn: []plan.Layer{rt.Layer("audit", `{"include_args": true}`)}}), runtime.Deps{Audit: sink})
+	_, err := pl.Turn(ctx1, runtime.TurnRequest{Input: "hello", Session: runtime.Session{ID: "s1"}},
+		func(context.Context) (string, error) { return "hi", nil })
+	require.NoError(t, err)
+	_, err = pl.Turn(ctx1, runtime.TurnRequest{Input: "again"},
+		func(context.Context) (string, error) { return "", rt.Permanent("no") })
+	require.Error(t, err)
+	recs := sink.Records()
+	require.Len(t, recs, 4)
+	assert.Equal(t, "turn", recs[1].Stage)
+	assert.Equal(t, runtime.DecisionOK, recs[1].Decision)
+	assert.Equal(t, map[string]any{"input": "hello", "session": "s1"}, recs[1].Args)
+	assert.Equal(t, runtime.DecisionFailed, recs[3].Decision)
+	assert.NotEqual(t, recs[1].ArgsDigest, recs[3].ArgsDigest)
+}
+
+func TestSQLiteSinkIsDurable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.db")
+	p := toolPlan(rt.Layer("audit", `{"sink": "ledger"}`))
+	p.Stores = map[string]plan.Store{"ledger": {Kind: "sqlite", Path: path}}
+	tool := rt.NewTool(rt.ToolResult{Value: "R1"})
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
+	require.NoError(t, err)
+	_, err = pl.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1"}})
+	require.NoError(t, err)
+	require.NoError(t, pl.Close())
+
+	s, err := sqlite.Open(context.Background(), path)
+	require.NoError(t, err)
+	defer s.Close()
+	recs, err := s.Records(context.Background(), "run-1")
+	require.NoError(t, err)
+	require.Len(t, recs, 2)
+	assert.Equal(t, runtime.PhaseIntent, recs[0].Phase)
+	assert.Equal(t, runtime.DecisionOK, recs[1].Decision)
+	assert.Equal(t, "refund", recs[1].Tool)
+}
+
+func TestValidate(t *testing.T) {
+	_, err := runtime.Build(context.Background(), toolPlan(rt.Layer("audit", `{"trail": "all"}`)), runtime.Deps{})
+	assert.ErrorContains(t, err, "trail")
+	_, err = runtime.Build(context.Background(), toolPlan(rt.Layer("audit", `{"sink": "nope"}`)), runtime.Deps{})
+	assert.ErrorContains(t, err, `store "nope" is not declared`)
+}

@@ -1,0 +1,286 @@
+package idempotent_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	_ "github.com/agentc-dev/agentc/builtins/all"
+	"github.com/agentc-dev/agentc/builtins/idempotent"
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
+)
+
+var ctx1 = runtime.WithRun(context.Background(), runtime.Run{ID: "run-1"})
+
+func toolPlan(chain ...plan.Layer) *plan.Plan {
+	if chain == nil {
+		chain = []plan.Layer{rt.Layer("idempotent", "")}
+	}
+	p := rt.Plan(plan.Chains{Tool: chain})
+	p.Tools = map[string]plan.Tool{"refund": {SideEffecting: true, RetrySafe: true}}
+	return p
+}
+
+func build(t testing.TB, p *plan.Plan, deps runtime.Deps) *runtime.Pipeline {
+	t.Helper()
+	pl, err := runtime.Build(context.Background(), p, deps)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = pl.Close() })
+	return pl
+}
+
+// slowTool counts executions and takes a while, so that duplicates overlap.
+type slowTool struct {
+	calls atomic.Int64
+	delay time.Duration
+	err   error
+}
+
+func (s *slowTool) fn(ctx context.Context, c *runtime.ToolCall) (any, error) {
+	n := s.calls.Add(1)
+	select {
+	case <-time.After(s.delay):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if s.err != nil {
+		return nil, s.err
+	}
+	return map[string]any{"refund_id": "R1", "n": float64(n)}, nil
+}
+
+func TestConcurrentDuplicatesExecuteOnce(t *testing.T) {
+	tool := &slowTool{delay: 20 * time.Millisecond}
+	pl := build(t, toolPlan(), runtime.Deps{Tools: map[string]runtime.ToolFunc{"refund": tool.fn}})
+	const n = 32
+	results := make([]runtime.ToolResult, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			results[i], errs[i] = pl.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1", "amount": 50.0}})
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, int64(1), tool.calls.Load(), "executed exactly once")
+	deduped := 0
+	for i := range n {
+		require.NoError(t, errs[i])
+		assert.Equal(t, map[string]any{"refund_id": "R1", "n": 1.0}, results[i].Value)
+		if results[i].Deduped {
+			deduped++
+		}
+	}
+	assert.Equal(t, n-1, deduped, "every duplicate is reported deduped")
+
+	r, err := pl.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{"amount": 50.0, "order_id": "A1"}})
+	require.NoError(t, err)
+	assert.True(t, r.Deduped, "a later duplicate replays the stored result")
+	assert.True(t, r.Cached)
+	assert.Equal(t, int64(1), tool.calls.Load())
+
+	ctx2 := runtime.WithRun(context.Background(), runtime.Run{ID: "run-2"})
+	r, err = pl.Tool(ctx2, runtime.ToolRequest{Name: "refund", Args: map[string]any{"amount": 50.0, "order_id": "A1"}})
+	require.NoError(t, err)
+	assert.False(t, r.Deduped, "another run is another call")
+	assert.Equal(t, int64(2), tool.calls.Load())
+}
+
+func TestConcurrentDuplicatesAcrossProcesses(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	p := toolPlan(rt.Layer("idempotent", `{"store": "disk"}`))
+	p.Stores = map[string]plan.Store{"disk": {Kind: "sqlite", Path: path}}
+	tool := &slowTool{delay: 30 * time.Millisecond}
+	deps := runtime.Deps{Tools: map[string]runtime.ToolFunc{"refund": tool.fn}}
+	// Two pipelines with their own connection to one file stand for two
+	// processes.
+	a, b := build(t, p, deps), build(t, p, deps)
+	var wg sync.WaitGroup
+	var deduped atomic.Int64
+	for i := range 8 {
+		pl := a
+		if i%2 == 1 {
+			pl = b
+		}
+		wg.Go(func() {
+			r, err := pl.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1"}})
+			assert.NoError(t, err)
+			if r.Deduped {
+				deduped.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, int64(1), tool.calls.Load(), "one execution across both processes")
+	assert.Equal(t, int64(7), deduped.Load())
+}
+
+func TestReplaySurvivesRestart(t *testing.T) {
+	p := toolPlan(rt.Layer("idempotent", `{"store": "disk"}`))
+	p.Stores = map[string]plan.Store{"disk": {Kind: "sqlite", Path: filepath.Join(t.TempDir(), "state.db")}}
+	tool := rt.NewTool(rt.ToolResult{Value: "R1"})
+	deps := runtime.Deps{Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}}
+	req := runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1"}}
+	pl, err := runtime.Build(context.Background(), p, deps)
+	require.NoError(t, err)
+	_, err = pl.Tool(ctx1, req)
+	require.NoError(t, err)
+	require.NoError(t, pl.Close())
+
+	pl, err = runtime.Build(context.Background(), p, deps)
+	require.NoError(t, err)
+	defer pl.Close()
+	r, err := pl.Tool(ctx1, req)
+	require.NoError(t, err)
+	assert.True(t, r.Deduped)
+	assert.Equal(t, "R1", r.Value)
+	assert.Equal(t, 1, tool.Calls())
+}
+
+func TestCallerKeyDedupesRedelivery(t *testing.T) {
+	tool := rt.NewTool(rt.ToolResult{Value: "R1"})
+	pl := build(t, toolPlan(), runtime.Deps{Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
+	req := runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1"}, IdempotencyKey: "job-7"}
+	_, err := pl.Tool(ctx1, req)
+	require.NoError(t, err)
+	ctx2 := runtime.WithRun(context.Background(), runtime.Run{ID: "redelivered"})
+	r, err := pl.Tool(ctx2, req)
+	require.NoError(t, err)
+	assert.True(t, r.Deduped, "the caller's key identifies the logical call")
+	assert.Equal(t, []string{"job-7"}, tool.Keys())
+}
+
+func TestFailuresAreNotStoredAndShared(t *testing.T) {
+	tool := &slowTool{delay: 20 * time.Millisecond, err: rt.Permanent("declined")}
+	pl := build(t, toolPlan(), runtime.Deps{Tools: map[string]runtime.ToolFunc{"refund": tool.fn}})
+	req := runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1"}}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			r, err := pl.Tool(ctx1, req)
+			assert.Error(t, err, "concurrent duplicates share the failure")
+			assert.False(t, r.Deduped)
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, int64(1), tool.calls.Load())
+	tool.err = nil
+	r, err := pl.Tool(ctx1, req)
+	require.NoError(t, err)
+	assert.False(t, r.Deduped, "the failure was not stored: the call runs again")
+	assert.Equal(t, int64(2), tool.calls.Load())
+}
+
+func TestLeaderCancellationIsNotShared(t *testing.T) {
+	tool := &slowTool{delay: 50 * time.Millisecond}
+	pl := build(t, toolPlan(), runtime.Deps{Tools: map[string]runtime.ToolFunc{"refund": tool.fn}})
+	req := runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1"}}
+	lctx, cancel := context.WithCancel(ctx1)
+	done := make(chan error, 1)
+	go func() {
+		_, err := pl.Tool(lctx, req)
+		done <- err
+	}()
+	for tool.calls.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	follower := make(chan runtime.ToolResult, 1)
+	go func() {
+		r, err := pl.Tool(ctx1, req)
+		assert.NoError(t, err)
+		follower <- r
+	}()
+	time.Sleep(5 * time.Millisecond)
+	cancel()
+	assert.ErrorIs(t, <-done, context.Canceled)
+	r := <-follower
+	assert.False(t, r.Deduped, "the follower ran the call itself")
+	assert.Equal(t, int64(2), tool.calls.Load())
+}
+
+// brokenKV fails every operation.
+type brokenKV struct{}
+
+var errBroken = errors.New("store down")
+
+func (brokenKV) Get(context.Context, string) ([]byte, bool, error) { return nil, false, errBroken }
+func (brokenKV) Set(context.Context, string, []byte, time.Duration) error {
+	return errBroken
+}
+func (brokenKV) SetIfAbsent(context.Context, string, []byte, time.Duration) (bool, error) {
+	return false, errBroken
+}
+func (brokenKV) Delete(context.Context, string) error { return errBroken }
+
+func TestStoreFailureFailsClosed(t *testing.T) {
+	tool := rt.NewTool(rt.ToolResult{Value: "R1"})
+	pl := build(t, toolPlan(), runtime.Deps{KV: brokenKV{}, Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
+	_, err := pl.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1"}})
+	require.Error(t, err)
+	assert.Equal(t, "idempotent", runtime.LayerOf(err))
+	assert.ErrorIs(t, err, errBroken)
+	assert.Equal(t, 0, tool.Calls(), "the call did not run")
+}
+
+func TestWaitsForAClaimHeldElsewhere(t *testing.T) {
+	kv := runtime.NewMemoryKV()
+	tool := rt.NewTool(rt.ToolResult{Value: "mine"})
+	pl := build(t, toolPlan(), runtime.Deps{KV: kv, Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
+	// Another process claimed the call and stores its result while this
+	// one waits.
+	req := runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1"}}
+	key := claimKey(req)
+	stored := []byte(`{"state":"done","result":"theirs"}`)
+	ok, err := kv.SetIfAbsent(context.Background(), key, []byte(`{"state":"pending"}`), time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok)
+	go func() {
+		time.Sleep(30 * time.Millisecond)
+		_ = kv.Set(context.Background(), key, stored, time.Hour)
+	}()
+	r, err := pl.Tool(ctx1, req)
+	require.NoError(t, err)
+	assert.True(t, r.Deduped)
+	assert.Equal(t, "theirs", r.Value, "the other process's result is replayed")
+	assert.Equal(t, 0, tool.Calls())
+
+	// A claim that disappears (the other call failed) is taken over.
+	req2 := runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A2"}}
+	key2 := claimKey(req2)
+	ok, err = kv.SetIfAbsent(context.Background(), key2, []byte(`{"state":"pending"}`), time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok)
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		_ = kv.Delete(context.Background(), key2)
+	}()
+	r, err = pl.Tool(ctx1, req2)
+	require.NoError(t, err)
+	assert.False(t, r.Deduped)
+	assert.Equal(t, 1, tool.Calls())
+
+	// A waiter gives up when its context ends.
+	req3 := runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A3"}}
+	_, err = kv.SetIfAbsent(context.Background(), claimKey(req3), []byte(`{"state":"pending"}`), time.Minute)
+	require.NoError(t, err)
+	cctx, cancel := context.WithTimeout(ctx1, 20*time.Millisecond)
+	defer cancel()
+	_, err = pl.Tool(cctx, req3)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Equal(t, 1, tool.Calls())
+}
+
+// claimKey returns the store key of req in run-1.
+func claimKey(req runtime.ToolRequest) string {
+	return idempotent.Key(&runtime.ToolCall{Name: req.Name, Args: req.Args,
+		Meta: runtime.Meta{Run: runtime.Run{ID: "run-1"}, IdempotencyKey: req.IdempotencyKey}})
+}

@@ -1,0 +1,230 @@
+package memoize_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	_ "github.com/agentc-dev/agentc/builtins/all"
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
+)
+
+var ctx1 = runtime.WithRun(context.Background(), runtime.Run{ID: "run-1"})
+
+func toolPlan(config string) *plan.Plan {
+	p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("memoize", config)}})
+	p.Tools = map[string]plan.Tool{"search": {}, "refund": {SideEffecting: true, RetrySafe: true}}
+	return p
+}
+
+func build(t testing.TB, p *plan.Plan, deps runtime.Deps) *runtime.Pipeline {
+	t.Helper()
+	pl, err := runtime.Build(context.Background(), p, deps)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = pl.Close() })
+	return pl
+}
+
+func TestToolCacheReadOnly(t *testing.T) {
+	search := rt.NewTool(rt.ToolResult{Value: map[string]any{"hits": []any{"a"}}}, rt.ToolResult{Value: "second"})
+	pl := build(t, toolPlan(""), runtime.Deps{Tools: map[string]runtime.ToolFunc{"search": search.Func()}})
+	req := runtime.ToolRequest{Name: "search", Args: map[string]any{"q": "x", "n": 1}}
+	r1, err := pl.Tool(ctx1, req)
+	require.NoError(t, err)
+	assert.False(t, r1.Cached)
+	r2, err := pl.Tool(ctx1, runtime.ToolRequest{Name: "search", Args: map[string]any{"n": 1, "q": "x"}})
+	require.NoError(t, err)
+	assert.True(t, r2.Cached)
+	assert.Equal(t, map[string]any{"hits": []any{"a"}}, r2.Value, "the stored result as decoded JSON")
+	assert.Equal(t, 1, search.Calls())
+
+	_, err = pl.Tool(ctx1, runtime.ToolRequest{Name: "search", Args: map[string]any{"q": "y"}})
+	require.NoError(t, err)
+	assert.Equal(t, 2, search.Calls(), "other arguments miss")
+}
+
+func TestSideEffectingAndUndeclaredToolsPassThrough(t *testing.T) {
+	refund := rt.NewTool(rt.ToolResult{Value: "ok"})
+	other := rt.NewTool(rt.ToolResult{Value: "ok"})
+	pl := build(t, toolPlan(""), runtime.Deps{Tools: map[string]runtime.ToolFunc{"refund": refund.Func(), "other": other.Func()}})
+	for range 3 {
+		r, err := pl.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{"id": "A1"}})
+		require.NoError(t, err)
+		assert.False(t, r.Cached)
+		r, err = pl.Tool(ctx1, runtime.ToolRequest{Name: "other", Args: map[string]any{"id": "A1"}})
+		require.NoError(t, err)
+		assert.False(t, r.Cached)
+	}
+	assert.Equal(t, 3, refund.Calls(), "a side-effecting tool is never cached")
+	assert.Equal(t, 3, other.Calls(), "an undeclared tool is never cached")
+}
+
+func TestErrorsAreNotCached(t *testing.T) {
+	search := rt.NewTool(rt.ToolResult{Err: rt.Permanent("no")}, rt.ToolResult{Value: "yes"})
+	pl := build(t, toolPlan(""), runtime.Deps{Tools: map[string]runtime.ToolFunc{"search": search.Func()}})
+	req := runtime.ToolRequest{Name: "search", Args: map[string]any{"q": "x"}}
+	_, err := pl.Tool(ctx1, req)
+	require.Error(t, err)
+	r, err := pl.Tool(ctx1, req)
+	require.NoError(t, err)
+	assert.False(t, r.Cached)
+	r, err = pl.Tool(ctx1, req)
+	require.NoError(t, err)
+	assert.True(t, r.Cached)
+	assert.Equal(t, "yes", r.Value)
+	assert.Equal(t, 2, search.Calls())
+}
+
+func TestScopeAndTTL(t *testing.T) {
+	ctx2 := runtime.WithRun(context.Background(), runtime.Run{ID: "run-2"})
+	req := runtime.ToolRequest{Name: "search", Args: map[string]any{"q": "x"}}
+
+	search := rt.NewTool(rt.ToolResult{Value: 1})
+	pl := build(t, toolPlan(`{"scope": "run"}`), runtime.Deps{Tools: map[string]runtime.ToolFunc{"search": search.Func()}})
+	_, _ = pl.Tool(ctx1, req)
+	_, _ = pl.Tool(ctx2, req)
+	assert.Equal(t, 2, search.Calls(), "scope run: runs do not share entries")
+
+	search = rt.NewTool(rt.ToolResult{Value: 1})
+	pl = build(t, toolPlan(`{"scope": "global", "ttl": "30ms"}`), runtime.Deps{Tools: map[string]runtime.ToolFunc{"search": search.Func()}})
+	_, _ = pl.Tool(ctx1, req)
+	r, err := pl.Tool(ctx2, req)
+	require.NoError(t, err)
+	assert.True(t, r.Cached, "scope global: shared across runs")
+	time.Sleep(50 * time.Millisecond)
+	r, err = pl.Tool(ctx2, req)
+	require.NoError(t, err)
+	assert.False(t, r.Cached, "expired")
+	assert.Equal(t, 2, search.Calls())
+}
+
+func TestValidate(t *testing.T) {
+	_, err := runtime.Build(context.Background(), toolPlan(`{"scope": "session"}`), runtime.Deps{})
+	assert.ErrorContains(t, err, "scope")
+	_, err = runtime.Build(context.Background(), toolPlan(`{"store": "nope"}`), runtime.Deps{})
+	assert.ErrorContains(t, err, `store "nope" is not declared`)
+}
+
+// brokenKV fails every operation.
+type brokenKV struct{}
+
+var errBroken = errors.New("store down")
+
+func (brokenKV) Get(context.Context, string) ([]byte, bool, error) { return nil, false, errBroken }
+func (brokenKV) Set(context.Context, string, []byte, time.Duration) error {
+	return errBroken
+}
+func (brokenKV) SetIfAbsent(context.Context, string, []byte, time.Duration) (bool, error) {
+	return false, errBroken
+}
+func (brokenKV) Delete(context.Context, string) error { return errBroken }
+
+func TestStoreFailureFailsOpen(t *testing.T) {
+	search := rt.NewTool(rt.ToolResult{Value: 1})
+	pl := build(t, toolPlan(""), runtime.Deps{KV: brokenKV{}, Tools: map[string]runtime.ToolFunc{"search": search.Func()}})
+	for range 2 {
+		r, err := pl.Tool(ctx1, runtime.ToolRequest{Name: "search", Args: map[string]any{"q": "x"}})
+		require.NoError(t, err)
+		assert.Equal(t, 1, r.Value)
+	}
+	assert.Equal(t, 2, search.Calls())
+}
+
+func TestSQLiteStoreSurvivesRestart(t *testing.T) {
+	p := toolPlan(`{"store": "disk", "scope": "global"}`)
+	p.Stores = map[string]plan.Store{"disk": {Kind: "sqlite", Path: filepath.Join(t.TempDir(), "cache.db")}}
+	search := rt.NewTool(rt.ToolResult{Value: "v1"}, rt.ToolResult{Value: "v2"})
+	deps := runtime.Deps{Tools: map[string]runtime.ToolFunc{"search": search.Func()}}
+	req := runtime.ToolRequest{Name: "search", Args: map[string]any{"q": "x"}}
+
+	pl, err := runtime.Build(context.Background(), p, deps)
+	require.NoError(t, err)
+	_, err = pl.Tool(ctx1, req)
+	require.NoError(t, err)
+	require.NoError(t, pl.Close())
+
+	pl, err = runtime.Build(context.Background(), p, deps)
+	require.NoError(t, err)
+	defer pl.Close()
+	r, err := pl.Tool(ctx1, req)
+	require.NoError(t, err)
+	assert.True(t, r.Cached)
+	assert.Equal(t, "v1", r.Value)
+	assert.Equal(t, 1, search.Calls())
+}
+
+func chatPlan(chain ...plan.Layer) *plan.Plan {
+	return rt.Plan(plan.Chains{Chat: chain})
+}
+
+func TestChatHitReplaysAndIsNotCharged(t *testing.T) {
+	model := rt.NewModel(rt.Response{Deltas: []string{"hel", "lo"}, Usage: runtime.Usage{InputTokens: 10, OutputTokens: 5}},
+		rt.Response{Deltas: []string{"other"}})
+	pl := build(t, chatPlan(rt.Layer("meter", ""), rt.Layer("memoize", "")),
+		runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
+	req := runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: "hi"}}}
+
+	text, r1, err := rt.Collect(ctx1, pl, req, 0)
+	require.NoError(t, err)
+	assert.Equal(t, "hello", text)
+	assert.False(t, r1.Cached)
+
+	text, r2, err := rt.Collect(ctx1, pl, req, 0)
+	require.NoError(t, err)
+	assert.Equal(t, "hello", text)
+	assert.True(t, r2.Cached)
+	assert.Equal(t, 2, r2.Deltas, "replayed as the same deltas")
+	assert.Equal(t, "primary", r2.Model)
+	assert.Equal(t, runtime.Usage{InputTokens: 10, OutputTokens: 5}, r2.Usage, "the cached usage is reported")
+	assert.Equal(t, 1, model.Calls())
+
+	meter := pl.Layers(plan.StageChat)[0].Middleware.(runtime.LedgerReader)
+	assert.Equal(t, runtime.Ledger{InputTokens: 10, OutputTokens: 5, USD: meter.Ledger("run-1").USD, Calls: 1}, meter.Ledger("run-1"))
+
+	_, r3, err := rt.Collect(ctx1, pl, runtime.ChatRequest{Model: "primary", MaxTokens: 9, Messages: req.Messages}, 0)
+	require.NoError(t, err)
+	assert.False(t, r3.Cached, "max_tokens is part of the input")
+}
+
+func TestChatAbandonedOrFailedStreamIsNotCached(t *testing.T) {
+	model := rt.NewModel(
+		rt.Response{Deltas: []string{"a", "b", "c"}},
+		rt.Response{Deltas: []string{"a", "b"}, Err: rt.Transient("cut"), FailAfter: 1},
+		rt.Response{Deltas: []string{"full"}},
+	)
+	pl := build(t, chatPlan(rt.Layer("memoize", "")), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
+	req := runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: "hi"}}}
+	text, _, err := rt.Collect(ctx1, pl, req, 1)
+	require.NoError(t, err)
+	assert.Equal(t, "a", text)
+	_, _, err = rt.Collect(ctx1, pl, req, 0)
+	require.Error(t, err)
+	text, resp, err := rt.Collect(ctx1, pl, req, 0)
+	require.NoError(t, err)
+	assert.Equal(t, "full", text)
+	assert.False(t, resp.Cached)
+	text, resp, err = rt.Collect(ctx1, pl, req, 0)
+	require.NoError(t, err)
+	assert.Equal(t, "full", text)
+	assert.True(t, resp.Cached)
+	assert.Equal(t, 3, model.Calls())
+}
+
+func TestChatReplayHonoursConsumerStop(t *testing.T) {
+	model := rt.NewModel(rt.Response{Deltas: []string{"a", "b", "c"}})
+	pl := build(t, chatPlan(rt.Layer("memoize", "")), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
+	req := runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: "hi"}}}
+	_, _, err := rt.Collect(ctx1, pl, req, 0)
+	require.NoError(t, err)
+	text, resp, err := rt.Collect(ctx1, pl, req, 2)
+	require.NoError(t, err)
+	assert.Equal(t, "ab", text)
+	assert.Equal(t, 2, resp.Deltas)
+}

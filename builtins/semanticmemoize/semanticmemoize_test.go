@@ -1,0 +1,163 @@
+package semanticmemoize_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	_ "github.com/agentc-dev/agentc/builtins/all"
+	"github.com/agentc-dev/agentc/builtins/semanticmemoize"
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
+)
+
+var ctx1 = runtime.WithRun(context.Background(), runtime.Run{ID: "run-1"})
+
+func toolPlan(config string) *plan.Plan {
+	p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("semantic_memoize", config)}})
+	p.Tools = map[string]plan.Tool{"search": {}, "other": {}, "refund": {SideEffecting: true}}
+	return p
+}
+
+func build(t testing.TB, p *plan.Plan, deps runtime.Deps) *runtime.Pipeline {
+	t.Helper()
+	pl, err := runtime.Build(context.Background(), p, deps)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = pl.Close() })
+	return pl
+}
+
+func TestToolNearDuplicate(t *testing.T) {
+	search := rt.NewTool(rt.ToolResult{Value: "A"}, rt.ToolResult{Value: "B"}, rt.ToolResult{Value: "C"})
+	other := rt.NewTool(rt.ToolResult{Value: "O"})
+	pl := build(t, toolPlan(`{"threshold": 0.9}`), runtime.Deps{Tools: map[string]runtime.ToolFunc{"search": search.Func(), "other": other.Func()}})
+	call := func(name, q string) runtime.ToolResult {
+		r, err := pl.Tool(ctx1, runtime.ToolRequest{Name: name, Args: map[string]any{"q": q}})
+		require.NoError(t, err)
+		return r
+	}
+	assert.False(t, call("search", "What is the refund policy for lost parcels?").Cached)
+	r := call("search", "what is the refund policy for lost parcels")
+	assert.True(t, r.Cached, "near duplicate")
+	assert.Equal(t, "A", r.Value)
+	r = call("search", "Which carriers deliver to Norway?")
+	assert.False(t, r.Cached, "a different question")
+	assert.Equal(t, "B", r.Value)
+	assert.False(t, call("other", "What is the refund policy for lost parcels?").Cached, "partitioned by tool")
+	assert.Equal(t, 2, search.Calls())
+}
+
+func TestSideEffectingToolPassesThrough(t *testing.T) {
+	refund := rt.NewTool(rt.ToolResult{Value: "R"})
+	pl := build(t, toolPlan(""), runtime.Deps{Tools: map[string]runtime.ToolFunc{"refund": refund.Func()}})
+	for range 2 {
+		r, err := pl.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{"id": "A1"}})
+		require.NoError(t, err)
+		assert.False(t, r.Cached)
+	}
+	assert.Equal(t, 2, refund.Calls())
+}
+
+func TestErrorsAreNotCached(t *testing.T) {
+	search := rt.NewTool(rt.ToolResult{Err: rt.Permanent("no")}, rt.ToolResult{Value: "yes"})
+	pl := build(t, toolPlan(""), runtime.Deps{Tools: map[string]runtime.ToolFunc{"search": search.Func()}})
+	req := runtime.ToolRequest{Name: "search", Args: map[string]any{"q": "x"}}
+	_, err := pl.Tool(ctx1, req)
+	require.Error(t, err)
+	r, err := pl.Tool(ctx1, req)
+	require.NoError(t, err)
+	assert.False(t, r.Cached)
+	assert.Equal(t, 2, search.Calls())
+}
+
+// fixedEmbedder maps every text to the same vector, except "far".
+type fixedEmbedder struct{ fail bool }
+
+func (f fixedEmbedder) Embed(_ context.Context, text string) ([]float32, error) {
+	if f.fail {
+		return nil, errors.New("embedder down")
+	}
+	if text == "user: far\n" {
+		return []float32{0, 1}, nil
+	}
+	return []float32{1, 0}, nil
+}
+
+func TestChatWithCustomEmbedderAndIndex(t *testing.T) {
+	model := rt.NewModel(rt.Response{Deltas: []string{"a", "b"}, Usage: runtime.Usage{InputTokens: 4, OutputTokens: 2}},
+		rt.Response{Deltas: []string{"c"}})
+	idx := runtime.NewMemoryVectorIndex()
+	pl := build(t, rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("meter", ""), rt.Layer("semantic_memoize", `{"index": "vec"}`)}}),
+		runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}, Embedder: fixedEmbedder{},
+			Indexes: map[string]runtime.VectorIndex{"vec": idx}})
+	msg := func(s string) runtime.ChatRequest {
+		return runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: s}}}
+	}
+	_, _, err := rt.Collect(ctx1, pl, msg("one"), 0)
+	require.NoError(t, err)
+	text, resp, err := rt.Collect(ctx1, pl, msg("anything else"), 0)
+	require.NoError(t, err)
+	assert.Equal(t, "ab", text, "the embedder says it is the same input")
+	assert.True(t, resp.Cached)
+	assert.Equal(t, runtime.Usage{InputTokens: 4, OutputTokens: 2}, resp.Usage)
+	text, resp, err = rt.Collect(ctx1, pl, msg("far"), 0)
+	require.NoError(t, err)
+	assert.Equal(t, "c", text)
+	assert.False(t, resp.Cached)
+	assert.Equal(t, 2, model.Calls())
+	meter := pl.Layers(plan.StageChat)[0].Middleware.(runtime.LedgerReader)
+	assert.Equal(t, int64(2), meter.Ledger("run-1").Calls, "the hit is not charged")
+}
+
+func TestEmbedderFailureFailsOpen(t *testing.T) {
+	search := rt.NewTool(rt.ToolResult{Value: "A"})
+	pl := build(t, toolPlan(""), runtime.Deps{Embedder: fixedEmbedder{fail: true}, Tools: map[string]runtime.ToolFunc{"search": search.Func()}})
+	for range 2 {
+		r, err := pl.Tool(ctx1, runtime.ToolRequest{Name: "search", Args: map[string]any{"q": "x"}})
+		require.NoError(t, err)
+		assert.False(t, r.Cached)
+	}
+	assert.Equal(t, 2, search.Calls())
+}
+
+func TestValidate(t *testing.T) {
+	for _, c := range []string{`{"threshold": 0}`, `{"threshold": 1.5}`, `{"scope": "x"}`} {
+		_, err := runtime.Build(context.Background(), toolPlan(c), runtime.Deps{})
+		assert.Error(t, err, c)
+	}
+	p := toolPlan(`{"index": "kv"}`)
+	p.Stores = map[string]plan.Store{"kv": {Kind: "sqlite", Path: t.TempDir() + "/x.db"}}
+	_, err := runtime.Build(context.Background(), p, runtime.Deps{})
+	assert.ErrorContains(t, err, "offers no vector index")
+}
+
+func TestTranscript(t *testing.T) {
+	assert.Equal(t, "system: be brief\nuser: hi\n",
+		semanticmemoize.Transcript([]runtime.Message{{Role: "system", Content: "be brief"}, {Role: "user", Content: "hi"}}))
+}
+
+func BenchmarkToolLookup(b *testing.B) {
+	for _, n := range []int{100, 1000} {
+		b.Run(fmt.Sprint(n, "-entries"), func(b *testing.B) {
+			search := rt.NewTool(rt.ToolResult{Value: "A"})
+			pl := build(b, toolPlan(`{"threshold": 0.9}`), runtime.Deps{Tools: map[string]runtime.ToolFunc{"search": search.Func()}})
+			for i := range n {
+				if _, err := pl.Tool(ctx1, runtime.ToolRequest{Name: "search", Args: map[string]any{"q": fmt.Sprintf("question number %d about topic %d", i, i*7)}}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			req := runtime.ToolRequest{Name: "search", Args: map[string]any{"q": "question number 42 about topic 294!"}}
+			b.ReportAllocs()
+			for b.Loop() {
+				if r, err := pl.Tool(ctx1, req); err != nil || !r.Cached {
+					b.Fatal("miss", err)
+				}
+			}
+		})
+	}
+}
