@@ -5,7 +5,6 @@ import (
 	"errors"
 	"math"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -268,11 +267,7 @@ func (m *MemoryVectorIndex) Query(_ context.Context, scope string, vec []float32
 		if (!e.exp.IsZero() && !now.Before(e.exp)) || len(e.vec) != len(vec) || e.norm == 0 {
 			continue
 		}
-		var dot float64
-		for j, x := range e.vec {
-			dot += float64(x) * float64(vec[j])
-		}
-		score := dot / (e.norm * qn)
+		score := float64(dot32(e.vec, vec)) / (e.norm * qn)
 		if len(out) == k && score <= out[k-1].Score {
 			continue
 		}
@@ -282,7 +277,10 @@ func (m *MemoryVectorIndex) Query(_ context.Context, scope string, vec []float32
 		} else {
 			out[k-1] = mt
 		}
-		sort.SliceStable(out, func(a, b int) bool { return out[a].Score > out[b].Score })
+		// Insertion: keep out sorted best first.
+		for j := len(out) - 1; j > 0 && out[j].Score > out[j-1].Score; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
 	}
 	for i := range out {
 		out[i].Value = slices.Clone(out[i].Value)
@@ -306,6 +304,24 @@ func (m *MemoryVectorIndex) Len(scope string) int {
 		}
 	}
 	return n
+}
+
+// dot32 returns the dot product of two vectors of the same length, with four
+// accumulators so that the loop pipelines.
+func dot32(a, b []float32) float32 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		s0 += a[i] * b[i]
+		s1 += a[i+1] * b[i+1]
+		s2 += a[i+2] * b[i+2]
+		s3 += a[i+3] * b[i+3]
+	}
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
+	}
+	return s0 + s1 + s2 + s3
 }
 
 func vecNorm(v []float32) float64 {

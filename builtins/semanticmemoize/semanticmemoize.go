@@ -30,6 +30,10 @@ func init() {
 	})
 }
 
+// scoreTolerance is how far below the threshold a score may round and still
+// count as a hit.
+const scoreTolerance = 1e-6
+
 // New returns a semantic_memoize layer with the schema's defaults (threshold
 // 0.95, ttl 10m, scope run).
 func New() runtime.Middleware {
@@ -102,7 +106,9 @@ func (m *SemanticMemoize) lookup(ctx context.Context, part, text string) ([]floa
 		}
 		return vec, nil, false
 	}
-	if len(matches) == 0 || matches[0].Score < m.Threshold {
+	// The tolerance absorbs float32 rounding, so that threshold 1 matches
+	// an identical input.
+	if len(matches) == 0 || matches[0].Score+scoreTolerance < m.Threshold {
 		return vec, nil, false
 	}
 	return vec, matches[0].Value, true

@@ -52,6 +52,16 @@ func TestToolNearDuplicate(t *testing.T) {
 	assert.Equal(t, 2, search.Calls())
 }
 
+func TestThresholdOneMatchesIdenticalInput(t *testing.T) {
+	search := rt.NewTool(rt.ToolResult{Value: "A"})
+	pl := build(t, toolPlan(`{"threshold": 1}`), runtime.Deps{Tools: map[string]runtime.ToolFunc{"search": search.Func()}})
+	for _, q := range []string{"Lost parcel refund, order 1234", "Lost parcel refund, order 1234", "Lost parcel refund, order 1235"} {
+		_, err := pl.Tool(ctx1, runtime.ToolRequest{Name: "search", Args: map[string]any{"q": q}})
+		require.NoError(t, err)
+	}
+	assert.Equal(t, 2, search.Calls(), "identical input hits, one digit off misses")
+}
+
 func TestSideEffectingToolPassesThrough(t *testing.T) {
 	refund := rt.NewTool(rt.ToolResult{Value: "R"})
 	pl := build(t, toolPlan(""), runtime.Deps{Tools: map[string]runtime.ToolFunc{"refund": refund.Func()}})
