@@ -143,14 +143,25 @@ func (m *Idempotent) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 // lead runs the call as the process's leader for key and publishes the
 // outcome to the followers.
 func (m *Idempotent) lead(ctx context.Context, c *runtime.ToolCall, key string, f *flight, next runtime.ToolHandler) (v any, err error) {
+	returned := false
 	defer func() {
 		f.v, f.err = v, err
-		f.abandoned = err != nil && ctx.Err() != nil
+		// A leader that panicked or whose own context ended has no outcome
+		// to share: the followers try again.
+		f.abandoned = !returned || (err != nil && ctx.Err() != nil)
 		m.mu.Lock()
 		delete(m.flights, key)
 		m.mu.Unlock()
 		close(f.done)
 	}()
+	v, err = m.settle(ctx, c, key, next)
+	returned = true
+	return v, err
+}
+
+// settle replays the stored result of key, waits for a claim held elsewhere,
+// or claims the call and runs it.
+func (m *Idempotent) settle(ctx context.Context, c *runtime.ToolCall, key string, next runtime.ToolHandler) (any, error) {
 	for {
 		rec, found, err := m.read(ctx, key)
 		if err != nil {

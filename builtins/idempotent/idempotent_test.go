@@ -284,3 +284,36 @@ func claimKey(req runtime.ToolRequest) string {
 	return idempotent.Key(&runtime.ToolCall{Name: req.Name, Args: req.Args,
 		Meta: runtime.Meta{Run: runtime.Run{ID: "run-1"}, IdempotencyKey: req.IdempotencyKey}})
 }
+
+func TestLeaderPanicIsNotShared(t *testing.T) {
+	var calls atomic.Int64
+	started := make(chan struct{})
+	release := make(chan struct{})
+	tool := func(ctx context.Context, c *runtime.ToolCall) (any, error) {
+		if calls.Add(1) == 1 {
+			close(started)
+			<-release
+			panic("bug")
+		}
+		return "R2", nil
+	}
+	pl := build(t, toolPlan(), runtime.Deps{Tools: map[string]runtime.ToolFunc{"refund": tool}})
+	req := runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1"}}
+	go func() {
+		defer func() { _ = recover() }()
+		_, _ = pl.Tool(ctx1, req)
+	}()
+	<-started
+	follower := make(chan runtime.ToolResult, 1)
+	go func() {
+		r, err := pl.Tool(ctx1, req)
+		assert.NoError(t, err)
+		follower <- r
+	}()
+	time.Sleep(5 * time.Millisecond)
+	close(release)
+	r := <-follower
+	assert.Equal(t, "R2", r.Value, "the follower ran the call itself")
+	assert.False(t, r.Deduped)
+	assert.Equal(t, int64(2), calls.Load())
+}
