@@ -47,7 +47,7 @@ func TestConformance(t *testing.T) {
 			}
 			if c.Scenario != nil {
 				require.False(t, comp.Diagnostics.HasErrors(), "policy of a run case must vet: %v", comp.Diagnostics)
-				runCase(t, c, comp)
+				runCase(t, c, comp, dir)
 			}
 		})
 	}

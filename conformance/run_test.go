@@ -18,7 +18,7 @@ import (
 // runCase runs a case's scenario against its compiled plan (after a round
 // trip through the plan's JSON form, as a service would load it) and
 // compares the output with the expected subset.
-func runCase(t *testing.T, c *Case, comp *compiler.Compilation) {
+func runCase(t *testing.T, c *Case, comp *compiler.Compilation, dir string) {
 	b, err := plan.Encode(comp.Plan)
 	require.NoError(t, err)
 	p, err := plan.Decode(c.Name, b)
@@ -27,7 +27,7 @@ func runCase(t *testing.T, c *Case, comp *compiler.Compilation) {
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	res, err := scenario.Run(ctx, p, sc, scenario.Options{})
+	res, err := scenario.Run(ctx, p, sc, scenario.Options{Dir: dir})
 	require.NoError(t, err)
 	out, err := json.Marshal(res)
 	require.NoError(t, err)

@@ -111,15 +111,16 @@ func readFile(path string) ([]*Case, error) {
 	return out, nil
 }
 
-// Run runs the case against p. It returns "" when the output contains the
-// expected subset, else a description of the first difference; err is set
-// when the scenario is invalid or the pipeline cannot be built.
-func (c *Case) Run(ctx context.Context, p *plan.Plan) (diff string, output []byte, err error) {
+// Run runs the case against p, resolving the plan's relative paths (file
+// roots, store files) against dir. It returns "" when the output contains
+// the expected subset, else a description of the first difference; err is
+// set when the scenario is invalid or the pipeline cannot be built.
+func (c *Case) Run(ctx context.Context, p *plan.Plan, dir string) (diff string, output []byte, err error) {
 	sc, err := scenario.Parse(c.Scenario)
 	if err != nil {
 		return "", nil, err
 	}
-	res, err := scenario.Run(ctx, p, sc, scenario.Options{})
+	res, err := scenario.Run(ctx, p, sc, scenario.Options{Dir: dir})
 	if err != nil {
 		return "", nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"path/filepath"
 	"slices"
 	"sync"
 
@@ -64,6 +65,10 @@ type Deps struct {
 	// TracerProvider creates the tracing layers' spans (nil: the global
 	// provider, a no-op unless the host installs one).
 	TracerProvider trace.TracerProvider
+	// Dir resolves the relative paths of the plan (file_check roots,
+	// sqlite store files). Empty: the process's working directory. The
+	// CLI sets it to the policy's directory.
+	Dir string
 }
 
 // BuildContext is what a middleware's Provision sees: the plan, its own layer
@@ -87,6 +92,17 @@ type BuildContext struct {
 
 // Name returns the layer's name (its `use` when unnamed).
 func (b *BuildContext) Name() string { return layerName(b.Layer) }
+
+// Path resolves a path of the plan: a relative path is joined to
+// Deps.Dir (left relative to the working directory when Dir is empty).
+func (b *BuildContext) Path(path string) string { return b.p.resolvePath(path) }
+
+func (pl *Pipeline) resolvePath(path string) string {
+	if path == "" || filepath.IsAbs(path) || pl.deps.Dir == "" {
+		return path
+	}
+	return filepath.Join(pl.deps.Dir, path)
+}
 
 // Models returns the model clients of the pipeline's deps.
 func (b *BuildContext) Models() map[string]ModelClient { return b.p.models }

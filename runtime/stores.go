@@ -126,6 +126,7 @@ func (pl *Pipeline) backend(ctx context.Context, name string) (StoreBackend, err
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	ps.Path = pl.resolvePath(ps.Path)
 	b, err := open(ctx, name, ps)
 	if err != nil {
 		return nil, fmt.Errorf("open store %q (%s): %w", name, ps.Kind, err)

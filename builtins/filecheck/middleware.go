@@ -27,7 +27,8 @@ func init() {
 // (schemas/file_check.cue).
 type Middleware struct {
 	// Roots are the directories paths must stay inside (relative roots are
-	// taken from the process's working directory at Build).
+	// resolved at Build against runtime.Deps.Dir, else the process's
+	// working directory).
 	Roots []string `json:"roots"`
 	// Extensions allowed (".go"); empty allows any.
 	Extensions []string `json:"extensions,omitempty"`
@@ -43,7 +44,13 @@ type Middleware struct {
 // Provision builds the checker once; a missing root is an error.
 func (m *Middleware) Provision(b *runtime.BuildContext) error {
 	m.name = b.Name()
-	c, err := New(Config{Roots: m.Roots, Extensions: m.Extensions, MaxBytes: m.MaxBytes, MustExist: m.MustExist})
+	// Relative roots are relative to the deps' directory (the policy's
+	// directory under agentc run and agentc test).
+	roots := make([]string, len(m.Roots))
+	for i, r := range m.Roots {
+		roots[i] = b.Path(r)
+	}
+	c, err := New(Config{Roots: roots, Extensions: m.Extensions, MaxBytes: m.MaxBytes, MustExist: m.MustExist})
 	if err != nil {
 		return err
 	}

@@ -42,9 +42,10 @@ type Idempotent struct {
 	TTL   runtime.Duration `json:"ttl"`
 	Store string           `json:"store,omitempty"`
 
-	// Lease bounds a claim on a running call (0: DefaultLease). Set it
-	// before Build's Provision, for tests or hosts with long tools.
-	Lease time.Duration `json:"-"`
+	// Lease bounds a claim on a running call (0: DefaultLease): a claim
+	// left by a crashed process blocks duplicates until it expires, and a
+	// call running longer than the lease may run twice.
+	Lease runtime.Duration `json:"lease,omitempty"`
 
 	name    string
 	kv      runtime.KV
@@ -81,7 +82,7 @@ func (m *Idempotent) Provision(b *runtime.BuildContext) error {
 	m.logger = b.Logger
 	m.flights = map[string]*flight{}
 	if m.Lease <= 0 {
-		m.Lease = DefaultLease
+		m.Lease = runtime.Duration(DefaultLease)
 	}
 	m.pollMin, m.pollMax = 2*time.Millisecond, 200*time.Millisecond
 	kv, err := b.KV(m.Store)
@@ -185,7 +186,7 @@ func (m *Idempotent) settle(ctx context.Context, c *runtime.ToolCall, key string
 			}
 			continue
 		}
-		claimed, err := m.kv.SetIfAbsent(ctx, key, pending, m.Lease)
+		claimed, err := m.kv.SetIfAbsent(ctx, key, pending, m.Lease.D())
 		if err != nil {
 			return nil, m.storeErr("claim the call", err)
 		}

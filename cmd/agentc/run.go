@@ -35,7 +35,7 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 	if err != nil {
 		return fail(env, "%v", err)
 	}
-	res, err := scenario.Run(ctx, p, sc, scenario.Options{Trace: *trace})
+	res, err := scenario.Run(ctx, p, sc, scenario.Options{Trace: *trace, Dir: policyDir(fs.Arg(0))})
 	if err != nil {
 		return fail(env, "run %s: %v", fs.Arg(1), err)
 	}
@@ -81,6 +81,15 @@ func loadPlan(ctx context.Context, env *cliEnv, path string) (*plan.Plan, int) {
 		return nil, exitProblems
 	}
 	return c.Plan, exitOK
+}
+
+// policyDir returns the directory whose relative paths a policy's plan
+// uses: the policy directory, or the directory of its files or plan.
+func policyDir(path string) string {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return path
+	}
+	return filepath.Dir(path)
 }
 
 // readScenario reads a scenario from a JSON or CUE file.

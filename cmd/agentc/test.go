@@ -63,7 +63,7 @@ func cmdTest(ctx context.Context, env *cliEnv, args []string) int {
 			if filter != nil && !filter.MatchString(tc.Name) {
 				continue
 			}
-			diff, out, err := tc.Run(ctx, c.Plan)
+			diff, out, err := tc.Run(ctx, c.Plan, dir)
 			switch {
 			case err != nil:
 				failed++

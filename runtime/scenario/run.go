@@ -25,6 +25,9 @@ type Options struct {
 	Trace bool
 	// Logger receives the log layers' lines (nil: discarded).
 	Logger *slog.Logger
+	// Dir resolves the plan's relative paths (runtime.Deps.Dir); the CLI
+	// passes the policy's directory.
+	Dir string
 }
 
 // Result is the outcome of a scenario; it marshals to the JSON of
@@ -115,7 +118,7 @@ func Run(ctx context.Context, p *plan.Plan, s *Scenario, opts Options) (*Result,
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	deps := runtime.Deps{Models: f.models(), Tools: f.tools(), Audit: audit, Logger: logger}
+	deps := runtime.Deps{Models: f.models(), Tools: f.tools(), Audit: audit, Logger: logger, Dir: opts.Dir}
 	var rec *tracetest.SpanRecorder
 	var tp *sdktrace.TracerProvider
 	if opts.Trace {
