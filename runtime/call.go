@@ -97,10 +97,10 @@ type Delta struct {
 // pointer to it is valid only until the handler it was passed to returns.
 //
 // The stream fields are maintained by the innermost handler, which counts
-// every delta it pushes; a layer that withholds deltas (a buffering layer)
-// restores Deltas to its value before next and counts the deltas it pushes
-// itself, so that after next returns Deltas is the number of deltas that got
-// past the layer. A layer can tell a pre-stream failure (Deltas unchanged)
+// every delta it pushes; a layer that withholds deltas (a buffering layer, see
+// Buffer) restores Deltas to its value before next and counts the deltas it
+// pushes itself, so that after next returns Deltas is the number of deltas that
+// got past the layer. A layer can tell a pre-stream failure (Deltas unchanged)
 // from a mid-stream one.
 type ChatCall struct {
 	// Request is the call's own copy of the request.

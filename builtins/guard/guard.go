@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
@@ -113,28 +112,16 @@ func (g *Guard) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		}
 	}
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
-		var held []runtime.Delta
-		var text strings.Builder
-		start := c.Deltas
-		err := next(ctx, c, func(d runtime.Delta) bool {
-			held = append(held, d)
-			text.WriteString(d.Text)
-			return true
-		})
-		c.Deltas = start // nothing got past this layer yet
+		buf, err := runtime.Buffer(ctx, c, next)
 		if err != nil {
 			return err
 		}
-		resp := &runtime.ChatResponse{Text: text.String(), Model: c.Served, Usage: c.Usage, Attempts: c.Meta.Attempts}
+		resp := &runtime.ChatResponse{Text: buf.Text, Model: c.Served, Usage: c.Usage, Attempts: c.Meta.Attempts}
 		v, eerr := g.pred.EvalChat(ctx, c, resp)
 		if err := g.decide(ctx, v, eerr); err != nil {
 			return err
 		}
-		for _, d := range held {
-			if !c.Emit(yield, d) {
-				break
-			}
-		}
+		buf.Release(c, yield)
 		return nil
 	}
 }

@@ -127,19 +127,11 @@ func parseVerdict(s string) (string, error) {
 // WrapChat implements runtime.ChatWrapper.
 func (j *Judge) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
-		var held []runtime.Delta
-		var text strings.Builder
-		start := c.Deltas
-		err := next(ctx, c, func(d runtime.Delta) bool {
-			held = append(held, d)
-			text.WriteString(d.Text)
-			return true
-		})
-		c.Deltas = start // nothing got past this layer yet
+		buf, err := runtime.Buffer(ctx, c, next)
 		if err != nil {
 			return err
 		}
-		verdict, jerr := j.Classify(ctx, text.String())
+		verdict, jerr := j.Classify(ctx, buf.Text)
 		switch {
 		case jerr != nil:
 			if cerr := ctx.Err(); cerr != nil {
@@ -152,11 +144,7 @@ func (j *Judge) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		case verdict == VerdictBlock:
 			return &runtime.BlockedError{Layer: j.name, Message: "the judge blocked the response"}
 		}
-		for _, d := range held {
-			if !c.Emit(yield, d) {
-				break
-			}
-		}
+		buf.Release(c, yield)
 		return nil
 	}
 }

@@ -274,47 +274,26 @@ func diagnostics(ve *jsonschema.ValidationError) []Diagnostic {
 // WrapChat implements runtime.ChatWrapper.
 func (c *Coerce) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	return func(ctx context.Context, call *runtime.ChatCall, yield func(runtime.Delta) bool) error {
-		var held []runtime.Delta
-		var text strings.Builder
-		start := call.Deltas
-		err := next(ctx, call, func(d runtime.Delta) bool {
-			held = append(held, d)
-			text.WriteString(d.Text)
-			return true
-		})
-		call.Deltas = start // nothing got past this layer yet
+		buf, err := runtime.Buffer(ctx, call, next)
 		if err != nil {
 			return err
 		}
-		full := text.String()
+		full := buf.Text
 		clean, v, diags := c.Check(full)
 		if c.Mode == ModeAnnotate {
 			call.Annotate(c.name, Annotation{Valid: len(diags) == 0, Value: v, Diagnostics: diags})
-			release(call, yield, held)
+			buf.Release(call, yield)
 			return nil
 		}
 		if len(diags) > 0 {
 			return newCoercionError(c.name, full, diags)
 		}
 		if clean == full {
-			release(call, yield, held)
+			buf.Release(call, yield)
 			return nil
 		}
-		var u runtime.Usage
-		for _, d := range held {
-			u.InputTokens += d.Usage.InputTokens
-			u.OutputTokens += d.Usage.OutputTokens
-		}
-		call.Emit(yield, runtime.Delta{Text: clean, Usage: u})
+		call.Emit(yield, runtime.Delta{Text: clean, Usage: buf.Usage()})
 		return nil
-	}
-}
-
-func release(call *runtime.ChatCall, yield func(runtime.Delta) bool, held []runtime.Delta) {
-	for _, d := range held {
-		if !call.Emit(yield, d) {
-			return
-		}
 	}
 }
 

@@ -1,0 +1,62 @@
+package runtime
+
+import (
+	"context"
+	"strings"
+)
+
+// Buffered is a chat stream that a layer held back to decide on the whole
+// response before anything reaches the consumer (a guard, a judge, an output
+// check).
+type Buffered struct {
+	// Held are the deltas next yielded, in order.
+	Held []Delta
+	// Text is the concatenated text of Held.
+	Text string
+}
+
+// Buffer runs next on c and holds every delta it yields instead of passing it
+// on. When next returns, c.Deltas is restored to its value before the call:
+// nothing got past this layer yet, so a failure of next still reads as
+// pre-stream to the layers above. The other stream fields (Served, Usage,
+// Stopped) are left as next set them.
+//
+// Buffer returns what arrived and next's error; on error the held deltas are
+// still returned (what arrived before the failure) but are normally dropped.
+// The caller delivers the deltas it accepts with Release or its own c.Emit.
+func Buffer(ctx context.Context, c *ChatCall, next ChatHandler) (Buffered, error) {
+	var held []Delta
+	var text strings.Builder
+	start := c.Deltas
+	err := next(ctx, c, func(d Delta) bool {
+		held = append(held, d)
+		text.WriteString(d.Text)
+		return true
+	})
+	c.Deltas = start // nothing got past this layer yet
+	return Buffered{Held: held, Text: text.String()}, err
+}
+
+// Release pushes the held deltas to yield in order with c.Emit, which counts
+// each delta it pushes in c.Deltas. It stops at the first delta the consumer
+// refuses (that one is counted too, and c.Stopped is set) and reports whether
+// every held delta was taken.
+func (b Buffered) Release(c *ChatCall, yield func(Delta) bool) bool {
+	for _, d := range b.Held {
+		if !c.Emit(yield, d) {
+			return false
+		}
+	}
+	return true
+}
+
+// Usage returns the usage summed over the held deltas: what a layer that
+// replaces them with one delta of its own reports on that delta.
+func (b Buffered) Usage() Usage {
+	var u Usage
+	for _, d := range b.Held {
+		u.InputTokens += d.Usage.InputTokens
+		u.OutputTokens += d.Usage.OutputTokens
+	}
+	return u
+}
