@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/agentc-dev/agentc/builtins/internal/jsonvalue"
 )
 
 // Kind names a category of personal data.
@@ -181,53 +183,18 @@ func (s *Scanner) walk(v any, path string, visit func(path, text string)) {
 // JSON number) becomes its redacted string. v itself is never modified; parts without
 // personal data may be shared with the result.
 func (s *Scanner) RedactValue(v any) (any, int) {
-	switch x := v.(type) {
-	case string:
-		return s.Redact(x)
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		total := 0
-		for k, e := range x {
-			r, n := s.RedactValue(e)
-			out[k] = r
-			total += n
+	return jsonvalue.MapLeaves(v, s.Redact, s.redactNumber)
+}
+
+// redactNumber redacts a number that holds personal data as its redacted
+// string; any other value is returned unchanged.
+func (s *Scanner) redactNumber(v any) (any, int) {
+	if text, ok := numberText(v); ok {
+		if r, n := s.Redact(text); n > 0 {
+			return r, n
 		}
-		return out, total
-	case map[string]string:
-		out := make(map[string]string, len(x))
-		total := 0
-		for k, e := range x {
-			r, n := s.Redact(e)
-			out[k] = r
-			total += n
-		}
-		return out, total
-	case []any:
-		out := make([]any, len(x))
-		total := 0
-		for i, e := range x {
-			r, n := s.RedactValue(e)
-			out[i] = r
-			total += n
-		}
-		return out, total
-	case []string:
-		out := make([]string, len(x))
-		total := 0
-		for i, e := range x {
-			r, n := s.Redact(e)
-			out[i] = r
-			total += n
-		}
-		return out, total
-	default:
-		if text, ok := numberText(v); ok {
-			if r, n := s.Redact(text); n > 0 {
-				return r, n
-			}
-		}
-		return v, 0
 	}
+	return v, 0
 }
 
 // numberText renders integral numbers, the only numbers that can hold a card or phone number.

@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/agentc-dev/agentc/builtins/internal/jsonvalue"
 )
 
 // Pattern is one secret-masking rule.
@@ -162,48 +164,7 @@ func (r *Redactor) Redact(text string) (string, int) {
 // kept as they are; other types (numbers, booleans, nil) are returned unchanged. v itself is
 // never modified: containers are always copied.
 func (r *Redactor) RedactValue(v any) (any, int) {
-	switch x := v.(type) {
-	case string:
-		return r.Redact(x)
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		total := 0
-		for k, e := range x {
-			red, n := r.RedactValue(e)
-			out[k] = red
-			total += n
-		}
-		return out, total
-	case []any:
-		out := make([]any, len(x))
-		total := 0
-		for i, e := range x {
-			red, n := r.RedactValue(e)
-			out[i] = red
-			total += n
-		}
-		return out, total
-	case map[string]string:
-		out := make(map[string]string, len(x))
-		total := 0
-		for k, e := range x {
-			red, n := r.Redact(e)
-			out[k] = red
-			total += n
-		}
-		return out, total
-	case []string:
-		out := make([]string, len(x))
-		total := 0
-		for i, e := range x {
-			red, n := r.Redact(e)
-			out[i] = red
-			total += n
-		}
-		return out, total
-	default:
-		return v, 0
-	}
+	return jsonvalue.MapStrings(v, r.Redact)
 }
 
 func (ru *rule) appendSpan(spans []span, loc []int, offset, i int) []span {
