@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentc-dev/agentc/builtins/internal/chatcache"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
@@ -86,14 +87,6 @@ func (m *Memoize) key(stage, run, target string, input []byte) string {
 	return "agentc/memoize/" + hex.EncodeToString(h.Sum(nil))
 }
 
-// chatEntry is a cached chat response.
-type chatEntry struct {
-	Deltas      []string       `json:"deltas"`
-	Usage       runtime.Usage  `json:"usage"`
-	Served      string         `json:"served,omitempty"`
-	Annotations map[string]any `json:"annotations,omitempty"`
-}
-
 func (m *Memoize) get(ctx context.Context, key string) ([]byte, bool) {
 	b, ok, err := m.kv.Get(ctx, key)
 	if err != nil {
@@ -125,44 +118,19 @@ func (m *Memoize) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		}
 		key := m.key(plan.StageChat, c.Meta.Run.ID, c.Request.Model, input)
 		if b, ok := m.get(ctx, key); ok {
-			var e chatEntry
+			var e chatcache.Entry
 			if json.Unmarshal(b, &e) == nil {
-				return replay(c, &e, yield)
+				chatcache.Replay(c, &e, yield)
+				return nil
 			}
 		}
-		var deltas []string
-		u0 := c.Usage
-		err = next(ctx, c, func(d runtime.Delta) bool {
-			deltas = append(deltas, d.Text)
-			return yield(d)
-		})
-		if err != nil || c.Stopped {
+		e, err := chatcache.Record(ctx, c, next, yield)
+		if e == nil {
 			return err
 		}
-		if deltas == nil {
-			deltas = []string{}
-		}
-		m.set(ctx, key, chatEntry{Deltas: deltas, Served: c.Served, Annotations: c.Annotations,
-			Usage: runtime.Usage{InputTokens: c.Usage.InputTokens - u0.InputTokens, OutputTokens: c.Usage.OutputTokens - u0.OutputTokens}})
+		m.set(ctx, key, e)
 		return nil
 	}
-}
-
-// replay serves a chat call from a cache entry.
-func replay(c *runtime.ChatCall, e *chatEntry, yield func(runtime.Delta) bool) error {
-	c.Meta.Cached = true
-	c.Served = e.Served
-	c.Usage.InputTokens += e.Usage.InputTokens
-	c.Usage.OutputTokens += e.Usage.OutputTokens
-	for k, v := range e.Annotations {
-		c.Annotate(k, v)
-	}
-	for _, d := range e.Deltas {
-		if !c.Emit(yield, runtime.Delta{Text: d}) {
-			return nil
-		}
-	}
-	return nil
 }
 
 // WrapTool implements runtime.ToolWrapper.

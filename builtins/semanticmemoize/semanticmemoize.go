@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentc-dev/agentc/builtins/internal/chatcache"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
@@ -129,14 +130,6 @@ func (m *SemanticMemoize) store(ctx context.Context, part, text string, vec []fl
 	}
 }
 
-// chatEntry is a cached chat response (the same shape as memoize's).
-type chatEntry struct {
-	Deltas      []string       `json:"deltas"`
-	Usage       runtime.Usage  `json:"usage"`
-	Served      string         `json:"served,omitempty"`
-	Annotations map[string]any `json:"annotations,omitempty"`
-}
-
 // Transcript renders a chat request's messages as the text that is embedded:
 // one "role: content" line per message.
 func Transcript(msgs []runtime.Message) string {
@@ -157,42 +150,18 @@ func (m *SemanticMemoize) WrapChat(next runtime.ChatHandler) runtime.ChatHandler
 		part := m.partition(plan.StageChat, c.Meta.Run.ID, c.Request.Model+"\x00"+strconv.Itoa(c.Request.MaxTokens))
 		vec, hit, ok := m.lookup(ctx, part, text)
 		if ok {
-			var e chatEntry
+			var e chatcache.Entry
 			if json.Unmarshal(hit, &e) == nil {
-				replay(c, &e, yield)
+				chatcache.Replay(c, &e, yield)
 				return nil
 			}
 		}
-		var deltas []string
-		u0 := c.Usage
-		err := next(ctx, c, func(d runtime.Delta) bool {
-			deltas = append(deltas, d.Text)
-			return yield(d)
-		})
-		if err != nil || c.Stopped {
+		e, err := chatcache.Record(ctx, c, next, yield)
+		if e == nil {
 			return err
 		}
-		if deltas == nil {
-			deltas = []string{}
-		}
-		m.store(ctx, part, text, vec, chatEntry{Deltas: deltas, Served: c.Served, Annotations: c.Annotations,
-			Usage: runtime.Usage{InputTokens: c.Usage.InputTokens - u0.InputTokens, OutputTokens: c.Usage.OutputTokens - u0.OutputTokens}})
+		m.store(ctx, part, text, vec, e)
 		return nil
-	}
-}
-
-func replay(c *runtime.ChatCall, e *chatEntry, yield func(runtime.Delta) bool) {
-	c.Meta.Cached = true
-	c.Served = e.Served
-	c.Usage.InputTokens += e.Usage.InputTokens
-	c.Usage.OutputTokens += e.Usage.OutputTokens
-	for k, v := range e.Annotations {
-		c.Annotate(k, v)
-	}
-	for _, d := range e.Deltas {
-		if !c.Emit(yield, runtime.Delta{Text: d}) {
-			return
-		}
 	}
 }
 

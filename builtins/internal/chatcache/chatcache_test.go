@@ -1,0 +1,91 @@
+package chatcache_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/builtins/internal/chatcache"
+	"github.com/agentc-dev/agentc/runtime"
+)
+
+// model returns a handler that streams texts the way the innermost handler
+// does (serving model "m", one output token per delta), then returns err.
+func model(err error, texts ...string) runtime.ChatHandler {
+	return func(_ context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
+		c.Served = "m"
+		c.Annotate("layer", "note")
+		for _, s := range texts {
+			c.Usage.OutputTokens++
+			if !c.Emit(yield, runtime.Delta{Text: s}) {
+				return nil
+			}
+		}
+		return err
+	}
+}
+
+func TestRecord(t *testing.T) {
+	boom := errors.New("boom")
+	tests := []struct {
+		name    string
+		next    runtime.ChatHandler
+		take    int // deltas the consumer accepts; -1 for all
+		want    *chatcache.Entry
+		wantErr error
+	}{
+		{name: "complete", next: model(nil, "a", "b"), take: -1, want: &chatcache.Entry{
+			Deltas: []string{"a", "b"}, Usage: runtime.Usage{OutputTokens: 2}, Served: "m",
+			Annotations: map[string]any{"layer": "note"}}},
+		{name: "empty response", next: model(nil), take: -1, want: &chatcache.Entry{
+			Deltas: []string{}, Served: "m", Annotations: map[string]any{"layer": "note"}}},
+		{name: "failed", next: model(boom, "a"), take: -1, wantErr: boom},
+		{name: "consumer stopped", next: model(nil, "a", "b"), take: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &runtime.ChatCall{Usage: runtime.Usage{InputTokens: 7, OutputTokens: 1}}
+			var got []string
+			yield := func(d runtime.Delta) bool {
+				if tt.take >= 0 && len(got) >= tt.take {
+					return false
+				}
+				got = append(got, d.Text)
+				return true
+			}
+			e, err := chatcache.Record(context.Background(), c, tt.next, yield)
+			if tt.wantErr != nil {
+				require.ErrorIs(t, err, tt.wantErr)
+			} else {
+				require.NoError(t, err)
+			}
+			assert.Equal(t, tt.want, e)
+			if tt.want != nil {
+				assert.Equal(t, tt.want.Deltas, append([]string{}, got...), "deltas pass through as they arrive")
+			}
+		})
+	}
+}
+
+func TestReplay(t *testing.T) {
+	e := &chatcache.Entry{Deltas: []string{"a", "b"}, Usage: runtime.Usage{InputTokens: 3, OutputTokens: 2},
+		Served: "m", Annotations: map[string]any{"layer": "note"}}
+	c := &runtime.ChatCall{Usage: runtime.Usage{InputTokens: 1}}
+	var got []string
+	chatcache.Replay(c, e, func(d runtime.Delta) bool { got = append(got, d.Text); return true })
+	assert.Equal(t, []string{"a", "b"}, got)
+	assert.True(t, c.Meta.Cached)
+	assert.Equal(t, "m", c.Served)
+	assert.Equal(t, runtime.Usage{InputTokens: 4, OutputTokens: 2}, c.Usage)
+	assert.Equal(t, map[string]any{"layer": "note"}, c.Annotations)
+	assert.Equal(t, 2, c.Deltas)
+
+	stopped := &runtime.ChatCall{}
+	got = nil
+	chatcache.Replay(stopped, e, func(d runtime.Delta) bool { got = append(got, d.Text); return false })
+	assert.Equal(t, []string{"a"}, got, "replay stops with the consumer")
+	assert.True(t, stopped.Stopped)
+}
