@@ -1,10 +1,6 @@
 package vet
 
-import (
-	"fmt"
-
-	"github.com/agentc-dev/agentc/dsl"
-)
+import "github.com/agentc-dev/agentc/dsl"
 
 // FailOpenSideEffect reports a fail-open guard in front of a
 // side-effecting tool.
@@ -25,14 +21,7 @@ not.`,
 			if e.Kind == nil || !e.Kind.Has("guards") || stringField(e, "on_error") != "open" {
 				continue
 			}
-			var bad []*dsl.Tool
-			var rel []dsl.Related
-			for _, t := range p.ToolsReaching(e) {
-				if t.SideEffecting {
-					bad = append(bad, t)
-					rel = append(rel, dsl.Related{Pos: t.Pos, Message: fmt.Sprintf("`%s` is declared side_effecting here", t.Name)})
-				}
-			}
+			bad, rel := p.sideEffectingReaching(e)
 			if len(bad) == 0 {
 				continue
 			}

@@ -1,6 +1,7 @@
 package vet
 
 import (
+	"fmt"
 	"sort"
 
 	"github.com/agentc-dev/agentc/dsl"
@@ -109,6 +110,20 @@ func (a *Analysis) ToolsReaching(e *dsl.Entry) []*dsl.Tool {
 		}
 	}
 	return out
+}
+
+// sideEffectingReaching returns the side-effecting tools among
+// ToolsReaching(e), with a related position at each one's declaration.
+func (a *Analysis) sideEffectingReaching(e *dsl.Entry) ([]*dsl.Tool, []dsl.Related) {
+	var bad []*dsl.Tool
+	var rel []dsl.Related
+	for _, t := range a.ToolsReaching(e) {
+		if t.SideEffecting {
+			bad = append(bad, t)
+			rel = append(rel, dsl.Related{Pos: t.Pos, Message: fmt.Sprintf("`%s` is declared side_effecting here", t.Name)})
+		}
+	}
+	return bad, rel
 }
 
 // Overlap reports whether x and y can see the same call: always in the chat
