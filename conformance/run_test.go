@@ -27,7 +27,8 @@ func runCase(t *testing.T, c *Case, comp *compiler.Compilation, dir string) {
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	res, err := scenario.Run(ctx, p, sc, scenario.Options{Dir: dir})
+	_, wantTrace := c.WantRun.(map[string]any)["trace"]
+	res, err := scenario.Run(ctx, p, sc, scenario.Options{Dir: dir, Trace: wantTrace})
 	require.NoError(t, err)
 	out, err := json.Marshal(res)
 	require.NoError(t, err)
