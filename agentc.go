@@ -1,0 +1,57 @@
+// Package agentc is the one-line way to embed a policy: compile a policy
+// directory and get a ready pipeline.
+//
+//	pipe, err := agentc.Load(ctx, "policies/support", runtime.Deps{Models: models, Tools: tools})
+//
+// Load links CUE and the compiler. A service that should not (small binary,
+// fast start) ships the plan written by `agentc build` and calls
+// plan.Load and runtime.Build instead.
+package agentc
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	_ "github.com/agentc-dev/agentc/builtins/all" // the standard middlewares
+	"github.com/agentc-dev/agentc/compiler"
+	"github.com/agentc-dev/agentc/dsl"
+	"github.com/agentc-dev/agentc/runtime"
+)
+
+// PolicyError is a policy that does not compile: it holds every diagnostic,
+// errors and warnings.
+type PolicyError struct {
+	Diagnostics dsl.Diagnostics
+}
+
+func (e *PolicyError) Error() string {
+	var b strings.Builder
+	errs, _ := e.Diagnostics.Count()
+	fmt.Fprintf(&b, "policy has %d error(s):", errs)
+	for _, d := range e.Diagnostics {
+		if d.Severity == dsl.Error {
+			b.WriteString("\n\t" + d.String())
+		}
+	}
+	return b.String()
+}
+
+// Load compiles the policy at path (a directory or .cue files, as agentc
+// vet takes them) and builds its pipeline with deps. When deps.Dir is empty
+// the policy's relative paths resolve against its directory. A policy with
+// errors returns a *PolicyError; warnings do not stop it. The caller closes
+// the pipeline.
+func Load(ctx context.Context, path string, deps runtime.Deps) (*runtime.Pipeline, error) {
+	c, err := compiler.Compile(ctx, []string{path}, compiler.Options{})
+	if err != nil {
+		return nil, err
+	}
+	if c.Plan == nil {
+		return nil, &PolicyError{Diagnostics: c.Diagnostics}
+	}
+	if deps.Dir == "" && c.Policy != nil {
+		deps.Dir = c.Policy.Dir
+	}
+	return runtime.Build(ctx, c.Plan, deps)
+}

@@ -1,0 +1,64 @@
+package agentc_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc"
+	"github.com/agentc-dev/agentc/runtime"
+)
+
+func TestLoadBuildsAPipeline(t *testing.T) {
+	ctx := context.Background()
+	refund := func(context.Context, *runtime.ToolCall) (any, error) { return map[string]any{"ok": true}, nil }
+	pipe, err := agentc.Load(ctx, filepath.Join("examples", "support"), runtime.Deps{
+		Tools: map[string]runtime.ToolFunc{"refund": refund},
+	})
+	require.NoError(t, err)
+	defer pipe.Close()
+
+	_, err = pipe.Tool(ctx, runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1", "amount": 500.0}})
+	assert.Equal(t, runtime.ClassBlocked, runtime.Classify(err), "the refund_limit guard blocks: %v", err)
+
+	res, err := pipe.Tool(ctx, runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1", "amount": 50.0}})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"ok": true}, res.Value)
+}
+
+func TestLoadReportsPolicyErrors(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "p.cue"), []byte("package p\nchains: chat: [{use: \"retry\", max_attempts: 99}]\n"), 0o644))
+	_, err := agentc.Load(context.Background(), dir, runtime.Deps{})
+	var pe *agentc.PolicyError
+	require.True(t, errors.As(err, &pe), "%v", err)
+	require.Len(t, pe.Diagnostics, 1)
+	assert.Equal(t, "schema/invalid-value", pe.Diagnostics[0].Rule)
+	assert.Contains(t, err.Error(), "p.cue:2:")
+}
+
+func ExampleLoad() {
+	ctx := context.Background()
+	model := runtime.ModelFunc(func(_ context.Context, _ *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+		yield(runtime.Delta{Text: "hello", Usage: runtime.Usage{InputTokens: 3, OutputTokens: 1}})
+		return nil
+	})
+	pipe, err := agentc.Load(ctx, "examples/support", runtime.Deps{
+		Models: map[string]runtime.ModelClient{"primary": model, "backup": model},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer pipe.Close()
+	ctx = runtime.WithRun(ctx, runtime.Run{ID: "run-1"})
+	resp, err := pipe.Complete(ctx, runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: "hi"}}})
+	fmt.Println(resp.Text, resp.Model, err)
+	// Output: hello primary <nil>
+}
