@@ -215,15 +215,26 @@ func (o *object) Type() ref.Type { return o.t.typ }
 // Value implements ref.Val; it returns the pointer to the Go struct.
 func (o *object) Value() any { return o.v }
 
-// Get implements traits.Indexer.
-func (o *object) Get(index ref.Val) ref.Val {
+// fieldAt resolves the field an index names: the field, or the error value
+// that Get and IsSet return for an index that is not a string or names no
+// field of o.
+func (o *object) fieldAt(index ref.Val) (*field, ref.Val) {
 	name, ok := index.(types.String)
 	if !ok {
-		return types.MaybeNoSuchOverloadErr(index)
+		return nil, types.MaybeNoSuchOverloadErr(index)
 	}
 	f, ok := o.t.fields[string(name)]
 	if !ok {
-		return types.NewErr("no such field '%s'", string(name))
+		return nil, types.NewErr("no such field '%s'", string(name))
+	}
+	return f, nil
+}
+
+// Get implements traits.Indexer.
+func (o *object) Get(index ref.Val) ref.Val {
+	f, errVal := o.fieldAt(index)
+	if f == nil {
+		return errVal
 	}
 	v, err := f.ft.GetFrom(o.v)
 	if err != nil {
@@ -237,13 +248,9 @@ func (o *object) Get(index ref.Val) ref.Val {
 
 // IsSet implements traits.FieldTester.
 func (o *object) IsSet(index ref.Val) ref.Val {
-	name, ok := index.(types.String)
-	if !ok {
-		return types.MaybeNoSuchOverloadErr(index)
-	}
-	f, ok := o.t.fields[string(name)]
-	if !ok {
-		return types.NewErr("no such field '%s'", string(name))
+	f, errVal := o.fieldAt(index)
+	if f == nil {
+		return errVal
 	}
 	return types.Bool(f.ft.IsSet(o.v))
 }
