@@ -157,6 +157,16 @@ func compileRegex(p string) (*regexp.Regexp, error) {
 	return re, nil
 }
 
+// The overloads of the strings extension that cost O(n) in their string
+// (linear) and O(n*m) in the string and the searched substring (search), for
+// both the static estimate and the runtime tracker.
+var (
+	linearStringOverloads = []string{"string_lower_ascii", "string_upper_ascii", "string_trim", "string_reverse",
+		"string_char_at_int", "string_substring_int", "string_substring_int_int"}
+	searchStringOverloads = []string{"string_index_of_string", "string_index_of_string_int",
+		"string_last_index_of_string", "string_last_index_of_string_int"}
+)
+
 // staticCostOptions registers the cost estimates of the agentc functions and of the O(n)
 // functions of the strings extension, which cel-go would otherwise count as 1.
 func staticCostOptions() []checker.CostOption {
@@ -283,12 +293,10 @@ func staticCostOptions() []checker.CostOption {
 		checker.OverloadCostEstimate(overloadContainsAny, containsAnyCost),
 		checker.OverloadCostEstimate(overloadMatchesAny, matchesAnyCost),
 	}
-	for _, id := range []string{"string_lower_ascii", "string_upper_ascii", "string_trim", "string_reverse",
-		"string_char_at_int", "string_substring_int", "string_substring_int_int"} {
+	for _, id := range linearStringOverloads {
 		opts = append(opts, checker.OverloadCostEstimate(id, linear))
 	}
-	for _, id := range []string{"string_index_of_string", "string_index_of_string_int",
-		"string_last_index_of_string", "string_last_index_of_string_int"} {
+	for _, id := range searchStringOverloads {
 		opts = append(opts, checker.OverloadCostEstimate(id, search))
 	}
 	opts = append(opts,
@@ -470,12 +478,10 @@ func runtimeCostOptions() []interpreter.CostTrackerOption {
 		interpreter.OverloadCostTracker("list_join", join),
 		interpreter.OverloadCostTracker("list_join_string", join),
 	}
-	for _, id := range []string{"string_lower_ascii", "string_upper_ascii", "string_trim", "string_reverse",
-		"string_char_at_int", "string_substring_int", "string_substring_int_int"} {
+	for _, id := range linearStringOverloads {
 		opts = append(opts, interpreter.OverloadCostTracker(id, linear))
 	}
-	for _, id := range []string{"string_index_of_string", "string_index_of_string_int",
-		"string_last_index_of_string", "string_last_index_of_string_int"} {
+	for _, id := range searchStringOverloads {
 		opts = append(opts, interpreter.OverloadCostTracker(id, search))
 	}
 	return opts
