@@ -54,6 +54,30 @@ type Catalog struct {
 	ids   []string
 }
 
+// catalogFile is the form of schemas/catalog.json: the `builtins` and
+// `constraints` fields of the CUE schema, evaluated.
+type catalogFile struct {
+	Builtins    map[string]builtinMeta   `json:"builtins"`
+	Constraints map[string]rawConstraint `json:"constraints"`
+}
+
+type builtinMeta struct {
+	Stages     []string `json:"stages"`
+	Traits     []string `json:"traits"`
+	Repeatable bool     `json:"repeatable"`
+	Doc        string   `json:"doc"`
+}
+
+type rawConstraint struct {
+	ID       string `json:"id"`
+	Stage    string `json:"stage,omitempty"`
+	Outer    string `json:"outer"`
+	Inner    string `json:"inner"`
+	When     string `json:"when,omitempty"`
+	Severity string `json:"severity"`
+	Why      string `json:"why"`
+}
+
 // Lookup returns the kind with id, or nil.
 func (c *Catalog) Lookup(id string) *Kind { return c.kinds[id] }
 

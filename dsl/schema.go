@@ -1,6 +1,7 @@
 package dsl
 
 import (
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"sort"
@@ -66,41 +67,27 @@ func NewSchema(custom []CustomKind) (*Schema, error) {
 		}
 		s.sources["schemas/"+e.Name()] = b
 	}
-	// Read the builtins' metadata and constraints from the schema itself.
-	ctx := cuecontext.New()
-	v, err := s.build(ctx, false)
-	if err != nil {
-		return nil, fmt.Errorf("embedded schema: %w", err)
+	// The builtins' metadata and constraints are read from catalog.json,
+	// which TestCatalogUpToDate derives from the CUE schema: evaluating the
+	// schema here would cost every agentc process a cold CUE build.
+	var raw catalogFile
+	if err := json.Unmarshal(schemas.CatalogJSON, &raw); err != nil {
+		return nil, fmt.Errorf("embedded catalog: %w", err)
 	}
-	var meta map[string]struct {
-		Stages     []string `json:"stages"`
-		Traits     []string `json:"traits"`
-		Repeatable bool     `json:"repeatable"`
-		Doc        string   `json:"doc"`
-	}
-	if err := v.LookupPath(cue.ParsePath("builtins")).Decode(&meta); err != nil {
-		return nil, fmt.Errorf("embedded schema builtins: %w", err)
-	}
-	for id, m := range meta {
+	for id, m := range raw.Builtins {
 		k := &Kind{ID: id, Stages: m.Stages, Traits: m.Traits, Repeatable: m.Repeatable, Doc: m.Doc, Def: defName(id), Builtin: true}
-		if !v.LookupPath(cue.ParsePath(k.Def)).Exists() {
-			return nil, fmt.Errorf("embedded schema: builtin %q has no definition %s", id, k.Def)
-		}
 		if err := s.catalog.add(k); err != nil {
 			return nil, err
 		}
 	}
-	cs := v.LookupPath(cue.ParsePath("constraints"))
-	it, err := cs.Fields()
-	if err != nil {
-		return nil, fmt.Errorf("embedded schema constraints: %w", err)
-	}
-	for it.Next() {
-		c, diags := decodeConstraint(it.Value(), nil)
-		if len(diags) > 0 {
-			return nil, fmt.Errorf("embedded schema constraint %s: %v", it.Selector(), diags[0])
+	for _, rc := range raw.Constraints {
+		c := &Constraint{ID: rc.ID, Stage: rc.Stage, Outer: rc.Outer, Inner: rc.Inner, Severity: Severity(rc.Severity), Why: rc.Why, Builtin: true}
+		if c.Severity == "" {
+			c.Severity = Error
 		}
-		c.Builtin = true
+		if rc.When != "" {
+			c.When = &Expr{Source: rc.When}
+		}
 		s.constraints = append(s.constraints, c)
 	}
 	sort.Slice(s.constraints, func(i, j int) bool { return s.constraints[i].Key() < s.constraints[j].Key() })

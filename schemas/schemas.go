@@ -14,6 +14,14 @@ import "embed"
 //go:embed *.cue
 var CUE embed.FS
 
+// CatalogJSON is the builtins' metadata and ordering constraints (the
+// `builtins` and `constraints` fields of the CUE schema) evaluated to JSON,
+// so that tools need not evaluate CUE to list them. A test keeps it in step
+// with the CUE files.
+//
+//go:embed catalog.json
+var CatalogJSON []byte
+
 // PlanJSONSchema is the JSON Schema (draft 2020-12) of a compiled plan.
 //
 //go:embed plan.schema.json
