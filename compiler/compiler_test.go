@@ -111,3 +111,25 @@ func BenchmarkCompileExample(b *testing.B) {
 		}
 	}
 }
+
+func TestCustomMiddlewareConstraints(t *testing.T) {
+	runtime.Register(runtime.Module{
+		ID: "test_scorer", Stages: []plan.Stage{plan.StageChat}, Doc: "test middleware",
+		Constraints: []runtime.Constraint{{ID: "scorer-inside-pii", Outer: "pii", Inner: "test_scorer",
+			Why: "the scorer must never see raw PII"}},
+		New: func() runtime.Middleware { return &sentiment{} },
+	})
+	bad := writePolicy(t, "package p\nchains: chat: [{use: \"test_scorer\"}, {use: \"pii\"}]\n")
+	c, err := Compile(context.Background(), []string{bad}, Options{})
+	require.NoError(t, err)
+	var rules []string
+	for _, d := range c.Diagnostics {
+		rules = append(rules, d.Rule)
+	}
+	assert.Contains(t, rules, "order/scorer-inside-pii")
+
+	ok := writePolicy(t, "package p\nchains: chat: [{use: \"pii\"}, {use: \"test_scorer\"}]\n")
+	c, err = Compile(context.Background(), []string{ok}, Options{})
+	require.NoError(t, err)
+	assert.Empty(t, c.Diagnostics)
+}

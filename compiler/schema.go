@@ -35,6 +35,13 @@ func DefaultSchema() (*dsl.Schema, error) {
 		for _, t := range m.Traits {
 			k.Traits = append(k.Traits, string(t))
 		}
+		for _, c := range m.Constraints {
+			dc := &dsl.Constraint{ID: c.ID, Stage: string(c.Stage), Outer: c.Outer, Inner: c.Inner, Severity: dsl.Severity(c.Severity), Why: c.Why}
+			if c.When != "" {
+				dc.When = &dsl.Expr{Source: c.When}
+			}
+			k.Constraints = append(k.Constraints, dc)
+		}
 		custom = append(custom, k)
 	}
 	if len(custom) == 0 {
@@ -44,6 +51,9 @@ func DefaultSchema() (*dsl.Schema, error) {
 	var key strings.Builder
 	for _, k := range custom {
 		key.WriteString(k.ID + "\x00" + k.Schema + "\x00" + strings.Join(k.Stages, ",") + "\x00")
+		for _, c := range k.Constraints {
+			key.WriteString(c.Key() + "\x00")
+		}
 	}
 	schemaMu.Lock()
 	defer schemaMu.Unlock()

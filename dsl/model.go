@@ -149,6 +149,9 @@ type Constraint struct {
 	Why      string
 	// Builtin marks the constraints that ship with the builtins.
 	Builtin bool
+	// Module names the registered custom middleware that ships the
+	// constraint ("" for the builtins' and the policy's own).
+	Module string
 	// Positions of the constraint and its outer and inner fields.
 	Pos, OuterPos, InnerPos Pos
 }

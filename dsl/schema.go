@@ -37,6 +37,9 @@ type CustomKind struct {
 	Repeatable bool
 	Doc        string
 	Schema     string
+	// Constraints are the ordering rules the middleware ships; they are
+	// checked like the builtins'.
+	Constraints []*Constraint
 }
 
 var (
@@ -112,6 +115,17 @@ func NewSchema(custom []CustomKind) (*Schema, error) {
 		s.sources[fmt.Sprintf("schemas/custom_%d.cue", i)] = []byte(fmt.Sprintf("package schemas\n\n%s: %s\n", def, body))
 		if err := s.catalog.add(&Kind{ID: ck.ID, Stages: ck.Stages, Traits: ck.Traits, Repeatable: ck.Repeatable, Doc: ck.Doc, Def: def}); err != nil {
 			return nil, err
+		}
+		for _, c := range ck.Constraints {
+			if c.ID == "" || c.Outer == "" || c.Inner == "" {
+				return nil, fmt.Errorf("middleware %q: a constraint needs id, outer and inner", ck.ID)
+			}
+			cc := *c
+			cc.Builtin, cc.Module = false, ck.ID
+			if cc.Severity == "" {
+				cc.Severity = Error
+			}
+			s.constraints = append(s.constraints, &cc)
 		}
 	}
 	if len(custom) > 0 {

@@ -6,8 +6,9 @@ import (
 	"github.com/agentc-dev/agentc/dsl"
 )
 
-// UserConstraint reports the violations of the policy's own constraints,
-// each under the rule id order/<its id>.
+// UserConstraint reports the violations of the policy's own constraints and
+// of those a registered custom middleware ships, each under the rule id
+// order/<its id>.
 var UserConstraint = &Rule{
 	Name: "order/<id>",
 	Doc: `a constraint of the policy is violated.
@@ -25,18 +26,22 @@ the rule id order/<id> and the constraint's severity.`,
 				continue
 			}
 			msg := fmt.Sprintf("%s sits outside %s, but constraint %s wants %s outside %s: %s", v.Inner.Ref(), v.Outer.Ref(), c.ID, c.Outer, c.Inner, c.Why)
+			if c.Module != "" {
+				msg += fmt.Sprintf(" (a constraint of middleware %s)", c.Module)
+			}
 			if v.WhenErr != nil {
 				msg += " (when could not be evaluated: " + v.WhenErr.Error() + ")"
+			}
+			related := []dsl.Related{at(v.Outer, "%s is here, inside %s", v.Outer.Ref(), v.Inner.Ref())}
+			if c.Pos.IsValid() {
+				related = append(related, dsl.Related{Pos: c.Pos, Message: "constraint " + c.ID + " is declared here"})
 			}
 			p.Report(dsl.Diagnostic{
 				Pos:      v.Inner.Pos,
 				Severity: c.Severity,
 				Rule:     "order/" + c.ID,
 				Message:  msg,
-				Related: []dsl.Related{
-					at(v.Outer, "%s is here, inside %s", v.Outer.Ref(), v.Inner.Ref()),
-					{Pos: c.Pos, Message: "constraint " + c.ID + " is declared here"},
-				},
+				Related:  related,
 			})
 		}
 	},
