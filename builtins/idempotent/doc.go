@@ -1,6 +1,11 @@
-// Package idempotent implements the idempotent builtin (stage tool): a tool
-// call runs at most once per logical call, and a duplicate replays the
-// stored result.
+// Package idempotent implements the idempotent builtin (stage tool): a
+// side-effecting tool call runs at most once per logical call, and a
+// duplicate replays the stored result.
+//
+// Scope: only calls to tools declared side_effecting are deduped. A call to
+// a read-only tool, or to a tool the plan does not declare, passes through
+// to the inner layers untouched (no key, no store access), so that a tool
+// polled twice returns a fresh result each time.
 //
 // Key: the tool name, the call's idempotency key (ToolCall.IdempotencyKey:
 // derived from the run id, the tool and the canonical arguments, unless the

@@ -114,6 +114,11 @@ func Key(c *runtime.ToolCall) string {
 // WrapTool implements runtime.ToolWrapper.
 func (m *Idempotent) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 	return func(ctx context.Context, c *runtime.ToolCall) (any, error) {
+		// Only side-effecting calls are deduped: replaying a read-only tool
+		// (a status poll) would return a stale result.
+		if c.Tool == nil || !c.Tool.SideEffecting {
+			return next(ctx, c)
+		}
 		key := Key(c)
 		for {
 			m.mu.Lock()

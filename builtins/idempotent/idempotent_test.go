@@ -317,3 +317,28 @@ func TestLeaderPanicIsNotShared(t *testing.T) {
 	assert.False(t, r.Deduped)
 	assert.Equal(t, int64(2), calls.Load())
 }
+
+func TestReadOnlyAndUndeclaredToolsPassThrough(t *testing.T) {
+	p := toolPlan()
+	p.Tools["job_status"] = plan.Tool{}
+	status := rt.NewTool(rt.ToolResult{Value: "running"}, rt.ToolResult{Value: "done"})
+	other := rt.NewTool(rt.ToolResult{Value: 1}, rt.ToolResult{Value: 2})
+	pl := build(t, p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"job_status": status.Func(), "undeclared": other.Func()}})
+	for _, tt := range []struct {
+		name string
+		tool *rt.Tool
+		want []any
+	}{
+		{"job_status", status, []any{"running", "done"}},
+		{"undeclared", other, []any{1, 2}},
+	} {
+		req := runtime.ToolRequest{Name: tt.name, Args: map[string]any{"job": "j1"}}
+		for _, want := range tt.want {
+			r, err := pl.Tool(ctx1, req)
+			require.NoError(t, err)
+			assert.Equal(t, want, r.Value, tt.name)
+			assert.False(t, r.Deduped, tt.name)
+		}
+		assert.Equal(t, 2, tt.tool.Calls(), tt.name)
+	}
+}
