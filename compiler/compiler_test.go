@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -46,7 +47,7 @@ admit: "item.score > 0.5"
 	require.NoError(t, err)
 	require.Empty(t, c.Diagnostics)
 	require.NotNil(t, c.Plan)
-	assert.Equal(t, []string{"load-policy", "compile-cel", "check-order", "lower"}, c.Stages)
+	assert.Equal(t, []string{"load-policy", "validate-configs", "compile-cel", "check-order", "lower"}, c.Stages)
 	b, err := plan.Encode(c.Plan)
 	require.NoError(t, err)
 	back, err := plan.Decode("mem", b)
@@ -79,7 +80,16 @@ chains: chat: [{use: "retry", max_attempts: 99, when: "request.modle == 'x'"}]
 	assert.ErrorContains(t, err, "unknown compiler stage")
 }
 
-type sentiment struct{}
+type sentiment struct {
+	Threshold float64 `json:"threshold"`
+}
+
+func (s *sentiment) Validate() error {
+	if s.Threshold == 0.42 {
+		return errors.New("threshold 0.42 is reserved")
+	}
+	return nil
+}
 
 func (*sentiment) WrapChat(next runtime.ChatHandler) runtime.ChatHandler { return next }
 
@@ -100,6 +110,16 @@ func TestCustomMiddlewareIsVetted(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, c.Diagnostics, 1)
 	assert.Equal(t, "schema/invalid-value", c.Diagnostics[0].Rule)
+
+	// The module's own Validate runs at vet time, placed at the field.
+	refused := writePolicy(t, "package p\nchains: chat: [{use: \"test_sentiment\", threshold: 0.42}]\n")
+	c, err = Compile(context.Background(), []string{refused}, Options{})
+	require.NoError(t, err)
+	require.Len(t, c.Diagnostics, 1)
+	assert.Equal(t, "schema/invalid-value", c.Diagnostics[0].Rule)
+	assert.Contains(t, c.Diagnostics[0].Message, "reserved")
+	assert.Equal(t, 2, c.Diagnostics[0].Pos.Line)
+	assert.Equal(t, 51, c.Diagnostics[0].Pos.Col)
 }
 
 func BenchmarkCompileExample(b *testing.B) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -206,6 +207,7 @@ func (l *loader) decodeEntry(p *Policy, stage string, i int, ev cue.Value) *Entr
 			}
 		}
 	}
+	l.checkRegexps(e, path)
 	if e.Use == "guard" {
 		_, hasDeny := fields["deny"]
 		_, hasReq := fields["require"]
@@ -217,6 +219,39 @@ func (l *loader) decodeEntry(p *Policy, stage string, i int, ev cue.Value) *Entr
 		}
 	}
 	return e
+}
+
+// regexpFields lists the config fields that hold RE2 regular expressions:
+// a list of patterns, or a list of structs with a "pattern" field.
+var regexpFields = map[string]string{
+	"security":       "patterns",
+	"content_filter": "patterns",
+	"redact":         "patterns",
+	"tool_policy":    "arg_patterns",
+}
+
+// checkRegexps compiles the entry's regular expressions, so that a pattern
+// Go's RE2 engine refuses is a vet error at the pattern.
+func (l *loader) checkRegexps(e *Entry, path []string) {
+	field, ok := regexpFields[e.Use]
+	if !ok {
+		return
+	}
+	list, _ := e.Fields[field].([]any)
+	for i, item := range list {
+		pat, ok := item.(string)
+		at := append(append([]string{}, path...), field, fmt.Sprint(i))
+		if m, isMap := item.(map[string]any); isMap {
+			pat, ok = m["pattern"].(string)
+			at = append(at, "pattern")
+		}
+		if !ok {
+			continue
+		}
+		if _, err := regexp.Compile(pat); err != nil {
+			l.errorf(l.userPos(at), "schema/invalid-value", "%s[%d]: not an RE2 regular expression: %v", field, i, strings.TrimPrefix(err.Error(), "error parsing regexp: "))
+		}
+	}
 }
 
 // checkConstraintRefs reports a constraint whose outer or inner names
