@@ -13,8 +13,15 @@
 //
 // Ceilings: before a call runs, it is refused with a *runtime.BudgetError if
 // the ledger has reached any ceiling (tokens: input plus output; usd; calls).
-// The call that crosses a ceiling runs and is charged in full. Concurrent
-// calls of one ledger may all pass the check before any is charged.
+// The check and the admission are one step under the ledger's lock: an
+// admitted call is counted as pending until it ends, then either charged or,
+// when it is not charged (a pre-stream failure, a cached hit, a failed tool
+// call, a panic), released. The calls ceiling counts pending calls with the
+// charged ones, so concurrent calls of one ledger never run more calls than
+// the ceiling allows. The tokens and usd ceilings compare what has been
+// charged: a call's usage is unknown until it ends, so calls admitted
+// concurrently before the ledger reaches the ceiling all run, and each one
+// that crosses it is charged in full.
 //
 // Scope "run" keeps one ledger per run id (runtime.WithRun); "global" one for
 // the layer. Ledgers live in memory for the pipeline's lifetime; Forget drops

@@ -45,6 +45,8 @@ type Meter struct {
 type ledger struct {
 	mu sync.Mutex
 	runtime.Ledger
+	// pending counts the calls admitted by reserve and not yet settled.
+	pending int64
 }
 
 // Provision records the model rates.
@@ -102,24 +104,49 @@ func (m *Meter) Forget(runID string) {
 	m.mu.Unlock()
 }
 
-// check refuses a call once the ledger has reached a ceiling.
-func (m *Meter) check(l *ledger) error {
+// reserve admits a call or refuses it with a *runtime.BudgetError, in one
+// critical section of the ledger lock: the tokens and usd ceilings refuse
+// once the charged amount has reached them; the calls ceiling refuses once
+// the charged calls plus the calls admitted and still running have reached
+// it. An admitted call is counted as pending until settle; it reports whether
+// it reserved anything (without a budget there is nothing to reserve).
+func (m *Meter) reserve(l *ledger) (bool, error) {
 	b := m.Budget
 	if b == nil {
-		return nil
+		return false, nil
 	}
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	cur := l.Ledger
-	l.mu.Unlock()
 	switch {
 	case b.Tokens != nil && cur.Tokens() >= *b.Tokens:
-		return &runtime.BudgetError{Layer: m.name, Resource: "tokens", Spent: float64(cur.Tokens()), Limit: float64(*b.Tokens)}
+		return false, &runtime.BudgetError{Layer: m.name, Resource: "tokens", Spent: float64(cur.Tokens()), Limit: float64(*b.Tokens)}
 	case b.USD != nil && cur.USD >= *b.USD:
-		return &runtime.BudgetError{Layer: m.name, Resource: "usd", Spent: cur.USD, Limit: *b.USD}
-	case b.Calls != nil && cur.Calls >= *b.Calls:
-		return &runtime.BudgetError{Layer: m.name, Resource: "calls", Spent: float64(cur.Calls), Limit: float64(*b.Calls)}
+		return false, &runtime.BudgetError{Layer: m.name, Resource: "usd", Spent: cur.USD, Limit: *b.USD}
+	case b.Calls != nil && cur.Calls+l.pending >= *b.Calls:
+		return false, &runtime.BudgetError{Layer: m.name, Resource: "calls", Spent: float64(cur.Calls), Limit: float64(*b.Calls)}
 	}
-	return nil
+	l.pending++
+	return true, nil
+}
+
+// settle releases a call's reservation (when reserved) and charges it
+// (when charge): usage u at cost usd and one call.
+func (m *Meter) settle(l *ledger, reserved, charge bool, u runtime.Usage, usd float64) {
+	if !reserved && !charge {
+		return
+	}
+	l.mu.Lock()
+	if reserved {
+		l.pending--
+	}
+	if charge {
+		l.InputTokens += u.InputTokens
+		l.OutputTokens += u.OutputTokens
+		l.USD += usd
+		l.Calls++
+	}
+	l.mu.Unlock()
 }
 
 // Cost returns the cost in US dollars of usage on model at the plan's rates
@@ -133,29 +160,30 @@ func (m *Meter) Cost(model string, u runtime.Usage) float64 {
 func (m *Meter) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
 		l := m.ledgerFor(c.Meta.Run.ID)
-		if err := m.check(l); err != nil {
+		reserved, err := m.reserve(l)
+		if err != nil {
 			return err
 		}
+		settled := false
+		defer func() {
+			if !settled { // next panicked: release the reservation
+				m.settle(l, reserved, false, runtime.Usage{}, 0)
+			}
+		}()
 		start, u0 := c.Deltas, c.Usage
-		err := next(ctx, c, yield)
-		if c.Meta.Cached {
+		err = next(ctx, c, yield)
+		settled = true
+		if c.Meta.Cached || err != nil && c.Deltas == start && c.Usage == u0 {
+			// A cached hit, or a pre-stream failure (nothing arrived): not charged.
+			m.settle(l, reserved, false, runtime.Usage{}, 0)
 			return err
-		}
-		if err != nil && c.Deltas == start && c.Usage == u0 {
-			return err // pre-stream failure: nothing arrived
 		}
 		u := runtime.Usage{InputTokens: c.Usage.InputTokens - u0.InputTokens, OutputTokens: c.Usage.OutputTokens - u0.OutputTokens}
 		model := c.Served
 		if model == "" {
 			model = c.Request.Model
 		}
-		cost := m.Cost(model, u)
-		l.mu.Lock()
-		l.InputTokens += u.InputTokens
-		l.OutputTokens += u.OutputTokens
-		l.USD += cost
-		l.Calls++
-		l.mu.Unlock()
+		m.settle(l, reserved, true, u, m.Cost(model, u))
 		return err
 	}
 }
@@ -164,15 +192,19 @@ func (m *Meter) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 func (m *Meter) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 	return func(ctx context.Context, c *runtime.ToolCall) (any, error) {
 		l := m.ledgerFor(c.Meta.Run.ID)
-		if err := m.check(l); err != nil {
+		reserved, err := m.reserve(l)
+		if err != nil {
 			return nil, err
 		}
+		settled := false
+		defer func() {
+			if !settled { // next panicked: release the reservation
+				m.settle(l, reserved, false, runtime.Usage{}, 0)
+			}
+		}()
 		v, err := next(ctx, c)
-		if err == nil && !c.Meta.Cached {
-			l.mu.Lock()
-			l.Calls++
-			l.mu.Unlock()
-		}
+		settled = true
+		m.settle(l, reserved, err == nil && !c.Meta.Cached, runtime.Usage{}, 0)
 		return v, err
 	}
 }

@@ -2,7 +2,11 @@ package meter_test
 
 import (
 	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -58,4 +62,76 @@ func TestUSDCeilingAndForget(t *testing.T) {
 func TestValidate(t *testing.T) {
 	_, err := runtime.Build(context.Background(), rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("meter", `{"scope":"tenant"}`)}}), runtime.Deps{})
 	assert.ErrorContains(t, err, `scope must be "run" or "global"`)
+}
+
+func TestCallsCeilingHoldsUnderConcurrency(t *testing.T) {
+	model := rt.NewModel(rt.Response{Deltas: []string{"x"}, Delay: 30 * time.Millisecond, Usage: runtime.Usage{InputTokens: 10}})
+	pl, m := build(t, `{"budget":{"calls":1},"scope":"run"}`, model)
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r"})
+	var wg sync.WaitGroup
+	var ok, refused atomic.Int32
+	for range 10 {
+		wg.Go(func() {
+			_, _, err := rt.Collect(ctx, pl, runtime.ChatRequest{Model: "primary"}, 0)
+			var be *runtime.BudgetError
+			switch {
+			case err == nil:
+				ok.Add(1)
+			case errors.As(err, &be):
+				assert.Equal(t, "calls", be.Resource)
+				refused.Add(1)
+			default:
+				t.Errorf("unexpected error: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, 1, model.Calls(), "a call in flight counts against the calls ceiling")
+	assert.Equal(t, int32(1), ok.Load())
+	assert.Equal(t, int32(9), refused.Load())
+	assert.Equal(t, int64(1), m.Ledger("r").Calls)
+}
+
+func TestToolCallsCeilingHoldsUnderConcurrency(t *testing.T) {
+	var ran atomic.Int32
+	tool := func(ctx context.Context, c *runtime.ToolCall) (any, error) {
+		ran.Add(1)
+		time.Sleep(30 * time.Millisecond)
+		return "ok", nil
+	}
+	pl, err := runtime.Build(context.Background(), rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("meter", `{"budget":{"calls":2},"scope":"global"}`)}}),
+		runtime.Deps{Tools: map[string]runtime.ToolFunc{"t": tool}})
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	for range 10 {
+		wg.Go(func() { _, _ = pl.Tool(context.Background(), runtime.ToolRequest{Name: "t"}) })
+	}
+	wg.Wait()
+	assert.Equal(t, int32(2), ran.Load())
+}
+
+func TestAnUnchargedCallReleasesItsReservation(t *testing.T) {
+	model := rt.NewModel(rt.Response{Err: rt.Transient("503")}, rt.Response{Deltas: []string{"x"}})
+	pl, m := build(t, `{"budget":{"calls":1},"scope":"run"}`, model)
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r"})
+	_, _, err := rt.Collect(ctx, pl, runtime.ChatRequest{Model: "primary"}, 0)
+	require.ErrorContains(t, err, "503")
+	assert.Zero(t, m.Ledger("r").Calls, "a pre-stream failure is not charged")
+	_, _, err = rt.Collect(ctx, pl, runtime.ChatRequest{Model: "primary"}, 0)
+	require.NoError(t, err, "the failed call no longer holds the only call of the budget")
+	_, _, err = rt.Collect(ctx, pl, runtime.ChatRequest{Model: "primary"}, 0)
+	var be *runtime.BudgetError
+	require.ErrorAs(t, err, &be)
+	assert.Equal(t, "calls", be.Resource)
+}
+
+func TestAPanickingCallReleasesItsReservation(t *testing.T) {
+	boom := runtime.ModelFunc(func(context.Context, *runtime.ChatRequest, func(runtime.Delta) bool) error { panic("client bug") })
+	pl, m := build(t, `{"budget":{"calls":1},"scope":"run"}`, boom)
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r"})
+	for range 2 {
+		assert.PanicsWithValue(t, "client bug", func() { _, _, _ = rt.Collect(ctx, pl, runtime.ChatRequest{Model: "primary"}, 0) },
+			"the model runs again: the first panic did not keep the budget reserved")
+	}
+	assert.Zero(t, m.Ledger("r").Calls)
 }
