@@ -1,12 +1,18 @@
 // Package hedge implements the hedge builtin (stage chat): it races the
 // configured models. The first starts at once; each next one starts after
-// `delay`, or at once when a started model fails with a transient error or
-// an open breaker. The first model to deliver a delta (or to finish
-// successfully without one) wins: the others are cancelled, and the hedge
-// layer waits for them to return before it returns, so no goroutine outlives
-// the call. The winner's deltas are forwarded in order on the caller's
-// goroutine. A permanent failure ends the race with that error; when every
-// model fails, the last error is returned.
+// `delay`, or at once when a started model fails. The first model to deliver
+// a delta (or to finish successfully without one) wins: the others are
+// cancelled, and the hedge layer waits for them to return before it returns,
+// so no goroutine outlives the call. The winner's deltas are forwarded in
+// order on the caller's goroutine.
+//
+// A model that fails before delivering a delta, with any error (transient or
+// permanent), does not end the race: its error is recorded and the models
+// still running keep racing. The call fails only when every model started has
+// failed and no more are due (all models have been started, or the caller's
+// context is done); it then returns the error of the model that failed last
+// (the caller's context error when that is done). Once a winner has delivered
+// a delta, the stream is committed: its error, if any, is the call's.
 //
 // Each racer runs the inner layers on its own copy of the call
 // (ChatCall.Clone); the winner's served model, usage and attempts are copied

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentc-dev/agentc/builtins/fallback"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
@@ -112,7 +111,7 @@ func (h *Hedge) race(ctx context.Context, c *runtime.ChatCall, yield func(runtim
 	for running > 0 {
 		select {
 		case <-timer.C:
-			if winner < 0 && len(racers) < len(h.Models) && ctx.Err() == nil && result == nil {
+			if winner < 0 && len(racers) < len(h.Models) && ctx.Err() == nil {
 				start()
 				running++
 				if len(racers) < len(h.Models) {
@@ -136,11 +135,11 @@ func (h *Hedge) race(ctx context.Context, c *runtime.ChatCall, yield func(runtim
 					c.Adopt(r.call)
 					result = nil
 				default:
+					// A failure before any delta, transient or permanent,
+					// does not end the race while another model may still
+					// succeed: record it and start the next model at once.
 					lastErr = ev.err
-					if !fallback.FallsOver(ev.err) && result == nil {
-						result = ev.err
-						cancelOthers(-1)
-					} else if result == nil && ctx.Err() == nil && len(racers) < len(h.Models) {
+					if ctx.Err() == nil && len(racers) < len(h.Models) {
 						start()
 						running++
 						if len(racers) < len(h.Models) {
@@ -150,7 +149,7 @@ func (h *Hedge) race(ctx context.Context, c *runtime.ChatCall, yield func(runtim
 				}
 				continue
 			}
-			if winner < 0 && result == nil {
+			if winner < 0 {
 				winner = ev.idx
 				cancelOthers(winner)
 			}
@@ -166,8 +165,6 @@ func (h *Hedge) race(ctx context.Context, c *runtime.ChatCall, yield func(runtim
 	wg.Wait()
 	switch {
 	case winner >= 0:
-		return result
-	case result != nil:
 		return result
 	case ctx.Err() != nil:
 		return ctx.Err()

@@ -34,15 +34,39 @@ func TestPrimaryWinsBeforeTheDelay(t *testing.T) {
 	assert.Zero(t, backup.Calls(), "no hedge before the delay")
 }
 
-func TestAPermanentFailureEndsTheRace(t *testing.T) {
+func TestAPermanentFailureDoesNotEndTheRace(t *testing.T) {
 	rt.CheckGoroutines(t)
-	primary := rt.NewModel(rt.Response{Delay: 20 * time.Millisecond, Err: rt.Permanent("bad request")})
-	backup := rt.NewModel(rt.Response{Delay: time.Hour})
+	primary := rt.NewModel(rt.Response{Delay: 40 * time.Millisecond, Deltas: []string{"p"}})
+	backup := rt.NewModel(rt.Response{Err: rt.Permanent("backup rejects request")})
+	text, resp, err := rt.Collect(context.Background(), build(t, `{"models":["primary","backup"],"delay":"5ms"}`, primary, backup),
+		runtime.ChatRequest{}, 0)
+	require.NoError(t, err, "the healthy primary still wins")
+	assert.Equal(t, "p", text)
+	assert.Equal(t, "primary", resp.Model)
+	assert.Equal(t, 1, backup.Calls())
+}
+
+func TestAPermanentFailureStartsTheNextAtOnce(t *testing.T) {
+	rt.CheckGoroutines(t)
+	primary := rt.NewModel(rt.Response{Err: rt.Permanent("bad request")})
+	backup := rt.NewModel(rt.Response{Deltas: []string{"b"}})
 	start := time.Now()
+	text, resp, err := rt.Collect(context.Background(), build(t, `{"models":["primary","backup"],"delay":"1h"}`, primary, backup),
+		runtime.ChatRequest{}, 0)
+	require.NoError(t, err)
+	assert.Equal(t, "b", text)
+	assert.Equal(t, "backup", resp.Model)
+	assert.Less(t, time.Since(start), time.Second, "the backup did not wait for the delay")
+}
+
+func TestEveryModelFailingReturnsTheLastError(t *testing.T) {
+	rt.CheckGoroutines(t)
+	primary := rt.NewModel(rt.Response{Delay: 30 * time.Millisecond, Err: rt.Permanent("primary rejects request")})
+	backup := rt.NewModel(rt.Response{Err: rt.Permanent("backup rejects request")})
 	_, _, err := rt.Collect(context.Background(), build(t, `{"models":["primary","backup"],"delay":"1ms"}`, primary, backup),
 		runtime.ChatRequest{}, 0)
-	require.ErrorContains(t, err, "bad request")
-	assert.Less(t, time.Since(start), time.Second, "the running backup was cancelled")
+	require.ErrorContains(t, err, "primary rejects request", "the race ends when the last running model fails")
+	assert.Zero(t, primary.Running())
 	assert.Zero(t, backup.Running())
 }
 
