@@ -9,9 +9,11 @@
 // partition is the layer, the stage, the scope (the run id for scope "run",
 // nothing for "global"), the model (and max_tokens) or the tool: inputs only
 // match within the same model or tool. The nearest entry is reused when its
-// cosine similarity is at least `threshold`; otherwise the call runs and, on
-// success, is stored with the layer's `ttl` in the index named by `index`
-// (the default store when unset; see runtime.BuildContext.VectorIndex).
+// cosine similarity is at least `threshold` (for a tool call, only when its
+// arguments are also equal after normalisation, below); otherwise the call
+// runs and, on success, is stored with the layer's `ttl` in the index named
+// by `index` (the default store when unset; see
+// runtime.BuildContext.VectorIndex).
 //
 // The rules are memoize's (package builtins/memoize): only successes are
 // stored; a hit sets Meta.Cached (meters do not charge it), replays a chat
@@ -20,7 +22,18 @@
 // nor to one the plan does not declare (it passes such calls through), and
 // store or embedder failures fail open (a miss, logged).
 //
-// Reusing a near-duplicate answer is a product decision: a transcript that
-// differs in one digit ("refund order 1234" and "refund order 1235") can
-// score above a low threshold. Keep read-only, answer-like calls behind it.
+// Tool calls: the similarity only finds candidates. A tool call's arguments
+// carry identifiers (a customer, an order) that a near-duplicate must not
+// swap, so a tool entry is stored with the digest of its normalised
+// arguments (NormalizedArgsDigest: every string trimmed, white space
+// collapsed, case folded; object keys, numbers and booleans exact), and a
+// candidate among the nearest entries above the threshold is reused only
+// when its digest equals the call's. "Alice.Smith " and "alice.smith" reuse
+// each other's result; "alice.smith" and "bob.smith" never do, whatever the
+// score. Arguments that do not encode as JSON bypass the layer.
+//
+// Chat calls keep near-duplicate matching: reusing a near-duplicate answer
+// is a product decision: a transcript that differs in one digit ("refund
+// order 1234" and "refund order 1235") can score above a low threshold.
+// Keep read-only, answer-like calls behind it.
 package semanticmemoize

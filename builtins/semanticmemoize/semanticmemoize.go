@@ -89,10 +89,15 @@ func (m *SemanticMemoize) partition(stage, run, target string) string {
 	return strings.Join([]string{"agentc/semantic_memoize", m.name, stage, m.Scope, run, target}, "\x00")
 }
 
-// lookup embeds text and returns its vector and the nearest entry's value
-// when it scores at least the threshold. A nil vector means the embedder
-// failed: the call runs and is not stored.
-func (m *SemanticMemoize) lookup(ctx context.Context, part, text string) ([]float32, []byte, bool) {
+// toolCandidates is how many nearest entries a tool call's lookup examines
+// for one whose arguments equal the call's.
+const toolCandidates = 8
+
+// lookup embeds text and returns its vector and the value of the nearest
+// entry that scores at least the threshold and that accept (when not nil)
+// accepts, among the k nearest. A nil vector means the embedder failed: the
+// call runs and is not stored.
+func (m *SemanticMemoize) lookup(ctx context.Context, part, text string, k int, accept func([]byte) ([]byte, bool)) ([]float32, []byte, bool) {
 	vec, err := m.embed.Embed(ctx, text)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -100,19 +105,27 @@ func (m *SemanticMemoize) lookup(ctx context.Context, part, text string) ([]floa
 		}
 		return nil, nil, false
 	}
-	matches, err := m.index.Query(ctx, part, vec, 1)
+	matches, err := m.index.Query(ctx, part, vec, k)
 	if err != nil {
 		if ctx.Err() == nil {
 			m.logger.WarnContext(ctx, "semantic_memoize: index query failed; treating as a miss", "error", err)
 		}
 		return vec, nil, false
 	}
-	// The tolerance absorbs float32 rounding, so that threshold 1 matches
-	// an identical input.
-	if len(matches) == 0 || matches[0].Score+scoreTolerance < m.Threshold {
-		return vec, nil, false
+	for _, match := range matches {
+		// The tolerance absorbs float32 rounding, so that threshold 1
+		// matches an identical input.
+		if match.Score+scoreTolerance < m.Threshold {
+			break
+		}
+		if accept == nil {
+			return vec, match.Value, true
+		}
+		if v, ok := accept(match.Value); ok {
+			return vec, v, true
+		}
 	}
-	return vec, matches[0].Value, true
+	return vec, nil, false
 }
 
 func (m *SemanticMemoize) store(ctx context.Context, part, text string, vec []float32, v any) {
@@ -148,7 +161,7 @@ func (m *SemanticMemoize) WrapChat(next runtime.ChatHandler) runtime.ChatHandler
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
 		text := Transcript(c.Request.Messages)
 		part := m.partition(plan.StageChat, c.Meta.Run.ID, c.Request.Model+"\x00"+strconv.Itoa(c.Request.MaxTokens))
-		vec, hit, ok := m.lookup(ctx, part, text)
+		vec, hit, ok := m.lookup(ctx, part, text, 1, nil)
 		if ok {
 			var e chatcache.Entry
 			if json.Unmarshal(hit, &e) == nil {
@@ -178,9 +191,22 @@ func (m *SemanticMemoize) WrapTool(next runtime.ToolHandler) runtime.ToolHandler
 		if err != nil {
 			return next(ctx, c)
 		}
+		digest, err := NormalizedArgsDigest(c.Args)
+		if err != nil {
+			return next(ctx, c)
+		}
 		text := string(args)
 		part := m.partition(plan.StageTool, c.Meta.Run.ID, c.Name)
-		vec, hit, ok := m.lookup(ctx, part, text)
+		// The similarity only finds candidates: a candidate is reused only
+		// when its arguments equal the call's after normalisation, so that
+		// a call for another customer or order never gets its result.
+		vec, hit, ok := m.lookup(ctx, part, text, toolCandidates, func(b []byte) ([]byte, bool) {
+			var e toolEntry
+			if json.Unmarshal(b, &e) != nil || e.Args != digest || e.Result == nil {
+				return nil, false
+			}
+			return e.Result, true
+		})
 		if ok {
 			var v any
 			if json.Unmarshal(hit, &v) == nil {
@@ -190,10 +216,67 @@ func (m *SemanticMemoize) WrapTool(next runtime.ToolHandler) runtime.ToolHandler
 		}
 		v, err := next(ctx, c)
 		if err == nil {
-			m.store(ctx, part, text, vec, v)
+			if res, merr := json.Marshal(v); merr != nil {
+				m.logger.DebugContext(ctx, "semantic_memoize: result does not encode as JSON; not cached", "error", merr)
+			} else {
+				m.store(ctx, part, text, vec, toolEntry{Args: digest, Result: res})
+			}
 		}
 		return v, err
 	}
+}
+
+// toolEntry is the stored value of a tool call: the digest of its
+// normalised arguments and its result.
+type toolEntry struct {
+	Args   string          `json:"args"`
+	Result json.RawMessage `json:"result"`
+}
+
+// NormalizedArgsDigest returns the hex SHA-256 of the canonical JSON of a
+// tool call's arguments after normalisation: every string value is trimmed,
+// its runs of white space collapsed to one space and its case folded;
+// object keys, numbers and booleans are kept as they are. Two calls reuse
+// each other's result only when their digests are equal.
+func NormalizedArgsDigest(args map[string]any) (string, error) {
+	b, err := json.Marshal(normalize(args))
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// normalize returns v with its strings normalised (see NormalizedArgsDigest);
+// values of other types are returned as they are.
+func normalize(v any) any {
+	switch v := v.(type) {
+	case string:
+		return foldString(v)
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, x := range v {
+			out[k] = normalize(x)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, x := range v {
+			out[i] = normalize(x)
+		}
+		return out
+	case []string:
+		out := make([]string, len(v))
+		for i, x := range v {
+			out[i] = foldString(x)
+		}
+		return out
+	}
+	return v
+}
+
+func foldString(s string) string {
+	return strings.ToLower(strings.ToUpper(strings.Join(strings.Fields(s), " ")))
 }
 
 var (

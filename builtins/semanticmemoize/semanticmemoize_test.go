@@ -42,14 +42,61 @@ func TestToolNearDuplicate(t *testing.T) {
 		return r
 	}
 	assert.False(t, call("search", "What is the refund policy for lost parcels?").Cached)
-	r := call("search", "what is the refund policy for lost parcels")
-	assert.True(t, r.Cached, "near duplicate")
+	r := call("search", "  what is the  refund POLICY for lost parcels? ")
+	assert.True(t, r.Cached, "equal after normalisation")
 	assert.Equal(t, "A", r.Value)
 	r = call("search", "Which carriers deliver to Norway?")
 	assert.False(t, r.Cached, "a different question")
 	assert.Equal(t, "B", r.Value)
 	assert.False(t, call("other", "What is the refund policy for lost parcels?").Cached, "partitioned by tool")
 	assert.Equal(t, 2, search.Calls())
+}
+
+func TestToolNearDuplicateWithOtherArgumentsMisses(t *testing.T) {
+	get := func(_ context.Context, c *runtime.ToolCall) (any, error) {
+		return "record of " + c.Args["customer"].(string), nil
+	}
+	pl := build(t, toolPlan(`{"threshold": 0.5}`), runtime.Deps{Tools: map[string]runtime.ToolFunc{"search": get}})
+	fields := "name, billing address, shipping address, order history, payment methods, loyalty points"
+	for _, tt := range []struct {
+		customer, want string
+		cached         bool
+	}{
+		{"alice.smith", "record of alice.smith", false},
+		{"bob.smith", "record of bob.smith", false},
+		{"alice.smyth", "record of alice.smyth", false},
+		{" Alice.Smith", "record of alice.smith", true},
+		{"BOB.SMITH", "record of bob.smith", true},
+	} {
+		r, err := pl.Tool(ctx1, runtime.ToolRequest{Name: "search", Args: map[string]any{"customer": tt.customer, "fields": fields, "n": 3}})
+		require.NoError(t, err)
+		assert.Equal(t, tt.want, r.Value, tt.customer)
+		assert.Equal(t, tt.cached, r.Cached, tt.customer)
+	}
+	r, err := pl.Tool(ctx1, runtime.ToolRequest{Name: "search", Args: map[string]any{"customer": "alice.smith", "fields": fields, "n": 4}})
+	require.NoError(t, err)
+	assert.False(t, r.Cached, "a number is compared exactly")
+}
+
+func TestNormalizedArgsDigest(t *testing.T) {
+	d := func(args map[string]any) string {
+		s, err := semanticmemoize.NormalizedArgsDigest(args)
+		require.NoError(t, err)
+		return s
+	}
+	base := d(map[string]any{"q": "Lost parcel", "tags": []any{"A b"}, "n": 1.0, "ok": true})
+	assert.Equal(t, base, d(map[string]any{"ok": true, "n": 1, "tags": []any{" a   B "}, "q": "\tlost  PARCEL\n"}))
+	for _, other := range []map[string]any{
+		{"q": "Lost parcels", "tags": []any{"A b"}, "n": 1.0, "ok": true},
+		{"Q": "Lost parcel", "tags": []any{"A b"}, "n": 1.0, "ok": true},
+		{"q": "Lost parcel", "tags": []any{"A b"}, "n": 2.0, "ok": true},
+		{"q": "Lost parcel", "tags": []any{"A b"}, "n": 1.0, "ok": false},
+		{"q": "Lost parcel", "tags": []any{"Ab"}, "n": 1.0, "ok": true},
+	} {
+		assert.NotEqual(t, base, d(other), "%v", other)
+	}
+	_, err := semanticmemoize.NormalizedArgsDigest(map[string]any{"x": make(chan int)})
+	assert.Error(t, err)
 }
 
 func TestThresholdOneMatchesIdenticalInput(t *testing.T) {
