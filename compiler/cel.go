@@ -67,17 +67,22 @@ func (c *Compilation) checkPredicate(x *dsl.Expr, stage predicate.Stage, phase p
 		return
 	}
 	checked, issues := env.Check(x.Source)
+	syntax := false
 	for _, is := range issues {
+		if is.Rule == predicate.RuleSyntax {
+			// Later syntax errors are usually echoes of the first.
+			if syntax {
+				continue
+			}
+			syntax = true
+		}
 		c.report(dsl.Errorf(x.PosAt(is.Offset), is.Rule, "%s", is.Message))
 	}
 	if checked == nil {
 		return
 	}
 	if checked.ReadsUntypedArgs {
-		at := strings.Index(x.Source, "args")
-		if at < 0 {
-			at = 0
-		}
+		at := identOffset(x.Source, "args")
 		why := "no tool schema types it"
 		if len(tools) == 0 {
 			why = "the entry is not scoped to tools with schemas (add tools: [...])"
@@ -92,4 +97,34 @@ func (c *Compilation) checkPredicate(x *dsl.Expr, stage predicate.Stage, phase p
 	if stage == predicate.Admit {
 		c.Predicates[x].Phase = ""
 	}
+}
+
+// identOffset returns the byte offset of the first use of the identifier
+// name in a CEL source, outside string literals and not part of a longer
+// name or a field selection (0 when there is none).
+func identOffset(src, name string) int {
+	isIdent := func(b byte) bool {
+		return b == '_' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z'
+	}
+	var quote byte
+	for i := 0; i < len(src); i++ {
+		b := src[i]
+		if quote != 0 {
+			if b == '\\' {
+				i++
+			} else if b == quote {
+				quote = 0
+			}
+			continue
+		}
+		if b == '"' || b == '\'' {
+			quote = b
+			continue
+		}
+		if strings.HasPrefix(src[i:], name) && (i == 0 || !isIdent(src[i-1]) && src[i-1] != '.') &&
+			(i+len(name) == len(src) || !isIdent(src[i+len(name)])) {
+			return i
+		}
+	}
+	return 0
 }

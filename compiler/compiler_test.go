@@ -153,3 +153,19 @@ func TestCustomMiddlewareConstraints(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, c.Diagnostics)
 }
+
+func TestIdentOffset(t *testing.T) {
+	tests := []struct {
+		src  string
+		want int
+	}{
+		{"args.x == 1", 0},
+		{"tool.name == 'margs' && args.x == 1", 24},
+		{`"args" == tool.name || args.y`, 23},
+		{"xargs.y == 1 || args.z", 16},
+		{"item.args == 1", 0},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, identOffset(tt.src, "args"), tt.src)
+	}
+}

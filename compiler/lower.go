@@ -3,7 +3,9 @@ package compiler
 import (
 	"context"
 	"encoding/json"
+	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/agentc-dev/agentc/dsl"
 	"github.com/agentc-dev/agentc/runtime/plan"
@@ -60,7 +62,7 @@ func lower(_ context.Context, c *Compilation) error {
 }
 
 func (c *Compilation) lowerEntry(e *dsl.Entry) plan.Layer {
-	l := plan.Layer{Use: e.Use, Name: e.Name, Tools: e.Tools, Pos: e.Pos.String()}
+	l := plan.Layer{Use: e.Use, Name: e.Name, Tools: e.Tools, Pos: c.planPos(e.Pos)}
 	cfg := e.Config
 	if len(cfg) == 0 {
 		cfg = json.RawMessage("{}")
@@ -86,6 +88,17 @@ func (c *Compilation) lowerEntry(e *dsl.Entry) plan.Layer {
 		l.Predicates[f] = c.predicate(x, e.Stage, phase, e.Tools)
 	}
 	return l
+}
+
+// planPos renders a position for the plan relative to the policy's
+// directory, so that the plan does not depend on where it was built from.
+func (c *Compilation) planPos(p dsl.Pos) string {
+	if c.Policy != nil && p.File != "" {
+		if rel, err := filepath.Rel(c.Policy.Dir, p.File); err == nil && !strings.HasPrefix(rel, "..") {
+			p.File = filepath.ToSlash(rel)
+		}
+	}
+	return p.String()
 }
 
 // predicate returns the checked predicate of x, or an unchecked one when

@@ -4,9 +4,30 @@ import (
 	"context"
 	"strings"
 
+	"github.com/agentc-dev/agentc/compiler/vet"
 	"github.com/agentc-dev/agentc/dsl"
 	"github.com/agentc-dev/agentc/runtime"
 )
+
+// checkConstraintIDs reports a policy constraint whose id would report under
+// a rule id that agentc itself defines (order/cycle, order/audit-trail...):
+// tools and tests match on those ids.
+func checkConstraintIDs(c *Compilation) {
+	reserved := map[string]bool{}
+	for _, r := range vet.Suite {
+		if id, ok := strings.CutPrefix(r.Name, "order/"); ok {
+			reserved[id] = true
+		}
+	}
+	for _, bc := range c.opts.Schema.Constraints() {
+		reserved[bc.ID] = true
+	}
+	for _, pc := range c.Policy.Constraints {
+		if reserved[pc.ID] {
+			c.report(dsl.Errorf(pc.Pos, "schema/invalid-value", "constraint id %q is reserved: order/%s is one of agentc's own rules; choose another id", pc.ID, pc.ID))
+		}
+	}
+}
 
 // validateConfigs runs each linked module's own config validation, so that
 // a config the schema accepts but the middleware refuses (a zero ttl, an
@@ -14,6 +35,7 @@ import (
 // error at the entry instead of a Build failure in production. Modules not
 // linked into the running binary are skipped.
 func validateConfigs(_ context.Context, c *Compilation) error {
+	checkConstraintIDs(c)
 	for _, stage := range dsl.Stages {
 		for _, e := range c.Policy.Chains[stage] {
 			known, err := runtime.ValidateConfig(e.Use, e.Config)

@@ -79,7 +79,7 @@ func (l *loader) decode(p *Policy, v cue.Value) {
 				continue
 			}
 			if prev, dup := names[e.Name]; dup && (e.ExplicitName || prev.ExplicitName) {
-				l.errorf(e.NamePos, "schema/invalid-value", "entry name %q is already used at %s; names must be unique in a chain", e.Name, prev.Pos)
+				l.errorf(e.NamePos, "schema/invalid-value", "entry name %q is already used at %s; names must be unique in a chain", e.Name, where(prev.Pos, e.NamePos))
 			}
 			names[e.Name] = e
 			p.Chains[stage] = append(p.Chains[stage], e)
@@ -105,6 +105,14 @@ func (l *loader) decode(p *Policy, v cue.Value) {
 				c.When = l.expr(append(path, "when"), cv.LookupPath(cue.ParsePath("when")))
 			}
 			l.checkConstraintRefs(p, c)
+			if c.Outer == c.Inner {
+				l.errorf(c.InnerPos, "schema/invalid-value", "constraint %s names %q as both outer and inner", c.ID, c.Outer)
+			}
+			for _, prev := range p.Constraints {
+				if prev.ID == c.ID {
+					l.errorf(c.Pos, "schema/invalid-value", "constraint id %q is already used at %s; ids name the rule order/<id> and must be unique", c.ID, where(prev.Pos, c.Pos))
+				}
+			}
 			p.Constraints = append(p.Constraints, c)
 		}
 	}
@@ -219,6 +227,15 @@ func (l *loader) decodeEntry(p *Policy, stage string, i int, ev cue.Value) *Entr
 		}
 	}
 	return e
+}
+
+// where names position p for a message about position from: "line 7" in
+// the same file, else "file.cue:7".
+func where(p, from Pos) string {
+	if p.File == from.File {
+		return fmt.Sprintf("line %d", p.Line)
+	}
+	return fmt.Sprintf("%s:%d", filepath.Base(p.File), p.Line)
 }
 
 // regexpFields lists the config fields that hold RE2 regular expressions:
@@ -371,7 +388,11 @@ func (l *loader) jsonSchema(v cue.Value, pos Pos) json.RawMessage {
 	}
 	b, err := v.MarshalJSON()
 	if err != nil {
-		l.errorf(pos, "schema/invalid-value", "JSON Schema: %v", err)
+		// The schema check has reported why (args must be a struct or
+		// a file path).
+		if !l.diags.HasErrors() {
+			l.errorf(pos, "schema/invalid-value", "JSON Schema: %v", err)
+		}
 		return nil
 	}
 	return b

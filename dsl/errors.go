@@ -68,6 +68,7 @@ var (
 	conflictRE = regexp.MustCompile(`^conflicting values (.+?) and (.+?)( \(mismatched types .*\))?$`)
 	boundRE    = regexp.MustCompile(`^invalid value (.+) \(out of bound (.+)\)$`)
 	matchRE    = regexp.MustCompile(`^invalid value (.+) \(does not match (.+)\)$`)
+	listLenRE  = regexp.MustCompile(`^incompatible list lengths \((\d+) and (\d+)\)$`)
 )
 
 // addCUEErrors turns CUE errors into diagnostics placed in the user's files:
@@ -115,6 +116,10 @@ func (l *loader) addCUEErrors(err error, user cue.Value, skip ...string) {
 			if got, ok := l.userLiteral(path); ok && got == m[2] {
 				r.conflict = [2]string{m[2], m[1]}
 			} else if !ok && !isLiteral(m[1]) && isLiteral(m[2]) {
+				r.conflict = [2]string{m[2], m[1]}
+			} else if !ok && looksLikeSchema(m[1]) && !looksLikeSchema(m[2]) {
+				// Neither is a literal: the schema's side names a
+				// definition or a type.
 				r.conflict = [2]string{m[2], m[1]}
 			}
 		}
@@ -203,10 +208,18 @@ func describeType(s string) string {
 		return "true or false"
 	case "list", "[...string]":
 		return "a list"
+	case "[...#Entry]":
+		return "a list of chain entries"
 	case "struct", "{}":
 		return "a struct"
 	}
 	return s
+}
+
+// looksLikeSchema reports whether a value printed by CUE comes from the
+// schema: a definition, a list of definitions, or a bare type.
+func looksLikeSchema(s string) bool {
+	return strings.Contains(s, "#") || s == "int" || s == "number" || s == "string" || s == "bool" || s == "float"
 }
 
 // firstType returns the first alternative that is a type, not a value.
@@ -275,8 +288,15 @@ func classify(msg string, path []string) (rule, out string) {
 		return "schema/unknown-field", fmt.Sprintf("unknown field %q", last)
 	case strings.Contains(msg, "field is required but not present"):
 		return "schema/missing-field", fmt.Sprintf("missing required field %q", last)
+	case strings.HasPrefix(msg, "required field missing: "):
+		return "schema/missing-field", fmt.Sprintf("%s: missing required field %q", name, strings.TrimPrefix(msg, "required field missing: "))
+	case strings.Contains(msg, "imported but not defined") || (strings.HasPrefix(msg, "import ") && strings.HasSuffix(msg, "not found")):
+		return "schema/bad-reference", fmt.Sprintf("%s; a policy can import only CUE standard-library packages", strings.TrimSpace(strings.TrimSuffix(msg, " in ")))
 	case strings.HasPrefix(msg, "incomplete value"):
 		return "schema/missing-field", fmt.Sprintf("%s: %s: give a concrete value", name, msg)
+	}
+	if m := listLenRE.FindStringSubmatch(msg); m != nil {
+		return "schema/invalid-value", fmt.Sprintf("%s: has %s elements, needs at least %s", name, m[1], m[2])
 	}
 	if m := boundRE.FindStringSubmatch(msg); m != nil && strings.Contains(m[2], "(ns|us|µs|ms|s|m|h)") {
 		return "schema/invalid-value", fmt.Sprintf("%s: %s is not a duration such as \"250ms\", \"30s\" or \"1h30m\"", name, m[1])
