@@ -3,6 +3,8 @@ package pii
 import (
 	"net/netip"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 func isDigit(b byte) bool { return b >= '0' && b <= '9' }
@@ -59,11 +61,59 @@ func digitsAt(text string, i, n int) bool {
 
 // --- email ---
 
+// Addresses are scanned by rune: internationalized local parts and domain labels (RFC 6531,
+// IDN) may hold letters, marks and digits beyond ASCII.
+
 func isLocalChar(b byte) bool {
 	return isAlnum(b) || b == '.' || b == '_' || b == '%' || b == '+' || b == '-'
 }
 
 func isDomainChar(b byte) bool { return isAlnum(b) || b == '.' || b == '-' }
+
+// isIntlWordRune reports whether a non-ASCII rune may appear in an internationalized address.
+func isIntlWordRune(r rune) bool {
+	return r >= utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsMark(r) || unicode.IsDigit(r))
+}
+
+// emailLocalStart returns where the local part ending at k begins.
+func emailLocalStart(text string, k int) int {
+	s := k
+	for s > 0 {
+		if b := text[s-1]; b < utf8.RuneSelf {
+			if !isLocalChar(b) {
+				break
+			}
+			s--
+			continue
+		}
+		r, size := utf8.DecodeLastRuneInString(text[:s])
+		if !isIntlWordRune(r) {
+			break
+		}
+		s -= size
+	}
+	return s
+}
+
+// emailDomainEnd returns where the domain starting at i ends.
+func emailDomainEnd(text string, i int) int {
+	e := i
+	for e < len(text) {
+		if b := text[e]; b < utf8.RuneSelf {
+			if !isDomainChar(b) {
+				break
+			}
+			e++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(text[e:])
+		if !isIntlWordRune(r) {
+			break
+		}
+		e += size
+	}
+	return e
+}
 
 func findEmails(text string, add func(Kind, int, int)) {
 	from := 0
@@ -74,20 +124,14 @@ func findEmails(text string, add func(Kind, int, int)) {
 		}
 		k := from + at
 		from = k + 1
-		s := k
-		for s > 0 && isLocalChar(text[s-1]) {
-			s--
-		}
+		s := emailLocalStart(text, k)
 		for s < k && text[s] == '.' {
 			s++
 		}
 		if s == k || k-s > 64 || text[k-1] == '.' {
 			continue
 		}
-		e := k + 1
-		for e < len(text) && isDomainChar(text[e]) {
-			e++
-		}
+		e := emailDomainEnd(text, k+1)
 		for e > k+1 && (text[e-1] == '.' || text[e-1] == '-') {
 			e--
 		}
@@ -119,11 +163,11 @@ func validEmailDomain(d string) bool {
 		return false
 	}
 	tld := d[strings.LastIndexByte(d, '.')+1:]
-	if len(tld) < 2 {
+	if utf8.RuneCountInString(tld) < 2 {
 		return false
 	}
-	for i := 0; i < len(tld); i++ {
-		if !isAlpha(tld[i]) {
+	for _, r := range tld {
+		if (r < utf8.RuneSelf && !isAlpha(byte(r))) || (r >= utf8.RuneSelf && !unicode.IsLetter(r) && !unicode.IsMark(r)) {
 			return false
 		}
 	}

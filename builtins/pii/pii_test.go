@@ -38,6 +38,14 @@ func TestFind(t *testing.T) {
 		{"not an email: handle", "ping @alice on chat", []string{}},
 		{"not an email: no tld", "user@localhost", []string{}},
 		{"not an email: numeric tld", "root@10.0.0", []string{}},
+		{"email non-ascii local part", "write jöhn.müller@example.com", []string{"email:jöhn.müller@example.com"}},
+		{"email non-ascii last letter", "or josé@example.es.", []string{"email:josé@example.es"}},
+		{"email combining accent", "jose\u0301@example.es", []string{"email:jose\u0301@example.es"}},
+		{"email idn domain", "mail user@bücher.example.de now", []string{"email:user@bücher.example.de"}},
+		{"email cyrillic", "почта: иван@пример.рф", []string{"email:иван@пример.рф"}},
+		{"email after non-ascii punctuation", "«maria@example.com»", []string{"email:maria@example.com"}},
+		{"not an email: non-ascii without tld", "straße@localhost", []string{}},
+		{"not an email: digit tld after idn", "ö@bücher.1", []string{}},
 
 		// phone
 		{"us dashed", "call 415-555-2671 now", []string{"phone:415-555-2671"}},
@@ -135,6 +143,10 @@ func TestRedact(t *testing.T) {
 	out, n := s.Redact("mail jane@example.com, SSN 123-45-6789, card 4111 1111 1111 1111.")
 	assert.Equal(t, "mail [REDACTED:email], SSN [REDACTED:ssn], card [REDACTED:card].", out)
 	assert.Equal(t, 3, n)
+
+	out, n = s.Redact("jöhn.müller@example.com or josé@example.es")
+	assert.Equal(t, "[REDACTED:email] or [REDACTED:email]", out)
+	assert.Equal(t, 2, n)
 
 	out, n = s.Redact("nothing to see")
 	assert.Equal(t, "nothing to see", out)
