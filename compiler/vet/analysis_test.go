@@ -4,7 +4,10 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -146,4 +149,50 @@ chains: chat: [
 	require.Len(t, ds[0].Related, 2)
 	assert.Equal(t, 4, ds[0].Related[0].Pos.Line)
 	assert.Equal(t, 5, ds[0].Related[1].Pos.Line)
+}
+
+func TestConstraintWhenLimits(t *testing.T) {
+	list := make([]string, 200)
+	for i := range list {
+		list[i] = strconv.Itoa(i)
+	}
+	l := "[" + strings.Join(list, ",") + "]"
+	nested := l + ".all(a, " + l + ".all(b, " + l + ".all(c, " + l + ".all(d, a+b+c+d >= 0))))"
+	tests := []struct {
+		name, when string
+		rule       string
+		line, col  int // of the diagnostic; the when string opens at column 31
+	}{
+		{name: "type error", when: `'é' == 'é' && zzz`, rule: "cel/type", line: 3, col: 48},
+		{name: "syntax error", when: `true && (`, rule: "cel/syntax", line: 3, col: 41},
+		{name: "second line", when: `true &&\n zzz`, rule: "cel/type", line: 3, col: 42},
+		{name: "not bool", when: `1 + 2`, rule: "cel/not-bool", line: 3, col: 32},
+		{name: "literal iterations", when: nested, rule: "cel/cost", line: 3, col: 32},
+		{name: "config iterations", when: `inner.a.all(a, inner.a.all(b, inner.a.all(c, inner.a.all(d, a+b+c+d >= 0))))`, rule: "cel/cost", line: 3, col: 32},
+		{name: "too long", when: strings.Repeat("true && ", 600) + "true", rule: "cel/syntax", line: 3, col: 32},
+		{name: "too deep", when: strings.Repeat("(", 100) + "true" + strings.Repeat(")", 100), rule: "cel/syntax", line: 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			done := make(chan *vet.Analysis, 1)
+			go func() {
+				done <- analyze(t, "package p\nchains: turn: [{use: \"audit\"}, {use: \"log\"}]\nconstraints: [{id: \"x\", when: \""+tt.when+"\", outer: \"log\", inner: \"audit\", why: \"w\"}]\n")
+			}()
+			var a *vet.Analysis
+			select {
+			case a = <-done:
+			case <-time.After(30 * time.Second):
+				t.Fatal("analysis does not end")
+			}
+			require.Len(t, a.Problems, 1, "%v", a.Problems)
+			d := a.Problems[0]
+			assert.Equal(t, tt.rule, d.Rule, "%s", d)
+			assert.Equal(t, tt.line, d.Pos.Line, "%s", d)
+			if tt.col != 0 {
+				assert.Equal(t, tt.col, d.Pos.Col, "%s", d)
+			}
+			assert.NotContains(t, d.Message, "container", "%s", d)
+			assert.Empty(t, a.Pairs, "a constraint whose when does not compile is not applied")
+		})
+	}
 }
