@@ -14,6 +14,12 @@
 // (the caller's context error when that is done). Once a winner has delivered
 // a delta, the stream is committed: its error, if any, is the call's.
 //
+// A panic in a racer (a model client or an inner layer) does not crash the
+// process from the racer's goroutine: it ends the race, the other racers are
+// cancelled and awaited, and the panic is raised again, with the same value,
+// on the caller's goroutine. When the consumer's yield panics, the racers are
+// likewise cancelled and awaited before the panic leaves the layer.
+//
 // Each racer runs the inner layers on its own copy of the call
 // (ChatCall.Clone); the winner's served model, usage and attempts are copied
 // back. Model clients must return promptly when their context is cancelled.

@@ -49,6 +49,10 @@ type event struct {
 	delta runtime.Delta
 	done  bool
 	err   error
+	// panicked reports that the racer's inner layers panicked with value
+	// panic (a done event).
+	panicked bool
+	panic    any
 }
 
 type racer struct {
@@ -66,9 +70,17 @@ func (h *Hedge) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 
 func (h *Hedge) race(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool, next runtime.ChatHandler) error {
 	hctx, cancelAll := context.WithCancel(ctx)
-	defer cancelAll()
 	events := make(chan event)
+	// quit is closed when race returns, normally or because the consumer's
+	// yield panicked: from then on no racer waits to send an event or for an
+	// ack, and the racers are cancelled and awaited before race returns.
+	quit := make(chan struct{})
 	var wg sync.WaitGroup
+	defer func() {
+		close(quit)
+		cancelAll()
+		wg.Wait()
+	}()
 	var racers []*racer
 	start := func() {
 		i := len(racers)
@@ -81,16 +93,34 @@ func (h *Hedge) race(ctx context.Context, c *runtime.ChatCall, yield func(runtim
 		go func() {
 			defer wg.Done()
 			defer cancel()
-			err := next(rctx, rc, func(d runtime.Delta) bool {
+			ev := event{idx: i, done: true}
+			defer func() {
+				// A panic of the inner layers is delivered to the caller's
+				// goroutine, which re-panics with it.
+				if p := recover(); p != nil {
+					ev.panicked, ev.panic = true, p
+				}
+				// The loop receives until every racer has reported done.
+				select {
+				case events <- ev:
+				case <-quit:
+				}
+			}()
+			ev.err = next(rctx, rc, func(d runtime.Delta) bool {
 				select {
 				case events <- event{idx: i, delta: d}:
 				case <-rctx.Done():
 					return false
+				case <-quit:
+					return false
 				}
-				return <-r.ack
+				select {
+				case ok := <-r.ack:
+					return ok
+				case <-quit:
+					return false
+				}
 			})
-			// The loop receives until every racer has reported done.
-			events <- event{idx: i, done: true, err: err}
 		}()
 	}
 
@@ -101,6 +131,8 @@ func (h *Hedge) race(ctx context.Context, c *runtime.ChatCall, yield func(runtim
 	winner := -1
 	stopped := false
 	var result, lastErr error
+	panicked := false
+	var panicValue any
 	cancelOthers := func(keep int) {
 		for j, r := range racers {
 			if j != keep {
@@ -111,7 +143,7 @@ func (h *Hedge) race(ctx context.Context, c *runtime.ChatCall, yield func(runtim
 	for running > 0 {
 		select {
 		case <-timer.C:
-			if winner < 0 && len(racers) < len(h.Models) && ctx.Err() == nil {
+			if winner < 0 && !panicked && len(racers) < len(h.Models) && ctx.Err() == nil {
 				start()
 				running++
 				if len(racers) < len(h.Models) {
@@ -122,6 +154,15 @@ func (h *Hedge) race(ctx context.Context, c *runtime.ChatCall, yield func(runtim
 			r := racers[ev.idx]
 			if ev.done {
 				running--
+				if ev.panicked && !panicked {
+					// Stop the race; the panic is raised once every racer
+					// has returned.
+					panicked, panicValue = true, ev.panic
+					cancelOthers(-1)
+				}
+				if panicked {
+					continue
+				}
 				switch {
 				case ev.idx == winner:
 					result = ev.err
@@ -149,11 +190,11 @@ func (h *Hedge) race(ctx context.Context, c *runtime.ChatCall, yield func(runtim
 				}
 				continue
 			}
-			if winner < 0 {
+			if winner < 0 && !panicked {
 				winner = ev.idx
 				cancelOthers(winner)
 			}
-			if ev.idx != winner || stopped {
+			if ev.idx != winner || stopped || panicked {
 				r.ack <- false
 				continue
 			}
@@ -163,6 +204,9 @@ func (h *Hedge) race(ctx context.Context, c *runtime.ChatCall, yield func(runtim
 		}
 	}
 	wg.Wait()
+	if panicked {
+		panic(panicValue)
+	}
 	switch {
 	case winner >= 0:
 		return result

@@ -70,6 +70,45 @@ func TestEveryModelFailingReturnsTheLastError(t *testing.T) {
 	assert.Zero(t, backup.Running())
 }
 
+func buildClients(t *testing.T, config string, primary, backup runtime.ModelClient) *runtime.Pipeline {
+	t.Helper()
+	pl, err := runtime.Build(context.Background(), rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("hedge", config)}}),
+		runtime.Deps{Models: map[string]runtime.ModelClient{"primary": primary, "backup": backup}})
+	require.NoError(t, err)
+	return pl
+}
+
+func TestAPanickingModelPanicsInTheCaller(t *testing.T) {
+	rt.CheckGoroutines(t)
+	boom := runtime.ModelFunc(func(context.Context, *runtime.ChatRequest, func(runtime.Delta) bool) error { panic("client bug") })
+	pl := buildClients(t, `{"models":["primary","backup"],"delay":"1ms"}`, boom, boom)
+	assert.PanicsWithValue(t, "client bug", func() { _, _, _ = rt.Collect(context.Background(), pl, runtime.ChatRequest{}, 0) })
+}
+
+func TestAPanicCancelsAndAwaitsTheOtherRacers(t *testing.T) {
+	rt.CheckGoroutines(t)
+	primary := rt.NewModel(rt.Response{Delay: time.Hour, Deltas: []string{"never"}})
+	boom := runtime.ModelFunc(func(context.Context, *runtime.ChatRequest, func(runtime.Delta) bool) error { panic("client bug") })
+	pl := buildClients(t, `{"models":["primary","backup"],"delay":"1ms"}`, primary, boom)
+	start := time.Now()
+	assert.PanicsWithValue(t, "client bug", func() { _, _, _ = rt.Collect(context.Background(), pl, runtime.ChatRequest{}, 0) })
+	assert.Less(t, time.Since(start), time.Second)
+	assert.Zero(t, primary.Running(), "the other racer returned before the panic reached the caller")
+	assert.Equal(t, 1, primary.Cancelled())
+}
+
+func TestAPanickingConsumerLeaksNoRacer(t *testing.T) {
+	rt.CheckGoroutines(t)
+	primary := rt.NewModel(rt.Response{Deltas: []string{"1", "2"}, Hang: true})
+	backup := rt.NewModel(rt.Response{Delay: 20 * time.Millisecond, Deltas: []string{"b"}})
+	pl := build(t, `{"models":["primary","backup"],"delay":"1ms"}`, primary, backup)
+	assert.PanicsWithValue(t, "consumer bug", func() {
+		_, _ = pl.Stream(context.Background(), runtime.ChatRequest{}, func(runtime.Delta) bool { panic("consumer bug") })
+	})
+	assert.Zero(t, primary.Running(), "the winner returned before the panic reached the caller")
+	assert.Zero(t, backup.Running())
+}
+
 func TestValidate(t *testing.T) {
 	_, err := runtime.Build(context.Background(), rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("hedge", `{"models":["primary"]}`)}}), runtime.Deps{})
 	assert.ErrorContains(t, err, "at least two models")
