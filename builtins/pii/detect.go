@@ -373,15 +373,17 @@ func internationalPhone(text string, i int) int {
 		}
 		j++
 	}
-	if digits < 8 || dots == 1 || !rightOK(text, end) {
+	if digits < 8 || dots == 1 {
 		return 0
 	}
-	return end
+	return phoneEnd(text, end)
 }
 
 // northAmericanPhone matches formatted NANP numbers: an optional "+1" or "1" country code,
-// then "(AAA) EEE-LLLL", "AAA-EEE-LLLL", "AAA.EEE.LLLL" or "AAA EEE LLLL". Unformatted digit
-// runs are left alone (they are as likely to be ids). It returns the end offset or 0.
+// then "(AAA) EEE-LLLL", "AAA-EEE-LLLL", "AAA.EEE.LLLL" or "AAA EEE LLLL", and an optional
+// extension. The area code must not start with 0 or 1; the exchange may start with any digit
+// (555-123-4567 is written as a phone number). Unformatted digit runs are left alone (they are
+// as likely to be ids). It returns the end offset or 0.
 func northAmericanPhone(text string, i int) int {
 	j := i
 	if strings.HasPrefix(text[j:], "+1") {
@@ -412,18 +414,63 @@ func northAmericanPhone(text string, i int) int {
 	if !digitsAt(text, j, 3) || j+3 >= len(text) || !isPhoneSep(text[j+3]) || !digitsAt(text, j+4, 4) {
 		return 0
 	}
-	exchange := text[j]
-	end := j + 8
-	if !rightOK(text, end) {
+	if area < '2' {
 		return 0
 	}
-	if area < '2' || exchange < '2' {
+	return phoneEnd(text, j+8)
+}
+
+func isPhoneSep(b byte) bool { return b == ' ' || b == '-' || b == '.' }
+
+// phoneEnd returns where a phone number whose digits end at end finishes: past an extension
+// ("x123", " ext. 12") when one follows, else at end; 0 when the number runs on into a word
+// or a longer token.
+func phoneEnd(text string, end int) int {
+	if e := extensionEnd(text, end); e > 0 && rightOK(text, e) {
+		return e
+	}
+	if !rightOK(text, end) {
 		return 0
 	}
 	return end
 }
 
-func isPhoneSep(b byte) bool { return b == ' ' || b == '-' || b == '.' }
+// maxExtensionDigits bounds the digits of a phone extension.
+const maxExtensionDigits = 6
+
+// extensionEnd matches an extension at i: an optional space, "x", "ext" or "extension" (any
+// case; "ext" may take a dot), an optional space and 1 to 6 digits. It returns the end offset
+// or 0.
+func extensionEnd(text string, i int) int {
+	j := i
+	if j < len(text) && text[j] == ' ' {
+		j++
+	}
+	switch rest := text[j:]; {
+	case len(rest) >= 9 && strings.EqualFold(rest[:9], "extension"):
+		j += 9
+	case len(rest) >= 3 && strings.EqualFold(rest[:3], "ext"):
+		j += 3
+		if j < len(text) && text[j] == '.' {
+			j++
+		}
+	case len(rest) >= 1 && (rest[0] == 'x' || rest[0] == 'X'):
+		j++
+	default:
+		return 0
+	}
+	if j < len(text) && text[j] == ' ' {
+		j++
+	}
+	s := j
+	for j < len(text) && isDigit(text[j]) && j-s < maxExtensionDigits {
+		j++
+	}
+	if j == s {
+		return 0
+	}
+	return j
+}
 
 // --- IP addresses ---
 
@@ -436,11 +483,32 @@ func findIPv4s(text string, add func(Kind, int, int)) {
 		if !ok {
 			continue
 		}
+		if e := cidrEnd(text, end); e > 0 && rightOK(text, e) {
+			end = e
+		}
 		if leftOK(text, i) && rightOK(text, end) {
 			add(KindIPv4, i, end)
 		}
 		i = end - 1
 	}
+}
+
+// cidrEnd matches a CIDR prefix length at i ("/0" to "/32", no leading zero) and returns the
+// end offset, or 0.
+func cidrEnd(text string, i int) int {
+	if i >= len(text) || text[i] != '/' || !digitsAt(text, i+1, 1) {
+		return 0
+	}
+	j := i + 1
+	v := 0
+	for j < len(text) && isDigit(text[j]) && j-i <= 2 {
+		v = v*10 + int(text[j]-'0')
+		j++
+	}
+	if v > 32 || (j-i == 3 && text[i+1] == '0') {
+		return 0
+	}
+	return j
 }
 
 // dottedQuad parses four decimal octets (0-255, no leading zeros) at i.

@@ -1,7 +1,8 @@
 // Package pii detects and redacts personal data in text and in JSON-like values: email
-// addresses, phone numbers (international "+" form and formatted North American numbers), US
-// social security numbers, payment card numbers (13 to 19 digits that pass the Luhn check
-// and start like a card), and IPv4 and IPv6 addresses.
+// addresses (internationalized ones included), phone numbers (international "+" form and
+// formatted North American numbers, with an "x" or "ext." extension), US social security
+// numbers, payment card numbers (13 to 19 digits that pass the Luhn check and start like a
+// card), and IPv4 (with an optional CIDR prefix length) and IPv6 addresses.
 //
 // The detectors are hand-written scanners rather than broad regular expressions so that they
 // can refuse the usual false positives: a number glued to letters or to a dotted version, dates
