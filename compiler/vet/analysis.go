@@ -116,11 +116,11 @@ func Analyze(p *dsl.Policy, builtin []*dsl.Constraint) *Analysis {
 				continue
 			}
 			for _, o := range chain {
-				if !matches(o, c.Outer) {
+				if !matches(o, c, c.Outer) {
 					continue
 				}
 				for _, i := range chain {
-					if i == o || !matches(i, c.Inner) || !a.Overlap(o, i) {
+					if i == o || !matches(i, c, c.Inner) || !a.Overlap(o, i) {
 						continue
 					}
 					pair := &Pair{Constraint: c, Outer: o, Inner: i, Holds: o.Index < i.Index}
@@ -140,9 +140,16 @@ func Analyze(p *dsl.Policy, builtin []*dsl.Constraint) *Analysis {
 	return a
 }
 
-// matches reports whether a constraint's outer or inner name designates e:
-// its entry name or its kind's id.
-func matches(e *dsl.Entry, name string) bool { return e.Name == name || e.Use == name }
+// matches reports whether the outer or inner name of constraint c
+// designates e. A builtin's or a custom middleware's constraint names
+// middleware ids, so it designates the entries that use them, whatever
+// their names; the policy's own constraint names an entry or an id.
+func matches(e *dsl.Entry, c *dsl.Constraint, name string) bool {
+	if c.Builtin || c.Module != "" {
+		return e.Use == name
+	}
+	return e.Name == name || e.Use == name
+}
 
 // Violations returns the violated pairs of the constraints with id, builtin
 // or the policy's own, in chain order.
