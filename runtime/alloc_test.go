@@ -16,9 +16,11 @@ var staticResult any = "done"
 
 func staticTool(context.Context, *runtime.ToolCall) (any, error) { return staticResult, nil }
 
-// TestHotPathsDoNotAllocate pins the zero-allocation design: a chain of
-// pass-through layers and the happy path of fallback and retry with a
-// breaker allocate nothing per call.
+// TestHotPathsDoNotAllocate pins the allocation design: a chain of
+// pass-through tool layers allocates nothing per call, and the happy path of
+// fallback and retry with a breaker allocates only the model-facing yield of
+// the one model invocation (see emitToken: it cannot be pooled, since a late
+// yield must not reach a recycled call).
 func TestHotPathsDoNotAllocate(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector makes sync.Pool drop items")
@@ -53,5 +55,5 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	assert.Zero(t, allocs, "resilience chain")
+	assert.LessOrEqual(t, allocs, 1.0, "resilience chain: one yield per model invocation")
 }

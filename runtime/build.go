@@ -23,7 +23,8 @@ import (
 // ModelClient calls one model. Stream sends the request and pushes each
 // delta of the response to yield, stopping when yield returns false (the
 // consumer stopped: return nil). It reports usage on a delta. It must return
-// promptly once ctx is done.
+// promptly once ctx is done. yield is valid only until Stream returns: a
+// delta yielded later is dropped (and logged once per pipeline).
 type ModelClient interface {
 	Stream(ctx context.Context, req *ChatRequest, yield func(Delta) bool) error
 }
@@ -162,6 +163,9 @@ type Pipeline struct {
 	stores    storeSet
 	closeOnce sync.Once
 	closeErr  error
+	// lateYield logs the first delta a model client yielded after its
+	// Stream returned.
+	lateYield sync.Once
 }
 
 // LayerInfo describes one built layer.

@@ -46,14 +46,14 @@ func (pl *Pipeline) chatTerminal(ctx context.Context, c *ChatCall, yield func(De
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if c.emitFn == nil {
-		c.emitFn = c.emit
-	}
 	c.down = yield
 	before := c.Deltas
 	beforeUsage := c.Usage
 	beforeChars := c.chars
-	err := client.Stream(ctx, &c.Request, c.emitFn)
+	tok := emitTokens.Get().(*emitToken)
+	err := client.Stream(ctx, &c.Request, tok.yield(pl, c))
+	tok.release()
+	emitTokens.Put(tok)
 	c.down = nil
 	if c.Deltas > before || (err == nil && !c.Stopped) {
 		c.Served = c.Request.Model
@@ -71,16 +71,54 @@ func (pl *Pipeline) chatTerminal(ctx context.Context, c *ChatCall, yield func(De
 	return err
 }
 
+// emitToken guards the yield a model client receives for one invocation of
+// the chat terminal. The yield carries the generation it was issued for;
+// release bumps the generation, so a client that calls yield after its Stream
+// returned (a reader goroutine it did not stop) finds a stale generation and
+// is dropped instead of writing into a recycled call that now belongs to
+// another request. Tokens are pooled: the generation, not the token, is what
+// identifies an invocation.
+type emitToken struct {
+	mu  sync.Mutex
+	gen uint64
+}
+
+var emitTokens = sync.Pool{New: func() any { return &emitToken{} }}
+
+// yield returns the model-facing yield for one invocation that pushes into c
+// while the token's generation is unchanged.
+func (t *emitToken) yield(pl *Pipeline, c *ChatCall) func(Delta) bool {
+	t.mu.Lock()
+	gen := t.gen
+	t.mu.Unlock()
+	model := c.Request.Model
+	return func(d Delta) bool {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if t.gen != gen {
+			pl.lateYield.Do(func() {
+				pl.logger.Warn("model client yielded after its Stream returned; delta dropped", "model", model)
+			})
+			return false
+		}
+		return c.emit(d)
+	}
+}
+
+// release ends the invocation: later yields of it are dropped. It waits for a
+// yield in progress.
+func (t *emitToken) release() {
+	t.mu.Lock()
+	t.gen++
+	t.mu.Unlock()
+}
+
 // Calls are pooled: a call pointer is valid only until the handler it was
-// passed to returns (ChatCall, ToolCall), so the entry points recycle them
-// and a call costs no allocation. A recycled ChatCall keeps its bound emit
-// func.
+// passed to returns (ChatCall, ToolCall), so the entry points recycle them.
+// The model-facing yield is issued per invocation (emitToken), so a late
+// yield cannot reach a recycled call.
 var (
-	chatCalls = sync.Pool{New: func() any {
-		c := &ChatCall{}
-		c.emitFn = c.emit
-		return c
-	}}
+	chatCalls = sync.Pool{New: func() any { return &ChatCall{} }}
 	toolCalls = sync.Pool{New: func() any { return &ToolCall{} }}
 )
 
@@ -95,7 +133,7 @@ func newChatCall(ctx context.Context, req *ChatRequest) *ChatCall {
 }
 
 func releaseChatCall(c *ChatCall) {
-	*c = ChatCall{emitFn: c.emitFn}
+	*c = ChatCall{}
 	chatCalls.Put(c)
 }
 

@@ -1,8 +1,12 @@
 package runtime_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -317,4 +321,62 @@ func TestChatStreamIterator(t *testing.T) {
 	resp, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary"})
 	require.Error(t, err)
 	assert.Equal(t, "x", resp.Text)
+}
+
+// TestLateYieldIsDropped: a model client that keeps its yield after Stream
+// returned (a reader goroutine it did not stop) must not deliver into the
+// next call, which may reuse the recycled call state; the late delta is
+// dropped and logged once.
+func TestLateYieldIsDropped(t *testing.T) {
+	var logs lockedBuffer
+	release, late := make(chan struct{}), make(chan bool, 2)
+	leaky := runtime.ModelFunc(func(_ context.Context, _ *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+		go func() {
+			<-release
+			late <- yield(runtime.Delta{Text: "SECRET-OF-A "})
+			late <- yield(runtime.Delta{Text: "MORE-OF-A "})
+		}()
+		return nil
+	})
+	// waits until the late yields of call A happened while call B streams.
+	waiting := runtime.ModelFunc(func(_ context.Context, _ *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+		close(release)
+		assert.False(t, <-late, "a late yield is refused")
+		assert.False(t, <-late, "a late yield is refused")
+		yield(runtime.Delta{Text: "answer for B"})
+		return nil
+	})
+	pl, err := runtime.Build(context.Background(), rt.Plan(plan.Chains{}), runtime.Deps{
+		Models: map[string]runtime.ModelClient{"leaky": leaky, "waiting": waiting},
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = pl.Close() })
+
+	_, err = pl.Complete(context.Background(), runtime.ChatRequest{Model: "leaky", Messages: hi})
+	require.NoError(t, err)
+	resp, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "waiting", Messages: hi})
+	require.NoError(t, err)
+	assert.Equal(t, "answer for B", resp.Text)
+	assert.Equal(t, 1, strings.Count(logs.String(), "yielded after its Stream returned"), logs.String())
+	assert.Contains(t, logs.String(), "model=leaky")
+}
+
+// lockedBuffer is a bytes.Buffer safe for a logger written from several
+// goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
