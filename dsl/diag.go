@@ -1,6 +1,7 @@
 package dsl
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -161,9 +162,16 @@ type jsonDiagnostic struct {
 	Related  []Related `json:"related,omitempty"`
 }
 
-// MarshalJSON encodes d as {"file","line","col","severity","rule","message"}.
+// MarshalJSON encodes d as {"file","line","col","severity","rule","message"}
+// (plus "related" when there are related positions), without HTML escaping.
 func (d Diagnostic) MarshalJSON() ([]byte, error) {
-	return json.Marshal(jsonDiagnostic{d.Pos.File, d.Pos.Line, d.Pos.Col, d.Severity, d.Rule, d.Message, d.Related})
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(jsonDiagnostic{d.Pos.File, d.Pos.Line, d.Pos.Col, d.Severity, d.Rule, d.Message, d.Related}); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(b.Bytes(), "\n"), nil
 }
 
 // UnmarshalJSON decodes the form MarshalJSON writes.

@@ -108,15 +108,51 @@ func newFlags(env *cliEnv, name, synopsis string) *flag.FlagSet {
 	return fs
 }
 
-// parseFlags parses args; ok is false with the exit code to return.
+// parseFlags parses args; ok is false with the exit code to return. Flags
+// may follow the paths (`agentc vet p -json`): they are moved in front, the
+// value of a non-boolean flag with them; "--" ends the flags.
 func parseFlags(fs *flag.FlagSet, args []string) (code int, ok bool) {
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(permuteFlags(fs, args)); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK, false
 		}
 		return exitUsage, false
 	}
 	return 0, true
+}
+
+// permuteFlags moves the flags in args in front of the positional
+// arguments.
+func permuteFlags(fs *flag.FlagSet, args []string) []string {
+	var flags, rest []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			rest = append(rest, args[i+1:]...)
+			break
+		}
+		if len(a) < 2 || a[0] != '-' {
+			rest = append(rest, a)
+			continue
+		}
+		flags = append(flags, a)
+		name := strings.TrimLeft(a, "-")
+		if strings.Contains(name, "=") {
+			continue
+		}
+		f := fs.Lookup(name)
+		if f == nil {
+			continue // Parse reports it
+		}
+		if bf, isBool := f.Value.(interface{ IsBoolFlag() bool }); isBool && bf.IsBoolFlag() {
+			continue
+		}
+		if i+1 < len(args) {
+			flags = append(flags, args[i+1])
+			i++
+		}
+	}
+	return append(append(flags, "--"), rest...)
 }
 
 func cmdVersion(_ context.Context, env *cliEnv, args []string) int {

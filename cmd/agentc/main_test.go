@@ -42,6 +42,18 @@ func TestScripts(t *testing.T) {
 				}
 				ts.Check(os.WriteFile(ts.MkAbs(args[0]), b, 0o644))
 			},
+			// manyerrors FILE N: a policy with N out-of-range retries.
+			"manyerrors": func(ts *testscript.TestScript, neg bool, args []string) {
+				n, err := strconv.Atoi(args[1])
+				ts.Check(err)
+				var b strings.Builder
+				b.WriteString("package p\n\nchains: chat: [\n")
+				for i := 0; i < n; i++ {
+					b.WriteString("\t{use: \"retry\", name: \"r" + strconv.Itoa(i) + "\", max_attempts: 99},\n")
+				}
+				b.WriteString("]\n")
+				ts.Check(os.WriteFile(ts.MkAbs(args[0]), []byte(b.String()), 0o644))
+			},
 			// nested FILE DEPTH: a policy nesting structs DEPTH deep.
 			"nested": func(ts *testscript.TestScript, neg bool, args []string) {
 				n, err := strconv.Atoi(args[1])

@@ -2,13 +2,15 @@ package main
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/cuecontext"
+	cueerrors "cuelang.org/go/cue/errors"
 
 	_ "github.com/agentc-dev/agentc/builtins/all" // the standard middlewares
 	"github.com/agentc-dev/agentc/compiler"
@@ -40,11 +42,9 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 		return fail(env, "run %s: %v", fs.Arg(1), err)
 	}
 	if *asJSON {
-		b, err := json.MarshalIndent(res, "", "  ")
-		if err != nil {
+		if err := writeJSON(env.stdout, res); err != nil {
 			return fail(env, "%v", err)
 		}
-		fmt.Fprintf(env.stdout, "%s\n", b)
 		return exitOK
 	}
 	if err := res.WriteText(env.stdout); err != nil {
@@ -99,17 +99,18 @@ func readScenario(path string) (*scenario.Scenario, error) {
 		return nil, err
 	}
 	if filepath.Ext(path) == ".cue" {
-		v := cuecontext.New().CompileBytes(data)
-		if err := v.Err(); err != nil {
-			return nil, fmt.Errorf("scenario %s: %v", path, err)
+		v := cuecontext.New().CompileBytes(data, cue.Filename(path))
+		if err := v.Validate(cue.Concrete(true)); err != nil {
+			return nil, errors.New(strings.TrimSpace(cueerrors.Details(err, nil)))
 		}
 		if data, err = v.MarshalJSON(); err != nil {
-			return nil, fmt.Errorf("scenario %s: %v", path, err)
+			return nil, fmt.Errorf("%s: %v", path, err)
 		}
 	}
 	s, err := scenario.Parse(data)
 	if err != nil {
-		return nil, fmt.Errorf("scenario %s: %w", path, err)
+		// Parse's errors start with "scenario: ".
+		return nil, fmt.Errorf("%s: %s", path, strings.TrimPrefix(err.Error(), "scenario: "))
 	}
 	return s, nil
 }

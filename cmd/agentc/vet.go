@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -24,7 +25,11 @@ func cmdVet(ctx context.Context, env *cliEnv, args []string) int {
 		return code
 	}
 	if *rules {
-		return listRules(env)
+		if fs.NArg() > 0 {
+			fmt.Fprintln(env.stderr, "agentc vet: -rules lists the rules and takes no paths")
+			return exitUsage
+		}
+		return listRules(env, *asJSON)
 	}
 	if fs.NArg() == 0 {
 		fs.Usage()
@@ -53,26 +58,38 @@ func cmdVet(ctx context.Context, env *cliEnv, args []string) int {
 	return exitOK
 }
 
-// printDiagnostics writes ds as text lines on stderr, or as a JSON array on
+// maxTextDiagnostics caps the text output; -json prints every diagnostic.
+const maxTextDiagnostics = 200
+
+// printDiagnostics writes ds as text lines on stderr (at most
+// maxTextDiagnostics, then a count of the rest), or as a JSON array on
 // stdout.
 func printDiagnostics(env *cliEnv, ds dsl.Diagnostics, asJSON bool) error {
 	if asJSON {
 		if ds == nil {
 			ds = dsl.Diagnostics{}
 		}
-		b, err := json.MarshalIndent(ds, "", "  ")
-		if err != nil {
+		return writeJSON(env.stdout, ds)
+	}
+	for i, d := range ds {
+		if i == maxTextDiagnostics {
+			_, err := fmt.Fprintf(env.stderr, "agentc: %d more diagnostics not shown (-json prints all)\n", len(ds)-i)
 			return err
 		}
-		_, err = fmt.Fprintf(env.stdout, "%s\n", b)
-		return err
-	}
-	for _, d := range ds {
 		if _, err := fmt.Fprintln(env.stderr, d.String()); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// writeJSON writes v as indented JSON, without HTML escaping (messages
+// hold < and >).
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 // expandPaths groups the command-line paths into policies: a directory is
@@ -147,8 +164,24 @@ func walkPolicyDirs(root string) ([]string, error) {
 	return dirs, err
 }
 
-// listRules prints every rule id with its title.
-func listRules(env *cliEnv) int {
+// listRules prints every rule id with its severity and title, as a table or
+// as a JSON array of {"rule","severity","title"}.
+func listRules(env *cliEnv, asJSON bool) int {
+	if asJSON {
+		type rule struct {
+			Rule     string `json:"rule"`
+			Severity string `json:"severity"`
+			Title    string `json:"title"`
+		}
+		var out []rule
+		for _, r := range compiler.Rules() {
+			out = append(out, rule{r.ID, string(r.Severity), r.Title})
+		}
+		if err := writeJSON(env.stdout, out); err != nil {
+			return fail(env, "%v", err)
+		}
+		return exitOK
+	}
 	for _, r := range compiler.Rules() {
 		fmt.Fprintf(env.stdout, "%-34s %-8s %s\n", r.ID, r.Severity, r.Title)
 	}
@@ -164,6 +197,11 @@ func cmdBuild(ctx context.Context, env *cliEnv, args []string) int {
 	if fs.NArg() == 0 {
 		fs.Usage()
 		return exitUsage
+	}
+	for _, a := range fs.Args() {
+		if strings.HasSuffix(a, "...") {
+			return fail(env, "build compiles one policy: give a directory or its .cue files, not %s", a)
+		}
 	}
 	c, err := compiler.Compile(ctx, fs.Args(), compiler.Options{})
 	if err != nil {
