@@ -335,7 +335,7 @@ func (s *staticPredicate) eval(t *dsl.Tool) (value, known bool) {
 	vars := map[string]any{}
 	unknowns := unknownExceptTool
 	if t != nil {
-		vars["tool"] = map[string]any{"name": t.Name, "side_effecting": t.SideEffecting, "url_arg": t.URLArg}
+		vars["tool"] = toolBinding(t)
 	} else {
 		unknowns = append(append([]*cel.AttributePatternType{}, unknowns...), cel.AttributePattern("tool"))
 	}
@@ -348,6 +348,19 @@ func (s *staticPredicate) eval(t *dsl.Tool) (value, known bool) {
 		return false, false
 	}
 	return boolValue(out)
+}
+
+// toolBinding is the value of `tool` for calls of t: every field of the
+// runtime's tool type (predicate.ToolInfo), so that a predicate reading any
+// of them evaluates statically.
+func toolBinding(t *dsl.Tool) map[string]any {
+	return map[string]any{
+		"name":           t.Name,
+		"side_effecting": t.SideEffecting,
+		"retry_safe":     t.RetrySafe,
+		"url_arg":        t.URLArg,
+		"path_arg":       t.PathArg,
+	}
 }
 
 func boolValue(v ref.Val) (value, known bool) {
