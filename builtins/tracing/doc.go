@@ -5,7 +5,9 @@
 // whole stream; the inner layers and the model client see the span in their
 // context. The span records the run id, the model requested and served, the
 // deltas, usage and attempts (chat), the tool and attempts (tool), and the
-// error with an error status on failure.
+// error with an error status on failure. When the inner layers panic, the
+// span still ends: it records the panic (error status, agentc.error_kind
+// "panic") and the panic goes on with its value unchanged.
 //
 // Spans go to Deps.TracerProvider, or to the global provider when it is unset.
 // Without a provider (none in Deps and none installed with

@@ -2,6 +2,8 @@ package tracing
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"reflect"
 	"sort"
 
@@ -94,6 +96,23 @@ func end(span trace.Span, err error) {
 	span.End()
 }
 
+// endPanicking ends span when next did not return: it records the panic
+// value p with an error status and raises the panic again (p is nil when the
+// goroutine is exiting through runtime.Goexit, which then goes on).
+func endPanicking(span trace.Span, p any) {
+	msg := "panic"
+	if p != nil {
+		msg = fmt.Sprintf("panic: %v", p)
+	}
+	span.RecordError(errors.New(msg), trace.WithStackTrace(true))
+	span.SetStatus(codes.Error, msg)
+	span.SetAttributes(attribute.String("agentc.outcome", "failed"), attribute.String("agentc.error_kind", "panic"))
+	span.End()
+	if p != nil {
+		panic(p)
+	}
+}
+
 // WrapChat implements runtime.ChatWrapper.
 func (t *Tracing) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	if t.off {
@@ -106,7 +125,14 @@ func (t *Tracing) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 			span.SetAttributes(attribute.String("agentc.run_id", c.Meta.Run.ID),
 				attribute.String("agentc.model", c.Request.Model))
 		}
+		returned := false
+		defer func() {
+			if !returned {
+				endPanicking(span, recover())
+			}
+		}()
 		err := next(ctx, c, yield)
+		returned = true
 		if rec {
 			span.SetAttributes(
 				attribute.String("agentc.served", c.Served),
@@ -134,7 +160,14 @@ func (t *Tracing) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 		if rec {
 			span.SetAttributes(attribute.String("agentc.run_id", c.Meta.Run.ID), attribute.String("agentc.tool", c.Name))
 		}
+		returned := false
+		defer func() {
+			if !returned {
+				endPanicking(span, recover())
+			}
+		}()
 		v, err := next(ctx, c)
+		returned = true
 		if rec {
 			span.SetAttributes(attribute.Int("agentc.attempts", c.Meta.Attempts),
 				attribute.Bool("agentc.cached", c.Meta.Cached), attribute.Bool("agentc.deduped", c.Meta.Deduped))
@@ -158,7 +191,14 @@ func (t *Tracing) WrapTurn(next runtime.TurnHandler) runtime.TurnHandler {
 				span.SetAttributes(attribute.String("agentc.session", c.Session.ID))
 			}
 		}
+		returned := false
+		defer func() {
+			if !returned {
+				endPanicking(span, recover())
+			}
+		}()
 		out, err := next(ctx, c)
+		returned = true
 		if rec {
 			span.SetAttributes(attribute.Int("agentc.output_bytes", len(out)))
 		}

@@ -89,3 +89,37 @@ func TestNoopWithoutProvider(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, res.Value)
 }
+
+func TestASpanEndsWhenTheCallPanics(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	p := rt.Plan(plan.Chains{
+		Chat: []plan.Layer{rt.Layer("tracing", "")},
+		Tool: []plan.Layer{rt.Layer("tracing", "")},
+		Turn: []plan.Layer{rt.Layer("tracing", "")},
+	})
+	model := runtime.ModelFunc(func(context.Context, *runtime.ChatRequest, func(runtime.Delta) bool) error { panic("client bug") })
+	tool := func(context.Context, *runtime.ToolCall) (any, error) { panic("tool bug") }
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{TracerProvider: tp,
+		Models: map[string]runtime.ModelClient{"primary": model}, Tools: map[string]runtime.ToolFunc{"t": tool}})
+	require.NoError(t, err)
+	ctx := context.Background()
+
+	assert.PanicsWithValue(t, "client bug", func() {
+		_, _ = pl.Stream(ctx, runtime.ChatRequest{Model: "primary"}, func(runtime.Delta) bool { return true })
+	})
+	assert.PanicsWithValue(t, "tool bug", func() { _, _ = pl.Tool(ctx, runtime.ToolRequest{Name: "t"}) })
+	assert.PanicsWithValue(t, "turn bug", func() {
+		_, _ = pl.Turn(ctx, runtime.TurnRequest{Input: "x"}, func(context.Context) (string, error) { panic("turn bug") })
+	})
+
+	ended := rec.Ended()
+	require.Len(t, ended, 3, "every span ended despite the panic")
+	for i, want := range []string{"client bug", "tool bug", "turn bug"} {
+		s := ended[i]
+		assert.Equal(t, "Error", s.Status().Code.String(), s.Name())
+		assert.Contains(t, s.Status().Description, want, s.Name())
+		assert.Equal(t, "panic", attrs(s)["agentc.error_kind"], s.Name())
+		require.NotEmpty(t, s.Events(), "the panic is recorded on %s", s.Name())
+	}
+}
