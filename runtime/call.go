@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -247,30 +248,49 @@ type ToolCall struct {
 	// Meta is the call's metadata.
 	Meta Meta
 
-	entry  *toolEntry
-	digest string
+	entry     *toolEntry
+	digest    string
+	digestErr error
 }
 
 // ArgsDigest returns the hex SHA-256 of the canonical JSON of the arguments
-// (object keys sorted).
+// (object keys sorted), or "" when the arguments cannot be canonicalised (a
+// NaN or infinite number, a channel or func value): see ArgsDigestErr.
 func (c *ToolCall) ArgsDigest() string {
-	if c.digest == "" {
+	d, _ := c.ArgsDigestErr()
+	return d
+}
+
+// ArgsDigestErr returns the arguments' digest (see ArgsDigest), or "" and
+// the encoding error when the arguments cannot be canonicalised. Layers that
+// key state on the arguments must check the error: such calls have no
+// digest and must not share one.
+func (c *ToolCall) ArgsDigestErr() (string, error) {
+	if c.digest == "" && c.digestErr == nil {
 		b, err := json.Marshal(c.Args)
 		if err != nil {
-			b = []byte(err.Error())
+			c.digestErr = err
+			return "", err
 		}
 		sum := sha256.Sum256(b)
 		c.digest = hex.EncodeToString(sum[:])
 	}
-	return c.digest
+	return c.digest, c.digestErr
 }
 
 // IdempotencyKey returns the call's idempotency key: the caller's, or one
 // derived from the run id, the tool name and the canonical arguments, so that
 // the same logical call has the same key across retries and redeliveries.
+// When the arguments cannot be canonicalised (ArgsDigestErr) the derived key
+// is random: unique to this call (still the same across its retries), never
+// shared with another call.
 func (c *ToolCall) IdempotencyKey() string {
 	if c.Meta.IdempotencyKey == "" {
-		c.Meta.IdempotencyKey = digest("tool", c.Meta.Run.ID, []byte(c.Name+"\x00"+c.ArgsDigest()))
+		d, err := c.ArgsDigestErr()
+		if err != nil {
+			d = rand.Text()
+		}
+		c.Meta.IdempotencyKey = digest("tool", c.Meta.Run.ID, []byte(c.Name+"\x00"+d))
 	}
 	return c.Meta.IdempotencyKey
 }

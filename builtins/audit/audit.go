@@ -122,6 +122,9 @@ func (a *Audit) outcome(rec runtime.AuditRecord, meta *runtime.Meta, start time.
 	rec.Decision = Decision(err, meta)
 	rec.Attempts = meta.Attempts
 	rec.Duration = rec.Time.Sub(start)
+	// The outcome's error fields describe the call's failure only (an
+	// intent record may carry a note on the arguments).
+	rec.ErrorType, rec.ErrorMessage = "", ""
 	if err != nil {
 		rec.ErrorType = runtime.KindOf(err)
 		rec.ErrorMessage = err.Error()
@@ -133,7 +136,13 @@ func (a *Audit) outcome(rec runtime.AuditRecord, meta *runtime.Meta, start time.
 func (a *Audit) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 	return func(ctx context.Context, c *runtime.ToolCall) (any, error) {
 		rec := runtime.AuditRecord{Layer: a.name, Stage: plan.StageTool, Tool: c.Name, RunID: c.Meta.Run.ID,
-			IdempotencyKey: c.IdempotencyKey(), ArgsDigest: c.ArgsDigest()}
+			IdempotencyKey: c.IdempotencyKey()}
+		digest, derr := c.ArgsDigestErr()
+		rec.ArgsDigest = digest
+		if derr != nil {
+			// No digest: the intent record notes why.
+			rec.ErrorMessage = "arguments cannot be canonicalised: " + derr.Error()
+		}
 		if a.IncludeArgs {
 			rec.Args = maps.Clone(c.Args)
 		}

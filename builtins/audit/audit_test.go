@@ -3,6 +3,7 @@ package audit_test
 import (
 	"context"
 	"errors"
+	"math"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -243,4 +244,22 @@ func TestValidate(t *testing.T) {
 	assert.ErrorContains(t, err, "trail")
 	_, err = runtime.Build(context.Background(), toolPlan(rt.Layer("audit", `{"sink": "nope"}`)), runtime.Deps{})
 	assert.ErrorContains(t, err, `store "nope" is not declared`)
+}
+
+func TestArgumentsWithoutCanonicalFormHaveNoDigest(t *testing.T) {
+	sink := &runtime.MemoryAudit{}
+	tool := rt.NewTool(rt.ToolResult{Value: "R1"})
+	pl := build(t, toolPlan(rt.Layer("audit", "")), runtime.Deps{Audit: sink, Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
+	_, err := pl.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1", "amount": math.NaN()}})
+	require.NoError(t, err)
+	recs := sink.Records()
+	require.Len(t, recs, 2)
+	in, out := recs[0], recs[1]
+	assert.Empty(t, in.ArgsDigest)
+	assert.Empty(t, out.ArgsDigest)
+	assert.Contains(t, in.ErrorMessage, "arguments cannot be canonicalised: ")
+	assert.Contains(t, in.ErrorMessage, "NaN")
+	assert.Equal(t, runtime.DecisionOK, out.Decision)
+	assert.Empty(t, out.ErrorMessage, "the outcome describes the call")
+	assert.NotEmpty(t, in.IdempotencyKey)
 }

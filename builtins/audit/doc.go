@@ -8,7 +8,10 @@
 //   - intent (Phase "intent"), before the inner layers run: time, layer,
 //     stage, tool, run id, idempotency key, the attempt number in progress
 //     and the SHA-256 digest of the canonical arguments (a turn's: of its
-//     input). If the intent cannot be written the call does not run: the
+//     input). A tool call whose arguments cannot be canonicalised (a NaN or
+//     infinite number: runtime.ToolCall.ArgsDigestErr) has an empty digest,
+//     and its intent record's error message notes why ("arguments cannot be
+//     canonicalised: ..."). If the intent cannot be written the call does not run: the
 //     layer fails closed with a *runtime.CallError naming it (unclassified,
 //     so a retry outside may try again). A crash during the call therefore
 //     leaves an intent without an outcome.

@@ -14,6 +14,12 @@
 // key-value store named by `store` (the default store when unset); a shared
 // store (sqlite, or a networked KV) dedupes across processes.
 //
+// A side-effecting call whose arguments cannot be canonicalised (a NaN or
+// infinite number, a channel: runtime.ToolCall.ArgsDigestErr) has no key
+// that tells it apart from another such call: it is refused, without
+// running, with a permanent *runtime.CallError naming the layer ("arguments
+// cannot be canonicalised").
+//
 // Protocol, per call:
 //
 //  1. In process, concurrent duplicates are collapsed: the first call leads,

@@ -101,7 +101,8 @@ func (m *Idempotent) Validate() error {
 	return nil
 }
 
-// Key returns the store key of a call.
+// Key returns the store key of a call. The layer computes it only for calls
+// whose arguments canonicalise (ToolCall.ArgsDigestErr).
 func Key(c *runtime.ToolCall) string {
 	h := sha256.New()
 	for _, s := range []string{c.Name, c.IdempotencyKey(), c.ArgsDigest()} {
@@ -118,6 +119,12 @@ func (m *Idempotent) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 		// (a status poll) would return a stale result.
 		if c.Tool == nil || !c.Tool.SideEffecting {
 			return next(ctx, c)
+		}
+		// Calls whose arguments have no canonical form cannot be told apart:
+		// refused rather than deduped against each other.
+		if _, err := c.ArgsDigestErr(); err != nil {
+			return nil, &runtime.CallError{Kind: runtime.KindPermanent, Layer: m.name,
+				Message: "arguments cannot be canonicalised; the call did not run", Err: err}
 		}
 		key := Key(c)
 		for {

@@ -3,6 +3,7 @@ package idempotent_test
 import (
 	"context"
 	"errors"
+	"math"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -341,4 +342,19 @@ func TestReadOnlyAndUndeclaredToolsPassThrough(t *testing.T) {
 		}
 		assert.Equal(t, 2, tt.tool.Calls(), tt.name)
 	}
+}
+
+func TestArgumentsWithoutCanonicalFormAreRefused(t *testing.T) {
+	tool := rt.NewTool(rt.ToolResult{Value: "paid"})
+	pl := build(t, toolPlan(), runtime.Deps{Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
+	for _, to := range []string{"alice", "bob"} {
+		r, err := pl.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{"to": to, "amount": math.Inf(1)}})
+		var ce *runtime.CallError
+		require.ErrorAs(t, err, &ce)
+		assert.Equal(t, runtime.KindPermanent, ce.Kind)
+		assert.Equal(t, "idempotent", ce.Layer)
+		assert.ErrorContains(t, err, "arguments cannot be canonicalised")
+		assert.False(t, r.Deduped)
+	}
+	assert.Equal(t, 0, tool.Calls(), "the call did not run")
 }

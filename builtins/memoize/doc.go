@@ -6,7 +6,9 @@
 // chat request's model, messages and max_tokens as JSON; a tool's arguments
 // as JSON with object keys sorted), hashed with SHA-256. The value is
 // written to the store named by `store` (the default store when unset; see
-// runtime.BuildContext.KV) with the layer's `ttl`.
+// runtime.BuildContext.KV) with the layer's `ttl`. A tool call whose
+// arguments do not encode (a NaN or infinite number) has no key and
+// bypasses the cache.
 //
 // Only successes are stored: an error, a stream the consumer abandoned, or a
 // value that does not encode as JSON is never cached. Tool results are stored

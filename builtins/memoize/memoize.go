@@ -140,7 +140,11 @@ func (m *Memoize) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 			m.refuse(ctx, c)
 			return next(ctx, c)
 		}
-		key := m.key(plan.StageTool, c.Meta.Run.ID, c.Name, []byte(c.ArgsDigest()))
+		digest, err := c.ArgsDigestErr()
+		if err != nil { // no canonical form: the call bypasses the cache
+			return next(ctx, c)
+		}
+		key := m.key(plan.StageTool, c.Meta.Run.ID, c.Name, []byte(digest))
 		if b, ok := m.get(ctx, key); ok {
 			var v any
 			if json.Unmarshal(b, &v) == nil {

@@ -3,6 +3,7 @@ package memoize_test
 import (
 	"context"
 	"errors"
+	"math"
 	"path/filepath"
 	"testing"
 	"time"
@@ -227,4 +228,18 @@ func TestChatReplayHonoursConsumerStop(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "ab", text)
 	assert.Equal(t, 2, resp.Deltas)
+}
+
+func TestToolArgumentsWithoutCanonicalFormBypassTheCache(t *testing.T) {
+	search := rt.NewTool(rt.ToolResult{Value: "first"}, rt.ToolResult{Value: "second"}, rt.ToolResult{Value: "third"})
+	pl := build(t, toolPlan(""), runtime.Deps{Tools: map[string]runtime.ToolFunc{"search": search.Func()}})
+	for _, tt := range []struct {
+		q, want string
+	}{{"alice", "first"}, {"bob", "second"}, {"alice", "third"}} {
+		r, err := pl.Tool(ctx1, runtime.ToolRequest{Name: "search", Args: map[string]any{"q": tt.q, "min": math.Inf(-1)}})
+		require.NoError(t, err)
+		assert.Equal(t, tt.want, r.Value, tt.q)
+		assert.False(t, r.Cached, tt.q)
+	}
+	assert.Equal(t, 3, search.Calls())
 }
