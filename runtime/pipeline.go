@@ -222,8 +222,11 @@ func toolTerminal(ctx context.Context, c *ToolCall) (any, error) {
 	if fn == nil {
 		return nil, &CallError{Kind: KindPermanent, Message: fmt.Sprintf("tool %q is not registered", c.Name)}
 	}
-	// The tool sees ctx and must honour it: the layers outside check it
-	// before waiting or re-invoking, so no check is needed here.
+	// A tool may have effects: never start it for a call whose context has
+	// already ended (like the chat and turn terminals).
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	return fn(ctx, c)
 }
 
