@@ -17,12 +17,14 @@ Each attempt of the outer retry runs the inner retry in full, so a failing
 call runs the product of their max_attempts: 3 and 3 make 9 calls to a model
 or tool that is already struggling, with backoffs that add up. The message
 gives the product. Retries scoped with tools: to different tools do not
-wrap each other and are not reported.`,
+wrap each other and are not reported, nor is a retry with max_attempts: 1,
+which never runs a call again.`,
 	Run: func(p *Pass) {
 		for _, stage := range dsl.Stages {
 			var retries []*dsl.Entry
 			for _, e := range p.Policy.Chains[stage] {
-				if e.Use != "retry" {
+				if e.Use != "retry" || Attempts(e) <= 1 {
+					// A retry of one attempt multiplies nothing.
 					continue
 				}
 				var outer []*dsl.Entry

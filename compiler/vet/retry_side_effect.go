@@ -23,12 +23,14 @@ does.
 The rule fires only for tools whose calls can actually reach the retry: a
 retry scoped with tools: to other tools, or whose when is false for the tool,
 does not fire, nor does one in a chain where a tool_policy or a guard
-refuses the tool outright. An idempotent layer does not make the retry safe,
+refuses the tool outright, nor does a retry with max_attempts: 1, which
+never runs a call again. An idempotent layer does not make the retry safe,
 wherever it sits: it stores only successful results and a retry follows a
 failure, so the second attempt finds nothing stored and runs the tool again.`,
 	Run: func(p *Pass) {
 		for _, e := range p.Policy.Chains["tool"] {
-			if e.Use != "retry" {
+			if e.Use != "retry" || Attempts(e) <= 1 {
+				// A retry of one attempt never runs the call again.
 				continue
 			}
 			var bad []*dsl.Tool
