@@ -9,6 +9,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 
@@ -180,7 +181,11 @@ func (e *CoercionError) RetryFeedback() string {
 	var b strings.Builder
 	out := e.Output
 	if len(out) > maxEcho {
-		out = out[:maxEcho] + "..."
+		n := maxEcho
+		for n > 0 && !utf8.RuneStart(out[n]) {
+			n-- // cut on a character boundary, not inside a UTF-8 sequence
+		}
+		out = out[:n] + "..."
 	}
 	b.WriteString("Your previous reply was rejected because it does not match the required JSON Schema.\n")
 	b.WriteString("Previous reply:\n")

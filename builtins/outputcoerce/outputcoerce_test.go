@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -225,4 +226,12 @@ func BenchmarkEnforceSmallObject(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+func TestRetryFeedbackCutsTheEchoOnARuneBoundary(t *testing.T) {
+	out := "a" + strings.Repeat("é", 2000) // byte 2000 falls inside an "é"
+	fb := (&outputcoerce.CoercionError{Layer: "oc", Output: out}).RetryFeedback()
+	assert.True(t, utf8.ValidString(fb), "the quoted output is not cut inside a character")
+	assert.Contains(t, fb, "a"+strings.Repeat("é", 999)+"...")
+	assert.NotContains(t, fb, strings.Repeat("é", 1000))
 }
