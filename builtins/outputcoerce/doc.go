@@ -23,7 +23,9 @@
 //
 // Mode "annotate" never fails the call: the original deltas are delivered
 // and an Annotation (validity, the parsed value, the diagnostics) is recorded
-// on the response under the layer's name; read it with AnnotationOf.
+// on the response under the layer's name; read it with AnnotationOf, which
+// also reads it from a response a cache outside the layer (memoize,
+// semantic_memoize) replayed, where it was stored as JSON.
 //
 // A stream that failed is returned as is, without validation.
 package outputcoerce

@@ -132,10 +132,31 @@ type Annotation struct {
 }
 
 // AnnotationOf returns the annotation that the output_coerce layer named
-// layer recorded on resp.
+// layer recorded on resp. A response replayed from a cache (memoize outside
+// the layer) carries the annotation in its JSON-decoded form, a
+// map[string]any: it is decoded into an Annotation, with the value's numbers
+// as json.Number as on a fresh response.
 func AnnotationOf(resp runtime.ChatResponse, layer string) (Annotation, bool) {
-	a, ok := resp.Annotations[layer].(Annotation)
-	return a, ok
+	switch a := resp.Annotations[layer].(type) {
+	case Annotation:
+		return a, true
+	case map[string]any:
+		if _, ok := a["valid"].(bool); !ok {
+			return Annotation{}, false
+		}
+		b, err := json.Marshal(a)
+		if err != nil {
+			return Annotation{}, false
+		}
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.UseNumber()
+		var out Annotation
+		if err := dec.Decode(&out); err != nil {
+			return Annotation{}, false
+		}
+		return out, true
+	}
+	return Annotation{}, false
 }
 
 // CoercionError is output that does not match the schema (enforce mode). It
