@@ -80,6 +80,9 @@ func ParseFile(path, root string) (*Case, error) {
 			if err := json.Unmarshal(f.Data, &c.WantRun); err != nil {
 				return nil, fmt.Errorf("%s: want/run.json: %v", path, err)
 			}
+			if _, ok := c.WantRun.(map[string]any); !ok {
+				return nil, fmt.Errorf("%s: want/run.json: want a JSON object", path)
+			}
 		default:
 			return nil, fmt.Errorf("%s: unexpected file %q", path, f.Name)
 		}

@@ -21,7 +21,7 @@ var updateCatalog = flag.Bool("update-catalog", false, "rewrite schemas/catalog.
 func TestCatalogUpToDate(t *testing.T) {
 	s, err := DefaultSchema()
 	require.NoError(t, err)
-	v, err := s.build(cuecontext.New(), true)
+	v, err := s.build(cuecontext.New())
 	require.NoError(t, err)
 
 	var cat catalogFile

@@ -308,7 +308,7 @@ func sizeString(n int64) string {
 // decodes it.
 func (l *loader) evaluate(files []*ast.File) *Policy {
 	ctx := cuecontext.New()
-	schemaVal, err := l.schema.build(ctx, true)
+	schemaVal, err := l.schema.build(ctx)
 	if err != nil {
 		l.errorf(Pos{File: l.files[0], Line: 1, Col: 1}, "cue/syntax", "internal schema error: %v", err)
 		return nil

@@ -131,7 +131,7 @@ func NewSchema(custom []CustomKind) (*Schema, error) {
 	if len(custom) > 0 {
 		// The embedded schema is checked by the tests; a custom schema is
 		// checked here, once.
-		if _, err := s.build(cuecontext.New(), true); err != nil {
+		if _, err := s.build(cuecontext.New()); err != nil {
 			return nil, fmt.Errorf("schema: %w", err)
 		}
 	}
@@ -158,7 +158,7 @@ func (s *Schema) entrySource() []byte {
 }
 
 // build evaluates the schema package in ctx.
-func (s *Schema) build(ctx *cue.Context, withEntry bool) (cue.Value, error) {
+func (s *Schema) build(ctx *cue.Context) (cue.Value, error) {
 	inst := build.NewContext().NewInstance("schemas", nil)
 	names := make([]string, 0, len(s.sources))
 	for n := range s.sources {
@@ -177,14 +177,8 @@ func (s *Schema) build(ctx *cue.Context, withEntry bool) (cue.Value, error) {
 			return cue.Value{}, err
 		}
 	}
-	if withEntry {
-		if err := add("schemas/entry.cue", s.entrySource()); err != nil {
-			return cue.Value{}, err
-		}
-	} else {
-		if err := add("schemas/entry.cue", []byte("package schemas\n\n#Entry: {...}\n")); err != nil {
-			return cue.Value{}, err
-		}
+	if err := add("schemas/entry.cue", s.entrySource()); err != nil {
+		return cue.Value{}, err
 	}
 	v := ctx.BuildInstance(inst)
 	if err := v.Err(); err != nil {

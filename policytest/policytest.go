@@ -14,6 +14,10 @@
 //		want: steps: [{outcome: "blocked"}]
 //	}
 //
+// A case may instead (or also) pin the policy's vet result: `want_vet` lists
+// the rule ids that vetting the policy must report, as a set (an empty list:
+// the policy vets clean, warnings included).
+//
 // Test files are evaluated on their own: they are not part of the policy
 // package.
 package policytest
@@ -46,6 +50,9 @@ type Case struct {
 	Scenario json.RawMessage
 	// Want is the expected subset of the run output.
 	Want any
+	// WantVet, when not nil, is the set of rule ids vetting the policy must
+	// report.
+	WantVet []string
 }
 
 // Discover returns the cases of the policy in dir, sorted by file and
@@ -80,6 +87,7 @@ func readFile(path string) ([]*Case, error) {
 		Tests map[string]struct {
 			Scenario json.RawMessage `json:"scenario"`
 			Want     any             `json:"want"`
+			WantVet  *[]string       `json:"want_vet"`
 		} `json:"tests"`
 	}
 	if filepath.Ext(path) == ".cue" {
@@ -99,16 +107,62 @@ func readFile(path string) ([]*Case, error) {
 	}
 	var out []*Case
 	for name, t := range doc.Tests {
-		if len(t.Scenario) == 0 || string(t.Scenario) == "null" {
-			return nil, fmt.Errorf("%s: test %q has no scenario", path, name)
+		hasScenario := len(t.Scenario) > 0 && string(t.Scenario) != "null"
+		c := &Case{Name: name, File: path}
+		if t.WantVet != nil {
+			c.WantVet = append([]string{}, *t.WantVet...)
+			sort.Strings(c.WantVet)
 		}
-		if t.Want == nil {
-			return nil, fmt.Errorf("%s: test %q has no want", path, name)
+		switch {
+		case !hasScenario && t.Want == nil && c.WantVet == nil:
+			return nil, fmt.Errorf("%s: test %q has neither scenario and want nor want_vet", path, name)
+		case hasScenario != (t.Want != nil):
+			return nil, fmt.Errorf("%s: test %q: scenario and want go together", path, name)
 		}
-		out = append(out, &Case{Name: name, File: path, Scenario: t.Scenario, Want: t.Want})
+		if m, ok := t.Want.(map[string]any); ok && len(m) == 0 {
+			return nil, fmt.Errorf("%s: test %q: want is empty, so it would match any run", path, name)
+		}
+		if hasScenario {
+			c.Scenario, c.Want = t.Scenario, t.Want
+		}
+		out = append(out, c)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
+}
+
+// CheckVet compares the rule ids of a policy's diagnostics with the case's
+// WantVet set. It returns "" when they match, else what differs.
+func (c *Case) CheckVet(rules []string) string {
+	got := map[string]bool{}
+	for _, r := range rules {
+		got[r] = true
+	}
+	want := map[string]bool{}
+	for _, r := range c.WantVet {
+		want[r] = true
+	}
+	var missing, extra []string
+	for r := range want {
+		if !got[r] {
+			missing = append(missing, r)
+		}
+	}
+	for r := range got {
+		if !want[r] {
+			extra = append(extra, r)
+		}
+	}
+	sort.Strings(missing)
+	sort.Strings(extra)
+	var parts []string
+	if len(missing) > 0 {
+		parts = append(parts, "vet did not report "+strings.Join(missing, ", "))
+	}
+	if len(extra) > 0 {
+		parts = append(parts, "vet also reported "+strings.Join(extra, ", "))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // Run runs the case against p, resolving the plan's relative paths (file

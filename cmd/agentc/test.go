@@ -51,34 +51,49 @@ func cmdTest(ctx context.Context, env *cliEnv, args []string) int {
 		if err != nil {
 			return fail(env, "%v", err)
 		}
-		if err := printDiagnostics(env, c.Diagnostics.Relative(env.wd).Sort(), false); err != nil {
-			return fail(env, "%v", err)
+		var rules []string
+		for _, d := range c.Diagnostics {
+			rules = append(rules, d.Rule)
 		}
-		if c.Plan == nil {
-			fmt.Fprintf(env.stdout, "FAIL  %s  [policy does not vet]\n", rel(env, dir))
-			failed += len(cases)
-			continue
-		}
+		printedDiags := false
 		for _, tc := range cases {
 			if filter != nil && !filter.MatchString(tc.Name) {
 				continue
 			}
-			diff, out, err := tc.Run(ctx, c.Plan, dir)
-			switch {
-			case err != nil:
-				failed++
-				fmt.Fprintf(env.stdout, "FAIL  %s  %s: %v\n", rel(env, tc.File), tc.Name, err)
-			case diff != "":
-				failed++
-				fmt.Fprintf(env.stdout, "FAIL  %s  %s: %s\n", rel(env, tc.File), tc.Name, diff)
-				if *verbose {
-					fmt.Fprintf(env.stdout, "      output: %s\n", out)
+			var problem string
+			if tc.WantVet != nil {
+				problem = tc.CheckVet(rules)
+			}
+			if problem == "" && tc.Scenario != nil {
+				if c.Plan == nil {
+					if !printedDiags {
+						printedDiags = true
+						if err := printDiagnostics(env, c.Diagnostics.Relative(env.wd).Sort(), false); err != nil {
+							return fail(env, "%v", err)
+						}
+					}
+					problem = "the policy does not vet"
+				} else {
+					diff, out, err := tc.Run(ctx, c.Plan, dir)
+					switch {
+					case err != nil:
+						problem = err.Error()
+					case diff != "":
+						problem = diff
+						if *verbose {
+							problem += "\n      output: " + string(out)
+						}
+					}
 				}
-			default:
-				passed++
-				if *verbose {
-					fmt.Fprintf(env.stdout, "ok    %s  %s\n", rel(env, tc.File), tc.Name)
-				}
+			}
+			if problem != "" {
+				failed++
+				fmt.Fprintf(env.stdout, "FAIL  %s  %s: %s\n", rel(env, tc.File), tc.Name, problem)
+				continue
+			}
+			passed++
+			if *verbose {
+				fmt.Fprintf(env.stdout, "ok    %s  %s\n", rel(env, tc.File), tc.Name)
 			}
 		}
 	}

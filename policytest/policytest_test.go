@@ -1,0 +1,65 @@
+package policytest
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func write(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, src := range files {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(src), 0o644))
+	}
+	return dir
+}
+
+func TestDiscover(t *testing.T) {
+	dir := write(t, map[string]string{
+		"policy.cue":      "package p\n",
+		"a_test.cue":      "package p\ntests: b: {scenario: steps: [], want: steps: []}\ntests: a: want_vet: [\"cel/type\"]\n",
+		"tests/more.json": `{"tests": {"c": {"scenario": {"steps": []}, "want": {"steps": []}}}}`,
+	})
+	cases, err := Discover(dir)
+	require.NoError(t, err)
+	require.Len(t, cases, 3)
+	assert.Equal(t, "a", cases[0].Name)
+	assert.Equal(t, []string{"cel/type"}, cases[0].WantVet)
+	assert.Nil(t, cases[0].Scenario)
+	assert.Equal(t, "b", cases[1].Name)
+	assert.NotNil(t, cases[1].Scenario)
+	assert.Equal(t, "c", cases[2].Name)
+}
+
+func TestDiscoverErrors(t *testing.T) {
+	tests := []struct{ name, src, want string }{
+		{"no tests", "package p\nx: 1\n", "no tests"},
+		{"nothing to check", "package p\ntests: a: {}\n", "neither scenario and want nor want_vet"},
+		{"scenario without want", "package p\ntests: a: scenario: steps: []\n", "scenario and want go together"},
+		{"empty want", "package p\ntests: a: {scenario: steps: [], want: {}}\n", "want is empty"},
+		{"not CUE", "package p\ntests: {\n", "a_test.cue"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := write(t, map[string]string{"a_test.cue": tt.src})
+			_, err := Discover(dir)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.want)
+		})
+	}
+}
+
+func TestCheckVet(t *testing.T) {
+	c := &Case{WantVet: []string{"cel/type", "order/duplicate"}}
+	assert.Equal(t, "", c.CheckVet([]string{"order/duplicate", "cel/type", "cel/type"}))
+	assert.Equal(t, "vet did not report order/duplicate", c.CheckVet([]string{"cel/type"}))
+	assert.Equal(t, "vet also reported schema/stage", c.CheckVet([]string{"cel/type", "order/duplicate", "schema/stage"}))
+	clean := &Case{WantVet: []string{}}
+	assert.Equal(t, "", clean.CheckVet(nil))
+}
