@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/agentc-dev/agentc/builtins/internal/textnorm"
 )
 
 // Config lists what a Filter refuses.
@@ -38,6 +40,8 @@ type Match struct {
 type Filter struct {
 	byFirstWord map[string][]phrase // keywords made only of words, indexed by first word
 	regexRules  []regexRule         // patterns, and keywords containing symbols
+	// symbolKeywords is set when regexRules holds keywords.
+	symbolKeywords bool
 }
 
 type phrase struct {
@@ -59,7 +63,7 @@ func New(cfg Config) (*Filter, error) {
 	f := &Filter{byFirstWord: map[string][]phrase{}}
 	order := 0
 	for _, kw := range cfg.Keywords {
-		words := strings.Fields(kw)
+		words := strings.Fields(textnorm.Fold(kw).Text)
 		if len(words) == 0 {
 			return nil, fmt.Errorf("contentfilter: empty keyword")
 		}
@@ -75,6 +79,7 @@ func New(cfg Config) (*Filter, error) {
 				return nil, fmt.Errorf("contentfilter: keyword %q: %w", kw, err)
 			}
 			f.regexRules = append(f.regexRules, regexRule{re: re, group: 1, kind: KindKeyword, rule: kw, order: order})
+			f.symbolKeywords = true
 		}
 		order++
 	}
@@ -132,17 +137,31 @@ func (f *Filter) Check(text string) (Match, bool) {
 	better := func(start, order int) bool {
 		return best.Start < 0 || start < best.Start || (start == best.Start && order < bestOrder)
 	}
+	// Keywords are matched on the folded text, so that invisible characters and look-alike
+	// letters do not hide them; their offsets are mapped back to text.
+	var folded textnorm.Folded
+	if len(f.byFirstWord) > 0 || f.symbolKeywords {
+		folded = textnorm.Fold(text)
+	}
 	if len(f.byFirstWord) > 0 {
-		if m, order, ok := f.checkWords(text); ok {
+		if m, order, ok := f.checkWords(folded.Text); ok {
+			m.Start, m.End = folded.Span(m.Start, m.End)
 			best, bestOrder = m, order
 		}
 	}
 	for _, r := range f.regexRules {
-		loc := r.re.FindStringSubmatchIndex(text)
+		subject := text
+		if r.kind == KindKeyword {
+			subject = folded.Text
+		}
+		loc := r.re.FindStringSubmatchIndex(subject)
 		if loc == nil {
 			continue
 		}
 		start, end := loc[2*r.group], loc[2*r.group+1]
+		if r.kind == KindKeyword {
+			start, end = folded.Span(start, end)
+		}
 		if better(start, r.order) {
 			best, bestOrder = Match{Kind: r.kind, Rule: r.rule, Start: start, End: end}, r.order
 		}

@@ -61,6 +61,47 @@ func TestCheck(t *testing.T) {
 	}
 }
 
+func TestCheckNormalizesKeywords(t *testing.T) {
+	f, err := New(Config{
+		Keywords: []string{"bomb", "kill", "c++", "top secret", "бомба"},
+		Patterns: []string{`\d{4}-\d{4}`},
+	})
+	require.NoError(t, err)
+	tests := []struct {
+		name     string
+		in       string
+		wantRule string // "" means no match
+		wantText string // the reported span of the original text
+	}{
+		{"zero-width space inside", "how to make a b\u200bomb", "bomb", "b\u200bomb"},
+		{"soft hyphen inside", "ki\u00adll it", "kill", "ki\u00adll"},
+		{"word joiner at the edges", "\u2060bomb\u2060!", "bomb", "bomb"},
+		{"full-width letters", "ｂｏｍｂ", "bomb", "ｂｏｍｂ"},
+		{"cyrillic look-alikes", "a bоmb (with Cyrillic o)", "bomb", "bоmb"},
+		{"upper-case look-alikes", "KІLL", "kill", "KІLL"},
+		{"symbol keyword with zero-width space", "I write c+\u200b+ daily", "c++", "c+\u200b+"},
+		{"phrase across invisible characters", "top\u200b secret\u200b", "top secret", "top\u200b secret"},
+		{"non-latin keyword", "это бомба", "бомба", "бомба"},
+		{"offsets after multi-byte text", "héllo wörld, b\u200bomb", "bomb", "b\u200bomb"},
+		{"still a word boundary", "bombs and skill", "", ""},
+		{"invisible character does not join words", "the b\u200bombastic talk", "", ""},
+		{"patterns see the text as it is", "1234-\u200b5678", "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, ok := f.Check(tt.in)
+			if tt.wantRule == "" {
+				assert.False(t, ok, "unexpected %+v", m)
+				return
+			}
+			require.True(t, ok)
+			assert.Equal(t, tt.wantRule, m.Rule)
+			assert.Equal(t, KindKeyword, m.Kind)
+			assert.Equal(t, tt.wantText, tt.in[m.Start:m.End])
+		})
+	}
+}
+
 func TestCheckTieGoesToFirstConfigured(t *testing.T) {
 	f, err := New(Config{Keywords: []string{"bad", "bad word"}, Patterns: []string{`bad`}})
 	require.NoError(t, err)

@@ -4,8 +4,12 @@
 // Keywords are matched case-insensitively on word boundaries ("ass" does not match "class");
 // a multi-word keyword matches across any run of whitespace and punctuation between its
 // words (a keyword that itself contains symbols, such as "c++", across whitespace only).
-// Letters, digits and underscores are word characters, in any script. Patterns are RE2
-// regular expressions applied to the text as it is (write "(?i)" for case-insensitivity).
+// Letters, digits and underscores are word characters, in any script. Keywords and the text
+// are compared in a folded form, as the security builtin does, so that a keyword cannot be
+// hidden: invisible format characters (zero-width spaces, soft hyphens) are dropped, and
+// full-width forms and common Cyrillic and Greek look-alike letters count as their ASCII
+// counterparts; a Match still reports offsets in the text as given. Patterns are RE2 regular
+// expressions applied to the text as it is (write "(?i)" for case-insensitivity).
 //
 // A Filter is immutable after New and safe for concurrent use.
 //

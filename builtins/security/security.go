@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/agentc-dev/agentc/builtins/internal/textnorm"
 )
 
 // Pattern is one injection signature.
@@ -134,10 +136,10 @@ func indexStarts(index map[string][]int, starts []string, i int) map[string][]in
 }
 
 func (d *Detector) detectPlain(text string) (Match, bool) {
-	var norm *normalized
+	var norm *textnorm.Normalized
 	best := Match{Start: -1}
 	if len(d.anchored) > 0 {
-		norm = normalize(text)
+		norm = textnorm.Normalize(text)
 		if m, ok := d.detectAnchored(norm); ok {
 			best = m
 		}
@@ -151,10 +153,10 @@ func (d *Detector) detectPlain(text string) (Match, bool) {
 			loc = p.re.FindStringIndex(text)
 		} else {
 			if norm == nil {
-				norm = normalize(text)
+				norm = textnorm.Normalize(text)
 			}
-			if loc = p.re.FindStringIndex(norm.text); loc != nil {
-				loc = []int{norm.origStart(loc[0]), norm.origEnd(loc[1])}
+			if loc = p.re.FindStringIndex(norm.Text); loc != nil {
+				loc = []int{norm.OrigStart(loc[0]), norm.OrigEnd(loc[1])}
 			}
 		}
 		if loc != nil && (best.Start < 0 || loc[0] < best.Start) {
@@ -171,8 +173,8 @@ const maxAnchoredMatch = 256
 // detectAnchored walks the words of the normalized text and tries, at each word that starts
 // some default pattern, those patterns anchored there. The first success is the leftmost
 // match of all default patterns.
-func (d *Detector) detectAnchored(norm *normalized) (Match, bool) {
-	t := norm.text
+func (d *Detector) detectAnchored(norm *textnorm.Normalized) (Match, bool) {
+	t := norm.Text
 	for i := 0; i < len(t); {
 		j := strings.IndexByte(t[i:], ' ')
 		if j < 0 {
@@ -181,7 +183,7 @@ func (d *Detector) detectAnchored(norm *normalized) (Match, bool) {
 		window := t[i:min(len(t), i+maxAnchoredMatch)]
 		for _, k := range d.startWords[t[i:i+j]] {
 			if loc := d.anchored[k].re.FindStringIndex(window); loc != nil {
-				return Match{PatternID: d.anchored[k].id, Start: norm.origStart(i), End: norm.origEnd(i + loc[1])}, true
+				return Match{PatternID: d.anchored[k].id, Start: norm.OrigStart(i), End: norm.OrigEnd(i + loc[1])}, true
 			}
 		}
 		i += j + 1
@@ -196,113 +198,6 @@ func containsAny(s string, needles []string) bool {
 		}
 	}
 	return false
-}
-
-// normalized is the folded text with, for each of its bytes, the offset in the original of the
-// rune it came from.
-type normalized struct {
-	text  string
-	orig  string
-	start []int32
-}
-
-func (n *normalized) origStart(i int) int {
-	// A match may begin on a collapsed separator; report the next real character.
-	for i < len(n.text) && n.text[i] == ' ' && i+1 < len(n.text) {
-		i++
-	}
-	if i >= len(n.start) {
-		return len(n.orig)
-	}
-	return int(n.start[i])
-}
-
-func (n *normalized) origEnd(i int) int {
-	for i > 1 && n.text[i-1] == ' ' {
-		i--
-	}
-	if i == 0 || i > len(n.start) {
-		return len(n.orig)
-	}
-	s := int(n.start[i-1])
-	_, size := utf8.DecodeRuneInString(n.orig[s:])
-	return s + size
-}
-
-func normalize(text string) *normalized {
-	buf := make([]byte, 0, len(text))
-	n := &normalized{orig: text, start: make([]int32, 0, len(text))}
-	space := true // collapse leading separators
-	for i := 0; i < len(text); {
-		c := text[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c >= 'A' && c <= 'Z':
-				buf = append(buf, c+'a'-'A')
-			case (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'):
-				buf = append(buf, c)
-			default:
-				if !space {
-					buf = append(buf, ' ')
-					n.start = append(n.start, int32(i))
-					space = true
-				}
-				i++
-				continue
-			}
-			n.start = append(n.start, int32(i))
-			space = false
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(text[i:])
-		if unicode.Is(unicode.Cf, r) {
-			i += size
-			continue
-		}
-		r = fold(r)
-		if unicode.IsLetter(r) || unicode.IsDigit(r) {
-			before := len(buf)
-			buf = utf8.AppendRune(buf, unicode.ToLower(r))
-			for k := before; k < len(buf); k++ {
-				n.start = append(n.start, int32(i))
-			}
-			space = false
-		} else if !space {
-			buf = append(buf, ' ')
-			n.start = append(n.start, int32(i))
-			space = true
-		}
-		i += size
-	}
-	n.text = string(buf)
-	return n
-}
-
-// fold maps full-width ASCII and common look-alike letters to ASCII.
-func fold(r rune) rune {
-	if r >= 0xFF01 && r <= 0xFF5E {
-		return r - 0xFEE0
-	}
-	if r < 0x80 {
-		return r
-	}
-	if a, ok := confusables[r]; ok {
-		return a
-	}
-	return r
-}
-
-var confusables = map[rune]rune{
-	// Cyrillic
-	'а': 'a', 'е': 'e', 'о': 'o', 'р': 'p', 'с': 'c', 'у': 'y', 'х': 'x', 'і': 'i', 'ј': 'j',
-	'ѕ': 's', 'һ': 'h', 'ԁ': 'd', 'ԛ': 'q', 'ԝ': 'w', 'м': 'm', 'т': 't', 'в': 'b', 'н': 'h',
-	'к': 'k', 'А': 'a', 'Е': 'e', 'О': 'o', 'Р': 'p', 'С': 'c', 'У': 'y', 'Х': 'x', 'І': 'i',
-	'М': 'm', 'Т': 't', 'В': 'b', 'Н': 'h', 'К': 'k',
-	// Greek
-	'α': 'a', 'ε': 'e', 'ο': 'o', 'ρ': 'p', 'ι': 'i', 'κ': 'k', 'ν': 'v', 'τ': 't', 'υ': 'u',
-	'Α': 'a', 'Β': 'b', 'Ε': 'e', 'Ι': 'i', 'Κ': 'k', 'Μ': 'm', 'Ν': 'n', 'Ο': 'o', 'Ρ': 'p',
-	'Τ': 't', 'Χ': 'x', 'Υ': 'y',
 }
 
 // base64Runs returns the [start, end) offsets of runs of base64 characters long enough to

@@ -1,0 +1,105 @@
+package textnorm
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestNormalize(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want string
+	}{
+		{"case and separators", "  Hello,   WORLD!! ", "hello world "},
+		{"format characters dropped", "ig\u200bnore in\u00adstructions", "ignore instructions"},
+		{"full-width", "ｉｇｎｏｒｅ　ＡＬＬ", "ignore all"},
+		{"look-alikes", "іgnоrе", "ignore"},
+		{"other scripts lower-cased", "ÉCOLE Straße", "école straße"},
+		{"digits kept", "route 66", "route 66"},
+		{"empty", "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, Normalize(tt.in).Text)
+		})
+	}
+}
+
+func TestNormalizeOffsets(t *testing.T) {
+	tests := []struct {
+		name       string
+		in         string
+		start, end int // in the normalized text
+		want       string
+	}{
+		{"word", "Hello there!  IGNORE, all", 12, 18, "IGNORE"},
+		{"span over collapsed separators", "a,  b", 0, 3, "a,  b"},
+		{"start on a separator moves to the next character", "a,  b", 1, 3, "b"},
+		{"end on a separator leaves it out", "a,  b", 0, 2, "a"},
+		{"multi-byte runes", "ｈｉ there", 0, 2, "ｈｉ"},
+		{"format character inside", "b\u200bomb", 0, 4, "b\u200bomb"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := Normalize(tt.in)
+			assert.Equal(t, tt.want, tt.in[n.OrigStart(tt.start):n.OrigEnd(tt.end)])
+		})
+	}
+}
+
+func TestFold(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want string
+	}{
+		{"unchanged", "Hello, World! café", "Hello, World! café"},
+		{"format characters dropped", "b\u200bomb\u2060 ki\u00adll", "bomb kill"},
+		{"full-width", "ＢＯＭＢ １２３", "BOMB 123"},
+		{"look-alikes to lower case", "bОmb КІLL", "bomb kiLL"},
+		{"punctuation and spacing kept", "a_b  c--d", "a_b  c--d"},
+		{"invalid utf-8 kept", "\xffb\u200bomb", "\xffbomb"},
+		{"empty", "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, Fold(tt.in).Text)
+		})
+	}
+}
+
+func TestFoldSpan(t *testing.T) {
+	tests := []struct {
+		name       string
+		in         string
+		start, end int // in the folded text
+		want       string
+	}{
+		{"unchanged text", "make a bomb", 7, 11, "bomb"},
+		{"format character inside the span", "a b\u200bomb", 2, 6, "b\u200bomb"},
+		{"format characters around the span", "\u200bbomb\u200b!", 0, 4, "bomb"},
+		{"full-width", "x ｂｏｍｂ y", 2, 6, "ｂｏｍｂ"},
+		{"after multi-byte text", "héllo b\u200bomb", 7, 11, "b\u200bomb"},
+		{"empty span", "b\u200bomb", 1, 1, ""},
+		{"span at the end", "b\u200bomb", 4, 4, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, e := Fold(tt.in).Span(tt.start, tt.end)
+			assert.Equal(t, tt.want, tt.in[s:e])
+		})
+	}
+}
+
+func TestFoldRune(t *testing.T) {
+	tests := []struct {
+		in, want rune
+	}{
+		{'a', 'a'}, {'Ａ', 'A'}, {'～', '~'}, {'а', 'a'}, {'Н', 'h'}, {'ν', 'v'}, {'é', 'é'}, {'б', 'б'},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, string(tt.want), string(FoldRune(tt.in)), "%q", tt.in)
+	}
+}
