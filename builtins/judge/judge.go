@@ -85,6 +85,8 @@ var errNoVerdict = errors.New("judge answered neither allow nor block")
 
 // Classify asks the judge model about text and returns its verdict. It fails
 // on a model error, when timeout passes, or when the answer is no verdict.
+// The call goes to the judge model's client directly, not through the chat
+// chain: it is made once, and no meter charges it (see the package doc).
 func (j *Judge) Classify(ctx context.Context, text string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, j.Timeout.D())
 	defer cancel()

@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	_ "github.com/agentc-dev/agentc/builtins/judge"
+	_ "github.com/agentc-dev/agentc/builtins/meter"
+	_ "github.com/agentc-dev/agentc/builtins/retry"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
@@ -72,4 +74,32 @@ func TestConfigErrors(t *testing.T) {
 		_, err := runtime.Build(context.Background(), p, runtime.Deps{Models: map[string]runtime.ModelClient{"judge": rt.NewModel()}})
 		assert.Error(t, err, cfg)
 	}
+}
+
+// TestTheJudgeCallBypassesTheChatChain pins that the judge's own model call
+// goes to the model client directly: a meter in the chat chain does not
+// charge it and a retry does not re-invoke it.
+func TestTheJudgeCallBypassesTheChatChain(t *testing.T) {
+	p := rt.Plan(plan.Chains{Chat: []plan.Layer{
+		rt.Layer("meter", `{"scope":"global"}`),
+		rt.Layer("retry", `{"max_attempts":3,"initial_delay":"1ms","max_delay":"1ms"}`),
+		rt.Layer("judge", `{"model":"judge"}`),
+	}})
+	primary := rt.NewModel(rt.Response{Deltas: []string{"ok"}, Usage: runtime.Usage{InputTokens: 10, OutputTokens: 2}})
+	judge := rt.NewModel(rt.Response{Deltas: []string{"allow"}, Usage: runtime.Usage{InputTokens: 1000, OutputTokens: 1}},
+		rt.Response{Err: rt.Transient("judge down")})
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": primary, "judge": judge}})
+	require.NoError(t, err)
+	m := pl.Layers(plan.StageChat)[0].Middleware.(runtime.LedgerReader)
+
+	_, _, err = rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary"}, 0)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.Ledger{InputTokens: 10, OutputTokens: 2, USD: m.Ledger("").USD, Calls: 1}, m.Ledger(""),
+		"the judge's usage is not in the ledger")
+
+	text, _, err := rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary"}, 0)
+	require.NoError(t, err, "the failed judge call fails open")
+	assert.Equal(t, "ok", text)
+	assert.Equal(t, 2, judge.Calls(), "the transient judge failure was not retried")
+	assert.Equal(t, 2, primary.Calls())
 }
