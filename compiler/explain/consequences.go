@@ -30,20 +30,21 @@ func reinvokers(a *vet.Analysis, chain []*dsl.Entry, tool string) []*dsl.Entry {
 	return out
 }
 
-// worstCase returns the product of the attempts of es and its factors.
+// worstCase returns the product of the attempts of es (saturated, see
+// vet.CallProduct) and its first factors.
 func worstCase(es []*dsl.Entry) (int, string) {
-	n := 1
+	attempts := make([]int, len(es))
 	var factors []string
-	for _, e := range es {
+	for i, e := range es {
 		k := vet.Attempts(e)
-		n *= k
+		attempts[i] = k
 		unit := "attempts"
 		if e.Use == "fallback" || e.Use == "hedge" {
 			unit = "models"
 		}
 		factors = append(factors, fmt.Sprintf("%s %d %s", e.Ref(), k, unit))
 	}
-	return n, strings.Join(factors, " × ")
+	return vet.CallProduct(attempts...), vet.Factors(factors, "layers")
 }
 
 func executions(a *vet.Analysis, stage string, chain []*dsl.Entry) []string {
@@ -54,7 +55,7 @@ func executions(a *vet.Analysis, stage string, chain []*dsl.Entry) []string {
 			return []string{once + ": no layer re-invokes it"}
 		}
 		n, why := worstCase(es)
-		return []string{fmt.Sprintf("a failing call reaches the model up to %d times (%s)", n, why)}
+		return []string{fmt.Sprintf("a failing call reaches the model up to %s times (%s)", vet.Calls(n), why)}
 	}
 	// Tool chain: group the declared tools by their worst case.
 	type group struct {
@@ -106,7 +107,7 @@ func executions(a *vet.Analysis, stage string, chain []*dsl.Entry) []string {
 		if g.n == 1 {
 			out = append(out, once+": no layer re-invokes it")
 		} else {
-			out = append(out, fmt.Sprintf("%s runs up to %d times (%s)", subject, g.n, g.why))
+			out = append(out, fmt.Sprintf("%s runs up to %s times (%s)", subject, vet.Calls(g.n), g.why))
 		}
 	}
 	return append(out, notes...)
@@ -156,7 +157,7 @@ func auditRecords(a *vet.Analysis, stage string, chain []*dsl.Entry) []string {
 		switch {
 		case len(outside) > 0:
 			n, why := worstCase(outside)
-			out = append(out, fmt.Sprintf("%s writes one record per attempt: up to %d for one %s (%s); trail: %q", au.Ref(), n, per, why, trail))
+			out = append(out, fmt.Sprintf("%s writes one record per attempt: up to %s for one %s (%s); trail: %q", au.Ref(), vet.Calls(n), per, why, trail))
 		case len(inside) > 0:
 			out = append(out, fmt.Sprintf("%s writes one record per %s: %s inside it re-invokes without new records, and the record notes the attempts; trail: %q", au.Ref(), per, list(refs(inside)), trail))
 		default:

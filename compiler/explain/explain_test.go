@@ -131,3 +131,19 @@ chains: tool: [{use: "tool_policy", deny: ["drop"]}, {use: "audit"}]
 		"audit writes one record per logical tool call",
 	}, x.Stages[0].Consequences)
 }
+
+func TestManyRetriesSaturate(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("package p\nchains: chat: [\n")
+	for i := 0; i < 50; i++ {
+		b.WriteString("\t{use: \"retry\", max_attempts: 3},\n")
+	}
+	b.WriteString("]\n")
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte(b.String()), 0o644))
+	x := build(t, dir)
+	chat := x.Stages[0]
+	require.Equal(t, "chat", chat.Name)
+	require.NotEmpty(t, chat.Consequences)
+	assert.Equal(t, "a failing call reaches the model up to more than 1,000,000 times (retry 3 attempts × retry 3 attempts × retry 3 attempts × … (50 layers))", chat.Consequences[0])
+}

@@ -2,7 +2,6 @@ package vet
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/agentc-dev/agentc/dsl"
 )
@@ -16,7 +15,8 @@ var NestedRetry = &Rule{
 Each attempt of the outer retry runs the inner retry in full, so a failing
 call runs the product of their max_attempts: 3 and 3 make 9 calls to a model
 or tool that is already struggling, with backoffs that add up. The message
-gives the product. Retries scoped with tools: to different tools do not
+gives the product (beyond a million, "more than 1,000,000") and its first
+factors. Retries scoped with tools: to different tools do not
 wrap each other and are not reported, nor is a retry with max_attempts: 1,
 which never runs a call again.`,
 	Run: func(p *Pass) {
@@ -37,17 +37,16 @@ which never runs a call again.`,
 				if len(outer) == 0 {
 					continue
 				}
-				product := Attempts(e)
-				factors := []string{}
-				for _, o := range outer {
-					product *= Attempts(o)
+				var attempts []int
+				var factors []string
+				for _, o := range append(outer, e) {
+					attempts = append(attempts, Attempts(o))
 					factors = append(factors, fmt.Sprint(Attempts(o)))
 				}
-				factors = append(factors, fmt.Sprint(Attempts(e)))
 				near := outer[len(outer)-1]
 				p.Reportf(e.Pos, []dsl.Related{at(near, "%s (max_attempts %d) is here, outside %s", near.Ref(), Attempts(near), e.Ref())},
-					"%s (max_attempts %d) sits inside %s (max_attempts %d): a failing call reaches %s up to %d times (%s); keep one retry, or scope them with tools: to different tools",
-					e.Ref(), Attempts(e), near.Ref(), Attempts(near), callee(stage), product, strings.Join(factors, " × "))
+					"%s (max_attempts %d) sits inside %s (max_attempts %d): a failing call reaches %s up to %s times (%s); keep one retry, or scope them with tools: to different tools",
+					e.Ref(), Attempts(e), near.Ref(), Attempts(near), callee(stage), Calls(CallProduct(attempts...)), Factors(factors, "retries"))
 			}
 		}
 	},

@@ -115,6 +115,48 @@ func Attempts(e *dsl.Entry) int {
 	return 1
 }
 
+// MaxCalls is the largest number of calls a message spells out: a larger
+// product of attempts is reported as "more than 1,000,000".
+const MaxCalls = 1_000_000
+
+// maxFactors is the most factors a message lists.
+const maxFactors = 4
+
+// CallProduct returns the product of attempts, the calls a failing call can
+// make through layers that re-invoke it, saturated at MaxCalls+1 so that it
+// never overflows. An attempt count below 1 counts as 1.
+func CallProduct(attempts ...int) int {
+	n := 1
+	for _, k := range attempts {
+		if k < 1 {
+			k = 1
+		}
+		if n > MaxCalls/k {
+			return MaxCalls + 1
+		}
+		n *= k
+	}
+	return n
+}
+
+// Calls spells a number of calls from CallProduct: "12", or
+// "more than 1,000,000" when it is saturated.
+func Calls(n int) string {
+	if n > MaxCalls {
+		return "more than 1,000,000"
+	}
+	return fmt.Sprint(n)
+}
+
+// Factors joins the factors of a product with " × ", listing at most a
+// few: "3 × 3 × 3 × … (50 retries)", where noun names what was counted.
+func Factors(factors []string, noun string) string {
+	if len(factors) <= maxFactors {
+		return strings.Join(factors, " × ")
+	}
+	return fmt.Sprintf("%s × … (%d %s)", strings.Join(factors[:maxFactors-1], " × "), len(factors), noun)
+}
+
 // count spells small numbers out ("three"), as a user would say them.
 func count(n int) string {
 	words := []string{"zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"}

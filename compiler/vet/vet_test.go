@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -144,4 +145,31 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+func TestCallProduct(t *testing.T) {
+	tests := []struct {
+		name     string
+		attempts []int
+		want     string
+	}{
+		{name: "none", want: "1"},
+		{name: "small", attempts: []int{3, 4}, want: "12"},
+		{name: "at the limit", attempts: []int{1000, 1000}, want: "1000000"},
+		{name: "above the limit", attempts: []int{1000, 1001}, want: "more than 1,000,000"},
+		{name: "would overflow", attempts: slices.Repeat([]int{3}, 50), want: "more than 1,000,000"},
+		{name: "zero counts as one", attempts: []int{0, 5}, want: "5"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, vet.Calls(vet.CallProduct(tt.attempts...)))
+		})
+	}
+}
+
+func TestFactors(t *testing.T) {
+	assert.Equal(t, "3 × 4", vet.Factors([]string{"3", "4"}, "retries"))
+	assert.Equal(t, "1 × 2 × 3 × 4", vet.Factors([]string{"1", "2", "3", "4"}, "retries"))
+	many := slices.Repeat([]string{"3"}, 2000)
+	assert.Equal(t, "3 × 3 × 3 × … (2000 retries)", vet.Factors(many, "retries"))
 }
