@@ -124,7 +124,7 @@ func (b *BuildContext) Predicate(key string) (*Predicate, error) {
 	if pr == nil {
 		return nil, nil
 	}
-	c, err := compilePredicate(b.Plan, pr)
+	c, err := compilePredicate(b.Plan, pr, b.Stage)
 	if err != nil {
 		return nil, fmt.Errorf("predicate %s: %w", key, err)
 	}
@@ -133,9 +133,9 @@ func (b *BuildContext) Predicate(key string) (*Predicate, error) {
 
 // CompilePredicate compiles a predicate that the plan does not carry in
 // Layer.Predicates (for example one built from the layer's config by a
-// hand-written plan).
+// hand-written plan). The predicate must be of the layer's stage.
 func (b *BuildContext) CompilePredicate(pr *plan.Predicate) (*Predicate, error) {
-	return compilePredicate(b.Plan, pr)
+	return compilePredicate(b.Plan, pr, b.Stage)
 }
 
 // Pipeline is a built plan: the folded handler of each stage. It is safe for
@@ -273,7 +273,7 @@ func (pl *Pipeline) build(ctx context.Context) error {
 		}
 	}
 	if pl.plan.Admit != nil {
-		c, err := compilePredicate(pl.plan, pl.plan.Admit)
+		c, err := compilePredicate(pl.plan, pl.plan.Admit, plan.StageAdmit)
 		if err != nil {
 			return fmt.Errorf("build admit: %w", err)
 		}
@@ -384,7 +384,10 @@ func (pl *Pipeline) buildLayer(ctx context.Context, stage plan.Stage, i int, l p
 	if l.When != nil || (stage == plan.StageTool && len(l.Tools) > 0) {
 		sc = &scope{name: layerName(l), log: b.Logger}
 		if l.When != nil {
-			w, err := compilePredicate(pl.plan, l.When)
+			if l.When.Phase == "after" {
+				return nil, nil, errors.New(`when: phase "after": a layer's condition is decided before the call`)
+			}
+			w, err := compilePredicate(pl.plan, l.When, stage)
 			if err != nil {
 				return nil, nil, fmt.Errorf("when: %w", err)
 			}

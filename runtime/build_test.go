@@ -246,6 +246,66 @@ func TestChainOrderAndClose(t *testing.T) {
 	assert.Equal(t, []string{"cleanup inner", "cleanup middle", "cleanup outer"}, events.get())
 }
 
+// TestPredicateStageMustMatchItsUse: a predicate compiled for another stage
+// than the one it is evaluated in would fail on every call, and a `when`
+// cannot look at a response that does not exist yet; Build rejects both and
+// names the layer.
+func TestPredicateStageMustMatchItsUse(t *testing.T) {
+	withWhen := func(l plan.Layer, w *plan.Predicate) plan.Layer {
+		l.When = w
+		return l
+	}
+	withPredicate := func(l plan.Layer, key string, pr *plan.Predicate) plan.Layer {
+		l.Predicates = map[string]*plan.Predicate{key: pr}
+		return l
+	}
+	tests := []struct {
+		name    string
+		chains  plan.Chains
+		admit   *plan.Predicate
+		wantErr []string
+	}{
+		{name: "when of chat on a tool layer",
+			chains:  plan.Chains{Tool: []plan.Layer{withWhen(rt.Layer("retry", ""), &plan.Predicate{Stage: plan.StageChat, Source: "request.model == 'x'"})}},
+			wantErr: []string{`chains.tool[0] "retry"`, "when", `predicate of stage "chat" used in the tool stage`}},
+		{name: "when of tool on a chat layer",
+			chains:  plan.Chains{Chat: []plan.Layer{withWhen(rt.Layer("retry", ""), &plan.Predicate{Stage: plan.StageTool, Source: "args.x == 1"})}},
+			wantErr: []string{`chains.chat[0] "retry"`, `predicate of stage "tool" used in the chat stage`}},
+		{name: "when after the call",
+			chains:  plan.Chains{Tool: []plan.Layer{withWhen(rt.Layer("retry", ""), &plan.Predicate{Stage: plan.StageTool, Phase: "after", Source: "result == 1"})}},
+			wantErr: []string{`chains.tool[0] "retry"`, `when: phase "after"`}},
+		{name: "guard predicate of chat on a tool layer",
+			chains: plan.Chains{Tool: []plan.Layer{withPredicate(rt.Layer("guard", `{"deny":"true","message":"m"}`), "deny",
+				&plan.Predicate{Stage: plan.StageChat, Source: "request.model == 'm'"})}},
+			wantErr: []string{`chains.tool[0] "guard"`, "predicate deny", `predicate of stage "chat" used in the tool stage`}},
+		{name: "admit of tool",
+			admit:   &plan.Predicate{Stage: plan.StageTool, Source: "args.x == 1"},
+			wantErr: []string{"admit", `predicate of stage "tool" used in the admit stage`}},
+		{name: "matching stages",
+			chains: plan.Chains{
+				Tool: []plan.Layer{withWhen(rt.Layer("retry", ""), &plan.Predicate{Stage: plan.StageTool, Source: "args.x == 1"})},
+				Chat: []plan.Layer{withWhen(rt.Layer("retry", ""), &plan.Predicate{Stage: plan.StageChat, Phase: "before", Source: "request.model == 'x'"})},
+			},
+			admit: &plan.Predicate{Stage: plan.StageAdmit, Source: "item.score > 0.5"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := rt.Plan(tt.chains)
+			p.Admit = tt.admit
+			pl, err := runtime.Build(context.Background(), p, runtime.Deps{})
+			if tt.wantErr == nil {
+				require.NoError(t, err)
+				assert.NoError(t, pl.Close())
+				return
+			}
+			require.Error(t, err)
+			for _, w := range tt.wantErr {
+				assert.Contains(t, err.Error(), w)
+			}
+		})
+	}
+}
+
 func TestToolsAndWhenScopeALayer(t *testing.T) {
 	p := rt.Plan(plan.Chains{Tool: []plan.Layer{
 		func() plan.Layer {

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 
 	"github.com/agentc-dev/agentc/runtime/plan"
@@ -18,8 +19,13 @@ type Predicate struct {
 }
 
 // compilePredicate rebuilds the predicate's environment (typing args from the
-// argument schemas of the tools it is scoped to) and compiles its source.
-func compilePredicate(p *plan.Plan, pr *plan.Predicate) (*Predicate, error) {
+// argument schemas of the tools it is scoped to) and compiles its source. A
+// predicate of another stage than stage, where it is evaluated, is an error:
+// its variables would be missing on every call.
+func compilePredicate(p *plan.Plan, pr *plan.Predicate, stage plan.Stage) (*Predicate, error) {
+	if pr.Stage != stage {
+		return nil, fmt.Errorf("predicate of stage %q used in the %s stage", pr.Stage, stage)
+	}
 	spec := predicate.Spec{
 		Stage:     predicate.Stage(pr.Stage),
 		Phase:     predicate.Phase(pr.Phase),
