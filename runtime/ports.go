@@ -104,12 +104,20 @@ type KV interface {
 }
 
 // MemoryKV is an in-memory KV, safe for concurrent use. Expired entries are
-// dropped when read or overwritten.
+// dropped when read or overwritten, and by a sweep of the whole map each time
+// a write finds it has doubled since the last sweep (amortised constant cost
+// per write), so that keys written once and never read again do not
+// accumulate.
 type MemoryKV struct {
 	mu  sync.Mutex
 	m   map[string]kvEntry
 	now func() time.Time
+	// sweepAt is the size at which the next write sweeps expired entries.
+	sweepAt int
 }
+
+// minSweep is the smallest size at which a MemoryKV sweeps.
+const minSweep = 64
 
 type kvEntry struct {
 	v   []byte
@@ -118,7 +126,23 @@ type kvEntry struct {
 
 // NewMemoryKV returns an empty MemoryKV.
 func NewMemoryKV() *MemoryKV {
-	return &MemoryKV{m: map[string]kvEntry{}, now: time.Now}
+	return &MemoryKV{m: map[string]kvEntry{}, now: time.Now, sweepAt: minSweep}
+}
+
+// put stores e under key and sweeps expired entries once the map has doubled
+// since the last sweep. The caller holds k.mu.
+func (k *MemoryKV) put(key string, e kvEntry) {
+	k.m[key] = e
+	if len(k.m) < k.sweepAt {
+		return
+	}
+	now := k.now()
+	for kk, ee := range k.m {
+		if !ee.exp.IsZero() && !now.Before(ee.exp) {
+			delete(k.m, kk)
+		}
+	}
+	k.sweepAt = max(2*len(k.m), minSweep)
 }
 
 func (k *MemoryKV) live(key string) (kvEntry, bool) {
@@ -152,7 +176,7 @@ func (k *MemoryKV) Get(_ context.Context, key string) ([]byte, bool, error) {
 // Set implements KV.
 func (k *MemoryKV) Set(_ context.Context, key string, value []byte, ttl time.Duration) error {
 	k.mu.Lock()
-	k.m[key] = k.entry(value, ttl)
+	k.put(key, k.entry(value, ttl))
 	k.mu.Unlock()
 	return nil
 }
@@ -164,7 +188,7 @@ func (k *MemoryKV) SetIfAbsent(_ context.Context, key string, value []byte, ttl 
 	if _, ok := k.live(key); ok {
 		return false, nil
 	}
-	k.m[key] = k.entry(value, ttl)
+	k.put(key, k.entry(value, ttl))
 	return true, nil
 }
 

@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -182,4 +183,32 @@ func TestMemoryKVTTLAndSetIfAbsent(t *testing.T) {
 	ok, err = kv.SetIfAbsent(ctx, "k", []byte("c"), 0)
 	require.NoError(t, err)
 	assert.True(t, ok, "an expired key is absent")
+}
+
+func TestMemoryKVSweepsExpiredEntries(t *testing.T) {
+	ctx := context.Background()
+	kv := runtime.NewMemoryKV()
+	now := time.Unix(1000, 0)
+	runtime.SetMemoryKVClock(kv, func() time.Time { return now })
+	for i := range 50 {
+		require.NoError(t, kv.Set(ctx, fmt.Sprintf("short-%d", i), []byte("v"), time.Second))
+	}
+	require.NoError(t, kv.Set(ctx, "forever", []byte("v"), 0))
+	require.NoError(t, kv.Set(ctx, "long", []byte("v"), time.Hour))
+	for i := range 1000 {
+		if i%100 == 0 { // the entries written so far expire, unread
+			now = now.Add(time.Minute)
+		}
+		ok, err := kv.SetIfAbsent(ctx, fmt.Sprintf("new-%d", i), []byte("v"), time.Second)
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	assert.LessOrEqual(t, runtime.MemoryKVLen(kv), 250, "expired entries are swept as the map grows")
+	for _, k := range []string{"forever", "long"} {
+		_, found, err := kv.Get(ctx, k)
+		require.NoError(t, err)
+		assert.True(t, found, k)
+	}
+	_, found, _ := kv.Get(ctx, "new-999")
+	assert.True(t, found, "a live entry is kept")
 }
