@@ -27,6 +27,12 @@
 // layers stamp, a stable idempotency key per logical call, and the marks that
 // caches set (Cached, Deduped) so that meters and audits can tell.
 //
+// Runs: layers that keep state per run id (a meter's ledger, a rate_limit
+// bucket with scope "run") implement RunEnder. The host calls
+// Pipeline.EndRun(runID) once a run has finished, and every such layer drops
+// the run's state; without it, a long-lived pipeline keeps one entry per run
+// id it has seen. runtime/scenario ends its run when the scenario is done.
+//
 // Errors: a guard trip returns *BlockedError, a budget ceiling *BudgetError,
 // anything else is a failure. Classify tells a host worker which: blocked and
 // budget are final, a failure may be redelivered. *CallError classifies model

@@ -104,6 +104,9 @@ func (m *Meter) Forget(runID string) {
 	m.mu.Unlock()
 }
 
+// EndRun implements runtime.RunEnder: it forgets the run's ledger.
+func (m *Meter) EndRun(runID string) { m.Forget(runID) }
+
 // reserve admits a call or refuses it with a *runtime.BudgetError, in one
 // critical section of the ledger lock: the tokens and usd ceilings refuse
 // once the charged amount has reached them; the calls ceiling refuses once
@@ -211,6 +214,7 @@ func (m *Meter) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 
 var (
 	_ runtime.LedgerReader = (*Meter)(nil)
+	_ runtime.RunEnder     = (*Meter)(nil)
 	_ runtime.ChatWrapper  = (*Meter)(nil)
 	_ runtime.ToolWrapper  = (*Meter)(nil)
 )

@@ -98,6 +98,14 @@ func (r *RateLimit) bucketFor(run string) *bucket {
 	return b
 }
 
+// EndRun implements runtime.RunEnder: it drops the run's bucket (scope
+// "run").
+func (r *RateLimit) EndRun(runID string) {
+	r.mu.Lock()
+	delete(r.runs, runID)
+	r.mu.Unlock()
+}
+
 // Take takes one token for a call of run, waiting or refusing per the mode.
 func (r *RateLimit) Take(ctx context.Context, run string) error {
 	b := r.bucketFor(run)
@@ -162,3 +170,5 @@ func (r *RateLimit) WrapTurn(next runtime.TurnHandler) runtime.TurnHandler {
 		return next(ctx, c)
 	}
 }
+
+var _ runtime.RunEnder = (*RateLimit)(nil)

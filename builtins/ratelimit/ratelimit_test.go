@@ -91,3 +91,21 @@ func TestTurnAndChat(t *testing.T) {
 	assert.Equal(t, "rate_limited", runtime.KindOf(err))
 	assert.Equal(t, 1, model.Calls())
 }
+
+func TestEndRunDropsTheRunsBucket(t *testing.T) {
+	pl, tool := build(t, `{"rate":1,"per":"1h","burst":1,"mode":"reject","scope":"run"}`)
+	defer pl.Close()
+	a := runtime.WithRun(context.Background(), runtime.Run{ID: "a"})
+	b := runtime.WithRun(context.Background(), runtime.Run{ID: "b"})
+	for _, ctx := range []context.Context{a, b} {
+		_, err := pl.Tool(ctx, runtime.ToolRequest{Name: "t"})
+		require.NoError(t, err)
+	}
+	pl.EndRun("a")
+	_, err := pl.Tool(a, runtime.ToolRequest{Name: "t"})
+	require.NoError(t, err, "the run's bucket was dropped")
+	_, err = pl.Tool(b, runtime.ToolRequest{Name: "t"})
+	require.Error(t, err, "other runs keep theirs")
+	assert.Equal(t, 3, tool.Calls())
+	pl.EndRun("never seen")
+}

@@ -9,6 +9,7 @@
 //	POST /v1/tools/{name}  {"args"}             -> {"result","attempts"} or {"error"}
 //	POST /v1/turn          {"input"}            -> {"output"} or {"error"}
 //	POST /v1/admit         {"items"}            -> {"admitted"}
+//	POST /v1/runs/{id}/end                      -> 204; the run's per-run state (ledgers) is dropped
 //
 // Errors are {"error": {"kind","layer","message"}} with status 403 for a
 // blocked call, 402 for a budget ceiling, 429 for a rate limit and 502 for any

@@ -26,6 +26,7 @@ func NewServer(ctx context.Context, p *plan.Plan, deps runtime.Deps) (*Server, e
 	s.mux.HandleFunc("POST /v1/tools/{name}", s.tool)
 	s.mux.HandleFunc("POST /v1/turn", s.turn)
 	s.mux.HandleFunc("POST /v1/admit", s.admit)
+	s.mux.HandleFunc("POST /v1/runs/{id}/end", s.endRun)
 	return s, nil
 }
 
@@ -150,4 +151,12 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"admitted": items})
+}
+
+// endRun ends a run: the agent calls it once the run's last call has
+// returned, so that the layers drop what they keep per run (the meter's
+// ledger). A run spans many requests, so only the caller knows when it ends.
+func (s *Server) endRun(w http.ResponseWriter, r *http.Request) {
+	s.pl.EndRun(r.PathValue("id"))
+	w.WriteHeader(http.StatusNoContent)
 }

@@ -172,3 +172,19 @@ func TestBadRequest(t *testing.T) {
 	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
 	assert.Contains(t, string(body), "unknown field")
 }
+
+func TestEndRunDropsTheRunsLedger(t *testing.T) {
+	ts := start(t)
+	long := strings.Repeat("spend ", 2500)
+	status := http.StatusOK
+	for i := 0; i < 10 && status == http.StatusOK; i++ {
+		resp, _ := post(t, ts, "/v1/chat", "run-end", chatBody(long))
+		status = resp.StatusCode
+	}
+	require.Equal(t, http.StatusPaymentRequired, status)
+
+	resp, _ := post(t, ts, "/v1/runs/run-end/end", "", nil)
+	assert.Equal(t, http.StatusNoContent, resp.StatusCode)
+	resp, _ = post(t, ts, "/v1/chat", "run-end", chatBody("hi"))
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "the ended run's ledger is gone")
+}

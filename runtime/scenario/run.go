@@ -145,6 +145,7 @@ func Run(ctx context.Context, p *plan.Plan, s *Scenario, opts Options) (*Result,
 	res.Executions = f.executions()
 	res.Audit = auditEntries(audit.Records())
 	res.Meter = meterOf(pl, runID)
+	pl.EndRun(runID)
 	if tp != nil {
 		_ = tp.Shutdown(context.WithoutCancel(ctx))
 		res.Trace = spans(rec.Ended())

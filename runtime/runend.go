@@ -1,0 +1,23 @@
+package runtime
+
+// RunEnder is implemented by a middleware that keeps state per run id (a
+// meter's per-run ledger, a rate_limit's per-run bucket): EndRun drops the
+// state of a run that has finished. A layer must tolerate EndRun for a run
+// it never saw, and a call of the run made afterwards starts from fresh
+// state.
+type RunEnder interface {
+	EndRun(runID string)
+}
+
+// EndRun tells every layer of the pipeline that implements RunEnder that the
+// run runID has finished, so that per-run state does not accumulate over a
+// long-lived pipeline. The host calls it once a run's last call has returned;
+// calls of the run still in flight finish against the state they hold. It is
+// safe for concurrent use.
+func (pl *Pipeline) EndRun(runID string) {
+	for _, inst := range pl.insts {
+		if e, ok := inst.(RunEnder); ok {
+			e.EndRun(runID)
+		}
+	}
+}
