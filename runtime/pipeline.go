@@ -59,10 +59,16 @@ func (pl *Pipeline) chatTerminal(ctx context.Context, c *ChatCall, yield func(De
 		c.Served = c.Request.Model
 	}
 	// A stream that ended without a usage report is charged for what
-	// arrived: the transcript plus the text received.
-	if c.Usage == beforeUsage && c.chars > beforeChars {
-		c.Usage.InputTokens += EstimateMessages(c.Request.Messages)
-		c.Usage.OutputTokens += int64(c.chars-beforeChars+3) / 4
+	// arrived: the transcript plus the text received. Each side is
+	// estimated on its own: a stream that reports input on its first event
+	// and output on its last, abandoned in between, reported only input.
+	if c.chars > beforeChars {
+		if c.Usage.InputTokens == beforeUsage.InputTokens {
+			c.Usage.InputTokens += EstimateMessages(c.Request.Messages)
+		}
+		if c.Usage.OutputTokens == beforeUsage.OutputTokens {
+			c.Usage.OutputTokens += int64(c.chars-beforeChars+3) / 4
+		}
 	}
 	if err == nil && ctx.Err() != nil && !c.Stopped {
 		// The client stopped early because the context ended.

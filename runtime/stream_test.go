@@ -380,3 +380,52 @@ func (l *lockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// TestSplitUsageIsEstimatedPerSide: a stream that reports input usage on
+// its first event and output usage on its last is charged, when abandoned in
+// between, the reported input plus output estimated from the text that
+// arrived (and the other way round).
+func TestSplitUsageIsEstimatedPerSide(t *testing.T) {
+	split := func(first, last runtime.Usage) runtime.ModelClient {
+		return runtime.ModelFunc(func(_ context.Context, _ *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+			if !yield(runtime.Delta{Text: "aaaa", Usage: first}) {
+				return nil
+			}
+			for range 10 {
+				if !yield(runtime.Delta{Text: "bbbb"}) {
+					return nil
+				}
+			}
+			yield(runtime.Delta{Usage: last})
+			return nil
+		})
+	}
+	tests := []struct {
+		name        string
+		first, last runtime.Usage
+		stopAfter   int
+		want        runtime.Usage
+	}{
+		// 3 deltas of 4 bytes arrived: 3 output tokens estimated.
+		{"input first, abandoned", runtime.Usage{InputTokens: 100}, runtime.Usage{OutputTokens: 1000}, 3,
+			runtime.Usage{InputTokens: 100, OutputTokens: 3}},
+		// The transcript "hi" estimates 1 token plus 4 of overhead.
+		{"output first, abandoned", runtime.Usage{OutputTokens: 7}, runtime.Usage{InputTokens: 100}, 3,
+			runtime.Usage{InputTokens: 5, OutputTokens: 7}},
+		{"complete uses the reports", runtime.Usage{InputTokens: 100}, runtime.Usage{OutputTokens: 1000}, 0,
+			runtime.Usage{InputTokens: 100, OutputTokens: 1000}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pl := build(t, plan.Chains{Chat: []plan.Layer{rt.Layer("meter", "")}},
+				map[string]runtime.ModelClient{"primary": split(tt.first, tt.last)})
+			ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r"})
+			_, resp, err := rt.Collect(ctx, pl, runtime.ChatRequest{Model: "primary", Messages: hi}, tt.stopAfter)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, resp.Usage)
+			got := meterOf(t, pl).Ledger("r")
+			assert.Equal(t, tt.want.InputTokens, got.InputTokens)
+			assert.Equal(t, tt.want.OutputTokens, got.OutputTokens)
+		})
+	}
+}
