@@ -216,6 +216,18 @@ func (l *loader) decodeEntry(p *Policy, stage string, i int, ev cue.Value) *Entr
 		}
 	}
 	l.checkRegexps(e, path)
+	if e.Use == "meter" && stage == "tool" {
+		// A tool-chain meter counts tool calls; tokens and dollars are
+		// spent by model calls, on the chat chain's ledger.
+		if b, ok := fields["budget"].(map[string]any); ok {
+			for _, k := range []string{"tokens", "usd"} {
+				if _, set := b[k]; set {
+					l.errorf(l.userPos(append(append([]string{}, path...), "budget", k)), "schema/invalid-value",
+						"budget.%s: a meter in the tool chain counts tool calls only; %s ceilings belong on the chat chain's meter", k, k)
+				}
+			}
+		}
+	}
 	if e.Use == "guard" {
 		_, hasDeny := fields["deny"]
 		_, hasReq := fields["require"]
