@@ -58,21 +58,23 @@ func (pl *Pipeline) chatTerminal(ctx context.Context, c *ChatCall, yield func(De
 	if c.Deltas > before || (err == nil && !c.Stopped) {
 		c.Served = c.Request.Model
 	}
+	if err == nil && ctx.Err() != nil && !c.Stopped {
+		// The client stopped early because the context ended.
+		err = ctx.Err()
+	}
 	// A stream that ended without a usage report is charged for what
-	// arrived: the transcript plus the text received. Each side is
-	// estimated on its own: a stream that reports input on its first event
-	// and output on its last, abandoned in between, reported only input.
-	if c.chars > beforeChars {
+	// arrived: the transcript plus the text received. A stream cut short
+	// (stopped, failed) is estimated on each side it did not report: one
+	// that reports input on its first event and output on its last,
+	// abandoned in between, reported only input. A complete stream's report
+	// is trusted as it is.
+	if c.chars > beforeChars && (c.Usage == beforeUsage || err != nil || c.Stopped) {
 		if c.Usage.InputTokens == beforeUsage.InputTokens {
 			c.Usage.InputTokens += EstimateMessages(c.Request.Messages)
 		}
 		if c.Usage.OutputTokens == beforeUsage.OutputTokens {
 			c.Usage.OutputTokens += int64(c.chars-beforeChars+3) / 4
 		}
-	}
-	if err == nil && ctx.Err() != nil && !c.Stopped {
-		// The client stopped early because the context ended.
-		err = ctx.Err()
 	}
 	return err
 }

@@ -414,6 +414,9 @@ func TestSplitUsageIsEstimatedPerSide(t *testing.T) {
 			runtime.Usage{InputTokens: 5, OutputTokens: 7}},
 		{"complete uses the reports", runtime.Usage{InputTokens: 100}, runtime.Usage{OutputTokens: 1000}, 0,
 			runtime.Usage{InputTokens: 100, OutputTokens: 1000}},
+		// A complete stream's report is trusted, even a zero side.
+		{"complete report of input only", runtime.Usage{InputTokens: 100}, runtime.Usage{}, 0,
+			runtime.Usage{InputTokens: 100}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
