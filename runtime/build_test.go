@@ -405,8 +405,17 @@ func TestClassify(t *testing.T) {
 		{"transient", rt.Transient("503"), runtime.ClassFailure, false, true, "transient"},
 		{"permanent", rt.Permanent("400"), runtime.ClassFailure, false, false, "permanent"},
 		{"rate limited", &runtime.CallError{Kind: runtime.KindRateLimited}, runtime.ClassFailure, false, true, "rate_limited"},
-		{"status 404", &runtime.CallError{Status: 404}, runtime.ClassFailure, false, false, "failure"},
-		{"status 502", &runtime.CallError{Status: 502}, runtime.ClassFailure, false, true, "failure"},
+		{"status 404", &runtime.CallError{Status: 404}, runtime.ClassFailure, false, false, "permanent"},
+		{"status 502", &runtime.CallError{Status: 502}, runtime.ClassFailure, false, true, "transient"},
+		{"status 429", &runtime.CallError{Status: 429}, runtime.ClassFailure, false, true, "rate_limited"},
+		{"status 408", &runtime.CallError{Status: 408}, runtime.ClassFailure, false, true, "timeout"},
+		{"status 504", &runtime.CallError{Status: 504}, runtime.ClassFailure, false, true, "timeout"},
+		{"kind wins over status", &runtime.CallError{Kind: runtime.KindPermanent, Status: 503}, runtime.ClassFailure, false, false, "permanent"},
+		{"unclassified wrapping canceled", &runtime.CallError{Message: "wrapped", Err: context.Canceled}, runtime.ClassFailure, false, false, "canceled"},
+		{"unclassified wrapping a 404", &runtime.CallError{Message: "wrapped", Err: statusErr(404)}, runtime.ClassFailure, false, false, "permanent"},
+		{"unclassified wrapping a 503", &runtime.CallError{Err: statusErr(503)}, runtime.ClassFailure, false, true, "transient"},
+		{"unclassified wrapping nothing", &runtime.CallError{Message: "boom"}, runtime.ClassFailure, false, true, "failure"},
+		{"status code error", statusErr(429), runtime.ClassFailure, false, true, "rate_limited"},
 		{"breaker open", &runtime.BreakerOpenError{Layer: "retry", Key: "m"}, runtime.ClassFailure, false, false, "breaker_open"},
 		{"canceled", context.Canceled, runtime.ClassFailure, false, false, "canceled"},
 		{"deadline", context.DeadlineExceeded, runtime.ClassFailure, false, true, "timeout"},
@@ -421,14 +430,27 @@ func TestClassify(t *testing.T) {
 			if tt.err != nil {
 				assert.Equal(t, tt.kind, runtime.KindOf(tt.err))
 			}
+			var ce *runtime.CallError
+			if errors.As(tt.err, &ce) {
+				assert.Equal(t, tt.transient, ce.Retryable(), "Retryable agrees with IsTransient")
+				assert.NotEmpty(t, ce.Error())
+			}
 		})
 	}
+	assert.Equal(t, "404 Not Found", (&runtime.CallError{Status: 404}).Error())
+	assert.Equal(t, "rate_limited", (&runtime.CallError{Kind: runtime.KindRateLimited, Status: 429}).Error())
 	assert.Equal(t, "blocked", runtime.ClassBlocked.String())
 	assert.Equal(t, "g", runtime.LayerOf(blocked))
 	assert.Equal(t, "blocked by g: no", blocked.Error())
 	var b *runtime.BlockedError
 	assert.True(t, errors.As(errors.Join(blocked), &b))
 }
+
+// statusErr is a client error that carries an HTTP status.
+type statusErr int
+
+func (e statusErr) Error() string   { return fmt.Sprintf("http %d", int(e)) }
+func (e statusErr) StatusCode() int { return int(e) }
 
 // TestRuntimeDoesNotLinkCUE enforces the one-way data flow: the runtime and
 // the builtins never import CUE, the DSL or the compiler.

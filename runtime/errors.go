@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"reflect"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -96,8 +98,9 @@ type CallError struct {
 	Err error
 }
 
-// Error returns the message (or the underlying error), prefixed with the
-// layer when a layer raised it.
+// Error returns the message (or the underlying error; else the kind; else
+// the HTTP status and its text), prefixed with the layer when a layer raised
+// it.
 func (e *CallError) Error() string {
 	msg := e.Message
 	if msg == "" && e.Err != nil {
@@ -105,6 +108,9 @@ func (e *CallError) Error() string {
 	}
 	if msg == "" {
 		msg = string(e.Kind)
+		if msg == "" && e.Status != 0 {
+			msg = strings.TrimSpace(strconv.Itoa(e.Status) + " " + http.StatusText(e.Status))
+		}
 	} else if e.Message != "" && e.Err != nil {
 		msg += ": " + e.Err.Error()
 	}
@@ -117,8 +123,34 @@ func (e *CallError) Error() string {
 // Unwrap returns the underlying error.
 func (e *CallError) Unwrap() error { return e.Err }
 
-// Retryable reports whether the failure is transient.
-func (e *CallError) Retryable() bool { return e.Kind != KindPermanent }
+// Retryable reports whether the failure is transient: IsTransient(e).
+func (e *CallError) Retryable() bool { return IsTransient(e) }
+
+// kind returns the error's Kind, else the kind its Status implies, else ""
+// (unclassified: the wrapped error decides).
+func (e *CallError) kind() ErrorKind {
+	if e.Kind != "" {
+		return e.Kind
+	}
+	return statusKind(e.Status)
+}
+
+// statusKind classifies an HTTP status: 429 is rate limited, 408 and 504
+// time out, 425 and other 5xx are transient, other 4xx permanent; anything
+// else (0, 1xx-3xx) is unclassified ("").
+func statusKind(s int) ErrorKind {
+	switch {
+	case s == http.StatusTooManyRequests:
+		return KindRateLimited
+	case s == http.StatusRequestTimeout || s == http.StatusGatewayTimeout:
+		return KindTimeout
+	case s == http.StatusTooEarly || s >= 500 && s < 600:
+		return KindTransient
+	case s >= 400 && s < 500:
+		return KindPermanent
+	}
+	return ""
+}
 
 // BreakerOpenError is a call refused by an open circuit breaker. Fallback
 // falls over on it; retry does not retry it.
@@ -188,10 +220,11 @@ func Classify(err error) Class {
 
 // IsTransient reports whether a failed attempt may succeed when tried again.
 // Blocked, budget and open-breaker errors and cancellations are not transient;
-// a *CallError follows its Kind; an error with a Retryable() bool method
-// follows it; a status code (StatusCode() int) is transient for 408, 425, 429
-// and 5xx; a timeout (net.Error or context.DeadlineExceeded) is transient;
-// anything unclassified is transient.
+// a *CallError follows its Kind, else its Status, else the error it wraps; an
+// error with a Retryable() bool method follows it; a status code
+// (StatusCode() int) is transient for 408, 425, 429 and 5xx; a timeout
+// (net.Error or context.DeadlineExceeded) is transient; anything
+// unclassified is transient.
 func IsTransient(err error) bool {
 	if err == nil {
 		return false
@@ -205,11 +238,11 @@ func IsTransient(err error) bool {
 	}
 	var ce *CallError
 	if errors.As(err, &ce) {
-		if ce.Kind == KindPermanent {
-			return false
+		if k := ce.kind(); k != "" {
+			return k != KindPermanent
 		}
-		if ce.Kind == "" && ce.Status != 0 {
-			return transientStatus(ce.Status)
+		if ce.Err != nil {
+			return IsTransient(ce.Err)
 		}
 		return true
 	}
@@ -235,7 +268,8 @@ func IsTransient(err error) bool {
 }
 
 func transientStatus(s int) bool {
-	return s == 408 || s == 425 || s == 429 || s >= 500
+	k := statusKind(s)
+	return k != "" && k != KindPermanent
 }
 
 // RetryAfterOf returns the delay a failure asks for before the next attempt
@@ -255,8 +289,10 @@ func RetryAfterOf(err error) (time.Duration, bool) {
 	return 0, false
 }
 
-// KindOf names the kind of a failure for reports: "blocked", "budget",
-// "breaker_open", "canceled", "timeout", a *CallError's kind, or "failure".
+// KindOf names the kind of a failure for reports: "blocked", "budget", a
+// *CallError's kind (from its Kind, else its Status), "breaker_open",
+// "canceled", "timeout", the kind of a status code (StatusCode() int), or
+// "failure".
 func KindOf(err error) string {
 	var b *BlockedError
 	if errors.As(err, &b) {
@@ -267,8 +303,10 @@ func KindOf(err error) string {
 		return "budget"
 	}
 	var ce *CallError
-	if errors.As(err, &ce) && ce.Kind != "" {
-		return string(ce.Kind)
+	if errors.As(err, &ce) {
+		if k := ce.kind(); k != "" {
+			return string(k)
+		}
 	}
 	var bo *BreakerOpenError
 	if errors.As(err, &bo) {
@@ -279,6 +317,12 @@ func KindOf(err error) string {
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return "timeout"
+	}
+	var sc interface{ StatusCode() int }
+	if errors.As(err, &sc) {
+		if k := statusKind(sc.StatusCode()); k != "" {
+			return string(k)
+		}
 	}
 	return "failure"
 }
