@@ -47,8 +47,9 @@ func (e *Error) Error() string {
 }
 
 // Decode validates data against the plan schema and decodes it. source names
-// the data in errors. A plan that is not JSON, does not match the schema or
-// has another version returns *Error.
+// the data in errors. A plan that is not JSON, does not match the schema, has
+// another version or repeats a layer name within a chain (a layer's name
+// defaults to its use) returns *Error.
 func Decode(source string, data []byte) (*Plan, error) {
 	s, err := planSchema()
 	if err != nil {
@@ -74,7 +75,31 @@ func Decode(source string, data []byte) (*Plan, error) {
 	if err := json.Unmarshal(data, &p); err != nil {
 		return nil, &Error{Source: source, Problems: []string{err.Error()}}
 	}
+	if problems := duplicateNames(&p); len(problems) > 0 {
+		return nil, &Error{Source: source, Problems: problems}
+	}
 	return &p, nil
+}
+
+// duplicateNames lists the layers whose name (Use when unnamed) an earlier
+// layer of the same chain already has, by JSON pointer.
+func duplicateNames(p *Plan) []string {
+	var out []string
+	for _, stage := range Stages {
+		first := map[string]int{}
+		for i, l := range p.Chains.Of(stage) {
+			name, loc := l.Name, fmt.Sprintf("/chains/%s/%d/name", stage, i)
+			if name == "" {
+				name, loc = l.Use, fmt.Sprintf("/chains/%s/%d", stage, i)
+			}
+			if j, ok := first[name]; ok {
+				out = append(out, fmt.Sprintf("%s: duplicate layer name %q in the %s chain (also /chains/%s/%d)", loc, name, stage, stage, j))
+				continue
+			}
+			first[name] = i
+		}
+	}
+	return out
 }
 
 // Load reads a plan file and decodes it with Decode.

@@ -30,6 +30,21 @@ func TestDecodeRoundTrip(t *testing.T) {
 	assert.True(t, got.Tools["refund"].SideEffecting)
 }
 
+// TestUnnamedLayerRoundTrips: a layer's name is optional (it defaults to
+// its use), so a plan with an unnamed layer encodes and decodes, and the same
+// name may appear in different chains.
+func TestUnnamedLayerRoundTrips(t *testing.T) {
+	p := &Plan{Version: Version, Policy: "p", Chains: Chains{
+		Chat: []Layer{{Use: "retry"}, {Use: "retry", Name: "second"}},
+		Tool: []Layer{{Use: "retry"}},
+	}}
+	b, err := Encode(p)
+	require.NoError(t, err)
+	got, err := Decode("enc", b)
+	require.NoError(t, err)
+	assert.Equal(t, p.Chains, got.Chains)
+}
+
 func TestDecodeErrors(t *testing.T) {
 	tests := []struct {
 		name, in string
@@ -42,6 +57,11 @@ func TestDecodeErrors(t *testing.T) {
 		{"unknown field", `{"version":1,"policy":"p","chains":{},"extra":1}`, []string{"additionalProperties 'extra' not allowed"}},
 		{"layer without use", `{"version":1,"policy":"p","chains":{"tool":[{"name":"x"}]}}`, []string{"/chains/tool/0"}},
 		{"bad stage", `{"version":1,"policy":"p","chains":{},"admit":{"stage":"nope","source":"true"}}`, []string{"/admit/stage"}},
+		{"duplicate name", `{"version":1,"policy":"p","chains":{"chat":[{"use":"retry","name":"r"},{"use":"log","name":"r"}]}}`,
+			[]string{`/chains/chat/1/name: duplicate layer name "r" in the chat chain (also /chains/chat/0)`}},
+		{"duplicate defaulted name", `{"version":1,"policy":"p","chains":{"tool":[{"use":"log"},{"use":"retry"},{"use":"log"}]}}`,
+			[]string{`/chains/tool/2: duplicate layer name "log" in the tool chain (also /chains/tool/0)`}},
+		{"empty name", `{"version":1,"policy":"p","chains":{"tool":[{"use":"log","name":""}]}}`, []string{"/chains/tool/0/name"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -93,8 +93,9 @@ type Store struct {
 type Layer struct {
 	// Use is the builtin or custom middleware id.
 	Use string `json:"use"`
-	// Name is unique in its chain (defaults to Use).
-	Name string `json:"name"`
+	// Name is unique in its chain (defaults to Use; an unnamed layer's Use
+	// must then be unique among the chain's names).
+	Name string `json:"name,omitempty"`
 	// When skips the layer for calls where it is false.
 	When *Predicate `json:"when,omitempty"`
 	// Tools restricts a tool-chain layer to these tools (empty: all).
