@@ -195,7 +195,9 @@ type toolEntry struct {
 // creates the registered module's instance, decodes the layer's config into it
 // (unknown fields are an error), provisions and validates it, then folds each
 // chain into one handler. On error, every instance created so far is cleaned
-// up, and the error names the layer. Build does not retain ctx.
+// up, and the error names the layer; a panic in a layer's lifecycle cleans up
+// the same way and is re-raised. Build checks ctx before each layer and
+// returns its error once it ended. Build does not retain ctx.
 func Build(ctx context.Context, p *plan.Plan, deps Deps) (*Pipeline, error) {
 	if p == nil {
 		return nil, errors.New("build: nil plan")
@@ -244,10 +246,23 @@ func Build(ctx context.Context, p *plan.Plan, deps Deps) (*Pipeline, error) {
 			pl.toolList = append(pl.toolList, e)
 		}
 	}
+	// A failed or panicking build cleans up what it provisioned (opened
+	// stores included); a panic is then re-raised.
+	done := false
+	defer func() {
+		if done {
+			return
+		}
+		r := recover()
+		_ = pl.cleanup()
+		if r != nil {
+			panic(r)
+		}
+	}()
 	if err := pl.build(ctx); err != nil {
-		pl.cleanup()
 		return nil, err
 	}
+	done = true
 	return pl, nil
 }
 
@@ -257,6 +272,9 @@ func (pl *Pipeline) build(ctx context.Context) error {
 	var turn []built[TurnHandler]
 	for _, stage := range plan.Stages {
 		for i, l := range pl.plan.Chains.Of(stage) {
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("build chains.%s[%d] %q: %w", stage, i, layerName(l), err)
+			}
 			inst, sc, err := pl.buildLayer(ctx, stage, i, l)
 			if err != nil {
 				return fmt.Errorf("build chains.%s[%d] %q: %w", stage, i, layerName(l), err)
@@ -287,10 +305,12 @@ func (pl *Pipeline) build(ctx context.Context) error {
 
 // scope holds the generic conditions of a layer: `when` and `tools`.
 type scope struct {
-	name  string
 	when  *Predicate
 	tools []string
-	log   *slog.Logger
+	// log carries the layer's name and stage.
+	log *slog.Logger
+	// warned logs the first failed evaluation of when.
+	warned sync.Once
 }
 
 type built[H any] struct {
@@ -344,10 +364,13 @@ func scopeTurn(s *scope, layer, next TurnHandler) TurnHandler {
 }
 
 // applies decides a `when`: an evaluation error applies the layer (the safe
-// side for guards) and is logged.
+// side for guards) and is logged, once per layer (a predicate that fails
+// usually fails on every call).
 func (s *scope) applies(ok bool, err error) bool {
 	if err != nil {
-		s.log.Warn("when predicate failed; applying the layer", "layer", s.name, "error", err)
+		s.warned.Do(func() {
+			s.log.Warn("when predicate failed; applying the layer (logged once per layer)", "error", err)
+		})
 		return true
 	}
 	return ok
@@ -382,7 +405,7 @@ func (pl *Pipeline) buildLayer(ctx context.Context, stage plan.Stage, i int, l p
 	}
 	var sc *scope
 	if l.When != nil || (stage == plan.StageTool && len(l.Tools) > 0) {
-		sc = &scope{name: layerName(l), log: b.Logger}
+		sc = &scope{log: b.Logger}
 		if l.When != nil {
 			if l.When.Phase == "after" {
 				return nil, nil, errors.New(`when: phase "after": a layer's condition is decided before the call`)

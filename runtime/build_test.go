@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os/exec"
 	"strings"
 	"sync"
@@ -45,6 +46,7 @@ type probe struct {
 	Tag          string `json:"tag"`
 	FailProvide  bool   `json:"fail_provision"`
 	FailValidate bool   `json:"fail_validate"`
+	PanicProvide bool   `json:"panic_provision"`
 	name         string
 }
 
@@ -53,6 +55,9 @@ func (p *probe) Provision(b *runtime.BuildContext) error {
 	events.add("provision " + p.name)
 	if p.FailProvide {
 		return errors.New("provision failed on purpose")
+	}
+	if p.PanicProvide {
+		panic("provision panicked on purpose")
 	}
 	return nil
 }
@@ -216,6 +221,52 @@ func TestBuildLifecycleAndCleanupOfPartialProvision(t *testing.T) {
 		"provision t1",
 		"cleanup t1", "cleanup t0", "cleanup c0",
 	}, events.get())
+}
+
+// TestBuildCleansUpOnPanicAndCancellation: a Provision that panics still
+// gets every instance created so far cleaned up before the panic goes on,
+// and a Build whose context ended provisions nothing more.
+func TestBuildCleansUpOnPanicAndCancellation(t *testing.T) {
+	events.events = nil
+	p := rt.Plan(plan.Chains{Tool: []plan.Layer{
+		rt.Named("t0", rt.Layer("test.probe", `{}`)),
+		rt.Named("t1", rt.Layer("test.probe", `{"panic_provision":true}`)),
+		rt.Named("t2", rt.Layer("test.probe", `{}`)),
+	}})
+	assert.PanicsWithValue(t, "provision panicked on purpose", func() {
+		_, _ = runtime.Build(context.Background(), p, runtime.Deps{})
+	})
+	assert.Equal(t, []string{"provision t0", "validate t0", "provision t1", "cleanup t1", "cleanup t0"}, events.get())
+
+	events.events = nil
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := runtime.Build(ctx, rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Named("t0", rt.Layer("test.probe", `{}`))}}), runtime.Deps{})
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Contains(t, err.Error(), `chains.tool[0] "t0"`)
+	assert.Empty(t, events.get())
+}
+
+// TestFailingWhenIsLoggedOncePerLayer: a when predicate that cannot be
+// evaluated applies the layer and is logged once, with the layer named once.
+func TestFailingWhenIsLoggedOncePerLayer(t *testing.T) {
+	var logs lockedBuffer
+	l := rt.Named("big", rt.Layer("test.pass", ""))
+	l.When = &plan.Predicate{Stage: plan.StageTool, Source: "args.size > 10.0"}
+	tool := rt.NewTool(rt.ToolResult{Value: "ok"})
+	pl, err := runtime.Build(context.Background(), rt.Plan(plan.Chains{Tool: []plan.Layer{l}}), runtime.Deps{
+		Tools:  map[string]runtime.ToolFunc{"search": tool.Func()},
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = pl.Close() })
+	for range 3 {
+		_, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "search", Args: map[string]any{}})
+		require.NoError(t, err)
+	}
+	out := logs.String()
+	assert.Equal(t, 1, strings.Count(out, "when predicate failed"), out)
+	assert.Equal(t, 1, strings.Count(out, "layer=big"), out)
 }
 
 func TestChainOrderAndClose(t *testing.T) {
