@@ -3,7 +3,9 @@
 // its model clients and tools, and runs every call through the pipeline. It
 // links the runtime and the builtins only, not CUE.
 //
-// Endpoints (a run id is taken from the X-Run-ID header):
+// Endpoints (a run id is taken from the X-Run-ID header; a request without
+// one is a run of its own, with a generated id returned in X-Run-ID and its
+// per-run state dropped when the request ends):
 //
 //	POST /v1/chat          {"model","messages"} -> NDJSON: {"delta"}... then {"done"} or {"error"}
 //	POST /v1/tools/{name}  {"args"}             -> {"result","attempts"} or {"error"}
@@ -12,8 +14,10 @@
 //	POST /v1/runs/{id}/end                      -> 204; the run's per-run state (ledgers) is dropped
 //
 // Errors are {"error": {"kind","layer","message"}} with status 403 for a
-// blocked call, 402 for a budget ceiling, 429 for a rate limit and 502 for any
-// other failure.
+// blocked call, 402 for a budget ceiling, 429 for a rate limit (with
+// Retry-After when the limit says when), 503 for an open circuit breaker
+// (with Retry-After) and 502 for any other failure. A client that went away
+// gets no body (499 is logged).
 //
 // Run it with: go run ./examples/service -plan examples/service/plan.json
 package main
@@ -22,11 +26,11 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"log"
 	"log/slog"
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"time"
 
@@ -39,30 +43,55 @@ func main() {
 	planPath := flag.String("plan", "plan.json", "compiled plan")
 	addr := flag.String("addr", "127.0.0.1:8080", "listen address")
 	flag.Parse()
-
-	p, err := plan.Load(*planPath)
-	if err != nil {
-		log.Fatal(err)
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, *planPath, *addr); err != nil {
+		slog.Error("service", "error", err)
+		os.Exit(1)
+	}
+}
+
+// run serves the plan at planPath on addr until ctx ends, then lets the
+// requests in flight finish (up to 5s) before the pipeline is closed. It
+// returns the listener's error, if any, after the same cleanup.
+func run(ctx context.Context, planPath, addr string) error {
+	p, err := plan.Load(planPath)
+	if err != nil {
+		return err
+	}
+	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	srv, err := NewServer(ctx, p, DemoDeps(slog.Default()))
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
-	defer srv.Close()
+	defer func() {
+		if err := srv.Close(); err != nil {
+			slog.Error("close pipeline", "error", err)
+		}
+	}()
 
-	hs := &http.Server{Addr: *addr, Handler: srv, ReadHeaderTimeout: 5 * time.Second}
+	hs := &http.Server{Addr: addr, Handler: srv, ReadHeaderTimeout: 5 * time.Second}
+	shutdownDone := make(chan error, 1)
 	go func() {
 		<-ctx.Done()
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_ = hs.Shutdown(shutdown)
+		shutdownDone <- hs.Shutdown(shutdown)
 	}()
-	slog.Info("serving", "addr", *addr, "policy", p.Policy)
-	if err := hs.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		log.Fatal(err)
+	slog.Info("serving", "addr", addr, "policy", p.Policy)
+	serveErr := hs.ListenAndServe()
+	if errors.Is(serveErr, http.ErrServerClosed) {
+		serveErr = nil
 	}
+	// Shutdown returns once the requests in flight are done (or its
+	// timeout passed): only then may the pipeline be closed. A server that
+	// failed to listen is shut down too, so the wait ends.
+	stop()
+	if err := <-shutdownDone; err != nil {
+		slog.Error("shutdown", "error", err)
+	}
+	return serveErr
 }
 
 // DemoDeps returns the service's model clients and tools: an echo model
@@ -141,17 +170,46 @@ func errorOf(err error) errorBody {
 	return errorBody{Kind: runtime.KindOf(err), Layer: runtime.LayerOf(err), Message: err.Error()}
 }
 
-// statusOf maps an error to an HTTP status: final errors are 4xx (the client
-// must not retry), failures 502 (or 429 for a rate limit).
-func statusOf(err error) int {
+// statusClientClosedRequest is the status logged for a client that went away
+// before its answer (nginx's 499); nobody reads it.
+const statusClientClosedRequest = 499
+
+// statusOf maps an error to an HTTP status and the delay to put in
+// Retry-After (0: none): final errors are 4xx (the client must not retry), a
+// rate limit 429, an open circuit breaker 503, other failures 502.
+func statusOf(err error) (int, time.Duration) {
 	switch runtime.Classify(err) {
 	case runtime.ClassBlocked:
-		return http.StatusForbidden
+		return http.StatusForbidden, 0
 	case runtime.ClassBudget:
-		return http.StatusPaymentRequired
+		return http.StatusPaymentRequired, 0
+	}
+	var bo *runtime.BreakerOpenError
+	if errors.As(err, &bo) {
+		return http.StatusServiceUnavailable, max(time.Until(bo.Until), time.Second)
 	}
 	if runtime.KindOf(err) == string(runtime.KindRateLimited) {
-		return http.StatusTooManyRequests
+		d, _ := runtime.RetryAfterOf(err)
+		return http.StatusTooManyRequests, d
 	}
-	return http.StatusBadGateway
+	return http.StatusBadGateway, 0
+}
+
+// writeError answers a failed call: the mapped status (see statusOf) with
+// Retry-After in whole seconds, rounded up, and {"error"} plus extra. When
+// the client went away, only the status 499 is recorded.
+func writeError(w http.ResponseWriter, r *http.Request, err error, extra map[string]any) {
+	if r.Context().Err() != nil {
+		w.WriteHeader(statusClientClosedRequest)
+		return
+	}
+	status, retryAfter := statusOf(err)
+	if retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.FormatInt(int64((retryAfter+time.Second-1)/time.Second), 10))
+	}
+	body := map[string]any{"error": errorOf(err)}
+	for k, v := range extra {
+		body[k] = v
+	}
+	writeJSON(w, status, body)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"net/http"
 
@@ -36,9 +37,22 @@ func (s *Server) Close() error { return s.pl.Close() }
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
-// runContext attaches the request's run id to its context.
-func runContext(r *http.Request) context.Context {
-	return runtime.WithRun(r.Context(), runtime.Run{ID: r.Header.Get("X-Run-ID"), Agent: "service"})
+// runContext attaches the request's run to its context: the run named by the
+// X-Run-ID header, or, when the header is missing, a run of its own with a
+// generated id (echoed in the response's X-Run-ID header). Anonymous requests
+// thus never share per-run state (a meter's ledger, a rate limit's bucket).
+// The returned end func ends a generated run once the request is done (its
+// state is dropped); a named run spans requests and is ended by its caller
+// (POST /v1/runs/{id}/end).
+func (s *Server) runContext(w http.ResponseWriter, r *http.Request) (context.Context, func()) {
+	id := r.Header.Get("X-Run-ID")
+	end := func() {}
+	if id == "" {
+		id = "anon-" + rand.Text()
+		w.Header().Set("X-Run-ID", id)
+		end = func() { s.pl.EndRun(id) }
+	}
+	return runtime.WithRun(r.Context(), runtime.Run{ID: id, Agent: "service"}), end
 }
 
 func decode(w http.ResponseWriter, r *http.Request, v any) bool {
@@ -64,10 +78,12 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &req) {
 		return
 	}
+	ctx, end := s.runContext(w, r)
+	defer end()
 	enc := json.NewEncoder(w)
 	flusher, _ := w.(http.Flusher)
 	started := false
-	resp, err := s.pl.Stream(runContext(r), req, func(d runtime.Delta) bool {
+	resp, err := s.pl.Stream(ctx, req, func(d runtime.Delta) bool {
 		if !started {
 			w.Header().Set("Content-Type", "application/x-ndjson")
 			w.WriteHeader(http.StatusOK)
@@ -83,10 +99,12 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	})
 	if err != nil {
 		if !started {
-			writeJSON(w, statusOf(err), map[string]any{"error": errorOf(err)})
+			writeError(w, r, err, nil)
 			return
 		}
-		_ = enc.Encode(map[string]any{"error": errorOf(err)})
+		if r.Context().Err() == nil {
+			_ = enc.Encode(map[string]any{"error": errorOf(err)})
+		}
 		return
 	}
 	if !started {
@@ -102,10 +120,12 @@ func (s *Server) tool(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &body) {
 		return
 	}
-	res, err := s.pl.Tool(runContext(r), runtime.ToolRequest{Name: r.PathValue("name"), Args: body.Args,
+	ctx, end := s.runContext(w, r)
+	defer end()
+	res, err := s.pl.Tool(ctx, runtime.ToolRequest{Name: r.PathValue("name"), Args: body.Args,
 		IdempotencyKey: r.Header.Get("Idempotency-Key")})
 	if err != nil {
-		writeJSON(w, statusOf(err), map[string]any{"error": errorOf(err), "attempts": res.Attempts})
+		writeError(w, r, err, map[string]any{"attempts": res.Attempts})
 		return
 	}
 	writeJSON(w, http.StatusOK, res)
@@ -120,7 +140,9 @@ func (s *Server) turn(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &body) {
 		return
 	}
-	res, err := s.pl.Turn(runContext(r), runtime.TurnRequest{Input: body.Input}, func(ctx context.Context) (string, error) {
+	ctx, end := s.runContext(w, r)
+	defer end()
+	res, err := s.pl.Turn(ctx, runtime.TurnRequest{Input: body.Input}, func(ctx context.Context) (string, error) {
 		resp, err := s.pl.Complete(ctx, runtime.ChatRequest{Model: "primary",
 			Messages: []runtime.Message{{Role: "user", Content: body.Input}}})
 		if err != nil {
@@ -129,7 +151,7 @@ func (s *Server) turn(w http.ResponseWriter, r *http.Request) {
 		return resp.Text, nil
 	})
 	if err != nil {
-		writeJSON(w, statusOf(err), map[string]any{"error": errorOf(err)})
+		writeError(w, r, err, nil)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"output": res.Output})

@@ -5,21 +5,32 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
 
 // start serves the committed plan.json on a loopback port.
 func start(t *testing.T) *httptest.Server {
+	t.Helper()
+	_, ts := startServer(t)
+	return ts
+}
+
+// startServer is start that also returns the server, to look at its pipeline.
+func startServer(t *testing.T) (*Server, *httptest.Server) {
 	t.Helper()
 	p, err := plan.Load("plan.json")
 	require.NoError(t, err, "the committed plan must validate")
@@ -31,7 +42,7 @@ func start(t *testing.T) *httptest.Server {
 		ts.Close()
 		assert.NoError(t, srv.Close())
 	})
-	return ts
+	return srv, ts
 }
 
 func post(t *testing.T, ts *httptest.Server, path, run string, body any) (*http.Response, []byte) {
@@ -187,4 +198,109 @@ func TestEndRunDropsTheRunsLedger(t *testing.T) {
 	assert.Equal(t, http.StatusNoContent, resp.StatusCode)
 	resp, _ = post(t, ts, "/v1/chat", "run-end", chatBody("hi"))
 	assert.Equal(t, http.StatusOK, resp.StatusCode, "the ended run's ledger is gone")
+}
+
+// toolCallsOf returns the calls the tool chain's meter counted for run.
+func toolCallsOf(t *testing.T, srv *Server, run string) int64 {
+	t.Helper()
+	for _, l := range srv.pl.Layers("tool") {
+		if lr, ok := l.Middleware.(runtime.LedgerReader); ok {
+			return lr.Ledger(run).Calls
+		}
+	}
+	t.Fatal("no meter on the tool chain")
+	return 0
+}
+
+// TestAnonymousRequestsAreRunsOfTheirOwn: requests without X-Run-ID do not
+// share one run (and one meter ledger, whose 100-call ceiling would refuse
+// every anonymous client after the hundredth call); each gets a generated id,
+// returned in X-Run-ID, whose state is dropped when the request ends.
+func TestAnonymousRequestsAreRunsOfTheirOwn(t *testing.T) {
+	srv, ts := startServer(t)
+	seen := map[string]bool{}
+	for i := range 105 {
+		resp, body := post(t, ts, "/v1/tools/lookup_order", "", map[string]any{"args": map[string]any{"order_id": "A1"}})
+		require.Equal(t, http.StatusOK, resp.StatusCode, "call %d: %s", i+1, body)
+		id := resp.Header.Get("X-Run-ID")
+		require.NotEmpty(t, id)
+		assert.False(t, seen[id], "run id %q reused", id)
+		seen[id] = true
+		assert.Zero(t, toolCallsOf(t, srv, id), "the generated run's ledger is dropped when the request ends")
+	}
+	assert.Zero(t, toolCallsOf(t, srv, ""))
+
+	// A named run keeps its state across requests and is not echoed.
+	resp, _ := post(t, ts, "/v1/tools/lookup_order", "run-named", map[string]any{"args": map[string]any{"order_id": "A1"}})
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Empty(t, resp.Header.Get("X-Run-ID"))
+	assert.Equal(t, int64(1), toolCallsOf(t, srv, "run-named"))
+}
+
+func TestErrorStatusAndRetryAfter(t *testing.T) {
+	tests := []struct {
+		name       string
+		err        error
+		wantStatus int
+		retryAfter string
+	}{
+		{"blocked", &runtime.BlockedError{Layer: "g", Message: "no"}, http.StatusForbidden, ""},
+		{"budget", &runtime.BudgetError{Layer: "m", Resource: "calls"}, http.StatusPaymentRequired, ""},
+		{"rate limited, rounded up", &runtime.CallError{Kind: runtime.KindRateLimited, RetryAfter: 1500 * time.Millisecond}, http.StatusTooManyRequests, "2"},
+		{"rate limited without a delay", &runtime.CallError{Kind: runtime.KindRateLimited}, http.StatusTooManyRequests, ""},
+		{"upstream 429", &runtime.CallError{Status: 429}, http.StatusTooManyRequests, ""},
+		{"breaker open", &runtime.BreakerOpenError{Layer: "retry", Key: "primary", Until: time.Now().Add(30 * time.Second)},
+			http.StatusServiceUnavailable, "30"},
+		{"other failure", errors.New("boom"), http.StatusBadGateway, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := httptest.NewRecorder()
+			writeError(w, httptest.NewRequest(http.MethodPost, "/v1/chat", nil), tt.err, nil)
+			assert.Equal(t, tt.wantStatus, w.Code)
+			assert.Equal(t, tt.retryAfter, w.Header().Get("Retry-After"))
+			assert.Contains(t, w.Body.String(), `"error"`)
+		})
+	}
+
+	t.Run("client went away", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		w := httptest.NewRecorder()
+		writeError(w, httptest.NewRequest(http.MethodPost, "/v1/chat", nil).WithContext(ctx), context.Canceled, nil)
+		assert.Equal(t, statusClientClosedRequest, w.Code)
+		assert.Empty(t, w.Body.String())
+	})
+}
+
+// TestRunShutsDownBeforeClosing: run returns once its context ends, after
+// the server shut down, and returns a listen failure instead of exiting.
+func TestRunShutsDownBeforeClosing(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, "plan.json", addr) }()
+	// Wait until it serves, then end it.
+	require.Eventually(t, func() bool {
+		resp, err := http.Post("http://"+addr+"/v1/admit", "application/json", strings.NewReader(`{"items":[]}`))
+		if err != nil {
+			return false
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, 10*time.Second, 10*time.Millisecond)
+	cancel()
+	select {
+	case err := <-done:
+		assert.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("run did not return after its context ended")
+	}
+
+	err = run(context.Background(), "plan.json", "127.0.0.1:-1")
+	require.Error(t, err, "a listen failure is returned")
 }
