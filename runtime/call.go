@@ -125,9 +125,11 @@ type ChatCall struct {
 	Annotations map[string]any
 
 	// chars counts the bytes of text that arrived (for estimates).
-	chars  int
-	down   func(Delta) bool
-	emitFn func(Delta) bool
+	chars int
+	down  func(Delta) bool
+	// tok guards the model-facing yield (see emitToken); it survives
+	// recycling.
+	tok *emitToken
 }
 
 // IdempotencyKey returns the call's idempotency key, derived from the run id

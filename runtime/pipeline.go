@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	goruntime "runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // model returns the client named name. A linear scan beats hashing for the
@@ -50,10 +52,11 @@ func (pl *Pipeline) chatTerminal(ctx context.Context, c *ChatCall, yield func(De
 	before := c.Deltas
 	beforeUsage := c.Usage
 	beforeChars := c.chars
-	tok := emitTokens.Get().(*emitToken)
-	err := client.Stream(ctx, &c.Request, tok.yield(pl, c))
-	tok.release()
-	emitTokens.Put(tok)
+	if c.tok == nil {
+		c.tok = &emitToken{}
+	}
+	err := client.Stream(ctx, &c.Request, c.tok.yield(pl, c))
+	c.tok.release()
 	c.down = nil
 	if c.Deltas > before || (err == nil && !c.Stopped) {
 		c.Served = c.Request.Model
@@ -81,44 +84,44 @@ func (pl *Pipeline) chatTerminal(ctx context.Context, c *ChatCall, yield func(De
 
 // emitToken guards the yield a model client receives for one invocation of
 // the chat terminal. The yield carries the generation it was issued for;
-// release bumps the generation, so a client that calls yield after its Stream
-// returned (a reader goroutine it did not stop) finds a stale generation and
-// is dropped instead of writing into a recycled call that now belongs to
-// another request. Tokens are pooled: the generation, not the token, is what
-// identifies an invocation.
+// release bumps the generation and waits for a yield in progress, so a client
+// that calls yield after its Stream returned (a reader goroutine it did not
+// stop) finds a stale generation and is dropped instead of writing into a
+// recycled call that now belongs to another request. A token belongs to one
+// pooled ChatCall and survives its recycling; the generation, not the token,
+// identifies an invocation. The happy path is lock-free: three atomic
+// operations per delta.
 type emitToken struct {
-	mu  sync.Mutex
-	gen uint64
+	gen  atomic.Uint64
+	busy atomic.Int32
 }
-
-var emitTokens = sync.Pool{New: func() any { return &emitToken{} }}
 
 // yield returns the model-facing yield for one invocation that pushes into c
 // while the token's generation is unchanged.
 func (t *emitToken) yield(pl *Pipeline, c *ChatCall) func(Delta) bool {
-	t.mu.Lock()
-	gen := t.gen
-	t.mu.Unlock()
-	model := c.Request.Model
+	gen := t.gen.Load()
 	return func(d Delta) bool {
-		t.mu.Lock()
-		defer t.mu.Unlock()
-		if t.gen != gen {
+		t.busy.Add(1)
+		if t.gen.Load() != gen {
+			t.busy.Add(-1)
 			pl.lateYield.Do(func() {
-				pl.logger.Warn("model client yielded after its Stream returned; delta dropped", "model", model)
+				pl.logger.Warn("model client yielded after its Stream returned; delta dropped", "model", c.Request.Model)
 			})
 			return false
 		}
-		return c.emit(d)
+		ok := c.emit(d)
+		t.busy.Add(-1)
+		return ok
 	}
 }
 
-// release ends the invocation: later yields of it are dropped. It waits for a
-// yield in progress.
+// release ends the invocation: later yields of it are dropped. It waits for
+// a yield in progress to finish.
 func (t *emitToken) release() {
-	t.mu.Lock()
-	t.gen++
-	t.mu.Unlock()
+	t.gen.Add(1)
+	for t.busy.Load() != 0 {
+		goruntime.Gosched()
+	}
 }
 
 // Calls are pooled: a call pointer is valid only until the handler it was
@@ -141,7 +144,7 @@ func newChatCall(ctx context.Context, req *ChatRequest) *ChatCall {
 }
 
 func releaseChatCall(c *ChatCall) {
-	*c = ChatCall{}
+	*c = ChatCall{tok: c.tok}
 	chatCalls.Put(c)
 }
 
