@@ -100,12 +100,13 @@ type emitToken struct {
 // while the token's generation is unchanged.
 func (t *emitToken) yield(pl *Pipeline, c *ChatCall) func(Delta) bool {
 	gen := t.gen.Load()
+	model := c.Request.Model
 	return func(d Delta) bool {
 		t.busy.Add(1)
 		if t.gen.Load() != gen {
 			t.busy.Add(-1)
 			pl.lateYield.Do(func() {
-				pl.logger.Warn("model client yielded after its Stream returned; delta dropped", "model", c.Request.Model)
+				pl.logger.Warn("model client yielded after its Stream returned; delta dropped", "model", model)
 			})
 			return false
 		}
