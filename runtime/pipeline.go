@@ -94,25 +94,45 @@ func (pl *Pipeline) chatTerminal(ctx context.Context, c *ChatCall, yield func(De
 type emitToken struct {
 	gen  atomic.Uint64
 	busy atomic.Int32
+	// c is the current invocation's call; it is read only by a yield whose
+	// generation is current, and written before the next yield is issued.
+	c  *ChatCall
+	pl atomic.Pointer[Pipeline]
 }
 
 // yield returns the model-facing yield for one invocation that pushes into c
 // while the token's generation is unchanged.
+//
+// The closure captures only the token and the generation, to stay in the
+// smallest allocation class; the call and the pipeline are read from the
+// token, which holds them for the current invocation only.
 func (t *emitToken) yield(pl *Pipeline, c *ChatCall) func(Delta) bool {
 	gen := t.gen.Load()
-	model := c.Request.Model
+	t.c = c
+	if t.pl.Load() != pl {
+		t.pl.Store(pl)
+	}
 	return func(d Delta) bool {
 		t.busy.Add(1)
 		if t.gen.Load() != gen {
 			t.busy.Add(-1)
-			pl.lateYield.Do(func() {
-				pl.logger.Warn("model client yielded after its Stream returned; delta dropped", "model", model)
-			})
+			t.late()
 			return false
 		}
-		ok := c.emit(d)
+		ok := t.c.emit(d)
 		t.busy.Add(-1)
 		return ok
+	}
+}
+
+// late logs, once per pipeline, that a model client yielded after its
+// Stream returned. The pipeline is the token's latest, which is the late
+// invocation's own unless the recycled call has moved to another pipeline.
+func (t *emitToken) late() {
+	if pl := t.pl.Load(); pl != nil {
+		pl.lateYield.Do(func() {
+			pl.logger.Warn("model client yielded after its Stream returned; delta dropped (a stream must not yield once it has returned)")
+		})
 	}
 }
 
