@@ -68,6 +68,7 @@ var (
 	conflictRE = regexp.MustCompile(`^conflicting values (.+?) and (.+?)( \(mismatched types .*\))?$`)
 	boundRE    = regexp.MustCompile(`^invalid value (.+) \(out of bound (.+)\)$`)
 	matchRE    = regexp.MustCompile(`^invalid value (.+) \(does not match (.+)\)$`)
+	identRE    = regexp.MustCompile(`^[A-Za-z_#][A-Za-z0-9_]*$`)
 	listLenRE  = regexp.MustCompile(`^incompatible list lengths \((\d+) and (\d+)\)$`)
 )
 
@@ -359,7 +360,7 @@ func cuePath(sel []string) string {
 			parts = append(parts, s)
 			continue
 		}
-		if regexp.MustCompile(`^[A-Za-z_#][A-Za-z0-9_]*$`).MatchString(s) {
+		if identRE.MatchString(s) {
 			parts = append(parts, s)
 		} else {
 			parts = append(parts, strconv.Quote(s))
