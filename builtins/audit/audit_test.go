@@ -27,18 +27,10 @@ func toolPlan(chain ...plan.Layer) *plan.Plan {
 	return p
 }
 
-func build(t testing.TB, p *plan.Plan, deps runtime.Deps) *runtime.Pipeline {
-	t.Helper()
-	pl, err := runtime.Build(context.Background(), p, deps)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = pl.Close() })
-	return pl
-}
-
 func TestIntentThenOutcome(t *testing.T) {
 	sink := &runtime.MemoryAudit{}
 	tool := rt.NewTool(rt.ToolResult{Value: "ok"})
-	pl := build(t, toolPlan(rt.Layer("audit", "")), runtime.Deps{Audit: sink, Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
+	pl := rt.Build(t, toolPlan(rt.Layer("audit", "")), runtime.Deps{Audit: sink, Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
 	_, err := pl.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1", "card": "4111"}})
 	require.NoError(t, err)
 	recs := sink.Records()
@@ -64,7 +56,7 @@ func TestIntentThenOutcome(t *testing.T) {
 
 func TestIncludeArgs(t *testing.T) {
 	sink := &runtime.MemoryAudit{}
-	pl := build(t, toolPlan(rt.Layer("audit", `{"include_args": true}`)),
+	pl := rt.Build(t, toolPlan(rt.Layer("audit", `{"include_args": true}`)),
 		runtime.Deps{Audit: sink, Tools: map[string]runtime.ToolFunc{"refund": rt.NewTool(rt.ToolResult{Value: 1}).Func()}})
 	args := map[string]any{"order_id": "A1"}
 	_, err := pl.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: args})
@@ -92,7 +84,7 @@ func TestDecisions(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			sink := &runtime.MemoryAudit{}
 			tool := func(context.Context, *runtime.ToolCall) (any, error) { return nil, tt.err }
-			pl := build(t, toolPlan(rt.Layer("audit", "")), runtime.Deps{Audit: sink, Tools: map[string]runtime.ToolFunc{"refund": tool}})
+			pl := rt.Build(t, toolPlan(rt.Layer("audit", "")), runtime.Deps{Audit: sink, Tools: map[string]runtime.ToolFunc{"refund": tool}})
 			_, err := pl.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{}})
 			assert.Equal(t, tt.err, err)
 			recs := sink.Records()
@@ -109,7 +101,7 @@ func TestDecisions(t *testing.T) {
 func TestDedupedDecision(t *testing.T) {
 	sink := &runtime.MemoryAudit{}
 	tool := rt.NewTool(rt.ToolResult{Value: "R1"})
-	pl := build(t, toolPlan(rt.Layer("audit", ""), rt.Layer("idempotent", "")),
+	pl := rt.Build(t, toolPlan(rt.Layer("audit", ""), rt.Layer("idempotent", "")),
 		runtime.Deps{Audit: sink, Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
 	req := runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1"}}
 	for range 2 {
@@ -145,7 +137,7 @@ func (s *flakySink) Append(_ context.Context, r runtime.AuditRecord) error {
 func TestIntentFailureDoesNotRunTheCall(t *testing.T) {
 	sink := &flakySink{fail: map[runtime.AuditPhase]bool{runtime.PhaseIntent: true}}
 	tool := rt.NewTool(rt.ToolResult{Value: "R1"})
-	pl := build(t, toolPlan(rt.Layer("audit", "")), runtime.Deps{Audit: sink, Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
+	pl := rt.Build(t, toolPlan(rt.Layer("audit", "")), runtime.Deps{Audit: sink, Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
 	_, err := pl.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1"}})
 	require.Error(t, err)
 	assert.Equal(t, 0, tool.Calls(), "fail closed: the call did not run")
@@ -158,7 +150,7 @@ func TestIntentFailureDoesNotRunTheCall(t *testing.T) {
 func TestOutcomeFailureIsReturned(t *testing.T) {
 	sink := &flakySink{fail: map[runtime.AuditPhase]bool{runtime.PhaseOutcome: true}}
 	tool := rt.NewTool(rt.ToolResult{Value: "R1"}, rt.ToolResult{Err: rt.Transient("boom")})
-	pl := build(t, toolPlan(rt.Layer("audit", "")), runtime.Deps{Audit: sink, Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
+	pl := rt.Build(t, toolPlan(rt.Layer("audit", "")), runtime.Deps{Audit: sink, Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
 	r, err := pl.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1"}})
 	require.Error(t, err)
 	assert.Equal(t, "R1", r.Value, "the call ran and its result is returned")
@@ -176,7 +168,7 @@ func TestOutcomeFailureIsReturned(t *testing.T) {
 func TestPanicIsRecorded(t *testing.T) {
 	sink := &runtime.MemoryAudit{}
 	tool := func(context.Context, *runtime.ToolCall) (any, error) { panic("bug") }
-	pl := build(t, toolPlan(rt.Layer("audit", "")), runtime.Deps{Audit: sink, Tools: map[string]runtime.ToolFunc{"refund": tool}})
+	pl := rt.Build(t, toolPlan(rt.Layer("audit", "")), runtime.Deps{Audit: sink, Tools: map[string]runtime.ToolFunc{"refund": tool}})
 	assert.PanicsWithValue(t, "bug", func() {
 		_, _ = pl.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{}})
 	})
@@ -189,7 +181,7 @@ func TestPanicIsRecorded(t *testing.T) {
 func TestOutcomeWrittenAfterCancellation(t *testing.T) {
 	sink := &runtime.MemoryAudit{}
 	tool := rt.NewTool(rt.ToolResult{Hang: true})
-	pl := build(t, toolPlan(rt.Layer("audit", "")), runtime.Deps{Audit: sink, Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
+	pl := rt.Build(t, toolPlan(rt.Layer("audit", "")), runtime.Deps{Audit: sink, Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
 	ctx, cancel := context.WithTimeout(ctx1, 10*time.Millisecond)
 	defer cancel()
 	_, err := pl.Tool(ctx, runtime.ToolRequest{Name: "refund", Args: map[string]any{}})
@@ -201,7 +193,7 @@ func TestOutcomeWrittenAfterCancellation(t *testing.T) {
 
 func TestTurn(t *testing.T) {
 	sink := &runtime.MemoryAudit{}
-	pl := build(t, rt.Plan(plan.Chains{Turn: []plan.Layer{rt.Layer("audit", `{"include_args": true}`)}}), runtime.Deps{Audit: sink})
+	pl := rt.Build(t, rt.Plan(plan.Chains{Turn: []plan.Layer{rt.Layer("audit", `{"include_args": true}`)}}), runtime.Deps{Audit: sink})
 	_, err := pl.Turn(ctx1, runtime.TurnRequest{Input: "hello", Session: runtime.Session{ID: "s1"}},
 		func(context.Context) (string, error) { return "hi", nil })
 	require.NoError(t, err)
@@ -249,7 +241,7 @@ func TestValidate(t *testing.T) {
 func TestArgumentsWithoutCanonicalFormHaveNoDigest(t *testing.T) {
 	sink := &runtime.MemoryAudit{}
 	tool := rt.NewTool(rt.ToolResult{Value: "R1"})
-	pl := build(t, toolPlan(rt.Layer("audit", "")), runtime.Deps{Audit: sink, Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
+	pl := rt.Build(t, toolPlan(rt.Layer("audit", "")), runtime.Deps{Audit: sink, Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
 	_, err := pl.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1", "amount": math.NaN()}})
 	require.NoError(t, err)
 	recs := sink.Records()

@@ -15,7 +15,7 @@ import (
 
 func benchAudit(b *testing.B, p *plan.Plan, deps runtime.Deps) {
 	deps.Tools = map[string]runtime.ToolFunc{"refund": func(context.Context, *runtime.ToolCall) (any, error) { return "ok", nil }}
-	pl := build(b, p, deps)
+	pl := rt.Build(b, p, deps)
 	req := runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1", "amount": 50}}
 	b.ReportAllocs()
 	for b.Loop() {

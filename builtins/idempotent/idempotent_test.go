@@ -31,14 +31,6 @@ func toolPlan(chain ...plan.Layer) *plan.Plan {
 	return p
 }
 
-func build(t testing.TB, p *plan.Plan, deps runtime.Deps) *runtime.Pipeline {
-	t.Helper()
-	pl, err := runtime.Build(context.Background(), p, deps)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = pl.Close() })
-	return pl
-}
-
 // slowTool counts executions and takes a while, so that duplicates overlap.
 type slowTool struct {
 	calls atomic.Int64
@@ -61,7 +53,7 @@ func (s *slowTool) fn(ctx context.Context, c *runtime.ToolCall) (any, error) {
 
 func TestConcurrentDuplicatesExecuteOnce(t *testing.T) {
 	tool := &slowTool{delay: 20 * time.Millisecond}
-	pl := build(t, toolPlan(), runtime.Deps{Tools: map[string]runtime.ToolFunc{"refund": tool.fn}})
+	pl := rt.Build(t, toolPlan(), runtime.Deps{Tools: map[string]runtime.ToolFunc{"refund": tool.fn}})
 	const n = 32
 	results := make([]runtime.ToolResult, n)
 	errs := make([]error, n)
@@ -104,7 +96,7 @@ func TestConcurrentDuplicatesAcrossProcesses(t *testing.T) {
 	deps := runtime.Deps{Tools: map[string]runtime.ToolFunc{"refund": tool.fn}}
 	// Two pipelines with their own connection to one file stand for two
 	// processes.
-	a, b := build(t, p, deps), build(t, p, deps)
+	a, b := rt.Build(t, p, deps), rt.Build(t, p, deps)
 	var wg sync.WaitGroup
 	var deduped atomic.Int64
 	for i := range 8 {
@@ -149,7 +141,7 @@ func TestReplaySurvivesRestart(t *testing.T) {
 
 func TestCallerKeyDedupesRedelivery(t *testing.T) {
 	tool := rt.NewTool(rt.ToolResult{Value: "R1"})
-	pl := build(t, toolPlan(), runtime.Deps{Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
+	pl := rt.Build(t, toolPlan(), runtime.Deps{Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
 	req := runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1"}, IdempotencyKey: "job-7"}
 	_, err := pl.Tool(ctx1, req)
 	require.NoError(t, err)
@@ -162,7 +154,7 @@ func TestCallerKeyDedupesRedelivery(t *testing.T) {
 
 func TestFailuresAreNotStoredAndShared(t *testing.T) {
 	tool := &slowTool{delay: 20 * time.Millisecond, err: rt.Permanent("declined")}
-	pl := build(t, toolPlan(), runtime.Deps{Tools: map[string]runtime.ToolFunc{"refund": tool.fn}})
+	pl := rt.Build(t, toolPlan(), runtime.Deps{Tools: map[string]runtime.ToolFunc{"refund": tool.fn}})
 	req := runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1"}}
 	var wg sync.WaitGroup
 	for range 4 {
@@ -183,7 +175,7 @@ func TestFailuresAreNotStoredAndShared(t *testing.T) {
 
 func TestLeaderCancellationIsNotShared(t *testing.T) {
 	tool := &slowTool{delay: 50 * time.Millisecond}
-	pl := build(t, toolPlan(), runtime.Deps{Tools: map[string]runtime.ToolFunc{"refund": tool.fn}})
+	pl := rt.Build(t, toolPlan(), runtime.Deps{Tools: map[string]runtime.ToolFunc{"refund": tool.fn}})
 	req := runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1"}}
 	lctx, cancel := context.WithCancel(ctx1)
 	done := make(chan error, 1)
@@ -224,7 +216,7 @@ func (brokenKV) Delete(context.Context, string) error { return errBroken }
 
 func TestStoreFailureFailsClosed(t *testing.T) {
 	tool := rt.NewTool(rt.ToolResult{Value: "R1"})
-	pl := build(t, toolPlan(), runtime.Deps{KV: brokenKV{}, Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
+	pl := rt.Build(t, toolPlan(), runtime.Deps{KV: brokenKV{}, Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
 	_, err := pl.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1"}})
 	require.Error(t, err)
 	assert.Equal(t, "idempotent", runtime.LayerOf(err))
@@ -235,7 +227,7 @@ func TestStoreFailureFailsClosed(t *testing.T) {
 func TestWaitsForAClaimHeldElsewhere(t *testing.T) {
 	kv := runtime.NewMemoryKV()
 	tool := rt.NewTool(rt.ToolResult{Value: "mine"})
-	pl := build(t, toolPlan(), runtime.Deps{KV: kv, Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
+	pl := rt.Build(t, toolPlan(), runtime.Deps{KV: kv, Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
 	// Another process claimed the call and stores its result while this
 	// one waits.
 	req := runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1"}}
@@ -298,7 +290,7 @@ func TestLeaderPanicIsNotShared(t *testing.T) {
 		}
 		return "R2", nil
 	}
-	pl := build(t, toolPlan(), runtime.Deps{Tools: map[string]runtime.ToolFunc{"refund": tool}})
+	pl := rt.Build(t, toolPlan(), runtime.Deps{Tools: map[string]runtime.ToolFunc{"refund": tool}})
 	req := runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1"}}
 	go func() {
 		defer func() { _ = recover() }()
@@ -324,7 +316,7 @@ func TestReadOnlyAndUndeclaredToolsPassThrough(t *testing.T) {
 	p.Tools["job_status"] = plan.Tool{}
 	status := rt.NewTool(rt.ToolResult{Value: "running"}, rt.ToolResult{Value: "done"})
 	other := rt.NewTool(rt.ToolResult{Value: 1}, rt.ToolResult{Value: 2})
-	pl := build(t, p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"job_status": status.Func(), "undeclared": other.Func()}})
+	pl := rt.Build(t, p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"job_status": status.Func(), "undeclared": other.Func()}})
 	for _, tt := range []struct {
 		name string
 		tool *rt.Tool
@@ -346,7 +338,7 @@ func TestReadOnlyAndUndeclaredToolsPassThrough(t *testing.T) {
 
 func TestArgumentsWithoutCanonicalFormAreRefused(t *testing.T) {
 	tool := rt.NewTool(rt.ToolResult{Value: "paid"})
-	pl := build(t, toolPlan(), runtime.Deps{Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
+	pl := rt.Build(t, toolPlan(), runtime.Deps{Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
 	for _, to := range []string{"alice", "bob"} {
 		r, err := pl.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{"to": to, "amount": math.Inf(1)}})
 		var ce *runtime.CallError

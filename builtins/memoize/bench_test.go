@@ -11,7 +11,7 @@ import (
 
 func BenchmarkToolHit(b *testing.B) {
 	search := rt.NewTool(rt.ToolResult{Value: map[string]any{"hits": []any{"a", "b"}}})
-	pl := build(b, toolPlan(""), runtime.Deps{Tools: map[string]runtime.ToolFunc{"search": search.Func()}})
+	pl := rt.Build(b, toolPlan(""), runtime.Deps{Tools: map[string]runtime.ToolFunc{"search": search.Func()}})
 	req := runtime.ToolRequest{Name: "search", Args: map[string]any{"q": "refund policy", "n": 3}}
 	if _, err := pl.Tool(ctx1, req); err != nil {
 		b.Fatal(err)
@@ -26,7 +26,7 @@ func BenchmarkToolHit(b *testing.B) {
 
 func BenchmarkChatHit(b *testing.B) {
 	model := rt.NewModel(rt.Response{Deltas: []string{"hel", "lo"}})
-	pl := build(b, rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("memoize", "")}}),
+	pl := rt.Build(b, rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("memoize", "")}}),
 		runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
 	req := runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: "hi"}}}
 	yield := func(runtime.Delta) bool { return true }

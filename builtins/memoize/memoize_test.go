@@ -25,17 +25,9 @@ func toolPlan(config string) *plan.Plan {
 	return p
 }
 
-func build(t testing.TB, p *plan.Plan, deps runtime.Deps) *runtime.Pipeline {
-	t.Helper()
-	pl, err := runtime.Build(context.Background(), p, deps)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = pl.Close() })
-	return pl
-}
-
 func TestToolCacheReadOnly(t *testing.T) {
 	search := rt.NewTool(rt.ToolResult{Value: map[string]any{"hits": []any{"a"}}}, rt.ToolResult{Value: "second"})
-	pl := build(t, toolPlan(""), runtime.Deps{Tools: map[string]runtime.ToolFunc{"search": search.Func()}})
+	pl := rt.Build(t, toolPlan(""), runtime.Deps{Tools: map[string]runtime.ToolFunc{"search": search.Func()}})
 	req := runtime.ToolRequest{Name: "search", Args: map[string]any{"q": "x", "n": 1}}
 	r1, err := pl.Tool(ctx1, req)
 	require.NoError(t, err)
@@ -54,7 +46,7 @@ func TestToolCacheReadOnly(t *testing.T) {
 func TestSideEffectingAndUndeclaredToolsPassThrough(t *testing.T) {
 	refund := rt.NewTool(rt.ToolResult{Value: "ok"})
 	other := rt.NewTool(rt.ToolResult{Value: "ok"})
-	pl := build(t, toolPlan(""), runtime.Deps{Tools: map[string]runtime.ToolFunc{"refund": refund.Func(), "other": other.Func()}})
+	pl := rt.Build(t, toolPlan(""), runtime.Deps{Tools: map[string]runtime.ToolFunc{"refund": refund.Func(), "other": other.Func()}})
 	for range 3 {
 		r, err := pl.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{"id": "A1"}})
 		require.NoError(t, err)
@@ -69,7 +61,7 @@ func TestSideEffectingAndUndeclaredToolsPassThrough(t *testing.T) {
 
 func TestErrorsAreNotCached(t *testing.T) {
 	search := rt.NewTool(rt.ToolResult{Err: rt.Permanent("no")}, rt.ToolResult{Value: "yes"})
-	pl := build(t, toolPlan(""), runtime.Deps{Tools: map[string]runtime.ToolFunc{"search": search.Func()}})
+	pl := rt.Build(t, toolPlan(""), runtime.Deps{Tools: map[string]runtime.ToolFunc{"search": search.Func()}})
 	req := runtime.ToolRequest{Name: "search", Args: map[string]any{"q": "x"}}
 	_, err := pl.Tool(ctx1, req)
 	require.Error(t, err)
@@ -88,13 +80,13 @@ func TestScopeAndTTL(t *testing.T) {
 	req := runtime.ToolRequest{Name: "search", Args: map[string]any{"q": "x"}}
 
 	search := rt.NewTool(rt.ToolResult{Value: 1})
-	pl := build(t, toolPlan(`{"scope": "run"}`), runtime.Deps{Tools: map[string]runtime.ToolFunc{"search": search.Func()}})
+	pl := rt.Build(t, toolPlan(`{"scope": "run"}`), runtime.Deps{Tools: map[string]runtime.ToolFunc{"search": search.Func()}})
 	_, _ = pl.Tool(ctx1, req)
 	_, _ = pl.Tool(ctx2, req)
 	assert.Equal(t, 2, search.Calls(), "scope run: runs do not share entries")
 
 	search = rt.NewTool(rt.ToolResult{Value: 1})
-	pl = build(t, toolPlan(`{"scope": "global", "ttl": "30ms"}`), runtime.Deps{Tools: map[string]runtime.ToolFunc{"search": search.Func()}})
+	pl = rt.Build(t, toolPlan(`{"scope": "global", "ttl": "30ms"}`), runtime.Deps{Tools: map[string]runtime.ToolFunc{"search": search.Func()}})
 	_, _ = pl.Tool(ctx1, req)
 	r, err := pl.Tool(ctx2, req)
 	require.NoError(t, err)
@@ -129,7 +121,7 @@ func (brokenKV) Delete(context.Context, string) error { return errBroken }
 
 func TestStoreFailureFailsOpen(t *testing.T) {
 	search := rt.NewTool(rt.ToolResult{Value: 1})
-	pl := build(t, toolPlan(""), runtime.Deps{KV: brokenKV{}, Tools: map[string]runtime.ToolFunc{"search": search.Func()}})
+	pl := rt.Build(t, toolPlan(""), runtime.Deps{KV: brokenKV{}, Tools: map[string]runtime.ToolFunc{"search": search.Func()}})
 	for range 2 {
 		r, err := pl.Tool(ctx1, runtime.ToolRequest{Name: "search", Args: map[string]any{"q": "x"}})
 		require.NoError(t, err)
@@ -168,7 +160,7 @@ func chatPlan(chain ...plan.Layer) *plan.Plan {
 func TestChatHitReplaysAndIsNotCharged(t *testing.T) {
 	model := rt.NewModel(rt.Response{Deltas: []string{"hel", "lo"}, Usage: runtime.Usage{InputTokens: 10, OutputTokens: 5}},
 		rt.Response{Deltas: []string{"other"}})
-	pl := build(t, chatPlan(rt.Layer("meter", ""), rt.Layer("memoize", "")),
+	pl := rt.Build(t, chatPlan(rt.Layer("meter", ""), rt.Layer("memoize", "")),
 		runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
 	req := runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: "hi"}}}
 
@@ -200,7 +192,7 @@ func TestChatAbandonedOrFailedStreamIsNotCached(t *testing.T) {
 		rt.Response{Deltas: []string{"a", "b"}, Err: rt.Transient("cut"), FailAfter: 1},
 		rt.Response{Deltas: []string{"full"}},
 	)
-	pl := build(t, chatPlan(rt.Layer("memoize", "")), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
+	pl := rt.Build(t, chatPlan(rt.Layer("memoize", "")), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
 	req := runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: "hi"}}}
 	text, _, err := rt.Collect(ctx1, pl, req, 1)
 	require.NoError(t, err)
@@ -220,7 +212,7 @@ func TestChatAbandonedOrFailedStreamIsNotCached(t *testing.T) {
 
 func TestChatReplayHonoursConsumerStop(t *testing.T) {
 	model := rt.NewModel(rt.Response{Deltas: []string{"a", "b", "c"}})
-	pl := build(t, chatPlan(rt.Layer("memoize", "")), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
+	pl := rt.Build(t, chatPlan(rt.Layer("memoize", "")), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
 	req := runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: "hi"}}}
 	_, _, err := rt.Collect(ctx1, pl, req, 0)
 	require.NoError(t, err)
@@ -232,7 +224,7 @@ func TestChatReplayHonoursConsumerStop(t *testing.T) {
 
 func TestToolArgumentsWithoutCanonicalFormBypassTheCache(t *testing.T) {
 	search := rt.NewTool(rt.ToolResult{Value: "first"}, rt.ToolResult{Value: "second"}, rt.ToolResult{Value: "third"})
-	pl := build(t, toolPlan(""), runtime.Deps{Tools: map[string]runtime.ToolFunc{"search": search.Func()}})
+	pl := rt.Build(t, toolPlan(""), runtime.Deps{Tools: map[string]runtime.ToolFunc{"search": search.Func()}})
 	for _, tt := range []struct {
 		q, want string
 	}{{"alice", "first"}, {"bob", "second"}, {"alice", "third"}} {

@@ -24,18 +24,10 @@ func toolPlan(config string) *plan.Plan {
 	return p
 }
 
-func build(t testing.TB, p *plan.Plan, deps runtime.Deps) *runtime.Pipeline {
-	t.Helper()
-	pl, err := runtime.Build(context.Background(), p, deps)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = pl.Close() })
-	return pl
-}
-
 func TestToolNearDuplicate(t *testing.T) {
 	search := rt.NewTool(rt.ToolResult{Value: "A"}, rt.ToolResult{Value: "B"}, rt.ToolResult{Value: "C"})
 	other := rt.NewTool(rt.ToolResult{Value: "O"})
-	pl := build(t, toolPlan(`{"threshold": 0.9}`), runtime.Deps{Tools: map[string]runtime.ToolFunc{"search": search.Func(), "other": other.Func()}})
+	pl := rt.Build(t, toolPlan(`{"threshold": 0.9}`), runtime.Deps{Tools: map[string]runtime.ToolFunc{"search": search.Func(), "other": other.Func()}})
 	call := func(name, q string) runtime.ToolResult {
 		r, err := pl.Tool(ctx1, runtime.ToolRequest{Name: name, Args: map[string]any{"q": q}})
 		require.NoError(t, err)
@@ -56,7 +48,7 @@ func TestToolNearDuplicateWithOtherArgumentsMisses(t *testing.T) {
 	get := func(_ context.Context, c *runtime.ToolCall) (any, error) {
 		return "record of " + c.Args["customer"].(string), nil
 	}
-	pl := build(t, toolPlan(`{"threshold": 0.5}`), runtime.Deps{Tools: map[string]runtime.ToolFunc{"search": get}})
+	pl := rt.Build(t, toolPlan(`{"threshold": 0.5}`), runtime.Deps{Tools: map[string]runtime.ToolFunc{"search": get}})
 	fields := "name, billing address, shipping address, order history, payment methods, loyalty points"
 	for _, tt := range []struct {
 		customer, want string
@@ -101,7 +93,7 @@ func TestNormalizedArgsDigest(t *testing.T) {
 
 func TestThresholdOneMatchesIdenticalInput(t *testing.T) {
 	search := rt.NewTool(rt.ToolResult{Value: "A"})
-	pl := build(t, toolPlan(`{"threshold": 1}`), runtime.Deps{Tools: map[string]runtime.ToolFunc{"search": search.Func()}})
+	pl := rt.Build(t, toolPlan(`{"threshold": 1}`), runtime.Deps{Tools: map[string]runtime.ToolFunc{"search": search.Func()}})
 	for _, q := range []string{"Lost parcel refund, order 1234", "Lost parcel refund, order 1234", "Lost parcel refund, order 1235"} {
 		_, err := pl.Tool(ctx1, runtime.ToolRequest{Name: "search", Args: map[string]any{"q": q}})
 		require.NoError(t, err)
@@ -111,7 +103,7 @@ func TestThresholdOneMatchesIdenticalInput(t *testing.T) {
 
 func TestSideEffectingToolPassesThrough(t *testing.T) {
 	refund := rt.NewTool(rt.ToolResult{Value: "R"})
-	pl := build(t, toolPlan(""), runtime.Deps{Tools: map[string]runtime.ToolFunc{"refund": refund.Func()}})
+	pl := rt.Build(t, toolPlan(""), runtime.Deps{Tools: map[string]runtime.ToolFunc{"refund": refund.Func()}})
 	for range 2 {
 		r, err := pl.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{"id": "A1"}})
 		require.NoError(t, err)
@@ -122,7 +114,7 @@ func TestSideEffectingToolPassesThrough(t *testing.T) {
 
 func TestErrorsAreNotCached(t *testing.T) {
 	search := rt.NewTool(rt.ToolResult{Err: rt.Permanent("no")}, rt.ToolResult{Value: "yes"})
-	pl := build(t, toolPlan(""), runtime.Deps{Tools: map[string]runtime.ToolFunc{"search": search.Func()}})
+	pl := rt.Build(t, toolPlan(""), runtime.Deps{Tools: map[string]runtime.ToolFunc{"search": search.Func()}})
 	req := runtime.ToolRequest{Name: "search", Args: map[string]any{"q": "x"}}
 	_, err := pl.Tool(ctx1, req)
 	require.Error(t, err)
@@ -149,7 +141,7 @@ func TestChatWithCustomEmbedderAndIndex(t *testing.T) {
 	model := rt.NewModel(rt.Response{Deltas: []string{"a", "b"}, Usage: runtime.Usage{InputTokens: 4, OutputTokens: 2}},
 		rt.Response{Deltas: []string{"c"}})
 	idx := runtime.NewMemoryVectorIndex()
-	pl := build(t, rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("meter", ""), rt.Layer("semantic_memoize", `{"index": "vec"}`)}}),
+	pl := rt.Build(t, rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("meter", ""), rt.Layer("semantic_memoize", `{"index": "vec"}`)}}),
 		runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}, Embedder: fixedEmbedder{},
 			Indexes: map[string]runtime.VectorIndex{"vec": idx}})
 	msg := func(s string) runtime.ChatRequest {
@@ -173,7 +165,7 @@ func TestChatWithCustomEmbedderAndIndex(t *testing.T) {
 
 func TestEmbedderFailureFailsOpen(t *testing.T) {
 	search := rt.NewTool(rt.ToolResult{Value: "A"})
-	pl := build(t, toolPlan(""), runtime.Deps{Embedder: fixedEmbedder{fail: true}, Tools: map[string]runtime.ToolFunc{"search": search.Func()}})
+	pl := rt.Build(t, toolPlan(""), runtime.Deps{Embedder: fixedEmbedder{fail: true}, Tools: map[string]runtime.ToolFunc{"search": search.Func()}})
 	for range 2 {
 		r, err := pl.Tool(ctx1, runtime.ToolRequest{Name: "search", Args: map[string]any{"q": "x"}})
 		require.NoError(t, err)
@@ -202,7 +194,7 @@ func BenchmarkToolLookup(b *testing.B) {
 	for _, n := range []int{100, 1000} {
 		b.Run(fmt.Sprint(n, "-entries"), func(b *testing.B) {
 			search := rt.NewTool(rt.ToolResult{Value: "A"})
-			pl := build(b, toolPlan(`{"threshold": 0.9}`), runtime.Deps{Tools: map[string]runtime.ToolFunc{"search": search.Func()}})
+			pl := rt.Build(b, toolPlan(`{"threshold": 0.9}`), runtime.Deps{Tools: map[string]runtime.ToolFunc{"search": search.Func()}})
 			for i := range n {
 				if _, err := pl.Tool(ctx1, runtime.ToolRequest{Name: "search", Args: map[string]any{"q": fmt.Sprintf("question number %d about topic %d", i, i*7)}}); err != nil {
 					b.Fatal(err)

@@ -17,6 +17,18 @@ import (
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
 
+// Build builds p with deps, failing the test on an error, and closes the
+// pipeline when the test ends.
+func Build(t testing.TB, p *plan.Plan, deps runtime.Deps) *runtime.Pipeline {
+	t.Helper()
+	pl, err := runtime.Build(context.Background(), p, deps)
+	if err != nil {
+		t.Fatalf("build: %v", err)
+	}
+	t.Cleanup(func() { _ = pl.Close() })
+	return pl
+}
+
 // Layer returns a chain entry using module use with a JSON config (defaults
 // are the module's own when fields are left out).
 func Layer(use, config string) plan.Layer {
