@@ -15,14 +15,17 @@ var NestedRetry = &Rule{
 Each attempt of the outer retry runs the inner retry in full, so a failing
 call runs the product of their max_attempts: 3 and 3 make 9 calls to a model
 or tool that is already struggling, with backoffs that add up. The message
-gives the product (beyond a million, "more than 1,000,000") and its first
-factors. Retries scoped with tools: to different tools do not
-wrap each other and are not reported, nor is a retry with max_attempts: 1,
-which never runs a call again.`,
+gives the product over every layer that re-invokes the call (retries, and
+the models of a fallback or hedge), the same count agentc explain gives and
+a run makes (beyond a million, "more than 1,000,000"), and its first
+factors. Retries scoped with tools: to different tools do not wrap each
+other and are not reported, nor is a retry with max_attempts: 1, which
+never runs a call again.`,
 	Run: func(p *Pass) {
 		for _, stage := range dsl.Stages {
+			chain := p.Policy.Chains[stage]
 			var retries []*dsl.Entry
-			for _, e := range p.Policy.Chains[stage] {
+			for _, e := range chain {
 				if e.Use != "retry" || Attempts(e) <= 1 {
 					// A retry of one attempt multiplies nothing.
 					continue
@@ -37,17 +40,32 @@ which never runs a call again.`,
 				if len(outer) == 0 {
 					continue
 				}
-				var attempts []int
-				var factors []string
-				for _, o := range append(outer, e) {
-					attempts = append(attempts, Attempts(o))
-					factors = append(factors, fmt.Sprint(Attempts(o)))
-				}
+				n, factors := p.Reinvocations(chain, e)
 				near := outer[len(outer)-1]
 				p.Reportf(e.Pos, []dsl.Related{at(near, "%s (max_attempts %d) is here, outside %s", near.Ref(), Attempts(near), e.Ref())},
 					"%s (max_attempts %d) sits inside %s (max_attempts %d): a failing call reaches %s up to %s times (%s); keep one retry, or scope them with tools: to different tools",
-					e.Ref(), Attempts(e), near.Ref(), Attempts(near), callee(stage), Calls(CallProduct(attempts...)), Factors(factors, "retries"))
+					e.Ref(), Attempts(e), near.Ref(), Attempts(near), callee(stage), Calls(n), factors)
 			}
 		}
 	},
+}
+
+// Reinvocations returns how many times a failing call that goes through e
+// reaches the model or tool: the product of the attempts of every layer of
+// chain that re-invokes what it wraps (retry, fallback, hedge) and can
+// wrap the same calls as e, with e's own; and the product's factors
+// ("4 × 2 × 3"), as explain spells them.
+func (a *Analysis) Reinvocations(chain []*dsl.Entry, e *dsl.Entry) (int, string) {
+	var attempts []int
+	var factors []string
+	for _, o := range chain {
+		if o != e && (o.Kind == nil || !o.Kind.Has("reinvokes") || !a.Overlap(o, e)) {
+			continue
+		}
+		if k := Attempts(o); k > 1 {
+			attempts = append(attempts, k)
+			factors = append(factors, fmt.Sprint(k))
+		}
+	}
+	return CallProduct(attempts...), Factors(factors, "layers")
 }
