@@ -13,7 +13,7 @@ import (
 // is printed whenever the policy loads, and the exit code is 1 when it has
 // errors.
 func cmdExplain(ctx context.Context, env *cliEnv, args []string) int {
-	fs := newFlags(env, "explain", "[-format text|dot|mermaid] PATH")
+	fs := newFlags(env, "explain")
 	format := fs.String("format", "text", "output `format`: "+strings.Join(explain.Formats, ", "))
 	if code, ok := parseFlags(fs, args); !ok {
 		return code

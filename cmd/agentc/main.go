@@ -4,7 +4,7 @@
 //	agentc build   [-o plan.json] PATH
 //	agentc explain [-format text|dot|mermaid] PATH
 //	agentc run     [-json] [-trace] POLICY SCENARIO
-//	agentc test    [-run REGEX] PATH...
+//	agentc test    [-run REGEX] [-v] PATH...
 //	agentc version
 //
 // Exit codes: 0 ok, 1 problems found, 2 usage or I/O failure.
@@ -25,19 +25,30 @@ import (
 // version is set at link time (-ldflags "-X main.version=...").
 var version = "v0.1.0-dev"
 
-const usage = `agentc compiles declarative middleware policies for LLM agents.
+// usageHead and usageTail frame the command list of the usage text, which
+// is generated from the command table so that it matches each command's
+// own flags.
+const usageHead = `agentc compiles declarative middleware policies for LLM agents.
 
 Usage:
-  agentc vet     [-json] [-strict] [-rules] PATH...   check policies; exit 1 on any error
-  agentc build   [-o FILE] PATH                       compile a policy to its plan (JSON)
-  agentc explain [-format text|dot|mermaid] PATH      show each chain and why each layer sits where it does
-  agentc run     [-json] [-trace] POLICY SCENARIO     run a scenario against fake models and tools
-  agentc test    [-run REGEX] PATH...                 run a policy's test cases
-  agentc version                                      print the version
+`
 
+const usageTail = `
 PATH is a directory holding one CUE package, or .cue files of one package;
 DIR/... walks every policy directory below DIR.
 `
+
+// usage returns the usage text: one line per command, its synopsis and
+// what it does.
+func usage() string {
+	var b strings.Builder
+	b.WriteString(usageHead)
+	for _, c := range commands {
+		fmt.Fprintf(&b, "  %s\n", strings.TrimRight(fmt.Sprintf("%-51s %s", "agentc "+fmt.Sprintf("%-8s", c.name)+c.synopsis, c.summary), " "))
+	}
+	b.WriteString(usageTail)
+	return b.String()
+}
 
 // exit codes
 const (
@@ -48,19 +59,24 @@ const (
 
 type command struct {
 	name string
-	run  func(ctx context.Context, env *cliEnv, args []string) int
+	// synopsis is the command's flags and arguments, as its usage line and
+	// the top-level usage show them.
+	synopsis string
+	// summary says what the command does.
+	summary string
+	run     func(ctx context.Context, env *cliEnv, args []string) int
 }
 
 var commands []command
 
 func init() {
 	commands = []command{
-		{"vet", cmdVet},
-		{"build", cmdBuild},
-		{"explain", cmdExplain},
-		{"run", cmdRun},
-		{"test", cmdTest},
-		{"version", cmdVersion},
+		{"vet", "[-json] [-strict] [-rules] PATH...", "check policies; exit 1 on any error", cmdVet},
+		{"build", "[-o FILE] PATH", "compile a policy to its plan (JSON)", cmdBuild},
+		{"explain", "[-format text|dot|mermaid] PATH", "show each chain and why each layer sits where it does", cmdExplain},
+		{"run", "[-json] [-trace] POLICY SCENARIO", "run a scenario against fake models and tools", cmdRun},
+		{"test", "[-run REGEX] [-v] PATH...", "run a policy's test cases", cmdTest},
+		{"version", "", "print the version", cmdVersion},
 	}
 }
 
@@ -82,7 +98,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	wd, _ := os.Getwd()
 	env := &cliEnv{stdout: stdout, stderr: stderr, wd: wd}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(stderr, usage())
 		if len(args) == 0 {
 			return exitUsage
 		}
@@ -93,12 +109,19 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return c.run(ctx, env, args[1:])
 		}
 	}
-	fmt.Fprintf(stderr, "agentc: unknown command %q\n\n%s", args[0], usage)
+	fmt.Fprintf(stderr, "agentc: unknown command %q\n\n%s", args[0], usage())
 	return exitUsage
 }
 
-// newFlags returns a flag set that reports usage errors on stderr.
-func newFlags(env *cliEnv, name, synopsis string) *flag.FlagSet {
+// newFlags returns the flag set of the named command, which reports usage
+// errors on stderr with the command's synopsis.
+func newFlags(env *cliEnv, name string) *flag.FlagSet {
+	synopsis := ""
+	for _, c := range commands {
+		if c.name == name {
+			synopsis = c.synopsis
+		}
+	}
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(env.stderr)
 	fs.Usage = func() {

@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+	"github.com/stretchr/testify/assert"
 )
 
 func TestMain(m *testing.M) {
@@ -68,4 +70,31 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 	})
+}
+
+// TestUsageMatchesFlags checks that the flags each command defines are the
+// ones its synopsis, and so the top-level usage, lists.
+func TestUsageMatchesFlags(t *testing.T) {
+	var top strings.Builder
+	Main(context.Background(), []string{"help"}, &strings.Builder{}, &top)
+	flagRE := regexp.MustCompile(`-[a-z]+`)
+	for _, c := range commands {
+		if c.synopsis == "" {
+			continue
+		}
+		t.Run(c.name, func(t *testing.T) {
+			var stderr strings.Builder
+			code := Main(context.Background(), []string{c.name, "-h"}, &strings.Builder{}, &stderr)
+			assert.Equal(t, exitOK, code)
+			assert.Contains(t, stderr.String(), "usage: agentc "+c.name+" "+c.synopsis+"\n")
+			assert.Regexp(t, `agentc `+c.name+` +`+regexp.QuoteMeta(c.synopsis)+` +`+regexp.QuoteMeta(c.summary), top.String())
+			var defined []string
+			for _, line := range strings.Split(stderr.String(), "\n") {
+				if strings.HasPrefix(line, "  -") {
+					defined = append(defined, flagRE.FindString(line))
+				}
+			}
+			assert.ElementsMatch(t, defined, flagRE.FindAllString(c.synopsis, -1), "flags of %s against its synopsis %q", c.name, c.synopsis)
+		})
+	}
 }

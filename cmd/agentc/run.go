@@ -19,7 +19,7 @@ import (
 )
 
 func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
-	fs := newFlags(env, "run", "[-json] [-trace] POLICY SCENARIO")
+	fs := newFlags(env, "run")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	trace := fs.Bool("trace", false, "print the tracing layers' spans")
 	if code, ok := parseFlags(fs, args); !ok {

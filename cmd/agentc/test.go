@@ -11,7 +11,7 @@ import (
 )
 
 func cmdTest(ctx context.Context, env *cliEnv, args []string) int {
-	fs := newFlags(env, "test", "[-run REGEX] [-v] PATH...")
+	fs := newFlags(env, "test")
 	runRE := fs.String("run", "", "run only the cases whose name matches `REGEX`")
 	verbose := fs.Bool("v", false, "print every case, and the run output of failures")
 	if code, ok := parseFlags(fs, args); !ok {

@@ -17,7 +17,7 @@ import (
 )
 
 func cmdVet(ctx context.Context, env *cliEnv, args []string) int {
-	fs := newFlags(env, "vet", "[-json] [-strict] [-rules] PATH...")
+	fs := newFlags(env, "vet")
 	asJSON := fs.Bool("json", false, "print diagnostics as a JSON array")
 	strict := fs.Bool("strict", false, "exit 1 on warnings too")
 	rules := fs.Bool("rules", false, "list every rule id with its title")
@@ -189,7 +189,7 @@ func listRules(env *cliEnv, asJSON bool) int {
 }
 
 func cmdBuild(ctx context.Context, env *cliEnv, args []string) int {
-	fs := newFlags(env, "build", "[-o FILE] PATH")
+	fs := newFlags(env, "build")
 	out := fs.String("o", "", "write the plan to `FILE` (default: standard output)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
