@@ -1,6 +1,6 @@
 // Package policytest runs a policy's own test cases (`agentc test`): each
 // case is a scenario and the subset of its run output that must match
-// (DESIGN.md section 7).
+// (docs/scenarios.md).
 //
 // Cases live beside the policy, in `*_test.cue` files or in files under a
 // `tests/` directory (`.cue` or `.json`). Each file holds a `tests` struct

@@ -105,7 +105,7 @@ type Module struct {
 	// middlewares. Empty: the middleware takes no config fields.
 	ConfigSchema string
 	// Constraints are the ordering rules the middleware ships, checked by
-	// agentc vet like the builtins' (DESIGN.md section 4).
+	// agentc vet like the builtins' (docs/rules.md).
 	Constraints []Constraint
 	// New returns a new, unconfigured instance. It has no side effects.
 	New func() Middleware

@@ -1,6 +1,6 @@
 package vet
 
-// Suite lists every vet rule, in the order of DESIGN.md section 4.
+// Suite lists every vet rule, in the order of docs/rules.md.
 var Suite = []*Rule{
 	Cycle,
 	CompactionBeforeMeter,

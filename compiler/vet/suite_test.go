@@ -14,7 +14,7 @@ import (
 	"github.com/agentc-dev/agentc/dsl"
 )
 
-// designRules are the order rule ids of DESIGN.md section 4 with their
+// designRules are the order rule ids the project fixes (docs/rules.md), with their
 // severities ("" for the policy's own constraints: as declared).
 var designRules = map[string]dsl.Severity{
 	"order/cycle":                   dsl.Error,
@@ -44,7 +44,7 @@ func TestSuite(t *testing.T) {
 		assert.Greater(t, len(strings.Fields(r.Doc)), 20, "%s: the doc says what the rule reports and why it matters", r.Name)
 		assert.NotContains(t, r.Title(), "\n", r.Name)
 		want, ok := designRules[r.Name]
-		if assert.True(t, ok, "%s is not a rule id of DESIGN.md section 4", r.Name) {
+		if assert.True(t, ok, "%s is not a fixed rule id (docs/rules.md)", r.Name) {
 			assert.Equal(t, want, r.Severity, r.Name)
 		}
 	}

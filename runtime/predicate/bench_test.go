@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// BenchmarkGuard compares the refund guard of DESIGN.md section 2 evaluated through a compiled
+// BenchmarkGuard compares the refund guard of the README's example policy evaluated through a compiled
 // Program with the same predicate written in Go over the argument map.
 func BenchmarkGuard(b *testing.B) {
 	const src = "args.amount > 100.0 && !has(args.approved_by)"

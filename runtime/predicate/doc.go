@@ -6,7 +6,7 @@
 //
 // # Environments and variables
 //
-// NewEnv builds the environment of one stage and phase (DESIGN.md section 2). Every variable is a
+// NewEnv builds the environment of one stage and phase (docs/language.md). Every variable is a
 // closed object type served by a custom types.Provider (no protobuf), so a misspelt field such as
 // request.modle is a cel/type issue with a column:
 //

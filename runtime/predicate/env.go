@@ -24,7 +24,7 @@ const (
 
 // EnvConfig selects the variables a predicate may read.
 type EnvConfig struct {
-	// Stage and Phase select the variables (DESIGN.md section 2). The zero Phase is Before.
+	// Stage and Phase select the variables (docs/language.md, CEL predicates). The zero Phase is Before.
 	Stage Stage
 	Phase Phase
 	// ArgsSchemas are the JSON Schemas of the tools a tool-stage predicate is scoped to. Nil or

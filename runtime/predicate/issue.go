@@ -10,7 +10,7 @@ import (
 	"github.com/google/cel-go/common"
 )
 
-// Rule ids of the issues Check reports (DESIGN.md section 4).
+// Rule ids of the issues Check reports (docs/rules.md).
 const (
 	RuleSyntax  = "cel/syntax"
 	RuleType    = "cel/type"

@@ -3,7 +3,7 @@ package predicate
 import "fmt"
 
 // Stage names the call a predicate is evaluated around. Its values are the chain names of the
-// policy language (DESIGN.md section 2).
+// policy language (docs/language.md).
 type Stage string
 
 // The stages of the policy language.

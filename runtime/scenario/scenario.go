@@ -1,4 +1,4 @@
-// Package scenario runs `agentc run` scenarios (DESIGN.md section 6): JSON
+// Package scenario runs `agentc run` scenarios (docs/scenarios.md): JSON
 // documents that script fake models and tools and list the calls to make
 // through a compiled plan's pipeline.
 //
