@@ -116,7 +116,7 @@ func emailDomainEnd(text string, i int) int {
 }
 
 func findEmails(text string, add func(Kind, int, int)) {
-	from := 0
+	from, last := 0, 0 // last: end of the previous address, where the next may start
 	for {
 		at := strings.IndexByte(text[from:], '@')
 		if at < 0 {
@@ -124,7 +124,7 @@ func findEmails(text string, add func(Kind, int, int)) {
 		}
 		k := from + at
 		from = k + 1
-		s := emailLocalStart(text, k)
+		s := max(emailLocalStart(text, k), last)
 		for s < k && text[s] == '.' {
 			s++
 		}
@@ -139,7 +139,7 @@ func findEmails(text string, add func(Kind, int, int)) {
 			continue
 		}
 		add(KindEmail, s, e)
-		from = e
+		from, last = e, e
 	}
 }
 
@@ -203,22 +203,29 @@ func findSSNs(text string, add func(Kind, int, int)) {
 // digitGroup is one run of digits inside a candidate card number.
 type digitGroup struct{ start, end int }
 
+func (g digitGroup) len() int { return g.end - g.start }
+
 func findCards(text string, add func(Kind, int, int)) {
-	var buf [maxCardGroups]digitGroup
+	var buf [16]digitGroup
 	for i := 0; i < len(text); i++ {
 		if !isDigit(text[i]) || (i > 0 && isDigit(text[i-1])) {
 			continue
 		}
 		groups, next := cardGroups(buf[:0], text, i)
-		if s, e, ok := bestCardWindow(text, groups); ok {
-			add(KindCard, s, e)
+		if !hexDumpRun(text, groups) {
+			for _, w := range cardWindows(text, groups) {
+				add(KindCard, groups[w.first].start, groups[w.last].end)
+			}
 		}
 		i = next - 1
 	}
 }
 
-// maxCardGroups bounds the digit runs examined as one candidate.
-const maxCardGroups = 12
+// maxCardDigits and minCardDigits bound the length of a card number (ISO/IEC 7812).
+const (
+	minCardDigits = 12
+	maxCardDigits = 19
+)
 
 // cardGroups appends to groups the digit runs starting at i that are joined by one repeated
 // separator (a space or a dash), and returns them with the offset just past the last one.
@@ -231,7 +238,7 @@ func cardGroups(groups []digitGroup, text string, i int) ([]digitGroup, int) {
 			j++
 		}
 		groups = append(groups, digitGroup{s, j})
-		if j+1 >= len(text) || !isDigit(text[j+1]) || len(groups) == maxCardGroups {
+		if j+1 >= len(text) || !isDigit(text[j+1]) {
 			return groups, j
 		}
 		c := text[j]
@@ -247,34 +254,182 @@ func cardGroups(groups []digitGroup, text string, i int) ([]digitGroup, int) {
 	}
 }
 
-// bestCardWindow finds the earliest, then longest, run of whole groups that reads as a card.
-func bestCardWindow(text string, groups []digitGroup) (int, int, bool) {
-	for a := range groups {
-		if a == 0 && !leftOK(text, groups[a].start) {
+// cardWindow is a run of whole groups, first to last inclusive, that reads as a card.
+type cardWindow struct{ first, last int }
+
+// cardWindows splits a run of digit groups into the card numbers it holds. Several cards may
+// follow one another in one run ("4111111111111111 5555555555554444"), so the run is
+// segmented to hold as many cards as possible; among segmentations holding as many, the one
+// whose first card starts earliest, then is longest, wins. Groups outside every card are
+// left alone.
+func cardWindows(text string, groups []digitGroup) []cardWindow {
+	n := len(groups)
+	// count[i] is the most cards groups[i:] hold; take[i] is the last group of the card
+	// starting at group i in the best segmentation of groups[i:], or -1 to skip group i.
+	var countBuf [17]int
+	var takeBuf [16]int
+	count, take := countBuf[:], takeBuf[:]
+	if n > len(take) {
+		count, take = make([]int, n+1), make([]int, n)
+	}
+	count[n] = 0
+	for i := n - 1; i >= 0; i-- {
+		count[i], take[i] = count[i+1], -1
+		if i == 0 && !leftOK(text, groups[0].start) {
 			continue
 		}
-		best := -1
-		n := 0
-		for b := a; b < len(groups); b++ {
-			n += groups[b].end - groups[b].start
-			if n > 19 {
+		digits := 0
+		for j := i; j < n; j++ {
+			digits += groups[j].len()
+			if digits > maxCardDigits {
 				break
 			}
-			if n >= 13 && (b+1 < len(groups) || rightOK(text, groups[b].end)) && isCard(text[groups[a].start:groups[b].end]) {
-				best = b
+			if digits < minCardDigits || (j == n-1 && !rightOK(text, groups[j].end)) {
+				continue
+			}
+			if !cardLayout(groups[i:j+1]) || !isCard(text[groups[i].start:groups[j].end]) {
+				continue
+			}
+			if c := 1 + count[j+1]; c >= count[i] {
+				count[i], take[i] = c, j
 			}
 		}
-		if best >= 0 {
-			return groups[a].start, groups[best].end, true
-		}
 	}
-	return 0, 0, false
+	var out []cardWindow
+	for i := 0; i < n; {
+		if take[i] < 0 {
+			i++
+			continue
+		}
+		out = append(out, cardWindow{i, take[i]})
+		i = take[i] + 1
+	}
+	return out
 }
 
-// isCard reports whether s (digits with separators) starts like a payment card (major
-// industry identifier 2 to 6) and passes the Luhn check.
+// cardLayout reports whether groups are laid out as a card number is written: one run of
+// digits, or groups of 3 to 7 digits ("4111 1111 1111 1111", "3782 822463 10005"). Runs of
+// one- and two-digit groups are byte dumps, dates or counts, not cards.
+func cardLayout(groups []digitGroup) bool {
+	if len(groups) == 1 {
+		return true
+	}
+	for _, g := range groups {
+		if g.len() < 3 || g.len() > 7 {
+			return false
+		}
+	}
+	return true
+}
+
+// hexDumpRun reports whether the run of digit groups sits inside a hex dump: a neighbouring
+// token, joined by the run's separator, is a hexadecimal group of the same width that holds
+// a letter ("4865 6c6c 6f20", "de ad 41 11"), or the run follows an offset column
+// ("00000010: 4111 1111 ...").
+func hexDumpRun(text string, groups []digitGroup) bool {
+	first, last := groups[0], groups[len(groups)-1]
+	width := first.len()
+	if width > 8 {
+		return false
+	}
+	// token before the run
+	if s := first.start; s >= 2 && (text[s-1] == ' ' || text[s-1] == '-') {
+		e := s - 1
+		b := e
+		for b > 0 && isHex(text[b-1]) {
+			b--
+		}
+		if tok := text[b:e]; hexWithLetter(tok) && len(tok) == width && leftOK(text, b) {
+			return true
+		}
+		if e >= 1 && text[e-1] == ':' {
+			b = e - 1
+			for b > 0 && isHex(text[b-1]) {
+				b--
+			}
+			if e-1-b >= 4 && (b == 0 || !isWord(text[b-1])) {
+				return true
+			}
+		}
+	}
+	// token after the run
+	if e := last.end; e+1 < len(text) && (text[e] == ' ' || text[e] == '-') {
+		s := e + 1
+		k := s
+		for k < len(text) && isHex(text[k]) {
+			k++
+		}
+		if tok := text[s:k]; hexWithLetter(tok) && len(tok) == last.len() && (k == len(text) || !isWord(text[k])) {
+			return true
+		}
+	}
+	return false
+}
+
+// hexWithLetter reports whether tok is hexadecimal and holds a letter a-f.
+func hexWithLetter(tok string) bool {
+	letter := false
+	for i := 0; i < len(tok); i++ {
+		if !isHex(tok[i]) {
+			return false
+		}
+		if isAlpha(tok[i]) {
+			letter = true
+		}
+	}
+	return tok != "" && letter
+}
+
+// cardBrand is one issuer identification number range and the lengths its cards have.
+type cardBrand struct {
+	lo, hi    int // IIN prefix range, inclusive, compared on the first len(lo) digits
+	prefixLen int
+	minLen    int
+	maxLen    int
+}
+
+// cardBrands lists the IIN ranges of the major networks (Visa, Mastercard, American
+// Express, Discover, Diners Club, JCB, UnionPay, Maestro, Mir, RuPay, Verve, Troy and a few
+// domestic schemes).
+var cardBrands = []cardBrand{
+	{4, 4, 1, 13, 19},           // Visa (13, 16, 19)
+	{51, 55, 2, 16, 16},         // Mastercard
+	{2221, 2720, 4, 16, 16},     // Mastercard 2-series
+	{34, 34, 2, 15, 15},         // American Express
+	{37, 37, 2, 15, 15},         // American Express
+	{6011, 6011, 4, 16, 19},     // Discover
+	{644, 649, 3, 16, 19},       // Discover
+	{65, 65, 2, 16, 19},         // Discover, RuPay
+	{622126, 622925, 6, 16, 19}, // Discover co-branded UnionPay
+	{300, 305, 3, 14, 19},       // Diners Club International
+	{36, 36, 2, 14, 19},         // Diners Club International
+	{38, 39, 2, 14, 19},         // Diners Club
+	{3528, 3589, 4, 16, 19},     // JCB
+	{62, 62, 2, 16, 19},         // UnionPay
+	{81, 81, 2, 16, 19},         // UnionPay
+	{50, 50, 2, 12, 19},         // Maestro
+	{56, 69, 2, 12, 19},         // Maestro
+	{2200, 2204, 4, 16, 19},     // Mir
+	{60, 60, 2, 16, 16},         // RuPay
+	{506099, 506198, 6, 16, 19}, // Verve
+	{650002, 650027, 6, 16, 19}, // Verve
+	{9792, 9792, 4, 16, 16},     // Troy
+	{357111, 357111, 6, 16, 16}, // LankaPay
+	{636, 636, 3, 16, 19},       // InterPayment
+	{637, 639, 3, 16, 16},       // InstaPayment
+	{5019, 5019, 4, 16, 16},     // Dankort
+	{4571, 4571, 4, 16, 16},     // Visa/Dankort
+	{6759, 6759, 4, 12, 19},     // Maestro UK
+	{676770, 676774, 6, 12, 19}, // Maestro UK
+	{8600, 8600, 4, 16, 16},     // UzCard
+	{9860, 9860, 4, 16, 16},     // Humo
+	{6054, 6054, 4, 16, 16},     // BankAxept
+}
+
+// isCard reports whether s (digits with separators) has the length of a card of the network
+// its issuer identification number belongs to, and passes the Luhn check.
 func isCard(s string) bool {
-	var digits [19]byte
+	var digits [maxCardDigits]byte
 	n := 0
 	for i := 0; i < len(s); i++ {
 		if isDigit(s[i]) {
@@ -285,10 +440,28 @@ func isCard(s string) bool {
 			n++
 		}
 	}
-	if n < 13 || digits[0] < 2 || digits[0] > 6 {
+	if n < minCardDigits || !brandLength(digits[:n]) {
 		return false
 	}
 	return luhn(digits[:n])
+}
+
+// brandLength reports whether digits start with a known IIN and have a length that network
+// issues.
+func brandLength(digits []byte) bool {
+	for _, b := range cardBrands {
+		if len(digits) < b.minLen || len(digits) > b.maxLen {
+			continue
+		}
+		p := 0
+		for _, d := range digits[:b.prefixLen] {
+			p = p*10 + int(d)
+		}
+		if p >= b.lo && p <= b.hi {
+			return true
+		}
+	}
+	return false
 }
 
 // luhn reports whether the digits pass the Luhn checksum.
@@ -312,16 +485,19 @@ func luhn(digits []byte) bool {
 // --- phones ---
 
 func findPhones(text string, add func(Kind, int, int)) {
+	last := -1 // end of the previous number: a "+" right after it starts the next one
 	for i := 0; i < len(text); i++ {
 		c := text[i]
 		if c != '+' && c != '(' && !isDigit(c) {
 			continue
 		}
-		if i > 0 && (isDigit(text[i-1]) || text[i-1] == '+') {
-			continue
-		}
-		if !leftOK(text, i) {
-			continue
+		if !(c == '+' && i == last) {
+			if i > 0 && (isDigit(text[i-1]) || text[i-1] == '+') {
+				continue
+			}
+			if !leftOK(text, i) {
+				continue
+			}
 		}
 		end := 0
 		if c == '+' {
@@ -332,7 +508,7 @@ func findPhones(text string, add func(Kind, int, int)) {
 		}
 		if end > 0 {
 			add(KindPhone, i, end)
-			i = end - 1
+			i, last = end-1, end
 		}
 	}
 }

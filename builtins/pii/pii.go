@@ -117,8 +117,27 @@ func (s *Scanner) Find(text string) []Match {
 func Placeholder(k Kind) string { return "[REDACTED:" + string(k) + "]" }
 
 // Redact returns text with every item Find reports replaced by its Placeholder, and the
-// number of replacements.
+// number of replacements. Removing an item can leave a neighbour that no longer runs into it
+// and now reads as an item of its own ("+44 20 7946 5631-+44 20 7946 7431", where the second
+// number was glued to the first); the result is scanned again until nothing is found, so no
+// detectable item survives.
 func (s *Scanner) Redact(text string) (string, int) {
+	total := 0
+	for pass := 0; pass < maxRedactPasses; pass++ {
+		out, n := s.redactOnce(text)
+		if n == 0 {
+			break
+		}
+		text, total = out, total+n
+	}
+	return text, total
+}
+
+// maxRedactPasses bounds the rescans of Redact; each pass removes digits or an "@", so a
+// text needs few.
+const maxRedactPasses = 8
+
+func (s *Scanner) redactOnce(text string) (string, int) {
 	ms := s.Find(text)
 	if len(ms) == 0 {
 		return text, 0

@@ -1,0 +1,233 @@
+package pii
+
+import (
+	oldrand "math/rand"
+	"math/rand/v2"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"testing/quick"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// validCard returns a card number of the given IIN prefix and length that passes Luhn.
+func validCard(r *rand.Rand, prefix string, length int) string {
+	digits := []byte(prefix)
+	for len(digits) < length-1 {
+		digits = append(digits, byte('0'+r.IntN(10)))
+	}
+	for c := byte('0'); c <= '9'; c++ {
+		d := append(digits, c)
+		ds := make([]byte, len(d))
+		for i := range d {
+			ds[i] = d[i] - '0'
+		}
+		if luhn(ds) {
+			return string(d)
+		}
+	}
+	panic("unreachable")
+}
+
+// cardSamples are IIN prefixes with the lengths and print layouts their networks use.
+var cardSamples = []struct {
+	prefix string
+	length int
+	layout []int
+}{
+	{"4", 16, []int{4, 4, 4, 4}},
+	{"4", 13, []int{4, 4, 5}},
+	{"4", 19, []int{4, 4, 4, 4, 3}},
+	{"51", 16, []int{4, 4, 4, 4}},
+	{"2221", 16, []int{4, 4, 4, 4}},
+	{"2720", 16, []int{4, 4, 4, 4}},
+	{"34", 15, []int{4, 6, 5}},
+	{"37", 15, []int{4, 6, 5}},
+	{"6011", 16, []int{4, 4, 4, 4}},
+	{"65", 16, []int{4, 4, 4, 4}},
+	{"36", 14, []int{4, 6, 4}},
+	{"3530", 16, []int{4, 4, 4, 4}},
+	{"62", 19, []int{4, 4, 4, 4, 3}},
+	{"50", 12, []int{4, 4, 4}},
+	{"6759", 18, []int{4, 4, 4, 6}},
+	{"2200", 16, []int{4, 4, 4, 4}},
+}
+
+// formatCard writes a card plain or in its layout joined by sep.
+func formatCard(card string, layout []int, sep string) string {
+	if sep == "" {
+		return card
+	}
+	var parts []string
+	at := 0
+	for _, n := range layout {
+		parts = append(parts, card[at:at+n])
+		at += n
+	}
+	return strings.Join(parts, sep)
+}
+
+func TestAdjacentCardsAreAllFound(t *testing.T) {
+	s := newScanner(t)
+	for text, want := range map[string]int{
+		"4111111111111111 4111111111111111":                 2,
+		"cards: 4111 1111 1111 1111 5555 5555 5555 4444":    2,
+		"4111-1111-1111-1111-5555-5555-5555-4444":           2,
+		"378282246310005 6011111111111117 5555555555554444": 3,
+	} {
+		ms := s.Find(text)
+		assert.Len(t, ms, want, text)
+		red, n := s.Redact(text)
+		assert.Equal(t, want, n, text)
+		assert.NotRegexp(t, `\d`, red, text)
+	}
+	text := "cards: 4111 1111 1111 1111 5555 5555 5555 4444"
+	assert.Equal(t, []string{"card:4111 1111 1111 1111", "card:5555 5555 5555 4444"}, found(text, s.Find(text)))
+}
+
+// TestConcatenatedCardsAreAllFound checks, over seeded random concatenations of valid cards
+// of every network (plain or in their print layout, joined by the same or another
+// separator), that one scan covers every digit of every card, and reports each card as one
+// match wherever the layout is unambiguous.
+func TestConcatenatedCardsAreAllFound(t *testing.T) {
+	s := newScanner(t, KindCard)
+	r := rand.New(rand.NewPCG(14, 1))
+	joins := []string{" ", ", ", "; ", " and ", "\n", " / "}
+	for iter := 0; iter < 5000; iter++ {
+		n := 1 + r.IntN(6)
+		inner := []string{"", " ", "-"}[r.IntN(3)]
+		join := joins[r.IntN(len(joins))]
+		if r.IntN(2) == 0 && inner != "" {
+			join = inner
+		}
+		var b strings.Builder
+		b.WriteString([]string{"", "cards: ", "pay with ", "(", "no. "}[r.IntN(5)])
+		var want []string
+		for k := 0; k < n; k++ {
+			if k > 0 {
+				b.WriteString(join)
+			}
+			c := cardSamples[r.IntN(len(cardSamples))]
+			card := validCard(r, c.prefix, c.length)
+			text := formatCard(card, c.layout, inner)
+			want = append(want, "card:"+text)
+			b.WriteString(text)
+		}
+		b.WriteString([]string{"", ".", " thanks", ")"}[r.IntN(4)])
+		text := b.String()
+		ms := s.Find(text)
+		got := found(text, ms)
+		covered := make([]bool, len(text))
+		for _, m := range ms {
+			for k := m.Start; k < m.End; k++ {
+				covered[k] = true
+			}
+		}
+		for k := range text {
+			require.False(t, isDigit(text[k]) && !covered[k], "iteration %d: digit %d of %q is in no card: %v", iter, k, text, got)
+		}
+		if join != inner || inner == "" {
+			// the cards are separate runs, or one-group cards: each is exactly one match
+			require.Equal(t, want, got, "iteration %d: %q", iter, text)
+		}
+	}
+}
+
+// randomPIIText builds a text from random fragments.
+func randomPIIText(r *rand.Rand) string {
+	frags := []func() string{
+		func() string {
+			c := cardSamples[r.IntN(len(cardSamples))]
+			return formatCard(validCard(r, c.prefix, c.length), c.layout, []string{"", " ", "-"}[r.IntN(3)])
+		},
+		func() string { return strconv.Itoa(r.IntN(1_000_000_000)) },
+		func() string { return strings.Repeat(strconv.Itoa(r.IntN(10)), 1+r.IntN(20)) },
+		func() string { return "jane" + strconv.Itoa(r.IntN(100)) + "@example.com" },
+		func() string { return "user@bücher.example" },
+		func() string { return "415-555-" + strconv.Itoa(1000+r.IntN(9000)) },
+		func() string { return "+44 20 7946 " + strconv.Itoa(1000+r.IntN(9000)) },
+		func() string { return "123-45-" + strconv.Itoa(1000+r.IntN(9000)) },
+		func() string {
+			return strconv.Itoa(r.IntN(256)) + "." + strconv.Itoa(r.IntN(256)) + "." + strconv.Itoa(r.IntN(256)) + "." + strconv.Itoa(r.IntN(256))
+		},
+		func() string { return "2001:db8::" + strconv.FormatInt(int64(r.IntN(65536)), 16) },
+		func() string {
+			return []string{"the", "card", "SSN", "call", "ORD", "v", "x", "de ad be ef", "0000:"}[r.IntN(9)]
+		},
+	}
+	seps := []string{"", " ", "  ", "-", ".", ",", "/", ":", "@", "\n", "(", ")", "+"}
+	var b strings.Builder
+	for k := r.IntN(12); k >= 0; k-- {
+		b.WriteString(frags[r.IntN(len(frags))]())
+		b.WriteString(seps[r.IntN(len(seps))])
+	}
+	return b.String()
+}
+
+// TestRedactLeavesNoDetectedValue is a property test: for any text, no value Find reports
+// survives Redact (nothing detectable is left, and a value only remains where it also occurs
+// outside every match of the original), and the matches are ordered and disjoint.
+func TestRedactLeavesNoDetectedValue(t *testing.T) {
+	s := newScanner(t)
+	check := func(text string) bool {
+		ms := s.Find(text)
+		for i, m := range ms {
+			if m.Start >= m.End || (i > 0 && ms[i-1].End > m.Start) {
+				t.Logf("bad spans in %q: %v", text, ms)
+				return false
+			}
+		}
+		red, n := s.Redact(text)
+		if n < len(ms) {
+			return false
+		}
+		if again := s.Find(red); len(again) > 0 {
+			t.Logf("%q redacts to %q, which still holds %v", text, red, found(red, again))
+			return false
+		}
+		for _, m := range ms {
+			v := text[m.Start:m.End]
+			if strings.Count(red, v) > strayOccurrences(text, v, ms) {
+				t.Logf("%q survives redaction of %q: %q", v, text, red)
+				return false
+			}
+		}
+		return true
+	}
+	r := rand.New(rand.NewPCG(14, 2))
+	cfg := &quick.Config{
+		MaxCount: 20000,
+		Values: func(args []reflect.Value, _ *oldrand.Rand) {
+			args[0] = reflect.ValueOf(randomPIIText(r))
+		},
+	}
+	require.NoError(t, quick.Check(check, cfg))
+	// and on arbitrary strings
+	require.NoError(t, quick.Check(check, &quick.Config{MaxCount: 5000}))
+}
+
+// strayOccurrences counts the occurrences of v in text that overlap no match.
+func strayOccurrences(text, v string, ms []Match) int {
+	n := 0
+	for at := 0; ; {
+		k := strings.Index(text[at:], v)
+		if k < 0 {
+			return n
+		}
+		s, e := at+k, at+k+len(v)
+		inside := false
+		for _, m := range ms {
+			if s < m.End && m.Start < e {
+				inside = true
+				break
+			}
+		}
+		if !inside {
+			n++
+		}
+		at = s + 1
+	}
+}
