@@ -25,7 +25,8 @@ func lower(_ context.Context, c *Compilation) error {
 	if len(p.Models) > 0 {
 		out.Models = map[string]plan.Model{}
 		for name, m := range p.Models {
-			out.Models[name] = plan.Model{USDPerMTokIn: m.USDPerMTokIn, USDPerMTokOut: m.USDPerMTokOut, ContextTokens: m.ContextTokens}
+			out.Models[name] = plan.Model{USDPerMTokIn: m.USDPerMTokIn, USDPerMTokOut: m.USDPerMTokOut, ContextTokens: m.ContextTokens,
+				Provider: m.Provider, ID: m.ID, APIKeyEnv: m.APIKeyEnv, BaseURL: m.BaseURL, MaxTokens: m.MaxTokens}
 		}
 	}
 	if len(p.Tools) > 0 {

@@ -36,6 +36,7 @@ func checkConstraintIDs(c *Compilation) {
 // linked into the running binary are skipped.
 func validateConfigs(_ context.Context, c *Compilation) error {
 	checkConstraintIDs(c)
+	checkModels(c)
 	for _, stage := range dsl.Stages {
 		for _, e := range c.Policy.Chains[stage] {
 			known, err := runtime.ValidateConfig(e.Use, e.Config)

@@ -30,6 +30,22 @@ func (l *loader) decode(p *Policy, v cue.Value) {
 			n, _ := ct.Int64()
 			m.ContextTokens = int(n)
 		}
+		for _, f := range []struct {
+			name string
+			dst  *string
+		}{{"provider", &m.Provider}, {"model", &m.ID}, {"api_key_env", &m.APIKeyEnv}, {"base_url", &m.BaseURL}} {
+			if fv := mv.LookupPath(cue.MakePath(cue.Str(f.name))); fv.Exists() {
+				*f.dst, _ = fv.String()
+				if m.FieldPos == nil {
+					m.FieldPos = map[string]Pos{}
+				}
+				m.FieldPos[f.name] = l.userPos([]string{"models", name, f.name})
+			}
+		}
+		if mt := mv.LookupPath(cue.ParsePath("max_tokens")); mt.Exists() {
+			n, _ := mt.Int64()
+			m.MaxTokens = int(n)
+		}
 		p.Models[name] = m
 	})
 	eachField(l.user, v, "tools", func(name string, tv cue.Value) {
@@ -460,3 +476,7 @@ func suggestName(name string, candidates []string) string {
 	}
 	return ""
 }
+
+// SuggestName returns "; did you mean X?" naming the candidate closest to
+// name, or "" when none is close.
+func SuggestName(name string, candidates []string) string { return suggestName(name, candidates) }

@@ -44,6 +44,17 @@ type Model struct {
 	USDPerMTokIn  float64
 	USDPerMTokOut float64
 	ContextTokens int
+	// Provider, ID (the `model` field), APIKeyEnv, BaseURL and MaxTokens
+	// declare the client that serves the model; Provider is empty when the
+	// host supplies it.
+	Provider  string
+	ID        string
+	APIKeyEnv string
+	BaseURL   string
+	MaxTokens int
+	// FieldPos holds the positions of the provider fields that are set, by
+	// field name ("provider", "model", "api_key_env", "base_url").
+	FieldPos map[string]Pos
 }
 
 // Tool is a declared tool.

@@ -40,7 +40,9 @@ func (f ModelFunc) Stream(ctx context.Context, req *ChatRequest, yield func(Delt
 // Deps are what a pipeline calls out to. Every field is optional.
 type Deps struct {
 	// Models are the model clients by name. The innermost chat handler calls
-	// the one named by the request (which fallback and hedge rewrite).
+	// the one named by the request (which fallback and hedge rewrite). Build
+	// adds a client for every model of the plan that declares a provider
+	// and is not named here (see ProviderModels): an entry here wins.
 	Models map[string]ModelClient
 	// Tools are the tools by name.
 	Tools map[string]ToolFunc
@@ -219,6 +221,11 @@ func Build(ctx context.Context, p *plan.Plan, deps Deps) (*Pipeline, error) {
 	if pl.models == nil {
 		pl.models = map[string]ModelClient{}
 	}
+	provided, err := ProviderModels(ctx, p, pl.models)
+	if err != nil {
+		return nil, fmt.Errorf("build models: %w", err)
+	}
+	maps.Copy(pl.models, provided)
 	if len(pl.models) <= 8 {
 		pl.modelList = make([]namedModel, 0, len(pl.models))
 		for name, m := range pl.models {

@@ -71,6 +71,20 @@ type Model struct {
 	USDPerMTokIn  float64 `json:"usd_per_mtok_in"`
 	USDPerMTokOut float64 `json:"usd_per_mtok_out"`
 	ContextTokens int     `json:"context_tokens,omitempty"`
+	// Provider names the provider that serves the model ("openai",
+	// "anthropic", or one a host registers with runtime.RegisterProvider);
+	// empty when the host supplies the client in Deps.Models.
+	Provider string `json:"provider,omitempty"`
+	// ID is the provider's model id (the policy's `model` field).
+	ID string `json:"model,omitempty"`
+	// APIKeyEnv names the environment variable that holds the API key. The
+	// key itself is never part of a plan.
+	APIKeyEnv string `json:"api_key_env,omitempty"`
+	// BaseURL is the provider's endpoint (empty: the provider's default).
+	BaseURL string `json:"base_url,omitempty"`
+	// MaxTokens bounds the output of a request that sets no max_tokens
+	// (0: the provider client's default).
+	MaxTokens int `json:"max_tokens,omitempty"`
 }
 
 // Tool is a declared tool.

@@ -118,7 +118,17 @@ func Run(ctx context.Context, p *plan.Plan, s *Scenario, opts Options) (*Result,
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	deps := runtime.Deps{Models: f.models(), Tools: f.tools(), Audit: audit, Logger: logger, Dir: opts.Dir}
+	models := f.models()
+	// Every declared model is a fake under a scenario: one the scenario does
+	// not script fails when called, and a provider's client is never built.
+	for name := range p.Models {
+		if models[name] == nil {
+			models[name] = runtime.ModelFunc(func(context.Context, *runtime.ChatRequest, func(runtime.Delta) bool) error {
+				return &runtime.CallError{Kind: runtime.KindPermanent, Message: fmt.Sprintf("model %s is not scripted in the scenario", name)}
+			})
+		}
+	}
+	deps := runtime.Deps{Models: models, Tools: f.tools(), Audit: audit, Logger: logger, Dir: opts.Dir}
 	var rec *tracetest.SpanRecorder
 	var tp *sdktrace.TracerProvider
 	if opts.Trace {

@@ -197,3 +197,23 @@ executions: models backup=0 primary=2; tools refund=2
 meter: input_tokens=10 output_tokens=5 usd=0.000105 calls=1
 `, buf.String())
 }
+
+func TestRunFakesProviderModels(t *testing.T) {
+	// Provider models are fakes under a scenario: no provider is linked
+	// here and no key variable is set, yet the pipeline builds.
+	p := planWith(plan.Chains{})
+	p.Models = map[string]plan.Model{
+		"primary": {Provider: "openai", ID: "gpt-4.1-mini", APIKeyEnv: "AGENTC_SCENARIO_UNSET_KEY"},
+		"backup":  {Provider: "anthropic", ID: "claude", APIKeyEnv: "AGENTC_SCENARIO_UNSET_KEY"},
+	}
+	res, _ := run(t, p, `{"models": {"primary": [{"text": "hi"}]},
+		"steps": [{"chat": {"model": "primary"}}, {"chat": {"model": "backup"}}]}`, scenario.Options{})
+	require.Len(t, res.Steps, 2)
+	assert.Equal(t, "ok", res.Steps[0].Outcome)
+	require.NotNil(t, res.Steps[0].Text)
+	assert.Equal(t, "hi", *res.Steps[0].Text)
+	assert.Equal(t, "error", res.Steps[1].Outcome)
+	require.NotNil(t, res.Steps[1].Error)
+	assert.Contains(t, res.Steps[1].Error.Message, "model backup is not scripted in the scenario")
+	assert.Equal(t, map[string]int{"primary": 1}, res.Executions.Models)
+}

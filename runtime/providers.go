@@ -1,0 +1,110 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"sync"
+
+	"github.com/agentc-dev/agentc/runtime/plan"
+)
+
+// ProviderModel is what a provider needs to build the client of one declared
+// model: its name in the policy, its declaration, and the API key read from
+// the environment variable the declaration names ("" when it names none).
+type ProviderModel struct {
+	// Name is the model's name in the policy (a key of Deps.Models).
+	Name string
+	// Model is the declaration: Model.ID is the provider's model id,
+	// BaseURL the endpoint, MaxTokens the default output bound.
+	Model plan.Model
+	// APIKey is the value of Model.APIKeyEnv. A provider must never put it
+	// in an error or a log line.
+	APIKey string
+}
+
+// ProviderFactory builds the client of a declared model. It runs during
+// Build (ctx is Build's) and must not keep ctx; it should not contact the
+// provider.
+type ProviderFactory func(ctx context.Context, m ProviderModel) (ModelClient, error)
+
+var (
+	providersMu sync.RWMutex
+	providers   = map[string]ProviderFactory{}
+)
+
+// RegisterProvider makes a model provider (the `provider` of a policy's
+// model) available to Build. It panics when name is not a valid identifier
+// or is taken, or f is nil: registration happens in init() and such a
+// mistake is a programming error. Import
+// github.com/agentc-dev/agentc/providers/all for "openai" and "anthropic".
+func RegisterProvider(name string, f ProviderFactory) {
+	if !idPattern.MatchString(name) || f == nil {
+		panic(fmt.Sprintf("runtime.RegisterProvider: invalid provider name %q or nil factory", name))
+	}
+	providersMu.Lock()
+	defer providersMu.Unlock()
+	if _, dup := providers[name]; dup {
+		panic(fmt.Sprintf("runtime.RegisterProvider: provider %q already registered", name))
+	}
+	providers[name] = f
+}
+
+// Providers returns the registered provider names, sorted.
+func Providers() []string {
+	providersMu.RLock()
+	defer providersMu.RUnlock()
+	out := make([]string, 0, len(providers))
+	for k := range providers {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func lookupProvider(name string) (ProviderFactory, bool) {
+	providersMu.RLock()
+	defer providersMu.RUnlock()
+	f, ok := providers[name]
+	return f, ok
+}
+
+// ProviderModels builds the clients of the plan's models that declare a
+// provider, except those named in have (a host's own clients win). A model
+// whose provider is not registered, or whose api_key_env variable is unset
+// or empty, is an error naming the model (and the variable); the key's value
+// is never part of an error. Build calls it; a host that wants to wrap the
+// clients calls it itself and passes the result in Deps.Models.
+func ProviderModels(ctx context.Context, p *plan.Plan, have map[string]ModelClient) (map[string]ModelClient, error) {
+	names := make([]string, 0, len(p.Models))
+	for name, m := range p.Models {
+		if m.Provider != "" && have[name] == nil {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	out := make(map[string]ModelClient, len(names))
+	for _, name := range names {
+		m := p.Models[name]
+		f, ok := lookupProvider(m.Provider)
+		if !ok {
+			return nil, fmt.Errorf("model %q: provider %q is not registered (registered: %v; import github.com/agentc-dev/agentc/providers/all, or supply the model in Deps.Models)",
+				name, m.Provider, Providers())
+		}
+		pm := ProviderModel{Name: name, Model: m}
+		if m.APIKeyEnv != "" {
+			key, set := os.LookupEnv(m.APIKeyEnv)
+			if !set || key == "" {
+				return nil, fmt.Errorf("model %q: environment variable %s (its api_key_env) is not set", name, m.APIKeyEnv)
+			}
+			pm.APIKey = key
+		}
+		c, err := f(ctx, pm)
+		if err != nil {
+			return nil, fmt.Errorf("model %q (provider %s): %w", name, m.Provider, err)
+		}
+		out[name] = c
+	}
+	return out, nil
+}

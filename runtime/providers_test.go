@@ -1,0 +1,93 @@
+package runtime_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+)
+
+// keyEcho is a provider whose client answers with the model id and whether
+// it received the key, for the Build tests.
+func init() {
+	runtime.RegisterProvider("key_echo", func(_ context.Context, m runtime.ProviderModel) (runtime.ModelClient, error) {
+		return runtime.ModelFunc(func(_ context.Context, _ *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+			yield(runtime.Delta{Text: m.Model.ID + " key=" + m.APIKey})
+			return nil
+		}), nil
+	})
+}
+
+func providerPlan(models map[string]plan.Model) *plan.Plan {
+	return &plan.Plan{Version: plan.Version, Policy: "p", Models: models}
+}
+
+func TestBuildMakesProviderModels(t *testing.T) {
+	t.Setenv("AGENTC_TEST_KEY", "s3cret")
+	p := providerPlan(map[string]plan.Model{
+		"primary": {Provider: "key_echo", ID: "m-1", APIKeyEnv: "AGENTC_TEST_KEY"},
+		"hosted":  {},
+	})
+	hosted := runtime.ModelFunc(func(_ context.Context, _ *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+		yield(runtime.Delta{Text: "host"})
+		return nil
+	})
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Models: map[string]runtime.ModelClient{"hosted": hosted}})
+	require.NoError(t, err)
+	defer pl.Close()
+	resp, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary"})
+	require.NoError(t, err)
+	assert.Equal(t, "m-1 key=s3cret", resp.Text)
+	resp, err = pl.Complete(context.Background(), runtime.ChatRequest{Model: "hosted"})
+	require.NoError(t, err)
+	assert.Equal(t, "host", resp.Text)
+}
+
+func TestBuildHostModelWinsOverProvider(t *testing.T) {
+	// The variable is unset: a host's own client means it is never read.
+	p := providerPlan(map[string]plan.Model{"primary": {Provider: "key_echo", ID: "m-1", APIKeyEnv: "AGENTC_TEST_UNSET_KEY"}})
+	mine := runtime.ModelFunc(func(_ context.Context, _ *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+		yield(runtime.Delta{Text: "mine"})
+		return nil
+	})
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": mine}})
+	require.NoError(t, err)
+	defer pl.Close()
+	resp, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary"})
+	require.NoError(t, err)
+	assert.Equal(t, "mine", resp.Text)
+}
+
+func TestBuildFailsOnMissingKeyOrProvider(t *testing.T) {
+	t.Setenv("AGENTC_TEST_EMPTY_KEY", "")
+	for _, tc := range []struct {
+		name string
+		m    plan.Model
+		want string
+	}{
+		{"unset", plan.Model{Provider: "key_echo", ID: "x", APIKeyEnv: "AGENTC_TEST_UNSET_KEY"},
+			`build models: model "primary": environment variable AGENTC_TEST_UNSET_KEY (its api_key_env) is not set`},
+		{"empty", plan.Model{Provider: "key_echo", ID: "x", APIKeyEnv: "AGENTC_TEST_EMPTY_KEY"},
+			`model "primary": environment variable AGENTC_TEST_EMPTY_KEY (its api_key_env) is not set`},
+		{"unregistered", plan.Model{Provider: "nope", ID: "x"},
+			`model "primary": provider "nope" is not registered`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := runtime.Build(context.Background(), providerPlan(map[string]plan.Model{"primary": tc.m}), runtime.Deps{})
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+func TestRegisterProviderRefusesDuplicates(t *testing.T) {
+	assert.Contains(t, runtime.Providers(), "key_echo")
+	assert.Panics(t, func() {
+		runtime.RegisterProvider("key_echo", func(context.Context, runtime.ProviderModel) (runtime.ModelClient, error) { return nil, nil })
+	})
+	assert.Panics(t, func() { runtime.RegisterProvider("Bad Name", nil) })
+}
