@@ -11,6 +11,8 @@ import (
 
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/ast"
+
+	"github.com/agentc-dev/agentc/runtime/plan"
 )
 
 // decode fills p from the validated value v and checks what the schema
@@ -84,7 +86,7 @@ func (l *loader) decode(p *Policy, v cue.Value) {
 		if err != nil {
 			continue
 		}
-		names := map[string]*Entry{}
+		var layers []plan.Layer
 		for i := 0; it.Next(); i++ {
 			ev := v.LookupPath(cue.MakePath(cue.Str("chains"), cue.Str(stage), cue.Index(i)))
 			if !ev.Exists() {
@@ -94,11 +96,21 @@ func (l *loader) decode(p *Policy, v cue.Value) {
 			if e == nil {
 				continue
 			}
-			if prev, dup := names[e.Name]; dup && (e.ExplicitName || prev.ExplicitName) {
-				l.errorf(e.NamePos, "schema/invalid-value", "entry name %q is already used at %s; names must be unique in a chain", e.Name, where(prev.Pos, e.NamePos))
-			}
-			names[e.Name] = e
 			p.Chains[stage] = append(p.Chains[stage], e)
+			layer := plan.Layer{Use: e.Use}
+			if e.ExplicitName {
+				layer.Name = e.Name
+			}
+			layers = append(layers, layer)
+		}
+		// The plan's rule for layer names, so that what vets also loads.
+		for _, d := range plan.Duplicates(layers) {
+			e, prev := p.Chains[stage][d.Index], p.Chains[stage][d.First]
+			if e.ExplicitName {
+				l.errorf(e.NamePos, "schema/invalid-value", "entry name %q is already used at %s; names must be unique in a chain", e.Name, where(prev.Pos, e.NamePos))
+			} else {
+				l.errorf(e.Pos, "schema/invalid-value", "a second unnamed %s entry (the first is at %s): an unnamed entry is named after its use, and names must be unique in a chain; give it a name", e.Use, where(prev.Pos, e.Pos))
+			}
 		}
 	}
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -136,7 +137,7 @@ func TestManyRetriesSaturate(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("package p\nchains: chat: [\n")
 	for i := 0; i < 50; i++ {
-		b.WriteString("\t{use: \"retry\", max_attempts: 3},\n")
+		fmt.Fprintf(&b, "\t{use: \"retry\", name: \"r%d\", max_attempts: 3},\n", i)
 	}
 	b.WriteString("]\n")
 	dir := t.TempDir()
@@ -145,5 +146,5 @@ func TestManyRetriesSaturate(t *testing.T) {
 	chat := x.Stages[0]
 	require.Equal(t, "chat", chat.Name)
 	require.NotEmpty(t, chat.Consequences)
-	assert.Equal(t, "a failing call reaches the model up to more than 1,000,000 times (retry 3 attempts × retry 3 attempts × retry 3 attempts × … (50 layers))", chat.Consequences[0])
+	assert.Equal(t, "a failing call reaches the model up to more than 1,000,000 times (r0 (retry) 3 attempts × r1 (retry) 3 attempts × r2 (retry) 3 attempts × … (50 layers))", chat.Consequences[0])
 }

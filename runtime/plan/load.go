@@ -86,18 +86,44 @@ func Decode(source string, data []byte) (*Plan, error) {
 func duplicateNames(p *Plan) []string {
 	var out []string
 	for _, stage := range Stages {
-		first := map[string]int{}
-		for i, l := range p.Chains.Of(stage) {
-			name, loc := l.Name, fmt.Sprintf("/chains/%s/%d/name", stage, i)
-			if name == "" {
-				name, loc = l.Use, fmt.Sprintf("/chains/%s/%d", stage, i)
+		chain := p.Chains.Of(stage)
+		for _, d := range Duplicates(chain) {
+			loc := fmt.Sprintf("/chains/%s/%d/name", stage, d.Index)
+			if chain[d.Index].Name == "" {
+				loc = fmt.Sprintf("/chains/%s/%d", stage, d.Index)
 			}
-			if j, ok := first[name]; ok {
-				out = append(out, fmt.Sprintf("%s: duplicate layer name %q in the %s chain (also /chains/%s/%d)", loc, name, stage, stage, j))
-				continue
-			}
-			first[name] = i
+			out = append(out, fmt.Sprintf("%s: duplicate layer name %q in the %s chain (also /chains/%s/%d)", loc, d.Name, stage, stage, d.First))
 		}
+	}
+	return out
+}
+
+// Duplicate is a layer whose name an earlier layer of its chain has.
+type Duplicate struct {
+	// Name is the name the two layers share (a layer's Use when it is
+	// unnamed).
+	Name string
+	// Index is the layer's index in the chain; First is the earlier one's.
+	Index, First int
+}
+
+// Duplicates returns the layers of a chain whose name (Use when unnamed) an
+// earlier layer already has, in chain order. It is the one rule for layer
+// names: Decode refuses a plan that breaks it and agentc vet reports a
+// policy that would.
+func Duplicates(chain []Layer) []Duplicate {
+	var out []Duplicate
+	first := map[string]int{}
+	for i, l := range chain {
+		name := l.Name
+		if name == "" {
+			name = l.Use
+		}
+		if j, ok := first[name]; ok {
+			out = append(out, Duplicate{Name: name, Index: i, First: j})
+			continue
+		}
+		first[name] = i
 	}
 	return out
 }
