@@ -43,11 +43,7 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 		assert.Zero(t, allocs, "%d pass-through layers", n)
 	}
 
-	pl, err := runtime.Build(context.Background(), rt.Plan(plan.Chains{Chat: []plan.Layer{
-		rt.Layer("fallback", `{"models":["primary","backup"]}`),
-		rt.Layer("retry", `{"max_attempts":3,"breaker":{"failures":5,"cooldown":"30s"}}`),
-	}}), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": oneDelta, "backup": oneDelta}})
-	require.NoError(t, err)
+	pl := resilience(t, oneDelta)
 	req := runtime.ChatRequest{Model: "primary", Messages: hi}
 	yield := func(runtime.Delta) bool { return true }
 	allocs := testing.AllocsPerRun(200, func() {

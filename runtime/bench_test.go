@@ -127,17 +127,27 @@ var oneDelta = runtime.ModelFunc(func(_ context.Context, _ *runtime.ChatRequest,
 	return nil
 })
 
-// BenchmarkResilience is a chat chain of fallback and retry with a breaker on
-// the happy path: the primary answers at once.
-func BenchmarkResilience(b *testing.B) {
-	p := rt.Plan(plan.Chains{Chat: []plan.Layer{
+// resilience builds the chat chain of the resilience benchmark, fallback
+// and retry with a breaker, over model (serving both primary and backup).
+func resilience(tb testing.TB, model runtime.ModelClient) *runtime.Pipeline {
+	return rt.Build(tb, rt.Plan(plan.Chains{Chat: []plan.Layer{
 		rt.Layer("fallback", `{"models":["primary","backup"]}`),
 		rt.Layer("retry", `{"max_attempts":3,"breaker":{"failures":5,"cooldown":"30s"}}`),
-	}})
-	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": oneDelta, "backup": oneDelta}})
-	if err != nil {
-		b.Fatal(err)
+	}}), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model, "backup": model}})
+}
+
+// manyDeltas streams 64 text deltas, then the finish reason and usage.
+var manyDeltas = runtime.ModelFunc(func(_ context.Context, _ *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+	for range 64 {
+		if !yield(runtime.Delta{Text: "token "}) {
+			return nil
+		}
 	}
+	yield(runtime.Delta{FinishReason: runtime.FinishStop, Usage: runtime.Usage{InputTokens: 1, OutputTokens: 64}})
+	return nil
+})
+
+func benchStream(b *testing.B, pl *runtime.Pipeline) {
 	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "bench"})
 	req := runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: "hi"}}}
 	yield := func(runtime.Delta) bool { return true }
@@ -148,3 +158,11 @@ func BenchmarkResilience(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkResilience is a chat chain of fallback and retry with a breaker on
+// the happy path: the primary answers at once.
+func BenchmarkResilience(b *testing.B) { benchStream(b, resilience(b, oneDelta)) }
+
+// BenchmarkTextDeltas streams 64 text deltas through the resilience chain:
+// the per-delta cost of the chat path (ns/op over 65 deltas).
+func BenchmarkTextDeltas(b *testing.B) { benchStream(b, resilience(b, manyDeltas)) }

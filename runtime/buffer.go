@@ -13,6 +13,8 @@ type Buffered struct {
 	Held []Delta
 	// Text is the concatenated text of Held.
 	Text string
+	// ToolCalls are the tool calls assembled from the fragments of Held.
+	ToolCalls []ToolUse
 }
 
 // Buffer runs next on c and holds every delta it yields instead of passing it
@@ -27,14 +29,16 @@ type Buffered struct {
 func Buffer(ctx context.Context, c *ChatCall, next ChatHandler) (Buffered, error) {
 	var held []Delta
 	var text strings.Builder
+	var calls ToolCallBuilder
 	start := c.Deltas
 	err := next(ctx, c, func(d Delta) bool {
 		held = append(held, d)
 		text.WriteString(d.Text)
+		calls.Add(&d)
 		return true
 	})
 	c.Deltas = start // nothing got past this layer yet
-	return Buffered{Held: held, Text: text.String()}, err
+	return Buffered{Held: held, Text: text.String(), ToolCalls: calls.ToolCalls()}, err
 }
 
 // Release pushes the held deltas to yield in order with c.Emit, which counts
@@ -54,9 +58,8 @@ func (b Buffered) Release(c *ChatCall, yield func(Delta) bool) bool {
 // replaces them with one delta of its own reports on that delta.
 func (b Buffered) Usage() Usage {
 	var u Usage
-	for _, d := range b.Held {
-		u.InputTokens += d.Usage.InputTokens
-		u.OutputTokens += d.Usage.OutputTokens
+	for i := range b.Held {
+		u.Add(b.Held[i].Usage)
 	}
 	return u
 }

@@ -1,11 +1,16 @@
 package runtime
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
 	"time"
 )
 
@@ -54,44 +59,298 @@ type Meta struct {
 	Deduped bool
 }
 
-// Message is one transcript entry of a chat request.
+// Message is one transcript entry of a chat request. Plain text rides in
+// Content; multi-part content (text, images, tool results) in Parts. A
+// message may carry both: Content is then its first text, before the parts.
 type Message struct {
-	Role       string `json:"role"`
-	Content    string `json:"content"`
-	Name       string `json:"name,omitempty"`
+	// Role is system, user, assistant or tool.
+	Role string `json:"role"`
+	// Content is the message's plain text.
+	Content string `json:"content,omitempty"`
+	// Parts is multi-part content.
+	Parts []ContentPart `json:"parts,omitempty"`
+	// Name names the author (a user name, a tool).
+	Name string `json:"name,omitempty"`
+	// ToolCallID is, for a tool message, the id of the call it answers.
 	ToolCallID string `json:"tool_call_id,omitempty"`
+	// ToolCalls are, for an assistant message, the tool calls it requested.
+	ToolCalls []ToolUse `json:"tool_calls,omitempty"`
 }
 
-// ChatRequest is one model call.
+// Content part types.
+const (
+	PartText       = "text"
+	PartImage      = "image"
+	PartToolResult = "tool_result"
+)
+
+// ContentPart is one part of a multi-part message.
+type ContentPart struct {
+	// Type is PartText, PartImage or PartToolResult.
+	Type string `json:"type"`
+	// Text is the text of a text part, or a tool result's content.
+	Text string `json:"text,omitempty"`
+	// ImageURL locates an image: an http(s) URL or a data: URL.
+	ImageURL string `json:"image_url,omitempty"`
+	// MediaType is the image's media type (image/png...) when Data holds it.
+	MediaType string `json:"media_type,omitempty"`
+	// Data holds raw image bytes (base64 in JSON).
+	Data []byte `json:"data,omitempty"`
+	// ToolCallID is, for a tool result, the id of the call it answers.
+	ToolCallID string `json:"tool_call_id,omitempty"`
+	// IsError reports, for a tool result, that the tool failed.
+	IsError bool `json:"is_error,omitempty"`
+}
+
+// ToolUse is a tool call requested by the model: an entry of OpenAI's
+// tool_calls, an Anthropic tool_use block. (ToolCall is the state of a tool
+// call running through the tool chain; ToolUse.Request turns one into the
+// other's input.)
+type ToolUse struct {
+	// ID identifies the call; the tool result answering it carries it.
+	ID string `json:"id"`
+	// Name is the tool.
+	Name string `json:"name"`
+	// Arguments is the JSON object of the arguments.
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// Args decodes the arguments. Empty arguments decode to an empty map; any
+// JSON other than an object is an error naming the call.
+func (t ToolUse) Args() (map[string]any, error) {
+	args := map[string]any{}
+	if len(bytes.TrimSpace(t.Arguments)) == 0 {
+		return args, nil
+	}
+	if err := json.Unmarshal(t.Arguments, &args); err != nil || args == nil {
+		if err == nil {
+			err = errors.New("null is not an object")
+		}
+		return nil, fmt.Errorf("tool call %q (%s): arguments are not a JSON object: %w", t.ID, t.Name, err)
+	}
+	return args, nil
+}
+
+// Request returns the tool-chain request that runs the call.
+func (t ToolUse) Request() (ToolRequest, error) {
+	args, err := t.Args()
+	if err != nil {
+		return ToolRequest{}, err
+	}
+	return ToolRequest{Name: t.Name, Args: args}, nil
+}
+
+// ToolDef offers a tool to the model.
+type ToolDef struct {
+	// Name is the tool's name.
+	Name string `json:"name"`
+	// Description tells the model what the tool does.
+	Description string `json:"description,omitempty"`
+	// Parameters is the JSON Schema of the arguments.
+	Parameters json.RawMessage `json:"parameters,omitempty"`
+}
+
+// Response format types.
+const (
+	FormatText       = "text"
+	FormatJSONObject = "json_object"
+	FormatJSONSchema = "json_schema"
+)
+
+// ResponseFormat constrains the model's output.
+type ResponseFormat struct {
+	// Type is FormatText, FormatJSONObject or FormatJSONSchema.
+	Type string `json:"type"`
+	// Name names the schema (json_schema).
+	Name string `json:"name,omitempty"`
+	// Schema is the JSON Schema the output must match (json_schema).
+	Schema json.RawMessage `json:"schema,omitempty"`
+	// Strict asks the provider to enforce the schema exactly.
+	Strict bool `json:"strict,omitempty"`
+}
+
+// ChatRequest is one model call. Layers may replace a slice, map or pointer
+// field on the call's own copy; they never modify what the caller's fields
+// point to.
 type ChatRequest struct {
 	// Model names the model client to call (a key of Deps.Models). Fallback
 	// and hedge layers rewrite it on the call's own copy.
 	Model string `json:"model"`
-	// Messages is the transcript. Layers may replace the slice on the call's
-	// copy; they never modify the caller's elements.
+	// Messages is the transcript.
 	Messages []Message `json:"messages"`
 	// MaxTokens bounds the output (0: the model's default).
 	MaxTokens int `json:"max_tokens,omitempty"`
+	// Tools are the tools offered to the model.
+	Tools []ToolDef `json:"tools,omitempty"`
+	// ToolChoice is "" (the provider's default), auto, none, required or the
+	// name of a tool the model must call.
+	ToolChoice string `json:"tool_choice,omitempty"`
+	// Temperature, TopP, Stop and Seed are sampling parameters; nil (or
+	// empty) leaves the provider's default.
+	Temperature *float64 `json:"temperature,omitempty"`
+	TopP        *float64 `json:"top_p,omitempty"`
+	Stop        []string `json:"stop,omitempty"`
+	Seed        *int64   `json:"seed,omitempty"`
+	// ResponseFormat constrains the output; nil is free text.
+	ResponseFormat *ResponseFormat `json:"response_format,omitempty"`
+	// Metadata is free caller metadata (request.params.metadata in CEL);
+	// providers that accept metadata forward it.
+	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
 // Usage counts the tokens of a model call.
 type Usage struct {
 	InputTokens  int64 `json:"input_tokens"`
 	OutputTokens int64 `json:"output_tokens"`
+	// CachedInputTokens is the part of InputTokens read from the provider's
+	// prompt cache.
+	CachedInputTokens int64 `json:"cached_input_tokens,omitempty"`
+	// ReasoningTokens is the part of OutputTokens spent on reasoning.
+	ReasoningTokens int64 `json:"reasoning_tokens,omitempty"`
 }
 
 // Total returns input plus output tokens.
 func (u Usage) Total() int64 { return u.InputTokens + u.OutputTokens }
 
 // IsZero reports whether u counts nothing.
-func (u Usage) IsZero() bool { return u.InputTokens == 0 && u.OutputTokens == 0 }
+func (u Usage) IsZero() bool { return u == Usage{} }
 
-// Delta is one streamed piece of a model response. A model client reports the
-// call's usage on any delta (usually the last, possibly with empty Text);
-// usages of several deltas add up.
+// Add adds v to u.
+func (u *Usage) Add(v Usage) {
+	u.InputTokens += v.InputTokens
+	u.OutputTokens += v.OutputTokens
+	u.CachedInputTokens += v.CachedInputTokens
+	u.ReasoningTokens += v.ReasoningTokens
+}
+
+// Sub returns u minus v (what a call added to a running sum).
+func (u Usage) Sub(v Usage) Usage {
+	return Usage{InputTokens: u.InputTokens - v.InputTokens, OutputTokens: u.OutputTokens - v.OutputTokens,
+		CachedInputTokens: u.CachedInputTokens - v.CachedInputTokens, ReasoningTokens: u.ReasoningTokens - v.ReasoningTokens}
+}
+
+// Finish reasons, in OpenAI's vocabulary; providers map theirs onto these
+// (Anthropic end_turn and stop_sequence: stop, max_tokens: length, tool_use:
+// tool_calls).
+const (
+	FinishStop          = "stop"
+	FinishLength        = "length"
+	FinishToolCalls     = "tool_calls"
+	FinishContentFilter = "content_filter"
+)
+
+// ToolCallDelta is a fragment of a streamed tool call. Fragments of one call
+// share its Index; the first carries the call's ID and Name, and the
+// Arguments chunks of all of them, concatenated in order, are the call's
+// JSON arguments.
+type ToolCallDelta struct {
+	Index     int    `json:"index"`
+	ID        string `json:"id,omitempty"`
+	Name      string `json:"name,omitempty"`
+	Arguments string `json:"arguments,omitempty"`
+}
+
+// Delta is one streamed piece of a model response: text, tool-call
+// fragments, or both. A model client reports the call's usage on any delta
+// (usually the last, possibly with nothing else); usages of several deltas
+// add up. The finish reason rides on the last delta that carries one.
+//
+// Every delta that got past a layer commits the call there, whatever it
+// carries (text, tool-call fragments, a finish reason or usage alone): the
+// consumer has received it, so retry, fallback and hedge never re-invoke the
+// model after it (the first-delta commit rule). A finish-only delta commits
+// too: a consumer forwarding the stream may already have told its own client
+// that the response ended.
 type Delta struct {
-	Text  string `json:"text"`
-	Usage Usage  `json:"usage,omitzero"`
+	Text         string          `json:"text,omitempty"`
+	ToolCalls    []ToolCallDelta `json:"tool_calls,omitempty"`
+	FinishReason string          `json:"finish_reason,omitempty"`
+	Usage        Usage           `json:"usage,omitzero"`
+}
+
+// ToolCallBuilder assembles streamed tool-call fragments, by index, into
+// tool calls. The zero value is ready to use; it allocates only when a
+// fragment arrives.
+type ToolCallBuilder struct {
+	calls []toolCallParts
+}
+
+type toolCallParts struct {
+	index    int
+	id, name string
+	args     []byte
+}
+
+// Add adds the fragments of d.
+func (b *ToolCallBuilder) Add(d *Delta) {
+	for i := range d.ToolCalls {
+		b.AddFragment(d.ToolCalls[i])
+	}
+}
+
+// AddFragment adds one fragment.
+func (b *ToolCallBuilder) AddFragment(f ToolCallDelta) {
+	var p *toolCallParts
+	for i := range b.calls {
+		if b.calls[i].index == f.Index {
+			p = &b.calls[i]
+			break
+		}
+	}
+	if p == nil {
+		b.calls = append(b.calls, toolCallParts{index: f.Index})
+		p = &b.calls[len(b.calls)-1]
+	}
+	if f.ID != "" {
+		p.id = f.ID
+	}
+	if f.Name != "" {
+		p.name = f.Name
+	}
+	p.args = append(p.args, f.Arguments...)
+}
+
+// Len returns the number of calls begun.
+func (b *ToolCallBuilder) Len() int { return len(b.calls) }
+
+// ToolCalls returns the assembled calls ordered by index (nil when no
+// fragment arrived). A call whose arguments never arrived has the arguments
+// {}. The arguments are returned as they arrived, even when they are not
+// valid JSON (a stream cut short): ToolUse.Args reports that.
+func (b *ToolCallBuilder) ToolCalls() []ToolUse {
+	if len(b.calls) == 0 {
+		return nil
+	}
+	sorted := slices.IsSortedFunc(b.calls, func(x, y toolCallParts) int { return cmp.Compare(x.index, y.index) })
+	if !sorted {
+		slices.SortStableFunc(b.calls, func(x, y toolCallParts) int { return cmp.Compare(x.index, y.index) })
+	}
+	out := make([]ToolUse, len(b.calls))
+	for i, p := range b.calls {
+		args := p.args
+		if len(bytes.TrimSpace(args)) == 0 {
+			args = []byte("{}")
+		}
+		out[i] = ToolUse{ID: p.id, Name: p.name, Arguments: json.RawMessage(args)}
+	}
+	return out
+}
+
+// Reset empties the builder.
+func (b *ToolCallBuilder) Reset() { b.calls = nil }
+
+// ToolCallDeltas returns the fragments that stream calls whole: one fragment
+// per call, indexed by position (what a layer replaying a recorded response
+// emits).
+func ToolCallDeltas(calls []ToolUse) []ToolCallDelta {
+	if len(calls) == 0 {
+		return nil
+	}
+	out := make([]ToolCallDelta, len(calls))
+	for i, t := range calls {
+		out[i] = ToolCallDelta{Index: i, ID: t.ID, Name: t.Name, Arguments: string(t.Arguments)}
+	}
+	return out
 }
 
 // ChatCall is the state of one chat call as it passes through the layers. A
@@ -118,13 +377,17 @@ type ChatCall struct {
 	// arrived. When a stream ends without a report, the innermost handler
 	// estimates it from the request and the text that arrived.
 	Usage Usage
+	// FinishReason is the last finish reason a delta carried (see the
+	// Finish constants); "" when none did.
+	FinishReason string
 	// Stopped is set when the consumer stopped the stream early.
 	Stopped bool
 	// Annotations are facts layers report about the output (see Annotate);
 	// they ride on the ChatResponse. Nil until a layer annotates.
 	Annotations map[string]any
 
-	// chars counts the bytes of text that arrived (for estimates).
+	// chars counts the bytes of text and tool-call arguments that arrived
+	// (for estimates).
 	chars int
 	down  func(Delta) bool
 	// tok guards the model-facing yield (see emitToken); it survives
@@ -145,8 +408,13 @@ func (c *ChatCall) IdempotencyKey() string {
 // emit counts and pushes one delta from the model to the layers above.
 func (c *ChatCall) emit(d Delta) bool {
 	c.chars += len(d.Text)
-	c.Usage.InputTokens += d.Usage.InputTokens
-	c.Usage.OutputTokens += d.Usage.OutputTokens
+	for i := range d.ToolCalls {
+		c.chars += len(d.ToolCalls[i].Name) + len(d.ToolCalls[i].Arguments)
+	}
+	c.Usage.Add(d.Usage)
+	if d.FinishReason != "" {
+		c.FinishReason = d.FinishReason
+	}
 	if c.Stopped {
 		return false
 	}
@@ -159,9 +427,12 @@ func (c *ChatCall) emit(d Delta) bool {
 }
 
 // Emit pushes a delta produced by a layer itself (for example a buffering
-// layer releasing what it held) to yield, counting it in Deltas. It returns
-// false when the consumer stopped.
+// layer releasing what it held) to yield, counting it in Deltas and
+// recording its finish reason. It returns false when the consumer stopped.
 func (c *ChatCall) Emit(yield func(Delta) bool, d Delta) bool {
+	if d.FinishReason != "" {
+		c.FinishReason = d.FinishReason
+	}
 	c.Deltas++
 	if !yield(d) {
 		c.Stopped = true
@@ -181,8 +452,10 @@ func (c *ChatCall) Clone() *ChatCall {
 // counted them with Emit.
 func (c *ChatCall) Adopt(clone *ChatCall) {
 	c.Served = clone.Served
-	c.Usage.InputTokens += clone.Usage.InputTokens
-	c.Usage.OutputTokens += clone.Usage.OutputTokens
+	c.Usage.Add(clone.Usage)
+	if clone.FinishReason != "" {
+		c.FinishReason = clone.FinishReason
+	}
 	c.chars += clone.chars
 	c.Meta.Attempts = clone.Meta.Attempts
 	c.Meta.Cached = c.Meta.Cached || clone.Meta.Cached
@@ -196,6 +469,13 @@ func (c *ChatCall) Adopt(clone *ChatCall) {
 type ChatResponse struct {
 	// Text is the streamed text; only Complete and ChatStream collect it.
 	Text string `json:"text,omitempty"`
+	// ToolCalls are the tool calls the model requested, assembled from the
+	// delivered fragments; like Text, only Complete and ChatStream collect
+	// them (a Stream caller assembles them with a ToolCallBuilder).
+	ToolCalls []ToolUse `json:"tool_calls,omitempty"`
+	// FinishReason is why the model stopped (see the Finish constants); ""
+	// when the stream did not say.
+	FinishReason string `json:"finish_reason,omitempty"`
 	// Model is the model that served the call.
 	Model string `json:"model,omitempty"`
 	// Usage is the reported (or estimated) usage.
@@ -391,12 +671,27 @@ func digest(kind, run string, b []byte) string {
 // rounded up).
 func EstimateTokens(s string) int64 { return int64(len(s)+3) / 4 }
 
+// imageTokens is the estimate of one image part (a low-detail image).
+const imageTokens = 85
+
 // EstimateMessages estimates the input tokens of a transcript: the text of
-// each message plus a small per-message overhead.
+// each message, its parts (an image counts 85 tokens) and its tool calls'
+// names and arguments, plus a small per-message overhead.
 func EstimateMessages(msgs []Message) int64 {
 	var n int64
 	for i := range msgs {
-		n += EstimateTokens(msgs[i].Content) + 4
+		m := &msgs[i]
+		n += EstimateTokens(m.Content) + 4
+		for j := range m.Parts {
+			if m.Parts[j].Type == PartImage {
+				n += imageTokens
+			} else {
+				n += EstimateTokens(m.Parts[j].Text)
+			}
+		}
+		for j := range m.ToolCalls {
+			n += EstimateTokens(m.ToolCalls[j].Name) + EstimateTokens(string(m.ToolCalls[j].Arguments))
+		}
 	}
 	return n
 }

@@ -176,33 +176,40 @@ func releaseChatCall(c *ChatCall) {
 func (pl *Pipeline) Stream(ctx context.Context, req ChatRequest, yield func(Delta) bool) (ChatResponse, error) {
 	c := newChatCall(ctx, &req)
 	err := pl.chat(ctx, c, yield)
-	resp := ChatResponse{Model: c.Served, Usage: c.Usage, Attempts: c.Meta.Attempts, Deltas: c.Deltas, Cached: c.Meta.Cached,
-		Annotations: c.Annotations}
+	resp := ChatResponse{Model: c.Served, Usage: c.Usage, FinishReason: c.FinishReason, Attempts: c.Meta.Attempts,
+		Deltas: c.Deltas, Cached: c.Meta.Cached, Annotations: c.Annotations}
 	releaseChatCall(c)
 	return resp, err
 }
 
-// Complete runs one chat call and collects the streamed text into the
-// response.
+// Complete runs one chat call and collects the streamed text and tool calls
+// into the response.
 func (pl *Pipeline) Complete(ctx context.Context, req ChatRequest) (ChatResponse, error) {
-	var b strings.Builder
+	// One struct, so the closure captures one heap variable.
+	var acc struct {
+		text  strings.Builder
+		calls ToolCallBuilder
+	}
 	resp, err := pl.Stream(ctx, req, func(d Delta) bool {
-		b.WriteString(d.Text)
+		acc.text.WriteString(d.Text)
+		acc.calls.Add(&d)
 		return true
 	})
-	resp.Text = b.String()
+	resp.Text = acc.text.String()
+	resp.ToolCalls = acc.calls.ToolCalls()
 	return resp, err
 }
 
 // ChatStream is one chat call consumed as an iterator.
 type ChatStream struct {
-	pl   *Pipeline
-	ctx  context.Context
-	req  ChatRequest
-	text strings.Builder
-	resp ChatResponse
-	err  error
-	used bool
+	pl    *Pipeline
+	ctx   context.Context
+	req   ChatRequest
+	text  strings.Builder
+	calls ToolCallBuilder
+	resp  ChatResponse
+	err   error
+	used  bool
 }
 
 // Chat returns the chat call req as a stream. The call runs when the stream is
@@ -227,6 +234,7 @@ func (s *ChatStream) All() iter.Seq2[Delta, error] {
 		stopped := false
 		s.resp, s.err = s.pl.Stream(s.ctx, s.req, func(d Delta) bool {
 			s.text.WriteString(d.Text)
+			s.calls.Add(&d)
 			if !yield(d, nil) {
 				stopped = true
 				return false
@@ -234,6 +242,7 @@ func (s *ChatStream) All() iter.Seq2[Delta, error] {
 			return true
 		})
 		s.resp.Text = s.text.String()
+		s.resp.ToolCalls = s.calls.ToolCalls()
 		if s.err != nil && !stopped {
 			yield(Delta{}, s.err)
 		}
@@ -241,7 +250,8 @@ func (s *ChatStream) All() iter.Seq2[Delta, error] {
 }
 
 // Response returns the outcome once the stream has been iterated: the text
-// that was delivered, the model served, usage and attempts.
+// and tool calls that were delivered, the model served, the finish reason,
+// usage and attempts.
 func (s *ChatStream) Response() ChatResponse { return s.resp }
 
 // Err returns the stream's error once it has been iterated.

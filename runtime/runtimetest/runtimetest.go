@@ -61,8 +61,11 @@ func Plan(chains plan.Chains) *plan.Plan {
 
 // Response is one scripted model response.
 type Response struct {
-	// Deltas are streamed in order.
+	// Deltas are streamed in order, one text delta each.
 	Deltas []string
+	// Stream, when set, is streamed instead of Deltas: whole deltas (tool-call
+	// fragments, finish reasons) as they are.
+	Stream []runtime.Delta
 	// Usage is reported on the last delta (when the stream completes).
 	Usage runtime.Usage
 	// Err fails the call after FailAfter deltas (0: before the first).
@@ -82,6 +85,7 @@ type Model struct {
 	calls     atomic.Int64
 	running   atomic.Int64
 	cancelled atomic.Int64
+	requests  []runtime.ChatRequest
 }
 
 // NewModel returns a model that answers with responses in order.
@@ -92,6 +96,13 @@ func NewModel(responses ...Response) *Model {
 // Calls returns how many calls the model received.
 func (m *Model) Calls() int { return int(m.calls.Load()) }
 
+// Requests returns the requests the model received, in order.
+func (m *Model) Requests() []runtime.ChatRequest {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]runtime.ChatRequest(nil), m.requests...)
+}
+
 // Running returns how many calls are still in progress.
 func (m *Model) Running() int { return int(m.running.Load()) }
 
@@ -99,12 +110,13 @@ func (m *Model) Running() int { return int(m.running.Load()) }
 func (m *Model) Cancelled() int { return int(m.cancelled.Load()) }
 
 // Stream implements runtime.ModelClient.
-func (m *Model) Stream(ctx context.Context, _ *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+func (m *Model) Stream(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
 	n := m.calls.Add(1) - 1
 	m.running.Add(1)
 	defer m.running.Add(-1)
 	m.mu.Lock()
 	r := m.responses[min(int(n), len(m.responses)-1)]
+	m.requests = append(m.requests, *req)
 	m.mu.Unlock()
 	if r.Delay > 0 {
 		t := time.NewTimer(r.Delay)
@@ -116,7 +128,14 @@ func (m *Model) Stream(ctx context.Context, _ *runtime.ChatRequest, yield func(r
 		case <-t.C:
 		}
 	}
-	for i, d := range r.Deltas {
+	deltas := r.Stream
+	if deltas == nil {
+		deltas = make([]runtime.Delta, len(r.Deltas))
+		for i, d := range r.Deltas {
+			deltas[i] = runtime.Delta{Text: d}
+		}
+	}
+	for i, delta := range deltas {
 		if r.Err != nil && i == r.FailAfter {
 			return r.Err
 		}
@@ -124,8 +143,7 @@ func (m *Model) Stream(ctx context.Context, _ *runtime.ChatRequest, yield func(r
 			m.cancelled.Add(1)
 			return err
 		}
-		delta := runtime.Delta{Text: d}
-		if i == len(r.Deltas)-1 && r.Err == nil {
+		if i == len(deltas)-1 && r.Err == nil && !r.Usage.IsZero() {
 			delta.Usage = r.Usage
 		}
 		if !yield(delta) {
