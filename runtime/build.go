@@ -68,6 +68,10 @@ type Deps struct {
 	// TracerProvider creates the tracing layers' spans (nil: the global
 	// provider, a no-op unless the host installs one).
 	TracerProvider trace.TracerProvider
+	// Clock is the time source of every layer that waits or reads the time
+	// (nil: the real clock). A VirtualClock runs the pipeline without
+	// sleeping.
+	Clock Clock
 	// Dir resolves the relative paths of the plan (file_check roots,
 	// sqlite store files). Empty: the process's working directory. The
 	// CLI sets it to the policy's directory.

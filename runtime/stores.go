@@ -131,6 +131,10 @@ func (pl *Pipeline) backend(ctx context.Context, name string) (StoreBackend, err
 	if err != nil {
 		return nil, fmt.Errorf("open store %q (%s): %w", name, ps.Kind, err)
 	}
+	if m, ok := b.(*MemoryStore); ok && pl.deps.Clock != nil {
+		// In-memory TTLs follow the pipeline's clock.
+		m.MemoryKV.now, m.MemoryVectorIndex.now = pl.deps.Clock.Now, pl.deps.Clock.Now
+	}
 	if pl.stores.open == nil {
 		pl.stores.open = map[string]StoreBackend{}
 	}

@@ -46,7 +46,7 @@ type Audit struct {
 // Provision resolves the sink.
 func (a *Audit) Provision(b *runtime.BuildContext) error {
 	a.name = b.Name()
-	a.now = time.Now
+	a.now = b.Clock().Now
 	s, err := b.AuditSink(a.Sink)
 	if err != nil {
 		return err

@@ -31,6 +31,49 @@ type Hedge struct {
 	Models []string `json:"models"`
 	// Delay is the wait before the next model starts.
 	Delay runtime.Duration `json:"delay"`
+
+	clock runtime.Clock
+}
+
+// Provision takes the pipeline's clock, which times the delays.
+func (h *Hedge) Provision(b *runtime.BuildContext) error {
+	h.clock = b.Clock()
+	return nil
+}
+
+// delayTimer fires on its channel once the hedge delay has elapsed on the
+// pipeline's clock.
+type delayTimer struct {
+	c     chan struct{}
+	clock runtime.Clock
+	d     time.Duration
+	stop  func() bool
+}
+
+func (h *Hedge) newTimer() *delayTimer {
+	t := &delayTimer{c: make(chan struct{}, 1), clock: h.clock, d: h.Delay.D()}
+	if t.clock == nil {
+		t.clock = runtime.RealClock{}
+	}
+	t.reset()
+	return t
+}
+
+// reset stops the timer, drops a fire not yet received and arms it again.
+func (t *delayTimer) reset() {
+	if t.stop != nil {
+		t.stop()
+	}
+	select {
+	case <-t.c:
+	default:
+	}
+	t.stop = t.clock.AfterFunc(t.d, func() {
+		select {
+		case t.c <- struct{}{}:
+		default:
+		}
+	})
 }
 
 // Validate requires two models.
@@ -124,8 +167,8 @@ func (h *Hedge) race(ctx context.Context, c *runtime.ChatCall, yield func(runtim
 		}()
 	}
 
-	timer := time.NewTimer(h.Delay.D())
-	defer timer.Stop()
+	timer := h.newTimer()
+	defer func() { timer.stop() }()
 	start()
 	running := 1
 	winner := -1
@@ -142,12 +185,12 @@ func (h *Hedge) race(ctx context.Context, c *runtime.ChatCall, yield func(runtim
 	}
 	for running > 0 {
 		select {
-		case <-timer.C:
+		case <-timer.c:
 			if winner < 0 && !panicked && len(racers) < len(h.Models) && ctx.Err() == nil {
 				start()
 				running++
 				if len(racers) < len(h.Models) {
-					timer.Reset(h.Delay.D())
+					timer.reset()
 				}
 			}
 		case ev := <-events:
@@ -184,7 +227,7 @@ func (h *Hedge) race(ctx context.Context, c *runtime.ChatCall, yield func(runtim
 						start()
 						running++
 						if len(racers) < len(h.Models) {
-							timer.Reset(h.Delay.D())
+							timer.reset()
 						}
 					}
 				}

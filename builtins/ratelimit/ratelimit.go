@@ -37,6 +37,7 @@ type RateLimit struct {
 	name   string
 	perTok time.Duration // time to gain one token
 	now    func() time.Time
+	clock  runtime.Clock
 	global *bucket
 	mu     sync.Mutex
 	runs   map[string]*bucket
@@ -51,8 +52,9 @@ type bucket struct {
 // Provision sets up the buckets.
 func (r *RateLimit) Provision(b *runtime.BuildContext) error {
 	r.name = b.Name()
+	r.clock = b.Clock()
 	if r.now == nil {
-		r.now = time.Now
+		r.now = r.clock.Now
 	}
 	r.runs = map[string]*bucket{}
 	r.global = r.newBucket()
@@ -128,17 +130,13 @@ func (r *RateLimit) Take(ctx context.Context, run string) error {
 	}
 	b.tokens-- // reserve the next token
 	b.mu.Unlock()
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
+	if err := r.clock.Sleep(ctx, wait); err != nil {
 		b.mu.Lock()
 		b.tokens++
 		b.mu.Unlock()
-		return ctx.Err()
+		return err
 	}
+	return nil
 }
 
 // WrapChat implements runtime.ChatWrapper.

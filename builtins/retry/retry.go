@@ -51,6 +51,7 @@ type Retry struct {
 	name     string
 	timeout  time.Duration
 	breakers *breakers
+	clock    runtime.Clock
 }
 
 // New returns a retry layer with the schema's defaults.
@@ -67,6 +68,7 @@ func New() *Retry {
 // (tool); undeclared names get theirs on first use.
 func (r *Retry) Provision(b *runtime.BuildContext) error {
 	r.name = b.Name()
+	r.clock = b.Clock()
 	if r.AttemptTimeout != nil {
 		r.timeout = r.AttemptTimeout.D()
 	}
@@ -77,7 +79,7 @@ func (r *Retry) Provision(b *runtime.BuildContext) error {
 		if r.Breaker.Cooldown == 0 {
 			r.Breaker.Cooldown = runtime.Duration(30 * time.Second)
 		}
-		r.breakers = &breakers{threshold: int32(r.Breaker.Failures), cooldown: r.Breaker.Cooldown.D()}
+		r.breakers = &breakers{threshold: int32(r.Breaker.Failures), cooldown: r.Breaker.Cooldown.D(), clock: r.clock}
 		var names []string
 		if b.Stage == plan.StageChat {
 			for m := range b.Plan.Models {
@@ -169,10 +171,10 @@ func (r *Retry) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 func (r *Retry) chatAttempt(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool, next runtime.ChatHandler) error {
 	actx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	t := time.AfterFunc(r.timeout, func() { cancel(errAttemptTimeout) })
-	defer t.Stop()
+	stop := r.clock.AfterFunc(r.timeout, func() { cancel(errAttemptTimeout) })
+	defer stop()
 	err := next(actx, c, func(d runtime.Delta) bool {
-		t.Stop()
+		stop()
 		return yield(d)
 	})
 	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(actx), errAttemptTimeout) {
@@ -228,8 +230,10 @@ func (r *Retry) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 }
 
 func (r *Retry) toolAttempt(ctx context.Context, c *runtime.ToolCall, next runtime.ToolHandler) (any, error) {
-	actx, cancel := context.WithTimeoutCause(ctx, r.timeout, errAttemptTimeout)
-	defer cancel()
+	actx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := r.clock.AfterFunc(r.timeout, func() { cancel(errAttemptTimeout) })
+	defer stop()
 	v, err := next(actx, c)
 	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(actx), errAttemptTimeout) {
 		return v, &runtime.CallError{Kind: runtime.KindTimeout, Layer: r.name,
@@ -258,18 +262,7 @@ func (r *Retry) Delay(attempt int, err error) time.Duration {
 }
 
 func (r *Retry) wait(ctx context.Context, attempt int, err error) error {
-	d := r.Delay(attempt, err)
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return r.clock.Sleep(ctx, r.Delay(attempt, err))
 }
 
 // breakers holds one breaker per key. fixed is read-only after Provision;
@@ -277,6 +270,7 @@ func (r *Retry) wait(ctx context.Context, attempt int, err error) error {
 type breakers struct {
 	threshold int32
 	cooldown  time.Duration
+	clock     runtime.Clock
 	fixed     []keyed
 	dyn       sync.Map
 }
@@ -316,7 +310,7 @@ func (b *breaker) allow() (time.Time, bool) {
 	if u == 0 {
 		return time.Time{}, true
 	}
-	if time.Now().UnixNano() < u {
+	if b.set.clock.Now().UnixNano() < u {
 		return time.Unix(0, u), false
 	}
 	if b.trial.CompareAndSwap(false, true) {
@@ -344,7 +338,7 @@ func (b *breaker) failure() {
 	}
 	n := b.failures.Add(1)
 	if b.trial.Load() || n >= b.set.threshold {
-		b.openUntil.Store(time.Now().Add(b.set.cooldown).UnixNano())
+		b.openUntil.Store(b.set.clock.Now().Add(b.set.cooldown).UnixNano())
 		b.trial.Store(false)
 	}
 }

@@ -199,3 +199,21 @@ func TestBreakerOpenErrorWithoutFallback(t *testing.T) {
 	_, err = pl.Tool(context.Background(), runtime.ToolRequest{Name: "t"})
 	require.NoError(t, err)
 }
+
+func TestBackoffFollowsTheClock(t *testing.T) {
+	clock := runtime.NewVirtualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	start := clock.Now()
+	tool := rt.NewTool(rt.ToolResult{Err: rt.Transient("a")}, rt.ToolResult{Err: &runtime.CallError{Kind: runtime.KindRateLimited, RetryAfter: 40 * time.Second}},
+		rt.ToolResult{Value: "ok"})
+	pl := rt.Build(t, rt.Plan(plan.Chains{Tool: []plan.Layer{
+		rt.Layer("retry", `{"max_attempts":3,"initial_delay":"1m","max_delay":"1m"}`)}}),
+		runtime.Deps{Tools: map[string]runtime.ToolFunc{"t": tool.Func()}, Clock: clock})
+	wall := time.Now()
+	res, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "t"})
+	require.NoError(t, err)
+	assert.Equal(t, "ok", res.Value)
+	assert.Less(t, time.Since(wall), 5*time.Second, "the backoff waits on the virtual clock")
+	el := clock.Now().Sub(start)
+	assert.GreaterOrEqual(t, el, 40*time.Second, "the Retry-After of the second failure was waited virtually")
+	assert.LessOrEqual(t, el, 100*time.Second)
+}
