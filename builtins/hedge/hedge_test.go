@@ -2,6 +2,7 @@ package hedge_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,7 +27,7 @@ func TestPrimaryWinsBeforeTheDelay(t *testing.T) {
 	rt.CheckGoroutines(t)
 	primary := rt.NewModel(rt.Response{Deltas: []string{"p"}})
 	backup := rt.NewModel(rt.Response{Deltas: []string{"b"}})
-	text, resp, err := rt.Collect(context.Background(), build(t, `{"models":["primary","backup"],"delay":"1s"}`, primary, backup),
+	text, resp, err := rt.Collect(context.Background(), build(t, `{"models":["primary","backup"],"delay":"1h"}`, primary, backup),
 		runtime.ChatRequest{}, 0)
 	require.NoError(t, err)
 	assert.Equal(t, "p", text)
@@ -34,16 +35,36 @@ func TestPrimaryWinsBeforeTheDelay(t *testing.T) {
 	assert.Zero(t, backup.Calls(), "no hedge before the delay")
 }
 
+// afterFailure returns a model that fails permanently with msg and one that runs m once
+// that failure has happened: the order of the race is fixed by events, not by delays.
+func afterFailure(msg string, m *rt.Model) (failing, waiting runtime.ModelClient, calls func() int) {
+	failed := make(chan struct{})
+	var n atomic.Int64
+	failing = runtime.ModelFunc(func(context.Context, *runtime.ChatRequest, func(runtime.Delta) bool) error {
+		n.Add(1)
+		close(failed)
+		return rt.Permanent(msg)
+	})
+	waiting = runtime.ModelFunc(func(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+		select {
+		case <-failed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		return m.Stream(ctx, req, yield)
+	})
+	return failing, waiting, func() int { return int(n.Load()) }
+}
+
 func TestAPermanentFailureDoesNotEndTheRace(t *testing.T) {
 	rt.CheckGoroutines(t)
-	primary := rt.NewModel(rt.Response{Delay: 40 * time.Millisecond, Deltas: []string{"p"}})
-	backup := rt.NewModel(rt.Response{Err: rt.Permanent("backup rejects request")})
-	text, resp, err := rt.Collect(context.Background(), build(t, `{"models":["primary","backup"],"delay":"5ms"}`, primary, backup),
+	backup, primary, backupCalls := afterFailure("backup rejects request", rt.NewModel(rt.Response{Deltas: []string{"p"}}))
+	text, resp, err := rt.Collect(context.Background(), buildClients(t, `{"models":["primary","backup"],"delay":"5ms"}`, primary, backup),
 		runtime.ChatRequest{}, 0)
 	require.NoError(t, err, "the healthy primary still wins")
 	assert.Equal(t, "p", text)
 	assert.Equal(t, "primary", resp.Model)
-	assert.Equal(t, 1, backup.Calls())
+	assert.Equal(t, 1, backupCalls())
 }
 
 func TestAPermanentFailureStartsTheNextAtOnce(t *testing.T) {
@@ -61,13 +82,12 @@ func TestAPermanentFailureStartsTheNextAtOnce(t *testing.T) {
 
 func TestEveryModelFailingReturnsTheLastError(t *testing.T) {
 	rt.CheckGoroutines(t)
-	primary := rt.NewModel(rt.Response{Delay: 30 * time.Millisecond, Err: rt.Permanent("primary rejects request")})
-	backup := rt.NewModel(rt.Response{Err: rt.Permanent("backup rejects request")})
-	_, _, err := rt.Collect(context.Background(), build(t, `{"models":["primary","backup"],"delay":"1ms"}`, primary, backup),
+	primaryModel := rt.NewModel(rt.Response{Err: rt.Permanent("primary rejects request")})
+	backup, primary, _ := afterFailure("backup rejects request", primaryModel)
+	_, _, err := rt.Collect(context.Background(), buildClients(t, `{"models":["primary","backup"],"delay":"1ms"}`, primary, backup),
 		runtime.ChatRequest{}, 0)
 	require.ErrorContains(t, err, "primary rejects request", "the race ends when the last running model fails")
-	assert.Zero(t, primary.Running())
-	assert.Zero(t, backup.Running())
+	assert.Zero(t, primaryModel.Running())
 }
 
 func buildClients(t *testing.T, config string, primary, backup runtime.ModelClient) *runtime.Pipeline {
@@ -88,13 +108,21 @@ func TestAPanickingModelPanicsInTheCaller(t *testing.T) {
 func TestAPanicCancelsAndAwaitsTheOtherRacers(t *testing.T) {
 	rt.CheckGoroutines(t)
 	primary := rt.NewModel(rt.Response{Delay: time.Hour, Deltas: []string{"never"}})
-	boom := runtime.ModelFunc(func(context.Context, *runtime.ChatRequest, func(runtime.Delta) bool) error { panic("client bug") })
-	pl := buildClients(t, `{"models":["primary","backup"],"delay":"1ms"}`, primary, boom)
-	start := time.Now()
+	// The backup panics only once the primary's client is running, however late a loaded
+	// machine schedules it: the panic must then cancel it and wait for it to return.
+	started := make(chan struct{})
+	first := runtime.ModelFunc(func(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+		close(started)
+		return primary.Stream(ctx, req, yield)
+	})
+	boom := runtime.ModelFunc(func(context.Context, *runtime.ChatRequest, func(runtime.Delta) bool) error {
+		<-started
+		panic("client bug")
+	})
+	pl := buildClients(t, `{"models":["primary","backup"],"delay":"1ms"}`, first, boom)
 	assert.PanicsWithValue(t, "client bug", func() { _, _, _ = rt.Collect(context.Background(), pl, runtime.ChatRequest{}, 0) })
-	assert.Less(t, time.Since(start), time.Second)
 	assert.Zero(t, primary.Running(), "the other racer returned before the panic reached the caller")
-	assert.Equal(t, 1, primary.Cancelled())
+	assert.Equal(t, 1, primary.Cancelled(), "the primary ended by cancellation, not by its hour-long delay")
 }
 
 func TestAPanickingConsumerLeaksNoRacer(t *testing.T) {
