@@ -25,14 +25,16 @@ func lower(_ context.Context, c *Compilation) error {
 	if len(p.Models) > 0 {
 		out.Models = map[string]plan.Model{}
 		for name, m := range p.Models {
-			out.Models[name] = plan.Model{USDPerMTokIn: m.USDPerMTokIn, USDPerMTokOut: m.USDPerMTokOut, ContextTokens: m.ContextTokens,
+			out.Models[name] = plan.Model{USDPerMTokIn: m.USDPerMTokIn, USDPerMTokOut: m.USDPerMTokOut,
+				USDPerMTokCached: m.USDPerMTokCached, ContextTokens: m.ContextTokens,
 				Provider: m.Provider, ID: m.ID, APIKeyEnv: m.APIKeyEnv, BaseURL: m.BaseURL, MaxTokens: m.MaxTokens}
 		}
 	}
 	if len(p.Tools) > 0 {
 		out.Tools = map[string]plan.Tool{}
 		for name, t := range p.Tools {
-			out.Tools[name] = plan.Tool{SideEffecting: t.SideEffecting, RetrySafe: t.RetrySafe, URLArg: t.URLArg, PathArg: t.PathArg, Args: t.Args}
+			out.Tools[name] = plan.Tool{SideEffecting: t.SideEffecting, RetrySafe: t.RetrySafe, Description: t.Description,
+				URLArg: t.URLArg, PathArg: t.PathArg, Args: t.Args}
 		}
 	}
 	if len(p.Stores) > 0 {

@@ -28,6 +28,11 @@ func (l *loader) decode(p *Policy, v cue.Value) {
 		m := &Model{Name: name, Pos: l.labelPos("models", name)}
 		m.USDPerMTokIn, _ = mv.LookupPath(cue.ParsePath("usd_per_mtok_in")).Float64()
 		m.USDPerMTokOut, _ = mv.LookupPath(cue.ParsePath("usd_per_mtok_out")).Float64()
+		if cv := mv.LookupPath(cue.ParsePath("usd_per_mtok_cached")); cv.Exists() {
+			if f, err := cv.Float64(); err == nil {
+				m.USDPerMTokCached = &f
+			}
+		}
 		if ct := mv.LookupPath(cue.ParsePath("context_tokens")); ct.Exists() {
 			n, _ := ct.Int64()
 			m.ContextTokens = int(n)
@@ -54,6 +59,7 @@ func (l *loader) decode(p *Policy, v cue.Value) {
 		t := &Tool{Name: name, Pos: l.labelPos("tools", name)}
 		t.SideEffecting, _ = tv.LookupPath(cue.ParsePath("side_effecting")).Bool()
 		t.RetrySafe, _ = tv.LookupPath(cue.ParsePath("retry_safe")).Bool()
+		t.Description, _ = tv.LookupPath(cue.ParsePath("description")).String()
 		t.URLArg, _ = tv.LookupPath(cue.ParsePath("url_arg")).String()
 		t.PathArg, _ = tv.LookupPath(cue.ParsePath("path_arg")).String()
 		if av := tv.LookupPath(cue.ParsePath("args")); av.Exists() {

@@ -43,7 +43,9 @@ type Model struct {
 	Pos           Pos
 	USDPerMTokIn  float64
 	USDPerMTokOut float64
-	ContextTokens int
+	// USDPerMTokCached prices cached input tokens (nil: as input).
+	USDPerMTokCached *float64
+	ContextTokens    int
 	// Provider, ID (the `model` field), APIKeyEnv, BaseURL and MaxTokens
 	// declare the client that serves the model; Provider is empty when the
 	// host supplies it.
@@ -63,6 +65,7 @@ type Tool struct {
 	Pos           Pos
 	SideEffecting bool
 	RetrySafe     bool
+	Description   string
 	URLArg        string
 	PathArg       string
 	// Args is the JSON Schema of the arguments (nil: untyped). A schema

@@ -46,6 +46,12 @@ type Deps struct {
 	Models map[string]ModelClient
 	// Tools are the tools by name.
 	Tools map[string]ToolFunc
+	// NoDeclaredTools stops offering the policy's declared tools to the
+	// model: a chat request without Tools then offers none. Set it when the
+	// caller manages the tools it offers itself (a gateway forwarding its
+	// clients' requests). A single request opts out with an empty, non-nil
+	// Tools.
+	NoDeclaredTools bool
 	// Audit is the default audit sink (nil: an in-memory sink per pipeline).
 	Audit AuditSink
 	// AuditSinks are audit sinks by store name (an audit layer's `sink`).
@@ -156,6 +162,8 @@ type Pipeline struct {
 	tools     map[string]*toolEntry
 	// toolList holds the tools when there are few (nil otherwise).
 	toolList []*toolEntry
+	// offered are the declared tools a request without Tools offers.
+	offered []ToolDef
 
 	chat  ChatHandler
 	tool  ToolHandler
@@ -239,6 +247,9 @@ func Build(ctx context.Context, p *plan.Plan, deps Deps) (*Pipeline, error) {
 	for name, t := range p.Tools {
 		pl.tools[name] = &toolEntry{info: ToolInfo{Name: name, SideEffecting: t.SideEffecting, RetrySafe: t.RetrySafe,
 			URLArg: t.URLArg, PathArg: t.PathArg, Declared: true}}
+	}
+	if !deps.NoDeclaredTools {
+		pl.offered = DeclaredTools(p)
 	}
 	for name, fn := range deps.Tools {
 		e := pl.tools[name]
@@ -492,3 +503,31 @@ func (pl *Pipeline) cleanup() error {
 	}
 	return errors.Join(errs...)
 }
+
+// anyObject is the parameters schema of a declared tool without args.
+var anyObject = json.RawMessage(`{"type":"object"}`)
+
+// DeclaredTools returns the tools the plan declares as model tool
+// definitions, sorted by name: each tool's name, description and args schema
+// (an object of any properties when it declares none). A chat request
+// without Tools offers these (see Deps.NoDeclaredTools).
+func DeclaredTools(p *plan.Plan) []ToolDef {
+	if len(p.Tools) == 0 {
+		return nil
+	}
+	defs := make([]ToolDef, 0, len(p.Tools))
+	for _, name := range slices.Sorted(maps.Keys(p.Tools)) {
+		t := p.Tools[name]
+		params := json.RawMessage(t.Args)
+		if len(params) == 0 || string(params) == "true" {
+			params = anyObject
+		}
+		defs = append(defs, ToolDef{Name: name, Description: t.Description, Parameters: params})
+	}
+	return defs
+}
+
+// DeclaredTools returns the tool definitions a chat request without Tools
+// offers: the plan's declared tools, or nil when Deps.NoDeclaredTools is
+// set. The slice is shared: callers must not modify it.
+func (pl *Pipeline) DeclaredTools() []ToolDef { return pl.offered }

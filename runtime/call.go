@@ -180,7 +180,9 @@ type ChatRequest struct {
 	Messages []Message `json:"messages"`
 	// MaxTokens bounds the output (0: the model's default).
 	MaxTokens int `json:"max_tokens,omitempty"`
-	// Tools are the tools offered to the model.
+	// Tools are the tools offered to the model. A request without Tools
+	// (nil) offers the policy's declared tools, unless the host opts out
+	// with Deps.NoDeclaredTools; an empty non-nil slice offers none.
 	Tools []ToolDef `json:"tools,omitempty"`
 	// ToolChoice is "" (the provider's default), auto, none, required or the
 	// name of a tool the model must call.

@@ -255,3 +255,38 @@ func TestTextDeltasDoNotAllocate(t *testing.T) {
 	})
 	assert.LessOrEqual(t, allocs, 1.0, "65 deltas cost the one model-facing yield")
 }
+
+func TestDeclaredToolsAreOfferedByDefault(t *testing.T) {
+	p := rt.Plan(plan.Chains{})
+	p.Tools = map[string]plan.Tool{
+		"search": {Description: "searches the web", Args: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}}}`)},
+		"now":    {},
+	}
+	want := []runtime.ToolDef{
+		{Name: "now", Parameters: json.RawMessage(`{"type":"object"}`)},
+		{Name: "search", Description: "searches the web", Parameters: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}}}`)},
+	}
+	assert.Equal(t, want, runtime.DeclaredTools(p))
+
+	model := rt.NewModel(rt.Response{Deltas: []string{"ok"}})
+	deps := runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}}
+	pl := rt.Build(t, p, deps)
+	assert.Equal(t, want, pl.DeclaredTools())
+	own := []runtime.ToolDef{{Name: "mine"}}
+	for _, tools := range [][]runtime.ToolDef{nil, {}, own} {
+		_, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: hi, Tools: tools})
+		require.NoError(t, err)
+	}
+	reqs := model.Requests()
+	require.Len(t, reqs, 3)
+	assert.Equal(t, want, reqs[0].Tools, "a request without tools offers the declared ones")
+	assert.Equal(t, []runtime.ToolDef{}, reqs[1].Tools, "an empty list offers none")
+	assert.Equal(t, own, reqs[2].Tools, "the request's own tools win")
+
+	deps.NoDeclaredTools = true
+	pl = rt.Build(t, p, deps)
+	assert.Nil(t, pl.DeclaredTools())
+	_, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: hi})
+	require.NoError(t, err)
+	assert.Nil(t, model.Requests()[3].Tools, "the host opted out")
+}

@@ -175,6 +175,9 @@ func releaseChatCall(c *ChatCall) {
 // error; a cancelled ctx returns ctx's error.
 func (pl *Pipeline) Stream(ctx context.Context, req ChatRequest, yield func(Delta) bool) (ChatResponse, error) {
 	c := newChatCall(ctx, &req)
+	if c.Request.Tools == nil {
+		c.Request.Tools = pl.offered
+	}
 	err := pl.chat(ctx, c, yield)
 	resp := ChatResponse{Model: c.Served, Usage: c.Usage, FinishReason: c.FinishReason, Attempts: c.Meta.Attempts,
 		Deltas: c.Deltas, Cached: c.Meta.Cached, Annotations: c.Annotations}

@@ -153,10 +153,20 @@ func (m *Meter) settle(l *ledger, reserved, charge bool, u runtime.Usage, usd fl
 }
 
 // Cost returns the cost in US dollars of usage on model at the plan's rates
-// (zero for an undeclared model).
+// (zero for an undeclared model). Cached input tokens are priced at the
+// model's usd_per_mtok_cached when it declares one, else as input.
 func (m *Meter) Cost(model string, u runtime.Usage) float64 {
-	r := m.rates[model]
-	return (float64(u.InputTokens)*r.USDPerMTokIn + float64(u.OutputTokens)*r.USDPerMTokOut) / 1e6
+	return Cost(m.rates[model], u)
+}
+
+// Cost returns the cost in US dollars of usage at the rates of r.
+func Cost(r plan.Model, u runtime.Usage) float64 {
+	in := float64(u.InputTokens) * r.USDPerMTokIn
+	if r.USDPerMTokCached != nil {
+		cached := float64(min(max(u.CachedInputTokens, 0), max(u.InputTokens, 0)))
+		in += cached * (*r.USDPerMTokCached - r.USDPerMTokIn)
+	}
+	return (in + float64(u.OutputTokens)*r.USDPerMTokOut) / 1e6
 }
 
 // WrapChat implements runtime.ChatWrapper.
@@ -181,7 +191,7 @@ func (m *Meter) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 			m.settle(l, reserved, false, runtime.Usage{}, 0)
 			return err
 		}
-		u := runtime.Usage{InputTokens: c.Usage.InputTokens - u0.InputTokens, OutputTokens: c.Usage.OutputTokens - u0.OutputTokens}
+		u := c.Usage.Sub(u0)
 		model := c.Served
 		if model == "" {
 			model = c.Request.Model

@@ -70,7 +70,10 @@ func (c *Chains) Of(s Stage) []Layer {
 type Model struct {
 	USDPerMTokIn  float64 `json:"usd_per_mtok_in"`
 	USDPerMTokOut float64 `json:"usd_per_mtok_out"`
-	ContextTokens int     `json:"context_tokens,omitempty"`
+	// USDPerMTokCached prices input tokens read from the provider's prompt
+	// cache; nil prices them as input.
+	USDPerMTokCached *float64 `json:"usd_per_mtok_cached,omitempty"`
+	ContextTokens    int      `json:"context_tokens,omitempty"`
 	// Provider names the provider that serves the model ("openai",
 	// "anthropic", or one a host registers with runtime.RegisterProvider);
 	// empty when the host supplies the client in Deps.Models.
@@ -89,10 +92,12 @@ type Model struct {
 
 // Tool is a declared tool.
 type Tool struct {
-	SideEffecting bool   `json:"side_effecting"`
-	RetrySafe     bool   `json:"retry_safe"`
-	URLArg        string `json:"url_arg,omitempty"`
-	PathArg       string `json:"path_arg,omitempty"`
+	SideEffecting bool `json:"side_effecting"`
+	RetrySafe     bool `json:"retry_safe"`
+	// Description tells the model what the tool does.
+	Description string `json:"description,omitempty"`
+	URLArg      string `json:"url_arg,omitempty"`
+	PathArg     string `json:"path_arg,omitempty"`
 	// Args is the JSON Schema of the arguments (absent: untyped).
 	Args json.RawMessage `json:"args,omitempty"`
 }

@@ -1,0 +1,41 @@
+package meter_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/builtins/meter"
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
+)
+
+func TestCachedInputTokensArePricedAtTheCachedRate(t *testing.T) {
+	cachedRate := 0.3
+	rates := plan.Model{USDPerMTokIn: 3, USDPerMTokOut: 15, USDPerMTokCached: &cachedRate}
+	u := runtime.Usage{InputTokens: 1_000_000, OutputTokens: 100_000, CachedInputTokens: 600_000, ReasoningTokens: 50_000}
+	// 400k fresh input at 3, 600k cached at 0.3, 100k output at 15.
+	assert.InDelta(t, 1.2+0.18+1.5, meter.Cost(rates, u), 1e-9)
+	free := 0.0
+	assert.InDelta(t, 1.2+1.5, meter.Cost(plan.Model{USDPerMTokIn: 3, USDPerMTokOut: 15, USDPerMTokCached: &free}, u), 1e-9,
+		"a declared rate of 0 makes cached tokens free")
+	assert.InDelta(t, 3+1.5, meter.Cost(plan.Model{USDPerMTokIn: 3, USDPerMTokOut: 15}, u), 1e-9,
+		"without usd_per_mtok_cached, cached tokens are input")
+	over := runtime.Usage{InputTokens: 10, CachedInputTokens: 1_000_000}
+	assert.InDelta(t, 10*0.3/1e6, meter.Cost(rates, over), 1e-12, "cached tokens never exceed the input tokens")
+
+	// Through the chain: the meter charges the stream's reported usage.
+	p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("meter", `{"scope":"global"}`)}})
+	p.Models["primary"] = rates
+	model := rt.NewModel(rt.Response{Stream: []runtime.Delta{{Text: "x"}, {FinishReason: runtime.FinishStop, Usage: u}}})
+	pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
+	resp, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: "hi"}}})
+	require.NoError(t, err)
+	assert.Equal(t, u, resp.Usage)
+	m := pl.Layers(plan.StageChat)[0].Middleware.(*meter.Meter)
+	assert.InDelta(t, 2.88, m.Ledger("").USD, 1e-9)
+	assert.Equal(t, int64(1_100_000), m.Ledger("").Tokens())
+}
