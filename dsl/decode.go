@@ -72,8 +72,15 @@ func (l *loader) decode(p *Policy, v cue.Value) {
 		s := &Store{Name: name, Pos: l.labelPos("stores", name)}
 		s.Kind, _ = sv.LookupPath(cue.ParsePath("kind")).String()
 		s.Path, _ = sv.LookupPath(cue.ParsePath("path")).String()
+		s.URL, _ = sv.LookupPath(cue.ParsePath("url")).String()
+		s.URLEnv, _ = sv.LookupPath(cue.ParsePath("url_env")).String()
+		s.Prefix, _ = sv.LookupPath(cue.ParsePath("prefix")).String()
 		p.Stores[name] = s
 	})
+	p.Replicas = 1
+	if n, err := v.LookupPath(cue.ParsePath("settings.replicas")).Int64(); err == nil {
+		p.Replicas = int(n)
+	}
 	if lim, err := v.LookupPath(cue.ParsePath("settings.cel_cost_limit")).Uint64(); err == nil {
 		p.CELCostLimit = lim
 	} else {

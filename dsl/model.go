@@ -30,6 +30,9 @@ type Policy struct {
 	Constraints []*Constraint
 	// CELCostLimit bounds the estimated cost of every predicate.
 	CELCostLimit uint64
+	// Replicas is settings.replicas: how many processes serve the policy
+	// at once (1 when unset).
+	Replicas int
 	// Value is the policy unified with #Policy.
 	Value cue.Value
 }
@@ -80,6 +83,12 @@ type Store struct {
 	Pos  Pos
 	Kind string
 	Path string
+	// URL is the server address (redis, postgres); URLEnv names the
+	// environment variable that holds it.
+	URL    string
+	URLEnv string
+	// Prefix namespaces the store's keys or names its schema.
+	Prefix string
 }
 
 // Entry is one layer of a chain.

@@ -20,6 +20,12 @@ type Run struct {
 	ID string `json:"id"`
 	// Agent names the agent.
 	Agent string `json:"agent,omitempty"`
+	// Tenant names the caller the run is made for (a customer, an API key):
+	// a gateway sets it from the credential the request carried. Layers
+	// with scope "key" (rate_limit) key their state on it, and idempotent
+	// keys every call on it, so two tenants never share a limit or a
+	// stored result. Empty is a tenant of its own.
+	Tenant string `json:"tenant,omitempty"`
 	// Meta holds free-form run metadata (run.meta in CEL).
 	Meta map[string]any `json:"meta,omitempty"`
 }

@@ -63,6 +63,28 @@ func (e *BudgetError) Message() string {
 		strconv.FormatFloat(e.Limit, 'g', -1, 64), strconv.FormatFloat(e.Spent, 'g', -1, 64))
 }
 
+// InDoubtError reports a side-effecting call whose earlier execution may or
+// may not have happened: the process that held its idempotency lease
+// stopped (crashed, lost its store) after claiming the call and before
+// publishing an outcome. The tool is not retry_safe, so the call is not run
+// again; Classify reports ClassInDoubt, which is final: a person or a
+// reconciliation job must find out whether the effect happened, using the
+// idempotency key.
+type InDoubtError struct {
+	// Layer names the idempotent layer.
+	Layer string
+	// Tool is the tool called.
+	Tool string
+	// IdempotencyKey is the key the earlier execution was given.
+	IdempotencyKey string
+}
+
+// Error names the layer, the tool and the key.
+func (e *InDoubtError) Error() string {
+	return fmt.Sprintf("%s: call of %s is in doubt: an earlier execution (idempotency key %s) stopped before recording its outcome, and the tool is not retry_safe, so it is not run again",
+		e.Layer, e.Tool, e.IdempotencyKey)
+}
+
 // ErrorKind classifies a model or tool failure for retry, fallback and hedge.
 type ErrorKind string
 
@@ -181,9 +203,12 @@ const (
 	ClassBlocked
 	// ClassBudget is a budget ceiling: final.
 	ClassBudget
+	// ClassInDoubt is a side-effecting call that may or may not have run (an
+	// *InDoubtError): final, since running it again could repeat its effect.
+	ClassInDoubt
 )
 
-// String returns "ok", "failure", "blocked" or "budget".
+// String returns "ok", "failure", "blocked", "budget" or "in_doubt".
 func (c Class) String() string {
 	switch c {
 	case ClassOK:
@@ -192,20 +217,26 @@ func (c Class) String() string {
 		return "blocked"
 	case ClassBudget:
 		return "budget"
+	case ClassInDoubt:
+		return "in_doubt"
 	}
 	return "failure"
 }
 
 // Final reports whether a job that ended with this class must be acknowledged
 // rather than redelivered.
-func (c Class) Final() bool { return c == ClassBlocked || c == ClassBudget }
+func (c Class) Final() bool { return c == ClassBlocked || c == ClassBudget || c == ClassInDoubt }
 
 // Classify returns the class of err: ClassOK for nil, ClassBlocked for a
 // *BlockedError, ClassBudget for a *BudgetError (anywhere in the chain), and
-// ClassFailure for anything else.
+// ClassInDoubt for an *InDoubtError, and ClassFailure for anything else.
 func Classify(err error) Class {
 	if err == nil {
 		return ClassOK
+	}
+	var d *InDoubtError
+	if errors.As(err, &d) {
+		return ClassInDoubt
 	}
 	var b *BlockedError
 	if errors.As(err, &b) {
@@ -294,6 +325,10 @@ func RetryAfterOf(err error) (time.Duration, bool) {
 // "canceled", "timeout", the kind of a status code (StatusCode() int), or
 // "failure".
 func KindOf(err error) string {
+	var d *InDoubtError
+	if errors.As(err, &d) {
+		return "in_doubt"
+	}
 	var b *BlockedError
 	if errors.As(err, &b) {
 		return "blocked"

@@ -74,18 +74,22 @@ func init() {
 	})
 }
 
-// MemoryStore is the backend of kind "memory": a MemoryKV, a MemoryAudit and
-// a MemoryVectorIndex that live as long as the pipeline. It offers all three
-// ports.
+// MemoryStore is the backend of kind "memory": a MemoryKV, a MemoryAudit, a
+// MemoryVectorIndex, a MemoryRateLimiter and a MemoryBudgeter that live as
+// long as the pipeline. It offers every port (the lease through a KVLeaser
+// over its KV); its state is the process's own.
 type MemoryStore struct {
 	*MemoryKV
 	*MemoryAudit
 	*MemoryVectorIndex
+	*MemoryRateLimiter
+	*MemoryBudgeter
 }
 
 // NewMemoryStore returns an empty in-memory backend.
 func NewMemoryStore() *MemoryStore {
-	return &MemoryStore{MemoryKV: NewMemoryKV(), MemoryAudit: &MemoryAudit{}, MemoryVectorIndex: NewMemoryVectorIndex()}
+	return &MemoryStore{MemoryKV: NewMemoryKV(), MemoryAudit: &MemoryAudit{}, MemoryVectorIndex: NewMemoryVectorIndex(),
+		MemoryRateLimiter: NewMemoryRateLimiter(), MemoryBudgeter: NewMemoryBudgeter()}
 }
 
 // Close implements StoreBackend; it keeps the data.
@@ -133,7 +137,7 @@ func (pl *Pipeline) backend(ctx context.Context, name string) (StoreBackend, err
 	}
 	if m, ok := b.(*MemoryStore); ok && pl.deps.Clock != nil {
 		// In-memory TTLs follow the pipeline's clock.
-		m.MemoryKV.now, m.MemoryVectorIndex.now = pl.deps.Clock.Now, pl.deps.Clock.Now
+		m.MemoryKV.now, m.MemoryVectorIndex.now, m.MemoryRateLimiter.now = pl.deps.Clock.Now, pl.deps.Clock.Now, pl.deps.Clock.Now
 	}
 	if pl.stores.open == nil {
 		pl.stores.open = map[string]StoreBackend{}
@@ -201,6 +205,44 @@ func (b *BuildContext) AuditSink(store string) (AuditSink, error) {
 // Deps.Indexes and Deps.Index.
 func (b *BuildContext) VectorIndex(store string) (VectorIndex, error) {
 	return resolvePort(b.Context, b.p, "vector index", store, b.p.deps.Indexes, b.p.deps.Index, b.p.deps.Index != nil)
+}
+
+// Leaser returns the lease port of store ("" is the default store), resolved
+// like KV: the backend's own Leaser when it offers one, else a KVLeaser over
+// its key-value port.
+func (b *BuildContext) Leaser(store string) (Leaser, error) {
+	kv, err := b.KV(store)
+	if err != nil {
+		return nil, err
+	}
+	if l, ok := kv.(Leaser); ok {
+		return l, nil
+	}
+	l := NewKVLeaser(kv)
+	l.now = b.Clock().Now
+	return l, nil
+}
+
+// RateLimiter returns the rate limiter of the policy store named store; an
+// empty name is a limiter of the calling layer's own, in this process. A
+// store whose kind offers no rate limiter is an error.
+func (b *BuildContext) RateLimiter(store string) (RateLimiter, error) {
+	if store == "" {
+		l := NewMemoryRateLimiter()
+		l.now = b.Clock().Now
+		return l, nil
+	}
+	return resolvePort[RateLimiter](b.Context, b.p, "rate limiter", store, nil, nil, false)
+}
+
+// Budgeter returns the budget ledgers of the policy store named store; an
+// empty name is ledgers of the calling layer's own, in this process. A store
+// whose kind offers no budgets is an error.
+func (b *BuildContext) Budgeter(store string) (Budgeter, error) {
+	if store == "" {
+		return NewMemoryBudgeter(), nil
+	}
+	return resolvePort[Budgeter](b.Context, b.p, "budget ledger", store, nil, nil, false)
 }
 
 // Embedder returns Deps.Embedder, or the local HashEmbedder when unset.

@@ -7,12 +7,16 @@
 // to the inner layers untouched (no key, no store access), so that a tool
 // polled twice returns a fresh result each time.
 //
-// Key: the tool name, the call's idempotency key (ToolCall.IdempotencyKey:
-// derived from the run id, the tool and the canonical arguments, unless the
-// caller supplied one, for example the key of a redelivered job) and the
-// arguments' digest, hashed with SHA-256. The layer's state lives in the
-// key-value store named by `store` (the default store when unset); a shared
-// store (sqlite, or a networked KV) dedupes across processes.
+// Key: the tool name, the run's tenant (runtime.Run.Tenant), the call's
+// idempotency key (ToolCall.IdempotencyKey: derived from the run id, the
+// tool and the canonical arguments, unless the caller supplied one, for
+// example the key of a redelivered job) and the arguments' digest, hashed
+// with SHA-256. With key_args the key is the tool, the tenant and the named
+// arguments only, so the same order refunded from two runs is refunded once;
+// the layer then passes that key downstream as the call's idempotency key
+// when the caller supplied none. The layer's state lives in the store named
+// by `store` (the default store when unset); a shared store (redis,
+// postgres, sqlite) dedupes across processes.
 //
 // A side-effecting call whose arguments cannot be canonicalised (a NaN or
 // infinite number, a channel: runtime.ToolCall.ArgsDigestErr) has no key
@@ -20,31 +24,35 @@
 // running, with a permanent *runtime.CallError naming the layer ("arguments
 // cannot be canonicalised").
 //
-// Protocol, per call:
+// Protocol, per call (docs/state.md states the contract across processes):
 //
 //  1. In process, concurrent duplicates are collapsed: the first call leads,
 //     the others wait for it and share its outcome (the result, or its
 //     error). Followers that shared a result are reported deduped.
-//  2. The leader reads the key. A stored result is replayed: the inner
-//     layers do not run, Meta.Deduped and Meta.Cached are set (a scenario
-//     step shows "deduped": true; an audit layer outside records
-//     "deduped"; meters do not charge it). The replayed value is the JSON
-//     decoding of the result.
-//  3. Otherwise the leader claims the key with KV.SetIfAbsent (a pending
-//     record with a lease of Lease, five minutes by default). A claim held
-//     by another process is waited for (polling the key, honouring the
-//     call's context) until it holds a result, which is replayed, or
-//     disappears (the other call failed), and the claim is tried again. A
-//     claim left by a crashed process blocks duplicates until its lease
-//     expires; a call running longer than the lease may run twice.
-//  4. The leader runs the inner layers. On success the result is stored
-//     with the layer's `ttl`; on failure the claim is deleted, so a failure
-//     is never stored and the next duplicate runs the tool again. A result
-//     that does not encode as JSON is returned but not stored (logged).
+//  2. The leader asks the store's runtime.Leaser for the key, in one round
+//     trip. A published result is replayed: the inner layers do not run,
+//     Meta.Deduped and Meta.Cached are set (an audit layer outside records
+//     "deduped"; meters do not charge it).
+//  3. A lease held by another caller (in any process) is waited for,
+//     polling with a growing interval and honouring the call's context,
+//     until it holds a result or is released (the other call failed).
+//  4. A free key is leased for lease_ttl with a fencing token, and the
+//     leader runs the inner layers, renewing the lease every third of
+//     lease_ttl. On success the result is published for `ttl` (only while
+//     the token still holds the lease); on failure the lease is released,
+//     so a failure is never stored and the next duplicate runs the tool
+//     again.
+//  5. A lease that expired without an outcome (its holder crashed after
+//     claiming the call) is in doubt: the tool may or may not have run. A
+//     retry_safe tool runs again, taking over the lease with a new token
+//     and the same idempotency key, which it passes downstream; any other
+//     tool fails with a *runtime.InDoubtError, which runtime.Classify
+//     reports as final (ClassInDoubt), and stays in doubt for `ttl`.
 //
 // Store failures before the call fail closed: the call does not run and
 // returns a *runtime.CallError naming the layer (unclassified, so a retry
-// outside may try again). A failure to store the result after a successful
-// call is logged and the result returned; the pending claim is deleted when
-// possible, else it expires with its lease.
+// outside may try again). A failure to publish the result after a
+// successful call is logged and the result returned; the key is then in
+// doubt once the lease expires, so a duplicate never silently runs a tool
+// that is not retry_safe twice.
 package idempotent

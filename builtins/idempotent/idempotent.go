@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -18,15 +19,18 @@ import (
 // ID is the builtin's id.
 const ID = "idempotent"
 
-// DefaultLease is how long a claim on a running call holds.
-const DefaultLease = 5 * time.Minute
+// DefaultLease is how long a claim on a running call holds without being
+// renewed. The holder renews it every third of that while the call runs, so
+// the lease bounds how long a crashed holder blocks its duplicates, not how
+// long a call may run.
+const DefaultLease = 30 * time.Second
 
 func init() {
 	runtime.Register(runtime.Module{
 		ID:     ID,
 		Stages: []plan.Stage{plan.StageTool},
 		Traits: []runtime.Trait{runtime.TraitCaches, runtime.TraitShortCircuits},
-		Doc:    "dedupes side-effecting tool calls on run id, tool and canonical arguments",
+		Doc:    "dedupes side-effecting tool calls on tenant, run id (or chosen arguments), tool and canonical arguments",
 		New:    New,
 	})
 }
@@ -41,18 +45,21 @@ func New() runtime.Middleware {
 type Idempotent struct {
 	TTL   runtime.Duration `json:"ttl"`
 	Store string           `json:"store,omitempty"`
-
-	// Lease bounds a claim on a running call (0: DefaultLease): a claim
-	// left by a crashed process blocks duplicates until it expires, and a
-	// call running longer than the lease may run twice.
-	Lease runtime.Duration `json:"lease,omitempty"`
+	// LeaseTTL bounds a claim on a running call that is not renewed (0:
+	// DefaultLease).
+	LeaseTTL runtime.Duration `json:"lease_ttl,omitempty"`
+	// KeyArgs, when set, keys a call on these arguments (and the tool and
+	// the tenant) instead of the run and every argument: the same order
+	// refunded from two runs is refunded once.
+	KeyArgs []string `json:"key_args,omitempty"`
 
 	name    string
-	kv      runtime.KV
+	leaser  runtime.Leaser
+	clock   runtime.Clock
 	logger  *slog.Logger
 	mu      sync.Mutex
 	flights map[string]*flight
-	// poll is the first and longest wait between reads of a claim held
+	// pollMin and pollMax bound the wait between reads of a claim held
 	// elsewhere.
 	pollMin, pollMax time.Duration
 }
@@ -67,49 +74,81 @@ type flight struct {
 	abandoned bool
 }
 
-// record is the stored state of a key.
-type record struct {
-	// State is "pending" (claimed, running) or "done".
-	State  string          `json:"state"`
-	Result json.RawMessage `json:"result,omitempty"`
-}
-
-var pending = []byte(`{"state":"pending"}`)
-
 // Provision resolves the store.
 func (m *Idempotent) Provision(b *runtime.BuildContext) error {
 	m.name = b.Name()
 	m.logger = b.Logger
+	m.clock = b.Clock()
 	m.flights = map[string]*flight{}
-	if m.Lease <= 0 {
-		m.Lease = runtime.Duration(DefaultLease)
+	if m.LeaseTTL <= 0 {
+		m.LeaseTTL = runtime.Duration(DefaultLease)
 	}
 	m.pollMin, m.pollMax = 2*time.Millisecond, 200*time.Millisecond
-	kv, err := b.KV(m.Store)
+	l, err := b.Leaser(m.Store)
 	if err != nil {
 		return err
 	}
-	m.kv = kv
+	m.leaser = l
 	return nil
 }
 
-// Validate checks the ttl.
+// Validate checks the ttl and the key arguments.
 func (m *Idempotent) Validate() error {
 	if m.TTL <= 0 {
 		return errors.New("ttl must be positive")
 	}
+	for i, a := range m.KeyArgs {
+		if a == "" || slices.Contains(m.KeyArgs[:i], a) {
+			return fmt.Errorf("key_args: %q is empty or repeated", a)
+		}
+	}
 	return nil
 }
 
-// Key returns the store key of a call. The layer computes it only for calls
-// whose arguments canonicalise (ToolCall.ArgsDigestErr).
+// Key returns the store key of a call keyed on its run (no key_args): the
+// tool, the tenant, the call's idempotency key and the arguments' digest.
+// The layer computes it only for calls whose arguments canonicalise
+// (ToolCall.ArgsDigestErr).
 func Key(c *runtime.ToolCall) string {
+	return hashKey(c.Name, c.Meta.Run.Tenant, c.IdempotencyKey(), c.ArgsDigest())
+}
+
+func hashKey(parts ...string) string {
 	h := sha256.New()
-	for _, s := range []string{c.Name, c.IdempotencyKey(), c.ArgsDigest()} {
+	for _, s := range parts {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}
 	return "agentc/idempotent/" + hex.EncodeToString(h.Sum(nil))
+}
+
+// key returns the store key of c, keyed on the key arguments when the layer
+// has them. A call lacking one of them is refused.
+func (m *Idempotent) key(c *runtime.ToolCall) (string, error) {
+	if len(m.KeyArgs) == 0 {
+		return Key(c), nil
+	}
+	picked := make([]any, len(m.KeyArgs))
+	for i, a := range m.KeyArgs {
+		v, ok := c.Args[a]
+		if !ok {
+			return "", &runtime.CallError{Kind: runtime.KindPermanent, Layer: m.name,
+				Message: fmt.Sprintf("argument %q named in key_args is missing; the call did not run", a)}
+		}
+		picked[i] = v
+	}
+	b, err := json.Marshal(picked)
+	if err != nil {
+		return "", &runtime.CallError{Kind: runtime.KindPermanent, Layer: m.name,
+			Message: "key arguments cannot be canonicalised; the call did not run", Err: err}
+	}
+	k := hashKey("args", c.Name, c.Meta.Run.Tenant, string(b))
+	if c.Meta.IdempotencyKey == "" {
+		// The key passed downstream is the layer's: the same in every run
+		// and process that makes this call.
+		c.Meta.IdempotencyKey = k[len("agentc/idempotent/"):]
+	}
+	return k, nil
 }
 
 // WrapTool implements runtime.ToolWrapper.
@@ -126,7 +165,10 @@ func (m *Idempotent) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 			return nil, &runtime.CallError{Kind: runtime.KindPermanent, Layer: m.name,
 				Message: "arguments cannot be canonicalised; the call did not run", Err: err}
 		}
-		key := Key(c)
+		key, err := m.key(c)
+		if err != nil {
+			return nil, err
+		}
 		for {
 			m.mu.Lock()
 			f, running := m.flights[key]
@@ -172,113 +214,115 @@ func (m *Idempotent) lead(ctx context.Context, c *runtime.ToolCall, key string, 
 	return v, err
 }
 
-// settle replays the stored result of key, waits for a claim held elsewhere,
-// or claims the call and runs it.
+// settle replays the published result of key, waits for a lease held
+// elsewhere, or takes the lease and runs the call. A lease whose holder
+// stopped without an outcome is in doubt: a retry-safe tool runs again (with
+// the same idempotency key), any other returns an *runtime.InDoubtError.
 func (m *Idempotent) settle(ctx context.Context, c *runtime.ToolCall, key string, next runtime.ToolHandler) (any, error) {
+	d := m.pollMin
 	for {
-		rec, found, err := m.read(ctx, key)
+		g, err := m.leaser.Acquire(ctx, key, m.LeaseTTL.D(), m.TTL.D(), c.Tool.RetrySafe)
 		if err != nil {
-			return nil, err
-		}
-		if found && rec.State == "done" {
-			var out any
-			if err := json.Unmarshal(rec.Result, &out); err == nil {
-				c.Meta.Deduped, c.Meta.Cached = true, true
-				return out, nil
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
 			}
-			m.logger.WarnContext(ctx, "idempotent: stored result does not decode; running the call again", "tool", c.Name)
-			if err := m.kv.Delete(ctx, key); err != nil {
-				return nil, m.storeErr("clear a corrupt record", err)
-			}
-			continue
-		}
-		if found {
-			if err := m.waitClaim(ctx, key); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		claimed, err := m.kv.SetIfAbsent(ctx, key, pending, m.Lease.D())
-		if err != nil {
 			return nil, m.storeErr("claim the call", err)
 		}
-		if claimed {
-			return m.run(ctx, c, key, next)
+		switch g.Status {
+		case runtime.LeaseDone:
+			var out any
+			if err := json.Unmarshal(g.Result, &out); err != nil {
+				return nil, &runtime.CallError{Kind: runtime.KindPermanent, Layer: m.name,
+					Message: "the stored result of this call does not decode; the call did not run again", Err: err}
+			}
+			c.Meta.Deduped, c.Meta.Cached = true, true
+			return out, nil
+		case runtime.LeaseInDoubt:
+			return nil, &runtime.InDoubtError{Layer: m.name, Tool: c.Name, IdempotencyKey: c.IdempotencyKey()}
+		case runtime.LeaseAcquired:
+			if g.InDoubt {
+				m.logger.WarnContext(ctx, "idempotent: an earlier execution stopped without an outcome; running the retry-safe tool again with the same idempotency key",
+					"tool", c.Name, "idempotency_key", c.IdempotencyKey())
+			}
+			return m.run(ctx, c, key, g.Token, next)
 		}
+		// Held elsewhere: wait, then ask again.
+		if err := m.clock.Sleep(ctx, min(d, max(g.Remaining, m.pollMin))); err != nil {
+			return nil, err
+		}
+		d = min(2*d, m.pollMax)
 	}
 }
 
-// run executes the claimed call and stores its result.
-func (m *Idempotent) run(ctx context.Context, c *runtime.ToolCall, key string, next runtime.ToolHandler) (any, error) {
+// run executes the call under the lease token, renewing the lease while it
+// runs, and publishes its result (or releases the lease on failure).
+func (m *Idempotent) run(ctx context.Context, c *runtime.ToolCall, key string, token int64, next runtime.ToolHandler) (any, error) {
+	wctx := context.WithoutCancel(ctx)
+	stop := m.renew(wctx, c, key, token)
 	done := false
 	defer func() {
+		stop()
 		if !done { // the call panicked: release the claim
-			_ = m.kv.Delete(context.WithoutCancel(ctx), key)
+			_ = m.leaser.Release(wctx, key, token)
 		}
 	}()
 	v, err := next(ctx, c)
 	done = true
-	wctx := context.WithoutCancel(ctx)
+	stop()
 	if err != nil {
-		if derr := m.kv.Delete(wctx, key); derr != nil {
-			m.logger.WarnContext(ctx, "idempotent: releasing the claim of a failed call failed; it expires with its lease",
-				"tool", c.Name, "error", derr)
+		if rerr := m.leaser.Release(wctx, key, token); rerr != nil {
+			m.logger.WarnContext(ctx, "idempotent: releasing the claim of a failed call failed; the call is in doubt once its lease expires",
+				"tool", c.Name, "error", rerr)
 		}
 		return v, err
 	}
 	res, merr := json.Marshal(v)
-	if merr == nil {
-		var b []byte
-		b, merr = json.Marshal(record{State: "done", Result: res})
-		if merr == nil {
-			if serr := m.kv.Set(wctx, key, b, m.TTL.D()); serr != nil {
-				m.logger.WarnContext(ctx, "idempotent: storing the result failed; a duplicate will run again",
-					"tool", c.Name, "error", serr)
-				_ = m.kv.Delete(wctx, key)
-			}
-			return v, nil
-		}
+	if merr != nil {
+		m.logger.WarnContext(ctx, "idempotent: result does not encode as JSON; not stored", "tool", c.Name, "error", merr)
+		_ = m.leaser.Release(wctx, key, token)
+		return v, nil
 	}
-	m.logger.WarnContext(ctx, "idempotent: result does not encode as JSON; not stored", "tool", c.Name, "error", merr)
-	_ = m.kv.Delete(wctx, key)
+	ok, perr := m.leaser.Publish(wctx, key, token, res, m.TTL.D())
+	switch {
+	case perr != nil:
+		m.logger.WarnContext(ctx, "idempotent: storing the result failed; a duplicate finds the call in doubt once the lease expires",
+			"tool", c.Name, "error", perr)
+	case !ok:
+		m.logger.WarnContext(ctx, "idempotent: the lease was lost while the call ran (it outlived lease_ttl without renewal); the result is not stored",
+			"tool", c.Name)
+	}
 	return v, nil
 }
 
-func (m *Idempotent) read(ctx context.Context, key string) (record, bool, error) {
-	b, found, err := m.kv.Get(ctx, key)
-	if err != nil {
-		return record{}, false, m.storeErr("read the call's state", err)
-	}
-	if !found {
-		return record{}, false, nil
-	}
-	var rec record
-	if err := json.Unmarshal(b, &rec); err != nil || (rec.State != "done" && rec.State != "pending") {
-		rec = record{State: "done"} // undecodable: handled as a corrupt result
-	}
-	return rec, true, nil
-}
-
-// waitClaim waits until the pending claim on key changes (a result, or no
-// claim), polling with a growing interval, or ctx ends.
-func (m *Idempotent) waitClaim(ctx context.Context, key string) error {
-	d := m.pollMin
-	for {
-		t := time.NewTimer(d)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
+// renew extends the lease every third of lease_ttl until the returned stop
+// is called (stop is idempotent and waits for the renewer to end).
+func (m *Idempotent) renew(ctx context.Context, c *runtime.ToolCall, key string, token int64) (stop func()) {
+	quit, ended := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ended)
+		t := time.NewTicker(m.LeaseTTL.D() / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+			}
+			ok, err := m.leaser.Renew(ctx, key, token, m.LeaseTTL.D())
+			if err != nil {
+				m.logger.WarnContext(ctx, "idempotent: renewing the lease failed", "tool", c.Name, "error", err)
+				continue
+			}
+			if !ok {
+				m.logger.WarnContext(ctx, "idempotent: the lease was taken over while the call ran", "tool", c.Name)
+				return
+			}
 		}
-		rec, found, err := m.read(ctx, key)
-		if err != nil {
-			return err
-		}
-		if !found || rec.State != "pending" {
-			return nil
-		}
-		d = min(2*d, m.pollMax)
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() { close(quit) })
+		<-ended
 	}
 }
 

@@ -3,6 +3,7 @@ package idempotent_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"path/filepath"
 	"sync"
@@ -233,7 +234,7 @@ func TestWaitsForAClaimHeldElsewhere(t *testing.T) {
 	req := runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1"}}
 	key := claimKey(req)
 	stored := []byte(`{"state":"done","result":"theirs"}`)
-	ok, err := kv.SetIfAbsent(context.Background(), key, []byte(`{"state":"pending"}`), time.Minute)
+	ok, err := kv.SetIfAbsent(context.Background(), key, pendingClaim(), time.Minute)
 	require.NoError(t, err)
 	require.True(t, ok)
 	go func() {
@@ -249,7 +250,7 @@ func TestWaitsForAClaimHeldElsewhere(t *testing.T) {
 	// A claim that disappears (the other call failed) is taken over.
 	req2 := runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A2"}}
 	key2 := claimKey(req2)
-	ok, err = kv.SetIfAbsent(context.Background(), key2, []byte(`{"state":"pending"}`), time.Minute)
+	ok, err = kv.SetIfAbsent(context.Background(), key2, pendingClaim(), time.Minute)
 	require.NoError(t, err)
 	require.True(t, ok)
 	go func() {
@@ -263,13 +264,18 @@ func TestWaitsForAClaimHeldElsewhere(t *testing.T) {
 
 	// A waiter gives up when its context ends.
 	req3 := runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A3"}}
-	_, err = kv.SetIfAbsent(context.Background(), claimKey(req3), []byte(`{"state":"pending"}`), time.Minute)
+	_, err = kv.SetIfAbsent(context.Background(), claimKey(req3), pendingClaim(), time.Minute)
 	require.NoError(t, err)
 	cctx, cancel := context.WithTimeout(ctx1, 20*time.Millisecond)
 	defer cancel()
 	_, err = pl.Tool(cctx, req3)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Equal(t, 1, tool.Calls())
+}
+
+// pendingClaim is another process's live claim, as the KV lease stores it.
+func pendingClaim() []byte {
+	return []byte(fmt.Sprintf(`{"state":"pending","token":1,"until":%d}`, time.Now().Add(time.Minute).UnixNano()))
 }
 
 // claimKey returns the store key of req in run-1.
@@ -349,4 +355,84 @@ func TestArgumentsWithoutCanonicalFormAreRefused(t *testing.T) {
 		assert.False(t, r.Deduped)
 	}
 	assert.Equal(t, 0, tool.Calls(), "the call did not run")
+}
+
+func TestKeyArgsDedupeAcrossRunsWithinATenant(t *testing.T) {
+	tool := rt.NewTool(rt.ToolResult{Value: "R1"})
+	pl := rt.Build(t, toolPlan(rt.Layer("idempotent", `{"key_args": ["order_id"]}`)),
+		runtime.Deps{Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
+	call := func(run, tenant string, args map[string]any) (runtime.ToolResult, error) {
+		return pl.Tool(runtime.WithRun(context.Background(), runtime.Run{ID: run, Tenant: tenant}),
+			runtime.ToolRequest{Name: "refund", Args: args})
+	}
+	_, err := call("run-1", "acme", map[string]any{"order_id": "A1", "note": "first"})
+	require.NoError(t, err)
+	r, err := call("run-2", "acme", map[string]any{"order_id": "A1", "note": "second"})
+	require.NoError(t, err)
+	assert.True(t, r.Deduped, "same order, same tenant, another run: deduped")
+	assert.Equal(t, 1, tool.Calls())
+	r, err = call("run-2", "globex", map[string]any{"order_id": "A1"})
+	require.NoError(t, err)
+	assert.False(t, r.Deduped, "another tenant never shares a result")
+	assert.Equal(t, 2, tool.Calls())
+
+	_, err = call("run-3", "acme", map[string]any{"note": "no order"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `argument "order_id" named in key_args is missing`)
+	assert.Equal(t, 2, tool.Calls(), "refused without running")
+}
+
+func TestTenantsDoNotShareResults(t *testing.T) {
+	tool := rt.NewTool(rt.ToolResult{Value: "R1"})
+	pl := rt.Build(t, toolPlan(), runtime.Deps{Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
+	req := runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1"}}
+	for _, tenant := range []string{"acme", "globex", "acme"} {
+		_, err := pl.Tool(runtime.WithRun(context.Background(), runtime.Run{ID: "run-1", Tenant: tenant}), req)
+		require.NoError(t, err)
+	}
+	assert.Equal(t, 2, tool.Calls())
+}
+
+func TestAnExpiredClaimIsInDoubt(t *testing.T) {
+	kv := runtime.NewMemoryKV()
+	p := toolPlan()
+	p.Tools["charge"] = plan.Tool{SideEffecting: true}
+	var keys []string
+	charge := func(_ context.Context, c *runtime.ToolCall) (any, error) {
+		keys = append(keys, c.IdempotencyKey())
+		return "charged", nil
+	}
+	refund := func(_ context.Context, c *runtime.ToolCall) (any, error) {
+		keys = append(keys, c.IdempotencyKey())
+		return "refunded", nil
+	}
+	pl := rt.Build(t, p, runtime.Deps{KV: kv, Tools: map[string]runtime.ToolFunc{"refund": refund, "charge": charge}})
+	// A process claimed both calls and died: its leases have expired.
+	dead := []byte(fmt.Sprintf(`{"state":"pending","token":1,"until":%d}`, time.Now().Add(-time.Second).UnixNano()))
+	chargeReq := runtime.ToolRequest{Name: "charge", Args: map[string]any{"order_id": "A1"}}
+	refundReq := runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1"}}
+	for _, req := range []runtime.ToolRequest{chargeReq, refundReq} {
+		require.NoError(t, kv.Set(context.Background(), claimKey(req), dead, time.Hour))
+	}
+
+	_, err := pl.Tool(ctx1, chargeReq)
+	var doubt *runtime.InDoubtError
+	require.ErrorAs(t, err, &doubt)
+	assert.Equal(t, runtime.ClassInDoubt, runtime.Classify(err))
+	assert.True(t, runtime.Classify(err).Final())
+	assert.Equal(t, "in_doubt", runtime.KindOf(err))
+	assert.False(t, runtime.IsTransient(err))
+	assert.Empty(t, keys, "a tool that is not retry_safe does not run again")
+	_, err = pl.Tool(ctx1, chargeReq)
+	require.ErrorAs(t, err, &doubt, "the call stays in doubt")
+
+	r, err := pl.Tool(ctx1, refundReq)
+	require.NoError(t, err)
+	assert.Equal(t, "refunded", r.Value, "a retry_safe tool runs again")
+	require.Len(t, keys, 1)
+	assert.Equal(t, (&runtime.ToolCall{Name: "refund", Args: refundReq.Args, Meta: runtime.Meta{Run: runtime.Run{ID: "run-1"}}}).IdempotencyKey(),
+		keys[0], "with the idempotency key of the first execution")
+	r, err = pl.Tool(ctx1, refundReq)
+	require.NoError(t, err)
+	assert.True(t, r.Deduped, "and its result is published")
 }

@@ -13,7 +13,9 @@
 //
 // Ceilings: before a call runs, it is refused with a *runtime.BudgetError if
 // the ledger has reached any ceiling (tokens: input plus output; usd; calls).
-// The check and the admission are one step under the ledger's lock: an
+// The check and the admission are one atomic step of the ledger store
+// (runtime.Budgeter: a lock in process, a Lua script in redis, one
+// statement in postgres): an
 // admitted call is counted as pending until it ends, then either charged or,
 // when it is not charged (a pre-stream failure, a cached hit, a failed tool
 // call, a panic), released. The calls ceiling counts pending calls with the
@@ -23,7 +25,14 @@
 // concurrently before the ledger reaches the ceiling all run, and each one
 // that crosses it is charged in full.
 //
+// Across replicas sharing a store the same holds for every process: calls
+// never exceed their ceiling, and tokens and cost exceed theirs by at most
+// what the calls in flight when the ceiling was reached charge. A store
+// failure before a call fails closed (the call does not run); one after it
+// is logged and the charge lost.
+//
 // Scope "run" keeps one ledger per run id (runtime.WithRun); "global" one for
-// the layer. Ledgers live in memory for the pipeline's lifetime; Forget drops
-// a finished run's ledger.
+// the layer. Without `store` ledgers live in memory for the pipeline's
+// lifetime; in a shared store a run's ledger expires a day after its last
+// call. Forget (Pipeline.EndRun) drops a finished run's ledger.
 package meter

@@ -3,7 +3,8 @@ package meter
 import (
 	"context"
 	"fmt"
-	"sync"
+	"log/slog"
+	"time"
 
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
@@ -34,26 +35,32 @@ type Budget struct {
 type Meter struct {
 	Budget *Budget `json:"budget,omitempty"`
 	Scope  string  `json:"scope"`
+	// Store names the policy store that holds the ledgers; empty keeps
+	// them in this process.
+	Store string `json:"store,omitempty"`
 
-	name   string
-	rates  map[string]plan.Model
-	global ledger
-	mu     sync.Mutex
-	runs   map[string]*ledger
+	name    string
+	prefix  string
+	rates   map[string]plan.Model
+	logger  *slog.Logger
+	budgets runtime.Budgeter
 }
 
-type ledger struct {
-	mu sync.Mutex
-	runtime.Ledger
-	// pending counts the calls admitted by reserve and not yet settled.
-	pending int64
-}
+// runLedgerTTL is how long a shared ledger of scope "run" outlives its last
+// call when the run is never ended.
+const runLedgerTTL = 24 * time.Hour
 
-// Provision records the model rates.
+// Provision records the model rates and resolves the ledgers.
 func (m *Meter) Provision(b *runtime.BuildContext) error {
 	m.name = b.Name()
+	m.prefix = "agentc/meter/" + string(b.Stage) + "/" + m.name + "/"
 	m.rates = b.Plan.Models
-	m.runs = map[string]*ledger{}
+	m.logger = b.Logger
+	bg, err := b.Budgeter(m.Store)
+	if err != nil {
+		return err
+	}
+	m.budgets = bg
 	return nil
 }
 
@@ -65,91 +72,86 @@ func (m *Meter) Validate() error {
 	return nil
 }
 
-func (m *Meter) ledgerFor(run string) *ledger {
+// key returns the ledger key of run.
+func (m *Meter) key(run string) string {
 	if m.Scope == "global" {
-		return &m.global
+		return m.prefix + "global"
 	}
-	m.mu.Lock()
-	l := m.runs[run]
-	if l == nil {
-		l = &ledger{}
-		m.runs[run] = l
-	}
-	m.mu.Unlock()
-	return l
+	return m.prefix + "run/" + run
 }
 
-// Ledger implements runtime.LedgerReader.
-func (m *Meter) Ledger(runID string) runtime.Ledger {
-	var l *ledger
+func (m *Meter) ttl() time.Duration {
 	if m.Scope == "global" {
-		l = &m.global
-	} else {
-		m.mu.Lock()
-		l = m.runs[runID]
-		m.mu.Unlock()
-		if l == nil {
-			return runtime.Ledger{}
-		}
+		return 0
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.Ledger
+	return runLedgerTTL
+}
+
+// Ledger implements runtime.LedgerReader. A ledger the store cannot read is
+// logged and reported empty.
+func (m *Meter) Ledger(runID string) runtime.Ledger {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	l, err := m.budgets.LedgerOf(ctx, m.key(runID))
+	if err != nil {
+		m.logger.Warn("meter: reading the ledger failed", "error", err)
+	}
+	return l
 }
 
 // Forget drops the ledger of a finished run (scope "run").
 func (m *Meter) Forget(runID string) {
-	m.mu.Lock()
-	delete(m.runs, runID)
-	m.mu.Unlock()
+	if m.Scope == "global" {
+		return
+	}
+	if err := m.budgets.ForgetLedger(context.Background(), m.key(runID)); err != nil {
+		m.logger.Warn("meter: dropping the ledger of an ended run failed", "run", runID, "error", err)
+	}
 }
 
 // EndRun implements runtime.RunEnder: it forgets the run's ledger.
 func (m *Meter) EndRun(runID string) { m.Forget(runID) }
 
 // reserve admits a call or refuses it with a *runtime.BudgetError, in one
-// critical section of the ledger lock: the tokens and usd ceilings refuse
-// once the charged amount has reached them; the calls ceiling refuses once
-// the charged calls plus the calls admitted and still running have reached
-// it. An admitted call is counted as pending until settle; it reports whether
-// it reserved anything (without a budget there is nothing to reserve).
-func (m *Meter) reserve(l *ledger) (bool, error) {
+// atomic step of the ledger store (runtime.Budgeter): the tokens and usd
+// ceilings refuse once the charged amount has reached them; the calls
+// ceiling refuses once the charged calls plus the calls admitted and still
+// running have reached it. An admitted call is counted as pending until
+// settle; it reports whether it reserved anything (without a budget there is
+// nothing to reserve). A store failure fails closed.
+func (m *Meter) reserve(ctx context.Context, key string) (bool, error) {
 	b := m.Budget
 	if b == nil {
 		return false, nil
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	cur := l.Ledger
-	switch {
-	case b.Tokens != nil && cur.Tokens() >= *b.Tokens:
-		return false, &runtime.BudgetError{Layer: m.name, Resource: "tokens", Spent: float64(cur.Tokens()), Limit: float64(*b.Tokens)}
-	case b.USD != nil && cur.USD >= *b.USD:
-		return false, &runtime.BudgetError{Layer: m.name, Resource: "usd", Spent: cur.USD, Limit: *b.USD}
-	case b.Calls != nil && cur.Calls+l.pending >= *b.Calls:
-		return false, &runtime.BudgetError{Layer: m.name, Resource: "calls", Spent: float64(cur.Calls), Limit: float64(*b.Calls)}
+	refusal, err := m.budgets.Reserve(ctx, key, runtime.BudgetLimits{Tokens: b.Tokens, USD: b.USD, Calls: b.Calls}, m.ttl())
+	if err != nil {
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		return false, &runtime.CallError{Layer: m.name, Message: "budget store unavailable; the call did not run", Err: err}
 	}
-	l.pending++
+	if refusal != nil {
+		refusal.Layer = m.name
+		return false, refusal
+	}
 	return true, nil
 }
 
 // settle releases a call's reservation (when reserved) and charges it
-// (when charge): usage u at cost usd and one call.
-func (m *Meter) settle(l *ledger, reserved, charge bool, u runtime.Usage, usd float64) {
+// (when charge): usage u at cost usd and one call. A store failure is
+// logged: the call has run, and its charge is lost.
+func (m *Meter) settle(ctx context.Context, key string, reserved, charge bool, u runtime.Usage, usd float64) {
 	if !reserved && !charge {
 		return
 	}
-	l.mu.Lock()
-	if reserved {
-		l.pending--
-	}
+	var c runtime.Ledger
 	if charge {
-		l.InputTokens += u.InputTokens
-		l.OutputTokens += u.OutputTokens
-		l.USD += usd
-		l.Calls++
+		c = runtime.Ledger{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, USD: usd, Calls: 1}
 	}
-	l.mu.Unlock()
+	if err := m.budgets.Settle(context.WithoutCancel(ctx), key, reserved, c, m.ttl()); err != nil {
+		m.logger.WarnContext(ctx, "meter: settling the call in the ledger store failed; its charge is lost", "error", err)
+	}
 }
 
 // Cost returns the cost in US dollars of usage on model at the plan's rates
@@ -172,15 +174,15 @@ func Cost(r plan.Model, u runtime.Usage) float64 {
 // WrapChat implements runtime.ChatWrapper.
 func (m *Meter) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
-		l := m.ledgerFor(c.Meta.Run.ID)
-		reserved, err := m.reserve(l)
+		l := m.key(c.Meta.Run.ID)
+		reserved, err := m.reserve(ctx, l)
 		if err != nil {
 			return err
 		}
 		settled := false
 		defer func() {
 			if !settled { // next panicked: release the reservation
-				m.settle(l, reserved, false, runtime.Usage{}, 0)
+				m.settle(ctx, l, reserved, false, runtime.Usage{}, 0)
 			}
 		}()
 		start, u0 := c.Deltas, c.Usage
@@ -188,7 +190,7 @@ func (m *Meter) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		settled = true
 		if c.Meta.Cached || err != nil && c.Deltas == start && c.Usage == u0 {
 			// A cached hit, or a pre-stream failure (nothing arrived): not charged.
-			m.settle(l, reserved, false, runtime.Usage{}, 0)
+			m.settle(ctx, l, reserved, false, runtime.Usage{}, 0)
 			return err
 		}
 		u := c.Usage.Sub(u0)
@@ -196,7 +198,7 @@ func (m *Meter) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		if model == "" {
 			model = c.Request.Model
 		}
-		m.settle(l, reserved, true, u, m.Cost(model, u))
+		m.settle(ctx, l, reserved, true, u, m.Cost(model, u))
 		return err
 	}
 }
@@ -204,20 +206,20 @@ func (m *Meter) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 // WrapTool implements runtime.ToolWrapper.
 func (m *Meter) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 	return func(ctx context.Context, c *runtime.ToolCall) (any, error) {
-		l := m.ledgerFor(c.Meta.Run.ID)
-		reserved, err := m.reserve(l)
+		l := m.key(c.Meta.Run.ID)
+		reserved, err := m.reserve(ctx, l)
 		if err != nil {
 			return nil, err
 		}
 		settled := false
 		defer func() {
 			if !settled { // next panicked: release the reservation
-				m.settle(l, reserved, false, runtime.Usage{}, 0)
+				m.settle(ctx, l, reserved, false, runtime.Usage{}, 0)
 			}
 		}()
 		v, err := next(ctx, c)
 		settled = true
-		m.settle(l, reserved, err == nil && !c.Meta.Cached, runtime.Usage{}, 0)
+		m.settle(ctx, l, reserved, err == nil && !c.Meta.Cached, runtime.Usage{}, 0)
 		return v, err
 	}
 }

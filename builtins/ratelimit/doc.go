@@ -1,10 +1,22 @@
 // Package ratelimit implements the rate_limit builtin (stages chat, tool and
-// turn): a token bucket that holds up to `burst` tokens and gains `rate`
-// tokens every `per`. Each call takes one token before it runs. With mode
-// "wait" a call without a token reserves the next one and waits for it; if
-// the caller's context ends first the reservation is returned and the call
-// fails with the context's error. With mode "reject" it fails at once with a
-// rate limited *runtime.CallError whose RetryAfter says when a token will be
-// free (a failure, not final: a retry layer outside honours it, a host may
-// redeliver). Scope "global" shares one bucket; "run" keeps one per run id.
+// turn): the generic cell rate algorithm (GCRA), equivalent to a token
+// bucket that holds up to `burst` tokens and gains `rate` tokens every
+// `per`. Each call takes one slot before it runs, evaluated atomically by
+// the limiter (runtime.RateLimiter) of the layer's `store`: in this process
+// when unset, or in a redis store (a Lua script) or a postgres store (one
+// statement) shared by every replica, so over any window t the replicas
+// together admit at most rate·t/per + burst calls.
+//
+// With mode "wait" a call without a free slot reserves the next one and
+// waits for it; a wait that would outlast the context's deadline is refused
+// at once (a rate limited error wrapping context.DeadlineExceeded), and a
+// call whose context ends while it waits fails with the context's error
+// (its reserved slot is not given back). With mode "reject" it fails at once
+// with a rate limited *runtime.CallError whose RetryAfter says when a slot
+// will be free (a failure, not final: a retry layer outside honours it, a
+// host may redeliver). A store failure fails closed: the call does not run.
+//
+// Scope "global" shares one limit; "run" keeps one per run id (dropped at
+// Pipeline.EndRun); "key" keeps one per tenant (runtime.Run.Tenant, set by
+// the gateway from the caller's API key).
 package ratelimit

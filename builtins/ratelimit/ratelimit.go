@@ -3,7 +3,7 @@ package ratelimit
 import (
 	"context"
 	"fmt"
-	"sync"
+	"math"
 	"time"
 
 	"github.com/agentc-dev/agentc/runtime"
@@ -18,7 +18,7 @@ func init() {
 		ID:     ID,
 		Stages: []plan.Stage{plan.StageChat, plan.StageTool, plan.StageTurn},
 		Traits: []runtime.Trait{runtime.TraitShortCircuits},
-		Doc:    "token bucket; waits (respecting cancellation) or rejects",
+		Doc:    "GCRA rate limit per process, run or tenant, shared through a store; waits (respecting cancellation) or rejects",
 		New: func() runtime.Middleware {
 			return &RateLimit{Per: runtime.Duration(time.Second), Burst: 1, Mode: "wait", Scope: "global"}
 		},
@@ -33,31 +33,27 @@ type RateLimit struct {
 	Burst int64            `json:"burst"`
 	Mode  string           `json:"mode"`
 	Scope string           `json:"scope"`
+	// Store names the policy store that holds the limiter's state; empty
+	// keeps it in this process.
+	Store string `json:"store,omitempty"`
 
-	name   string
-	perTok time.Duration // time to gain one token
-	now    func() time.Time
-	clock  runtime.Clock
-	global *bucket
-	mu     sync.Mutex
-	runs   map[string]*bucket
+	name     string
+	prefix   string
+	interval time.Duration // time to gain one token
+	limiter  runtime.RateLimiter
+	clock    runtime.Clock
 }
 
-type bucket struct {
-	mu     sync.Mutex
-	tokens float64
-	last   time.Time
-}
-
-// Provision sets up the buckets.
+// Provision resolves the limiter.
 func (r *RateLimit) Provision(b *runtime.BuildContext) error {
 	r.name = b.Name()
 	r.clock = b.Clock()
-	if r.now == nil {
-		r.now = r.clock.Now
+	r.prefix = "agentc/rate/" + string(b.Stage) + "/" + r.name + "/" + r.Scope + "/"
+	l, err := b.RateLimiter(r.Store)
+	if err != nil {
+		return err
 	}
-	r.runs = map[string]*bucket{}
-	r.global = r.newBucket()
+	r.limiter = l
 	return nil
 }
 
@@ -72,77 +68,69 @@ func (r *RateLimit) Validate() error {
 		return fmt.Errorf("burst must be at least 1, got %d", r.Burst)
 	case r.Mode != "wait" && r.Mode != "reject":
 		return fmt.Errorf(`mode must be "wait" or "reject", got %q`, r.Mode)
-	case r.Scope != "global" && r.Scope != "run":
-		return fmt.Errorf(`scope must be "global" or "run", got %q`, r.Scope)
+	case r.Scope != "global" && r.Scope != "run" && r.Scope != "key":
+		return fmt.Errorf(`scope must be "global", "run" or "key", got %q`, r.Scope)
 	}
-	r.perTok = r.Per.D() / time.Duration(r.Rate)
-	if r.perTok <= 0 {
-		r.perTok = 1
-	}
+	r.interval = max(r.Per.D()/time.Duration(r.Rate), 1)
 	return nil
 }
 
-func (r *RateLimit) newBucket() *bucket {
-	return &bucket{tokens: float64(r.Burst), last: r.now()}
-}
-
-func (r *RateLimit) bucketFor(run string) *bucket {
-	if r.Scope != "run" {
-		return r.global
+// key returns the limiter key of a call of run.
+func (r *RateLimit) key(run runtime.Run) string {
+	switch r.Scope {
+	case "run":
+		return r.prefix + run.ID
+	case "key":
+		return r.prefix + run.Tenant
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	b := r.runs[run]
-	if b == nil {
-		b = r.newBucket()
-		r.runs[run] = b
-	}
-	return b
+	return r.prefix
 }
 
 // EndRun implements runtime.RunEnder: it drops the run's bucket (scope
 // "run").
 func (r *RateLimit) EndRun(runID string) {
-	r.mu.Lock()
-	delete(r.runs, runID)
-	r.mu.Unlock()
+	if r.Scope == "run" {
+		_ = r.limiter.ForgetRate(context.Background(), r.key(runtime.Run{ID: runID}))
+	}
 }
 
-// Take takes one token for a call of run, waiting or refusing per the mode.
-func (r *RateLimit) Take(ctx context.Context, run string) error {
-	b := r.bucketFor(run)
-	b.mu.Lock()
-	now := r.now()
-	if el := now.Sub(b.last); el > 0 {
-		b.tokens = min(float64(r.Burst), b.tokens+float64(el)/float64(r.perTok))
-		b.last = now
+// Take admits one call of run, waiting or refusing per the mode. In wait
+// mode a wait that would outlast the context's deadline is refused at once.
+// A store failure fails closed: the call does not run.
+func (r *RateLimit) Take(ctx context.Context, run runtime.Run) error {
+	maxWait := time.Duration(0)
+	if r.Mode == "wait" {
+		maxWait = time.Duration(math.MaxInt64)
+		if dl, ok := ctx.Deadline(); ok {
+			maxWait = max(dl.Sub(r.clock.Now()), 0)
+		}
 	}
-	if b.tokens >= 1 {
-		b.tokens--
-		b.mu.Unlock()
+	wait, ok, err := r.limiter.Allow(ctx, r.key(run), r.interval, r.Burst, maxWait)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return &runtime.CallError{Layer: r.name, Message: "rate limit store unavailable; the call did not run", Err: err}
+	}
+	if !ok {
+		ce := &runtime.CallError{Kind: runtime.KindRateLimited, Layer: r.name, RetryAfter: wait,
+			Message: fmt.Sprintf("rate limit of %d per %s exceeded", r.Rate, r.Per.D())}
+		if r.Mode == "wait" {
+			ce.Message += "; the wait would outlast the call's deadline"
+			ce.Err = context.DeadlineExceeded
+		}
+		return ce
+	}
+	if wait <= 0 {
 		return nil
 	}
-	wait := time.Duration((1 - b.tokens) * float64(r.perTok))
-	if r.Mode == "reject" {
-		b.mu.Unlock()
-		return &runtime.CallError{Kind: runtime.KindRateLimited, Layer: r.name, RetryAfter: wait,
-			Message: fmt.Sprintf("rate limit of %d per %s exceeded", r.Rate, r.Per.D())}
-	}
-	b.tokens-- // reserve the next token
-	b.mu.Unlock()
-	if err := r.clock.Sleep(ctx, wait); err != nil {
-		b.mu.Lock()
-		b.tokens++
-		b.mu.Unlock()
-		return err
-	}
-	return nil
+	return r.clock.Sleep(ctx, wait)
 }
 
 // WrapChat implements runtime.ChatWrapper.
 func (r *RateLimit) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
-		if err := r.Take(ctx, c.Meta.Run.ID); err != nil {
+		if err := r.Take(ctx, c.Meta.Run); err != nil {
 			return err
 		}
 		return next(ctx, c, yield)
@@ -152,7 +140,7 @@ func (r *RateLimit) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 // WrapTool implements runtime.ToolWrapper.
 func (r *RateLimit) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 	return func(ctx context.Context, c *runtime.ToolCall) (any, error) {
-		if err := r.Take(ctx, c.Meta.Run.ID); err != nil {
+		if err := r.Take(ctx, c.Meta.Run); err != nil {
 			return nil, err
 		}
 		return next(ctx, c)
@@ -162,7 +150,7 @@ func (r *RateLimit) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 // WrapTurn implements runtime.TurnWrapper.
 func (r *RateLimit) WrapTurn(next runtime.TurnHandler) runtime.TurnHandler {
 	return func(ctx context.Context, c *runtime.TurnCall) (string, error) {
-		if err := r.Take(ctx, c.Meta.Run.ID); err != nil {
+		if err := r.Take(ctx, c.Meta.Run); err != nil {
 			return "", err
 		}
 		return next(ctx, c)

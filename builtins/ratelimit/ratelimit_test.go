@@ -109,3 +109,16 @@ func TestEndRunDropsTheRunsBucket(t *testing.T) {
 	assert.Equal(t, 3, tool.Calls())
 	pl.EndRun("never seen")
 }
+
+func TestKeyScopeLimitsEachTenant(t *testing.T) {
+	pl, tool := build(t, `{"rate":1,"per":"1h","burst":1,"mode":"reject","scope":"key"}`)
+	defer pl.Close()
+	call := func(run, tenant string) error {
+		_, err := pl.Tool(runtime.WithRun(context.Background(), runtime.Run{ID: run, Tenant: tenant}), runtime.ToolRequest{Name: "t"})
+		return err
+	}
+	require.NoError(t, call("r1", "acme"))
+	require.NoError(t, call("r1", "globex"), "each tenant has its own limit")
+	assert.Equal(t, "rate_limited", runtime.KindOf(call("r2", "acme")), "across runs of one tenant")
+	assert.Equal(t, 2, tool.Calls())
+}

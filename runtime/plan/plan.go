@@ -106,6 +106,14 @@ type Tool struct {
 type Store struct {
 	Kind string `json:"kind"`
 	Path string `json:"path,omitempty"`
+	// URL is the server address of a networked store (redis, postgres);
+	// URLEnv names the environment variable that holds it, read when the
+	// store is opened. URL wins when both are set.
+	URL    string `json:"url,omitempty"`
+	URLEnv string `json:"url_env,omitempty"`
+	// Prefix namespaces a networked store's keys (redis) or names its
+	// schema (postgres); empty is "agentc".
+	Prefix string `json:"prefix,omitempty"`
 }
 
 // Layer is one entry of a chain.

@@ -1,0 +1,396 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// The ports of shared state. A store backend offers them (found by type
+// assertion, like KV) when it can evaluate them atomically for every process
+// that shares it: Redis with Lua scripts, PostgreSQL with single statements.
+// The memory backend offers them too, so the builtins have one code path;
+// its state is the process's own. A layer whose store lacks a port falls
+// back as the port's accessor on BuildContext says.
+
+// LeaseStatus is what Leaser.Acquire found under a key.
+type LeaseStatus int
+
+// The statuses of a lease acquisition.
+const (
+	// LeaseAcquired: the caller holds the lease (LeaseGrant.Token) and runs
+	// the call. LeaseGrant.InDoubt says it took over an expired lease.
+	LeaseAcquired LeaseStatus = iota
+	// LeaseHeld: another holder's lease is live; wait and ask again.
+	LeaseHeld
+	// LeaseDone: a result is published (LeaseGrant.Result).
+	LeaseDone
+	// LeaseInDoubt: a holder's lease expired without an outcome, and the
+	// caller did not ask to take it over.
+	LeaseInDoubt
+)
+
+// LeaseGrant is the answer of Leaser.Acquire.
+type LeaseGrant struct {
+	Status LeaseStatus
+	// Token is the fencing token of the caller's lease (LeaseAcquired):
+	// it grows with every holder of the key, and Publish, Renew and Release
+	// succeed only with the current one.
+	Token int64
+	// InDoubt is set when the caller took over a lease whose holder stopped
+	// without an outcome (LeaseAcquired after a takeover).
+	InDoubt bool
+	// Result is the published result (LeaseDone).
+	Result []byte
+	// Remaining is how long the holder's lease still runs (LeaseHeld).
+	Remaining time.Duration
+}
+
+// Leaser is the idempotency port: a claim on a key held by one caller in any
+// process, with a fencing token, and the publication of its one result.
+// Implementations must be safe for concurrent use; each method is atomic.
+type Leaser interface {
+	// Acquire claims key for lease when it is free, or reports its state.
+	// A published result is returned (LeaseDone). A key whose holder's
+	// lease expired without an outcome is in doubt: with takeover the
+	// caller becomes the holder (InDoubt set), else LeaseInDoubt. keep is
+	// how long the key's record (claim, in-doubt state, result) lives.
+	Acquire(ctx context.Context, key string, lease, keep time.Duration, takeover bool) (LeaseGrant, error)
+	// Renew extends the lease of token by lease; false when token no
+	// longer holds it.
+	Renew(ctx context.Context, key string, token int64, lease time.Duration) (bool, error)
+	// Publish stores result as the key's outcome for keep, if token still
+	// holds the lease; false when it was fenced out.
+	Publish(ctx context.Context, key string, token int64, result []byte, keep time.Duration) (bool, error)
+	// Release drops the claim of token without an outcome (the call failed
+	// and may run again); a claim no longer held is left alone.
+	Release(ctx context.Context, key string, token int64) error
+}
+
+// RateLimiter is the rate_limit port: the generic cell rate algorithm
+// (GCRA) evaluated atomically per key.
+type RateLimiter interface {
+	// Allow admits one call under key at one call per interval on average
+	// with bursts of burst calls. An admitted call may have to wait first
+	// (wait > 0, its slot is reserved); a call that would wait longer than
+	// maxWait is refused (ok false) without being counted, and wait is then
+	// when to come back.
+	Allow(ctx context.Context, key string, interval time.Duration, burst int64, maxWait time.Duration) (wait time.Duration, ok bool, err error)
+	// ForgetRate drops the state of key (a finished run's bucket).
+	ForgetRate(ctx context.Context, key string) error
+}
+
+// BudgetLimits are a budget's ceilings; nil fields are unlimited.
+type BudgetLimits struct {
+	Tokens *int64
+	USD    *float64
+	Calls  *int64
+}
+
+// Budgeter is the meter port: a ledger per key with reservations. A call is
+// reserved before it runs and settled after; the ceilings on tokens and cost
+// refuse once the charged amount has reached them, the ceiling on calls once
+// the charged calls plus the reserved ones have. So across every process the
+// calls never exceed their ceiling, and tokens and cost exceed theirs by at
+// most what the calls in flight at that moment charge.
+type Budgeter interface {
+	// Reserve admits a call against the ledger of key or refuses it with a
+	// *BudgetError (its Layer empty). ttl > 0 makes an idle ledger expire.
+	Reserve(ctx context.Context, key string, lim BudgetLimits, ttl time.Duration) (*BudgetError, error)
+	// Settle releases a reservation (reserved) and adds charge to the
+	// ledger.
+	Settle(ctx context.Context, key string, reserved bool, charge Ledger, ttl time.Duration) error
+	// LedgerOf returns the ledger of key (zero when absent).
+	LedgerOf(ctx context.Context, key string) (Ledger, error)
+	// ForgetLedger drops the ledger of key.
+	ForgetLedger(ctx context.Context, key string) error
+}
+
+// CheckBudget returns the refusal of a call against the ledger l with
+// pending reserved calls under lim, or nil to admit it. Backends that read
+// a ledger and write a reservation in one atomic step share its rule.
+func CheckBudget(l Ledger, pending int64, lim BudgetLimits) *BudgetError {
+	switch {
+	case lim.Tokens != nil && l.Tokens() >= *lim.Tokens:
+		return &BudgetError{Resource: "tokens", Spent: float64(l.Tokens()), Limit: float64(*lim.Tokens)}
+	case lim.USD != nil && l.USD >= *lim.USD:
+		return &BudgetError{Resource: "usd", Spent: l.USD, Limit: *lim.USD}
+	case lim.Calls != nil && l.Calls+pending >= *lim.Calls:
+		return &BudgetError{Resource: "calls", Spent: float64(l.Calls), Limit: float64(*lim.Calls)}
+	}
+	return nil
+}
+
+// GCRA computes one decision of the generic cell rate algorithm: tat is the
+// key's theoretical arrival time (zero when new), now the clock. It returns
+// the new tat to store (unchanged when refused), the wait and whether the
+// call is admitted. Backends that evaluate it in a script or a statement
+// implement the same arithmetic.
+func GCRA(tat, now time.Time, interval time.Duration, burst int64, maxWait time.Duration) (newTAT time.Time, wait time.Duration, ok bool) {
+	if tat.Before(now) {
+		tat = now
+	}
+	tolerance := time.Duration(burst-1) * interval
+	wait = tat.Add(-tolerance).Sub(now)
+	if wait < 0 {
+		wait = 0
+	}
+	if wait > maxWait {
+		return tat, wait - maxWait, false
+	}
+	return tat.Add(interval), wait, true
+}
+
+// MemoryRateLimiter is an in-process RateLimiter, safe for concurrent use.
+type MemoryRateLimiter struct {
+	mu   sync.Mutex
+	tats map[string]time.Time
+	now  func() time.Time
+}
+
+// NewMemoryRateLimiter returns an empty MemoryRateLimiter.
+func NewMemoryRateLimiter() *MemoryRateLimiter {
+	return &MemoryRateLimiter{tats: map[string]time.Time{}, now: time.Now}
+}
+
+// Allow implements RateLimiter.
+func (r *MemoryRateLimiter) Allow(_ context.Context, key string, interval time.Duration, burst int64, maxWait time.Duration) (time.Duration, bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	tat, wait, ok := GCRA(r.tats[key], now, interval, burst, maxWait)
+	if ok {
+		r.tats[key] = tat
+		if len(r.tats) > minSweep*16 {
+			for k, t := range r.tats {
+				if !t.After(now) {
+					delete(r.tats, k)
+				}
+			}
+		}
+	}
+	return wait, ok, nil
+}
+
+// ForgetRate implements RateLimiter.
+func (r *MemoryRateLimiter) ForgetRate(_ context.Context, key string) error {
+	r.mu.Lock()
+	delete(r.tats, key)
+	r.mu.Unlock()
+	return nil
+}
+
+// MemoryBudgeter is an in-process Budgeter, safe for concurrent use. Its
+// ledgers do not expire; ForgetLedger drops one.
+type MemoryBudgeter struct {
+	mu sync.Mutex
+	m  map[string]*memLedger
+}
+
+type memLedger struct {
+	Ledger
+	pending int64
+}
+
+// NewMemoryBudgeter returns an empty MemoryBudgeter.
+func NewMemoryBudgeter() *MemoryBudgeter { return &MemoryBudgeter{m: map[string]*memLedger{}} }
+
+func (b *MemoryBudgeter) get(key string) *memLedger {
+	l := b.m[key]
+	if l == nil {
+		l = &memLedger{}
+		b.m[key] = l
+	}
+	return l
+}
+
+// Reserve implements Budgeter.
+func (b *MemoryBudgeter) Reserve(_ context.Context, key string, lim BudgetLimits, _ time.Duration) (*BudgetError, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	l := b.get(key)
+	if e := CheckBudget(l.Ledger, l.pending, lim); e != nil {
+		return e, nil
+	}
+	l.pending++
+	return nil, nil
+}
+
+// Settle implements Budgeter.
+func (b *MemoryBudgeter) Settle(_ context.Context, key string, reserved bool, c Ledger, _ time.Duration) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	l := b.get(key)
+	if reserved && l.pending > 0 {
+		l.pending--
+	}
+	l.InputTokens += c.InputTokens
+	l.OutputTokens += c.OutputTokens
+	l.USD += c.USD
+	l.Calls += c.Calls
+	return nil
+}
+
+// LedgerOf implements Budgeter.
+func (b *MemoryBudgeter) LedgerOf(_ context.Context, key string) (Ledger, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if l := b.m[key]; l != nil {
+		return l.Ledger, nil
+	}
+	return Ledger{}, nil
+}
+
+// ForgetLedger implements Budgeter.
+func (b *MemoryBudgeter) ForgetLedger(_ context.Context, key string) error {
+	b.mu.Lock()
+	delete(b.m, key)
+	b.mu.Unlock()
+	return nil
+}
+
+// KVLeaser is the Leaser of a store that offers only KV (SQLite, a KV given
+// in Deps): a JSON record per key, claimed with SetIfAbsent. Acquiring a
+// free key and taking over an expired lease are atomic (each is one
+// SetIfAbsent: a takeover first claims a marker named after the expired
+// token); Publish, Renew and Release read the record and then write it, so
+// a holder fenced out in the instant between the two can still overwrite
+// its successor. Backends with scripts or transactions implement Leaser
+// natively instead.
+type KVLeaser struct {
+	KV  KV
+	now func() time.Time
+}
+
+// NewKVLeaser returns the Leaser over kv.
+func NewKVLeaser(kv KV) *KVLeaser { return &KVLeaser{KV: kv, now: time.Now} }
+
+// leaseRecord is the KVLeaser record of a key.
+type leaseRecord struct {
+	// State is "pending" (claimed) or "done".
+	State string `json:"state"`
+	// Token is the holder's fencing token.
+	Token int64 `json:"token,omitempty"`
+	// Until is when the holder's lease ends (Unix nanoseconds).
+	Until int64 `json:"until,omitempty"`
+	// Keep is how long the record lives (nanoseconds), kept for Renew.
+	Keep   int64           `json:"keep,omitempty"`
+	Result json.RawMessage `json:"result,omitempty"`
+}
+
+func (l *KVLeaser) read(ctx context.Context, key string) (leaseRecord, bool, error) {
+	b, ok, err := l.KV.Get(ctx, key)
+	if err != nil || !ok {
+		return leaseRecord{}, false, err
+	}
+	var r leaseRecord
+	if err := json.Unmarshal(b, &r); err != nil || (r.State != "pending" && r.State != "done") {
+		return leaseRecord{}, true, fmt.Errorf("lease record of %s does not decode", key)
+	}
+	return r, true, nil
+}
+
+func (l *KVLeaser) claim(token int64, lease, keep time.Duration) []byte {
+	b, _ := json.Marshal(leaseRecord{State: "pending", Token: token, Until: l.now().Add(lease).UnixNano(), Keep: int64(keep)})
+	return b
+}
+
+// Acquire implements Leaser.
+func (l *KVLeaser) Acquire(ctx context.Context, key string, lease, keep time.Duration, takeover bool) (LeaseGrant, error) {
+	for {
+		r, found, err := l.read(ctx, key)
+		if err != nil {
+			if !found {
+				return LeaseGrant{}, err
+			}
+			// An undecodable record is dropped and the key claimed afresh.
+			if err := l.KV.Delete(ctx, key); err != nil {
+				return LeaseGrant{}, err
+			}
+			continue
+		}
+		if !found {
+			ok, err := l.KV.SetIfAbsent(ctx, key, l.claim(1, lease, keep), keep)
+			if err != nil {
+				return LeaseGrant{}, err
+			}
+			if ok {
+				return LeaseGrant{Status: LeaseAcquired, Token: 1}, nil
+			}
+			continue
+		}
+		if r.State == "done" {
+			return LeaseGrant{Status: LeaseDone, Result: r.Result}, nil
+		}
+		if rem := time.Unix(0, r.Until).Sub(l.now()); rem > 0 {
+			return LeaseGrant{Status: LeaseHeld, Remaining: rem}, nil
+		}
+		if !takeover {
+			return LeaseGrant{Status: LeaseInDoubt}, nil
+		}
+		marker := fmt.Sprintf("%s#takeover#%d", key, r.Token)
+		won, err := l.KV.SetIfAbsent(ctx, marker, nil, keep)
+		if err != nil {
+			return LeaseGrant{}, err
+		}
+		if !won {
+			return LeaseGrant{Status: LeaseHeld, Remaining: lease}, nil
+		}
+		if err := l.KV.Set(ctx, key, l.claim(r.Token+1, lease, keep), keep); err != nil {
+			return LeaseGrant{}, err
+		}
+		return LeaseGrant{Status: LeaseAcquired, Token: r.Token + 1, InDoubt: true}, nil
+	}
+}
+
+// held reads key and reports whether token holds its lease, and the
+// record's lifetime.
+func (l *KVLeaser) held(ctx context.Context, key string, token int64) (bool, time.Duration, error) {
+	r, found, err := l.read(ctx, key)
+	if err != nil && found {
+		return false, 0, nil
+	}
+	if err != nil {
+		return false, 0, err
+	}
+	return found && r.State == "pending" && r.Token == token, time.Duration(r.Keep), nil
+}
+
+// Renew implements Leaser.
+func (l *KVLeaser) Renew(ctx context.Context, key string, token int64, lease time.Duration) (bool, error) {
+	ok, keep, err := l.held(ctx, key, token)
+	if err != nil || !ok {
+		return false, err
+	}
+	return true, l.KV.Set(ctx, key, l.claim(token, lease, keep), keep)
+}
+
+// Publish implements Leaser.
+func (l *KVLeaser) Publish(ctx context.Context, key string, token int64, result []byte, keep time.Duration) (bool, error) {
+	ok, _, err := l.held(ctx, key, token)
+	if err != nil || !ok {
+		return false, err
+	}
+	b, err := json.Marshal(leaseRecord{State: "done", Result: result})
+	if err != nil {
+		return false, err
+	}
+	return true, l.KV.Set(ctx, key, b, keep)
+}
+
+// Release implements Leaser.
+func (l *KVLeaser) Release(ctx context.Context, key string, token int64) error {
+	ok, _, err := l.held(ctx, key, token)
+	if err != nil || !ok {
+		return err
+	}
+	return l.KV.Delete(ctx, key)
+}
+
+var (
+	_ Leaser      = (*KVLeaser)(nil)
+	_ RateLimiter = (*MemoryRateLimiter)(nil)
+	_ Budgeter    = (*MemoryBudgeter)(nil)
+)
