@@ -2,6 +2,7 @@ package dsl
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -418,13 +419,9 @@ func (l *loader) labelPos(parent, name string) Pos {
 func (l *loader) jsonSchema(v cue.Value, pos Pos) json.RawMessage {
 	if v.Kind() == cue.StringKind {
 		rel, _ := v.String()
-		path := rel
-		if !filepath.IsAbs(path) {
-			path = filepath.Join(l.dir, rel)
-		}
-		b, err := os.ReadFile(path)
+		b, err := l.readSchemaFile(rel)
 		if err != nil {
-			l.errorf(pos, "schema/bad-reference", "cannot read JSON Schema file %q: %v", rel, unwrapPathErr(err))
+			l.errorf(pos, "schema/bad-reference", "cannot read JSON Schema file %q: %v", rel, err)
 			return nil
 		}
 		var x any
@@ -451,11 +448,33 @@ func (l *loader) jsonSchema(v cue.Value, pos Pos) json.RawMessage {
 	return b
 }
 
-func unwrapPathErr(err error) error {
-	if pe, ok := err.(*os.PathError); ok {
-		return pe.Err
+// MaxSchemaFileSize is the largest JSON Schema file a policy may name.
+const MaxSchemaFileSize = 1 << 20
+
+// readSchemaFile reads a JSON Schema file named by a policy: a regular file
+// of at most MaxSchemaFileSize bytes, under the policy directory (a local
+// path that no symbolic link leads out of).
+func (l *loader) readSchemaFile(rel string) ([]byte, error) {
+	if !filepath.IsLocal(rel) {
+		return nil, errors.New("the path must be relative and inside the policy directory")
 	}
-	return err
+	root, err := os.OpenRoot(l.dir)
+	if err != nil {
+		return nil, errors.New(readErrorText(err))
+	}
+	defer root.Close()
+	b, err := ReadFileIn(root, rel, MaxSchemaFileSize)
+	if err != nil {
+		var big *TooLargeError
+		switch {
+		case errors.As(err, &big):
+			return nil, fmt.Errorf("file is %s, larger than the %s limit for a JSON Schema file", sizeString(big.Size), sizeString(MaxSchemaFileSize))
+		case strings.Contains(err.Error(), "path escapes from parent"):
+			return nil, errors.New("the path leads out of the policy directory")
+		}
+		return nil, errors.New(readErrorText(err))
+	}
+	return b, nil
 }
 
 // eachField calls f for each field the user wrote under parent, with the

@@ -26,6 +26,9 @@ const (
 	MaxFileSize = 4 << 20
 	// MaxNesting is the deepest bracket nesting Load accepts.
 	MaxNesting = 200
+	// MaxChain is the most binary operators and selectors Load accepts
+	// in one value.
+	MaxChain = 1000
 	// DefaultTimeout bounds the evaluation of one policy.
 	DefaultTimeout = 10 * time.Second
 )
@@ -34,9 +37,11 @@ const (
 type Options struct {
 	// Schema is the policy schema (default: DefaultSchema()).
 	Schema *Schema
-	// Timeout bounds evaluation (default DefaultTimeout). CUE has no
+	// Timeout bounds reading, parsing and evaluation (default
+	// DefaultTimeout); it starts before the first file is read. CUE has no
 	// evaluation budget: on timeout Load returns a diagnostic, and the
-	// evaluation goroutine is abandoned to finish on its own.
+	// evaluation goroutine is abandoned to finish on its own (at most
+	// MaxAbandoned at a time; see ErrEvaluationBusy).
 	Timeout time.Duration
 }
 
@@ -109,40 +114,35 @@ func Load(ctx context.Context, paths []string, opts Options) (*Policy, Diagnosti
 		opts.Timeout = DefaultTimeout
 	}
 	l := &loader{schema: opts.Schema, files: files, dir: filepath.Dir(files[0])}
-	parsed, ok := l.parse()
-	if !ok {
-		return nil, l.diags.Sort(), nil
-	}
-
-	type result struct {
-		p     *Policy
-		diags Diagnostics
-	}
-	done := make(chan result, 1)
-	go func() {
+	at := Pos{File: files[0], Line: 1, Col: 1}
+	var p *Policy
+	err = withDeadline(ctx, opts.Timeout, func() {
 		defer func() {
 			if r := recover(); r != nil {
-				done <- result{nil, Diagnostics{Errorf(Pos{File: files[0], Line: 1, Col: 1}, "cue/syntax", "policy evaluation failed: %v", r)}}
+				p = nil
+				l.diags = append(l.diags, Errorf(at, "cue/syntax", "policy evaluation failed: %v", r))
 			}
 		}()
-		p := l.evaluate(parsed)
-		done <- result{p, l.diags}
-	}()
-	timer := time.NewTimer(opts.Timeout)
-	defer timer.Stop()
-	select {
-	case r := <-done:
-		diags := r.diags.Sort()
-		if diags.HasErrors() {
-			return nil, diags, nil
+		parsed, ok := l.parse()
+		if !ok {
+			return
 		}
-		return r.p, diags, nil
-	case <-timer.C:
-		return nil, Diagnostics{Errorf(Pos{File: files[0], Line: 1, Col: 1}, "cue/syntax",
+		p = l.evaluate(parsed)
+	})
+	switch {
+	case errors.Is(err, errDeadline):
+		return nil, Diagnostics{Errorf(at, "cue/syntax",
 			"policy evaluation did not finish within %s; simplify the policy", opts.Timeout)}, nil
-	case <-ctx.Done():
-		return nil, nil, ctx.Err()
+	case errors.Is(err, ErrEvaluationBusy):
+		return nil, Diagnostics{Errorf(at, "cue/syntax", "%v", err)}, nil
+	case err != nil:
+		return nil, nil, err
 	}
+	diags := l.diags.Sort()
+	if diags.HasErrors() {
+		return nil, diags, nil
+	}
+	return p, diags, nil
 }
 
 type loader struct {
@@ -165,26 +165,25 @@ func (l *loader) parse() ([]*ast.File, bool) {
 	pkg, pkgFile := "", ""
 	for _, name := range l.files {
 		at := Pos{File: name, Line: 1, Col: 1}
-		st, err := os.Stat(name)
+		src, err := ReadFile(name, MaxFileSize)
 		if err != nil {
-			l.errorf(at, "cue/syntax", "cannot read file: %v", err)
-			continue
-		}
-		if st.Size() > MaxFileSize {
-			l.errorf(at, "cue/syntax", "file is %s, larger than the %s limit for a policy file", sizeString(st.Size()), sizeString(MaxFileSize))
-			continue
-		}
-		src, err := os.ReadFile(name)
-		if err != nil {
-			l.errorf(at, "cue/syntax", "cannot read file: %v", err)
+			var big *TooLargeError
+			if errors.As(err, &big) {
+				l.errorf(at, "cue/syntax", "file is %s, larger than the %s limit for a policy file", sizeString(big.Size), sizeString(MaxFileSize))
+			} else {
+				l.errorf(at, "cue/syntax", "cannot read file: %s", readErrorText(err))
+			}
 			continue
 		}
 		if p, ok := checkText(name, src); !ok {
 			l.errorf(p, "cue/syntax", "file is not UTF-8 text")
 			continue
 		}
-		if p, depth := maxNesting(name, src); depth > MaxNesting {
-			l.errorf(p, "cue/syntax", "nesting deeper than %d levels", MaxNesting)
+		if sh := checkShape(name, src); sh.depth > MaxNesting {
+			l.errorf(sh.depthAt, "cue/syntax", "nesting deeper than %d levels", MaxNesting)
+			continue
+		} else if sh.chain > MaxChain {
+			l.errorf(sh.chainAt, "cue/syntax", "an expression chains more than %d operators and selectors", MaxChain)
 			continue
 		}
 		if len(bytes.TrimSpace(src)) == 0 {
@@ -242,15 +241,57 @@ func checkText(name string, src []byte) (Pos, bool) {
 	return Pos{}, true
 }
 
-// maxNesting returns the deepest nesting of {, [ and ( outside strings and
-// comments, and where it first exceeds MaxNesting. It is a guard, not a
-// parser: it only has to be right for well-formed text and bounded for the
-// rest.
-func maxNesting(name string, src []byte) (Pos, int) {
-	depth, maxDepth := 0, 0
+// textShape is what checkShape measures of a policy text.
+type textShape struct {
+	depth   int // deepest nesting
+	depthAt Pos // where nesting first exceeds MaxNesting
+	chain   int // longest chain of operators and selectors in one value
+	chainAt Pos // where a chain first exceeds MaxChain
+}
+
+// checkShape measures how deeply the text nests and how long its operator
+// chains are, outside strings and comments. Nesting counts {, [ and (, and
+// the labels of a field chain beyond its first (`a: b: c: 1` nests as deeply
+// as `a: {b: {c: 1}}`); a chain counts the binary operators and selectors of
+// one value (`a.b.c + d`). CUE's parser and evaluator recurse on all of
+// them. It is a guard, not a parser: it only has to be right for well-formed
+// text and bounded for the rest.
+func checkShape(name string, src []byte) textShape {
+	var sh textShape
+	depth := 0
+	// labels and ops hold, per open bracket (and the file), the labels of
+	// the field chain and the operators of the value being read there.
+	labels, ops := []int{0}, []int{0}
 	line, col := 1, 0
-	var at Pos
 	inStr := byte(0)
+	last := byte(0) // the last significant byte outside strings
+	here := func() Pos { return Pos{File: name, Line: line, Col: col} }
+	deeper := func() {
+		depth++
+		if depth > sh.depth {
+			sh.depth = depth
+			if depth == MaxNesting+1 {
+				sh.depthAt = here()
+			}
+		}
+	}
+	op := func() {
+		top := len(ops) - 1
+		ops[top]++
+		if ops[top] > sh.chain {
+			sh.chain = ops[top]
+			if sh.chain == MaxChain+1 {
+				sh.chainAt = here()
+			}
+		}
+	}
+	endValue := func() {
+		top := len(labels) - 1
+		if labels[top] > 1 {
+			depth -= labels[top] - 1
+		}
+		labels[top], ops[top] = 0, 0
+	}
 	for i := 0; i < len(src); i++ {
 		c := src[i]
 		col++
@@ -261,6 +302,10 @@ func maxNesting(name string, src []byte) (Pos, int) {
 				// cannot, so resynchronise.
 				inStr = 0
 			}
+			// A line ending in an operator continues its value.
+			if inStr == 0 && !strings.ContainsRune("+-*/&|=<>!.", rune(last)) {
+				endValue()
+			}
 			continue
 		}
 		if inStr != 0 {
@@ -269,32 +314,47 @@ func maxNesting(name string, src []byte) (Pos, int) {
 				col++
 			} else if c == inStr {
 				inStr = 0
+				last = c
 			}
 			continue
 		}
 		switch c {
+		case ' ', '\t', '\r':
+			continue
 		case '/':
 			if i+1 < len(src) && src[i+1] == '/' {
 				for i < len(src) && src[i] != '\n' {
 					i++
 				}
 				i--
+				continue
 			}
+			op()
 		case '"', '\'':
 			inStr = c
-		case '{', '[', '(':
-			depth++
-			if depth > maxDepth {
-				maxDepth = depth
-				if depth == MaxNesting+1 {
-					at = Pos{File: name, Line: line, Col: col}
-				}
+		case ':':
+			top := len(labels) - 1
+			labels[top]++
+			if labels[top] > 1 {
+				deeper()
 			}
+		case ',':
+			endValue()
+		case '{', '[', '(':
+			labels, ops = append(labels, 0), append(ops, 0)
+			deeper()
 		case '}', ']', ')':
-			depth--
+			if len(labels) > 1 {
+				endValue()
+				labels, ops = labels[:len(labels)-1], ops[:len(ops)-1]
+				depth--
+			}
+		case '+', '-', '*', '&', '|', '=', '<', '>', '.':
+			op()
 		}
+		last = c
 	}
-	return at, maxDepth
+	return sh
 }
 
 func sizeString(n int64) string {

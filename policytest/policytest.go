@@ -26,16 +26,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
-	"cuelang.org/go/cue"
-	"cuelang.org/go/cue/cuecontext"
-	cueerrors "cuelang.org/go/cue/errors"
-
 	"github.com/agentc-dev/agentc/conformance"
+	"github.com/agentc-dev/agentc/dsl"
 	"github.com/agentc-dev/agentc/runtime/plan"
 	"github.com/agentc-dev/agentc/runtime/scenario"
 )
@@ -56,9 +52,10 @@ type Case struct {
 }
 
 // Discover returns the cases of the policy in dir, sorted by file and
-// name. A file that does not parse, or a case without scenario or want, is
-// an error naming the file.
-func Discover(dir string) ([]*Case, error) {
+// name. Files are read under opts' bounds (see dsl.LoadData). A file that
+// does not parse, or a case without scenario or want, is an error naming
+// the file.
+func Discover(ctx context.Context, dir string, opts dsl.DataOptions) ([]*Case, error) {
 	var files []string
 	tf, _ := filepath.Glob(filepath.Join(dir, "*_test.cue"))
 	files = append(files, tf...)
@@ -69,7 +66,7 @@ func Discover(dir string) ([]*Case, error) {
 	sort.Strings(files)
 	var cases []*Case
 	for _, f := range files {
-		cs, err := readFile(f)
+		cs, err := readFile(ctx, f, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -78,8 +75,8 @@ func Discover(dir string) ([]*Case, error) {
 	return cases, nil
 }
 
-func readFile(path string) ([]*Case, error) {
-	data, err := os.ReadFile(path)
+func readFile(ctx context.Context, path string, opts dsl.DataOptions) ([]*Case, error) {
+	data, err := dsl.LoadData(ctx, path, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -89,15 +86,6 @@ func readFile(path string) ([]*Case, error) {
 			Want     any             `json:"want"`
 			WantVet  *[]string       `json:"want_vet"`
 		} `json:"tests"`
-	}
-	if filepath.Ext(path) == ".cue" {
-		v := cuecontext.New().CompileBytes(data, cue.Filename(path))
-		if err := v.Validate(cue.Concrete(true)); err != nil {
-			return nil, fmt.Errorf("%s", strings.TrimSpace(cueerrors.Details(err, nil)))
-		}
-		if data, err = v.MarshalJSON(); err != nil {
-			return nil, fmt.Errorf("%s: %v", path, err)
-		}
 	}
 	if err := json.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("%s: %v", path, err)

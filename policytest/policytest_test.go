@@ -1,10 +1,12 @@
 package policytest
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/agentc-dev/agentc/dsl"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -26,7 +28,7 @@ func TestDiscover(t *testing.T) {
 		"a_test.cue":      "package p\ntests: b: {scenario: steps: [], want: steps: []}\ntests: a: want_vet: [\"cel/type\"]\n",
 		"tests/more.json": `{"tests": {"c": {"scenario": {"steps": []}, "want": {"steps": []}}}}`,
 	})
-	cases, err := Discover(dir)
+	cases, err := Discover(context.Background(), dir, dsl.DataOptions{})
 	require.NoError(t, err)
 	require.Len(t, cases, 3)
 	assert.Equal(t, "a", cases[0].Name)
@@ -48,7 +50,7 @@ func TestDiscoverErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := write(t, map[string]string{"a_test.cue": tt.src})
-			_, err := Discover(dir)
+			_, err := Discover(context.Background(), dir, dsl.DataOptions{})
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tt.want)
 		})

@@ -31,7 +31,7 @@ func cmdExplain(ctx context.Context, env *cliEnv, args []string) int {
 	if err != nil {
 		return fail(env, "%v", err)
 	}
-	c, err := compiler.Compile(ctx, fs.Args(), compiler.Options{Schema: schema, StopAfter: "check-order"})
+	c, err := compiler.Compile(ctx, fs.Args(), compiler.Options{Schema: schema, StopAfter: "check-order", Timeout: env.timeout})
 	if err != nil {
 		return fail(env, "%v", err)
 	}

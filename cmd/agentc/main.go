@@ -20,6 +20,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"strings"
+	"time"
 )
 
 // version is set at link time (-ldflags "-X main.version=...").
@@ -85,6 +86,9 @@ func init() {
 type cliEnv struct {
 	stdout, stderr io.Writer
 	wd             string
+	// timeout bounds the compilation of a policy and the evaluation of a
+	// scenario or test file (AGENTC_TIMEOUT; 0: the default).
+	timeout time.Duration
 }
 
 func main() {
@@ -97,6 +101,14 @@ func main() {
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	wd, _ := os.Getwd()
 	env := &cliEnv{stdout: stdout, stderr: stderr, wd: wd}
+	if v := os.Getenv("AGENTC_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			fmt.Fprintf(stderr, "agentc: AGENTC_TIMEOUT=%q: want a positive duration such as 10s\n", v)
+			return exitUsage
+		}
+		env.timeout = d
+	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(stderr, usage())
 		if len(args) == 0 {

@@ -2,18 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
-	"cuelang.org/go/cue"
-	"cuelang.org/go/cue/cuecontext"
-	cueerrors "cuelang.org/go/cue/errors"
-
 	_ "github.com/agentc-dev/agentc/builtins/all" // the standard middlewares
 	"github.com/agentc-dev/agentc/compiler"
+	"github.com/agentc-dev/agentc/dsl"
 	"github.com/agentc-dev/agentc/runtime/plan"
 	"github.com/agentc-dev/agentc/runtime/scenario"
 )
@@ -33,7 +29,7 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 	if p == nil {
 		return code
 	}
-	sc, err := readScenario(fs.Arg(1))
+	sc, err := readScenario(ctx, env, fs.Arg(1))
 	if err != nil {
 		return fail(env, "%v", err)
 	}
@@ -70,7 +66,7 @@ func loadPlan(ctx context.Context, env *cliEnv, path string) (*plan.Plan, int) {
 		}
 		return p, exitOK
 	}
-	c, err := compiler.Compile(ctx, []string{path}, compiler.Options{})
+	c, err := compiler.Compile(ctx, []string{path}, compiler.Options{Timeout: env.timeout})
 	if err != nil {
 		return nil, fail(env, "%v", err)
 	}
@@ -92,20 +88,12 @@ func policyDir(path string) string {
 	return filepath.Dir(path)
 }
 
-// readScenario reads a scenario from a JSON or CUE file.
-func readScenario(path string) (*scenario.Scenario, error) {
-	data, err := os.ReadFile(path)
+// readScenario reads a scenario from a JSON or CUE file, under the bounds
+// of a policy file.
+func readScenario(ctx context.Context, env *cliEnv, path string) (*scenario.Scenario, error) {
+	data, err := dsl.LoadData(ctx, path, dsl.DataOptions{Timeout: env.timeout})
 	if err != nil {
 		return nil, err
-	}
-	if filepath.Ext(path) == ".cue" {
-		v := cuecontext.New().CompileBytes(data, cue.Filename(path))
-		if err := v.Validate(cue.Concrete(true)); err != nil {
-			return nil, errors.New(strings.TrimSpace(cueerrors.Details(err, nil)))
-		}
-		if data, err = v.MarshalJSON(); err != nil {
-			return nil, fmt.Errorf("%s: %v", path, err)
-		}
 	}
 	s, err := scenario.Parse(data)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"regexp"
 
 	"github.com/agentc-dev/agentc/compiler"
+	"github.com/agentc-dev/agentc/dsl"
 	"github.com/agentc-dev/agentc/policytest"
 )
 
@@ -39,7 +40,7 @@ func cmdTest(ctx context.Context, env *cliEnv, args []string) int {
 		if len(paths) > 1 || filepath.Ext(dir) == ".cue" {
 			dir = filepath.Dir(dir)
 		}
-		cases, err := policytest.Discover(dir)
+		cases, err := policytest.Discover(ctx, dir, dsl.DataOptions{Timeout: env.timeout})
 		if err != nil {
 			return fail(env, "%v", err)
 		}
@@ -47,7 +48,7 @@ func cmdTest(ctx context.Context, env *cliEnv, args []string) int {
 			fmt.Fprintf(env.stdout, "?     %s  [no test files]\n", rel(env, dir))
 			continue
 		}
-		c, err := compiler.Compile(ctx, paths, compiler.Options{})
+		c, err := compiler.Compile(ctx, paths, compiler.Options{Timeout: env.timeout})
 		if err != nil {
 			return fail(env, "%v", err)
 		}

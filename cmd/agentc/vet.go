@@ -41,7 +41,7 @@ func cmdVet(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	var all dsl.Diagnostics
 	for _, paths := range policies {
-		c, err := compiler.Compile(ctx, paths, compiler.Options{})
+		c, err := compiler.Compile(ctx, paths, compiler.Options{Timeout: env.timeout})
 		if err != nil {
 			return fail(env, "%v", err)
 		}
@@ -203,7 +203,7 @@ func cmdBuild(ctx context.Context, env *cliEnv, args []string) int {
 			return fail(env, "build compiles one policy: give a directory or its .cue files, not %s", a)
 		}
 	}
-	c, err := compiler.Compile(ctx, fs.Args(), compiler.Options{})
+	c, err := compiler.Compile(ctx, fs.Args(), compiler.Options{Timeout: env.timeout})
 	if err != nil {
 		return fail(env, "%v", err)
 	}

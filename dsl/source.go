@@ -1,0 +1,159 @@
+package dsl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/cuecontext"
+	cueerrors "cuelang.org/go/cue/errors"
+)
+
+// ErrNotRegular is returned by ReadFile for a path that is not a regular
+// file (a device, a FIFO, a socket, a directory), after following symbolic
+// links.
+var ErrNotRegular = errors.New("not a regular file")
+
+// TooLargeError is returned by ReadFile for a file over its limit.
+type TooLargeError struct {
+	// Size is the file's size as reported by the file system; Limit is the
+	// limit that was exceeded.
+	Size, Limit int64
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("file is %s, larger than the %s limit", sizeString(e.Size), sizeString(e.Limit))
+}
+
+// ReadFile reads the regular file at path, at most limit bytes. The file is
+// opened without blocking (a FIFO is refused instead of waiting for a
+// writer), checked to be a regular file once open, and read through a
+// bounded reader, so a file that grows while it is read, or lies about its
+// size, cannot make ReadFile read more than limit+1 bytes. Errors are
+// ErrNotRegular, a *TooLargeError, or the file system's error.
+func ReadFile(path string, limit int64) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return readOpen(f, limit)
+}
+
+// ReadFileIn reads the regular file name inside root, as ReadFile does. The
+// name must be local (no absolute path, no `..` leaving root) and may not
+// escape root through a symbolic link.
+func ReadFileIn(root *os.Root, name string, limit int64) ([]byte, error) {
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return readOpen(f, limit)
+}
+
+func readOpen(f *os.File, limit int64) ([]byte, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, ErrNotRegular
+	}
+	if st.Size() > limit {
+		return nil, &TooLargeError{Size: st.Size(), Limit: limit}
+	}
+	// The file was opened non-blocking; a regular file ignores it.
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, &TooLargeError{Size: int64(len(b)), Limit: limit}
+	}
+	return b, nil
+}
+
+// readErrorText is the message for an error of ReadFile, without the path
+// (diagnostics carry it already).
+func readErrorText(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+// DataOptions configures LoadData.
+type DataOptions struct {
+	// Timeout bounds evaluation (default DefaultTimeout).
+	Timeout time.Duration
+	// MaxSize is the largest file read (default MaxFileSize).
+	MaxSize int64
+}
+
+// LoadData reads a data file that is not a policy (a scenario, a test file)
+// under the same bounds as a policy: a regular file of at most MaxSize
+// bytes, UTF-8, nesting at most MaxNesting levels, and for CUE an
+// evaluation within Timeout. A .json file is returned as read; a .cue file
+// is evaluated on its own (no package, no schema) and returned as JSON.
+// Errors name the file, and the position when there is one.
+func LoadData(ctx context.Context, path string, opts DataOptions) ([]byte, error) {
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.MaxSize <= 0 {
+		opts.MaxSize = MaxFileSize
+	}
+	src, err := ReadFile(path, opts.MaxSize)
+	if err != nil {
+		var big *TooLargeError
+		if errors.As(err, &big) {
+			return nil, fmt.Errorf("%s: file is %s, larger than the %s limit", path, sizeString(big.Size), sizeString(opts.MaxSize))
+		}
+		return nil, fmt.Errorf("%s: %s", path, readErrorText(err))
+	}
+	if p, ok := checkText(path, src); !ok {
+		return nil, fmt.Errorf("%s: file is not UTF-8 text", p)
+	}
+	if filepath.Ext(path) != ".cue" {
+		return src, nil
+	}
+	if sh := checkShape(path, src); sh.depth > MaxNesting {
+		return nil, fmt.Errorf("%s: nesting deeper than %d levels", sh.depthAt, MaxNesting)
+	} else if sh.chain > MaxChain {
+		return nil, fmt.Errorf("%s: an expression chains more than %d operators and selectors", sh.chainAt, MaxChain)
+	}
+	var out []byte
+	var evalErr error
+	err = withDeadline(ctx, opts.Timeout, func() {
+		defer func() {
+			if r := recover(); r != nil {
+				evalErr = fmt.Errorf("%s: evaluation failed: %v", path, r)
+			}
+		}()
+		v := cuecontext.New().CompileBytes(src, cue.Filename(path))
+		if err := v.Validate(cue.Concrete(true)); err != nil {
+			evalErr = errors.New(strings.TrimSpace(cueerrors.Details(err, nil)))
+			return
+		}
+		if out, err = v.MarshalJSON(); err != nil {
+			evalErr = fmt.Errorf("%s: %v", path, err)
+		}
+	})
+	switch {
+	case errors.Is(err, errDeadline):
+		return nil, fmt.Errorf("%s: evaluation did not finish within %s; simplify the file", path, opts.Timeout)
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return out, evalErr
+}
