@@ -50,21 +50,26 @@ func (RealClock) AfterFunc(d time.Duration, f func()) func() bool {
 	return time.AfterFunc(d, f).Stop
 }
 
-// VirtualClock is a clock that never waits: Sleep advances the virtual time
-// by its duration at once and runs the AfterFunc callbacks that fall due, in
-// order of their deadlines (ties in order of registration), in the sleeping
-// goroutine. Time moves only through Sleep and Advance, so a run on a
-// VirtualClock is as fast as its code and its waits are exact. Concurrent
-// sleepers each advance the time from its current value.
+// VirtualClock is a clock that never waits for real: time moves only through
+// Sleep and Advance, so a run on a VirtualClock is as fast as its code and its
+// waits are exact. It keeps the order of concurrent waits: a Sleep first runs
+// the AfterFunc callbacks that fall due before its deadline (in deadline
+// order, ties in registration order, each at its own time), then, when
+// another goroutine sleeps until an earlier time, waits for that one to wake
+// first. After callbacks ran, a Sleep gives the goroutines they woke some
+// real time to act (a hedge starting its backup, say) before it looks again.
 type VirtualClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	seq    int
-	timers []*virtualTimer
-	// Yield, when set, is called after callbacks fell due, before Sleep
-	// returns, so that the goroutines they woke run before the sleeper
-	// continues (the hedge race, for instance). Nil: nothing.
-	Yield func()
+	// Grace is the most real time a Sleep grants the goroutines woken by
+	// callbacks that fell due (default 20ms); it ends early when the
+	// sleeper's context ends or the clock is used.
+	Grace time.Duration
+
+	mu       sync.Mutex
+	now      time.Time
+	seq      int
+	timers   []*virtualTimer
+	sleepers map[*virtualTimer]struct{}
+	changed  chan struct{}
 }
 
 type virtualTimer struct {
@@ -76,7 +81,7 @@ type virtualTimer struct {
 
 // NewVirtualClock returns a virtual clock reading start.
 func NewVirtualClock(start time.Time) *VirtualClock {
-	return &VirtualClock{now: start}
+	return &VirtualClock{Grace: 20 * time.Millisecond, now: start, sleepers: map[*virtualTimer]struct{}{}, changed: make(chan struct{})}
 }
 
 // Now implements Clock.
@@ -86,27 +91,89 @@ func (v *VirtualClock) Now() time.Time {
 	return v.now
 }
 
-// Sleep implements Clock: it advances the time by d (unless ctx has already
-// ended) and returns ctx.Err() as it stands afterwards, which lets a callback
-// that fell due (an attempt timeout) end the sleeper's context.
+// signal wakes the sleepers waiting for a change. The caller holds v.mu.
+func (v *VirtualClock) signal() {
+	close(v.changed)
+	v.changed = make(chan struct{})
+}
+
+// Sleep implements Clock: it waits, in virtual time, until now+d, and
+// returns ctx's error if ctx ended meanwhile (a callback that fell due, such
+// as an attempt timeout, may end it).
 func (v *VirtualClock) Sleep(ctx context.Context, d time.Duration) error {
 	if err := ctx.Err(); err != nil || d <= 0 {
 		return err
 	}
-	v.Advance(d)
-	return ctx.Err()
+	v.mu.Lock()
+	v.seq++
+	me := &virtualTimer{at: v.now.Add(d), seq: v.seq}
+	v.sleepers[me] = struct{}{}
+	v.signal()
+	defer func() {
+		delete(v.sleepers, me)
+		v.signal()
+		v.mu.Unlock()
+	}()
+	for {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if due := v.takeDue(me.at); len(due) > 0 {
+			ch := v.changed
+			v.mu.Unlock()
+			for _, t := range due {
+				t.f()
+			}
+			v.grace(ctx, ch)
+			v.mu.Lock()
+			continue
+		}
+		first := true
+		for o := range v.sleepers {
+			if o != me && (o.at.Before(me.at) || o.at.Equal(me.at) && o.seq < me.seq) {
+				first = false
+				break
+			}
+		}
+		if first {
+			if me.at.After(v.now) {
+				v.now = me.at
+			}
+			return ctx.Err()
+		}
+		ch := v.changed
+		v.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+		}
+		v.mu.Lock()
+	}
 }
 
-// Advance moves the time forward by d and runs the callbacks that fell due.
-func (v *VirtualClock) Advance(d time.Duration) {
-	v.mu.Lock()
-	if d > 0 {
-		v.now = v.now.Add(d)
+// grace gives the goroutines that callbacks woke up to Grace of real time,
+// ending early once ctx ends or the clock changed since ch was taken (one of
+// them sleeps or sets a timer).
+func (v *VirtualClock) grace(ctx context.Context, ch <-chan struct{}) {
+	if v.Grace <= 0 {
+		return
 	}
+	t := time.NewTimer(v.Grace)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	case <-ch:
+	}
+}
+
+// takeDue removes the callbacks due at or before until, in order, and moves
+// the time to the last one's deadline. The caller holds v.mu.
+func (v *VirtualClock) takeDue(until time.Time) []*virtualTimer {
 	var due []*virtualTimer
 	keep := v.timers[:0]
 	for _, t := range v.timers {
-		if !t.at.After(v.now) {
+		if !t.at.After(until) {
 			t.done = true
 			due = append(due, t)
 		} else {
@@ -115,19 +182,29 @@ func (v *VirtualClock) Advance(d time.Duration) {
 	}
 	clear(v.timers[len(keep):])
 	v.timers = keep
-	yield := v.Yield
-	v.mu.Unlock()
 	sort.Slice(due, func(i, j int) bool {
 		if !due[i].at.Equal(due[j].at) {
 			return due[i].at.Before(due[j].at)
 		}
 		return due[i].seq < due[j].seq
 	})
+	if n := len(due); n > 0 && due[n-1].at.After(v.now) {
+		v.now = due[n-1].at
+	}
+	return due
+}
+
+// Advance moves the time forward by d and runs the callbacks that fell due.
+func (v *VirtualClock) Advance(d time.Duration) {
+	v.mu.Lock()
+	if d > 0 {
+		v.now = v.now.Add(d)
+	}
+	due := v.takeDue(v.now)
+	v.signal()
+	v.mu.Unlock()
 	for _, t := range due {
 		t.f()
-	}
-	if len(due) > 0 && yield != nil {
-		yield()
 	}
 }
 
@@ -142,6 +219,7 @@ func (v *VirtualClock) AfterFunc(d time.Duration, f func()) func() bool {
 	v.seq++
 	t := &virtualTimer{at: v.now.Add(d), seq: v.seq, f: f}
 	v.timers = append(v.timers, t)
+	v.signal()
 	v.mu.Unlock()
 	return func() bool {
 		v.mu.Lock()

@@ -8,8 +8,10 @@ import (
 	"log/slog"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -28,6 +30,31 @@ type Options struct {
 	// Dir resolves the plan's relative paths (runtime.Deps.Dir); the CLI
 	// passes the policy's directory.
 	Dir string
+	// Clock is the pipeline's clock and the fakes' (nil: a virtual clock
+	// starting at Epoch, so that no wait of the run sleeps).
+	Clock runtime.Clock
+	// Wrap, when set, may adjust the pipeline's dependencies before Build
+	// (wrap the fakes or the audit sink to observe them).
+	Wrap func(*runtime.Deps)
+	// Inspect, when set, sees the pipeline after the last step, before the
+	// run ends.
+	Inspect func(*runtime.Pipeline)
+	// OnExecute, when set, is told each time a fake really runs: stage
+	// "chat" or "tool", the model or tool name, and the call's context
+	// (StepPath tells which step made it).
+	OnExecute func(ctx context.Context, stage plan.Stage, name string)
+}
+
+// Epoch is the time at which the default virtual clock of a run starts.
+var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+type stepKey struct{}
+
+// StepPath returns the path of the step a call belongs to, such as "2" or
+// "1/0" (nested steps of a turn or parallel step), or "" outside a run.
+func StepPath(ctx context.Context) string {
+	p, _ := ctx.Value(stepKey{}).(string)
+	return p
 }
 
 // Result is the outcome of a scenario; it marshals to the JSON of
@@ -39,6 +66,8 @@ type Result struct {
 	Meter      Meter        `json:"meter"`
 	// Trace holds the recorded spans with Options.Trace.
 	Trace []Span `json:"trace,omitempty"`
+	// Crashed reports that a tool item with crash ended the run.
+	Crashed bool `json:"crashed,omitempty"`
 }
 
 // StepResult is the outcome of one step.
@@ -112,7 +141,13 @@ type Span struct {
 // Run runs s against p. It returns an error only when the pipeline cannot be
 // built or ctx ends; a failing step is reported in its StepResult.
 func Run(ctx context.Context, p *plan.Plan, s *Scenario, opts Options) (*Result, error) {
-	f := newFakes(s)
+	clock := opts.Clock
+	if clock == nil {
+		clock = runtime.NewVirtualClock(Epoch)
+	}
+	rctx, crash := context.WithCancel(ctx)
+	defer crash()
+	f := newFakes(s, clock, opts.OnExecute, crash)
 	audit := &runtime.MemoryAudit{}
 	logger := opts.Logger
 	if logger == nil {
@@ -128,7 +163,12 @@ func Run(ctx context.Context, p *plan.Plan, s *Scenario, opts Options) (*Result,
 			})
 		}
 	}
-	deps := runtime.Deps{Models: models, Tools: f.tools(), Audit: audit, Logger: logger, Dir: opts.Dir}
+	deps := runtime.Deps{Models: models, Tools: f.tools(), Audit: audit, Logger: logger, Dir: opts.Dir, Clock: clock}
+	if opts.Wrap != nil {
+		opts.Wrap(&deps)
+	}
+	// After a crash nothing more is written durably.
+	deps.Audit = crashSink{deps.Audit, f}
 	var rec *tracetest.SpanRecorder
 	var tp *sdktrace.TracerProvider
 	if opts.Trace {
@@ -146,11 +186,15 @@ func Run(ctx context.Context, p *plan.Plan, s *Scenario, opts Options) (*Result,
 	if runID == "" {
 		runID = "run-1"
 	}
-	rctx := runtime.WithRun(ctx, runtime.Run{ID: runID})
-	r := &runner{pl: pl}
-	res := &Result{Steps: r.steps(rctx, s.Steps)}
+	rctx = runtime.WithRun(rctx, runtime.Run{ID: runID})
+	r := &runner{pl: pl, f: f}
+	res := &Result{Steps: r.steps(rctx, "", s.Steps)}
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	res.Crashed = f.crashed.Load()
+	if opts.Inspect != nil {
+		opts.Inspect(pl)
 	}
 	res.Executions = f.executions()
 	res.Audit = auditEntries(audit.Records())
@@ -165,18 +209,50 @@ func Run(ctx context.Context, p *plan.Plan, s *Scenario, opts Options) (*Result,
 
 type runner struct {
 	pl *runtime.Pipeline
+	f  *fakes
 }
 
-func (r *runner) steps(ctx context.Context, steps []Step) []StepResult {
+func (r *runner) steps(ctx context.Context, path string, steps []Step) []StepResult {
 	out := make([]StepResult, 0, len(steps))
 	for i, st := range steps {
-		out = append(out, r.step(ctx, i, st))
+		if r.f.crashed.Load() {
+			break
+		}
+		out = append(out, r.step(ctx, path, i, st))
 	}
 	return out
 }
 
-func (r *runner) step(ctx context.Context, i int, st Step) StepResult {
+func (r *runner) step(ctx context.Context, path string, i int, st Step) StepResult {
+	if path != "" {
+		path += "/"
+	}
+	path += strconv.Itoa(i)
+	ctx = context.WithValue(ctx, stepKey{}, path)
+	sr := r.run(ctx, path, i, st)
+	if r.f.crashedIn(path) {
+		sr.Outcome, sr.Error = "crash", nil
+	}
+	return sr
+}
+
+func (r *runner) run(ctx context.Context, path string, i int, st Step) StepResult {
 	switch {
+	case st.Parallel != nil:
+		nested := make([]StepResult, len(st.Parallel))
+		var wg sync.WaitGroup
+		for j, ps := range st.Parallel {
+			wg.Go(func() { nested[j] = r.step(ctx, path, j, ps) })
+		}
+		wg.Wait()
+		sr := StepResult{Index: i, Stage: "parallel", Outcome: "ok", Nested: nested}
+		for _, n := range nested {
+			if n.Outcome != "ok" {
+				sr.Outcome, sr.Error = n.Outcome, n.Error
+				break
+			}
+		}
+		return sr
 	case st.Chat != nil:
 		return r.chat(ctx, i, st.Chat)
 	case st.Tool != nil:
@@ -223,10 +299,14 @@ func (r *runner) chat(ctx context.Context, i int, cs *ChatStep) StepResult {
 
 func (r *runner) turn(ctx context.Context, i int, ts *TurnStep) StepResult {
 	var nested []StepResult
+	path := StepPath(ctx)
 	res, err := r.pl.Turn(ctx, runtime.TurnRequest{Input: ts.Input, Session: ts.Session}, func(ctx context.Context) (string, error) {
 		var output string
 		for j, st := range ts.Steps {
-			sr := r.step(ctx, j, st)
+			if r.f.crashed.Load() {
+				break
+			}
+			sr := r.step(ctx, path, j, st)
 			nested = append(nested, sr)
 			if st.Chat != nil && sr.Text != nil {
 				output = *sr.Text
@@ -344,6 +424,38 @@ type fakes struct {
 	mu          sync.Mutex
 	modelScript map[string]*script[ModelItem]
 	toolScript  map[string]*script[ToolItem]
+	clock       runtime.Clock
+	onExecute   func(context.Context, plan.Stage, string)
+	// crash ends the run's context; crashed is set from then on, and
+	// crashPath names the step whose tool crashed.
+	crash     func()
+	crashed   atomic.Bool
+	crashPath string
+}
+
+// crashedIn reports whether the crash happened in the step at path or one
+// nested in it.
+func (f *fakes) crashedIn(path string) bool {
+	if !f.crashed.Load() {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.crashPath == path || strings.HasPrefix(f.crashPath, path+"/")
+}
+
+// crashSink drops every record once the run crashed.
+type crashSink struct {
+	runtime.AuditSink
+	f *fakes
+}
+
+// Append implements runtime.AuditSink.
+func (c crashSink) Append(ctx context.Context, r runtime.AuditRecord) error {
+	if c.f.crashed.Load() {
+		return nil
+	}
+	return c.AuditSink.Append(ctx, r)
 }
 
 type script[T any] struct {
@@ -351,8 +463,9 @@ type script[T any] struct {
 	next  int
 }
 
-func newFakes(s *Scenario) *fakes {
-	f := &fakes{modelScript: map[string]*script[ModelItem]{}, toolScript: map[string]*script[ToolItem]{}}
+func newFakes(s *Scenario, clock runtime.Clock, onExecute func(context.Context, plan.Stage, string), crash func()) *fakes {
+	f := &fakes{modelScript: map[string]*script[ModelItem]{}, toolScript: map[string]*script[ToolItem]{},
+		clock: clock, onExecute: onExecute, crash: crash}
 	for name, items := range s.Models {
 		f.modelScript[name] = &script[ModelItem]{items: items}
 	}
@@ -362,8 +475,16 @@ func newFakes(s *Scenario) *fakes {
 	return f
 }
 
-// take returns the next item of a script and counts the execution.
-func take[T any](f *fakes, sc *script[T]) (T, int, bool) {
+// take returns the next item of a script and counts the execution. After a
+// crash nothing runs any more (n is -1).
+func take[T any](ctx context.Context, f *fakes, sc *script[T], stage plan.Stage, name string) (T, int, bool) {
+	if f.crashed.Load() {
+		var zero T
+		return zero, -1, false
+	}
+	if f.onExecute != nil {
+		f.onExecute(ctx, stage, name)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	n := sc.next
@@ -404,30 +525,26 @@ func fakeError(kind string, retryAfterMS int, what string) error {
 	return e
 }
 
-func sleep(ctx context.Context, ms int) error {
+func (f *fakes) sleep(ctx context.Context, ms int) error {
 	if ms <= 0 {
 		return nil
 	}
-	t := time.NewTimer(time.Duration(ms) * time.Millisecond)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return f.clock.Sleep(ctx, time.Duration(ms)*time.Millisecond)
 }
 
 func (f *fakes) models() map[string]runtime.ModelClient {
 	out := map[string]runtime.ModelClient{}
 	for name, sc := range f.modelScript {
 		out[name] = runtime.ModelFunc(func(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
-			it, n, ok := take(f, sc)
+			it, n, ok := take(ctx, f, sc, plan.StageChat, name)
 			what := fmt.Sprintf("model %s call %d", name, n+1)
+			if n < 0 {
+				return context.Canceled
+			}
 			if !ok {
 				return &runtime.CallError{Kind: runtime.KindPermanent, Message: fmt.Sprintf("%s: script exhausted", what)}
 			}
-			if err := sleep(ctx, it.DelayMS); err != nil {
+			if err := f.sleep(ctx, it.DelayMS); err != nil {
 				return err
 			}
 			deltas := it.Deltas
@@ -472,13 +589,26 @@ func (f *fakes) tools() map[string]runtime.ToolFunc {
 	out := map[string]runtime.ToolFunc{}
 	for name, sc := range f.toolScript {
 		out[name] = func(ctx context.Context, call *runtime.ToolCall) (any, error) {
-			it, n, ok := take(f, sc)
+			it, n, ok := take(ctx, f, sc, plan.StageTool, name)
 			what := fmt.Sprintf("tool %s call %d", name, n+1)
+			if n < 0 {
+				return nil, context.Canceled
+			}
 			if !ok {
 				return nil, &runtime.CallError{Kind: runtime.KindPermanent, Message: fmt.Sprintf("%s: script exhausted", what)}
 			}
-			if err := sleep(ctx, it.DelayMS); err != nil {
+			if err := f.sleep(ctx, it.DelayMS); err != nil {
 				return nil, err
+			}
+			if it.Crash {
+				f.mu.Lock()
+				if !f.crashed.Load() {
+					f.crashPath = StepPath(ctx)
+					f.crashed.Store(true)
+				}
+				f.mu.Unlock()
+				f.crash()
+				return nil, context.Canceled
 			}
 			if it.Error != "" {
 				return nil, fakeError(it.Error, it.RetryAfterMS, what)

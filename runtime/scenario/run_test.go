@@ -148,6 +148,14 @@ func TestScenarios(t *testing.T) {
 			`{"models": {"primary": [{"text": "slow", "delay_ms": 2000}], "backup": [{"text": "fast"}]},
 			  "steps": [{"chat": {"model": "primary"}}]}`,
 			`{"steps": [{"outcome": "ok", "text": "fast", "model": "backup"}], "executions": {"models": {"primary": 1, "backup": 1}}}`},
+		{"parallel duplicates run concurrently", planWith(plan.Chains{Tool: []plan.Layer{layer("idempotent", `{}`)}}),
+			`{"tools": {"refund": [{"result": 1}, {"result": 2}]},
+			  "steps": [{"parallel": [{"tool": {"name": "refund", "args": {"a": 1}}}, {"tool": {"name": "refund", "args": {"a": 1}}}]}]}`,
+			`{"steps": [{"stage": "parallel", "outcome": "ok", "steps": [{"outcome": "ok"}, {"outcome": "ok"}]}], "executions": {"tools": {"refund": 1}}}`},
+		{"a crash freezes the trail and ends the run", planWith(plan.Chains{Tool: []plan.Layer{layer("audit", `{}`), layer("retry", `{"max_attempts":3}`)}}),
+			`{"tools": {"refund": [{"error": "transient"}, {"crash": true}, {"result": 1}]},
+			  "steps": [{"tool": {"name": "refund"}}, {"tool": {"name": "refund"}}]}`,
+			`{"steps": [{"outcome": "crash"}], "crashed": true, "audit": [], "executions": {"tools": {"refund": 2}}}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

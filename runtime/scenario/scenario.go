@@ -15,7 +15,12 @@
 // `error` ("transient", "rate_limited" with `retry_after_ms`, "timeout",
 // "permanent") fails before the first delta. `delay_ms` (an extension) waits
 // before the first delta, respecting cancellation, which lets hedge races be
-// scripted. A tool item returns `result` or fails with `error`. Each call
+// scripted; delays pass on the run's clock (a virtual one unless the caller
+// gives another), so a scenario never sleeps. A tool item returns `result`
+// or fails with `error`; `crash` (an extension) stands for the process dying
+// while the tool runs: the tool has run, nothing is written durably any more
+// (the audit sink takes no further record), the step ends "crash" and the
+// remaining steps do not run. Each call
 // consumes the next item of its model or tool; a call past the end of a
 // script fails permanently.
 //
@@ -24,7 +29,9 @@
 // filters {items} with the plan's admission predicate. `turn` runs {input,
 // steps} through the turn chain: its nested steps run in order until one does
 // not end ok (its error ends the turn), and the turn's output is the text of
-// its last chat step.
+// its last chat step. `parallel` (an extension) runs its nested steps
+// concurrently, as duplicate deliveries of a call would; it ends ok when all
+// of them did, else with the outcome of the first that did not.
 package scenario
 
 import (
@@ -73,16 +80,18 @@ type ModelItem struct {
 type ToolItem struct {
 	Result       any    `json:"result,omitempty"`
 	Error        string `json:"error,omitempty"`
+	Crash        bool   `json:"crash,omitempty"`
 	RetryAfterMS int    `json:"retry_after_ms,omitempty"`
 	DelayMS      int    `json:"delay_ms,omitempty"`
 }
 
 // Step is one call; exactly one field is set.
 type Step struct {
-	Chat  *ChatStep  `json:"chat,omitempty"`
-	Tool  *ToolStep  `json:"tool,omitempty"`
-	Admit *AdmitStep `json:"admit,omitempty"`
-	Turn  *TurnStep  `json:"turn,omitempty"`
+	Chat     *ChatStep  `json:"chat,omitempty"`
+	Tool     *ToolStep  `json:"tool,omitempty"`
+	Admit    *AdmitStep `json:"admit,omitempty"`
+	Turn     *TurnStep  `json:"turn,omitempty"`
+	Parallel []Step     `json:"parallel,omitempty"`
 }
 
 // ChatStep is a model call.
@@ -173,6 +182,9 @@ func (s *Scenario) check() error {
 			if it.Error != "" && it.Result != nil {
 				errs = append(errs, fmt.Errorf("tools.%s[%d]: result and error exclude each other", name, i))
 			}
+			if it.Crash && (it.Error != "" || it.Result != nil) {
+				errs = append(errs, fmt.Errorf("tools.%s[%d]: crash excludes result and error", name, i))
+			}
 			if it.DelayMS < 0 {
 				errs = append(errs, fmt.Errorf("tools.%s[%d]: delay_ms must not be negative", name, i))
 			}
@@ -238,13 +250,13 @@ func checkSteps(path string, steps []Step) []error {
 	for i, st := range steps {
 		p := fmt.Sprintf("%s[%d]", path, i)
 		n := 0
-		for _, set := range []bool{st.Chat != nil, st.Tool != nil, st.Admit != nil, st.Turn != nil} {
+		for _, set := range []bool{st.Chat != nil, st.Tool != nil, st.Admit != nil, st.Turn != nil, st.Parallel != nil} {
 			if set {
 				n++
 			}
 		}
 		if n != 1 {
-			errs = append(errs, fmt.Errorf("%s: a step has exactly one of chat, tool, admit, turn (found %d)", p, n))
+			errs = append(errs, fmt.Errorf("%s: a step has exactly one of chat, tool, admit, turn, parallel (found %d)", p, n))
 			continue
 		}
 		switch {
@@ -264,6 +276,8 @@ func checkSteps(path string, steps []Step) []error {
 				errs = append(errs, fmt.Errorf("%s.turn: steps: at least one step is required", p))
 			}
 			errs = append(errs, checkSteps(p+".turn.steps", st.Turn.Steps)...)
+		case st.Parallel != nil:
+			errs = append(errs, checkSteps(p+".parallel", st.Parallel)...)
 		}
 	}
 	return errs
