@@ -71,12 +71,38 @@ func (p *Predicate) EvalChat(ctx context.Context, c *ChatCall, resp *ChatRespons
 		}
 		v.Request.Messages = msgs
 	}
+	if n := len(c.Request.Tools); n > 0 {
+		defs := make([]predicate.ToolDef, n)
+		for i, t := range c.Request.Tools {
+			defs[i] = predicate.ToolDef{Name: t.Name, Description: t.Description}
+		}
+		v.Request.Tools = defs
+	}
+	v.Request.Params = chatParams(&c.Request)
 	if resp != nil {
 		v.HasResponse = true
-		v.Response = predicate.ChatResponse{Text: resp.Text, Model: resp.Model,
-			Usage: predicate.Usage{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens}}
+		v.Response = predicate.ChatResponse{Text: resp.Text, Model: resp.Model, FinishReason: resp.FinishReason,
+			Usage: predicate.Usage{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens,
+				CachedInputTokens: resp.Usage.CachedInputTokens, ReasoningTokens: resp.Usage.ReasoningTokens}}
+		if n := len(resp.ToolCalls); n > 0 {
+			calls := make([]predicate.ToolCall, n)
+			for i, t := range resp.ToolCalls {
+				calls[i] = predicate.ToolCall{ID: t.ID, Name: t.Name, Arguments: t.Arguments}
+			}
+			v.Response.ToolCalls = calls
+		}
 	}
 	return p.prog.Eval(ctx, v)
+}
+
+// chatParams is request.params of r.
+func chatParams(r *ChatRequest) predicate.Params {
+	p := predicate.Params{Temperature: r.Temperature, TopP: r.TopP, Stop: r.Stop, Seed: r.Seed,
+		ToolChoice: r.ToolChoice, Metadata: r.Metadata}
+	if r.ResponseFormat != nil {
+		p.ResponseFormat = r.ResponseFormat.Type
+	}
+	return p
 }
 
 func toolActivationInfo(t *ToolInfo) *predicate.ToolInfo {

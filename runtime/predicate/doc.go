@@ -11,8 +11,8 @@
 // request.modle is a cel/type issue with a column:
 //
 //	stage  phase   variables
-//	chat   before  run, request {model, messages, max_tokens}, messages list(message)
-//	chat   after   the above plus response {text, model, usage {input_tokens, output_tokens}}
+//	chat   before  run, request {model, messages, max_tokens, tools, params}, messages list(message)
+//	chat   after   the above plus response {text, model, usage, tool_calls, finish_reason}
 //	tool   before  run, tool {name, side_effecting, retry_safe, url_arg, path_arg}, args
 //	tool   after   the above plus result (dyn)
 //	turn   before  run, input {text}, session {id, meta}
@@ -20,7 +20,14 @@
 //	admit  -       item {content, source, score, metadata}
 //
 // run is {id, agent, meta}; a message is {role, content, name, tool_call_id}; meta and metadata
-// are map(string, dyn). has() on a field of these types is true when the field holds a non-zero
+// are map(string, dyn). request.tools is list({name, description}); request.params is
+// {temperature double, top_p double, stop list(string), seed int, tool_choice string,
+// response_format string (the format's type), metadata map(string, string)}, where has() on
+// temperature, top_p and seed is true when the request sets them, even to zero.
+// response.usage is {input_tokens, output_tokens, cached_input_tokens, reasoning_tokens};
+// response.tool_calls is list({id, name, args}), args the call's JSON arguments decoded at
+// access as map(string, dyn) (arguments that are not an object are an evaluation error);
+// response.finish_reason is a string. has() on a field of these types is true when the field holds a non-zero
 // value, as for proto3 scalars. The Go values come from the activations ChatVars, ToolVars,
 // TurnVars and AdmitVars, which resolve names without allocating.
 //

@@ -1,6 +1,8 @@
 package predicate
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 
 	"github.com/google/cel-go/checker"
@@ -39,16 +41,23 @@ var (
 	sessionType  = newObjectType("agentc.session", false, sessionFields()...)
 	outputType   = newObjectType("agentc.output", false, stringField[TurnOutput]("text", func(v *TurnOutput) string { return v.Text }))
 	itemType     = newObjectType("agentc.item", false, itemFields()...)
+	toolDefType  = newObjectType("agentc.tool_def", false, toolDefFields()...)
+	paramsType   = newObjectType("agentc.params", false, paramsFields()...)
+	toolCallType = newObjectType("agentc.tool_call", false, toolCallFields()...)
 
 	fixedObjects = map[string]*objectType{}
 
 	metaType     = types.NewMapType(types.StringType, types.DynType)
-	messagesType = types.NewListType(messageType.typ)
+	messagesType  = types.NewListType(messageType.typ)
+	toolDefsType  = types.NewListType(toolDefType.typ)
+	toolCallsType = types.NewListType(toolCallType.typ)
+	stringsType   = types.NewListType(types.StringType)
+	stringMapType = types.NewMapType(types.StringType, types.StringType)
 )
 
 func init() {
 	for _, o := range []*objectType{runType, messageType, requestType, usageType, responseType,
-		toolType, inputType, sessionType, outputType, itemType} {
+		toolType, inputType, sessionType, outputType, itemType, toolDefType, paramsType, toolCallType} {
 		fixedObjects[o.name] = o
 	}
 }
@@ -172,13 +181,104 @@ func requestFields() []*field {
 			assumed: assumedList,
 		},
 		intField[ChatRequest]("max_tokens", func(v *ChatRequest) int64 { return v.MaxTokens }),
+		listField[ChatRequest]("tools", toolDefsType, func(p *ChatRequest) any { return &p.Tools },
+			func(p *ChatRequest) bool { return len(p.Tools) != 0 }),
+		objectField[ChatRequest, Params]("params", paramsType, func(v *ChatRequest) *Params { return &v.Params }),
 	}
+}
+
+// listField is a field of a list type; get returns what the adapter turns into the list.
+func listField[T any](name string, t *types.Type, get func(*T) any, set func(*T) bool) *field {
+	return &field{
+		name:    name,
+		ft:      types.FieldType{Type: t, GetFrom: fixedGetter(get), IsSet: fixedTester(set)},
+		assumed: assumedList,
+	}
+}
+
+func toolDefFields() []*field {
+	return []*field{
+		stringField[ToolDef]("name", func(v *ToolDef) string { return v.Name }),
+		stringField[ToolDef]("description", func(v *ToolDef) string { return v.Description }),
+	}
+}
+
+// optionalField is a scalar field backed by a pointer: has() is true when it is set, a read
+// of an unset one is the zero value.
+func optionalField[T, V any](name string, t *types.Type, get func(*T) *V, val func(V) ref.Val) *field {
+	return &field{
+		name: name,
+		ft: types.FieldType{
+			Type: t,
+			GetFrom: fixedGetter(func(p *T) any {
+				if v := get(p); v != nil {
+					return val(*v)
+				}
+				var zero V
+				return val(zero)
+			}),
+			IsSet: fixedTester(func(p *T) bool { return get(p) != nil }),
+		},
+	}
+}
+
+func paramsFields() []*field {
+	double := func(f float64) ref.Val { return types.Double(f) }
+	return []*field{
+		optionalField[Params]("temperature", types.DoubleType, func(v *Params) *float64 { return v.Temperature }, double),
+		optionalField[Params]("top_p", types.DoubleType, func(v *Params) *float64 { return v.TopP }, double),
+		optionalField[Params]("seed", types.IntType, func(v *Params) *int64 { return v.Seed },
+			func(n int64) ref.Val { return types.Int(n) }),
+		listField[Params]("stop", stringsType, func(p *Params) any { return p.Stop },
+			func(p *Params) bool { return len(p.Stop) != 0 }),
+		stringField[Params]("tool_choice", func(v *Params) string { return v.ToolChoice }),
+		stringField[Params]("response_format", func(v *Params) string { return v.ResponseFormat }),
+		{
+			name: "metadata",
+			ft: types.FieldType{
+				Type:    stringMapType,
+				GetFrom: fixedGetter(func(p *Params) any { return p.Metadata }),
+				IsSet:   fixedTester(func(p *Params) bool { return len(p.Metadata) != 0 }),
+			},
+			assumed: assumedMap,
+		},
+	}
+}
+
+func toolCallFields() []*field {
+	return []*field{
+		stringField[ToolCall]("id", func(v *ToolCall) string { return v.ID }),
+		stringField[ToolCall]("name", func(v *ToolCall) string { return v.Name }),
+		{
+			name: "args",
+			ft: types.FieldType{
+				Type:    metaType,
+				GetFrom: fixedGetter(func(p *ToolCall) any { return decodeToolArgs(p) }),
+				IsSet:   fixedTester(func(p *ToolCall) bool { return len(bytes.TrimSpace(p.Arguments)) > 2 }),
+			},
+			assumed: assumedMap,
+		},
+	}
+}
+
+// decodeToolArgs decodes a tool call's arguments for `args`: empty arguments are an empty map,
+// anything but a JSON object an evaluation error.
+func decodeToolArgs(p *ToolCall) ref.Val {
+	args := map[string]any{}
+	if len(bytes.TrimSpace(p.Arguments)) > 0 {
+		if err := json.Unmarshal(p.Arguments, &args); err != nil || args == nil {
+			return types.NewErr("tool call %q (%s): arguments are not a JSON object", p.ID, p.Name)
+		}
+	}
+	return types.NewStringInterfaceMap(typeAdapter, args)
 }
 
 func usageFields() []*field {
 	return []*field{
 		intField[Usage]("input_tokens", func(v *Usage) int64 { return v.InputTokens }),
 		intField[Usage]("output_tokens", func(v *Usage) int64 { return v.OutputTokens }),
+		intField[Usage]("cached_input_tokens", func(v *Usage) int64 { return v.CachedInputTokens }),
+		intField[Usage]("reasoning_tokens", func(v *Usage) int64 { return v.ReasoningTokens }),
 	}
 }
 
@@ -187,6 +287,9 @@ func responseFields() []*field {
 		stringField[ChatResponse]("text", func(v *ChatResponse) string { return v.Text }),
 		stringField[ChatResponse]("model", func(v *ChatResponse) string { return v.Model }),
 		objectField[ChatResponse, Usage]("usage", usageType, func(v *ChatResponse) *Usage { return &v.Usage }),
+		listField[ChatResponse]("tool_calls", toolCallsType, func(p *ChatResponse) any { return &p.ToolCalls },
+			func(p *ChatResponse) bool { return len(p.ToolCalls) != 0 }),
+		stringField[ChatResponse]("finish_reason", func(v *ChatResponse) string { return v.FinishReason }),
 	}
 }
 

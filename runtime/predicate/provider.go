@@ -156,6 +156,20 @@ func (a *adapter) NativeToValue(value any) ref.Val {
 		return &object{t: outputType, v: v}
 	case *Item:
 		return &object{t: itemType, v: v}
+	case *Params:
+		return &object{t: paramsType, v: v}
+	case ToolDef:
+		return &object{t: toolDefType, v: &v}
+	case *ToolDef:
+		return &object{t: toolDefType, v: v}
+	case *[]ToolDef:
+		return types.NewDynamicList(a, *v)
+	case ToolCall:
+		return &object{t: toolCallType, v: &v}
+	case *ToolCall:
+		return &object{t: toolCallType, v: v}
+	case *[]ToolCall:
+		return types.NewDynamicList(a, *v)
 	}
 	return a.base.NativeToValue(value)
 }

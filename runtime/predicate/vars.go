@@ -1,6 +1,10 @@
 package predicate
 
-import "github.com/google/cel-go/interpreter"
+import (
+	"encoding/json"
+
+	"github.com/google/cel-go/interpreter"
+)
 
 // Activation supplies the variables of one evaluation. ChatVars, ToolVars, TurnVars and
 // AdmitVars are the activations of the four stages; any interpreter.Activation works.
@@ -26,19 +30,52 @@ type ChatRequest struct {
 	Model     string    // request.model
 	Messages  []Message // request.messages; also the variable `messages`
 	MaxTokens int64     // request.max_tokens
+	Tools     []ToolDef // request.tools: the tools offered to the model
+	Params    Params    // request.params
+}
+
+// ToolDef is a tool offered to the model, the element type of `request.tools`.
+type ToolDef struct {
+	Name        string // name
+	Description string // description
+}
+
+// Params is the CEL object `request.params`: the request's sampling and output parameters.
+// has() on temperature, top_p and seed is true when the request sets them (even to zero).
+type Params struct {
+	Temperature    *float64          // temperature (0.0 when unset)
+	TopP           *float64          // top_p (0.0 when unset)
+	Stop           []string          // stop, list(string)
+	Seed           *int64            // seed (0 when unset)
+	ToolChoice     string            // tool_choice: "", auto, none, required or a tool name
+	ResponseFormat string            // response_format: the format's type, "" when unset
+	Metadata       map[string]string // metadata, map(string, string)
+}
+
+// ToolCall is a tool call the model requested, the element type of `response.tool_calls`.
+// Arguments is decoded when `args` is read (map(string, dyn)); arguments that are not a JSON
+// object make the read an evaluation error.
+type ToolCall struct {
+	ID        string          // id
+	Name      string          // name
+	Arguments json.RawMessage // args
 }
 
 // Usage is the token usage of a model response.
 type Usage struct {
-	InputTokens  int64 // input_tokens
-	OutputTokens int64 // output_tokens
+	InputTokens       int64 // input_tokens
+	OutputTokens      int64 // output_tokens
+	CachedInputTokens int64 // cached_input_tokens, part of input_tokens
+	ReasoningTokens   int64 // reasoning_tokens, part of output_tokens
 }
 
 // ChatResponse is the CEL variable `response` of the chat stage, after phase.
 type ChatResponse struct {
-	Text  string // response.text
-	Model string // response.model
-	Usage Usage  // response.usage
+	Text         string     // response.text
+	Model        string     // response.model
+	Usage        Usage      // response.usage
+	ToolCalls    []ToolCall // response.tool_calls
+	FinishReason string     // response.finish_reason: stop, length, tool_calls, content_filter or ""
 }
 
 // ToolInfo is the CEL variable `tool`: the declaration of the called tool.
