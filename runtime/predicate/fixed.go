@@ -47,7 +47,7 @@ var (
 
 	fixedObjects = map[string]*objectType{}
 
-	metaType     = types.NewMapType(types.StringType, types.DynType)
+	metaType      = types.NewMapType(types.StringType, types.DynType)
 	messagesType  = types.NewListType(messageType.typ)
 	toolDefsType  = types.NewListType(toolDefType.typ)
 	toolCallsType = types.NewListType(toolCallType.typ)
