@@ -43,6 +43,7 @@ func lower(_ context.Context, c *Compilation) error {
 			out.Stores[name] = plan.Store{Kind: s.Kind, Path: s.Path, URL: s.URL, URLEnv: s.URLEnv, Prefix: s.Prefix}
 		}
 	}
+	lowerServe(p, out)
 	for _, stage := range dsl.Stages {
 		var layers []plan.Layer
 		for _, e := range p.Chains[stage] {

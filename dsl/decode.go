@@ -82,6 +82,7 @@ func (l *loader) decode(p *Policy, v cue.Value) {
 	if n, err := v.LookupPath(cue.ParsePath("settings.replicas")).Int64(); err == nil {
 		p.Replicas = int(n)
 	}
+	l.decodeServe(p, v)
 	if lim, err := v.LookupPath(cue.ParsePath("settings.cel_cost_limit")).Uint64(); err == nil {
 		p.CELCostLimit = lim
 	} else {

@@ -33,6 +33,10 @@ type Policy struct {
 	// Replicas is settings.replicas: how many processes serve the policy
 	// at once (1 when unset).
 	Replicas int
+	// Keys are the virtual API keys and MCPServers the upstream MCP
+	// servers of `agentc serve`, by name.
+	Keys       map[string]*Key
+	MCPServers map[string]*MCPServer
 	// Value is the policy unified with #Policy.
 	Value cue.Value
 }

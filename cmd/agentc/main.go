@@ -5,6 +5,8 @@
 //	agentc explain [-format text|dot|mermaid] PATH
 //	agentc run     [-json] [-trace] POLICY SCENARIO
 //	agentc test    [-run REGEX] [-v] PATH...
+//	agentc serve   [-listen ADDR] POLICY|plan.json
+//	agentc mcp-tools [-url URL] POLICY [SERVER...]
 //	agentc version
 //
 // Exit codes: 0 ok, 1 problems found, 2 usage or I/O failure.
@@ -77,6 +79,8 @@ func init() {
 		{"explain", "[-format text|dot|mermaid] PATH", "show each chain and why each layer sits where it does", cmdExplain},
 		{"run", "[-json] [-trace] POLICY SCENARIO", "run a scenario against fake models and tools", cmdRun},
 		{"test", "[-run REGEX] [-v] PATH...", "run a policy's test cases", cmdTest},
+		{"serve", "[-listen ADDR] POLICY|plan.json", "serve the policy: OpenAI and Anthropic gateway, MCP proxy", cmdServe},
+		{"mcp-tools", "[-url URL] POLICY [SERVER...]", "print the tools of the policy's MCP servers as CUE tools: entries", cmdMCPTools},
 		{"version", "", "print the version", cmdVersion},
 	}
 }

@@ -16,7 +16,8 @@
 // Errors are {"error": {"kind","layer","message"}} with status 403 for a
 // blocked call, 402 for a budget ceiling, 429 for a rate limit (with
 // Retry-After when the limit says when), 503 for an open circuit breaker
-// (with Retry-After) and 502 for any other failure. A client that went away
+// (with Retry-After), 504 for a timeout and 502 for any other failure (the
+// mapping of agentc serve). A client that went away
 // gets no body (499 is logged).
 //
 // Run it with: go run ./examples/service -plan examples/service/plan.json
@@ -30,13 +31,13 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"time"
 
 	_ "github.com/agentc-dev/agentc/builtins/all"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
+	"github.com/agentc-dev/agentc/serve"
 )
 
 func main() {
@@ -170,43 +171,16 @@ func errorOf(err error) errorBody {
 	return errorBody{Kind: runtime.KindOf(err), Layer: runtime.LayerOf(err), Message: err.Error()}
 }
 
-// statusClientClosedRequest is the status logged for a client that went away
-// before its answer (nginx's 499); nobody reads it.
-const statusClientClosedRequest = 499
-
-// statusOf maps an error to an HTTP status and the delay to put in
-// Retry-After (0: none): final errors are 4xx (the client must not retry), a
-// rate limit 429, an open circuit breaker 503, other failures 502.
-func statusOf(err error) (int, time.Duration) {
-	switch runtime.Classify(err) {
-	case runtime.ClassBlocked:
-		return http.StatusForbidden, 0
-	case runtime.ClassBudget:
-		return http.StatusPaymentRequired, 0
-	}
-	var bo *runtime.BreakerOpenError
-	if errors.As(err, &bo) {
-		return http.StatusServiceUnavailable, max(time.Until(bo.Until), time.Second)
-	}
-	if runtime.KindOf(err) == string(runtime.KindRateLimited) {
-		d, _ := runtime.RetryAfterOf(err)
-		return http.StatusTooManyRequests, d
-	}
-	return http.StatusBadGateway, 0
-}
-
-// writeError answers a failed call: the mapped status (see statusOf) with
-// Retry-After in whole seconds, rounded up, and {"error"} plus extra. When
-// the client went away, only the status 499 is recorded.
+// writeError answers a failed call: the status serve.StatusOf maps it to,
+// with Retry-After in whole seconds, rounded up, and {"error"} plus extra.
+// When the client went away, only the status 499 is recorded.
 func writeError(w http.ResponseWriter, r *http.Request, err error, extra map[string]any) {
 	if r.Context().Err() != nil {
-		w.WriteHeader(statusClientClosedRequest)
+		w.WriteHeader(serve.StatusClientClosedRequest)
 		return
 	}
-	status, retryAfter := statusOf(err)
-	if retryAfter > 0 {
-		w.Header().Set("Retry-After", strconv.FormatInt(int64((retryAfter+time.Second-1)/time.Second), 10))
-	}
+	status, retryAfter := serve.StatusOf(err)
+	serve.SetRetryAfter(w.Header(), retryAfter)
 	body := map[string]any{"error": errorOf(err)}
 	for k, v := range extra {
 		body[k] = v

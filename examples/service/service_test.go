@@ -20,6 +20,7 @@ import (
 
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
+	"github.com/agentc-dev/agentc/serve"
 )
 
 // start serves the committed plan.json on a loopback port.
@@ -268,7 +269,7 @@ func TestErrorStatusAndRetryAfter(t *testing.T) {
 		cancel()
 		w := httptest.NewRecorder()
 		writeError(w, httptest.NewRequest(http.MethodPost, "/v1/chat", nil).WithContext(ctx), context.Canceled, nil)
-		assert.Equal(t, statusClientClosedRequest, w.Code)
+		assert.Equal(t, serve.StatusClientClosedRequest, w.Code)
 		assert.Empty(t, w.Body.String())
 	})
 }

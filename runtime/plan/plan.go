@@ -44,6 +44,28 @@ type Plan struct {
 	Admit *Predicate `json:"admit,omitempty"`
 	// Stores are the named state backends.
 	Stores map[string]Store `json:"stores,omitempty"`
+	// Keys are the virtual API keys a server admits, by name.
+	Keys map[string]Key `json:"keys,omitempty"`
+	// MCPServers are the upstream MCP servers a server fronts, by name.
+	MCPServers map[string]MCPServer `json:"mcp_servers,omitempty"`
+}
+
+// Key is a virtual API key: the SHA-256 of the key (hex) or the name of the
+// environment variable that holds it. A plan never holds a key itself.
+type Key struct {
+	SHA256 string `json:"sha256,omitempty"`
+	Env    string `json:"env,omitempty"`
+	// Tenant scopes the key's runs, budgets and rate limits.
+	Tenant string `json:"tenant"`
+}
+
+// MCPServer is an upstream MCP server: a command speaking MCP on its
+// standard input and output, or the URL of a streamable HTTP endpoint.
+type MCPServer struct {
+	Command []string          `json:"command,omitempty"`
+	URL     string            `json:"url,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	Prefix  string            `json:"prefix,omitempty"`
 }
 
 // Chains holds the layers of each stage, index 0 outermost.

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/agentc-dev/agentc/compiler"
+	"github.com/agentc-dev/agentc/dsl"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	"github.com/agentc-dev/agentc/serve"
+)
+
+func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
+	fs := newFlags(env, "serve")
+	listen := fs.String("listen", "127.0.0.1:8080", "address to listen on")
+	shutdown := fs.Duration("shutdown-timeout", 10*time.Second, "how long requests in flight may finish at SIGTERM")
+	watch := fs.Duration("watch", time.Second, "how often the policy files are checked for changes (0: never)")
+	runIdle := fs.Duration("run-idle", 15*time.Minute, "end a named run after this long without a request")
+	maxBody := fs.Int64("max-body", 4<<20, "largest request body, in bytes")
+	logFormat := fs.String("log-format", "text", "access and server log format: text or json")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return exitUsage
+	}
+	var handler slog.Handler
+	switch *logFormat {
+	case "text":
+		handler = slog.NewTextHandler(env.stderr, nil)
+	case "json":
+		handler = slog.NewJSONHandler(env.stderr, nil)
+	default:
+		return fail(env, "serve: -log-format must be text or json, got %q", *logFormat)
+	}
+	logger := slog.New(handler)
+	if *watch == 0 {
+		*watch = -1
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	srv, err := serve.New(ctx, serve.Options{
+		Source: policySource(fs.Arg(0), env, logger), Logger: logger,
+		ShutdownTimeout: *shutdown, WatchInterval: *watch, RunIdle: *runIdle, MaxBodyBytes: *maxBody,
+	})
+	if err != nil {
+		return fail(env, "serve %s: %v", fs.Arg(0), err)
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		_ = srv.Close()
+		return fail(env, "serve: %v", err)
+	}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				logger.Info("SIGHUP: reloading")
+				_ = srv.Reload(ctx)
+			}
+		}
+	}()
+	if err := srv.Serve(ctx, ln); err != nil {
+		return fail(env, "serve: %v", err)
+	}
+	return exitOK
+}
+
+// policySource loads the policy at path for the server: a compiled plan
+// (.json) as it is, a policy through the compiler, whose warnings are
+// logged and whose errors fail the load with every diagnostic.
+func policySource(path string, env *cliEnv, logger *slog.Logger) serve.Source {
+	return serve.SourceFunc(func(ctx context.Context) (*serve.Loaded, error) {
+		dir := policyDir(path)
+		if strings.HasSuffix(path, ".json") {
+			p, err := plan.Load(path)
+			if err != nil {
+				return &serve.Loaded{Files: []string{path}}, err
+			}
+			return &serve.Loaded{Plan: p, Dir: dir, Files: []string{path}}, nil
+		}
+		c, err := compiler.Compile(ctx, []string{path}, compiler.Options{})
+		if err != nil {
+			return nil, err
+		}
+		ds := c.Diagnostics.Relative(env.wd).Sort()
+		var errs []string
+		for _, d := range ds {
+			if d.Severity == dsl.Error {
+				errs = append(errs, d.String())
+			} else {
+				logger.Warn("policy", "diagnostic", d.String())
+			}
+		}
+		if c.Plan == nil {
+			if len(errs) == 0 {
+				errs = append(errs, "the policy did not compile")
+			}
+			return nil, errors.New(strings.Join(errs, "\n"))
+		}
+		ld := &serve.Loaded{Plan: c.Plan, Dir: dir}
+		if c.Policy != nil {
+			ld.Files = c.Policy.Files
+			ld.Dir = c.Policy.Dir
+		}
+		if st, err := os.Stat(path); err == nil && st.IsDir() {
+			ld.WatchDirs = []string{filepath.Clean(path)}
+		}
+		return ld, nil
+	})
+}

@@ -1,0 +1,139 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	_ "github.com/agentc-dev/agentc/builtins/all"
+	"github.com/agentc-dev/agentc/compiler"
+	"github.com/agentc-dev/agentc/dsl"
+)
+
+// cueSource compiles the policy directory dir, as `agentc serve` does.
+func cueSource(dir string) Source {
+	return SourceFunc(func(ctx context.Context) (*Loaded, error) {
+		c, err := compiler.Compile(ctx, []string{dir}, compiler.Options{})
+		if err != nil {
+			return nil, err
+		}
+		if c.Plan == nil {
+			var errs []string
+			for _, d := range c.Diagnostics {
+				if d.Severity == dsl.Error {
+					errs = append(errs, d.String())
+				}
+			}
+			return nil, errors.New(strings.Join(errs, "\n"))
+		}
+		return &Loaded{Plan: c.Plan, Dir: dir, Files: c.Policy.Files, WatchDirs: []string{dir}}, nil
+	})
+}
+
+// writePolicy writes policy.cue into a new temporary directory.
+func writePolicy(t *testing.T, src string) string {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte(src), 0o644))
+	return dir
+}
+
+// logBuffer is a concurrency-safe log sink.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// served is a server listening on a loopback port.
+type served struct {
+	srv  *Server
+	url  string
+	logs *logBuffer
+	stop func() error
+}
+
+// startServer serves opts (Source required) on 127.0.0.1 until the test
+// ends.
+func startServer(t *testing.T, opts Options) *served {
+	t.Helper()
+	logs := &logBuffer{}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	}
+	if opts.LookupEnv == nil {
+		opts.LookupEnv = func(string) (string, bool) { return "", false }
+	}
+	srv, err := New(context.Background(), opts)
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	var once sync.Once
+	var serveErr error
+	stop := func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case serveErr = <-done:
+			case <-time.After(30 * time.Second):
+				serveErr = errors.New("Serve did not return within 30s of its context ending")
+			}
+		})
+		return serveErr
+	}
+	t.Cleanup(func() { require.NoError(t, stop()) })
+	return &served{srv: srv, url: "http://" + ln.Addr().String(), logs: logs, stop: stop}
+}
+
+// do sends a request with an optional key and body and returns the status,
+// the headers and the body.
+func do(t *testing.T, method, url, key string, body []byte, header ...string) (int, http.Header, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, bytes.NewReader(body))
+	require.NoError(t, err)
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+func sha(key string) string {
+	h := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(h[:])
+}

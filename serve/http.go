@@ -1,0 +1,299 @@
+package serve
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/agentc-dev/agentc/runtime"
+)
+
+// api is the wire format a route answers in, errors included.
+type api int
+
+const (
+	apiOpenAI api = iota
+	apiAnthropic
+	apiMCP
+)
+
+// errCode names a failure in an error body's code.
+type errCode string
+
+const (
+	errBadRequest   errCode = "bad_request"
+	errUnauthorized errCode = "unauthorized"
+	errNotFound     errCode = "not_found"
+	errUnknownModel errCode = "unknown_model"
+	errTooLarge     errCode = "body_too_large"
+	errBodyTimeout  errCode = "body_timeout"
+	errUnavailable  errCode = "unavailable"
+)
+
+// exchange is one request in flight: the response writer, recording what
+// the access log and the metrics report, and the generation it runs on.
+type exchange struct {
+	http.ResponseWriter
+	r      *http.Request
+	s      *Server
+	g      *generation
+	api    api
+	route  string
+	model  string // the model (or tool) the request names, for metrics
+	caller caller
+	run    string
+	status int
+	bytes  int64
+}
+
+// WriteHeader records the status.
+func (x *exchange) WriteHeader(code int) {
+	if x.status == 0 {
+		x.status = code
+	}
+	x.ResponseWriter.WriteHeader(code)
+}
+
+// Write records the bytes written.
+func (x *exchange) Write(b []byte) (int, error) {
+	if x.status == 0 {
+		x.status = http.StatusOK
+	}
+	n, err := x.ResponseWriter.Write(b)
+	x.bytes += int64(n)
+	return n, err
+}
+
+// Flush sends what was written so far (a stream's events).
+func (x *exchange) Flush() {
+	if f, ok := x.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (x *exchange) Unwrap() http.ResponseWriter { return x.ResponseWriter }
+
+// handle registers fn under pattern: it authenticates the caller (routes
+// other than the unknown route), holds a generation for the request, and
+// records the access log line and the metrics when fn returns.
+func (s *Server) handle(pattern, route string, a api, fn func(x *exchange)) {
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		x := &exchange{ResponseWriter: w, r: r, s: s, api: a, route: route}
+		s.metrics.inflight.Inc()
+		rc := http.NewResponseController(w)
+		_ = rc.SetWriteDeadline(start.Add(s.opts.WriteTimeout))
+		x.g = s.acquire()
+		defer func() {
+			x.g.release()
+			s.metrics.inflight.Dec()
+			s.record(x, start)
+		}()
+		if route != "unknown" && !s.authenticate(x) {
+			return
+		}
+		fn(x)
+	})
+}
+
+// authenticate admits the request by its virtual key, or answers 401.
+func (s *Server) authenticate(x *exchange) bool {
+	if x.g.keys.open() {
+		return true
+	}
+	presented := presentedKey(x.r)
+	if presented == "" {
+		x.Header().Set("WWW-Authenticate", `Bearer realm="agentc"`)
+		x.fail(http.StatusUnauthorized, errUnauthorized, "missing API key: send Authorization: Bearer KEY or x-api-key: KEY")
+		return false
+	}
+	k, ok := x.g.keys.match(presented)
+	if !ok {
+		x.Header().Set("WWW-Authenticate", `Bearer realm="agentc", error="invalid_token"`)
+		x.fail(http.StatusUnauthorized, errUnauthorized, "unknown API key")
+		return false
+	}
+	x.caller = caller{key: k.name, tenant: k.tenant}
+	return true
+}
+
+// record writes the access log line and the request metrics.
+func (s *Server) record(x *exchange, start time.Time) {
+	d := time.Since(start)
+	code := x.status
+	if code == 0 {
+		code = http.StatusOK
+	}
+	if x.r.Context().Err() != nil && code == http.StatusOK && x.bytes == 0 {
+		code = StatusClientClosedRequest
+	}
+	model := x.model
+	if model == "" {
+		model = "-"
+	}
+	s.metrics.requests.WithLabelValues(x.route, model, strconv.Itoa(code)).Inc()
+	s.metrics.latency.WithLabelValues(x.route, model).Observe(d.Seconds())
+	s.log.LogAttrs(x.r.Context(), slog.LevelInfo, "request",
+		slog.String("method", x.r.Method), slog.String("path", x.r.URL.Path), slog.String("route", x.route),
+		slog.Int("status", code), slog.Duration("duration", d), slog.Int64("bytes", x.bytes),
+		slog.String("tenant", x.caller.tenant), slog.String("run", x.run), slog.String("model", x.model),
+		slog.String("remote", x.r.RemoteAddr))
+}
+
+// readBody reads the request body within BodyTimeout and MaxBodyBytes. On
+// failure it has answered (400, 408 or 413) and returns false.
+func (x *exchange) readBody() ([]byte, bool) {
+	limit := x.s.opts.MaxBodyBytes
+	if x.r.ContentLength > limit {
+		x.fail(http.StatusRequestEntityTooLarge, errTooLarge, fmt.Sprintf("request body is over the limit of %d bytes", limit))
+		return nil, false
+	}
+	rc := http.NewResponseController(x.ResponseWriter)
+	_ = rc.SetReadDeadline(time.Now().Add(x.s.opts.BodyTimeout))
+	b, err := io.ReadAll(http.MaxBytesReader(x.ResponseWriter, x.r.Body, limit))
+	_ = rc.SetReadDeadline(time.Time{})
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		var ne net.Error
+		switch {
+		case errors.As(err, &tooLarge):
+			x.fail(http.StatusRequestEntityTooLarge, errTooLarge, fmt.Sprintf("request body is over the limit of %d bytes", limit))
+		case errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()):
+			x.fail(http.StatusRequestTimeout, errBodyTimeout, "request body not received in time")
+		default:
+			x.fail(http.StatusBadRequest, errBadRequest, "reading the request body: "+err.Error())
+		}
+		return nil, false
+	}
+	return b, true
+}
+
+// decodeJSON decodes the body into v, answering 400 with the position of a
+// syntax error.
+func (x *exchange) decodeJSON(b []byte, v any) bool {
+	if err := json.Unmarshal(b, v); err != nil {
+		var se *json.SyntaxError
+		var te *json.UnmarshalTypeError
+		msg := err.Error()
+		switch {
+		case errors.As(err, &se):
+			msg = fmt.Sprintf("malformed JSON at byte %d: %v", se.Offset, se)
+		case errors.As(err, &te):
+			msg = fmt.Sprintf("field %s: expected %s, got JSON %s (at byte %d)", te.Field, te.Type, te.Value, te.Offset)
+		}
+		x.fail(http.StatusBadRequest, errBadRequest, msg)
+		return false
+	}
+	return true
+}
+
+// writeJSON answers status with v as JSON.
+func (x *exchange) writeJSON(status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		x.fail(http.StatusInternalServerError, "internal", "encoding the response: "+err.Error())
+		return
+	}
+	x.Header().Set("Content-Type", "application/json")
+	x.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
+	x.WriteHeader(status)
+	_, _ = x.Write(append(b, '\n'))
+}
+
+// fail answers an error in the route's own error format.
+func (x *exchange) fail(status int, code errCode, msg string) {
+	x.failLayer(status, string(code), "", msg)
+}
+
+// failErr answers the error of a call: the status StatusOf maps it to,
+// Retry-After when known, and the layer that raised it. A client that went
+// away gets nothing (499 is logged).
+func (x *exchange) failErr(err error) {
+	if x.r.Context().Err() != nil {
+		x.status = StatusClientClosedRequest
+		return
+	}
+	status, retryAfter := StatusOf(err)
+	SetRetryAfter(x.Header(), retryAfter)
+	x.failLayer(status, runtime.KindOf(err), runtime.LayerOf(err), err.Error())
+}
+
+func (x *exchange) failLayer(status int, code, layer, msg string) {
+	x.writeJSON(status, errorBody(x.api, status, code, layer, msg))
+}
+
+// errorBody is the error document of each API: OpenAI's
+// {"error":{"message","type","code"}} and Anthropic's
+// {"type":"error","error":{"type","message"}}, both with the layer that
+// refused the call when there is one.
+func errorBody(a api, status int, code, layer, msg string) any {
+	type openAIError struct {
+		Message string  `json:"message"`
+		Type    string  `json:"type"`
+		Code    string  `json:"code"`
+		Param   *string `json:"param"`
+		Layer   string  `json:"layer,omitempty"`
+	}
+	type anthropicError struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+		Code    string `json:"code,omitempty"`
+		Layer   string `json:"layer,omitempty"`
+	}
+	if a == apiAnthropic {
+		return map[string]any{"type": "error", "error": anthropicError{Type: anthropicErrorType(status), Message: msg, Code: code, Layer: layer}}
+	}
+	return map[string]any{"error": openAIError{Message: msg, Type: openAIErrorType(status), Code: code, Layer: layer}}
+}
+
+func openAIErrorType(status int) string {
+	switch status {
+	case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusRequestTimeout:
+		return "invalid_request_error"
+	case http.StatusUnauthorized:
+		return "authentication_error"
+	case http.StatusPaymentRequired:
+		return "insufficient_quota"
+	case http.StatusForbidden:
+		return "permission_error"
+	case http.StatusNotFound:
+		return "not_found_error"
+	case http.StatusTooManyRequests:
+		return "rate_limit_error"
+	case http.StatusGatewayTimeout:
+		return "timeout_error"
+	}
+	return "server_error"
+}
+
+func anthropicErrorType(status int) string {
+	switch status {
+	case http.StatusBadRequest, http.StatusRequestTimeout:
+		return "invalid_request_error"
+	case http.StatusUnauthorized:
+		return "authentication_error"
+	case http.StatusPaymentRequired:
+		return "billing_error"
+	case http.StatusForbidden:
+		return "permission_error"
+	case http.StatusNotFound:
+		return "not_found_error"
+	case http.StatusRequestEntityTooLarge:
+		return "request_too_large"
+	case http.StatusTooManyRequests:
+		return "rate_limit_error"
+	case http.StatusServiceUnavailable:
+		return "overloaded_error"
+	case http.StatusGatewayTimeout:
+		return "timeout_error"
+	}
+	return "api_error"
+}

@@ -1,0 +1,95 @@
+package serve
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/agentc-dev/agentc/runtime/plan"
+)
+
+// keyring holds the SHA-256 of every virtual API key of a plan. An empty
+// keyring admits every caller (the policy declares no keys).
+type keyring struct {
+	keys []virtualKey
+}
+
+type virtualKey struct {
+	name, tenant string
+	hash         [sha256.Size]byte
+}
+
+// newKeyring resolves the plan's keys: a hash is decoded, a variable is
+// read with lookup and hashed. A variable that is unset or empty fails, naming
+// the variable (never its value).
+func newKeyring(keys map[string]plan.Key, lookup func(string) (string, bool)) (*keyring, error) {
+	names := make([]string, 0, len(keys))
+	for name := range keys {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	kr := &keyring{}
+	for _, name := range names {
+		k := keys[name]
+		vk := virtualKey{name: name, tenant: k.Tenant}
+		if vk.tenant == "" {
+			vk.tenant = name
+		}
+		switch {
+		case k.SHA256 != "":
+			b, err := hex.DecodeString(k.SHA256)
+			if err != nil || len(b) != sha256.Size {
+				return nil, fmt.Errorf("key %q: sha256 must be 64 hex digits", name)
+			}
+			copy(vk.hash[:], b)
+		case k.Env != "":
+			v, ok := lookup(k.Env)
+			if !ok || v == "" {
+				return nil, fmt.Errorf("key %q: environment variable %s is not set", name, k.Env)
+			}
+			vk.hash = sha256.Sum256([]byte(v))
+		default:
+			return nil, fmt.Errorf("key %q has neither sha256 nor env", name)
+		}
+		kr.keys = append(kr.keys, vk)
+	}
+	return kr, nil
+}
+
+// open reports whether the keyring admits every caller.
+func (kr *keyring) open() bool { return len(kr.keys) == 0 }
+
+// match returns the key whose hash is that of presented. It compares
+// against every key in constant time, so the time taken does not tell how
+// much of a hash matched nor which key did.
+func (kr *keyring) match(presented string) (*virtualKey, bool) {
+	h := sha256.Sum256([]byte(presented))
+	found := -1
+	for i := range kr.keys {
+		if subtle.ConstantTimeCompare(h[:], kr.keys[i].hash[:]) == 1 {
+			found = i
+		}
+	}
+	if found < 0 {
+		return nil, false
+	}
+	return &kr.keys[found], true
+}
+
+// presentedKey returns the key a request carries: `Authorization: Bearer
+// KEY` (OpenAI clients, MCP clients) or `x-api-key: KEY` (Anthropic
+// clients).
+func presentedKey(r *http.Request) string {
+	if v := r.Header.Get("x-api-key"); v != "" {
+		return v
+	}
+	a := r.Header.Get("Authorization")
+	if len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
+		return strings.TrimSpace(a[7:])
+	}
+	return ""
+}

@@ -1,0 +1,382 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+)
+
+// Version is reported to MCP peers as the implementation's version.
+var Version = "v0.1.0-dev"
+
+// connectTimeout bounds connecting to one upstream MCP server and listing
+// its tools.
+const connectTimeout = 30 * time.Second
+
+// upstreams are the sessions with a generation's upstream MCP servers and
+// the tools they serve, by the name the proxy exposes.
+type upstreams struct {
+	sessions map[string]*mcp.ClientSession
+	tools    map[string]*upstreamTool
+	names    []string // sorted
+}
+
+// upstreamTool is one tool of an upstream server.
+type upstreamTool struct {
+	server  string
+	name    string // the upstream's own name
+	tool    *mcp.Tool
+	session *mcp.ClientSession
+}
+
+// Upstream connects to one upstream MCP server of a plan: it starts the
+// command (its relative program path resolved against dir) or connects to
+// the URL. The caller closes the session.
+func Upstream(ctx context.Context, name string, s plan.MCPServer, dir string) (*mcp.ClientSession, error) {
+	client := mcp.NewClient(&mcp.Implementation{Name: "agentc-serve", Version: Version}, nil)
+	var t mcp.Transport
+	switch {
+	case len(s.Command) > 0:
+		cmd := exec.Command(s.Command[0], s.Command[1:]...)
+		cmd.Dir = dir
+		cmd.Stderr = os.Stderr
+		if len(s.Env) > 0 {
+			cmd.Env = os.Environ()
+			for k, v := range s.Env {
+				cmd.Env = append(cmd.Env, k+"="+v)
+			}
+		}
+		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
+	case s.URL != "":
+		t = &mcp.StreamableClientTransport{Endpoint: s.URL, MaxRetries: -1}
+	default:
+		return nil, fmt.Errorf("mcp server %q has neither command nor url", name)
+	}
+	cs, err := client.Connect(ctx, t, nil)
+	if err != nil {
+		return nil, fmt.Errorf("mcp server %q: connect: %w", name, err)
+	}
+	return cs, nil
+}
+
+// UpstreamTools lists every tool of a session, following pagination.
+func UpstreamTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, error) {
+	var out []*mcp.Tool
+	for t, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// connectUpstreams connects to every upstream server and lists its tools.
+// Two servers exposing the same tool name fail (a prefix keeps them
+// apart). On failure every session opened is closed.
+func connectUpstreams(ctx context.Context, servers map[string]plan.MCPServer, dir string, log *slog.Logger) (*upstreams, error) {
+	u := &upstreams{sessions: map[string]*mcp.ClientSession{}, tools: map[string]*upstreamTool{}}
+	names := make([]string, 0, len(servers))
+	for name := range servers {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		cctx, cancel := context.WithTimeout(ctx, connectTimeout)
+		cs, err := Upstream(cctx, name, servers[name], dir)
+		if err != nil {
+			cancel()
+			u.close()
+			return nil, err
+		}
+		u.sessions[name] = cs
+		tools, err := UpstreamTools(cctx, cs)
+		cancel()
+		if err != nil {
+			u.close()
+			return nil, fmt.Errorf("mcp server %q: list tools: %w", name, err)
+		}
+		for _, t := range tools {
+			exposed := servers[name].Prefix + t.Name
+			if prev, dup := u.tools[exposed]; dup {
+				u.close()
+				return nil, fmt.Errorf("mcp: tool %q is served by both %q and %q; give one of them a prefix", exposed, prev.server, name)
+			}
+			u.tools[exposed] = &upstreamTool{server: name, name: t.Name, tool: t, session: cs}
+			u.names = append(u.names, exposed)
+		}
+		log.Info("mcp upstream connected", "server", name, "tools", len(tools))
+	}
+	sort.Strings(u.names)
+	return u, nil
+}
+
+func (u *upstreams) close() {
+	if u == nil {
+		return
+	}
+	for name, cs := range u.sessions {
+		_ = cs.Close()
+		delete(u.sessions, name)
+	}
+}
+
+// toolFuncs returns a runtime tool per upstream tool: it calls the
+// upstream and returns its result (see resultValue).
+func (u *upstreams) toolFuncs() map[string]runtime.ToolFunc {
+	out := map[string]runtime.ToolFunc{}
+	for exposed, t := range u.tools {
+		out[exposed] = t.call
+	}
+	return out
+}
+
+// call runs the upstream tool. A result the upstream marks as an error is a
+// permanent failure carrying its text; a protocol error from the upstream is
+// permanent; a broken connection is transient.
+func (t *upstreamTool) call(ctx context.Context, c *runtime.ToolCall) (any, error) {
+	args := c.Args
+	if args == nil {
+		args = map[string]any{}
+	}
+	res, err := t.session.CallTool(ctx, &mcp.CallToolParams{Name: t.name, Arguments: args})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		var we *jsonrpc.Error
+		if errors.As(err, &we) {
+			return nil, &runtime.CallError{Kind: runtime.KindPermanent, Message: fmt.Sprintf("mcp server %q: %s", t.server, we.Message)}
+		}
+		return nil, &runtime.CallError{Kind: runtime.KindTransient, Message: fmt.Sprintf("mcp server %q: %v", t.server, err), Err: err}
+	}
+	if res.IsError {
+		return nil, &runtime.CallError{Kind: runtime.KindPermanent, Message: resultText(res)}
+	}
+	return resultValue(res), nil
+}
+
+// resultValue is how an upstream result passes the tool chain: a result of
+// text contents only is its text (so truncate and redact work on it);
+// any other result is its JSON object.
+func resultValue(res *mcp.CallToolResult) any {
+	if res.StructuredContent == nil {
+		text, ok := onlyText(res)
+		if ok {
+			return text
+		}
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return resultText(res)
+	}
+	var m map[string]any
+	if json.Unmarshal(b, &m) != nil {
+		return resultText(res)
+	}
+	return m
+}
+
+func onlyText(res *mcp.CallToolResult) (string, bool) {
+	var parts []string
+	for _, c := range res.Content {
+		tc, ok := c.(*mcp.TextContent)
+		if !ok {
+			return "", false
+		}
+		parts = append(parts, tc.Text)
+	}
+	return strings.Join(parts, "\n"), true
+}
+
+func resultText(res *mcp.CallToolResult) string {
+	if text, ok := onlyText(res); ok && text != "" {
+		return text
+	}
+	b, _ := json.Marshal(res.Content)
+	return string(b)
+}
+
+// toolResult turns the value the tool chain returned back into an MCP
+// result: a string is one text content, an upstream result's JSON is decoded
+// again, any other value is its JSON text.
+func toolResult(v any) *mcp.CallToolResult {
+	switch v := v.(type) {
+	case string:
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: v}}}
+	case map[string]any:
+		if _, ok := v["content"]; ok {
+			b, err := json.Marshal(v)
+			if err == nil {
+				var res mcp.CallToolResult
+				if json.Unmarshal(b, &res) == nil {
+					return &res
+				}
+			}
+		}
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		b = []byte(fmt.Sprint(v))
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}, StructuredContent: v}
+}
+
+// mcpProxy is the server side of the proxy: one MCP server for the
+// server's lifetime, whose tool list follows the current generation.
+type mcpProxy struct {
+	s       *Server
+	server  *mcp.Server
+	handler http.Handler
+	mu      sync.Mutex
+	listed  map[string]bool
+}
+
+func newMCPProxy(s *Server) *mcpProxy {
+	p := &mcpProxy{s: s, listed: map[string]bool{}}
+	p.server = mcp.NewServer(&mcp.Implementation{Name: "agentc", Version: Version}, &mcp.ServerOptions{Logger: s.log})
+	p.handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return p.server },
+		&mcp.StreamableHTTPOptions{Logger: s.log, MaxRequestBodyBytes: s.opts.MaxBodyBytes, SessionTimeout: s.opts.RunIdle})
+	return p
+}
+
+// sync makes the MCP server list g's tools: the upstream tools and the
+// host tools. Sessions are told the list changed.
+func (p *mcpProxy) sync(g *generation) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	want := map[string]*mcp.Tool{}
+	for name, t := range g.mcp.tools {
+		tool := *t.tool
+		tool.Name = name
+		if !objectSchema(tool.InputSchema) {
+			p.s.log.Warn("mcp tool skipped: its input schema is not of type object", "tool", name, "server", t.server)
+			continue
+		}
+		want[name] = &tool
+	}
+	var gone []string
+	for name := range p.listed {
+		if _, ok := want[name]; !ok {
+			gone = append(gone, name)
+			delete(p.listed, name)
+		}
+	}
+	if len(gone) > 0 {
+		p.server.RemoveTools(gone...)
+	}
+	for name, tool := range want {
+		p.server.AddTool(tool, p.callTool)
+		p.listed[name] = true
+	}
+}
+
+func objectSchema(s any) bool {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return false
+	}
+	var m map[string]any
+	return json.Unmarshal(b, &m) == nil && m["type"] == "object"
+}
+
+// callTool runs one tools/call through the current generation's tool
+// chain. A call the chain refuses (blocked, budget) or that fails is an
+// error result, so the model sees why; the tool is not reached.
+func (p *mcpProxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	s := p.s
+	g := s.acquire()
+	defer g.release()
+	var h http.Header
+	if req.Extra != nil {
+		h = req.Extra.Header
+	}
+	c := caller{}
+	if !g.keys.open() {
+		k, ok := g.keys.match(presentedKey(&http.Request{Header: h}))
+		if !ok {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "unknown API key"}
+		}
+		c = caller{key: k.name, tenant: k.tenant}
+	}
+	name := req.Params.Name
+	var args map[string]any
+	if len(req.Params.Arguments) > 0 && string(req.Params.Arguments) != "null" {
+		if err := json.Unmarshal(req.Params.Arguments, &args); err != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "arguments must be a JSON object: " + err.Error()}
+		}
+	}
+	run := runtime.Run{Agent: "serve"}
+	if c.tenant != "" {
+		run.Meta = map[string]any{"tenant": c.tenant, "key": c.key}
+	}
+	id := h.Get(RunHeader)
+	if id == "" {
+		id = "mcp-" + req.Session.ID()
+	} else if err := validRunID(id); err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: err.Error()}
+	}
+	run.ID = runID(c, id)
+	s.runs.begin(run.ID)
+	defer func() { s.runs.end(run.ID, time.Now()) }()
+	res, err := g.pl.Tool(runtime.WithRun(ctx, run), runtime.ToolRequest{Name: name, Args: args, IdempotencyKey: h.Get("Idempotency-Key")})
+	s.observeTool(name, res, err)
+	if err != nil {
+		msg := err.Error()
+		if layer := runtime.LayerOf(err); layer != "" && runtime.Classify(err).Final() {
+			msg = fmt.Sprintf("%s by %s: %s", runtime.Classify(err), layer, msg)
+		}
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}, nil
+	}
+	return toolResult(res.Value), nil
+}
+
+// observeTool counts a tool call's outcome, retries, blocks and refusals.
+func (s *Server) observeTool(name string, res runtime.ToolResult, err error) {
+	outcome := "ok"
+	if err != nil {
+		outcome = runtime.Classify(err).String()
+		if outcome == "failure" {
+			outcome = "error"
+		}
+	}
+	s.metrics.toolCalls.WithLabelValues(name, outcome).Inc()
+	if res.Attempts > 1 {
+		s.metrics.retries.WithLabelValues(plan.StageTool).Add(float64(res.Attempts - 1))
+	}
+	s.observeRefusal(plan.StageTool, err)
+}
+
+// observeRefusal counts a block or a budget refusal by its layer.
+func (s *Server) observeRefusal(stage string, err error) {
+	switch runtime.Classify(err) {
+	case runtime.ClassBlocked:
+		s.metrics.blocks.WithLabelValues(stage, runtime.LayerOf(err)).Inc()
+	case runtime.ClassBudget:
+		s.metrics.refusals.WithLabelValues(stage, runtime.LayerOf(err)).Inc()
+	}
+}
+
+// mcpHandler serves the MCP endpoint (streamable HTTP).
+func (s *Server) mcpHandler(x *exchange) {
+	if x.r.ContentLength > s.opts.MaxBodyBytes {
+		x.fail(http.StatusRequestEntityTooLarge, errTooLarge, fmt.Sprintf("request body is over the limit of %d bytes", s.opts.MaxBodyBytes))
+		return
+	}
+	s.mcp.handler.ServeHTTP(x, x.r)
+}

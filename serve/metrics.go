@@ -1,0 +1,65 @@
+package serve
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// metrics are the server's Prometheus collectors, registered on one
+// registry per server.
+type metrics struct {
+	requests   *prometheus.CounterVec
+	latency    *prometheus.HistogramVec
+	inflight   prometheus.Gauge
+	blocks     *prometheus.CounterVec
+	retries    *prometheus.CounterVec
+	fallbacks  *prometheus.CounterVec
+	spendUSD   *prometheus.CounterVec
+	tokens     *prometheus.CounterVec
+	refusals   *prometheus.CounterVec
+	reloads    *prometheus.CounterVec
+	toolCalls  *prometheus.CounterVec
+	registry   *prometheus.Registry
+	generation prometheus.Gauge
+}
+
+func newMetrics(reg *prometheus.Registry) *metrics {
+	m := &metrics{
+		registry: reg,
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentc_serve_requests_total",
+			Help: "HTTP requests by route, model (or tool) and status code."}, []string{"route", "model", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "agentc_serve_request_duration_seconds",
+			Help:    "HTTP request latency by route and model (or tool), to the end of the response.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}},
+			[]string{"route", "model"}),
+		inflight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "agentc_serve_requests_in_flight",
+			Help: "HTTP requests being served."}),
+		blocks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentc_serve_blocks_total",
+			Help: "Calls blocked by a policy layer, by stage and layer."}, []string{"stage", "layer"}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentc_serve_budget_refusals_total",
+			Help: "Calls refused by a budget ceiling, by stage and layer."}, []string{"stage", "layer"}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentc_serve_retries_total",
+			Help: "Attempts beyond the first, by stage."}, []string{"stage"}),
+		fallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentc_serve_fallbacks_total",
+			Help: "Chat calls served by another model than the one requested, by requested and serving model."},
+			[]string{"requested", "served"}),
+		spendUSD: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentc_serve_budget_spend_usd_total",
+			Help: "Cost of the model calls served, in US dollars at the policy's prices, by tenant and model."},
+			[]string{"tenant", "model"}),
+		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentc_serve_tokens_total",
+			Help: "Tokens of the model calls served, by tenant, model and direction (input, output)."},
+			[]string{"tenant", "model", "direction"}),
+		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentc_serve_tool_calls_total",
+			Help: "MCP tool calls by tool and outcome (ok, blocked, budget, error)."}, []string{"tool", "outcome"}),
+		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentc_serve_reloads_total",
+			Help: "Policy reloads by result (ok, failed)."}, []string{"result"}),
+		generation: prometheus.NewGauge(prometheus.GaugeOpts{Name: "agentc_serve_policy_generation",
+			Help: "The number of the policy generation being served (1 at start, +1 per successful reload)."}),
+	}
+	reg.MustRegister(m.requests, m.latency, m.inflight, m.blocks, m.refusals, m.retries, m.fallbacks,
+		m.spendUSD, m.tokens, m.toolCalls, m.reloads, m.generation,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.reloads.WithLabelValues("ok")
+	m.reloads.WithLabelValues("failed")
+	return m
+}

@@ -1,0 +1,126 @@
+package serve
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/agentc-dev/agentc/runtime"
+)
+
+// RunHeader names the request header that carries the run id. A request
+// without it is a run of its own: the server generates an id, returns it in
+// the same response header, and ends the run when the request ends.
+const RunHeader = "X-Agentc-Run"
+
+// maxRunID bounds the length of a run id.
+const maxRunID = 128
+
+// caller is who sent a request: the virtual key it presented and its
+// tenant (both empty when the policy declares no keys).
+type caller struct {
+	key, tenant string
+}
+
+// runTracker ends named runs that have been idle for longer than idle:
+// their layers drop the run's state (ledgers, buckets). A run with a
+// request in flight is never idle.
+type runTracker struct {
+	mu   sync.Mutex
+	runs map[string]*runState
+	idle time.Duration
+}
+
+type runState struct {
+	active int
+	last   time.Time
+}
+
+func newRunTracker(idle time.Duration) *runTracker {
+	return &runTracker{runs: map[string]*runState{}, idle: idle}
+}
+
+func (t *runTracker) begin(id string) {
+	t.mu.Lock()
+	st := t.runs[id]
+	if st == nil {
+		st = &runState{}
+		t.runs[id] = st
+	}
+	st.active++
+	t.mu.Unlock()
+}
+
+func (t *runTracker) end(id string, now time.Time) {
+	t.mu.Lock()
+	if st := t.runs[id]; st != nil {
+		st.active--
+		st.last = now
+	}
+	t.mu.Unlock()
+}
+
+// sweep forgets the runs idle since before now-idle and returns their ids.
+func (t *runTracker) sweep(now time.Time) []string {
+	var out []string
+	t.mu.Lock()
+	for id, st := range t.runs {
+		if st.active == 0 && now.Sub(st.last) >= t.idle {
+			delete(t.runs, id)
+			out = append(out, id)
+		}
+	}
+	t.mu.Unlock()
+	return out
+}
+
+// runID returns the pipeline's run id for a request and the id the client
+// sees. A tenant's runs are kept apart from other tenants' by a prefix, so
+// two tenants naming the same run never share its state.
+func runID(c caller, header string) string {
+	if c.tenant == "" {
+		return header
+	}
+	return c.tenant + "/" + header
+}
+
+// validRunID reports whether a client's run id is usable: 1 to 128
+// printable ASCII characters.
+func validRunID(id string) error {
+	if len(id) > maxRunID {
+		return fmt.Errorf("%s is longer than %d characters", RunHeader, maxRunID)
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] < 0x21 || id[i] > 0x7e {
+			return fmt.Errorf("%s holds a character that is not printable ASCII", RunHeader)
+		}
+	}
+	return nil
+}
+
+// withRun attaches the request's run to ctx. It returns the finish func
+// the handler calls when the request ends: an anonymous run ends then; a
+// named run is ended by the idle sweep once no request of it has been seen
+// for the idle period.
+func (s *Server) withRun(ctx context.Context, w http.ResponseWriter, r *http.Request, g *generation, c caller) (context.Context, func(), error) {
+	id := r.Header.Get(RunHeader)
+	run := runtime.Run{Agent: "serve"}
+	if c.tenant != "" {
+		run.Meta = map[string]any{"tenant": c.tenant, "key": c.key}
+	}
+	if id == "" {
+		id = "anon-" + rand.Text()
+		w.Header().Set(RunHeader, id)
+		run.ID = runID(c, id)
+		return runtime.WithRun(ctx, run), func() { g.pl.EndRun(run.ID) }, nil
+	}
+	if err := validRunID(id); err != nil {
+		return ctx, nil, err
+	}
+	run.ID = runID(c, id)
+	s.runs.begin(run.ID)
+	return runtime.WithRun(ctx, run), func() { s.runs.end(run.ID, time.Now()) }, nil
+}

@@ -1,0 +1,418 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+)
+
+// Source loads the plan to serve. Load is called at start and on every
+// reload; it returns an error (with every diagnostic in its text) for a
+// policy that does not load, vet or compile cleanly.
+type Source interface {
+	Load(ctx context.Context) (*Loaded, error)
+}
+
+// Loaded is a loaded plan with what the server needs around it.
+type Loaded struct {
+	Plan *plan.Plan
+	// Dir resolves the plan's relative paths (runtime.Deps.Dir).
+	Dir string
+	// Files are watched for changes: a change reloads the policy. Files in
+	// WatchDirs are watched too, new ones included.
+	Files     []string
+	WatchDirs []string
+}
+
+// SourceFunc adapts a func to Source.
+type SourceFunc func(ctx context.Context) (*Loaded, error)
+
+// Load calls f.
+func (f SourceFunc) Load(ctx context.Context) (*Loaded, error) { return f(ctx) }
+
+// Options configure a Server. Only Source is required.
+type Options struct {
+	// Source loads the plan.
+	Source Source
+	// Logger receives the access log, reload diagnostics and the runtime's
+	// warnings (nil: slog.Default()).
+	Logger *slog.Logger
+	// Models returns the model clients of a plan (nil: none; every chat
+	// call then fails as unregistered). It is called on every load.
+	Models func(ctx context.Context, p *plan.Plan) (map[string]runtime.ModelClient, error)
+	// Tools are host tools, served beside the upstream MCP servers' tools.
+	Tools map[string]runtime.ToolFunc
+	// Deps are further dependencies of the pipeline (stores, tracer...);
+	// Models, Tools, Logger and Dir are set by the server.
+	Deps runtime.Deps
+	// LookupEnv reads the variables that virtual keys name (nil:
+	// os.LookupEnv).
+	LookupEnv func(string) (string, bool)
+	// Registry receives the server's metrics (nil: a new registry, served
+	// on /metrics).
+	Registry *prometheus.Registry
+
+	// MaxBodyBytes bounds a request body (default 4 MiB; larger: 413).
+	MaxBodyBytes int64
+	// ReadHeaderTimeout bounds the reading of the request headers
+	// (default 5s).
+	ReadHeaderTimeout time.Duration
+	// BodyTimeout bounds the reading of a request body (default 30s).
+	BodyTimeout time.Duration
+	// WriteTimeout bounds a whole response, streams included (default 10m).
+	WriteTimeout time.Duration
+	// IdleTimeout bounds an idle keep-alive connection (default 2m).
+	IdleTimeout time.Duration
+	// ShutdownTimeout bounds the wait for requests in flight at shutdown
+	// (default 10s); streams still open then are cut.
+	ShutdownTimeout time.Duration
+	// RunIdle ends a named run after this long without a request of it
+	// (default 15m).
+	RunIdle time.Duration
+	// WatchInterval is how often the policy files are checked for
+	// changes (default 1s; negative: never).
+	WatchInterval time.Duration
+}
+
+func (o *Options) defaults() {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.LookupEnv == nil {
+		o.LookupEnv = os.LookupEnv
+	}
+	if o.Registry == nil {
+		o.Registry = prometheus.NewRegistry()
+	}
+	set := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = 4 << 20
+	}
+	set(&o.ReadHeaderTimeout, 5*time.Second)
+	set(&o.BodyTimeout, 30*time.Second)
+	set(&o.WriteTimeout, 10*time.Minute)
+	set(&o.IdleTimeout, 2*time.Minute)
+	set(&o.ShutdownTimeout, 10*time.Second)
+	set(&o.RunIdle, 15*time.Minute)
+	set(&o.WatchInterval, time.Second)
+}
+
+// Server is the gateway. It serves one generation of the policy at a time;
+// a reload builds the next generation and swaps it in atomically. It is
+// safe for concurrent use.
+type Server struct {
+	opts    Options
+	log     *slog.Logger
+	cur     atomic.Pointer[generation]
+	gens    atomic.Int64
+	mux     *http.ServeMux
+	metrics *metrics
+	runs    *runTracker
+	ready   atomic.Bool
+	mcp     *mcpProxy
+
+	// reloadMu serializes loads; it guards the watched files.
+	reloadMu  sync.Mutex
+	watched   fingerprint
+	watchDirs []string
+	closed    atomic.Bool
+}
+
+// New loads the first generation of the policy and returns the server. A
+// policy that does not load or build fails New.
+func New(ctx context.Context, opts Options) (*Server, error) {
+	if opts.Source == nil {
+		return nil, errors.New("serve: Options.Source is required")
+	}
+	opts.defaults()
+	s := &Server{opts: opts, log: opts.Logger, metrics: newMetrics(opts.Registry), runs: newRunTracker(opts.RunIdle)}
+	s.mcp = newMCPProxy(s)
+	s.reloadMu.Lock()
+	g, err := s.load(ctx)
+	s.reloadMu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	s.install(g)
+	s.routes()
+	s.ready.Store(true)
+	return s, nil
+}
+
+// load builds a generation from the source and notes the files to watch:
+// those the source names, or, when it fails, the same files as before (so
+// that a failed reload is not retried until the files change again).
+// reloadMu is held.
+func (s *Server) load(ctx context.Context) (*generation, error) {
+	ld, err := s.opts.Source.Load(ctx)
+	if err != nil {
+		s.watched = takeFingerprint(s.watched.paths(), s.watchDirs)
+		return nil, err
+	}
+	s.watched, s.watchDirs = takeFingerprint(ld.Files, ld.WatchDirs), ld.WatchDirs
+	return s.build(ctx, ld)
+}
+
+// generation is one loaded policy: its plan, pipeline, keys and upstream
+// MCP sessions. Requests hold it (acquire/release) while they run; a
+// retired generation is closed once its last request has released it.
+type generation struct {
+	n      int64
+	plan   *plan.Plan
+	pl     *runtime.Pipeline
+	keys   *keyring
+	models []string
+	mcp    *upstreams
+
+	active  atomic.Int64
+	retired atomic.Bool
+	once    sync.Once
+	done    chan struct{}
+	log     *slog.Logger
+}
+
+func (s *Server) build(ctx context.Context, ld *Loaded) (*generation, error) {
+	p := ld.Plan
+	kr, err := newKeyring(p.Keys, s.opts.LookupEnv)
+	if err != nil {
+		return nil, err
+	}
+	deps := s.opts.Deps
+	deps.Logger = s.log
+	deps.Dir = ld.Dir
+	if s.opts.Models != nil {
+		deps.Models, err = s.opts.Models(ctx, p)
+		if err != nil {
+			return nil, fmt.Errorf("model clients: %w", err)
+		}
+	}
+	ups, err := connectUpstreams(ctx, p.MCPServers, ld.Dir, s.log)
+	if err != nil {
+		return nil, err
+	}
+	deps.Tools = map[string]runtime.ToolFunc{}
+	for name, fn := range s.opts.Tools {
+		deps.Tools[name] = fn
+	}
+	for name, fn := range ups.toolFuncs() {
+		if _, dup := deps.Tools[name]; dup {
+			ups.close()
+			return nil, fmt.Errorf("mcp: tool %q is served by a host tool and an upstream server", name)
+		}
+		deps.Tools[name] = fn
+	}
+	pl, err := runtime.Build(ctx, p, deps)
+	if err != nil {
+		ups.close()
+		return nil, err
+	}
+	g := &generation{plan: p, pl: pl, keys: kr, mcp: ups, done: make(chan struct{}), log: s.log}
+	for name := range p.Models {
+		g.models = append(g.models, name)
+	}
+	sort.Strings(g.models)
+	return g, nil
+}
+
+// acquire returns the current generation, held until release.
+func (s *Server) acquire() *generation {
+	for {
+		g := s.cur.Load()
+		g.active.Add(1)
+		if !g.retired.Load() {
+			return g
+		}
+		g.release()
+	}
+}
+
+func (g *generation) release() {
+	if g.active.Add(-1) == 0 && g.retired.Load() {
+		g.close()
+	}
+}
+
+// retire marks g as replaced: it closes once no request holds it.
+func (g *generation) retire() {
+	g.retired.Store(true)
+	if g.active.Load() == 0 {
+		g.close()
+	}
+}
+
+func (g *generation) close() {
+	g.once.Do(func() {
+		if err := g.pl.Close(); err != nil {
+			g.log.Error("close pipeline", "generation", g.n, "error", err)
+		}
+		g.mcp.close()
+		close(g.done)
+	})
+}
+
+// install makes g the current generation and retires the previous one.
+func (s *Server) install(g *generation) {
+	g.n = s.gens.Add(1)
+	s.metrics.generation.Set(float64(g.n))
+	s.mcp.sync(g)
+	if old := s.cur.Swap(g); old != nil {
+		old.retire()
+	}
+}
+
+// Reload loads, vets and builds the policy again and swaps the new
+// pipeline in when that succeeds. Requests in flight finish on the old
+// pipeline, which is closed after the last of them. On failure the old
+// pipeline stays and the error (with the diagnostics) is logged and
+// returned.
+func (s *Server) Reload(ctx context.Context) error {
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
+	if s.closed.Load() {
+		return errors.New("serve: server is closed")
+	}
+	g, err := s.load(ctx)
+	if err != nil {
+		s.metrics.reloads.WithLabelValues("failed").Inc()
+		s.log.Error("reload failed; still serving the previous policy", "generation", s.cur.Load().n, "error", err)
+		return err
+	}
+	s.install(g)
+	s.metrics.reloads.WithLabelValues("ok").Inc()
+	s.log.Info("reloaded", "policy", g.plan.Policy, "generation", g.n)
+	return nil
+}
+
+// Close retires the current generation and waits until it is closed (its
+// requests have finished). Serve calls it at shutdown.
+func (s *Server) Close() error {
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
+	if s.closed.Swap(true) {
+		return nil
+	}
+	s.ready.Store(false)
+	g := s.cur.Load()
+	g.retire()
+	<-g.done
+	return nil
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// Serve serves on ln until ctx ends, reloading the policy when its files
+// change, and ending idle runs. Then it stops accepting connections, lets
+// the requests in flight finish within ShutdownTimeout (cutting the rest),
+// and closes the pipeline. It returns the listener's error, if any.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	hs := s.HTTPServer()
+	bg, stopBG := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { s.watch(bg) })
+	wg.Go(func() { s.sweepRuns(bg) })
+	shutdownDone := make(chan error, 1)
+	go func() {
+		<-bg.Done()
+		s.ready.Store(false)
+		sctx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownTimeout)
+		defer cancel()
+		err := hs.Shutdown(sctx)
+		if err != nil {
+			// The deadline passed: cut the streams still open.
+			_ = hs.Close()
+		}
+		shutdownDone <- err
+	}()
+	s.log.Info("serving", "addr", ln.Addr().String(), "policy", s.cur.Load().plan.Policy)
+	err := hs.Serve(ln)
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	stopBG()
+	if serr := <-shutdownDone; serr != nil {
+		s.log.Warn("shutdown deadline passed; open requests were cut", "timeout", s.opts.ShutdownTimeout)
+	}
+	wg.Wait()
+	if cerr := s.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// HTTPServer returns an http.Server for s with the configured timeouts.
+// The body deadline and the response deadline are set per request.
+func (s *Server) HTTPServer() *http.Server {
+	return &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: s.opts.ReadHeaderTimeout,
+		IdleTimeout:       s.opts.IdleTimeout,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+}
+
+// sweepRuns ends the runs idle for longer than RunIdle on the current
+// generation.
+func (s *Server) sweepRuns(ctx context.Context) {
+	t := time.NewTicker(max(s.opts.RunIdle/4, 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			ids := s.runs.sweep(now)
+			if len(ids) == 0 {
+				continue
+			}
+			g := s.acquire()
+			for _, id := range ids {
+				g.pl.EndRun(id)
+			}
+			g.release()
+		}
+	}
+}
+
+// routes registers the handlers.
+func (s *Server) routes() {
+	s.mux = http.NewServeMux()
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	s.mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if !s.ready.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte("shutting down\n"))
+			return
+		}
+		fmt.Fprintf(w, "ready: policy %s, generation %d\n", s.cur.Load().plan.Policy, s.cur.Load().n)
+	})
+	s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.opts.Registry, promhttp.HandlerOpts{}))
+	s.handle("GET /v1/models", "models", apiOpenAI, s.listModels)
+	s.handle("/mcp", "mcp", apiMCP, s.mcpHandler)
+	s.handle("/", "unknown", apiOpenAI, func(x *exchange) {
+		x.fail(http.StatusNotFound, errNotFound, fmt.Sprintf("no route for %s %s", x.r.Method, x.r.URL.Path))
+	})
+}

@@ -1,0 +1,218 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/runtime/plan"
+)
+
+const keysPolicy = `package gw
+
+models: primary: {usd_per_mtok_in: 1, usd_per_mtok_out: 2}
+keys: {
+	alice: {sha256: "%s"}
+	bob: {env: "BOB_KEY", tenant: "team-b"}
+}
+`
+
+func TestOperationalEndpoints(t *testing.T) {
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(keysPolicy, sha("alice-key")))),
+		LookupEnv: func(k string) (string, bool) { return map[string]string{"BOB_KEY": "bob-key"}[k], k == "BOB_KEY" }})
+
+	code, _, body := do(t, "GET", s.url+"/healthz", "", nil)
+	assert.Equal(t, 200, code)
+	assert.Equal(t, "ok\n", body)
+	code, _, body = do(t, "GET", s.url+"/readyz", "", nil)
+	assert.Equal(t, 200, code)
+	assert.Contains(t, body, "policy gw, generation 1")
+
+	code, _, body = do(t, "GET", s.url+"/v1/models", "alice-key", nil)
+	require.Equal(t, 200, code, body)
+	assert.Contains(t, body, `"id":"primary"`)
+
+	code, _, body = do(t, "GET", s.url+"/no/such/route", "", nil)
+	assert.Equal(t, 404, code)
+	assert.Contains(t, body, `"type":"not_found_error"`)
+
+	code, _, body = do(t, "GET", s.url+"/metrics", "", nil)
+	require.Equal(t, 200, code)
+	assert.Contains(t, body, `agentc_serve_requests_total{code="200",model="-",route="models"} 1`)
+	assert.Contains(t, body, `agentc_serve_reloads_total{result="failed"} 0`)
+	assert.Contains(t, body, `agentc_serve_request_duration_seconds_bucket{model="-",route="models"`)
+	assert.Contains(t, s.logs.String(), "route=models status=200")
+}
+
+func TestVirtualKeys(t *testing.T) {
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(keysPolicy, sha("alice-key")))),
+		LookupEnv: func(k string) (string, bool) { return map[string]string{"BOB_KEY": "bob-key"}[k], k == "BOB_KEY" }})
+
+	tests := []struct {
+		name   string
+		header []string
+		want   int
+		body   string
+	}{
+		{"no key", nil, 401, "missing API key"},
+		{"unknown key", []string{"Authorization", "Bearer mallory"}, 401, "unknown API key"},
+		{"hashed key", []string{"Authorization", "Bearer alice-key"}, 200, `"object":"list"`},
+		{"key from the environment", []string{"Authorization", "bearer bob-key"}, 200, `"object":"list"`},
+		{"anthropic header", []string{"x-api-key", "bob-key"}, 200, `"object":"list"`},
+		{"a key's hash is not a key", []string{"Authorization", "Bearer " + sha("alice-key")}, 401, "unknown API key"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, h, body := do(t, "GET", s.url+"/v1/models", "", nil, tt.header...)
+			assert.Equal(t, tt.want, code, body)
+			assert.Contains(t, body, tt.body)
+			if tt.want == 401 {
+				assert.NotEmpty(t, h.Get("WWW-Authenticate"))
+				assert.NotContains(t, body, "mallory", "a presented key is never echoed")
+			}
+		})
+	}
+	assert.Contains(t, s.logs.String(), "tenant=team-b")
+}
+
+func TestKeyFromAnUnsetVariableFailsTheLoad(t *testing.T) {
+	_, err := New(context.Background(), Options{Source: cueSource(writePolicy(t, fmt.Sprintf(keysPolicy, sha("k")))),
+		LookupEnv: func(string) (string, bool) { return "", false }})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "environment variable BOB_KEY is not set")
+}
+
+func TestNoKeysAdmitsEveryCaller(t *testing.T) {
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, "package gw\nmodels: m: {}\n"))})
+	code, _, body := do(t, "GET", s.url+"/v1/models", "", nil)
+	assert.Equal(t, 200, code, body)
+}
+
+func TestBodyLimitAndSlowClients(t *testing.T) {
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, "package gw\nmodels: m: {}\n")),
+		MaxBodyBytes: 1 << 10, ReadHeaderTimeout: 200 * time.Millisecond, BodyTimeout: 200 * time.Millisecond})
+
+	// Over the limit with a Content-Length: refused before reading.
+	code, _, body := do(t, "POST", s.url+"/mcp", "", make([]byte, 2<<10), "Content-Type", "application/json")
+	assert.Equal(t, 413, code, body)
+	assert.Contains(t, body, "over the limit of 1024 bytes")
+
+	// Slow headers: the connection is closed once ReadHeaderTimeout passed.
+	conn, err := net.Dial("tcp", strings.TrimPrefix(s.url, "http://"))
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = conn.Write([]byte("GET /healthz HTTP/1.1\r\nHost: x\r\n"))
+	require.NoError(t, err)
+	start := time.Now()
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(5*time.Second)))
+	buf := make([]byte, 512)
+	n, err := conn.Read(buf)
+	assert.Error(t, err, "the server closes a connection whose headers do not arrive; read %q", buf[:n])
+	assert.Less(t, time.Since(start), 3*time.Second)
+}
+
+func TestReloadOnFileChange(t *testing.T) {
+	dir := writePolicy(t, "package gw\nmodels: one: {}\n")
+	s := startServer(t, Options{Source: cueSource(dir), WatchInterval: 20 * time.Millisecond})
+	old := s.srv.cur.Load()
+
+	// A broken policy: the reload fails and the old pipeline keeps serving.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte("package gw\nmodels: one: {usd_per_mtok_in: -1}\n"), 0o644))
+	require.Eventually(t, func() bool { return strings.Contains(s.logs.String(), "reload failed") }, 5*time.Second, 10*time.Millisecond)
+	assert.Contains(t, s.logs.String(), "usd_per_mtok_in")
+	assert.Same(t, old, s.srv.cur.Load())
+	code, _, body := do(t, "GET", s.url+"/v1/models", "", nil)
+	assert.Equal(t, 200, code)
+	assert.Contains(t, body, `"id":"one"`)
+
+	// A good policy: swapped in; the old generation is closed (no request
+	// holds it).
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte("package gw\nmodels: two: {}\n"), 0o644))
+	require.Eventually(t, func() bool { return s.srv.cur.Load() != old }, 5*time.Second, 10*time.Millisecond)
+	select {
+	case <-old.done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the replaced generation was not closed")
+	}
+	_, _, body = do(t, "GET", s.url+"/v1/models", "", nil)
+	assert.Contains(t, body, `"id":"two"`)
+	_, _, metrics := do(t, "GET", s.url+"/metrics", "", nil)
+	assert.Contains(t, metrics, `agentc_serve_reloads_total{result="ok"} 1`)
+	assert.Contains(t, metrics, `agentc_serve_reloads_total{result="failed"} 1`)
+	assert.Contains(t, metrics, `agentc_serve_policy_generation 2`)
+
+	// A file added to the policy directory is seen too.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "more.cue"), []byte("package gw\nmodels: three: {}\n"), 0o644))
+	require.Eventually(t, func() bool {
+		_, _, body := do(t, "GET", s.url+"/v1/models", "", nil)
+		return strings.Contains(body, `"id":"three"`)
+	}, 5*time.Second, 20*time.Millisecond)
+}
+
+// TestRetiredGenerationWaitsForItsRequests: a request holding the old
+// generation finishes on it; the generation closes after it.
+func TestRetiredGenerationWaitsForItsRequests(t *testing.T) {
+	n := 0
+	src := SourceFunc(func(context.Context) (*Loaded, error) {
+		n++
+		return &Loaded{Plan: &plan.Plan{Version: plan.Version, Policy: fmt.Sprintf("p%d", n)}}, nil
+	})
+	srv, err := New(context.Background(), Options{Source: src, WatchInterval: -1})
+	require.NoError(t, err)
+	held := srv.acquire()
+	require.NoError(t, srv.Reload(context.Background()))
+	assert.Equal(t, "p2", srv.cur.Load().plan.Policy)
+	select {
+	case <-held.done:
+		t.Fatal("a generation in use was closed")
+	default:
+	}
+	held.release()
+	<-held.done
+	require.NoError(t, srv.Close())
+}
+
+func TestGracefulShutdown(t *testing.T) {
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, "package gw\nmodels: m: {}\n")), ShutdownTimeout: 5 * time.Second})
+	// A request in flight when shutdown starts still completes.
+	conn, err := net.Dial("tcp", strings.TrimPrefix(s.url, "http://"))
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = conn.Write([]byte("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 2\r\n\r\n{"))
+	require.NoError(t, err)
+	time.Sleep(50 * time.Millisecond)
+	stopped := make(chan error, 1)
+	go func() { stopped <- s.stop() }()
+	time.Sleep(50 * time.Millisecond)
+	code, _, _ := func() (int, http.Header, string) {
+		req, _ := http.NewRequest("GET", s.url+"/readyz", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, nil, ""
+		}
+		defer resp.Body.Close()
+		return resp.StatusCode, nil, ""
+	}()
+	assert.NotEqual(t, 200, code, "a server shutting down is not ready (or no longer accepts)")
+	_, err = conn.Write([]byte("}"))
+	require.NoError(t, err)
+	buf := make([]byte, 4096)
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(5*time.Second)))
+	nr, _ := conn.Read(buf)
+	assert.Contains(t, string(buf[:nr]), "HTTP/1.1 ", "the request in flight is answered")
+	select {
+	case err := <-stopped:
+		assert.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not return")
+	}
+}

@@ -1,0 +1,52 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/agentc-dev/agentc/runtime"
+)
+
+// StatusClientClosedRequest is the status logged for a client that went
+// away before its answer (nginx's 499); nobody reads it.
+const StatusClientClosedRequest = 499
+
+// StatusOf maps the error of a call to an HTTP status and the delay to send
+// in Retry-After (0: none). Final errors are 4xx, so a client does not
+// retry them: blocked 403, budget 402. A rate limit is 429, an open circuit
+// breaker 503 (both with the delay when one is known), an upstream timeout
+// 504 and any other failure 502.
+func StatusOf(err error) (int, time.Duration) {
+	switch runtime.Classify(err) {
+	case runtime.ClassBlocked:
+		return http.StatusForbidden, 0
+	case runtime.ClassBudget:
+		return http.StatusPaymentRequired, 0
+	}
+	var bo *runtime.BreakerOpenError
+	if errors.As(err, &bo) {
+		return http.StatusServiceUnavailable, max(time.Until(bo.Until), time.Second)
+	}
+	switch runtime.KindOf(err) {
+	case string(runtime.KindRateLimited):
+		d, _ := runtime.RetryAfterOf(err)
+		return http.StatusTooManyRequests, d
+	case string(runtime.KindTimeout):
+		return http.StatusGatewayTimeout, 0
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return http.StatusGatewayTimeout, 0
+	}
+	return http.StatusBadGateway, 0
+}
+
+// SetRetryAfter sets the Retry-After header to d in whole seconds, rounded
+// up; d <= 0 sets nothing.
+func SetRetryAfter(h http.Header, d time.Duration) {
+	if d > 0 {
+		h.Set("Retry-After", strconv.FormatInt(int64((d+time.Second-1)/time.Second), 10))
+	}
+}
