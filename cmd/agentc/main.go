@@ -5,7 +5,7 @@
 //	agentc explain [-format text|dot|mermaid] PATH
 //	agentc run     [-json] [-trace] POLICY SCENARIO
 //	agentc test    [-run REGEX] [-v] PATH...
-//	agentc serve   [-listen ADDR] POLICY|plan.json
+//	agentc serve   [-listen ADDR] [-watch D] [-grace D] [-idle D] [-maxbody N] [-log text|json] POLICY|plan.json
 //	agentc mcp-tools [-url URL] POLICY [SERVER...]
 //	agentc version
 //
@@ -47,7 +47,7 @@ func usage() string {
 	var b strings.Builder
 	b.WriteString(usageHead)
 	for _, c := range commands {
-		fmt.Fprintf(&b, "  %s\n", strings.TrimRight(fmt.Sprintf("%-51s %s", "agentc "+fmt.Sprintf("%-8s", c.name)+c.synopsis, c.summary), " "))
+		fmt.Fprintf(&b, "  %s\n", strings.TrimRight(fmt.Sprintf("%-51s %s", "agentc "+fmt.Sprintf("%-8s", c.name+" ")+c.synopsis, c.summary), " "))
 	}
 	b.WriteString(usageTail)
 	return b.String()
@@ -79,7 +79,7 @@ func init() {
 		{"explain", "[-format text|dot|mermaid] PATH", "show each chain and why each layer sits where it does", cmdExplain},
 		{"run", "[-json] [-trace] POLICY SCENARIO", "run a scenario against fake models and tools", cmdRun},
 		{"test", "[-run REGEX] [-v] PATH...", "run a policy's test cases", cmdTest},
-		{"serve", "[-listen ADDR] POLICY|plan.json", "serve the policy: OpenAI and Anthropic gateway, MCP proxy", cmdServe},
+		{"serve", "[-listen ADDR] [-watch D] [-grace D] [-idle D] [-maxbody N] [-log text|json] POLICY|plan.json", "serve the policy: OpenAI and Anthropic gateway, MCP proxy", cmdServe},
 		{"mcp-tools", "[-url URL] POLICY [SERVER...]", "print the tools of the policy's MCP servers as CUE tools: entries", cmdMCPTools},
 		{"version", "", "print the version", cmdVersion},
 	}

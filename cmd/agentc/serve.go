@@ -21,11 +21,11 @@ import (
 func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 	fs := newFlags(env, "serve")
 	listen := fs.String("listen", "127.0.0.1:8080", "address to listen on")
-	shutdown := fs.Duration("shutdown-timeout", 10*time.Second, "how long requests in flight may finish at SIGTERM")
+	shutdown := fs.Duration("grace", 10*time.Second, "how long requests in flight may finish at SIGTERM")
 	watch := fs.Duration("watch", time.Second, "how often the policy files are checked for changes (0: never)")
-	runIdle := fs.Duration("run-idle", 15*time.Minute, "end a named run after this long without a request")
-	maxBody := fs.Int64("max-body", 4<<20, "largest request body, in bytes")
-	logFormat := fs.String("log-format", "text", "access and server log format: text or json")
+	runIdle := fs.Duration("idle", 15*time.Minute, "end a named run after this long without a request")
+	maxBody := fs.Int64("maxbody", 4<<20, "largest request body, in bytes")
+	logFormat := fs.String("log", "text", "access and server log format: text or json")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -40,7 +40,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 	case "json":
 		handler = slog.NewJSONHandler(env.stderr, nil)
 	default:
-		return fail(env, "serve: -log-format must be text or json, got %q", *logFormat)
+		return fail(env, "serve: -log must be text or json, got %q", *logFormat)
 	}
 	logger := slog.New(handler)
 	if *watch == 0 {
