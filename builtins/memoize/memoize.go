@@ -112,7 +112,11 @@ func (m *Memoize) set(ctx context.Context, key string, v any) {
 // WrapChat implements runtime.ChatWrapper.
 func (m *Memoize) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
-		input, err := json.Marshal(&c.Request)
+		// The key covers the request, tools and parameters included, but
+		// not the caller's metadata, which does not change the output.
+		keyed := c.Request
+		keyed.Metadata = nil
+		input, err := json.Marshal(&keyed)
 		if err != nil {
 			return next(ctx, c, yield)
 		}

@@ -10,6 +10,10 @@ import (
 type Entry struct {
 	// Deltas are the texts of the deltas, in order (never nil once recorded).
 	Deltas []string `json:"deltas"`
+	// ToolCalls are the tool calls the response requested, assembled.
+	ToolCalls []runtime.ToolUse `json:"tool_calls,omitempty"`
+	// FinishReason is the response's finish reason.
+	FinishReason string `json:"finish_reason,omitempty"`
 	// Usage is what the recorded call cost.
 	Usage runtime.Usage `json:"usage"`
 	// Served names the model that served the recorded call.
@@ -25,9 +29,17 @@ type Entry struct {
 // cached.
 func Record(ctx context.Context, c *runtime.ChatCall, next runtime.ChatHandler, yield func(runtime.Delta) bool) (*Entry, error) {
 	var deltas []string
+	var calls runtime.ToolCallBuilder
+	finish := ""
 	u0 := c.Usage
 	err := next(ctx, c, func(d runtime.Delta) bool {
-		deltas = append(deltas, d.Text)
+		if d.Text != "" || len(d.ToolCalls) == 0 {
+			deltas = append(deltas, d.Text)
+		}
+		calls.Add(&d)
+		if d.FinishReason != "" {
+			finish = d.FinishReason
+		}
 		return yield(d)
 	})
 	if err != nil || c.Stopped {
@@ -36,24 +48,31 @@ func Record(ctx context.Context, c *runtime.ChatCall, next runtime.ChatHandler, 
 	if deltas == nil {
 		deltas = []string{}
 	}
-	return &Entry{Deltas: deltas, Served: c.Served, Annotations: c.Annotations,
-		Usage: runtime.Usage{InputTokens: c.Usage.InputTokens - u0.InputTokens, OutputTokens: c.Usage.OutputTokens - u0.OutputTokens}}, nil
+	return &Entry{Deltas: deltas, ToolCalls: calls.ToolCalls(), FinishReason: finish, Served: c.Served,
+		Annotations: c.Annotations, Usage: c.Usage.Sub(u0)}, nil
 }
 
 // Replay serves c from e: it marks the call cached, sets the served model,
 // adds the entry's usage and annotations to c, and pushes the deltas to yield
-// with c.Emit until the consumer stops.
+// with c.Emit until the consumer stops: the text deltas, then the tool calls
+// (one fragment each) with the finish reason on one delta.
 func Replay(c *runtime.ChatCall, e *Entry, yield func(runtime.Delta) bool) {
 	c.Meta.Cached = true
 	c.Served = e.Served
-	c.Usage.InputTokens += e.Usage.InputTokens
-	c.Usage.OutputTokens += e.Usage.OutputTokens
+	c.Usage.Add(e.Usage)
 	for k, v := range e.Annotations {
 		c.Annotate(k, v)
 	}
-	for _, d := range e.Deltas {
-		if !c.Emit(yield, runtime.Delta{Text: d}) {
+	for i, d := range e.Deltas {
+		delta := runtime.Delta{Text: d}
+		if i == len(e.Deltas)-1 && len(e.ToolCalls) == 0 {
+			delta.FinishReason = e.FinishReason
+		}
+		if !c.Emit(yield, delta) {
 			return
 		}
+	}
+	if len(e.ToolCalls) > 0 || len(e.Deltas) == 0 && e.FinishReason != "" {
+		c.Emit(yield, runtime.Delta{ToolCalls: runtime.ToolCallDeltas(e.ToolCalls), FinishReason: e.FinishReason})
 	}
 }

@@ -1,0 +1,67 @@
+package memoize_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
+)
+
+func TestChatKeyCoversToolsAndParameters(t *testing.T) {
+	model := rt.NewModel(rt.Response{Stream: []runtime.Delta{
+		{Text: "looking"},
+		{ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: "call_1", Name: "search", Arguments: `{"q":`}}},
+		{ToolCalls: []runtime.ToolCallDelta{{Index: 0, Arguments: `"go"}`}}, FinishReason: runtime.FinishToolCalls,
+			Usage: runtime.Usage{InputTokens: 10, OutputTokens: 5, CachedInputTokens: 4}},
+	}})
+	pl := rt.Build(t, rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("memoize", "")}}),
+		runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
+	base := func() runtime.ChatRequest {
+		return runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: "find go"}},
+			Tools: []runtime.ToolDef{{Name: "search"}}}
+	}
+	first, err := pl.Complete(ctx1, base())
+	require.NoError(t, err)
+	require.False(t, first.Cached)
+
+	again := base()
+	again.Metadata = map[string]string{"trace": "t-2"}
+	hit, err := pl.Complete(ctx1, again)
+	require.NoError(t, err)
+	assert.True(t, hit.Cached, "metadata does not change the output: same key")
+	assert.Equal(t, "looking", hit.Text)
+	assert.Equal(t, []runtime.ToolUse{{ID: "call_1", Name: "search", Arguments: json.RawMessage(`{"q":"go"}`)}}, hit.ToolCalls,
+		"a hit replays the tool calls")
+	assert.Equal(t, runtime.FinishToolCalls, hit.FinishReason)
+	assert.Equal(t, first.Usage, hit.Usage, "the recorded usage, cached tokens included")
+
+	temp, seed := 0.5, int64(3)
+	variants := map[string]func(*runtime.ChatRequest){
+		"tools":           func(r *runtime.ChatRequest) { r.Tools = append(r.Tools, runtime.ToolDef{Name: "fetch"}) },
+		"no tools":        func(r *runtime.ChatRequest) { r.Tools = []runtime.ToolDef{} },
+		"temperature":     func(r *runtime.ChatRequest) { r.Temperature = &temp },
+		"top_p":           func(r *runtime.ChatRequest) { r.TopP = &temp },
+		"stop":            func(r *runtime.ChatRequest) { r.Stop = []string{"END"} },
+		"seed":            func(r *runtime.ChatRequest) { r.Seed = &seed },
+		"tool_choice":     func(r *runtime.ChatRequest) { r.ToolChoice = "required" },
+		"response_format": func(r *runtime.ChatRequest) { r.ResponseFormat = &runtime.ResponseFormat{Type: runtime.FormatJSONObject} },
+		"parts": func(r *runtime.ChatRequest) {
+			r.Messages = []runtime.Message{{Role: "user", Content: "find go", Parts: []runtime.ContentPart{{Type: runtime.PartImage, ImageURL: "https://x/a.png"}}}}
+		},
+	}
+	calls := model.Calls()
+	for name, change := range variants {
+		req := base()
+		change(&req)
+		resp, err := pl.Complete(ctx1, req)
+		require.NoError(t, err)
+		assert.False(t, resp.Cached, name)
+		calls++
+		assert.Equal(t, calls, model.Calls(), name)
+	}
+}
