@@ -33,6 +33,13 @@ type Message struct {
 	ToolCalls []ToolCall
 	// Name is the participant or tool name; SummaryName marks a summary written by Summarize.
 	Name string
+	// ToolResultIDs are the ids of the tool calls a non-tool message answers with tool-result
+	// parts (a user message carrying tool results, as Anthropic's API shapes them). The message
+	// stays with the assistant message that requested the first of them.
+	ToolResultIDs []string
+
+	// src is the index + 1 of the runtime message this one was converted from (0: none).
+	src int
 }
 
 // TokenCounter returns the number of tokens a message costs in the model's context.
@@ -181,6 +188,12 @@ func newPlan(msgs []Message, keepRecent int, count TokenCounter, splitSummaries 
 			unitOf[i] = u
 			conversation = append(conversation, i)
 		default:
+			if u, ok := answeredUnit(callUnit, m.ToolResultIDs); ok {
+				p.units[u].idx = append(p.units[u].idx, i)
+				unitOf[i] = u
+				conversation = append(conversation, i)
+				break
+			}
 			unitOf[i] = len(p.units)
 			p.units = append(p.units, unit{idx: []int{i}})
 			for _, tc := range m.ToolCalls {
@@ -196,6 +209,16 @@ func newPlan(msgs []Message, keepRecent int, count TokenCounter, splitSummaries 
 		p.units[unitOf[i]].protected = true
 	}
 	return p
+}
+
+// answeredUnit returns the unit of the first declared call among ids.
+func answeredUnit(callUnit map[string]int, ids []string) (int, bool) {
+	for _, id := range ids {
+		if u, ok := callUnit[id]; ok && id != "" {
+			return u, true
+		}
+	}
+	return 0, false
 }
 
 // dropWhileOver drops unprotected units, oldest first, while the kept messages plus reserve
@@ -260,5 +283,6 @@ func (p *plan) output(summary *Message) []Message {
 
 func clone(m Message) Message {
 	m.ToolCalls = slices.Clone(m.ToolCalls)
+	m.ToolResultIDs = slices.Clone(m.ToolResultIDs)
 	return m
 }

@@ -17,7 +17,10 @@
 //
 // The compaction builtin (Middleware, stage chat) applies KeepRecent or Summarize to the call's
 // own copy of the transcript before the inner layers run, counting tokens with the runtime's
-// estimate. The runtime's Message lists no tool calls, so a tool message is tied to the nearest
-// assistant message before it. Summaries are written by the model named in `model`, called
+// estimate (parts and tool calls included). A call and its results are linked by id: tool
+// messages naming the call and messages carrying a tool_result part for it (Anthropic's shape);
+// in a transcript whose assistant messages do not list their calls, a tool message is tied to
+// the nearest assistant message before it. Kept messages are passed on exactly as they were
+// (parts, tool calls). Summaries are written by the model named in `model`, called
 // through the pipeline's model clients; a failed summary falls back to KeepRecent.
 package compaction

@@ -42,11 +42,12 @@ const SummaryPrompt = "Summarize the following conversation excerpt for the assi
 // four bytes per token plus four per message), the same one max_tokens and
 // the meters use, so a budget here means what it means there.
 //
-// The runtime's Message has no list of requested tool calls, so the layer
-// reconstructs the units that must stay together: a tool message belongs to
-// the nearest assistant message before it, and is kept or dropped with it. A
-// tool message with no assistant message before it is an orphan and is
-// dropped (providers reject it). With strategy "summarize" the dropped prefix
+// An assistant message is kept or dropped together with the results of the
+// tool calls it requested, linked by id: tool messages naming the call and
+// messages carrying a tool_result part for it. A tool message of a transcript
+// whose assistant messages do not list their calls belongs to the nearest
+// assistant message before it. A tool result that answers no call is an
+// orphan and is dropped (providers reject it). With strategy "summarize" the dropped prefix
 // is replaced by one system message (Name "compaction_summary") written by
 // the model named in `model`, called directly through the pipeline's model
 // clients (not through the chat chain, so it is not metered or retried);
@@ -97,49 +98,106 @@ func (m *Middleware) Validate() error {
 }
 
 // syntheticID prefixes the tool-call ids the layer makes up for tool
-// messages that carry none.
+// messages of legacy transcripts (see toLocal).
 const syntheticID = "\x00compaction:"
 
-// toLocal converts a runtime transcript, attaching each tool message to the
-// nearest assistant message before it.
+// toLocal converts a runtime transcript into the units compaction keeps
+// together. An assistant message's tool calls are linked to their results by
+// id: a tool message whose ToolCallID names a call, and a message whose
+// tool_result parts name one. A tool message that names no declared call
+// belongs to the nearest assistant message before it when that message
+// declares no tool calls (a transcript written before assistant messages
+// carried their calls); otherwise it is an orphan, and dropped. Each local
+// message remembers its runtime message, which toRuntime returns as it was.
 func toLocal(msgs []runtime.Message) []Message {
 	out := make([]Message, len(msgs))
+	declared := map[string]bool{}
 	last := -1
-	for i, m := range msgs {
-		out[i] = Message{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, Name: m.Name}
+	for i := range msgs {
+		m := &msgs[i]
+		out[i] = Message{Role: m.Role, Content: messageText(m), ToolCallID: m.ToolCallID, Name: m.Name, src: i + 1}
+		for _, p := range m.Parts {
+			if p.Type == runtime.PartToolResult {
+				out[i].ToolResultIDs = append(out[i].ToolResultIDs, p.ToolCallID)
+			}
+		}
 		switch m.Role {
 		case RoleAssistant:
 			last = i
+			for _, tc := range m.ToolCalls {
+				out[i].ToolCalls = append(out[i].ToolCalls, ToolCall{ID: tc.ID, Name: tc.Name, Args: string(tc.Arguments)})
+				declared[tc.ID] = true
+			}
 		case RoleTool:
-			if last < 0 {
-				continue // orphan
+			if m.ToolCallID != "" && declared[m.ToolCallID] {
+				continue
 			}
-			id := m.ToolCallID
-			if id == "" {
-				id = fmt.Sprintf("%s%d", syntheticID, i)
-				out[i].ToolCallID = id
+			if last < 0 || len(msgs[last].ToolCalls) > 0 {
+				out[i].ToolCallID = "" // orphan
+				continue
 			}
+			id := fmt.Sprintf("%s%d", syntheticID, i)
+			out[i].ToolCallID = id
 			out[last].ToolCalls = append(out[last].ToolCalls, ToolCall{ID: id})
 		}
 	}
 	return out
 }
 
-func toRuntime(msgs []Message) []runtime.Message {
+// messageText is the text of a message for the summary: its content, its
+// text and tool-result parts, and its tool calls.
+func messageText(m *runtime.Message) string {
+	if len(m.Parts) == 0 && len(m.ToolCalls) == 0 {
+		return m.Content
+	}
+	var b strings.Builder
+	b.WriteString(m.Content)
+	add := func(s string) {
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(s)
+	}
+	for _, p := range m.Parts {
+		switch p.Type {
+		case runtime.PartText:
+			add(p.Text)
+		case runtime.PartToolResult:
+			add("[tool result " + p.ToolCallID + "] " + p.Text)
+		case runtime.PartImage:
+			add("[image]")
+		}
+	}
+	for _, tc := range m.ToolCalls {
+		add("[tool call " + tc.Name + " " + string(tc.Arguments) + "]")
+	}
+	return b.String()
+}
+
+// toRuntime returns the runtime messages of msgs: the original of each
+// converted message, a new one for a summary.
+func toRuntime(orig []runtime.Message, msgs []Message) []runtime.Message {
 	out := make([]runtime.Message, len(msgs))
 	for i, m := range msgs {
-		id := m.ToolCallID
-		if strings.HasPrefix(id, syntheticID) {
-			id = ""
+		if m.src > 0 {
+			out[i] = orig[m.src-1]
+			continue
 		}
-		out[i] = runtime.Message{Role: m.Role, Content: m.Content, Name: m.Name, ToolCallID: id}
+		out[i] = runtime.Message{Role: m.Role, Content: m.Content, Name: m.Name}
 	}
 	return out
 }
 
-// countTokens is runtime.EstimateMessages for one message.
-func countTokens(m Message) int {
-	return int(runtime.EstimateTokens(m.Content)) + 4
+// counter counts a message the way runtime.EstimateMessages does: the
+// original runtime message of a converted one, parts and tool calls
+// included.
+func counter(orig []runtime.Message) TokenCounter {
+	return func(m Message) int {
+		if m.src > 0 {
+			return int(runtime.EstimateMessages(orig[m.src-1 : m.src]))
+		}
+		return int(runtime.EstimateTokens(m.Content)) + 4
+	}
 }
 
 // Compact returns the compacted transcript of msgs and whether it differs
@@ -149,29 +207,55 @@ func (m *Middleware) Compact(ctx context.Context, msgs []runtime.Message) ([]run
 		return msgs, false
 	}
 	local := toLocal(msgs)
+	count := counter(msgs)
 	var out []Message
 	if m.Strategy == StrategySummarize {
 		var err error
-		out, err = Summarize(ctx, local, m.MaxTokens, m.KeepRecent, countTokens, m.summarize)
+		out, err = Summarize(ctx, local, m.MaxTokens, m.KeepRecent, count, m.summarize)
 		if err != nil {
 			m.logger.WarnContext(ctx, "summary failed; keeping recent messages", "layer", m.name, "error", err)
 			out = nil
 		}
 	}
 	if out == nil {
-		out = KeepRecent(local, m.MaxTokens, m.KeepRecent, countTokens)
+		out = KeepRecent(local, m.MaxTokens, m.KeepRecent, count)
 	}
-	return toRuntime(out), true
+	return toRuntime(msgs, out), true
 }
 
-// hasOrphan reports a tool message with no assistant message before it.
+// hasOrphan reports a tool message that toLocal would drop: one that names
+// no call declared before it, while its nearest assistant message declares
+// calls (or there is none).
 func hasOrphan(msgs []runtime.Message) bool {
-	for _, m := range msgs {
-		switch m.Role {
+	last := -1
+	for i := range msgs {
+		switch msgs[i].Role {
 		case RoleAssistant:
-			return false
+			last = i
 		case RoleTool:
+			if last < 0 {
+				return true
+			}
+			if len(msgs[last].ToolCalls) == 0 || declaredBefore(msgs[:i], msgs[i].ToolCallID) {
+				continue
+			}
 			return true
+		}
+	}
+	return false
+}
+
+// declaredBefore reports whether an assistant message of msgs declares the
+// call id.
+func declaredBefore(msgs []runtime.Message, id string) bool {
+	if id == "" {
+		return false
+	}
+	for i := range msgs {
+		for _, tc := range msgs[i].ToolCalls {
+			if tc.ID == id {
+				return true
+			}
 		}
 	}
 	return false

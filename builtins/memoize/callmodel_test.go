@@ -42,14 +42,16 @@ func TestChatKeyCoversToolsAndParameters(t *testing.T) {
 
 	temp, seed := 0.5, int64(3)
 	variants := map[string]func(*runtime.ChatRequest){
-		"tools":           func(r *runtime.ChatRequest) { r.Tools = append(r.Tools, runtime.ToolDef{Name: "fetch"}) },
-		"no tools":        func(r *runtime.ChatRequest) { r.Tools = []runtime.ToolDef{} },
-		"temperature":     func(r *runtime.ChatRequest) { r.Temperature = &temp },
-		"top_p":           func(r *runtime.ChatRequest) { r.TopP = &temp },
-		"stop":            func(r *runtime.ChatRequest) { r.Stop = []string{"END"} },
-		"seed":            func(r *runtime.ChatRequest) { r.Seed = &seed },
-		"tool_choice":     func(r *runtime.ChatRequest) { r.ToolChoice = "required" },
-		"response_format": func(r *runtime.ChatRequest) { r.ResponseFormat = &runtime.ResponseFormat{Type: runtime.FormatJSONObject} },
+		"tools":       func(r *runtime.ChatRequest) { r.Tools = append(r.Tools, runtime.ToolDef{Name: "fetch"}) },
+		"no tools":    func(r *runtime.ChatRequest) { r.Tools = []runtime.ToolDef{} },
+		"temperature": func(r *runtime.ChatRequest) { r.Temperature = &temp },
+		"top_p":       func(r *runtime.ChatRequest) { r.TopP = &temp },
+		"stop":        func(r *runtime.ChatRequest) { r.Stop = []string{"END"} },
+		"seed":        func(r *runtime.ChatRequest) { r.Seed = &seed },
+		"tool_choice": func(r *runtime.ChatRequest) { r.ToolChoice = "required" },
+		"response_format": func(r *runtime.ChatRequest) {
+			r.ResponseFormat = &runtime.ResponseFormat{Type: runtime.FormatJSONObject}
+		},
 		"parts": func(r *runtime.ChatRequest) {
 			r.Messages = []runtime.Message{{Role: "user", Content: "find go", Parts: []runtime.ContentPart{{Type: runtime.PartImage, ImageURL: "https://x/a.png"}}}}
 		},
