@@ -368,11 +368,6 @@ func sizeString(n int64) string {
 // decodes it.
 func (l *loader) evaluate(files []*ast.File) *Policy {
 	ctx := cuecontext.New()
-	schemaVal, err := l.schema.build(ctx)
-	if err != nil {
-		l.errorf(Pos{File: l.files[0], Line: 1, Col: 1}, "cue/syntax", "internal schema error: %v", err)
-		return nil
-	}
 	inst := build.NewContext().NewInstance(l.dir, nil)
 	for _, f := range files {
 		if err := inst.AddSyntax(f); err != nil {
@@ -389,8 +384,13 @@ func (l *loader) evaluate(files []*ast.File) *Policy {
 	l.pos = indexPositions(files)
 	// Unknown middleware ids are reported here, with a did-you-mean; the
 	// closedness errors of such an entry are noise and are dropped below.
-	skip := l.checkUses(user)
+	skip, uses := l.checkUses(user)
 	l.checkTopLevel(user)
+	schemaVal, err := l.schema.buildFor(ctx, uses)
+	if err != nil {
+		l.errorf(Pos{File: l.files[0], Line: 1, Col: 1}, "cue/syntax", "internal schema error: %v", err)
+		return nil
+	}
 	v := schemaVal.LookupPath(cue.ParsePath("#Policy")).Unify(user)
 	if err := v.Validate(cue.Concrete(true)); err != nil {
 		l.addCUEErrors(err, user, skip...)
@@ -432,9 +432,9 @@ func (l *loader) checkTopLevel(user cue.Value) {
 }
 
 // checkUses reports every chain entry whose use names no known kind and
-// returns the paths of those entries.
-func (l *loader) checkUses(user cue.Value) []string {
-	var skip []string
+// returns the paths of those entries, and the kinds the entries use.
+func (l *loader) checkUses(user cue.Value) (skip, uses []string) {
+	uses = []string{}
 	for _, stage := range Stages {
 		list := user.LookupPath(cue.ParsePath("chains." + stage))
 		if !list.Exists() {
@@ -451,6 +451,7 @@ func (l *loader) checkUses(user cue.Value) []string {
 				continue
 			}
 			if l.schema.catalog.Lookup(id) != nil {
+				uses = append(uses, id)
 				continue
 			}
 			msg := fmt.Sprintf("unknown middleware %q", id)
@@ -461,5 +462,5 @@ func (l *loader) checkUses(user cue.Value) []string {
 			skip = append(skip, fmt.Sprintf("chains.%s.%d", stage, i))
 		}
 	}
-	return skip
+	return skip, uses
 }

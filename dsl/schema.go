@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/ast"
 	"cuelang.org/go/cue/build"
 	"cuelang.org/go/cue/cuecontext"
 	"cuelang.org/go/cue/parser"
@@ -23,6 +24,7 @@ import (
 type Schema struct {
 	catalog     *Catalog
 	sources     map[string][]byte // schema file name -> CUE source
+	kindFiles   map[string]string // kind id -> the schema file defining its config
 	names       []string
 	constraints []*Constraint
 }
@@ -58,7 +60,7 @@ func DefaultSchema() (*Schema, error) {
 // a custom kind reuses a builtin id, names an unknown stage, or has a schema
 // that is not valid CUE.
 func NewSchema(custom []CustomKind) (*Schema, error) {
-	s := &Schema{catalog: &Catalog{}, sources: map[string][]byte{}}
+	s := &Schema{catalog: &Catalog{}, sources: map[string][]byte{}, kindFiles: map[string]string{}}
 	entries, err := fs.ReadDir(schemas.CUE, ".")
 	if err != nil {
 		return nil, err
@@ -81,6 +83,9 @@ func NewSchema(custom []CustomKind) (*Schema, error) {
 		k := &Kind{ID: id, Stages: m.Stages, Traits: m.Traits, Repeatable: m.Repeatable, Doc: m.Doc, Def: defName(id), Builtin: true}
 		if err := s.catalog.add(k); err != nil {
 			return nil, err
+		}
+		if name := "schemas/" + id + ".cue"; s.sources[name] != nil {
+			s.kindFiles[id] = name
 		}
 	}
 	for _, rc := range raw.Constraints {
@@ -112,7 +117,9 @@ func NewSchema(custom []CustomKind) (*Schema, error) {
 			return nil, fmt.Errorf("middleware %q: config schema: %w", ck.ID, err)
 		}
 		def := fmt.Sprintf("#Custom%d", i)
-		s.sources[fmt.Sprintf("schemas/custom_%d.cue", i)] = []byte(fmt.Sprintf("package schemas\n\n%s: %s\n", def, body))
+		name := fmt.Sprintf("schemas/custom_%d.cue", i)
+		s.sources[name] = []byte(fmt.Sprintf("package schemas\n\n%s: %s\n", def, body))
+		s.kindFiles[ck.ID] = name
 		if err := s.catalog.add(&Kind{ID: ck.ID, Stages: ck.Stages, Traits: ck.Traits, Repeatable: ck.Repeatable, Doc: ck.Doc, Def: def}); err != nil {
 			return nil, err
 		}
@@ -145,30 +152,69 @@ func (s *Schema) Catalog() *Catalog { return s.catalog }
 func (s *Schema) Constraints() []*Constraint { return s.constraints }
 
 // entrySource generates #Entry: the common entry fields plus one conditional
-// embed per kind, so that each kind's errors are reported against its own
-// closed definition.
-func (s *Schema) entrySource() []byte {
+// embed per kind of ids, so that each kind's errors are reported against its
+// own closed definition.
+func (s *Schema) entrySource(ids []string) []byte {
 	var b strings.Builder
 	b.WriteString("package schemas\n\n#Entry: {\n\t#EntryBase\n\tuse!: string\n")
-	for _, id := range s.catalog.IDs() {
+	for _, id := range ids {
 		fmt.Fprintf(&b, "\tif use == %q {%s}\n", id, s.catalog.Lookup(id).Def)
 	}
 	b.WriteString("}\n")
 	return []byte(b.String())
 }
 
-// build evaluates the schema package in ctx.
+// build evaluates the whole schema package in ctx.
 func (s *Schema) build(ctx *cue.Context) (cue.Value, error) {
+	return s.buildFor(ctx, nil)
+}
+
+// buildFor evaluates the schema package in ctx. With uses nil it is the
+// whole package; otherwise it holds what checking a policy that uses these
+// kinds needs: the common definitions and the config definitions of the
+// kinds named (unknown ids are left out), without the builtins' metadata
+// and constraints, which the catalog already holds. CUE evaluates every
+// definition of a package it builds, so leaving out the kinds a policy does
+// not use is most of the cost of a load.
+func (s *Schema) buildFor(ctx *cue.Context, uses []string) (cue.Value, error) {
 	inst := build.NewContext().NewInstance("schemas", nil)
-	names := make([]string, 0, len(s.sources))
-	for n := range s.sources {
-		names = append(names, n)
+	var names, ids []string
+	if uses == nil {
+		for n := range s.sources {
+			names = append(names, n)
+		}
+		ids = s.catalog.IDs()
+	} else {
+		kindFile := map[string]bool{}
+		for _, f := range s.kindFiles {
+			kindFile[f] = true
+		}
+		for n := range s.sources {
+			if !kindFile[n] {
+				names = append(names, n) // common definitions
+			}
+		}
+		seen := map[string]bool{}
+		for _, id := range uses {
+			if seen[id] || s.catalog.Lookup(id) == nil {
+				continue
+			}
+			seen[id] = true
+			ids = append(ids, id)
+			if f, ok := s.kindFiles[id]; ok {
+				names = append(names, f)
+			}
+		}
+		sort.Strings(ids)
 	}
 	sort.Strings(names)
 	add := func(name string, src []byte) error {
 		f, err := parser.ParseFile(name, src, parser.ParseComments)
 		if err != nil {
 			return err
+		}
+		if uses != nil {
+			f.Decls = withoutMetadata(f.Decls)
 		}
 		return inst.AddSyntax(f)
 	}
@@ -177,7 +223,7 @@ func (s *Schema) build(ctx *cue.Context) (cue.Value, error) {
 			return cue.Value{}, err
 		}
 	}
-	if err := add("schemas/entry.cue", s.entrySource()); err != nil {
+	if err := add("schemas/entry.cue", s.entrySource(ids)); err != nil {
 		return cue.Value{}, err
 	}
 	v := ctx.BuildInstance(inst)
@@ -185,4 +231,28 @@ func (s *Schema) build(ctx *cue.Context) (cue.Value, error) {
 		return cue.Value{}, err
 	}
 	return v, nil
+}
+
+// withoutMetadata drops the top-level `builtins` and `constraints` fields
+// of a schema file, and the comprehensions that generate constraints: the
+// builtins' metadata and ordering rules, which a policy is not unified
+// with.
+func withoutMetadata(decls []ast.Decl) []ast.Decl {
+	out := decls[:0:0]
+	for _, d := range decls {
+		switch d := d.(type) {
+		case *ast.Field:
+			if id, ok := d.Label.(*ast.Ident); ok && (id.Name == "builtins" || id.Name == "constraints") {
+				continue
+			}
+		case *ast.Comprehension:
+			continue
+		case *ast.EmbedDecl:
+			if _, ok := d.Expr.(*ast.Comprehension); ok {
+				continue
+			}
+		}
+		out = append(out, d)
+	}
+	return out
 }
