@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentc-dev/agentc/dsl"
 	"github.com/agentc-dev/agentc/runtime/plan"
+	"github.com/agentc-dev/agentc/runtime/predicate"
 )
 
 // Options configures a compilation.
@@ -73,6 +74,14 @@ func Compile(ctx context.Context, paths []string, opts Options) (*Compilation, e
 		opts.Schema = s
 	}
 	c := &Compilation{Paths: paths, Predicates: map[*dsl.Expr]*plan.Predicate{}, opts: opts}
+	// The CEL parser builds its tables on first use; build them on another
+	// core while CUE evaluates the policy.
+	warm := make(chan struct{})
+	go func() {
+		defer close(warm)
+		predicate.Warm()
+	}()
+	defer func() { <-warm }()
 	for _, st := range Stages {
 		if err := st.run(ctx, c); err != nil {
 			return nil, err

@@ -27,14 +27,14 @@ func (l *loader) decode(p *Policy, v cue.Value) {
 
 	eachField(l.user, v, "models", func(name string, mv cue.Value) {
 		m := &Model{Name: name, Pos: l.labelPos("models", name)}
-		m.USDPerMTokIn, _ = mv.LookupPath(cue.ParsePath("usd_per_mtok_in")).Float64()
-		m.USDPerMTokOut, _ = mv.LookupPath(cue.ParsePath("usd_per_mtok_out")).Float64()
-		if cv := mv.LookupPath(cue.ParsePath("usd_per_mtok_cached")); cv.Exists() {
+		m.USDPerMTokIn, _ = mv.LookupPath(fieldPath("usd_per_mtok_in")).Float64()
+		m.USDPerMTokOut, _ = mv.LookupPath(fieldPath("usd_per_mtok_out")).Float64()
+		if cv := mv.LookupPath(fieldPath("usd_per_mtok_cached")); cv.Exists() {
 			if f, err := cv.Float64(); err == nil {
 				m.USDPerMTokCached = &f
 			}
 		}
-		if ct := mv.LookupPath(cue.ParsePath("context_tokens")); ct.Exists() {
+		if ct := mv.LookupPath(fieldPath("context_tokens")); ct.Exists() {
 			n, _ := ct.Int64()
 			m.ContextTokens = int(n)
 		}
@@ -50,7 +50,7 @@ func (l *loader) decode(p *Policy, v cue.Value) {
 				m.FieldPos[f.name] = l.userPos([]string{"models", name, f.name})
 			}
 		}
-		if mt := mv.LookupPath(cue.ParsePath("max_tokens")); mt.Exists() {
+		if mt := mv.LookupPath(fieldPath("max_tokens")); mt.Exists() {
 			n, _ := mt.Int64()
 			m.MaxTokens = int(n)
 		}
@@ -58,12 +58,12 @@ func (l *loader) decode(p *Policy, v cue.Value) {
 	})
 	eachField(l.user, v, "tools", func(name string, tv cue.Value) {
 		t := &Tool{Name: name, Pos: l.labelPos("tools", name)}
-		t.SideEffecting, _ = tv.LookupPath(cue.ParsePath("side_effecting")).Bool()
-		t.RetrySafe, _ = tv.LookupPath(cue.ParsePath("retry_safe")).Bool()
-		t.Description, _ = tv.LookupPath(cue.ParsePath("description")).String()
-		t.URLArg, _ = tv.LookupPath(cue.ParsePath("url_arg")).String()
-		t.PathArg, _ = tv.LookupPath(cue.ParsePath("path_arg")).String()
-		if av := tv.LookupPath(cue.ParsePath("args")); av.Exists() {
+		t.SideEffecting, _ = tv.LookupPath(fieldPath("side_effecting")).Bool()
+		t.RetrySafe, _ = tv.LookupPath(fieldPath("retry_safe")).Bool()
+		t.Description, _ = tv.LookupPath(fieldPath("description")).String()
+		t.URLArg, _ = tv.LookupPath(fieldPath("url_arg")).String()
+		t.PathArg, _ = tv.LookupPath(fieldPath("path_arg")).String()
+		if av := tv.LookupPath(fieldPath("args")); av.Exists() {
 			t.ArgsPos = l.userPos([]string{"tools", name, "args"})
 			t.Args = l.jsonSchema(av, t.ArgsPos)
 		}
@@ -71,11 +71,11 @@ func (l *loader) decode(p *Policy, v cue.Value) {
 	})
 	eachField(l.user, v, "stores", func(name string, sv cue.Value) {
 		s := &Store{Name: name, Pos: l.labelPos("stores", name)}
-		s.Kind, _ = sv.LookupPath(cue.ParsePath("kind")).String()
-		s.Path, _ = sv.LookupPath(cue.ParsePath("path")).String()
-		s.URL, _ = sv.LookupPath(cue.ParsePath("url")).String()
-		s.URLEnv, _ = sv.LookupPath(cue.ParsePath("url_env")).String()
-		s.Prefix, _ = sv.LookupPath(cue.ParsePath("prefix")).String()
+		s.Kind, _ = sv.LookupPath(fieldPath("kind")).String()
+		s.Path, _ = sv.LookupPath(fieldPath("path")).String()
+		s.URL, _ = sv.LookupPath(fieldPath("url")).String()
+		s.URLEnv, _ = sv.LookupPath(fieldPath("url_env")).String()
+		s.Prefix, _ = sv.LookupPath(fieldPath("prefix")).String()
 		p.Stores[name] = s
 	})
 	p.Replicas = 1
@@ -83,17 +83,17 @@ func (l *loader) decode(p *Policy, v cue.Value) {
 		p.Replicas = int(n)
 	}
 	l.decodeServe(p, v)
-	if lim, err := v.LookupPath(cue.ParsePath("settings.cel_cost_limit")).Uint64(); err == nil {
+	if lim, err := v.LookupPath(fieldPath("settings", "cel_cost_limit")).Uint64(); err == nil {
 		p.CELCostLimit = lim
 	} else {
 		p.CELCostLimit = 1000000
 	}
-	if av := v.LookupPath(cue.ParsePath("admit")); av.Exists() {
+	if av := v.LookupPath(fieldPath("admit")); av.Exists() {
 		p.Admit = l.expr([]string{"admit"}, av)
 	}
 
 	for _, stage := range Stages {
-		list := l.user.LookupPath(cue.ParsePath("chains." + stage))
+		list := l.user.LookupPath(fieldPath("chains", stage))
 		if !list.Exists() {
 			continue
 		}
@@ -129,7 +129,7 @@ func (l *loader) decode(p *Policy, v cue.Value) {
 		}
 	}
 
-	if cl := l.user.LookupPath(cue.ParsePath("constraints")); cl.Exists() && !l.diags.HasErrors() {
+	if cl := l.user.LookupPath(fieldPath("constraints")); cl.Exists() && !l.diags.HasErrors() {
 		it, _ := cl.List()
 		for i := 0; it.Next(); i++ {
 			path := []string{"constraints", fmt.Sprint(i)}
@@ -145,7 +145,7 @@ func (l *loader) decode(p *Policy, v cue.Value) {
 				continue
 			}
 			if c.When != nil {
-				c.When = l.expr(append(path, "when"), cv.LookupPath(cue.ParsePath("when")))
+				c.When = l.expr(append(path, "when"), cv.LookupPath(fieldPath("when")))
 			}
 			l.checkConstraintRefs(p, c)
 			if c.Outer == c.Inner {
@@ -166,14 +166,14 @@ func (l *loader) decode(p *Policy, v cue.Value) {
 func (l *loader) decodeEntry(p *Policy, stage string, i int, ev cue.Value) *Entry {
 	path := []string{"chains", stage, fmt.Sprint(i)}
 	e := &Entry{Stage: stage, Index: i, Value: ev, Pos: l.userPos(path), path: path, ps: l.pos}
-	e.Use, _ = ev.LookupPath(cue.ParsePath("use")).String()
+	e.Use, _ = ev.LookupPath(fieldPath("use")).String()
 	e.UsePos = l.userPos(append(path, "use"))
 	e.Kind = l.schema.catalog.Lookup(e.Use)
 	if e.Kind == nil {
 		return nil // reported by checkUses
 	}
 	e.Name = e.Use
-	if nv := ev.LookupPath(cue.ParsePath("name")); nv.Exists() {
+	if nv := ev.LookupPath(fieldPath("name")); nv.Exists() {
 		e.Name, _ = nv.String()
 		e.ExplicitName = true
 		e.NamePos = l.userPos(append(path, "name"))
@@ -183,10 +183,10 @@ func (l *loader) decodeEntry(p *Policy, stage string, i int, ev cue.Value) *Entr
 	if !e.Kind.Supports(stage) {
 		l.errorf(e.UsePos, "schema/stage", "%s cannot be used in the %s chain; it supports %s", e.Use, stage, strings.Join(e.Kind.Stages, ", "))
 	}
-	if wv := ev.LookupPath(cue.ParsePath("when")); wv.Exists() {
+	if wv := ev.LookupPath(fieldPath("when")); wv.Exists() {
 		e.When = l.expr(append(path, "when"), wv)
 	}
-	if tv := ev.LookupPath(cue.ParsePath("tools")); tv.Exists() {
+	if tv := ev.LookupPath(fieldPath("tools")); tv.Exists() {
 		if stage != "tool" {
 			l.errorf(l.userPos(append(path, "tools")), "schema/stage", "tools scoping is only for entries of the tool chain")
 		}
@@ -230,7 +230,7 @@ func (l *loader) decodeEntry(p *Policy, stage string, i int, ev cue.Value) *Entr
 
 	// Model references.
 	for _, field := range []string{"models", "model"} {
-		mv := ev.LookupPath(cue.ParsePath(field))
+		mv := ev.LookupPath(fieldPath(field))
 		if !mv.Exists() {
 			continue
 		}
@@ -251,7 +251,7 @@ func (l *loader) decodeEntry(p *Policy, stage string, i int, ev cue.Value) *Entr
 	}
 	// Store references.
 	for _, field := range []string{"store", "sink", "index"} {
-		sv := ev.LookupPath(cue.ParsePath(field))
+		sv := ev.LookupPath(fieldPath(field))
 		if name, err := sv.String(); err == nil {
 			if _, ok := p.Stores[name]; !ok && name != "default" {
 				l.errorf(l.userPos(append(path, field)), "schema/bad-reference", "store %q is not declared in stores%s", name, suggestName(name, keys(p.Stores)))
@@ -375,7 +375,7 @@ func decodeConstraint(v cue.Value, pos func(string) Pos) (*Constraint, Diagnosti
 		c.Severity = Error
 	}
 	if raw.When != "" {
-		c.When = exprOf(v.LookupPath(cue.ParsePath("when")))
+		c.When = exprOf(v.LookupPath(fieldPath("when")))
 	}
 	return c, nil
 }
@@ -525,3 +525,13 @@ func suggestName(name string, candidates []string) string {
 // SuggestName returns "; did you mean X?" naming the candidate closest to
 // name, or "" when none is close.
 func SuggestName(name string, candidates []string) string { return suggestName(name, candidates) }
+
+// fieldPath is the CUE path of regular fields, built without running the
+// CUE parser as cue.ParsePath does.
+func fieldPath(names ...string) cue.Path {
+	sels := make([]cue.Selector, len(names))
+	for i, n := range names {
+		sels[i] = cue.Str(n)
+	}
+	return cue.MakePath(sels...)
+}

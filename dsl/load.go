@@ -391,7 +391,7 @@ func (l *loader) evaluate(files []*ast.File) *Policy {
 		l.errorf(Pos{File: l.files[0], Line: 1, Col: 1}, "cue/syntax", "internal schema error: %v", err)
 		return nil
 	}
-	v := schemaVal.LookupPath(cue.ParsePath("#Policy")).Unify(user)
+	v := schemaVal.LookupPath(cue.MakePath(cue.Def("#Policy"))).Unify(user)
 	if err := v.Validate(cue.Concrete(true)); err != nil {
 		l.addCUEErrors(err, user, skip...)
 	}
@@ -436,7 +436,7 @@ func (l *loader) checkTopLevel(user cue.Value) {
 func (l *loader) checkUses(user cue.Value) (skip, uses []string) {
 	uses = []string{}
 	for _, stage := range Stages {
-		list := user.LookupPath(cue.ParsePath("chains." + stage))
+		list := user.LookupPath(fieldPath("chains", stage))
 		if !list.Exists() {
 			continue
 		}
@@ -445,7 +445,7 @@ func (l *loader) checkUses(user cue.Value) (skip, uses []string) {
 			continue
 		}
 		for i := 0; it.Next(); i++ {
-			u := it.Value().LookupPath(cue.ParsePath("use"))
+			u := it.Value().LookupPath(fieldPath("use"))
 			id, err := u.String()
 			if err != nil {
 				continue

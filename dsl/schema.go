@@ -209,7 +209,12 @@ func (s *Schema) buildFor(ctx *cue.Context, uses []string) (cue.Value, error) {
 	}
 	sort.Strings(names)
 	add := func(name string, src []byte) error {
-		f, err := parser.ParseFile(name, src, parser.ParseComments)
+		var opts []parser.Option
+		if uses == nil {
+			// A policy is never reported against the schema's comments.
+			opts = append(opts, parser.ParseComments)
+		}
+		f, err := parser.ParseFile(name, src, opts...)
 		if err != nil {
 			return err
 		}

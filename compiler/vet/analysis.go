@@ -97,17 +97,33 @@ func Analyze(p *dsl.Policy, builtin []*dsl.Constraint) *Analysis {
 		Constraints: append(append([]*dsl.Constraint{}, builtin...), p.Constraints...),
 	}
 	broken := map[*dsl.Constraint]bool{}
-	for _, c := range a.Constraints {
+	// when compiles the `when` of c the first time a pair needs it; the
+	// policy's own are compiled up front, so that their mistakes are
+	// reported even where no pair applies. The builtins' are checked by
+	// the tests.
+	when := func(c *dsl.Constraint) (*whenProgram, bool) {
 		if c.When == nil {
-			continue
+			return nil, true
+		}
+		if w, ok := a.whens[c]; ok {
+			return w, true
+		}
+		if broken[c] {
+			return nil, false
 		}
 		w, d := constraintWhen(c)
 		if d != nil {
 			a.Problems = append(a.Problems, *d)
 			broken[c] = true
-			continue
+			return nil, false
 		}
 		a.whens[c] = w
+		return w, true
+	}
+	for _, c := range a.Constraints {
+		if !c.Builtin {
+			when(c)
+		}
 	}
 	for _, stage := range dsl.Stages {
 		chain := p.Chains[stage]
@@ -123,8 +139,12 @@ func Analyze(p *dsl.Policy, builtin []*dsl.Constraint) *Analysis {
 					if i == o || !matches(i, c, c.Inner) || !a.Overlap(o, i) {
 						continue
 					}
+					w, ok := when(c)
+					if !ok {
+						continue
+					}
 					pair := &Pair{Constraint: c, Outer: o, Inner: i, Holds: o.Index < i.Index}
-					if w := a.whens[c]; w != nil {
+					if w != nil {
 						ok, err := w.eval(o, i)
 						if !ok {
 							continue

@@ -196,3 +196,19 @@ func TestConstraintWhenLimits(t *testing.T) {
 		})
 	}
 }
+
+// TestBuiltinConstraintWhens checks the builtins' constraint conditions,
+// which Analyze compiles only when a pair needs them.
+func TestBuiltinConstraintWhens(t *testing.T) {
+	schema, err := dsl.DefaultSchema()
+	require.NoError(t, err)
+	n := 0
+	for _, c := range schema.Constraints() {
+		if c.When == nil {
+			continue
+		}
+		n++
+		assert.Nil(t, vet.WhenProblem(c), "constraint %s: when %q", c.ID, c.When.Source)
+	}
+	assert.NotZero(t, n)
+}

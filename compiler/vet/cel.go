@@ -369,3 +369,13 @@ func boolValue(v ref.Val) (value, known bool) {
 	}
 	return false, false
 }
+
+// WhenProblem compiles the `when` of c over `outer` and `inner` and returns
+// the problem found, positioned in the constraint's string, or nil.
+func WhenProblem(c *dsl.Constraint) *dsl.Diagnostic {
+	if c.When == nil {
+		return nil
+	}
+	_, d := constraintWhen(c)
+	return d
+}

@@ -193,3 +193,19 @@ func newEnv(cfg EnvConfig) (*Env, error) {
 	e.cel = ce
 	return e, nil
 }
+
+// warmSource exercises the parts of the grammar predicates use most.
+const warmSource = `tool.name == 'x' && !has(args.y) || args.z > 1.0 && request.messages.exists(m, m.content.contains('a')) && size([1, 2]) in {'k': 1} ? true : false`
+
+// Warm builds the shared base environment and parses one predicate, so that
+// cel-go's parser tables (built on first use, which costs a cold process
+// several milliseconds) are ready. It is safe to call concurrently with any
+// other function of the package: a compiler runs it in a goroutine while it
+// loads a policy, and predicates compiled meanwhile wait for it.
+func Warm() {
+	env, err := base()
+	if err != nil {
+		return // NewEnv reports it
+	}
+	_, _ = env.Parse(warmSource)
+}
