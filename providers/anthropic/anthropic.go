@@ -1,0 +1,441 @@
+// Package anthropic is the model client of provider "anthropic": the
+// Anthropic Messages API, built on the official SDK,
+// github.com/anthropics/anthropic-sdk-go/v2.
+//
+// Importing the package registers the provider with the runtime, so that a
+// policy's model declared as
+//
+//	models: claude: {provider: "anthropic", model: "claude-sonnet-4-5", api_key_env: "ANTHROPIC_API_KEY"}
+//
+// gets its client at runtime.Build. New builds one by hand.
+//
+// A client streams the message: text and tool_use blocks become deltas
+// (tool input arrives as ToolCallDelta fragments, indexed by the order of
+// the tool_use blocks), the input usage of message_start rides on the first
+// delta, and the last delta carries the finish reason (end_turn and
+// stop_sequence: stop, max_tokens: length, tool_use: tool_calls, refusal:
+// content_filter) and the output usage of message_delta. System messages
+// become the request's system blocks; tool results become tool_result
+// blocks of a user message. The SDK's own retries are off: the policy's
+// retry layer retries, and a failure comes back as a *runtime.CallError
+// classified from the wire (see docs/providers.md). The API key never
+// appears in an error.
+package anthropic
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
+
+	"github.com/agentc-dev/agentc/providers/internal/wire"
+	"github.com/agentc-dev/agentc/runtime"
+)
+
+// DefaultBaseURL is the Anthropic API's endpoint.
+const DefaultBaseURL = "https://api.anthropic.com/"
+
+// DefaultMaxTokens bounds the output of a request when neither the request
+// nor the Config sets a bound (the API requires one).
+const DefaultMaxTokens = 4096
+
+// Config configures a Client.
+type Config struct {
+	// Model is the model id sent to the API ("claude-sonnet-4-5").
+	Model string
+	// APIKey is sent in the x-api-key header ("" sends none, for a proxy
+	// that adds it).
+	APIKey string
+	// BaseURL is the endpoint ("" is DefaultBaseURL).
+	BaseURL string
+	// MaxTokens bounds the output of a request that sets none (0:
+	// DefaultMaxTokens).
+	MaxTokens int
+	// HTTPClient sends the requests (nil: a client of its own).
+	HTTPClient *http.Client
+}
+
+// Client streams messages of one model. It is safe for concurrent use.
+type Client struct {
+	cfg  Config
+	msgs anthropic.MessageService
+	call wire.Call
+}
+
+func init() {
+	runtime.RegisterProvider("anthropic", func(_ context.Context, m runtime.ProviderModel) (runtime.ModelClient, error) {
+		return New(Config{Model: m.Model.ID, APIKey: m.APIKey, BaseURL: m.Model.BaseURL, MaxTokens: m.Model.MaxTokens})
+	})
+}
+
+// New returns a client for cfg. It does not contact the API. It reads no
+// environment variable: everything comes from cfg.
+func New(cfg Config) (*Client, error) {
+	if cfg.Model == "" {
+		return nil, errors.New("anthropic: no model id")
+	}
+	if cfg.MaxTokens <= 0 {
+		cfg.MaxTokens = DefaultMaxTokens
+	}
+	base := cfg.BaseURL
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	if !strings.HasSuffix(base, "/") {
+		base += "/"
+	}
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	}
+	opts := []option.RequestOption{
+		option.WithBaseURL(base),
+		option.WithHTTPClient(hc),
+		option.WithMaxRetries(0),
+	}
+	if cfg.APIKey != "" {
+		opts = append(opts, option.WithAPIKey(cfg.APIKey))
+	}
+	return &Client{cfg: cfg, msgs: anthropic.NewMessageService(opts...),
+		call: wire.Call{Provider: "anthropic", Model: cfg.Model, Key: cfg.APIKey}}, nil
+}
+
+// Stream implements runtime.ModelClient: it sends req and pushes each text
+// or tool-input chunk as a delta, the finish reason and the output usage on
+// the last. A consumer that stops closes the connection. Failures are
+// *runtime.CallError (see the package doc); the caller's own cancellation
+// returns ctx's error.
+func (c *Client) Stream(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+	params, opts, err := c.params(req)
+	if err != nil {
+		return &runtime.CallError{Kind: runtime.KindPermanent, Message: fmt.Sprintf("anthropic %s: %v", c.cfg.Model, err)}
+	}
+	stream := c.msgs.NewStreaming(ctx, params, opts...)
+	defer stream.Close()
+	return c.consume(ctx, stream, yield)
+}
+
+// consume turns the events of stream into deltas.
+func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[anthropic.MessageStreamEventUnion], yield func(runtime.Delta) bool) error {
+	var (
+		deltas  int
+		input   runtime.Usage // from message_start, sent on the first delta
+		sent    runtime.Usage // the input usage already sent
+		output  runtime.Usage // from message_delta (cumulative)
+		finish  string
+		stopped bool
+		// tools maps content block indexes to tool-call indexes.
+		tools []int64
+	)
+	emit := func(d runtime.Delta) bool {
+		if deltas == 0 {
+			d.Usage.InputTokens, d.Usage.CachedInputTokens = input.InputTokens, input.CachedInputTokens
+			sent = input
+		}
+		deltas++
+		return yield(d)
+	}
+	toolIndex := func(block int64) int {
+		for i, b := range tools {
+			if b == block {
+				return i
+			}
+		}
+		return -1
+	}
+	for stream.Next() {
+		ev := stream.Current()
+		switch ev.Type {
+		case "message_start":
+			u := &ev.Message.Usage
+			input = runtime.Usage{InputTokens: u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens,
+				CachedInputTokens: u.CacheReadInputTokens}
+			output.OutputTokens = u.OutputTokens
+		case "content_block_start":
+			cb := &ev.ContentBlock
+			switch cb.Type {
+			case "tool_use":
+				tools = append(tools, ev.Index)
+				if !emit(runtime.Delta{ToolCalls: []runtime.ToolCallDelta{{Index: len(tools) - 1, ID: cb.ID, Name: cb.Name}}}) {
+					return nil
+				}
+			case "text":
+				if cb.Text != "" && !emit(runtime.Delta{Text: cb.Text}) {
+					return nil
+				}
+			}
+		case "content_block_delta":
+			switch ev.Delta.Type {
+			case "text_delta":
+				if ev.Delta.Text != "" && !emit(runtime.Delta{Text: ev.Delta.Text}) {
+					return nil
+				}
+			case "input_json_delta":
+				if i := toolIndex(ev.Index); i >= 0 && ev.Delta.PartialJSON != "" {
+					if !emit(runtime.Delta{ToolCalls: []runtime.ToolCallDelta{{Index: i, Arguments: ev.Delta.PartialJSON}}}) {
+						return nil
+					}
+				}
+			}
+		case "message_delta":
+			if r := ev.Delta.StopReason; r != "" {
+				finish = finishReason(string(r))
+			}
+			u := &ev.Usage
+			output.OutputTokens = u.OutputTokens
+			output.ReasoningTokens = u.OutputTokensDetails.ThinkingTokens
+			if in := u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens; in > input.InputTokens {
+				input = runtime.Usage{InputTokens: in, CachedInputTokens: max(u.CacheReadInputTokens, input.CachedInputTokens)}
+			}
+		case "message_stop":
+			stopped = true
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return c.failure(ctx, err, deltas)
+	}
+	if !stopped {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return c.call.Truncated(deltas)
+	}
+	if finish == "" {
+		finish = runtime.FinishStop
+	}
+	last := runtime.Delta{FinishReason: finish, Usage: runtime.Usage{OutputTokens: output.OutputTokens, ReasoningTokens: output.ReasoningTokens,
+		InputTokens: input.InputTokens - sent.InputTokens, CachedInputTokens: input.CachedInputTokens - sent.CachedInputTokens}}
+	deltas++
+	yield(last)
+	return nil
+}
+
+// failure classifies a failed stream: an error response by its status, an
+// error event of the stream (the response's status is then 200) by its
+// type.
+func (c *Client) failure(ctx context.Context, err error, deltas int) error {
+	var apiErr *anthropic.Error
+	if errors.As(err, &apiErr) {
+		if apiErr.StatusCode >= 400 {
+			var h http.Header
+			if apiErr.Response != nil {
+				h = apiErr.Response.Header
+			}
+			return c.call.HTTP(err, apiErr.StatusCode, h, string(apiErr.Type()), apiErr.Message)
+		}
+		return c.call.Event(err, string(apiErr.Type()), apiErr.Message, deltas)
+	}
+	if strings.HasPrefix(err.Error(), "received error while streaming") {
+		return c.call.Event(err, "", strings.TrimPrefix(err.Error(), "received error while streaming: "), deltas)
+	}
+	return c.call.Transport(ctx, err, deltas)
+}
+
+// finishReason maps Anthropic's stop reason onto the runtime's vocabulary.
+func finishReason(r string) string {
+	switch r {
+	case "end_turn", "stop_sequence", "pause_turn":
+		return runtime.FinishStop
+	case "max_tokens", "model_context_window_exceeded":
+		return runtime.FinishLength
+	case "tool_use":
+		return runtime.FinishToolCalls
+	case "refusal":
+		return runtime.FinishContentFilter
+	}
+	return r
+}
+
+// params builds the request body, and the options for the sampling
+// parameters the SDK's params do not carry.
+func (c *Client) params(req *runtime.ChatRequest) (anthropic.MessageNewParams, []option.RequestOption, error) {
+	p := anthropic.MessageNewParams{Model: anthropic.Model(c.cfg.Model), MaxTokens: int64(c.cfg.MaxTokens)}
+	if req.MaxTokens > 0 {
+		p.MaxTokens = int64(req.MaxTokens)
+	}
+	var opts []option.RequestOption
+	sys, msgs, err := messages(req.Messages)
+	if err != nil {
+		return p, nil, err
+	}
+	p.System, p.Messages = sys, msgs
+	for _, t := range req.Tools {
+		tp, err := tool(t)
+		if err != nil {
+			return p, nil, err
+		}
+		p.Tools = append(p.Tools, anthropic.ToolUnionParam{OfTool: tp})
+	}
+	switch req.ToolChoice {
+	case "":
+	case "auto":
+		p.ToolChoice.OfAuto = &anthropic.ToolChoiceAutoParam{}
+	case "none":
+		p.ToolChoice.OfNone = &anthropic.ToolChoiceNoneParam{}
+	case "required":
+		p.ToolChoice.OfAny = &anthropic.ToolChoiceAnyParam{}
+	default:
+		p.ToolChoice.OfTool = &anthropic.ToolChoiceToolParam{Name: req.ToolChoice}
+	}
+	if req.Temperature != nil {
+		opts = append(opts, option.WithJSONSet("temperature", *req.Temperature))
+	}
+	if req.TopP != nil {
+		opts = append(opts, option.WithJSONSet("top_p", *req.TopP))
+	}
+	if len(req.Stop) > 0 {
+		p.StopSequences = req.Stop
+	}
+	if rf := req.ResponseFormat; rf != nil && rf.Type == runtime.FormatJSONSchema && len(rf.Schema) > 0 {
+		var schema map[string]any
+		if err := json.Unmarshal(rf.Schema, &schema); err != nil {
+			return p, nil, fmt.Errorf("response_format schema is not a JSON object: %w", err)
+		}
+		p.OutputConfig.Format = anthropic.JSONOutputFormatParam{Schema: schema}
+	}
+	if id := req.Metadata["user_id"]; id != "" {
+		p.Metadata.UserID = anthropic.String(id)
+	}
+	return p, opts, nil
+}
+
+// tool maps a tool definition; the schema's properties and required list
+// have fields of their own, its other keywords ride along.
+func tool(t runtime.ToolDef) (*anthropic.ToolParam, error) {
+	tp := &anthropic.ToolParam{Name: t.Name}
+	if t.Description != "" {
+		tp.Description = anthropic.String(t.Description)
+	}
+	if len(t.Parameters) > 0 {
+		var schema map[string]any
+		if err := json.Unmarshal(t.Parameters, &schema); err != nil {
+			return nil, fmt.Errorf("tool %s: parameters are not a JSON object: %w", t.Name, err)
+		}
+		tp.InputSchema.Properties = schema["properties"]
+		if req, ok := schema["required"].([]any); ok {
+			for _, r := range req {
+				if s, ok := r.(string); ok {
+					tp.InputSchema.Required = append(tp.InputSchema.Required, s)
+				}
+			}
+		}
+		for k, v := range schema {
+			if k == "properties" || k == "required" || k == "type" {
+				continue
+			}
+			if tp.InputSchema.ExtraFields == nil {
+				tp.InputSchema.ExtraFields = map[string]any{}
+			}
+			tp.InputSchema.ExtraFields[k] = v
+		}
+	}
+	return tp, nil
+}
+
+// messages maps the transcript: system messages become the system blocks;
+// tool messages and tool_result parts become tool_result blocks, and
+// consecutive results share one user message, as the API wants them.
+func messages(in []runtime.Message) ([]anthropic.TextBlockParam, []anthropic.MessageParam, error) {
+	var sys []anthropic.TextBlockParam
+	out := make([]anthropic.MessageParam, 0, len(in))
+	// results collects tool results until the next non-tool message.
+	var results []anthropic.ContentBlockParamUnion
+	flush := func() {
+		if results != nil {
+			out = append(out, anthropic.NewUserMessage(results...))
+			results = nil
+		}
+	}
+	for i := range in {
+		m := &in[i]
+		switch m.Role {
+		case "system", "developer":
+			if m.Content != "" {
+				sys = append(sys, anthropic.TextBlockParam{Text: m.Content})
+			}
+			for _, p := range m.Parts {
+				if p.Type == runtime.PartText && p.Text != "" {
+					sys = append(sys, anthropic.TextBlockParam{Text: p.Text})
+				}
+			}
+		case "tool":
+			if m.ToolCallID != "" {
+				results = append(results, anthropic.NewToolResultBlock(m.ToolCallID, m.Content, false))
+			}
+			for _, p := range m.Parts {
+				if p.Type == runtime.PartToolResult {
+					results = append(results, anthropic.NewToolResultBlock(p.ToolCallID, p.Text, p.IsError))
+				}
+			}
+		case "user":
+			var blocks []anthropic.ContentBlockParamUnion
+			for _, p := range m.Parts {
+				if p.Type == runtime.PartToolResult {
+					results = append(results, anthropic.NewToolResultBlock(p.ToolCallID, p.Text, p.IsError))
+				}
+			}
+			if m.Content != "" {
+				blocks = append(blocks, anthropic.NewTextBlock(m.Content))
+			}
+			for _, p := range m.Parts {
+				switch p.Type {
+				case runtime.PartText:
+					blocks = append(blocks, anthropic.NewTextBlock(p.Text))
+				case runtime.PartImage:
+					blocks = append(blocks, image(p))
+				}
+			}
+			if len(blocks) == 0 && results == nil {
+				blocks = append(blocks, anthropic.NewTextBlock(""))
+			}
+			if results != nil {
+				blocks = append(results, blocks...)
+				results = nil
+			}
+			out = append(out, anthropic.NewUserMessage(blocks...))
+		case "assistant":
+			flush()
+			var blocks []anthropic.ContentBlockParamUnion
+			if m.Content != "" {
+				blocks = append(blocks, anthropic.NewTextBlock(m.Content))
+			}
+			for _, p := range m.Parts {
+				if p.Type == runtime.PartText && p.Text != "" {
+					blocks = append(blocks, anthropic.NewTextBlock(p.Text))
+				}
+			}
+			for _, tc := range m.ToolCalls {
+				input := json.RawMessage(tc.Arguments)
+				if len(input) == 0 {
+					input = json.RawMessage("{}")
+				}
+				blocks = append(blocks, anthropic.NewToolUseBlock(tc.ID, input, tc.Name))
+			}
+			out = append(out, anthropic.NewAssistantMessage(blocks...))
+		default:
+			return nil, nil, fmt.Errorf("messages[%d]: unknown role %q", i, m.Role)
+		}
+	}
+	flush()
+	return sys, out, nil
+}
+
+// image maps an image part: a URL source, or base64 data.
+func image(p runtime.ContentPart) anthropic.ContentBlockParamUnion {
+	if p.ImageURL != "" && !strings.HasPrefix(p.ImageURL, "data:") {
+		return anthropic.NewImageBlock(anthropic.URLImageSourceParam{URL: p.ImageURL})
+	}
+	media, data := p.MediaType, wire.Base64(p.Data)
+	if rest, ok := strings.CutPrefix(p.ImageURL, "data:"); ok {
+		if head, body, ok := strings.Cut(rest, ","); ok {
+			media, data = strings.TrimSuffix(head, ";base64"), body
+		}
+	}
+	return anthropic.NewImageBlockBase64(media, data)
+}

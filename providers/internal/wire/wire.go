@@ -1,0 +1,199 @@
+// Package wire holds what the provider clients share: the classification of
+// a failed exchange into a *runtime.CallError (HTTP status, Retry-After,
+// stream error events, connection failures), and the scrubbing that keeps an
+// API key out of every message.
+package wire
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/agentc-dev/agentc/runtime"
+)
+
+// Call names one model call for messages: "openai gpt-4.1-mini".
+type Call struct {
+	// Provider and Model name the client ("openai", "gpt-4.1-mini").
+	Provider, Model string
+	// Key is the API key, scrubbed from every message.
+	Key string
+}
+
+// scrub replaces the key in s.
+func (c Call) scrub(s string) string {
+	if len(c.Key) >= 4 {
+		s = strings.ReplaceAll(s, c.Key, "[redacted]")
+	}
+	return s
+}
+
+// Error is an error of the provider's SDK behind a message that names the
+// call and holds no key; errors.As still finds the SDK's error through it.
+type Error struct {
+	msg string
+	err error
+}
+
+// Error returns the scrubbed message.
+func (e *Error) Error() string { return e.msg }
+
+// Unwrap returns the SDK's error.
+func (e *Error) Unwrap() error { return e.err }
+
+func (c Call) wrap(err error, format string, args ...any) *Error {
+	return &Error{msg: c.scrub(fmt.Sprintf(format, args...)), err: err}
+}
+
+// HTTP classifies an error response: 429 is rate limited, with the delay
+// of retry-after-ms or retry-after; 408, 409, 5xx (Anthropic's 529 among
+// them) are transient; other 4xx, and any error about the context length,
+// are permanent. apiType and apiMessage are the provider's error type and
+// message from the body ("" when absent).
+func (c Call) HTTP(err error, status int, h http.Header, apiType, apiMessage string) *runtime.CallError {
+	ce := &runtime.CallError{Status: status, Kind: statusKind(status)}
+	if ce.Kind == runtime.KindRateLimited {
+		ce.RetryAfter = RetryAfter(h, time.Now())
+	}
+	if contextLength(apiType, apiMessage) {
+		ce.Kind = runtime.KindPermanent
+	}
+	text := strings.TrimSpace(strconv.Itoa(status) + " " + http.StatusText(status))
+	if status == 529 {
+		text = "529 Overloaded"
+	}
+	detail := apiMessage
+	if apiType != "" {
+		detail = strings.TrimSpace(apiType + ": " + apiMessage)
+	}
+	if detail != "" {
+		text += ": " + detail
+	}
+	ce.Err = c.wrap(err, "%s %s: %s", c.Provider, c.Model, text)
+	return ce
+}
+
+func statusKind(status int) runtime.ErrorKind {
+	switch {
+	case status == http.StatusTooManyRequests:
+		return runtime.KindRateLimited
+	case status == http.StatusRequestTimeout, status == http.StatusConflict, status == http.StatusTooEarly, status >= 500:
+		return runtime.KindTransient
+	case status >= 400:
+		return runtime.KindPermanent
+	}
+	return runtime.KindTransient
+}
+
+func contextLength(apiType, msg string) bool {
+	s := strings.ToLower(apiType + " " + msg)
+	for _, p := range []string{"context_length_exceeded", "context length", "context window", "prompt is too long", "maximum context", "too many tokens"} {
+		if strings.Contains(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// RetryAfter returns the delay an HTTP response asks for: retry-after-ms
+// (milliseconds), else retry-after (seconds, or an HTTP date); 0 when
+// neither holds a usable value.
+func RetryAfter(h http.Header, now time.Time) time.Duration {
+	if v := h.Get("Retry-After-Ms"); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 && ms < 1e12 {
+			return time.Duration(ms * float64(time.Millisecond))
+		}
+	}
+	if v := h.Get("Retry-After"); v != "" {
+		if s, err := strconv.ParseFloat(v, 64); err == nil {
+			if s > 0 && s < 1e9 {
+				return time.Duration(s * float64(time.Second))
+			}
+			return 0
+		}
+		if t, err := http.ParseTime(v); err == nil && t.After(now) {
+			return t.Sub(now)
+		}
+	}
+	return 0
+}
+
+// Event classifies an error event of the stream (OpenAI's `{"error": ...}`
+// chunk, Anthropic's `event: error`), by the provider's error type. After
+// deltas is the number of deltas already delivered: a failure after the
+// first is a mid-stream failure, which the runtime never retries (the
+// first-delta commit rule); the message says so.
+func (c Call) Event(err error, apiType, apiMessage string, afterDeltas int) *runtime.CallError {
+	kind := eventKind(apiType)
+	if contextLength(apiType, apiMessage) {
+		kind = runtime.KindPermanent
+	}
+	detail := strings.TrimSpace(strings.TrimSuffix(apiType+": "+apiMessage, ": "))
+	where := "stream error before any output"
+	if afterDeltas > 0 {
+		where = fmt.Sprintf("stream failed mid-stream after %d deltas", afterDeltas)
+	}
+	return &runtime.CallError{Kind: kind, Err: c.wrap(err, "%s %s: %s: %s", c.Provider, c.Model, where, detail)}
+}
+
+func eventKind(apiType string) runtime.ErrorKind {
+	t := strings.ToLower(apiType)
+	switch {
+	case strings.Contains(t, "rate_limit"):
+		return runtime.KindRateLimited
+	case strings.Contains(t, "invalid_request"), strings.Contains(t, "authentication"), strings.Contains(t, "permission"),
+		strings.Contains(t, "not_found"), strings.Contains(t, "request_too_large"), strings.Contains(t, "context_length"):
+		return runtime.KindPermanent
+	}
+	return runtime.KindTransient
+}
+
+// Transport classifies a failure without an HTTP response: the caller's
+// context ending returns ctx's error as it is (the retry layer tells the
+// caller's cancellation from its own attempt timeout); a timeout is
+// KindTimeout; a reset, refused or dropped connection, and anything else,
+// is transient.
+func (c Call) Transport(ctx context.Context, err error, afterDeltas int) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return ctxErr
+	}
+	kind := runtime.KindTransient
+	var ne net.Error
+	if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+		kind = runtime.KindTimeout
+	}
+	what := "request failed"
+	switch {
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		what = "connection reset"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		what = "connection refused"
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		what = "connection dropped"
+	case kind == runtime.KindTimeout:
+		what = "timed out"
+	}
+	if afterDeltas > 0 {
+		what += fmt.Sprintf(" mid-stream after %d deltas", afterDeltas)
+	}
+	return &runtime.CallError{Kind: kind, Err: c.wrap(err, "%s %s: %s: %v", c.Provider, c.Model, what, err)}
+}
+
+// Truncated is a stream that ended without the provider's terminal event:
+// the connection closed cleanly before the response was complete.
+func (c Call) Truncated(afterDeltas int) error {
+	return &runtime.CallError{Kind: runtime.KindTransient, Err: c.wrap(nil,
+		"%s %s: the stream ended before the response was complete (after %d deltas)", c.Provider, c.Model, afterDeltas)}
+}
+
+// Base64 returns the standard base64 encoding of b.
+func Base64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }

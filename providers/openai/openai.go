@@ -1,0 +1,399 @@
+// Package openai is the model client of provider "openai": the OpenAI Chat
+// Completions API, and any server that speaks it (vLLM, Ollama, LiteLLM,
+// OpenRouter...) through a base URL. It is built on the official SDK,
+// github.com/openai/openai-go/v3.
+//
+// Importing the package registers the provider with the runtime, so that a
+// policy's model declared as
+//
+//	models: primary: {provider: "openai", model: "gpt-4.1-mini", api_key_env: "OPENAI_API_KEY"}
+//
+// gets its client at runtime.Build. New builds one by hand.
+//
+// A client streams with stream_options.include_usage, so the last delta
+// carries the usage the server reported (cached prompt tokens and reasoning
+// tokens included); it turns tool-call chunks into ToolCallDelta fragments
+// and reports the finish reason on the last delta. The SDK's own retries
+// are off: the policy's retry layer retries, and a failure comes back as a
+// *runtime.CallError classified from the wire (see docs/providers.md). The
+// API key never appears in an error.
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/ssestream"
+	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/agentc-dev/agentc/providers/internal/wire"
+	"github.com/agentc-dev/agentc/runtime"
+)
+
+// DefaultBaseURL is the OpenAI API's endpoint.
+const DefaultBaseURL = "https://api.openai.com/v1/"
+
+// Config configures a Client.
+type Config struct {
+	// Model is the model id sent to the server ("gpt-4.1-mini").
+	Model string
+	// APIKey is sent as the bearer token ("" sends none, for a local
+	// server that needs none).
+	APIKey string
+	// BaseURL is the server's endpoint, up to and including /v1 (""
+	// is DefaultBaseURL).
+	BaseURL string
+	// MaxTokens bounds the output of a request that sets none (0: the
+	// server's default). At the OpenAI API the bound is sent as
+	// max_completion_tokens, elsewhere as max_tokens, which every
+	// compatible server knows.
+	MaxTokens int
+	// HTTPClient sends the requests (nil: a client of its own).
+	HTTPClient *http.Client
+}
+
+// Client streams chat completions of one model. It is safe for concurrent
+// use.
+type Client struct {
+	cfg      Config
+	chat     openai.ChatCompletionService
+	call     wire.Call
+	official bool
+}
+
+func init() {
+	runtime.RegisterProvider("openai", func(_ context.Context, m runtime.ProviderModel) (runtime.ModelClient, error) {
+		return New(Config{Model: m.Model.ID, APIKey: m.APIKey, BaseURL: m.Model.BaseURL, MaxTokens: m.Model.MaxTokens})
+	})
+}
+
+// New returns a client for cfg. It does not contact the server. It reads no
+// environment variable: everything comes from cfg.
+func New(cfg Config) (*Client, error) {
+	if cfg.Model == "" {
+		return nil, errors.New("openai: no model id")
+	}
+	base := cfg.BaseURL
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	if !strings.HasSuffix(base, "/") {
+		base += "/"
+	}
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	}
+	opts := []option.RequestOption{
+		option.WithBaseURL(base),
+		option.WithHTTPClient(hc),
+		option.WithMaxRetries(0),
+	}
+	if cfg.APIKey != "" {
+		opts = append(opts, option.WithAPIKey(cfg.APIKey))
+	}
+	return &Client{
+		cfg:      cfg,
+		chat:     openai.NewChatCompletionService(opts...),
+		call:     wire.Call{Provider: "openai", Model: cfg.Model, Key: cfg.APIKey},
+		official: strings.HasPrefix(base, DefaultBaseURL),
+	}, nil
+}
+
+// Stream implements runtime.ModelClient: it sends req and pushes each text
+// or tool-call chunk as a delta, the finish reason and the usage on the
+// last. A consumer that stops closes the connection. Failures are
+// *runtime.CallError (see the package doc); the caller's own cancellation
+// returns ctx's error.
+func (c *Client) Stream(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+	params, err := c.params(req)
+	if err != nil {
+		return &runtime.CallError{Kind: runtime.KindPermanent, Message: fmt.Sprintf("openai %s: %v", c.cfg.Model, err)}
+	}
+	stream := c.chat.NewStreaming(ctx, params)
+	defer stream.Close()
+	return c.consume(ctx, stream, yield)
+}
+
+// consume turns the chunks of stream into deltas.
+func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[openai.ChatCompletionChunk], yield func(runtime.Delta) bool) error {
+	var (
+		deltas   int
+		finish   string
+		usage    runtime.Usage
+		hasUsage bool
+	)
+	for stream.Next() {
+		chunk := stream.Current()
+		if chunk.JSON.Usage.Valid() && (chunk.Usage.PromptTokens != 0 || chunk.Usage.CompletionTokens != 0) {
+			u := &chunk.Usage
+			usage = runtime.Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens,
+				CachedInputTokens: u.PromptTokensDetails.CachedTokens, ReasoningTokens: u.CompletionTokensDetails.ReasoningTokens}
+			hasUsage = true
+		}
+		for i := range chunk.Choices {
+			ch := &chunk.Choices[i]
+			if ch.Index != 0 {
+				continue // only the first choice is requested
+			}
+			if ch.FinishReason != "" {
+				finish = finishReason(ch.FinishReason)
+			}
+			d := runtime.Delta{Text: ch.Delta.Content}
+			if d.Text == "" && ch.Delta.Refusal != "" {
+				d.Text = ch.Delta.Refusal
+			}
+			if n := len(ch.Delta.ToolCalls); n > 0 {
+				d.ToolCalls = make([]runtime.ToolCallDelta, n)
+				for k := range ch.Delta.ToolCalls {
+					tc := &ch.Delta.ToolCalls[k]
+					idx := int(tc.Index)
+					if idx < 0 {
+						idx = 0 // a provider's single call at -1
+					}
+					d.ToolCalls[k] = runtime.ToolCallDelta{Index: idx, ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}
+				}
+			}
+			if d.Text == "" && d.ToolCalls == nil {
+				continue
+			}
+			deltas++
+			if !yield(d) {
+				return nil
+			}
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return c.failure(ctx, err, deltas)
+	}
+	if finish == "" {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return c.call.Truncated(deltas)
+	}
+	last := runtime.Delta{FinishReason: finish}
+	if hasUsage {
+		last.Usage = usage
+	}
+	yield(last)
+	return nil
+}
+
+// failure classifies a failed stream.
+func (c *Client) failure(ctx context.Context, err error, deltas int) error {
+	var apiErr *openai.Error
+	if errors.As(err, &apiErr) {
+		var h http.Header
+		if apiErr.Response != nil {
+			h = apiErr.Response.Header
+		}
+		typ := apiErr.Type
+		if apiErr.Code != "" {
+			typ = apiErr.Code
+		}
+		return c.call.HTTP(err, apiErr.StatusCode, h, typ, apiErr.Message)
+	}
+	var se *ssestream.StreamError
+	if errors.As(err, &se) {
+		var body struct {
+			Error struct {
+				Message string `json:"message"`
+				Type    string `json:"type"`
+				Code    any    `json:"code"`
+			} `json:"error"`
+		}
+		_ = json.Unmarshal(se.Event.Data, &body)
+		typ := body.Error.Type
+		if code, ok := body.Error.Code.(string); ok && code != "" {
+			typ = code
+		}
+		return c.call.Event(err, typ, body.Error.Message, deltas)
+	}
+	return c.call.Transport(ctx, err, deltas)
+}
+
+// finishReason maps the server's finish reason onto the runtime's
+// vocabulary (OpenAI's own, with the deprecated function_call as tool_calls).
+func finishReason(r string) string {
+	if r == "function_call" {
+		return runtime.FinishToolCalls
+	}
+	return r
+}
+
+// params builds the request body.
+func (c *Client) params(req *runtime.ChatRequest) (openai.ChatCompletionNewParams, error) {
+	p := openai.ChatCompletionNewParams{
+		Model:         shared.ChatModel(c.cfg.Model),
+		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
+	}
+	msgs, err := messages(req.Messages)
+	if err != nil {
+		return p, err
+	}
+	p.Messages = msgs
+	if n := req.MaxTokens; n > 0 || c.cfg.MaxTokens > 0 {
+		if n <= 0 {
+			n = c.cfg.MaxTokens
+		}
+		if c.official {
+			p.MaxCompletionTokens = openai.Int(int64(n))
+		} else {
+			p.MaxTokens = openai.Int(int64(n))
+		}
+	}
+	for _, t := range req.Tools {
+		fd := shared.FunctionDefinitionParam{Name: t.Name}
+		if t.Description != "" {
+			fd.Description = openai.String(t.Description)
+		}
+		if len(t.Parameters) > 0 {
+			if err := json.Unmarshal(t.Parameters, &fd.Parameters); err != nil {
+				return p, fmt.Errorf("tool %s: parameters are not a JSON object: %w", t.Name, err)
+			}
+		}
+		p.Tools = append(p.Tools, openai.ChatCompletionFunctionTool(fd))
+	}
+	switch req.ToolChoice {
+	case "":
+	case "auto", "none", "required":
+		p.ToolChoice = openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String(req.ToolChoice)}
+	default:
+		p.ToolChoice = openai.ToolChoiceOptionFunctionToolChoice(openai.ChatCompletionNamedToolChoiceFunctionParam{Name: req.ToolChoice})
+	}
+	if req.Temperature != nil {
+		p.Temperature = openai.Float(*req.Temperature)
+	}
+	if req.TopP != nil {
+		p.TopP = openai.Float(*req.TopP)
+	}
+	if req.Seed != nil {
+		p.Seed = openai.Int(*req.Seed)
+	}
+	if len(req.Stop) > 0 {
+		p.Stop = openai.ChatCompletionNewParamsStopUnion{OfStringArray: req.Stop}
+	}
+	if rf := req.ResponseFormat; rf != nil {
+		switch rf.Type {
+		case runtime.FormatText:
+			p.ResponseFormat.OfText = &shared.ResponseFormatTextParam{}
+		case runtime.FormatJSONObject:
+			p.ResponseFormat.OfJSONObject = &shared.ResponseFormatJSONObjectParam{}
+		case runtime.FormatJSONSchema:
+			js := shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: rf.Name}
+			if js.Name == "" {
+				js.Name = "output"
+			}
+			if rf.Strict {
+				js.Strict = openai.Bool(true)
+			}
+			if len(rf.Schema) > 0 {
+				js.Schema = rf.Schema
+			}
+			p.ResponseFormat.OfJSONSchema = &shared.ResponseFormatJSONSchemaParam{JSONSchema: js}
+		default:
+			return p, fmt.Errorf("unknown response format %q", rf.Type)
+		}
+	}
+	return p, nil
+}
+
+// messages maps the transcript: tool results (a tool message, or the
+// tool_result parts of any message) become tool messages; text and images
+// of user messages become content parts.
+func messages(in []runtime.Message) ([]openai.ChatCompletionMessageParamUnion, error) {
+	out := make([]openai.ChatCompletionMessageParamUnion, 0, len(in))
+	for i := range in {
+		m := &in[i]
+		text, rest := textOf(m)
+		switch m.Role {
+		case "system", "developer":
+			out = append(out, openai.SystemMessage(text))
+		case "user":
+			var parts []openai.ChatCompletionContentPartUnionParam
+			for _, p := range rest {
+				switch p.Type {
+				case runtime.PartToolResult:
+					out = append(out, openai.ToolMessage(p.Text, p.ToolCallID))
+				case runtime.PartImage:
+					parts = append(parts, openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: imageURL(p)}))
+				}
+			}
+			switch {
+			case parts != nil:
+				if text != "" {
+					parts = append([]openai.ChatCompletionContentPartUnionParam{openai.TextContentPart(text)}, parts...)
+				}
+				out = append(out, openai.UserMessage(parts))
+			case text != "" || len(rest) == 0:
+				out = append(out, openai.UserMessage(text))
+			}
+		case "assistant":
+			a := openai.ChatCompletionAssistantMessageParam{}
+			if text != "" || len(m.ToolCalls) == 0 {
+				a.Content.OfString = openai.String(text)
+			}
+			for _, tc := range m.ToolCalls {
+				args := string(tc.Arguments)
+				if args == "" {
+					args = "{}"
+				}
+				a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
+					OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{ID: tc.ID,
+						Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: tc.Name, Arguments: args}}})
+			}
+			out = append(out, openai.ChatCompletionMessageParamUnion{OfAssistant: &a})
+		case "tool":
+			id := m.ToolCallID
+			for _, p := range rest {
+				if p.Type == runtime.PartToolResult {
+					out = append(out, openai.ToolMessage(p.Text, p.ToolCallID))
+				}
+			}
+			if id != "" {
+				out = append(out, openai.ToolMessage(text, id))
+			}
+		default:
+			return nil, fmt.Errorf("messages[%d]: unknown role %q", i, m.Role)
+		}
+	}
+	return out, nil
+}
+
+// textOf returns a message's text (Content, then its text parts) and its
+// other parts.
+func textOf(m *runtime.Message) (string, []runtime.ContentPart) {
+	if len(m.Parts) == 0 {
+		return m.Content, nil
+	}
+	var b strings.Builder
+	b.WriteString(m.Content)
+	var rest []runtime.ContentPart
+	for _, p := range m.Parts {
+		if p.Type == runtime.PartText {
+			if b.Len() > 0 {
+				b.WriteString("\n")
+			}
+			b.WriteString(p.Text)
+			continue
+		}
+		rest = append(rest, p)
+	}
+	return b.String(), rest
+}
+
+// imageURL returns the URL of an image part: its URL, or a data: URL of
+// its bytes.
+func imageURL(p runtime.ContentPart) string {
+	if p.ImageURL != "" {
+		return p.ImageURL
+	}
+	return "data:" + p.MediaType + ";base64," + wire.Base64(p.Data)
+}
