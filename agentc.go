@@ -3,9 +3,11 @@
 //
 //	pipe, err := agentc.Load(ctx, "policies/support", runtime.Deps{Models: models, Tools: tools})
 //
-// Load links CUE and the compiler. A service that should not (small binary,
-// fast start) ships the plan written by `agentc build` and calls
-// plan.Load and runtime.Build instead.
+// A model the policy declares with a provider gets its client (Deps.Models
+// entries win). Load links CUE, the compiler and the providers. A service
+// that should not (small binary, fast start) ships the plan written by
+// `agentc build` and calls plan.Load and runtime.Build instead, importing
+// the providers it needs (github.com/agentc-dev/agentc/providers/all).
 package agentc
 
 import (
@@ -16,6 +18,7 @@ import (
 	_ "github.com/agentc-dev/agentc/builtins/all" // the standard middlewares
 	"github.com/agentc-dev/agentc/compiler"
 	"github.com/agentc-dev/agentc/dsl"
+	_ "github.com/agentc-dev/agentc/providers/all" // the model providers (openai, anthropic)
 	"github.com/agentc-dev/agentc/runtime"
 )
 

@@ -9,7 +9,7 @@
 //
 // gets its client at runtime.Build. New builds one by hand.
 //
-// A client streams the message: text and tool_use blocks become deltas
+// The SDK sends the key as a bearer token. A client streams the message: text and tool_use blocks become deltas
 // (tool input arrives as ToolCallDelta fragments, indexed by the order of
 // the tool_use blocks), the input usage of message_start rides on the first
 // delta, and the last delta carries the finish reason (end_turn and
@@ -49,8 +49,8 @@ const DefaultMaxTokens = 4096
 type Config struct {
 	// Model is the model id sent to the API ("claude-sonnet-4-5").
 	Model string
-	// APIKey is sent in the x-api-key header ("" sends none, for a proxy
-	// that adds it).
+	// APIKey is the API key, sent by the SDK as a bearer token ("" sends
+	// none, for a proxy that adds it).
 	APIKey string
 	// BaseURL is the endpoint ("" is DefaultBaseURL).
 	BaseURL string
@@ -150,6 +150,9 @@ func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[anthropic
 		return -1
 	}
 	for stream.Next() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		ev := stream.Current()
 		switch ev.Type {
 		case "message_start":

@@ -130,6 +130,9 @@ func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[openai.Ch
 		hasUsage bool
 	)
 	for stream.Next() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		chunk := stream.Current()
 		if chunk.JSON.Usage.Valid() && (chunk.Usage.PromptTokens != 0 || chunk.Usage.CompletionTokens != 0) {
 			u := &chunk.Usage

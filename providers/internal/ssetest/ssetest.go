@@ -159,13 +159,21 @@ func Events(transcript string) []string {
 	return out
 }
 
-// Transcript returns the content of a testdata file.
-func Transcript(t testing.TB, name string) string {
+// File returns the content of a testdata file.
+func File(t testing.TB, name string) string {
 	t.Helper()
 	b, err := os.ReadFile("testdata/" + name)
 	if err != nil {
 		t.Fatalf("ssetest: %v", err)
 	}
+	return string(b)
+}
+
+// Transcript returns the content of a testdata transcript, checking that it
+// ends with the blank line that ends its last event.
+func Transcript(t testing.TB, name string) string {
+	t.Helper()
+	b := []byte(File(t, name))
 	if !bytes.HasSuffix(b, []byte("\n\n")) {
 		t.Fatalf("ssetest: %s does not end with a blank line", name)
 	}

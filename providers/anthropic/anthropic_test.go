@@ -1,0 +1,166 @@
+package anthropic_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/providers/anthropic"
+	"github.com/agentc-dev/agentc/providers/internal/ssetest"
+	"github.com/agentc-dev/agentc/runtime"
+)
+
+const testKey = "sk-ant-test-0123456789abcdef"
+
+func client(t testing.TB, s *ssetest.Server) *anthropic.Client {
+	t.Helper()
+	c, err := anthropic.New(anthropic.Config{Model: "claude-sonnet-4-5", APIKey: testKey, BaseURL: s.URL})
+	require.NoError(t, err)
+	return c
+}
+
+func hi() runtime.ChatRequest {
+	return runtime.ChatRequest{Model: "backup", Messages: []runtime.Message{{Role: "system", Content: "be kind"}, {Role: "user", Content: "hi"}}}
+}
+
+func sum(ds []runtime.Delta) runtime.Usage {
+	var u runtime.Usage
+	for _, d := range ds {
+		u.Add(d.Usage)
+	}
+	return u
+}
+
+func TestTextStream(t *testing.T) {
+	s := ssetest.New(t, ssetest.Reply{Body: ssetest.Transcript(t, "text.sse")})
+	ds, err := ssetest.Collect(t, client(t, s), hi())
+	require.NoError(t, err)
+	assert.Equal(t, "Hello! How can I help you today?", ssetest.Text(ds))
+	require.Len(t, ds, 4)
+	assert.Equal(t, runtime.Usage{InputTokens: 472}, ds[0].Usage, "message_start's input usage rides on the first delta")
+	assert.Equal(t, runtime.Delta{FinishReason: "stop", Usage: runtime.Usage{OutputTokens: 15}}, ds[3])
+	assert.Equal(t, runtime.Usage{InputTokens: 472, OutputTokens: 15}, sum(ds))
+
+	var body map[string]any
+	require.NoError(t, json.Unmarshal(s.Bodies()[0], &body))
+	assert.Equal(t, "claude-sonnet-4-5", body["model"])
+	assert.Equal(t, true, body["stream"])
+	assert.EqualValues(t, anthropic.DefaultMaxTokens, body["max_tokens"])
+	assert.Equal(t, []any{map[string]any{"type": "text", "text": "be kind"}}, body["system"])
+	assert.Equal(t, []any{map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": "hi"}}}}, body["messages"])
+	assert.Equal(t, "Bearer "+testKey, s.Headers()[0].Get("Authorization"), "the SDK sends the key as a bearer token")
+	assert.NotEmpty(t, s.Headers()[0].Get("Anthropic-Version"))
+}
+
+func TestToolUseBlocksBecomeFragments(t *testing.T) {
+	s := ssetest.New(t, ssetest.Reply{Body: ssetest.Transcript(t, "tool_use.sse")})
+	ds, err := ssetest.Collect(t, client(t, s), hi())
+	require.NoError(t, err)
+	assert.Equal(t, "I'll check the weather in both cities.", ssetest.Text(ds))
+	calls := ssetest.ToolCalls(ds)
+	require.Len(t, calls, 2)
+	assert.Equal(t, runtime.ToolUse{ID: "toolu_01T1x1fJ34qAmk2tNTrN7Up6", Name: "get_weather", Arguments: json.RawMessage(`{"location": "Paris"}`)}, calls[0])
+	assert.Equal(t, runtime.ToolUse{ID: "toolu_01VQuyBZGq4pPhHSYH3YYSZr", Name: "get_weather", Arguments: json.RawMessage(`{"location": "Tokyo"}`)}, calls[1])
+	last := ds[len(ds)-1]
+	assert.Equal(t, "tool_calls", last.FinishReason)
+	assert.Equal(t, runtime.Usage{InputTokens: 2334, CachedInputTokens: 2048, OutputTokens: 89}, sum(ds), "cache reads count as input, and as cached")
+}
+
+func TestErrorEventMidStream(t *testing.T) {
+	s := ssetest.New(t, ssetest.Reply{Body: ssetest.Transcript(t, "error_mid_stream.sse")})
+	ds, err := ssetest.Collect(t, client(t, s), hi())
+	assert.Equal(t, "Once upon a time", ssetest.Text(ds))
+	ce := ssetest.CallError(t, err, testKey)
+	assert.Equal(t, runtime.KindTransient, ce.Kind)
+	assert.Contains(t, err.Error(), "anthropic claude-sonnet-4-5: stream failed mid-stream after 2 deltas: overloaded_error: Overloaded")
+}
+
+func TestErrorEventBeforeOutput(t *testing.T) {
+	s := ssetest.New(t, ssetest.Reply{Body: ssetest.Transcript(t, "error_first.sse")})
+	ds, err := ssetest.Collect(t, client(t, s), hi())
+	assert.Empty(t, ds, "message_start alone delivers nothing: the call is not committed")
+	ce := ssetest.CallError(t, err, testKey)
+	assert.Equal(t, runtime.KindTransient, ce.Kind)
+	assert.Contains(t, err.Error(), "stream error before any output: overloaded_error: Overloaded")
+}
+
+func TestHTTPErrorsAreClassified(t *testing.T) {
+	ssetest.RunStatusCases(t, testKey, func(t testing.TB, s *ssetest.Server) runtime.ModelClient { return client(t, s) }, hi(), []ssetest.StatusCase{
+		ssetest.Case("529 overloaded", 529, map[string]string{"Retry-After": "3"}, "529.json", runtime.KindTransient, 0, "anthropic claude-sonnet-4-5: 529 Overloaded: overloaded_error: Overloaded"),
+		ssetest.Case("429", 429, map[string]string{"Retry-After": "12"}, "429.json", runtime.KindRateLimited, 12*time.Second, "429 Too Many Requests: rate_limit_error: This request would exceed"),
+		ssetest.Case("400 prompt too long", 400, nil, "400_prompt_too_long.json", runtime.KindPermanent, 0, "prompt is too long"),
+		ssetest.Case("401", 401, nil, "401.json", runtime.KindPermanent, 0, "authentication_error: invalid x-api-key"),
+		ssetest.Case("500", 500, nil, `{"type":"error","error":{"type":"api_error","message":"Internal server error"}}`, runtime.KindTransient, 0, "500 Internal Server Error: api_error"),
+	})
+}
+
+func TestConnectionDroppedMidStream(t *testing.T) {
+	s := ssetest.New(t, ssetest.Reply{Body: ssetest.Transcript(t, "text.sse"), DropAfter: 5})
+	ds, err := ssetest.Collect(t, client(t, s), hi())
+	assert.Equal(t, "Hello! How can", ssetest.Text(ds))
+	ce := ssetest.CallError(t, err, testKey)
+	assert.Equal(t, runtime.KindTransient, ce.Kind)
+	assert.Contains(t, err.Error(), "mid-stream after 2 deltas")
+}
+
+func TestConsumerThatStopsClosesTheConnection(t *testing.T) {
+	s := ssetest.New(t, ssetest.Reply{Body: ssetest.Transcript(t, "text.sse"), HoldOpen: true})
+	req := hi()
+	n := 0
+	err := client(t, s).Stream(context.Background(), &req, func(runtime.Delta) bool { n++; return false })
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	select {
+	case <-s.Gone:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the server still holds the stream: the client did not close it")
+	}
+}
+
+func TestRequestCarriesTheCallModel(t *testing.T) {
+	s := ssetest.New(t, ssetest.Reply{Body: ssetest.Transcript(t, "text.sse")})
+	temp := 0.3
+	req := runtime.ChatRequest{
+		Model: "backup",
+		Messages: []runtime.Message{
+			{Role: "system", Content: "be brief"},
+			{Role: "user", Content: "weather in Paris and Tokyo?", Parts: []runtime.ContentPart{{Type: runtime.PartImage, MediaType: "image/png", Data: []byte("PNG")}}},
+			{Role: "assistant", Content: "Checking.", ToolCalls: []runtime.ToolUse{
+				{ID: "toolu_1", Name: "get_weather", Arguments: json.RawMessage(`{"location":"Paris"}`)},
+				{ID: "toolu_2", Name: "get_weather", Arguments: json.RawMessage(`{"location":"Tokyo"}`)}}},
+			{Role: "tool", ToolCallID: "toolu_1", Content: `{"temp_c":21}`},
+			{Role: "tool", Parts: []runtime.ContentPart{{Type: runtime.PartToolResult, ToolCallID: "toolu_2", Text: "refused by policy", IsError: true}}},
+		},
+		MaxTokens:   256,
+		Tools:       []runtime.ToolDef{{Name: "get_weather", Description: "Current weather", Parameters: json.RawMessage(`{"type":"object","properties":{"location":{"type":"string"}},"required":["location"],"additionalProperties":false}`)}},
+		ToolChoice:  "required",
+		Temperature: &temp,
+		Stop:        []string{"END"},
+		Metadata:    map[string]string{"user_id": "u-42"},
+	}
+	_, err := ssetest.Collect(t, client(t, s), req)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{
+		"model": "claude-sonnet-4-5", "stream": true, "max_tokens": 256, "temperature": 0.3,
+		"system": [{"type": "text", "text": "be brief"}],
+		"messages": [
+			{"role": "user", "content": [{"type": "text", "text": "weather in Paris and Tokyo?"},
+				{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "UE5H"}}]},
+			{"role": "assistant", "content": [{"type": "text", "text": "Checking."},
+				{"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"location": "Paris"}},
+				{"type": "tool_use", "id": "toolu_2", "name": "get_weather", "input": {"location": "Tokyo"}}]},
+			{"role": "user", "content": [
+				{"type": "tool_result", "tool_use_id": "toolu_1", "content": [{"type": "text", "text": "{\"temp_c\":21}"}], "is_error": false},
+				{"type": "tool_result", "tool_use_id": "toolu_2", "content": [{"type": "text", "text": "refused by policy"}], "is_error": true}]}
+		],
+		"tools": [{"name": "get_weather", "description": "Current weather",
+			"input_schema": {"type": "object", "properties": {"location": {"type": "string"}}, "required": ["location"], "additionalProperties": false}}],
+		"tool_choice": {"type": "any"},
+		"stop_sequences": ["END"],
+		"metadata": {"user_id": "u-42"}
+	}`, string(s.Bodies()[0]))
+}

@@ -1,0 +1,93 @@
+package ssetest
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/runtime"
+)
+
+// Collect streams req through c and returns the deltas and the error.
+func Collect(t testing.TB, c runtime.ModelClient, req runtime.ChatRequest) ([]runtime.Delta, error) {
+	t.Helper()
+	var out []runtime.Delta
+	err := c.Stream(context.Background(), &req, func(d runtime.Delta) bool {
+		out = append(out, d)
+		return true
+	})
+	return out, err
+}
+
+// Text concatenates the text of ds.
+func Text(ds []runtime.Delta) string {
+	var b strings.Builder
+	for _, d := range ds {
+		b.WriteString(d.Text)
+	}
+	return b.String()
+}
+
+// ToolCalls assembles the tool-call fragments of ds.
+func ToolCalls(ds []runtime.Delta) []runtime.ToolUse {
+	var b runtime.ToolCallBuilder
+	for i := range ds {
+		b.Add(&ds[i])
+	}
+	return b.ToolCalls()
+}
+
+// CallError asserts that err is a *runtime.CallError whose text does not
+// hold key, and returns it.
+func CallError(t testing.TB, err error, key string) *runtime.CallError {
+	t.Helper()
+	var ce *runtime.CallError
+	require.True(t, errors.As(err, &ce), "want a *runtime.CallError, got %T: %v", err, err)
+	assert.NotContains(t, err.Error(), key, "the key never appears in an error")
+	return ce
+}
+
+// StatusCase is an error response and how the client must classify it.
+type StatusCase struct {
+	Name   string
+	Status int
+	Header map[string]string
+	// Body is the response body, or the name of a testdata file (*.json).
+	Body string
+	// Kind, RetryAfter and Message are what the *runtime.CallError holds.
+	Kind       runtime.ErrorKind
+	RetryAfter time.Duration
+	Message    string
+}
+
+// RunStatusCases serves each case to the client newClient makes and checks
+// its classification, and that the client sent exactly one request (the
+// SDK's own retries are off).
+func RunStatusCases(t *testing.T, key string, newClient func(testing.TB, *Server) runtime.ModelClient, req runtime.ChatRequest, cases []StatusCase) {
+	for _, tc := range cases {
+		t.Run(tc.Name, func(t *testing.T) {
+			body := tc.Body
+			if strings.HasSuffix(body, ".json") {
+				body = File(t, body)
+			}
+			s := New(t, Reply{Status: tc.Status, Header: tc.Header, Body: body})
+			_, err := Collect(t, newClient(t, s), req)
+			ce := CallError(t, err, key)
+			assert.Equal(t, tc.Kind, ce.Kind)
+			assert.Equal(t, tc.Status, ce.Status)
+			assert.Equal(t, tc.RetryAfter, ce.RetryAfter)
+			assert.Contains(t, err.Error(), tc.Message)
+			assert.Equal(t, 1, s.Requests(), "the SDK's own retries are off")
+		})
+	}
+}
+
+// Case returns a StatusCase.
+func Case(name string, status int, header map[string]string, body string, kind runtime.ErrorKind, retryAfter time.Duration, message string) StatusCase {
+	return StatusCase{Name: name, Status: status, Header: header, Body: body, Kind: kind, RetryAfter: retryAfter, Message: message}
+}

@@ -1,0 +1,211 @@
+package openai_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/providers/internal/ssetest"
+	"github.com/agentc-dev/agentc/providers/openai"
+	"github.com/agentc-dev/agentc/runtime"
+)
+
+const testKey = "sk-test-0123456789abcdef"
+
+func client(t testing.TB, s *ssetest.Server) *openai.Client {
+	t.Helper()
+	c, err := openai.New(openai.Config{Model: "gpt-4.1-mini", APIKey: testKey, BaseURL: s.URL + "/v1"})
+	require.NoError(t, err)
+	return c
+}
+
+// collect streams req and returns the deltas and the error.
+func hi() runtime.ChatRequest {
+	return runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: "hi"}}}
+}
+
+func TestTextStreamReportsUsageAndFinish(t *testing.T) {
+	s := ssetest.New(t, ssetest.Reply{Body: ssetest.Transcript(t, "text.sse")})
+	ds, err := ssetest.Collect(t, client(t, s), hi())
+	require.NoError(t, err)
+	assert.Equal(t, "Hello! How can I help you today?", ssetest.Text(ds))
+	require.Len(t, ds, 10, "nine text deltas, then finish and usage on one")
+	last := ds[len(ds)-1]
+	assert.Equal(t, runtime.Delta{FinishReason: "stop", Usage: runtime.Usage{InputTokens: 19, OutputTokens: 10}}, last)
+	for _, d := range ds[:9] {
+		assert.True(t, d.Usage.IsZero() && d.FinishReason == "", "usage and finish ride on the last delta only")
+	}
+
+	require.Equal(t, 1, s.Requests())
+	var body map[string]any
+	require.NoError(t, json.Unmarshal(s.Bodies()[0], &body))
+	assert.Equal(t, "gpt-4.1-mini", body["model"], "the provider's model id, not the policy's name")
+	assert.Equal(t, true, body["stream"])
+	assert.Equal(t, map[string]any{"include_usage": true}, body["stream_options"])
+	assert.Equal(t, []any{map[string]any{"role": "user", "content": "hi"}}, body["messages"])
+	assert.Equal(t, "Bearer "+testKey, s.Headers()[0].Get("Authorization"))
+}
+
+func TestToolCallFragmentsAssemble(t *testing.T) {
+	s := ssetest.New(t, ssetest.Reply{Body: ssetest.Transcript(t, "tool_call.sse")})
+	ds, err := ssetest.Collect(t, client(t, s), hi())
+	require.NoError(t, err)
+	calls := ssetest.ToolCalls(ds)
+	require.Len(t, calls, 1)
+	assert.Equal(t, "call_DdmO9pD3xa9XTPNJ32zg2hcA", calls[0].ID)
+	assert.Equal(t, "get_weather", calls[0].Name)
+	assert.JSONEq(t, `{"location":"Paris, France","unit":"c"}`, string(calls[0].Arguments))
+	assert.Len(t, ds, 13, "the first fragment names the call, eleven carry arguments, then the finish")
+	last := ds[len(ds)-1]
+	assert.Equal(t, "tool_calls", last.FinishReason)
+	assert.Equal(t, runtime.Usage{InputTokens: 1230, OutputTokens: 18, CachedInputTokens: 1024}, last.Usage)
+}
+
+func TestParallelToolCalls(t *testing.T) {
+	s := ssetest.New(t, ssetest.Reply{Body: ssetest.Transcript(t, "parallel_tool_calls.sse")})
+	ds, err := ssetest.Collect(t, client(t, s), hi())
+	require.NoError(t, err)
+	calls := ssetest.ToolCalls(ds)
+	require.Len(t, calls, 2)
+	assert.Equal(t, []string{"call_a1", "call_b2"}, []string{calls[0].ID, calls[1].ID})
+	assert.JSONEq(t, `{"location":"Paris"}`, string(calls[0].Arguments))
+	assert.JSONEq(t, `{"location":"Tokyo"}`, string(calls[1].Arguments))
+	assert.Equal(t, runtime.Usage{InputTokens: 82, OutputTokens: 51, ReasoningTokens: 24}, ds[len(ds)-1].Usage)
+}
+
+func TestErrorEventMidStream(t *testing.T) {
+	s := ssetest.New(t, ssetest.Reply{Body: ssetest.Transcript(t, "error_mid_stream.sse")})
+	ds, err := ssetest.Collect(t, client(t, s), hi())
+	assert.Equal(t, "The answer is", ssetest.Text(ds))
+	ce := ssetest.CallError(t, err, testKey)
+	assert.Equal(t, runtime.KindTransient, ce.Kind)
+	assert.Contains(t, err.Error(), "openai gpt-4.1-mini: stream failed mid-stream after 2 deltas: server_error: The server had an error")
+}
+
+func TestErrorEventBeforeOutput(t *testing.T) {
+	s := ssetest.New(t, ssetest.Reply{Body: ssetest.Transcript(t, "error_first.sse")})
+	ds, err := ssetest.Collect(t, client(t, s), hi())
+	assert.Empty(t, ds)
+	ce := ssetest.CallError(t, err, testKey)
+	assert.Equal(t, runtime.KindTransient, ce.Kind)
+	assert.Contains(t, err.Error(), "stream error before any output")
+}
+
+func TestHTTPErrorsAreClassified(t *testing.T) {
+	ssetest.RunStatusCases(t, testKey, func(t testing.TB, s *ssetest.Server) runtime.ModelClient { return client(t, s) }, hi(), []ssetest.StatusCase{
+		ssetest.Case("429 retry-after-ms", 429, map[string]string{"Retry-After-Ms": "20", "Retry-After": "1"}, "429.json", runtime.KindRateLimited, 20*time.Millisecond,
+			"openai gpt-4.1-mini: 429 Too Many Requests: rate_limit_exceeded: Rate limit reached"),
+		ssetest.Case("429 retry-after seconds", 429, map[string]string{"Retry-After": "2"}, "429.json", runtime.KindRateLimited, 2*time.Second, "429 Too Many Requests"),
+		ssetest.Case("400 context length", 400, nil, "400_context_length.json", runtime.KindPermanent, 0, "context_length_exceeded: This model's maximum context length"),
+		ssetest.Case("401 echoing the key", 401, nil, "401.json", runtime.KindPermanent, 0, "Incorrect API key provided: [redacted]"),
+		ssetest.Case("403", 403, nil, `{"error":{"message":"x","type":"x"}}`, runtime.KindPermanent, 0, "403 Forbidden"),
+		ssetest.Case("404", 404, nil, `{"error":{"message":"x","type":"x"}}`, runtime.KindPermanent, 0, "404 Not Found"),
+		ssetest.Case("422", 422, nil, `{"error":{"message":"x","type":"x"}}`, runtime.KindPermanent, 0, "422 Unprocessable Entity"),
+		ssetest.Case("408", 408, nil, `{"error":{"message":"x","type":"x"}}`, runtime.KindTransient, 0, "408 Request Timeout"),
+		ssetest.Case("409", 409, nil, `{"error":{"message":"x","type":"x"}}`, runtime.KindTransient, 0, "409 Conflict"),
+		ssetest.Case("500", 500, nil, `{"error":{"message":"x","type":"x"}}`, runtime.KindTransient, 0, "500 Internal Server Error"),
+		ssetest.Case("503", 503, nil, `{"error":{"message":"x","type":"x"}}`, runtime.KindTransient, 0, "503 Service Unavailable"),
+	})
+}
+
+func TestConnectionDroppedMidStream(t *testing.T) {
+	s := ssetest.New(t, ssetest.Reply{Body: ssetest.Transcript(t, "text.sse"), DropAfter: 4})
+	ds, err := ssetest.Collect(t, client(t, s), hi())
+	assert.Equal(t, "Hello! How", ssetest.Text(ds))
+	ce := ssetest.CallError(t, err, testKey)
+	assert.Equal(t, runtime.KindTransient, ce.Kind)
+	assert.Contains(t, err.Error(), "connection dropped mid-stream after 3 deltas")
+}
+
+func TestStreamEndingBeforeTheFinishIsTruncated(t *testing.T) {
+	events := ssetest.Events(ssetest.Transcript(t, "text.sse"))
+	s := ssetest.New(t, ssetest.Reply{Body: strings.Join(events[:4], "")})
+	ds, err := ssetest.Collect(t, client(t, s), hi())
+	assert.Equal(t, "Hello! How", ssetest.Text(ds))
+	ce := ssetest.CallError(t, err, testKey)
+	assert.Equal(t, runtime.KindTransient, ce.Kind)
+	assert.Contains(t, err.Error(), "the stream ended before the response was complete (after 3 deltas)")
+}
+
+func TestConsumerThatStopsClosesTheConnection(t *testing.T) {
+	s := ssetest.New(t, ssetest.Reply{Body: ssetest.Transcript(t, "text.sse"), HoldOpen: true})
+	c := client(t, s)
+	var got []runtime.Delta
+	req := hi()
+	err := c.Stream(context.Background(), &req, func(d runtime.Delta) bool {
+		got = append(got, d)
+		return false
+	})
+	require.NoError(t, err, "a consumer stop is not an error")
+	assert.Len(t, got, 1)
+	select {
+	case <-s.Gone:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the server still holds the stream: the client did not close it")
+	}
+}
+
+func TestCancelledCallReturnsTheContextError(t *testing.T) {
+	s := ssetest.New(t, ssetest.Reply{Body: ssetest.Transcript(t, "text.sse"), HoldOpen: true})
+	c := client(t, s)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req := hi()
+	var n int
+	err := c.Stream(ctx, &req, func(runtime.Delta) bool {
+		if n++; n == 2 {
+			cancel()
+		}
+		return true
+	})
+	assert.ErrorIs(t, err, context.Canceled)
+}
+
+func TestRequestCarriesTheCallModel(t *testing.T) {
+	s := ssetest.New(t, ssetest.Reply{Body: ssetest.Transcript(t, "text.sse")})
+	temp, topP, seed := 0.2, 0.9, int64(7)
+	req := runtime.ChatRequest{
+		Model: "primary",
+		Messages: []runtime.Message{
+			{Role: "system", Content: "be brief"},
+			{Role: "user", Content: "weather?", Parts: []runtime.ContentPart{{Type: runtime.PartImage, ImageURL: "https://example.com/sky.png"}}},
+			{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "call_1", Name: "get_weather", Arguments: json.RawMessage(`{"location":"Paris"}`)}}},
+			{Role: "tool", ToolCallID: "call_1", Content: `{"temp_c":21}`},
+		},
+		MaxTokens:      64,
+		Tools:          []runtime.ToolDef{{Name: "get_weather", Description: "Current weather", Parameters: json.RawMessage(`{"type":"object","properties":{"location":{"type":"string"}},"required":["location"]}`)}},
+		ToolChoice:     "get_weather",
+		Temperature:    &temp,
+		TopP:           &topP,
+		Seed:           &seed,
+		Stop:           []string{"END"},
+		ResponseFormat: &runtime.ResponseFormat{Type: runtime.FormatJSONSchema, Name: "weather", Schema: json.RawMessage(`{"type":"object"}`), Strict: true},
+	}
+	_, err := ssetest.Collect(t, client(t, s), req)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{
+		"model": "gpt-4.1-mini", "stream": true, "stream_options": {"include_usage": true},
+		"messages": [
+			{"role": "system", "content": "be brief"},
+			{"role": "user", "content": [{"type": "text", "text": "weather?"}, {"type": "image_url", "image_url": {"url": "https://example.com/sky.png"}}]},
+			{"role": "assistant", "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"location\":\"Paris\"}"}}]},
+			{"role": "tool", "tool_call_id": "call_1", "content": "{\"temp_c\":21}"}
+		],
+		"max_tokens": 64,
+		"tools": [{"type": "function", "function": {"name": "get_weather", "description": "Current weather",
+			"parameters": {"type": "object", "properties": {"location": {"type": "string"}}, "required": ["location"]}}}],
+		"tool_choice": {"type": "function", "function": {"name": "get_weather"}},
+		"temperature": 0.2, "top_p": 0.9, "seed": 7, "stop": ["END"],
+		"response_format": {"type": "json_schema", "json_schema": {"name": "weather", "schema": {"type": "object"}, "strict": true}}
+	}`, string(s.Bodies()[0]))
+}
+
+func TestNewNeedsAModel(t *testing.T) {
+	_, err := openai.New(openai.Config{})
+	assert.ErrorContains(t, err, "no model id")
+}
