@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -260,8 +261,22 @@ func (b *MemoryBudgeter) ForgetLedger(_ context.Context, key string) error {
 // its successor. Backends with scripts or transactions implement Leaser
 // natively instead.
 type KVLeaser struct {
-	KV  KV
-	now func() time.Time
+	KV   KV
+	now  func() time.Time
+	last atomic.Int64
+}
+
+// token returns a fencing token above after and every token this leaser
+// issued: the clock in nanoseconds, so tokens also grow across processes
+// and restarts.
+func (l *KVLeaser) token(after int64) int64 {
+	for {
+		last := l.last.Load()
+		t := max(l.now().UnixNano(), last+1, after+1)
+		if l.last.CompareAndSwap(last, t) {
+			return t
+		}
+	}
 }
 
 // NewKVLeaser returns the Leaser over kv.
@@ -312,12 +327,13 @@ func (l *KVLeaser) Acquire(ctx context.Context, key string, lease, keep time.Dur
 			continue
 		}
 		if !found {
-			ok, err := l.KV.SetIfAbsent(ctx, key, l.claim(1, lease, keep), keep)
+			tok := l.token(0)
+			ok, err := l.KV.SetIfAbsent(ctx, key, l.claim(tok, lease, keep), keep)
 			if err != nil {
 				return LeaseGrant{}, err
 			}
 			if ok {
-				return LeaseGrant{Status: LeaseAcquired, Token: 1}, nil
+				return LeaseGrant{Status: LeaseAcquired, Token: tok}, nil
 			}
 			continue
 		}
@@ -338,10 +354,11 @@ func (l *KVLeaser) Acquire(ctx context.Context, key string, lease, keep time.Dur
 		if !won {
 			return LeaseGrant{Status: LeaseHeld, Remaining: lease}, nil
 		}
-		if err := l.KV.Set(ctx, key, l.claim(r.Token+1, lease, keep), keep); err != nil {
+		tok := l.token(r.Token)
+		if err := l.KV.Set(ctx, key, l.claim(tok, lease, keep), keep); err != nil {
 			return LeaseGrant{}, err
 		}
-		return LeaseGrant{Status: LeaseAcquired, Token: r.Token + 1, InDoubt: true}, nil
+		return LeaseGrant{Status: LeaseAcquired, Token: tok, InDoubt: true}, nil
 	}
 }
 

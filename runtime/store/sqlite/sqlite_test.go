@@ -15,6 +15,7 @@ import (
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 	"github.com/agentc-dev/agentc/runtime/store/sqlite"
+	"github.com/agentc-dev/agentc/runtime/store/storetest"
 )
 
 func open(t testing.TB, path string) *sqlite.Store {
@@ -126,4 +127,13 @@ func TestRegisteredKind(t *testing.T) {
 	require.NoError(t, err, "a declared store is opened only when a layer names it")
 	_, err = sqlite.Open(context.Background(), "bad?path")
 	assert.Error(t, err)
+}
+
+func TestPortContracts(t *testing.T) {
+	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "state.db"))
+	require.NoError(t, err)
+	defer s.Close()
+	t.Run("KV", func(t *testing.T) { storetest.KV(t, s) })
+	t.Run("Leaser", func(t *testing.T) { storetest.Leaser(t, runtime.NewKVLeaser(s)) })
+	t.Run("Audit", func(t *testing.T) { storetest.Audit(t, s, s.Records) })
 }

@@ -1,0 +1,40 @@
+// Package postgres is the PostgreSQL state backend of agentc (through
+// github.com/jackc/pgx/v5): one database shared by every replica of a
+// service holds their idempotency leases, rate limits, budget ledgers,
+// caches, vector index and audit trail.
+//
+// Importing the package registers the store kind "postgres" with the
+// runtime (builtins/all imports it):
+//
+//	stores: shared: {kind: "postgres", url_env: "DATABASE_URL", prefix: "billing"}
+//	chains: tool: [{use: "audit", sink: "shared"}, {use: "idempotent", store: "shared"}]
+//
+// The URL ("postgres://user:pass@host:5432/db") comes from the store's url,
+// else from the environment variable its url_env names. The store's tables
+// live in the schema named by its prefix ("agentc" when unset); Open
+// creates the schema and its tables on first use and migrates older
+// versions (the version is kept in <schema>.schema_version; several
+// processes opening at once serialise on an advisory lock).
+//
+// Ports, each one round trip:
+//   - runtime.KV: table kv; SetIfAbsent is one INSERT ... ON CONFLICT that
+//     also replaces an expired row.
+//   - runtime.Leaser: table lease, a function lease_acquire (one call) and
+//     single UPDATE/DELETE statements fenced by the token, which comes from
+//     the sequence fence.
+//   - runtime.RateLimiter: GCRA as one INSERT ... ON CONFLICT DO UPDATE on
+//     table rate (the row lock serialises the callers of one key).
+//   - runtime.Budgeter: the same on table ledger.
+//   - runtime.AuditSink: the append-only table audit (the store never
+//     updates or deletes a row), one row per intent and per outcome,
+//     indexed by run, by tool and time, and by time. Every append is its own
+//     transaction committed with synchronous_commit on: it is on disk
+//     before Append returns.
+//   - runtime.VectorIndex: table vectors with the embedding as real[];
+//     Query scores by exact scan in SQL (a dot product over unnest), or,
+//     when the pgvector extension is installed in the database, with its
+//     cosine distance operator on the same column. No approximate index is
+//     built: the scan is exact either way.
+//
+// Times are the server's (now()), so replicas with skewed clocks agree.
+package postgres

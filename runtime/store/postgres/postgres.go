@@ -1,0 +1,605 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	"github.com/agentc-dev/agentc/runtime/store/redis"
+)
+
+// Kind is the store kind this package registers.
+const Kind = "postgres"
+
+// DefaultSchema holds the tables of a store without a prefix.
+const DefaultSchema = "agentc"
+
+// SchemaVersion is the version of the tables this package creates.
+const SchemaVersion = 1
+
+func init() {
+	runtime.RegisterStoreKind(Kind, func(ctx context.Context, name string, s plan.Store) (runtime.StoreBackend, error) {
+		url, err := redis.URL(s)
+		if err != nil {
+			return nil, err
+		}
+		return Open(ctx, url, s.Prefix)
+	})
+}
+
+// Store is a PostgreSQL database seen through a connection pool. It is safe
+// for concurrent use.
+type Store struct {
+	pool     *pgxpool.Pool
+	schema   string
+	pgvector bool
+	writes   atomic.Int64
+}
+
+var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
+
+// migrations[i] brings the tables from version i to i+1. %[1]s is the
+// schema.
+var migrations = []string{`
+CREATE TABLE %[1]s.kv (
+	key     text PRIMARY KEY,
+	value   bytea NOT NULL,
+	expires timestamptz
+);
+CREATE SEQUENCE %[1]s.fence;
+CREATE TABLE %[1]s.lease (
+	key     text PRIMARY KEY,
+	state   text NOT NULL,
+	token   bigint NOT NULL DEFAULT 0,
+	until   timestamptz,
+	result  bytea,
+	expires timestamptz
+);
+CREATE FUNCTION %[1]s.lease_acquire(k text, lease_us bigint, keep_us bigint, takeover boolean,
+	OUT status int, OUT tok bigint, OUT in_doubt boolean, OUT res bytea, OUT remaining_us bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+	r %[1]s.lease%%ROWTYPE;
+	t timestamptz := clock_timestamp();
+	keep_until timestamptz := CASE WHEN keep_us > 0 THEN t + keep_us * interval '1 microsecond' END;
+BEGIN
+	status := 1; tok := 0; in_doubt := false; remaining_us := 0;
+	DELETE FROM %[1]s.lease WHERE key = k AND expires <= t;
+	INSERT INTO %[1]s.lease (key, state, token, until, expires)
+		VALUES (k, 'pending', nextval('%[1]s.fence'), t + lease_us * interval '1 microsecond', keep_until)
+		ON CONFLICT (key) DO NOTHING RETURNING token INTO tok;
+	IF FOUND THEN
+		status := 0;
+		RETURN;
+	END IF;
+	tok := 0;
+	SELECT * INTO r FROM %[1]s.lease WHERE key = k FOR UPDATE;
+	IF NOT FOUND THEN
+		RETURN; -- released meanwhile: held for an instant, ask again
+	END IF;
+	IF r.state = 'done' THEN
+		status := 2; res := r.result;
+		RETURN;
+	END IF;
+	IF r.until > t THEN
+		remaining_us := (extract(epoch FROM r.until - t) * 1000000)::bigint;
+		RETURN;
+	END IF;
+	IF NOT takeover THEN
+		status := 3;
+		RETURN;
+	END IF;
+	UPDATE %[1]s.lease SET token = nextval('%[1]s.fence'), until = t + lease_us * interval '1 microsecond', expires = keep_until
+		WHERE key = k RETURNING token INTO tok;
+	status := 0; in_doubt := true;
+END $$;
+CREATE TABLE %[1]s.rate (
+	key     text PRIMARY KEY,
+	tat     bigint NOT NULL,
+	ok      boolean NOT NULL,
+	wait    bigint NOT NULL
+);
+CREATE TABLE %[1]s.ledger (
+	key        text PRIMARY KEY,
+	in_tokens  bigint NOT NULL DEFAULT 0,
+	out_tokens bigint NOT NULL DEFAULT 0,
+	usd        double precision NOT NULL DEFAULT 0,
+	calls      bigint NOT NULL DEFAULT 0,
+	pending    bigint NOT NULL DEFAULT 0,
+	refused    text NOT NULL DEFAULT '',
+	expires    timestamptz
+);
+CREATE TABLE %[1]s.audit (
+	id              bigserial PRIMARY KEY,
+	time            timestamptz NOT NULL,
+	layer           text NOT NULL DEFAULT '',
+	stage           text NOT NULL DEFAULT '',
+	tool            text NOT NULL DEFAULT '',
+	phase           text NOT NULL,
+	decision        text NOT NULL DEFAULT '',
+	error_type      text NOT NULL DEFAULT '',
+	error_message   text NOT NULL DEFAULT '',
+	attempts        integer NOT NULL DEFAULT 0,
+	run_id          text NOT NULL DEFAULT '',
+	idempotency_key text NOT NULL DEFAULT '',
+	duration_ns     bigint NOT NULL DEFAULT 0,
+	args_digest     text NOT NULL DEFAULT '',
+	args            jsonb
+);
+CREATE INDEX audit_run ON %[1]s.audit (run_id, id);
+CREATE INDEX audit_tool_time ON %[1]s.audit (tool, time);
+CREATE INDEX audit_time ON %[1]s.audit (time);
+CREATE TABLE %[1]s.vectors (
+	scope   text NOT NULL,
+	id      text NOT NULL,
+	vec     real[] NOT NULL,
+	norm    double precision NOT NULL,
+	value   bytea NOT NULL,
+	expires timestamptz,
+	PRIMARY KEY (scope, id)
+);
+`}
+
+// Open connects to the database at url, creates or migrates the tables of
+// the schema named prefix (DefaultSchema when empty) and returns the store.
+func Open(ctx context.Context, url, prefix string) (*Store, error) {
+	if prefix == "" {
+		prefix = DefaultSchema
+	}
+	if !schemaName.MatchString(prefix) {
+		return nil, fmt.Errorf("postgres: prefix %q must be a lower-case identifier (it names the schema)", prefix)
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("postgres url: %w", err)
+	}
+	// Every write is durable when its statement returns.
+	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	s := &Store{pool: pool, schema: prefix}
+	if err := s.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres %s: %w", cfg.ConnConfig.Host, err)
+	}
+	return s, nil
+}
+
+// migrate creates the schema and brings its tables to SchemaVersion, in one
+// transaction under an advisory lock.
+func (s *Store) migrate(ctx context.Context) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('agentc schema ' || $1))`, s.schema); err != nil {
+			return fmt.Errorf("lock the schema: %w", err)
+		}
+		if _, err := tx.Exec(ctx, fmt.Sprintf(`CREATE SCHEMA IF NOT EXISTS %[1]s;
+			CREATE TABLE IF NOT EXISTS %[1]s.schema_version (version integer NOT NULL)`, s.schema)); err != nil {
+			return fmt.Errorf("create the schema: %w", err)
+		}
+		var v int
+		err := tx.QueryRow(ctx, fmt.Sprintf(`SELECT version FROM %s.schema_version`, s.schema)).Scan(&v)
+		if errors.Is(err, pgx.ErrNoRows) {
+			if _, err := tx.Exec(ctx, fmt.Sprintf(`INSERT INTO %s.schema_version VALUES (0)`, s.schema)); err != nil {
+				return err
+			}
+		} else if err != nil {
+			return fmt.Errorf("read the schema version: %w", err)
+		}
+		if v > len(migrations) {
+			return fmt.Errorf("schema %s is at version %d, newer than this build knows (%d)", s.schema, v, len(migrations))
+		}
+		for i := v; i < len(migrations); i++ {
+			if _, err := tx.Exec(ctx, fmt.Sprintf(migrations[i], s.schema)); err != nil {
+				return fmt.Errorf("migrate schema %s to version %d: %w", s.schema, i+1, err)
+			}
+		}
+		if _, err := tx.Exec(ctx, fmt.Sprintf(`UPDATE %s.schema_version SET version = $1`, s.schema), len(migrations)); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'vector')`).Scan(&s.pgvector)
+	})
+}
+
+// Pool returns the connection pool.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Schema returns the schema that holds the tables.
+func (s *Store) Schema() string { return s.schema }
+
+// PGVector reports whether Query uses the pgvector extension.
+func (s *Store) PGVector() bool { return s.pgvector }
+
+// Close closes the pool.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// q expands the schema into a statement.
+func (s *Store) q(stmt string) string { return strings.ReplaceAll(stmt, "§", s.schema) }
+
+// until returns the expiry of a ttl (nil: never).
+func until(ttl time.Duration) *time.Time {
+	if ttl <= 0 {
+		return nil
+	}
+	t := time.Now().Add(ttl)
+	return &t
+}
+
+// purgeEvery is how many writes pass between purges of expired rows.
+const purgeEvery = 1024
+
+// wrote counts a write and purges expired rows every purgeEvery writes. A
+// failed purge is harmless: reads ignore expired rows.
+func (s *Store) wrote(ctx context.Context) {
+	if s.writes.Add(1)%purgeEvery == 0 {
+		_, _ = s.pool.Exec(ctx, s.q(`DELETE FROM §.kv WHERE expires <= now();
+			DELETE FROM §.lease WHERE expires <= now();
+			DELETE FROM §.ledger WHERE expires <= now();
+			DELETE FROM §.vectors WHERE expires <= now();
+			DELETE FROM §.rate WHERE tat < (extract(epoch FROM now()) * 1000000)::bigint`))
+	}
+}
+
+// ttlArg is a ttl in microseconds for the SQL side.
+func ttlArg(ttl time.Duration) int64 { return max(ttl.Microseconds(), 0) }
+
+// Get implements runtime.KV.
+func (s *Store) Get(ctx context.Context, key string) ([]byte, bool, error) {
+	var v []byte
+	err := s.pool.QueryRow(ctx, s.q(`SELECT value FROM §.kv WHERE key = $1 AND (expires IS NULL OR expires > now())`), key).Scan(&v)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("postgres get: %w", err)
+	}
+	if v == nil {
+		v = []byte{}
+	}
+	return v, true, nil
+}
+
+const expiresSQL = `CASE WHEN $3::bigint > 0 THEN now() + $3::bigint * interval '1 microsecond' END`
+
+// Set implements runtime.KV.
+func (s *Store) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
+	if value == nil {
+		value = []byte{}
+	}
+	_, err := s.pool.Exec(ctx, s.q(`INSERT INTO §.kv (key, value, expires) VALUES ($1, $2, `+expiresSQL+`)
+		ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires = excluded.expires`), key, value, ttlArg(ttl))
+	if err != nil {
+		return fmt.Errorf("postgres set: %w", err)
+	}
+	s.wrote(ctx)
+	return nil
+}
+
+// SetIfAbsent implements runtime.KV: one statement inserts the key or
+// replaces an expired row.
+func (s *Store) SetIfAbsent(ctx context.Context, key string, value []byte, ttl time.Duration) (bool, error) {
+	if value == nil {
+		value = []byte{}
+	}
+	tag, err := s.pool.Exec(ctx, s.q(`INSERT INTO §.kv (key, value, expires) VALUES ($1, $2, `+expiresSQL+`)
+		ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires = excluded.expires
+		WHERE §.kv.expires <= now()`), key, value, ttlArg(ttl))
+	if err != nil {
+		return false, fmt.Errorf("postgres set-if-absent: %w", err)
+	}
+	s.wrote(ctx)
+	return tag.RowsAffected() == 1, nil
+}
+
+// Delete implements runtime.KV.
+func (s *Store) Delete(ctx context.Context, key string) error {
+	if _, err := s.pool.Exec(ctx, s.q(`DELETE FROM §.kv WHERE key = $1`), key); err != nil {
+		return fmt.Errorf("postgres delete: %w", err)
+	}
+	return nil
+}
+
+// Acquire implements runtime.Leaser: one call of lease_acquire.
+func (s *Store) Acquire(ctx context.Context, key string, lease, keep time.Duration, takeover bool) (runtime.LeaseGrant, error) {
+	var (
+		status    int
+		g         runtime.LeaseGrant
+		remaining int64
+	)
+	err := s.pool.QueryRow(ctx, s.q(`SELECT status, tok, in_doubt, res, remaining_us FROM §.lease_acquire($1, $2, $3, $4)`),
+		key, max(lease.Microseconds(), 1), ttlArg(keep), takeover).Scan(&status, &g.Token, &g.InDoubt, &g.Result, &remaining)
+	if err != nil {
+		return runtime.LeaseGrant{}, fmt.Errorf("postgres lease: %w", err)
+	}
+	g.Status = runtime.LeaseStatus(status)
+	g.Remaining = time.Duration(remaining) * time.Microsecond
+	if g.Status == runtime.LeaseDone && g.Result == nil {
+		g.Result = []byte{}
+	}
+	s.wrote(ctx)
+	return g, nil
+}
+
+func (s *Store) fenced(ctx context.Context, what, stmt string, args ...any) (bool, error) {
+	tag, err := s.pool.Exec(ctx, s.q(stmt), args...)
+	if err != nil {
+		return false, fmt.Errorf("postgres lease %s: %w", what, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// Renew implements runtime.Leaser.
+func (s *Store) Renew(ctx context.Context, key string, token int64, lease time.Duration) (bool, error) {
+	return s.fenced(ctx, "renew", `UPDATE §.lease SET until = clock_timestamp() + $3::bigint * interval '1 microsecond'
+		WHERE key = $1 AND token = $2 AND state = 'pending'`, key, token, max(lease.Microseconds(), 1))
+}
+
+// Publish implements runtime.Leaser.
+func (s *Store) Publish(ctx context.Context, key string, token int64, result []byte, keep time.Duration) (bool, error) {
+	if result == nil {
+		result = []byte{}
+	}
+	return s.fenced(ctx, "publish", `UPDATE §.lease SET state = 'done', result = $3,
+		expires = CASE WHEN $4::bigint > 0 THEN now() + $4::bigint * interval '1 microsecond' END
+		WHERE key = $1 AND token = $2 AND state = 'pending'`, key, token, result, ttlArg(keep))
+}
+
+// Release implements runtime.Leaser.
+func (s *Store) Release(ctx context.Context, key string, token int64) error {
+	_, err := s.fenced(ctx, "release", `DELETE FROM §.lease WHERE key = $1 AND token = $2 AND state = 'pending'`, key, token)
+	return err
+}
+
+// nowUS is the server's clock in microseconds, fixed for the statement.
+const nowUS = `(extract(epoch FROM now()) * 1000000)::bigint`
+
+// Allow implements runtime.RateLimiter: GCRA in one statement. A new key is
+// always admitted; an existing one is updated under its row lock, the
+// decision kept in the row for RETURNING.
+func (s *Store) Allow(ctx context.Context, key string, interval time.Duration, burst int64, maxWait time.Duration) (time.Duration, bool, error) {
+	iv := max(interval.Microseconds(), 1)
+	tol := (burst - 1) * iv
+	mw := maxWait.Microseconds()
+	var (
+		ok   bool
+		wait int64
+	)
+	err := s.pool.QueryRow(ctx, s.q(`
+		INSERT INTO §.rate AS r (key, tat, ok, wait) VALUES ($1, `+nowUS+` + $2, true, 0)
+		ON CONFLICT (key) DO UPDATE SET
+			wait = greatest(greatest(r.tat, `+nowUS+`) - $3 - `+nowUS+`, 0),
+			ok   = greatest(greatest(r.tat, `+nowUS+`) - $3 - `+nowUS+`, 0) <= $4,
+			tat  = CASE WHEN greatest(greatest(r.tat, `+nowUS+`) - $3 - `+nowUS+`, 0) <= $4
+				THEN greatest(r.tat, `+nowUS+`) + $2 ELSE r.tat END
+		RETURNING ok, wait`), key, iv, tol, mw).Scan(&ok, &wait)
+	if err != nil {
+		return 0, false, fmt.Errorf("postgres rate limit: %w", err)
+	}
+	s.wrote(ctx)
+	if !ok {
+		wait -= mw
+	}
+	return time.Duration(wait) * time.Microsecond, ok, nil
+}
+
+// ForgetRate implements runtime.RateLimiter.
+func (s *Store) ForgetRate(ctx context.Context, key string) error {
+	if _, err := s.pool.Exec(ctx, s.q(`DELETE FROM §.rate WHERE key = $1`), key); err != nil {
+		return fmt.Errorf("postgres rate limit: %w", err)
+	}
+	return nil
+}
+
+// refusedSQL picks the ceiling a ledger row l has reached ('' for none).
+const refusedSQL = `CASE
+	WHEN $2::bigint IS NOT NULL AND l.in_tokens + l.out_tokens >= $2 THEN 'tokens'
+	WHEN $3::double precision IS NOT NULL AND l.usd >= $3 THEN 'usd'
+	WHEN $4::bigint IS NOT NULL AND l.calls + l.pending >= $4 THEN 'calls'
+	ELSE '' END`
+
+// Reserve implements runtime.Budgeter in one statement.
+func (s *Store) Reserve(ctx context.Context, key string, lim runtime.BudgetLimits, ttl time.Duration) (*runtime.BudgetError, error) {
+	var (
+		refused     string
+		in, out, cs int64
+		usd         float64
+	)
+	err := s.pool.QueryRow(ctx, s.q(`
+		INSERT INTO §.ledger AS l (key, pending, expires) VALUES ($1, 1, CASE WHEN $5::bigint > 0 THEN now() + $5::bigint * interval '1 microsecond' END)
+		ON CONFLICT (key) DO UPDATE SET
+			refused = `+refusedSQL+`,
+			pending = l.pending + CASE WHEN `+refusedSQL+` = '' THEN 1 ELSE 0 END,
+			expires = excluded.expires
+		RETURNING refused, in_tokens, out_tokens, usd, calls`),
+		key, lim.Tokens, lim.USD, lim.Calls, ttlArg(ttl)).Scan(&refused, &in, &out, &usd, &cs)
+	if err != nil {
+		return nil, fmt.Errorf("postgres budget reserve: %w", err)
+	}
+	s.wrote(ctx)
+	switch refused {
+	case "tokens":
+		return &runtime.BudgetError{Resource: refused, Spent: float64(in + out), Limit: float64(*lim.Tokens)}, nil
+	case "usd":
+		return &runtime.BudgetError{Resource: refused, Spent: usd, Limit: *lim.USD}, nil
+	case "calls":
+		return &runtime.BudgetError{Resource: refused, Spent: float64(cs), Limit: float64(*lim.Calls)}, nil
+	}
+	return nil, nil
+}
+
+// Settle implements runtime.Budgeter in one statement.
+func (s *Store) Settle(ctx context.Context, key string, reserved bool, c runtime.Ledger, ttl time.Duration) error {
+	r := 0
+	if reserved {
+		r = 1
+	}
+	_, err := s.pool.Exec(ctx, s.q(`
+		INSERT INTO §.ledger AS l (key, in_tokens, out_tokens, usd, calls, expires)
+			VALUES ($1, $3, $4, $5, $6, CASE WHEN $7::bigint > 0 THEN now() + $7::bigint * interval '1 microsecond' END)
+		ON CONFLICT (key) DO UPDATE SET
+			pending = greatest(l.pending - $2, 0),
+			in_tokens = l.in_tokens + $3, out_tokens = l.out_tokens + $4, usd = l.usd + $5, calls = l.calls + $6,
+			expires = excluded.expires`), key, r, c.InputTokens, c.OutputTokens, c.USD, c.Calls, ttlArg(ttl))
+	if err != nil {
+		return fmt.Errorf("postgres budget settle: %w", err)
+	}
+	return nil
+}
+
+// LedgerOf implements runtime.Budgeter.
+func (s *Store) LedgerOf(ctx context.Context, key string) (runtime.Ledger, error) {
+	var l runtime.Ledger
+	err := s.pool.QueryRow(ctx, s.q(`SELECT in_tokens, out_tokens, usd, calls FROM §.ledger WHERE key = $1 AND (expires IS NULL OR expires > now())`), key).
+		Scan(&l.InputTokens, &l.OutputTokens, &l.USD, &l.Calls)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return runtime.Ledger{}, nil
+	}
+	if err != nil {
+		return runtime.Ledger{}, fmt.Errorf("postgres ledger: %w", err)
+	}
+	return l, nil
+}
+
+// ForgetLedger implements runtime.Budgeter.
+func (s *Store) ForgetLedger(ctx context.Context, key string) error {
+	if _, err := s.pool.Exec(ctx, s.q(`DELETE FROM §.ledger WHERE key = $1`), key); err != nil {
+		return fmt.Errorf("postgres ledger: %w", err)
+	}
+	return nil
+}
+
+// Append implements runtime.AuditSink: one INSERT, committed durably.
+func (s *Store) Append(ctx context.Context, r runtime.AuditRecord) error {
+	var args []byte
+	if r.Args != nil {
+		b, err := json.Marshal(r.Args)
+		if err != nil {
+			return fmt.Errorf("postgres audit: encode args: %w", err)
+		}
+		args = b
+	}
+	_, err := s.pool.Exec(ctx, s.q(`INSERT INTO §.audit (time, layer, stage, tool, phase, decision, error_type,
+		error_message, attempts, run_id, idempotency_key, duration_ns, args_digest, args)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`),
+		r.Time, r.Layer, r.Stage, r.Tool, string(r.Phase), string(r.Decision), r.ErrorType,
+		r.ErrorMessage, r.Attempts, r.RunID, r.IdempotencyKey, int64(r.Duration), r.ArgsDigest, args)
+	if err != nil {
+		return fmt.Errorf("postgres audit append: %w", err)
+	}
+	return nil
+}
+
+// Records returns the audit records in append order; a non-empty runID
+// selects one run's.
+func (s *Store) Records(ctx context.Context, runID string) ([]runtime.AuditRecord, error) {
+	rows, err := s.pool.Query(ctx, s.q(`SELECT time, layer, stage, tool, phase, decision, error_type, error_message,
+		attempts, run_id, idempotency_key, duration_ns, args_digest, args FROM §.audit
+		WHERE $1 = '' OR run_id = $1 ORDER BY id`), runID)
+	if err != nil {
+		return nil, fmt.Errorf("postgres audit records: %w", err)
+	}
+	defer rows.Close()
+	var out []runtime.AuditRecord
+	for rows.Next() {
+		var (
+			r         runtime.AuditRecord
+			d         int64
+			phase, dc string
+			args      []byte
+		)
+		if err := rows.Scan(&r.Time, &r.Layer, &r.Stage, &r.Tool, &phase, &dc, &r.ErrorType, &r.ErrorMessage,
+			&r.Attempts, &r.RunID, &r.IdempotencyKey, &d, &r.ArgsDigest, &args); err != nil {
+			return nil, fmt.Errorf("postgres audit records: %w", err)
+		}
+		r.Duration = time.Duration(d)
+		r.Phase, r.Decision = runtime.AuditPhase(phase), runtime.AuditDecision(dc)
+		if args != nil {
+			if err := json.Unmarshal(args, &r.Args); err != nil {
+				return nil, fmt.Errorf("postgres audit records: args: %w", err)
+			}
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+func norm(vec []float32) float64 {
+	var n float64
+	for _, x := range vec {
+		n += float64(x) * float64(x)
+	}
+	return math.Sqrt(n)
+}
+
+// Upsert implements runtime.VectorIndex.
+func (s *Store) Upsert(ctx context.Context, scope, id string, vec []float32, value []byte, ttl time.Duration) error {
+	if len(vec) == 0 {
+		return errors.New("vector index: empty vector")
+	}
+	if value == nil {
+		value = []byte{}
+	}
+	_, err := s.pool.Exec(ctx, s.q(`INSERT INTO §.vectors (scope, id, vec, norm, value, expires)
+		VALUES ($1, $2, $3, $4, $5, CASE WHEN $6::bigint > 0 THEN now() + $6::bigint * interval '1 microsecond' END)
+		ON CONFLICT (scope, id) DO UPDATE SET vec = excluded.vec, norm = excluded.norm, value = excluded.value, expires = excluded.expires`),
+		scope, id, vec, norm(vec), value, ttlArg(ttl))
+	if err != nil {
+		return fmt.Errorf("postgres vector upsert: %w", err)
+	}
+	s.wrote(ctx)
+	return nil
+}
+
+// Query implements runtime.VectorIndex: an exact scan of the partition's
+// live entries of the query's dimension.
+func (s *Store) Query(ctx context.Context, scope string, vec []float32, k int) ([]runtime.VectorMatch, error) {
+	qn := norm(vec)
+	if k <= 0 || qn == 0 {
+		return nil, nil
+	}
+	score := `(SELECT sum(a::double precision * b) FROM unnest(vec, $2::real[]) AS t(a, b)) / (norm * $3)`
+	if s.pgvector {
+		score = `1 - (vec::vector <=> $2::real[]::vector)`
+	}
+	rows, err := s.pool.Query(ctx, s.q(`SELECT id, value, `+score+` AS score FROM §.vectors
+		WHERE scope = $1 AND (expires IS NULL OR expires > now()) AND cardinality(vec) = cardinality($2::real[]) AND norm > 0
+		ORDER BY score DESC, id LIMIT $4`), scope, vec, qn, k)
+	if err != nil {
+		return nil, fmt.Errorf("postgres vector query: %w", err)
+	}
+	defer rows.Close()
+	var out []runtime.VectorMatch
+	for rows.Next() {
+		var m runtime.VectorMatch
+		if err := rows.Scan(&m.ID, &m.Value, &m.Score); err != nil {
+			return nil, fmt.Errorf("postgres vector query: %w", err)
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+var (
+	_ runtime.KV           = (*Store)(nil)
+	_ runtime.AuditSink    = (*Store)(nil)
+	_ runtime.Leaser       = (*Store)(nil)
+	_ runtime.RateLimiter  = (*Store)(nil)
+	_ runtime.Budgeter     = (*Store)(nil)
+	_ runtime.VectorIndex  = (*Store)(nil)
+	_ runtime.StoreBackend = (*Store)(nil)
+)

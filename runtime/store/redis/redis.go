@@ -1,0 +1,398 @@
+package redis
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+)
+
+// Kind is the store kind this package registers.
+const Kind = "redis"
+
+// DefaultPrefix namespaces the keys of a store without a prefix.
+const DefaultPrefix = "agentc"
+
+func init() {
+	runtime.RegisterStoreKind(Kind, func(ctx context.Context, name string, s plan.Store) (runtime.StoreBackend, error) {
+		url, err := URL(s)
+		if err != nil {
+			return nil, err
+		}
+		return Open(ctx, url, s.Prefix)
+	})
+}
+
+// URL returns the server URL of a networked plan store: its url, else the
+// value of the environment variable its url_env names. Either missing is an
+// error naming what to set.
+func URL(s plan.Store) (string, error) {
+	if s.URL != "" {
+		return s.URL, nil
+	}
+	if s.URLEnv == "" {
+		return "", errors.New("the store needs url or url_env")
+	}
+	u := os.Getenv(s.URLEnv)
+	if u == "" {
+		return "", fmt.Errorf("environment variable %s (the store's url_env) is not set", s.URLEnv)
+	}
+	return u, nil
+}
+
+// Store is a Redis server seen through one client. It is safe for
+// concurrent use.
+type Store struct {
+	c      *goredis.Client
+	prefix string
+}
+
+// Open connects to the server at url, checks that it answers, and returns
+// the store whose keys start with prefix + ":" (DefaultPrefix when empty).
+func Open(ctx context.Context, url, prefix string) (*Store, error) {
+	opt, err := goredis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("redis url: %w", err)
+	}
+	opt.MaxRetries = 0 // a write must not be replayed behind the layer's back
+	c := goredis.NewClient(opt)
+	if err := c.Ping(ctx).Err(); err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("redis %s: %w", opt.Addr, err)
+	}
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	return &Store{c: c, prefix: prefix + ":"}, nil
+}
+
+// Client returns the underlying client.
+func (s *Store) Client() *goredis.Client { return s.c }
+
+// Prefix returns the key prefix, colon included.
+func (s *Store) Prefix() string { return s.prefix }
+
+// Close closes the client.
+func (s *Store) Close() error { return s.c.Close() }
+
+func (s *Store) k(key string) string { return s.prefix + key }
+
+// Get implements runtime.KV.
+func (s *Store) Get(ctx context.Context, key string) ([]byte, bool, error) {
+	b, err := s.c.Get(ctx, s.k(key)).Bytes()
+	if errors.Is(err, goredis.Nil) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("redis get: %w", err)
+	}
+	return b, true, nil
+}
+
+// Set implements runtime.KV.
+func (s *Store) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
+	if err := s.c.Set(ctx, s.k(key), value, max(ttl, 0)).Err(); err != nil {
+		return fmt.Errorf("redis set: %w", err)
+	}
+	return nil
+}
+
+// SetIfAbsent implements runtime.KV (SET NX).
+func (s *Store) SetIfAbsent(ctx context.Context, key string, value []byte, ttl time.Duration) (bool, error) {
+	err := s.c.SetArgs(ctx, s.k(key), value, goredis.SetArgs{Mode: "NX", TTL: max(ttl, 0)}).Err()
+	if errors.Is(err, goredis.Nil) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("redis set-if-absent: %w", err)
+	}
+	return true, nil
+}
+
+// Delete implements runtime.KV.
+func (s *Store) Delete(ctx context.Context, key string) error {
+	if err := s.c.Del(ctx, s.k(key)).Err(); err != nil {
+		return fmt.Errorf("redis delete: %w", err)
+	}
+	return nil
+}
+
+// Append implements runtime.AuditSink: XADD of the record's JSON to the
+// stream <prefix>:audit.
+func (s *Store) Append(ctx context.Context, r runtime.AuditRecord) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("redis audit: encode: %w", err)
+	}
+	if err := s.c.XAdd(ctx, &goredis.XAddArgs{Stream: s.prefix + "audit", Values: []any{"r", b}}).Err(); err != nil {
+		return fmt.Errorf("redis audit append: %w", err)
+	}
+	return nil
+}
+
+// Records returns the audit records in append order; a non-empty runID
+// selects one run's.
+func (s *Store) Records(ctx context.Context, runID string) ([]runtime.AuditRecord, error) {
+	msgs, err := s.c.XRange(ctx, s.prefix+"audit", "-", "+").Result()
+	if err != nil {
+		return nil, fmt.Errorf("redis audit records: %w", err)
+	}
+	var out []runtime.AuditRecord
+	for _, m := range msgs {
+		v, _ := m.Values["r"].(string)
+		var r runtime.AuditRecord
+		if err := json.Unmarshal([]byte(v), &r); err != nil {
+			return nil, fmt.Errorf("redis audit records: entry %s: %w", m.ID, err)
+		}
+		if runID == "" || r.RunID == runID {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// Lua scripts. Each reads the server clock, so every replica judges leases
+// and rates by one time.
+var (
+	// KEYS: record, fence counter. ARGV: lease ms, keep ms, takeover.
+	// Returns {status, token, in_doubt, result or remaining ms}.
+	acquireScript = goredis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local lease, keep = tonumber(ARGV[1]), tonumber(ARGV[2])
+local st = redis.call('HMGET', KEYS[1], 'state', 'token', 'until', 'result')
+if not st[1] then
+  local tok = redis.call('INCR', KEYS[2])
+  redis.call('HSET', KEYS[1], 'state', 'pending', 'token', tok, 'until', now + lease)
+  if keep > 0 then redis.call('PEXPIRE', KEYS[1], keep) end
+  return {0, tok, 0, ''}
+end
+if st[1] == 'done' then return {2, 0, 0, st[4] or ''} end
+local untl = tonumber(st[3])
+if untl > now then return {1, 0, 0, tostring(untl - now)} end
+if ARGV[3] ~= '1' then return {3, 0, 0, ''} end
+local tok = redis.call('INCR', KEYS[2])
+redis.call('HSET', KEYS[1], 'token', tok, 'until', now + lease)
+if keep > 0 then redis.call('PEXPIRE', KEYS[1], keep) end
+return {0, tok, 1, ''}
+`)
+	// KEYS: record. ARGV: token, lease ms. Returns 1 when renewed.
+	renewScript = goredis.NewScript(`
+local st = redis.call('HMGET', KEYS[1], 'state', 'token')
+if st[1] ~= 'pending' or st[2] ~= ARGV[1] then return 0 end
+local t = redis.call('TIME')
+redis.call('HSET', KEYS[1], 'until', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[2]))
+return 1
+`)
+	// KEYS: record. ARGV: token, result, keep ms. Returns 1 when published.
+	publishScript = goredis.NewScript(`
+local st = redis.call('HMGET', KEYS[1], 'state', 'token')
+if st[1] ~= 'pending' or st[2] ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1], 'state', 'done', 'result', ARGV[2])
+if tonumber(ARGV[3]) > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
+return 1
+`)
+	// KEYS: record. ARGV: token.
+	releaseScript = goredis.NewScript(`
+local st = redis.call('HMGET', KEYS[1], 'state', 'token')
+if st[1] ~= 'pending' or st[2] ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+return 1
+`)
+	// KEYS: tat. ARGV: interval us, burst, max wait us. Returns {ok, wait us}.
+	gcraScript = goredis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local interval, maxwait = tonumber(ARGV[1]), tonumber(ARGV[3])
+local tat = tonumber(redis.call('GET', KEYS[1]) or '0')
+if tat < now then tat = now end
+local wait = tat - (tonumber(ARGV[2]) - 1) * interval - now
+if wait < 0 then wait = 0 end
+if wait > maxwait then return {0, tostring(wait - maxwait)} end
+local newtat = tat + interval
+redis.call('SET', KEYS[1], string.format('%.0f', newtat), 'PX', math.ceil((newtat - now) / 1000) + 1)
+return {1, tostring(wait)}
+`)
+	// KEYS: ledger. ARGV: tokens, usd, calls ceilings ('' unlimited), ttl ms.
+	// Returns {resource refused or '', spent}.
+	reserveScript = goredis.NewScript(`
+local h = redis.call('HMGET', KEYS[1], 'in', 'out', 'usd', 'calls', 'pending')
+local tokens = tonumber(h[1] or '0') + tonumber(h[2] or '0')
+local usd = tonumber(h[3] or '0')
+local calls, pending = tonumber(h[4] or '0'), tonumber(h[5] or '0')
+if ARGV[1] ~= '' and tokens >= tonumber(ARGV[1]) then return {'tokens', tostring(tokens)} end
+if ARGV[2] ~= '' and usd >= tonumber(ARGV[2]) then return {'usd', tostring(usd)} end
+if ARGV[3] ~= '' and calls + pending >= tonumber(ARGV[3]) then return {'calls', tostring(calls)} end
+redis.call('HINCRBY', KEYS[1], 'pending', 1)
+if tonumber(ARGV[4]) > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[4]) end
+return {'', ''}
+`)
+	// KEYS: ledger. ARGV: reserved (0/1), in, out, usd, calls, ttl ms.
+	settleScript = goredis.NewScript(`
+if ARGV[1] == '1' and tonumber(redis.call('HGET', KEYS[1], 'pending') or '0') > 0 then
+  redis.call('HINCRBY', KEYS[1], 'pending', -1)
+end
+redis.call('HINCRBY', KEYS[1], 'in', ARGV[2])
+redis.call('HINCRBY', KEYS[1], 'out', ARGV[3])
+redis.call('HINCRBYFLOAT', KEYS[1], 'usd', ARGV[4])
+redis.call('HINCRBY', KEYS[1], 'calls', ARGV[5])
+if tonumber(ARGV[6]) > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[6]) end
+return 1
+`)
+)
+
+func ms(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return max(d.Milliseconds(), 1)
+}
+
+// Acquire implements runtime.Leaser in one script call.
+func (s *Store) Acquire(ctx context.Context, key string, lease, keep time.Duration, takeover bool) (runtime.LeaseGrant, error) {
+	tk := "0"
+	if takeover {
+		tk = "1"
+	}
+	v, err := acquireScript.Run(ctx, s.c, []string{s.k(key), s.prefix + "fence"}, ms(lease), ms(keep), tk).Slice()
+	if err != nil {
+		return runtime.LeaseGrant{}, fmt.Errorf("redis lease: %w", err)
+	}
+	if len(v) != 4 {
+		return runtime.LeaseGrant{}, fmt.Errorf("redis lease: unexpected reply %v", v)
+	}
+	status, _ := v[0].(int64)
+	token, _ := v[1].(int64)
+	doubt, _ := v[2].(int64)
+	extra, _ := v[3].(string)
+	g := runtime.LeaseGrant{Status: runtime.LeaseStatus(status), Token: token, InDoubt: doubt == 1}
+	switch g.Status {
+	case runtime.LeaseDone:
+		g.Result = []byte(extra)
+	case runtime.LeaseHeld:
+		n, _ := strconv.ParseInt(extra, 10, 64)
+		g.Remaining = time.Duration(n) * time.Millisecond
+	}
+	return g, nil
+}
+
+func (s *Store) fenced(ctx context.Context, what string, sc *goredis.Script, key string, args ...any) (bool, error) {
+	n, err := sc.Run(ctx, s.c, []string{s.k(key)}, args...).Int64()
+	if err != nil {
+		return false, fmt.Errorf("redis lease %s: %w", what, err)
+	}
+	return n == 1, nil
+}
+
+// Renew implements runtime.Leaser.
+func (s *Store) Renew(ctx context.Context, key string, token int64, lease time.Duration) (bool, error) {
+	return s.fenced(ctx, "renew", renewScript, key, token, ms(lease))
+}
+
+// Publish implements runtime.Leaser.
+func (s *Store) Publish(ctx context.Context, key string, token int64, result []byte, keep time.Duration) (bool, error) {
+	return s.fenced(ctx, "publish", publishScript, key, token, result, ms(keep))
+}
+
+// Release implements runtime.Leaser.
+func (s *Store) Release(ctx context.Context, key string, token int64) error {
+	_, err := s.fenced(ctx, "release", releaseScript, key, token)
+	return err
+}
+
+// Allow implements runtime.RateLimiter in one script call.
+func (s *Store) Allow(ctx context.Context, key string, interval time.Duration, burst int64, maxWait time.Duration) (time.Duration, bool, error) {
+	v, err := gcraScript.Run(ctx, s.c, []string{s.k(key)}, max(interval.Microseconds(), 1), burst, maxWait.Microseconds()).Slice()
+	if err != nil {
+		return 0, false, fmt.Errorf("redis rate limit: %w", err)
+	}
+	if len(v) != 2 {
+		return 0, false, fmt.Errorf("redis rate limit: unexpected reply %v", v)
+	}
+	ok, _ := v[0].(int64)
+	ws, _ := v[1].(string)
+	us, _ := strconv.ParseInt(ws, 10, 64)
+	return time.Duration(us) * time.Microsecond, ok == 1, nil
+}
+
+// ForgetRate implements runtime.RateLimiter.
+func (s *Store) ForgetRate(ctx context.Context, key string) error { return s.Delete(ctx, key) }
+
+func limit[T int64 | float64](p *T) string {
+	if p == nil {
+		return ""
+	}
+	return strconv.FormatFloat(float64(*p), 'g', -1, 64)
+}
+
+// Reserve implements runtime.Budgeter in one script call.
+func (s *Store) Reserve(ctx context.Context, key string, lim runtime.BudgetLimits, ttl time.Duration) (*runtime.BudgetError, error) {
+	v, err := reserveScript.Run(ctx, s.c, []string{s.k(key)}, limit(lim.Tokens), limit(lim.USD), limit(lim.Calls), ms(ttl)).StringSlice()
+	if err != nil {
+		return nil, fmt.Errorf("redis budget reserve: %w", err)
+	}
+	if len(v) != 2 || v[0] == "" {
+		return nil, nil
+	}
+	spent, _ := strconv.ParseFloat(v[1], 64)
+	e := &runtime.BudgetError{Resource: v[0], Spent: spent}
+	switch v[0] {
+	case "tokens":
+		e.Limit = float64(*lim.Tokens)
+	case "usd":
+		e.Limit = *lim.USD
+	case "calls":
+		e.Limit = float64(*lim.Calls)
+	}
+	return e, nil
+}
+
+// Settle implements runtime.Budgeter in one script call.
+func (s *Store) Settle(ctx context.Context, key string, reserved bool, c runtime.Ledger, ttl time.Duration) error {
+	r := 0
+	if reserved {
+		r = 1
+	}
+	err := settleScript.Run(ctx, s.c, []string{s.k(key)}, r, c.InputTokens, c.OutputTokens,
+		strconv.FormatFloat(c.USD, 'g', -1, 64), c.Calls, ms(ttl)).Err()
+	if err != nil {
+		return fmt.Errorf("redis budget settle: %w", err)
+	}
+	return nil
+}
+
+// LedgerOf implements runtime.Budgeter.
+func (s *Store) LedgerOf(ctx context.Context, key string) (runtime.Ledger, error) {
+	v, err := s.c.HMGet(ctx, s.k(key), "in", "out", "usd", "calls").Result()
+	if err != nil {
+		return runtime.Ledger{}, fmt.Errorf("redis ledger: %w", err)
+	}
+	num := func(x any) string { s, _ := x.(string); return s }
+	var l runtime.Ledger
+	l.InputTokens, _ = strconv.ParseInt(num(v[0]), 10, 64)
+	l.OutputTokens, _ = strconv.ParseInt(num(v[1]), 10, 64)
+	l.USD, _ = strconv.ParseFloat(num(v[2]), 64)
+	l.Calls, _ = strconv.ParseInt(num(v[3]), 10, 64)
+	return l, nil
+}
+
+// ForgetLedger implements runtime.Budgeter.
+func (s *Store) ForgetLedger(ctx context.Context, key string) error { return s.Delete(ctx, key) }
+
+var (
+	_ runtime.KV           = (*Store)(nil)
+	_ runtime.AuditSink    = (*Store)(nil)
+	_ runtime.Leaser       = (*Store)(nil)
+	_ runtime.RateLimiter  = (*Store)(nil)
+	_ runtime.Budgeter     = (*Store)(nil)
+	_ runtime.StoreBackend = (*Store)(nil)
+)

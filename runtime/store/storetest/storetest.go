@@ -1,0 +1,288 @@
+// Package storetest checks that a state backend keeps the contracts of the
+// runtime's ports (KV, Leaser, RateLimiter, Budgeter, AuditSink), so every
+// store kind is held to the same tests, and finds the test servers.
+package storetest
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/runtime"
+)
+
+// The environment variables that hold the test servers' URLs.
+const (
+	RedisEnv    = "AGENTC_TEST_REDIS_URL"
+	PostgresEnv = "AGENTC_TEST_POSTGRES_URL"
+)
+
+// ServerURL returns the URL in the environment variable env, or skips the
+// test with one line saying how to run it.
+func ServerURL(t testing.TB, env string) string {
+	t.Helper()
+	u := os.Getenv(env)
+	if u == "" {
+		t.Skipf("set %s to run against a server (as .ci/run does)", env)
+	}
+	return u
+}
+
+// Prefix returns a key prefix (or schema name) unique to this test run.
+func Prefix(t testing.TB) string {
+	return strings.ToLower(fmt.Sprintf("t%d_%s", os.Getpid(), rand.Text()[:8]))
+}
+
+// Key returns a key unique to the calling test.
+func Key(t testing.TB, name string) string { return t.Name() + "/" + name }
+
+// KV checks the key-value port.
+func KV(t *testing.T, kv runtime.KV) {
+	ctx := context.Background()
+	k := Key(t, "a")
+	_, ok, err := kv.Get(ctx, k)
+	require.NoError(t, err)
+	assert.False(t, ok)
+	require.NoError(t, kv.Set(ctx, k, []byte("v1"), 0))
+	v, ok, err := kv.Get(ctx, k)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.Equal(t, "v1", string(v))
+	set, err := kv.SetIfAbsent(ctx, k, []byte("v2"), 0)
+	require.NoError(t, err)
+	assert.False(t, set, "present")
+	require.NoError(t, kv.Delete(ctx, k))
+	require.NoError(t, kv.Delete(ctx, k), "deleting a missing key is not an error")
+	_, ok, err = kv.Get(ctx, k)
+	require.NoError(t, err)
+	assert.False(t, ok)
+
+	short := Key(t, "ttl")
+	require.NoError(t, kv.Set(ctx, short, []byte("x"), 50*time.Millisecond))
+	time.Sleep(120 * time.Millisecond)
+	_, ok, err = kv.Get(ctx, short)
+	require.NoError(t, err)
+	assert.False(t, ok, "expired")
+	set, err = kv.SetIfAbsent(ctx, short, []byte("y"), time.Minute)
+	require.NoError(t, err)
+	assert.True(t, set, "an expired key is absent")
+
+	race := Key(t, "race")
+	var wins atomic.Int64
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			ok, err := kv.SetIfAbsent(ctx, race, []byte("w"), time.Minute)
+			assert.NoError(t, err)
+			if ok {
+				wins.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, int64(1), wins.Load(), "exactly one SetIfAbsent wins")
+}
+
+// Leaser checks the lease port: one holder, fencing, publication, release
+// and the in-doubt state of an expired lease.
+func Leaser(t *testing.T, l runtime.Leaser) {
+	ctx := context.Background()
+	k := Key(t, "a")
+	g, err := l.Acquire(ctx, k, time.Minute, time.Hour, false)
+	require.NoError(t, err)
+	require.Equal(t, runtime.LeaseAcquired, g.Status)
+	assert.False(t, g.InDoubt)
+	tok := g.Token
+	g, err = l.Acquire(ctx, k, time.Minute, time.Hour, true)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.LeaseHeld, g.Status)
+	assert.Greater(t, g.Remaining, 50*time.Second)
+	ok, err := l.Renew(ctx, k, tok, time.Minute)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	ok, err = l.Publish(ctx, k, tok+1000, []byte(`"wrong"`), time.Hour)
+	require.NoError(t, err)
+	assert.False(t, ok, "a token that does not hold the lease is fenced out")
+	ok, err = l.Publish(ctx, k, tok, []byte(`"R1"`), time.Hour)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	g, err = l.Acquire(ctx, k, time.Minute, time.Hour, false)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.LeaseDone, g.Status)
+	assert.Equal(t, `"R1"`, string(g.Result))
+	ok, err = l.Renew(ctx, k, tok, time.Minute)
+	require.NoError(t, err)
+	assert.False(t, ok, "a published key has no lease")
+
+	// Release: the next caller acquires afresh, with a new token.
+	r := Key(t, "release")
+	g, err = l.Acquire(ctx, r, time.Minute, time.Hour, false)
+	require.NoError(t, err)
+	require.Equal(t, runtime.LeaseAcquired, g.Status)
+	require.NoError(t, l.Release(ctx, r, g.Token))
+	g2, err := l.Acquire(ctx, r, time.Minute, time.Hour, false)
+	require.NoError(t, err)
+	require.Equal(t, runtime.LeaseAcquired, g2.Status)
+	assert.NotEqual(t, g.Token, g2.Token)
+	ok, err = l.Publish(ctx, r, g.Token, []byte(`1`), time.Hour)
+	require.NoError(t, err)
+	assert.False(t, ok, "a released token stays fenced out")
+
+	// In doubt: the holder's lease ran out without an outcome.
+	d := Key(t, "doubt")
+	g, err = l.Acquire(ctx, d, 50*time.Millisecond, time.Hour, false)
+	require.NoError(t, err)
+	require.Equal(t, runtime.LeaseAcquired, g.Status)
+	dead := g.Token
+	time.Sleep(120 * time.Millisecond)
+	g, err = l.Acquire(ctx, d, time.Minute, time.Hour, false)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.LeaseInDoubt, g.Status)
+	g, err = l.Acquire(ctx, d, time.Minute, time.Hour, false)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.LeaseInDoubt, g.Status, "it stays in doubt")
+	g, err = l.Acquire(ctx, d, time.Minute, time.Hour, true)
+	require.NoError(t, err)
+	require.Equal(t, runtime.LeaseAcquired, g.Status)
+	assert.True(t, g.InDoubt)
+	assert.NotEqual(t, dead, g.Token)
+	ok, err = l.Publish(ctx, d, dead, []byte(`"late"`), time.Hour)
+	require.NoError(t, err)
+	assert.False(t, ok, "the dead holder is fenced out")
+	g, err = l.Acquire(ctx, d, time.Minute, time.Hour, true)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.LeaseHeld, g.Status)
+
+	// Concurrent acquirers: one holder.
+	c := Key(t, "race")
+	var holders atomic.Int64
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			g, err := l.Acquire(ctx, c, time.Minute, time.Hour, true)
+			assert.NoError(t, err)
+			if g.Status == runtime.LeaseAcquired {
+				holders.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, int64(1), holders.Load())
+}
+
+// RateLimiter checks the GCRA port.
+func RateLimiter(t *testing.T, r runtime.RateLimiter) {
+	ctx := context.Background()
+	k := Key(t, "a")
+	for i := range 3 {
+		wait, ok, err := r.Allow(ctx, k, time.Hour, 3, 0)
+		require.NoError(t, err)
+		require.True(t, ok, "burst call %d", i)
+		assert.Zero(t, wait)
+	}
+	wait, ok, err := r.Allow(ctx, k, time.Hour, 3, 0)
+	require.NoError(t, err)
+	assert.False(t, ok, "over the burst")
+	assert.InDelta(t, time.Hour.Seconds(), wait.Seconds(), 2)
+	wait, ok, err = r.Allow(ctx, k, time.Hour, 3, 2*time.Hour)
+	require.NoError(t, err)
+	assert.True(t, ok, "a caller that may wait gets the next slot")
+	assert.InDelta(t, time.Hour.Seconds(), wait.Seconds(), 2)
+	require.NoError(t, r.ForgetRate(ctx, k))
+	_, ok, err = r.Allow(ctx, k, time.Hour, 3, 0)
+	require.NoError(t, err)
+	assert.True(t, ok, "forgotten")
+
+	// Refill: one slot per interval.
+	f := Key(t, "refill")
+	_, ok, err = r.Allow(ctx, f, 40*time.Millisecond, 1, 0)
+	require.NoError(t, err)
+	require.True(t, ok)
+	_, ok, err = r.Allow(ctx, f, 40*time.Millisecond, 1, 0)
+	require.NoError(t, err)
+	assert.False(t, ok)
+	time.Sleep(60 * time.Millisecond)
+	_, ok, err = r.Allow(ctx, f, 40*time.Millisecond, 1, 0)
+	require.NoError(t, err)
+	assert.True(t, ok)
+}
+
+// Budgeter checks the budget port.
+func Budgeter(t *testing.T, b runtime.Budgeter) {
+	ctx := context.Background()
+	k := Key(t, "a")
+	calls := int64(2)
+	lim := runtime.BudgetLimits{Calls: &calls}
+	for range 2 {
+		e, err := b.Reserve(ctx, k, lim, time.Hour)
+		require.NoError(t, err)
+		require.Nil(t, e)
+	}
+	e, err := b.Reserve(ctx, k, lim, time.Hour)
+	require.NoError(t, err)
+	require.NotNil(t, e, "two calls in flight reach the ceiling")
+	assert.Equal(t, "calls", e.Resource)
+	assert.Equal(t, 2.0, e.Limit)
+	require.NoError(t, b.Settle(ctx, k, true, runtime.Ledger{}, time.Hour)) // released, not charged
+	e, err = b.Reserve(ctx, k, lim, time.Hour)
+	require.NoError(t, err)
+	require.Nil(t, e, "a released reservation frees its call")
+	require.NoError(t, b.Settle(ctx, k, true, runtime.Ledger{InputTokens: 10, OutputTokens: 5, USD: 0.25, Calls: 1}, time.Hour))
+	require.NoError(t, b.Settle(ctx, k, true, runtime.Ledger{InputTokens: 1, USD: 0.5, Calls: 1}, time.Hour))
+	l, err := b.LedgerOf(ctx, k)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.Ledger{InputTokens: 11, OutputTokens: 5, USD: 0.75, Calls: 2}, l)
+	e, err = b.Reserve(ctx, k, lim, time.Hour)
+	require.NoError(t, err)
+	require.NotNil(t, e)
+	assert.Equal(t, 2.0, e.Spent)
+
+	usd, tokens := 0.75, int64(17)
+	e, err = b.Reserve(ctx, k, runtime.BudgetLimits{USD: &usd}, time.Hour)
+	require.NoError(t, err)
+	require.NotNil(t, e)
+	assert.Equal(t, "usd", e.Resource)
+	assert.InDelta(t, 0.75, e.Spent, 1e-9)
+	e, err = b.Reserve(ctx, k, runtime.BudgetLimits{Tokens: &tokens}, time.Hour)
+	require.NoError(t, err)
+	assert.Nil(t, e, "16 tokens under a ceiling of 17")
+	require.NoError(t, b.ForgetLedger(ctx, k))
+	l, err = b.LedgerOf(ctx, k)
+	require.NoError(t, err)
+	assert.Zero(t, l)
+}
+
+// Audit checks the audit sink; records reads the stored records of a run.
+func Audit(t *testing.T, s runtime.AuditSink, records func(ctx context.Context, runID string) ([]runtime.AuditRecord, error)) {
+	ctx := context.Background()
+	run := Key(t, "run")
+	at := time.Now().UTC().Truncate(time.Microsecond)
+	in := []runtime.AuditRecord{
+		{Time: at, Layer: "audit", Stage: "tool", Tool: "refund", Phase: runtime.PhaseIntent, RunID: run, IdempotencyKey: "k1",
+			ArgsDigest: "d1", Args: map[string]any{"order_id": "A1"}},
+		{Time: at.Add(time.Millisecond), Layer: "audit", Stage: "tool", Tool: "refund", Phase: runtime.PhaseOutcome,
+			Decision: runtime.DecisionFailed, ErrorType: "transient", ErrorMessage: "boom", Attempts: 2, RunID: run,
+			IdempotencyKey: "k1", Duration: time.Millisecond, ArgsDigest: "d1"},
+	}
+	for _, r := range in {
+		require.NoError(t, s.Append(ctx, r))
+	}
+	require.NoError(t, s.Append(ctx, runtime.AuditRecord{Time: at, Phase: runtime.PhaseIntent, RunID: run + "-other"}))
+	got, err := records(ctx, run)
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	for i := range in {
+		assert.True(t, in[i].Time.Equal(got[i].Time))
+		got[i].Time = in[i].Time
+	}
+	assert.Equal(t, in, got)
+}

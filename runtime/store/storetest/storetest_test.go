@@ -1,0 +1,16 @@
+package storetest_test
+
+import (
+	"testing"
+
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/store/storetest"
+)
+
+func TestMemoryStore(t *testing.T) {
+	s := runtime.NewMemoryStore()
+	t.Run("KV", func(t *testing.T) { storetest.KV(t, s) })
+	t.Run("Leaser", func(t *testing.T) { storetest.Leaser(t, runtime.NewKVLeaser(s)) })
+	t.Run("RateLimiter", func(t *testing.T) { storetest.RateLimiter(t, s) })
+	t.Run("Budgeter", func(t *testing.T) { storetest.Budgeter(t, s) })
+}
