@@ -405,7 +405,7 @@ func (s *Store) ForgetRate(ctx context.Context, key string) error {
 	return nil
 }
 
-// refusedSQL picks the ceiling a ledger row l has reached ('' for none).
+// refusedSQL picks the ceiling a ledger row l has reached (” for none).
 const refusedSQL = `CASE
 	WHEN $2::bigint IS NOT NULL AND l.in_tokens + l.out_tokens >= $2 THEN 'tokens'
 	WHEN $3::double precision IS NOT NULL AND l.usd >= $3 THEN 'usd'
