@@ -63,10 +63,14 @@ func (l *loader) decode(p *Policy, v cue.Value) {
 		t.Description, _ = tv.LookupPath(fieldPath("description")).String()
 		t.URLArg, _ = tv.LookupPath(fieldPath("url_arg")).String()
 		t.PathArg, _ = tv.LookupPath(fieldPath("path_arg")).String()
+		t.URLArgPos = l.userPos([]string{"tools", name, "url_arg"})
+		t.PathArgPos = l.userPos([]string{"tools", name, "path_arg"})
 		if av := tv.LookupPath(fieldPath("args")); av.Exists() {
 			t.ArgsPos = l.userPos([]string{"tools", name, "args"})
 			t.Args = l.jsonSchema(av, t.ArgsPos)
+			l.checkArgsSchema(t, av.Kind() == cue.StringKind)
 		}
+		l.checkArgRefs(t)
 		p.Tools[name] = t
 	})
 	eachField(l.user, v, "stores", func(name string, sv cue.Value) {

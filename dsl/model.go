@@ -75,10 +75,29 @@ type Tool struct {
 	Description   string
 	URLArg        string
 	PathArg       string
+	// URLArgPos and PathArgPos are the positions of url_arg and path_arg.
+	URLArgPos, PathArgPos Pos
 	// Args is the JSON Schema of the arguments (nil: untyped). A schema
 	// given as a file path has been read.
 	Args    json.RawMessage
 	ArgsPos Pos
+}
+
+// HasArg reports whether the tool's argument schema declares a top-level
+// property named name; known is false when the tool declares no argument
+// schema with properties, so that nothing can be said.
+func (t *Tool) HasArg(name string) (has, known bool) {
+	if len(t.Args) == 0 {
+		return false, false
+	}
+	var s struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if json.Unmarshal(t.Args, &s) != nil || s.Properties == nil {
+		return false, false
+	}
+	_, has = s.Properties[name]
+	return has, true
 }
 
 // Store is a declared state backend.
