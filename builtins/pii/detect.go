@@ -1,10 +1,16 @@
 package pii
 
 import (
+	"fmt"
 	"net/netip"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/nyaruka/phonenumbers"
 )
 
 func isDigit(b byte) bool { return b >= '0' && b <= '9' }
@@ -166,6 +172,15 @@ func validEmailDomain(d string) bool {
 	if utf8.RuneCountInString(tld) < 2 {
 		return false
 	}
+	if len(tld) > 4 && strings.EqualFold(tld[:4], "xn--") {
+		// an internationalized top-level domain in its ASCII (punycode) form: "xn--p1ai"
+		for k := 4; k < len(tld); k++ {
+			if !isAlnum(tld[k]) && tld[k] != '-' {
+				return false
+			}
+		}
+		return true
+	}
 	for _, r := range tld {
 		if (r < utf8.RuneSelf && !isAlpha(byte(r))) || (r >= utf8.RuneSelf && !unicode.IsLetter(r) && !unicode.IsMark(r)) {
 			return false
@@ -174,28 +189,51 @@ func validEmailDomain(d string) bool {
 	return true
 }
 
-// --- US social security numbers: AAA-GG-SSSS (dashes or spaces) ---
+// --- US social security numbers: AAA-GG-SSSS (dashes, spaces or dots), or AAAGGSSSS next
+// to a context word ---
 
 func findSSNs(text string, add func(Kind, int, int)) {
-	for i := 0; i+11 <= len(text); i++ {
+	for i := 0; i+9 <= len(text); i++ {
 		if !isDigit(text[i]) || (i > 0 && isDigit(text[i-1])) {
 			continue
 		}
-		sep := text[i+3]
-		if (sep != '-' && sep != ' ') || text[i+6] != sep ||
-			!digitsAt(text, i, 3) || !digitsAt(text, i+4, 2) || !digitsAt(text, i+7, 4) {
+		end := 0
+		if i+11 <= len(text) {
+			sep := text[i+3]
+			if (sep == '-' || sep == ' ' || sep == '.') && text[i+6] == sep &&
+				digitsAt(text, i, 3) && digitsAt(text, i+4, 2) && digitsAt(text, i+7, 4) {
+				end = i + 11
+			}
+		}
+		if end == 0 && digitsAt(text, i, 9) && (i+9 == len(text) || !isDigit(text[i+9])) && ssnContext(text, i) {
+			end = i + 9
+		}
+		if end == 0 || !leftOK(text, i) || !rightOK(text, end) {
 			continue
 		}
-		if !leftOK(text, i) || !rightOK(text, i+11) {
-			continue
-		}
-		area, group, serial := text[i:i+3], text[i+4:i+6], text[i+7:i+11]
+		digits := strings.NewReplacer("-", "", " ", "", ".", "").Replace(text[i:end])
+		area, group, serial := digits[:3], digits[3:5], digits[5:]
 		if area == "000" || area == "666" || area[0] == '9' || group == "00" || serial == "0000" {
 			continue
 		}
-		add(KindSSN, i, i+11)
-		i += 10
+		add(KindSSN, i, end)
+		i = end - 1
 	}
+}
+
+// ssnContextWindow is how far before a bare nine-digit run a context word may end.
+const ssnContextWindow = 32
+
+// ssnContext reports whether a word naming a social security number ("SSN", "social
+// security", "SS#") ends within ssnContextWindow bytes before i.
+func ssnContext(text string, i int) bool {
+	before := strings.ToLower(text[max(0, i-ssnContextWindow):i])
+	for _, w := range []string{"ssn", "social security", "ss#", "ss no", "soc sec"} {
+		if k := strings.LastIndex(before, w); k >= 0 && (k == 0 || !isAlpha(before[k-1])) {
+			return true
+		}
+	}
+	return false
 }
 
 // --- payment cards ---
@@ -405,6 +443,8 @@ var cardBrands = []cardBrand{
 	{36, 36, 2, 14, 19},         // Diners Club International
 	{38, 39, 2, 14, 19},         // Diners Club
 	{3528, 3589, 4, 16, 19},     // JCB
+	{2131, 2131, 4, 15, 15},     // JCB, legacy 15-digit range
+	{1800, 1800, 4, 15, 15},     // JCB, legacy 15-digit range
 	{62, 62, 2, 16, 19},         // UnionPay
 	{81, 81, 2, 16, 19},         // UnionPay
 	{50, 50, 2, 12, 19},         // Maestro
@@ -484,7 +524,88 @@ func luhn(digits []byte) bool {
 
 // --- phones ---
 
-func findPhones(text string, add func(Kind, int, int)) {
+// phoneFinder finds telephone numbers with libphonenumber's rules (through
+// github.com/nyaruka/phonenumbers): a candidate (digits with the punctuation numbers are
+// written with) is a phone number when it is in international format (a leading "+", or a
+// region's international call prefix) and possible for its country, or when it is a valid
+// national number of one of the configured regions. Formatted North American numbers are
+// recognised by their layout when a NANP region is configured. Unformatted digit runs are
+// left alone (they are as likely to be ids), and so are dates and decimals.
+type phoneFinder struct {
+	regions []phoneRegion
+	nanp    bool // a region of the North American Numbering Plan is configured
+}
+
+// phoneRegion is a configured region with what rules out a candidate before it is parsed.
+type phoneRegion struct {
+	code    string
+	trunk   string       // national (trunk) prefix, "" when none
+	lengths map[int]bool // possible lengths of its national significant numbers
+}
+
+// regionMetadata indexes libphonenumber's territory metadata by region, loaded once.
+var regionMetadata = sync.OnceValue(func() map[string]*phonenumbers.PhoneMetadata {
+	out := map[string]*phonenumbers.PhoneMetadata{}
+	coll, err := phonenumbers.MetadataCollection()
+	if err != nil {
+		return out
+	}
+	for _, md := range coll.GetMetadata() {
+		out[md.GetId()] = md
+	}
+	return out
+})
+
+// possible reports whether a national number of n digits may be a number of the region,
+// with or without its trunk prefix.
+func (r *phoneRegion) possible(raw string, n int) bool {
+	if r.lengths == nil || r.lengths[n] {
+		return true
+	}
+	return r.trunk != "" && strings.HasPrefix(strings.TrimLeft(raw, "("), r.trunk) && r.lengths[n-len(r.trunk)]
+}
+
+// DefaultRegions are the regions whose national phone formats are recognised when a Config
+// names none.
+var DefaultRegions = []string{"US", "CA", "GB", "IE", "DE", "FR", "ES", "IT", "NL", "BE", "CH", "AT", "IN", "AU", "BR"}
+
+func newPhoneFinder(regions []string) (*phoneFinder, error) {
+	if len(regions) == 0 {
+		regions = DefaultRegions
+	}
+	supported := phonenumbers.GetSupportedRegions()
+	f := &phoneFinder{}
+	for _, r := range regions {
+		r = strings.ToUpper(r)
+		if !supported[r] {
+			return nil, fmt.Errorf("pii: unknown region %q (want an ISO 3166-1 alpha-2 code)", r)
+		}
+		reg := phoneRegion{code: r}
+		if md := regionMetadata()[r]; md != nil {
+			reg.trunk = md.GetNationalPrefix()
+			if ls := md.GetGeneralDesc().GetPossibleLength(); len(ls) > 0 {
+				reg.lengths = map[int]bool{}
+				for _, l := range ls {
+					reg.lengths[int(l)] = true
+				}
+			}
+		}
+		f.regions = append(f.regions, reg)
+		if phonenumbers.GetCountryCodeForRegion(r) == 1 {
+			f.nanp = true
+		}
+	}
+	return f, nil
+}
+
+// Bounds on the digits of a phone number (E.164 allows at most 15).
+const (
+	minNationalDigits      = 7
+	minInternationalDigits = 8
+	maxPhoneDigits         = 15
+)
+
+func (f *phoneFinder) find(text string, add func(Kind, int, int)) {
 	last := -1 // end of the previous number: a "+" right after it starts the next one
 	for i := 0; i < len(text); i++ {
 		c := text[i]
@@ -499,67 +620,231 @@ func findPhones(text string, add func(Kind, int, int)) {
 				continue
 			}
 		}
-		end := 0
-		if c == '+' {
-			end = internationalPhone(text, i)
-		}
-		if e := northAmericanPhone(text, i); e > end {
-			end = e
-		}
-		if end > 0 {
+		if end := f.match(text, i); end > 0 {
 			add(KindPhone, i, end)
 			i, last = end-1, end
 		}
 	}
 }
 
-// internationalPhone matches "+" and 8 to 15 digits in groups joined by single spaces, dashes
-// or dots, with at most one parenthesized group; it returns the end offset or 0.
-func internationalPhone(text string, i int) int {
-	j := i + 1
-	if j >= len(text) || !isDigit(text[j]) {
+// match returns the end of the phone number starting at i, or 0.
+func (f *phoneFinder) match(text string, i int) int {
+	if f.nanp {
+		// the North American layout is decided by the North American rules
+		if e := northAmericanPhone(text, i); e != 0 {
+			return max(e, 0)
+		}
+	}
+	end, digits, ok := phoneCandidate(text, i)
+	if !ok {
 		return 0
 	}
-	digits, end, dots := 0, 0, 0
+	e := phoneEnd(text, end)
+	if e == 0 {
+		return 0
+	}
+	raw := text[i:end]
+	if text[i] == '+' {
+		if digits < minInternationalDigits {
+			return 0
+		}
+		if !possibleInternational(raw) {
+			return 0
+		}
+		return e
+	}
+	if digits < minNationalDigits {
+		return 0
+	}
+	if ssnShaped(raw) || isDateLike(datePrefix(raw)) {
+		return 0
+	}
+	if q, ok := dottedQuad(raw, 0); ok && q == len(raw) {
+		return 0 // an IPv4 address
+	}
+	for k := range f.regions {
+		reg := &f.regions[k]
+		idd := raw[0] == '0' && len(raw) > 1 && (raw[1] == '0' || raw[1] == '1')
+		if !idd && !reg.possible(raw, digits) {
+			continue
+		}
+		r := reg.code
+		n, err := phonenumbers.ParseAndKeepRawInput(raw, r)
+		if err != nil {
+			continue
+		}
+		if int(n.GetCountryCode()) != phonenumbers.GetCountryCodeForRegion(r) {
+			// dialled with the region's international call prefix ("00 44 ...", "001-253-...")
+			if digits >= minInternationalDigits && phonenumbers.IsPossibleNumber(n) {
+				return e
+			}
+			continue
+		}
+		// written nationally, a number keeps the trunk prefix where the region's
+		// formats require it ("030 901820" in Germany, "(11) 4706-6184" in Brazil)
+		if phonenumbers.IsValidNumberForRegion(n, r) && phonenumbers.IsNationalPrefixPresentIfRequired(n) {
+			return e
+		}
+	}
+	return 0
+}
+
+// phoneCandidate scans digits and the punctuation phone numbers are written with from i (a
+// "+", "(" or digit): single spaces, dashes, dots and slashes between digit groups, and one
+// parenthesized group ("(415) 555-2671", "+41 (0)69 979 80 58"). It returns the offset past
+// the last digit or ")", the number of digits, and whether the text reads as a formatted
+// number: it holds a separator, parentheses or a leading "+", and is not a decimal.
+func phoneCandidate(text string, i int) (int, int, bool) {
+	j := i
+	plus := text[j] == '+'
+	if plus {
+		j++
+		if j >= len(text) || !isDigit(text[j]) {
+			return 0, 0, false
+		}
+	}
+	digits, end, seps, dots := 0, 0, 0, 0
+	var sep byte // the separator between groups: one kind per number
 	inParen, usedParen, afterSep := false, false, false
-	for j < len(text) {
+loop:
+	for ; j < len(text) && digits <= maxPhoneDigits; j++ {
 		c := text[j]
 		switch {
 		case isDigit(c):
 			digits++
 			end = j + 1
 			afterSep = false
-		case (c == ' ' || c == '-' || c == '.') && !afterSep && j+1 < len(text) && (isDigit(text[j+1]) || text[j+1] == '('):
+		case (c == ' ' || c == '-' || c == '.' || c == '/') && !afterSep && j > i && j+1 < len(text) && (isDigit(text[j+1]) || text[j+1] == '('):
+			if sep == 0 {
+				sep = c
+			} else if c != sep && !(c == ' ' && text[j-1] == ')') {
+				break loop
+			}
+			seps++
 			if c == '.' {
 				dots++
 			}
 			afterSep = true
 		case c == '(' && !usedParen && j+1 < len(text) && isDigit(text[j+1]):
 			inParen, usedParen, afterSep = true, true, true
+			seps++
 		case c == ')' && inParen && isDigit(text[j-1]):
 			inParen = false
 			end = j + 1
 			afterSep = false
+			if j+2 < len(text) && (text[j+1] == ' ' || text[j+1] == '-') && isDigit(text[j+2]) {
+				j++
+				afterSep = true
+			}
 		default:
-			j = len(text)
-			continue
+			break loop
 		}
-		if digits > 15 {
-			return 0
+	}
+	if inParen && end > 0 && text[end-1] != ')' {
+		// an opening parenthesis never closed: the number ends before it
+		return 0, 0, false
+	}
+	if digits > maxPhoneDigits || end == 0 || (!plus && seps == 0) || (dots == 1 && seps == 1) {
+		return 0, 0, false
+	}
+	return end, digits, true
+}
+
+// possibleInternational reports whether raw ("+" and digits with punctuation) starts with a
+// country calling code and has a length that country's numbers may have (libphonenumber's
+// possible-number test, without the cost of a full parse). A trunk prefix in parentheses
+// ("+41 (0)69 ...") is not counted.
+func possibleInternational(raw string) bool {
+	var ds []byte
+	for i := 0; i < len(raw); i++ {
+		if isDigit(raw[i]) {
+			ds = append(ds, raw[i])
 		}
-		j++
 	}
-	if digits < 8 || dots == 1 {
-		return 0
+	n := len(ds)
+	if strings.Contains(raw, "(0)") {
+		n--
 	}
-	return phoneEnd(text, end)
+	md := regionMetadata()
+	for l := 1; l <= 3 && l < n; l++ {
+		code, _ := strconv.Atoi(string(ds[:l]))
+		for _, r := range phonenumbers.GetRegionCodesForCountryCode(code) {
+			m := md[r]
+			if m == nil {
+				continue
+			}
+			ls := m.GetGeneralDesc().GetPossibleLength()
+			if len(ls) == 0 || slices.Contains(ls, int32(n-l)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ssnShaped reports whether s is laid out as a US social security number (3-2-4 digits).
+func ssnShaped(s string) bool {
+	return len(s) == 11 && (s[3] == '-' || s[3] == ' ' || s[3] == '.') && s[6] == s[3] &&
+		digitsAt(s, 0, 3) && digitsAt(s, 4, 2) && digitsAt(s, 7, 4)
+}
+
+// datePrefix returns the first three groups of s joined by its first separator, or s.
+func datePrefix(s string) string {
+	k := strings.IndexAny(s, "-./ ")
+	if k < 0 {
+		return s
+	}
+	sep := s[k]
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == sep {
+			n++
+			if n == 3 {
+				return s[:i]
+			}
+		}
+	}
+	return s
+}
+
+// isDateLike reports whether s is a date written with one repeated separator: year, month
+// and day in either order ("2024-01-15", "15.01.2024", "01/15/2024").
+func isDateLike(s string) bool {
+	var parts []string
+	for _, sep := range "-./ " {
+		if strings.ContainsRune(s, sep) {
+			parts = strings.Split(s, string(sep))
+			break
+		}
+	}
+	if len(parts) != 3 {
+		return false
+	}
+	var n [3]int
+	for k, p := range parts {
+		v, err := strconv.Atoi(p)
+		if err != nil || len(p) > 4 {
+			return false
+		}
+		n[k] = v
+	}
+	dayMonth := func(a, b int) bool {
+		return (a >= 1 && a <= 31 && b >= 1 && b <= 12) || (a >= 1 && a <= 12 && b >= 1 && b <= 31)
+	}
+	switch {
+	case len(parts[0]) == 4:
+		return n[0] >= 1900 && n[0] <= 2100 && dayMonth(n[1], n[2])
+	case len(parts[2]) == 4 || len(parts[2]) == 2:
+		return len(parts[0]) <= 2 && len(parts[1]) <= 2 && dayMonth(n[0], n[1])
+	}
+	return false
 }
 
 // northAmericanPhone matches formatted NANP numbers: an optional "+1" or "1" country code,
 // then "(AAA) EEE-LLLL", "AAA-EEE-LLLL", "AAA.EEE.LLLL" or "AAA EEE LLLL", and an optional
-// extension. The area code must not start with 0 or 1; the exchange may start with any digit
-// (555-123-4567 is written as a phone number). Unformatted digit runs are left alone (they are
-// as likely to be ids). It returns the end offset or 0.
+// extension. The area code must not start with 0 or 1 (without a country code, a "1" is
+// refused outright with -1; a "0" may be another region's trunk prefix); the exchange may start with any digit
+// (555-123-4567 is written as a phone number). It returns the end offset or 0.
 func northAmericanPhone(text string, i int) int {
 	j := i
 	if strings.HasPrefix(text[j:], "+1") {
@@ -570,6 +855,7 @@ func northAmericanPhone(text string, i int) int {
 	} else if strings.HasPrefix(text[j:], "1") && j+1 < len(text) && isPhoneSep(text[j+1]) {
 		j += 2
 	}
+	prefixed := j > i
 	var area byte
 	switch {
 	case j < len(text) && text[j] == '(':
@@ -590,7 +876,11 @@ func northAmericanPhone(text string, i int) int {
 	if !digitsAt(text, j, 3) || j+3 >= len(text) || !isPhoneSep(text[j+3]) || !digitsAt(text, j+4, 4) {
 		return 0
 	}
-	if area < '2' {
+	switch {
+	case area == '1' && !prefixed:
+		// "123-456-7890" is no number here, nor in a region whose numbers may start so
+		return -1
+	case area < '2':
 		return 0
 	}
 	return phoneEnd(text, j+8)
@@ -602,13 +892,21 @@ func isPhoneSep(b byte) bool { return b == ' ' || b == '-' || b == '.' }
 // ("x123", " ext. 12") when one follows, else at end; 0 when the number runs on into a word
 // or a longer token.
 func phoneEnd(text string, end int) int {
-	if e := extensionEnd(text, end); e > 0 && rightOK(text, e) {
+	if e := extensionEnd(text, end); e > 0 && phoneRightOK(text, e) {
 		return e
 	}
-	if !rightOK(text, end) {
+	if !phoneRightOK(text, end) {
 		return 0
 	}
 	return end
+}
+
+// phoneRightOK is rightOK, except that a dash may join a number to a word ("-Fax").
+func phoneRightOK(text string, j int) bool {
+	if j+1 < len(text) && text[j] == '-' && isAlpha(text[j+1]) {
+		return true
+	}
+	return rightOK(text, j)
 }
 
 // maxExtensionDigits bounds the digits of a phone extension.

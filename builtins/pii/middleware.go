@@ -37,6 +37,9 @@ type Middleware struct {
 	// Kinds selects what to detect: "email", "phone", "ssn", "card", "ip"
 	// (IPv4 and IPv6); empty means all.
 	Kinds []string `json:"kinds,omitempty"`
+	// Regions are the regions whose national phone formats are recognised; empty means
+	// DefaultRegions.
+	Regions []string `json:"regions,omitempty"`
 	// OnError is accepted for the schema; the scanner has no failure mode.
 	OnError string `json:"on_error"`
 
@@ -55,9 +58,9 @@ func (m *Middleware) Provision(b *runtime.BuildContext) error {
 		}
 		kinds = append(kinds, Kind(k))
 	}
-	s, err := New(Config{Kinds: kinds})
+	s, err := New(Config{Kinds: kinds, Regions: m.Regions})
 	if err != nil {
-		return fmt.Errorf("kinds: %w", err)
+		return err
 	}
 	m.scanner = s
 	return nil

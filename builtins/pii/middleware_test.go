@@ -128,7 +128,7 @@ func TestToolArgs(t *testing.T) {
 }
 
 func TestConfigErrors(t *testing.T) {
-	for _, cfg := range []string{`{"action":"mask"}`, `{"kinds":["dna"]}`, `{"on_error":"maybe"}`, `{"bogus":true}`} {
+	for _, cfg := range []string{`{"action":"mask"}`, `{"kinds":["dna"]}`, `{"on_error":"maybe"}`, `{"bogus":true}`, `{"regions":["XX"]}`} {
 		p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("pii", cfg)}})
 		_, err := runtime.Build(context.Background(), p, runtime.Deps{})
 		assert.Error(t, err, cfg)

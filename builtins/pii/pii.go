@@ -35,6 +35,10 @@ func AllKinds() []Kind { return slices.Clone(kindOrder) }
 type Config struct {
 	// Kinds lists the kinds to detect; empty means all of them.
 	Kinds []Kind
+	// Regions lists the ISO 3166-1 alpha-2 regions whose national phone formats are
+	// recognised (numbers in international format are recognised whatever their country);
+	// empty means DefaultRegions.
+	Regions []string
 }
 
 // Match is one detected item.
@@ -50,6 +54,7 @@ type Match struct {
 // Scanner finds personal data. The zero value detects nothing; use New.
 type Scanner struct {
 	enabled map[Kind]bool
+	phones  *phoneFinder
 }
 
 // New returns a Scanner for the configured kinds. An unknown kind is an error.
@@ -65,6 +70,13 @@ func New(cfg Config) (*Scanner, error) {
 		}
 		s.enabled[k] = true
 	}
+	if s.enabled[KindPhone] {
+		f, err := newPhoneFinder(cfg.Regions)
+		if err != nil {
+			return nil, err
+		}
+		s.phones = f
+	}
 	return s, nil
 }
 
@@ -72,7 +84,6 @@ type detector func(text string, add func(Kind, int, int))
 
 var detectors = map[Kind]detector{
 	KindEmail: findEmails,
-	KindPhone: findPhones,
 	KindSSN:   findSSNs,
 	KindCard:  findCards,
 	KindIPv4:  findIPv4s,
@@ -88,7 +99,11 @@ func (s *Scanner) Find(text string) []Match {
 		found = append(found, Match{Kind: k, Start: start, End: end})
 	}
 	for _, k := range kindOrder {
-		if s.enabled[k] {
+		switch {
+		case !s.enabled[k]:
+		case k == KindPhone:
+			s.phones.find(text, add)
+		default:
 			detectors[k](text, add)
 		}
 	}

@@ -46,6 +46,9 @@ func TestFind(t *testing.T) {
 		{"email after non-ascii punctuation", "«maria@example.com»", []string{"email:maria@example.com"}},
 		{"not an email: non-ascii without tld", "straße@localhost", []string{}},
 		{"not an email: digit tld after idn", "ö@bücher.1", []string{}},
+		{"email punycode domain", "to user@xn--bcher-kva.example.com.", []string{"email:user@xn--bcher-kva.example.com"}},
+		{"email punycode tld", "пишите ivan@xn--e1afmkfd.xn--p1ai", []string{"email:ivan@xn--e1afmkfd.xn--p1ai"}},
+		{"email idn tld", "mail ivan@пример.рф.", []string{"email:ivan@пример.рф"}},
 
 		// phone
 		{"us dashed", "call 415-555-2671 now", []string{"phone:415-555-2671"}},
@@ -78,6 +81,16 @@ func TestFind(t *testing.T) {
 		{"not a phone: signed decimal", "delta +3.14159265358979", []string{}},
 		{"not a phone: glued to letters", "SKU415-555-2671", []string{}},
 		{"not a phone: longer dashed id", "415-555-2671-99", []string{}},
+		{"uk national", "ring 020 7946 0958 today", []string{"phone:020 7946 0958"}},
+		{"uk mobile national", "mobile 07700 900123", []string{"phone:07700 900123"}},
+		{"germany national", "Tel. 030 901820", []string{"phone:030 901820"}},
+		{"france national", "appelez le 01 42 68 53 00", []string{"phone:01 42 68 53 00"}},
+		{"brazil national", "fone (11) 4706-6184", []string{"phone:(11) 4706-6184"}},
+		{"international call prefix", "dial 0044 20 7946 0958", []string{"phone:0044 20 7946 0958"}},
+		{"dash before a word", "555-867-5309-Fax", []string{"phone:555-867-5309"}},
+		{"not a phone: german number without trunk prefix", "ref 30 901820", []string{}},
+		{"not a phone: date and time", "at 2023-11-02 12:00", []string{}},
+		{"not a phone: european date", "on 15.01.2024 we", []string{}},
 
 		// ssn
 		{"ssn", "SSN 123-45-6789.", []string{"ssn:123-45-6789"}},
@@ -88,6 +101,12 @@ func TestFind(t *testing.T) {
 		{"not ssn: group 00", "123-00-4567", []string{}},
 		{"not ssn: mixed separators", "123-45 6789", []string{}},
 		{"not ssn: part of longer id", "A123-45-6789", []string{}},
+		{"ssn dotted", "ssn 123.45.6789", []string{"ssn:123.45.6789"}},
+		{"ssn bare after context word", "SSN: 123456789", []string{"ssn:123456789"}},
+		{"ssn bare after social security", "my social security number is 078051120.", []string{"ssn:078051120"}},
+		{"not ssn: bare without context", "order 123456789 shipped", []string{}},
+		{"not ssn: bare context too far", "ssn field left empty; the tracking number of the parcel is 123456789", []string{}},
+		{"not ssn: bare area 9xx", "SSN 912345678", []string{}},
 
 		// cards
 		{"visa plain", "card 4111111111111111 exp", []string{"card:4111111111111111"}},
@@ -105,6 +124,16 @@ func TestFind(t *testing.T) {
 		{"not card: glued to id", "ORD-4111111111111111", []string{}},
 		{"not card: mixed separators", "4111-1111 1111-1111", []string{}},
 		{"not card: decimal", "4111111111111111.25", []string{}},
+		{"maestro 12", "card 5018 0000 0009", []string{"card:5018 0000 0009"}},
+		{"visa 19", "4111 1111 1111 1111 003", []string{"card:4111 1111 1111 1111 003"}},
+		{"jcb", "jcb 3530111333300000", []string{"card:3530111333300000"}},
+		{"mastercard 2-series", "2221000000000009", []string{"card:2221000000000009"}},
+		{"unionpay 19", "6212345678901265 is 16; 6212345678901234569 is 19", []string{"card:6212345678901265", "card:6212345678901234569"}},
+		{"not card: unknown iin", "7111111111111111", []string{}},
+		{"not card: visa of 14 digits", "41111111111113", []string{}},
+		{"not card: hex dump", "0000: 4111 1111 1111 1111 de ad be ef", []string{}},
+		{"not card: xxd line", "00000010: 4111 1111 1111 1111 6c6c 6f20", []string{}},
+		{"not card: byte dump of 2-digit groups", "41 11 11 11 11 11 11 11", []string{}},
 
 		// ipv4
 		{"ipv4", "from 203.0.113.42, port 22", []string{"ipv4:203.0.113.42"}},
@@ -156,6 +185,20 @@ func TestKindsSelection(t *testing.T) {
 	_, err := New(Config{Kinds: []Kind{"passport"}})
 	assert.ErrorContains(t, err, `unknown kind "passport"`)
 	assert.Len(t, AllKinds(), 6)
+}
+
+func TestRegions(t *testing.T) {
+	text := "Tel. 030 901820 oder 0171 1234567"
+	de, err := New(Config{Regions: []string{"de"}})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"phone:030 901820", "phone:0171 1234567"}, found(text, de.Find(text)))
+	us, err := New(Config{Regions: []string{"US"}})
+	require.NoError(t, err)
+	assert.Empty(t, us.Find(text), "German national formats are not recognised for the US")
+	intl := "+49 30 901820"
+	assert.Equal(t, []string{"phone:" + intl}, found(intl, us.Find(intl)), "international format whatever the regions")
+	_, err = New(Config{Regions: []string{"XX"}})
+	assert.ErrorContains(t, err, `unknown region "XX"`)
 }
 
 func TestRedact(t *testing.T) {
