@@ -63,3 +63,61 @@ func (b Buffered) Usage() Usage {
 	}
 	return u
 }
+
+// HoldToolCalls runs next on c and passes its text on as it arrives while
+// holding back the tool calls, so that a layer can check or rewrite them
+// whole before they reach the consumer (arguments arrive in fragments that
+// are not JSON on their own). A delta's text (with its usage) passes at
+// once; its tool-call fragments are held, and so are the finish reason and
+// usage of deltas that carry no text once a call has begun. When next
+// succeeds with calls held, check gets the assembled calls: an error drops
+// them and is returned; otherwise the calls it returns are released as one
+// delta, one fragment each, with the held finish reason and usage. When next
+// fails, held calls are dropped. c.Deltas counts the deltas that got past
+// the layer. A stream without tool calls passes through unchanged, and check
+// is not called.
+func HoldToolCalls(ctx context.Context, c *ChatCall, next ChatHandler, yield func(Delta) bool,
+	check func([]ToolUse) ([]ToolUse, error)) error {
+	start := c.Deltas
+	emitted := 0
+	var calls ToolCallBuilder
+	var held Delta // the finish reason and usage held after a call began
+	stopped := false
+	pass := func(d Delta) bool {
+		emitted++
+		if !yield(d) {
+			stopped = true
+			c.Stopped = true
+			return false
+		}
+		return true
+	}
+	err := next(ctx, c, func(d Delta) bool {
+		if stopped {
+			return false
+		}
+		if len(d.ToolCalls) == 0 && calls.Len() == 0 {
+			return pass(d)
+		}
+		calls.Add(&d)
+		if d.FinishReason != "" {
+			held.FinishReason = d.FinishReason
+		}
+		if d.Text != "" {
+			return pass(Delta{Text: d.Text, Usage: d.Usage})
+		}
+		held.Usage.Add(d.Usage)
+		return true
+	})
+	defer func() { c.Deltas = start + emitted }()
+	if err != nil || stopped || calls.Len() == 0 {
+		return err
+	}
+	out, cerr := check(calls.ToolCalls())
+	if cerr != nil {
+		return cerr
+	}
+	held.ToolCalls = ToolCallDeltas(out)
+	pass(held)
+	return nil
+}

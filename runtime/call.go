@@ -10,7 +10,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -83,6 +85,61 @@ type Message struct {
 	ToolCalls []ToolUse `json:"tool_calls,omitempty"`
 }
 
+// Text returns the message's text: Content and its text parts, joined by
+// line breaks (Content alone, without allocating, when there are none).
+// Tool results and tool calls are not text; see ToolResults and ToolCalls.
+func (m *Message) Text() string {
+	n := 0
+	for i := range m.Parts {
+		if m.Parts[i].Type == PartText {
+			n++
+		}
+	}
+	if n == 0 {
+		return m.Content
+	}
+	var b strings.Builder
+	b.WriteString(m.Content)
+	for i := range m.Parts {
+		if m.Parts[i].Type != PartText {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(m.Parts[i].Text)
+	}
+	return b.String()
+}
+
+// ToolResults returns the tool results the message carries: its Content when
+// it is a tool message, else the text of its tool_result parts.
+func (m *Message) ToolResults() []string {
+	if m.Role == "tool" {
+		return []string{m.Text()}
+	}
+	var out []string
+	for i := range m.Parts {
+		if m.Parts[i].Type == PartToolResult {
+			out = append(out, m.Parts[i].Text)
+		}
+	}
+	return out
+}
+
+// LatestInput returns the messages after the last assistant message: what
+// entered the transcript since the model last spoke (the user's new message,
+// the results of the tools it called). Without an assistant message it is
+// the whole transcript.
+func LatestInput(msgs []Message) []Message {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == "assistant" {
+			return msgs[i+1:]
+		}
+	}
+	return msgs
+}
+
 // Content part types.
 const (
 	PartText       = "text"
@@ -135,6 +192,32 @@ func (t ToolUse) Args() (map[string]any, error) {
 		return nil, fmt.Errorf("tool call %q (%s): arguments are not a JSON object: %w", t.ID, t.Name, err)
 	}
 	return args, nil
+}
+
+// ArgsText returns the text a content check scans in the arguments: every
+// object key and string value of the decoded JSON (escapes resolved), one
+// per line, in document order; the raw text when it is not JSON.
+func (t ToolUse) ArgsText() string {
+	if !json.Valid(t.Arguments) {
+		return string(t.Arguments)
+	}
+	dec := json.NewDecoder(bytes.NewReader(t.Arguments))
+	var b strings.Builder
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return b.String()
+		}
+		if err != nil {
+			return string(t.Arguments)
+		}
+		if s, ok := tok.(string); ok {
+			if b.Len() > 0 {
+				b.WriteByte('\n')
+			}
+			b.WriteString(s)
+		}
+	}
 }
 
 // Request returns the tool-chain request that runs the call.

@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -289,4 +290,62 @@ func TestDeclaredToolsAreOfferedByDefault(t *testing.T) {
 	_, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: hi})
 	require.NoError(t, err)
 	assert.Nil(t, model.Requests()[3].Tools, "the host opted out")
+}
+
+func TestMessageTextAndLatestInput(t *testing.T) {
+	m := runtime.Message{Role: "user", Content: "a", Parts: []runtime.ContentPart{
+		{Type: runtime.PartText, Text: "b"}, {Type: runtime.PartImage, ImageURL: "u"},
+		{Type: runtime.PartToolResult, ToolCallID: "c", Text: "r"}, {Type: runtime.PartText, Text: "d"}}}
+	assert.Equal(t, "a\nb\nd", m.Text())
+	assert.Equal(t, []string{"r"}, m.ToolResults())
+	tool := runtime.Message{Role: "tool", Content: "out"}
+	assert.Equal(t, []string{"out"}, tool.ToolResults())
+
+	msgs := []runtime.Message{{Role: "user", Content: "1"}, {Role: "assistant"}, {Role: "tool"}, {Role: "user"}}
+	assert.Equal(t, msgs[2:], runtime.LatestInput(msgs))
+	assert.Equal(t, msgs[:1], runtime.LatestInput(msgs[:1]))
+
+	assert.Equal(t, "q\nfoo\nn", runtime.ToolUse{Arguments: json.RawMessage(`{"q":"f\u006fo","n":[1,true]}`)}.ArgsText())
+	assert.Equal(t, `{"q":`, runtime.ToolUse{Arguments: json.RawMessage(`{"q":`)}.ArgsText(), "not JSON: the raw text")
+}
+
+func TestHoldToolCalls(t *testing.T) {
+	next := func(fail error) runtime.ChatHandler {
+		return func(_ context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
+			for _, d := range toolCallStream {
+				if !c.Emit(yield, d) {
+					return nil
+				}
+			}
+			return fail
+		}
+	}
+	upper := func(calls []runtime.ToolUse) ([]runtime.ToolUse, error) {
+		calls[0].Arguments = json.RawMessage(`{"q":"GO"}`)
+		return calls, nil
+	}
+	c := &runtime.ChatCall{}
+	var got []runtime.Delta
+	err := runtime.HoldToolCalls(context.Background(), c, next(nil), func(d runtime.Delta) bool { got = append(got, d); return true }, upper)
+	require.NoError(t, err)
+	require.Len(t, got, 2, "the text at once, the calls in one delta at the end")
+	assert.Equal(t, "checking", got[0].Text)
+	assert.Equal(t, []runtime.ToolCallDelta{{Index: 0, ID: "call_a", Name: "search", Arguments: `{"q":"GO"}`}, {Index: 1, ID: "call_b", Name: "now", Arguments: `{}`}},
+		got[1].ToolCalls)
+	assert.Equal(t, runtime.FinishToolCalls, got[1].FinishReason)
+	assert.Equal(t, int64(100), got[1].Usage.InputTokens, "usage held with the calls rides on them")
+	assert.Equal(t, 2, c.Deltas)
+
+	c = &runtime.ChatCall{}
+	got = nil
+	err = runtime.HoldToolCalls(context.Background(), c, next(errors.New("reset")), func(d runtime.Delta) bool { got = append(got, d); return true }, upper)
+	require.ErrorContains(t, err, "reset")
+	assert.Len(t, got, 1, "a failed stream's held calls are dropped")
+	assert.Equal(t, 1, c.Deltas)
+
+	c = &runtime.ChatCall{}
+	refuse := func([]runtime.ToolUse) ([]runtime.ToolUse, error) { return nil, errors.New("refused") }
+	err = runtime.HoldToolCalls(context.Background(), c, next(nil), func(runtime.Delta) bool { return true }, refuse)
+	require.ErrorContains(t, err, "refused")
+	assert.Equal(t, 1, c.Deltas)
 }

@@ -78,22 +78,36 @@ func (m *Middleware) check(what, text string) error {
 	return &runtime.BlockedError{Layer: m.name, Message: fmt.Sprintf("%s contains banned %s %q", what, match.Kind, match.Rule)}
 }
 
-// WrapChat implements runtime.ChatWrapper: the latest user message is
-// checked before the inner layers run. The streamed output is not checked
-// (that would hold the stream back): put a guard with phase "after" or a
-// judge inside the chain to vet output.
+// WrapChat implements runtime.ChatWrapper: the latest input is checked
+// before the inner layers run: every message after the last assistant
+// message (runtime.LatestInput), user text and text parts, and tool results.
+// The streamed text is not checked (that would hold the stream back): put a
+// guard with phase "after" or a judge inside the chain to vet it. The tool
+// calls the model requests are checked: their fragments are held until the
+// stream ends (text passes at once), the arguments are checked whole, and a
+// match blocks the call before any of its tool calls reaches the caller.
 func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
-		msgs := c.Request.Messages
-		for i := len(msgs) - 1; i >= 0; i-- {
-			if msgs[i].Role == "user" {
-				if err := m.check("input", msgs[i].Content); err != nil {
+		for _, msg := range runtime.LatestInput(c.Request.Messages) {
+			if msg.Role == "user" {
+				if err := m.check("input", msg.Text()); err != nil {
 					return err
 				}
-				break
+			}
+			for _, r := range msg.ToolResults() {
+				if err := m.check("tool result", r); err != nil {
+					return err
+				}
 			}
 		}
-		return next(ctx, c, yield)
+		return runtime.HoldToolCalls(ctx, c, next, yield, func(calls []runtime.ToolUse) ([]runtime.ToolUse, error) {
+			for _, tc := range calls {
+				if err := m.check("tool call "+tc.Name+" arguments", tc.ArgsText()); err != nil {
+					return nil, err
+				}
+			}
+			return calls, nil
+		})
 	}
 }
 

@@ -2,6 +2,7 @@ package pii
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -92,12 +93,15 @@ func kindsOf(ms []Match) string {
 }
 
 // WrapChat implements runtime.ChatWrapper. With action "block" the latest
-// user message is scanned and a match blocks the call. With "redact" every
-// user message is rewritten on the call's own copy of the transcript before
-// the inner layers run (the caller's transcript still holds the raw text and
-// resends it with the next call, so earlier messages are redacted again);
-// the caller's messages are never modified. System, assistant and tool
-// messages are left alone. Block messages name the kinds found, never the
+// user message is scanned (its content and text parts) and a match blocks the
+// call. With "redact" every user message (content and text parts) and the
+// arguments of every tool call an assistant message requested (string values
+// and numbers, as in the tool stage; the arguments stay valid JSON) are
+// rewritten on the call's own copy of the transcript before the inner layers
+// run (the caller's transcript still holds the raw text and resends it with
+// the next call, so earlier messages are redacted again); the caller's
+// messages are never modified. System messages, assistant text and tool
+// results are left alone. Block messages name the kinds found, never the
 // data.
 func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	if m.Action == ActionBlock {
@@ -107,7 +111,7 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 				if msgs[i].Role != "user" {
 					continue
 				}
-				if ms := m.scanner.Find(msgs[i].Content); len(ms) > 0 {
+				if ms := m.scanner.Find(msgs[i].Text()); len(ms) > 0 {
 					return &runtime.BlockedError{Layer: m.name,
 						Message: fmt.Sprintf("message %d contains personal data (%s)", i, kindsOf(ms))}
 				}
@@ -119,18 +123,15 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
 		orig := c.Request.Messages
 		var out []runtime.Message
-		for i, msg := range orig {
-			if msg.Role != "user" {
-				continue
-			}
-			red, n := m.scanner.Redact(msg.Content)
-			if n == 0 {
+		for i := range orig {
+			msg, changed := m.redactMessage(&orig[i])
+			if !changed {
 				continue
 			}
 			if out == nil {
 				out = slices.Clone(orig)
 			}
-			out[i].Content = red
+			out[i] = msg
 		}
 		if out == nil {
 			return next(ctx, c, yield)
@@ -140,6 +141,64 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		c.Request.Messages = orig
 		return err
 	}
+}
+
+// redactMessage returns msg redacted and whether anything changed; the
+// message's slices are copied before they are changed.
+func (m *Middleware) redactMessage(msg *runtime.Message) (runtime.Message, bool) {
+	out := *msg
+	changed := false
+	switch msg.Role {
+	case "user":
+		if red, n := m.scanner.Redact(msg.Content); n > 0 {
+			out.Content, changed = red, true
+		}
+		cloned := false
+		for j, p := range msg.Parts {
+			if p.Type != runtime.PartText {
+				continue
+			}
+			red, n := m.scanner.Redact(p.Text)
+			if n == 0 {
+				continue
+			}
+			if !cloned {
+				out.Parts, cloned = slices.Clone(msg.Parts), true
+			}
+			out.Parts[j].Text, changed = red, true
+		}
+	case "assistant":
+		for j, tc := range msg.ToolCalls {
+			args, ok := m.redactArgs(tc.Arguments)
+			if !ok {
+				continue
+			}
+			if !changed {
+				out.ToolCalls = slices.Clone(msg.ToolCalls)
+				changed = true
+			}
+			out.ToolCalls[j].Arguments = args
+		}
+	}
+	return out, changed
+}
+
+// redactArgs redacts the JSON arguments of a tool call; ok is false when
+// nothing was found (or they are not JSON).
+func (m *Middleware) redactArgs(raw json.RawMessage) (json.RawMessage, bool) {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return nil, false
+	}
+	red, n := m.scanner.RedactValue(v)
+	if n == 0 {
+		return nil, false
+	}
+	b, err := json.Marshal(red)
+	if err != nil {
+		return nil, false
+	}
+	return b, true
 }
 
 // WrapTool implements runtime.ToolWrapper. The arguments are scanned (every

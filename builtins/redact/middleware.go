@@ -113,18 +113,29 @@ func (m *Middleware) redactResult(v any) any {
 // lines). The default rules match within a line (or within such a block);
 // a configured pattern that would match across a line break only matches
 // within each released part. Usage reported on held deltas rides on the next
-// released one. When the stream fails, held text is dropped, never released
-// unredacted; when nothing was released yet the failure stays a pre-stream
-// one for the outer layers (a retry may re-invoke).
+// released one, and the finish reason on the last. When the stream fails,
+// held text is dropped, never released unredacted; when nothing was released
+// yet the failure stays a pre-stream one for the outer layers (a retry may
+// re-invoke).
+//
+// Tool calls are masked whole: their argument fragments are held until the
+// stream ends (runtime.HoldToolCalls), then every string value of the
+// arguments is redacted and the calls are released, one fragment each, with
+// arguments that are still valid JSON. Arguments that are not JSON are
+// redacted as text.
 func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
+	inner := func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
+		return runtime.HoldToolCalls(ctx, c, next, yield, m.redactCalls)
+	}
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
 		start := c.Deltas
 		emitted := 0
 		var pending strings.Builder
 		var usage runtime.Usage
+		finish := ""
 		stopped := false
-		release := func(text string) bool {
-			d := runtime.Delta{Text: text, Usage: usage}
+		release := func(d runtime.Delta) bool {
+			d.Usage = usage
 			usage = runtime.Usage{}
 			emitted++
 			if !yield(d) {
@@ -134,13 +145,22 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 			}
 			return true
 		}
-		err := next(ctx, c, func(d runtime.Delta) bool {
+		err := inner(ctx, c, func(d runtime.Delta) bool {
 			if stopped {
 				return false
 			}
 			pending.WriteString(d.Text)
-			usage.InputTokens += d.Usage.InputTokens
-			usage.OutputTokens += d.Usage.OutputTokens
+			usage.Add(d.Usage)
+			if d.FinishReason != "" {
+				finish = d.FinishReason
+			}
+			if len(d.ToolCalls) > 0 {
+				// The held calls come last: release all text before them.
+				red, _ := m.redactor.Redact(pending.String())
+				pending.Reset()
+				finish = ""
+				return release(runtime.Delta{Text: red, ToolCalls: d.ToolCalls, FinishReason: d.FinishReason})
+			}
 			buf := pending.String()
 			cut := releasable(buf)
 			if cut == 0 {
@@ -149,15 +169,40 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 			red, _ := m.redactor.Redact(buf[:cut])
 			pending.Reset()
 			pending.WriteString(buf[cut:])
-			return release(red)
+			return release(runtime.Delta{Text: red})
 		})
-		if err == nil && !stopped && !c.Stopped && (pending.Len() > 0 || !usage.IsZero()) {
+		if err == nil && !stopped && !c.Stopped && (pending.Len() > 0 || !usage.IsZero() || finish != "") {
 			red, _ := m.redactor.Redact(pending.String())
-			release(red)
+			release(runtime.Delta{Text: red, FinishReason: finish})
 		}
 		c.Deltas = start + emitted
 		return err
 	}
+}
+
+// redactCalls masks the arguments of the model's tool calls, keeping them
+// valid JSON.
+func (m *Middleware) redactCalls(calls []runtime.ToolUse) ([]runtime.ToolUse, error) {
+	for i, tc := range calls {
+		var v any
+		if json.Unmarshal(tc.Arguments, &v) != nil {
+			red, n := m.redactor.Redact(string(tc.Arguments))
+			if n > 0 {
+				calls[i].Arguments = json.RawMessage(red)
+			}
+			continue
+		}
+		red, n := m.redactor.RedactValue(v)
+		if n == 0 {
+			continue
+		}
+		b, err := json.Marshal(red)
+		if err != nil {
+			continue
+		}
+		calls[i].Arguments = b
+	}
+	return calls, nil
 }
 
 // releasable returns how many bytes of buf may be released: up to the last

@@ -83,21 +83,42 @@ func (m *Middleware) check(text string) error {
 	return &runtime.BlockedError{Layer: m.name, Message: msg}
 }
 
-// WrapChat implements runtime.ChatWrapper: the latest user message is
-// checked before the inner layers run; a match blocks the call.
+// WrapChat implements runtime.ChatWrapper: the latest input is checked
+// before the inner layers run, and a match blocks the call. The latest input
+// is every message after the last assistant message (runtime.LatestInput):
+// user messages, their text parts, and tool results, whether tool messages
+// or tool_result parts (an injection often arrives through a tool's output).
+// The tool calls the model requests are checked too (an injected model
+// passes the injection on through a tool, a sub-agent's prompt): their
+// fragments are held until the stream ends while text passes at once, and a
+// match in the arguments blocks the call before any tool call reaches the
+// caller.
 func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
-		msgs := c.Request.Messages
-		for i := len(msgs) - 1; i >= 0; i-- {
-			if msgs[i].Role == "user" {
-				if err := m.check(msgs[i].Content); err != nil {
+		for _, msg := range runtime.LatestInput(c.Request.Messages) {
+			if msg.Role == "user" {
+				if err := m.check(msg.Text()); err != nil {
 					return err
 				}
-				break
+			}
+			for _, r := range msg.ToolResults() {
+				if err := m.check(r); err != nil {
+					return err
+				}
 			}
 		}
-		return next(ctx, c, yield)
+		return runtime.HoldToolCalls(ctx, c, next, yield, m.checkCalls)
 	}
+}
+
+// checkCalls checks the arguments of the model's tool calls.
+func (m *Middleware) checkCalls(calls []runtime.ToolUse) ([]runtime.ToolUse, error) {
+	for _, tc := range calls {
+		if err := m.check(tc.ArgsText()); err != nil {
+			return nil, err
+		}
+	}
+	return calls, nil
 }
 
 // WrapTurn implements runtime.TurnWrapper: the turn's input is checked before
