@@ -20,6 +20,12 @@ import (
 // server oa and whose backup model by the Anthropic-shaped server an.
 func load(t *testing.T, oa, an *ssetest.Server, chat string) *runtime.Pipeline {
 	t.Helper()
+	return loadWith(t, oa, an, "chains: chat: "+chat, runtime.Deps{})
+}
+
+// loadWith is load with the policy's other fields (chains...) and deps.
+func loadWith(t *testing.T, oa, an *ssetest.Server, rest string, deps runtime.Deps) *runtime.Pipeline {
+	t.Helper()
 	t.Setenv("AGENTC_TEST_OPENAI_KEY", "sk-oa-test-key-1234")
 	t.Setenv("AGENTC_TEST_ANTHROPIC_KEY", "sk-an-test-key-5678")
 	dir := t.TempDir()
@@ -31,10 +37,10 @@ models: {
 	backup: {provider: "anthropic", model: "claude-sonnet-4-5", api_key_env: "AGENTC_TEST_ANTHROPIC_KEY", base_url: %q,
 		usd_per_mtok_in: 3, usd_per_mtok_out: 15}
 }
-chains: chat: %s
-`, oa.URL+"/v1", an.URL, chat)
+%s
+`, oa.URL+"/v1", an.URL, rest)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte(src), 0o644))
-	pl, err := agentc.Load(context.Background(), dir, runtime.Deps{})
+	pl, err := agentc.Load(context.Background(), dir, deps)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = pl.Close() })
 	return pl

@@ -368,13 +368,16 @@ func messages(in []runtime.Message) ([]anthropic.TextBlockParam, []anthropic.Mes
 				}
 			}
 		case "tool":
-			if m.ToolCallID != "" {
-				results = append(results, anthropic.NewToolResultBlock(m.ToolCallID, m.Content, false))
-			}
+			// The results are the message's tool_result parts, or else its
+			// text answering ToolCallID.
+			n := len(results)
 			for _, p := range m.Parts {
 				if p.Type == runtime.PartToolResult {
 					results = append(results, anthropic.NewToolResultBlock(p.ToolCallID, p.Text, p.IsError))
 				}
+			}
+			if len(results) == n && m.ToolCallID != "" {
+				results = append(results, anthropic.NewToolResultBlock(m.ToolCallID, m.Content, false))
 			}
 		case "user":
 			var blocks []anthropic.ContentBlockParamUnion

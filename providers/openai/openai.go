@@ -354,14 +354,16 @@ func messages(in []runtime.Message) ([]openai.ChatCompletionMessageParamUnion, e
 			}
 			out = append(out, openai.ChatCompletionMessageParamUnion{OfAssistant: &a})
 		case "tool":
-			id := m.ToolCallID
+			// The results are the message's tool_result parts, or else its
+			// text answering ToolCallID.
+			n := len(out)
 			for _, p := range rest {
 				if p.Type == runtime.PartToolResult {
 					out = append(out, openai.ToolMessage(p.Text, p.ToolCallID))
 				}
 			}
-			if id != "" {
-				out = append(out, openai.ToolMessage(text, id))
+			if len(out) == n && m.ToolCallID != "" {
+				out = append(out, openai.ToolMessage(text, m.ToolCallID))
 			}
 		default:
 			return nil, fmt.Errorf("messages[%d]: unknown role %q", i, m.Role)

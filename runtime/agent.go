@@ -1,0 +1,299 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+)
+
+// What an agent turn does when a guard blocks one of the model's tool calls
+// (AgentRequest.OnBlock).
+const (
+	// OnBlockTellModel answers the blocked call with a tool result telling
+	// the model it was refused, and why, and goes on.
+	OnBlockTellModel = "tell_model"
+	// OnBlockEndTurn ends the turn with the *BlockedError.
+	OnBlockEndTurn = "end_turn"
+)
+
+// The defaults of an AgentRequest.
+const (
+	DefaultAgentMaxSteps    = 8
+	DefaultAgentMaxParallel = 4
+)
+
+// Why an agent turn stopped (AgentResult.Stop).
+const (
+	// StopDone is a model answer without tool calls.
+	StopDone = "done"
+	// StopMaxSteps is the step bound reached while the model still called
+	// tools.
+	StopMaxSteps = "max_steps"
+)
+
+// AgentRequest is one agent turn for RunAgent.
+type AgentRequest struct {
+	// Model names the model (a key of Deps.Models).
+	Model string
+	// Messages is the transcript before the turn (system prompt, history).
+	// It is not modified.
+	Messages []Message
+	// Input, when not empty, is appended as a user message; it is also the
+	// turn's input for the turn chain (else the last user message's text).
+	Input string
+	// Session is the conversation (the turn chain's `session`).
+	Session Session
+	// Params is the template of every model call of the turn: Tools (nil:
+	// the policy's declared tools), ToolChoice, sampling parameters,
+	// MaxTokens, ResponseFormat, Metadata. Its Model and Messages are
+	// ignored.
+	Params ChatRequest
+	// MaxSteps bounds the model calls of the turn (0:
+	// DefaultAgentMaxSteps).
+	MaxSteps int
+	// MaxParallel bounds the tool calls of one step that run at once (0:
+	// DefaultAgentMaxParallel).
+	MaxParallel int
+	// OnBlock is OnBlockTellModel ("" is the same) or OnBlockEndTurn.
+	OnBlock string
+	// OnDelta, when set, sees every delta of every model call as it streams
+	// (steps count from 1). It runs on the caller's goroutine.
+	OnDelta func(step int, d Delta)
+}
+
+// AgentResult is the outcome of an agent turn.
+type AgentResult struct {
+	// Output is the text of the last model call.
+	Output string `json:"output"`
+	// Messages is the transcript after the turn: the request's messages,
+	// the input, and every assistant message and tool result of the turn.
+	Messages []Message `json:"messages"`
+	// Steps is the number of model calls made.
+	Steps int `json:"steps"`
+	// ToolCalls is the number of tool calls the model requested.
+	ToolCalls int `json:"tool_calls"`
+	// Blocked is the number of tool calls a guard refused.
+	Blocked int `json:"blocked,omitempty"`
+	// Usage sums the usage of the model calls.
+	Usage Usage `json:"usage"`
+	// FinishReason is the last model call's.
+	FinishReason string `json:"finish_reason,omitempty"`
+	// Stop says why the turn ended: StopDone or StopMaxSteps ("" when it
+	// failed).
+	Stop string `json:"stop,omitempty"`
+	// Attempts is the turn chain's attempt count.
+	Attempts int `json:"attempts"`
+}
+
+// RunAgent runs one function-calling agent turn inside the turn chain: a
+// model call through the chat chain; when the model asks for tools, each
+// call runs through the tool chain (up to MaxParallel at once) and its
+// result is appended as a tool message; then the model is called again,
+// until it answers without tool calls or MaxSteps model calls were made.
+//
+// A tool call that a guard blocks is answered with a tool result telling the
+// model it was refused (OnBlockTellModel), or ends the turn with the
+// *BlockedError (OnBlockEndTurn). A tool that fails, arguments that are not a
+// JSON object and a tool that is not registered are reported to the model
+// the same way, as an error result, and the turn goes on. A budget error, a
+// failed or blocked model call, and the end of ctx end the turn with their
+// error; the result still holds the transcript so far. RunAgent is safe for
+// concurrent use.
+func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult, error) {
+	if req.OnBlock != "" && req.OnBlock != OnBlockTellModel && req.OnBlock != OnBlockEndTurn {
+		return AgentResult{}, fmt.Errorf("agent: on_block %q is not %q or %q", req.OnBlock, OnBlockTellModel, OnBlockEndTurn)
+	}
+	maxSteps := req.MaxSteps
+	if maxSteps <= 0 {
+		maxSteps = DefaultAgentMaxSteps
+	}
+	parallel := req.MaxParallel
+	if parallel <= 0 {
+		parallel = DefaultAgentMaxParallel
+	}
+	msgs := make([]Message, len(req.Messages), len(req.Messages)+1+2*maxSteps)
+	copy(msgs, req.Messages)
+	input := req.Input
+	if input != "" {
+		msgs = append(msgs, Message{Role: "user", Content: input})
+	} else {
+		input = lastUserText(msgs)
+	}
+	var res AgentResult
+	tr, err := pl.Turn(ctx, TurnRequest{Input: input, Session: req.Session}, func(ctx context.Context) (string, error) {
+		res = AgentResult{}
+		turn := agentTurn{pl: pl, req: &req, parallel: parallel, msgs: msgs, res: &res}
+		err := turn.run(ctx, maxSteps)
+		res.Messages = turn.msgs
+		return res.Output, err
+	})
+	res.Attempts = tr.Attempts
+	if res.Messages == nil {
+		res.Messages = msgs
+	}
+	return res, err
+}
+
+// agentTurn is the state of one attempt of an agent turn.
+type agentTurn struct {
+	pl       *Pipeline
+	req      *AgentRequest
+	parallel int
+	msgs     []Message
+	res      *AgentResult
+}
+
+func (t *agentTurn) run(ctx context.Context, maxSteps int) error {
+	for step := 1; step <= maxSteps; step++ {
+		resp, err := t.chat(ctx, step)
+		t.res.Steps = step
+		t.res.Usage.Add(resp.Usage)
+		t.res.FinishReason = resp.FinishReason
+		t.res.Output = resp.Text
+		if err != nil {
+			return err
+		}
+		t.msgs = append(t.msgs, Message{Role: "assistant", Content: resp.Text, ToolCalls: resp.ToolCalls})
+		if len(resp.ToolCalls) == 0 {
+			t.res.Stop = StopDone
+			return nil
+		}
+		t.res.ToolCalls += len(resp.ToolCalls)
+		results, err := t.tools(ctx, resp.ToolCalls)
+		t.msgs = append(t.msgs, results...)
+		if err != nil {
+			return err
+		}
+	}
+	t.res.Stop = StopMaxSteps
+	return nil
+}
+
+// chat makes the model call of one step.
+func (t *agentTurn) chat(ctx context.Context, step int) (ChatResponse, error) {
+	creq := t.req.Params
+	creq.Model, creq.Messages = t.req.Model, t.msgs
+	var acc struct {
+		text  strings.Builder
+		calls ToolCallBuilder
+	}
+	onDelta := t.req.OnDelta
+	resp, err := t.pl.Stream(ctx, creq, func(d Delta) bool {
+		acc.text.WriteString(d.Text)
+		acc.calls.Add(&d)
+		if onDelta != nil {
+			onDelta(step, d)
+		}
+		return true
+	})
+	resp.Text = acc.text.String()
+	resp.ToolCalls = acc.calls.ToolCalls()
+	return resp, err
+}
+
+// tools runs the calls of one step through the tool chain, at most
+// t.parallel at once, and returns their results in the order of the calls.
+// The error ends the turn: a budget error, a block under end_turn, or ctx's
+// end.
+func (t *agentTurn) tools(ctx context.Context, calls []ToolUse) ([]Message, error) {
+	out := make([]Message, len(calls))
+	errs := make([]error, len(calls))
+	blocked := make([]bool, len(calls))
+	sem := make(chan struct{}, t.parallel)
+	var wg sync.WaitGroup
+	for i := range calls {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			out[i], blocked[i], errs[i] = t.tool(ctx, calls[i])
+		}()
+	}
+	wg.Wait()
+	for i := range calls {
+		if blocked[i] {
+			t.res.Blocked++
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// tool runs one call and returns its tool message, whether a guard blocked
+// it, and an error that ends the turn.
+func (t *agentTurn) tool(ctx context.Context, call ToolUse) (Message, bool, error) {
+	answer := func(text string, isErr bool) Message {
+		return Message{Role: "tool", ToolCallID: call.ID, Name: call.Name,
+			Parts: []ContentPart{{Type: PartToolResult, ToolCallID: call.ID, Text: text, IsError: isErr}}}
+	}
+	treq, err := call.Request()
+	if err != nil {
+		return answer("error: the arguments are not a JSON object; call the tool again with a JSON object of its parameters", true), false, nil
+	}
+	res, err := t.pl.Tool(ctx, treq)
+	if err == nil {
+		text, err := resultText(res.Value)
+		if err != nil {
+			return answer("error: the tool's result could not be encoded: "+err.Error(), true), false, nil
+		}
+		return answer(text, false), false, nil
+	}
+	if ctx.Err() != nil {
+		return answer("error: cancelled", true), false, ctx.Err()
+	}
+	switch Classify(err) {
+	case ClassBudget:
+		return answer("error: the budget is exhausted", true), false, err
+	case ClassBlocked:
+		if t.req.OnBlock == OnBlockEndTurn {
+			return answer(refusal(err), true), true, err
+		}
+		return answer(refusal(err), true), true, nil
+	}
+	return answer("error: the tool failed: "+err.Error(), true), false, nil
+}
+
+// refusal tells the model that policy refused a call.
+func refusal(err error) string {
+	var b *BlockedError
+	if errors.As(err, &b) {
+		return fmt.Sprintf("refused: the call was blocked by policy (%s): %s. Do not repeat it unchanged.", b.Layer, b.Message)
+	}
+	return "refused: the call was blocked by policy. Do not repeat it unchanged."
+}
+
+// resultText renders a tool result for the model: a string as it is,
+// anything else as JSON.
+func resultText(v any) (string, error) {
+	switch v := v.(type) {
+	case string:
+		return v, nil
+	case []byte:
+		return string(v), nil
+	case json.RawMessage:
+		return string(v), nil
+	case nil:
+		return "null", nil
+	}
+	b, err := json.Marshal(v)
+	return string(b), err
+}
+
+// lastUserText returns the text of the last user message.
+func lastUserText(msgs []Message) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == "user" {
+			if msgs[i].Content != "" {
+				return msgs[i].Content
+			}
+			for _, p := range msgs[i].Parts {
+				if p.Type == PartText {
+					return p.Text
+				}
+			}
+		}
+	}
+	return ""
+}

@@ -1,0 +1,145 @@
+package runtime_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
+)
+
+// callTools is a model response that asks for the tool calls.
+func callTools(calls ...runtime.ToolUse) rt.Response {
+	d := runtime.Delta{FinishReason: runtime.FinishToolCalls}
+	for i, c := range calls {
+		d.ToolCalls = append(d.ToolCalls, runtime.ToolCallDelta{Index: i, ID: c.ID, Name: c.Name, Arguments: string(c.Arguments)})
+	}
+	return rt.Response{Stream: []runtime.Delta{d}, Usage: runtime.Usage{InputTokens: 10, OutputTokens: 5}}
+}
+
+func use(id, name, args string) runtime.ToolUse {
+	return runtime.ToolUse{ID: id, Name: name, Arguments: json.RawMessage(args)}
+}
+
+func TestRunAgentLoopsUntilTheModelAnswers(t *testing.T) {
+	model := rt.NewModel(
+		callTools(use("c1", "weather", `{"city":"Paris"}`), use("c2", "weather", `{"city":"Tokyo"}`)),
+		rt.Response{Deltas: []string{"Paris 21, ", "Tokyo 25"}, Usage: runtime.Usage{InputTokens: 30, OutputTokens: 7}},
+	)
+	var running, peak atomic.Int32
+	weather := func(_ context.Context, c *runtime.ToolCall) (any, error) {
+		n := running.Add(1)
+		defer running.Add(-1)
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		time.Sleep(20 * time.Millisecond)
+		return map[string]any{"city": c.Args["city"], "temp_c": 21}, nil
+	}
+	audit := &runtime.MemoryAudit{}
+	p := rt.Plan(plan.Chains{Turn: []plan.Layer{{Use: "audit", Config: json.RawMessage(`{}`)}}})
+	pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model},
+		Tools: map[string]runtime.ToolFunc{"weather": weather}, Audit: audit})
+
+	var steps []int
+	res, err := pl.RunAgent(context.Background(), runtime.AgentRequest{
+		Model: "primary", Messages: []runtime.Message{{Role: "system", Content: "weather bot"}}, Input: "weather in Paris and Tokyo?",
+		OnDelta: func(step int, _ runtime.Delta) { steps = append(steps, step) },
+	})
+	require.NoError(t, err)
+	assert.Equal(t, "Paris 21, Tokyo 25", res.Output)
+	assert.Equal(t, runtime.StopDone, res.Stop)
+	assert.Equal(t, 2, res.Steps)
+	assert.Equal(t, 2, res.ToolCalls)
+	assert.Equal(t, runtime.Usage{InputTokens: 40, OutputTokens: 12}, res.Usage)
+	assert.Equal(t, int32(2), peak.Load(), "the two calls of a step run at once")
+	assert.Equal(t, []int{1, 2, 2}, steps)
+
+	require.Len(t, res.Messages, 6)
+	assert.Equal(t, []string{"system", "user", "assistant", "tool", "tool", "assistant"},
+		[]string{res.Messages[0].Role, res.Messages[1].Role, res.Messages[2].Role, res.Messages[3].Role, res.Messages[4].Role, res.Messages[5].Role})
+	assert.Len(t, res.Messages[2].ToolCalls, 2)
+	assert.Equal(t, "c1", res.Messages[3].ToolCallID)
+	assert.Equal(t, []runtime.ContentPart{{Type: runtime.PartToolResult, ToolCallID: "c2", Text: `{"city":"Tokyo","temp_c":21}`}}, res.Messages[4].Parts)
+
+	reqs := model.Requests()
+	require.Len(t, reqs, 2)
+	assert.Len(t, reqs[0].Messages, 2)
+	assert.Len(t, reqs[1].Messages, 5, "the second call sees the tool results")
+
+	var turns int
+	for _, r := range audit.Records() {
+		if r.Stage == "turn" && r.Phase == runtime.PhaseOutcome {
+			turns++
+			assert.Equal(t, runtime.DecisionOK, r.Decision)
+		}
+	}
+	assert.Equal(t, 1, turns, "the whole loop is one turn of the turn chain")
+}
+
+func TestRunAgentBoundsParallelTools(t *testing.T) {
+	model := rt.NewModel(callTools(use("a", "slow", `{}`), use("b", "slow", `{}`), use("c", "slow", `{}`)), rt.Response{Deltas: []string{"ok"}})
+	var running, peak atomic.Int32
+	slow := func(context.Context, *runtime.ToolCall) (any, error) {
+		n := running.Add(1)
+		defer running.Add(-1)
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		time.Sleep(10 * time.Millisecond)
+		return "done", nil
+	}
+	pl := rt.Build(t, rt.Plan(plan.Chains{}), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}, Tools: map[string]runtime.ToolFunc{"slow": slow}})
+	res, err := pl.RunAgent(context.Background(), runtime.AgentRequest{Model: "primary", Input: "go", MaxParallel: 1})
+	require.NoError(t, err)
+	assert.Equal(t, int32(1), peak.Load())
+	assert.Equal(t, 3, res.ToolCalls)
+}
+
+func TestRunAgentStopsAtMaxSteps(t *testing.T) {
+	model := rt.NewModel(callTools(use("x", "echo", `{"n":1}`)))
+	pl := rt.Build(t, rt.Plan(plan.Chains{}), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model},
+		Tools: map[string]runtime.ToolFunc{"echo": func(_ context.Context, c *runtime.ToolCall) (any, error) { return c.Args, nil }}})
+	res, err := pl.RunAgent(context.Background(), runtime.AgentRequest{Model: "primary", Input: "loop", MaxSteps: 3})
+	require.NoError(t, err)
+	assert.Equal(t, runtime.StopMaxSteps, res.Stop)
+	assert.Equal(t, 3, res.Steps)
+	assert.Equal(t, 3, model.Calls())
+}
+
+func TestRunAgentReportsToolFailuresToTheModel(t *testing.T) {
+	model := rt.NewModel(callTools(use("bad", "echo", `[1,2]`), use("gone", "missing", `{}`), use("boom", "fail", `{}`)), rt.Response{Deltas: []string{"sorry"}})
+	pl := rt.Build(t, rt.Plan(plan.Chains{}), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model},
+		Tools: map[string]runtime.ToolFunc{
+			"echo": func(_ context.Context, c *runtime.ToolCall) (any, error) { return c.Args, nil },
+			"fail": func(context.Context, *runtime.ToolCall) (any, error) { return nil, errors.New("disk full") },
+		}})
+	res, err := pl.RunAgent(context.Background(), runtime.AgentRequest{Model: "primary", Input: "try"})
+	require.NoError(t, err)
+	assert.Equal(t, "sorry", res.Output)
+	results := res.Messages[2:5]
+	for _, m := range results {
+		require.Len(t, m.Parts, 1)
+		assert.True(t, m.Parts[0].IsError)
+	}
+	assert.Contains(t, results[0].Parts[0].Text, "not a JSON object")
+	assert.Contains(t, results[1].Parts[0].Text, `tool "missing" is not registered`)
+	assert.Contains(t, results[2].Parts[0].Text, "disk full")
+}
+
+func TestRunAgentEndsOnAFailedModelCall(t *testing.T) {
+	model := rt.NewModel(rt.Response{Err: &runtime.CallError{Kind: runtime.KindPermanent, Message: "bad request"}})
+	pl := rt.Build(t, rt.Plan(plan.Chains{}), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
+	res, err := pl.RunAgent(context.Background(), runtime.AgentRequest{Model: "primary", Input: "hi"})
+	assert.ErrorContains(t, err, "bad request")
+	assert.Equal(t, "", res.Stop)
+	assert.Equal(t, 1, res.Steps)
+	_, err = pl.RunAgent(context.Background(), runtime.AgentRequest{Model: "primary", OnBlock: "ignore"})
+	assert.ErrorContains(t, err, `on_block "ignore" is not "tell_model" or "end_turn"`)
+}
