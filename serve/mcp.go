@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -42,6 +43,8 @@ type upstreamTool struct {
 	name    string // the upstream's own name
 	tool    *mcp.Tool
 	session *mcp.ClientSession
+	// calls counts the calls sent upstream.
+	calls atomic.Int64
 }
 
 // Upstream connects to one upstream MCP server of a plan: it starts the
@@ -154,6 +157,7 @@ func (t *upstreamTool) call(ctx context.Context, c *runtime.ToolCall) (any, erro
 	if args == nil {
 		args = map[string]any{}
 	}
+	t.calls.Add(1)
 	res, err := t.session.CallTool(ctx, &mcp.CallToolParams{Name: t.name, Arguments: args})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -321,7 +325,7 @@ func (p *mcpProxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "arguments must be a JSON object: " + err.Error()}
 		}
 	}
-	run := runtime.Run{Agent: "serve"}
+	run := runtime.Run{Agent: "serve", Tenant: c.tenant}
 	if c.tenant != "" {
 		run.Meta = map[string]any{"tenant": c.tenant, "key": c.key}
 	}

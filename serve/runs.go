@@ -107,7 +107,7 @@ func validRunID(id string) error {
 // for the idle period.
 func (s *Server) withRun(ctx context.Context, w http.ResponseWriter, r *http.Request, g *generation, c caller) (context.Context, func(), error) {
 	id := r.Header.Get(RunHeader)
-	run := runtime.Run{Agent: "serve"}
+	run := runtime.Run{Agent: "serve", Tenant: c.tenant}
 	if c.tenant != "" {
 		run.Meta = map[string]any{"tenant": c.tenant, "key": c.key}
 	}

@@ -1,0 +1,219 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// bearer adds an Authorization header (and more) to every request.
+type bearer struct {
+	key    string
+	header map[string]string
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	if b.key != "" {
+		r.Header.Set("Authorization", "Bearer "+b.key)
+	}
+	for k, v := range b.header {
+		r.Header.Set(k, v)
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// connectProxy connects a go-sdk client to the proxy at url with key.
+func connectProxy(t *testing.T, url, key string, header map[string]string) *mcp.ClientSession {
+	t.Helper()
+	client := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1"}, nil)
+	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url + "/mcp",
+		HTTPClient: &http.Client{Transport: bearer{key: key, header: header}}, MaxRetries: -1}, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+func text(t *testing.T, res *mcp.CallToolResult) string {
+	t.Helper()
+	var parts []string
+	for _, c := range res.Content {
+		tc, ok := c.(*mcp.TextContent)
+		require.True(t, ok, "content %T", c)
+		parts = append(parts, tc.Text)
+	}
+	return strings.Join(parts, "\n")
+}
+
+// inProcessUpstream serves a go-sdk MCP server with two tools on a
+// loopback port: refund (counted) and lookup.
+func inProcessUpstream(t *testing.T) (string, *atomic.Int64) {
+	t.Helper()
+	var refunds atomic.Int64
+	srv := mcp.NewServer(&mcp.Implementation{Name: "payments", Version: "1"}, nil)
+	type refundIn struct {
+		OrderID    string  `json:"order_id"`
+		Amount     float64 `json:"amount"`
+		ApprovedBy string  `json:"approved_by,omitempty"`
+	}
+	mcp.AddTool(srv, &mcp.Tool{Name: "refund", Description: "Refund an order."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in refundIn) (*mcp.CallToolResult, any, error) {
+			refunds.Add(1)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("refunded %.2f on %s", in.Amount, in.OrderID)}}}, nil, nil
+		})
+	type lookupIn struct {
+		OrderID string `json:"order_id"`
+	}
+	mcp.AddTool(srv, &mcp.Tool{Name: "lookup", Description: "Look an order up.", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(_ context.Context, _ *mcp.CallToolRequest, in lookupIn) (*mcp.CallToolResult, any, error) {
+			if in.OrderID == "missing" {
+				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "no order missing"}}}, nil, nil
+			}
+			return nil, map[string]any{"order_id": in.OrderID, "total": 42.5}, nil
+		})
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(ts.Close)
+	return ts.URL, &refunds
+}
+
+const proxyPolicy = `package gw
+
+keys: agent: {sha256: "%s", tenant: "shop"}
+mcp: servers: pay: url: "%s"
+tools: refund: {
+	side_effecting: true
+	args: {type: "object", required: ["order_id", "amount"], properties: {
+		order_id: {type: "string", maxLength: 64}
+		amount: {type: "number"}
+		approved_by: {type: "string", maxLength: 64}
+	}}
+}
+chains: tool: [
+	{use: "tool_policy", deny: ["delete_all"]},
+	{use: "guard", name: "refund_limit", tools: ["refund"],
+		deny: "args.amount > 100.0 && !has(args.approved_by)", message: "refunds over 100 need an approver"},
+	{use: "audit", trail: "logical"},
+]
+`
+
+func TestMCPProxyInProcessUpstream(t *testing.T) {
+	upstream, refunds := inProcessUpstream(t)
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(proxyPolicy, sha("agent-key"), upstream)))})
+
+	// Without a key the endpoint answers 401.
+	code, _, _ := do(t, "POST", s.url+"/mcp", "", []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`),
+		"Content-Type", "application/json", "Accept", "application/json, text/event-stream")
+	assert.Equal(t, 401, code)
+
+	cs := connectProxy(t, s.url, "agent-key", map[string]string{RunHeader: "order-7"})
+	tools, err := UpstreamTools(context.Background(), cs)
+	require.NoError(t, err)
+	var names []string
+	for _, tool := range tools {
+		names = append(names, tool.Name)
+	}
+	sort.Strings(names)
+	assert.Equal(t, []string{"lookup", "refund"}, names)
+
+	ctx := context.Background()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "refund", Arguments: map[string]any{"order_id": "A1", "amount": 40}})
+	require.NoError(t, err)
+	assert.False(t, res.IsError, text(t, res))
+	assert.Equal(t, "refunded 40.00 on A1", text(t, res))
+	assert.EqualValues(t, 1, refunds.Load())
+
+	// The guard refuses before the upstream is called.
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "refund", Arguments: map[string]any{"order_id": "B7", "amount": 250}})
+	require.NoError(t, err)
+	assert.True(t, res.IsError)
+	assert.Contains(t, text(t, res), "blocked by refund_limit")
+	assert.Contains(t, text(t, res), "refunds over 100 need an approver")
+	assert.EqualValues(t, 1, refunds.Load(), "a blocked call never reaches the upstream")
+
+	// A structured result passes through; an upstream error result is an
+	// error result.
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "lookup", Arguments: map[string]any{"order_id": "A1"}})
+	require.NoError(t, err)
+	require.False(t, res.IsError, text(t, res))
+	assert.Equal(t, map[string]any{"order_id": "A1", "total": 42.5}, res.StructuredContent)
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "lookup", Arguments: map[string]any{"order_id": "missing"}})
+	require.NoError(t, err)
+	assert.True(t, res.IsError)
+	assert.Contains(t, text(t, res), "no order missing")
+
+	_, _, metrics := do(t, "GET", s.url+"/metrics", "", nil)
+	assert.Contains(t, metrics, `agentc_serve_blocks_total{layer="refund_limit",stage="tool"} 1`)
+	assert.Contains(t, metrics, `agentc_serve_tool_calls_total{outcome="ok",tool="refund"} 1`)
+	assert.Contains(t, metrics, `agentc_serve_tool_calls_total{outcome="error",tool="lookup"} 1`)
+}
+
+// TestMCPProxyFilesystemServer fronts the real filesystem MCP server from
+// npm: file_check refuses a path outside the root before the server sees
+// it.
+func TestMCPProxyFilesystemServer(t *testing.T) {
+	bin := os.Getenv("AGENTC_MCP_FILESYSTEM")
+	if bin == "" {
+		t.Skip("set AGENTC_MCP_FILESYSTEM to the mcp-server-filesystem binary (.ci/run installs it: npm ci --prefix .ci/node) to run this test")
+	}
+	root := t.TempDir()
+	root, err := filepath.EvalSymlinks(root)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(root, "notes.txt"), []byte("hello from the workspace\n"), 0o644))
+	outside := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(outside, "secret.txt"), []byte("top secret\n"), 0o644))
+	policy := fmt.Sprintf(`package gw
+
+mcp: servers: fs: command: [%q, %q]
+tools: {
+	read_text_file: {path_arg: "path"}
+	write_file: {side_effecting: true, path_arg: "path"}
+}
+chains: tool: [
+	{use: "file_check", roots: [%q]},
+	{use: "audit", trail: "logical"},
+]
+`, bin, root, root)
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, policy))})
+	cs := connectProxy(t, s.url, "", nil)
+
+	tools, err := UpstreamTools(context.Background(), cs)
+	require.NoError(t, err)
+	var names []string
+	for _, tool := range tools {
+		names = append(names, tool.Name)
+	}
+	assert.Contains(t, names, "read_text_file")
+	assert.Contains(t, names, "list_directory")
+
+	ctx := context.Background()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "read_text_file", Arguments: map[string]any{"path": filepath.Join(root, "notes.txt")}})
+	require.NoError(t, err)
+	require.False(t, res.IsError, text(t, res))
+	assert.Contains(t, text(t, res), "hello from the workspace")
+
+	upstreamCalls := func() int64 { return s.srv.cur.Load().mcp.tools["read_text_file"].calls.Load() }
+	require.EqualValues(t, 1, upstreamCalls())
+	for _, path := range []string{
+		filepath.Join(root, "..", filepath.Base(outside), "secret.txt"),
+		filepath.Join(outside, "secret.txt"),
+		root + "/../../etc/passwd",
+	} {
+		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "read_text_file", Arguments: map[string]any{"path": path}})
+		require.NoError(t, err)
+		assert.True(t, res.IsError, path)
+		assert.Contains(t, text(t, res), "blocked by file_check", path)
+		assert.NotContains(t, text(t, res), "top secret")
+	}
+	assert.EqualValues(t, 1, upstreamCalls(), "file_check refused the traversals before the upstream saw them")
+}
