@@ -24,12 +24,16 @@ func TestMCPToolsPrintsVettableCUE(t *testing.T) {
 		Amount  float64 `json:"amount"`
 	}
 	mcp.AddTool(srv, &mcp.Tool{Name: "refund", Description: "Refund an order.\nThe money goes back to the card."},
-		func(context.Context, *mcp.CallToolRequest, refundIn) (*mcp.CallToolResult, any, error) { return nil, nil, nil })
+		func(context.Context, *mcp.CallToolRequest, refundIn) (*mcp.CallToolResult, any, error) {
+			return nil, nil, nil
+		})
 	type readIn struct {
 		Path string `json:"path"`
 	}
 	mcp.AddTool(srv, &mcp.Tool{Name: "read_file", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
-		func(context.Context, *mcp.CallToolRequest, readIn) (*mcp.CallToolResult, any, error) { return nil, nil, nil })
+		func(context.Context, *mcp.CallToolRequest, readIn) (*mcp.CallToolResult, any, error) {
+			return nil, nil, nil
+		})
 	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	defer ts.Close()
 
