@@ -27,6 +27,9 @@ func orderRules() []Rule {
 		if sev == "" {
 			sev = dsl.Severity("declared")
 		}
+		if r.Warns {
+			sev += "/" + dsl.Warning
+		}
 		out = append(out, Rule{ID: r.Name, Severity: sev, Title: r.Title()})
 	}
 	return out

@@ -183,7 +183,7 @@ func listRules(env *cliEnv, asJSON bool) int {
 		return exitOK
 	}
 	for _, r := range compiler.Rules() {
-		fmt.Fprintf(env.stdout, "%-34s %-8s %s\n", r.ID, r.Severity, r.Title)
+		fmt.Fprintf(env.stdout, "%-34s %-13s %s\n", r.ID, r.Severity, r.Title)
 	}
 	return exitOK
 }

@@ -14,5 +14,6 @@ var Suite = []*Rule{
 	TracingOutermost,
 	Duplicate,
 	FailOpenSideEffect,
+	Inert,
 	UserConstraint,
 }

@@ -29,6 +29,7 @@ var designRules = map[string]dsl.Severity{
 	"order/tracing-outermost":       dsl.Warning,
 	"order/duplicate":               dsl.Warning,
 	"guard/fail-open-side-effect":   dsl.Warning,
+	"guard/inert":                   dsl.Error,
 	"order/<id>":                    "",
 }
 

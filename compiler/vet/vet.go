@@ -14,6 +14,9 @@ type Rule struct {
 	// Severity of its diagnostics; empty for a rule whose diagnostics take
 	// the severity of the constraint they report.
 	Severity dsl.Severity
+	// Warns marks a rule of severity error that reports its milder findings
+	// as warnings.
+	Warns bool
 	// Doc says what the rule reports and why it matters; its first sentence
 	// is the rule's title.
 	Doc string
