@@ -1,0 +1,309 @@
+package crossproc_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	_ "github.com/agentc-dev/agentc/builtins/all"
+	_ "github.com/agentc-dev/agentc/builtins/meter"
+	_ "github.com/agentc-dev/agentc/builtins/ratelimit"
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/store/postgres"
+	"github.com/agentc-dev/agentc/runtime/store/redis"
+	"github.com/agentc-dev/agentc/runtime/store/storetest"
+)
+
+// The worker's environment.
+const (
+	envScenario = "AGENTC_XPROC"
+	envBackend  = "AGENTC_XPROC_BACKEND"
+	envURL      = "AGENTC_XPROC_URL"
+	envPrefix   = "AGENTC_XPROC_PREFIX"
+	envDir      = "AGENTC_XPROC_DIR"
+	envStart    = "AGENTC_XPROC_START"
+	envArg      = "AGENTC_XPROC_ARG"
+)
+
+func TestMain(m *testing.M) {
+	if sc := os.Getenv(envScenario); sc != "" {
+		if err := work(sc); err != nil {
+			fmt.Fprintln(os.Stderr, "worker:", err)
+			os.Exit(2)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// backend is a shared store under test.
+type backend struct{ kind, url string }
+
+func backends(t *testing.T) []backend {
+	var out []backend
+	for _, b := range []struct{ kind, env string }{{"redis", storetest.RedisEnv}, {"postgres", storetest.PostgresEnv}} {
+		if u := os.Getenv(b.env); u != "" {
+			out = append(out, backend{b.kind, u})
+		}
+	}
+	if len(out) == 0 {
+		t.Skipf("set %s and %s to run the cross-process tests (as .ci/run does)", storetest.RedisEnv, storetest.PostgresEnv)
+	}
+	return out
+}
+
+// group is a set of workers of one scenario sharing a store and a directory.
+type group struct {
+	t      *testing.T
+	b      backend
+	prefix string
+	dir    string
+	start  time.Time
+}
+
+func newGroup(t *testing.T, b backend, lead time.Duration) *group {
+	return &group{t: t, b: b, prefix: storetest.Prefix(t), dir: t.TempDir(), start: time.Now().Add(lead)}
+}
+
+// spawn starts a worker of scenario with arg; its stdout lines go to lines.
+func (g *group) spawn(scenario, arg string) (*exec.Cmd, <-chan string) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envScenario+"="+scenario, envBackend+"="+g.b.kind, envURL+"="+g.b.url,
+		envPrefix+"="+g.prefix, envDir+"="+g.dir, envStart+"="+strconv.FormatInt(g.start.UnixNano(), 10), envArg+"="+arg)
+	out, err := cmd.StdoutPipe()
+	require.NoError(g.t, err)
+	cmd.Stderr = os.Stderr
+	require.NoError(g.t, cmd.Start())
+	lines := make(chan string, 1024)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	return cmd, lines
+}
+
+// run spawns n workers and returns each one's output lines once all exited
+// successfully.
+func (g *group) run(scenario string, n int, arg string) [][]string {
+	out := make([][]string, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		cmd, lines := g.spawn(scenario, arg)
+		wg.Go(func() {
+			for l := range lines {
+				out[i] = append(out[i], l)
+			}
+			assert.NoError(g.t, cmd.Wait(), "worker %d of %s", i, scenario)
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// executions returns the lines of the executions log.
+func executions(t *testing.T, dir string) []string {
+	b, err := os.ReadFile(filepath.Join(dir, "exec.log"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	require.NoError(t, err)
+	return strings.Fields(strings.TrimSpace(strings.ReplaceAll(string(b), " ", "|")))
+}
+
+// openStore opens the backend b under prefix in the test process.
+func openStore(t *testing.T, b backend, prefix string) runtime.StoreBackend {
+	var (
+		s   runtime.StoreBackend
+		err error
+	)
+	if b.kind == "redis" {
+		s, err = redis.Open(context.Background(), b.url, prefix)
+	} else {
+		s, err = postgres.Open(context.Background(), b.url, prefix)
+	}
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func TestIdempotentCallRunsOnceAcrossProcesses(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.kind, func(t *testing.T) {
+			g := newGroup(t, b, time.Second)
+			out := g.run("idempotent", 4, "")
+			results := map[string]int{}
+			total := 0
+			for _, lines := range out {
+				for _, l := range lines {
+					results[l]++
+					total++
+				}
+			}
+			assert.Equal(t, 4*64, total, "every caller answered")
+			assert.Len(t, results, 1, "every caller got the same result: %v", results)
+			assert.Len(t, executions(t, g.dir), 1, "exactly one execution across 4 processes x 64 goroutines")
+		})
+	}
+}
+
+func TestAKilledLeaseHolderLeavesTheCallInDoubt(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.kind, func(t *testing.T) {
+			for _, tool := range []string{"charge", "refund"} { // refund is retry_safe
+				g := newGroup(t, b, 0)
+				holder, lines := g.spawn("hold", tool)
+				select {
+				case l := <-lines:
+					require.Equal(t, "started", l)
+				case <-time.After(20 * time.Second):
+					t.Fatal("the holder never started the call")
+				}
+				require.NoError(t, holder.Process.Kill()) // SIGKILL while it holds the lease
+				_ = holder.Wait()
+				begin := time.Now()
+				out := g.run("hold-duplicate", 1, tool)
+				waited := time.Since(begin)
+				require.Len(t, out[0], 1)
+				ex := executions(t, g.dir)
+				if tool == "charge" {
+					assert.Equal(t, "in_doubt", out[0][0], "a tool that is not retry_safe is in doubt")
+					assert.Len(t, ex, 1, "and does not run again")
+				} else {
+					assert.Equal(t, "ok", out[0][0])
+					require.Len(t, ex, 2, "a retry_safe tool runs again")
+					k0, k1 := strings.Split(ex[0], "|")[1], strings.Split(ex[1], "|")[1]
+					assert.Equal(t, k0, k1, "with the same idempotency key")
+				}
+				assert.Less(t, waited, 15*time.Second, "the duplicate waits about one lease_ttl, not forever")
+			}
+		})
+	}
+}
+
+func TestRateLimitIsSharedAcrossProcesses(t *testing.T) {
+	const rate, burst, window = 40, 10, 2 * time.Second
+	for _, b := range backends(t) {
+		t.Run(b.kind, func(t *testing.T) {
+			g := newGroup(t, b, time.Second)
+			out := g.run("rate", 3, window.String())
+			admitted := 0
+			var first, last int64 = 1<<63 - 1, 0
+			for _, lines := range out {
+				require.Len(t, lines, 1)
+				var n int
+				var f, l int64
+				_, err := fmt.Sscanf(lines[0], "%d %d %d", &n, &f, &l)
+				require.NoError(t, err, lines[0])
+				admitted += n
+				first, last = min(first, f), max(last, l)
+			}
+			span := time.Duration(last - first)
+			bound := int(rate*span.Seconds()) + burst
+			t.Logf("%s: admitted %d in %s across 3 processes (bound R*t+B = %d)", b.kind, admitted, span, bound)
+			assert.LessOrEqual(t, admitted, bound)
+			assert.GreaterOrEqual(t, admitted, bound*3/4, "the limit admits about its rate")
+		})
+	}
+}
+
+func TestBudgetsAreSharedAcrossProcesses(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.kind, func(t *testing.T) {
+			g := newGroup(t, b, time.Second)
+			g.run("calls-budget", 4, "")
+			ex := executions(t, g.dir)
+			assert.Len(t, ex, 50, "a calls budget of 50 across 4 processes runs exactly 50 calls")
+
+			g = newGroup(t, b, time.Second)
+			for _, lines := range g.run("usd-budget", 4, "") {
+				assert.Empty(t, lines, "no worker failed")
+			}
+			l, err := openStore(t, b, g.prefix).(runtime.Budgeter).LedgerOf(context.Background(), "agentc/meter/chat/meter/global")
+			require.NoError(t, err)
+			usd := l.USD
+			// Each call costs usdPerCall; at most 4 processes x 8 goroutines
+			// are in flight when the ceiling is reached.
+			t.Logf("%s: usd ledger %.6f for a ceiling of %.6f", b.kind, usd, usdCeiling)
+			assert.GreaterOrEqual(t, usd, usdCeiling)
+			assert.LessOrEqual(t, usd, usdCeiling+4*8*usdPerCall+1e-9, "overshoot bounded by the calls in flight")
+		})
+	}
+}
+
+// auditRuns is how many workers the kill -9 audit test kills; set
+// AGENTC_XPROC_AUDIT_RUNS for a longer run.
+func auditRuns(t *testing.T) int {
+	if v := os.Getenv("AGENTC_XPROC_AUDIT_RUNS"); v != "" {
+		n, err := strconv.Atoi(v)
+		require.NoError(t, err, "AGENTC_XPROC_AUDIT_RUNS")
+		return n
+	}
+	return 20
+}
+
+func TestAuditSurvivesKillNine(t *testing.T) {
+	var pg *backend
+	for _, b := range backends(t) {
+		if b.kind == "postgres" {
+			pg = &b
+		}
+	}
+	if pg == nil {
+		t.Skipf("set %s to run the audit test", storetest.PostgresEnv)
+	}
+	g := newGroup(t, *pg, 0)
+	runs := auditRuns(t)
+	acked := map[string]bool{}
+	for i := range runs {
+		cmd, lines := g.spawn("audit", fmt.Sprintf("w%d", i))
+		// Kill after a varying number of acknowledged calls, mid-call.
+		want := 5 + (i*7)%40
+		for l := range lines {
+			if run, ok := strings.CutPrefix(l, "ack "); ok {
+				acked[run] = true
+				want--
+				if want == 0 {
+					require.NoError(t, cmd.Process.Kill())
+				}
+			}
+		}
+		_ = cmd.Wait()
+	}
+	s := openStore(t, *pg, g.prefix).(*postgres.Store)
+	recs, err := s.Records(context.Background(), "")
+	require.NoError(t, err)
+	outcome := map[string]bool{}
+	intents := 0
+	for _, r := range recs {
+		if r.Phase == runtime.PhaseOutcome && r.Decision == runtime.DecisionOK {
+			outcome[r.RunID] = true
+		} else if r.Phase == runtime.PhaseIntent {
+			intents++
+		}
+	}
+	missing := 0
+	for run := range acked {
+		if !outcome[run] {
+			missing++
+		}
+	}
+	t.Logf("%d workers killed: %d acknowledged calls, %d intent rows, %d outcome rows, %d acknowledged without an outcome",
+		runs, len(acked), intents, len(outcome), missing)
+	assert.Zero(t, missing, "every acknowledged call has its outcome row")
+	assert.GreaterOrEqual(t, intents, len(acked))
+}

@@ -1,0 +1,7 @@
+// Package crossproc holds the tests that prove the guarantees of the shared
+// store kinds (redis, postgres) across processes: the test binary re-executes
+// itself as worker processes that share one server, and the parent checks
+// what they did together (one execution of an idempotent call, a rate limit
+// and a budget kept by all of them, an audit trail that survives kill -9, a
+// store outage that fails closed). It has no exported API.
+package crossproc
