@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/agentc-dev/agentc/builtins/internal/jsonvalue"
 )
@@ -67,18 +68,10 @@ func DefaultPatterns() []Pattern {
 func New(cfg Config) (*Redactor, error) {
 	r := &Redactor{}
 	if !cfg.DisableDefaults {
-		for _, b := range builtinPatterns {
-			ru := compileRule(b.Pattern, regexp.MustCompile(b.Regex), b.needles)
-			if len(b.keys) > 0 || b.anchor != "" {
-				ru.anchored = regexp.MustCompile(`^(?:` + b.Regex + `)`)
-				ru.anchor = b.anchor
-			}
-			for _, k := range b.keys {
-				r.keysByFirst[k[0]-'a'] = append(r.keysByFirst[k[0]-'a'], keyRef{key: k, rule: len(r.rules)})
-				r.keyed = true
-			}
-			r.rules = append(r.rules, ru)
-		}
+		// The compiled defaults are read-only: share them, and copy the
+		// rule list that user patterns extend.
+		def := defaultRedactor()
+		r.keysByFirst, r.keyed, r.rules = def.keysByFirst, def.keyed, slices.Clone(def.rules)
 	}
 	for i, p := range cfg.Patterns {
 		if p.ID == "" {
@@ -92,6 +85,24 @@ func New(cfg Config) (*Redactor, error) {
 	}
 	return r, nil
 }
+
+// defaultRedactor compiles the built-in rules once per process.
+var defaultRedactor = sync.OnceValue(func() *Redactor {
+	r := &Redactor{}
+	for _, b := range builtinPatterns {
+		ru := compileRule(b.Pattern, regexp.MustCompile(b.Regex), b.needles)
+		if len(b.keys) > 0 || b.anchor != "" {
+			ru.anchored = regexp.MustCompile(`^(?:` + b.Regex + `)`)
+			ru.anchor = b.anchor
+		}
+		for _, k := range b.keys {
+			r.keysByFirst[k[0]-'a'] = append(r.keysByFirst[k[0]-'a'], keyRef{key: k, rule: len(r.rules)})
+			r.keyed = true
+		}
+		r.rules = append(r.rules, ru)
+	}
+	return r
+})
 
 func compileRule(p Pattern, re *regexp.Regexp, needles []string) rule {
 	secret := re.SubexpIndex("secret")

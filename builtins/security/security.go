@@ -4,7 +4,9 @@ import (
 	"encoding/base64"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -82,14 +84,10 @@ func DefaultPatterns() []Pattern {
 func New(cfg Config) (*Detector, error) {
 	d := &Detector{decodeEncoded: !cfg.IgnoreEncoded, startWords: map[string][]int{}}
 	if !cfg.DisableDefaults {
-		for _, b := range builtinPatterns {
-			if len(b.starts) > 0 {
-				d.startWords = indexStarts(d.startWords, b.starts, len(d.anchored))
-				d.anchored = append(d.anchored, anchoredPattern{id: b.ID, re: regexp.MustCompile(`^(?:` + b.Regex + `)`)})
-				continue
-			}
-			d.scanned = append(d.scanned, compiled{id: b.ID, re: regexp.MustCompile(b.Regex), raw: b.Raw, needles: b.needles})
-		}
+		def := defaultDetector()
+		// The defaults are read-only once compiled: share them, and copy
+		// the scanned list that user patterns extend.
+		d.anchored, d.startWords, d.scanned = def.anchored, def.startWords, slices.Clone(def.scanned)
 	}
 	for i, p := range cfg.Patterns {
 		if p.ID == "" {
@@ -125,6 +123,21 @@ func (d *Detector) Detect(text string) (Match, bool) {
 	}
 	return Match{}, false
 }
+
+// defaultDetector compiles the built-in signatures once per process: every
+// pipeline built with a security layer shares them.
+var defaultDetector = sync.OnceValue(func() *Detector {
+	d := &Detector{startWords: map[string][]int{}}
+	for _, b := range builtinPatterns {
+		if len(b.starts) > 0 {
+			d.startWords = indexStarts(d.startWords, b.starts, len(d.anchored))
+			d.anchored = append(d.anchored, anchoredPattern{id: b.ID, re: regexp.MustCompile(`^(?:` + b.Regex + `)`)})
+			continue
+		}
+		d.scanned = append(d.scanned, compiled{id: b.ID, re: regexp.MustCompile(b.Regex), raw: b.Raw, needles: b.needles})
+	}
+	return d
+})
 
 func indexStarts(index map[string][]int, starts []string, i int) map[string][]int {
 	for _, w := range starts {

@@ -48,6 +48,9 @@ type Plan struct {
 	Keys map[string]Key `json:"keys,omitempty"`
 	// MCPServers are the upstream MCP servers a server fronts, by name.
 	MCPServers map[string]MCPServer `json:"mcp_servers,omitempty"`
+	// Invariants are the properties agentc prove checks (nil: the built-in
+	// defaults).
+	Invariants *Invariants `json:"invariants,omitempty"`
 }
 
 // Key is a virtual API key: the SHA-256 of the key (hex) or the name of the
@@ -66,6 +69,28 @@ type MCPServer struct {
 	URL     string            `json:"url,omitempty"`
 	Env     map[string]string `json:"env,omitempty"`
 	Prefix  string            `json:"prefix,omitempty"`
+}
+
+// Invariants configures the properties that agentc prove checks on every
+// explored run (docs/prove.md).
+type Invariants struct {
+	// Off lists the built-in invariants turned off.
+	Off []string `json:"off,omitempty"`
+	// MaxExecutions bounds the executions of a tool per logical call, by
+	// tool name; a tool not listed runs at most once per logical call when
+	// it is side-effecting and not retry_safe, without bound otherwise.
+	MaxExecutions map[string]int `json:"max_executions,omitempty"`
+	// Custom are the user's invariants by id: CEL over the run's trace that
+	// must hold after every explored run.
+	Custom map[string]Invariant `json:"custom,omitempty"`
+}
+
+// Invariant is a user invariant.
+type Invariant struct {
+	// Expr is the CEL expression (bool).
+	Expr string `json:"expr"`
+	// Pos is "file:line:col" of the expression in the policy.
+	Pos string `json:"pos,omitempty"`
 }
 
 // Chains holds the layers of each stage, index 0 outermost.

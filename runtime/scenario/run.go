@@ -39,7 +39,8 @@ type Options struct {
 	// Inspect, when set, sees the pipeline after the last step, before the
 	// run ends.
 	Inspect func(*runtime.Pipeline)
-	// OnExecute, when set, is told each time a fake really runs: stage
+	// OnExecute, when set, is told each time a fake really runs (takes a
+	// script item; a call past the end of its script does not count): stage
 	// "chat" or "tool", the model or tool name, and the call's context
 	// (StepPath tells which step made it).
 	OnExecute func(ctx context.Context, stage plan.Stage, name string)
@@ -482,16 +483,17 @@ func take[T any](ctx context.Context, f *fakes, sc *script[T], stage plan.Stage,
 		var zero T
 		return zero, -1, false
 	}
-	if f.onExecute != nil {
-		f.onExecute(ctx, stage, name)
-	}
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	n := sc.next
 	sc.next++
 	if n >= len(sc.items) {
+		f.mu.Unlock()
 		var zero T
 		return zero, n, false
+	}
+	f.mu.Unlock()
+	if f.onExecute != nil {
+		f.onExecute(ctx, stage, name)
 	}
 	return sc.items[n], n, true
 }

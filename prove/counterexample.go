@@ -1,0 +1,214 @@
+package prove
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	"github.com/agentc-dev/agentc/runtime/scenario"
+)
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+// counterexample makes the violation of a run replayable: it drops the
+// trailing steps the violation does not need and keeps the trace.
+func (e *explorer) counterexample(ctx context.Context, t target, script []string, o *outcome, v violation) *Counterexample {
+	best, bestV := o, v
+	for n := 1; n < len(o.sc.Steps); n++ {
+		sc := *o.sc
+		sc.Steps = sc.Steps[:n]
+		r, err := e.runScenario(ctx, t, script, &sc)
+		if err != nil {
+			break
+		}
+		if w, ok := e.violates(t, r, v.id); ok {
+			best, bestV = r, w
+			break
+		}
+	}
+	served := best.consumed
+	sc := *best.sc
+	trimScripts(&sc, served)
+	return &Counterexample{Invariant: bestV.id, Message: bestV.msg, Target: t.label, Script: script[:min(served, len(script))],
+		Copies: t.copies, Scenario: &sc, Trace: e.trace(best)}
+}
+
+func (e *explorer) violates(t target, o *outcome, id string) (violation, bool) {
+	for _, w := range e.inv.check(e, t, o) {
+		if w.id == id {
+			return w, true
+		}
+	}
+	return violation{}, false
+}
+
+// trimScripts drops the script items no call reached and the models no call
+// used.
+func trimScripts(sc *scenario.Scenario, served int) {
+	for name, items := range sc.Models {
+		if served < len(items) {
+			sc.Models[name] = items[:max(served, 0)]
+		}
+	}
+	for name, items := range sc.Tools {
+		if served < len(items) {
+			sc.Tools[name] = items[:max(served, 0)]
+		}
+	}
+}
+
+// trace renders the events of a run, one line each.
+func (e *explorer) trace(o *outcome) []string {
+	var out []string
+	for _, ev := range o.events {
+		var line string
+		switch ev.Kind {
+		case evEnter:
+			line = fmt.Sprintf("enter %s %s", ev.Stage, posName(e.orig, ev.Stage, ev.Pos))
+		case evExit:
+			res := "ok"
+			if ev.ErrKind != "" {
+				res = ev.ErrKind
+			}
+			line = fmt.Sprintf("exit  %s %s: %s", ev.Stage, posName(e.orig, ev.Stage, ev.Pos), res)
+		case evDelta:
+			line = "delta reached the caller"
+		case evExecute:
+			line = fmt.Sprintf("run   %s %s", ev.Stage, ev.Name)
+			if ev.Cancelled {
+				line += " (already cancelled)"
+			}
+		case evRecord:
+			r := ev.Record
+			line = fmt.Sprintf("audit %s %s", r.Layer, r.Phase)
+			if r.Decision != "" {
+				line += " " + string(r.Decision)
+			}
+			if r.Attempts > 0 {
+				line += fmt.Sprintf(" attempts=%d", r.Attempts)
+			}
+		}
+		out = append(out, fmt.Sprintf("step %-4s %s", ev.Step, line))
+	}
+	return out
+}
+
+// WriteText prints the counterexample for people: the invariant and how it
+// was violated, the script, the trace, and the scenario that replays it.
+func (c *Counterexample) WriteText(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "violated %s: %s\n", c.Invariant, c.Message)
+	fmt.Fprintf(&b, "  target: %s\n  script: %s\n  trace:\n", c.Target, strings.Join(c.Script, ", "))
+	for _, l := range c.Trace {
+		fmt.Fprintf(&b, "    %s\n", l)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// ScenarioJSON returns the scenario of the counterexample, indented, for
+// agentc run.
+func (c *Counterexample) ScenarioJSON() ([]byte, error) {
+	b, err := json.MarshalIndent(c.Scenario, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// usageFor picks the usage of a scripted model response: 60% of the
+// tightest chat budget on the dearest model, so that a few calls reach a
+// ceiling and any double charge shows; 100 tokens each way without one.
+func usageFor(p *plan.Plan) runtime.Usage {
+	var rate float64
+	for _, m := range p.Models {
+		rate = max(rate, m.USDPerMTokIn+m.USDPerMTokOut)
+	}
+	per := int64(100)
+	first := true
+	for _, l := range p.Chains.Chat {
+		if l.Use != "meter" {
+			continue
+		}
+		var cfg struct {
+			Budget *budget `json:"budget"`
+		}
+		if json.Unmarshal(l.Config, &cfg) != nil || cfg.Budget == nil {
+			continue
+		}
+		pick := func(n int64) {
+			if n < 1 {
+				n = 1
+			}
+			if first || n < per {
+				per, first = n, false
+			}
+		}
+		if b := cfg.Budget.USD; b != nil && rate > 0 {
+			pick(int64(0.6 * *b * 1e6 / rate))
+		}
+		if b := cfg.Budget.Tokens; b != nil {
+			pick(int64(0.3 * float64(*b)))
+		}
+	}
+	return runtime.Usage{InputTokens: per, OutputTokens: per}
+}
+
+// argVariants returns the argument sets a tool is called with: the required
+// properties of its JSON Schema at small values and, when it has numbers, at
+// large ones (which trips limits such as "amount > 100").
+func argVariants(schema json.RawMessage) []map[string]any {
+	var s struct {
+		Required   []string                   `json:"required"`
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if len(schema) == 0 || json.Unmarshal(schema, &s) != nil {
+		return []map[string]any{{}}
+	}
+	small, large := map[string]any{}, map[string]any{}
+	numeric := false
+	for _, name := range s.Required {
+		var ps struct {
+			Type    any      `json:"type"`
+			Minimum *float64 `json:"minimum"`
+			Maximum *float64 `json:"maximum"`
+			Enum    []any    `json:"enum"`
+		}
+		_ = json.Unmarshal(s.Properties[name], &ps)
+		typ, _ := ps.Type.(string)
+		if len(ps.Enum) > 0 {
+			small[name], large[name] = ps.Enum[0], ps.Enum[len(ps.Enum)-1]
+			continue
+		}
+		switch typ {
+		case "number", "integer":
+			numeric = true
+			lo, hi := 1.0, 1e6
+			if ps.Minimum != nil {
+				lo = max(*ps.Minimum, 1)
+			}
+			if ps.Maximum != nil {
+				hi = *ps.Maximum
+				lo = min(lo, hi)
+			}
+			small[name], large[name] = lo, hi
+		case "boolean":
+			small[name], large[name] = true, true
+		case "array":
+			small[name], large[name] = []any{}, []any{}
+		case "object":
+			small[name], large[name] = map[string]any{}, map[string]any{}
+		default:
+			small[name], large[name] = "a", "a"
+		}
+	}
+	if !numeric {
+		return []map[string]any{small}
+	}
+	return []map[string]any{small, large}
+}

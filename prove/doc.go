@@ -1,0 +1,23 @@
+// Package prove explores every fault path of a compiled policy and checks
+// its invariants (`agentc prove`, docs/prove.md).
+//
+// Explore builds the plan's real pipeline (runtime.Build) over the scripted
+// fakes of runtime/scenario, on a virtual clock, with a probe above every
+// layer, and calls each declared model through the chat chain and each
+// declared tool through the tool chain under every script of attempt
+// outcomes up to a depth k: ok, transient, rate_limited (with a Retry-After),
+// timeout, permanent, a failure after one delta, a consumer stop after one
+// delta, a slow response (where a hedge or an attempt timeout reacts to
+// time), and a process crash while a tool runs, with one and two concurrent
+// deliveries of each tool call. Scripts are explored breadth first; a script
+// whose run ends in a state already seen, or that did not reach its last
+// outcome, is not extended, and a target that is the image of one already
+// explored under renaming is skipped.
+//
+// After every run the invariants are checked: the built-in ones
+// (max_executions, audit_complete, budget_overshoot, no_effect_after_block,
+// no_retry_after_output, no_phantom_effect) unless the plan turns them off,
+// and the plan's own CEL invariants over the run's trace. Each violation
+// comes with the shortest script that shows it, as a scenario that
+// `agentc run` replays, and the trace of the run.
+package prove

@@ -1,0 +1,594 @@
+package prove
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	goruntime "runtime"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	"github.com/agentc-dev/agentc/runtime/scenario"
+)
+
+// Options tune Explore.
+type Options struct {
+	// Depth is k, the longest script of attempt outcomes explored per
+	// target (default 3).
+	Depth int
+	// Copies is the largest number of concurrent duplicate deliveries of a
+	// tool call explored (1 or 2; default 2).
+	Copies int
+	// Dir resolves the plan's relative paths (file_check roots).
+	Dir string
+}
+
+// Report is the result of an exploration.
+type Report struct {
+	// Depth and Copies are the bounds explored.
+	Depth, Copies int
+	// Targets is the number of (stage, model or tool, argument set, copies)
+	// combinations explored; Symmetric those skipped as the image of one
+	// already explored.
+	Targets, Symmetric int
+	// States is the number of fault scripts run through the pipeline;
+	// Pruned the scripts not extended because their run reached a state
+	// already seen (or did not reach the script's last outcome).
+	States, Pruned int
+	// Elapsed is the wall time of the exploration.
+	Elapsed time.Duration
+	// Violations holds one minimal counterexample per violated invariant
+	// and target, shortest scripts first.
+	Violations []*Counterexample
+}
+
+// StatesPerSecond returns the exploration's throughput.
+func (r *Report) StatesPerSecond() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.States) / r.Elapsed.Seconds()
+}
+
+// Counterexample is a run that violates an invariant.
+type Counterexample struct {
+	// Invariant is the id of the violated invariant, Message says how.
+	Invariant, Message string
+	// Target names what was called ("tool refund", "chat primary").
+	Target string
+	// Script lists the attempt outcomes, in the order the fakes served them.
+	Script []string
+	// Copies is the number of concurrent deliveries of each call.
+	Copies int
+	// Scenario replays the run with agentc run.
+	Scenario *scenario.Scenario
+	// Trace is the run's trace, one line per event.
+	Trace []string
+}
+
+// The attempt outcomes.
+const (
+	outOK          = "ok"
+	outTransient   = "transient"
+	outRateLimited = "rate_limited"
+	outTimeout     = "timeout"
+	outPermanent   = "permanent"
+	outFailAfter   = "fail_after_1"
+	outStop        = "stop_after_1"
+	outSlow        = "slow"
+	outCrash       = "crash"
+)
+
+// slowMS is how long a slow outcome takes (virtual time): longer than any
+// hedge delay or attempt timeout the schema allows.
+const slowMS = 10 * 60 * 1000
+
+// target is one thing to call.
+type target struct {
+	stage  plan.Stage
+	name   string
+	args   map[string]any
+	copies int
+	label  string
+}
+
+// explorer holds the state of one Explore.
+type explorer struct {
+	p        *plan.Plan // probed, in-memory stores
+	orig     *plan.Plan
+	opts     Options
+	inv      *invariants
+	usage    runtime.Usage
+	chatAlph []string
+	toolAlph []string
+	report   *Report
+	logger   *slog.Logger
+	// clocked reports layers whose behaviour depends on the time between
+	// calls (rate limits, breakers, TTLs).
+	clocked bool
+}
+
+// Explore runs the plan's pipeline under every script of attempt outcomes up
+// to opts.Depth for each declared model (chat chain) and tool (tool chain),
+// with one and two concurrent deliveries of each tool call, on a virtual
+// clock, and checks the plan's invariants after every run. It returns an
+// error when the pipeline cannot be built or an invariant does not compile;
+// violations are in the report.
+func Explore(ctx context.Context, p *plan.Plan, opts Options) (*Report, error) {
+	if opts.Depth <= 0 {
+		opts.Depth = 3
+	}
+	if opts.Copies <= 0 {
+		opts.Copies = 2
+	}
+	if opts.Copies > 2 {
+		return nil, fmt.Errorf("prove: copies %d: at most 2 concurrent deliveries are explored", opts.Copies)
+	}
+	inv, err := compileInvariants(p)
+	if err != nil {
+		return nil, err
+	}
+	e := &explorer{orig: p, opts: opts, inv: inv, report: &Report{Depth: opts.Depth, Copies: opts.Copies},
+		logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	e.p, err = instrument(p)
+	if err != nil {
+		return nil, err
+	}
+	e.usage = usageFor(p)
+	e.chatAlph, e.toolAlph = alphabets(p)
+	e.clocked = clocked(p)
+	start := time.Now()
+	defer func() { e.report.Elapsed = time.Since(start) }()
+	seen := map[string]bool{}
+	var todo []target
+	for _, t := range e.targets() {
+		sig := e.signature(t)
+		if seen[sig] {
+			e.report.Symmetric++
+			continue
+		}
+		seen[sig] = true
+		todo = append(todo, t)
+	}
+	e.report.Targets = len(todo)
+	// Targets are independent: explore them on every core.
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(goruntime.GOMAXPROCS(0))
+	results := make([]*Report, len(todo))
+	for i, t := range todo {
+		g.Go(func() error {
+			r, err := e.exploreTarget(gctx, t)
+			results[i] = r
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	for _, r := range results {
+		e.report.States += r.States
+		e.report.Pruned += r.Pruned
+		e.report.Violations = append(e.report.Violations, r.Violations...)
+	}
+	e.report.Elapsed = time.Since(start)
+	sort.SliceStable(e.report.Violations, func(i, j int) bool {
+		return len(e.report.Violations[i].Script) < len(e.report.Violations[j].Script)
+	})
+	return e.report, nil
+}
+
+// instrument returns a copy of p with probes in every chain and every store
+// in memory (each run starts from empty state).
+func instrument(p *plan.Plan) (*plan.Plan, error) {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return nil, fmt.Errorf("prove: %w", err)
+	}
+	var q plan.Plan
+	if err := json.Unmarshal(b, &q); err != nil {
+		return nil, fmt.Errorf("prove: %w", err)
+	}
+	for name := range q.Stores {
+		q.Stores[name] = plan.Store{Kind: "memory"}
+	}
+	q.Chains.Chat = probed(plan.StageChat, q.Chains.Chat)
+	q.Chains.Tool = probed(plan.StageTool, q.Chains.Tool)
+	q.Chains.Turn = probed(plan.StageTurn, q.Chains.Turn)
+	return &q, nil
+}
+
+// alphabets returns the outcomes explored for models and tools; slow ones
+// only where a layer of the chain reacts to time (hedge, attempt timeouts).
+func alphabets(p *plan.Plan) (chat, tool []string) {
+	chat = []string{outOK, outTransient, outRateLimited, outTimeout, outPermanent, outFailAfter, outStop}
+	tool = []string{outOK, outTransient, outRateLimited, outTimeout, outPermanent, outCrash}
+	if timed(p.Chains.Chat) {
+		chat = append(chat, outSlow)
+	}
+	if timed(p.Chains.Tool) {
+		tool = append(tool, outSlow)
+	}
+	return chat, tool
+}
+
+// clocked reports whether a layer keeps state that the passing of time
+// changes: rate limits, breakers, entries with a TTL.
+func clocked(p *plan.Plan) bool {
+	for _, chain := range [][]plan.Layer{p.Chains.Chat, p.Chains.Tool, p.Chains.Turn} {
+		for _, l := range chain {
+			switch {
+			case l.Use == "rate_limit", l.Use == "idempotent", l.Use == "memoize", l.Use == "semantic_memoize",
+				l.Use == "retry" && strings.Contains(string(l.Config), `"breaker"`):
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func timed(chain []plan.Layer) bool {
+	for _, l := range chain {
+		if l.Use == "hedge" || l.Use == "retry" && strings.Contains(string(l.Config), `"attempt_timeout"`) {
+			return true
+		}
+	}
+	return false
+}
+
+// targets lists what to call: each declared model through the chat chain,
+// each declared tool (with a small and a large argument set) through the
+// tool chain, once and as concurrent duplicates.
+func (e *explorer) targets() []target {
+	var out []target
+	if len(e.orig.Chains.Chat) > 0 {
+		for _, m := range sortedKeys(e.orig.Models) {
+			out = append(out, target{stage: plan.StageChat, name: m, copies: 1, label: "chat " + m})
+		}
+	}
+	if len(e.orig.Chains.Tool) > 0 {
+		for _, name := range sortedKeys(e.orig.Tools) {
+			variants := argVariants(e.orig.Tools[name].Args)
+			for vi, args := range variants {
+				for c := 1; c <= e.opts.Copies; c++ {
+					label := "tool " + name
+					if len(variants) > 1 {
+						label += fmt.Sprintf(" (args %d)", vi+1)
+					}
+					if c > 1 {
+						label += fmt.Sprintf(" x%d concurrent", c)
+					}
+					out = append(out, target{stage: plan.StageTool, name: name, args: args, copies: c, label: label})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// signature identifies a target up to renaming: two tools with the same
+// declaration that the same layers apply to behave alike, and so do two
+// models with the same rates that no layer names.
+func (e *explorer) signature(t target) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s|%d|", t.stage, t.copies)
+	args, _ := json.Marshal(t.args)
+	b.Write(args)
+	switch t.stage {
+	case plan.StageTool:
+		decl := e.orig.Tools[t.name]
+		d, _ := json.Marshal(plan.Tool{SideEffecting: decl.SideEffecting, RetrySafe: decl.RetrySafe, URLArg: decl.URLArg, PathArg: decl.PathArg, Args: decl.Args})
+		b.Write(d)
+		for i, l := range e.orig.Chains.Tool {
+			if len(l.Tools) == 0 || slices.Contains(l.Tools, t.name) {
+				fmt.Fprintf(&b, "|%d", i)
+			}
+			if l.When != nil && strings.Contains(l.When.Source, "tool") || strings.Contains(string(l.Config), strconv.Quote(t.name)) {
+				fmt.Fprintf(&b, "|named:%d", i) // the layer may tell this tool apart
+				b.WriteString(t.name)
+			}
+		}
+	case plan.StageChat:
+		m, _ := json.Marshal(e.orig.Models[t.name])
+		b.Write(m)
+		for i, l := range e.orig.Chains.Chat {
+			if strings.Contains(string(l.Config), strconv.Quote(t.name)) || l.When != nil {
+				fmt.Fprintf(&b, "|named:%d:%s", i, t.name)
+			}
+		}
+	}
+	return b.String()
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// exploreTarget runs every script up to the depth, breadth first, and keeps
+// the first (shortest) counterexample of each invariant.
+func (e *explorer) exploreTarget(ctx context.Context, t target) (*Report, error) {
+	rep := &Report{}
+	alph := e.chatAlph
+	if t.stage == plan.StageTool {
+		alph = e.toolAlph
+	}
+	found := map[string]bool{}
+	seen := map[string]bool{}
+	frontier := [][]string{nil}
+	for depth := 1; depth <= e.opts.Depth && len(frontier) > 0; depth++ {
+		var next [][]string
+		for _, prefix := range frontier {
+			for _, o := range alph {
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+				script := append(slices.Clone(prefix), o)
+				r, err := e.run(ctx, t, script)
+				if err != nil {
+					return nil, err
+				}
+				rep.States++
+				for _, v := range e.inv.check(e, t, r) {
+					if found[v.id] {
+						continue
+					}
+					found[v.id] = true
+					rep.Violations = append(rep.Violations, e.counterexample(ctx, t, script, r, v))
+				}
+				fp := r.fingerprint()
+				if r.consumed < len(script) || seen[fp] {
+					rep.Pruned++
+					continue
+				}
+				seen[fp] = true
+				next = append(next, script)
+			}
+		}
+		frontier = next
+	}
+	return rep, nil
+}
+
+// outcome of one run.
+type outcome struct {
+	sc       *scenario.Scenario
+	res      *scenario.Result
+	events   []event
+	ledgers  []ledgerOf
+	consumed int
+	elapsed  time.Duration
+	// timed reports a plan whose layers read the clock between calls.
+	timed bool
+}
+
+// ledgerOf is a budgeted meter's ledger after a run.
+type ledgerOf struct {
+	stage  plan.Stage
+	layer  string
+	pos    int
+	budget budget
+	ledger runtime.Ledger
+}
+
+type budget struct {
+	Tokens *int64   `json:"tokens"`
+	USD    *float64 `json:"usd"`
+	Calls  *int64   `json:"calls"`
+}
+
+// scenarioFor writes the scenario of a script: one step per outcome (each
+// delivered copies times at once), the script served in order by whichever
+// model or tool the chain calls.
+func (e *explorer) scenarioFor(t target, script []string, consume map[string]bool) *scenario.Scenario {
+	sc := &scenario.Scenario{RunID: "run-1"}
+	switch t.stage {
+	case plan.StageChat:
+		items := make([]scenario.ModelItem, len(script))
+		for i, o := range script {
+			items[i] = e.modelItem(o)
+		}
+		// Every model serves the same script: the chain's calls take the
+		// next outcome whichever model they reach.
+		sc.Models = map[string][]scenario.ModelItem{}
+		for m := range e.orig.Models {
+			sc.Models[m] = items
+		}
+	case plan.StageTool:
+		items := make([]scenario.ToolItem, len(script))
+		for i, o := range script {
+			items[i] = toolItem(o)
+		}
+		sc.Tools = map[string][]scenario.ToolItem{t.name: items}
+	}
+	for i := range script {
+		path := strconv.Itoa(i)
+		st := e.step(t, consume[path])
+		if t.copies > 1 {
+			par := make([]scenario.Step, t.copies)
+			for j := range par {
+				par[j] = e.step(t, consume[path+"/"+strconv.Itoa(j)])
+			}
+			st = scenario.Step{Parallel: par}
+		}
+		sc.Steps = append(sc.Steps, st)
+	}
+	return sc
+}
+
+func (e *explorer) step(t target, stop bool) scenario.Step {
+	if t.stage == plan.StageTool {
+		return scenario.Step{Tool: &scenario.ToolStep{Name: t.name, Args: t.args}}
+	}
+	cs := &scenario.ChatStep{Model: t.name, Messages: []runtime.Message{{Role: "user", Content: "hello"}}}
+	if stop {
+		one := 1
+		cs.Consume = &one
+	}
+	return scenario.Step{Chat: cs}
+}
+
+func (e *explorer) modelItem(o string) scenario.ModelItem {
+	u := e.usage
+	text := "ok"
+	switch o {
+	case outOK:
+		return scenario.ModelItem{Text: &text, Usage: &u}
+	case outSlow:
+		return scenario.ModelItem{Text: &text, Usage: &u, DelayMS: slowMS}
+	case outStop:
+		return scenario.ModelItem{Deltas: []string{"o", "k"}, Usage: &u}
+	case outFailAfter:
+		one := 1
+		return scenario.ModelItem{Deltas: []string{"o", "k"}, FailAfter: &one, Error: scenario.ErrTransient}
+	case outRateLimited:
+		return scenario.ModelItem{Error: scenario.ErrRateLimited, RetryAfterMS: 1000}
+	}
+	return scenario.ModelItem{Error: o}
+}
+
+func toolItem(o string) scenario.ToolItem {
+	switch o {
+	case outOK:
+		return scenario.ToolItem{Result: map[string]any{"ok": true}}
+	case outSlow:
+		return scenario.ToolItem{Result: map[string]any{"ok": true}, DelayMS: slowMS}
+	case outCrash:
+		return scenario.ToolItem{Crash: true}
+	case outRateLimited:
+		return scenario.ToolItem{Error: scenario.ErrRateLimited, RetryAfterMS: 1000}
+	}
+	return scenario.ToolItem{Error: o}
+}
+
+// run runs one script. A script with consumer stops runs twice: once to see
+// which step each outcome is served to, then with those steps stopping.
+func (e *explorer) run(ctx context.Context, t target, script []string) (*outcome, error) {
+	o, err := e.runScenario(ctx, t, script, e.scenarioFor(t, script, nil))
+	if err != nil || !slices.Contains(script, outStop) {
+		return o, err
+	}
+	consume := map[string]bool{}
+	served := 0
+	for _, ev := range o.events {
+		if ev.Kind != evExecute {
+			continue
+		}
+		if served < len(script) && script[served] == outStop {
+			consume[ev.Step] = true
+		}
+		served++
+	}
+	return e.runScenario(ctx, t, script, e.scenarioFor(t, script, consume))
+}
+
+func (e *explorer) runScenario(ctx context.Context, t target, script []string, sc *scenario.Scenario) (*outcome, error) {
+	rec := &recorder{}
+	clock := runtime.NewVirtualClock(scenario.Epoch)
+	o := &outcome{sc: sc, timed: e.clocked}
+	res, err := scenario.Run(context.WithValue(ctx, recorderKey{}, rec), e.p, sc, scenario.Options{
+		Dir:    e.opts.Dir,
+		Clock:  clock,
+		Logger: e.logger,
+		Wrap: func(d *runtime.Deps) {
+			d.Audit = recordingSink{d.Audit}
+		},
+		OnExecute: func(ctx context.Context, stage plan.Stage, name string) {
+			recorderOf(ctx).add(ctx, event{Kind: evExecute, Stage: stage, Name: name, Cancelled: ctx.Err() != nil})
+		},
+		Inspect: func(pl *runtime.Pipeline) { o.ledgers = ledgers(pl, sc.RunID) },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("prove: %s: %w", t.label, err)
+	}
+	o.res = res
+	o.events = rec.snapshot()
+	o.elapsed = clock.Now().Sub(scenario.Epoch)
+	for _, ev := range o.events {
+		if ev.Kind == evExecute {
+			o.consumed++
+		}
+	}
+	return o, nil
+}
+
+// ledgers reads the ledger of every meter layer with a budget.
+func ledgers(pl *runtime.Pipeline, runID string) []ledgerOf {
+	var out []ledgerOf
+	for _, st := range []plan.Stage{plan.StageChat, plan.StageTool} {
+		for _, l := range pl.Layers(st) {
+			lr, ok := l.Middleware.(runtime.LedgerReader)
+			if !ok {
+				continue
+			}
+			raw, _ := json.Marshal(l.Middleware)
+			var cfg struct {
+				Budget *budget `json:"budget"`
+			}
+			if json.Unmarshal(raw, &cfg) != nil || cfg.Budget == nil {
+				continue
+			}
+			// The pipeline's chains hold a probe above every layer: the
+			// layer's own position is half its index.
+			out = append(out, ledgerOf{stage: st, layer: l.Name, pos: l.Index / 2, budget: *cfg.Budget, ledger: lr.Ledger(runID)})
+		}
+	}
+	return out
+}
+
+// fingerprint is the observable state a run ends in: the steps' outcomes,
+// the executions per step, the audit trail, the ledgers and the virtual
+// time. Two scripts that end in the same state are extended only once.
+func (o *outcome) fingerprint() string {
+	var b strings.Builder
+	var steps func([]scenario.StepResult)
+	steps = func(ss []scenario.StepResult) {
+		for _, s := range ss {
+			fmt.Fprintf(&b, "%s:%s:%d", s.Stage, s.Outcome, s.Attempts)
+			if s.Deduped != nil && *s.Deduped {
+				b.WriteString(":d")
+			}
+			if s.Error != nil {
+				b.WriteString(":" + s.Error.Kind + ":" + s.Error.Layer)
+			}
+			if s.Text != nil {
+				b.WriteString(":" + *s.Text)
+			}
+			b.WriteString("[")
+			steps(s.Nested)
+			b.WriteString("]")
+		}
+	}
+	steps(o.res.Steps)
+	for _, ev := range o.events {
+		switch ev.Kind {
+		case evExecute:
+			fmt.Fprintf(&b, "|x%s", ev.Step)
+		case evRecord:
+			fmt.Fprintf(&b, "|r%s:%s:%s:%d", ev.Step, ev.Record.Phase, ev.Record.Decision, ev.Record.Attempts)
+		}
+	}
+	for _, l := range o.ledgers {
+		fmt.Fprintf(&b, "|l%v", l.ledger)
+	}
+	// The elapsed time matters only to layers that read the clock
+	// (backoff jitter makes it vary from run to run: compare it to the
+	// second).
+	if o.timed {
+		fmt.Fprintf(&b, "|t%d", o.elapsed/time.Second)
+	}
+	fmt.Fprintf(&b, "|c%v", o.res.Crashed)
+	return b.String()
+}

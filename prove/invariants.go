@@ -1,0 +1,417 @@
+package prove
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/google/cel-go/cel"
+
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	"github.com/agentc-dev/agentc/runtime/scenario"
+)
+
+// The built-in invariants.
+const (
+	MaxExecutions      = "max_executions"
+	AuditComplete      = "audit_complete"
+	BudgetOvershoot    = "budget_overshoot"
+	NoEffectAfterBlock = "no_effect_after_block"
+	NoRetryAfterOutput = "no_retry_after_output"
+	NoPhantomEffect    = "no_phantom_effect"
+)
+
+// Builtins lists the built-in invariants, each on unless the policy turns it
+// off.
+var Builtins = []string{MaxExecutions, AuditComplete, BudgetOvershoot, NoEffectAfterBlock, NoRetryAfterOutput, NoPhantomEffect}
+
+type violation struct {
+	id, msg string
+}
+
+type customInvariant struct {
+	id, pos string
+	prg     cel.Program
+}
+
+// invariants are the compiled invariants of a plan.
+type invariants struct {
+	off     map[string]bool
+	maxExec map[string]int
+	custom  []customInvariant
+}
+
+// Env returns the CEL environment of user invariants: the run's trace as
+// `steps` (the step results), `executions` ({models, tools} counts),
+// `audit` (the outcome records), `meter` (the chat ledger), `crashed` and
+// `target` ({stage, name}).
+func Env() (*cel.Env, error) {
+	return cel.NewEnv(
+		cel.Variable("steps", cel.ListType(cel.DynType)),
+		cel.Variable("executions", cel.MapType(cel.StringType, cel.DynType)),
+		cel.Variable("audit", cel.ListType(cel.DynType)),
+		cel.Variable("meter", cel.MapType(cel.StringType, cel.DynType)),
+		cel.Variable("crashed", cel.BoolType),
+		cel.Variable("target", cel.MapType(cel.StringType, cel.StringType)),
+	)
+}
+
+// CheckInvariant parses and type-checks a user invariant; the error names
+// the problem.
+func CheckInvariant(env *cel.Env, expr string) (*cel.Ast, error) {
+	ast, iss := env.Compile(expr)
+	if iss != nil && iss.Err() != nil {
+		return nil, iss.Err()
+	}
+	if ast.OutputType() != cel.BoolType && ast.OutputType() != cel.DynType {
+		return nil, fmt.Errorf("an invariant must be bool, got %s", ast.OutputType())
+	}
+	return ast, nil
+}
+
+func compileInvariants(p *plan.Plan) (*invariants, error) {
+	in := &invariants{off: map[string]bool{}, maxExec: map[string]int{}}
+	if p.Invariants == nil {
+		return in, nil
+	}
+	for _, id := range p.Invariants.Off {
+		if !slices.Contains(Builtins, id) {
+			return nil, fmt.Errorf("prove: invariants: %q is not a built-in invariant (%s)", id, strings.Join(Builtins, ", "))
+		}
+		in.off[id] = true
+	}
+	for k, v := range p.Invariants.MaxExecutions {
+		in.maxExec[k] = v
+	}
+	if len(p.Invariants.Custom) == 0 {
+		return in, nil
+	}
+	env, err := Env()
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range sortedKeys(p.Invariants.Custom) {
+		c := p.Invariants.Custom[id]
+		ast, err := CheckInvariant(env, c.Expr)
+		if err != nil {
+			return nil, fmt.Errorf("prove: %s: invariant %s: %v", c.Pos, id, err)
+		}
+		prg, err := env.Program(ast, cel.CostLimit(1_000_000))
+		if err != nil {
+			return nil, fmt.Errorf("prove: %s: invariant %s: %v", c.Pos, id, err)
+		}
+		in.custom = append(in.custom, customInvariant{id: id, pos: c.Pos, prg: prg})
+	}
+	return in, nil
+}
+
+// check returns the invariants the run violates.
+func (in *invariants) check(e *explorer, t target, o *outcome) []violation {
+	var out []violation
+	add := func(id string, vs ...string) {
+		if !in.off[id] {
+			for _, msg := range vs {
+				out = append(out, violation{id, msg})
+			}
+		}
+	}
+	add(MaxExecutions, in.maxExecutions(e, t, o)...)
+	add(AuditComplete, auditComplete(e, t, o)...)
+	add(BudgetOvershoot, budgetOvershoot(e, o)...)
+	add(NoEffectAfterBlock, noEffectAfterBlock(e, o)...)
+	add(NoRetryAfterOutput, noRetryAfterOutput(o)...)
+	add(NoPhantomEffect, noPhantomEffect(e, t, o)...)
+	out = append(out, in.customs(t, o)...)
+	return out
+}
+
+// leaves returns the paths of the calls a run made (the steps, and the
+// copies of a parallel step) with their results.
+func leaves(steps []scenario.StepResult, prefix string, out map[string]scenario.StepResult) {
+	for i, s := range steps {
+		path := prefix + strconv.Itoa(i)
+		if s.Stage == "parallel" {
+			leaves(s.Nested, path+"/", out)
+			continue
+		}
+		out[path] = s
+	}
+}
+
+func (o *outcome) calls() map[string]scenario.StepResult {
+	out := map[string]scenario.StepResult{}
+	leaves(o.res.Steps, "", out)
+	return out
+}
+
+func sortedPaths(m map[string]scenario.StepResult) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func appliesTo(l plan.Layer, tool string) bool {
+	return len(l.Tools) == 0 || slices.Contains(l.Tools, tool)
+}
+
+func (in *invariants) maxExecutions(e *explorer, t target, o *outcome) []string {
+	if t.stage != plan.StageTool {
+		return nil
+	}
+	decl := e.orig.Tools[t.name]
+	limit, set := in.maxExec[t.name]
+	why := "set in invariants.max_executions"
+	if !set {
+		if !decl.SideEffecting || decl.RetrySafe {
+			return nil
+		}
+		limit, why = 1, "side-effecting and not retry_safe"
+	}
+	// One logical call per step; an idempotent layer makes every call with
+	// the same arguments in a run one logical call.
+	dedupes := false
+	for _, l := range e.orig.Chains.Tool {
+		if l.Use == "idempotent" && appliesTo(l, t.name) {
+			dedupes = true
+		}
+	}
+	counts := map[string]int{}
+	for _, ev := range o.events {
+		if ev.Kind == evExecute && ev.Stage == plan.StageTool && ev.Name == t.name {
+			// Without an idempotent layer each call (each concurrent copy
+			// too) is a logical call of its own.
+			key := ev.Step
+			if dedupes {
+				key = "run"
+			}
+			counts[key]++
+		}
+	}
+	var out []string
+	for _, key := range sortedKeys(counts) {
+		if n := counts[key]; n > limit {
+			scope := "step " + key
+			if key == "run" {
+				scope = "the run (one logical call: the idempotent layer dedupes these arguments)"
+			}
+			out = append(out, fmt.Sprintf("tool %s ran %d times for one logical call in %s; at most %d (%s)", t.name, n, scope, limit, why))
+		}
+	}
+	return out
+}
+
+func auditComplete(e *explorer, t target, o *outcome) []string {
+	if t.stage != plan.StageTool {
+		return nil
+	}
+	calls := o.calls()
+	var out []string
+	for i, l := range e.orig.Chains.Tool {
+		if l.Use != "audit" || !appliesTo(l, t.name) {
+			continue
+		}
+		name := layerName(l)
+		var cfg struct {
+			Trail string `json:"trail"`
+		}
+		_ = json.Unmarshal(l.Config, &cfg)
+		if cfg.Trail == "" {
+			cfg.Trail = "logical"
+		}
+		entered, intents, outcomes, execs := map[string]int{}, map[string]int{}, map[string]int{}, map[string]int{}
+		for _, ev := range o.events {
+			switch {
+			case ev.Kind == evEnter && ev.Stage == plan.StageTool && ev.Pos == i:
+				entered[ev.Step]++
+			case ev.Kind == evRecord && ev.Name == name && ev.Record.Stage != plan.StageTurn:
+				if ev.Record.Phase == runtime.PhaseIntent {
+					intents[ev.Step]++
+				} else {
+					outcomes[ev.Step]++
+				}
+			case ev.Kind == evExecute && ev.Stage == plan.StageTool:
+				execs[ev.Step]++
+			}
+		}
+		for _, path := range sortedPaths(calls) {
+			if entered[path] == 0 {
+				continue
+			}
+			// Once the process crashed, every call in flight died with it.
+			crashed := o.res.Crashed
+			switch {
+			case crashed && execs[path] > 0 && intents[path] == 0:
+				out = append(out, fmt.Sprintf("step %s: tool %s ran and the process crashed with no intent record of audit layer %s", path, t.name, name))
+			case crashed:
+			case cfg.Trail == "logical" && outcomes[path] != 1:
+				out = append(out, fmt.Sprintf("step %s: audit layer %s (trail logical) wrote %d outcome records for one logical call of %s; want exactly 1", path, name, outcomes[path], t.name))
+			case cfg.Trail == "attempts" && outcomes[path] < execs[path]:
+				out = append(out, fmt.Sprintf("step %s: audit layer %s (trail attempts) wrote %d outcome records for %d executions of %s; want one per attempt", path, name, outcomes[path], execs[path], t.name))
+			}
+		}
+	}
+	return out
+}
+
+func layerName(l plan.Layer) string {
+	if l.Name != "" {
+		return l.Name
+	}
+	return l.Use
+}
+
+// oneCall returns the most one call through the chat layer at pos was
+// charged in the run (the probe just inside it saw the usage arrive).
+func (e *explorer) oneCall(o *outcome, pos int) (usd float64, tokens int64) {
+	for _, ev := range o.events {
+		if ev.Kind != evExit || ev.Stage != plan.StageChat || ev.Pos != pos+1 {
+			continue
+		}
+		m := e.orig.Models[ev.Model]
+		usd = math.Max(usd, (float64(ev.Usage.InputTokens)*m.USDPerMTokIn+float64(ev.Usage.OutputTokens)*m.USDPerMTokOut)/1e6)
+		tokens = max(tokens, ev.Usage.InputTokens+ev.Usage.OutputTokens)
+	}
+	return usd, tokens
+}
+
+// budgetOvershoot: a meter refuses calls once its ledger has reached a
+// ceiling, and the call that crosses it is charged in full; so the ledger
+// never ends more than the largest single call through the meter over the
+// ceiling, unless calls the meter admitted were charged together (a hedge
+// outside the meter, a meter that admits a call past its ceiling).
+func budgetOvershoot(e *explorer, o *outcome) []string {
+	var out []string
+	for _, l := range o.ledgers {
+		b, g := l.budget, l.ledger
+		usd, tokens := e.oneCall(o, l.pos)
+		switch {
+		case b.USD != nil && l.stage == plan.StageChat && g.USD > *b.USD+usd+1e-9:
+			out = append(out, fmt.Sprintf("%s meter %s charged $%.6g against a budget of $%g: more than its largest call ($%.6g) over it", l.stage, l.layer, g.USD, *b.USD, usd))
+		case b.Tokens != nil && l.stage == plan.StageChat && g.Tokens() > *b.Tokens+tokens:
+			out = append(out, fmt.Sprintf("%s meter %s charged %d tokens against a budget of %d: more than its largest call (%d tokens) over it", l.stage, l.layer, g.Tokens(), *b.Tokens, tokens))
+		case b.Calls != nil && g.Calls > *b.Calls:
+			out = append(out, fmt.Sprintf("%s meter %s charged %d calls against a budget of %d", l.stage, l.layer, g.Calls, *b.Calls))
+		}
+	}
+	return out
+}
+
+func chainOf(p *plan.Plan, stage plan.Stage) []plan.Layer {
+	switch stage {
+	case plan.StageChat:
+		return p.Chains.Chat
+	case plan.StageTool:
+		return p.Chains.Tool
+	}
+	return p.Chains.Turn
+}
+
+// posName names the layer at a probe position.
+func posName(p *plan.Plan, stage plan.Stage, pos int) string {
+	chain := chainOf(p, stage)
+	if pos >= len(chain) {
+		if stage == plan.StageChat {
+			return "the model"
+		}
+		return "the tool"
+	}
+	return fmt.Sprintf("layer %d (%s)", pos, layerName(chain[pos]))
+}
+
+func noEffectAfterBlock(e *explorer, o *outcome) []string {
+	type block struct {
+		stage plan.Stage
+		pos   int
+	}
+	blocked := map[string]*block{}
+	var out []string
+	reported := map[string]bool{}
+	for _, ev := range o.events {
+		b := blocked[ev.Step]
+		switch {
+		case ev.Kind == evExit && ev.Class == runtime.ClassBlocked && b == nil:
+			blocked[ev.Step] = &block{ev.Stage, ev.Pos}
+		case b == nil || reported[ev.Step]:
+		case ev.Kind == evEnter && ev.Stage == b.stage && ev.Pos > b.pos,
+			ev.Kind == evExecute && ev.Stage == b.stage:
+			what := posName(e.orig, ev.Stage, ev.Pos)
+			if ev.Kind == evExecute {
+				what = ev.Stage + " " + ev.Name
+			}
+			out = append(out, fmt.Sprintf("step %s: %s blocked the call, then %s ran", ev.Step, posName(e.orig, b.stage, b.pos), what))
+			reported[ev.Step] = true
+		}
+	}
+	return out
+}
+
+func noRetryAfterOutput(o *outcome) []string {
+	delivered := map[string]bool{}
+	var out []string
+	for _, ev := range o.events {
+		switch {
+		case ev.Kind == evDelta:
+			delivered[ev.Step] = true
+		case ev.Kind == evExecute && ev.Stage == plan.StageChat && delivered[ev.Step] && !ev.Cancelled:
+			out = append(out, fmt.Sprintf("step %s: model %s was invoked again after a delta reached the caller", ev.Step, ev.Name))
+			delivered[ev.Step] = false
+		}
+	}
+	return out
+}
+
+func noPhantomEffect(e *explorer, t target, o *outcome) []string {
+	if t.stage != plan.StageTool || !e.orig.Tools[t.name].SideEffecting {
+		return nil
+	}
+	execs := map[string]int{}
+	for _, ev := range o.events {
+		if ev.Kind == evExecute && ev.Stage == plan.StageTool {
+			execs[ev.Step]++
+		}
+	}
+	calls := o.calls()
+	var out []string
+	for _, path := range sortedPaths(calls) {
+		s := calls[path]
+		if s.Outcome == "ok" && (s.Deduped == nil || !*s.Deduped) && execs[path] == 0 {
+			out = append(out, fmt.Sprintf("step %s: side-effecting tool %s reported success without running and without being marked deduped (a cache served it)", path, t.name))
+		}
+	}
+	return out
+}
+
+func (in *invariants) customs(t target, o *outcome) []violation {
+	if len(in.custom) == 0 {
+		return nil
+	}
+	raw, err := json.Marshal(o.res)
+	if err != nil {
+		return []violation{{"custom", err.Error()}}
+	}
+	var m map[string]any
+	_ = json.Unmarshal(raw, &m)
+	vars := map[string]any{
+		"steps": m["steps"], "executions": m["executions"], "audit": m["audit"], "meter": m["meter"],
+		"crashed": o.res.Crashed, "target": map[string]string{"stage": t.stage, "name": t.name},
+	}
+	var out []violation
+	for _, c := range in.custom {
+		v, _, err := c.prg.Eval(vars)
+		switch {
+		case err != nil:
+			out = append(out, violation{c.id, fmt.Sprintf("%s: evaluation failed: %v", c.pos, err)})
+		case v.Value() != true:
+			out = append(out, violation{c.id, fmt.Sprintf("%s: invariant %s is false", c.pos, c.id)})
+		}
+	}
+	return out
+}

@@ -1,0 +1,182 @@
+package prove
+
+import (
+	"context"
+	"sync"
+
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	"github.com/agentc-dev/agentc/runtime/scenario"
+)
+
+// probeID is the module the explorer inserts above every layer of a chain
+// and above the model or tool, to see which layers a call reached and what
+// they returned. A probe passes every call through unchanged.
+const probeID = "agentc.prove_probe"
+
+func init() {
+	runtime.Register(runtime.Module{
+		ID:     probeID,
+		Stages: []plan.Stage{plan.StageChat, plan.StageTool, plan.StageTurn},
+		Doc:    "inserted by agentc prove above each layer to observe a call; passes everything through",
+		ConfigSchema: `pos: int & >=0
+stage: string`,
+		New: func() runtime.Middleware { return &probe{} },
+	})
+}
+
+// event kinds of the trace.
+const (
+	evEnter   = "enter"   // the call reached layer Pos
+	evExit    = "exit"    // layer Pos (and what is inside it) returned Kind
+	evDelta   = "delta"   // a delta reached the caller
+	evExecute = "execute" // a model or a tool really ran
+	evRecord  = "record"  // an audit record was written
+)
+
+// event is one entry of a run's trace.
+type event struct {
+	Seq   int
+	Step  string
+	Kind  string
+	Stage plan.Stage
+	// Pos is the layer position (enter, exit): the index of the layer the
+	// probe sits above; len(chain) is the model or tool itself.
+	Pos int
+	// Class is the runtime.Classify of an exit's error; ErrKind its KindOf.
+	Class   runtime.Class
+	ErrKind string
+	// Name is the model or tool (execute) or the audit layer (record).
+	Name string
+	// Record is the audit record (record).
+	Record runtime.AuditRecord
+	// Cancelled reports an execution whose context had already ended (a
+	// hedge racer that lost before it ran).
+	Cancelled bool
+	// Usage and Model are what arrived through a chat exit, and from which
+	// model: what a meter just outside it charges.
+	Usage runtime.Usage
+	Model string
+}
+
+// recorder collects the events of one run; it travels in the run's context.
+type recorder struct {
+	mu     sync.Mutex
+	events []event
+}
+
+type recorderKey struct{}
+
+func recorderOf(ctx context.Context) *recorder {
+	r, _ := ctx.Value(recorderKey{}).(*recorder)
+	return r
+}
+
+func (r *recorder) add(ctx context.Context, e event) {
+	if r == nil {
+		return
+	}
+	e.Step = scenario.StepPath(ctx)
+	r.mu.Lock()
+	e.Seq = len(r.events)
+	r.events = append(r.events, e)
+	r.mu.Unlock()
+}
+
+func (r *recorder) snapshot() []event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]event(nil), r.events...)
+}
+
+type probe struct {
+	Pos   int    `json:"pos"`
+	Stage string `json:"stage"`
+}
+
+func (p *probe) exit(ctx context.Context, err error) {
+	recorderOf(ctx).add(ctx, event{Kind: evExit, Stage: p.Stage, Pos: p.Pos, Class: runtime.Classify(err), ErrKind: kindOf(err)})
+}
+
+func kindOf(err error) string {
+	if err == nil {
+		return ""
+	}
+	return runtime.KindOf(err)
+}
+
+// WrapChat implements runtime.ChatWrapper; the outermost probe also records
+// the deltas that reach the caller.
+func (p *probe) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
+	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
+		rec := recorderOf(ctx)
+		rec.add(ctx, event{Kind: evEnter, Stage: p.Stage, Pos: p.Pos})
+		y := yield
+		if p.Pos == 0 {
+			y = func(d runtime.Delta) bool {
+				rec.add(ctx, event{Kind: evDelta, Stage: p.Stage})
+				return yield(d)
+			}
+		}
+		u0 := c.Usage
+		err := next(ctx, c, y)
+		model := c.Served
+		if model == "" {
+			model = c.Request.Model
+		}
+		rec.add(ctx, event{Kind: evExit, Stage: p.Stage, Pos: p.Pos, Class: runtime.Classify(err), ErrKind: kindOf(err),
+			Usage: c.Usage.Sub(u0), Model: model})
+		return err
+	}
+}
+
+// WrapTool implements runtime.ToolWrapper.
+func (p *probe) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
+	return func(ctx context.Context, c *runtime.ToolCall) (any, error) {
+		recorderOf(ctx).add(ctx, event{Kind: evEnter, Stage: p.Stage, Pos: p.Pos})
+		v, err := next(ctx, c)
+		p.exit(ctx, err)
+		return v, err
+	}
+}
+
+// WrapTurn implements runtime.TurnWrapper.
+func (p *probe) WrapTurn(next runtime.TurnHandler) runtime.TurnHandler {
+	return func(ctx context.Context, c *runtime.TurnCall) (string, error) {
+		recorderOf(ctx).add(ctx, event{Kind: evEnter, Stage: p.Stage, Pos: p.Pos})
+		out, err := next(ctx, c)
+		p.exit(ctx, err)
+		return out, err
+	}
+}
+
+// recordingSink notes every audit record in the run's trace.
+type recordingSink struct{ runtime.AuditSink }
+
+// Append implements runtime.AuditSink.
+func (s recordingSink) Append(ctx context.Context, r runtime.AuditRecord) error {
+	err := s.AuditSink.Append(ctx, r)
+	if err == nil {
+		recorderOf(ctx).add(ctx, event{Kind: evRecord, Name: r.Layer, Record: r})
+	}
+	return err
+}
+
+// probed returns a copy of chain with a probe above every layer and one
+// above the model or tool (position len(chain)).
+func probed(stage plan.Stage, chain []plan.Layer) []plan.Layer {
+	if len(chain) == 0 {
+		return nil
+	}
+	out := make([]plan.Layer, 0, 2*len(chain)+1)
+	for i := 0; i <= len(chain); i++ {
+		out = append(out, plan.Layer{Use: probeID, Name: probeName(i),
+			Config: []byte(`{"pos":` + itoa(i) + `,"stage":"` + stage + `"}`)})
+		if i < len(chain) {
+			out = append(out, chain[i])
+		}
+	}
+	return out
+}
+
+func probeName(i int) string { return "prove_probe_" + itoa(i) }
