@@ -349,3 +349,39 @@ func TestHoldToolCalls(t *testing.T) {
 	require.ErrorContains(t, err, "refused")
 	assert.Equal(t, 1, c.Deltas)
 }
+
+// TestFirstDeltaCommitCountsToolCallsAndFinish: a tool-call fragment, and a
+// delta carrying only a finish reason, commit fallback and hedge as text
+// does.
+func TestFirstDeltaCommitCountsToolCallsAndFinish(t *testing.T) {
+	fragment := []runtime.Delta{{ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: "c", Name: "search", Arguments: `{"q":`}}}, {Text: "never"}}
+	finishOnly := []runtime.Delta{{FinishReason: runtime.FinishStop}, {Text: "never"}}
+	for name, stream := range map[string][]runtime.Delta{"tool-call fragment": fragment, "finish only": finishOnly} {
+		t.Run(name, func(t *testing.T) {
+			primary := rt.NewModel(rt.Response{Stream: stream, Err: rt.Transient("reset"), FailAfter: 1})
+			backup := rt.NewModel(rt.Response{Deltas: []string{"from backup"}})
+			models := map[string]runtime.ModelClient{"primary": primary, "backup": backup}
+			pl := build(t, plan.Chains{Chat: []plan.Layer{rt.Layer("fallback", `{"models":["primary","backup"]}`)}}, models)
+			resp, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: hi})
+			require.ErrorContains(t, err, "reset")
+			assert.Zero(t, backup.Calls(), "fallback is committed to primary")
+			assert.Equal(t, 1, resp.Deltas)
+
+			hedged := build(t, plan.Chains{Chat: []plan.Layer{rt.Layer("hedge", `{"models":["primary","backup"],"delay":"1h"}`)}}, models)
+			resp, err = hedged.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: hi})
+			require.ErrorContains(t, err, "reset", "the first delta won the race: its failure is the call's")
+			assert.Equal(t, "primary", resp.Model)
+			assert.Zero(t, backup.Calls())
+		})
+	}
+
+	// The winner's tool calls and finish reason reach the caller.
+	primary := rt.NewModel(rt.Response{Stream: toolCallStream})
+	pl := build(t, plan.Chains{Chat: []plan.Layer{rt.Layer("hedge", `{"models":["primary","backup"],"delay":"1h"}`)}},
+		map[string]runtime.ModelClient{"primary": primary, "backup": primary})
+	resp, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: hi})
+	require.NoError(t, err)
+	assert.Len(t, resp.ToolCalls, 2)
+	assert.Equal(t, runtime.FinishToolCalls, resp.FinishReason)
+	assert.Equal(t, int64(60), resp.Usage.CachedInputTokens, "the clone's usage is adopted whole")
+}

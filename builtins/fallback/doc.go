@@ -4,7 +4,8 @@
 // transient error (runtime.IsTransient) or an open circuit breaker
 // (*runtime.BreakerOpenError). A permanent error, the caller's cancellation
 // and any failure after the first delta end the call: once a delta flows the
-// stream is committed to that model. The model that served the call is
+// stream is committed to that model. Any delta counts, a tool-call fragment
+// or a finish-only delta too (see runtime.Delta). The model that served the call is
 // reported in ChatCall.Served (and ChatResponse.Model). When every model
 // fails, the last error is returned.
 package fallback

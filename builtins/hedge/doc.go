@@ -1,7 +1,8 @@
 // Package hedge implements the hedge builtin (stage chat): it races the
 // configured models. The first starts at once; each next one starts after
 // `delay`, or at once when a started model fails. The first model to deliver
-// a delta (or to finish successfully without one) wins: the others are
+// a delta (any delta: text, a tool-call fragment, a finish reason or usage
+// alone) or to finish successfully without one wins: the others are
 // cancelled, and the hedge layer waits for them to return before it returns,
 // so no goroutine outlives the call. The winner's deltas are forwarded in
 // order on the caller's goroutine.

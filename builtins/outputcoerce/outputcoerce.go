@@ -45,9 +45,13 @@ type Coerce struct {
 	Schema json.RawMessage `json:"schema"`
 	// Mode is "enforce" or "annotate".
 	Mode string `json:"mode"`
+	// SetResponseFormat sets the schema as the response_format of a request
+	// that has none.
+	SetResponseFormat bool `json:"set_response_format,omitempty"`
 
 	name   string
 	schema *jsonschema.Schema
+	format *runtime.ResponseFormat
 }
 
 // Provision compiles the schema once.
@@ -58,7 +62,44 @@ func (c *Coerce) Provision(b *runtime.BuildContext) error {
 		return fmt.Errorf("schema: %w", err)
 	}
 	c.schema = s
+	if c.SetResponseFormat {
+		raw, err := schemaJSON(c.Schema)
+		if err != nil {
+			return fmt.Errorf("schema: %w", err)
+		}
+		c.format = &runtime.ResponseFormat{Type: runtime.FormatJSONSchema, Name: formatName(c.name), Schema: raw}
+	}
 	return nil
+}
+
+// schemaJSON returns the schema as compact JSON (a JSON string holding the
+// schema is unwrapped).
+func schemaJSON(raw json.RawMessage) (json.RawMessage, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) > 0 && raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, err
+		}
+		raw = json.RawMessage(s)
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// formatName turns a layer name into a response format name as providers
+// accept it: letters, digits, _ and -, at most 64 bytes.
+func formatName(name string) string {
+	b := []byte(name)
+	for i, ch := range b {
+		if !(ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' || ch == '_' || ch == '-') {
+			b[i] = '_'
+		}
+	}
+	return string(b[:min(len(b), 64)])
 }
 
 // Validate checks the mode.
@@ -297,12 +338,23 @@ func diagnostics(ve *jsonschema.ValidationError) []Diagnostic {
 	return dedup
 }
 
-// WrapChat implements runtime.ChatWrapper.
+// WrapChat implements runtime.ChatWrapper. A response that requests tool
+// calls is not the final output: it is released unchecked (the model answers
+// once it has the results). With set_response_format a request without a
+// response_format carries the schema on the call's own copy.
 func (c *Coerce) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	return func(ctx context.Context, call *runtime.ChatCall, yield func(runtime.Delta) bool) error {
+		if c.format != nil && call.Request.ResponseFormat == nil {
+			call.Request.ResponseFormat = c.format
+			defer func() { call.Request.ResponseFormat = nil }()
+		}
 		buf, err := runtime.Buffer(ctx, call, next)
 		if err != nil {
 			return err
+		}
+		if len(buf.ToolCalls) > 0 {
+			buf.Release(call, yield)
+			return nil
 		}
 		full := buf.Text
 		clean, v, diags := c.Check(full)
@@ -318,7 +370,7 @@ func (c *Coerce) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 			buf.Release(call, yield)
 			return nil
 		}
-		call.Emit(yield, runtime.Delta{Text: clean, Usage: buf.Usage()})
+		call.Emit(yield, runtime.Delta{Text: clean, Usage: buf.Usage(), FinishReason: call.FinishReason})
 		return nil
 	}
 }

@@ -8,7 +8,9 @@
 // fast. The caller's own cancellation is never retried; an attempt that ran
 // out of attempt_timeout is. In the chat stage the attempt timeout bounds the
 // time to the first delta, and once a delta has been delivered the stream is
-// committed: a later failure is returned as is.
+// committed: a later failure is returned as is. Any delta counts, whatever it
+// carries: text, a tool-call fragment, a finish reason or usage alone (the
+// consumer has received it; see runtime.Delta).
 //
 // Backoff is exponential with full jitter: before attempt n+1 the layer waits
 // a uniform random delay in [0, min(max_delay, initial_delay *
