@@ -143,7 +143,7 @@ func TestStoreErrors(t *testing.T) {
 		want   string
 	}{
 		{"undeclared", `{"store": "nope"}`, nil, `store "nope" is not declared`},
-		{"unknown kind", `{"store": "x"}`, map[string]plan.Store{"x": {Kind: "redis"}}, `kind "redis" is not registered`},
+		{"unknown kind", `{"store": "x"}`, map[string]plan.Store{"x": {Kind: "etcd"}}, `kind "etcd" is not registered`},
 		{"open fails", `{"store": "x"}`, map[string]plan.Store{"x": {Kind: "test.counting", Path: "fail"}}, "cannot open"},
 		{"missing port", `{"index": "x"}`, map[string]plan.Store{"x": {Kind: "test.counting"}}, "offers no vector index"},
 		{"default replaced", `{}`, map[string]plan.Store{"default": {Kind: "test.counting", Path: "fail"}}, "cannot open"},
