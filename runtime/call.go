@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -306,12 +307,26 @@ func (u Usage) Total() int64 { return u.InputTokens + u.OutputTokens }
 // IsZero reports whether u counts nothing.
 func (u Usage) IsZero() bool { return u == Usage{} }
 
-// Add adds v to u.
+// Add adds v to u. A negative count in v adds nothing (a provider never
+// credits tokens back) and the sums saturate at math.MaxInt64 instead of
+// wrapping negative.
 func (u *Usage) Add(v Usage) {
-	u.InputTokens += v.InputTokens
-	u.OutputTokens += v.OutputTokens
-	u.CachedInputTokens += v.CachedInputTokens
-	u.ReasoningTokens += v.ReasoningTokens
+	u.InputTokens = SaturatingAdd(u.InputTokens, v.InputTokens)
+	u.OutputTokens = SaturatingAdd(u.OutputTokens, v.OutputTokens)
+	u.CachedInputTokens = SaturatingAdd(u.CachedInputTokens, v.CachedInputTokens)
+	u.ReasoningTokens = SaturatingAdd(u.ReasoningTokens, v.ReasoningTokens)
+}
+
+// SaturatingAdd returns a+b for a count: a negative b adds nothing, and the
+// sum stops at math.MaxInt64 instead of wrapping.
+func SaturatingAdd(a, b int64) int64 {
+	if b <= 0 {
+		return a
+	}
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // Sub returns u minus v (what a call added to a running sum).

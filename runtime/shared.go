@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -227,10 +228,14 @@ func (b *MemoryBudgeter) Settle(_ context.Context, key string, reserved bool, c 
 	if reserved && l.pending > 0 {
 		l.pending--
 	}
-	l.InputTokens += c.InputTokens
-	l.OutputTokens += c.OutputTokens
-	l.USD += c.USD
-	l.Calls += c.Calls
+	l.InputTokens = SaturatingAdd(l.InputTokens, c.InputTokens)
+	l.OutputTokens = SaturatingAdd(l.OutputTokens, c.OutputTokens)
+	if c.USD > 0 && !math.IsInf(c.USD, 0) {
+		l.USD += c.USD
+	} else if math.IsInf(c.USD, 1) {
+		l.USD = math.MaxFloat64
+	}
+	l.Calls = SaturatingAdd(l.Calls, c.Calls)
 	return nil
 }
 

@@ -19,7 +19,7 @@ func init() {
 		Stages: []plan.Stage{plan.StageChat, plan.StageTool},
 		Traits: []runtime.Trait{runtime.TraitRecords, runtime.TraitCountsTokens, runtime.TraitShortCircuits},
 		Doc:    "records usage and cost and refuses calls once a budget ceiling is reached",
-		New:    func() runtime.Middleware { return &Meter{Scope: "run"} },
+		New:    func() runtime.Middleware { return &Meter{Scope: "run", OnError: "closed"} },
 	})
 }
 
@@ -38,6 +38,10 @@ type Meter struct {
 	// Store names the policy store that holds the ledgers; empty keeps
 	// them in this process.
 	Store string `json:"store,omitempty"`
+	// OnError decides what a call that reports absurd usage does: "closed"
+	// fails it and charges the ledger to the limit; "open" charges
+	// MaxCallTokens for each absurd count and lets it pass.
+	OnError string `json:"on_error"`
 
 	name    string
 	prefix  string
@@ -45,6 +49,12 @@ type Meter struct {
 	logger  *slog.Logger
 	budgets runtime.Budgeter
 }
+
+// MaxCallTokens is the most tokens of one kind (input, output, cached,
+// reasoning) a single call may report. More is absurd usage: a provider or
+// proxy bug, or a hostile upstream. No model reads or writes a billion tokens
+// in one call.
+const MaxCallTokens int64 = 1_000_000_000
 
 // runLedgerTTL is how long a shared ledger of scope "run" outlives its last
 // call when the run is never ended.
@@ -68,6 +78,9 @@ func (m *Meter) Provision(b *runtime.BuildContext) error {
 func (m *Meter) Validate() error {
 	if m.Scope != "run" && m.Scope != "global" {
 		return fmt.Errorf(`scope must be "run" or "global", got %q`, m.Scope)
+	}
+	if m.OnError != "closed" && m.OnError != "open" {
+		return fmt.Errorf(`on_error must be "closed" or "open", got %q`, m.OnError)
 	}
 	return nil
 }
@@ -198,9 +211,62 @@ func (m *Meter) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		if model == "" {
 			model = c.Request.Model
 		}
+		if bad := absurd(u); bad != "" {
+			return m.absurdUsage(ctx, l, reserved, model, u, bad, err)
+		}
 		m.settle(ctx, l, reserved, true, u, m.Cost(model, u))
 		return err
 	}
+}
+
+// absurd names the first count of u that is negative or above
+// MaxCallTokens, or returns "".
+func absurd(u runtime.Usage) string {
+	for _, f := range []struct {
+		name string
+		n    int64
+	}{{"input_tokens", u.InputTokens}, {"output_tokens", u.OutputTokens},
+		{"cached_input_tokens", u.CachedInputTokens}, {"reasoning_tokens", u.ReasoningTokens}} {
+		if f.n < 0 || f.n > MaxCallTokens {
+			return fmt.Sprintf("%s %d", f.name, f.n)
+		}
+	}
+	return ""
+}
+
+// absurdUsage settles a call whose usage is absurd. Each absurd count is
+// charged as MaxCallTokens (a negative one as well: usage is never credited
+// back). Closed: the ledger is charged up to its ceilings, so no further call
+// of the ledger is admitted, and the call fails with a machinery error. Open:
+// the clamped usage is charged, logged, and the call's own outcome stands.
+func (m *Meter) absurdUsage(ctx context.Context, key string, reserved bool, model string, u runtime.Usage, bad string, callErr error) error {
+	clamp := func(n int64) int64 {
+		if n < 0 || n > MaxCallTokens {
+			return MaxCallTokens
+		}
+		return n
+	}
+	u = runtime.Usage{InputTokens: clamp(u.InputTokens), OutputTokens: clamp(u.OutputTokens),
+		CachedInputTokens: min(clamp(u.CachedInputTokens), clamp(u.InputTokens)),
+		ReasoningTokens:   min(clamp(u.ReasoningTokens), clamp(u.OutputTokens))}
+	usd := m.Cost(model, u)
+	if m.OnError == "open" {
+		m.logger.WarnContext(ctx, "meter: the model reported absurd usage; charged at the per-call cap", "model", model, "usage", bad)
+		m.settle(ctx, key, reserved, true, u, usd)
+		return callErr
+	}
+	if b := m.Budget; b != nil {
+		if b.Tokens != nil {
+			u.InputTokens = max(u.InputTokens, *b.Tokens)
+		}
+		if b.USD != nil {
+			usd = max(usd, *b.USD)
+		}
+	}
+	m.settle(ctx, key, reserved, true, u, usd)
+	m.logger.ErrorContext(ctx, "meter: the model reported absurd usage; the call fails and the ledger is charged to its ceiling", "model", model, "usage", bad)
+	return &runtime.CallError{Kind: runtime.KindPermanent, Layer: m.name,
+		Message: fmt.Sprintf("model %s reported absurd usage (%s; at most %d per call)", model, bad, MaxCallTokens)}
 }
 
 // WrapTool implements runtime.ToolWrapper.

@@ -3,6 +3,7 @@ package meter_test
 import (
 	"context"
 	"errors"
+	"math"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -134,4 +135,60 @@ func TestAPanickingCallReleasesItsReservation(t *testing.T) {
 			"the model runs again: the first panic did not keep the budget reserved")
 	}
 	assert.Zero(t, m.Ledger("r").Calls)
+}
+
+func TestAbsurdUsageFailsClosedAndExhaustsTheLedger(t *testing.T) {
+	model := rt.NewModel(rt.Response{Deltas: []string{"x"}, Usage: runtime.Usage{InputTokens: math.MaxInt64, OutputTokens: 3}})
+	pl, m := build(t, `{"budget":{"tokens":1000},"scope":"run"}`, model)
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r"})
+	_, _, err := rt.Collect(ctx, pl, runtime.ChatRequest{Model: "primary"}, 0)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "reported absurd usage (input_tokens 9223372036854775807")
+	got := m.Ledger("r")
+	assert.Positive(t, got.InputTokens, "the ledger never wraps negative")
+	assert.GreaterOrEqual(t, got.Tokens(), int64(1000))
+	_, _, err = rt.Collect(ctx, pl, runtime.ChatRequest{Model: "primary"}, 0)
+	var be *runtime.BudgetError
+	require.ErrorAs(t, err, &be, "no further call of the ledger is admitted")
+	assert.Equal(t, 1, model.Calls())
+}
+
+func TestAbsurdUsageOpenChargesTheCap(t *testing.T) {
+	model := rt.NewModel(rt.Response{Deltas: []string{"x"}, Usage: runtime.Usage{InputTokens: math.MaxInt64}})
+	pl, m := build(t, `{"scope":"global","on_error":"open"}`, model)
+	for range 3 {
+		_, _, err := rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary"}, 0)
+		require.NoError(t, err)
+	}
+	assert.Equal(t, 3*meter.MaxCallTokens, m.Ledger("").InputTokens)
+}
+
+func TestNegativeUsageIsNeverCredited(t *testing.T) {
+	model := rt.NewModel(
+		rt.Response{Deltas: []string{"x"}, Usage: runtime.Usage{InputTokens: 10, OutputTokens: 5}},
+		rt.Response{Deltas: []string{"x"}, Usage: runtime.Usage{InputTokens: -1_000_000, OutputTokens: -7}},
+	)
+	pl, m := build(t, `{"scope":"global"}`, model)
+	for range 2 {
+		_, _, err := rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary"}, 0)
+		require.NoError(t, err)
+	}
+	got := m.Ledger("")
+	// The negative report counts as no report: the runtime estimates the
+	// output from the text that arrived (one token for "x"), never less.
+	assert.Equal(t, int64(10), got.InputTokens)
+	assert.Equal(t, int64(6), got.OutputTokens)
+	assert.Equal(t, int64(2), got.Calls)
+}
+
+func TestMemoryBudgeterSaturates(t *testing.T) {
+	b := runtime.NewMemoryBudgeter()
+	ctx := context.Background()
+	for range 2 {
+		require.NoError(t, b.Settle(ctx, "k", false, runtime.Ledger{InputTokens: math.MaxInt64 - 1, Calls: math.MaxInt64}, 0))
+	}
+	l, err := b.LedgerOf(ctx, "k")
+	require.NoError(t, err)
+	assert.Equal(t, int64(math.MaxInt64), l.InputTokens)
+	assert.Equal(t, int64(math.MaxInt64), l.Calls)
 }

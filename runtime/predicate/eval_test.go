@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	goruntime "runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -404,4 +406,38 @@ func keys(m map[string]json.RawMessage) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// Caller-supplied patterns never grow the matches_any cache past its bounds:
+// distinct long patterns are compiled per call, distinct short ones stop
+// being cached at the entry or byte limit, and the live heap stays flat.
+func TestMatchesAnyRegexCacheIsBounded(t *testing.T) {
+	tenv := toolEnv(t, "refund")
+	p := mustCompile(t, tenv, "has(args.tags) && matches_any(args.order_id, args.tags)")
+	ctx := context.Background()
+	eval := func(pattern string) {
+		b, err := json.Marshal(map[string]any{"order_id": "A-17", "amount": 1, "tags": []string{pattern}})
+		require.NoError(t, err)
+		_, err = p.Eval(ctx, &ToolVars{Args: jsonArgs(t, string(b))})
+		require.NoError(t, err)
+	}
+	var before, after goruntime.MemStats
+	goruntime.GC()
+	goruntime.ReadMemStats(&before)
+	for i := range 50 { // 50 distinct 100 KB patterns: 5 MB of pattern text
+		eval(fmt.Sprintf("^x%d", i) + strings.Repeat("a", 100<<10))
+	}
+	for i := range 3000 { // more short patterns than the cache holds
+		eval(fmt.Sprintf("^y%d-%s", i, strings.Repeat("b", 200)))
+	}
+	goruntime.GC()
+	goruntime.ReadMemStats(&after)
+	assert.LessOrEqual(t, regexCacheEntries.Load(), maxCachedRegexes)
+	assert.LessOrEqual(t, regexCacheBytes.Load(), maxCachedRegexBytes)
+	var n, size int64
+	regexCache.Range(func(k, _ any) bool { n++; size += int64(len(k.(string))); return true })
+	assert.Equal(t, regexCacheEntries.Load(), n, "the counters match the cache")
+	assert.LessOrEqual(t, size, maxCachedRegexBytes)
+	growth := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	assert.Less(t, growth, int64(64<<20), "live heap grew by %d bytes", growth)
 }

@@ -133,12 +133,19 @@ func matchesAny(sv, listv ref.Val) ref.Val {
 	return types.False
 }
 
-// regexCache holds compiled patterns of matches_any. It stops growing at maxCachedRegexes
-// entries; patterns beyond that are compiled on each call.
+// regexCache holds compiled patterns of matches_any, bounded in entries and
+// in pattern bytes (compiled size grows with the pattern): patterns longer
+// than maxCachedRegexLen, and any pattern once the cache holds
+// maxCachedRegexes entries or maxCachedRegexBytes of pattern text, are
+// compiled on each call and dropped after it. Patterns written in a policy
+// are short; long or ever-new ones come from call data.
 var (
-	regexCache       sync.Map // string -> *regexp.Regexp
-	regexCacheSize   atomic.Int64
-	maxCachedRegexes int64 = 1024
+	regexCache          sync.Map // string -> *regexp.Regexp
+	regexCacheEntries   atomic.Int64
+	regexCacheBytes     atomic.Int64
+	maxCachedRegexes    int64 = 1024
+	maxCachedRegexLen         = 1024
+	maxCachedRegexBytes int64 = 256 << 10
 )
 
 func compileRegex(p string) (*regexp.Regexp, error) {
@@ -149,10 +156,19 @@ func compileRegex(p string) (*regexp.Regexp, error) {
 	if err != nil {
 		return nil, err
 	}
-	if regexCacheSize.Load() < maxCachedRegexes {
-		if _, loaded := regexCache.LoadOrStore(p, re); !loaded {
-			regexCacheSize.Add(1)
-		}
+	if len(p) > maxCachedRegexLen {
+		return re, nil
+	}
+	// Reserve room first, so concurrent misses never overshoot the bounds.
+	entries, bytes := regexCacheEntries.Add(1), regexCacheBytes.Add(int64(len(p)))
+	if entries > maxCachedRegexes || bytes > maxCachedRegexBytes {
+		regexCacheEntries.Add(-1)
+		regexCacheBytes.Add(-int64(len(p)))
+		return re, nil
+	}
+	if _, loaded := regexCache.LoadOrStore(p, re); loaded {
+		regexCacheEntries.Add(-1)
+		regexCacheBytes.Add(-int64(len(p)))
 	}
 	return re, nil
 }
