@@ -20,6 +20,9 @@
 // mapping of agentc serve). A client that went away
 // gets no body (499 is logged).
 //
+// Each connection is bounded: headers within 5s, the whole body within 30s,
+// keep-alive idle 120s, 64 KiB of headers, 1,024 connections at once.
+//
 // Run it with: go run ./examples/service -plan examples/service/plan.json
 package main
 
@@ -28,11 +31,14 @@ import (
 	"errors"
 	"flag"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"strings"
 	"time"
+
+	"golang.org/x/net/netutil"
 
 	_ "github.com/agentc-dev/agentc/builtins/all"
 	"github.com/agentc-dev/agentc/runtime"
@@ -72,7 +78,11 @@ func run(ctx context.Context, planPath, addr string) error {
 		}
 	}()
 
-	hs := &http.Server{Addr: addr, Handler: srv, ReadHeaderTimeout: 5 * time.Second}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	hs := newHTTPServer(srv, defaultLimits)
 	shutdownDone := make(chan error, 1)
 	go func() {
 		<-ctx.Done()
@@ -81,7 +91,7 @@ func run(ctx context.Context, planPath, addr string) error {
 		shutdownDone <- hs.Shutdown(shutdown)
 	}()
 	slog.Info("serving", "addr", addr, "policy", p.Policy)
-	serveErr := hs.ListenAndServe()
+	serveErr := hs.Serve(netutil.LimitListener(ln, defaultLimits.MaxConns))
 	if errors.Is(serveErr, http.ErrServerClosed) {
 		serveErr = nil
 	}
@@ -93,6 +103,25 @@ func run(ctx context.Context, planPath, addr string) error {
 		slog.Error("shutdown", "error", err)
 	}
 	return serveErr
+}
+
+// limits bound what one client can hold: the time to send the headers and
+// the whole body (a client trickling a body is cut off), how long an idle
+// keep-alive connection stays open, the header size, and the connections
+// served at once (more wait in the listen queue instead of exhausting file
+// descriptors). Responses have no write deadline: a chat stream lasts as long
+// as the model streams.
+type limits struct {
+	ReadHeader, Read, Idle   time.Duration
+	MaxHeaderBytes, MaxConns int
+}
+
+var defaultLimits = limits{ReadHeader: 5 * time.Second, Read: 30 * time.Second, Idle: 120 * time.Second,
+	MaxHeaderBytes: 64 << 10, MaxConns: 1024}
+
+func newHTTPServer(h http.Handler, l limits) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: l.ReadHeader, ReadTimeout: l.Read, IdleTimeout: l.Idle,
+		MaxHeaderBytes: l.MaxHeaderBytes}
 }
 
 // DemoDeps returns the service's model clients and tools: an echo model

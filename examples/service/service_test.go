@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/net/netutil"
 
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
@@ -304,4 +306,64 @@ func TestRunShutsDownBeforeClosing(t *testing.T) {
 
 	err = run(context.Background(), "plan.json", "127.0.0.1:-1")
 	require.Error(t, err, "a listen failure is returned")
+}
+
+// A client that trickles its body is cut off at the read deadline, and the
+// connections it holds never stop others from being served.
+func TestSlowBodiesAreCutOff(t *testing.T) {
+	p, err := plan.Load("plan.json")
+	require.NoError(t, err)
+	srv, err := NewServer(context.Background(), p, DemoDeps(slog.New(slog.DiscardHandler)))
+	require.NoError(t, err)
+	defer srv.Close()
+	lim := limits{ReadHeader: 200 * time.Millisecond, Read: 300 * time.Millisecond, Idle: time.Second, MaxHeaderBytes: 8 << 10, MaxConns: 64}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	hs := newHTTPServer(srv, lim)
+	go func() { _ = hs.Serve(netutil.LimitListener(ln, lim.MaxConns)) }()
+	defer hs.Close()
+	addr := ln.Addr().String()
+
+	const slow = 40
+	closed := make(chan time.Duration, slow)
+	for range slow {
+		c, err := net.Dial("tcp", addr)
+		require.NoError(t, err)
+		defer c.Close()
+		_, err = fmt.Fprintf(c, "POST /v1/admit HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{")
+		require.NoError(t, err)
+		go func() {
+			start := time.Now()
+			stop := make(chan struct{})
+			go func() { // one byte every 100 ms, until the server hangs up
+				for {
+					select {
+					case <-stop:
+						return
+					case <-time.After(100 * time.Millisecond):
+						if _, err := c.Write([]byte(" ")); err != nil {
+							return
+						}
+					}
+				}
+			}()
+			_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			_, _ = io.Copy(io.Discard, c) // returns when the server closes the connection
+			close(stop)
+			closed <- time.Since(start)
+		}()
+	}
+	// Others are served meanwhile.
+	resp, err := http.Post("http://"+addr+"/v1/admit", "application/json", strings.NewReader(`{"items":[]}`))
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	for range slow {
+		select {
+		case d := <-closed:
+			assert.Less(t, d, 3*time.Second, "a trickling client is cut off near the read deadline")
+		case <-time.After(6 * time.Second):
+			t.Fatal("a trickling client kept its connection")
+		}
+	}
 }
