@@ -30,7 +30,7 @@ func orderRules() []Rule {
 		if r.Warns {
 			sev += "/" + dsl.Warning
 		}
-		out = append(out, Rule{ID: r.Name, Severity: sev, Title: r.Title()})
+		out = append(out, Rule{ID: r.Name, Severity: sev, Title: r.Title(), Doc: r.Doc})
 	}
 	return out
 }

@@ -7,30 +7,79 @@ type Rule struct {
 	ID       string
 	Severity dsl.Severity
 	Title    string
+	// Doc says what the rule reports and why it matters (docs/rules.md
+	// shows it).
+	Doc string
 }
 
 // loadRules are the rules of the load-policy stage.
 var loadRules = []Rule{
-	{"cue/syntax", dsl.Error, "CUE parse error, or a file that is not a policy file"},
-	{"schema/unknown-middleware", dsl.Error, "use names no builtin or registered middleware"},
-	{"schema/unknown-field", dsl.Error, "a field the closed definition does not allow"},
-	{"schema/invalid-value", dsl.Error, "wrong type, out of bounds, or not one of the allowed values"},
-	{"schema/missing-field", dsl.Error, "a required field is absent"},
-	{"schema/bad-reference", dsl.Error, "a model, tool, store or entry name that is not declared"},
-	{"schema/stage", dsl.Error, "a builtin used in a chain whose stage it does not support"},
+	{"cue/syntax", dsl.Error, "CUE parse error, or a file that is not a policy file", `
+A file does not parse as CUE, or is not a policy file at all: an empty
+file, a file without a package clause or of another package than its
+neighbours, a file over 4 MiB, a file that is not UTF-8 text or not a
+regular file, nesting deeper than 200 levels, an expression chaining more
+than 1,000 operators, or an evaluation that runs over its deadline (10 s,
+AGENTC_TIMEOUT). Nothing else is checked until the files load.`},
+	{"schema/unknown-middleware", dsl.Error, "use names no builtin or registered middleware", `
+An entry's use names neither a builtin nor a middleware the host registered
+with runtime.Register. The message suggests the closest known id ("retyr":
+did you mean "retry"?).`},
+	{"schema/unknown-field", dsl.Error, "a field the closed definition does not allow", `
+Every definition is closed: a field the policy, an entry's builtin or a
+tool declaration does not define is an error at the field, with the
+closest allowed name when one is near. A misspelt field would otherwise be
+ignored and its layer run with the default.`},
+	{"schema/invalid-value", dsl.Error, "wrong type, out of bounds, or not one of the allowed values", `
+A value has the wrong type, lies outside its bounds, is not one of the
+allowed values, is not a valid duration, regular expression or JSON
+Schema, or breaks a rule between fields (two entries of one chain with the
+same name, a guard with both deny and require). The message gives the
+field's path and what it accepts.`},
+	{"schema/missing-field", dsl.Error, "a required field is absent", `
+A field the definition requires is absent: fallback without models, a
+guard without deny or require, a model with provider but no model id. The
+diagnostic sits at the struct that lacks the field.`},
+	{"schema/bad-reference", dsl.Error, "a model, tool, store or entry name that is not declared", `
+A name refers to something the policy does not declare: a model named by
+fallback, hedge, judge or compaction that is not in models, a tool in
+tools: scoping, a store, an entry named by a constraint, a tool's url_arg
+or path_arg absent from its args schema, or a JSON Schema file that cannot
+be read inside the policy directory.`},
+	{"schema/stage", dsl.Error, "a builtin used in a chain whose stage it does not support", `
+A builtin sits in a chain whose stage it does not support (fallback in the
+tool chain), or an entry outside the tool chain is scoped with tools:. The
+message lists the stages the builtin supports.`},
 }
 
 // celRules are the rules of the compile-cel stage.
 var celRules = []Rule{
-	{"cel/syntax", dsl.Error, "CEL parse error"},
-	{"cel/type", dsl.Error, "undeclared reference, undefined field, or no matching overload"},
-	{"cel/not-bool", dsl.Error, "a predicate whose type is not bool"},
-	{"cel/cost", dsl.Error, "estimated cost unbounded or above the limit"},
-	{"cel/untyped-args", dsl.Warning, "a predicate reads args where no tool schema types it"},
+	{"cel/syntax", dsl.Error, "CEL parse error", `
+A CEL predicate (a guard's deny or require, an entry's when, the policy's
+admit, a constraint's when) does not parse, is longer than 4 KiB, nests
+deeper than 48 levels, or holds an invalid regular expression. The column
+points inside the CUE string, at the offending token.`},
+	{"cel/type", dsl.Error, "undeclared reference, undefined field, or no matching overload", `
+A predicate does not type-check against the variables of its stage: an
+undeclared variable, a field its type does not have (args is typed from the
+tool's JSON Schema, so a misspelt argument is caught here), an optional
+field read without has(), or an operator applied to the wrong types.`},
+	{"cel/not-bool", dsl.Error, "a predicate whose type is not bool", `
+A predicate type-checks but does not yield a bool (args.amount rather than
+args.amount > 100.0), so it could never decide.`},
+	{"cel/cost", dsl.Error, "estimated cost unbounded or above the limit", `
+The static cost estimate of a predicate is unbounded (a comprehension over
+an untyped value) or above settings.cel_cost_limit (default 1,000,000).
+Sizes come from the schema's maxLength and maxItems; give them to bound a
+scan over a string or a list.`},
+	{"cel/untyped-args", dsl.Warning, "a predicate reads args where no tool schema types it", `
+A predicate reads args in an entry that is not scoped with tools: to tools
+whose JSON Schema types them, so a misspelt argument cannot be caught at
+vet time and fails at run time instead. Scope the entry to its tools.`},
 }
 
-// Rules lists every rule id the compiler reports, with its severity and
-// title.
+// Rules lists every rule id the compiler reports, with its severity, title
+// and documentation.
 func Rules() []Rule {
 	var out []Rule
 	out = append(out, loadRules...)

@@ -36,7 +36,7 @@ func cmdExplain(ctx context.Context, env *cliEnv, args []string) int {
 		return fail(env, "%v", err)
 	}
 	ds := c.Diagnostics.Relative(env.wd).Sort()
-	if err := printDiagnostics(env, ds, false); err != nil {
+	if err := printDiagnostics(env, ds, "text"); err != nil {
 		return fail(env, "%v", err)
 	}
 	if c.Policy == nil || !contains(c.Stages, "compile-cel") {

@@ -1,6 +1,6 @@
 // Command agentc checks, compiles, explains and runs agentc policies.
 //
-//	agentc vet     [-json] [-strict] [-rules] PATH...
+//	agentc vet     [-format text|json|sarif] [-json] [-strict] [-rules] PATH...
 //	agentc build   [-o plan.json] PATH
 //	agentc explain [-format text|dot|mermaid] PATH
 //	agentc run     [-json] [-trace] POLICY SCENARIO
@@ -74,7 +74,7 @@ var commands []command
 
 func init() {
 	commands = []command{
-		{"vet", "[-json] [-strict] [-rules] PATH...", "check policies; exit 1 on any error", cmdVet},
+		{"vet", "[-format text|json|sarif] [-json] [-strict] [-rules] PATH...", "check policies; exit 1 on any error", cmdVet},
 		{"build", "[-o FILE] PATH", "compile a policy to its plan (JSON)", cmdBuild},
 		{"explain", "[-format text|dot|mermaid] PATH", "show each chain and why each layer sits where it does", cmdExplain},
 		{"run", "[-json] [-trace] POLICY SCENARIO", "run a scenario against fake models and tools", cmdRun},
@@ -212,16 +212,22 @@ func cmdVersion(_ context.Context, env *cliEnv, args []string) int {
 		fmt.Fprintln(env.stderr, "usage: agentc version")
 		return exitUsage
 	}
-	v := version
-	goVersion := ""
+	v, goVersion := versions()
+	fmt.Fprintf(env.stdout, "agentc %s %s\n", v, goVersion)
+	return exitOK
+}
+
+// versions returns agentc's version (the module's, when installed with go
+// install at a version) and the Go version it was built with.
+func versions() (v, goVersion string) {
+	v = version
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		goVersion = bi.GoVersion
 		if bi.Main.Version != "" && bi.Main.Version != "(devel)" && strings.HasSuffix(v, "-dev") {
 			v = bi.Main.Version
 		}
 	}
-	fmt.Fprintf(env.stdout, "agentc %s %s\n", v, goVersion)
-	return exitOK
+	return v, goVersion
 }
 
 // fail prints an I/O or usage failure and returns exit code 2.

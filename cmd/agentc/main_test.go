@@ -2,13 +2,17 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+	"github.com/santhosh-tekuri/jsonschema/v5"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -56,6 +60,22 @@ func TestScripts(t *testing.T) {
 				b.WriteString("]\n")
 				ts.Check(os.WriteFile(ts.MkAbs(args[0]), []byte(b.String()), 0o644))
 			},
+			// sarifvalid FILE: FILE is a SARIF log valid against the
+			// official SARIF 2.1.0 JSON Schema.
+			"sarifvalid": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) != 1 {
+					ts.Fatalf("usage: sarifvalid FILE")
+				}
+				var v any
+				ts.Check(json.Unmarshal([]byte(ts.ReadFile(args[0])), &v))
+				err := sarifSchema(t).Validate(v)
+				if neg && err == nil {
+					ts.Fatalf("%s is a valid SARIF log", args[0])
+				}
+				if !neg && err != nil {
+					ts.Fatalf("%s: %v", args[0], err)
+				}
+			},
 			// nested FILE DEPTH: a policy nesting structs DEPTH deep.
 			"nested": func(ts *testscript.TestScript, neg bool, args []string) {
 				n, err := strconv.Atoi(args[1])
@@ -97,4 +117,31 @@ func TestUsageMatchesFlags(t *testing.T) {
 			assert.ElementsMatch(t, defined, flagRE.FindAllString(c.synopsis, -1), "flags of %s against its synopsis %q", c.name, c.synopsis)
 		})
 	}
+}
+
+var (
+	sarifOnce     sync.Once
+	sarifCompiled *jsonschema.Schema
+)
+
+// sarifSchema compiles the SARIF 2.1.0 JSON Schema the sarif package's
+// tests hold.
+func sarifSchema(t *testing.T) *jsonschema.Schema {
+	sarifOnce.Do(func() {
+		path := filepath.Join(filepath.Dir(examplesDir(t)), "compiler", "sarif", "testdata", "sarif-schema-2.1.0.json")
+		c := jsonschema.NewCompiler()
+		c.AssertFormat = true
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if err := c.AddResource("sarif-schema-2.1.0.json", f); err != nil {
+			t.Fatal(err)
+		}
+		if sarifCompiled, err = c.Compile("sarif-schema-2.1.0.json"); err != nil {
+			t.Fatal(err)
+		}
+	})
+	return sarifCompiled
 }

@@ -70,7 +70,7 @@ func loadPlan(ctx context.Context, env *cliEnv, path string) (*plan.Plan, int) {
 	if err != nil {
 		return nil, fail(env, "%v", err)
 	}
-	if err := printDiagnostics(env, c.Diagnostics.Relative(env.wd).Sort(), false); err != nil {
+	if err := printDiagnostics(env, c.Diagnostics.Relative(env.wd).Sort(), "text"); err != nil {
 		return nil, fail(env, "%v", err)
 	}
 	if c.Plan == nil {

@@ -69,7 +69,7 @@ func cmdTest(ctx context.Context, env *cliEnv, args []string) int {
 				if c.Plan == nil {
 					if !printedDiags {
 						printedDiags = true
-						if err := printDiagnostics(env, c.Diagnostics.Relative(env.wd).Sort(), false); err != nil {
+						if err := printDiagnostics(env, c.Diagnostics.Relative(env.wd).Sort(), "text"); err != nil {
 							return fail(env, "%v", err)
 						}
 					}

@@ -13,23 +13,38 @@ import (
 	"strings"
 
 	"github.com/agentc-dev/agentc/compiler"
+	"github.com/agentc-dev/agentc/compiler/sarif"
 	"github.com/agentc-dev/agentc/dsl"
 )
 
 func cmdVet(ctx context.Context, env *cliEnv, args []string) int {
 	fs := newFlags(env, "vet")
-	asJSON := fs.Bool("json", false, "print diagnostics as a JSON array")
+	asJSON := fs.Bool("json", false, "print diagnostics as a JSON array (-format json)")
+	format := fs.String("format", "text", "output `format`: text (lines on standard error), json or sarif (SARIF 2.1.0; both on standard output)")
 	strict := fs.Bool("strict", false, "exit 1 on warnings too")
 	rules := fs.Bool("rules", false, "list every rule id with its title")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
+	}
+	switch *format {
+	case "text", "json", "sarif":
+	default:
+		fmt.Fprintf(env.stderr, "agentc vet: -format %q: want text, json or sarif\n", *format)
+		return exitUsage
+	}
+	if *asJSON {
+		if *format != "text" && *format != "json" {
+			fmt.Fprintf(env.stderr, "agentc vet: -json and -format %s disagree; give one\n", *format)
+			return exitUsage
+		}
+		*format = "json"
 	}
 	if *rules {
 		if fs.NArg() > 0 {
 			fmt.Fprintln(env.stderr, "agentc vet: -rules lists the rules and takes no paths")
 			return exitUsage
 		}
-		return listRules(env, *asJSON)
+		return listRules(env, *format)
 	}
 	if fs.NArg() == 0 {
 		fs.Usage()
@@ -48,7 +63,7 @@ func cmdVet(ctx context.Context, env *cliEnv, args []string) int {
 		all = append(all, c.Diagnostics...)
 	}
 	all = all.Relative(env.wd).Sort()
-	if err := printDiagnostics(env, all, *asJSON); err != nil {
+	if err := printDiagnostics(env, all, *format); err != nil {
 		return fail(env, "%v", err)
 	}
 	errs, warns := all.Count()
@@ -58,18 +73,22 @@ func cmdVet(ctx context.Context, env *cliEnv, args []string) int {
 	return exitOK
 }
 
-// maxTextDiagnostics caps the text output; -json prints every diagnostic.
+// maxTextDiagnostics caps the text output; -json and -format sarif print
+// every diagnostic.
 const maxTextDiagnostics = 200
 
-// printDiagnostics writes ds as text lines on stderr (at most
-// maxTextDiagnostics, then a count of the rest), or as a JSON array on
-// stdout.
-func printDiagnostics(env *cliEnv, ds dsl.Diagnostics, asJSON bool) error {
-	if asJSON {
+// printDiagnostics writes ds in format: "text" lines on stderr (at most
+// maxTextDiagnostics, then a count of the rest), a "json" array or a
+// "sarif" log on stdout.
+func printDiagnostics(env *cliEnv, ds dsl.Diagnostics, format string) error {
+	switch format {
+	case "json":
 		if ds == nil {
 			ds = dsl.Diagnostics{}
 		}
 		return writeJSON(env.stdout, ds)
+	case "sarif":
+		return sarif.Write(env.stdout, ds, sarifOptions(env))
 	}
 	for i, d := range ds {
 		if i == maxTextDiagnostics {
@@ -164,10 +183,33 @@ func walkPolicyDirs(root string) ([]string, error) {
 	return dirs, err
 }
 
-// listRules prints every rule id with its severity and title, as a table or
-// as a JSON array of {"rule","severity","title"}.
-func listRules(env *cliEnv, asJSON bool) int {
-	if asJSON {
+// sarifOptions are the options of the CLI's SARIF logs: file names are
+// relative to the working directory.
+func sarifOptions(env *cliEnv) sarif.Options {
+	v, _ := versions()
+	return sarif.Options{
+		ToolVersion: v,
+		SrcRoot:     env.wd,
+		ReadFile: func(name string) ([]byte, error) {
+			if !filepath.IsAbs(name) {
+				name = filepath.Join(env.wd, name)
+			}
+			return dsl.ReadFile(name, dsl.MaxFileSize)
+		},
+	}
+}
+
+// listRules prints every rule id with its severity and title, as a table,
+// as a JSON array of {"rule","severity","title"}, or as a SARIF log with
+// the rules' descriptors and no results.
+func listRules(env *cliEnv, format string) int {
+	if format == "sarif" {
+		if err := sarif.Write(env.stdout, nil, sarifOptions(env)); err != nil {
+			return fail(env, "%v", err)
+		}
+		return exitOK
+	}
+	if format == "json" {
 		type rule struct {
 			Rule     string `json:"rule"`
 			Severity string `json:"severity"`
@@ -208,7 +250,7 @@ func cmdBuild(ctx context.Context, env *cliEnv, args []string) int {
 		return fail(env, "%v", err)
 	}
 	ds := c.Diagnostics.Relative(env.wd).Sort()
-	if err := printDiagnostics(env, ds, false); err != nil {
+	if err := printDiagnostics(env, ds, "text"); err != nil {
 		return fail(env, "%v", err)
 	}
 	if c.Plan == nil {
