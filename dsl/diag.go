@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Pos is a position in a policy file: 1-based line and column. The zero Pos
@@ -24,11 +27,27 @@ func (p Pos) IsValid() bool { return p.File != "" && p.Line > 0 }
 func (p Pos) String() string {
 	if !p.IsValid() {
 		if p.File != "" {
-			return p.File
+			return QuoteFile(p.File)
 		}
 		return "-"
 	}
-	return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Col)
+	return fmt.Sprintf("%s:%d:%d", QuoteFile(p.File), p.Line, p.Col)
+}
+
+// QuoteFile returns name as it is when it prints safely on one line, and
+// Go-quoted otherwise: a name holding a control byte (a newline, an escape
+// sequence), invalid UTF-8 or a leading quote would break the
+// "file:line:col: ..." line format or the terminal.
+func QuoteFile(name string) string {
+	if !utf8.ValidString(name) || strings.HasPrefix(name, `"`) {
+		return strconv.Quote(name)
+	}
+	for _, r := range name {
+		if unicode.IsControl(r) || r == utf8.RuneError || !unicode.IsPrint(r) && r != ' ' {
+			return strconv.Quote(name)
+		}
+	}
+	return name
 }
 
 // Before orders positions by file, line and column.
