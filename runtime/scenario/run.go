@@ -2,17 +2,21 @@ package scenario
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -78,9 +82,13 @@ type StepResult struct {
 	// Outcome is "ok", "blocked", "budget" or "error" (admit: set only on
 	// error).
 	Outcome string `json:"outcome,omitempty"`
-	// Text and Model are a chat step's delivered text and served model.
-	Text  *string `json:"text,omitempty"`
-	Model string  `json:"model,omitempty"`
+	// Text and Model are a chat step's delivered text and served model;
+	// ToolCalls and FinishReason the tool calls it delivered (assembled
+	// from their fragments) and why the model stopped.
+	Text         *string           `json:"text,omitempty"`
+	Model        string            `json:"model,omitempty"`
+	ToolCalls    []runtime.ToolUse `json:"tool_calls,omitempty"`
+	FinishReason string            `json:"finish_reason,omitempty"`
 	// Result and Deduped are a tool step's.
 	Result  any   `json:"result,omitempty"`
 	Deduped *bool `json:"deduped,omitempty"`
@@ -88,10 +96,33 @@ type StepResult struct {
 	Attempts int `json:"attempts,omitempty"`
 	// Admitted lists an admit step's admitted items.
 	Admitted *[]runtime.Item `json:"admitted,omitempty"`
-	// Output and Steps are a turn step's output and nested steps.
-	Output *string       `json:"output,omitempty"`
-	Nested []StepResult  `json:"steps,omitempty"`
-	Error  *ErrorSummary `json:"error,omitempty"`
+	// Output is a turn or agent step's output; Steps a turn step's nested
+	// steps.
+	Output *string      `json:"output,omitempty"`
+	Nested []StepResult `json:"steps,omitempty"`
+	// Agent summarises an agent step.
+	Agent *AgentSummary `json:"agent,omitempty"`
+	Error *ErrorSummary `json:"error,omitempty"`
+	// Requests are the requests the fake models received during the step
+	// (nested steps keep their own), in order of arrival: what each model
+	// was actually sent after the chat chain's layers, with Model naming
+	// the fake that received it.
+	Requests []runtime.ChatRequest `json:"requests,omitempty"`
+}
+
+// AgentSummary is the outcome of an agent step (runtime.AgentResult).
+type AgentSummary struct {
+	// Steps is the number of model calls, ToolCalls the tool calls the
+	// model requested and Blocked those a guard refused.
+	Steps     int `json:"steps"`
+	ToolCalls int `json:"tool_calls"`
+	Blocked   int `json:"blocked"`
+	// Stop is "done" or "max_steps" ("" when the turn failed).
+	Stop         string        `json:"stop,omitempty"`
+	FinishReason string        `json:"finish_reason,omitempty"`
+	Usage        runtime.Usage `json:"usage"`
+	// Messages is the transcript after the turn.
+	Messages []runtime.Message `json:"messages"`
 }
 
 // ErrorSummary describes a failed step.
@@ -234,6 +265,7 @@ func (r *runner) step(ctx context.Context, path string, i int, st Step) StepResu
 	if r.f.crashedIn(path) {
 		sr.Outcome, sr.Error = "crash", nil
 	}
+	sr.Requests = r.f.requestsOf(path)
 	return sr
 }
 
@@ -276,24 +308,45 @@ func (r *runner) run(ctx context.Context, path string, i int, st Step) StepResul
 		return sr
 	case st.Turn != nil:
 		return r.turn(ctx, i, st.Turn)
+	case st.Agent != nil:
+		return r.agent(ctx, i, st.Agent)
 	}
 	return StepResult{Index: i}
 }
 
 func (r *runner) chat(ctx context.Context, i int, cs *ChatStep) StepResult {
-	req := runtime.ChatRequest{Model: cs.Model, Messages: cs.Messages, MaxTokens: cs.MaxTokens}
 	var text strings.Builder
+	var calls runtime.ToolCallBuilder
 	n := 0
-	resp, err := r.pl.Stream(ctx, req, func(d runtime.Delta) bool {
+	resp, err := r.pl.Stream(ctx, cs.request(), func(d runtime.Delta) bool {
 		if cs.Consume != nil && n >= *cs.Consume {
 			return false
 		}
 		n++
 		text.WriteString(d.Text)
+		calls.Add(&d)
 		return cs.Consume == nil || n < *cs.Consume
 	})
 	t := text.String()
-	sr := StepResult{Index: i, Stage: plan.StageChat, Text: &t, Model: resp.Model, Attempts: resp.Attempts}
+	sr := StepResult{Index: i, Stage: plan.StageChat, Text: &t, Model: resp.Model, Attempts: resp.Attempts,
+		ToolCalls: copyCalls(calls.ToolCalls()), FinishReason: resp.FinishReason}
+	setOutcome(&sr, err)
+	return sr
+}
+
+func (r *runner) agent(ctx context.Context, i int, as *AgentStep) StepResult {
+	req := runtime.AgentRequest{Model: as.Model, Messages: as.Messages, Input: as.Input, Session: as.Session,
+		MaxSteps: as.MaxSteps, MaxParallel: as.MaxParallel, OnBlock: as.OnBlock}
+	if as.Params != nil {
+		req.Params = as.Params.request()
+	}
+	res, err := r.pl.RunAgent(ctx, req)
+	sr := StepResult{Index: i, Stage: "agent", Attempts: res.Attempts, Agent: &AgentSummary{
+		Steps: res.Steps, ToolCalls: res.ToolCalls, Blocked: res.Blocked, Stop: res.Stop, FinishReason: res.FinishReason,
+		Usage: res.Usage, Messages: copyRequest(&runtime.ChatRequest{Messages: res.Messages}).Messages}}
+	if err == nil {
+		sr.Output = &res.Output
+	}
 	setOutcome(&sr, err)
 	return sr
 }
@@ -311,6 +364,9 @@ func (r *runner) turn(ctx context.Context, i int, ts *TurnStep) StepResult {
 			nested = append(nested, sr)
 			if st.Chat != nil && sr.Text != nil {
 				output = *sr.Text
+			}
+			if st.Agent != nil && sr.Output != nil {
+				output = *sr.Output
 			}
 			if sr.Outcome != "" && sr.Outcome != "ok" {
 				return output, stepErr{sr}
@@ -432,6 +488,8 @@ type fakes struct {
 	crash     func()
 	crashed   atomic.Bool
 	crashPath string
+	// requests are the requests the fake models received, by step path.
+	requests map[string][]runtime.ChatRequest
 }
 
 // crashedIn reports whether the crash happened in the step at path or one
@@ -466,7 +524,7 @@ type script[T any] struct {
 
 func newFakes(s *Scenario, clock runtime.Clock, onExecute func(context.Context, plan.Stage, string), crash func()) *fakes {
 	f := &fakes{modelScript: map[string]*script[ModelItem]{}, toolScript: map[string]*script[ToolItem]{},
-		clock: clock, onExecute: onExecute, crash: crash}
+		clock: clock, onExecute: onExecute, crash: crash, requests: map[string][]runtime.ChatRequest{}}
 	for name, items := range s.Models {
 		f.modelScript[name] = &script[ModelItem]{items: items}
 	}
@@ -543,29 +601,29 @@ func (f *fakes) models() map[string]runtime.ModelClient {
 			if n < 0 {
 				return context.Canceled
 			}
+			f.record(ctx, name, req)
 			if !ok {
 				return &runtime.CallError{Kind: runtime.KindPermanent, Message: fmt.Sprintf("%s: script exhausted", what)}
 			}
 			if err := f.sleep(ctx, it.DelayMS); err != nil {
 				return err
 			}
-			deltas := it.Deltas
-			if it.Text != nil {
-				deltas = []string{*it.Text}
-			}
 			if it.Error != "" && it.FailAfter == nil {
 				return fakeError(it.Error, it.RetryAfterMS, what)
 			}
-			for k, d := range deltas {
+			deltas := itemDeltas(it, name, n+1)
+			for k, delta := range deltas {
 				if it.FailAfter != nil && k == *it.FailAfter {
 					break
 				}
 				if err := ctx.Err(); err != nil {
 					return err
 				}
-				delta := runtime.Delta{Text: d}
-				if k == len(deltas)-1 && it.FailAfter == nil && it.Usage != nil {
-					delta.Usage = *it.Usage
+				if k == len(deltas)-1 && it.FailAfter == nil {
+					delta.FinishReason = finishReason(it)
+					if it.Usage != nil {
+						delta.Usage = *it.Usage
+					}
 				}
 				if !yield(delta) {
 					return nil
@@ -578,11 +636,135 @@ func (f *fakes) models() map[string]runtime.ModelClient {
 				}
 				return fakeError(kind, it.RetryAfterMS, what+" mid-stream")
 			}
-			if len(deltas) == 0 && it.Usage != nil {
-				yield(runtime.Delta{Usage: *it.Usage})
+			if len(deltas) == 0 && (it.Usage != nil || it.FinishReason != "") {
+				d := runtime.Delta{FinishReason: it.FinishReason}
+				if it.Usage != nil {
+					d.Usage = *it.Usage
+				}
+				yield(d)
 			}
 			return nil
 		})
+	}
+	return out
+}
+
+// finishReason is the finish reason an item reports on its last delta.
+func finishReason(it ModelItem) string {
+	if it.FinishReason == "" && len(it.ToolCalls) > 0 {
+		return runtime.FinishToolCalls
+	}
+	return it.FinishReason
+}
+
+// itemDeltas returns the deltas an item streams (without usage and finish
+// reason): its text deltas, then two fragments per tool call, the first
+// with the call's id, name and the first half of its arguments, the second
+// with the rest. call is the model's call number (from 1), for default ids.
+func itemDeltas(it ModelItem, model string, call int) []runtime.Delta {
+	texts := it.Deltas
+	if it.Text != nil {
+		texts = []string{*it.Text}
+	}
+	out := make([]runtime.Delta, 0, len(texts)+2*len(it.ToolCalls))
+	for _, t := range texts {
+		out = append(out, runtime.Delta{Text: t})
+	}
+	for i, c := range it.ToolCalls {
+		id := c.ID
+		if id == "" {
+			id = fmt.Sprintf("call_%s_%d_%d", model, call, i)
+		}
+		args := "{}"
+		if c.Args != nil {
+			b, _ := json.Marshal(c.Args) // checked by Parse
+			args = string(b)
+		}
+		half := len(args) / 2
+		for half > 0 && !utf8.RuneStart(args[half]) {
+			half--
+		}
+		out = append(out,
+			runtime.Delta{ToolCalls: []runtime.ToolCallDelta{{Index: i, ID: id, Name: c.Name, Arguments: args[:half]}}},
+			runtime.Delta{ToolCalls: []runtime.ToolCallDelta{{Index: i, Arguments: args[half:]}}})
+	}
+	return out
+}
+
+// record keeps a copy of the request a fake model received, under the step
+// that made the call.
+func (f *fakes) record(ctx context.Context, model string, req *runtime.ChatRequest) {
+	r := copyRequest(req)
+	r.Model = model
+	path := StepPath(ctx)
+	f.mu.Lock()
+	f.requests[path] = append(f.requests[path], r)
+	f.mu.Unlock()
+}
+
+// requestsOf returns the requests received under the step at path.
+func (f *fakes) requestsOf(path string) []runtime.ChatRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.requests[path]
+}
+
+// copyRequest deep-copies a request, so that what the layers do with
+// theirs afterwards does not change the record. Tool-call arguments that
+// are not valid JSON (a stream cut short) are kept as a JSON string.
+func copyRequest(req *runtime.ChatRequest) runtime.ChatRequest {
+	r := *req
+	r.Messages = make([]runtime.Message, len(req.Messages))
+	for i, m := range req.Messages {
+		m.Parts = slices.Clone(m.Parts)
+		for j := range m.Parts {
+			m.Parts[j].Data = slices.Clone(m.Parts[j].Data)
+		}
+		m.ToolCalls = copyCalls(m.ToolCalls)
+		r.Messages[i] = m
+	}
+	if req.Tools != nil {
+		r.Tools = make([]runtime.ToolDef, len(req.Tools))
+		for i, t := range req.Tools {
+			t.Parameters = slices.Clone(t.Parameters)
+			r.Tools[i] = t
+		}
+	}
+	r.Stop = slices.Clone(req.Stop)
+	r.Metadata = maps.Clone(req.Metadata)
+	if req.Temperature != nil {
+		v := *req.Temperature
+		r.Temperature = &v
+	}
+	if req.TopP != nil {
+		v := *req.TopP
+		r.TopP = &v
+	}
+	if req.Seed != nil {
+		v := *req.Seed
+		r.Seed = &v
+	}
+	if req.ResponseFormat != nil {
+		rf := *req.ResponseFormat
+		rf.Schema = slices.Clone(rf.Schema)
+		r.ResponseFormat = &rf
+	}
+	return r
+}
+
+// copyCalls copies tool calls; arguments that are not valid JSON become a
+// JSON string of their text, so that the result still marshals.
+func copyCalls(calls []runtime.ToolUse) []runtime.ToolUse {
+	if calls == nil {
+		return nil
+	}
+	out := make([]runtime.ToolUse, len(calls))
+	for i, c := range calls {
+		args := slices.Clone(c.Arguments)
+		if !json.Valid(args) {
+			args, _ = json.Marshal(string(c.Arguments))
+		}
+		out[i] = runtime.ToolUse{ID: c.ID, Name: c.Name, Arguments: args}
 	}
 	return out
 }

@@ -10,8 +10,12 @@
 //	 "audit": [...], "meter": {...}}
 //
 // Script items. A model item streams `text` as one delta or each element of
-// `deltas` as its own delta, reports `usage` on the last delta, and with
-// `fail_after` N fails after N deltas (without a usage report). An item with
+// `deltas` as its own delta, then each of its `tool_calls` ({name, args},
+// optional id) as two tool-call fragments (the id, the name and the first
+// half of the JSON arguments, then the rest). It reports `usage` and its
+// `finish_reason` ("tool_calls" by default when it calls tools, none
+// otherwise) on the last delta, and with `fail_after` N fails after N deltas
+// (without a usage report). An item with
 // `error` ("transient", "rate_limited" with `retry_after_ms`, "timeout",
 // "permanent") fails before the first delta. `delay_ms` (an extension) waits
 // before the first delta, respecting cancellation, which lets hedge races be
@@ -24,14 +28,23 @@
 // consumes the next item of its model or tool; a call past the end of a
 // script fails permanently.
 //
-// Steps. `chat` sends {model, messages, max_tokens} and with `consume` N
-// abandons the stream after N deltas. `tool` calls {name, args}. `admit`
+// Steps. `chat` sends {model, messages, max_tokens, tools, tool_choice,
+// temperature, top_p, stop, seed, response_format, metadata} and with
+// `consume` N abandons the stream after N deltas; its result carries the
+// delivered text, tool calls and finish reason. `tool` calls {name, args}.
+// `agent` runs one function-calling agent turn (runtime.Pipeline.RunAgent)
+// over the scripted models and tools. `admit`
 // filters {items} with the plan's admission predicate. `turn` runs {input,
 // steps} through the turn chain: its nested steps run in order until one does
 // not end ok (its error ends the turn), and the turn's output is the text of
-// its last chat step. `parallel` (an extension) runs its nested steps
+// its last chat or agent step. `parallel` (an extension) runs its nested steps
 // concurrently, as duplicate deliveries of a call would; it ends ok when all
 // of them did, else with the outcome of the first that did not.
+//
+// Every step's result lists the `requests` its fake models received, in
+// order of arrival, as the models saw them: after every layer of the chat
+// chain (compaction, redaction, fallback's model), with the tools offered
+// and the parameters.
 package scenario
 
 import (
@@ -40,6 +53,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/agentc-dev/agentc/runtime"
@@ -67,14 +81,35 @@ const (
 
 // ModelItem is one scripted model response.
 type ModelItem struct {
-	Text         *string        `json:"text,omitempty"`
-	Deltas       []string       `json:"deltas,omitempty"`
+	Text   *string  `json:"text,omitempty"`
+	Deltas []string `json:"deltas,omitempty"`
+	// ToolCalls are the tool calls the response requests, streamed after
+	// the text as tool-call fragments.
+	ToolCalls []ScriptedCall `json:"tool_calls,omitempty"`
+	// FinishReason rides on the last delta ("tool_calls" when ToolCalls
+	// are set and it is empty).
+	FinishReason string         `json:"finish_reason,omitempty"`
 	Usage        *runtime.Usage `json:"usage,omitempty"`
 	Error        string         `json:"error,omitempty"`
 	RetryAfterMS int            `json:"retry_after_ms,omitempty"`
 	FailAfter    *int           `json:"fail_after,omitempty"`
 	DelayMS      int            `json:"delay_ms,omitempty"`
 }
+
+// ScriptedCall is a tool call a fake model requests.
+type ScriptedCall struct {
+	// ID identifies the call (default "call_<model>_<n>_<i>": the model,
+	// its call number from 1 and the call's index in the response).
+	ID string `json:"id,omitempty"`
+	// Name is the tool.
+	Name string `json:"name"`
+	// Args are the arguments (default {}); any JSON value is sent as it is
+	// encoded.
+	Args any `json:"args,omitempty"`
+}
+
+// The finish reasons a model item may script.
+var finishReasons = []string{runtime.FinishStop, runtime.FinishLength, runtime.FinishToolCalls, runtime.FinishContentFilter}
 
 // ToolItem is one scripted tool response.
 type ToolItem struct {
@@ -91,6 +126,7 @@ type Step struct {
 	Tool     *ToolStep  `json:"tool,omitempty"`
 	Admit    *AdmitStep `json:"admit,omitempty"`
 	Turn     *TurnStep  `json:"turn,omitempty"`
+	Agent    *AgentStep `json:"agent,omitempty"`
 	Parallel []Step     `json:"parallel,omitempty"`
 }
 
@@ -99,8 +135,47 @@ type ChatStep struct {
 	Model     string            `json:"model"`
 	Messages  []runtime.Message `json:"messages"`
 	MaxTokens int               `json:"max_tokens,omitempty"`
+	// Tools are the tools offered (absent: the policy's declared tools;
+	// an empty list: none).
+	Tools []runtime.ToolDef `json:"tools,omitempty"`
+	// ToolChoice, Temperature, TopP, Stop, Seed, ResponseFormat and
+	// Metadata are the request's parameters (runtime.ChatRequest).
+	ToolChoice     string                  `json:"tool_choice,omitempty"`
+	Temperature    *float64                `json:"temperature,omitempty"`
+	TopP           *float64                `json:"top_p,omitempty"`
+	Stop           []string                `json:"stop,omitempty"`
+	Seed           *int64                  `json:"seed,omitempty"`
+	ResponseFormat *runtime.ResponseFormat `json:"response_format,omitempty"`
+	Metadata       map[string]string       `json:"metadata,omitempty"`
 	// Consume, when set, abandons the stream after that many deltas.
 	Consume *int `json:"consume,omitempty"`
+}
+
+// request returns the chat request the step sends.
+func (cs *ChatStep) request() runtime.ChatRequest {
+	return runtime.ChatRequest{Model: cs.Model, Messages: cs.Messages, MaxTokens: cs.MaxTokens, Tools: cs.Tools,
+		ToolChoice: cs.ToolChoice, Temperature: cs.Temperature, TopP: cs.TopP, Stop: cs.Stop, Seed: cs.Seed,
+		ResponseFormat: cs.ResponseFormat, Metadata: cs.Metadata}
+}
+
+// AgentStep is one function-calling agent turn (runtime.AgentRequest): the
+// model is called with the transcript, the tools it calls run through the
+// tool chain, their results go back to it, until it answers without tool
+// calls or max_steps model calls were made.
+type AgentStep struct {
+	Model    string            `json:"model"`
+	Messages []runtime.Message `json:"messages,omitempty"`
+	// Input, when set, is appended as a user message.
+	Input   string          `json:"input,omitempty"`
+	Session runtime.Session `json:"session,omitzero"`
+	// Params is the template of every model call (tools, tool_choice,
+	// sampling parameters, max_tokens...); its model and messages are
+	// ignored.
+	Params      *ChatStep `json:"params,omitempty"`
+	MaxSteps    int       `json:"max_steps,omitempty"`
+	MaxParallel int       `json:"max_parallel,omitempty"`
+	// OnBlock is "tell_model" (default) or "end_turn".
+	OnBlock string `json:"on_block,omitempty"`
 }
 
 // ToolStep is a tool call.
@@ -202,31 +277,50 @@ func (it ModelItem) check() error {
 	if err := checkError(it.Error, it.RetryAfterMS); err != nil {
 		return err
 	}
-	streams := it.Text != nil || it.Deltas != nil
+	streams := it.Text != nil || it.Deltas != nil || it.ToolCalls != nil
 	switch {
 	case it.Text != nil && it.Deltas != nil:
 		return errors.New("text and deltas exclude each other")
 	case it.Error == "" && !streams:
-		return errors.New("one of text, deltas or error is required")
+		return errors.New("one of text, deltas, tool_calls or error is required")
 	case it.Error != "" && streams && it.FailAfter == nil:
-		return errors.New("error with text or deltas needs fail_after (an error alone fails before the first delta)")
+		return errors.New("error with text, deltas or tool_calls needs fail_after (an error alone fails before the first delta)")
 	case it.FailAfter != nil && !streams:
-		return errors.New("fail_after needs text or deltas")
+		return errors.New("fail_after needs text, deltas or tool_calls")
+	case it.FinishReason != "" && !slices.Contains(finishReasons, it.FinishReason):
+		return fmt.Errorf("finish_reason %q is not one of %s", it.FinishReason, strings.Join(finishReasons, ", "))
+	case it.FinishReason != "" && it.Error != "" && it.FailAfter == nil:
+		return errors.New("finish_reason needs a response (an error alone fails before the first delta)")
 	case it.FailAfter != nil && *it.FailAfter < 0:
 		return errors.New("fail_after must not be negative")
 	case it.DelayMS < 0:
 		return errors.New("delay_ms must not be negative")
 	}
-	if it.FailAfter != nil {
-		n := len(it.Deltas)
-		if it.Text != nil {
-			n = 1
+	for i, c := range it.ToolCalls {
+		if c.Name == "" {
+			return fmt.Errorf("tool_calls[%d]: name is required", i)
 		}
+		if _, err := json.Marshal(c.Args); err != nil {
+			return fmt.Errorf("tool_calls[%d]: args: %w", i, err)
+		}
+	}
+	if it.FailAfter != nil {
+		n := it.deltaCount()
 		if *it.FailAfter > n {
 			return fmt.Errorf("fail_after %d is past the %d deltas", *it.FailAfter, n)
 		}
 	}
 	return nil
+}
+
+// deltaCount is the number of deltas the item streams: its text deltas,
+// then two per tool call.
+func (it ModelItem) deltaCount() int {
+	n := len(it.Deltas)
+	if it.Text != nil {
+		n = 1
+	}
+	return n + 2*len(it.ToolCalls)
 }
 
 func checkError(kind string, retryAfter int) error {
@@ -250,13 +344,13 @@ func checkSteps(path string, steps []Step) []error {
 	for i, st := range steps {
 		p := fmt.Sprintf("%s[%d]", path, i)
 		n := 0
-		for _, set := range []bool{st.Chat != nil, st.Tool != nil, st.Admit != nil, st.Turn != nil, st.Parallel != nil} {
+		for _, set := range []bool{st.Chat != nil, st.Tool != nil, st.Admit != nil, st.Turn != nil, st.Agent != nil, st.Parallel != nil} {
 			if set {
 				n++
 			}
 		}
 		if n != 1 {
-			errs = append(errs, fmt.Errorf("%s: a step has exactly one of chat, tool, admit, turn, parallel (found %d)", p, n))
+			errs = append(errs, fmt.Errorf("%s: a step has exactly one of chat, tool, admit, turn, agent, parallel (found %d)", p, n))
 			continue
 		}
 		switch {
@@ -271,6 +365,8 @@ func checkSteps(path string, steps []Step) []error {
 			if st.Tool.Name == "" {
 				errs = append(errs, fmt.Errorf("%s.tool: name is required", p))
 			}
+		case st.Agent != nil:
+			errs = append(errs, checkAgent(p+".agent", st.Agent)...)
 		case st.Turn != nil:
 			if len(st.Turn.Steps) == 0 {
 				errs = append(errs, fmt.Errorf("%s.turn: steps: at least one step is required", p))
@@ -278,6 +374,38 @@ func checkSteps(path string, steps []Step) []error {
 			errs = append(errs, checkSteps(p+".turn.steps", st.Turn.Steps)...)
 		case st.Parallel != nil:
 			errs = append(errs, checkSteps(p+".parallel", st.Parallel)...)
+		}
+	}
+	return errs
+}
+
+func checkAgent(p string, a *AgentStep) []error {
+	var errs []error
+	if a.Model == "" {
+		errs = append(errs, fmt.Errorf("%s: model is required", p))
+	}
+	if a.Input == "" && len(a.Messages) == 0 {
+		errs = append(errs, fmt.Errorf("%s: input or messages is required", p))
+	}
+	if a.MaxSteps < 0 {
+		errs = append(errs, fmt.Errorf("%s: max_steps must not be negative", p))
+	}
+	if a.MaxParallel < 0 {
+		errs = append(errs, fmt.Errorf("%s: max_parallel must not be negative", p))
+	}
+	switch a.OnBlock {
+	case "", runtime.OnBlockTellModel, runtime.OnBlockEndTurn:
+	default:
+		errs = append(errs, fmt.Errorf("%s: on_block %q is not %q or %q", p, a.OnBlock, runtime.OnBlockTellModel, runtime.OnBlockEndTurn))
+	}
+	if pr := a.Params; pr != nil {
+		switch {
+		case pr.Model != "" || pr.Messages != nil:
+			errs = append(errs, fmt.Errorf("%s.params: model and messages are the agent step's own", p))
+		case pr.Consume != nil:
+			errs = append(errs, fmt.Errorf("%s.params: consume does not apply to an agent step", p))
+		case pr.MaxTokens < 0:
+			errs = append(errs, fmt.Errorf("%s.params: max_tokens must not be negative", p))
 		}
 	}
 	return errs

@@ -62,7 +62,9 @@ func TestDesignExample(t *testing.T) {
 	require.NoError(t, err)
 	got, err := json.Marshal(res)
 	require.NoError(t, err)
-	assert.JSONEq(t, `{"steps": [{"index": 0, "stage": "chat", "outcome": "ok", "text": "hello", "model": "primary", "attempts": 2},
+	req := `{"model": "primary", "messages": [{"role": "user", "content": "hi"}], "tools": [{"name": "refund", "parameters": {"type": "object"}}]}`
+	assert.JSONEq(t, `{"steps": [{"index": 0, "stage": "chat", "outcome": "ok", "text": "hello", "model": "primary", "attempts": 2,
+             "requests": [`+req+`, `+req+`]},
            {"index": 1, "stage": "tool", "outcome": "ok", "result": {"ok": true}, "attempts": 2, "deduped": false},
            {"index": 2, "stage": "admit", "admitted": []}],
  "executions": {"models": {"primary": 2, "backup": 0}, "tools": {"refund": 2}},
@@ -79,11 +81,20 @@ func TestParseErrors(t *testing.T) {
 		{"unknown field", `{"steps": [{"chat": {"modle": "x"}}]}`, []string{`unknown field "modle"`}},
 		{"type", `{"steps": [{"chat": {"model": 1}}]}`, []string{"steps.chat.model", "line 1"}},
 		{"no steps", `{"steps": []}`, []string{"steps: at least one step is required"}},
-		{"two kinds", `{"steps": [{"chat": {}, "tool": {"name": "x"}}]}`, []string{"steps[0]: a step has exactly one of chat, tool, admit, turn, parallel (found 2)"}},
+		{"two kinds", `{"steps": [{"chat": {}, "tool": {"name": "x"}}]}`, []string{"steps[0]: a step has exactly one of chat, tool, admit, turn, agent, parallel (found 2)"}},
 		{"tool name", `{"steps": [{"chat": {}}, {"tool": {}}]}`, []string{"steps[1].tool: name is required"}},
 		{"nested", `{"steps": [{"turn": {"input": "x", "steps": [{"tool": {}}]}}]}`, []string{"steps[0].turn.steps[0].tool: name is required"}},
 		{"bad error kind", `{"models": {"m": [{"error": "boom"}]}, "steps": [{"chat": {}}]}`, []string{`models.m[0]: error "boom" is not one of`}},
-		{"empty item", `{"models": {"m": [{}]}, "steps": [{"chat": {}}]}`, []string{"models.m[0]: one of text, deltas or error is required"}},
+		{"empty item", `{"models": {"m": [{}]}, "steps": [{"chat": {}}]}`, []string{"models.m[0]: one of text, deltas, tool_calls or error is required"}},
+		{"tool call without name", `{"models": {"m": [{"tool_calls": [{"args": {}}]}]}, "steps": [{"chat": {}}]}`, []string{"models.m[0]: tool_calls[0]: name is required"}},
+		{"bad finish reason", `{"models": {"m": [{"text": "a", "finish_reason": "done"}]}, "steps": [{"chat": {}}]}`, []string{`models.m[0]: finish_reason "done" is not one of stop, length, tool_calls, content_filter`}},
+		{"finish reason on an error", `{"models": {"m": [{"error": "transient", "finish_reason": "stop"}]}, "steps": [{"chat": {}}]}`, []string{"models.m[0]: finish_reason needs a response"}},
+		{"fail_after past tool calls", `{"models": {"m": [{"text": "a", "tool_calls": [{"name": "t"}], "fail_after": 4}]}, "steps": [{"chat": {}}]}`, []string{"fail_after 4 is past the 3 deltas"}},
+		{"agent without model", `{"steps": [{"agent": {"input": "hi"}}]}`, []string{"steps[0].agent: model is required"}},
+		{"agent without input", `{"steps": [{"agent": {"model": "m"}}]}`, []string{"steps[0].agent: input or messages is required"}},
+		{"agent on_block", `{"steps": [{"agent": {"model": "m", "input": "x", "on_block": "ignore"}}]}`, []string{`steps[0].agent: on_block "ignore" is not "tell_model" or "end_turn"`}},
+		{"agent params model", `{"steps": [{"agent": {"model": "m", "input": "x", "params": {"model": "n"}}}]}`, []string{"steps[0].agent.params: model and messages are the agent step's own"}},
+		{"agent in a turn", `{"steps": [{"turn": {"input": "x", "steps": [{"agent": {"input": "x"}}]}}]}`, []string{"steps[0].turn.steps[0].agent: model is required"}},
 		{"fail_after past", `{"models": {"m": [{"deltas": ["a"], "fail_after": 2}]}, "steps": [{"chat": {}}]}`, []string{"fail_after 2 is past the 1 deltas"}},
 		{"retry_after without rate_limited", `{"tools": {"t": [{"error": "transient", "retry_after_ms": 3}]}, "steps": [{"chat": {}}]}`, []string{`tools.t[0]: retry_after_ms needs error "rate_limited"`}},
 		{"negative consume", `{"steps": [{"chat": {"consume": -1}}]}`, []string{"steps[0].chat: consume must not be negative"}},

@@ -12,7 +12,8 @@ import (
 // steps indented), then the executions, the audit records and the meter:
 //
 //	step 0 chat ok model=primary attempts=2 text="hello"
-//	step 1 tool blocked attempts=1 error=blocked layer=refund_limit: refunds over 100 need an approver
+//	step 1 chat ok model=primary attempts=1 text="" tool_call=refund{"amount":500} finish=tool_calls
+//	step 2 tool blocked attempts=1 error=blocked layer=refund_limit: refunds over 100 need an approver
 //	executions: models primary=2 backup=0; tools refund=1
 //	meter: input_tokens=10 output_tokens=5 usd=0.000105 calls=1
 func (r *Result) WriteText(w io.Writer) error {
@@ -49,6 +50,18 @@ func writeSteps(b *strings.Builder, steps []StepResult, indent string) {
 		}
 		if s.Text != nil {
 			fmt.Fprintf(b, " text=%q", *s.Text)
+		}
+		for _, c := range s.ToolCalls {
+			fmt.Fprintf(b, " tool_call=%s%s", c.Name, c.Arguments)
+		}
+		if s.FinishReason != "" {
+			fmt.Fprintf(b, " finish=%s", s.FinishReason)
+		}
+		if a := s.Agent; a != nil {
+			fmt.Fprintf(b, " model_calls=%d tool_calls=%d blocked=%d", a.Steps, a.ToolCalls, a.Blocked)
+			if a.Stop != "" {
+				fmt.Fprintf(b, " stop=%s", a.Stop)
+			}
 		}
 		if s.Output != nil {
 			fmt.Fprintf(b, " output=%q", *s.Output)
