@@ -100,13 +100,24 @@ type cliEnv struct {
 }
 
 func main() {
+	limit, err := maxMemory()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "agentc:", err)
+		os.Exit(exitUsage)
+	}
+	if len(os.Args) > 1 && os.Args[1] != "serve" {
+		// A long-running server holds what its traffic needs; every other
+		// command evaluates files and ends, under a bound on its live heap.
+		go watchMemory(limit, 20*time.Millisecond, os.Stderr, os.Exit)
+	}
 	if len(os.Args) > 1 && compileOnly[os.Args[1]] && os.Getenv("GOGC") == "" {
 		// Compiling a policy is one short burst of allocation: collecting
 		// garbage during it costs a fifth of a vet. The memory limit
-		// (GOMEMLIMIT, else 512 MiB) still collects for a large policy.
+		// (GOMEMLIMIT, else 512 MiB, or half the live-heap bound when that
+		// is lower) still collects for a large policy.
 		debug.SetGCPercent(-1)
 		if os.Getenv("GOMEMLIMIT") == "" {
-			debug.SetMemoryLimit(512 << 20)
+			debug.SetMemoryLimit(min(512<<20, limit/2))
 		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)

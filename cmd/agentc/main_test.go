@@ -18,7 +18,7 @@ import (
 
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"agentc": func() { os.Exit(Main(context.Background(), os.Args[1:], os.Stdout, os.Stderr)) },
+		"agentc": main, // the whole process: its memory bound and GC settings too
 	})
 }
 
