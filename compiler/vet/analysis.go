@@ -32,6 +32,14 @@ type Analysis struct {
 	static   map[string]*staticPredicate // by source
 	applies  map[appliesKey]bool
 	blockers map[string]*dsl.Entry // by tool name; nil entries cached too
+	reinvoke map[string]reinvocations // by stage and scope (scopeKey)
+	overlaps int                       // Overlap evaluations, for the scaling tests
+}
+
+// reinvocations is a memoised result of Reinvocations.
+type reinvocations struct {
+	n       int
+	factors string
 }
 
 type appliesKey struct {
@@ -93,6 +101,7 @@ func Analyze(p *dsl.Policy, builtin []*dsl.Constraint) *Analysis {
 		whens:       map[*dsl.Constraint]*whenProgram{},
 		static:      map[string]*staticPredicate{},
 		applies:     map[appliesKey]bool{},
+		reinvoke:    map[string]reinvocations{},
 		blockers:    map[string]*dsl.Entry{},
 		Constraints: append(append([]*dsl.Constraint{}, builtin...), p.Constraints...),
 	}

@@ -2,6 +2,8 @@ package vet
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/agentc-dev/agentc/dsl"
 )
@@ -30,18 +32,18 @@ never runs a call again.`,
 					// A retry of one attempt multiplies nothing.
 					continue
 				}
-				var outer []*dsl.Entry
-				for _, o := range retries {
-					if p.Overlap(o, e) {
-						outer = append(outer, o)
+				// The nearest retry outside e that wraps the same calls.
+				var near *dsl.Entry
+				for i := len(retries) - 1; i >= 0 && near == nil; i-- {
+					if p.Overlap(retries[i], e) {
+						near = retries[i]
 					}
 				}
 				retries = append(retries, e)
-				if len(outer) == 0 {
+				if near == nil {
 					continue
 				}
 				n, factors := p.Reinvocations(chain, e)
-				near := outer[len(outer)-1]
 				p.Reportf(e.Pos, []dsl.Related{at(near, "%s (max_attempts %d) is here, outside %s", near.Ref(), Attempts(near), e.Ref())},
 					"%s (max_attempts %d) sits inside %s (max_attempts %d): a failing call reaches %s up to %s times (%s); keep one retry, or scope them with tools: to different tools",
 					e.Ref(), Attempts(e), near.Ref(), Attempts(near), callee(stage), Calls(n), factors)
@@ -55,7 +57,15 @@ never runs a call again.`,
 // chain that re-invokes what it wraps (retry, fallback, hedge) and can
 // wrap the same calls as e, with e's own; and the product's factors
 // ("4 × 2 × 3"), as explain spells them.
+//
+// Entries of one stage with the same scope (tools: and when) overlap the
+// same layers, so the result is computed once per scope: a chain of n
+// retries costs O(n), not O(n²).
 func (a *Analysis) Reinvocations(chain []*dsl.Entry, e *dsl.Entry) (int, string) {
+	key := scopeKey(e)
+	if r, ok := a.reinvoke[key]; ok {
+		return r.n, r.factors
+	}
 	var attempts []int
 	var factors []string
 	for _, o := range chain {
@@ -67,5 +77,21 @@ func (a *Analysis) Reinvocations(chain []*dsl.Entry, e *dsl.Entry) (int, string)
 			factors = append(factors, fmt.Sprint(k))
 		}
 	}
-	return CallProduct(attempts...), Factors(factors, "layers")
+	r := reinvocations{CallProduct(attempts...), Factors(factors, "layers")}
+	if a.Overlap(e, e) { // else e's own attempts are not those of its scope
+		a.reinvoke[key] = r
+	}
+	return r.n, r.factors
+}
+
+// scopeKey identifies the calls an entry can wrap: its stage, its tools:
+// list and its when.
+func scopeKey(e *dsl.Entry) string {
+	tools := slices.Clone(e.Tools)
+	slices.Sort(tools)
+	when := ""
+	if e.When != nil {
+		when = e.When.Source
+	}
+	return string(e.Stage) + "\x00" + strings.Join(tools, "\x00") + "\x00\x01" + when
 }

@@ -130,6 +130,7 @@ func (a *Analysis) sideEffectingReaching(e *dsl.Entry) ([]*dsl.Tool, []dsl.Relat
 // and turn chains; in the tool chain when some tool, declared or not, has
 // calls both apply to.
 func (a *Analysis) Overlap(x, y *dsl.Entry) bool {
+	a.overlaps++
 	if x.Stage != "tool" || y.Stage != "tool" {
 		return x.Stage == y.Stage
 	}

@@ -175,3 +175,28 @@ func TestFactors(t *testing.T) {
 	many := slices.Repeat([]string{"3"}, 2000)
 	assert.Equal(t, "3 × 3 × 3 × … (2000 retries)", vet.Factors(many, "retries"))
 }
+
+// The nested-retry rule is linear in the chain: n retries in one chain cost
+// O(n) overlap checks and report n-1 diagnostics with one product.
+func TestNestedRetryIsLinear(t *testing.T) {
+	schema, err := dsl.DefaultSchema()
+	require.NoError(t, err)
+	var b strings.Builder
+	b.WriteString("package p\n\nchains: chat: [\n")
+	const n = 400
+	for i := range n {
+		fmt.Fprintf(&b, "\t{use: \"retry\", name: \"r%d\"},\n", i)
+	}
+	b.WriteString("]\n")
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "p.cue"), []byte(b.String()), 0o644))
+	p, diags, err := dsl.Load(context.Background(), []string{dir}, dsl.Options{Schema: schema})
+	require.NoError(t, err)
+	require.False(t, diags.HasErrors(), "%v", diags)
+	a := vet.Analyze(p, schema.Constraints())
+	before := vet.OverlapChecks(a)
+	got := vet.Run(a, vet.NestedRetry)
+	require.Len(t, got, n-1)
+	assert.Contains(t, got[n-2].Message, "more than 1,000,000 times")
+	assert.LessOrEqual(t, vet.OverlapChecks(a)-before, 4*n, "overlap checks for %d retries", n)
+}
