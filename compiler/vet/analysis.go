@@ -31,9 +31,9 @@ type Analysis struct {
 	whens    map[*dsl.Constraint]*whenProgram
 	static   map[string]*staticPredicate // by source
 	applies  map[appliesKey]bool
-	blockers map[string]*dsl.Entry // by tool name; nil entries cached too
+	blockers map[string]*dsl.Entry    // by tool name; nil entries cached too
 	reinvoke map[string]reinvocations // by stage and scope (scopeKey)
-	overlaps int                       // Overlap evaluations, for the scaling tests
+	overlaps int                      // Overlap evaluations, for the scaling tests
 }
 
 // reinvocations is a memoised result of Reinvocations.
