@@ -1,0 +1,435 @@
+package gen
+
+import (
+	"encoding/json"
+	"fmt"
+	"go/doc/comment"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"cuelang.org/go/cue/ast"
+
+	"github.com/agentc-dev/agentc/compiler/sarif"
+)
+
+// traitDocs says what each builtin trait means; TestTraitsDocumented keeps
+// it in step with #BuiltinInfo.
+var traitDocs = map[string]string{
+	"reinvokes":             "can call the inner layers more than once for one call (retry, fallback, hedge); vet multiplies their attempts",
+	"short_circuits":        "can answer or refuse without calling the inner layers",
+	"records":               "writes a record or ledger entry per invocation (audit, meter)",
+	"counts_tokens":         "counts the tokens of the request it sees, so its place relative to layers that rewrite messages matters",
+	"rewrites_messages":     "changes the messages, arguments or results that pass through it",
+	"guards":                "checks calls and can block them; a check of this kind must not sit inside a cache",
+	"caches":                "can answer from a stored result, skipping every layer inside it",
+	"side_effect_sensitive": "must never apply to a side-effecting tool",
+}
+
+// commonTypes are the scalar definitions fields refer to; they get a
+// section of their own instead of a field table.
+func isCommonType(d *def) bool {
+	_, isStruct := unparen(d.Expr).(*ast.StructLit)
+	return !isStruct
+}
+
+// catalog is schemas/catalog.json.
+type catalog struct {
+	Builtins map[string]struct {
+		Stages     []string `json:"stages"`
+		Traits     []string `json:"traits"`
+		Repeatable bool     `json:"repeatable"`
+		Doc        string   `json:"doc"`
+	} `json:"builtins"`
+	Constraints map[string]struct {
+		ID       string `json:"id"`
+		Stage    string `json:"stage"`
+		Outer    string `json:"outer"`
+		Inner    string `json:"inner"`
+		When     string `json:"when"`
+		Severity string `json:"severity"`
+		Why      string `json:"why"`
+	} `json:"constraints"`
+}
+
+func loadCatalog(root string) (*catalog, error) {
+	b, err := os.ReadFile(filepath.Join(root, "schemas", "catalog.json"))
+	if err != nil {
+		return nil, err
+	}
+	var c catalog
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, fmt.Errorf("schemas/catalog.json: %w", err)
+	}
+	return &c, nil
+}
+
+// defName is the schemas definition of a builtin id: "output_coerce" ->
+// "#OutputCoerce".
+func defName(id string) string {
+	var b strings.Builder
+	b.WriteByte('#')
+	for _, part := range strings.Split(id, "_") {
+		if part != "" {
+			b.WriteString(strings.ToUpper(part[:1]) + part[1:])
+		}
+	}
+	return b.String()
+}
+
+// pkgDir is the package directory of a builtin: "output_coerce" ->
+// "builtins/outputcoerce".
+func pkgDir(id string) string { return "builtins/" + strings.ReplaceAll(id, "_", "") }
+
+type langPage struct {
+	root    string
+	schemas *schemaSet
+	cat     *catalog
+	ids     []string
+	// anchors maps a definition name to its section's anchor.
+	anchors map[string]string
+	b       strings.Builder
+}
+
+func languagePage(root string) ([]byte, error) {
+	s, err := loadSchemas(root)
+	if err != nil {
+		return nil, err
+	}
+	cat, err := loadCatalog(root)
+	if err != nil {
+		return nil, err
+	}
+	p := &langPage{root: root, schemas: s, cat: cat, anchors: map[string]string{}}
+	for id := range cat.Builtins {
+		p.ids = append(p.ids, id)
+	}
+	sort.Strings(p.ids)
+	pol := s.defs["#Policy"]
+	if pol == nil {
+		return nil, fmt.Errorf("schemas: no #Policy")
+	}
+	for _, n := range s.order {
+		p.anchors[n] = slug("`" + n + "`")
+	}
+	p.anchors["#Entry"] = "chain-entries"
+	p.anchors["#EntryBase"] = "chain-entries"
+	for _, id := range p.ids {
+		p.anchors[defName(id)] = slug("`" + id + "`")
+	}
+	examples, err := findExamples(root)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.render(pol, examples); err != nil {
+		return nil, err
+	}
+	return []byte(p.b.String()), nil
+}
+
+func (p *langPage) link(name string) string {
+	if a, ok := p.anchors[name]; ok {
+		return fmt.Sprintf("[`%s`](#%s)", name, a)
+	}
+	return ""
+}
+
+func (p *langPage) printf(format string, args ...any) { fmt.Fprintf(&p.b, format, args...) }
+
+func (p *langPage) render(pol *def, examples map[string]*example) error {
+	p.printf("%s", header("The policy language", "schemas/*.cue, schemas/catalog.json and the builtins' package documentation"))
+	p.printf(`A policy is one CUE package. Its root value is unified with %s, defined in
+[schemas/policy.cue](../schemas/policy.cue); each builtin's configuration is a closed definition in
+its own file of [schemas/](../schemas). Definitions are closed: a field they do not list is an
+error (%s). This page lists every section of a policy, every field with its type, bounds and
+default, and every builtin: what it does, where it may be used, how vet orders it, and an
+example. [rules.md](rules.md) lists the diagnostics; the CEL variables of each stage are in the
+[README](../README.md#cel-predicates).
+
+In the tables, *required* marks a field that must be given; a field with neither a default nor
+*required* is optional and absent by default.
+
+`, "`#Policy`", "[`schema/unknown-field`](rules.md#schema-unknown-field)")
+
+	// Contents.
+	polFields := topFields(pol.Expr)
+	p.printf("## Contents\n\n- [Policy sections](#policy-sections):")
+	for i, f := range polFields {
+		sep := ","
+		if i == 0 {
+			sep = ""
+		}
+		p.printf("%s [`%s`](#%s)", sep, f.name, slug("`"+f.name+"`"))
+	}
+	p.printf("\n- [Chain entries](#chain-entries)\n- [Builtins](#builtins):")
+	for i, id := range p.ids {
+		sep := ","
+		if i == 0 {
+			sep = ""
+		}
+		p.printf("%s [`%s`](#%s)", sep, id, slug("`"+id+"`"))
+	}
+	p.printf("\n- [Common types](#common-types)\n- [Traits](#traits)\n\n")
+
+	// Policy sections.
+	p.printf("## Policy sections\n\n%s\n\n", flow(pol.Doc))
+	done := map[string]bool{"#Policy": true, "#Entry": true, "#EntryBase": true, "#BuiltinInfo": true}
+	for _, f := range polFields {
+		p.printf("### `%s`\n\n%s\n\n", f.name, flow(docOf(f.node)))
+		typ, bounds, _ := describe(f.node.Value, p.link)
+		if isFieldStruct(unparen(f.node.Value)) {
+			typ = "struct"
+		}
+		p.printf("**Type:** %s", typ)
+		if bounds != "" {
+			p.printf(" (%s)", bounds)
+		}
+		p.printf("\n\n")
+		if isFieldStruct(unparen(f.node.Value)) {
+			p.table(fields(f.node.Value, p.link), true)
+		}
+		for _, r := range refs(f.node.Value) {
+			d := p.schemas.defs[r]
+			if d == nil || done[r] || isCommonType(d) {
+				continue
+			}
+			done[r] = true
+			p.printf("#### `%s`\n\n%s\n\n", r, flow(d.Doc))
+			p.table(fields(d.Expr, p.link), true)
+		}
+	}
+
+	// Chain entries.
+	base := p.schemas.defs["#EntryBase"]
+	if base == nil {
+		return fmt.Errorf("schemas: no #EntryBase")
+	}
+	p.printf("## Chain entries\n\n%s Every entry of a chain has these fields, and the fields of the builtin (or registered middleware) its `use` names; the entry's config is checked against that builtin's closed definition.\n\n", flow(base.Doc))
+	p.table(fields(base.Expr, p.link), true)
+
+	// Builtins.
+	p.printf("## Builtins\n\n| builtin | stages | traits | what it does |\n|---|---|---|---|\n")
+	for _, id := range p.ids {
+		m := p.cat.Builtins[id]
+		p.printf("| [`%s`](#%s) | %s | %s | %s |\n", id, slug("`"+id+"`"), strings.Join(m.Stages, ", "), cell(strings.Join(m.Traits, ", ")), cell(m.Doc))
+	}
+	p.printf("\n")
+	for _, id := range p.ids {
+		if err := p.builtin(id, examples[id]); err != nil {
+			return err
+		}
+	}
+
+	// Common types.
+	p.printf("## Common types\n\n")
+	for _, n := range p.schemas.order {
+		d := p.schemas.defs[n]
+		if !isCommonType(d) {
+			continue
+		}
+		p.printf("### `%s`\n\n%s\n\n```cue\n%s: %s\n```\n\n", n, flow(d.Doc), n, cueText(d.Expr))
+	}
+
+	// Traits.
+	p.printf("## Traits\n\nTraits describe a builtin's behaviour to vet and `agentc explain`.\n\n| trait | meaning | builtins |\n|---|---|---|\n")
+	for _, t := range sortedKeys(traitDocs) {
+		var with []string
+		for _, id := range p.ids {
+			for _, bt := range p.cat.Builtins[id].Traits {
+				if bt == t {
+					with = append(with, "`"+id+"`")
+				}
+			}
+		}
+		p.printf("| `%s` | %s | %s |\n", t, cell(traitDocs[t]), strings.Join(with, ", "))
+	}
+	return nil
+}
+
+type topField struct {
+	name string
+	node *ast.Field
+}
+
+func topFields(e ast.Expr) []topField {
+	var out []topField
+	st, ok := unparen(e).(*ast.StructLit)
+	if !ok {
+		return nil
+	}
+	for _, d := range st.Elts {
+		if f, ok := d.(*ast.Field); ok {
+			if n, ok := labelName(f.Label); ok {
+				out = append(out, topField{n, f})
+			}
+		}
+	}
+	return out
+}
+
+// table writes a field table. A field required only under a condition,
+// and also listed as optional, is one row.
+func (p *langPage) table(fs []field, withBounds bool) {
+	var rows []field
+	at := map[string]int{}
+	for _, f := range fs {
+		if i, ok := at[f.Path]; ok && f.Cond != "" && f.Required && rows[i].Default == "" && !rows[i].Required {
+			rows[i].Required, rows[i].Cond = true, f.Cond
+			continue
+		}
+		at[f.Path] = len(rows)
+		rows = append(rows, f)
+	}
+	fs = rows
+	if len(fs) == 0 {
+		p.printf("No fields.\n\n")
+		return
+	}
+	p.printf("| field | type | bounds | default | description |\n|---|---|---|---|---|\n")
+	for _, f := range fs {
+		dflt := "`" + f.Default + "`"
+		switch {
+		case f.Cond != "" && f.Required:
+			dflt = "*required* when " + f.Cond
+		case f.Required:
+			dflt = "*required*"
+		case f.Default == "":
+			dflt = ""
+		}
+		p.printf("| `%s` | %s | %s | %s | %s |\n", f.Path, cell(f.Type), cell(f.Bounds), cell(dflt), cell(f.Doc))
+	}
+	p.printf("\n")
+}
+
+func (p *langPage) builtin(id string, ex *example) error {
+	m := p.cat.Builtins[id]
+	dn := defName(id)
+	d := p.schemas.defs[dn]
+	if d == nil {
+		return fmt.Errorf("builtin %s has no definition %s in schemas/", id, dn)
+	}
+	p.printf("### `%s`\n\n%s.\n\n", id, strings.TrimSuffix(m.Doc, "."))
+	var traits []string
+	for _, t := range m.Traits {
+		traits = append(traits, "`"+t+"`")
+	}
+	if len(traits) == 0 {
+		traits = []string{"none"}
+	}
+	rep := "no: at most once per chain ([`order/duplicate`](rules.md#order-duplicate))"
+	if m.Repeatable {
+		rep = "yes: it may appear more than once in a chain (give each a `name`)"
+	}
+	p.printf("- **Stages:** %s\n- **Traits:** %s ([traits](#traits))\n- **Repeatable:** %s\n- **Schema:** `%s` in [%s](../%s)\n\n",
+		strings.Join(m.Stages, ", "), strings.Join(traits, ", "), rep, dn, d.File, d.File)
+	p.printf("#### Fields of `%s`\n\n", id)
+	if fs := fields(d.Expr, p.link); len(fs) > 0 {
+		p.table(fs, true)
+	} else {
+		p.printf("Only the [common entry fields](#chain-entries).\n\n")
+	}
+
+	if lines := p.ordering(id); len(lines) > 0 {
+		p.printf("#### Ordering of `%s`\n\nThe ordering constraints it ships, checked by `agentc vet`:\n\n%s\n", id, strings.Join(lines, ""))
+	}
+
+	sem, err := p.semantics(id)
+	if err != nil {
+		return err
+	}
+	p.printf("#### Semantics of `%s`\n\n%s\n", id, sem)
+
+	if ex == nil {
+		return fmt.Errorf("builtin %s: no example: no policy in examples/ or conformance/testdata uses it", id)
+	}
+	p.printf("#### Example of `%s`\n\nFrom [%s](../%s):\n\n```cue\n%s\n```\n\n", id, ex.File, ex.File, ex.Text)
+	return nil
+}
+
+// ordering lists the builtin constraints naming id, grouped by rule.
+func (p *langPage) ordering(id string) []string {
+	type group struct {
+		rule, severity, why, when string
+		outer                     bool // id is the outer layer
+		others                    []string
+		stage                     string
+	}
+	groups := map[string]*group{}
+	var keys []string
+	for _, k := range sortedKeys(p.cat.Constraints) {
+		c := p.cat.Constraints[k]
+		var other string
+		var outer bool
+		switch id {
+		case c.Outer:
+			other, outer = c.Inner, true
+		case c.Inner:
+			other = c.Outer
+		default:
+			continue
+		}
+		gk := fmt.Sprintf("%s|%v|%s|%s|%s", c.ID, outer, c.Why, c.When, c.Stage)
+		g := groups[gk]
+		if g == nil {
+			g = &group{rule: "order/" + c.ID, severity: c.Severity, why: c.Why, when: c.When, outer: outer, stage: c.Stage}
+			groups[gk] = g
+			keys = append(keys, gk)
+		}
+		g.others = append(g.others, "`"+other+"`")
+	}
+	var out []string
+	for _, k := range keys {
+		g := groups[k]
+		var s string
+		if g.outer {
+			s = fmt.Sprintf("`%s` sits outside %s", id, orList(g.others))
+		} else {
+			verb := "sits"
+			if len(g.others) > 1 {
+				verb = "sit"
+			}
+			s = fmt.Sprintf("%s %s outside `%s`", orList(g.others), verb, id)
+		}
+		if g.stage != "" {
+			s += " in the " + g.stage + " chain"
+		}
+		if g.when != "" {
+			s += fmt.Sprintf(" when `%s`", g.when)
+		}
+		out = append(out, fmt.Sprintf("- [`%s`](rules.md#%s) (%s): %s, because %s.\n", g.rule, sarif.Anchor(g.rule), g.severity, s, strings.TrimSuffix(g.why, ".")))
+	}
+	return out
+}
+
+func orList(xs []string) string {
+	switch len(xs) {
+	case 0:
+		return ""
+	case 1:
+		return xs[0]
+	}
+	return strings.Join(xs[:len(xs)-1], ", ") + " and " + xs[len(xs)-1]
+}
+
+
+// semantics renders the package documentation of a builtin as markdown.
+func (p *langPage) semantics(id string) (string, error) {
+	dir := filepath.Join(p.root, filepath.FromSlash(pkgDir(id)))
+	name := filepath.Join(dir, "doc.go")
+	f, err := parser.ParseFile(token.NewFileSet(), name, nil, parser.ParseComments|parser.PackageClauseOnly)
+	if err != nil {
+		return "", fmt.Errorf("builtin %s: %w", id, err)
+	}
+	if f.Doc == nil {
+		return "", fmt.Errorf("builtin %s: %s/doc.go has no package documentation", id, pkgDir(id))
+	}
+	var cp comment.Parser
+	d := cp.Parse(f.Doc.Text())
+	pr := comment.Printer{HeadingLevel: 5}
+	// Backquotes in the package documentation mark code, as in the
+	// schemas' comments.
+	return strings.ReplaceAll(string(pr.Markdown(d)), "\\`", "`"), nil
+}
