@@ -176,17 +176,17 @@ func TestDescribe(t *testing.T) {
 		return ""
 	}
 	for src, want := range map[string][3]string{
-		`*3 | int & >=1 & <=10`:        {"`int`", "`>=1`, `<=10`", "3"},
-		`*"100ms" | #Duration`:         {"D", "", `"100ms"`},
-		`*"a" | "b" | "c"`:             {"one of `\"a\"`, `\"b\"`, `\"c\"`", "", `"a"`},
-		`string & !=""`:                {"`string`", "non-empty", ""},
-		`=~"^x$"`:                      {"`string`", "`=~\"^x$\"`", ""},
+		`*3 | int & >=1 & <=10`:         {"`int`", "`>=1`, `<=10`", "3"},
+		`*"100ms" | #Duration`:          {"D", "", `"100ms"`},
+		`*"a" | "b" | "c"`:              {"one of `\"a\"`, `\"b\"`, `\"c\"`", "", `"a"`},
+		`string & !=""`:                 {"`string`", "non-empty", ""},
+		`=~"^x$"`:                       {"`string`", "`=~\"^x$\"`", ""},
 		`[#Identifier, ...#Identifier]`: {"list of `#Identifier`, at least 1", "", ""},
-		`[...("a" | "b")]`:             {"list of one of `\"a\"`, `\"b\"`", "", ""},
-		`{...} | string`:               {"struct (any fields) or `string`", "", ""},
-		`[string]: string`:             {"map from `string` to `string`", "", ""},
-		`number & >0 & <=1`:            {"`number`", "`>0`, `<=1`", ""},
-		`*false | bool`:                {"`bool`", "", "false"},
+		`[...("a" | "b")]`:              {"list of one of `\"a\"`, `\"b\"`", "", ""},
+		`{...} | string`:                {"struct (any fields) or `string`", "", ""},
+		`[string]: string`:              {"map from `string` to `string`", "", ""},
+		`number & >0 & <=1`:             {"`number`", "`>0`, `<=1`", ""},
+		`*false | bool`:                 {"`bool`", "", "false"},
 	} {
 		e, err := parser.ParseExpr("x", src)
 		if strings.HasPrefix(src, "[string]") {

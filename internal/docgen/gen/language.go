@@ -414,7 +414,6 @@ func orList(xs []string) string {
 	return strings.Join(xs[:len(xs)-1], ", ") + " and " + xs[len(xs)-1]
 }
 
-
 // semantics renders the package documentation of a builtin as markdown.
 func (p *langPage) semantics(id string) (string, error) {
 	dir := filepath.Join(p.root, filepath.FromSlash(pkgDir(id)))
