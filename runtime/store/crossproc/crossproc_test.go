@@ -3,6 +3,7 @@ package crossproc_test
 import (
 	"bufio"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -23,6 +24,7 @@ import (
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/store/postgres"
 	"github.com/agentc-dev/agentc/runtime/store/redis"
+	"github.com/agentc-dev/agentc/runtime/store/sqlite"
 	"github.com/agentc-dev/agentc/runtime/store/storetest"
 )
 
@@ -306,4 +308,62 @@ func TestAuditSurvivesKillNine(t *testing.T) {
 		runs, len(acked), intents, len(outcome), missing)
 	assert.Zero(t, missing, "every acknowledged call has its outcome row")
 	assert.GreaterOrEqual(t, intents, len(acked))
+}
+
+// The SQLite audit sink under kill -9: workers append audit records to one
+// file and are killed mid-call; every call a worker acknowledged has its
+// outcome record, and the file passes PRAGMA integrity_check. No server is
+// needed; AGENTC_XPROC_SQLITE_KILLS sets the number of kills (default 30,
+// measured at 200 and more before a release).
+func TestSQLiteAuditSurvivesKillNine(t *testing.T) {
+	kills := 30
+	if v := os.Getenv("AGENTC_XPROC_SQLITE_KILLS"); v != "" {
+		n, err := strconv.Atoi(v)
+		require.NoError(t, err, "AGENTC_XPROC_SQLITE_KILLS")
+		kills = n
+	}
+	dir := t.TempDir()
+	g := newGroup(t, backend{kind: "sqlite", url: filepath.Join(dir, "audit.db")}, 0)
+	acked := map[string]bool{}
+	for i := range kills {
+		cmd, lines := g.spawn("audit", fmt.Sprintf("w%d", i))
+		// Kill after a varying number of acknowledged calls, mid-call.
+		want := 1 + (i*7)%25
+		for l := range lines {
+			if run, ok := strings.CutPrefix(l, "ack "); ok {
+				acked[run] = true
+				want--
+				if want == 0 {
+					require.NoError(t, cmd.Process.Kill())
+				}
+			}
+		}
+		_ = cmd.Wait()
+	}
+	s, err := sqlite.Open(context.Background(), g.b.url)
+	require.NoError(t, err)
+	defer s.Close()
+	db, err := sql.Open("sqlite", g.b.url)
+	require.NoError(t, err)
+	defer db.Close()
+	var check string
+	require.NoError(t, db.QueryRowContext(context.Background(), "PRAGMA integrity_check").Scan(&check))
+	assert.Equal(t, "ok", check, "integrity_check after %d kills", kills)
+	recs, err := s.Records(context.Background(), "")
+	require.NoError(t, err)
+	outcome := map[string]bool{}
+	for _, r := range recs {
+		if r.Phase == runtime.PhaseOutcome && r.Decision == runtime.DecisionOK {
+			outcome[r.RunID] = true
+		}
+	}
+	missing := 0
+	for run := range acked {
+		if !outcome[run] {
+			missing++
+		}
+	}
+	t.Logf("%d kills: %d acknowledged calls, %d outcome records, %d acknowledged without an outcome", kills, len(acked), len(outcome), missing)
+	require.NotEmpty(t, acked)
+	assert.Zero(t, missing, "every acknowledged call has its outcome record")
 }

@@ -40,6 +40,9 @@ func readEnv() workerEnv {
 func (e workerEnv) sharedPlan(chains plan.Chains) *plan.Plan {
 	p := rt.Plan(chains)
 	p.Stores = map[string]plan.Store{"shared": {Kind: e.backend, URL: e.url, Prefix: e.prefix}}
+	if e.backend == "sqlite" {
+		p.Stores = map[string]plan.Store{"shared": {Kind: "sqlite", Path: e.url}}
+	}
 	p.Tools = map[string]plan.Tool{
 		"pay":    {SideEffecting: true},
 		"charge": {SideEffecting: true},
