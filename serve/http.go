@@ -51,6 +51,8 @@ type exchange struct {
 	run    string
 	status int
 	bytes  int64
+	// err is the failure the response reported, for the access log.
+	err error
 }
 
 // WriteHeader records the status.
@@ -91,6 +93,13 @@ func (s *Server) handle(pattern, route string, a api, fn func(x *exchange)) {
 		s.metrics.inflight.Inc()
 		rc := http.NewResponseController(w)
 		_ = rc.SetWriteDeadline(start.Add(s.opts.WriteTimeout))
+		if r.Body != nil && r.Body != http.NoBody {
+			// The body must arrive within BodyTimeout (a client trickling
+			// it must not pin the connection); the deadline is lifted
+			// once the body is read, so a long response is not cut.
+			_ = rc.SetReadDeadline(start.Add(s.opts.BodyTimeout))
+			r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
+		}
 		x.g = s.acquire()
 		defer func() {
 			x.g.release()
@@ -141,11 +150,36 @@ func (s *Server) record(x *exchange, start time.Time) {
 	}
 	s.metrics.requests.WithLabelValues(x.route, model, strconv.Itoa(code)).Inc()
 	s.metrics.latency.WithLabelValues(x.route, model).Observe(d.Seconds())
-	s.log.LogAttrs(x.r.Context(), slog.LevelInfo, "request",
+	attrs := []slog.Attr{
 		slog.String("method", x.r.Method), slog.String("path", x.r.URL.Path), slog.String("route", x.route),
 		slog.Int("status", code), slog.Duration("duration", d), slog.Int64("bytes", x.bytes),
 		slog.String("tenant", x.caller.tenant), slog.String("run", x.run), slog.String("model", x.model),
-		slog.String("remote", x.r.RemoteAddr))
+		slog.String("remote", x.r.RemoteAddr),
+	}
+	if x.err != nil {
+		attrs = append(attrs, slog.String("error", x.err.Error()))
+		if layer := runtime.LayerOf(x.err); layer != "" {
+			attrs = append(attrs, slog.String("layer", layer))
+		}
+	}
+	s.log.LogAttrs(x.r.Context(), slog.LevelInfo, "request", attrs...)
+}
+
+// deadlineBody lifts the connection's read deadline once the body has been
+// read to its end.
+type deadlineBody struct {
+	io.ReadCloser
+	rc   *http.ResponseController
+	done bool
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF && !b.done {
+		b.done = true
+		_ = b.rc.SetReadDeadline(time.Time{})
+	}
+	return n, err
 }
 
 // readBody reads the request body within BodyTimeout and MaxBodyBytes. On
@@ -156,10 +190,7 @@ func (x *exchange) readBody() ([]byte, bool) {
 		x.fail(http.StatusRequestEntityTooLarge, errTooLarge, fmt.Sprintf("request body is over the limit of %d bytes", limit))
 		return nil, false
 	}
-	rc := http.NewResponseController(x.ResponseWriter)
-	_ = rc.SetReadDeadline(time.Now().Add(x.s.opts.BodyTimeout))
-	b, err := io.ReadAll(http.MaxBytesReader(x.ResponseWriter, x.r.Body, limit))
-	_ = rc.SetReadDeadline(time.Time{})
+	b, err := readAll(http.MaxBytesReader(x.ResponseWriter, x.r.Body, limit), x.r.ContentLength)
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		var ne net.Error
@@ -221,6 +252,7 @@ func (x *exchange) failErr(err error) {
 		x.status = StatusClientClosedRequest
 		return
 	}
+	x.err = err
 	status, retryAfter := StatusOf(err)
 	SetRetryAfter(x.Header(), retryAfter)
 	x.failLayer(status, runtime.KindOf(err), runtime.LayerOf(err), err.Error())
@@ -296,4 +328,25 @@ func anthropicErrorType(status int) string {
 		return "timeout_error"
 	}
 	return "api_error"
+}
+
+// readAll reads r to its end, sized for a body of n bytes when n is known.
+func readAll(r io.Reader, n int64) ([]byte, error) {
+	if n <= 0 || n > 64<<20 {
+		return io.ReadAll(r)
+	}
+	b := make([]byte, 0, n+1)
+	for {
+		m, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+m]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -180,7 +181,9 @@ type generation struct {
 	pl     *runtime.Pipeline
 	keys   *keyring
 	models []string
-	mcp    *upstreams
+	// modelIDs maps provider model ids to the policy's names.
+	modelIDs map[string]string
+	mcp      *upstreams
 
 	active  atomic.Int64
 	retired atomic.Bool
@@ -198,11 +201,24 @@ func (s *Server) build(ctx context.Context, ld *Loaded) (*generation, error) {
 	deps := s.opts.Deps
 	deps.Logger = s.log
 	deps.Dir = ld.Dir
+	models := map[string]runtime.ModelClient{}
 	if s.opts.Models != nil {
-		deps.Models, err = s.opts.Models(ctx, p)
+		host, err := s.opts.Models(ctx, p)
 		if err != nil {
 			return nil, fmt.Errorf("model clients: %w", err)
 		}
+		maps.Copy(models, host)
+	}
+	// The provider clients are built here rather than by runtime.Build so
+	// that every client, the host's too, notes the model serving a stream.
+	provided, err := runtime.ProviderModels(ctx, p, models)
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(models, provided)
+	deps.Models = make(map[string]runtime.ModelClient, len(models))
+	for name, c := range models {
+		deps.Models[name] = &servedModel{name: name, client: c}
 	}
 	ups, err := connectUpstreams(ctx, p.MCPServers, ld.Dir, s.log)
 	if err != nil {
@@ -224,7 +240,7 @@ func (s *Server) build(ctx context.Context, ld *Loaded) (*generation, error) {
 		ups.close()
 		return nil, err
 	}
-	g := &generation{plan: p, pl: pl, keys: kr, mcp: ups, done: make(chan struct{}), log: s.log}
+	g := &generation{plan: p, pl: pl, keys: kr, mcp: ups, modelIDs: modelIDs(p), done: make(chan struct{}), log: s.log}
 	for name := range p.Models {
 		g.models = append(g.models, name)
 	}
@@ -411,6 +427,8 @@ func (s *Server) routes() {
 	})
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.opts.Registry, promhttp.HandlerOpts{}))
 	s.handle("GET /v1/models", "models", apiOpenAI, s.listModels)
+	s.handle("POST /v1/chat/completions", "chat_completions", apiOpenAI, func(x *exchange) { s.chat(x, &openAIChat) })
+	s.handle("POST /v1/messages", "messages", apiAnthropic, func(x *exchange) { s.chat(x, &anthropicChat) })
 	s.handle("/mcp", "mcp", apiMCP, s.mcpHandler)
 	s.handle("/", "unknown", apiOpenAI, func(x *exchange) {
 		x.fail(http.StatusNotFound, errNotFound, fmt.Sprintf("no route for %s %s", x.r.Method, x.r.URL.Path))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentc-dev/agentc/compiler"
 	"github.com/agentc-dev/agentc/dsl"
+	_ "github.com/agentc-dev/agentc/providers/all" // the model providers of the policy's models
 	"github.com/agentc-dev/agentc/runtime/plan"
 	"github.com/agentc-dev/agentc/serve"
 )

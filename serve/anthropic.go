@@ -1,0 +1,458 @@
+package serve
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/agentc-dev/agentc/runtime"
+)
+
+// anthropicChat is POST /v1/messages: Anthropic's Messages wire format.
+var anthropicChat = chatAPI{decode: decodeAnthropic, complete: completeAnthropic, stream: newAnthropicStream}
+
+// The request body of the Messages API: the fields the gateway maps.
+type antRequest struct {
+	Model         string          `json:"model"`
+	MaxTokens     int             `json:"max_tokens"`
+	System        json.RawMessage `json:"system"`
+	Messages      []antMessage    `json:"messages"`
+	Tools         []antTool       `json:"tools"`
+	ToolChoice    *antToolChoice  `json:"tool_choice"`
+	Temperature   *float64        `json:"temperature"`
+	TopP          *float64        `json:"top_p"`
+	StopSequences []string        `json:"stop_sequences"`
+	Stream        bool            `json:"stream"`
+	Metadata      *struct {
+		UserID string `json:"user_id"`
+	} `json:"metadata"`
+}
+
+type antMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+type antBlock struct {
+	Type   string `json:"type"`
+	Text   string `json:"text"`
+	Source *struct {
+		Type      string `json:"type"`
+		MediaType string `json:"media_type"`
+		Data      string `json:"data"`
+		URL       string `json:"url"`
+	} `json:"source"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	ToolUseID string          `json:"tool_use_id"`
+	Content   json.RawMessage `json:"content"`
+	IsError   bool            `json:"is_error"`
+}
+
+type antTool struct {
+	Type        string          `json:"type"`
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"input_schema"`
+}
+
+type antToolChoice struct {
+	Type string `json:"type"`
+	Name string `json:"name"`
+}
+
+// decodeAnthropic maps a Messages request onto the call model.
+func decodeAnthropic(body []byte, p *chatParams) error {
+	var in antRequest
+	if err := unmarshal(body, &in); err != nil {
+		return err
+	}
+	if in.Model == "" {
+		return errors.New("model: required")
+	}
+	if len(in.Messages) == 0 {
+		return errors.New("messages: at least one message is required")
+	}
+	if in.MaxTokens < 0 {
+		return fmt.Errorf("max_tokens: must not be negative, got %d", in.MaxTokens)
+	}
+	req := &p.req
+	req.Model, req.MaxTokens = in.Model, in.MaxTokens
+	req.Messages = make([]runtime.Message, 0, len(in.Messages)+1)
+	if sys := nullIsEmpty(in.System); sys != nil {
+		text, err := blocksText(sys)
+		if err != nil {
+			return fmt.Errorf("system: %w", err)
+		}
+		req.Messages = append(req.Messages, runtime.Message{Role: "system", Content: text})
+	}
+	for i := range in.Messages {
+		m, err := anthropicMessage(&in.Messages[i])
+		if err != nil {
+			return fmt.Errorf("messages[%d]: %w", i, err)
+		}
+		req.Messages = append(req.Messages, m)
+	}
+	req.Tools = make([]runtime.ToolDef, 0, len(in.Tools))
+	for i, t := range in.Tools {
+		if t.Type != "" && t.Type != "custom" {
+			return fmt.Errorf("tools[%d].type: only client tools are served, got %q", i, t.Type)
+		}
+		if t.Name == "" {
+			return fmt.Errorf("tools[%d].name: required", i)
+		}
+		req.Tools = append(req.Tools, runtime.ToolDef{Name: t.Name, Description: t.Description, Parameters: nullIsEmpty(t.InputSchema)})
+	}
+	if tc := in.ToolChoice; tc != nil {
+		switch tc.Type {
+		case "auto", "none":
+			req.ToolChoice = tc.Type
+		case "any":
+			req.ToolChoice = "required"
+		case "tool":
+			if tc.Name == "" {
+				return errors.New("tool_choice.name: required for type tool")
+			}
+			req.ToolChoice = tc.Name
+		default:
+			return fmt.Errorf(`tool_choice.type: want "auto", "any", "tool" or "none", got %q`, tc.Type)
+		}
+	}
+	req.Temperature, req.TopP, req.Stop = in.Temperature, in.TopP, in.StopSequences
+	if in.Metadata != nil && in.Metadata.UserID != "" {
+		req.Metadata = map[string]string{"user_id": in.Metadata.UserID}
+	}
+	p.stream = in.Stream
+	p.includeUsage = true
+	return nil
+}
+
+// blocksText returns the text of a string or of an array of text blocks.
+func blocksText(raw json.RawMessage) (string, error) {
+	if raw[0] == '"' {
+		var s string
+		err := json.Unmarshal(raw, &s)
+		return s, err
+	}
+	var blocks []antBlock
+	if err := json.Unmarshal(raw, &blocks); err != nil {
+		return "", errors.New("want a string or an array of text blocks")
+	}
+	var b strings.Builder
+	for i, bl := range blocks {
+		if bl.Type != "text" {
+			return "", fmt.Errorf(`[%d].type: want "text", got %q`, i, bl.Type)
+		}
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(bl.Text)
+	}
+	return b.String(), nil
+}
+
+// anthropicMessage maps one message: a string, or blocks of text, image,
+// tool_use (assistant) and tool_result (user). Thinking blocks are
+// dropped: they belong to the model that wrote them.
+func anthropicMessage(in *antMessage) (runtime.Message, error) {
+	m := runtime.Message{Role: in.Role}
+	if in.Role != "user" && in.Role != "assistant" {
+		return m, fmt.Errorf(`role: want "user" or "assistant", got %q`, in.Role)
+	}
+	c := bytes.TrimSpace(in.Content)
+	if len(c) == 0 || string(c) == "null" {
+		return m, errors.New("content: required")
+	}
+	if c[0] == '"' {
+		err := json.Unmarshal(c, &m.Content)
+		return m, err
+	}
+	var blocks []antBlock
+	if err := json.Unmarshal(c, &blocks); err != nil {
+		return m, errors.New("content: want a string or an array of content blocks")
+	}
+	var text []string
+	for j := range blocks {
+		bl := &blocks[j]
+		switch bl.Type {
+		case "text":
+			text = append(text, bl.Text)
+			m.Parts = append(m.Parts, runtime.ContentPart{Type: runtime.PartText, Text: bl.Text})
+		case "image":
+			if in.Role != "user" {
+				return m, fmt.Errorf("content[%d]: an image belongs in a user message", j)
+			}
+			src := bl.Source
+			switch {
+			case src != nil && src.Type == "base64" && src.Data != "":
+				m.Parts = append(m.Parts, runtime.ContentPart{Type: runtime.PartImage, MediaType: src.MediaType,
+					ImageURL: "data:" + src.MediaType + ";base64," + src.Data})
+			case src != nil && src.Type == "url" && src.URL != "":
+				m.Parts = append(m.Parts, runtime.ContentPart{Type: runtime.PartImage, ImageURL: src.URL})
+			default:
+				return m, fmt.Errorf("content[%d].source: want {type: base64, media_type, data} or {type: url, url}", j)
+			}
+		case "tool_use":
+			if in.Role != "assistant" {
+				return m, fmt.Errorf("content[%d]: a tool_use block belongs in an assistant message", j)
+			}
+			if bl.ID == "" || bl.Name == "" {
+				return m, fmt.Errorf("content[%d]: a tool_use block needs an id and a name", j)
+			}
+			args := nullIsEmpty(bl.Input)
+			if args == nil {
+				args = json.RawMessage("{}")
+			}
+			m.ToolCalls = append(m.ToolCalls, runtime.ToolUse{ID: bl.ID, Name: bl.Name, Arguments: args})
+		case "tool_result":
+			if in.Role != "user" {
+				return m, fmt.Errorf("content[%d]: a tool_result block belongs in a user message", j)
+			}
+			if bl.ToolUseID == "" {
+				return m, fmt.Errorf("content[%d].tool_use_id: required", j)
+			}
+			var result string
+			if r := nullIsEmpty(bl.Content); r != nil {
+				var err error
+				if result, err = blocksText(r); err != nil {
+					return m, fmt.Errorf("content[%d].content: %w", j, err)
+				}
+			}
+			m.Parts = append(m.Parts, runtime.ContentPart{Type: runtime.PartToolResult, Text: result, ToolCallID: bl.ToolUseID, IsError: bl.IsError})
+		case "thinking", "redacted_thinking":
+		default:
+			return m, fmt.Errorf(`content[%d].type: want "text", "image", "tool_use" or "tool_result", got %q`, j, bl.Type)
+		}
+	}
+	// Text alone rides in Content; with other parts it stays a part, in
+	// its place.
+	if len(text) == len(m.Parts) {
+		m.Content, m.Parts = strings.Join(text, "\n"), nil
+	}
+	return m, nil
+}
+
+// stopReason maps a finish reason onto Anthropic's vocabulary.
+func stopReason(finish string, calls bool) string {
+	switch finish {
+	case runtime.FinishLength:
+		return "max_tokens"
+	case runtime.FinishToolCalls:
+		return "tool_use"
+	case runtime.FinishContentFilter:
+		return "refusal"
+	case "":
+		if calls {
+			return "tool_use"
+		}
+	}
+	return "end_turn"
+}
+
+// appendAnthropicUsage appends a usage object; Anthropic's input_tokens
+// excludes the tokens read from the prompt cache.
+func appendAnthropicUsage(b []byte, u runtime.Usage) []byte {
+	b = append(b, `{"input_tokens":`...)
+	b = appendInt(b, max(u.InputTokens-u.CachedInputTokens, 0))
+	b = append(b, `,"cache_creation_input_tokens":0,"cache_read_input_tokens":`...)
+	b = appendInt(b, u.CachedInputTokens)
+	b = append(b, `,"output_tokens":`...)
+	b = appendInt(b, u.OutputTokens)
+	return append(b, '}')
+}
+
+// completeAnthropic answers a message object.
+func completeAnthropic(x *exchange, p *chatParams, resp *runtime.ChatResponse) {
+	b := make([]byte, 0, 256+len(resp.Text))
+	b = append(b, `{"id":`...)
+	b = appendJSONString(b, responseID("msg_"))
+	b = append(b, `,"type":"message","role":"assistant","model":`...)
+	b = appendJSONString(b, servedName(resp, p))
+	b = append(b, `,"content":[`...)
+	n := 0
+	if resp.Text != "" || len(resp.ToolCalls) == 0 {
+		b = append(b, `{"type":"text","text":`...)
+		b = appendJSONString(b, resp.Text)
+		b = append(b, '}')
+		n++
+	}
+	for _, tc := range resp.ToolCalls {
+		if n > 0 {
+			b = append(b, ',')
+		}
+		n++
+		b = append(b, `{"type":"tool_use","id":`...)
+		b = appendJSONString(b, tc.ID)
+		b = append(b, `,"name":`...)
+		b = appendJSONString(b, tc.Name)
+		b = append(b, `,"input":`...)
+		b = appendToolInput(b, tc.Arguments)
+		b = append(b, '}')
+	}
+	b = append(b, `],"stop_reason":`...)
+	b = appendJSONString(b, stopReason(resp.FinishReason, len(resp.ToolCalls) > 0))
+	b = append(b, `,"stop_sequence":null,"usage":`...)
+	b = appendAnthropicUsage(b, resp.Usage)
+	b = append(b, "}\n"...)
+	writeRaw(x, http.StatusOK, b)
+}
+
+// appendToolInput appends a tool call's arguments as the input object;
+// arguments that are not a JSON object (a model's broken output) become
+// an empty one.
+func appendToolInput(b []byte, args json.RawMessage) []byte {
+	t := bytes.TrimSpace(args)
+	if len(t) == 0 || t[0] != '{' || !json.Valid(t) {
+		return append(b, "{}"...)
+	}
+	var c bytes.Buffer
+	if json.Compact(&c, t) != nil {
+		return append(b, "{}"...)
+	}
+	return append(b, c.Bytes()...)
+}
+
+// anthropicStream writes the Messages stream: message_start, one
+// content_block_start/delta/stop sequence per text or tool_use block,
+// message_delta (stop reason and usage) and message_stop.
+type anthropicStream struct {
+	sse
+	p       *chatParams
+	served  *servedSlot
+	id      string
+	msg     bool // message_start sent
+	open    int  // the open block's index, -1 for none
+	text    bool // the open block is a text block
+	blocks  int  // blocks begun
+	tools   []toolBlock
+	inputIn runtime.Usage // the input usage sent in message_start
+}
+
+// toolBlock maps a tool call's index to its block's index.
+type toolBlock struct{ call, block int }
+
+func newAnthropicStream(x *exchange, p *chatParams, served *servedSlot) chatStream {
+	return &anthropicStream{sse: sse{x: x, buf: make([]byte, 0, 512)}, p: p, served: served, id: responseID("msg_"), open: -1}
+}
+
+func (s *anthropicStream) event(name string) {
+	s.buf = append(s.buf, "event: "...)
+	s.buf = append(s.buf, name...)
+	s.buf = append(s.buf, "\ndata: "...)
+}
+
+func (s *anthropicStream) start(model string, u runtime.Usage) {
+	s.msg = true
+	s.inputIn = runtime.Usage{InputTokens: u.InputTokens, CachedInputTokens: u.CachedInputTokens}
+	s.event("message_start")
+	b := append(s.buf, `{"type":"message_start","message":{"id":`...)
+	b = appendJSONString(b, s.id)
+	b = append(b, `,"type":"message","role":"assistant","content":[],"model":`...)
+	b = appendJSONString(b, model)
+	b = append(b, `,"stop_reason":null,"stop_sequence":null,"usage":`...)
+	b = appendAnthropicUsage(b, s.inputIn)
+	s.buf = append(b, "}}\n\n"...)
+}
+
+func (s *anthropicStream) stopBlock() {
+	if s.open < 0 {
+		return
+	}
+	s.event("content_block_stop")
+	b := append(s.buf, `{"type":"content_block_stop","index":`...)
+	b = appendInt(b, int64(s.open))
+	s.buf = append(b, "}\n\n"...)
+	s.open = -1
+}
+
+func (s *anthropicStream) delta(d runtime.Delta) bool {
+	if d.Text == "" && len(d.ToolCalls) == 0 {
+		return !s.gone // a finish reason or usage alone: sent at the end
+	}
+	if !s.msg {
+		s.start(s.served.get(s.p.req.Model), d.Usage)
+	}
+	if d.Text != "" {
+		if s.open < 0 || !s.text {
+			s.stopBlock()
+			s.open, s.text = s.blocks, true
+			s.blocks++
+			s.event("content_block_start")
+			b := append(s.buf, `{"type":"content_block_start","index":`...)
+			b = appendInt(b, int64(s.open))
+			s.buf = append(b, `,"content_block":{"type":"text","text":""}}`+"\n\n"...)
+		}
+		s.event("content_block_delta")
+		b := append(s.buf, `{"type":"content_block_delta","index":`...)
+		b = appendInt(b, int64(s.open))
+		b = append(b, `,"delta":{"type":"text_delta","text":`...)
+		b = appendJSONString(b, d.Text)
+		s.buf = append(b, "}}\n\n"...)
+	}
+	for _, tc := range d.ToolCalls {
+		block := -1
+		for _, t := range s.tools {
+			if t.call == tc.Index {
+				block = t.block
+			}
+		}
+		if block < 0 {
+			s.stopBlock()
+			block = s.blocks
+			s.open, s.text = block, false
+			s.blocks++
+			s.tools = append(s.tools, toolBlock{call: tc.Index, block: block})
+			s.event("content_block_start")
+			b := append(s.buf, `{"type":"content_block_start","index":`...)
+			b = appendInt(b, int64(block))
+			b = append(b, `,"content_block":{"type":"tool_use","id":`...)
+			b = appendJSONString(b, tc.ID)
+			b = append(b, `,"name":`...)
+			b = appendJSONString(b, tc.Name)
+			s.buf = append(b, `,"input":{}}}`+"\n\n"...)
+		}
+		if tc.Arguments == "" {
+			continue
+		}
+		// A fragment of a call whose block was closed (calls streamed
+		// interleaved) still goes to that block, by its index.
+		s.event("content_block_delta")
+		b := append(s.buf, `{"type":"content_block_delta","index":`...)
+		b = appendInt(b, int64(block))
+		b = append(b, `,"delta":{"type":"input_json_delta","partial_json":`...)
+		b = appendJSONString(b, tc.Arguments)
+		s.buf = append(b, "}}\n\n"...)
+	}
+	return s.flush()
+}
+
+func (s *anthropicStream) end(resp *runtime.ChatResponse) {
+	if !s.msg {
+		s.start(servedName(resp, s.p), resp.Usage)
+	}
+	s.stopBlock()
+	s.event("message_delta")
+	b := append(s.buf, `{"type":"message_delta","delta":{"stop_reason":`...)
+	b = appendJSONString(b, stopReason(resp.FinishReason, len(s.tools) > 0))
+	b = append(b, `,"stop_sequence":null},"usage":`...)
+	b = appendAnthropicUsage(b, resp.Usage)
+	b = append(b, "}\n\n"...)
+	s.buf = b
+	s.event("message_stop")
+	s.buf = append(s.buf, `{"type":"message_stop"}`+"\n\n"...)
+	s.flush()
+}
+
+// fail sends an error event, as the API does when a stream fails.
+func (s *anthropicStream) fail(err error) {
+	status, _ := StatusOf(err)
+	body, _ := json.Marshal(errorBody(apiAnthropic, status, runtime.KindOf(err), runtime.LayerOf(err), err.Error()))
+	s.event("error")
+	s.buf = append(s.buf, body...)
+	s.buf = append(s.buf, "\n\n"...)
+	s.flush()
+}

@@ -1,0 +1,300 @@
+package serve
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/agentc-dev/agentc/builtins/meter"
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+)
+
+// chatParams is a chat request decoded from either wire format.
+type chatParams struct {
+	req runtime.ChatRequest
+	// stream asks for server-sent events.
+	stream bool
+	// includeUsage asks for OpenAI's trailing usage chunk.
+	includeUsage bool
+}
+
+// chatAPI is one wire format of the chat routes.
+type chatAPI struct {
+	// decode turns a request body into p, or returns the problem.
+	decode func(body []byte, p *chatParams) error
+	// complete answers a whole response.
+	complete func(x *exchange, p *chatParams, resp *runtime.ChatResponse)
+	// stream returns the writer of a streamed response.
+	stream func(x *exchange, p *chatParams, served *servedSlot) chatStream
+}
+
+// chatStream writes a streamed response. Nothing is sent until the first
+// delta, so that a call refused before any output still gets a status and
+// an error body.
+type chatStream interface {
+	// delta writes one delta; false when the client is gone.
+	delta(d runtime.Delta) bool
+	// started reports whether the response has begun.
+	started() bool
+	// end writes the closing events of a successful stream.
+	end(resp *runtime.ChatResponse)
+	// fail writes an error event: the call failed after the stream began.
+	fail(err error)
+}
+
+// chat serves one chat call in the wire format a: it decodes the body,
+// resolves the model, attaches the run, runs the chat chain and encodes the
+// outcome.
+func (s *Server) chat(x *exchange, a *chatAPI) {
+	body, ok := x.readBody()
+	if !ok {
+		return
+	}
+	var p chatParams
+	if err := a.decode(body, &p); err != nil {
+		x.fail(http.StatusBadRequest, errBadRequest, err.Error())
+		return
+	}
+	name, ok := x.g.resolveModel(p.req.Model)
+	if !ok {
+		// x.model stays unset: a metric label takes only declared names.
+		x.err = fmt.Errorf("model %q is not declared by the policy (GET /v1/models lists the models)", p.req.Model)
+		x.fail(http.StatusNotFound, errUnknownModel, x.err.Error())
+		return
+	}
+	p.req.Model, x.model = name, name
+	ctx, finish, err := s.withRun(x.r.Context(), x, x.r, x.g, x.caller)
+	if err != nil {
+		x.fail(http.StatusBadRequest, errBadRequest, err.Error())
+		return
+	}
+	defer finish()
+	x.run = runtime.RunOf(ctx).ID
+	served := &servedSlot{}
+	ctx = context.WithValue(ctx, servedKey{}, served)
+	if !p.stream {
+		resp, err := x.g.pl.Complete(ctx, p.req)
+		s.observeChat(x, &p, &resp, err)
+		if err != nil {
+			x.failErr(err)
+			return
+		}
+		a.complete(x, &p, &resp)
+		return
+	}
+	w := a.stream(x, &p, served)
+	resp, err := x.g.pl.Stream(ctx, p.req, w.delta)
+	s.observeChat(x, &p, &resp, err)
+	switch {
+	case x.r.Context().Err() != nil:
+		x.status = StatusClientClosedRequest
+	case err != nil && !w.started():
+		x.failErr(err)
+	case err != nil:
+		x.err = err
+		w.fail(err)
+	default:
+		w.end(&resp)
+	}
+}
+
+// observeChat counts a chat call's retries, fallback, refusal, tokens and
+// spend.
+func (s *Server) observeChat(x *exchange, p *chatParams, resp *runtime.ChatResponse, err error) {
+	m := s.metrics
+	if resp.Attempts > 1 {
+		m.retries.WithLabelValues(plan.StageChat).Add(float64(resp.Attempts - 1))
+	}
+	if resp.Model != "" && resp.Model != p.req.Model {
+		m.fallbacks.WithLabelValues(p.req.Model, resp.Model).Inc()
+	}
+	if err != nil {
+		s.observeRefusal(plan.StageChat, err)
+	}
+	if resp.Usage.IsZero() || resp.Cached {
+		return
+	}
+	model := resp.Model
+	if model == "" {
+		model = p.req.Model
+	}
+	tenant := x.caller.tenant
+	m.tokens.WithLabelValues(tenant, model, "input").Add(float64(resp.Usage.InputTokens))
+	m.tokens.WithLabelValues(tenant, model, "output").Add(float64(resp.Usage.OutputTokens))
+	if usd := meter.Cost(x.g.plan.Models[model], resp.Usage); usd > 0 {
+		m.spendUSD.WithLabelValues(tenant, model).Add(usd)
+	}
+}
+
+// resolveModel returns the policy's name of the model a request names: a
+// model of the policy by its name, or by its provider's model id when one
+// model alone has it.
+func (g *generation) resolveModel(name string) (string, bool) {
+	if _, ok := g.plan.Models[name]; ok {
+		return name, true
+	}
+	if n, ok := g.modelIDs[name]; ok && n != "" {
+		return n, true
+	}
+	return "", false
+}
+
+// modelIDs maps the provider model ids of a plan's models to their names
+// ("" for an id two models share).
+func modelIDs(p *plan.Plan) map[string]string {
+	ids := map[string]string{}
+	for name, m := range p.Models {
+		if m.ID == "" {
+			continue
+		}
+		if _, dup := ids[m.ID]; dup {
+			ids[m.ID] = ""
+			continue
+		}
+		ids[m.ID] = name
+	}
+	return ids
+}
+
+// servedKey carries a request's *servedSlot to the model clients.
+type servedKey struct{}
+
+// servedSlot holds the name of the model last called for a request, so a
+// stream can name the model that produces its deltas (a fallback switches
+// it before the first delta, since retry and fallback never switch after).
+type servedSlot struct {
+	name atomic.Pointer[string]
+}
+
+// get returns the model last called, or def.
+func (s *servedSlot) get(def string) string {
+	if n := s.name.Load(); n != nil {
+		return *n
+	}
+	return def
+}
+
+// servedModel is a model client that notes its name in the request's
+// servedSlot before it streams.
+type servedModel struct {
+	name   string
+	client runtime.ModelClient
+}
+
+// Stream implements runtime.ModelClient.
+func (m *servedModel) Stream(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+	if s, ok := ctx.Value(servedKey{}).(*servedSlot); ok {
+		s.name.Store(&m.name)
+	}
+	return m.client.Stream(ctx, req, yield)
+}
+
+// responseID returns a fresh response id with prefix.
+func responseID(prefix string) string { return prefix + rand.Text() }
+
+// sse writes server-sent events: each event is written and flushed on its
+// own. The headers go out with the first event.
+type sse struct {
+	x     *exchange
+	buf   []byte
+	begun bool
+	gone  bool
+}
+
+// begin sends the status and the event-stream headers.
+func (e *sse) begin() {
+	if e.begun {
+		return
+	}
+	e.begun = true
+	h := e.x.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	e.x.WriteHeader(http.StatusOK)
+}
+
+// flush writes and flushes the buffered events; false when the client is
+// gone.
+func (e *sse) flush() bool {
+	if e.gone {
+		e.buf = e.buf[:0]
+		return false
+	}
+	e.begin()
+	_, err := e.x.Write(e.buf)
+	e.buf = e.buf[:0]
+	if err == nil {
+		err = http.NewResponseController(e.x.ResponseWriter).Flush()
+	}
+	if err != nil {
+		e.gone = true
+		return false
+	}
+	return true
+}
+
+func (e *sse) started() bool { return e.begun }
+
+// appendJSONString appends s as a JSON string. Invalid UTF-8 becomes
+// U+FFFD, as encoding/json does.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// appendInt appends n in decimal.
+func appendInt(b []byte, n int64) []byte { return strconv.AppendInt(b, n, 10) }
+
+// unixNow is the created time of a response.
+func unixNow() int64 { return time.Now().Unix() }

@@ -1,0 +1,422 @@
+package serve
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	anthropicoption "github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/openai/openai-go/v3"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func chatBody(model, text string, stream bool) []byte {
+	b, _ := json.Marshal(map[string]any{"model": model, "stream": stream,
+		"messages": []map[string]string{{"role": "user", "content": text}}})
+	return b
+}
+
+func messagesBody(model, text string, stream bool) []byte {
+	b, _ := json.Marshal(map[string]any{"model": model, "stream": stream, "max_tokens": 64,
+		"messages": []map[string]string{{"role": "user", "content": text}}})
+	return b
+}
+
+// openAIError decodes an OpenAI error body.
+func openAIError(t *testing.T, body string) (typ, code, layer, msg string) {
+	t.Helper()
+	var e struct {
+		Error struct{ Type, Code, Layer, Message string }
+	}
+	require.NoError(t, json.Unmarshal([]byte(body), &e), body)
+	return e.Error.Type, e.Error.Code, e.Error.Layer, e.Error.Message
+}
+
+// TestErrorMapping: every refusal and failure gets its status, the API's
+// own error body, and Retry-After where the wait is known.
+func TestErrorMapping(t *testing.T) {
+	upstreamDown := reply{status: 500, body: `{"error":{"message":"boom","type":"server_error","param":null,"code":null}}`}
+	tests := []struct {
+		name     string
+		chain    string
+		upstream []reply
+		first    int // the status of a first call in the run
+		want     int
+		typ      string
+		code     string
+		layer    string
+		retry    bool // a Retry-After header
+		msg      string
+	}{
+		{name: "budget", chain: `{use: "meter", name: "spend", budget: calls: 1}`,
+			upstream: []reply{{body: transcript(t, "openai", "text.sse")}},
+			first:    200, want: 402, typ: "insufficient_quota", code: "budget", layer: "spend", msg: "calls ceiling 1 reached"},
+		{name: "rate limited", chain: `{use: "rate_limit", name: "per_key", rate: 1, per: "1m", mode: "reject", scope: "key"}`,
+			upstream: []reply{{body: transcript(t, "openai", "text.sse")}},
+			first:    200, want: 429, typ: "rate_limit_error", code: "rate_limited", layer: "per_key", retry: true},
+		{name: "breaker open", chain: `{use: "retry", name: "guarded", max_attempts: 1, breaker: {failures: 1, cooldown: "1m"}}`,
+			upstream: []reply{upstreamDown},
+			first:    502, want: 503, typ: "server_error", code: "breaker_open", layer: "guarded", retry: true, msg: "circuit breaker open for primary"},
+		{name: "upstream failure", chain: `{use: "retry", max_attempts: 2, initial_delay: "1ms"}`,
+			upstream: []reply{upstreamDown, upstreamDown},
+			want:     502, typ: "server_error", code: "transient", msg: "500 Internal Server Error"},
+		{name: "upstream refuses", chain: `{use: "tracing"}`,
+			upstream: []reply{{status: 400, body: transcript(t, "openai", "400_context_length.json")}},
+			want:     502, typ: "server_error", code: "permanent"},
+		{name: "upstream timeout", chain: `{use: "retry", max_attempts: 1, attempt_timeout: "50ms"}`,
+			upstream: []reply{{body: transcript(t, "openai", "text.sse"), gate: make(chan struct{})}},
+			want:     504, typ: "timeout_error", code: "timeout", layer: "retry"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := newGateway(t, tt.chain, tt.upstream, nil)
+			url := g.url + "/v1/chat/completions"
+			if tt.first != 0 {
+				code, _, body := do(t, "POST", url, clientKey, chatBody("primary", "hi", false), RunHeader, "run-1")
+				require.Equal(t, tt.first, code, body)
+			}
+			code, h, body := do(t, "POST", url, clientKey, chatBody("primary", "hi", false), RunHeader, "run-1")
+			require.Equal(t, tt.want, code, body)
+			typ, ecode, layer, msg := openAIError(t, body)
+			assert.Equal(t, tt.typ, typ)
+			if tt.code != "" {
+				assert.Equal(t, tt.code, ecode)
+			}
+			assert.Equal(t, tt.layer, layer)
+			assert.Contains(t, msg, tt.msg)
+			if tt.retry {
+				secs, err := strconv.Atoi(h.Get("Retry-After"))
+				require.NoError(t, err, "Retry-After %q", h.Get("Retry-After"))
+				assert.GreaterOrEqual(t, secs, 1)
+			} else {
+				assert.Empty(t, h.Get("Retry-After"))
+			}
+			g.noLeak(t, body)
+		})
+	}
+}
+
+// TestAnthropicErrorBodies: the same refusals in Anthropic's error format.
+func TestAnthropicErrorBodies(t *testing.T) {
+	g := newGateway(t, `{use: "meter", name: "spend", budget: calls: 1}`, nil, []reply{{body: transcript(t, "anthropic", "text.sse")}})
+	url := g.url + "/v1/messages"
+	code, _, body := do(t, "POST", url, "", messagesBody("backup", "hi", false), "x-api-key", clientKey, RunHeader, "r")
+	require.Equal(t, 200, code, body)
+	for _, tt := range []struct {
+		name, key string
+		body      []byte
+		want      int
+		typ       string
+	}{
+		{"budget", clientKey, messagesBody("backup", "hi", false), 402, "billing_error"},
+		{"unknown model", clientKey, messagesBody("gpt-9", "hi", false), 404, "not_found_error"},
+		{"malformed", clientKey, []byte(`{"model": "backup", "messages": [}`), 400, "invalid_request_error"},
+		{"no key", "", messagesBody("backup", "hi", false), 401, "authentication_error"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, body := do(t, "POST", url, "", tt.body, "x-api-key", tt.key, RunHeader, "r")
+			require.Equal(t, tt.want, code, body)
+			var e struct {
+				Type  string
+				Error struct{ Type, Message string }
+			}
+			require.NoError(t, json.Unmarshal([]byte(body), &e))
+			assert.Equal(t, "error", e.Type)
+			assert.Equal(t, tt.typ, e.Error.Type)
+			assert.NotEmpty(t, e.Error.Message)
+		})
+	}
+	// The SDK surfaces it as its own error type.
+	_, err := g.anthropic(t).Messages.New(context.Background(), anthropic.MessageNewParams{Model: "backup", MaxTokens: 5,
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hi"))}}, anthropicoption.WithHeader(RunHeader, "r"))
+	var ae *anthropic.Error
+	require.ErrorAs(t, err, &ae)
+	assert.Equal(t, 402, ae.StatusCode)
+}
+
+func TestBadRequests(t *testing.T) {
+	g := newGateway(t, typicalChain, nil, nil, func(o *Options) {
+		o.MaxBodyBytes = 4 << 10
+		o.BodyTimeout = 300 * time.Millisecond
+	})
+	url := g.url + "/v1/chat/completions"
+	for _, tt := range []struct {
+		name string
+		body string
+		want int
+		msg  string
+	}{
+		{"malformed JSON", "{\n  \"model\": \"primary\",\n  \"messages\": [\n}", 400, "malformed JSON at line 4, column 1"},
+		{"empty body", "", 400, "want a JSON object"},
+		{"wrong type", `{"model": "primary", "messages": "hi"}`, 400, "messages: want []serve.oaMessage"},
+		{"no model", `{"messages": [{"role": "user", "content": "hi"}]}`, 400, "model: required"},
+		{"no messages", `{"model": "primary", "messages": []}`, 400, "messages: at least one message"},
+		{"unknown role", `{"model": "primary", "messages": [{"role": "wizard", "content": "hi"}]}`, 400, `messages[0]: role: want`},
+		{"bad tool arguments", `{"model": "primary", "messages": [{"role": "assistant", "tool_calls": [{"id": "1", "type": "function", "function": {"name": "f", "arguments": "{oops"}}]}]}`,
+			400, "messages[0]: tool_calls[0].function.arguments: not valid JSON"},
+		{"two choices", `{"model": "primary", "n": 2, "messages": [{"role": "user", "content": "hi"}]}`, 400, "n: only 1 choice"},
+		{"unknown model", `{"model": "gpt-9", "messages": [{"role": "user", "content": "hi"}]}`, 404, `model "gpt-9" is not declared`},
+		{"over the limit", `{"model": "primary", "messages": [{"role": "user", "content": "` + strings.Repeat("x", 5<<10) + `"}]}`, 413, "over the limit of 4096 bytes"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, body := do(t, "POST", url, clientKey, []byte(tt.body))
+			require.Equal(t, tt.want, code, body)
+			_, _, _, msg := openAIError(t, body)
+			assert.Contains(t, msg, tt.msg)
+		})
+	}
+
+	t.Run("over the limit without a length", func(t *testing.T) {
+		pr, pw := io.Pipe()
+		go func() {
+			_, _ = pw.Write([]byte(`{"model": "primary", "messages": [{"role": "user", "content": "`))
+			_, _ = pw.Write(bytes.Repeat([]byte("x"), 8<<10))
+			_ = pw.Close()
+		}()
+		req, _ := http.NewRequest("POST", url, pr)
+		req.Header.Set("Authorization", "Bearer "+clientKey)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		assert.Equal(t, 413, resp.StatusCode)
+	})
+
+	t.Run("slow body", func(t *testing.T) {
+		conn, err := net.Dial("tcp", strings.TrimPrefix(g.url, "http://"))
+		require.NoError(t, err)
+		defer conn.Close()
+		fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: 100\r\n\r\n{\"model\":", clientKey)
+		start := time.Now()
+		require.NoError(t, conn.SetReadDeadline(time.Now().Add(5*time.Second)))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		require.NoError(t, err)
+		assert.Equal(t, 408, resp.StatusCode)
+		assert.Less(t, time.Since(start), 3*time.Second)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		// The connection is not kept for another request.
+		_, err = conn.Read(make([]byte, 1))
+		assert.Error(t, err)
+	})
+
+	t.Run("unknown route", func(t *testing.T) {
+		code, _, body := do(t, "POST", g.url+"/v1/completions", clientKey, []byte(`{}`))
+		assert.Equal(t, 404, code)
+		assert.Contains(t, body, "no route for POST /v1/completions")
+		code, _, _ = do(t, "GET", url, clientKey, nil)
+		assert.Equal(t, 404, code)
+	})
+	assert.Zero(t, g.oa.requests()+g.an.requests())
+}
+
+func TestMidStreamFailureIsAnErrorEvent(t *testing.T) {
+	g := newGateway(t, typicalChain, []reply{{body: transcript(t, "openai", "error_mid_stream.sse")}},
+		[]reply{{body: transcript(t, "anthropic", "error_mid_stream.sse")}})
+
+	stream := g.openai(t).Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{Model: "primary",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hello")}})
+	var text strings.Builder
+	for stream.Next() {
+		for _, c := range stream.Current().Choices {
+			text.WriteString(c.Delta.Content)
+		}
+	}
+	assert.Equal(t, "The answer is", text.String(), "the deltas before the failure arrive")
+	require.Error(t, stream.Err())
+	assert.Contains(t, stream.Err().Error(), "mid-stream")
+	assert.Equal(t, 1, g.oa.requests(), "a failure after output is never retried")
+
+	as := g.anthropic(t).Messages.NewStreaming(context.Background(), anthropic.MessageNewParams{Model: "backup", MaxTokens: 64,
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Hello"))}})
+	var msg anthropic.Message
+	for as.Next() {
+		require.NoError(t, msg.Accumulate(as.Current()))
+	}
+	require.Error(t, as.Err())
+	assert.Contains(t, as.Err().Error(), "overloaded_error")
+	require.NotEmpty(t, msg.Content)
+	assert.NotEmpty(t, msg.Content[0].Text)
+	assert.Contains(t, g.logs.String(), "mid-stream")
+}
+
+// TestClientDisconnectMidStream: the upstream request is cancelled, and the
+// call is charged for what was delivered, not for the whole response.
+func TestClientDisconnectMidStream(t *testing.T) {
+	gate := make(chan struct{})
+	defer close(gate)
+	g := newGateway(t, typicalChain, []reply{{body: transcript(t, "openai", "text.sse"), gate: gate, holdAfter: 4}}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "POST", g.url+"/v1/chat/completions", bytes.NewReader(chatBody("primary", "Hello", true)))
+	req.Header.Set("Authorization", "Bearer "+clientKey)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	require.Equal(t, 200, resp.StatusCode)
+	r := bufio.NewReader(resp.Body)
+	for {
+		line, err := r.ReadString('\n')
+		require.NoError(t, err)
+		if strings.Contains(line, `"content":"Hello"`) {
+			break
+		}
+	}
+	cancel()
+	resp.Body.Close()
+	select {
+	case <-g.oa.gone:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the upstream request was not cancelled")
+	}
+	var out float64
+	require.Eventually(t, func() bool {
+		m := regexp.MustCompile(`agentc_serve_tokens_total\{direction="output",model="primary",tenant="acme"\} (\S+)`).FindStringSubmatch(g.metrics(t))
+		if m == nil {
+			return false
+		}
+		out, _ = strconv.ParseFloat(m[1], 64)
+		return true
+	}, 5*time.Second, 10*time.Millisecond)
+	// The upstream would have reported 10 output tokens at the end; the
+	// three chunks that arrived ("Hello", "!", " How") estimate 2 or 3.
+	assert.GreaterOrEqual(t, out, 1.0)
+	assert.LessOrEqual(t, out, 3.0)
+	assert.Eventually(t, func() bool { return strings.Contains(g.logs.String(), "status=499") }, 5*time.Second, 10*time.Millisecond)
+}
+
+// TestThousandConcurrentStreams holds 1,000 streams open at once: the
+// upstream answers none until all have arrived.
+func TestThousandConcurrentStreams(t *testing.T) {
+	const n = 1000
+	text := transcript(t, "openai", "text.sse")
+	var arrived atomic.Int64
+	all := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		if arrived.Add(1) == n {
+			close(all)
+		}
+		select {
+		case <-all:
+		case <-time.After(20 * time.Second):
+			http.Error(w, "not all streams arrived", 500)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, ev := range events(text) {
+			_, _ = io.WriteString(w, ev)
+			w.(http.Flusher).Flush()
+		}
+	}))
+	t.Cleanup(up.Close)
+	t.Setenv("AGENTC_TEST_OPENAI_KEY", openAIKey)
+	t.Setenv("AGENTC_TEST_ANTHROPIC_KEY", anthropicKey)
+	dir := writePolicy(t, fmt.Sprintf(gatewayPolicy, up.URL, up.URL, sha(clientKey), typicalChain))
+	s := startServer(t, Options{Source: cueSource(dir), WatchInterval: -1})
+
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n}}
+	defer client.CloseIdleConnections()
+	var wg sync.WaitGroup
+	var ok atomic.Int64
+	errs := make(chan string, n)
+	for i := 0; i < n; i++ {
+		wg.Go(func() {
+			req, _ := http.NewRequest("POST", s.url+"/v1/chat/completions", bytes.NewReader(chatBody("primary", "Hello", true)))
+			req.Header.Set("Authorization", "Bearer "+clientKey)
+			resp, err := client.Do(req)
+			if err != nil {
+				errs <- err.Error()
+				return
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			if err != nil || resp.StatusCode != 200 || !bytes.HasSuffix(b, []byte("data: [DONE]\n\n")) || !bytes.Contains(b, []byte(`"content":" today"`)) {
+				errs <- fmt.Sprintf("status %d, err %v: %.200s", resp.StatusCode, err, b)
+				return
+			}
+			ok.Add(1)
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+		break
+	}
+	assert.Equal(t, int64(n), ok.Load())
+	assert.Equal(t, int64(n), arrived.Load(), "every stream reached the upstream while the others were open")
+}
+
+// TestReloadWhileStreaming: a reload that fails leaves the streams and the
+// pipeline alone; one that succeeds lets the open stream finish on the old
+// pipeline, which closes after it.
+func TestReloadWhileStreaming(t *testing.T) {
+	gate1, gate2 := make(chan struct{}), make(chan struct{})
+	text := transcript(t, "openai", "text.sse")
+	g := newGateway(t, typicalChain, []reply{{body: text, gate: gate1, holdAfter: 2}, {body: text}, {body: text, gate: gate2, holdAfter: 2}, {body: text}}, nil,
+		func(o *Options) { o.WatchInterval = 20 * time.Millisecond })
+	policy := filepath.Join(g.dir, "policy.cue")
+	good, err := os.ReadFile(policy)
+	require.NoError(t, err)
+	old := g.srv.cur.Load()
+
+	open := func() *bufio.Reader {
+		req, _ := http.NewRequest("POST", g.url+"/v1/chat/completions", bytes.NewReader(chatBody("primary", "Hello", true)))
+		req.Header.Set("Authorization", "Bearer "+clientKey)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		t.Cleanup(func() { resp.Body.Close() })
+		require.Equal(t, 200, resp.StatusCode)
+		r := bufio.NewReader(resp.Body)
+		line, err := r.ReadString('\n')
+		require.NoError(t, err)
+		require.Contains(t, line, `"content":"Hello"`)
+		return r
+	}
+	rest := func(r *bufio.Reader) string {
+		b, err := io.ReadAll(r)
+		require.NoError(t, err)
+		return string(b)
+	}
+
+	r := open()
+	require.NoError(t, os.WriteFile(policy, []byte(strings.Replace(string(good), "chains:", "chains: chat: 1\nchains:", 1)), 0o644))
+	require.Eventually(t, func() bool { return strings.Contains(g.logs.String(), "reload failed") }, 5*time.Second, 10*time.Millisecond)
+	close(gate1)
+	assert.Contains(t, rest(r), "data: [DONE]")
+	assert.Same(t, old, g.srv.cur.Load())
+	code, _, body := do(t, "POST", g.url+"/v1/chat/completions", clientKey, chatBody("primary", "Hello", false))
+	assert.Equal(t, 200, code, body)
+
+	r = open()
+	require.NoError(t, os.WriteFile(policy, append(good, "\n// reloaded\n"...), 0o644))
+	require.Eventually(t, func() bool { return g.srv.cur.Load() != old }, 5*time.Second, 10*time.Millisecond)
+	select {
+	case <-old.done:
+		t.Fatal("the old pipeline closed under an open stream")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(gate2)
+	assert.Contains(t, rest(r), "data: [DONE]")
+	select {
+	case <-old.done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the old pipeline was not closed after its last stream")
+	}
+	code, _, body = do(t, "POST", g.url+"/v1/chat/completions", clientKey, chatBody("primary", "Hello", false))
+	assert.Equal(t, 200, code, body)
+}

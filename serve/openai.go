@@ -1,0 +1,532 @@
+package serve
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/agentc-dev/agentc/runtime"
+)
+
+// openAIChat is POST /v1/chat/completions: OpenAI's Chat Completions wire
+// format.
+var openAIChat = chatAPI{decode: decodeOpenAI, complete: completeOpenAI, stream: newOpenAIStream}
+
+// The request body of the Chat Completions API: the fields the gateway
+// maps. Fields it does not know are ignored, as the API's clients send
+// many.
+type oaRequest struct {
+	Model               string            `json:"model"`
+	Messages            []oaMessage       `json:"messages"`
+	MaxTokens           *int              `json:"max_tokens"`
+	MaxCompletionTokens *int              `json:"max_completion_tokens"`
+	Tools               []oaTool          `json:"tools"`
+	ToolChoice          json.RawMessage   `json:"tool_choice"`
+	Temperature         *float64          `json:"temperature"`
+	TopP                *float64          `json:"top_p"`
+	Stop                json.RawMessage   `json:"stop"`
+	Seed                *int64            `json:"seed"`
+	ResponseFormat      *oaResponseFormat `json:"response_format"`
+	Stream              bool              `json:"stream"`
+	StreamOptions       *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	Metadata map[string]string `json:"metadata"`
+	N        *int              `json:"n"`
+}
+
+type oaMessage struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	Name       string          `json:"name"`
+	ToolCallID string          `json:"tool_call_id"`
+	ToolCalls  []oaToolCall    `json:"tool_calls"`
+}
+
+type oaPart struct {
+	Type     string `json:"type"`
+	Text     string `json:"text"`
+	Refusal  string `json:"refusal"`
+	ImageURL *struct {
+		URL string `json:"url"`
+	} `json:"image_url"`
+}
+
+type oaToolCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+type oaTool struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		Parameters  json.RawMessage `json:"parameters"`
+	} `json:"function"`
+}
+
+type oaResponseFormat struct {
+	Type       string `json:"type"`
+	JSONSchema *struct {
+		Name   string          `json:"name"`
+		Schema json.RawMessage `json:"schema"`
+		Strict bool            `json:"strict"`
+	} `json:"json_schema"`
+}
+
+// decodeOpenAI maps a Chat Completions request onto the call model.
+func decodeOpenAI(body []byte, p *chatParams) error {
+	var in oaRequest
+	if err := unmarshal(body, &in); err != nil {
+		return err
+	}
+	if in.Model == "" {
+		return errors.New("model: required")
+	}
+	if len(in.Messages) == 0 {
+		return errors.New("messages: at least one message is required")
+	}
+	if in.N != nil && *in.N != 1 {
+		return fmt.Errorf("n: only 1 choice is served, got %d", *in.N)
+	}
+	req := &p.req
+	req.Model = in.Model
+	req.Messages = make([]runtime.Message, 0, len(in.Messages))
+	for i := range in.Messages {
+		m, err := openAIMessage(&in.Messages[i])
+		if err != nil {
+			return fmt.Errorf("messages[%d]: %w", i, err)
+		}
+		req.Messages = append(req.Messages, m)
+	}
+	switch {
+	case in.MaxCompletionTokens != nil:
+		req.MaxTokens = *in.MaxCompletionTokens
+	case in.MaxTokens != nil:
+		req.MaxTokens = *in.MaxTokens
+	}
+	if req.MaxTokens < 0 {
+		return fmt.Errorf("max_tokens: must not be negative, got %d", req.MaxTokens)
+	}
+	// The client offers the tools: none offered is none, not the policy's.
+	req.Tools = make([]runtime.ToolDef, 0, len(in.Tools))
+	for i, t := range in.Tools {
+		if t.Type != "" && t.Type != "function" {
+			return fmt.Errorf("tools[%d].type: only function tools are served, got %q", i, t.Type)
+		}
+		if t.Function.Name == "" {
+			return fmt.Errorf("tools[%d].function.name: required", i)
+		}
+		req.Tools = append(req.Tools, runtime.ToolDef{Name: t.Function.Name, Description: t.Function.Description, Parameters: nullIsEmpty(t.Function.Parameters)})
+	}
+	if len(in.ToolChoice) > 0 && string(in.ToolChoice) != "null" {
+		var s string
+		if json.Unmarshal(in.ToolChoice, &s) == nil {
+			switch s {
+			case "auto", "none", "required":
+				req.ToolChoice = s
+			default:
+				return fmt.Errorf(`tool_choice: want "auto", "none", "required" or {"type":"function","function":{"name":...}}, got %q`, s)
+			}
+		} else {
+			var named struct {
+				Type     string `json:"type"`
+				Function struct {
+					Name string `json:"name"`
+				} `json:"function"`
+			}
+			if err := json.Unmarshal(in.ToolChoice, &named); err != nil || named.Function.Name == "" {
+				return errors.New(`tool_choice: want "auto", "none", "required" or {"type":"function","function":{"name":...}}`)
+			}
+			req.ToolChoice = named.Function.Name
+		}
+	}
+	req.Temperature, req.TopP, req.Seed = in.Temperature, in.TopP, in.Seed
+	if len(in.Stop) > 0 && string(in.Stop) != "null" {
+		var one string
+		if json.Unmarshal(in.Stop, &one) == nil {
+			req.Stop = []string{one}
+		} else if err := json.Unmarshal(in.Stop, &req.Stop); err != nil {
+			return errors.New("stop: want a string or an array of strings")
+		}
+	}
+	if rf := in.ResponseFormat; rf != nil {
+		switch rf.Type {
+		case runtime.FormatText, runtime.FormatJSONObject:
+			req.ResponseFormat = &runtime.ResponseFormat{Type: rf.Type}
+		case runtime.FormatJSONSchema:
+			if rf.JSONSchema == nil {
+				return errors.New("response_format.json_schema: required for type json_schema")
+			}
+			req.ResponseFormat = &runtime.ResponseFormat{Type: rf.Type, Name: rf.JSONSchema.Name, Schema: nullIsEmpty(rf.JSONSchema.Schema), Strict: rf.JSONSchema.Strict}
+		default:
+			return fmt.Errorf(`response_format.type: want "text", "json_object" or "json_schema", got %q`, rf.Type)
+		}
+	}
+	req.Metadata = in.Metadata
+	p.stream = in.Stream
+	p.includeUsage = in.StreamOptions != nil && in.StreamOptions.IncludeUsage
+	return nil
+}
+
+// openAIMessage maps one message: its content is a string or an array of
+// parts (text, image_url, refusal).
+func openAIMessage(in *oaMessage) (runtime.Message, error) {
+	m := runtime.Message{Name: in.Name}
+	switch in.Role {
+	case "system", "developer":
+		m.Role = "system"
+	case "user", "assistant", "tool":
+		m.Role = in.Role
+	case "":
+		return m, errors.New("role: required")
+	default:
+		return m, fmt.Errorf(`role: want "system", "developer", "user", "assistant" or "tool", got %q`, in.Role)
+	}
+	if c := bytes.TrimSpace(in.Content); len(c) > 0 && string(c) != "null" {
+		if c[0] == '"' {
+			if err := json.Unmarshal(c, &m.Content); err != nil {
+				return m, fmt.Errorf("content: %v", err)
+			}
+		} else {
+			var parts []oaPart
+			if err := json.Unmarshal(c, &parts); err != nil {
+				return m, errors.New("content: want a string or an array of content parts")
+			}
+			for j, p := range parts {
+				switch p.Type {
+				case "text":
+					m.Parts = append(m.Parts, runtime.ContentPart{Type: runtime.PartText, Text: p.Text})
+				case "refusal":
+					m.Parts = append(m.Parts, runtime.ContentPart{Type: runtime.PartText, Text: p.Refusal})
+				case "image_url":
+					if p.ImageURL == nil || p.ImageURL.URL == "" {
+						return m, fmt.Errorf("content[%d].image_url.url: required", j)
+					}
+					m.Parts = append(m.Parts, runtime.ContentPart{Type: runtime.PartImage, ImageURL: p.ImageURL.URL})
+				default:
+					return m, fmt.Errorf(`content[%d].type: want "text", "image_url" or "refusal", got %q`, j, p.Type)
+				}
+			}
+			if len(m.Parts) == 1 && m.Parts[0].Type == runtime.PartText {
+				m.Content, m.Parts = m.Parts[0].Text, nil
+			}
+		}
+	}
+	switch m.Role {
+	case "tool":
+		if in.ToolCallID == "" {
+			return m, errors.New("tool_call_id: required in a tool message")
+		}
+		m.ToolCallID = in.ToolCallID
+	case "assistant":
+		for j, tc := range in.ToolCalls {
+			if tc.Function.Name == "" {
+				return m, fmt.Errorf("tool_calls[%d].function.name: required", j)
+			}
+			args := json.RawMessage(tc.Function.Arguments)
+			if len(bytes.TrimSpace(args)) == 0 {
+				args = json.RawMessage("{}")
+			} else if !json.Valid(args) {
+				return m, fmt.Errorf("tool_calls[%d].function.arguments: not valid JSON", j)
+			}
+			m.ToolCalls = append(m.ToolCalls, runtime.ToolUse{ID: tc.ID, Name: tc.Function.Name, Arguments: args})
+		}
+	}
+	return m, nil
+}
+
+// completeOpenAI answers a chat.completion object.
+func completeOpenAI(x *exchange, p *chatParams, resp *runtime.ChatResponse) {
+	b := make([]byte, 0, 256+len(resp.Text))
+	b = append(b, `{"id":`...)
+	b = appendJSONString(b, responseID("chatcmpl-"))
+	b = append(b, `,"object":"chat.completion","created":`...)
+	b = appendInt(b, unixNow())
+	b = append(b, `,"model":`...)
+	b = appendJSONString(b, servedName(resp, p))
+	b = append(b, `,"choices":[{"index":0,"message":{"role":"assistant","content":`...)
+	if resp.Text == "" && len(resp.ToolCalls) > 0 {
+		b = append(b, "null"...)
+	} else {
+		b = appendJSONString(b, resp.Text)
+	}
+	b = append(b, `,"refusal":null`...)
+	if len(resp.ToolCalls) > 0 {
+		b = append(b, `,"tool_calls":[`...)
+		for i, tc := range resp.ToolCalls {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"id":`...)
+			b = appendJSONString(b, tc.ID)
+			b = append(b, `,"type":"function","function":{"name":`...)
+			b = appendJSONString(b, tc.Name)
+			b = append(b, `,"arguments":`...)
+			b = appendJSONString(b, string(tc.Arguments))
+			b = append(b, `}}`...)
+		}
+		b = append(b, ']')
+	}
+	b = append(b, `},"logprobs":null,"finish_reason":`...)
+	b = appendJSONString(b, finishOr(resp.FinishReason, resp.ToolCalls))
+	b = append(b, `}],"usage":`...)
+	b = appendOpenAIUsage(b, resp.Usage)
+	b = append(b, "}\n"...)
+	writeRaw(x, http.StatusOK, b)
+}
+
+// finishOr returns the finish reason, or the one a response without it
+// implies.
+func finishOr(r string, calls []runtime.ToolUse) string {
+	switch {
+	case r != "":
+		return r
+	case len(calls) > 0:
+		return runtime.FinishToolCalls
+	}
+	return runtime.FinishStop
+}
+
+// servedName is the model a response names: the one that served it, else
+// the one requested.
+func servedName(resp *runtime.ChatResponse, p *chatParams) string {
+	if resp.Model != "" {
+		return resp.Model
+	}
+	return p.req.Model
+}
+
+func appendOpenAIUsage(b []byte, u runtime.Usage) []byte {
+	b = append(b, `{"prompt_tokens":`...)
+	b = appendInt(b, u.InputTokens)
+	b = append(b, `,"completion_tokens":`...)
+	b = appendInt(b, u.OutputTokens)
+	b = append(b, `,"total_tokens":`...)
+	b = appendInt(b, u.Total())
+	b = append(b, `,"prompt_tokens_details":{"cached_tokens":`...)
+	b = appendInt(b, u.CachedInputTokens)
+	b = append(b, `},"completion_tokens_details":{"reasoning_tokens":`...)
+	b = appendInt(b, u.ReasoningTokens)
+	return append(b, "}}"...)
+}
+
+// openAIStream writes chat.completion.chunk events, then data: [DONE].
+type openAIStream struct {
+	sse
+	p       *chatParams
+	served  *servedSlot
+	id      string
+	created int64
+	role    bool // the role has been sent
+	// calls records the tool-call indexes begun, to send the call's type
+	// with its first fragment.
+	calls []int
+}
+
+func newOpenAIStream(x *exchange, p *chatParams, served *servedSlot) chatStream {
+	return &openAIStream{sse: sse{x: x, buf: make([]byte, 0, 512)}, p: p, served: served, id: responseID("chatcmpl-"), created: unixNow()}
+}
+
+// chunk opens one chunk event up to its delta object.
+func (s *openAIStream) chunk(model string) {
+	b := append(s.buf, `data: {"id":`...)
+	b = appendJSONString(b, s.id)
+	b = append(b, `,"object":"chat.completion.chunk","created":`...)
+	b = appendInt(b, s.created)
+	b = append(b, `,"model":`...)
+	b = appendJSONString(b, model)
+	s.buf = append(b, `,"choices":[{"index":0,"delta":{`...)
+}
+
+// closeChunk ends the chunk opened by chunk.
+func (s *openAIStream) closeChunk(finish string) {
+	b := append(s.buf, `},"logprobs":null,"finish_reason":`...)
+	if finish == "" {
+		b = append(b, "null"...)
+	} else {
+		b = appendJSONString(b, finish)
+	}
+	b = append(b, "}]"...)
+	if s.p.includeUsage {
+		b = append(b, `,"usage":null`...)
+	}
+	s.buf = append(b, "}\n\n"...)
+}
+
+func (s *openAIStream) delta(d runtime.Delta) bool {
+	if d.Text == "" && len(d.ToolCalls) == 0 {
+		return !s.gone // a finish reason or usage alone: sent at the end
+	}
+	s.chunk(s.served.get(s.p.req.Model))
+	b := s.buf
+	sep := false
+	if !s.role {
+		s.role = true
+		b = append(b, `"role":"assistant"`...)
+		sep = true
+		if d.Text == "" {
+			b = append(b, `,"content":null`...)
+		}
+	}
+	if d.Text != "" {
+		if sep {
+			b = append(b, ',')
+		}
+		b = append(b, `"content":`...)
+		b = appendJSONString(b, d.Text)
+		sep = true
+	}
+	if len(d.ToolCalls) > 0 {
+		if sep {
+			b = append(b, ',')
+		}
+		b = append(b, `"tool_calls":[`...)
+		for i, tc := range d.ToolCalls {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"index":`...)
+			b = appendInt(b, int64(tc.Index))
+			if tc.ID != "" {
+				b = append(b, `,"id":`...)
+				b = appendJSONString(b, tc.ID)
+			}
+			if !s.begun(tc.Index) {
+				b = append(b, `,"type":"function"`...)
+			}
+			b = append(b, `,"function":{`...)
+			if tc.Name != "" {
+				b = append(b, `"name":`...)
+				b = appendJSONString(b, tc.Name)
+				b = append(b, ',')
+			}
+			b = append(b, `"arguments":`...)
+			b = appendJSONString(b, tc.Arguments)
+			b = append(b, "}}"...)
+		}
+		b = append(b, ']')
+	}
+	s.buf = b
+	s.closeChunk("")
+	return s.flush()
+}
+
+// begun reports whether the tool call at index has begun, noting it.
+func (s *openAIStream) begun(index int) bool {
+	for _, i := range s.calls {
+		if i == index {
+			return true
+		}
+	}
+	s.calls = append(s.calls, index)
+	return false
+}
+
+func (s *openAIStream) end(resp *runtime.ChatResponse) {
+	model := servedName(resp, s.p)
+	s.chunk(model)
+	if !s.role {
+		s.buf = append(s.buf, `"role":"assistant","content":""`...)
+	}
+	finish := resp.FinishReason
+	if finish == "" {
+		finish = runtime.FinishStop
+		if len(s.calls) > 0 {
+			finish = runtime.FinishToolCalls
+		}
+	}
+	s.closeChunk(finish)
+	if s.p.includeUsage {
+		b := append(s.buf, `data: {"id":`...)
+		b = appendJSONString(b, s.id)
+		b = append(b, `,"object":"chat.completion.chunk","created":`...)
+		b = appendInt(b, s.created)
+		b = append(b, `,"model":`...)
+		b = appendJSONString(b, model)
+		b = append(b, `,"choices":[],"usage":`...)
+		b = appendOpenAIUsage(b, resp.Usage)
+		s.buf = append(b, "}\n\n"...)
+	}
+	s.buf = append(s.buf, "data: [DONE]\n\n"...)
+	s.flush()
+}
+
+// fail sends the error as a chunk holding only an error object (what the
+// API sends when a stream fails), and no [DONE].
+func (s *openAIStream) fail(err error) {
+	status, _ := StatusOf(err)
+	body, _ := json.Marshal(errorBody(apiOpenAI, status, runtime.KindOf(err), runtime.LayerOf(err), err.Error()))
+	s.buf = append(s.buf, "data: "...)
+	s.buf = append(s.buf, body...)
+	s.buf = append(s.buf, "\n\n"...)
+	s.flush()
+}
+
+// unmarshal decodes a JSON body, naming the position of a syntax error and
+// the field of a type error.
+func unmarshal(b []byte, v any) error {
+	if len(bytes.TrimSpace(b)) == 0 {
+		return errors.New("empty body: want a JSON object")
+	}
+	err := json.Unmarshal(b, v)
+	if err == nil {
+		return nil
+	}
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		line, col := position(b, se.Offset)
+		return fmt.Errorf("malformed JSON at line %d, column %d (byte %d): %v", line, col, se.Offset, se)
+	case errors.As(err, &te):
+		field := te.Field
+		if field == "" {
+			field = "(the body)"
+		}
+		return fmt.Errorf("%s: want %s, got JSON %s (at byte %d)", field, te.Type, te.Value, te.Offset)
+	}
+	return fmt.Errorf("malformed JSON: %v", err)
+}
+
+// position returns the 1-based line and column of byte offset off.
+func position(b []byte, off int64) (line, col int) {
+	if off > int64(len(b)) {
+		off = int64(len(b))
+	}
+	line, col = 1, 1
+	for _, c := range b[:max(off-1, 0)] {
+		if c == '\n' {
+			line++
+			col = 1
+		} else {
+			col++
+		}
+	}
+	return line, col
+}
+
+// nullIsEmpty returns nil for an absent or null JSON value.
+func nullIsEmpty(r json.RawMessage) json.RawMessage {
+	if t := bytes.TrimSpace(r); len(t) == 0 || string(t) == "null" {
+		return nil
+	}
+	return r
+}
+
+// writeRaw answers status with the JSON document b.
+func writeRaw(x *exchange, status int, b []byte) {
+	h := x.Header()
+	h.Set("Content-Type", "application/json")
+	h["Content-Length"] = []string{strconv.Itoa(len(b))}
+	x.WriteHeader(status)
+	_, _ = x.Write(b)
+}
