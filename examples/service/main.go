@@ -13,6 +13,7 @@
 //	POST /v1/admit         {"items"}            -> {"admitted"}
 //	POST /v1/runs/{id}/end                      -> 204; the run's per-run state (ledgers) is dropped
 //
+// A body over 1 MiB is refused with 413, a malformed one with 400.
 // Errors are {"error": {"kind","layer","message"}} with status 403 for a
 // blocked call, 402 for a budget ceiling, 429 for a rate limit (with
 // Retry-After when the limit says when), 503 for an open circuit breaker

@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/agentc-dev/agentc/runtime"
@@ -59,6 +61,12 @@ func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			writeJSON(w, http.StatusRequestEntityTooLarge, map[string]any{"error": errorBody{Kind: "body_too_large",
+				Message: fmt.Sprintf("request body larger than %d bytes", tooLarge.Limit)}})
+			return false
+		}
 		writeJSON(w, http.StatusBadRequest, map[string]any{"error": errorBody{Kind: "bad_request", Message: err.Error()}})
 		return false
 	}

@@ -12,7 +12,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	goruntime "runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -366,4 +368,97 @@ func TestSlowBodiesAreCutOff(t *testing.T) {
 			t.Fatal("a trickling client kept its connection")
 		}
 	}
+}
+
+// A short load test: 500 concurrent requests of every kind a hostile or
+// broken client sends (well-formed chats, malformed JSON, bodies over the
+// limit, slow headers) against the bounded server. Each gets its status,
+// the server keeps serving, and the goroutines and live heap come back.
+func TestLoadWithHostileRequests(t *testing.T) {
+	p, err := plan.Load("plan.json")
+	require.NoError(t, err)
+	srv, err := NewServer(context.Background(), p, DemoDeps(slog.New(slog.DiscardHandler)))
+	require.NoError(t, err)
+	defer srv.Close()
+	lim := limits{ReadHeader: 300 * time.Millisecond, Read: 2 * time.Second, Idle: time.Second, MaxHeaderBytes: 16 << 10, MaxConns: 256}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	hs := newHTTPServer(srv, lim)
+	go func() { _ = hs.Serve(netutil.LimitListener(ln, lim.MaxConns)) }()
+	defer hs.Close()
+	url := "http://" + ln.Addr().String()
+	client := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+
+	goruntime.GC()
+	var before goruntime.MemStats
+	goruntime.ReadMemStats(&before)
+	goroutines := goruntime.NumGoroutine()
+
+	big := `{"model":"primary","messages":[{"role":"user","content":"` + strings.Repeat("x", 2<<20) + `"}]}`
+	kinds := []struct {
+		name string
+		body string
+		want int
+	}{
+		{"chat", `{"model":"primary","messages":[{"role":"user","content":"hello there"}]}`, http.StatusOK},
+		{"malformed", `{"model": "primary", "messages": [`, http.StatusBadRequest},
+		{"unknown field", `{"modle":"primary"}`, http.StatusBadRequest},
+		{"over the limit", big, http.StatusRequestEntityTooLarge},
+	}
+	const n = 500
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	got := map[string]map[int]int{}
+	for i := range n {
+		wg.Go(func() {
+			if i%10 == 9 { // slow headers: the server hangs up at ReadHeader
+				c, err := net.Dial("tcp", ln.Addr().String())
+				if !assert.NoError(t, err) {
+					return
+				}
+				defer c.Close()
+				_, _ = c.Write([]byte("POST /v1/chat HTTP/1.1\r\nHost: x\r\n"))
+				_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+				start := time.Now()
+				_, _ = io.Copy(io.Discard, c)
+				assert.Less(t, time.Since(start), 5*time.Second, "a slow header is cut off")
+				return
+			}
+			k := kinds[i%len(kinds)]
+			req, _ := http.NewRequest(http.MethodPost, url+"/v1/chat", strings.NewReader(k.body))
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := client.Do(req)
+			if !assert.NoError(t, err, k.name) {
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+			mu.Lock()
+			if got[k.name] == nil {
+				got[k.name] = map[int]int{}
+			}
+			got[k.name][resp.StatusCode]++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	for _, k := range kinds {
+		assert.Len(t, got[k.name], 1, "%s: one status for all: %v", k.name, got[k.name])
+		assert.Positive(t, got[k.name][k.want], "%s: want %d, got %v", k.name, k.want, got[k.name])
+	}
+	// Still serving.
+	resp, err := client.Post(url+"/v1/admit", "application/json", strings.NewReader(`{"items":[]}`))
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+
+	client.CloseIdleConnections()
+	require.Eventually(t, func() bool { return goruntime.NumGoroutine() <= goroutines+10 }, 10*time.Second, 50*time.Millisecond,
+		"goroutines: %d before, %d after", goroutines, goruntime.NumGoroutine())
+	goruntime.GC()
+	var after goruntime.MemStats
+	goruntime.ReadMemStats(&after)
+	growth := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	t.Logf("live heap grew %d KiB over %d requests", growth>>10, n)
+	assert.Less(t, growth, int64(32<<20), "live heap growth")
 }
