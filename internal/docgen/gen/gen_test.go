@@ -211,3 +211,19 @@ func has(t *testing.T, page, s string, args ...any) {
 		t.Errorf("the page does not hold %q %v", s, args)
 	}
 }
+
+// TestDocsIndex checks that docs/README.md lists every page of docs/.
+func TestDocsIndex(t *testing.T) {
+	index, err := os.ReadFile(filepath.Join(root, "docs", "README.md"))
+	require.NoError(t, err)
+	pages, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	require.NoError(t, err)
+	require.NotEmpty(t, pages)
+	for _, p := range pages {
+		name := filepath.Base(p)
+		if name == "README.md" {
+			continue
+		}
+		assert.Contains(t, string(index), "]("+name+")", "docs/README.md does not list %s", name)
+	}
+}
