@@ -93,6 +93,12 @@
 // The O(n) functions of the strings extension get size-proportional costs too (cel-go would
 // count them as 1). A constant pattern of matches() is validated at check time as well.
 //
+// Two functions could do unbounded work inside one call, before the cost tracker charges it:
+// replace() computes the size of its result first and fails when it would exceed
+// MaxStringResult (8 MiB); matches() and matches_any() with a pattern that is not a constant
+// fail when len(text) × len(pattern) exceeds MaxRegexWork (2^26). Both are evaluation errors,
+// which a guard's on_error turns into a block (closed) or a pass (open).
+//
 // # Check
 //
 // Env.Check reports issues with rule ids cel/syntax (parse errors, text limits, invalid regular

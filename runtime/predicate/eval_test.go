@@ -441,3 +441,52 @@ func TestMatchesAnyRegexCacheIsBounded(t *testing.T) {
 	growth := int64(after.HeapAlloc) - int64(before.HeapAlloc)
 	assert.Less(t, growth, int64(64<<20), "live heap grew by %d bytes", growth)
 }
+
+// Functions whose work or result the cost tracker charges only after they
+// return are bounded before they start: a replace() that would build a huge
+// string and a matches() of a long pattern from the input over a long text
+// fail at once, while ordinary uses are unchanged.
+func TestQuadraticFunctionsAreBoundedBeforeTheyRun(t *testing.T) {
+	// A cost limit high enough that the static estimate admits the
+	// predicates, as a policy raising cel_cost_limit (or a schema whose
+	// declared bounds a caller ignores) would.
+	env := mustEnv(t, EnvConfig{Stage: Turn, CostLimit: 1 << 40})
+	ctx := context.Background()
+	eval := func(src, text string) (bool, error, time.Duration) {
+		p := mustCompile(t, env, src)
+		start := time.Now()
+		ok, err := p.Eval(ctx, &TurnVars{Input: TurnInput{Text: text}})
+		return ok, err, time.Since(start)
+	}
+	long := strings.Repeat("a", 60_000)
+	_, err, took := eval("input.text.replace('a', input.text) != ''", long)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "replace: the result would exceed 8388608 bytes")
+	assert.Less(t, took, time.Second)
+	_, err, _ = eval("input.text.replace('a', input.text, 1000) != ''", long)
+	assert.ErrorContains(t, err, "replace: the result would exceed")
+
+	ok, err, _ := eval("input.text.replace('b', 'xx') == 'axxc' && input.text.replace('b', 'xx', 0) == 'abc'", "abc")
+	require.NoError(t, err)
+	assert.True(t, ok)
+	ok, err, _ = eval("input.text.replace('a', 'bb', 2) == 'bbbba'", "aaa")
+	require.NoError(t, err)
+	assert.True(t, ok)
+
+	pattern := strings.Repeat("(a|b)", 20_000) + "$"
+	_, err, took = eval("input.text.matches(input.text)", pattern+strings.Repeat("a", 100_000))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "matches: a 200001-byte pattern on a 200001-byte text is above the evaluation bound")
+	assert.Less(t, took, time.Second)
+	_, err, _ = eval("matches(input.text, input.text)", strings.Repeat("x", 10_000))
+	assert.ErrorContains(t, err, "above the evaluation bound")
+
+	// Constant patterns are compiled once and match any text.
+	ok, err, _ = eval("input.text.matches('^a+$')", strings.Repeat("a", 1<<20))
+	require.NoError(t, err)
+	assert.True(t, ok)
+	// A short pattern from the input on a short text runs.
+	ok, err, _ = eval("'abc'.matches(input.text)", "^a.c$")
+	require.NoError(t, err)
+	assert.True(t, ok)
+}

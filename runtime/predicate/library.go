@@ -47,7 +47,97 @@ func libraryOptions() []cel.EnvOption {
 			cel.Overload(overloadContainsAny, []*cel.Type{str, strList}, cel.BoolType, cel.BinaryBinding(containsAny))),
 		cel.Function("matches_any",
 			cel.Overload(overloadMatchesAny, []*cel.Type{str, strList}, cel.BoolType, cel.BinaryBinding(matchesAny))),
+		// Bounded redefinitions of functions whose work or result the runtime
+		// cost tracker would only charge after they return (same overload ids
+		// and signatures: cel-go lets a later declaration replace the binding).
+		cel.Function("replace",
+			cel.MemberOverload("string_replace_string_string", []*cel.Type{str, str, str}, str,
+				cel.FunctionBinding(func(args ...ref.Val) ref.Val { return boundedReplace(args[0], args[1], args[2], -1) })),
+			cel.MemberOverload("string_replace_string_string_int", []*cel.Type{str, str, str, cel.IntType}, str,
+				cel.FunctionBinding(func(args ...ref.Val) ref.Val {
+					n, ok := args[3].(types.Int)
+					if !ok {
+						return types.MaybeNoSuchOverloadErr(args[3])
+					}
+					return boundedReplace(args[0], args[1], args[2], int64(n))
+				}))),
 	}
+}
+
+// MaxStringResult bounds the string a replace() may build (8 MiB): a result
+// is refused, as an evaluation error, before it is allocated.
+const MaxStringResult = 8 << 20
+
+// MaxRegexWork bounds len(text) × len(pattern) for a pattern that is not a
+// constant of the predicate (constant patterns are compiled when the program
+// is built): matching costs up to that product.
+const MaxRegexWork = 1 << 26
+
+// boundedReplace implements replace(old, new[, n]) with the result's size
+// computed, and bounded by MaxStringResult, before it is built.
+func boundedReplace(sv, oldv, newv ref.Val, n int64) ref.Val {
+	str, ok1 := sv.(types.String)
+	old, ok2 := oldv.(types.String)
+	repl, ok3 := newv.(types.String)
+	if !ok1 || !ok2 || !ok3 {
+		return types.NoSuchOverloadErr()
+	}
+	count := int64(strings.Count(string(str), string(old)))
+	if n >= 0 && n < count {
+		count = n
+	}
+	if grow := int64(len(repl)) - int64(len(old)); grow > 0 && count > 0 {
+		if count > (MaxStringResult-int64(len(str)))/grow {
+			return types.NewErr("replace: the result would exceed %d bytes", MaxStringResult)
+		}
+	}
+	return types.String(strings.Replace(string(str), string(old), string(repl), int(max(n, -1))))
+}
+
+// checkRegexWork refuses to match text against a pattern from call data when
+// the work is above MaxRegexWork.
+func checkRegexWork(fn string, text, pattern string) error {
+	if len(pattern) > 0 && len(text) > MaxRegexWork/len(pattern) {
+		return fmt.Errorf("%s: a %d-byte pattern on a %d-byte text is above the evaluation bound (%d)", fn, len(pattern), len(text), MaxRegexWork)
+	}
+	return nil
+}
+
+// boundMatches is a program decorator: a matches() call whose pattern is
+// not a constant of the predicate (constant ones are compiled once when the
+// program is built) runs boundedMatches, which refuses work above
+// MaxRegexWork before it starts.
+func boundMatches(i interpreter.InterpretableV2) (interpreter.InterpretableV2, error) {
+	call, ok := i.(interpreter.InterpretableCall)
+	if !ok || call.Function() != overloads.Matches || len(call.Args()) != 2 {
+		return i, nil
+	}
+	if _, isConst := call.Args()[1].(interpreter.InterpretableConst); isConst {
+		return i, nil
+	}
+	return interpreter.NewCall(call.ID(), call.Function(), call.OverloadID(), call.Args(), func(values ...ref.Val) ref.Val {
+		if len(values) != 2 {
+			return types.NoSuchOverloadErr()
+		}
+		return boundedMatches(values[0], values[1])
+	}), nil
+}
+
+// boundedMatches implements matches() for patterns that are not constants.
+func boundedMatches(sv, pv ref.Val) ref.Val {
+	s, ok1 := sv.(types.String)
+	p, ok2 := pv.(types.String)
+	if !ok1 || !ok2 {
+		return types.NoSuchOverloadErr()
+	}
+	if err := checkRegexWork("matches", string(s), string(p)); err != nil {
+		return types.WrapErr(err)
+	}
+	re, err := compileRegex(string(p))
+	if err != nil {
+		return types.NewErr("matches: %v", err)
+	}
+	return types.Bool(re.MatchString(string(s)))
 }
 
 // urlHost implements url_host: the host of an absolute URL, lower-cased, without port, brackets
@@ -121,6 +211,9 @@ func matchesAny(sv, listv ref.Val) ref.Val {
 		p, ok := it.Next().(types.String)
 		if !ok {
 			return types.NewErr("matches_any: want a list of strings")
+		}
+		if err := checkRegexWork("matches_any", string(s), string(p)); err != nil {
+			return types.WrapErr(err)
 		}
 		re, err := compileRegex(string(p))
 		if err != nil {
