@@ -21,7 +21,8 @@ var predicateFields = map[string][]string{
 // lower writes the plan.
 func lower(_ context.Context, c *Compilation) error {
 	p := c.Policy
-	out := &plan.Plan{Version: plan.Version, Policy: p.Package}
+	out := &plan.Plan{Version: plan.Version, Policy: p.Package,
+		Settings: plan.Settings{AllowUndeclaredTools: p.AllowUndeclaredTools}}
 	if len(p.Models) > 0 {
 		out.Models = map[string]plan.Model{}
 		for name, m := range p.Models {

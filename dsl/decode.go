@@ -86,6 +86,7 @@ func (l *loader) decode(p *Policy, v cue.Value) {
 	if n, err := v.LookupPath(cue.ParsePath("settings.replicas")).Int64(); err == nil {
 		p.Replicas = int(n)
 	}
+	p.AllowUndeclaredTools, _ = v.LookupPath(fieldPath("settings", "allow_undeclared_tools")).Bool()
 	l.decodeServe(p, v)
 	if lim, err := v.LookupPath(fieldPath("settings", "cel_cost_limit")).Uint64(); err == nil {
 		p.CELCostLimit = lim

@@ -33,6 +33,8 @@ type Policy struct {
 	// Replicas is settings.replicas: how many processes serve the policy
 	// at once (1 when unset).
 	Replicas int
+	// AllowUndeclaredTools is settings.allow_undeclared_tools.
+	AllowUndeclaredTools bool
 	// Keys are the virtual API keys and MCPServers the upstream MCP
 	// servers of `agentc serve`, by name.
 	Keys       map[string]*Key

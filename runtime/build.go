@@ -16,6 +16,8 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/santhosh-tekuri/jsonschema/v5"
+
 	"github.com/agentc-dev/agentc/runtime/plan"
 	"github.com/agentc-dev/agentc/runtime/predicate"
 )
@@ -46,6 +48,14 @@ type Deps struct {
 	Models map[string]ModelClient
 	// Tools are the tools by name.
 	Tools map[string]ToolFunc
+	// ToolArgs declares, by name, tools the host serves that the policy
+	// does not declare (an MCP proxy's upstream tools), with the JSON
+	// Schema of their arguments: a call to one is not refused as
+	// undeclared, and its arguments are checked against the schema on
+	// entry to the tool chain. For a tool the policy declares with an args
+	// schema, the policy's schema is the one checked. A schema that does
+	// not compile fails Build.
+	ToolArgs map[string]json.RawMessage
 	// NoDeclaredTools stops offering the policy's declared tools to the
 	// model: a chat request without Tools then offers none. Set it when the
 	// caller manages the tools it offers itself (a gateway forwarding its
@@ -162,6 +172,9 @@ type Pipeline struct {
 	tools     map[string]*toolEntry
 	// toolList holds the tools when there are few (nil otherwise).
 	toolList []*toolEntry
+	// allowUndeclared lets calls to undeclared tools run
+	// (settings.allow_undeclared_tools).
+	allowUndeclared bool
 	// offered are the declared tools a request without Tools offers.
 	offered []ToolDef
 
@@ -203,6 +216,10 @@ type toolEntry struct {
 	info  ToolInfo
 	fn    ToolFunc
 	pinfo *predicate.ToolInfo
+	// known is set for a tool the policy or Deps.ToolArgs declares.
+	known bool
+	// args checks the arguments on entry (nil: any arguments).
+	args *jsonschema.Schema
 }
 
 // Build creates the middleware graph of p: for every layer of every chain it
@@ -244,9 +261,30 @@ func Build(ctx context.Context, p *plan.Plan, deps Deps) (*Pipeline, error) {
 			pl.modelList = append(pl.modelList, namedModel{name, m})
 		}
 	}
-	for name, t := range p.Tools {
+	pl.allowUndeclared = p.Settings.AllowUndeclaredTools
+	for _, name := range slices.Sorted(maps.Keys(p.Tools)) {
+		t := p.Tools[name]
+		args, err := compileArgs(t.Args)
+		if err != nil {
+			return nil, fmt.Errorf("build tools.%s.args: %w", name, err)
+		}
 		pl.tools[name] = &toolEntry{info: ToolInfo{Name: name, SideEffecting: t.SideEffecting, RetrySafe: t.RetrySafe,
-			URLArg: t.URLArg, PathArg: t.PathArg, Declared: true}}
+			URLArg: t.URLArg, PathArg: t.PathArg, Declared: true}, known: true, args: args}
+	}
+	for _, name := range slices.Sorted(maps.Keys(deps.ToolArgs)) {
+		e := pl.tools[name]
+		if e != nil && e.args != nil {
+			continue
+		}
+		args, err := compileArgs(deps.ToolArgs[name])
+		if err != nil {
+			return nil, fmt.Errorf("build: Deps.ToolArgs[%q]: %w", name, err)
+		}
+		if e == nil {
+			e = &toolEntry{info: ToolInfo{Name: name}}
+			pl.tools[name] = e
+		}
+		e.known, e.args = true, args
 	}
 	if !deps.NoDeclaredTools {
 		pl.offered = DeclaredTools(p)

@@ -275,11 +275,25 @@ func toolTerminal(ctx context.Context, c *ToolCall) (any, error) {
 	return fn(ctx, c)
 }
 
-// Tool runs one tool call through the tool chain. An unregistered tool still
-// passes the chain (guards and audits see it) and fails permanently at the
-// end.
+// Tool runs one tool call through the tool chain. On entry, before any
+// layer, the call is checked against the policy's tool declarations: a tool
+// the policy does not declare (nor Deps.ToolArgs) is refused unless the
+// policy's settings.allow_undeclared_tools is true, and arguments that do
+// not match the tool's args schema are refused, naming each field; both
+// refusals are a *BlockedError of layer LayerTools, and the tool does not
+// run. A declared tool that is not registered still passes the chain
+// (guards and audits see it) and fails permanently at the end.
 func (pl *Pipeline) Tool(ctx context.Context, req ToolRequest) (ToolResult, error) {
 	e := pl.toolEntry(req.Name)
+	if e == nil || !e.known {
+		if !pl.allowUndeclared {
+			return ToolResult{}, &BlockedError{Layer: LayerTools, Message: fmt.Sprintf("tool %q is not declared in the policy's tools (settings.allow_undeclared_tools is not set)", req.Name)}
+		}
+	} else if e.args != nil {
+		if err := checkArgs(req.Name, e.args, req.Args); err != nil {
+			return ToolResult{}, err
+		}
+	}
 	if e == nil {
 		info := ToolInfo{Name: req.Name}
 		e = &toolEntry{info: info, pinfo: toolActivationInfo(&info)}

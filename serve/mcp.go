@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -146,6 +147,21 @@ func (u *upstreams) toolFuncs() map[string]runtime.ToolFunc {
 	for exposed, t := range u.tools {
 		out[exposed] = t.call
 	}
+	return out
+}
+
+// toolArgs returns host, plus the input schema of every upstream tool by
+// the name the proxy exposes (runtime.Deps.ToolArgs).
+func (u *upstreams) toolArgs(host map[string]json.RawMessage) map[string]json.RawMessage {
+	out := map[string]json.RawMessage{}
+	for exposed, t := range u.tools {
+		b, err := json.Marshal(t.tool.InputSchema)
+		if err != nil {
+			b = nil // an unencodable schema checks nothing; the tool still counts as declared
+		}
+		out[exposed] = b
+	}
+	maps.Copy(out, host)
 	return out
 }
 

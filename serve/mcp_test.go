@@ -151,8 +151,16 @@ func TestMCPProxyInProcessUpstream(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, res.IsError)
 	assert.Contains(t, text(t, res), "no order missing")
+	// The policy does not declare lookup, but the pay server lists it: it
+	// counts as declared, and its arguments are checked against the
+	// upstream's input schema before the upstream is called.
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "lookup", Arguments: map[string]any{"order_id": 7}})
+	require.NoError(t, err)
+	assert.True(t, res.IsError)
+	assert.Contains(t, text(t, res), "args.order_id: expected string, but got number")
 
 	_, _, metrics := do(t, "GET", s.url+"/metrics", "", nil)
+	assert.Contains(t, metrics, `agentc_serve_blocks_total{layer="tools",stage="tool"} 1`)
 	assert.Contains(t, metrics, `agentc_serve_blocks_total{layer="refund_limit",stage="tool"} 1`)
 	assert.Contains(t, metrics, `agentc_serve_tool_calls_total{outcome="ok",tool="refund"} 1`)
 	assert.Contains(t, metrics, `agentc_serve_tool_calls_total{outcome="error",tool="lookup"} 1`)

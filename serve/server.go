@@ -235,6 +235,9 @@ func (s *Server) build(ctx context.Context, ld *Loaded) (*generation, error) {
 		}
 		deps.Tools[name] = fn
 	}
+	// A tool a declared mcp server lists counts as declared: its arguments
+	// are checked against the upstream's input schema.
+	deps.ToolArgs = ups.toolArgs(deps.ToolArgs)
 	pl, err := runtime.Build(ctx, p, deps)
 	if err != nil {
 		ups.close()

@@ -144,7 +144,9 @@ func TestTools(t *testing.T) {
 		{"large refund blocked", "refund", map[string]any{"order_id": "B7", "amount": 250}, http.StatusForbidden, `"layer":"refund_limit"`},
 		{"large approved refund", "refund", map[string]any{"order_id": "B7", "amount": 250, "approved_by": "lee"}, http.StatusOK, `"refunded":250`},
 		{"unknown order fails permanently", "lookup_order", map[string]any{"order_id": "Z9"}, http.StatusBadGateway, `"kind":"permanent"`},
-		{"unregistered tool", "delete_everything", map[string]any{}, http.StatusBadGateway, `is not registered`},
+		{"undeclared tool refused", "delete_everything", map[string]any{}, http.StatusForbidden, `is not declared in the policy's tools`},
+		{"refund without its order_id refused", "refund", map[string]any{"amount": 5}, http.StatusForbidden, `missing properties: 'order_id'`},
+		{"over-long order id refused", "lookup_order", map[string]any{"order_id": strings.Repeat("x", 65)}, http.StatusForbidden, `args.order_id: length must be \u003c= 64, but got 65`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

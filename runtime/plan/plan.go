@@ -51,6 +51,16 @@ type Plan struct {
 	// Invariants are the properties agentc prove checks (nil: the built-in
 	// defaults).
 	Invariants *Invariants `json:"invariants,omitempty"`
+	// Settings are the policy's settings that the runtime enforces.
+	Settings Settings `json:"settings,omitzero"`
+}
+
+// Settings are the run-time settings of a policy.
+type Settings struct {
+	// AllowUndeclaredTools lets calls to tools the policy does not declare
+	// run (settings.allow_undeclared_tools); without it they are refused
+	// on entry to the tool chain.
+	AllowUndeclaredTools bool `json:"allow_undeclared_tools,omitempty"`
 }
 
 // Key is a virtual API key: the SHA-256 of the key (hex) or the name of the

@@ -46,7 +46,9 @@ func Named(name string, l plan.Layer) plan.Layer {
 }
 
 // Plan returns a plan with the given chains and two priced models, "primary"
-// (3/15 USD per million tokens) and "backup" (0.5/1.5).
+// (3/15 USD per million tokens) and "backup" (0.5/1.5). It declares no
+// tools and allows undeclared ones (settings.allow_undeclared_tools), so
+// that tests can call the tools they register in Deps.Tools.
 func Plan(chains plan.Chains) *plan.Plan {
 	return &plan.Plan{
 		Version: plan.Version,
@@ -55,7 +57,8 @@ func Plan(chains plan.Chains) *plan.Plan {
 			"primary": {USDPerMTokIn: 3, USDPerMTokOut: 15},
 			"backup":  {USDPerMTokIn: 0.5, USDPerMTokOut: 1.5},
 		},
-		Chains: chains,
+		Chains:   chains,
+		Settings: plan.Settings{AllowUndeclaredTools: true},
 	}
 }
 

@@ -1,0 +1,152 @@
+package runtime
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/santhosh-tekuri/jsonschema/v5"
+)
+
+// LayerTools is the layer name of the refusals made on entry to the tool
+// chain, before any layer runs, by the policy's tool declarations: a call
+// to a tool the policy does not declare (unless its
+// settings.allow_undeclared_tools is true), and arguments that do not
+// match the tool's declared args schema. Both are *BlockedError.
+const LayerTools = "tools"
+
+// maxArgFaults bounds the per-field messages of one refusal, and
+// maxFaultLen the length of each.
+const (
+	maxArgFaults = 10
+	maxFaultLen  = 200
+)
+
+// argsSchemaURL is the name a tool's schema is compiled under.
+const argsSchemaURL = "agentc:///args.json"
+
+// errNoRemoteRefs refuses every $ref that leaves the schema: compiling a
+// tool's schema never reads a file or the network.
+var errNoRemoteRefs = errors.New("a tool's args schema may only refer inside itself ($ref to another document)")
+
+// compileArgs compiles a tool's JSON Schema (draft 2020-12 unless it names
+// another with $schema). It returns nil for an absent schema or one that
+// accepts everything (true, {}).
+func compileArgs(raw json.RawMessage) (*jsonschema.Schema, error) {
+	trimmed := bytes.TrimSpace(raw)
+	switch string(trimmed) {
+	case "", "true", "{}", "null":
+		return nil, nil
+	}
+	c := jsonschema.NewCompiler()
+	c.Draft = jsonschema.Draft2020
+	c.LoadURL = func(string) (io.ReadCloser, error) { return nil, errNoRemoteRefs }
+	if err := c.AddResource(argsSchemaURL, bytes.NewReader(trimmed)); err != nil {
+		return nil, fmt.Errorf("not a JSON Schema: %w", err)
+	}
+	s, err := c.Compile(argsSchemaURL)
+	if err != nil {
+		return nil, errors.New(strings.ReplaceAll(strings.TrimPrefix(err.Error(), "jsonschema: "), argsSchemaURL, "args"))
+	}
+	return s, nil
+}
+
+// checkArgs validates a call's arguments against the tool's schema. It
+// returns the refusal, naming each field that does not match, or nil.
+func checkArgs(tool string, s *jsonschema.Schema, args map[string]any) error {
+	if args == nil {
+		args = map[string]any{}
+	}
+	err := s.Validate(args)
+	var bad jsonschema.InvalidJSONTypeError
+	if errors.As(err, &bad) {
+		// Go values of types JSON does not have (an int16, a struct, a
+		// []string): validate their JSON form.
+		v, jerr := jsonForm(args)
+		if jerr != nil {
+			return &BlockedError{Layer: LayerTools, Message: fmt.Sprintf("the arguments of %s are not JSON: %v", tool, jerr)}
+		}
+		err = s.Validate(v)
+	}
+	if err == nil {
+		return nil
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return &BlockedError{Layer: LayerTools, Message: fmt.Sprintf("the arguments of %s cannot be checked against its args schema: %v", tool, err)}
+	}
+	faults := argFaults(ve)
+	if len(faults) > maxArgFaults {
+		faults = append(faults[:maxArgFaults], fmt.Sprintf("and %d more", len(faults)-maxArgFaults))
+	}
+	return &BlockedError{Layer: LayerTools, Message: fmt.Sprintf("the arguments of %s do not match its args schema: %s", tool, strings.Join(faults, "; "))}
+}
+
+// jsonForm returns the JSON form of v (numbers as json.Number).
+func jsonForm(v any) (any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var out any
+	if err := dec.Decode(&out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// argFaults returns one message per failing leaf of a validation, "FIELD:
+// PROBLEM" with the field as args.a.b (args for the object itself), sorted
+// and without repeats.
+func argFaults(ve *jsonschema.ValidationError) []string {
+	seen := map[string]bool{}
+	var out []string
+	var walk func(*jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) > 0 {
+			for _, c := range e.Causes {
+				walk(c)
+			}
+			return
+		}
+		field := "args"
+		for _, tok := range pointerTokens(e.InstanceLocation) {
+			field += "." + tok
+		}
+		msg := e.Message
+		if len(msg) > maxFaultLen {
+			cut := maxFaultLen
+			for cut > 0 && !utf8.RuneStart(msg[cut]) {
+				cut--
+			}
+			msg = msg[:cut] + "..."
+		}
+		f := field + ": " + msg
+		if !seen[f] {
+			seen[f] = true
+			out = append(out, f)
+		}
+	}
+	walk(ve)
+	sort.Strings(out)
+	return out
+}
+
+// pointerTokens splits a JSON pointer into its unescaped tokens.
+func pointerTokens(ptr string) []string {
+	if ptr == "" {
+		return nil
+	}
+	toks := strings.Split(strings.TrimPrefix(ptr, "/"), "/")
+	for i, t := range toks {
+		toks[i] = strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
+	}
+	return toks
+}
