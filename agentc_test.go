@@ -16,6 +16,10 @@ import (
 )
 
 func TestLoadBuildsAPipeline(t *testing.T) {
+	// The example's models name their keys' variables; building the
+	// clients does not contact the providers.
+	t.Setenv("ANTHROPIC_API_KEY", "test-key")
+	t.Setenv("OPENAI_API_KEY", "test-key")
 	ctx := context.Background()
 	refund := func(context.Context, *runtime.ToolCall) (any, error) { return map[string]any{"ok": true}, nil }
 	pipe, err := agentc.Load(ctx, filepath.Join("examples", "support"), runtime.Deps{
