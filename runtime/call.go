@@ -36,7 +36,9 @@ type Run struct {
 type runKey struct{}
 
 // WithRun returns a context that carries run. Every call made with the context
-// (and with contexts derived from it) belongs to that run.
+// (and with contexts derived from it) belongs to that run. A call made
+// without a run id gets a fresh run of its own, ended when the call returns
+// (see the package documentation).
 func WithRun(ctx context.Context, run Run) context.Context {
 	return context.WithValue(ctx, runKey{}, &run)
 }

@@ -32,6 +32,13 @@
 // Pipeline.EndRun(runID) once a run has finished, and every such layer drops
 // the run's state; without it, a long-lived pipeline keeps one entry per run
 // id it has seen. runtime/scenario ends its run when the scenario is done.
+// A call made without a run id (no WithRun, or a Run whose ID is empty) gets
+// a fresh run of its own, "call-" and a random id, keeping the other fields
+// of the context's run, and the runtime ends it when the call returns: such
+// calls never share a run's budget, rate-limit bucket or idempotency keys
+// with one another. A turn's fresh run is the run of every call made with
+// the turn's context. Give calls that belong together (an agent's run, a
+// redelivered job) a run id with WithRun.
 //
 // Errors: a guard trip returns *BlockedError, a budget ceiling *BudgetError,
 // anything else is a failure. Classify tells a host worker which: blocked and

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"iter"
@@ -145,6 +146,27 @@ func (t *emitToken) release() {
 	}
 }
 
+// ownRun gives a call without a run id a run of its own: it returns ctx
+// with a fresh run (the run ctx carries, if any, with a new id "call-..."),
+// and that id, which the caller ends (EndRun) once the call has returned.
+// For a call that has a run id it returns ctx and "". A turn's fresh run
+// is the run of every call made inside the turn. So calls made without a
+// run never share per-run state (a meter's run ledger, a rate limit's run
+// bucket, the run part of idempotency keys), and that state does not
+// accumulate.
+func ownRun(ctx context.Context) (context.Context, string) {
+	r, ok := ctx.Value(runKey{}).(*Run)
+	if ok && r.ID != "" {
+		return ctx, ""
+	}
+	var run Run
+	if ok {
+		run = *r
+	}
+	run.ID = "call-" + rand.Text()
+	return WithRun(ctx, run), run.ID
+}
+
 // Calls are pooled: a call pointer is valid only until the handler it was
 // passed to returns (ChatCall, ToolCall), so the entry points recycle them.
 // The model-facing yield is issued per invocation (emitToken), so a late
@@ -174,6 +196,10 @@ func releaseChatCall(c *ChatCall) {
 // the caller saw the deltas) and the stream's error. A consumer stop is not an
 // error; a cancelled ctx returns ctx's error.
 func (pl *Pipeline) Stream(ctx context.Context, req ChatRequest, yield func(Delta) bool) (ChatResponse, error) {
+	ctx, fresh := ownRun(ctx)
+	if fresh != "" {
+		defer pl.EndRun(fresh)
+	}
 	c := newChatCall(ctx, &req)
 	if c.Request.Tools == nil {
 		c.Request.Tools = pl.offered
@@ -284,6 +310,10 @@ func toolTerminal(ctx context.Context, c *ToolCall) (any, error) {
 // run. A declared tool that is not registered still passes the chain
 // (guards and audits see it) and fails permanently at the end.
 func (pl *Pipeline) Tool(ctx context.Context, req ToolRequest) (ToolResult, error) {
+	ctx, fresh := ownRun(ctx)
+	if fresh != "" {
+		defer pl.EndRun(fresh)
+	}
 	e := pl.toolEntry(req.Name)
 	if e == nil || !e.known {
 		if !pl.allowUndeclared {
@@ -323,6 +353,10 @@ func turnTerminal(ctx context.Context, c *TurnCall) (string, error) {
 func (pl *Pipeline) Turn(ctx context.Context, req TurnRequest, fn TurnFunc) (TurnResult, error) {
 	if fn == nil {
 		return TurnResult{}, errors.New("turn: nil TurnFunc")
+	}
+	ctx, fresh := ownRun(ctx)
+	if fresh != "" {
+		defer pl.EndRun(fresh)
 	}
 	c := &TurnCall{Input: req.Input, Session: req.Session, fn: fn}
 	if r, ok := ctx.Value(runKey{}).(*Run); ok {
