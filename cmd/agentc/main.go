@@ -109,6 +109,11 @@ func main() {
 		// A long-running server holds what its traffic needs; every other
 		// command evaluates files and ends, under a bound on its live heap.
 		go watchMemory(limit, 20*time.Millisecond, os.Stderr, os.Exit)
+		if os.Getenv("GOMEMLIMIT") == "" {
+			// Collect harder as the heap nears the bound, so that the live
+			// heap, not garbage, decides when the watchdog fires.
+			debug.SetMemoryLimit(limit)
+		}
 	}
 	if len(os.Args) > 1 && compileOnly[os.Args[1]] && os.Getenv("GOGC") == "" {
 		// Compiling a policy is one short burst of allocation: collecting
