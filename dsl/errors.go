@@ -62,6 +62,9 @@ type rawErr struct {
 	// conflict holds the rejected value and the allowed one of a
 	// "conflicting values" error, to merge enum alternatives.
 	conflict [2]string
+	// others are the other places of a conflict between the user's own
+	// values (two files, or two fields, setting one field differently).
+	others []Pos
 }
 
 var (
@@ -104,12 +107,32 @@ func (l *loader) addCUEErrors(err error, user cue.Value, skip ...string) {
 		}
 		r := &rawErr{path: path, msg: msg}
 		r.pos = l.placeError(e, path, user)
+		if strings.HasPrefix(msg, "conflicting values ") {
+			r.others = l.ownConflict(e, r.pos)
+		}
 		r.rule, r.msg = classify(msg, path)
 		if r.rule == "schema/missing-field" && l.pos != nil && len(path) > 0 {
-			// Point at the struct that lacks the field.
-			if p, ok := l.pos.lookup(path[:len(path)-1], false); ok {
+			// Point at the struct that lacks the field: the error's path
+			// is the field's ("field is required but not present") or
+			// the struct's ("required field missing: use"), which for a
+			// list element is the element, not its list.
+			owner := path[:len(path)-1]
+			if strings.HasPrefix(msg, "required field missing: ") {
+				owner = path
+			}
+			if p, ok := l.pos.lookup(owner, false); ok {
 				r.pos = p
 			}
+		}
+		if r.rule == "schema/unknown-field" && len(path) > 0 {
+			name := path[len(path)-1]
+			var others []string
+			for _, f := range l.allowedFields(path[:len(path)-1]) {
+				if f != name { // the unified struct holds the unknown field too
+					others = append(others, f)
+				}
+			}
+			r.msg += suggestName(name, others)
 		}
 		if m := conflictRE.FindStringSubmatch(msg); m != nil {
 			r.conflict = [2]string{m[1], m[2]}
@@ -154,7 +177,15 @@ func (l *loader) addCUEErrors(err error, user cue.Value, skip ...string) {
 		for _, r := range others {
 			l.diags = append(l.diags, Errorf(r.pos, r.rule, "%s", r.msg))
 		}
-		if len(conflicts) == 1 {
+		if len(conflicts) == 1 && len(conflicts[0].others) > 0 {
+			// Two of the user's own values disagree: name both places.
+			r := conflicts[0]
+			d := Errorf(r.pos, r.rule, "%s: conflicting values %s and %s: the field is set differently in two places", fieldName(r.path), r.conflict[0], r.conflict[1])
+			for _, o := range r.others {
+				d.Related = append(d.Related, Related{Pos: o, Message: "the other value is here"})
+			}
+			l.diags = append(l.diags, d)
+		} else if len(conflicts) == 1 {
 			r := conflicts[0]
 			l.diags = append(l.diags, Errorf(r.pos, r.rule, "%s", conflictMessage(r)))
 		} else if len(conflicts) > 1 {
@@ -352,6 +383,28 @@ func (l *loader) placeError(e cueerrors.Error, path []string, user cue.Value) Po
 	return Pos{File: l.files[0], Line: 1, Col: 1}
 }
 
+// ownConflict returns the places of a conflict other than at, when every
+// value in conflict is the user's own: no schema position takes part.
+func (l *loader) ownConflict(e cueerrors.Error, at Pos) []Pos {
+	var others []Pos
+	seen := map[Pos]bool{at: true}
+	for _, p := range append([]token.Pos{e.Position()}, e.InputPositions()...) {
+		if !p.IsValid() {
+			continue
+		}
+		if !l.isUserFile(p.Filename()) {
+			return nil
+		}
+		q := Pos{File: p.Filename(), Line: p.Line(), Col: p.Column()}
+		if !seen[q] {
+			seen[q] = true
+			others = append(others, q)
+		}
+	}
+	sort.Slice(others, func(i, j int) bool { return others[i].Before(others[j]) })
+	return others
+}
+
 // cuePath joins selectors into a CUE path expression.
 func cuePath(sel []string) string {
 	var parts []string
@@ -367,4 +420,35 @@ func cuePath(sel []string) string {
 		}
 	}
 	return strings.Join(parts, ".")
+}
+
+// allowedFields lists the regular fields the schema allows in the struct
+// at path (optional ones included), for a did-you-mean.
+func (l *loader) allowedFields(path []string) []string {
+	if !l.unified.Exists() {
+		return nil
+	}
+	sels := make([]cue.Selector, len(path))
+	for i, p := range path {
+		if n, err := strconv.Atoi(p); err == nil {
+			sels[i] = cue.Index(n)
+		} else {
+			sels[i] = cue.Str(p)
+		}
+	}
+	v := l.unified.LookupPath(cue.MakePath(sels...))
+	if !v.Exists() {
+		return nil
+	}
+	it, err := v.Fields(cue.Optional(true))
+	if err != nil {
+		return nil
+	}
+	var names []string
+	for it.Next() {
+		if sel := it.Selector(); sel.IsString() {
+			names = append(names, sel.Unquoted())
+		}
+	}
+	return names
 }

@@ -152,6 +152,9 @@ type loader struct {
 	diags  Diagnostics
 	user   cue.Value // the user's value alone, for positions
 	pos    *positions
+	// unified is the user's value unified with #Policy, for the fields a
+	// closed definition allows (did-you-mean).
+	unified cue.Value
 }
 
 func (l *loader) errorf(pos Pos, rule, format string, args ...any) {
@@ -392,6 +395,7 @@ func (l *loader) evaluate(files []*ast.File) *Policy {
 		return nil
 	}
 	v := schemaVal.LookupPath(cue.MakePath(cue.Def("#Policy"))).Unify(user)
+	l.unified = v
 	if err := v.Validate(cue.Concrete(true)); err != nil {
 		l.addCUEErrors(err, user, skip...)
 	}
