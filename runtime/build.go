@@ -92,6 +92,9 @@ type Deps struct {
 	// sqlite store files). Empty: the process's working directory. The
 	// CLI sets it to the policy's directory.
 	Dir string
+	// Random is the source of backoff jitter (nil: the process's). A
+	// seeded one (NewSeededRandom) makes runs on a VirtualClock repeatable.
+	Random Random
 }
 
 // BuildContext is what a middleware's Provision sees: the plan, its own layer

@@ -56,8 +56,10 @@ func (RealClock) AfterFunc(d time.Duration, f func()) func() bool {
 // the AfterFunc callbacks that fall due before its deadline (in deadline
 // order, ties in registration order, each at its own time), then, when
 // another goroutine sleeps until an earlier time, waits for that one to wake
-// first. After callbacks ran, a Sleep gives the goroutines they woke some
-// real time to act (a hedge starting its backup, say) before it looks again.
+// first. After callbacks ran, or another sleeper woke, a Sleep gives the
+// goroutines woken some real time to act at the present time (a hedge
+// starting its backup, or cancelling the racers that lost) before it moves
+// the time on.
 type VirtualClock struct {
 	// Grace is the most real time a Sleep grants the goroutines woken by
 	// callbacks that fell due (default 20ms); it ends early when the
@@ -70,6 +72,10 @@ type VirtualClock struct {
 	timers   []*virtualTimer
 	sleepers map[*virtualTimer]struct{}
 	changed  chan struct{}
+	// woke is set when a Sleep returns at the present time, until the next
+	// Sleep starts: a Sleep waiting meanwhile that would move the time on
+	// first grants the woken goroutine the grace.
+	woke bool
 }
 
 type virtualTimer struct {
@@ -108,6 +114,7 @@ func (v *VirtualClock) Sleep(ctx context.Context, d time.Duration) error {
 	v.seq++
 	me := &virtualTimer{at: v.now.Add(d), seq: v.seq}
 	v.sleepers[me] = struct{}{}
+	v.woke = false // a goroutine acts: the one woken, or another
 	v.signal()
 	defer func() {
 		delete(v.sleepers, me)
@@ -137,8 +144,20 @@ func (v *VirtualClock) Sleep(ctx context.Context, d time.Duration) error {
 		}
 		if first {
 			if me.at.After(v.now) {
+				if v.woke {
+					// A sleeper just woke at the present time: give its
+					// goroutine the grace to act at that time (a hedge
+					// cancelling the racers that lost) before moving on.
+					v.woke = false
+					ch := v.changed
+					v.mu.Unlock()
+					v.grace(ctx, ch)
+					v.mu.Lock()
+					continue
+				}
 				v.now = me.at
 			}
+			v.woke = true
 			return ctx.Err()
 		}
 		ch := v.changed

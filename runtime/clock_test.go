@@ -53,3 +53,39 @@ func TestRealClock(t *testing.T) {
 		t.Fatal("AfterFunc never ran")
 	}
 }
+
+// TestVirtualClockWokenActsFirst: when one sleeper wakes, a later sleeper
+// does not move the time on before the woken goroutine had its grace; here
+// the woken one cancels the later one, as a hedge cancels the racers that
+// lost, so the later one never reaches its deadline.
+func TestVirtualClockWokenActsFirst(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := 0; i < 5; i++ {
+		c := runtime.NewVirtualClock(start)
+		c.Grace = time.Second
+		lateCtx, cancelLate := context.WithCancel(context.Background())
+		late := make(chan error, 1)
+		// A callback starts the late sleeper while the early one waits, as
+		// a hedge's delay starts its backup.
+		c.AfterFunc(time.Second, func() {
+			go func() { late <- c.Sleep(lateCtx, 2*time.Minute) }()
+		})
+		require.NoError(t, c.Sleep(context.Background(), time.Minute))
+		time.Sleep(5 * time.Millisecond) // the woken goroutine's work, in real time
+		cancelLate()
+		assert.ErrorIs(t, <-late, context.Canceled, "run %d: the woken sleeper cancelled the later one first", i)
+		assert.Equal(t, start.Add(time.Minute), c.Now(), "run %d: the time did not move past the cancelled deadline", i)
+	}
+}
+
+// TestVirtualClockSequentialSleepsDoNotWait: one goroutine sleeping again
+// and again does not wait for any grace.
+func TestVirtualClockSequentialSleepsDoNotWait(t *testing.T) {
+	c := runtime.NewVirtualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	c.Grace = time.Second
+	wall := time.Now()
+	for i := 0; i < 10; i++ {
+		require.NoError(t, c.Sleep(context.Background(), time.Minute))
+	}
+	assert.Less(t, time.Since(wall), 500*time.Millisecond)
+}

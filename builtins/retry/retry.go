@@ -52,6 +52,8 @@ type Retry struct {
 	timeout  time.Duration
 	breakers *breakers
 	clock    runtime.Clock
+	// random draws the jitter (nil before Provision: the process's).
+	random runtime.Random
 }
 
 // New returns a retry layer with the schema's defaults.
@@ -69,6 +71,7 @@ func New() *Retry {
 func (r *Retry) Provision(b *runtime.BuildContext) error {
 	r.name = b.Name()
 	r.clock = b.Clock()
+	r.random = b.Random()
 	if r.AttemptTimeout != nil {
 		r.timeout = r.AttemptTimeout.D()
 	}
@@ -258,7 +261,10 @@ func (r *Retry) Delay(attempt int, err error) time.Duration {
 	if c <= 0 {
 		return 0
 	}
-	return rand.N(c + 1)
+	if r.random == nil {
+		return rand.N(c + 1)
+	}
+	return time.Duration(r.random.Int64N(int64(c) + 1))
 }
 
 func (r *Retry) wait(ctx context.Context, attempt int, err error) error {

@@ -195,7 +195,9 @@ func Run(ctx context.Context, p *plan.Plan, s *Scenario, opts Options) (*Result,
 			})
 		}
 	}
-	deps := runtime.Deps{Models: models, Tools: f.tools(), Audit: audit, Logger: logger, Dir: opts.Dir, Clock: clock}
+	// A seeded source of jitter: the run replays exactly.
+	deps := runtime.Deps{Models: models, Tools: f.tools(), Audit: audit, Logger: logger, Dir: opts.Dir, Clock: clock,
+		Random: runtime.NewSeededRandom(1)}
 	if opts.Wrap != nil {
 		opts.Wrap(&deps)
 	}
