@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -35,7 +38,7 @@ func (e *explorer) counterexample(ctx context.Context, t target, script []string
 	sc := *best.sc
 	trimScripts(&sc, served)
 	return &Counterexample{Invariant: bestV.id, Message: bestV.msg, Target: t.label, Script: script[:min(served, len(script))],
-		Copies: t.copies, Scenario: &sc, Trace: e.trace(best)}
+		Copies: t.copies, Scenario: &sc, Trace: e.trace(best), of: t.stage + " " + t.name}
 }
 
 func (e *explorer) violates(t target, o *outcome, id string) (violation, bool) {
@@ -65,20 +68,31 @@ func trimScripts(sc *scenario.Scenario, served int) {
 // trace renders the events of a run, one line each.
 func (e *explorer) trace(o *outcome) []string {
 	var out []string
+	// ran tells, per step, whether the model or tool ran since the call
+	// reached it: a call that returns without running found its script
+	// exhausted.
+	ran := map[string]bool{}
 	for _, ev := range o.events {
 		var line string
 		switch ev.Kind {
 		case evEnter:
 			line = fmt.Sprintf("enter %s %s", ev.Stage, posName(e.orig, ev.Stage, ev.Pos))
+			if ev.Pos == len(chainOf(e.orig, ev.Stage)) {
+				ran[ev.Step] = false
+			}
 		case evExit:
 			res := "ok"
 			if ev.ErrKind != "" {
 				res = ev.ErrKind
 			}
 			line = fmt.Sprintf("exit  %s %s: %s", ev.Stage, posName(e.orig, ev.Stage, ev.Pos), res)
+			if ev.Pos == len(chainOf(e.orig, ev.Stage)) && !ran[ev.Step] {
+				line += " (script exhausted: did not run)"
+			}
 		case evDelta:
 			line = "delta reached the caller"
 		case evExecute:
+			ran[ev.Step] = true
 			line = fmt.Sprintf("run   %s %s", ev.Stage, ev.Name)
 			if ev.Cancelled {
 				line += " (already cancelled)"
@@ -103,7 +117,7 @@ func (e *explorer) trace(o *outcome) []string {
 func (c *Counterexample) WriteText(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "violated %s: %s\n", c.Invariant, c.Message)
-	fmt.Fprintf(&b, "  target: %s\n  script: %s\n  trace:\n", c.Target, strings.Join(c.Script, ", "))
+	fmt.Fprintf(&b, "  target: %s\n  script: %s (then: script exhausted, permanent)\n  trace:\n", c.Target, strings.Join(c.Script, ", "))
 	for _, l := range c.Trace {
 		fmt.Fprintf(&b, "    %s\n", l)
 	}
@@ -121,9 +135,11 @@ func (c *Counterexample) ScenarioJSON() ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-// usageFor picks the usage of a scripted model response: 60% of the
+// usageFor picks the usage of a scripted model response: 40% of the
 // tightest chat budget on the dearest model, so that a few calls reach a
-// ceiling and any double charge shows; 100 tokens each way without one.
+// ceiling and a double charge shows (two calls charged at once from 80%
+// end 60% over the ceiling, more than the one call a meter may overshoot
+// by); 100 tokens each way without one.
 func usageFor(p *plan.Plan) runtime.Usage {
 	var rate float64
 	for _, m := range p.Models {
@@ -150,10 +166,10 @@ func usageFor(p *plan.Plan) runtime.Usage {
 			}
 		}
 		if b := cfg.Budget.USD; b != nil && rate > 0 {
-			pick(int64(0.6 * *b * 1e6 / rate))
+			pick(int64(0.4 * *b * 1e6 / rate))
 		}
 		if b := cfg.Budget.Tokens; b != nil {
-			pick(int64(0.3 * float64(*b)))
+			pick(int64(0.2 * float64(*b)))
 		}
 	}
 	return runtime.Usage{InputTokens: per, OutputTokens: per}
@@ -211,4 +227,55 @@ func argVariants(schema json.RawMessage) []map[string]any {
 		return []map[string]any{small}
 	}
 	return []map[string]any{small, large}
+}
+
+// Replay runs a counterexample's scenario through the plan's pipeline, as
+// agentc run does but observed, and returns the ids of the invariants the
+// run violates (sorted, each once): a counterexample replays when its
+// invariant is among them.
+func Replay(ctx context.Context, p *plan.Plan, sc *scenario.Scenario, opts Options) ([]string, error) {
+	registerProbe()
+	inv, err := compileInvariants(p)
+	if err != nil {
+		return nil, err
+	}
+	e := &explorer{orig: p, opts: opts, inv: inv, logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if e.p, err = instrument(p); err != nil {
+		return nil, err
+	}
+	t, err := targetOf(sc)
+	if err != nil {
+		return nil, err
+	}
+	o, err := e.runScenario(ctx, t, nil, sc)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, v := range inv.check(e, t, o) {
+		if !slices.Contains(ids, v.id) {
+			ids = append(ids, v.id)
+		}
+	}
+	sort.Strings(ids)
+	return ids, nil
+}
+
+// targetOf returns what a counterexample's scenario calls: its first step's
+// model or tool, with as many copies as the step delivers at once.
+func targetOf(sc *scenario.Scenario) (target, error) {
+	if len(sc.Steps) == 0 {
+		return target{}, fmt.Errorf("prove: the scenario has no steps")
+	}
+	st, copies := sc.Steps[0], 1
+	if len(st.Parallel) > 0 {
+		st, copies = st.Parallel[0], len(st.Parallel)
+	}
+	switch {
+	case st.Tool != nil:
+		return target{stage: plan.StageTool, name: st.Tool.Name, args: st.Tool.Args, copies: copies, label: "tool " + st.Tool.Name}, nil
+	case st.Chat != nil:
+		return target{stage: plan.StageChat, name: st.Chat.Model, copies: copies, label: "chat " + st.Chat.Model}, nil
+	}
+	return target{}, fmt.Errorf("prove: the scenario's first step is neither a chat nor a tool call")
 }

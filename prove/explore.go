@@ -73,6 +73,9 @@ type Counterexample struct {
 	Scenario *scenario.Scenario
 	// Trace is the run's trace, one line per event.
 	Trace []string
+
+	// of is the stage and name of the target.
+	of string
 }
 
 // The attempt outcomes.
@@ -133,6 +136,7 @@ func Explore(ctx context.Context, p *plan.Plan, opts Options) (*Report, error) {
 	if opts.Copies > 2 {
 		return nil, fmt.Errorf("prove: copies %d: at most 2 concurrent deliveries are explored", opts.Copies)
 	}
+	registerProbe()
 	inv, err := compileInvariants(p)
 	if err != nil {
 		return nil, err
@@ -181,8 +185,26 @@ func Explore(ctx context.Context, p *plan.Plan, opts Options) (*Report, error) {
 	}
 	e.report.Elapsed = time.Since(start)
 	sort.SliceStable(e.report.Violations, func(i, j int) bool {
-		return len(e.report.Violations[i].Script) < len(e.report.Violations[j].Script)
+		a, b := e.report.Violations[i], e.report.Violations[j]
+		if len(a.Script) != len(b.Script) {
+			return len(a.Script) < len(b.Script)
+		}
+		return a.Copies < b.Copies
 	})
+	// One counterexample per invariant and model or tool: the shortest, with
+	// the fewest concurrent copies (another argument set or a duplicate
+	// delivery that breaks the same invariant says nothing new).
+	kept := map[string]bool{}
+	var out []*Counterexample
+	for _, v := range e.report.Violations {
+		key := v.Invariant + "\x00" + v.of
+		if kept[key] {
+			continue
+		}
+		kept[key] = true
+		out = append(out, v)
+	}
+	e.report.Violations = out
 	return e.report, nil
 }
 
@@ -549,43 +571,82 @@ func ledgers(pl *runtime.Pipeline, runID string) []ledgerOf {
 }
 
 // fingerprint is the observable state a run ends in: the steps' outcomes,
-// the executions per step, the audit trail, the ledgers and the virtual
-// time. Two scripts that end in the same state are extended only once.
+// the executions and audit records of each call, the ledgers and the
+// virtual time. Two scripts that end in the same state are extended only
+// once. The concurrent copies of a step are interchangeable: each copy's
+// part is written on its own and the parts sorted, so that a run and its
+// image with the copies swapped have one fingerprint.
 func (o *outcome) fingerprint() string {
 	var b strings.Builder
-	var steps func([]scenario.StepResult)
-	steps = func(ss []scenario.StepResult) {
-		for _, s := range ss {
-			fmt.Fprintf(&b, "%s:%s:%d", s.Stage, s.Outcome, s.Attempts)
-			if s.Deduped != nil && *s.Deduped {
-				b.WriteString(":d")
-			}
-			if s.Error != nil {
-				b.WriteString(":" + s.Error.Kind + ":" + s.Error.Layer)
-			}
-			if s.Text != nil {
-				b.WriteString(":" + *s.Text)
-			}
-			b.WriteString("[")
-			steps(s.Nested)
-			b.WriteString("]")
+	var step func(s scenario.StepResult) string
+	step = func(s scenario.StepResult) string {
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s:%s:%d", s.Stage, s.Outcome, s.Attempts)
+		if s.Deduped != nil && *s.Deduped {
+			b.WriteString(":d")
 		}
+		if s.Error != nil {
+			b.WriteString(":" + s.Error.Kind + ":" + s.Error.Layer)
+		}
+		if s.Text != nil {
+			b.WriteString(":" + *s.Text)
+		}
+		b.WriteString("[")
+		var nested []string
+		for _, n := range s.Nested {
+			nested = append(nested, step(n))
+		}
+		if s.Stage == "parallel" {
+			sort.Strings(nested)
+		}
+		b.WriteString(strings.Join(nested, ","))
+		b.WriteString("]")
+		return b.String()
 	}
-	steps(o.res.Steps)
+	// The events of each call, by its path.
+	perCall := map[string]*strings.Builder{}
 	for _, ev := range o.events {
+		var s string
 		switch ev.Kind {
 		case evExecute:
-			fmt.Fprintf(&b, "|x%s", ev.Step)
+			s = "|x"
 		case evRecord:
-			fmt.Fprintf(&b, "|r%s:%s:%s:%d", ev.Step, ev.Record.Phase, ev.Record.Decision, ev.Record.Attempts)
+			s = fmt.Sprintf("|r%s:%s:%d", ev.Record.Phase, ev.Record.Decision, ev.Record.Attempts)
+		default:
+			continue
 		}
+		w := perCall[ev.Step]
+		if w == nil {
+			w = &strings.Builder{}
+			perCall[ev.Step] = w
+		}
+		w.WriteString(s)
+	}
+	for i, s := range o.res.Steps {
+		b.WriteString(step(s))
+		path := strconv.Itoa(i)
+		if s.Stage != "parallel" {
+			if w := perCall[path]; w != nil {
+				b.WriteString(w.String())
+			}
+			b.WriteString(";")
+			continue
+		}
+		var copies []string
+		for j := range s.Nested {
+			if w := perCall[path+"/"+strconv.Itoa(j)]; w != nil {
+				copies = append(copies, w.String())
+			} else {
+				copies = append(copies, "")
+			}
+		}
+		sort.Strings(copies)
+		b.WriteString("{" + strings.Join(copies, "/") + "};")
 	}
 	for _, l := range o.ledgers {
 		fmt.Fprintf(&b, "|l%v", l.ledger)
 	}
-	// The elapsed time matters only to layers that read the clock
-	// (backoff jitter makes it vary from run to run: compare it to the
-	// second).
+	// The elapsed time matters only to layers that read the clock.
 	if o.timed {
 		fmt.Fprintf(&b, "|t%d", o.elapsed/time.Second)
 	}

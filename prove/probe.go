@@ -14,7 +14,7 @@ import (
 // they returned. A probe passes every call through unchanged.
 const probeID = "agentc.prove_probe"
 
-func init() {
+var registerProbe = sync.OnceFunc(func() {
 	runtime.Register(runtime.Module{
 		ID:     probeID,
 		Stages: []plan.Stage{plan.StageChat, plan.StageTool, plan.StageTurn},
@@ -23,7 +23,7 @@ func init() {
 stage: string`,
 		New: func() runtime.Middleware { return &probe{} },
 	})
-}
+})
 
 // event kinds of the trace.
 const (

@@ -3,6 +3,7 @@
 //	agentc vet     [-format text|json|sarif] [-json] [-strict] [-rules] PATH...
 //	agentc build   [-o plan.json] PATH
 //	agentc explain [-format text|dot|mermaid] PATH
+//	agentc prove   [-k N] [-json] [-o DIR] PATH...
 //	agentc run     [-json] [-trace] POLICY SCENARIO
 //	agentc test    [-run REGEX] [-v] PATH...
 //	agentc serve   [-listen ADDR] [-watch D] [-grace D] [-idle D] [-maxbody N] [-log text|json] POLICY|plan.json
@@ -77,6 +78,7 @@ func init() {
 		{"vet", "[-format text|json|sarif] [-json] [-strict] [-rules] PATH...", "check policies; exit 1 on any error", cmdVet},
 		{"build", "[-o FILE] PATH", "compile a policy to its plan (JSON)", cmdBuild},
 		{"explain", "[-format text|dot|mermaid] PATH", "show each chain and why each layer sits where it does", cmdExplain},
+		{"prove", "[-k N] [-json] [-o DIR] PATH...", "explore every fault path up to depth k; exit 1 on a violated invariant", cmdProve},
 		{"run", "[-json] [-trace] POLICY SCENARIO", "run a scenario against fake models and tools", cmdRun},
 		{"test", "[-run REGEX] [-v] PATH...", "run a policy's test cases", cmdTest},
 		{"serve", "[-listen ADDR] [-watch D] [-grace D] [-idle D] [-maxbody N] [-log text|json] POLICY|plan.json", "serve the policy: OpenAI and Anthropic gateway, MCP proxy", cmdServe},

@@ -1,0 +1,235 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/agentc-dev/agentc/compiler"
+	"github.com/agentc-dev/agentc/prove"
+)
+
+// proveReport is one policy's exploration, as `agentc prove -json` prints
+// it.
+type proveReport struct {
+	Policy          string  `json:"policy"`
+	K               int     `json:"k"`
+	Copies          int     `json:"copies"`
+	Targets         int     `json:"targets"`
+	Symmetric       int     `json:"symmetric"`
+	States          int     `json:"states"`
+	Pruned          int     `json:"pruned"`
+	ElapsedMS       int64   `json:"elapsed_ms"`
+	StatesPerSecond float64 `json:"states_per_second"`
+	Clean           bool    `json:"clean"`
+	// Plan is the plan file the counterexamples replay against when the
+	// policy does not vet (agentc run refuses the policy itself).
+	Plan       string          `json:"plan,omitempty"`
+	Violations []proveViolated `json:"violations"`
+}
+
+// proveViolated is one counterexample of a report.
+type proveViolated struct {
+	Invariant string   `json:"invariant"`
+	Message   string   `json:"message"`
+	Target    string   `json:"target"`
+	Script    []string `json:"script"`
+	Copies    int      `json:"copies"`
+	// Scenario is the file the counterexample was written to, which
+	// `agentc run POLICY SCENARIO` replays.
+	Scenario string   `json:"scenario"`
+	Trace    []string `json:"trace"`
+}
+
+func cmdProve(ctx context.Context, env *cliEnv, args []string) int {
+	fs := newFlags(env, "prove")
+	k := fs.Int("k", 3, "explore every fault script up to `N` attempt outcomes per call")
+	asJSON := fs.Bool("json", false, "print the reports as a JSON array")
+	outDir := fs.String("o", ".", "write counterexample scenarios to `DIR`")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return exitUsage
+	}
+	if *k < 1 || *k > 8 {
+		return fail(env, "prove: -k %d: the depth must be between 1 and 8", *k)
+	}
+	policies, err := expandPaths(fs.Args())
+	if err != nil {
+		return fail(env, "%v", err)
+	}
+	var reports []*proveReport
+	problems := false
+	written := map[string]bool{}
+	for _, paths := range policies {
+		c, err := compiler.Compile(ctx, paths, compiler.Options{Timeout: env.timeout})
+		if err != nil {
+			return fail(env, "%v", err)
+		}
+		if err := printDiagnostics(env, c.Diagnostics.Relative(env.wd).Sort(), false); err != nil {
+			return fail(env, "%v", err)
+		}
+		label := policyLabel(env, paths)
+		p, vets := c.Plan, c.Plan != nil
+		if !vets {
+			// A policy that breaks an ordering rule is explored all the
+			// same: prove shows what its faults do.
+			c, err = compiler.Compile(ctx, paths, compiler.Options{Timeout: env.timeout, NoOrderCheck: true})
+			if err != nil {
+				return fail(env, "%v", err)
+			}
+			p = c.Plan
+		}
+		if p == nil {
+			fmt.Fprintf(env.stderr, "agentc: %s does not compile: nothing to prove\n", label)
+			problems = true
+			continue
+		}
+		dir := policyDir(paths[0])
+		r, err := prove.Explore(ctx, p, prove.Options{Depth: *k, Dir: dir})
+		if err != nil {
+			return fail(env, "%s: %v", label, err)
+		}
+		rep := &proveReport{Policy: label, K: r.Depth, Copies: r.Copies, Targets: r.Targets, Symmetric: r.Symmetric,
+			States: r.States, Pruned: r.Pruned, ElapsedMS: r.Elapsed.Milliseconds(), StatesPerSecond: r.StatesPerSecond(),
+			Clean: len(r.Violations) == 0, Violations: []proveViolated{}}
+		// agentc run refuses a policy that does not vet: its
+		// counterexamples replay against its plan, written beside them.
+		replayWith := label
+		if !vets && len(r.Violations) > 0 {
+			file, err := writePlan(*outDir, label, c, written)
+			if err != nil {
+				return fail(env, "%v", err)
+			}
+			replayWith = rel(env, file)
+			rep.Plan = replayWith
+		}
+		for _, v := range r.Violations {
+			file, err := writeCounterexample(*outDir, label, v, written)
+			if err != nil {
+				return fail(env, "%v", err)
+			}
+			rep.Violations = append(rep.Violations, proveViolated{Invariant: v.Invariant, Message: v.Message, Target: v.Target,
+				Script: v.Script, Copies: v.Copies, Scenario: rel(env, file), Trace: v.Trace})
+			if !*asJSON {
+				if err := v.WriteText(env.stdout); err != nil {
+					return fail(env, "%v", err)
+				}
+				fmt.Fprintf(env.stdout, "  replay: agentc run %s %s\n", shellQuote(replayWith), shellQuote(rel(env, file)))
+			}
+		}
+		if !rep.Clean {
+			problems = true
+		}
+		reports = append(reports, rep)
+		if !*asJSON {
+			fmt.Fprintf(env.stdout, "%s: %d targets, %d states (%d pruned) in %s, %.0f states/s: %s\n", label, rep.Targets, rep.States,
+				rep.Pruned, r.Elapsed.Round(time.Millisecond), rep.StatesPerSecond, verdict(rep))
+		}
+	}
+	if *asJSON {
+		if reports == nil {
+			reports = []*proveReport{}
+		}
+		if err := writeJSON(env.stdout, reports); err != nil {
+			return fail(env, "%v", err)
+		}
+	}
+	if problems {
+		return exitProblems
+	}
+	return exitOK
+}
+
+func verdict(r *proveReport) string {
+	if r.Clean {
+		return fmt.Sprintf("proved clean at k=%d", r.K)
+	}
+	ids := map[string]bool{}
+	var names []string
+	for _, v := range r.Violations {
+		if !ids[v.Invariant] {
+			ids[v.Invariant] = true
+			names = append(names, v.Invariant)
+		}
+	}
+	plural := "s"
+	if len(r.Violations) == 1 {
+		plural = ""
+	}
+	return fmt.Sprintf("%d counterexample%s at k=%d (%s)", len(r.Violations), plural, r.K, strings.Join(names, ", "))
+}
+
+// policyLabel names a policy in reports, and as the POLICY argument of the
+// agentc run that replays a counterexample: its directory (or file),
+// relative to the working directory.
+func policyLabel(env *cliEnv, paths []string) string {
+	if len(paths) == 1 {
+		return rel(env, paths[0])
+	}
+	return rel(env, filepath.Dir(paths[0]))
+}
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
+
+// writeCounterexample writes the scenario of v into dir, named after the
+// policy, the invariant and the target, and returns the file's path.
+func writeCounterexample(dir, policy string, v *prove.Counterexample, written map[string]bool) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	name := fileBase(policy) + "." + strings.Trim(unsafeName.ReplaceAllString(v.Invariant+"."+v.Target, "_"), "_")
+	file := filepath.Join(dir, name+".json")
+	for i := 2; written[file]; i++ {
+		file = filepath.Join(dir, fmt.Sprintf("%s.%d.json", name, i))
+	}
+	written[file] = true
+	b, err := v.ScenarioJSON()
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(file, b, 0o644); err != nil {
+		return "", err
+	}
+	return file, nil
+}
+
+// writePlan writes the plan of c into dir, named after the policy, and
+// returns the file's path.
+func writePlan(dir, policy string, c *compiler.Compilation, written map[string]bool) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	file := filepath.Join(dir, fileBase(policy)+".plan.json")
+	written[file] = true
+	b, err := encodePlan(c)
+	if err != nil {
+		return "", err
+	}
+	return file, os.WriteFile(file, b, 0o644)
+}
+
+func fileBase(policy string) string {
+	base := filepath.Base(filepath.Clean(policy))
+	if base == "." || base == string(filepath.Separator) {
+		base = "policy"
+	}
+	return strings.Trim(unsafeName.ReplaceAllString(base, "_"), "_")
+}
+
+// shellQuote quotes s for a shell when it holds anything but plain path
+// characters.
+func shellQuote(s string) string {
+	if s != "" && !strings.ContainsFunc(s, func(r rune) bool {
+		return !(r == '/' || r == '.' || r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
+	}) {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
