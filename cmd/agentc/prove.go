@@ -72,7 +72,7 @@ func cmdProve(ctx context.Context, env *cliEnv, args []string) int {
 		if err != nil {
 			return fail(env, "%v", err)
 		}
-		if err := printDiagnostics(env, c.Diagnostics.Relative(env.wd).Sort(), false); err != nil {
+		if err := printDiagnostics(env, c.Diagnostics.Relative(env.wd).Sort(), "text"); err != nil {
 			return fail(env, "%v", err)
 		}
 		label := policyLabel(env, paths)
