@@ -3,9 +3,11 @@ package compiler
 import (
 	"context"
 	"encoding/json"
+	"sort"
 	"strings"
 
 	"github.com/agentc-dev/agentc/dsl"
+	"github.com/agentc-dev/agentc/prove/invariant"
 	"github.com/agentc-dev/agentc/runtime/plan"
 	"github.com/agentc-dev/agentc/runtime/predicate"
 )
@@ -19,6 +21,11 @@ func compileCEL(_ context.Context, c *Compilation) error {
 	p := c.Policy
 	if p.Admit != nil {
 		c.checkPredicate(p.Admit, predicate.Admit, predicate.Before, nil)
+	}
+	if p.Invariants != nil {
+		for _, name := range sortedNames(p.Invariants.Custom) {
+			c.checkInvariant(p.Invariants.Custom[name])
+		}
 	}
 	for _, stage := range dsl.Stages {
 		for _, e := range p.Chains[stage] {
@@ -127,4 +134,29 @@ func identOffset(src, name string) int {
 		}
 	}
 	return 0
+}
+
+// checkInvariant parses and type-checks one of the policy's own invariants
+// in the environment of the run's trace (agentc prove evaluates it).
+func (c *Compilation) checkInvariant(x *dsl.Expr) {
+	_, issues := invariant.Compile(x.Source)
+	for _, is := range issues {
+		rule := predicate.RuleType
+		if is.Syntax {
+			rule = predicate.RuleSyntax
+		}
+		c.report(dsl.Errorf(x.PosAt(is.Offset), rule, "invariant: %s", is.Message))
+		if is.Syntax {
+			break // later syntax errors are usually echoes of the first
+		}
+	}
+}
+
+func sortedNames[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

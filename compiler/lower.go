@@ -62,6 +62,18 @@ func lower(_ context.Context, c *Compilation) error {
 	if p.Admit != nil {
 		out.Admit = c.predicate(p.Admit, plan.StageAdmit, "", nil)
 	}
+	if in := p.Invariants; in != nil {
+		out.Invariants = &plan.Invariants{Off: in.Off}
+		if len(in.MaxExecutions) > 0 {
+			out.Invariants.MaxExecutions = in.MaxExecutions
+		}
+		if len(in.Custom) > 0 {
+			out.Invariants.Custom = map[string]plan.Invariant{}
+			for name, x := range in.Custom {
+				out.Invariants.Custom[name] = plan.Invariant{Expr: x.Source, Pos: c.planPos(x.Pos)}
+			}
+		}
+	}
 	c.Plan = out
 	return nil
 }

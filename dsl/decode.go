@@ -88,6 +88,7 @@ func (l *loader) decode(p *Policy, v cue.Value) {
 	}
 	p.AllowUndeclaredTools, _ = v.LookupPath(fieldPath("settings", "allow_undeclared_tools")).Bool()
 	l.decodeServe(p, v)
+	l.decodeInvariants(p, v)
 	if lim, err := v.LookupPath(fieldPath("settings", "cel_cost_limit")).Uint64(); err == nil {
 		p.CELCostLimit = lim
 	} else {

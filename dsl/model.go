@@ -39,6 +39,8 @@ type Policy struct {
 	// servers of `agentc serve`, by name.
 	Keys       map[string]*Key
 	MCPServers map[string]*MCPServer
+	// Invariants is the invariants section (nil when absent).
+	Invariants *Invariants
 	// Value is the policy unified with #Policy.
 	Value cue.Value
 }
@@ -206,3 +208,15 @@ type Constraint struct {
 
 // Key identifies a constraint: its id plus the pair it orders.
 func (c *Constraint) Key() string { return c.ID + "/" + c.Outer + "/" + c.Inner }
+
+// Invariants is the invariants section: what agentc prove checks.
+type Invariants struct {
+	Pos Pos
+	// Off lists the built-in invariants turned off.
+	Off []string
+	// MaxExecutions bounds a tool's executions per logical call, by tool.
+	MaxExecutions map[string]int
+	// Custom are the policy's own invariants (CEL over the run's trace) by
+	// name.
+	Custom map[string]*Expr
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/cel-go/cel"
 
+	"github.com/agentc-dev/agentc/prove/invariant"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 	"github.com/agentc-dev/agentc/runtime/scenario"
@@ -35,7 +36,7 @@ type violation struct {
 }
 
 type customInvariant struct {
-	id, pos string
+	id, pos, expr string
 	prg     cel.Program
 }
 
@@ -44,34 +45,6 @@ type invariants struct {
 	off     map[string]bool
 	maxExec map[string]int
 	custom  []customInvariant
-}
-
-// Env returns the CEL environment of user invariants: the run's trace as
-// `steps` (the step results), `executions` ({models, tools} counts),
-// `audit` (the outcome records), `meter` (the chat ledger), `crashed` and
-// `target` ({stage, name}).
-func Env() (*cel.Env, error) {
-	return cel.NewEnv(
-		cel.Variable("steps", cel.ListType(cel.DynType)),
-		cel.Variable("executions", cel.MapType(cel.StringType, cel.DynType)),
-		cel.Variable("audit", cel.ListType(cel.DynType)),
-		cel.Variable("meter", cel.MapType(cel.StringType, cel.DynType)),
-		cel.Variable("crashed", cel.BoolType),
-		cel.Variable("target", cel.MapType(cel.StringType, cel.StringType)),
-	)
-}
-
-// CheckInvariant parses and type-checks a user invariant; the error names
-// the problem.
-func CheckInvariant(env *cel.Env, expr string) (*cel.Ast, error) {
-	ast, iss := env.Compile(expr)
-	if iss != nil && iss.Err() != nil {
-		return nil, iss.Err()
-	}
-	if ast.OutputType() != cel.BoolType && ast.OutputType() != cel.DynType {
-		return nil, fmt.Errorf("an invariant must be bool, got %s", ast.OutputType())
-	}
-	return ast, nil
 }
 
 func compileInvariants(p *plan.Plan) (*invariants, error) {
@@ -88,24 +61,13 @@ func compileInvariants(p *plan.Plan) (*invariants, error) {
 	for k, v := range p.Invariants.MaxExecutions {
 		in.maxExec[k] = v
 	}
-	if len(p.Invariants.Custom) == 0 {
-		return in, nil
-	}
-	env, err := Env()
-	if err != nil {
-		return nil, err
-	}
 	for _, id := range sortedKeys(p.Invariants.Custom) {
 		c := p.Invariants.Custom[id]
-		ast, err := CheckInvariant(env, c.Expr)
-		if err != nil {
-			return nil, fmt.Errorf("prove: %s: invariant %s: %v", c.Pos, id, err)
+		prg, iss := invariant.Compile(c.Expr)
+		if len(iss) > 0 {
+			return nil, fmt.Errorf("prove: %s: invariant %s: %s", c.Pos, id, iss[0].Message)
 		}
-		prg, err := env.Program(ast, cel.CostLimit(1_000_000))
-		if err != nil {
-			return nil, fmt.Errorf("prove: %s: invariant %s: %v", c.Pos, id, err)
-		}
-		in.custom = append(in.custom, customInvariant{id: id, pos: c.Pos, prg: prg})
+		in.custom = append(in.custom, customInvariant{id: id, pos: c.Pos, expr: c.Expr, prg: prg})
 	}
 	return in, nil
 }
@@ -410,7 +372,7 @@ func (in *invariants) customs(t target, o *outcome) []violation {
 		case err != nil:
 			out = append(out, violation{c.id, fmt.Sprintf("%s: evaluation failed: %v", c.pos, err)})
 		case v.Value() != true:
-			out = append(out, violation{c.id, fmt.Sprintf("%s: invariant %s is false", c.pos, c.id)})
+			out = append(out, violation{c.id, fmt.Sprintf("%s: invariant %s is false: %s", c.pos, c.id, c.expr)})
 		}
 	}
 	return out
