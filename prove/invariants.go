@@ -37,7 +37,7 @@ type violation struct {
 
 type customInvariant struct {
 	id, pos, expr string
-	prg     cel.Program
+	prg           cel.Program
 }
 
 // invariants are the compiled invariants of a plan.
