@@ -62,7 +62,7 @@ func TestSupportConsequences(t *testing.T) {
 	require.Len(t, x.Stages, 3)
 	chat, tool := x.Stages[0], x.Stages[1]
 	assert.Equal(t, "chat", chat.Name)
-	require.Len(t, chat.Layers, 6)
+	require.Len(t, chat.Layers, 7)
 	assert.Equal(t, "tracing", chat.Layers[0].Ref)
 	assert.Contains(t, chat.Consequences, "a failing call reaches the model up to 6 times (fallback 2 models × retry 3 attempts)")
 

@@ -76,7 +76,7 @@ func TestLanguagePage(t *testing.T) {
 		has(t, page, "#### Fields of `"+id+"`", id)
 		has(t, page, "#### Semantics of `"+id+"`\n\nPackage ", id)
 		has(t, page, "#### Example of `"+id+"`", id)
-		assert.True(t, regexp.MustCompile("(?s)#### Example of `"+id+"`.*?```cue\nchains: (chat|tool|turn): \\[\n\t\\{.*use: *\""+id+"\"").MatchString(page), "no example of %s", id)
+		assert.True(t, regexp.MustCompile("(?s)#### Example of `"+id+"`.*?```cue\nchains: (chat|tool|turn): \\[\n(\t//[^\n]*\n)*\t\\{.*use: *\""+id+"\"").MatchString(page), "no example of %s", id)
 	}
 	s, err := loadSchemas(root)
 	require.NoError(t, err)
