@@ -15,5 +15,7 @@ var Suite = []*Rule{
 	Duplicate,
 	FailOpenSideEffect,
 	Inert,
+	StoreSetup,
+	LocalInReplicas,
 	UserConstraint,
 }

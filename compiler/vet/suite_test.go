@@ -30,6 +30,8 @@ var designRules = map[string]dsl.Severity{
 	"order/duplicate":               dsl.Warning,
 	"guard/fail-open-side-effect":   dsl.Warning,
 	"guard/inert":                   dsl.Error,
+	"state/store-setup":             dsl.Error,
+	"state/local-in-replicas":       dsl.Warning,
 	"order/<id>":                    "",
 }
 

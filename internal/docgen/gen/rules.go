@@ -31,6 +31,7 @@ var ruleGroups = []struct {
 	{"Loading the policy", "The load rules: CUE syntax, the schema, references and stages. Until the policy loads without errors, no later rule runs.", []string{"cue/", "schema/"}},
 	{"CEL predicates", "Every CEL predicate (a guard's `deny` or `require`, an entry's `when`, `admit`, a constraint's `when`) is parsed and type-checked against the variables of its stage. These rules run once the policy loads.", []string{"cel/"}},
 	{"Ordering and vet rules", "Once the schema and the predicates are right, the ordering constraints (the builtins' and the policy's own) are checked and the vet rule suite runs. Every diagnostic of an ordering rule names both layers: the second position is on an indented line (a related location in SARIF).", []string{"order/", "guard/"}},
+	{"Shared state", "The state rules check the stores a policy declares and the layers that use them: a store must be openable and offer what its layers need, and a policy served by several replicas must keep its limits, budgets and dedupe tables where every replica sees them.", []string{"state/"}},
 }
 
 func rulesPage(root string) ([]byte, error) {
@@ -183,7 +184,7 @@ func writePolicy(b *strings.Builder, e *policyExample) {
 // in its archive under compiler/vet/testdata; for the others, among the
 // conformance cases.
 func ruleExamples(root string, r compiler.Rule, cases []*conformance.Case) (fail, pass *policyExample, more []string, err error) {
-	if strings.HasPrefix(r.ID, "order/") || strings.HasPrefix(r.ID, "guard/") {
+	if strings.HasPrefix(r.ID, "order/") || strings.HasPrefix(r.ID, "guard/") || strings.HasPrefix(r.ID, "state/") {
 		if f, p, err := vetExamples(root, r.ID); err != nil || f != nil {
 			return f, p, nil, err
 		}

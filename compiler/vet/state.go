@@ -1,0 +1,210 @@
+package vet
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/agentc-dev/agentc/dsl"
+	"github.com/agentc-dev/agentc/runtime"
+)
+
+// The state ports a store kind offers, for the kinds agentc ships. A kind a
+// host registers (runtime.RegisterStoreKind) is not known here: its ports
+// are found when the pipeline is built.
+const (
+	portKV     = "key-value"
+	portAudit  = "audit sink"
+	portVector = "vector index"
+	portRate   = "rate limiter"
+	portBudget = "budget ledger"
+)
+
+var storePorts = map[string][]string{
+	"memory":   {portKV, portAudit, portVector, portRate, portBudget},
+	"sqlite":   {portKV, portAudit},
+	"redis":    {portKV, portAudit, portRate, portBudget},
+	"postgres": {portKV, portAudit, portVector, portRate, portBudget},
+}
+
+// sharedKinds are the kinds whose state every replica shares.
+var sharedKinds = map[string]bool{"redis": true, "postgres": true}
+
+// storeUse is one layer's use of a store: the field that names it, the
+// store's name ("" for a layer's own state in the process) and the port the
+// layer needs.
+type storeUse struct {
+	field, store, port string
+}
+
+// storeUses returns the stores an entry uses. A layer that keeps state and
+// names no store uses "default" (memoize, semantic_memoize, idempotent,
+// audit) or its own memory in the process (rate_limit, meter with a
+// budget): both "" unless the policy declares a store named "default".
+func storeUses(e *dsl.Entry) []storeUse {
+	name := func(field string) string {
+		s, _ := e.Fields[field].(string)
+		return s
+	}
+	switch e.Use {
+	case "memoize", "idempotent":
+		return []storeUse{{"store", orDefault(name("store")), portKV}}
+	case "semantic_memoize":
+		return []storeUse{{"index", orDefault(name("index")), portVector}}
+	case "audit":
+		return []storeUse{{"sink", orDefault(name("sink")), portAudit}}
+	case "rate_limit":
+		return []storeUse{{"store", name("store"), portRate}}
+	case "meter":
+		if _, budget := e.Fields["budget"]; !budget && name("store") == "" {
+			return nil // records usage only: nothing to share
+		}
+		return []storeUse{{"store", name("store"), portBudget}}
+	}
+	return nil
+}
+
+func orDefault(s string) string {
+	if s == "" {
+		return "default"
+	}
+	return s
+}
+
+// StoreSetup reports stores that cannot be opened or cannot serve the
+// layers that use them.
+var StoreSetup = &Rule{
+	Name:     "state/store-setup",
+	Severity: dsl.Error,
+	Doc: `a store that cannot be opened, or that lacks what a layer needs.
+
+A store's kind must be one the runtime knows (memory, sqlite, redis,
+postgres, or a kind registered by a linked package); a redis or postgres
+store needs its server's address (url, or url_env naming the variable that
+holds it). Each layer needs one port of the store it names: memoize and
+idempotent a key-value table, audit an audit sink, semantic_memoize a
+vector index, rate_limit a rate limiter, a meter its budget ledgers. A
+sqlite store offers key-value and audit only; redis offers no vector index.
+Without this rule the mistake is found when the service starts, or, for a
+store selected only under some configuration, during an incident.`,
+	Run: func(p *Pass) {
+		// The kinds agentc ships are known even where their packages are
+		// not linked (a vet that links only the builtins' configs).
+		kinds := runtime.StoreKinds()
+		for k := range storePorts {
+			if !slices.Contains(kinds, k) {
+				kinds = append(kinds, k)
+			}
+		}
+		slices.Sort(kinds)
+		for _, name := range sortedStoreNames(p.Policy) {
+			s := p.Policy.Stores[name]
+			if !slices.Contains(kinds, s.Kind) {
+				p.Reportf(s.Pos, nil, "store %q: kind %q is not a known store kind (known: %s)%s",
+					name, s.Kind, strings.Join(kinds, ", "), dsl.SuggestName(s.Kind, kinds))
+				continue
+			}
+			if sharedKinds[s.Kind] && s.URL == "" && s.URLEnv == "" {
+				p.Reportf(s.Pos, nil, "store %q (%s) has no server address: set url_env to the variable that holds its URL (or url)", name, s.Kind)
+			}
+		}
+		for _, stage := range dsl.Stages {
+			for _, e := range p.Policy.Chains[stage] {
+				for _, u := range storeUses(e) {
+					if u.store == "" {
+						continue
+					}
+					s := p.Policy.Stores[u.store]
+					if s == nil {
+						continue // the built-in in-memory default, or a bad reference reported at load
+					}
+					ports, known := storePorts[s.Kind]
+					if !known || slices.Contains(ports, u.port) {
+						continue
+					}
+					p.Reportf(e.FieldPos(u.field), []dsl.Related{{Pos: s.Pos, Message: fmt.Sprintf("store %q is declared here", u.store)}},
+						"%s needs a %s, which store %q (%s) does not offer (it offers %s)", e.Ref(), u.port, u.store, s.Kind, strings.Join(ports, ", "))
+				}
+			}
+		}
+	},
+}
+
+// LocalInReplicas reports state kept per process in a policy served by
+// several processes.
+var LocalInReplicas = &Rule{
+	Name:     "state/local-in-replicas",
+	Severity: dsl.Warning,
+	Doc: `a limit, budget, dedupe table or cache kept in one process while several serve the policy.
+
+With settings.replicas above 1, every replica that keeps a layer's state
+in its own memory (no store, or a memory store) or in a local file
+(sqlite) has its own copy: three replicas admit three times the rate
+limit, spend three budgets, and run a deduplicated payment once per
+replica. Point the layer at a redis or postgres store that every replica
+shares.`,
+	Run: func(p *Pass) {
+		if p.Policy.Replicas <= 1 {
+			return
+		}
+		for _, stage := range dsl.Stages {
+			for _, e := range p.Policy.Chains[stage] {
+				for _, u := range storeUses(e) {
+					kind := "memory"
+					if s := p.Policy.Stores[u.store]; s != nil {
+						kind = s.Kind
+					} else if u.store != "" && u.store != "default" {
+						continue // a bad reference, reported at load
+					}
+					if kind != "memory" && kind != "sqlite" {
+						continue
+					}
+					where := "in each process's memory"
+					if kind == "sqlite" {
+						where = fmt.Sprintf("in a local sqlite file (store %q)", u.store)
+					}
+					p.Reportf(e.Pos, nil, "%s keeps its %s %s, but settings.replicas is %d: each replica has its own%s; set %s to a redis or postgres store",
+						e.Ref(), stateNoun(e), where, p.Policy.Replicas, sharedHint(p.Policy), u.field)
+				}
+			}
+		}
+	},
+}
+
+func stateNoun(e *dsl.Entry) string {
+	switch e.Use {
+	case "rate_limit":
+		return "rate limit"
+	case "meter":
+		return "budget ledger"
+	case "idempotent":
+		return "idempotency table"
+	case "audit":
+		return "audit trail"
+	default:
+		return "cache"
+	}
+}
+
+// sharedHint names the policy's shared stores, if it has any.
+func sharedHint(pol *dsl.Policy) string {
+	var shared []string
+	for _, name := range sortedStoreNames(pol) {
+		if sharedKinds[pol.Stores[name].Kind] {
+			shared = append(shared, fmt.Sprintf("%q", name))
+		}
+	}
+	if len(shared) == 0 {
+		return ""
+	}
+	return " (the policy declares shared " + plural(len(shared), "store", "stores") + " " + strings.Join(shared, ", ") + ")"
+}
+
+func sortedStoreNames(pol *dsl.Policy) []string {
+	names := make([]string, 0, len(pol.Stores))
+	for n := range pol.Stores {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
