@@ -18,6 +18,12 @@
 // the rule ids that vetting the policy must report, as a set (an empty list:
 // the policy vets clean, warnings included).
 //
+// A case may also pin what `agentc prove` finds: `want_prove` lists the
+// invariants a bounded exploration of the policy must find violated, as a
+// set (an empty list: the policy proves clean), at depth `prove_k`
+// (default 3). The policy is explored even when vet refuses it, so that a
+// case can pin what its faults do.
+//
 // Test files are evaluated on their own: they are not part of the policy
 // package.
 package policytest
@@ -27,11 +33,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/agentc-dev/agentc/conformance"
 	"github.com/agentc-dev/agentc/dsl"
+	"github.com/agentc-dev/agentc/prove"
 	"github.com/agentc-dev/agentc/runtime/plan"
 	"github.com/agentc-dev/agentc/runtime/scenario"
 )
@@ -49,7 +57,15 @@ type Case struct {
 	// WantVet, when not nil, is the set of rule ids vetting the policy must
 	// report.
 	WantVet []string
+	// WantProve, when not nil, is the set of invariants exploring the policy
+	// at depth ProveK must find violated.
+	WantProve []string
+	// ProveK is the depth of the exploration (DefaultProveK when unset).
+	ProveK int
 }
+
+// DefaultProveK is the depth of a want_prove case without prove_k.
+const DefaultProveK = 3
 
 // Discover returns the cases of the policy in dir, sorted by file and
 // name. Files are read under opts' bounds (see dsl.LoadData). A file that
@@ -82,9 +98,11 @@ func readFile(ctx context.Context, path string, opts dsl.DataOptions) ([]*Case, 
 	}
 	var doc struct {
 		Tests map[string]struct {
-			Scenario json.RawMessage `json:"scenario"`
-			Want     any             `json:"want"`
-			WantVet  *[]string       `json:"want_vet"`
+			Scenario  json.RawMessage `json:"scenario"`
+			Want      any             `json:"want"`
+			WantVet   *[]string       `json:"want_vet"`
+			WantProve *[]string       `json:"want_prove"`
+			ProveK    *int            `json:"prove_k"`
 		} `json:"tests"`
 	}
 	if err := json.Unmarshal(data, &doc); err != nil {
@@ -101,9 +119,23 @@ func readFile(ctx context.Context, path string, opts dsl.DataOptions) ([]*Case, 
 			c.WantVet = append([]string{}, *t.WantVet...)
 			sort.Strings(c.WantVet)
 		}
+		if t.WantProve != nil {
+			c.WantProve = append([]string{}, *t.WantProve...)
+			sort.Strings(c.WantProve)
+			c.ProveK = DefaultProveK
+		}
+		if t.ProveK != nil {
+			if t.WantProve == nil {
+				return nil, fmt.Errorf("%s: test %q: prove_k goes with want_prove", path, name)
+			}
+			if *t.ProveK < 1 || *t.ProveK > MaxProveK {
+				return nil, fmt.Errorf("%s: test %q: prove_k %d: the depth must be between 1 and %d", path, name, *t.ProveK, MaxProveK)
+			}
+			c.ProveK = *t.ProveK
+		}
 		switch {
-		case !hasScenario && t.Want == nil && c.WantVet == nil:
-			return nil, fmt.Errorf("%s: test %q has neither scenario and want nor want_vet", path, name)
+		case !hasScenario && t.Want == nil && c.WantVet == nil && c.WantProve == nil:
+			return nil, fmt.Errorf("%s: test %q has neither scenario and want nor want_vet nor want_prove", path, name)
 		case hasScenario != (t.Want != nil):
 			return nil, fmt.Errorf("%s: test %q: scenario and want go together", path, name)
 		}
@@ -119,15 +151,30 @@ func readFile(ctx context.Context, path string, opts dsl.DataOptions) ([]*Case, 
 	return out, nil
 }
 
+// MaxProveK is the deepest exploration a case may ask for.
+const MaxProveK = 6
+
+// CheckProve compares the invariants an exploration found violated with
+// the case's WantProve set. It returns "" when they match, else what
+// differs.
+func (c *Case) CheckProve(violated []string) string {
+	return setDiff(c.WantProve, violated, "prove did not find ", "prove also found ")
+}
+
 // CheckVet compares the rule ids of a policy's diagnostics with the case's
 // WantVet set. It returns "" when they match, else what differs.
 func (c *Case) CheckVet(rules []string) string {
+	return setDiff(c.WantVet, rules, "vet did not report ", "vet also reported ")
+}
+
+// setDiff describes how the set got differs from the set want.
+func setDiff(wantList, gotList []string, missingText, extraText string) string {
 	got := map[string]bool{}
-	for _, r := range rules {
+	for _, r := range gotList {
 		got[r] = true
 	}
 	want := map[string]bool{}
-	for _, r := range c.WantVet {
+	for _, r := range wantList {
 		want[r] = true
 	}
 	var missing, extra []string
@@ -145,10 +192,10 @@ func (c *Case) CheckVet(rules []string) string {
 	sort.Strings(extra)
 	var parts []string
 	if len(missing) > 0 {
-		parts = append(parts, "vet did not report "+strings.Join(missing, ", "))
+		parts = append(parts, missingText+strings.Join(missing, ", "))
 	}
 	if len(extra) > 0 {
-		parts = append(parts, "vet also reported "+strings.Join(extra, ", "))
+		parts = append(parts, extraText+strings.Join(extra, ", "))
 	}
 	return strings.Join(parts, "; ")
 }
@@ -175,4 +222,22 @@ func (c *Case) Run(ctx context.Context, p *plan.Plan, dir string) (diff string, 
 		return "", nil, err
 	}
 	return conformance.Subset(c.Want, got, ""), out, nil
+}
+
+// Prove explores p at depth k (resolving its relative paths against dir)
+// and returns the invariants violated, sorted, each once, with the
+// counterexamples.
+func Prove(ctx context.Context, p *plan.Plan, dir string, k int) ([]string, []*prove.Counterexample, error) {
+	r, err := prove.Explore(ctx, p, prove.Options{Depth: k, Dir: dir})
+	if err != nil {
+		return nil, nil, err
+	}
+	var ids []string
+	for _, v := range r.Violations {
+		if !slices.Contains(ids, v.Invariant) {
+			ids = append(ids, v.Invariant)
+		}
+	}
+	sort.Strings(ids)
+	return ids, r.Violations, nil
 }

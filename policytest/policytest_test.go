@@ -46,6 +46,8 @@ func TestDiscoverErrors(t *testing.T) {
 		{"scenario without want", "package p\ntests: a: scenario: steps: []\n", "scenario and want go together"},
 		{"empty want", "package p\ntests: a: {scenario: steps: [], want: {}}\n", "want is empty"},
 		{"not CUE", "package p\ntests: {\n", "a_test.cue"},
+		{"prove_k alone", "package p\ntests: a: {want_vet: [], prove_k: 2}\n", "prove_k goes with want_prove"},
+		{"prove_k too deep", "package p\ntests: a: {want_prove: [], prove_k: 7}\n", "prove_k 7: the depth must be between 1 and 6"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -64,4 +66,20 @@ func TestCheckVet(t *testing.T) {
 	assert.Equal(t, "vet also reported schema/stage", c.CheckVet([]string{"cel/type", "order/duplicate", "schema/stage"}))
 	clean := &Case{WantVet: []string{}}
 	assert.Equal(t, "", clean.CheckVet(nil))
+}
+
+func TestWantProve(t *testing.T) {
+	dir := write(t, map[string]string{
+		"a_test.cue": "package p\ntests: a: want_prove: [\"max_executions\", \"audit_complete\"]\ntests: b: {want_prove: [], prove_k: 2}\n",
+	})
+	cases, err := Discover(context.Background(), dir, dsl.DataOptions{})
+	require.NoError(t, err)
+	require.Len(t, cases, 2)
+	assert.Equal(t, []string{"audit_complete", "max_executions"}, cases[0].WantProve)
+	assert.Equal(t, DefaultProveK, cases[0].ProveK)
+	assert.Equal(t, []string{}, cases[1].WantProve)
+	assert.Equal(t, 2, cases[1].ProveK)
+	assert.Equal(t, "", cases[0].CheckProve([]string{"max_executions", "audit_complete"}))
+	assert.Equal(t, "prove did not find audit_complete", cases[0].CheckProve([]string{"max_executions"}))
+	assert.Equal(t, "prove also found no_phantom_effect", cases[1].CheckProve([]string{"no_phantom_effect"}))
 }

@@ -5,10 +5,14 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strings"
 
 	"github.com/agentc-dev/agentc/compiler"
 	"github.com/agentc-dev/agentc/dsl"
 	"github.com/agentc-dev/agentc/policytest"
+	"github.com/agentc-dev/agentc/prove"
+	"github.com/agentc-dev/agentc/runtime/plan"
 )
 
 func cmdTest(ctx context.Context, env *cliEnv, args []string) int {
@@ -57,6 +61,7 @@ func cmdTest(ctx context.Context, env *cliEnv, args []string) int {
 			rules = append(rules, d.Rule)
 		}
 		printedDiags := false
+		pr := &policyProver{paths: paths, dir: dir, vetted: c, results: map[int]*proveResult{}}
 		for _, tc := range cases {
 			if filter != nil && !filter.MatchString(tc.Name) {
 				continue
@@ -64,6 +69,9 @@ func cmdTest(ctx context.Context, env *cliEnv, args []string) int {
 			var problem string
 			if tc.WantVet != nil {
 				problem = tc.CheckVet(rules)
+			}
+			if problem == "" && tc.WantProve != nil {
+				problem = pr.check(ctx, env, tc, *verbose)
 			}
 			if problem == "" && tc.Scenario != nil {
 				if c.Plan == nil {
@@ -114,4 +122,76 @@ func rel(env *cliEnv, path string) string {
 		return r
 	}
 	return path
+}
+
+// policyProver explores a policy for its want_prove cases, once per depth.
+type policyProver struct {
+	paths   []string
+	dir     string
+	vetted  *compiler.Compilation
+	plan    *plan.Plan
+	loadErr string
+	results map[int]*proveResult
+}
+
+type proveResult struct {
+	ids        []string
+	violations []*prove.Counterexample
+	err        error
+}
+
+// check explores the policy at the case's depth and compares the
+// invariants found violated with the case's set.
+func (pp *policyProver) check(ctx context.Context, env *cliEnv, tc *policytest.Case, verbose bool) string {
+	if pp.plan == nil && pp.loadErr == "" {
+		pp.plan = pp.vetted.Plan
+		if pp.plan == nil {
+			// A policy that vet refuses is explored all the same.
+			c, err := compiler.Compile(ctx, pp.paths, compiler.Options{Timeout: env.timeout, NoOrderCheck: true})
+			switch {
+			case err != nil:
+				pp.loadErr = err.Error()
+			case c.Plan == nil:
+				pp.loadErr = "the policy does not compile"
+			default:
+				pp.plan = c.Plan
+			}
+		}
+	}
+	if pp.loadErr != "" {
+		return pp.loadErr
+	}
+	r := pp.results[tc.ProveK]
+	if r == nil {
+		r = &proveResult{}
+		r.ids, r.violations, r.err = policytest.Prove(ctx, pp.plan, pp.dir, tc.ProveK)
+		pp.results[tc.ProveK] = r
+	}
+	if r.err != nil {
+		return r.err.Error()
+	}
+	problem := tc.CheckProve(r.ids)
+	if problem == "" {
+		return ""
+	}
+	problem += fmt.Sprintf(" (at k=%d)", tc.ProveK)
+	for _, v := range r.violations {
+		if !slices.Contains(tc.WantProve, v.Invariant) {
+			problem += fmt.Sprintf("\n      %s: %s (%s; script %s)", v.Invariant, v.Message, v.Target, strings.Join(v.Script, ", "))
+			if verbose {
+				var b strings.Builder
+				_ = v.WriteText(&b)
+				problem += "\n" + indent(b.String(), "      ")
+			}
+		}
+	}
+	return problem
+}
+
+func indent(s, prefix string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = prefix + l
+	}
+	return strings.Join(lines, "\n")
 }
