@@ -207,6 +207,10 @@ type sse struct {
 	gone  bool
 }
 
+// flushError is what net/http's response writer implements to report a
+// failed flush.
+type flushError interface{ FlushError() error }
+
 // begin sends the status and the event-stream headers.
 func (e *sse) begin() {
 	if e.begun {
@@ -231,7 +235,11 @@ func (e *sse) flush() bool {
 	_, err := e.x.Write(e.buf)
 	e.buf = e.buf[:0]
 	if err == nil {
-		err = http.NewResponseController(e.x.ResponseWriter).Flush()
+		if f, ok := e.x.ResponseWriter.(flushError); ok {
+			err = f.FlushError()
+		} else {
+			err = http.NewResponseController(e.x.ResponseWriter).Flush()
+		}
 	}
 	if err != nil {
 		e.gone = true
@@ -298,3 +306,16 @@ func appendInt(b []byte, n int64) []byte { return strconv.AppendInt(b, n, 10) }
 
 // unixNow is the created time of a response.
 func unixNow() int64 { return time.Now().Unix() }
+
+// PoolUpstreamConnections makes http.DefaultTransport keep up to n idle
+// connections per host (net/http keeps 2). The provider clients clone
+// http.DefaultTransport when they are built, so a gateway that calls this
+// before New reuses its connections to a provider under concurrent load
+// instead of opening (and handshaking) a new one for most calls. It
+// changes a process-wide default: `agentc serve` calls it at start.
+func PoolUpstreamConnections(n int) {
+	if t, ok := http.DefaultTransport.(*http.Transport); ok && n > t.MaxIdleConnsPerHost {
+		t.MaxIdleConnsPerHost = n
+		t.MaxIdleConns = max(t.MaxIdleConns, 4*n)
+	}
+}

@@ -1,0 +1,333 @@
+package serve
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+)
+
+// The gateway's added latency: a client streams a chat completion from a
+// loopback upstream directly, and through the gateway serving the typical
+// chain (tracing, meter, rate_limit, guard, fallback, retry) in front of
+// the same upstream. Both run on the same machine as the client.
+//
+//	go test ./serve/ -run X -bench Gateway -benchtime 2000x     # one request at a time
+//	AGENTC_SERVE_LOAD=1 go test ./serve/ -run TestGatewayLoad -v  # 1,000 req/s, then saturation
+//
+// AGENTC_SERVE_LOAD_SECONDS (default 5) sets each phase's length,
+// AGENTC_SERVE_LOAD_RATE (default 1000) the open-loop rate and
+// AGENTC_SERVE_LOAD_WORKERS (default 32) the saturation concurrency.
+
+// loadRig is an upstream and a gateway in front of it, with the request
+// each is sent.
+type loadRig struct {
+	upstream, gateway, lean string
+	direct, via             []byte
+	client                  *http.Client
+}
+
+// route is where a load sends its requests.
+type route int
+
+const (
+	toDirect  route = iota // the upstream itself
+	toGateway              // the gateway, its models on the openai provider
+	toLean                 // the gateway, its models on leanOpenAI
+)
+
+func (r route) String() string { return [...]string{"direct", "gateway", "gateway-lean"}[r] }
+
+// upstreamConns counts the connections the upstream accepted.
+var upstreamConns atomic.Int64
+
+func newLoadRig(tb testing.TB) *loadRig {
+	tb.Helper()
+	evs := events(transcript(tb, "openai", "text.sse"))
+	up := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		fl := w.(http.Flusher)
+		for _, ev := range evs {
+			_, _ = io.WriteString(w, ev)
+			fl.Flush()
+		}
+	}))
+	up.Config.ErrorLog = slog.NewLogLogger(slog.DiscardHandler, slog.LevelError)
+	up.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			upstreamConns.Add(1)
+		}
+	}
+	up.Start()
+	tb.Cleanup(up.Close)
+	tb.Setenv("AGENTC_TEST_OPENAI_KEY", openAIKey)
+	tb.Setenv("AGENTC_TEST_ANTHROPIC_KEY", anthropicKey)
+	PoolUpstreamConnections(256) // as agentc serve does
+	dir := tb.TempDir()
+	if err := os.WriteFile(dir+"/policy.cue", []byte(fmt.Sprintf(gatewayPolicy, up.URL, up.URL, sha(clientKey), typicalChain)), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	serve := func(models func(context.Context, *plan.Plan) (map[string]runtime.ModelClient, error)) string {
+		srv, err := New(context.Background(), Options{Source: cueSource(dir), WatchInterval: -1, Models: models,
+			// The access log is formatted as in production, and dropped.
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { _ = srv.Serve(ctx, ln); close(done) }()
+		tb.Cleanup(func() { cancel(); <-done })
+		return "http://" + ln.Addr().String() + "/v1/chat/completions"
+	}
+	body := func(model string) []byte {
+		return []byte(`{"model":"` + model + `","stream":true,"messages":[{"role":"system","content":"You are a support agent."},{"role":"user","content":"Where is my order A1234?"}]}`)
+	}
+	upstreamClient := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4096, DisableCompression: true}}
+	return &loadRig{
+		upstream: up.URL + "/v1/chat/completions",
+		gateway:  serve(nil),
+		lean: serve(func(context.Context, *plan.Plan) (map[string]runtime.ModelClient, error) {
+			return map[string]runtime.ModelClient{"primary": &leanOpenAI{url: up.URL + "/v1/chat/completions", key: openAIKey,
+				model: "gpt-4.1-mini", client: upstreamClient}}, nil
+		}),
+		direct: body("gpt-4.1-mini"), via: body("primary"),
+		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4096, DisableCompression: true}},
+	}
+}
+
+// call streams one completion and reads it to its end.
+func (r *loadRig) call(to route) error {
+	url, body := r.upstream, r.direct
+	switch to {
+	case toGateway:
+		url, body = r.gateway, r.via
+	case toLean:
+		url, body = r.lean, r.via
+	}
+	req, err := http.NewRequest("POST", url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+clientKey)
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return err
+	}
+	n, err := io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != 200 || n < 100 {
+		return fmt.Errorf("status %d, %d bytes", resp.StatusCode, n)
+	}
+	return nil
+}
+
+func BenchmarkGateway(b *testing.B) {
+	r := newLoadRig(b)
+	for _, to := range []route{toDirect, toGateway, toLean} {
+		b.Run(to.String(), func(b *testing.B) {
+			for range b.N {
+				if err := r.call(to); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// openLoop sends rate requests per second for d, each from its own
+// goroutine, and returns each request's latency from the moment it was
+// due (so a stall is charged to the requests it delayed).
+func (r *loadRig) openLoop(to route, rate int, d time.Duration) ([]time.Duration, int) {
+	n := int(d.Seconds() * float64(rate))
+	lat := make([]time.Duration, n)
+	var failed atomic.Int64
+	var wg sync.WaitGroup
+	interval := time.Second / time.Duration(rate)
+	start := time.Now()
+	for i := range n {
+		due := start.Add(time.Duration(i) * interval)
+		if w := time.Until(due); w > 0 {
+			time.Sleep(w)
+		}
+		wg.Go(func() {
+			if err := r.call(to); err != nil {
+				failed.Add(1)
+			}
+			lat[i] = time.Since(due)
+		})
+	}
+	wg.Wait()
+	return lat, int(failed.Load())
+}
+
+// closedLoop runs workers back-to-back callers for d and returns the
+// completed requests per second.
+func (r *loadRig) closedLoop(to route, workers int, d time.Duration) (float64, int) {
+	var done, failed atomic.Int64
+	stop := time.Now().Add(d)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for time.Now().Before(stop) {
+				if err := r.call(to); err != nil {
+					failed.Add(1)
+					continue
+				}
+				done.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	return float64(done.Load()) / d.Seconds(), int(failed.Load())
+}
+
+func pct(sorted []time.Duration, p float64) time.Duration {
+	return sorted[min(int(p*float64(len(sorted))), len(sorted)-1)]
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// TestGatewayLoad prints the added latency at a fixed rate and the
+// saturation throughput. It is a measurement, not a check: it runs only
+// with AGENTC_SERVE_LOAD=1.
+func TestGatewayLoad(t *testing.T) {
+	if os.Getenv("AGENTC_SERVE_LOAD") == "" {
+		t.Skip("a load measurement: set AGENTC_SERVE_LOAD=1 to run it")
+	}
+	d := time.Duration(envInt("AGENTC_SERVE_LOAD_SECONDS", 5)) * time.Second
+	rate := envInt("AGENTC_SERVE_LOAD_RATE", 1000)
+	workers := envInt("AGENTC_SERVE_LOAD_WORKERS", 32)
+	r := newLoadRig(t)
+	routes := []route{toDirect, toGateway, toLean}
+	// Warm the connections, the pools and the pipelines.
+	for _, to := range routes {
+		r.closedLoop(to, workers, time.Second)
+	}
+	var p [3][4]time.Duration
+	for _, to := range routes {
+		lat, failed := r.openLoop(to, rate, d)
+		if failed > 0 {
+			t.Errorf("%s: %d of %d requests failed", to, failed, len(lat))
+		}
+		slices.Sort(lat)
+		p[to] = [4]time.Duration{pct(lat, .5), pct(lat, .9), pct(lat, .99), lat[len(lat)-1]}
+		t.Logf("%-12s at %d req/s: p50 %v  p90 %v  p99 %v  max %v", to, rate, p[to][0], p[to][1], p[to][2], p[to][3])
+	}
+	for _, to := range routes[1:] {
+		t.Logf("%-12s adds at %d req/s: p50 %v  p90 %v  p99 %v", to, rate, p[to][0]-p[toDirect][0], p[to][1]-p[toDirect][1], p[to][2]-p[toDirect][2])
+	}
+	for _, to := range routes {
+		tput, failed := r.closedLoop(to, workers, d)
+		if failed > 0 {
+			t.Errorf("%s: %d requests failed at saturation", to, failed)
+		}
+		t.Logf("%-12s saturation with %d workers: %.0f req/s (%d upstream connections so far)", to, workers, tput, upstreamConns.Load())
+	}
+}
+
+// leanOpenAI is a minimal client of the Chat Completions stream: the same
+// wire exchange as the openai provider, decoded with encoding/json into
+// the few fields a delta needs. A host can hand such a client to the
+// gateway (Options.Models); here it tells the gateway's own cost from the
+// provider SDK's.
+type leanOpenAI struct {
+	url, key, model string
+	client          *http.Client
+}
+
+type leanChunk struct {
+	Choices []struct {
+		Delta struct {
+			Content string `json:"content"`
+		} `json:"delta"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *struct {
+		PromptTokens     int64 `json:"prompt_tokens"`
+		CompletionTokens int64 `json:"completion_tokens"`
+	} `json:"usage"`
+}
+
+func (c *leanOpenAI) Stream(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+	body, err := json.Marshal(map[string]any{"model": c.model, "stream": true, "messages": req.Messages,
+		"stream_options": map[string]bool{"include_usage": true}})
+	if err != nil {
+		return err
+	}
+	hr, err := http.NewRequestWithContext(ctx, "POST", c.url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	hr.Header.Set("Authorization", "Bearer "+c.key)
+	hr.Header.Set("Content-Type", "application/json")
+	resp, err := c.client.Do(hr)
+	if err != nil {
+		return &runtime.CallError{Kind: runtime.KindTransient, Err: err}
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		return &runtime.CallError{Status: resp.StatusCode}
+	}
+	sc := bufio.NewScanner(resp.Body)
+	var last runtime.Delta
+	for sc.Scan() {
+		data, ok := bytes.CutPrefix(sc.Bytes(), []byte("data: "))
+		if !ok {
+			continue
+		}
+		if string(data) == "[DONE]" {
+			yield(last)
+			return nil
+		}
+		var ch leanChunk
+		if err := json.Unmarshal(data, &ch); err != nil {
+			return &runtime.CallError{Kind: runtime.KindTransient, Err: err}
+		}
+		if ch.Usage != nil {
+			last.Usage = runtime.Usage{InputTokens: ch.Usage.PromptTokens, OutputTokens: ch.Usage.CompletionTokens}
+		}
+		for _, c := range ch.Choices {
+			if c.FinishReason != "" {
+				last.FinishReason = c.FinishReason
+			}
+			if c.Delta.Content != "" && !yield(runtime.Delta{Text: c.Delta.Content}) {
+				return nil
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return &runtime.CallError{Kind: runtime.KindTransient, Err: err}
+	}
+	return &runtime.CallError{Kind: runtime.KindTransient, Message: "stream ended before [DONE]"}
+}
