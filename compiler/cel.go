@@ -3,6 +3,7 @@ package compiler
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sort"
 	"strings"
 
@@ -20,7 +21,7 @@ import (
 func compileCEL(_ context.Context, c *Compilation) error {
 	p := c.Policy
 	if p.Admit != nil {
-		c.checkPredicate(p.Admit, predicate.Admit, predicate.Before, nil)
+		c.checkPredicate(p.Admit, predicate.Admit, predicate.Before, nil, "")
 	}
 	if p.Invariants != nil {
 		for _, name := range sortedNames(p.Invariants.Custom) {
@@ -30,7 +31,7 @@ func compileCEL(_ context.Context, c *Compilation) error {
 	for _, stage := range dsl.Stages {
 		for _, e := range p.Chains[stage] {
 			if e.When != nil {
-				c.checkPredicate(e.When, predicate.Stage(stage), predicate.Before, e.Tools)
+				c.checkPredicate(e.When, predicate.Stage(stage), predicate.Before, e.Tools, "when")
 			}
 			phase := predicate.Before
 			if ph, ok := e.Fields["phase"].(string); ok && ph != "" {
@@ -38,7 +39,7 @@ func compileCEL(_ context.Context, c *Compilation) error {
 			}
 			for _, f := range predicateFields[e.Use] {
 				if x := e.Expr(f); x != nil {
-					c.checkPredicate(x, predicate.Stage(stage), phase, e.Tools)
+					c.checkPredicate(x, predicate.Stage(stage), phase, e.Tools, e.Use)
 				}
 			}
 		}
@@ -63,7 +64,37 @@ func (c *Compilation) argsSchemas(tools []string) []json.RawMessage {
 	return out
 }
 
-func (c *Compilation) checkPredicate(x *dsl.Expr, stage predicate.Stage, phase predicate.Phase, tools []string) {
+// afterVars are the variables of each stage that exist only once the call
+// has returned (phase "after").
+var afterVars = map[predicate.Stage][]string{
+	predicate.Chat: {"response"},
+	predicate.Tool: {"result"},
+	predicate.Turn: {"output", "status"},
+}
+
+// phaseHint explains an undeclared reference to a variable that exists
+// only after the call, for a predicate of the given kind ("when", or the
+// builtin whose field it is).
+func phaseHint(msg string, stage predicate.Stage, phase predicate.Phase, kind string) string {
+	if phase != predicate.Before {
+		return ""
+	}
+	for _, v := range afterVars[stage] {
+		if msg != "undeclared reference to '"+v+"'" {
+			continue
+		}
+		if kind == "guard" {
+			return fmt.Sprintf(": %s is set only after the call; give the guard phase: \"after\" to check it", v)
+		}
+		if kind == "when" {
+			return fmt.Sprintf(": %s is set only after the call, and when decides before it whether the layer runs", v)
+		}
+		return fmt.Sprintf(": %s is set only after the call", v)
+	}
+	return ""
+}
+
+func (c *Compilation) checkPredicate(x *dsl.Expr, stage predicate.Stage, phase predicate.Phase, tools []string, kind string) {
 	var schemas []json.RawMessage
 	if stage == predicate.Tool {
 		schemas = c.argsSchemas(tools)
@@ -83,7 +114,11 @@ func (c *Compilation) checkPredicate(x *dsl.Expr, stage predicate.Stage, phase p
 			}
 			syntax = true
 		}
-		c.report(dsl.Errorf(x.PosAt(is.Offset), is.Rule, "%s", is.Message))
+		msg := is.Message
+		if is.Rule == predicate.RuleType {
+			msg += phaseHint(msg, stage, phase, kind)
+		}
+		c.report(dsl.Errorf(x.PosAt(is.Offset), is.Rule, "%s", msg))
 	}
 	if checked == nil {
 		return

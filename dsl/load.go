@@ -197,7 +197,14 @@ func (l *loader) parse() ([]*ast.File, bool) {
 		if err != nil {
 			// Only the first: later ones are usually its echoes.
 			e := cueerrors.Errors(err)[0]
-			l.errorf(cuePos(e.Position(), at), "cue/syntax", "%s", errMsg(e))
+			pos := cuePos(e.Position(), at)
+			// An unclosed bracket is reported where its closer is
+			// missing, not where the parser gave up.
+			if miss, msg, ok := unclosedBracket(name, src); ok && !pos.Before(miss) {
+				l.errorf(miss, "cue/syntax", "%s", msg)
+				continue
+			}
+			l.errorf(pos, "cue/syntax", "%s", errMsg(e))
 			continue
 		}
 		name0 := f.PackageName()

@@ -76,7 +76,11 @@ func (e *Env) Check(src string) (c *Checked, issues []Issue) {
 	}
 	checked, iss := e.cel.Check(parsed)
 	if iss.Err() != nil {
-		return nil, sortIssues(pos.celIssues(RuleType, iss))
+		out := pos.celIssues(RuleType, iss)
+		for i := range out {
+			e.suggestField(src, &out[i])
+		}
+		return nil, sortIssues(out)
 	}
 	w := &walker{env: e, ast: checked.NativeRep(), pos: pos, reads: map[string]bool{}}
 	w.visit(w.ast.Expr(), nil, nil)

@@ -121,7 +121,7 @@ func TestCheckColumnsCountBytes(t *testing.T) {
 	want := strings.Index(src, "nmae")
 	assert.Equal(t, want, iss[0].Offset)
 	assert.Equal(t, want+1, iss[0].Col)
-	assert.Equal(t, "1:"+itoa(want+1)+": cel/type: undefined field 'nmae'", iss[0].String())
+	assert.Equal(t, "1:"+itoa(want+1)+": cel/type: undefined field 'nmae'; did you mean 'name'?", iss[0].String())
 }
 
 func itoa(i int) string { return strings.TrimSpace(strings.Repeat(" ", 0) + jsonInt(i)) }

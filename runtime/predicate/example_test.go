@@ -34,7 +34,7 @@ func ExampleEnv_Check() {
 	checked, _ := env.Check("args.amount > 100.0 && !has(args.approved_by)")
 	fmt.Println(checked.Reads, checked.ReadsUntypedArgs)
 	// Output:
-	// 1:6: cel/type: undefined field 'ammount'
+	// 1:6: cel/type: undefined field 'ammount'; did you mean 'amount'?
 	// 1:6: cel/type: args.approved_by is optional (not in the schema's required list): test has(args.approved_by) first or read args.?approved_by.orValue(...)
 	// [args] false
 }
