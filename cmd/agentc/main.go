@@ -114,17 +114,17 @@ func main() {
 		if os.Getenv("GOMEMLIMIT") == "" {
 			// Collect harder as the heap nears the bound, so that the live
 			// heap, not garbage, decides when the watchdog fires.
-			debug.SetMemoryLimit(limit)
+			debug.SetMemoryLimit(limit + limit/2)
 		}
 	}
 	if len(os.Args) > 1 && compileOnly[os.Args[1]] && os.Getenv("GOGC") == "" {
 		// Compiling a policy is one short burst of allocation: collecting
 		// garbage during it costs a fifth of a vet. The memory limit
-		// (GOMEMLIMIT, else 512 MiB, or half the live-heap bound when that
-		// is lower) still collects for a large policy.
+		// (GOMEMLIMIT, else 512 MiB, or 1.5 times the live-heap bound when
+		// that is lower) still collects for a large policy.
 		debug.SetGCPercent(-1)
 		if os.Getenv("GOMEMLIMIT") == "" {
-			debug.SetMemoryLimit(min(512<<20, limit/2))
+			debug.SetMemoryLimit(min(512<<20, limit+limit/2))
 		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
