@@ -8,12 +8,14 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 
 	"cuelang.org/go/cue/ast"
 
 	"github.com/agentc-dev/agentc/compiler/sarif"
+	"github.com/agentc-dev/agentc/runtime/predicate"
 )
 
 // traitDocs says what each builtin trait means; TestTraitsDocumented keeps
@@ -172,7 +174,7 @@ In the tables, *required* marks a field that must be given; a field with neither
 		}
 		p.printf("%s [`%s`](#%s)", sep, id, slug("`"+id+"`"))
 	}
-	p.printf("\n- [Common types](#common-types)\n- [Traits](#traits)\n\n")
+	p.printf("\n- [Common types](#common-types)\n- [CEL predicates](#cel-predicates): [variables](#cel-variables), [types](#cel-types)\n- [Traits](#traits)\n\n")
 
 	// Policy sections.
 	p.printf("## Policy sections\n\n%s\n\n", flow(pol.Doc))
@@ -232,6 +234,8 @@ In the tables, *required* marks a field that must be given; a field with neither
 		}
 		p.printf("### `%s`\n\n%s\n\n```cue\n%s: %s\n```\n\n", n, flow(d.Doc), n, cueText(d.Expr))
 	}
+
+	p.celSection()
 
 	// Traits.
 	p.printf("## Traits\n\nTraits describe a builtin's behaviour to vet and `agentc explain`.\n\n| trait | meaning | builtins |\n|---|---|---|\n")
@@ -431,4 +435,61 @@ func (p *langPage) semantics(id string) (string, error) {
 	// Backquotes in the package documentation mark code, as in the
 	// schemas' comments.
 	return strings.ReplaceAll(string(pr.Markdown(d)), "\\`", "`"), nil
+}
+
+// celSection lists the variables of each stage and the fields of their
+// types, from the predicate environments.
+func (p *langPage) celSection() {
+	p.printf("## CEL predicates\n\n" +
+		"Guards (`deny`, `require`), every entry's `when` and the top-level `admit` are CEL, " +
+		"type-checked at vet time against the variables of their stage " +
+		"([`cel/type`](rules.md#cel-type)). A guard with `phase: \"after\"` also sees the call's outcome; " +
+		"every other predicate runs before the call. In the tool stage, `args` is typed from the JSON Schema of the tools " +
+		"an entry is scoped to with `tools:`; unscoped, it is an untyped map ([`cel/untyped-args`](rules.md#cel-untyped-args)). " +
+		"A constraint's `when` reads `outer` and `inner`, the configs of the two entries it orders. " +
+		"The functions beyond CEL's standard library are listed in the [README](../README.md#cel-predicates).\n\n")
+	p.printf("### CEL variables\n\n| stage | variable | type | available |\n|---|---|---|---|\n")
+	for _, st := range []predicate.Stage{predicate.Chat, predicate.Tool, predicate.Turn, predicate.Admit} {
+		for _, v := range predicate.Variables(st) {
+			when := "before and after the call"
+			switch {
+			case v.AfterOnly:
+				when = "after the call (`phase: \"after\"`)"
+			case st == predicate.Admit:
+				when = "for each retrieved item"
+			}
+			p.printf("| %s | `%s` | %s | %s |\n", st, v.Name, cell(celTypeLink(v.Type)), when)
+		}
+	}
+	p.printf("\n### CEL types\n\n")
+	for _, name := range predicate.ObjectTypes() {
+		fs, _ := predicate.ObjectFields(name)
+		p.printf("#### `%s`\n\n| field | type |\n|---|---|\n", name)
+		for _, f := range fs {
+			p.printf("| `%s` | %s |\n", f.Name, cell(celTypeLink(f.Type)))
+		}
+		p.printf("\n")
+	}
+}
+
+var celTypeName = regexp.MustCompile(`agentc\.[a-z_]+`)
+
+// celTypeLink renders a CEL type, linking the agentc object types it names
+// to their tables: list(agentc.message) -> `list(`[`agentc.message`](#...)`)`.
+func celTypeLink(t string) string {
+	var b strings.Builder
+	code := func(s string) {
+		if s != "" {
+			b.WriteString("`" + s + "`")
+		}
+	}
+	last := 0
+	for _, m := range celTypeName.FindAllStringIndex(t, -1) {
+		code(t[last:m[0]])
+		name := t[m[0]:m[1]]
+		fmt.Fprintf(&b, "[`%s`](#%s)", name, slug("`"+name+"`"))
+		last = m[1]
+	}
+	code(t[last:])
+	return b.String()
 }
