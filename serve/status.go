@@ -16,7 +16,9 @@ const StatusClientClosedRequest = 499
 
 // StatusOf maps the error of a call to an HTTP status and the delay to send
 // in Retry-After (0: none). Final errors are 4xx, so a client does not
-// retry them: blocked 403, budget 402. A rate limit is 429, an open circuit
+// retry them: blocked 403, budget 402, in doubt 409 (a side-effecting call
+// whose earlier attempt may have run: a person or a reconciliation decides).
+// A rate limit is 429, an open circuit
 // breaker 503 (both with the delay when one is known), an upstream timeout
 // 504 and any other failure 502.
 func StatusOf(err error) (int, time.Duration) {
@@ -25,6 +27,8 @@ func StatusOf(err error) (int, time.Duration) {
 		return http.StatusForbidden, 0
 	case runtime.ClassBudget:
 		return http.StatusPaymentRequired, 0
+	case runtime.ClassInDoubt:
+		return http.StatusConflict, 0
 	}
 	var bo *runtime.BreakerOpenError
 	if errors.As(err, &bo) {

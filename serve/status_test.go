@@ -1,0 +1,39 @@
+package serve_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/serve"
+)
+
+// Every class of failure gets its status: final ones a 4xx a client does not
+// retry, the others a 5xx or 429 with the delay when one is known.
+func TestStatusOf(t *testing.T) {
+	for _, tc := range []struct {
+		err   error
+		code  int
+		delay time.Duration
+	}{
+		{&runtime.BlockedError{Layer: "g", Message: "no"}, http.StatusForbidden, 0},
+		{&runtime.BudgetError{Layer: "meter"}, http.StatusPaymentRequired, 0},
+		{fmt.Errorf("tool: %w", &runtime.InDoubtError{Layer: "idempotent", Tool: "pay", IdempotencyKey: "k"}), http.StatusConflict, 0},
+		{&runtime.CallError{Kind: runtime.KindRateLimited, RetryAfter: 3 * time.Second}, http.StatusTooManyRequests, 3 * time.Second},
+		{&runtime.CallError{Kind: runtime.KindTimeout}, http.StatusGatewayTimeout, 0},
+		{context.DeadlineExceeded, http.StatusGatewayTimeout, 0},
+		{&runtime.CallError{Kind: runtime.KindTransient, Status: 500}, http.StatusBadGateway, 0},
+	} {
+		code, delay := serve.StatusOf(tc.err)
+		assert.Equal(t, tc.code, code, "%v", tc.err)
+		assert.Equal(t, tc.delay, delay, "%v", tc.err)
+	}
+	code, delay := serve.StatusOf(&runtime.BreakerOpenError{Layer: "retry", Key: "primary", Until: time.Now().Add(10 * time.Second)})
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.InDelta(t, 10*time.Second, delay, float64(time.Second))
+}
