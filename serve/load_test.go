@@ -331,3 +331,57 @@ func (c *leanOpenAI) Stream(ctx context.Context, req *runtime.ChatRequest, yield
 	}
 	return &runtime.CallError{Kind: runtime.KindTransient, Message: "stream ended before [DONE]"}
 }
+
+// discardWriter is a response writer that drops what it is sent.
+type discardWriter struct {
+	h http.Header
+	n int
+}
+
+func (w *discardWriter) Header() http.Header         { return w.h }
+func (w *discardWriter) WriteHeader(int)             {}
+func (w *discardWriter) Write(b []byte) (int, error) { w.n += len(b); return len(b), nil }
+func (w *discardWriter) FlushError() error           { return nil }
+
+// BenchmarkGatewayInProcess is the gateway's own work for one streamed
+// request, without a network: decoding the body, the key, the run, the
+// typical chain, and encoding ten text deltas as chunks, against a model
+// that yields the deltas from memory.
+func BenchmarkGatewayInProcess(b *testing.B) {
+	b.Setenv("AGENTC_TEST_OPENAI_KEY", openAIKey)
+	b.Setenv("AGENTC_TEST_ANTHROPIC_KEY", anthropicKey)
+	dir := b.TempDir()
+	if err := os.WriteFile(dir+"/policy.cue", []byte(fmt.Sprintf(gatewayPolicy, "http://127.0.0.1:9", "http://127.0.0.1:9", sha(clientKey), typicalChain)), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	words := []string{"Hello", "!", " How", " can", " I", " help", " you", " today", "?", ""}
+	model := runtime.ModelFunc(func(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+		for _, w := range words[:len(words)-1] {
+			if !yield(runtime.Delta{Text: w}) {
+				return nil
+			}
+		}
+		yield(runtime.Delta{FinishReason: runtime.FinishStop, Usage: runtime.Usage{InputTokens: 19, OutputTokens: 10}})
+		return nil
+	})
+	srv, err := New(context.Background(), Options{Source: cueSource(dir), WatchInterval: -1,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Models: func(context.Context, *plan.Plan) (map[string]runtime.ModelClient, error) {
+			return map[string]runtime.ModelClient{"primary": model, "backup": model}, nil
+		}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	body := []byte(`{"model":"primary","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"system","content":"You are a support agent."},{"role":"user","content":"Where is my order A1234?"}]}`)
+	b.ReportAllocs()
+	for range b.N {
+		req, _ := http.NewRequest("POST", "/v1/chat/completions", bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+clientKey)
+		w := &discardWriter{h: http.Header{}}
+		srv.ServeHTTP(w, req)
+		if w.n < 1000 {
+			b.Fatalf("response of %d bytes", w.n)
+		}
+	}
+}
