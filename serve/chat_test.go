@@ -432,3 +432,23 @@ func TestSupportExample(t *testing.T) {
 	assert.Equal(t, 401, code)
 	assert.Contains(t, s.logs.String(), "tenant=ops")
 }
+
+func TestModelListsForBothSDKs(t *testing.T) {
+	g := newGateway(t, typicalChain, nil, nil)
+	page, err := g.openai(t).Models.List(context.Background())
+	require.NoError(t, err)
+	var ids []string
+	for _, m := range page.Data {
+		ids = append(ids, m.ID)
+	}
+	assert.Equal(t, []string{"backup", "primary"}, ids)
+
+	apage, err := g.anthropic(t).Models.List(context.Background(), anthropic.ModelListParams{})
+	require.NoError(t, err)
+	ids = nil
+	for _, m := range apage.Data {
+		ids = append(ids, m.ID)
+	}
+	assert.Equal(t, []string{"backup", "primary"}, ids)
+	assert.False(t, apage.HasMore)
+}
