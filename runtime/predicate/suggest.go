@@ -2,6 +2,7 @@ package predicate
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/google/cel-go/common/types"
@@ -36,12 +37,21 @@ func (e *Env) suggestField(src string, is *Issue) {
 	if operand == "" || !isIdentByte(operand[0]) || operand[0] >= '0' && operand[0] <= '9' {
 		return
 	}
-	a, iss := e.cel.Compile(operand)
-	if iss.Err() != nil {
-		return
+	t := e.typeOf(operand)
+	if t == nil {
+		// A comprehension variable: `xs.exists(x, x.f)` types x as an
+		// element of xs.
+		head, rest, _ := strings.Cut(operand, ".")
+		if r := comprehensionRange(src[:start], head); r != "" {
+			if lt := e.typeOf(r); lt != nil && lt.Kind() == types.ListKind && len(lt.Parameters()) == 1 {
+				t = lt.Parameters()[0]
+				if rest != "" {
+					t = nil // a field of the element: not typed here
+				}
+			}
+		}
 	}
-	t := a.OutputType()
-	if t.Kind() != types.StructKind {
+	if t == nil || t.Kind() != types.StructKind {
 		return
 	}
 	names, ok := e.prov.FindStructFieldNames(t.TypeName())
@@ -52,6 +62,30 @@ func (e *Env) suggestField(src string, is *Issue) {
 		is.Message += fmt.Sprintf("; did you mean '%s'?", best)
 	}
 }
+
+// typeOf returns the type of a selector chain in the environment, or nil.
+func (e *Env) typeOf(expr string) *types.Type {
+	a, iss := e.cel.Compile(expr)
+	if iss.Err() != nil {
+		return nil
+	}
+	return a.OutputType()
+}
+
+// comprehensionRange returns the range of the innermost comprehension
+// macro before the end of src that binds v (`request.tools.exists(v,`), or
+// "".
+func comprehensionRange(src, v string) string {
+	r := ""
+	for _, m := range macroRE.FindAllStringSubmatch(src, -1) {
+		if m[3] == v {
+			r = m[1] // the last one binding v is the innermost
+		}
+	}
+	return r
+}
+
+var macroRE = regexp.MustCompile(`([A-Za-z_][A-Za-z0-9_.]*)\.(all|exists|exists_one|map|filter)\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*,`)
 
 func isIdentByte(b byte) bool {
 	return b == '_' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z'

@@ -1,0 +1,45 @@
+package predicate
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestSuggestField checks the did-you-mean of an undefined field: taken
+// from the type of what the field selects on, a comprehension variable
+// included, and absent when nothing is close.
+func TestSuggestField(t *testing.T) {
+	tool := toolEnv(t, "refund")
+	chat := mustEnv(t, EnvConfig{Stage: Chat, Phase: After})
+	for _, tt := range []struct {
+		env  *Env
+		src  string
+		want string // the message, exactly
+	}{
+		{tool, "args.ammount > 100.0", "undefined field 'ammount'; did you mean 'amount'?"},
+		{tool, "tool.nmae == 'refund'", "undefined field 'nmae'; did you mean 'name'?"},
+		{tool, "has(args.shipping) && args.shipping.cuntry == 'US'", "undefined field 'cuntry'; did you mean 'country'?"},
+		{tool, "has(args.lines) && args.lines.all(l, l.skew == '')", "undefined field 'skew'; did you mean 'sku'?"},
+		{tool, "args.zzzzzzzz == 1", "undefined field 'zzzzzzzz'"},
+		{chat, "request.params.temprature > 1.0", "undefined field 'temprature'; did you mean 'temperature'?"},
+		{chat, "request.tools.exists(t, t.descripton == '')", "undefined field 'descripton'; did you mean 'description'?"},
+		{chat, "response.tool_calls.exists(c, c.nme == 'refund')", "undefined field 'nme'; did you mean 'name'?"},
+		{chat, "response.usage.input_tokns > 10", "undefined field 'input_tokns'; did you mean 'input_tokens'?"},
+		// The innermost comprehension binding the name types it.
+		{chat, "request.tools.exists(x, request.messages.exists(x, x.rol == 'user'))", "undefined field 'rol'; did you mean 'role'?"},
+	} {
+		_, iss := tt.env.Check(tt.src)
+		if assert.NotEmpty(t, iss, tt.src) {
+			require.Equal(t, RuleType, iss[0].Rule, tt.src)
+			assert.Equal(t, tt.want, iss[0].Message, tt.src)
+		}
+	}
+}
+
+func TestClosest(t *testing.T) {
+	assert.Equal(t, "amount", closest("ammount", []string{"amount", "approved_by"}))
+	assert.Equal(t, "", closest("x", []string{"amount"}))
+	assert.Equal(t, "", closest("amount", []string{"amount"}), "the name itself is no suggestion")
+}
