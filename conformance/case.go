@@ -27,7 +27,15 @@ type Case struct {
 	// subset; nil when absent.
 	Scenario []byte
 	WantRun  any
+	// WantProve is the set of invariants a bounded exploration of the
+	// policy must find violated (empty: it proves clean); nil when the case
+	// has no want/prove. ProveK is the exploration's depth.
+	WantProve []string
+	ProveK    int
 }
+
+// DefaultProveK is the depth of a want/prove case without a k= line.
+const DefaultProveK = 3
 
 // Load reads every case below dir.
 func Load(dir string) ([]*Case, error) {
@@ -74,6 +82,26 @@ func ParseFile(path, root string) (*Case, error) {
 				c.WantVet = append(c.WantVet, line)
 			}
 			sort.Strings(c.WantVet)
+		case f.Name == "want/prove":
+			c.WantProve, c.ProveK = []string{}, DefaultProveK
+			sc := bufio.NewScanner(strings.NewReader(string(f.Data)))
+			for sc.Scan() {
+				line := strings.TrimSpace(sc.Text())
+				switch {
+				case line == "" || strings.HasPrefix(line, "#"):
+				case strings.HasPrefix(line, "k="):
+					k, err := strconv.Atoi(strings.TrimPrefix(line, "k="))
+					if err != nil || k < 1 || k > 6 {
+						return nil, fmt.Errorf("%s: want/prove: %q: want k=N with N from 1 to 6", path, line)
+					}
+					c.ProveK = k
+				case strings.ContainsAny(line, " \t"):
+					return nil, fmt.Errorf("%s: want/prove: %q: want one invariant name per line", path, line)
+				default:
+					c.WantProve = append(c.WantProve, line)
+				}
+			}
+			sort.Strings(c.WantProve)
 		case f.Name == "scenario.json":
 			c.Scenario = f.Data
 		case f.Name == "want/run.json":
@@ -90,8 +118,8 @@ func ParseFile(path, root string) (*Case, error) {
 	if !hasPolicy {
 		return nil, fmt.Errorf("%s: no policy/ files", path)
 	}
-	if c.WantVet == nil && c.Scenario == nil {
-		return nil, fmt.Errorf("%s: neither want/vet nor scenario.json", path)
+	if c.WantVet == nil && c.Scenario == nil && c.WantProve == nil {
+		return nil, fmt.Errorf("%s: neither want/vet, scenario.json nor want/prove", path)
 	}
 	if (c.Scenario == nil) != (c.WantRun == nil) {
 		return nil, fmt.Errorf("%s: scenario.json and want/run.json go together", path)

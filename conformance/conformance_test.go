@@ -49,6 +49,9 @@ func TestConformance(t *testing.T) {
 				require.False(t, comp.Diagnostics.HasErrors(), "policy of a run case must vet: %v", comp.Diagnostics)
 				runCase(t, c, comp, dir)
 			}
+			if c.WantProve != nil {
+				proveCase(t, c, comp, dir)
+			}
 		})
 	}
 }

@@ -37,9 +37,32 @@ func (e *explorer) counterexample(ctx context.Context, t target, script []string
 	served := best.consumed
 	sc := *best.sc
 	trimScripts(&sc, served)
-	return &Counterexample{Invariant: bestV.id, Message: bestV.msg, Target: t.label, Script: script[:min(served, len(script))],
-		Copies: t.copies, Scenario: &sc, Trace: e.trace(best), of: t.stage + " " + t.name}
+	of := t.stage + " " + t.name
+	if t.stage == plan.StageChat {
+		of = t.stage // every model serves the same script
+	}
+	c := &Counterexample{Invariant: bestV.id, Message: bestV.msg, Target: t.label, Script: script[:min(served, len(script))],
+		Copies: t.copies, Scenario: &sc, Trace: e.trace(best), of: of}
+	if t.copies > 1 {
+		// Concurrent copies race for the script's items: replay the
+		// scenario to see whether the violation needs one interleaving.
+		for range replayChecks {
+			r, err := e.runScenario(ctx, t, script, &sc)
+			if err != nil {
+				break
+			}
+			if _, ok := e.violates(t, r, v.id); !ok {
+				c.Interleaving = true
+				break
+			}
+		}
+	}
+	return c
 }
+
+// replayChecks is how many times a counterexample with concurrent copies is
+// replayed to see whether it depends on their interleaving.
+const replayChecks = 3
 
 func (e *explorer) violates(t target, o *outcome, id string) (violation, bool) {
 	for _, w := range e.inv.check(e, t, o) {
@@ -117,6 +140,9 @@ func (e *explorer) trace(o *outcome) []string {
 func (c *Counterexample) WriteText(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "violated %s: %s\n", c.Invariant, c.Message)
+	if c.Interleaving {
+		b.WriteString("  (the concurrent copies race: a replay shows it only when they interleave as here)\n")
+	}
 	fmt.Fprintf(&b, "  target: %s\n  script: %s (then: script exhausted, permanent)\n  trace:\n", c.Target, strings.Join(c.Script, ", "))
 	for _, l := range c.Trace {
 		fmt.Fprintf(&b, "    %s\n", l)
@@ -239,7 +265,8 @@ func Replay(ctx context.Context, p *plan.Plan, sc *scenario.Scenario, opts Optio
 	if err != nil {
 		return nil, err
 	}
-	e := &explorer{orig: p, opts: opts, inv: inv, logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	// The usage the explorer scripts: a cancelled call is billed its input.
+	e := &explorer{orig: p, opts: opts, inv: inv, usage: usageFor(p), logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	if e.p, err = instrument(p); err != nil {
 		return nil, err
 	}

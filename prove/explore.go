@@ -74,7 +74,13 @@ type Counterexample struct {
 	// Trace is the run's trace, one line per event.
 	Trace []string
 
-	// of is the stage and name of the target.
+	// Interleaving is set when a replay of the scenario did not violate
+	// the invariant again: the concurrent copies must interleave as they
+	// did in the run found.
+	Interleaving bool
+
+	// of is the stage and name of the target (the stage of a chat target:
+	// every model serves the same script).
 	of string
 }
 
@@ -186,6 +192,9 @@ func Explore(ctx context.Context, p *plan.Plan, opts Options) (*Report, error) {
 	e.report.Elapsed = time.Since(start)
 	sort.SliceStable(e.report.Violations, func(i, j int) bool {
 		a, b := e.report.Violations[i], e.report.Violations[j]
+		if a.Interleaving != b.Interleaving {
+			return !a.Interleaving // one that replays every time first
+		}
 		if len(a.Script) != len(b.Script) {
 			return len(a.Script) < len(b.Script)
 		}
@@ -528,7 +537,7 @@ func (e *explorer) runScenario(ctx context.Context, t target, script []string, s
 			d.Audit = recordingSink{d.Audit}
 		},
 		OnExecute: func(ctx context.Context, stage plan.Stage, name string) {
-			recorderOf(ctx).add(ctx, event{Kind: evExecute, Stage: stage, Name: name, Cancelled: ctx.Err() != nil})
+			recorderOf(ctx).add(ctx, event{Kind: evExecute, Stage: stage, Name: name})
 		},
 		Inspect: func(pl *runtime.Pipeline) { o.ledgers = ledgers(pl, sc.RunID) },
 	})

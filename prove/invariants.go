@@ -249,8 +249,15 @@ func (e *explorer) oneCall(o *outcome, pos int) (usd float64, tokens int64) {
 // never ends more than the largest single call through the meter over the
 // ceiling, unless calls the meter admitted were charged together (a hedge
 // outside the meter, a meter that admits a call past its ceiling).
+//
+// What the providers bill is checked too: a model call cancelled after it
+// started (a hedge's racer that lost, an attempt that timed out) is billed
+// its input, which a meter does not charge; when such calls carry the
+// spend more than one call over a chat ceiling, the budget did not bound
+// what was spent.
 func budgetOvershoot(e *explorer, o *outcome) []string {
 	var out []string
+	billedUSD, billedTokens, cancelled := e.billed(o)
 	for _, l := range o.ledgers {
 		b, g := l.budget, l.ledger
 		usd, tokens := e.oneCall(o, l.pos)
@@ -261,9 +268,37 @@ func budgetOvershoot(e *explorer, o *outcome) []string {
 			out = append(out, fmt.Sprintf("%s meter %s charged %d tokens against a budget of %d: more than its largest call (%d tokens) over it", l.stage, l.layer, g.Tokens(), *b.Tokens, tokens))
 		case b.Calls != nil && g.Calls > *b.Calls:
 			out = append(out, fmt.Sprintf("%s meter %s charged %d calls against a budget of %d", l.stage, l.layer, g.Calls, *b.Calls))
+		case cancelled > 0 && b.USD != nil && l.stage == plan.StageChat && billedUSD > *b.USD+usd+1e-9:
+			out = append(out, fmt.Sprintf("%s meter %s: the models billed $%.6g against a budget of $%g, more than its largest call ($%.6g) over it; the meter charged $%.6g: %d model calls were cancelled after they started (billed their input, not charged)", l.stage, l.layer, billedUSD, *b.USD, usd, g.USD, cancelled))
+		case cancelled > 0 && b.Tokens != nil && l.stage == plan.StageChat && billedTokens > *b.Tokens+tokens:
+			out = append(out, fmt.Sprintf("%s meter %s: the models billed %d tokens against a budget of %d, more than its largest call (%d tokens) over it; the meter charged %d: %d model calls were cancelled after they started (billed their input, not charged)", l.stage, l.layer, billedTokens, *b.Tokens, tokens, g.Tokens(), cancelled))
 		}
 	}
 	return out
+}
+
+// billed returns what the providers bill for a run's model calls: the
+// usage that arrived from each, and the input of each call cancelled after
+// it started (counted in cancelled).
+func (e *explorer) billed(o *outcome) (usd float64, tokens int64, cancelled int) {
+	model := len(e.orig.Chains.Chat)
+	for _, ev := range o.events {
+		if ev.Kind != evExit || ev.Stage != plan.StageChat || ev.Pos != model {
+			continue
+		}
+		u := ev.Usage
+		if u.InputTokens == 0 && u.OutputTokens == 0 {
+			if ev.ErrKind != "canceled" {
+				continue
+			}
+			u = runtime.Usage{InputTokens: e.usage.InputTokens}
+			cancelled++
+		}
+		m := e.orig.Models[ev.Model]
+		usd += (float64(u.InputTokens)*m.USDPerMTokIn + float64(u.OutputTokens)*m.USDPerMTokOut) / 1e6
+		tokens += u.InputTokens + u.OutputTokens
+	}
+	return usd, tokens, cancelled
 }
 
 func chainOf(p *plan.Plan, stage plan.Stage) []plan.Layer {

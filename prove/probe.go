@@ -78,6 +78,12 @@ func (r *recorder) add(ctx context.Context, e event) {
 	}
 	e.Step = scenario.StepPath(ctx)
 	r.mu.Lock()
+	if e.Kind == evExecute {
+		// Read under the lock: an execution recorded after a delta sees
+		// the cancellation that came before the delta (a hedge cancels
+		// the racers that lost before it passes the winner's delta on).
+		e.Cancelled = ctx.Err() != nil
+	}
 	e.Seq = len(r.events)
 	r.events = append(r.events, e)
 	r.mu.Unlock()

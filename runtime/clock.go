@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	goruntime "runtime"
 	"sort"
 	"sync"
 	"time"
@@ -121,6 +122,7 @@ func (v *VirtualClock) Sleep(ctx context.Context, d time.Duration) error {
 		v.signal()
 		v.mu.Unlock()
 	}()
+	yielded := false
 	for {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -155,6 +157,18 @@ func (v *VirtualClock) Sleep(ctx context.Context, d time.Duration) error {
 					v.mu.Lock()
 					continue
 				}
+				if !yielded {
+					// Let goroutines that are runnable but not asleep
+					// yet (a racer just started) reach their Sleep before
+					// the time moves past the present.
+					yielded = true
+					v.mu.Unlock()
+					for range yieldRounds {
+						goruntime.Gosched()
+					}
+					v.mu.Lock()
+					continue
+				}
 				v.now = me.at
 			}
 			v.woke = true
@@ -169,6 +183,10 @@ func (v *VirtualClock) Sleep(ctx context.Context, d time.Duration) error {
 		v.mu.Lock()
 	}
 }
+
+// yieldRounds is how many times a Sleep yields the processor before it
+// moves the time on.
+const yieldRounds = 4
 
 // grace gives the goroutines that callbacks woke up to Grace of real time,
 // ending early once ctx ends or the clock changed since ch was taken (one of

@@ -43,6 +43,9 @@ type proveViolated struct {
 	// `agentc run POLICY SCENARIO` replays.
 	Scenario string   `json:"scenario"`
 	Trace    []string `json:"trace"`
+	// Interleaving is set when the violation shows only when the
+	// concurrent copies interleave as they did.
+	Interleaving bool `json:"interleaving,omitempty"`
 }
 
 func cmdProve(ctx context.Context, env *cliEnv, args []string) int {
@@ -116,7 +119,7 @@ func cmdProve(ctx context.Context, env *cliEnv, args []string) int {
 				return fail(env, "%v", err)
 			}
 			rep.Violations = append(rep.Violations, proveViolated{Invariant: v.Invariant, Message: v.Message, Target: v.Target,
-				Script: v.Script, Copies: v.Copies, Scenario: rel(env, file), Trace: v.Trace})
+				Script: v.Script, Copies: v.Copies, Scenario: rel(env, file), Trace: v.Trace, Interleaving: v.Interleaving})
 			if !*asJSON {
 				if err := v.WriteText(env.stdout); err != nil {
 					return fail(env, "%v", err)
