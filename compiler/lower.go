@@ -23,6 +23,9 @@ func lower(_ context.Context, c *Compilation) error {
 	p := c.Policy
 	out := &plan.Plan{Version: plan.Version, Policy: p.Package,
 		Settings: plan.Settings{AllowUndeclaredTools: p.AllowUndeclaredTools}}
+	if p.RunIdle != "" && p.RunIdle != plan.DefaultRunIdle {
+		out.Settings.RunIdle = p.RunIdle
+	}
 	if len(p.Models) > 0 {
 		out.Models = map[string]plan.Model{}
 		for name, m := range p.Models {

@@ -87,6 +87,7 @@ func (l *loader) decode(p *Policy, v cue.Value) {
 		p.Replicas = int(n)
 	}
 	p.AllowUndeclaredTools, _ = v.LookupPath(fieldPath("settings", "allow_undeclared_tools")).Bool()
+	p.RunIdle, _ = v.LookupPath(fieldPath("settings", "run_idle")).String()
 	l.decodeServe(p, v)
 	l.decodeInvariants(p, v)
 	if lim, err := v.LookupPath(fieldPath("settings", "cel_cost_limit")).Uint64(); err == nil {

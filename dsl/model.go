@@ -35,6 +35,8 @@ type Policy struct {
 	Replicas int
 	// AllowUndeclaredTools is settings.allow_undeclared_tools.
 	AllowUndeclaredTools bool
+	// RunIdle is settings.run_idle as written ("24h" by default).
+	RunIdle string
 	// Keys are the virtual API keys and MCPServers the upstream MCP
 	// servers of `agentc serve`, by name.
 	Keys       map[string]*Key

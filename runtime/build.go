@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
@@ -191,6 +192,8 @@ type Pipeline struct {
 
 	// stores are the state backends opened for the layers (stores.go).
 	stores    storeSet
+	// runs ends named runs idle for settings.run_idle (nil: none tracked).
+	runs      *runActivity
 	closeOnce sync.Once
 	closeErr  error
 	// lateYield logs the first delta a model client yielded after its
@@ -265,6 +268,14 @@ func Build(ctx context.Context, p *plan.Plan, deps Deps) (*Pipeline, error) {
 		}
 	}
 	pl.allowUndeclared = p.Settings.AllowUndeclaredTools
+	idle := p.Settings.RunIdle
+	if idle == "" {
+		idle = plan.DefaultRunIdle
+	}
+	runIdle, err := time.ParseDuration(idle)
+	if err != nil || runIdle < 0 {
+		return nil, fmt.Errorf("build: settings.run_idle %q: want a duration such as 24h", p.Settings.RunIdle)
+	}
 	for _, name := range slices.Sorted(maps.Keys(p.Tools)) {
 		t := p.Tools[name]
 		args, err := compileArgs(t.Args)
@@ -325,6 +336,7 @@ func Build(ctx context.Context, p *plan.Plan, deps Deps) (*Pipeline, error) {
 	if err := pl.build(ctx); err != nil {
 		return nil, err
 	}
+	pl.runs = newRunActivity(pl, runIdle)
 	done = true
 	return pl, nil
 }
@@ -531,6 +543,9 @@ func (pl *Pipeline) Close() error {
 }
 
 func (pl *Pipeline) cleanup() error {
+	if pl.runs != nil {
+		pl.runs.close()
+	}
 	var errs []error
 	for i := len(pl.insts) - 1; i >= 0; i-- {
 		if c, ok := pl.insts[i].(CleanerUpper); ok {

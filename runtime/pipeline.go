@@ -167,6 +167,14 @@ func ownRun(ctx context.Context) (context.Context, string) {
 	return WithRun(ctx, run), run.ID
 }
 
+// runID returns the id of the run ctx carries.
+func runID(ctx context.Context) string {
+	if r, ok := ctx.Value(runKey{}).(*Run); ok {
+		return r.ID
+	}
+	return ""
+}
+
 // Calls are pooled: a call pointer is valid only until the handler it was
 // passed to returns (ChatCall, ToolCall), so the entry points recycle them.
 // The model-facing yield is issued per invocation (emitToken), so a late
@@ -199,6 +207,8 @@ func (pl *Pipeline) Stream(ctx context.Context, req ChatRequest, yield func(Delt
 	ctx, fresh := ownRun(ctx)
 	if fresh != "" {
 		defer pl.EndRun(fresh)
+	} else if pl.runs != nil {
+		defer pl.runs.end(pl.runs.begin(runID(ctx)))
 	}
 	c := newChatCall(ctx, &req)
 	if c.Request.Tools == nil {
@@ -313,6 +323,8 @@ func (pl *Pipeline) Tool(ctx context.Context, req ToolRequest) (ToolResult, erro
 	ctx, fresh := ownRun(ctx)
 	if fresh != "" {
 		defer pl.EndRun(fresh)
+	} else if pl.runs != nil {
+		defer pl.runs.end(pl.runs.begin(runID(ctx)))
 	}
 	e := pl.toolEntry(req.Name)
 	if e == nil || !e.known {
@@ -357,6 +369,8 @@ func (pl *Pipeline) Turn(ctx context.Context, req TurnRequest, fn TurnFunc) (Tur
 	ctx, fresh := ownRun(ctx)
 	if fresh != "" {
 		defer pl.EndRun(fresh)
+	} else if pl.runs != nil {
+		defer pl.runs.end(pl.runs.begin(runID(ctx)))
 	}
 	c := &TurnCall{Input: req.Input, Session: req.Session, fn: fn}
 	if r, ok := ctx.Value(runKey{}).(*Run); ok {

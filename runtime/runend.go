@@ -15,6 +15,14 @@ type RunEnder interface {
 // calls of the run still in flight finish against the state they hold. It is
 // safe for concurrent use.
 func (pl *Pipeline) EndRun(runID string) {
+	if pl.runs != nil {
+		pl.runs.forget(runID)
+	}
+	pl.endRun(runID)
+}
+
+// endRun tells the layers that the run has ended.
+func (pl *Pipeline) endRun(runID string) {
 	for _, inst := range pl.insts {
 		if e, ok := inst.(RunEnder); ok {
 			e.EndRun(runID)

@@ -55,12 +55,19 @@ type Plan struct {
 	Settings Settings `json:"settings,omitzero"`
 }
 
+// DefaultRunIdle is settings.run_idle when a policy leaves it unset.
+const DefaultRunIdle = "24h"
+
 // Settings are the run-time settings of a policy.
 type Settings struct {
 	// AllowUndeclaredTools lets calls to tools the policy does not declare
 	// run (settings.allow_undeclared_tools); without it they are refused
 	// on entry to the tool chain.
 	AllowUndeclaredTools bool `json:"allow_undeclared_tools,omitempty"`
+	// RunIdle ends a named run after this long without a call (a Go
+	// duration such as "24h"; "0s" never). Empty, as in a plan written
+	// before the setting existed, is the default of 24h.
+	RunIdle string `json:"run_idle,omitempty"`
 }
 
 // Key is a virtual API key: the SHA-256 of the key (hex) or the name of the
