@@ -191,7 +191,7 @@ type Pipeline struct {
 	insts  []Middleware
 
 	// stores are the state backends opened for the layers (stores.go).
-	stores    storeSet
+	stores storeSet
 	// runs ends named runs idle for settings.run_idle (nil: none tracked).
 	runs      *runActivity
 	closeOnce sync.Once
