@@ -117,6 +117,21 @@ type BuildContext struct {
 	p *Pipeline
 }
 
+// Shared returns the value the pipeline holds under key, creating it with mk
+// on first use: several layers of one pipeline (any stage) share it, and a
+// pipeline built again starts afresh. Keys should start with the module id.
+func (b *BuildContext) Shared(key string, mk func() any) any {
+	if v, ok := b.p.shared[key]; ok {
+		return v
+	}
+	if b.p.shared == nil {
+		b.p.shared = map[string]any{}
+	}
+	v := mk()
+	b.p.shared[key] = v
+	return v
+}
+
 // Name returns the layer's name (its `use` when unnamed).
 func (b *BuildContext) Name() string { return layerName(b.Layer) }
 
@@ -199,6 +214,9 @@ type Pipeline struct {
 	// lateYield logs the first delta a model client yielded after its
 	// Stream returned.
 	lateYield sync.Once
+	// shared holds the values layers share within the pipeline
+	// (BuildContext.Shared).
+	shared map[string]any
 }
 
 // LayerInfo describes one built layer.

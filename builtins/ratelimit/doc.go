@@ -14,9 +14,18 @@
 // (its reserved slot is not given back). With mode "reject" it fails at once
 // with a rate limited *runtime.CallError whose RetryAfter says when a slot
 // will be free (a failure, not final: a retry layer outside honours it, a
-// host may redeliver). A store failure fails closed: the call does not run.
+// host may redeliver). With mode "block" it is refused at once with a
+// *runtime.BlockedError naming the layer: a final refusal that a retry
+// layer outside does not repeat. A store failure fails closed: the call
+// does not run.
 //
 // Scope "global" shares one limit; "run" keeps one per run id (dropped at
 // Pipeline.EndRun); "key" keeps one per tenant (runtime.Run.Tenant, set by
 // the gateway from the caller's API key).
+//
+// A `limiter` name shares one bucket among every rate_limit layer of the
+// pipeline, in any stage, that gives the same name: a tool call and a model
+// call through two such layers take from the same tokens. The layers must
+// agree on rate, per, burst, scope and store (Build fails naming the first
+// layer that disagrees); each keeps its own mode.
 package ratelimit

@@ -1,7 +1,9 @@
 package ratelimit
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"time"
@@ -18,7 +20,7 @@ func init() {
 		ID:     ID,
 		Stages: []plan.Stage{plan.StageChat, plan.StageTool, plan.StageTurn},
 		Traits: []runtime.Trait{runtime.TraitShortCircuits},
-		Doc:    "GCRA rate limit per process, run or tenant, shared through a store; waits (respecting cancellation) or rejects",
+		Doc:    "GCRA rate limit per process, run or tenant, shared through a store or by several layers; waits (respecting cancellation), rejects or blocks",
 		New: func() runtime.Middleware {
 			return &RateLimit{Per: runtime.Duration(time.Second), Burst: 1, Mode: "wait", Scope: "global"}
 		},
@@ -36,6 +38,10 @@ type RateLimit struct {
 	// Store names the policy store that holds the limiter's state; empty
 	// keeps it in this process.
 	Store string `json:"store,omitempty"`
+	// Limiter names a bucket shared by every rate_limit layer of the
+	// pipeline (any stage) that gives the same name; empty gives the layer
+	// its own.
+	Limiter string `json:"limiter,omitempty"`
 
 	name     string
 	prefix   string
@@ -49,11 +55,67 @@ func (r *RateLimit) Provision(b *runtime.BuildContext) error {
 	r.name = b.Name()
 	r.clock = b.Clock()
 	r.prefix = "agentc/rate/" + string(b.Stage) + "/" + r.name + "/" + r.Scope + "/"
-	l, err := b.RateLimiter(r.Store)
+	if r.Limiter == "" {
+		l, err := b.RateLimiter(r.Store)
+		if err != nil {
+			return err
+		}
+		r.limiter = l
+		return nil
+	}
+	if err := r.checkShared(b.Plan); err != nil {
+		return err
+	}
+	r.prefix = "agentc/rate/limiter/" + r.Limiter + "/" + r.Scope + "/"
+	var err error
+	v := b.Shared(ID+"/limiter/"+r.Limiter, func() any {
+		var l runtime.RateLimiter
+		l, err = b.RateLimiter(r.Store)
+		return l
+	})
 	if err != nil {
 		return err
 	}
-	r.limiter = l
+	r.limiter = v.(runtime.RateLimiter)
+	return nil
+}
+
+// shape is what every layer of a shared limiter must agree on.
+type shape struct {
+	Rate  int64            `json:"rate"`
+	Per   runtime.Duration `json:"per"`
+	Burst int64            `json:"burst"`
+	Scope string           `json:"scope"`
+	Store string           `json:"store,omitempty"`
+}
+
+// checkShared refuses a shared limiter whose layers disagree on rate, per,
+// burst, scope or store: the first layer of the plan (chat, tool, turn,
+// outermost first) that names the limiter is the reference.
+func (r *RateLimit) checkShared(p *plan.Plan) error {
+	mine := shape{r.Rate, r.Per, r.Burst, r.Scope, r.Store}
+	for _, st := range []plan.Stage{plan.StageChat, plan.StageTool, plan.StageTurn} {
+		for _, l := range p.Chains.Of(st) {
+			if l.Use != ID {
+				continue
+			}
+			o := RateLimit{Per: runtime.Duration(time.Second), Burst: 1, Scope: "global"}
+			d := json.NewDecoder(bytes.NewReader(l.Config))
+			if len(l.Config) == 0 || d.Decode(&o) != nil || o.Limiter != r.Limiter {
+				continue
+			}
+			theirs := shape{o.Rate, o.Per, o.Burst, o.Scope, o.Store}
+			if theirs != mine {
+				name := l.Name
+				if name == "" {
+					name = l.Use
+				}
+				return fmt.Errorf("limiter %q is shared with layer %q of the %s chain (%s), which sets rate %d per %s, burst %d, scope %q, store %q; every layer of a shared limiter must set the same rate, per, burst, scope and store",
+					r.Limiter, name, st, l.Pos, o.Rate, o.Per.D(), o.Burst, o.Scope, o.Store)
+			}
+			return nil
+		}
+	}
 	return nil
 }
 
@@ -66,8 +128,8 @@ func (r *RateLimit) Validate() error {
 		return fmt.Errorf("per must be positive")
 	case r.Burst < 1:
 		return fmt.Errorf("burst must be at least 1, got %d", r.Burst)
-	case r.Mode != "wait" && r.Mode != "reject":
-		return fmt.Errorf(`mode must be "wait" or "reject", got %q`, r.Mode)
+	case r.Mode != "wait" && r.Mode != "reject" && r.Mode != "block":
+		return fmt.Errorf(`mode must be "wait", "reject" or "block", got %q`, r.Mode)
 	case r.Scope != "global" && r.Scope != "run" && r.Scope != "key":
 		return fmt.Errorf(`scope must be "global", "run" or "key", got %q`, r.Scope)
 	}
@@ -94,7 +156,7 @@ func (r *RateLimit) EndRun(runID string) {
 	}
 }
 
-// Take admits one call of run, waiting or refusing per the mode. In wait
+// Take admits one call of run, waiting, rejecting or blocking per the mode. In wait
 // mode a wait that would outlast the context's deadline is refused at once.
 // A store failure fails closed: the call does not run.
 func (r *RateLimit) Take(ctx context.Context, run runtime.Run) error {
@@ -111,6 +173,9 @@ func (r *RateLimit) Take(ctx context.Context, run runtime.Run) error {
 			return ctx.Err()
 		}
 		return &runtime.CallError{Layer: r.name, Message: "rate limit store unavailable; the call did not run", Err: err}
+	}
+	if !ok && r.Mode == "block" {
+		return &runtime.BlockedError{Layer: r.name, Message: fmt.Sprintf("rate limit of %d per %s exceeded", r.Rate, r.Per.D())}
 	}
 	if !ok {
 		ce := &runtime.CallError{Kind: runtime.KindRateLimited, Layer: r.name, RetryAfter: wait,

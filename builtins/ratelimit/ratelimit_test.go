@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	_ "github.com/agentc-dev/agentc/builtins/ratelimit"
+	_ "github.com/agentc-dev/agentc/builtins/retry"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
@@ -122,3 +123,75 @@ func TestKeyScopeLimitsEachTenant(t *testing.T) {
 	assert.Equal(t, "rate_limited", runtime.KindOf(call("r2", "acme")), "across runs of one tenant")
 	assert.Equal(t, 2, tool.Calls())
 }
+
+func TestBlockModeIsFinal(t *testing.T) {
+	tool := rt.NewTool(rt.ToolResult{Value: 1})
+	pl, err := runtime.Build(context.Background(), rt.Plan(plan.Chains{Tool: []plan.Layer{
+		rt.Layer("retry", `{"max_attempts":5,"initial_delay":"1ms"}`),
+		rt.Layer("rate_limit", `{"rate":1,"per":"1h","burst":1,"mode":"block"}`),
+	}}), runtime.Deps{Tools: map[string]runtime.ToolFunc{"t": tool.Func()}})
+	require.NoError(t, err)
+	_, err = pl.Tool(context.Background(), runtime.ToolRequest{Name: "t"})
+	require.NoError(t, err)
+	_, err = pl.Tool(context.Background(), runtime.ToolRequest{Name: "t"})
+	var b *runtime.BlockedError
+	require.ErrorAs(t, err, &b)
+	assert.Equal(t, "rate_limit", b.Layer)
+	assert.Contains(t, b.Message, "rate limit of 1 per 1h0m0s exceeded")
+	assert.False(t, runtime.IsTransient(err))
+	assert.Equal(t, 1, tool.Calls(), "the retry outside did not repeat the blocked call")
+}
+
+func TestSharedLimiterAcrossStages(t *testing.T) {
+	tool := rt.NewTool(rt.ToolResult{Value: 1})
+	pl, err := runtime.Build(context.Background(), rt.Plan(plan.Chains{
+		Tool: []plan.Layer{rt.Layer("rate_limit", `{"rate":1,"per":"1h","burst":2,"mode":"reject","limiter":"shared"}`)},
+		Turn: []plan.Layer{rt.Layer("rate_limit", `{"rate":1,"per":"1h","burst":2,"mode":"block","limiter":"shared"}`)},
+	}), runtime.Deps{Tools: map[string]runtime.ToolFunc{"t": tool.Func()}})
+	require.NoError(t, err)
+	_, err = pl.Tool(context.Background(), runtime.ToolRequest{Name: "t"})
+	require.NoError(t, err)
+	_, err = pl.Turn(context.Background(), runtime.TurnRequest{Input: "hi"}, turnFn)
+	require.NoError(t, err)
+	// Both tokens are gone: the tool layer rejects, the turn layer blocks.
+	_, err = pl.Tool(context.Background(), runtime.ToolRequest{Name: "t"})
+	var ce *runtime.CallError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, runtime.KindRateLimited, ce.Kind)
+	_, err = pl.Turn(context.Background(), runtime.TurnRequest{Input: "hi"}, turnFn)
+	var b *runtime.BlockedError
+	require.ErrorAs(t, err, &b)
+	assert.Equal(t, 1, tool.Calls())
+}
+
+func TestUnsharedLimitersAreSeparate(t *testing.T) {
+	tool := rt.NewTool(rt.ToolResult{Value: 1})
+	pl, err := runtime.Build(context.Background(), rt.Plan(plan.Chains{
+		Tool: []plan.Layer{rt.Layer("rate_limit", `{"rate":1,"per":"1h","burst":1,"mode":"reject"}`)},
+		Turn: []plan.Layer{rt.Layer("rate_limit", `{"rate":1,"per":"1h","burst":1,"mode":"reject"}`)},
+	}), runtime.Deps{Tools: map[string]runtime.ToolFunc{"t": tool.Func()}})
+	require.NoError(t, err)
+	_, err = pl.Tool(context.Background(), runtime.ToolRequest{Name: "t"})
+	require.NoError(t, err)
+	_, err = pl.Turn(context.Background(), runtime.TurnRequest{Input: "hi"}, turnFn)
+	require.NoError(t, err, "a layer without a limiter name has its own bucket")
+}
+
+func TestSharedLimiterMustAgree(t *testing.T) {
+	_, err := runtime.Build(context.Background(), rt.Plan(plan.Chains{
+		Chat: []plan.Layer{rt.Layer("rate_limit", `{"rate":1,"per":"1h","burst":2,"limiter":"shared"}`)},
+		Tool: []plan.Layer{rt.Layer("rate_limit", `{"rate":5,"per":"1h","burst":2,"limiter":"shared"}`)},
+	}), runtime.Deps{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `limiter "shared" is shared with layer "rate_limit" of the chat chain`)
+	assert.Contains(t, err.Error(), "rate 1 per 1h0m0s")
+}
+
+func TestBlockModeValidates(t *testing.T) {
+	known, err := runtime.ValidateConfig("rate_limit", []byte(`{"rate":1,"mode":"drop"}`))
+	assert.True(t, known)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `"wait", "reject" or "block"`)
+}
+
+func turnFn(context.Context) (string, error) { return "ok", nil }
