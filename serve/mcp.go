@@ -358,8 +358,12 @@ func (p *mcpProxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	s.observeTool(name, res, err)
 	if err != nil {
 		msg := err.Error()
+		// A final refusal names its class and layer once (a BlockedError
+		// already says "blocked by LAYER").
 		if layer := runtime.LayerOf(err); layer != "" && runtime.Classify(err).Final() {
-			msg = fmt.Sprintf("%s by %s: %s", runtime.Classify(err), layer, msg)
+			if prefix := fmt.Sprintf("%s by %s", runtime.Classify(err), layer); !strings.HasPrefix(msg, prefix) {
+				msg = prefix + ": " + msg
+			}
 		}
 		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}, nil
 	}

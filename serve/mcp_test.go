@@ -138,6 +138,7 @@ func TestMCPProxyInProcessUpstream(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, res.IsError)
 	assert.Contains(t, text(t, res), "blocked by refund_limit")
+	assert.Equal(t, 1, strings.Count(text(t, res), "blocked by refund_limit"), "the layer is named once: %s", text(t, res))
 	assert.Contains(t, text(t, res), "refunds over 100 need an approver")
 	assert.EqualValues(t, 1, refunds.Load(), "a blocked call never reaches the upstream")
 
