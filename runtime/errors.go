@@ -48,17 +48,25 @@ type BudgetError struct {
 	Resource string
 	// Spent is the ledger's value of Resource; Limit the ceiling.
 	Spent, Limit float64
+	// Estimate is the refused call's estimated charge in Resource when it
+	// was refused because it would cross the ceiling (a meter with
+	// on_cross "refuse"); zero when the ceiling was already reached.
+	Estimate float64
 }
 
 // Error names the layer, the resource, the ceiling and the spend.
 func (e *BudgetError) Error() string {
-	return fmt.Sprintf("budget exhausted at %s: %s ceiling %s reached (spent %s)", e.Layer, e.Resource,
-		strconv.FormatFloat(e.Limit, 'g', -1, 64), strconv.FormatFloat(e.Spent, 'g', -1, 64))
+	return fmt.Sprintf("budget exhausted at %s: %s", e.Layer, e.Message())
 }
 
 // Message returns the error text without the layer, for reports that name the
 // layer separately.
 func (e *BudgetError) Message() string {
+	if e.Estimate > 0 {
+		return fmt.Sprintf("%s ceiling %s would be crossed (spent %s, the call is estimated at %s)", e.Resource,
+			strconv.FormatFloat(e.Limit, 'g', -1, 64), strconv.FormatFloat(e.Spent, 'g', -1, 64),
+			strconv.FormatFloat(e.Estimate, 'g', -1, 64))
+	}
 	return fmt.Sprintf("%s ceiling %s reached (spent %s)", e.Resource,
 		strconv.FormatFloat(e.Limit, 'g', -1, 64), strconv.FormatFloat(e.Spent, 'g', -1, 64))
 }

@@ -25,6 +25,15 @@
 // concurrently before the ledger reaches the ceiling all run, and each one
 // that crosses it is charged in full.
 //
+// With on_cross "refuse" a model call that would cross the tokens or usd
+// ceiling is refused before it runs: its estimate (Estimate: the request's
+// max_tokens as output, runtime.EstimateMessages of its messages as input,
+// priced at the requested model's rates) added to the charged ledger must
+// stay within every ceiling, else the call fails with a *runtime.BudgetError
+// whose Estimate is set. A request without max_tokens estimates no output.
+// The check reads the charged ledger, so calls admitted concurrently may
+// still cross together; the ceiling then stops the ones after.
+//
 // Across replicas sharing a store the same holds for every process: calls
 // never exceed their ceiling, and tokens and cost exceed theirs by at most
 // what the calls in flight when the ceiling was reached charge. A store

@@ -19,7 +19,7 @@ func init() {
 		Stages: []plan.Stage{plan.StageChat, plan.StageTool},
 		Traits: []runtime.Trait{runtime.TraitRecords, runtime.TraitCountsTokens, runtime.TraitShortCircuits},
 		Doc:    "records usage and cost and refuses calls once a budget ceiling is reached",
-		New:    func() runtime.Middleware { return &Meter{Scope: "run", OnError: "closed"} },
+		New:    func() runtime.Middleware { return &Meter{Scope: "run", OnError: "closed", OnCross: "allow"} },
 	})
 }
 
@@ -42,6 +42,10 @@ type Meter struct {
 	// fails it and charges the ledger to the limit; "open" charges
 	// MaxCallTokens for each absurd count and lets it pass.
 	OnError string `json:"on_error"`
+	// OnCross decides what a model call that would cross the tokens or usd
+	// ceiling does: "allow" runs it and charges it in full; "refuse"
+	// refuses it before it runs (a *runtime.BudgetError with Estimate set).
+	OnCross string `json:"on_cross"`
 
 	name    string
 	prefix  string
@@ -81,6 +85,9 @@ func (m *Meter) Validate() error {
 	}
 	if m.OnError != "closed" && m.OnError != "open" {
 		return fmt.Errorf(`on_error must be "closed" or "open", got %q`, m.OnError)
+	}
+	if m.OnCross != "allow" && m.OnCross != "refuse" {
+		return fmt.Errorf(`on_cross must be "allow" or "refuse", got %q`, m.OnCross)
 	}
 	return nil
 }
@@ -188,6 +195,9 @@ func Cost(r plan.Model, u runtime.Usage) float64 {
 func (m *Meter) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
 		l := m.key(c.Meta.Run.ID)
+		if err := m.refuseCrossing(ctx, l, c); err != nil {
+			return err
+		}
 		reserved, err := m.reserve(ctx, l)
 		if err != nil {
 			return err
@@ -217,6 +227,45 @@ func (m *Meter) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		m.settle(ctx, l, reserved, true, u, m.Cost(model, u))
 		return err
 	}
+}
+
+// Estimate returns the usage a model call is expected to charge at most:
+// the request's max_tokens as output (zero when unset: the model's default
+// cannot be known) and runtime.EstimateMessages of its messages as input.
+func Estimate(req *runtime.ChatRequest) runtime.Usage {
+	return runtime.Usage{InputTokens: runtime.EstimateMessages(req.Messages), OutputTokens: int64(max(req.MaxTokens, 0))}
+}
+
+// refuseCrossing refuses, with on_cross "refuse", a call whose estimate
+// (Estimate, priced at the requested model's rates) added to the charged
+// ledger would cross the tokens or usd ceiling. It reads the ledger before
+// the reservation, so calls admitted together may still cross it together;
+// the ceiling's own refusal stops the ones after.
+func (m *Meter) refuseCrossing(ctx context.Context, key string, c *runtime.ChatCall) error {
+	b := m.Budget
+	if m.OnCross != "refuse" || b == nil || (b.Tokens == nil && b.USD == nil) {
+		return nil
+	}
+	led, err := m.budgets.LedgerOf(ctx, key)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return &runtime.CallError{Layer: m.name, Message: "budget store unavailable; the call did not run", Err: err}
+	}
+	est := Estimate(&c.Request)
+	if b.Tokens != nil {
+		if n := est.InputTokens + est.OutputTokens; led.Tokens()+n > *b.Tokens {
+			return &runtime.BudgetError{Layer: m.name, Resource: "tokens", Spent: float64(led.Tokens()),
+				Limit: float64(*b.Tokens), Estimate: float64(n)}
+		}
+	}
+	if b.USD != nil {
+		if usd := m.Cost(c.Request.Model, est); usd > 0 && led.USD+usd > *b.USD {
+			return &runtime.BudgetError{Layer: m.name, Resource: "usd", Spent: led.USD, Limit: *b.USD, Estimate: usd}
+		}
+	}
+	return nil
 }
 
 // absurd names the first count of u that is negative or above

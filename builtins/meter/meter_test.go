@@ -192,3 +192,54 @@ func TestMemoryBudgeterSaturates(t *testing.T) {
 	assert.Equal(t, int64(math.MaxInt64), l.InputTokens)
 	assert.Equal(t, int64(math.MaxInt64), l.Calls)
 }
+
+func TestOnCrossRefuseTokens(t *testing.T) {
+	model := rt.NewModel(rt.Response{Deltas: []string{"x"}, Usage: runtime.Usage{InputTokens: 40, OutputTokens: 20}})
+	pl, m := build(t, `{"budget":{"tokens":100},"on_cross":"refuse"}`, model)
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r"})
+	req := runtime.ChatRequest{Model: "primary", MaxTokens: 30, Messages: []runtime.Message{{Role: "user", Content: "hi"}}}
+	est := meter.Estimate(&req)
+	assert.Equal(t, int64(30), est.OutputTokens)
+	assert.Equal(t, runtime.EstimateMessages(req.Messages), est.InputTokens)
+	// 0 charged + estimate fits: it runs and is charged 60.
+	_, _, err := rt.Collect(ctx, pl, req, 0)
+	require.NoError(t, err)
+	assert.Equal(t, int64(60), m.Ledger("r").Tokens())
+	// 60 + 30 + input estimate > 100: refused before it runs.
+	req.MaxTokens = 40 - int(est.InputTokens) + 1
+	_, _, err = rt.Collect(ctx, pl, req, 0)
+	var be *runtime.BudgetError
+	require.ErrorAs(t, err, &be)
+	assert.Equal(t, "tokens", be.Resource)
+	assert.Equal(t, 60.0, be.Spent)
+	assert.Equal(t, 41.0, be.Estimate)
+	assert.Contains(t, be.Message(), "tokens ceiling 100 would be crossed (spent 60, the call is estimated at 41)")
+	assert.Equal(t, 1, model.Calls(), "the refused call did not reach the model")
+	// A call whose estimate fits still runs.
+	req.MaxTokens = 40 - int(est.InputTokens)
+	_, _, err = rt.Collect(ctx, pl, req, 0)
+	require.NoError(t, err)
+	assert.Equal(t, 2, model.Calls())
+}
+
+func TestOnCrossRefuseUSDAndAllowDefault(t *testing.T) {
+	model := rt.NewModel(rt.Response{Deltas: []string{"x"}, Usage: runtime.Usage{OutputTokens: 100_000}})
+	// primary: 15 USD per million output tokens; max_tokens 1M estimates 15 USD.
+	req := runtime.ChatRequest{Model: "primary", MaxTokens: 1_000_000}
+	pl, _ := build(t, `{"budget":{"usd":10},"on_cross":"refuse"}`, model)
+	_, _, err := rt.Collect(context.Background(), pl, req, 0)
+	var be *runtime.BudgetError
+	require.ErrorAs(t, err, &be)
+	assert.Equal(t, "usd", be.Resource)
+	assert.InDelta(t, 15.0, be.Estimate, 0.01)
+	assert.Equal(t, 0, model.Calls())
+
+	allow, _ := build(t, `{"budget":{"usd":10}}`, model)
+	_, _, err = rt.Collect(context.Background(), allow, req, 0)
+	require.NoError(t, err, "on_cross defaults to allow")
+	assert.Equal(t, 1, model.Calls())
+
+	known, err := runtime.ValidateConfig("meter", []byte(`{"on_cross":"maybe"}`))
+	assert.True(t, known)
+	assert.ErrorContains(t, err, `on_cross must be "allow" or "refuse"`)
+}
