@@ -112,6 +112,7 @@ constraints: [
 
 func TestCycleSuppressesViolations(t *testing.T) {
 	a := analyze(t, `package p
+tools: t: {}
 chains: tool: [{use: "audit"}, {use: "pii"}, {use: "log"}]
 constraints: [
 	{id: "a", outer: "pii", inner: "audit", why: "w"},

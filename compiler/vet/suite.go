@@ -15,6 +15,7 @@ var Suite = []*Rule{
 	Duplicate,
 	FailOpenSideEffect,
 	Inert,
+	UndeclaredTools,
 	StoreSetup,
 	LocalInReplicas,
 	UserConstraint,

@@ -30,6 +30,7 @@ var designRules = map[string]dsl.Severity{
 	"order/duplicate":               dsl.Warning,
 	"guard/fail-open-side-effect":   dsl.Warning,
 	"guard/inert":                   dsl.Error,
+	"guard/undeclared-tools":        dsl.Warning,
 	"state/store-setup":             dsl.Error,
 	"state/local-in-replicas":       dsl.Warning,
 	"order/<id>":                    "",
