@@ -1,6 +1,7 @@
 // Package hedge implements the hedge builtin (stage chat): it races the
 // configured models. The first starts at once; each next one starts after
-// `delay`, or at once when a started model fails. The first model to deliver
+// `delay`, or at once when a started model fails. With win "first_delta"
+// (the default) the first model to deliver
 // a delta (any delta: text, a tool-call fragment, a finish reason or usage
 // alone) or to finish successfully without one wins: the others are
 // cancelled, and the hedge layer waits for them to return before it returns,
@@ -20,6 +21,14 @@
 // cancelled and awaited, and the panic is raised again, with the same value,
 // on the caller's goroutine. When the consumer's yield panics, the racers are
 // likewise cancelled and awaited before the panic leaves the layer.
+//
+// With win "first_success" a racer wins only by finishing without an error:
+// each racer's deltas are held in memory (acknowledged, so it keeps
+// streaming) until one finishes successfully; that one wins, the others are
+// cancelled and their held deltas dropped, and the winner's deltas are then
+// forwarded in order. A racer that fails after delivering deltas is dropped
+// like one that failed before any, so a mid-stream failure of one model is
+// covered by another; the consumer sees nothing until a model has finished.
 //
 // Each racer runs the inner layers on its own copy of the call
 // (ChatCall.Clone); the winner's served model, usage and attempts are copied

@@ -19,10 +19,19 @@ func init() {
 		ID:     ID,
 		Stages: []plan.Stage{plan.StageChat},
 		Traits: []runtime.Trait{runtime.TraitReinvokes},
-		Doc:    "races backup models after a delay; the first success wins and the rest are cancelled",
-		New:    func() runtime.Middleware { return &Hedge{Delay: runtime.Duration(2 * time.Second)} },
+		Doc:    "races backup models after a delay; the first to deliver (or, with win first_success, to succeed) wins and the rest are cancelled",
+		New:    func() runtime.Middleware { return &Hedge{Delay: runtime.Duration(2 * time.Second), Win: WinFirstDelta} },
 	})
 }
+
+// The values of Hedge.Win.
+const (
+	// WinFirstDelta commits to the first racer that delivers a delta.
+	WinFirstDelta = "first_delta"
+	// WinFirstSuccess commits to the first racer that finishes without an
+	// error; the racers' deltas are held until one does.
+	WinFirstSuccess = "first_success"
+)
 
 // Hedge is the hedge middleware; its fields are its config
 // (schemas/hedge.cue).
@@ -31,6 +40,9 @@ type Hedge struct {
 	Models []string `json:"models"`
 	// Delay is the wait before the next model starts.
 	Delay runtime.Duration `json:"delay"`
+	// Win is when a racer wins: WinFirstDelta (its first delta) or
+	// WinFirstSuccess (its successful end; its deltas are held until then).
+	Win string `json:"win"`
 
 	clock runtime.Clock
 }
@@ -84,6 +96,9 @@ func (h *Hedge) Validate() error {
 	if h.Delay < 0 {
 		return errors.New("delay must not be negative")
 	}
+	if h.Win != WinFirstDelta && h.Win != WinFirstSuccess {
+		return fmt.Errorf("win must be %q or %q, got %q", WinFirstDelta, WinFirstSuccess, h.Win)
+	}
 	return nil
 }
 
@@ -125,6 +140,9 @@ func (h *Hedge) race(ctx context.Context, c *runtime.ChatCall, yield func(runtim
 		wg.Wait()
 	}()
 	var racers []*racer
+	// held are the deltas of each racer not yet committed (first_success).
+	var held [][]runtime.Delta
+	holding := h.Win == WinFirstSuccess
 	start := func() {
 		i := len(racers)
 		rctx, cancel := context.WithCancel(hctx)
@@ -132,6 +150,7 @@ func (h *Hedge) race(ctx context.Context, c *runtime.ChatCall, yield func(runtim
 		rc.Request.Model = h.Models[i]
 		r := &racer{call: rc, cancel: cancel, ack: make(chan bool)}
 		racers = append(racers, r)
+		held = append(held, nil)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -213,16 +232,26 @@ func (h *Hedge) race(ctx context.Context, c *runtime.ChatCall, yield func(runtim
 				case winner >= 0:
 					// A loser finished after being cancelled.
 				case ev.err == nil:
-					// Finished without a delta: an empty success wins.
+					// Finished without a delta (or, holding, the first to
+					// finish at all): the success wins, and its held deltas
+					// are forwarded in order.
 					winner = ev.idx
 					cancelOthers(winner)
+					for _, d := range held[ev.idx] {
+						if stopped = !c.Emit(yield, d); stopped {
+							break
+						}
+					}
+					held = nil
 					c.Adopt(r.call)
 					result = nil
 				default:
-					// A failure before any delta, transient or permanent,
-					// does not end the race while another model may still
-					// succeed: record it and start the next model at once.
+					// A failure before any delta (or, holding, before the
+					// end), transient or permanent, does not end the race
+					// while another model may still succeed: record it,
+					// drop what it delivered and start the next model at once.
 					lastErr = ev.err
+					held[ev.idx] = nil
 					if ctx.Err() == nil && len(racers) < len(h.Models) {
 						start()
 						running++
@@ -231,6 +260,14 @@ func (h *Hedge) race(ctx context.Context, c *runtime.ChatCall, yield func(runtim
 						}
 					}
 				}
+				continue
+			}
+			if holding {
+				keep := winner < 0 && !panicked
+				if keep {
+					held[ev.idx] = append(held[ev.idx], ev.delta)
+				}
+				r.ack <- keep
 				continue
 			}
 			if winner < 0 && !panicked {

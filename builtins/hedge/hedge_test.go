@@ -141,3 +141,55 @@ func TestValidate(t *testing.T) {
 	_, err := runtime.Build(context.Background(), rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("hedge", `{"models":["primary"]}`)}}), runtime.Deps{})
 	assert.ErrorContains(t, err, "at least two models")
 }
+
+func TestFirstSuccessCoversAMidStreamFailure(t *testing.T) {
+	rt.CheckGoroutines(t)
+	mk := func() (*rt.Model, *rt.Model) {
+		return rt.NewModel(rt.Response{Deltas: []string{"p1", "p2"}, Err: rt.Transient("connection reset"), FailAfter: 1}),
+			rt.NewModel(rt.Response{Deltas: []string{"b1", "b2"}})
+	}
+	primary, backup := mk()
+	text, resp, err := rt.Collect(context.Background(),
+		build(t, `{"models":["primary","backup"],"delay":"1h","win":"first_success"}`, primary, backup), runtime.ChatRequest{}, 0)
+	require.NoError(t, err)
+	assert.Equal(t, "b1b2", text, "the failed primary's delta was held, never forwarded")
+	assert.Equal(t, "backup", resp.Model)
+
+	// The same race under first_delta commits to the primary's first delta.
+	primary, backup = mk()
+	text, _, err = rt.Collect(context.Background(),
+		build(t, `{"models":["primary","backup"],"delay":"1h"}`, primary, backup), runtime.ChatRequest{}, 0)
+	require.Error(t, err)
+	assert.Equal(t, "p1", text)
+	assert.Zero(t, backup.Calls())
+}
+
+func TestFirstSuccessWaitsForTheEnd(t *testing.T) {
+	rt.CheckGoroutines(t)
+	// The primary delivers at once but never finishes; the backup finishes.
+	primary := rt.NewModel(rt.Response{Deltas: []string{"p"}, Hang: true})
+	backup := rt.NewModel(rt.Response{Deltas: []string{"b1", "b2"}, Usage: runtime.Usage{InputTokens: 3, OutputTokens: 2}})
+	text, resp, err := rt.Collect(context.Background(),
+		build(t, `{"models":["primary","backup"],"delay":"5ms","win":"first_success"}`, primary, backup), runtime.ChatRequest{}, 0)
+	require.NoError(t, err)
+	assert.Equal(t, "b1b2", text)
+	assert.Equal(t, "backup", resp.Model)
+	assert.Equal(t, int64(2), resp.Usage.OutputTokens)
+	assert.Equal(t, 1, primary.Calls())
+}
+
+func TestFirstSuccessAllFail(t *testing.T) {
+	rt.CheckGoroutines(t)
+	primary := rt.NewModel(rt.Response{Deltas: []string{"p"}, Err: rt.Transient("primary broke"), FailAfter: 1})
+	backup := rt.NewModel(rt.Response{Deltas: []string{"b"}, Err: rt.Transient("backup broke"), FailAfter: 1})
+	text, _, err := rt.Collect(context.Background(),
+		build(t, `{"models":["primary","backup"],"delay":"1h","win":"first_success"}`, primary, backup), runtime.ChatRequest{}, 0)
+	require.ErrorContains(t, err, "backup broke")
+	assert.Empty(t, text)
+}
+
+func TestWinValidates(t *testing.T) {
+	known, err := runtime.ValidateConfig("hedge", []byte(`{"models":["a","b"],"win":"fastest"}`))
+	assert.True(t, known)
+	assert.ErrorContains(t, err, `win must be "first_delta" or "first_success"`)
+}
