@@ -86,9 +86,24 @@ func Compile(ctx context.Context, paths []string, opts Options) (*Compilation, e
 		predicate.Warm()
 	}()
 	defer func() { <-warm }()
+	// The deadline covers the whole compilation, not only CUE's evaluation:
+	// each later stage starts only while time remains.
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = dsl.DefaultTimeout
+	}
+	deadline := now().Add(timeout)
 	for _, st := range Stages {
 		if opts.NoOrderCheck && st.Name == "check-order" {
 			continue
+		}
+		if len(c.Stages) > 0 && now().After(deadline) {
+			at := dsl.Pos{}
+			if len(paths) > 0 {
+				at.File = paths[0]
+			}
+			c.report(dsl.Errorf(at, "cue/syntax", "compilation did not finish within %s (stopped before %s); simplify the policy", timeout, st.Name))
+			break
 		}
 		if err := st.run(ctx, c); err != nil {
 			return nil, err
@@ -125,3 +140,6 @@ func loadPolicy(ctx context.Context, c *Compilation) error {
 	c.report(diags...)
 	return nil
 }
+
+// now is the compiler's time source (a test moves it).
+var now = time.Now
