@@ -12,5 +12,11 @@
 // Spans go to Deps.TracerProvider, or to the global provider when it is unset.
 // Without a provider (none in Deps and none installed with
 // otel.SetTracerProvider before Build) or with the trace/noop provider, the
-// layer passes calls through and costs nothing.
+// layer passes calls through and costs nothing, unless `log` is true: each
+// span is then one slog record to Deps.Logger, written when it ends: message
+// "span" (warn level with an error status, info otherwise) with the span's
+// name, kind, duration (on the pipeline's clock), status, recorded errors
+// ("exception") and attributes, the last value of each. Logged spans carry
+// no trace id, and a provider installed later is not picked up until the
+// pipeline is built again.
 package tracing

@@ -36,6 +36,9 @@ func init() {
 type Tracing struct {
 	SpanName   string            `json:"span_name,omitempty"`
 	Attributes map[string]string `json:"attributes,omitempty"`
+	// Log writes each span as a slog record (Deps.Logger) when no
+	// OpenTelemetry provider is installed.
+	Log bool `json:"log,omitempty"`
 
 	tracer trace.Tracer
 	start  []trace.SpanStartOption
@@ -45,14 +48,19 @@ type Tracing struct {
 // Provision creates the tracer and the span options. Without a provider (no
 // Deps.TracerProvider, and no global provider installed with
 // otel.SetTracerProvider before Build) or with the no-op provider, the layer
-// passes calls through untouched.
+// passes calls through untouched, unless Log is set: its spans are then
+// logged through the layer's slog logger.
 func (t *Tracing) Provision(b *runtime.BuildContext) error {
 	tp := b.TracerProvider()
-	if isNoop(tp) {
+	switch {
+	case !isNoop(tp):
+		t.tracer = tp.Tracer(InstrumentationName)
+	case t.Log:
+		t.tracer = &logTracer{logger: b.Logger, clock: b.Clock()}
+	default:
 		t.off = true
 		return nil
 	}
-	t.tracer = tp.Tracer(InstrumentationName)
 	if t.SpanName == "" {
 		t.SpanName = "agentc." + b.Stage
 	}
