@@ -490,3 +490,21 @@ func TestQuadraticFunctionsAreBoundedBeforeTheyRun(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, ok)
 }
+
+// A cost-tracked evaluation is interrupted while it runs once it takes
+// longer than MaxEvalTime, even under a cost limit it would not reach soon.
+func TestEvalIsInterruptedByItsDeadline(t *testing.T) {
+	env := mustEnv(t, EnvConfig{Stage: Turn, CostLimit: 1 << 40})
+	p := mustCompile(t, env, "input.text.split('').all(c, [1, 2, 3, 4, 5, 6, 7, 8].all(x, c == 'a' || x > 0))")
+	require.True(t, p.CostTracked())
+	start := time.Now()
+	_, err := p.Eval(context.Background(), &TurnVars{Input: TurnInput{Text: strings.Repeat("a", 3_000_000)}})
+	took := time.Since(start)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "evaluation took longer than 250ms")
+	assert.Less(t, took, 2*time.Second)
+	// A quick evaluation is unaffected.
+	ok, err := p.Eval(context.Background(), &TurnVars{Input: TurnInput{Text: "aaa"}})
+	require.NoError(t, err)
+	assert.True(t, ok)
+}

@@ -6,11 +6,18 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/interpreter"
 )
+
+// MaxEvalTime bounds one evaluation of a predicate whose cost is not bounded
+// for every input (a cost-tracked program).
+const MaxEvalTime = 250 * time.Millisecond
+
+var errEvalTime = fmt.Errorf("evaluation took longer than %s", MaxEvalTime)
 
 // ErrCostLimit is wrapped by the evaluation error of a program that exceeded its cost limit.
 var ErrCostLimit = errors.New("cost limit exceeded")
@@ -104,8 +111,15 @@ func (p *Program) Eval(ctx context.Context, vars Activation) (bool, error) {
 		out any
 		err error
 	)
-	if p.tracked && ctx.Done() != nil {
-		v, _, e := p.prg.ContextEval(ctx, vars)
+	if p.tracked {
+		// A cost-tracked evaluation is interrupted by its cost limit, by
+		// the caller's context and by MaxEvalTime, whichever comes first.
+		ectx, cancel := context.WithTimeoutCause(ctx, MaxEvalTime, errEvalTime)
+		v, _, e := p.prg.ContextEval(ectx, vars)
+		if e != nil && errors.Is(context.Cause(ectx), errEvalTime) && ctx.Err() == nil {
+			e = errEvalTime
+		}
+		cancel()
 		out, err = v, e
 	} else {
 		v, _, e := p.prg.Eval(vars)
