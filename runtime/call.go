@@ -86,6 +86,9 @@ type Message struct {
 	ToolCallID string `json:"tool_call_id,omitempty"`
 	// ToolCalls are, for an assistant message, the tool calls it requested.
 	ToolCalls []ToolUse `json:"tool_calls,omitempty"`
+	// Metadata holds the host's annotations of the message; it is never
+	// sent to a provider. Compaction keeps a message whose "pin" is "true".
+	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
 // Text returns the message's text: Content and its text parts, joined by

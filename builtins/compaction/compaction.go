@@ -37,6 +37,8 @@ type Message struct {
 	// parts (a user message carrying tool results, as Anthropic's API shapes them). The message
 	// stays with the assistant message that requested the first of them.
 	ToolResultIDs []string
+	// Pinned messages are never dropped (with the rest of their tool-call unit).
+	Pinned bool
 
 	// src is the index + 1 of the runtime message this one was converted from (0: none).
 	src int
@@ -87,9 +89,109 @@ func IsSummary(m Message) bool {
 // results are always dropped. maxTokens <= 0 means no budget (only orphans are removed). A nil
 // count means EstimateTokens. msgs is not modified; the result is a new slice.
 func KeepRecent(msgs []Message, maxTokens, keepRecent int, count TokenCounter) []Message {
-	p := newPlan(msgs, keepRecent, count, false)
-	p.dropWhileOver(maxTokens, 0)
+	return Compact(msgs, Options{MaxTokens: maxTokens, KeepRecent: keepRecent, Count: count})
+}
+
+// Options tune Compact and Importance.
+type Options struct {
+	// MaxTokens is the token budget (<= 0: none).
+	MaxTokens int
+	// MaxMessages bounds the number of kept messages, system messages
+	// included (<= 0: none).
+	MaxMessages int
+	// KeepRecent most recent non-system messages are always kept.
+	KeepRecent int
+	// KeepFirstUserTurn always keeps the first user message (with its
+	// tool-call unit). Importance always does.
+	KeepFirstUserTurn bool
+	// Count counts a message's tokens (nil: EstimateTokens).
+	Count TokenCounter
+}
+
+// Compact is KeepRecent with every option: system messages, pinned messages,
+// the KeepRecent most recent others and, with KeepFirstUserTurn, the first
+// user message are kept; older units are dropped, oldest first, while the
+// transcript is over MaxTokens or holds more than MaxMessages messages.
+func Compact(msgs []Message, o Options) []Message {
+	p := newPlan(msgs, o, false)
+	p.dropWhileOver(o.MaxTokens, 0)
 	return p.output(nil)
+}
+
+// Importance compacts msgs by importance. Always kept: system messages, the
+// first user message, pinned messages, the KeepRecent most recent others,
+// and tool calls whose results a later message refers to (it names the
+// call's id, or quotes the first line of a result, when that line has at
+// least MinQuote bytes). The rest are dropped while the transcript is over
+// MaxTokens or holds more than MaxMessages messages, the least important
+// first: tool calls whose results nothing later refers to, oldest first,
+// then the other messages, oldest first. Tool-call units stay whole; orphans
+// are dropped; the result is idempotent.
+func Importance(msgs []Message, o Options) []Message {
+	o.KeepFirstUserTurn = true
+	p := newPlan(msgs, o, false)
+	p.referenced()
+	// Unreferenced tool-call units go first, then the rest, each oldest
+	// first; protected units are skipped by dropWhileOver.
+	order := make([]unit, 0, len(p.units))
+	for _, u := range p.units {
+		if u.toolCalls && !u.protected {
+			order = append(order, u)
+		}
+	}
+	for _, u := range p.units {
+		if !u.toolCalls || u.protected {
+			order = append(order, u)
+		}
+	}
+	p.units = order
+	p.dropWhileOver(o.MaxTokens, 0)
+	return p.output(nil)
+}
+
+// MinQuote is the shortest first line of a tool result that Importance
+// looks for in later messages.
+const MinQuote = 8
+
+// referenced protects the tool-call units whose results a later message
+// (outside the unit) refers to: by the call's id, or by quoting the first
+// line of a result.
+func (p *plan) referenced() {
+	for ui := range p.units {
+		u := &p.units[ui]
+		if !u.toolCalls || u.protected {
+			continue
+		}
+		var needles []string
+		last := 0
+		for _, i := range u.idx {
+			m := p.msgs[i]
+			last = max(last, i)
+			for _, tc := range m.ToolCalls {
+				if tc.ID != "" && !strings.HasPrefix(tc.ID, "\x00") {
+					needles = append(needles, tc.ID)
+				}
+			}
+			if m.Role == RoleTool || len(m.ToolResultIDs) > 0 {
+				line, _, _ := strings.Cut(strings.TrimSpace(m.Content), "\n")
+				if line = strings.TrimSpace(line); len(line) >= MinQuote {
+					needles = append(needles, line)
+				}
+			}
+		}
+	search:
+		for j := last + 1; j < len(p.msgs); j++ {
+			if p.unitOf[j] == ui {
+				continue
+			}
+			for _, n := range needles {
+				if strings.Contains(p.msgs[j].Content, n) {
+					u.protected = true
+					break search
+				}
+			}
+		}
+	}
 }
 
 // Summarizer writes a summary of msgs, which are the messages being dropped, in transcript
@@ -109,17 +211,25 @@ var ErrEmptySummary = errors.New("compaction: summarizer returned an empty summa
 // output changes nothing). On a summarizer error or ErrEmptySummary no transcript is returned;
 // callers may fall back to KeepRecent.
 func Summarize(ctx context.Context, msgs []Message, maxTokens, keepRecent int, count TokenCounter, summarize Summarizer) ([]Message, error) {
+	return SummarizeWith(ctx, msgs, Options{MaxTokens: maxTokens, KeepRecent: keepRecent, Count: count}, summarize)
+}
+
+// SummarizeWith is Summarize with every option (see Compact); the summary
+// counts as one message toward MaxMessages.
+func SummarizeWith(ctx context.Context, msgs []Message, o Options, summarize Summarizer) ([]Message, error) {
+	maxTokens := o.MaxTokens
 	if summarize == nil {
 		return nil, errors.New("compaction: nil summarizer")
 	}
-	p := newPlan(msgs, keepRecent, count, true)
+	p := newPlan(msgs, o, true)
 	old := 0 // tokens of earlier summaries
 	for _, i := range p.summaries {
 		old += p.tokens[i]
 	}
 	// Reserve room for the new summary: at least what an empty one costs.
 	reserve := max(old, p.count(Message{Role: RoleSystem, Name: SummaryName, Content: SummaryPrefix}))
-	if maxTokens <= 0 || p.total+old <= maxTokens || !p.dropWhileOver(maxTokens, reserve) {
+	within := (maxTokens <= 0 || p.total+old <= maxTokens) && (p.maxMessages <= 0 || p.kept+len(p.summaries) <= p.maxMessages)
+	if within || !p.dropWhileOver(maxTokens, reserve) {
 		// Within budget, or nothing may be dropped: earlier summaries stay as they are.
 		p.keepSummaries()
 		return p.output(nil), nil
@@ -145,30 +255,37 @@ func Summarize(ctx context.Context, msgs []Message, maxTokens, keepRecent int, c
 
 // plan holds the analysis of one transcript and the drop decisions made on it.
 type plan struct {
-	msgs      []Message
-	count     TokenCounter
-	tokens    []int
-	keep      []bool
-	unitOf    []int  // message -> its unit, -1 for system messages, summaries and orphans
-	units     []unit // units in order of their first message
-	next      int    // index in units of the next unit to consider dropping
-	total     int    // tokens of the kept messages
-	summaries []int  // indices of earlier summaries (Summarize only); not in total
+	msgs   []Message
+	count  TokenCounter
+	tokens []int
+	keep   []bool
+	unitOf []int  // message -> its unit, -1 for system messages, summaries and orphans
+	units  []unit // units in order of their first message
+	next   int    // index in units of the next unit to consider dropping
+	total  int    // tokens of the kept messages
+	kept   int    // number of kept messages
+	// maxMessages bounds kept (<= 0: none).
+	maxMessages int
+	summaries   []int // indices of earlier summaries (Summarize only); not in total
 }
 
 // unit is an assistant message with its tool results, or any other single message.
 type unit struct {
 	idx       []int
 	protected bool
+	// toolCalls: the unit's first message requests tool calls.
+	toolCalls bool
 }
 
-func newPlan(msgs []Message, keepRecent int, count TokenCounter, splitSummaries bool) *plan {
+func newPlan(msgs []Message, o Options, splitSummaries bool) *plan {
+	count, keepRecent := o.Count, o.KeepRecent
 	if count == nil {
 		count = EstimateTokens
 	}
-	p := &plan{msgs: msgs, count: count, tokens: make([]int, len(msgs)), keep: make([]bool, len(msgs)), unitOf: make([]int, len(msgs))}
+	p := &plan{msgs: msgs, count: count, maxMessages: o.MaxMessages, tokens: make([]int, len(msgs)), keep: make([]bool, len(msgs)), unitOf: make([]int, len(msgs))}
 	unitOf := p.unitOf
 	callUnit := map[string]int{} // tool call id -> unit of its nearest declaration so far
+	firstUser := false           // the first user message has been seen
 	var conversation []int       // non-system, non-orphan messages in order
 	for i, m := range msgs {
 		unitOf[i] = -1
@@ -195,13 +312,21 @@ func newPlan(msgs []Message, keepRecent int, count TokenCounter, splitSummaries 
 				break
 			}
 			unitOf[i] = len(p.units)
-			p.units = append(p.units, unit{idx: []int{i}})
+			p.units = append(p.units, unit{idx: []int{i}, toolCalls: len(m.ToolCalls) > 0,
+				protected: m.Pinned || (o.KeepFirstUserTurn && m.Role == RoleUser && !firstUser)})
+			if m.Role == RoleUser {
+				firstUser = true
+			}
 			for _, tc := range m.ToolCalls {
 				callUnit[tc.ID] = unitOf[i]
 			}
 			conversation = append(conversation, i)
 		}
+		if m.Pinned && unitOf[i] >= 0 {
+			p.units[unitOf[i]].protected = true
+		}
 		p.keep[i] = true
+		p.kept++
 		p.tokens[i] = count(m)
 		p.total += p.tokens[i]
 	}
@@ -221,11 +346,24 @@ func answeredUnit(callUnit map[string]int, ids []string) (int, bool) {
 	return 0, false
 }
 
-// dropWhileOver drops unprotected units, oldest first, while the kept messages plus reserve
-// tokens exceed maxTokens. It reports whether this call dropped any unit.
+// over reports whether the kept messages plus reserve tokens exceed maxTokens, or the kept
+// messages (plus one when a summary is reserved) exceed maxMessages.
+func (p *plan) over(maxTokens, reserve int) bool {
+	if maxTokens > 0 && p.total+reserve > maxTokens {
+		return true
+	}
+	extra := 0
+	if reserve > 0 {
+		extra = 1
+	}
+	return p.maxMessages > 0 && p.kept+extra > p.maxMessages
+}
+
+// dropWhileOver drops unprotected units, in order, while the plan is over (see over). It
+// reports whether this call dropped any unit.
 func (p *plan) dropWhileOver(maxTokens, reserve int) bool {
 	dropped := false
-	for maxTokens > 0 && p.total+reserve > maxTokens && p.next < len(p.units) {
+	for p.over(maxTokens, reserve) && p.next < len(p.units) {
 		u := p.units[p.next]
 		p.next++
 		if u.protected {
@@ -233,6 +371,7 @@ func (p *plan) dropWhileOver(maxTokens, reserve int) bool {
 		}
 		for _, i := range u.idx {
 			p.keep[i] = false
+			p.kept--
 			p.total -= p.tokens[i]
 		}
 		dropped = true

@@ -6,16 +6,23 @@
 // what it drops with one system message holding a summary written by a caller-supplied
 // function (usually a model call).
 //
-// Both keep tool calls and their results together: an assistant message that requests tool
+// Importance keeps system messages, the first user message, pinned messages, the recent ones
+// and tool calls whose results a later message refers to (by the call's id, or by quoting the
+// first line of a result), and drops the least important first: unreferenced tool calls,
+// oldest first, then the other messages, oldest first. Compact and SummarizeWith take the same
+// Options: a max_messages bound beside the token budget, and keeping the first user turn.
+// Every strategy keeps pinned messages (runtime.Message.Metadata "pin": "true").
+//
+// All keep tool calls and their results together: an assistant message that requests tool
 // calls and the tool messages that answer them are kept or dropped as one unit, and a tool
 // message whose call is not in the transcript is always dropped (providers reject such
-// orphans). Both are idempotent: compacting their own output again returns it unchanged. Both
+// orphans). All are idempotent: compacting their own output again returns it unchanged. All
 // leave their input untouched and return fresh slices.
 //
 // Message is local to this package so that it has no dependency on the runtime; the runtime
 // converts its own message type at the boundary.
 //
-// The compaction builtin (Middleware, stage chat) applies KeepRecent or Summarize to the call's
+// The compaction builtin (Middleware, stage chat) applies KeepRecent, Summarize or Importance to the call's
 // own copy of the transcript before the inner layers run, counting tokens with the runtime's
 // estimate (parts and tool calls included). A call and its results are linked by id: tool
 // messages naming the call and messages carrying a tool_result part for it (Anthropic's shape);

@@ -29,7 +29,12 @@ func init() {
 const (
 	StrategyKeepRecent = "keep_recent"
 	StrategySummarize  = "summarize"
+	StrategyImportance = "importance"
 )
+
+// PinKey is the message metadata key that pins a message: compaction keeps
+// a message whose Metadata[PinKey] is "true" (with its tool-call unit).
+const PinKey = "pin"
 
 // SummaryPrompt is the system prompt of the summary call.
 const SummaryPrompt = "Summarize the following conversation excerpt for the assistant that continues it. " +
@@ -59,6 +64,11 @@ type Middleware struct {
 	MaxTokens  int    `json:"max_tokens"`
 	KeepRecent int    `json:"keep_recent"`
 	Model      string `json:"model,omitempty"`
+	// MaxMessages bounds the number of messages (0: none).
+	MaxMessages int `json:"max_messages,omitempty"`
+	// KeepFirstUserTurn always keeps the first user message; strategy
+	// "importance" always does.
+	KeepFirstUserTurn bool `json:"keep_first_user_turn,omitempty"`
 
 	name   string
 	client runtime.ModelClient
@@ -87,8 +97,10 @@ func (m *Middleware) Provision(b *runtime.BuildContext) error {
 // Validate checks the strategy and bounds.
 func (m *Middleware) Validate() error {
 	switch {
-	case m.Strategy != StrategyKeepRecent && m.Strategy != StrategySummarize:
-		return fmt.Errorf(`strategy must be "keep_recent" or "summarize", got %q`, m.Strategy)
+	case m.Strategy != StrategyKeepRecent && m.Strategy != StrategySummarize && m.Strategy != StrategyImportance:
+		return fmt.Errorf(`strategy must be "keep_recent", "summarize" or "importance", got %q`, m.Strategy)
+	case m.MaxMessages < 0:
+		return fmt.Errorf("max_messages must not be negative, got %d", m.MaxMessages)
 	case m.MaxTokens < 1:
 		return fmt.Errorf("max_tokens must be at least 1, got %d", m.MaxTokens)
 	case m.KeepRecent < 1:
@@ -115,7 +127,8 @@ func toLocal(msgs []runtime.Message) []Message {
 	last := -1
 	for i := range msgs {
 		m := &msgs[i]
-		out[i] = Message{Role: m.Role, Content: messageText(m), ToolCallID: m.ToolCallID, Name: m.Name, src: i + 1}
+		out[i] = Message{Role: m.Role, Content: messageText(m), ToolCallID: m.ToolCallID, Name: m.Name, src: i + 1,
+			Pinned: m.Metadata[PinKey] == "true"}
 		for _, p := range m.Parts {
 			if p.Type == runtime.PartToolResult {
 				out[i].ToolResultIDs = append(out[i].ToolResultIDs, p.ToolCallID)
@@ -203,22 +216,26 @@ func counter(orig []runtime.Message) TokenCounter {
 // Compact returns the compacted transcript of msgs and whether it differs
 // from msgs. msgs is not modified.
 func (m *Middleware) Compact(ctx context.Context, msgs []runtime.Message) ([]runtime.Message, bool) {
-	if int(runtime.EstimateMessages(msgs)) <= m.MaxTokens && !hasOrphan(msgs) {
+	if int(runtime.EstimateMessages(msgs)) <= m.MaxTokens && (m.MaxMessages <= 0 || len(msgs) <= m.MaxMessages) && !hasOrphan(msgs) {
 		return msgs, false
 	}
 	local := toLocal(msgs)
-	count := counter(msgs)
+	o := Options{MaxTokens: m.MaxTokens, MaxMessages: m.MaxMessages, KeepRecent: m.KeepRecent,
+		KeepFirstUserTurn: m.KeepFirstUserTurn, Count: counter(msgs)}
 	var out []Message
-	if m.Strategy == StrategySummarize {
+	switch m.Strategy {
+	case StrategySummarize:
 		var err error
-		out, err = Summarize(ctx, local, m.MaxTokens, m.KeepRecent, count, m.summarize)
+		out, err = SummarizeWith(ctx, local, o, m.summarize)
 		if err != nil {
 			m.logger.WarnContext(ctx, "summary failed; keeping recent messages", "layer", m.name, "error", err)
 			out = nil
 		}
+	case StrategyImportance:
+		out = Importance(local, o)
 	}
 	if out == nil {
-		out = KeepRecent(local, m.MaxTokens, m.KeepRecent, count)
+		out = Compact(local, o)
 	}
 	return toRuntime(msgs, out), true
 }

@@ -176,3 +176,41 @@ func TestConfigErrors(t *testing.T) {
 		assert.Error(t, err, cfg)
 	}
 }
+
+func TestImportanceLayerKeepsPinnedAndFirstUserTurn(t *testing.T) {
+	model := &recorder{text: "ok"}
+	pl := build(t, `{"strategy":"importance","max_tokens":200,"keep_recent":2}`, map[string]runtime.ModelClient{"primary": model})
+	msgs := transcript(10)
+	msgs[6].Metadata = map[string]string{compaction.PinKey: "true"}
+	pinned, first := msgs[6].Content, msgs[1].Content
+	require.Greater(t, runtime.EstimateMessages(msgs), int64(200))
+	_, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: msgs})
+	require.NoError(t, err)
+	require.Len(t, model.seen, 1)
+	seen := model.seen[0]
+	assert.Less(t, len(seen), len(msgs))
+	var texts []string
+	for _, m := range seen {
+		texts = append(texts, m.Content)
+	}
+	assert.Equal(t, "system", seen[0].Role)
+	assert.Contains(t, texts, first, "the first user turn is kept")
+	assert.Contains(t, texts, pinned, "the pinned message is kept")
+	assert.Equal(t, msgs[len(msgs)-1].Content, texts[len(texts)-1])
+	checkUnits(t, seen)
+
+	kr := &recorder{text: "ok"}
+	plain := build(t, `{"max_tokens":200,"keep_recent":2}`, map[string]runtime.ModelClient{"primary": kr})
+	msgs[6].Metadata = nil
+	_, err = plain.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: msgs})
+	require.NoError(t, err)
+	for _, m := range kr.seen[0] {
+		assert.NotEqual(t, first, m.Content, "keep_recent drops the first user turn under the same budget")
+	}
+}
+
+func TestMaxMessagesValidates(t *testing.T) {
+	known, err := runtime.ValidateConfig("compaction", []byte(`{"strategy":"rank"}`))
+	assert.True(t, known)
+	assert.ErrorContains(t, err, `"keep_recent", "summarize" or "importance"`)
+}
