@@ -835,3 +835,17 @@ func (d Duration) MarshalJSON() ([]byte, error) {
 
 // D returns the duration as a time.Duration.
 func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// OwnCall returns a new chat call for a request a layer makes of its own (a
+// judge's verdict, a summary), in the run of parent (nil: no run). A layer
+// passes it to the next handler of its WrapChat, the chain below its own
+// layer: the layers inside it apply to the request as to any call (meters
+// charge it, retries retry it, tracing traces it), and the layer never sees
+// its own request. The new call's Tools are empty, not the declared tools.
+func OwnCall(parent *ChatCall, req ChatRequest) *ChatCall {
+	c := &ChatCall{Request: req, Meta: Meta{Attempts: 1}}
+	if parent != nil {
+		c.Meta.Run = parent.Meta.Run
+	}
+	return c
+}

@@ -29,5 +29,9 @@
 // in a transcript whose assistant messages do not list their calls, a tool message is tied to
 // the nearest assistant message before it. Kept messages are passed on exactly as they were
 // (parts, tool calls). Summaries are written by the model named in `model`, called
-// through the pipeline's model clients; a failed summary falls back to KeepRecent.
+// through the chat chain below the compaction layer as a call of its own in the same run
+// (runtime.OwnCall): a meter inside compaction charges the summary (and a budget covers it), a
+// retry or fallback inside retries or fails it over, a tracing layer inside traces it;
+// compaction itself never sees it. Called from Go outside a pipeline, Compact asks the model
+// client directly. A failed summary falls back to KeepRecent.
 package compaction

@@ -54,9 +54,9 @@ const SummaryPrompt = "Summarize the following conversation excerpt for the assi
 // assistant message before it. A tool result that answers no call is an
 // orphan and is dropped (providers reject it). With strategy "summarize" the dropped prefix
 // is replaced by one system message (Name "compaction_summary") written by
-// the model named in `model`, called directly through the pipeline's model
-// clients (not through the chat chain, so it is not metered or retried);
-// when that call fails or returns nothing, the layer falls back to
+// the model named in `model`, called through the chat chain below the layer
+// (runtime.OwnCall: the layers inside compaction meter, retry, fail over and
+// trace it; compaction itself never sees it); when that call fails or returns nothing, the layer falls back to
 // keep_recent for the call and logs a warning. Compaction rewrites only the
 // call's own copy of the transcript; it is idempotent.
 type Middleware struct {
@@ -278,7 +278,18 @@ func declaredBefore(msgs []runtime.Message, id string) bool {
 	return false
 }
 
-// summarize asks the summary model for a summary of msgs.
+// belowKey carries, on the context of Compact, the chain below the layer and
+// the call being compacted (see WrapChat).
+type belowKey struct{}
+
+type below struct {
+	next   runtime.ChatHandler
+	parent *runtime.ChatCall
+}
+
+// summarize asks the summary model for a summary of msgs: through the chat
+// chain below the layer when Compact runs inside WrapChat, else through the
+// summary model's client directly.
 func (m *Middleware) summarize(ctx context.Context, msgs []Message) (string, error) {
 	var b strings.Builder
 	for _, msg := range msgs {
@@ -295,10 +306,16 @@ func (m *Middleware) summarize(ctx context.Context, msgs []Message) (string, err
 		{Role: RoleUser, Content: b.String()},
 	}}
 	var out strings.Builder
-	err := m.client.Stream(ctx, req, func(d runtime.Delta) bool {
+	collect := func(d runtime.Delta) bool {
 		out.WriteString(d.Text)
 		return true
-	})
+	}
+	var err error
+	if b, ok := ctx.Value(belowKey{}).(below); ok {
+		err = b.next(ctx, runtime.OwnCall(b.parent, *req), collect)
+	} else {
+		err = m.client.Stream(ctx, req, collect)
+	}
 	if err != nil {
 		return "", err
 	}
@@ -310,7 +327,11 @@ func (m *Middleware) summarize(ctx context.Context, msgs []Message) (string, err
 func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
 		orig := c.Request.Messages
-		out, changed := m.Compact(ctx, orig)
+		cctx := ctx
+		if m.Strategy == StrategySummarize {
+			cctx = context.WithValue(ctx, belowKey{}, below{next, c})
+		}
+		out, changed := m.Compact(cctx, orig)
 		if !changed {
 			return next(ctx, c, yield)
 		}

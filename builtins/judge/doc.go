@@ -16,15 +16,17 @@
 // BlockedError's cause. A response that failed or was abandoned by the
 // consumer is returned as is without judging.
 //
-// The judge's own model call goes directly to the model client
-// (Deps.Models[model]), not through the chat chain: no layer of the chain
-// applies to it, whether outside or inside the judge. In particular it is
-// not metered (a meter neither charges its tokens or cost nor counts it as
-// a call, and budget ceilings do not refuse it), not retried and not failed
-// over (one attempt; a failure follows `on_error`), not cached, and not
-// traced by a span of its own (the model client sees the caller's context,
-// with the chat span of a tracing layer outside the judge). Its usage is not
-// reported on the call's response either. A budget meant to cover judging
-// must allow for it; a judge model client that needs retries or accounting
-// must provide them itself.
+// The judge's own model call goes through the chat chain below the judge's
+// layer, as a call of its own in the same run (runtime.OwnCall): every layer
+// inside the judge applies to it as to any call, and the judge never sees
+// it. A meter inside the judge charges its tokens and cost and counts it as
+// a call (and its budget can refuse it); a retry inside retries it, a
+// fallback or hedge inside sends it to their models, a tracing layer inside
+// gives it a span of its own, a cache inside may serve it. Layers outside
+// the judge do not see it: a meter outside charges only the response it
+// judged. A failure after those layers (retries spent, a budget refusal)
+// follows `on_error`. Its usage is not reported on the call's response.
+// Place the meter, retry and fallback meant for judging inside the judge;
+// scope a layer with `when` (request.model) to keep it off the judge's calls.
+// agentc explain lists the path under the chain's consequences.
 package judge

@@ -85,20 +85,29 @@ var errNoVerdict = errors.New("judge answered neither allow nor block")
 
 // Classify asks the judge model about text and returns its verdict. It fails
 // on a model error, when timeout passes, or when the answer is no verdict.
-// The call goes to the judge model's client directly, not through the chat
-// chain: it is made once, and no meter charges it (see the package doc).
-func (j *Judge) Classify(ctx context.Context, text string) (string, error) {
+// The request goes to next, the chat chain below the judge's own layer, as a
+// call of its own in the run of parent (nil: no run): the layers inside the
+// judge (meter, retry, fallback, tracing, ...) apply to it as to any call,
+// and the judge never sees its own request. A nil next calls the judge
+// model's client directly.
+func (j *Judge) Classify(ctx context.Context, next runtime.ChatHandler, parent *runtime.ChatCall, text string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, j.Timeout.D())
 	defer cancel()
-	req := &runtime.ChatRequest{Model: j.Model, Messages: []runtime.Message{
+	req := runtime.ChatRequest{Model: j.Model, Messages: []runtime.Message{
 		{Role: "system", Content: j.Prompt},
 		{Role: "user", Content: text},
 	}}
 	var out strings.Builder
-	err := j.client.Stream(ctx, req, func(d runtime.Delta) bool {
+	collect := func(d runtime.Delta) bool {
 		out.WriteString(d.Text)
 		return out.Len() < 4096
-	})
+	}
+	var err error
+	if next == nil {
+		err = j.client.Stream(ctx, &req, collect)
+	} else {
+		err = next(ctx, runtime.OwnCall(parent, req), collect)
+	}
 	if err == nil {
 		err = ctx.Err()
 	}
@@ -133,7 +142,7 @@ func (j *Judge) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		if err != nil {
 			return err
 		}
-		verdict, jerr := j.Classify(ctx, buf.Text)
+		verdict, jerr := j.Classify(ctx, next, c, buf.Text)
 		switch {
 		case jerr != nil:
 			if cerr := ctx.Err(); cerr != nil {

@@ -76,10 +76,10 @@ func TestConfigErrors(t *testing.T) {
 	}
 }
 
-// TestTheJudgeCallBypassesTheChatChain pins that the judge's own model call
-// goes to the model client directly: a meter in the chat chain does not
-// charge it and a retry does not re-invoke it.
-func TestTheJudgeCallBypassesTheChatChain(t *testing.T) {
+// TestTheJudgeCallSkipsTheLayersOutside pins that the judge's own model call
+// runs below the judge: a meter outside does not charge it and a retry
+// outside does not re-invoke it.
+func TestTheJudgeCallSkipsTheLayersOutside(t *testing.T) {
 	p := rt.Plan(plan.Chains{Chat: []plan.Layer{
 		rt.Layer("meter", `{"scope":"global"}`),
 		rt.Layer("retry", `{"max_attempts":3,"initial_delay":"1ms","max_delay":"1ms"}`),
@@ -95,11 +95,44 @@ func TestTheJudgeCallBypassesTheChatChain(t *testing.T) {
 	_, _, err = rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary"}, 0)
 	require.NoError(t, err)
 	assert.Equal(t, runtime.Ledger{InputTokens: 10, OutputTokens: 2, USD: m.Ledger("").USD, Calls: 1}, m.Ledger(""),
-		"the judge's usage is not in the ledger")
+		"the judge's usage is not in the outer ledger")
 
 	text, _, err := rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary"}, 0)
 	require.NoError(t, err, "the failed judge call fails open")
 	assert.Equal(t, "ok", text)
-	assert.Equal(t, 2, judge.Calls(), "the transient judge failure was not retried")
+	assert.Equal(t, 2, judge.Calls(), "the outer retry did not retry the judge call")
 	assert.Equal(t, 2, primary.Calls())
+}
+
+// TestTheJudgeCallGoesThroughTheLayersInside pins that the judge's own call
+// runs through the chain below the judge: a retry inside retries it, a meter
+// inside charges it as a call of its own, and the judge does not judge its
+// own request.
+func TestTheJudgeCallGoesThroughTheLayersInside(t *testing.T) {
+	p := rt.Plan(plan.Chains{Chat: []plan.Layer{
+		rt.Layer("judge", `{"model":"judge","on_error":"closed"}`),
+		rt.Layer("meter", `{"scope":"global"}`),
+		rt.Layer("retry", `{"max_attempts":3,"initial_delay":"1ms","max_delay":"1ms"}`),
+	}})
+	primary := rt.NewModel(rt.Response{Deltas: []string{"ok"}, Usage: runtime.Usage{InputTokens: 10, OutputTokens: 2}})
+	judge := rt.NewModel(rt.Response{Err: rt.Transient("judge down")},
+		rt.Response{Deltas: []string{"allow"}, Usage: runtime.Usage{InputTokens: 1000, OutputTokens: 1}})
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": primary, "judge": judge}})
+	require.NoError(t, err)
+	m := pl.Layers(plan.StageChat)[1].Middleware.(runtime.LedgerReader)
+
+	text, _, err := rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary"}, 0)
+	require.NoError(t, err, "the retry inside the judge recovered the verdict")
+	assert.Equal(t, "ok", text)
+	assert.Equal(t, 2, judge.Calls(), "the transient judge failure was retried")
+	assert.Equal(t, 1, primary.Calls())
+	l := m.Ledger("")
+	assert.Equal(t, int64(1010), l.InputTokens, "the ledger holds the response's and the verdict's input")
+	assert.Equal(t, int64(3), l.OutputTokens)
+	assert.Equal(t, int64(2), l.Calls, "the judge call is a call of its own")
+	reqs := judge.Requests()
+	require.Len(t, reqs, 2)
+	assert.Equal(t, "judge", reqs[1].Model)
+	assert.Equal(t, "ok", reqs[1].Messages[1].Content)
+	assert.Empty(t, reqs[1].Tools, "the judge's call offers no tools")
 }
