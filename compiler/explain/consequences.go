@@ -15,6 +15,40 @@ func consequences(a *vet.Analysis, stage string, chain []*dsl.Entry) []string {
 	out = append(out, executions(a, stage, chain)...)
 	out = append(out, cacheHits(a, stage, chain)...)
 	out = append(out, auditRecords(a, stage, chain)...)
+	out = append(out, ownCalls(a, stage, chain)...)
+	return out
+}
+
+// ownCalls spells out the path of the model calls a layer makes of its own
+// (a judge's verdict, a summary): the chain below the layer.
+func ownCalls(a *vet.Analysis, stage string, chain []*dsl.Entry) []string {
+	if stage != "chat" {
+		return nil
+	}
+	var out []string
+	for _, e := range chain {
+		if !vet.OwnCaller(e) {
+			continue
+		}
+		what := "verdict"
+		if e.Use == "compaction" {
+			what = "summary"
+		}
+		what += " call"
+		if model, _ := e.Fields["model"].(string); model != "" {
+			what += " (model `" + model + "`)"
+		}
+		below := append(refs(chain[e.Index+1:]), "the model call")
+		line := fmt.Sprintf("%s makes its %s through the chain below it: %s", e.Ref(), what, list(below))
+		if e.Index > 0 {
+			line += fmt.Sprintf("; %s outside it %s not see it", list(refs(chain[:e.Index])), plural(e.Index, "does", "do"))
+		}
+		if es := reinvokers(a, chain[e.Index+1:], ""); len(es) > 0 {
+			n, why := worstCase(es)
+			line += fmt.Sprintf("; a failing one reaches the model up to %s times (%s)", vet.Calls(n), why)
+		}
+		out = append(out, line)
+	}
 	return out
 }
 

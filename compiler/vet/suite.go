@@ -12,6 +12,7 @@ var Suite = []*Rule{
 	CoerceOutsideRetry,
 	GuardInsideCache,
 	TracingOutermost,
+	OwnCallRecursion,
 	Duplicate,
 	FailOpenSideEffect,
 	Inert,

@@ -27,6 +27,7 @@ var designRules = map[string]dsl.Severity{
 	"order/coerce-outside-retry":    dsl.Warning,
 	"order/guard-inside-cache":      dsl.Warning,
 	"order/tracing-outermost":       dsl.Warning,
+	"order/own-call-recursion":      dsl.Error,
 	"order/duplicate":               dsl.Warning,
 	"guard/fail-open-side-effect":   dsl.Warning,
 	"guard/inert":                   dsl.Error,

@@ -1,0 +1,37 @@
+package explain_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestOwnCallPath pins the consequence that spells out where a judge's and a
+// summarizing compaction's own model calls go: the chain below the layer.
+func TestOwnCallPath(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte(`package p
+models: {
+	primary: {}
+	reviewer: {}
+	small: {}
+}
+chains: chat: [
+	{use: "tracing"},
+	{use: "judge", model: "reviewer"},
+	{use: "compaction", strategy: "summarize", model: "small", when: "request.model == 'primary'"},
+	{use: "meter"},
+	{use: "retry", max_attempts: 3},
+]
+`), 0o644))
+	x := build(t, dir)
+	require.Len(t, x.Stages, 1)
+	assert.Equal(t, []string{
+		"a failing call reaches the model up to 3 times (retry 3 attempts)",
+		"judge makes its verdict call (model `reviewer`) through the chain below it: compaction, meter, retry and the model call; tracing outside it does not see it; a failing one reaches the model up to 3 times (retry 3 attempts)",
+		"compaction makes its summary call (model `small`) through the chain below it: meter, retry and the model call; tracing and judge outside it do not see it; a failing one reaches the model up to 3 times (retry 3 attempts)",
+	}, x.Stages[0].Consequences)
+}
