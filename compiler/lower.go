@@ -38,7 +38,7 @@ func lower(_ context.Context, c *Compilation) error {
 		out.Tools = map[string]plan.Tool{}
 		for name, t := range p.Tools {
 			out.Tools[name] = plan.Tool{SideEffecting: t.SideEffecting, RetrySafe: t.RetrySafe, Description: t.Description,
-				URLArg: t.URLArg, PathArg: t.PathArg, Args: t.Args}
+				URLArg: t.URLArg, PathArg: t.PathArg, Args: t.Args, ResultSchema: t.ResultSchema}
 		}
 	}
 	if len(p.Stores) > 0 {

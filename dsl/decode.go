@@ -70,6 +70,10 @@ func (l *loader) decode(p *Policy, v cue.Value) {
 			t.Args = l.jsonSchema(av, t.ArgsPos)
 			l.checkArgsSchema(t, av.Kind() == cue.StringKind)
 		}
+		if rv := tv.LookupPath(fieldPath("result_schema")); rv.Exists() {
+			t.ResultSchemaPos = l.userPos([]string{"tools", name, "result_schema"})
+			t.ResultSchema = l.jsonSchema(rv, t.ResultSchemaPos)
+		}
 		l.checkArgRefs(t)
 		p.Tools[name] = t
 	})

@@ -87,6 +87,10 @@ type Tool struct {
 	// given as a file path has been read.
 	Args    json.RawMessage
 	ArgsPos Pos
+	// ResultSchema is the JSON Schema of the tool's result (nil: none),
+	// checked by an output_coerce layer of the tool chain.
+	ResultSchema    json.RawMessage
+	ResultSchemaPos Pos
 }
 
 // HasArg reports whether the tool's argument schema declares a top-level

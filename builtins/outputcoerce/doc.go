@@ -1,5 +1,6 @@
-// Package outputcoerce implements the output_coerce builtin (stage chat): it
-// validates a model's output against a JSON Schema.
+// Package outputcoerce implements the output_coerce builtin (stages chat and
+// tool): it validates a model's output, or a tool's result, against a JSON
+// Schema.
 //
 // The layer holds the response's deltas until the stream completes: output
 // can only be validated whole, so a caller behind output_coerce sees no delta
@@ -28,4 +29,13 @@
 // semantic_memoize) replayed, where it was stored as JSON.
 //
 // A stream that failed is returned as is, without validation.
+//
+// In the tool stage the layer checks tool results: each successful result
+// (raw JSON bytes parsed, any other value marshalled to JSON) is validated
+// against `schema` when it is set, else against the called tool's declared
+// `result_schema` (a tool without one passes). Mode "enforce" fails an
+// invalid result with a *ResultError naming the layer and the tool, which
+// unwraps to a permanent *runtime.CallError (the tool has run; running it
+// again would not fix its result and could repeat its effects); mode
+// "annotate" logs a warning and returns the result unchanged.
 package outputcoerce

@@ -23,9 +23,9 @@ const ID = "output_coerce"
 func init() {
 	runtime.Register(runtime.Module{
 		ID:     ID,
-		Stages: []plan.Stage{plan.StageChat},
+		Stages: []plan.Stage{plan.StageChat, plan.StageTool},
 		Traits: []runtime.Trait{runtime.TraitGuards},
-		Doc:    "validates model output against a JSON Schema; a retry outside it re-asks with the diagnostics",
+		Doc:    "validates model output against a JSON Schema (a retry outside it re-asks with the diagnostics), or tool results against the tools' result_schema",
 		New:    func() runtime.Middleware { return &Coerce{Mode: ModeEnforce} },
 	})
 }
@@ -52,11 +52,25 @@ type Coerce struct {
 	name   string
 	schema *jsonschema.Schema
 	format *runtime.ResponseFormat
+	// results are the compiled result schemas per tool (tool stage).
+	results map[string]*jsonschema.Schema
+	logger  interface {
+		WarnContext(ctx context.Context, msg string, args ...any)
+	}
 }
 
-// Provision compiles the schema once.
+// Provision compiles the schema once. In the tool stage it compiles the
+// result_schema of every declared tool instead (or `schema`, when set, for
+// every tool).
 func (c *Coerce) Provision(b *runtime.BuildContext) error {
 	c.name = b.Name()
+	c.logger = b.Logger
+	if b.Stage == plan.StageTool {
+		return c.provisionTool(b)
+	}
+	if len(bytes.TrimSpace(c.Schema)) == 0 {
+		return errors.New("schema is required in the chat stage")
+	}
 	s, err := Compile(c.Schema)
 	if err != nil {
 		return fmt.Errorf("schema: %w", err)
@@ -296,15 +310,20 @@ func (c *Coerce) Check(text string) (string, any, []Diagnostic) {
 	if _, err := dec.Token(); err != io.EOF {
 		return clean, nil, []Diagnostic{{Message: "not valid JSON: trailing data after the value"}}
 	}
-	err := c.schema.Validate(v)
+	return clean, v, validate(c.schema, v)
+}
+
+// validate returns the sorted diagnostics of v against s (none when valid).
+func validate(s *jsonschema.Schema, v any) []Diagnostic {
+	err := s.Validate(v)
 	if err == nil {
-		return clean, v, nil
+		return nil
 	}
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
-		return clean, v, []Diagnostic{{Message: err.Error()}}
+		return []Diagnostic{{Message: err.Error()}}
 	}
-	return clean, v, diagnostics(ve)
+	return diagnostics(ve)
 }
 
 // diagnostics flattens a validation error into its leaves, sorted and

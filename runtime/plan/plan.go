@@ -164,6 +164,9 @@ type Tool struct {
 	PathArg     string `json:"path_arg,omitempty"`
 	// Args is the JSON Schema of the arguments (absent: untyped).
 	Args json.RawMessage `json:"args,omitempty"`
+	// ResultSchema is the JSON Schema of the tool's result (absent: none),
+	// checked by an output_coerce layer of the tool chain.
+	ResultSchema json.RawMessage `json:"result_schema,omitempty"`
 }
 
 // Store is a named state backend.

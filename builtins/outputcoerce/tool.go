@@ -1,0 +1,140 @@
+package outputcoerce
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v5"
+
+	"github.com/agentc-dev/agentc/runtime"
+)
+
+// provisionTool compiles the result schemas of the tool stage: `schema` for
+// every tool when it is set, else each declared tool's result_schema.
+func (c *Coerce) provisionTool(b *runtime.BuildContext) error {
+	if c.SetResponseFormat {
+		return fmt.Errorf("set_response_format applies to the chat stage only")
+	}
+	c.results = map[string]*jsonschema.Schema{}
+	if len(bytes.TrimSpace(c.Schema)) > 0 {
+		s, err := Compile(c.Schema)
+		if err != nil {
+			return fmt.Errorf("schema: %w", err)
+		}
+		c.schema = s
+		return nil
+	}
+	names := make([]string, 0, len(b.Plan.Tools))
+	for name := range b.Plan.Tools {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		raw := b.Plan.Tools[name].ResultSchema
+		if len(raw) == 0 {
+			continue
+		}
+		s, err := Compile(raw)
+		if err != nil {
+			return fmt.Errorf("tools.%s.result_schema: %w", name, err)
+		}
+		c.results[name] = s
+	}
+	return nil
+}
+
+// resultValue is a tool result as JSON data: raw JSON bytes are parsed, any
+// other value is marshalled and parsed back (numbers as json.Number).
+func resultValue(v any) (any, string, error) {
+	var raw []byte
+	switch r := v.(type) {
+	case json.RawMessage:
+		raw = r
+	case []byte:
+		raw = r
+	default:
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, "", err
+		}
+		raw = b
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var out any
+	if err := dec.Decode(&out); err != nil {
+		return nil, string(raw), err
+	}
+	return out, string(raw), nil
+}
+
+// ResultError is a tool result that does not match the tool's result
+// schema (enforce mode). It unwraps to a permanent *runtime.CallError
+// naming the layer: the tool ran, and running it again (it may have side
+// effects) would not make its result valid.
+type ResultError struct {
+	// Layer names the output_coerce layer; Tool the tool.
+	Layer, Tool string
+	// Diagnostics are sorted by path, then message.
+	Diagnostics []Diagnostic
+	// Result is the rejected result as JSON text.
+	Result string
+
+	call *runtime.CallError
+}
+
+func (e *ResultError) summary() string {
+	parts := make([]string, len(e.Diagnostics))
+	for i, d := range e.Diagnostics {
+		parts[i] = d.String()
+	}
+	return "result of tool " + e.Tool + " does not match its result_schema: " + strings.Join(parts, "; ")
+}
+
+// Error returns "<layer>: result of tool <tool> does not match its result_schema: ...".
+func (e *ResultError) Error() string { return e.Layer + ": " + e.summary() }
+
+// Unwrap returns the *runtime.CallError that classifies the failure.
+func (e *ResultError) Unwrap() error { return e.call }
+
+// WrapTool implements runtime.ToolWrapper: a successful result of a tool
+// with a result schema is validated. Enforce mode fails the call with a
+// *ResultError; annotate mode logs a warning and returns the result.
+func (c *Coerce) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
+	return func(ctx context.Context, call *runtime.ToolCall) (any, error) {
+		v, err := next(ctx, call)
+		if err != nil {
+			return v, err
+		}
+		s := c.schema
+		if s == nil {
+			s = c.results[call.Name]
+		}
+		if s == nil {
+			return v, nil
+		}
+		data, text, perr := resultValue(v)
+		var diags []Diagnostic
+		if perr != nil {
+			diags = []Diagnostic{{Message: "not valid JSON: " + strings.TrimPrefix(perr.Error(), "json: ")}}
+		} else {
+			diags = validate(s, data)
+		}
+		if len(diags) == 0 {
+			return v, nil
+		}
+		e := &ResultError{Layer: c.name, Tool: call.Name, Diagnostics: diags, Result: text}
+		if c.Mode == ModeAnnotate {
+			c.logger.WarnContext(ctx, "output_coerce: "+e.summary(), "tool", call.Name)
+			return v, nil
+		}
+		e.call = &runtime.CallError{Kind: runtime.KindPermanent, Layer: c.name, Message: e.summary()}
+		return nil, e
+	}
+}
+
+var _ runtime.ToolWrapper = (*Coerce)(nil)

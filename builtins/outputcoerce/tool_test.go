@@ -1,0 +1,79 @@
+package outputcoerce_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/builtins/outputcoerce"
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
+)
+
+func toolPipeline(t *testing.T, config string, results map[string]any) *runtime.Pipeline {
+	t.Helper()
+	p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("output_coerce", config)}})
+	p.Tools = map[string]plan.Tool{
+		"order": {ResultSchema: json.RawMessage(`{"type":"object","required":["status"],"properties":{"status":{"enum":["open","shipped"]}}}`)},
+		"free":  {},
+	}
+	tools := map[string]runtime.ToolFunc{}
+	for name, v := range results {
+		tools[name] = rt.NewTool(rt.ToolResult{Value: v}).Func()
+	}
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Tools: tools})
+	require.NoError(t, err)
+	return pl
+}
+
+func TestToolResultSchemaEnforced(t *testing.T) {
+	pl := toolPipeline(t, `{}`, map[string]any{"order": map[string]any{"status": "lost"}, "free": "anything"})
+	_, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "order"})
+	var re *outputcoerce.ResultError
+	require.ErrorAs(t, err, &re)
+	assert.Equal(t, "order", re.Tool)
+	assert.Equal(t, "output_coerce", re.Layer)
+	require.Len(t, re.Diagnostics, 1)
+	assert.Equal(t, "/status", re.Diagnostics[0].Path)
+	assert.Equal(t, string(runtime.KindPermanent), runtime.KindOf(err))
+	assert.False(t, runtime.IsTransient(err))
+	assert.Equal(t, "output_coerce", runtime.LayerOf(err))
+
+	v, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "free"})
+	require.NoError(t, err, "a tool without a result_schema passes")
+	assert.Equal(t, "anything", v.Value)
+}
+
+func TestToolResultSchemaValidPassesAndAnnotateLogs(t *testing.T) {
+	good := map[string]any{"status": "shipped"}
+	pl := toolPipeline(t, `{}`, map[string]any{"order": good})
+	v, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "order"})
+	require.NoError(t, err)
+	assert.Equal(t, good, v.Value)
+
+	raw := toolPipeline(t, `{}`, map[string]any{"order": json.RawMessage(`{"status":"open"}`)})
+	_, err = raw.Tool(context.Background(), runtime.ToolRequest{Name: "order"})
+	require.NoError(t, err, "raw JSON results are parsed")
+
+	ann := toolPipeline(t, `{"mode":"annotate"}`, map[string]any{"order": map[string]any{"status": "lost"}})
+	v, err = ann.Tool(context.Background(), runtime.ToolRequest{Name: "order"})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"status": "lost"}, v.Value)
+}
+
+func TestToolStageLayerSchemaOverrides(t *testing.T) {
+	pl := toolPipeline(t, `{"schema":{"type":"string"}}`, map[string]any{"free": 42})
+	_, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "free"})
+	var re *outputcoerce.ResultError
+	require.ErrorAs(t, err, &re)
+	assert.Contains(t, re.Error(), "result of tool free does not match its result_schema")
+}
+
+func TestChatStageNeedsASchema(t *testing.T) {
+	_, err := runtime.Build(context.Background(), rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("output_coerce", `{}`)}}), runtime.Deps{})
+	require.ErrorContains(t, err, "schema is required in the chat stage")
+}
