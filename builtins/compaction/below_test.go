@@ -55,3 +55,25 @@ func TestTheSummaryGoesThroughTheLayersInside(t *testing.T) {
 	assert.Equal(t, int64(200), outer.InputTokens, "the outer meter charges only the call it wraps")
 	assert.Equal(t, int64(1), outer.Calls)
 }
+
+// TestABudgetCoversTheSummary pins that a budget inside compaction counts
+// the summary: with room for one call, the summary spends it and the call it
+// was written for is refused.
+func TestABudgetCoversTheSummary(t *testing.T) {
+	p := rt.Plan(plan.Chains{Chat: []plan.Layer{
+		rt.Layer("compaction", `{"strategy":"summarize","model":"small","max_tokens":300,"keep_recent":3}`),
+		rt.Layer("meter", `{"scope":"global","budget":{"calls":1}}`),
+	}})
+	primary := rt.NewModel(rt.Response{Deltas: []string{"ok"}})
+	small := rt.NewModel(rt.Response{Deltas: []string{"the user asked about refunds"}, Usage: runtime.Usage{InputTokens: 700, OutputTokens: 9}})
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": primary, "small": small}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = pl.Close() })
+
+	_, err = pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: transcript(12)})
+	assert.Equal(t, runtime.ClassBudget, runtime.Classify(err), "the summary spent the budget: %v", err)
+	assert.Equal(t, 1, small.Calls())
+	assert.Zero(t, primary.Calls(), "the call over budget never reached the model")
+	l := pl.Layers(plan.StageChat)[1].Middleware.(runtime.LedgerReader).Ledger("")
+	assert.Equal(t, runtime.Ledger{InputTokens: 700, OutputTokens: 9, USD: l.USD, Calls: 1}, l)
+}
