@@ -34,4 +34,10 @@
 // retry or fallback inside retries or fails it over, a tracing layer inside traces it;
 // compaction itself never sees it. Called from Go outside a pipeline, Compact asks the model
 // client directly. A failed summary falls back to KeepRecent.
+//
+// When the layer changes the transcript it records a Compacted annotation
+// under its name on the response (read it with CompactedOf): the transcript
+// the model was sent and how many messages were dropped. A host that
+// continues from that transcript pays for a summary once: compaction of its
+// own output changes nothing until the transcript grows over the budget again.
 package compaction

@@ -322,8 +322,39 @@ func (m *Middleware) summarize(ctx context.Context, msgs []Message) (string, err
 	return out.String(), nil
 }
 
+// Compacted is what the layer records on the response (ChatResponse.
+// Annotations, under the layer's name) when it changed the transcript: the
+// transcript the model was sent, so that the host can continue from it and a
+// summary is paid for once rather than on every call over the budget.
+type Compacted struct {
+	// Messages is the compacted transcript, as sent on.
+	Messages []runtime.Message `json:"messages"`
+	// Dropped counts the messages removed (a summary replacing messages
+	// counts them all).
+	Dropped int `json:"dropped"`
+}
+
+// CompactedOf returns the compacted transcript the compaction layer named
+// layer recorded on resp, if it changed the transcript.
+func CompactedOf(resp runtime.ChatResponse, layer string) (Compacted, bool) {
+	c, ok := resp.Annotations[layer].(Compacted)
+	return c, ok
+}
+
+// summaries counts the summary messages of msgs.
+func summaries(msgs []runtime.Message) int {
+	n := 0
+	for i := range msgs {
+		if msgs[i].Role == RoleSystem && msgs[i].Name == SummaryName {
+			n++
+		}
+	}
+	return n
+}
+
 // WrapChat implements runtime.ChatWrapper: the call's transcript is compacted
-// before the inner layers run and restored on the call once they return.
+// before the inner layers run and restored on the call once they return; the
+// compacted transcript is recorded on the response (Compacted).
 func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
 		orig := c.Request.Messages
@@ -341,6 +372,7 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		c.Request.Messages = out
 		err := next(ctx, c, yield)
 		c.Request.Messages = orig
+		c.Annotate(m.name, Compacted{Messages: out, Dropped: len(orig) - len(out) + summaries(out) - summaries(orig)})
 		return err
 	}
 }

@@ -214,3 +214,40 @@ func TestMaxMessagesValidates(t *testing.T) {
 	assert.True(t, known)
 	assert.ErrorContains(t, err, `"keep_recent", "summarize" or "importance"`)
 }
+
+func TestCompactedTranscriptIsHandedBack(t *testing.T) {
+	model := &recorder{text: "ok"}
+	pl := build(t, `{"max_tokens":300,"keep_recent":3}`, map[string]runtime.ModelClient{"primary": model})
+	msgs := transcript(12)
+	resp, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: msgs})
+	require.NoError(t, err)
+	got, ok := compaction.CompactedOf(resp, "compaction")
+	require.True(t, ok)
+	assert.Equal(t, model.seen[0], got.Messages, "the host gets the transcript the model was sent")
+	assert.Equal(t, len(msgs)-len(got.Messages), got.Dropped)
+	assert.Positive(t, got.Dropped)
+
+	// Continuing from it compacts nothing more: no annotation.
+	again, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: got.Messages})
+	require.NoError(t, err)
+	_, ok = compaction.CompactedOf(again, "compaction")
+	assert.False(t, ok)
+	assert.Equal(t, got.Messages, model.seen[1])
+}
+
+func TestHandedBackSummaryIsPaidOnce(t *testing.T) {
+	model := &recorder{text: "ok"}
+	summarizer := &recorder{text: "the user asked about refunds"}
+	pl := build(t, `{"strategy":"summarize","model":"small","max_tokens":300,"keep_recent":3}`,
+		map[string]runtime.ModelClient{"primary": model, "small": summarizer})
+	resp, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: transcript(12)})
+	require.NoError(t, err)
+	got, ok := compaction.CompactedOf(resp, "compaction")
+	require.True(t, ok)
+	require.Len(t, summarizer.seen, 1)
+	next := append(got.Messages, runtime.Message{Role: "user", Content: "and then?"})
+	_, err = pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: next})
+	require.NoError(t, err)
+	assert.Len(t, summarizer.seen, 1, "continuing from the handed-back transcript writes no new summary")
+	assert.Equal(t, compaction.SummaryName, model.seen[1][1].Name)
+}
