@@ -21,7 +21,8 @@
 // inside the judge applies to it as to any call, and the judge never sees
 // it. A meter inside the judge charges its tokens and cost and counts it as
 // a call (and its budget can refuse it); a retry inside retries it, a
-// fallback or hedge inside sends it to their models, a tracing layer inside
+// fallback or hedge inside sends it to their models (vet warns,
+// order/own-call-rerouted, when those leave out `model`), a tracing layer inside
 // gives it a span of its own, a cache inside may serve it. Layers outside
 // the judge do not see it: a meter outside charges only the response it
 // judged. A failure after those layers (retries spent, a budget refusal)

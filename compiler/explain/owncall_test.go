@@ -35,3 +35,24 @@ chains: chat: [
 		"compaction makes its summary call (model `small`) through the chain below it: meter, retry and the model call; tracing and judge outside it do not see it; a failing one reaches the model up to 3 times (retry 3 attempts)",
 	}, x.Stages[0].Consequences)
 }
+
+// TestOwnCallRerouted pins the note on a fallback that sends a judge's call
+// to other models.
+func TestOwnCallRerouted(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte(`package p
+models: {
+	primary: {}
+	backup: {}
+	reviewer: {}
+}
+chains: chat: [
+	{use: "judge", model: "reviewer"},
+	{use: "fallback", models: ["primary", "backup"]},
+]
+`), 0o644))
+	x := build(t, dir)
+	require.Len(t, x.Stages, 1)
+	assert.Contains(t, x.Stages[0].Consequences,
+		"judge makes its verdict call (model `reviewer`) through the chain below it: fallback and the model call; fallback sends it to its models instead of `reviewer`; a failing one reaches the model up to 2 times (fallback 2 models)")
+}

@@ -48,3 +48,57 @@ outer layer's calls, or keep one of the two.`,
 		}
 	},
 }
+
+// OwnCallRerouter returns the unscoped fallback or hedge below own, an own
+// caller, whose models do not include own's model: it sends own's calls to
+// other models (nil: none does).
+func OwnCallRerouter(chain []*dsl.Entry, own *dsl.Entry) *dsl.Entry {
+	model, _ := own.Fields["model"].(string)
+	for _, e := range chain[own.Index+1:] {
+		if (e.Use != "fallback" && e.Use != "hedge") || e.When != nil {
+			continue
+		}
+		models, _ := e.Fields["models"].([]any)
+		found := false
+		for _, m := range models {
+			if s, _ := m.(string); s == model {
+				found = true
+			}
+		}
+		if !found {
+			return e
+		}
+	}
+	return nil
+}
+
+// OwnCallRerouted reports a fallback or hedge that sends a judge's or a
+// summary's own calls to models other than the layer's.
+var OwnCallRerouted = &Rule{
+	Name:     "order/own-call-rerouted",
+	Severity: dsl.Warning,
+	Doc: `a fallback or hedge without a when, inside a judge or summarizing compaction, sends its calls to other models.
+
+A judge's verdict call and a summarizing compaction's summary call run
+through the chat chain below their own layer. A fallback or hedge there
+replaces the request's model with each of its own models in turn, so when
+its models do not include the layer's model, the verdict or summary is
+asked of those models and the layer's model is never called: the reply
+model judges its own replies. List the layer's model in the fallback's
+models, scope the fallback with a when on request.model, or move it
+outside the layer.`,
+	Run: func(p *Pass) {
+		chain := p.Policy.Chains["chat"]
+		for _, own := range chain {
+			if !OwnCaller(own) {
+				continue
+			}
+			if r := OwnCallRerouter(chain, own); r != nil {
+				model, _ := own.Fields["model"].(string)
+				p.Reportf(r.Pos, []dsl.Related{at(own, "%s is here, outside %s", own.Ref(), r.Ref())},
+					"%s sits inside %s without a when: it sends %s's own model calls to its models instead of %q; list %q in its models, scope it with a when on request.model, or move it outside %s",
+					r.Ref(), own.Ref(), own.Ref(), model, model, own.Ref())
+			}
+		}
+	},
+}

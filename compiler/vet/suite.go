@@ -13,6 +13,7 @@ var Suite = []*Rule{
 	GuardInsideCache,
 	TracingOutermost,
 	OwnCallRecursion,
+	OwnCallRerouted,
 	Duplicate,
 	FailOpenSideEffect,
 	Inert,

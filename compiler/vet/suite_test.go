@@ -28,6 +28,7 @@ var designRules = map[string]dsl.Severity{
 	"order/guard-inside-cache":      dsl.Warning,
 	"order/tracing-outermost":       dsl.Warning,
 	"order/own-call-recursion":      dsl.Error,
+	"order/own-call-rerouted":       dsl.Warning,
 	"order/duplicate":               dsl.Warning,
 	"guard/fail-open-side-effect":   dsl.Warning,
 	"guard/inert":                   dsl.Error,
