@@ -73,6 +73,7 @@ func (l *loader) decode(p *Policy, v cue.Value) {
 		if rv := tv.LookupPath(fieldPath("result_schema")); rv.Exists() {
 			t.ResultSchemaPos = l.userPos([]string{"tools", name, "result_schema"})
 			t.ResultSchema = l.jsonSchema(rv, t.ResultSchemaPos)
+			l.checkToolSchema(name, "result_schema", t.ResultSchema, t.ResultSchemaPos, rv.Kind() == cue.StringKind)
 		}
 		l.checkArgRefs(t)
 		p.Tools[name] = t

@@ -16,13 +16,19 @@ import (
 // schema read from a file is reported at the file's name, with the
 // keyword's JSON pointer.
 func (l *loader) checkArgsSchema(t *Tool, fromFile bool) {
-	if len(t.Args) == 0 {
+	l.checkToolSchema(t.Name, "args", t.Args, t.ArgsPos, fromFile)
+}
+
+// checkToolSchema checks the JSON Schema raw of the tool's field (args,
+// result_schema) as checkArgsSchema describes.
+func (l *loader) checkToolSchema(tool, field string, raw []byte, at Pos, fromFile bool) {
+	if len(raw) == 0 {
 		return
 	}
 	c := jsonschema.NewCompiler()
-	const url = "agentc:///args.json"
-	if err := c.AddResource(url, bytes.NewReader(t.Args)); err != nil {
-		l.errorf(t.ArgsPos, "schema/invalid-value", "tools.%s.args: not a JSON Schema: %v", t.Name, err)
+	url := "agentc:///" + field + ".json"
+	if err := c.AddResource(url, bytes.NewReader(raw)); err != nil {
+		l.errorf(at, "schema/invalid-value", "tools.%s.%s: not a JSON Schema: %v", tool, field, err)
 		return
 	}
 	_, err := c.Compile(url)
@@ -31,21 +37,21 @@ func (l *loader) checkArgsSchema(t *Tool, fromFile bool) {
 	}
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
-		msg := strings.ReplaceAll(err.Error(), url, "args")
-		l.errorf(t.ArgsPos, "schema/invalid-value", "tools.%s.args: %s", t.Name, strings.TrimPrefix(msg, "jsonschema: "))
+		msg := strings.ReplaceAll(err.Error(), url, field)
+		l.errorf(at, "schema/invalid-value", "tools.%s.%s: %s", tool, field, strings.TrimPrefix(msg, "jsonschema: "))
 		return
 	}
 	for _, f := range schemaFaults(ve) {
-		pos := t.ArgsPos
+		pos := at
 		if !fromFile {
-			path := append([]string{"tools", t.Name, "args"}, pointerTokens(f.at)...)
+			path := append([]string{"tools", tool, field}, pointerTokens(f.at)...)
 			pos = l.userPos(path)
 		}
-		where := "args"
+		where := field
 		if f.at != "" {
 			where += strings.ReplaceAll(f.at, "/", ".")
 		}
-		l.errorf(pos, "schema/invalid-value", "tools.%s.%s: not valid JSON Schema: %s", t.Name, where, f.msg)
+		l.errorf(pos, "schema/invalid-value", "tools.%s.%s: not valid JSON Schema: %s", tool, where, f.msg)
 	}
 }
 
