@@ -1,7 +1,8 @@
 // Package security detects prompt-injection attempts in text: requests to ignore or override
 // earlier instructions, to reveal the system prompt, role switches such as "you are now DAN"
 // or "developer mode", and chat-template tokens smuggled into user content. Instructions
-// hidden in base64 runs are decoded and checked too.
+// hidden in base64 runs or rot13, or spelled in leetspeak ("1gn0r3 pr3v10us 1nstruct10ns"),
+// are decoded and checked too.
 //
 // Patterns are RE2 regular expressions. Unless a Pattern is Raw it is matched against a
 // normalized form of the text that makes the default set tolerant of case, spacing and

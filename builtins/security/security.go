@@ -32,8 +32,8 @@ type Config struct {
 	Patterns []Pattern
 	// DisableDefaults drops the default patterns.
 	DisableDefaults bool
-	// IgnoreEncoded turns off decoding base64 runs (24 characters or more) and checking the
-	// decoded text.
+	// IgnoreEncoded turns off decoding base64 runs (24 characters or more) and rot13 text and
+	// checking the decoded text.
 	IgnoreEncoded bool
 }
 
@@ -44,7 +44,9 @@ type Match struct {
 	// Start and End are byte offsets in the original text (End exclusive). For an encoded
 	// match they span the whole encoded run.
 	Start, End int
-	// Encoding is "base64" when the instruction was found in decoded text, "" otherwise.
+	// Encoding is "base64" or "rot13" when the instruction was found in decoded text,
+	// "leetspeak" when it was found after folding digits and symbols that stand for letters
+	// ("1gn0r3" for "ignore"), "" otherwise.
 	Encoding string
 }
 
@@ -103,14 +105,27 @@ func New(cfg Config) (*Detector, error) {
 }
 
 // Detect reports the earliest injection signature in text (ties go to the pattern listed
-// first) and whether there was one. When nothing matches in the text itself, base64 runs are
-// decoded and checked, unless Config.IgnoreEncoded is set.
+// first) and whether there was one. When nothing matches in the text itself, the text is
+// checked again with leetspeak folded (see foldLeet), then, unless Config.IgnoreEncoded is
+// set, decoded as rot13 and with its base64 runs decoded.
 func (d *Detector) Detect(text string) (Match, bool) {
 	if m, ok := d.detectPlain(text); ok {
 		return m, true
 	}
+	// Both folds map ASCII bytes to ASCII bytes, so offsets in the folded text are offsets in
+	// the original.
+	if folded, changed := foldLeet(text); changed {
+		if m, ok := d.detectPlain(folded); ok {
+			m.Encoding = "leetspeak"
+			return m, true
+		}
+	}
 	if !d.decodeEncoded {
 		return Match{}, false
+	}
+	if m, ok := d.detectPlain(rot13(text)); ok {
+		m.Encoding = "rot13"
+		return m, true
 	}
 	for _, run := range base64Runs(text) {
 		decoded, ok := decodeBase64(text[run[0]:run[1]])
@@ -262,4 +277,78 @@ func decodeBase64(s string) (string, bool) {
 		}
 	}
 	return text, true
+}
+
+// leetLetter maps the digits and symbols commonly written for letters to those letters.
+func leetLetter(b byte) (byte, bool) {
+	switch b {
+	case '0':
+		return 'o', true
+	case '1':
+		return 'i', true
+	case '3':
+		return 'e', true
+	case '4', '@':
+		return 'a', true
+	case '5', '$':
+		return 's', true
+	case '7':
+		return 't', true
+	}
+	return 0, false
+}
+
+// foldLeet replaces leet characters by letters inside words that mix them with ASCII letters
+// ("1gn0r3", "pr3v10u5", "@ll"); words of digits alone, such as numbers, stay as they are. It
+// reports whether anything changed.
+func foldLeet(text string) (string, bool) {
+	var out []byte
+	for i := 0; i < len(text); {
+		j := i
+		letters, leet := false, false
+		for j < len(text) {
+			c := text[j]
+			if _, ok := leetLetter(c); ok {
+				leet = true
+			} else if (c|0x20) >= 'a' && (c|0x20) <= 'z' {
+				letters = true
+			} else {
+				break
+			}
+			j++
+		}
+		if j == i {
+			i++
+			continue
+		}
+		if letters && leet {
+			if out == nil {
+				out = []byte(text)
+			}
+			for k := i; k < j; k++ {
+				if l, ok := leetLetter(text[k]); ok {
+					out[k] = l
+				}
+			}
+		}
+		i = j
+	}
+	if out == nil {
+		return text, false
+	}
+	return string(out), true
+}
+
+// rot13 rotates the ASCII letters of text by 13 places; every other byte stays.
+func rot13(text string) string {
+	out := []byte(text)
+	for i, c := range out {
+		switch {
+		case c >= 'a' && c <= 'z':
+			out[i] = 'a' + (c-'a'+13)%26
+		case c >= 'A' && c <= 'Z':
+			out[i] = 'A' + (c-'A'+13)%26
+		}
+	}
+	return string(out)
 }
