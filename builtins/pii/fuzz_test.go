@@ -1,0 +1,51 @@
+package pii
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// FuzzRedact: no value the scanner detects survives Redact, and Redact is
+// stable (redacting its output changes nothing).
+func FuzzRedact(f *testing.F) {
+	for _, s := range []string{
+		"mail jane.doe@example.com or call +1 415 555 2671",
+		"4111111111111111 4111111111111111",
+		"cards: 4111 1111 1111 1111 5555 5555 5555 4444",
+		"ssn 123-45-6789, 123.45.6789, SSN 123456789",
+		"iban DE89 3704 0044 0532 0130 00", "ip 192.168.1.1 and 2001:db8::1",
+		"user@xn--bcher-kva.example", "dump 41 11 11 11 11 11 11 11", "",
+		"+44 20 7946 0958 / 020 7946 0958", "a@b.c@d.e", "4111-1111-1111-1111",
+	} {
+		f.Add(s)
+	}
+	s, err := New(Config{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		if !utf8.ValidString(text) {
+			return
+		}
+		found := s.Find(text)
+		out, n := s.Redact(text)
+		if len(found) > 0 && n == 0 {
+			t.Fatalf("found %d items in %q but redacted none", len(found), text)
+		}
+		// A detected value survives when the scanner still finds it in the
+		// output (the same digits elsewhere, not a value, do not count).
+		values := map[string]bool{}
+		for _, m := range found {
+			values[text[m.Start:m.End]] = true
+		}
+		for _, m := range s.Find(out) {
+			if v := out[m.Start:m.End]; values[v] || strings.Contains(v, "[REDACTED:") {
+				t.Fatalf("%s %q survives Redact: %q -> %q", m.Kind, v, text, out)
+			}
+		}
+		if again, n2 := s.Redact(out); n2 != 0 || again != out {
+			t.Fatalf("redacting the redacted text changed it: %q -> %q (%d)", out, again, n2)
+		}
+	})
+}
