@@ -1,8 +1,14 @@
 package security
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"time"
 
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
@@ -28,11 +34,31 @@ type Middleware struct {
 	Patterns []string `json:"patterns,omitempty"`
 	// Defaults enables DefaultPatterns.
 	Defaults bool `json:"defaults"`
-	// OnError is accepted for the schema; detection has no failure mode.
+	// Classifier, when set, sends every text the patterns let through to a
+	// text-classification endpoint.
+	Classifier *Classifier `json:"classifier,omitempty"`
+	// OnError decides what a classifier failure does: "closed" blocks,
+	// "open" lets the text through.
 	OnError string `json:"on_error"`
 
 	name     string
 	detector *Detector
+	client   *http.Client
+}
+
+// Classifier configures the text-classification endpoint. It receives a POST
+// with the JSON body {"text": "..."} and answers {"label": "...", "score": n};
+// the text is blocked when the label is "injection" and the score is at least
+// Threshold.
+type Classifier struct {
+	// URL is the endpoint, http or https.
+	URL string `json:"url"`
+	// Threshold is the least score that blocks, 0 to 1 (default 0.5).
+	Threshold *float64 `json:"threshold,omitempty"`
+	// Timeout bounds one request, a Go duration (default "10s").
+	Timeout string `json:"timeout,omitempty"`
+
+	threshold float64
 }
 
 // Provision compiles the patterns once. Each configured pattern is tried
@@ -60,20 +86,99 @@ func (m *Middleware) Provision(b *runtime.BuildContext) error {
 		b.Logger.Warn("security layer has defaults off and no patterns: it never blocks")
 	}
 	m.detector = d
-	return nil
-}
-
-// Validate checks on_error.
-func (m *Middleware) Validate() error {
-	if m.OnError != "closed" && m.OnError != "open" {
-		return fmt.Errorf(`on_error must be "closed" or "open", got %q`, m.OnError)
+	if c := m.Classifier; c != nil {
+		timeout := 10 * time.Second
+		if c.Timeout != "" {
+			timeout, err = time.ParseDuration(c.Timeout)
+			if err != nil || timeout <= 0 {
+				return fmt.Errorf("classifier.timeout: %q is not a positive duration", c.Timeout)
+			}
+		}
+		m.client = &http.Client{Timeout: timeout}
 	}
 	return nil
 }
 
-func (m *Middleware) check(text string) error {
+// Validate checks on_error and the classifier.
+func (m *Middleware) Validate() error {
+	if m.OnError != "closed" && m.OnError != "open" {
+		return fmt.Errorf(`on_error must be "closed" or "open", got %q`, m.OnError)
+	}
+	if c := m.Classifier; c != nil {
+		u, err := url.Parse(c.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("classifier.url: %q is not an http or https URL", c.URL)
+		}
+		c.threshold = 0.5
+		if c.Threshold != nil {
+			if *c.Threshold < 0 || *c.Threshold > 1 {
+				return fmt.Errorf("classifier.threshold: %v is outside 0..1", *c.Threshold)
+			}
+			c.threshold = *c.Threshold
+		}
+	}
+	return nil
+}
+
+// maxClassifierReply bounds the classifier's answer.
+const maxClassifierReply = 64 << 10
+
+// classify asks the classifier about text: whether it is an injection, and
+// the score it gave.
+func (m *Middleware) classify(ctx context.Context, text string) (bool, float64, error) {
+	body, err := json.Marshal(map[string]string{"text": text})
+	if err != nil {
+		return false, 0, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.Classifier.URL, bytes.NewReader(body))
+	if err != nil {
+		return false, 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := m.client.Do(req)
+	if err != nil {
+		return false, 0, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxClassifierReply+1))
+	if err != nil {
+		return false, 0, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return false, 0, fmt.Errorf("classifier answered %s", resp.Status)
+	}
+	if len(raw) > maxClassifierReply {
+		return false, 0, fmt.Errorf("classifier answer is over %d bytes", maxClassifierReply)
+	}
+	var out struct {
+		Label *string  `json:"label"`
+		Score *float64 `json:"score"`
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return false, 0, fmt.Errorf("classifier answer: %w", err)
+	}
+	if out.Label == nil || out.Score == nil {
+		return false, 0, fmt.Errorf(`classifier answer lacks "label" or "score"`)
+	}
+	return *out.Label == "injection" && *out.Score >= m.Classifier.threshold, *out.Score, nil
+}
+
+func (m *Middleware) check(ctx context.Context, text string) error {
 	match, ok := m.detector.Detect(text)
 	if !ok {
+		if m.Classifier == nil || text == "" {
+			return nil
+		}
+		hit, score, err := m.classify(ctx, text)
+		if err != nil {
+			if m.OnError == "open" {
+				return nil
+			}
+			return &runtime.BlockedError{Layer: m.name, Message: "prompt injection classifier failed: " + err.Error()}
+		}
+		if hit {
+			return &runtime.BlockedError{Layer: m.name, Message: fmt.Sprintf("prompt injection detected by classifier (score %.2f)", score)}
+		}
 		return nil
 	}
 	msg := "prompt injection detected (" + match.PatternID + ")"
@@ -97,24 +202,26 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
 		for _, msg := range runtime.LatestInput(c.Request.Messages) {
 			if msg.Role == "user" {
-				if err := m.check(msg.Text()); err != nil {
+				if err := m.check(ctx, msg.Text()); err != nil {
 					return err
 				}
 			}
 			for _, r := range msg.ToolResults() {
-				if err := m.check(r); err != nil {
+				if err := m.check(ctx, r); err != nil {
 					return err
 				}
 			}
 		}
-		return runtime.HoldToolCalls(ctx, c, next, yield, m.checkCalls)
+		return runtime.HoldToolCalls(ctx, c, next, yield, func(calls []runtime.ToolUse) ([]runtime.ToolUse, error) {
+			return m.checkCalls(ctx, calls)
+		})
 	}
 }
 
 // checkCalls checks the arguments of the model's tool calls.
-func (m *Middleware) checkCalls(calls []runtime.ToolUse) ([]runtime.ToolUse, error) {
+func (m *Middleware) checkCalls(ctx context.Context, calls []runtime.ToolUse) ([]runtime.ToolUse, error) {
 	for _, tc := range calls {
-		if err := m.check(tc.ArgsText()); err != nil {
+		if err := m.check(ctx, tc.ArgsText()); err != nil {
 			return nil, err
 		}
 	}
@@ -125,7 +232,7 @@ func (m *Middleware) checkCalls(calls []runtime.ToolUse) ([]runtime.ToolUse, err
 // the turn runs; a match blocks it.
 func (m *Middleware) WrapTurn(next runtime.TurnHandler) runtime.TurnHandler {
 	return func(ctx context.Context, c *runtime.TurnCall) (string, error) {
-		if err := m.check(c.Input); err != nil {
+		if err := m.check(ctx, c.Input); err != nil {
 			return "", err
 		}
 		return next(ctx, c)
