@@ -13,6 +13,7 @@ import (
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/ast"
 
+	"github.com/agentc-dev/agentc/internal/textdist"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
 
@@ -524,7 +525,7 @@ func keys[V any](m map[string]V) []string {
 func suggestName(name string, candidates []string) string {
 	best, bestD := "", 1<<30
 	for _, c := range candidates {
-		if d := editDistance(name, c); d < bestD {
+		if d := textdist.Distance(name, c); d < bestD {
 			best, bestD = c, d
 		}
 	}
