@@ -258,6 +258,29 @@ func auditRuns(t *testing.T) int {
 	return 20
 }
 
+// killAuditWorkers runs n audit workers of g one after another and kills
+// each with SIGKILL after a varying number (from first, spread over spread)
+// of acknowledged calls, so the kill lands mid-call. It returns the runs
+// whose calls were acknowledged.
+func killAuditWorkers(t *testing.T, g *group, n, first, spread int) map[string]bool {
+	acked := map[string]bool{}
+	for i := range n {
+		cmd, lines := g.spawn("audit", fmt.Sprintf("w%d", i))
+		want := first + (i*7)%spread
+		for l := range lines {
+			if run, ok := strings.CutPrefix(l, "ack "); ok {
+				acked[run] = true
+				want--
+				if want == 0 {
+					require.NoError(t, cmd.Process.Kill())
+				}
+			}
+		}
+		_ = cmd.Wait()
+	}
+	return acked
+}
+
 func TestAuditSurvivesKillNine(t *testing.T) {
 	var pg *backend
 	for _, b := range backends(t) {
@@ -270,22 +293,7 @@ func TestAuditSurvivesKillNine(t *testing.T) {
 	}
 	g := newGroup(t, *pg, 0)
 	runs := auditRuns(t)
-	acked := map[string]bool{}
-	for i := range runs {
-		cmd, lines := g.spawn("audit", fmt.Sprintf("w%d", i))
-		// Kill after a varying number of acknowledged calls, mid-call.
-		want := 5 + (i*7)%40
-		for l := range lines {
-			if run, ok := strings.CutPrefix(l, "ack "); ok {
-				acked[run] = true
-				want--
-				if want == 0 {
-					require.NoError(t, cmd.Process.Kill())
-				}
-			}
-		}
-		_ = cmd.Wait()
-	}
+	acked := killAuditWorkers(t, g, runs, 5, 40)
 	s := openStore(t, *pg, g.prefix).(*postgres.Store)
 	recs, err := s.Records(context.Background(), "")
 	require.NoError(t, err)
@@ -324,22 +332,7 @@ func TestSQLiteAuditSurvivesKillNine(t *testing.T) {
 	}
 	dir := t.TempDir()
 	g := newGroup(t, backend{kind: "sqlite", url: filepath.Join(dir, "audit.db")}, 0)
-	acked := map[string]bool{}
-	for i := range kills {
-		cmd, lines := g.spawn("audit", fmt.Sprintf("w%d", i))
-		// Kill after a varying number of acknowledged calls, mid-call.
-		want := 1 + (i*7)%25
-		for l := range lines {
-			if run, ok := strings.CutPrefix(l, "ack "); ok {
-				acked[run] = true
-				want--
-				if want == 0 {
-					require.NoError(t, cmd.Process.Kill())
-				}
-			}
-		}
-		_ = cmd.Wait()
-	}
+	acked := killAuditWorkers(t, g, kills, 1, 25)
 	s, err := sqlite.Open(context.Background(), g.b.url)
 	require.NoError(t, err)
 	defer s.Close()
