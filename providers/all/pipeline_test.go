@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentc-dev/agentc"
-	"github.com/agentc-dev/agentc/providers/internal/ssetest"
+	"github.com/agentc-dev/agentc/internal/ssetest"
 	"github.com/agentc-dev/agentc/runtime"
 )
 

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentc-dev/agentc/providers/internal/ssetest"
+	"github.com/agentc-dev/agentc/internal/ssetest"
 	"github.com/agentc-dev/agentc/providers/openai"
 	"github.com/agentc-dev/agentc/runtime"
 )

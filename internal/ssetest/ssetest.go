@@ -1,8 +1,8 @@
 // Package ssetest replays provider transcripts from a loopback HTTP server,
-// for the provider clients' tests and benchmarks: byte-exact server-sent
+// for the provider clients' and the gateway's tests and benchmarks: byte-exact server-sent
 // event streams read from testdata, error responses with their headers, a
-// connection dropped mid-stream, and a stream held open until the client
-// goes away.
+// connection dropped mid-stream, a stream held open until the client goes
+// away, and a stream held at an event until the test releases it.
 package ssetest
 
 import (
@@ -33,6 +33,10 @@ type Reply struct {
 	// HoldOpen keeps the response open after the last event until the
 	// client goes away (recorded by Server.Gone).
 	HoldOpen bool
+	// Gate, when set, is awaited after HoldAfter events before the rest is
+	// sent; a client that goes away meanwhile is recorded by Server.Gone.
+	Gate      chan struct{}
+	HoldAfter int
 }
 
 // Server serves its replies in order, one per request, and records the
@@ -128,6 +132,17 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	for i, ev := range Events(rep.Body) {
 		if rep.DropAfter > 0 && i == rep.DropAfter {
 			panic(http.ErrAbortHandler) // the connection closes mid-response
+		}
+		if rep.Gate != nil && i == rep.HoldAfter {
+			select {
+			case <-rep.Gate:
+			case <-r.Context().Done():
+				s.Gone <- struct{}{}
+				return
+			case <-time.After(20 * time.Second):
+				s.t.Errorf("ssetest: a held reply was never released")
+				return
+			}
 		}
 		if _, err := io.WriteString(w, ev); err != nil {
 			return
