@@ -15,6 +15,20 @@ import (
 	"cuelang.org/go/cue/cuecontext"
 )
 
+// loadSnippet loads "package p" followed by src as a one-file policy and
+// returns the policy, its diagnostics and each as "line:col rule".
+func loadSnippet(t *testing.T, src string) (*Policy, Diagnostics, []string) {
+	t.Helper()
+	dir := writePolicy(t, map[string]string{"p.cue": "package p\n\n" + src + "\n"})
+	p, diags, err := Load(context.Background(), []string{dir}, Options{})
+	require.NoError(t, err)
+	var got []string
+	for _, d := range diags {
+		got = append(got, fmt.Sprintf("%d:%d %s", d.Pos.Line, d.Pos.Col, d.Rule))
+	}
+	return p, diags, got
+}
+
 func writePolicy(t testing.TB, files map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()

@@ -1,7 +1,6 @@
 package dsl
 
 import (
-	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -23,13 +22,7 @@ func TestInvariants(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := writePolicy(t, map[string]string{"p.cue": "package p\n\n" + tt.src + "\n"})
-			p, diags, err := Load(context.Background(), []string{dir}, Options{})
-			require.NoError(t, err)
-			var got []string
-			for _, d := range diags {
-				got = append(got, d.Pos.String()[len(d.Pos.File)+1:]+" "+d.Rule)
-			}
+			p, diags, got := loadSnippet(t, tt.src)
 			assert.Equal(t, tt.wants, got, "%v", diags)
 			if tt.wants == nil {
 				require.NotNil(t, p.Invariants)
