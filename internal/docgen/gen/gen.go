@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"testing"
 )
 
 // Pages are the generated files, relative to the repository root.
@@ -71,6 +72,21 @@ func Stale(root string) ([]string, error) {
 		}
 	}
 	return stale, nil
+}
+
+// AssertUpToDate fails t for each generated page that is stale under root,
+// naming the command that writes them. Packages whose changes feed the
+// pages (the schemas, the compiler and its rules, the CEL environments, the
+// conformance cases) call it from a TestDocsUpToDate of their own.
+func AssertUpToDate(t testing.TB, root string) {
+	t.Helper()
+	stale, err := Stale(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range stale {
+		t.Errorf("%s is stale: run %s", p, Command)
+	}
 }
 
 // Root returns the repository root: the nearest directory at or above dir
