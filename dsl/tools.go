@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
+
+	"github.com/agentc-dev/agentc/internal/jsonpointer"
 )
 
 // checkArgsSchema compiles a tool's argument schema as JSON Schema (draft
@@ -44,7 +46,7 @@ func (l *loader) checkToolSchema(tool, field string, raw []byte, at Pos, fromFil
 	for _, f := range schemaFaults(ve) {
 		pos := at
 		if !fromFile {
-			path := append([]string{"tools", tool, field}, pointerTokens(f.at)...)
+			path := append([]string{"tools", tool, field}, jsonpointer.Tokens(f.at)...)
 			pos = l.userPos(path)
 		}
 		where := field
@@ -79,18 +81,6 @@ func schemaFaults(ve *jsonschema.ValidationError) []schemaFault {
 	walk(ve)
 	sort.Slice(out, func(i, j int) bool { return out[i].at < out[j].at })
 	return out
-}
-
-// pointerTokens splits a JSON pointer into its unescaped tokens.
-func pointerTokens(ptr string) []string {
-	if ptr == "" {
-		return nil
-	}
-	toks := strings.Split(strings.TrimPrefix(ptr, "/"), "/")
-	for i, t := range toks {
-		toks[i] = strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
-	}
-	return toks
 }
 
 // checkArgRefs reports a url_arg or path_arg that names no property of the

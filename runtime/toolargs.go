@@ -11,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
+
+	"github.com/agentc-dev/agentc/internal/jsonpointer"
 )
 
 // LayerTools is the layer name of the refusals made on entry to the tool
@@ -117,7 +119,7 @@ func argFaults(ve *jsonschema.ValidationError) []string {
 			return
 		}
 		field := "args"
-		for _, tok := range pointerTokens(e.InstanceLocation) {
+		for _, tok := range jsonpointer.Tokens(e.InstanceLocation) {
 			field += "." + tok
 		}
 		msg := e.Message
@@ -137,16 +139,4 @@ func argFaults(ve *jsonschema.ValidationError) []string {
 	walk(ve)
 	sort.Strings(out)
 	return out
-}
-
-// pointerTokens splits a JSON pointer into its unescaped tokens.
-func pointerTokens(ptr string) []string {
-	if ptr == "" {
-		return nil
-	}
-	toks := strings.Split(strings.TrimPrefix(ptr, "/"), "/")
-	for i, t := range toks {
-		toks[i] = strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
-	}
-	return toks
 }
