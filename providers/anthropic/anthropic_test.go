@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentc-dev/agentc/providers/anthropic"
 	"github.com/agentc-dev/agentc/internal/ssetest"
+	"github.com/agentc-dev/agentc/providers/anthropic"
 	"github.com/agentc-dev/agentc/runtime"
 )
 
