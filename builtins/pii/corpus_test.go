@@ -124,9 +124,10 @@ var corpusRegions = append(slices.Clone(DefaultRegions),
 
 // TestCorpusPrecisionRecall measures the scanner on the labelled sample of the presidio
 // research data sets (testdata/presidio/README.md): recall 0.90 and precision 0.95 for every
-// kind except phone numbers, whose recall is held to the figure measured (the corpus writes
-// many numbers that no numbering plan assigns, and bare digit runs). The phone figures are
-// measured twice: with DefaultRegions, and with the regions of the corpus' locales.
+// kind. The phone figures are measured twice: with the regions of the corpus' locales, which
+// meets them, and with DefaultRegions, whose recall is held to the figure measured (the
+// corpus writes national numbers of some forty regions, most without a phone word beside
+// them).
 // PII_CORPUS_VERBOSE=1 logs every miss and false detection.
 func TestCorpusPrecisionRecall(t *testing.T) {
 	verbose := os.Getenv("PII_CORPUS_VERBOSE") != ""
@@ -143,7 +144,7 @@ func TestCorpusPrecisionRecall(t *testing.T) {
 		sc := scores[k]
 		t.Log(fmt.Sprintf("%-22s tp %4d fp %3d fn %3d  precision %.3f  recall %.3f", k, sc.tp, sc.fp, sc.fn, sc.precision(), sc.recall()))
 	}
-	floor := map[string]float64{"phone": 0.69, "phone (corpus regions)": 0.80}
+	floor := map[string]float64{"phone": 0.80, "phone (corpus regions)": 0.95}
 	for _, k := range kinds {
 		sc := scores[k]
 		want, ok := floor[k]

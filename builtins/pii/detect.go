@@ -221,16 +221,32 @@ func findSSNs(text string, add func(Kind, int, int)) {
 	}
 }
 
-// ssnContextWindow is how far before a bare nine-digit run a context word may end.
-const ssnContextWindow = 32
+// contextWindow is how far before a candidate a context word may end.
+const contextWindow = 32
+
+// ssnWords name a social security number.
+var ssnWords = []string{"ssn", "social security", "ss#", "ss no", "soc sec"}
 
 // ssnContext reports whether a word naming a social security number ("SSN", "social
-// security", "SS#") ends within ssnContextWindow bytes before i.
-func ssnContext(text string, i int) bool {
-	before := strings.ToLower(text[max(0, i-ssnContextWindow):i])
-	for _, w := range []string{"ssn", "social security", "ss#", "ss no", "soc sec"} {
-		if k := strings.LastIndex(before, w); k >= 0 && (k == 0 || !isAlpha(before[k-1])) {
-			return true
+// security", "SS#") ends within contextWindow bytes before i.
+func ssnContext(text string, i int) bool { return wordBefore(text, i, ssnWords, false) }
+
+// wordBefore reports whether one of words (lower case) ends within contextWindow bytes
+// before i, compared without regard to case, starting a word; whole asks it to end one too
+// ("tel" but not "tell").
+func wordBefore(text string, i int, words []string, whole bool) bool {
+	before := strings.ToLower(text[max(0, i-contextWindow):i])
+	for _, w := range words {
+		for rest, off := before, 0; ; {
+			k := strings.Index(rest, w)
+			if k < 0 {
+				break
+			}
+			at, end := off+k, off+k+len(w)
+			if (at == 0 || !isAlpha(before[at-1])) && (!whole || end == len(before) || !isAlpha(before[end])) {
+				return true
+			}
+			rest, off = before[end:], end
 		}
 	}
 	return false
@@ -637,7 +653,7 @@ func (f *phoneFinder) match(text string, i int) int {
 	}
 	end, digits, ok := phoneCandidate(text, i)
 	if !ok {
-		return 0
+		return bareContextPhone(text, i)
 	}
 	e := phoneEnd(text, end)
 	if e == 0 {
@@ -686,7 +702,58 @@ func (f *phoneFinder) match(text string, i int) int {
 			return e
 		}
 	}
+	if phoneContext(text, i, e) && possibleAnywhere(raw, digits) {
+		return e
+	}
 	return 0
+}
+
+// phoneWords name a telephone number. A formatted number of a region that is not
+// configured is still a phone number when one of them stands just before it ("Phone:
+// 60-56-85-91", "call me on 9472 7916") or right after it ("416 60 039 fax"). The list is
+// the context of presidio's phone recognizer without its generic "number", plus the words
+// for fax and messaging numbers.
+var phoneWords = []string{"phone", "phones", "telephone", "tel", "mobile", "cell", "cellphone", "fax", "call", "calling", "whatsapp", "sms"}
+
+// phoneContext reports whether a phone word ends within contextWindow bytes before the
+// candidate at [i, end), or is the first word after it.
+func phoneContext(text string, i, end int) bool {
+	if wordBefore(text, i, phoneWords, true) {
+		return true
+	}
+	j := end
+	for j < len(text) && (text[j] == ' ' || text[j] == '-' || text[j] == '(' || text[j] == '\t') {
+		j++
+	}
+	k := j
+	for k < len(text) && isAlpha(text[k]) {
+		k++
+	}
+	return k > j && slices.Contains(phoneWords, strings.ToLower(text[j:k]))
+}
+
+// bareContextPhone matches an unformatted run of 8 to 15 digits at i that a phone word
+// precedes ("Fax: 9498777106"); without the word such a run is as likely an id. It returns
+// the end offset or 0.
+func bareContextPhone(text string, i int) int {
+	j := i
+	for j < len(text) && isDigit(text[j]) {
+		j++
+	}
+	if n := j - i; n < minInternationalDigits || n > maxPhoneDigits || !rightOK(text, j) || !wordBefore(text, i, phoneWords, true) {
+		return 0
+	}
+	return j
+}
+
+// possibleAnywhere reports whether a nationally written candidate of n digits has a length
+// that national numbers of some region have, with or without a trunk prefix "0" (E.164
+// numbers have 4 to 15 digits; the shortest national numbers in use have 5).
+func possibleAnywhere(raw string, n int) bool {
+	if raw[0] == '0' {
+		n--
+	}
+	return n >= minNationalDigits-1 && n <= maxPhoneDigits-1
 }
 
 // phoneCandidate scans digits and the punctuation phone numbers are written with from i (a

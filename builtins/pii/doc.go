@@ -1,8 +1,15 @@
 // Package pii detects and redacts personal data in text and in JSON-like values: email
-// addresses (internationalized ones included), phone numbers (international "+" form and
-// formatted North American numbers, with an "x" or "ext." extension), US social security
-// numbers, payment card numbers (13 to 19 digits that pass the Luhn check and start like a
-// card), and IPv4 (with an optional CIDR prefix length) and IPv6 addresses.
+// addresses (internationalized ones included), phone numbers, US social security numbers,
+// payment card numbers (12 to 19 digits that pass the Luhn check and start like a card), and
+// IPv4 (with an optional CIDR prefix length) and IPv6 addresses.
+//
+// Phone numbers follow libphonenumber's rules (github.com/nyaruka/phonenumbers): a number in
+// international form ("+" or a region's international call prefix) is recognised whatever its
+// country; a number written nationally is recognised when it is valid for one of the
+// configured regions (Config.Regions, DefaultRegions when empty), or, for any region, when a
+// phone word ("phone", "tel", "mobile", "fax", "call"...) stands just before it or right
+// after it. An unformatted run of 8 to 15 digits is a phone number only after such a word.
+// Extensions ("x123", "ext. 12") belong to the number.
 //
 // The detectors are hand-written scanners rather than broad regular expressions so that they
 // can refuse the usual false positives: a number glued to letters or to a dotted version, dates

@@ -91,6 +91,15 @@ func TestFind(t *testing.T) {
 		{"not a phone: german number without trunk prefix", "ref 30 901820", []string{}},
 		{"not a phone: date and time", "at 2023-11-02 12:00", []string{}},
 		{"not a phone: european date", "on 15.01.2024 we", []string{}},
+		{"other region after a phone word", "Phone:\n60-56-85-91", []string{"phone:60-56-85-91"}},
+		{"other region before a phone word", "416 60 039 fax", []string{"phone:416 60 039"}},
+		{"other region after call", "You can call 9472 7916?", []string{"phone:9472 7916"}},
+		{"bare digits after a phone word", "Fax: 9498777106", []string{"phone:9498777106"}},
+		{"not a phone: other region without a phone word", "ref 60-56-85-91", []string{}},
+		{"not a phone: a word that starts like tel", "tell me about 60-56-85-91", []string{}},
+		{"not a phone: bare digits without a phone word", "invoice 9498777106", []string{}},
+		{"not a phone: short bare digits after a phone word", "Phone: 1234567", []string{}},
+		{"not a phone: date after a phone word", "call on 2024-01-15", []string{}},
 
 		// ssn
 		{"ssn", "SSN 123-45-6789.", []string{"ssn:123-45-6789"}},
@@ -194,7 +203,10 @@ func TestRegions(t *testing.T) {
 	assert.Equal(t, []string{"phone:030 901820", "phone:0171 1234567"}, found(text, de.Find(text)))
 	us, err := New(Config{Regions: []string{"US"}})
 	require.NoError(t, err)
-	assert.Empty(t, us.Find(text), "German national formats are not recognised for the US")
+	bare := "Zentrale 030 901820 oder 0171 1234567"
+	assert.Empty(t, us.Find(bare), "German national formats are not recognised for the US")
+	assert.Equal(t, []string{"phone:030 901820", "phone:0171 1234567"}, found(text, us.Find(text)),
+		"a phone word before them makes them phone numbers in any region")
 	intl := "+49 30 901820"
 	assert.Equal(t, []string{"phone:" + intl}, found(intl, us.Find(intl)), "international format whatever the regions")
 	_, err = New(Config{Regions: []string{"XX"}})
