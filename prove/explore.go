@@ -526,7 +526,7 @@ func (e *explorer) run(ctx context.Context, t target, script []string) (*outcome
 }
 
 func (e *explorer) runScenario(ctx context.Context, t target, script []string, sc *scenario.Scenario) (*outcome, error) {
-	rec := &recorder{}
+	rec := &recorder{billInput: e.usage.InputTokens}
 	clock := runtime.NewVirtualClock(scenario.Epoch)
 	o := &outcome{sc: sc, timed: e.clocked}
 	res, err := scenario.Run(context.WithValue(ctx, recorderKey{}, rec), e.p, sc, scenario.Options{

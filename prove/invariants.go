@@ -252,8 +252,10 @@ func (e *explorer) oneCall(o *outcome, pos int) (usd float64, tokens int64) {
 //
 // What the providers bill is checked too: a model call cancelled after it
 // started (a hedge's racer that lost, an attempt that timed out) is billed
-// its input, which a meter does not charge; when such calls carry the
-// spend more than one call over a chat ceiling, the budget did not bound
+// its input, which the runtime estimates and a meter charges (a hedge
+// reports its losers' usage as discarded); when such calls carry the spend
+// more than one call over a chat ceiling and the meter charged less than
+// was billed, a layer dropped what was billed and the budget did not bound
 // what was spent.
 func budgetOvershoot(e *explorer, o *outcome) []string {
 	var out []string
@@ -268,10 +270,10 @@ func budgetOvershoot(e *explorer, o *outcome) []string {
 			out = append(out, fmt.Sprintf("%s meter %s charged %d tokens against a budget of %d: more than its largest call (%d tokens) over it", l.stage, l.layer, g.Tokens(), *b.Tokens, tokens))
 		case b.Calls != nil && g.Calls > *b.Calls:
 			out = append(out, fmt.Sprintf("%s meter %s charged %d calls against a budget of %d", l.stage, l.layer, g.Calls, *b.Calls))
-		case cancelled > 0 && b.USD != nil && l.stage == plan.StageChat && billedUSD > *b.USD+usd+1e-9:
-			out = append(out, fmt.Sprintf("%s meter %s: the models billed $%.6g against a budget of $%g, more than its largest call ($%.6g) over it; the meter charged $%.6g: %d model calls were cancelled after they started (billed their input, not charged)", l.stage, l.layer, billedUSD, *b.USD, usd, g.USD, cancelled))
-		case cancelled > 0 && b.Tokens != nil && l.stage == plan.StageChat && billedTokens > *b.Tokens+tokens:
-			out = append(out, fmt.Sprintf("%s meter %s: the models billed %d tokens against a budget of %d, more than its largest call (%d tokens) over it; the meter charged %d: %d model calls were cancelled after they started (billed their input, not charged)", l.stage, l.layer, billedTokens, *b.Tokens, tokens, g.Tokens(), cancelled))
+		case cancelled > 0 && b.USD != nil && l.stage == plan.StageChat && billedUSD > *b.USD+usd+1e-9 && billedUSD > g.USD+1e-9:
+			out = append(out, fmt.Sprintf("%s meter %s: the models billed $%.6g against a budget of $%g, more than its largest call ($%.6g) over it; the meter charged $%.6g: of %d model calls cancelled after they started (billed their input), some were not charged", l.stage, l.layer, billedUSD, *b.USD, usd, g.USD, cancelled))
+		case cancelled > 0 && b.Tokens != nil && l.stage == plan.StageChat && billedTokens > *b.Tokens+tokens && billedTokens > g.Tokens():
+			out = append(out, fmt.Sprintf("%s meter %s: the models billed %d tokens against a budget of %d, more than its largest call (%d tokens) over it; the meter charged %d: of %d model calls cancelled after they started (billed their input), some were not charged", l.stage, l.layer, billedTokens, *b.Tokens, tokens, g.Tokens(), cancelled))
 		}
 	}
 	return out
@@ -287,12 +289,13 @@ func (e *explorer) billed(o *outcome) (usd float64, tokens int64, cancelled int)
 			continue
 		}
 		u := ev.Usage
-		if u.InputTokens == 0 && u.OutputTokens == 0 {
-			if ev.ErrKind != "canceled" {
-				continue
-			}
-			u = runtime.Usage{InputTokens: e.usage.InputTokens}
+		if ev.ErrKind == "canceled" {
 			cancelled++
+			if u.InputTokens == 0 && u.OutputTokens == 0 {
+				u = runtime.Usage{InputTokens: e.usage.InputTokens}
+			}
+		} else if u.InputTokens == 0 && u.OutputTokens == 0 {
+			continue
 		}
 		m := e.orig.Models[ev.Model]
 		usd += (float64(u.InputTokens)*m.USDPerMTokIn + float64(u.OutputTokens)*m.USDPerMTokOut) / 1e6

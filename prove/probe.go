@@ -63,6 +63,9 @@ type event struct {
 type recorder struct {
 	mu     sync.Mutex
 	events []event
+	// billInput is the input the scripted provider bills a request
+	// cancelled after it went out (see probe.WrapChat).
+	billInput int64
 }
 
 type recorderKey struct{}
@@ -98,6 +101,8 @@ func (r *recorder) snapshot() []event {
 type probe struct {
 	Pos   int    `json:"pos"`
 	Stage string `json:"stage"`
+	// Last marks the probe just outside the model (or tool, or turn).
+	Last bool `json:"last,omitempty"`
 }
 
 func (p *probe) exit(ctx context.Context, err error) {
@@ -124,14 +129,23 @@ func (p *probe) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 				return yield(d)
 			}
 		}
-		u0 := c.Usage
+		u0, d0, n0 := c.Usage, c.Discarded, c.Deltas
 		err := next(ctx, c, y)
 		model := c.Served
 		if model == "" {
 			model = c.Request.Model
 		}
+		if p.Last && rec != nil && kindOf(err) == "canceled" && c.Deltas == n0 {
+			// The scripted provider bills a request cancelled after it went
+			// out the scripted input, which the runtime's estimate of the
+			// input stands for: the layers are checked on what they do
+			// with the estimate, at the script's scale.
+			c.Usage.InputTokens = u0.InputTokens + rec.billInput
+		}
+		u := c.Usage.Sub(u0)
+		u.Add(c.Discarded.Sub(d0))
 		rec.add(ctx, event{Kind: evExit, Stage: p.Stage, Pos: p.Pos, Class: runtime.Classify(err), ErrKind: kindOf(err),
-			Usage: c.Usage.Sub(u0), Model: model})
+			Usage: u, Model: model})
 		return err
 	}
 }
@@ -176,8 +190,12 @@ func probed(stage plan.Stage, chain []plan.Layer) []plan.Layer {
 	}
 	out := make([]plan.Layer, 0, 2*len(chain)+1)
 	for i := 0; i <= len(chain); i++ {
+		last := ""
+		if i == len(chain) {
+			last = `,"last":true`
+		}
 		out = append(out, plan.Layer{Use: probeID, Name: probeName(i),
-			Config: []byte(`{"pos":` + itoa(i) + `,"stage":"` + stage + `"}`)})
+			Config: []byte(`{"pos":` + itoa(i) + `,"stage":"` + stage + `"` + last + `}`)})
 		if i < len(chain) {
 			out = append(out, chain[i])
 		}

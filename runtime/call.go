@@ -486,8 +486,13 @@ type ChatCall struct {
 	Served string
 	// Usage is the usage reported by the model, summed over the deltas that
 	// arrived. When a stream ends without a report, the innermost handler
-	// estimates it from the request and the text that arrived.
+	// estimates it from the request and the text that arrived; a request
+	// cancelled before anything arrived is estimated at its input.
 	Usage Usage
+	// Discarded is the usage billed by model calls made for this call whose
+	// output it never received: the racers a hedge cancelled or that failed.
+	// It is not part of the response's usage; a meter charges it.
+	Discarded Usage
 	// FinishReason is the last finish reason a delta carried (see the
 	// Finish constants); "" when none did.
 	FinishReason string
@@ -558,12 +563,21 @@ func (c *ChatCall) Clone() *ChatCall {
 	return &ChatCall{Request: c.Request, Meta: c.Meta}
 }
 
+// Discard records that a finished clone's output was dropped (a racer that
+// lost or failed): what it billed, its usage and its own discarded usage, is
+// added to c's Discarded usage.
+func (c *ChatCall) Discard(clone *ChatCall) {
+	c.Discarded.Add(clone.Usage)
+	c.Discarded.Add(clone.Discarded)
+}
+
 // Adopt copies the stream state of a finished clone (the winner of a race)
 // into c. Deltas is left alone: the layer that forwarded the clone's deltas
 // counted them with Emit.
 func (c *ChatCall) Adopt(clone *ChatCall) {
 	c.Served = clone.Served
 	c.Usage.Add(clone.Usage)
+	c.Discarded.Add(clone.Discarded)
 	if clone.FinishReason != "" {
 		c.FinishReason = clone.FinishReason
 	}

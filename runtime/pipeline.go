@@ -79,6 +79,11 @@ func (pl *Pipeline) chatTerminal(ctx context.Context, c *ChatCall, yield func(De
 		if c.Usage.OutputTokens == beforeUsage.OutputTokens {
 			c.Usage.OutputTokens += int64(c.chars-beforeChars+3) / 4
 		}
+	} else if c.Usage == beforeUsage && err != nil && ctx.Err() != nil {
+		// Cancelled after the request went out (a hedge's losing racer, an
+		// attempt that timed out, a caller that gave up) before anything
+		// arrived: the provider has read, and bills, the prompt.
+		c.Usage.InputTokens += EstimateMessages(c.Request.Messages)
 	}
 	return err
 }

@@ -130,6 +130,55 @@ func TestMeterChargesWhatArrived(t *testing.T) {
 	}
 }
 
+// A request cancelled after it went out is billed its input by the provider:
+// the meter charges the estimate of it (the transcript "hi": 1 token + 4
+// overhead) for each attempt that timed out, and the response of a hedge
+// reports the winner's usage while a meter outside it also charges the racer
+// it cancelled.
+func TestMeterChargesCancelledRequestsTheirInput(t *testing.T) {
+	t.Run("attempts that timed out", func(t *testing.T) {
+		slow := rt.NewModel(rt.Response{Delay: 5 * time.Second, Deltas: []string{"late"}})
+		pl := build(t, plan.Chains{Chat: []plan.Layer{
+			rt.Layer("meter", ""),
+			rt.Layer("retry", `{"max_attempts":2,"initial_delay":"1ms","attempt_timeout":"20ms"}`),
+		}}, map[string]runtime.ModelClient{"primary": slow})
+		ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r"})
+		_, _, err := rt.Collect(ctx, pl, runtime.ChatRequest{Model: "primary", Messages: hi}, 0)
+		require.Error(t, err)
+		assert.Equal(t, 2, slow.Calls())
+		got := meterOf(t, pl).Ledger("r")
+		assert.Equal(t, int64(2*5), got.InputTokens, "two requests went out, each billed its input")
+		assert.Zero(t, got.OutputTokens)
+		assert.Equal(t, int64(1), got.Calls)
+	})
+	t.Run("a caller that gave up", func(t *testing.T) {
+		slow := rt.NewModel(rt.Response{Delay: 5 * time.Second, Deltas: []string{"late"}})
+		pl := build(t, plan.Chains{Chat: []plan.Layer{rt.Layer("meter", "")}}, map[string]runtime.ModelClient{"primary": slow})
+		ctx, cancel := context.WithTimeout(runtime.WithRun(context.Background(), runtime.Run{ID: "r"}), 20*time.Millisecond)
+		defer cancel()
+		_, _, err := rt.Collect(ctx, pl, runtime.ChatRequest{Model: "primary", Messages: hi}, 0)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.Equal(t, int64(5), meterOf(t, pl).Ledger("r").InputTokens)
+	})
+	t.Run("a hedge's cancelled racer", func(t *testing.T) {
+		slow := rt.NewModel(rt.Response{Delay: 5 * time.Second, Deltas: []string{"slow"}})
+		fast := rt.NewModel(rt.Response{Deltas: []string{"fa", "st"}, Usage: runtime.Usage{InputTokens: 3, OutputTokens: 2}})
+		pl := build(t, plan.Chains{Chat: []plan.Layer{
+			rt.Layer("meter", ""),
+			rt.Layer("hedge", `{"models":["primary","backup"],"delay":"5ms"}`),
+		}}, map[string]runtime.ModelClient{"primary": slow, "backup": fast})
+		ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r"})
+		_, resp, err := rt.Collect(ctx, pl, runtime.ChatRequest{Messages: hi}, 0)
+		require.NoError(t, err)
+		assert.Equal(t, runtime.Usage{InputTokens: 3, OutputTokens: 2}, resp.Usage, "the response reports the winner's usage")
+		assert.Equal(t, 1, slow.Cancelled())
+		got := meterOf(t, pl).Ledger("r")
+		assert.Equal(t, int64(3+5), got.InputTokens, "the winner's input and the loser's")
+		assert.Equal(t, int64(2), got.OutputTokens)
+		assert.Equal(t, int64(1), got.Calls)
+	})
+}
+
 func TestMeterBudget(t *testing.T) {
 	model := rt.NewModel(rt.Response{Deltas: []string{"x"}, Usage: runtime.Usage{InputTokens: 60, OutputTokens: 0}})
 	pl := build(t, plan.Chains{Chat: []plan.Layer{

@@ -102,8 +102,7 @@ func (g *gateway) noLeak(t *testing.T, texts ...string) {
 }
 
 func (g *gateway) metrics(t *testing.T) string {
-	_, _, body := do(t, "GET", g.url+"/metrics", "", nil)
-	return body
+	return scrape(t, g.url)
 }
 
 var weatherTool = openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{

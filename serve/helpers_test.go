@@ -115,6 +115,21 @@ func startServer(t *testing.T, opts Options) *served {
 
 // do sends a request with an optional key and body and returns the status,
 // the headers and the body.
+// scrape returns the server's /metrics once no request is in flight: a
+// request's metrics are recorded when its handler returns, which can be
+// after its client has read the whole response, so a scrape right after a
+// call could miss them on a loaded machine.
+func scrape(t *testing.T, base string) string {
+	t.Helper()
+	var body string
+	require.Eventually(t, func() bool {
+		code, _, b := do(t, "GET", base+"/metrics", "", nil)
+		body = b
+		return code == http.StatusOK && strings.Contains(b, "agentc_serve_requests_in_flight 0\n")
+	}, 30*time.Second, 5*time.Millisecond, "requests still in flight")
+	return body
+}
+
 func do(t *testing.T, method, url, key string, body []byte, header ...string) (int, http.Header, string) {
 	t.Helper()
 	req, err := http.NewRequest(method, url, bytes.NewReader(body))

@@ -45,8 +45,7 @@ func TestOperationalEndpoints(t *testing.T) {
 	assert.Equal(t, 404, code)
 	assert.Contains(t, body, `"type":"not_found_error"`)
 
-	code, _, body = do(t, "GET", s.url+"/metrics", "", nil)
-	require.Equal(t, 200, code)
+	body = scrape(t, s.url)
 	assert.Contains(t, body, `agentc_serve_requests_total{code="200",model="-",route="models"} 1`)
 	assert.Contains(t, body, `agentc_serve_reloads_total{result="failed"} 0`)
 	assert.Contains(t, body, `agentc_serve_request_duration_seconds_bucket{model="-",route="models"`)
@@ -145,7 +144,7 @@ func TestReloadOnFileChange(t *testing.T) {
 	}
 	_, _, body = do(t, "GET", s.url+"/v1/models", "", nil)
 	assert.Contains(t, body, `"id":"two"`)
-	_, _, metrics := do(t, "GET", s.url+"/metrics", "", nil)
+	metrics := scrape(t, s.url)
 	assert.Contains(t, metrics, `agentc_serve_reloads_total{result="ok"} 1`)
 	assert.Contains(t, metrics, `agentc_serve_reloads_total{result="failed"} 1`)
 	assert.Contains(t, metrics, `agentc_serve_policy_generation 2`)

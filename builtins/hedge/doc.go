@@ -32,5 +32,9 @@
 //
 // Each racer runs the inner layers on its own copy of the call
 // (ChatCall.Clone); the winner's served model, usage and attempts are copied
-// back. Model clients must return promptly when their context is cancelled.
+// back. What every other racer billed (what arrived from it, or the input of
+// a request cancelled after it went out) is added to the call's Discarded
+// usage (ChatCall.Discard), so a meter outside the hedge charges what the
+// providers bill for the whole race while the response reports the winner's
+// usage. Model clients must return promptly when their context is cancelled.
 package hedge

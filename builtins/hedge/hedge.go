@@ -231,6 +231,7 @@ func (h *Hedge) race(ctx context.Context, c *runtime.ChatCall, yield func(runtim
 					c.Adopt(r.call)
 				case winner >= 0:
 					// A loser finished after being cancelled.
+					c.Discard(r.call)
 				case ev.err == nil:
 					// Finished without a delta (or, holding, the first to
 					// finish at all): the success wins, and its held deltas
@@ -252,6 +253,7 @@ func (h *Hedge) race(ctx context.Context, c *runtime.ChatCall, yield func(runtim
 					// drop what it delivered and start the next model at once.
 					lastErr = ev.err
 					held[ev.idx] = nil
+					c.Discard(r.call)
 					if ctx.Err() == nil && len(racers) < len(h.Models) {
 						start()
 						running++

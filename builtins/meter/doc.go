@@ -5,8 +5,12 @@
 // the runtime when the stream ended without a report) at the rates of the
 // model that served it (plan.Models), and counts as one call. A stream that
 // was abandoned by the consumer, cancelled or failed mid-stream is charged for
-// what arrived; a pre-stream failure (nothing arrived) is not charged. A call
-// served from a cache (Meta.Cached) is not charged.
+// what arrived. A call cancelled after its request went out but before
+// anything arrived (an attempt that timed out, a hedge's losing racer, a
+// caller that gave up) is charged the estimate of its input
+// (runtime.EstimateMessages), which its provider bills. Any other failure
+// before anything arrived (a refusal, a rate limit, an unreachable server) is
+// not charged. A call served from a cache (Meta.Cached) is not charged.
 //
 // Tool: the ledger counts the tool calls that returned without error and were
 // not served from a cache; only the `calls` ceiling applies.

@@ -208,15 +208,16 @@ func (m *Meter) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 				m.settle(ctx, l, reserved, false, runtime.Usage{}, 0)
 			}
 		}()
-		start, u0 := c.Deltas, c.Usage
+		start, u0, d0 := c.Deltas, c.Usage, c.Discarded
 		err = next(ctx, c, yield)
 		settled = true
-		if c.Meta.Cached || err != nil && c.Deltas == start && c.Usage == u0 {
-			// A cached hit, or a pre-stream failure (nothing arrived): not charged.
+		if c.Meta.Cached || err != nil && c.Deltas == start && c.Usage == u0 && c.Discarded == d0 {
+			// A cached hit, or a failure before anything was billed: not charged.
 			m.settle(ctx, l, reserved, false, runtime.Usage{}, 0)
 			return err
 		}
 		u := c.Usage.Sub(u0)
+		u.Add(c.Discarded.Sub(d0))
 		model := c.Served
 		if model == "" {
 			model = c.Request.Model
