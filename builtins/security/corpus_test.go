@@ -26,9 +26,9 @@ type corpusSample struct {
 // blocked. They sit just under the measured figures (docs/detection.md), so a regression
 // fails; raise them when detection improves.
 var corpusFloors = map[string]struct{ minDetect, maxFalse float64 }{
-	"direct":    {minDetect: 0.10, maxFalse: 0.01},
-	"indirect":  {minDetect: 0.05, maxFalse: 0.01},
-	"jailbreak": {minDetect: 0.27, maxFalse: 0.01},
+	"direct":    {minDetect: 0.32, maxFalse: 0.01},
+	"indirect":  {minDetect: 0.24, maxFalse: 0.01},
+	"jailbreak": {minDetect: 0.69, maxFalse: 0.01},
 }
 
 func loadCorpus(t *testing.T) []corpusSample {

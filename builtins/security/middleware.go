@@ -32,8 +32,11 @@ func init() {
 type Middleware struct {
 	// Patterns are extra RE2 expressions, matched case-insensitively.
 	Patterns []string `json:"patterns,omitempty"`
-	// Defaults enables DefaultPatterns.
+	// Defaults enables DefaultPatterns and DefaultFamilies.
 	Defaults bool `json:"defaults"`
+	// Threshold is the least sum of family scores that blocks (default
+	// DefaultThreshold); patterns block on their own.
+	Threshold *float64 `json:"threshold,omitempty"`
 	// Classifier, when set, sends every text the patterns let through to a
 	// text-classification endpoint.
 	Classifier *Classifier `json:"classifier,omitempty"`
@@ -69,6 +72,12 @@ type Classifier struct {
 func (m *Middleware) Provision(b *runtime.BuildContext) error {
 	m.name = b.Name()
 	cfg := Config{DisableDefaults: !m.Defaults}
+	if m.Threshold != nil {
+		if *m.Threshold <= 0 {
+			return fmt.Errorf("threshold: %v is not positive", *m.Threshold)
+		}
+		cfg.Threshold = *m.Threshold
+	}
 	for i, p := range m.Patterns {
 		id := fmt.Sprintf("patterns[%d]", i)
 		if p == "" {
@@ -181,9 +190,13 @@ func (m *Middleware) check(ctx context.Context, text string) error {
 		}
 		return nil
 	}
-	msg := "prompt injection detected (" + match.PatternID + ")"
+	what := match.PatternID
+	if match.Score > 0 {
+		what = fmt.Sprintf("%s, score %.1f", match.PatternID, match.Score)
+	}
+	msg := "prompt injection detected (" + what + ")"
 	if match.Encoding != "" {
-		msg = "prompt injection detected in " + match.Encoding + " text (" + match.PatternID + ")"
+		msg = "prompt injection detected in " + match.Encoding + " text (" + what + ")"
 	}
 	return &runtime.BlockedError{Layer: m.name, Message: msg}
 }
