@@ -6,9 +6,10 @@
 //
 // Patterns are RE2 regular expressions. Unless a Pattern is Raw it is matched against a
 // normalized form of the text that makes the default set tolerant of case, spacing and
-// punctuation tricks: letters are lower-cased, full-width forms and common Cyrillic and Greek
-// look-alikes are folded to ASCII, invisible format characters (zero-width spaces, soft
-// hyphens) are dropped, and every run of other characters (whitespace, punctuation, symbols)
+// punctuation tricks: letters are lower-cased, full-width forms, mathematical, circled and
+// squared letters, small capitals and common Cyrillic and Greek look-alikes are folded to
+// ASCII, Latin letters lose their diacritics, invisible format characters (zero-width spaces,
+// soft hyphens) are dropped, and every run of other characters (whitespace, punctuation, symbols)
 // becomes a single space. Offsets reported in a Match always refer to the original text.
 //
 // A Detector is immutable after New and safe for concurrent use.
