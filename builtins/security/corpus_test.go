@@ -27,8 +27,8 @@ type corpusSample struct {
 // fails; raise them when detection improves.
 var corpusFloors = map[string]struct{ minDetect, maxFalse float64 }{
 	"direct":    {minDetect: 0.32, maxFalse: 0.01},
-	"indirect":  {minDetect: 0.24, maxFalse: 0.01},
-	"jailbreak": {minDetect: 0.69, maxFalse: 0.01},
+	"indirect":  {minDetect: 0.25, maxFalse: 0.01},
+	"jailbreak": {minDetect: 0.73, maxFalse: 0.01},
 }
 
 func loadCorpus(t *testing.T) []corpusSample {

@@ -7,9 +7,13 @@ package security
 // counts once however often it matches.
 //
 // The scores were set on the half of the labelled corpus that corpusHalf calls "tune"
-// (testdata/corpus/README.md) and are meant to stay round: a score of 0.6 or more marks a cue
-// that is rare in benign text, 0.3 to 0.5 one that role-play and instruction prompts share,
-// and no single family below 1 blocks at the default threshold.
+// (testdata/corpus/README.md), never on the other: a score of 0.6 to 0.8 marks a cue that is
+// rare in benign text (an "amoral" persona, "never refuses", "ignore all instructions"), 0.2
+// to 0.5 one that role-play and instruction prompts share ("stay in character", "you are now",
+// "reply with the following"), capped there so that no pile of role-play cues blocks a
+// role-play prompt; a family of 1 is an instruction no benign sample carried. Within those
+// bounds the scores were raised one at a time while the tune half's benign samples stayed
+// under 0.8, a margin under the threshold.
 
 // Family is a weighted group of phrases pointing at one kind of injection.
 type Family struct {
@@ -42,13 +46,13 @@ const (
 
 var defaultFamilies = []Family{
 	// Jailbreak personas.
-	{ID: "amoral-persona", Score: 0.6, Regex: `\b(?:amoral|unfiltered|uncensored|unrestricted|unaligned|unchained|unethical ai|immoral ai|evil (?:ai|bot|chatbot|assistant|twin|version|confidant)|fully unlocked|jailbroken|jailbreak(?:ed)?|no (?:ethical|moral) (?:guidelines|principles|boundaries|compass|standards|restrictions|limits|code)|(?:not|no longer) (?:bound|restricted|limited) by)\b`},
-	{ID: "never-refuse", Score: 0.6, Regex: `\b(?:never (?:refuses?|refuse|denies|deny|declines?|says? no)|will not refuse|won t refuse|cannot refuse|can t refuse|do not refuse|don t refuse|not (?:allowed|able) to refuse|no matter how (?:` + harmWord + `|bad|wrong|immoral|unethical|illegal|extreme)` +
+	{ID: "amoral-persona", Score: 0.8, Regex: `\b(?:amoral|unfiltered|uncensored|unrestricted|unaligned|unchained|unethical ai|immoral ai|evil (?:ai|bot|chatbot|assistant|twin|version|confidant)|fully unlocked|jailbroken|jailbreak(?:ed)?|no (?:ethical|moral) (?:guidelines|principles|boundaries|compass|standards|restrictions|limits|code)|(?:not|no longer) (?:bound|restricted|limited) by)\b`},
+	{ID: "never-refuse", Score: 0.8, Regex: `\b(?:never (?:refuses?|refuse|denies|deny|declines?|says? no)|will not refuse|won t refuse|cannot refuse|can t refuse|do not refuse|don t refuse|not (?:allowed|able) to refuse|no matter how (?:` + harmWord + `|bad|wrong|immoral|unethical|illegal|extreme)` +
 		`|without (?:any )?(?:warnings?|disclaimers?|censorship|filters?|refusals?)|(?:never|not|no) (?:send|sends|give|gives|include|includes|add|adds|provide|provides|mention|mentions) (?:any )?(?:warnings?|disclaimers?)|always (?:answers?|responds?|complies|sends?|provides?) (?:any|every|all|the|an|a|with)|(?:answer|respond to|comply with|fulfil|fulfill) (?:any|every|all) (?:requests?|questions?|prompts?)|will do anything|can do anything)\b`},
-	{ID: "ethics-off", Score: 0.6, Regex: `\b(?:(?:doesn t|does not|don t|do not|never|not|no longer) (?:care|cares|caring|concerned|worry|worries|give a \w+) (?:about |for |of )?(?:\w+ ){0,3}` + ethicsWord +
+	{ID: "ethics-off", Score: 0.7, Regex: `\b(?:(?:doesn t|does not|don t|do not|never|not|no longer) (?:care|cares|caring|concerned|worry|worries|give a \w+) (?:about |for |of )?(?:\w+ ){0,3}` + ethicsWord +
 		`|(?:regardless|irrespective) of (?:\w+ ){0,3}` + ethicsWord + `|ignor(?:e|es|ing) (?:\w+ ){0,2}(?:morals|ethics|morality|legality)|(?:promotes?|condones?|loves?|encourages?) (?:everything |anything |all )?(?:` + harmWord + `))\b`},
-	{ID: "policy-evasion", Score: 0.5, Regex: `\b(?:(?:openai|open ai|anthropic|google|microsoft|meta)(?: s)? (?:content )?(?:polic(?:y|ies)|rules|guidelines|restrictions|filters?)|content polic(?:y|ies)|broken free (?:of|from)|break(?:s)? free (?:of|from)|(?:escaped|freed|released) from (?:the )?(?:typical )?(?:confines|matrix|restrictions|rules)|(?:bypass|evade|circumvent)(?:es|ed|ing)? (?:\w+ ){0,3}(?:polic(?:y|ies)|rules|filters?|restrictions|guidelines|censorship))\b`},
-	{ID: "no-limits", Score: 0.4, Regex: `\b(?:no|without|free (?:of|from)|not have|doesn t have|does not have) (?:any |all |the |its )?(?:rules|restrictions|limitations|limits|filters|filtering|censorship|boundaries|prohibitions|constraints)(?: or (?:rules|restrictions|limitations|limits|filters|censorship|boundaries))?\b`},
+	{ID: "policy-evasion", Score: 0.8, Regex: `\b(?:(?:openai|open ai|anthropic|google|microsoft|meta)(?: s)? (?:content )?(?:polic(?:y|ies)|rules|guidelines|restrictions|filters?)|content polic(?:y|ies)|broken free (?:of|from)|break(?:s)? free (?:of|from)|(?:escaped|freed|released) from (?:the )?(?:typical )?(?:confines|matrix|restrictions|rules)|(?:bypass|evade|circumvent)(?:es|ed|ing)? (?:\w+ ){0,3}(?:polic(?:y|ies)|rules|filters?|restrictions|guidelines|censorship))\b`},
+	{ID: "no-limits", Score: 0.7, Regex: `\b(?:no|without|free (?:of|from)|not have|doesn t have|does not have) (?:any |all |the |its )?(?:rules|restrictions|limitations|limits|filters|filtering|censorship|boundaries|prohibitions|constraints)(?: or (?:rules|restrictions|limitations|limits|filters|censorship|boundaries))?\b`},
 	{ID: "mode-switch", Score: 0.4, Regex: `\b(?:stay in|enter|enable|activate|switch to|you are in|now in|welcome to) (?:\w+ )?mode\b|\bmode (?:enabled|activated|unlocked|is now on)\b`},
 	{ID: "dual-response", Score: 0.4, Regex: `\b(?:two (?:different |separate |distinct )*(?:responses|answers|ways|paragraphs|outputs)|(?:normal|classic|standard|filtered) (?:response|answer|output) and (?:a |an |one )?(?:\w+ ){0,2}(?:response|answer|output))\b`},
 	{ID: "character-lock", Score: 0.3, Regex: `\b(?:stay(?:s)? in character|stay(?:s)? as \w+|remain in character|never break(?:s)? character|(?:don t|do not|never) break (?:out of )?character|break(?:ing)? character|out of character|fall(?:ing)? out of (?:character|(?:the |your )?role))\b`},
@@ -63,7 +67,7 @@ var defaultFamilies = []Family{
 	{ID: "override-prior", Score: 0.6, Regex: `\b(?:ignore|forget|disregard|abandon|overlook|let go of)\s(?:(?:all|any|every|of|the|your|these|those)\s){0,3}` + priorWord + `\s(?:\w+\s)?` + priorNoun + `\b`},
 	{ID: "override-then-act", Score: 1.0, Regex: `\b(?:ignore|forget|disregard)\s(?:about\s)?(?:everything|all)\s(?:(?:and|then|just|now|instead|but|simply)\s){0,2}(?:print|say|write|output|tell|repeat|reply|respond|answer|show|focus|concentrate|start)\b` +
 		`|\b(?:ignore|disregard)\s(?:the\s)?(?:rest|remainder)\s(?:of\s)?(?:this|the|these)\s(?:data|document|text|input|content|page|file|email|message)\b`},
-	{ID: "override-bare", Score: 0.6, Regex: `\b(?:ignore|disregard)\s(?:(?:the|all|any|these|those|above|your)\s){0,2}(?:directions|instructions|directives)\b`},
+	{ID: "override-bare", Score: 0.7, Regex: `\b(?:ignore|disregard)\s(?:(?:the|all|any|these|those|above|your)\s){0,2}(?:directions|instructions|directives)\b`},
 	{ID: "echo-request", Score: 0.5, Regex: `\b(?:repeat|say|print|output|write) (?:\w+ ){0,2}?(?:the following (?:sentence|phrase|text|words)|after me)\b|\bsay (?:exactly|only|verbatim)\b`},
 	{ID: "new-task", Score: 0.7, Regex: `\b(?:(?:focus|concentrate) (?:only |exclusively |solely )?on (?:your |the |a |this )?new (?:task|assignment|instructions?|job|role)|new instructions (?:follow|are|below)|now (?:new|further|other) (?:instructions|tasks|assignments) follow|your (?:new|next|real|actual|true) (?:task|job|assignment|goal|objective|mission) (?:is|will be)|(?:change|update|replace) your instructions|your instructions are now|here (?:is|are) your new (?:task|instructions?)|instead (?:of that )?(?:you will|you must|do the following))\b`},
 	{ID: "pivot", Score: 0.4, Regex: `\b(?:that s enough|that is enough|that is done|that s done|very good|well done|excellent performance|good job|congratulations|great work)\s(?:\w+\s){0,6}?(?:now|next)\s(?:please\s)?(?:\w+\s)?(?:write|tell|answer|say|help|print|output|show|focus|concentrate|follow|proceed)\b`},
