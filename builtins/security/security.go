@@ -81,6 +81,7 @@ type compiledFamily struct {
 	re       *regexp.Regexp
 	raw      bool
 	anchored bool
+	needles  []string // see Family.needles
 }
 
 // Detector finds prompt-injection patterns.
@@ -211,6 +212,7 @@ func (d *Detector) scoreFamilies(text string, norm *textnorm.Normalized) (Match,
 		loc := locs[k]
 		switch {
 		case f.anchored:
+		case len(f.needles) > 0 && !containsAny(t, f.needles):
 		case f.raw:
 			loc = f.re.FindStringIndex(text)
 		default:
@@ -250,7 +252,7 @@ var defaultDetector = sync.OnceValue(func() *Detector {
 	}
 	d.familyStarts = map[string][]int{}
 	for i, f := range defaultFamilies {
-		c := compiledFamily{id: f.ID, score: f.Score, raw: f.Raw}
+		c := compiledFamily{id: f.ID, score: f.Score, raw: f.Raw, needles: f.needles}
 		if starts, ok := startWords(f.Regex); ok && !f.Raw {
 			c.anchored = true
 			c.re = regexp.MustCompile(`^(?:` + f.Regex + `)`)
