@@ -31,7 +31,7 @@ type Config struct {
 	// Patterns extends the default set (or replaces it with DisableDefaults). An ID may
 	// repeat: several expressions can share one name.
 	Patterns []Pattern
-	// DisableDefaults drops the default patterns.
+	// DisableDefaults drops the default patterns and the default families.
 	DisableDefaults bool
 	// IgnoreEncoded turns off decoding base64 runs (24 characters or more) and rot13 text and
 	// checking the decoded text.
