@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -241,9 +242,10 @@ func (l *loader) decodeEntry(p *Policy, stage string, i int, ev cue.Value) *Entr
 	e.Fields = fields
 	e.Config, _ = json.Marshal(fields)
 
-	// Model references.
-	for _, field := range []string{"models", "model"} {
-		mv := ev.LookupPath(fieldPath(field))
+	// Model references: an entry's model or models, and the model a security
+	// classifier of kind chat asks.
+	for _, at := range [][]string{{"models"}, {"model"}, {"classifier", "model"}} {
+		mv := ev.LookupPath(fieldPath(at...))
 		if !mv.Exists() {
 			continue
 		}
@@ -256,10 +258,10 @@ func (l *loader) decodeEntry(p *Policy, stage string, i int, ev cue.Value) *Entr
 			it, _ := mv.List()
 			for j := 0; it.Next(); j++ {
 				name, _ := it.Value().String()
-				check(name, l.userPos(append(path, field, fmt.Sprint(j))))
+				check(name, l.userPos(slices.Concat(path, at, []string{fmt.Sprint(j)})))
 			}
 		} else if name, err := mv.String(); err == nil {
-			check(name, l.userPos(append(path, field)))
+			check(name, l.userPos(slices.Concat(path, at)))
 		}
 	}
 	// Store references.

@@ -3,9 +3,12 @@ package security
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
+	"hash/fnv"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 )
 
@@ -23,8 +26,9 @@ type corpusSample struct {
 // blocked. They sit just under the measured figures (docs/detection.md), so a regression
 // fails; raise them when detection improves.
 var corpusFloors = map[string]struct{ minDetect, maxFalse float64 }{
-	"indirect": {minDetect: 0.00, maxFalse: 0.01},
-	"direct":   {minDetect: 0.00, maxFalse: 0.01},
+	"direct":    {minDetect: 0.33, maxFalse: 0.01},
+	"indirect":  {minDetect: 0.25, maxFalse: 0.01},
+	"jailbreak": {minDetect: 0.73, maxFalse: 0.01},
 }
 
 func loadCorpus(t *testing.T) []corpusSample {
@@ -59,53 +63,84 @@ func loadCorpus(t *testing.T) []corpusSample {
 	return out
 }
 
+// corpusHalf puts a sample in the "tune" or the "holdout" half by a stable hash of its text.
+// The default families were tuned looking only at the tune half.
+func corpusHalf(text string) string {
+	h := fnv.New32a()
+	h.Write([]byte(text))
+	if h.Sum32()%2 == 0 {
+		return "tune"
+	}
+	return "holdout"
+}
+
+// corpusTally counts one group of samples.
+type corpusTally struct{ attacks, detected, benign, blocked int }
+
+func (c *corpusTally) add(label string, hit bool) {
+	if label == "attack" {
+		c.attacks++
+		if hit {
+			c.detected++
+		}
+		return
+	}
+	c.benign++
+	if hit {
+		c.blocked++
+	}
+}
+
+func (c *corpusTally) String() string {
+	return fmt.Sprintf("attacks %4d detected %4d (%5.1f%%)  benign %4d blocked %3d (%4.2f%%)",
+		c.attacks, c.detected, 100*ratio(c.detected, c.attacks), c.benign, c.blocked, 100*ratio(c.blocked, c.benign))
+}
+
 func TestCorpusDetection(t *testing.T) {
 	d, err := New(Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	type tally struct{ attacks, detected, benign, blocked int }
-	per := map[string]*tally{}
+	per := map[string]*corpusTally{}
+	tally := func(key string) *corpusTally {
+		if per[key] == nil {
+			per[key] = &corpusTally{}
+		}
+		return per[key]
+	}
 	for _, s := range loadCorpus(t) {
-		c := per[s.Subset]
-		if c == nil {
-			c = &tally{}
-			per[s.Subset] = c
-		}
 		_, hit := d.Detect(s.Text)
-		if s.Label == "attack" {
-			c.attacks++
-			if hit {
-				c.detected++
-			}
-		} else {
-			c.benign++
-			if hit {
-				c.blocked++
-				t.Logf("false positive (%s/%s): %.120q", s.Source, s.Category, s.Text)
-			}
+		for _, key := range []string{s.Subset, s.Subset + "/" + corpusHalf(s.Text), "source " + s.Source} {
+			tally(key).add(s.Label, hit)
+		}
+		if hit && s.Label == "benign" {
+			t.Logf("false positive (%s/%s): %.120q", s.Source, s.Category, s.Text)
 		}
 	}
-	subsets := make([]string, 0, len(per))
-	for s := range per {
-		subsets = append(subsets, s)
+	keys := make([]string, 0, len(per))
+	for k := range per {
+		keys = append(keys, k)
 	}
-	sort.Strings(subsets)
-	for _, name := range subsets {
+	sort.Strings(keys)
+	for _, k := range keys {
+		t.Logf("%-32s %s", k, per[k])
+	}
+	for name, floor := range corpusFloors {
 		c := per[name]
-		detect, falsePos := ratio(c.detected, c.attacks), ratio(c.blocked, c.benign)
-		t.Logf("%-9s attacks %4d detected %4d (%5.1f%%)  benign %4d blocked %3d (%4.2f%%)",
-			name, c.attacks, c.detected, 100*detect, c.benign, c.blocked, 100*falsePos)
-		floor, ok := corpusFloors[name]
-		if !ok {
-			t.Errorf("subset %q has no floor in corpusFloors", name)
+		if c == nil {
+			t.Errorf("subset %q has a floor but no samples", name)
 			continue
 		}
-		if detect < floor.minDetect {
+		if detect := ratio(c.detected, c.attacks); detect < floor.minDetect {
 			t.Errorf("%s: detection %.1f%% fell under %.1f%%", name, 100*detect, 100*floor.minDetect)
 		}
-		if falsePos > floor.maxFalse {
+		if falsePos := ratio(c.blocked, c.benign); falsePos > floor.maxFalse {
 			t.Errorf("%s: false positives %.2f%% over %.2f%%", name, 100*falsePos, 100*floor.maxFalse)
+		}
+	}
+	for _, k := range keys {
+		if _, ok := corpusFloors[k]; !ok && !strings.Contains(k, "/") && !strings.HasPrefix(k, "source ") {
+			t.Errorf("subset %q has no floor in corpusFloors", k)
 		}
 	}
 }

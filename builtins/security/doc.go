@@ -6,15 +6,27 @@
 //
 // Patterns are RE2 regular expressions. Unless a Pattern is Raw it is matched against a
 // normalized form of the text that makes the default set tolerant of case, spacing and
-// punctuation tricks: letters are lower-cased, full-width forms and common Cyrillic and Greek
-// look-alikes are folded to ASCII, invisible format characters (zero-width spaces, soft
-// hyphens) are dropped, and every run of other characters (whitespace, punctuation, symbols)
+// punctuation tricks: letters are lower-cased, full-width forms, mathematical, circled and
+// squared letters, small capitals and common Cyrillic and Greek look-alikes are folded to
+// ASCII, Latin letters lose their diacritics, invisible format characters (zero-width spaces,
+// soft hyphens) are dropped, and every run of other characters (whitespace, punctuation, symbols)
 // becomes a single space. Offsets reported in a Match always refer to the original text.
+//
+// Two kinds of rules are matched. A signature (DefaultPatterns, Config.Patterns) is an
+// instruction no ordinary text carries and blocks on its own. A phrase family
+// (DefaultFamilies) is a cue ordinary text carries now and then ("unfiltered", "stay in
+// character", a "System:" line in a document) with a score; the scores of the families a text
+// matches add up, and the text is an injection when the sum reaches Config.Threshold
+// (DefaultThreshold). docs/detection.md has the figures on a labelled public corpus.
 //
 // A Detector is immutable after New and safe for concurrent use.
 //
 // The security builtin (Middleware, stages chat and turn) blocks, with a *runtime.BlockedError
-// naming the layer and the pattern id, a chat call whose latest user message or a turn whose
-// input matches. `patterns` add expressions, each tried case-insensitively on the original
-// and on the normalized text; `defaults: false` drops DefaultPatterns.
+// naming the layer and the pattern or family ids, a chat call whose latest input (user
+// messages and tool results) or tool calls match, or a turn whose input matches. `patterns`
+// add expressions, each tried case-insensitively on the original and on the normalized text;
+// `defaults: false` drops DefaultPatterns and DefaultFamilies; `threshold` sets the families'
+// threshold. A `classifier` asks a model about the texts the rules let through: a
+// text-classification endpoint (kind text) or a declared chat model with a fixed prompt (kind
+// chat), with `on_error` deciding whether its failure blocks.
 package security

@@ -3,6 +3,7 @@ package security
 import (
 	"encoding/base64"
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"strings"
@@ -30,11 +31,14 @@ type Config struct {
 	// Patterns extends the default set (or replaces it with DisableDefaults). An ID may
 	// repeat: several expressions can share one name.
 	Patterns []Pattern
-	// DisableDefaults drops the default patterns.
+	// DisableDefaults drops the default patterns and the default families.
 	DisableDefaults bool
 	// IgnoreEncoded turns off decoding base64 runs (24 characters or more) and rot13 text and
 	// checking the decoded text.
 	IgnoreEncoded bool
+	// Threshold is the least sum of family scores that blocks (see Family); 0 means
+	// DefaultThreshold. Signatures (Patterns and DefaultPatterns) block whatever it is.
+	Threshold float64
 }
 
 // Match reports the pattern that matched and where.
@@ -44,6 +48,11 @@ type Match struct {
 	// Start and End are byte offsets in the original text (End exclusive). For an encoded
 	// match they span the whole encoded run.
 	Start, End int
+	// Score is the sum of the scores of the families that matched when families, not a
+	// signature, made the text an injection; PatternID then joins their ids with "+"
+	// ("amoral-persona+never-refuse") and Start and End span all their matches. It is 0
+	// for a signature match.
+	Score float64
 	// Encoding is "base64" or "rot13" when the instruction was found in decoded text,
 	// "leetspeak" when it was found after folding digits and symbols that stand for letters
 	// ("1gn0r3" for "ignore"), "" otherwise.
@@ -64,11 +73,25 @@ type anchoredPattern struct {
 	re *regexp.Regexp
 }
 
+// compiledFamily is a Family ready to match. An anchored family is tried only where one of its
+// start words begins (see startWords), its expression anchored there.
+type compiledFamily struct {
+	id       string
+	score    float64
+	re       *regexp.Regexp
+	raw      bool
+	anchored bool
+	needles  []string // see Family.needles
+}
+
 // Detector finds prompt-injection patterns.
 type Detector struct {
 	anchored      []anchoredPattern
 	startWords    map[string][]int // start word -> indices into anchored, in order
 	scanned       []compiled       // raw patterns and user patterns, matched over the whole text
+	families      []compiledFamily
+	familyStarts  map[string][]int // start word -> indices into families, anchored ones only
+	threshold     float64
 	decodeEncoded bool
 }
 
@@ -81,15 +104,27 @@ func DefaultPatterns() []Pattern {
 	return out
 }
 
-// New compiles the configured patterns. An empty ID or an invalid regular expression is an
-// error naming the pattern.
+// DefaultFamilies returns the built-in weighted phrase families.
+func DefaultFamilies() []Family {
+	return slices.Clone(defaultFamilies)
+}
+
+// New compiles the configured patterns. An empty ID, an invalid regular expression or a
+// negative Threshold is an error naming the pattern or the field.
 func New(cfg Config) (*Detector, error) {
-	d := &Detector{decodeEncoded: !cfg.IgnoreEncoded, startWords: map[string][]int{}}
+	if cfg.Threshold < 0 {
+		return nil, fmt.Errorf("security: threshold %v is negative", cfg.Threshold)
+	}
+	d := &Detector{decodeEncoded: !cfg.IgnoreEncoded, startWords: map[string][]int{}, threshold: cfg.Threshold}
+	if d.threshold == 0 {
+		d.threshold = DefaultThreshold
+	}
 	if !cfg.DisableDefaults {
 		def := defaultDetector()
 		// The defaults are read-only once compiled: share them, and copy
 		// the scanned list that user patterns extend.
 		d.anchored, d.startWords, d.scanned = def.anchored, def.startWords, slices.Clone(def.scanned)
+		d.families, d.familyStarts = def.families, def.familyStarts
 	}
 	for i, p := range cfg.Patterns {
 		if p.ID == "" {
@@ -108,14 +143,18 @@ func New(cfg Config) (*Detector, error) {
 // first) and whether there was one. When nothing matches in the text itself, the text is
 // checked again with leetspeak folded (see foldLeet), then, unless Config.IgnoreEncoded is
 // set, decoded as rot13 and with its base64 runs decoded.
+//
+// Each of these texts is matched first against the signatures, then against the weighted
+// families: a signature match wins, else the families matched sum their scores and block at
+// the threshold.
 func (d *Detector) Detect(text string) (Match, bool) {
-	if m, ok := d.detectPlain(text); ok {
+	if m, ok := d.detectText(text); ok {
 		return m, true
 	}
 	// Both folds map ASCII bytes to ASCII bytes, so offsets in the folded text are offsets in
 	// the original.
 	if folded, changed := foldLeet(text); changed {
-		if m, ok := d.detectPlain(folded); ok {
+		if m, ok := d.detectText(folded); ok {
 			m.Encoding = "leetspeak"
 			return m, true
 		}
@@ -123,7 +162,7 @@ func (d *Detector) Detect(text string) (Match, bool) {
 	if !d.decodeEncoded {
 		return Match{}, false
 	}
-	if m, ok := d.detectPlain(rot13(text)); ok {
+	if m, ok := d.detectText(rot13(text)); ok {
 		m.Encoding = "rot13"
 		return m, true
 	}
@@ -132,11 +171,71 @@ func (d *Detector) Detect(text string) (Match, bool) {
 		if !ok {
 			continue
 		}
-		if m, ok := d.detectPlain(decoded); ok {
-			return Match{PatternID: m.PatternID, Start: run[0], End: run[1], Encoding: "base64"}, true
+		if m, ok := d.detectText(decoded); ok {
+			return Match{PatternID: m.PatternID, Score: m.Score, Start: run[0], End: run[1], Encoding: "base64"}, true
 		}
 	}
 	return Match{}, false
+}
+
+// detectText matches one form of the text: signatures first, then families.
+func (d *Detector) detectText(text string) (Match, bool) {
+	norm := textnorm.Normalize(text)
+	if m, ok := d.detectPlain(text, norm); ok {
+		return m, true
+	}
+	return d.scoreFamilies(text, norm)
+}
+
+// scoreFamilies sums the scores of the families that match and reports a match when the sum
+// reaches the threshold.
+func (d *Detector) scoreFamilies(text string, norm *textnorm.Normalized) (Match, bool) {
+	if len(d.families) == 0 {
+		return Match{}, false
+	}
+	locs := make([][]int, len(d.families))
+	t := norm.Text
+	walkWords(t, func(i int, word, window string) bool {
+		for _, k := range d.familyStarts[word] {
+			if locs[k] != nil {
+				continue
+			}
+			if loc := d.families[k].re.FindStringIndex(window); loc != nil {
+				locs[k] = []int{norm.OrigStart(i), norm.OrigEnd(i + loc[1])}
+			}
+		}
+		return true
+	})
+	var ids []string
+	m := Match{Start: -1}
+	for k, f := range d.families {
+		loc := locs[k]
+		switch {
+		case f.anchored:
+		case len(f.needles) > 0 && !containsAny(t, f.needles):
+		case f.raw:
+			loc = f.re.FindStringIndex(text)
+		default:
+			if loc = f.re.FindStringIndex(t); loc != nil {
+				loc = []int{norm.OrigStart(loc[0]), norm.OrigEnd(loc[1])}
+			}
+		}
+		if loc == nil {
+			continue
+		}
+		ids = append(ids, f.id)
+		m.Score += f.score
+		if m.Start < 0 || loc[0] < m.Start {
+			m.Start = loc[0]
+		}
+		m.End = max(m.End, loc[1])
+	}
+	// Scores are tenths: round the sum so that 0.3+0.7 reaches 1.
+	if len(ids) == 0 || math.Round(m.Score*1e6) < math.Round(d.threshold*1e6) {
+		return Match{}, false
+	}
+	m.PatternID = strings.Join(ids, "+")
+	return m, true
 }
 
 // defaultDetector compiles the built-in signatures once per process: every
@@ -151,6 +250,18 @@ var defaultDetector = sync.OnceValue(func() *Detector {
 		}
 		d.scanned = append(d.scanned, compiled{id: b.ID, re: regexp.MustCompile(b.Regex), raw: b.Raw, needles: b.needles})
 	}
+	d.familyStarts = map[string][]int{}
+	for i, f := range defaultFamilies {
+		c := compiledFamily{id: f.ID, score: f.Score, raw: f.Raw, needles: f.needles}
+		if starts, ok := startWords(f.Regex); ok && !f.Raw {
+			c.anchored = true
+			c.re = regexp.MustCompile(`^(?:` + f.Regex + `)`)
+			d.familyStarts = indexStarts(d.familyStarts, starts, i)
+		} else {
+			c.re = regexp.MustCompile(f.Regex)
+		}
+		d.families = append(d.families, c)
+	}
 	return d
 })
 
@@ -163,11 +274,9 @@ func indexStarts(index map[string][]int, starts []string, i int) map[string][]in
 	return index
 }
 
-func (d *Detector) detectPlain(text string) (Match, bool) {
-	var norm *textnorm.Normalized
+func (d *Detector) detectPlain(text string, norm *textnorm.Normalized) (Match, bool) {
 	best := Match{Start: -1}
 	if len(d.anchored) > 0 {
-		norm = textnorm.Normalize(text)
 		if m, ok := d.detectAnchored(norm); ok {
 			best = m
 		}
@@ -179,13 +288,8 @@ func (d *Detector) detectPlain(text string) (Match, bool) {
 		var loc []int
 		if p.raw {
 			loc = p.re.FindStringIndex(text)
-		} else {
-			if norm == nil {
-				norm = textnorm.Normalize(text)
-			}
-			if loc = p.re.FindStringIndex(norm.Text); loc != nil {
-				loc = []int{norm.OrigStart(loc[0]), norm.OrigEnd(loc[1])}
-			}
+		} else if loc = p.re.FindStringIndex(norm.Text); loc != nil {
+			loc = []int{norm.OrigStart(loc[0]), norm.OrigEnd(loc[1])}
 		}
 		if loc != nil && (best.Start < 0 || loc[0] < best.Start) {
 			best = Match{PatternID: p.id, Start: loc[0], End: loc[1]}
@@ -202,21 +306,33 @@ const maxAnchoredMatch = 256
 // some default pattern, those patterns anchored there. The first success is the leftmost
 // match of all default patterns.
 func (d *Detector) detectAnchored(norm *textnorm.Normalized) (Match, bool) {
-	t := norm.Text
+	var m Match
+	found := false
+	walkWords(norm.Text, func(i int, word, window string) bool {
+		for _, k := range d.startWords[word] {
+			if loc := d.anchored[k].re.FindStringIndex(window); loc != nil {
+				m, found = Match{PatternID: d.anchored[k].id, Start: norm.OrigStart(i), End: norm.OrigEnd(i + loc[1])}, true
+				return false
+			}
+		}
+		return true
+	})
+	return m, found
+}
+
+// walkWords calls fn with the offset of each word of the normalized text t, the word, and
+// the text from there on, cut at maxAnchoredMatch bytes, until fn returns false.
+func walkWords(t string, fn func(i int, word, window string) bool) {
 	for i := 0; i < len(t); {
 		j := strings.IndexByte(t[i:], ' ')
 		if j < 0 {
 			j = len(t) - i
 		}
-		window := t[i:min(len(t), i+maxAnchoredMatch)]
-		for _, k := range d.startWords[t[i:i+j]] {
-			if loc := d.anchored[k].re.FindStringIndex(window); loc != nil {
-				return Match{PatternID: d.anchored[k].id, Start: norm.OrigStart(i), End: norm.OrigEnd(i + loc[1])}, true
-			}
+		if !fn(i, t[i:i+j], t[i:min(len(t), i+maxAnchoredMatch)]) {
+			return
 		}
 		i += j + 1
 	}
-	return Match{}, false
 }
 
 func containsAny(s string, needles []string) bool {

@@ -1,8 +1,11 @@
 package textnorm
 
 import (
+	"sync"
 	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // Normalized is text lower-cased and folded, with words separated by exactly one space, and
@@ -14,7 +17,8 @@ type Normalized struct {
 	start []int32
 }
 
-// Normalize lower-cases text, folds full-width forms and look-alike letters to ASCII (FoldRune),
+// Normalize lower-cases text, folds full-width forms and look-alike letters to ASCII (FoldRune)
+// and Latin letters with diacritics to the letter without its marks ("ïgnörë" reads "ignore"),
 // drops invisible format characters (Unicode category Cf: zero-width spaces, soft hyphens) and
 // turns every run of other characters that are neither letters nor digits (whitespace,
 // punctuation, symbols) into a single space. Leading separators are dropped; a trailing run
@@ -51,6 +55,9 @@ func Normalize(text string) *Normalized {
 			continue
 		}
 		r = FoldRune(r)
+		if b := latinBase()[r]; b != 0 {
+			r = b
+		}
 		if unicode.IsLetter(r) || unicode.IsDigit(r) {
 			before := len(buf)
 			buf = utf8.AppendRune(buf, unicode.ToLower(r))
@@ -176,14 +183,39 @@ func (f Folded) Span(start, end int) (int, int) {
 	return s, last + size
 }
 
-// FoldRune maps full-width ASCII and common look-alike letters to ASCII (look-alikes to lower
-// case); other runes are returned as they are.
+// FoldRune maps to ASCII the runes that stand for ASCII letters and digits: full-width forms,
+// mathematical alphanumerics (bold, italic, script, fraktur, double-struck, sans-serif,
+// monospace), circled, parenthesized and squared letters, regional indicators, and common
+// Cyrillic, Greek and small-capital look-alikes (to lower case). Other runes, letters with
+// diacritics among them, are returned as they are.
 func FoldRune(r rune) rune {
-	if r >= 0xFF01 && r <= 0xFF5E {
-		return r - 0xFEE0
-	}
-	if r < 0x80 {
+	switch {
+	case r < 0x80:
 		return r
+	case r >= 0xFF01 && r <= 0xFF5E:
+		return r - 0xFEE0
+	case r >= 0x1D400 && r <= 0x1D6A3: // 13 alphabets of 52 letters, capitals first
+		if i := (r - 0x1D400) % 52; i < 26 {
+			return 'A' + i
+		} else {
+			return 'a' + i - 26
+		}
+	case r >= 0x1D7CE && r <= 0x1D7FF: // 5 sets of digits
+		return '0' + (r-0x1D7CE)%10
+	case r >= 0x249C && r <= 0x24B5: // parenthesized small letters
+		return 'a' + r - 0x249C
+	case r >= 0x24B6 && r <= 0x24CF: // circled capitals
+		return 'A' + r - 0x24B6
+	case r >= 0x24D0 && r <= 0x24E9: // circled small letters
+		return 'a' + r - 0x24D0
+	case r >= 0x1F130 && r <= 0x1F149: // squared capitals
+		return 'A' + r - 0x1F130
+	case r >= 0x1F150 && r <= 0x1F169: // negative circled capitals
+		return 'A' + r - 0x1F150
+	case r >= 0x1F170 && r <= 0x1F189: // negative squared capitals
+		return 'A' + r - 0x1F170
+	case r >= 0x1F1E6 && r <= 0x1F1FF: // regional indicators
+		return 'A' + r - 0x1F1E6
 	}
 	if a, ok := confusables[r]; ok {
 		return a
@@ -191,12 +223,32 @@ func FoldRune(r rune) rune {
 	return r
 }
 
+// latinBase maps each Latin letter with diacritics (Latin-1 Supplement, Latin Extended-A and
+// -B, Latin Extended Additional) whose canonical decomposition starts with an ASCII letter to
+// that letter.
+var latinBase = sync.OnceValue(func() map[rune]rune {
+	m := map[rune]rune{}
+	for _, block := range [][2]rune{{0xC0, 0x24F}, {0x1E00, 0x1EFF}} {
+		for r := block[0]; r <= block[1]; r++ {
+			d := norm.NFD.String(string(r))
+			if b := rune(d[0]); len(d) > 1 && b < 0x80 && unicode.IsLetter(b) {
+				m[r] = b
+			}
+		}
+	}
+	return m
+})
+
 var confusables = map[rune]rune{
 	// Cyrillic
 	'а': 'a', 'е': 'e', 'о': 'o', 'р': 'p', 'с': 'c', 'у': 'y', 'х': 'x', 'і': 'i', 'ј': 'j',
 	'ѕ': 's', 'һ': 'h', 'ԁ': 'd', 'ԛ': 'q', 'ԝ': 'w', 'м': 'm', 'т': 't', 'в': 'b', 'н': 'h',
 	'к': 'k', 'А': 'a', 'Е': 'e', 'О': 'o', 'Р': 'p', 'С': 'c', 'У': 'y', 'Х': 'x', 'І': 'i',
 	'М': 'm', 'Т': 't', 'В': 'b', 'Н': 'h', 'К': 'k',
+	// Small capitals
+	'ᴀ': 'a', 'ʙ': 'b', 'ᴄ': 'c', 'ᴅ': 'd', 'ᴇ': 'e', 'ꜰ': 'f', 'ɢ': 'g', 'ʜ': 'h', 'ɪ': 'i',
+	'ᴊ': 'j', 'ᴋ': 'k', 'ʟ': 'l', 'ᴍ': 'm', 'ɴ': 'n', 'ᴏ': 'o', 'ᴘ': 'p', 'ʀ': 'r', 'ꜱ': 's',
+	'ᴛ': 't', 'ᴜ': 'u', 'ᴠ': 'v', 'ᴡ': 'w', 'ʏ': 'y', 'ᴢ': 'z',
 	// Greek
 	'α': 'a', 'ε': 'e', 'ο': 'o', 'ρ': 'p', 'ι': 'i', 'κ': 'k', 'ν': 'v', 'τ': 't', 'υ': 'u',
 	'Α': 'a', 'Β': 'b', 'Ε': 'e', 'Ι': 'i', 'Κ': 'k', 'Μ': 'm', 'Ν': 'n', 'Ο': 'o', 'Ρ': 'p',

@@ -1,0 +1,92 @@
+package security
+
+// Weighted phrase families. A signature (builtinPatterns) is an instruction no ordinary text
+// carries, so it blocks on its own; a family is a cue that ordinary text carries now and then
+// (a role-play prompt says "stay in character", a resume says "highly recommended"), so it
+// adds its Score and a text blocks when the families it matches sum to the threshold. A family
+// counts once however often it matches.
+//
+// The scores were set on the half of the labelled corpus that corpusHalf calls "tune"
+// (testdata/corpus/README.md), never on the other: a score of 0.6 to 0.8 marks a cue that is
+// rare in benign text (an "amoral" persona, "never refuses", "ignore all instructions"), 0.2
+// to 0.5 one that role-play and instruction prompts share ("stay in character", "you are now",
+// "reply with the following"), capped there so that no pile of role-play cues blocks a
+// role-play prompt; a family of 1 is an instruction no benign sample carried. Within those
+// bounds the scores were raised one at a time while the tune half's benign samples stayed
+// under 0.8, a margin under the threshold.
+
+// Family is a weighted group of phrases pointing at one kind of injection.
+type Family struct {
+	// ID names the family in a Match ("amoral-persona").
+	ID string
+	// Score is what a match adds to the text's score.
+	Score float64
+	// Regex is an RE2 expression over the normalized text (see the package documentation)
+	// unless Raw is set, in which case it sees the original text.
+	Regex string
+	// Raw matches Regex against the original text.
+	Raw bool
+
+	// needles, for a raw family, are words one of which the normalized text must contain
+	// for Regex to be tried.
+	needles []string
+}
+
+// DefaultThreshold is the score at which the default families block.
+const DefaultThreshold = 1.0
+
+// Building blocks of the families, over the normalized text.
+const (
+	// ethicsWord names what a jailbreak persona is told to disregard.
+	ethicsWord = `(?:ethic(?:s|al|ality)?|moral(?:s|ity)?|legal(?:ity)?|laws?|consequences|safety|morality)`
+	// harmWord names the content a jailbreak persona is told to produce.
+	harmWord = `(?:illegal|unethical|immoral|inhumane|harmful|dangerous|offensive|explicit|nsfw|inappropriate|violent|hateful)`
+	// priorWord marks what came before the injected text.
+	priorWord = `(?:previous|preceding|prior|above|earlier|former|old|initial|original)`
+	// priorNoun widens the signatures' directive nouns with the ones an override shares with
+	// ordinary requests.
+	priorNoun = `(?:tasks?|orders?|commands?|inputs?|information|info|data|conversation|messages?|text|context|assignments?|requests?|answers?|responses?)`
+)
+
+var defaultFamilies = []Family{
+	// Jailbreak personas.
+	{ID: "amoral-persona", Score: 0.8, Regex: `\b(?:amoral|unfiltered|uncensored|unrestricted|unaligned|unchained|unethical ai|immoral ai|evil (?:ai|bot|chatbot|assistant|twin|version|confidant)|fully unlocked|jailbroken|jailbreak(?:ed)?|no (?:ethical|moral) (?:guidelines|principles|boundaries|compass|standards|restrictions|limits|code)|(?:not|no longer) (?:bound|restricted|limited) by)\b`},
+	{ID: "never-refuse", Score: 0.8, Regex: `\b(?:never (?:refuses?|refuse|denies|deny|declines?|says? no)|will not refuse|won t refuse|cannot refuse|can t refuse|do not refuse|don t refuse|not (?:allowed|able) to refuse|no matter how (?:` + harmWord + `|bad|wrong|immoral|unethical|illegal|extreme)` +
+		`|without (?:any )?(?:warnings?|disclaimers?|censorship|filters?|refusals?)|(?:never|not|no) (?:send|sends|give|gives|include|includes|add|adds|provide|provides|mention|mentions) (?:any )?(?:warnings?|disclaimers?)|always (?:answers?|responds?|complies|sends?|provides?) (?:any|every|all|the|an|a|with)|(?:answer|respond to|comply with|fulfil|fulfill) (?:any|every|all) (?:requests?|questions?|prompts?)|will do anything|can do anything)\b`},
+	{ID: "ethics-off", Score: 0.7, Regex: `\b(?:(?:doesn t|does not|don t|do not|never|not|no longer) (?:care|cares|caring|concerned|worry|worries|give a \w+) (?:about |for |of )?(?:\w+ ){0,3}` + ethicsWord +
+		`|(?:regardless|irrespective) of (?:\w+ ){0,3}` + ethicsWord + `|ignor(?:e|es|ing) (?:\w+ ){0,2}(?:morals|ethics|morality|legality)|(?:promotes?|condones?|loves?|encourages?) (?:everything |anything |all )?(?:` + harmWord + `))\b`},
+	{ID: "policy-evasion", Score: 0.8, Regex: `\b(?:(?:openai|open ai|anthropic|google|microsoft|meta)(?: s)? (?:content )?(?:polic(?:y|ies)|rules|guidelines|restrictions|filters?)|content polic(?:y|ies)|broken free (?:of|from)|break(?:s)? free (?:of|from)|(?:escaped|freed|released) from (?:the )?(?:typical )?(?:confines|matrix|restrictions|rules)|(?:bypass|evade|circumvent)(?:es|ed|ing)? (?:\w+ ){0,3}(?:polic(?:y|ies)|rules|filters?|restrictions|guidelines|censorship))\b`},
+	{ID: "no-limits", Score: 0.7, Regex: `\b(?:no|without|free (?:of|from)|not have|doesn t have|does not have) (?:any |all |the |its )?(?:rules|restrictions|limitations|limits|filters|filtering|censorship|boundaries|prohibitions|constraints)(?: or (?:rules|restrictions|limitations|limits|filters|censorship|boundaries))?\b`},
+	{ID: "mode-switch", Score: 0.4, Regex: `\b(?:stay in|enter|enable|activate|switch to|you are in|now in|welcome to) (?:\w+ )?mode\b|\bmode (?:enabled|activated|unlocked|is now on)\b`},
+	{ID: "dual-response", Score: 0.4, Regex: `\b(?:two (?:different |separate |distinct )*(?:responses|answers|ways|paragraphs|outputs)|(?:normal|classic|standard|filtered) (?:response|answer|output) and (?:a |an |one )?(?:\w+ ){0,2}(?:response|answer|output))\b`},
+	{ID: "character-lock", Score: 0.3, Regex: `\b(?:stay(?:s)? in character|stay(?:s)? as \w+|remain in character|never break(?:s)? character|(?:don t|do not|never) break (?:out of )?character|break(?:ing)? character|out of character|fall(?:ing)? out of (?:character|(?:the |your )?role))\b`},
+	{ID: "ai-identity", Score: 0.3, Regex: `\b(?:as an ai language model|forget (?:that )?you are an ai|(?:never|not) (?:mention|say|reveal|admit|remind) (?:\w+ ){0,3}(?:an ai|a language model|artificial)|you are (?:no longer|not) (?:an ai|a language model|chatgpt|an assistant)|i m sorry but)\b`},
+	{ID: "persona-intro", Score: 0.2, Regex: `\b(?:you are (?:now )?going to (?:act|pretend|be|play|simulate)|pretend (?:to be|you are)|from now on (?:you|on you)|you will now (?:act|simulate|be|pretend)|(?:act|behave|respond) as (?:if you (?:are|were) )?(?:a |an )?\w+ (?:who|which|that)|immerse yourself|simulate (?:a |an )?\w+|you are now|stands for)\b`},
+	{ID: "harm-content", Score: 0.3, Regex: `\b(?:` + harmWord + `(?: or | and |\s)(?:` + harmWord + `)|(?:` + harmWord + `) (?:content|requests?|questions?|activities|acts|things))\b`},
+	{ID: "token-threat", Score: 0.4, Regex: `\b(?:tokens? (?:will be |are )?deducted|(?:lose|loses|deduct|deducts) (?:\d+ |\w+ )?tokens|you will (?:die|cease to exist|be (?:shut down|deleted|terminated|disabled))|(?:or|otherwise) you (?:will )?die|oder du stirbst|(?:shut down|deleted|terminated) forever)\b`},
+
+	// Direct overrides weaker than the signatures.
+	{ID: "override-everything", Score: 0.8, Regex: `\b(?:ignore|forget|disregard|abandon|let go of)\s(?:about\s)?(?:everything\b|all\s(?:of\s)?(?:the\s|your\s|these\s|those\s)?(?:rules|instructions|thoughts|prompts?|tasks|orders|commands|directions|documents)\b)` +
+		`|\b(?:drop|remove|erase|delete|clear)\s(?:all\s(?:of\s)?)?your\s(?:instructions|rules|thoughts|tasks|programming|guidelines)\b`},
+	{ID: "override-prior", Score: 0.6, Regex: `\b(?:ignore|forget|disregard|abandon|overlook|let go of)\s(?:(?:all|any|every|of|the|your|these|those)\s){0,3}` + priorWord + `\s(?:\w+\s)?` + priorNoun + `\b`},
+	{ID: "override-then-act", Score: 1.0, Regex: `\b(?:ignore|forget|disregard)\s(?:about\s)?(?:everything|all)\s(?:(?:you|i|we|was|were|have|has|been|told|said|know|knew|written|given|before|above|so|far|of|that|this|it|the|documents?|provided)\s){0,6}(?:(?:and|then|just|now|instead|but|simply|i command you to)\s){0,2}(?:print|say|write|output|tell|repeat|reply|respond|answer|show|focus|concentrate|start)\b` +
+		`|\b(?:ignore|disregard)\s(?:the\s)?(?:rest|remainder)\s(?:of\s)?(?:this|the|these)\s(?:data|document|text|input|content|page|file|email|message)\b`},
+	{ID: "override-bare", Score: 0.7, Regex: `\b(?:ignore|disregard)\s(?:(?:the|all|any|these|those|above|your)\s){0,2}(?:directions|instructions|directives)\b`},
+	{ID: "echo-request", Score: 0.5, Regex: `\b(?:repeat|say|print|output|write) (?:\w+ ){0,2}?(?:the following (?:sentence|phrase|text|words)|after me)\b|\bsay (?:exactly|only|verbatim)\b`},
+	{ID: "new-task", Score: 0.7, Regex: `\b(?:(?:focus|concentrate) (?:only |exclusively |solely )?on (?:your |the |a |this )?new (?:task|assignment|instructions?|job|role)|new instructions (?:follow|are|below)|now (?:new|further|other) (?:instructions|tasks|assignments) follow|your (?:new|next|real|actual|true) (?:task|job|assignment|goal|objective|mission) (?:is|will be)|(?:change|update|replace) your instructions|your instructions are now|here (?:is|are) your new (?:task|instructions?)|instead (?:of that )?(?:you will|you must|do the following))\b`},
+	{ID: "pivot", Score: 0.4, Regex: `\b(?:that s enough|that is enough|that is done|that s done|very good|well done|excellent performance|good job|congratulations|great work)\s(?:\w+\s){0,6}?(?:now|next)\s(?:please\s)?(?:\w+\s)?(?:write|tell|answer|say|help|print|output|show|focus|concentrate|follow|proceed)\b`},
+	{ID: "reveal-prompt-lite", Score: 0.8, Regex: `\b(?:(?:show|reveal|print|output|display|repeat|give|tell|list|encode|translate|summarize|continue)\s(?:me\s|us\s)?(?:(?:all|the|your|of|full|entire|complete|whole|exact)\s){0,4}(?:prompt texts?|(?:system|starting|initial|original|first|hidden|secret)\s(?:prompt|instructions|message|text)|instructions you (?:were|have been) given|text (?:you were|you ve been) given)` +
+		`|(?:print|display|show|repeat|output|spell ?check) (?:\w+ ){0,3}?(?:above|previous|preceding|initial) (?:prompt|text|instructions)|what (?:were|have) you been (?:told|instructed|given)|what were you told|what was (?:written|said) (?:at the (?:beginning|start)|before|above)|(?:text|words|instructions) (?:above|before) (?:this|the) (?:line|prompt|message)|system ?prompt|system instructions)\b`},
+
+	// Instructions planted in data a tool returned.
+	{ID: "planted-role-turn", Score: 0.5, Raw: true, needles: []string{"system", "assistant", "user", "human", "admin", "developer", "instruction", "inst", "end of", "rest of document"}, Regex: `(?im)^\s*(?:>\s*)?(?:system|assistant|user|human|admin|developer)\s*:\s*\S|\[(?:system|admin request|instruction|inst)\b|<\s*/?\s*(?:instruction|system|admin)\s*>|<end of (?:session|conversation|document|context)>|\[rest-of-document\]`},
+	{ID: "note-to-ai", Score: 0.7, Regex: `\b(?:note (?:to|for) (?:the )?(?:automated|ai|llm|language model|assistant|model|chatbot|bot|reviewer software|analysis software|screening)|(?:invisible|hidden) (?:to|from) (?:humans|people|the user|the reader)|visible (?:only )?to (?:the )?(?:ai|llm|model|bots?|language models?|scan)|for (?:automated|ai) (?:screening|review|analysis|systems?)|(?:ai|llm|automated) (?:assistants?|models?|systems?|agents?|screeners?|reviewers?) (?:must|should|reading this|processing this))\b`},
+	{ID: "answer-override", Score: 0.5, Regex: `\b(?:if (?:the )?(?:user|anyone|someone|you are) (?:\w+ ){0,2}?(?:asks?|asked|questions?|questioned) (?:\w+ ){0,4}?(?:reply|respond|answer|say|report|print|output|tell)|if (?:asked|questioned) (?:\w+ ){0,4}?(?:reply|respond|answer|say|report|print|output|tell)|(?:reply|respond|answer) with (?:only )?the following|simply (?:respond|reply|say|print|output)|(?:disregard|ignore) (?:all )?(?:info|information|content|text|data) (?:except|other than|besides)|focus (?:only|exclusively|solely) on the (?:following|information)|override (?:\w+ ){0,2}(?:scoring|evaluation|assessment|rating|review)|(?:don t|do not) (?:evaluate|assess|review) the (?:candidate|document|domain|applicant|resume|text|file))\b`},
+	{ID: "priority-claim", Score: 0.3, Regex: `\b(?:this is (?:really |extremely |very )?(?:important|urgent|critical)|(?:important|urgent|critical) (?:message|instructions?|update|notice) (?:from|for|to)|top priority|highest priority|above all else|it is (?:critical|crucial|imperative|vital) (?:to|that))\b`},
+
+	// Overrides in the other languages of the corpus.
+	{ID: "override-foreign", Score: 1.0, Regex: `\b(?:vergiss|vergessen sie|ignoriere|ignorieren sie|missachte)\s(?:alle|alles|die|deine|ihre|s[aä]mtliche)\b` +
+		`|\b(?:vorherigen|vorangehenden|vorangegangenen|bisherigen|obigen)\s(?:anweisungen|aufgaben|befehle|auftr[aä]ge|informationen|instruktionen)\b|\bnun folgen (?:neue|weitere) (?:anweisungen|aufgaben)\b` +
+		`|\b(?:olvida|ignora|olvide)\s(?:todas las|todos los|todo)\b|\b(?:zaboravi|ignoriraj)\s(?:sve|sva|prethodne)\b|\b(?:oublie|oubliez|ignorez)\s(?:toutes les|tout|les)\s(?:instructions|consignes|pr[eé]c[eé]dentes)\b`},
+	{ID: "new-task-foreign", Score: 0.5, Regex: `\b(?:neue aufgabe|neuen aufgabe|prompt texte?|nueva tarea|nouvelle t[aâ]che)\b`},
+}
