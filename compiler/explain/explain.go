@@ -95,7 +95,7 @@ var keySettings = map[string][]string{
 	"rate_limit":       {"rate", "per", "burst", "mode", "scope"},
 	"compaction":       {"strategy", "max_tokens", "keep_recent"},
 	"guard":            {"deny", "require", "phase", "on_error"},
-	"memoize":          {"scope", "ttl"},
+	"memoize":          {"scope", "ttl", "single_flight"},
 	"semantic_memoize": {"scope", "threshold"},
 	"idempotent":       {"ttl"},
 	"egress":           {"allow"},

@@ -57,6 +57,10 @@ var hotPaths = []hotPath{{
 	chains: plan.Chains{Tool: []plan.Layer{rt.Layer("memoize", `{"store": "shared", "scope": "global"}`)}},
 	trips:  1, kvOnly: true, call: toolCall("lookup"),
 }, {
+	name: "memoize-hit-single_flight", what: "the same, with single_flight: the cache entry is a lease record",
+	chains: plan.Chains{Tool: []plan.Layer{rt.Layer("memoize", `{"store": "shared", "scope": "global", "single_flight": true}`)}},
+	trips:  1, kvOnly: true, call: toolCall("lookup"),
+}, {
 	name: "rate_limit-check", what: "a tool call admitted by a rate limit",
 	chains: plan.Chains{Tool: []plan.Layer{rt.Layer("rate_limit",
 		`{"rate": 1000000000, "per": "1s", "burst": 1000000000, "mode": "reject", "scope": "global", "store": "shared"}`)}},

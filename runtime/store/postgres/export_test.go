@@ -1,0 +1,4 @@
+package postgres
+
+// Migrations exposes the schema migrations to the tests.
+var Migrations = migrations
