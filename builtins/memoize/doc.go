@@ -36,11 +36,11 @@
 // runtime.Leaser (a Lua script in Redis, a statement in PostgreSQL, a
 // KVLeaser over other key-value stores), and a miss claims its key before it
 // runs: concurrent identical calls in one process wait for one leader and
-// share its outcome; calls in other processes that share the store find the
+// share its outcome, an error included; calls in other processes that share the store find the
 // claim held and wait (polling with backoff, 2 to 200 ms) for the published
 // result. The leader renews its claim every third of lease_ttl while the
 // call runs. A leader that fails releases the claim without caching the
-// error, and one waiter runs the call in its place; a leader whose process
+// error, and one waiter in another process runs the call in its place; a leader whose process
 // dies stops renewing, and a waiter takes the claim over and runs the call
 // once lease_ttl has passed, so no waiter waits longer than that for a dead
 // leader. A hit is one Acquire (one round trip), a miss an Acquire and a

@@ -34,6 +34,8 @@ func (m *Memoize) claim(ctx context.Context, key string) (hit []byte, token int6
 				m.logger.InfoContext(ctx, "memoize: the leader of this call stopped without a result; running it here")
 			}
 			return nil, g.Token, nil
+		case runtime.LeaseInDoubt: // a leaser that ignores takeover: run unclaimed
+			return nil, 0, nil
 		}
 		if err := m.clock.Sleep(ctx, min(d, max(g.Remaining, m.pollMin))); err != nil {
 			return nil, 0, err
