@@ -78,6 +78,10 @@ func init() {
 			return nil, err
 		}
 		cfg.ConnConfig.DialFunc = wireOf(s.Prefix).dial
+		// pgxpool pings a connection that sat idle for over a second before
+		// handing it out: one more round trip that a busy service does not
+		// pay, and that a test descheduled on a loaded machine must not count.
+		cfg.ShouldPing = func(context.Context, pgxpool.ShouldPingParams) bool { return false }
 		return postgres.OpenConfig(ctx, cfg, s.Prefix)
 	})
 }
