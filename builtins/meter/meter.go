@@ -136,9 +136,8 @@ func (m *Meter) EndRun(runID string) { m.Forget(runID) }
 // atomic step of the ledger store (runtime.Budgeter): a call whose estimate
 // (est, nil for none) would cross the tokens or usd ceiling is refused; the
 // tokens and usd ceilings refuse once the charged amount has reached them;
-// the calls
-// ceiling refuses once the charged calls plus the calls admitted and still
-// running have reached it. An admitted call is counted as pending until
+// the calls ceiling refuses once the charged calls plus the calls admitted
+// and still running have reached it. An admitted call is counted as pending until
 // settle; it reports whether it reserved anything (without a budget there is
 // nothing to reserve). A store failure fails closed.
 func (m *Meter) reserve(ctx context.Context, key string, est *runtime.Ledger) (bool, error) {

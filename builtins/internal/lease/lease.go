@@ -71,16 +71,16 @@ func (g *Group) lead(ctx context.Context, key string, f *flight, fn func() (any,
 	return v, err
 }
 
-// Renew extends the lease (key, token) by ttl every third of ttl until the
-// returned stop is called; stop is idempotent and waits for the renewer to
-// end. A failed renewal is logged and tried again at the next tick; a lease
+// Renew extends the lease (key, token) by ttl every third of ttl (no more
+// often than every millisecond) until the returned stop is called; stop is
+// idempotent and waits for the renewer to end. A failed renewal is logged and tried again at the next tick; a lease
 // found taken over is logged and no longer renewed. layer prefixes the log
 // messages, attrs are added to them.
 func Renew(ctx context.Context, l runtime.Leaser, key string, token int64, ttl time.Duration, logger *slog.Logger, layer string, attrs ...any) (stop func()) {
 	quit, ended := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(ended)
-		t := time.NewTicker(ttl / 3)
+		t := time.NewTicker(max(ttl/3, time.Millisecond)) // a lease_ttl of a few ns must not panic
 		defer t.Stop()
 		for {
 			select {

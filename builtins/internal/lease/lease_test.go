@@ -3,6 +3,8 @@ package lease_test
 import (
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentc-dev/agentc/builtins/internal/lease"
+	"github.com/agentc-dev/agentc/runtime"
 )
 
 func TestGroupSharesTheLeadersOutcome(t *testing.T) {
@@ -78,4 +81,29 @@ func TestGroupWaiterHonoursItsContext(t *testing.T) {
 	defer cancel()
 	_, err, _ := g.Do(ctx, "k", func() (any, error) { return nil, nil })
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
+}
+
+func TestRenewKeepsTheLeaseUntilStopped(t *testing.T) {
+	l := runtime.NewKVLeaser(runtime.NewMemoryKV())
+	ctx := context.Background()
+	const ttl = 300 * time.Millisecond
+	g, err := l.Acquire(ctx, "k", ttl, time.Hour, true)
+	require.NoError(t, err)
+	require.Equal(t, runtime.LeaseAcquired, g.Status)
+	stop := lease.Renew(ctx, l, "k", g.Token, ttl, slog.New(slog.NewTextHandler(io.Discard, nil)), "test")
+	time.Sleep(3 * ttl)
+	other, err := l.Acquire(ctx, "k", ttl, time.Hour, true)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.LeaseHeld, other.Status, "renewed past its first expiry")
+	stop()
+	stop() // idempotent
+	time.Sleep(2 * ttl)
+	other, err = l.Acquire(ctx, "k", ttl, time.Hour, true)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.LeaseAcquired, other.Status, "expired once no longer renewed")
+	assert.True(t, other.InDoubt)
+
+	tiny := lease.Renew(ctx, l, "k", other.Token, time.Nanosecond, slog.New(slog.NewTextHandler(io.Discard, nil)), "test")
+	time.Sleep(5 * time.Millisecond)
+	tiny() // a tiny ttl renews every millisecond instead of panicking
 }
