@@ -40,5 +40,9 @@
 //     cosine distance operator on the same column. No approximate index is
 //     built: the scan is exact either way.
 //
+// Expired rows are ignored by every read and deleted every 1,024 writes by a
+// purge that runs in the background (Close waits for it), never on a call's
+// path.
+//
 // Times are the server's (now()), so replicas with skewed clocks agree.
 package postgres

@@ -8,6 +8,7 @@ import (
 	"math"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -45,6 +46,10 @@ type Store struct {
 	schema   string
 	pgvector bool
 	writes   atomic.Int64
+	// purging is set while a purge of expired rows runs; purges is its
+	// goroutine, which Close waits for.
+	purging atomic.Bool
+	purges  sync.WaitGroup
 }
 
 var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
@@ -246,8 +251,9 @@ func (s *Store) Schema() string { return s.schema }
 // PGVector reports whether Query uses the pgvector extension.
 func (s *Store) PGVector() bool { return s.pgvector }
 
-// Close closes the pool.
+// Close waits for a purge in progress and closes the pool.
 func (s *Store) Close() error {
+	s.purges.Wait()
 	s.pool.Close()
 	return nil
 }
@@ -265,18 +271,25 @@ func until(ttl time.Duration) *time.Time {
 }
 
 // purgeEvery is how many writes pass between purges of expired rows.
-const purgeEvery = 1024
+var purgeEvery int64 = 1024
 
-// wrote counts a write and purges expired rows every purgeEvery writes. A
-// failed purge is harmless: reads ignore expired rows.
+// wrote counts a write and, every purgeEvery writes, purges expired rows
+// in the background, so no call waits for the purge. A failed purge is
+// harmless: reads ignore expired rows.
 func (s *Store) wrote(ctx context.Context) {
-	if s.writes.Add(1)%purgeEvery == 0 {
+	if s.writes.Add(1)%purgeEvery != 0 || !s.purging.CompareAndSwap(false, true) {
+		return
+	}
+	s.purges.Go(func() {
+		defer s.purging.Store(false)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
 		_, _ = s.pool.Exec(ctx, s.q(`DELETE FROM §.kv WHERE expires <= now();
 			DELETE FROM §.lease WHERE expires <= now();
 			DELETE FROM §.ledger WHERE expires <= now();
 			DELETE FROM §.vectors WHERE expires <= now();
 			DELETE FROM §.rate WHERE tat < (extract(epoch FROM now()) * 1000000)::bigint`))
-	}
+	})
 }
 
 // ttlArg is a ttl in microseconds for the SQL side.

@@ -104,3 +104,34 @@ func TestUpgradeFromVersion1(t *testing.T) {
 	assert.Equal(t, runtime.LeaseDone, g.Status)
 	assert.Equal(t, `"r"`, string(g.Result))
 }
+
+// TestExpiredRowsArePurgedInTheBackground checks that the purge every
+// purgeEvery writes removes expired rows, and that Close waits for it.
+func TestExpiredRowsArePurgedInTheBackground(t *testing.T) {
+	defer postgres.SetPurgeEvery(2)()
+	url := storetest.ServerURL(t, storetest.PostgresEnv)
+	schema := storetest.Prefix(t)
+	ctx := context.Background()
+	s, err := postgres.Open(ctx, url, schema)
+	require.NoError(t, err)
+	check, err := postgres.Open(ctx, url, schema)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_, _ = check.Pool().Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
+		_ = check.Close()
+	})
+	require.NoError(t, s.Set(ctx, "old", []byte("x"), time.Millisecond))
+	time.Sleep(20 * time.Millisecond)
+	require.NoError(t, s.Set(ctx, "new", []byte("y"), 0)) // the second write starts a purge
+	require.NoError(t, s.Close())                         // and Close waits for it
+	var keys []string
+	rows, err := check.Pool().Query(ctx, "SELECT key FROM "+schema+".kv ORDER BY key")
+	require.NoError(t, err)
+	for rows.Next() {
+		var k string
+		require.NoError(t, rows.Scan(&k))
+		keys = append(keys, k)
+	}
+	require.NoError(t, rows.Err())
+	assert.Equal(t, []string{"new"}, keys, "the expired row is gone from the table")
+}
