@@ -89,6 +89,12 @@ type BudgetLimits struct {
 	Tokens *int64
 	USD    *float64
 	Calls  *int64
+	// Estimate, when set, is what the call is expected to charge: a call
+	// whose estimate added to the charged ledger would exceed the tokens or
+	// usd ceiling is refused with BudgetError.Estimate set (a meter with
+	// on_cross "refuse"), in the same atomic step as the reservation.
+	// Only its token counts and USD are read.
+	Estimate *Ledger
 }
 
 // Budgeter is the meter port: a ledger per key with reservations. A call is
@@ -110,10 +116,33 @@ type Budgeter interface {
 	ForgetLedger(ctx context.Context, key string) error
 }
 
+// EstimateOf returns the estimate's amount of resource ("tokens" or
+// "usd"); zero without an estimate.
+func (lim BudgetLimits) EstimateOf(resource string) float64 {
+	switch {
+	case lim.Estimate == nil:
+		return 0
+	case resource == "tokens":
+		return float64(lim.Estimate.Tokens())
+	case resource == "usd":
+		return lim.Estimate.USD
+	}
+	return 0
+}
+
 // CheckBudget returns the refusal of a call against the ledger l with
-// pending reserved calls under lim, or nil to admit it. Backends that read
+// pending reserved calls under lim (a crossing estimate first, then a
+// ceiling already reached), or nil to admit it. Backends that read
 // a ledger and write a reservation in one atomic step share its rule.
 func CheckBudget(l Ledger, pending int64, lim BudgetLimits) *BudgetError {
+	if est := lim.Estimate; est != nil {
+		if n := est.Tokens(); lim.Tokens != nil && SaturatingAdd(l.Tokens(), n) > *lim.Tokens {
+			return &BudgetError{Resource: "tokens", Spent: float64(l.Tokens()), Limit: float64(*lim.Tokens), Estimate: float64(n)}
+		}
+		if lim.USD != nil && est.USD > 0 && l.USD+est.USD > *lim.USD {
+			return &BudgetError{Resource: "usd", Spent: l.USD, Limit: *lim.USD, Estimate: est.USD}
+		}
+	}
 	switch {
 	case lim.Tokens != nil && l.Tokens() >= *lim.Tokens:
 		return &BudgetError{Resource: "tokens", Spent: float64(l.Tokens()), Limit: float64(*lim.Tokens)}

@@ -9,9 +9,9 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"sync"
 	"time"
 
+	"github.com/agentc-dev/agentc/builtins/internal/lease"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
@@ -53,25 +53,15 @@ type Idempotent struct {
 	// refunded from two runs is refunded once.
 	KeyArgs []string `json:"key_args,omitempty"`
 
-	name    string
-	leaser  runtime.Leaser
-	clock   runtime.Clock
-	logger  *slog.Logger
-	mu      sync.Mutex
-	flights map[string]*flight
+	name   string
+	leaser runtime.Leaser
+	clock  runtime.Clock
+	logger *slog.Logger
+	// flights collapses concurrent duplicates in this process.
+	flights lease.Group
 	// pollMin and pollMax bound the wait between reads of a claim held
 	// elsewhere.
 	pollMin, pollMax time.Duration
-}
-
-// flight is a call in progress in this process.
-type flight struct {
-	done chan struct{}
-	v    any
-	err  error
-	// abandoned is set when the leader's own context ended: followers do
-	// not share that error, they try again.
-	abandoned bool
 }
 
 // Provision resolves the store.
@@ -79,7 +69,6 @@ func (m *Idempotent) Provision(b *runtime.BuildContext) error {
 	m.name = b.Name()
 	m.logger = b.Logger
 	m.clock = b.Clock()
-	m.flights = map[string]*flight{}
 	if m.LeaseTTL <= 0 {
 		m.LeaseTTL = runtime.Duration(DefaultLease)
 	}
@@ -169,49 +158,12 @@ func (m *Idempotent) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 		if err != nil {
 			return nil, err
 		}
-		for {
-			m.mu.Lock()
-			f, running := m.flights[key]
-			if !running {
-				f = &flight{done: make(chan struct{})}
-				m.flights[key] = f
-				m.mu.Unlock()
-				return m.lead(ctx, c, key, f, next)
-			}
-			m.mu.Unlock()
-			select {
-			case <-f.done:
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-			if f.abandoned {
-				continue
-			}
-			if f.err == nil {
-				c.Meta.Deduped, c.Meta.Cached = true, true
-			}
-			return f.v, f.err
+		v, err, shared := m.flights.Do(ctx, key, func() (any, error) { return m.settle(ctx, c, key, next) })
+		if shared && err == nil {
+			c.Meta.Deduped, c.Meta.Cached = true, true
 		}
+		return v, err
 	}
-}
-
-// lead runs the call as the process's leader for key and publishes the
-// outcome to the followers.
-func (m *Idempotent) lead(ctx context.Context, c *runtime.ToolCall, key string, f *flight, next runtime.ToolHandler) (v any, err error) {
-	returned := false
-	defer func() {
-		f.v, f.err = v, err
-		// A leader that panicked or whose own context ended has no outcome
-		// to share: the followers try again.
-		f.abandoned = !returned || (err != nil && ctx.Err() != nil)
-		m.mu.Lock()
-		delete(m.flights, key)
-		m.mu.Unlock()
-		close(f.done)
-	}()
-	v, err = m.settle(ctx, c, key, next)
-	returned = true
-	return v, err
 }
 
 // settle replays the published result of key, waits for a lease held
@@ -258,7 +210,7 @@ func (m *Idempotent) settle(ctx context.Context, c *runtime.ToolCall, key string
 // runs, and publishes its result (or releases the lease on failure).
 func (m *Idempotent) run(ctx context.Context, c *runtime.ToolCall, key string, token int64, next runtime.ToolHandler) (any, error) {
 	wctx := context.WithoutCancel(ctx)
-	stop := m.renew(wctx, c, key, token)
+	stop := lease.Renew(wctx, m.leaser, key, token, m.LeaseTTL.D(), m.logger, "idempotent", "tool", c.Name)
 	done := false
 	defer func() {
 		stop()
@@ -292,38 +244,6 @@ func (m *Idempotent) run(ctx context.Context, c *runtime.ToolCall, key string, t
 			"tool", c.Name)
 	}
 	return v, nil
-}
-
-// renew extends the lease every third of lease_ttl until the returned stop
-// is called (stop is idempotent and waits for the renewer to end).
-func (m *Idempotent) renew(ctx context.Context, c *runtime.ToolCall, key string, token int64) (stop func()) {
-	quit, ended := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(ended)
-		t := time.NewTicker(m.LeaseTTL.D() / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-quit:
-				return
-			case <-t.C:
-			}
-			ok, err := m.leaser.Renew(ctx, key, token, m.LeaseTTL.D())
-			if err != nil {
-				m.logger.WarnContext(ctx, "idempotent: renewing the lease failed", "tool", c.Name, "error", err)
-				continue
-			}
-			if !ok {
-				m.logger.WarnContext(ctx, "idempotent: the lease was taken over while the call ran", "tool", c.Name)
-				return
-			}
-		}
-	}()
-	var once sync.Once
-	return func() {
-		once.Do(func() { close(quit) })
-		<-ended
-	}
 }
 
 func (m *Idempotent) storeErr(what string, err error) error {

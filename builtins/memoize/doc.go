@@ -29,7 +29,21 @@
 // ToolResult.Cached set.
 //
 // Store failures fail open: a read error is a miss and a write error leaves
-// the result uncached; both are logged. Two identical calls that miss at
-// the same time both run (the cache does not coordinate them: idempotent
-// does).
+// the result uncached; both are logged.
+//
+// Without single_flight, two identical calls that miss at the same time both
+// run. With single_flight the entries are lease records of the store's
+// runtime.Leaser (a Lua script in Redis, a statement in PostgreSQL, a
+// KVLeaser over other key-value stores), and a miss claims its key before it
+// runs: concurrent identical calls in one process wait for one leader and
+// share its outcome, an error included; calls in other processes that share the store find the
+// claim held and wait (polling with backoff, 2 to 200 ms) for the published
+// result. The leader renews its claim every third of lease_ttl while the
+// call runs. A leader that fails releases the claim without caching the
+// error, and one waiter in another process runs the call in its place; a leader whose process
+// dies stops renewing, and a waiter takes the claim over and runs the call
+// once lease_ttl has passed, so no waiter waits longer than that for a dead
+// leader. A hit is one Acquire (one round trip), a miss an Acquire and a
+// Publish. A store that cannot be reached is logged and the call runs
+// without a claim.
 package memoize

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentc-dev/agentc/builtins/internal/chatcache"
+	"github.com/agentc-dev/agentc/builtins/internal/lease"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
@@ -40,12 +41,31 @@ type Memoize struct {
 	TTL   runtime.Duration `json:"ttl"`
 	Scope string           `json:"scope"`
 	Store string           `json:"store,omitempty"`
+	// SingleFlight runs one of several identical concurrent misses, in
+	// every process that shares the store, and lets the others share its
+	// result.
+	SingleFlight bool `json:"single_flight,omitempty"`
+	// LeaseTTL bounds a single-flight leader's claim (DefaultLease when
+	// zero).
+	LeaseTTL runtime.Duration `json:"lease_ttl,omitempty"`
 
 	name   string
 	kv     runtime.KV
 	logger *slog.Logger
 	warned sync.Map // tool name -> struct{}: refusals already logged
+
+	// With SingleFlight: the store's lease port, the calls in flight in
+	// this process, and the bounds of the wait between reads of a claim
+	// held elsewhere.
+	leaser           runtime.Leaser
+	flights          lease.Group
+	clock            runtime.Clock
+	pollMin, pollMax time.Duration
 }
+
+// DefaultLease is the lease_ttl of a single-flight leader's claim when the
+// config sets none.
+const DefaultLease = 30 * time.Second
 
 // Provision resolves the store.
 func (m *Memoize) Provision(b *runtime.BuildContext) error {
@@ -56,6 +76,16 @@ func (m *Memoize) Provision(b *runtime.BuildContext) error {
 		return err
 	}
 	m.kv = kv
+	if m.SingleFlight {
+		if m.LeaseTTL <= 0 {
+			m.LeaseTTL = runtime.Duration(DefaultLease)
+		}
+		if m.leaser, err = b.Leaser(m.Store); err != nil {
+			return err
+		}
+		m.clock = b.Clock()
+		m.pollMin, m.pollMax = 2*time.Millisecond, 200*time.Millisecond
+	}
 	return nil
 }
 
@@ -84,6 +114,9 @@ func (m *Memoize) key(stage, run, target string, input []byte) string {
 		h.Write([]byte{0})
 	}
 	h.Write(input)
+	if m.SingleFlight { // lease records, not plain values
+		return "agentc/memoize/flight/" + hex.EncodeToString(h.Sum(nil))
+	}
 	return "agentc/memoize/" + hex.EncodeToString(h.Sum(nil))
 }
 
@@ -121,6 +154,9 @@ func (m *Memoize) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 			return next(ctx, c, yield)
 		}
 		key := m.key(plan.StageChat, c.Meta.Run.ID, c.Request.Model, input)
+		if m.SingleFlight {
+			return m.chatFlight(ctx, c, key, next, yield)
+		}
 		if b, ok := m.get(ctx, key); ok {
 			var e chatcache.Entry
 			if json.Unmarshal(b, &e) == nil {
@@ -149,6 +185,9 @@ func (m *Memoize) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 			return next(ctx, c)
 		}
 		key := m.key(plan.StageTool, c.Meta.Run.ID, c.Name, []byte(digest))
+		if m.SingleFlight {
+			return m.toolFlight(ctx, c, key, next)
+		}
 		if b, ok := m.get(ctx, key); ok {
 			var v any
 			if json.Unmarshal(b, &v) == nil {

@@ -35,8 +35,10 @@
 // priced at the requested model's rates) added to the charged ledger must
 // stay within every ceiling, else the call fails with a *runtime.BudgetError
 // whose Estimate is set. A request without max_tokens estimates no output.
-// The check reads the charged ledger, so calls admitted concurrently may
-// still cross together; the ceiling then stops the ones after.
+// The check is part of the reservation (one atomic step, one round trip to
+// a shared store), but it compares the charged ledger: calls admitted
+// concurrently have not charged yet and may still cross together; the
+// ceiling then stops the ones after.
 //
 // Across replicas sharing a store the same holds for every process: calls
 // never exceed their ceiling, and tokens and cost exceed theirs by at most

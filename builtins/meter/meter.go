@@ -133,18 +133,19 @@ func (m *Meter) Forget(runID string) {
 func (m *Meter) EndRun(runID string) { m.Forget(runID) }
 
 // reserve admits a call or refuses it with a *runtime.BudgetError, in one
-// atomic step of the ledger store (runtime.Budgeter): the tokens and usd
-// ceilings refuse once the charged amount has reached them; the calls
-// ceiling refuses once the charged calls plus the calls admitted and still
-// running have reached it. An admitted call is counted as pending until
+// atomic step of the ledger store (runtime.Budgeter): a call whose estimate
+// (est, nil for none) would cross the tokens or usd ceiling is refused; the
+// tokens and usd ceilings refuse once the charged amount has reached them;
+// the calls ceiling refuses once the charged calls plus the calls admitted
+// and still running have reached it. An admitted call is counted as pending until
 // settle; it reports whether it reserved anything (without a budget there is
 // nothing to reserve). A store failure fails closed.
-func (m *Meter) reserve(ctx context.Context, key string) (bool, error) {
+func (m *Meter) reserve(ctx context.Context, key string, est *runtime.Ledger) (bool, error) {
 	b := m.Budget
 	if b == nil {
 		return false, nil
 	}
-	refusal, err := m.budgets.Reserve(ctx, key, runtime.BudgetLimits{Tokens: b.Tokens, USD: b.USD, Calls: b.Calls}, m.ttl())
+	refusal, err := m.budgets.Reserve(ctx, key, runtime.BudgetLimits{Tokens: b.Tokens, USD: b.USD, Calls: b.Calls, Estimate: est}, m.ttl())
 	if err != nil {
 		if ctx.Err() != nil {
 			return false, ctx.Err()
@@ -195,10 +196,7 @@ func Cost(r plan.Model, u runtime.Usage) float64 {
 func (m *Meter) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
 		l := m.key(c.Meta.Run.ID)
-		if err := m.refuseCrossing(ctx, l, c); err != nil {
-			return err
-		}
-		reserved, err := m.reserve(ctx, l)
+		reserved, err := m.reserve(ctx, l, m.estimate(c))
 		if err != nil {
 			return err
 		}
@@ -237,36 +235,19 @@ func Estimate(req *runtime.ChatRequest) runtime.Usage {
 	return runtime.Usage{InputTokens: runtime.EstimateMessages(req.Messages), OutputTokens: int64(max(req.MaxTokens, 0))}
 }
 
-// refuseCrossing refuses, with on_cross "refuse", a call whose estimate
-// (Estimate, priced at the requested model's rates) added to the charged
-// ledger would cross the tokens or usd ceiling. It reads the ledger before
-// the reservation, so calls admitted together may still cross it together;
-// the ceiling's own refusal stops the ones after.
-func (m *Meter) refuseCrossing(ctx context.Context, key string, c *runtime.ChatCall) error {
+// estimate returns, with on_cross "refuse" and a tokens or usd ceiling,
+// the call's estimate (Estimate, priced at the requested model's rates)
+// for the reservation to check against the charged ledger; else nil. The
+// check and the reservation are one atomic step, but the calls in flight
+// have not charged yet, so calls admitted together may still cross the
+// ceiling together; the ceiling's own refusal stops the ones after.
+func (m *Meter) estimate(c *runtime.ChatCall) *runtime.Ledger {
 	b := m.Budget
 	if m.OnCross != "refuse" || b == nil || (b.Tokens == nil && b.USD == nil) {
 		return nil
 	}
-	led, err := m.budgets.LedgerOf(ctx, key)
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return &runtime.CallError{Layer: m.name, Message: "budget store unavailable; the call did not run", Err: err}
-	}
 	est := Estimate(&c.Request)
-	if b.Tokens != nil {
-		if n := est.InputTokens + est.OutputTokens; led.Tokens()+n > *b.Tokens {
-			return &runtime.BudgetError{Layer: m.name, Resource: "tokens", Spent: float64(led.Tokens()),
-				Limit: float64(*b.Tokens), Estimate: float64(n)}
-		}
-	}
-	if b.USD != nil {
-		if usd := m.Cost(c.Request.Model, est); usd > 0 && led.USD+usd > *b.USD {
-			return &runtime.BudgetError{Layer: m.name, Resource: "usd", Spent: led.USD, Limit: *b.USD, Estimate: usd}
-		}
-	}
-	return nil
+	return &runtime.Ledger{InputTokens: est.InputTokens, OutputTokens: est.OutputTokens, USD: m.Cost(c.Request.Model, est)}
 }
 
 // absurd names the first count of u that is negative or above
@@ -323,7 +304,7 @@ func (m *Meter) absurdUsage(ctx context.Context, key string, reserved bool, mode
 func (m *Meter) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 	return func(ctx context.Context, c *runtime.ToolCall) (any, error) {
 		l := m.key(c.Meta.Run.ID)
-		reserved, err := m.reserve(ctx, l)
+		reserved, err := m.reserve(ctx, l, nil)
 		if err != nil {
 			return nil, err
 		}

@@ -2,6 +2,7 @@ package explain
 
 import (
 	"fmt"
+	"net/url"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -45,6 +46,10 @@ type Layer struct {
 	Settings []string
 	// Scope holds its tools: and when, if any ("tools: refund").
 	Scope []string
+	// State says where the layer keeps its state, one line per store it
+	// uses ("rate limit in store \"shared\" (redis, url_env REDIS_URL):
+	// shared by every replica"); empty for a layer without state.
+	State []string
 	// Pos is file:line of the entry, the file relative to the policy
 	// directory.
 	Pos string
@@ -87,10 +92,10 @@ var keySettings = map[string][]string{
 	"hedge":            {"models", "delay"},
 	"audit":            {"trail", "sink"},
 	"meter":            {"budget", "scope"},
-	"rate_limit":       {"rate", "per", "burst", "mode"},
+	"rate_limit":       {"rate", "per", "burst", "mode", "scope"},
 	"compaction":       {"strategy", "max_tokens", "keep_recent"},
 	"guard":            {"deny", "require", "phase", "on_error"},
-	"memoize":          {"scope", "ttl"},
+	"memoize":          {"scope", "ttl", "single_flight"},
 	"semantic_memoize": {"scope", "threshold"},
 	"idempotent":       {"ttl"},
 	"egress":           {"allow"},
@@ -148,6 +153,9 @@ func layer(a *vet.Analysis, p *dsl.Policy, e *dsl.Entry) *Layer {
 	if e.When != nil {
 		l.Scope = append(l.Scope, "when: "+e.When.Source)
 	}
+	for _, u := range vet.StateOf(p, e) {
+		l.State = append(l.State, stateLine(u))
+	}
 	if e.Use == "tracing" {
 		l.Held = append(l.Held, &Hold{Rule: "order/tracing-outermost", Outside: true, Other: "every other layer",
 			Why: "the span covers only the layers inside it", Violated: e.Index != 0})
@@ -168,6 +176,54 @@ func layer(a *vet.Analysis, p *dsl.Policy, e *dsl.Entry) *Layer {
 		l.Held = append(l.Held, h)
 	}
 	return l
+}
+
+// stateLine says where one part of a layer's state lives: the store, its
+// kind and address (never a URL's credentials), and who shares it.
+func stateLine(u vet.StateUse) string {
+	if u.Decl == nil {
+		if u.Store == "" {
+			return "state: " + u.What + " in process memory: each replica has its own"
+		}
+		return fmt.Sprintf("state: %s in the %s store, process memory: each replica has its own", u.What, u.Store)
+	}
+	var where []string
+	switch u.Kind {
+	case "memory":
+		where = append(where, "process memory")
+	case "sqlite":
+		where = append(where, "sqlite file "+u.Decl.Path)
+	default:
+		where = append(where, u.Kind)
+		if u.Decl.URLEnv != "" {
+			where = append(where, "url_env "+u.Decl.URLEnv)
+		} else if u.Decl.URL != "" {
+			where = append(where, "url "+redactURL(u.Decl.URL))
+		}
+		if u.Decl.Prefix != "" {
+			where = append(where, "prefix "+u.Decl.Prefix)
+		}
+	}
+	who := "each replica has its own"
+	switch {
+	case u.Shared():
+		who = "shared by every replica"
+	case u.Kind == "sqlite":
+		who = "shared by the processes on this host, each host has its own"
+	case u.Kind != "memory":
+		who = "a kind the host registers: who shares it depends on that kind"
+	}
+	return fmt.Sprintf("state: %s in store %q (%s): %s", u.What, u.Store, strings.Join(where, ", "), who)
+}
+
+// redactURL keeps a server URL's scheme, host and path, dropping the user,
+// password and query (which may hold a password).
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "(set in the policy)"
+	}
+	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
 }
 
 // relPos formats pos as file:line with the file relative to the policy

@@ -38,6 +38,7 @@ func TestGolden(t *testing.T) {
 	cases := map[string]string{
 		"support":    filepath.Join("..", "..", "examples", "support"),
 		"violations": filepath.Join("testdata", "violations"),
+		"stores":     filepath.Join("testdata", "stores"),
 	}
 	for name, dir := range cases {
 		x := build(t, dir)
@@ -147,4 +148,29 @@ func TestManyRetriesSaturate(t *testing.T) {
 	require.Equal(t, "chat", chat.Name)
 	require.NotEmpty(t, chat.Consequences)
 	assert.Equal(t, "a failing call reaches the model up to more than 1,000,000 times (r0 (retry) 3 attempts × r1 (retry) 3 attempts × r2 (retry) 3 attempts × … (50 layers))", chat.Consequences[0])
+}
+
+// TestStateLocations checks that each stateful layer names where its state
+// lives, that a URL written in the policy loses its credentials, and that
+// a layer without state says nothing.
+func TestStateLocations(t *testing.T) {
+	x := build(t, filepath.Join("testdata", "stores"))
+	require.Len(t, x.Stages, 3)
+	chat, tool, turn := x.Stages[0], x.Stages[1], x.Stages[2]
+	assert.Equal(t, []string{`state: budget ledger in store "shared" (redis, url_env REDIS_URL, prefix billing): shared by every replica`}, chat.Layers[0].State)
+	assert.Equal(t, []string{`state: cache in store "local" (sqlite file cache.db): shared by the processes on this host, each host has its own`}, chat.Layers[2].State)
+	assert.Equal(t, []string{`state: audit trail in store "trail" (postgres, url postgres://db.internal:5432/agentc): shared by every replica`}, tool.Layers[0].State)
+	assert.Equal(t, []string{`state: idempotency table in store "shared" (redis, url_env REDIS_URL, prefix billing): shared by every replica`}, tool.Layers[1].State)
+	assert.Equal(t, []string{"state: cache in the default store, process memory: each replica has its own"}, tool.Layers[2].State)
+	assert.Equal(t, []string{"state: rate limit in process memory: each replica has its own"}, turn.Layers[0].State)
+
+	for _, format := range explain.Formats {
+		var b bytes.Buffer
+		require.NoError(t, explain.Write(&b, x, format))
+		assert.NotContains(t, b.String(), "secret", format)
+		assert.Contains(t, b.String(), "shared by every replica", format)
+	}
+
+	support := build(t, filepath.Join("..", "..", "examples", "support"))
+	assert.Empty(t, support.Stages[0].Layers[0].State, "tracing keeps no state")
 }

@@ -55,6 +55,9 @@ func (x *Explanation) Text(w io.Writer) error {
 			if len(l.Settings) > 0 {
 				fmt.Fprintf(b, "%s%s\n", indent, strings.Join(l.Settings, "; "))
 			}
+			for _, st := range l.State {
+				fmt.Fprintf(b, "%s%s\n", indent, st)
+			}
 			for _, h := range l.Held {
 				fmt.Fprintf(b, "%s%s\n", indent, h.text())
 			}
@@ -186,8 +189,9 @@ func (l *Layer) violated() bool {
 	return false
 }
 
-// label is the layer's box text: its ref, traits, scope and settings, each
-// escaped (when escape is not nil) and joined by sep.
+// label is the layer's box text: its ref, traits, scope, settings and
+// where its state lives, each escaped (when escape is not nil) and joined
+// by sep.
 func (l *Layer) label(escape func(string) string, sep string) string {
 	parts := []string{l.Ref}
 	if len(l.Traits) > 0 {
@@ -197,6 +201,7 @@ func (l *Layer) label(escape func(string) string, sep string) string {
 	if len(l.Settings) > 0 {
 		parts = append(parts, strings.Join(l.Settings, "; "))
 	}
+	parts = append(parts, l.State...)
 	if escape != nil {
 		for i := range parts {
 			parts[i] = escape(parts[i])

@@ -37,6 +37,48 @@ type storeUse struct {
 	field, store, port string
 }
 
+// StateUse is where one layer keeps one part of its state.
+type StateUse struct {
+	// Field is the config field that names the store ("store", "sink",
+	// "index").
+	Field string
+	// Store is the store's name: "default" for the default store, "" for
+	// the layer's own memory in the process.
+	Store string
+	// Port is what the layer needs of the store ("key-value", "audit
+	// sink", "vector index", "rate limiter", "budget ledger").
+	Port string
+	// Kind is the store's kind: "memory" for the layer's own memory and
+	// an undeclared default store, else the declared store's kind.
+	Kind string
+	// Decl is the declared store, nil for memory that is not declared.
+	Decl *dsl.Store
+	// What names the state in words ("rate limit", "cache", "audit
+	// trail").
+	What string
+}
+
+// Shared reports whether every process that serves the policy shares the
+// state (a redis or postgres store).
+func (u StateUse) Shared() bool { return sharedKinds[u.Kind] }
+
+// StateOf returns where e keeps its state, in the policy pol: one use per
+// store the layer needs, none for a layer without state. A reference to an
+// undeclared store (reported when the policy loads) is left out.
+func StateOf(pol *dsl.Policy, e *dsl.Entry) []StateUse {
+	var out []StateUse
+	for _, u := range storeUses(e) {
+		su := StateUse{Field: u.field, Store: u.store, Port: u.port, Kind: "memory", What: stateNoun(e)}
+		if s := pol.Stores[u.store]; s != nil {
+			su.Kind, su.Decl = s.Kind, s
+		} else if u.store != "" && u.store != "default" {
+			continue
+		}
+		out = append(out, su)
+	}
+	return out
+}
+
 // storeUses returns the stores an entry uses. A layer that keeps state and
 // names no store uses "default" (memoize, semantic_memoize, idempotent,
 // audit) or its own memory in the process (rate_limit, meter with a
@@ -149,22 +191,16 @@ shares.`,
 		}
 		for _, stage := range dsl.Stages {
 			for _, e := range p.Policy.Chains[stage] {
-				for _, u := range storeUses(e) {
-					kind := "memory"
-					if s := p.Policy.Stores[u.store]; s != nil {
-						kind = s.Kind
-					} else if u.store != "" && u.store != "default" {
-						continue // a bad reference, reported at load
-					}
-					if kind != "memory" && kind != "sqlite" {
+				for _, u := range StateOf(p.Policy, e) {
+					if u.Kind != "memory" && u.Kind != "sqlite" {
 						continue
 					}
 					where := "in each process's memory"
-					if kind == "sqlite" {
-						where = fmt.Sprintf("in a local sqlite file (store %q)", u.store)
+					if u.Kind == "sqlite" {
+						where = fmt.Sprintf("in a local sqlite file (store %q)", u.Store)
 					}
 					p.Reportf(e.Pos, nil, "%s keeps its %s %s, but settings.replicas is %d: each replica has its own%s; set %s to a redis or postgres store",
-						e.Ref(), stateNoun(e), where, p.Policy.Replicas, sharedHint(p.Policy), u.field)
+						e.Ref(), u.What, where, p.Policy.Replicas, sharedHint(p.Policy), u.Field)
 				}
 			}
 		}

@@ -25,6 +25,10 @@
 // keep-alive idle 120s, 64 KiB of headers, 1,024 connections at once.
 //
 // Run it with: go run ./examples/service -plan examples/service/plan.json
+//
+// replicated/policy.cue is its policy for several replicas sharing one Redis
+// and one PostgreSQL (REDIS_URL, DATABASE_URL): build it with agentc build
+// and start each replica on the plan (docs/state.md).
 package main
 
 import (

@@ -143,21 +143,27 @@ func openStore(t *testing.T, b backend, prefix string) runtime.StoreBackend {
 	return s
 }
 
+// assertOneResult checks that the workers' output holds callers answers,
+// all the same.
+func assertOneResult(t *testing.T, out [][]string, callers int) {
+	t.Helper()
+	results := map[string]int{}
+	total := 0
+	for _, lines := range out {
+		for _, l := range lines {
+			results[l]++
+			total++
+		}
+	}
+	assert.Equal(t, callers, total, "every caller answered")
+	assert.Len(t, results, 1, "every caller got the same result: %v", results)
+}
+
 func TestIdempotentCallRunsOnceAcrossProcesses(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.kind, func(t *testing.T) {
 			g := newGroup(t, b, time.Second)
-			out := g.run("idempotent", 4, "")
-			results := map[string]int{}
-			total := 0
-			for _, lines := range out {
-				for _, l := range lines {
-					results[l]++
-					total++
-				}
-			}
-			assert.Equal(t, 4*64, total, "every caller answered")
-			assert.Len(t, results, 1, "every caller got the same result: %v", results)
+			assertOneResult(t, g.run("idempotent", 4, ""), 4*64)
 			assert.Len(t, executions(t, g.dir), 1, "exactly one execution across 4 processes x 64 goroutines")
 		})
 	}
@@ -193,6 +199,46 @@ func TestAKilledLeaseHolderLeavesTheCallInDoubt(t *testing.T) {
 				}
 				assert.Less(t, waited, 15*time.Second, "the duplicate waits about one lease_ttl, not forever")
 			}
+		})
+	}
+}
+
+func TestMemoizeSingleFlightAcrossProcesses(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.kind, func(t *testing.T) {
+			g := newGroup(t, b, time.Second)
+			assertOneResult(t, g.run("memoize", 4, ""), 4*16)
+			assert.Len(t, executions(t, g.dir), 1, "one inner execution across 4 processes x 16 goroutines")
+		})
+	}
+}
+
+func TestMemoizeWaiterTakesOverFromAKilledLeader(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.kind, func(t *testing.T) {
+			g := newGroup(t, b, 0)
+			leader, lines := g.spawn("memoize-hold", "")
+			select {
+			case l := <-lines:
+				require.Equal(t, "started", l)
+			case <-time.After(20 * time.Second):
+				t.Fatal("the leader never started the call")
+			}
+			waiter, answers := g.spawn("memoize-waiter", "")
+			time.Sleep(500 * time.Millisecond) // the waiter finds the lease held and waits
+			require.NoError(t, leader.Process.Kill())
+			_ = leader.Wait()
+			begin := time.Now()
+			var got []string
+			for l := range answers {
+				got = append(got, l)
+			}
+			require.NoError(t, waiter.Wait())
+			waited := time.Since(begin)
+			require.Len(t, got, 1)
+			assert.Contains(t, got[0], `"answer":"A-`, "the waiter ran the call itself")
+			assert.Len(t, executions(t, g.dir), 2, "the dead leader's execution and the waiter's")
+			assert.Less(t, waited, 15*time.Second, "the waiter waits about one lease_ttl (1s), not forever")
 		})
 	}
 }
@@ -247,8 +293,8 @@ func TestBudgetsAreSharedAcrossProcesses(t *testing.T) {
 	}
 }
 
-// auditRuns is how many workers the kill -9 audit test kills; set
-// AGENTC_XPROC_AUDIT_RUNS for a longer run.
+// auditRuns is how many workers the kill -9 audit test kills: 20, or
+// AGENTC_XPROC_AUDIT_RUNS (200 take about 45 s on a loaded 2-core machine).
 func auditRuns(t *testing.T) int {
 	if v := os.Getenv("AGENTC_XPROC_AUDIT_RUNS"); v != "" {
 		n, err := strconv.Atoi(v)

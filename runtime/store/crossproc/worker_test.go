@@ -103,6 +103,22 @@ func work(scenario string) error {
 			return "done", nil
 		}
 		tools["charge"], tools["refund"] = fn, fn
+	case "memoize", "memoize-hold", "memoize-waiter":
+		p = e.sharedPlan(plan.Chains{Tool: []plan.Layer{rt.Layer("memoize",
+			`{"store": "shared", "scope": "global", "single_flight": true, "lease_ttl": "1s"}`)}})
+		tools["lookup"] = func(_ context.Context, c *runtime.ToolCall) (any, error) {
+			if err := e.logExecution(c); err != nil {
+				return nil, err
+			}
+			switch scenario {
+			case "memoize-hold":
+				say("started")
+				select {} // killed while it leads
+			case "memoize":
+				time.Sleep(300 * time.Millisecond)
+			}
+			return map[string]any{"answer": fmt.Sprintf("A-%d-%d", os.Getpid(), time.Now().UnixNano())}, nil
+		}
 	case "rate":
 		p = e.sharedPlan(plan.Chains{Tool: []plan.Layer{rt.Layer("rate_limit", `{"rate": 40, "per": "1s", "burst": 10, "mode": "reject", "store": "shared"}`)}})
 		tools["lookup"] = func(context.Context, *runtime.ToolCall) (any, error) { return 1, nil }
@@ -134,19 +150,11 @@ func work(scenario string) error {
 
 	switch scenario {
 	case "idempotent":
-		var wg sync.WaitGroup
-		for range 64 {
-			wg.Go(func() {
-				r, err := pl.Tool(ctx, runtime.ToolRequest{Name: "pay", Args: map[string]any{"order_id": "A1"}})
-				if err != nil {
-					say("error: %v", err)
-					return
-				}
-				b, _ := json.Marshal(r.Value)
-				say("%s", b)
-			})
-		}
-		wg.Wait()
+		sayResults(ctx, pl, 64, runtime.ToolRequest{Name: "pay", Args: map[string]any{"order_id": "A1"}})
+	case "memoize":
+		sayResults(ctx, pl, 16, runtime.ToolRequest{Name: "lookup", Args: map[string]any{"q": "x"}})
+	case "memoize-hold", "memoize-waiter":
+		sayResults(ctx, pl, 1, runtime.ToolRequest{Name: "lookup", Args: map[string]any{"q": "x"}})
 	case "hold", "hold-duplicate":
 		_, err := pl.Tool(ctx, runtime.ToolRequest{Name: e.arg, Args: map[string]any{"order_id": "A1"}})
 		switch {
@@ -211,6 +219,24 @@ func work(scenario string) error {
 		wg.Wait()
 	}
 	return nil
+}
+
+// sayResults makes n concurrent calls of req and reports each one's result
+// as JSON (or its error).
+func sayResults(ctx context.Context, pl *runtime.Pipeline, n int, req runtime.ToolRequest) {
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			r, err := pl.Tool(ctx, req)
+			if err != nil {
+				say("error: %v", err)
+				return
+			}
+			b, _ := json.Marshal(r.Value)
+			say("%s", b)
+		})
+	}
+	wg.Wait()
 }
 
 // workAudit makes audited calls one after another and reports each one the

@@ -21,7 +21,11 @@
 //     also replaces an expired row.
 //   - runtime.Leaser: table lease, a function lease_acquire (one call) and
 //     single UPDATE/DELETE statements fenced by the token, which comes from
-//     the sequence fence.
+//     the sequence fence. lease_acquire reads a published result without
+//     writing (a replay or a cache hit commits nothing); only a claim
+//     locks the row.
+//   - runtime.Budgeter: a reservation checks the ceilings, and a call's
+//     estimate when it carries one, in the same statement.
 //   - runtime.RateLimiter: GCRA as one INSERT ... ON CONFLICT DO UPDATE on
 //     table rate (the row lock serialises the callers of one key).
 //   - runtime.Budgeter: the same on table ledger.
@@ -35,6 +39,10 @@
 //     when the pgvector extension is installed in the database, with its
 //     cosine distance operator on the same column. No approximate index is
 //     built: the scan is exact either way.
+//
+// Expired rows are ignored by every read and deleted every 1,024 writes by a
+// purge that runs in the background (Close waits for it), never on a call's
+// path.
 //
 // Times are the server's (now()), so replicas with skewed clocks agree.
 package postgres

@@ -8,6 +8,7 @@ import (
 	"math"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -26,7 +27,7 @@ const Kind = "postgres"
 const DefaultSchema = "agentc"
 
 // SchemaVersion is the version of the tables this package creates.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 func init() {
 	runtime.RegisterStoreKind(Kind, func(ctx context.Context, name string, s plan.Store) (runtime.StoreBackend, error) {
@@ -45,6 +46,10 @@ type Store struct {
 	schema   string
 	pgvector bool
 	writes   atomic.Int64
+	// purging is set while a purge of expired rows runs; purges is its
+	// goroutine, which Close waits for.
+	purging atomic.Bool
+	purges  sync.WaitGroup
 }
 
 var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
@@ -149,20 +154,44 @@ CREATE TABLE %[1]s.vectors (
 	expires timestamptz,
 	PRIMARY KEY (scope, id)
 );
+`, `
+-- A published result is read without writing: no fence token, no row lock,
+-- and so no commit to wait for on a replay or a cache hit. Anything else
+-- goes to the claim, which locks.
+ALTER FUNCTION %[1]s.lease_acquire(text, bigint, bigint, boolean) RENAME TO lease_claim;
+CREATE FUNCTION %[1]s.lease_acquire(k text, lease_us bigint, keep_us bigint, takeover boolean,
+	OUT status int, OUT tok bigint, OUT in_doubt boolean, OUT res bytea, OUT remaining_us bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+	SELECT 2, 0, false, l.result, 0 INTO status, tok, in_doubt, res, remaining_us FROM %[1]s.lease l
+		WHERE l.key = k AND l.state = 'done' AND (l.expires IS NULL OR l.expires > clock_timestamp());
+	IF FOUND THEN
+		RETURN;
+	END IF;
+	SELECT c.status, c.tok, c.in_doubt, c.res, c.remaining_us INTO status, tok, in_doubt, res, remaining_us
+		FROM %[1]s.lease_claim(k, lease_us, keep_us, takeover) AS c;
+END $$;
 `}
 
 // Open connects to the database at url, creates or migrates the tables of
 // the schema named prefix (DefaultSchema when empty) and returns the store.
 func Open(ctx context.Context, url, prefix string) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("postgres url: %w", err)
+	}
+	return OpenConfig(ctx, cfg, prefix)
+}
+
+// OpenConfig is Open with a pool configuration the caller prepared (from
+// pgxpool.ParseConfig, with a tracer, a dialer or pool sizes of its own).
+// It sets synchronous_commit on the configuration.
+func OpenConfig(ctx context.Context, cfg *pgxpool.Config, prefix string) (*Store, error) {
 	if prefix == "" {
 		prefix = DefaultSchema
 	}
 	if !schemaName.MatchString(prefix) {
 		return nil, fmt.Errorf("postgres: prefix %q must be a lower-case identifier (it names the schema)", prefix)
-	}
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		return nil, fmt.Errorf("postgres url: %w", err)
 	}
 	// Every write is durable when its statement returns.
 	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
@@ -222,8 +251,9 @@ func (s *Store) Schema() string { return s.schema }
 // PGVector reports whether Query uses the pgvector extension.
 func (s *Store) PGVector() bool { return s.pgvector }
 
-// Close closes the pool.
+// Close waits for a purge in progress and closes the pool.
 func (s *Store) Close() error {
+	s.purges.Wait()
 	s.pool.Close()
 	return nil
 }
@@ -241,18 +271,25 @@ func until(ttl time.Duration) *time.Time {
 }
 
 // purgeEvery is how many writes pass between purges of expired rows.
-const purgeEvery = 1024
+var purgeEvery int64 = 1024
 
-// wrote counts a write and purges expired rows every purgeEvery writes. A
-// failed purge is harmless: reads ignore expired rows.
+// wrote counts a write and, every purgeEvery writes, purges expired rows
+// in the background, so no call waits for the purge. A failed purge is
+// harmless: reads ignore expired rows.
 func (s *Store) wrote(ctx context.Context) {
-	if s.writes.Add(1)%purgeEvery == 0 {
+	if s.writes.Add(1)%purgeEvery != 0 || !s.purging.CompareAndSwap(false, true) {
+		return
+	}
+	s.purges.Go(func() {
+		defer s.purging.Store(false)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
 		_, _ = s.pool.Exec(ctx, s.q(`DELETE FROM §.kv WHERE expires <= now();
 			DELETE FROM §.lease WHERE expires <= now();
 			DELETE FROM §.ledger WHERE expires <= now();
 			DELETE FROM §.vectors WHERE expires <= now();
 			DELETE FROM §.rate WHERE tat < (extract(epoch FROM now()) * 1000000)::bigint`))
-	}
+	})
 }
 
 // ttlArg is a ttl in microseconds for the SQL side.
@@ -405,12 +442,26 @@ func (s *Store) ForgetRate(ctx context.Context, key string) error {
 	return nil
 }
 
-// refusedSQL picks the ceiling a ledger row l has reached (” for none).
-const refusedSQL = `CASE
-	WHEN $2::bigint IS NOT NULL AND l.in_tokens + l.out_tokens >= $2 THEN 'tokens'
-	WHEN $3::double precision IS NOT NULL AND l.usd >= $3 THEN 'usd'
-	WHEN $4::bigint IS NOT NULL AND l.calls + l.pending >= $4 THEN 'calls'
-	ELSE '' END`
+// refusedSQL picks the ceiling a ledger (its in tokens, out tokens, usd,
+// calls and pending calls, as SQL expressions) has reached, or that the
+// call's estimate ($6 tokens, $7 usd; NULL for none) would cross, which
+// ends in '+' (” for none).
+func refusedSQL(in, out, usd, calls, pending string) string {
+	return fmt.Sprintf(`CASE
+	WHEN $6::bigint IS NOT NULL AND $2::bigint IS NOT NULL AND %[1]s::numeric + %[2]s + $6 > $2 THEN 'tokens+'
+	WHEN $7::double precision IS NOT NULL AND $3::double precision IS NOT NULL AND $7 > 0 AND %[3]s + $7 > $3 THEN 'usd+'
+	WHEN $2::bigint IS NOT NULL AND %[1]s::numeric + %[2]s >= $2 THEN 'tokens'
+	WHEN $3::double precision IS NOT NULL AND %[3]s >= $3 THEN 'usd'
+	WHEN $4::bigint IS NOT NULL AND %[4]s + %[5]s >= $4 THEN 'calls'
+	ELSE '' END`, in, out, usd, calls, pending)
+}
+
+var (
+	// refusedNew judges a ledger the reservation creates; refusedRow the
+	// ledger row l.
+	refusedNew = refusedSQL("0", "0", "0", "0", "0")
+	refusedRow = refusedSQL("l.in_tokens", "l.out_tokens", "l.usd", "l.calls", "l.pending")
+)
 
 // Reserve implements runtime.Budgeter in one statement.
 func (s *Store) Reserve(ctx context.Context, key string, lim runtime.BudgetLimits, ttl time.Duration) (*runtime.BudgetError, error) {
@@ -418,28 +469,43 @@ func (s *Store) Reserve(ctx context.Context, key string, lim runtime.BudgetLimit
 		refused     string
 		in, out, cs int64
 		usd         float64
+		estTokens   *int64
+		estUSD      *float64
 	)
+	if est := lim.Estimate; est != nil {
+		n := est.Tokens()
+		estTokens, estUSD = &n, &est.USD
+	}
 	err := s.pool.QueryRow(ctx, s.q(`
-		INSERT INTO §.ledger AS l (key, pending, expires) VALUES ($1, 1, CASE WHEN $5::bigint > 0 THEN now() + $5::bigint * interval '1 microsecond' END)
+		INSERT INTO §.ledger AS l (key, refused, pending, expires)
+			SELECT $1, r, CASE WHEN r = '' THEN 1 ELSE 0 END, CASE WHEN $5::bigint > 0 THEN now() + $5::bigint * interval '1 microsecond' END
+			FROM (SELECT `+refusedNew+` AS r) AS n
 		ON CONFLICT (key) DO UPDATE SET
-			refused = `+refusedSQL+`,
-			pending = l.pending + CASE WHEN `+refusedSQL+` = '' THEN 1 ELSE 0 END,
+			refused = `+refusedRow+`,
+			pending = l.pending + CASE WHEN `+refusedRow+` = '' THEN 1 ELSE 0 END,
 			expires = excluded.expires
 		RETURNING refused, in_tokens, out_tokens, usd, calls`),
-		key, lim.Tokens, lim.USD, lim.Calls, ttlArg(ttl)).Scan(&refused, &in, &out, &usd, &cs)
+		key, lim.Tokens, lim.USD, lim.Calls, ttlArg(ttl), estTokens, estUSD).Scan(&refused, &in, &out, &usd, &cs)
 	if err != nil {
 		return nil, fmt.Errorf("postgres budget reserve: %w", err)
 	}
 	s.wrote(ctx)
-	switch refused {
+	resource, crossed := strings.CutSuffix(refused, "+")
+	var e *runtime.BudgetError
+	switch resource {
 	case "tokens":
-		return &runtime.BudgetError{Resource: refused, Spent: float64(in + out), Limit: float64(*lim.Tokens)}, nil
+		e = &runtime.BudgetError{Resource: resource, Spent: float64(in + out), Limit: float64(*lim.Tokens)}
 	case "usd":
-		return &runtime.BudgetError{Resource: refused, Spent: usd, Limit: *lim.USD}, nil
+		e = &runtime.BudgetError{Resource: resource, Spent: usd, Limit: *lim.USD}
 	case "calls":
-		return &runtime.BudgetError{Resource: refused, Spent: float64(cs), Limit: float64(*lim.Calls)}, nil
+		e = &runtime.BudgetError{Resource: resource, Spent: float64(cs), Limit: float64(*lim.Calls)}
+	default:
+		return nil, nil
 	}
-	return nil, nil
+	if crossed {
+		e.Estimate = lim.EstimateOf(resource)
+	}
+	return e, nil
 }
 
 // Settle implements runtime.Budgeter in one statement.

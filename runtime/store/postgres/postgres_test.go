@@ -2,12 +2,14 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/store/postgres"
 	"github.com/agentc-dev/agentc/runtime/store/storetest"
 )
@@ -73,4 +75,63 @@ func TestSchemaIsVersionedAndReopens(t *testing.T) {
 	require.NoError(t, again.Close())
 	_, err = postgres.Open(context.Background(), "postgres://127.0.0.1/test", "Bad-Name")
 	assert.ErrorContains(t, err, "must be a lower-case identifier")
+}
+
+// TestUpgradeFromVersion1 opens a schema left at version 1 and checks that
+// the replaced lease_acquire serves a published result and still claims.
+func TestUpgradeFromVersion1(t *testing.T) {
+	old := open(t)
+	ctx := context.Background()
+	schema := storetest.Prefix(t)
+	_, err := old.Pool().Exec(ctx, fmt.Sprintf(`CREATE SCHEMA %[1]s; CREATE TABLE %[1]s.schema_version (version integer NOT NULL);
+		INSERT INTO %[1]s.schema_version VALUES (1);`, schema)+fmt.Sprintf(postgres.Migrations[0], schema))
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = old.Pool().Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE") })
+	s, err := postgres.Open(ctx, storetest.ServerURL(t, storetest.PostgresEnv), schema)
+	require.NoError(t, err)
+	defer s.Close()
+	var v int
+	require.NoError(t, s.Pool().QueryRow(ctx, "SELECT version FROM "+schema+".schema_version").Scan(&v))
+	assert.Equal(t, postgres.SchemaVersion, v)
+	g, err := s.Acquire(ctx, "k", time.Second, time.Hour, false)
+	require.NoError(t, err)
+	require.Equal(t, runtime.LeaseAcquired, g.Status)
+	ok, err := s.Publish(ctx, "k", g.Token, []byte(`"r"`), time.Hour)
+	require.NoError(t, err)
+	require.True(t, ok)
+	g, err = s.Acquire(ctx, "k", time.Second, time.Hour, false)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.LeaseDone, g.Status)
+	assert.Equal(t, `"r"`, string(g.Result))
+}
+
+// TestExpiredRowsArePurgedInTheBackground checks that the purge every
+// purgeEvery writes removes expired rows, and that Close waits for it.
+func TestExpiredRowsArePurgedInTheBackground(t *testing.T) {
+	defer postgres.SetPurgeEvery(2)()
+	url := storetest.ServerURL(t, storetest.PostgresEnv)
+	schema := storetest.Prefix(t)
+	ctx := context.Background()
+	s, err := postgres.Open(ctx, url, schema)
+	require.NoError(t, err)
+	check, err := postgres.Open(ctx, url, schema)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_, _ = check.Pool().Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
+		_ = check.Close()
+	})
+	require.NoError(t, s.Set(ctx, "old", []byte("x"), time.Millisecond))
+	time.Sleep(20 * time.Millisecond)
+	require.NoError(t, s.Set(ctx, "new", []byte("y"), 0)) // the second write starts a purge
+	require.NoError(t, s.Close())                         // and Close waits for it
+	var keys []string
+	rows, err := check.Pool().Query(ctx, "SELECT key FROM "+schema+".kv ORDER BY key")
+	require.NoError(t, err)
+	for rows.Next() {
+		var k string
+		require.NoError(t, rows.Scan(&k))
+		keys = append(keys, k)
+	}
+	require.NoError(t, rows.Err())
+	assert.Equal(t, []string{"new"}, keys, "the expired row is gone from the table")
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -62,6 +63,13 @@ func Open(ctx context.Context, url, prefix string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("redis url: %w", err)
 	}
+	return OpenOptions(ctx, opt, prefix)
+}
+
+// OpenOptions is Open with client options the caller prepared (from
+// goredis.ParseURL, with a dialer or pool sizes of its own). It turns the
+// client's retries off.
+func OpenOptions(ctx context.Context, opt *goredis.Options, prefix string) (*Store, error) {
 	opt.MaxRetries = 0 // a write must not be replayed behind the layer's back
 	c := goredis.NewClient(opt)
 	if err := c.Ping(ctx).Err(); err != nil {
@@ -222,13 +230,17 @@ local newtat = tat + interval
 redis.call('SET', KEYS[1], string.format('%.0f', newtat), 'PX', math.ceil((newtat - now) / 1000) + 1)
 return {1, tostring(wait)}
 `)
-	// KEYS: ledger. ARGV: tokens, usd, calls ceilings ('' unlimited), ttl ms.
-	// Returns {resource refused or '', spent}.
+	// KEYS: ledger. ARGV: tokens, usd, calls ceilings ('' unlimited), ttl
+	// ms, the call's estimated tokens and usd ('' for no estimate).
+	// Returns {resource refused or '', spent}; a resource the estimate
+	// would cross ends in '+'.
 	reserveScript = goredis.NewScript(`
 local h = redis.call('HMGET', KEYS[1], 'in', 'out', 'usd', 'calls', 'pending')
 local tokens = tonumber(h[1] or '0') + tonumber(h[2] or '0')
 local usd = tonumber(h[3] or '0')
 local calls, pending = tonumber(h[4] or '0'), tonumber(h[5] or '0')
+if ARGV[5] ~= '' and ARGV[1] ~= '' and tokens + tonumber(ARGV[5]) > tonumber(ARGV[1]) then return {'tokens+', tostring(tokens)} end
+if ARGV[6] ~= '' and ARGV[2] ~= '' and tonumber(ARGV[6]) > 0 and usd + tonumber(ARGV[6]) > tonumber(ARGV[2]) then return {'usd+', tostring(usd)} end
 if ARGV[1] ~= '' and tokens >= tonumber(ARGV[1]) then return {'tokens', tostring(tokens)} end
 if ARGV[2] ~= '' and usd >= tonumber(ARGV[2]) then return {'usd', tostring(usd)} end
 if ARGV[3] ~= '' and calls + pending >= tonumber(ARGV[3]) then return {'calls', tostring(calls)} end
@@ -336,7 +348,13 @@ func limit[T int64 | float64](p *T) string {
 
 // Reserve implements runtime.Budgeter in one script call.
 func (s *Store) Reserve(ctx context.Context, key string, lim runtime.BudgetLimits, ttl time.Duration) (*runtime.BudgetError, error) {
-	v, err := reserveScript.Run(ctx, s.c, []string{s.k(key)}, limit(lim.Tokens), limit(lim.USD), limit(lim.Calls), ms(ttl)).StringSlice()
+	estTokens, estUSD := "", ""
+	if est := lim.Estimate; est != nil {
+		n, usd := est.Tokens(), est.USD
+		estTokens, estUSD = limit(&n), limit(&usd)
+	}
+	v, err := reserveScript.Run(ctx, s.c, []string{s.k(key)}, limit(lim.Tokens), limit(lim.USD), limit(lim.Calls), ms(ttl),
+		estTokens, estUSD).StringSlice()
 	if err != nil {
 		return nil, fmt.Errorf("redis budget reserve: %w", err)
 	}
@@ -344,8 +362,12 @@ func (s *Store) Reserve(ctx context.Context, key string, lim runtime.BudgetLimit
 		return nil, nil
 	}
 	spent, _ := strconv.ParseFloat(v[1], 64)
-	e := &runtime.BudgetError{Resource: v[0], Spent: spent}
-	switch v[0] {
+	resource, crossed := strings.CutSuffix(v[0], "+")
+	e := &runtime.BudgetError{Resource: resource, Spent: spent}
+	if crossed {
+		e.Estimate = lim.EstimateOf(resource)
+	}
+	switch resource {
 	case "tokens":
 		e.Limit = float64(*lim.Tokens)
 	case "usd":

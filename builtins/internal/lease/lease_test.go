@@ -1,0 +1,109 @@
+package lease_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/builtins/internal/lease"
+	"github.com/agentc-dev/agentc/runtime"
+)
+
+func TestGroupSharesTheLeadersOutcome(t *testing.T) {
+	var g lease.Group
+	var runs atomic.Int64
+	release := make(chan struct{})
+	var wg sync.WaitGroup
+	var shared atomic.Int64
+	for range 8 {
+		wg.Go(func() {
+			v, err, sh := g.Do(context.Background(), "k", func() (any, error) {
+				runs.Add(1)
+				<-release
+				return "v", errors.New("boom")
+			})
+			assert.Equal(t, "v", v)
+			assert.EqualError(t, err, "boom", "the leader's error is shared too")
+			if sh {
+				shared.Add(1)
+			}
+		})
+	}
+	time.Sleep(50 * time.Millisecond)
+	close(release)
+	wg.Wait()
+	assert.Equal(t, int64(1), runs.Load())
+	assert.Equal(t, int64(7), shared.Load())
+}
+
+func TestGroupFollowersRetryWhenTheLeaderIsCancelled(t *testing.T) {
+	var g lease.Group
+	leaderCtx, cancel := context.WithCancel(context.Background())
+	started := make(chan struct{})
+	leaderDone := make(chan error, 1)
+	go func() {
+		_, err, _ := g.Do(leaderCtx, "k", func() (any, error) {
+			close(started)
+			<-leaderCtx.Done()
+			return nil, leaderCtx.Err()
+		})
+		leaderDone <- err
+	}()
+	<-started
+	followerDone := make(chan any, 1)
+	go func() {
+		v, err, shared := g.Do(context.Background(), "k", func() (any, error) { return "mine", nil })
+		assert.NoError(t, err)
+		assert.False(t, shared, "the follower led the second attempt")
+		followerDone <- v
+	}()
+	time.Sleep(20 * time.Millisecond)
+	cancel()
+	require.ErrorIs(t, <-leaderDone, context.Canceled)
+	assert.Equal(t, "mine", <-followerDone, "a cancelled leader's error is not shared")
+}
+
+func TestGroupWaiterHonoursItsContext(t *testing.T) {
+	var g lease.Group
+	release := make(chan struct{})
+	defer close(release)
+	go g.Do(context.Background(), "k", func() (any, error) { <-release; return nil, nil })
+	time.Sleep(20 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	_, err, _ := g.Do(ctx, "k", func() (any, error) { return nil, nil })
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+}
+
+func TestRenewKeepsTheLeaseUntilStopped(t *testing.T) {
+	l := runtime.NewKVLeaser(runtime.NewMemoryKV())
+	ctx := context.Background()
+	const ttl = 300 * time.Millisecond
+	g, err := l.Acquire(ctx, "k", ttl, time.Hour, true)
+	require.NoError(t, err)
+	require.Equal(t, runtime.LeaseAcquired, g.Status)
+	stop := lease.Renew(ctx, l, "k", g.Token, ttl, slog.New(slog.NewTextHandler(io.Discard, nil)), "test")
+	time.Sleep(3 * ttl)
+	other, err := l.Acquire(ctx, "k", ttl, time.Hour, true)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.LeaseHeld, other.Status, "renewed past its first expiry")
+	stop()
+	stop() // idempotent
+	time.Sleep(2 * ttl)
+	other, err = l.Acquire(ctx, "k", ttl, time.Hour, true)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.LeaseAcquired, other.Status, "expired once no longer renewed")
+	assert.True(t, other.InDoubt)
+
+	tiny := lease.Renew(ctx, l, "k", other.Token, time.Nanosecond, slog.New(slog.NewTextHandler(io.Discard, nil)), "test")
+	time.Sleep(5 * time.Millisecond)
+	tiny() // a tiny ttl renews every millisecond instead of panicking
+}

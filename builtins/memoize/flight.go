@@ -1,0 +1,178 @@
+package memoize
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/agentc-dev/agentc/builtins/internal/chatcache"
+	"github.com/agentc-dev/agentc/builtins/internal/lease"
+	"github.com/agentc-dev/agentc/runtime"
+)
+
+// claim finds key in the store's lease records: the cached value (a hit),
+// or the lease to compute it under (token > 0). A claim held elsewhere is
+// waited for until it holds a value, is released, or expires (its holder
+// died), and is then taken over. A store that cannot be asked is logged and
+// reported as a miss without a lease (token 0): memoize fails open. Only
+// the end of ctx is an error.
+func (m *Memoize) claim(ctx context.Context, key string) (hit []byte, token int64, err error) {
+	d := m.pollMin
+	for {
+		g, err := m.leaser.Acquire(ctx, key, m.LeaseTTL.D(), m.TTL.D(), true)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, 0, ctx.Err()
+			}
+			m.logger.WarnContext(ctx, "memoize store unavailable; running the call without single flight", "error", err)
+			return nil, 0, nil
+		}
+		switch g.Status {
+		case runtime.LeaseDone:
+			return g.Result, 0, nil
+		case runtime.LeaseAcquired:
+			if g.InDoubt {
+				m.logger.InfoContext(ctx, "memoize: the leader of this call stopped without a result; running it here")
+			}
+			return nil, g.Token, nil
+		case runtime.LeaseInDoubt: // a leaser that ignores takeover: run unclaimed
+			return nil, 0, nil
+		}
+		if err := m.clock.Sleep(ctx, min(d, max(g.Remaining, m.pollMin))); err != nil {
+			return nil, 0, err
+		}
+		d = min(2*d, m.pollMax)
+	}
+}
+
+// finish publishes the leader's result under its lease, or releases the
+// lease when there is no result to share (failure, a value that does not
+// encode). Store failures are logged: waiters then run the call once the
+// lease is released or expires.
+func (m *Memoize) finish(ctx context.Context, key string, token int64, result any, ok bool) {
+	if token == 0 {
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	var b []byte
+	if ok {
+		var err error
+		if b, err = json.Marshal(result); err != nil {
+			m.logger.DebugContext(ctx, "memoize: result does not encode as JSON; not cached", "error", err)
+			ok = false
+		}
+	}
+	if !ok {
+		if err := m.leaser.Release(ctx, key, token); err != nil {
+			m.logger.WarnContext(ctx, "memoize: releasing the claim failed; waiters run the call once it expires", "error", err)
+		}
+		return
+	}
+	published, err := m.leaser.Publish(ctx, key, token, b, m.TTL.D())
+	switch {
+	case err != nil:
+		m.logger.WarnContext(ctx, "memoize store write failed; result not cached", "error", err)
+	case !published:
+		m.logger.WarnContext(ctx, "memoize: the claim was lost while the call ran (it outlived lease_ttl without renewal); the result is not cached")
+	}
+}
+
+// lead runs the call under its claim (token 0: without one), renewing the
+// claim while it runs, and returns what run returns.
+func (m *Memoize) lead(ctx context.Context, key string, token int64, run func() (any, bool, error)) (any, error) {
+	if token == 0 {
+		v, _, err := run()
+		return v, err
+	}
+	stop := lease.Renew(context.WithoutCancel(ctx), m.leaser, key, token, m.LeaseTTL.D(), m.logger, "memoize")
+	finished := false
+	defer func() {
+		stop()
+		if !finished { // the call panicked: release the claim
+			m.finish(ctx, key, token, nil, false)
+		}
+	}()
+	v, ok, err := run()
+	stop()
+	finished = true
+	m.finish(ctx, key, token, v, ok && err == nil)
+	return v, err
+}
+
+// toolFlight serves a tool call with single flight: concurrent identical
+// calls in this process share one leader, which finds the result in the
+// store, waits for it, or computes it under a lease.
+func (m *Memoize) toolFlight(ctx context.Context, c *runtime.ToolCall, key string, next runtime.ToolHandler) (any, error) {
+	type outcome struct {
+		v      any
+		cached bool
+	}
+	o, err, shared := m.flights.Do(ctx, key, func() (any, error) {
+		hit, token, err := m.claim(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		if hit != nil {
+			var v any
+			if json.Unmarshal(hit, &v) == nil {
+				return outcome{v, true}, nil
+			}
+		}
+		v, err := m.lead(ctx, key, token, func() (any, bool, error) {
+			v, err := next(ctx, c)
+			return v, true, err
+		})
+		return outcome{v, false}, err
+	})
+	out, _ := o.(outcome)
+	if err == nil && (shared || out.cached) {
+		c.Meta.Cached = true
+	}
+	return out.v, err
+}
+
+// chatFlight serves a chat call with single flight. The leader streams to
+// its own caller while it records; the callers that waited for it replay
+// the recorded entry. A leader that leaves no entry (its consumer stopped
+// reading) sends its waiters to the store again.
+func (m *Memoize) chatFlight(ctx context.Context, c *runtime.ChatCall, key string, next runtime.ChatHandler, yield func(runtime.Delta) bool) error {
+	for {
+		led := false
+		v, err, shared := m.flights.Do(ctx, key, func() (any, error) {
+			led = true
+			return m.chatLead(ctx, c, key, next, yield)
+		})
+		if err != nil || led {
+			return err
+		}
+		if e, _ := v.(*chatcache.Entry); shared && e != nil {
+			chatcache.Replay(c, e, yield)
+			return nil
+		}
+	}
+}
+
+// chatLead replays the stored entry of key, waits for it, or records it
+// under a lease; it returns the entry (nil when the response is not
+// cacheable).
+func (m *Memoize) chatLead(ctx context.Context, c *runtime.ChatCall, key string, next runtime.ChatHandler, yield func(runtime.Delta) bool) (any, error) {
+	hit, token, err := m.claim(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	if hit != nil {
+		var e chatcache.Entry
+		if json.Unmarshal(hit, &e) == nil {
+			chatcache.Replay(c, &e, yield)
+			return &e, nil
+		}
+	}
+	v, err := m.lead(ctx, key, token, func() (any, bool, error) {
+		e, err := chatcache.Record(ctx, c, next, yield)
+		return e, e != nil, err
+	})
+	e, _ := v.(*chatcache.Entry)
+	if e == nil {
+		return nil, err
+	}
+	return e, nil
+}
