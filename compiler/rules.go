@@ -63,7 +63,10 @@ points inside the CUE string, at the offending token.`},
 A predicate does not type-check against the variables of its stage: an
 undeclared variable, a field its type does not have (args is typed from the
 tool's JSON Schema, so a misspelt argument is caught here), an optional
-field read without has(), or an operator applied to the wrong types.`},
+field read without has(), or an operator applied to the wrong types. A
+constraint's when is checked against the config types of the layers its
+outer and inner designate (outer.trial for an audit layer is caught, with
+the closest field: trail).`},
 	{"cel/not-bool", dsl.Error, "a predicate whose type is not bool", `
 A predicate type-checks but does not yield a bool (args.amount rather than
 args.amount > 100.0), so it could never decide.`},

@@ -210,6 +210,11 @@ type Constraint struct {
 	Module string
 	// Positions of the constraint and its outer and inner fields.
 	Pos, OuterPos, InnerPos Pos
+	// OuterKinds and InnerKinds are the kinds of the entries outer and
+	// inner can designate: the kind with that id, and for the policy's own
+	// constraints the kinds of the entries so named (in the constraint's
+	// stage). Empty when the name designates nothing known.
+	OuterKinds, InnerKinds []*Kind
 }
 
 // Key identifies a constraint: its id plus the pair it orders.
