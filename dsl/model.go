@@ -2,6 +2,7 @@ package dsl
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"cuelang.org/go/cue"
@@ -97,17 +98,24 @@ type Tool struct {
 // property named name; known is false when the tool declares no argument
 // schema with properties, so that nothing can be said.
 func (t *Tool) HasArg(name string) (has, known bool) {
+	names, known := t.ArgNames()
+	return slices.Contains(names, name), known
+}
+
+// ArgNames returns the top-level properties of the tool's argument schema,
+// sorted; known is false when the tool declares no argument schema with
+// properties.
+func (t *Tool) ArgNames() (names []string, known bool) {
 	if len(t.Args) == 0 {
-		return false, false
+		return nil, false
 	}
 	var s struct {
 		Properties map[string]json.RawMessage `json:"properties"`
 	}
 	if json.Unmarshal(t.Args, &s) != nil || s.Properties == nil {
-		return false, false
+		return nil, false
 	}
-	_, has = s.Properties[name]
-	return has, true
+	return keys(s.Properties), true
 }
 
 // Store is a declared state backend.
