@@ -33,7 +33,9 @@ type Kind struct {
 	// Config lists the fields of the config struct with the kind of value
 	// each holds: "string", "int", "float", "number" (int or float),
 	// "bool", "list", "struct", or "any" (a mix of these, or null). A
-	// constraint's `when` is type-checked against it.
+	// constraint's `when` is type-checked against it. It is nil when the
+	// config is not one struct (a custom schema that is a disjunction):
+	// its fields are then unknown.
 	Config map[string]string
 }
 

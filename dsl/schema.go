@@ -152,10 +152,10 @@ func NewSchema(custom []CustomKind) (*Schema, error) {
 			return nil, fmt.Errorf("schema: %w", err)
 		}
 		for _, ck := range custom {
+			// A schema that is not one struct (a disjunction of structs)
+			// leaves the config untyped.
 			k := s.catalog.Lookup(ck.ID)
-			if k.Config, err = configFields(v.LookupPath(cue.ParsePath(k.Def))); err != nil {
-				return nil, fmt.Errorf("middleware %q: config schema: %w", ck.ID, err)
-			}
+			k.Config, _ = configFields(v.LookupPath(cue.ParsePath(k.Def)))
 		}
 	}
 	return s, nil

@@ -174,6 +174,21 @@ func TestCustomConstraintWhenTypes(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []string{"typo: constraint typo: when: undefined field 'treshold'; did you mean 'threshold'?"}, got)
+
+	// A schema that is not one struct leaves the config untyped: the
+	// condition is checked as before, without field names.
+	schema, err = dsl.NewSchema([]dsl.CustomKind{{
+		ID: "either", Stages: []string{"chat"}, Doc: "d", Schema: `{a: int} | {b: string}`,
+		Constraints: []*dsl.Constraint{
+			{ID: "any-field", Outer: "either", Inner: "retry", When: &dsl.Expr{Source: "outer.c == 1"}, Why: "w"},
+		},
+	}})
+	require.NoError(t, err)
+	for _, c := range schema.Constraints() {
+		if c.Module != "" {
+			assert.Nil(t, vet.WhenProblem(c), "constraint %s", c.ID)
+		}
+	}
 }
 
 func TestCycleSuppressesViolations(t *testing.T) {

@@ -192,11 +192,23 @@ func typeCheckWhen(c *dsl.Constraint) *celIssue {
 	return first
 }
 
+// kindsOrUntyped returns the kinds a name designates, nil standing for an
+// untyped config: a name that designates nothing known, or a kind whose
+// config fields are unknown.
 func kindsOrUntyped(ks []*dsl.Kind) []*dsl.Kind {
-	if len(ks) == 0 {
+	var out []*dsl.Kind
+	for _, k := range ks {
+		if k.Config == nil {
+			k = nil
+		}
+		if !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	if len(out) == 0 {
 		return []*dsl.Kind{nil}
 	}
-	return ks
+	return out
 }
 
 // suggestField returns "; did you mean 'x'?" for an undefined field of
