@@ -61,11 +61,23 @@ func (c *Compilation) checkUndeclaredArgs(x *dsl.Expr, checked *predicate.Checke
 			continue
 		}
 		found = append(found, r.Key)
-		msg := fmt.Sprintf("undefined field '%s': no declared tool's args schema has it (tools: %s)", r.Key, strings.Join(sortedNames(p.Tools), ", "))
+		msg := fmt.Sprintf("undefined field '%s': no declared tool's args schema has it (tools: %s)", r.Key, nameList(sortedNames(p.Tools)))
 		if best := textdist.Closest(r.Key, declared); best != "" {
 			msg += fmt.Sprintf("; did you mean '%s'?", best)
 		}
 		c.report(dsl.Errorf(x.PosAt(r.Offset), predicate.RuleType, "%s", msg))
 	}
 	return len(found) > 0
+}
+
+// maxListed is the most names a message lists.
+const maxListed = 5
+
+// nameList joins names with commas, the first few only: "a, b, c, d, e
+// and 7 more".
+func nameList(names []string) string {
+	if len(names) <= maxListed {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:maxListed], ", "), len(names)-maxListed)
 }
