@@ -123,6 +123,12 @@ func (c *Compilation) checkPredicate(x *dsl.Expr, stage predicate.Stage, phase p
 	if checked == nil {
 		return
 	}
+	if stage == predicate.Admit {
+		c.checkMetadataKeys(x, checked)
+	}
+	if checked.ReadsUntypedArgs && len(tools) == 0 && c.checkUndeclaredArgs(x, checked) {
+		return
+	}
 	if checked.ReadsUntypedArgs {
 		at := identOffset(x.Source, "args")
 		why := "no tool schema types it"

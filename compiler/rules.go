@@ -63,7 +63,14 @@ points inside the CUE string, at the offending token.`},
 A predicate does not type-check against the variables of its stage: an
 undeclared variable, a field its type does not have (args is typed from the
 tool's JSON Schema, so a misspelt argument is caught here), an optional
-field read without has(), or an operator applied to the wrong types.`},
+field read without has(), or an operator applied to the wrong types. A
+constraint's when is checked against the config types of the layers its
+outer and inner designate (outer.trial for an audit layer is caught, with
+the closest field: trail). In an entry not scoped to tools, args is
+untyped, but an argument that no declared tool's schema has is an error
+too: a guard reading it would fail, and block, on every call. (Nothing is
+said when a tool may send arguments no schema lists: a declared tool
+without properties, settings.allow_undeclared_tools, or MCP servers.)`},
 	{"cel/not-bool", dsl.Error, "a predicate whose type is not bool", `
 A predicate type-checks but does not yield a bool (args.amount rather than
 args.amount > 100.0), so it could never decide.`},
@@ -76,6 +83,15 @@ scan over a string or a list.`},
 A predicate reads args in an entry that is not scoped with tools: to tools
 whose JSON Schema types them, so a misspelt argument cannot be caught at
 vet time and fails at run time instead. Scope the entry to its tools.`},
+	{ruleUncheckedKey, dsl.Warning, "admit reads a metadata key without testing it first", `
+The admit predicate reads item.metadata.KEY (or item.metadata['KEY'])
+where no presence test guards it. item.metadata holds whatever the
+retriever attached: for an item without the key the read fails, and admit
+fails closed, so the item is dropped even where the predicate meant to
+keep it (item.metadata.tier != 'inferred' drops every item without a
+tier). Test the key first, !has(item.metadata.tier) || ... or
+'tier' in item.metadata && ..., or read it with a default,
+item.metadata.?tier.orValue('').`},
 }
 
 // Rules lists every rule id the compiler reports, with its severity, title

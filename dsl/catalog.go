@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 
+	"cuelang.org/go/cue"
+
 	"github.com/agentc-dev/agentc/internal/textdist"
 )
 
@@ -28,6 +30,13 @@ type Kind struct {
 	Def string
 	// Builtin is true for the standard middlewares.
 	Builtin bool
+	// Config lists the fields of the config struct with the kind of value
+	// each holds: "string", "int", "float", "number" (int or float),
+	// "bool", "list", "struct", or "any" (a mix of these, or null). A
+	// constraint's `when` is type-checked against it. It is nil when the
+	// config is not one struct (a custom schema that is a disjunction):
+	// its fields are then unknown.
+	Config map[string]string
 }
 
 // Supports reports whether k may be used in stage.
@@ -61,6 +70,9 @@ type Catalog struct {
 type catalogFile struct {
 	Builtins    map[string]builtinMeta   `json:"builtins"`
 	Constraints map[string]rawConstraint `json:"constraints"`
+	// Configs holds each builtin's config fields (Kind.Config), derived
+	// from its definition.
+	Configs map[string]map[string]string `json:"configs"`
 }
 
 type builtinMeta struct {
@@ -139,4 +151,39 @@ func defName(id string) string {
 		b.WriteString(strings.ToUpper(part[:1]) + part[1:])
 	}
 	return b.String()
+}
+
+// configFields returns the fields of a config definition with the kind of
+// value each holds (Kind.Config).
+func configFields(def cue.Value) (map[string]string, error) {
+	it, err := def.Fields(cue.Optional(true))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for it.Next() {
+		out[it.Selector().Unquoted()] = valueKind(it.Value().IncompleteKind())
+	}
+	return out, nil
+}
+
+// valueKind names the kind of value a field holds, as Kind.Config does.
+func valueKind(k cue.Kind) string {
+	switch k {
+	case cue.StringKind:
+		return "string"
+	case cue.IntKind:
+		return "int"
+	case cue.FloatKind:
+		return "float"
+	case cue.NumberKind:
+		return "number"
+	case cue.BoolKind:
+		return "bool"
+	case cue.ListKind:
+		return "list"
+	case cue.StructKind:
+		return "struct"
+	}
+	return "any"
 }

@@ -27,8 +27,12 @@ func TestCatalogUpToDate(t *testing.T) {
 	var cat catalogFile
 	require.NoError(t, v.LookupPath(cue.ParsePath("builtins")).Decode(&cat.Builtins))
 	require.NoError(t, v.LookupPath(cue.ParsePath("constraints")).Decode(&cat.Constraints))
+	cat.Configs = map[string]map[string]string{}
 	for id := range cat.Builtins {
-		assert.True(t, v.LookupPath(cue.ParsePath(defName(id))).Exists(), "builtin %q has no definition %s", id, defName(id))
+		def := v.LookupPath(cue.ParsePath(defName(id)))
+		require.True(t, def.Exists(), "builtin %q has no definition %s", id, defName(id))
+		cat.Configs[id], err = configFields(def)
+		require.NoError(t, err, "builtin %q", id)
 	}
 	want, err := json.MarshalIndent(cat, "", "  ")
 	require.NoError(t, err)

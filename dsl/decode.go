@@ -342,8 +342,11 @@ func (l *loader) checkRegexps(e *Entry, path []string) {
 }
 
 // checkConstraintRefs reports a constraint whose outer or inner names
-// neither a known kind nor an entry name.
+// neither a known kind nor an entry name, and resolves the kinds each can
+// designate.
 func (l *loader) checkConstraintRefs(p *Policy, c *Constraint) {
+	c.OuterKinds = designatedKinds(l.schema.catalog, p, c, c.Outer)
+	c.InnerKinds = designatedKinds(l.schema.catalog, p, c, c.Inner)
 	known := map[string]bool{}
 	for _, id := range l.schema.catalog.IDs() {
 		known[id] = true
@@ -364,6 +367,28 @@ func (l *loader) checkConstraintRefs(p *Policy, c *Constraint) {
 			l.errorf(ref.pos, "schema/bad-reference", "constraint %s names %q, which is neither a middleware nor an entry name%s", c.ID, ref.name, suggestName(ref.name, all))
 		}
 	}
+}
+
+// designatedKinds returns the kinds of the entries a constraint's outer or
+// inner name designates: the kind with that id and the kinds of the
+// entries of the constraint's stage (every stage when it names none) with
+// that name.
+func designatedKinds(cat *Catalog, p *Policy, c *Constraint, name string) []*Kind {
+	var out []*Kind
+	if k := cat.Lookup(name); k != nil {
+		out = append(out, k)
+	}
+	for _, stage := range Stages {
+		if c.Stage != "" && c.Stage != stage {
+			continue
+		}
+		for _, e := range p.Chains[stage] {
+			if e.Name == name && e.Kind != nil && !slices.Contains(out, e.Kind) {
+				out = append(out, e.Kind)
+			}
+		}
+	}
+	return out
 }
 
 // decodeConstraint decodes a constraint value. pos returns the position of a
@@ -525,13 +550,7 @@ func keys[V any](m map[string]V) []string {
 
 // suggestName returns "; did you mean X?" for the closest candidate.
 func suggestName(name string, candidates []string) string {
-	best, bestD := "", 1<<30
-	for _, c := range candidates {
-		if d := textdist.Distance(name, c); d < bestD {
-			best, bestD = c, d
-		}
-	}
-	if best != "" && bestD <= len(name)/3+1 {
+	if best := textdist.Closest(name, candidates); best != "" {
 		return fmt.Sprintf("; did you mean %q?", best)
 	}
 	return ""

@@ -2,6 +2,7 @@ package dsl
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"cuelang.org/go/cue"
@@ -97,17 +98,24 @@ type Tool struct {
 // property named name; known is false when the tool declares no argument
 // schema with properties, so that nothing can be said.
 func (t *Tool) HasArg(name string) (has, known bool) {
+	names, known := t.ArgNames()
+	return slices.Contains(names, name), known
+}
+
+// ArgNames returns the top-level properties of the tool's argument schema,
+// sorted; known is false when the tool declares no argument schema with
+// properties.
+func (t *Tool) ArgNames() (names []string, known bool) {
 	if len(t.Args) == 0 {
-		return false, false
+		return nil, false
 	}
 	var s struct {
 		Properties map[string]json.RawMessage `json:"properties"`
 	}
 	if json.Unmarshal(t.Args, &s) != nil || s.Properties == nil {
-		return false, false
+		return nil, false
 	}
-	_, has = s.Properties[name]
-	return has, true
+	return keys(s.Properties), true
 }
 
 // Store is a declared state backend.
@@ -210,6 +218,11 @@ type Constraint struct {
 	Module string
 	// Positions of the constraint and its outer and inner fields.
 	Pos, OuterPos, InnerPos Pos
+	// OuterKinds and InnerKinds are the kinds of the entries outer and
+	// inner can designate: the kind with that id, and for the policy's own
+	// constraints the kinds of the entries so named (in the constraint's
+	// stage). Empty when the name designates nothing known.
+	OuterKinds, InnerKinds []*Kind
 }
 
 // Key identifies a constraint: its id plus the pair it orders.

@@ -80,7 +80,7 @@ func NewSchema(custom []CustomKind) (*Schema, error) {
 		return nil, fmt.Errorf("embedded catalog: %w", err)
 	}
 	for id, m := range raw.Builtins {
-		k := &Kind{ID: id, Stages: m.Stages, Traits: m.Traits, Repeatable: m.Repeatable, Doc: m.Doc, Def: defName(id), Builtin: true}
+		k := &Kind{ID: id, Stages: m.Stages, Traits: m.Traits, Repeatable: m.Repeatable, Doc: m.Doc, Def: defName(id), Builtin: true, Config: raw.Configs[id]}
 		if err := s.catalog.add(k); err != nil {
 			return nil, err
 		}
@@ -135,11 +135,27 @@ func NewSchema(custom []CustomKind) (*Schema, error) {
 			s.constraints = append(s.constraints, &cc)
 		}
 	}
+	for _, c := range s.constraints {
+		// A builtin's or a custom middleware's constraint names ids.
+		if k := s.catalog.Lookup(c.Outer); k != nil {
+			c.OuterKinds = []*Kind{k}
+		}
+		if k := s.catalog.Lookup(c.Inner); k != nil {
+			c.InnerKinds = []*Kind{k}
+		}
+	}
 	if len(custom) > 0 {
 		// The embedded schema is checked by the tests; a custom schema is
 		// checked here, once.
-		if _, err := s.build(cuecontext.New()); err != nil {
+		v, err := s.build(cuecontext.New())
+		if err != nil {
 			return nil, fmt.Errorf("schema: %w", err)
+		}
+		for _, ck := range custom {
+			// A schema that is not one struct (a disjunction of structs)
+			// leaves the config untyped.
+			k := s.catalog.Lookup(ck.ID)
+			k.Config, _ = configFields(v.LookupPath(cue.ParsePath(k.Def)))
 		}
 	}
 	return s, nil

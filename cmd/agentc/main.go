@@ -24,6 +24,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"time"
+
+	"github.com/agentc-dev/agentc/internal/initgc"
 )
 
 // version is set at link time (-ldflags "-X main.version=...").
@@ -117,7 +119,12 @@ func main() {
 			debug.SetMemoryLimit(limit + limit/2)
 		}
 	}
-	if len(os.Args) > 1 && compileOnly[os.Args[1]] && os.Getenv("GOGC") == "" {
+	compile := len(os.Args) > 1 && compileOnly[os.Args[1]]
+	if !compile {
+		// The collector was off while the packages initialized.
+		initgc.Restore()
+	}
+	if compile && os.Getenv("GOGC") == "" {
 		// Compiling a policy is one short burst of allocation: collecting
 		// garbage during it costs a fifth of a vet. The memory limit
 		// (GOMEMLIMIT, else 512 MiB, or 1.5 times the live-heap bound when

@@ -18,7 +18,7 @@ import (
 func cmdTest(ctx context.Context, env *cliEnv, args []string) int {
 	fs := newFlags(env, "test")
 	runRE := fs.String("run", "", "run only the cases whose name matches `REGEX`")
-	verbose := fs.Bool("v", false, "print every case, and the run output of failures")
+	verbose := fs.Bool("v", false, "print every case run, and with a failure what the case checked: the run's output, vet's diagnostics or prove's counterexamples")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -69,6 +69,9 @@ func cmdTest(ctx context.Context, env *cliEnv, args []string) int {
 			var problem string
 			if tc.WantVet != nil {
 				problem = tc.CheckVet(rules)
+				if problem != "" && *verbose {
+					problem += "\n      diagnostics:" + diagnosticLines(env, c.Diagnostics)
+				}
 			}
 			if problem == "" && tc.WantProve != nil {
 				problem = pr.check(ctx, env, tc, *verbose)
@@ -111,6 +114,20 @@ func cmdTest(ctx context.Context, env *cliEnv, args []string) int {
 		return exitProblems
 	}
 	return exitOK
+}
+
+// diagnosticLines lists the diagnostics of a policy, one indented line
+// each, positions relative to the working directory (" none" when there
+// are none).
+func diagnosticLines(env *cliEnv, ds dsl.Diagnostics) string {
+	if len(ds) == 0 {
+		return " none"
+	}
+	var b strings.Builder
+	for _, d := range ds.Relative(env.wd).Sort() {
+		b.WriteString("\n        " + d.String())
+	}
+	return b.String()
 }
 
 func rel(env *cliEnv, path string) string {

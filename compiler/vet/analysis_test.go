@@ -80,7 +80,7 @@ constraints: [
 	{id: "rejects-metered", outer: "meter", inner: "rate_limit", when: "inner.mode == 'reject'", why: "w"},
 	{id: "bad-when", outer: "meter", inner: "rate_limit", when: "inner.mode ==", why: "w"},
 	{id: "not-bool", outer: "meter", inner: "rate_limit", when: "1 + 2", why: "w"},
-	{id: "missing-key", outer: "meter", inner: "rate_limit", when: "inner.nope == 1", why: "w"},
+	{id: "missing-key", outer: "meter", inner: "rate_limit", when: "inner.store == 'redis'", why: "w"},
 ]
 `)
 	var rejects, missing []*vet.Pair
@@ -107,6 +107,87 @@ constraints: [
 	assert.True(t, rules["cel/not-bool"], "%v", a.Problems)
 	for _, p := range a.Pairs {
 		assert.NotEqual(t, "bad-when", p.Constraint.ID, "a constraint whose when does not compile is not applied")
+	}
+}
+
+// A constraint's when is type-checked against the config types of the
+// kinds its outer and inner designate.
+func TestConstraintWhenTypes(t *testing.T) {
+	tests := []struct {
+		name, outer, inner, when string
+		want                     string // the problem's message, "" for none
+		col                      int
+	}{
+		{name: "typo", outer: "audit", inner: "retry", when: "outer.trial == 'logical'", want: "constraint x: when: undefined field 'trial'; did you mean 'trail'?", col: 70},
+		{name: "typo inner", outer: "audit", inner: "retry", when: "outer.trail == 'logical' && inner.max_atempts > 2", want: "undefined field 'max_atempts'; did you mean 'max_attempts'?"},
+		{name: "no close field", outer: "audit", inner: "retry", when: "outer.zzzzzz", want: "undefined field 'zzzzzz'"},
+		{name: "wrong type", outer: "audit", inner: "retry", when: "inner.max_attempts == 'three'", want: "no matching overload for '_==_' applied to '(int, string)'"},
+		{name: "numbers compare across types", outer: "audit", inner: "retry", when: "inner.max_attempts > 2.5 && inner.multiplier >= 2"},
+		{name: "optional field tested", outer: "audit", inner: "retry", when: "has(outer.sink) && outer.sink == 'db'"},
+		{name: "struct field", outer: "audit", inner: "retry", when: "has(inner.breaker.threshold)"},
+		{name: "entry name", outer: "a1", inner: "retry", when: "outer.trail == 'logical'"},
+		{name: "entry name typo", outer: "a1", inner: "retry", when: "outer.trial == 'logical'", want: "did you mean 'trail'?"},
+		{name: "entry named after another id", outer: "log", inner: "retry", when: "outer.trail == 'logical'"},
+		{name: "field of neither kind", outer: "log", inner: "retry", when: "outer.trial == 'logical'", want: "undefined field 'trial'"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := analyze(t, `package p
+tools: t: {}
+chains: tool: [{use: "audit", name: "a1"}, {use: "retry"}, {use: "audit", name: "log"}]
+constraints: [{id: "x", outer: "`+tt.outer+`", inner: "`+tt.inner+`", when: "`+tt.when+`", why: "w"}]
+`)
+			if tt.want == "" {
+				assert.Empty(t, a.Problems)
+				return
+			}
+			require.Len(t, a.Problems, 1, "%v", a.Problems)
+			d := a.Problems[0]
+			assert.Equal(t, "cel/type", d.Rule, "%s", d)
+			assert.Contains(t, d.Message, tt.want, "%s", d)
+			assert.Equal(t, 4, d.Pos.Line, "%s", d)
+			if tt.col != 0 {
+				assert.Equal(t, tt.col, d.Pos.Col, "%s", d)
+			}
+		})
+	}
+}
+
+// A custom middleware's constraint is checked against the config types of
+// its schema.
+func TestCustomConstraintWhenTypes(t *testing.T) {
+	schema, err := dsl.NewSchema([]dsl.CustomKind{{
+		ID: "scorer", Stages: []string{"chat"}, Doc: "d", Schema: `threshold: *0.5 | number, label?: string`,
+		Constraints: []*dsl.Constraint{
+			{ID: "ok", Outer: "scorer", Inner: "retry", When: &dsl.Expr{Source: "has(outer.label) && outer.threshold > 0.2"}, Why: "w"},
+			{ID: "typo", Outer: "scorer", Inner: "retry", When: &dsl.Expr{Source: "outer.treshold > 0.2"}, Why: "w"},
+		},
+	}})
+	require.NoError(t, err)
+	var got []string
+	for _, c := range schema.Constraints() {
+		if c.Module == "" {
+			continue
+		}
+		if d := vet.WhenProblem(c); d != nil {
+			got = append(got, c.ID+": "+d.Message)
+		}
+	}
+	assert.Equal(t, []string{"typo: constraint typo: when: undefined field 'treshold'; did you mean 'threshold'?"}, got)
+
+	// A schema that is not one struct leaves the config untyped: the
+	// condition is checked as before, without field names.
+	schema, err = dsl.NewSchema([]dsl.CustomKind{{
+		ID: "either", Stages: []string{"chat"}, Doc: "d", Schema: `{a: int} | {b: string}`,
+		Constraints: []*dsl.Constraint{
+			{ID: "any-field", Outer: "either", Inner: "retry", When: &dsl.Expr{Source: "outer.c == 1"}, Why: "w"},
+		},
+	}})
+	require.NoError(t, err)
+	for _, c := range schema.Constraints() {
+		if c.Module != "" {
+			assert.Nil(t, vet.WhenProblem(c), "constraint %s", c.ID)
+		}
 	}
 }
 

@@ -235,29 +235,35 @@ type whenProgram struct {
 // analysis.
 var builtinWhens sync.Map // *dsl.Constraint -> *whenProgram
 
-// constraintWhen returns the compiled `when` of c, compiling it once.
+// constraintWhen returns the compiled `when` of c, compiling it once. The
+// policy's own conditions and those of custom middlewares are type-checked
+// against the config types; the builtins' are by the tests (WhenProblem).
 func constraintWhen(c *dsl.Constraint) (*whenProgram, *dsl.Diagnostic) {
 	if !c.Builtin {
-		return compileConstraintWhen(c)
+		return compileConstraintWhen(c, true)
 	}
 	if w, ok := builtinWhens.Load(c); ok {
 		return w.(*whenProgram), nil
 	}
-	w, d := compileConstraintWhen(c)
+	w, d := compileConstraintWhen(c, false)
 	if d == nil {
 		builtinWhens.Store(c, w)
 	}
 	return w, d
 }
 
-// compileConstraintWhen compiles c.When over `outer` and `inner`. A problem
+// compileConstraintWhen compiles c.When over `outer` and `inner`, type-
+// checking it against the config types first when typed is set. A problem
 // is returned as a diagnostic positioned in the constraint's string.
-func compileConstraintWhen(c *dsl.Constraint) (*whenProgram, *dsl.Diagnostic) {
+func compileConstraintWhen(c *dsl.Constraint, typed bool) (*whenProgram, *dsl.Diagnostic) {
 	if err := envs(); err != nil {
 		d := dsl.Errorf(c.When.Pos, "cel/type", "constraint %s: when: %v", c.ID, err)
 		return nil, &d
 	}
 	ast, issue := checkPredicate(constraintEnv, c.When.Source)
+	if issue == nil && typed {
+		issue = typeCheckWhen(c)
+	}
 	if issue != nil {
 		d := dsl.Errorf(c.When.PosAt(issue.offset), issue.rule, "constraint %s: when: %s", c.ID, issue.message)
 		return nil, &d
@@ -370,12 +376,13 @@ func boolValue(v ref.Val) (value, known bool) {
 	return false, false
 }
 
-// WhenProblem compiles the `when` of c over `outer` and `inner` and returns
-// the problem found, positioned in the constraint's string, or nil.
+// WhenProblem compiles and type-checks the `when` of c over `outer` and
+// `inner` and returns the problem found, positioned in the constraint's
+// string, or nil.
 func WhenProblem(c *dsl.Constraint) *dsl.Diagnostic {
 	if c.When == nil {
 		return nil
 	}
-	_, d := constraintWhen(c)
+	_, d := compileConstraintWhen(c, true)
 	return d
 }

@@ -28,3 +28,18 @@ func Distance(a, b string) int {
 	}
 	return d[len(a)][len(b)]
 }
+
+// Closest returns the candidate nearest to name, or "" when none is within
+// a third of its length plus one edits. name itself is no candidate.
+func Closest(name string, candidates []string) string {
+	best, bestD := "", len(name)/3+2
+	for _, c := range candidates {
+		if c == name {
+			continue
+		}
+		if d := Distance(name, c); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best
+}

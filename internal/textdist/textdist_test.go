@@ -15,3 +15,20 @@ func TestDistance(t *testing.T) {
 		}
 	}
 }
+
+func TestClosest(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		candidates []string
+		want       string
+	}{
+		{"ammount", []string{"amount", "approved_by"}, "amount"},
+		{"x", []string{"amount"}, ""},
+		{"amount", []string{"amount"}, ""}, // the name itself is no suggestion
+		{"trial", []string{"include_args", "sink", "trail"}, "trail"},
+	} {
+		if got := Closest(tc.name, tc.candidates); got != tc.want {
+			t.Errorf("Closest(%q, %q) = %q, want %q", tc.name, tc.candidates, got, tc.want)
+		}
+	}
+}

@@ -32,12 +32,26 @@ type Checked struct {
 	ReadsUntypedArgs bool
 	// Reads lists the variables the predicate reads, sorted.
 	Reads []string
+	// KeyReads lists the reads of keys of map-typed inputs (args when untyped, item.metadata,
+	// session.meta, ...), in source order.
+	KeyReads []KeyRead
 
 	env *Env
 	ast *cel.Ast
 	// bounded is set when the cost is within the limit for any input (the strict estimate), so
 	// evaluation needs no runtime cost tracker.
 	bounded bool
+}
+
+// KeyRead is a read of one key of a map-typed input, written m.key, m['key'] or has(m.key).
+type KeyRead struct {
+	// Map is the path of the map ("args", "item.metadata"); Key is the key.
+	Map, Key string
+	// Offset is the byte offset of the key in the source.
+	Offset int
+	// Tested is set when the read cannot fail on an absent key: it is itself a presence test
+	// (has(m.key)), or a presence test of the key (has(m.key), 'key' in m) guards it.
+	Tested bool
 }
 
 // Env returns the environment the predicate was checked in.
@@ -99,6 +113,8 @@ func (e *Env) Check(src string) (c *Checked, issues []Issue) {
 		c.Reads = append(c.Reads, name)
 	}
 	slices.Sort(c.Reads)
+	c.KeyReads = w.keyReads
+	slices.SortStableFunc(c.KeyReads, func(a, b KeyRead) int { return a.Offset - b.Offset })
 	c.ReadsUntypedArgs = e.cfg.Stage == Tool && !e.argsTyped && w.reads["args"]
 
 	lenient, err := e.cel.EstimateCost(checked, &costEstimator{hints: e.hints})
@@ -162,6 +178,8 @@ type walker struct {
 	reads  map[string]bool
 	issues []Issue
 	ranges []ast.Expr // comprehension ranges, in visit order
+	// keyReads are the reads of keys of map-typed inputs.
+	keyReads []KeyRead
 }
 
 // isInputType reports whether a struct type name (as written, or resolved by the checker) is
@@ -192,6 +210,7 @@ func (w *walker) visit(e ast.Expr, facts, locals []string) {
 		if !sel.IsTestOnly() {
 			w.checkOptional(e, facts)
 		}
+		w.keyRead(sel.Operand(), sel.FieldName(), fieldOffset(w, e), sel.IsTestOnly(), facts, locals)
 		w.visit(sel.Operand(), facts, locals)
 	case ast.CallKind:
 		w.visitCall(e, facts, locals)
@@ -288,6 +307,12 @@ func (w *walker) visitCall(e ast.Expr, facts, locals []string) {
 		if pattern >= 0 {
 			w.checkRegexLiteral(args[pattern], "matches()")
 		}
+	case operators.Index:
+		if len(args) == 2 && args[1].Kind() == ast.LiteralKind {
+			if key, ok := args[1].AsLiteral().(types.String); ok {
+				w.keyRead(args[0], string(key), w.offsetOf(args[1]), false, facts, locals)
+			}
+		}
 	case "matches_any":
 		if len(args) == 2 && args[1].Kind() == ast.ListKind {
 			for _, el := range args[1].AsList().Elements() {
@@ -340,14 +365,49 @@ func (w *walker) checkOptional(e ast.Expr, facts []string) {
 	if !ok {
 		path = "." + sel.FieldName()
 	}
-	// Point at the field name: the select's own offset is its dot.
-	off := w.offsetOf(e)
-	if off < len(w.pos.src) && w.pos.src[off] == '.' {
-		off = skipSelector(w.pos.src, off)
-	}
-	w.issues = append(w.issues, w.pos.issue(RuleType, off, fmt.Sprintf(
+	w.issues = append(w.issues, w.pos.issue(RuleType, fieldOffset(w, e), fmt.Sprintf(
 		"%s is optional (not in the schema's required list): test has(%s) first or read %s",
 		path, path, optionalForm(path))))
+}
+
+// fieldOffset returns the offset of a select's field name: the select's own offset is its dot,
+// or for has(m.f) the macro's parenthesis.
+func fieldOffset(w *walker, e ast.Expr) int {
+	src := w.pos.src
+	off := w.offsetOf(e)
+	if e.AsSelect().IsTestOnly() {
+		end := strings.IndexByte(src[off:], ')')
+		if end < 0 {
+			end = len(src) - off
+		}
+		if i := strings.LastIndex(src[off:off+end], e.AsSelect().FieldName()); i >= 0 {
+			return off + i
+		}
+		return off
+	}
+	if off < len(src) && src[off] == '.' {
+		off = skipSelector(src, off)
+	}
+	return off
+}
+
+// keyRead records a read of key in the value m when m is a map-typed path rooted at a variable
+// (not a comprehension variable).
+func (w *walker) keyRead(m ast.Expr, key string, off int, test bool, facts, locals []string) {
+	t := w.ast.GetType(m.ID())
+	if t == nil || t.Kind() != types.MapKind {
+		return
+	}
+	path, ok := render(m)
+	if !ok {
+		return
+	}
+	root, _, _ := strings.Cut(path, ".")
+	root, _, _ = strings.Cut(root, "[")
+	if slices.Contains(locals, root) {
+		return
+	}
+	w.keyReads = append(w.keyReads, KeyRead{Map: path, Key: key, Offset: off, Tested: test || slices.Contains(facts, path+"."+key)})
 }
 
 func optionalForm(path string) string {
@@ -457,6 +517,14 @@ func presentIfTrue(e ast.Expr) []string {
 			return out
 		case operators.LogicalOr:
 			return intersectAll(args, presentIfTrue)
+		case operators.In:
+			// 'key' in m: m.key is present.
+			if len(args) == 2 && args[0].Kind() == ast.LiteralKind {
+				key, isString := args[0].AsLiteral().(types.String)
+				if m, ok := render(args[1]); ok && isString {
+					return []string{m + "." + string(key)}
+				}
+			}
 		}
 	}
 	return nil

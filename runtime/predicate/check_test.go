@@ -502,3 +502,44 @@ func TestCheckConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+func TestCheckKeyReads(t *testing.T) {
+	admit := mustEnv(t, EnvConfig{Stage: Admit})
+	tool := mustEnv(t, EnvConfig{Stage: Tool})
+	tests := []struct {
+		env  *Env
+		src  string
+		want []KeyRead
+	}{
+		{admit, "item.metadata.tier != 'inferred'", []KeyRead{{Map: "item.metadata", Key: "tier", Offset: 14}}},
+		{admit, "item.metadata['tier'] != 'x'", []KeyRead{{Map: "item.metadata", Key: "tier", Offset: 14}}},
+		{admit, "!has(item.metadata.tier) || item.metadata.tier != 'x'", []KeyRead{
+			{Map: "item.metadata", Key: "tier", Offset: 19, Tested: true},
+			{Map: "item.metadata", Key: "tier", Offset: 42, Tested: true},
+		}},
+		{admit, "!('tier' in item.metadata) || item.metadata.tier != 'x'", []KeyRead{{Map: "item.metadata", Key: "tier", Offset: 44, Tested: true}}},
+		{admit, "item.metadata.tier != 'x' && has(item.metadata.tier)", []KeyRead{
+			{Map: "item.metadata", Key: "tier", Offset: 14, Tested: true},
+			{Map: "item.metadata", Key: "tier", Offset: 47, Tested: true},
+		}},
+		{admit, "has(item.metadata.a) && item.metadata.b == 'x'", []KeyRead{
+			{Map: "item.metadata", Key: "a", Offset: 18, Tested: true},
+			{Map: "item.metadata", Key: "b", Offset: 38},
+		}},
+		{admit, "item.metadata.?tier.orValue('') != 'x'", nil},
+		{admit, "item.metadata.exists(k, k == 'tier')", nil},
+		{admit, "item.score > 0.5", nil},
+		{tool, "args.amount > 100.0", []KeyRead{{Map: "args", Key: "amount", Offset: 5}}},
+		{tool, "has(args.a) && args.a.b == 1", []KeyRead{
+			{Map: "args", Key: "a", Offset: 9, Tested: true},
+			{Map: "args", Key: "a", Offset: 20, Tested: true},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.src, func(t *testing.T) {
+			c, iss := tt.env.Check(tt.src)
+			require.Empty(t, iss)
+			assert.Equal(t, tt.want, c.KeyReads)
+		})
+	}
+}

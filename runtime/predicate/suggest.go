@@ -60,7 +60,7 @@ func (e *Env) suggestField(src string, is *Issue) {
 	if !ok {
 		return
 	}
-	if best := closest(name, names); best != "" {
+	if best := textdist.Closest(name, names); best != "" {
 		is.Message += fmt.Sprintf("; did you mean '%s'?", best)
 	}
 }
@@ -91,19 +91,4 @@ var macroRE = regexp.MustCompile(`([A-Za-z_][A-Za-z0-9_.]*)\.(all|exists|exists_
 
 func isIdentByte(b byte) bool {
 	return b == '_' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z'
-}
-
-// closest returns the candidate nearest to name, or "" when none is within
-// a third of its length (plus one) edits.
-func closest(name string, candidates []string) string {
-	best, bestD := "", len(name)/3+2
-	for _, c := range candidates {
-		if c == name {
-			continue
-		}
-		if d := textdist.Distance(name, c); d < bestD {
-			best, bestD = c, d
-		}
-	}
-	return best
 }

@@ -37,9 +37,3 @@ func TestSuggestField(t *testing.T) {
 		}
 	}
 }
-
-func TestClosest(t *testing.T) {
-	assert.Equal(t, "amount", closest("ammount", []string{"amount", "approved_by"}))
-	assert.Equal(t, "", closest("x", []string{"amount"}))
-	assert.Equal(t, "", closest("amount", []string{"amount"}), "the name itself is no suggestion")
-}

@@ -445,8 +445,12 @@ func (p *langPage) celSection() {
 		"type-checked at vet time against the variables of their stage " +
 		"([`cel/type`](rules.md#cel-type)). A guard with `phase: \"after\"` also sees the call's outcome; " +
 		"every other predicate runs before the call. In the tool stage, `args` is typed from the JSON Schema of the tools " +
-		"an entry is scoped to with `tools:`; unscoped, it is an untyped map ([`cel/untyped-args`](rules.md#cel-untyped-args)). " +
-		"A constraint's `when` reads `outer` and `inner`, the configs of the two entries it orders. " +
+		"an entry is scoped to with `tools:`; unscoped, it is an untyped map ([`cel/untyped-args`](rules.md#cel-untyped-args)), " +
+		"but reading an argument no declared tool's schema has is still a `cel/type` error. " +
+		"`admit` reading `item.metadata.KEY` without testing the key first is warned about " +
+		"([`cel/unchecked-key`](rules.md#cel-unchecked-key)): an item without it is never admitted. " +
+		"A constraint's `when` reads `outer` and `inner`, the configs of the two entries it orders, " +
+		"typed from the config fields of their builtins (`outer.trial` for an `audit` layer is a `cel/type` error). " +
 		"The functions beyond CEL's standard library are listed in the [README](../README.md#cel-predicates).\n\n")
 	p.printf("### CEL variables\n\n| stage | variable | type | available |\n|---|---|---|---|\n")
 	for _, st := range []predicate.Stage{predicate.Chat, predicate.Tool, predicate.Turn, predicate.Admit} {
