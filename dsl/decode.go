@@ -104,6 +104,7 @@ func (l *loader) decode(p *Policy, v cue.Value) {
 	if av := v.LookupPath(fieldPath("admit")); av.Exists() {
 		p.Admit = l.expr([]string{"admit"}, av)
 	}
+	l.decodeGrounding(p, v)
 
 	for _, stage := range Stages {
 		list := l.user.LookupPath(fieldPath("chains", stage))

@@ -214,6 +214,12 @@ func (pl *Pipeline) Stream(ctx context.Context, req ChatRequest, yield func(Delt
 	if c.Request.Tools == nil {
 		c.Request.Tools = pl.offered
 	}
+	if pl.groundsCalls() {
+		if err := pl.groundCall(ctx, c); err != nil {
+			releaseChatCall(c)
+			return ChatResponse{}, err
+		}
+	}
 	err := pl.chat(ctx, c, yield)
 	resp := ChatResponse{Model: c.Served, Usage: c.Usage, FinishReason: c.FinishReason, Attempts: c.Meta.Attempts,
 		Deltas: c.Deltas, Cached: c.Meta.Cached, Annotations: c.Annotations}
@@ -372,6 +378,7 @@ func (pl *Pipeline) Turn(ctx context.Context, req TurnRequest, fn TurnFunc) (Tur
 	} else if pl.runs != nil {
 		defer pl.runs.end(pl.runs.begin(runID(ctx)))
 	}
+	ctx = pl.withTurnGrounding(ctx, req.Input)
 	c := &TurnCall{Input: req.Input, Session: req.Session, fn: fn}
 	if r, ok := ctx.Value(runKey{}).(*Run); ok {
 		c.Meta.Run = *r
