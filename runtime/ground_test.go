@@ -190,3 +190,23 @@ func TestGroundingBuildErrors(t *testing.T) {
 		assert.ErrorContains(t, err, "build grounding")
 	}
 }
+
+// BenchmarkGroundedChat is a chat call of a run whose block is already
+// rendered: the cost grounding adds to every call after the first.
+func BenchmarkGroundedChat(b *testing.B) {
+	ret := &retriever{sets: [][]runtime.Item{kb}}
+	model := runtime.ModelFunc(func(_ context.Context, _ *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+		yield(runtime.Delta{Text: "ok"})
+		return nil
+	})
+	pl := rt.Build(b, groundPlan(&plan.Grounding{Render: &plan.GroundingRender{Template: groundTemplate, MaxTokens: 30}}),
+		runtime.Deps{Models: map[string]runtime.ModelClient{"m": model}, Retriever: ret})
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r1"})
+	req := runtime.ChatRequest{Model: "m", Messages: []runtime.Message{{Role: "system", Content: "be brief"}, {Role: "user", Content: "refunds?"}}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := pl.Stream(ctx, req, func(runtime.Delta) bool { return true }); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -12,6 +12,14 @@ import (
 // MaxTemplateBytes bounds a render template.
 const MaxTemplateBytes = 64 << 10
 
+// MaxBlockBytes bounds a rendered block: a template whose output grows past
+// it fails to render.
+const MaxBlockBytes = 1 << 20
+
+// MaxFormatWidth bounds the width and precision of a printf verb in a
+// template, so that one verb cannot build a string of any size.
+const MaxFormatWidth = 1000
+
 // Item is one admitted item as a template sees it.
 type Item struct {
 	ID       string
@@ -51,7 +59,7 @@ func Parse(src string) (*Template, error) {
 	if len(src) > MaxTemplateBytes {
 		return nil, &Error{Message: fmt.Sprintf("the template is %d bytes, over the limit of %d", len(src), MaxTemplateBytes)}
 	}
-	t, err := template.New("render").Option("missingkey=zero").Parse(src)
+	t, err := template.New("render").Option("missingkey=zero").Funcs(template.FuncMap{"printf": boundedPrintf}).Parse(src)
 	if err != nil {
 		return nil, parseError(src, err)
 	}
@@ -120,13 +128,55 @@ func lineOffset(src string, n int) int {
 	return off
 }
 
-// Render executes the template over query and items.
+// Render executes the template over query and items. Output past
+// MaxBlockBytes fails it.
 func (t *Template) Render(query string, items []Item) (string, error) {
-	var b strings.Builder
-	if err := t.t.Execute(&b, Data{Query: query, Items: items}); err != nil {
+	w := &cappedWriter{}
+	if err := t.t.Execute(w, Data{Query: query, Items: items}); err != nil {
 		return "", fmt.Errorf("render: %w", err)
 	}
-	return b.String(), nil
+	return w.b.String(), nil
+}
+
+var errBlockTooLarge = fmt.Errorf("the rendered block exceeds %d bytes", MaxBlockBytes)
+
+// cappedWriter collects at most MaxBlockBytes.
+type cappedWriter struct{ b strings.Builder }
+
+func (w *cappedWriter) Write(p []byte) (int, error) {
+	if w.b.Len()+len(p) > MaxBlockBytes {
+		return 0, errBlockTooLarge
+	}
+	return w.b.Write(p)
+}
+
+// boundedPrintf is fmt.Sprintf with every width and precision of the format
+// at most MaxFormatWidth, and none given as an argument (*).
+func boundedPrintf(format string, args ...any) (string, error) {
+	for i := 0; i < len(format); i++ {
+		if format[i] != '%' {
+			continue
+		}
+		for i++; i < len(format) && strings.IndexByte("+-# 0", format[i]) >= 0; i++ {
+		}
+		for i < len(format) && (format[i] >= '0' && format[i] <= '9' || format[i] == '.' || format[i] == '*' || format[i] == '[' || format[i] == ']') {
+			n := 0
+			for i < len(format) && format[i] >= '0' && format[i] <= '9' {
+				n = min(n*10+int(format[i]-'0'), MaxFormatWidth+1)
+				i++
+			}
+			if n > MaxFormatWidth {
+				return "", fmt.Errorf("printf: a width or precision above %d", MaxFormatWidth)
+			}
+			if i < len(format) && format[i] == '*' {
+				return "", fmt.Errorf("printf: a width or precision from an argument (*)")
+			}
+			if i < len(format) && (format[i] == '.' || format[i] == '[' || format[i] == ']') {
+				i++
+			}
+		}
+	}
+	return fmt.Sprintf(format, args...), nil
 }
 
 // Fit renders the block of the highest-scored items that fits in maxTokens
@@ -199,6 +249,9 @@ var (
 type checker struct {
 	src string
 	err *Error
+	// numeric are the variables bound to a pipeline holding a number
+	// literal.
+	numeric map[string]bool
 }
 
 func (c *checker) fail(n parse.Node, format string, args ...any) {
@@ -229,6 +282,9 @@ func (c *checker) node(n parse.Node, dot reflect.Type) {
 		c.list(n.List, t)
 		c.list(n.ElseList, dot)
 	case *parse.RangeNode:
+		if c.literalNumber(n.Pipe) {
+			c.fail(n, "template: range over a number written in the template is not allowed; range over .Items")
+		}
 		t := c.pipe(n.Pipe, dot)
 		var elem reflect.Type // the dot inside: the element of a list read as a field
 		if t != nil && t.Kind() == reflect.Slice {
@@ -241,11 +297,49 @@ func (c *checker) node(n parse.Node, dot reflect.Type) {
 	}
 }
 
+// literalNumber reports whether a pipeline holds a number written in the
+// template, or a variable bound to one: ranging over it would loop as many
+// times as the template says, whatever the items ({{range 1000000000}}).
+func (c *checker) literalNumber(n parse.Node) bool {
+	switch n := n.(type) {
+	case *parse.NumberNode:
+		return true
+	case *parse.VariableNode:
+		return len(n.Ident) > 0 && c.numeric[n.Ident[0]]
+	case *parse.PipeNode:
+		if n == nil {
+			return false
+		}
+		for _, cmd := range n.Cmds {
+			if c.literalNumber(cmd) {
+				return true
+			}
+		}
+	case *parse.CommandNode:
+		for _, a := range n.Args {
+			if c.literalNumber(a) {
+				return true
+			}
+		}
+	case *parse.ChainNode:
+		return c.literalNumber(n.Node)
+	}
+	return false
+}
+
 // pipe checks a pipeline and returns the type of its result when it is a
 // plain field read, else nil.
 func (c *checker) pipe(p *parse.PipeNode, dot reflect.Type) reflect.Type {
 	if p == nil {
 		return nil
+	}
+	if len(p.Decl) > 0 && c.literalNumber(p) {
+		if c.numeric == nil {
+			c.numeric = map[string]bool{}
+		}
+		for _, v := range p.Decl {
+			c.numeric[v.Ident[0]] = true
+		}
 	}
 	var last reflect.Type
 	for i, cmd := range p.Cmds {

@@ -29,6 +29,10 @@ func TestParseChecksFields(t *testing.T) {
 		{"item field outside range", `{{.Content}}`, 2, "template: the data has no field Content (it has .Query, .Items)"},
 		{"parse error at the start of its line", "ok\n{{range .Items}}\n{{.Content}", 20, "template: bad character U+007D '}'"},
 		{"unclosed range", "{{range .Items}}{{.Content}}", 0, "template: unexpected EOF"},
+		{"range over a number", `{{range 1000000000}}x{{end}}`, 8, "template: range over a number written in the template is not allowed; range over .Items"},
+		{"range over a number through a function", `{{range or 1000000000 .Items}}x{{end}}`, 8, "template: range over a number written in the template is not allowed; range over .Items"},
+		{"range over a variable bound to a number", `{{$n := 1000000000}}{{range $n}}x{{end}}`, 28, "template: range over a number written in the template is not allowed; range over .Items"},
+		{"range over len is fine", `{{range $i := len .Items}}{{$i}}{{end}}`, 0, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -104,10 +108,47 @@ func TestRenderError(t *testing.T) {
 	assert.ErrorContains(t, err, "render")
 }
 
+func TestRenderBounds(t *testing.T) {
+	tpl, err := grounding.Parse(`{{range .Items}}{{.Content}}{{end}}`)
+	require.NoError(t, err)
+	big := strings.Repeat("x", grounding.MaxBlockBytes/2+1)
+	_, err = tpl.Render("", []grounding.Item{{Content: big}, {Content: big}})
+	assert.ErrorContains(t, err, "exceeds 1048576 bytes")
+
+	for _, src := range []string{`{{printf "%1000000000d" 1}}`, `{{printf "%.5000f" 1.0}}`, `{{printf "%*d" 1000000000 1}}`} {
+		tpl, err := grounding.Parse(src)
+		require.NoError(t, err, src)
+		_, err = tpl.Render("", nil)
+		assert.ErrorContains(t, err, "printf: a width or precision", src)
+	}
+	tpl, err = grounding.Parse(`{{printf "%5.2f|%-4s|%%|%[1]v" 3.14159 "ab"}}`)
+	require.NoError(t, err)
+	out, err := tpl.Render("", nil)
+	require.NoError(t, err)
+	assert.Equal(t, " 3.14|ab  |%|3.14159", out)
+}
+
 func indexes(items []grounding.Item) []int {
 	var out []int
 	for _, it := range items {
 		out = append(out, it.Index)
 	}
 	return out
+}
+
+// BenchmarkFit renders 32 items of about 200 bytes with a budget that holds
+// about half of them (a bisection over the ranking).
+func BenchmarkFit(b *testing.B) {
+	tpl, err := grounding.Parse(sources)
+	require.NoError(b, err)
+	in := make([]grounding.Item, 32)
+	for i := range in {
+		in[i] = grounding.Item{Index: i, Source: "kb", Content: strings.Repeat("word ", 40), Score: float64((i*7)%32) / 32}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, kept, _, err := tpl.Fit("refunds", in, 900, estimate); err != nil || len(kept) == 0 {
+			b.Fatal(err, len(kept))
+		}
+	}
 }
