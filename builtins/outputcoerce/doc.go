@@ -2,9 +2,10 @@
 // tool): it validates a model's output, or a tool's result, against a JSON
 // Schema.
 //
-// The layer holds the response's deltas until the stream completes: output
-// can only be validated whole, so a caller behind output_coerce sees no delta
-// before validation, and streaming degrades to one burst at the end. It then
+// Without partial, the layer holds the response's deltas until the stream
+// completes: the output is validated whole, so a caller behind
+// output_coerce sees no delta before validation, and streaming degrades to
+// one burst at the end (partial, below, streams instead). It then
 // strips markdown fences (the content of the first ``` block when there is
 // one, else the trimmed text), parses the text as JSON (numbers as
 // json.Number) and validates it against `schema` (any draft the
@@ -66,7 +67,9 @@
 // under anyOf, oneOf, not, if/then/else and the dependent keywords are
 // checked when the enclosing value completes, at the latest with the whole
 // value at the end of the stream, which is validated in full as without
-// partial. Diagnostics and feedback are those of a whole-output failure;
+// partial. The checks are necessary conditions: a prefix that passes them
+// may still be unable to end valid (a oneOf no branch of which can hold),
+// and then fails when the value that holds the keyword completes. Diagnostics and feedback are those of a whole-output failure;
 // the rejected output is the text up to and including the refused delta.
 //
 // The deltas a caller received are the model's own (fences included): with

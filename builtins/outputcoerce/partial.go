@@ -677,8 +677,11 @@ func (c *Coerce) stream(ctx context.Context, call *runtime.ChatCall, next runtim
 		return true
 	})
 	call.Deltas = start + sent
-	if refused && !consumerStopped {
-		call.Stopped = false // the layer stopped the model, not the consumer
+	if refused {
+		// The layer stopped the model, not the consumer; whatever the
+		// stream did after the refusal, the refusal is the outcome.
+		call.Stopped = false
+		return newCoercionError(c.name, text.String(), chk.diags)
 	}
 	if err != nil || consumerStopped || toolCalls {
 		return err
