@@ -285,6 +285,11 @@ func (l *loader) decodeEntry(p *Policy, stage string, i int, ev cue.Value) *Entr
 			}
 		}
 	}
+	if e.Use == "output_coerce" && stage == "tool" && fields["partial"] == true {
+		// A tool result arrives whole: there is nothing to stream.
+		l.errorf(l.userPos(append(append([]string{}, path...), "partial")), "schema/invalid-value",
+			"partial streams a model's output while it is parsed; it applies to the chat chain only")
+	}
 	if e.Use == "guard" {
 		_, hasDeny := fields["deny"]
 		_, hasReq := fields["require"]
