@@ -140,25 +140,16 @@ func (pl *Pipeline) buildGrounding(ctx context.Context) error {
 func (pl *Pipeline) Ground(ctx context.Context, query string, items []Item) (Grounded, error) {
 	g := Grounded{Query: query, Prompt: []Item{}}
 	admitted := make([]grounding.Item, 0, len(items))
-	var errs []error
-	for i := range items {
-		if err := ctx.Err(); err != nil {
-			return Grounded{}, err
-		}
-		ok := true
-		if pl.admit != nil {
-			var err error
-			if ok, err = pl.admit.EvalItem(ctx, &items[i]); err != nil {
-				errs = append(errs, fmt.Errorf("item %d: %w", i, err))
-				ok = false
-			}
-		}
+	admitErr := pl.admission(ctx, items, func(i int, ok bool) {
 		if !ok {
 			g.Refused = append(g.Refused, items[i])
-			continue
+			return
 		}
 		it := &items[i]
 		admitted = append(admitted, grounding.Item{ID: it.ID, Content: it.Content, Source: it.Source, Score: it.Score, Metadata: it.Metadata, Index: i})
+	})
+	if err := ctx.Err(); err != nil {
+		return Grounded{}, err
 	}
 	gp := pl.grounding
 	kept := admitted
@@ -182,7 +173,7 @@ func (pl *Pipeline) Ground(ctx context.Context, query string, items []Item) (Gro
 			return Grounded{}, &CallError{Layer: LayerGrounding, Kind: KindPermanent, Message: "record grounding: " + err.Error()}
 		}
 	}
-	return g, errors.Join(errs...)
+	return g, admitErr
 }
 
 // groundingRecord is the audit record of one grounding: an outcome record
