@@ -210,3 +210,23 @@ func BenchmarkGroundedChat(b *testing.B) {
 		}
 	}
 }
+
+func TestGroundingConcurrentCallsOfARunRetrieveOnce(t *testing.T) {
+	ret := &retriever{sets: [][]runtime.Item{kb[:1]}}
+	model := rt.NewModel(rt.Response{Deltas: []string{"ok"}})
+	pl := rt.Build(t, groundPlan(&plan.Grounding{Render: &plan.GroundingRender{Template: "{{range .Items}}{{.Content}}{{end}}"}}),
+		runtime.Deps{Models: map[string]runtime.ModelClient{"m": model}, Retriever: ret})
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r1"})
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			_, err := pl.Complete(ctx, runtime.ChatRequest{Model: "m", Messages: []runtime.Message{{Role: "user", Content: "x"}}})
+			assert.NoError(t, err)
+		})
+	}
+	wg.Wait()
+	assert.Len(t, ret.queries, 1)
+	for _, req := range model.Requests() {
+		assert.Equal(t, "refunds take 5 days", req.Messages[0].Content)
+	}
+}
