@@ -65,6 +65,12 @@ func lower(_ context.Context, c *Compilation) error {
 	if p.Admit != nil {
 		out.Admit = c.predicate(p.Admit, plan.StageAdmit, "", nil)
 	}
+	if g := p.Grounding; g != nil {
+		out.Grounding = &plan.Grounding{Record: g.Record, Sink: g.Sink, EveryTurn: g.EveryTurn}
+		if g.Template != nil {
+			out.Grounding.Render = &plan.GroundingRender{Template: g.Template.Source, MaxTokens: g.MaxTokens, Placement: g.Placement}
+		}
+	}
 	if in := p.Invariants; in != nil {
 		out.Invariants = &plan.Invariants{Off: in.Off}
 		if len(in.MaxExecutions) > 0 {

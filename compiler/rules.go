@@ -32,10 +32,11 @@ closest allowed name when one is near. A misspelt field would otherwise be
 ignored and its layer run with the default.`},
 	{"schema/invalid-value", dsl.Error, "wrong type, out of bounds, or not one of the allowed values", `
 A value has the wrong type, lies outside its bounds, is not one of the
-allowed values, is not a valid duration, regular expression or JSON
-Schema, or breaks a rule between fields (two entries of one chain with the
-same name, a guard with both deny and require). The message gives the
-field's path and what it accepts.`},
+allowed values, is not a valid duration, regular expression, JSON Schema or
+grounding template (a render template that does not parse, or reads a
+field its data lacks), or breaks a rule between fields (two entries of one
+chain with the same name, a guard with both deny and require). The message
+gives the field's path and what it accepts.`},
 	{"schema/missing-field", dsl.Error, "a required field is absent", `
 A field the definition requires is absent: fallback without models, a
 guard without deny or require, a model with provider but no model id. The

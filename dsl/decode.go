@@ -105,6 +105,7 @@ func (l *loader) decode(p *Policy, v cue.Value) {
 	if av := v.LookupPath(fieldPath("admit")); av.Exists() {
 		p.Admit = l.expr([]string{"admit"}, av)
 	}
+	l.decodeGrounding(p, v)
 
 	for _, stage := range Stages {
 		list := l.user.LookupPath(fieldPath("chains", stage))
@@ -285,6 +286,11 @@ func (l *loader) decodeEntry(p *Policy, stage string, i int, ev cue.Value) *Entr
 				}
 			}
 		}
+	}
+	if e.Use == "output_coerce" && stage == "tool" && fields["partial"] == true {
+		// A tool result arrives whole: there is nothing to stream.
+		l.errorf(l.userPos(append(append([]string{}, path...), "partial")), "schema/invalid-value",
+			"partial streams a model's output while it is parsed; it applies to the chat chain only")
 	}
 	if e.Use == "guard" {
 		_, hasDeny := fields["deny"]

@@ -27,6 +27,8 @@ type Policy struct {
 	Chains map[string][]*Entry
 	// Admit is the grounding admission predicate, or nil.
 	Admit *Expr
+	// Grounding is the grounding section, or nil.
+	Grounding *Grounding
 	// Constraints are the policy's own ordering constraints.
 	Constraints []*Constraint
 	// CELCostLimit bounds the estimated cost of every predicate.

@@ -96,6 +96,10 @@ type Deps struct {
 	// Random is the source of backoff jitter (nil: the process's). A
 	// seeded one (NewSeededRandom) makes runs on a VirtualClock repeatable.
 	Random Random
+	// Retriever finds the grounding items of a plan with a grounding
+	// section (nil: chat calls retrieve and inject nothing; the host may
+	// call Pipeline.Ground itself).
+	Retriever Retriever
 }
 
 // BuildContext is what a middleware's Provision sees: the plan, its own layer
@@ -201,6 +205,8 @@ type Pipeline struct {
 	tool  ToolHandler
 	turn  TurnHandler
 	admit *Predicate
+	// grounding is the built grounding section (nil: none).
+	grounding *groundingPlan
 
 	layers map[plan.Stage][]LayerInfo
 	insts  []Middleware
@@ -389,6 +395,9 @@ func (pl *Pipeline) build(ctx context.Context) error {
 			return fmt.Errorf("build admit: %w", err)
 		}
 		pl.admit = c
+	}
+	if err := pl.buildGrounding(ctx); err != nil {
+		return err
 	}
 	pl.chat = fold(chat, pl.chatTerminal, scopeChat)
 	pl.tool = fold(tool, toolTerminal, scopeTool)

@@ -761,6 +761,8 @@ type TurnResult struct {
 
 // Item is one retrieved grounding item (the CEL variable `item`).
 type Item struct {
+	// ID identifies the item in grounding records (optional).
+	ID       string         `json:"id,omitempty"`
 	Content  string         `json:"content"`
 	Source   string         `json:"source,omitempty"`
 	Score    float64        `json:"score"`

@@ -153,7 +153,7 @@ func (p *Predicate) EvalTurn(ctx context.Context, c *TurnCall, output string, er
 
 // EvalItem evaluates an admit predicate over one item.
 func (p *Predicate) EvalItem(ctx context.Context, it *Item) (bool, error) {
-	v := &predicate.AdmitVars{Item: predicate.Item{Content: it.Content, Source: it.Source, Score: it.Score, Metadata: it.Metadata}}
+	v := &predicate.AdmitVars{Item: predicate.Item{ID: it.ID, Content: it.Content, Source: it.Source, Score: it.Score, Metadata: it.Metadata}}
 	if v.Item.Metadata == nil {
 		v.Item.Metadata = map[string]any{}
 	}

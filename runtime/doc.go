@@ -21,7 +21,12 @@
 //     name in Deps.Tools.
 //   - turn (TurnHandler) wraps one whole agent turn: a func that runs the turn.
 //   - admit filters retrieved grounding items with the plan's admission
-//     predicate.
+//     predicate. With the plan's grounding section and a Deps.Retriever, the
+//     first model call of a run (or of each turn, with reground_every_turn)
+//     retrieves items, admits them, renders them into a block within a token
+//     budget (runtime/grounding) and records them; every call of the run or
+//     turn then carries the block, injected before the chat chain's first
+//     layer. Pipeline.Ground does the same for items the host brings.
 //
 // Every call carries Meta: the run (from WithRun), the attempt number that retry
 // layers stamp, a stable idempotency key per logical call, and the marks that

@@ -100,3 +100,40 @@ func ExamplePipeline_Chat() {
 	// two
 	// 2 deltas
 }
+
+// A plan with an admit predicate and a grounding section: the host's
+// retriever answers, the admitted items reach the model as a system block.
+func ExampleRetrieverFunc() {
+	p, err := plan.Decode("plan.json", []byte(`{
+  "version": 1, "policy": "grounded", "chains": {},
+  "admit": {"stage": "admit", "source": "item.score >= 0.5"},
+  "grounding": {"render": {"template": "Sources:{{range .Items}} [{{.ID}}] {{.Content}}{{end}}"}}
+}`))
+	if err != nil {
+		panic(err)
+	}
+	model := runtime.ModelFunc(func(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+		for _, m := range req.Messages {
+			fmt.Printf("%s: %s\n", m.Role, m.Content)
+		}
+		return nil
+	})
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{
+		Models: map[string]runtime.ModelClient{"m": model},
+		Retriever: runtime.RetrieverFunc(func(ctx context.Context, q runtime.RetrievalQuery) ([]runtime.Item, error) {
+			return []runtime.Item{
+				{ID: "kb-1", Content: "Refunds take 5 days.", Score: 0.9},
+				{ID: "kb-2", Content: "Unrelated.", Score: 0.1},
+			}, nil
+		}),
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer pl.Close()
+	_, _ = pl.Complete(context.Background(), runtime.ChatRequest{Model: "m",
+		Messages: []runtime.Message{{Role: "user", Content: "How long do refunds take?"}}})
+	// Output:
+	// system: Sources: [kb-1] Refunds take 5 days.
+	// user: How long do refunds take?
+}

@@ -219,6 +219,12 @@ func (pl *Pipeline) Stream(ctx context.Context, req ChatRequest, yield func(Delt
 	if c.Request.Tools == nil {
 		c.Request.Tools = pl.offered
 	}
+	if pl.groundsCalls() {
+		if err := pl.groundCall(ctx, c); err != nil {
+			releaseChatCall(c)
+			return ChatResponse{}, err
+		}
+	}
 	err := pl.chat(ctx, c, yield)
 	resp := ChatResponse{Model: c.Served, Usage: c.Usage, FinishReason: c.FinishReason, Attempts: c.Meta.Attempts,
 		Deltas: c.Deltas, Cached: c.Meta.Cached, Annotations: c.Annotations}
@@ -377,6 +383,7 @@ func (pl *Pipeline) Turn(ctx context.Context, req TurnRequest, fn TurnFunc) (Tur
 	} else if pl.runs != nil {
 		defer pl.runs.end(pl.runs.begin(runID(ctx)))
 	}
+	ctx = pl.withTurnGrounding(ctx, req.Input)
 	c := &TurnCall{Input: req.Input, Session: req.Session, fn: fn}
 	if r, ok := ctx.Value(runKey{}).(*Run); ok {
 		c.Meta.Run = *r
@@ -395,19 +402,33 @@ func (pl *Pipeline) Admit(ctx context.Context, items []Item) ([]Item, error) {
 		return items, nil
 	}
 	out := make([]Item, 0, len(items))
-	var errs []error
-	for i := range items {
-		if err := ctx.Err(); err != nil {
-			return out, err
-		}
-		ok, err := pl.admit.EvalItem(ctx, &items[i])
-		if err != nil {
-			errs = append(errs, fmt.Errorf("item %d: %w", i, err))
-			continue
-		}
+	err := pl.admission(ctx, items, func(i int, ok bool) {
 		if ok {
 			out = append(out, items[i])
 		}
+	})
+	return out, err
+}
+
+// admission evaluates the admission predicate over each item in order and
+// reports the verdict to each (true for all without a predicate). An item
+// whose evaluation fails is refused, and the joined evaluation errors are
+// returned; the end of ctx stops it with ctx's error.
+func (pl *Pipeline) admission(ctx context.Context, items []Item, each func(i int, admitted bool)) error {
+	var errs []error
+	for i := range items {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		ok := true
+		if pl.admit != nil {
+			var err error
+			if ok, err = pl.admit.EvalItem(ctx, &items[i]); err != nil {
+				errs = append(errs, fmt.Errorf("item %d: %w", i, err))
+				ok = false
+			}
+		}
+		each(i, ok)
 	}
-	return out, errors.Join(errs...)
+	return errors.Join(errs...)
 }

@@ -23,6 +23,7 @@ func (pl *Pipeline) EndRun(runID string) {
 
 // endRun tells the layers that the run has ended.
 func (pl *Pipeline) endRun(runID string) {
+	pl.forgetGrounding(runID)
 	for _, inst := range pl.insts {
 		if e, ok := inst.(RunEnder); ok {
 			e.EndRun(runID)

@@ -2,9 +2,10 @@
 // tool): it validates a model's output, or a tool's result, against a JSON
 // Schema.
 //
-// The layer holds the response's deltas until the stream completes: output
-// can only be validated whole, so a caller behind output_coerce sees no delta
-// before validation, and streaming degrades to one burst at the end. It then
+// Without partial, the layer holds the response's deltas until the stream
+// completes: the output is validated whole, so a caller behind
+// output_coerce sees no delta before validation, and streaming degrades to
+// one burst at the end (partial, below, streams instead). It then
 // strips markdown fences (the content of the first ``` block when there is
 // one, else the trimmed text), parses the text as JSON (numbers as
 // json.Number) and validates it against `schema` (any draft the
@@ -29,6 +30,53 @@
 // semantic_memoize) replayed, where it was stored as JSON.
 //
 // A stream that failed is returned as is, without validation.
+//
+// With `partial: true` (chat stage only) the layer streams while it parses:
+// each delta is fed to an incremental JSON parser and forwarded as soon as
+// the text read so far is a valid prefix, so the caller sees the output as
+// the model writes it. A delta after which the output can no longer become
+// valid is not forwarded: the layer stops the model's stream and fails the
+// call (enforce) or records the annotation invalid and lets the rest
+// through (annotate). The output read with partial is: optional leading
+// whitespace, optionally a code fence opening it (``` and a language tag up
+// to the end of the line), one JSON value, then only whitespace, or the
+// closing fence and anything after it. Prose before the value is refused at
+// its first byte (without partial, the first fence anywhere in the text is
+// read instead).
+//
+// A valid prefix is one where none of these holds:
+//   - it is not the start of a JSON text (a byte that no JSON text can
+//     have there, or text after the value);
+//   - a value starts with a type that a schema applying at its location
+//     excludes (type, const or enum, or the false schema): refused at the
+//     value's first byte;
+//   - an object key that additionalProperties: false refuses (not in
+//     properties nor matched by patternProperties), refused when the key's
+//     closing quote arrives; a member past maxProperties, or an element
+//     past maxItems, refused when it starts;
+//   - a value that is complete (a string at its closing quote, a number at
+//     the byte after it, a literal at its last letter, an object or array at
+//     its closing bracket) does not match, in full, a schema applying at
+//     its location: so required is checked at the closing brace, maxLength
+//     and pattern at the closing quote, minimum at the number's end.
+//
+// The schemas applying at a location are the root schema, then those
+// reached from the schemas of the enclosing value through properties,
+// patternProperties, additionalProperties, prefixItems, items and
+// additionalItems, each with its $ref targets and allOf members. Keywords
+// under anyOf, oneOf, not, if/then/else and the dependent keywords are
+// checked when the enclosing value completes, at the latest with the whole
+// value at the end of the stream, which is validated in full as without
+// partial. The checks are necessary conditions: a prefix that passes them
+// may still be unable to end valid (a oneOf no branch of which can hold),
+// and then fails when the value that holds the keyword completes. Diagnostics and feedback are those of a whole-output failure;
+// the rejected output is the text up to and including the refused delta.
+//
+// The deltas a caller received are the model's own (fences included): with
+// partial the layer never rewrites the output. A failure after a delta
+// reached the caller is a mid-stream failure: a retry outside re-asks only
+// when the refused delta was the first. Once a delta carries a tool call the
+// response is not the final output and the rest streams unchecked.
 //
 // In the tool stage the layer checks tool results: each successful result
 // (raw JSON bytes parsed, any other value marshalled to JSON) is validated

@@ -48,6 +48,10 @@ type Coerce struct {
 	// SetResponseFormat sets the schema as the response_format of a request
 	// that has none.
 	SetResponseFormat bool `json:"set_response_format,omitempty"`
+	// Partial streams the output while it is parsed (chat stage): deltas
+	// are forwarded as they arrive and a prefix that can no longer become
+	// valid fails the call at once.
+	Partial bool `json:"partial,omitempty"`
 
 	name   string
 	schema *jsonschema.Schema
@@ -66,6 +70,9 @@ func (c *Coerce) Provision(b *runtime.BuildContext) error {
 	c.name = b.Name()
 	c.logger = b.Logger
 	if b.Stage == plan.StageTool {
+		if c.Partial {
+			return errors.New("partial applies to the chat stage only")
+		}
 		return c.provisionTool(b)
 	}
 	if len(bytes.TrimSpace(c.Schema)) == 0 {
@@ -366,6 +373,9 @@ func (c *Coerce) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		if c.format != nil && call.Request.ResponseFormat == nil {
 			call.Request.ResponseFormat = c.format
 			defer func() { call.Request.ResponseFormat = nil }()
+		}
+		if c.Partial {
+			return c.stream(ctx, call, next, yield)
 		}
 		buf, err := runtime.Buffer(ctx, call, next)
 		if err != nil {

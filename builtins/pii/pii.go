@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/agentc-dev/agentc/builtins/internal/jsonvalue"
+	"github.com/agentc-dev/agentc/internal/jsonpointer"
 )
 
 // Kind names a category of personal data.
@@ -191,11 +192,11 @@ func (s *Scanner) walk(v any, path string, visit func(path, text string)) {
 		visit(path, x)
 	case map[string]any:
 		for _, k := range sortedKeys(x) {
-			s.walk(x[k], path+"/"+escapePointer(k), visit)
+			s.walk(x[k], path+"/"+jsonpointer.Escape(k), visit)
 		}
 	case map[string]string:
 		for _, k := range sortedKeys(x) {
-			visit(path+"/"+escapePointer(k), x[k])
+			visit(path+"/"+jsonpointer.Escape(k), x[k])
 		}
 	case []any:
 		for i, e := range x {
@@ -257,11 +258,4 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
-}
-
-func escapePointer(s string) string {
-	if !strings.ContainsAny(s, "~/") {
-		return s
-	}
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
 }

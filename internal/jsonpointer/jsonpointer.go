@@ -1,4 +1,4 @@
-// Package jsonpointer splits RFC 6901 JSON Pointers, as JSON Schema
+// Package jsonpointer splits and escapes RFC 6901 JSON Pointers, as JSON Schema
 // validation errors report the places they concern.
 package jsonpointer
 
@@ -15,4 +15,13 @@ func Tokens(ptr string) []string {
 		toks[i] = strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
 	}
 	return toks
+}
+
+// Escape escapes one token for a JSON pointer ("/" is ~1, "~" is ~0), the
+// inverse of what Tokens does to each token.
+func Escape(tok string) string {
+	if !strings.ContainsAny(tok, "~/") {
+		return tok
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(tok, "~", "~0"), "/", "~1")
 }

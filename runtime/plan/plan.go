@@ -42,6 +42,9 @@ type Plan struct {
 	Chains Chains `json:"chains"`
 	// Admit is the grounding admission predicate, if any.
 	Admit *Predicate `json:"admit,omitempty"`
+	// Grounding renders, records and re-retrieves the admitted items (nil:
+	// no grounding section).
+	Grounding *Grounding `json:"grounding,omitempty"`
 	// Stores are the named state backends.
 	Stores map[string]Store `json:"stores,omitempty"`
 	// Keys are the virtual API keys a server admits, by name.
@@ -68,6 +71,34 @@ type Settings struct {
 	// duration such as "24h"; "0s" never). Empty, as in a plan written
 	// before the setting existed, is the default of 24h.
 	RunIdle string `json:"run_idle,omitempty"`
+}
+
+// Grounding is the grounding section of a policy.
+type Grounding struct {
+	// Render is the block the admitted items are rendered into (nil: none
+	// is injected).
+	Render *GroundingRender `json:"render,omitempty"`
+	// Record writes an audit record per grounding to the audit sink of
+	// Sink (empty: the default store).
+	Record bool   `json:"record_grounding,omitempty"`
+	Sink   string `json:"sink,omitempty"`
+	// EveryTurn retrieves again on each turn instead of once per run.
+	EveryTurn bool `json:"reground_every_turn,omitempty"`
+}
+
+// The placements of a grounding block.
+const (
+	PlacementSystem         = "system"
+	PlacementBeforeLastUser = "before_last_user"
+)
+
+// GroundingRender is a grounding block: a Go text/template, an optional
+// token budget and where the block goes in a request.
+type GroundingRender struct {
+	Template  string `json:"template"`
+	MaxTokens int    `json:"max_tokens,omitempty"`
+	// Placement is PlacementSystem (when empty) or PlacementBeforeLastUser.
+	Placement string `json:"placement,omitempty"`
 }
 
 // Key is a virtual API key: the SHA-256 of the key (hex) or the name of the

@@ -17,7 +17,7 @@
 //	tool   after   the above plus result (dyn)
 //	turn   before  run, input {text}, session {id, meta}
 //	turn   after   the above plus output {text}, status (string)
-//	admit  -       item {content, source, score, metadata}
+//	admit  -       item {id, content, source, score, metadata}
 //
 // run is {id, agent, meta}; a message is {role, content, name, tool_call_id}; meta and metadata
 // are map(string, dyn). request.tools is list({name, description}); request.params is

@@ -312,6 +312,7 @@ func sessionFields() []*field {
 
 func itemFields() []*field {
 	return []*field{
+		stringField[Item]("id", func(v *Item) string { return v.ID }),
 		stringField[Item]("content", func(v *Item) string { return v.Content }),
 		stringField[Item]("source", func(v *Item) string { return v.Source }),
 		doubleField[Item]("score", func(v *Item) float64 { return v.Score }),

@@ -105,6 +105,7 @@ type TurnOutput struct {
 
 // Item is the CEL variable `item` of the admit stage: one retrieved grounding item.
 type Item struct {
+	ID       string         // item.id ("" when the host gave none)
 	Content  string         // item.content
 	Source   string         // item.source
 	Score    float64        // item.score

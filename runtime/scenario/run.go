@@ -94,8 +94,10 @@ type StepResult struct {
 	Deduped *bool `json:"deduped,omitempty"`
 	// Attempts is the attempt count of a chat or tool step.
 	Attempts int `json:"attempts,omitempty"`
-	// Admitted lists an admit step's admitted items.
-	Admitted *[]runtime.Item `json:"admitted,omitempty"`
+	// Admitted lists an admit step's admitted items; Grounding is its
+	// grounding, with a grounding section.
+	Admitted  *[]runtime.Item   `json:"admitted,omitempty"`
+	Grounding *runtime.Grounded `json:"grounding,omitempty"`
 	// Output is a turn or agent step's output; Steps a turn step's nested
 	// steps.
 	Output *string      `json:"output,omitempty"`
@@ -140,6 +142,8 @@ type ErrorSummary struct {
 type Executions struct {
 	Models map[string]int `json:"models"`
 	Tools  map[string]int `json:"tools"`
+	// Retrievals counts the scripted retrievals.
+	Retrievals int `json:"retrievals,omitempty"`
 }
 
 // AuditEntry is an outcome record of the audit sink.
@@ -151,6 +155,10 @@ type AuditEntry struct {
 	Attempts     int    `json:"attempts"`
 	ErrorType    string `json:"error_type,omitempty"`
 	ErrorMessage string `json:"error_message,omitempty"`
+	// Grounding is a grounding record's content (runtime.LayerGrounding):
+	// the query, the block's token estimate and budget, and each item's
+	// index, id, source, score and outcome.
+	Grounding map[string]any `json:"grounding,omitempty"`
 }
 
 // Meter is the run's ledger of model calls (the outermost chat meter's).
@@ -198,6 +206,9 @@ func Run(ctx context.Context, p *plan.Plan, s *Scenario, opts Options) (*Result,
 	// A seeded source of jitter: the run replays exactly.
 	deps := runtime.Deps{Models: models, Tools: f.tools(), Audit: audit, Logger: logger, Dir: opts.Dir, Clock: clock,
 		Random: runtime.NewSeededRandom(1)}
+	if len(s.Retrieval) > 0 {
+		deps.Retriever = f.retriever()
+	}
 	if opts.Wrap != nil {
 		opts.Wrap(&deps)
 	}
@@ -221,7 +232,7 @@ func Run(ctx context.Context, p *plan.Plan, s *Scenario, opts Options) (*Result,
 		runID = "run-1"
 	}
 	rctx = runtime.WithRun(rctx, runtime.Run{ID: runID})
-	r := &runner{pl: pl, f: f}
+	r := &runner{pl: pl, f: f, grounding: p.Grounding != nil}
 	res := &Result{Steps: r.steps(rctx, "", s.Steps)}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -231,6 +242,7 @@ func Run(ctx context.Context, p *plan.Plan, s *Scenario, opts Options) (*Result,
 		opts.Inspect(pl)
 	}
 	res.Executions = f.executions()
+	res.Executions.Retrievals = f.retrievals.next
 	res.Audit = auditEntries(audit.Records())
 	res.Meter = meterOf(pl, runID)
 	pl.EndRun(runID)
@@ -244,6 +256,8 @@ func Run(ctx context.Context, p *plan.Plan, s *Scenario, opts Options) (*Result,
 type runner struct {
 	pl *runtime.Pipeline
 	f  *fakes
+	// grounding is set when the plan has a grounding section.
+	grounding bool
 }
 
 func (r *runner) steps(ctx context.Context, path string, steps []Step) []StepResult {
@@ -306,6 +320,15 @@ func (r *runner) run(ctx context.Context, path string, i int, st Step) StepResul
 		sr := StepResult{Index: i, Stage: plan.StageAdmit, Admitted: &items}
 		if err != nil {
 			setOutcome(&sr, err)
+		}
+		if r.grounding {
+			// Admission errors were reported by Admit; a render or record
+			// failure is the step's.
+			if g, err := r.pl.Ground(ctx, st.Admit.Query, st.Admit.Items); runtime.LayerOf(err) == runtime.LayerGrounding {
+				setOutcome(&sr, err)
+			} else {
+				sr.Grounding = &g
+			}
 		}
 		return sr
 	case st.Turn != nil:
@@ -459,8 +482,12 @@ func auditEntries(recs []runtime.AuditRecord) []AuditEntry {
 		if r.Phase != runtime.PhaseOutcome {
 			continue
 		}
-		out = append(out, AuditEntry{Tool: r.Tool, Stage: r.Stage, Layer: r.Layer, Decision: string(r.Decision),
-			Attempts: r.Attempts, ErrorType: r.ErrorType, ErrorMessage: r.ErrorMessage})
+		e := AuditEntry{Tool: r.Tool, Stage: r.Stage, Layer: r.Layer, Decision: string(r.Decision),
+			Attempts: r.Attempts, ErrorType: r.ErrorType, ErrorMessage: r.ErrorMessage}
+		if r.Layer == runtime.LayerGrounding && r.Stage == plan.StageAdmit {
+			e.Grounding = r.Args
+		}
+		out = append(out, e)
 	}
 	return out
 }
@@ -492,6 +519,8 @@ type fakes struct {
 	crashPath string
 	// requests are the requests the fake models received, by step path.
 	requests map[string][]runtime.ChatRequest
+	// retrievals is the retrieval script.
+	retrievals script[RetrievalItem]
 }
 
 // crashedIn reports whether the crash happened in the step at path or one
@@ -533,7 +562,27 @@ func newFakes(s *Scenario, clock runtime.Clock, onExecute func(context.Context, 
 	for name, items := range s.Tools {
 		f.toolScript[name] = &script[ToolItem]{items: items}
 	}
+	f.retrievals.items = s.Retrieval
 	return f
+}
+
+// retriever follows the retrieval script.
+func (f *fakes) retriever() runtime.Retriever {
+	return runtime.RetrieverFunc(func(ctx context.Context, q runtime.RetrievalQuery) ([]runtime.Item, error) {
+		f.mu.Lock()
+		n := f.retrievals.next
+		f.retrievals.next++
+		f.mu.Unlock()
+		what := fmt.Sprintf("retrieval %d", n+1)
+		if n >= len(f.retrievals.items) {
+			return nil, &runtime.CallError{Kind: runtime.KindPermanent, Message: what + ": script exhausted"}
+		}
+		it := f.retrievals.items[n]
+		if it.Error != "" {
+			return nil, fakeError(it.Error, it.RetryAfterMS, what)
+		}
+		return it.Items, nil
+	})
 }
 
 // take returns the next item of a script and counts the execution. After a

@@ -34,12 +34,20 @@
 // delivered text, tool calls and finish reason. `tool` calls {name, args}.
 // `agent` runs one function-calling agent turn (runtime.Pipeline.RunAgent)
 // over the scripted models and tools. `admit`
-// filters {items} with the plan's admission predicate. `turn` runs {input,
+// filters {items} with the plan's admission predicate; with a grounding
+// section it also renders and records them as retrieved for {query}. `turn` runs {input,
 // steps} through the turn chain: its nested steps run in order until one does
 // not end ok (its error ends the turn), and the turn's output is the text of
 // its last chat or agent step. `parallel` (an extension) runs its nested steps
 // concurrently, as duplicate deliveries of a call would; it ends ok when all
 // of them did, else with the outcome of the first that did not.
+//
+// Retrieval. With a grounding section and a `retrieval` script, the model
+// calls retrieve as a host's would (runtime.Deps.Retriever): each retrieval
+// takes the next item, which returns its `items` or fails with `error`; a
+// retrieval past the end of the script fails permanently. Executions count
+// them under `retrievals`, and a grounding audit record shows its items
+// under `grounding`.
 //
 // Every step's result lists the `requests` its fake models received, in
 // order of arrival, as the models saw them: after every layer of the chat
@@ -67,6 +75,10 @@ type Scenario struct {
 	Models map[string][]ModelItem `json:"models,omitempty"`
 	// Tools scripts the fake tools by name.
 	Tools map[string][]ToolItem `json:"tools,omitempty"`
+	// Retrieval scripts the host's retrieval (runtime.Deps.Retriever) of a
+	// policy with a grounding section: each retrieval takes the next item.
+	// Without it, nothing is retrieved.
+	Retrieval []RetrievalItem `json:"retrieval,omitempty"`
 	// Steps are the calls to make, in order.
 	Steps []Step `json:"steps"`
 }
@@ -118,6 +130,14 @@ type ToolItem struct {
 	Crash        bool   `json:"crash,omitempty"`
 	RetryAfterMS int    `json:"retry_after_ms,omitempty"`
 	DelayMS      int    `json:"delay_ms,omitempty"`
+}
+
+// RetrievalItem is one scripted retrieval: the items found, or an error
+// kind.
+type RetrievalItem struct {
+	Items        []runtime.Item `json:"items,omitempty"`
+	Error        string         `json:"error,omitempty"`
+	RetryAfterMS int            `json:"retry_after_ms,omitempty"`
 }
 
 // Step is one call; exactly one field is set.
@@ -184,9 +204,11 @@ type ToolStep struct {
 	Args map[string]any `json:"args,omitempty"`
 }
 
-// AdmitStep filters grounding items.
+// AdmitStep filters grounding items; with a grounding section it also
+// renders and records them as retrieved for Query (runtime.Pipeline.Ground).
 type AdmitStep struct {
 	Items []runtime.Item `json:"items"`
+	Query string         `json:"query,omitempty"`
 }
 
 // TurnStep is an agent turn wrapping nested steps.
@@ -263,6 +285,14 @@ func (s *Scenario) check() error {
 			if it.DelayMS < 0 {
 				errs = append(errs, fmt.Errorf("tools.%s[%d]: delay_ms must not be negative", name, i))
 			}
+		}
+	}
+	for i, it := range s.Retrieval {
+		if err := checkError(it.Error, it.RetryAfterMS); err != nil {
+			errs = append(errs, fmt.Errorf("retrieval[%d]: %w", i, err))
+		}
+		if it.Error != "" && it.Items != nil {
+			errs = append(errs, fmt.Errorf("retrieval[%d]: items and error exclude each other", i))
 		}
 	}
 	if len(s.Steps) == 0 {

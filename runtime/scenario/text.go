@@ -19,8 +19,16 @@ import (
 func (r *Result) WriteText(w io.Writer) error {
 	var b strings.Builder
 	writeSteps(&b, r.Steps, "")
-	fmt.Fprintf(&b, "executions: models %s; tools %s\n", counts(r.Executions.Models), counts(r.Executions.Tools))
+	fmt.Fprintf(&b, "executions: models %s; tools %s", counts(r.Executions.Models), counts(r.Executions.Tools))
+	if r.Executions.Retrievals > 0 {
+		fmt.Fprintf(&b, "; retrievals %d", r.Executions.Retrievals)
+	}
+	b.WriteByte('\n')
 	for _, a := range r.Audit {
+		if a.Grounding != nil {
+			writeGrounding(&b, a.Grounding)
+			continue
+		}
 		fmt.Fprintf(&b, "audit: %s %s attempts=%d", a.Tool, a.Decision, a.Attempts)
 		if a.ErrorType != "" {
 			fmt.Fprintf(&b, " error=%s: %s", a.ErrorType, a.ErrorMessage)
@@ -31,6 +39,22 @@ func (r *Result) WriteText(w io.Writer) error {
 		r.Meter.InputTokens, r.Meter.OutputTokens, r.Meter.USD, r.Meter.Calls)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeGrounding prints a grounding record: the query, then each item's
+// outcome by id (or index).
+func writeGrounding(b *strings.Builder, g map[string]any) {
+	fmt.Fprintf(b, "audit: grounding query=%q", g["query"])
+	items, _ := g["items"].([]any)
+	for _, it := range items {
+		m, _ := it.(map[string]any)
+		name, ok := m["id"].(string)
+		if !ok {
+			name = fmt.Sprintf("#%v", m["index"])
+		}
+		fmt.Fprintf(b, " %s=%v", name, m["outcome"])
+	}
+	b.WriteByte('\n')
 }
 
 func writeSteps(b *strings.Builder, steps []StepResult, indent string) {
@@ -72,6 +96,9 @@ func writeSteps(b *strings.Builder, steps []StepResult, indent string) {
 		}
 		if s.Admitted != nil {
 			fmt.Fprintf(b, " admitted=%d", len(*s.Admitted))
+		}
+		if g := s.Grounding; g != nil {
+			fmt.Fprintf(b, " prompt=%d dropped=%d refused=%d block=%q", len(g.Prompt), len(g.Dropped), len(g.Refused), g.Block)
 		}
 		if e := s.Error; e != nil {
 			fmt.Fprintf(b, " error=%s", e.Kind)

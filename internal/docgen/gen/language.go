@@ -193,7 +193,9 @@ In the tables, *required* marks a field that must be given; a field with neither
 		if isFieldStruct(unparen(f.node.Value)) {
 			p.table(fields(f.node.Value, p.link), true)
 		}
-		for _, r := range refs(f.node.Value) {
+		// The section's definitions, then the ones they refer to in turn.
+		for queue := refs(f.node.Value); len(queue) > 0; queue = queue[1:] {
+			r := queue[0]
 			d := p.schemas.defs[r]
 			if d == nil || done[r] || isCommonType(d) {
 				continue
@@ -201,6 +203,7 @@ In the tables, *required* marks a field that must be given; a field with neither
 			done[r] = true
 			p.printf("#### `%s`\n\n%s\n\n", r, flow(d.Doc))
 			p.table(fields(d.Expr, p.link), true)
+			queue = append(queue, refs(d.Expr)...)
 		}
 	}
 

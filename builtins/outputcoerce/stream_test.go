@@ -1,0 +1,167 @@
+package outputcoerce_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/builtins/outputcoerce"
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
+)
+
+func partialPlan(mode string, withRetry bool) *plan.Plan {
+	var layers []plan.Layer
+	if withRetry {
+		layers = append(layers, rt.Layer("retry", `{"max_attempts":3,"initial_delay":"1ms","max_delay":"1ms"}`))
+	}
+	layers = append(layers, rt.Named("shape", rt.Layer("output_coerce", `{"mode":"`+mode+`","partial":true,"schema":`+answerSchema+`}`)))
+	return rt.Plan(plan.Chains{Chat: layers})
+}
+
+// chunked is a model that streams text in chunks and records, before each
+// chunk, how many chunks the caller had already received, and whether the
+// stream was stopped.
+type chunked struct {
+	texts    [][]string
+	calls    int
+	received *int
+	seenAt   []int
+	stopped  bool
+}
+
+func (m *chunked) Stream(_ context.Context, _ *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+	chunks := m.texts[min(m.calls, len(m.texts)-1)]
+	m.calls++
+	for _, c := range chunks {
+		m.seenAt = append(m.seenAt, *m.received)
+		if !yield(runtime.Delta{Text: c}) {
+			m.stopped = true
+			return nil
+		}
+	}
+	return nil
+}
+
+func streamThrough(t *testing.T, pl *runtime.Pipeline, received *int) (string, runtime.ChatResponse, error) {
+	t.Helper()
+	var text string
+	resp, err := pl.Stream(context.Background(), runtime.ChatRequest{Model: "primary", Messages: userMsg}, func(d runtime.Delta) bool {
+		text += d.Text
+		*received++
+		return true
+	})
+	return text, resp, err
+}
+
+func TestPartialForwardsDeltasAsTheyArrive(t *testing.T) {
+	received := 0
+	m := &chunked{received: &received, texts: [][]string{{`{"answer":`, `"42","cita`, `tions":["kb/1"]}`}}}
+	pl := build(t, partialPlan("enforce", false), m)
+	text, resp, err := streamThrough(t, pl, &received)
+	require.NoError(t, err)
+	assert.Equal(t, `{"answer":"42","citations":["kb/1"]}`, text)
+	assert.Equal(t, []int{0, 1, 2}, m.seenAt, "each chunk reached the caller before the next was produced")
+	assert.Equal(t, 3, resp.Deltas)
+}
+
+func TestPartialFailsAtTheFirstInvalidPrefix(t *testing.T) {
+	received := 0
+	m := &chunked{received: &received, texts: [][]string{{`{"answer":`, `42,`, `"citations":[]}`}}}
+	pl := build(t, partialPlan("enforce", false), m)
+	text, resp, err := streamThrough(t, pl, &received)
+	var ce *outputcoerce.CoercionError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, []outputcoerce.Diagnostic{{Path: "/answer", Message: "expected string, but got number"}}, ce.Diagnostics)
+	assert.Equal(t, `{"answer":42,`, ce.Output, "the output up to the refused delta")
+	assert.Equal(t, `{"answer":`, text, "the refused delta is not delivered")
+	assert.True(t, m.stopped, "the model's stream is stopped at the refused delta")
+	assert.Equal(t, 1, resp.Deltas)
+}
+
+func TestPartialFailsAtTheEndOnAMissingField(t *testing.T) {
+	received := 0
+	m := &chunked{received: &received, texts: [][]string{{`{"answer":"x"`, `}`}}}
+	pl := build(t, partialPlan("enforce", false), m)
+	text, _, err := streamThrough(t, pl, &received)
+	var ce *outputcoerce.CoercionError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, []outputcoerce.Diagnostic{{Path: "", Message: "missing properties: 'citations'"}}, ce.Diagnostics)
+	assert.Equal(t, `{"answer":"x"`, text)
+}
+
+func TestPartialRetryReasksWhenNothingWasDelivered(t *testing.T) {
+	received := 0
+	m := &chunked{received: &received, texts: [][]string{{`["no"]`}, {`{"answer":"y",`, `"citations":[]}`}}}
+	pl := build(t, partialPlan("enforce", true), m)
+	text, resp, err := streamThrough(t, pl, &received)
+	require.NoError(t, err)
+	assert.Equal(t, `{"answer":"y","citations":[]}`, text)
+	assert.Equal(t, 2, resp.Attempts, "the first delta was refused before reaching the caller: a retry may re-ask")
+}
+
+func TestPartialRetryDoesNotReaskAfterOutput(t *testing.T) {
+	received := 0
+	m := &chunked{received: &received, texts: [][]string{{`{"answer":"y",`, `"citations":[1]}`}, {`{"answer":"y","citations":[]}`}}}
+	pl := build(t, partialPlan("enforce", true), m)
+	_, resp, err := streamThrough(t, pl, &received)
+	var ce *outputcoerce.CoercionError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, 1, resp.Attempts, "output reached the caller: no re-ask")
+	assert.Equal(t, 1, m.calls)
+}
+
+func TestPartialAnnotateStreamsEverything(t *testing.T) {
+	received := 0
+	m := &chunked{received: &received, texts: [][]string{{`{"answer":`, `42}`}}}
+	pl := build(t, partialPlan("annotate", false), m)
+	text, resp, err := streamThrough(t, pl, &received)
+	require.NoError(t, err)
+	assert.Equal(t, `{"answer":42}`, text)
+	a, ok := outputcoerce.AnnotationOf(resp, "shape")
+	require.True(t, ok)
+	assert.False(t, a.Valid)
+	assert.Equal(t, []outputcoerce.Diagnostic{{Path: "/answer", Message: "expected string, but got number"}}, a.Diagnostics)
+}
+
+func TestPartialToolCallsStreamUnchecked(t *testing.T) {
+	m := runtime.ModelFunc(func(_ context.Context, _ *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+		yield(runtime.Delta{ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: "c1", Name: "lookup", Arguments: `{}`}}})
+		return nil
+	})
+	pl := build(t, partialPlan("enforce", false), m)
+	resp, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: userMsg})
+	require.NoError(t, err)
+	assert.Len(t, resp.ToolCalls, 1)
+}
+
+func TestPartialIsChatOnly(t *testing.T) {
+	p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("output_coerce", `{"partial":true}`)}})
+	_, err := runtime.Build(context.Background(), p, runtime.Deps{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "partial applies to the chat stage only")
+}
+
+func BenchmarkPartialSmallObject(b *testing.B) {
+	out := `{"answer":"the refund was issued","citations":["kb/12","kb/40"],"score":0.9}`
+	m := runtime.ModelFunc(func(_ context.Context, _ *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+		for i := 0; i < len(out); i += 8 {
+			if !yield(runtime.Delta{Text: out[i:min(i+8, len(out))]}) {
+				return nil
+			}
+		}
+		return nil
+	})
+	pl := build(b, partialPlan("enforce", false), m)
+	ctx := context.Background()
+	req := runtime.ChatRequest{Model: "primary", Messages: userMsg}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := pl.Stream(ctx, req, func(runtime.Delta) bool { return true }); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

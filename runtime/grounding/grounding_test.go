@@ -1,0 +1,154 @@
+package grounding_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/runtime/grounding"
+)
+
+const sources = "Sources for {{.Query}}:\n{{range .Items}}[{{.Source}}#{{.Index}} {{printf \"%.1f\" .Score}}] {{.Content}}\n{{end}}"
+
+func TestParseChecksFields(t *testing.T) {
+	tests := []struct {
+		name, src string
+		offset    int
+		msg       string // "" when valid
+	}{
+		{"valid", sources, 0, ""},
+		{"metadata is not checked", `{{range .Items}}{{.Metadata.tier}}{{index .Metadata "x"}}{{end}}`, 0, ""},
+		{"with narrows the dot", `{{with .Items}}{{range .}}{{.ID}}{{end}}{{end}}`, 0, ""},
+		{"variables are not checked", `{{range $i, $it := .Items}}{{$it.Whatever}}{{end}}`, 0, ""},
+		{"defined templates are not checked", `{{define "x"}}{{.Content}}{{end}}{{range .Items}}{{template "x" .}}{{end}}`, 0, ""},
+		{"typo in an item field", "{{range .Items}}\n{{.Contnet}}{{end}}", 19, "template: an item has no field Contnet (it has .ID, .Content, .Source, .Score, .Metadata, .Index)"},
+		{"typo at the root", `x {{.Itms}}`, 4, "template: the data has no field Itms (it has .Query, .Items)"},
+		{"field of a string", `{{.Query.Text}}`, 8, "template: .Query is a string and has no field Text"},
+		{"item field outside range", `{{.Content}}`, 2, "template: the data has no field Content (it has .Query, .Items)"},
+		{"parse error at the start of its line", "ok\n{{range .Items}}\n{{.Content}", 20, "template: bad character U+007D '}'"},
+		{"unclosed range", "{{range .Items}}{{.Content}}", 0, "template: unexpected EOF"},
+		{"range over a number", `{{range 1000000000}}x{{end}}`, 8, "template: range over a number written in the template is not allowed; range over .Items"},
+		{"range over a number through a function", `{{range or 1000000000 .Items}}x{{end}}`, 8, "template: range over a number written in the template is not allowed; range over .Items"},
+		{"range over a variable bound to a number", `{{$n := 1000000000}}{{range $n}}x{{end}}`, 28, "template: range over a number written in the template is not allowed; range over .Items"},
+		{"range over len is fine", `{{range $i := len .Items}}{{$i}}{{end}}`, 0, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := grounding.Parse(tt.src)
+			if tt.msg == "" {
+				require.NoError(t, err)
+				return
+			}
+			var ge *grounding.Error
+			require.ErrorAs(t, err, &ge)
+			assert.Equal(t, tt.msg, ge.Message)
+			assert.Equal(t, tt.offset, ge.Offset)
+		})
+	}
+}
+
+func estimate(s string) int64 { return int64(len(s)+3) / 4 }
+
+func items() []grounding.Item {
+	return []grounding.Item{
+		{Index: 0, Source: "kb", Content: strings.Repeat("a", 40), Score: 0.5},
+		{Index: 1, Source: "kb", Content: strings.Repeat("b", 40), Score: 0.9},
+		{Index: 2, Source: "web", Content: strings.Repeat("c", 40), Score: 0.2},
+		{Index: 3, Source: "kb", Content: strings.Repeat("d", 40), Score: 0.7},
+	}
+}
+
+func TestFitDropsTheLowestScoredFirst(t *testing.T) {
+	tpl, err := grounding.Parse(`{{range .Items}}{{.Content}}|{{end}}`)
+	require.NoError(t, err)
+	for _, tt := range []struct {
+		budget      int64
+		kept, dropp []int
+	}{
+		{0, []int{0, 1, 2, 3}, nil},    // no budget
+		{1000, []int{0, 1, 2, 3}, nil}, // all fit (164 bytes, 41 tokens)
+		{41, []int{0, 1, 2, 3}, nil},   // exactly
+		{40, []int{0, 1, 3}, []int{2}}, // 0.2 goes first
+		{21, []int{1, 3}, []int{0, 2}}, // then 0.5
+		{11, []int{1}, []int{0, 2, 3}}, // the best alone: 41 bytes, 11 tokens
+		{10, nil, []int{0, 1, 2, 3}},   // nothing fits: no block
+	} {
+		block, kept, dropped, err := tpl.Fit("q", items(), tt.budget, estimate)
+		require.NoError(t, err)
+		assert.Equal(t, tt.kept, indexes(kept), "budget %d", tt.budget)
+		assert.Equal(t, tt.dropp, indexes(dropped), "budget %d", tt.budget)
+		if tt.kept == nil {
+			assert.Empty(t, block)
+			continue
+		}
+		if tt.budget > 0 {
+			assert.LessOrEqual(t, estimate(block), tt.budget)
+		}
+		assert.Equal(t, len(tt.kept)*41, len(block), "the block renders the kept items, in retrieval order")
+	}
+}
+
+func TestFitTiesKeepRetrievalOrder(t *testing.T) {
+	tpl, err := grounding.Parse(`{{range .Items}}{{.Content}}{{end}}`)
+	require.NoError(t, err)
+	in := []grounding.Item{{Index: 0, Content: "xxxx", Score: 1}, {Index: 1, Content: "yyyy", Score: 1}}
+	block, kept, dropped, err := tpl.Fit("", in, 1, estimate)
+	require.NoError(t, err)
+	assert.Equal(t, "xxxx", block)
+	assert.Equal(t, []int{0}, indexes(kept))
+	assert.Equal(t, []int{1}, indexes(dropped))
+}
+
+func TestRenderError(t *testing.T) {
+	tpl, err := grounding.Parse(`{{range .Items}}{{index .Metadata.list 3}}{{end}}`)
+	require.NoError(t, err)
+	_, _, _, err = tpl.Fit("", []grounding.Item{{Metadata: map[string]any{"list": []any{1}}}}, 0, estimate)
+	assert.ErrorContains(t, err, "render")
+}
+
+func TestRenderBounds(t *testing.T) {
+	tpl, err := grounding.Parse(`{{range .Items}}{{.Content}}{{end}}`)
+	require.NoError(t, err)
+	big := strings.Repeat("x", grounding.MaxBlockBytes/2+1)
+	_, err = tpl.Render("", []grounding.Item{{Content: big}, {Content: big}})
+	assert.ErrorContains(t, err, "exceeds 1048576 bytes")
+
+	for _, src := range []string{`{{printf "%1000000000d" 1}}`, `{{printf "%.5000f" 1.0}}`, `{{printf "%*d" 1000000000 1}}`} {
+		tpl, err := grounding.Parse(src)
+		require.NoError(t, err, src)
+		_, err = tpl.Render("", nil)
+		assert.ErrorContains(t, err, "printf: a width or precision", src)
+	}
+	tpl, err = grounding.Parse(`{{printf "%5.2f|%-4s|%%|%[1]v" 3.14159 "ab"}}`)
+	require.NoError(t, err)
+	out, err := tpl.Render("", nil)
+	require.NoError(t, err)
+	assert.Equal(t, " 3.14|ab  |%|3.14159", out)
+}
+
+func indexes(items []grounding.Item) []int {
+	var out []int
+	for _, it := range items {
+		out = append(out, it.Index)
+	}
+	return out
+}
+
+// BenchmarkFit renders 32 items of about 200 bytes with a budget that holds
+// about half of them (a bisection over the ranking).
+func BenchmarkFit(b *testing.B) {
+	tpl, err := grounding.Parse(sources)
+	require.NoError(b, err)
+	in := make([]grounding.Item, 32)
+	for i := range in {
+		in[i] = grounding.Item{Index: i, Source: "kb", Content: strings.Repeat("word ", 40), Score: float64((i*7)%32) / 32}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, kept, _, err := tpl.Fit("refunds", in, 900, estimate); err != nil || len(kept) == 0 {
+			b.Fatal(err, len(kept))
+		}
+	}
+}
