@@ -132,6 +132,7 @@ func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[anthropic
 		stopped bool
 		// tools maps content block indexes to tool-call indexes.
 		tools []int64
+		slab  wire.ToolCallSlab
 	)
 	emit := func(d runtime.Delta) bool {
 		if deltas == 0 {
@@ -165,7 +166,9 @@ func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[anthropic
 			switch cb.Type {
 			case "tool_use":
 				tools = append(tools, ev.Index)
-				if !emit(runtime.Delta{ToolCalls: []runtime.ToolCallDelta{{Index: len(tools) - 1, ID: cb.ID, Name: cb.Name}}}) {
+				tc := slab.Take(1)
+				tc[0] = runtime.ToolCallDelta{Index: len(tools) - 1, ID: cb.ID, Name: cb.Name}
+				if !emit(runtime.Delta{ToolCalls: tc}) {
 					return nil
 				}
 			case "text":
@@ -181,7 +184,9 @@ func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[anthropic
 				}
 			case "input_json_delta":
 				if i := toolIndex(ev.Index); i >= 0 && ev.Delta.PartialJSON != "" {
-					if !emit(runtime.Delta{ToolCalls: []runtime.ToolCallDelta{{Index: i, Arguments: ev.Delta.PartialJSON}}}) {
+					tc := slab.Take(1)
+					tc[0] = runtime.ToolCallDelta{Index: i, Arguments: ev.Delta.PartialJSON}
+					if !emit(runtime.Delta{ToolCalls: tc}) {
 						return nil
 					}
 				}

@@ -128,6 +128,7 @@ func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[openai.Ch
 		finish   string
 		usage    runtime.Usage
 		hasUsage bool
+		slab     wire.ToolCallSlab
 	)
 	for stream.Next() {
 		if err := ctx.Err(); err != nil {
@@ -153,7 +154,7 @@ func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[openai.Ch
 				d.Text = ch.Delta.Refusal
 			}
 			if n := len(ch.Delta.ToolCalls); n > 0 {
-				d.ToolCalls = make([]runtime.ToolCallDelta, n)
+				d.ToolCalls = slab.Take(n)
 				for k := range ch.Delta.ToolCalls {
 					tc := &ch.Delta.ToolCalls[k]
 					idx := int(tc.Index)

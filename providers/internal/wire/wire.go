@@ -197,3 +197,23 @@ func (c Call) Truncated(afterDeltas int) error {
 
 // Base64 returns the standard base64 encoding of b.
 func Base64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+
+// ToolCallSlab hands out the ToolCalls slices of a stream's deltas from
+// shared backing arrays, so that a stream of tool-call fragments allocates
+// once per slabSize fragments instead of once per delta. Each slice is
+// capped at its length: a consumer that keeps or appends to one never
+// touches another's elements. The zero value is ready to use; it is not
+// safe for concurrent use (one per stream).
+type ToolCallSlab struct{ free []runtime.ToolCallDelta }
+
+const slabSize = 16
+
+// Take returns a slice of n zeroed elements.
+func (s *ToolCallSlab) Take(n int) []runtime.ToolCallDelta {
+	if len(s.free) < n {
+		s.free = make([]runtime.ToolCallDelta, max(n, slabSize))
+	}
+	out := s.free[:n:n]
+	s.free = s.free[n:]
+	return out
+}
