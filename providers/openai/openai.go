@@ -131,7 +131,7 @@ func (c *Client) Stream(ctx context.Context, req *runtime.ChatRequest, yield fun
 		return c.call.Truncated(0)
 	}
 	defer events.Close()
-	return c.consume(ctx, events, yield)
+	return c.consume(ctx, events, func() { wire.Drain(raw.Body) }, yield)
 }
 
 // chunk is what the client reads of a chat.completion.chunk.
@@ -168,8 +168,9 @@ type chunk struct {
 
 // consume turns the chunks of events into deltas. As the SDK's own stream
 // does, it ends at [DONE], fails at an event with an "error" member, and
-// reads a field whose JSON type is not the expected one as zero.
-func (c *Client) consume(ctx context.Context, events ssestream.Decoder, yield func(runtime.Delta) bool) error {
+// reads a field whose JSON type is not the expected one as zero. After the
+// last delta of a complete stream it calls drain.
+func (c *Client) consume(ctx context.Context, events ssestream.Decoder, drain func(), yield func(runtime.Delta) bool) error {
 	var (
 		deltas   int
 		finish   string
@@ -248,6 +249,7 @@ func (c *Client) consume(ctx context.Context, events ssestream.Decoder, yield fu
 		last.Usage = usage
 	}
 	yield(last)
+	drain()
 	return nil
 }
 

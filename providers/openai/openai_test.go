@@ -234,3 +234,34 @@ func TestMalformedChunkFailsTheStream(t *testing.T) {
 	ce := ssetest.CallError(t, err, testKey)
 	assert.Equal(t, runtime.KindTransient, ce.Kind)
 }
+
+func TestCompleteStreamsReuseOneConnection(t *testing.T) {
+	// After [DONE] the client reads the end of the response, so that its
+	// connection goes back to the pool instead of being discarded.
+	var replies []ssetest.Reply
+	for range 20 {
+		replies = append(replies, ssetest.Reply{Body: ssetest.Transcript(t, "text.sse")})
+	}
+	s := ssetest.New(t, replies...)
+	c := client(t, s)
+	for range 20 {
+		ds, err := ssetest.Collect(t, c, hi())
+		require.NoError(t, err)
+		require.Equal(t, "Hello! How can I help you today?", ssetest.Text(ds))
+	}
+	assert.Equal(t, 1, s.Conns(), "twenty sequential streams over one connection")
+}
+
+func TestResponseHeldOpenAfterDoneIsLeftPromptly(t *testing.T) {
+	s := ssetest.New(t, ssetest.Reply{Body: ssetest.Transcript(t, "text.sse"), HoldOpen: true})
+	start := time.Now()
+	ds, err := ssetest.Collect(t, client(t, s), hi())
+	require.NoError(t, err)
+	assert.Equal(t, "stop", ds[len(ds)-1].FinishReason)
+	assert.Less(t, time.Since(start), 2*time.Second, "the client does not wait for a response that never ends")
+	select {
+	case <-s.Gone:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the held response's connection was not closed")
+	}
+}

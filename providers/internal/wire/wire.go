@@ -217,3 +217,24 @@ func (s *ToolCallSlab) Take(n int) []runtime.ToolCallDelta {
 	s.free = s.free[n:]
 	return out
 }
+
+// Drain limits: a finished response's rest is read for at most drainWait
+// and drainLimit bytes.
+const (
+	drainWait  = 100 * time.Millisecond
+	drainLimit = 64 << 10
+)
+
+// Drain reads what is left of a response whose stream has ended (at
+// OpenAI's [DONE] that is normally the end of the chunked encoding, already
+// on its way) and closes it, so that its connection goes back to the pool:
+// net/http discards a connection whose response body is closed before its
+// end, and the next call pays a new connection. A server that does not end
+// the response within drainWait or drainLimit bytes has its connection
+// closed.
+func Drain(body io.ReadCloser) {
+	t := time.AfterFunc(drainWait, func() { _ = body.Close() })
+	_, _ = io.Copy(io.Discard, io.LimitReader(body, drainLimit))
+	t.Stop()
+	_ = body.Close()
+}
