@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -179,9 +180,11 @@ func (r *loadRig) openLoop(to route, rate int, d time.Duration) ([]time.Duration
 }
 
 // closedLoop runs workers back-to-back callers for d and returns the
-// completed requests per second.
-func (r *loadRig) closedLoop(to route, workers int, d time.Duration) (float64, int) {
+// completed requests per second, and the CPU time the process (client,
+// gateway and upstream together) spent per request.
+func (r *loadRig) closedLoop(to route, workers int, d time.Duration) (float64, int, time.Duration) {
 	var done, failed atomic.Int64
+	cpu0 := processCPU()
 	stop := time.Now().Add(d)
 	var wg sync.WaitGroup
 	for range workers {
@@ -196,7 +199,17 @@ func (r *loadRig) closedLoop(to route, workers int, d time.Duration) (float64, i
 		})
 	}
 	wg.Wait()
-	return float64(done.Load()) / d.Seconds(), int(failed.Load())
+	cpu := (processCPU() - cpu0) / time.Duration(max(done.Load(), 1))
+	return float64(done.Load()) / d.Seconds(), int(failed.Load()), cpu
+}
+
+// processCPU returns the CPU time (user and system) the process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func pct(sorted []time.Duration, p float64) time.Duration {
@@ -240,11 +253,12 @@ func TestGatewayLoad(t *testing.T) {
 		t.Logf("%-12s adds at %d req/s: p50 %v  p90 %v  p99 %v", to, rate, p[to][0]-p[toDirect][0], p[to][1]-p[toDirect][1], p[to][2]-p[toDirect][2])
 	}
 	for _, to := range routes {
-		tput, failed := r.closedLoop(to, workers, d)
+		conns := upstreamConns.Load()
+		tput, failed, cpu := r.closedLoop(to, workers, d)
 		if failed > 0 {
 			t.Errorf("%s: %d requests failed at saturation", to, failed)
 		}
-		t.Logf("%-12s saturation with %d workers: %.0f req/s (%d upstream connections so far)", to, workers, tput, upstreamConns.Load())
+		t.Logf("%-12s saturation with %d workers: %.0f req/s, %v of CPU per request, %d new upstream connections", to, workers, tput, cpu, upstreamConns.Load()-conns)
 	}
 }
 
