@@ -164,3 +164,34 @@ func TestRequestCarriesTheCallModel(t *testing.T) {
 		"metadata": {"user_id": "u-42"}
 	}`, string(s.Bodies()[0]))
 }
+
+func TestCompleteStreamsReuseOneConnection(t *testing.T) {
+	var replies []ssetest.Reply
+	for range 20 {
+		replies = append(replies, ssetest.Reply{Body: ssetest.Transcript(t, "text.sse")})
+	}
+	s := ssetest.New(t, replies...)
+	c := client(t, s)
+	for range 20 {
+		ds, err := ssetest.Collect(t, c, hi())
+		require.NoError(t, err)
+		require.NotEmpty(t, ssetest.Text(ds))
+	}
+	assert.Equal(t, 1, s.Conns(), "twenty sequential streams over one connection")
+}
+
+func TestFieldOfUnexpectedTypeReadsAsZero(t *testing.T) {
+	// A field the client reads sent with another JSON type is lost, not
+	// the stream.
+	body := "event: message_start\n" + `data: {"type":"message_start","message":{"usage":{"input_tokens":"12","output_tokens":1}}}` + "\n\n" +
+		"event: content_block_start\n" + `data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}` + "\n\n" +
+		"event: content_block_delta\n" + `data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}` + "\n\n" +
+		"event: message_delta\n" + `data: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":2}}` + "\n\n" +
+		"event: message_stop\n" + `data: {"type":"message_stop"}` + "\n\n"
+	s := ssetest.New(t, ssetest.Reply{Body: body})
+	ds, err := ssetest.Collect(t, client(t, s), hi())
+	require.NoError(t, err)
+	assert.Equal(t, "Hi", ssetest.Text(ds))
+	assert.Equal(t, runtime.Usage{OutputTokens: 2}, sum(ds))
+	assert.Equal(t, "stop", ds[len(ds)-1].FinishReason)
+}
