@@ -236,20 +236,8 @@ func TestMalformedChunkFailsTheStream(t *testing.T) {
 }
 
 func TestCompleteStreamsReuseOneConnection(t *testing.T) {
-	// After [DONE] the client reads the end of the response, so that its
-	// connection goes back to the pool instead of being discarded.
-	var replies []ssetest.Reply
-	for range 20 {
-		replies = append(replies, ssetest.Reply{Body: ssetest.Transcript(t, "text.sse")})
-	}
-	s := ssetest.New(t, replies...)
-	c := client(t, s)
-	for range 20 {
-		ds, err := ssetest.Collect(t, c, hi())
-		require.NoError(t, err)
-		require.Equal(t, "Hello! How can I help you today?", ssetest.Text(ds))
-	}
-	assert.Equal(t, 1, s.Conns(), "twenty sequential streams over one connection")
+	ssetest.AssertOneConnection(t, func(t testing.TB, s *ssetest.Server) runtime.ModelClient { return client(t, s) },
+		ssetest.Transcript(t, "text.sse"), hi(), 20)
 }
 
 func TestResponseHeldOpenAfterDoneIsLeftPromptly(t *testing.T) {
