@@ -128,7 +128,7 @@ func AssertAllocsPerDelta(t *testing.T, deltas int, max float64, cases []StreamC
 // reports.
 func AddedPerDelta(b *testing.B, deltas int, bare, client func() error) {
 	b.Helper()
-	now, release, _ := threadClock()
+	now, release := threadClock()
 	defer release()
 	run := func(f func() error) time.Duration {
 		start := now()

@@ -11,7 +11,7 @@ import (
 // func that releases the thread: on a loaded machine it counts the work of
 // a run, not the time it waited for a core. The caller's goroutine is
 // locked to its thread until release.
-func threadClock() (now func() time.Duration, release func(), cpu bool) {
+func threadClock() (now func() time.Duration, release func()) {
 	runtime.LockOSThread()
 	return func() time.Duration {
 		var ts unix.Timespec
@@ -19,5 +19,5 @@ func threadClock() (now func() time.Duration, release func(), cpu bool) {
 			panic(err)
 		}
 		return time.Duration(ts.Nano())
-	}, runtime.UnlockOSThread, true
+	}, runtime.UnlockOSThread
 }
