@@ -1,10 +1,8 @@
 package serve
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,6 +14,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -38,9 +37,9 @@ import (
 // loadRig is an upstream and a gateway in front of it, with the request
 // each is sent.
 type loadRig struct {
-	upstream, gateway, lean string
-	direct, via             []byte
-	client                  *http.Client
+	upstream, gateway string
+	direct, via       []byte
+	client            *http.Client
 }
 
 // route is where a load sends its requests.
@@ -49,10 +48,9 @@ type route int
 const (
 	toDirect  route = iota // the upstream itself
 	toGateway              // the gateway, its models on the openai provider
-	toLean                 // the gateway, its models on leanOpenAI
 )
 
-func (r route) String() string { return [...]string{"direct", "gateway", "gateway-lean"}[r] }
+func (r route) String() string { return [...]string{"direct", "gateway"}[r] }
 
 // upstreamConns counts the connections the upstream accepted.
 var upstreamConns atomic.Int64
@@ -84,8 +82,8 @@ func newLoadRig(tb testing.TB) *loadRig {
 	if err := os.WriteFile(dir+"/policy.cue", []byte(fmt.Sprintf(gatewayPolicy, up.URL, up.URL, sha(clientKey), typicalChain)), 0o644); err != nil {
 		tb.Fatal(err)
 	}
-	serve := func(models func(context.Context, *plan.Plan) (map[string]runtime.ModelClient, error)) string {
-		srv, err := New(context.Background(), Options{Source: cueSource(dir), WatchInterval: -1, Models: models,
+	serve := func() string {
+		srv, err := New(context.Background(), Options{Source: cueSource(dir), WatchInterval: -1,
 			// The access log is formatted as in production, and dropped.
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		if err != nil {
@@ -104,15 +102,10 @@ func newLoadRig(tb testing.TB) *loadRig {
 	body := func(model string) []byte {
 		return []byte(`{"model":"` + model + `","stream":true,"messages":[{"role":"system","content":"You are a support agent."},{"role":"user","content":"Where is my order A1234?"}]}`)
 	}
-	upstreamClient := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4096, DisableCompression: true}}
 	return &loadRig{
 		upstream: up.URL + "/v1/chat/completions",
-		gateway:  serve(nil),
-		lean: serve(func(context.Context, *plan.Plan) (map[string]runtime.ModelClient, error) {
-			return map[string]runtime.ModelClient{"primary": &leanOpenAI{url: up.URL + "/v1/chat/completions", key: openAIKey,
-				model: "gpt-4.1-mini", client: upstreamClient}}, nil
-		}),
-		direct: body("gpt-4.1-mini"), via: body("primary"),
+		gateway:  serve(),
+		direct:   body("gpt-4.1-mini"), via: body("primary"),
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4096, DisableCompression: true}},
 	}
 }
@@ -120,11 +113,8 @@ func newLoadRig(tb testing.TB) *loadRig {
 // call streams one completion and reads it to its end.
 func (r *loadRig) call(to route) error {
 	url, body := r.upstream, r.direct
-	switch to {
-	case toGateway:
+	if to == toGateway {
 		url, body = r.gateway, r.via
-	case toLean:
-		url, body = r.lean, r.via
 	}
 	req, err := http.NewRequest("POST", url, bytes.NewReader(body))
 	if err != nil {
@@ -149,7 +139,7 @@ func (r *loadRig) call(to route) error {
 
 func BenchmarkGateway(b *testing.B) {
 	r := newLoadRig(b)
-	for _, to := range []route{toDirect, toGateway, toLean} {
+	for _, to := range []route{toDirect, toGateway} {
 		b.Run(to.String(), func(b *testing.B) {
 			for range b.N {
 				if err := r.call(to); err != nil {
@@ -190,9 +180,11 @@ func (r *loadRig) openLoop(to route, rate int, d time.Duration) ([]time.Duration
 }
 
 // closedLoop runs workers back-to-back callers for d and returns the
-// completed requests per second.
-func (r *loadRig) closedLoop(to route, workers int, d time.Duration) (float64, int) {
+// completed requests per second, and the CPU time the process (client,
+// gateway and upstream together) spent per request.
+func (r *loadRig) closedLoop(to route, workers int, d time.Duration) (float64, int, time.Duration) {
 	var done, failed atomic.Int64
+	cpu0 := processCPU()
 	stop := time.Now().Add(d)
 	var wg sync.WaitGroup
 	for range workers {
@@ -207,7 +199,17 @@ func (r *loadRig) closedLoop(to route, workers int, d time.Duration) (float64, i
 		})
 	}
 	wg.Wait()
-	return float64(done.Load()) / d.Seconds(), int(failed.Load())
+	cpu := (processCPU() - cpu0) / time.Duration(max(done.Load(), 1))
+	return float64(done.Load()) / d.Seconds(), int(failed.Load()), cpu
+}
+
+// processCPU returns the CPU time (user and system) the process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func pct(sorted []time.Duration, p float64) time.Duration {
@@ -232,12 +234,12 @@ func TestGatewayLoad(t *testing.T) {
 	rate := envInt("AGENTC_SERVE_LOAD_RATE", 1000)
 	workers := envInt("AGENTC_SERVE_LOAD_WORKERS", 32)
 	r := newLoadRig(t)
-	routes := []route{toDirect, toGateway, toLean}
+	routes := []route{toDirect, toGateway}
 	// Warm the connections, the pools and the pipelines.
 	for _, to := range routes {
 		r.closedLoop(to, workers, time.Second)
 	}
-	var p [3][4]time.Duration
+	var p [2][4]time.Duration
 	for _, to := range routes {
 		lat, failed, late := r.openLoop(to, rate, d)
 		if failed > 0 {
@@ -251,88 +253,13 @@ func TestGatewayLoad(t *testing.T) {
 		t.Logf("%-12s adds at %d req/s: p50 %v  p90 %v  p99 %v", to, rate, p[to][0]-p[toDirect][0], p[to][1]-p[toDirect][1], p[to][2]-p[toDirect][2])
 	}
 	for _, to := range routes {
-		tput, failed := r.closedLoop(to, workers, d)
+		conns := upstreamConns.Load()
+		tput, failed, cpu := r.closedLoop(to, workers, d)
 		if failed > 0 {
 			t.Errorf("%s: %d requests failed at saturation", to, failed)
 		}
-		t.Logf("%-12s saturation with %d workers: %.0f req/s (%d upstream connections so far)", to, workers, tput, upstreamConns.Load())
+		t.Logf("%-12s saturation with %d workers: %.0f req/s, %v of CPU per request, %d new upstream connections", to, workers, tput, cpu, upstreamConns.Load()-conns)
 	}
-}
-
-// leanOpenAI is a minimal client of the Chat Completions stream: the same
-// wire exchange as the openai provider, decoded with encoding/json into
-// the few fields a delta needs. A host can hand such a client to the
-// gateway (Options.Models); here it tells the gateway's own cost from the
-// provider SDK's.
-type leanOpenAI struct {
-	url, key, model string
-	client          *http.Client
-}
-
-type leanChunk struct {
-	Choices []struct {
-		Delta struct {
-			Content string `json:"content"`
-		} `json:"delta"`
-		FinishReason string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage *struct {
-		PromptTokens     int64 `json:"prompt_tokens"`
-		CompletionTokens int64 `json:"completion_tokens"`
-	} `json:"usage"`
-}
-
-func (c *leanOpenAI) Stream(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
-	body, err := json.Marshal(map[string]any{"model": c.model, "stream": true, "messages": req.Messages,
-		"stream_options": map[string]bool{"include_usage": true}})
-	if err != nil {
-		return err
-	}
-	hr, err := http.NewRequestWithContext(ctx, "POST", c.url, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	hr.Header.Set("Authorization", "Bearer "+c.key)
-	hr.Header.Set("Content-Type", "application/json")
-	resp, err := c.client.Do(hr)
-	if err != nil {
-		return &runtime.CallError{Kind: runtime.KindTransient, Err: err}
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != 200 {
-		return &runtime.CallError{Status: resp.StatusCode}
-	}
-	sc := bufio.NewScanner(resp.Body)
-	var last runtime.Delta
-	for sc.Scan() {
-		data, ok := bytes.CutPrefix(sc.Bytes(), []byte("data: "))
-		if !ok {
-			continue
-		}
-		if string(data) == "[DONE]" {
-			yield(last)
-			return nil
-		}
-		var ch leanChunk
-		if err := json.Unmarshal(data, &ch); err != nil {
-			return &runtime.CallError{Kind: runtime.KindTransient, Err: err}
-		}
-		if ch.Usage != nil {
-			last.Usage = runtime.Usage{InputTokens: ch.Usage.PromptTokens, OutputTokens: ch.Usage.CompletionTokens}
-		}
-		for _, c := range ch.Choices {
-			if c.FinishReason != "" {
-				last.FinishReason = c.FinishReason
-			}
-			if c.Delta.Content != "" && !yield(runtime.Delta{Text: c.Delta.Content}) {
-				return nil
-			}
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return &runtime.CallError{Kind: runtime.KindTransient, Err: err}
-	}
-	return &runtime.CallError{Kind: runtime.KindTransient, Message: "stream ended before [DONE]"}
 }
 
 // discardWriter is a response writer that drops what it is sent.

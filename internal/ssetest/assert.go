@@ -91,3 +91,23 @@ func RunStatusCases(t *testing.T, key string, newClient func(testing.TB, *Server
 func Case(name string, status int, header map[string]string, body string, kind runtime.ErrorKind, retryAfter time.Duration, message string) StatusCase {
 	return StatusCase{Name: name, Status: status, Header: header, Body: body, Kind: kind, RetryAfter: retryAfter, Message: message}
 }
+
+// AssertOneConnection streams transcript n times in a row through the
+// client newClient makes for one server, and asserts that every stream
+// completed over a single connection: a client that closes a finished
+// response before its end makes net/http discard the connection.
+func AssertOneConnection(t *testing.T, newClient func(testing.TB, *Server) runtime.ModelClient, transcript string, req runtime.ChatRequest, n int) {
+	t.Helper()
+	replies := make([]Reply, n)
+	for i := range replies {
+		replies[i] = Reply{Body: transcript}
+	}
+	s := New(t, replies...)
+	c := newClient(t, s)
+	for range n {
+		ds, err := Collect(t, c, req)
+		require.NoError(t, err)
+		require.NotEmpty(t, Text(ds))
+	}
+	assert.Equal(t, 1, s.Conns(), "%d sequential streams over one connection", n)
+}

@@ -8,11 +8,13 @@ package ssetest
 import (
 	"bytes"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -50,14 +52,24 @@ type Server struct {
 	headers []http.Header
 	times   []time.Time
 	// Gone receives one value when a HoldOpen reply sees its client leave.
-	Gone chan struct{}
+	Gone  chan struct{}
+	conns atomic.Int64
 }
+
+// Conns returns the number of connections the server accepted.
+func (s *Server) Conns() int { return int(s.conns.Load()) }
 
 // New starts a loopback server that serves replies; it closes at the end of
 // the test. A request beyond the replies fails the test.
 func New(t testing.TB, replies ...Reply) *Server {
 	s := &Server{t: t, replies: replies, Gone: make(chan struct{}, len(replies)+1)}
-	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	s.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			s.conns.Add(1)
+		}
+	}
+	s.Start()
 	t.Cleanup(s.Close)
 	return s
 }

@@ -24,7 +24,7 @@ func load(t *testing.T, oa, an *ssetest.Server, chat string) *runtime.Pipeline {
 }
 
 // loadWith is load with the policy's other fields (chains...) and deps.
-func loadWith(t *testing.T, oa, an *ssetest.Server, rest string, deps runtime.Deps) *runtime.Pipeline {
+func loadWith(t testing.TB, oa, an *ssetest.Server, rest string, deps runtime.Deps) *runtime.Pipeline {
 	t.Helper()
 	t.Setenv("AGENTC_TEST_OPENAI_KEY", "sk-oa-test-key-1234")
 	t.Setenv("AGENTC_TEST_ANTHROPIC_KEY", "sk-an-test-key-5678")
@@ -46,7 +46,7 @@ models: {
 	return pl
 }
 
-func transcript(t *testing.T, provider, name string) string {
+func transcript(t testing.TB, provider, name string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", provider, "testdata", name))
 	require.NoError(t, err)

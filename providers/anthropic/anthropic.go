@@ -116,13 +116,69 @@ func (c *Client) Stream(ctx context.Context, req *runtime.ChatRequest, yield fun
 	if err != nil {
 		return &runtime.CallError{Kind: runtime.KindPermanent, Message: fmt.Sprintf("anthropic %s: %v", c.cfg.Model, err)}
 	}
-	stream := c.msgs.NewStreaming(ctx, params, opts...)
+	// The SDK sends the request and frames the events (pings and error
+	// events included); the events are decoded into event, the few fields
+	// a delta needs, which costs a fraction of decoding the SDK's union.
+	var raw *http.Response
+	sdk := c.msgs.NewStreaming(ctx, params, append(opts, option.WithResponseInto(&raw))...)
+	defer sdk.Close()
+	if err := sdk.Err(); err != nil {
+		return c.failure(ctx, err, 0)
+	}
+	if raw == nil {
+		return c.call.Truncated(0)
+	}
+	stream := ssestream.NewStream[event](ssestream.NewDecoder(raw), nil)
 	defer stream.Close()
 	return c.consume(ctx, stream, yield)
 }
 
+// usage is what the client reads of a usage object.
+type usage struct {
+	InputTokens              int64 `json:"input_tokens"`
+	OutputTokens             int64 `json:"output_tokens"`
+	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+	OutputTokensDetails      struct {
+		ThinkingTokens int64 `json:"thinking_tokens"`
+	} `json:"output_tokens_details"`
+}
+
+// event is what the client reads of a stream event.
+type event struct {
+	Type    string `json:"type"`
+	Index   int64  `json:"index"`
+	Message struct {
+		Usage usage `json:"usage"`
+	} `json:"message"`
+	ContentBlock struct {
+		Type string `json:"type"`
+		ID   string `json:"id"`
+		Name string `json:"name"`
+		Text string `json:"text"`
+	} `json:"content_block"`
+	Delta struct {
+		Type        string `json:"type"`
+		Text        string `json:"text"`
+		PartialJSON string `json:"partial_json"`
+		StopReason  string `json:"stop_reason"`
+	} `json:"delta"`
+	Usage usage `json:"usage"`
+}
+
+// UnmarshalJSON decodes data, leaving zero the fields whose JSON type is
+// not theirs, as the SDK's own decoding does.
+func (e *event) UnmarshalJSON(data []byte) error {
+	type plain event
+	err := json.Unmarshal(data, (*plain)(e))
+	if _, ok := err.(*json.UnmarshalTypeError); ok {
+		return nil
+	}
+	return err
+}
+
 // consume turns the events of stream into deltas.
-func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[anthropic.MessageStreamEventUnion], yield func(runtime.Delta) bool) error {
+func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[event], yield func(runtime.Delta) bool) error {
 	var (
 		deltas  int
 		input   runtime.Usage // from message_start, sent on the first delta
@@ -132,6 +188,7 @@ func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[anthropic
 		stopped bool
 		// tools maps content block indexes to tool-call indexes.
 		tools []int64
+		slab  wire.ToolCallSlab
 	)
 	emit := func(d runtime.Delta) bool {
 		if deltas == 0 {
@@ -165,7 +222,9 @@ func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[anthropic
 			switch cb.Type {
 			case "tool_use":
 				tools = append(tools, ev.Index)
-				if !emit(runtime.Delta{ToolCalls: []runtime.ToolCallDelta{{Index: len(tools) - 1, ID: cb.ID, Name: cb.Name}}}) {
+				tc := slab.Take(1)
+				tc[0] = runtime.ToolCallDelta{Index: len(tools) - 1, ID: cb.ID, Name: cb.Name}
+				if !emit(runtime.Delta{ToolCalls: tc}) {
 					return nil
 				}
 			case "text":
@@ -181,14 +240,16 @@ func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[anthropic
 				}
 			case "input_json_delta":
 				if i := toolIndex(ev.Index); i >= 0 && ev.Delta.PartialJSON != "" {
-					if !emit(runtime.Delta{ToolCalls: []runtime.ToolCallDelta{{Index: i, Arguments: ev.Delta.PartialJSON}}}) {
+					tc := slab.Take(1)
+					tc[0] = runtime.ToolCallDelta{Index: i, Arguments: ev.Delta.PartialJSON}
+					if !emit(runtime.Delta{ToolCalls: tc}) {
 						return nil
 					}
 				}
 			}
 		case "message_delta":
 			if r := ev.Delta.StopReason; r != "" {
-				finish = finishReason(string(r))
+				finish = finishReason(r)
 			}
 			u := &ev.Usage
 			output.OutputTokens = u.OutputTokens

@@ -164,3 +164,24 @@ func TestRequestCarriesTheCallModel(t *testing.T) {
 		"metadata": {"user_id": "u-42"}
 	}`, string(s.Bodies()[0]))
 }
+
+func TestCompleteStreamsReuseOneConnection(t *testing.T) {
+	ssetest.AssertOneConnection(t, func(t testing.TB, s *ssetest.Server) runtime.ModelClient { return client(t, s) },
+		ssetest.Transcript(t, "text.sse"), hi(), 20)
+}
+
+func TestFieldOfUnexpectedTypeReadsAsZero(t *testing.T) {
+	// A field the client reads sent with another JSON type is lost, not
+	// the stream.
+	body := "event: message_start\n" + `data: {"type":"message_start","message":{"usage":{"input_tokens":"12","output_tokens":1}}}` + "\n\n" +
+		"event: content_block_start\n" + `data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}` + "\n\n" +
+		"event: content_block_delta\n" + `data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}` + "\n\n" +
+		"event: message_delta\n" + `data: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":2}}` + "\n\n" +
+		"event: message_stop\n" + `data: {"type":"message_stop"}` + "\n\n"
+	s := ssetest.New(t, ssetest.Reply{Body: body})
+	ds, err := ssetest.Collect(t, client(t, s), hi())
+	require.NoError(t, err)
+	assert.Equal(t, "Hi", ssetest.Text(ds))
+	assert.Equal(t, runtime.Usage{OutputTokens: 2}, sum(ds))
+	assert.Equal(t, "stop", ds[len(ds)-1].FinishReason)
+}

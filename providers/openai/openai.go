@@ -20,6 +20,7 @@
 package openai
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -116,26 +117,88 @@ func (c *Client) Stream(ctx context.Context, req *runtime.ChatRequest, yield fun
 	if err != nil {
 		return &runtime.CallError{Kind: runtime.KindPermanent, Message: fmt.Sprintf("openai %s: %v", c.cfg.Model, err)}
 	}
-	stream := c.chat.NewStreaming(ctx, params)
-	defer stream.Close()
-	return c.consume(ctx, stream, yield)
+	// The SDK sends the request and frames the server-sent events; the
+	// client decodes each chunk into chunk, the few fields a delta needs,
+	// which costs a fraction of decoding the SDK's full chunk type.
+	var raw *http.Response
+	sdk := c.chat.NewStreaming(ctx, params, option.WithResponseInto(&raw))
+	defer sdk.Close()
+	if err := sdk.Err(); err != nil {
+		return c.failure(ctx, err, 0)
+	}
+	events := ssestream.NewDecoder(raw)
+	if events == nil {
+		return c.call.Truncated(0)
+	}
+	defer events.Close()
+	return c.consume(ctx, events, func() { wire.Drain(raw.Body) }, yield)
 }
 
-// consume turns the chunks of stream into deltas.
-func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[openai.ChatCompletionChunk], yield func(runtime.Delta) bool) error {
+// chunk is what the client reads of a chat.completion.chunk.
+type chunk struct {
+	Choices []struct {
+		Index int64 `json:"index"`
+		Delta struct {
+			Content   string `json:"content"`
+			Refusal   string `json:"refusal"`
+			ToolCalls []struct {
+				Index    int64  `json:"index"`
+				ID       string `json:"id"`
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"delta"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *struct {
+		PromptTokens        int64 `json:"prompt_tokens"`
+		CompletionTokens    int64 `json:"completion_tokens"`
+		PromptTokensDetails struct {
+			CachedTokens int64 `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"`
+		CompletionTokensDetails struct {
+			ReasoningTokens int64 `json:"reasoning_tokens"`
+		} `json:"completion_tokens_details"`
+	} `json:"usage"`
+	// Error is set in an error event ({"error": ...}).
+	Error json.RawMessage `json:"error"`
+}
+
+// consume turns the chunks of events into deltas. As the SDK's own stream
+// does, it ends at [DONE], fails at an event with an "error" member, and
+// reads a field whose JSON type is not the expected one as zero. After the
+// last delta of a complete stream it calls drain.
+func (c *Client) consume(ctx context.Context, events ssestream.Decoder, drain func(), yield func(runtime.Delta) bool) error {
 	var (
 		deltas   int
 		finish   string
 		usage    runtime.Usage
 		hasUsage bool
+		slab     wire.ToolCallSlab
+		chunk    chunk
 	)
-	for stream.Next() {
+	for events.Next() {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		chunk := stream.Current()
-		if chunk.JSON.Usage.Valid() && (chunk.Usage.PromptTokens != 0 || chunk.Usage.CompletionTokens != 0) {
-			u := &chunk.Usage
+		ev := events.Event()
+		if bytes.HasPrefix(ev.Data, []byte("[DONE]")) {
+			break
+		}
+		// The choices' backing array is reused, its elements cleared.
+		clear(chunk.Choices[:cap(chunk.Choices)])
+		chunk.Choices, chunk.Usage, chunk.Error = chunk.Choices[:0], nil, nil
+		if err := json.Unmarshal(ev.Data, &chunk); err != nil {
+			if _, ok := err.(*json.UnmarshalTypeError); !ok {
+				return c.failure(ctx, err, deltas)
+			}
+		}
+		if chunk.Error != nil {
+			return c.failure(ctx, &ssestream.StreamError{Message: "received error while streaming: " + string(chunk.Error), Event: ev}, deltas)
+		}
+		if u := chunk.Usage; u != nil && (u.PromptTokens != 0 || u.CompletionTokens != 0) {
 			usage = runtime.Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens,
 				CachedInputTokens: u.PromptTokensDetails.CachedTokens, ReasoningTokens: u.CompletionTokensDetails.ReasoningTokens}
 			hasUsage = true
@@ -153,7 +216,7 @@ func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[openai.Ch
 				d.Text = ch.Delta.Refusal
 			}
 			if n := len(ch.Delta.ToolCalls); n > 0 {
-				d.ToolCalls = make([]runtime.ToolCallDelta, n)
+				d.ToolCalls = slab.Take(n)
 				for k := range ch.Delta.ToolCalls {
 					tc := &ch.Delta.ToolCalls[k]
 					idx := int(tc.Index)
@@ -172,7 +235,7 @@ func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[openai.Ch
 			}
 		}
 	}
-	if err := stream.Err(); err != nil {
+	if err := events.Err(); err != nil {
 		return c.failure(ctx, err, deltas)
 	}
 	if finish == "" {
@@ -186,6 +249,7 @@ func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[openai.Ch
 		last.Usage = usage
 	}
 	yield(last)
+	drain()
 	return nil
 }
 

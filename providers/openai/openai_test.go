@@ -209,3 +209,47 @@ func TestNewNeedsAModel(t *testing.T) {
 	_, err := openai.New(openai.Config{})
 	assert.ErrorContains(t, err, "no model id")
 }
+
+func TestFieldOfUnexpectedTypeReadsAsZero(t *testing.T) {
+	// A server that sends a field the client reads with another JSON type
+	// (a string index, a numeric refusal) loses that field, not the stream.
+	body := `data: {"choices":[{"index":0,"delta":{"content":"Hi","refusal":7},"finish_reason":null}]}` + "\n\n" +
+		`data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":"0","id":"call_1","function":{"name":"f","arguments":"{}"}}]},"finish_reason":null}]}` + "\n\n" +
+		`data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":"2"}}` + "\n\n" +
+		"data: [DONE]\n\n"
+	s := ssetest.New(t, ssetest.Reply{Body: body})
+	ds, err := ssetest.Collect(t, client(t, s), hi())
+	require.NoError(t, err)
+	assert.Equal(t, "Hi", ssetest.Text(ds))
+	calls := ssetest.ToolCalls(ds)
+	require.Len(t, calls, 1)
+	assert.Equal(t, "call_1", calls[0].ID)
+	assert.Equal(t, runtime.Delta{FinishReason: "stop", Usage: runtime.Usage{InputTokens: 3}}, ds[len(ds)-1])
+}
+
+func TestMalformedChunkFailsTheStream(t *testing.T) {
+	s := ssetest.New(t, ssetest.Reply{Body: `data: {"choices":[{"index":0,"delta":{"content":"Hi"}}]}` + "\n\n" + "data: {\"choices\":[\n\n"})
+	ds, err := ssetest.Collect(t, client(t, s), hi())
+	assert.Equal(t, "Hi", ssetest.Text(ds))
+	ce := ssetest.CallError(t, err, testKey)
+	assert.Equal(t, runtime.KindTransient, ce.Kind)
+}
+
+func TestCompleteStreamsReuseOneConnection(t *testing.T) {
+	ssetest.AssertOneConnection(t, func(t testing.TB, s *ssetest.Server) runtime.ModelClient { return client(t, s) },
+		ssetest.Transcript(t, "text.sse"), hi(), 20)
+}
+
+func TestResponseHeldOpenAfterDoneIsLeftPromptly(t *testing.T) {
+	s := ssetest.New(t, ssetest.Reply{Body: ssetest.Transcript(t, "text.sse"), HoldOpen: true})
+	start := time.Now()
+	ds, err := ssetest.Collect(t, client(t, s), hi())
+	require.NoError(t, err)
+	assert.Equal(t, "stop", ds[len(ds)-1].FinishReason)
+	assert.Less(t, time.Since(start), 2*time.Second, "the client does not wait for a response that never ends")
+	select {
+	case <-s.Gone:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the held response's connection was not closed")
+	}
+}

@@ -197,3 +197,44 @@ func (c Call) Truncated(afterDeltas int) error {
 
 // Base64 returns the standard base64 encoding of b.
 func Base64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+
+// ToolCallSlab hands out the ToolCalls slices of a stream's deltas from
+// shared backing arrays, so that a stream of tool-call fragments allocates
+// once per slabSize fragments instead of once per delta. Each slice is
+// capped at its length: a consumer that keeps or appends to one never
+// touches another's elements. The zero value is ready to use; it is not
+// safe for concurrent use (one per stream).
+type ToolCallSlab struct{ free []runtime.ToolCallDelta }
+
+const slabSize = 16
+
+// Take returns a slice of n zeroed elements.
+func (s *ToolCallSlab) Take(n int) []runtime.ToolCallDelta {
+	if len(s.free) < n {
+		s.free = make([]runtime.ToolCallDelta, max(n, slabSize))
+	}
+	out := s.free[:n:n]
+	s.free = s.free[n:]
+	return out
+}
+
+// Drain limits: a finished response's rest is read for at most drainWait
+// and drainLimit bytes.
+const (
+	drainWait  = 100 * time.Millisecond
+	drainLimit = 64 << 10
+)
+
+// Drain reads what is left of a response whose stream has ended (at
+// OpenAI's [DONE] that is normally the end of the chunked encoding, already
+// on its way) and closes it, so that its connection goes back to the pool:
+// net/http discards a connection whose response body is closed before its
+// end, and the next call pays a new connection. A server that does not end
+// the response within drainWait or drainLimit bytes has its connection
+// closed.
+func Drain(body io.ReadCloser) {
+	t := time.AfterFunc(drainWait, func() { _ = body.Close() })
+	_, _ = io.Copy(io.Discard, io.LimitReader(body, drainLimit))
+	t.Stop()
+	_ = body.Close()
+}
