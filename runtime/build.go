@@ -96,6 +96,10 @@ type Deps struct {
 	// Random is the source of backoff jitter (nil: the process's). A
 	// seeded one (NewSeededRandom) makes runs on a VirtualClock repeatable.
 	Random Random
+	// StateHold, when set, holds the state's background sinks: they deliver
+	// nothing until it is closed (or DrainState is called), so that a test
+	// fills the queue deterministically.
+	StateHold <-chan struct{}
 }
 
 // BuildContext is what a middleware's Provision sees: the plan, its own layer
@@ -217,6 +221,10 @@ type Pipeline struct {
 	// shared holds the values layers share within the pipeline
 	// (BuildContext.Shared).
 	shared map[string]any
+	// state is the compiled state section (nil: none) and states the run
+	// states by run id (state.go).
+	state  *stateEngine
+	states runStates
 }
 
 // LayerInfo describes one built layer.
@@ -352,6 +360,9 @@ func Build(ctx context.Context, p *plan.Plan, deps Deps) (*Pipeline, error) {
 		}
 	}()
 	if err := pl.build(ctx); err != nil {
+		return nil, err
+	}
+	if err := pl.buildState(ctx); err != nil {
 		return nil, err
 	}
 	pl.runs = newRunActivity(pl, runIdle)
@@ -563,6 +574,9 @@ func (pl *Pipeline) Close() error {
 func (pl *Pipeline) cleanup() error {
 	if pl.runs != nil {
 		pl.runs.close()
+	}
+	if pl.state != nil && pl.state.queue != nil {
+		pl.state.queue.close()
 	}
 	var errs []error
 	for i := len(pl.insts) - 1; i >= 0; i-- {

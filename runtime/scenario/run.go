@@ -73,6 +73,8 @@ type Result struct {
 	Trace []Span `json:"trace,omitempty"`
 	// Crashed reports that a tool item with crash ended the run.
 	Crashed bool `json:"crashed,omitempty"`
+	// State is the run's state, when the policy declares state fields.
+	State *StateSummary `json:"state,omitempty"`
 }
 
 // StepResult is the outcome of one step.
@@ -198,6 +200,11 @@ func Run(ctx context.Context, p *plan.Plan, s *Scenario, opts Options) (*Result,
 	// A seeded source of jitter: the run replays exactly.
 	deps := runtime.Deps{Models: models, Tools: f.tools(), Audit: audit, Logger: logger, Dir: opts.Dir, Clock: clock,
 		Random: runtime.NewSeededRandom(1)}
+	if s.HoldBackground {
+		hold := make(chan struct{})
+		defer close(hold)
+		deps.StateHold = hold
+	}
 	if opts.Wrap != nil {
 		opts.Wrap(&deps)
 	}
@@ -229,6 +236,13 @@ func Run(ctx context.Context, p *plan.Plan, s *Scenario, opts Options) (*Result,
 	res.Crashed = f.crashed.Load()
 	if opts.Inspect != nil {
 		opts.Inspect(pl)
+	}
+	if p.State != nil {
+		// The background sinks finish before the audit trail is read.
+		if err := pl.DrainState(ctx); err != nil {
+			return nil, err
+		}
+		res.State = &StateSummary{Fields: pl.StateFields(rctx), Background: pl.StateStats()}
 	}
 	res.Executions = f.executions()
 	res.Audit = auditEntries(audit.Records())
@@ -312,6 +326,8 @@ func (r *runner) run(ctx context.Context, path string, i int, st Step) StepResul
 		return r.turn(ctx, i, st.Turn)
 	case st.Agent != nil:
 		return r.agent(ctx, i, st.Agent)
+	case st.State != nil:
+		return r.state(ctx, i, st.State)
 	}
 	return StepResult{Index: i}
 }

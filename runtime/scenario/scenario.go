@@ -69,6 +69,10 @@ type Scenario struct {
 	Tools map[string][]ToolItem `json:"tools,omitempty"`
 	// Steps are the calls to make, in order.
 	Steps []Step `json:"steps"`
+	// HoldBackground holds the state's background sinks until the steps
+	// are done (runtime.Deps.StateHold): events past the queue's capacity
+	// are dropped, deterministically.
+	HoldBackground bool `json:"hold_background,omitempty"`
 }
 
 // The fake error kinds.
@@ -128,6 +132,8 @@ type Step struct {
 	Turn     *TurnStep  `json:"turn,omitempty"`
 	Agent    *AgentStep `json:"agent,omitempty"`
 	Parallel []Step     `json:"parallel,omitempty"`
+	// State sets, appends or reads a state field.
+	State *StateStep `json:"state,omitempty"`
 }
 
 // ChatStep is a model call.
@@ -344,13 +350,14 @@ func checkSteps(path string, steps []Step) []error {
 	for i, st := range steps {
 		p := fmt.Sprintf("%s[%d]", path, i)
 		n := 0
-		for _, set := range []bool{st.Chat != nil, st.Tool != nil, st.Admit != nil, st.Turn != nil, st.Agent != nil, st.Parallel != nil} {
+		for _, set := range []bool{st.Chat != nil, st.Tool != nil, st.Admit != nil, st.Turn != nil, st.Agent != nil, st.Parallel != nil,
+			st.State != nil} {
 			if set {
 				n++
 			}
 		}
 		if n != 1 {
-			errs = append(errs, fmt.Errorf("%s: a step has exactly one of chat, tool, admit, turn, agent, parallel (found %d)", p, n))
+			errs = append(errs, fmt.Errorf("%s: a step has exactly one of %s (found %d)", p, stepKinds, n))
 			continue
 		}
 		switch {
@@ -374,6 +381,10 @@ func checkSteps(path string, steps []Step) []error {
 			errs = append(errs, checkSteps(p+".turn.steps", st.Turn.Steps)...)
 		case st.Parallel != nil:
 			errs = append(errs, checkSteps(p+".parallel", st.Parallel)...)
+		case st.State != nil:
+			if err := st.State.check(); err != nil {
+				errs = append(errs, fmt.Errorf("%s.state: %w", p, err))
+			}
 		}
 	}
 	return errs

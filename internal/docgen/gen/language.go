@@ -193,7 +193,9 @@ In the tables, *required* marks a field that must be given; a field with neither
 		if isFieldStruct(unparen(f.node.Value)) {
 			p.table(fields(f.node.Value, p.link), true)
 		}
-		for _, r := range refs(f.node.Value) {
+		// The section's definitions, and the ones they name in turn.
+		for queue := refs(f.node.Value); len(queue) > 0; queue = queue[1:] {
+			r := queue[0]
 			d := p.schemas.defs[r]
 			if d == nil || done[r] || isCommonType(d) {
 				continue
@@ -201,6 +203,7 @@ In the tables, *required* marks a field that must be given; a field with neither
 			done[r] = true
 			p.printf("#### `%s`\n\n%s\n\n", r, flow(d.Doc))
 			p.table(fields(d.Expr, p.link), true)
+			queue = append(queue, refs(d.Expr)...)
 		}
 	}
 
@@ -447,9 +450,12 @@ func (p *langPage) celSection() {
 		"every other predicate runs before the call. In the tool stage, `args` is typed from the JSON Schema of the tools " +
 		"an entry is scoped to with `tools:`; unscoped, it is an untyped map ([`cel/untyped-args`](rules.md#cel-untyped-args)). " +
 		"A constraint's `when` reads `outer` and `inner`, the configs of the two entries it orders. " +
+		"A state handler's `deny` and `set` ([`state`](#state)) read `value` (the value set, or the element appended), " +
+		"typed from the field's JSON Schema, and `state`, an object of the run's fields typed from theirs (a field not set is absent: test it with `has`); " +
+		"`set` computes a value of the field's type instead of a bool. " +
 		"The functions beyond CEL's standard library are listed in the [README](../README.md#cel-predicates).\n\n")
 	p.printf("### CEL variables\n\n| stage | variable | type | available |\n|---|---|---|---|\n")
-	for _, st := range []predicate.Stage{predicate.Chat, predicate.Tool, predicate.Turn, predicate.Admit} {
+	for _, st := range []predicate.Stage{predicate.Chat, predicate.Tool, predicate.Turn, predicate.Admit, predicate.State} {
 		for _, v := range predicate.Variables(st) {
 			when := "before and after the call"
 			switch {
@@ -457,6 +463,8 @@ func (p *langPage) celSection() {
 				when = "after the call (`phase: \"after\"`)"
 			case st == predicate.Admit:
 				when = "for each retrieved item"
+			case st == predicate.State:
+				when = "on each set or append"
 			}
 			p.printf("| %s | `%s` | %s | %s |\n", st, v.Name, cell(celTypeLink(v.Type)), when)
 		}
