@@ -140,7 +140,7 @@ func (l *loader) decodeStateSink(p *Policy, path []string, sv cue.Value) *StateS
 		if s.Sink != "audit" {
 			l.errorf(at("store"), "schema/invalid-value", "%s: store goes with sink: \"audit\"", where)
 		} else if _, ok := p.Stores[s.Store]; !ok && s.Store != "default" {
-			l.errorf(at("store"), "schema/bad-reference", "%s.store names %q, which is not declared in stores%s", where, s.Store, suggestName(s.Store, keys(p.Stores)))
+			l.errorf(at("store"), "schema/bad-reference", "store %q is not declared in stores%s", s.Store, suggestName(s.Store, keys(p.Stores)))
 		}
 	}
 	for _, f := range []struct{ name, v string }{{"url", s.URL}, {"url_env", s.URLEnv}} {

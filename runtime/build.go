@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -96,6 +97,9 @@ type Deps struct {
 	// Random is the source of backoff jitter (nil: the process's). A
 	// seeded one (NewSeededRandom) makes runs on a VirtualClock repeatable.
 	Random Random
+	// Checkpoints is the default checkpoint store (nil: the policy's
+	// "default" store, else an in-memory store per pipeline).
+	Checkpoints CheckpointStore
 	// StateHold, when set, holds the state's background sinks: they deliver
 	// nothing until it is closed (or DrainState is called), so that a test
 	// fills the queue deterministically.
@@ -225,6 +229,11 @@ type Pipeline struct {
 	// states by run id (state.go).
 	state  *stateEngine
 	states runStates
+	// recordRuns is set once a checkpointer exists: runs' transcripts and
+	// tool results are recorded for it (checkpoint.go). toolHooks run
+	// after each tool call (BuildContext.OnToolResult).
+	recordRuns atomic.Bool
+	toolHooks  []func(ctx context.Context) error
 }
 
 // LayerInfo describes one built layer.
@@ -252,6 +261,9 @@ type toolEntry struct {
 	known bool
 	// args checks the arguments on entry (nil: any arguments).
 	args *jsonschema.Schema
+	// taint, for a secret_result tool, records each raw result as secret
+	// for the call's run.
+	taint func(runID string, v any)
 }
 
 // Build creates the middleware graph of p: for every layer of every chain it
@@ -310,6 +322,9 @@ func Build(ctx context.Context, p *plan.Plan, deps Deps) (*Pipeline, error) {
 		}
 		pl.tools[name] = &toolEntry{info: ToolInfo{Name: name, SideEffecting: t.SideEffecting, RetrySafe: t.RetrySafe,
 			URLArg: t.URLArg, PathArg: t.PathArg, Declared: true}, known: true, args: args}
+		if t.SecretResult {
+			pl.tools[name].taint = pl.taintResult
+		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(deps.ToolArgs)) {
 		e := pl.tools[name]

@@ -75,6 +75,9 @@ type Result struct {
 	Crashed bool `json:"crashed,omitempty"`
 	// State is the run's state, when the policy declares state fields.
 	State *StateSummary `json:"state,omitempty"`
+	// Checkpoints lists the run's versions in the default checkpoint store,
+	// when the policy has a checkpoint layer or a step saved one.
+	Checkpoints *CheckpointSummary `json:"checkpoints,omitempty"`
 }
 
 // StepResult is the outcome of one step.
@@ -104,7 +107,10 @@ type StepResult struct {
 	Nested []StepResult `json:"steps,omitempty"`
 	// Agent summarises an agent step.
 	Agent *AgentSummary `json:"agent,omitempty"`
-	Error *ErrorSummary `json:"error,omitempty"`
+	// Checkpoint is the version a checkpoint step saved or a resume step
+	// restored.
+	Checkpoint *CheckpointInfo `json:"checkpoint,omitempty"`
+	Error      *ErrorSummary   `json:"error,omitempty"`
 	// Requests are the requests the fake models received during the step
 	// (nested steps keep their own), in order of arrival: what each model
 	// was actually sent after the chat chain's layers, with Model naming
@@ -217,21 +223,36 @@ func Run(ctx context.Context, p *plan.Plan, s *Scenario, opts Options) (*Result,
 		tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 		deps.TracerProvider = tp
 	}
-	pl, err := runtime.Build(ctx, p, deps)
+	if _, declared := p.Stores[runtime.DefaultStore]; !declared {
+		// The default checkpoint store stands for a database outside the
+		// process: it survives a crash step.
+		deps.Checkpoints = runtime.NewMemoryCheckpoints()
+	}
+	rebuild := func(ctx context.Context) (*runtime.Pipeline, error) { return runtime.Build(ctx, p, deps) }
+	pl, err := rebuild(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer pl.Close()
 
 	runID := s.RunID
 	if runID == "" {
 		runID = "run-1"
 	}
 	rctx = runtime.WithRun(rctx, runtime.Run{ID: runID})
-	r := &runner{pl: pl, f: f}
+	r := &runner{pl: pl, f: f, rebuild: rebuild}
+	// A crash step replaces the pipeline: close the last one.
+	defer func() { _ = r.pl.Close() }()
 	res := &Result{Steps: r.steps(rctx, "", s.Steps)}
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	pl = r.pl
+	if usesCheckpoints(p, s.Steps) {
+		cs, err := checkpointSummary(ctx, pl, runID)
+		if err != nil {
+			return nil, err
+		}
+		res.Checkpoints = cs
 	}
 	res.Crashed = f.crashed.Load()
 	if opts.Inspect != nil {
@@ -258,6 +279,8 @@ func Run(ctx context.Context, p *plan.Plan, s *Scenario, opts Options) (*Result,
 type runner struct {
 	pl *runtime.Pipeline
 	f  *fakes
+	// rebuild builds the pipeline again after a crash step.
+	rebuild func(context.Context) (*runtime.Pipeline, error)
 }
 
 func (r *runner) steps(ctx context.Context, path string, steps []Step) []StepResult {
@@ -328,6 +351,12 @@ func (r *runner) run(ctx context.Context, path string, i int, st Step) StepResul
 		return r.agent(ctx, i, st.Agent)
 	case st.State != nil:
 		return r.state(ctx, i, st.State)
+	case st.Checkpoint != nil:
+		return r.checkpoint(ctx, i, st.Checkpoint)
+	case st.Crash != nil:
+		return r.crash(ctx, i)
+	case st.Resume != nil:
+		return r.resume(ctx, i, st.Resume)
 	}
 	return StepResult{Index: i}
 }
@@ -353,7 +382,11 @@ func (r *runner) chat(ctx context.Context, i int, cs *ChatStep) StepResult {
 }
 
 func (r *runner) agent(ctx context.Context, i int, as *AgentStep) StepResult {
-	req := runtime.AgentRequest{Model: as.Model, Messages: as.Messages, Input: as.Input, Session: as.Session,
+	msgs := as.Messages
+	if as.Continue {
+		msgs = append(r.pl.Transcript(ctx), as.Messages...)
+	}
+	req := runtime.AgentRequest{Model: as.Model, Messages: msgs, Input: as.Input, Session: as.Session,
 		MaxSteps: as.MaxSteps, MaxParallel: as.MaxParallel, OnBlock: as.OnBlock}
 	if as.Params != nil {
 		req.Params = as.Params.request()

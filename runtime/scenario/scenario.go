@@ -134,6 +134,12 @@ type Step struct {
 	Parallel []Step     `json:"parallel,omitempty"`
 	// State sets, appends or reads a state field.
 	State *StateStep `json:"state,omitempty"`
+	// Checkpoint saves the run (or finishes it); Crash kills the process
+	// and starts another over the same stores; Resume restores the run
+	// from its latest checkpoint.
+	Checkpoint *CheckpointStep `json:"checkpoint,omitempty"`
+	Crash      *struct{}       `json:"crash,omitempty"`
+	Resume     *ResumeStep     `json:"resume,omitempty"`
 }
 
 // ChatStep is a model call.
@@ -182,6 +188,9 @@ type AgentStep struct {
 	MaxParallel int       `json:"max_parallel,omitempty"`
 	// OnBlock is "tell_model" (default) or "end_turn".
 	OnBlock string `json:"on_block,omitempty"`
+	// Continue starts from the run's recorded transcript (after a resume,
+	// the checkpoint's), before Messages and Input.
+	Continue bool `json:"continue,omitempty"`
 }
 
 // ToolStep is a tool call.
@@ -351,7 +360,7 @@ func checkSteps(path string, steps []Step) []error {
 		p := fmt.Sprintf("%s[%d]", path, i)
 		n := 0
 		for _, set := range []bool{st.Chat != nil, st.Tool != nil, st.Admit != nil, st.Turn != nil, st.Agent != nil, st.Parallel != nil,
-			st.State != nil} {
+			st.State != nil, st.Checkpoint != nil, st.Crash != nil, st.Resume != nil} {
 			if set {
 				n++
 			}
@@ -385,6 +394,13 @@ func checkSteps(path string, steps []Step) []error {
 			if err := st.State.check(); err != nil {
 				errs = append(errs, fmt.Errorf("%s.state: %w", p, err))
 			}
+		case st.Checkpoint != nil:
+			if err := st.Checkpoint.check(); err != nil {
+				errs = append(errs, fmt.Errorf("%s.checkpoint: %w", p, err))
+			}
+		}
+		if (st.Crash != nil || st.Resume != nil) && path != "steps" {
+			errs = append(errs, fmt.Errorf("%s: crash and resume are top-level steps (a process dies between calls, not inside one)", p))
 		}
 	}
 	return errs
@@ -395,7 +411,7 @@ func checkAgent(p string, a *AgentStep) []error {
 	if a.Model == "" {
 		errs = append(errs, fmt.Errorf("%s: model is required", p))
 	}
-	if a.Input == "" && len(a.Messages) == 0 {
+	if a.Input == "" && len(a.Messages) == 0 && !a.Continue {
 		errs = append(errs, fmt.Errorf("%s: input or messages is required", p))
 	}
 	if a.MaxSteps < 0 {

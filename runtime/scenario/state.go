@@ -10,7 +10,7 @@ import (
 )
 
 // stepKinds lists the fields of which a step has exactly one.
-const stepKinds = "chat, tool, admit, turn, agent, parallel, state"
+const stepKinds = "chat, tool, admit, turn, agent, parallel, state, checkpoint, crash, resume"
 
 // StateStep sets, appends to or reads a state field of the run
 // (runtime.Pipeline.SetState, AppendState, GetState): exactly one of Set,
