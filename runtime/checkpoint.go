@@ -397,42 +397,47 @@ func findTaint(doc any, path string, taint []string) string {
 // memory with the run.
 type MemoryCheckpoints struct {
 	mu   sync.Mutex
-	runs map[string]map[int][]byte
+	runs map[string]*memoryRun
+}
+
+type memoryRun struct {
+	latest   int
+	versions map[int][]byte
 }
 
 // NewMemoryCheckpoints returns an empty store.
 func NewMemoryCheckpoints() *MemoryCheckpoints {
-	return &MemoryCheckpoints{runs: map[string]map[int][]byte{}}
+	return &MemoryCheckpoints{runs: map[string]*memoryRun{}}
 }
 
 // SaveCheckpoint implements CheckpointStore.
 func (m *MemoryCheckpoints) SaveCheckpoint(_ context.Context, cp Checkpoint) (int, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	vs := m.runs[cp.RunID]
-	if vs == nil {
-		vs = map[int][]byte{}
-		m.runs[cp.RunID] = vs
-	}
-	cp.Version = 1
-	for v := range vs {
-		cp.Version = max(cp.Version, v+1)
-	}
-	b, err := json.Marshal(cp)
+	b, err := MarshalCheckpoint(cp)
 	if err != nil {
 		return 0, err
 	}
-	vs[cp.Version] = b
-	return cp.Version, nil
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := m.runs[cp.RunID]
+	if r == nil {
+		r = &memoryRun{versions: map[int][]byte{}}
+		m.runs[cp.RunID] = r
+	}
+	r.latest++
+	r.versions[r.latest] = b
+	return r.latest, nil
 }
 
 func (m *MemoryCheckpoints) get(runID string, v int) (Checkpoint, bool, error) {
-	b, ok := m.runs[runID][v]
+	r := m.runs[runID]
+	if r == nil {
+		return Checkpoint{}, false, nil
+	}
+	b, ok := r.versions[v]
 	if !ok {
 		return Checkpoint{}, false, nil
 	}
-	var cp Checkpoint
-	err := json.Unmarshal(b, &cp)
+	cp, err := UnmarshalCheckpoint(b, v)
 	return cp, err == nil, err
 }
 
@@ -440,11 +445,10 @@ func (m *MemoryCheckpoints) get(runID string, v int) (Checkpoint, bool, error) {
 func (m *MemoryCheckpoints) LatestCheckpoint(_ context.Context, runID string) (Checkpoint, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	latest := 0
-	for v := range m.runs[runID] {
-		latest = max(latest, v)
+	if r := m.runs[runID]; r != nil {
+		return m.get(runID, r.latest)
 	}
-	return m.get(runID, latest)
+	return Checkpoint{}, false, nil
 }
 
 // CheckpointAt implements CheckpointStore.
@@ -458,7 +462,10 @@ func (m *MemoryCheckpoints) CheckpointAt(_ context.Context, runID string, v int)
 func (m *MemoryCheckpoints) CheckpointVersions(_ context.Context, runID string) ([]int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return slices.Sorted(maps.Keys(m.runs[runID])), nil
+	if r := m.runs[runID]; r != nil {
+		return slices.Sorted(maps.Keys(r.versions)), nil
+	}
+	return nil, nil
 }
 
 // DeleteCheckpoints implements CheckpointStore.
