@@ -179,3 +179,25 @@ func TestTurnStatus(t *testing.T) {
 		assert.Equal(t, tc.want, cp.Status, tc.run)
 	}
 }
+
+// TestSecretField: a secret field without a redact handler refuses the
+// save, naming the field; its value never reaches the store.
+func TestSecretField(t *testing.T) {
+	p := checkpointPlan(plan.Store{Kind: "memory"}, false)
+	p.State.Fields["token"] = plan.StateField{Schema: json.RawMessage(`{"type": "string"}`), Secret: true}
+	pl := rt.Build(t, p, runtime.Deps{})
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r"})
+	c, err := pl.Checkpointer("")
+	require.NoError(t, err)
+	_, err = c.Save(ctx)
+	require.NoError(t, err, "nothing secret yet")
+	_, err = pl.SetState(ctx, "token", "sk-live-0001")
+	require.NoError(t, err)
+	_, err = c.Save(ctx)
+	var se *runtime.SecretError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, "fields.token", se.Path)
+	vs, err := c.Versions(ctx, "r")
+	require.NoError(t, err)
+	assert.Equal(t, []int{1}, vs)
+}
