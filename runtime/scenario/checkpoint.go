@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/agentc-dev/agentc/runtime"
@@ -41,8 +42,9 @@ type CheckpointInfo struct {
 	Fields   int    `json:"fields"`
 }
 
-// CheckpointSummary lists the run's versions in the default checkpoint
-// store after the steps, and the latest one.
+// CheckpointSummary lists the run's versions after the steps, in the store
+// of the policy's checkpoint layer (else the default store), and the latest
+// one.
 type CheckpointSummary struct {
 	Versions []int           `json:"versions"`
 	Latest   *CheckpointInfo `json:"latest,omitempty"`
@@ -107,10 +109,10 @@ func (r *runner) crash(ctx context.Context, i int) StepResult {
 	return sr
 }
 
-// checkpointSummary reads the run's versions from the default checkpoint
-// store.
-func checkpointSummary(ctx context.Context, pl *runtime.Pipeline, runID string) (*CheckpointSummary, error) {
-	c, err := pl.Checkpointer("")
+// checkpointSummary reads the run's versions from the checkpoint store
+// named store.
+func checkpointSummary(ctx context.Context, pl *runtime.Pipeline, store, runID string) (*CheckpointSummary, error) {
+	c, err := pl.Checkpointer(store)
 	if err != nil {
 		return nil, err
 	}
@@ -130,12 +132,18 @@ func checkpointSummary(ctx context.Context, pl *runtime.Pipeline, runID string) 
 	return out, nil
 }
 
-// usesCheckpoints reports whether the plan has a checkpoint layer or a step
-// saves, finishes or resumes a run.
-func usesCheckpoints(p *plan.Plan, steps []Step) bool {
+// checkpointStore returns the store whose versions the result lists, and
+// whether the run uses checkpoints at all: the store of the plan's
+// checkpoint layer, else the default store when a step saves, finishes or
+// resumes a run.
+func checkpointStore(p *plan.Plan, steps []Step) (string, bool) {
 	for _, l := range p.Chains.Turn {
 		if l.Use == "checkpoint" {
-			return true
+			var cfg struct {
+				Store string `json:"store"`
+			}
+			_ = json.Unmarshal(l.Config, &cfg)
+			return cfg.Store, true
 		}
 	}
 	var walk func([]Step) bool
@@ -147,5 +155,5 @@ func usesCheckpoints(p *plan.Plan, steps []Step) bool {
 		}
 		return false
 	}
-	return walk(steps)
+	return "", walk(steps)
 }

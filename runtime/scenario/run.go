@@ -75,8 +75,9 @@ type Result struct {
 	Crashed bool `json:"crashed,omitempty"`
 	// State is the run's state, when the policy declares state fields.
 	State *StateSummary `json:"state,omitempty"`
-	// Checkpoints lists the run's versions in the default checkpoint store,
-	// when the policy has a checkpoint layer or a step saved one.
+	// Checkpoints lists the run's versions in the checkpoint layer's store
+	// (else the default store), when the policy has a checkpoint layer or
+	// a step saved or resumed one.
 	Checkpoints *CheckpointSummary `json:"checkpoints,omitempty"`
 }
 
@@ -247,8 +248,8 @@ func Run(ctx context.Context, p *plan.Plan, s *Scenario, opts Options) (*Result,
 		return nil, err
 	}
 	pl = r.pl
-	if usesCheckpoints(p, s.Steps) {
-		cs, err := checkpointSummary(ctx, pl, runID)
+	if store, ok := checkpointStore(p, s.Steps); ok {
+		cs, err := checkpointSummary(ctx, pl, store, runID)
 		if err != nil {
 			return nil, err
 		}
