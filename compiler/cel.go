@@ -14,7 +14,8 @@ import (
 )
 
 // compileCEL parses and type-checks every predicate of the policy (admit,
-// each entry's when, each guard's deny or require) in the environment of its
+// the state handlers' deny and set, each entry's when, each guard's deny or
+// require) in the environment of its
 // stage and phase, with args typed from the schemas of the tools the entry
 // is scoped to. Issues are placed inside the CUE string at the offending
 // token.
@@ -28,6 +29,7 @@ func compileCEL(_ context.Context, c *Compilation) error {
 			c.checkInvariant(p.Invariants.Custom[name])
 		}
 	}
+	c.checkState()
 	for _, stage := range dsl.Stages {
 		for _, e := range p.Chains[stage] {
 			if e.When != nil {

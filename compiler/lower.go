@@ -38,7 +38,7 @@ func lower(_ context.Context, c *Compilation) error {
 		out.Tools = map[string]plan.Tool{}
 		for name, t := range p.Tools {
 			out.Tools[name] = plan.Tool{SideEffecting: t.SideEffecting, RetrySafe: t.RetrySafe, Description: t.Description,
-				URLArg: t.URLArg, PathArg: t.PathArg, Args: t.Args, ResultSchema: t.ResultSchema}
+				URLArg: t.URLArg, PathArg: t.PathArg, Args: t.Args, ResultSchema: t.ResultSchema, SecretResult: t.SecretResult}
 		}
 	}
 	if len(p.Stores) > 0 {
@@ -48,6 +48,7 @@ func lower(_ context.Context, c *Compilation) error {
 		}
 	}
 	lowerServe(p, out)
+	c.lowerState(out)
 	for _, stage := range dsl.Stages {
 		var layers []plan.Layer
 		for _, e := range p.Chains[stage] {

@@ -63,6 +63,7 @@ func (l *loader) decode(p *Policy, v cue.Value) {
 		t.SideEffecting, _ = tv.LookupPath(fieldPath("side_effecting")).Bool()
 		t.RetrySafe, _ = tv.LookupPath(fieldPath("retry_safe")).Bool()
 		t.Description, _ = tv.LookupPath(fieldPath("description")).String()
+		t.SecretResult, _ = tv.LookupPath(fieldPath("secret_result")).Bool()
 		t.URLArg, _ = tv.LookupPath(fieldPath("url_arg")).String()
 		t.PathArg, _ = tv.LookupPath(fieldPath("path_arg")).String()
 		t.URLArgPos = l.userPos([]string{"tools", name, "url_arg"})
@@ -97,6 +98,7 @@ func (l *loader) decode(p *Policy, v cue.Value) {
 	p.RunIdle, _ = v.LookupPath(fieldPath("settings", "run_idle")).String()
 	l.decodeServe(p, v)
 	l.decodeInvariants(p, v)
+	l.decodeState(p, v)
 	if lim, err := v.LookupPath(fieldPath("settings", "cel_cost_limit")).Uint64(); err == nil {
 		p.CELCostLimit = lim
 	} else {

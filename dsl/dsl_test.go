@@ -149,7 +149,7 @@ func TestSuggest(t *testing.T) {
 	assert.Equal(t, "rate_limit", c.Suggest("ratelimit"))
 	assert.Equal(t, "output_coerce", c.Suggest("output_corce"))
 	assert.Equal(t, "", c.Suggest("kubernetes"))
-	assert.Len(t, c.IDs(), 24)
+	assert.Len(t, c.IDs(), 25)
 }
 
 func TestCustomKind(t *testing.T) {

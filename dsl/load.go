@@ -415,7 +415,7 @@ func (l *loader) evaluate(files []*ast.File) *Policy {
 
 // topLevel lists the fields of #Policy.
 var topLevel = map[string]bool{"models": true, "tools": true, "chains": true, "admit": true, "constraints": true, "stores": true, "settings": true, "keys": true, "mcp": true, "invariants": true,
-	"grounding": true}
+	"grounding": true, "state": true}
 
 // checkTopLevel reports regular top-level fields that #Policy does not
 // declare (CUE does not close the package's own struct). Definitions and

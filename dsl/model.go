@@ -46,6 +46,8 @@ type Policy struct {
 	MCPServers map[string]*MCPServer
 	// Invariants is the invariants section (nil when absent).
 	Invariants *Invariants
+	// State is the state section (nil when absent).
+	State *State
 	// Value is the policy unified with #Policy.
 	Value cue.Value
 }
@@ -94,6 +96,8 @@ type Tool struct {
 	// checked by an output_coerce layer of the tool chain.
 	ResultSchema    json.RawMessage
 	ResultSchemaPos Pos
+	// SecretResult marks the tool's results secret.
+	SecretResult bool
 }
 
 // HasArg reports whether the tool's argument schema declares a top-level
@@ -240,4 +244,56 @@ type Invariants struct {
 	// Custom are the policy's own invariants (CEL over the run's trace) by
 	// name.
 	Custom map[string]*Expr
+}
+
+// State is the state section: the run's typed fields.
+type State struct {
+	Pos Pos
+	// Fields by name.
+	Fields map[string]*StateField
+	// Queue bounds the background sinks' queue.
+	Queue int
+}
+
+// StateField is one run-state field.
+type StateField struct {
+	Name string
+	Pos  Pos
+	// Schema is the JSON Schema of the value (nil: any JSON); SchemaPos is
+	// where it is written.
+	Schema    json.RawMessage
+	SchemaPos Pos
+	Secret    bool
+	// OnSet and OnAppend are the handlers, in order.
+	OnSet, OnAppend []*StateHandler
+	// Background are the background sinks.
+	Background []*StateSink
+}
+
+// StateHandler is one handler of a field: exactly one of Deny, Redact (a
+// non-nil list), Truncate and Set.
+type StateHandler struct {
+	// Op is "on_set" or "on_append"; Index the handler's place in it.
+	Op    string
+	Index int
+	Pos   Pos
+	Deny  *Expr
+	// Message says why Deny vetoed.
+	Message string
+	// Redact lists the patterns of a redact handler (non-nil, possibly
+	// empty) and Replacement what it writes.
+	Redact      []string
+	IsRedact    bool
+	Replacement string
+	Truncate    int
+	Set         *Expr
+}
+
+// StateSink is a background sink of a field.
+type StateSink struct {
+	Pos    Pos
+	Sink   string
+	Store  string
+	URL    string
+	URLEnv string
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"slices"
 	"sort"
 	"strings"
 
@@ -24,13 +25,20 @@ func (l *loader) checkArgsSchema(t *Tool, fromFile bool) {
 // checkToolSchema checks the JSON Schema raw of the tool's field (args,
 // result_schema) as checkArgsSchema describes.
 func (l *loader) checkToolSchema(tool, field string, raw []byte, at Pos, fromFile bool) {
+	l.checkSchema([]string{"tools", tool, field}, raw, at, fromFile)
+}
+
+// checkSchema checks the JSON Schema raw written at path (tools.x.args,
+// state.fields.x.schema) as checkArgsSchema describes.
+func (l *loader) checkSchema(path []string, raw []byte, at Pos, fromFile bool) {
 	if len(raw) == 0 {
 		return
 	}
+	name, field := strings.Join(path, "."), path[len(path)-1]
 	c := jsonschema.NewCompiler()
 	url := "agentc:///" + field + ".json"
 	if err := c.AddResource(url, bytes.NewReader(raw)); err != nil {
-		l.errorf(at, "schema/invalid-value", "tools.%s.%s: not a JSON Schema: %v", tool, field, err)
+		l.errorf(at, "schema/invalid-value", "%s: not a JSON Schema: %v", name, err)
 		return
 	}
 	_, err := c.Compile(url)
@@ -40,20 +48,19 @@ func (l *loader) checkToolSchema(tool, field string, raw []byte, at Pos, fromFil
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
 		msg := strings.ReplaceAll(err.Error(), url, field)
-		l.errorf(at, "schema/invalid-value", "tools.%s.%s: %s", tool, field, strings.TrimPrefix(msg, "jsonschema: "))
+		l.errorf(at, "schema/invalid-value", "%s: %s", name, strings.TrimPrefix(msg, "jsonschema: "))
 		return
 	}
 	for _, f := range schemaFaults(ve) {
 		pos := at
 		if !fromFile {
-			path := append([]string{"tools", tool, field}, jsonpointer.Tokens(f.at)...)
-			pos = l.userPos(path)
+			pos = l.userPos(append(slices.Clone(path), jsonpointer.Tokens(f.at)...))
 		}
-		where := field
+		where := name
 		if f.at != "" {
 			where += strings.ReplaceAll(f.at, "/", ".")
 		}
-		l.errorf(pos, "schema/invalid-value", "tools.%s.%s: not valid JSON Schema: %s", tool, where, f.msg)
+		l.errorf(pos, "schema/invalid-value", "%s: not valid JSON Schema: %s", where, f.msg)
 	}
 }
 

@@ -128,6 +128,7 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 		turn := agentTurn{pl: pl, req: &req, parallel: parallel, msgs: msgs, res: &res}
 		err := turn.run(ctx, maxSteps)
 		res.Messages = turn.msgs
+		pl.RecordTranscript(ctx, turn.msgs)
 		return res.Output, err
 	})
 	res.Attempts = tr.Attempts

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -100,6 +101,13 @@ type Deps struct {
 	// section (nil: chat calls retrieve and inject nothing; the host may
 	// call Pipeline.Ground itself).
 	Retriever Retriever
+	// Checkpoints is the default checkpoint store (nil: the policy's
+	// "default" store, else an in-memory store per pipeline).
+	Checkpoints CheckpointStore
+	// StateHold, when set, holds the state's background sinks: they deliver
+	// nothing until it is closed (or DrainState is called), so that a test
+	// fills the queue deterministically.
+	StateHold <-chan struct{}
 }
 
 // BuildContext is what a middleware's Provision sees: the plan, its own layer
@@ -223,6 +231,15 @@ type Pipeline struct {
 	// shared holds the values layers share within the pipeline
 	// (BuildContext.Shared).
 	shared map[string]any
+	// state is the compiled state section (nil: none) and states the run
+	// states by run id (state.go).
+	state  *stateEngine
+	states runStates
+	// recordRuns is set once a checkpointer exists: runs' transcripts and
+	// tool results are recorded for it (checkpoint.go). toolHooks run
+	// after each tool call (BuildContext.OnToolResult).
+	recordRuns atomic.Bool
+	toolHooks  []func(ctx context.Context) error
 }
 
 // LayerInfo describes one built layer.
@@ -250,6 +267,9 @@ type toolEntry struct {
 	known bool
 	// args checks the arguments on entry (nil: any arguments).
 	args *jsonschema.Schema
+	// taint, for a secret_result tool, records each raw result as secret
+	// for the call's run.
+	taint func(runID string, v any)
 }
 
 // Build creates the middleware graph of p: for every layer of every chain it
@@ -308,6 +328,9 @@ func Build(ctx context.Context, p *plan.Plan, deps Deps) (*Pipeline, error) {
 		}
 		pl.tools[name] = &toolEntry{info: ToolInfo{Name: name, SideEffecting: t.SideEffecting, RetrySafe: t.RetrySafe,
 			URLArg: t.URLArg, PathArg: t.PathArg, Declared: true}, known: true, args: args}
+		if t.SecretResult {
+			pl.tools[name].taint = pl.taintResult
+		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(deps.ToolArgs)) {
 		e := pl.tools[name]
@@ -358,6 +381,9 @@ func Build(ctx context.Context, p *plan.Plan, deps Deps) (*Pipeline, error) {
 		}
 	}()
 	if err := pl.build(ctx); err != nil {
+		return nil, err
+	}
+	if err := pl.buildState(ctx); err != nil {
 		return nil, err
 	}
 	pl.runs = newRunActivity(pl, runIdle)
@@ -572,6 +598,9 @@ func (pl *Pipeline) Close() error {
 func (pl *Pipeline) cleanup() error {
 	if pl.runs != nil {
 		pl.runs.close()
+	}
+	if pl.state != nil && pl.state.queue != nil {
+		pl.state.queue.close()
 	}
 	var errs []error
 	for i := len(pl.insts) - 1; i >= 0; i-- {

@@ -319,7 +319,11 @@ func toolTerminal(ctx context.Context, c *ToolCall) (any, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return fn(ctx, c)
+	v, err := fn(ctx, c)
+	if c.entry.taint != nil && err == nil {
+		c.entry.taint(c.Meta.Run.ID, v)
+	}
+	return v, err
 }
 
 // Tool runs one tool call through the tool chain. On entry, before any
@@ -361,6 +365,14 @@ func (pl *Pipeline) Tool(ctx context.Context, req ToolRequest) (ToolResult, erro
 	res := ToolResult{Value: v, Attempts: c.Meta.Attempts, Deduped: c.Meta.Deduped, Cached: c.Meta.Cached}
 	*c = ToolCall{}
 	toolCalls.Put(c)
+	if pl.recordRuns.Load() {
+		pl.recordTool(runID(ctx), req.Name, v, err)
+		for _, hook := range pl.toolHooks {
+			if herr := hook(ctx); herr != nil && err == nil {
+				return ToolResult{}, herr
+			}
+		}
+	}
 	return res, err
 }
 

@@ -21,9 +21,11 @@ func (pl *Pipeline) EndRun(runID string) {
 	pl.endRun(runID)
 }
 
-// endRun tells the layers that the run has ended.
+// endRun tells the layers that the run has ended, and forgets its run
+// state.
 func (pl *Pipeline) endRun(runID string) {
 	pl.forgetGrounding(runID)
+	pl.dropRunState(runID)
 	for _, inst := range pl.insts {
 		if e, ok := inst.(RunEnder); ok {
 			e.EndRun(runID)

@@ -84,12 +84,14 @@ type MemoryStore struct {
 	*MemoryVectorIndex
 	*MemoryRateLimiter
 	*MemoryBudgeter
+	*MemoryCheckpoints
 }
 
-// NewMemoryStore returns an empty in-memory backend.
+// NewMemoryStore returns an empty in-memory backend (with a
+// MemoryCheckpoints, the checkpoint port).
 func NewMemoryStore() *MemoryStore {
 	return &MemoryStore{MemoryKV: NewMemoryKV(), MemoryAudit: &MemoryAudit{}, MemoryVectorIndex: NewMemoryVectorIndex(),
-		MemoryRateLimiter: NewMemoryRateLimiter(), MemoryBudgeter: NewMemoryBudgeter()}
+		MemoryRateLimiter: NewMemoryRateLimiter(), MemoryBudgeter: NewMemoryBudgeter(), MemoryCheckpoints: NewMemoryCheckpoints()}
 }
 
 // Close implements StoreBackend; it keeps the data.

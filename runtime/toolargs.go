@@ -107,7 +107,11 @@ func jsonForm(v any) (any, error) {
 // argFaults returns one message per failing leaf of a validation, "FIELD:
 // PROBLEM" with the field as args.a.b (args for the object itself), sorted
 // and without repeats.
-func argFaults(ve *jsonschema.ValidationError) []string {
+func argFaults(ve *jsonschema.ValidationError) []string { return valueFaults(ve, "args") }
+
+// valueFaults lists the faults of a validation as argFaults does, naming
+// the value's root root.
+func valueFaults(ve *jsonschema.ValidationError, root string) []string {
 	seen := map[string]bool{}
 	var out []string
 	var walk func(*jsonschema.ValidationError)
@@ -118,7 +122,7 @@ func argFaults(ve *jsonschema.ValidationError) []string {
 			}
 			return
 		}
-		field := "args"
+		field := root
 		for _, tok := range jsonpointer.Tokens(e.InstanceLocation) {
 			field += "." + tok
 		}

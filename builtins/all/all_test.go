@@ -19,7 +19,7 @@ func TestModulesMatchSchemas(t *testing.T) {
 	schema, err := dsl.DefaultSchema()
 	require.NoError(t, err)
 	cat := schema.Catalog()
-	require.Len(t, cat.IDs(), 24)
+	require.Len(t, cat.IDs(), 25)
 	for _, id := range cat.IDs() {
 		t.Run(id, func(t *testing.T) {
 			m, ok := runtime.LookupModule(id)

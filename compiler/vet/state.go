@@ -18,13 +18,14 @@ const (
 	portVector = "vector index"
 	portRate   = "rate limiter"
 	portBudget = "budget ledger"
+	portCheck  = "checkpoint store"
 )
 
 var storePorts = map[string][]string{
-	"memory":   {portKV, portAudit, portVector, portRate, portBudget},
-	"sqlite":   {portKV, portAudit},
+	"memory":   {portKV, portAudit, portVector, portRate, portBudget, portCheck},
+	"sqlite":   {portKV, portAudit, portCheck},
 	"redis":    {portKV, portAudit, portRate, portBudget},
-	"postgres": {portKV, portAudit, portVector, portRate, portBudget},
+	"postgres": {portKV, portAudit, portVector, portRate, portBudget, portCheck},
 }
 
 // sharedKinds are the kinds whose state every replica shares.
@@ -95,6 +96,8 @@ func storeUses(e *dsl.Entry) []storeUse {
 		return []storeUse{{"index", orDefault(name("index")), portVector}}
 	case "audit":
 		return []storeUse{{"sink", orDefault(name("sink")), portAudit}}
+	case "checkpoint":
+		return []storeUse{{"store", orDefault(name("store")), portCheck}}
 	case "rate_limit":
 		return []storeUse{{"store", name("store"), portRate}}
 	case "meter":
@@ -125,8 +128,9 @@ postgres, or a kind registered by a linked package); a redis or postgres
 store needs its server's address (url, or url_env naming the variable that
 holds it). Each layer needs one port of the store it names: memoize and
 idempotent a key-value table, audit an audit sink, semantic_memoize a
-vector index, rate_limit a rate limiter, a meter its budget ledgers. A
-sqlite store offers key-value and audit only; redis offers no vector index.
+vector index, rate_limit a rate limiter, a meter its budget ledgers,
+checkpoint a checkpoint store. A sqlite store offers key-value, audit and
+checkpoints only; redis offers no vector index and no checkpoints.
 Without this rule the mistake is found when the service starts, or, for a
 store selected only under some configuration, during an incident.`,
 	Run: func(p *Pass) {

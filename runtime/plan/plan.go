@@ -56,6 +56,74 @@ type Plan struct {
 	Invariants *Invariants `json:"invariants,omitempty"`
 	// Settings are the policy's settings that the runtime enforces.
 	Settings Settings `json:"settings,omitzero"`
+	// State declares the run's typed state fields and their handlers (nil:
+	// none).
+	State *State `json:"state,omitempty"`
+}
+
+// StageState is the stage of the state handlers' predicates.
+const StageState Stage = "state"
+
+// State is the state section of a policy: the run's typed fields.
+type State struct {
+	// Fields are the state fields by name.
+	Fields map[string]StateField `json:"fields"`
+	// Queue bounds the background handlers' queue (0: DefaultStateQueue).
+	Queue int `json:"queue,omitempty"`
+}
+
+// DefaultStateQueue is the capacity of the background handlers' queue when
+// the policy sets none.
+const DefaultStateQueue = 1024
+
+// StateField is one state field.
+type StateField struct {
+	// Schema is the JSON Schema of the field's value (absent: any JSON).
+	Schema json.RawMessage `json:"schema,omitempty"`
+	// Secret marks a value that must never be persisted in clear.
+	Secret bool `json:"secret,omitempty"`
+	// OnSet and OnAppend run, in order, on a set and on an append.
+	OnSet    []StateHandler `json:"on_set,omitempty"`
+	OnAppend []StateHandler `json:"on_append,omitempty"`
+	// Background are the sinks told of every operation, asynchronously.
+	Background []StateSink `json:"background,omitempty"`
+	// Pos is the field's position in the policy ("file:line:col").
+	Pos string `json:"pos,omitempty"`
+}
+
+// StateHandler is one handler of a field: exactly one of Deny (a veto),
+// Redact, Truncate and Set (transforms).
+type StateHandler struct {
+	// Deny vetoes the operation when true; Message says why.
+	Deny    *Predicate `json:"deny,omitempty"`
+	Message string     `json:"message,omitempty"`
+	// Redact replaces the matches of its patterns in the value's strings.
+	Redact *StateRedact `json:"redact,omitempty"`
+	// Truncate bounds strings to this many characters and lists to this
+	// many elements.
+	Truncate int `json:"truncate,omitempty"`
+	// Set replaces the value with the expression's result.
+	Set *Predicate `json:"set,omitempty"`
+	// Pos is the handler's position in the policy.
+	Pos string `json:"pos,omitempty"`
+}
+
+// StateRedact is a redact handler: each match of a pattern in a string of
+// the value is replaced; without patterns every string is.
+type StateRedact struct {
+	Patterns    []string `json:"patterns,omitempty"`
+	Replacement string   `json:"replacement"`
+}
+
+// StateSink is a background handler: "log", "audit" (Store names the
+// audit sink's store) or "webhook" (POSTs the event to URL, or to the URL
+// the variable URLEnv names).
+type StateSink struct {
+	Sink   string `json:"sink"`
+	Store  string `json:"store,omitempty"`
+	URL    string `json:"url,omitempty"`
+	URLEnv string `json:"url_env,omitempty"`
+	Pos    string `json:"pos,omitempty"`
 }
 
 // DefaultRunIdle is settings.run_idle when a policy leaves it unset.
@@ -189,6 +257,9 @@ type Model struct {
 type Tool struct {
 	SideEffecting bool `json:"side_effecting"`
 	RetrySafe     bool `json:"retry_safe"`
+	// SecretResult marks the tool's results secret: never persisted in
+	// clear by a checkpoint.
+	SecretResult bool `json:"secret_result,omitempty"`
 	// Description tells the model what the tool does.
 	Description string `json:"description,omitempty"`
 	URLArg      string `json:"url_arg,omitempty"`

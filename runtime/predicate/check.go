@@ -101,7 +101,12 @@ func (e *Env) Check(src string) (c *Checked, issues []Issue) {
 	if len(w.issues) > 0 {
 		return nil, sortIssues(w.issues)
 	}
-	if out := checked.OutputType(); !out.IsExactType(types.BoolType) {
+	if e.cfg.Value {
+		if out := checked.OutputType(); out.Kind() != types.DynKind && !e.valueType.IsAssignableType(out) {
+			return nil, []Issue{pos.issue(RuleType, firstNonSpace(src),
+				fmt.Sprintf("expression has type %s, want %s (the field's schema)", out, describeValueType(e.valueType)))}
+		}
+	} else if out := checked.OutputType(); !out.IsExactType(types.BoolType) {
 		msg := fmt.Sprintf("expression has type %s, want bool", out)
 		if out.Kind() == types.DynKind {
 			msg += " (compare the value, e.g. x == true)"

@@ -37,6 +37,12 @@ func Variables(s Stage) []VariableDoc {
 	if s == Tool {
 		out = append(out, VariableDoc{Name: "args", Type: types.NewMapType(types.StringType, types.DynType).String()})
 	}
+	if s == State {
+		// Typed from the field's schema and from every field's.
+		out = append(out, VariableDoc{Name: "value", Type: types.DynType.String()},
+			VariableDoc{Name: "state", Type: types.NewMapType(types.StringType, types.DynType).String()})
+		return out
+	}
 	if s != Admit {
 		for _, v := range stageVariables(s, After) {
 			if !before[v.name] {

@@ -33,6 +33,14 @@ type EnvConfig struct {
 	ArgsSchemas []json.RawMessage
 	// CostLimit bounds the estimated and the runtime cost; zero means DefaultCostLimit.
 	CostLimit uint64
+	// ValueSchema types the state stage's `value` (the value set, or the element appended) and
+	// StateSchema its `state` (an object whose properties are the run's state fields); empty
+	// leaves them dyn. Only the state stage accepts them.
+	ValueSchema json.RawMessage
+	StateSchema json.RawMessage
+	// Value makes the expression compute a value of ValueSchema's type (a state `set`
+	// transform, evaluated with Program.EvalValue) instead of a bool.
+	Value bool
 }
 
 // Env is a CEL environment for one stage, phase and set of args schemas. It is immutable and
@@ -43,6 +51,10 @@ type Env struct {
 	prov      *provider
 	argsTyped bool
 	hints     map[string]hint
+	// valueType and valueConv are the state stage's `value` type and the conversion of a JSON
+	// value to it (nil: none needed).
+	valueType *types.Type
+	valueConv func(any) (any, error)
 }
 
 // Config returns the configuration the environment was built from, with defaults applied.
@@ -106,6 +118,9 @@ func NewEnv(cfg EnvConfig) (*Env, error) {
 	if len(cfg.ArgsSchemas) > 0 && cfg.Stage != Tool {
 		return nil, fmt.Errorf("args schemas apply to the tool stage only, not %s", cfg.Stage)
 	}
+	if (len(cfg.ValueSchema) > 0 || len(cfg.StateSchema) > 0 || cfg.Value) && cfg.Stage != State {
+		return nil, fmt.Errorf("value and state schemas apply to the state stage only, not %s", cfg.Stage)
+	}
 	key, err := cacheKey(cfg)
 	if err != nil {
 		return nil, err
@@ -139,6 +154,19 @@ func cacheKey(cfg EnvConfig) (string, error) {
 	b.WriteString(string(cfg.Phase))
 	b.WriteByte(0)
 	b.WriteString(strconv.FormatUint(cfg.CostLimit, 10))
+	if cfg.Stage == State {
+		b.WriteByte(0)
+		b.WriteString(strconv.FormatBool(cfg.Value))
+		for i, s := range []json.RawMessage{cfg.ValueSchema, cfg.StateSchema} {
+			b.WriteByte(0)
+			if len(bytes.TrimSpace(s)) == 0 {
+				continue
+			}
+			if err := json.Compact(&b, s); err != nil {
+				return "", fmt.Errorf("%s schema: %w", [2]string{"value", "state"}[i], err)
+			}
+		}
+	}
 	for i, s := range cfg.ArgsSchemas {
 		b.WriteByte(0)
 		if len(bytes.TrimSpace(s)) == 0 {
@@ -184,6 +212,13 @@ func newEnv(cfg EnvConfig) (*Env, error) {
 		} else {
 			opts = append(opts, cel.Variable("args", types.NewMapType(types.StringType, types.DynType)))
 		}
+	}
+	if cfg.Stage == State {
+		so, err := e.stateVariables(cfg)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, so...)
 	}
 	opts = append([]cel.EnvOption{cel.CustomTypeProvider(e.prov)}, opts...)
 	ce, err := b.Extend(opts...)

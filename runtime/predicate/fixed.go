@@ -360,6 +360,9 @@ func stageVariables(s Stage, p Phase) []variable {
 		return vs
 	case Admit:
 		return []variable{{name: "item", typ: itemType.typ}}
+	case State:
+		// value and state are typed from the fields' schemas (newEnv).
+		return []variable{run, {name: "field", typ: types.StringType, assumed: &checker.SizeEstimate{Max: 256}}}
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/interpreter"
 )
 
@@ -104,11 +105,24 @@ func (e *Env) Compile(src string) (*Program, []Issue) {
 // ctx after checking it once; a cost-tracked one is also interrupted when ctx is done. Errors are
 // *EvalError.
 func (p *Program) Eval(ctx context.Context, vars Activation) (bool, error) {
+	out, err := p.eval(ctx, vars)
+	if err != nil {
+		return false, err
+	}
+	b, ok := out.(types.Bool)
+	if !ok {
+		return false, &EvalError{Source: p.checked.Source, Err: fmt.Errorf("result is %T, want bool", out)}
+	}
+	return bool(b), nil
+}
+
+// eval evaluates the program as Eval describes and returns the CEL result.
+func (p *Program) eval(ctx context.Context, vars Activation) (ref.Val, error) {
 	if err := ctx.Err(); err != nil {
-		return false, &EvalError{Source: p.checked.Source, Err: err}
+		return nil, &EvalError{Source: p.checked.Source, Err: err}
 	}
 	var (
-		out any
+		out ref.Val
 		err error
 	)
 	if p.tracked {
@@ -130,13 +144,9 @@ func (p *Program) Eval(ctx context.Context, vars Activation) (bool, error) {
 		if errors.As(err, &cancelled) && cancelled.Cause == interpreter.CostLimitExceeded {
 			err = fmt.Errorf("%w (limit %d)", ErrCostLimit, p.checked.env.cfg.CostLimit)
 		}
-		return false, &EvalError{Source: p.checked.Source, Err: err}
+		return nil, &EvalError{Source: p.checked.Source, Err: err}
 	}
-	b, ok := out.(types.Bool)
-	if !ok {
-		return false, &EvalError{Source: p.checked.Source, Err: fmt.Errorf("result is %T, want bool", out)}
-	}
-	return bool(b), nil
+	return out, nil
 }
 
 // Spec is the plan form of a predicate: its checked source plus what selects its environment.
@@ -147,13 +157,18 @@ type Spec struct {
 	ArgsSchemas []json.RawMessage `json:"args_schemas,omitempty"`
 	// CostLimit is set only when the compiler used a limit other than DefaultCostLimit.
 	CostLimit uint64 `json:"cost_limit,omitempty"`
+	// ValueSchema, StateSchema and Value select a state-stage environment (EnvConfig).
+	ValueSchema json.RawMessage `json:"value_schema,omitempty"`
+	StateSchema json.RawMessage `json:"state_schema,omitempty"`
+	Value       bool            `json:"value,omitempty"`
 }
 
 // CompileSpec rebuilds the environment of a spec and compiles its source, as the runtime does
 // at Build. A spec that no longer checks (for instance a plan from another agentc version)
 // fails with an error listing the issues.
 func CompileSpec(spec Spec) (*Program, error) {
-	env, err := NewEnv(EnvConfig{Stage: spec.Stage, Phase: spec.Phase, ArgsSchemas: spec.ArgsSchemas, CostLimit: spec.CostLimit})
+	env, err := NewEnv(EnvConfig{Stage: spec.Stage, Phase: spec.Phase, ArgsSchemas: spec.ArgsSchemas, CostLimit: spec.CostLimit,
+		ValueSchema: spec.ValueSchema, StateSchema: spec.StateSchema, Value: spec.Value})
 	if err != nil {
 		return nil, err
 	}

@@ -12,12 +12,15 @@ const (
 	Tool  Stage = "tool"
 	Turn  Stage = "turn"
 	Admit Stage = "admit"
+	// State is the stage of a state field's handlers (deny, set): `value`, `state`, `field`
+	// and `run`, typed from the fields' schemas (EnvConfig.ValueSchema, StateSchema).
+	State Stage = "state"
 )
 
-// Valid reports whether s is one of the four stages.
+// Valid reports whether s is one of the stages.
 func (s Stage) Valid() bool {
 	switch s {
-	case Chat, Tool, Turn, Admit:
+	case Chat, Tool, Turn, Admit, State:
 		return true
 	}
 	return false
@@ -45,13 +48,13 @@ func (p Phase) normalize() Phase {
 // or the after phase of admit (an admission check wraps no call).
 func validateStagePhase(s Stage, p Phase) error {
 	if !s.Valid() {
-		return fmt.Errorf("unknown stage %q (want chat, tool, turn or admit)", string(s))
+		return fmt.Errorf("unknown stage %q (want chat, tool, turn, admit or state)", string(s))
 	}
 	switch p {
 	case Before:
 	case After:
-		if s == Admit {
-			return fmt.Errorf("stage admit has no after phase")
+		if s == Admit || s == State {
+			return fmt.Errorf("stage %s has no after phase", s)
 		}
 	default:
 		return fmt.Errorf("unknown phase %q (want before or after)", string(p))

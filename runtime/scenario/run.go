@@ -73,6 +73,12 @@ type Result struct {
 	Trace []Span `json:"trace,omitempty"`
 	// Crashed reports that a tool item with crash ended the run.
 	Crashed bool `json:"crashed,omitempty"`
+	// State is the run's state, when the policy declares state fields.
+	State *StateSummary `json:"state,omitempty"`
+	// Checkpoints lists the run's versions in the checkpoint layer's store
+	// (else the default store), when the policy has a checkpoint layer or
+	// a step saved or resumed one.
+	Checkpoints *CheckpointSummary `json:"checkpoints,omitempty"`
 }
 
 // StepResult is the outcome of one step.
@@ -104,7 +110,10 @@ type StepResult struct {
 	Nested []StepResult `json:"steps,omitempty"`
 	// Agent summarises an agent step.
 	Agent *AgentSummary `json:"agent,omitempty"`
-	Error *ErrorSummary `json:"error,omitempty"`
+	// Checkpoint is the version a checkpoint step saved or a resume step
+	// restored.
+	Checkpoint *CheckpointInfo `json:"checkpoint,omitempty"`
+	Error      *ErrorSummary   `json:"error,omitempty"`
 	// Requests are the requests the fake models received during the step
 	// (nested steps keep their own), in order of arrival: what each model
 	// was actually sent after the chat chain's layers, with Model naming
@@ -209,6 +218,11 @@ func Run(ctx context.Context, p *plan.Plan, s *Scenario, opts Options) (*Result,
 	if len(s.Retrieval) > 0 {
 		deps.Retriever = f.retriever()
 	}
+	if s.HoldBackground {
+		hold := make(chan struct{})
+		defer close(hold)
+		deps.StateHold = hold
+	}
 	if opts.Wrap != nil {
 		opts.Wrap(&deps)
 	}
@@ -221,25 +235,47 @@ func Run(ctx context.Context, p *plan.Plan, s *Scenario, opts Options) (*Result,
 		tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 		deps.TracerProvider = tp
 	}
-	pl, err := runtime.Build(ctx, p, deps)
+	if _, declared := p.Stores[runtime.DefaultStore]; !declared {
+		// The default checkpoint store stands for a database outside the
+		// process: it survives a crash step.
+		deps.Checkpoints = runtime.NewMemoryCheckpoints()
+	}
+	rebuild := func(ctx context.Context) (*runtime.Pipeline, error) { return runtime.Build(ctx, p, deps) }
+	pl, err := rebuild(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer pl.Close()
 
 	runID := s.RunID
 	if runID == "" {
 		runID = "run-1"
 	}
 	rctx = runtime.WithRun(rctx, runtime.Run{ID: runID})
-	r := &runner{pl: pl, f: f, grounding: p.Grounding != nil}
+	r := &runner{pl: pl, f: f, grounding: p.Grounding != nil, rebuild: rebuild}
+	// A crash step replaces the pipeline: close the last one.
+	defer func() { _ = r.pl.Close() }()
 	res := &Result{Steps: r.steps(rctx, "", s.Steps)}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	pl = r.pl
+	if store, ok := checkpointStore(p, s.Steps); ok {
+		cs, err := checkpointSummary(ctx, pl, store, runID)
+		if err != nil {
+			return nil, err
+		}
+		res.Checkpoints = cs
+	}
 	res.Crashed = f.crashed.Load()
 	if opts.Inspect != nil {
 		opts.Inspect(pl)
+	}
+	if p.State != nil {
+		// The background sinks finish before the audit trail is read.
+		if err := pl.DrainState(ctx); err != nil {
+			return nil, err
+		}
+		res.State = &StateSummary{Fields: pl.StateFields(rctx), Background: pl.StateStats()}
 	}
 	res.Executions = f.executions()
 	res.Executions.Retrievals = f.retrievals.next
@@ -258,6 +294,8 @@ type runner struct {
 	f  *fakes
 	// grounding is set when the plan has a grounding section.
 	grounding bool
+	// rebuild builds the pipeline again after a crash step.
+	rebuild func(context.Context) (*runtime.Pipeline, error)
 }
 
 func (r *runner) steps(ctx context.Context, path string, steps []Step) []StepResult {
@@ -335,6 +373,14 @@ func (r *runner) run(ctx context.Context, path string, i int, st Step) StepResul
 		return r.turn(ctx, i, st.Turn)
 	case st.Agent != nil:
 		return r.agent(ctx, i, st.Agent)
+	case st.State != nil:
+		return r.state(ctx, i, st.State)
+	case st.Checkpoint != nil:
+		return r.checkpoint(ctx, i, st.Checkpoint)
+	case st.Crash != nil:
+		return r.crash(ctx, i)
+	case st.Resume != nil:
+		return r.resume(ctx, i, st.Resume)
 	}
 	return StepResult{Index: i}
 }
@@ -360,7 +406,11 @@ func (r *runner) chat(ctx context.Context, i int, cs *ChatStep) StepResult {
 }
 
 func (r *runner) agent(ctx context.Context, i int, as *AgentStep) StepResult {
-	req := runtime.AgentRequest{Model: as.Model, Messages: as.Messages, Input: as.Input, Session: as.Session,
+	msgs := as.Messages
+	if as.Continue {
+		msgs = append(r.pl.Transcript(ctx), as.Messages...)
+	}
+	req := runtime.AgentRequest{Model: as.Model, Messages: msgs, Input: as.Input, Session: as.Session,
 		MaxSteps: as.MaxSteps, MaxParallel: as.MaxParallel, OnBlock: as.OnBlock}
 	if as.Params != nil {
 		req.Params = as.Params.request()

@@ -81,6 +81,10 @@ type Scenario struct {
 	Retrieval []RetrievalItem `json:"retrieval,omitempty"`
 	// Steps are the calls to make, in order.
 	Steps []Step `json:"steps"`
+	// HoldBackground holds the state's background sinks until the steps
+	// are done (runtime.Deps.StateHold): events past the queue's capacity
+	// are dropped, deterministically.
+	HoldBackground bool `json:"hold_background,omitempty"`
 }
 
 // The fake error kinds.
@@ -148,6 +152,14 @@ type Step struct {
 	Turn     *TurnStep  `json:"turn,omitempty"`
 	Agent    *AgentStep `json:"agent,omitempty"`
 	Parallel []Step     `json:"parallel,omitempty"`
+	// State sets, appends or reads a state field.
+	State *StateStep `json:"state,omitempty"`
+	// Checkpoint saves the run (or finishes it); Crash kills the process
+	// and starts another over the same stores; Resume restores the run
+	// from its latest checkpoint.
+	Checkpoint *CheckpointStep `json:"checkpoint,omitempty"`
+	Crash      *struct{}       `json:"crash,omitempty"`
+	Resume     *ResumeStep     `json:"resume,omitempty"`
 }
 
 // ChatStep is a model call.
@@ -196,6 +208,9 @@ type AgentStep struct {
 	MaxParallel int       `json:"max_parallel,omitempty"`
 	// OnBlock is "tell_model" (default) or "end_turn".
 	OnBlock string `json:"on_block,omitempty"`
+	// Continue starts from the run's recorded transcript (after a resume,
+	// the checkpoint's), before Messages and Input.
+	Continue bool `json:"continue,omitempty"`
 }
 
 // ToolStep is a tool call.
@@ -374,13 +389,14 @@ func checkSteps(path string, steps []Step) []error {
 	for i, st := range steps {
 		p := fmt.Sprintf("%s[%d]", path, i)
 		n := 0
-		for _, set := range []bool{st.Chat != nil, st.Tool != nil, st.Admit != nil, st.Turn != nil, st.Agent != nil, st.Parallel != nil} {
+		for _, set := range []bool{st.Chat != nil, st.Tool != nil, st.Admit != nil, st.Turn != nil, st.Agent != nil, st.Parallel != nil,
+			st.State != nil, st.Checkpoint != nil, st.Crash != nil, st.Resume != nil} {
 			if set {
 				n++
 			}
 		}
 		if n != 1 {
-			errs = append(errs, fmt.Errorf("%s: a step has exactly one of chat, tool, admit, turn, agent, parallel (found %d)", p, n))
+			errs = append(errs, fmt.Errorf("%s: a step has exactly one of %s (found %d)", p, stepKinds, n))
 			continue
 		}
 		switch {
@@ -404,6 +420,17 @@ func checkSteps(path string, steps []Step) []error {
 			errs = append(errs, checkSteps(p+".turn.steps", st.Turn.Steps)...)
 		case st.Parallel != nil:
 			errs = append(errs, checkSteps(p+".parallel", st.Parallel)...)
+		case st.State != nil:
+			if err := st.State.check(); err != nil {
+				errs = append(errs, fmt.Errorf("%s.state: %w", p, err))
+			}
+		case st.Checkpoint != nil:
+			if err := st.Checkpoint.check(); err != nil {
+				errs = append(errs, fmt.Errorf("%s.checkpoint: %w", p, err))
+			}
+		}
+		if (st.Crash != nil || st.Resume != nil) && path != "steps" {
+			errs = append(errs, fmt.Errorf("%s: crash and resume are top-level steps (a process dies between calls, not inside one)", p))
 		}
 	}
 	return errs
@@ -414,7 +441,7 @@ func checkAgent(p string, a *AgentStep) []error {
 	if a.Model == "" {
 		errs = append(errs, fmt.Errorf("%s: model is required", p))
 	}
-	if a.Input == "" && len(a.Messages) == 0 {
+	if a.Input == "" && len(a.Messages) == 0 && !a.Continue {
 		errs = append(errs, fmt.Errorf("%s: input or messages is required", p))
 	}
 	if a.MaxSteps < 0 {

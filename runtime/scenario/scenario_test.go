@@ -81,7 +81,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown field", `{"steps": [{"chat": {"modle": "x"}}]}`, []string{`unknown field "modle"`}},
 		{"type", `{"steps": [{"chat": {"model": 1}}]}`, []string{"steps.chat.model", "line 1"}},
 		{"no steps", `{"steps": []}`, []string{"steps: at least one step is required"}},
-		{"two kinds", `{"steps": [{"chat": {}, "tool": {"name": "x"}}]}`, []string{"steps[0]: a step has exactly one of chat, tool, admit, turn, agent, parallel (found 2)"}},
+		{"two kinds", `{"steps": [{"chat": {}, "tool": {"name": "x"}}]}`, []string{"steps[0]: a step has exactly one of chat, tool, admit, turn, agent, parallel, state, checkpoint, crash, resume (found 2)"}},
 		{"tool name", `{"steps": [{"chat": {}}, {"tool": {}}]}`, []string{"steps[1].tool: name is required"}},
 		{"nested", `{"steps": [{"turn": {"input": "x", "steps": [{"tool": {}}]}}]}`, []string{"steps[0].turn.steps[0].tool: name is required"}},
 		{"bad error kind", `{"models": {"m": [{"error": "boom"}]}, "steps": [{"chat": {}}]}`, []string{`models.m[0]: error "boom" is not one of`}},

@@ -16,6 +16,8 @@ import (
 //	step 2 tool blocked attempts=1 error=blocked layer=refund_limit: refunds over 100 need an approver
 //	executions: models primary=2 backup=0; tools refund=1
 //	meter: input_tokens=10 output_tokens=5 usd=0.000105 calls=1
+//
+// and, when the run has them, its state fields and its checkpoints.
 func (r *Result) WriteText(w io.Writer) error {
 	var b strings.Builder
 	writeSteps(&b, r.Steps, "")
@@ -37,6 +39,18 @@ func (r *Result) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "meter: input_tokens=%d output_tokens=%d usd=%g calls=%d\n",
 		r.Meter.InputTokens, r.Meter.OutputTokens, r.Meter.USD, r.Meter.Calls)
+	if st := r.State; st != nil {
+		j, _ := json.Marshal(st.Fields)
+		fmt.Fprintf(&b, "state: %s background queued=%d dropped=%d delivered=%d failed=%d\n", j,
+			st.Background.Queued, st.Background.Dropped, st.Background.Delivered, st.Background.Failed)
+	}
+	if c := r.Checkpoints; c != nil {
+		fmt.Fprintf(&b, "checkpoints: versions=%v", c.Versions)
+		if c.Latest != nil {
+			fmt.Fprintf(&b, " latest=%d status=%s", c.Latest.Version, c.Latest.Status)
+		}
+		b.WriteByte('\n')
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -99,6 +113,9 @@ func writeSteps(b *strings.Builder, steps []StepResult, indent string) {
 		}
 		if g := s.Grounding; g != nil {
 			fmt.Fprintf(b, " prompt=%d dropped=%d refused=%d block=%q", len(g.Prompt), len(g.Dropped), len(g.Refused), g.Block)
+		}
+		if c := s.Checkpoint; c != nil {
+			fmt.Fprintf(b, " version=%d status=%s messages=%d tools=%d fields=%d", c.Version, c.Status, c.Messages, c.Tools, c.Fields)
 		}
 		if e := s.Error; e != nil {
 			fmt.Fprintf(b, " error=%s", e.Kind)

@@ -454,9 +454,12 @@ func (p *langPage) celSection() {
 		"([`cel/unchecked-key`](rules.md#cel-unchecked-key)): an item without it is never admitted. " +
 		"A constraint's `when` reads `outer` and `inner`, the configs of the two entries it orders, " +
 		"typed from the config fields of their builtins (`outer.trial` for an `audit` layer is a `cel/type` error). " +
+		"A state handler's `deny` and `set` ([`state`](#state)) read `value` (the value set, or the element appended), " +
+		"typed from the field's JSON Schema, and `state`, an object of the run's fields typed from theirs (a field not set is absent: test it with `has`); " +
+		"`set` computes a value of the field's type instead of a bool. " +
 		"The functions beyond CEL's standard library are listed in the [README](../README.md#cel-predicates).\n\n")
 	p.printf("### CEL variables\n\n| stage | variable | type | available |\n|---|---|---|---|\n")
-	for _, st := range []predicate.Stage{predicate.Chat, predicate.Tool, predicate.Turn, predicate.Admit} {
+	for _, st := range []predicate.Stage{predicate.Chat, predicate.Tool, predicate.Turn, predicate.Admit, predicate.State} {
 		for _, v := range predicate.Variables(st) {
 			when := "before and after the call"
 			switch {
@@ -464,6 +467,8 @@ func (p *langPage) celSection() {
 				when = "after the call (`phase: \"after\"`)"
 			case st == predicate.Admit:
 				when = "for each retrieved item"
+			case st == predicate.State:
+				when = "on each set or append"
 			}
 			p.printf("| %s | `%s` | %s | %s |\n", st, v.Name, cell(celTypeLink(v.Type)), when)
 		}

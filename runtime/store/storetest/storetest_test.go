@@ -13,4 +13,5 @@ func TestMemoryStore(t *testing.T) {
 	t.Run("Leaser", func(t *testing.T) { storetest.Leaser(t, runtime.NewKVLeaser(s)) })
 	t.Run("RateLimiter", func(t *testing.T) { storetest.RateLimiter(t, s) })
 	t.Run("Budgeter", func(t *testing.T) { storetest.Budgeter(t, s) })
+	t.Run("Checkpoints", func(t *testing.T) { storetest.Checkpoints(t, s) })
 }

@@ -1,0 +1,89 @@
+package checkpoint_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
+	"github.com/agentc-dev/agentc/runtime/store/postgres"
+	"github.com/agentc-dev/agentc/runtime/store/storetest"
+)
+
+// BenchmarkStateSet is one SetState through a deny and a set handler.
+func BenchmarkStateSet(b *testing.B) {
+	p := checkpointPlan(plan.Store{Kind: "memory"}, false)
+	f := p.State.Fields["notes"]
+	p.State.Fields["limit"] = plan.StateField{Schema: []byte(`{"type": "integer"}`), OnSet: []plan.StateHandler{
+		{Deny: &plan.Predicate{Stage: plan.StageState, Phase: plan.StateOnSet, Source: "value > 100"}},
+		{Set: &plan.Predicate{Stage: plan.StageState, Phase: plan.StateOnSet, Source: "value + 1"}},
+	}}
+	p.State.Fields["notes"] = f
+	pl := rt.Build(b, p, runtime.Deps{})
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r"})
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := pl.SetState(ctx, "limit", 7); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkSave is one Checkpointer.Save of a run with a 20-message
+// transcript, 5 tool results and 2 state fields, per store kind.
+func BenchmarkSave(b *testing.B) {
+	stores := map[string]plan.Store{
+		"memory": {Kind: "memory"},
+		"sqlite": {Kind: "sqlite", Path: filepath.Join(b.TempDir(), "cp.db")},
+	}
+	if u := os.Getenv(storetest.PostgresEnv); u != "" {
+		prefix := storetest.Prefix(b)
+		stores["postgres"] = plan.Store{Kind: "postgres", URL: u, Prefix: prefix}
+		b.Cleanup(func() {
+			if s, err := postgres.Open(context.Background(), u, prefix); err == nil {
+				_, _ = s.Pool().Exec(context.Background(), "DROP SCHEMA "+prefix+" CASCADE")
+				_ = s.Close()
+			}
+		})
+	}
+	for _, kind := range []string{"memory", "sqlite", "postgres"} {
+		store, ok := stores[kind]
+		if !ok {
+			continue
+		}
+		b.Run(kind, func(b *testing.B) {
+			tools := map[string]runtime.ToolFunc{"lookup": rt.NewTool(rt.ToolResult{Value: map[string]any{"status": "shipped", "eta": "2d"}}).Func()}
+			pl := rt.Build(b, checkpointPlan(store, false), runtime.Deps{Tools: tools})
+			ctx := runtime.WithRun(context.Background(), runtime.Run{ID: fmt.Sprintf("bench-%s", storetest.Prefix(b))})
+			msgs := make([]runtime.Message, 20)
+			for i := range msgs {
+				msgs[i] = runtime.Message{Role: "user", Content: fmt.Sprintf("message %d of the conversation, about an order", i)}
+			}
+			c, err := pl.Checkpointer("")
+			if err != nil {
+				b.Fatal(err)
+			}
+			pl.RecordTranscript(ctx, msgs)
+			for range 5 {
+				if _, err := pl.Tool(ctx, runtime.ToolRequest{Name: "lookup", Args: map[string]any{}}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if _, err := pl.AppendState(ctx, "notes", "called back"); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.Save(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			_ = c.Delete(context.Background(), runtime.RunOf(ctx).ID)
+		})
+	}
+}

@@ -1,0 +1,77 @@
+package checkpoint
+
+import (
+	"context"
+	"errors"
+
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+)
+
+// ID is the builtin's id.
+const ID = "checkpoint"
+
+func init() {
+	runtime.Register(runtime.Module{
+		ID:     ID,
+		Stages: []plan.Stage{plan.StageTurn},
+		Doc:    "saves the run (transcript, tool results, state fields) as a numbered version after each turn",
+		New:    func() runtime.Middleware { return &Checkpoint{} },
+	})
+}
+
+// Checkpoint is the checkpoint middleware; its exported fields are its
+// config (schemas/checkpoint.cue).
+type Checkpoint struct {
+	Store     string `json:"store"`
+	AfterTool bool   `json:"after_tool"`
+
+	cp *runtime.Checkpointer
+}
+
+// Provision resolves the checkpoint store and, with after_tool, hooks the
+// saves after each tool result.
+func (c *Checkpoint) Provision(b *runtime.BuildContext) error {
+	cp, err := b.Checkpoints(c.Store)
+	if err != nil {
+		return err
+	}
+	c.cp = cp
+	if c.AfterTool {
+		b.OnToolResult(func(ctx context.Context) error {
+			_, err := cp.Save(ctx)
+			return err
+		})
+	}
+	return nil
+}
+
+// Checkpointer returns the layer's checkpointer.
+func (c *Checkpoint) Checkpointer() *runtime.Checkpointer { return c.cp }
+
+// WrapTurn implements runtime.TurnWrapper.
+func (c *Checkpoint) WrapTurn(next runtime.TurnHandler) runtime.TurnHandler {
+	return func(ctx context.Context, t *runtime.TurnCall) (string, error) {
+		out, err := next(ctx, t)
+		status := runtime.RunRunning
+		switch {
+		case err == nil:
+		case errors.Is(err, context.Canceled):
+			status = runtime.RunCancelled
+		case runtime.Classify(err) == runtime.ClassBlocked, runtime.Classify(err) == runtime.ClassBudget:
+			status = runtime.RunFailed
+		}
+		// The save outlives a cancelled turn: it records the cancellation.
+		sctx := context.WithoutCancel(ctx)
+		var serr error
+		if status.Terminal() {
+			_, serr = c.cp.Finish(sctx, status)
+		} else {
+			_, serr = c.cp.Save(sctx)
+		}
+		if serr != nil {
+			return out, errors.Join(err, serr)
+		}
+		return out, err
+	}
+}

@@ -1,0 +1,24 @@
+// Package checkpoint implements the checkpoint builtin (stage turn): after
+// each turn it saves the run, its transcript (as the agent loop left it, or
+// as the host recorded it with runtime.Pipeline.RecordTranscript), its tool
+// results and its state fields, as the run's next numbered version in the
+// checkpoint store of `store` (runtime.Checkpointer). With after_tool it
+// also saves after each tool result, once the result has returned through
+// the tool chain.
+//
+// The version records where the run stands: "running" after a turn that
+// ended well or with an error that may be redelivered, "cancelled" when the
+// turn's context was cancelled, "failed" when the turn ended final
+// (blocked, over budget). A host finishes a run with Checkpointer.Finish
+// ("done"); Checkpointer.Resume restores a run from its latest version and
+// refuses one in a terminal state.
+//
+// A secret value is never persisted in clear: a state field marked secret
+// that none of its redact handlers rewrote, or any string of a result of a
+// tool declared secret_result that is still present (a redact layer
+// removes it), refuses the save with a *runtime.BlockedError of layer
+// "checkpoint" wrapping a *runtime.SecretError naming the path
+// ("fields.api_token", "transcript[3].content"); the turn then returns that
+// error and nothing is written. A store that fails fails the turn the same
+// way: a run that cannot be checkpointed does not go on silently.
+package checkpoint

@@ -1,0 +1,479 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Checkpoint is one saved version of a run: its transcript, its tool
+// results and its state fields, numbered from 1 per run.
+type Checkpoint struct {
+	RunID   string    `json:"run_id"`
+	Version int       `json:"version"`
+	Status  RunStatus `json:"status"`
+	Time    time.Time `json:"time"`
+	// Transcript is the run's transcript after its latest agent turn
+	// (RunAgent) or as the host recorded it (RecordTranscript).
+	Transcript []Message `json:"transcript,omitempty"`
+	// Tools are the run's tool results, in the order they returned.
+	Tools []ToolRecord `json:"tools,omitempty"`
+	// Fields are the run's state fields.
+	Fields map[string]any `json:"fields,omitempty"`
+}
+
+// CheckpointStore is the checkpoint port of a store. Implementations must
+// be safe for concurrent use, and across the processes that share the
+// store for the kinds that are shared.
+type CheckpointStore interface {
+	// SaveCheckpoint stores cp as the run's next version (its latest plus
+	// one, atomically) and returns that version; cp.Version is ignored.
+	SaveCheckpoint(ctx context.Context, cp Checkpoint) (int, error)
+	// LatestCheckpoint returns the run's highest version.
+	LatestCheckpoint(ctx context.Context, runID string) (Checkpoint, bool, error)
+	// CheckpointAt returns one version of the run.
+	CheckpointAt(ctx context.Context, runID string, version int) (Checkpoint, bool, error)
+	// CheckpointVersions lists the run's versions, ascending.
+	CheckpointVersions(ctx context.Context, runID string) ([]int, error)
+	// DeleteCheckpoints removes every version of the run; a run without
+	// any is not an error.
+	DeleteCheckpoints(ctx context.Context, runID string) error
+}
+
+// MarshalCheckpoint returns the JSON a store keeps of cp: without its
+// version, which the store numbers and keeps beside it.
+func MarshalCheckpoint(cp Checkpoint) ([]byte, error) {
+	cp.Version = 0
+	b, err := json.Marshal(cp)
+	if err != nil {
+		return nil, fmt.Errorf("encode checkpoint of run %s: %w", cp.RunID, err)
+	}
+	return b, nil
+}
+
+// UnmarshalCheckpoint decodes what MarshalCheckpoint wrote and stamps the
+// version the store kept.
+func UnmarshalCheckpoint(data []byte, version int) (Checkpoint, error) {
+	var cp Checkpoint
+	if err := json.Unmarshal(data, &cp); err != nil {
+		return Checkpoint{}, fmt.Errorf("decode checkpoint: %w", err)
+	}
+	cp.Version = version
+	return cp, nil
+}
+
+// SecretError is why a checkpoint was refused: the value at Path (a JSON
+// path into the checkpoint: "fields.api_token", "transcript[3].content",
+// "tools[0].result.token") is secret and would be persisted in clear.
+type SecretError struct {
+	Path string
+}
+
+// Error implements error.
+func (e *SecretError) Error() string {
+	return fmt.Sprintf("%s holds a secret value in clear; a checkpoint never persists one (redact it first)", e.Path)
+}
+
+// TerminalRunError is why Resume refused a run: its latest checkpoint
+// says it ended.
+type TerminalRunError struct {
+	RunID   string
+	Status  RunStatus
+	Version int
+}
+
+// Error implements error.
+func (e *TerminalRunError) Error() string {
+	return fmt.Sprintf("run %s is %s (checkpoint version %d); a run in a terminal state is not resumed", e.RunID, e.Status, e.Version)
+}
+
+// ErrNoCheckpoint is returned by Resume for a run without a checkpoint.
+var ErrNoCheckpoint = errors.New("no checkpoint")
+
+// LayerCheckpoint names the checkpoint refusals: a secret in clear, a
+// terminal run.
+const LayerCheckpoint = "checkpoint"
+
+// Checkpointer saves and restores the runs of a pipeline in one checkpoint
+// store. It is safe for concurrent use.
+type Checkpointer struct {
+	pl    *Pipeline
+	store CheckpointStore
+}
+
+// Checkpointer returns the checkpointer of the store named store ("" is
+// the default store): Deps.Checkpoints for the default store when set,
+// else the store the policy declares (opened once), else an in-memory one.
+// It turns on the recording of the runs' transcripts and tool results.
+func (pl *Pipeline) Checkpointer(store string) (*Checkpointer, error) {
+	cs, err := resolvePort(context.Background(), pl, "checkpoint store", store, nil, pl.deps.Checkpoints, pl.deps.Checkpoints != nil)
+	if err != nil {
+		return nil, err
+	}
+	pl.recordRuns.Store(true)
+	return &Checkpointer{pl: pl, store: cs}, nil
+}
+
+// Checkpoints returns the checkpointer of the store named store, resolved
+// as Pipeline.Checkpointer does.
+func (b *BuildContext) Checkpoints(store string) (*Checkpointer, error) {
+	cs, err := resolvePort(b.Context, b.p, "checkpoint store", store, nil, b.p.deps.Checkpoints, b.p.deps.Checkpoints != nil)
+	if err != nil {
+		return nil, err
+	}
+	b.p.recordRuns.Store(true)
+	return &Checkpointer{pl: b.p, store: cs}, nil
+}
+
+// Store returns the checkpointer's store.
+func (c *Checkpointer) Store() CheckpointStore { return c.store }
+
+// Save saves the run ctx carries as its next version with status running,
+// and returns it. A secret value in clear refuses the save with a
+// *BlockedError of layer LayerCheckpoint wrapping a *SecretError that
+// names its path; nothing is written then.
+func (c *Checkpointer) Save(ctx context.Context) (Checkpoint, error) {
+	return c.save(ctx, RunRunning)
+}
+
+// Finish saves the run ctx carries with a terminal status (RunDone,
+// RunFailed, RunCancelled): Resume refuses it from then on.
+func (c *Checkpointer) Finish(ctx context.Context, status RunStatus) (Checkpoint, error) {
+	if !status.Terminal() {
+		return Checkpoint{}, fmt.Errorf("checkpoint: status %q is not terminal (done, failed, cancelled)", status)
+	}
+	return c.save(ctx, status)
+}
+
+func (c *Checkpointer) save(ctx context.Context, status RunStatus) (Checkpoint, error) {
+	run := RunOf(ctx)
+	if run.ID == "" {
+		return Checkpoint{}, errors.New("checkpoint: the context carries no run id (use WithRun)")
+	}
+	s := c.pl.runState(run.ID)
+	cp, err := c.pl.snapshot(run.ID, s, status)
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	v, err := c.store.SaveCheckpoint(ctx, cp)
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("checkpoint: save run %s: %w", run.ID, err)
+	}
+	cp.Version = v
+	s.mu.Lock()
+	s.version, s.status = v, status
+	s.mu.Unlock()
+	return cp, nil
+}
+
+// Latest returns the run's latest checkpoint.
+func (c *Checkpointer) Latest(ctx context.Context, runID string) (Checkpoint, bool, error) {
+	return c.store.LatestCheckpoint(ctx, runID)
+}
+
+// At returns version v of the run.
+func (c *Checkpointer) At(ctx context.Context, runID string, v int) (Checkpoint, bool, error) {
+	return c.store.CheckpointAt(ctx, runID, v)
+}
+
+// Versions lists the run's versions, ascending.
+func (c *Checkpointer) Versions(ctx context.Context, runID string) ([]int, error) {
+	return c.store.CheckpointVersions(ctx, runID)
+}
+
+// Delete removes every version of the run.
+func (c *Checkpointer) Delete(ctx context.Context, runID string) error {
+	return c.store.DeleteCheckpoints(ctx, runID)
+}
+
+// Resume restores the run from its latest checkpoint: its state fields,
+// transcript and tool results become the run's in this pipeline, and the
+// next save is the following version. A run whose latest checkpoint is
+// terminal is refused with a *BlockedError of layer LayerCheckpoint
+// wrapping a *TerminalRunError, and a run without checkpoints fails with
+// ErrNoCheckpoint; the run's state is untouched then.
+func (c *Checkpointer) Resume(ctx context.Context, runID string) (Checkpoint, error) {
+	cp, ok, err := c.store.LatestCheckpoint(ctx, runID)
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("checkpoint: resume run %s: %w", runID, err)
+	}
+	if !ok {
+		return Checkpoint{}, fmt.Errorf("checkpoint: resume run %s: %w", runID, ErrNoCheckpoint)
+	}
+	if cp.Status.Terminal() {
+		te := &TerminalRunError{RunID: runID, Status: cp.Status, Version: cp.Version}
+		return cp, &BlockedError{Layer: LayerCheckpoint, Message: "the run is not resumed", Err: te}
+	}
+	s := c.pl.runState(runID)
+	s.mu.Lock()
+	s.fields = map[string]any{}
+	for k, v := range cp.Fields {
+		s.fields[k] = cloneJSON(v)
+		// A saved value passed the taint check: it is clean.
+		s.clean[k] = true
+	}
+	s.transcript = slices.Clone(cp.Transcript)
+	s.tools = slices.Clone(cp.Tools)
+	s.version, s.status = cp.Version, cp.Status
+	s.mu.Unlock()
+	return cp, nil
+}
+
+// ResumeAll resumes each run of runIDs that can be: a run in a terminal
+// state is skipped (listed in skipped), as is one without checkpoints.
+// Other errors stop it.
+func (c *Checkpointer) ResumeAll(ctx context.Context, runIDs []string) (resumed []Checkpoint, skipped []string, err error) {
+	for _, id := range runIDs {
+		cp, err := c.Resume(ctx, id)
+		var te *TerminalRunError
+		switch {
+		case err == nil:
+			resumed = append(resumed, cp)
+		case errors.As(err, &te), errors.Is(err, ErrNoCheckpoint):
+			skipped = append(skipped, id)
+		default:
+			return resumed, skipped, err
+		}
+	}
+	return resumed, skipped, nil
+}
+
+// RecordTranscript records msgs as the transcript of the run ctx carries,
+// for a host that runs its turns without RunAgent. It is a no-op until a
+// checkpointer exists.
+func (pl *Pipeline) RecordTranscript(ctx context.Context, msgs []Message) {
+	if id := RunOf(ctx).ID; id != "" && pl.recordRuns.Load() {
+		s := pl.runState(id)
+		s.mu.Lock()
+		s.transcript = slices.Clone(msgs)
+		s.mu.Unlock()
+	}
+}
+
+// Transcript returns the recorded transcript of the run ctx carries (after
+// a Resume, the checkpoint's).
+func (pl *Pipeline) Transcript(ctx context.Context) []Message {
+	id := RunOf(ctx).ID
+	if id == "" {
+		return nil
+	}
+	s := pl.runState(id)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.transcript)
+}
+
+// recordTool records a tool result of a run, as the tool chain returned it.
+func (pl *Pipeline) recordTool(runID, tool string, v any, err error) {
+	if runID == "" || !pl.recordRuns.Load() {
+		return
+	}
+	r := ToolRecord{Tool: tool}
+	if err != nil {
+		r.Error = err.Error()
+	} else if jv, jerr := toJSONValue(v); jerr == nil {
+		r.Result = jv
+	} else {
+		r.Error = fmt.Sprintf("result is not JSON: %v", jerr)
+	}
+	s := pl.runState(runID)
+	s.mu.Lock()
+	s.tools = append(s.tools, r)
+	s.mu.Unlock()
+}
+
+// OnToolResult registers fn to run after each tool call of the pipeline
+// has returned through the tool chain and its result was recorded (a
+// checkpoint layer with after_tool saves there). An error fn returns is
+// the tool call's error. It is called during Provision only.
+func (b *BuildContext) OnToolResult(fn func(ctx context.Context) error) {
+	b.p.toolHooks = append(b.p.toolHooks, fn)
+}
+
+// taintResult records the raw result of a secret_result tool as secret
+// for its run, before any layer sees it.
+func (pl *Pipeline) taintResult(runID string, v any) {
+	if runID == "" {
+		return
+	}
+	jv, err := toJSONValue(v)
+	if err != nil {
+		return
+	}
+	s := pl.runState(runID)
+	s.mu.Lock()
+	addTaint(s.taint, jv)
+	s.mu.Unlock()
+}
+
+// snapshot builds the checkpoint of a run and checks it for secrets in
+// clear.
+func (pl *Pipeline) snapshot(runID string, s *RunState, status RunStatus) (Checkpoint, error) {
+	s.mu.Lock()
+	cp := Checkpoint{RunID: runID, Status: status, Time: pl.now(), Transcript: slices.Clone(s.transcript),
+		Tools: slices.Clone(s.tools)}
+	if len(s.fields) > 0 {
+		cp.Fields = map[string]any{}
+		for k, v := range s.fields {
+			cp.Fields[k] = cloneJSON(v)
+		}
+	}
+	taint := slices.Collect(maps.Keys(s.taint))
+	var dirty []string
+	if pl.state != nil {
+		for name := range s.fields {
+			if f := pl.state.fields[name]; f != nil && f.secret && !s.clean[name] {
+				dirty = append(dirty, name)
+			}
+		}
+	}
+	s.mu.Unlock()
+	if len(dirty) > 0 {
+		slices.Sort(dirty)
+		return cp, secretRefusal("fields." + dirty[0])
+	}
+	if len(taint) == 0 {
+		return cp, nil
+	}
+	b, err := json.Marshal(cp)
+	if err != nil {
+		return cp, fmt.Errorf("checkpoint: encode run %s: %w", runID, err)
+	}
+	var doc any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return cp, fmt.Errorf("checkpoint: encode run %s: %w", runID, err)
+	}
+	slices.Sort(taint)
+	if path := findTaint(doc, "", taint); path != "" {
+		return cp, secretRefusal(path)
+	}
+	return cp, nil
+}
+
+func secretRefusal(path string) error {
+	se := &SecretError{Path: path}
+	return &BlockedError{Layer: LayerCheckpoint, Message: "the run is not saved", Err: se}
+}
+
+// findTaint returns the path of the first string of doc (in key order)
+// that contains a secret string, or "".
+func findTaint(doc any, path string, taint []string) string {
+	switch x := doc.(type) {
+	case string:
+		for _, t := range taint {
+			if strings.Contains(x, t) {
+				return path
+			}
+		}
+	case []any:
+		for i, e := range x {
+			if p := findTaint(e, path+"["+strconv.Itoa(i)+"]", taint); p != "" {
+				return p
+			}
+		}
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			sub := k
+			if path != "" {
+				sub = path + "." + k
+			}
+			if p := findTaint(x[k], sub, taint); p != "" {
+				return p
+			}
+		}
+	}
+	return ""
+}
+
+// MemoryCheckpoints is an in-memory CheckpointStore, safe for concurrent
+// use. Checkpoints are kept as their JSON, so a saved one never shares
+// memory with the run.
+type MemoryCheckpoints struct {
+	mu   sync.Mutex
+	runs map[string]*memoryRun
+}
+
+type memoryRun struct {
+	latest   int
+	versions map[int][]byte
+}
+
+// NewMemoryCheckpoints returns an empty store.
+func NewMemoryCheckpoints() *MemoryCheckpoints {
+	return &MemoryCheckpoints{runs: map[string]*memoryRun{}}
+}
+
+// SaveCheckpoint implements CheckpointStore.
+func (m *MemoryCheckpoints) SaveCheckpoint(_ context.Context, cp Checkpoint) (int, error) {
+	b, err := MarshalCheckpoint(cp)
+	if err != nil {
+		return 0, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := m.runs[cp.RunID]
+	if r == nil {
+		r = &memoryRun{versions: map[int][]byte{}}
+		m.runs[cp.RunID] = r
+	}
+	r.latest++
+	r.versions[r.latest] = b
+	return r.latest, nil
+}
+
+func (m *MemoryCheckpoints) get(runID string, v int) (Checkpoint, bool, error) {
+	r := m.runs[runID]
+	if r == nil {
+		return Checkpoint{}, false, nil
+	}
+	b, ok := r.versions[v]
+	if !ok {
+		return Checkpoint{}, false, nil
+	}
+	cp, err := UnmarshalCheckpoint(b, v)
+	return cp, err == nil, err
+}
+
+// LatestCheckpoint implements CheckpointStore.
+func (m *MemoryCheckpoints) LatestCheckpoint(_ context.Context, runID string) (Checkpoint, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if r := m.runs[runID]; r != nil {
+		return m.get(runID, r.latest)
+	}
+	return Checkpoint{}, false, nil
+}
+
+// CheckpointAt implements CheckpointStore.
+func (m *MemoryCheckpoints) CheckpointAt(_ context.Context, runID string, v int) (Checkpoint, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.get(runID, v)
+}
+
+// CheckpointVersions implements CheckpointStore.
+func (m *MemoryCheckpoints) CheckpointVersions(_ context.Context, runID string) ([]int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if r := m.runs[runID]; r != nil {
+		return slices.Sorted(maps.Keys(r.versions)), nil
+	}
+	return nil, nil
+}
+
+// DeleteCheckpoints implements CheckpointStore.
+func (m *MemoryCheckpoints) DeleteCheckpoints(_ context.Context, runID string) error {
+	m.mu.Lock()
+	delete(m.runs, runID)
+	m.mu.Unlock()
+	return nil
+}
+
+var _ CheckpointStore = (*MemoryCheckpoints)(nil)

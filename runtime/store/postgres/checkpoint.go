@@ -1,0 +1,143 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/agentc-dev/agentc/runtime"
+)
+
+// checkpointSchema is the table of runtime.CheckpointStore: one row per
+// version of a run, the checkpoint as JSON (without its version, which is
+// the row's).
+const checkpointSchema = `
+CREATE TABLE IF NOT EXISTS §.checkpoints (
+	run_id  text NOT NULL,
+	version integer NOT NULL,
+	time    timestamptz NOT NULL,
+	status  text NOT NULL,
+	data    jsonb NOT NULL,
+	PRIMARY KEY (run_id, version)
+)`
+
+// checkpointTables records the stores whose checkpoint table exists.
+var checkpointTables sync.Map // *Store -> struct{}
+
+// checkpoints creates the checkpoint table on first use, under the lock
+// that serialises the schema's migrations across processes.
+func (s *Store) checkpoints(ctx context.Context) error {
+	if _, ok := checkpointTables.Load(s); ok {
+		return nil
+	}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('agentc schema ' || $1))`, s.schema); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, s.q(checkpointSchema))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("postgres checkpoints: create table: %w", err)
+	}
+	checkpointTables.Store(s, struct{}{})
+	return nil
+}
+
+// maxSaveRetries bounds the retries of a save that lost the race for a
+// version number to another process.
+const maxSaveRetries = 16
+
+// SaveCheckpoint implements runtime.CheckpointStore: the version is the
+// run's latest plus one, taken in the insert itself; two processes that
+// race for one number leave one of them a unique violation, and it takes
+// the next. The row is committed before SaveCheckpoint returns.
+func (s *Store) SaveCheckpoint(ctx context.Context, cp runtime.Checkpoint) (int, error) {
+	if err := s.checkpoints(ctx); err != nil {
+		return 0, err
+	}
+	data, err := runtime.MarshalCheckpoint(cp)
+	if err != nil {
+		return 0, fmt.Errorf("postgres checkpoints: %w", err)
+	}
+	for range maxSaveRetries {
+		var v int
+		err = s.pool.QueryRow(ctx, s.q(`INSERT INTO §.checkpoints (run_id, version, time, status, data)
+			SELECT $1, COALESCE(MAX(version), 0) + 1, $2, $3, $4 FROM §.checkpoints WHERE run_id = $1
+			RETURNING version`), cp.RunID, cp.Time, string(cp.Status), data).Scan(&v)
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "23505" {
+			continue
+		}
+		if err != nil {
+			return 0, fmt.Errorf("postgres checkpoints: save: %w", err)
+		}
+		return v, nil
+	}
+	return 0, fmt.Errorf("postgres checkpoints: save run %s: lost the race for a version %d times", cp.RunID, maxSaveRetries)
+}
+
+func (s *Store) checkpoint(ctx context.Context, q string, args ...any) (runtime.Checkpoint, bool, error) {
+	if err := s.checkpoints(ctx); err != nil {
+		return runtime.Checkpoint{}, false, err
+	}
+	var (
+		v    int
+		data []byte
+	)
+	err := s.pool.QueryRow(ctx, s.q(q), args...).Scan(&v, &data)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return runtime.Checkpoint{}, false, nil
+	}
+	if err != nil {
+		return runtime.Checkpoint{}, false, fmt.Errorf("postgres checkpoints: %w", err)
+	}
+	cp, err := runtime.UnmarshalCheckpoint(data, v)
+	if err != nil {
+		return runtime.Checkpoint{}, false, fmt.Errorf("postgres checkpoints: %w", err)
+	}
+	return cp, true, nil
+}
+
+// LatestCheckpoint implements runtime.CheckpointStore.
+func (s *Store) LatestCheckpoint(ctx context.Context, runID string) (runtime.Checkpoint, bool, error) {
+	return s.checkpoint(ctx, `SELECT version, data FROM §.checkpoints WHERE run_id = $1 ORDER BY version DESC LIMIT 1`, runID)
+}
+
+// CheckpointAt implements runtime.CheckpointStore.
+func (s *Store) CheckpointAt(ctx context.Context, runID string, version int) (runtime.Checkpoint, bool, error) {
+	return s.checkpoint(ctx, `SELECT version, data FROM §.checkpoints WHERE run_id = $1 AND version = $2`, runID, version)
+}
+
+// CheckpointVersions implements runtime.CheckpointStore.
+func (s *Store) CheckpointVersions(ctx context.Context, runID string) ([]int, error) {
+	if err := s.checkpoints(ctx); err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, s.q(`SELECT version FROM §.checkpoints WHERE run_id = $1 ORDER BY version`), runID)
+	if err != nil {
+		return nil, fmt.Errorf("postgres checkpoints: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	if err != nil {
+		return nil, fmt.Errorf("postgres checkpoints: %w", err)
+	}
+	return out, nil
+}
+
+// DeleteCheckpoints implements runtime.CheckpointStore.
+func (s *Store) DeleteCheckpoints(ctx context.Context, runID string) error {
+	if err := s.checkpoints(ctx); err != nil {
+		return err
+	}
+	if _, err := s.pool.Exec(ctx, s.q(`DELETE FROM §.checkpoints WHERE run_id = $1`), runID); err != nil {
+		return fmt.Errorf("postgres checkpoints: delete: %w", err)
+	}
+	return nil
+}
+
+var _ runtime.CheckpointStore = (*Store)(nil)

@@ -1,0 +1,128 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/agentc-dev/agentc/runtime"
+)
+
+// checkpointSchema is the table of runtime.CheckpointStore: one row per
+// version of a run, the checkpoint as JSON.
+const checkpointSchema = `
+CREATE TABLE IF NOT EXISTS checkpoints (
+	run_id  TEXT NOT NULL,
+	version INTEGER NOT NULL,
+	time    INTEGER NOT NULL,
+	status  TEXT NOT NULL,
+	data    TEXT NOT NULL,
+	PRIMARY KEY (run_id, version)
+) WITHOUT ROWID;
+`
+
+// checkpointTables records the stores whose checkpoint table exists.
+var checkpointTables sync.Map // *Store -> struct{}
+
+// checkpoints creates the checkpoint table on first use.
+func (s *Store) checkpoints(ctx context.Context) error {
+	if _, ok := checkpointTables.Load(s); ok {
+		return nil
+	}
+	if _, err := s.db.ExecContext(ctx, checkpointSchema); err != nil {
+		return fmt.Errorf("sqlite checkpoints: create table: %w", err)
+	}
+	checkpointTables.Store(s, struct{}{})
+	return nil
+}
+
+// SaveCheckpoint implements runtime.CheckpointStore: one statement numbers
+// the version (the run's latest plus one, read under the file's write lock)
+// and commits it (fsynced) before it returns, so versions stay dense and
+// unique across the processes sharing the file. The row's version column
+// is the checkpoint's version; its JSON leaves it out.
+func (s *Store) SaveCheckpoint(ctx context.Context, cp runtime.Checkpoint) (int, error) {
+	if err := s.checkpoints(ctx); err != nil {
+		return 0, err
+	}
+	data, err := runtime.MarshalCheckpoint(cp)
+	if err != nil {
+		return 0, fmt.Errorf("sqlite checkpoints: %w", err)
+	}
+	var v int
+	err = s.db.QueryRowContext(ctx, `INSERT INTO checkpoints (run_id, version, time, status, data)
+		SELECT ?, COALESCE(MAX(version), 0) + 1, ?, ?, ? FROM checkpoints WHERE run_id = ?
+		RETURNING version`, cp.RunID, cp.Time.UnixNano(), string(cp.Status), string(data), cp.RunID).Scan(&v)
+	if err != nil {
+		return 0, fmt.Errorf("sqlite checkpoints: save: %w", err)
+	}
+	return v, nil
+}
+
+func (s *Store) checkpoint(ctx context.Context, q string, args ...any) (runtime.Checkpoint, bool, error) {
+	if err := s.checkpoints(ctx); err != nil {
+		return runtime.Checkpoint{}, false, err
+	}
+	var (
+		v    int
+		data string
+	)
+	err := s.db.QueryRowContext(ctx, q, args...).Scan(&v, &data)
+	if errors.Is(err, sql.ErrNoRows) {
+		return runtime.Checkpoint{}, false, nil
+	}
+	if err != nil {
+		return runtime.Checkpoint{}, false, fmt.Errorf("sqlite checkpoints: %w", err)
+	}
+	cp, err := runtime.UnmarshalCheckpoint([]byte(data), v)
+	if err != nil {
+		return runtime.Checkpoint{}, false, fmt.Errorf("sqlite checkpoints: %w", err)
+	}
+	return cp, true, nil
+}
+
+// LatestCheckpoint implements runtime.CheckpointStore.
+func (s *Store) LatestCheckpoint(ctx context.Context, runID string) (runtime.Checkpoint, bool, error) {
+	return s.checkpoint(ctx, `SELECT version, data FROM checkpoints WHERE run_id = ? ORDER BY version DESC LIMIT 1`, runID)
+}
+
+// CheckpointAt implements runtime.CheckpointStore.
+func (s *Store) CheckpointAt(ctx context.Context, runID string, version int) (runtime.Checkpoint, bool, error) {
+	return s.checkpoint(ctx, `SELECT version, data FROM checkpoints WHERE run_id = ? AND version = ?`, runID, version)
+}
+
+// CheckpointVersions implements runtime.CheckpointStore.
+func (s *Store) CheckpointVersions(ctx context.Context, runID string) ([]int, error) {
+	if err := s.checkpoints(ctx); err != nil {
+		return nil, err
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT version FROM checkpoints WHERE run_id = ? ORDER BY version`, runID)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite checkpoints: %w", err)
+	}
+	defer rows.Close()
+	var out []int
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			return nil, fmt.Errorf("sqlite checkpoints: %w", err)
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// DeleteCheckpoints implements runtime.CheckpointStore.
+func (s *Store) DeleteCheckpoints(ctx context.Context, runID string) error {
+	if err := s.checkpoints(ctx); err != nil {
+		return err
+	}
+	if _, err := s.db.ExecContext(ctx, `DELETE FROM checkpoints WHERE run_id = ?`, runID); err != nil {
+		return fmt.Errorf("sqlite checkpoints: delete: %w", err)
+	}
+	return nil
+}
+
+var _ runtime.CheckpointStore = (*Store)(nil)
