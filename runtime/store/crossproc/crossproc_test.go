@@ -244,7 +244,7 @@ func TestMemoizeWaiterTakesOverFromAKilledLeader(t *testing.T) {
 }
 
 func TestRateLimitIsSharedAcrossProcesses(t *testing.T) {
-	const rate, burst, window = 40, 10, 2 * time.Second
+	const rate, burst, window = 40, 10, 5 * time.Second
 	for _, b := range backends(t) {
 		t.Run(b.kind, func(t *testing.T) {
 			g := newGroup(t, b, time.Second)
