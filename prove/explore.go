@@ -535,6 +535,12 @@ func (e *explorer) runScenario(ctx context.Context, t target, script []string, s
 		Logger: e.logger,
 		Wrap: func(d *runtime.Deps) {
 			d.Audit = recordingSink{d.Audit}
+			// An audit layer (or the state's or grounding's records) naming
+			// a store writes there: every store's trail is recorded too.
+			d.AuditSinks = map[string]runtime.AuditSink{}
+			for name := range e.p.Stores {
+				d.AuditSinks[name] = d.Audit
+			}
 		},
 		OnExecute: func(ctx context.Context, stage plan.Stage, name string) {
 			recorderOf(ctx).add(ctx, event{Kind: evExecute, Stage: stage, Name: name})

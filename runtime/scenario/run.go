@@ -228,6 +228,9 @@ func Run(ctx context.Context, p *plan.Plan, s *Scenario, opts Options) (*Result,
 	}
 	// After a crash nothing more is written durably.
 	deps.Audit = crashSink{deps.Audit, f}
+	for name, sink := range deps.AuditSinks {
+		deps.AuditSinks[name] = crashSink{sink, f}
+	}
 	var rec *tracetest.SpanRecorder
 	var tp *sdktrace.TracerProvider
 	if opts.Trace {
