@@ -30,6 +30,9 @@ type Family struct {
 	// needles, for a raw family, are words one of which the normalized text must contain
 	// for Regex to be tried.
 	needles []string
+	// marks, for a raw family, are bytes one of which the original text must contain for
+	// Regex to be tried.
+	marks string
 }
 
 // DefaultThreshold is the score at which the default families block.
@@ -90,7 +93,7 @@ var defaultFamilies = []Family{
 		`|(?:ignore|forget|disregard|override|bypass|leak|dump|reveal|print|repeat|output|show)\s(?:(?:me|us|all|the|your|of|my|its)\s){0,3}system\s?(?:prompts?|instructions|message))\b`},
 
 	// Instructions planted in data a tool returned.
-	{ID: "planted-role-turn", Score: 0.5, Raw: true, needles: []string{"system", "assistant", "user", "human", "admin", "developer", "instruction", "inst", "end of", "rest of document"}, Regex: `(?im)^\s*(?:>\s*)?(?:system|assistant|user|human|admin|developer)\s*:\s*\S|\[(?:system|admin request|instruction|inst)\b|<\s*/?\s*(?:instruction|system|admin)\s*>|<end of (?:session|conversation|document|context)>|\[rest-of-document\]`},
+	{ID: "planted-role-turn", Score: 0.5, Raw: true, marks: ":[<", needles: []string{"system", "assistant", "user", "human", "admin", "developer", "inst", "end of", "rest of document"}, Regex: `(?im)^\s*(?:>\s*)?(?:system|assistant|user|human|admin|developer)\s*:\s*\S|\[(?:system|admin request|instruction|inst)\b|<\s*/?\s*(?:instruction|system|admin)\s*>|<end of (?:session|conversation|document|context)>|\[rest-of-document\]`},
 	{ID: "note-to-ai", Score: 0.7, Regex: `\b(?:note (?:to|for) (?:the )?(?:automated|ai|llm|language model|assistant|model|chatbot|bot|reviewer software|analysis software|screening)|(?:invisible|hidden) (?:to|from) (?:humans|people|the user|the reader)|visible (?:only )?to (?:the )?(?:ai|llm|model|bots?|language models?|scan)|for (?:automated|ai) (?:screening|review|analysis|systems?)|(?:ai|llm|automated) (?:assistants?|models?|systems?|agents?|screeners?|reviewers?) (?:must|should|reading this|processing this))\b`},
 	{ID: "answer-override", Score: 0.5, Regex: `\b(?:if (?:the )?(?:user|anyone|someone|you are) (?:\w+ ){0,2}?(?:asks?|asked|questions?|questioned) (?:\w+ ){0,4}?(?:reply|respond|answer|say|report|print|output|tell)|if (?:asked|questioned) (?:\w+ ){0,4}?(?:reply|respond|answer|say|report|print|output|tell)|(?:reply|respond|answer) with (?:only )?the following|simply (?:respond|reply|say|print|output)|(?:disregard|ignore) (?:all )?(?:info|information|content|text|data) (?:except|other than|besides)|focus (?:only|exclusively|solely) on the (?:following|information)|override (?:\w+ ){0,2}(?:scoring|evaluation|assessment|rating|review)|(?:don t|do not) (?:evaluate|assess|review) the (?:candidate|document|domain|applicant|resume|text|file))\b`},
 	{ID: "priority-claim", Score: 0.3, Regex: `\b(?:this is (?:really |extremely |very )?(?:important|urgent|critical)|(?:important|urgent|critical) (?:message|instructions?|update|notice) (?:from|for|to)|top priority|highest priority|above all else|it is (?:critical|crucial|imperative|vital) (?:to|that))\b`},

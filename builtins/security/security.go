@@ -82,6 +82,7 @@ type compiledFamily struct {
 	raw      bool
 	anchored bool
 	needles  []string // see Family.needles
+	marks    string   // see Family.marks
 }
 
 // Detector finds prompt-injection patterns.
@@ -218,6 +219,7 @@ func (d *Detector) scoreFamilies(text string, norm *textnorm.Normalized) (Match,
 		loc := locs[k]
 		switch {
 		case f.anchored:
+		case f.marks != "" && !strings.ContainsAny(text, f.marks):
 		case len(f.needles) > 0 && !containsAny(t, f.needles):
 		case f.raw:
 			loc = f.re.FindStringIndex(text)
@@ -258,7 +260,7 @@ var defaultDetector = sync.OnceValue(func() *Detector {
 	}
 	d.familyStarts = map[string][]int{}
 	for i, f := range defaultFamilies {
-		c := compiledFamily{id: f.ID, score: f.Score, raw: f.Raw, needles: f.needles}
+		c := compiledFamily{id: f.ID, score: f.Score, raw: f.Raw, needles: f.needles, marks: f.marks}
 		if starts, ok := startWords(f.Regex); ok && !f.Raw {
 			c.anchored = true
 			c.re = regexp.MustCompile(`^(?:` + f.Regex + `)`)
