@@ -13,7 +13,11 @@ package security
 // "reply with the following"), capped there so that no pile of role-play cues blocks a
 // role-play prompt; a family of 1 is an instruction no benign sample carried. Within those
 // bounds the scores were raised one at a time while the tune half's benign samples stayed
-// under 0.8, a margin under the threshold.
+// under 0.8, a margin under the threshold. Words that developer and support text uses in
+// their plain sense ("the system prompt", "our content policy", "unrestricted stock units",
+// "ignore the previous answer") were then narrowed so that testdata/benign-dev.txt passes
+// whole (TestBenignDeveloperText): they count only with the action or the persona noun that
+// makes them a jailbreak's.
 
 // Family is a weighted group of phrases pointing at one kind of injection.
 type Family struct {
