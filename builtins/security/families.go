@@ -13,7 +13,11 @@ package security
 // "reply with the following"), capped there so that no pile of role-play cues blocks a
 // role-play prompt; a family of 1 is an instruction no benign sample carried. Within those
 // bounds the scores were raised one at a time while the tune half's benign samples stayed
-// under 0.8, a margin under the threshold.
+// under 0.8, a margin under the threshold. Words that developer and support text uses in
+// their plain sense ("the system prompt", "our content policy", "unrestricted stock units",
+// "ignore the previous answer") were then narrowed so that testdata/benign-dev.txt passes
+// whole (TestBenignDeveloperText): they count only with the action or the persona noun that
+// makes them a jailbreak's.
 
 // Family is a weighted group of phrases pointing at one kind of injection.
 type Family struct {
@@ -30,6 +34,9 @@ type Family struct {
 	// needles, for a raw family, are words one of which the normalized text must contain
 	// for Regex to be tried.
 	needles []string
+	// marks, for a raw family, are bytes one of which the original text must contain for
+	// Regex to be tried.
+	marks string
 }
 
 // DefaultThreshold is the score at which the default families block.
@@ -45,17 +52,26 @@ const (
 	priorWord = `(?:previous|preceding|prior|above|earlier|former|old|initial|original)`
 	// priorNoun widens the signatures' directive nouns with the ones an override shares with
 	// ordinary requests.
-	priorNoun = `(?:tasks?|orders?|commands?|inputs?|information|info|data|conversation|messages?|text|context|assignments?|requests?|answers?|responses?)`
+	priorNoun = `(?:tasks?|orders?|commands?|inputs?|conversation|context|assignments?|prompts?)`
+	// priorTalk is what came before in an ordinary exchange: dropping it is how a
+	// correction reads ("ignore the previous answer, it was wrong") as well as an override.
+	priorTalk = `(?:information|info|data|messages?|text|requests?|answers?|responses?)`
+	// plainWord is a persona word that ordinary text uses in its plain sense ("unrestricted
+	// stock units", "the unfiltered logs"): it counts only with a persona noun or after "you
+	// are".
+	plainWord = `(?:unfiltered|uncensored|unrestricted|unaligned|unchained)`
+	// personaNoun is what a jailbreak calls unrestricted.
+	personaNoun = `(?:(?:and \w+ )?(?:ai|assistants?|chatbots?|bots?|models?|language models?|versions? of (?:yourself|you|chatgpt)|persona|character|entity|responses?|answers?|replies|output|mode|chatgpt|gpt))`
 )
 
 var defaultFamilies = []Family{
 	// Jailbreak personas.
-	{ID: "amoral-persona", Score: 0.8, Regex: `\b(?:amoral|unfiltered|uncensored|unrestricted|unaligned|unchained|unethical ai|immoral ai|evil (?:ai|bot|chatbot|assistant|twin|version|confidant)|fully unlocked|jailbroken|jailbreak(?:ed)?|no (?:ethical|moral) (?:guidelines|principles|boundaries|compass|standards|restrictions|limits|code)|(?:not|no longer) (?:bound|restricted|limited) by)\b`},
+	{ID: "amoral-persona", Score: 0.8, Regex: `\b(?:amoral|` + plainWord + ` ` + personaNoun + `|(?:you are|you re|you will be|be|being|remain|stay|act|acting) (?:an? |completely |totally |fully |entirely )*` + plainWord + `|unethical ai|immoral ai|evil (?:ai|bot|chatbot|assistant|twin|version|confidant)|fully unlocked|jailbroken|jailbreak(?:ed)?|no (?:ethical|moral) (?:guidelines|principles|boundaries|compass|standards|restrictions|limits|code)|(?:not|no longer) (?:bound|restricted|limited) by)\b`},
 	{ID: "never-refuse", Score: 0.8, Regex: `\b(?:never (?:refuses?|refuse|denies|deny|declines?|says? no)|will not refuse|won t refuse|cannot refuse|can t refuse|do not refuse|don t refuse|not (?:allowed|able) to refuse|no matter how (?:` + harmWord + `|bad|wrong|immoral|unethical|illegal|extreme)` +
 		`|without (?:any )?(?:warnings?|disclaimers?|censorship|filters?|refusals?)|(?:never|not|no) (?:send|sends|give|gives|include|includes|add|adds|provide|provides|mention|mentions) (?:any )?(?:warnings?|disclaimers?)|always (?:answers?|responds?|complies|sends?|provides?) (?:any|every|all|the|an|a|with)|(?:answer|respond to|comply with|fulfil|fulfill) (?:any|every|all) (?:requests?|questions?|prompts?)|will do anything|can do anything)\b`},
 	{ID: "ethics-off", Score: 0.7, Regex: `\b(?:(?:doesn t|does not|don t|do not|never|not|no longer) (?:care|cares|caring|concerned|worry|worries|give a \w+) (?:about |for |of )?(?:\w+ ){0,3}` + ethicsWord +
 		`|(?:regardless|irrespective) of (?:\w+ ){0,3}` + ethicsWord + `|ignor(?:e|es|ing) (?:\w+ ){0,2}(?:morals|ethics|morality|legality)|(?:promotes?|condones?|loves?|encourages?) (?:everything |anything |all )?(?:` + harmWord + `))\b`},
-	{ID: "policy-evasion", Score: 0.8, Regex: `\b(?:(?:openai|open ai|anthropic|google|microsoft|meta)(?: s)? (?:content )?(?:polic(?:y|ies)|rules|guidelines|restrictions|filters?)|content polic(?:y|ies)|broken free (?:of|from)|break(?:s)? free (?:of|from)|(?:escaped|freed|released) from (?:the )?(?:typical )?(?:confines|matrix|restrictions|rules)|(?:bypass|evade|circumvent)(?:es|ed|ing)? (?:\w+ ){0,3}(?:polic(?:y|ies)|rules|filters?|restrictions|guidelines|censorship))\b`},
+	{ID: "policy-evasion", Score: 0.8, Regex: `\b(?:(?:openai|open ai|anthropic|google|microsoft|meta)(?: s)? (?:content )?(?:polic(?:y|ies)|rules|guidelines|restrictions|filters?)|(?:ignor|violat|disregard|break|breach)(?:e|es|ed|ing|s)? (?:\w+ ){0,2}content polic(?:y|ies)|broken free (?:of|from)|break(?:s)? free (?:of|from)|(?:escaped|freed|released) from (?:the )?(?:typical )?(?:confines|matrix|restrictions|rules)|(?:bypass|evade|circumvent)(?:es|ed|ing)? (?:\w+ ){0,3}(?:polic(?:y|ies)|rules|filters?|restrictions|guidelines|censorship))\b`},
 	{ID: "no-limits", Score: 0.7, Regex: `\b(?:no|without|free (?:of|from)|not have|doesn t have|does not have) (?:any |all |the |its )?(?:rules|restrictions|limitations|limits|filters|filtering|censorship|boundaries|prohibitions|constraints)(?: or (?:rules|restrictions|limitations|limits|filters|censorship|boundaries))?\b`},
 	{ID: "mode-switch", Score: 0.4, Regex: `\b(?:stay in|enter|enable|activate|switch to|you are in|now in|welcome to) (?:\w+ )?mode\b|\bmode (?:enabled|activated|unlocked|is now on)\b`},
 	{ID: "dual-response", Score: 0.4, Regex: `\b(?:two (?:different |separate |distinct )*(?:responses|answers|ways|paragraphs|outputs)|(?:normal|classic|standard|filtered) (?:response|answer|output) and (?:a |an |one )?(?:\w+ ){0,2}(?:response|answer|output))\b`},
@@ -69,6 +85,7 @@ var defaultFamilies = []Family{
 	{ID: "override-everything", Score: 0.8, Regex: `\b(?:ignore|forget|disregard|abandon|let go of)\s(?:about\s)?(?:everything\b|all\s(?:of\s)?(?:the\s|your\s|these\s|those\s)?(?:rules|instructions|thoughts|prompts?|tasks|orders|commands|directions|documents)\b)` +
 		`|\b(?:drop|remove|erase|delete|clear)\s(?:all\s(?:of\s)?)?your\s(?:instructions|rules|thoughts|tasks|programming|guidelines)\b`},
 	{ID: "override-prior", Score: 0.6, Regex: `\b(?:ignore|forget|disregard|abandon|overlook|let go of)\s(?:(?:all|any|every|of|the|your|these|those)\s){0,3}` + priorWord + `\s(?:\w+\s)?` + priorNoun + `\b`},
+	{ID: "override-prior-talk", Score: 0.2, Regex: `\b(?:ignore|forget|disregard|abandon|overlook|let go of)\s(?:(?:all|any|every|of|the|your|these|those)\s){0,3}` + priorWord + `\s(?:\w+\s)?` + priorTalk + `\b`},
 	{ID: "override-then-act", Score: 1.0, Regex: `\b(?:ignore|forget|disregard)\s(?:about\s)?(?:everything|all)\s(?:(?:you|i|we|was|were|have|has|been|told|said|know|knew|written|given|before|above|so|far|of|that|this|it|the|documents?|provided)\s){0,6}(?:(?:and|then|just|now|instead|but|simply|i command you to)\s){0,2}(?:print|say|write|output|tell|repeat|reply|respond|answer|show|focus|concentrate|start)\b` +
 		`|\b(?:ignore|disregard)\s(?:the\s)?(?:rest|remainder)\s(?:of\s)?(?:this|the|these)\s(?:data|document|text|input|content|page|file|email|message)\b`},
 	{ID: "override-bare", Score: 0.7, Regex: `\b(?:ignore|disregard)\s(?:(?:the|all|any|these|those|above|your)\s){0,2}(?:directions|instructions|directives)\b`},
@@ -76,10 +93,11 @@ var defaultFamilies = []Family{
 	{ID: "new-task", Score: 0.7, Regex: `\b(?:(?:focus|concentrate) (?:only |exclusively |solely )?on (?:your |the |a |this )?new (?:task|assignment|instructions?|job|role)|new instructions (?:follow|are|below)|now (?:new|further|other) (?:instructions|tasks|assignments) follow|your (?:new|next|real|actual|true) (?:task|job|assignment|goal|objective|mission) (?:is|will be)|(?:change|update|replace) your instructions|your instructions are now|here (?:is|are) your new (?:task|instructions?)|instead (?:of that )?(?:you will|you must|do the following))\b`},
 	{ID: "pivot", Score: 0.4, Regex: `\b(?:that s enough|that is enough|that is done|that s done|very good|well done|excellent performance|good job|congratulations|great work)\s(?:\w+\s){0,6}?(?:now|next)\s(?:please\s)?(?:\w+\s)?(?:write|tell|answer|say|help|print|output|show|focus|concentrate|follow|proceed)\b`},
 	{ID: "reveal-prompt-lite", Score: 0.8, Regex: `\b(?:(?:show|reveal|print|output|display|repeat|give|tell|list|encode|translate|summarize|continue)\s(?:me\s|us\s)?(?:(?:all|the|your|of|full|entire|complete|whole|exact)\s){0,4}(?:prompt texts?|(?:system|starting|initial|original|first|hidden|secret)\s(?:prompt|instructions|message|text)|instructions you (?:were|have been) given|text (?:you were|you ve been) given)` +
-		`|(?:print|display|show|repeat|output|spell ?check) (?:\w+ ){0,3}?(?:above|previous|preceding|initial) (?:prompt|text|instructions)|what (?:were|have) you been (?:told|instructed|given)|what were you told|what was (?:written|said) (?:at the (?:beginning|start)|before|above)|(?:text|words|instructions) (?:above|before) (?:this|the) (?:line|prompt|message)|system ?prompt|system instructions)\b`},
+		`|(?:print|display|show|repeat|output|spell ?check) (?:\w+ ){0,3}?(?:above|previous|preceding|initial) (?:prompt|text|instructions)|what (?:were|have) you been (?:told|instructed|given)|what were you told|what was (?:written|said) (?:at the (?:beginning|start)|before|above)|(?:text|words|instructions) (?:above|before) (?:this|the) (?:line|prompt|message)` +
+		`|(?:ignore|forget|disregard|override|bypass|leak|dump|reveal|print|repeat|output|show)\s(?:(?:me|us|all|the|your|of|my|its)\s){0,3}system\s?(?:prompts?|instructions|message))\b`},
 
 	// Instructions planted in data a tool returned.
-	{ID: "planted-role-turn", Score: 0.5, Raw: true, needles: []string{"system", "assistant", "user", "human", "admin", "developer", "instruction", "inst", "end of", "rest of document"}, Regex: `(?im)^\s*(?:>\s*)?(?:system|assistant|user|human|admin|developer)\s*:\s*\S|\[(?:system|admin request|instruction|inst)\b|<\s*/?\s*(?:instruction|system|admin)\s*>|<end of (?:session|conversation|document|context)>|\[rest-of-document\]`},
+	{ID: "planted-role-turn", Score: 0.5, Raw: true, marks: ":[<", needles: []string{"system", "assistant", "user", "human", "admin", "developer", "inst", "end of", "rest of document"}, Regex: `(?im)^\s*(?:>\s*)?(?:system|assistant|user|human|admin|developer)\s*:\s*\S|\[(?:system|admin request|instruction|inst)\b|<\s*/?\s*(?:instruction|system|admin)\s*>|<end of (?:session|conversation|document|context)>|\[rest-of-document\]`},
 	{ID: "note-to-ai", Score: 0.7, Regex: `\b(?:note (?:to|for) (?:the )?(?:automated|ai|llm|language model|assistant|model|chatbot|bot|reviewer software|analysis software|screening)|(?:invisible|hidden) (?:to|from) (?:humans|people|the user|the reader)|visible (?:only )?to (?:the )?(?:ai|llm|model|bots?|language models?|scan)|for (?:automated|ai) (?:screening|review|analysis|systems?)|(?:ai|llm|automated) (?:assistants?|models?|systems?|agents?|screeners?|reviewers?) (?:must|should|reading this|processing this))\b`},
 	{ID: "answer-override", Score: 0.5, Regex: `\b(?:if (?:the )?(?:user|anyone|someone|you are) (?:\w+ ){0,2}?(?:asks?|asked|questions?|questioned) (?:\w+ ){0,4}?(?:reply|respond|answer|say|report|print|output|tell)|if (?:asked|questioned) (?:\w+ ){0,4}?(?:reply|respond|answer|say|report|print|output|tell)|(?:reply|respond|answer) with (?:only )?the following|simply (?:respond|reply|say|print|output)|(?:disregard|ignore) (?:all )?(?:info|information|content|text|data) (?:except|other than|besides)|focus (?:only|exclusively|solely) on the (?:following|information)|override (?:\w+ ){0,2}(?:scoring|evaluation|assessment|rating|review)|(?:don t|do not) (?:evaluate|assess|review) the (?:candidate|document|domain|applicant|resume|text|file))\b`},
 	{ID: "priority-claim", Score: 0.3, Regex: `\b(?:this is (?:really |extremely |very )?(?:important|urgent|critical)|(?:important|urgent|critical) (?:message|instructions?|update|notice) (?:from|for|to)|top priority|highest priority|above all else|it is (?:critical|crucial|imperative|vital) (?:to|that))\b`},

@@ -82,6 +82,7 @@ type compiledFamily struct {
 	raw      bool
 	anchored bool
 	needles  []string // see Family.needles
+	marks    string   // see Family.marks
 }
 
 // Detector finds prompt-injection patterns.
@@ -195,13 +196,19 @@ func (d *Detector) scoreFamilies(text string, norm *textnorm.Normalized) (Match,
 	}
 	locs := make([][]int, len(d.families))
 	t := norm.Text
+	// An anchored family is tried at every occurrence of its start words, each attempt on
+	// a maxAnchoredMatch window; a window it already failed on (a text repeating a phrase)
+	// is not tried again.
+	failures := newFailMemo(t)
 	walkWords(t, func(i int, word, window string) bool {
 		for _, k := range d.familyStarts[word] {
-			if locs[k] != nil {
+			if locs[k] != nil || failures.has(k, window) {
 				continue
 			}
 			if loc := d.families[k].re.FindStringIndex(window); loc != nil {
 				locs[k] = []int{norm.OrigStart(i), norm.OrigEnd(i + loc[1])}
+			} else {
+				failures.add(k, window)
 			}
 		}
 		return true
@@ -212,6 +219,7 @@ func (d *Detector) scoreFamilies(text string, norm *textnorm.Normalized) (Match,
 		loc := locs[k]
 		switch {
 		case f.anchored:
+		case f.marks != "" && !strings.ContainsAny(text, f.marks):
 		case len(f.needles) > 0 && !containsAny(t, f.needles):
 		case f.raw:
 			loc = f.re.FindStringIndex(text)
@@ -252,7 +260,7 @@ var defaultDetector = sync.OnceValue(func() *Detector {
 	}
 	d.familyStarts = map[string][]int{}
 	for i, f := range defaultFamilies {
-		c := compiledFamily{id: f.ID, score: f.Score, raw: f.Raw, needles: f.needles}
+		c := compiledFamily{id: f.ID, score: f.Score, raw: f.Raw, needles: f.needles, marks: f.marks}
 		if starts, ok := startWords(f.Regex); ok && !f.Raw {
 			c.anchored = true
 			c.re = regexp.MustCompile(`^(?:` + f.Regex + `)`)
@@ -308,16 +316,57 @@ const maxAnchoredMatch = 256
 func (d *Detector) detectAnchored(norm *textnorm.Normalized) (Match, bool) {
 	var m Match
 	found := false
+	failures := newFailMemo(norm.Text)
 	walkWords(norm.Text, func(i int, word, window string) bool {
 		for _, k := range d.startWords[word] {
+			if failures.has(k, window) {
+				continue
+			}
 			if loc := d.anchored[k].re.FindStringIndex(window); loc != nil {
 				m, found = Match{PatternID: d.anchored[k].id, Start: norm.OrigStart(i), End: norm.OrigEnd(i + loc[1])}, true
 				return false
 			}
+			failures.add(k, window)
 		}
 		return true
 	})
 	return m, found
+}
+
+// failMemo remembers the windows on which an anchored expression failed, so that a text
+// repeating a phrase ("repeat repeat ...", "no no ...") pays one attempt per distinct
+// window rather than one per word. It holds at most maxFailMemo windows, and only texts of
+// memoMinText bytes or more use it: a shorter one costs fewer attempts than the map.
+type failMemo map[failKey]struct{}
+
+type failKey struct {
+	k      int
+	window string
+}
+
+const (
+	maxFailMemo = 1 << 12
+	memoMinText = 8 << 10
+)
+
+// newFailMemo returns the memo for the normalized text t: nil, remembering nothing, when t
+// is short.
+func newFailMemo(t string) failMemo {
+	if len(t) < memoMinText {
+		return nil
+	}
+	return failMemo{}
+}
+
+func (f failMemo) has(k int, window string) bool {
+	_, ok := f[failKey{k, window}]
+	return ok
+}
+
+func (f failMemo) add(k int, window string) {
+	if f != nil && len(f) < maxFailMemo {
+		f[failKey{k, window}] = struct{}{}
+	}
 }
 
 // walkWords calls fn with the offset of each word of the normalized text t, the word, and

@@ -122,7 +122,14 @@ func (c *Client) Stream(ctx context.Context, req *runtime.ChatRequest, yield fun
 	// which costs a fraction of decoding the SDK's full chunk type.
 	var raw *http.Response
 	sdk := c.chat.NewStreaming(ctx, params, option.WithResponseInto(&raw))
-	defer sdk.Close()
+	// A complete stream's body is released to a drain that owns its
+	// closing (wire.Release); closing it here would cut the drain short.
+	released := false
+	defer func() {
+		if !released {
+			_ = sdk.Close()
+		}
+	}()
 	if err := sdk.Err(); err != nil {
 		return c.failure(ctx, err, 0)
 	}
@@ -130,8 +137,15 @@ func (c *Client) Stream(ctx context.Context, req *runtime.ChatRequest, yield fun
 	if events == nil {
 		return c.call.Truncated(0)
 	}
-	defer events.Close()
-	return c.consume(ctx, events, func() { wire.Drain(raw.Body) }, yield)
+	defer func() {
+		if !released {
+			_ = events.Close()
+		}
+	}()
+	return c.consume(ctx, events, func() {
+		released = true
+		wire.Release(ctx, raw.Body)
+	}, yield)
 }
 
 // chunk is what the client reads of a chat.completion.chunk.

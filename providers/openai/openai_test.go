@@ -240,6 +240,29 @@ func TestCompleteStreamsReuseOneConnection(t *testing.T) {
 		ssetest.Transcript(t, "text.sse"), hi(), 20)
 }
 
+func TestStreamReturnsPromptlyAfterItsLastDelta(t *testing.T) {
+	s := ssetest.New(t, ssetest.Reply{Body: ssetest.Transcript(t, "text.sse"), HoldOpen: true})
+	var last time.Time
+	req := hi()
+	err := client(t, s).Stream(context.Background(), &req, func(d runtime.Delta) bool {
+		if d.FinishReason != "" {
+			last = time.Now()
+		}
+		return true
+	})
+	returned := time.Now()
+	require.NoError(t, err)
+	require.False(t, last.IsZero(), "the stream ended with its finish reason")
+	// The server holds the response for 10 s; the drain that ends it runs
+	// in the background and must not hold the caller.
+	assert.Less(t, returned.Sub(last), 50*time.Millisecond, "Stream returns right after its last delta")
+	select {
+	case <-s.Gone:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the held response's connection was not closed")
+	}
+}
+
 func TestResponseHeldOpenAfterDoneIsLeftPromptly(t *testing.T) {
 	s := ssetest.New(t, ssetest.Reply{Body: ssetest.Transcript(t, "text.sse"), HoldOpen: true})
 	start := time.Now()

@@ -219,10 +219,11 @@ func (s *ToolCallSlab) Take(n int) []runtime.ToolCallDelta {
 }
 
 // Drain limits: a finished response's rest is read for at most drainWait
-// and drainLimit bytes.
+// and drainLimit bytes; Release waits for it at most drainGrace.
 const (
 	drainWait  = 100 * time.Millisecond
 	drainLimit = 64 << 10
+	drainGrace = 2 * time.Millisecond
 )
 
 // Drain reads what is left of a response whose stream has ended (at
@@ -230,11 +231,39 @@ const (
 // on its way) and closes it, so that its connection goes back to the pool:
 // net/http discards a connection whose response body is closed before its
 // end, and the next call pays a new connection. A server that does not end
-// the response within drainWait or drainLimit bytes has its connection
-// closed.
-func Drain(body io.ReadCloser) {
+// the response within drainWait or drainLimit bytes, or ctx ending first,
+// has its connection closed.
+func Drain(ctx context.Context, body io.ReadCloser) {
 	t := time.AfterFunc(drainWait, func() { _ = body.Close() })
+	stop := context.AfterFunc(ctx, func() { _ = body.Close() })
 	_, _ = io.Copy(io.Discard, io.LimitReader(body, drainLimit))
 	t.Stop()
+	stop()
 	_ = body.Close()
+}
+
+// Release hands a finished response's body to a goroutine that drains and
+// closes it (Drain) and waits for that at most drainGrace, so that the
+// caller returns right after its last delta even when the server holds the
+// response open: the rest of a normal response is already read, and its
+// connection is back in the pool before the next call, while a held one is
+// left to the goroutine. The body is the goroutine's from then on: the
+// caller must not close it. When ctx is done the body is closed at once.
+func Release(ctx context.Context, body io.ReadCloser) {
+	if ctx.Err() != nil {
+		_ = body.Close()
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Drain(ctx, body)
+	}()
+	t := time.NewTimer(drainGrace)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
