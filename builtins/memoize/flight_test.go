@@ -184,20 +184,7 @@ func TestSingleFlightLeaderOutlivesTTL(t *testing.T) {
 				deps := runtime.Deps{KV: st.KV, Tools: map[string]runtime.ToolFunc{"search": tool.run}}
 				a, b := rt.Build(t, toolPlan(cfg), deps), rt.Build(t, toolPlan(cfg), deps)
 				req := runtime.ToolRequest{Name: "search", Args: map[string]any{"q": t.Name()}}
-				var ra, rb runtime.ToolResult
-				var wg sync.WaitGroup
-				wg.Go(func() {
-					var err error
-					ra, err = a.Tool(ctx1, req)
-					assert.NoError(t, err)
-				})
-				time.Sleep(400 * time.Millisecond) // past ttl, while a runs
-				wg.Go(func() {
-					var err error
-					rb, err = b.Tool(ctx1, req)
-					assert.NoError(t, err)
-				})
-				wg.Wait()
+				ra, rb := rt.Staggered(t, ctx1, a, b, req, 400*time.Millisecond) // b calls past ttl, while a runs
 				assert.Equal(t, int64(1), tool.n.Load(), "one execution across both replicas")
 				assert.Equal(t, "result 1", ra.Value)
 				assert.Equal(t, "result 1", rb.Value, "the second replica shares the leader's result")
