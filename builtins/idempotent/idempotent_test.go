@@ -442,10 +442,10 @@ func TestAnExpiredClaimIsInDoubt(t *testing.T) {
 // and its duplicate on another while it runs, over every shared store: the
 // claim lives as long as its lease, so the duplicate waits for the result
 // instead of claiming the key again, whether the lease is renewed before
-// ttl ends (lease_ttl 150ms) or not (5s).
+// ttl ends (lease_ttl 600ms) or not (5s).
 func TestCallLongerThanTTLRunsOnce(t *testing.T) {
 	for _, st := range storetest.SharedStores(t) {
-		for _, leaseTTL := range []string{"150ms", "5s"} {
+		for _, leaseTTL := range []string{"600ms", "5s"} {
 			t.Run(st.Name+"/lease_ttl="+leaseTTL, func(t *testing.T) {
 				// The result lives longer than the duplicate's longest
 				// poll (200ms), so it cannot expire unseen.

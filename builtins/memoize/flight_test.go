@@ -171,11 +171,11 @@ func TestSingleFlightChat(t *testing.T) {
 // ttl on one replica and the same call on another while it runs, over
 // every shared store: the claim lives as long as its lease, so the second
 // replica waits for the leader's result instead of running the call again,
-// whether the lease is renewed before ttl ends (lease_ttl 150ms) or not
+// whether the lease is renewed before ttl ends (lease_ttl 600ms) or not
 // (5s).
 func TestSingleFlightLeaderOutlivesTTL(t *testing.T) {
 	for _, st := range storetest.SharedStores(t) {
-		for _, leaseTTL := range []string{"150ms", "5s"} {
+		for _, leaseTTL := range []string{"600ms", "5s"} {
 			t.Run(st.Name+"/lease_ttl="+leaseTTL, func(t *testing.T) {
 				// The result lives longer than the waiter's longest poll
 				// (200ms), so it cannot expire unseen.
