@@ -165,18 +165,18 @@ func Leaser(t *testing.T, l runtime.Leaser) {
 	// A call that outlives keep while its holder renews stays claimed: the
 	// record lives at least as long as the lease, so nobody else claims it.
 	o := Key(t, "outlives")
-	g, err = l.Acquire(ctx, o, 400*time.Millisecond, 100*time.Millisecond, true)
+	g, err = l.Acquire(ctx, o, time.Second, 100*time.Millisecond, true)
 	require.NoError(t, err)
 	require.Equal(t, runtime.LeaseAcquired, g.Status)
 	long := g.Token
-	time.Sleep(200 * time.Millisecond) // past keep, within the lease
+	time.Sleep(250 * time.Millisecond) // past keep, within the lease
 	g, err = l.Acquire(ctx, o, time.Minute, 100*time.Millisecond, true)
 	require.NoError(t, err)
 	assert.Equal(t, runtime.LeaseHeld, g.Status, "a claim past keep but within its lease is held")
-	ok, err = l.Renew(ctx, o, long, 400*time.Millisecond)
+	ok, err = l.Renew(ctx, o, long, 3*time.Second)
 	require.NoError(t, err)
 	require.True(t, ok)
-	time.Sleep(300 * time.Millisecond) // past the first lease, within the renewed one
+	time.Sleep(850 * time.Millisecond) // past the first lease, within the renewed one
 	g, err = l.Acquire(ctx, o, time.Minute, 100*time.Millisecond, true)
 	require.NoError(t, err)
 	assert.Equal(t, runtime.LeaseHeld, g.Status, "a renewed claim past keep is held")
