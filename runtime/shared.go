@@ -341,6 +341,16 @@ func (l *KVLeaser) read(ctx context.Context, key string) (leaseRecord, bool, err
 	return r, true, nil
 }
 
+// claimLife is how long a claim record lives: keep, but never less than
+// its lease, so a claim that outlives keep while renewed is not dropped
+// and claimed again (0: forever).
+func claimLife(lease, keep time.Duration) time.Duration {
+	if keep <= 0 {
+		return 0
+	}
+	return max(keep, lease)
+}
+
 func (l *KVLeaser) claim(token int64, lease, keep time.Duration) []byte {
 	b, _ := json.Marshal(leaseRecord{State: "pending", Token: token, Until: l.now().Add(lease).UnixNano(), Keep: int64(keep)})
 	return b
@@ -362,7 +372,7 @@ func (l *KVLeaser) Acquire(ctx context.Context, key string, lease, keep time.Dur
 		}
 		if !found {
 			tok := l.token(0)
-			ok, err := l.KV.SetIfAbsent(ctx, key, l.claim(tok, lease, keep), keep)
+			ok, err := l.KV.SetIfAbsent(ctx, key, l.claim(tok, lease, keep), claimLife(lease, keep))
 			if err != nil {
 				return LeaseGrant{}, err
 			}
@@ -389,7 +399,7 @@ func (l *KVLeaser) Acquire(ctx context.Context, key string, lease, keep time.Dur
 			return LeaseGrant{Status: LeaseHeld, Remaining: lease}, nil
 		}
 		tok := l.token(r.Token)
-		if err := l.KV.Set(ctx, key, l.claim(tok, lease, keep), keep); err != nil {
+		if err := l.KV.Set(ctx, key, l.claim(tok, lease, keep), claimLife(lease, keep)); err != nil {
 			return LeaseGrant{}, err
 		}
 		return LeaseGrant{Status: LeaseAcquired, Token: tok, InDoubt: true}, nil
@@ -415,7 +425,7 @@ func (l *KVLeaser) Renew(ctx context.Context, key string, token int64, lease tim
 	if err != nil || !ok {
 		return false, err
 	}
-	return true, l.KV.Set(ctx, key, l.claim(token, lease, keep), keep)
+	return true, l.KV.Set(ctx, key, l.claim(token, lease, keep), claimLife(lease, keep))
 }
 
 // Publish implements Leaser.

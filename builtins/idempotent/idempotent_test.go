@@ -19,6 +19,7 @@ import (
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
+	"github.com/agentc-dev/agentc/runtime/store/storetest"
 )
 
 var ctx1 = runtime.WithRun(context.Background(), runtime.Run{ID: "run-1"})
@@ -435,4 +436,28 @@ func TestAnExpiredClaimIsInDoubt(t *testing.T) {
 	r, err = pl.Tool(ctx1, refundReq)
 	require.NoError(t, err)
 	assert.True(t, r.Deduped, "and its result is published")
+}
+
+// TestCallLongerThanTTLRunsOnce runs a call longer than ttl on one replica
+// and its duplicate on another while it runs, over every shared store: the
+// claim lives as long as its lease, so the duplicate waits for the result
+// instead of claiming the key again, whether the lease is renewed before
+// ttl ends (lease_ttl 600ms) or not (5s).
+func TestCallLongerThanTTLRunsOnce(t *testing.T) {
+	for _, st := range storetest.SharedStores(t) {
+		for _, leaseTTL := range []string{"600ms", "5s"} {
+			t.Run(st.Name+"/lease_ttl="+leaseTTL, func(t *testing.T) {
+				// The result lives longer than the duplicate's longest
+				// poll (200ms), so it cannot expire unseen.
+				tool := &slowTool{delay: 800 * time.Millisecond}
+				p := toolPlan(rt.Layer("idempotent", `{"ttl": "300ms", "lease_ttl": "`+leaseTTL+`"}`))
+				deps := runtime.Deps{KV: st.KV, Tools: map[string]runtime.ToolFunc{"refund": tool.fn}}
+				a, b := rt.Build(t, p, deps), rt.Build(t, p, deps)
+				req := runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": t.Name()}}
+				_, rb := rt.Staggered(t, ctx1, a, b, req, 400*time.Millisecond) // b calls past ttl, while a runs
+				assert.Equal(t, int64(1), tool.calls.Load(), "one execution across both replicas")
+				assert.True(t, rb.Deduped, "the duplicate replays the first call's result")
+			})
+		}
+	}
 }

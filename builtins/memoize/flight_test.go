@@ -15,6 +15,7 @@ import (
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
+	"github.com/agentc-dev/agentc/runtime/store/storetest"
 )
 
 // slowTool counts its executions and answers after delay with a result
@@ -164,4 +165,30 @@ func TestSingleFlightChat(t *testing.T) {
 	wg.Wait()
 	assert.Equal(t, 1, model.Calls(), "one model call for 8 concurrent identical requests")
 	assert.Equal(t, int64(7), cached.Load())
+}
+
+// TestSingleFlightLeaderOutlivesTTL runs a leader longer than the entry's
+// ttl on one replica and the same call on another while it runs, over
+// every shared store: the claim lives as long as its lease, so the second
+// replica waits for the leader's result instead of running the call again,
+// whether the lease is renewed before ttl ends (lease_ttl 600ms) or not
+// (5s).
+func TestSingleFlightLeaderOutlivesTTL(t *testing.T) {
+	for _, st := range storetest.SharedStores(t) {
+		for _, leaseTTL := range []string{"600ms", "5s"} {
+			t.Run(st.Name+"/lease_ttl="+leaseTTL, func(t *testing.T) {
+				// The result lives longer than the waiter's longest poll
+				// (200ms), so it cannot expire unseen.
+				tool := &slowTool{delay: 800 * time.Millisecond}
+				cfg := `{"scope": "global", "single_flight": true, "ttl": "300ms", "lease_ttl": "` + leaseTTL + `"}`
+				deps := runtime.Deps{KV: st.KV, Tools: map[string]runtime.ToolFunc{"search": tool.run}}
+				a, b := rt.Build(t, toolPlan(cfg), deps), rt.Build(t, toolPlan(cfg), deps)
+				req := runtime.ToolRequest{Name: "search", Args: map[string]any{"q": t.Name()}}
+				ra, rb := rt.Staggered(t, ctx1, a, b, req, 400*time.Millisecond) // b calls past ttl, while a runs
+				assert.Equal(t, int64(1), tool.n.Load(), "one execution across both replicas")
+				assert.Equal(t, "result 1", ra.Value)
+				assert.Equal(t, "result 1", rb.Value, "the second replica shares the leader's result")
+			})
+		}
+	}
 }

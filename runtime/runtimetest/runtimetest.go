@@ -227,6 +227,23 @@ func Collect(ctx context.Context, pl *runtime.Pipeline, req runtime.ChatRequest,
 	return b.String(), resp, err
 }
 
+// Staggered calls req on a and, after delay and while that call may still
+// run, on b (two replicas over one store), and returns both results; an
+// error fails the test.
+func Staggered(t testing.TB, ctx context.Context, a, b *runtime.Pipeline, req runtime.ToolRequest, delay time.Duration) (ra, rb runtime.ToolResult) {
+	t.Helper()
+	var errA, errB error
+	var wg sync.WaitGroup
+	wg.Go(func() { ra, errA = a.Tool(ctx, req) })
+	time.Sleep(delay)
+	wg.Go(func() { rb, errB = b.Tool(ctx, req) })
+	wg.Wait()
+	if errA != nil || errB != nil {
+		t.Errorf("staggered calls: %v, %v", errA, errB)
+	}
+	return ra, rb
+}
+
 // Transient returns a transient *runtime.CallError.
 func Transient(msg string) error {
 	return &runtime.CallError{Kind: runtime.KindTransient, Status: 503, Message: msg}

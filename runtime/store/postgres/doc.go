@@ -14,7 +14,11 @@
 // live in the schema named by its prefix ("agentc" when unset); Open
 // creates the schema and its tables on first use and migrates older
 // versions (the version is kept in <schema>.schema_version; several
-// processes opening at once serialise on an advisory lock).
+// processes opening at once serialise on an advisory lock). Next to the
+// version it keeps the oldest version whose code still works on the
+// tables (CompatibleSince), and a build opens a newer schema that declares
+// its version compatible, so replicas of two builds share one store during
+// a rolling upgrade or a rollback.
 //
 // Ports, each one round trip:
 //   - runtime.KV: table kv; SetIfAbsent is one INSERT ... ON CONFLICT that
@@ -23,7 +27,8 @@
 //     single UPDATE/DELETE statements fenced by the token, which comes from
 //     the sequence fence. lease_acquire reads a published result without
 //     writing (a replay or a cache hit commits nothing); only a claim
-//     locks the row.
+//     locks the row. A trigger keeps a pending claim's expiry at or after
+//     the end of its lease.
 //   - runtime.Budgeter: a reservation checks the ceilings, and a call's
 //     estimate when it carries one, in the same statement.
 //   - runtime.RateLimiter: GCRA as one INSERT ... ON CONFLICT DO UPDATE on

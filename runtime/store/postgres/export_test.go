@@ -1,5 +1,7 @@
 package postgres
 
+import "context"
+
 // Migrations exposes the schema migrations to the tests.
 var Migrations = migrations
 
@@ -10,3 +12,9 @@ func SetPurgeEvery(n int64) (restore func()) {
 	purgeEvery = n
 	return func() { purgeEvery = old }
 }
+
+// Wrote counts a write of s, as every write does.
+func Wrote(s *Store) { s.wrote(context.Background()) }
+
+// Purging reports whether a purge of s runs.
+func Purging(s *Store) bool { return s.purging.Load() }

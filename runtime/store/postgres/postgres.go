@@ -27,7 +27,15 @@ const Kind = "postgres"
 const DefaultSchema = "agentc"
 
 // SchemaVersion is the version of the tables this package creates.
-const SchemaVersion = 2
+const SchemaVersion = 3
+
+// CompatibleSince is the oldest schema version whose code still works on
+// tables at SchemaVersion: it is stored next to the version, so an older
+// build that knows at least CompatibleSince (and reads the column, from
+// version 3 on) opens a newer schema instead of refusing it. A migration
+// that only adds (a function under a new name, a trigger, a column with a
+// default) leaves it; one that changes what older code calls raises it.
+const CompatibleSince = 1
 
 func init() {
 	runtime.RegisterStoreKind(Kind, func(ctx context.Context, name string, s plan.Store) (runtime.StoreBackend, error) {
@@ -47,9 +55,12 @@ type Store struct {
 	pgvector bool
 	writes   atomic.Int64
 	// purging is set while a purge of expired rows runs; purges is its
-	// goroutine, which Close waits for.
+	// goroutine, which Close waits for. closed, under mu, stops new purges
+	// once Close began waiting.
 	purging atomic.Bool
 	purges  sync.WaitGroup
+	mu      sync.Mutex
+	closed  bool
 }
 
 var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
@@ -171,6 +182,21 @@ BEGIN
 	SELECT c.status, c.tok, c.in_doubt, c.res, c.remaining_us INTO status, tok, in_doubt, res, remaining_us
 		FROM %[1]s.lease_claim(k, lease_us, keep_us, takeover) AS c;
 END $$;
+`, `
+-- A pending claim never expires before its lease ends: a call renewed
+-- past the record's keep is neither deleted by the next claim nor by the
+-- purge, and so never runs twice. The trigger holds for every writer,
+-- older builds' statements included.
+CREATE FUNCTION %[1]s.lease_outlives() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	IF NEW.state = 'pending' AND NEW.expires < NEW.until THEN
+		NEW.expires := NEW.until;
+	END IF;
+	RETURN NEW;
+END $$;
+CREATE TRIGGER lease_outlives BEFORE INSERT OR UPDATE ON %[1]s.lease
+	FOR EACH ROW EXECUTE FUNCTION %[1]s.lease_outlives();
+UPDATE %[1]s.lease SET expires = until WHERE state = 'pending' AND expires < until;
 `}
 
 // Open connects to the database at url, creates or migrates the tables of
@@ -214,32 +240,52 @@ func (s *Store) migrate(ctx context.Context) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('agentc schema ' || $1))`, s.schema); err != nil {
 			return fmt.Errorf("lock the schema: %w", err)
 		}
+		// compatible is the oldest version whose code works on the tables
+		// (0: not recorded, only the version's own).
 		if _, err := tx.Exec(ctx, fmt.Sprintf(`CREATE SCHEMA IF NOT EXISTS %[1]s;
-			CREATE TABLE IF NOT EXISTS %[1]s.schema_version (version integer NOT NULL)`, s.schema)); err != nil {
+			CREATE TABLE IF NOT EXISTS %[1]s.schema_version (version integer NOT NULL);
+			ALTER TABLE %[1]s.schema_version ADD COLUMN IF NOT EXISTS compatible integer NOT NULL DEFAULT 0`, s.schema)); err != nil {
 			return fmt.Errorf("create the schema: %w", err)
 		}
-		var v int
-		err := tx.QueryRow(ctx, fmt.Sprintf(`SELECT version FROM %s.schema_version`, s.schema)).Scan(&v)
+		var v, compatible int
+		err := tx.QueryRow(ctx, fmt.Sprintf(`SELECT version, compatible FROM %s.schema_version`, s.schema)).Scan(&v, &compatible)
 		if errors.Is(err, pgx.ErrNoRows) {
-			if _, err := tx.Exec(ctx, fmt.Sprintf(`INSERT INTO %s.schema_version VALUES (0)`, s.schema)); err != nil {
+			if _, err := tx.Exec(ctx, fmt.Sprintf(`INSERT INTO %s.schema_version VALUES (0, 0)`, s.schema)); err != nil {
 				return err
 			}
 		} else if err != nil {
 			return fmt.Errorf("read the schema version: %w", err)
 		}
-		if v > len(migrations) {
-			return fmt.Errorf("schema %s is at version %d, newer than this build knows (%d)", s.schema, v, len(migrations))
-		}
-		for i := v; i < len(migrations); i++ {
-			if _, err := tx.Exec(ctx, fmt.Sprintf(migrations[i], s.schema)); err != nil {
-				return fmt.Errorf("migrate schema %s to version %d: %w", s.schema, i+1, err)
-			}
-		}
-		if _, err := tx.Exec(ctx, fmt.Sprintf(`UPDATE %s.schema_version SET version = $1`, s.schema), len(migrations)); err != nil {
+		if err := readable(s.schema, v, compatible); err != nil {
 			return err
+		}
+		if v < len(migrations) {
+			for i := v; i < len(migrations); i++ {
+				if _, err := tx.Exec(ctx, fmt.Sprintf(migrations[i], s.schema)); err != nil {
+					return fmt.Errorf("migrate schema %s to version %d: %w", s.schema, i+1, err)
+				}
+			}
+			if _, err := tx.Exec(ctx, fmt.Sprintf(`UPDATE %s.schema_version SET version = $1, compatible = $2`, s.schema),
+				len(migrations), CompatibleSince); err != nil {
+				return err
+			}
 		}
 		return tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'vector')`).Scan(&s.pgvector)
 	})
+}
+
+// readable reports whether this build can use a schema at version v whose
+// code works from version compatible on: one it knows or can migrate, or a
+// newer one that declares this build's version compatible.
+func readable(schema string, v, compatible int) error {
+	if v <= len(migrations) {
+		return nil
+	}
+	if compatible == 0 || compatible > len(migrations) {
+		return fmt.Errorf("schema %s is at version %d, newer than this build knows (%d) and not usable by it; run a build that knows version %d or later",
+			schema, v, len(migrations), max(compatible, v))
+	}
+	return nil
 }
 
 // Pool returns the connection pool.
@@ -251,8 +297,12 @@ func (s *Store) Schema() string { return s.schema }
 // PGVector reports whether Query uses the pgvector extension.
 func (s *Store) PGVector() bool { return s.pgvector }
 
-// Close waits for a purge in progress and closes the pool.
+// Close waits for a purge in progress and closes the pool; writes after
+// it start no purge.
 func (s *Store) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
 	s.purges.Wait()
 	s.pool.Close()
 	return nil
@@ -280,12 +330,18 @@ func (s *Store) wrote(ctx context.Context) {
 	if s.writes.Add(1)%purgeEvery != 0 || !s.purging.CompareAndSwap(false, true) {
 		return
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		s.purging.Store(false)
+		return
+	}
 	s.purges.Go(func() {
 		defer s.purging.Store(false)
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
 		_, _ = s.pool.Exec(ctx, s.q(`DELETE FROM §.kv WHERE expires <= now();
-			DELETE FROM §.lease WHERE expires <= now();
+			DELETE FROM §.lease WHERE expires <= now() AND NOT (state = 'pending' AND until > now());
 			DELETE FROM §.ledger WHERE expires <= now();
 			DELETE FROM §.vectors WHERE expires <= now();
 			DELETE FROM §.rate WHERE tat < (extract(epoch FROM now()) * 1000000)::bigint`))

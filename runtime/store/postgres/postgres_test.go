@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,18 +15,7 @@ import (
 	"github.com/agentc-dev/agentc/runtime/store/storetest"
 )
 
-func open(t *testing.T) *postgres.Store {
-	t.Helper()
-	url := storetest.ServerURL(t, storetest.PostgresEnv)
-	schema := storetest.Prefix(t)
-	s, err := postgres.Open(context.Background(), url, schema)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		_, _ = s.Pool().Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
-		_ = s.Close()
-	})
-	return s
-}
+func open(t *testing.T) *postgres.Store { return storetest.Postgres(t) }
 
 func TestPorts(t *testing.T) {
 	s := open(t)
@@ -41,7 +31,7 @@ func TestVectorIndex(t *testing.T) {
 	ctx := context.Background()
 	require.NoError(t, s.Upsert(ctx, "p", "a", []float32{1, 0, 0}, []byte("A"), 0))
 	require.NoError(t, s.Upsert(ctx, "p", "b", []float32{1, 1, 0}, []byte("B"), 0))
-	require.NoError(t, s.Upsert(ctx, "p", "c", []float32{0, 0, 1}, []byte("C"), 50*time.Millisecond))
+	require.NoError(t, s.Upsert(ctx, "p", "c", []float32{0, 0, 1}, []byte("C"), 500*time.Millisecond))
 	require.NoError(t, s.Upsert(ctx, "other", "x", []float32{1, 0, 0}, []byte("X"), 0))
 	require.NoError(t, s.Upsert(ctx, "p", "short", []float32{1, 0}, []byte("S"), 0))
 	got, err := s.Query(ctx, "p", []float32{2, 0, 0}, 5)
@@ -51,7 +41,7 @@ func TestVectorIndex(t *testing.T) {
 	assert.InDelta(t, 1.0, got[0].Score, 1e-6)
 	assert.Equal(t, "B", string(got[1].Value))
 	assert.InDelta(t, 0.7071, got[1].Score, 1e-3)
-	time.Sleep(100 * time.Millisecond)
+	time.Sleep(600 * time.Millisecond)
 	got, err = s.Query(ctx, "p", []float32{0, 0, 1}, 1)
 	require.NoError(t, err)
 	require.Len(t, got, 1)
@@ -121,6 +111,9 @@ func TestExpiredRowsArePurgedInTheBackground(t *testing.T) {
 		_ = check.Close()
 	})
 	require.NoError(t, s.Set(ctx, "old", []byte("x"), time.Millisecond))
+	g, err := s.Acquire(ctx, "running", time.Minute, time.Millisecond, false) // a claim that outlives its keep
+	require.NoError(t, err)
+	require.Equal(t, runtime.LeaseAcquired, g.Status)
 	time.Sleep(20 * time.Millisecond)
 	require.NoError(t, s.Set(ctx, "new", []byte("y"), 0)) // the second write starts a purge
 	require.NoError(t, s.Close())                         // and Close waits for it
@@ -134,4 +127,96 @@ func TestExpiredRowsArePurgedInTheBackground(t *testing.T) {
 	}
 	require.NoError(t, rows.Err())
 	assert.Equal(t, []string{"new"}, keys, "the expired row is gone from the table")
+	var claims int
+	require.NoError(t, check.Pool().QueryRow(ctx, "SELECT count(*) FROM "+schema+".lease WHERE key = 'running'").Scan(&claims))
+	assert.Equal(t, 1, claims, "a claim within its lease is not purged")
+}
+
+// TestWritesAfterCloseStartNoPurge checks that a write that ends after
+// Close began starts no purge, and that writes racing Close never misuse
+// the purge's wait group (run with -race).
+func TestWritesAfterCloseStartNoPurge(t *testing.T) {
+	defer postgres.SetPurgeEvery(1)()
+	ctx := context.Background()
+	keeper := open(t) // drops the schema at the end
+	for range 5 {
+		s, err := postgres.Open(ctx, storetest.ServerURL(t, storetest.PostgresEnv), keeper.Schema())
+		require.NoError(t, err)
+		var wg sync.WaitGroup
+		for i := range 4 {
+			wg.Go(func() {
+				for j := range 20 {
+					_ = s.Set(ctx, fmt.Sprint(i, "/", j), []byte("x"), time.Millisecond)
+				}
+			})
+		}
+		time.Sleep(5 * time.Millisecond)
+		require.NoError(t, s.Close())
+		wg.Wait()
+		postgres.Wrote(s)
+		assert.False(t, postgres.Purging(s), "a closed store starts no purge")
+	}
+}
+
+// setVersion sets the version row of the schema of s.
+func setVersion(t *testing.T, s *postgres.Store, version, compatible int) {
+	t.Helper()
+	_, err := s.Pool().Exec(context.Background(), "UPDATE "+s.Schema()+".schema_version SET version = $1, compatible = $2", version, compatible)
+	require.NoError(t, err)
+}
+
+// TestNewerSchemaOpensWhenCompatible stands for a rolling upgrade or a
+// rollback: a schema migrated by a newer build opens in this one when the
+// newer build declared it usable from this build's version, and is left
+// at its version; otherwise Open refuses it with the version it needs.
+func TestNewerSchemaOpensWhenCompatible(t *testing.T) {
+	s := open(t)
+	ctx := context.Background()
+	url := storetest.ServerURL(t, storetest.PostgresEnv)
+	newer := postgres.SchemaVersion + 1
+	setVersion(t, s, newer, postgres.SchemaVersion)
+	again, err := postgres.Open(ctx, url, s.Schema())
+	require.NoError(t, err, "a newer schema usable by this build")
+	require.NoError(t, again.Close())
+	var v int
+	require.NoError(t, s.Pool().QueryRow(ctx, "SELECT version FROM "+s.Schema()+".schema_version").Scan(&v))
+	assert.Equal(t, newer, v, "an older build never lowers the version")
+
+	setVersion(t, s, newer, newer)
+	_, err = postgres.Open(ctx, url, s.Schema())
+	assert.ErrorContains(t, err, fmt.Sprintf("is at version %d, newer than this build knows (%d) and not usable by it; run a build that knows version %d",
+		newer, postgres.SchemaVersion, newer))
+	setVersion(t, s, newer, 0)
+	_, err = postgres.Open(ctx, url, s.Schema())
+	assert.ErrorContains(t, err, "not usable by it", "a schema that records no compatible version is only for its own builds")
+}
+
+// TestUpgradeFromVersion2KeepsLiveClaims migrates a schema at version 2
+// holding a claim whose record expires before its lease (as version 2
+// wrote them): the migration makes it live as long as its lease, so it is
+// still held, and a renewal past its keep keeps it.
+func TestUpgradeFromVersion2KeepsLiveClaims(t *testing.T) {
+	old := open(t)
+	ctx := context.Background()
+	schema := storetest.Prefix(t)
+	_, err := old.Pool().Exec(ctx, fmt.Sprintf(`CREATE SCHEMA %[1]s; CREATE TABLE %[1]s.schema_version (version integer NOT NULL);
+		INSERT INTO %[1]s.schema_version VALUES (2);`, schema)+fmt.Sprintf(postgres.Migrations[0], schema)+fmt.Sprintf(postgres.Migrations[1], schema)+
+		fmt.Sprintf(`INSERT INTO %[1]s.lease (key, state, token, until, expires)
+			VALUES ('k', 'pending', 7, now() + interval '1 minute', now() + interval '50 milliseconds')`, schema))
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = old.Pool().Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE") })
+	s, err := postgres.Open(ctx, storetest.ServerURL(t, storetest.PostgresEnv), schema)
+	require.NoError(t, err)
+	defer s.Close()
+	var v, compatible int
+	require.NoError(t, s.Pool().QueryRow(ctx, "SELECT version, compatible FROM "+schema+".schema_version").Scan(&v, &compatible))
+	assert.Equal(t, postgres.SchemaVersion, v)
+	assert.Equal(t, postgres.CompatibleSince, compatible)
+	time.Sleep(100 * time.Millisecond) // past the claim's old expiry
+	g, err := s.Acquire(ctx, "k", time.Second, 50*time.Millisecond, true)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.LeaseHeld, g.Status, "the claim lives as long as its lease")
+	ok, err := s.Publish(ctx, "k", 7, []byte(`"r"`), time.Hour)
+	require.NoError(t, err)
+	assert.True(t, ok, "its holder still holds it")
 }

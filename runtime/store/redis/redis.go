@@ -171,7 +171,9 @@ func (s *Store) Records(ctx context.Context, runID string) ([]runtime.AuditRecor
 // and rates by one time.
 var (
 	// KEYS: record, fence counter. ARGV: lease ms, keep ms, takeover.
-	// Returns {status, token, in_doubt, result or remaining ms}.
+	// Returns {status, token, in_doubt, result or remaining ms}. A claim
+	// lives keep but never less than its lease, so a claim renewed past
+	// keep is not dropped and claimed again.
 	acquireScript = goredis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -180,7 +182,7 @@ local st = redis.call('HMGET', KEYS[1], 'state', 'token', 'until', 'result')
 if not st[1] then
   local tok = redis.call('INCR', KEYS[2])
   redis.call('HSET', KEYS[1], 'state', 'pending', 'token', tok, 'until', now + lease)
-  if keep > 0 then redis.call('PEXPIRE', KEYS[1], keep) end
+  if keep > 0 then redis.call('PEXPIRE', KEYS[1], math.max(keep, lease)) end
   return {0, tok, 0, ''}
 end
 if st[1] == 'done' then return {2, 0, 0, st[4] or ''} end
@@ -189,15 +191,20 @@ if untl > now then return {1, 0, 0, tostring(untl - now)} end
 if ARGV[3] ~= '1' then return {3, 0, 0, ''} end
 local tok = redis.call('INCR', KEYS[2])
 redis.call('HSET', KEYS[1], 'token', tok, 'until', now + lease)
-if keep > 0 then redis.call('PEXPIRE', KEYS[1], keep) end
+if keep > 0 then redis.call('PEXPIRE', KEYS[1], math.max(keep, lease)) end
 return {0, tok, 1, ''}
 `)
-	// KEYS: record. ARGV: token, lease ms. Returns 1 when renewed.
+	// KEYS: record. ARGV: token, lease ms. Returns 1 when renewed. A
+	// record that would expire before the renewed lease ends lives until
+	// then.
 	renewScript = goredis.NewScript(`
 local st = redis.call('HMGET', KEYS[1], 'state', 'token')
 if st[1] ~= 'pending' or st[2] ~= ARGV[1] then return 0 end
 local t = redis.call('TIME')
-redis.call('HSET', KEYS[1], 'until', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[2]))
+local lease = tonumber(ARGV[2])
+redis.call('HSET', KEYS[1], 'until', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + lease)
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl >= 0 and ttl < lease then redis.call('PEXPIRE', KEYS[1], lease) end
 return 1
 `)
 	// KEYS: record. ARGV: token, result, keep ms. Returns 1 when published.

@@ -1,30 +1,13 @@
 package redis_test
 
 import (
-	"context"
 	"testing"
-
-	"github.com/stretchr/testify/require"
 
 	"github.com/agentc-dev/agentc/runtime/store/redis"
 	"github.com/agentc-dev/agentc/runtime/store/storetest"
 )
 
-func open(t *testing.T) *redis.Store {
-	t.Helper()
-	url := storetest.ServerURL(t, storetest.RedisEnv)
-	s, err := redis.Open(context.Background(), url, storetest.Prefix(t))
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		ctx := context.Background()
-		keys, _ := s.Client().Keys(ctx, s.Prefix()+"*").Result()
-		if len(keys) > 0 {
-			s.Client().Del(ctx, keys...)
-		}
-		_ = s.Close()
-	})
-	return s
-}
+func open(t *testing.T) *redis.Store { return storetest.Redis(t) }
 
 func TestPorts(t *testing.T) {
 	s := open(t)

@@ -92,8 +92,8 @@ func KV(t *testing.T, kv runtime.KV) {
 	assert.Equal(t, int64(1), wins.Load(), "exactly one SetIfAbsent wins")
 }
 
-// Leaser checks the lease port: one holder, fencing, publication, release
-// and the in-doubt state of an expired lease.
+// Leaser checks the lease port: one holder, fencing, publication, release,
+// the in-doubt state of an expired lease and a claim that outlives keep.
 func Leaser(t *testing.T, l runtime.Leaser) {
 	ctx := context.Background()
 	k := Key(t, "a")
@@ -161,6 +161,28 @@ func Leaser(t *testing.T, l runtime.Leaser) {
 	g, err = l.Acquire(ctx, d, time.Minute, time.Hour, true)
 	require.NoError(t, err)
 	assert.Equal(t, runtime.LeaseHeld, g.Status)
+
+	// A call that outlives keep while its holder renews stays claimed: the
+	// record lives at least as long as the lease, so nobody else claims it.
+	o := Key(t, "outlives")
+	g, err = l.Acquire(ctx, o, time.Second, 100*time.Millisecond, true)
+	require.NoError(t, err)
+	require.Equal(t, runtime.LeaseAcquired, g.Status)
+	long := g.Token
+	time.Sleep(250 * time.Millisecond) // past keep, within the lease
+	g, err = l.Acquire(ctx, o, time.Minute, 100*time.Millisecond, true)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.LeaseHeld, g.Status, "a claim past keep but within its lease is held")
+	ok, err = l.Renew(ctx, o, long, 3*time.Second)
+	require.NoError(t, err)
+	require.True(t, ok)
+	time.Sleep(850 * time.Millisecond) // past the first lease, within the renewed one
+	g, err = l.Acquire(ctx, o, time.Minute, 100*time.Millisecond, true)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.LeaseHeld, g.Status, "a renewed claim past keep is held")
+	ok, err = l.Publish(ctx, o, long, []byte(`"long"`), time.Hour)
+	require.NoError(t, err)
+	assert.True(t, ok, "the holder that renewed still holds the lease")
 
 	// Concurrent acquirers: one holder.
 	c := Key(t, "race")

@@ -1,0 +1,64 @@
+package storetest
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/store/postgres"
+	"github.com/agentc-dev/agentc/runtime/store/redis"
+)
+
+// Redis opens the test Redis server under a prefix of the test's own, or
+// skips the test; its keys are deleted when the test ends.
+func Redis(t testing.TB) *redis.Store {
+	t.Helper()
+	s, err := redis.Open(context.Background(), ServerURL(t, RedisEnv), Prefix(t))
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx := context.Background()
+		keys, _ := s.Client().Keys(ctx, s.Prefix()+"*").Result()
+		if len(keys) > 0 {
+			s.Client().Del(ctx, keys...)
+		}
+		_ = s.Close()
+	})
+	return s
+}
+
+// Postgres opens the test PostgreSQL server in a schema of the test's own,
+// or skips the test; the schema is dropped when the test ends.
+func Postgres(t testing.TB) *postgres.Store {
+	t.Helper()
+	schema := Prefix(t)
+	s, err := postgres.Open(context.Background(), ServerURL(t, PostgresEnv), schema)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_, _ = s.Pool().Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
+		_ = s.Close()
+	})
+	return s
+}
+
+// Shared is a store that several pipelines share, as replicas do.
+type Shared struct {
+	Name string
+	KV   runtime.KV
+}
+
+// SharedStores returns a memory store, and the Redis and PostgreSQL test
+// servers whose URLs are set, for tests that run replicas over each.
+func SharedStores(t testing.TB) []Shared {
+	t.Helper()
+	out := []Shared{{"memory", runtime.NewMemoryKV()}}
+	if os.Getenv(RedisEnv) != "" {
+		out = append(out, Shared{"redis", Redis(t)})
+	}
+	if os.Getenv(PostgresEnv) != "" {
+		out = append(out, Shared{"postgres", Postgres(t)})
+	}
+	return out
+}
