@@ -32,12 +32,14 @@ func (c *Compilation) checkMetadataKeys(x *dsl.Expr, checked *predicate.Checked)
 }
 
 // checkUndeclaredArgs reports, for a tool-stage predicate of an entry not
-// scoped to tools (args untyped), each argument it reads that no declared
-// tool's schema has. Such a read fails on every call (a guard then blocks
-// every call), or tests for an argument no tool sends: it is a typo. Nothing
-// is said when a tool may send arguments no schema lists: a declared tool
-// without properties, undeclared tools allowed, or MCP servers' tools. It
-// reports whether it found one.
+// scoped to tools (args untyped), each argument it reads, untested, that no
+// declared tool's schema has. Such a read fails on every call (a guard then
+// blocks every call): it is a typo. A read that a presence test guards
+// (has(args.x) && args.x ...) cannot fail and is left alone. Nothing is said
+// when a tool may send arguments no schema lists: a declared tool whose
+// schema is not closed (no properties, additionalProperties not false,
+// patternProperties, a composition), undeclared tools allowed, or MCP
+// servers' tools. It reports whether it found one.
 func (c *Compilation) checkUndeclaredArgs(x *dsl.Expr, checked *predicate.Checked) bool {
 	p := c.Policy
 	if len(p.Tools) == 0 || p.AllowUndeclaredTools || len(p.MCPServers) > 0 {
@@ -45,7 +47,7 @@ func (c *Compilation) checkUndeclaredArgs(x *dsl.Expr, checked *predicate.Checke
 	}
 	var declared []string
 	for _, name := range sortedNames(p.Tools) {
-		props, ok := p.Tools[name].ArgNames()
+		props, ok := p.Tools[name].ClosedArgNames()
 		if !ok {
 			return false
 		}
@@ -57,7 +59,7 @@ func (c *Compilation) checkUndeclaredArgs(x *dsl.Expr, checked *predicate.Checke
 	}
 	var found []string
 	for _, r := range checked.KeyReads {
-		if r.Map != "args" || slices.Contains(declared, r.Key) || slices.Contains(found, r.Key) {
+		if r.Map != "args" || r.Tested || slices.Contains(declared, r.Key) || slices.Contains(found, r.Key) {
 			continue
 		}
 		found = append(found, r.Key)
