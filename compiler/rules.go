@@ -67,7 +67,8 @@ tool's JSON Schema, so a misspelt argument is caught here), an optional
 field read without has(), or an operator applied to the wrong types. A
 constraint's when is checked against the config types of the layers its
 outer and inner designate (outer.trial for an audit layer is caught, with
-the closest field: trail). In an entry not scoped to tools, args is
+the closest field: trail); the map idioms evaluation accepts over a config
+('k' in inner, inner['k'], size(inner)) are not refused. In an entry not scoped to tools, args is
 untyped, but reading an argument that no declared tool's schema has is an
 error too: the read would fail, and a guard block, on every call. A read
 guarded by a presence test (has(args.x) && ...) cannot fail and is not
