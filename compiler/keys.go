@@ -15,9 +15,10 @@ import (
 const ruleUncheckedKey = "cel/unchecked-key"
 
 // checkMetadataKeys warns about each read of item.metadata.KEY in an admit
-// predicate that no presence test guards: an item without the key makes
-// the predicate fail, and the item is not admitted, whatever the rest of
-// the predicate says.
+// predicate that no presence test guards: for an item without the key the
+// read fails, and the item is refused unless the rest of the predicate
+// decides it (the other side of an || that is true, of an && that is
+// false).
 func (c *Compilation) checkMetadataKeys(x *dsl.Expr, checked *predicate.Checked) {
 	var seen []string
 	for _, r := range checked.KeyReads {
@@ -26,7 +27,7 @@ func (c *Compilation) checkMetadataKeys(x *dsl.Expr, checked *predicate.Checked)
 		}
 		seen = append(seen, r.Key)
 		c.report(dsl.Warnf(x.PosAt(r.Offset), ruleUncheckedKey,
-			"an item without metadata key %q is never admitted: reading it fails, and admit fails closed; test it first (!has(item.metadata.%s) || ...) or read item.metadata.?%s.orValue(...)",
+			"an item without metadata key %q is refused unless the rest of the predicate decides it: reading the key fails, and admit fails closed; test it first (!has(item.metadata.%s) || ...) or read item.metadata.?%s.orValue(...)",
 			r.Key, r.Key, r.Key))
 	}
 }

@@ -95,7 +95,9 @@ where no presence test guards it. item.metadata holds whatever the
 retriever attached: for an item without the key the read fails, and admit
 fails closed, so the item is dropped even where the predicate meant to
 keep it (item.metadata.tier != 'inferred' drops every item without a
-tier). Test the key first, !has(item.metadata.tier) || ... or
+tier), unless the rest of the predicate decides it (in
+item.metadata.tier == 'gold' || item.score > 0.9 an item without a tier
+is admitted when its score is above 0.9, and refused otherwise). Test the key first, !has(item.metadata.tier) || ... or
 'tier' in item.metadata && ..., or read it with a default,
 item.metadata.?tier.orValue('').`},
 }
