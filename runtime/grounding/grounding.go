@@ -83,7 +83,48 @@ func Parse(src string) (*Template, error) {
 	if c.err != nil {
 		return nil, c.err
 	}
+	emptyNoValue(t.Tree, t.Root)
 	return &Template{t: t}, nil
+}
+
+// emptyNoValue ends the pipeline of every action that prints with
+// noValueEmpty, so that a metadata key an item lacks ({{.Metadata.tier}})
+// prints as nothing rather than "<no value>".
+func emptyNoValue(tree *parse.Tree, n parse.Node) {
+	switch n := n.(type) {
+	case *parse.ListNode:
+		if n != nil {
+			for _, c := range n.Nodes {
+				emptyNoValue(tree, c)
+			}
+		}
+	case *parse.ActionNode:
+		if len(n.Pipe.Decl) == 0 {
+			id := parse.NewIdentifier(noValueFunc).SetTree(tree).SetPos(n.Pos)
+			n.Pipe.Cmds = append(n.Pipe.Cmds, &parse.CommandNode{NodeType: parse.NodeCommand, Pos: n.Pos, Args: []parse.Node{id}})
+		}
+	case *parse.IfNode:
+		emptyNoValue(tree, n.List)
+		emptyNoValue(tree, n.ElseList)
+	case *parse.WithNode:
+		emptyNoValue(tree, n.List)
+		emptyNoValue(tree, n.ElseList)
+	case *parse.RangeNode:
+		emptyNoValue(tree, n.List)
+		emptyNoValue(tree, n.ElseList)
+	}
+}
+
+// noValueFunc is the function emptyNoValue appends to the actions that
+// print.
+const noValueFunc = "noValueEmpty"
+
+// noValueEmpty returns "" for a missing value (a nil interface), else v.
+func noValueEmpty(v any) any {
+	if v == nil {
+		return ""
+	}
+	return v
 }
 
 // parseError turns a text/template parse error ("template: render:3: ...")
@@ -159,12 +200,13 @@ func (w *cappedWriter) Write(p []byte) (int, error) {
 // arguments: each fails past MaxBlockBytes, so that variables declared one
 // from another ({{$b := print $a $a}}) cannot build a string of any size.
 var funcs = template.FuncMap{
-	"printf":   boundedPrintf,
-	"print":    bounded(fmt.Sprint),
-	"println":  bounded(fmt.Sprintln),
-	"html":     bounded(template.HTMLEscaper),
-	"js":       bounded(template.JSEscaper),
-	"urlquery": bounded(template.URLQueryEscaper),
+	"printf":    boundedPrintf,
+	"print":     bounded(fmt.Sprint),
+	"println":   bounded(fmt.Sprintln),
+	"html":      bounded(template.HTMLEscaper),
+	"js":        bounded(template.JSEscaper),
+	"urlquery":  bounded(template.URLQueryEscaper),
+	noValueFunc: noValueEmpty,
 }
 
 var errResultTooLarge = fmt.Errorf("a function result exceeds %d bytes", MaxBlockBytes)

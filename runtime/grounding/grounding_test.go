@@ -211,3 +211,15 @@ func prevVar(i int) string {
 	}
 	return fmt.Sprint(i - 1)
 }
+
+func TestRenderMissingMetadataKeyIsEmpty(t *testing.T) {
+	tpl, err := grounding.Parse(`{{range .Items}}[{{.Metadata.tier}}|{{index .Metadata "tier"}}|{{with .Metadata.tier}}{{.}}{{else}}-{{end}}]{{.Content}} {{end}}`)
+	require.NoError(t, err)
+	out, err := tpl.Render("q", []grounding.Item{
+		{Content: "a", Metadata: map[string]any{"tier": "gold"}},
+		{Content: "b", Metadata: map[string]any{}},
+		{Content: "c"},
+	})
+	require.NoError(t, err)
+	assert.Equal(t, "[gold|gold|gold]a [||-]b [||-]c ", out)
+}
