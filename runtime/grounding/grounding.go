@@ -512,12 +512,12 @@ func (c *checker) arg(n parse.Node, dot reflect.Type) reflect.Type {
 	case *parse.DotNode:
 		return dot
 	case *parse.FieldNode:
-		return c.fields(n, dot, n.Ident)
+		return c.fields(n, dot, "", n.Ident)
 	case *parse.VariableNode:
-		return c.fields(n, c.lookup(n.Ident[0]), n.Ident[1:])
+		return c.fields(n, c.lookup(n.Ident[0]), n.Ident[0], n.Ident[1:])
 	case *parse.ChainNode:
 		t := c.arg(n.Node, dot)
-		return c.fields(n, t, n.Field)
+		return c.fields(n, t, "", n.Field)
 	case *parse.PipeNode:
 		scope := len(c.vars)
 		t := c.pipe(n, dot)
@@ -529,9 +529,10 @@ func (c *checker) arg(n parse.Node, dot reflect.Type) reflect.Type {
 	return nil
 }
 
-// fields follows a chain of field names from t.
-func (c *checker) fields(n parse.Node, t reflect.Type, names []string) reflect.Type {
-	prev := ""
+// fields follows a chain of field names from t, read from what the
+// template names from (a variable, or "" for the dot).
+func (c *checker) fields(n parse.Node, t reflect.Type, from string, names []string) reflect.Type {
+	read := from
 	for _, name := range names {
 		if t == nil {
 			return nil
@@ -547,10 +548,13 @@ func (c *checker) fields(n parse.Node, t reflect.Type, names []string) reflect.T
 			}
 			t = f.Type
 		default:
-			c.fail(n, "template: .%s is a %s and has no field %s", prev, t.Kind(), name)
+			if read == "" {
+				read = "the dot"
+			}
+			c.fail(n, "template: %s is a %s and has no field %s", read, t.Kind(), name)
 			return nil
 		}
-		prev = name
+		read += "." + name
 	}
 	return t
 }
