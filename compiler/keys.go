@@ -15,9 +15,10 @@ import (
 const ruleUncheckedKey = "cel/unchecked-key"
 
 // checkMetadataKeys warns about each read of item.metadata.KEY in an admit
-// predicate that no presence test guards: an item without the key makes
-// the predicate fail, and the item is not admitted, whatever the rest of
-// the predicate says.
+// predicate that no presence test guards: for an item without the key the
+// read fails, and the item is refused unless the rest of the predicate
+// decides it (the other side of an || that is true, of an && that is
+// false).
 func (c *Compilation) checkMetadataKeys(x *dsl.Expr, checked *predicate.Checked) {
 	var seen []string
 	for _, r := range checked.KeyReads {
@@ -26,18 +27,20 @@ func (c *Compilation) checkMetadataKeys(x *dsl.Expr, checked *predicate.Checked)
 		}
 		seen = append(seen, r.Key)
 		c.report(dsl.Warnf(x.PosAt(r.Offset), ruleUncheckedKey,
-			"an item without metadata key %q is never admitted: reading it fails, and admit fails closed; test it first (!has(item.metadata.%s) || ...) or read item.metadata.?%s.orValue(...)",
+			"an item without metadata key %q is refused unless the rest of the predicate decides it: reading the key fails, and admit fails closed; test it first (!has(item.metadata.%s) || ...) or read item.metadata.?%s.orValue(...)",
 			r.Key, r.Key, r.Key))
 	}
 }
 
 // checkUndeclaredArgs reports, for a tool-stage predicate of an entry not
-// scoped to tools (args untyped), each argument it reads that no declared
-// tool's schema has. Such a read fails on every call (a guard then blocks
-// every call), or tests for an argument no tool sends: it is a typo. Nothing
-// is said when a tool may send arguments no schema lists: a declared tool
-// without properties, undeclared tools allowed, or MCP servers' tools. It
-// reports whether it found one.
+// scoped to tools (args untyped), each argument it reads, untested, that no
+// declared tool's schema has. Such a read fails on every call (a guard then
+// blocks every call): it is a typo. A read that a presence test guards
+// (has(args.x) && args.x ...) cannot fail and is left alone. Nothing is said
+// when a tool may send arguments no schema lists: a declared tool whose
+// schema is not closed (no properties, additionalProperties not false,
+// patternProperties, a composition), undeclared tools allowed, or MCP
+// servers' tools. It reports whether it found one.
 func (c *Compilation) checkUndeclaredArgs(x *dsl.Expr, checked *predicate.Checked) bool {
 	p := c.Policy
 	if len(p.Tools) == 0 || p.AllowUndeclaredTools || len(p.MCPServers) > 0 {
@@ -45,7 +48,7 @@ func (c *Compilation) checkUndeclaredArgs(x *dsl.Expr, checked *predicate.Checke
 	}
 	var declared []string
 	for _, name := range sortedNames(p.Tools) {
-		props, ok := p.Tools[name].ArgNames()
+		props, ok := p.Tools[name].ClosedArgNames()
 		if !ok {
 			return false
 		}
@@ -57,7 +60,7 @@ func (c *Compilation) checkUndeclaredArgs(x *dsl.Expr, checked *predicate.Checke
 	}
 	var found []string
 	for _, r := range checked.KeyReads {
-		if r.Map != "args" || slices.Contains(declared, r.Key) || slices.Contains(found, r.Key) {
+		if r.Map != "args" || r.Tested || slices.Contains(declared, r.Key) || slices.Contains(found, r.Key) {
 			continue
 		}
 		found = append(found, r.Key)

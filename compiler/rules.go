@@ -67,11 +67,16 @@ tool's JSON Schema, so a misspelt argument is caught here), an optional
 field read without has(), or an operator applied to the wrong types. A
 constraint's when is checked against the config types of the layers its
 outer and inner designate (outer.trial for an audit layer is caught, with
-the closest field: trail). In an entry not scoped to tools, args is
-untyped, but an argument that no declared tool's schema has is an error
-too: a guard reading it would fail, and block, on every call. (Nothing is
-said when a tool may send arguments no schema lists: a declared tool
-without properties, settings.allow_undeclared_tools, or MCP servers.)`},
+the closest field: trail); the map idioms evaluation accepts over a config
+('k' in inner, inner['k'], size(inner)) are not refused. In an entry not scoped to tools, args is
+untyped, but reading an argument that no declared tool's schema has is an
+error too: the read would fail, and a guard block, on every call. A read
+guarded by a presence test (has(args.x) && ...) cannot fail and is not
+reported. Nothing is said when a tool may send arguments no schema lists:
+a declared tool whose args schema is not closed (no properties,
+additionalProperties not false, patternProperties, allOf, anyOf, oneOf,
+$ref, if, dependentSchemas or unevaluatedProperties at its top level),
+settings.allow_undeclared_tools, or MCP servers.`},
 	{"cel/not-bool", dsl.Error, "a predicate whose type is not bool", `
 A predicate type-checks but does not yield a bool (args.amount rather than
 args.amount > 100.0), so it could never decide.`},
@@ -90,7 +95,9 @@ where no presence test guards it. item.metadata holds whatever the
 retriever attached: for an item without the key the read fails, and admit
 fails closed, so the item is dropped even where the predicate meant to
 keep it (item.metadata.tier != 'inferred' drops every item without a
-tier). Test the key first, !has(item.metadata.tier) || ... or
+tier), unless the rest of the predicate decides it (in
+item.metadata.tier == 'gold' || item.score > 0.9 an item without a tier
+is admitted when its score is above 0.9, and refused otherwise). Test the key first, !has(item.metadata.tier) || ... or
 'tier' in item.metadata && ..., or read it with a default,
 item.metadata.?tier.orValue('').`},
 }

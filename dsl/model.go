@@ -124,6 +124,28 @@ func (t *Tool) ArgNames() (names []string, known bool) {
 	return keys(s.Properties), true
 }
 
+// ClosedArgNames returns the tool's argument names when its schema lists
+// every argument the tool may be sent: properties, with additionalProperties
+// false and no patternProperties nor keyword that could admit more (allOf,
+// anyOf, oneOf, $ref, if, dependentSchemas, unevaluatedProperties); known
+// is false otherwise.
+func (t *Tool) ClosedArgNames() (names []string, known bool) {
+	names, known = t.ArgNames()
+	if !known {
+		return nil, false
+	}
+	var s map[string]json.RawMessage
+	if json.Unmarshal(t.Args, &s) != nil || string(s["additionalProperties"]) != "false" {
+		return nil, false
+	}
+	for _, k := range []string{"patternProperties", "allOf", "anyOf", "oneOf", "$ref", "$dynamicRef", "if", "dependentSchemas", "unevaluatedProperties"} {
+		if _, ok := s[k]; ok {
+			return nil, false
+		}
+	}
+	return names, true
+}
+
 // Store is a declared state backend.
 type Store struct {
 	Name string

@@ -67,7 +67,13 @@
 // under anyOf, oneOf, not, if/then/else and the dependent keywords are
 // checked when the enclosing value completes, at the latest with the whole
 // value at the end of the stream, which is validated in full as without
-// partial. The checks are necessary conditions: a prefix that passes them
+// partial. A completed object or array inside the value is checked against
+// its subschemas while the checks so far have gone over at most 16 values
+// per value read (a container counts its values times its nesting height);
+// past that it is left to the check of the whole value, so that deep
+// nesting (4,000 levels under a recursive schema) is read in time close to
+// one whole validation, not quadratic in the depth. The checks are
+// necessary conditions: a prefix that passes them
 // may still be unable to end valid (a oneOf no branch of which can hold),
 // and then fails when the value that holds the keyword completes. Diagnostics and feedback are those of a whole-output failure;
 // the rejected output is the text up to and including the refused delta.

@@ -33,7 +33,19 @@ type prefixChecker struct {
 	value   any // the root value, once complete
 	diags   []Diagnostic
 	trailer int // backticks of the closing fence read so far
+	// values counts the values completed so far; work estimates what the
+	// checks of completed containers cost: a container's values times its
+	// height (the validator builds each location's path from its parent's).
+	// Checking each enclosing container of a deep value anew would be
+	// polynomial in the depth, so a container is left to the check of the
+	// whole value once work would pass workFactor times values.
+	values, work int
 }
+
+// workFactor bounds the checks of completed containers: they go over at
+// most this many values per value of the output (and the whole value is
+// always checked when it completes).
+const workFactor = 16
 
 type phase uint8
 
@@ -54,6 +66,8 @@ type frame struct {
 	arr     []any
 	key     string
 	n       int // members or elements so far
+	size    int // values completed inside, at any depth
+	height  int // nesting depth inside: 0 when it holds no container
 	// expect is what the next significant byte must be.
 	expect expect
 }
@@ -489,7 +503,7 @@ func (p *prefixChecker) endScalar() {
 		}
 		return
 	}
-	p.completeValue(v, s.path, s.schemas)
+	p.completeValue(v, s.path, s.schemas, 1, 0)
 }
 
 // scalarValue decodes a complete scalar as encoding/json does with
@@ -531,12 +545,23 @@ func (p *prefixChecker) closeFrame() {
 	if f.object {
 		v = f.obj
 	}
-	p.completeValue(v, f.path, f.schemas)
+	p.completeValue(v, f.path, f.schemas, 1+f.size, 1+f.height)
 }
 
-// completeValue checks a complete value against its subschemas, then stores
-// it in its container, or as the root value.
-func (p *prefixChecker) completeValue(v any, path string, schemas []*jsonschema.Schema) {
+// completeValue checks a complete value of size values (itself and those
+// inside it) and of the given height against its subschemas, then stores it
+// in its container, or as the root value. A container inside the root is
+// not checked when that would take the checks past their bound
+// (workFactor); the root always is.
+func (p *prefixChecker) completeValue(v any, path string, schemas []*jsonschema.Schema, size, height int) {
+	p.values++
+	if height > 0 && len(p.stack) > 0 {
+		if cost := size * height; p.work+cost > workFactor*p.values {
+			schemas = nil
+		} else {
+			p.work += cost
+		}
+	}
 	for _, s := range schemas {
 		if diags := validate(s, v); len(diags) > 0 {
 			for i := range diags {
@@ -552,6 +577,8 @@ func (p *prefixChecker) completeValue(v any, path string, schemas []*jsonschema.
 		return
 	}
 	f := p.stack[len(p.stack)-1]
+	f.size += size
+	f.height = max(f.height, height)
 	if f.object {
 		f.obj[f.key] = v
 	} else {

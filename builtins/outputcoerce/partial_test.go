@@ -2,7 +2,9 @@ package outputcoerce
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -103,4 +105,34 @@ func TestPrefixCheckerAgreesWithTheFullCheck(t *testing.T) {
 			assert.Equal(t, len(full) == 0, !p.failed(), "%s in chunks of %d: %v", out, chunk, p.diags)
 		}
 	}
+}
+
+// TestPrefixCheckerDeepNesting: the checks of completed containers are
+// bounded, so a value nested 4,000 deep under a recursive schema is read in
+// a small multiple of the time its whole validation takes (each enclosing
+// container checked anew made it quadratic: over a minute), and an invalid
+// leaf deep down is still refused.
+func TestPrefixCheckerDeepNesting(t *testing.T) {
+	s, err := Compile(json.RawMessage(`{"$defs":{"t":{"type":["array","number"],"items":{"$ref":"#/$defs/t"}}},"$ref":"#/$defs/t"}`))
+	require.NoError(t, err)
+	const depth = 4000
+	out := strings.Repeat("[", depth) + "1" + strings.Repeat("]", depth)
+
+	start := time.Now()
+	_, _, diags := (&Coerce{schema: s}).Check(out)
+	whole := time.Since(start)
+	require.Empty(t, diags)
+
+	start = time.Now()
+	p := &prefixChecker{root: s}
+	p.write(out)
+	p.finish()
+	partial := time.Since(start)
+	require.False(t, p.failed(), "%v", p.diags)
+	assert.Less(t, partial, 20*whole+50*time.Millisecond, "partial %v, whole %v", partial, whole)
+
+	bad := &prefixChecker{root: s}
+	assert.False(t, bad.write(strings.Repeat("[", depth)+`"x"`), "a string leaf is refused as it completes")
+	require.NotEmpty(t, bad.diags)
+	assert.Equal(t, depth, strings.Count(bad.diags[0].Path, "/"), "the diagnostic is at the leaf")
 }

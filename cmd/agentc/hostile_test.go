@@ -19,6 +19,12 @@ import (
 
 // hostileCase is one hostile input: files to lay out, the command to run
 // in a child process, and what must come of it.
+// grounding is a policy whose grounding renders with template (CUE string
+// escapes already applied by the caller).
+func grounding(template string) map[string]string {
+	return map[string]string{"p/p.cue": "package p\n\ngrounding: render: template: \"" + template + "\"\n"}
+}
+
 type hostileCase struct {
 	name  string
 	files map[string]string // relative path -> content
@@ -108,6 +114,11 @@ func TestHostileInputs(t *testing.T) {
 		{name: "policy/range-memory", files: map[string]string{"p/p.cue": "package p\n\n" + rangeCUE}, args: []string{"vet", "p"}, env: []string{"AGENTC_TIMEOUT=60s", "AGENTC_MAX_MEMORY=128MiB"}, code: 2, out: `agentc: the evaluation holds more than 128 MiB of memory \(AGENTC_MAX_MEMORY\)`, maxRSS: liveRSS, maxTime: 10 * time.Second},
 		{name: "scenario/range-memory", files: map[string]string{"p/p.cue": validPolicy, "s.cue": rangeCUE}, args: []string{"run", "p", "s.cue"}, env: []string{"AGENTC_TIMEOUT=60s", "AGENTC_MAX_MEMORY=128MiB"}, code: 2, out: `holds more than 128 MiB of memory`, maxRSS: liveRSS, maxTime: 10 * time.Second},
 		{name: "policy/range", files: map[string]string{"p/p.cue": "package p\n\n" + rangeCUE}, args: []string{"vet", "p"}, env: []string{"AGENTC_TIMEOUT=1s"}, code: 1, out: `error cue/syntax: policy evaluation did not finish within 1s`, maxRSS: rangeRSS},
+
+		// Render templates whose rendering the items would not bound.
+		{name: "grounding/range-count", files: grounding(`{{range len (printf \"%1000s\" \"\")}}{{range len (printf \"%1000s\" \"\")}}{{range len (printf \"%1000s\" \"\")}}{{end}}{{end}}{{end}}`), args: []string{"vet", "p"}, code: 1, out: `p/p\.cue:3:\d+: error schema/invalid-value: grounding\.render\.template: template: range only over \.Items`},
+		{name: "grounding/recursion", files: grounding(`{{define \"a\"}}{{if .}}{{template \"a\" (slice . 1)}}{{template \"a\" (slice . 1)}}{{end}}{{end}}{{template \"a\" .Items}}`), args: []string{"vet", "p"}, code: 1, out: `template: \{\{template\}\} and \{\{block\}\} are not allowed`},
+		{name: "grounding/doubling", files: grounding(`{{$a := .Query}}` + strings.Repeat(`{{$a = print $a $a}}`, 28)), args: []string{"vet", "p"}, code: 1, out: `template: assigning a variable again \(=\) is not allowed`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

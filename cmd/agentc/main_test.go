@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,9 +15,14 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/santhosh-tekuri/jsonschema/v5"
 	"github.com/stretchr/testify/assert"
+
+	"github.com/agentc-dev/agentc/internal/initgc"
 )
 
 func TestMain(m *testing.M) {
+	// initgc turned the collector off while the packages initialized; the
+	// tests run long, and the agentc command (main) sets its own policy.
+	initgc.Restore()
 	testscript.Main(m, map[string]func(){
 		"agentc": main, // the whole process: its memory bound and GC settings too
 	})
@@ -144,4 +150,15 @@ func sarifSchema(t *testing.T) *jsonschema.Schema {
 		}
 	})
 	return sarifCompiled
+}
+
+// TestCollectorOn: the test process collects garbage (initgc's init left
+// it off for the whole run before TestMain restored it).
+func TestCollectorOn(t *testing.T) {
+	if os.Getenv("GOGC") != "" {
+		t.Skip("GOGC is set: the environment decides")
+	}
+	prev := debug.SetGCPercent(100)
+	debug.SetGCPercent(prev)
+	assert.Equal(t, 100, prev, "the collector's percentage during the tests")
 }

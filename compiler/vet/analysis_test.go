@@ -129,6 +129,12 @@ func TestConstraintWhenTypes(t *testing.T) {
 		{name: "entry name typo", outer: "a1", inner: "retry", when: "outer.trial == 'logical'", want: "did you mean 'trail'?"},
 		{name: "entry named after another id", outer: "log", inner: "retry", when: "outer.trail == 'logical'"},
 		{name: "field of neither kind", outer: "log", inner: "retry", when: "outer.trial == 'logical'", want: "undefined field 'trial'"},
+		{name: "key in a config", outer: "audit", inner: "retry", when: "'max_attempts' in inner && inner.max_attempts > 2"},
+		{name: "index of a config", outer: "audit", inner: "retry", when: "inner['max_attempts'] > 2"},
+		{name: "size of a config", outer: "audit", inner: "retry", when: "size(outer) > 0"},
+		{name: "map idiom and a typo", outer: "audit", inner: "retry", when: "'x' in inner && outer.trial == 'logical'", want: "undefined field 'trial'; did you mean 'trail'?"},
+		{name: "in over a field of the wrong type", outer: "audit", inner: "retry", when: "'x' in inner.max_attempts", want: "no matching overload for '@in' applied to '(string, int)'"},
+		{name: "entry field", outer: "audit", inner: "retry", when: "inner.name == 'retry'", want: "undefined field 'name': name is the entry's, not part of the config of retry ("},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

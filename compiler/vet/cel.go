@@ -150,7 +150,11 @@ func (assumedSizes) EstimateCallCost(function, overloadID string, target *checke
 // firstIssue converts the first of cel-go's issues, placing it at a byte
 // offset of src.
 func firstIssue(rule, src string, iss *cel.Issues) *celIssue {
-	e := iss.Errors()[0]
+	return errorIssue(rule, src, iss.Errors()[0])
+}
+
+// errorIssue is the issue of one cel-go error.
+func errorIssue(rule, src string, e *common.Error) *celIssue {
 	msg := cleanMessage(e.Message)
 	if strings.Contains(msg, "recursion") {
 		msg = fmt.Sprintf("expression nests too deeply (more than %d levels)", predicate.MaxNestingDepth)

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 
@@ -183,13 +184,30 @@ func typeCheckWhen(c *dsl.Constraint) *celIssue {
 			if iss.Err() == nil {
 				return nil
 			}
+			errs := slices.DeleteFunc(slices.Clone(iss.Errors()), mapIdiom)
+			if len(errs) == 0 {
+				return nil // map idioms only: the untyped check stands
+			}
 			if first == nil {
-				first = firstIssue(predicate.RuleType, c.When.Source, iss)
+				first = errorIssue(predicate.RuleType, c.When.Source, errs[0])
 				first.message += t.suggestField(c.When.Source, first, map[string]*dsl.Kind{"outer": o, "inner": i})
 			}
 		}
 	}
 	return first
+}
+
+// mapIdiom reports whether e is a map operation applied to a config object
+// ('mode' in inner, inner['mode'], size(inner)): evaluation sees the configs
+// as maps, where these are ordinary, so the typed check does not refuse
+// them.
+func mapIdiom(e *common.Error) bool {
+	for _, op := range []string{"'@in'", "'_[_]'", "'size'", "'_[?_]'"} {
+		if strings.HasPrefix(e.Message, "found no matching overload for "+op+" applied to ") && strings.Contains(e.Message, "agentc.config.") {
+			return true
+		}
+	}
+	return false
 }
 
 // kindsOrUntyped returns the kinds a name designates, nil standing for an
@@ -212,7 +230,8 @@ func kindsOrUntyped(ks []*dsl.Kind) []*dsl.Kind {
 }
 
 // suggestField returns "; did you mean 'x'?" for an undefined field of
-// outer or inner: the config field closest to the one written.
+// outer or inner: the config field closest to the one written; for a field
+// of the entry rather than its config (name), it says so.
 func (t *typedEnv) suggestField(src string, is *celIssue, kinds map[string]*dsl.Kind) string {
 	name, ok := strings.CutPrefix(is.message, "undefined field '")
 	if !ok || !strings.HasSuffix(name, "'") {
@@ -236,12 +255,20 @@ func (t *typedEnv) suggestField(src string, is *celIssue, kinds map[string]*dsl.
 		if before := operand[:len(operand)-len(v)]; before != "" && isIdentByte(before[len(before)-1]) {
 			continue
 		}
-		if best := textdist.Closest(name, t.prov.objects[configTypeName(k)].names); best != "" {
+		names := t.prov.objects[configTypeName(k)].names
+		if slices.Contains(entryFields, name) {
+			return fmt.Sprintf(": %s is the entry's, not part of the config of %s (%s)", name, k.ID, strings.Join(names, ", "))
+		}
+		if best := textdist.Closest(name, names); best != "" {
 			return fmt.Sprintf("; did you mean '%s'?", best)
 		}
 	}
 	return ""
 }
+
+// entryFields are the fields every entry has (#EntryBase), which a
+// constraint's when does not see: outer and inner are the layers' configs.
+var entryFields = []string{"use", "name", "when", "tools"}
 
 func isIdentByte(b byte) bool {
 	return b == '_' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z'

@@ -1,6 +1,7 @@
 package grounding
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"sort"
@@ -59,26 +60,71 @@ func Parse(src string) (*Template, error) {
 	if len(src) > MaxTemplateBytes {
 		return nil, &Error{Message: fmt.Sprintf("the template is %d bytes, over the limit of %d", len(src), MaxTemplateBytes)}
 	}
-	t, err := template.New("render").Option("missingkey=zero").Funcs(template.FuncMap{"printf": boundedPrintf}).Parse(src)
+	t, err := template.New("render").Option("missingkey=zero").Funcs(funcs).Parse(src)
 	if err != nil {
 		return nil, parseError(src, err)
 	}
 	c := &checker{src: src}
-	for _, tt := range t.Templates() {
-		if tt.Tree == nil || tt.Root == nil {
-			continue
+	c.list(t.Root, dataType)
+	if c.err == nil {
+		// A {{define}}d template could call itself, or two others twice
+		// each, and render in time exponential in its text.
+		var defs []*parse.ListNode
+		for _, tt := range t.Templates() {
+			if tt.Name() != t.Name() && tt.Tree != nil && tt.Root != nil {
+				defs = append(defs, tt.Root)
+			}
 		}
-		// A {{define}}d template's dot is whatever it is invoked with.
-		var dot reflect.Type
-		if tt.Name() == t.Name() {
-			dot = dataType
+		sort.Slice(defs, func(i, j int) bool { return defs[i].Pos < defs[j].Pos })
+		if len(defs) > 0 {
+			c.fail(defs[0], "template: {{define}} is not allowed; write the text in place")
 		}
-		c.list(tt.Root, dot)
 	}
 	if c.err != nil {
 		return nil, c.err
 	}
+	emptyNoValue(t.Tree, t.Root)
 	return &Template{t: t}, nil
+}
+
+// emptyNoValue ends the pipeline of every action that prints with
+// noValueEmpty, so that a metadata key an item lacks ({{.Metadata.tier}})
+// prints as nothing rather than "<no value>".
+func emptyNoValue(tree *parse.Tree, n parse.Node) {
+	switch n := n.(type) {
+	case *parse.ListNode:
+		if n != nil {
+			for _, c := range n.Nodes {
+				emptyNoValue(tree, c)
+			}
+		}
+	case *parse.ActionNode:
+		if len(n.Pipe.Decl) == 0 {
+			id := parse.NewIdentifier(noValueFunc).SetTree(tree).SetPos(n.Pos)
+			n.Pipe.Cmds = append(n.Pipe.Cmds, &parse.CommandNode{NodeType: parse.NodeCommand, Pos: n.Pos, Args: []parse.Node{id}})
+		}
+	case *parse.IfNode:
+		emptyNoValue(tree, n.List)
+		emptyNoValue(tree, n.ElseList)
+	case *parse.WithNode:
+		emptyNoValue(tree, n.List)
+		emptyNoValue(tree, n.ElseList)
+	case *parse.RangeNode:
+		emptyNoValue(tree, n.List)
+		emptyNoValue(tree, n.ElseList)
+	}
+}
+
+// noValueFunc is the function emptyNoValue appends to the actions that
+// print.
+const noValueFunc = "noValueEmpty"
+
+// noValueEmpty returns "" for a missing value (a nil interface), else v.
+func noValueEmpty(v any) any {
+	if v == nil {
+		return ""
+	}
+	return v
 }
 
 // parseError turns a text/template parse error ("template: render:3: ...")
@@ -150,6 +196,49 @@ func (w *cappedWriter) Write(p []byte) (int, error) {
 	return w.b.Write(p)
 }
 
+// funcs replace the builtin functions whose result can be longer than their
+// arguments: each fails past MaxBlockBytes, so that variables declared one
+// from another ({{$b := print $a $a}}) cannot build a string of any size.
+var funcs = template.FuncMap{
+	"printf":    boundedPrintf,
+	"print":     bounded(fmt.Sprint),
+	"println":   bounded(fmt.Sprintln),
+	"html":      bounded(template.HTMLEscaper),
+	"js":        bounded(template.JSEscaper),
+	"urlquery":  bounded(template.URLQueryEscaper),
+	noValueFunc: noValueEmpty,
+}
+
+var errResultTooLarge = fmt.Errorf("a function result exceeds %d bytes", MaxBlockBytes)
+
+// bounded wraps f to fail when its string arguments or its result are over
+// MaxBlockBytes.
+func bounded(f func(...any) string) func(...any) (string, error) {
+	return func(args ...any) (string, error) {
+		if err := checkArgs(args); err != nil {
+			return "", err
+		}
+		if s := f(args...); len(s) <= MaxBlockBytes {
+			return s, nil
+		}
+		return "", errResultTooLarge
+	}
+}
+
+// checkArgs fails when the strings among args add up to more than
+// MaxBlockBytes.
+func checkArgs(args []any) error {
+	n := 0
+	for _, a := range args {
+		if s, ok := a.(string); ok {
+			if n += len(s); n > MaxBlockBytes {
+				return errResultTooLarge
+			}
+		}
+	}
+	return nil
+}
+
 // boundedPrintf is fmt.Sprintf with every width and precision of the format
 // at most MaxFormatWidth, and none given as an argument (*).
 func boundedPrintf(format string, args ...any) (string, error) {
@@ -176,7 +265,13 @@ func boundedPrintf(format string, args ...any) (string, error) {
 			}
 		}
 	}
-	return fmt.Sprintf(format, args...), nil
+	if err := checkArgs(args); err != nil {
+		return "", err
+	}
+	if s := fmt.Sprintf(format, args...); len(s) <= MaxBlockBytes {
+		return s, nil
+	}
+	return "", errResultTooLarge
 }
 
 // Fit renders the block of the highest-scored items that fits in maxTokens
@@ -198,20 +293,32 @@ func (t *Template) Fit(query string, items []Item, maxTokens int64, estimate fun
 		s, err := t.Render(query, sel)
 		return s, sel, err
 	}
+	// fits reports whether the best k render within the budget; with a
+	// budget, a block over MaxBlockBytes does not fit rather than fails.
+	fits := func(k int) (string, []Item, bool, error) {
+		s, sel, err := render(k)
+		if maxTokens > 0 && (errors.Is(err, errBlockTooLarge) || errors.Is(err, errResultTooLarge)) {
+			return "", nil, false, nil
+		}
+		if err != nil {
+			return "", nil, false, err
+		}
+		return s, sel, maxTokens <= 0 || estimate(s) <= maxTokens, nil
+	}
 	k := len(ranked)
-	block, kept, err = render(k)
+	block, kept, ok, err := fits(k)
 	if err != nil {
 		return "", nil, nil, err
 	}
-	if maxTokens > 0 && estimate(block) > maxTokens {
+	if !ok {
 		lo, hi := 0, k-1 // the largest k that fits is in [lo, hi]; no item always fits
 		for lo < hi {
 			mid := (lo + hi + 1) / 2
-			s, _, err := render(mid)
+			_, _, ok, err := fits(mid)
 			if err != nil {
 				return "", nil, nil, err
 			}
-			if estimate(s) <= maxTokens {
+			if ok {
 				lo = mid
 			} else {
 				hi = mid - 1
@@ -241,32 +348,54 @@ func sortedByIndex(items []Item) []Item {
 var (
 	dataType = reflect.TypeFor[Data]()
 	itemType = reflect.TypeFor[Item]()
+	intType  = reflect.TypeFor[int]()
+	strType  = reflect.TypeFor[string]()
 )
 
-// checker walks a template's parse tree and reports the first field read
-// that the dot's type does not have. A nil type is unknown (a variable, a
-// map value, the result of a function): nothing under it is checked.
+// rangeMsg is the error for a range over anything but the items or an
+// item's metadata.
+const rangeMsg = "template: range only over .Items, an item's .Metadata or a variable bound to them"
+
+// checker walks a template's parse tree and reports the first problem: a
+// field read that the dot's or a variable's type does not have, or a
+// construct whose render would not be bounded by the items (a range over
+// anything but .Items or an item's .Metadata, a range over the items inside
+// another, {{define}}, {{template}} and {{block}}, a variable assigned
+// again). A nil type is unknown (a map value, the result of a function):
+// nothing under it is checked.
 type checker struct {
 	src string
 	err *Error
-	// numeric are the variables bound to a pipeline holding a number
-	// literal.
-	numeric map[string]bool
+	// vars are the variables in scope, innermost last.
+	vars []variable
+	// inItems and inMap count the enclosing ranges over the items and over
+	// a map: a range over the items loops once per item, one over a map
+	// once per metadata key, so that a render loops at most as many times
+	// as the items and their metadata hold.
+	inItems, inMap int
+}
+
+type variable struct {
+	name string
+	t    reflect.Type
 }
 
 func (c *checker) fail(n parse.Node, format string, args ...any) {
 	if c.err == nil {
-		c.err = &Error{Offset: int(n.Position()), Message: fmt.Sprintf(format, args...)}
+		c.err = &Error{Offset: min(max(int(n.Position()), 0), len(c.src)), Message: fmt.Sprintf(format, args...)}
 	}
 }
 
+// list checks a list in its own variable scope.
 func (c *checker) list(l *parse.ListNode, dot reflect.Type) {
 	if l == nil {
 		return
 	}
+	scope := len(c.vars)
 	for _, n := range l.Nodes {
 		c.node(n, dot)
 	}
+	c.vars = c.vars[:scope]
 }
 
 func (c *checker) node(n parse.Node, dot reflect.Type) {
@@ -274,72 +403,90 @@ func (c *checker) node(n parse.Node, dot reflect.Type) {
 	case *parse.ActionNode:
 		c.pipe(n.Pipe, dot)
 	case *parse.IfNode:
+		scope := len(c.vars)
 		c.pipe(n.Pipe, dot)
 		c.list(n.List, dot)
 		c.list(n.ElseList, dot)
+		c.vars = c.vars[:scope]
 	case *parse.WithNode:
+		scope := len(c.vars)
 		t := c.pipe(n.Pipe, dot)
 		c.list(n.List, t)
 		c.list(n.ElseList, dot)
+		c.vars = c.vars[:scope]
 	case *parse.RangeNode:
-		if c.literalNumber(n.Pipe) {
-			c.fail(n, "template: range over a number written in the template is not allowed; range over .Items")
-		}
-		t := c.pipe(n.Pipe, dot)
-		var elem reflect.Type // the dot inside: the element of a list read as a field
-		if t != nil && t.Kind() == reflect.Slice {
-			elem = t.Elem()
-		}
-		c.list(n.List, elem)
-		c.list(n.ElseList, dot)
+		c.rangeNode(n, dot)
 	case *parse.TemplateNode:
-		c.pipe(n.Pipe, dot)
+		c.fail(n, "template: {{template}} and {{block}} are not allowed; write the text in place")
 	}
 }
 
-// literalNumber reports whether a pipeline holds a number written in the
-// template, or a variable bound to one: ranging over it would loop as many
-// times as the template says, whatever the items ({{range 1000000000}}).
-func (c *checker) literalNumber(n parse.Node) bool {
-	switch n := n.(type) {
-	case *parse.NumberNode:
-		return true
-	case *parse.VariableNode:
-		return len(n.Ident) > 0 && c.numeric[n.Ident[0]]
-	case *parse.PipeNode:
-		if n == nil {
-			return false
-		}
-		for _, cmd := range n.Cmds {
-			if c.literalNumber(cmd) {
-				return true
-			}
-		}
-	case *parse.CommandNode:
-		for _, a := range n.Args {
-			if c.literalNumber(a) {
-				return true
-			}
-		}
-	case *parse.ChainNode:
-		return c.literalNumber(n.Node)
+func (c *checker) rangeNode(n *parse.RangeNode, dot reflect.Type) {
+	scope := len(c.vars)
+	decl := n.Pipe.Decl
+	n.Pipe.Decl = nil // the declarations bind the key and element, not the pipe
+	t := c.pipe(n.Pipe, dot)
+	n.Pipe.Decl = decl
+	var key, elem reflect.Type
+	items := t == reflect.TypeFor[[]Item]()
+	switch {
+	case t == nil || t.Kind() != reflect.Slice && t.Kind() != reflect.Map:
+		c.fail(n, rangeMsg)
+	case items && c.inItems > 0:
+		c.fail(n, "template: a range over the items inside another is not allowed")
+	case !items && c.inMap > 0:
+		c.fail(n, "template: a range over a map inside another is not allowed")
+	case items:
+		key, elem = intType, t.Elem()
+	default:
+		key, elem = t.Key(), t.Elem()
 	}
-	return false
+	switch len(decl) {
+	case 1:
+		c.declare(decl[0], elem)
+	case 2:
+		c.declare(decl[0], key)
+		c.declare(decl[1], elem)
+	}
+	if items {
+		c.inItems++
+	} else {
+		c.inMap++
+	}
+	c.list(n.List, elem)
+	if items {
+		c.inItems--
+	} else {
+		c.inMap--
+	}
+	c.vars = c.vars[:scope]
+	c.list(n.ElseList, dot)
 }
 
-// pipe checks a pipeline and returns the type of its result when it is a
-// plain field read, else nil.
+func (c *checker) declare(v *parse.VariableNode, t reflect.Type) {
+	c.vars = append(c.vars, variable{name: v.Ident[0], t: t})
+}
+
+func (c *checker) lookup(name string) reflect.Type {
+	if name == "$" {
+		return dataType
+	}
+	for i := len(c.vars) - 1; i >= 0; i-- {
+		if c.vars[i].name == name {
+			return c.vars[i].t
+		}
+	}
+	return nil
+}
+
+// pipe checks a pipeline, binds the variables it declares and returns the
+// type of its result when it is a plain field or variable read, else nil.
 func (c *checker) pipe(p *parse.PipeNode, dot reflect.Type) reflect.Type {
 	if p == nil {
 		return nil
 	}
-	if len(p.Decl) > 0 && c.literalNumber(p) {
-		if c.numeric == nil {
-			c.numeric = map[string]bool{}
-		}
-		for _, v := range p.Decl {
-			c.numeric[v.Ident[0]] = true
-		}
+	if p.IsAssign {
+		c.fail(p, "template: assigning a variable again (=) is not allowed; declare a new one (:=)")
 	}
 	var last reflect.Type
 	for i, cmd := range p.Cmds {
@@ -351,6 +498,11 @@ func (c *checker) pipe(p *parse.PipeNode, dot reflect.Type) reflect.Type {
 			}
 		}
 	}
+	if !p.IsAssign {
+		for _, v := range p.Decl {
+			c.declare(v, last)
+		}
+	}
 	return last
 }
 
@@ -360,19 +512,27 @@ func (c *checker) arg(n parse.Node, dot reflect.Type) reflect.Type {
 	case *parse.DotNode:
 		return dot
 	case *parse.FieldNode:
-		return c.fields(n, dot, n.Ident)
+		return c.fields(n, dot, "", n.Ident)
+	case *parse.VariableNode:
+		return c.fields(n, c.lookup(n.Ident[0]), n.Ident[0], n.Ident[1:])
 	case *parse.ChainNode:
 		t := c.arg(n.Node, dot)
-		return c.fields(n, t, n.Field)
+		return c.fields(n, t, "", n.Field)
 	case *parse.PipeNode:
-		return c.pipe(n, dot)
+		scope := len(c.vars)
+		t := c.pipe(n, dot)
+		c.vars = c.vars[:scope]
+		return t
+	case *parse.StringNode:
+		return strType
 	}
 	return nil
 }
 
-// fields follows a chain of field names from t.
-func (c *checker) fields(n parse.Node, t reflect.Type, names []string) reflect.Type {
-	prev := ""
+// fields follows a chain of field names from t, read from what the
+// template names from (a variable, or "" for the dot).
+func (c *checker) fields(n parse.Node, t reflect.Type, from string, names []string) reflect.Type {
+	read := from
 	for _, name := range names {
 		if t == nil {
 			return nil
@@ -388,10 +548,13 @@ func (c *checker) fields(n parse.Node, t reflect.Type, names []string) reflect.T
 			}
 			t = f.Type
 		default:
-			c.fail(n, "template: .%s is a %s and has no field %s", prev, t.Kind(), name)
+			if read == "" {
+				read = "the dot"
+			}
+			c.fail(n, "template: %s is a %s and has no field %s", read, t.Kind(), name)
 			return nil
 		}
-		prev = name
+		read += "." + name
 	}
 	return t
 }

@@ -1,6 +1,7 @@
 package grounding_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -21,18 +22,33 @@ func TestParseChecksFields(t *testing.T) {
 		{"valid", sources, 0, ""},
 		{"metadata is not checked", `{{range .Items}}{{.Metadata.tier}}{{index .Metadata "x"}}{{end}}`, 0, ""},
 		{"with narrows the dot", `{{with .Items}}{{range .}}{{.ID}}{{end}}{{end}}`, 0, ""},
-		{"variables are not checked", `{{range $i, $it := .Items}}{{$it.Whatever}}{{end}}`, 0, ""},
-		{"defined templates are not checked", `{{define "x"}}{{.Content}}{{end}}{{range .Items}}{{template "x" .}}{{end}}`, 0, ""},
+		{"variables bound to fields", `{{$q := .Query}}{{range $i, $it := .Items}}{{$i}}{{$it.Content}}{{$.Query}}{{$q}}{{range $k, $v := $it.Metadata}}{{$k}}{{$v.x}}{{end}}{{end}}`, 0, ""},
+		{"with binds a variable", `{{with $x := .Items}}{{range $x}}{{.ID}}{{end}}{{end}}`, 0, ""},
+		{"typo through a range variable", `{{range $i, $it := .Items}}{{$it.Contnet}}{{end}}`, 32, "template: an item has no field Contnet (it has .ID, .Content, .Source, .Score, .Metadata, .Index)"},
+		{"typo through $", `{{range .Items}}{{$.Qurey}}{{end}}`, 19, "template: the data has no field Qurey (it has .Query, .Items)"},
+		{"typo through a with variable", `{{with $x := .Items}}{{range $x}}{{.Contnet}}{{end}}{{end}}`, 35, "template: an item has no field Contnet (it has .ID, .Content, .Source, .Score, .Metadata, .Index)"},
+		{"a variable out of its scope is unknown", `{{range $it := .Items}}{{end}}{{with $it := .Query}}{{$it}}{{end}}`, 0, ""},
+		{"define is refused", `{{define "x"}}{{.Content}}{{end}}{{range .Items}}x{{end}}`, 14, "template: {{define}} is not allowed; write the text in place"},
+		{"template is refused", `{{define "x"}}{{.Content}}{{end}}{{range .Items}}{{template "x" .}}{{end}}`, 60, "template: {{template}} and {{block}} are not allowed; write the text in place"},
+		{"block is refused", `{{block "x" .}}{{.Qurey}}{{end}}`, 8, "template: {{template}} and {{block}} are not allowed; write the text in place"},
+		{"recursion is refused", `{{define "a"}}{{if .}}{{template "a" (slice . 1)}}{{end}}{{end}}{{template "a" .Items}}`, 75, "template: {{template}} and {{block}} are not allowed; write the text in place"},
+		{"assignment is refused", `{{$a := .Query}}{{$a = print $a $a}}{{$a}}`, 18, "template: assigning a variable again (=) is not allowed; declare a new one (:=)"},
+		{"range over len is refused", `{{range len (printf "%1000s" "")}}{{end}}`, 8, "template: range only over .Items, an item's .Metadata or a variable bound to them"},
+		{"range over the items inside another", `{{range .Items}}{{range $.Items}}x{{end}}{{end}}`, 24, "template: a range over the items inside another is not allowed"},
+		{"range over a map inside another", `{{range $it := .Items}}{{range $it.Metadata}}{{range $it.Metadata}}x{{end}}{{end}}{{end}}`, 53, "template: a range over a map inside another is not allowed"},
+		{"range over a function result", `{{range (index .Items 0).Contnet}}{{end}}`, 8, "template: range only over .Items, an item's .Metadata or a variable bound to them"},
 		{"typo in an item field", "{{range .Items}}\n{{.Contnet}}{{end}}", 19, "template: an item has no field Contnet (it has .ID, .Content, .Source, .Score, .Metadata, .Index)"},
 		{"typo at the root", `x {{.Itms}}`, 4, "template: the data has no field Itms (it has .Query, .Items)"},
 		{"field of a string", `{{.Query.Text}}`, 8, "template: .Query is a string and has no field Text"},
+		{"field of a string variable", `{{$q := .Query}}{{$q.Text}}`, 20, "template: $q is a string and has no field Text"},
+		{"field of a string through $", `{{$.Query.Text}}`, 3, "template: $.Query is a string and has no field Text"},
+		{"field of a string dot", `{{with .Query}}{{.Text}}{{end}}`, 17, "template: the dot is a string and has no field Text"},
 		{"item field outside range", `{{.Content}}`, 2, "template: the data has no field Content (it has .Query, .Items)"},
 		{"parse error at the start of its line", "ok\n{{range .Items}}\n{{.Content}", 20, "template: bad character U+007D '}'"},
 		{"unclosed range", "{{range .Items}}{{.Content}}", 0, "template: unexpected EOF"},
-		{"range over a number", `{{range 1000000000}}x{{end}}`, 8, "template: range over a number written in the template is not allowed; range over .Items"},
-		{"range over a number through a function", `{{range or 1000000000 .Items}}x{{end}}`, 8, "template: range over a number written in the template is not allowed; range over .Items"},
-		{"range over a variable bound to a number", `{{$n := 1000000000}}{{range $n}}x{{end}}`, 28, "template: range over a number written in the template is not allowed; range over .Items"},
-		{"range over len is fine", `{{range $i := len .Items}}{{$i}}{{end}}`, 0, ""},
+		{"range over a number", `{{range 1000000000}}x{{end}}`, 8, "template: range only over .Items, an item's .Metadata or a variable bound to them"},
+		{"range over a number through a function", `{{range or 1000000000 .Items}}x{{end}}`, 8, "template: range only over .Items, an item's .Metadata or a variable bound to them"},
+		{"range over a variable bound to a number", `{{$n := 1000000000}}{{range $n}}x{{end}}`, 28, "template: range only over .Items, an item's .Metadata or a variable bound to them"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -151,4 +167,62 @@ func BenchmarkFit(b *testing.B) {
 			b.Fatal(err, len(kept))
 		}
 	}
+}
+
+func TestFitTrimsARetrievalOverTheBlockBound(t *testing.T) {
+	tpl, err := grounding.Parse(`{{range .Items}}{{.Content}}{{end}}`)
+	require.NoError(t, err)
+	in := make([]grounding.Item, 300) // 1.2 MB in all, over MaxBlockBytes
+	for i := range in {
+		in[i] = grounding.Item{Index: i, Content: strings.Repeat("x", 4000), Score: float64(i)}
+	}
+	block, kept, dropped, err := tpl.Fit("q", in, 2000, estimate)
+	require.NoError(t, err)
+	assert.Equal(t, []int{298, 299}, indexes(kept), "2000 tokens hold two 1000-token items, the best two")
+	assert.Len(t, dropped, 298)
+	assert.Len(t, block, 8000)
+
+	_, _, _, err = tpl.Fit("q", in, 0, estimate)
+	assert.ErrorContains(t, err, "exceeds 1048576 bytes", "without a budget the block bound still fails the render")
+}
+
+func TestRenderFunctionResultsAreBounded(t *testing.T) {
+	src := `{{$a := .Query}}`
+	for i := 1; i <= 28; i++ {
+		src += fmt.Sprintf(`{{$a%d := print $a%s $a%s}}`, i, prevVar(i), prevVar(i))
+	}
+	src += `{{len $a28}}`
+	tpl, err := grounding.Parse(src)
+	require.NoError(t, err)
+	_, err = tpl.Render(strings.Repeat("q", 16), nil)
+	assert.ErrorContains(t, err, "a function result exceeds 1048576 bytes")
+
+	for _, f := range []string{"print", "println", "html", "js", "urlquery"} {
+		tpl, err := grounding.Parse(`{{$a := print .Query .Query}}{{` + f + ` $a $a}}`)
+		require.NoError(t, err)
+		_, err = tpl.Render(strings.Repeat("<", grounding.MaxBlockBytes/3), nil)
+		assert.ErrorContains(t, err, "a function result exceeds", f)
+		out, err := tpl.Render("a", nil)
+		require.NoError(t, err, f)
+		assert.NotEmpty(t, out, f)
+	}
+}
+
+func prevVar(i int) string {
+	if i == 1 {
+		return ""
+	}
+	return fmt.Sprint(i - 1)
+}
+
+func TestRenderMissingMetadataKeyIsEmpty(t *testing.T) {
+	tpl, err := grounding.Parse(`{{range .Items}}[{{.Metadata.tier}}|{{index .Metadata "tier"}}|{{with .Metadata.tier}}{{.}}{{else}}-{{end}}]{{.Content}} {{end}}`)
+	require.NoError(t, err)
+	out, err := tpl.Render("q", []grounding.Item{
+		{Content: "a", Metadata: map[string]any{"tier": "gold"}},
+		{Content: "b", Metadata: map[string]any{}},
+		{Content: "c"},
+	})
+	require.NoError(t, err)
+	assert.Equal(t, "[gold|gold|gold]a [||-]b [||-]c ", out)
 }

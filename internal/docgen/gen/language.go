@@ -449,9 +449,9 @@ func (p *langPage) celSection() {
 		"([`cel/type`](rules.md#cel-type)). A guard with `phase: \"after\"` also sees the call's outcome; " +
 		"every other predicate runs before the call. In the tool stage, `args` is typed from the JSON Schema of the tools " +
 		"an entry is scoped to with `tools:`; unscoped, it is an untyped map ([`cel/untyped-args`](rules.md#cel-untyped-args)), " +
-		"but reading an argument no declared tool's schema has is still a `cel/type` error. " +
+		"but reading an argument no declared tool's closed schema has (unless has() guards the read) is still a `cel/type` error. " +
 		"`admit` reading `item.metadata.KEY` without testing the key first is warned about " +
-		"([`cel/unchecked-key`](rules.md#cel-unchecked-key)): an item without it is never admitted. " +
+		"([`cel/unchecked-key`](rules.md#cel-unchecked-key)): for an item without it the read fails, and the item is refused unless the rest of the predicate decides it. " +
 		"A constraint's `when` reads `outer` and `inner`, the configs of the two entries it orders, " +
 		"typed from the config fields of their builtins (`outer.trial` for an `audit` layer is a `cel/type` error). " +
 		"A state handler's `deny` and `set` ([`state`](#state)) read `value` (the value set, or the element appended), " +
