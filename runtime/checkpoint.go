@@ -362,15 +362,17 @@ func secretRefusal(path string) error {
 	return &BlockedError{Layer: LayerCheckpoint, Message: "the run is not saved", Err: se}
 }
 
-// findTaint returns the path of the first string of doc (in key order)
-// that contains a secret string, or "".
+// findTaint returns the path of the first string, number or object key
+// of doc (in key order) that contains a secret string, or "".
 func findTaint(doc any, path string, taint []string) string {
 	switch x := doc.(type) {
 	case string:
-		for _, t := range taint {
-			if strings.Contains(x, t) {
-				return path
-			}
+		if holdsTaint(x, taint) {
+			return path
+		}
+	case float64:
+		if holdsTaint(numberText(x), taint) {
+			return path
 		}
 	case []any:
 		for i, e := range x {
@@ -384,12 +386,20 @@ func findTaint(doc any, path string, taint []string) string {
 			if path != "" {
 				sub = path + "." + k
 			}
+			if holdsTaint(k, taint) {
+				return sub
+			}
 			if p := findTaint(x[k], sub, taint); p != "" {
 				return p
 			}
 		}
 	}
 	return ""
+}
+
+// holdsTaint reports whether s contains one of the secret strings.
+func holdsTaint(s string, taint []string) bool {
+	return slices.ContainsFunc(taint, func(t string) bool { return strings.Contains(s, t) })
 }
 
 // MemoryCheckpoints is an in-memory CheckpointStore, safe for concurrent

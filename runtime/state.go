@@ -327,22 +327,32 @@ func (pl *Pipeline) stateOp(ctx context.Context, field, op string, value any) (a
 				if err != nil {
 					berr.Message = "the handler could not decide (fail closed)"
 				}
-				pl.stateEvent(run.ID, f, op, v, redacted, berr)
+				pl.stateEvent(run.ID, f, op, v, f.secret && secretClean(original, v, redacted), berr)
 				return nil, berr
 			}
 		case h.set != nil:
+			prev := v
 			vars, err := h.set.StateActivation(rinfo, field, v, state)
 			if err == nil {
 				v, err = h.set.EvalValue(ctx, vars)
 			}
 			if err != nil {
 				berr := &BlockedError{Layer: h.name, Message: "the set handler failed", Err: err}
-				pl.stateEvent(run.ID, f, op, original, redacted, berr)
+				// A secret field reports the value as the handlers left it
+				// (a sink sees it only when clean), never the original.
+				shown, clean := original, false
+				if f.secret {
+					shown, clean = prev, secretClean(original, prev, redacted)
+				}
+				pl.stateEvent(run.ID, f, op, shown, clean, berr)
 				return nil, berr
 			}
 		case h.isRedact:
-			v = redactValue(v, h.redact, h.replacement)
-			redacted = true
+			nv := redactValue(v, h.redact, h.replacement)
+			if !jsonEqual(nv, v) { // a redaction that matched nothing hides nothing
+				redacted = true
+			}
+			v = nv
 		case h.truncate > 0:
 			v = truncateValue(v, h.truncate)
 		}
@@ -350,20 +360,21 @@ func (pl *Pipeline) stateOp(ctx context.Context, field, op string, value any) (a
 	if err := checkStateValue(field, "the handlers' result", schema, v); err != nil {
 		return nil, err
 	}
+	clean := f.secret && secretClean(original, v, redacted)
 	s.mu.Lock()
 	if op == StateOpAppend {
 		cur, _ := s.fields[field].([]any)
 		s.fields[field] = append(slices.Clone(cur), v)
-		s.clean[field] = redacted && (len(cur) == 0 || s.clean[field])
+		s.clean[field] = clean && (len(cur) == 0 || s.clean[field])
 	} else {
 		s.fields[field] = v
-		s.clean[field] = redacted
+		s.clean[field] = clean
 	}
 	if f.secret {
 		addTaint(s.taint, original)
 	}
 	s.mu.Unlock()
-	pl.stateEvent(run.ID, f, op, v, redacted, nil)
+	pl.stateEvent(run.ID, f, op, v, clean, nil)
 	return cloneJSON(v), nil
 }
 

@@ -143,12 +143,14 @@ func (pl *Pipeline) stateSink(ctx context.Context, field string, b plan.StateSin
 	return stateSink{}, fmt.Errorf("unknown sink %q (want log, audit or webhook)", b.Sink)
 }
 
-// stateEvent queues the event of an operation for the field's sinks.
-func (pl *Pipeline) stateEvent(runID string, f *stateField, op string, v any, redacted bool, veto *BlockedError) {
+// stateEvent queues the event of an operation for the field's sinks. A
+// secret field's value reaches them only when clean (the handlers left none
+// of the secret in clear); otherwise they see secretMark.
+func (pl *Pipeline) stateEvent(runID string, f *stateField, op string, v any, clean bool, veto *BlockedError) {
 	if len(f.sinks) == 0 || pl.state.queue == nil {
 		return
 	}
-	if f.secret && !redacted {
+	if f.secret && !clean {
 		v = secretMark
 	} else {
 		v = cloneJSON(v)

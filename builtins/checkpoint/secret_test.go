@@ -57,3 +57,25 @@ func TestIdempotentReplayTainted(t *testing.T) {
 	requireSecretRefusal(t, turn(ctx, t, pl, "vault"), "tools[0].result.token")
 	assert.Zero(t, vault.Calls(), "the second process replays the stored result")
 }
+
+// TestSecretResultNumberTainted: the numbers of a secret result are secret
+// too (as their JSON text).
+func TestSecretResultNumberTainted(t *testing.T) {
+	tools := map[string]runtime.ToolFunc{"vault": rt.NewTool(rt.ToolResult{Value: map[string]any{"pin": 48291734}}).Func()}
+	pl := rt.Build(t, checkpointPlan(plan.Store{Kind: "memory"}, false), runtime.Deps{Tools: tools})
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r"})
+	requireSecretRefusal(t, turn(ctx, t, pl, "vault"), "tools[0].result.pin")
+}
+
+// TestSecretAsKeyFound: a secret string that comes back as an object key
+// is found there.
+func TestSecretAsKeyFound(t *testing.T) {
+	tools := map[string]runtime.ToolFunc{
+		"vault":  rt.NewTool(rt.ToolResult{Value: "tok_8f2a91c4"}).Func(),
+		"lookup": rt.NewTool(rt.ToolResult{Value: map[string]any{"tok_8f2a91c4": "owner"}}).Func(),
+	}
+	p := checkpointPlan(plan.Store{Kind: "memory"}, false)
+	pl := rt.Build(t, p, runtime.Deps{Tools: tools})
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r"})
+	requireSecretRefusal(t, turn(ctx, t, pl, "lookup", "vault"), "tools[0].result.tok_8f2a91c4")
+}

@@ -1,0 +1,68 @@
+package runtime_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
+)
+
+// TestSecretNumberFieldNotSaved: a redact handler leaves a secret number
+// as it is, so the field is not clean: the save is refused and the sink
+// sees the secret mark, not the number.
+func TestSecretNumberFieldNotSaved(t *testing.T) {
+	audit := &runtime.MemoryAudit{}
+	p := rt.Plan(plan.Chains{})
+	p.State = &plan.State{Fields: map[string]plan.StateField{
+		"pin": {Schema: json.RawMessage(`{"type": "integer"}`), Secret: true, Background: []plan.StateSink{{Sink: "audit"}},
+			OnSet: []plan.StateHandler{{Redact: &plan.StateRedact{Replacement: "[X]"}}}},
+	}}
+	pl := rt.Build(t, p, runtime.Deps{Audit: audit})
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r"})
+	_, err := pl.SetState(ctx, "pin", 482913)
+	require.NoError(t, err)
+	c, err := pl.Checkpointer("")
+	require.NoError(t, err)
+	_, err = c.Save(ctx)
+	var se *runtime.SecretError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, "fields.pin", se.Path)
+	require.NoError(t, pl.DrainState(ctx))
+	records := audit.Records()
+	require.Len(t, records, 1)
+	assert.NotEqual(t, 482913.0, records[0].Args["value"])
+}
+
+// TestSecretSinkNeverSeesClearValue: a redact handler that matched nothing
+// hides nothing, and a set handler failing after it reports the value as
+// the handlers left it (redacted), not the original: the sinks never see
+// the secret.
+func TestSecretSinkNeverSeesClearValue(t *testing.T) {
+	audit := &runtime.MemoryAudit{}
+	p := rt.Plan(plan.Chains{})
+	p.State = &plan.State{Fields: map[string]plan.StateField{
+		"token": {Schema: json.RawMessage(`{"type": "string"}`), Secret: true, Background: []plan.StateSink{{Sink: "audit"}},
+			OnSet: []plan.StateHandler{{Redact: &plan.StateRedact{Patterns: []string{"tok_[0-9]+"}, Replacement: "[X]"}}}},
+		"limit": {Schema: json.RawMessage(`{"type": "string"}`), Secret: true, Background: []plan.StateSink{{Sink: "audit"}},
+			OnSet: []plan.StateHandler{{Redact: &plan.StateRedact{Patterns: []string{"sk-live"}, Replacement: "[X]"}},
+				{Set: statePred(plan.StateOnSet, "[value][1]")}}},
+	}}
+	pl := rt.Build(t, p, runtime.Deps{Audit: audit})
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r"})
+	_, err := pl.SetState(ctx, "token", "sk-live-ABCDEF")
+	require.NoError(t, err)
+	_, err = pl.SetState(ctx, "limit", "sk-live-GHIJKL")
+	require.Error(t, err, "the set handler fails")
+	require.NoError(t, pl.DrainState(ctx))
+	records := audit.Records()
+	require.Len(t, records, 2)
+	for _, r := range records {
+		assert.NotContains(t, r.Args["value"], "sk-live", "field %v", r.Args["field"])
+	}
+}
