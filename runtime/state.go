@@ -364,7 +364,14 @@ func (pl *Pipeline) stateOp(ctx context.Context, field, op string, value any) (a
 	s.mu.Lock()
 	if op == StateOpAppend {
 		cur, _ := s.fields[field].([]any)
-		s.fields[field] = append(slices.Clone(cur), v)
+		list := append(slices.Clone(cur), v)
+		// The list as it would be must match the field's own schema too
+		// (its type, maxItems, uniqueItems).
+		if err := checkStateValue(field, "the list after the append", f.schema, list); err != nil {
+			s.mu.Unlock()
+			return nil, err
+		}
+		s.fields[field] = list
 		s.clean[field] = clean && (len(cur) == 0 || s.clean[field])
 	} else {
 		s.fields[field] = v

@@ -66,3 +66,30 @@ func TestSecretSinkNeverSeesClearValue(t *testing.T) {
 		assert.NotContains(t, r.Args["value"], "sk-live", "field %v", r.Args["field"])
 	}
 }
+
+// TestAppendChecksFieldSchema: an append is refused when the list it would
+// make breaks the field's schema: a field that is not an array, maxItems.
+func TestAppendChecksFieldSchema(t *testing.T) {
+	p := rt.Plan(plan.Chains{})
+	p.State = &plan.State{Fields: map[string]plan.StateField{
+		"limit": {Schema: json.RawMessage(`{"type": "integer"}`)},
+		"tags":  {Schema: json.RawMessage(`{"type": "array", "items": {"type": "string"}, "maxItems": 2}`)},
+	}}
+	pl := rt.Build(t, p, runtime.Deps{})
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r"})
+	_, err := pl.AppendState(ctx, "limit", 5)
+	var be *runtime.BlockedError
+	require.ErrorAs(t, err, &be)
+	assert.Equal(t, "state.limit", be.Layer)
+	_, ok := pl.GetState(ctx, "limit")
+	assert.False(t, ok, "the integer field holds no array")
+	for _, s := range []string{"a", "b"} {
+		_, err = pl.AppendState(ctx, "tags", s)
+		require.NoError(t, err)
+	}
+	_, err = pl.AppendState(ctx, "tags", "c")
+	require.ErrorAs(t, err, &be)
+	assert.Contains(t, be.Message, "the list after the append")
+	v, _ := pl.GetState(ctx, "tags")
+	assert.Equal(t, []any{"a", "b"}, v)
+}
