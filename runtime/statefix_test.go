@@ -93,3 +93,26 @@ func TestAppendChecksFieldSchema(t *testing.T) {
 	v, _ := pl.GetState(ctx, "tags")
 	assert.Equal(t, []any{"a", "b"}, v)
 }
+
+// TestSaveAfterFinishRefused: a run that ended stays ended: a save after
+// Finish is refused and Resume still refuses the run.
+func TestSaveAfterFinishRefused(t *testing.T) {
+	pl := rt.Build(t, rt.Plan(plan.Chains{}), runtime.Deps{})
+	c, err := pl.Checkpointer("")
+	require.NoError(t, err)
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r"})
+	_, err = c.Finish(ctx, runtime.RunFailed)
+	require.NoError(t, err)
+	_, err = c.Save(ctx)
+	var be *runtime.BlockedError
+	require.ErrorAs(t, err, &be)
+	assert.Equal(t, runtime.LayerCheckpoint, be.Layer)
+	var te *runtime.TerminalRunError
+	require.ErrorAs(t, err, &te)
+	assert.Equal(t, runtime.RunFailed, te.Status)
+	_, err = c.Resume(ctx, "r")
+	require.ErrorAs(t, err, &te, "a failed run is never resumed")
+	vs, err := c.Versions(ctx, "r")
+	require.NoError(t, err)
+	assert.Equal(t, []int{1}, vs)
+}

@@ -50,6 +50,9 @@ type Store struct {
 	// goroutine, which Close waits for.
 	purging atomic.Bool
 	purges  sync.WaitGroup
+	// checkpointTable is set once the checkpoint table exists (as this
+	// version of the store writes it).
+	checkpointTable atomic.Bool
 }
 
 var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
