@@ -3,7 +3,9 @@ package runtime_test
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -115,4 +117,59 @@ func TestSaveAfterFinishRefused(t *testing.T) {
 	vs, err := c.Versions(ctx, "r")
 	require.NoError(t, err)
 	assert.Equal(t, []int{1}, vs)
+}
+
+// TestDrainStateAfterClose: DrainState returns after Close, and the events
+// Close left undelivered, or pushed after it, are counted as dropped.
+func TestDrainStateAfterClose(t *testing.T) {
+	hold := make(chan struct{})
+	p := rt.Plan(plan.Chains{})
+	p.State = &plan.State{Fields: map[string]plan.StateField{"n": {Background: []plan.StateSink{{Sink: "log"}}}}}
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{StateHold: hold})
+	require.NoError(t, err)
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r"})
+	_, err = pl.SetState(ctx, "n", 1)
+	require.NoError(t, err)
+	require.NoError(t, pl.Close())
+	_, err = pl.SetState(ctx, "n", 2)
+	require.NoError(t, err)
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	require.NoError(t, pl.DrainState(dctx))
+	assert.Equal(t, runtime.StateStats{Queued: 1, Dropped: 2}, pl.StateStats())
+}
+
+// TestStateSaveConcurrent runs state operations, saves, transcripts and
+// run ends of one run concurrently (for the race detector); the queue
+// drains after.
+func TestStateSaveConcurrent(t *testing.T) {
+	audit := &runtime.MemoryAudit{}
+	p := rt.Plan(plan.Chains{})
+	p.State = &plan.State{Queue: 4, Fields: map[string]plan.StateField{
+		"notes": {Schema: json.RawMessage(`{"type": "array", "items": {"type": "string"}}`), Background: []plan.StateSink{{Sink: "audit"}, {Sink: "log"}},
+			OnAppend: []plan.StateHandler{{Truncate: 5}}},
+		"tok": {Secret: true, Background: []plan.StateSink{{Sink: "audit"}}, OnSet: []plan.StateHandler{{Redact: &plan.StateRedact{Replacement: "x"}}}},
+	}}
+	pl := rt.Build(t, p, runtime.Deps{Audit: audit})
+	c, err := pl.Checkpointer("")
+	require.NoError(t, err)
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r"})
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			for range 50 {
+				_, _ = pl.AppendState(ctx, "notes", "hello world")
+				_, _ = pl.SetState(ctx, "tok", "secret-value")
+				_, _ = c.Save(ctx)
+				_ = pl.StateFields(ctx)
+				pl.RecordTranscript(ctx, []runtime.Message{{Role: "user", Content: "x"}})
+				if i == 0 {
+					pl.EndRun("r")
+				}
+				_ = pl.StateStats()
+			}
+		})
+	}
+	wg.Wait()
+	require.NoError(t, pl.DrainState(ctx))
 }
