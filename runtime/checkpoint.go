@@ -271,7 +271,10 @@ func (pl *Pipeline) Transcript(ctx context.Context) []Message {
 	if id == "" {
 		return nil
 	}
-	s := pl.runState(id)
+	s := pl.lookupRunState(id)
+	if s == nil {
+		return nil
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.transcript)

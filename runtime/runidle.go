@@ -6,9 +6,10 @@ import (
 	"time"
 )
 
-// runActivity ends named runs that have had no call for idle
-// (settings.run_idle): a host that never calls EndRun for its runs would
-// otherwise keep their per-run state for the pipeline's lifetime. A run
+// runActivity ends named runs that have had no call, state operation or
+// save for idle (settings.run_idle): a host that never calls EndRun for its
+// runs would otherwise keep their per-run state for the pipeline's
+// lifetime. A run
 // with a call in flight is never idle. Runs made fresh for a call without
 // a run id are ended by the call itself and are not tracked.
 type runActivity struct {
@@ -25,20 +26,11 @@ type runSeen struct {
 }
 
 // newRunActivity returns the tracker of pl's runs and starts its sweeper,
-// or returns nil when nothing is to be tracked: no idle period, or no
-// layer that keeps per-run state.
+// or returns nil when there is no idle period. Every pipeline may keep
+// per-run state (its run states: fields, transcripts, tool results,
+// secrets), so runs are tracked whether or not a layer is a RunEnder.
 func newRunActivity(pl *Pipeline, idle time.Duration) *runActivity {
 	if idle <= 0 {
-		return nil
-	}
-	enders := false
-	for _, inst := range pl.insts {
-		if _, ok := inst.(RunEnder); ok {
-			enders = true
-			break
-		}
-	}
-	if !enders {
 		return nil
 	}
 	a := &runActivity{pl: pl, idle: idle, stop: make(chan struct{})}
@@ -75,6 +67,10 @@ func (a *runActivity) end(s *runSeen) {
 	s.last.Store(a.pl.clock().Now().UnixNano())
 	s.active.Add(-1)
 }
+
+// touch records activity of run id outside a call (a state operation, a
+// recorded transcript, a save).
+func (a *runActivity) touch(id string) { a.end(a.begin(id)) }
 
 // forget stops tracking a run the host ended.
 func (a *runActivity) forget(id string) { a.runs.Delete(id) }

@@ -193,8 +193,12 @@ type runStates struct {
 	m  map[string]*RunState
 }
 
-// runState returns the state of run id, creating it on first use.
+// runState returns the state of run id, creating it on first use; it
+// counts as activity of the run (settings.run_idle).
 func (pl *Pipeline) runState(id string) *RunState {
+	if pl.runs != nil {
+		pl.runs.touch(id)
+	}
 	pl.states.mu.Lock()
 	defer pl.states.mu.Unlock()
 	if pl.states.m == nil {
@@ -206,6 +210,14 @@ func (pl *Pipeline) runState(id string) *RunState {
 		pl.states.m[id] = s
 	}
 	return s
+}
+
+// lookupRunState returns the state of run id, or nil when the run has
+// none: the read paths create no entry for a run id they are given.
+func (pl *Pipeline) lookupRunState(id string) *RunState {
+	pl.states.mu.Lock()
+	defer pl.states.mu.Unlock()
+	return pl.states.m[id]
 }
 
 // dropRunState forgets the state of run id.
@@ -258,7 +270,10 @@ func (pl *Pipeline) GetState(ctx context.Context, field string) (any, bool) {
 	if run.ID == "" {
 		return nil, false
 	}
-	s := pl.runState(run.ID)
+	s := pl.lookupRunState(run.ID)
+	if s == nil {
+		return nil, false
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	v, ok := s.fields[field]
@@ -276,7 +291,10 @@ func (pl *Pipeline) StateFields(ctx context.Context) map[string]any {
 	if run.ID == "" {
 		return out
 	}
-	s := pl.runState(run.ID)
+	s := pl.lookupRunState(run.ID)
+	if s == nil {
+		return out
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for k, v := range s.fields {
