@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,11 +27,12 @@ type runSeen struct {
 }
 
 // newRunActivity returns the tracker of pl's runs and starts its sweeper,
-// or returns nil when there is no idle period. Every pipeline may keep
-// per-run state (its run states: fields, transcripts, tool results,
-// secrets), so runs are tracked whether or not a layer is a RunEnder.
+// or returns nil when nothing is to be tracked: no idle period, or nothing
+// that keeps per-run state: no layer that is a RunEnder, no state section,
+// no checkpointing at build time and no secret_result tool (whose results
+// taint the run's state).
 func newRunActivity(pl *Pipeline, idle time.Duration) *runActivity {
-	if idle <= 0 {
+	if idle <= 0 || !pl.keepsRunState() {
 		return nil
 	}
 	a := &runActivity{pl: pl, idle: idle, stop: make(chan struct{})}
@@ -48,6 +50,22 @@ func newRunActivity(pl *Pipeline, idle time.Duration) *runActivity {
 		}
 	}()
 	return a
+}
+
+// keepsRunState reports whether pl may keep state per run.
+func (pl *Pipeline) keepsRunState() bool {
+	if pl.state != nil || pl.recordRuns.Load() {
+		return true
+	}
+	for _, e := range pl.tools {
+		if e.taint != nil {
+			return true
+		}
+	}
+	return slices.ContainsFunc(pl.insts, func(inst Middleware) bool {
+		_, ok := inst.(RunEnder)
+		return ok
+	})
 }
 
 // begin records the start of a call of run id; the returned func records
