@@ -623,6 +623,10 @@ type ToolInfo struct {
 	RetrySafe     bool
 	URLArg        string
 	PathArg       string
+	// SecretResult reports a tool declared secret_result: its results
+	// are secret for the run (a checkpoint never saves them in clear)
+	// and no cache may hold them.
+	SecretResult bool
 	// Declared reports whether the plan declares the tool.
 	Declared bool
 }
@@ -658,6 +662,8 @@ type ToolCall struct {
 	entry     *toolEntry
 	digest    string
 	digestErr error
+	// tainted reports that the terminal ran and tainted its raw result.
+	tainted bool
 }
 
 // ArgsDigest returns the hex SHA-256 of the canonical JSON of the arguments

@@ -35,6 +35,8 @@ type Checkpoint struct {
 type CheckpointStore interface {
 	// SaveCheckpoint stores cp as the run's next version (its latest plus
 	// one, atomically) and returns that version; cp.Version is ignored.
+	// When the run's latest version is terminal nothing is stored and the
+	// error wraps a *TerminalRunError (a run that ended stays ended).
 	SaveCheckpoint(ctx context.Context, cp Checkpoint) (int, error)
 	// LatestCheckpoint returns the run's highest version.
 	LatestCheckpoint(ctx context.Context, runID string) (Checkpoint, bool, error)
@@ -81,8 +83,8 @@ func (e *SecretError) Error() string {
 	return fmt.Sprintf("%s holds a secret value in clear; a checkpoint never persists one (redact it first)", e.Path)
 }
 
-// TerminalRunError is why Resume refused a run: its latest checkpoint
-// says it ended.
+// TerminalRunError is why Resume refused a run, or a store refused to save
+// a new version of it: its latest checkpoint says it ended.
 type TerminalRunError struct {
 	RunID   string
 	Status  RunStatus
@@ -91,7 +93,7 @@ type TerminalRunError struct {
 
 // Error implements error.
 func (e *TerminalRunError) Error() string {
-	return fmt.Sprintf("run %s is %s (checkpoint version %d); a run in a terminal state is not resumed", e.RunID, e.Status, e.Version)
+	return fmt.Sprintf("run %s is %s (checkpoint version %d); a run in a terminal state is neither resumed nor saved again", e.RunID, e.Status, e.Version)
 }
 
 // ErrNoCheckpoint is returned by Resume for a run without a checkpoint.
@@ -138,7 +140,8 @@ func (c *Checkpointer) Store() CheckpointStore { return c.store }
 // Save saves the run ctx carries as its next version with status running,
 // and returns it. A secret value in clear refuses the save with a
 // *BlockedError of layer LayerCheckpoint wrapping a *SecretError that
-// names its path; nothing is written then.
+// names its path, and a run whose latest version is terminal with one
+// wrapping a *TerminalRunError; nothing is written then.
 func (c *Checkpointer) Save(ctx context.Context) (Checkpoint, error) {
 	return c.save(ctx, RunRunning)
 }
@@ -163,6 +166,10 @@ func (c *Checkpointer) save(ctx context.Context, status RunStatus) (Checkpoint, 
 		return Checkpoint{}, err
 	}
 	v, err := c.store.SaveCheckpoint(ctx, cp)
+	var te *TerminalRunError
+	if errors.As(err, &te) {
+		return Checkpoint{}, &BlockedError{Layer: LayerCheckpoint, Message: "the run is not saved", Err: te}
+	}
 	if err != nil {
 		return Checkpoint{}, fmt.Errorf("checkpoint: save run %s: %w", run.ID, err)
 	}
@@ -264,7 +271,10 @@ func (pl *Pipeline) Transcript(ctx context.Context) []Message {
 	if id == "" {
 		return nil
 	}
-	s := pl.runState(id)
+	s := pl.lookupRunState(id)
+	if s == nil {
+		return nil
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.transcript)
@@ -362,15 +372,17 @@ func secretRefusal(path string) error {
 	return &BlockedError{Layer: LayerCheckpoint, Message: "the run is not saved", Err: se}
 }
 
-// findTaint returns the path of the first string of doc (in key order)
-// that contains a secret string, or "".
+// findTaint returns the path of the first string, number or object key
+// of doc (in key order) that contains a secret string, or "".
 func findTaint(doc any, path string, taint []string) string {
 	switch x := doc.(type) {
 	case string:
-		for _, t := range taint {
-			if strings.Contains(x, t) {
-				return path
-			}
+		if holdsTaint(x, taint) {
+			return path
+		}
+	case float64:
+		if holdsTaint(numberText(x), taint) {
+			return path
 		}
 	case []any:
 		for i, e := range x {
@@ -384,12 +396,20 @@ func findTaint(doc any, path string, taint []string) string {
 			if path != "" {
 				sub = path + "." + k
 			}
+			if holdsTaint(k, taint) {
+				return sub
+			}
 			if p := findTaint(x[k], sub, taint); p != "" {
 				return p
 			}
 		}
 	}
 	return ""
+}
+
+// holdsTaint reports whether s contains one of the secret strings.
+func holdsTaint(s string, taint []string) bool {
+	return slices.ContainsFunc(taint, func(t string) bool { return strings.Contains(s, t) })
 }
 
 // MemoryCheckpoints is an in-memory CheckpointStore, safe for concurrent
@@ -402,6 +422,7 @@ type MemoryCheckpoints struct {
 
 type memoryRun struct {
 	latest   int
+	status   RunStatus
 	versions map[int][]byte
 }
 
@@ -423,7 +444,11 @@ func (m *MemoryCheckpoints) SaveCheckpoint(_ context.Context, cp Checkpoint) (in
 		r = &memoryRun{versions: map[int][]byte{}}
 		m.runs[cp.RunID] = r
 	}
+	if r.status.Terminal() {
+		return 0, &TerminalRunError{RunID: cp.RunID, Status: r.status, Version: r.latest}
+	}
 	r.latest++
+	r.status = cp.Status
 	r.versions[r.latest] = b
 	return r.latest, nil
 }

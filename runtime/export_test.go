@@ -11,3 +11,10 @@ func MemoryKVLen(k *MemoryKV) int {
 	defer k.mu.Unlock()
 	return len(k.m)
 }
+
+// RunStates returns how many runs pl keeps a run state for.
+func RunStates(pl *Pipeline) int {
+	pl.states.mu.Lock()
+	defer pl.states.mu.Unlock()
+	return len(pl.states.m)
+}

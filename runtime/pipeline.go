@@ -322,6 +322,7 @@ func toolTerminal(ctx context.Context, c *ToolCall) (any, error) {
 	v, err := fn(ctx, c)
 	if c.entry.taint != nil && err == nil {
 		c.entry.taint(c.Meta.Run.ID, v)
+		c.tainted = true
 	}
 	return v, err
 }
@@ -362,6 +363,12 @@ func (pl *Pipeline) Tool(ctx context.Context, req ToolRequest) (ToolResult, erro
 		c.Meta.Run = *r
 	}
 	v, err := pl.tool(ctx, c)
+	if e.taint != nil && err == nil && !c.tainted {
+		// The terminal taints the raw result; a result a layer served
+		// without running the tool (a cache hit, an idempotent replay,
+		// a deduplicated call) is tainted here.
+		e.taint(c.Meta.Run.ID, v)
+	}
 	res := ToolResult{Value: v, Attempts: c.Meta.Attempts, Deduped: c.Meta.Deduped, Cached: c.Meta.Cached}
 	*c = ToolCall{}
 	toolCalls.Put(c)

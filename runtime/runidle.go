@@ -1,14 +1,16 @@
 package runtime
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
-// runActivity ends named runs that have had no call for idle
-// (settings.run_idle): a host that never calls EndRun for its runs would
-// otherwise keep their per-run state for the pipeline's lifetime. A run
+// runActivity ends named runs that have had no call, state operation or
+// save for idle (settings.run_idle): a host that never calls EndRun for its
+// runs would otherwise keep their per-run state for the pipeline's
+// lifetime. A run
 // with a call in flight is never idle. Runs made fresh for a call without
 // a run id are ended by the call itself and are not tracked.
 type runActivity struct {
@@ -25,20 +27,12 @@ type runSeen struct {
 }
 
 // newRunActivity returns the tracker of pl's runs and starts its sweeper,
-// or returns nil when nothing is to be tracked: no idle period, or no
-// layer that keeps per-run state.
+// or returns nil when nothing is to be tracked: no idle period, or nothing
+// that keeps per-run state: no layer that is a RunEnder, no state section,
+// no checkpointing at build time and no secret_result tool (whose results
+// taint the run's state).
 func newRunActivity(pl *Pipeline, idle time.Duration) *runActivity {
-	if idle <= 0 {
-		return nil
-	}
-	enders := false
-	for _, inst := range pl.insts {
-		if _, ok := inst.(RunEnder); ok {
-			enders = true
-			break
-		}
-	}
-	if !enders {
+	if idle <= 0 || !pl.keepsRunState() {
 		return nil
 	}
 	a := &runActivity{pl: pl, idle: idle, stop: make(chan struct{})}
@@ -58,6 +52,22 @@ func newRunActivity(pl *Pipeline, idle time.Duration) *runActivity {
 	return a
 }
 
+// keepsRunState reports whether pl may keep state per run.
+func (pl *Pipeline) keepsRunState() bool {
+	if pl.state != nil || pl.recordRuns.Load() {
+		return true
+	}
+	for _, e := range pl.tools {
+		if e.taint != nil {
+			return true
+		}
+	}
+	return slices.ContainsFunc(pl.insts, func(inst Middleware) bool {
+		_, ok := inst.(RunEnder)
+		return ok
+	})
+}
+
 // begin records the start of a call of run id; the returned func records
 // its end.
 func (a *runActivity) begin(id string) *runSeen {
@@ -75,6 +85,10 @@ func (a *runActivity) end(s *runSeen) {
 	s.last.Store(a.pl.clock().Now().UnixNano())
 	s.active.Add(-1)
 }
+
+// touch records activity of run id outside a call (a state operation, a
+// recorded transcript, a save).
+func (a *runActivity) touch(id string) { a.end(a.begin(id)) }
 
 // forget stops tracking a run the host ended.
 func (a *runActivity) forget(id string) { a.runs.Delete(id) }

@@ -96,3 +96,40 @@ func TestRunIdleSetting(t *testing.T) {
 	_, err = runtime.Build(context.Background(), p, runtime.Deps{})
 	assert.ErrorContains(t, err, `settings.run_idle "soon": want a duration such as 24h`)
 }
+
+// TestRunIdleDropsRunState: with no layer that is a RunEnder, a run idle
+// for settings.run_idle still loses its run state; a state operation is
+// activity of the run, and reading a run creates no state for it.
+func TestRunIdleDropsRunState(t *testing.T) {
+	clock := runtime.NewVirtualClock(time.Unix(1_700_000_000, 0))
+	p := rt.Plan(plan.Chains{})
+	p.Settings.RunIdle = "1h"
+	p.State = &plan.State{Fields: map[string]plan.StateField{"n": {}}}
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Clock: clock,
+		Tools: map[string]runtime.ToolFunc{"t": func(context.Context, *runtime.ToolCall) (any, error) { return "ok", nil }}})
+	require.NoError(t, err)
+	defer pl.Close()
+	_, err = pl.Checkpointer("")
+	require.NoError(t, err)
+
+	unknown := runtime.WithRun(context.Background(), runtime.Run{ID: "never-seen"})
+	_, ok := pl.GetState(unknown, "n")
+	assert.False(t, ok)
+	assert.Empty(t, pl.StateFields(unknown))
+	assert.Empty(t, pl.Transcript(unknown))
+	assert.Zero(t, runtime.RunStates(pl), "reads create no run state")
+
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r"})
+	_, err = pl.Tool(ctx, runtime.ToolRequest{Name: "t"})
+	require.NoError(t, err)
+	clock.Advance(50 * time.Minute)
+	_, err = pl.SetState(ctx, "n", 1)
+	require.NoError(t, err)
+	clock.Advance(50 * time.Minute)
+	assert.Zero(t, pl.ExpireIdleRuns(), "the set 50 minutes ago is activity")
+	clock.Advance(2 * time.Hour)
+	assert.Equal(t, 1, pl.ExpireIdleRuns())
+	_, ok = pl.GetState(ctx, "n")
+	assert.False(t, ok, "the idle run's state is dropped")
+	assert.Zero(t, runtime.RunStates(pl))
+}

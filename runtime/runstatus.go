@@ -1,6 +1,12 @@
 package runtime
 
-import "strings"
+import (
+	"encoding/json"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+)
 
 // RunStatus is where a run stands, as a checkpoint records it.
 type RunStatus string
@@ -32,12 +38,19 @@ type ToolRecord struct {
 // ones (a digit, "ok") would refuse saves of unrelated text.
 const minTaint = 4
 
-// addTaint records the strings (and the text of the numbers) of a secret
-// value, so that no copy of them is persisted.
+// addTaint records the strings and the JSON text of the numbers of a
+// secret value (of minTaint characters or more), so that no copy of them
+// is persisted. Object keys are not recorded: they name the structure
+// (a redacted result keeps them), though findTaint searches them for the
+// secrets recorded.
 func addTaint(taint map[string]struct{}, v any) {
 	switch x := v.(type) {
 	case string:
 		if s := strings.TrimSpace(x); len(s) >= minTaint {
+			taint[s] = struct{}{}
+		}
+	case float64:
+		if s := numberText(x); len(s) >= minTaint {
 			taint[s] = struct{}{}
 		}
 	case []any:
@@ -50,3 +63,67 @@ func addTaint(taint map[string]struct{}, v any) {
 		}
 	}
 }
+
+// numberText is the JSON text of a number, as a checkpoint writes it.
+func numberText(x float64) string {
+	b, err := json.Marshal(x)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// secretClean reports whether v, what the handlers made of the secret
+// original, holds none of it in clear: a redact handler changed it, no
+// string or number of the original (as addTaint records them) is found in
+// it, and no number or boolean of the original survives unchanged.
+func secretClean(original, v any, redacted bool) bool {
+	if !redacted {
+		return false
+	}
+	taint := map[string]struct{}{}
+	addTaint(taint, original)
+	if findTaint(v, "", slices.Sorted(maps.Keys(taint))) != "" {
+		return false
+	}
+	scalars := map[any]struct{}{}
+	collectScalars(original, scalars)
+	return !hasScalar(v, scalars)
+}
+
+// collectScalars adds the numbers and booleans of v to set.
+func collectScalars(v any, set map[any]struct{}) {
+	switch x := v.(type) {
+	case float64, bool:
+		set[x] = struct{}{}
+	case []any:
+		for _, e := range x {
+			collectScalars(e, set)
+		}
+	case map[string]any:
+		for _, e := range x {
+			collectScalars(e, set)
+		}
+	}
+}
+
+// hasScalar reports whether a number or boolean of v is in set.
+func hasScalar(v any, set map[any]struct{}) bool {
+	switch x := v.(type) {
+	case float64, bool:
+		_, ok := set[x]
+		return ok
+	case []any:
+		return slices.ContainsFunc(x, func(e any) bool { return hasScalar(e, set) })
+	case map[string]any:
+		for _, e := range x {
+			if hasScalar(e, set) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// jsonEqual reports whether two JSON values are equal.
+func jsonEqual(a, b any) bool { return reflect.DeepEqual(a, b) }

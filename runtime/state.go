@@ -193,8 +193,12 @@ type runStates struct {
 	m  map[string]*RunState
 }
 
-// runState returns the state of run id, creating it on first use.
+// runState returns the state of run id, creating it on first use; it
+// counts as activity of the run (settings.run_idle).
 func (pl *Pipeline) runState(id string) *RunState {
+	if pl.runs != nil {
+		pl.runs.touch(id)
+	}
 	pl.states.mu.Lock()
 	defer pl.states.mu.Unlock()
 	if pl.states.m == nil {
@@ -206,6 +210,14 @@ func (pl *Pipeline) runState(id string) *RunState {
 		pl.states.m[id] = s
 	}
 	return s
+}
+
+// lookupRunState returns the state of run id, or nil when the run has
+// none: the read paths create no entry for a run id they are given.
+func (pl *Pipeline) lookupRunState(id string) *RunState {
+	pl.states.mu.Lock()
+	defer pl.states.mu.Unlock()
+	return pl.states.m[id]
 }
 
 // dropRunState forgets the state of run id.
@@ -258,7 +270,10 @@ func (pl *Pipeline) GetState(ctx context.Context, field string) (any, bool) {
 	if run.ID == "" {
 		return nil, false
 	}
-	s := pl.runState(run.ID)
+	s := pl.lookupRunState(run.ID)
+	if s == nil {
+		return nil, false
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	v, ok := s.fields[field]
@@ -276,7 +291,10 @@ func (pl *Pipeline) StateFields(ctx context.Context) map[string]any {
 	if run.ID == "" {
 		return out
 	}
-	s := pl.runState(run.ID)
+	s := pl.lookupRunState(run.ID)
+	if s == nil {
+		return out
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for k, v := range s.fields {
@@ -327,22 +345,32 @@ func (pl *Pipeline) stateOp(ctx context.Context, field, op string, value any) (a
 				if err != nil {
 					berr.Message = "the handler could not decide (fail closed)"
 				}
-				pl.stateEvent(run.ID, f, op, v, redacted, berr)
+				pl.stateEvent(run.ID, f, op, v, f.secret && secretClean(original, v, redacted), berr)
 				return nil, berr
 			}
 		case h.set != nil:
+			prev := v
 			vars, err := h.set.StateActivation(rinfo, field, v, state)
 			if err == nil {
 				v, err = h.set.EvalValue(ctx, vars)
 			}
 			if err != nil {
 				berr := &BlockedError{Layer: h.name, Message: "the set handler failed", Err: err}
-				pl.stateEvent(run.ID, f, op, original, redacted, berr)
+				// A secret field reports the value as the handlers left it
+				// (a sink sees it only when clean), never the original.
+				shown, clean := original, false
+				if f.secret {
+					shown, clean = prev, secretClean(original, prev, redacted)
+				}
+				pl.stateEvent(run.ID, f, op, shown, clean, berr)
 				return nil, berr
 			}
 		case h.isRedact:
-			v = redactValue(v, h.redact, h.replacement)
-			redacted = true
+			nv := redactValue(v, h.redact, h.replacement)
+			if !jsonEqual(nv, v) { // a redaction that matched nothing hides nothing
+				redacted = true
+			}
+			v = nv
 		case h.truncate > 0:
 			v = truncateValue(v, h.truncate)
 		}
@@ -350,20 +378,28 @@ func (pl *Pipeline) stateOp(ctx context.Context, field, op string, value any) (a
 	if err := checkStateValue(field, "the handlers' result", schema, v); err != nil {
 		return nil, err
 	}
+	clean := f.secret && secretClean(original, v, redacted)
 	s.mu.Lock()
 	if op == StateOpAppend {
 		cur, _ := s.fields[field].([]any)
-		s.fields[field] = append(slices.Clone(cur), v)
-		s.clean[field] = redacted && (len(cur) == 0 || s.clean[field])
+		list := append(slices.Clone(cur), v)
+		// The list as it would be must match the field's own schema too
+		// (its type, maxItems, uniqueItems).
+		if err := checkStateValue(field, "the list after the append", f.schema, list); err != nil {
+			s.mu.Unlock()
+			return nil, err
+		}
+		s.fields[field] = list
+		s.clean[field] = clean && (len(cur) == 0 || s.clean[field])
 	} else {
 		s.fields[field] = v
-		s.clean[field] = redacted
+		s.clean[field] = clean
 	}
 	if f.secret {
 		addTaint(s.taint, original)
 	}
 	s.mu.Unlock()
-	pl.stateEvent(run.ID, f, op, v, redacted, nil)
+	pl.stateEvent(run.ID, f, op, v, clean, nil)
 	return cloneJSON(v), nil
 }
 

@@ -39,7 +39,7 @@ type StateEvent struct {
 // a sink that fails counts in Failed.
 type StateStats struct {
 	// Queued counts the events accepted into the queue, Dropped those that
-	// found it full.
+	// found it full, came after Close, or were still queued at Close.
 	Queued  int64 `json:"queued"`
 	Dropped int64 `json:"dropped"`
 	// Delivered counts the deliveries that succeeded, Failed those that
@@ -63,6 +63,8 @@ func (pl *Pipeline) StateStats() StateStats {
 
 // DrainState waits until the background queue is empty and its last event
 // delivered, or ctx ends. A queue held by Deps.StateHold is released first.
+// After Close it returns at once: the events Close left are counted as
+// dropped.
 func (pl *Pipeline) DrainState(ctx context.Context) error {
 	if pl.state == nil || pl.state.queue == nil {
 		return nil
@@ -76,6 +78,8 @@ func (pl *Pipeline) DrainState(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-q.done: // closed: nothing more is delivered
+			return nil
 		case <-time.After(time.Millisecond):
 		}
 	}
@@ -143,12 +147,14 @@ func (pl *Pipeline) stateSink(ctx context.Context, field string, b plan.StateSin
 	return stateSink{}, fmt.Errorf("unknown sink %q (want log, audit or webhook)", b.Sink)
 }
 
-// stateEvent queues the event of an operation for the field's sinks.
-func (pl *Pipeline) stateEvent(runID string, f *stateField, op string, v any, redacted bool, veto *BlockedError) {
+// stateEvent queues the event of an operation for the field's sinks. A
+// secret field's value reaches them only when clean (the handlers left none
+// of the secret in clear); otherwise they see secretMark.
+func (pl *Pipeline) stateEvent(runID string, f *stateField, op string, v any, clean bool, veto *BlockedError) {
 	if len(f.sinks) == 0 || pl.state.queue == nil {
 		return
 	}
-	if f.secret && !redacted {
+	if f.secret && !clean {
 		v = secretMark
 	} else {
 		v = cloneJSON(v)
@@ -186,6 +192,11 @@ type stateQueue struct {
 	cancel      context.CancelFunc
 	done        chan struct{}
 	dropWarned  sync.Once
+	// mu orders push against close: pushes hold it shared, close
+	// exclusively to set closed, so no event enters the queue after close
+	// counted what was left in it.
+	mu     sync.RWMutex
+	closed bool
 
 	queued, dropped, delivered, failed atomic.Int64
 	// inflight counts the events queued and not yet delivered.
@@ -200,13 +211,22 @@ func newStateQueue(size int, logger *slog.Logger, hold <-chan struct{}) *stateQu
 	return q
 }
 
-// push queues an event without blocking; a full queue drops it.
+// push queues an event without blocking; a full or closed queue drops it.
 func (q *stateQueue) push(e queued) {
+	q.mu.RLock()
+	defer q.mu.RUnlock()
+	if q.closed {
+		q.dropped.Add(1)
+		return
+	}
+	// inflight counts the event before the worker can take it, so that
+	// DrainState never sees it delivered before it was counted.
+	q.inflight.Add(1)
 	select {
 	case q.ch <- e:
 		q.queued.Add(1)
-		q.inflight.Add(1)
 	default:
+		q.inflight.Add(-1)
 		q.dropped.Add(1)
 		q.dropWarned.Do(func() {
 			q.logger.Warn("state background queue is full; events are dropped (counted in StateStats.Dropped)", "capacity", cap(q.ch))
@@ -244,8 +264,21 @@ func (q *stateQueue) run() {
 	}
 }
 
-// close stops the worker; events still queued are not delivered.
+// close stops the worker; events still queued are not delivered and are
+// counted as dropped, as is any event pushed after.
 func (q *stateQueue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
 	q.cancel()
 	<-q.done
+	for {
+		select {
+		case <-q.ch:
+			q.dropped.Add(1)
+			q.inflight.Add(-1)
+		default:
+			return
+		}
+	}
 }

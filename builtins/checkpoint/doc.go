@@ -14,9 +14,10 @@
 // refuses one in a terminal state.
 //
 // A secret value is never persisted in clear: a state field marked secret
-// that none of its redact handlers rewrote, or any string of a result of a
-// tool declared secret_result that is still present (a redact layer
-// removes it), refuses the save with a *runtime.BlockedError of layer
+// that none of its redact handlers cleaned, or any string or number of a
+// result of a tool declared secret_result that is still present (as a
+// string, a number or an object key; a redact layer removes it), refuses
+// the save with a *runtime.BlockedError of layer
 // "checkpoint" wrapping a *runtime.SecretError naming the path
 // ("fields.api_token", "transcript[3].content"); the turn then returns that
 // error and nothing is written. A store that fails fails the turn the same

@@ -21,6 +21,10 @@
 // when the tool is declared side_effecting or is not declared in the plan at
 // all (its effects are unknown).
 //
+// Secrets: memoize never caches a tool declared secret_result either: the
+// cache would hold the secret outside its run and serve it to other runs.
+// Such calls pass through untouched (a warning is logged once per tool).
+//
 // A hit does not run the inner layers. It sets Meta.Cached, which meters
 // read to leave the call uncharged (builtins/meter). A chat hit replays the
 // stored text as the same sequence of deltas, reports the stored usage and

@@ -98,9 +98,10 @@ func (m *Memoize) Validate() error {
 }
 
 // Cacheable reports whether a cache may serve calls of tool: only a tool the
-// plan declares and does not mark side-effecting.
+// plan declares and marks neither side-effecting nor secret_result (a
+// cache would hold the secret outside the run and serve it to other runs).
 func Cacheable(tool *runtime.ToolInfo) bool {
-	return tool != nil && tool.Declared && !tool.SideEffecting
+	return tool != nil && tool.Declared && !tool.SideEffecting && !tool.SecretResult
 }
 
 // key hashes the parts of a cache key.
@@ -209,8 +210,11 @@ func (m *Memoize) refuse(ctx context.Context, c *runtime.ToolCall) {
 		return
 	}
 	reason := "is side-effecting"
-	if c.Tool == nil || !c.Tool.Declared {
+	switch {
+	case c.Tool == nil || !c.Tool.Declared:
 		reason = "is not declared in the policy (its effects are unknown)"
+	case c.Tool.SecretResult:
+		reason = "is secret_result (its results are secret)"
 	}
 	m.logger.WarnContext(ctx, "memoize does not cache this tool: it "+reason, "tool", c.Name)
 }

@@ -21,7 +21,7 @@ var ctx1 = runtime.WithRun(context.Background(), runtime.Run{ID: "run-1"})
 
 func toolPlan(config string) *plan.Plan {
 	p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("memoize", config)}})
-	p.Tools = map[string]plan.Tool{"search": {}, "refund": {SideEffecting: true, RetrySafe: true}}
+	p.Tools = map[string]plan.Tool{"search": {}, "refund": {SideEffecting: true, RetrySafe: true}, "vault": {SecretResult: true}}
 	return p
 }
 
@@ -43,12 +43,17 @@ func TestToolCacheReadOnly(t *testing.T) {
 	assert.Equal(t, 2, search.Calls(), "other arguments miss")
 }
 
-func TestSideEffectingAndUndeclaredToolsPassThrough(t *testing.T) {
+func TestSideEffectingSecretAndUndeclaredToolsPassThrough(t *testing.T) {
 	refund := rt.NewTool(rt.ToolResult{Value: "ok"})
 	other := rt.NewTool(rt.ToolResult{Value: "ok"})
-	pl := rt.Build(t, toolPlan(""), runtime.Deps{Tools: map[string]runtime.ToolFunc{"refund": refund.Func(), "other": other.Func()}})
+	vault := rt.NewTool(rt.ToolResult{Value: "tok_8f2a91c4"})
+	pl := rt.Build(t, toolPlan(""), runtime.Deps{Tools: map[string]runtime.ToolFunc{"refund": refund.Func(), "other": other.Func(),
+		"vault": vault.Func()}})
 	for range 3 {
-		r, err := pl.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{"id": "A1"}})
+		r, err := pl.Tool(ctx1, runtime.ToolRequest{Name: "vault", Args: map[string]any{}})
+		require.NoError(t, err)
+		assert.False(t, r.Cached)
+		r, err = pl.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{"id": "A1"}})
 		require.NoError(t, err)
 		assert.False(t, r.Cached)
 		r, err = pl.Tool(ctx1, runtime.ToolRequest{Name: "other", Args: map[string]any{"id": "A1"}})
@@ -57,6 +62,7 @@ func TestSideEffectingAndUndeclaredToolsPassThrough(t *testing.T) {
 	}
 	assert.Equal(t, 3, refund.Calls(), "a side-effecting tool is never cached")
 	assert.Equal(t, 3, other.Calls(), "an undeclared tool is never cached")
+	assert.Equal(t, 3, vault.Calls(), "a secret_result tool is never cached")
 }
 
 func TestErrorsAreNotCached(t *testing.T) {

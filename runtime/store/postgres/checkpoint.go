@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -14,37 +13,48 @@ import (
 
 // checkpointSchema is the table of runtime.CheckpointStore: one row per
 // version of a run, the checkpoint as JSON (without its version, which is
-// the row's).
+// the row's). The JSON is kept as text, not jsonb: jsonb refuses a NUL
+// character (\u0000), which a transcript may hold.
 const checkpointSchema = `
 CREATE TABLE IF NOT EXISTS §.checkpoints (
 	run_id  text NOT NULL,
 	version integer NOT NULL,
 	time    timestamptz NOT NULL,
 	status  text NOT NULL,
-	data    jsonb NOT NULL,
+	data    text NOT NULL,
 	PRIMARY KEY (run_id, version)
 )`
 
-// checkpointTables records the stores whose checkpoint table exists.
-var checkpointTables sync.Map // *Store -> struct{}
-
 // checkpoints creates the checkpoint table on first use, under the lock
-// that serialises the schema's migrations across processes.
+// that serialises the schema's migrations across processes. A table an
+// earlier version created with a jsonb data column is converted to text
+// (the same JSON) in that transaction.
 func (s *Store) checkpoints(ctx context.Context) error {
-	if _, ok := checkpointTables.Load(s); ok {
+	if s.checkpointTable.Load() {
 		return nil
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('agentc schema ' || $1))`, s.schema); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, s.q(checkpointSchema))
+		if _, err := tx.Exec(ctx, s.q(checkpointSchema)); err != nil {
+			return err
+		}
+		var typ string
+		err := tx.QueryRow(ctx, `SELECT data_type FROM information_schema.columns
+			WHERE table_schema = $1 AND table_name = 'checkpoints' AND column_name = 'data'`, s.schema).Scan(&typ)
+		if err != nil {
+			return err
+		}
+		if typ == "jsonb" {
+			_, err = tx.Exec(ctx, s.q(`ALTER TABLE §.checkpoints ALTER COLUMN data TYPE text USING data::text`))
+		}
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("postgres checkpoints: create table: %w", err)
 	}
-	checkpointTables.Store(s, struct{}{})
+	s.checkpointTable.Store(true)
 	return nil
 }
 
@@ -53,7 +63,8 @@ func (s *Store) checkpoints(ctx context.Context) error {
 const maxSaveRetries = 16
 
 // SaveCheckpoint implements runtime.CheckpointStore: the version is the
-// run's latest plus one, taken in the insert itself; two processes that
+// run's latest plus one, taken in the insert itself, which refuses it when
+// the latest is terminal; two processes that
 // race for one number leave one of them a unique violation, and it takes
 // the next. The row is committed before SaveCheckpoint returns.
 func (s *Store) SaveCheckpoint(ctx context.Context, cp runtime.Checkpoint) (int, error) {
@@ -67,8 +78,13 @@ func (s *Store) SaveCheckpoint(ctx context.Context, cp runtime.Checkpoint) (int,
 	for range maxSaveRetries {
 		var v int
 		err = s.pool.QueryRow(ctx, s.q(`INSERT INTO §.checkpoints (run_id, version, time, status, data)
-			SELECT $1, COALESCE(MAX(version), 0) + 1, $2, $3, $4 FROM §.checkpoints WHERE run_id = $1
-			RETURNING version`), cp.RunID, cp.Time, string(cp.Status), data).Scan(&v)
+			SELECT $1, next, $2, $3, $4 FROM (SELECT COALESCE(MAX(version), 0) + 1 AS next FROM §.checkpoints WHERE run_id = $1) n
+			WHERE NOT EXISTS (SELECT 1 FROM §.checkpoints WHERE run_id = $1 AND version = next - 1
+				AND status IN ('done', 'failed', 'cancelled'))
+			RETURNING version`), cp.RunID, cp.Time, string(cp.Status), string(data)).Scan(&v)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return 0, s.terminal(ctx, cp.RunID)
+		}
 		var pe *pgconn.PgError
 		if errors.As(err, &pe) && pe.Code == "23505" {
 			continue
@@ -79,6 +95,20 @@ func (s *Store) SaveCheckpoint(ctx context.Context, cp runtime.Checkpoint) (int,
 		return v, nil
 	}
 	return 0, fmt.Errorf("postgres checkpoints: save run %s: lost the race for a version %d times", cp.RunID, maxSaveRetries)
+}
+
+// terminal is the error of a save the insert refused: the run's latest
+// version is terminal.
+func (s *Store) terminal(ctx context.Context, runID string) error {
+	var (
+		v      int
+		status string
+	)
+	err := s.pool.QueryRow(ctx, s.q(`SELECT version, status FROM §.checkpoints WHERE run_id = $1 ORDER BY version DESC LIMIT 1`), runID).Scan(&v, &status)
+	if err != nil {
+		return fmt.Errorf("postgres checkpoints: save: %w", err)
+	}
+	return fmt.Errorf("postgres checkpoints: save: %w", &runtime.TerminalRunError{RunID: runID, Status: runtime.RunStatus(status), Version: v})
 }
 
 func (s *Store) checkpoint(ctx context.Context, q string, args ...any) (runtime.Checkpoint, bool, error) {

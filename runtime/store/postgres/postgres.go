@@ -61,6 +61,9 @@ type Store struct {
 	purges  sync.WaitGroup
 	mu      sync.Mutex
 	closed  bool
+	// checkpointTable is set once the checkpoint table exists (as this
+	// version of the store writes it).
+	checkpointTable atomic.Bool
 }
 
 var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)

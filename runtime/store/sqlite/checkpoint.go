@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/agentc-dev/agentc/runtime"
 )
@@ -23,24 +22,21 @@ CREATE TABLE IF NOT EXISTS checkpoints (
 ) WITHOUT ROWID;
 `
 
-// checkpointTables records the stores whose checkpoint table exists.
-var checkpointTables sync.Map // *Store -> struct{}
-
 // checkpoints creates the checkpoint table on first use.
 func (s *Store) checkpoints(ctx context.Context) error {
-	if _, ok := checkpointTables.Load(s); ok {
+	if s.checkpointTable.Load() {
 		return nil
 	}
 	if _, err := s.db.ExecContext(ctx, checkpointSchema); err != nil {
 		return fmt.Errorf("sqlite checkpoints: create table: %w", err)
 	}
-	checkpointTables.Store(s, struct{}{})
+	s.checkpointTable.Store(true)
 	return nil
 }
 
 // SaveCheckpoint implements runtime.CheckpointStore: one statement numbers
-// the version (the run's latest plus one, read under the file's write lock)
-// and commits it (fsynced) before it returns, so versions stay dense and
+// the version (the run's latest plus one, read under the file's write lock),
+// refuses it when the latest is terminal, and commits it (fsynced) before it returns, so versions stay dense and
 // unique across the processes sharing the file. The row's version column
 // is the checkpoint's version; its JSON leaves it out.
 func (s *Store) SaveCheckpoint(ctx context.Context, cp runtime.Checkpoint) (int, error) {
@@ -53,12 +49,31 @@ func (s *Store) SaveCheckpoint(ctx context.Context, cp runtime.Checkpoint) (int,
 	}
 	var v int
 	err = s.db.QueryRowContext(ctx, `INSERT INTO checkpoints (run_id, version, time, status, data)
-		SELECT ?, COALESCE(MAX(version), 0) + 1, ?, ?, ? FROM checkpoints WHERE run_id = ?
-		RETURNING version`, cp.RunID, cp.Time.UnixNano(), string(cp.Status), string(data), cp.RunID).Scan(&v)
+		SELECT ?1, next, ?2, ?3, ?4 FROM (SELECT COALESCE(MAX(version), 0) + 1 AS next FROM checkpoints WHERE run_id = ?1)
+		WHERE NOT EXISTS (SELECT 1 FROM checkpoints WHERE run_id = ?1 AND version = next - 1
+			AND status IN ('done', 'failed', 'cancelled'))
+		RETURNING version`, cp.RunID, cp.Time.UnixNano(), string(cp.Status), string(data)).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, s.terminal(ctx, cp.RunID)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("sqlite checkpoints: save: %w", err)
 	}
 	return v, nil
+}
+
+// terminal is the error of a save the insert refused: the run's latest
+// version is terminal.
+func (s *Store) terminal(ctx context.Context, runID string) error {
+	var (
+		v      int
+		status string
+	)
+	err := s.db.QueryRowContext(ctx, `SELECT version, status FROM checkpoints WHERE run_id = ? ORDER BY version DESC LIMIT 1`, runID).Scan(&v, &status)
+	if err != nil {
+		return fmt.Errorf("sqlite checkpoints: save: %w", err)
+	}
+	return fmt.Errorf("sqlite checkpoints: save: %w", &runtime.TerminalRunError{RunID: runID, Status: runtime.RunStatus(status), Version: v})
 }
 
 func (s *Store) checkpoint(ctx context.Context, q string, args ...any) (runtime.Checkpoint, bool, error) {

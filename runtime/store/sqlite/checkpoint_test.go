@@ -40,3 +40,27 @@ func TestCheckpointsSurviveReopen(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 4, v, "numbering continues after a reopen")
 }
+
+// TestSaveAfterTerminalRefused: once the run's latest version is terminal,
+// the store saves no new version of it, from any handle on the file.
+func TestSaveAfterTerminalRefused(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "cp.db")
+	a, b := open(t, path), open(t, path)
+	defer a.Close()
+	defer b.Close()
+	_, err := a.SaveCheckpoint(ctx, runtime.Checkpoint{RunID: "r", Status: runtime.RunRunning})
+	require.NoError(t, err)
+	v, err := a.SaveCheckpoint(ctx, runtime.Checkpoint{RunID: "r", Status: runtime.RunFailed})
+	require.NoError(t, err)
+	assert.Equal(t, 2, v)
+	_, err = b.SaveCheckpoint(ctx, runtime.Checkpoint{RunID: "r", Status: runtime.RunRunning})
+	var te *runtime.TerminalRunError
+	require.ErrorAs(t, err, &te)
+	assert.Equal(t, runtime.TerminalRunError{RunID: "r", Status: runtime.RunFailed, Version: 2}, *te)
+	vs, err := a.CheckpointVersions(ctx, "r")
+	require.NoError(t, err)
+	assert.Equal(t, []int{1, 2}, vs)
+	_, err = b.SaveCheckpoint(ctx, runtime.Checkpoint{RunID: "other", Status: runtime.RunRunning})
+	assert.NoError(t, err, "other runs are not concerned")
+}

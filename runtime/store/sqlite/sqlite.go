@@ -66,6 +66,8 @@ type Store struct {
 	path   string
 	writes atomic.Int64
 	now    func() time.Time
+	// checkpointTable is set once the checkpoint table exists.
+	checkpointTable atomic.Bool
 }
 
 // Open opens (creating it and its directory when absent) the SQLite file at

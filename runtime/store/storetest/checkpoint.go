@@ -64,6 +64,23 @@ func Checkpoints(t *testing.T, s runtime.CheckpointStore) {
 	require.NoError(t, err)
 	assert.Equal(t, v, latest.Version)
 	assert.Equal(t, runtime.RunDone, latest.Status)
+	_, err = s.SaveCheckpoint(ctx, runtime.Checkpoint{RunID: run, Status: runtime.RunRunning, Time: at})
+	var te *runtime.TerminalRunError
+	require.ErrorAs(t, err, &te, "a run whose latest version is terminal gets no new version")
+	assert.Equal(t, runtime.TerminalRunError{RunID: run, Status: runtime.RunDone, Version: v}, *te)
+	vs, err = s.CheckpointVersions(ctx, run)
+	require.NoError(t, err)
+	assert.Equal(t, []int{1, 2, 3, 4}, vs)
+
+	nul := Key(t, "nul")
+	_, err = s.SaveCheckpoint(ctx, runtime.Checkpoint{RunID: nul, Status: runtime.RunRunning, Time: at,
+		Transcript: []runtime.Message{{Role: "assistant", Content: "a\x00b"}}})
+	require.NoError(t, err, "text may hold a NUL character")
+	back, ok, err := s.LatestCheckpoint(ctx, nul)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, "a\x00b", back.Transcript[0].Content)
+	require.NoError(t, s.DeleteCheckpoints(ctx, nul))
 
 	other := Key(t, "other")
 	_, err = s.SaveCheckpoint(ctx, runtime.Checkpoint{RunID: other, Status: runtime.RunRunning, Time: at})
