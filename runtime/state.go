@@ -171,6 +171,10 @@ func btoi(b bool) int {
 // for checkpoints: the state fields, the transcript and the tool results.
 // The pipeline holds one per run id until the run is ended.
 type RunState struct {
+	// ops serializes the run's state operations from the handlers' snapshot
+	// to the write, so concurrent operations are judged one after another
+	// (a size guard cannot be passed by two appends at once).
+	ops    sync.Mutex
 	mu     sync.Mutex
 	fields map[string]any
 	// clean marks the secret fields whose every value passed one of the
@@ -312,6 +316,8 @@ func (pl *Pipeline) stateOp(ctx context.Context, field, op string, value any) (a
 	if err != nil {
 		return nil, &BlockedError{Layer: "state." + field, Message: fmt.Sprintf("the value is not JSON: %v", err)}
 	}
+	s.ops.Lock()
+	defer s.ops.Unlock()
 	handlers, schema := f.onSet, f.schema
 	if op == StateOpAppend {
 		handlers, schema = f.onAppend, f.items

@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -172,4 +173,27 @@ func TestStateSaveConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 	require.NoError(t, pl.DrainState(ctx))
+}
+
+// TestConcurrentAppendsAreJudgedInTurn: the handlers of concurrent
+// operations on one run see each other's writes, so a deny that caps a list
+// at 3 holds however many appends race.
+func TestConcurrentAppendsAreJudgedInTurn(t *testing.T) {
+	p := rt.Plan(plan.Chains{})
+	p.State = &plan.State{Fields: map[string]plan.StateField{
+		"notes": {Schema: json.RawMessage(`{"type": "array", "items": {"type": "string"}}`), OnAppend: []plan.StateHandler{
+			{Deny: statePred(plan.StateOnAppend, "has(state.notes) && size(state.notes) >= 3"), Message: "at most 3"}}},
+	}}
+	pl := rt.Build(t, p, runtime.Deps{})
+	for round := range 50 {
+		ctx := runtime.WithRun(context.Background(), runtime.Run{ID: fmt.Sprintf("r%d", round)})
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() { _, _ = pl.AppendState(ctx, "notes", "x") })
+		}
+		wg.Wait()
+		v, ok := pl.GetState(ctx, "notes")
+		require.True(t, ok)
+		require.Len(t, v, 3, "round %d", round)
+	}
 }
