@@ -31,6 +31,10 @@ type Run struct {
 	Tenant string `json:"tenant,omitempty"`
 	// Meta holds free-form run metadata (run.meta in CEL).
 	Meta map[string]any `json:"meta,omitempty"`
+
+	// own marks the fresh run the runtime gives a call made without a run
+	// id: it ends with the call, so nothing outlives it (no checkpoint).
+	own bool
 }
 
 type runKey struct{}

@@ -160,6 +160,11 @@ func (c *Checkpointer) save(ctx context.Context, status RunStatus) (Checkpoint, 
 	if run.ID == "" {
 		return Checkpoint{}, errors.New("checkpoint: the context carries no run id (use WithRun)")
 	}
+	if run.own {
+		// A call made without a run got a run of its own that ends with
+		// it: no one could resume it, so nothing is saved.
+		return Checkpoint{}, nil
+	}
 	s := c.pl.runState(run.ID)
 	cp, err := c.pl.snapshot(run.ID, s, status)
 	if err != nil {

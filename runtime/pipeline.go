@@ -169,6 +169,7 @@ func ownRun(ctx context.Context) (context.Context, string) {
 		run = *r
 	}
 	run.ID = "call-" + rand.Text()
+	run.own = true
 	return WithRun(ctx, run), run.ID
 }
 

@@ -201,3 +201,31 @@ func TestSecretField(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []int{1}, vs)
 }
+
+// countingStore counts the versions saved through it.
+type countingStore struct {
+	runtime.CheckpointStore
+	saves int
+}
+
+func (s *countingStore) SaveCheckpoint(ctx context.Context, cp runtime.Checkpoint) (int, error) {
+	s.saves++
+	return s.CheckpointStore.SaveCheckpoint(ctx, cp)
+}
+
+// TestRunlessCallsAreNotCheckpointed: a turn made without a run id runs in
+// a fresh run that ends with it; no one could resume it, so neither the
+// turn nor its tool results are saved. The same turn in a named run is.
+func TestRunlessCallsAreNotCheckpointed(t *testing.T) {
+	tools := map[string]runtime.ToolFunc{"lookup": rt.NewTool(rt.ToolResult{Value: "x"}).Func()}
+	p := checkpointPlan(plan.Store{Kind: "memory"}, true)
+	p.Stores = nil
+	store := &countingStore{CheckpointStore: runtime.NewMemoryCheckpoints()}
+	pl := rt.Build(t, p, runtime.Deps{Tools: tools, Checkpoints: store})
+	for range 3 {
+		require.NoError(t, turn(context.Background(), t, pl, "lookup"))
+	}
+	assert.Zero(t, store.saves, "runless turns leave no checkpoint")
+	require.NoError(t, turn(runtime.WithRun(context.Background(), runtime.Run{ID: "r"}), t, pl, "lookup"))
+	assert.Equal(t, 2, store.saves, "a named run's tool result and turn are saved")
+}
