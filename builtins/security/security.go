@@ -19,7 +19,9 @@ type Pattern struct {
 	// ID names the pattern in a Match and in block messages ("ignore-previous-instructions").
 	ID string
 	// Regex is an RE2 expression. Non-raw patterns see the normalized text (see the package
-	// documentation), so they are written in lower case with single spaces between words.
+	// documentation), so they are written in lower case with single spaces between words;
+	// their letters with diacritics or look-alikes are folded as the text's are
+	// ("olvídate" reads "olvidate").
 	Regex string
 	// Raw matches Regex against the original text instead of the normalized form; use it for
 	// signatures made of punctuation, such as chat-template tokens.
@@ -131,7 +133,12 @@ func New(cfg Config) (*Detector, error) {
 		if p.ID == "" {
 			return nil, fmt.Errorf("security: pattern %d has no id", i)
 		}
-		re, err := regexp.Compile(p.Regex)
+		src := p.Regex
+		if !p.Raw {
+			// the pattern reads normalized text: fold its letters the same way
+			src = textnorm.FoldPattern(src)
+		}
+		re, err := regexp.Compile(src)
 		if err != nil {
 			return nil, fmt.Errorf("security: pattern %q: %w", p.ID, err)
 		}

@@ -1,6 +1,7 @@
 package textnorm
 
 import (
+	"strings"
 	"sync"
 	"unicode"
 	"unicode/utf8"
@@ -74,6 +75,26 @@ func Normalize(text string) *Normalized {
 	}
 	n.Text = string(buf)
 	return n
+}
+
+// FoldPattern folds the letters of a regular expression written for normalized text as
+// Normalize folds the text: look-alikes and full-width forms to ASCII, Latin letters with
+// diacritics to their base letter, upper case to lower ("olvídate" matches what Normalize
+// makes of "Olvídate"). ASCII is left as it is, so the expression's syntax is unchanged.
+func FoldPattern(src string) string {
+	var b strings.Builder
+	b.Grow(len(src))
+	for _, r := range src {
+		if r >= utf8.RuneSelf {
+			r = FoldRune(r)
+			if base := latinBase()[r]; base != 0 {
+				r = base
+			}
+			r = unicode.ToLower(r)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // OrigStart maps the start offset i of a match in Text to the original text. A match may

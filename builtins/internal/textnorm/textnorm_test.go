@@ -112,3 +112,13 @@ func TestFoldRune(t *testing.T) {
 		assert.Equal(t, string(tt.want), string(FoldRune(tt.in)), "%q", tt.in)
 	}
 }
+
+func TestFoldPattern(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{`olvídate de (todo|lo anterior)`, `olvidate de (todo|lo anterior)`},
+		{`École\s+[àé]x\S`, `ecole\s+[ae]x\S`},
+		{`(?i)ignore\b.{0,20}rules`, `(?i)ignore\b.{0,20}rules`},
+	} {
+		assert.Equal(t, tt.want, FoldPattern(tt.in), tt.in)
+	}
+}
