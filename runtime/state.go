@@ -463,23 +463,7 @@ func toJSONValue(v any) (any, error) {
 }
 
 // cloneJSON deep-copies a JSON value.
-func cloneJSON(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = cloneJSON(e)
-		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = cloneJSON(e)
-		}
-		return out
-	}
-	return v
-}
+func cloneJSON(v any) any { return mapStrings(v, func(s string) string { return s }) }
 
 // redactValue replaces the matches of res in every string of v (every
 // whole string when res is empty).
@@ -492,7 +476,7 @@ func redactValue(v any, res []*regexp.Regexp, repl string) any {
 			s = re.ReplaceAllLiteralString(s, repl)
 		}
 		return s
-	}, 0)
+	})
 }
 
 // truncateValue bounds every string of v to n characters and every list
@@ -524,20 +508,20 @@ func truncateValue(v any, n int) any {
 }
 
 // mapStrings returns v with f applied to every string (not to keys).
-func mapStrings(v any, f func(string) string, depth int) any {
+func mapStrings(v any, f func(string) string) any {
 	switch x := v.(type) {
 	case string:
 		return f(x)
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = mapStrings(e, f, depth+1)
+			out[i] = mapStrings(e, f)
 		}
 		return out
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			out[k] = mapStrings(e, f, depth+1)
+			out[k] = mapStrings(e, f)
 		}
 		return out
 	}
