@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -37,7 +39,7 @@ import (
 // loadRig is an upstream and a gateway in front of it, with the request
 // each is sent.
 type loadRig struct {
-	upstream, gateway string
+	upstream, gateway, proxy string
 	direct, via       []byte
 	client            *http.Client
 }
@@ -48,9 +50,10 @@ type route int
 const (
 	toDirect  route = iota // the upstream itself
 	toGateway              // the gateway, its models on the openai provider
+	toProxy                // a bare reverse proxy: the cost of any HTTP hop
 )
 
-func (r route) String() string { return [...]string{"direct", "gateway"}[r] }
+func (r route) String() string { return [...]string{"direct", "gateway", "bare proxy"}[r] }
 
 // upstreamConns counts the connections the upstream accepted.
 var upstreamConns atomic.Int64
@@ -102,8 +105,18 @@ func newLoadRig(tb testing.TB) *loadRig {
 	body := func(model string) []byte {
 		return []byte(`{"model":"` + model + `","stream":true,"messages":[{"role":"system","content":"You are a support agent."},{"role":"user","content":"Where is my order A1234?"}]}`)
 	}
+	// The floor of any gateway: net/http's reverse proxy relaying each
+	// event as it arrives, with no policy, no parsing and no re-encoding.
+	target, _ := url.Parse(up.URL)
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.FlushInterval = -1
+	rp.Transport = &http.Transport{MaxIdleConnsPerHost: 256, DisableCompression: true}
+	rp.ErrorLog = slog.NewLogLogger(slog.DiscardHandler, slog.LevelError)
+	px := httptest.NewServer(rp)
+	tb.Cleanup(px.Close)
 	return &loadRig{
 		upstream: up.URL + "/v1/chat/completions",
+		proxy:    px.URL + "/v1/chat/completions",
 		gateway:  serve(),
 		direct:   body("gpt-4.1-mini"), via: body("primary"),
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4096, DisableCompression: true}},
@@ -112,11 +125,14 @@ func newLoadRig(tb testing.TB) *loadRig {
 
 // call streams one completion and reads it to its end.
 func (r *loadRig) call(to route) error {
-	url, body := r.upstream, r.direct
-	if to == toGateway {
-		url, body = r.gateway, r.via
+	addr, body := r.upstream, r.direct
+	switch to {
+	case toGateway:
+		addr, body = r.gateway, r.via
+	case toProxy:
+		addr = r.proxy
 	}
-	req, err := http.NewRequest("POST", url, bytes.NewReader(body))
+	req, err := http.NewRequest("POST", addr, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
@@ -139,7 +155,7 @@ func (r *loadRig) call(to route) error {
 
 func BenchmarkGateway(b *testing.B) {
 	r := newLoadRig(b)
-	for _, to := range []route{toDirect, toGateway} {
+	for _, to := range []route{toDirect, toProxy, toGateway} {
 		b.Run(to.String(), func(b *testing.B) {
 			for range b.N {
 				if err := r.call(to); err != nil {
@@ -234,12 +250,12 @@ func TestGatewayLoad(t *testing.T) {
 	rate := envInt("AGENTC_SERVE_LOAD_RATE", 1000)
 	workers := envInt("AGENTC_SERVE_LOAD_WORKERS", 32)
 	r := newLoadRig(t)
-	routes := []route{toDirect, toGateway}
+	routes := []route{toDirect, toProxy, toGateway}
 	// Warm the connections, the pools and the pipelines.
 	for _, to := range routes {
 		r.closedLoop(to, workers, time.Second)
 	}
-	var p [2][4]time.Duration
+	var p [3][4]time.Duration
 	for _, to := range routes {
 		lat, failed, late := r.openLoop(to, rate, d)
 		if failed > 0 {
