@@ -40,8 +40,8 @@ import (
 // each is sent.
 type loadRig struct {
 	upstream, gateway, proxy string
-	direct, via       []byte
-	client            *http.Client
+	direct, via              []byte
+	client                   *http.Client
 }
 
 // route is where a load sends its requests.
