@@ -32,6 +32,9 @@ import (
 //	go test ./serve/ -run X -bench Gateway -benchtime 2000x     # one request at a time
 //	AGENTC_SERVE_LOAD=1 go test ./serve/ -run TestGatewayLoad -v  # 1,000 req/s, then saturation
 //
+// Beside the two routes, a bare net/http reverse proxy in front of the
+// same upstream measures what any HTTP hop adds on the machine.
+//
 // AGENTC_SERVE_LOAD_SECONDS (default 5) sets each phase's length,
 // AGENTC_SERVE_LOAD_RATE (default 1000) the open-loop rate and
 // AGENTC_SERVE_LOAD_WORKERS (default 32) the saturation concurrency.
