@@ -497,6 +497,11 @@ type ChatCall struct {
 	// output it never received: the racers a hedge cancelled or that failed.
 	// It is not part of the response's usage; a meter charges it.
 	Discarded Usage
+	// Charges lists, per model call made for this call (attempts, fallbacks,
+	// hedge racers, the lost ones included), the model it went to and the
+	// usage it billed, in the order they ended: what Usage and Discarded
+	// sum, by model, so a meter prices each at its own model's rates.
+	Charges []Charge
 	// FinishReason is the last finish reason a delta carried (see the
 	// Finish constants); "" when none did.
 	FinishReason string
@@ -573,6 +578,15 @@ func (c *ChatCall) Clone() *ChatCall {
 func (c *ChatCall) Discard(clone *ChatCall) {
 	c.Discarded.Add(clone.Usage)
 	c.Discarded.Add(clone.Discarded)
+	c.Charges = append(c.Charges, clone.Charges...)
+}
+
+// Charge is the usage one model call billed, and the model it went to.
+type Charge struct {
+	// Model is the plan's name of the model.
+	Model string
+	// Usage is what the call billed, estimated where it reported none.
+	Usage Usage
 }
 
 // Adopt copies the stream state of a finished clone (the winner of a race)
@@ -582,6 +596,7 @@ func (c *ChatCall) Adopt(clone *ChatCall) {
 	c.Served = clone.Served
 	c.Usage.Add(clone.Usage)
 	c.Discarded.Add(clone.Discarded)
+	c.Charges = append(c.Charges, clone.Charges...)
 	if clone.FinishReason != "" {
 		c.FinishReason = clone.FinishReason
 	}

@@ -85,6 +85,9 @@ func (pl *Pipeline) chatTerminal(ctx context.Context, c *ChatCall, yield func(De
 		// arrived: the provider has read, and bills, the prompt.
 		c.Usage.InputTokens += EstimateMessages(c.Request.Messages)
 	}
+	if u := c.Usage.Sub(beforeUsage); u != (Usage{}) {
+		c.Charges = append(c.Charges, Charge{Model: c.Request.Model, Usage: u})
+	}
 	return err
 }
 
@@ -201,7 +204,7 @@ func newChatCall(ctx context.Context, req *ChatRequest) *ChatCall {
 }
 
 func releaseChatCall(c *ChatCall) {
-	*c = ChatCall{tok: c.tok}
+	*c = ChatCall{tok: c.tok, Charges: c.Charges[:0]}
 	chatCalls.Put(c)
 }
 

@@ -2,8 +2,10 @@
 // records usage and cost in a ledger and enforces the budget's ceilings.
 //
 // Chat: a call is charged its usage (reported by the model, or estimated by
-// the runtime when the stream ended without a report) at the rates of the
-// model that served it (plan.Models), and counts as one call. A stream that
+// the runtime when the stream ended without a report), each model call made
+// for it at its own model's rates (plan.Models; ChatCall.Charges): a retried
+// or fallen-back attempt, a hedge's racer and the model that served are
+// priced each at theirs. It counts as one call. A stream that
 // was abandoned by the consumer, cancelled or failed mid-stream is charged for
 // what arrived. A call cancelled after its request went out but before
 // anything arrived (an attempt that timed out, a hedge's losing racer, a

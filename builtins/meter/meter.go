@@ -206,7 +206,7 @@ func (m *Meter) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 				m.settle(ctx, l, reserved, false, runtime.Usage{}, 0)
 			}
 		}()
-		start, u0, d0 := c.Deltas, c.Usage, c.Discarded
+		start, u0, d0, n0 := c.Deltas, c.Usage, c.Discarded, len(c.Charges)
 		err = next(ctx, c, yield)
 		settled = true
 		if c.Meta.Cached || err != nil && c.Deltas == start && c.Usage == u0 && c.Discarded == d0 {
@@ -223,9 +223,28 @@ func (m *Meter) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		if bad := absurd(u); bad != "" {
 			return m.absurdUsage(ctx, l, reserved, model, u, bad, err)
 		}
-		m.settle(ctx, l, reserved, true, u, m.Cost(model, u))
+		m.settle(ctx, l, reserved, true, u, m.price(c.Charges[min(n0, len(c.Charges)):], u, model))
 		return err
 	}
+}
+
+// price returns the cost of u, the usage of a call: each model call's
+// charge at its own model's rates (a fallback's failed primary, a hedge's
+// losing racer), and what no charge accounts for (usage a layer added
+// itself) at the rates of model, the one that served.
+func (m *Meter) price(charges []runtime.Charge, u runtime.Usage, model string) float64 {
+	var usd float64
+	rest := u
+	for _, ch := range charges {
+		usd += m.Cost(ch.Model, ch.Usage)
+		rest = rest.Sub(ch.Usage)
+	}
+	rest = runtime.Usage{InputTokens: max(rest.InputTokens, 0), OutputTokens: max(rest.OutputTokens, 0),
+		CachedInputTokens: max(rest.CachedInputTokens, 0), ReasoningTokens: max(rest.ReasoningTokens, 0)}
+	if rest != (runtime.Usage{}) {
+		usd += m.Cost(model, rest)
+	}
+	return usd
 }
 
 // Estimate returns the usage a model call is expected to charge at most:

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	_ "github.com/agentc-dev/agentc/builtins/hedge"
 	"github.com/agentc-dev/agentc/builtins/meter"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
@@ -242,4 +243,33 @@ func TestOnCrossRefuseUSDAndAllowDefault(t *testing.T) {
 	known, err := runtime.ValidateConfig("meter", []byte(`{"on_cross":"maybe"}`))
 	assert.True(t, known)
 	assert.ErrorContains(t, err, `on_cross must be "allow" or "refuse"`)
+}
+
+// Each model call of a call is priced at its own model's rates: a hedge's
+// racer that failed mid-stream on the dear primary is charged at the
+// primary's rates, the cheap backup that served at its own.
+func TestEachModelCallIsPricedAtItsModelsRates(t *testing.T) {
+	primary := rt.NewModel(rt.Response{Deltas: []string{"partial answer", "x"}, Err: rt.Transient("connection reset"), FailAfter: 1})
+	backup := rt.NewModel(rt.Response{Deltas: []string{"ok"}, Usage: runtime.Usage{InputTokens: 1_000, OutputTokens: 2_000}})
+	pl, err := runtime.Build(context.Background(), rt.Plan(plan.Chains{Chat: []plan.Layer{
+		rt.Layer("meter", `{"scope":"global"}`),
+		rt.Layer("hedge", `{"models":["primary","backup"],"delay":"1h","win":"first_success"}`),
+	}}), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": primary, "backup": backup}})
+	require.NoError(t, err)
+	m := pl.Layers(plan.StageChat)[0].Middleware.(*meter.Meter)
+	req := runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: "Where is my order A1234? It was due on Monday."}}}
+	text, resp, err := rt.Collect(context.Background(), pl, req, 0)
+	require.NoError(t, err)
+	require.Equal(t, "ok", text)
+	require.Equal(t, "backup", resp.Model)
+
+	// The primary reported no usage: it is charged the estimate of its
+	// prompt and of the text that arrived.
+	lost := runtime.Usage{InputTokens: runtime.EstimateMessages(req.Messages), OutputTokens: (int64(len("partial answer")) + 3) / 4}
+	want := m.Cost("primary", lost) + m.Cost("backup", runtime.Usage{InputTokens: 1_000, OutputTokens: 2_000})
+	got := m.Ledger("any run")
+	assert.InDelta(t, want, got.USD, 1e-12)
+	assert.Greater(t, want, m.Cost("backup", runtime.Usage{InputTokens: 1_000 + lost.InputTokens, OutputTokens: 2_000 + lost.OutputTokens}),
+		"priced all at the backup's rates, the lost primary call would be charged less than it cost")
+	assert.Equal(t, 1_000+lost.InputTokens+2_000+lost.OutputTokens, got.Tokens())
 }
