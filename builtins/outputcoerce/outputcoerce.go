@@ -284,7 +284,11 @@ func (e *CoercionError) RetryFeedback() string {
 }
 
 // StripFences returns the content of the first markdown code fence in text,
-// or text trimmed when it has none.
+// or text trimmed when it has none. The fence closes at the first three
+// backticks outside a JSON string, so a value whose strings hold a fence of
+// their own ("```py" in a code field) is kept whole, as the partial check
+// reads it; a raw newline ends a string, which JSON strings never span, so
+// prose with an odd quote still closes at a fence on its own line.
 func StripFences(text string) string {
 	t := strings.TrimSpace(text)
 	i := strings.Index(t, "```")
@@ -297,10 +301,32 @@ func StripFences(text string) string {
 		return t // a fence without a body
 	}
 	body := rest[nl+1:]
-	if j := strings.Index(body, "```"); j >= 0 {
+	if j := closingFence(body); j >= 0 {
 		body = body[:j]
 	}
 	return strings.TrimSpace(body)
+}
+
+// closingFence returns the index of the first "```" of body outside a JSON
+// string, or -1.
+func closingFence(body string) int {
+	inString, escaped := false, false
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		switch {
+		case escaped:
+			escaped = false
+		case c == '\\' && inString:
+			escaped = true
+		case c == '"':
+			inString = !inString
+		case c == '\n':
+			inString = false
+		case c == '`' && !inString && strings.HasPrefix(body[i:], "```"):
+			return i
+		}
+	}
+	return -1
 }
 
 // Check strips fences from text, parses it and validates it against the

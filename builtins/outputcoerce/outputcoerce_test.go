@@ -207,6 +207,12 @@ func TestStripFences(t *testing.T) {
 	assert.Equal(t, `{"a":1}`, outputcoerce.StripFences("  {\"a\":1}\n"))
 	assert.Equal(t, `[1]`, outputcoerce.StripFences("text\n```\n[1]\n```"))
 	assert.Equal(t, "```", outputcoerce.StripFences("```"))
+	// A fence inside a JSON string does not close the outer one.
+	assert.Equal(t, `{"code":"`+"```py\\nx\\n```"+`","n":1}`,
+		outputcoerce.StripFences("```json\n{\"code\":\"```py\\nx\\n```\",\"n\":1}\n```\nDone."))
+	assert.Equal(t, "{\"q\":\"a \\\"quoted\\\" ```\"}", outputcoerce.StripFences("```\n{\"q\":\"a \\\"quoted\\\" ```\"}```"))
+	// Prose with an odd quote closes at the fence on its own line.
+	assert.Equal(t, `it's "odd`, outputcoerce.StripFences("```\nit's \"odd\n```\nafter"))
 }
 
 func BenchmarkEnforceSmallObject(b *testing.B) {

@@ -91,6 +91,7 @@ func TestPrefixCheckerAgreesWithTheFullCheck(t *testing.T) {
 		`{"answer":"x","n":3}`, `{"answer":"x","n":3.5}`, `{"answer":"x","n":-1e2}`, ` {"answer":"x"} `,
 		`{"answer":"x","meta":{"y":true}}`, `{}`, `[]`, `"answer"`, `{"answer":"x",}`, `{"answer":"\x"}`, `{"answer":"x","kind":nul1}`, `{"answer":"x","kind":null}`,
 		`{"answer":"x","meta":{"x-1":2,"x-2":1.5}}`, `{"answer":"x","n":1,"n":2}`,
+		"```json\n{\"answer\":\"```\"}\n```", "```\n{\"answer\":\"x\",\"tags\":[\"```sh\\nls\\n```\"]}```",
 	}
 	for _, out := range outs {
 		_, _, full := (&Coerce{schema: s}).Check(out)
