@@ -157,6 +157,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if _, err := io.WriteString(w, ev); err != nil {
+			if rep.HoldOpen { // the client left before the last event
+				s.Gone <- struct{}{}
+			}
 			return
 		}
 		fl.Flush()

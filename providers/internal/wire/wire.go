@@ -15,6 +15,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -219,12 +220,42 @@ func (s *ToolCallSlab) Take(n int) []runtime.ToolCallDelta {
 }
 
 // Drain limits: a finished response's rest is read for at most drainWait
-// and drainLimit bytes; Release waits for it at most drainGrace.
+// (100 ms) and drainLimit bytes; Release waits for it at most drainGrace
+// (2 ms). The two waits are the defaults unless a test set them
+// (SetDrainWait, SetDrainGrace).
 const (
-	drainWait  = 100 * time.Millisecond
-	drainLimit = 64 << 10
-	drainGrace = 2 * time.Millisecond
+	drainLimit        = 64 << 10
+	defaultDrainWait  = 100 * time.Millisecond
+	defaultDrainGrace = 2 * time.Millisecond
 )
+
+var drainWait, drainGrace atomic.Int64
+
+func orDefault(v *atomic.Int64, def time.Duration) time.Duration {
+	if d := v.Load(); d > 0 {
+		return time.Duration(d)
+	}
+	return def
+}
+
+// SetDrainGrace sets how long Release waits for the drain and returns a
+// function that restores the previous grace. A test that counts
+// connections sets a grace far above any scheduling delay, so that a
+// complete response's connection is back in the pool before its next call
+// even on a loaded machine.
+func SetDrainGrace(d time.Duration) (restore func()) {
+	prev := drainGrace.Swap(int64(d))
+	return func() { drainGrace.Store(prev) }
+}
+
+// SetDrainWait sets how long Drain reads the rest of a response and returns
+// a function that restores the previous wait. Tests set a wait far above
+// any scheduling delay, so that whether a caller waited for the drain is
+// told apart by a margin no loaded machine reaches.
+func SetDrainWait(d time.Duration) (restore func()) {
+	prev := drainWait.Swap(int64(d))
+	return func() { drainWait.Store(prev) }
+}
 
 // Drain reads what is left of a response whose stream has ended (at
 // OpenAI's [DONE] that is normally the end of the chunked encoding, already
@@ -234,7 +265,7 @@ const (
 // the response within drainWait or drainLimit bytes, or ctx ending first,
 // has its connection closed.
 func Drain(ctx context.Context, body io.ReadCloser) {
-	t := time.AfterFunc(drainWait, func() { _ = body.Close() })
+	t := time.AfterFunc(orDefault(&drainWait, defaultDrainWait), func() { _ = body.Close() })
 	stop := context.AfterFunc(ctx, func() { _ = body.Close() })
 	_, _ = io.Copy(io.Discard, io.LimitReader(body, drainLimit))
 	t.Stop()
@@ -259,7 +290,7 @@ func Release(ctx context.Context, body io.ReadCloser) {
 		defer close(done)
 		Drain(ctx, body)
 	}()
-	t := time.NewTimer(drainGrace)
+	t := time.NewTimer(orDefault(&drainGrace, defaultDrainGrace))
 	defer t.Stop()
 	select {
 	case <-done:
