@@ -294,6 +294,13 @@ func (l *loader) decodeEntry(p *Policy, stage string, i int, ev cue.Value) *Entr
 		l.errorf(l.userPos(append(append([]string{}, path...), "partial")), "schema/invalid-value",
 			"partial streams a model's output while it is parsed; it applies to the chat chain only")
 	}
+	if _, ok := fields["schema"]; e.Use == "output_coerce" && stage == "chat" && !ok {
+		// Model output has no declared schema to fall back on, as a
+		// tool's result_schema is in the tool chain: the pipeline
+		// refuses to build without it.
+		l.errorf(e.Pos, "schema/missing-field",
+			"%s in the chat chain needs schema: the JSON Schema the model's output must match (only the tool chain's output_coerce falls back on the tools' result_schema)", e.Ref())
+	}
 	if e.Use == "guard" {
 		_, hasDeny := fields["deny"]
 		_, hasReq := fields["require"]
