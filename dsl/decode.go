@@ -301,6 +301,9 @@ func (l *loader) decodeEntry(p *Policy, stage string, i int, ev cue.Value) *Entr
 		l.errorf(e.Pos, "schema/missing-field",
 			"%s in the chat chain needs schema: the JSON Schema the model's output must match (only the tool chain's output_coerce falls back on the tools' result_schema)", e.Ref())
 	}
+	if e.Use == "tool_policy" {
+		l.checkToolPolicyNames(p, e, path)
+	}
 	if e.Use == "guard" {
 		_, hasDeny := fields["deny"]
 		_, hasReq := fields["require"]
@@ -312,6 +315,33 @@ func (l *loader) decodeEntry(p *Policy, stage string, i int, ev cue.Value) *Entr
 		}
 	}
 	return e
+}
+
+// checkToolPolicyNames reports a tool_policy allow or deny entry naming a
+// tool the policy does not declare, when only declared tools can be
+// called: such a call is refused on entry to the tool chain anyway, so the
+// name is a typo, and a misspelt deny lets the tool it meant run.
+func (l *loader) checkToolPolicyNames(p *Policy, e *Entry, path []string) {
+	if len(p.Tools) == 0 || len(p.MCPServers) > 0 || p.AllowUndeclaredTools {
+		// Tools the host, an MCP server or an undeclared call brings may
+		// be named too.
+		return
+	}
+	for _, field := range []string{"allow", "deny"} {
+		list, _ := e.Fields[field].([]any)
+		for j, x := range list {
+			name, _ := x.(string)
+			if _, ok := p.Tools[name]; ok || name == "" {
+				continue
+			}
+			effect := "a call of it is refused on entry to the tool chain anyway"
+			if field == "deny" {
+				effect = "the entry denies nothing"
+			}
+			l.errorf(l.userPos(append(append([]string{}, path...), field, fmt.Sprint(j))), "schema/bad-reference",
+				"tool_policy %s names tool %q, which is not declared in tools (%s)%s", field, name, effect, suggestName(name, keys(p.Tools)))
+		}
+	}
 }
 
 // where names position p for a message about position from: "line 7" in
