@@ -304,6 +304,21 @@ func (l *loader) decodeEntry(p *Policy, stage string, i int, ev cue.Value) *Entr
 	if e.Use == "tool_policy" {
 		l.checkToolPolicyNames(p, e, path)
 	}
+	if e.Use == "compaction" {
+		// keep_recent messages are always kept, so a max_messages below it
+		// can never hold once the transcript is longer.
+		maxMsgs, errMax := ev.LookupPath(fieldPath("max_messages")).Int64()
+		keep, errKeep := ev.LookupPath(fieldPath("keep_recent")).Int64()
+		if errMax == nil && errKeep == nil && keep > maxMsgs {
+			def := ""
+			if !l.user.LookupPath(cue.MakePath(cue.Str("chains"), cue.Str(stage), cue.Index(i), cue.Str("keep_recent"))).Exists() {
+				def = " (its default)"
+			}
+			l.errorf(l.userPos(append(append([]string{}, path...), "max_messages")), "schema/invalid-value",
+				"max_messages %d is below keep_recent %d%s: the %d most recent messages are always kept, so a longer transcript keeps more than %d; lower keep_recent or raise max_messages",
+				maxMsgs, keep, def, keep, maxMsgs)
+		}
+	}
 	if e.Use == "guard" {
 		_, hasDeny := fields["deny"]
 		_, hasReq := fields["require"]
