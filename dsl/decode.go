@@ -9,7 +9,9 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/ast"
@@ -145,6 +147,7 @@ func (l *loader) decode(p *Policy, v cue.Value) {
 			}
 		}
 	}
+	l.checkSharedLimiters(p)
 
 	if cl := l.user.LookupPath(fieldPath("constraints")); cl.Exists() && !l.diags.HasErrors() {
 		it, _ := cl.List()
@@ -355,6 +358,74 @@ func (l *loader) checkToolPolicyNames(p *Policy, e *Entry, path []string) {
 			}
 			l.errorf(l.userPos(append(append([]string{}, path...), field, fmt.Sprint(j))), "schema/bad-reference",
 				"tool_policy %s names tool %q, which is not declared in tools (%s)%s", field, name, effect, suggestName(name, keys(p.Tools)))
+		}
+	}
+}
+
+// checkSharedLimiters reports a rate_limit layer that shares a limiter with
+// an earlier one (chat, tool, turn, outermost first, as the pipeline reads
+// them) but sets another rate, per, burst, scope or store: the pipeline
+// refuses to build such a policy.
+func (l *loader) checkSharedLimiters(p *Policy) {
+	type shape struct {
+		e                    *Entry
+		rate, burst          int64
+		per                  time.Duration
+		scope, store, perSrc string
+	}
+	first := map[string]shape{}
+	for _, stage := range Stages {
+		for _, e := range p.Chains[stage] {
+			if e.Use != "rate_limit" {
+				continue
+			}
+			name, err := e.Value.LookupPath(fieldPath("limiter")).String()
+			if err != nil {
+				continue
+			}
+			var s shape
+			var errs [5]error
+			s.e = e
+			s.rate, errs[0] = e.Value.LookupPath(fieldPath("rate")).Int64()
+			s.burst, errs[1] = e.Value.LookupPath(fieldPath("burst")).Int64()
+			s.perSrc, errs[2] = e.Value.LookupPath(fieldPath("per")).String()
+			s.scope, errs[3] = e.Value.LookupPath(fieldPath("scope")).String()
+			if sv := e.Value.LookupPath(fieldPath("store")); sv.Exists() {
+				s.store, errs[4] = sv.String()
+			}
+			if errs[2] == nil {
+				s.per, errs[2] = time.ParseDuration(s.perSrc)
+			}
+			if errors.Join(errs[:]...) != nil {
+				continue // reported by the schema check
+			}
+			ref, ok := first[name]
+			if !ok {
+				first[name] = s
+				continue
+			}
+			var field, theirs string
+			switch {
+			case s.rate != ref.rate:
+				field, theirs = "rate", fmt.Sprint(ref.rate)
+			case s.per != ref.per:
+				field, theirs = "per", strconv.Quote(ref.perSrc)
+			case s.burst != ref.burst:
+				field, theirs = "burst", fmt.Sprint(ref.burst)
+			case s.scope != ref.scope:
+				field, theirs = "scope", strconv.Quote(ref.scope)
+			case s.store != ref.store:
+				field, theirs = "store", strconv.Quote(ref.store)
+			default:
+				continue
+			}
+			pos := e.FieldPos(field)
+			if pos == e.Pos {
+				pos = e.FieldPos("limiter") // a default differs
+			}
+			l.errorf(pos, "schema/invalid-value",
+				"%s shares limiter %q with %s of the %s chain (at %s), which sets %s %s; every layer of a shared limiter must set the same rate, per, burst, scope and store",
+				e.Ref(), name, ref.e.Ref(), ref.e.Stage, where(ref.e.FieldPos(field), pos), field, theirs)
 		}
 	}
 }
