@@ -25,10 +25,24 @@ is a key_args entry naming an argument that a side-effecting tool it
 applies to does not declare (every call of that tool is refused). An
 unscoped egress or file_check when no declared tool has the argument, or an
 unscoped idempotent when no declared tool is side_effecting, checks
-nothing: a warning.`,
+nothing: a warning. The same holds for a tool-chain output_coerce without
+schema, which checks each tool's result against its result_schema: scoped
+to a tool without one it is an error, unscoped when no tool has one a
+warning. A content_filter with neither keywords nor patterns, and a
+security or redact layer with defaults: false and nothing of its own
+(patterns, or a security classifier), match nothing: a warning.`,
 	Run: func(p *Pass) {
+		for _, stage := range dsl.Stages {
+			for _, e := range p.Policy.Chains[stage] {
+				p.inertMatchers(e)
+			}
+		}
 		for _, e := range p.Policy.Chains["tool"] {
 			switch e.Use {
+			case "output_coerce":
+				if _, ok := e.Fields["schema"]; !ok {
+					p.inertArgCheck(e, "result_schema", func(t *dsl.Tool) string { return string(t.ResultSchema) })
+				}
 			case "egress":
 				p.inertArgCheck(e, "url_arg", func(t *dsl.Tool) string { return t.URLArg })
 			case "file_check":
@@ -159,4 +173,33 @@ func (p *Pass) inertIdempotent(e *dsl.Entry) {
 				Message: fmt.Sprintf("%s key_args[%d] names argument %q, which side-effecting tool `%s` does not declare: a call lacking a key argument is refused, so no call of it would run", e.Ref(), i, arg, name)})
 		}
 	}
+}
+
+// inertMatchers warns of a content_filter, security or redact layer left
+// with nothing to match.
+func (p *Pass) inertMatchers(e *dsl.Entry) {
+	none := func(field string) bool {
+		list, _ := e.Fields[field].([]any)
+		return len(list) == 0
+	}
+	var what string
+	switch e.Use {
+	case "content_filter":
+		if none("keywords") && none("patterns") {
+			what = "it has neither keywords nor patterns"
+		}
+	case "security":
+		if e.Fields["defaults"] == false && none("patterns") && e.Fields["classifier"] == nil {
+			what = "defaults: false drops the built-in signatures and phrase families, and it has no patterns nor classifier of its own"
+		}
+	case "redact":
+		if e.Fields["defaults"] == false && none("patterns") {
+			what = "defaults: false drops the built-in secret patterns, and it has no patterns of its own"
+		}
+	}
+	if what == "" {
+		return
+	}
+	p.Report(dsl.Diagnostic{Pos: e.UsePos, Severity: dsl.Warning,
+		Message: fmt.Sprintf("%s checks nothing: %s, so every call passes it untouched", e.Ref(), what)})
 }
