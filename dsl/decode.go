@@ -496,7 +496,22 @@ func (l *loader) checkConstraintRefs(p *Policy, c *Constraint) {
 		if !known[ref.name] {
 			all := append(names, l.schema.catalog.IDs()...)
 			l.errorf(ref.pos, "schema/bad-reference", "constraint %s names %q, which is neither a middleware nor an entry name%s", c.ID, ref.name, suggestName(ref.name, all))
+			continue
 		}
+		if c.Stage == "" {
+			continue
+		}
+		// In its stage the name must designate something: a builtin the
+		// chain may hold, or one of its entries.
+		k := l.schema.catalog.Lookup(ref.name)
+		if k != nil && k.Supports(c.Stage) || slices.ContainsFunc(p.Chains[c.Stage], func(e *Entry) bool { return e.Name == ref.name }) {
+			continue
+		}
+		why := fmt.Sprintf("no entry of the %s chain is named %q", c.Stage, ref.name)
+		if k != nil {
+			why = fmt.Sprintf("%s cannot be used in the %s chain (it supports %s) and %s", ref.name, c.Stage, strings.Join(k.Stages, ", "), why)
+		}
+		l.errorf(ref.pos, "schema/stage", "constraint %s is for the %s chain, but %s: the constraint never applies", c.ID, c.Stage, why)
 	}
 }
 
