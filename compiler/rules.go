@@ -49,8 +49,10 @@ or path_arg absent from its args schema, or a JSON Schema file that cannot
 be read inside the policy directory.`},
 	{"schema/stage", dsl.Error, "a builtin used in a chain whose stage it does not support", `
 A builtin sits in a chain whose stage it does not support (fallback in the
-tool chain), or an entry outside the tool chain is scoped with tools:. The
-message lists the stages the builtin supports.`},
+tool chain), an entry outside the tool chain is scoped with tools:, or a
+constraint restricted to one stage names, as outer or inner, a builtin that
+chain cannot hold and no entry of it (the constraint would never apply).
+The message lists the stages the builtin supports.`},
 }
 
 // celRules are the rules of the compile-cel stage.

@@ -45,11 +45,15 @@ func validateConfigs(_ context.Context, c *Compilation) error {
 			}
 			msg := err.Error()
 			pos := e.Pos
-			// Messages name the field first ("ttl must be positive").
+			// Messages name the field first ("ttl must be positive"), or
+			// a nested one ("classifier.timeout: ...").
 			if f, _, ok := strings.Cut(msg, " "); ok {
 				f = strings.TrimRight(f, ":,")
-				if _, has := e.Fields[f]; has {
-					pos = e.FieldPos(f)
+				top, _, _ := strings.Cut(f, ".")
+				if _, has := e.Fields[top]; has {
+					if pos = e.FieldPos(f); pos == e.Pos {
+						pos = e.FieldPos(top)
+					}
 				}
 			}
 			c.report(dsl.Errorf(pos, "schema/invalid-value", "%s: %s", e.Ref(), msg))

@@ -9,7 +9,9 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/ast"
@@ -145,6 +147,7 @@ func (l *loader) decode(p *Policy, v cue.Value) {
 			}
 		}
 	}
+	l.checkSharedLimiters(p)
 
 	if cl := l.user.LookupPath(fieldPath("constraints")); cl.Exists() && !l.diags.HasErrors() {
 		it, _ := cl.List()
@@ -294,6 +297,31 @@ func (l *loader) decodeEntry(p *Policy, stage string, i int, ev cue.Value) *Entr
 		l.errorf(l.userPos(append(append([]string{}, path...), "partial")), "schema/invalid-value",
 			"partial streams a model's output while it is parsed; it applies to the chat chain only")
 	}
+	if _, ok := fields["schema"]; e.Use == "output_coerce" && stage == "chat" && !ok {
+		// Model output has no declared schema to fall back on, as a
+		// tool's result_schema is in the tool chain: the pipeline
+		// refuses to build without it.
+		l.errorf(e.Pos, "schema/missing-field",
+			"%s in the chat chain needs schema: the JSON Schema the model's output must match (only the tool chain's output_coerce falls back on the tools' result_schema)", e.Ref())
+	}
+	if e.Use == "tool_policy" {
+		l.checkToolPolicyNames(p, e, path)
+	}
+	if e.Use == "compaction" {
+		// keep_recent messages are always kept, so a max_messages below it
+		// can never hold once the transcript is longer.
+		maxMsgs, errMax := ev.LookupPath(fieldPath("max_messages")).Int64()
+		keep, errKeep := ev.LookupPath(fieldPath("keep_recent")).Int64()
+		if errMax == nil && errKeep == nil && keep > maxMsgs {
+			def := ""
+			if !l.user.LookupPath(cue.MakePath(cue.Str("chains"), cue.Str(stage), cue.Index(i), cue.Str("keep_recent"))).Exists() {
+				def = " (its default)"
+			}
+			l.errorf(l.userPos(append(append([]string{}, path...), "max_messages")), "schema/invalid-value",
+				"max_messages %d is below keep_recent %d%s: the %d most recent messages are always kept, so a longer transcript keeps more than %d; lower keep_recent or raise max_messages",
+				maxMsgs, keep, def, keep, maxMsgs)
+		}
+	}
 	if e.Use == "guard" {
 		_, hasDeny := fields["deny"]
 		_, hasReq := fields["require"]
@@ -305,6 +333,101 @@ func (l *loader) decodeEntry(p *Policy, stage string, i int, ev cue.Value) *Entr
 		}
 	}
 	return e
+}
+
+// checkToolPolicyNames reports a tool_policy allow or deny entry naming a
+// tool the policy does not declare, when only declared tools can be
+// called: such a call is refused on entry to the tool chain anyway, so the
+// name is a typo, and a misspelt deny lets the tool it meant run.
+func (l *loader) checkToolPolicyNames(p *Policy, e *Entry, path []string) {
+	if len(p.Tools) == 0 || len(p.MCPServers) > 0 || p.AllowUndeclaredTools {
+		// Tools the host, an MCP server or an undeclared call brings may
+		// be named too.
+		return
+	}
+	for _, field := range []string{"allow", "deny"} {
+		list, _ := e.Fields[field].([]any)
+		for j, x := range list {
+			name, _ := x.(string)
+			if _, ok := p.Tools[name]; ok || name == "" {
+				continue
+			}
+			effect := "a call of it is refused on entry to the tool chain anyway"
+			if field == "deny" {
+				effect = "the entry denies nothing"
+			}
+			l.errorf(l.userPos(append(append([]string{}, path...), field, fmt.Sprint(j))), "schema/bad-reference",
+				"tool_policy %s names tool %q, which is not declared in tools (%s)%s", field, name, effect, suggestName(name, keys(p.Tools)))
+		}
+	}
+}
+
+// checkSharedLimiters reports a rate_limit layer that shares a limiter with
+// an earlier one (chat, tool, turn, outermost first, as the pipeline reads
+// them) but sets another rate, per, burst, scope or store: the pipeline
+// refuses to build such a policy.
+func (l *loader) checkSharedLimiters(p *Policy) {
+	type shape struct {
+		e                    *Entry
+		rate, burst          int64
+		per                  time.Duration
+		scope, store, perSrc string
+	}
+	first := map[string]shape{}
+	for _, stage := range Stages {
+		for _, e := range p.Chains[stage] {
+			if e.Use != "rate_limit" {
+				continue
+			}
+			name, err := e.Value.LookupPath(fieldPath("limiter")).String()
+			if err != nil {
+				continue
+			}
+			var s shape
+			var errs [5]error
+			s.e = e
+			s.rate, errs[0] = e.Value.LookupPath(fieldPath("rate")).Int64()
+			s.burst, errs[1] = e.Value.LookupPath(fieldPath("burst")).Int64()
+			s.perSrc, errs[2] = e.Value.LookupPath(fieldPath("per")).String()
+			s.scope, errs[3] = e.Value.LookupPath(fieldPath("scope")).String()
+			if sv := e.Value.LookupPath(fieldPath("store")); sv.Exists() {
+				s.store, errs[4] = sv.String()
+			}
+			if errs[2] == nil {
+				s.per, errs[2] = time.ParseDuration(s.perSrc)
+			}
+			if errors.Join(errs[:]...) != nil {
+				continue // reported by the schema check
+			}
+			ref, ok := first[name]
+			if !ok {
+				first[name] = s
+				continue
+			}
+			var field, theirs string
+			switch {
+			case s.rate != ref.rate:
+				field, theirs = "rate", fmt.Sprint(ref.rate)
+			case s.per != ref.per:
+				field, theirs = "per", strconv.Quote(ref.perSrc)
+			case s.burst != ref.burst:
+				field, theirs = "burst", fmt.Sprint(ref.burst)
+			case s.scope != ref.scope:
+				field, theirs = "scope", strconv.Quote(ref.scope)
+			case s.store != ref.store:
+				field, theirs = "store", strconv.Quote(ref.store)
+			default:
+				continue
+			}
+			pos := e.FieldPos(field)
+			if pos == e.Pos {
+				pos = e.FieldPos("limiter") // a default differs
+			}
+			l.errorf(pos, "schema/invalid-value",
+				"%s shares limiter %q with %s of the %s chain (at %s), which sets %s %s; every layer of a shared limiter must set the same rate, per, burst, scope and store",
+				e.Ref(), name, ref.e.Ref(), ref.e.Stage, where(ref.e.FieldPos(field), pos), field, theirs)
+		}
+	}
 }
 
 // where names position p for a message about position from: "line 7" in
@@ -373,7 +496,22 @@ func (l *loader) checkConstraintRefs(p *Policy, c *Constraint) {
 		if !known[ref.name] {
 			all := append(names, l.schema.catalog.IDs()...)
 			l.errorf(ref.pos, "schema/bad-reference", "constraint %s names %q, which is neither a middleware nor an entry name%s", c.ID, ref.name, suggestName(ref.name, all))
+			continue
 		}
+		if c.Stage == "" {
+			continue
+		}
+		// In its stage the name must designate something: a builtin the
+		// chain may hold, or one of its entries.
+		k := l.schema.catalog.Lookup(ref.name)
+		if k != nil && k.Supports(c.Stage) || slices.ContainsFunc(p.Chains[c.Stage], func(e *Entry) bool { return e.Name == ref.name }) {
+			continue
+		}
+		why := fmt.Sprintf("no entry of the %s chain is named %q", c.Stage, ref.name)
+		if k != nil {
+			why = fmt.Sprintf("%s cannot be used in the %s chain (it supports %s) and %s", ref.name, c.Stage, strings.Join(k.Stages, ", "), why)
+		}
+		l.errorf(ref.pos, "schema/stage", "constraint %s is for the %s chain, but %s: the constraint never applies", c.ID, c.Stage, why)
 	}
 }
 

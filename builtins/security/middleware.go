@@ -131,12 +131,8 @@ func (m *Middleware) Provision(b *runtime.BuildContext) error {
 	if c == nil {
 		return nil
 	}
-	m.timeout = 10 * time.Second
-	if c.Timeout != "" {
-		m.timeout, err = time.ParseDuration(c.Timeout)
-		if err != nil || m.timeout <= 0 {
-			return fmt.Errorf("classifier.timeout: %q is not a positive duration", c.Timeout)
-		}
+	if m.timeout, err = c.parseTimeout(); err != nil {
+		return err
 	}
 	if c.Kind != ClassifierChat {
 		m.client = &http.Client{Timeout: m.timeout}
@@ -162,6 +158,9 @@ func (m *Middleware) Validate() error {
 		return fmt.Errorf(`on_error must be "closed" or "open", got %q`, m.OnError)
 	}
 	if c := m.Classifier; c != nil {
+		if _, err := c.parseTimeout(); err != nil {
+			return err
+		}
 		switch c.Kind {
 		case "", ClassifierText:
 			if c.Model != "" || c.Prompt != "" {
@@ -188,6 +187,18 @@ func (m *Middleware) Validate() error {
 		}
 	}
 	return nil
+}
+
+// parseTimeout returns the classifier's timeout: 10s when unset.
+func (c *Classifier) parseTimeout() (time.Duration, error) {
+	if c.Timeout == "" {
+		return 10 * time.Second, nil
+	}
+	d, err := time.ParseDuration(c.Timeout)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("classifier.timeout: %q is not a positive duration", c.Timeout)
+	}
+	return d, nil
 }
 
 // maxClassifierReply bounds the classifier's answer.

@@ -18,18 +18,39 @@ it names with path_arg; a tool without one passes through them unchecked.
 An egress or file_check scoped with tools: to such a tool is an error (a
 call of it with q: "http://169.254.169.254/" runs), and so is a tool_policy
 arg_patterns entry naming an argument that none of the tools it applies to
-declares in its args schema (the pattern never matches). An unscoped egress
-or file_check when no declared tool has the argument checks nothing: a
-warning.`,
+declares in its args schema (the pattern never matches). idempotent
+dedupes side-effecting tools only: one scoped to a tool that is not
+side_effecting is an error (its calls run again on every delivery), and so
+is a key_args entry naming an argument that a side-effecting tool it
+applies to does not declare (every call of that tool is refused). An
+unscoped egress or file_check when no declared tool has the argument, or an
+unscoped idempotent when no declared tool is side_effecting, checks
+nothing: a warning. The same holds for a tool-chain output_coerce without
+schema, which checks each tool's result against its result_schema: scoped
+to a tool without one it is an error, unscoped when no tool has one a
+warning. A content_filter with neither keywords nor patterns, and a
+security or redact layer with defaults: false and nothing of its own
+(patterns, or a security classifier), match nothing: a warning.`,
 	Run: func(p *Pass) {
+		for _, stage := range dsl.Stages {
+			for _, e := range p.Policy.Chains[stage] {
+				p.inertMatchers(e)
+			}
+		}
 		for _, e := range p.Policy.Chains["tool"] {
 			switch e.Use {
+			case "output_coerce":
+				if _, ok := e.Fields["schema"]; !ok {
+					p.inertArgCheck(e, "result_schema", func(t *dsl.Tool) string { return string(t.ResultSchema) })
+				}
 			case "egress":
 				p.inertArgCheck(e, "url_arg", func(t *dsl.Tool) string { return t.URLArg })
 			case "file_check":
 				p.inertArgCheck(e, "path_arg", func(t *dsl.Tool) string { return t.PathArg })
 			case "tool_policy":
 				p.inertArgPatterns(e)
+			case "idempotent":
+				p.inertIdempotent(e)
 			}
 		}
 	},
@@ -100,4 +121,85 @@ func (p *Pass) inertArgPatterns(e *dsl.Entry) {
 		p.Report(dsl.Diagnostic{Pos: e.FieldPos(fmt.Sprintf("arg_patterns.%d.arg", i)), Severity: dsl.Error, Related: rel,
 			Message: fmt.Sprintf("%s arg_patterns[%d] names argument %q, which no tool it applies to declares: the pattern never matches", e.Ref(), i, arg)})
 	}
+}
+
+// inertIdempotent reports an idempotent entry that dedupes nothing (its
+// tools are not side-effecting) and key_args that the side-effecting tools
+// it applies to do not declare, so that every call of them is refused.
+func (p *Pass) inertIdempotent(e *dsl.Entry) {
+	tools := e.Tools
+	if len(tools) > 0 {
+		for i, name := range tools {
+			t := p.Policy.Tools[name]
+			if t == nil || t.SideEffecting {
+				continue
+			}
+			p.Report(dsl.Diagnostic{Pos: e.ToolsPos[i], Severity: dsl.Error,
+				Related: []dsl.Related{{Pos: t.Pos, Message: fmt.Sprintf("`%s` is declared here, without side_effecting: true", name)}},
+				Message: fmt.Sprintf("%s is scoped to `%s`, which is not side_effecting: idempotent dedupes side-effecting tools only, so a duplicate call of it runs again; declare side_effecting: true on the tool, or remove it from tools:", e.Ref(), name)})
+		}
+	} else {
+		tools = p.toolNames()
+		var rel []dsl.Related
+		for _, name := range tools {
+			t := p.Policy.Tools[name]
+			if t.SideEffecting {
+				rel = nil
+				break
+			}
+			rel = append(rel, dsl.Related{Pos: t.Pos, Message: fmt.Sprintf("`%s` is not side_effecting", name)})
+		}
+		if len(rel) > 0 {
+			p.Report(dsl.Diagnostic{Pos: e.UsePos, Severity: dsl.Warning, Related: rel,
+				Message: fmt.Sprintf("%s dedupes nothing: no declared tool is side_effecting, and idempotent passes the calls of other tools through; declare side_effecting: true on the tools whose calls must run once", e.Ref())})
+		}
+	}
+	keyArgs, _ := e.Fields["key_args"].([]any)
+	for i, x := range keyArgs {
+		arg, _ := x.(string)
+		if arg == "" {
+			continue
+		}
+		for _, name := range tools {
+			t := p.Policy.Tools[name]
+			if t == nil || !t.SideEffecting {
+				continue
+			}
+			if has, known := t.HasArg(arg); has || !known {
+				continue
+			}
+			p.Report(dsl.Diagnostic{Pos: e.FieldPos(fmt.Sprintf("key_args.%d", i)), Severity: dsl.Error,
+				Related: []dsl.Related{{Pos: t.ArgsPos, Message: fmt.Sprintf("the args of `%s` have no %q", name, arg)}},
+				Message: fmt.Sprintf("%s key_args[%d] names argument %q, which side-effecting tool `%s` does not declare: a call lacking a key argument is refused, so no call of it would run", e.Ref(), i, arg, name)})
+		}
+	}
+}
+
+// inertMatchers warns of a content_filter, security or redact layer left
+// with nothing to match.
+func (p *Pass) inertMatchers(e *dsl.Entry) {
+	none := func(field string) bool {
+		list, _ := e.Fields[field].([]any)
+		return len(list) == 0
+	}
+	var what string
+	switch e.Use {
+	case "content_filter":
+		if none("keywords") && none("patterns") {
+			what = "it has neither keywords nor patterns"
+		}
+	case "security":
+		if e.Fields["defaults"] == false && none("patterns") && e.Fields["classifier"] == nil {
+			what = "defaults: false drops the built-in signatures and phrase families, and it has no patterns nor classifier of its own"
+		}
+	case "redact":
+		if e.Fields["defaults"] == false && none("patterns") {
+			what = "defaults: false drops the built-in secret patterns, and it has no patterns of its own"
+		}
+	}
+	if what == "" {
+		return
+	}
+	p.Report(dsl.Diagnostic{Pos: e.UsePos, Severity: dsl.Warning,
+		Message: fmt.Sprintf("%s checks nothing: %s, so every call passes it untouched", e.Ref(), what)})
 }

@@ -92,6 +92,9 @@ func (e *Env) Check(src string) (c *Checked, issues []Issue) {
 	if iss.Err() != nil {
 		out := pos.celIssues(RuleType, iss)
 		for i := range out {
+			if off, ok := hasFieldOffset(src, out[i]); ok {
+				out[i] = pos.issue(out[i].Rule, off, out[i].Message)
+			}
 			e.suggestField(src, &out[i])
 		}
 		return nil, sortIssues(out)
@@ -582,3 +585,37 @@ func dropRoots(facts, names []string) []string {
 }
 
 var _ checker.CostEstimator = (*costEstimator)(nil)
+
+// hasFieldOffset places an "undefined field 'x'" issue that cel-go reports at
+// a has() macro (at its opening parenthesis) on the field inside it: the
+// first selection of x, as `.x` or `?.x`, between the parenthesis and the
+// one that closes it.
+func hasFieldOffset(src string, is Issue) (int, bool) {
+	name, ok := strings.CutPrefix(is.Message, "undefined field '")
+	name, ok2 := strings.CutSuffix(name, "'")
+	off := is.Offset
+	if !ok || !ok2 || name == "" || off >= len(src) || src[off] != '(' || !strings.HasSuffix(strings.TrimRight(src[:off], " \t\r\n"), "has") {
+		return 0, false
+	}
+	depth := 0
+	for i := off; i < len(src); i++ {
+		switch src[i] {
+		case '(':
+			depth++
+		case ')':
+			depth--
+			if depth == 0 {
+				return 0, false
+			}
+		case '.':
+			j := i + 1
+			for j < len(src) && strings.IndexByte(" \t\r\n", src[j]) >= 0 {
+				j++
+			}
+			if strings.HasPrefix(src[j:], name) && (j+len(name) == len(src) || !isIdentByte(src[j+len(name)])) {
+				return j, true
+			}
+		}
+	}
+	return 0, false
+}

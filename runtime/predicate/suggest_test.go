@@ -37,3 +37,23 @@ func TestSuggestField(t *testing.T) {
 		}
 	}
 }
+
+// TestHasFieldPosition checks that a misspelt field inside has(), which
+// cel-go reports at the macro's parenthesis, is placed on the field and gets
+// its did-you-mean.
+func TestHasFieldPosition(t *testing.T) {
+	tool := toolEnv(t, "refund")
+	for _, tt := range []struct {
+		src  string
+		want string // the issue, exactly
+	}{
+		{"args.amount > 100.0 && !has(args.aproved_by)", "1:34: cel/type: undefined field 'aproved_by'; did you mean 'approved_by'?"},
+		{"!has( args.\n  aproved_by)", "2:3: cel/type: undefined field 'aproved_by'; did you mean 'approved_by'?"},
+		{"has(args.shipping.cuntry)", "1:19: cel/type: undefined field 'cuntry'; did you mean 'country'?"},
+	} {
+		_, iss := tool.Check(tt.src)
+		if assert.NotEmpty(t, iss, tt.src) {
+			assert.Equal(t, tt.want, iss[0].String(), tt.src)
+		}
+	}
+}
