@@ -128,6 +128,7 @@ func (c *Compilation) checkPredicate(x *dsl.Expr, stage predicate.Stage, phase p
 	if stage == predicate.Admit {
 		c.checkMetadataKeys(x, checked)
 	}
+	c.checkLiterals(x, stage, tools, checked)
 	if checked.ReadsUntypedArgs && len(tools) == 0 && c.checkUndeclaredArgs(x, checked) {
 		return
 	}

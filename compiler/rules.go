@@ -91,6 +91,24 @@ scan over a string or a list.`},
 A predicate reads args in an entry that is not scoped with tools: to tools
 whose JSON Schema types them, so a misspelt argument cannot be caught at
 vet time and fails at run time instead. Scope the entry to its tools.`},
+	{ruleUnknownValue, dsl.Error, "a field compared with a value it never holds", `
+A predicate compares a field whose values are known with a string constant
+that is not one of them, so the comparison never holds and a guard that
+denies with it never fires. An error for tool.name in the tool stage: the
+tools an entry scoped with tools: sees are those, an unscoped entry's are
+the declared tools, as a call of another is refused (nothing is said when
+settings.allow_undeclared_tools or MCP servers let others be called). A
+warning for request.model and response.model with a model the policy does
+not declare, response.finish_reason with anything but stop, length,
+tool_calls, content_filter or '', and a message's role with anything but
+system, user, assistant or tool: a host may register an undeclared model
+client, send another finish reason or build messages of another role. ==
+and != compare, and so does in with a list of constants (a constant of a
+list that also holds a possible value is a warning: it is dead, the test
+is not); inside a macro the variable stands for the list's elements
+(request.messages.exists(m, m.role == 'usr')). The names in
+response.tool_calls and request.tools are not checked: the tools a request
+offers are the caller's.`},
 	{ruleUncheckedKey, dsl.Warning, "admit reads a metadata key without testing it first", `
 The admit predicate reads item.metadata.KEY (or item.metadata['KEY'])
 where no presence test guards it. item.metadata holds whatever the

@@ -35,6 +35,8 @@ type Checked struct {
 	// KeyReads lists the reads of keys of map-typed inputs (args when untyped, item.metadata,
 	// session.meta, ...), in source order.
 	KeyReads []KeyRead
+	// Literals lists the comparisons of a field with a string constant, in source order.
+	Literals []Literal
 
 	env *Env
 	ast *cel.Ast
@@ -52,6 +54,22 @@ type KeyRead struct {
 	// Tested is set when the read cannot fail on an absent key: it is itself a presence test
 	// (has(m.key)), or a presence test of the key (has(m.key), 'key' in m) guards it.
 	Tested bool
+}
+
+// Literal is a comparison of a field with a string constant: path == 'v', path != 'v',
+// path in ['v', ...] (one Literal per constant of the list).
+type Literal struct {
+	// Path is the field's path ("tool.name", "response.finish_reason"); a comprehension's
+	// variable stands for an element of its range, written range[] ("response.tool_calls[].name"
+	// in response.tool_calls.exists(c, c.name == 'refund')).
+	Path string
+	// Op is "==", "!=" or "in"; List numbers the in lists from 1 (0 for == and !=), so the
+	// constants of one list share it.
+	Op   string
+	List int
+	// Value is the constant, Offset the byte offset of its opening quote in the source.
+	Value  string
+	Offset int
 }
 
 // Env returns the environment the predicate was checked in.
@@ -122,6 +140,7 @@ func (e *Env) Check(src string) (c *Checked, issues []Issue) {
 	}
 	slices.Sort(c.Reads)
 	c.KeyReads = w.keyReads
+	c.Literals = w.literals
 	slices.SortStableFunc(c.KeyReads, func(a, b KeyRead) int { return a.Offset - b.Offset })
 	c.ReadsUntypedArgs = e.cfg.Stage == Tool && !e.argsTyped && w.reads["args"]
 
@@ -188,6 +207,11 @@ type walker struct {
 	ranges []ast.Expr // comprehension ranges, in visit order
 	// keyReads are the reads of keys of map-typed inputs.
 	keyReads []KeyRead
+	// literals are the comparisons of fields with string constants; binds maps the
+	// comprehension variables in scope to the path of their range's elements.
+	literals []Literal
+	lists    int
+	binds    map[string]string
 }
 
 // isInputType reports whether a struct type name (as written, or resolved by the checker) is
@@ -258,8 +282,22 @@ func (w *walker) visit(e ast.Expr, facts, locals []string) {
 			inner = append(inner, comp.IterVar2())
 		}
 		innerFacts := dropRoots(facts, inner[len(locals):])
+		prev, bound := w.binds[comp.IterVar()]
+		if r, ok := w.renderBound(comp.IterRange()); ok && !comp.HasIterVar2() {
+			if w.binds == nil {
+				w.binds = map[string]string{}
+			}
+			w.binds[comp.IterVar()] = r + "[]"
+		} else {
+			delete(w.binds, comp.IterVar())
+		}
 		w.visit(comp.LoopCondition(), innerFacts, inner)
 		w.visit(comp.LoopStep(), innerFacts, inner)
+		if bound {
+			w.binds[comp.IterVar()] = prev
+		} else {
+			delete(w.binds, comp.IterVar())
+		}
 		w.visit(comp.Result(), innerFacts, append(slices.Clone(locals), comp.AccuVar()))
 	}
 }
@@ -314,6 +352,22 @@ func (w *walker) visitCall(e ast.Expr, facts, locals []string) {
 		}
 		if pattern >= 0 {
 			w.checkRegexLiteral(args[pattern], "matches()")
+		}
+	case operators.Equals, operators.NotEquals:
+		if len(args) == 2 {
+			op := "=="
+			if call.FunctionName() == operators.NotEquals {
+				op = "!="
+			}
+			w.literal(op, args[0], args[1])
+			w.literal(op, args[1], args[0])
+		}
+	case operators.In:
+		if len(args) == 2 && args[1].Kind() == ast.ListKind {
+			w.lists++
+			for _, el := range args[1].AsList().Elements() {
+				w.literal("in", args[0], el)
+			}
 		}
 	case operators.Index:
 		if len(args) == 2 && args[1].Kind() == ast.LiteralKind {
@@ -466,6 +520,41 @@ func rootOf(e ast.Expr) ast.Expr {
 			return e
 		}
 	}
+}
+
+// literal records field == value when field is a path and value a string constant.
+func (w *walker) literal(op string, field, value ast.Expr) {
+	if value.Kind() != ast.LiteralKind {
+		return
+	}
+	v, ok := value.AsLiteral().(types.String)
+	if !ok {
+		return
+	}
+	if path, ok := w.renderBound(field); ok {
+		l := Literal{Path: path, Op: op, Value: string(v), Offset: w.offsetOf(value)}
+		if op == "in" {
+			l.List = w.lists
+		}
+		w.literals = append(w.literals, l)
+	}
+}
+
+// renderBound renders e as render does, a comprehension variable in scope standing for the
+// path of its range's elements.
+func (w *walker) renderBound(e ast.Expr) (string, bool) {
+	path, ok := render(e)
+	if !ok {
+		return "", false
+	}
+	root, rest, _ := strings.Cut(path, ".")
+	if r, ok := w.binds[root]; ok {
+		if rest == "" {
+			return r, true
+		}
+		return r + "." + rest, true
+	}
+	return path, true
 }
 
 // render prints an identifier/field path ("args.shipping.zip"), or reports false.

@@ -543,3 +543,21 @@ func TestCheckKeyReads(t *testing.T) {
 		})
 	}
 }
+
+func TestCheckListsLiteralComparisons(t *testing.T) {
+	env, err := NewEnv(EnvConfig{Stage: Chat, Phase: After})
+	require.NoError(t, err)
+	src := `response.finish_reason == 'lenght' || 'gpt' != response.model ||
+		response.tool_calls.exists(c, c.name in ['refund', 'lookup'] && response.tool_calls.all(c, c.id != 'x')) ||
+		request.messages.exists(m, m.role == 'usr') || response.text == request.model`
+	c, issues := env.Check(src)
+	require.Empty(t, issues)
+	var got []string
+	for _, l := range c.Literals {
+		assert.Equal(t, "'"+l.Value+"'", src[l.Offset:l.Offset+len(l.Value)+2], l.Path)
+		got = append(got, l.Path+l.Op+l.Value)
+	}
+	assert.Equal(t, []string{"response.finish_reason==lenght", "response.model!=gpt",
+		"response.tool_calls[].nameinrefund", "response.tool_calls[].nameinlookup", "response.tool_calls[].id!=x",
+		"request.messages[].role==usr"}, got)
+}
