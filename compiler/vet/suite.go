@@ -17,6 +17,7 @@ var Suite = []*Rule{
 	Duplicate,
 	FailOpenSideEffect,
 	Inert,
+	ContextWindow,
 	UndeclaredTools,
 	StoreSetup,
 	LocalInReplicas,

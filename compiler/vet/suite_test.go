@@ -33,6 +33,7 @@ var designRules = map[string]dsl.Severity{
 	"guard/fail-open-side-effect":   dsl.Warning,
 	"guard/inert":                   dsl.Error,
 	"guard/undeclared-tools":        dsl.Warning,
+	"guard/context-window":          dsl.Warning,
 	"state/store-setup":             dsl.Error,
 	"state/local-in-replicas":       dsl.Warning,
 	"order/<id>":                    "",
