@@ -46,9 +46,8 @@ func takeFingerprint(files, dirs []string) fingerprint {
 	return fp
 }
 
-// changed reports whether the files differ from fp, and the paths that do.
-func (fp fingerprint) changed(files, dirs []string) []string {
-	now := takeFingerprint(files, dirs)
+// changed returns the paths whose stamps differ between fp and now.
+func (fp fingerprint) changed(now fingerprint) []string {
 	var diff []string
 	for path, st := range now.files {
 		if old, ok := fp.files[path]; !ok || old != st {
@@ -72,15 +71,17 @@ func (fp fingerprint) paths() (files []string) {
 }
 
 // watch reloads the policy whenever one of its files changes, checking
-// every WatchInterval. A file being written may be seen half done: the
-// reload then fails, keeps the old policy, and the next change (the end of
-// the write) reloads again.
+// every WatchInterval. A change is acted on once the files have stood
+// still for one interval (the same stamps on two checks in a row), so a
+// file seen while it is being written is not loaded half done: that
+// reload would fail, be counted and logged, for a write that was fine.
 func (s *Server) watch(ctx context.Context) {
 	if s.opts.WatchInterval < 0 {
 		return
 	}
 	t := time.NewTicker(s.opts.WatchInterval)
 	defer t.Stop()
+	var pending *fingerprint // the changed files, seen once
 	for {
 		select {
 		case <-ctx.Done():
@@ -91,10 +92,17 @@ func (s *Server) watch(ctx context.Context) {
 		old := s.watched
 		files, dirs := old.paths(), s.watchDirs
 		s.reloadMu.Unlock()
-		diff := old.changed(files, dirs)
+		now := takeFingerprint(files, dirs)
+		diff := old.changed(now)
 		if len(diff) == 0 {
+			pending = nil
 			continue
 		}
+		if pending == nil || len(pending.changed(now)) > 0 {
+			pending = &now // still moving: look again next time
+			continue
+		}
+		pending = nil
 		s.log.Info("policy files changed; reloading", "files", diff)
 		_ = s.Reload(ctx)
 	}

@@ -85,7 +85,8 @@ type Options struct {
 	// (default 15m).
 	RunIdle time.Duration
 	// WatchInterval is how often the policy files are checked for
-	// changes (default 1s; negative: never).
+	// changes (default 1s; negative: never). A change is reloaded once the
+	// files have stood still for one interval.
 	WatchInterval time.Duration
 }
 
