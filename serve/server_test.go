@@ -215,3 +215,30 @@ func TestGracefulShutdown(t *testing.T) {
 		t.Fatal("Serve did not return")
 	}
 }
+
+// TestTenantsNeverShareARun: a tenant whose name holds a slash and another
+// naming a run that spells the rest of it still get two runs, so one never
+// reads the other's cached answers or spends its budget.
+func TestTenantsNeverShareARun(t *testing.T) {
+	t.Setenv("AGENTC_TEST_OPENAI_KEY", openAIKey)
+	txt := transcript(t, "openai", "text.sse")
+	up := newUpstream(t, reply{body: txt}, reply{body: txt})
+	policy := fmt.Sprintf(`package gw
+
+models: primary: {provider: "openai", model: "gpt-4.1-mini", base_url: "%s/v1", api_key_env: "AGENTC_TEST_OPENAI_KEY"}
+keys: {
+	retail: {sha256: "%s", tenant: "bank/retail"}
+	bank: {sha256: "%s", tenant: "bank"}
+}
+chains: chat: [{use: "memoize", scope: "run", ttl: "1h"}]
+`, up.URL, sha("retail-key"), sha("bank-key"))
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, policy)), WatchInterval: -1})
+
+	code, _, body := do(t, "POST", s.url+"/v1/chat/completions", "retail-key", chatBody("primary", "balance of account 42", false), RunHeader, "r1")
+	require.Equal(t, 200, code, body)
+	code, _, body = do(t, "POST", s.url+"/v1/chat/completions", "bank-key", chatBody("primary", "balance of account 42", false), RunHeader, "retail/r1")
+	require.Equal(t, 200, code, body)
+	assert.Equal(t, 2, up.requests(), "the second tenant's call is not served from the first tenant's cache")
+	assert.Contains(t, s.logs.String(), "run=bank%2Fretail/r1")
+	assert.Contains(t, s.logs.String(), "run=bank/retail/r1")
+}
