@@ -104,6 +104,15 @@ type Deps struct {
 	// Checkpoints is the default checkpoint store (nil: the policy's
 	// "default" store, else an in-memory store per pipeline).
 	Checkpoints CheckpointStore
+	// Memory, when set, is the process's in-memory state in place of the
+	// pipeline's own: the default store when the policy declares none
+	// (idempotency records, caches, checkpoints, leases), and the budget
+	// ledgers and rate limiters of the layers without a store (their keys
+	// name the stage and the layer). A host that builds the pipeline again
+	// for the same policy (a reload) passes the same one, so a reload
+	// neither refunds a budget, nor resets a rate limit, nor forgets which
+	// side-effecting calls ran. It follows the real clock, whatever Clock.
+	Memory *MemoryStore
 	// StateHold, when set, holds the state's background sinks: they deliver
 	// nothing until it is closed (or DrainState is called), so that a test
 	// fills the queue deterministically.

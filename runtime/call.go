@@ -122,13 +122,17 @@ func (m *Message) Text() string {
 	return b.String()
 }
 
-// ToolResults returns the tool results the message carries: its Content when
-// it is a tool message, else the text of its tool_result parts.
+// ToolResults returns the tool results the message carries: the text of its
+// tool_result parts, after its text (Content and text parts) when it is a
+// tool message, whose result may ride in either (RunAgent's tool messages
+// carry a tool_result part).
 func (m *Message) ToolResults() []string {
-	if m.Role == "tool" {
-		return []string{m.Text()}
-	}
 	var out []string
+	if m.Role == "tool" {
+		if t := m.Text(); t != "" || len(m.Parts) == 0 {
+			out = append(out, t)
+		}
+	}
 	for i := range m.Parts {
 		if m.Parts[i].Type == PartToolResult {
 			out = append(out, m.Parts[i].Text)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/agentc-dev/agentc/runtime/plan"
@@ -67,7 +68,7 @@ func (p *Predicate) EvalChat(ctx context.Context, c *ChatCall, resp *ChatRespons
 	if n := len(c.Request.Messages); n > 0 {
 		msgs := make([]predicate.Message, n)
 		for i, m := range c.Request.Messages {
-			msgs[i] = predicate.Message{Role: m.Role, Content: m.Content, Name: m.Name, ToolCallID: m.ToolCallID}
+			msgs[i] = predicate.Message{Role: m.Role, Content: predicateContent(&m), Name: m.Name, ToolCallID: m.ToolCallID}
 		}
 		v.Request.Messages = msgs
 	}
@@ -93,6 +94,27 @@ func (p *Predicate) EvalChat(ctx context.Context, c *ChatCall, resp *ChatRespons
 		}
 	}
 	return p.prog.Eval(ctx, v)
+}
+
+// predicateContent is a message's content as a predicate reads it: its
+// Content and the text of its text and tool_result parts, in order, joined
+// by line breaks. A guard over m.content thus sees the same text whether a
+// client sent a string or parts, and a tool result in either wire shape.
+func predicateContent(m *Message) string {
+	if len(m.Parts) == 0 {
+		return m.Content
+	}
+	var b strings.Builder
+	b.WriteString(m.Content)
+	for i := range m.Parts {
+		if p := &m.Parts[i]; p.Type == PartText || p.Type == PartToolResult {
+			if b.Len() > 0 {
+				b.WriteByte('\n')
+			}
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String()
 }
 
 // chatParams is request.params of r.

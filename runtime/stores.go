@@ -122,6 +122,12 @@ func (pl *Pipeline) backend(ctx context.Context, name string) (StoreBackend, err
 		if name != DefaultStore {
 			return nil, fmt.Errorf("store %q is not declared in the policy's stores", name)
 		}
+		if m := pl.deps.Memory; m != nil {
+			// The host's process memory, which outlives this pipeline
+			// (closing it keeps the data); it follows the real clock.
+			pl.openStore(name, m)
+			return m, nil
+		}
 		ps = plan.Store{Kind: "memory"}
 	}
 	open, ok := lookupStoreKind(ps.Kind)
@@ -141,12 +147,18 @@ func (pl *Pipeline) backend(ctx context.Context, name string) (StoreBackend, err
 		// In-memory TTLs follow the pipeline's clock.
 		m.MemoryKV.now, m.MemoryVectorIndex.now, m.MemoryRateLimiter.now = pl.deps.Clock.Now, pl.deps.Clock.Now, pl.deps.Clock.Now
 	}
+	pl.openStore(name, b)
+	return b, nil
+}
+
+// openStore records b as the opened backend of store name. stores.mu is
+// held.
+func (pl *Pipeline) openStore(name string, b StoreBackend) {
 	if pl.stores.open == nil {
 		pl.stores.open = map[string]StoreBackend{}
 	}
 	pl.stores.open[name] = b
 	pl.stores.order = append(pl.stores.order, name)
-	return b, nil
 }
 
 // closeStores closes the opened backends, last opened first.
@@ -226,9 +238,13 @@ func (b *BuildContext) Leaser(store string) (Leaser, error) {
 }
 
 // RateLimiter returns the rate limiter of the policy store named store; an
-// empty name is a limiter of the calling layer's own, in this process. A
-// store whose kind offers no rate limiter is an error.
+// empty name is a limiter of the calling layer's own, in this process (the
+// rate limiter of Deps.Memory when set). A store whose kind offers no rate
+// limiter is an error.
 func (b *BuildContext) RateLimiter(store string) (RateLimiter, error) {
+	if store == "" && b.p.deps.Memory != nil {
+		return b.p.deps.Memory.MemoryRateLimiter, nil
+	}
 	if store == "" {
 		l := NewMemoryRateLimiter()
 		l.now = b.Clock().Now
@@ -238,9 +254,13 @@ func (b *BuildContext) RateLimiter(store string) (RateLimiter, error) {
 }
 
 // Budgeter returns the budget ledgers of the policy store named store; an
-// empty name is ledgers of the calling layer's own, in this process. A store
-// whose kind offers no budgets is an error.
+// empty name is ledgers of the calling layer's own, in this process (the
+// ledgers of Deps.Memory when set). A store whose kind offers no budgets is
+// an error.
 func (b *BuildContext) Budgeter(store string) (Budgeter, error) {
+	if store == "" && b.p.deps.Memory != nil {
+		return b.p.deps.Memory.MemoryBudgeter, nil
+	}
 	if store == "" {
 		return NewMemoryBudgeter(), nil
 	}

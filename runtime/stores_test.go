@@ -212,3 +212,22 @@ func TestMemoryKVSweepsExpiredEntries(t *testing.T) {
 	_, found, _ := kv.Get(ctx, "new-999")
 	assert.True(t, found, "a live entry is kept")
 }
+
+// TestStoresFromDepsMemory: with Deps.Memory the default store the policy
+// does not declare is that memory, in every pipeline built with it, and
+// closing a pipeline keeps its data; a declared default store still wins.
+func TestStoresFromDepsMemory(t *testing.T) {
+	mem := runtime.NewMemoryStore()
+	p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Named("a", rt.Layer("test.stateful", `{}`))}})
+	for range 2 {
+		pl, err := runtime.Build(context.Background(), p, runtime.Deps{Memory: mem})
+		require.NoError(t, err)
+		assert.Same(t, mem, statefulLayers(t, pl)[0].kv)
+		require.NoError(t, pl.Close())
+	}
+	p.Stores = map[string]plan.Store{"default": {Kind: "memory"}}
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Memory: mem})
+	require.NoError(t, err)
+	defer pl.Close()
+	assert.NotSame(t, mem, statefulLayers(t, pl)[0].kv, "the policy's own default store")
+}

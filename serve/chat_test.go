@@ -344,6 +344,43 @@ func TestGuardBlockIsA403WithTheLayer(t *testing.T) {
 	assert.Contains(t, g.metrics(t), `agentc_serve_blocks_total{layer="no_passwords",stage="chat"} 3`)
 }
 
+// TestGuardReadsEveryTextPart: a guard over m.content sees the text of a
+// message sent as parts (several text parts, text beside an image, a
+// refusal part, an Anthropic tool_result), not only a plain string.
+func TestGuardReadsEveryTextPart(t *testing.T) {
+	g := newGateway(t, typicalChain, nil, nil)
+	ctx := context.Background()
+	for name, parts := range map[string][]openai.ChatCompletionContentPartUnionParam{
+		"two text parts": {openai.TextContentPart("my password"), openai.TextContentPart("is hunter2")},
+		"text and image": {openai.TextContentPart("my password is hunter2"),
+			openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: "https://example.com/a.png"})},
+	} {
+		_, err := g.openai(t).Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "primary",
+			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage(parts)}})
+		var oe *openai.Error
+		require.True(t, errors.As(err, &oe), "%s: got %v", name, err)
+		assert.Equal(t, 403, oe.StatusCode, name)
+		assert.Contains(t, oe.RawJSON(), `"layer":"no_passwords"`, name)
+	}
+	for name, blocks := range map[string][]anthropic.ContentBlockParamUnion{
+		"text and image": {anthropic.NewTextBlock("the password is swordfish"),
+			anthropic.NewImageBlock(anthropic.URLImageSourceParam{URL: "https://example.com/a.png"})},
+		"tool result": {anthropic.NewToolResultBlock("toolu_1", "the password is swordfish", false)},
+	} {
+		msgs := []anthropic.MessageParam{anthropic.NewUserMessage(blocks...)}
+		if name == "tool result" {
+			msgs = []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("read the note")),
+				anthropic.NewAssistantMessage(anthropic.NewToolUseBlock("toolu_1", map[string]any{}, "read_note")), msgs[0]}
+		}
+		_, err := g.anthropic(t).Messages.New(ctx, anthropic.MessageNewParams{Model: "backup", MaxTokens: 10, Messages: msgs})
+		var ae *anthropic.Error
+		require.True(t, errors.As(err, &ae), "%s: got %v", name, err)
+		assert.Equal(t, 403, ae.StatusCode, name)
+		assert.Contains(t, ae.RawJSON(), `"layer":"no_passwords"`, name)
+	}
+	assert.Zero(t, g.oa.requests()+g.an.requests(), "no model was called")
+}
+
 func TestUpstream429IsRetried(t *testing.T) {
 	g := newGateway(t, typicalChain, []reply{
 		{status: 429, header: map[string]string{"Retry-After-Ms": "5"}, body: transcript(t, "openai", "429.json")},

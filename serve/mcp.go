@@ -290,6 +290,20 @@ func (p *mcpProxy) sync(g *generation) {
 		}
 		want[name] = &tool
 	}
+	for name := range p.s.opts.Tools {
+		// A host tool is described by the policy's declaration of it: its
+		// description and argument schema (any object when it has none).
+		decl := g.plan.Tools[name]
+		tool := &mcp.Tool{Name: name, Description: decl.Description, InputSchema: json.RawMessage(`{"type":"object"}`)}
+		if len(decl.Args) > 0 {
+			tool.InputSchema = decl.Args
+		}
+		if !objectSchema(tool.InputSchema) {
+			p.s.log.Warn("mcp tool skipped: its input schema is not of type object", "tool", name)
+			continue
+		}
+		want[name] = tool
+	}
 	var gone []string
 	for name := range p.listed {
 		if _, ok := want[name]; !ok {

@@ -15,6 +15,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/runtime"
 )
 
 // bearer adds an Authorization header (and more) to every request.
@@ -225,4 +227,44 @@ chains: tool: [
 		assert.NotContains(t, text(t, res), "top secret")
 	}
 	assert.EqualValues(t, 1, upstreamCalls(), "file_check refused the traversals before the upstream saw them")
+}
+
+// TestMCPProxyServesHostTools: a host tool (Options.Tools) is listed and
+// called on /mcp beside the upstream tools, through the tool chain, with
+// the policy's description and argument schema.
+func TestMCPProxyServesHostTools(t *testing.T) {
+	var ran atomic.Int64
+	policy := `package gw
+
+tools: transfer: {
+	side_effecting: true
+	description: "Move money between accounts."
+	args: {type: "object", required: ["amount"], properties: amount: type: "number"}
+}
+chains: tool: [
+	{use: "guard", name: "cap", tools: ["transfer"], deny: "args.amount > 100.0", message: "over the cap"},
+]
+`
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, policy)), WatchInterval: -1,
+		Tools: map[string]runtime.ToolFunc{"transfer": func(_ context.Context, c *runtime.ToolCall) (any, error) {
+			ran.Add(1)
+			return fmt.Sprintf("moved %v", c.Args["amount"]), nil
+		}}})
+	cs := connectProxy(t, s.url, "", nil)
+	ctx := context.Background()
+	tools, err := UpstreamTools(ctx, cs)
+	require.NoError(t, err)
+	require.Len(t, tools, 1)
+	assert.Equal(t, "transfer", tools[0].Name)
+	assert.Equal(t, "Move money between accounts.", tools[0].Description)
+
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "transfer", Arguments: map[string]any{"amount": 40}})
+	require.NoError(t, err)
+	require.False(t, res.IsError, text(t, res))
+	assert.Equal(t, "moved 40", text(t, res))
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "transfer", Arguments: map[string]any{"amount": 400}})
+	require.NoError(t, err)
+	assert.True(t, res.IsError)
+	assert.Contains(t, text(t, res), "blocked by cap")
+	assert.EqualValues(t, 1, ran.Load())
 }

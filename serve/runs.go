@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
@@ -79,12 +80,15 @@ func (t *runTracker) sweep(now time.Time) []string {
 
 // runID returns the pipeline's run id for a request and the id the client
 // sees. A tenant's runs are kept apart from other tenants' by a prefix, so
-// two tenants naming the same run never share its state.
+// two tenants naming the same run never share its state. A slash in the
+// tenant is escaped (%2F, as in a URL path), so the prefix ends at the first
+// slash: tenant "bank" naming run "retail/r1" never reaches the run "r1" of
+// tenant "bank/retail".
 func runID(c caller, header string) string {
 	if c.tenant == "" {
 		return header
 	}
-	return c.tenant + "/" + header
+	return url.PathEscape(c.tenant) + "/" + header
 }
 
 // validRunID reports whether a client's run id is usable: 1 to 128

@@ -58,7 +58,9 @@ type Options struct {
 	// Tools are host tools, served beside the upstream MCP servers' tools.
 	Tools map[string]runtime.ToolFunc
 	// Deps are further dependencies of the pipeline (stores, tracer...);
-	// Models, Tools, Logger and Dir are set by the server.
+	// Models, Tools, Logger and Dir are set by the server, and Memory
+	// when unset (one for the server's lifetime, shared by every
+	// generation of the policy).
 	Deps runtime.Deps
 	// LookupEnv reads the variables that virtual keys name (nil:
 	// os.LookupEnv).
@@ -130,6 +132,9 @@ type Server struct {
 	runs    *runTracker
 	ready   atomic.Bool
 	mcp     *mcpProxy
+	// memory is the in-process state every generation shares (budgets,
+	// rate limits, idempotency records, caches), so a reload keeps it.
+	memory *runtime.MemoryStore
 
 	// reloadMu serializes loads; it guards the watched files.
 	reloadMu  sync.Mutex
@@ -145,7 +150,11 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		return nil, errors.New("serve: Options.Source is required")
 	}
 	opts.defaults()
-	s := &Server{opts: opts, log: opts.Logger, metrics: newMetrics(opts.Registry), runs: newRunTracker(opts.RunIdle)}
+	s := &Server{opts: opts, log: opts.Logger, metrics: newMetrics(opts.Registry), runs: newRunTracker(opts.RunIdle),
+		memory: opts.Deps.Memory}
+	if s.memory == nil {
+		s.memory = runtime.NewMemoryStore()
+	}
 	s.mcp = newMCPProxy(s)
 	s.reloadMu.Lock()
 	g, err := s.load(ctx)
@@ -202,6 +211,7 @@ func (s *Server) build(ctx context.Context, ld *Loaded) (*generation, error) {
 	deps := s.opts.Deps
 	deps.Logger = s.log
 	deps.Dir = ld.Dir
+	deps.Memory = s.memory
 	models := map[string]runtime.ModelClient{}
 	if s.opts.Models != nil {
 		host, err := s.opts.Models(ctx, p)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -214,4 +215,73 @@ func TestGracefulShutdown(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Serve did not return")
 	}
+}
+
+// TestTenantsNeverShareARun: a tenant whose name holds a slash and another
+// naming a run that spells the rest of it still get two runs, so one never
+// reads the other's cached answers or spends its budget.
+func TestTenantsNeverShareARun(t *testing.T) {
+	t.Setenv("AGENTC_TEST_OPENAI_KEY", openAIKey)
+	txt := transcript(t, "openai", "text.sse")
+	up := newUpstream(t, reply{body: txt}, reply{body: txt})
+	policy := fmt.Sprintf(`package gw
+
+models: primary: {provider: "openai", model: "gpt-4.1-mini", base_url: "%s/v1", api_key_env: "AGENTC_TEST_OPENAI_KEY"}
+keys: {
+	retail: {sha256: "%s", tenant: "bank/retail"}
+	bank: {sha256: "%s", tenant: "bank"}
+}
+chains: chat: [{use: "memoize", scope: "run", ttl: "1h"}]
+`, up.URL, sha("retail-key"), sha("bank-key"))
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, policy)), WatchInterval: -1})
+
+	code, _, body := do(t, "POST", s.url+"/v1/chat/completions", "retail-key", chatBody("primary", "balance of account 42", false), RunHeader, "r1")
+	require.Equal(t, 200, code, body)
+	code, _, body = do(t, "POST", s.url+"/v1/chat/completions", "bank-key", chatBody("primary", "balance of account 42", false), RunHeader, "retail/r1")
+	require.Equal(t, 200, code, body)
+	assert.Equal(t, 2, up.requests(), "the second tenant's call is not served from the first tenant's cache")
+	assert.Contains(t, s.logs.String(), "run=bank%2Fretail/r1")
+	assert.Contains(t, s.logs.String(), "run=bank/retail/r1")
+}
+
+// TestReloadKeepsBudgetsRateLimitsAndIdempotency: a reload builds a new
+// pipeline, but not a new process state: a spent budget stays spent, a
+// rate limit stays consumed, and a side-effecting call that ran does not run
+// again under the same idempotency key.
+func TestReloadKeepsBudgetsRateLimitsAndIdempotency(t *testing.T) {
+	txt := transcript(t, "openai", "text.sse")
+	g := newGateway(t, `{use: "meter", name: "spend", scope: "global", budget: calls: 1}`, []reply{{body: txt}, {body: txt}}, nil)
+	code, _, body := do(t, "POST", g.url+"/v1/chat/completions", clientKey, chatBody("primary", "hi", false))
+	require.Equal(t, 200, code, body)
+	require.NoError(t, g.srv.Reload(context.Background()))
+	code, _, body = do(t, "POST", g.url+"/v1/chat/completions", clientKey, chatBody("primary", "hi", true))
+	assert.Equal(t, 402, code, body)
+	assert.Equal(t, 1, g.oa.requests(), "the budget spent before the reload is still spent")
+
+	g = newGateway(t, `{use: "rate_limit", name: "per_key", rate: 1, per: "1h", mode: "reject", scope: "key"}`, []reply{{body: txt}, {body: txt}}, nil)
+	code, _, body = do(t, "POST", g.url+"/v1/chat/completions", clientKey, chatBody("primary", "hi", false))
+	require.Equal(t, 200, code, body)
+	require.NoError(t, g.srv.Reload(context.Background()))
+	code, _, body = do(t, "POST", g.url+"/v1/chat/completions", clientKey, chatBody("primary", "hi", false))
+	assert.Equal(t, 429, code, body)
+
+	upstream, refunds := inProcessUpstream(t)
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
+
+keys: agent: {sha256: "%s", tenant: "shop"}
+mcp: servers: pay: url: "%s"
+tools: refund: side_effecting: true
+chains: tool: [{use: "idempotent"}]
+`, sha("agent-key"), upstream))), WatchInterval: -1})
+	cs := connectProxy(t, s.url, "agent-key", map[string]string{"Idempotency-Key": "refund-A1", RunHeader: "order-7"})
+	for i := range 2 {
+		if i == 1 {
+			require.NoError(t, s.srv.Reload(context.Background()))
+		}
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "refund", Arguments: map[string]any{"order_id": "A1", "amount": 40}})
+		require.NoError(t, err)
+		require.False(t, res.IsError, text(t, res))
+		assert.Equal(t, "refunded 40.00 on A1", text(t, res))
+	}
+	assert.EqualValues(t, 1, refunds.Load(), "the refund ran once, the reload between its two calls notwithstanding")
 }

@@ -447,7 +447,8 @@ func (p *langPage) celSection() {
 		"Guards (`deny`, `require`), every entry's `when` and the top-level `admit` are CEL, " +
 		"type-checked at vet time against the variables of their stage " +
 		"([`cel/type`](rules.md#cel-type)). A guard with `phase: \"after\"` also sees the call's outcome; " +
-		"every other predicate runs before the call. In the tool stage, `args` is typed from the JSON Schema of the tools " +
+		"every other predicate runs before the call. A message's `content` is its whole text: a string, or its text and `tool_result` parts joined by line breaks, " +
+		"so a guard reads a message sent as parts as it reads one sent as a string. In the tool stage, `args` is typed from the JSON Schema of the tools " +
 		"an entry is scoped to with `tools:`; unscoped, it is an untyped map ([`cel/untyped-args`](rules.md#cel-untyped-args)), " +
 		"but reading an argument no declared tool's closed schema has (unless has() guards the read) is still a `cel/type` error. " +
 		"`admit` reading `item.metadata.KEY` without testing the key first is warned about " +
