@@ -25,7 +25,9 @@
 // case can pin what its faults do.
 //
 // Test files are evaluated on their own: they are not part of the policy
-// package.
+// package. A file holds nothing but `tests`, and a case nothing but the
+// fields above: an unknown field (a misspelt want) is an error with a
+// did-you-mean, not an expectation silently left unchecked.
 package policytest
 
 import (
@@ -96,23 +98,35 @@ func readFile(ctx context.Context, path string, opts dsl.DataOptions) ([]*Case, 
 	if err != nil {
 		return nil, err
 	}
-	var doc struct {
-		Tests map[string]struct {
-			Scenario  json.RawMessage `json:"scenario"`
-			Want      any             `json:"want"`
-			WantVet   *[]string       `json:"want_vet"`
-			WantProve *[]string       `json:"want_prove"`
-			ProveK    *int            `json:"prove_k"`
-		} `json:"tests"`
-	}
+	var doc map[string]json.RawMessage
 	if err := json.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("%s: %v", path, err)
 	}
-	if len(doc.Tests) == 0 {
+	for _, k := range sortedKeys(doc) {
+		if k != "tests" {
+			return nil, fmt.Errorf("%s: unknown field %q%s: a test file holds a `tests` struct of named cases (a helper value must be hidden: _%s or #%s)",
+				path, k, dsl.SuggestName(k, []string{"tests"}), k, k)
+		}
+	}
+	var tests map[string]map[string]json.RawMessage
+	if raw, ok := doc["tests"]; ok {
+		if err := json.Unmarshal(raw, &tests); err != nil {
+			return nil, fmt.Errorf("%s: tests: %v", path, err)
+		}
+	}
+	if len(tests) == 0 {
 		return nil, fmt.Errorf("%s: no tests: the file must hold a `tests` struct of named cases", path)
 	}
+	cases := map[string]testCase{}
+	for _, name := range sortedKeys(tests) {
+		t, err := decodeCase(tests[name])
+		if err != nil {
+			return nil, fmt.Errorf("%s: test %q: %v", path, name, err)
+		}
+		cases[name] = t
+	}
 	var out []*Case
-	for name, t := range doc.Tests {
+	for name, t := range cases {
 		hasScenario := len(t.Scenario) > 0 && string(t.Scenario) != "null"
 		c := &Case{Name: name, File: path}
 		if t.WantVet != nil {
@@ -149,6 +163,56 @@ func readFile(ctx context.Context, path string, opts dsl.DataOptions) ([]*Case, 
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
+}
+
+// testCase is a case as its file writes it.
+type testCase struct {
+	Scenario  json.RawMessage
+	Want      any
+	WantVet   *[]string
+	WantProve *[]string
+	ProveK    *int
+}
+
+// caseFields are the fields a case may have.
+var caseFields = []string{"scenario", "want", "want_vet", "want_prove", "prove_k"}
+
+// decodeCase decodes a case's fields; a field it does not know (a
+// misspelt want would leave the case checking nothing) is an error with a
+// did-you-mean.
+func decodeCase(fields map[string]json.RawMessage) (testCase, error) {
+	var t testCase
+	for _, k := range sortedKeys(fields) {
+		raw := fields[k]
+		var err error
+		switch k {
+		case "scenario":
+			t.Scenario = raw
+		case "want":
+			err = json.Unmarshal(raw, &t.Want)
+		case "want_vet":
+			err = json.Unmarshal(raw, &t.WantVet)
+		case "want_prove":
+			err = json.Unmarshal(raw, &t.WantProve)
+		case "prove_k":
+			err = json.Unmarshal(raw, &t.ProveK)
+		default:
+			return t, fmt.Errorf("unknown field %q%s (a case has %s)", k, dsl.SuggestName(k, caseFields), strings.Join(caseFields, ", "))
+		}
+		if err != nil {
+			return t, fmt.Errorf("%s: %v", k, strings.TrimPrefix(err.Error(), "json: "))
+		}
+	}
+	return t, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // MaxProveK is the deepest exploration a case may ask for.
