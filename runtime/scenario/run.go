@@ -21,6 +21,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/agentc-dev/agentc/internal/textdist"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
@@ -190,6 +191,9 @@ type Span struct {
 // Run runs s against p. It returns an error only when the pipeline cannot be
 // built or ctx ends; a failing step is reported in its StepResult.
 func Run(ctx context.Context, p *plan.Plan, s *Scenario, opts Options) (*Result, error) {
+	if err := checkScripts(p, s); err != nil {
+		return nil, err
+	}
 	clock := opts.Clock
 	if clock == nil {
 		clock = runtime.NewVirtualClock(Epoch)
@@ -290,6 +294,67 @@ func Run(ctx context.Context, p *plan.Plan, s *Scenario, opts Options) (*Result,
 		res.Trace = spans(rec.Ended())
 	}
 	return res, nil
+}
+
+// checkScripts refuses a script for a model or tool that the policy does
+// not declare and that no step or scripted tool call of the scenario names:
+// no call would ever take its items (a misspelt `refnd` leaves the declared
+// refund unscripted and the test exercising nothing). A script for an
+// undeclared name the scenario calls stands for a host that registers it.
+func checkScripts(p *plan.Plan, s *Scenario) error {
+	models, tools := map[string]bool{}, map[string]bool{}
+	calledIn(s.Steps, models, tools)
+	for _, items := range s.Models {
+		for _, it := range items {
+			for _, c := range it.ToolCalls {
+				tools[c.Name] = true
+			}
+		}
+	}
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(s.Models)) {
+		if _, ok := p.Models[name]; !ok && !models[name] {
+			errs = append(errs, uncalled("models", "model", name, slices.Sorted(maps.Keys(p.Models))))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.Tools)) {
+		if _, ok := p.Tools[name]; !ok && !tools[name] {
+			errs = append(errs, uncalled("tools", "tool", name, slices.Sorted(maps.Keys(p.Tools))))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("scenario: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// calledIn collects the models and tools the steps call by name.
+func calledIn(steps []Step, models, tools map[string]bool) {
+	for _, st := range steps {
+		switch {
+		case st.Chat != nil:
+			models[st.Chat.Model] = true
+		case st.Agent != nil:
+			models[st.Agent.Model] = true
+		case st.Tool != nil:
+			tools[st.Tool.Name] = true
+		case st.Turn != nil:
+			calledIn(st.Turn.Steps, models, tools)
+		case st.Parallel != nil:
+			calledIn(st.Parallel, models, tools)
+		}
+	}
+}
+
+func uncalled(field, kind, name string, declared []string) error {
+	msg := fmt.Sprintf("%s.%s: the policy declares no %s %q and no step calls it, so the script is never used", field, name, kind, name)
+	if len(declared) == 0 {
+		return fmt.Errorf("%s (the policy declares no %ss)", msg, kind)
+	}
+	if best := textdist.Closest(name, declared); best != "" {
+		msg += fmt.Sprintf("; did you mean %q?", best)
+	}
+	return fmt.Errorf("%s (it declares %s)", msg, strings.Join(declared, ", "))
 }
 
 type runner struct {

@@ -110,3 +110,46 @@ func TestParseErrors(t *testing.T) {
 		})
 	}
 }
+
+// A script no call can take (a model or tool the policy does not declare
+// and no step names) is refused with a did-you-mean: a misspelt tool name
+// would leave the declared tool unscripted and the test exercising nothing.
+// An undeclared name the scenario calls stands for a host that registers it.
+func TestRunRefusesUncalledScripts(t *testing.T) {
+	tests := []struct {
+		name, scen string
+		want       []string
+	}{
+		{"misspelt tool", `{"tools": {"refnd": [{"result": 1}]}, "steps": [{"tool": {"name": "refund", "args": {}}}]}`,
+			[]string{`tools.refnd: the policy declares no tool "refnd" and no step calls it`, `did you mean "refund"?`}},
+		{"misspelt model", `{"models": {"primry": [{"text": "hi"}]}, "steps": [{"chat": {"model": "primary", "messages": []}}]}`,
+			[]string{`models.primry: the policy declares no model "primry"`, `did you mean "primary"? (it declares backup, primary)`}},
+		{"several", `{"models": {"bakup": [{"text": "hi"}]}, "tools": {"rfund": [{"result": 1}]}, "steps": [{"chat": {"model": "primary", "messages": []}}]}`,
+			[]string{`models.bakup:`, `tools.rfund:`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := scenario.Parse([]byte(tt.scen))
+			require.NoError(t, err)
+			_, err = scenario.Run(context.Background(), designPlan(), s, scenario.Options{})
+			require.Error(t, err)
+			for _, w := range tt.want {
+				assert.Contains(t, err.Error(), w)
+			}
+		})
+	}
+	for _, ok := range []string{
+		// A host's tool the policy does not declare: the step is refused.
+		`{"tools": {"wipe": [{"result": 1}]}, "steps": [{"tool": {"name": "wipe", "args": {}}}]}`,
+		// Requested by a scripted model.
+		`{"models": {"primary": [{"tool_calls": [{"name": "wipe"}]}, {"text": "done"}]}, "tools": {"wipe": [{"result": 1}]},
+		  "steps": [{"agent": {"model": "primary", "input": "x"}}]}`,
+		// A model the policy does not declare, called by name, inside a turn.
+		`{"models": {"local": [{"text": "hi"}]}, "steps": [{"turn": {"input": "x", "steps": [{"chat": {"model": "local", "messages": []}}]}}]}`,
+	} {
+		s, err := scenario.Parse([]byte(ok))
+		require.NoError(t, err)
+		_, err = scenario.Run(context.Background(), designPlan(), s, scenario.Options{})
+		require.NoError(t, err, ok)
+	}
+}
