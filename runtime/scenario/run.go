@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"maps"
 	"math"
+	"net"
+	"net/netip"
 	"slices"
 	"sort"
 	"strconv"
@@ -222,6 +224,8 @@ func Run(ctx context.Context, p *plan.Plan, s *Scenario, opts Options) (*Result,
 	if len(s.Retrieval) > 0 {
 		deps.Retriever = f.retriever()
 	}
+	// Host names resolve from the scenario's dns, never from the network.
+	deps.Resolver = newStubResolver(s.DNS)
 	if s.HoldBackground {
 		hold := make(chan struct{})
 		defer close(hold)
@@ -294,6 +298,40 @@ func Run(ctx context.Context, p *plan.Plan, s *Scenario, opts Options) (*Result,
 		res.Trace = spans(rec.Ended())
 	}
 	return res, nil
+}
+
+// stubResolver answers lookups from a scenario's dns.
+type stubResolver map[string][]netip.Addr
+
+func newStubResolver(dns map[string][]string) stubResolver {
+	r := stubResolver{}
+	for host, addrs := range dns {
+		name := strings.TrimSuffix(strings.ToLower(host), ".")
+		for _, a := range addrs {
+			if addr, err := netip.ParseAddr(a); err == nil { // checked by Parse
+				r[name] = append(r[name], addr)
+			}
+		}
+	}
+	return r
+}
+
+// LookupNetIP implements runtime.Resolver: a name the scenario's dns does
+// not list is not found.
+func (r stubResolver) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var out []netip.Addr
+	for _, a := range r[strings.TrimSuffix(strings.ToLower(host), ".")] {
+		if network == "ip" || (network == "ip4") == a.Unmap().Is4() {
+			out = append(out, a)
+		}
+	}
+	if len(out) == 0 {
+		return nil, &net.DNSError{Err: "no such host (the scenario's dns does not list it)", Name: host, IsNotFound: true}
+	}
+	return out, nil
 }
 
 // checkScripts refuses a script for a model or tool that the policy does

@@ -49,6 +49,10 @@
 // them under `retrievals`, and a grounding audit record shows its items
 // under `grounding`.
 //
+// DNS. Host names (egress's URL check) resolve from the scenario's `dns`
+// stub, a name it does not list is not found: no lookup reaches a DNS
+// server.
+//
 // Every step's result lists the `requests` its fake models received, in
 // order of arrival, as the models saw them: after every layer of the chat
 // chain (compaction, redaction, fallback's model), with the tools offered
@@ -61,6 +65,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -85,6 +91,10 @@ type Scenario struct {
 	// are done (runtime.Deps.StateHold): events past the queue's capacity
 	// are dropped, deterministically.
 	HoldBackground bool `json:"hold_background,omitempty"`
+	// DNS stubs the host names the layers look up (egress): each name's
+	// addresses. A name it does not list is not found; no lookup reaches a
+	// real DNS server.
+	DNS map[string][]string `json:"dns,omitempty"`
 }
 
 // The fake error kinds.
@@ -308,6 +318,20 @@ func (s *Scenario) check() error {
 		}
 		if it.Error != "" && it.Items != nil {
 			errs = append(errs, fmt.Errorf("retrieval[%d]: items and error exclude each other", i))
+		}
+	}
+	for _, host := range slices.Sorted(maps.Keys(s.DNS)) {
+		addrs := s.DNS[host]
+		if host == "" || strings.ContainsAny(host, "/:@ ") {
+			errs = append(errs, fmt.Errorf("dns: %q is not a host name", host))
+		}
+		if len(addrs) == 0 {
+			errs = append(errs, fmt.Errorf("dns.%s: at least one address is required (a name the stub does not list is not found)", host))
+		}
+		for i, a := range addrs {
+			if _, err := netip.ParseAddr(a); err != nil {
+				errs = append(errs, fmt.Errorf("dns.%s[%d]: %q is not an IP address", host, i, a))
+			}
 		}
 	}
 	if len(s.Steps) == 0 {
