@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net/http"
 	"net/netip"
 	"path/filepath"
 	"slices"
@@ -113,6 +114,10 @@ type Deps struct {
 	// call goes (egress's URL check and guarded client; nil: the system's
 	// resolver). A test stubs it so that nothing reaches a real DNS server.
 	Resolver Resolver
+	// HTTPClient posts the events of the state's webhook sinks (nil: a
+	// client with a 10 s timeout). A test gives one whose transport
+	// answers without the network.
+	HTTPClient *http.Client
 }
 
 // Resolver looks up the addresses of a host name; network is "ip", "ip4"

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"math"
 	"net"
+	"net/http"
 	"net/netip"
 	"slices"
 	"sort"
@@ -226,6 +227,8 @@ func Run(ctx context.Context, p *plan.Plan, s *Scenario, opts Options) (*Result,
 	}
 	// Host names resolve from the scenario's dns, never from the network.
 	deps.Resolver = newStubResolver(s.DNS)
+	// Webhook sinks post to a stub that accepts every event.
+	deps.HTTPClient = &http.Client{Transport: acceptAll{}}
 	if s.HoldBackground {
 		hold := make(chan struct{})
 		defer close(hold)
@@ -298,6 +301,19 @@ func Run(ctx context.Context, p *plan.Plan, s *Scenario, opts Options) (*Result,
 		res.Trace = spans(rec.Ended())
 	}
 	return res, nil
+}
+
+// acceptAll answers every request 204 No Content without the network.
+type acceptAll struct{}
+
+// RoundTrip implements http.RoundTripper.
+func (acceptAll) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+		_ = req.Body.Close()
+	}
+	return &http.Response{StatusCode: http.StatusNoContent, Status: "204 No Content", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: http.Header{}, Body: http.NoBody, Request: req}, nil
 }
 
 // stubResolver answers lookups from a scenario's dns.

@@ -5,6 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -224,4 +227,19 @@ func TestRunFakesProviderModels(t *testing.T) {
 	require.NotNil(t, res.Steps[1].Error)
 	assert.Contains(t, res.Steps[1].Error.Message, "model backup is not scripted in the scenario")
 	assert.Equal(t, map[string]int{"primary": 1}, res.Executions.Models)
+}
+
+// A scenario's webhook sinks post to a stub: the event is delivered, and
+// nothing reaches the URL the policy names.
+func TestWebhookSinkStaysOffTheNetwork(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	defer srv.Close()
+	p := &plan.Plan{Version: plan.Version, Policy: "p", State: &plan.State{Fields: map[string]plan.StateField{
+		"limit": {Background: []plan.StateSink{{Sink: "webhook", URL: srv.URL + "/hook"}}},
+	}}}
+	res, _ := run(t, p, `{"steps": [{"state": {"set": "limit", "value": 5}}]}`, scenario.Options{})
+	require.NotNil(t, res.State)
+	assert.Equal(t, int64(1), res.State.Background.Delivered)
+	assert.Equal(t, int32(0), hits.Load())
 }
