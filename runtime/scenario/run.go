@@ -12,6 +12,8 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -197,6 +199,11 @@ func Run(ctx context.Context, p *plan.Plan, s *Scenario, opts Options) (*Result,
 	if err := checkScripts(p, s); err != nil {
 		return nil, err
 	}
+	p, cleanup, err := privateFiles(p)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
 	clock := opts.Clock
 	if clock == nil {
 		clock = runtime.NewVirtualClock(Epoch)
@@ -301,6 +308,35 @@ func Run(ctx context.Context, p *plan.Plan, s *Scenario, opts Options) (*Result,
 		res.Trace = spans(rec.Ended())
 	}
 	return res, nil
+}
+
+// privateFiles returns a copy of p whose sqlite stores are files in a
+// directory of the run's own, removed when the run is done: a scenario
+// starts from empty stores and leaves nothing behind, so that a test passes
+// or fails alike every time it runs. The files outlive a crash step, as a
+// database would.
+func privateFiles(p *plan.Plan) (*plan.Plan, func(), error) {
+	var sqlite []string
+	for name, st := range p.Stores {
+		if st.Kind == "sqlite" {
+			sqlite = append(sqlite, name)
+		}
+	}
+	if len(sqlite) == 0 {
+		return p, func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", "agentc-scenario-")
+	if err != nil {
+		return nil, nil, fmt.Errorf("scenario: %w", err)
+	}
+	q := *p
+	q.Stores = maps.Clone(p.Stores)
+	for i, name := range slices.Sorted(slices.Values(sqlite)) {
+		st := q.Stores[name]
+		st.Path = filepath.Join(dir, fmt.Sprintf("store-%d.db", i))
+		q.Stores[name] = st
+	}
+	return &q, func() { _ = os.RemoveAll(dir) }, nil
 }
 
 // acceptAll answers every request 204 No Content without the network.
