@@ -273,6 +273,9 @@ func Run(ctx context.Context, p *plan.Plan, s *Scenario, opts Options) (*Result,
 	}
 	rctx = runtime.WithRun(rctx, runtime.Run{ID: runID})
 	r := &runner{pl: pl, f: f, grounding: p.Grounding != nil, rebuild: rebuild}
+	if p.State != nil {
+		r.stateFields = slices.Sorted(maps.Keys(p.State.Fields))
+	}
 	// A crash step replaces the pipeline: close the last one.
 	defer func() { _ = r.pl.Close() }()
 	res := &Result{Steps: r.steps(rctx, "", s.Steps)}
@@ -452,6 +455,8 @@ type runner struct {
 	f  *fakes
 	// grounding is set when the plan has a grounding section.
 	grounding bool
+	// stateFields are the state fields the policy declares, sorted.
+	stateFields []string
 	// rebuild builds the pipeline again after a crash step.
 	rebuild func(context.Context) (*runtime.Pipeline, error)
 }
