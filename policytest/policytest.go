@@ -269,7 +269,9 @@ func setDiff(wantList, gotList []string, missingText, extraText string) string {
 // the expected subset, else a description of the first difference; err is
 // set when the scenario is invalid or the pipeline cannot be built.
 func (c *Case) Run(ctx context.Context, p *plan.Plan, dir string) (diff string, output []byte, err error) {
-	sc, err := scenario.Parse(c.Scenario)
+	// The scenario was cut out of its file (and evaluated, from CUE): its
+	// errors name their place by path.
+	sc, err := scenario.ParseEvaluated(c.Scenario)
 	if err != nil {
 		return "", nil, err
 	}

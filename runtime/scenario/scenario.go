@@ -245,13 +245,35 @@ type TurnStep struct {
 
 // Parse decodes a JSON scenario strictly (unknown fields are errors) and
 // checks it. Errors name the offending place, for example
-// "steps[1].tool: name is required" or "line 3, col 5: ...".
-func Parse(data []byte) (*Scenario, error) {
+// "steps[1].tool: name is required" or
+// `line 3, col 5: steps[1].tool: unknown field "nme"; did you mean "name"?`.
+func Parse(data []byte) (*Scenario, error) { return parse(data, true) }
+
+// ParseEvaluated is Parse for a scenario evaluated from another source (a
+// CUE file, a case of a test file): its errors name the place by path
+// only, since a line and column would count in the generated JSON.
+func ParseEvaluated(data []byte) (*Scenario, error) { return parse(data, false) }
+
+func parse(data []byte, positions bool) (*Scenario, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var s Scenario
 	if err := dec.Decode(&s); err != nil {
-		return nil, fmt.Errorf("scenario: %s", jsonError(data, dec, err))
+		if strings.HasPrefix(err.Error(), "json: unknown field ") {
+			if u := findUnknown(data); u != nil {
+				if positions {
+					return nil, fmt.Errorf("scenario: %s: %s", lineCol(data, int(u.off)), u.message())
+				}
+				return nil, fmt.Errorf("scenario: %s", u.message())
+			}
+		}
+		msg := jsonError(data, dec, err)
+		if !positions {
+			if _, rest, ok := strings.Cut(msg, ": "); ok && strings.HasPrefix(msg, "line ") {
+				msg = rest
+			}
+		}
+		return nil, fmt.Errorf("scenario: %s", msg)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, errors.New("scenario: trailing data after the scenario object")
@@ -282,9 +304,15 @@ func jsonError(data []byte, dec *json.Decoder, err error) string {
 	if off < 0 || off > len(data) {
 		return msg
 	}
+	return fmt.Sprintf("%s: %s", lineCol(data, off), msg)
+}
+
+// lineCol places an offset of data at its line and column.
+func lineCol(data []byte, off int) string {
+	off = min(max(off, 0), len(data))
 	line := 1 + bytes.Count(data[:off], []byte("\n"))
 	col := off - bytes.LastIndexByte(data[:off], '\n')
-	return fmt.Sprintf("line %d, col %d: %s", line, col, msg)
+	return fmt.Sprintf("line %d, col %d", line, col)
 }
 
 func (s *Scenario) check() error {

@@ -72,13 +72,28 @@ func TestDesignExample(t *testing.T) {
  "meter": {"input_tokens": 10, "output_tokens": 5, "usd": 0.000105, "calls": 1}}`, string(got))
 }
 
+// An evaluated scenario (CUE, a test case) names its errors' places by
+// path: a line and column would count in the generated JSON.
+func TestParseEvaluatedErrors(t *testing.T) {
+	_, err := scenario.ParseEvaluated([]byte(`{"steps": [{"chat": {}}, {"tool": {"nme": "x"}}]}`))
+	require.Error(t, err)
+	assert.Equal(t, `scenario: steps[1].tool: unknown field "nme"; did you mean "name"?`, err.Error())
+	_, err = scenario.ParseEvaluated([]byte(`{"steps": [{"chat": {"model": 1}}]}`))
+	require.Error(t, err)
+	assert.Equal(t, `scenario: steps.chat.model: cannot use number as string`, err.Error())
+}
+
 func TestParseErrors(t *testing.T) {
 	tests := []struct {
 		name, in string
 		want     []string
 	}{
 		{"syntax", "{\n  \"steps\": [\n    {\"chat\": }\n  ]\n}", []string{"line 3, col"}},
-		{"unknown field", `{"steps": [{"chat": {"modle": "x"}}]}`, []string{`unknown field "modle"`}},
+		{"unknown field", `{"steps": [{"chat": {"modle": "x"}}]}`, []string{`line 1, col 22: steps[0].chat: unknown field "modle"; did you mean "model"?`}},
+		{"unknown field on a later line", "{\"steps\": [\n  {\"chat\": {}},\n  {\"tool\": {\"nme\": \"x\"}}]}", []string{`line 3, col 13: steps[1].tool: unknown field "nme"; did you mean "name"?`}},
+		{"unknown field in a script", `{"models": {"m": [{"text": "a", "usage": {"input_token": 3}}]}, "steps": [{"chat": {}}]}`, []string{`models.m[0].usage: unknown field "input_token"; did you mean "input_tokens"?`}},
+		{"unknown field in a message", `{"steps": [{"chat": {"messages": [{"role": "user", "parts": [{"type": "text", "txt": "x"}]}]}}]}`, []string{`steps[0].chat.messages[0].parts[0]: unknown field "txt"; did you mean "text"?`}},
+		{"unknown field past open values", `{"tools": {"t": [{"result": {"any": {"thing": [1, {"x": 2}]}}}]}, "steps": [{"tool": {"name": "t", "args": {"a": {"b": 1}}}}], "stpes": []}`, []string{`line 1, col 128: unknown field "stpes"; did you mean "steps"?`}},
 		{"type", `{"steps": [{"chat": {"model": 1}}]}`, []string{"steps.chat.model", "line 1"}},
 		{"no steps", `{"steps": []}`, []string{"steps: at least one step is required"}},
 		{"two kinds", `{"steps": [{"chat": {}, "tool": {"name": "x"}}]}`, []string{"steps[0]: a step has exactly one of chat, tool, admit, turn, agent, parallel, state, checkpoint, crash, resume (found 2)"}},
