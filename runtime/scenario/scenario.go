@@ -453,6 +453,7 @@ func checkSteps(path string, steps []Step) []error {
 		}
 		switch {
 		case st.Chat != nil:
+			errs = append(errs, checkRequest(p+".chat", st.Chat)...)
 			if st.Chat.Consume != nil && *st.Chat.Consume < 0 {
 				errs = append(errs, fmt.Errorf("%s.chat: consume must not be negative", p))
 			}
@@ -507,6 +508,10 @@ func checkAgent(p string, a *AgentStep) []error {
 	default:
 		errs = append(errs, fmt.Errorf("%s: on_block %q is not %q or %q", p, a.OnBlock, runtime.OnBlockTellModel, runtime.OnBlockEndTurn))
 	}
+	errs = append(errs, checkMessages(p+".messages", a.Messages)...)
+	if a.Params != nil {
+		errs = append(errs, checkRequest(p+".params", a.Params)...)
+	}
 	if pr := a.Params; pr != nil {
 		switch {
 		case pr.Model != "" || pr.Messages != nil:
@@ -515,6 +520,40 @@ func checkAgent(p string, a *AgentStep) []error {
 			errs = append(errs, fmt.Errorf("%s.params: consume does not apply to an agent step", p))
 		case pr.MaxTokens < 0:
 			errs = append(errs, fmt.Errorf("%s.params: max_tokens must not be negative", p))
+		}
+	}
+	return errs
+}
+
+// The roles of a message, and the types of its parts and of a response
+// format: a value outside them (a misspelt "usr") would reach no layer that
+// looks for the real one.
+var (
+	roles       = []string{"system", "user", "assistant", "tool"}
+	partTypes   = []string{runtime.PartText, runtime.PartImage, runtime.PartToolResult}
+	formatTypes = []string{runtime.FormatText, runtime.FormatJSONObject, runtime.FormatJSONSchema}
+)
+
+// checkRequest checks the messages and the response format of a chat step
+// or an agent step's params.
+func checkRequest(p string, cs *ChatStep) []error {
+	errs := checkMessages(p+".messages", cs.Messages)
+	if rf := cs.ResponseFormat; rf != nil && !slices.Contains(formatTypes, rf.Type) {
+		errs = append(errs, fmt.Errorf("%s.response_format: type %q is not one of %s", p, rf.Type, strings.Join(formatTypes, ", ")))
+	}
+	return errs
+}
+
+func checkMessages(p string, msgs []runtime.Message) []error {
+	var errs []error
+	for i, m := range msgs {
+		if !slices.Contains(roles, m.Role) {
+			errs = append(errs, fmt.Errorf("%s[%d]: role %q is not one of %s", p, i, m.Role, strings.Join(roles, ", ")))
+		}
+		for j, part := range m.Parts {
+			if !slices.Contains(partTypes, part.Type) {
+				errs = append(errs, fmt.Errorf("%s[%d].parts[%d]: type %q is not one of %s", p, i, j, part.Type, strings.Join(partTypes, ", ")))
+			}
 		}
 	}
 	return errs
