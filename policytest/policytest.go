@@ -33,6 +33,7 @@ package policytest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -215,6 +216,10 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
+// NothingExplored is the problem of a want_prove case whose policy gives
+// prove nothing to call.
+const NothingExplored = "prove explored nothing: the policy declares no model or tool to call (the turn chain is not explored)"
+
 // MaxProveK is the deepest exploration a case may ask for.
 const MaxProveK = 6
 
@@ -292,11 +297,16 @@ func (c *Case) Run(ctx context.Context, p *plan.Plan, dir string) (diff string, 
 
 // Prove explores p at depth k (resolving its relative paths against dir)
 // and returns the invariants violated, sorted, each once, with the
-// counterexamples.
+// counterexamples. A policy that gives prove nothing to call is an error
+// (NothingExplored), not a clean proof.
 func Prove(ctx context.Context, p *plan.Plan, dir string, k int) ([]string, []*prove.Counterexample, error) {
 	r, err := prove.Explore(ctx, p, prove.Options{Depth: k, Dir: dir})
 	if err != nil {
 		return nil, nil, err
+	}
+	if r.Targets == 0 {
+		// Nothing ran: a clean result would claim a proof of nothing.
+		return nil, nil, errors.New(NothingExplored)
 	}
 	var ids []string
 	for _, v := range r.Violations {
