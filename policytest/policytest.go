@@ -25,12 +25,15 @@
 // case can pin what its faults do.
 //
 // Test files are evaluated on their own: they are not part of the policy
-// package.
+// package. A file holds nothing but `tests`, and a case nothing but the
+// fields above: an unknown field (a misspelt want) is an error with a
+// did-you-mean, not an expectation silently left unchecked.
 package policytest
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -96,23 +99,35 @@ func readFile(ctx context.Context, path string, opts dsl.DataOptions) ([]*Case, 
 	if err != nil {
 		return nil, err
 	}
-	var doc struct {
-		Tests map[string]struct {
-			Scenario  json.RawMessage `json:"scenario"`
-			Want      any             `json:"want"`
-			WantVet   *[]string       `json:"want_vet"`
-			WantProve *[]string       `json:"want_prove"`
-			ProveK    *int            `json:"prove_k"`
-		} `json:"tests"`
-	}
+	var doc map[string]json.RawMessage
 	if err := json.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("%s: %v", path, err)
 	}
-	if len(doc.Tests) == 0 {
+	for _, k := range sortedKeys(doc) {
+		if k != "tests" {
+			return nil, fmt.Errorf("%s: unknown field %q%s: a test file holds a `tests` struct of named cases (a helper value must be hidden: _%s or #%s)",
+				path, k, dsl.SuggestName(k, []string{"tests"}), k, k)
+		}
+	}
+	var tests map[string]map[string]json.RawMessage
+	if raw, ok := doc["tests"]; ok {
+		if err := json.Unmarshal(raw, &tests); err != nil {
+			return nil, fmt.Errorf("%s: tests: %v", path, err)
+		}
+	}
+	if len(tests) == 0 {
 		return nil, fmt.Errorf("%s: no tests: the file must hold a `tests` struct of named cases", path)
 	}
+	cases := map[string]testCase{}
+	for _, name := range sortedKeys(tests) {
+		t, err := decodeCase(tests[name])
+		if err != nil {
+			return nil, fmt.Errorf("%s: test %q: %v", path, name, err)
+		}
+		cases[name] = t
+	}
 	var out []*Case
-	for name, t := range doc.Tests {
+	for name, t := range cases {
 		hasScenario := len(t.Scenario) > 0 && string(t.Scenario) != "null"
 		c := &Case{Name: name, File: path}
 		if t.WantVet != nil {
@@ -150,6 +165,60 @@ func readFile(ctx context.Context, path string, opts dsl.DataOptions) ([]*Case, 
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
 }
+
+// testCase is a case as its file writes it.
+type testCase struct {
+	Scenario  json.RawMessage
+	Want      any
+	WantVet   *[]string
+	WantProve *[]string
+	ProveK    *int
+}
+
+// caseFields are the fields a case may have.
+var caseFields = []string{"scenario", "want", "want_vet", "want_prove", "prove_k"}
+
+// decodeCase decodes a case's fields; a field it does not know (a
+// misspelt want would leave the case checking nothing) is an error with a
+// did-you-mean.
+func decodeCase(fields map[string]json.RawMessage) (testCase, error) {
+	var t testCase
+	for _, k := range sortedKeys(fields) {
+		raw := fields[k]
+		var err error
+		switch k {
+		case "scenario":
+			t.Scenario = raw
+		case "want":
+			err = json.Unmarshal(raw, &t.Want)
+		case "want_vet":
+			err = json.Unmarshal(raw, &t.WantVet)
+		case "want_prove":
+			err = json.Unmarshal(raw, &t.WantProve)
+		case "prove_k":
+			err = json.Unmarshal(raw, &t.ProveK)
+		default:
+			return t, fmt.Errorf("unknown field %q%s (a case has %s)", k, dsl.SuggestName(k, caseFields), strings.Join(caseFields, ", "))
+		}
+		if err != nil {
+			return t, fmt.Errorf("%s: %v", k, strings.TrimPrefix(err.Error(), "json: "))
+		}
+	}
+	return t, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// NothingExplored is the problem of a want_prove case whose policy gives
+// prove nothing to call.
+const NothingExplored = "prove explored nothing: the policy declares no model or tool to call (the turn chain is not explored)"
 
 // MaxProveK is the deepest exploration a case may ask for.
 const MaxProveK = 6
@@ -205,7 +274,9 @@ func setDiff(wantList, gotList []string, missingText, extraText string) string {
 // the expected subset, else a description of the first difference; err is
 // set when the scenario is invalid or the pipeline cannot be built.
 func (c *Case) Run(ctx context.Context, p *plan.Plan, dir string) (diff string, output []byte, err error) {
-	sc, err := scenario.Parse(c.Scenario)
+	// The scenario was cut out of its file (and evaluated, from CUE): its
+	// errors name their place by path.
+	sc, err := scenario.ParseEvaluated(c.Scenario)
 	if err != nil {
 		return "", nil, err
 	}
@@ -226,11 +297,16 @@ func (c *Case) Run(ctx context.Context, p *plan.Plan, dir string) (diff string, 
 
 // Prove explores p at depth k (resolving its relative paths against dir)
 // and returns the invariants violated, sorted, each once, with the
-// counterexamples.
+// counterexamples. A policy that gives prove nothing to call is an error
+// (NothingExplored), not a clean proof.
 func Prove(ctx context.Context, p *plan.Plan, dir string, k int) ([]string, []*prove.Counterexample, error) {
 	r, err := prove.Explore(ctx, p, prove.Options{Depth: k, Dir: dir})
 	if err != nil {
 		return nil, nil, err
+	}
+	if r.Targets == 0 {
+		// Nothing ran: a clean result would claim a proof of nothing.
+		return nil, nil, errors.New(NothingExplored)
 	}
 	var ids []string
 	for _, v := range r.Violations {

@@ -41,7 +41,13 @@ func TestDiscover(t *testing.T) {
 
 func TestDiscoverErrors(t *testing.T) {
 	tests := []struct{ name, src, want string }{
-		{"no tests", "package p\nx: 1\n", "no tests"},
+		{"no tests", "package p\ntests: {}\n", "no tests"},
+		{"misspelt tests", "package p\ntest: a: want_vet: []\n", `unknown field "test"; did you mean "tests"?`},
+		{"a visible helper", "package p\nbase: steps: []\ntests: a: want_vet: []\n", `unknown field "base"`},
+		{"misspelt want", "package p\ntests: a: {want_vet: [], scenario: steps: [], wnat: steps: []}\n", `test "a": unknown field "wnat"; did you mean "want"?`},
+		{"misspelt scenario", "package p\ntests: a: {want_vet: [], scenarios: steps: []}\n", `test "a": unknown field "scenarios"; did you mean "scenario"?`},
+		{"another case", "package p\ntests: a: {want_vet: [], Want_Prove: []}\n", `test "a": unknown field "Want_Prove"; did you mean "want_prove"?`},
+		{"want_vet not a list", "package p\ntests: a: want_vet: \"cel/type\"\n", `test "a": want_vet: cannot unmarshal`},
 		{"nothing to check", "package p\ntests: a: {}\n", "neither scenario and want nor want_vet"},
 		{"scenario without want", "package p\ntests: a: scenario: steps: []\n", "scenario and want go together"},
 		{"empty want", "package p\ntests: a: {scenario: steps: [], want: {}}\n", "want is empty"},

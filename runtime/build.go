@@ -9,6 +9,8 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net/http"
+	"net/netip"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -117,7 +119,25 @@ type Deps struct {
 	// nothing until it is closed (or DrainState is called), so that a test
 	// fills the queue deterministically.
 	StateHold <-chan struct{}
+	// Resolver looks up the host names of the layers that check where a
+	// call goes (egress's URL check and guarded client; nil: the system's
+	// resolver). A test stubs it so that nothing reaches a real DNS server.
+	Resolver Resolver
+	// HTTPClient posts the events of the state's webhook sinks (nil: a
+	// client with a 10 s timeout). A test gives one whose transport
+	// answers without the network.
+	HTTPClient *http.Client
 }
+
+// Resolver looks up the addresses of a host name; network is "ip", "ip4"
+// or "ip6". *net.Resolver satisfies it.
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+// Resolver returns the pipeline's resolver (Deps.Resolver; nil: the
+// system's).
+func (b *BuildContext) Resolver() Resolver { return b.p.deps.Resolver }
 
 // BuildContext is what a middleware's Provision sees: the plan, its own layer
 // and the pipeline's dependencies.

@@ -122,7 +122,10 @@ func (pl *Pipeline) stateSink(ctx context.Context, field string, b plan.StateSin
 				return stateSink{}, fmt.Errorf("webhook: the variable %s is not set", b.URLEnv)
 			}
 		}
-		client := &http.Client{Timeout: 10 * time.Second}
+		client := pl.deps.HTTPClient
+		if client == nil {
+			client = &http.Client{Timeout: 10 * time.Second}
+		}
 		return stateSink{kind: b.Sink, deliver: func(ctx context.Context, ev StateEvent) error {
 			body, err := json.Marshal(ev)
 			if err != nil {

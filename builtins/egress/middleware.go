@@ -34,10 +34,11 @@ type Middleware struct {
 	client  *http.Client
 }
 
-// Provision builds the checker and the guarded HTTP client once.
+// Provision builds the checker and the guarded HTTP client once; they look
+// host names up with the pipeline's resolver (runtime.Deps.Resolver).
 func (m *Middleware) Provision(b *runtime.BuildContext) error {
 	m.name = b.Name()
-	c, err := New(Config{Allow: m.Allow})
+	c, err := New(Config{Allow: m.Allow, Resolver: b.Resolver()})
 	if err != nil {
 		return fmt.Errorf("allow: %w", err)
 	}

@@ -151,6 +151,9 @@ func cmdProve(ctx context.Context, env *cliEnv, args []string) int {
 }
 
 func verdict(r *proveReport) string {
+	if r.Targets == 0 {
+		return "nothing explored: the policy declares no model or tool to call"
+	}
 	if r.Clean {
 		return fmt.Sprintf("proved clean at k=%d", r.K)
 	}

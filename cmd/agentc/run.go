@@ -95,7 +95,12 @@ func readScenario(ctx context.Context, env *cliEnv, path string) (*scenario.Scen
 	if err != nil {
 		return nil, err
 	}
-	s, err := scenario.Parse(data)
+	parse := scenario.Parse
+	if filepath.Ext(path) == ".cue" {
+		// Evaluated: a line and column would count in the generated JSON.
+		parse = scenario.ParseEvaluated
+	}
+	s, err := parse(data)
 	if err != nil {
 		// Parse's errors start with "scenario: ".
 		return nil, fmt.Errorf("%s: %s", path, strings.TrimPrefix(err.Error(), "scenario: "))

@@ -9,6 +9,11 @@ import (
 	"log/slog"
 	"maps"
 	"math"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -21,6 +26,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/agentc-dev/agentc/internal/textdist"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
@@ -190,6 +196,14 @@ type Span struct {
 // Run runs s against p. It returns an error only when the pipeline cannot be
 // built or ctx ends; a failing step is reported in its StepResult.
 func Run(ctx context.Context, p *plan.Plan, s *Scenario, opts Options) (*Result, error) {
+	if err := checkScripts(p, s); err != nil {
+		return nil, err
+	}
+	p, cleanup, err := privateFiles(p)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
 	clock := opts.Clock
 	if clock == nil {
 		clock = runtime.NewVirtualClock(Epoch)
@@ -218,6 +232,10 @@ func Run(ctx context.Context, p *plan.Plan, s *Scenario, opts Options) (*Result,
 	if len(s.Retrieval) > 0 {
 		deps.Retriever = f.retriever()
 	}
+	// Host names resolve from the scenario's dns, never from the network.
+	deps.Resolver = newStubResolver(s.DNS)
+	// Webhook sinks post to a stub that accepts every event.
+	deps.HTTPClient = &http.Client{Transport: acceptAll{}}
 	if s.HoldBackground {
 		hold := make(chan struct{})
 		defer close(hold)
@@ -255,6 +273,9 @@ func Run(ctx context.Context, p *plan.Plan, s *Scenario, opts Options) (*Result,
 	}
 	rctx = runtime.WithRun(rctx, runtime.Run{ID: runID})
 	r := &runner{pl: pl, f: f, grounding: p.Grounding != nil, rebuild: rebuild}
+	if p.State != nil {
+		r.stateFields = slices.Sorted(maps.Keys(p.State.Fields))
+	}
 	// A crash step replaces the pipeline: close the last one.
 	defer func() { _ = r.pl.Close() }()
 	res := &Result{Steps: r.steps(rctx, "", s.Steps)}
@@ -292,11 +313,150 @@ func Run(ctx context.Context, p *plan.Plan, s *Scenario, opts Options) (*Result,
 	return res, nil
 }
 
+// privateFiles returns a copy of p whose sqlite stores are files in a
+// directory of the run's own, removed when the run is done: a scenario
+// starts from empty stores and leaves nothing behind, so that a test passes
+// or fails alike every time it runs. The files outlive a crash step, as a
+// database would.
+func privateFiles(p *plan.Plan) (*plan.Plan, func(), error) {
+	var sqlite []string
+	for name, st := range p.Stores {
+		if st.Kind == "sqlite" {
+			sqlite = append(sqlite, name)
+		}
+	}
+	if len(sqlite) == 0 {
+		return p, func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", "agentc-scenario-")
+	if err != nil {
+		return nil, nil, fmt.Errorf("scenario: %w", err)
+	}
+	q := *p
+	q.Stores = maps.Clone(p.Stores)
+	for i, name := range slices.Sorted(slices.Values(sqlite)) {
+		st := q.Stores[name]
+		st.Path = filepath.Join(dir, fmt.Sprintf("store-%d.db", i))
+		q.Stores[name] = st
+	}
+	return &q, func() { _ = os.RemoveAll(dir) }, nil
+}
+
+// acceptAll answers every request 204 No Content without the network.
+type acceptAll struct{}
+
+// RoundTrip implements http.RoundTripper.
+func (acceptAll) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+		_ = req.Body.Close()
+	}
+	return &http.Response{StatusCode: http.StatusNoContent, Status: "204 No Content", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: http.Header{}, Body: http.NoBody, Request: req}, nil
+}
+
+// stubResolver answers lookups from a scenario's dns.
+type stubResolver map[string][]netip.Addr
+
+func newStubResolver(dns map[string][]string) stubResolver {
+	r := stubResolver{}
+	for host, addrs := range dns {
+		name := strings.TrimSuffix(strings.ToLower(host), ".")
+		for _, a := range addrs {
+			if addr, err := netip.ParseAddr(a); err == nil { // checked by Parse
+				r[name] = append(r[name], addr)
+			}
+		}
+	}
+	return r
+}
+
+// LookupNetIP implements runtime.Resolver: a name the scenario's dns does
+// not list is not found.
+func (r stubResolver) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var out []netip.Addr
+	for _, a := range r[strings.TrimSuffix(strings.ToLower(host), ".")] {
+		if network == "ip" || (network == "ip4") == a.Unmap().Is4() {
+			out = append(out, a)
+		}
+	}
+	if len(out) == 0 {
+		return nil, &net.DNSError{Err: "no such host (the scenario's dns does not list it)", Name: host, IsNotFound: true}
+	}
+	return out, nil
+}
+
+// checkScripts refuses a script for a model or tool that the policy does
+// not declare and that no step or scripted tool call of the scenario names:
+// no call would ever take its items (a misspelt `refnd` leaves the declared
+// refund unscripted and the test exercising nothing). A script for an
+// undeclared name the scenario calls stands for a host that registers it.
+func checkScripts(p *plan.Plan, s *Scenario) error {
+	models, tools := map[string]bool{}, map[string]bool{}
+	calledIn(s.Steps, models, tools)
+	for _, items := range s.Models {
+		for _, it := range items {
+			for _, c := range it.ToolCalls {
+				tools[c.Name] = true
+			}
+		}
+	}
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(s.Models)) {
+		if _, ok := p.Models[name]; !ok && !models[name] {
+			errs = append(errs, uncalled("models", "model", name, slices.Sorted(maps.Keys(p.Models))))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.Tools)) {
+		if _, ok := p.Tools[name]; !ok && !tools[name] {
+			errs = append(errs, uncalled("tools", "tool", name, slices.Sorted(maps.Keys(p.Tools))))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("scenario: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// calledIn collects the models and tools the steps call by name.
+func calledIn(steps []Step, models, tools map[string]bool) {
+	for _, st := range steps {
+		switch {
+		case st.Chat != nil:
+			models[st.Chat.Model] = true
+		case st.Agent != nil:
+			models[st.Agent.Model] = true
+		case st.Tool != nil:
+			tools[st.Tool.Name] = true
+		case st.Turn != nil:
+			calledIn(st.Turn.Steps, models, tools)
+		case st.Parallel != nil:
+			calledIn(st.Parallel, models, tools)
+		}
+	}
+}
+
+func uncalled(field, kind, name string, declared []string) error {
+	msg := fmt.Sprintf("%s.%s: the policy declares no %s %q and no step calls it, so the script is never used", field, name, kind, name)
+	if len(declared) == 0 {
+		return fmt.Errorf("%s (the policy declares no %ss)", msg, kind)
+	}
+	if best := textdist.Closest(name, declared); best != "" {
+		msg += fmt.Sprintf("; did you mean %q?", best)
+	}
+	return fmt.Errorf("%s (it declares %s)", msg, strings.Join(declared, ", "))
+}
+
 type runner struct {
 	pl *runtime.Pipeline
 	f  *fakes
 	// grounding is set when the plan has a grounding section.
 	grounding bool
+	// stateFields are the state fields the policy declares, sorted.
+	stateFields []string
 	// rebuild builds the pipeline again after a crash step.
 	rebuild func(context.Context) (*runtime.Pipeline, error)
 }

@@ -5,6 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -224,4 +228,41 @@ func TestRunFakesProviderModels(t *testing.T) {
 	require.NotNil(t, res.Steps[1].Error)
 	assert.Contains(t, res.Steps[1].Error.Message, "model backup is not scripted in the scenario")
 	assert.Equal(t, map[string]int{"primary": 1}, res.Executions.Models)
+}
+
+// A scenario's webhook sinks post to a stub: the event is delivered, and
+// nothing reaches the URL the policy names.
+func TestWebhookSinkStaysOffTheNetwork(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	defer srv.Close()
+	p := &plan.Plan{Version: plan.Version, Policy: "p", State: &plan.State{Fields: map[string]plan.StateField{
+		"limit": {Background: []plan.StateSink{{Sink: "webhook", URL: srv.URL + "/hook"}}},
+	}}}
+	res, _ := run(t, p, `{"steps": [{"state": {"set": "limit", "value": 5}}]}`, scenario.Options{})
+	require.NotNil(t, res.State)
+	assert.Equal(t, int64(1), res.State.Background.Delivered)
+	assert.Equal(t, int32(0), hits.Load())
+}
+
+// A sqlite store is a file of the run's own: a second run starts as empty
+// as the first (an idempotent table does not dedupe the first run's call),
+// and no file is left in the policy's directory.
+func TestSqliteStoreIsTheRunsOwn(t *testing.T) {
+	dir := t.TempDir()
+	p := &plan.Plan{Version: plan.Version, Policy: "p",
+		Stores: map[string]plan.Store{"cache": {Kind: "sqlite", Path: "cache.db"}},
+		Tools:  map[string]plan.Tool{"refund": {SideEffecting: true}},
+		Chains: plan.Chains{Tool: []plan.Layer{layer("idempotent", `{"store": "cache"}`)}}}
+	const scen = `{"tools": {"refund": [{"result": 1}]}, "steps": [{"tool": {"name": "refund", "args": {"order_id": "A1"}}}]}`
+	for range 2 {
+		res, _ := run(t, p, scen, scenario.Options{Dir: dir})
+		require.Equal(t, "ok", res.Steps[0].Outcome)
+		assert.False(t, *res.Steps[0].Deduped)
+		assert.Equal(t, 1, res.Executions.Tools["refund"])
+	}
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Empty(t, entries)
+	assert.Equal(t, "cache.db", p.Stores["cache"].Path, "the caller's plan is left as it is")
 }

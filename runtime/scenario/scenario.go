@@ -49,6 +49,10 @@
 // them under `retrievals`, and a grounding audit record shows its items
 // under `grounding`.
 //
+// DNS. Host names (egress's URL check) resolve from the scenario's `dns`
+// stub, a name it does not list is not found: no lookup reaches a DNS
+// server.
+//
 // Every step's result lists the `requests` its fake models received, in
 // order of arrival, as the models saw them: after every layer of the chat
 // chain (compaction, redaction, fallback's model), with the tools offered
@@ -61,6 +65,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -85,6 +91,10 @@ type Scenario struct {
 	// are done (runtime.Deps.StateHold): events past the queue's capacity
 	// are dropped, deterministically.
 	HoldBackground bool `json:"hold_background,omitempty"`
+	// DNS stubs the host names the layers look up (egress): each name's
+	// addresses. A name it does not list is not found; no lookup reaches a
+	// real DNS server.
+	DNS map[string][]string `json:"dns,omitempty"`
 }
 
 // The fake error kinds.
@@ -235,13 +245,35 @@ type TurnStep struct {
 
 // Parse decodes a JSON scenario strictly (unknown fields are errors) and
 // checks it. Errors name the offending place, for example
-// "steps[1].tool: name is required" or "line 3, col 5: ...".
-func Parse(data []byte) (*Scenario, error) {
+// "steps[1].tool: name is required" or
+// `line 3, col 5: steps[1].tool: unknown field "nme"; did you mean "name"?`.
+func Parse(data []byte) (*Scenario, error) { return parse(data, true) }
+
+// ParseEvaluated is Parse for a scenario evaluated from another source (a
+// CUE file, a case of a test file): its errors name the place by path
+// only, since a line and column would count in the generated JSON.
+func ParseEvaluated(data []byte) (*Scenario, error) { return parse(data, false) }
+
+func parse(data []byte, positions bool) (*Scenario, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var s Scenario
 	if err := dec.Decode(&s); err != nil {
-		return nil, fmt.Errorf("scenario: %s", jsonError(data, dec, err))
+		if strings.HasPrefix(err.Error(), "json: unknown field ") {
+			if u := findUnknown(data); u != nil {
+				if positions {
+					return nil, fmt.Errorf("scenario: %s: %s", lineCol(data, int(u.off)), u.message())
+				}
+				return nil, fmt.Errorf("scenario: %s", u.message())
+			}
+		}
+		msg := jsonError(data, dec, err)
+		if !positions {
+			if _, rest, ok := strings.Cut(msg, ": "); ok && strings.HasPrefix(msg, "line ") {
+				msg = rest
+			}
+		}
+		return nil, fmt.Errorf("scenario: %s", msg)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, errors.New("scenario: trailing data after the scenario object")
@@ -272,9 +304,15 @@ func jsonError(data []byte, dec *json.Decoder, err error) string {
 	if off < 0 || off > len(data) {
 		return msg
 	}
+	return fmt.Sprintf("%s: %s", lineCol(data, off), msg)
+}
+
+// lineCol places an offset of data at its line and column.
+func lineCol(data []byte, off int) string {
+	off = min(max(off, 0), len(data))
 	line := 1 + bytes.Count(data[:off], []byte("\n"))
 	col := off - bytes.LastIndexByte(data[:off], '\n')
-	return fmt.Sprintf("line %d, col %d: %s", line, col, msg)
+	return fmt.Sprintf("line %d, col %d", line, col)
 }
 
 func (s *Scenario) check() error {
@@ -308,6 +346,20 @@ func (s *Scenario) check() error {
 		}
 		if it.Error != "" && it.Items != nil {
 			errs = append(errs, fmt.Errorf("retrieval[%d]: items and error exclude each other", i))
+		}
+	}
+	for _, host := range slices.Sorted(maps.Keys(s.DNS)) {
+		addrs := s.DNS[host]
+		if host == "" || strings.ContainsAny(host, "/:@ ") {
+			errs = append(errs, fmt.Errorf("dns: %q is not a host name", host))
+		}
+		if len(addrs) == 0 {
+			errs = append(errs, fmt.Errorf("dns.%s: at least one address is required (a name the stub does not list is not found)", host))
+		}
+		for i, a := range addrs {
+			if _, err := netip.ParseAddr(a); err != nil {
+				errs = append(errs, fmt.Errorf("dns.%s[%d]: %q is not an IP address", host, i, a))
+			}
 		}
 	}
 	if len(s.Steps) == 0 {
@@ -401,6 +453,7 @@ func checkSteps(path string, steps []Step) []error {
 		}
 		switch {
 		case st.Chat != nil:
+			errs = append(errs, checkRequest(p+".chat", st.Chat)...)
 			if st.Chat.Consume != nil && *st.Chat.Consume < 0 {
 				errs = append(errs, fmt.Errorf("%s.chat: consume must not be negative", p))
 			}
@@ -455,6 +508,10 @@ func checkAgent(p string, a *AgentStep) []error {
 	default:
 		errs = append(errs, fmt.Errorf("%s: on_block %q is not %q or %q", p, a.OnBlock, runtime.OnBlockTellModel, runtime.OnBlockEndTurn))
 	}
+	errs = append(errs, checkMessages(p+".messages", a.Messages)...)
+	if a.Params != nil {
+		errs = append(errs, checkRequest(p+".params", a.Params)...)
+	}
 	if pr := a.Params; pr != nil {
 		switch {
 		case pr.Model != "" || pr.Messages != nil:
@@ -463,6 +520,40 @@ func checkAgent(p string, a *AgentStep) []error {
 			errs = append(errs, fmt.Errorf("%s.params: consume does not apply to an agent step", p))
 		case pr.MaxTokens < 0:
 			errs = append(errs, fmt.Errorf("%s.params: max_tokens must not be negative", p))
+		}
+	}
+	return errs
+}
+
+// The roles of a message, and the types of its parts and of a response
+// format: a value outside them (a misspelt "usr") would reach no layer that
+// looks for the real one.
+var (
+	roles       = []string{"system", "user", "assistant", "tool"}
+	partTypes   = []string{runtime.PartText, runtime.PartImage, runtime.PartToolResult}
+	formatTypes = []string{runtime.FormatText, runtime.FormatJSONObject, runtime.FormatJSONSchema}
+)
+
+// checkRequest checks the messages and the response format of a chat step
+// or an agent step's params.
+func checkRequest(p string, cs *ChatStep) []error {
+	errs := checkMessages(p+".messages", cs.Messages)
+	if rf := cs.ResponseFormat; rf != nil && !slices.Contains(formatTypes, rf.Type) {
+		errs = append(errs, fmt.Errorf("%s.response_format: type %q is not one of %s", p, rf.Type, strings.Join(formatTypes, ", ")))
+	}
+	return errs
+}
+
+func checkMessages(p string, msgs []runtime.Message) []error {
+	var errs []error
+	for i, m := range msgs {
+		if !slices.Contains(roles, m.Role) {
+			errs = append(errs, fmt.Errorf("%s[%d]: role %q is not one of %s", p, i, m.Role, strings.Join(roles, ", ")))
+		}
+		for j, part := range m.Parts {
+			if !slices.Contains(partTypes, part.Type) {
+				errs = append(errs, fmt.Errorf("%s[%d].parts[%d]: type %q is not one of %s", p, i, j, part.Type, strings.Join(partTypes, ", ")))
+			}
 		}
 	}
 	return errs

@@ -72,13 +72,28 @@ func TestDesignExample(t *testing.T) {
  "meter": {"input_tokens": 10, "output_tokens": 5, "usd": 0.000105, "calls": 1}}`, string(got))
 }
 
+// An evaluated scenario (CUE, a test case) names its errors' places by
+// path: a line and column would count in the generated JSON.
+func TestParseEvaluatedErrors(t *testing.T) {
+	_, err := scenario.ParseEvaluated([]byte(`{"steps": [{"chat": {}}, {"tool": {"nme": "x"}}]}`))
+	require.Error(t, err)
+	assert.Equal(t, `scenario: steps[1].tool: unknown field "nme"; did you mean "name"?`, err.Error())
+	_, err = scenario.ParseEvaluated([]byte(`{"steps": [{"chat": {"model": 1}}]}`))
+	require.Error(t, err)
+	assert.Equal(t, `scenario: steps.chat.model: cannot use number as string`, err.Error())
+}
+
 func TestParseErrors(t *testing.T) {
 	tests := []struct {
 		name, in string
 		want     []string
 	}{
 		{"syntax", "{\n  \"steps\": [\n    {\"chat\": }\n  ]\n}", []string{"line 3, col"}},
-		{"unknown field", `{"steps": [{"chat": {"modle": "x"}}]}`, []string{`unknown field "modle"`}},
+		{"unknown field", `{"steps": [{"chat": {"modle": "x"}}]}`, []string{`line 1, col 22: steps[0].chat: unknown field "modle"; did you mean "model"?`}},
+		{"unknown field on a later line", "{\"steps\": [\n  {\"chat\": {}},\n  {\"tool\": {\"nme\": \"x\"}}]}", []string{`line 3, col 13: steps[1].tool: unknown field "nme"; did you mean "name"?`}},
+		{"unknown field in a script", `{"models": {"m": [{"text": "a", "usage": {"input_token": 3}}]}, "steps": [{"chat": {}}]}`, []string{`models.m[0].usage: unknown field "input_token"; did you mean "input_tokens"?`}},
+		{"unknown field in a message", `{"steps": [{"chat": {"messages": [{"role": "user", "parts": [{"type": "text", "txt": "x"}]}]}}]}`, []string{`steps[0].chat.messages[0].parts[0]: unknown field "txt"; did you mean "text"?`}},
+		{"unknown field past open values", `{"tools": {"t": [{"result": {"any": {"thing": [1, {"x": 2}]}}}]}, "steps": [{"tool": {"name": "t", "args": {"a": {"b": 1}}}}], "stpes": []}`, []string{`line 1, col 128: unknown field "stpes"; did you mean "steps"?`}},
 		{"type", `{"steps": [{"chat": {"model": 1}}]}`, []string{"steps.chat.model", "line 1"}},
 		{"no steps", `{"steps": []}`, []string{"steps: at least one step is required"}},
 		{"two kinds", `{"steps": [{"chat": {}, "tool": {"name": "x"}}]}`, []string{"steps[0]: a step has exactly one of chat, tool, admit, turn, agent, parallel, state, checkpoint, crash, resume (found 2)"}},
@@ -99,6 +114,13 @@ func TestParseErrors(t *testing.T) {
 		{"retry_after without rate_limited", `{"tools": {"t": [{"error": "transient", "retry_after_ms": 3}]}, "steps": [{"chat": {}}]}`, []string{`tools.t[0]: retry_after_ms needs error "rate_limited"`}},
 		{"negative consume", `{"steps": [{"chat": {"consume": -1}}]}`, []string{"steps[0].chat: consume must not be negative"}},
 		{"trailing", `{"steps": [{"chat": {}}]} {}`, []string{"trailing data"}},
+		{"misspelt role", `{"steps": [{"chat": {"messages": [{"role": "usr", "content": "hi"}]}}]}`, []string{`steps[0].chat.messages[0]: role "usr" is not one of system, user, assistant, tool`}},
+		{"missing role", `{"steps": [{"agent": {"model": "m", "messages": [{"content": "hi"}]}}]}`, []string{`steps[0].agent.messages[0]: role "" is not one of`}},
+		{"misspelt part type", `{"steps": [{"chat": {"messages": [{"role": "user", "parts": [{"type": "txt", "text": "x"}]}]}}]}`, []string{`steps[0].chat.messages[0].parts[0]: type "txt" is not one of text, image, tool_result`}},
+		{"misspelt format", `{"steps": [{"agent": {"model": "m", "input": "x", "params": {"response_format": {"type": "json"}}}}]}`, []string{`steps[0].agent.params.response_format: type "json" is not one of text, json_object, json_schema`}},
+		{"dns address", `{"dns": {"api.example.com": ["93.184.216.300"]}, "steps": [{"chat": {}}]}`, []string{`dns.api.example.com[0]: "93.184.216.300" is not an IP address`}},
+		{"dns without address", `{"dns": {"api.example.com": []}, "steps": [{"chat": {}}]}`, []string{"dns.api.example.com: at least one address is required"}},
+		{"dns url", `{"dns": {"https://api.example.com": ["93.184.216.34"]}, "steps": [{"chat": {}}]}`, []string{`dns: "https://api.example.com" is not a host name`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -108,5 +130,48 @@ func TestParseErrors(t *testing.T) {
 				assert.Contains(t, err.Error(), w)
 			}
 		})
+	}
+}
+
+// A script no call can take (a model or tool the policy does not declare
+// and no step names) is refused with a did-you-mean: a misspelt tool name
+// would leave the declared tool unscripted and the test exercising nothing.
+// An undeclared name the scenario calls stands for a host that registers it.
+func TestRunRefusesUncalledScripts(t *testing.T) {
+	tests := []struct {
+		name, scen string
+		want       []string
+	}{
+		{"misspelt tool", `{"tools": {"refnd": [{"result": 1}]}, "steps": [{"tool": {"name": "refund", "args": {}}}]}`,
+			[]string{`tools.refnd: the policy declares no tool "refnd" and no step calls it`, `did you mean "refund"?`}},
+		{"misspelt model", `{"models": {"primry": [{"text": "hi"}]}, "steps": [{"chat": {"model": "primary", "messages": []}}]}`,
+			[]string{`models.primry: the policy declares no model "primry"`, `did you mean "primary"? (it declares backup, primary)`}},
+		{"several", `{"models": {"bakup": [{"text": "hi"}]}, "tools": {"rfund": [{"result": 1}]}, "steps": [{"chat": {"model": "primary", "messages": []}}]}`,
+			[]string{`models.bakup:`, `tools.rfund:`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := scenario.Parse([]byte(tt.scen))
+			require.NoError(t, err)
+			_, err = scenario.Run(context.Background(), designPlan(), s, scenario.Options{})
+			require.Error(t, err)
+			for _, w := range tt.want {
+				assert.Contains(t, err.Error(), w)
+			}
+		})
+	}
+	for _, ok := range []string{
+		// A host's tool the policy does not declare: the step is refused.
+		`{"tools": {"wipe": [{"result": 1}]}, "steps": [{"tool": {"name": "wipe", "args": {}}}]}`,
+		// Requested by a scripted model.
+		`{"models": {"primary": [{"tool_calls": [{"name": "wipe"}]}, {"text": "done"}]}, "tools": {"wipe": [{"result": 1}]},
+		  "steps": [{"agent": {"model": "primary", "input": "x"}}]}`,
+		// A model the policy does not declare, called by name, inside a turn.
+		`{"models": {"local": [{"text": "hi"}]}, "steps": [{"turn": {"input": "x", "steps": [{"chat": {"model": "local", "messages": []}}]}}]}`,
+	} {
+		s, err := scenario.Parse([]byte(ok))
+		require.NoError(t, err)
+		_, err = scenario.Run(context.Background(), designPlan(), s, scenario.Options{})
+		require.NoError(t, err, ok)
 	}
 }
