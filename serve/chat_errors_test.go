@@ -420,3 +420,23 @@ func TestReloadWhileStreaming(t *testing.T) {
 	code, _, body = do(t, "POST", g.url+"/v1/chat/completions", clientKey, chatBody("primary", "Hello", false))
 	assert.Equal(t, 200, code, body)
 }
+
+// TestMeterScopeKeyCapsTheCaller: a request without X-Agentc-Run is a run
+// of its own, so a budget of scope "key" is what caps a caller across its
+// requests: the second request, a fresh run, is refused.
+func TestMeterScopeKeyCapsTheCaller(t *testing.T) {
+	ok := reply{body: transcript(t, "openai", "text.sse")}
+	g := newGateway(t, `{use: "meter", name: "spend", budget: calls: 1, scope: "key"}`, []reply{ok, ok}, nil)
+	url := g.url + "/v1/chat/completions"
+	code, h, body := do(t, "POST", url, clientKey, chatBody("primary", "hi", false))
+	require.Equal(t, 200, code, body)
+	first := h.Get(RunHeader)
+	code, h, body = do(t, "POST", url, clientKey, chatBody("primary", "hi", false))
+	require.Equal(t, 402, code, body)
+	assert.NotEqual(t, first, h.Get(RunHeader), "each request is a run of its own")
+	typ, ecode, layer, msg := openAIError(t, body)
+	assert.Equal(t, "insufficient_quota", typ)
+	assert.Equal(t, "budget", ecode)
+	assert.Equal(t, "spend", layer)
+	assert.Contains(t, msg, "calls ceiling 1 reached")
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/agentc-dev/agentc/runtime"
@@ -52,6 +53,9 @@ type Meter struct {
 	rates   map[string]plan.Model
 	logger  *slog.Logger
 	budgets runtime.Budgeter
+	// tenants maps the runs seen to their tenant (scope "key"), until
+	// they end.
+	tenants sync.Map
 }
 
 // MaxCallTokens is the most tokens of one kind (input, output, cached,
@@ -80,8 +84,8 @@ func (m *Meter) Provision(b *runtime.BuildContext) error {
 
 // Validate checks the scope.
 func (m *Meter) Validate() error {
-	if m.Scope != "run" && m.Scope != "global" {
-		return fmt.Errorf(`scope must be "run" or "global", got %q`, m.Scope)
+	if m.Scope != "run" && m.Scope != "global" && m.Scope != "key" {
+		return fmt.Errorf(`scope must be "run", "global" or "key", got %q`, m.Scope)
 	}
 	if m.OnError != "closed" && m.OnError != "open" {
 		return fmt.Errorf(`on_error must be "closed" or "open", got %q`, m.OnError)
@@ -92,39 +96,65 @@ func (m *Meter) Validate() error {
 	return nil
 }
 
-// key returns the ledger key of run.
-func (m *Meter) key(run string) string {
-	if m.Scope == "global" {
+// key returns the ledger key of run: its own (scope "run"), its tenant's
+// (scope "key": the caller's key) or the process's (scope "global").
+func (m *Meter) key(run runtime.Run) string {
+	switch m.Scope {
+	case "global":
 		return m.prefix + "global"
+	case "key":
+		return m.prefix + "key/" + run.Tenant
 	}
-	return m.prefix + "run/" + run
+	return m.prefix + "run/" + run.ID
 }
 
+// keyOf returns the ledger key of a call of run, noting the run's tenant
+// (scope "key") so that Ledger finds it by the run's id.
+func (m *Meter) keyOf(run runtime.Run) string {
+	if m.Scope == "key" && run.ID != "" {
+		m.tenants.Store(run.ID, run.Tenant)
+	}
+	return m.key(run)
+}
+
+// ttl is how long an idle ledger is kept: a run's for runLedgerTTL, a
+// tenant's and the process's for good.
 func (m *Meter) ttl() time.Duration {
-	if m.Scope == "global" {
-		return 0
+	if m.Scope == "run" {
+		return runLedgerTTL
 	}
-	return runLedgerTTL
+	return 0
 }
 
-// Ledger implements runtime.LedgerReader. A ledger the store cannot read is
-// logged and reported empty.
+// Ledger implements runtime.LedgerReader: the ledger a call of the run
+// charges (with scope "key", its tenant's; a run not seen yet is the
+// tenant "" one's). A ledger the store cannot read is logged and reported
+// empty.
 func (m *Meter) Ledger(runID string) runtime.Ledger {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	l, err := m.budgets.LedgerOf(ctx, m.key(runID))
+	run := runtime.Run{ID: runID}
+	if t, ok := m.tenants.Load(runID); ok {
+		run.Tenant = t.(string)
+	}
+	l, err := m.budgets.LedgerOf(ctx, m.key(run))
 	if err != nil {
 		m.logger.Warn("meter: reading the ledger failed", "error", err)
 	}
 	return l
 }
 
-// Forget drops the ledger of a finished run (scope "run").
+// Forget drops the ledger of a finished run (scope "run"); with scope
+// "key" it forgets only which tenant the run was, the tenant's ledger
+// stays.
 func (m *Meter) Forget(runID string) {
-	if m.Scope == "global" {
+	if m.Scope == "key" {
+		m.tenants.Delete(runID)
+	}
+	if m.Scope != "run" {
 		return
 	}
-	if err := m.budgets.ForgetLedger(context.Background(), m.key(runID)); err != nil {
+	if err := m.budgets.ForgetLedger(context.Background(), m.key(runtime.Run{ID: runID})); err != nil {
 		m.logger.Warn("meter: dropping the ledger of an ended run failed", "run", runID, "error", err)
 	}
 }
@@ -195,7 +225,7 @@ func Cost(r plan.Model, u runtime.Usage) float64 {
 // WrapChat implements runtime.ChatWrapper.
 func (m *Meter) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
-		l := m.key(c.Meta.Run.ID)
+		l := m.keyOf(c.Meta.Run)
 		reserved, err := m.reserve(ctx, l, m.estimate(c))
 		if err != nil {
 			return err
@@ -322,7 +352,7 @@ func (m *Meter) absurdUsage(ctx context.Context, key string, reserved bool, mode
 // WrapTool implements runtime.ToolWrapper.
 func (m *Meter) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 	return func(ctx context.Context, c *runtime.ToolCall) (any, error) {
-		l := m.key(c.Meta.Run.ID)
+		l := m.keyOf(c.Meta.Run)
 		reserved, err := m.reserve(ctx, l, nil)
 		if err != nil {
 			return nil, err

@@ -63,7 +63,7 @@ func TestUSDCeilingAndForget(t *testing.T) {
 
 func TestValidate(t *testing.T) {
 	_, err := runtime.Build(context.Background(), rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("meter", `{"scope":"tenant"}`)}}), runtime.Deps{})
-	assert.ErrorContains(t, err, `scope must be "run" or "global"`)
+	assert.ErrorContains(t, err, `scope must be "run", "global" or "key"`)
 }
 
 func TestCallsCeilingHoldsUnderConcurrency(t *testing.T) {
@@ -272,4 +272,25 @@ func TestEachModelCallIsPricedAtItsModelsRates(t *testing.T) {
 	assert.Greater(t, want, m.Cost("backup", runtime.Usage{InputTokens: 1_000 + lost.InputTokens, OutputTokens: 2_000 + lost.OutputTokens}),
 		"priced all at the backup's rates, the lost primary call would be charged less than it cost")
 	assert.Equal(t, 1_000+lost.InputTokens+2_000+lost.OutputTokens, got.Tokens())
+}
+
+// Scope "key" keeps one ledger per tenant, across its runs: a run that
+// ends leaves it, another tenant has its own, and Ledger finds a tenant's
+// by any of its runs.
+func TestScopeKeyIsOneLedgerPerTenant(t *testing.T) {
+	model := rt.NewModel(rt.Response{Deltas: []string{"x"}, Usage: runtime.Usage{InputTokens: 10}})
+	pl, m := build(t, `{"budget":{"calls":2},"scope":"key"}`, model)
+	call := func(tenant, run string) error {
+		ctx := runtime.WithRun(context.Background(), runtime.Run{ID: tenant + "/" + run, Tenant: tenant})
+		_, _, err := rt.Collect(ctx, pl, runtime.ChatRequest{Model: "primary"}, 0)
+		return err
+	}
+	require.NoError(t, call("acme", "r1"))
+	pl.EndRun("acme/r1")
+	require.NoError(t, call("acme", "r2"))
+	var be *runtime.BudgetError
+	require.ErrorAs(t, call("acme", "r3"), &be, "the tenant's third call crosses its ceiling of 2, whatever the run")
+	require.NoError(t, call("globex", "r1"), "another tenant has a ledger of its own")
+	assert.Equal(t, int64(2), m.Ledger("acme/r2").Calls)
+	assert.Equal(t, int64(1), m.Ledger("globex/r1").Calls)
 }
