@@ -113,6 +113,12 @@ func cmdTest(ctx context.Context, env *cliEnv, args []string) int {
 	if failed > 0 {
 		return exitProblems
 	}
+	if filter != nil && passed == 0 {
+		// A filter that matches nothing checks nothing: in CI a misspelt
+		// -run would pass every time.
+		fmt.Fprintf(env.stderr, "agentc test: no test case matches -run %q\n", *runRE)
+		return exitProblems
+	}
 	return exitOK
 }
 

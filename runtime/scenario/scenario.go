@@ -472,6 +472,9 @@ func checkSteps(path string, steps []Step) []error {
 			}
 			errs = append(errs, checkSteps(p+".turn.steps", st.Turn.Steps)...)
 		case st.Parallel != nil:
+			if len(st.Parallel) == 0 {
+				errs = append(errs, fmt.Errorf("%s.parallel: at least one step is required", p))
+			}
 			errs = append(errs, checkSteps(p+".parallel", st.Parallel)...)
 		case st.State != nil:
 			if err := st.State.check(); err != nil {

@@ -96,6 +96,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown field past open values", `{"tools": {"t": [{"result": {"any": {"thing": [1, {"x": 2}]}}}]}, "steps": [{"tool": {"name": "t", "args": {"a": {"b": 1}}}}], "stpes": []}`, []string{`line 1, col 128: unknown field "stpes"; did you mean "steps"?`}},
 		{"type", `{"steps": [{"chat": {"model": 1}}]}`, []string{"steps.chat.model", "line 1"}},
 		{"no steps", `{"steps": []}`, []string{"steps: at least one step is required"}},
+		{"empty parallel", `{"steps": [{"parallel": []}]}`, []string{"steps[0].parallel: at least one step is required"}},
 		{"two kinds", `{"steps": [{"chat": {}, "tool": {"name": "x"}}]}`, []string{"steps[0]: a step has exactly one of chat, tool, admit, turn, agent, parallel, state, checkpoint, crash, resume (found 2)"}},
 		{"tool name", `{"steps": [{"chat": {}}, {"tool": {}}]}`, []string{"steps[1].tool: name is required"}},
 		{"nested", `{"steps": [{"turn": {"input": "x", "steps": [{"tool": {}}]}}]}`, []string{"steps[0].turn.steps[0].tool: name is required"}},
