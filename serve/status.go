@@ -44,7 +44,28 @@ func StatusOf(err error) (int, time.Duration) {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return http.StatusGatewayTimeout, 0
 	}
+	if invalidUpstream(err) {
+		return http.StatusBadRequest, 0
+	}
 	return http.StatusBadGateway, 0
+}
+
+// invalidUpstream reports an upstream's permanent refusal of the request
+// itself (400, 413, 422: a context too long, a parameter the model does
+// not take): the caller's request is what fails, so the caller gets a 400
+// its SDK does not retry, where a 502 would be sent again to the same end.
+// An upstream refusing the gateway (401, 403: its key; 404: its model id)
+// stays a 502, the gateway's failure.
+func invalidUpstream(err error) bool {
+	var ce *runtime.CallError
+	if !errors.As(err, &ce) || ce.Kind != runtime.KindPermanent || ce.Layer != "" {
+		return false
+	}
+	switch ce.Status {
+	case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity:
+		return true
+	}
+	return false
 }
 
 // SetRetryAfter sets the Retry-After header to d in whole seconds, rounded
