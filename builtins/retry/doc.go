@@ -29,5 +29,8 @@
 // circuit breaker: after `failures` consecutive transient failures it opens
 // and refuses calls with *runtime.BreakerOpenError (which fallback falls over
 // on) until `cooldown` has passed; then one trial call is let through, whose
-// success closes the breaker and whose failure opens it again.
+// success closes the breaker and whose transient failure opens it again. A
+// trial that ends otherwise (a permanent error, the caller's cancellation, a
+// panic of the inner layers or of the consumer) says nothing of the callee's
+// health: the next call is let through as the trial.
 package retry

@@ -133,12 +133,12 @@ func (r *Retry) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 					return &runtime.BreakerOpenError{Layer: r.name, Key: c.Request.Model, Until: until}
 				}
 			}
-			var err error
-			if r.timeout > 0 {
-				err = r.chatAttempt(ctx, c, yield, next)
-			} else {
-				err = next(ctx, c, yield)
-			}
+			_, err := settle(br, func() (struct{}, error) {
+				if r.timeout > 0 {
+					return struct{}{}, r.chatAttempt(ctx, c, yield, next)
+				}
+				return struct{}{}, next(ctx, c, yield)
+			})
 			if err == nil {
 				br.success()
 				return nil
@@ -170,6 +170,23 @@ func (r *Retry) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	}
 }
 
+// settle runs one attempt admitted by br (nil: no breaker). An attempt that
+// does not return (the inner layers or the consumer panicked) says nothing of
+// the callee's health: a trial it was admitted as is released before the
+// panic goes on, else the breaker would wait forever for the trial's outcome
+// and refuse every later call.
+func settle[T any](br *breaker, attempt func() (T, error)) (v T, err error) {
+	returned := false
+	defer func() {
+		if !returned {
+			br.release()
+		}
+	}()
+	v, err = attempt()
+	returned = true
+	return v, err
+}
+
 // chatAttempt runs one attempt whose time to the first delta is bounded.
 func (r *Retry) chatAttempt(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool, next runtime.ChatHandler) error {
 	actx, cancel := context.WithCancelCause(ctx)
@@ -199,15 +216,12 @@ func (r *Retry) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 					return nil, &runtime.BreakerOpenError{Layer: r.name, Key: c.Name, Until: until}
 				}
 			}
-			var (
-				v   any
-				err error
-			)
-			if r.timeout > 0 {
-				v, err = r.toolAttempt(ctx, c, next)
-			} else {
-				v, err = next(ctx, c)
-			}
+			v, err := settle(br, func() (any, error) {
+				if r.timeout > 0 {
+					return r.toolAttempt(ctx, c, next)
+				}
+				return next(ctx, c)
+			})
 			if err == nil {
 				br.success()
 				return v, nil

@@ -217,3 +217,33 @@ func TestBackoffFollowsTheClock(t *testing.T) {
 	assert.GreaterOrEqual(t, el, 40*time.Second, "the Retry-After of the second failure was waited virtually")
 	assert.LessOrEqual(t, el, 100*time.Second)
 }
+
+func TestBreakerTrialThatPanicsDoesNotWedgeTheBreaker(t *testing.T) {
+	calls := 0
+	tool := func(ctx context.Context, c *runtime.ToolCall) (any, error) {
+		calls++
+		switch calls {
+		case 1, 2:
+			return nil, rt.Transient("down")
+		case 3:
+			panic("tool bug")
+		}
+		return "up", nil
+	}
+	pl, err := runtime.Build(context.Background(), rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("retry",
+		`{"max_attempts":1,"initial_delay":"1ms","max_delay":"1ms","breaker":{"failures":2,"cooldown":"100ms"}}`)}}),
+		runtime.Deps{Tools: map[string]runtime.ToolFunc{"t": tool}})
+	require.NoError(t, err)
+	for range 2 {
+		_, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "t"})
+		require.Error(t, err)
+	}
+	time.Sleep(150 * time.Millisecond)
+	assert.PanicsWithValue(t, "tool bug", func() {
+		_, _ = pl.Tool(context.Background(), runtime.ToolRequest{Name: "t"})
+	}, "the trial call panics")
+	res, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "t"})
+	require.NoError(t, err, "a trial that panicked says nothing of the tool's health: the next call is a trial again")
+	assert.Equal(t, "up", res.Value)
+	assert.Equal(t, 4, calls)
+}
