@@ -207,14 +207,20 @@ func (m *Idempotent) settle(ctx context.Context, c *runtime.ToolCall, key string
 }
 
 // run executes the call under the lease token, renewing the lease while it
-// runs, and publishes its result (or releases the lease on failure).
+// runs, and publishes its result (or releases the lease on failure; on a
+// panic only for a retry_safe tool).
 func (m *Idempotent) run(ctx context.Context, c *runtime.ToolCall, key string, token int64, next runtime.ToolHandler) (any, error) {
 	wctx := context.WithoutCancel(ctx)
 	stop := lease.Renew(wctx, m.leaser, key, token, m.LeaseTTL.D(), m.logger, "idempotent", "tool", c.Name)
 	done := false
 	defer func() {
 		stop()
-		if !done { // the call panicked: release the claim
+		// The call panicked: it may have made its effect first, as when
+		// its process crashes. A retry_safe tool's claim is released (it
+		// may run again under its key); any other's is left to expire, so
+		// that a duplicate finds the call in doubt instead of running it
+		// again.
+		if !done && c.Tool.RetrySafe {
 			_ = m.leaser.Release(wctx, key, token)
 		}
 	}()

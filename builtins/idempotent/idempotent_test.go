@@ -461,3 +461,26 @@ func TestCallLongerThanTTLRunsOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestPanicLeavesASideEffectingCallInDoubt: a tool that panics may have made
+// its effect before it did, as one whose process crashed: a duplicate of a
+// tool that is not retry_safe finds the call in doubt once the lease has
+// expired instead of running it again.
+func TestPanicLeavesASideEffectingCallInDoubt(t *testing.T) {
+	p := toolPlan(rt.Layer("idempotent", `{"lease_ttl":"60ms"}`))
+	p.Tools["charge"] = plan.Tool{SideEffecting: true}
+	var calls atomic.Int64
+	charge := func(context.Context, *runtime.ToolCall) (any, error) {
+		if calls.Add(1) == 1 {
+			panic("charged, then crashed decoding the answer")
+		}
+		return "charged", nil
+	}
+	pl := rt.Build(t, p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"charge": charge}})
+	req := runtime.ToolRequest{Name: "charge", Args: map[string]any{"order_id": "A1"}}
+	assert.Panics(t, func() { _, _ = pl.Tool(ctx1, req) })
+	_, err := pl.Tool(ctx1, req)
+	var doubt *runtime.InDoubtError
+	require.ErrorAs(t, err, &doubt)
+	assert.Equal(t, int64(1), calls.Load(), "the charge did not run again")
+}
