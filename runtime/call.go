@@ -67,12 +67,21 @@ type Meta struct {
 	// fallbacks and hedges. Read it with the call's IdempotencyKey method,
 	// which derives it on first use when the caller did not supply one.
 	IdempotencyKey string
+	// keyDerived is set when IdempotencyKey was derived by a call's
+	// IdempotencyKey method rather than supplied by the caller.
+	keyDerived bool
 	// Cached is set by a cache layer that served the call without running
 	// the inner layers; meters do not charge such calls.
 	Cached bool
 	// Deduped is set by an idempotency layer that replayed a stored result.
 	Deduped bool
 }
+
+// IdempotencyKeySupplied reports whether IdempotencyKey is the caller's (or
+// a layer's) rather than the key a call's IdempotencyKey method derived on
+// first use: a layer that keys the call its own way (idempotent with
+// key_args) replaces a derived key, never a supplied one.
+func (m *Meta) IdempotencyKeySupplied() bool { return m.IdempotencyKey != "" && !m.keyDerived }
 
 // Message is one transcript entry of a chat request. Plain text rides in
 // Content; multi-part content (text, images, tool results) in Parts. A
@@ -529,7 +538,7 @@ type ChatCall struct {
 func (c *ChatCall) IdempotencyKey() string {
 	if c.Meta.IdempotencyKey == "" {
 		b, _ := json.Marshal(c.Request.Messages)
-		c.Meta.IdempotencyKey = digest("chat", c.Meta.Run.ID, b)
+		c.Meta.IdempotencyKey, c.Meta.keyDerived = digest("chat", c.Meta.Run.ID, b), true
 	}
 	return c.Meta.IdempotencyKey
 }
@@ -726,7 +735,7 @@ func (c *ToolCall) IdempotencyKey() string {
 		if err != nil {
 			d = rand.Text()
 		}
-		c.Meta.IdempotencyKey = digest("tool", c.Meta.Run.ID, []byte(c.Name+"\x00"+d))
+		c.Meta.IdempotencyKey, c.Meta.keyDerived = digest("tool", c.Meta.Run.ID, []byte(c.Name+"\x00"+d)), true
 	}
 	return c.Meta.IdempotencyKey
 }
@@ -777,7 +786,7 @@ type TurnCall struct {
 // and the input unless the caller supplied one.
 func (c *TurnCall) IdempotencyKey() string {
 	if c.Meta.IdempotencyKey == "" {
-		c.Meta.IdempotencyKey = digest("turn", c.Meta.Run.ID, []byte(c.Session.ID+"\x00"+c.Input))
+		c.Meta.IdempotencyKey, c.Meta.keyDerived = digest("turn", c.Meta.Run.ID, []byte(c.Session.ID+"\x00"+c.Input)), true
 	}
 	return c.Meta.IdempotencyKey
 }

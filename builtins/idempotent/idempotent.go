@@ -132,9 +132,10 @@ func (m *Idempotent) key(c *runtime.ToolCall) (string, error) {
 			Message: "key arguments cannot be canonicalised; the call did not run", Err: err}
 	}
 	k := hashKey("args", c.Name, c.Meta.Run.Tenant, string(b))
-	if c.Meta.IdempotencyKey == "" {
+	if !c.Meta.IdempotencyKeySupplied() {
 		// The key passed downstream is the layer's: the same in every run
-		// and process that makes this call.
+		// and process that makes this call, even when a layer outside (an
+		// audit) read the key derived from the run first.
 		c.Meta.IdempotencyKey = k[len("agentc/idempotent/"):]
 	}
 	return k, nil

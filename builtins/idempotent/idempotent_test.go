@@ -484,3 +484,27 @@ func TestPanicLeavesASideEffectingCallInDoubt(t *testing.T) {
 	require.ErrorAs(t, err, &doubt)
 	assert.Equal(t, int64(1), calls.Load(), "the charge did not run again")
 }
+
+// TestKeyArgsKeyPassedDownstreamUnderAnAudit: with key_args the tool gets the
+// layer's key, the same in every run, even when a layer outside (an audit)
+// read the call's idempotency key first: a refund that failed in one run and
+// is made again from another reaches the payment provider under one key.
+func TestKeyArgsKeyPassedDownstreamUnderAnAudit(t *testing.T) {
+	tool := rt.NewTool(rt.ToolResult{Err: rt.Transient("timeout")}, rt.ToolResult{Value: "R1"})
+	pl := rt.Build(t, toolPlan(rt.Layer("audit", ""), rt.Layer("idempotent", `{"key_args": ["order_id"]}`)),
+		runtime.Deps{Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
+	for _, run := range []string{"run-1", "run-2"} {
+		_, _ = pl.Tool(runtime.WithRun(context.Background(), runtime.Run{ID: run}),
+			runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1"}})
+	}
+	require.Len(t, tool.Keys(), 2)
+	assert.Equal(t, tool.Keys()[0], tool.Keys()[1], "one key downstream across runs")
+
+	// A key the caller supplied is still the one passed downstream.
+	tool = rt.NewTool(rt.ToolResult{Value: "R1"})
+	pl = rt.Build(t, toolPlan(rt.Layer("audit", ""), rt.Layer("idempotent", `{"key_args": ["order_id"]}`)),
+		runtime.Deps{Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
+	_, err := pl.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1"}, IdempotencyKey: "job-7"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"job-7"}, tool.Keys())
+}
