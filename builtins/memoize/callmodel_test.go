@@ -67,3 +67,29 @@ func TestChatKeyCoversToolsAndParameters(t *testing.T) {
 		assert.Equal(t, calls, model.Calls(), name)
 	}
 }
+
+// TestContentFilteredResponseIsNotCached: a response the provider's filter
+// cut is the filter's refusal, not the model's answer: it is not stored, so
+// the same request asks the model again instead of being refused for ttl.
+func TestContentFilteredResponseIsNotCached(t *testing.T) {
+	model := rt.NewModel(
+		rt.Response{Stream: []runtime.Delta{{Text: "I can't", FinishReason: runtime.FinishContentFilter}}},
+		rt.Response{Stream: []runtime.Delta{{Text: "Here it is", FinishReason: runtime.FinishStop}}},
+	)
+	pl := rt.Build(t, rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("memoize", "")}}),
+		runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
+	req := func() runtime.ChatRequest {
+		return runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: "q"}}}
+	}
+	first, err := pl.Complete(ctx1, req())
+	require.NoError(t, err)
+	assert.Equal(t, runtime.FinishContentFilter, first.FinishReason)
+	second, err := pl.Complete(ctx1, req())
+	require.NoError(t, err)
+	assert.False(t, second.Cached, "the filtered response was not stored")
+	assert.Equal(t, "Here it is", second.Text)
+	third, err := pl.Complete(ctx1, req())
+	require.NoError(t, err)
+	assert.True(t, third.Cached, "the model's answer is")
+	assert.Equal(t, 2, model.Calls())
+}

@@ -10,8 +10,10 @@
 // arguments do not encode (a NaN or infinite number) has no key and
 // bypasses the cache.
 //
-// Only successes are stored: an error, a stream the consumer abandoned, or a
-// value that does not encode as JSON is never cached. Tool results are stored
+// Only successes are stored: an error, a stream the consumer abandoned, a
+// chat response the provider's filter cut (finish reason content_filter: the
+// next identical request asks the model again), or a value that does not
+// encode as JSON is never cached. Tool results are stored
 // as JSON, so a hit returns the JSON-decoded value (objects as
 // map[string]any, numbers as float64), not the tool's own Go value.
 //

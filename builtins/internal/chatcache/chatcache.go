@@ -26,7 +26,10 @@ type Entry struct {
 // returns the response as an Entry to store. The entry's usage is what the
 // call added to c.Usage. Record returns a nil entry when next failed (with its
 // error) or the consumer stopped the stream: a partial response is never
-// cached.
+// cached. Nor is a response the provider's filter cut (finish reason
+// content_filter): it is the filter's refusal, not the model's answer, and
+// replaying it would refuse the request for the whole ttl without asking
+// the model again.
 func Record(ctx context.Context, c *runtime.ChatCall, next runtime.ChatHandler, yield func(runtime.Delta) bool) (*Entry, error) {
 	var deltas []string
 	var calls runtime.ToolCallBuilder
@@ -42,7 +45,7 @@ func Record(ctx context.Context, c *runtime.ChatCall, next runtime.ChatHandler, 
 		}
 		return yield(d)
 	})
-	if err != nil || c.Stopped {
+	if err != nil || c.Stopped || finish == runtime.FinishContentFilter {
 		return nil, err
 	}
 	if deltas == nil {
