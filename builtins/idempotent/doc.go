@@ -41,9 +41,10 @@
 //     lease_ttl. On success the result is published for `ttl` (only while
 //     the token still holds the lease); on failure the lease is released,
 //     so a failure is never stored and the next duplicate runs the tool
-//     again. A call that panics instead of returning may have made its
-//     effect first: the lease of a retry_safe tool is released, any other
-//     is left to expire into doubt (step 5), as if its process had crashed.
+//     again. A call that panics instead of returning, or fails because its
+//     context was cancelled while it ran, may have made its effect first:
+//     the lease of a retry_safe tool is released, any other is left to
+//     expire into doubt (step 5), as if its process had crashed.
 //  5. A lease that expired without an outcome (its holder crashed after
 //     claiming the call) is in doubt: the tool may or may not have run. A
 //     retry_safe tool runs again, taking over the lease with a new token

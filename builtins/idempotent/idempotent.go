@@ -209,7 +209,7 @@ func (m *Idempotent) settle(ctx context.Context, c *runtime.ToolCall, key string
 
 // run executes the call under the lease token, renewing the lease while it
 // runs, and publishes its result (or releases the lease on failure; on a
-// panic only for a retry_safe tool).
+// panic, or a cancellation while it ran, only for a retry_safe tool).
 func (m *Idempotent) run(ctx context.Context, c *runtime.ToolCall, key string, token int64, next runtime.ToolHandler) (any, error) {
 	wctx := context.WithoutCancel(ctx)
 	stop := lease.Renew(wctx, m.leaser, key, token, m.LeaseTTL.D(), m.logger, "idempotent", "tool", c.Name)
@@ -228,6 +228,15 @@ func (m *Idempotent) run(ctx context.Context, c *runtime.ToolCall, key string, t
 	v, err := next(ctx, c)
 	done = true
 	stop()
+	if err != nil && ctx.Err() != nil && !c.Tool.RetrySafe {
+		// Cancelled while the tool ran: like a panic, it may have made
+		// its effect before it stopped. The claim is left to expire, so
+		// that a duplicate finds the call in doubt instead of running it
+		// again.
+		m.logger.WarnContext(ctx, "idempotent: the call was cancelled while it ran; its key is in doubt once its lease expires",
+			"tool", c.Name, "error", err)
+		return v, err
+	}
 	if err != nil {
 		if rerr := m.leaser.Release(wctx, key, token); rerr != nil {
 			m.logger.WarnContext(ctx, "idempotent: releasing the claim of a failed call failed; the call is in doubt once its lease expires",

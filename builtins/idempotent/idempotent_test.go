@@ -202,6 +202,32 @@ func TestLeaderCancellationIsNotShared(t *testing.T) {
 	assert.Equal(t, int64(2), tool.calls.Load())
 }
 
+// A tool that is not retry_safe, cancelled while it ran, may have made its
+// effect: its claim is kept, and a duplicate finds the call in doubt once
+// the lease expires instead of running it again.
+func TestCancelledSideEffectIsInDoubt(t *testing.T) {
+	tool := &slowTool{delay: 50 * time.Millisecond}
+	p := toolPlan(rt.Layer("idempotent", `{"lease_ttl":"300ms"}`))
+	p.Tools = map[string]plan.Tool{"refund": {SideEffecting: true}}
+	pl := rt.Build(t, p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"refund": tool.fn}})
+	req := runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1"}}
+	lctx, cancel := context.WithCancel(ctx1)
+	done := make(chan error, 1)
+	go func() {
+		_, err := pl.Tool(lctx, req)
+		done <- err
+	}()
+	for tool.calls.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	assert.ErrorIs(t, <-done, context.Canceled)
+	_, err := pl.Tool(ctx1, req)
+	var doubt *runtime.InDoubtError
+	require.ErrorAs(t, err, &doubt, "the duplicate does not run the refund again")
+	assert.Equal(t, int64(1), tool.calls.Load())
+}
+
 // brokenKV fails every operation.
 type brokenKV struct{}
 
