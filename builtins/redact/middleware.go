@@ -110,9 +110,12 @@ func (m *Middleware) redactResult(v any) any {
 // as a whole, and the rest of a line is held until its line break or the end
 // of the stream. From a "-----BEGIN" marker without its "-----END" marker
 // the text is held until the end marker arrives (a PEM private key spans
-// lines). The default rules match within a line (or within such a block);
-// a configured pattern that would match across a line break only matches
-// within each released part. Usage reported on held deltas rides on the next
+// lines). A line from which a rule could match on into the next lines is
+// held with them: "password:" or "Authorization: Basic" ending a line, the
+// value on a following one, are masked as in a whole text (the test is
+// whether a line of letters and digits would complete a match, so a
+// configured pattern that needs other characters there only matches within
+// each released part). Usage reported on held deltas rides on the next
 // released one, and the finish reason on the last. When the stream fails,
 // held text is dropped, never released unredacted; when nothing was released
 // yet the failure stays a pre-stream one for the outer layers (a retry may
@@ -162,7 +165,7 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 				return release(runtime.Delta{Text: red, ToolCalls: d.ToolCalls, FinishReason: d.FinishReason})
 			}
 			buf := pending.String()
-			cut := releasable(buf)
+			cut := m.redactor.releasable(buf)
 			if cut == 0 {
 				return true
 			}
@@ -206,8 +209,9 @@ func (m *Middleware) redactCalls(calls []runtime.ToolUse) ([]runtime.ToolUse, er
 }
 
 // releasable returns how many bytes of buf may be released: up to the last
-// line break, but not past an unterminated PEM block.
-func releasable(buf string) int {
+// line break, but not past an unterminated PEM block, nor past the start of a
+// line from which a rule could match on into the lines still to come.
+func (r *Redactor) releasable(buf string) int {
 	cut := strings.LastIndexByte(buf, '\n') + 1
 	if cut == 0 {
 		return 0
@@ -216,7 +220,31 @@ func releasable(buf string) int {
 		// Hold from the start of the line that opens the block.
 		cut = strings.LastIndexByte(buf[:b], '\n') + 1
 	}
+	for cut > 0 {
+		from := r.continuedMatch(buf[:cut])
+		if from < 0 {
+			break
+		}
+		cut = strings.LastIndexByte(buf[:from], '\n') + 1
+	}
 	return cut
+}
+
+// continuation stands for a line still to come: letters and digits, which
+// every default rule takes for a secret ("password:" ending a line, the
+// value on the next).
+var continuation = strings.Repeat("Aa0", 22)
+
+// continuedMatch returns where a match starts that runs from text into a
+// continuation appended to it, or -1 when none does.
+func (r *Redactor) continuedMatch(text string) int {
+	from := -1
+	for _, sp := range r.spans(text + continuation) {
+		if sp.match < len(text) && sp.end > len(text) && (from < 0 || sp.match < from) {
+			from = sp.match
+		}
+	}
+	return from
 }
 
 var (

@@ -74,6 +74,10 @@ func TestChatOutputSplitAcrossDeltas(t *testing.T) {
 		{"key split mid-token", []string{"your key is AKIAIOSF", "ODNN7EXAMPLE", " ok\nnext line"}, []string{awsKey, "AKIAIOSF"}},
 		{"pem block over deltas", append([]string{"here:\n"}, strings.SplitAfter(pem, "\n")...), []string{"MIIEowIBAAKCAQEA1234567890abcdef", "QWERTYUIOP"}},
 		{"no trailing newline", []string{"token=abcdef", "123456"}, []string{"abcdef123456"}},
+		{"value on the next line", []string{"password:\n", "hunter2xx\nbye\n"}, []string{"hunter2xx"}},
+		{"value after blank lines", []string{"api_key:\n\n", "zzzzsecretzzzz\n"}, []string{"zzzzsecretzzzz"}},
+		{"basic credentials on the next line", []string{"Authorization: Basic\n", "dXNlcjpwYXNzd29yZA==\n"}, []string{"dXNlcjpwYXNzd29yZA=="}},
+		{"bearer token on the next line", []string{"Bearer\n", "abcdefghijklmnopqrstu\n"}, []string{"abcdefghijklmnopqrstu"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
