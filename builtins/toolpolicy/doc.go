@@ -6,7 +6,9 @@
 // tool is not on it, or when an `arg_patterns` entry matches: the entry's
 // `arg` names a top-level argument, and its `pattern` (RE2, matched anywhere
 // in the value unless anchored) is applied to the argument's string value, or
-// to the JSON text of any other value (a number, a list, an object). An
-// argument that is absent matches nothing. Deny wins over allow. Block
+// to the JSON text of any other value (a number, a list, an object; <, > and &
+// as they are, not escaped) and to each string and object key inside it, so
+// that "^/etc/" also blocks ["/etc/passwd"]. An argument that is absent
+// matches nothing. Deny wins over allow. Block
 // messages name the tool and the argument, never the argument's value.
 package toolpolicy
