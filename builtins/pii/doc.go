@@ -16,6 +16,13 @@
 // and times, order ids, plain digit runs without the formatting a phone number carries, and
 // 16-digit numbers that fail the Luhn check.
 //
+// The text is read folded so that an item cannot be hidden by the way its characters are
+// written: zero-width and other invisible format characters are skipped, full-width digits and
+// signs and look-alike letters read as ASCII, no-break and other Unicode spaces as spaces,
+// dashes as hyphens: a card number grouped by no-break spaces, "１２３-４５-６７８９" and an
+// address with a zero-width space before its "@" are found. Offsets are always those of the
+// text as given.
+//
 // A Scanner is immutable after New and safe for concurrent use.
 //
 // The pii builtin (Middleware, stages chat and tool) uses a Scanner built once from `kinds`
