@@ -27,8 +27,8 @@
 //
 // The pii builtin (Middleware, stages chat and tool) uses a Scanner built once from `kinds`
 // ("ip" selects IPv4 and IPv6). With `action: "block"` a match in the latest user message
-// (chat) or in any argument (tool) blocks the call with a *runtime.BlockedError that names the
-// kinds and the argument's JSON Pointer, never the data. With `action: "redact"` the inner
+// (chat) or in any argument (tool; object keys included) blocks the call with a
+// *runtime.BlockedError that names the kinds and the argument's JSON Pointer, never the data. With `action: "redact"` the inner
 // layers see a redacted copy: every user message of the transcript (the caller keeps the raw
 // transcript and resends it) or the arguments. The caller's messages and maps are never
 // modified.

@@ -193,8 +193,9 @@ func (s *Scanner) redactOnce(text string) (string, int) {
 // ScanValue walks a JSON-like value (map[string]any, []any, map[string]string, []string,
 // string, json.Number and integral numbers, which are scanned as their decimal digits) and
 // returns the matches in its strings, each with the JSON Pointer of its string. Map keys are
-// not scanned; maps are walked in key order so the result is deterministic. Other types are
-// ignored.
+// scanned too (an object keyed by email address carries the addresses): a match in a key
+// has the pointer of the object that holds it, so that the pointer never quotes the data. Maps are walked in key order so the result is
+// deterministic. Other types are ignored.
 func (s *Scanner) ScanValue(v any) []Match {
 	var out []Match
 	s.walk(v, "", func(path, text string) {
@@ -212,10 +213,12 @@ func (s *Scanner) walk(v any, path string, visit func(path, text string)) {
 		visit(path, x)
 	case map[string]any:
 		for _, k := range sortedKeys(x) {
+			visit(path, k)
 			s.walk(x[k], path+"/"+jsonpointer.Escape(k), visit)
 		}
 	case map[string]string:
 		for _, k := range sortedKeys(x) {
+			visit(path, k)
 			visit(path+"/"+jsonpointer.Escape(k), x[k])
 		}
 	case []any:

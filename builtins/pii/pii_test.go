@@ -257,6 +257,13 @@ func TestScanValue(t *testing.T) {
 	}
 	assert.Equal(t, []string{"/a~1b=ipv4", "/body/text=phone", "/card=card", "/to/0=email"}, got)
 	assert.Empty(t, s.ScanValue(map[string]string{"x": "fine"}))
+	keyed := map[string]any{"recipients": map[string]any{"ann@example.com": "cc", "ok": "bob@example.com"}}
+	got = []string{}
+	for _, m := range s.ScanValue(keyed) {
+		got = append(got, m.Path+"="+string(m.Kind))
+	}
+	assert.Equal(t, []string{"/recipients=email", "/recipients/ok=email"}, got, "keys are scanned")
+	assert.Len(t, s.ScanValue(map[string]string{"4111 1111 1111 1111": "visa"}), 1)
 	assert.Len(t, s.ScanValue([]string{"a@example.com"}), 1)
 	assert.Empty(t, s.ScanValue(nil))
 }
