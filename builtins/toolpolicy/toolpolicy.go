@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
@@ -89,12 +90,15 @@ func (p *Policy) Decide(tool string, args map[string]any) string {
 		return fmt.Sprintf("tool %s is not allowed", tool)
 	}
 	for _, cp := range p.patterns {
-		v, ok := args[cp.arg]
-		if !ok {
-			continue
-		}
-		if matches(cp.re, v) {
-			return fmt.Sprintf("tool %s: argument %s matches the blocked pattern %q", tool, cp.arg, cp.src)
+		for name, v := range args {
+			// A tool that decodes its arguments case-insensitively (Go's
+			// encoding/json does) reads "CMD" as "cmd".
+			if name != cp.arg && !strings.EqualFold(name, cp.arg) {
+				continue
+			}
+			if matches(cp.re, v) {
+				return fmt.Sprintf("tool %s: argument %s matches the blocked pattern %q", tool, cp.arg, cp.src)
+			}
 		}
 	}
 	return ""

@@ -43,6 +43,7 @@ func TestPolicy(t *testing.T) {
 		{"anchored pattern on a nested string", "run_sql", map[string]any{"path": []any{"/etc/passwd"}}, "argument path"},
 		{"anchored pattern on a nested key", "run_sql", map[string]any{"path": map[string]any{"/etc/shadow": true}}, "argument path"},
 		{"nested string not matching", "run_sql", map[string]any{"path": []any{"/tmp/etc/x"}}, ""},
+		{"argument name in another case", "run_sql", map[string]any{"query": "select", "QUERY": "drop table users"}, "argument query"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
