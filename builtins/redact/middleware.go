@@ -62,6 +62,7 @@ func (m *Middleware) Provision(b *runtime.BuildContext) error {
 // WrapTool implements runtime.ToolWrapper: a successful result is returned
 // with its secrets masked. Strings, maps, slices and other JSON-like values
 // are redacted as they are (a copy; the tool's value is never modified);
+// bytes, and raw JSON that is not valid JSON, are redacted as text;
 // any other value (a struct) is converted to its JSON form first, and
 // returned in that form when it held a secret. A failed call's error is
 // returned as is.
@@ -76,7 +77,25 @@ func (m *Middleware) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 }
 
 func (m *Middleware) redactResult(v any) any {
-	switch v.(type) {
+	switch x := v.(type) {
+	case []byte:
+		// Read as text, as the agent loop reads it.
+		if red, n := m.redactor.Redact(string(x)); n > 0 {
+			return []byte(red)
+		}
+		return v
+	case json.RawMessage:
+		var d any
+		if json.Unmarshal(x, &d) != nil {
+			if red, n := m.redactor.Redact(string(x)); n > 0 {
+				return json.RawMessage(red)
+			}
+			return v
+		}
+		if red, n := m.redactor.RedactValue(d); n > 0 {
+			return red
+		}
+		return v
 	case string, map[string]any, []any, map[string]string, []string:
 	case bool, float64, float32, int, int64, int32, uint, uint64, uint32, json.Number:
 		return v
@@ -85,11 +104,11 @@ func (m *Middleware) redactResult(v any) any {
 		if err != nil {
 			return v
 		}
-		var x any
-		if json.Unmarshal(b, &x) != nil {
+		var d any
+		if json.Unmarshal(b, &d) != nil {
 			return v
 		}
-		red, n := m.redactor.RedactValue(x)
+		red, n := m.redactor.RedactValue(d)
 		if n == 0 {
 			return v
 		}

@@ -2,6 +2,8 @@ package redact_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -50,6 +52,18 @@ func TestToolResults(t *testing.T) {
 			assert.Equal(t, "see [REDACTED:pattern-0] and "+awsKey, got)
 		}},
 		{"number untouched", `{}`, 42.0, func(t *testing.T, got any) { assert.Equal(t, 42.0, got) }},
+		{"bytes as text", `{}`, []byte("body: key " + awsKey), func(t *testing.T, got any) {
+			b, ok := got.([]byte)
+			require.True(t, ok, "bytes stay bytes: the agent loop reads them as text")
+			assert.NotContains(t, string(b), awsKey)
+			assert.Contains(t, string(b), "[REDACTED:")
+		}},
+		{"raw JSON", `{}`, json.RawMessage(`{"k":"` + awsKey + `"}`), func(t *testing.T, got any) {
+			assert.NotContains(t, fmt.Sprint(got), awsKey)
+		}},
+		{"raw JSON that is not JSON", `{}`, json.RawMessage(`key ` + awsKey), func(t *testing.T, got any) {
+			assert.NotContains(t, fmt.Sprintf("%s", got), awsKey)
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
