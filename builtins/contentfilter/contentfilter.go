@@ -108,7 +108,8 @@ func allWordRunes(words []string) bool {
 }
 
 // keywordRegexp matches a keyword that contains symbols ("c++", "$$$"): case-insensitive,
-// words joined by any run of whitespace, and a word boundary on each side that ends in a word
+// words joined by any run of whitespace (Unicode spaces included: a no-break space
+// separates words as a space does), and a word boundary on each side that ends in a word
 // character. Group 1 holds the keyword itself.
 func keywordRegexp(words []string) (*regexp.Regexp, error) {
 	quoted := make([]string, len(words))
@@ -121,7 +122,7 @@ func keywordRegexp(words []string) (*regexp.Regexp, error) {
 	if isWordRune(first) {
 		expr += `(?:^|` + boundary + `)`
 	}
-	expr += `(` + strings.Join(quoted, `\s+`) + `)`
+	expr += `(` + strings.Join(quoted, `[\s\p{Z}]+`) + `)`
 	last, _ := utf8.DecodeLastRuneInString(words[len(words)-1])
 	if isWordRune(last) {
 		expr += `(?:` + boundary + `|$)`

@@ -63,7 +63,7 @@ func TestCheck(t *testing.T) {
 
 func TestCheckNormalizesKeywords(t *testing.T) {
 	f, err := New(Config{
-		Keywords: []string{"bomb", "kill", "c++", "top secret", "бомба"},
+		Keywords: []string{"bomb", "kill", "c++", "top secret", "бомба", "$$$ now"},
 		Patterns: []string{`\d{4}-\d{4}`},
 	})
 	require.NoError(t, err)
@@ -81,6 +81,8 @@ func TestCheckNormalizesKeywords(t *testing.T) {
 		{"upper-case look-alikes", "KІLL", "kill", "KІLL"},
 		{"symbol keyword with zero-width space", "I write c+\u200b+ daily", "c++", "c+\u200b+"},
 		{"phrase across invisible characters", "top\u200b secret\u200b", "top secret", "top\u200b secret"},
+		{"symbol phrase across a no-break space", "make $$$\u00a0now", "$$$ now", "$$$\u00a0now"},
+		{"symbol phrase across an ideographic space", "make $$$\u3000 now", "$$$ now", "$$$\u3000 now"},
 		{"non-latin keyword", "это бомба", "бомба", "бомба"},
 		{"offsets after multi-byte text", "héllo wörld, b\u200bomb", "bomb", "b\u200bomb"},
 		{"still a word boundary", "bombs and skill", "", ""},

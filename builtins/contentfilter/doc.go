@@ -3,7 +3,8 @@
 //
 // Keywords are matched case-insensitively on word boundaries ("ass" does not match "class");
 // a multi-word keyword matches across any run of whitespace and punctuation between its
-// words (a keyword that itself contains symbols, such as "c++", across whitespace only).
+// words (a keyword that itself contains symbols, such as "c++", across whitespace only, the
+// no-break and other Unicode spaces included).
 // Letters, digits and underscores are word characters, in any script. Keywords and the text
 // are compared in a folded form, as the security builtin does, so that a keyword cannot be
 // hidden: invisible format characters (zero-width spaces, soft hyphens) are dropped, and

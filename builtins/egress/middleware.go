@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
@@ -119,6 +120,13 @@ func (m *Middleware) check(ctx context.Context, c *runtime.ToolCall) error {
 	raw, ok := v.(string)
 	if !ok {
 		return &runtime.BlockedError{Layer: m.name, Message: fmt.Sprintf("tool %s: url argument %q is not a string", c.Name, arg)}
+	}
+	for name := range c.Args {
+		// A tool that decodes its arguments case-insensitively (Go's
+		// encoding/json does) may read "URL" instead of the "url" checked.
+		if name != arg && strings.EqualFold(name, arg) {
+			return &runtime.BlockedError{Layer: m.name, Message: fmt.Sprintf("tool %s: argument %q beside url argument %q", c.Name, name, arg)}
+		}
 	}
 	err := m.checker.CheckURL(ctx, raw)
 	if err == nil {

@@ -44,6 +44,7 @@ func TestMiddlewareChecksURLArg(t *testing.T) {
 		{"userinfo", "fetch_page", map[string]any{"url": "http://user:pw@93.184.215.14/"}, "userinfo"},
 		{"missing url", "fetch_page", map[string]any{}, "missing"},
 		{"url not a string", "fetch_page", map[string]any{"url": 42.0}, "not a string"},
+		{"url in another case beside it", "fetch_page", map[string]any{"url": "https://93.184.215.14/", "URL": "http://169.254.169.254/"}, `argument "URL"`},
 		{"public literal", "fetch_page", map[string]any{"url": "https://93.184.215.14/index.html"}, ""},
 		{"tool without url_arg", "search_kb", map[string]any{"url": "http://169.254.169.254/"}, ""},
 	}

@@ -13,8 +13,9 @@
 // between the check and the open; confine the tool's own process as well where that matters.
 //
 // The file_check builtin (Middleware, stage tool) checks the path_arg of a tool that declares
-// one before the inner layers run; a refusal blocks the call with a *runtime.BlockedError
-// naming the layer, and on success the tool sees the resolved real path in its arguments (a
+// one before the inner layers run; a refusal (or another argument whose name differs from
+// path_arg only in case, which a tool decoding case-insensitively may read instead) blocks the
+// call with a *runtime.BlockedError naming the layer, and on success the tool sees the resolved real path in its arguments (a
 // copy; the caller's map is untouched). Relative roots are taken from the working directory
 // at Build.
 package filecheck

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
@@ -92,6 +93,9 @@ func (m *Middleware) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 		if !ok {
 			return nil, &runtime.BlockedError{Layer: m.name, Message: fmt.Sprintf("tool %s: path argument %q is not a string", c.Name, arg)}
 		}
+		if other, ok := caseVariant(c.Args, arg); ok {
+			return nil, &runtime.BlockedError{Layer: m.name, Message: fmt.Sprintf("tool %s: argument %q beside path argument %q", c.Name, other, arg)}
+		}
 		real, err := m.checker.Check(p)
 		if err != nil {
 			var denied *DeniedError
@@ -111,6 +115,18 @@ func (m *Middleware) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 		c.Args = orig
 		return res, err
 	}
+}
+
+// caseVariant returns an argument other than arg whose name differs from it
+// only in case: a tool that decodes its arguments case-insensitively (Go's
+// encoding/json does) may read that one instead of the path checked.
+func caseVariant(args map[string]any, arg string) (string, bool) {
+	for name := range args {
+		if name != arg && strings.EqualFold(name, arg) {
+			return name, true
+		}
+	}
+	return "", false
 }
 
 var _ runtime.ToolWrapper = (*Middleware)(nil)

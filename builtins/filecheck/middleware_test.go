@@ -77,6 +77,13 @@ func TestMiddleware(t *testing.T) {
 	}
 	_, err = pl.Tool(context.Background(), runtime.ToolRequest{Name: "read_file", Args: map[string]any{}})
 	require.ErrorAs(t, err, new(*runtime.BlockedError))
+
+	seen = nil
+	_, err = pl.Tool(context.Background(), runtime.ToolRequest{Name: "read_file", Args: map[string]any{"path": "docs/a.md", "Path": "/etc/passwd"}})
+	var b *runtime.BlockedError
+	require.ErrorAs(t, err, &b, "a path in another case beside the checked one is refused")
+	assert.Contains(t, b.Message, `argument "Path"`)
+	assert.Nil(t, seen)
 }
 
 func TestConfigErrors(t *testing.T) {

@@ -16,12 +16,19 @@
 // and times, order ids, plain digit runs without the formatting a phone number carries, and
 // 16-digit numbers that fail the Luhn check.
 //
+// The text is read folded so that an item cannot be hidden by the way its characters are
+// written: zero-width and other invisible format characters are skipped, full-width digits and
+// signs and look-alike letters read as ASCII, no-break and other Unicode spaces as spaces,
+// dashes as hyphens: a card number grouped by no-break spaces, "１２３-４５-６７８９" and an
+// address with a zero-width space before its "@" are found. Offsets are always those of the
+// text as given.
+//
 // A Scanner is immutable after New and safe for concurrent use.
 //
 // The pii builtin (Middleware, stages chat and tool) uses a Scanner built once from `kinds`
 // ("ip" selects IPv4 and IPv6). With `action: "block"` a match in the latest user message
-// (chat) or in any argument (tool) blocks the call with a *runtime.BlockedError that names the
-// kinds and the argument's JSON Pointer, never the data. With `action: "redact"` the inner
+// (chat) or in any argument (tool; object keys included) blocks the call with a
+// *runtime.BlockedError that names the kinds and the argument's JSON Pointer, never the data. With `action: "redact"` the inner
 // layers see a redacted copy: every user message of the transcript (the caller keeps the raw
 // transcript and resends it) or the arguments. The caller's messages and maps are never
 // modified.

@@ -202,16 +202,21 @@ func (m *Middleware) redactArgs(raw json.RawMessage) (json.RawMessage, bool) {
 }
 
 // WrapTool implements runtime.ToolWrapper. The arguments are scanned (every
-// string, and numbers as their digits); with "block" a match blocks the call
-// naming the argument's JSON Pointer and kind, with "redact" the inner layers
+// string, and numbers as their digits; with "block" object keys too); with
+// "block" a match blocks the call naming the argument's JSON Pointer (for a
+// key, the object's) and kind, with "redact" the inner layers
 // and the tool see a redacted copy (the caller's map is never modified, and
 // layers outside this one see the original once it returns).
 func (m *Middleware) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 	if m.Action == ActionBlock {
 		return func(ctx context.Context, c *runtime.ToolCall) (any, error) {
 			if ms := m.scanner.ScanValue(c.Args); len(ms) > 0 {
+				where := "argument " + ms[0].Path
+				if ms[0].Path == "" {
+					where = "an argument name" // a key of the arguments themselves
+				}
 				return nil, &runtime.BlockedError{Layer: m.name,
-					Message: fmt.Sprintf("tool %s: argument %s contains personal data (%s)", c.Name, ms[0].Path, kindsOf(ms))}
+					Message: fmt.Sprintf("tool %s: %s contains personal data (%s)", c.Name, where, kindsOf(ms))}
 			}
 			return next(ctx, c)
 		}

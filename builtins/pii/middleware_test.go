@@ -113,6 +113,16 @@ func TestToolArgs(t *testing.T) {
 	assert.Contains(t, b.Message, "/customer/email")
 	assert.Nil(t, seen, "a blocked call never runs")
 
+	for _, keyed := range []map[string]any{
+		{"cc": map[string]any{"ann@example.com": "work"}},
+		{"ann@example.com": "to"},
+	} {
+		_, err = block.Tool(context.Background(), runtime.ToolRequest{Name: "lookup", Args: keyed})
+		require.ErrorAs(t, err, &b, "a key holding personal data blocks")
+		assert.NotContains(t, b.Message, "@", "the message never quotes the key")
+		assert.Nil(t, seen)
+	}
+
 	redact := toolPipeline(t, `{"action":"redact"}`, fn)
 	res, err := redact.Tool(context.Background(), runtime.ToolRequest{Name: "lookup", Args: args})
 	require.NoError(t, err)

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/agentc-dev/agentc/builtins/internal/jsonvalue"
+	"github.com/agentc-dev/agentc/builtins/internal/textnorm"
 	"github.com/agentc-dev/agentc/internal/jsonpointer"
 )
 
@@ -94,19 +95,25 @@ var detectors = map[Kind]detector{
 // Find returns the personal data in text, sorted by position and never overlapping: when two
 // detections overlap, the one that starts first wins, then the longer, then the more specific
 // kind (card, ssn, email, ipv6, ipv4, phone).
+//
+// The detectors read the text folded (textnorm.FoldSeparators), so that a number or an
+// address cannot be hidden by invisible characters or written in look-alikes: full-width
+// digits and signs ("４１１１", "＠", "＋") read as ASCII, no-break and other space
+// separators as spaces, dashes as hyphens, and zero-width and other format characters are
+// skipped (the text is also read with them kept, so that one never glues an item to the word
+// before it). Offsets are those of the text as given; a span covers the characters skipped
+// inside it.
 func (s *Scanner) Find(text string) []Match {
-	var found []Match
-	add := func(k Kind, start, end int) {
-		found = append(found, Match{Kind: k, Start: start, End: end})
+	forms := []textnorm.Folded{textnorm.FoldSeparators(text, false)}
+	if kept := textnorm.FoldSeparators(text, true); kept.Text != forms[0].Text {
+		forms = append(forms, kept)
 	}
-	for _, k := range kindOrder {
-		switch {
-		case !s.enabled[k]:
-		case k == KindPhone:
-			s.phones.find(text, add)
-		default:
-			detectors[k](text, add)
-		}
+	var found []Match
+	for _, f := range forms {
+		s.detect(f.Text, func(k Kind, start, end int) {
+			start, end = f.Span(start, end)
+			found = append(found, Match{Kind: k, Start: start, End: end})
+		})
 	}
 	if len(found) < 2 {
 		return found
@@ -127,6 +134,19 @@ func (s *Scanner) Find(text string) []Match {
 		}
 	}
 	return out
+}
+
+// detect runs the enabled detectors on text.
+func (s *Scanner) detect(text string, add func(Kind, int, int)) {
+	for _, k := range kindOrder {
+		switch {
+		case !s.enabled[k]:
+		case k == KindPhone:
+			s.phones.find(text, add)
+		default:
+			detectors[k](text, add)
+		}
+	}
 }
 
 // Placeholder returns the text that replaces an item of kind k: "[REDACTED:<kind>]".
@@ -173,8 +193,9 @@ func (s *Scanner) redactOnce(text string) (string, int) {
 // ScanValue walks a JSON-like value (map[string]any, []any, map[string]string, []string,
 // string, json.Number and integral numbers, which are scanned as their decimal digits) and
 // returns the matches in its strings, each with the JSON Pointer of its string. Map keys are
-// not scanned; maps are walked in key order so the result is deterministic. Other types are
-// ignored.
+// scanned too (an object keyed by email address carries the addresses): a match in a key
+// has the pointer of the object that holds it, so that the pointer never quotes the data. Maps are walked in key order so the result is
+// deterministic. Other types are ignored.
 func (s *Scanner) ScanValue(v any) []Match {
 	var out []Match
 	s.walk(v, "", func(path, text string) {
@@ -192,10 +213,12 @@ func (s *Scanner) walk(v any, path string, visit func(path, text string)) {
 		visit(path, x)
 	case map[string]any:
 		for _, k := range sortedKeys(x) {
+			visit(path, k)
 			s.walk(x[k], path+"/"+jsonpointer.Escape(k), visit)
 		}
 	case map[string]string:
 		for _, k := range sortedKeys(x) {
+			visit(path, k)
 			visit(path+"/"+jsonpointer.Escape(k), x[k])
 		}
 	case []any:

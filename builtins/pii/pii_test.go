@@ -175,6 +175,19 @@ func TestFind(t *testing.T) {
 		// mixed and guards
 		{"several", "Jane (jane@example.com, +1 415-555-2671) paid with 4111-1111-1111-1111 from 198.51.100.7",
 			[]string{"email:jane@example.com", "phone:+1 415-555-2671", "card:4111-1111-1111-1111", "ipv4:198.51.100.7"}},
+		{"card with no-break spaces", "card 4111\u00a01111\u00a01111\u00a01111 ok", []string{"card:4111\u00a01111\u00a01111\u00a01111"}},
+		{"card with narrow no-break spaces", "4111\u202f1111\u202f1111\u202f1111", []string{"card:4111\u202f1111\u202f1111\u202f1111"}},
+		{"card with zero-width spaces", "card 4111\u200b1111\u200b1111\u200b1111", []string{"card:4111\u200b1111\u200b1111\u200b1111"}},
+		{"card with en dashes", "4111\u20131111\u20131111\u20131111", []string{"card:4111\u20131111\u20131111\u20131111"}},
+		{"full-width card", "card ４１１１１１１１１１１１１１１１", []string{"card:４１１１１１１１１１１１１１１１"}},
+		{"full-width ssn", "ssn １２３-４５-６７８９", []string{"ssn:１２３-４５-６７８９"}},
+		{"ssn with no-break spaces", "ssn 123\u00a045\u00a06789", []string{"ssn:123\u00a045\u00a06789"}},
+		{"email with zero-width space", "bob\u200b@example.com", []string{"email:bob\u200b@example.com"}},
+		{"email with full-width at", "mail bob＠example.com", []string{"email:bob＠example.com"}},
+		{"phone with no-break spaces", "+1\u00a0415\u00a0555\u00a02671", []string{"phone:+1\u00a0415\u00a0555\u00a02671"}},
+		{"full-width phone", "call ＋１ ４１５ ５５５ ２６７１", []string{"phone:＋１ ４１５ ５５５ ２６７１"}},
+		{"ipv4 with a full-width digit", "ip 192.168.1.１", []string{"ipv4:192.168.1.１"}},
+		{"zero-width space before a card", "abc\u200b4111111111111111", []string{"card:4111111111111111"}},
 		{"plain prose", "Release 2.4.1 fixes 17 bugs; see ticket #48213 from 2023-11-02 12:00:05.", []string{}},
 		{"empty", "", []string{}},
 	}
@@ -244,6 +257,13 @@ func TestScanValue(t *testing.T) {
 	}
 	assert.Equal(t, []string{"/a~1b=ipv4", "/body/text=phone", "/card=card", "/to/0=email"}, got)
 	assert.Empty(t, s.ScanValue(map[string]string{"x": "fine"}))
+	keyed := map[string]any{"recipients": map[string]any{"ann@example.com": "cc", "ok": "bob@example.com"}}
+	got = []string{}
+	for _, m := range s.ScanValue(keyed) {
+		got = append(got, m.Path+"="+string(m.Kind))
+	}
+	assert.Equal(t, []string{"/recipients=email", "/recipients/ok=email"}, got, "keys are scanned")
+	assert.Len(t, s.ScanValue(map[string]string{"4111 1111 1111 1111": "visa"}), 1)
 	assert.Len(t, s.ScanValue([]string{"a@example.com"}), 1)
 	assert.Empty(t, s.ScanValue(nil))
 }

@@ -9,9 +9,11 @@
 //
 // A Redactor is immutable after New and safe for concurrent use.
 //
-// The redact builtin (Middleware, stages tool and chat) masks tool results (a copy; values that
-// are not JSON-like are converted to their JSON form first) and streamed model output. Chat
+// The redact builtin (Middleware, stages tool and chat) masks tool results (a copy; bytes are
+// read as text, as the agent loop reads them, and other values that are not JSON-like are
+// converted to their JSON form first) and streamed model output. Chat
 // output is released line by line, each line redacted whole, so that a secret split across
-// deltas is still caught; a PEM block is held from its BEGIN line to its END line. See
-// Middleware.WrapChat.
+// deltas is still caught; a PEM block is held from its BEGIN line to its END line, and a line
+// ending where a value may follow ("password:", "Bearer") with the lines that complete it.
+// See Middleware.WrapChat.
 package redact

@@ -62,6 +62,7 @@ func (m *Middleware) Provision(b *runtime.BuildContext) error {
 // WrapTool implements runtime.ToolWrapper: a successful result is returned
 // with its secrets masked. Strings, maps, slices and other JSON-like values
 // are redacted as they are (a copy; the tool's value is never modified);
+// bytes, and raw JSON that is not valid JSON, are redacted as text;
 // any other value (a struct) is converted to its JSON form first, and
 // returned in that form when it held a secret. A failed call's error is
 // returned as is.
@@ -76,7 +77,25 @@ func (m *Middleware) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 }
 
 func (m *Middleware) redactResult(v any) any {
-	switch v.(type) {
+	switch x := v.(type) {
+	case []byte:
+		// Read as text, as the agent loop reads it.
+		if red, n := m.redactor.Redact(string(x)); n > 0 {
+			return []byte(red)
+		}
+		return v
+	case json.RawMessage:
+		var d any
+		if json.Unmarshal(x, &d) != nil {
+			if red, n := m.redactor.Redact(string(x)); n > 0 {
+				return json.RawMessage(red)
+			}
+			return v
+		}
+		if red, n := m.redactor.RedactValue(d); n > 0 {
+			return red
+		}
+		return v
 	case string, map[string]any, []any, map[string]string, []string:
 	case bool, float64, float32, int, int64, int32, uint, uint64, uint32, json.Number:
 		return v
@@ -85,11 +104,11 @@ func (m *Middleware) redactResult(v any) any {
 		if err != nil {
 			return v
 		}
-		var x any
-		if json.Unmarshal(b, &x) != nil {
+		var d any
+		if json.Unmarshal(b, &d) != nil {
 			return v
 		}
-		red, n := m.redactor.RedactValue(x)
+		red, n := m.redactor.RedactValue(d)
 		if n == 0 {
 			return v
 		}
@@ -110,9 +129,12 @@ func (m *Middleware) redactResult(v any) any {
 // as a whole, and the rest of a line is held until its line break or the end
 // of the stream. From a "-----BEGIN" marker without its "-----END" marker
 // the text is held until the end marker arrives (a PEM private key spans
-// lines). The default rules match within a line (or within such a block);
-// a configured pattern that would match across a line break only matches
-// within each released part. Usage reported on held deltas rides on the next
+// lines). A line from which a rule could match on into the next lines is
+// held with them: "password:" or "Authorization: Basic" ending a line, the
+// value on a following one, are masked as in a whole text (the test is
+// whether a line of letters and digits would complete a match, so a
+// configured pattern that needs other characters there only matches within
+// each released part). Usage reported on held deltas rides on the next
 // released one, and the finish reason on the last. When the stream fails,
 // held text is dropped, never released unredacted; when nothing was released
 // yet the failure stays a pre-stream one for the outer layers (a retry may
@@ -162,7 +184,7 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 				return release(runtime.Delta{Text: red, ToolCalls: d.ToolCalls, FinishReason: d.FinishReason})
 			}
 			buf := pending.String()
-			cut := releasable(buf)
+			cut := m.redactor.releasable(buf)
 			if cut == 0 {
 				return true
 			}
@@ -206,8 +228,9 @@ func (m *Middleware) redactCalls(calls []runtime.ToolUse) ([]runtime.ToolUse, er
 }
 
 // releasable returns how many bytes of buf may be released: up to the last
-// line break, but not past an unterminated PEM block.
-func releasable(buf string) int {
+// line break, but not past an unterminated PEM block, nor past the start of a
+// line from which a rule could match on into the lines still to come.
+func (r *Redactor) releasable(buf string) int {
 	cut := strings.LastIndexByte(buf, '\n') + 1
 	if cut == 0 {
 		return 0
@@ -216,7 +239,31 @@ func releasable(buf string) int {
 		// Hold from the start of the line that opens the block.
 		cut = strings.LastIndexByte(buf[:b], '\n') + 1
 	}
+	for cut > 0 {
+		from := r.continuedMatch(buf[:cut])
+		if from < 0 {
+			break
+		}
+		cut = strings.LastIndexByte(buf[:from], '\n') + 1
+	}
 	return cut
+}
+
+// continuation stands for a line still to come: letters and digits, which
+// every default rule takes for a secret ("password:" ending a line, the
+// value on the next).
+var continuation = strings.Repeat("Aa0", 22)
+
+// continuedMatch returns where a match starts that runs from text into a
+// continuation appended to it, or -1 when none does.
+func (r *Redactor) continuedMatch(text string) int {
+	from := -1
+	for _, sp := range r.spans(text + continuation) {
+		if sp.match < len(text) && sp.end > len(text) && (from < 0 || sp.match < from) {
+			from = sp.match
+		}
+	}
+	return from
 }
 
 var (

@@ -2,6 +2,8 @@ package redact_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -50,6 +52,18 @@ func TestToolResults(t *testing.T) {
 			assert.Equal(t, "see [REDACTED:pattern-0] and "+awsKey, got)
 		}},
 		{"number untouched", `{}`, 42.0, func(t *testing.T, got any) { assert.Equal(t, 42.0, got) }},
+		{"bytes as text", `{}`, []byte("body: key " + awsKey), func(t *testing.T, got any) {
+			b, ok := got.([]byte)
+			require.True(t, ok, "bytes stay bytes: the agent loop reads them as text")
+			assert.NotContains(t, string(b), awsKey)
+			assert.Contains(t, string(b), "[REDACTED:")
+		}},
+		{"raw JSON", `{}`, json.RawMessage(`{"k":"` + awsKey + `"}`), func(t *testing.T, got any) {
+			assert.NotContains(t, fmt.Sprint(got), awsKey)
+		}},
+		{"raw JSON that is not JSON", `{}`, json.RawMessage(`key ` + awsKey), func(t *testing.T, got any) {
+			assert.NotContains(t, fmt.Sprintf("%s", got), awsKey)
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -74,6 +88,10 @@ func TestChatOutputSplitAcrossDeltas(t *testing.T) {
 		{"key split mid-token", []string{"your key is AKIAIOSF", "ODNN7EXAMPLE", " ok\nnext line"}, []string{awsKey, "AKIAIOSF"}},
 		{"pem block over deltas", append([]string{"here:\n"}, strings.SplitAfter(pem, "\n")...), []string{"MIIEowIBAAKCAQEA1234567890abcdef", "QWERTYUIOP"}},
 		{"no trailing newline", []string{"token=abcdef", "123456"}, []string{"abcdef123456"}},
+		{"value on the next line", []string{"password:\n", "hunter2xx\nbye\n"}, []string{"hunter2xx"}},
+		{"value after blank lines", []string{"api_key:\n\n", "zzzzsecretzzzz\n"}, []string{"zzzzsecretzzzz"}},
+		{"basic credentials on the next line", []string{"Authorization: Basic\n", "dXNlcjpwYXNzd29yZA==\n"}, []string{"dXNlcjpwYXNzd29yZA=="}},
+		{"bearer token on the next line", []string{"Bearer\n", "abcdefghijklmnopqrstu\n"}, []string{"abcdefghijklmnopqrstu"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -116,7 +116,8 @@ func compileRule(p Pattern, re *regexp.Regexp, needles []string) rule {
 func Placeholder(id string) string { return "[REDACTED:" + id + "]" }
 
 type span struct {
-	start, end int
+	start, end int // the masked part: the "secret" group, or the whole match
+	match      int // where the whole match starts
 	rule       int
 }
 
@@ -124,24 +125,7 @@ type span struct {
 // replacements. Overlapping matches are resolved in favour of the one that starts first, then
 // the longer, then the rule listed first.
 func (r *Redactor) Redact(text string) (string, int) {
-	var spans []span
-	if r.keyed {
-		spans = r.keyedSpans(text, spans)
-	}
-	for i, ru := range r.rules {
-		if ru.anchored != nil {
-			if ru.anchor != "" {
-				spans = ru.anchorSpans(text, i, spans)
-			}
-			continue
-		}
-		if len(ru.needles) > 0 && !containsAny(text, ru.needles) {
-			continue
-		}
-		for _, loc := range ru.re.FindAllStringSubmatchIndex(text, -1) {
-			spans = ru.appendSpan(spans, loc, 0, i)
-		}
-	}
+	spans := r.spans(text)
 	if len(spans) == 0 {
 		return text, 0
 	}
@@ -170,6 +154,29 @@ func (r *Redactor) Redact(text string) (string, int) {
 	return b.String(), n
 }
 
+// spans returns the matches of every rule in text, unordered.
+func (r *Redactor) spans(text string) []span {
+	var spans []span
+	if r.keyed {
+		spans = r.keyedSpans(text, spans)
+	}
+	for i, ru := range r.rules {
+		if ru.anchored != nil {
+			if ru.anchor != "" {
+				spans = ru.anchorSpans(text, i, spans)
+			}
+			continue
+		}
+		if len(ru.needles) > 0 && !containsAny(text, ru.needles) {
+			continue
+		}
+		for _, loc := range ru.re.FindAllStringSubmatchIndex(text, -1) {
+			spans = ru.appendSpan(spans, loc, 0, i)
+		}
+	}
+	return spans
+}
+
 // RedactValue returns a copy of a JSON-like value (map[string]any, []any, map[string]string,
 // []string, string) with every string redacted, and the number of replacements. Map keys are
 // kept as they are; other types (numbers, booleans, nil) are returned unchanged. v itself is
@@ -183,7 +190,7 @@ func (ru *rule) appendSpan(spans []span, loc []int, offset, i int) []span {
 	if s < 0 || s == e {
 		return spans
 	}
-	return append(spans, span{offset + s, offset + e, i})
+	return append(spans, span{start: offset + s, end: offset + e, match: offset + loc[0], rule: i})
 }
 
 // keyWindow bounds the text an anchored rule is first tried on; a match that reaches the end

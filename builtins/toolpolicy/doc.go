@@ -4,9 +4,12 @@
 // A call is blocked, before the inner layers run, with a *runtime.BlockedError
 // naming the layer when the tool is on `deny`, when `allow` is given and the
 // tool is not on it, or when an `arg_patterns` entry matches: the entry's
-// `arg` names a top-level argument, and its `pattern` (RE2, matched anywhere
+// `arg` names a top-level argument (in any case: "CMD" is checked as "cmd",
+// since a tool may decode its arguments case-insensitively), and its `pattern` (RE2, matched anywhere
 // in the value unless anchored) is applied to the argument's string value, or
-// to the JSON text of any other value (a number, a list, an object). An
-// argument that is absent matches nothing. Deny wins over allow. Block
+// to the JSON text of any other value (a number, a list, an object; <, > and &
+// as they are, not escaped) and to each string and object key inside it, so
+// that "^/etc/" also blocks ["/etc/passwd"]. An argument that is absent
+// matches nothing. Deny wins over allow. Block
 // messages name the tool and the argument, never the argument's value.
 package toolpolicy

@@ -1,11 +1,13 @@
 package toolpolicy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
@@ -88,25 +90,65 @@ func (p *Policy) Decide(tool string, args map[string]any) string {
 		return fmt.Sprintf("tool %s is not allowed", tool)
 	}
 	for _, cp := range p.patterns {
-		v, ok := args[cp.arg]
-		if !ok {
-			continue
-		}
-		var text string
-		if s, isStr := v.(string); isStr {
-			text = s
-		} else {
-			b, err := json.Marshal(v)
-			if err != nil {
+		for name, v := range args {
+			// A tool that decodes its arguments case-insensitively (Go's
+			// encoding/json does) reads "CMD" as "cmd".
+			if name != cp.arg && !strings.EqualFold(name, cp.arg) {
 				continue
 			}
-			text = string(b)
-		}
-		if cp.re.MatchString(text) {
-			return fmt.Sprintf("tool %s: argument %s matches the blocked pattern %q", tool, cp.arg, cp.src)
+			if matches(cp.re, v) {
+				return fmt.Sprintf("tool %s: argument %s matches the blocked pattern %q", tool, cp.arg, cp.src)
+			}
 		}
 	}
 	return ""
+}
+
+// matches applies re to v: to a string itself; to any other value, to its
+// JSON text (with <, > and & as they are, not escaped) and to each string
+// and object key inside it, so that an anchored pattern also holds for a
+// value nested in a list or an object.
+func matches(re *regexp.Regexp, v any) bool {
+	if s, ok := v.(string); ok {
+		return re.MatchString(s)
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(v) != nil {
+		return false
+	}
+	text := bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+	if re.Match(text) {
+		return true
+	}
+	var decoded any
+	if json.Unmarshal(text, &decoded) != nil {
+		return false
+	}
+	return matchesInside(re, decoded)
+}
+
+// matchesInside applies re to each string and object key of a decoded JSON
+// value.
+func matchesInside(re *regexp.Regexp, v any) bool {
+	switch x := v.(type) {
+	case string:
+		return re.MatchString(x)
+	case map[string]any:
+		for k, e := range x {
+			if re.MatchString(k) || matchesInside(re, e) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if matchesInside(re, e) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // WrapTool implements runtime.ToolWrapper.

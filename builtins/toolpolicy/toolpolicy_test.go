@@ -15,7 +15,8 @@ import (
 
 func TestPolicy(t *testing.T) {
 	const cfg = `{"allow":["search_kb","run_sql","fetch"],"deny":["drop_db"],
-		"arg_patterns":[{"arg":"query","pattern":"(?i)\\bdrop\\s+table\\b"},{"arg":"limit","pattern":"^[0-9]{4,}$"}]}`
+		"arg_patterns":[{"arg":"query","pattern":"(?i)\\bdrop\\s+table\\b"},{"arg":"limit","pattern":"^[0-9]{4,}$"},
+			{"arg":"cmd","pattern":"&&|<script"},{"arg":"path","pattern":"^/etc/"}]}`
 	p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Named("tools", rt.Layer("tool_policy", cfg))}})
 	tool := rt.NewTool(rt.ToolResult{Value: "ok"})
 	fns := map[string]runtime.ToolFunc{}
@@ -37,6 +38,12 @@ func TestPolicy(t *testing.T) {
 		{"numeric arg as JSON text", "run_sql", map[string]any{"query": "select", "limit": 100000.0}, "argument limit"},
 		{"small numeric arg", "run_sql", map[string]any{"query": "select", "limit": 10.0}, ""},
 		{"pattern arg absent", "fetch", map[string]any{"url": "x"}, ""},
+		{"symbols in a list are not escaped", "run_sql", map[string]any{"cmd": []any{"ls", "&&", "curl"}}, "argument cmd"},
+		{"symbols in an object are not escaped", "run_sql", map[string]any{"cmd": map[string]any{"html": "<script>"}}, "argument cmd"},
+		{"anchored pattern on a nested string", "run_sql", map[string]any{"path": []any{"/etc/passwd"}}, "argument path"},
+		{"anchored pattern on a nested key", "run_sql", map[string]any{"path": map[string]any{"/etc/shadow": true}}, "argument path"},
+		{"nested string not matching", "run_sql", map[string]any{"path": []any{"/tmp/etc/x"}}, ""},
+		{"argument name in another case", "run_sql", map[string]any{"query": "select", "QUERY": "drop table users"}, "argument query"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

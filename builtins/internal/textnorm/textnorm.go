@@ -136,7 +136,44 @@ type Folded struct {
 
 // Fold drops the invisible format characters (Unicode category Cf) of text and folds each
 // other rune with FoldRune. Case, spacing and punctuation are kept.
-func Fold(text string) Folded {
+func Fold(text string) Folded { return foldWith(text, dropFormat(FoldRune)) }
+
+// FoldSeparators is Fold that also writes every space separator (Unicode category Zs: the
+// no-break, narrow no-break, thin and figure spaces) as an ASCII space and every dash
+// (category Pd, and the minus sign) as an ASCII hyphen, for detectors that read digits
+// grouped by spaces or hyphens ("4111 1111 1111 1111", "123-45-6789"). With keepFormat
+// the format characters are kept as they are instead of dropped.
+func FoldSeparators(text string, keepFormat bool) Folded {
+	if keepFormat {
+		return foldWith(text, foldSeparator)
+	}
+	return foldWith(text, dropFormat(foldSeparator))
+}
+
+// dropFormat returns fold that also drops (maps to -1) the format characters.
+func dropFormat(fold func(rune) rune) func(rune) rune {
+	return func(r rune) rune {
+		if unicode.Is(unicode.Cf, r) {
+			return -1
+		}
+		return fold(r)
+	}
+}
+
+func foldSeparator(r rune) rune {
+	switch {
+	case r < 0x80:
+		return r
+	case unicode.Is(unicode.Zs, r):
+		return ' '
+	case r == '\u2212' || unicode.Is(unicode.Pd, r):
+		return '-'
+	}
+	return FoldRune(r)
+}
+
+// foldWith maps each non-ASCII rune of text with fold, dropping those it maps to -1.
+func foldWith(text string, fold func(rune) rune) Folded {
 	i := 0
 	for i < len(text) {
 		c := text[i]
@@ -145,7 +182,7 @@ func Fold(text string) Folded {
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(text[i:])
-		if unicode.Is(unicode.Cf, r) || FoldRune(r) != r {
+		if fold(r) != r {
 			break
 		}
 		i += size
@@ -167,15 +204,11 @@ func Fold(text string) Folded {
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(text[i:])
-		if unicode.Is(unicode.Cf, r) {
-			i += size
-			continue
-		}
 		before := len(buf)
 		if r == utf8.RuneError && size == 1 {
 			buf = append(buf, text[i]) // invalid UTF-8 is kept as it is
-		} else {
-			buf = utf8.AppendRune(buf, FoldRune(r))
+		} else if m := fold(r); m >= 0 {
+			buf = utf8.AppendRune(buf, m)
 		}
 		for range len(buf) - before {
 			f.start = append(f.start, int32(i))

@@ -72,6 +72,27 @@ func TestFold(t *testing.T) {
 	}
 }
 
+func TestFoldSeparators(t *testing.T) {
+	tests := []struct {
+		name       string
+		in         string
+		keepFormat bool
+		want       string
+	}{
+		{"unchanged", "4111 1111-1111", false, "4111 1111-1111"},
+		{"space separators", "4111\u00a01111\u202f1111\u2009x", false, "4111 1111 1111 x"},
+		{"dashes and minus", "123\u201345\u20116789\u2212", false, "123-45-6789-"},
+		{"full-width", "４１１１＠＋", false, "4111@+"},
+		{"format characters dropped", "41\u200b11", false, "4111"},
+		{"format characters kept", "41\u200b11\u00a0", true, "41\u200b11 "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, FoldSeparators(tt.in, tt.keepFormat).Text)
+		})
+	}
+}
+
 func TestFoldSpan(t *testing.T) {
 	tests := []struct {
 		name       string
