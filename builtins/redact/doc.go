@@ -5,7 +5,9 @@
 // Each rule is an RE2 expression with an id. A match is replaced by "[REDACTED:<id>]"; when
 // the expression has a capture group named "secret", only that group is replaced, so
 // "password=hunter2" becomes "password=[REDACTED:password-assignment]" and the surrounding
-// structure stays readable. Redacting already redacted text changes nothing.
+// structure stays readable. Redacting already redacted text changes nothing. The text is
+// also read folded, so a secret with zero-width characters inside or written in full-width or
+// look-alike letters is masked whole.
 //
 // A Redactor is immutable after New and safe for concurrent use.
 //

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/agentc-dev/agentc/builtins/internal/jsonvalue"
+	"github.com/agentc-dev/agentc/builtins/internal/textnorm"
 )
 
 // Pattern is one secret-masking rule.
@@ -123,9 +124,19 @@ type span struct {
 
 // Redact returns text with every secret replaced by its placeholder, and the number of
 // replacements. Overlapping matches are resolved in favour of the one that starts first, then
-// the longer, then the rule listed first.
+// the longer, then the rule listed first. The text is also read folded (textnorm.Fold), so
+// that a secret cannot be hidden by zero-width or other invisible characters inside it, or
+// written in full-width or look-alike letters: what matches there masks the span of the text
+// as given that it came from.
 func (r *Redactor) Redact(text string) (string, int) {
 	spans := r.spans(text)
+	if f := textnorm.Fold(text); f.Text != text {
+		for _, sp := range r.spans(f.Text) {
+			sp.start, sp.end = f.Span(sp.start, sp.end)
+			sp.match = sp.start
+			spans = append(spans, sp)
+		}
+	}
 	if len(spans) == 0 {
 		return text, 0
 	}

@@ -174,3 +174,28 @@ func BenchmarkRedact4KB(b *testing.B) {
 		}
 	}
 }
+
+// A secret with zero-width characters inside, or written in full-width
+// letters, is masked whole: the text is also read folded, and the span of
+// the text as given is replaced.
+func TestRedactReadsFoldedText(t *testing.T) {
+	r, err := New(Config{})
+	require.NoError(t, err)
+	zw := awsKeyID[:4] + "\u200b" + awsKeyID[4:10] + "\u2060" + awsKeyID[10:]
+	got, n := r.Redact("id " + zw + " end")
+	assert.Equal(t, "id [REDACTED:aws-access-key-id] end", got)
+	assert.Equal(t, 1, n)
+
+	var wide strings.Builder
+	for _, c := range awsKeyID {
+		wide.WriteRune(c - '!' + '！') // the full-width form of each ASCII character
+	}
+	got, n = r.Redact("ｉｄ " + wide.String() + " and " + awsKeyID)
+	assert.Equal(t, "ｉｄ [REDACTED:aws-access-key-id] and [REDACTED:aws-access-key-id]", got)
+	assert.Equal(t, 2, n)
+
+	// Text without a secret is returned as it is, accents and all.
+	got, n = r.Redact("café ｆｕｌｌ-width, no secret")
+	assert.Equal(t, "café ｆｕｌｌ-width, no secret", got)
+	assert.Zero(t, n)
+}
