@@ -81,7 +81,7 @@ func (s *Server) watch(ctx context.Context) {
 	}
 	t := time.NewTicker(s.opts.WatchInterval)
 	defer t.Stop()
-	var pending *fingerprint // the changed files, seen once
+	var w settle
 	for {
 		select {
 		case <-ctx.Done():
@@ -92,18 +92,32 @@ func (s *Server) watch(ctx context.Context) {
 		old := s.watched
 		files, dirs := old.paths(), s.watchDirs
 		s.reloadMu.Unlock()
-		now := takeFingerprint(files, dirs)
-		diff := old.changed(now)
-		if len(diff) == 0 {
-			pending = nil
-			continue
+		if diff := w.due(old, takeFingerprint(files, dirs)); len(diff) > 0 {
+			s.log.Info("policy files changed; reloading", "files", diff)
+			_ = s.Reload(ctx)
 		}
-		if pending == nil || len(pending.changed(now)) > 0 {
-			pending = &now // still moving: look again next time
-			continue
-		}
-		pending = nil
-		s.log.Info("policy files changed; reloading", "files", diff)
-		_ = s.Reload(ctx)
 	}
+}
+
+// settle decides, check after check, when a change of the watched files
+// is due for a reload: once the same changed stamps are seen twice in a
+// row.
+type settle struct {
+	pending *fingerprint // the changed files, seen once
+}
+
+// due returns the paths that changed from loaded to now when they have
+// stood still since the previous check, or nil.
+func (w *settle) due(loaded, now fingerprint) []string {
+	diff := loaded.changed(now)
+	switch {
+	case len(diff) == 0:
+		w.pending = nil
+		return nil
+	case w.pending == nil || len(w.pending.changed(now)) > 0:
+		w.pending = &now // still moving: look again next time
+		return nil
+	}
+	w.pending = nil
+	return diff
 }

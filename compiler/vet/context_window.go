@@ -2,6 +2,7 @@ package vet
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/agentc-dev/agentc/dsl"
@@ -23,9 +24,13 @@ refusing it first. Lower the budget to the smallest window, or scope the
 layer with when: to the models it fits.`,
 	Run: func(p *Pass) {
 		var models []*dsl.Model
-		for _, name := range p.modelNames() {
+		smallest := 0
+		for _, name := range slices.Sorted(maps.Keys(p.Policy.Models)) {
 			if m := p.Policy.Models[name]; m.ContextTokens > 0 {
 				models = append(models, m)
+				if smallest == 0 || m.ContextTokens < smallest {
+					smallest = m.ContextTokens
+				}
 			}
 		}
 		if len(models) == 0 {
@@ -62,48 +67,7 @@ layer with when: to the models it fits.`,
 			}
 			p.Report(dsl.Diagnostic{Pos: pos, Severity: dsl.Warning, Related: over,
 				Message: fmt.Sprintf("%s %s %d is above the context window of %s: a transcript that model cannot read gets through, and the provider refuses the call; lower %s to at most %d",
-					e.Ref(), field, budget, list(names), field, smallest(models))})
+					e.Ref(), field, budget, andList(names), field, smallest)})
 		}
 	},
-}
-
-// modelNames returns the policy's model names, sorted.
-func (p *Pass) modelNames() []string {
-	names := make([]string, 0, len(p.Policy.Models))
-	for name := range p.Policy.Models {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	return names
-}
-
-// smallest returns the smallest context window of models.
-func smallest(models []*dsl.Model) int {
-	n := models[0].ContextTokens
-	for _, m := range models[1:] {
-		n = min(n, m.ContextTokens)
-	}
-	return n
-}
-
-// list joins names: "a", "a and b", "a, b and c".
-func list(names []string) string {
-	switch len(names) {
-	case 1:
-		return names[0]
-	case 2:
-		return names[0] + " and " + names[1]
-	}
-	out := ""
-	for i, n := range names {
-		switch {
-		case i == 0:
-		case i == len(names)-1:
-			out += " and "
-		default:
-			out += ", "
-		}
-		out += n
-	}
-	return out
 }

@@ -175,6 +175,11 @@ func toolList(tools []*dsl.Tool) string {
 	for i, t := range tools {
 		names[i] = "`" + t.Name + "`"
 	}
+	return andList(names)
+}
+
+// andList joins names as "a, b and c".
+func andList(names []string) string {
 	switch len(names) {
 	case 0:
 		return ""

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -208,4 +209,23 @@ func Transcript(t testing.TB, name string) string {
 		t.Fatalf("ssetest: %s does not end with a blank line", name)
 	}
 	return string(b)
+}
+
+// EventData returns the data of every `data:` line of the testdata
+// transcripts (testdata/*.sse): a fuzz target's seeds.
+func EventData(t testing.TB) [][]byte {
+	t.Helper()
+	names, err := filepath.Glob("testdata/*.sse")
+	if err != nil {
+		t.Fatalf("ssetest: %v", err)
+	}
+	var out [][]byte
+	for _, name := range names {
+		for line := range strings.Lines(File(t, filepath.Base(name))) {
+			if data, ok := strings.CutPrefix(strings.TrimRight(line, "\r\n"), "data: "); ok {
+				out = append(out, []byte(data))
+			}
+		}
+	}
+	return out
 }

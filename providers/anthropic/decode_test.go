@@ -1,13 +1,11 @@
 package anthropic
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/agentc-dev/agentc/internal/ssetest"
 )
 
 // FuzzEventDecode holds the fast event decoding to encoding/json's: the
@@ -15,18 +13,8 @@ import (
 // decoded, and an error exactly where encoding/json reports a malformed
 // event.
 func FuzzEventDecode(f *testing.F) {
-	files, _ := filepath.Glob("testdata/*.sse")
-	for _, name := range files {
-		b, err := os.ReadFile(name)
-		if err != nil {
-			f.Fatal(err)
-		}
-		sc := bufio.NewScanner(bytes.NewReader(b))
-		for sc.Scan() {
-			if data, ok := bytes.CutPrefix(sc.Bytes(), []byte("data: ")); ok {
-				f.Add(bytes.Clone(data))
-			}
-		}
+	for _, data := range ssetest.EventData(f) {
+		f.Add(data)
 	}
 	for _, s := range []string{
 		`{"type":"content_block_delta","index":"x","delta":{"type":"text_delta","text":5},"usage":{"output_tokens":3}}`,

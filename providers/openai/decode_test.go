@@ -1,13 +1,11 @@
 package openai
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/agentc-dev/agentc/internal/ssetest"
 )
 
 // FuzzChunkDecode holds the fast chunk decoding to encoding/json's: the
@@ -15,18 +13,8 @@ import (
 // reports one (of the same kind: a mistyped field is read as zero, a
 // malformed chunk fails the stream).
 func FuzzChunkDecode(f *testing.F) {
-	files, _ := filepath.Glob("testdata/*.sse")
-	for _, name := range files {
-		b, err := os.ReadFile(name)
-		if err != nil {
-			f.Fatal(err)
-		}
-		sc := bufio.NewScanner(bytes.NewReader(b))
-		for sc.Scan() {
-			if data, ok := bytes.CutPrefix(sc.Bytes(), []byte("data: ")); ok {
-				f.Add(bytes.Clone(data))
-			}
-		}
+	for _, data := range ssetest.EventData(f) {
+		f.Add(data)
 	}
 	for _, s := range []string{
 		`{"choices":[{"index":"x","delta":{"content":5,"refusal":"r"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3}}`,
