@@ -244,6 +244,36 @@ chains: chat: [{use: "memoize", scope: "run", ttl: "1h"}]
 	assert.Contains(t, s.logs.String(), "run=bank/retail/r1")
 }
 
+// TestMemoizeScopeKeyIsPerTenant: a cache with scope "key" serves a tenant's
+// second request, in another run, from its cache, and never serves another
+// tenant from it.
+func TestMemoizeScopeKeyIsPerTenant(t *testing.T) {
+	t.Setenv("AGENTC_TEST_OPENAI_KEY", openAIKey)
+	txt := transcript(t, "openai", "text.sse")
+	up := newUpstream(t, reply{body: txt}, reply{body: txt}, reply{body: txt})
+	policy := fmt.Sprintf(`package gw
+
+models: primary: {provider: "openai", model: "gpt-4.1-mini", base_url: "%s/v1", api_key_env: "AGENTC_TEST_OPENAI_KEY"}
+keys: {
+	retail: {sha256: "%s", tenant: "retail"}
+	treasury: {sha256: "%s", tenant: "treasury"}
+}
+chains: chat: [{use: "memoize", scope: "key", ttl: "1h"}]
+`, up.URL, sha("retail-key"), sha("treasury-key"))
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, policy)), WatchInterval: -1})
+
+	ask := func(key string) {
+		t.Helper()
+		code, _, body := do(t, "POST", s.url+"/v1/chat/completions", key, chatBody("primary", "balance of account 42", false))
+		require.Equal(t, 200, code, body)
+	}
+	ask("retail-key")
+	ask("retail-key")
+	assert.Equal(t, 1, up.requests(), "the tenant's second request, a run of its own, is served from its cache")
+	ask("treasury-key")
+	assert.Equal(t, 2, up.requests(), "another tenant is never served from the first tenant's cache")
+}
+
 // TestReloadKeepsBudgetsRateLimitsAndIdempotency: a reload builds a new
 // pipeline, but not a new process state: a spent budget stays spent, a
 // rate limit stays consumed, and a side-effecting call that ran does not run

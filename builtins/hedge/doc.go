@@ -8,9 +8,15 @@
 // so no goroutine outlives the call. The winner's deltas are forwarded in
 // order on the caller's goroutine.
 //
-// A model that fails before delivering a delta, with any error (transient or
-// permanent), does not end the race: its error is recorded and the models
-// still running keep racing. The call fails only when every model started has
+// A model that fails before delivering a delta, with a transient or
+// permanent failure, does not end the race: its error is recorded and the
+// models still running keep racing. A refusal by the policy is different: a
+// racer whose inner layers block the call (*runtime.BlockedError), refuse it
+// on a budget (*runtime.BudgetError) or find it in doubt
+// (*runtime.InDoubtError) ends the race before a winner, as it stops
+// fallback: the other racers are cancelled, no further model is started, and
+// the call fails with that error, so another model's answer never bypasses a
+// guard's block nor spends past a budget. The call fails only when every model started has
 // failed and no more are due (all models have been started, or the caller's
 // context is done); it then returns the error of the model that failed last
 // (the caller's context error when that is done). Once a winner has delivered

@@ -195,6 +195,10 @@ func (h *Hedge) race(ctx context.Context, c *runtime.ChatCall, yield func(runtim
 	var result, lastErr error
 	panicked := false
 	var panicValue any
+	// final is the blocked, budget or in-doubt error of a racer that ended
+	// the race before a winner: no model is started after it and no racer
+	// still running can win.
+	var final error
 	cancelOthers := func(keep int) {
 		for j, r := range racers {
 			if j != keep {
@@ -205,7 +209,7 @@ func (h *Hedge) race(ctx context.Context, c *runtime.ChatCall, yield func(runtim
 	for running > 0 {
 		select {
 		case <-timer.c:
-			if winner < 0 && !panicked && len(racers) < len(h.Models) && ctx.Err() == nil {
+			if winner < 0 && !panicked && final == nil && len(racers) < len(h.Models) && ctx.Err() == nil {
 				start()
 				running++
 				if len(racers) < len(h.Models) {
@@ -229,9 +233,19 @@ func (h *Hedge) race(ctx context.Context, c *runtime.ChatCall, yield func(runtim
 				case ev.idx == winner:
 					result = ev.err
 					c.Adopt(r.call)
-				case winner >= 0:
+				case winner >= 0 || final != nil:
 					// A loser finished after being cancelled.
 					c.Discard(r.call)
+				case ev.err != nil && runtime.Classify(ev.err) != runtime.ClassFailure:
+					// A block, a budget's refusal or a call in doubt is the
+					// policy's answer to this request, not a model's
+					// failure: another model's answer must not bypass it,
+					// nor spend past the budget. The race ends with it, as
+					// fallback stops on it.
+					final = ev.err
+					held[ev.idx] = nil
+					c.Discard(r.call)
+					cancelOthers(-1)
 				case ev.err == nil:
 					// Finished without a delta (or, holding, the first to
 					// finish at all): the success wins, and its held deltas
@@ -265,18 +279,18 @@ func (h *Hedge) race(ctx context.Context, c *runtime.ChatCall, yield func(runtim
 				continue
 			}
 			if holding {
-				keep := winner < 0 && !panicked
+				keep := winner < 0 && !panicked && final == nil
 				if keep {
 					held[ev.idx] = append(held[ev.idx], ev.delta)
 				}
 				r.ack <- keep
 				continue
 			}
-			if winner < 0 && !panicked {
+			if winner < 0 && !panicked && final == nil {
 				winner = ev.idx
 				cancelOthers(winner)
 			}
-			if ev.idx != winner || stopped || panicked {
+			if ev.idx != winner || stopped || panicked || final != nil {
 				r.ack <- false
 				continue
 			}
@@ -292,6 +306,8 @@ func (h *Hedge) race(ctx context.Context, c *runtime.ChatCall, yield func(runtim
 	switch {
 	case winner >= 0:
 		return result
+	case final != nil:
+		return final
 	case ctx.Err() != nil:
 		return ctx.Err()
 	}

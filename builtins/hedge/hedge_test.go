@@ -193,3 +193,57 @@ func TestWinValidates(t *testing.T) {
 	assert.True(t, known)
 	assert.ErrorContains(t, err, `win must be "first_delta" or "first_success"`)
 }
+
+// refusing returns a model that fails with err, and one that delivers "p"
+// only once that refusal has happened (or its call is cancelled).
+func refusing(err error) (refuser, waiting runtime.ModelClient, waited func() bool) {
+	refused := make(chan struct{})
+	var got atomic.Bool
+	refuser = runtime.ModelFunc(func(context.Context, *runtime.ChatRequest, func(runtime.Delta) bool) error {
+		close(refused)
+		return err
+	})
+	waiting = runtime.ModelFunc(func(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+		select {
+		case <-refused:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		got.Store(true)
+		// Give the race time to see the refusal before this answer arrives.
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+		yield(runtime.Delta{Text: "p"})
+		return nil
+	})
+	return refuser, waiting, got.Load
+}
+
+func TestABlockOrBudgetEndsTheRace(t *testing.T) {
+	for name, refusal := range map[string]error{
+		"blocked": &runtime.BlockedError{Layer: "guard", Message: "no"},
+		"budget":  &runtime.BudgetError{Layer: "meter", Resource: "usd", Spent: 5, Limit: 5},
+	} {
+		t.Run(name+" racer", func(t *testing.T) {
+			rt.CheckGoroutines(t)
+			backup, primary, _ := refusing(refusal)
+			text, _, err := rt.Collect(context.Background(), buildClients(t, `{"models":["primary","backup"],"delay":"5ms"}`, primary, backup),
+				runtime.ChatRequest{}, 0)
+			assert.Empty(t, text, "another model's answer does not bypass the refusal")
+			assert.Equal(t, runtime.Classify(refusal), runtime.Classify(err), "%v", err)
+		})
+		t.Run(name+" first model", func(t *testing.T) {
+			rt.CheckGoroutines(t)
+			primary := rt.NewModel(rt.Response{Err: refusal})
+			backup := rt.NewModel(rt.Response{Deltas: []string{"b"}})
+			text, _, err := rt.Collect(context.Background(), build(t, `{"models":["primary","backup"],"delay":"1h"}`, primary, backup),
+				runtime.ChatRequest{}, 0)
+			assert.Empty(t, text)
+			assert.Equal(t, runtime.Classify(refusal), runtime.Classify(err), "%v", err)
+			assert.Zero(t, backup.Calls(), "no model is started after a refusal")
+		})
+	}
+}

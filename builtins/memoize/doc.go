@@ -1,8 +1,10 @@
 // Package memoize implements the memoize builtin (stages chat and tool): an
 // exact-match cache of successful calls in a key-value store.
 //
-// Key: the stage, the layer's name, the scope (the run id for scope "run",
-// nothing for "global"), the model or tool name and the canonical input (the
+// Key: the stage, the layer's name, the scope (the run's tenant and id for
+// scope "run", its tenant for "key", nothing for "global": only "global"
+// serves one tenant's entry to another), the model or tool name and the
+// canonical input (the
 // chat request's model, messages and max_tokens as JSON; a tool's arguments
 // as JSON with object keys sorted), hashed with SHA-256. The value is
 // written to the store named by `store` (the default store when unset; see

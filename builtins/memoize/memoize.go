@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
@@ -91,8 +92,8 @@ func (m *Memoize) Provision(b *runtime.BuildContext) error {
 
 // Validate checks the scope.
 func (m *Memoize) Validate() error {
-	if m.Scope != "run" && m.Scope != "global" {
-		return fmt.Errorf(`scope must be "run" or "global", got %q`, m.Scope)
+	if m.Scope != "run" && m.Scope != "key" && m.Scope != "global" {
+		return fmt.Errorf(`scope must be "run", "key" or "global", got %q`, m.Scope)
 	}
 	return nil
 }
@@ -104,13 +105,11 @@ func Cacheable(tool *runtime.ToolInfo) bool {
 	return tool != nil && tool.Declared && !tool.SideEffecting && !tool.SecretResult
 }
 
-// key hashes the parts of a cache key.
-func (m *Memoize) key(stage, run, target string, input []byte) string {
-	if m.Scope == "global" {
-		run = ""
-	}
+// key hashes the parts of a cache key. Scope "run" keys on the run's tenant
+// and id, "key" on its tenant alone, "global" on neither.
+func (m *Memoize) key(stage string, run runtime.Run, target string, input []byte) string {
 	h := sha256.New()
-	for _, s := range []string{stage, m.name, m.Scope, run, target} {
+	for _, s := range []string{stage, m.name, m.Scope, scopeOf(m.Scope, run), target} {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}
@@ -154,7 +153,7 @@ func (m *Memoize) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		if err != nil {
 			return next(ctx, c, yield)
 		}
-		key := m.key(plan.StageChat, c.Meta.Run.ID, c.Request.Model, input)
+		key := m.key(plan.StageChat, c.Meta.Run, c.Request.Model, input)
 		if m.SingleFlight {
 			return m.chatFlight(ctx, c, key, next, yield)
 		}
@@ -185,7 +184,7 @@ func (m *Memoize) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 		if err != nil { // no canonical form: the call bypasses the cache
 			return next(ctx, c)
 		}
-		key := m.key(plan.StageTool, c.Meta.Run.ID, c.Name, []byte(digest))
+		key := m.key(plan.StageTool, c.Meta.Run, c.Name, []byte(digest))
 		if m.SingleFlight {
 			return m.toolFlight(ctx, c, key, next)
 		}
@@ -223,3 +222,16 @@ var (
 	_ runtime.ChatWrapper = (*Memoize)(nil)
 	_ runtime.ToolWrapper = (*Memoize)(nil)
 )
+
+// scopeOf returns the part of a cache key that scope draws from run: the
+// tenant and the run id for "run", the tenant for "key", nothing for
+// "global". Each is quoted, so no tenant or run id can pass for another pair.
+func scopeOf(scope string, run runtime.Run) string {
+	switch scope {
+	case "global":
+		return ""
+	case "key":
+		return strconv.Quote(run.Tenant)
+	}
+	return strconv.Quote(run.Tenant) + strconv.Quote(run.ID)
+}

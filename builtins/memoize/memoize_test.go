@@ -241,3 +241,35 @@ func TestToolArgumentsWithoutCanonicalFormBypassTheCache(t *testing.T) {
 	}
 	assert.Equal(t, 3, search.Calls())
 }
+
+// TestScopeKeyIsPerTenant: scope "key" shares a tenant's entries across its
+// runs and never serves one tenant's result to another; scope "run" does
+// not either, even for runs of two tenants with the same run id.
+func TestScopeKeyIsPerTenant(t *testing.T) {
+	req := runtime.ToolRequest{Name: "search", Args: map[string]any{"q": "balance"}}
+	at := func(tenant, run string) context.Context {
+		return runtime.WithRun(context.Background(), runtime.Run{ID: run, Tenant: tenant})
+	}
+	search := rt.NewTool(rt.ToolResult{Value: "alice's"}, rt.ToolResult{Value: "bob's"}, rt.ToolResult{Value: "carol's"})
+	pl := rt.Build(t, toolPlan(`{"scope": "key"}`), runtime.Deps{Tools: map[string]runtime.ToolFunc{"search": search.Func()}})
+	r, err := pl.Tool(at("alice", "r1"), req)
+	require.NoError(t, err)
+	assert.Equal(t, "alice's", r.Value)
+	r, err = pl.Tool(at("alice", "r2"), req)
+	require.NoError(t, err)
+	assert.True(t, r.Cached, "one tenant's runs share its entries")
+	assert.Equal(t, "alice's", r.Value)
+	r, err = pl.Tool(at("bob", "r3"), req)
+	require.NoError(t, err)
+	assert.False(t, r.Cached, "another tenant never gets alice's result")
+	assert.Equal(t, "bob's", r.Value)
+
+	search = rt.NewTool(rt.ToolResult{Value: "alice's"}, rt.ToolResult{Value: "bob's"})
+	pl = rt.Build(t, toolPlan(`{"scope": "run"}`), runtime.Deps{Tools: map[string]runtime.ToolFunc{"search": search.Func()}})
+	_, err = pl.Tool(at("alice", "same-id"), req)
+	require.NoError(t, err)
+	r, err = pl.Tool(at("bob", "same-id"), req)
+	require.NoError(t, err)
+	assert.False(t, r.Cached, "scope run: a run id two tenants both use is still two runs")
+	assert.Equal(t, "bob's", r.Value)
+}

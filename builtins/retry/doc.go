@@ -32,5 +32,13 @@
 // success closes the breaker and whose transient failure opens it again. A
 // trial that ends otherwise (a permanent error, the caller's cancellation, a
 // panic of the inner layers or of the consumer) says nothing of the callee's
-// health: the next call is let through as the trial.
+// health: the next call is let through as the trial. Only the trial's own
+// outcome decides: a call let through before the breaker opened that ends
+// during the trial (a slow call finishing late, with any outcome) neither
+// closes nor reopens the breaker nor frees the trial, so at most one trial
+// is in flight at a time.
+//
+// The breakers live in the pipeline's memory: each process (each replica of
+// agentc serve, each runtime.Pipeline) has its own, opens it on its own
+// failures and sends its own trial.
 package retry

@@ -127,31 +127,34 @@ func (r *Retry) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		for attempt := 1; ; attempt++ {
 			c.Meta.Attempts = attempt
 			var br *breaker
+			var trial bool
 			if r.breakers != nil {
 				br = r.breakers.get(c.Request.Model)
-				if until, ok := br.allow(); !ok {
+				until, isTrial, ok := br.allow()
+				if !ok {
 					return &runtime.BreakerOpenError{Layer: r.name, Key: c.Request.Model, Until: until}
 				}
+				trial = isTrial
 			}
-			_, err := settle(br, func() (struct{}, error) {
+			_, err := settle(br, trial, func() (struct{}, error) {
 				if r.timeout > 0 {
 					return struct{}{}, r.chatAttempt(ctx, c, yield, next)
 				}
 				return struct{}{}, next(ctx, c, yield)
 			})
 			if err == nil {
-				br.success()
+				br.success(trial)
 				return nil
 			}
 			if ctx.Err() != nil {
-				br.release()
+				br.release(trial)
 				return err
 			}
 			transient := runtime.IsTransient(err)
 			if transient {
-				br.failure()
+				br.failure(trial)
 			} else {
-				br.release()
+				br.release(trial)
 			}
 			if c.Deltas > start || !transient || c.Stopped || attempt >= r.MaxAttempts {
 				return err
@@ -175,11 +178,11 @@ func (r *Retry) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 // the callee's health: a trial it was admitted as is released before the
 // panic goes on, else the breaker would wait forever for the trial's outcome
 // and refuse every later call.
-func settle[T any](br *breaker, attempt func() (T, error)) (v T, err error) {
+func settle[T any](br *breaker, trial bool, attempt func() (T, error)) (v T, err error) {
 	returned := false
 	defer func() {
 		if !returned {
-			br.release()
+			br.release(trial)
 		}
 	}()
 	v, err = attempt()
@@ -210,31 +213,34 @@ func (r *Retry) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 		for attempt := 1; ; attempt++ {
 			c.Meta.Attempts = attempt
 			var br *breaker
+			var trial bool
 			if r.breakers != nil {
 				br = r.breakers.get(c.Name)
-				if until, ok := br.allow(); !ok {
+				until, isTrial, ok := br.allow()
+				if !ok {
 					return nil, &runtime.BreakerOpenError{Layer: r.name, Key: c.Name, Until: until}
 				}
+				trial = isTrial
 			}
-			v, err := settle(br, func() (any, error) {
+			v, err := settle(br, trial, func() (any, error) {
 				if r.timeout > 0 {
 					return r.toolAttempt(ctx, c, next)
 				}
 				return next(ctx, c)
 			})
 			if err == nil {
-				br.success()
+				br.success(trial)
 				return v, nil
 			}
 			if ctx.Err() != nil {
-				br.release()
+				br.release(trial)
 				return v, err
 			}
 			transient := runtime.IsTransient(err)
 			if transient {
-				br.failure()
+				br.failure(trial)
 			} else {
-				br.release()
+				br.release(trial)
 			}
 			if !transient || attempt >= r.MaxAttempts {
 				return v, err
@@ -316,7 +322,12 @@ func (bs *breakers) get(key string) *breaker {
 
 // breaker is a consecutive-failures circuit breaker. Closed: openUntil is 0.
 // Open: calls are refused until openUntil; then one trial call is admitted
-// (trial set) and its outcome closes or reopens the breaker.
+// (trial set) and its outcome alone closes or reopens the breaker. Each
+// attempt knows whether it was admitted as the trial (allow's second
+// result) and passes that to its outcome: an attempt admitted before the
+// breaker opened, ending during someone else's trial, neither ends that
+// trial nor closes or reopens the breaker, so at most one trial is ever in
+// flight and only its outcome decides.
 type breaker struct {
 	set       *breakers
 	failures  atomic.Int32
@@ -324,49 +335,66 @@ type breaker struct {
 	trial     atomic.Bool
 }
 
-// allow reports whether a call may proceed, and when refused until when.
-func (b *breaker) allow() (time.Time, bool) {
+// allow reports whether a call may proceed, whether it is the breaker's
+// trial, and, when refused, until when.
+func (b *breaker) allow() (until time.Time, trial, ok bool) {
 	u := b.openUntil.Load()
 	if u == 0 {
-		return time.Time{}, true
+		return time.Time{}, false, true
 	}
 	if b.set.clock.Now().UnixNano() < u {
-		return time.Unix(0, u), false
+		return time.Unix(0, u), false, false
 	}
 	if b.trial.CompareAndSwap(false, true) {
-		return time.Time{}, true
+		return time.Time{}, true, true
 	}
-	return time.Unix(0, u), false
+	return time.Unix(0, u), false, false
 }
 
-func (b *breaker) success() {
+// success records a call that succeeded. The trial's success closes the
+// breaker; another call's resets the count of consecutive failures of a
+// closed breaker and leaves an open one to its trial.
+func (b *breaker) success(trial bool) {
 	if b == nil {
 		return
 	}
-	if b.failures.Load() != 0 {
+	if trial {
 		b.failures.Store(0)
-	}
-	if b.openUntil.Load() != 0 {
 		b.openUntil.Store(0)
 		b.trial.Store(false)
+		return
+	}
+	if b.openUntil.Load() == 0 && b.failures.Load() != 0 {
+		b.failures.Store(0)
 	}
 }
 
-func (b *breaker) failure() {
+// failure records a transient failure. The trial's reopens the breaker for
+// the cooldown; another call's counts towards the threshold of a closed
+// breaker and leaves an open one to its trial.
+func (b *breaker) failure(trial bool) {
 	if b == nil {
 		return
 	}
-	n := b.failures.Add(1)
-	if b.trial.Load() || n >= b.set.threshold {
+	if trial {
+		b.failures.Add(1)
 		b.openUntil.Store(b.set.clock.Now().Add(b.set.cooldown).UnixNano())
 		b.trial.Store(false)
+		return
+	}
+	if b.openUntil.Load() != 0 {
+		return
+	}
+	if n := b.failures.Add(1); n >= b.set.threshold {
+		b.openUntil.CompareAndSwap(0, b.set.clock.Now().Add(b.set.cooldown).UnixNano())
 	}
 }
 
 // release ends a trial whose outcome says nothing about the callee's health
-// (a permanent error, a cancellation): the next call may try again.
-func (b *breaker) release() {
-	if b == nil || !b.trial.Load() {
+// (a permanent error, a cancellation, a panic): the next call may try again.
+// Only the trial's own attempt releases it.
+func (b *breaker) release(trial bool) {
+	if b == nil || !trial {
 		return
 	}
 	b.trial.Store(false)

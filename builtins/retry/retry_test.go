@@ -247,3 +247,60 @@ func TestBreakerTrialThatPanicsDoesNotWedgeTheBreaker(t *testing.T) {
 	assert.Equal(t, "up", res.Value)
 	assert.Equal(t, 4, calls)
 }
+
+// TestAStaleAttemptDoesNotEndSomeoneElsesTrial: a call admitted while the
+// breaker was closed that ends during the trial of the reopened breaker
+// (with a permanent error, or a success) leaves the trial to its owner: the
+// breaker still admits no second trial.
+func TestAStaleAttemptDoesNotEndSomeoneElsesTrial(t *testing.T) {
+	for name, stale := range map[string]func() (any, error){
+		"permanent error": func() (any, error) { return nil, rt.Permanent("bad request") },
+		"success":         func() (any, error) { return "late", nil },
+	} {
+		t.Run(name, func(t *testing.T) {
+			staleGo, trialGo := make(chan struct{}), make(chan struct{})
+			staleIn, trialIn := make(chan struct{}), make(chan struct{})
+			tool := func(ctx context.Context, c *runtime.ToolCall) (any, error) {
+				switch c.Args["who"] {
+				case "stale":
+					close(staleIn)
+					<-staleGo
+					return stale()
+				case "failing":
+					return nil, rt.Transient("down")
+				case "trial":
+					close(trialIn)
+					<-trialGo
+					return "up", nil
+				}
+				return "other", nil
+			}
+			pl, err := runtime.Build(context.Background(), rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("retry",
+				`{"max_attempts":1,"initial_delay":"1ms","max_delay":"1ms","breaker":{"failures":1,"cooldown":"50ms"}}`)}}),
+				runtime.Deps{Tools: map[string]runtime.ToolFunc{"t": tool}})
+			require.NoError(t, err)
+			call := func(who string) (runtime.ToolResult, error) {
+				return pl.Tool(context.Background(), runtime.ToolRequest{Name: "t", Args: map[string]any{"who": who}})
+			}
+			staleDone := make(chan struct{})
+			go func() { defer close(staleDone); _, _ = call("stale") }()
+			<-staleIn
+			_, err = call("failing")
+			require.Error(t, err, "the failure opens the breaker")
+			time.Sleep(70 * time.Millisecond)
+			trialDone := make(chan error, 1)
+			go func() { _, err := call("trial"); trialDone <- err }()
+			<-trialIn
+			close(staleGo)
+			<-staleDone
+			_, err = call("other")
+			var bo *runtime.BreakerOpenError
+			require.ErrorAs(t, err, &bo, "the trial is still in flight: no second trial, and the breaker is not closed under it")
+			close(trialGo)
+			require.NoError(t, <-trialDone)
+			res, err := call("other")
+			require.NoError(t, err, "the trial's success closes the breaker")
+			assert.Equal(t, "other", res.Value)
+		})
+	}
+}

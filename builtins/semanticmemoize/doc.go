@@ -6,8 +6,8 @@
 // by default the local runtime.HashEmbedder, which compares spelling, not
 // meaning): a chat call's transcript (one "role: content" line per message),
 // a tool call's canonical arguments (JSON, object keys sorted). The index
-// partition is the layer, the stage, the scope (the run id for scope "run",
-// nothing for "global"), the model (and max_tokens) or the tool: inputs only
+// partition is the layer, the stage, the scope (the run's tenant and id for
+// scope "run", its tenant for "key", nothing for "global"), the model (and max_tokens) or the tool: inputs only
 // match within the same model or tool. The nearest entry is reused when its
 // cosine similarity is at least `threshold` (for a tool call, only when its
 // arguments are also equal after normalisation, below); otherwise the call

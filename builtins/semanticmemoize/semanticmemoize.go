@@ -74,19 +74,26 @@ func (m *SemanticMemoize) Validate() error {
 	switch {
 	case !(m.Threshold > 0 && m.Threshold <= 1):
 		return fmt.Errorf("threshold must be in (0, 1], got %g", m.Threshold)
-	case m.Scope != "run" && m.Scope != "global":
-		return fmt.Errorf(`scope must be "run" or "global", got %q`, m.Scope)
+	case m.Scope != "run" && m.Scope != "key" && m.Scope != "global":
+		return fmt.Errorf(`scope must be "run", "key" or "global", got %q`, m.Scope)
 	case m.TTL <= 0:
 		return errors.New("ttl must be positive")
 	}
 	return nil
 }
 
-func (m *SemanticMemoize) partition(stage, run, target string) string {
-	if m.Scope == "global" {
-		run = ""
+// partition returns the index partition of a call: scope "run" keys it on
+// the run's tenant and id, "key" on its tenant alone, "global" on neither
+// (each quoted, so no tenant or run id passes for another pair).
+func (m *SemanticMemoize) partition(stage string, run runtime.Run, target string) string {
+	var scope string
+	switch m.Scope {
+	case "key":
+		scope = strconv.Quote(run.Tenant)
+	case "run":
+		scope = strconv.Quote(run.Tenant) + strconv.Quote(run.ID)
 	}
-	return strings.Join([]string{"agentc/semantic_memoize", m.name, stage, m.Scope, run, target}, "\x00")
+	return strings.Join([]string{"agentc/semantic_memoize", m.name, stage, m.Scope, scope, target}, "\x00")
 }
 
 // toolCandidates is how many nearest entries a tool call's lookup examines
@@ -160,7 +167,7 @@ func Transcript(msgs []runtime.Message) string {
 func (m *SemanticMemoize) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
 		text := Transcript(c.Request.Messages)
-		part := m.partition(plan.StageChat, c.Meta.Run.ID, c.Request.Model+"\x00"+strconv.Itoa(c.Request.MaxTokens))
+		part := m.partition(plan.StageChat, c.Meta.Run, c.Request.Model+"\x00"+strconv.Itoa(c.Request.MaxTokens))
 		vec, hit, ok := m.lookup(ctx, part, text, 1, nil)
 		if ok {
 			var e chatcache.Entry
@@ -196,7 +203,7 @@ func (m *SemanticMemoize) WrapTool(next runtime.ToolHandler) runtime.ToolHandler
 			return next(ctx, c)
 		}
 		text := string(args)
-		part := m.partition(plan.StageTool, c.Meta.Run.ID, c.Name)
+		part := m.partition(plan.StageTool, c.Meta.Run, c.Name)
 		// The similarity only finds candidates: a candidate is reused only
 		// when its arguments equal the call's after normalisation, so that
 		// a call for another customer or order never gets its result.

@@ -210,3 +210,24 @@ func BenchmarkToolLookup(b *testing.B) {
 		})
 	}
 }
+
+// TestScopeKeyIsPerTenant: scope "key" reuses a tenant's entries across its
+// runs, never another tenant's.
+func TestScopeKeyIsPerTenant(t *testing.T) {
+	at := func(tenant, run string) context.Context {
+		return runtime.WithRun(context.Background(), runtime.Run{ID: run, Tenant: tenant})
+	}
+	search := rt.NewTool(rt.ToolResult{Value: "alice's"}, rt.ToolResult{Value: "bob's"})
+	pl := rt.Build(t, toolPlan(`{"scope": "key"}`), runtime.Deps{Tools: map[string]runtime.ToolFunc{"search": search.Func()}})
+	req := runtime.ToolRequest{Name: "search", Args: map[string]any{"q": "my balance"}}
+	r, err := pl.Tool(at("alice", "r1"), req)
+	require.NoError(t, err)
+	assert.False(t, r.Cached)
+	r, err = pl.Tool(at("alice", "r2"), req)
+	require.NoError(t, err)
+	assert.True(t, r.Cached, "one tenant's runs share its entries")
+	r, err = pl.Tool(at("bob", "r1"), req)
+	require.NoError(t, err)
+	assert.False(t, r.Cached, "another tenant never gets alice's result")
+	assert.Equal(t, "bob's", r.Value)
+}

@@ -248,3 +248,44 @@ func sortedStoreNames(pol *dsl.Policy) []string {
 	slices.Sort(names)
 	return names
 }
+
+// CacheAcrossTenants reports a cache shared by every caller in a policy
+// whose keys belong to several tenants.
+var CacheAcrossTenants = &Rule{
+	Name:     "state/cache-across-tenants",
+	Severity: dsl.Warning,
+	Doc: `a cache with scope "global" in a policy whose keys belong to several tenants.
+
+memoize and semantic_memoize with scope "global" keep one cache for every
+caller: a tenant asking what another asked gets the other's cached answer,
+and a tool that acts with the caller's identity (an account balance, a
+customer's orders) hands one tenant's data to another. With keys of
+several tenants, use scope "key" (one cache per tenant, shared by its runs)
+or "run" (the default).`,
+	Run: func(p *Pass) {
+		tenants := map[string]bool{}
+		for _, k := range p.Policy.Keys {
+			tenants[k.Tenant] = true
+		}
+		if len(tenants) < 2 {
+			return
+		}
+		names := make([]string, 0, len(tenants))
+		for t := range tenants {
+			names = append(names, fmt.Sprintf("%q", t))
+		}
+		slices.Sort(names)
+		for _, stage := range dsl.Stages {
+			for _, e := range p.Policy.Chains[stage] {
+				if e.Use != "memoize" && e.Use != "semantic_memoize" {
+					continue
+				}
+				if s, _ := e.Fields["scope"].(string); s != "global" {
+					continue
+				}
+				p.Reportf(e.FieldPos("scope"), nil, `%s has scope "global": every tenant (%s) is served the others' cached results; use scope "key" for one cache per tenant`,
+					e.Ref(), strings.Join(names, ", "))
+			}
+		}
+	},
+}

@@ -21,5 +21,6 @@ var Suite = []*Rule{
 	UndeclaredTools,
 	StoreSetup,
 	LocalInReplicas,
+	CacheAcrossTenants,
 	UserConstraint,
 }

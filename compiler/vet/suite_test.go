@@ -36,6 +36,7 @@ var designRules = map[string]dsl.Severity{
 	"guard/context-window":          dsl.Warning,
 	"state/store-setup":             dsl.Error,
 	"state/local-in-replicas":       dsl.Warning,
+	"state/cache-across-tenants":    dsl.Warning,
 	"order/<id>":                    "",
 }
 
