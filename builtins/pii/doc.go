@@ -30,6 +30,8 @@
 // (chat) or in any argument (tool; object keys included) blocks the call with a
 // *runtime.BlockedError that names the kinds and the argument's JSON Pointer, never the data. With `action: "redact"` the inner
 // layers see a redacted copy: every user message of the transcript (the caller keeps the raw
-// transcript and resends it) or the arguments. The caller's messages and maps are never
-// modified.
+// transcript and resends it) or the arguments; an object key holding personal data
+// ({"4111111111111111": "x"}) is renamed to its placeholder, followed by "#2", "#3"... when
+// two keys mask alike or the name is taken, so no value is lost. The caller's messages and
+// maps are never modified.
 package pii

@@ -132,6 +132,13 @@ func TestToolArgs(t *testing.T) {
 	assert.Equal(t, "078-05-1120", args["ssn"])
 
 	seen = nil
+	_, err = redact.Tool(context.Background(), runtime.ToolRequest{Name: "lookup", Args: map[string]any{
+		"cards": map[string]any{"4111111111111111": "x", "5500 0000 0000 0004": "y"}, "[REDACTED:card]": "kept"}})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"cards": map[string]any{"[REDACTED:card]": "x", "[REDACTED:card]#2": "y"},
+		"[REDACTED:card]": "kept"}, seen, "a key holding personal data is renamed to the mask; keys masked alike keep their values")
+
+	seen = nil
 	_, err = redact.Tool(context.Background(), runtime.ToolRequest{Name: "lookup", Args: map[string]any{"q": "refunds"}})
 	require.NoError(t, err)
 	assert.Equal(t, map[string]any{"q": "refunds"}, seen)

@@ -7,7 +7,9 @@
 // "password=hunter2" becomes "password=[REDACTED:password-assignment]" and the surrounding
 // structure stays readable. Redacting already redacted text changes nothing. The text is
 // also read folded, so a secret with zero-width characters inside or written in full-width or
-// look-alike letters is masked whole.
+// look-alike letters is masked whole. In a JSON-like value the object keys are redacted too:
+// a key holding a secret ({"sk-live-...": 1}) is renamed to its masked form, followed by "#2",
+// "#3"... when two keys mask alike or the name is taken, so no value is lost.
 //
 // A Redactor is immutable after New and safe for concurrent use.
 //

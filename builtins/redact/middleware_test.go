@@ -61,6 +61,13 @@ func TestToolResults(t *testing.T) {
 		{"raw JSON", `{}`, json.RawMessage(`{"k":"` + awsKey + `"}`), func(t *testing.T, got any) {
 			assert.NotContains(t, fmt.Sprint(got), awsKey)
 		}},
+		{"secret as an object key", `{}`, map[string]any{"sk-live-abcdefghijklmnopqrstuv": 1.0, "ok": map[string]any{awsKey: "x", "sk-proj-abcdefghijklmnopqrstuv": "y"}},
+			func(t *testing.T, got any) {
+				s := fmt.Sprint(got)
+				assert.NotContains(t, s, awsKey)
+				assert.NotContains(t, s, "abcdefghijklmnopqrstuv")
+				assert.Len(t, got.(map[string]any)["ok"], 2, "two keys masked alike both keep their values")
+			}},
 		{"raw JSON that is not JSON", `{}`, json.RawMessage(`key ` + awsKey), func(t *testing.T, got any) {
 			assert.NotContains(t, fmt.Sprintf("%s", got), awsKey)
 		}},
