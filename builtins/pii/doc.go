@@ -35,7 +35,11 @@
 // the model's own text through the layer, is recorded for the run, so an agent loop's
 // history is not scanned again at every step (a call without a run id is a fresh run). With
 // `action: "redact"` the inner layers see a redacted copy: every message of the transcript
-// (the caller keeps the raw transcript and resends it) or the arguments; an object key holding personal data
+// (the caller keeps the raw transcript and resends it) or the arguments. The model's streamed
+// text is scanned too (`output`, on by default), released by whole lines: with "block" a line
+// holding personal data ends the call with a *runtime.BlockedError and is never released,
+// with "redact" it is released redacted (a model that echoes a card number does not get it
+// to the caller); an object key holding personal data
 // ({"4111111111111111": "x"}) is renamed to its placeholder, followed by "#2", "#3"... when
 // two keys mask alike or the name is taken, so no value is lost. The caller's messages and
 // maps are never modified.

@@ -192,3 +192,30 @@ func BenchmarkChatScan2KB(b *testing.B) {
 		}
 	}
 }
+
+// TestChatOutput: a model that echoes personal data does not get it past the layer.
+func TestChatOutput(t *testing.T) {
+	deltas := []string{"Your order is on its way.\nThe card on file is 4111 11", "11 1111 1111, thanks", "\nbye"}
+	run := func(config string) (string, error) {
+		model := rt.NewModel(rt.Response{Deltas: deltas})
+		pl := chatPipeline(t, config, model)
+		var got strings.Builder
+		_, err := pl.Stream(context.Background(), runtime.ChatRequest{Model: "primary",
+			Messages: []runtime.Message{{Role: "user", Content: "where is my order?"}}},
+			func(d runtime.Delta) bool { got.WriteString(d.Text); return true })
+		return got.String(), err
+	}
+	text, err := run(`{}`)
+	var b *runtime.BlockedError
+	require.ErrorAs(t, err, &b)
+	assert.Contains(t, b.Message, "output contains personal data (card)")
+	assert.Equal(t, "Your order is on its way.\n", text, "the clean line went out; the one with the card never did")
+
+	text, err = run(`{"action":"redact"}`)
+	require.NoError(t, err)
+	assert.Equal(t, "Your order is on its way.\nThe card on file is [REDACTED:card], thanks\nbye", text)
+
+	text, err = run(`{"output":false}`)
+	require.NoError(t, err)
+	assert.Contains(t, text, "4111 1111 1111 1111", "output false leaves the output alone")
+}
