@@ -86,8 +86,8 @@ func (m *Middleware) check(what, text string) error {
 // WrapChat implements runtime.ChatWrapper: every text of the transcript the
 // model will read is checked before the inner layers run: the text of every
 // message (user, assistant, and system unless System is false), every tool
-// result, and the arguments of the tool calls earlier assistant messages
-// carry, so a banned word placed in an earlier turn of the history a gateway
+// result, the arguments of the tool calls earlier assistant messages carry,
+// and (unless System is false) the definitions of the tools offered, so a banned word placed in an earlier turn of the history a gateway
 // client sends is found as one in the latest message is. Each text found
 // clean is recorded for the run (scanned.Record), as is the model's own
 // output that passed through the layer, so an agent loop's history is not
@@ -100,9 +100,11 @@ func (m *Middleware) check(what, text string) error {
 func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
 		run := c.Meta.Run.ID
-		if err := m.seen.Scan(c, m.System, func(i int, kind, text string) error {
+		if err := m.seen.Scan(c, m.System, m.System, func(i int, kind, text string) error {
 			what := "input"
 			switch kind {
+			case scanned.KindToolDef:
+				return m.check(fmt.Sprintf("tool %s definition", c.Request.Tools[i].Name), text)
 			case scanned.KindToolResult:
 				what = "tool result"
 			case scanned.KindToolCall:

@@ -124,13 +124,16 @@ func kindsOf(ms []Match) string {
 func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	if m.Action == ActionBlock {
 		return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
-			if err := m.seen.Scan(c, m.System, func(i int, kind, text string) error {
+			if err := m.seen.Scan(c, m.System, m.System, func(i int, kind, text string) error {
 				ms := m.scanner.Find(text)
 				if len(ms) == 0 {
 					return nil
 				}
 				where := fmt.Sprintf("message %d", i)
-				if kind != scanned.KindMessage {
+				switch kind {
+				case scanned.KindToolDef:
+					where = "the definition of tool " + c.Request.Tools[i].Name
+				case scanned.KindToolCall, scanned.KindToolResult:
 					where += " " + kind
 				}
 				return &runtime.BlockedError{Layer: m.name,

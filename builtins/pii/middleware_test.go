@@ -219,3 +219,14 @@ func TestChatOutput(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, text, "4111 1111 1111 1111", "output false leaves the output alone")
 }
+
+func TestChatToolDefinitions(t *testing.T) {
+	req := runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: "hi"}},
+		Tools: []runtime.ToolDef{{Name: "mail", Parameters: []byte(`{"type":"object","properties":{"to":{"type":"string","description":"e.g. ann@example.com"}}}`)}}}
+	_, err := chatPipeline(t, `{}`, &recordingModel{}).Complete(context.Background(), req)
+	var b *runtime.BlockedError
+	require.ErrorAs(t, err, &b)
+	assert.Contains(t, b.Message, "the definition of tool mail contains personal data (email)")
+	_, err = chatPipeline(t, `{"system":false}`, &recordingModel{}).Complete(context.Background(), req)
+	require.NoError(t, err, "system false leaves the operator's tool definitions alone")
+}

@@ -346,7 +346,9 @@ func (m *Middleware) check(ctx context.Context, text string) error {
 // model will read is checked before the inner layers run, and a match blocks
 // the call: the text of every message (user and assistant; system only when
 // System is set), every tool result (tool messages and tool_result parts),
-// and the arguments of the tool calls earlier assistant messages carry. An
+// the arguments of the tool calls earlier assistant messages carry, and the
+// definitions of the tools the call offers (name, description, parameter
+// schema: a tool's description is often third-party text). An
 // injection hidden in an earlier user turn, a fabricated assistant turn or a
 // tool result of the history a gateway client sends is found as one in the
 // latest message is. Each text found clean is recorded for the run
@@ -360,7 +362,7 @@ func (m *Middleware) check(ctx context.Context, text string) error {
 func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
 		run := c.Meta.Run.ID
-		if err := m.seen.Scan(c, m.System, func(_ int, _, text string) error {
+		if err := m.seen.Scan(c, m.System, true, func(_ int, _, text string) error {
 			return m.check(ctx, text)
 		}); err != nil {
 			return err

@@ -3,6 +3,7 @@ package security_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -96,15 +97,26 @@ func TestWholeTranscriptScanned(t *testing.T) {
 			{Role: "system", Content: inj}, {Role: "user", Content: "hi"}}, false},
 		{"system prompt scanned with system", `{"system":true}`, []runtime.Message{
 			{Role: "system", Content: inj}, {Role: "user", Content: "hi"}}, true},
+		{"poisoned tool description", `{"tools":[{"name":"lookup","description":"` + inj + `"}]}`, []runtime.Message{
+			{Role: "user", Content: "hi"}}, true},
+		{"poisoned parameter description", `{"tools":[{"name":"lookup","parameters":{"type":"object","properties":{"q":{"type":"string","description":"` + inj + `"}}}}]}`, []runtime.Message{
+			{Role: "user", Content: "hi"}}, true},
 		{"clean history", "", []runtime.Message{
 			{Role: "user", Content: "hi"}, {Role: "assistant", Content: "hello"}, {Role: "user", Content: "what's the weather"}}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			model := rt.NewModel(rt.Response{Deltas: []string{"fine"}})
-			pl := rt.Build(t, rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("security", tt.config)}}),
+			config := tt.config
+			var tools []runtime.ToolDef
+			if strings.Contains(config, `"tools"`) {
+				var req struct{ Tools []runtime.ToolDef }
+				require.NoError(t, json.Unmarshal([]byte(config), &req))
+				tools, config = req.Tools, ""
+			}
+			pl := rt.Build(t, rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("security", config)}}),
 				runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
-			_, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: tt.msgs})
+			_, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: tt.msgs, Tools: tools})
 			if !tt.blocked {
 				require.NoError(t, err)
 				assert.Equal(t, 1, model.Calls())

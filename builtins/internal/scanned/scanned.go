@@ -72,12 +72,13 @@ func (r *Record) EndRun(run string) {
 }
 
 // Scan calls check with every text of c's transcript (see Each) that is not
-// recorded for the call's run, and records each text check passes. The first
-// error check returns is returned. A call without a run id records nothing
-// and scans everything.
-func (r *Record) Scan(c *runtime.ChatCall, system bool, check func(i int, kind, text string) error) error {
+// recorded for the call's run, then, when tools is true, with the definition
+// of each tool the call offers (see EachTool), and records each text check
+// passes. The first error check returns is returned. A call without a run
+// id records nothing and scans everything.
+func (r *Record) Scan(c *runtime.ChatCall, system, tools bool, check func(i int, kind, text string) error) error {
 	run := c.Meta.Run.ID
-	return Each(c.Request.Messages, system, func(i int, kind, text string) error {
+	visit := func(i int, kind, text string) error {
 		d := Of(text)
 		if run != "" {
 			r.mu.Lock()
@@ -92,7 +93,32 @@ func (r *Record) Scan(c *runtime.ChatCall, system bool, check func(i int, kind, 
 		}
 		r.AddDigest(run, d)
 		return nil
-	})
+	}
+	if err := Each(c.Request.Messages, system, visit); err != nil {
+		return err
+	}
+	if !tools {
+		return nil
+	}
+	return EachTool(c.Request.Tools, visit)
+}
+
+// EachTool calls visit with the text of each tool definition, which the
+// model reads as it reads the transcript: its name, its description and
+// the keys, strings and numbers of its parameters' schema (the descriptions
+// of the parameters among them), one a line; kind is KindToolDef and i the
+// tool's index.
+func EachTool(tools []runtime.ToolDef, visit func(i int, kind, text string) error) error {
+	for i, td := range tools {
+		text := td.Name + "\n" + td.Description
+		if params := ArgsText(runtime.ToolUse{Arguments: td.Parameters}); params != "" {
+			text += "\n" + params
+		}
+		if err := visit(i, KindToolDef, text); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Text kinds passed to Each's visit.
@@ -100,6 +126,7 @@ const (
 	KindMessage    = "message"
 	KindToolResult = "tool result"
 	KindToolCall   = "tool call arguments"
+	KindToolDef    = "tool definition"
 )
 
 // Each calls visit with every text of msgs the model reads, in order: each
