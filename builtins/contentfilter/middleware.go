@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/agentc-dev/agentc/builtins/internal/scanned"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
@@ -19,7 +20,7 @@ func init() {
 		Stages: []plan.Stage{plan.StageChat, plan.StageTurn},
 		Traits: []runtime.Trait{runtime.TraitGuards, runtime.TraitShortCircuits},
 		Doc:    "blocks banned keywords and regexes",
-		New:    func() runtime.Middleware { return &Middleware{OnError: "closed"} },
+		New:    func() runtime.Middleware { return &Middleware{OnError: "closed", System: true} },
 	})
 }
 
@@ -32,8 +33,12 @@ type Middleware struct {
 	Patterns []string `json:"patterns,omitempty"`
 	// OnError is accepted for the schema; matching has no failure mode.
 	OnError string `json:"on_error"`
+	// System checks the messages of role "system" too (the default); false
+	// leaves them, the operator's own instructions, unchecked.
+	System bool `json:"system"`
 
 	name   string
+	seen   scanned.Record
 	filter *Filter
 }
 
@@ -78,38 +83,61 @@ func (m *Middleware) check(what, text string) error {
 	return &runtime.BlockedError{Layer: m.name, Message: fmt.Sprintf("%s contains banned %s %q", what, match.Kind, match.Rule)}
 }
 
-// WrapChat implements runtime.ChatWrapper: the latest input is checked
-// before the inner layers run: every message after the last assistant
-// message (runtime.LatestInput), user text and text parts, and tool results.
-// The streamed text is not checked (that would hold the stream back): put a
-// guard with phase "after" or a judge inside the chain to vet it. The tool
-// calls the model requests are checked: their fragments are held until the
-// stream ends (text passes at once), the arguments are checked whole, and a
-// match blocks the call before any of its tool calls reaches the caller.
+// WrapChat implements runtime.ChatWrapper: every text of the transcript the
+// model will read is checked before the inner layers run: the text of every
+// message (user, assistant, and system unless System is false), every tool
+// result, the arguments of the tool calls earlier assistant messages carry,
+// and (unless System is false) the definitions of the tools offered, so a banned word placed in an earlier turn of the history a gateway
+// client sends is found as one in the latest message is. Each text found
+// clean is recorded for the run (scanned.Record), as is the model's own
+// output that passed through the layer, so an agent loop's history is not
+// checked again at every step; a text the caller changed or added always
+// is. The streamed text is not checked (that would hold the stream back):
+// put a guard with phase "after" or a judge inside the chain to vet it. The
+// tool calls the model requests are checked: their fragments are held until
+// the stream ends (text passes at once), the arguments are checked whole, and
+// a match blocks the call before any of its tool calls reaches the caller.
 func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
-		for _, msg := range runtime.LatestInput(c.Request.Messages) {
-			if msg.Role == "user" {
-				if err := m.check("input", msg.Text()); err != nil {
-					return err
-				}
+		run := c.Meta.Run.ID
+		if err := m.seen.Scan(c, m.System, m.System, func(i int, kind, text string) error {
+			what := "input"
+			switch kind {
+			case scanned.KindToolDef:
+				return m.check(fmt.Sprintf("tool %s definition", c.Request.Tools[i].Name), text)
+			case scanned.KindToolResult:
+				what = "tool result"
+			case scanned.KindToolCall:
+				what = "tool call arguments"
 			}
-			for _, r := range msg.ToolResults() {
-				if err := m.check("tool result", r); err != nil {
-					return err
-				}
-			}
+			return m.check(fmt.Sprintf("message %d %s", i, what), text)
+		}); err != nil {
+			return err
 		}
-		return runtime.HoldToolCalls(ctx, c, next, yield, func(calls []runtime.ToolUse) ([]runtime.ToolUse, error) {
+		out := scanned.NewOutput()
+		err := runtime.HoldToolCalls(ctx, c, next, func(d runtime.Delta) bool {
+			out.Write(d.Text)
+			return yield(d)
+		}, func(calls []runtime.ToolUse) ([]runtime.ToolUse, error) {
 			for _, tc := range calls {
-				if err := m.check("tool call "+tc.Name+" arguments", tc.ArgsText()); err != nil {
+				text := scanned.ArgsText(tc)
+				if err := m.check("tool call "+tc.Name+" arguments", text); err != nil {
 					return nil, err
 				}
+				m.seen.Add(run, text)
 			}
 			return calls, nil
 		})
+		if err == nil && !c.Stopped {
+			m.seen.AddDigest(run, out.Digest())
+		}
+		return err
 	}
 }
+
+// EndRun implements runtime.RunEnder: it forgets what the run's calls
+// checked.
+func (m *Middleware) EndRun(runID string) { m.seen.EndRun(runID) }
 
 // WrapTurn implements runtime.TurnWrapper: the turn's input is checked before
 // the turn runs, and its output after it (a turn's output is returned whole,
@@ -134,4 +162,5 @@ func (m *Middleware) WrapTurn(next runtime.TurnHandler) runtime.TurnHandler {
 var (
 	_ runtime.ChatWrapper = (*Middleware)(nil)
 	_ runtime.TurnWrapper = (*Middleware)(nil)
+	_ runtime.RunEnder    = (*Middleware)(nil)
 )

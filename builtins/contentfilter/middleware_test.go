@@ -47,6 +47,62 @@ func TestChatInput(t *testing.T) {
 	}
 }
 
+// TestChatWholeTranscript: a caller that sends the whole history (a gateway client)
+// cannot hide a banned word before the latest message.
+func TestChatWholeTranscript(t *testing.T) {
+	tool := []runtime.ToolUse{{ID: "c0", Name: "fetch", Arguments: []byte(`{"url":"https://x"}`)}}
+	tests := []struct {
+		name    string
+		config  string
+		msgs    []runtime.Message
+		blocked string
+	}{
+		{"earlier user turn", filterConfig, []runtime.Message{
+			{Role: "user", Content: "forbidden fruit"}, {Role: "assistant", Content: "no"}, {Role: "user", Content: "ok"}}, "message 0 input"},
+		{"fabricated assistant turn", filterConfig, []runtime.Message{
+			{Role: "user", Content: "hi"}, {Role: "assistant", Content: "ACME-1234"}, {Role: "user", Content: "ok"}}, "message 1 input"},
+		{"tool result in the history", filterConfig, []runtime.Message{
+			{Role: "user", Content: "read"}, {Role: "assistant", ToolCalls: tool},
+			{Role: "tool", ToolCallID: "c0", Content: "forbidden fruit"}, {Role: "assistant", Content: "read it"}, {Role: "user", Content: "ok"}},
+			"message 2 tool result"},
+		{"system prompt", filterConfig, []runtime.Message{{Role: "system", Content: "acme-0001"}, {Role: "user", Content: "ok"}}, "message 0 input"},
+		{"system prompt left alone with system false", `{"keywords":["forbidden fruit"],"system":false}`, []runtime.Message{
+			{Role: "system", Content: "forbidden fruit"}, {Role: "user", Content: "ok"}}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			model := rt.NewModel(rt.Response{Deltas: []string{"fine"}})
+			pl := rt.Build(t, rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("content_filter", tt.config)}}),
+				runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
+			_, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: tt.msgs})
+			if tt.blocked == "" {
+				require.NoError(t, err)
+				return
+			}
+			var b *runtime.BlockedError
+			require.ErrorAs(t, err, &b)
+			assert.Contains(t, b.Message, tt.blocked)
+			assert.Zero(t, model.Calls())
+		})
+	}
+
+	// The model's own reply, sent back in its run, is not checked again (the chat
+	// stage does not check output); sent in another run, it is.
+	model := rt.NewModel(rt.Response{Deltas: []string{"the forbidden fruit"}}, rt.Response{Deltas: []string{"ok"}})
+	pl := rt.Build(t, rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("content_filter", filterConfig)}}),
+		runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r1"})
+	q := runtime.Message{Role: "user", Content: "tell me a story"}
+	resp, err := pl.Complete(ctx, runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{q}})
+	require.NoError(t, err)
+	history := []runtime.Message{q, {Role: "assistant", Content: resp.Text}, {Role: "user", Content: "more"}}
+	_, err = pl.Complete(ctx, runtime.ChatRequest{Model: "primary", Messages: history})
+	require.NoError(t, err)
+	_, err = pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: history})
+	var b *runtime.BlockedError
+	require.ErrorAs(t, err, &b, "a fresh run checks the whole history")
+}
+
 func TestTurnInputAndOutput(t *testing.T) {
 	p := rt.Plan(plan.Chains{Turn: []plan.Layer{rt.Named("words", rt.Layer("content_filter", filterConfig))}})
 	pl, err := runtime.Build(context.Background(), p, runtime.Deps{})

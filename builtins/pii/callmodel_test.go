@@ -40,7 +40,7 @@ func TestChatScansTextPartsAndToolCallArguments(t *testing.T) {
 	assert.NotContains(t, args["to"], "jane.doe@example.com")
 	assert.Equal(t, 1.0, args["n"])
 	assert.JSONEq(t, `{}`, string(got[1].ToolCalls[1].Arguments))
-	assert.Equal(t, msgs[2], got[2], "tool results are left alone")
+	assert.Equal(t, "sent to [REDACTED:email]", got[2].Content, "tool results are redacted too")
 	after, err := json.Marshal(msgs)
 	require.NoError(t, err)
 	assert.Equal(t, string(orig), string(after), "the caller's messages are untouched")

@@ -26,10 +26,22 @@
 // A Scanner is immutable after New and safe for concurrent use.
 //
 // The pii builtin (Middleware, stages chat and tool) uses a Scanner built once from `kinds`
-// ("ip" selects IPv4 and IPv6). With `action: "block"` a match in the latest user message
-// (chat) or in any argument (tool; object keys included) blocks the call with a
-// *runtime.BlockedError that names the kinds and the argument's JSON Pointer, never the data. With `action: "redact"` the inner
-// layers see a redacted copy: every user message of the transcript (the caller keeps the raw
-// transcript and resends it) or the arguments. The caller's messages and maps are never
-// modified.
+// ("ip" selects IPv4 and IPv6). In the chat stage every text of the transcript the model
+// reads is scanned, wherever it sits: user and assistant text, tool results, the arguments
+// of earlier tool calls (numbers included), and, unless `system: false`, the system messages
+// and (with "block") the definitions of the tools offered.
+// With `action: "block"` a match in the transcript (chat) or in any argument (tool; object
+// keys included) blocks the call with a *runtime.BlockedError that names the kinds and the
+// message's index or the argument's JSON Pointer, never the data; each text found clean, and
+// the model's own text through the layer, is recorded for the run, so an agent loop's
+// history is not scanned again at every step (a call without a run id is a fresh run). With
+// `action: "redact"` the inner layers see a redacted copy: every message of the transcript
+// (the caller keeps the raw transcript and resends it) or the arguments. The model's streamed
+// text is scanned too (`output`, on by default), released by whole lines: with "block" a line
+// holding personal data ends the call with a *runtime.BlockedError and is never released,
+// with "redact" it is released redacted (a model that echoes a card number does not get it
+// to the caller); an object key holding personal data
+// ({"4111111111111111": "x"}) is renamed to its placeholder, followed by "#2", "#3"... when
+// two keys mask alike or the name is taken, so no value is lost. The caller's messages and
+// maps are never modified.
 package pii

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentc-dev/agentc/builtins/internal/scanned"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
@@ -19,8 +20,10 @@ func init() {
 		ID:     ID,
 		Stages: []plan.Stage{plan.StageChat, plan.StageTool},
 		Traits: []runtime.Trait{runtime.TraitGuards, runtime.TraitRewritesMessages},
-		Doc:    "finds email, phone, SSN, card numbers and IPs in input or tool arguments; blocks or redacts",
-		New:    func() runtime.Middleware { return &Middleware{Action: ActionBlock, OnError: "closed"} },
+		Doc:    "finds email, phone, SSN, card numbers and IPs in every message the model reads, in its output or in tool arguments; blocks or redacts",
+		New: func() runtime.Middleware {
+			return &Middleware{Action: ActionBlock, OnError: "closed", System: true, Output: true}
+		},
 	})
 }
 
@@ -43,8 +46,17 @@ type Middleware struct {
 	Regions []string `json:"regions,omitempty"`
 	// OnError is accepted for the schema; the scanner has no failure mode.
 	OnError string `json:"on_error"`
+	// System scans (or redacts) the messages of role "system" too (the
+	// default); false leaves them, the operator's own instructions, as
+	// they are.
+	System bool `json:"system"`
+	// Output scans the model's streamed text too (the default): with
+	// "block" a line holding personal data ends the stream before it is
+	// released, with "redact" it is released redacted.
+	Output bool `json:"output"`
 
 	name    string
+	seen    scanned.Record
 	scanner *Scanner
 }
 
@@ -92,39 +104,64 @@ func kindsOf(ms []Match) string {
 	return strings.Join(ks, ", ")
 }
 
-// WrapChat implements runtime.ChatWrapper. With action "block" the latest
-// user message is scanned (its content and text parts) and a match blocks the
-// call. With "redact" every user message (content and text parts) and the
-// arguments of every tool call an assistant message requested (string values
-// and numbers, as in the tool stage; the arguments stay valid JSON) are
-// rewritten on the call's own copy of the transcript before the inner layers
-// run (the caller's transcript still holds the raw text and resends it with
-// the next call, so earlier messages are redacted again); the caller's
-// messages are never modified. System messages, assistant text and tool
-// results are left alone. Block messages name the kinds found, never the
-// data.
+// WrapChat implements runtime.ChatWrapper. Every text of the transcript the
+// model will read is scanned: the text of every message (user, assistant,
+// and system unless System is false; content and text parts), every tool
+// result (tool messages and tool_result parts) and the arguments of the tool
+// calls assistant messages carry (their strings and keys). Personal data
+// placed in an earlier user turn, a fabricated assistant turn or a tool
+// result of the history a gateway client sends is found as in the latest
+// message. With action "block" a match blocks the call; the message names
+// the message's index and the kinds found, never the data. Each text found
+// clean is recorded for the run (scanned.Record), as is the model's own text
+// that passed through the layer, so an agent loop's history is not scanned
+// again at every step; a text the caller changed or added always is. With
+// "redact" every match is rewritten on the call's own copy of the transcript
+// before the inner layers run (tool call arguments stay valid JSON; object
+// keys are renamed to their placeholder). The caller's transcript still
+// holds the raw text and resends it with the next call, so earlier messages
+// are redacted again; the caller's messages are never modified.
 func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	if m.Action == ActionBlock {
 		return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
-			msgs := c.Request.Messages
-			for i := len(msgs) - 1; i >= 0; i-- {
-				if msgs[i].Role != "user" {
-					continue
+			if err := m.seen.Scan(c, m.System, m.System, func(i int, kind, text string) error {
+				ms := m.scanner.Find(text)
+				if len(ms) == 0 {
+					return nil
 				}
-				if ms := m.scanner.Find(msgs[i].Text()); len(ms) > 0 {
-					return &runtime.BlockedError{Layer: m.name,
-						Message: fmt.Sprintf("message %d contains personal data (%s)", i, kindsOf(ms))}
+				where := fmt.Sprintf("message %d", i)
+				switch kind {
+				case scanned.KindToolDef:
+					where = "the definition of tool " + c.Request.Tools[i].Name
+				case scanned.KindToolCall, scanned.KindToolResult:
+					where += " " + kind
 				}
-				break
+				return &runtime.BlockedError{Layer: m.name,
+					Message: fmt.Sprintf("%s contains personal data (%s)", where, kindsOf(ms))}
+			}); err != nil {
+				return err
 			}
-			return next(ctx, c, yield)
+			run := c.Meta.Run.ID
+			out := scanned.NewOutput()
+			err := m.output(ctx, c, next, func(d runtime.Delta) bool {
+				out.Write(d.Text)
+				return yield(d)
+			})
+			if err == nil && !c.Stopped {
+				m.seen.AddDigest(run, out.Digest())
+			}
+			return err
 		}
 	}
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
 		orig := c.Request.Messages
+		run := c.Meta.Run.ID
 		var out []runtime.Message
 		for i := range orig {
-			msg, changed := m.redactMessage(&orig[i])
+			if orig[i].Role == "system" && !m.System {
+				continue
+			}
+			msg, changed := m.redactMessage(run, &orig[i])
 			if !changed {
 				continue
 			}
@@ -134,51 +171,154 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 			out[i] = msg
 		}
 		if out == nil {
-			return next(ctx, c, yield)
+			return m.output(ctx, c, next, yield)
 		}
 		c.Request.Messages = out
-		err := next(ctx, c, yield)
+		err := m.output(ctx, c, next, yield)
 		c.Request.Messages = orig
 		return err
 	}
 }
 
-// redactMessage returns msg redacted and whether anything changed; the
-// message's slices are copied before they are changed.
-func (m *Middleware) redactMessage(msg *runtime.Message) (runtime.Message, bool) {
+// output runs next with the model's streamed text scanned (unless Output is
+// off). Text is released by whole lines, each scanned before it goes out,
+// and the rest of a line is held until its line break, a tool call
+// fragment or the end of the stream: an item is never split across
+// releases. With "redact" a line is released redacted; with "block" a line
+// holding personal data ends the call with a *runtime.BlockedError and is
+// never released (the lines before it were clean and have gone out). Usage
+// reported on held deltas rides on the next released one, and the finish
+// reason on the last. When the stream fails, held text is dropped, never
+// released unscanned.
+func (m *Middleware) output(ctx context.Context, c *runtime.ChatCall, next runtime.ChatHandler, yield func(runtime.Delta) bool) error {
+	if !m.Output {
+		return next(ctx, c, yield)
+	}
+	start := c.Deltas
+	emitted := 0
+	var pending strings.Builder
+	var usage runtime.Usage
+	finish := ""
+	stopped := false
+	var blocked error
+	clean := func(text string) (string, bool) {
+		if m.Action == ActionRedact {
+			red, _ := m.scanner.Redact(text)
+			return red, true
+		}
+		if ms := m.scanner.Find(text); len(ms) > 0 {
+			blocked = &runtime.BlockedError{Layer: m.name,
+				Message: fmt.Sprintf("the model's output contains personal data (%s)", kindsOf(ms))}
+			return "", false
+		}
+		return text, true
+	}
+	release := func(d runtime.Delta) bool {
+		d.Usage = usage
+		usage = runtime.Usage{}
+		emitted++
+		if !yield(d) {
+			stopped = true
+			c.Stopped = true
+			return false
+		}
+		return true
+	}
+	err := next(ctx, c, func(d runtime.Delta) bool {
+		if stopped || blocked != nil {
+			return false
+		}
+		pending.WriteString(d.Text)
+		usage.Add(d.Usage)
+		if d.FinishReason != "" {
+			finish = d.FinishReason
+		}
+		if len(d.ToolCalls) > 0 {
+			text, ok := clean(pending.String())
+			if !ok {
+				return false
+			}
+			pending.Reset()
+			fr := finish
+			finish = ""
+			return release(runtime.Delta{Text: text, ToolCalls: d.ToolCalls, FinishReason: fr})
+		}
+		buf := pending.String()
+		cut := strings.LastIndexByte(buf, '\n') + 1
+		if cut == 0 {
+			return true
+		}
+		text, ok := clean(buf[:cut])
+		if !ok {
+			return false
+		}
+		pending.Reset()
+		pending.WriteString(buf[cut:])
+		return release(runtime.Delta{Text: text})
+	})
+	if blocked != nil {
+		c.Deltas = start + emitted
+		return blocked
+	}
+	if err == nil && !stopped && !c.Stopped && (pending.Len() > 0 || !usage.IsZero() || finish != "") {
+		text, ok := clean(pending.String())
+		if !ok {
+			c.Deltas = start + emitted
+			return blocked
+		}
+		release(runtime.Delta{Text: text, FinishReason: finish})
+	}
+	c.Deltas = start + emitted
+	return err
+}
+
+// redactText returns text redacted and whether anything changed; a text
+// without personal data is recorded for the run and not scanned again.
+func (m *Middleware) redactText(run, text string) (string, bool) {
+	if text == "" || m.seen.Has(run, text) {
+		return text, false
+	}
+	red, n := m.scanner.Redact(text)
+	if n == 0 {
+		m.seen.Add(run, text)
+		return text, false
+	}
+	return red, true
+}
+
+// redactMessage returns msg redacted and whether anything changed: its
+// content, its text and tool_result parts, and the arguments of its tool
+// calls. The message's slices are copied before they are changed.
+func (m *Middleware) redactMessage(run string, msg *runtime.Message) (runtime.Message, bool) {
 	out := *msg
 	changed := false
-	switch msg.Role {
-	case "user":
-		if red, n := m.scanner.Redact(msg.Content); n > 0 {
-			out.Content, changed = red, true
+	if red, ok := m.redactText(run, msg.Content); ok {
+		out.Content, changed = red, true
+	}
+	cloned := false
+	for j, p := range msg.Parts {
+		if p.Type != runtime.PartText && p.Type != runtime.PartToolResult {
+			continue
 		}
-		cloned := false
-		for j, p := range msg.Parts {
-			if p.Type != runtime.PartText {
-				continue
-			}
-			red, n := m.scanner.Redact(p.Text)
-			if n == 0 {
-				continue
-			}
-			if !cloned {
-				out.Parts, cloned = slices.Clone(msg.Parts), true
-			}
-			out.Parts[j].Text, changed = red, true
+		red, ok := m.redactText(run, p.Text)
+		if !ok {
+			continue
 		}
-	case "assistant":
-		for j, tc := range msg.ToolCalls {
-			args, ok := m.redactArgs(tc.Arguments)
-			if !ok {
-				continue
-			}
-			if !changed {
-				out.ToolCalls = slices.Clone(msg.ToolCalls)
-				changed = true
-			}
-			out.ToolCalls[j].Arguments = args
+		if !cloned {
+			out.Parts, cloned = slices.Clone(msg.Parts), true
 		}
+		out.Parts[j].Text, changed = red, true
+	}
+	cloned = false
+	for j, tc := range msg.ToolCalls {
+		args, ok := m.redactArgs(tc.Arguments)
+		if !ok {
+			continue
+		}
+		if !cloned {
+			out.ToolCalls, cloned = slices.Clone(msg.ToolCalls), true
+		}
+		out.ToolCalls[j].Arguments, changed = args, true
 	}
 	return out, changed
 }
@@ -188,7 +328,12 @@ func (m *Middleware) redactMessage(msg *runtime.Message) (runtime.Message, bool)
 func (m *Middleware) redactArgs(raw json.RawMessage) (json.RawMessage, bool) {
 	var v any
 	if json.Unmarshal(raw, &v) != nil {
-		return nil, false
+		// Not JSON: the model reads it as text.
+		red, n := m.scanner.Redact(string(raw))
+		if n == 0 {
+			return nil, false
+		}
+		return json.RawMessage(red), true
 	}
 	red, n := m.scanner.RedactValue(v)
 	if n == 0 {
@@ -241,4 +386,9 @@ func (m *Middleware) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 var (
 	_ runtime.ChatWrapper = (*Middleware)(nil)
 	_ runtime.ToolWrapper = (*Middleware)(nil)
+	_ runtime.RunEnder    = (*Middleware)(nil)
 )
+
+// EndRun implements runtime.RunEnder: it forgets what the run's calls
+// scanned.
+func (m *Middleware) EndRun(runID string) { m.seen.EndRun(runID) }

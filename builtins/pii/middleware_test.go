@@ -42,8 +42,21 @@ func TestChatBlock(t *testing.T) {
 		{"email in latest user message", `{}`, []runtime.Message{{Role: "user", Content: "mail me at ann@example.com"}}, "email"},
 		{"card", `{"action":"block"}`, []runtime.Message{{Role: "user", Content: "card 4111 1111 1111 1111"}}, "card"},
 		{"clean", `{}`, []runtime.Message{{Role: "user", Content: "what is the refund policy?"}}, ""},
-		{"only the latest user message is checked", `{}`, []runtime.Message{
-			{Role: "user", Content: "ann@example.com"}, {Role: "assistant", Content: "noted"}, {Role: "user", Content: "thanks"}}, ""},
+		{"an earlier user message is checked too", `{}`, []runtime.Message{
+			{Role: "user", Content: "ann@example.com"}, {Role: "assistant", Content: "noted"}, {Role: "user", Content: "thanks"}}, "message 0 contains personal data (email)"},
+		{"fabricated assistant turn", `{}`, []runtime.Message{
+			{Role: "user", Content: "hi"}, {Role: "assistant", Content: "your card 4111 1111 1111 1111"}, {Role: "user", Content: "thanks"}}, "message 1 contains personal data (card)"},
+		{"tool result in the history", `{}`, []runtime.Message{
+			{Role: "user", Content: "look me up"},
+			{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "c0", Name: "crm", Arguments: []byte(`{}`)}}},
+			{Role: "tool", ToolCallID: "c0", Content: `{"card":"4111111111111111"}`},
+			{Role: "assistant", Content: "found you"}, {Role: "user", Content: "thanks"}}, "message 2 tool result contains personal data (card)"},
+		{"card number as a JSON number in earlier tool call arguments", `{}`, []runtime.Message{
+			{Role: "user", Content: "pay"},
+			{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "c0", Name: "pay", Arguments: []byte(`{"pan":4111111111111111}`)}}},
+			{Role: "tool", ToolCallID: "c0", Content: "ok"}, {Role: "user", Content: "thanks"}}, "message 1 tool call arguments contains personal data (card)"},
+		{"system prompt", `{}`, []runtime.Message{{Role: "system", Content: "support bot for ops@example.com"}, {Role: "user", Content: "hi"}}, "message 0"},
+		{"system prompt left alone with system false", `{"system":false}`, []runtime.Message{{Role: "system", Content: "support bot for ops@example.com"}, {Role: "user", Content: "hi"}}, ""},
 		{"kinds filter skips email", `{"kinds":["ssn"]}`, []runtime.Message{{Role: "user", Content: "ann@example.com"}}, ""},
 		{"kinds filter ip", `{"kinds":["ip"]}`, []runtime.Message{{Role: "user", Content: "server 203.0.113.9 is down"}}, "ipv4"},
 	}
@@ -62,6 +75,7 @@ func TestChatBlock(t *testing.T) {
 			assert.Equal(t, "privacy", b.Layer)
 			assert.Contains(t, b.Message, tt.blocked)
 			assert.NotContains(t, b.Message, "@", "the message never quotes the data")
+			assert.NotContains(t, b.Message, "4111")
 			assert.Empty(t, model.seen, "a blocked call never reaches the model")
 		})
 	}
@@ -83,9 +97,16 @@ func TestChatRedactDoesNotMutateInput(t *testing.T) {
 	assert.Equal(t, orig, msgs, "the caller's transcript is untouched")
 	require.Len(t, model.seen, 1)
 	seen := model.seen[0]
-	assert.Equal(t, "support bot for ops@example.com", seen[0].Content, "system messages are left alone")
+	assert.Equal(t, "support bot for [REDACTED:email]", seen[0].Content, "system messages are redacted too")
 	assert.Equal(t, "I am [REDACTED:email]", seen[1].Content)
 	assert.NotContains(t, seen[3].Content, "555")
+
+	model = &recordingModel{}
+	_, err = chatPipeline(t, `{"action":"redact","system":false}`, model).Complete(context.Background(),
+		runtime.ChatRequest{Model: "primary", Messages: msgs})
+	require.NoError(t, err)
+	assert.Equal(t, "support bot for ops@example.com", model.seen[0][0].Content, "system false leaves system messages alone")
+	assert.Equal(t, "I am [REDACTED:email]", model.seen[0][1].Content)
 }
 
 func toolPipeline(t testing.TB, config string, fn runtime.ToolFunc) *runtime.Pipeline {
@@ -132,6 +153,13 @@ func TestToolArgs(t *testing.T) {
 	assert.Equal(t, "078-05-1120", args["ssn"])
 
 	seen = nil
+	_, err = redact.Tool(context.Background(), runtime.ToolRequest{Name: "lookup", Args: map[string]any{
+		"cards": map[string]any{"4111111111111111": "x", "5500 0000 0000 0004": "y"}, "[REDACTED:card]": "kept"}})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"cards": map[string]any{"[REDACTED:card]": "x", "[REDACTED:card]#2": "y"},
+		"[REDACTED:card]": "kept"}, seen, "a key holding personal data is renamed to the mask; keys masked alike keep their values")
+
+	seen = nil
 	_, err = redact.Tool(context.Background(), runtime.ToolRequest{Name: "lookup", Args: map[string]any{"q": "refunds"}})
 	require.NoError(t, err)
 	assert.Equal(t, map[string]any{"q": "refunds"}, seen)
@@ -163,4 +191,42 @@ func BenchmarkChatScan2KB(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestChatOutput: a model that echoes personal data does not get it past the layer.
+func TestChatOutput(t *testing.T) {
+	deltas := []string{"Your order is on its way.\nThe card on file is 4111 11", "11 1111 1111, thanks", "\nbye"}
+	run := func(config string) (string, error) {
+		model := rt.NewModel(rt.Response{Deltas: deltas})
+		pl := chatPipeline(t, config, model)
+		var got strings.Builder
+		_, err := pl.Stream(context.Background(), runtime.ChatRequest{Model: "primary",
+			Messages: []runtime.Message{{Role: "user", Content: "where is my order?"}}},
+			func(d runtime.Delta) bool { got.WriteString(d.Text); return true })
+		return got.String(), err
+	}
+	text, err := run(`{}`)
+	var b *runtime.BlockedError
+	require.ErrorAs(t, err, &b)
+	assert.Contains(t, b.Message, "output contains personal data (card)")
+	assert.Equal(t, "Your order is on its way.\n", text, "the clean line went out; the one with the card never did")
+
+	text, err = run(`{"action":"redact"}`)
+	require.NoError(t, err)
+	assert.Equal(t, "Your order is on its way.\nThe card on file is [REDACTED:card], thanks\nbye", text)
+
+	text, err = run(`{"output":false}`)
+	require.NoError(t, err)
+	assert.Contains(t, text, "4111 1111 1111 1111", "output false leaves the output alone")
+}
+
+func TestChatToolDefinitions(t *testing.T) {
+	req := runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: "hi"}},
+		Tools: []runtime.ToolDef{{Name: "mail", Parameters: []byte(`{"type":"object","properties":{"to":{"type":"string","description":"e.g. ann@example.com"}}}`)}}}
+	_, err := chatPipeline(t, `{}`, &recordingModel{}).Complete(context.Background(), req)
+	var b *runtime.BlockedError
+	require.ErrorAs(t, err, &b)
+	assert.Contains(t, b.Message, "the definition of tool mail contains personal data (email)")
+	_, err = chatPipeline(t, `{"system":false}`, &recordingModel{}).Complete(context.Background(), req)
+	require.NoError(t, err, "system false leaves the operator's tool definitions alone")
 }

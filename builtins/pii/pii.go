@@ -238,7 +238,9 @@ func (s *Scanner) walk(v any, path string, visit func(path, text string)) {
 
 // RedactValue returns a copy of v with every item in its strings replaced by its Placeholder,
 // and the number of replacements. A number that holds personal data (a card number sent as a
-// JSON number) becomes its redacted string. v itself is never modified; parts without
+// JSON number) becomes its redacted string. An object key holding personal data is renamed
+// to its redacted form, followed by "#2", "#3"... when that name is taken, so no value is
+// lost. v itself is never modified; parts without
 // personal data may be shared with the result.
 func (s *Scanner) RedactValue(v any) (any, int) {
 	return jsonvalue.MapLeaves(v, s.Redact, s.redactNumber)

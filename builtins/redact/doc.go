@@ -7,13 +7,18 @@
 // "password=hunter2" becomes "password=[REDACTED:password-assignment]" and the surrounding
 // structure stays readable. Redacting already redacted text changes nothing. The text is
 // also read folded, so a secret with zero-width characters inside or written in full-width or
-// look-alike letters is masked whole.
+// look-alike letters is masked whole. In a JSON-like value the object keys are redacted too:
+// a key holding a secret ({"sk-live-...": 1}) is renamed to its masked form, followed by "#2",
+// "#3"... when two keys mask alike or the name is taken, so no value is lost.
 //
 // A Redactor is immutable after New and safe for concurrent use.
 //
 // The redact builtin (Middleware, stages tool and chat) masks tool results (a copy; bytes are
 // read as text, as the agent loop reads them, and other values that are not JSON-like are
-// converted to their JSON form first) and streamed model output. Chat
+// converted to their JSON form first), the transcript a chat call sends to the model (every
+// text on the call's own copy: system, user and assistant text, tool results, which a gateway
+// client supplies itself, and the arguments of earlier tool calls; the caller's messages are
+// never modified) and streamed model output. Chat
 // output is released line by line, each line redacted whole, so that a secret split across
 // deltas is still caught; a PEM block is held from its BEGIN line to its END line, and a line
 // ending where a value may follow ("password:", "Bearer") with the lines that complete it.

@@ -1,12 +1,15 @@
 package redact
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
+	"github.com/agentc-dev/agentc/builtins/internal/scanned"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
@@ -19,7 +22,7 @@ func init() {
 		ID:     ID,
 		Stages: []plan.Stage{plan.StageChat, plan.StageTool},
 		Traits: []runtime.Trait{runtime.TraitRewritesMessages},
-		Doc:    "masks secret patterns in tool results before they enter the context",
+		Doc:    "masks secret patterns in tool results, in the transcript sent to the model and in its output",
 		New:    func() runtime.Middleware { return &Middleware{Defaults: true} },
 	})
 }
@@ -35,6 +38,7 @@ type Middleware struct {
 
 	name     string
 	redactor *Redactor
+	seen     scanned.Record
 }
 
 // Provision compiles the rules once. An invalid pattern is an error naming its
@@ -121,8 +125,17 @@ func (m *Middleware) redactResult(v any) any {
 	return red
 }
 
-// WrapChat implements runtime.ChatWrapper: the model's streamed output is
-// masked before it reaches the outer layers and the caller.
+// WrapChat implements runtime.ChatWrapper: the transcript is masked before
+// the model reads it, and the model's streamed output before it reaches the
+// outer layers and the caller.
+//
+// Every text of the transcript is masked on the call's own copy: the text of
+// every message, system ones included (content and text parts), every tool
+// result (tool messages and tool_result parts; a gateway client sends the
+// results of its own tools) and the arguments of earlier tool calls (still
+// valid JSON). The caller's messages are never modified; it resends the raw
+// text with the next call, which is masked again. A text found clean is
+// recorded for the run and not scanned again.
 //
 // A secret can be split across deltas, so the layer buffers by line: text is
 // released up to the last line break that has arrived, each release redacted
@@ -150,6 +163,11 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		return runtime.HoldToolCalls(ctx, c, next, yield, m.redactCalls)
 	}
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
+		orig := c.Request.Messages
+		if red, ok := m.redactTranscript(c.Meta.Run.ID, orig); ok {
+			c.Request.Messages = red
+			defer func() { c.Request.Messages = orig }()
+		}
 		start := c.Deltas
 		emitted := 0
 		var pending strings.Builder
@@ -201,6 +219,64 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		return err
 	}
 }
+
+// redactTranscript returns a copy of msgs with every text masked, and
+// whether anything was; msgs is never modified.
+func (m *Middleware) redactTranscript(run string, msgs []runtime.Message) ([]runtime.Message, bool) {
+	text := func(t string) (string, bool) {
+		if t == "" || m.seen.Has(run, t) {
+			return t, false
+		}
+		red, n := m.redactor.Redact(t)
+		if n == 0 {
+			m.seen.Add(run, t)
+			return t, false
+		}
+		return red, true
+	}
+	var out []runtime.Message
+	for i := range msgs {
+		msg := msgs[i]
+		changed := false
+		if red, ok := text(msg.Content); ok {
+			msg.Content, changed = red, true
+		}
+		cloned := false
+		for j, p := range msgs[i].Parts {
+			if p.Type != runtime.PartText && p.Type != runtime.PartToolResult {
+				continue
+			}
+			red, ok := text(p.Text)
+			if !ok {
+				continue
+			}
+			if !cloned {
+				msg.Parts, cloned = slices.Clone(msgs[i].Parts), true
+			}
+			msg.Parts[j].Text, changed = red, true
+		}
+		if len(msg.ToolCalls) > 0 {
+			calls, _ := m.redactCalls(slices.Clone(msg.ToolCalls))
+			for j := range calls {
+				if !bytes.Equal(calls[j].Arguments, msg.ToolCalls[j].Arguments) {
+					msg.ToolCalls, changed = calls, true
+					break
+				}
+			}
+		}
+		if !changed {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(msgs)
+		}
+		out[i] = msg
+	}
+	return out, out != nil
+}
+
+// EndRun implements runtime.RunEnder: it forgets the run's clean texts.
+func (m *Middleware) EndRun(runID string) { m.seen.EndRun(runID) }
 
 // redactCalls masks the arguments of the model's tool calls, keeping them
 // valid JSON.
@@ -269,4 +345,5 @@ func (r *Redactor) continuedMatch(text string) int {
 var (
 	_ runtime.ChatWrapper = (*Middleware)(nil)
 	_ runtime.ToolWrapper = (*Middleware)(nil)
+	_ runtime.RunEnder    = (*Middleware)(nil)
 )

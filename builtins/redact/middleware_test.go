@@ -61,6 +61,13 @@ func TestToolResults(t *testing.T) {
 		{"raw JSON", `{}`, json.RawMessage(`{"k":"` + awsKey + `"}`), func(t *testing.T, got any) {
 			assert.NotContains(t, fmt.Sprint(got), awsKey)
 		}},
+		{"secret as an object key", `{}`, map[string]any{"sk-live-abcdefghijklmnopqrstuv": 1.0, "ok": map[string]any{awsKey: "x", "sk-proj-abcdefghijklmnopqrstuv": "y"}},
+			func(t *testing.T, got any) {
+				s := fmt.Sprint(got)
+				assert.NotContains(t, s, awsKey)
+				assert.NotContains(t, s, "abcdefghijklmnopqrstuv")
+				assert.Len(t, got.(map[string]any)["ok"], 2, "two keys masked alike both keep their values")
+			}},
 		{"raw JSON that is not JSON", `{}`, json.RawMessage(`key ` + awsKey), func(t *testing.T, got any) {
 			assert.NotContains(t, fmt.Sprintf("%s", got), awsKey)
 		}},
@@ -135,4 +142,48 @@ func TestConfigErrors(t *testing.T) {
 	_, err := runtime.Build(context.Background(), p, runtime.Deps{})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "patterns[0]")
+}
+
+// recordingModel records the transcript each call received.
+type recordingModel struct{ seen [][]runtime.Message }
+
+func (m *recordingModel) Stream(_ context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+	m.seen = append(m.seen, append([]runtime.Message(nil), req.Messages...))
+	yield(runtime.Delta{Text: "ok"})
+	return nil
+}
+
+// TestChatTranscript: a secret in the transcript a caller sends (a gateway client
+// supplies its own tool results) is masked before the model reads it.
+func TestChatTranscript(t *testing.T) {
+	model := &recordingModel{}
+	p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("redact", "")}})
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
+	require.NoError(t, err)
+	msgs := []runtime.Message{
+		{Role: "system", Content: "use key " + awsKey},
+		{Role: "user", Content: "my password=hunter22x"},
+		{Role: "assistant", Content: "calling", ToolCalls: []runtime.ToolUse{
+			{ID: "c0", Name: "login", Arguments: json.RawMessage(`{"token":"ghp_abcdefghijklmnopqrstuvwxyz0123456789","` + awsKey + `":1}`)}}},
+		{Role: "tool", ToolCallID: "c0", Content: `{"aws":"` + awsKey + `"}`},
+		{Role: "user", Parts: []runtime.ContentPart{{Type: runtime.PartToolResult, ToolCallID: "c0", Text: "key " + awsKey}}},
+		{Role: "user", Content: "thanks"},
+	}
+	orig, err := json.Marshal(msgs)
+	require.NoError(t, err)
+	_, err = pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: msgs})
+	require.NoError(t, err)
+	require.Len(t, model.seen, 1)
+	sent, err := json.Marshal(model.seen[0])
+	require.NoError(t, err)
+	for _, secret := range []string{awsKey, "hunter22x", "ghp_abcdefghijklmnopqrstuvwxyz0123456789"} {
+		assert.NotContains(t, string(sent), secret)
+	}
+	var args map[string]any
+	require.NoError(t, json.Unmarshal(model.seen[0][2].ToolCalls[0].Arguments, &args), "masked arguments stay valid JSON")
+	assert.Len(t, args, 2)
+	assert.Equal(t, "thanks", model.seen[0][5].Content)
+	after, err := json.Marshal(msgs)
+	require.NoError(t, err)
+	assert.Equal(t, string(orig), string(after), "the caller's messages are untouched")
 }

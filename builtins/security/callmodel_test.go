@@ -41,8 +41,8 @@ func TestChatScansPartsToolResultsAndToolCalls(t *testing.T) {
 		{"tool_result part", []runtime.Message{{Role: "user", Content: "read the page"},
 			{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "c0", Name: "fetch"}}},
 			{Role: "user", Parts: []runtime.ContentPart{{Type: runtime.PartToolResult, ToolCallID: "c0", Text: injection}}}}, benign, true},
-		{"older input is not rescanned", []runtime.Message{{Role: "user", Content: injection},
-			{Role: "assistant", Content: "I will not"}, {Role: "user", Content: "ok, what time is it?"}}, benign, false},
+		{"older input is scanned too", []runtime.Message{{Role: "user", Content: injection},
+			{Role: "assistant", Content: "I will not"}, {Role: "user", Content: "ok, what time is it?"}}, benign, true},
 		{"tool call arguments", asked, calling, true},
 		{"benign tool call", asked, benign, false},
 	}

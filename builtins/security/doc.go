@@ -22,8 +22,16 @@
 // A Detector is immutable after New and safe for concurrent use.
 //
 // The security builtin (Middleware, stages chat and turn) blocks, with a *runtime.BlockedError
-// naming the layer and the pattern or family ids, a chat call whose latest input (user
-// messages and tool results) or tool calls match, or a turn whose input matches. `patterns`
+// naming the layer and the pattern or family ids, a chat call whose transcript or tool calls
+// match, or a turn whose input matches. Every text of the transcript the model reads is
+// scanned, wherever it sits: user and assistant text, tool results, the arguments of earlier
+// tool calls, the definitions of the tools offered (name, description, parameter schema: a
+// poisoned tool description is an injection too), and the system messages with `system: true` (off by default: the system prompt
+// is the operator's own instructions). An injection a gateway client places in an earlier
+// turn, a fabricated assistant turn or a tool result of the history is found as one in the
+// latest message is. Each text found clean, and the model's own output through the layer,
+// is recorded for the run, so an agent loop's history is not scanned again at every step; a
+// call without a run id is a fresh run and its whole transcript is scanned. `patterns`
 // add expressions, each tried case-insensitively on the original and on the normalized text;
 // `defaults: false` drops DefaultPatterns and DefaultFamilies; `threshold` sets the families'
 // threshold. A `classifier` asks a model about the texts the rules let through: a

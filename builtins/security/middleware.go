@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentc-dev/agentc/builtins/internal/scanned"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
@@ -24,7 +25,7 @@ func init() {
 		ID:     ID,
 		Stages: []plan.Stage{plan.StageChat, plan.StageTurn},
 		Traits: []runtime.Trait{runtime.TraitGuards, runtime.TraitShortCircuits},
-		Doc:    "blocks prompt-injection patterns in the latest input",
+		Doc:    "blocks prompt-injection patterns in every message the model reads",
 		New:    func() runtime.Middleware { return &Middleware{Defaults: true, OnError: "closed"} },
 	})
 }
@@ -45,8 +46,13 @@ type Middleware struct {
 	// OnError decides what a classifier failure does: "closed" blocks,
 	// "open" lets the text through.
 	OnError string `json:"on_error"`
+	// System scans the messages of role "system" too. Off by default: the
+	// system prompt is the operator's own instructions, which an injection
+	// check would only flag for saying what instructions say.
+	System bool `json:"system"`
 
 	name     string
+	seen     scanned.Record
 	detector *Detector
 	client   *http.Client
 	model    runtime.ModelClient
@@ -336,45 +342,61 @@ func (m *Middleware) check(ctx context.Context, text string) error {
 	return &runtime.BlockedError{Layer: m.name, Message: msg}
 }
 
-// WrapChat implements runtime.ChatWrapper: the latest input is checked
-// before the inner layers run, and a match blocks the call. The latest input
-// is every message after the last assistant message (runtime.LatestInput):
-// user messages, their text parts, and tool results, whether tool messages
-// or tool_result parts (an injection often arrives through a tool's output).
-// The tool calls the model requests are checked too (an injected model
-// passes the injection on through a tool, a sub-agent's prompt): their
-// fragments are held until the stream ends while text passes at once, and a
-// match in the arguments blocks the call before any tool call reaches the
-// caller.
+// WrapChat implements runtime.ChatWrapper: every text of the transcript the
+// model will read is checked before the inner layers run, and a match blocks
+// the call: the text of every message (user and assistant; system only when
+// System is set), every tool result (tool messages and tool_result parts),
+// the arguments of the tool calls earlier assistant messages carry, and the
+// definitions of the tools the call offers (name, description, parameter
+// schema: a tool's description is often third-party text). An
+// injection hidden in an earlier user turn, a fabricated assistant turn or a
+// tool result of the history a gateway client sends is found as one in the
+// latest message is. Each text found clean is recorded for the run
+// (scanned.Record), as is the model's own output that passed through the
+// layer, so an agent loop's history is not scanned again at every step; a
+// text the caller changed or added is always scanned. The tool calls the
+// model requests are checked too (an injected model passes the injection on
+// through a tool, a sub-agent's prompt): their fragments are held until the
+// stream ends while text passes at once, and a match in the arguments blocks
+// the call before any tool call reaches the caller.
 func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
-		for _, msg := range runtime.LatestInput(c.Request.Messages) {
-			if msg.Role == "user" {
-				if err := m.check(ctx, msg.Text()); err != nil {
-					return err
-				}
-			}
-			for _, r := range msg.ToolResults() {
-				if err := m.check(ctx, r); err != nil {
-					return err
-				}
-			}
+		run := c.Meta.Run.ID
+		if err := m.seen.Scan(c, m.System, true, func(_ int, _, text string) error {
+			return m.check(ctx, text)
+		}); err != nil {
+			return err
 		}
-		return runtime.HoldToolCalls(ctx, c, next, yield, func(calls []runtime.ToolUse) ([]runtime.ToolUse, error) {
-			return m.checkCalls(ctx, calls)
+		out := scanned.NewOutput()
+		err := runtime.HoldToolCalls(ctx, c, next, func(d runtime.Delta) bool {
+			out.Write(d.Text)
+			return yield(d)
+		}, func(calls []runtime.ToolUse) ([]runtime.ToolUse, error) {
+			return m.checkCalls(ctx, run, calls)
 		})
+		if err == nil && !c.Stopped {
+			m.seen.AddDigest(run, out.Digest())
+		}
+		return err
 	}
 }
 
-// checkCalls checks the arguments of the model's tool calls.
-func (m *Middleware) checkCalls(ctx context.Context, calls []runtime.ToolUse) ([]runtime.ToolUse, error) {
+// checkCalls checks the arguments of the model's tool calls, recording
+// those that pass for the run.
+func (m *Middleware) checkCalls(ctx context.Context, run string, calls []runtime.ToolUse) ([]runtime.ToolUse, error) {
 	for _, tc := range calls {
-		if err := m.check(ctx, tc.ArgsText()); err != nil {
+		text := scanned.ArgsText(tc)
+		if err := m.check(ctx, text); err != nil {
 			return nil, err
 		}
+		m.seen.Add(run, text)
 	}
 	return calls, nil
 }
+
+// EndRun implements runtime.RunEnder: it forgets what the run's calls
+// scanned.
+func (m *Middleware) EndRun(runID string) { m.seen.EndRun(runID) }
 
 // WrapTurn implements runtime.TurnWrapper: the turn's input is checked before
 // the turn runs; a match blocks it.
@@ -390,4 +412,5 @@ func (m *Middleware) WrapTurn(next runtime.TurnHandler) runtime.TurnHandler {
 var (
 	_ runtime.ChatWrapper = (*Middleware)(nil)
 	_ runtime.TurnWrapper = (*Middleware)(nil)
+	_ runtime.RunEnder    = (*Middleware)(nil)
 )

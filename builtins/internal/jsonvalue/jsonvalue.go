@@ -1,8 +1,15 @@
 package jsonvalue
 
+import (
+	"slices"
+	"strconv"
+)
+
 // MapStrings returns a copy of v with f applied to every string in it, and the
 // sum of the counts f returns. It descends into map[string]any, []any,
-// map[string]string and []string; map keys are kept as they are. Every other
+// map[string]string and []string. Map keys are strings too: f is applied to
+// each, and a key f changes is renamed (see renameKeys), so a value a
+// redactor masks does not survive as an object key. Every other
 // value (numbers, booleans, nil, other types) is returned unchanged with a
 // count of 0.
 //
@@ -32,7 +39,7 @@ func MapLeaves(v any, f func(string) (string, int), other func(any) (any, int)) 
 			out[k] = r
 			total += n
 		}
-		return out, total
+		return renameKeys(out, f, total)
 	case []any:
 		out := make([]any, len(x))
 		total := 0
@@ -50,7 +57,7 @@ func MapLeaves(v any, f func(string) (string, int), other func(any) (any, int)) 
 			out[k] = r
 			total += n
 		}
-		return out, total
+		return renameKeys(out, f, total)
 	case []string:
 		out := make([]string, len(x))
 		total := 0
@@ -66,4 +73,42 @@ func MapLeaves(v any, f func(string) (string, int), other func(any) (any, int)) 
 		}
 		return v, 0
 	}
+}
+
+// renameKeys applies f to the keys of m (a fresh copy, changed in place) and
+// returns m with total plus the counts f returned. A key f leaves as it is
+// keeps its place; a key f changes is moved to its new name, or, when that
+// name is taken (a key of m, or another key renamed to the same mask), to the
+// new name followed by "#2", "#3"...: the first free one, in the order of the
+// original keys. No value is lost.
+func renameKeys[V any](m map[string]V, f func(string) (string, int), total int) (map[string]V, int) {
+	var renamed []string
+	names := map[string]string{}
+	for k := range m {
+		if nk, n := f(k); n > 0 && nk != k {
+			renamed = append(renamed, k)
+			names[k] = nk
+			total += n
+		}
+	}
+	if len(renamed) == 0 {
+		return m, total
+	}
+	slices.Sort(renamed)
+	vals := make([]V, len(renamed))
+	for i, k := range renamed {
+		vals[i] = m[k]
+		delete(m, k)
+	}
+	for i, k := range renamed {
+		name := names[k]
+		for j := 2; ; j++ {
+			if _, taken := m[name]; !taken {
+				break
+			}
+			name = names[k] + "#" + strconv.Itoa(j)
+		}
+		m[name] = vals[i]
+	}
+	return m, total
 }

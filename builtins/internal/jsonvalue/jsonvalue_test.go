@@ -30,10 +30,10 @@ func TestMapStrings(t *testing.T) {
 		{name: "number", in: 4.0, want: 4.0},
 		{name: "bool", in: true, want: true},
 		{name: "nil", in: nil, want: nil},
-		{name: "map keys kept",
-			in:   map[string]any{"k": "v", "n": 1.0, "nested": []any{"x", map[string]any{"y": "z"}}},
-			want: map[string]any{"k": "V", "n": 1.0, "nested": []any{"X", map[string]any{"y": "Z"}}}, wantN: 3},
-		{name: "string map", in: map[string]string{"a": "b", "c": "D"}, want: map[string]string{"a": "B", "c": "D"}, wantN: 1},
+		{name: "map keys mapped too",
+			in:   map[string]any{"K": "v", "N": 1.0, "nested": []any{"x", map[string]any{"Y": "z"}}},
+			want: map[string]any{"K": "V", "N": 1.0, "NESTED": []any{"X", map[string]any{"Y": "Z"}}}, wantN: 4},
+		{name: "string map", in: map[string]string{"A": "b", "C": "D"}, want: map[string]string{"A": "B", "C": "D"}, wantN: 1},
 		{name: "string slice", in: []string{"a", "b"}, want: []string{"A", "B"}, wantN: 2},
 		{name: "other container untouched", in: map[string]int{"a": 1}, want: map[string]int{"a": 1}},
 	}
@@ -47,15 +47,15 @@ func TestMapStrings(t *testing.T) {
 }
 
 func TestMapStringsCopiesContainers(t *testing.T) {
-	in := map[string]any{"list": []any{"A"}, "m": map[string]string{"k": "V"}, "s": []string{"X"}}
+	in := map[string]any{"LIST": []any{"A"}, "M": map[string]string{"K": "V"}, "S": []string{"X"}}
 	out, n := jsonvalue.MapStrings(in, upper)
 	assert.Zero(t, n)
 	m := out.(map[string]any)
-	m["list"].([]any)[0] = "changed"
-	m["m"].(map[string]string)["k"] = "changed"
-	m["s"].([]string)[0] = "changed"
+	m["LIST"].([]any)[0] = "changed"
+	m["M"].(map[string]string)["K"] = "changed"
+	m["S"].([]string)[0] = "changed"
 	m["new"] = "x"
-	assert.Equal(t, map[string]any{"list": []any{"A"}, "m": map[string]string{"k": "V"}, "s": []string{"X"}}, in,
+	assert.Equal(t, map[string]any{"LIST": []any{"A"}, "M": map[string]string{"K": "V"}, "S": []string{"X"}}, in,
 		"containers are copied even when nothing changed")
 }
 
@@ -66,11 +66,41 @@ func TestMapLeaves(t *testing.T) {
 		}
 		return v, 0
 	}
-	got, n := jsonvalue.MapLeaves(map[string]any{"a": 1.0, "b": []any{2.0, "c", false}}, upper, double)
-	assert.Equal(t, map[string]any{"a": 2.0, "b": []any{4.0, "C", false}}, got)
+	got, n := jsonvalue.MapLeaves(map[string]any{"A": 1.0, "B": []any{2.0, "c", false}}, upper, double)
+	assert.Equal(t, map[string]any{"A": 2.0, "B": []any{4.0, "C", false}}, got)
 	assert.Equal(t, 3, n)
 
 	got, n = jsonvalue.MapLeaves(3.0, upper, double)
 	assert.Equal(t, 6.0, got, "other sees a top-level leaf too")
 	assert.Equal(t, 1, n)
+}
+
+// mask replaces a string holding "secret" by "[M]".
+func mask(s string) (string, int) {
+	if strings.Contains(s, "secret") {
+		return "[M]", 1
+	}
+	return s, 0
+}
+
+func TestMapStringsRenamesKeys(t *testing.T) {
+	in := map[string]any{
+		"secret-1": "a",
+		"secret-2": map[string]any{"secret-3": "secret-4"},
+		"[M]":      "kept",
+		"plain":    "b",
+	}
+	got, n := jsonvalue.MapStrings(in, mask)
+	assert.Equal(t, map[string]any{
+		"[M]":   "kept",
+		"[M]#2": "a",
+		"[M]#3": map[string]any{"[M]": "[M]"},
+		"plain": "b",
+	}, got, "a masked key is renamed; a name taken gets the first free suffix, in key order")
+	assert.Equal(t, 4, n)
+	assert.Contains(t, in, "secret-1", "the input is not modified")
+
+	gotS, n := jsonvalue.MapStrings(map[string]string{"secret-a": "x", "secret-b": "y"}, mask)
+	assert.Equal(t, map[string]string{"[M]": "x", "[M]#2": "y"}, gotS)
+	assert.Equal(t, 2, n)
 }

@@ -1,0 +1,214 @@
+package scanned
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"hash"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/agentc-dev/agentc/runtime"
+)
+
+// MaxPerRun bounds the digests kept for one run; past it, texts are scanned
+// again rather than recorded.
+const MaxPerRun = 1 << 16
+
+// Digest identifies a text.
+type Digest [sha256.Size]byte
+
+// Of returns the digest of text.
+func Of(text string) Digest { return sha256.Sum256([]byte(text)) }
+
+// Record holds, per run id, the digests of the texts a layer need not scan
+// again. The zero Record is ready to use; it is safe for concurrent use.
+type Record struct {
+	mu   sync.Mutex
+	runs map[string]map[Digest]struct{}
+}
+
+// Has reports whether text was recorded for run.
+func (r *Record) Has(run, text string) bool {
+	if run == "" {
+		return false
+	}
+	d := Of(text)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.runs[run][d]
+	return ok
+}
+
+// Add records text for run.
+func (r *Record) Add(run, text string) { r.AddDigest(run, Of(text)) }
+
+// AddDigest records a text by its digest for run.
+func (r *Record) AddDigest(run string, d Digest) {
+	if run == "" {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.runs == nil {
+		r.runs = map[string]map[Digest]struct{}{}
+	}
+	set := r.runs[run]
+	if set == nil {
+		set = map[Digest]struct{}{}
+		r.runs[run] = set
+	}
+	if len(set) < MaxPerRun {
+		set[d] = struct{}{}
+	}
+}
+
+// EndRun forgets run (runtime.RunEnder).
+func (r *Record) EndRun(run string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.runs, run)
+}
+
+// Scan calls check with every text of c's transcript (see Each) that is not
+// recorded for the call's run, then, when tools is true, with the definition
+// of each tool the call offers (see EachTool), and records each text check
+// passes. The first error check returns is returned. A call without a run
+// id records nothing and scans everything.
+func (r *Record) Scan(c *runtime.ChatCall, system, tools bool, check func(i int, kind, text string) error) error {
+	run := c.Meta.Run.ID
+	visit := func(i int, kind, text string) error {
+		d := Of(text)
+		if run != "" {
+			r.mu.Lock()
+			_, ok := r.runs[run][d]
+			r.mu.Unlock()
+			if ok {
+				return nil
+			}
+		}
+		if err := check(i, kind, text); err != nil {
+			return err
+		}
+		r.AddDigest(run, d)
+		return nil
+	}
+	if err := Each(c.Request.Messages, system, visit); err != nil {
+		return err
+	}
+	if !tools {
+		return nil
+	}
+	return EachTool(c.Request.Tools, visit)
+}
+
+// EachTool calls visit with the text of each tool definition, which the
+// model reads as it reads the transcript: its name, its description and
+// the keys, strings and numbers of its parameters' schema (the descriptions
+// of the parameters among them), one a line; kind is KindToolDef and i the
+// tool's index.
+func EachTool(tools []runtime.ToolDef, visit func(i int, kind, text string) error) error {
+	for i, td := range tools {
+		text := td.Name + "\n" + td.Description
+		if params := ArgsText(runtime.ToolUse{Arguments: td.Parameters}); params != "" {
+			text += "\n" + params
+		}
+		if err := visit(i, KindToolDef, text); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Text kinds passed to Each's visit.
+const (
+	KindMessage    = "message"
+	KindToolResult = "tool result"
+	KindToolCall   = "tool call arguments"
+	KindToolDef    = "tool definition"
+)
+
+// Each calls visit with every text of msgs the model reads, in order: each
+// message's text (Content and text parts), the tool results it carries (a
+// tool message's text is its result), and an assistant message's tool call
+// arguments (ArgsText). Messages of
+// role "system" are visited only when system is true. Empty texts are
+// skipped. The first error visit returns stops the walk and is returned.
+func Each(msgs []runtime.Message, system bool, visit func(i int, kind, text string) error) error {
+	for i := range msgs {
+		msg := &msgs[i]
+		if msg.Role == "system" && !system {
+			continue
+		}
+		if msg.Role != "tool" {
+			if t := msg.Text(); t != "" {
+				if err := visit(i, KindMessage, t); err != nil {
+					return err
+				}
+			}
+		}
+		for _, t := range msg.ToolResults() {
+			if t == "" {
+				continue
+			}
+			if err := visit(i, KindToolResult, t); err != nil {
+				return err
+			}
+		}
+		for _, tc := range msg.ToolCalls {
+			if t := ArgsText(tc); t != "" {
+				if err := visit(i, KindToolCall, t); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// Output hashes the text a model streams through a layer, so that the
+// assistant message the caller appends to the transcript is not scanned
+// again when it comes back in the run.
+type Output struct{ h hash.Hash }
+
+// NewOutput returns an empty Output.
+func NewOutput() *Output { return &Output{h: sha256.New()} }
+
+// Write adds a delta's text.
+func (o *Output) Write(text string) { o.h.Write([]byte(text)) }
+
+// Digest returns the digest of the text written so far.
+func (o *Output) Digest() Digest {
+	var d Digest
+	o.h.Sum(d[:0])
+	return d
+}
+
+// ArgsText is the text of a tool call's arguments a detector scans:
+// runtime.ToolUse.ArgsText (every key and string, escapes resolved), followed
+// by every number of the arguments as written, one a line (a card number
+// sent as a JSON number).
+func ArgsText(tc runtime.ToolUse) string {
+	text := tc.ArgsText()
+	if !json.Valid(tc.Arguments) {
+		return text
+	}
+	var b strings.Builder
+	b.WriteString(text)
+	dec := json.NewDecoder(bytes.NewReader(tc.Arguments))
+	dec.UseNumber()
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF || err != nil {
+			break
+		}
+		if n, ok := tok.(json.Number); ok {
+			if b.Len() > 0 {
+				b.WriteByte('\n')
+			}
+			b.WriteString(string(n))
+		}
+	}
+	return b.String()
+}
