@@ -3,6 +3,7 @@ package scenario
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"sort"
@@ -169,4 +170,22 @@ func jsonFields(t reflect.Type) map[string]reflect.Type {
 		out[name] = f.Type
 	}
 	return out
+}
+
+// CheckWant reports the first field of want, the expected subset of a
+// run's result (a test case's want, a conformance case's want/run.json),
+// that the result's format does not have, with a did-you-mean. A misspelt
+// field would otherwise be compared as missing, or, with null or [],
+// pass as an absence that was never checked.
+func CheckWant(want []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(want))
+	dec.UseNumber()
+	u, err := walkUnknown(dec, reflect.TypeFor[Result](), "")
+	if err != nil {
+		return err
+	}
+	if u != nil {
+		return errors.New(u.message())
+	}
+	return nil
 }
