@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -204,6 +205,7 @@ func Run(ctx context.Context, p *plan.Plan, s *Scenario, opts Options) (*Result,
 		return nil, err
 	}
 	defer cleanup()
+	p, standIns := hermetic(p)
 	clock := opts.Clock
 	if clock == nil {
 		clock = runtime.NewVirtualClock(Epoch)
@@ -222,7 +224,7 @@ func Run(ctx context.Context, p *plan.Plan, s *Scenario, opts Options) (*Result,
 	models := f.models()
 	// A seeded source of jitter: the run replays exactly.
 	deps := runtime.Deps{Models: models, Tools: f.tools(), Audit: audit, Logger: logger, Dir: opts.Dir, Clock: clock,
-		Random: runtime.NewSeededRandom(1)}
+		Random: runtime.NewSeededRandom(1), Backends: standIns}
 	if len(s.Retrieval) > 0 {
 		deps.Retriever = f.retriever()
 	}
@@ -334,6 +336,40 @@ func privateFiles(p *plan.Plan) (*plan.Plan, func(), error) {
 		q.Stores[name] = st
 	}
 	return &q, func() { _ = os.RemoveAll(dir) }, nil
+}
+
+// hermetic returns a copy of p that a scenario runs without the network or
+// the environment, with the stand-ins of its networked stores: every store
+// of a kind other than memory and sqlite (redis, postgres, a host's) is an
+// in-memory store of the run's own, which outlives a crash step as a server
+// would, and a webhook sink that reads its URL from a variable posts to a
+// placeholder URL instead (every webhook posts to a stub that accepts it).
+// A scenario thus starts from empty stores, leaves nothing on a shared
+// server and needs no variable set.
+func hermetic(p *plan.Plan) (*plan.Plan, map[string]runtime.StoreBackend) {
+	q := *p
+	standIns := map[string]runtime.StoreBackend{}
+	for name, st := range p.Stores {
+		if st.Kind != "memory" && st.Kind != "sqlite" {
+			standIns[name] = runtime.NewMemoryStore()
+		}
+	}
+	if p.State != nil {
+		st := *p.State
+		st.Fields = maps.Clone(p.State.Fields)
+		for name, fld := range st.Fields {
+			sinks := slices.Clone(fld.Background)
+			for i, sk := range sinks {
+				if sk.Sink == "webhook" && sk.URL == "" {
+					sinks[i].URL, sinks[i].URLEnv = "http://webhook.invalid/"+url.PathEscape(sk.URLEnv), ""
+				}
+			}
+			fld.Background = sinks
+			st.Fields[name] = fld
+		}
+		q.State = &st
+	}
+	return &q, standIns
 }
 
 // acceptAll answers every request 204 No Content without the network.
