@@ -214,10 +214,12 @@ const ruleConstant = "cel/constant"
 // that it has one value for every call, when that value makes the layer do
 // nothing: a when that is always false (the layer never runs), a guard's
 // deny that is always false or require that is always true (the guard
-// never blocks). A constant that blocks every call fails closed and is
-// left alone.
+// never blocks), a state handler's deny that is always false (it never
+// vetoes). A constant that blocks every call fails closed and is left
+// alone.
 func (c *Compilation) checkConstant(x *dsl.Expr, env *predicate.Env, checked *predicate.Checked, kind, field string) {
-	if len(checked.Reads) > 0 || (field != "when" && (kind != "guard" || (field != "deny" && field != "require"))) {
+	vetoes := (kind == "guard" || kind == "state") && (field == "deny" || field == "require")
+	if len(checked.Reads) > 0 || (field != "when" && !vetoes) {
 		return
 	}
 	prog, err := env.Program(checked)
@@ -232,6 +234,8 @@ func (c *Compilation) checkConstant(x *dsl.Expr, env *predicate.Env, checked *pr
 	switch {
 	case field == "when" && !v:
 		what = "when is always false: the layer never runs"
+	case field == "deny" && !v && kind == "state":
+		what = "deny is always false: the handler never vetoes"
 	case field == "deny" && !v:
 		what = "deny is always false: the guard never blocks"
 	case field == "require" && v:

@@ -97,7 +97,8 @@ A predicate that reads no variable of its stage ("false", "1 > 2",
 the layer do nothing, the policy says one thing and enforces another: an
 entry's when that is always false (the layer never runs), a guard's deny
 that is always false or require that is always true (the guard never
-blocks). A constant that blocks every call (deny: "true") fails closed and
+blocks), a state handler's deny that is always false (it never vetoes). A
+constant that blocks every call (deny: "true") fails closed and
 is not reported.`},
 	{ruleUnknownValue, dsl.Error, "a field compared with a value it never holds", `
 A predicate compares a field whose values are known with a string constant
