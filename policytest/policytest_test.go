@@ -56,6 +56,8 @@ func TestDiscoverErrors(t *testing.T) {
 		{"empty want", "package p\ntests: a: {scenario: steps: [], want: {}}\n", "want is empty"},
 		{"misspelt want field", "package p\ntests: a: {scenario: steps: [], want: steps: [{outcome: \"ok\", requets: []}]}\n",
 			`test "a": want: steps[0]: unknown field "requets"; did you mean "requests"?`},
+		{"null executions", "package p\ntests: a: {scenario: steps: [], want: executions: tools: refnd: null}\n",
+			`want: executions.tools.refnd: null asserts nothing (every declared name is listed with its count); write 0`},
 		{"misspelt absence", "package p\ntests: a: {scenario: steps: [], want: {eror: null}}\n", `want: unknown field "eror"`},
 		{"not CUE", "package p\ntests: {\n", "a_test.cue"},
 		{"prove_k alone", "package p\ntests: a: {want_vet: [], prove_k: 2}\n", "prove_k goes with want_prove"},

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -186,6 +188,28 @@ func CheckWant(want []byte) error {
 	}
 	if u != nil {
 		return errors.New(u.message())
+	}
+	// executions lists every declared model and tool with its count: null
+	// there would match a name that is not listed (a misspelt one) and
+	// assert nothing.
+	var w struct {
+		Executions struct {
+			Models map[string]json.RawMessage `json:"models"`
+			Tools  map[string]json.RawMessage `json:"tools"`
+		} `json:"executions"`
+	}
+	if json.Unmarshal(want, &w) != nil {
+		return nil // not an object: the comparison reports it
+	}
+	for _, m := range []struct {
+		what   string
+		counts map[string]json.RawMessage
+	}{{"models", w.Executions.Models}, {"tools", w.Executions.Tools}} {
+		for _, name := range slices.Sorted(maps.Keys(m.counts)) {
+			if v := strings.TrimSpace(string(m.counts[name])); v == "null" || strings.ReplaceAll(v, " ", "") == "[]" {
+				return fmt.Errorf("executions.%s.%s: %s asserts nothing (every declared name is listed with its count); write 0 for a call that must not happen", m.what, name, v)
+			}
+		}
 	}
 	return nil
 }
