@@ -22,7 +22,7 @@ import (
 func compileCEL(_ context.Context, c *Compilation) error {
 	p := c.Policy
 	if p.Admit != nil {
-		c.checkPredicate(p.Admit, predicate.Admit, predicate.Before, nil, "")
+		c.checkPredicate(p.Admit, predicate.Admit, predicate.Before, nil, "", "admit")
 	}
 	if p.Invariants != nil {
 		for _, name := range sortedNames(p.Invariants.Custom) {
@@ -33,7 +33,7 @@ func compileCEL(_ context.Context, c *Compilation) error {
 	for _, stage := range dsl.Stages {
 		for _, e := range p.Chains[stage] {
 			if e.When != nil {
-				c.checkPredicate(e.When, predicate.Stage(stage), predicate.Before, e.Tools, "when")
+				c.checkPredicate(e.When, predicate.Stage(stage), predicate.Before, e.Tools, "when", "when")
 			}
 			phase := predicate.Before
 			if ph, ok := e.Fields["phase"].(string); ok && ph != "" {
@@ -41,7 +41,7 @@ func compileCEL(_ context.Context, c *Compilation) error {
 			}
 			for _, f := range predicateFields[e.Use] {
 				if x := e.Expr(f); x != nil {
-					c.checkPredicate(x, predicate.Stage(stage), phase, e.Tools, e.Use)
+					c.checkPredicate(x, predicate.Stage(stage), phase, e.Tools, e.Use, f)
 				}
 			}
 		}
@@ -96,7 +96,7 @@ func phaseHint(msg string, stage predicate.Stage, phase predicate.Phase, kind st
 	return ""
 }
 
-func (c *Compilation) checkPredicate(x *dsl.Expr, stage predicate.Stage, phase predicate.Phase, tools []string, kind string) {
+func (c *Compilation) checkPredicate(x *dsl.Expr, stage predicate.Stage, phase predicate.Phase, tools []string, kind, field string) {
 	var schemas []json.RawMessage
 	if stage == predicate.Tool {
 		schemas = c.argsSchemas(tools)
@@ -129,6 +129,7 @@ func (c *Compilation) checkPredicate(x *dsl.Expr, stage predicate.Stage, phase p
 		c.checkMetadataKeys(x, checked)
 	}
 	c.checkLiterals(x, stage, tools, checked)
+	c.checkConstant(x, env, checked, kind, field)
 	if checked.ReadsUntypedArgs && len(tools) == 0 && c.checkUndeclaredArgs(x, checked) {
 		return
 	}
@@ -203,4 +204,44 @@ func sortedNames[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// ruleConstant reports a predicate that reads no variable and whose
+// constant value leaves its layer inert.
+const ruleConstant = "cel/constant"
+
+// checkConstant reports a predicate that reads no variable of its stage, so
+// that it has one value for every call, when that value makes the layer do
+// nothing: a when that is always false (the layer never runs), a guard's
+// deny that is always false or require that is always true (the guard
+// never blocks), a state handler's deny that is always false (it never
+// vetoes). A constant that blocks every call fails closed and is left
+// alone.
+func (c *Compilation) checkConstant(x *dsl.Expr, env *predicate.Env, checked *predicate.Checked, kind, field string) {
+	vetoes := (kind == "guard" || kind == "state") && (field == "deny" || field == "require")
+	if len(checked.Reads) > 0 || (field != "when" && !vetoes) {
+		return
+	}
+	prog, err := env.Program(checked)
+	if err != nil {
+		return
+	}
+	v, err := prog.Eval(context.Background(), &predicate.ToolVars{})
+	if err != nil {
+		return
+	}
+	var what string
+	switch {
+	case field == "when" && !v:
+		what = "when is always false: the layer never runs"
+	case field == "deny" && !v && kind == "state":
+		what = "deny is always false: the handler never vetoes"
+	case field == "deny" && !v:
+		what = "deny is always false: the guard never blocks"
+	case field == "require" && v:
+		what = "require is always true: the guard never blocks"
+	default:
+		return
+	}
+	c.report(dsl.Errorf(x.Pos, ruleConstant, "%s (the predicate reads no variable, so it has the same value for every call); write the condition over the call, or remove the entry", what))
 }

@@ -64,6 +64,9 @@ func (c *Compilation) checkStateExpr(x *dsl.Expr, op string, valueSchema, stateS
 	if checked == nil {
 		return
 	}
+	if !value {
+		c.checkConstant(x, env, checked, "state", "deny")
+	}
 	c.Predicates[x] = &plan.Predicate{Stage: plan.StageState, Phase: op, Source: x.Source, CostLimit: c.Policy.CELCostLimit}
 }
 

@@ -161,9 +161,12 @@ func (c *Case) Extract(dir string) (string, error) {
 }
 
 // Subset reports where got differs from the expected subset want: every
-// field of a want object must be present and match in got; lists match
-// element by element with equal lengths; numbers compare as float64. It
-// returns "" when got contains want.
+// field of a want object must be present and match in got, except that a
+// want of null or of an empty list also matches a field got leaves out (a
+// run's result omits what did not happen: no requests, no tool calls, no
+// error), so that a want can assert an absence; lists match element by
+// element with equal lengths; numbers compare as float64. It returns ""
+// when got contains want.
 func Subset(want, got any, path string) string {
 	switch w := want.(type) {
 	case map[string]any:
@@ -178,6 +181,9 @@ func Subset(want, got any, path string) string {
 		sort.Strings(keys)
 		for _, k := range keys {
 			gv, ok := g[k]
+			if !ok && absence(w[k]) {
+				continue
+			}
 			if !ok {
 				return fmt.Sprintf("%s.%s: missing", orRoot(path), k)
 			}
@@ -206,6 +212,16 @@ func Subset(want, got any, path string) string {
 		}
 		return ""
 	}
+}
+
+// absence reports whether a want value asserts that nothing is there: null
+// or an empty list.
+func absence(w any) bool {
+	if w == nil {
+		return true
+	}
+	l, ok := w.([]any)
+	return ok && len(l) == 0
 }
 
 func orRoot(p string) string {

@@ -68,6 +68,11 @@ func TestSubset(t *testing.T) {
 		{"list length", []any{1.0}, []any{1.0, 2.0}, "$: want 1 elements, got 2: [1,2]"},
 		{"nested", map[string]any{"s": []any{map[string]any{"k": true}}}, map[string]any{"s": []any{map[string]any{"k": false, "z": 1.0}}}, "$.s[0].k: want true, got false"},
 		{"type", map[string]any{"a": map[string]any{}}, map[string]any{"a": 1.0}, "$.a: want an object, got 1"},
+		{"absent null", map[string]any{"a": nil}, map[string]any{"b": 1.0}, ""},
+		{"absent empty list", map[string]any{"a": []any{}}, map[string]any{"b": 1.0}, ""},
+		{"null present", map[string]any{"a": nil}, map[string]any{"a": map[string]any{"kind": "blocked"}}, `$.a: want null, got {"kind":"blocked"}`},
+		{"empty list present", map[string]any{"a": []any{}}, map[string]any{"a": []any{1.0}}, "$.a: want 0 elements, got 1: [1]"},
+		{"absent zero", map[string]any{"a": 0.0}, map[string]any{}, "$.a: missing"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -25,6 +25,9 @@ func runCase(t *testing.T, c *Case, comp *compiler.Compilation, dir string) {
 	require.NoError(t, err)
 	sc, err := scenario.Parse(c.Scenario)
 	require.NoError(t, err)
+	wantJSON, err := json.Marshal(c.WantRun)
+	require.NoError(t, err)
+	require.NoError(t, scenario.CheckWant(wantJSON))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	_, wantTrace := c.WantRun.(map[string]any)["trace"]

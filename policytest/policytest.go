@@ -190,7 +190,9 @@ func decodeCase(fields map[string]json.RawMessage) (testCase, error) {
 		case "scenario":
 			t.Scenario = raw
 		case "want":
-			err = json.Unmarshal(raw, &t.Want)
+			if err = scenario.CheckWant(raw); err == nil {
+				err = json.Unmarshal(raw, &t.Want)
+			}
 		case "want_vet":
 			err = json.Unmarshal(raw, &t.WantVet)
 		case "want_prove":

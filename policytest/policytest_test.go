@@ -4,8 +4,11 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	_ "github.com/agentc-dev/agentc/builtins/all"
+	"github.com/agentc-dev/agentc/compiler"
 	"github.com/agentc-dev/agentc/dsl"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -51,6 +54,11 @@ func TestDiscoverErrors(t *testing.T) {
 		{"nothing to check", "package p\ntests: a: {}\n", "neither scenario and want nor want_vet"},
 		{"scenario without want", "package p\ntests: a: scenario: steps: []\n", "scenario and want go together"},
 		{"empty want", "package p\ntests: a: {scenario: steps: [], want: {}}\n", "want is empty"},
+		{"misspelt want field", "package p\ntests: a: {scenario: steps: [], want: steps: [{outcome: \"ok\", requets: []}]}\n",
+			`test "a": want: steps[0]: unknown field "requets"; did you mean "requests"?`},
+		{"null executions", "package p\ntests: a: {scenario: steps: [], want: executions: tools: refnd: null}\n",
+			`want: executions.tools.refnd: null asserts nothing (every declared name is listed with its count); write 0`},
+		{"misspelt absence", "package p\ntests: a: {scenario: steps: [], want: {eror: null}}\n", `want: unknown field "eror"`},
 		{"not CUE", "package p\ntests: {\n", "a_test.cue"},
 		{"prove_k alone", "package p\ntests: a: {want_vet: [], prove_k: 2}\n", "prove_k goes with want_prove"},
 		{"prove_k too deep", "package p\ntests: a: {want_prove: [], prove_k: 7}\n", "prove_k 7: the depth must be between 1 and 6"},
@@ -88,4 +96,42 @@ func TestWantProve(t *testing.T) {
 	assert.Equal(t, "", cases[0].CheckProve([]string{"max_executions", "audit_complete"}))
 	assert.Equal(t, "prove did not find audit_complete", cases[0].CheckProve([]string{"max_executions"}))
 	assert.Equal(t, "prove also found no_phantom_effect", cases[1].CheckProve([]string{"no_phantom_effect"}))
+}
+
+// TestWantAbsence checks that a want can assert what did not happen (a
+// model or tool not called, no request, no error, no audit record) and
+// that the same want fails when it did happen.
+func TestWantAbsence(t *testing.T) {
+	policy := `package p
+models: primary: {provider: "openai", model: "m", api_key_env: "K"}
+tools: refund: {side_effecting: true, args: type: "object"}
+tools: lookup: {args: type: "object"}
+chains: tool: [{use: "tool_policy", deny: [DENY]}]
+`
+	tests := `package p
+tests: a: {
+	scenario: steps: [{tool: {name: "refund", args: {}}}]
+	want: {
+		steps: [{outcome: "blocked", requests: [], tool_calls: null, result: null}]
+		executions: {models: primary: 0, tools: {refund: 0, lookup: 0}}
+		audit: []
+	}
+}
+`
+	run := func(t *testing.T, deny string) string {
+		dir := write(t, map[string]string{"p.cue": strings.ReplaceAll(policy, "DENY", deny), "a_test.cue": tests})
+		cases, err := Discover(context.Background(), dir, dsl.DataOptions{})
+		require.NoError(t, err)
+		require.Len(t, cases, 1)
+		c, err := compiler.Compile(context.Background(), []string{filepath.Join(dir, "p.cue")}, compiler.Options{})
+		require.NoError(t, err)
+		require.NotNil(t, c.Plan, "%v", c.Diagnostics)
+		diff, _, err := cases[0].Run(context.Background(), c.Plan, dir)
+		require.NoError(t, err)
+		return diff
+	}
+	// refund is denied: it never runs, and nothing else happens.
+	assert.Equal(t, "", run(t, `"refund"`))
+	// lookup is denied instead: refund is called, unscripted, and fails.
+	assert.Equal(t, "$.executions.tools.refund: want 0, got 1", run(t, `"lookup"`))
 }

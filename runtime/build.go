@@ -106,6 +106,12 @@ type Deps struct {
 	// Checkpoints is the default checkpoint store (nil: the policy's
 	// "default" store, else an in-memory store per pipeline).
 	Checkpoints CheckpointStore
+	// Backends are store backends by store name, used in place of opening
+	// the store the policy declares under that name (a scenario's in-memory
+	// stand-in for a redis or postgres store). The pipeline does not own
+	// them beyond Close, which a MemoryStore survives with its data; a
+	// MemoryStore among them follows Clock.
+	Backends map[string]StoreBackend
 	// Memory, when set, is the process's in-memory state in place of the
 	// pipeline's own: the default store when the policy declares none
 	// (idempotency records, caches, checkpoints, leases), and the budget

@@ -118,6 +118,13 @@ func (pl *Pipeline) backend(ctx context.Context, name string) (StoreBackend, err
 		return b, nil
 	}
 	ps, declared := pl.plan.Stores[name]
+	if b := pl.deps.Backends[name]; b != nil && declared {
+		if m, ok := b.(*MemoryStore); ok && pl.deps.Clock != nil {
+			m.MemoryKV.now, m.MemoryVectorIndex.now, m.MemoryRateLimiter.now = pl.deps.Clock.Now, pl.deps.Clock.Now, pl.deps.Clock.Now
+		}
+		pl.openStore(name, b)
+		return b, nil
+	}
 	if !declared {
 		if name != DefaultStore {
 			return nil, fmt.Errorf("store %q is not declared in the policy's stores", name)

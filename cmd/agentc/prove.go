@@ -25,7 +25,9 @@ type proveReport struct {
 	Pruned          int     `json:"pruned"`
 	ElapsedMS       int64   `json:"elapsed_ms"`
 	StatesPerSecond float64 `json:"states_per_second"`
-	Clean           bool    `json:"clean"`
+	// Clean is true only when something was explored and no invariant
+	// was violated: a policy with nothing to call is not proved clean.
+	Clean bool `json:"clean"`
 	// Plan is the plan file the counterexamples replay against when the
 	// policy does not vet (agentc run refuses the policy itself).
 	Plan       string          `json:"plan,omitempty"`
@@ -101,7 +103,7 @@ func cmdProve(ctx context.Context, env *cliEnv, args []string) int {
 		}
 		rep := &proveReport{Policy: label, K: r.Depth, Copies: r.Copies, Targets: r.Targets, Symmetric: r.Symmetric,
 			States: r.States, Pruned: r.Pruned, ElapsedMS: r.Elapsed.Milliseconds(), StatesPerSecond: r.StatesPerSecond(),
-			Clean: len(r.Violations) == 0, Violations: []proveViolated{}}
+			Clean: len(r.Violations) == 0 && r.Targets > 0, Violations: []proveViolated{}}
 		// agentc run refuses a policy that does not vet: its
 		// counterexamples replay against its plan, written beside them.
 		replayWith := label

@@ -119,6 +119,12 @@ func cmdTest(ctx context.Context, env *cliEnv, args []string) int {
 		fmt.Fprintf(env.stderr, "agentc test: no test case matches -run %q\n", *runRE)
 		return exitProblems
 	}
+	if passed == 0 {
+		// Nor is a run that found no case at all a pass: a test file
+		// moved or misnamed (refund_tests.cue) would pass every time.
+		fmt.Fprintf(env.stderr, "agentc test: no test case found: nothing was checked (cases live in *_test.cue files and under tests/)\n")
+		return exitProblems
+	}
 	return exitOK
 }
 

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -204,31 +205,26 @@ func Run(ctx context.Context, p *plan.Plan, s *Scenario, opts Options) (*Result,
 		return nil, err
 	}
 	defer cleanup()
+	p, standIns := hermetic(p)
 	clock := opts.Clock
 	if clock == nil {
 		clock = runtime.NewVirtualClock(Epoch)
 	}
 	rctx, crash := context.WithCancel(ctx)
 	defer crash()
-	f := newFakes(s, clock, opts.OnExecute, crash)
+	f := newFakes(s, p, clock, opts.OnExecute, crash)
 	audit := &runtime.MemoryAudit{}
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	// Every declared model is a fake under a scenario (newFakes gave each
+	// one a script, empty when the scenario has none): a provider's client
+	// is never built.
 	models := f.models()
-	// Every declared model is a fake under a scenario: one the scenario does
-	// not script fails when called, and a provider's client is never built.
-	for name := range p.Models {
-		if models[name] == nil {
-			models[name] = runtime.ModelFunc(func(context.Context, *runtime.ChatRequest, func(runtime.Delta) bool) error {
-				return &runtime.CallError{Kind: runtime.KindPermanent, Message: fmt.Sprintf("model %s is not scripted in the scenario", name)}
-			})
-		}
-	}
 	// A seeded source of jitter: the run replays exactly.
 	deps := runtime.Deps{Models: models, Tools: f.tools(), Audit: audit, Logger: logger, Dir: opts.Dir, Clock: clock,
-		Random: runtime.NewSeededRandom(1)}
+		Random: runtime.NewSeededRandom(1), Backends: standIns}
 	if len(s.Retrieval) > 0 {
 		deps.Retriever = f.retriever()
 	}
@@ -340,6 +336,40 @@ func privateFiles(p *plan.Plan) (*plan.Plan, func(), error) {
 		q.Stores[name] = st
 	}
 	return &q, func() { _ = os.RemoveAll(dir) }, nil
+}
+
+// hermetic returns a copy of p that a scenario runs without the network or
+// the environment, with the stand-ins of its networked stores: every store
+// of a kind other than memory and sqlite (redis, postgres, a host's) is an
+// in-memory store of the run's own, which outlives a crash step as a server
+// would, and a webhook sink that reads its URL from a variable posts to a
+// placeholder URL instead (every webhook posts to a stub that accepts it).
+// A scenario thus starts from empty stores, leaves nothing on a shared
+// server and needs no variable set.
+func hermetic(p *plan.Plan) (*plan.Plan, map[string]runtime.StoreBackend) {
+	q := *p
+	standIns := map[string]runtime.StoreBackend{}
+	for name, st := range p.Stores {
+		if st.Kind != "memory" && st.Kind != "sqlite" {
+			standIns[name] = runtime.NewMemoryStore()
+		}
+	}
+	if p.State != nil {
+		st := *p.State
+		st.Fields = maps.Clone(p.State.Fields)
+		for name, fld := range st.Fields {
+			sinks := slices.Clone(fld.Background)
+			for i, sk := range sinks {
+				if sk.Sink == "webhook" && sk.URL == "" {
+					sinks[i].URL, sinks[i].URLEnv = "http://webhook.invalid/"+url.PathEscape(sk.URLEnv), ""
+				}
+			}
+			fld.Background = sinks
+			st.Fields[name] = fld
+		}
+		q.State = &st
+	}
+	return &q, standIns
 }
 
 // acceptAll answers every request 204 No Content without the network.
@@ -764,9 +794,16 @@ func (c crashSink) Append(ctx context.Context, r runtime.AuditRecord) error {
 type script[T any] struct {
 	items []T
 	next  int
+	// unscripted: the scenario gives no script for this declared name.
+	unscripted bool
 }
 
-func newFakes(s *Scenario, clock runtime.Clock, onExecute func(context.Context, plan.Stage, string), crash func()) *fakes {
+// newFakes scripts the fakes of s. Every model and tool p declares has a
+// fake, with an empty script when s has none: a call of it is counted in
+// the executions and its request recorded like any other, then fails
+// permanently, so that a want of 0 executions or of no requests fails when
+// the call happened.
+func newFakes(s *Scenario, p *plan.Plan, clock runtime.Clock, onExecute func(context.Context, plan.Stage, string), crash func()) *fakes {
 	f := &fakes{modelScript: map[string]*script[ModelItem]{}, toolScript: map[string]*script[ToolItem]{},
 		clock: clock, onExecute: onExecute, crash: crash, requests: map[string][]runtime.ChatRequest{}}
 	for name, items := range s.Models {
@@ -774,6 +811,16 @@ func newFakes(s *Scenario, clock runtime.Clock, onExecute func(context.Context, 
 	}
 	for name, items := range s.Tools {
 		f.toolScript[name] = &script[ToolItem]{items: items}
+	}
+	for name := range p.Models {
+		if f.modelScript[name] == nil {
+			f.modelScript[name] = &script[ModelItem]{unscripted: true}
+		}
+	}
+	for name := range p.Tools {
+		if f.toolScript[name] == nil {
+			f.toolScript[name] = &script[ToolItem]{unscripted: true}
+		}
 	}
 	f.retrievals.items = s.Retrieval
 	return f
@@ -866,6 +913,9 @@ func (f *fakes) models() map[string]runtime.ModelClient {
 				return context.Canceled
 			}
 			f.record(ctx, name, req)
+			if !ok && sc.unscripted {
+				return &runtime.CallError{Kind: runtime.KindPermanent, Message: fmt.Sprintf("model %s is not scripted in the scenario", name)}
+			}
 			if !ok {
 				return &runtime.CallError{Kind: runtime.KindPermanent, Message: fmt.Sprintf("%s: script exhausted", what)}
 			}
@@ -1041,6 +1091,9 @@ func (f *fakes) tools() map[string]runtime.ToolFunc {
 			what := fmt.Sprintf("tool %s call %d", name, n+1)
 			if n < 0 {
 				return nil, context.Canceled
+			}
+			if !ok && sc.unscripted {
+				return nil, &runtime.CallError{Kind: runtime.KindPermanent, Message: fmt.Sprintf("tool %s is not scripted in the scenario", name)}
 			}
 			if !ok {
 				return nil, &runtime.CallError{Kind: runtime.KindPermanent, Message: fmt.Sprintf("%s: script exhausted", what)}

@@ -227,7 +227,10 @@ func TestRunFakesProviderModels(t *testing.T) {
 	assert.Equal(t, "error", res.Steps[1].Outcome)
 	require.NotNil(t, res.Steps[1].Error)
 	assert.Contains(t, res.Steps[1].Error.Message, "model backup is not scripted in the scenario")
-	assert.Equal(t, map[string]int{"primary": 1}, res.Executions.Models)
+	// The call of the unscripted backup is counted and its request kept:
+	// a want of 0 calls or no requests fails.
+	assert.Equal(t, map[string]int{"primary": 1, "backup": 1}, res.Executions.Models)
+	assert.Len(t, res.Steps[1].Requests, 1)
 }
 
 // A scenario's webhook sinks post to a stub: the event is delivered, and

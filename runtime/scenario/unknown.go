@@ -3,8 +3,11 @@ package scenario
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -169,4 +172,44 @@ func jsonFields(t reflect.Type) map[string]reflect.Type {
 		out[name] = f.Type
 	}
 	return out
+}
+
+// CheckWant reports the first field of want, the expected subset of a
+// run's result (a test case's want, a conformance case's want/run.json),
+// that the result's format does not have, with a did-you-mean. A misspelt
+// field would otherwise be compared as missing, or, with null or [],
+// pass as an absence that was never checked.
+func CheckWant(want []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(want))
+	dec.UseNumber()
+	u, err := walkUnknown(dec, reflect.TypeFor[Result](), "")
+	if err != nil {
+		return err
+	}
+	if u != nil {
+		return errors.New(u.message())
+	}
+	// executions lists every declared model and tool with its count: null
+	// there would match a name that is not listed (a misspelt one) and
+	// assert nothing.
+	var w struct {
+		Executions struct {
+			Models map[string]json.RawMessage `json:"models"`
+			Tools  map[string]json.RawMessage `json:"tools"`
+		} `json:"executions"`
+	}
+	if json.Unmarshal(want, &w) != nil {
+		return nil // not an object: the comparison reports it
+	}
+	for _, m := range []struct {
+		what   string
+		counts map[string]json.RawMessage
+	}{{"models", w.Executions.Models}, {"tools", w.Executions.Tools}} {
+		for _, name := range slices.Sorted(maps.Keys(m.counts)) {
+			if v := strings.TrimSpace(string(m.counts[name])); v == "null" || strings.ReplaceAll(v, " ", "") == "[]" {
+				return fmt.Errorf("executions.%s.%s: %s asserts nothing (every declared name is listed with its count); write 0 for a call that must not happen", m.what, name, v)
+			}
+		}
+	}
+	return nil
 }
