@@ -187,19 +187,31 @@ func (s *Server) observeChat(x *exchange, p *chatParams, resp *runtime.ChatRespo
 	if err != nil {
 		s.observeRefusal(plan.StageChat, err)
 	}
-	if resp.Usage.IsZero() || resp.Cached {
+	if resp.Cached {
 		return
 	}
+	tenant := x.caller.tenant
+	// The spend is what each model call made for the request billed, at
+	// its own model's prices: a fallback's failed attempts and a hedge's
+	// cancelled racers cost money too, and not at the served model's.
 	model := resp.Model
 	if model == "" {
 		model = p.req.Model
 	}
-	tenant := x.caller.tenant
+	charges := resp.Charges
+	if charges == nil {
+		charges = []runtime.Charge{{Model: model, Usage: resp.Usage}}
+	}
+	for _, ch := range charges {
+		if usd := meter.Cost(x.g.plan.Models[ch.Model], ch.Usage); usd > 0 {
+			m.spendUSD.WithLabelValues(tenant, ch.Model).Add(usd)
+		}
+	}
+	if resp.Usage.IsZero() {
+		return
+	}
 	m.tokens.WithLabelValues(tenant, model, "input").Add(float64(resp.Usage.InputTokens))
 	m.tokens.WithLabelValues(tenant, model, "output").Add(float64(resp.Usage.OutputTokens))
-	if usd := meter.Cost(x.g.plan.Models[model], resp.Usage); usd > 0 {
-		m.spendUSD.WithLabelValues(tenant, model).Add(usd)
-	}
 }
 
 // resolveModel returns the policy's name of the model a request names: a

@@ -190,3 +190,22 @@ func TestOfferedUndeclaredToolIsRefused(t *testing.T) {
 	require.Len(t, c.Choices[0].Message.ToolCalls, 1)
 	assert.Equal(t, "rm_rf", c.Choices[0].Message.ToolCalls[0].Function.Name)
 }
+
+// TestHedgeLoserSpendIsAttributedToItsModel: a hedge's cancelled racer
+// billed its input at its own model's prices; the spend metric counts it
+// under that model, beside the winner's.
+func TestHedgeLoserSpendIsAttributedToItsModel(t *testing.T) {
+	gate := make(chan struct{})
+	defer close(gate)
+	g := newGateway(t, `{use: "hedge", models: ["primary", "backup"], delay: "1ms"},`,
+		[]reply{{body: transcript(t, "openai", "text.sse"), gate: gate, holdAfter: 0}},
+		[]reply{{body: transcript(t, "anthropic", "text.sse")}})
+	c, err := g.openai(t).Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "primary",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hello there, how are you today?")}})
+	require.NoError(t, err)
+	assert.Equal(t, "backup", c.Model)
+	m := g.metrics(t)
+	assert.Contains(t, m, `agentc_serve_budget_spend_usd_total{model="backup",tenant="acme"}`)
+	assert.Contains(t, m, `agentc_serve_budget_spend_usd_total{model="primary",tenant="acme"}`, "the cancelled racer's input is billed")
+	assert.NotContains(t, m, `agentc_serve_tokens_total{direction="input",model="primary"`, "tokens count what was served")
+}
