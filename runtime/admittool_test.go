@@ -16,7 +16,7 @@ import (
 
 // TestAdmitToolDecidesWithoutRunning: AdmitTool refuses what the tool chain
 // would refuse before the tool runs (entry checks, tool_policy, egress,
-// file_check, a guard in its scope), wherever the check sits in the chain,
+// file_check, a guard in its scope, pii blocking), wherever the check sits in the chain,
 // and runs nothing: the tool is not called, the meter charges nothing, the
 // idempotency record is not claimed.
 func TestAdmitToolDecidesWithoutRunning(t *testing.T) {
@@ -28,7 +28,9 @@ func TestAdmitToolDecidesWithoutRunning(t *testing.T) {
 		plan.Layer{Use: "egress", Config: json.RawMessage(`{"allow": ["api.example.com"]}`)},
 		plan.Layer{Use: "file_check", Config: json.RawMessage(`{"roots": [` + string(mustJSON(t, dir)) + `]}`)},
 		plan.Layer{Use: "guard", Name: "cap", Tools: []string{"refund"}, Config: json.RawMessage(`{"deny": "args.amount > 100.0", "phase": "before", "on_error": "closed"}`)},
+		plan.Layer{Use: "pii", Tools: []string{"note"}, Config: json.RawMessage(`{"action": "block"}`)},
 	)
+	p.Tools["note"] = plan.Tool{}
 	p.Tools["wipe"] = plan.Tool{}
 	p.Tools["fetch"] = plan.Tool{URLArg: "url"}
 	p.Tools["read"] = plan.Tool{PathArg: "path"}
@@ -51,6 +53,7 @@ func TestAdmitToolDecidesWithoutRunning(t *testing.T) {
 		{"egress", runtime.ToolRequest{Name: "fetch", Args: map[string]any{"url": "http://169.254.169.254/"}}, "egress"},
 		{"file_check", runtime.ToolRequest{Name: "read", Args: map[string]any{"path": "/etc/passwd"}}, "file_check"},
 		{"guard", runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1", "amount": 500.0}}, "cap"},
+		{"pii", runtime.ToolRequest{Name: "note", Args: map[string]any{"text": "mail ann@example.com"}}, "pii"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
