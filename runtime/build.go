@@ -248,6 +248,9 @@ type Pipeline struct {
 	tool  ToolHandler
 	turn  TurnHandler
 	admit *Predicate
+	// admitters are the tool layers that decide a call from the call
+	// alone, outermost first (AdmitTool).
+	admitters []toolAdmitter
 	// grounding is the built grounding section (nil: none).
 	grounding *groundingPlan
 
@@ -445,6 +448,9 @@ func (pl *Pipeline) build(ctx context.Context) error {
 				chat = append(chat, built[ChatHandler]{inst.(ChatWrapper).WrapChat, sc})
 			case plan.StageTool:
 				tool = append(tool, built[ToolHandler]{inst.(ToolWrapper).WrapTool, sc})
+				if a, ok := inst.(ToolAdmitter); ok {
+					pl.admitters = append(pl.admitters, toolAdmitter{a, sc})
+				}
 			case plan.StageTurn:
 				turn = append(turn, built[TurnHandler]{inst.(TurnWrapper).WrapTurn, sc})
 			}
@@ -507,14 +513,26 @@ func scopeChat(s *scope, layer, next ChatHandler) ChatHandler {
 
 func scopeTool(s *scope, layer, next ToolHandler) ToolHandler {
 	return func(ctx context.Context, c *ToolCall) (any, error) {
-		if s.tools != nil && !slices.Contains(s.tools, c.Name) {
-			return next(ctx, c)
-		}
-		if s.when != nil && !s.applies(s.when.EvalTool(ctx, c, nil, false)) {
+		if !s.appliesTool(ctx, c) {
 			return next(ctx, c)
 		}
 		return layer(ctx, c)
 	}
+}
+
+// appliesTool decides a tool layer's `tools` and `when` for c.
+func (s *scope) appliesTool(ctx context.Context, c *ToolCall) bool {
+	if s.tools != nil && !slices.Contains(s.tools, c.Name) {
+		return false
+	}
+	return s.when == nil || s.applies(s.when.EvalTool(ctx, c, nil, false))
+}
+
+// toolAdmitter is a tool layer that implements ToolAdmitter, with its
+// scope (nil: every call).
+type toolAdmitter struct {
+	admit ToolAdmitter
+	scope *scope
 }
 
 func scopeTurn(s *scope, layer, next TurnHandler) TurnHandler {

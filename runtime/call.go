@@ -643,6 +643,12 @@ type ChatResponse struct {
 	Deltas int `json:"deltas"`
 	// Cached reports a response served from a cache.
 	Cached bool `json:"cached,omitempty"`
+	// Charges are the usage each model call made for the call billed, by
+	// the model it went to (ChatCall.Charges): the attempts, fallbacks and
+	// hedge racers whose output was dropped included. It is nil when the
+	// model call that served the response is the only one that billed
+	// (what it billed is Usage, at Model).
+	Charges []Charge `json:"-"`
 	// Annotations are the facts layers recorded about the output, by key
 	// (ChatCall.Annotate); nil when none did.
 	Annotations map[string]any `json:"annotations,omitempty"`

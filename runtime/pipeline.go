@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	goruntime "runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -232,6 +233,9 @@ func (pl *Pipeline) Stream(ctx context.Context, req ChatRequest, yield func(Delt
 	err := pl.chat(ctx, c, yield)
 	resp := ChatResponse{Model: c.Served, Usage: c.Usage, FinishReason: c.FinishReason, Attempts: c.Meta.Attempts,
 		Deltas: c.Deltas, Cached: c.Meta.Cached, Annotations: c.Annotations}
+	if len(c.Charges) > 1 || (len(c.Charges) == 1 && (c.Charges[0].Model != c.Served || c.Charges[0].Usage != c.Usage)) {
+		resp.Charges = slices.Clone(c.Charges)
+	}
 	releaseChatCall(c)
 	return resp, err
 }
@@ -346,19 +350,9 @@ func (pl *Pipeline) Tool(ctx context.Context, req ToolRequest) (ToolResult, erro
 	} else if pl.runs != nil {
 		defer pl.runs.end(pl.runs.begin(runID(ctx)))
 	}
-	e := pl.toolEntry(req.Name)
-	if e == nil || !e.known {
-		if !pl.allowUndeclared {
-			return ToolResult{}, &BlockedError{Layer: LayerTools, Message: fmt.Sprintf("tool %q is not declared in the policy's tools (settings.allow_undeclared_tools is not set)", req.Name)}
-		}
-	} else if e.args != nil {
-		if err := checkArgs(req.Name, e.args, req.Args); err != nil {
-			return ToolResult{}, err
-		}
-	}
-	if e == nil {
-		info := ToolInfo{Name: req.Name}
-		e = &toolEntry{info: info, pinfo: toolActivationInfo(&info)}
+	e, err := pl.enterTool(&req)
+	if err != nil {
+		return ToolResult{}, err
 	}
 	c := toolCalls.Get().(*ToolCall)
 	c.Name, c.Args, c.Tool, c.entry = req.Name, req.Args, &e.info, e
@@ -385,6 +379,68 @@ func (pl *Pipeline) Tool(ctx context.Context, req ToolRequest) (ToolResult, erro
 		}
 	}
 	return res, err
+}
+
+// enterTool returns the entry of req's tool after the checks made on entry
+// to the tool chain: the tool is declared (or undeclared tools are
+// allowed) and its arguments match its args schema.
+func (pl *Pipeline) enterTool(req *ToolRequest) (*toolEntry, error) {
+	e := pl.toolEntry(req.Name)
+	if e == nil || !e.known {
+		if err := pl.CheckToolDeclared(req.Name); err != nil {
+			return nil, err
+		}
+	} else if e.args != nil {
+		if err := checkArgs(req.Name, e.args, req.Args); err != nil {
+			return nil, err
+		}
+	}
+	if e == nil {
+		info := ToolInfo{Name: req.Name}
+		e = &toolEntry{info: info, pinfo: toolActivationInfo(&info)}
+	}
+	return e, nil
+}
+
+// CheckToolDeclared returns nil when a call to the tool name may enter the
+// tool chain: the policy declares it (or Deps.ToolArgs does), or its
+// settings.allow_undeclared_tools is true. Otherwise it returns the
+// refusal Tool would make, a *BlockedError of layer LayerTools.
+func (pl *Pipeline) CheckToolDeclared(name string) error {
+	if e := pl.toolEntry(name); (e != nil && e.known) || pl.allowUndeclared {
+		return nil
+	}
+	return &BlockedError{Layer: LayerTools, Message: fmt.Sprintf("tool %q is not declared in the policy's tools (settings.allow_undeclared_tools is not set)", name)}
+}
+
+// AdmitTool decides a tool call that is proposed but not run here (a model's
+// tool call a gateway relays to the client that executes it) by the checks
+// of the tool chain that need no execution: the checks on entry (Tool), then
+// each tool layer that implements ToolAdmitter and whose `tools` and `when`
+// apply, outermost first; the first refusal is returned. Every such check
+// applies, wherever its layer sits in the chain: a cache or an idempotency
+// record that would answer the call before an inner guard ran does not
+// answer a proposal. No layer runs: nothing is charged, counted, recorded
+// or retried.
+func (pl *Pipeline) AdmitTool(ctx context.Context, req ToolRequest) error {
+	e, err := pl.enterTool(&req)
+	if err != nil {
+		return err
+	}
+	c := &ToolCall{Name: req.Name, Args: req.Args, Tool: &e.info, entry: e}
+	c.Meta.IdempotencyKey, c.Meta.Attempts = req.IdempotencyKey, 1
+	if r, ok := ctx.Value(runKey{}).(*Run); ok {
+		c.Meta.Run = *r
+	}
+	for _, a := range pl.admitters {
+		if a.scope != nil && !a.scope.appliesTool(ctx, c) {
+			continue
+		}
+		if err := a.admit.AdmitTool(ctx, c); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func turnTerminal(ctx context.Context, c *TurnCall) (string, error) {

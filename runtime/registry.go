@@ -57,6 +57,19 @@ type ToolWrapper interface {
 	WrapTool(next ToolHandler) ToolHandler
 }
 
+// ToolAdmitter is implemented by a tool-stage middleware whose refusal of
+// a call can be decided from the call alone, before anything runs: an allow
+// or deny list, an argument check, a predicate over the call. AdmitTool
+// returns the refusal WrapTool would return for c (a *BlockedError naming
+// the layer), or nil. It must not run the tool, call a model or change any
+// state (no budget charged, no token taken, no record written).
+// Pipeline.AdmitTool runs these checks over a tool call that is proposed
+// but not run here (a gateway relaying a model's tool call to the client
+// that executes it).
+type ToolAdmitter interface {
+	AdmitTool(ctx context.Context, c *ToolCall) error
+}
+
 // TurnWrapper is a middleware of the turn stage.
 type TurnWrapper interface {
 	WrapTurn(next TurnHandler) TurnHandler

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -69,6 +70,15 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 		return
 	}
 	p.req.Model, x.model = name, name
+	// A tool the request offers must be one the policy lets run: the
+	// model would propose calls to it that could only be refused.
+	for _, t := range p.req.Tools {
+		if err := x.g.pl.CheckToolDeclared(t.Name); err != nil {
+			s.observeRefusal(plan.StageTool, err)
+			x.failErr(fmt.Errorf("tools: the request offers %s: %w", t.Name, err))
+			return
+		}
+	}
 	ctx, finish, err := s.withRun(x.r.Context(), x, x.r, x.g, x.caller)
 	if err != nil {
 		x.fail(http.StatusBadRequest, errBadRequest, err.Error())
@@ -81,6 +91,9 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 	if !p.stream {
 		resp, err := x.g.pl.Complete(ctx, p.req)
 		s.observeChat(x, &p, &resp, err)
+		if err == nil {
+			err = s.admitProposals(ctx, x.g.pl, resp.ToolCalls)
+		}
 		if err != nil {
 			x.failErr(err)
 			return
@@ -88,9 +101,14 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 		a.complete(x, &p, &resp)
 		return
 	}
-	w := a.stream(x, &p, served)
-	resp, err := x.g.pl.Stream(ctx, p.req, w.delta)
+	w := &heldStream{chatStream: a.stream(x, &p, served)}
+	resp, err := x.g.pl.Stream(ctx, p.req, w.hold)
 	s.observeChat(x, &p, &resp, err)
+	if err == nil {
+		if err = s.admitProposals(ctx, x.g.pl, w.calls.ToolCalls()); err == nil {
+			w.release()
+		}
+	}
 	switch {
 	case x.r.Context().Err() != nil:
 		x.status = StatusClientClosedRequest
@@ -102,6 +120,58 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 	default:
 		w.end(&resp)
 	}
+}
+
+// admitProposals decides the tool calls a model proposed before they are
+// relayed to the client, which runs them: each must pass the tool chain's
+// checks that need no execution (runtime.Pipeline.AdmitTool). The first
+// refusal is returned and counted; arguments that are not a JSON object
+// are refused.
+func (s *Server) admitProposals(ctx context.Context, pl *runtime.Pipeline, calls []runtime.ToolUse) error {
+	for _, call := range calls {
+		req, err := call.Request()
+		if err == nil {
+			err = pl.AdmitTool(ctx, req)
+		} else {
+			err = &runtime.BlockedError{Layer: runtime.LayerTools, Message: fmt.Sprintf("the model proposed a call of %s whose arguments are not a JSON object", call.Name)}
+		}
+		if err != nil {
+			s.observeRefusal(plan.StageTool, err)
+			return err
+		}
+	}
+	return nil
+}
+
+// heldStream passes a stream's deltas to its writer until the first
+// tool-call fragment; from then on it holds them (text included, to keep
+// their order) until release, so that no fragment of a call reaches the
+// client before the whole call is admitted.
+type heldStream struct {
+	chatStream
+	held  []runtime.Delta
+	calls runtime.ToolCallBuilder
+}
+
+// hold is the stream's yield.
+func (h *heldStream) hold(d runtime.Delta) bool {
+	if len(h.held) == 0 && len(d.ToolCalls) == 0 {
+		return h.delta(d)
+	}
+	d.ToolCalls = slices.Clone(d.ToolCalls)
+	h.calls.Add(&d)
+	h.held = append(h.held, d)
+	return true
+}
+
+// release writes the deltas held.
+func (h *heldStream) release() {
+	for _, d := range h.held {
+		if !h.delta(d) {
+			break
+		}
+	}
+	h.held = nil
 }
 
 // observeChat counts a chat call's retries, fallback, refusal, tokens and
@@ -117,19 +187,31 @@ func (s *Server) observeChat(x *exchange, p *chatParams, resp *runtime.ChatRespo
 	if err != nil {
 		s.observeRefusal(plan.StageChat, err)
 	}
-	if resp.Usage.IsZero() || resp.Cached {
+	if resp.Cached {
 		return
 	}
+	tenant := x.caller.tenant
+	// The spend is what each model call made for the request billed, at
+	// its own model's prices: a fallback's failed attempts and a hedge's
+	// cancelled racers cost money too, and not at the served model's.
 	model := resp.Model
 	if model == "" {
 		model = p.req.Model
 	}
-	tenant := x.caller.tenant
+	charges := resp.Charges
+	if charges == nil {
+		charges = []runtime.Charge{{Model: model, Usage: resp.Usage}}
+	}
+	for _, ch := range charges {
+		if usd := meter.Cost(x.g.plan.Models[ch.Model], ch.Usage); usd > 0 {
+			m.spendUSD.WithLabelValues(tenant, ch.Model).Add(usd)
+		}
+	}
+	if resp.Usage.IsZero() {
+		return
+	}
 	m.tokens.WithLabelValues(tenant, model, "input").Add(float64(resp.Usage.InputTokens))
 	m.tokens.WithLabelValues(tenant, model, "output").Add(float64(resp.Usage.OutputTokens))
-	if usd := meter.Cost(x.g.plan.Models[model], resp.Usage); usd > 0 {
-		m.spendUSD.WithLabelValues(tenant, model).Add(usd)
-	}
 }
 
 // resolveModel returns the policy's name of the model a request names: a

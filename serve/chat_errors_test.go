@@ -325,7 +325,7 @@ func TestThousandConcurrentStreams(t *testing.T) {
 	t.Cleanup(up.Close)
 	t.Setenv("AGENTC_TEST_OPENAI_KEY", openAIKey)
 	t.Setenv("AGENTC_TEST_ANTHROPIC_KEY", anthropicKey)
-	dir := writePolicy(t, fmt.Sprintf(gatewayPolicy, up.URL, up.URL, sha(clientKey), typicalChain))
+	dir := writePolicy(t, fmt.Sprintf(gatewayPolicy, up.URL, up.URL, sha(clientKey), weatherDecl, typicalChain))
 	s := startServer(t, Options{Source: cueSource(dir), WatchInterval: -1})
 
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n}}

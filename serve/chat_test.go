@@ -43,6 +43,7 @@ models: {
 		usd_per_mtok_in: 3, usd_per_mtok_out: 15}
 }
 keys: app: {sha256: "%s", tenant: "acme"}
+%s
 chains: chat: [
 %s
 ]
@@ -69,10 +70,21 @@ type gateway struct {
 // upstreams replaying oa (OpenAI wire format) and an (Anthropic's).
 func newGateway(t *testing.T, chain string, oa, an []reply, opts ...func(*Options)) *gateway {
 	t.Helper()
+	return newGatewayWith(t, weatherDecl, chain, oa, an, opts...)
+}
+
+// weatherDecl declares the tool the tests' clients offer.
+const weatherDecl = `tools: get_weather: args: {type: "object", required: ["location"],
+	properties: {location: {type: "string"}, unit: {type: "string"}}}`
+
+// newGatewayWith is newGateway with decls (tools, a tool chain) in the
+// policy.
+func newGatewayWith(t *testing.T, decls, chain string, oa, an []reply, opts ...func(*Options)) *gateway {
+	t.Helper()
 	t.Setenv("AGENTC_TEST_OPENAI_KEY", openAIKey)
 	t.Setenv("AGENTC_TEST_ANTHROPIC_KEY", anthropicKey)
 	g := &gateway{oa: newUpstream(t, oa...), an: newUpstream(t, an...)}
-	g.dir = writePolicy(t, fmt.Sprintf(gatewayPolicy, g.oa.URL, g.an.URL, sha(clientKey), chain))
+	g.dir = writePolicy(t, fmt.Sprintf(gatewayPolicy, g.oa.URL, g.an.URL, sha(clientKey), decls, chain))
 	o := Options{Source: cueSource(g.dir), WatchInterval: -1}
 	for _, f := range opts {
 		f(&o)

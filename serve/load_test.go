@@ -85,7 +85,7 @@ func newLoadRig(tb testing.TB) *loadRig {
 	tb.Setenv("AGENTC_TEST_ANTHROPIC_KEY", anthropicKey)
 	PoolUpstreamConnections(256) // as agentc serve does
 	dir := tb.TempDir()
-	if err := os.WriteFile(dir+"/policy.cue", []byte(fmt.Sprintf(gatewayPolicy, up.URL, up.URL, sha(clientKey), typicalChain)), 0o644); err != nil {
+	if err := os.WriteFile(dir+"/policy.cue", []byte(fmt.Sprintf(gatewayPolicy, up.URL, up.URL, sha(clientKey), weatherDecl, typicalChain)), 0o644); err != nil {
 		tb.Fatal(err)
 	}
 	serve := func() string {
@@ -300,7 +300,7 @@ func BenchmarkGatewayInProcess(b *testing.B) {
 	b.Setenv("AGENTC_TEST_OPENAI_KEY", openAIKey)
 	b.Setenv("AGENTC_TEST_ANTHROPIC_KEY", anthropicKey)
 	dir := b.TempDir()
-	if err := os.WriteFile(dir+"/policy.cue", []byte(fmt.Sprintf(gatewayPolicy, "http://127.0.0.1:9", "http://127.0.0.1:9", sha(clientKey), typicalChain)), 0o644); err != nil {
+	if err := os.WriteFile(dir+"/policy.cue", []byte(fmt.Sprintf(gatewayPolicy, "http://127.0.0.1:9", "http://127.0.0.1:9", sha(clientKey), weatherDecl, typicalChain)), 0o644); err != nil {
 		b.Fatal(err)
 	}
 	words := []string{"Hello", "!", " How", " can", " I", " help", " you", " today", "?", ""}

@@ -236,8 +236,14 @@ func (s *Server) build(ctx context.Context, ld *Loaded) (*generation, error) {
 		return nil, err
 	}
 	deps.Tools = map[string]runtime.ToolFunc{}
+	host := map[string]bool{}
 	for name, fn := range s.opts.Tools {
 		deps.Tools[name] = fn
+		host[name] = true
+	}
+	if err := checkToolNames(p, ups, host); err != nil {
+		ups.close()
+		return nil, err
 	}
 	for name, fn := range ups.toolFuncs() {
 		if _, dup := deps.Tools[name]; dup {

@@ -143,4 +143,17 @@ func (m *Middleware) check(ctx context.Context, c *runtime.ToolCall) error {
 		Message: fmt.Sprintf("tool %s: cannot check %s", c.Name, raw), Err: err}
 }
 
-var _ runtime.ToolWrapper = (*Middleware)(nil)
+// AdmitTool implements runtime.ToolAdmitter: the url_arg check WrapTool
+// makes (a failed name lookup is its transient error: the call is not
+// admitted).
+func (m *Middleware) AdmitTool(ctx context.Context, c *runtime.ToolCall) error {
+	if c.Tool == nil || c.Tool.URLArg == "" {
+		return nil
+	}
+	return m.check(ctx, c)
+}
+
+var (
+	_ runtime.ToolWrapper  = (*Middleware)(nil)
+	_ runtime.ToolAdmitter = (*Middleware)(nil)
+)

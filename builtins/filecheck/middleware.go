@@ -84,37 +84,57 @@ func (m *Middleware) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 		if c.Tool == nil || c.Tool.PathArg == "" {
 			return next(ctx, c)
 		}
-		arg := c.Tool.PathArg
-		v, ok := c.Args[arg]
-		if !ok {
-			return nil, &runtime.BlockedError{Layer: m.name, Message: fmt.Sprintf("tool %s: path argument %q is missing", c.Name, arg)}
-		}
-		p, ok := v.(string)
-		if !ok {
-			return nil, &runtime.BlockedError{Layer: m.name, Message: fmt.Sprintf("tool %s: path argument %q is not a string", c.Name, arg)}
-		}
-		if other, ok := caseVariant(c.Args, arg); ok {
-			return nil, &runtime.BlockedError{Layer: m.name, Message: fmt.Sprintf("tool %s: argument %q beside path argument %q", c.Name, other, arg)}
-		}
-		real, err := m.checker.Check(p)
+		p, real, err := m.check(c)
 		if err != nil {
-			var denied *DeniedError
-			if errors.As(err, &denied) {
-				return nil, &runtime.BlockedError{Layer: m.name, Message: fmt.Sprintf("tool %s: %s denied: %s", c.Name, denied.Path, denied.Reason)}
-			}
-			return nil, &runtime.CallError{Kind: runtime.KindPermanent, Layer: m.name, Message: fmt.Sprintf("tool %s: cannot check %s", c.Name, p), Err: err}
+			return nil, err
 		}
 		if real == p {
 			return next(ctx, c)
 		}
 		orig := c.Args
 		args := maps.Clone(orig)
-		args[arg] = real
+		args[c.Tool.PathArg] = real
 		c.Args = args
 		res, err := next(ctx, c)
 		c.Args = orig
 		return res, err
 	}
+}
+
+// AdmitTool implements runtime.ToolAdmitter: the path_arg check WrapTool
+// makes.
+func (m *Middleware) AdmitTool(_ context.Context, c *runtime.ToolCall) error {
+	if c.Tool == nil || c.Tool.PathArg == "" {
+		return nil
+	}
+	_, _, err := m.check(c)
+	return err
+}
+
+// check checks the path_arg of c, returning the path as given and its
+// resolved real path, or the refusal.
+func (m *Middleware) check(c *runtime.ToolCall) (p, real string, err error) {
+	arg := c.Tool.PathArg
+	v, ok := c.Args[arg]
+	if !ok {
+		return "", "", &runtime.BlockedError{Layer: m.name, Message: fmt.Sprintf("tool %s: path argument %q is missing", c.Name, arg)}
+	}
+	p, ok = v.(string)
+	if !ok {
+		return "", "", &runtime.BlockedError{Layer: m.name, Message: fmt.Sprintf("tool %s: path argument %q is not a string", c.Name, arg)}
+	}
+	if other, ok := caseVariant(c.Args, arg); ok {
+		return "", "", &runtime.BlockedError{Layer: m.name, Message: fmt.Sprintf("tool %s: argument %q beside path argument %q", c.Name, other, arg)}
+	}
+	real, err = m.checker.Check(p)
+	if err != nil {
+		var denied *DeniedError
+		if errors.As(err, &denied) {
+			return "", "", &runtime.BlockedError{Layer: m.name, Message: fmt.Sprintf("tool %s: %s denied: %s", c.Name, denied.Path, denied.Reason)}
+		}
+		return "", "", &runtime.CallError{Kind: runtime.KindPermanent, Layer: m.name, Message: fmt.Sprintf("tool %s: cannot check %s", c.Name, p), Err: err}
+	}
+	return p, real, nil
 }
 
 // caseVariant returns an argument other than arg whose name differs from it

@@ -151,6 +151,19 @@ func (g *Guard) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 	}
 }
 
+// AdmitTool implements runtime.ToolAdmitter: a guard of phase "before"
+// decides the call as WrapTool does; one of phase "after" reads the result
+// and admits every call.
+func (g *Guard) AdmitTool(ctx context.Context, c *runtime.ToolCall) error {
+	if g.Phase != "before" {
+		return nil
+	}
+	v, err := g.pred.EvalTool(ctx, c, nil, false)
+	return g.decide(ctx, v, err)
+}
+
+var _ runtime.ToolAdmitter = (*Guard)(nil)
+
 // WrapTurn implements runtime.TurnWrapper.
 func (g *Guard) WrapTurn(next runtime.TurnHandler) runtime.TurnHandler {
 	if g.Phase == "before" {

@@ -355,13 +355,8 @@ func (m *Middleware) redactArgs(raw json.RawMessage) (json.RawMessage, bool) {
 func (m *Middleware) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 	if m.Action == ActionBlock {
 		return func(ctx context.Context, c *runtime.ToolCall) (any, error) {
-			if ms := m.scanner.ScanValue(c.Args); len(ms) > 0 {
-				where := "argument " + ms[0].Path
-				if ms[0].Path == "" {
-					where = "an argument name" // a key of the arguments themselves
-				}
-				return nil, &runtime.BlockedError{Layer: m.name,
-					Message: fmt.Sprintf("tool %s: %s contains personal data (%s)", c.Name, where, kindsOf(ms))}
+			if err := m.blockArgs(c); err != nil {
+				return nil, err
 			}
 			return next(ctx, c)
 		}
@@ -383,10 +378,36 @@ func (m *Middleware) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 	}
 }
 
+// blockArgs returns the refusal of action "block" for arguments holding
+// personal data, or nil.
+func (m *Middleware) blockArgs(c *runtime.ToolCall) error {
+	ms := m.scanner.ScanValue(c.Args)
+	if len(ms) == 0 {
+		return nil
+	}
+	where := "argument " + ms[0].Path
+	if ms[0].Path == "" {
+		where = "an argument name" // a key of the arguments themselves
+	}
+	return &runtime.BlockedError{Layer: m.name,
+		Message: fmt.Sprintf("tool %s: %s contains personal data (%s)", c.Name, where, kindsOf(ms))}
+}
+
+// AdmitTool implements runtime.ToolAdmitter: with action "block", the
+// refusal WrapTool makes; "redact" changes the arguments the tool sees
+// and refuses nothing.
+func (m *Middleware) AdmitTool(_ context.Context, c *runtime.ToolCall) error {
+	if m.Action != ActionBlock {
+		return nil
+	}
+	return m.blockArgs(c)
+}
+
 var (
-	_ runtime.ChatWrapper = (*Middleware)(nil)
-	_ runtime.ToolWrapper = (*Middleware)(nil)
-	_ runtime.RunEnder    = (*Middleware)(nil)
+	_ runtime.ChatWrapper  = (*Middleware)(nil)
+	_ runtime.ToolWrapper  = (*Middleware)(nil)
+	_ runtime.ToolAdmitter = (*Middleware)(nil)
+	_ runtime.RunEnder     = (*Middleware)(nil)
 )
 
 // EndRun implements runtime.RunEnder: it forgets what the run's calls

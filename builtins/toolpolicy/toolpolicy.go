@@ -161,4 +161,15 @@ func (p *Policy) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 	}
 }
 
-var _ runtime.ToolWrapper = (*Policy)(nil)
+// AdmitTool implements runtime.ToolAdmitter: the refusal WrapTool makes.
+func (p *Policy) AdmitTool(_ context.Context, c *runtime.ToolCall) error {
+	if reason := p.Decide(c.Name, c.Args); reason != "" {
+		return &runtime.BlockedError{Layer: p.name, Message: reason}
+	}
+	return nil
+}
+
+var (
+	_ runtime.ToolWrapper  = (*Policy)(nil)
+	_ runtime.ToolAdmitter = (*Policy)(nil)
+)

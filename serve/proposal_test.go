@@ -1,0 +1,211 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/shared"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// proposalDecls declares the tools a model may propose and a tool chain
+// that refuses some of their calls.
+const proposalDecls = `
+tools: {
+	get_weather: args: {type: "object", required: ["location"], properties: {location: {type: "string"}, unit: {type: "string"}}}
+	delete_account: {}
+	fetch_page: {url_arg: "url", args: {type: "object", properties: url: type: "string"}}
+	refund: args: {type: "object", required: ["amount"], properties: amount: type: "number"}
+}
+chains: tool: [
+	{use: "meter", budget: calls: 1},
+	{use: "tool_policy", deny: ["delete_account"]},
+	{use: "egress", allow: ["api.example.com"], tools: ["fetch_page"]},
+	{use: "guard", name: "refund_limit", tools: ["refund"], deny: "args.amount > 100.0", message: "refunds over 100 need an approver"},
+	{use: "audit"},
+	{use: "retry", max_attempts: 2},
+]`
+
+// oaToolCallSSE is an OpenAI stream: some text, then a call of name with
+// args, in two fragments.
+func oaToolCallSSE(name, args string) string {
+	chunk := func(delta, finish string) string {
+		return `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4.1-mini","choices":[{"index":0,"delta":` + delta + `,"finish_reason":` + finish + `}]}` + "\n\n"
+	}
+	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+	half := len(args) / 2
+	return chunk(`{"role":"assistant","content":"Let me check."}`, "null") +
+		chunk(`{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":`+q(name)+`,"arguments":`+q(args[:half])+`}}]}`, "null") +
+		chunk(`{"tool_calls":[{"index":0,"function":{"arguments":`+q(args[half:])+`}}]}`, "null") +
+		chunk(`{}`, `"tool_calls"`) +
+		`data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4.1-mini","choices":[],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}` + "\n\n" +
+		"data: [DONE]\n\n"
+}
+
+// anToolUseSSE is an Anthropic stream: some text, then a tool_use of name
+// with args, in two fragments.
+func anToolUseSSE(name, args string) string {
+	ev := func(typ, data string) string { return "event: " + typ + "\ndata: " + data + "\n\n" }
+	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+	half := len(args) / 2
+	return ev("message_start", `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"model":"claude-sonnet-4-5","stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":1}}}`) +
+		ev("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`) +
+		ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Let me check."}}`) +
+		ev("content_block_stop", `{"type":"content_block_stop","index":0}`) +
+		ev("content_block_start", `{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_1","name":`+q(name)+`,"input":{}}}`) +
+		ev("content_block_delta", `{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":`+q(args[:half])+`}}`) +
+		ev("content_block_delta", `{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":`+q(args[half:])+`}}`) +
+		ev("content_block_stop", `{"type":"content_block_stop","index":1}`) +
+		ev("message_delta", `{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":5}}`) +
+		ev("message_stop", `{"type":"message_stop"}`)
+}
+
+func proposalTool(name string) openai.ChatCompletionToolUnionParam {
+	return openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{Name: name})
+}
+
+func anProposalTool(name string) anthropic.ToolUnionParam {
+	return anthropic.ToolUnionParam{OfTool: &anthropic.ToolParam{Name: name,
+		InputSchema: anthropic.ToolInputSchemaParam{Properties: map[string]any{}}}}
+}
+
+// proposals are model tool calls the policy forbids, each with the layer
+// that refuses it.
+var proposals = []struct{ name, tool, args, layer string }{
+	{"denied tool", "delete_account", `{"id":"42"}`, "tool_policy"},
+	{"args schema", "get_weather", `{"unit":"c"}`, "tools"},
+	{"args not an object", "get_weather", `["Paris"]`, "tools"},
+	{"egress", "fetch_page", `{"url":"http://169.254.169.254/latest/meta-data/"}`, "egress"},
+	{"guard", "refund", `{"amount":500}`, "refund_limit"},
+}
+
+// TestProposedToolCallsAreAdmittedBeforeTheyAreRelayed: a tool call the
+// model proposes that the tool chain would refuse is never relayed to the
+// client (which runs it): a whole response is a 403 naming the layer; a
+// stream sends the text before the call, then an error event, and no
+// fragment of the call.
+func TestProposedToolCallsAreAdmittedBeforeTheyAreRelayed(t *testing.T) {
+	for _, tc := range proposals {
+		t.Run(tc.name, func(t *testing.T) {
+			body := oaToolCallSSE(tc.tool, tc.args)
+			g := newGatewayWith(t, proposalDecls, typicalChain, []reply{{body: body}, {body: body}}, []reply{{body: anToolUseSSE(tc.tool, tc.args)}})
+			ctx := context.Background()
+			params := openai.ChatCompletionNewParams{Model: "primary",
+				Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("go")},
+				Tools:    []openai.ChatCompletionToolUnionParam{proposalTool(tc.tool)}}
+
+			_, err := g.openai(t).Chat.Completions.New(ctx, params)
+			var oerr *openai.Error
+			require.True(t, errors.As(err, &oerr), "%v", err)
+			assert.Equal(t, http.StatusForbidden, oerr.StatusCode)
+			assert.Contains(t, oerr.RawJSON(), `"layer":"`+tc.layer+`"`)
+			assert.Contains(t, oerr.RawJSON(), `"code":"blocked"`)
+
+			stream := g.openai(t).Chat.Completions.NewStreaming(ctx, params)
+			var text strings.Builder
+			fragments := 0
+			for stream.Next() {
+				for _, c := range stream.Current().Choices {
+					text.WriteString(c.Delta.Content)
+					fragments += len(c.Delta.ToolCalls)
+				}
+			}
+			assert.Equal(t, "Let me check.", text.String(), "the text before the call streams")
+			assert.Zero(t, fragments, "no fragment of a refused call is sent")
+			require.Error(t, stream.Err())
+			assert.Contains(t, stream.Err().Error(), tc.layer)
+
+			as := g.anthropic(t).Messages.NewStreaming(ctx, anthropic.MessageNewParams{Model: "backup", MaxTokens: 64,
+				Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("go"))},
+				Tools:    []anthropic.ToolUnionParam{anProposalTool(tc.tool)}})
+			var msg anthropic.Message
+			for as.Next() {
+				require.NoError(t, msg.Accumulate(as.Current()))
+			}
+			require.Error(t, as.Err())
+			assert.Contains(t, as.Err().Error(), "permission_error")
+			for _, b := range msg.Content {
+				assert.NotEqual(t, "tool_use", b.Type, "no tool_use block of a refused call is sent")
+			}
+			m := g.metrics(t)
+			assert.Contains(t, m, `agentc_serve_blocks_total{layer="`+tc.layer+`",stage="tool"} 3`)
+			// No execution layer acted on a proposal: the tool meter
+			// charged nothing and the audit wrote nothing.
+			assert.NotContains(t, m, "agentc_serve_tool_calls_total")
+		})
+	}
+}
+
+// TestAdmittedToolCallIsRelayed: a call the policy lets run reaches the
+// client whole, streamed and not.
+func TestAdmittedToolCallIsRelayed(t *testing.T) {
+	args := `{"location":"Paris","unit":"c"}`
+	body := oaToolCallSSE("get_weather", args)
+	g := newGatewayWith(t, proposalDecls, typicalChain, []reply{{body: body}, {body: body}}, nil)
+	params := openai.ChatCompletionNewParams{Model: "primary",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("go")},
+		Tools:    []openai.ChatCompletionToolUnionParam{weatherTool}}
+	c, err := g.openai(t).Chat.Completions.New(context.Background(), params)
+	require.NoError(t, err)
+	require.Len(t, c.Choices[0].Message.ToolCalls, 1)
+	assert.JSONEq(t, args, c.Choices[0].Message.ToolCalls[0].Function.Arguments)
+
+	stream := g.openai(t).Chat.Completions.NewStreaming(context.Background(), params)
+	var acc openai.ChatCompletionAccumulator
+	for stream.Next() {
+		acc.AddChunk(stream.Current())
+	}
+	require.NoError(t, stream.Err())
+	require.Len(t, acc.Choices[0].Message.ToolCalls, 1)
+	assert.Equal(t, "Let me check.", acc.Choices[0].Message.Content)
+	assert.JSONEq(t, args, acc.Choices[0].Message.ToolCalls[0].Function.Arguments)
+}
+
+// TestOfferedUndeclaredToolIsRefused: a request that offers a tool the
+// policy does not declare is refused before any model is called; with
+// settings.allow_undeclared_tools it is served.
+func TestOfferedUndeclaredToolIsRefused(t *testing.T) {
+	g := newGatewayWith(t, proposalDecls, typicalChain, []reply{{body: oaToolCallSSE("rm_rf", `{}`)}}, nil)
+	params := openai.ChatCompletionNewParams{Model: "primary",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("go")},
+		Tools:    []openai.ChatCompletionToolUnionParam{proposalTool("rm_rf")}}
+	_, err := g.openai(t).Chat.Completions.New(context.Background(), params)
+	var oerr *openai.Error
+	require.True(t, errors.As(err, &oerr), "%v", err)
+	assert.Equal(t, http.StatusForbidden, oerr.StatusCode)
+	assert.Contains(t, oerr.RawJSON(), `"layer":"tools"`)
+	assert.Contains(t, oerr.RawJSON(), `rm_rf`)
+	assert.Zero(t, g.oa.requests(), "no model is called")
+
+	g = newGatewayWith(t, proposalDecls+"\nsettings: allow_undeclared_tools: true", typicalChain, []reply{{body: oaToolCallSSE("rm_rf", `{}`)}}, nil)
+	c, err := g.openai(t).Chat.Completions.New(context.Background(), params)
+	require.NoError(t, err)
+	require.Len(t, c.Choices[0].Message.ToolCalls, 1)
+	assert.Equal(t, "rm_rf", c.Choices[0].Message.ToolCalls[0].Function.Name)
+}
+
+// TestHedgeLoserSpendIsAttributedToItsModel: a hedge's cancelled racer
+// billed its input at its own model's prices; the spend metric counts it
+// under that model, beside the winner's.
+func TestHedgeLoserSpendIsAttributedToItsModel(t *testing.T) {
+	gate := make(chan struct{})
+	defer close(gate)
+	g := newGateway(t, `{use: "hedge", models: ["primary", "backup"], delay: "1ms"},`,
+		[]reply{{body: transcript(t, "openai", "text.sse"), gate: gate, holdAfter: 0}},
+		[]reply{{body: transcript(t, "anthropic", "text.sse")}})
+	c, err := g.openai(t).Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "primary",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hello there, how are you today?")}})
+	require.NoError(t, err)
+	assert.Equal(t, "backup", c.Model)
+	m := g.metrics(t)
+	assert.Contains(t, m, `agentc_serve_budget_spend_usd_total{model="backup",tenant="acme"}`)
+	assert.Contains(t, m, `agentc_serve_budget_spend_usd_total{model="primary",tenant="acme"}`, "the cancelled racer's input is billed")
+	assert.NotContains(t, m, `agentc_serve_tokens_total{direction="input",model="primary"`, "tokens count what was served")
+}
