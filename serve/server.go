@@ -68,6 +68,11 @@ type Options struct {
 	// Registry receives the server's metrics (nil: a new registry, served
 	// on /metrics).
 	Registry *prometheus.Registry
+	// MetricsElsewhere leaves /metrics off the server's own handler (a
+	// request for it is a 404 like any unknown route): the host serves
+	// OpsHandler on another listener. The metrics name tenants and their
+	// spend, which a caller holding a key has no business reading.
+	MetricsElsewhere bool
 
 	// MaxBodyBytes bounds a request body (default 4 MiB; larger: 413).
 	MaxBodyBytes int64
@@ -429,23 +434,48 @@ func (s *Server) sweepRuns(ctx context.Context) {
 	}
 }
 
+// healthz answers that the process is up.
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = w.Write([]byte("ok\n"))
+}
+
+// readyz answers whether the server takes requests, and the generation of
+// the policy it serves.
+func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if !s.ready.Load() {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte("shutting down\n"))
+		return
+	}
+	g := s.cur.Load()
+	fmt.Fprintf(w, "ready: policy %s, generation %d\n", g.plan.Policy, g.n)
+}
+
+func (s *Server) metricsHandler() http.Handler {
+	return promhttp.HandlerFor(s.opts.Registry, promhttp.HandlerOpts{})
+}
+
+// OpsHandler serves GET /metrics, /healthz and /readyz, for a listener of
+// its own: an internal address the scraper and the orchestrator reach and
+// callers do not (see Options.MetricsElsewhere). Any other path is 404.
+func (s *Server) OpsHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", s.metricsHandler())
+	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.HandleFunc("GET /readyz", s.readyz)
+	return mux
+}
+
 // routes registers the handlers.
 func (s *Server) routes() {
 	s.mux = http.NewServeMux()
-	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, _ = w.Write([]byte("ok\n"))
-	})
-	s.mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		if !s.ready.Load() {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = w.Write([]byte("shutting down\n"))
-			return
-		}
-		fmt.Fprintf(w, "ready: policy %s, generation %d\n", s.cur.Load().plan.Policy, s.cur.Load().n)
-	})
-	s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.opts.Registry, promhttp.HandlerOpts{}))
+	s.mux.HandleFunc("GET /healthz", s.healthz)
+	s.mux.HandleFunc("GET /readyz", s.readyz)
+	if !s.opts.MetricsElsewhere {
+		s.mux.Handle("GET /metrics", s.metricsHandler())
+	}
 	s.handle("GET /v1/models", "models", apiOpenAI, s.listModels)
 	s.handle("POST /v1/chat/completions", "chat_completions", apiOpenAI, func(x *exchange) { s.chat(x, &openAIChat) })
 	s.handle("POST /v1/messages", "messages", apiAnthropic, func(x *exchange) { s.chat(x, &anthropicChat) })

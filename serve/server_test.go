@@ -53,6 +53,39 @@ func TestOperationalEndpoints(t *testing.T) {
 	assert.Contains(t, s.logs.String(), "route=models status=200")
 }
 
+// With MetricsElsewhere the metrics, which name tenants and their spend,
+// are not on the callers' listener; OpsHandler serves them, with the health
+// endpoints, on a listener of their own.
+func TestMetricsOnTheirOwnListener(t *testing.T) {
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(keysPolicy, sha("alice-key")))),
+		LookupEnv:        func(k string) (string, bool) { return map[string]string{"BOB_KEY": "bob-key"}[k], k == "BOB_KEY" },
+		MetricsElsewhere: true})
+	code, _, body := do(t, "GET", s.url+"/metrics", "", nil)
+	assert.Equal(t, 404, code, "the callers' listener does not serve the metrics")
+	assert.NotContains(t, body, "agentc_serve")
+	code, _, _ = do(t, "GET", s.url+"/metrics", "alice-key", nil)
+	assert.Equal(t, 404, code, "not with a caller's key either")
+	code, _, _ = do(t, "GET", s.url+"/v1/models", "alice-key", nil)
+	require.Equal(t, 200, code)
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ops := &http.Server{Handler: s.srv.OpsHandler(), ReadHeaderTimeout: time.Second}
+	go func() { _ = ops.Serve(ln) }()
+	t.Cleanup(func() { _ = ops.Close() })
+	base := "http://" + ln.Addr().String()
+	body = scrape(t, base)
+	assert.Contains(t, body, `agentc_serve_requests_total{code="200",model="-",route="models"} 1`)
+	code, _, body = do(t, "GET", base+"/healthz", "", nil)
+	assert.Equal(t, 200, code)
+	assert.Equal(t, "ok\n", body)
+	code, _, body = do(t, "GET", base+"/readyz", "", nil)
+	assert.Equal(t, 200, code)
+	assert.Contains(t, body, "generation 1")
+	code, _, _ = do(t, "GET", base+"/v1/models", "alice-key", nil)
+	assert.Equal(t, 404, code, "the ops listener serves no API route")
+}
+
 func TestVirtualKeys(t *testing.T) {
 	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(keysPolicy, sha("alice-key")))),
 		LookupEnv: func(k string) (string, bool) { return map[string]string{"BOB_KEY": "bob-key"}[k], k == "BOB_KEY" }})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -27,6 +28,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 	runIdle := fs.Duration("idle", 15*time.Minute, "end a named run after this long without a request")
 	maxBody := fs.Int64("maxbody", 4<<20, "largest request body, in bytes")
 	logFormat := fs.String("log", "text", "access and server log format: text or json")
+	metricsAddr := fs.String("metrics", "", "serve /metrics, /healthz and /readyz on this address (an internal one) instead of -listen")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -53,6 +55,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 	srv, err := serve.New(ctx, serve.Options{
 		Source: policySource(fs.Arg(0), env, logger), Logger: logger,
 		ShutdownTimeout: *shutdown, WatchInterval: *watch, RunIdle: *runIdle, MaxBodyBytes: *maxBody,
+		MetricsElsewhere: *metricsAddr != "",
 	})
 	if err != nil {
 		return fail(env, "serve %s: %v", fs.Arg(0), err)
@@ -61,6 +64,19 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 	if err != nil {
 		_ = srv.Close()
 		return fail(env, "serve: %v", err)
+	}
+	if *metricsAddr != "" {
+		mln, err := net.Listen("tcp", *metricsAddr)
+		if err != nil {
+			_ = ln.Close()
+			_ = srv.Close()
+			return fail(env, "serve: -metrics: %v", err)
+		}
+		ops := &http.Server{Handler: srv.OpsHandler(), ReadHeaderTimeout: 5 * time.Second,
+			ErrorLog: slog.NewLogLogger(handler, slog.LevelWarn)}
+		logger.Info("serving metrics", "addr", mln.Addr().String())
+		go func() { _ = ops.Serve(mln) }()
+		defer ops.Close()
 	}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
