@@ -266,9 +266,12 @@ type Pipeline struct {
 	states runStates
 	// recordRuns is set once a checkpointer exists: runs' transcripts and
 	// tool results are recorded for it (checkpoint.go). toolHooks run
-	// after each tool call (BuildContext.OnToolResult).
+	// after each tool call (BuildContext.OnToolResult), callHooks when an
+	// agent turn recorded the model's tool calls, before any runs
+	// (BuildContext.OnToolCalls).
 	recordRuns atomic.Bool
 	toolHooks  []func(ctx context.Context) error
+	callHooks  []func(ctx context.Context) error
 }
 
 // LayerInfo describes one built layer.

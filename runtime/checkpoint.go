@@ -286,11 +286,11 @@ func (pl *Pipeline) Transcript(ctx context.Context) []Message {
 }
 
 // recordTool records a tool result of a run, as the tool chain returned it.
-func (pl *Pipeline) recordTool(runID, tool string, v any, err error) {
+func (pl *Pipeline) recordTool(runID, tool, call string, v any, err error) {
 	if runID == "" || !pl.recordRuns.Load() {
 		return
 	}
-	r := ToolRecord{Tool: tool}
+	r := ToolRecord{Tool: tool, Call: call}
 	if err != nil {
 		r.Error = err.Error()
 	} else if jv, jerr := toJSONValue(v); jerr == nil {
@@ -310,6 +310,30 @@ func (pl *Pipeline) recordTool(runID, tool string, v any, err error) {
 // the tool call's error. It is called during Provision only.
 func (b *BuildContext) OnToolResult(fn func(ctx context.Context) error) {
 	b.p.toolHooks = append(b.p.toolHooks, fn)
+}
+
+// OnToolCalls registers fn to run when an agent turn (RunAgent) has
+// recorded the model's tool calls in the run's transcript, before any of
+// them runs (a checkpoint layer with after_tool saves there, so a resumed
+// run knows which calls were made). An error fn returns ends the turn and
+// no call runs. It is called during Provision only.
+func (b *BuildContext) OnToolCalls(fn func(ctx context.Context) error) {
+	b.p.callHooks = append(b.p.callHooks, fn)
+}
+
+// toolRecords returns the recorded tool results of the run ctx carries.
+func (pl *Pipeline) toolRecords(ctx context.Context) []ToolRecord {
+	id := RunOf(ctx).ID
+	if id == "" {
+		return nil
+	}
+	s := pl.lookupRunState(id)
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.tools)
 }
 
 // taintResult records the raw result of a secret_result tool as secret

@@ -32,6 +32,11 @@ type ToolRecord struct {
 	Tool   string `json:"tool"`
 	Result any    `json:"result,omitempty"`
 	Error  string `json:"error,omitempty"`
+	// Call names the agent turn's tool call the record answers (RunAgent):
+	// the index of the assistant message in the transcript and the call's
+	// id, "4:call_1". A resumed turn answers the call from the record
+	// instead of running it again. Empty for a call made outside RunAgent.
+	Call string `json:"call,omitempty"`
 }
 
 // minTaint is the shortest secret string a checkpoint looks for: shorter
