@@ -190,6 +190,16 @@ func (pl *Pipeline) resolvePath(path string) string {
 // Models returns the model clients of the pipeline's deps.
 func (b *BuildContext) Models() map[string]ModelClient { return b.p.models }
 
+// Tool returns the declaration of the tool named name, and whether the
+// policy (or Deps.ToolArgs) declares it.
+func (b *BuildContext) Tool(name string) (ToolInfo, bool) {
+	e := b.p.tools[name]
+	if e == nil || !e.known {
+		return ToolInfo{}, false
+	}
+	return e.info, true
+}
+
 // TracerProvider returns the deps' tracer provider (the global one when
 // unset).
 func (b *BuildContext) TracerProvider() trace.TracerProvider {
