@@ -97,7 +97,8 @@ type AgentResult struct {
 //
 // A tool call that a guard blocks is answered with a tool result telling the
 // model it was refused (OnBlockTellModel), or ends the turn with the
-// *BlockedError (OnBlockEndTurn). A tool that fails, arguments that are not a
+// *BlockedError (OnBlockEndTurn). A call in doubt (an *InDoubtError: it
+// may have run) ends the turn with that error. A tool that fails, arguments that are not a
 // JSON object and a tool that is not registered are reported to the model
 // the same way, as an error result, and the turn goes on. A budget error, a
 // failed or blocked model call, and the end of ctx end the turn with their
@@ -371,8 +372,8 @@ func (t *agentTurn) chat(ctx context.Context, step int) (ChatResponse, error) {
 
 // tools runs the calls of one step through the tool chain, at most
 // t.parallel at once, and returns their results in the order of the calls.
-// The error ends the turn: a budget error, a block under end_turn, or ctx's
-// end.
+// The error ends the turn: a budget error, a call in doubt, a block under
+// end_turn, or ctx's end.
 func (t *agentTurn) tools(ctx context.Context, at int, calls []ToolUse) ([]Message, error) {
 	out := make([]Message, len(calls))
 	errs := make([]error, len(calls))
@@ -422,6 +423,11 @@ func (t *agentTurn) tool(ctx context.Context, call ToolUse) (Message, bool, erro
 	switch Classify(err) {
 	case ClassBudget:
 		return answer("error: the budget is exhausted", true), false, err
+	case ClassInDoubt:
+		// The call may have made its effect: the model, told it failed,
+		// could make it again in another form. The turn ends for a person
+		// to settle it.
+		return answer("error: the call is in doubt (it may have run); it is not run again", true), false, err
 	case ClassBlocked:
 		if t.req.OnBlock == OnBlockEndTurn {
 			return answer(refusal(err), true), true, err
