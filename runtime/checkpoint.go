@@ -336,6 +336,70 @@ func (pl *Pipeline) toolRecords(ctx context.Context) []ToolRecord {
 	return slices.Clone(s.tools)
 }
 
+// SecretMasker returns a function that masks the secrets of a run in a
+// record a layer writes (an audit's arguments): it returns args with every
+// string and number that holds a secret value of the run in clear (the
+// result of a secret_result tool, as a checkpoint looks for it) replaced by
+// "[SECRET]", and every object key that holds one replaced by "[SECRET]"
+// too. args is not modified; when the run holds no secret it is returned
+// as it is. Arguments without a JSON form are withheld whole.
+func (b *BuildContext) SecretMasker() func(runID string, args map[string]any) map[string]any {
+	return b.p.maskSecrets
+}
+
+func (pl *Pipeline) maskSecrets(runID string, args map[string]any) map[string]any {
+	if runID == "" || len(args) == 0 {
+		return args
+	}
+	s := pl.lookupRunState(runID)
+	if s == nil {
+		return args
+	}
+	s.mu.Lock()
+	taint := slices.Collect(maps.Keys(s.taint))
+	s.mu.Unlock()
+	if len(taint) == 0 {
+		return args
+	}
+	jv, err := toJSONValue(args)
+	m, ok := jv.(map[string]any)
+	if err != nil || !ok {
+		return map[string]any{secretMark: "the arguments have no JSON form; withheld"}
+	}
+	return maskTaint(m, taint).(map[string]any)
+}
+
+// maskTaint returns v (a JSON value) with each string, number and key
+// holding a secret string replaced by secretMark.
+func maskTaint(v any, taint []string) any {
+	switch x := v.(type) {
+	case string:
+		if holdsTaint(x, taint) {
+			return secretMark
+		}
+	case float64:
+		if holdsTaint(numberText(x), taint) {
+			return secretMark
+		}
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = maskTaint(e, taint)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			if holdsTaint(k, taint) {
+				k = secretMark
+			}
+			out[k] = maskTaint(e, taint)
+		}
+		return out
+	}
+	return v
+}
+
 // taintResult records the raw result of a secret_result tool as secret
 // for its run, before any layer sees it.
 func (pl *Pipeline) taintResult(runID string, v any) {
