@@ -98,8 +98,9 @@ type AgentResult struct {
 // A tool call that a guard blocks is answered with a tool result telling the
 // model it was refused (OnBlockTellModel), or ends the turn with the
 // *BlockedError (OnBlockEndTurn). A call in doubt (an *InDoubtError: it
-// may have run) ends the turn with that error. A tool that fails, arguments that are not a
-// JSON object and a tool that is not registered are reported to the model
+// may have run) and a call whose outcome a layer could not record
+// (ErrOutcomeUnrecorded) end the turn with that error. A tool that fails,
+// arguments that are not a JSON object and a tool that is not registered are reported to the model
 // the same way, as an error result, and the turn goes on. A budget error, a
 // failed or blocked model call, and the end of ctx end the turn with their
 // error; the result still holds the transcript so far. RunAgent is safe for
@@ -419,6 +420,11 @@ func (t *agentTurn) tool(ctx context.Context, call ToolUse) (Message, bool, erro
 	}
 	if ctx.Err() != nil {
 		return answer("error: cancelled", true), false, ctx.Err()
+	}
+	if errors.Is(err, ErrOutcomeUnrecorded) {
+		// The call ran but the trail lacks its outcome: told it failed,
+		// the model could make it again, unrecorded twice over.
+		return answer("error: the call ran but its outcome was not recorded; it is not run again", true), false, err
 	}
 	switch Classify(err) {
 	case ClassBudget:

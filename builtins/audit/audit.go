@@ -110,7 +110,8 @@ func invoke[T any](ctx context.Context, a *Audit, rec runtime.AuditRecord, meta 
 	completed = true
 	out := a.outcome(rec, meta, start, err)
 	if werr := a.sink.Append(context.WithoutCancel(ctx), out); werr != nil {
-		oerr := &runtime.CallError{Kind: runtime.KindPermanent, Layer: a.name, Message: "audit outcome not written", Err: werr}
+		oerr := &runtime.CallError{Kind: runtime.KindPermanent, Layer: a.name, Message: "audit outcome not written",
+			Err: errors.Join(runtime.ErrOutcomeUnrecorded, werr)}
 		if err == nil {
 			return v, oerr
 		}
