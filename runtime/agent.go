@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -236,7 +238,7 @@ func (t *agentTurn) settle(ctx context.Context, at int, calls []ToolUse) error {
 	var doubt []error
 	var run []int
 	for i, call := range calls {
-		key := agentCallKey(at, call.ID)
+		key := agentCallKey(at, call)
 		if r, ok := lastRecord(records, key, call.Name); ok {
 			m := recordAnswer(call, r)
 			out[i] = &m
@@ -314,8 +316,14 @@ func pendingCalls(msgs []Message) (int, []ToolUse) {
 }
 
 // agentCallKey names a tool call of an agent turn in its run's records
-// (ToolRecord.Call).
-func agentCallKey(at int, id string) string { return strconv.Itoa(at) + ":" + id }
+// (ToolRecord.Call): the index of its assistant message, its id and the
+// first 16 hex digits of the SHA-256 of its arguments' JSON text, so that a
+// record of another call that took the same place and id (a turn tried
+// again) never answers it.
+func agentCallKey(at int, call ToolUse) string {
+	sum := sha256.Sum256(call.Arguments)
+	return strconv.Itoa(at) + ":" + call.ID + ":" + hex.EncodeToString(sum[:8])
+}
 
 type agentCallCtxKey struct{}
 
@@ -386,7 +394,7 @@ func (t *agentTurn) tools(ctx context.Context, at int, calls []ToolUse) ([]Messa
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			cctx := context.WithValue(ctx, agentCallCtxKey{}, agentCallKey(at, calls[i].ID))
+			cctx := context.WithValue(ctx, agentCallCtxKey{}, agentCallKey(at, calls[i]))
 			out[i], blocked[i], errs[i] = t.tool(cctx, calls[i])
 		}()
 	}

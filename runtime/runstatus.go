@@ -33,9 +33,11 @@ type ToolRecord struct {
 	Result any    `json:"result,omitempty"`
 	Error  string `json:"error,omitempty"`
 	// Call names the agent turn's tool call the record answers (RunAgent):
-	// the index of the assistant message in the transcript and the call's
-	// id, "4:call_1". A resumed turn answers the call from the record
-	// instead of running it again. Empty for a call made outside RunAgent.
+	// the index of the assistant message in the transcript, the call's id
+	// and the first 16 hex digits of the SHA-256 of its arguments' JSON
+	// text, "4:call_1:9f86d081884c7d65". A resumed turn answers the call
+	// from the record instead of running it again. Empty for a call made
+	// outside RunAgent.
 	Call string `json:"call,omitempty"`
 }
 
