@@ -101,7 +101,8 @@ type AgentResult struct {
 // model it was refused (OnBlockTellModel), or ends the turn with the
 // *BlockedError (OnBlockEndTurn). A call in doubt (an *InDoubtError: it
 // may have run) and a call whose outcome a layer could not record
-// (ErrOutcomeUnrecorded) end the turn with that error. A tool that fails,
+// (ErrOutcomeUnrecorded) end the turn with that error, the call left
+// unanswered in the transcript for a person to settle. A tool that fails,
 // arguments that are not a JSON object and a tool that is not registered are reported to the model
 // the same way, as an error result, and the turn goes on. A budget error, a
 // failed or blocked model call, and the end of ctx end the turn with their
@@ -198,7 +199,7 @@ func (t *agentTurn) run(ctx context.Context, maxSteps int) error {
 			return err
 		}
 		results, err := t.tools(ctx, at, resp.ToolCalls)
-		t.msgs = append(t.msgs, results...)
+		t.msgs = appendAnswers(t.msgs, results)
 		if err != nil {
 			return err
 		}
@@ -239,13 +240,15 @@ func (t *agentTurn) settle(ctx context.Context, at int, calls []ToolUse) error {
 	var run []int
 	for i, call := range calls {
 		key := agentCallKey(at, call)
-		if r, ok := lastRecord(records, key, call.Name); ok {
+		if r, ok := lastRecord(records, key, call.Name); ok && !r.InDoubt {
 			m := recordAnswer(call, r)
 			out[i] = &m
 			continue
 		}
 		treq, err := call.Request()
-		if e := t.pl.toolEntry(call.Name); err == nil && e != nil && e.known && e.info.SideEffecting && !e.info.RetrySafe {
+		e := t.pl.toolEntry(call.Name)
+		if r, ok := lastRecord(records, key, call.Name); ok && r.InDoubt ||
+			err == nil && e != nil && e.known && e.info.SideEffecting && !e.info.RetrySafe {
 			c := &ToolCall{Name: treq.Name, Args: treq.Args, Meta: Meta{Run: RunOf(ctx)}}
 			doubt = append(doubt, &InDoubtError{Layer: LayerCheckpoint, Tool: call.Name, IdempotencyKey: c.IdempotencyKey()})
 			continue
@@ -266,18 +269,31 @@ func (t *agentTurn) settle(ctx context.Context, at int, calls []ToolUse) error {
 			out[i] = &results[j]
 		}
 		if err != nil {
-			for _, m := range out {
-				if m != nil {
-					t.msgs = append(t.msgs, *m)
-				}
-			}
+			t.appendOut(out)
 			return err
 		}
 	}
-	for _, m := range out {
-		t.msgs = append(t.msgs, *m)
-	}
+	t.appendOut(out)
 	return nil
+}
+
+func (t *agentTurn) appendOut(out []*Message) {
+	for _, m := range out {
+		if m != nil && m.Role != "" {
+			t.msgs = append(t.msgs, *m)
+		}
+	}
+}
+
+// appendAnswers appends the tool messages of results, leaving out the
+// calls left unanswered (in doubt: no message).
+func appendAnswers(msgs, results []Message) []Message {
+	for _, m := range results {
+		if m.Role != "" {
+			msgs = append(msgs, m)
+		}
+	}
+	return msgs
 }
 
 // pendingCalls returns the index of the transcript's last assistant message
@@ -429,19 +445,17 @@ func (t *agentTurn) tool(ctx context.Context, call ToolUse) (Message, bool, erro
 	if ctx.Err() != nil {
 		return answer("error: cancelled", true), false, ctx.Err()
 	}
-	if errors.Is(err, ErrOutcomeUnrecorded) {
-		// The call ran but the trail lacks its outcome: told it failed,
-		// the model could make it again, unrecorded twice over.
-		return answer("error: the call ran but its outcome was not recorded; it is not run again", true), false, err
+	if errors.Is(err, ErrOutcomeUnrecorded) || Classify(err) == ClassInDoubt {
+		// The call may have had its effect (in doubt), or ran but the
+		// trail lacks its outcome: told it failed, the model could make
+		// it again. It is left unanswered in the transcript, so that a
+		// turn resumed from it ends in doubt too, until a person answers
+		// it (Message{} is not appended).
+		return Message{}, false, err
 	}
 	switch Classify(err) {
 	case ClassBudget:
 		return answer("error: the budget is exhausted", true), false, err
-	case ClassInDoubt:
-		// The call may have made its effect: the model, told it failed,
-		// could make it again in another form. The turn ends for a person
-		// to settle it.
-		return answer("error: the call is in doubt (it may have run); it is not run again", true), false, err
 	case ClassBlocked:
 		if t.req.OnBlock == OnBlockEndTurn {
 			return answer(refusal(err), true), true, err

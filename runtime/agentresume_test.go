@@ -27,24 +27,27 @@ func callKey(at int, u runtime.ToolUse) string {
 // answered from its record and not run again, the read-only lookup and the
 // retry_safe charge run, the results follow the calls in order and the new
 // input comes after them. A record of the refund made with other arguments
-// (the turn tried again) does not answer it: the refund is then in doubt
-// and nothing runs.
+// (the turn tried again), or a record in doubt (the call ended in doubt, or
+// its audit outcome was not written), does not answer it: the refund is
+// then in doubt and nothing runs.
 func TestRunAgentSettlesACutShortTurn(t *testing.T) {
 	lookup, refund, charge := use("l1", "lookup", `{"order":7}`), use("r1", "refund", `{"order":7}`), use("c1", "charge", `{"n":1}`)
 	for _, tc := range []struct {
-		name    string
-		record  string
-		inDoubt bool
+		name     string
+		record   string
+		recDoubt bool
+		inDoubt  bool
 	}{
 		{name: "saved result", record: callKey(1, refund)},
 		{name: "record of other arguments", record: callKey(1, use("r1", "refund", `{"order":8}`)), inDoubt: true},
+		{name: "record in doubt", record: callKey(1, refund), recDoubt: true, inDoubt: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			store := runtime.NewMemoryCheckpoints()
 			_, err := store.SaveCheckpoint(context.Background(), runtime.Checkpoint{RunID: "r", Status: runtime.RunRunning,
 				Transcript: []runtime.Message{{Role: "user", Content: "refund order 7"},
 					{Role: "assistant", ToolCalls: []runtime.ToolUse{lookup, refund, charge}}},
-				Tools: []runtime.ToolRecord{{Tool: "refund", Call: tc.record, Result: map[string]any{"refunded": 7.0}}}})
+				Tools: []runtime.ToolRecord{{Tool: "refund", Call: tc.record, Result: map[string]any{"refunded": 7.0}, InDoubt: tc.recDoubt}}})
 			require.NoError(t, err)
 			var runs [3]atomic.Int32
 			counted := func(i int) runtime.ToolFunc {

@@ -293,6 +293,7 @@ func (pl *Pipeline) recordTool(runID, tool, call string, v any, err error) {
 	r := ToolRecord{Tool: tool, Call: call}
 	if err != nil {
 		r.Error = err.Error()
+		r.InDoubt = Classify(err) == ClassInDoubt || errors.Is(err, ErrOutcomeUnrecorded)
 	} else if jv, jerr := toJSONValue(v); jerr == nil {
 		r.Result = jv
 	} else {

@@ -39,6 +39,11 @@ type ToolRecord struct {
 	// from the record instead of running it again. Empty for a call made
 	// outside RunAgent.
 	Call string `json:"call,omitempty"`
+	// InDoubt is set when the call may have had its effect but its outcome
+	// is not known or not recorded (an *InDoubtError,
+	// ErrOutcomeUnrecorded): a resumed turn ends in doubt on it instead of
+	// answering the model from it.
+	InDoubt bool `json:"in_doubt,omitempty"`
 }
 
 // minTaint is the shortest secret string a checkpoint looks for: shorter

@@ -274,6 +274,5 @@ func TestAgentTurnEndsWhenAnOutcomeIsNotRecorded(t *testing.T) {
 	assert.Equal(t, 1, tool.Calls(), "the refund ran once")
 	assert.Equal(t, 1, model.Calls(), "the model is not told the refund failed")
 	last := res.Messages[len(res.Messages)-1]
-	require.Equal(t, "tool", last.Role)
-	assert.Contains(t, last.Parts[0].Text, "not recorded")
+	require.Equal(t, "assistant", last.Role, "the call is left unanswered for a person to settle")
 }

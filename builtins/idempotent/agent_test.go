@@ -50,6 +50,13 @@ func TestAgentTurnEndsOnAnInDoubtCall(t *testing.T) {
 	assert.Equal(t, 1, model.Calls(), "the model is not asked again")
 	assert.Equal(t, int64(1), tool.calls.Load(), "the refund ran once")
 	last := res.Messages[len(res.Messages)-1]
-	require.Equal(t, "tool", last.Role, "the transcript answers the call, so it stays well formed")
-	assert.Contains(t, last.Parts[0].Text, "in doubt")
+	require.Equal(t, "assistant", last.Role, "the call is left unanswered for a person to settle")
+	assert.Equal(t, "c1", last.ToolCalls[0].ID)
+
+	// Run again from that transcript (a resumed run): still in doubt, and
+	// neither the model nor the refund is called.
+	_, err = pl.RunAgent(ctx1, runtime.AgentRequest{Model: "primary", Messages: res.Messages})
+	require.ErrorAs(t, err, &doubt)
+	assert.Equal(t, 1, model.Calls())
+	assert.Equal(t, int64(1), tool.calls.Load())
 }
