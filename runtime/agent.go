@@ -2,9 +2,12 @@ package runtime
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -96,12 +99,25 @@ type AgentResult struct {
 //
 // A tool call that a guard blocks is answered with a tool result telling the
 // model it was refused (OnBlockTellModel), or ends the turn with the
-// *BlockedError (OnBlockEndTurn). A tool that fails, arguments that are not a
-// JSON object and a tool that is not registered are reported to the model
+// *BlockedError (OnBlockEndTurn). A call in doubt (an *InDoubtError: it
+// may have run) and a call whose outcome a layer could not record
+// (ErrOutcomeUnrecorded) end the turn with that error, the call left
+// unanswered in the transcript for a person to settle. A tool that fails,
+// arguments that are not a JSON object and a tool that is not registered are reported to the model
 // the same way, as an error result, and the turn goes on. A budget error, a
 // failed or blocked model call, and the end of ctx end the turn with their
 // error; the result still holds the transcript so far. RunAgent is safe for
 // concurrent use.
+//
+// When the run is checkpointed, the transcript holding the model's tool
+// calls is recorded before any of them runs (a checkpoint layer with
+// after_tool saves it), and each tool result is recorded with the call it
+// answers. Messages that end with tool calls lacking a result (a resumed
+// turn that was cut short) are settled first: a call with a recorded result
+// is answered from it without running, a side-effecting tool that is not
+// retry_safe without one ends the turn with an *InDoubtError and nothing
+// runs, and the others run; then Input, when set, is appended.
+
 func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult, error) {
 	if req.OnBlock != "" && req.OnBlock != OnBlockTellModel && req.OnBlock != OnBlockEndTurn {
 		return AgentResult{}, fmt.Errorf("agent: on_block %q is not %q or %q", req.OnBlock, OnBlockTellModel, OnBlockEndTurn)
@@ -116,9 +132,15 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 	}
 	msgs := make([]Message, len(req.Messages), len(req.Messages)+1+2*maxSteps)
 	copy(msgs, req.Messages)
+	// Tool calls of the transcript's last assistant message without a
+	// result are a turn cut short (a resumed run): they are settled before
+	// the input is appended and the model is called again.
+	at, pending := pendingCalls(msgs)
 	input := req.Input
 	if input != "" {
-		msgs = append(msgs, Message{Role: "user", Content: input})
+		if len(pending) == 0 {
+			msgs = append(msgs, Message{Role: "user", Content: input})
+		}
 	} else {
 		input = lastUserText(msgs)
 	}
@@ -126,7 +148,16 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 	tr, err := pl.Turn(ctx, TurnRequest{Input: input, Session: req.Session}, func(ctx context.Context) (string, error) {
 		res = AgentResult{}
 		turn := agentTurn{pl: pl, req: &req, parallel: parallel, msgs: msgs, res: &res}
-		err := turn.run(ctx, maxSteps)
+		var err error
+		if len(pending) > 0 {
+			err = turn.settle(ctx, at, pending)
+			if err == nil && req.Input != "" {
+				turn.msgs = append(turn.msgs, Message{Role: "user", Content: req.Input})
+			}
+		}
+		if err == nil {
+			err = turn.run(ctx, maxSteps)
+		}
 		res.Messages = turn.msgs
 		pl.RecordTranscript(ctx, turn.msgs)
 		return res.Output, err
@@ -163,14 +194,183 @@ func (t *agentTurn) run(ctx context.Context, maxSteps int) error {
 			return nil
 		}
 		t.res.ToolCalls += len(resp.ToolCalls)
-		results, err := t.tools(ctx, resp.ToolCalls)
-		t.msgs = append(t.msgs, results...)
+		at := len(t.msgs) - 1
+		if err := t.intent(ctx); err != nil {
+			return err
+		}
+		results, err := t.tools(ctx, at, resp.ToolCalls)
+		t.msgs = appendAnswers(t.msgs, results)
 		if err != nil {
 			return err
 		}
 	}
 	t.res.Stop = StopMaxSteps
 	return nil
+}
+
+// intent records the transcript holding the model's tool calls, before any
+// of them runs, and runs the pipeline's OnToolCalls hooks (a checkpoint
+// layer's save): a run resumed from that save knows the calls were made.
+// A hook's error ends the turn before any call runs.
+func (t *agentTurn) intent(ctx context.Context) error {
+	if !t.pl.recordRuns.Load() {
+		return nil
+	}
+	t.pl.RecordTranscript(ctx, t.msgs)
+	for _, hook := range t.pl.callHooks {
+		if err := hook(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// settle answers the calls of the assistant message at index at of the
+// transcript that have no result in it (a turn cut short, resumed): a call
+// whose result the run recorded is answered from that record and not run
+// again; a call to a tool that is side-effecting and not retry_safe without
+// a record may or may not have run, so the turn ends with an
+// *InDoubtError and no call runs; the others (read-only tools, retry_safe
+// tools, which get the same idempotency key, and calls that never reach a
+// tool) run now.
+func (t *agentTurn) settle(ctx context.Context, at int, calls []ToolUse) error {
+	records := t.pl.toolRecords(ctx)
+	out := make([]*Message, len(calls))
+	var doubt []error
+	var run []int
+	for i, call := range calls {
+		key := agentCallKey(at, call)
+		if r, ok := lastRecord(records, key, call.Name); ok && !r.InDoubt {
+			m := recordAnswer(call, r)
+			out[i] = &m
+			continue
+		}
+		treq, err := call.Request()
+		e := t.pl.toolEntry(call.Name)
+		if r, ok := lastRecord(records, key, call.Name); ok && r.InDoubt ||
+			err == nil && e != nil && e.known && e.info.SideEffecting && !e.info.RetrySafe {
+			c := &ToolCall{Name: treq.Name, Args: treq.Args, Meta: Meta{Run: RunOf(ctx)}}
+			doubt = append(doubt, &InDoubtError{Layer: LayerCheckpoint, Tool: call.Name, IdempotencyKey: c.IdempotencyKey()})
+			continue
+		}
+		run = append(run, i)
+	}
+	if len(doubt) > 0 {
+		return errors.Join(doubt...)
+	}
+	if len(run) > 0 {
+		sub := make([]ToolUse, len(run))
+		for j, i := range run {
+			sub[j] = calls[i]
+		}
+		t.res.ToolCalls += len(sub)
+		results, err := t.tools(ctx, at, sub)
+		for j, i := range run {
+			out[i] = &results[j]
+		}
+		if err != nil {
+			t.appendOut(out)
+			return err
+		}
+	}
+	t.appendOut(out)
+	return nil
+}
+
+func (t *agentTurn) appendOut(out []*Message) {
+	for _, m := range out {
+		if m != nil && m.Role != "" {
+			t.msgs = append(t.msgs, *m)
+		}
+	}
+}
+
+// appendAnswers appends the tool messages of results, leaving out the
+// calls left unanswered (in doubt: no message).
+func appendAnswers(msgs, results []Message) []Message {
+	for _, m := range results {
+		if m.Role != "" {
+			msgs = append(msgs, m)
+		}
+	}
+	return msgs
+}
+
+// pendingCalls returns the index of the transcript's last assistant message
+// and its tool calls that no tool message after it answers, when only tool
+// messages follow it.
+func pendingCalls(msgs []Message) (int, []ToolUse) {
+	at := -1
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == "assistant" {
+			at = i
+			break
+		}
+		if msgs[i].Role != "tool" {
+			return -1, nil
+		}
+	}
+	if at < 0 || len(msgs[at].ToolCalls) == 0 {
+		return -1, nil
+	}
+	answered := map[string]bool{}
+	for _, m := range msgs[at+1:] {
+		answered[m.ToolCallID] = true
+		for _, p := range m.Parts {
+			if p.Type == PartToolResult {
+				answered[p.ToolCallID] = true
+			}
+		}
+	}
+	var pending []ToolUse
+	for _, c := range msgs[at].ToolCalls {
+		if !answered[c.ID] {
+			pending = append(pending, c)
+		}
+	}
+	return at, pending
+}
+
+// agentCallKey names a tool call of an agent turn in its run's records
+// (ToolRecord.Call): the index of its assistant message, its id and the
+// first 16 hex digits of the SHA-256 of its arguments' JSON text, so that a
+// record of another call that took the same place and id (a turn tried
+// again) never answers it.
+func agentCallKey(at int, call ToolUse) string {
+	sum := sha256.Sum256(call.Arguments)
+	return strconv.Itoa(at) + ":" + call.ID + ":" + hex.EncodeToString(sum[:8])
+}
+
+type agentCallCtxKey struct{}
+
+// agentCallOf returns the agent call key the tool call of ctx answers.
+func agentCallOf(ctx context.Context) string {
+	k, _ := ctx.Value(agentCallCtxKey{}).(string)
+	return k
+}
+
+// lastRecord returns the last record of the run answering the call key.
+func lastRecord(records []ToolRecord, key, tool string) (ToolRecord, bool) {
+	for i := len(records) - 1; i >= 0; i-- {
+		if r := records[i]; r.Call == key && r.Tool == tool {
+			return r, true
+		}
+	}
+	return ToolRecord{}, false
+}
+
+// recordAnswer is the tool message of a call answered from its record.
+func recordAnswer(call ToolUse, r ToolRecord) Message {
+	text, isErr := "", false
+	if r.Error != "" {
+		text, isErr = "error: the tool failed: "+r.Error, true
+	} else if s, err := resultText(r.Result); err == nil {
+		text = s
+	} else {
+		text, isErr = "error: the tool's result could not be encoded: "+err.Error(), true
+	}
+	return Message{Role: "tool", ToolCallID: call.ID, Name: call.Name,
+		Parts: []ContentPart{{Type: PartToolResult, ToolCallID: call.ID, Text: text, IsError: isErr}}}
 }
 
 // chat makes the model call of one step.
@@ -197,9 +397,9 @@ func (t *agentTurn) chat(ctx context.Context, step int) (ChatResponse, error) {
 
 // tools runs the calls of one step through the tool chain, at most
 // t.parallel at once, and returns their results in the order of the calls.
-// The error ends the turn: a budget error, a block under end_turn, or ctx's
-// end.
-func (t *agentTurn) tools(ctx context.Context, calls []ToolUse) ([]Message, error) {
+// The error ends the turn: a budget error, a call in doubt, a block under
+// end_turn, or ctx's end.
+func (t *agentTurn) tools(ctx context.Context, at int, calls []ToolUse) ([]Message, error) {
 	out := make([]Message, len(calls))
 	errs := make([]error, len(calls))
 	blocked := make([]bool, len(calls))
@@ -210,7 +410,8 @@ func (t *agentTurn) tools(ctx context.Context, calls []ToolUse) ([]Message, erro
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			out[i], blocked[i], errs[i] = t.tool(ctx, calls[i])
+			cctx := context.WithValue(ctx, agentCallCtxKey{}, agentCallKey(at, calls[i]))
+			out[i], blocked[i], errs[i] = t.tool(cctx, calls[i])
 		}()
 	}
 	wg.Wait()
@@ -243,6 +444,14 @@ func (t *agentTurn) tool(ctx context.Context, call ToolUse) (Message, bool, erro
 	}
 	if ctx.Err() != nil {
 		return answer("error: cancelled", true), false, ctx.Err()
+	}
+	if errors.Is(err, ErrOutcomeUnrecorded) || Classify(err) == ClassInDoubt {
+		// The call may have had its effect (in doubt), or ran but the
+		// trail lacks its outcome: told it failed, the model could make
+		// it again. It is left unanswered in the transcript, so that a
+		// turn resumed from it ends in doubt too, until a person answers
+		// it (Message{} is not appended).
+		return Message{}, false, err
 	}
 	switch Classify(err) {
 	case ClassBudget:

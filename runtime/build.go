@@ -196,6 +196,16 @@ func (pl *Pipeline) resolvePath(path string) string {
 // Models returns the model clients of the pipeline's deps.
 func (b *BuildContext) Models() map[string]ModelClient { return b.p.models }
 
+// Tool returns the declaration of the tool named name, and whether the
+// policy (or Deps.ToolArgs) declares it.
+func (b *BuildContext) Tool(name string) (ToolInfo, bool) {
+	e := b.p.tools[name]
+	if e == nil || !e.known {
+		return ToolInfo{}, false
+	}
+	return e.info, true
+}
+
 // TracerProvider returns the deps' tracer provider (the global one when
 // unset).
 func (b *BuildContext) TracerProvider() trace.TracerProvider {
@@ -275,9 +285,12 @@ type Pipeline struct {
 	states runStates
 	// recordRuns is set once a checkpointer exists: runs' transcripts and
 	// tool results are recorded for it (checkpoint.go). toolHooks run
-	// after each tool call (BuildContext.OnToolResult).
+	// after each tool call (BuildContext.OnToolResult), callHooks when an
+	// agent turn recorded the model's tool calls, before any runs
+	// (BuildContext.OnToolCalls).
 	recordRuns atomic.Bool
 	toolHooks  []func(ctx context.Context) error
+	callHooks  []func(ctx context.Context) error
 }
 
 // LayerInfo describes one built layer.

@@ -286,13 +286,14 @@ func (pl *Pipeline) Transcript(ctx context.Context) []Message {
 }
 
 // recordTool records a tool result of a run, as the tool chain returned it.
-func (pl *Pipeline) recordTool(runID, tool string, v any, err error) {
+func (pl *Pipeline) recordTool(runID, tool, call string, v any, err error) {
 	if runID == "" || !pl.recordRuns.Load() {
 		return
 	}
-	r := ToolRecord{Tool: tool}
+	r := ToolRecord{Tool: tool, Call: call}
 	if err != nil {
 		r.Error = err.Error()
+		r.InDoubt = Classify(err) == ClassInDoubt || errors.Is(err, ErrOutcomeUnrecorded)
 	} else if jv, jerr := toJSONValue(v); jerr == nil {
 		r.Result = jv
 	} else {
@@ -310,6 +311,94 @@ func (pl *Pipeline) recordTool(runID, tool string, v any, err error) {
 // the tool call's error. It is called during Provision only.
 func (b *BuildContext) OnToolResult(fn func(ctx context.Context) error) {
 	b.p.toolHooks = append(b.p.toolHooks, fn)
+}
+
+// OnToolCalls registers fn to run when an agent turn (RunAgent) has
+// recorded the model's tool calls in the run's transcript, before any of
+// them runs (a checkpoint layer with after_tool saves there, so a resumed
+// run knows which calls were made). An error fn returns ends the turn and
+// no call runs. It is called during Provision only.
+func (b *BuildContext) OnToolCalls(fn func(ctx context.Context) error) {
+	b.p.callHooks = append(b.p.callHooks, fn)
+}
+
+// toolRecords returns the recorded tool results of the run ctx carries.
+func (pl *Pipeline) toolRecords(ctx context.Context) []ToolRecord {
+	id := RunOf(ctx).ID
+	if id == "" {
+		return nil
+	}
+	s := pl.lookupRunState(id)
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.tools)
+}
+
+// SecretMasker returns a function that masks the secrets of a run in a
+// record a layer writes (an audit's arguments): it returns args with every
+// string and number that holds a secret value of the run in clear (the
+// result of a secret_result tool, as a checkpoint looks for it) replaced by
+// "[SECRET]", and every object key that holds one replaced by "[SECRET]"
+// too. args is not modified; when the run holds no secret it is returned
+// as it is. Arguments without a JSON form are withheld whole.
+func (b *BuildContext) SecretMasker() func(runID string, args map[string]any) map[string]any {
+	return b.p.maskSecrets
+}
+
+func (pl *Pipeline) maskSecrets(runID string, args map[string]any) map[string]any {
+	if runID == "" || len(args) == 0 {
+		return args
+	}
+	s := pl.lookupRunState(runID)
+	if s == nil {
+		return args
+	}
+	s.mu.Lock()
+	taint := slices.Collect(maps.Keys(s.taint))
+	s.mu.Unlock()
+	if len(taint) == 0 {
+		return args
+	}
+	jv, err := toJSONValue(args)
+	m, ok := jv.(map[string]any)
+	if err != nil || !ok {
+		return map[string]any{secretMark: "the arguments have no JSON form; withheld"}
+	}
+	return maskTaint(m, taint).(map[string]any)
+}
+
+// maskTaint returns v (a JSON value) with each string, number and key
+// holding a secret string replaced by secretMark.
+func maskTaint(v any, taint []string) any {
+	switch x := v.(type) {
+	case string:
+		if holdsTaint(x, taint) {
+			return secretMark
+		}
+	case float64:
+		if holdsTaint(numberText(x), taint) {
+			return secretMark
+		}
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = maskTaint(e, taint)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			if holdsTaint(k, taint) {
+				k = secretMark
+			}
+			out[k] = maskTaint(e, taint)
+		}
+		return out
+	}
+	return v
 }
 
 // taintResult records the raw result of a secret_result tool as secret

@@ -93,6 +93,13 @@ func (e *InDoubtError) Error() string {
 		e.Layer, e.Tool, e.IdempotencyKey)
 }
 
+// ErrOutcomeUnrecorded is in the error of a call that ran to its end but
+// whose outcome a layer could not record (an audit layer's outcome record
+// not written): the call's effect may stand, so the error is not a failure
+// to try again. RunAgent ends the turn with it instead of telling the
+// model the tool failed.
+var ErrOutcomeUnrecorded = errors.New("the call ran but its outcome was not recorded")
+
 // ErrorKind classifies a model or tool failure for retry, fallback and hedge.
 type ErrorKind string
 

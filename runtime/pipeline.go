@@ -371,7 +371,7 @@ func (pl *Pipeline) Tool(ctx context.Context, req ToolRequest) (ToolResult, erro
 	*c = ToolCall{}
 	toolCalls.Put(c)
 	if pl.recordRuns.Load() {
-		pl.recordTool(runID(ctx), req.Name, v, err)
+		pl.recordTool(runID(ctx), req.Name, agentCallOf(ctx), v, err)
 		for _, hook := range pl.toolHooks {
 			if herr := hook(ctx); herr != nil && err == nil {
 				return ToolResult{}, herr

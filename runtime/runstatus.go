@@ -32,6 +32,18 @@ type ToolRecord struct {
 	Tool   string `json:"tool"`
 	Result any    `json:"result,omitempty"`
 	Error  string `json:"error,omitempty"`
+	// Call names the agent turn's tool call the record answers (RunAgent):
+	// the index of the assistant message in the transcript, the call's id
+	// and the first 16 hex digits of the SHA-256 of its arguments' JSON
+	// text, "4:call_1:9f86d081884c7d65". A resumed turn answers the call
+	// from the record instead of running it again. Empty for a call made
+	// outside RunAgent.
+	Call string `json:"call,omitempty"`
+	// InDoubt is set when the call may have had its effect but its outcome
+	// is not known or not recorded (an *InDoubtError,
+	// ErrOutcomeUnrecorded): a resumed turn ends in doubt on it instead of
+	// answering the model from it.
+	InDoubt bool `json:"in_doubt,omitempty"`
 }
 
 // minTaint is the shortest secret string a checkpoint looks for: shorter

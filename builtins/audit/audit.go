@@ -41,12 +41,15 @@ type Audit struct {
 	name string
 	sink runtime.AuditSink
 	now  func() time.Time
+	// mask hides the run's secrets in the arguments include_args records.
+	mask func(runID string, args map[string]any) map[string]any
 }
 
 // Provision resolves the sink.
 func (a *Audit) Provision(b *runtime.BuildContext) error {
 	a.name = b.Name()
 	a.now = b.Clock().Now
+	a.mask = b.SecretMasker()
 	s, err := b.AuditSink(a.Sink)
 	if err != nil {
 		return err
@@ -107,7 +110,8 @@ func invoke[T any](ctx context.Context, a *Audit, rec runtime.AuditRecord, meta 
 	completed = true
 	out := a.outcome(rec, meta, start, err)
 	if werr := a.sink.Append(context.WithoutCancel(ctx), out); werr != nil {
-		oerr := &runtime.CallError{Kind: runtime.KindPermanent, Layer: a.name, Message: "audit outcome not written", Err: werr}
+		oerr := &runtime.CallError{Kind: runtime.KindPermanent, Layer: a.name, Message: "audit outcome not written",
+			Err: errors.Join(runtime.ErrOutcomeUnrecorded, werr)}
 		if err == nil {
 			return v, oerr
 		}
@@ -144,7 +148,9 @@ func (a *Audit) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 			rec.ErrorMessage = "arguments cannot be canonicalised: " + derr.Error()
 		}
 		if a.IncludeArgs {
-			rec.Args = maps.Clone(c.Args)
+			// A secret the run holds (a secret_result tool's result the
+			// model passed on) is not written to the trail in clear.
+			rec.Args = a.mask(c.Meta.Run.ID, maps.Clone(c.Args))
 		}
 		return invoke(ctx, a, rec, &c.Meta, func() (any, error) { return next(ctx, c) })
 	}

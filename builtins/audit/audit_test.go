@@ -255,3 +255,24 @@ func TestArgumentsWithoutCanonicalFormHaveNoDigest(t *testing.T) {
 	assert.Empty(t, out.ErrorMessage, "the outcome describes the call")
 	assert.NotEmpty(t, in.IdempotencyKey)
 }
+
+// TestAgentTurnEndsWhenAnOutcomeIsNotRecorded runs an agent turn whose
+// refund ran but whose audit outcome could not be written: the turn ends
+// with the error (runtime.ErrOutcomeUnrecorded) instead of telling the model
+// the refund failed, which would have it make the refund again.
+func TestAgentTurnEndsWhenAnOutcomeIsNotRecorded(t *testing.T) {
+	sink := &flakySink{fail: map[runtime.AuditPhase]bool{runtime.PhaseOutcome: true}}
+	tool := rt.NewTool(rt.ToolResult{Value: "R1"}, rt.ToolResult{Value: "R2"})
+	call := rt.Response{Stream: []runtime.Delta{{FinishReason: runtime.FinishToolCalls,
+		ToolCalls: []runtime.ToolCallDelta{{ID: "c1", Name: "refund", Arguments: `{"order_id":"A1"}`}}}}}
+	model := rt.NewModel(call, call, rt.Response{Deltas: []string{"done"}})
+	pl := rt.Build(t, toolPlan(rt.Layer("audit", "")), runtime.Deps{Audit: sink,
+		Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}, Models: map[string]runtime.ModelClient{"primary": model}})
+	res, err := pl.RunAgent(ctx1, runtime.AgentRequest{Model: "primary", Input: "refund A1"})
+	require.ErrorIs(t, err, runtime.ErrOutcomeUnrecorded)
+	assert.ErrorIs(t, err, errSink)
+	assert.Equal(t, 1, tool.Calls(), "the refund ran once")
+	assert.Equal(t, 1, model.Calls(), "the model is not told the refund failed")
+	last := res.Messages[len(res.Messages)-1]
+	require.Equal(t, "assistant", last.Role, "the call is left unanswered for a person to settle")
+}

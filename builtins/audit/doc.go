@@ -29,7 +29,9 @@
 // permanent *runtime.CallError naming the layer (joined to the call's own
 // error when it failed): the caller learns that its trail is incomplete. The
 // call itself has run; the error is permanent so that no retry outside runs
-// it again for the sake of the record.
+// it again for the sake of the record, and it wraps
+// runtime.ErrOutcomeUnrecorded, with which an agent turn (RunAgent) ends
+// instead of telling the model the tool failed.
 //
 // Raw arguments (a tool's args; a turn's input and session id) are stored
 // only with include_args: true; by default the digest alone lets an auditor

@@ -30,7 +30,7 @@ type Checkpoint struct {
 }
 
 // Provision resolves the checkpoint store and, with after_tool, hooks the
-// saves after each tool result.
+// saves before an agent turn's tool calls run and after each tool result.
 func (c *Checkpoint) Provision(b *runtime.BuildContext) error {
 	cp, err := b.Checkpoints(c.Store)
 	if err != nil {
@@ -38,10 +38,15 @@ func (c *Checkpoint) Provision(b *runtime.BuildContext) error {
 	}
 	c.cp = cp
 	if c.AfterTool {
-		b.OnToolResult(func(ctx context.Context) error {
+		save := func(ctx context.Context) error {
 			_, err := cp.Save(ctx)
 			return err
-		})
+		}
+		// Before an agent turn's tool calls run, and after each returns:
+		// a run resumed from either save knows which calls were made and
+		// which came back.
+		b.OnToolCalls(save)
+		b.OnToolResult(save)
 	}
 	return nil
 }

@@ -70,9 +70,12 @@ type Middleware struct {
 	// "importance" always does.
 	KeepFirstUserTurn bool `json:"keep_first_user_turn,omitempty"`
 
-	name   string
-	client runtime.ModelClient
-	logger interface {
+	name string
+	// effects reports whether a tool is declared side_effecting: a call
+	// to one and its result are never dropped (see toLocal).
+	effects func(tool string) bool
+	client  runtime.ModelClient
+	logger  interface {
 		WarnContext(ctx context.Context, msg string, args ...any)
 	}
 }
@@ -81,6 +84,10 @@ type Middleware struct {
 func (m *Middleware) Provision(b *runtime.BuildContext) error {
 	m.name = b.Name()
 	m.logger = b.Logger
+	m.effects = func(tool string) bool {
+		t, ok := b.Tool(tool)
+		return ok && t.SideEffecting
+	}
 	if m.Strategy == StrategySummarize {
 		if m.Model == "" {
 			return errors.New(`model is required with strategy "summarize"`)
@@ -119,9 +126,12 @@ const syntheticID = "\x00compaction:"
 // tool_result parts name one. A tool message that names no declared call
 // belongs to the nearest assistant message before it when that message
 // declares no tool calls (a transcript written before assistant messages
-// carried their calls); otherwise it is an orphan, and dropped. Each local
-// message remembers its runtime message, which toRuntime returns as it was.
-func toLocal(msgs []runtime.Message) []Message {
+// carried their calls); otherwise it is an orphan, and dropped. An
+// assistant message calling a tool for which effects reports true is pinned
+// with its results: a model that no longer saw that a refund was made could
+// propose it again. Each local message remembers its runtime message, which
+// toRuntime returns as it was.
+func toLocal(msgs []runtime.Message, effects func(string) bool) []Message {
 	out := make([]Message, len(msgs))
 	declared := map[string]bool{}
 	last := -1
@@ -140,6 +150,9 @@ func toLocal(msgs []runtime.Message) []Message {
 			for _, tc := range m.ToolCalls {
 				out[i].ToolCalls = append(out[i].ToolCalls, ToolCall{ID: tc.ID, Name: tc.Name, Args: string(tc.Arguments)})
 				declared[tc.ID] = true
+				if effects != nil && effects(tc.Name) {
+					out[i].Pinned = true
+				}
 			}
 		case RoleTool:
 			if m.ToolCallID != "" && declared[m.ToolCallID] {
@@ -219,7 +232,7 @@ func (m *Middleware) Compact(ctx context.Context, msgs []runtime.Message) ([]run
 	if int(runtime.EstimateMessages(msgs)) <= m.MaxTokens && (m.MaxMessages <= 0 || len(msgs) <= m.MaxMessages) && !hasOrphan(msgs) {
 		return msgs, false
 	}
-	local := toLocal(msgs)
+	local := toLocal(msgs, m.effects)
 	o := Options{MaxTokens: m.MaxTokens, MaxMessages: m.MaxMessages, KeepRecent: m.KeepRecent,
 		KeepFirstUserTurn: m.KeepFirstUserTurn, Count: counter(msgs)}
 	var out []Message

@@ -1,0 +1,93 @@
+package runtime_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strconv"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
+)
+
+func callKey(at int, u runtime.ToolUse) string {
+	sum := sha256.Sum256(u.Arguments)
+	return strconv.Itoa(at) + ":" + u.ID + ":" + hex.EncodeToString(sum[:8])
+}
+
+// TestRunAgentSettlesACutShortTurn resumes a run saved while the model's
+// three tool calls were under way, the refund's result saved: the refund is
+// answered from its record and not run again, the read-only lookup and the
+// retry_safe charge run, the results follow the calls in order and the new
+// input comes after them. A record of the refund made with other arguments
+// (the turn tried again), or a record in doubt (the call ended in doubt, or
+// its audit outcome was not written), does not answer it: the refund is
+// then in doubt and nothing runs.
+func TestRunAgentSettlesACutShortTurn(t *testing.T) {
+	lookup, refund, charge := use("l1", "lookup", `{"order":7}`), use("r1", "refund", `{"order":7}`), use("c1", "charge", `{"n":1}`)
+	for _, tc := range []struct {
+		name     string
+		record   string
+		recDoubt bool
+		inDoubt  bool
+	}{
+		{name: "saved result", record: callKey(1, refund)},
+		{name: "record of other arguments", record: callKey(1, use("r1", "refund", `{"order":8}`)), inDoubt: true},
+		{name: "record in doubt", record: callKey(1, refund), recDoubt: true, inDoubt: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := runtime.NewMemoryCheckpoints()
+			_, err := store.SaveCheckpoint(context.Background(), runtime.Checkpoint{RunID: "r", Status: runtime.RunRunning,
+				Transcript: []runtime.Message{{Role: "user", Content: "refund order 7"},
+					{Role: "assistant", ToolCalls: []runtime.ToolUse{lookup, refund, charge}}},
+				Tools: []runtime.ToolRecord{{Tool: "refund", Call: tc.record, Result: map[string]any{"refunded": 7.0}, InDoubt: tc.recDoubt}}})
+			require.NoError(t, err)
+			var runs [3]atomic.Int32
+			counted := func(i int) runtime.ToolFunc {
+				return func(_ context.Context, c *runtime.ToolCall) (any, error) { runs[i].Add(1); return c.Name + " ok", nil }
+			}
+			p := rt.Plan(plan.Chains{})
+			p.Tools = map[string]plan.Tool{"lookup": {}, "refund": {SideEffecting: true}, "charge": {SideEffecting: true, RetrySafe: true}}
+			model := rt.NewModel(rt.Response{Deltas: []string{"done"}})
+			pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}, Checkpoints: store,
+				Tools: map[string]runtime.ToolFunc{"lookup": counted(0), "refund": counted(1), "charge": counted(2)}})
+			cp, err := pl.Checkpointer("")
+			require.NoError(t, err)
+			ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r"})
+			_, err = cp.Resume(ctx, "r")
+			require.NoError(t, err)
+
+			res, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Messages: pl.Transcript(ctx), Input: "and then?"})
+			assert.Equal(t, int32(0), runs[1].Load(), "the refund does not run again")
+			if tc.inDoubt {
+				var doubt *runtime.InDoubtError
+				require.ErrorAs(t, err, &doubt)
+				assert.Equal(t, "refund", doubt.Tool)
+				assert.Zero(t, runs[0].Load()+runs[2].Load(), "nothing runs")
+				assert.Zero(t, model.Calls())
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, int32(1), runs[0].Load())
+			assert.Equal(t, int32(1), runs[2].Load())
+			sent := model.Requests()[0].Messages
+			require.Len(t, sent, 6)
+			var got []string
+			for _, m := range sent[2:5] {
+				got = append(got, m.ToolCallID+"="+m.Parts[0].Text)
+			}
+			assert.Equal(t, []string{"l1=lookup ok", `r1={"refunded":7}`, "c1=charge ok"}, got)
+			assert.Equal(t, runtime.Message{Role: "user", Content: "and then?"}, sent[5])
+			assert.Equal(t, "done", res.Output)
+			b, _ := json.Marshal(res.Messages)
+			assert.Contains(t, string(b), "and then?")
+		})
+	}
+}
