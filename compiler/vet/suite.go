@@ -16,6 +16,7 @@ var Suite = []*Rule{
 	OwnCallRerouted,
 	Duplicate,
 	FailOpenSideEffect,
+	AfterSideEffect,
 	Inert,
 	ContextWindow,
 	UndeclaredTools,

@@ -31,6 +31,7 @@ var designRules = map[string]dsl.Severity{
 	"order/own-call-rerouted":       dsl.Warning,
 	"order/duplicate":               dsl.Warning,
 	"guard/fail-open-side-effect":   dsl.Warning,
+	"guard/after-side-effect":       dsl.Warning,
 	"guard/inert":                   dsl.Error,
 	"guard/undeclared-tools":        dsl.Warning,
 	"guard/context-window":          dsl.Warning,
