@@ -16,6 +16,7 @@ var Suite = []*Rule{
 	OwnCallRerouted,
 	Duplicate,
 	FailOpenSideEffect,
+	FailOpen,
 	AfterSideEffect,
 	Inert,
 	ContextWindow,
