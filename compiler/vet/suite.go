@@ -25,4 +25,5 @@ var Suite = []*Rule{
 	LocalInReplicas,
 	CacheAcrossTenants,
 	UserConstraint,
+	NeverPaired,
 }

@@ -40,6 +40,7 @@ var designRules = map[string]dsl.Severity{
 	"state/local-in-replicas":       dsl.Warning,
 	"state/cache-across-tenants":    dsl.Warning,
 	"order/<id>":                    "",
+	"order/never-paired":            dsl.Warning,
 }
 
 func TestSuite(t *testing.T) {
