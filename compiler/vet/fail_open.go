@@ -23,9 +23,14 @@ warning, so that agentc vet -strict refuses every fail-open switch: a CI
 that must let nothing through by accident runs -strict. There is no
 per-line suppression; a layer meant to fail open (a best-effort judge of
 tone) is accepted by vetting that policy without -strict, where the
-warning stays visible. A tool-chain layer that can reach a side-effecting
+warning stays visible. settings.allow_undeclared_tools: true is reported
+too: it lets a call of any tool the policy does not declare run, its
+arguments unchecked. A tool-chain layer that can reach a side-effecting
 tool is reported by guard/fail-open-side-effect instead.`,
 	Run: func(p *Pass) {
+		if p.Policy.AllowUndeclaredTools {
+			p.Report(dsl.Diagnostic{Pos: p.Policy.AllowUndeclaredToolsPos, Message: "settings.allow_undeclared_tools: true lets a call of any tool the policy does not declare run, its arguments checked by no schema; declare the tools (or the mcp servers that serve them) and remove the setting"})
+		}
 		for _, stage := range dsl.Stages {
 			for _, e := range p.Policy.Chains[stage] {
 				if e.Kind == nil || !e.Kind.Has("guards") || stringField(e, "on_error") != "open" {
