@@ -117,7 +117,12 @@ list that also holds a possible value is a warning: it is dead, the test
 is not); inside a macro the variable stands for the list's elements
 (request.messages.exists(m, m.role == 'usr')). The names in
 response.tool_calls and request.tools are not checked: the tools a request
-offers are the caller's.`},
+offers are the caller's. A constraint's when is checked the same way
+against the schemas of the layers its outer and inner designate: a config
+field of fixed values (a log's level, a rate_limit's mode, an on_error)
+compared with a string it never takes (outer.level == 'debugg') is an
+error, since the schema refuses any other value and the constraint never
+applies.`},
 	{ruleUncheckedKey, dsl.Warning, "admit reads a metadata key without testing it first", `
 The admit predicate reads item.metadata.KEY (or item.metadata['KEY'])
 where no presence test guards it. item.metadata holds whatever the

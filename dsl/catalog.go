@@ -2,6 +2,7 @@ package dsl
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -37,6 +38,10 @@ type Kind struct {
 	// config is not one struct (a custom schema that is a disjunction):
 	// its fields are then unknown.
 	Config map[string]string
+	// Enums lists, for each config field that holds one of a fixed set of
+	// strings (a level, a mode), those strings, sorted. A constraint's
+	// `when` comparing the field with another string is reported.
+	Enums map[string][]string
 }
 
 // Supports reports whether k may be used in stage.
@@ -73,6 +78,9 @@ type catalogFile struct {
 	// Configs holds each builtin's config fields (Kind.Config), derived
 	// from its definition.
 	Configs map[string]map[string]string `json:"configs"`
+	// Enums holds each builtin's fields of fixed string values
+	// (Kind.Enums), derived from its definition.
+	Enums map[string]map[string][]string `json:"enums"`
 }
 
 type builtinMeta struct {
@@ -165,6 +173,45 @@ func configFields(def cue.Value) (map[string]string, error) {
 		out[it.Selector().Unquoted()] = valueKind(it.Value().IncompleteKind())
 	}
 	return out, nil
+}
+
+// configEnums returns the fields of a config definition whose value is one
+// of a fixed set of strings ("info" | "debug"), with those strings, sorted
+// (Kind.Enums); nil when there is none.
+func configEnums(def cue.Value) map[string][]string {
+	it, err := def.Fields(cue.Optional(true))
+	if err != nil {
+		return nil
+	}
+	var out map[string][]string
+	for it.Next() {
+		v := it.Value()
+		if v.IncompleteKind() != cue.StringKind {
+			continue
+		}
+		op, args := v.Expr()
+		if op != cue.OrOp {
+			continue
+		}
+		var vals []string
+		for _, a := range args {
+			s, err := a.String()
+			if err != nil || !a.IsConcrete() {
+				vals = nil
+				break
+			}
+			vals = append(vals, s)
+		}
+		if len(vals) == 0 {
+			continue
+		}
+		sort.Strings(vals)
+		if out == nil {
+			out = map[string][]string{}
+		}
+		out[it.Selector().Unquoted()] = slices.Compact(vals)
+	}
+	return out
 }
 
 // valueKind names the kind of value a field holds, as Kind.Config does.

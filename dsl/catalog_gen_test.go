@@ -28,11 +28,15 @@ func TestCatalogUpToDate(t *testing.T) {
 	require.NoError(t, v.LookupPath(cue.ParsePath("builtins")).Decode(&cat.Builtins))
 	require.NoError(t, v.LookupPath(cue.ParsePath("constraints")).Decode(&cat.Constraints))
 	cat.Configs = map[string]map[string]string{}
+	cat.Enums = map[string]map[string][]string{}
 	for id := range cat.Builtins {
 		def := v.LookupPath(cue.ParsePath(defName(id)))
 		require.True(t, def.Exists(), "builtin %q has no definition %s", id, defName(id))
 		cat.Configs[id], err = configFields(def)
 		require.NoError(t, err, "builtin %q", id)
+		if enums := configEnums(def); enums != nil {
+			cat.Enums[id] = enums
+		}
 	}
 	want, err := json.MarshalIndent(cat, "", "  ")
 	require.NoError(t, err)

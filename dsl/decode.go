@@ -97,6 +97,9 @@ func (l *loader) decode(p *Policy, v cue.Value) {
 		p.Replicas = int(n)
 	}
 	p.AllowUndeclaredTools, _ = v.LookupPath(fieldPath("settings", "allow_undeclared_tools")).Bool()
+	if p.AllowUndeclaredTools {
+		p.AllowUndeclaredToolsPos = l.userPos([]string{"settings", "allow_undeclared_tools"})
+	}
 	p.RunIdle, _ = v.LookupPath(fieldPath("settings", "run_idle")).String()
 	l.decodeServe(p, v)
 	l.decodeInvariants(p, v)

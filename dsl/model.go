@@ -36,8 +36,10 @@ type Policy struct {
 	// Replicas is settings.replicas: how many processes serve the policy
 	// at once (1 when unset).
 	Replicas int
-	// AllowUndeclaredTools is settings.allow_undeclared_tools.
-	AllowUndeclaredTools bool
+	// AllowUndeclaredTools is settings.allow_undeclared_tools, and
+	// AllowUndeclaredToolsPos the position of its value.
+	AllowUndeclaredTools    bool
+	AllowUndeclaredToolsPos Pos
 	// RunIdle is settings.run_idle as written ("24h" by default).
 	RunIdle string
 	// Keys are the virtual API keys and MCPServers the upstream MCP

@@ -80,7 +80,7 @@ func NewSchema(custom []CustomKind) (*Schema, error) {
 		return nil, fmt.Errorf("embedded catalog: %w", err)
 	}
 	for id, m := range raw.Builtins {
-		k := &Kind{ID: id, Stages: m.Stages, Traits: m.Traits, Repeatable: m.Repeatable, Doc: m.Doc, Def: defName(id), Builtin: true, Config: raw.Configs[id]}
+		k := &Kind{ID: id, Stages: m.Stages, Traits: m.Traits, Repeatable: m.Repeatable, Doc: m.Doc, Def: defName(id), Builtin: true, Config: raw.Configs[id], Enums: raw.Enums[id]}
 		if err := s.catalog.add(k); err != nil {
 			return nil, err
 		}
@@ -155,7 +155,9 @@ func NewSchema(custom []CustomKind) (*Schema, error) {
 			// A schema that is not one struct (a disjunction of structs)
 			// leaves the config untyped.
 			k := s.catalog.Lookup(ck.ID)
-			k.Config, _ = configFields(v.LookupPath(cue.ParsePath(k.Def)))
+			def := v.LookupPath(cue.ParsePath(k.Def))
+			k.Config, _ = configFields(def)
+			k.Enums = configEnums(def)
 		}
 	}
 	return s, nil

@@ -11,12 +11,15 @@
 // until the response is complete and releases them only if it passes. A tool
 // or chat call that failed is returned as is without evaluation; a turn is
 // evaluated with its status, except that a turn already blocked or over
-// budget keeps that first reason.
+// budget keeps that first reason. In front of a side-effecting tool an
+// after-phase guard blocks only once the effect has happened: vet warns of
+// one whose predicate does not read `result` (guard/after-side-effect).
 //
 // `on_error` decides what a predicate evaluation error (a missing key, a cost
 // limit) does: "closed" (the default) blocks, with the evaluation error as the
-// BlockedError's cause; "open" lets the call through and logs a warning. A
-// policy violation always blocks.
+// BlockedError's cause; "open" lets the call through and logs a warning
+// (vet warns of it: guard/fail-open, or guard/fail-open-side-effect in front
+// of a side-effecting tool). A policy violation always blocks.
 //
 // The predicate is the compiled one of the plan (Layer.Predicates["deny"] or
 // ["require"]); a hand-written plan without it is compiled from the config.

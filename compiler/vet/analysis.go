@@ -131,7 +131,9 @@ func Analyze(p *dsl.Policy, builtin []*dsl.Constraint) *Analysis {
 	}
 	for _, c := range a.Constraints {
 		if !c.Builtin {
-			when(c)
+			if _, ok := when(c); ok {
+				a.Problems = append(a.Problems, whenValueProblems(c)...)
+			}
 		}
 	}
 	for _, stage := range dsl.Stages {

@@ -163,10 +163,11 @@ constraints: [{id: "x", outer: "`+tt.outer+`", inner: "`+tt.inner+`", when: "`+t
 // its schema.
 func TestCustomConstraintWhenTypes(t *testing.T) {
 	schema, err := dsl.NewSchema([]dsl.CustomKind{{
-		ID: "scorer", Stages: []string{"chat"}, Doc: "d", Schema: `threshold: *0.5 | number, label?: string`,
+		ID: "scorer", Stages: []string{"chat"}, Doc: "d", Schema: `threshold: *0.5 | number, label?: string, mode: *"strict" | "lenient"`,
 		Constraints: []*dsl.Constraint{
-			{ID: "ok", Outer: "scorer", Inner: "retry", When: &dsl.Expr{Source: "has(outer.label) && outer.threshold > 0.2"}, Why: "w"},
+			{ID: "ok", Outer: "scorer", Inner: "retry", When: &dsl.Expr{Source: "has(outer.label) && outer.threshold > 0.2 && outer.mode == 'lenient'"}, Why: "w"},
 			{ID: "typo", Outer: "scorer", Inner: "retry", When: &dsl.Expr{Source: "outer.treshold > 0.2"}, Why: "w"},
+			{ID: "value", Outer: "scorer", Inner: "retry", When: &dsl.Expr{Source: "outer.mode == 'lenent'"}, Why: "w"},
 		},
 	}})
 	require.NoError(t, err)
@@ -179,7 +180,10 @@ func TestCustomConstraintWhenTypes(t *testing.T) {
 			got = append(got, c.ID+": "+d.Message)
 		}
 	}
-	assert.Equal(t, []string{"typo: constraint typo: when: undefined field 'treshold'; did you mean 'threshold'?"}, got)
+	assert.Equal(t, []string{
+		"typo: constraint typo: when: undefined field 'treshold'; did you mean 'threshold'?",
+		"value: constraint value: when: outer.mode is never 'lenent': the schema of scorer allows 'lenient' or 'strict' only, so outer.mode == 'lenent' is always false, and the constraint may never apply; did you mean 'lenient'?",
+	}, got)
 
 	// A schema that is not one struct leaves the config untyped: the
 	// condition is checked as before, without field names.

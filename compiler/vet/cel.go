@@ -381,12 +381,18 @@ func boolValue(v ref.Val) (value, known bool) {
 }
 
 // WhenProblem compiles and type-checks the `when` of c over `outer` and
-// `inner` and returns the problem found, positioned in the constraint's
-// string, or nil.
+// `inner`, and checks its comparisons with the values the configs' fields
+// may hold, and returns the first problem found, positioned in the
+// constraint's string, or nil.
 func WhenProblem(c *dsl.Constraint) *dsl.Diagnostic {
 	if c.When == nil {
 		return nil
 	}
-	_, d := compileConstraintWhen(c, true)
-	return d
+	if _, d := compileConstraintWhen(c, true); d != nil {
+		return d
+	}
+	if ds := whenValueProblems(c); len(ds) > 0 {
+		return &ds[0]
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package vet
 
 import (
 	"fmt"
+	"path"
 
 	"github.com/agentc-dev/agentc/dsl"
 )
@@ -30,7 +31,10 @@ schema, which checks each tool's result against its result_schema: scoped
 to a tool without one it is an error, unscoped when no tool has one a
 warning. A content_filter with neither keywords nor patterns, and a
 security or redact layer with defaults: false and nothing of its own
-(patterns, or a security classifier), match nothing: a warning.`,
+(patterns, or a security classifier), match nothing: a warning. So do a
+tool_policy with no allow, deny nor arg_patterns (allow: [] refuses every
+tool and is not reported), and a file_check whose roots hold "/" and that
+sets no extensions, max_bytes nor must_exist: every path lies inside "/".`,
 	Run: func(p *Pass) {
 		for _, stage := range dsl.Stages {
 			for _, e := range p.Policy.Chains[stage] {
@@ -175,15 +179,29 @@ func (p *Pass) inertIdempotent(e *dsl.Entry) {
 	}
 }
 
-// inertMatchers warns of a content_filter, security or redact layer left
-// with nothing to match.
+// inertMatchers warns of a content_filter, security, redact or
+// tool_policy layer left with nothing to match, and of a file_check that
+// confines paths to the whole file system.
 func (p *Pass) inertMatchers(e *dsl.Entry) {
 	none := func(field string) bool {
 		list, _ := e.Fields[field].([]any)
 		return len(list) == 0
 	}
 	var what string
+	pos := e.UsePos
 	switch e.Use {
+	case "tool_policy":
+		if e.Fields["allow"] == nil && none("deny") && none("arg_patterns") {
+			what = "it has no allow list, no deny list and no arg_patterns"
+		}
+	case "file_check":
+		roots, _ := e.Fields["roots"].([]any)
+		for i, r := range roots {
+			if s, _ := r.(string); s != "" && path.Clean(s) == "/" && none("extensions") && e.Fields["max_bytes"] == nil && e.Fields["must_exist"] != true {
+				what, pos = "its roots hold \"/\", inside which every path lies, and it sets no extensions, max_bytes nor must_exist (only a dangling link is refused)", e.FieldPos(fmt.Sprintf("roots.%d", i))
+				break
+			}
+		}
 	case "content_filter":
 		if none("keywords") && none("patterns") {
 			what = "it has neither keywords nor patterns"
@@ -200,6 +218,6 @@ func (p *Pass) inertMatchers(e *dsl.Entry) {
 	if what == "" {
 		return
 	}
-	p.Report(dsl.Diagnostic{Pos: e.UsePos, Severity: dsl.Warning,
+	p.Report(dsl.Diagnostic{Pos: pos, Severity: dsl.Warning,
 		Message: fmt.Sprintf("%s checks nothing: %s, so every call passes it untouched", e.Ref(), what)})
 }

@@ -16,6 +16,8 @@ var Suite = []*Rule{
 	OwnCallRerouted,
 	Duplicate,
 	FailOpenSideEffect,
+	FailOpen,
+	AfterSideEffect,
 	Inert,
 	ContextWindow,
 	UndeclaredTools,
@@ -23,4 +25,5 @@ var Suite = []*Rule{
 	LocalInReplicas,
 	CacheAcrossTenants,
 	UserConstraint,
+	NeverPaired,
 }

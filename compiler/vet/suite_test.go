@@ -31,6 +31,8 @@ var designRules = map[string]dsl.Severity{
 	"order/own-call-rerouted":       dsl.Warning,
 	"order/duplicate":               dsl.Warning,
 	"guard/fail-open-side-effect":   dsl.Warning,
+	"guard/after-side-effect":       dsl.Warning,
+	"guard/fail-open":               dsl.Warning,
 	"guard/inert":                   dsl.Error,
 	"guard/undeclared-tools":        dsl.Warning,
 	"guard/context-window":          dsl.Warning,
@@ -38,6 +40,7 @@ var designRules = map[string]dsl.Severity{
 	"state/local-in-replicas":       dsl.Warning,
 	"state/cache-across-tenants":    dsl.Warning,
 	"order/<id>":                    "",
+	"order/never-paired":            dsl.Warning,
 }
 
 func TestSuite(t *testing.T) {

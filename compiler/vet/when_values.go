@@ -1,0 +1,201 @@
+package vet
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/operators"
+	"github.com/google/cel-go/common/types"
+
+	"github.com/agentc-dev/agentc/dsl"
+	"github.com/agentc-dev/agentc/internal/textdist"
+)
+
+// ruleUnknownValue is the compiler's rule for a field compared with a
+// value it never holds; a constraint's when comparing a config field of
+// fixed values (a log's level, a rate_limit's mode) with another string
+// reports under it too.
+const ruleUnknownValue = "cel/unknown-value"
+
+// whenLiteral is a comparison in a constraint's when of a config field of
+// outer or inner with a string constant.
+type whenLiteral struct {
+	v, field, op string // "outer", "level", "==" | "!=" | "in"
+	list         int    // numbers the in lists from 1; 0 for == and !=
+	value        string
+	offset       int // byte offset of the constant's opening quote
+}
+
+// whenValueProblems reports each comparison in the when of c of a config
+// field whose values the schema fixes with a string it never holds:
+// outer.level == "debugg" is always false, so the constraint never applies.
+// A name designating several kinds (an entry named after another builtin)
+// is compared with the values of all of them; a field one of them holds
+// freely is not checked.
+func whenValueProblems(c *dsl.Constraint) dsl.Diagnostics {
+	if c.When == nil || envs() != nil {
+		return nil
+	}
+	parsed, iss := constraintEnv.Parse(c.When.Source)
+	if iss.Err() != nil {
+		return nil
+	}
+	native := parsed.NativeRep()
+	var lits []whenLiteral
+	lists := 0
+	byteOff := func(e ast.Expr) int {
+		r, ok := native.SourceInfo().GetOffsetRange(e.ID())
+		if !ok {
+			return 0
+		}
+		return runeToByte(c.When.Source, int(r.Start))
+	}
+	add := func(op string, list int, field, value ast.Expr) {
+		v, f, ok := configField(field)
+		if !ok || value.Kind() != ast.LiteralKind {
+			return
+		}
+		s, ok := value.AsLiteral().(types.String)
+		if !ok {
+			return
+		}
+		lits = append(lits, whenLiteral{v: v, field: f, op: op, list: list, value: string(s), offset: byteOff(value)})
+	}
+	ast.PostOrderVisit(native.Expr(), ast.NewExprVisitor(func(e ast.Expr) {
+		if e.Kind() != ast.CallKind {
+			return
+		}
+		call := e.AsCall()
+		args := call.Args()
+		switch call.FunctionName() {
+		case operators.Equals, operators.NotEquals:
+			if len(args) != 2 {
+				return
+			}
+			op := "=="
+			if call.FunctionName() == operators.NotEquals {
+				op = "!="
+			}
+			add(op, 0, args[0], args[1])
+			add(op, 0, args[1], args[0])
+		case operators.In:
+			if len(args) == 2 && args[1].Kind() == ast.ListKind {
+				lists++
+				for _, el := range args[1].AsList().Elements() {
+					add("in", lists, args[0], el)
+				}
+			}
+		}
+	}))
+	values := func(l whenLiteral) ([]string, bool) {
+		kinds := c.OuterKinds
+		if l.v == "inner" {
+			kinds = c.InnerKinds
+		}
+		var out []string
+		for _, k := range kinds {
+			if k.Config == nil {
+				return nil, false
+			}
+			if _, has := k.Config[l.field]; !has {
+				continue
+			}
+			enum, ok := k.Enums[l.field]
+			if !ok {
+				return nil, false
+			}
+			out = append(out, enum...)
+		}
+		slices.Sort(out)
+		return slices.Compact(out), len(out) > 0
+	}
+	live := map[int]bool{}
+	for _, l := range lits {
+		if vals, ok := values(l); ok && l.list > 0 && slices.Contains(vals, l.value) {
+			live[l.list] = true
+		}
+	}
+	var out dsl.Diagnostics
+	for _, l := range lits {
+		vals, ok := values(l)
+		if !ok || slices.Contains(vals, l.value) {
+			continue
+		}
+		path := l.v + "." + l.field
+		quoted := make([]string, len(vals))
+		for i, v := range vals {
+			quoted[i] = "'" + v + "'"
+		}
+		sev := dsl.Error
+		var outcome string
+		switch {
+		case l.op == "!=":
+			outcome = fmt.Sprintf("%s != '%s' is always true", path, l.value)
+		case l.op == "in" && live[l.list]:
+			outcome, sev = fmt.Sprintf("'%s' in the list never matches (its other values may)", l.value), dsl.Warning
+		case l.op == "in":
+			outcome = "the in test is always false, and the constraint may never apply"
+		default:
+			outcome = fmt.Sprintf("%s == '%s' is always false, and the constraint may never apply", path, l.value)
+		}
+		name := c.Outer
+		if l.v == "inner" {
+			name = c.Inner
+		}
+		msg := fmt.Sprintf("constraint %s: when: %s is never '%s': the schema of %s allows %s only, so %s",
+			c.ID, path, l.value, name, orList(quoted), outcome)
+		if best := textdist.Closest(l.value, vals); best != "" {
+			msg += fmt.Sprintf("; did you mean '%s'?", best)
+		}
+		out = append(out, dsl.Diagnostic{Pos: c.When.PosAt(l.offset), Severity: sev, Rule: ruleUnknownValue, Message: msg})
+	}
+	return out
+}
+
+// configField reports the variable and field e reads: outer.level,
+// inner['mode'].
+func configField(e ast.Expr) (v, field string, ok bool) {
+	switch e.Kind() {
+	case ast.SelectKind:
+		sel := e.AsSelect()
+		if sel.IsTestOnly() || sel.Operand().Kind() != ast.IdentKind {
+			return "", "", false
+		}
+		v, field = sel.Operand().AsIdent(), sel.FieldName()
+	case ast.CallKind:
+		call := e.AsCall()
+		args := call.Args()
+		if call.FunctionName() != operators.Index || len(args) != 2 || args[0].Kind() != ast.IdentKind || args[1].Kind() != ast.LiteralKind {
+			return "", "", false
+		}
+		s, isStr := args[1].AsLiteral().(types.String)
+		if !isStr {
+			return "", "", false
+		}
+		v, field = args[0].AsIdent(), string(s)
+	default:
+		return "", "", false
+	}
+	return v, field, v == "outer" || v == "inner"
+}
+
+// runeToByte converts a code-point offset of src into a byte offset.
+func runeToByte(src string, runes int) int {
+	off := 0
+	for n := 0; n < runes && off < len(src); n++ {
+		_, size := utf8.DecodeRuneInString(src[off:])
+		off += size
+	}
+	return off
+}
+
+// orList joins names as "a, b or c".
+func orList(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
