@@ -11,9 +11,9 @@
 // streaming degrades to one burst at the end.
 //
 // A judge failure (an error, a timeout after `timeout`, an answer that is
-// neither verdict) follows `on_error`: "open" (the default) releases the
-// response and logs a warning; "closed" blocks, with the failure as the
-// BlockedError's cause. A response that failed or was abandoned by the
+// neither verdict) follows `on_error`: "closed" (the default, as for every
+// checking layer) blocks, with the failure as the BlockedError's cause;
+// "open" releases the response unjudged and logs a warning. A response that failed or was abandoned by the
 // consumer is returned as is without judging.
 //
 // The judge's own model call goes through the chat chain below the judge's

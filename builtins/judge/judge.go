@@ -20,9 +20,9 @@ func init() {
 		ID:     ID,
 		Stages: []plan.Stage{plan.StageChat},
 		Traits: []runtime.Trait{runtime.TraitGuards},
-		Doc:    "a second model classifies the output; fails open by default",
+		Doc:    "a second model classifies the output; fails closed unless on_error is \"open\"",
 		New: func() runtime.Middleware {
-			return &Judge{Timeout: runtime.Duration(10 * time.Second), OnError: "open"}
+			return &Judge{Timeout: runtime.Duration(10 * time.Second), OnError: "closed"}
 		},
 	})
 }

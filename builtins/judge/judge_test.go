@@ -26,10 +26,11 @@ func TestJudge(t *testing.T) {
 	}{
 		{"allow", `{"model":"judge"}`, rt.Response{Deltas: []string{"Allow."}}, false, false},
 		{"block", `{"model":"judge"}`, rt.Response{Deltas: []string{"BLOCK: leaks a key"}}, true, false},
-		{"error fails open", `{"model":"judge"}`, rt.Response{Err: rt.Transient("judge down")}, false, false},
+		{"error fails closed by default", `{"model":"judge"}`, rt.Response{Err: rt.Transient("judge down")}, true, true},
+		{"error fails open", `{"model":"judge","on_error":"open"}`, rt.Response{Err: rt.Transient("judge down")}, false, false},
 		{"error fails closed", `{"model":"judge","on_error":"closed"}`, rt.Response{Err: rt.Transient("judge down")}, true, true},
 		{"no verdict fails closed", `{"model":"judge","on_error":"closed"}`, rt.Response{Deltas: []string{"maybe?"}}, true, true},
-		{"timeout fails open", `{"model":"judge","timeout":"20ms"}`, rt.Response{Delay: time.Second, Deltas: []string{"block"}}, false, false},
+		{"timeout fails open", `{"model":"judge","timeout":"20ms","on_error":"open"}`, rt.Response{Delay: time.Second, Deltas: []string{"block"}}, false, false},
 		{"timeout fails closed", `{"model":"judge","timeout":"20ms","on_error":"closed"}`, rt.Response{Delay: time.Second, Deltas: []string{"allow"}}, true, true},
 	}
 	for _, tt := range tests {
@@ -83,7 +84,7 @@ func TestTheJudgeCallSkipsTheLayersOutside(t *testing.T) {
 	p := rt.Plan(plan.Chains{Chat: []plan.Layer{
 		rt.Layer("meter", `{"scope":"global"}`),
 		rt.Layer("retry", `{"max_attempts":3,"initial_delay":"1ms","max_delay":"1ms"}`),
-		rt.Layer("judge", `{"model":"judge"}`),
+		rt.Layer("judge", `{"model":"judge","on_error":"open"}`),
 	}})
 	primary := rt.NewModel(rt.Response{Deltas: []string{"ok"}, Usage: runtime.Usage{InputTokens: 10, OutputTokens: 2}})
 	judge := rt.NewModel(rt.Response{Deltas: []string{"allow"}, Usage: runtime.Usage{InputTokens: 1000, OutputTokens: 1}},

@@ -17,8 +17,7 @@ A guarding layer whose on_error is "open" (guard, pii, security,
 content_filter, judge) passes the call unchecked when its own machinery
 fails: a CEL evaluation error, a detector or classifier that times out or
 is unreachable, a judge that gives no verdict. The policy reads as
-enforcing and lets through exactly the calls it could not check. judge
-fails open by default, so a judge without on_error is reported too. A
+enforcing and lets through exactly the calls it could not check. A
 warning, so that agentc vet -strict refuses every fail-open switch: a CI
 that must let nothing through by accident runs -strict. There is no
 per-line suppression; a layer meant to fail open (a best-effort judge of
