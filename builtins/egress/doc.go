@@ -18,10 +18,14 @@
 // failure.
 //
 // The egress builtin (Middleware, stage tool) applies a Checker built once from the layer's
-// `allow` list: a tool whose declaration has a url_arg has that argument checked before the
-// inner layers run, and a refusal (or a missing or non-string argument, or another argument
-// whose name differs from it only in case, which a tool decoding case-insensitively may read
-// instead) blocks the call with a *runtime.BlockedError naming the layer; a failed lookup is a transient failure. Tools without
+// `allow` list: a tool whose declaration has a url_arg has every URL it references checked
+// before the inner layers run. A reference is a top-level argument name ("url"), a JSON pointer
+// into the arguments ("/request/url", "/urls/*", "/links/*/href", where "*" is every element
+// of an array), or a list of them. Any refused URL, a referenced argument that is missing, null
+// or not a string, a value on the way that is not the object or array the pointer goes
+// through, or an object member beside a referenced one whose name differs from it only in case
+// (which a tool decoding case-insensitively may read instead) blocks the call with a
+// *runtime.BlockedError naming the layer; a failed lookup is a transient failure. Tools without
 // url_arg pass through. Every call that passes runs with the layer's guarded client on its
 // context: tools that fetch should use ClientFrom(ctx) (or CheckerFrom with Dialer for other
 // protocols) so that the connect-time checks apply to what they actually dial.

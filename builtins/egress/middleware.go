@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 
+	"github.com/agentc-dev/agentc/internal/argpath"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
@@ -94,53 +94,57 @@ func CheckerFrom(ctx context.Context) (*Checker, bool) {
 }
 
 // WrapTool implements runtime.ToolWrapper. A tool whose declaration has a
-// url_arg has that argument checked with CheckURL before the inner layers run:
-// a refusal, a missing argument or one that is not a string blocks the call
-// with a *runtime.BlockedError naming the layer; a failed name lookup is a
-// transient *runtime.CallError. Every call that passes (with or without a
-// url_arg) runs with the guarded client on its context (ClientFrom).
+// url_arg has every string it references checked with CheckURL before the
+// inner layers run (a name, a JSON pointer such as "/request/url" or
+// "/urls/*", or a list of them): any refusal, a referenced argument that is
+// missing or not a string, or an object member beside one whose name differs
+// from it only in case blocks the call with a *runtime.BlockedError naming
+// the layer; a failed name lookup is a transient *runtime.CallError. Every
+// call that passes (with or without a url_arg) runs with the guarded client
+// on its context (ClientFrom).
 func (m *Middleware) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 	g := &guarded{checker: m.checker, client: m.client}
 	return func(ctx context.Context, c *runtime.ToolCall) (any, error) {
-		if c.Tool != nil && c.Tool.URLArg != "" {
-			if err := m.check(ctx, c); err != nil {
-				return nil, err
+		if c.Tool != nil {
+			if refs := c.Tool.URLRefs(); len(refs) > 0 {
+				if err := m.check(ctx, c, refs); err != nil {
+					return nil, err
+				}
 			}
 		}
 		return next(context.WithValue(ctx, clientKey{}, g), c)
 	}
 }
 
-func (m *Middleware) check(ctx context.Context, c *runtime.ToolCall) error {
-	arg := c.Tool.URLArg
-	v, ok := c.Args[arg]
-	if !ok {
-		return &runtime.BlockedError{Layer: m.name, Message: fmt.Sprintf("tool %s: url argument %q is missing", c.Name, arg)}
-	}
-	raw, ok := v.(string)
-	if !ok {
-		return &runtime.BlockedError{Layer: m.name, Message: fmt.Sprintf("tool %s: url argument %q is not a string", c.Name, arg)}
-	}
-	for name := range c.Args {
-		// A tool that decodes its arguments case-insensitively (Go's
-		// encoding/json does) may read "URL" instead of the "url" checked.
-		if name != arg && strings.EqualFold(name, arg) {
-			return &runtime.BlockedError{Layer: m.name, Message: fmt.Sprintf("tool %s: argument %q beside url argument %q", c.Name, name, arg)}
+func (m *Middleware) check(ctx context.Context, c *runtime.ToolCall, refs []string) error {
+	var urls []argpath.Value
+	for _, ref := range refs {
+		p, err := argpath.Parse(ref)
+		if err != nil {
+			return &runtime.BlockedError{Layer: m.name, Message: fmt.Sprintf("tool %s: url_arg: %v", c.Name, err)}
 		}
+		vs, err := argpath.Resolve(c.Args, p)
+		if err != nil {
+			return &runtime.BlockedError{Layer: m.name, Message: fmt.Sprintf("tool %s: url %v", c.Name, err)}
+		}
+		urls = append(urls, vs...)
 	}
-	err := m.checker.CheckURL(ctx, raw)
-	if err == nil {
-		return nil
+	for _, u := range urls {
+		err := m.checker.CheckURL(ctx, u.S)
+		if err == nil {
+			continue
+		}
+		var denied *DeniedError
+		if errors.As(err, &denied) {
+			return &runtime.BlockedError{Layer: m.name, Message: fmt.Sprintf("tool %s: argument %s: %s denied: %s", c.Name, u.At, denied.URL, denied.Reason)}
+		}
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
+		return &runtime.CallError{Kind: runtime.KindTransient, Layer: m.name,
+			Message: fmt.Sprintf("tool %s: cannot check %s", c.Name, u.S), Err: err}
 	}
-	var denied *DeniedError
-	if errors.As(err, &denied) {
-		return &runtime.BlockedError{Layer: m.name, Message: fmt.Sprintf("tool %s: %s denied: %s", c.Name, denied.URL, denied.Reason)}
-	}
-	if cerr := ctx.Err(); cerr != nil {
-		return cerr
-	}
-	return &runtime.CallError{Kind: runtime.KindTransient, Layer: m.name,
-		Message: fmt.Sprintf("tool %s: cannot check %s", c.Name, raw), Err: err}
+	return nil
 }
 
 var _ runtime.ToolWrapper = (*Middleware)(nil)

@@ -44,7 +44,7 @@ func TestMiddlewareChecksURLArg(t *testing.T) {
 		{"userinfo", "fetch_page", map[string]any{"url": "http://user:pw@93.184.215.14/"}, "userinfo"},
 		{"missing url", "fetch_page", map[string]any{}, "missing"},
 		{"url not a string", "fetch_page", map[string]any{"url": 42.0}, "not a string"},
-		{"url in another case beside it", "fetch_page", map[string]any{"url": "https://93.184.215.14/", "URL": "http://169.254.169.254/"}, `argument "URL"`},
+		{"url in another case beside it", "fetch_page", map[string]any{"url": "https://93.184.215.14/", "URL": "http://169.254.169.254/"}, `/URL differs from /url only in case`},
 		{"public literal", "fetch_page", map[string]any{"url": "https://93.184.215.14/index.html"}, ""},
 		{"tool without url_arg", "search_kb", map[string]any{"url": "http://169.254.169.254/"}, ""},
 	}
@@ -137,5 +137,63 @@ func BenchmarkMiddlewareCheck(b *testing.B) {
 		if _, err := pl.Tool(ctx, req); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestMiddlewareChecksNestedAndSeveralURLs: a url_arg may be a JSON pointer
+// into the arguments (with "*" for each element of an array) or a list of
+// references; every string reached is checked, and any refused one, or one
+// that is missing or not a string, refuses the call.
+func TestMiddlewareChecksNestedAndSeveralURLs(t *testing.T) {
+	tool := rt.NewTool(rt.ToolResult{Value: "page"})
+	p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Named("net_policy", rt.Layer("egress", `{"allow":["*"]}`))}})
+	p.Tools = map[string]plan.Tool{
+		"nested": {URLArg: "/request/url"},
+		"list":   {URLArg: "/urls/*"},
+		"deep":   {URLArg: "/links/*/href"},
+		"two":    {URLArg: "primary", URLArgs: []string{"primary", "mirror"}},
+	}
+	fn := tool.Func()
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"nested": fn, "list": fn, "deep": fn, "two": fn}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = pl.Close() })
+	const good, bad = "https://93.184.215.14/", "http://169.254.169.254/latest/meta-data/"
+	tests := []struct {
+		name    string
+		tool    string
+		args    map[string]any
+		blocked string
+	}{
+		{"nested good", "nested", map[string]any{"request": map[string]any{"url": good}}, ""},
+		{"nested metadata", "nested", map[string]any{"request": map[string]any{"url": bad}}, "/request/url"},
+		{"nested case variant", "nested", map[string]any{"request": map[string]any{"url": good, "URL": bad}}, "only in case"},
+		{"nested not an object", "nested", map[string]any{"request": bad}, "not an object"},
+		{"nested null", "nested", map[string]any{"request": nil}, "null"},
+		{"nested missing", "nested", map[string]any{}, "missing"},
+		{"nested url a number", "nested", map[string]any{"request": map[string]any{"url": 2130706433.0}}, "not a string"},
+		{"list good", "list", map[string]any{"urls": []any{good, good}}, ""},
+		{"list empty", "list", map[string]any{"urls": []any{}}, ""},
+		{"list second bad", "list", map[string]any{"urls": []any{good, bad}}, "/urls/1"},
+		{"list a string", "list", map[string]any{"urls": bad}, "not an array"},
+		{"list element an array", "list", map[string]any{"urls": []any{[]any{bad}}}, "not a string"},
+		{"deep bad", "deep", map[string]any{"links": []any{map[string]any{"href": good}, map[string]any{"href": "http://[::ffff:127.0.0.1]/"}}}, "/links/1/href"},
+		{"two good", "two", map[string]any{"primary": good, "mirror": good}, ""},
+		{"two mirror bad", "two", map[string]any{"primary": good, "mirror": "http://good.example@169.254.169.254/"}, "/mirror"},
+		{"two mirror missing", "two", map[string]any{"primary": good}, "/mirror is missing"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := tool.Calls()
+			_, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: tt.tool, Args: tt.args})
+			if tt.blocked == "" {
+				require.NoError(t, err)
+				assert.Equal(t, before+1, tool.Calls())
+				return
+			}
+			var b *runtime.BlockedError
+			require.ErrorAs(t, err, &b)
+			assert.Contains(t, b.Message, tt.blocked)
+			assert.Equal(t, before, tool.Calls(), "a refused call never reaches the tool")
+		})
 	}
 }
