@@ -4,9 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"regexp"
+	"slices"
+	"strconv"
 
 	"github.com/agentc-dev/agentc/internal/argpath"
+	"github.com/agentc-dev/agentc/internal/jsonpointer"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
@@ -29,6 +34,9 @@ func init() {
 type Middleware struct {
 	// Allow lists the hosts a tool may reach (Config.Allow).
 	Allow []string `json:"allow"`
+	// ScanArgs checks every URL written out anywhere in a call's
+	// arguments as well (nil means true).
+	ScanArgs *bool `json:"scan_args,omitempty"`
 
 	name    string
 	checker *Checker
@@ -104,19 +112,54 @@ func CheckerFrom(ctx context.Context) (*Checker, bool) {
 // on its context (ClientFrom).
 func (m *Middleware) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 	g := &guarded{checker: m.checker, client: m.client}
+	scan := m.ScanArgs == nil || *m.ScanArgs
 	return func(ctx context.Context, c *runtime.ToolCall) (any, error) {
+		var refs []string
 		if c.Tool != nil {
-			if refs := c.Tool.URLRefs(); len(refs) > 0 {
-				if err := m.check(ctx, c, refs); err != nil {
-					return nil, err
-				}
+			refs = c.Tool.URLRefs()
+		}
+		if len(refs) > 0 || scan {
+			if err := m.check(ctx, c, refs, scan); err != nil {
+				return nil, err
 			}
 		}
 		return next(context.WithValue(ctx, clientKey{}, g), c)
 	}
 }
 
-func (m *Middleware) check(ctx context.Context, c *runtime.ToolCall, refs []string) error {
+// urlText finds the URLs written out in a text: a scheme, "://" and what
+// follows up to a space, a quote or an angle bracket. What follows is kept
+// whole (a backslash or an "@" included) so that the URL checked is the one
+// a lenient parser would read; a URL that does not parse is refused.
+var urlText = regexp.MustCompile(`(?i)[a-z][a-z0-9+.-]*://[^\s"'<>]*`)
+
+// scanURLs appends every URL written out in v (strings and object keys, at
+// any depth) as a Value located at its argument.
+func scanURLs(v any, at string, out []argpath.Value) []argpath.Value {
+	switch x := v.(type) {
+	case string:
+		for _, u := range urlText.FindAllString(x, -1) {
+			out = append(out, argpath.Value{At: at, S: u})
+		}
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			loc := at + "/" + jsonpointer.Escape(k)
+			out = scanURLs(k, loc, out)
+			out = scanURLs(x[k], loc, out)
+		}
+	case []any:
+		for i, e := range x {
+			out = scanURLs(e, at+"/"+strconv.Itoa(i), out)
+		}
+	case []string:
+		for i, e := range x {
+			out = scanURLs(e, at+"/"+strconv.Itoa(i), out)
+		}
+	}
+	return out
+}
+
+func (m *Middleware) check(ctx context.Context, c *runtime.ToolCall, refs []string, scan bool) error {
 	var urls []argpath.Value
 	for _, ref := range refs {
 		p, err := argpath.Parse(ref)
@@ -129,7 +172,15 @@ func (m *Middleware) check(ctx context.Context, c *runtime.ToolCall, refs []stri
 		}
 		urls = append(urls, vs...)
 	}
+	if scan {
+		urls = scanURLs(map[string]any(c.Args), "", urls)
+	}
+	seen := make(map[string]bool, len(urls))
 	for _, u := range urls {
+		if seen[u.S] {
+			continue
+		}
+		seen[u.S] = true
 		err := m.checker.CheckURL(ctx, u.S)
 		if err == nil {
 			continue

@@ -46,7 +46,8 @@ func TestMiddlewareChecksURLArg(t *testing.T) {
 		{"url not a string", "fetch_page", map[string]any{"url": 42.0}, "not a string"},
 		{"url in another case beside it", "fetch_page", map[string]any{"url": "https://93.184.215.14/", "URL": "http://169.254.169.254/"}, `/URL differs from /url only in case`},
 		{"public literal", "fetch_page", map[string]any{"url": "https://93.184.215.14/index.html"}, ""},
-		{"tool without url_arg", "search_kb", map[string]any{"url": "http://169.254.169.254/"}, ""},
+		{"tool without url_arg", "search_kb", map[string]any{"url": "http://169.254.169.254/"}, "/url: http://169.254.169.254/"},
+		{"tool without url_arg, public url", "search_kb", map[string]any{"q": "see https://93.184.215.14/a."}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -196,4 +197,39 @@ func TestMiddlewareChecksNestedAndSeveralURLs(t *testing.T) {
 			assert.Equal(t, before, tool.Calls(), "a refused call never reaches the tool")
 		})
 	}
+}
+
+// TestMiddlewareScansUndeclaredURLs: a URL written anywhere in a call's
+// arguments, declared by url_arg or not, is checked (scan_args, on by
+// default); scan_args false leaves undeclared ones to the tool.
+func TestMiddlewareScansUndeclaredURLs(t *testing.T) {
+	tool := rt.NewTool(rt.ToolResult{Value: "ok"})
+	pl := egressPipeline(t, `{"allow":["93.184.215.14"]}`, tool.Func())
+	for name, args := range map[string]map[string]any{
+		"webhook beside the url":   {"url": "https://93.184.215.14/", "callback": "http://10.0.0.8/hook"},
+		"url in free text":         {"q": "summarise http://[::ffff:169.254.169.254]/latest please"},
+		"nested deep":              {"opts": map[string]any{"headers": []any{map[string]any{"Referer": "http://127.0.0.1:8080/admin"}}}},
+		"url as an object key":     {"opts": map[string]any{"http://169.254.169.254/": true}},
+		"host not allowed":         {"q": "https://evil.example/x"},
+		"other scheme":             {"q": "gopher://93.184.215.14:70/_x"},
+		"backslash userinfo trick": {"q": `http://93.184.215.14\@127.0.0.1/`},
+		"upper-case scheme":        {"q": "HTTP://169.254.169.254/"},
+	} {
+		tname := "search_kb"
+		if _, ok := args["url"]; ok {
+			tname = "fetch_page"
+		}
+		before := tool.Calls()
+		_, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: tname, Args: args})
+		require.ErrorAs(t, err, new(*runtime.BlockedError), name)
+		assert.Equal(t, before, tool.Calls(), name)
+	}
+	_, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "search_kb", Args: map[string]any{"q": "no link here, just text: a://"}})
+	require.Error(t, err, "a scheme with no host is not a url to let through")
+
+	off := egressPipeline(t, `{"allow":["93.184.215.14"],"scan_args":false}`, tool.Func())
+	_, err = off.Tool(context.Background(), runtime.ToolRequest{Name: "search_kb", Args: map[string]any{"q": "http://169.254.169.254/"}})
+	require.NoError(t, err, "scan_args false leaves undeclared arguments alone")
+	_, err = off.Tool(context.Background(), runtime.ToolRequest{Name: "fetch_page", Args: map[string]any{"url": "http://169.254.169.254/"}})
+	require.ErrorAs(t, err, new(*runtime.BlockedError), "url_arg is checked whatever scan_args says")
 }
