@@ -2,6 +2,7 @@ package egress
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -155,6 +156,16 @@ func scanURLs(v any, at string, out []argpath.Value) []argpath.Value {
 		for i, e := range x {
 			out = scanURLs(e, at+"/"+strconv.Itoa(i), out)
 		}
+	case nil, bool, float64, float32, int, int64, int32, uint, uint64, uint32, json.Number:
+	default:
+		// A Go value of another type (a map[string]string, a struct):
+		// scan its JSON form, which is what the tool is sent; one that has
+		// none is scanned as its printed form.
+		var j any
+		if b, err := json.Marshal(x); err == nil && json.Unmarshal(b, &j) == nil {
+			return scanURLs(j, at, out)
+		}
+		return scanURLs(fmt.Sprint(x), at, out)
 	}
 	return out
 }

@@ -214,6 +214,8 @@ func TestMiddlewareScansUndeclaredURLs(t *testing.T) {
 		"other scheme":             {"q": "gopher://93.184.215.14:70/_x"},
 		"backslash userinfo trick": {"q": `http://93.184.215.14\@127.0.0.1/`},
 		"upper-case scheme":        {"q": "HTTP://169.254.169.254/"},
+		"go map of strings":        {"opts": map[string]string{"hook": "http://169.254.169.254/"}},
+		"go struct":                {"opts": struct{ Hook string }{"http://10.1.2.3/"}},
 	} {
 		tname := "search_kb"
 		if _, ok := args["url"]; ok {
