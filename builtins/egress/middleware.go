@@ -25,7 +25,7 @@ func init() {
 		ID:     ID,
 		Stages: []plan.Stage{plan.StageTool},
 		Traits: []runtime.Trait{runtime.TraitGuards},
-		Doc:    "checks a tool's URL argument: http/https only, host allowlist, no private or special addresses",
+		Doc:    "checks the URLs in a tool call's arguments: http/https only, host allowlist, no private or special addresses",
 		New:    func() runtime.Middleware { return &Middleware{} },
 	})
 }
