@@ -38,7 +38,7 @@ func lower(_ context.Context, c *Compilation) error {
 		out.Tools = map[string]plan.Tool{}
 		for name, t := range p.Tools {
 			out.Tools[name] = plan.Tool{SideEffecting: t.SideEffecting, RetrySafe: t.RetrySafe, Description: t.Description,
-				URLArg: t.URLArg, PathArg: t.PathArg, Args: t.Args, ResultSchema: t.ResultSchema, SecretResult: t.SecretResult}
+				URLArg: t.URLArg, PathArg: t.PathArg, URLArgs: several(t.URLArgs), PathArgs: several(t.PathArgs), Args: t.Args, ResultSchema: t.ResultSchema, SecretResult: t.SecretResult}
 		}
 	}
 	if len(p.Stores) > 0 {
@@ -135,4 +135,13 @@ func (c *Compilation) predicate(x *dsl.Expr, stage, phase string, tools []string
 		return p
 	}
 	return &plan.Predicate{Stage: stage, Phase: phase, Source: x.Source, Tools: tools}
+}
+
+// several returns refs when it holds more than one reference, else nil (the
+// one reference is in url_arg or path_arg).
+func several(refs []string) []string {
+	if len(refs) > 1 {
+		return refs
+	}
+	return nil
 }

@@ -66,8 +66,14 @@ func (l *loader) decode(p *Policy, v cue.Value) {
 		t.RetrySafe, _ = tv.LookupPath(fieldPath("retry_safe")).Bool()
 		t.Description, _ = tv.LookupPath(fieldPath("description")).String()
 		t.SecretResult, _ = tv.LookupPath(fieldPath("secret_result")).Bool()
-		t.URLArg, _ = tv.LookupPath(fieldPath("url_arg")).String()
-		t.PathArg, _ = tv.LookupPath(fieldPath("path_arg")).String()
+		t.URLArgs = stringOrList(tv.LookupPath(fieldPath("url_arg")))
+		t.PathArgs = stringOrList(tv.LookupPath(fieldPath("path_arg")))
+		if len(t.URLArgs) > 0 {
+			t.URLArg = t.URLArgs[0]
+		}
+		if len(t.PathArgs) > 0 {
+			t.PathArg = t.PathArgs[0]
+		}
 		t.URLArgPos = l.userPos([]string{"tools", name, "url_arg"})
 		t.PathArgPos = l.userPos([]string{"tools", name, "path_arg"})
 		if av := tv.LookupPath(fieldPath("args")); av.Exists() {
@@ -717,4 +723,26 @@ func fieldPath(names ...string) cue.Path {
 		sels[i] = cue.Str(n)
 	}
 	return cue.MakePath(sels...)
+}
+
+// stringOrList returns a field given as a string or a list of strings as a
+// list (nil when absent).
+func stringOrList(v cue.Value) []string {
+	if !v.Exists() {
+		return nil
+	}
+	if s, err := v.String(); err == nil {
+		return []string{s}
+	}
+	var out []string
+	it, err := v.List()
+	if err != nil {
+		return nil
+	}
+	for it.Next() {
+		if s, err := it.Value().String(); err == nil {
+			out = append(out, s)
+		}
+	}
+	return out
 }

@@ -86,8 +86,13 @@ type Tool struct {
 	SideEffecting bool
 	RetrySafe     bool
 	Description   string
-	URLArg        string
-	PathArg       string
+	// URLArg and PathArg are the first reference of url_arg and path_arg
+	// ("" when the tool declares none); URLArgs and PathArgs hold every
+	// reference (an argument name, or a JSON pointer such as
+	// "/request/url" or "/files/*/path").
+	URLArg            string
+	PathArg           string
+	URLArgs, PathArgs []string
 	// URLArgPos and PathArgPos are the positions of url_arg and path_arg.
 	URLArgPos, PathArgPos Pos
 	// Args is the JSON Schema of the arguments (nil: untyped). A schema

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 
+	"github.com/agentc-dev/agentc/internal/argpath"
 	"github.com/agentc-dev/agentc/internal/jsonpointer"
 )
 
@@ -90,23 +93,96 @@ func schemaFaults(ve *jsonschema.ValidationError) []schemaFault {
 	return out
 }
 
-// checkArgRefs reports a url_arg or path_arg that names no property of the
-// tool's argument schema: egress and file_check would find no argument to
-// check, and block every call of the tool.
+// checkArgRefs reports a url_arg or path_arg reference that is not a valid
+// reference, or that the tool's argument schema says cannot hold a string
+// there (a property it does not have, an array step through a value that
+// is not an array, a value of another type): egress and file_check would
+// find no string to check, and block every call of the tool.
 func (l *loader) checkArgRefs(t *Tool) {
 	for _, ref := range []struct {
-		field, arg string
-		pos        Pos
-	}{{"url_arg", t.URLArg, t.URLArgPos}, {"path_arg", t.PathArg, t.PathArgPos}} {
-		if ref.arg == "" {
-			continue
+		field string
+		refs  []string
+		pos   Pos
+	}{{"url_arg", t.URLArgs, t.URLArgPos}, {"path_arg", t.PathArgs, t.PathArgPos}} {
+		for i, r := range ref.refs {
+			pos := ref.pos
+			if len(ref.refs) > 1 || l.isList(t.Name, ref.field) {
+				pos = l.userPos([]string{"tools", t.Name, ref.field, strconv.Itoa(i)})
+			}
+			p, err := argpath.Parse(r)
+			if err != nil {
+				l.errorf(pos, "schema/invalid-value", "tools.%s.%s: %v", t.Name, ref.field, err)
+				continue
+			}
+			if problem := argRefProblem(t, p); problem != "" {
+				l.errorf(pos, "schema/bad-reference", "tools.%s.%s: %s", t.Name, ref.field, problem)
+			}
 		}
-		has, known := t.HasArg(ref.arg)
-		if !known || has {
-			continue
-		}
-		l.errorf(ref.pos, "schema/bad-reference", "tools.%s.%s: %q is not a property of the tool's args schema%s", t.Name, ref.field, ref.arg, suggestName(ref.arg, argNames(t)))
 	}
+}
+
+// isList reports whether a tool field was written as a list.
+func (l *loader) isList(tool, field string) bool {
+	_, ok := l.pos.lookup([]string{"tools", tool, field, "0"}, false)
+	return ok
+}
+
+// argRefProblem follows p through the tool's argument schema and says why
+// the schema cannot hold a string there, or "" when it can or when the
+// schema does not say (no properties, items or type at some step).
+func argRefProblem(t *Tool, p argpath.Path) string {
+	var cur map[string]any
+	if len(t.Args) == 0 || json.Unmarshal(t.Args, &cur) != nil {
+		return ""
+	}
+	toks := p.Tokens()
+	at := ""
+	for i, tok := range toks {
+		if tok == "*" {
+			if ty, ok := cur["type"].(string); ok && ty != "array" {
+				return fmt.Sprintf("%q: %s is of type %s, not an array", p, orArgs(at), ty)
+			}
+			next, ok := cur["items"].(map[string]any)
+			if !ok {
+				return ""
+			}
+			cur, at = next, at+"/*"
+			continue
+		}
+		props, ok := cur["properties"].(map[string]any)
+		if !ok {
+			if ty, ok := cur["type"].(string); ok && ty != "object" && i > 0 {
+				return fmt.Sprintf("%q: %s is of type %s, not an object", p, orArgs(at), ty)
+			}
+			return ""
+		}
+		next, ok := props[tok].(map[string]any)
+		if !ok {
+			if _, isBool := props[tok].(bool); isBool {
+				return ""
+			}
+			hint := suggestName(tok, keys(props))
+			if i == 0 && strings.Contains(tok, ".") && len(toks) == 1 {
+				hint += "; a nested argument is written as a JSON pointer, such as \"/" + strings.ReplaceAll(tok, ".", "/") + "\""
+			}
+			if i == 0 {
+				return fmt.Sprintf("%q is not a property of the tool's args schema%s", tok, hint)
+			}
+			return fmt.Sprintf("%q: %q is not a property of %s in the tool's args schema%s", p, tok, at, hint)
+		}
+		cur, at = next, at+"/"+tok
+	}
+	if ty, ok := cur["type"].(string); ok && ty != "string" {
+		return fmt.Sprintf("%q is of type %s in the tool's args schema, not string", p, ty)
+	}
+	return ""
+}
+
+func orArgs(at string) string {
+	if at == "" {
+		return "the arguments"
+	}
+	return at
 }
 
 // argNames returns the top-level properties of a tool's argument schema.

@@ -316,7 +316,7 @@ func (e *explorer) signature(t target) string {
 	switch t.stage {
 	case plan.StageTool:
 		decl := e.orig.Tools[t.name]
-		d, _ := json.Marshal(plan.Tool{SideEffecting: decl.SideEffecting, RetrySafe: decl.RetrySafe, URLArg: decl.URLArg, PathArg: decl.PathArg, Args: decl.Args})
+		d, _ := json.Marshal(plan.Tool{SideEffecting: decl.SideEffecting, RetrySafe: decl.RetrySafe, URLArg: decl.URLArg, PathArg: decl.PathArg, URLArgs: decl.URLArgs, PathArgs: decl.PathArgs, Args: decl.Args})
 		b.Write(d)
 		for i, l := range e.orig.Chains.Tool {
 			if len(l.Tools) == 0 || slices.Contains(l.Tools, t.name) {

@@ -378,7 +378,7 @@ func Build(ctx context.Context, p *plan.Plan, deps Deps) (*Pipeline, error) {
 			return nil, fmt.Errorf("build tools.%s.args: %w", name, err)
 		}
 		pl.tools[name] = &toolEntry{info: ToolInfo{Name: name, SideEffecting: t.SideEffecting, RetrySafe: t.RetrySafe,
-			URLArg: t.URLArg, PathArg: t.PathArg, SecretResult: t.SecretResult, Declared: true}, known: true, args: args}
+			URLArg: t.URLArg, PathArg: t.PathArg, URLArgs: t.URLArgs, PathArgs: t.PathArgs, SecretResult: t.SecretResult, Declared: true}, known: true, args: args}
 		if t.SecretResult {
 			pl.tools[name].taint = pl.taintResult
 		}

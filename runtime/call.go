@@ -659,8 +659,13 @@ type ToolInfo struct {
 	Name          string
 	SideEffecting bool
 	RetrySafe     bool
-	URLArg        string
-	PathArg       string
+	// URLArg and PathArg are the tool's url_arg and path_arg: an
+	// argument name or a JSON pointer into the arguments ("/request/url",
+	// "/files/*/path"); URLArgs and PathArgs, when set, list every
+	// reference (see URLRefs and PathRefs).
+	URLArg            string
+	PathArg           string
+	URLArgs, PathArgs []string
 	// SecretResult reports a tool declared secret_result: its results
 	// are secret for the run (a checkpoint never saves them in clear)
 	// and no cache may hold them.
@@ -908,4 +913,22 @@ func OwnCall(parent *ChatCall, req ChatRequest) *ChatCall {
 		c.Meta.Run = parent.Meta.Run
 	}
 	return c
+}
+
+// URLRefs returns every URL argument reference of the tool (URLArgs, else
+// URLArg), nil when it has none.
+func (t *ToolInfo) URLRefs() []string { return refs(t.URLArgs, t.URLArg) }
+
+// PathRefs returns every path argument reference of the tool (PathArgs,
+// else PathArg), nil when it has none.
+func (t *ToolInfo) PathRefs() []string { return refs(t.PathArgs, t.PathArg) }
+
+func refs(list []string, one string) []string {
+	if len(list) > 0 {
+		return list
+	}
+	if one != "" {
+		return []string{one}
+	}
+	return nil
 }

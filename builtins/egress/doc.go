@@ -18,11 +18,23 @@
 // failure.
 //
 // The egress builtin (Middleware, stage tool) applies a Checker built once from the layer's
-// `allow` list: a tool whose declaration has a url_arg has that argument checked before the
-// inner layers run, and a refusal (or a missing or non-string argument, or another argument
-// whose name differs from it only in case, which a tool decoding case-insensitively may read
-// instead) blocks the call with a *runtime.BlockedError naming the layer; a failed lookup is a transient failure. Tools without
-// url_arg pass through. Every call that passes runs with the layer's guarded client on its
+// `allow` list: a tool whose declaration has a url_arg has every URL it references checked
+// before the inner layers run. A reference is a top-level argument name ("url"), a JSON pointer
+// into the arguments ("/request/url", "/urls/*", "/links/*/href", where "*" is every element
+// of an array), or a list of them. Any refused URL, a referenced argument that is missing, null
+// or not a string, a value on the way that is not the object or array the pointer goes
+// through, or an object member beside a referenced one whose name differs from it only in case
+// (which a tool decoding case-insensitively may read instead) blocks the call with a
+// *runtime.BlockedError naming the layer; a failed lookup is a transient failure.
+//
+// With scan_args (on by default) the layer also checks every URL written out anywhere in a
+// call's arguments, for every tool, with or without url_arg: any "scheme://" in a string or an
+// object key, at any depth, taken up to a space, a quote or an angle bracket. A model that
+// puts the metadata endpoint in a "callback", a "q" or a header the tool happens to fetch is
+// held to the same policy, and a URL that is not http or https refuses the call. What it cannot
+// see is a destination without a scheme ("169.254.169.254/latest", "//host/x") or one a tool
+// assembles from pieces: declare such arguments with url_arg, and have the tool fetch with
+// ClientFrom. scan_args false leaves the arguments url_arg does not name to the tool. Every call that passes runs with the layer's guarded client on its
 // context: tools that fetch should use ClientFrom(ctx) (or CheckerFrom with Dialer for other
 // protocols) so that the connect-time checks apply to what they actually dial.
 package egress

@@ -44,9 +44,10 @@ func TestMiddlewareChecksURLArg(t *testing.T) {
 		{"userinfo", "fetch_page", map[string]any{"url": "http://user:pw@93.184.215.14/"}, "userinfo"},
 		{"missing url", "fetch_page", map[string]any{}, "missing"},
 		{"url not a string", "fetch_page", map[string]any{"url": 42.0}, "not a string"},
-		{"url in another case beside it", "fetch_page", map[string]any{"url": "https://93.184.215.14/", "URL": "http://169.254.169.254/"}, `argument "URL"`},
+		{"url in another case beside it", "fetch_page", map[string]any{"url": "https://93.184.215.14/", "URL": "http://169.254.169.254/"}, `/URL differs from /url only in case`},
 		{"public literal", "fetch_page", map[string]any{"url": "https://93.184.215.14/index.html"}, ""},
-		{"tool without url_arg", "search_kb", map[string]any{"url": "http://169.254.169.254/"}, ""},
+		{"tool without url_arg", "search_kb", map[string]any{"url": "http://169.254.169.254/"}, "/url: http://169.254.169.254/"},
+		{"tool without url_arg, public url", "search_kb", map[string]any{"q": "see https://93.184.215.14/a."}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -138,4 +139,99 @@ func BenchmarkMiddlewareCheck(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestMiddlewareChecksNestedAndSeveralURLs: a url_arg may be a JSON pointer
+// into the arguments (with "*" for each element of an array) or a list of
+// references; every string reached is checked, and any refused one, or one
+// that is missing or not a string, refuses the call.
+func TestMiddlewareChecksNestedAndSeveralURLs(t *testing.T) {
+	tool := rt.NewTool(rt.ToolResult{Value: "page"})
+	p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Named("net_policy", rt.Layer("egress", `{"allow":["*"]}`))}})
+	p.Tools = map[string]plan.Tool{
+		"nested": {URLArg: "/request/url"},
+		"list":   {URLArg: "/urls/*"},
+		"deep":   {URLArg: "/links/*/href"},
+		"two":    {URLArg: "primary", URLArgs: []string{"primary", "mirror"}},
+	}
+	fn := tool.Func()
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"nested": fn, "list": fn, "deep": fn, "two": fn}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = pl.Close() })
+	const good, bad = "https://93.184.215.14/", "http://169.254.169.254/latest/meta-data/"
+	tests := []struct {
+		name    string
+		tool    string
+		args    map[string]any
+		blocked string
+	}{
+		{"nested good", "nested", map[string]any{"request": map[string]any{"url": good}}, ""},
+		{"nested metadata", "nested", map[string]any{"request": map[string]any{"url": bad}}, "/request/url"},
+		{"nested case variant", "nested", map[string]any{"request": map[string]any{"url": good, "URL": bad}}, "only in case"},
+		{"nested not an object", "nested", map[string]any{"request": bad}, "not an object"},
+		{"nested null", "nested", map[string]any{"request": nil}, "null"},
+		{"nested missing", "nested", map[string]any{}, "missing"},
+		{"nested url a number", "nested", map[string]any{"request": map[string]any{"url": 2130706433.0}}, "not a string"},
+		{"list good", "list", map[string]any{"urls": []any{good, good}}, ""},
+		{"list empty", "list", map[string]any{"urls": []any{}}, ""},
+		{"list second bad", "list", map[string]any{"urls": []any{good, bad}}, "/urls/1"},
+		{"list a string", "list", map[string]any{"urls": bad}, "not an array"},
+		{"list element an array", "list", map[string]any{"urls": []any{[]any{bad}}}, "not a string"},
+		{"deep bad", "deep", map[string]any{"links": []any{map[string]any{"href": good}, map[string]any{"href": "http://[::ffff:127.0.0.1]/"}}}, "/links/1/href"},
+		{"two good", "two", map[string]any{"primary": good, "mirror": good}, ""},
+		{"two mirror bad", "two", map[string]any{"primary": good, "mirror": "http://good.example@169.254.169.254/"}, "/mirror"},
+		{"two mirror missing", "two", map[string]any{"primary": good}, "/mirror is missing"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := tool.Calls()
+			_, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: tt.tool, Args: tt.args})
+			if tt.blocked == "" {
+				require.NoError(t, err)
+				assert.Equal(t, before+1, tool.Calls())
+				return
+			}
+			var b *runtime.BlockedError
+			require.ErrorAs(t, err, &b)
+			assert.Contains(t, b.Message, tt.blocked)
+			assert.Equal(t, before, tool.Calls(), "a refused call never reaches the tool")
+		})
+	}
+}
+
+// TestMiddlewareScansUndeclaredURLs: a URL written anywhere in a call's
+// arguments, declared by url_arg or not, is checked (scan_args, on by
+// default); scan_args false leaves undeclared ones to the tool.
+func TestMiddlewareScansUndeclaredURLs(t *testing.T) {
+	tool := rt.NewTool(rt.ToolResult{Value: "ok"})
+	pl := egressPipeline(t, `{"allow":["93.184.215.14"]}`, tool.Func())
+	for name, args := range map[string]map[string]any{
+		"webhook beside the url":   {"url": "https://93.184.215.14/", "callback": "http://10.0.0.8/hook"},
+		"url in free text":         {"q": "summarise http://[::ffff:169.254.169.254]/latest please"},
+		"nested deep":              {"opts": map[string]any{"headers": []any{map[string]any{"Referer": "http://127.0.0.1:8080/admin"}}}},
+		"url as an object key":     {"opts": map[string]any{"http://169.254.169.254/": true}},
+		"host not allowed":         {"q": "https://evil.example/x"},
+		"other scheme":             {"q": "gopher://93.184.215.14:70/_x"},
+		"backslash userinfo trick": {"q": `http://93.184.215.14\@127.0.0.1/`},
+		"upper-case scheme":        {"q": "HTTP://169.254.169.254/"},
+		"go map of strings":        {"opts": map[string]string{"hook": "http://169.254.169.254/"}},
+		"go struct":                {"opts": struct{ Hook string }{"http://10.1.2.3/"}},
+	} {
+		tname := "search_kb"
+		if _, ok := args["url"]; ok {
+			tname = "fetch_page"
+		}
+		before := tool.Calls()
+		_, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: tname, Args: args})
+		require.ErrorAs(t, err, new(*runtime.BlockedError), name)
+		assert.Equal(t, before, tool.Calls(), name)
+	}
+	_, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "search_kb", Args: map[string]any{"q": "no link here, just text: a://"}})
+	require.Error(t, err, "a scheme with no host is not a url to let through")
+
+	off := egressPipeline(t, `{"allow":["93.184.215.14"],"scan_args":false}`, tool.Func())
+	_, err = off.Tool(context.Background(), runtime.ToolRequest{Name: "search_kb", Args: map[string]any{"q": "http://169.254.169.254/"}})
+	require.NoError(t, err, "scan_args false leaves undeclared arguments alone")
+	_, err = off.Tool(context.Background(), runtime.ToolRequest{Name: "fetch_page", Args: map[string]any{"url": "http://169.254.169.254/"}})
+	require.ErrorAs(t, err, new(*runtime.BlockedError), "url_arg is checked whatever scan_args says")
 }

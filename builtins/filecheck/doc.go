@@ -6,16 +6,22 @@
 // including those in the parent directories of a file that does not exist yet, and the real
 // path must still lie inside a root, so a link cannot lead out. A dangling link is refused
 // (writing through it would create a file wherever it points). Extensions, existence and size
-// are checked on the real file.
+// are checked on the real file. A path another reader could take for a different file is
+// refused rather than guessed at: one with a backslash (a separator to code written for
+// Windows), a percent escape of ".", "/", "\\", NUL or "%" (decoded by a tool that hands the
+// path on in a URL), a leading "~" (expanded by a shell) or a control character.
 //
 // Check returns the resolved real path: callers should open that path, not the one they were
 // given. The check cannot stop a concurrent process from swapping a directory for a link
 // between the check and the open; confine the tool's own process as well where that matters.
 //
-// The file_check builtin (Middleware, stage tool) checks the path_arg of a tool that declares
-// one before the inner layers run; a refusal (or another argument whose name differs from
-// path_arg only in case, which a tool decoding case-insensitively may read instead) blocks the
-// call with a *runtime.BlockedError naming the layer, and on success the tool sees the resolved real path in its arguments (a
-// copy; the caller's map is untouched). Relative roots are taken from the working directory
+// The file_check builtin (Middleware, stage tool) checks every path the path_arg of a tool
+// references before the inner layers run: a top-level argument name, a JSON pointer into the
+// arguments ("/files/*/path", "*" being every element of an array), or a list of them. A
+// refusal of any one, a referenced argument that is missing or not a string, or an object
+// member beside a referenced one whose name differs from it only in case (which a tool
+// decoding case-insensitively may read instead) blocks the call with a *runtime.BlockedError
+// naming the layer, and on success the tool sees each resolved real path in its arguments (a
+// copy; the caller's arguments are untouched). Relative roots are taken from the working directory
 // at Build.
 package filecheck

@@ -93,7 +93,8 @@ func New(cfg Config) (*Checker, error) {
 }
 
 // Check vets path and returns its real path (absolute, cleaned, symlinks resolved). A refusal
-// is a *DeniedError: an empty path or one with a NUL byte, a path outside every root (lexically
+// is a *DeniedError: an empty path or one with a NUL byte, a path another reader could take
+// for a different one (see ambiguousPath), a path outside every root (lexically
 // or once symlinks are resolved), a dangling symlink, a parent that is not a directory, a
 // disallowed extension (on the given name or on the real file), a missing file with
 // MustExist, a file over MaxBytes, or something other than a regular file or a directory.
@@ -107,6 +108,9 @@ func (c *Checker) Check(path string) (string, error) {
 	}
 	if strings.ContainsRune(path, 0) {
 		return deny("nul byte in path")
+	}
+	if reason := ambiguousPath(path); reason != "" {
+		return deny(reason)
 	}
 	p := path
 	if !filepath.IsAbs(p) {
@@ -254,4 +258,32 @@ func within(root, p string) bool {
 		root += string(filepath.Separator)
 	}
 	return strings.HasPrefix(p, root)
+}
+
+// ambiguousPath says why path could name another file to a tool than the one
+// checked, or "". The check reads a path as the operating system does, but a
+// tool may not: one that takes a backslash for a separator (code written for
+// Windows), decodes percent escapes (a path handed on in a URL) or expands a
+// leading "~" would read `..\..\etc`, "%2e%2e/etc" or "~/.ssh" as a way out
+// of the roots.
+// Such paths, and control characters, are refused rather than guessed at.
+func ambiguousPath(path string) string {
+	if strings.ContainsRune(path, '\\') {
+		return "backslash in path"
+	}
+	for i := 0; i < len(path); i++ {
+		if b := path[i]; b < 0x20 || b == 0x7f {
+			return "control character in path"
+		}
+	}
+	lower := strings.ToLower(path)
+	for _, esc := range []string{"%2e", "%2f", "%5c", "%00", "%25"} {
+		if strings.Contains(lower, esc) {
+			return "percent-encoded " + esc + " in path"
+		}
+	}
+	if strings.HasPrefix(path, "~") {
+		return `path starts with "~"`
+	}
+	return ""
 }

@@ -4,9 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"strings"
 
+	"github.com/agentc-dev/agentc/internal/argpath"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
@@ -71,29 +70,29 @@ func (m *Middleware) Validate() error {
 }
 
 // WrapTool implements runtime.ToolWrapper. A tool whose declaration has a
-// path_arg has that argument checked before the inner layers run: a refusal,
-// a missing argument or one that is not a string blocks the call with a
-// *runtime.BlockedError naming the layer. On success the inner layers and the
-// tool see a copy of the arguments whose path_arg is the resolved real path
-// (Checker.Check), which is what the tool should open; the caller's map is
-// never modified, and layers outside this one see the original once it
-// returns. An I/O failure while resolving is a permanent *runtime.CallError.
-// A tool without path_arg passes through.
+// path_arg has every string it references checked before the inner layers
+// run (a name, a JSON pointer such as "/files/*/path", or a list of them):
+// any refusal, a referenced argument that is missing or not a string, or an
+// object member beside one whose name differs from it only in case blocks the
+// call with a *runtime.BlockedError naming the layer. On success the inner
+// layers and the tool see a copy of the arguments in which each path is the
+// resolved real path (Checker.Check), which is what the tool should open; the
+// caller's arguments are never modified, and layers outside this one see the
+// original once it returns. An I/O failure while resolving is a permanent
+// *runtime.CallError. A tool without path_arg passes through.
 func (m *Middleware) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 	return func(ctx context.Context, c *runtime.ToolCall) (any, error) {
-		if c.Tool == nil || c.Tool.PathArg == "" {
+		if c.Tool == nil {
 			return next(ctx, c)
 		}
-		p, real, err := m.check(c)
+		args, changed, err := m.check(c)
 		if err != nil {
 			return nil, err
 		}
-		if real == p {
+		if !changed {
 			return next(ctx, c)
 		}
 		orig := c.Args
-		args := maps.Clone(orig)
-		args[c.Tool.PathArg] = real
 		c.Args = args
 		res, err := next(ctx, c)
 		c.Args = orig
@@ -104,49 +103,44 @@ func (m *Middleware) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 // AdmitTool implements runtime.ToolAdmitter: the path_arg check WrapTool
 // makes.
 func (m *Middleware) AdmitTool(_ context.Context, c *runtime.ToolCall) error {
-	if c.Tool == nil || c.Tool.PathArg == "" {
+	if c.Tool == nil {
 		return nil
 	}
 	_, _, err := m.check(c)
 	return err
 }
 
-// check checks the path_arg of c, returning the path as given and its
-// resolved real path, or the refusal.
-func (m *Middleware) check(c *runtime.ToolCall) (p, real string, err error) {
-	arg := c.Tool.PathArg
-	v, ok := c.Args[arg]
-	if !ok {
-		return "", "", &runtime.BlockedError{Layer: m.name, Message: fmt.Sprintf("tool %s: path argument %q is missing", c.Name, arg)}
-	}
-	p, ok = v.(string)
-	if !ok {
-		return "", "", &runtime.BlockedError{Layer: m.name, Message: fmt.Sprintf("tool %s: path argument %q is not a string", c.Name, arg)}
-	}
-	if other, ok := caseVariant(c.Args, arg); ok {
-		return "", "", &runtime.BlockedError{Layer: m.name, Message: fmt.Sprintf("tool %s: argument %q beside path argument %q", c.Name, other, arg)}
-	}
-	real, err = m.checker.Check(p)
-	if err != nil {
-		var denied *DeniedError
-		if errors.As(err, &denied) {
-			return "", "", &runtime.BlockedError{Layer: m.name, Message: fmt.Sprintf("tool %s: %s denied: %s", c.Name, denied.Path, denied.Reason)}
+// check checks every path the path_arg references of c reach. It returns
+// the arguments with each path replaced by its resolved real path (a copy;
+// c.Args when no path changed, reported by changed), or the refusal.
+func (m *Middleware) check(c *runtime.ToolCall) (args map[string]any, changed bool, err error) {
+	args = c.Args
+	var paths []argpath.Value
+	for _, ref := range c.Tool.PathRefs() {
+		p, err := argpath.Parse(ref)
+		if err != nil {
+			return nil, false, &runtime.BlockedError{Layer: m.name, Message: fmt.Sprintf("tool %s: path_arg: %v", c.Name, err)}
 		}
-		return "", "", &runtime.CallError{Kind: runtime.KindPermanent, Layer: m.name, Message: fmt.Sprintf("tool %s: cannot check %s", c.Name, p), Err: err}
+		vs, err := argpath.Resolve(c.Args, p)
+		if err != nil {
+			return nil, false, &runtime.BlockedError{Layer: m.name, Message: fmt.Sprintf("tool %s: path %v", c.Name, err)}
+		}
+		paths = append(paths, vs...)
 	}
-	return p, real, nil
-}
-
-// caseVariant returns an argument other than arg whose name differs from it
-// only in case: a tool that decodes its arguments case-insensitively (Go's
-// encoding/json does) may read that one instead of the path checked.
-func caseVariant(args map[string]any, arg string) (string, bool) {
-	for name := range args {
-		if name != arg && strings.EqualFold(name, arg) {
-			return name, true
+	for _, v := range paths {
+		real, err := m.checker.Check(v.S)
+		if err != nil {
+			var denied *DeniedError
+			if errors.As(err, &denied) {
+				return nil, false, &runtime.BlockedError{Layer: m.name, Message: fmt.Sprintf("tool %s: argument %s: %s denied: %s", c.Name, v.At, denied.Path, denied.Reason)}
+			}
+			return nil, false, &runtime.CallError{Kind: runtime.KindPermanent, Layer: m.name, Message: fmt.Sprintf("tool %s: cannot check %s", c.Name, v.S), Err: err}
+		}
+		if real != v.S {
+			args, changed = argpath.Replace(args, v, real), true
 		}
 	}
-	return "", false
+	return args, changed, nil
 }
 
 var _ runtime.ToolWrapper = (*Middleware)(nil)

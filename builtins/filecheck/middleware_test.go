@@ -82,7 +82,7 @@ func TestMiddleware(t *testing.T) {
 	_, err = pl.Tool(context.Background(), runtime.ToolRequest{Name: "read_file", Args: map[string]any{"path": "docs/a.md", "Path": "/etc/passwd"}})
 	var b *runtime.BlockedError
 	require.ErrorAs(t, err, &b, "a path in another case beside the checked one is refused")
-	assert.Contains(t, b.Message, `argument "Path"`)
+	assert.Contains(t, b.Message, `/Path differs from /path only in case`)
 	assert.Nil(t, seen)
 }
 
@@ -91,5 +91,55 @@ func TestConfigErrors(t *testing.T) {
 		p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("file_check", cfg)}})
 		_, err := runtime.Build(context.Background(), p, runtime.Deps{})
 		assert.Error(t, err, cfg)
+	}
+}
+
+// TestMiddlewareNestedAndSeveralPaths: every path a path_arg pointer or list
+// reaches is checked and handed to the tool resolved; one escaping path
+// refuses the call, and the caller's nested arguments are never modified.
+func TestMiddlewareNestedAndSeveralPaths(t *testing.T) {
+	root := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(root, "a.md"), []byte("a"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "b.md"), []byte("b"), 0o644))
+	realRoot, err := filepath.EvalSymlinks(root)
+	require.NoError(t, err)
+	cfg, err := json.Marshal(map[string]any{"roots": []string{root}})
+	require.NoError(t, err)
+	p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Named("files", rt.Layer("file_check", string(cfg)))}})
+	p.Tools = map[string]plan.Tool{
+		"batch": {PathArg: "/files/*/path"},
+		"copy":  {PathArg: "src", PathArgs: []string{"src", "dst"}},
+	}
+	var seen map[string]any
+	fn := func(_ context.Context, c *runtime.ToolCall) (any, error) {
+		seen = c.Args
+		return "ok", nil
+	}
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"batch": fn, "copy": fn}})
+	require.NoError(t, err)
+
+	first := map[string]any{"path": "a.md"}
+	args := map[string]any{"files": []any{first, map[string]any{"path": "b.md"}}}
+	_, err = pl.Tool(context.Background(), runtime.ToolRequest{Name: "batch", Args: args})
+	require.NoError(t, err)
+	files := seen["files"].([]any)
+	assert.Equal(t, filepath.Join(realRoot, "a.md"), files[0].(map[string]any)["path"])
+	assert.Equal(t, filepath.Join(realRoot, "b.md"), files[1].(map[string]any)["path"])
+	assert.Equal(t, "a.md", first["path"], "the caller's nested arguments are untouched")
+
+	for name, args := range map[string]map[string]any{
+		"second escapes": {"files": []any{map[string]any{"path": "a.md"}, map[string]any{"path": "../../../etc/passwd"}}},
+		"path a number":  {"files": []any{map[string]any{"path": 1.0}}},
+		"files object":   {"files": map[string]any{"path": "/etc/passwd"}},
+		"dst escapes":    nil,
+	} {
+		tool := "batch"
+		if args == nil {
+			tool, args = "copy", map[string]any{"src": "a.md", "dst": "/etc/cron.d/x"}
+		}
+		seen = nil
+		_, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: tool, Args: args})
+		require.ErrorAs(t, err, new(*runtime.BlockedError), name)
+		assert.Nil(t, seen, name)
 	}
 }

@@ -87,10 +87,64 @@ func cmdMCPTools(ctx context.Context, env *cliEnv, args []string) int {
 	return exitOK
 }
 
+// pathArgNames and urlArgNames are the argument names mcp-tools declares as
+// path_arg and url_arg.
+var (
+	pathArgNames = []string{"path", "paths", "file", "files", "filename", "filepath", "file_path", "dir", "directory"}
+	urlArgNames  = []string{"url", "urls", "uri", "href", "link", "endpoint", "webhook_url", "callback_url"}
+)
+
+// argRefsNamed returns a reference to every property among names that
+// holds a string ("name") or an array of strings ("/name/*"), as a string
+// when there is one, a list when there are several, nil when none.
+func argRefsNamed(props map[string]any, names []string) any {
+	var refs []string
+	for _, name := range names {
+		p, ok := props[name].(map[string]any)
+		if !ok {
+			continue
+		}
+		switch {
+		case typeAllows(p["type"], "string"):
+			refs = append(refs, name)
+		case typeAllows(p["type"], "array"):
+			if items, _ := p["items"].(map[string]any); items != nil && typeAllows(items["type"], "string") {
+				refs = append(refs, "/"+name+"/*")
+			}
+		}
+	}
+	switch len(refs) {
+	case 0:
+		return nil
+	case 1:
+		return refs[0]
+	}
+	return refs
+}
+
+// typeAllows reports whether a JSON Schema "type" (absent, a name or a list
+// of names) admits want.
+func typeAllows(t any, want string) bool {
+	switch t := t.(type) {
+	case nil:
+		return true
+	case string:
+		return t == want
+	case []any:
+		for _, x := range t {
+			if x == want {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // writeToolsCUE prints tools as a CUE `tools:` struct: each tool's input
 // schema as its args, side_effecting unless the server marks the tool
-// read-only, and path_arg / url_arg where the schema has an argument of that
-// name, with the tool's description as a comment.
+// read-only, and path_arg / url_arg naming every argument of the schema
+// with a name such as path, files or url that holds a string or a list of
+// strings, with the tool's description as a comment.
 func writeToolsCUE(w io.Writer, server, prefix string, tools []*mcp.Tool) error {
 	sort.Slice(tools, func(i, j int) bool { return tools[i].Name < tools[j].Name })
 	ctx := cuecontext.New()
@@ -102,14 +156,11 @@ func writeToolsCUE(w io.Writer, server, prefix string, tools []*mcp.Tool) error 
 		}
 		entry := map[string]any{"side_effecting": t.Annotations == nil || !t.Annotations.ReadOnlyHint}
 		props, _ := schema["properties"].(map[string]any)
-		for _, arg := range []string{"path", "file", "filename"} {
-			if _, ok := props[arg]; ok {
-				entry["path_arg"] = arg
-				break
-			}
+		if refs := argRefsNamed(props, pathArgNames); refs != nil {
+			entry["path_arg"] = refs
 		}
-		if _, ok := props["url"]; ok {
-			entry["url_arg"] = "url"
+		if refs := argRefsNamed(props, urlArgNames); refs != nil {
+			entry["url_arg"] = refs
 		}
 		if t.Annotations != nil && t.Annotations.IdempotentHint && entry["side_effecting"] == true {
 			entry["retry_safe"] = true

@@ -34,6 +34,16 @@ func TestMCPToolsPrintsVettableCUE(t *testing.T) {
 		func(context.Context, *mcp.CallToolRequest, readIn) (*mcp.CallToolResult, any, error) {
 			return nil, nil, nil
 		})
+	type syncIn struct {
+		Path  string   `json:"path"`
+		Files []string `json:"files"`
+		URL   string   `json:"url"`
+		Count int      `json:"link"`
+	}
+	mcp.AddTool(srv, &mcp.Tool{Name: "sync"},
+		func(context.Context, *mcp.CallToolRequest, syncIn) (*mcp.CallToolResult, any, error) {
+			return nil, nil, nil
+		})
 	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	defer ts.Close()
 
@@ -47,6 +57,8 @@ func TestMCPToolsPrintsVettableCUE(t *testing.T) {
 	out := stdout.String()
 	assert.Contains(t, out, "// Refund an order.\n\t// The money goes back to the card.\n\trefund: {")
 	assert.Contains(t, out, `path_arg:       "path"`)
+	assert.Regexp(t, `path_arg: +\["path", "/files/\*"\]`, out, "every path argument of sync is declared, the list's elements too")
+	assert.Regexp(t, `url_arg: +"url"`, out, "link holds a number, not a url")
 	assert.Contains(t, out, "side_effecting: false", "read_file is marked read-only")
 	assert.Contains(t, out, "side_effecting: true")
 

@@ -14,17 +14,21 @@ var Inert = &Rule{
 	Warns:    true,
 	Doc: `a checking layer that can never act on the calls it is given.
 
-egress checks the argument a tool names with url_arg, and file_check the one
-it names with path_arg; a tool without one passes through them unchecked.
-An egress or file_check scoped with tools: to such a tool is an error (a
-call of it with q: "http://169.254.169.254/" runs), and so is a tool_policy
+file_check checks the argument a tool names with path_arg, and egress the
+one it names with url_arg and, unless its scan_args is false, every URL
+written in a call's arguments: a tool without path_arg passes through
+file_check unchecked, and one without url_arg through an egress with
+scan_args false. Such a file_check or egress scoped with tools: to such a
+tool is an error (a call of it with q: "http://169.254.169.254/" runs), and
+so is a tool_policy
 arg_patterns entry naming an argument that none of the tools it applies to
 declares in its args schema (the pattern never matches). idempotent
 dedupes side-effecting tools only: one scoped to a tool that is not
 side_effecting is an error (its calls run again on every delivery), and so
 is a key_args entry naming an argument that a side-effecting tool it
 applies to does not declare (every call of that tool is refused). An
-unscoped egress or file_check when no declared tool has the argument, or an
+unscoped file_check or egress (scan_args false) when no declared tool has
+the argument, or an
 unscoped idempotent when no declared tool is side_effecting, checks
 nothing: a warning. The same holds for a tool-chain output_coerce without
 schema, which checks each tool's result against its result_schema: scoped
@@ -48,6 +52,9 @@ sets no extensions, max_bytes nor must_exist: every path lies inside "/".`,
 					p.inertArgCheck(e, "result_schema", func(t *dsl.Tool) string { return string(t.ResultSchema) })
 				}
 			case "egress":
+				if scan, ok := e.Fields["scan_args"].(bool); !ok || scan {
+					continue
+				}
 				p.inertArgCheck(e, "url_arg", func(t *dsl.Tool) string { return t.URLArg })
 			case "file_check":
 				p.inertArgCheck(e, "path_arg", func(t *dsl.Tool) string { return t.PathArg })

@@ -262,8 +262,14 @@ type Tool struct {
 	SecretResult bool `json:"secret_result,omitempty"`
 	// Description tells the model what the tool does.
 	Description string `json:"description,omitempty"`
-	URLArg      string `json:"url_arg,omitempty"`
-	PathArg     string `json:"path_arg,omitempty"`
+	// URLArg and PathArg are the argument a tool's URL or file path is
+	// in: a name, or a JSON pointer into the arguments ("/request/url",
+	// "/files/*/path"). URLArgs and PathArgs list every reference when
+	// the tool declares several (URLArg and PathArg are then the first).
+	URLArg   string   `json:"url_arg,omitempty"`
+	PathArg  string   `json:"path_arg,omitempty"`
+	URLArgs  []string `json:"url_args,omitempty"`
+	PathArgs []string `json:"path_args,omitempty"`
 	// Args is the JSON Schema of the arguments (absent: untyped).
 	Args json.RawMessage `json:"args,omitempty"`
 	// ResultSchema is the JSON Schema of the tool's result (absent: none),

@@ -83,7 +83,7 @@ type ToolInfo struct {
 	Name          string // tool.name
 	SideEffecting bool   // tool.side_effecting
 	RetrySafe     bool   // tool.retry_safe
-	URLArg        string // tool.url_arg
+	URLArg        string // tool.url_arg (the first reference of a list)
 	PathArg       string // tool.path_arg
 }
 
