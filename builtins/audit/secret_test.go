@@ -16,6 +16,7 @@ import (
 	"github.com/agentc-dev/agentc/runtime/plan"
 	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
 	"github.com/agentc-dev/agentc/runtime/store/postgres"
+	"github.com/agentc-dev/agentc/runtime/store/redis"
 	"github.com/agentc-dev/agentc/runtime/store/sqlite"
 )
 
@@ -69,7 +70,7 @@ func TestIncludeArgsMasksTheRunsSecrets(t *testing.T) {
 // TestTrailMasksSecretsInEveryText writes, through audit layers on the tool
 // and turn chains, a tool error that echoes the token a secret_result tool
 // returned and a turn whose input quotes it and whose error does too, to a
-// SQLite file and to PostgreSQL: no record, read back from either, holds
+// SQLite file, to PostgreSQL and to Redis: no record, read back from either, holds
 // the token or the PIN anywhere; the error messages keep their text around
 // "[SECRET]", the turn's input is "[SECRET]".
 func TestTrailMasksSecretsInEveryText(t *testing.T) {
@@ -137,6 +138,22 @@ func TestTrailMasksSecretsInEveryText(t *testing.T) {
 			t.Skip("AGENTC_TEST_POSTGRES_URL is not set")
 		}
 		store, err := postgres.Open(ctx, url, "audit_secret_test_")
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = store.Close() })
+		pl := build(t, nil, runtime.Deps{AuditSinks: map[string]runtime.AuditSink{"trail": store}})
+		t.Cleanup(func() { _ = pl.Close() })
+		check(t, pl, func(run string) []runtime.AuditRecord {
+			recs, err := store.Records(ctx, run)
+			require.NoError(t, err)
+			return recs
+		})
+	})
+	t.Run("redis", func(t *testing.T) {
+		url := os.Getenv("AGENTC_TEST_REDIS_URL")
+		if url == "" {
+			t.Skip("AGENTC_TEST_REDIS_URL is not set")
+		}
+		store, err := redis.Open(ctx, url, "audit_secret_test:")
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = store.Close() })
 		pl := build(t, nil, runtime.Deps{AuditSinks: map[string]runtime.AuditSink{"trail": store}})
