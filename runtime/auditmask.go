@@ -79,3 +79,30 @@ func maskText(s string, taint []string) string {
 	}
 	return s
 }
+
+// SecretText returns a function that masks the secrets of a run (the
+// results of its secret_result tools) in a text a layer writes out of the
+// run (a log line's error message or input): each occurrence is replaced by
+// "[SECRET]". A text of a run that holds no secret is returned as it is.
+func (b *BuildContext) SecretText() func(runID, s string) string {
+	return func(runID, s string) string { return maskText(s, b.p.runTaint(runID)) }
+}
+
+// SecretValue returns a function that masks the secrets of a run in a
+// value a layer writes out of the run (a log line's messages): when the run
+// holds a secret, v is returned as its JSON form with each string, number
+// and object key holding one replaced by "[SECRET]" (a value without a JSON
+// form is withheld whole); else v as it is.
+func (b *BuildContext) SecretValue() func(runID string, v any) any {
+	return func(runID string, v any) any {
+		taint := b.p.runTaint(runID)
+		if len(taint) == 0 {
+			return v
+		}
+		jv, err := toJSONValue(v)
+		if err != nil {
+			return secretMark + " (the value has no JSON form; withheld)"
+		}
+		return maskTaint(jv, taint)
+	}
+}
