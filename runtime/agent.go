@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -112,11 +113,14 @@ type AgentResult struct {
 // When the run is checkpointed, the transcript holding the model's tool
 // calls is recorded before any of them runs (a checkpoint layer with
 // after_tool saves it), and each tool result is recorded with the call it
-// answers. Messages that end with tool calls lacking a result (a resumed
-// turn that was cut short) are settled first: a call with a recorded result
-// is answered from it without running, a side-effecting tool that is not
-// retry_safe without one ends the turn with an *InDoubtError and nothing
-// runs, and the others run; then Input, when set, is appended.
+// answers. Tool calls of the last assistant message of Messages that lack a
+// result (a resumed turn that was cut short) are settled first: a call with
+// a recorded result is answered from it without running, a side-effecting
+// tool that is not retry_safe without one ends the turn with an
+// *InDoubtError and nothing runs, and the others run. Their results go
+// right after the results already there; the messages that follow those (a
+// user's message added to a resumed transcript) come after them, then
+// Input, when set.
 
 func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult, error) {
 	if req.OnBlock != "" && req.OnBlock != OnBlockTellModel && req.OnBlock != OnBlockEndTurn {
@@ -134,15 +138,22 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 	copy(msgs, req.Messages)
 	// Tool calls of the transcript's last assistant message without a
 	// result are a turn cut short (a resumed run): they are settled before
-	// the input is appended and the model is called again.
-	at, pending := pendingCalls(msgs)
+	// the messages that follow their results (a resumed transcript the
+	// caller added to) and the input are appended and the model is called
+	// again.
+	at, pending, ins := pendingCalls(msgs)
+	var tail []Message
+	if len(pending) > 0 {
+		tail = slices.Clone(msgs[ins:])
+		msgs = msgs[:ins]
+	}
 	input := req.Input
 	if input != "" {
 		if len(pending) == 0 {
 			msgs = append(msgs, Message{Role: "user", Content: input})
 		}
 	} else {
-		input = lastUserText(msgs)
+		input = lastUserText(append(msgs, tail...))
 	}
 	var res AgentResult
 	tr, err := pl.Turn(ctx, TurnRequest{Input: input, Session: req.Session}, func(ctx context.Context) (string, error) {
@@ -151,8 +162,11 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 		var err error
 		if len(pending) > 0 {
 			err = turn.settle(ctx, at, pending)
-			if err == nil && req.Input != "" {
-				turn.msgs = append(turn.msgs, Message{Role: "user", Content: req.Input})
+			if err == nil {
+				turn.msgs = append(turn.msgs, tail...)
+				if req.Input != "" {
+					turn.msgs = append(turn.msgs, Message{Role: "user", Content: req.Input})
+				}
 			}
 		}
 		if err == nil {
@@ -296,39 +310,45 @@ func appendAnswers(msgs, results []Message) []Message {
 	return msgs
 }
 
-// pendingCalls returns the index of the transcript's last assistant message
-// and its tool calls that no tool message after it answers, when only tool
-// messages follow it.
-func pendingCalls(msgs []Message) (int, []ToolUse) {
-	at := -1
+// pendingCalls returns the index of the transcript's last assistant
+// message, its tool calls that no message after it answers, and the index
+// where their answers go: after the results that follow it (tool messages,
+// and user messages of tool_result parts alone), before any other message a
+// caller added after them (a resumed transcript followed by new messages).
+func pendingCalls(msgs []Message) (at int, pending []ToolUse, ins int) {
+	at = -1
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if msgs[i].Role == "assistant" {
 			at = i
 			break
 		}
-		if msgs[i].Role != "tool" {
-			return -1, nil
-		}
 	}
 	if at < 0 || len(msgs[at].ToolCalls) == 0 {
-		return -1, nil
+		return -1, nil, len(msgs)
 	}
 	answered := map[string]bool{}
-	for _, m := range msgs[at+1:] {
+	ins = at + 1
+	for i, m := range msgs[at+1:] {
 		answered[m.ToolCallID] = true
+		results := m.Role == "tool"
 		for _, p := range m.Parts {
 			if p.Type == PartToolResult {
 				answered[p.ToolCallID] = true
 			}
 		}
+		if !results && m.Role == "user" && len(m.Parts) > 0 && m.Content == "" {
+			results = !slices.ContainsFunc(m.Parts, func(p ContentPart) bool { return p.Type != PartToolResult })
+		}
+		if results && ins == at+1+i {
+			ins++
+		}
 	}
-	var pending []ToolUse
 	for _, c := range msgs[at].ToolCalls {
 		if !answered[c.ID] {
 			pending = append(pending, c)
 		}
 	}
-	return at, pending
+	return at, pending, ins
 }
 
 // agentCallKey names a tool call of an agent turn in its run's records

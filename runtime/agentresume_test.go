@@ -91,3 +91,43 @@ func TestRunAgentSettlesACutShortTurn(t *testing.T) {
 		})
 	}
 }
+
+// TestRunAgentSettlesCallsBeforeLaterMessages: a transcript whose last
+// assistant message has a call without a result, answered in part in the
+// Anthropic shape (a user message of tool_result parts) and followed by a
+// user's message, has the unanswered call run and its result put after the
+// existing one and before the user's message; a refund left so ends the
+// turn in doubt and the model is not asked.
+func TestRunAgentSettlesCallsBeforeLaterMessages(t *testing.T) {
+	l1, l2 := use("l1", "lookup", `{"order":7}`), use("l2", "lookup", `{"order":8}`)
+	answered := runtime.Message{Role: "user", Parts: []runtime.ContentPart{{Type: runtime.PartToolResult, ToolCallID: "l1", Text: "shipped"}}}
+	follow := runtime.Message{Role: "user", Content: "and be quick"}
+	var lookups atomic.Int32
+	p := rt.Plan(plan.Chains{})
+	p.Tools = map[string]plan.Tool{"lookup": {}, "refund": {SideEffecting: true}}
+	model := rt.NewModel(rt.Response{Deltas: []string{"done"}}, rt.Response{Deltas: []string{"refunded again"}})
+	pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model},
+		Tools: map[string]runtime.ToolFunc{
+			"lookup": func(context.Context, *runtime.ToolCall) (any, error) { lookups.Add(1); return "in transit", nil },
+			"refund": func(context.Context, *runtime.ToolCall) (any, error) { t.Error("the refund ran"); return nil, nil },
+		}})
+	msgs := []runtime.Message{{Role: "user", Content: "where are 7 and 8?"},
+		{Role: "assistant", ToolCalls: []runtime.ToolUse{l1, l2}}, answered, follow}
+	res, err := pl.RunAgent(context.Background(), runtime.AgentRequest{Model: "primary", Messages: msgs})
+	require.NoError(t, err)
+	assert.Equal(t, int32(1), lookups.Load(), "only the unanswered call runs")
+	sent := model.Requests()[0].Messages
+	require.Len(t, sent, 5)
+	assert.Equal(t, answered, sent[2])
+	assert.Equal(t, "tool", sent[3].Role)
+	assert.Equal(t, "l2", sent[3].ToolCallID)
+	assert.Equal(t, follow, sent[4])
+	assert.Equal(t, "done", res.Output)
+
+	msgs = []runtime.Message{{Role: "user", Content: "refund 7"},
+		{Role: "assistant", ToolCalls: []runtime.ToolUse{use("r1", "refund", `{"order":7}`)}}, follow}
+	_, err = pl.RunAgent(context.Background(), runtime.AgentRequest{Model: "primary", Messages: msgs, Input: "now"})
+	var doubt *runtime.InDoubtError
+	require.ErrorAs(t, err, &doubt)
+	assert.Equal(t, 1, model.Calls(), "the model is not asked after the refund in doubt")
+}

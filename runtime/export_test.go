@@ -18,3 +18,11 @@ func RunStates(pl *Pipeline) int {
 	defer pl.states.mu.Unlock()
 	return len(pl.states.m)
 }
+
+// UnmaskedSink returns the sink an AuditSink of BuildContext wraps.
+func UnmaskedSink(s AuditSink) AuditSink {
+	if m, ok := s.(maskingSink); ok {
+		return m.AuditSink
+	}
+	return s
+}

@@ -115,7 +115,7 @@ func (pl *Pipeline) buildGrounding(ctx context.Context) error {
 		}
 	}
 	if g.Record {
-		s, err := resolvePort(ctx, pl, "audit sink", g.Sink, pl.deps.AuditSinks, pl.deps.Audit, pl.deps.Audit != nil)
+		s, err := pl.auditSink(ctx, g.Sink)
 		if err != nil {
 			return fmt.Errorf("build grounding.sink: %w", err)
 		}

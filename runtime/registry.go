@@ -61,7 +61,9 @@ type ToolWrapper interface {
 // a call can be decided from the call alone, before anything runs: an allow
 // or deny list, an argument check, a predicate over the call. AdmitTool
 // returns the refusal WrapTool would return for c (a *BlockedError naming
-// the layer), or nil. It must not run the tool, call a model or change any
+// the layer), or nil; a layer that would rewrite the call before the tool
+// sees it (pii redact) refuses a call it would rewrite, since a proposal is
+// relayed as the model made it and runs where no layer reaches it. It must not run the tool, call a model or change any
 // state (no budget charged, no token taken, no record written).
 // Pipeline.AdmitTool runs these checks over a tool call that is proposed
 // but not run here (a gateway relaying a model's tool call to the client

@@ -102,7 +102,7 @@ func (pl *Pipeline) stateSink(ctx context.Context, field string, b plan.StateSin
 			return nil
 		}}, nil
 	case "audit":
-		sink, err := resolvePort(ctx, pl, "audit sink", b.Store, pl.deps.AuditSinks, pl.deps.Audit, pl.deps.Audit != nil)
+		sink, err := pl.auditSink(ctx, b.Store)
 		if err != nil {
 			return stateSink{}, err
 		}

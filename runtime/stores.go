@@ -217,9 +217,13 @@ func (b *BuildContext) KV(store string) (KV, error) {
 }
 
 // AuditSink returns the audit sink named store, resolved like KV from
-// Deps.AuditSinks and Deps.Audit.
+// Deps.AuditSinks and Deps.Audit. Every record written through it has the
+// secrets of its run (the results of its secret_result tools) masked as
+// "[SECRET]" before it reaches the sink: in its arguments as SecretMasker
+// masks them, and inside its error message, error type, tool name and
+// idempotency key.
 func (b *BuildContext) AuditSink(store string) (AuditSink, error) {
-	return resolvePort(b.Context, b.p, "audit sink", store, b.p.deps.AuditSinks, b.p.deps.Audit, b.p.deps.Audit != nil)
+	return b.p.auditSink(b.Context, store)
 }
 
 // VectorIndex returns the vector index named store, resolved like KV from

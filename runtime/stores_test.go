@@ -36,6 +36,7 @@ func (s *stateful) Provision(b *runtime.BuildContext) error {
 	if s.sink, err = b.AuditSink(s.Sink); err != nil {
 		return err
 	}
+	s.sink = runtime.UnmaskedSink(s.sink)
 	if s.Index != "-" {
 		if s.index, err = b.VectorIndex(s.Index); err != nil {
 			return err

@@ -23,12 +23,14 @@ tools: {
 	delete_account: {}
 	fetch_page: {url_arg: "url", args: {type: "object", properties: url: type: "string"}}
 	refund: args: {type: "object", required: ["amount"], properties: amount: type: "number"}
+	send_note: args: {type: "object", properties: text: type: "string"}
 }
 chains: tool: [
 	{use: "meter", budget: calls: 1},
 	{use: "tool_policy", deny: ["delete_account"]},
 	{use: "egress", allow: ["api.example.com"], tools: ["fetch_page"]},
 	{use: "guard", name: "refund_limit", tools: ["refund"], deny: "args.amount > 100.0", message: "refunds over 100 need an approver"},
+	{use: "pii", action: "redact", tools: ["send_note"]},
 	{use: "audit"},
 	{use: "retry", max_attempts: 2},
 ]`
@@ -84,6 +86,9 @@ var proposals = []struct{ name, tool, args, layer string }{
 	{"args not an object", "get_weather", `["Paris"]`, "tools"},
 	{"egress", "fetch_page", `{"url":"http://169.254.169.254/latest/meta-data/"}`, "egress"},
 	{"guard", "refund", `{"amount":500}`, "refund_limit"},
+	// pii redact cannot mask a call the client runs: the call is refused,
+	// not relayed with the card number in clear nor with it masked.
+	{"pii redact", "send_note", `{"text":"pay with 4111 1111 1111 1111"}`, "pii"},
 }
 
 // TestProposedToolCallsAreAdmittedBeforeTheyAreRelayed: a tool call the

@@ -41,15 +41,12 @@ type Audit struct {
 	name string
 	sink runtime.AuditSink
 	now  func() time.Time
-	// mask hides the run's secrets in the arguments include_args records.
-	mask func(runID string, args map[string]any) map[string]any
 }
 
 // Provision resolves the sink.
 func (a *Audit) Provision(b *runtime.BuildContext) error {
 	a.name = b.Name()
 	a.now = b.Clock().Now
-	a.mask = b.SecretMasker()
 	s, err := b.AuditSink(a.Sink)
 	if err != nil {
 		return err
@@ -148,9 +145,10 @@ func (a *Audit) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 			rec.ErrorMessage = "arguments cannot be canonicalised: " + derr.Error()
 		}
 		if a.IncludeArgs {
-			// A secret the run holds (a secret_result tool's result the
-			// model passed on) is not written to the trail in clear.
-			rec.Args = a.mask(c.Meta.Run.ID, maps.Clone(c.Args))
+			// The sink masks a secret the run holds (a secret_result
+			// tool's result the model passed on), in these arguments as in
+			// an error message (runtime.BuildContext.AuditSink).
+			rec.Args = maps.Clone(c.Args)
 		}
 		return invoke(ctx, a, rec, &c.Meta, func() (any, error) { return next(ctx, c) })
 	}

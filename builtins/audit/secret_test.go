@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -15,6 +16,8 @@ import (
 	"github.com/agentc-dev/agentc/runtime/plan"
 	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
 	"github.com/agentc-dev/agentc/runtime/store/postgres"
+	"github.com/agentc-dev/agentc/runtime/store/redis"
+	"github.com/agentc-dev/agentc/runtime/store/sqlite"
 )
 
 // TestIncludeArgsMasksTheRunsSecrets passes the token a secret_result tool
@@ -62,4 +65,103 @@ func TestIncludeArgsMasksTheRunsSecrets(t *testing.T) {
 	}
 	assert.Equal(t, 2, n, "intent and outcome")
 	assert.Equal(t, "Bearer tok_9f8e7d6c", args["auth"], "the call's own arguments are untouched")
+}
+
+// TestTrailMasksSecretsInEveryText writes, through audit layers on the tool
+// and turn chains, a tool error that echoes the token a secret_result tool
+// returned and a turn whose input quotes it and whose error does too, to a
+// SQLite file, to PostgreSQL and to Redis: no record, read back from either, holds
+// the token or the PIN anywhere; the error messages keep their text around
+// "[SECRET]", the turn's input is "[SECRET]".
+func TestTrailMasksSecretsInEveryText(t *testing.T) {
+	ctx := context.Background()
+	build := func(t *testing.T, stores map[string]plan.Store, deps runtime.Deps) *runtime.Pipeline {
+		p := rt.Plan(plan.Chains{})
+		p.Stores = stores
+		p.Chains.Tool = []plan.Layer{rt.Layer("audit", `{"include_args": true, "sink": "trail"}`)}
+		p.Chains.Turn = []plan.Layer{rt.Layer("audit", `{"include_args": true, "sink": "trail"}`)}
+		p.Tools = map[string]plan.Tool{"vault": {SecretResult: true}, "call_api": {}}
+		deps.Tools = map[string]runtime.ToolFunc{
+			"vault":    rt.NewTool(rt.ToolResult{Value: map[string]any{"token": "tok_9f8e7d6c", "pin": 48213}}).Func(),
+			"call_api": rt.NewTool(rt.ToolResult{Err: rt.Permanent(`401: token "tok_9f8e7d6c" (pin 48213) refused`)}).Func(),
+		}
+		pl, err := runtime.Build(ctx, p, deps)
+		require.NoError(t, err)
+		return pl
+	}
+	check := func(t *testing.T, pl *runtime.Pipeline, records func(run string) []runtime.AuditRecord) {
+		run := fmt.Sprintf("audit-text-%d", time.Now().UnixNano())
+		rctx := runtime.WithRun(ctx, runtime.Run{ID: run})
+		_, err := pl.Tool(rctx, runtime.ToolRequest{Name: "vault", Args: map[string]any{}})
+		require.NoError(t, err)
+		_, err = pl.Tool(rctx, runtime.ToolRequest{Name: "call_api", Args: map[string]any{"auth": "tok_9f8e7d6c"}})
+		require.ErrorContains(t, err, "tok_9f8e7d6c", "the caller's own error is untouched")
+		_, err = pl.Turn(rctx, runtime.TurnRequest{Input: "use tok_9f8e7d6c again"},
+			func(context.Context) (string, error) { return "", rt.Permanent("echo: tok_9f8e7d6c / 48213") })
+		require.Error(t, err)
+		recs := records(run)
+		var msgs []string
+		for _, r := range recs {
+			b, err := json.Marshal(r)
+			require.NoError(t, err)
+			assert.NotContains(t, string(b), "tok_9f8e7d6c")
+			assert.NotContains(t, string(b), "48213")
+			if r.Phase == runtime.PhaseOutcome && r.ErrorMessage != "" {
+				msgs = append(msgs, r.ErrorMessage)
+			}
+			if r.Stage == plan.StageTurn {
+				assert.Equal(t, "[SECRET]", r.Args["input"])
+			}
+		}
+		require.Len(t, recs, 6, "intent and outcome of two tool calls and a turn")
+		require.Len(t, msgs, 2)
+		assert.Contains(t, msgs[0], `401: token "[SECRET]" (pin [SECRET]) refused`)
+		assert.Contains(t, msgs[1], "echo: [SECRET] / [SECRET]")
+	}
+
+	t.Run("sqlite", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "audit.db")
+		pl := build(t, map[string]plan.Store{"trail": {Kind: "sqlite", Path: path}}, runtime.Deps{})
+		check(t, pl, func(run string) []runtime.AuditRecord {
+			require.NoError(t, pl.Close())
+			s, err := sqlite.Open(ctx, path)
+			require.NoError(t, err)
+			defer s.Close()
+			recs, err := s.Records(ctx, run)
+			require.NoError(t, err)
+			return recs
+		})
+	})
+	t.Run("postgres", func(t *testing.T) {
+		url := os.Getenv("AGENTC_TEST_POSTGRES_URL")
+		if url == "" {
+			t.Skip("AGENTC_TEST_POSTGRES_URL is not set")
+		}
+		store, err := postgres.Open(ctx, url, "audit_secret_test_")
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = store.Close() })
+		pl := build(t, nil, runtime.Deps{AuditSinks: map[string]runtime.AuditSink{"trail": store}})
+		t.Cleanup(func() { _ = pl.Close() })
+		check(t, pl, func(run string) []runtime.AuditRecord {
+			recs, err := store.Records(ctx, run)
+			require.NoError(t, err)
+			return recs
+		})
+	})
+	t.Run("redis", func(t *testing.T) {
+		url := os.Getenv("AGENTC_TEST_REDIS_URL")
+		if url == "" {
+			t.Skip("AGENTC_TEST_REDIS_URL is not set")
+		}
+		store, err := redis.Open(ctx, url, "audit_secret_test:")
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = store.Close() })
+		pl := build(t, nil, runtime.Deps{AuditSinks: map[string]runtime.AuditSink{"trail": store}})
+		t.Cleanup(func() { _ = pl.Close() })
+		check(t, pl, func(run string) []runtime.AuditRecord {
+			recs, err := store.Records(ctx, run)
+			require.NoError(t, err)
+			return recs
+		})
+	})
 }

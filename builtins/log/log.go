@@ -32,12 +32,17 @@ type Log struct {
 	name   string
 	level  slog.Level
 	logger *slog.Logger
+	// maskText and maskValue hide the run's secrets (the results of its
+	// secret_result tools) in what a line carries.
+	maskText  func(runID, s string) string
+	maskValue func(runID string, v any) any
 }
 
 // Provision picks the logger.
 func (l *Log) Provision(b *runtime.BuildContext) error {
 	l.name = b.Name()
 	l.logger = b.Logger
+	l.maskText, l.maskValue = b.SecretText(), b.SecretValue()
 	return nil
 }
 
@@ -73,7 +78,7 @@ func (l *Log) common(m *runtime.Meta, start time.Time, err error) []slog.Attr {
 		slog.Int("attempts", m.Attempts),
 	}
 	if err != nil {
-		attrs = append(attrs, slog.String("error", err.Error()), slog.String("error_kind", runtime.KindOf(err)))
+		attrs = append(attrs, slog.String("error", l.maskText(m.Run.ID, err.Error())), slog.String("error_kind", runtime.KindOf(err)))
 	}
 	return attrs
 }
@@ -96,7 +101,7 @@ func (l *Log) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 			attrs = append(attrs, slog.Bool("cached", true))
 		}
 		if l.IncludeArgs {
-			attrs = append(attrs, slog.Any("messages", c.Request.Messages))
+			attrs = append(attrs, slog.Any("messages", l.maskValue(c.Meta.Run.ID, c.Request.Messages)))
 		}
 		l.logger.LogAttrs(ctx, lv, "agentc chat", attrs...)
 		return err
@@ -120,7 +125,7 @@ func (l *Log) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 			attrs = append(attrs, slog.Bool("deduped", true))
 		}
 		if l.IncludeArgs {
-			attrs = append(attrs, slog.Any("args", c.Args))
+			attrs = append(attrs, slog.Any("args", l.maskValue(c.Meta.Run.ID, c.Args)))
 		}
 		l.logger.LogAttrs(ctx, lv, "agentc tool", attrs...)
 		return v, err
@@ -141,7 +146,7 @@ func (l *Log) WrapTurn(next runtime.TurnHandler) runtime.TurnHandler {
 			attrs = append(attrs, slog.String("session", c.Session.ID))
 		}
 		if l.IncludeArgs {
-			attrs = append(attrs, slog.String("input", c.Input))
+			attrs = append(attrs, slog.String("input", l.maskText(c.Meta.Run.ID, c.Input)))
 		}
 		l.logger.LogAttrs(ctx, lv, "agentc turn", attrs...)
 		return out, err

@@ -91,3 +91,40 @@ func TestDisabledLevelWritesNothing(t *testing.T) {
 	_, err = runtime.Build(context.Background(), rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("log", `{"level":"loud"}`)}}), runtime.Deps{})
 	assert.ErrorContains(t, err, "level must be one of")
 }
+
+// TestIncludeArgsMasksTheRunsSecrets: the token a secret_result tool
+// returned, passed on by the model in a tool's arguments, quoted in a chat
+// message and a turn's input and echoed by a tool's error, is logged as
+// "[SECRET]", never in clear.
+func TestIncludeArgsMasksTheRunsSecrets(t *testing.T) {
+	var buf bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	cfg := `{"level":"info","include_args":true}`
+	p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("log", cfg)}, Tool: []plan.Layer{rt.Layer("log", cfg)},
+		Turn: []plan.Layer{rt.Layer("log", cfg)}})
+	p.Tools = map[string]plan.Tool{"vault": {SecretResult: true}, "call_api": {}}
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Logger: logger,
+		Models: map[string]runtime.ModelClient{"primary": rt.NewModel(rt.Response{Deltas: []string{"ok"}})},
+		Tools: map[string]runtime.ToolFunc{
+			"vault":    rt.NewTool(rt.ToolResult{Value: map[string]any{"token": "tok_9f8e7d6c"}}).Func(),
+			"call_api": rt.NewTool(rt.ToolResult{Err: rt.Permanent(`401: token "tok_9f8e7d6c" refused`)}).Func(),
+		}})
+	require.NoError(t, err)
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r-secret"})
+	_, err = pl.Tool(ctx, runtime.ToolRequest{Name: "vault", Args: map[string]any{}})
+	require.NoError(t, err)
+	_, _ = pl.Turn(ctx, runtime.TurnRequest{Input: "use tok_9f8e7d6c"}, func(ctx context.Context) (string, error) {
+		_, _, err := rt.Collect(ctx, pl, runtime.ChatRequest{Model: "primary",
+			Messages: []runtime.Message{{Role: "user", Content: "the token is tok_9f8e7d6c"}}}, 0)
+		require.NoError(t, err)
+		_, err = pl.Tool(ctx, runtime.ToolRequest{Name: "call_api", Args: map[string]any{"auth": "Bearer tok_9f8e7d6c"}})
+		return "", err
+	})
+	assert.NotContains(t, buf.String(), "tok_9f8e7d6c")
+	got := lines(t, &buf)
+	require.Len(t, got, 4)
+	assert.Contains(t, got[1]["messages"], map[string]any{"role": "user", "content": "[SECRET]"})
+	assert.Equal(t, map[string]any{"auth": "[SECRET]"}, got[2]["args"])
+	assert.Equal(t, `401: token "[SECRET]" refused`, got[2]["error"])
+	assert.Equal(t, "use [SECRET]", got[3]["input"])
+}

@@ -44,4 +44,9 @@
 // ({"4111111111111111": "x"}) is renamed to its placeholder, followed by "#2", "#3"... when
 // two keys mask alike or the name is taken, so no value is lost. The caller's messages and
 // maps are never modified.
+//
+// A tool call that is proposed but not run here (agentc serve relays a model's call to the
+// client that runs it; runtime.ToolAdmitter) is refused when its arguments hold personal data,
+// with either action: "redact" cannot reach a tool the client runs, and the arguments relayed
+// are never rewritten, so the call is not relayed at all.
 package pii

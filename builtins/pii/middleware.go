@@ -3,6 +3,7 @@ package pii
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -394,13 +395,22 @@ func (m *Middleware) blockArgs(c *runtime.ToolCall) error {
 }
 
 // AdmitTool implements runtime.ToolAdmitter: with action "block", the
-// refusal WrapTool makes; "redact" changes the arguments the tool sees
-// and refuses nothing.
+// refusal WrapTool makes. With "redact" a proposed call whose arguments hold
+// personal data is refused as well: the call is relayed to the client that
+// runs it (agentc serve), where no redaction can reach the tool, and the
+// arguments are not rewritten on the way, which would have the client act
+// on masked values (a refund to "[CARD]") and keep a transcript the model
+// did not write. Such a call is never relayed with the data in clear.
 func (m *Middleware) AdmitTool(_ context.Context, c *runtime.ToolCall) error {
-	if m.Action != ActionBlock {
-		return nil
+	err := m.blockArgs(c)
+	if err == nil || m.Action == ActionBlock {
+		return err
 	}
-	return m.blockArgs(c)
+	var be *runtime.BlockedError
+	if errors.As(err, &be) {
+		be.Message += "; action redact cannot mask a proposed call the client runs, so it is not relayed"
+	}
+	return err
 }
 
 var (

@@ -1,6 +1,9 @@
 // Package retry implements the retry builtin (stages chat and tool): it
 // re-invokes the inner layers when an attempt fails before anything was
-// delivered and the failure is transient.
+// delivered and the failure is transient. It is not offered on the turn
+// chain (schema/stage): running a turn again would run its tool calls
+// again, a refund included; a retry on the tool chain retries one tool call,
+// and agentc vet holds it to retry_safe tools (order/retry-side-effect).
 //
 // Classification follows runtime.IsTransient: rate limited, timeouts, 5xx and
 // connection errors are transient, and so is anything unclassified; permanent

@@ -84,6 +84,9 @@ func (r *runner) resume(ctx context.Context, i int, rs *ResumeStep) StepResult {
 		if cp.Version > 0 {
 			sr.Checkpoint = infoOf(cp)
 		}
+		if err == nil {
+			r.setTranscript(r.pl.Transcript(ctx))
+		}
 	}
 	setOutcome(&sr, err)
 	return sr
@@ -97,6 +100,7 @@ func (r *runner) resume(ctx context.Context, i int, rs *ResumeStep) StepResult {
 func (r *runner) crash(ctx context.Context, i int) StepResult {
 	sr := StepResult{Index: i, Stage: "crash"}
 	_ = r.pl.Close()
+	r.setTranscript(nil)
 	pl, err := r.rebuild(context.WithoutCancel(ctx))
 	if err != nil {
 		// Without a pipeline no step can run: end the scenario here.

@@ -489,6 +489,26 @@ type runner struct {
 	stateFields []string
 	// rebuild builds the pipeline again after a crash step.
 	rebuild func(context.Context) (*runtime.Pipeline, error)
+
+	// transcript is the run's transcript an agent step with continue
+	// starts from: what the last agent step left, or what a resume
+	// restored; a crash loses it.
+	mu         sync.Mutex
+	transcript []runtime.Message
+}
+
+// setTranscript records msgs as the run's transcript.
+func (r *runner) setTranscript(msgs []runtime.Message) {
+	r.mu.Lock()
+	r.transcript = slices.Clone(msgs)
+	r.mu.Unlock()
+}
+
+// lastTranscript returns a copy of the run's transcript.
+func (r *runner) lastTranscript() []runtime.Message {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.transcript)
 }
 
 func (r *runner) steps(ctx context.Context, path string, steps []Step) []StepResult {
@@ -601,7 +621,9 @@ func (r *runner) chat(ctx context.Context, i int, cs *ChatStep) StepResult {
 func (r *runner) agent(ctx context.Context, i int, as *AgentStep) StepResult {
 	msgs := as.Messages
 	if as.Continue {
-		msgs = append(r.pl.Transcript(ctx), as.Messages...)
+		// RunAgent settles the tool calls the transcript left without a
+		// result before the step's messages and input.
+		msgs = append(r.lastTranscript(), as.Messages...)
 	}
 	req := runtime.AgentRequest{Model: as.Model, Messages: msgs, Input: as.Input, Session: as.Session,
 		MaxSteps: as.MaxSteps, MaxParallel: as.MaxParallel, OnBlock: as.OnBlock}
@@ -609,6 +631,9 @@ func (r *runner) agent(ctx context.Context, i int, as *AgentStep) StepResult {
 		req.Params = as.Params.request()
 	}
 	res, err := r.pl.RunAgent(ctx, req)
+	if res.Messages != nil {
+		r.setTranscript(res.Messages)
+	}
 	sr := StepResult{Index: i, Stage: "agent", Attempts: res.Attempts, Agent: &AgentSummary{
 		Steps: res.Steps, ToolCalls: res.ToolCalls, Blocked: res.Blocked, Stop: res.Stop, FinishReason: res.FinishReason,
 		Usage: res.Usage, Messages: copyRequest(&runtime.ChatRequest{Messages: res.Messages}).Messages}}
