@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
-	"regexp"
 	"slices"
 	"strconv"
+	"strings"
+	"sync"
 
 	"github.com/agentc-dev/agentc/internal/argpath"
 	"github.com/agentc-dev/agentc/internal/jsonpointer"
@@ -42,6 +42,7 @@ type Middleware struct {
 	name    string
 	checker *Checker
 	client  *http.Client
+	refs    sync.Map // url_arg reference -> argpath.Path
 }
 
 // Provision builds the checker and the guarded HTTP client once; they look
@@ -128,33 +129,98 @@ func (m *Middleware) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 	}
 }
 
-// urlText finds the URLs written out in a text: a scheme, "://" and what
-// follows up to a space, a quote or an angle bracket. What follows is kept
-// whole (a backslash or an "@" included) so that the URL checked is the one
-// a lenient parser would read; a URL that does not parse is refused.
-var urlText = regexp.MustCompile(`(?i)[a-z][a-z0-9+.-]*://[^\s"'<>]*`)
+// findURLs calls yield with each URL written out in a text: a scheme (a
+// letter, then letters, digits, "+", "." or "-"), "://" and what follows up
+// to a space, a quote or an angle bracket, as the regular expression
+// (?i)[a-z][a-z0-9+.-]*://[^\s"'<>]* finds them (leftmost, not
+// overlapping). What follows is kept whole (a backslash or an "@"
+// included) so that the URL checked is the one a lenient parser would read;
+// a URL that does not parse is refused.
+func findURLs(s string, yield func(string)) {
+	for i := 0; i < len(s); {
+		j := strings.Index(s[i:], "://")
+		if j < 0 {
+			return
+		}
+		j += i
+		k := j
+		for k > i && isSchemeByte(s[k-1]) {
+			k--
+		}
+		for k < j && !isLetter(s[k]) {
+			k++
+		}
+		if k == j { // no scheme before this "://"
+			i = j + 1
+			continue
+		}
+		end := j + 3
+		for end < len(s) && !isURLStop(s[end]) {
+			end++
+		}
+		yield(s[k:end])
+		i = end
+	}
+}
 
-// scanURLs appends every URL written out in v (strings and object keys, at
-// any depth) as a Value located at its argument.
-func scanURLs(v any, at string, out []argpath.Value) []argpath.Value {
+func isLetter(b byte) bool { return 'a' <= b|0x20 && b|0x20 <= 'z' }
+
+func isSchemeByte(b byte) bool {
+	return isLetter(b) || '0' <= b && b <= '9' || b == '+' || b == '.' || b == '-'
+}
+
+// isURLStop reports the bytes that end a URL in a text: the ASCII spaces
+// of \s (tab, newline, form feed, carriage return, space), quotes and angle
+// brackets.
+func isURLStop(b byte) bool {
+	switch b {
+	case '\t', '\n', '\f', '\r', ' ', '"', '\'', '<', '>':
+		return true
+	}
+	return false
+}
+
+// scan is the search of a call's arguments for URLs written out.
+type scan struct {
+	path []string // the member names and indexes down to the value scanned
+	out  []argpath.Value
+}
+
+// at returns the location of the value scanned, as a JSON pointer.
+func (sc *scan) at() string {
+	var b strings.Builder
+	for _, t := range sc.path {
+		b.WriteByte('/')
+		b.WriteString(t)
+	}
+	return b.String()
+}
+
+// value appends every URL written out in v (strings and object keys, at
+// any depth) as a Value located at its argument. Locations are built only
+// for the values that hold one.
+func (sc *scan) value(v any) {
 	switch x := v.(type) {
 	case string:
-		for _, u := range urlText.FindAllString(x, -1) {
-			out = append(out, argpath.Value{At: at, S: u})
-		}
+		sc.text(x)
 	case map[string]any:
-		for _, k := range slices.Sorted(maps.Keys(x)) {
-			loc := at + "/" + jsonpointer.Escape(k)
-			out = scanURLs(k, loc, out)
-			out = scanURLs(x[k], loc, out)
+		for k, e := range x {
+			sc.path = append(sc.path, jsonpointer.Escape(k))
+			sc.text(k)
+			sc.value(e)
+			sc.path = sc.path[:len(sc.path)-1]
 		}
 	case []any:
 		for i, e := range x {
-			out = scanURLs(e, at+"/"+strconv.Itoa(i), out)
+			sc.path = append(sc.path, strconv.Itoa(i))
+			sc.value(e)
+			sc.path = sc.path[:len(sc.path)-1]
 		}
 	case []string:
 		for i, e := range x {
-			out = scanURLs(e, at+"/"+strconv.Itoa(i), out)
+			sc.path = append(sc.path, strconv.Itoa(i))
+			sc.text(e)
+			sc.path = sc.path[:len(sc.path)-1]
 		}
 	case nil, bool, float64, float32, int, int64, int32, uint, uint64, uint32, json.Number:
 	default:
@@ -163,17 +229,48 @@ func scanURLs(v any, at string, out []argpath.Value) []argpath.Value {
 		// none is scanned as its printed form.
 		var j any
 		if b, err := json.Marshal(x); err == nil && json.Unmarshal(b, &j) == nil {
-			return scanURLs(j, at, out)
+			sc.value(j)
+			return
 		}
-		return scanURLs(fmt.Sprint(x), at, out)
+		sc.text(fmt.Sprint(x))
 	}
-	return out
+}
+
+func (sc *scan) text(s string) {
+	if !strings.Contains(s, "://") {
+		return
+	}
+	at := sc.at()
+	findURLs(s, func(u string) { sc.out = append(sc.out, argpath.Value{At: at, S: u}) })
+}
+
+// scanURLs returns every URL written out in args, ordered by location (so
+// that the refusal reported is the same from one call to the next).
+func scanURLs(args map[string]any) []argpath.Value {
+	var sc scan
+	sc.value(args)
+	if len(sc.out) > 1 {
+		slices.SortStableFunc(sc.out, func(a, b argpath.Value) int { return strings.Compare(a.At, b.At) })
+	}
+	return sc.out
+}
+
+// parsed returns the parsed reference ref, parsed once per layer.
+func (m *Middleware) parsed(ref string) (argpath.Path, error) {
+	if p, ok := m.refs.Load(ref); ok {
+		return p.(argpath.Path), nil
+	}
+	p, err := argpath.Parse(ref)
+	if err == nil {
+		m.refs.Store(ref, p)
+	}
+	return p, err
 }
 
 func (m *Middleware) check(ctx context.Context, c *runtime.ToolCall, refs []string, scan bool) error {
 	var urls []argpath.Value
 	for _, ref := range refs {
-		p, err := argpath.Parse(ref)
+		p, err := m.parsed(ref)
 		if err != nil {
 			return &runtime.BlockedError{Layer: m.name, Message: fmt.Sprintf("tool %s: url_arg: %v", c.Name, err)}
 		}
@@ -184,14 +281,21 @@ func (m *Middleware) check(ctx context.Context, c *runtime.ToolCall, refs []stri
 		urls = append(urls, vs...)
 	}
 	if scan {
-		urls = scanURLs(map[string]any(c.Args), "", urls)
+		urls = append(urls, scanURLs(c.Args)...)
 	}
-	seen := make(map[string]bool, len(urls))
-	for _, u := range urls {
-		if seen[u.S] {
-			continue
+	var seen map[string]bool // past a few URLs; before, a look back
+	for i, u := range urls {
+		if len(urls) > 16 {
+			if seen == nil {
+				seen = make(map[string]bool, len(urls))
+			}
+			if seen[u.S] {
+				continue
+			}
+			seen[u.S] = true
+		} else if slices.ContainsFunc(urls[:i], func(v argpath.Value) bool { return v.S == u.S }) {
+			continue // checked already
 		}
-		seen[u.S] = true
 		err := m.checker.CheckURL(ctx, u.S)
 		if err == nil {
 			continue

@@ -2,8 +2,10 @@ package egress_test
 
 import (
 	"context"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"sync/atomic"
 	"testing"
 
@@ -234,4 +236,32 @@ func TestMiddlewareScansUndeclaredURLs(t *testing.T) {
 	require.NoError(t, err, "scan_args false leaves undeclared arguments alone")
 	_, err = off.Tool(context.Background(), runtime.ToolRequest{Name: "fetch_page", Args: map[string]any{"url": "http://169.254.169.254/"}})
 	require.ErrorAs(t, err, new(*runtime.BlockedError), "url_arg is checked whatever scan_args says")
+}
+
+// TestFindURLsMatchesItsExpression holds the byte scanner to the regular
+// expression its doc gives, on texts built to find the edges: schemes after
+// digits and signs, "://" with no scheme, back-to-back URLs, every stop
+// byte, non-ASCII text.
+func TestFindURLsMatchesItsExpression(t *testing.T) {
+	re := regexp.MustCompile(`(?i)[a-z][a-z0-9+.-]*://[^\s"'<>]*`)
+	texts := []string{
+		"", "://", "a://", "1://", "1a://x", "+a.b-c://h/p?q", "see https://x.example/a and http://y",
+		"HTTP://A.B", "x://y://z", "ftp://a\tb", "u://a\"b'c<d>e f\ng\rh\fi\vj", "é://x", "aé://x",
+		"http://[::1]/", "http://a@169.254.169.254/", `http:\\169.254.169.254`, "://a://b", "a-://b", "-a://b",
+		"https://x.example/ü?q=ß", "javascript://%0aalert(1)", "a:// b", "a://", "zz://yy://xx",
+	}
+	alphabet := []byte("ab1+.-:/ \t\"'<>@\\xé")
+	rnd := rand.New(rand.NewPCG(1, 2))
+	for range 5000 {
+		b := make([]byte, rnd.IntN(24))
+		for i := range b {
+			b[i] = alphabet[rnd.IntN(len(alphabet))]
+		}
+		texts = append(texts, string(b))
+	}
+	for _, s := range texts {
+		var got []string
+		egress.FindURLs(s, func(u string) { got = append(got, u) })
+		assert.Equal(t, re.FindAllString(s, -1), got, "%q", s)
+	}
 }

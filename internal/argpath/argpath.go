@@ -94,6 +94,9 @@ func (e *Error) Error() string { return fmt.Sprintf("argument %s %s", e.At, e.Pr
 // reached by "*" may be empty (no value); anything else that is not there
 // or not of the expected type is an *Error.
 func Resolve(args map[string]any, p Path) ([]Value, error) {
+	if len(p.tokens) == 1 && p.tokens[0] != "*" && args != nil {
+		return resolveName(args, p.tokens[0])
+	}
 	var out []Value
 	var walk func(v any, i int, loc []any, at string) error
 	walk = func(v any, i int, loc []any, at string) error {
@@ -149,6 +152,26 @@ func Resolve(args map[string]any, p Path) ([]Value, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// resolveName is Resolve of a top-level argument name, the common case,
+// without the walk.
+func resolveName(args map[string]any, name string) ([]Value, error) {
+	at := "/" + jsonpointer.Escape(name)
+	for k := range args {
+		if k != name && strings.EqualFold(k, name) {
+			return nil, &Error{At: "/" + jsonpointer.Escape(k), Problem: "differs from " + at + " only in case"}
+		}
+	}
+	v, ok := args[name]
+	if !ok {
+		return nil, &Error{At: at, Problem: "is missing"}
+	}
+	s, ok := v.(string)
+	if !ok {
+		return nil, &Error{At: at, Problem: "is " + kind(v) + ", not a string"}
+	}
+	return []Value{{At: at, S: s, loc: []any{name}}}, nil
 }
 
 func orRoot(at string) string {

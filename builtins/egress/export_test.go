@@ -1,0 +1,4 @@
+package egress
+
+// FindURLs exports findURLs to the tests.
+var FindURLs = findURLs
