@@ -219,7 +219,9 @@ const (
 	// ClassBudget is a budget ceiling: final.
 	ClassBudget
 	// ClassInDoubt is a side-effecting call that may or may not have run (an
-	// *InDoubtError): final, since running it again could repeat its effect.
+	// *InDoubtError), or one that ran but whose outcome was not recorded
+	// (ErrOutcomeUnrecorded): final, since running it again could repeat its
+	// effect.
 	ClassInDoubt
 )
 
@@ -242,15 +244,16 @@ func (c Class) String() string {
 // rather than redelivered.
 func (c Class) Final() bool { return c == ClassBlocked || c == ClassBudget || c == ClassInDoubt }
 
-// Classify returns the class of err: ClassOK for nil, ClassBlocked for a
-// *BlockedError, ClassBudget for a *BudgetError (anywhere in the chain), and
-// ClassInDoubt for an *InDoubtError, and ClassFailure for anything else.
+// Classify returns the class of err: ClassOK for nil, ClassInDoubt for an
+// *InDoubtError or ErrOutcomeUnrecorded, ClassBlocked for a *BlockedError,
+// ClassBudget for a *BudgetError (anywhere in the chain), and ClassFailure
+// for anything else.
 func Classify(err error) Class {
 	if err == nil {
 		return ClassOK
 	}
 	var d *InDoubtError
-	if errors.As(err, &d) {
+	if errors.As(err, &d) || errors.Is(err, ErrOutcomeUnrecorded) {
 		return ClassInDoubt
 	}
 	var b *BlockedError
@@ -335,7 +338,9 @@ func RetryAfterOf(err error) (time.Duration, bool) {
 	return 0, false
 }
 
-// KindOf names the kind of a failure for reports: "blocked", "budget", a
+// KindOf names the kind of a failure for reports: "in_doubt" (an
+// *InDoubtError, or a call's only error ErrOutcomeUnrecorded: the call's own
+// error, when it failed, comes first), "blocked", "budget", a
 // *CallError's kind (from its Kind, else its Status), "breaker_open",
 // "canceled", "timeout", the kind of a status code (StatusCode() int), or
 // "failure".
@@ -354,6 +359,9 @@ func KindOf(err error) string {
 	}
 	var ce *CallError
 	if errors.As(err, &ce) {
+		if errors.Is(ce, ErrOutcomeUnrecorded) {
+			return "in_doubt"
+		}
 		if k := ce.kind(); k != "" {
 			return string(k)
 		}
