@@ -192,6 +192,8 @@ func TestReadmeCommandsMatchUsage(t *testing.T) {
 		synopses[c.name] = c.synopsis
 	}
 	lineRE := regexp.MustCompile(`(?m)^agentc ([a-z-]+) (\[.*)$`)
+	rowRE := regexp.MustCompile("(?m)^\\| `(-[a-z]+)[ `]")
+	flagRE := regexp.MustCompile(`-[a-z]+`)
 	for _, doc := range docs {
 		b, err := os.ReadFile(doc)
 		if err != nil {
@@ -201,6 +203,17 @@ func TestReadmeCommandsMatchUsage(t *testing.T) {
 			synopsis, ok := synopses[m[1]]
 			if assert.True(t, ok, "%s names a command agentc %s that does not exist", filepath.Base(doc), m[1]) {
 				assert.True(t, strings.HasPrefix(m[2], synopsis), "%s gives agentc %s as %q, its usage as %q", filepath.Base(doc), m[1], m[2], synopsis)
+			}
+		}
+		// A page of one command with a table of its flags lists every flag
+		// the command has, and no other.
+		if ms := lineRE.FindAllStringSubmatch(string(b), -1); len(ms) == 1 {
+			var rows []string
+			for _, r := range rowRE.FindAllStringSubmatch(string(b), -1) {
+				rows = append(rows, r[1])
+			}
+			if len(rows) > 0 {
+				assert.ElementsMatch(t, flagRE.FindAllString(synopses[ms[0][1]], -1), rows, "the flag table of %s against agentc %s's usage", filepath.Base(doc), ms[0][1])
 			}
 		}
 	}
