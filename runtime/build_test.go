@@ -453,6 +453,15 @@ func TestClassify(t *testing.T) {
 		{"blocked", blocked, runtime.ClassBlocked, true, false, "blocked"},
 		{"wrapped blocked", errors.Join(errors.New("x"), blocked), runtime.ClassBlocked, true, false, "blocked"},
 		{"budget", budget, runtime.ClassBudget, true, false, "budget"},
+		// A call that ran but whose audit outcome was not written: its effect
+		// may stand, so a worker must not redeliver it.
+		{"outcome unrecorded", &runtime.CallError{Kind: runtime.KindPermanent, Layer: "audit", Message: "audit outcome not written",
+			Err: errors.Join(runtime.ErrOutcomeUnrecorded, errors.New("disk full"))}, runtime.ClassInDoubt, true, false, "in_doubt"},
+		{"outcome unrecorded beside a block", errors.Join(blocked, &runtime.CallError{Kind: runtime.KindPermanent, Err: runtime.ErrOutcomeUnrecorded}), runtime.ClassBlocked, true, false, "blocked"},
+		// A call that failed of its own: its error comes first, as it would
+		// with its outcome recorded.
+		{"outcome unrecorded after a failure", errors.Join(rt.Transient("503"), &runtime.CallError{Kind: runtime.KindPermanent, Err: runtime.ErrOutcomeUnrecorded}), runtime.ClassFailure, false, true, "transient"},
+		{"outcome unrecorded alone", runtime.ErrOutcomeUnrecorded, runtime.ClassInDoubt, true, false, "in_doubt"},
 		{"transient", rt.Transient("503"), runtime.ClassFailure, false, true, "transient"},
 		{"permanent", rt.Permanent("400"), runtime.ClassFailure, false, false, "permanent"},
 		{"rate limited", &runtime.CallError{Kind: runtime.KindRateLimited}, runtime.ClassFailure, false, true, "rate_limited"},

@@ -219,7 +219,9 @@ const (
 	// ClassBudget is a budget ceiling: final.
 	ClassBudget
 	// ClassInDoubt is a side-effecting call that may or may not have run (an
-	// *InDoubtError): final, since running it again could repeat its effect.
+	// *InDoubtError), or one that ran but whose outcome was not recorded
+	// (ErrOutcomeUnrecorded): final, since running it again could repeat its
+	// effect.
 	ClassInDoubt
 )
 
@@ -242,9 +244,12 @@ func (c Class) String() string {
 // rather than redelivered.
 func (c Class) Final() bool { return c == ClassBlocked || c == ClassBudget || c == ClassInDoubt }
 
-// Classify returns the class of err: ClassOK for nil, ClassBlocked for a
-// *BlockedError, ClassBudget for a *BudgetError (anywhere in the chain), and
-// ClassInDoubt for an *InDoubtError, and ClassFailure for anything else.
+// Classify returns the class of err: ClassOK for nil, ClassInDoubt for an
+// *InDoubtError, ClassBlocked for a *BlockedError, ClassBudget for a
+// *BudgetError (anywhere in the chain), ClassInDoubt for a call that ran to
+// its end but whose outcome was not recorded (ErrOutcomeUnrecorded, unless
+// the call failed of its own, whose error comes first), and ClassFailure for
+// anything else.
 func Classify(err error) Class {
 	if err == nil {
 		return ClassOK
@@ -261,11 +266,30 @@ func Classify(err error) Class {
 	if errors.As(err, &g) {
 		return ClassBudget
 	}
+	if outcomeUnrecorded(err) {
+		return ClassInDoubt
+	}
 	return ClassFailure
 }
 
+// outcomeUnrecorded reports whether err is a call's outcome not recorded
+// (ErrOutcomeUnrecorded) and the call did not fail of its own: the first
+// *CallError of err is the one that carries ErrOutcomeUnrecorded, or err
+// has none.
+func outcomeUnrecorded(err error) bool {
+	if !errors.Is(err, ErrOutcomeUnrecorded) {
+		return false
+	}
+	var ce *CallError
+	if errors.As(err, &ce) {
+		return errors.Is(ce, ErrOutcomeUnrecorded)
+	}
+	return true
+}
+
 // IsTransient reports whether a failed attempt may succeed when tried again.
-// Blocked, budget and open-breaker errors and cancellations are not transient;
+// Blocked, budget, in-doubt and open-breaker errors and cancellations are not
+// transient;
 // a *CallError follows its Kind, else its Status, else the error it wraps; an
 // error with a Retryable() bool method follows it; a status code
 // (StatusCode() int) is transient for 408, 425, 429 and 5xx; a timeout
@@ -335,7 +359,9 @@ func RetryAfterOf(err error) (time.Duration, bool) {
 	return 0, false
 }
 
-// KindOf names the kind of a failure for reports: "blocked", "budget", a
+// KindOf names the kind of a failure for reports: "in_doubt" (an
+// *InDoubtError, or an outcome not recorded as Classify takes it),
+// "blocked", "budget", a
 // *CallError's kind (from its Kind, else its Status), "breaker_open",
 // "canceled", "timeout", the kind of a status code (StatusCode() int), or
 // "failure".
@@ -351,6 +377,9 @@ func KindOf(err error) string {
 	var g *BudgetError
 	if errors.As(err, &g) {
 		return "budget"
+	}
+	if outcomeUnrecorded(err) {
+		return "in_doubt"
 	}
 	var ce *CallError
 	if errors.As(err, &ce) {

@@ -331,7 +331,9 @@ func objectSchema(s any) bool {
 
 // callTool runs one tools/call through the current generation's tool
 // chain. A call the chain refuses (blocked, budget) or that fails is an
-// error result, so the model sees why; the tool is not reached.
+// error result, so the model sees why; a refused call does not reach the
+// tool. A call in doubt (it may have run, or ran with its outcome not
+// recorded) is an error result that says so ("in_doubt by LAYER: ...").
 func (p *mcpProxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	s := p.s
 	g := s.acquire()

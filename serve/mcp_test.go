@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -267,4 +268,34 @@ chains: tool: [
 	assert.True(t, res.IsError)
 	assert.Contains(t, text(t, res), "blocked by cap")
 	assert.EqualValues(t, 1, ran.Load())
+}
+
+// outcomeFailingSink writes every intent and refuses every outcome, as an
+// audit store that fails between the two.
+type outcomeFailingSink struct{}
+
+func (outcomeFailingSink) Append(_ context.Context, r runtime.AuditRecord) error {
+	if r.Phase == runtime.PhaseOutcome {
+		return errors.New("audit store unavailable")
+	}
+	return nil
+}
+
+// TestMCPOutcomeUnrecordedIsInDoubt: a refund that ran upstream but whose
+// audit outcome could not be written is reported to the MCP client as in
+// doubt, not as a failure it may send again, and counted as such.
+func TestMCPOutcomeUnrecordedIsInDoubt(t *testing.T) {
+	upstream, refunds := inProcessUpstream(t)
+	s := startServer(t, Options{
+		Source: cueSource(writePolicy(t, fmt.Sprintf(proxyPolicy, sha("agent-key"), upstream))),
+		Deps:   runtime.Deps{Audit: outcomeFailingSink{}},
+	})
+	cs := connectProxy(t, s.url, "agent-key", map[string]string{RunHeader: "order-8"})
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "refund", Arguments: map[string]any{"order_id": "A1", "amount": 40}})
+	require.NoError(t, err)
+	assert.True(t, res.IsError)
+	assert.True(t, strings.HasPrefix(text(t, res), "in_doubt by audit: "), text(t, res))
+	assert.EqualValues(t, 1, refunds.Load(), "the refund ran")
+	_, _, metrics := do(t, "GET", s.url+"/metrics", "", nil)
+	assert.Contains(t, metrics, `agentc_serve_tool_calls_total{outcome="in_doubt",tool="refund"} 1`)
 }

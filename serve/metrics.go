@@ -50,7 +50,7 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 			Help: "Tokens of the model calls served, by tenant, model and direction (input, output)."},
 			[]string{"tenant", "model", "direction"}),
 		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentc_serve_tool_calls_total",
-			Help: "MCP tool calls by tool and outcome (ok, blocked, budget, error)."}, []string{"tool", "outcome"}),
+			Help: "MCP tool calls by tool and outcome (ok, blocked, budget, in_doubt, error)."}, []string{"tool", "outcome"}),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentc_serve_reloads_total",
 			Help: "Policy reloads by result (ok, failed)."}, []string{"result"}),
 		generation: prometheus.NewGauge(prometheus.GaugeOpts{Name: "agentc_serve_policy_generation",

@@ -156,6 +156,7 @@ func TestOutcomeFailureIsReturned(t *testing.T) {
 	assert.Equal(t, "R1", r.Value, "the call ran and its result is returned")
 	assert.Equal(t, "audit", runtime.LayerOf(err))
 	assert.False(t, runtime.IsTransient(err), "no retry re-runs a call that ran for the sake of its record")
+	assert.Equal(t, runtime.ClassInDoubt, runtime.Classify(err), "final: a worker does not redeliver a call whose effect may stand")
 	assert.ErrorIs(t, err, errSink)
 
 	_, err = pl.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A2"}})

@@ -31,7 +31,9 @@
 // call itself has run; the error is permanent so that no retry outside runs
 // it again for the sake of the record, and it wraps
 // runtime.ErrOutcomeUnrecorded, with which an agent turn (RunAgent) ends
-// instead of telling the model the tool failed.
+// instead of telling the model the tool failed, and which runtime.Classify
+// reports as in doubt when the call succeeded (final: a worker does not
+// redeliver it); a call that failed is classified by its own error.
 //
 // Raw arguments (a tool's args; a turn's input and session id) are stored
 // only with include_args: true; by default the digest alone lets an auditor

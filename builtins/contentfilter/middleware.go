@@ -19,7 +19,7 @@ func init() {
 		ID:     ID,
 		Stages: []plan.Stage{plan.StageChat, plan.StageTurn},
 		Traits: []runtime.Trait{runtime.TraitGuards, runtime.TraitShortCircuits},
-		Doc:    "blocks banned keywords and regexes",
+		Doc:    "blocks banned keywords and regexes in every message the model reads and in the tool calls it makes",
 		New:    func() runtime.Middleware { return &Middleware{OnError: "closed", System: true} },
 	})
 }

@@ -7,8 +7,8 @@
 //
 // Classification follows runtime.IsTransient: rate limited, timeouts, 5xx and
 // connection errors are transient, and so is anything unclassified; permanent
-// errors (4xx, validation), blocked and budget errors and open breakers fail
-// fast. The caller's own cancellation is never retried; an attempt that ran
+// errors (4xx, validation), blocked, budget and in-doubt errors and open
+// breakers fail fast. The caller's own cancellation is never retried; an attempt that ran
 // out of attempt_timeout is. In the chat stage the attempt timeout bounds the
 // time to the first delta, and once a delta has been delivered the stream is
 // committed: a later failure is returned as is. Any delta counts, whatever it

@@ -162,3 +162,59 @@ func TestCollectorOn(t *testing.T) {
 	debug.SetGCPercent(prev)
 	assert.Equal(t, 100, prev, "the collector's percentage during the tests")
 }
+
+// TestReadmeCommandsMatchUsage checks that the command list of the
+// repository's README gives every command the synopsis its usage prints,
+// so a flag added to a command does not go undocumented there.
+func TestReadmeCommandsMatchUsage(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join(filepath.Dir(examplesDir(t)), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range commands {
+		line := regexp.MustCompile(`(?m)^agentc ` + regexp.QuoteMeta(c.name) + `(?: +(.*))?$`).FindSubmatch(readme)
+		if !assert.NotNil(t, line, "README.md lists no agentc %s", c.name) {
+			continue
+		}
+		if c.synopsis == "" {
+			continue
+		}
+		assert.True(t, strings.HasPrefix(string(line[1]), c.synopsis), "README.md gives agentc %s as %q, its usage as %q", c.name, line[1], c.synopsis)
+	}
+	// A synopsis line in docs/ (one starting "agentc CMD [") is held to the
+	// usage too.
+	docs, err := filepath.Glob(filepath.Join(filepath.Dir(examplesDir(t)), "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	synopses := map[string]string{}
+	for _, c := range commands {
+		synopses[c.name] = c.synopsis
+	}
+	lineRE := regexp.MustCompile(`(?m)^agentc ([a-z-]+) (\[.*)$`)
+	rowRE := regexp.MustCompile("(?m)^\\| `(-[a-z]+)[ `]")
+	flagRE := regexp.MustCompile(`-[a-z]+`)
+	for _, doc := range docs {
+		b, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range lineRE.FindAllStringSubmatch(string(b), -1) {
+			synopsis, ok := synopses[m[1]]
+			if assert.True(t, ok, "%s names a command agentc %s that does not exist", filepath.Base(doc), m[1]) {
+				assert.True(t, strings.HasPrefix(m[2], synopsis), "%s gives agentc %s as %q, its usage as %q", filepath.Base(doc), m[1], m[2], synopsis)
+			}
+		}
+		// A page of one command with a table of its flags lists every flag
+		// the command has, and no other.
+		if ms := lineRE.FindAllStringSubmatch(string(b), -1); len(ms) == 1 {
+			var rows []string
+			for _, r := range rowRE.FindAllStringSubmatch(string(b), -1) {
+				rows = append(rows, r[1])
+			}
+			if len(rows) > 0 {
+				assert.ElementsMatch(t, flagRE.FindAllString(synopses[ms[0][1]], -1), rows, "the flag table of %s against agentc %s's usage", filepath.Base(doc), ms[0][1])
+			}
+		}
+	}
+}
