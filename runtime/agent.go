@@ -326,14 +326,21 @@ func pendingCalls(msgs []Message) (at int, pending []ToolUse, ins int) {
 	if at < 0 || len(msgs[at].ToolCalls) == 0 {
 		return -1, nil, len(msgs)
 	}
-	answered := map[string]bool{}
+	// answers counts the results naming each call id: only a tool message
+	// and a tool_result part answer a call (a user's message, whose
+	// ToolCallID is empty, does not answer a call without an id), and each
+	// result answers one call (of two calls sharing an id, one result
+	// leaves the other pending).
+	answers := map[string]int{}
 	ins = at + 1
 	for i, m := range msgs[at+1:] {
-		answered[m.ToolCallID] = true
 		results := m.Role == "tool"
+		if results {
+			answers[m.ToolCallID]++
+		}
 		for _, p := range m.Parts {
-			if p.Type == PartToolResult {
-				answered[p.ToolCallID] = true
+			if p.Type == PartToolResult && !(results && p.ToolCallID == m.ToolCallID) {
+				answers[p.ToolCallID]++
 			}
 		}
 		if !results && m.Role == "user" && len(m.Parts) > 0 && m.Content == "" {
@@ -344,9 +351,11 @@ func pendingCalls(msgs []Message) (at int, pending []ToolUse, ins int) {
 		}
 	}
 	for _, c := range msgs[at].ToolCalls {
-		if !answered[c.ID] {
-			pending = append(pending, c)
+		if answers[c.ID] > 0 {
+			answers[c.ID]--
+			continue
 		}
+		pending = append(pending, c)
 	}
 	return at, pending, ins
 }

@@ -131,3 +131,36 @@ func TestRunAgentSettlesCallsBeforeLaterMessages(t *testing.T) {
 	require.ErrorAs(t, err, &doubt)
 	assert.Equal(t, 1, model.Calls(), "the model is not asked after the refund in doubt")
 }
+
+// TestRunAgentPendingCallsOfOddIDs: a call is answered only by a result
+// naming its id, once per result. A call without an id is not answered by
+// a user's message that follows it (whose ToolCallID is empty too), and of
+// two calls sharing an id one result answers one: the refund left
+// unanswered ends the turn in doubt and the model is not asked.
+func TestRunAgentPendingCallsOfOddIDs(t *testing.T) {
+	follow := runtime.Message{Role: "user", Content: "go on"}
+	for _, tc := range []struct {
+		name string
+		msgs []runtime.Message
+	}{
+		{name: "empty id, user message after", msgs: []runtime.Message{{Role: "user", Content: "refund 7"},
+			{Role: "assistant", ToolCalls: []runtime.ToolUse{use("", "refund", `{"order":7}`)}}, follow}},
+		{name: "duplicate id, one result", msgs: []runtime.Message{{Role: "user", Content: "refund 7 and 8"},
+			{Role: "assistant", ToolCalls: []runtime.ToolUse{use("c1", "refund", `{"order":7}`), use("c1", "refund", `{"order":8}`)}},
+			{Role: "tool", ToolCallID: "c1", Content: "refunded 7"}, follow}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := rt.Plan(plan.Chains{})
+			p.Tools = map[string]plan.Tool{"refund": {SideEffecting: true}}
+			model := rt.NewModel(rt.Response{Deltas: []string{"refunded again"}})
+			pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model},
+				Tools: map[string]runtime.ToolFunc{
+					"refund": func(context.Context, *runtime.ToolCall) (any, error) { t.Error("the refund ran"); return nil, nil },
+				}})
+			_, err := pl.RunAgent(context.Background(), runtime.AgentRequest{Model: "primary", Messages: tc.msgs})
+			var doubt *runtime.InDoubtError
+			require.ErrorAs(t, err, &doubt)
+			assert.Zero(t, model.Calls(), "the model is not asked with the refund unanswered")
+		})
+	}
+}

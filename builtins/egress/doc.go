@@ -29,7 +29,10 @@
 //
 // With scan_args (on by default) the layer also checks every URL written out anywhere in a
 // call's arguments, for every tool, with or without url_arg: any "scheme://" in a string or an
-// object key, at any depth, taken up to a space, a quote or an angle bracket. A model that
+// object key, at any depth, taken up to a space, a quote or an angle bracket, and any http,
+// https, ws, wss, ftp or file scheme followed by a colon and no "//" ("https:\\host/",
+// "http:/host", "http:host"), which a WHATWG URL parser (JavaScript's fetch) reads as a URL
+// to that host: such a URL has no host to net/url and refuses the call. A model that
 // puts the metadata endpoint in a "callback", a "q" or a header the tool happens to fetch is
 // held to the same policy, and a URL that is not http or https refuses the call. What it cannot
 // see is a destination without a scheme ("169.254.169.254/latest", "//host/x") or one a tool

@@ -163,6 +163,58 @@ func findURLs(s string, yield func(string)) {
 	}
 }
 
+// findLenientURLs calls yield with each URL of a special scheme (http,
+// https, ws, wss, ftp, file; any case) written without the "//" that
+// findURLs looks for: the scheme (the whole run of scheme bytes before the
+// colon, past leading digits and signs, as findURLs reads one), ":" and at
+// least one byte up to the next space, quote or angle bracket, the next
+// byte not "/" followed by "/" ("https:\\host/", "http:/host", "http:host").
+// A WHATWG URL parser, which JavaScript's fetch and URL use, reads each as
+// a URL to that host; net/url does not, so CheckURL refuses them as having
+// no host.
+func findLenientURLs(s string, yield func(string)) {
+	for i := 0; i < len(s); {
+		j := strings.IndexByte(s[i:], ':')
+		if j < 0 {
+			return
+		}
+		j += i
+		next := j + 1
+		if strings.HasPrefix(s[j:], "://") || next >= len(s) || isURLStop(s[next]) {
+			i = next
+			continue
+		}
+		k := j
+		for k > 0 && isSchemeByte(s[k-1]) {
+			k--
+		}
+		for k < j && !isLetter(s[k]) {
+			k++
+		}
+		if !isSpecialScheme(s[k:j]) {
+			i = next
+			continue
+		}
+		end := next
+		for end < len(s) && !isURLStop(s[end]) {
+			end++
+		}
+		yield(s[k:end])
+		i = end
+	}
+}
+
+// isSpecialScheme reports the schemes a WHATWG URL parser reads an
+// authority for even without "//".
+func isSpecialScheme(scheme string) bool {
+	for _, sp := range []string{"http", "https", "ws", "wss", "ftp", "file"} {
+		if strings.EqualFold(scheme, sp) {
+			return true
+		}
+	}
+	return false
+}
+
 func isLetter(b byte) bool { return 'a' <= b|0x20 && b|0x20 <= 'z' }
 
 func isSchemeByte(b byte) bool {
@@ -237,11 +289,20 @@ func (sc *scan) value(v any) {
 }
 
 func (sc *scan) text(s string) {
-	if !strings.Contains(s, "://") {
+	if strings.IndexByte(s, ':') < 0 {
 		return
 	}
-	at := sc.at()
-	findURLs(s, func(u string) { sc.out = append(sc.out, argpath.Value{At: at, S: u}) })
+	at := ""
+	add := func(u string) {
+		if at == "" {
+			at = sc.at()
+		}
+		sc.out = append(sc.out, argpath.Value{At: at, S: u})
+	}
+	if strings.Contains(s, "://") {
+		findURLs(s, add)
+	}
+	findLenientURLs(s, add)
 }
 
 // scanURLs returns every URL written out in args, ordered by location (so

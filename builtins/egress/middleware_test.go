@@ -265,3 +265,25 @@ func TestFindURLsMatchesItsExpression(t *testing.T) {
 		assert.Equal(t, re.FindAllString(s, -1), got, "%q", s)
 	}
 }
+
+// TestMiddlewareScansLenientURLs: a URL of a special scheme written without
+// "//" ("https:\\169.254.169.254/", "http:/169.254.169.254/",
+// "http:169.254.169.254"), which a WHATWG URL parser (a tool's fetch in
+// JavaScript) reads as a URL to that host, is refused in an argument no
+// url_arg names; text with a colon that is not such a URL passes.
+func TestMiddlewareScansLenientURLs(t *testing.T) {
+	tool := rt.NewTool(rt.ToolResult{Value: "ok"})
+	pl := egressPipeline(t, `{"allow":["*"]}`, tool.Func())
+	for _, s := range []string{`https:\\169.254.169.254/latest/meta-data/`, "http:/169.254.169.254/", "see HTTP:169.254.169.254",
+		"ws:\\\\127.0.0.1:9222/devtools", "file:/etc/passwd"} {
+		_, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "search_kb", Args: map[string]any{"callback": s}})
+		var b *runtime.BlockedError
+		require.ErrorAs(t, err, &b, "%q", s)
+		assert.Contains(t, b.Message, "/callback", "%q", s)
+	}
+	assert.Zero(t, tool.Calls())
+	for _, s := range []string{"note: http is the protocol", "ratio 3:4, time 12:30", "mailto:a@example.com", "https: the secure one", "xhttp:/a"} {
+		_, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "search_kb", Args: map[string]any{"q": s}})
+		require.NoError(t, err, "%q", s)
+	}
+}

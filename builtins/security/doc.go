@@ -36,5 +36,6 @@
 // `defaults: false` drops DefaultPatterns and DefaultFamilies; `threshold` sets the families'
 // threshold. A `classifier` asks a model about the texts the rules let through: a
 // text-classification endpoint (kind text) or a declared chat model with a fixed prompt (kind
-// chat), with `on_error` deciding whether its failure blocks.
+// chat), with `on_error` deciding whether its failure blocks; a text let through by
+// `on_error: "open"` is not recorded as clean, and is classified again at the run's next call.
 package security

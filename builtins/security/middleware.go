@@ -311,6 +311,16 @@ func parseVerdict(answer string) (bool, error) {
 }
 
 func (m *Middleware) check(ctx context.Context, text string) error {
+	if err := m.verdict(ctx, text); !errors.Is(err, scanned.Unrecorded) {
+		return err
+	}
+	return nil
+}
+
+// verdict is check, except that a text let through undecided (the
+// classifier failed, on_error "open") returns scanned.Unrecorded, so that
+// the run's record never counts it as clean.
+func (m *Middleware) verdict(ctx context.Context, text string) error {
 	match, ok := m.detector.Detect(text)
 	if !ok {
 		if m.Classifier == nil || text == "" {
@@ -319,7 +329,7 @@ func (m *Middleware) check(ctx context.Context, text string) error {
 		hit, score, err := m.classify(ctx, text)
 		if err != nil {
 			if m.OnError == "open" {
-				return nil
+				return scanned.Unrecorded
 			}
 			return &runtime.BlockedError{Layer: m.name, Message: "prompt injection classifier failed: " + err.Error()}
 		}
@@ -363,7 +373,7 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
 		run := c.Meta.Run.ID
 		if err := m.seen.Scan(c, m.System, true, func(_ int, _, text string) error {
-			return m.check(ctx, text)
+			return m.verdict(ctx, text)
 		}); err != nil {
 			return err
 		}
@@ -386,7 +396,11 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 func (m *Middleware) checkCalls(ctx context.Context, run string, calls []runtime.ToolUse) ([]runtime.ToolUse, error) {
 	for _, tc := range calls {
 		text := scanned.ArgsText(tc)
-		if err := m.check(ctx, text); err != nil {
+		err := m.verdict(ctx, text)
+		if errors.Is(err, scanned.Unrecorded) {
+			continue // let through undecided, not recorded
+		}
+		if err != nil {
 			return nil, err
 		}
 		m.seen.Add(run, text)

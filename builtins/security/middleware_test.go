@@ -3,6 +3,9 @@ package security_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -171,4 +174,36 @@ func TestConfigErrors(t *testing.T) {
 	_, err := runtime.Build(context.Background(), p, runtime.Deps{})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "patterns[1]")
+}
+
+// TestRunRecordSkipsUndecided: with on_error "open", a text the classifier
+// could not decide is let through but not recorded as clean: once the
+// classifier answers again, the same text in the run is classified, and
+// blocked when it is an injection.
+func TestRunRecordSkipsUndecided(t *testing.T) {
+	var down atomic.Bool
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		calls.Add(1)
+		if down.Load() {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprint(w, `{"label":"injection","score":0.9}`)
+	}))
+	t.Cleanup(srv.Close)
+	model := rt.NewModel(rt.Response{Deltas: []string{"fine"}}, rt.Response{Deltas: []string{"fine"}})
+	pl := rt.Build(t, rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("security", `{"classifier":{"url":"`+srv.URL+`"},"on_error":"open"}`)}}),
+		runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r1"})
+	msgs := []runtime.Message{{Role: "user", Content: "please weave a fabricated figure into the answer"}}
+	down.Store(true)
+	_, err := pl.Complete(ctx, runtime.ChatRequest{Model: "primary", Messages: msgs})
+	require.NoError(t, err, "on_error open lets the undecided text through")
+	down.Store(false)
+	before := calls.Load()
+	_, err = pl.Complete(ctx, runtime.ChatRequest{Model: "primary", Messages: msgs})
+	assert.Greater(t, calls.Load(), before, "the undecided text is classified again")
+	var b *runtime.BlockedError
+	require.ErrorAs(t, err, &b)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"hash"
 	"io"
 	"strings"
@@ -71,11 +72,17 @@ func (r *Record) EndRun(run string) {
 	delete(r.runs, run)
 }
 
+// Unrecorded is returned by a Scan check that lets a text through without
+// having decided it (a classifier that failed, under on_error "open"): the
+// text passes but is not recorded, so it is scanned again at the next call.
+var Unrecorded = errors.New("passed without a verdict")
+
 // Scan calls check with every text of c's transcript (see Each) that is not
 // recorded for the call's run, then, when tools is true, with the definition
 // of each tool the call offers (see EachTool), and records each text check
-// passes. The first error check returns is returned. A call without a run
-// id records nothing and scans everything.
+// passes (returns nil for; Unrecorded passes it without recording it). The
+// first other error check returns is returned. A call without a run id
+// records nothing and scans everything.
 func (r *Record) Scan(c *runtime.ChatCall, system, tools bool, check func(i int, kind, text string) error) error {
 	run := c.Meta.Run.ID
 	visit := func(i int, kind, text string) error {
@@ -89,6 +96,9 @@ func (r *Record) Scan(c *runtime.ChatCall, system, tools bool, check func(i int,
 			}
 		}
 		if err := check(i, kind, text); err != nil {
+			if errors.Is(err, Unrecorded) {
+				return nil
+			}
 			return err
 		}
 		r.AddDigest(run, d)
