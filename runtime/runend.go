@@ -4,7 +4,9 @@ package runtime
 // meter's per-run ledger, a rate_limit's per-run bucket): EndRun drops the
 // state of a run that has finished. A layer must tolerate EndRun for a run
 // it never saw, and a call of the run made afterwards starts from fresh
-// state.
+// state. State kept in a store other processes may share (not InProcess)
+// is left to the store's expiry instead: a replica that sees a run end or
+// go idle cannot tell whether another replica still serves it.
 type RunEnder interface {
 	EndRun(runID string)
 }

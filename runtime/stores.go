@@ -97,6 +97,20 @@ func NewMemoryStore() *MemoryStore {
 // Close implements StoreBackend; it keeps the data.
 func (*MemoryStore) Close() error { return nil }
 
+// InProcess reports whether port, a store backend or one of its ports, keeps
+// its state in this process's memory (the memory kinds of this package).
+// Any other port, a redis or postgres store or a host's own kind, may be
+// shared with other processes: a layer must not drop state there because
+// this process has seen a run end or go idle, since another replica may be
+// serving the run (see RunEnder).
+func InProcess(port any) bool {
+	switch port.(type) {
+	case *MemoryStore, *MemoryKV, *MemoryAudit, *MemoryVectorIndex, *MemoryRateLimiter, *MemoryBudgeter, *MemoryCheckpoints:
+		return true
+	}
+	return false
+}
+
 // DefaultStore is the store name that layers without `store`, `sink` or
 // `index` use.
 const DefaultStore = "default"

@@ -50,6 +50,8 @@
 //
 // Scope "run" keeps one ledger per run id (runtime.WithRun); "global" one for
 // the layer. Without `store` ledgers live in memory for the pipeline's
-// lifetime; in a shared store a run's ledger expires a day after its last
-// call. Forget (Pipeline.EndRun) drops a finished run's ledger.
+// lifetime, and Forget (Pipeline.EndRun, settings.run_idle) drops a
+// finished run's ledger. In a shared store a run's ledger expires a day
+// after its last call and is never dropped before: a replica that sees the
+// run end or go idle cannot tell that no other replica serves it.
 package meter

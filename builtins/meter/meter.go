@@ -53,6 +53,9 @@ type Meter struct {
 	rates   map[string]plan.Model
 	logger  *slog.Logger
 	budgets runtime.Budgeter
+	// shared is set when the ledgers are in a store other processes may
+	// share: a run's ledger there is left to expire, never dropped.
+	shared bool
 	// tenants maps the runs seen to their tenant (scope "key"), until
 	// they end.
 	tenants sync.Map
@@ -79,6 +82,7 @@ func (m *Meter) Provision(b *runtime.BuildContext) error {
 		return err
 	}
 	m.budgets = bg
+	m.shared = !runtime.InProcess(bg)
 	return nil
 }
 
@@ -146,12 +150,15 @@ func (m *Meter) Ledger(runID string) runtime.Ledger {
 
 // Forget drops the ledger of a finished run (scope "run"); with scope
 // "key" it forgets only which tenant the run was, the tenant's ledger
-// stays.
+// stays. A ledger in a store other processes may share is kept until it
+// expires (runLedgerTTL after the run's last call): the run this process
+// saw end, or go idle, may still be running on another replica, and
+// dropping its ledger would give it its whole budget again.
 func (m *Meter) Forget(runID string) {
 	if m.Scope == "key" {
 		m.tenants.Delete(runID)
 	}
-	if m.Scope != "run" {
+	if m.Scope != "run" || m.shared {
 		return
 	}
 	if err := m.budgets.ForgetLedger(context.Background(), m.key(runtime.Run{ID: runID})); err != nil {

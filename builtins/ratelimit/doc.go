@@ -20,7 +20,8 @@
 // does not run.
 //
 // Scope "global" shares one limit; "run" keeps one per run id (dropped at
-// Pipeline.EndRun); "key" keeps one per tenant (runtime.Run.Tenant, set by
+// Pipeline.EndRun when it is in process memory; in a shared store it
+// expires once it has refilled); "key" keeps one per tenant (runtime.Run.Tenant, set by
 // the gateway from the caller's API key).
 //
 // A `limiter` name shares one bucket among every rate_limit layer of the

@@ -48,6 +48,9 @@ type RateLimit struct {
 	interval time.Duration // time to gain one token
 	limiter  runtime.RateLimiter
 	clock    runtime.Clock
+	// shared is set when the limiter is in a store other processes may
+	// share: a run's bucket there is left to expire, never dropped.
+	shared bool
 }
 
 // Provision resolves the limiter.
@@ -61,6 +64,7 @@ func (r *RateLimit) Provision(b *runtime.BuildContext) error {
 			return err
 		}
 		r.limiter = l
+		r.shared = !runtime.InProcess(l)
 		return nil
 	}
 	if err := r.checkShared(b.Plan); err != nil {
@@ -77,6 +81,7 @@ func (r *RateLimit) Provision(b *runtime.BuildContext) error {
 		return err
 	}
 	r.limiter = v.(runtime.RateLimiter)
+	r.shared = !runtime.InProcess(r.limiter)
 	return nil
 }
 
@@ -149,9 +154,11 @@ func (r *RateLimit) key(run runtime.Run) string {
 }
 
 // EndRun implements runtime.RunEnder: it drops the run's bucket (scope
-// "run").
+// "run"). A bucket in a store other processes may share is kept: the run
+// may still be running on another replica, and a dropped bucket would give
+// it its whole burst again. The store drops it once it has refilled.
 func (r *RateLimit) EndRun(runID string) {
-	if r.Scope == "run" {
+	if r.Scope == "run" && !r.shared {
 		_ = r.limiter.ForgetRate(context.Background(), r.key(runtime.Run{ID: runID}))
 	}
 }

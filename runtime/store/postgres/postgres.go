@@ -328,7 +328,7 @@ var purgeEvery int64 = 1024
 
 // wrote counts a write and, every purgeEvery writes, purges expired rows
 // in the background, so no call waits for the purge. A failed purge is
-// harmless: reads ignore expired rows.
+// harmless: reads and writes ignore expired rows.
 func (s *Store) wrote(ctx context.Context) {
 	if s.writes.Add(1)%purgeEvery != 0 || !s.purging.CompareAndSwap(false, true) {
 		return
@@ -515,11 +515,18 @@ func refusedSQL(in, out, usd, calls, pending string) string {
 	ELSE '' END`, in, out, usd, calls, pending)
 }
 
+// live is column c of the ledger row l, or 0 once the row has expired: an
+// expired ledger the purge has not deleted yet starts afresh, as it does in
+// every store whose ledgers expire.
+func live(c string) string {
+	return fmt.Sprintf("(CASE WHEN l.expires <= now() THEN 0 ELSE l.%s END)", c)
+}
+
 var (
 	// refusedNew judges a ledger the reservation creates; refusedRow the
 	// ledger row l.
 	refusedNew = refusedSQL("0", "0", "0", "0", "0")
-	refusedRow = refusedSQL("l.in_tokens", "l.out_tokens", "l.usd", "l.calls", "l.pending")
+	refusedRow = refusedSQL(live("in_tokens"), live("out_tokens"), live("usd"), live("calls"), live("pending"))
 )
 
 // Reserve implements runtime.Budgeter in one statement.
@@ -541,7 +548,8 @@ func (s *Store) Reserve(ctx context.Context, key string, lim runtime.BudgetLimit
 			FROM (SELECT `+refusedNew+` AS r) AS n
 		ON CONFLICT (key) DO UPDATE SET
 			refused = `+refusedRow+`,
-			pending = l.pending + CASE WHEN `+refusedRow+` = '' THEN 1 ELSE 0 END,
+			pending = `+live("pending")+` + CASE WHEN `+refusedRow+` = '' THEN 1 ELSE 0 END,
+			in_tokens = `+live("in_tokens")+`, out_tokens = `+live("out_tokens")+`, usd = `+live("usd")+`, calls = `+live("calls")+`,
 			expires = excluded.expires
 		RETURNING refused, in_tokens, out_tokens, usd, calls`),
 		key, lim.Tokens, lim.USD, lim.Calls, ttlArg(ttl), estTokens, estUSD).Scan(&refused, &in, &out, &usd, &cs)
@@ -577,8 +585,8 @@ func (s *Store) Settle(ctx context.Context, key string, reserved bool, c runtime
 		INSERT INTO §.ledger AS l (key, in_tokens, out_tokens, usd, calls, expires)
 			VALUES ($1, $3, $4, $5, $6, CASE WHEN $7::bigint > 0 THEN now() + $7::bigint * interval '1 microsecond' END)
 		ON CONFLICT (key) DO UPDATE SET
-			pending = greatest(l.pending - $2, 0),
-			in_tokens = l.in_tokens + $3, out_tokens = l.out_tokens + $4, usd = l.usd + $5, calls = l.calls + $6,
+			pending = greatest(`+live("pending")+` - $2, 0),
+			in_tokens = `+live("in_tokens")+` + $3, out_tokens = `+live("out_tokens")+` + $4, usd = `+live("usd")+` + $5, calls = `+live("calls")+` + $6,
 			expires = excluded.expires`), key, r, c.InputTokens, c.OutputTokens, c.USD, c.Calls, ttlArg(ttl))
 	if err != nil {
 		return fmt.Errorf("postgres budget settle: %w", err)

@@ -23,6 +23,7 @@ func TestPorts(t *testing.T) {
 	t.Run("Leaser", func(t *testing.T) { storetest.Leaser(t, s) })
 	t.Run("RateLimiter", func(t *testing.T) { storetest.RateLimiter(t, s) })
 	t.Run("Budgeter", func(t *testing.T) { storetest.Budgeter(t, s) })
+	t.Run("BudgeterExpiry", func(t *testing.T) { storetest.BudgeterExpiry(t, s) })
 	t.Run("Audit", func(t *testing.T) { storetest.Audit(t, s, s.Records) })
 }
 

@@ -239,6 +239,38 @@ func RateLimiter(t *testing.T, r runtime.RateLimiter) {
 }
 
 // Budgeter checks the budget port.
+// BudgeterExpiry checks a store whose ledgers expire: a ledger idle for
+// its ttl starts afresh for Reserve and Settle, as for LedgerOf, its charges
+// and pending calls gone, whether or not the store has purged it yet.
+func BudgeterExpiry(t *testing.T, b runtime.Budgeter) {
+	ctx := context.Background()
+	k := Key(t, "expiring")
+	calls := int64(1)
+	lim := runtime.BudgetLimits{Calls: &calls}
+	ttl := 300 * time.Millisecond
+	e, err := b.Reserve(ctx, k, lim, ttl)
+	require.NoError(t, err)
+	require.Nil(t, e)
+	require.NoError(t, b.Settle(ctx, k, true, runtime.Ledger{InputTokens: 7, USD: 0.5, Calls: 1}, ttl))
+	_, err = b.Reserve(ctx, k, lim, ttl) // a pending call that never settles
+	require.NoError(t, err)
+	time.Sleep(2 * ttl)
+	l, err := b.LedgerOf(ctx, k)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.Ledger{}, l)
+	e, err = b.Reserve(ctx, k, lim, ttl)
+	require.NoError(t, err)
+	require.Nil(t, e, "an expired ledger starts afresh")
+	require.NoError(t, b.Settle(ctx, k, true, runtime.Ledger{InputTokens: 2, USD: 0.25, Calls: 1}, ttl))
+	l, err = b.LedgerOf(ctx, k)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.Ledger{InputTokens: 2, USD: 0.25, Calls: 1}, l, "the expired charges are not added to")
+	e, err = b.Reserve(ctx, k, lim, ttl)
+	require.NoError(t, err)
+	require.NotNil(t, e, "the new ledger's ceiling holds")
+	assert.Equal(t, 1.0, e.Spent)
+}
+
 func Budgeter(t *testing.T, b runtime.Budgeter) {
 	ctx := context.Background()
 	k := Key(t, "a")
