@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentc-dev/agentc/builtins/internal/linehold"
 	"github.com/agentc-dev/agentc/builtins/internal/scanned"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
@@ -182,95 +183,34 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 }
 
 // output runs next with the model's streamed text scanned (unless Output is
-// off). Text is released by whole lines, each scanned before it goes out,
-// and the rest of a line is held until its line break, a tool call
-// fragment or the end of the stream: an item is never split across
-// releases. With "redact" a line is released redacted; with "block" a line
-// holding personal data ends the call with a *runtime.BlockedError and is
-// never released (the lines before it were clean and have gone out). Usage
-// reported on held deltas rides on the next released one, and the finish
-// reason on the last. When the stream fails, held text is dropped, never
-// released unscanned.
+// off) through linehold.Stream. Text is released by whole lines, each
+// scanned before it goes out, and the rest of a line is held until its line
+// break, a tool call fragment or the end of the stream: an item is never
+// split across releases. With "redact" a line is
+// released redacted; with "block" a line holding personal data ends the call
+// with a *runtime.BlockedError and is never released (the lines before it
+// were clean and have gone out). Usage reported on held deltas rides on the
+// next released one, and the finish reason on the last. When the stream
+// fails, held text is dropped, never released unscanned.
 func (m *Middleware) output(ctx context.Context, c *runtime.ChatCall, next runtime.ChatHandler, yield func(runtime.Delta) bool) error {
 	if !m.Output {
 		return next(ctx, c, yield)
 	}
-	start := c.Deltas
-	emitted := 0
-	var pending strings.Builder
-	var usage runtime.Usage
-	finish := ""
-	stopped := false
-	var blocked error
-	clean := func(text string) (string, bool) {
-		if m.Action == ActionRedact {
-			red, _ := m.scanner.Redact(text)
-			return red, true
-		}
-		if ms := m.scanner.Find(text); len(ms) > 0 {
-			blocked = &runtime.BlockedError{Layer: m.name,
-				Message: fmt.Sprintf("the model's output contains personal data (%s)", kindsOf(ms))}
-			return "", false
-		}
-		return text, true
+	return linehold.Stream(ctx, c, next, yield, linehold.Filter{Clean: m.cleanOutput})
+}
+
+// cleanOutput returns a part of the model's output to release: redacted,
+// or with "block" as it is when it holds no personal data.
+func (m *Middleware) cleanOutput(text string) (string, error) {
+	if m.Action == ActionRedact {
+		red, _ := m.scanner.Redact(text)
+		return red, nil
 	}
-	release := func(d runtime.Delta) bool {
-		d.Usage = usage
-		usage = runtime.Usage{}
-		emitted++
-		if !yield(d) {
-			stopped = true
-			c.Stopped = true
-			return false
-		}
-		return true
+	if ms := m.scanner.Find(text); len(ms) > 0 {
+		return "", &runtime.BlockedError{Layer: m.name,
+			Message: fmt.Sprintf("the model's output contains personal data (%s)", kindsOf(ms))}
 	}
-	err := next(ctx, c, func(d runtime.Delta) bool {
-		if stopped || blocked != nil {
-			return false
-		}
-		pending.WriteString(d.Text)
-		usage.Add(d.Usage)
-		if d.FinishReason != "" {
-			finish = d.FinishReason
-		}
-		if len(d.ToolCalls) > 0 {
-			text, ok := clean(pending.String())
-			if !ok {
-				return false
-			}
-			pending.Reset()
-			fr := finish
-			finish = ""
-			return release(runtime.Delta{Text: text, ToolCalls: d.ToolCalls, FinishReason: fr})
-		}
-		buf := pending.String()
-		cut := strings.LastIndexByte(buf, '\n') + 1
-		if cut == 0 {
-			return true
-		}
-		text, ok := clean(buf[:cut])
-		if !ok {
-			return false
-		}
-		pending.Reset()
-		pending.WriteString(buf[cut:])
-		return release(runtime.Delta{Text: text})
-	})
-	if blocked != nil {
-		c.Deltas = start + emitted
-		return blocked
-	}
-	if err == nil && !stopped && !c.Stopped && (pending.Len() > 0 || !usage.IsZero() || finish != "") {
-		text, ok := clean(pending.String())
-		if !ok {
-			c.Deltas = start + emitted
-			return blocked
-		}
-		release(runtime.Delta{Text: text, FinishReason: finish})
-	}
-	c.Deltas = start + emitted
-	return err
+	return text, nil
 }
 
 // redactText returns text redacted and whether anything changed; a text
