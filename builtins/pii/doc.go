@@ -1,7 +1,9 @@
 // Package pii detects and redacts personal data in text and in JSON-like values: email
 // addresses (internationalized ones included), phone numbers, US social security numbers,
-// payment card numbers (12 to 19 digits that pass the Luhn check and start like a card), and
-// IPv4 (with an optional CIDR prefix length) and IPv6 addresses.
+// payment card numbers (12 to 19 digits that pass the Luhn check and start like a card,
+// written in groups joined by spaces or dashes, or by a line break where the groups wrap over
+// lines: "4111 1111\n1111 1111"), and IPv4 (with an optional CIDR prefix length) and IPv6
+// addresses.
 //
 // Phone numbers follow libphonenumber's rules (github.com/nyaruka/phonenumbers): a number in
 // international form ("+" or a region's international call prefix) is recognised whatever its
@@ -37,7 +39,9 @@
 // history is not scanned again at every step (a call without a run id is a fresh run). With
 // `action: "redact"` the inner layers see a redacted copy: every message of the transcript
 // (the caller keeps the raw transcript and resends it) or the arguments. The model's streamed
-// text is scanned too (`output`, on by default), released by whole lines: with "block" a line
+// text is scanned too (`output`, on by default), released by whole lines (a line ending in
+// digit groups is held with the next, so a card wrapped over lines or cut anywhere by the
+// stream is found as in a whole text): with "block" a line
 // holding personal data ends the call with a *runtime.BlockedError and is never released,
 // with "redact" it is released redacted (a model that echoes a card number does not get it
 // to the caller); an object key holding personal data

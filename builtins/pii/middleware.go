@@ -186,7 +186,10 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 // off) through linehold.Stream. Text is released by whole lines, each
 // scanned before it goes out, and the rest of a line is held until its line
 // break, a tool call fragment or the end of the stream: an item is never
-// split across releases. With "redact" a line is
+// split across releases. A line that ends in digit groups a card number
+// could run on from ("4111 1111" with "1111 1111" on the next line) is held
+// with the next lines (as far back as the last 18 digits), so that a card
+// wrapped over lines is found as in a whole text. With "redact" a line is
 // released redacted; with "block" a line holding personal data ends the call
 // with a *runtime.BlockedError and is never released (the lines before it
 // were clean and have gone out). Usage reported on held deltas rides on the
@@ -196,7 +199,7 @@ func (m *Middleware) output(ctx context.Context, c *runtime.ChatCall, next runti
 	if !m.Output {
 		return next(ctx, c, yield)
 	}
-	return linehold.Stream(ctx, c, next, yield, linehold.Filter{Clean: m.cleanOutput})
+	return linehold.Stream(ctx, c, next, yield, linehold.Filter{Releasable: releasable, Clean: m.cleanOutput})
 }
 
 // cleanOutput returns a part of the model's output to release: redacted,
@@ -363,3 +366,31 @@ var (
 // EndRun implements runtime.RunEnder: it forgets what the run's calls
 // scanned.
 func (m *Middleware) EndRun(runID string) { m.seen.EndRun(runID) }
+
+// releasable returns how many bytes of the model's held output may be
+// released: up to the last line break, but when the text before that break
+// ends in a digit, not past the start of the line that holds the last
+// maxCardDigits-1 digits of the run of digit groups it ends (joined by
+// spaces, dashes and line breaks), from which a card number could run on
+// into the lines still to come.
+func releasable(buf string) int {
+	cut := linehold.LastLine(buf)
+	end := cut - 1
+	if end > 0 && buf[end-1] == '\r' {
+		end--
+	}
+	if end <= 0 || !isDigit(buf[end-1]) {
+		return cut
+	}
+	k, digits := end, 0
+	for k > 0 && digits < maxCardDigits-1 {
+		b := buf[k-1]
+		if isDigit(b) {
+			digits++
+		} else if b != ' ' && b != '-' && b != '\n' && b != '\r' {
+			break
+		}
+		k--
+	}
+	return strings.LastIndexByte(buf[:k], '\n') + 1
+}
