@@ -29,9 +29,11 @@
 //
 // The pii builtin (Middleware, stages chat and tool) uses a Scanner built once from `kinds`
 // ("ip" selects IPv4 and IPv6). In the chat stage every text of the transcript the model
-// reads is scanned, wherever it sits: user and assistant text, tool results, the arguments
-// of earlier tool calls (numbers included), and, unless `system: false`, the system messages
-// and (with "block") the definitions of the tools offered.
+// reads is scanned, wherever it sits: user and assistant text, text carried in place of an
+// image (an image part whose data: URL holds text; redacted, it goes on as a text part), tool
+// results, the arguments of earlier tool calls (numbers included), and, unless `system:
+// false`, the system messages and (with "block") the definitions of the tools offered and
+// the schema of the response format. A message's name is not scanned: no provider sends it.
 // With `action: "block"` a match in the transcript (chat) or in any argument (tool; object
 // keys included) blocks the call with a *runtime.BlockedError that names the kinds and the
 // message's index or the argument's JSON Pointer, never the data; each text found clean, and

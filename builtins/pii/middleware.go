@@ -135,7 +135,9 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 				switch kind {
 				case scanned.KindToolDef:
 					where = "the definition of tool " + c.Request.Tools[i].Name
-				case scanned.KindToolCall, scanned.KindToolResult:
+				case scanned.KindResponseFormat:
+					where = "the response format"
+				case scanned.KindToolCall, scanned.KindToolResult, scanned.KindAttachment:
 					where += " " + kind
 				}
 				return &runtime.BlockedError{Layer: m.name,
@@ -241,6 +243,16 @@ func (m *Middleware) redactMessage(run string, msg *runtime.Message) (runtime.Me
 	}
 	cloned := false
 	for j, p := range msg.Parts {
+		if att := scanned.AttachmentText(p); att != "" {
+			// Text carried in place of an image is rewritten as a text part.
+			if red, ok := m.redactText(run, att); ok {
+				if !cloned {
+					out.Parts, cloned = slices.Clone(msg.Parts), true
+				}
+				out.Parts[j], changed = runtime.ContentPart{Type: runtime.PartText, Text: red}, true
+			}
+			continue
+		}
 		if p.Type != runtime.PartText && p.Type != runtime.PartToolResult {
 			continue
 		}

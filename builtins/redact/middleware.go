@@ -202,6 +202,16 @@ func (m *Middleware) redactTranscript(run string, msgs []runtime.Message) ([]run
 		}
 		cloned := false
 		for j, p := range msgs[i].Parts {
+			if att := scanned.AttachmentText(p); att != "" {
+				// Text carried in place of an image goes on as a text part.
+				if red, ok := text(att); ok {
+					if !cloned {
+						msg.Parts, cloned = slices.Clone(msgs[i].Parts), true
+					}
+					msg.Parts[j], changed = runtime.ContentPart{Type: runtime.PartText, Text: red}, true
+				}
+				continue
+			}
 			if p.Type != runtime.PartText && p.Type != runtime.PartToolResult {
 				continue
 			}
