@@ -140,8 +140,16 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 				case scanned.KindToolCall, scanned.KindToolResult, scanned.KindAttachment:
 					where += " " + kind
 				}
+				hint := ""
+				if kind == scanned.KindToolDef || kind == scanned.KindResponseFormat ||
+					(kind == scanned.KindMessage && c.Request.Messages[i].Role == "system") {
+					if kind == scanned.KindMessage {
+						where += " (system)"
+					}
+					hint = `; the operator's own text is scanned with system: true (the default): set system: false to leave it alone`
+				}
 				return &runtime.BlockedError{Layer: m.name,
-					Message: fmt.Sprintf("%s contains personal data (%s)", where, kindsOf(ms))}
+					Message: fmt.Sprintf("%s contains personal data (%s)%s", where, kindsOf(ms), hint)}
 			}); err != nil {
 				return err
 			}

@@ -55,7 +55,8 @@ func TestChatBlock(t *testing.T) {
 			{Role: "user", Content: "pay"},
 			{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "c0", Name: "pay", Arguments: []byte(`{"pan":4111111111111111}`)}}},
 			{Role: "tool", ToolCallID: "c0", Content: "ok"}, {Role: "user", Content: "thanks"}}, "message 1 tool call arguments contains personal data (card)"},
-		{"system prompt", `{}`, []runtime.Message{{Role: "system", Content: "support bot for ops@example.com"}, {Role: "user", Content: "hi"}}, "message 0"},
+		{"system prompt", `{}`, []runtime.Message{{Role: "system", Content: "support bot for ops@example.com"}, {Role: "user", Content: "hi"}},
+			"message 0 (system) contains personal data (email); the operator's own text is scanned with system: true (the default): set system: false to leave it alone"},
 		{"system prompt left alone with system false", `{"system":false}`, []runtime.Message{{Role: "system", Content: "support bot for ops@example.com"}, {Role: "user", Content: "hi"}}, ""},
 		{"text in place of an image", `{}`, []runtime.Message{{Role: "user", Content: "read this", Parts: []runtime.ContentPart{
 			{Type: runtime.PartImage, ImageURL: "data:text/plain;base64,bWFpbCBhbm5AZXhhbXBsZS5jb20="}}}}, "message 0 attachment contains personal data (email)"},
