@@ -52,9 +52,11 @@ const minTaint = 4
 
 // addTaint records the strings and the JSON text of the numbers of a
 // secret value (of minTaint characters or more), so that no copy of them
-// is persisted. Object keys are not recorded: they name the structure
-// (a redacted result keeps them), though findTaint searches them for the
-// secrets recorded.
+// is persisted. An object key is recorded when it reads as data rather
+// than as a field name (dataKey): a token, an address or an id used as a
+// key ({"tok_8f2a91c4": true}) is secret like a value; a field name
+// ("token", "address2") names the structure, which a redacted result keeps.
+// findTaint searches keys for every secret recorded.
 func addTaint(taint map[string]struct{}, v any) {
 	switch x := v.(type) {
 	case string:
@@ -70,10 +72,34 @@ func addTaint(taint map[string]struct{}, v any) {
 			addTaint(taint, e)
 		}
 	case map[string]any:
-		for _, e := range x {
+		for k, e := range x {
+			if s := strings.TrimSpace(k); len(s) >= minTaint && dataKey(s) {
+				taint[s] = struct{}{}
+			}
 			addTaint(taint, e)
 		}
 	}
+}
+
+// dataKey reports whether an object key reads as data: it holds 4 digits
+// or more, a character no field name has (anything but ASCII letters,
+// digits, "_", "-", "." and spaces: "@", "+", ":", "/"...), or is 32
+// characters or longer.
+func dataKey(k string) bool {
+	if len(k) >= 32 {
+		return true
+	}
+	digits := 0
+	for i := 0; i < len(k); i++ {
+		switch b := k[i]; {
+		case b >= '0' && b <= '9':
+			digits++
+		case (b|0x20) >= 'a' && (b|0x20) <= 'z', b == '_', b == '-', b == '.', b == ' ':
+		default:
+			return true
+		}
+	}
+	return digits >= 4
 }
 
 // numberText is the JSON text of a number, as a checkpoint writes it.

@@ -79,3 +79,25 @@ func TestSecretAsKeyFound(t *testing.T) {
 	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r"})
 	requireSecretRefusal(t, turn(ctx, t, pl, "lookup", "vault"), "tools[0].result.tok_8f2a91c4")
 }
+
+// TestSecretKeyTainted: a secret result that holds its secret as an
+// object key ({"tok_8f2a91c4": true}) taints the key, so neither the result
+// nor a copy of the key elsewhere in the run is saved; a field name is not
+// a secret.
+func TestSecretKeyTainted(t *testing.T) {
+	tools := map[string]runtime.ToolFunc{
+		"vault":  rt.NewTool(rt.ToolResult{Value: map[string]any{"tok_8f2a91c4": true, "status": true}}).Func(),
+		"lookup": rt.NewTool(rt.ToolResult{Value: "owner of tok_8f2a91c4"}).Func(),
+	}
+	pl := rt.Build(t, checkpointPlan(plan.Store{Kind: "memory"}, false), runtime.Deps{Tools: tools})
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r"})
+	requireSecretRefusal(t, turn(ctx, t, pl, "vault"), "tools[0].result.tok_8f2a91c4")
+
+	pl = rt.Build(t, checkpointPlan(plan.Store{Kind: "memory"}, false), runtime.Deps{Tools: tools})
+	requireSecretRefusal(t, turn(ctx, t, pl, "lookup", "vault"), "tools[0].result")
+
+	tools["vault"] = rt.NewTool(rt.ToolResult{Value: map[string]any{"status": true, "address2": false}}).Func()
+	tools["lookup"] = rt.NewTool(rt.ToolResult{Value: "status of address2"}).Func()
+	pl = rt.Build(t, checkpointPlan(plan.Store{Kind: "memory"}, false), runtime.Deps{Tools: tools})
+	require.NoError(t, turn(ctx, t, pl, "lookup", "vault"), "field names are not secrets")
+}

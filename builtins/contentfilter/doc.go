@@ -17,9 +17,10 @@
 // The content_filter builtin (Middleware, stages chat and turn) blocks, with a
 // *runtime.BlockedError naming the layer, the message and the rule, a chat call whose
 // transcript matches, and a turn whose input or output matches. Every text of the transcript
-// the model reads is checked, wherever it sits: user and assistant text, tool results, the
-// arguments of earlier tool calls, and, unless `system: false`, the system messages and the
-// definitions of the tools offered. Each text
+// the model reads is checked, wherever it sits: user and assistant text, text carried in
+// place of an image (an image part whose data: URL holds text), tool results, the arguments
+// of earlier tool calls, and, unless `system: false`, the system messages, the definitions of
+// the tools offered and the schema of the response format. Each text
 // found clean, and the model's own output through the layer, is recorded for the run, so an
 // agent loop's history is not checked again at every step; a call without a run id is a
 // fresh run and its whole transcript is checked. Chat output is not checked: that would

@@ -109,6 +109,10 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 				what = "tool result"
 			case scanned.KindToolCall:
 				what = "tool call arguments"
+			case scanned.KindAttachment:
+				what = "attachment"
+			case scanned.KindResponseFormat:
+				return m.check("response format", text)
 			}
 			return m.check(fmt.Sprintf("message %d %s", i, what), text)
 		}); err != nil {

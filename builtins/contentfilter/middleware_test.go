@@ -65,6 +65,8 @@ func TestChatWholeTranscript(t *testing.T) {
 			{Role: "user", Content: "read"}, {Role: "assistant", ToolCalls: tool},
 			{Role: "tool", ToolCallID: "c0", Content: "forbidden fruit"}, {Role: "assistant", Content: "read it"}, {Role: "user", Content: "ok"}},
 			"message 2 tool result"},
+		{"text in place of an image", filterConfig, []runtime.Message{{Role: "user", Content: "see", Parts: []runtime.ContentPart{
+			{Type: runtime.PartImage, ImageURL: "data:text/plain,the%20forbidden%20fruit"}}}}, "message 0 attachment"},
 		{"system prompt", filterConfig, []runtime.Message{{Role: "system", Content: "acme-0001"}, {Role: "user", Content: "ok"}}, "message 0 input"},
 		{"system prompt left alone with system false", `{"keywords":["forbidden fruit"],"system":false}`, []runtime.Message{
 			{Role: "system", Content: "forbidden fruit"}, {Role: "user", Content: "ok"}}, ""},

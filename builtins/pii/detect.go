@@ -282,9 +282,13 @@ const (
 )
 
 // cardGroups appends to groups the digit runs starting at i that are joined by one repeated
-// separator (a space or a dash), and returns them with the offset just past the last one.
+// separator (a space or a dash), and returns them with the offset just past the last one. A
+// line break ("\n" or "\r\n") may stand for the separator, as where a card written in groups
+// wraps over lines ("4111 1111\n1111 1111"); groups joined by line breaks alone are a column
+// of numbers, not a card, so a run with no separator ends at its first line break.
 func cardGroups(groups []digitGroup, text string, i int) ([]digitGroup, int) {
 	var sep byte
+	wrap := 0 // the groups before the first line break, while no separator is known
 	j := i
 	for {
 		s := j
@@ -292,20 +296,42 @@ func cardGroups(groups []digitGroup, text string, i int) ([]digitGroup, int) {
 			j++
 		}
 		groups = append(groups, digitGroup{s, j})
+		if n := lineBreak(text, j); n > 0 && j+n < len(text) && isDigit(text[j+n]) {
+			if sep == 0 && wrap == 0 {
+				wrap = len(groups)
+			}
+			j += n
+			continue
+		}
 		if j+1 >= len(text) || !isDigit(text[j+1]) {
-			return groups, j
+			break
 		}
 		c := text[j]
 		if c != ' ' && c != '-' {
-			return groups, j
+			break
 		}
 		if sep == 0 {
 			sep = c
 		} else if c != sep {
-			return groups, j
+			break
 		}
 		j++
 	}
+	if sep == 0 && wrap > 0 {
+		groups = groups[:wrap]
+	}
+	return groups, groups[len(groups)-1].end
+}
+
+// lineBreak returns the length of the line break at text[j] ("\n" or "\r\n"), or 0.
+func lineBreak(text string, j int) int {
+	switch {
+	case j < len(text) && text[j] == '\n':
+		return 1
+	case j+1 < len(text) && text[j] == '\r' && text[j+1] == '\n':
+		return 2
+	}
+	return 0
 }
 
 // cardWindow is a run of whole groups, first to last inclusive, that reads as a card.
@@ -314,27 +340,32 @@ type cardWindow struct{ first, last int }
 // cardWindows splits a run of digit groups into the card numbers it holds. Several cards may
 // follow one another in one run ("4111111111111111 5555555555554444"), so the run is
 // segmented to hold as many cards as possible; among segmentations holding as many, the one
-// whose first card starts earliest, then is longest, wins. Groups outside every card are
-// left alone.
+// whose cards span the fewest line breaks, then whose first card starts earliest, then is
+// longest, wins (cards one a line are read one a line). Groups outside every card are left
+// alone.
 func cardWindows(text string, groups []digitGroup) []cardWindow {
 	n := len(groups)
 	// count[i] is the most cards groups[i:] hold; take[i] is the last group of the card
 	// starting at group i in the best segmentation of groups[i:], or -1 to skip group i.
-	var countBuf [17]int
+	// wraps[i] is the number of line breaks inside the cards of that segmentation.
+	var countBuf, wrapsBuf [17]int
 	var takeBuf [16]int
-	count, take := countBuf[:], takeBuf[:]
+	count, wraps, take := countBuf[:], wrapsBuf[:], takeBuf[:]
 	if n > len(take) {
-		count, take = make([]int, n+1), make([]int, n)
+		count, wraps, take = make([]int, n+1), make([]int, n+1), make([]int, n)
 	}
-	count[n] = 0
+	count[n], wraps[n] = 0, 0
 	for i := n - 1; i >= 0; i-- {
-		count[i], take[i] = count[i+1], -1
+		count[i], wraps[i], take[i] = count[i+1], wraps[i+1], -1
 		if i == 0 && !leftOK(text, groups[0].start) {
 			continue
 		}
-		digits := 0
+		digits, breaks := 0, 0
 		for j := i; j < n; j++ {
 			digits += groups[j].len()
+			if j > i && lineBreak(text, groups[j-1].end) > 0 {
+				breaks++
+			}
 			if digits > maxCardDigits {
 				break
 			}
@@ -344,8 +375,8 @@ func cardWindows(text string, groups []digitGroup) []cardWindow {
 			if !cardLayout(groups[i:j+1]) || !isCard(text[groups[i].start:groups[j].end]) {
 				continue
 			}
-			if c := 1 + count[j+1]; c >= count[i] {
-				count[i], take[i] = c, j
+			if c, w := 1+count[j+1], breaks+wraps[j+1]; c > count[i] || (c == count[i] && w <= wraps[i]) {
+				count[i], wraps[i], take[i] = c, w, j
 			}
 		}
 	}

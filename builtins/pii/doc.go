@@ -1,7 +1,9 @@
 // Package pii detects and redacts personal data in text and in JSON-like values: email
 // addresses (internationalized ones included), phone numbers, US social security numbers,
-// payment card numbers (12 to 19 digits that pass the Luhn check and start like a card), and
-// IPv4 (with an optional CIDR prefix length) and IPv6 addresses.
+// payment card numbers (12 to 19 digits that pass the Luhn check and start like a card,
+// written in groups joined by spaces or dashes, or by a line break where the groups wrap over
+// lines: "4111 1111\n1111 1111"), and IPv4 (with an optional CIDR prefix length) and IPv6
+// addresses.
 //
 // Phone numbers follow libphonenumber's rules (github.com/nyaruka/phonenumbers): a number in
 // international form ("+" or a region's international call prefix) is recognised whatever its
@@ -27,9 +29,11 @@
 //
 // The pii builtin (Middleware, stages chat and tool) uses a Scanner built once from `kinds`
 // ("ip" selects IPv4 and IPv6). In the chat stage every text of the transcript the model
-// reads is scanned, wherever it sits: user and assistant text, tool results, the arguments
-// of earlier tool calls (numbers included), and, unless `system: false`, the system messages
-// and (with "block") the definitions of the tools offered.
+// reads is scanned, wherever it sits: user and assistant text, text carried in place of an
+// image (an image part whose data: URL holds text; redacted, it goes on as a text part), tool
+// results, the arguments of earlier tool calls (numbers included), and, unless `system:
+// false`, the system messages and (with "block") the definitions of the tools offered and
+// the schema of the response format. A message's name is not scanned: no provider sends it.
 // With `action: "block"` a match in the transcript (chat) or in any argument (tool; object
 // keys included) blocks the call with a *runtime.BlockedError that names the kinds and the
 // message's index or the argument's JSON Pointer, never the data; each text found clean, and
@@ -37,7 +41,9 @@
 // history is not scanned again at every step (a call without a run id is a fresh run). With
 // `action: "redact"` the inner layers see a redacted copy: every message of the transcript
 // (the caller keeps the raw transcript and resends it) or the arguments. The model's streamed
-// text is scanned too (`output`, on by default), released by whole lines: with "block" a line
+// text is scanned too (`output`, on by default), released by whole lines (a line ending in
+// digit groups is held with the next, so a card wrapped over lines or cut anywhere by the
+// stream is found as in a whole text): with "block" a line
 // holding personal data ends the call with a *runtime.BlockedError and is never released,
 // with "redact" it is released redacted (a model that echoes a card number does not get it
 // to the caller); an object key holding personal data

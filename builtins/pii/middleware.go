@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentc-dev/agentc/builtins/internal/linehold"
 	"github.com/agentc-dev/agentc/builtins/internal/scanned"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
@@ -134,11 +135,21 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 				switch kind {
 				case scanned.KindToolDef:
 					where = "the definition of tool " + c.Request.Tools[i].Name
-				case scanned.KindToolCall, scanned.KindToolResult:
+				case scanned.KindResponseFormat:
+					where = "the response format"
+				case scanned.KindToolCall, scanned.KindToolResult, scanned.KindAttachment:
 					where += " " + kind
 				}
+				hint := ""
+				if kind == scanned.KindToolDef || kind == scanned.KindResponseFormat ||
+					(kind == scanned.KindMessage && c.Request.Messages[i].Role == "system") {
+					if kind == scanned.KindMessage {
+						where += " (system)"
+					}
+					hint = `; the operator's own text is scanned with system: true (the default): set system: false to leave it alone`
+				}
 				return &runtime.BlockedError{Layer: m.name,
-					Message: fmt.Sprintf("%s contains personal data (%s)", where, kindsOf(ms))}
+					Message: fmt.Sprintf("%s contains personal data (%s)%s", where, kindsOf(ms), hint)}
 			}); err != nil {
 				return err
 			}
@@ -182,95 +193,37 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 }
 
 // output runs next with the model's streamed text scanned (unless Output is
-// off). Text is released by whole lines, each scanned before it goes out,
-// and the rest of a line is held until its line break, a tool call
-// fragment or the end of the stream: an item is never split across
-// releases. With "redact" a line is released redacted; with "block" a line
-// holding personal data ends the call with a *runtime.BlockedError and is
-// never released (the lines before it were clean and have gone out). Usage
-// reported on held deltas rides on the next released one, and the finish
-// reason on the last. When the stream fails, held text is dropped, never
-// released unscanned.
+// off) through linehold.Stream. Text is released by whole lines, each
+// scanned before it goes out, and the rest of a line is held until its line
+// break, a tool call fragment or the end of the stream: an item is never
+// split across releases. A line that ends in digit groups a card number
+// could run on from ("4111 1111" with "1111 1111" on the next line) is held
+// with the next lines (as far back as the last 18 digits), so that a card
+// wrapped over lines is found as in a whole text. With "redact" a line is
+// released redacted; with "block" a line holding personal data ends the call
+// with a *runtime.BlockedError and is never released (the lines before it
+// were clean and have gone out). Usage reported on held deltas rides on the
+// next released one, and the finish reason on the last. When the stream
+// fails, held text is dropped, never released unscanned.
 func (m *Middleware) output(ctx context.Context, c *runtime.ChatCall, next runtime.ChatHandler, yield func(runtime.Delta) bool) error {
 	if !m.Output {
 		return next(ctx, c, yield)
 	}
-	start := c.Deltas
-	emitted := 0
-	var pending strings.Builder
-	var usage runtime.Usage
-	finish := ""
-	stopped := false
-	var blocked error
-	clean := func(text string) (string, bool) {
-		if m.Action == ActionRedact {
-			red, _ := m.scanner.Redact(text)
-			return red, true
-		}
-		if ms := m.scanner.Find(text); len(ms) > 0 {
-			blocked = &runtime.BlockedError{Layer: m.name,
-				Message: fmt.Sprintf("the model's output contains personal data (%s)", kindsOf(ms))}
-			return "", false
-		}
-		return text, true
+	return linehold.Stream(ctx, c, next, yield, linehold.Filter{Releasable: releasable, Clean: m.cleanOutput})
+}
+
+// cleanOutput returns a part of the model's output to release: redacted,
+// or with "block" as it is when it holds no personal data.
+func (m *Middleware) cleanOutput(text string) (string, error) {
+	if m.Action == ActionRedact {
+		red, _ := m.scanner.Redact(text)
+		return red, nil
 	}
-	release := func(d runtime.Delta) bool {
-		d.Usage = usage
-		usage = runtime.Usage{}
-		emitted++
-		if !yield(d) {
-			stopped = true
-			c.Stopped = true
-			return false
-		}
-		return true
+	if ms := m.scanner.Find(text); len(ms) > 0 {
+		return "", &runtime.BlockedError{Layer: m.name,
+			Message: fmt.Sprintf("the model's output contains personal data (%s)", kindsOf(ms))}
 	}
-	err := next(ctx, c, func(d runtime.Delta) bool {
-		if stopped || blocked != nil {
-			return false
-		}
-		pending.WriteString(d.Text)
-		usage.Add(d.Usage)
-		if d.FinishReason != "" {
-			finish = d.FinishReason
-		}
-		if len(d.ToolCalls) > 0 {
-			text, ok := clean(pending.String())
-			if !ok {
-				return false
-			}
-			pending.Reset()
-			fr := finish
-			finish = ""
-			return release(runtime.Delta{Text: text, ToolCalls: d.ToolCalls, FinishReason: fr})
-		}
-		buf := pending.String()
-		cut := strings.LastIndexByte(buf, '\n') + 1
-		if cut == 0 {
-			return true
-		}
-		text, ok := clean(buf[:cut])
-		if !ok {
-			return false
-		}
-		pending.Reset()
-		pending.WriteString(buf[cut:])
-		return release(runtime.Delta{Text: text})
-	})
-	if blocked != nil {
-		c.Deltas = start + emitted
-		return blocked
-	}
-	if err == nil && !stopped && !c.Stopped && (pending.Len() > 0 || !usage.IsZero() || finish != "") {
-		text, ok := clean(pending.String())
-		if !ok {
-			c.Deltas = start + emitted
-			return blocked
-		}
-		release(runtime.Delta{Text: text, FinishReason: finish})
-	}
-	c.Deltas = start + emitted
-	return err
+	return text, nil
 }
 
 // redactText returns text redacted and whether anything changed; a text
@@ -298,6 +251,16 @@ func (m *Middleware) redactMessage(run string, msg *runtime.Message) (runtime.Me
 	}
 	cloned := false
 	for j, p := range msg.Parts {
+		if att := scanned.AttachmentText(p); att != "" {
+			// Text carried in place of an image is rewritten as a text part.
+			if red, ok := m.redactText(run, att); ok {
+				if !cloned {
+					out.Parts, cloned = slices.Clone(msg.Parts), true
+				}
+				out.Parts[j], changed = runtime.ContentPart{Type: runtime.PartText, Text: red}, true
+			}
+			continue
+		}
 		if p.Type != runtime.PartText && p.Type != runtime.PartToolResult {
 			continue
 		}
@@ -423,3 +386,31 @@ var (
 // EndRun implements runtime.RunEnder: it forgets what the run's calls
 // scanned.
 func (m *Middleware) EndRun(runID string) { m.seen.EndRun(runID) }
+
+// releasable returns how many bytes of the model's held output may be
+// released: up to the last line break, but when the text before that break
+// ends in a digit, not past the start of the line that holds the last
+// maxCardDigits-1 digits of the run of digit groups it ends (joined by
+// spaces, dashes and line breaks), from which a card number could run on
+// into the lines still to come.
+func releasable(buf string) int {
+	cut := linehold.LastLine(buf)
+	end := cut - 1
+	if end > 0 && buf[end-1] == '\r' {
+		end--
+	}
+	if end <= 0 || !isDigit(buf[end-1]) {
+		return cut
+	}
+	k, digits := end, 0
+	for k > 0 && digits < maxCardDigits-1 {
+		b := buf[k-1]
+		if isDigit(b) {
+			digits++
+		} else if b != ' ' && b != '-' && b != '\n' && b != '\r' {
+			break
+		}
+		k--
+	}
+	return strings.LastIndexByte(buf[:k], '\n') + 1
+}

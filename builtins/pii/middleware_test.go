@@ -55,8 +55,11 @@ func TestChatBlock(t *testing.T) {
 			{Role: "user", Content: "pay"},
 			{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "c0", Name: "pay", Arguments: []byte(`{"pan":4111111111111111}`)}}},
 			{Role: "tool", ToolCallID: "c0", Content: "ok"}, {Role: "user", Content: "thanks"}}, "message 1 tool call arguments contains personal data (card)"},
-		{"system prompt", `{}`, []runtime.Message{{Role: "system", Content: "support bot for ops@example.com"}, {Role: "user", Content: "hi"}}, "message 0"},
+		{"system prompt", `{}`, []runtime.Message{{Role: "system", Content: "support bot for ops@example.com"}, {Role: "user", Content: "hi"}},
+			"message 0 (system) contains personal data (email); the operator's own text is scanned with system: true (the default): set system: false to leave it alone"},
 		{"system prompt left alone with system false", `{"system":false}`, []runtime.Message{{Role: "system", Content: "support bot for ops@example.com"}, {Role: "user", Content: "hi"}}, ""},
+		{"text in place of an image", `{}`, []runtime.Message{{Role: "user", Content: "read this", Parts: []runtime.ContentPart{
+			{Type: runtime.PartImage, ImageURL: "data:text/plain;base64,bWFpbCBhbm5AZXhhbXBsZS5jb20="}}}}, "message 0 attachment contains personal data (email)"},
 		{"kinds filter skips email", `{"kinds":["ssn"]}`, []runtime.Message{{Role: "user", Content: "ann@example.com"}}, ""},
 		{"kinds filter ip", `{"kinds":["ip"]}`, []runtime.Message{{Role: "user", Content: "server 203.0.113.9 is down"}}, "ipv4"},
 	}
@@ -218,6 +221,30 @@ func TestChatOutput(t *testing.T) {
 	text, err = run(`{"output":false}`)
 	require.NoError(t, err)
 	assert.Contains(t, text, "4111 1111 1111 1111", "output false leaves the output alone")
+}
+
+// TestChatAttachmentRedacted: text carried in place of an image reaches the
+// model redacted, as a text part.
+func TestChatAttachmentRedacted(t *testing.T) {
+	model := &recordingModel{}
+	msgs := []runtime.Message{{Role: "user", Content: "read this", Parts: []runtime.ContentPart{
+		{Type: runtime.PartImage, ImageURL: "data:text/plain,mail%20ann@example.com"},
+		{Type: runtime.PartImage, ImageURL: "data:image/png;base64,iVBORw0K"}}}}
+	_, err := chatPipeline(t, `{"action":"redact"}`, model).Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: msgs})
+	require.NoError(t, err)
+	require.Len(t, model.seen, 1)
+	assert.Equal(t, []runtime.ContentPart{{Type: runtime.PartText, Text: "mail [REDACTED:email]"}, msgs[0].Parts[1]}, model.seen[0][0].Parts)
+	assert.Equal(t, "data:text/plain,mail%20ann@example.com", msgs[0].Parts[0].ImageURL, "the caller's message is untouched")
+}
+
+func TestChatResponseFormat(t *testing.T) {
+	req := runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: "hi"}},
+		ResponseFormat: &runtime.ResponseFormat{Type: runtime.FormatJSONSchema, Name: "contact",
+			Schema: []byte(`{"type":"object","properties":{"to":{"type":"string","description":"e.g. ann@example.com"}}}`)}}
+	_, err := chatPipeline(t, `{}`, &recordingModel{}).Complete(context.Background(), req)
+	var b *runtime.BlockedError
+	require.ErrorAs(t, err, &b)
+	assert.Contains(t, b.Message, "the response format contains personal data (email)")
 }
 
 func TestChatToolDefinitions(t *testing.T) {

@@ -16,7 +16,9 @@
 // The redact builtin (Middleware, stages tool and chat) masks tool results (a copy; bytes are
 // read as text, as the agent loop reads them, and other values that are not JSON-like are
 // converted to their JSON form first), the transcript a chat call sends to the model (every
-// text on the call's own copy: system, user and assistant text, tool results, which a gateway
+// text on the call's own copy: system, user and assistant text, text carried in place of an
+// image (an image part whose data: URL holds text goes on as a text part when it is masked),
+// tool results, which a gateway
 // client supplies itself, and the arguments of earlier tool calls; the caller's messages are
 // never modified) and streamed model output. Chat
 // output is released line by line, each line redacted whole, so that a secret split across

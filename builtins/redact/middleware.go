@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentc-dev/agentc/builtins/internal/linehold"
 	"github.com/agentc-dev/agentc/builtins/internal/scanned"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
@@ -168,55 +169,13 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 			c.Request.Messages = red
 			defer func() { c.Request.Messages = orig }()
 		}
-		start := c.Deltas
-		emitted := 0
-		var pending strings.Builder
-		var usage runtime.Usage
-		finish := ""
-		stopped := false
-		release := func(d runtime.Delta) bool {
-			d.Usage = usage
-			usage = runtime.Usage{}
-			emitted++
-			if !yield(d) {
-				stopped = true
-				c.Stopped = true
-				return false
-			}
-			return true
-		}
-		err := inner(ctx, c, func(d runtime.Delta) bool {
-			if stopped {
-				return false
-			}
-			pending.WriteString(d.Text)
-			usage.Add(d.Usage)
-			if d.FinishReason != "" {
-				finish = d.FinishReason
-			}
-			if len(d.ToolCalls) > 0 {
-				// The held calls come last: release all text before them.
-				red, _ := m.redactor.Redact(pending.String())
-				pending.Reset()
-				finish = ""
-				return release(runtime.Delta{Text: red, ToolCalls: d.ToolCalls, FinishReason: d.FinishReason})
-			}
-			buf := pending.String()
-			cut := m.redactor.releasable(buf)
-			if cut == 0 {
-				return true
-			}
-			red, _ := m.redactor.Redact(buf[:cut])
-			pending.Reset()
-			pending.WriteString(buf[cut:])
-			return release(runtime.Delta{Text: red})
+		return linehold.Stream(ctx, c, inner, yield, linehold.Filter{
+			Releasable: m.redactor.releasable,
+			Clean: func(text string) (string, error) {
+				red, _ := m.redactor.Redact(text)
+				return red, nil
+			},
 		})
-		if err == nil && !stopped && !c.Stopped && (pending.Len() > 0 || !usage.IsZero() || finish != "") {
-			red, _ := m.redactor.Redact(pending.String())
-			release(runtime.Delta{Text: red, FinishReason: finish})
-		}
-		c.Deltas = start + emitted
-		return err
 	}
 }
 
@@ -243,6 +202,16 @@ func (m *Middleware) redactTranscript(run string, msgs []runtime.Message) ([]run
 		}
 		cloned := false
 		for j, p := range msgs[i].Parts {
+			if att := scanned.AttachmentText(p); att != "" {
+				// Text carried in place of an image goes on as a text part.
+				if red, ok := text(att); ok {
+					if !cloned {
+						msg.Parts, cloned = slices.Clone(msgs[i].Parts), true
+					}
+					msg.Parts[j], changed = runtime.ContentPart{Type: runtime.PartText, Text: red}, true
+				}
+				continue
+			}
 			if p.Type != runtime.PartText && p.Type != runtime.PartToolResult {
 				continue
 			}

@@ -2,6 +2,7 @@ package redact_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -167,7 +168,8 @@ func TestChatTranscript(t *testing.T) {
 			{ID: "c0", Name: "login", Arguments: json.RawMessage(`{"token":"ghp_abcdefghijklmnopqrstuvwxyz0123456789","` + awsKey + `":1}`)}}},
 		{Role: "tool", ToolCallID: "c0", Content: `{"aws":"` + awsKey + `"}`},
 		{Role: "user", Parts: []runtime.ContentPart{{Type: runtime.PartToolResult, ToolCallID: "c0", Text: "key " + awsKey}}},
-		{Role: "user", Content: "thanks"},
+		{Role: "user", Content: "thanks", Parts: []runtime.ContentPart{{Type: runtime.PartImage,
+			ImageURL: "data:text/plain;base64," + base64.StdEncoding.EncodeToString([]byte("key "+awsKey))}}},
 	}
 	orig, err := json.Marshal(msgs)
 	require.NoError(t, err)
@@ -176,6 +178,7 @@ func TestChatTranscript(t *testing.T) {
 	require.Len(t, model.seen, 1)
 	sent, err := json.Marshal(model.seen[0])
 	require.NoError(t, err)
+	assert.Equal(t, runtime.PartText, model.seen[0][5].Parts[0].Type, "text carried in place of an image goes on as text")
 	for _, secret := range []string{awsKey, "hunter22x", "ghp_abcdefghijklmnopqrstuvwxyz0123456789"} {
 		assert.NotContains(t, string(sent), secret)
 	}

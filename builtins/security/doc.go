@@ -24,9 +24,11 @@
 // The security builtin (Middleware, stages chat and turn) blocks, with a *runtime.BlockedError
 // naming the layer and the pattern or family ids, a chat call whose transcript or tool calls
 // match, or a turn whose input matches. Every text of the transcript the model reads is
-// scanned, wherever it sits: user and assistant text, tool results, the arguments of earlier
-// tool calls, the definitions of the tools offered (name, description, parameter schema: a
-// poisoned tool description is an injection too), and the system messages with `system: true` (off by default: the system prompt
+// scanned, wherever it sits: user and assistant text, text carried in place of an image (an
+// image part whose data: URL holds text, "data:text/plain;base64,..."), tool results, the
+// arguments of earlier tool calls, the definitions of the tools offered (name, description,
+// parameter schema: a poisoned tool description is an injection too) and the schema of the
+// response format, and the system messages with `system: true` (off by default: the system prompt
 // is the operator's own instructions). An injection a gateway client places in an earlier
 // turn, a fabricated assistant turn or a tool result of the history is found as one in the
 // latest message is. Each text found clean, and the model's own output through the layer,

@@ -3,12 +3,15 @@ package scanned
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"hash"
 	"io"
+	"net/url"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/agentc-dev/agentc/runtime"
 )
@@ -110,7 +113,73 @@ func (r *Record) Scan(c *runtime.ChatCall, system, tools bool, check func(i int,
 	if !tools {
 		return nil
 	}
-	return EachTool(c.Request.Tools, visit)
+	if err := EachTool(c.Request.Tools, visit); err != nil {
+		return err
+	}
+	if t := ResponseFormatText(c.Request.ResponseFormat); t != "" {
+		return visit(0, KindResponseFormat, t)
+	}
+	return nil
+}
+
+// ResponseFormatText is the text of a call's response format the model
+// reads, as it reads a tool's parameters: the schema's name and the keys,
+// strings and numbers of its JSON Schema (the descriptions of its
+// properties among them), one a line; "" when there is none.
+func ResponseFormatText(rf *runtime.ResponseFormat) string {
+	if rf == nil || (rf.Name == "" && len(rf.Schema) == 0) {
+		return ""
+	}
+	text := rf.Name
+	if schema := ArgsText(runtime.ToolUse{Arguments: rf.Schema}); schema != "" {
+		text += "\n" + schema
+	}
+	return text
+}
+
+// AttachmentText returns the text an image part carries in place of an
+// image: the decoded data of a data: URL (or of Data) whose media type is
+// not an image's ("data:text/plain;base64,..."), when it is UTF-8 text. A
+// model or an OpenAI-compatible server that accepts such a part reads it as
+// text. An image's own pixels, an http(s) URL and data that is not text
+// give "".
+func AttachmentText(p runtime.ContentPart) string {
+	if p.Type != runtime.PartImage {
+		return ""
+	}
+	media, data := p.MediaType, p.Data
+	if rest, ok := strings.CutPrefix(p.ImageURL, "data:"); ok {
+		head, body, ok := strings.Cut(rest, ",")
+		if !ok {
+			return ""
+		}
+		params := strings.Split(head, ";")
+		media = params[0]
+		var err error
+		if params[len(params)-1] == "base64" {
+			data, err = base64.StdEncoding.DecodeString(strings.TrimSpace(body))
+			if err != nil {
+				data, err = base64.RawStdEncoding.DecodeString(strings.TrimRight(strings.TrimSpace(body), "="))
+			}
+		} else {
+			var s string
+			s, err = url.PathUnescape(body)
+			data = []byte(s)
+		}
+		if err != nil {
+			return ""
+		}
+	} else if p.ImageURL != "" {
+		return ""
+	}
+	media = strings.ToLower(strings.TrimSpace(media))
+	if strings.HasPrefix(media, "image/") && media != "image/svg+xml" {
+		return ""
+	}
+	if len(data) == 0 || !utf8.Valid(data) {
+		return ""
+	}
+	return string(data)
 }
 
 // EachTool calls visit with the text of each tool definition, which the
@@ -137,12 +206,19 @@ const (
 	KindToolResult = "tool result"
 	KindToolCall   = "tool call arguments"
 	KindToolDef    = "tool definition"
+	// KindAttachment is the text an image part carries (AttachmentText).
+	KindAttachment = "attachment"
+	// KindResponseFormat is the text of the call's response format
+	// (ResponseFormatText); i is 0.
+	KindResponseFormat = "response format"
 )
 
 // Each calls visit with every text of msgs the model reads, in order: each
-// message's text (Content and text parts), the tool results it carries (a
+// message's text (Content and text parts), the text its image parts carry
+// in place of an image (AttachmentText), the tool results it carries (a
 // tool message's text is its result), and an assistant message's tool call
-// arguments (ArgsText). Messages of
+// arguments (ArgsText). A message's name is not visited: no provider sends
+// it to the model. Messages of
 // role "system" are visited only when system is true. Empty texts are
 // skipped. The first error visit returns stops the walk and is returned.
 func Each(msgs []runtime.Message, system bool, visit func(i int, kind, text string) error) error {
@@ -154,6 +230,13 @@ func Each(msgs []runtime.Message, system bool, visit func(i int, kind, text stri
 		if msg.Role != "tool" {
 			if t := msg.Text(); t != "" {
 				if err := visit(i, KindMessage, t); err != nil {
+					return err
+				}
+			}
+		}
+		for j := range msg.Parts {
+			if t := AttachmentText(msg.Parts[j]); t != "" {
+				if err := visit(i, KindAttachment, t); err != nil {
 					return err
 				}
 			}

@@ -1,0 +1,88 @@
+package pii_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/builtins/pii"
+	"github.com/agentc-dev/agentc/runtime"
+)
+
+// chunkModel streams the deltas it is given for each call.
+type chunkModel struct{ deltas []string }
+
+func (m *chunkModel) Stream(_ context.Context, _ *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+	for _, d := range m.deltas {
+		if !yield(runtime.Delta{Text: d}) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// TestOutputSplitAtEveryOffset: a value the model streams is found wherever
+// the stream cuts it, in two or three deltas, within a line or wrapped over
+// two lines ("4111 1111\n1111 1111").
+func TestOutputSplitAtEveryOffset(t *testing.T) {
+	cases := []struct{ text, redacted, kinds string }{
+		{"Hello.\nCard: 4111 1111 1111 1111 ok\nbye", "Hello.\nCard: [REDACTED:card] ok\nbye", "card"},
+		{"Hello.\nCard: 4111 1111\n1111 1111 ok\nbye", "Hello.\nCard: [REDACTED:card] ok\nbye", "card"},
+		{"Hello.\nCard: 4111-1111-\n1111-1111\n", "Hello.\nCard: 4111-1111-\n1111-1111\n", ""},
+		{"Hello.\n4111\r\n1111 1111 1111 ok", "Hello.\n[REDACTED:card] ok", "card"},
+		{"Hello.\nwrite to ann@example.com today\n", "Hello.\nwrite to [REDACTED:email] today\n", "email"},
+		{"Lines:\n1234\n5678\n9012\n3456\n", "Lines:\n1234\n5678\n9012\n3456\n", ""},
+	}
+	model := &chunkModel{}
+	block := chatPipeline(t, `{}`, model)
+	redact := chatPipeline(t, `{"action":"redact"}`, model)
+	run := func(pl *runtime.Pipeline, deltas []string) (string, error) {
+		model.deltas = deltas
+		var got strings.Builder
+		_, err := pl.Stream(context.Background(), runtime.ChatRequest{Model: "primary",
+			Messages: []runtime.Message{{Role: "user", Content: "hi"}}},
+			func(d runtime.Delta) bool { got.WriteString(d.Text); return true })
+		return got.String(), err
+	}
+	for _, tc := range cases {
+		var splits [][]string
+		for i := 0; i <= len(tc.text); i++ {
+			for j := i; j <= len(tc.text); j++ {
+				splits = append(splits, []string{tc.text[:i], tc.text[i:j], tc.text[j:]})
+			}
+		}
+		for _, deltas := range splits {
+			got, err := run(redact, deltas)
+			require.NoError(t, err)
+			require.Equal(t, tc.redacted, got, "redact, deltas %q", deltas)
+			got, err = run(block, deltas)
+			if tc.kinds == "" {
+				require.NoError(t, err, "deltas %q", deltas)
+				require.Equal(t, tc.text, got)
+				continue
+			}
+			var b *runtime.BlockedError
+			require.ErrorAs(t, err, &b, "block, deltas %q", deltas)
+			assert.Contains(t, b.Message, "("+tc.kinds+")")
+			require.True(t, strings.HasPrefix("Hello.\n", got), "only the clean line before may go out, got %q for deltas %q", got, deltas)
+		}
+	}
+}
+
+// TestFindWrappedCard: a card written in groups and wrapped over lines is
+// found; a column of numbers, one a line, is not read as one.
+func TestFindWrappedCard(t *testing.T) {
+	s, err := pii.New(pii.Config{})
+	require.NoError(t, err)
+	for _, text := range []string{"4111 1111\n1111 1111", "4111\n1111 1111 1111", "4111-1111-1111\r\n1111"} {
+		ms := s.Find(text)
+		require.Len(t, ms, 1, text)
+		assert.Equal(t, pii.KindCard, ms[0].Kind)
+		assert.Equal(t, text, text[ms[0].Start:ms[0].End])
+	}
+	assert.Empty(t, s.Find("4111\n1111\n1111\n1111"))
+	assert.Empty(t, s.Find("4111 1111\n\n1111 1111"))
+}
