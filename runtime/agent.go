@@ -116,8 +116,10 @@ type AgentResult struct {
 // answers. Tool calls of the last assistant message of Messages that lack a
 // result (a resumed turn that was cut short) are settled first: a call with
 // a recorded result is answered from it without running, a side-effecting
-// tool that is not retry_safe without one ends the turn with an
-// *InDoubtError and nothing runs, and the others run. Their results go
+// tool that is not retry_safe without one, or a tool the policy does not
+// declare (allowed by settings.allow_undeclared_tools, or no longer
+// declared), ends the turn with an *InDoubtError and nothing runs, and the
+// others run through the tool chain as in a live turn. Their results go
 // right after the results already there; the messages that follow those (a
 // user's message added to a resumed transcript) come after them, then
 // Input, when set.
@@ -242,9 +244,9 @@ func (t *agentTurn) intent(ctx context.Context) error {
 // settle answers the calls of the assistant message at index at of the
 // transcript that have no result in it (a turn cut short, resumed): a call
 // whose result the run recorded is answered from that record and not run
-// again; a call to a tool that is side-effecting and not retry_safe without
-// a record may or may not have run, so the turn ends with an
-// *InDoubtError and no call runs; the others (read-only tools, retry_safe
+// again; a call to a tool that is side-effecting and not retry_safe, or
+// that the policy does not declare, without a record may or may not have
+// run, so the turn ends with an *InDoubtError and no call runs; the others (read-only tools, retry_safe
 // tools, which get the same idempotency key, and calls that never reach a
 // tool) run now.
 func (t *agentTurn) settle(ctx context.Context, at int, calls []ToolUse) error {
@@ -261,8 +263,14 @@ func (t *agentTurn) settle(ctx context.Context, at int, calls []ToolUse) error {
 		}
 		treq, err := call.Request()
 		e := t.pl.toolEntry(call.Name)
+		// A tool the policy does not declare (now: settings.
+		// allow_undeclared_tools let it run, or a reload dropped its
+		// declaration) may have run and has no declaration to say it is
+		// free of effect: it is in doubt too, never run again nor
+		// answered with the refusal the tool chain would make now.
+		undeclared := e == nil || !e.known
 		if r, ok := lastRecord(records, key, call.Name); ok && r.InDoubt ||
-			err == nil && e != nil && e.known && e.info.SideEffecting && !e.info.RetrySafe {
+			err == nil && (undeclared || e.info.SideEffecting && !e.info.RetrySafe) {
 			c := &ToolCall{Name: treq.Name, Args: treq.Args, Meta: Meta{Run: RunOf(ctx)}}
 			doubt = append(doubt, &InDoubtError{Layer: LayerCheckpoint, Tool: call.Name, IdempotencyKey: c.IdempotencyKey()})
 			continue
