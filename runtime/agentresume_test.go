@@ -234,3 +234,56 @@ func TestRunAgentPendingCallOfUndeclaredTool(t *testing.T) {
 		assert.Contains(t, sent[2].Parts[0].Text, `tool "nope" is not declared`)
 	})
 }
+
+// TestRunAgentRefusesAnEarlierUnansweredCall: a tool call of an assistant
+// message before the last that no result answers before the next
+// assistant message (a history providers refuse, of a call nobody knows
+// ran) ends the turn before anything runs, naming the message and the
+// call, whether the last assistant message made calls or not; a call
+// answered in the Anthropic shape (a user message of tool_result parts) is
+// answered.
+func TestRunAgentRefusesAnEarlierUnansweredCall(t *testing.T) {
+	l1, l2 := use("l1", "lookup", `{"order":7}`), use("l2", "lookup", `{"order":8}`)
+	answer := func(id string) runtime.Message {
+		return runtime.Message{Role: "tool", ToolCallID: id, Parts: []runtime.ContentPart{{Type: runtime.PartToolResult, ToolCallID: id, Text: "shipped"}}}
+	}
+	p := rt.Plan(plan.Chains{})
+	p.Tools = map[string]plan.Tool{"lookup": {}}
+	var lookups atomic.Int32
+	model := rt.NewModel(rt.Response{Deltas: []string{"done"}})
+	pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model},
+		Tools: map[string]runtime.ToolFunc{"lookup": func(context.Context, *runtime.ToolCall) (any, error) { lookups.Add(1); return "x", nil }}})
+	for _, tc := range []struct {
+		name string
+		msgs []runtime.Message
+		err  string
+	}{
+		{"last answers nothing", []runtime.Message{{Role: "user", Content: "where is 7?"},
+			{Role: "assistant", ToolCalls: []runtime.ToolUse{l1, l2}}, answer("l2"),
+			{Role: "assistant", Content: "7 shipped"}, {Role: "user", Content: "thanks"}},
+			`message 1 (assistant) has tool call "l1" (lookup) without a result before message 3`},
+		{"last makes calls", []runtime.Message{{Role: "user", Content: "where is 7?"},
+			{Role: "assistant", ToolCalls: []runtime.ToolUse{l1}}, {Role: "user", Content: "and 8?"},
+			{Role: "assistant", ToolCalls: []runtime.ToolUse{l2}}},
+			`message 1 (assistant) has tool call "l1" (lookup) without a result before message 3`},
+		{"answered after the next assistant message", []runtime.Message{{Role: "user", Content: "where is 7?"},
+			{Role: "assistant", ToolCalls: []runtime.ToolUse{l1}},
+			{Role: "assistant", Content: "looking"}, answer("l1")},
+			`message 1 (assistant) has tool call "l1" (lookup) without a result before message 2`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := pl.RunAgent(context.Background(), runtime.AgentRequest{Model: "primary", Messages: tc.msgs})
+			require.ErrorIs(t, err, runtime.ErrUnansweredToolCall)
+			assert.ErrorContains(t, err, tc.err)
+			assert.Zero(t, model.Calls())
+			assert.Zero(t, lookups.Load())
+		})
+	}
+
+	anthropic := runtime.Message{Role: "user", Parts: []runtime.ContentPart{{Type: runtime.PartToolResult, ToolCallID: "l1", Text: "shipped"}}}
+	res, err := pl.RunAgent(context.Background(), runtime.AgentRequest{Model: "primary", Messages: []runtime.Message{
+		{Role: "user", Content: "where is 7?"}, {Role: "assistant", ToolCalls: []runtime.ToolUse{l1}}, anthropic,
+		{Role: "assistant", Content: "7 shipped"}}, Input: "thanks"})
+	require.NoError(t, err)
+	assert.Equal(t, "done", res.Output)
+}
