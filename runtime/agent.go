@@ -116,12 +116,15 @@ type AgentResult struct {
 // answers. Tool calls of the last assistant message of Messages that lack a
 // result (a resumed turn that was cut short) are settled first: a call with
 // a recorded result is answered from it without running, a side-effecting
-// tool that is not retry_safe without one ends the turn with an
-// *InDoubtError and nothing runs, and the others run. Their results go
+// tool that is not retry_safe without one, or a tool the policy does not
+// declare (allowed by settings.allow_undeclared_tools, or no longer
+// declared), ends the turn with an *InDoubtError and nothing runs, and the
+// others run through the tool chain as in a live turn. Their results go
 // right after the results already there; the messages that follow those (a
 // user's message added to a resumed transcript) come after them, then
-// Input, when set.
-
+// Input, when set. A tool call of an earlier assistant message that no
+// result answers before the next assistant message ends the turn before
+// anything runs, with an error wrapping ErrUnansweredToolCall.
 func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult, error) {
 	if req.OnBlock != "" && req.OnBlock != OnBlockTellModel && req.OnBlock != OnBlockEndTurn {
 		return AgentResult{}, fmt.Errorf("agent: on_block %q is not %q or %q", req.OnBlock, OnBlockTellModel, OnBlockEndTurn)
@@ -142,6 +145,9 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 	// caller added to) and the input are appended and the model is called
 	// again.
 	at, pending, ins := pendingCalls(msgs)
+	if err := unansweredBefore(msgs); err != nil {
+		return AgentResult{Messages: msgs}, err
+	}
 	var tail []Message
 	if len(pending) > 0 {
 		tail = slices.Clone(msgs[ins:])
@@ -242,9 +248,9 @@ func (t *agentTurn) intent(ctx context.Context) error {
 // settle answers the calls of the assistant message at index at of the
 // transcript that have no result in it (a turn cut short, resumed): a call
 // whose result the run recorded is answered from that record and not run
-// again; a call to a tool that is side-effecting and not retry_safe without
-// a record may or may not have run, so the turn ends with an
-// *InDoubtError and no call runs; the others (read-only tools, retry_safe
+// again; a call to a tool that is side-effecting and not retry_safe, or
+// that the policy does not declare, without a record may or may not have
+// run, so the turn ends with an *InDoubtError and no call runs; the others (read-only tools, retry_safe
 // tools, which get the same idempotency key, and calls that never reach a
 // tool) run now.
 func (t *agentTurn) settle(ctx context.Context, at int, calls []ToolUse) error {
@@ -261,8 +267,14 @@ func (t *agentTurn) settle(ctx context.Context, at int, calls []ToolUse) error {
 		}
 		treq, err := call.Request()
 		e := t.pl.toolEntry(call.Name)
+		// A tool the policy does not declare (now: settings.
+		// allow_undeclared_tools let it run, or a reload dropped its
+		// declaration) may have run and has no declaration to say it is
+		// free of effect: it is in doubt too, never run again nor
+		// answered with the refusal the tool chain would make now.
+		undeclared := e == nil || !e.known
 		if r, ok := lastRecord(records, key, call.Name); ok && r.InDoubt ||
-			err == nil && e != nil && e.known && e.info.SideEffecting && !e.info.RetrySafe {
+			err == nil && (undeclared || e.info.SideEffecting && !e.info.RetrySafe) {
 			c := &ToolCall{Name: treq.Name, Args: treq.Args, Meta: Meta{Run: RunOf(ctx)}}
 			doubt = append(doubt, &InDoubtError{Layer: LayerCheckpoint, Tool: call.Name, IdempotencyKey: c.IdempotencyKey()})
 			continue
@@ -334,15 +346,8 @@ func pendingCalls(msgs []Message) (at int, pending []ToolUse, ins int) {
 	answers := map[string]int{}
 	ins = at + 1
 	for i, m := range msgs[at+1:] {
+		countAnswers(answers, m)
 		results := m.Role == "tool"
-		if results {
-			answers[m.ToolCallID]++
-		}
-		for _, p := range m.Parts {
-			if p.Type == PartToolResult && !(results && p.ToolCallID == m.ToolCallID) {
-				answers[p.ToolCallID]++
-			}
-		}
 		if !results && m.Role == "user" && len(m.Parts) > 0 && m.Content == "" {
 			results = !slices.ContainsFunc(m.Parts, func(p ContentPart) bool { return p.Type != PartToolResult })
 		}
@@ -358,6 +363,65 @@ func pendingCalls(msgs []Message) (at int, pending []ToolUse, ins int) {
 		pending = append(pending, c)
 	}
 	return at, pending, ins
+}
+
+// ErrUnansweredToolCall is in the error RunAgent returns for a transcript
+// in which an assistant message before the last has a tool call that no
+// result answers before the next assistant message: model providers refuse
+// such a history (OpenAI wants a tool message for every tool_call_id,
+// Anthropic a tool_result for every tool_use, right after it), and whether
+// the call ran is not known, so the turn does not start.
+var ErrUnansweredToolCall = errors.New("a tool call has no result")
+
+// unansweredBefore returns an error naming the first tool call of an
+// assistant message before the transcript's last one (whose calls RunAgent
+// settles) that no message between it and the next assistant message
+// answers.
+func unansweredBefore(msgs []Message) error {
+	last := -1
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == "assistant" {
+			last = i
+			break
+		}
+	}
+	for i := 0; i < last; i++ {
+		if msgs[i].Role != "assistant" || len(msgs[i].ToolCalls) == 0 {
+			continue
+		}
+		next := i + 1
+		for next < len(msgs) && msgs[next].Role != "assistant" {
+			next++
+		}
+		answers := map[string]int{}
+		for _, m := range msgs[i+1 : next] {
+			countAnswers(answers, m)
+		}
+		for _, c := range msgs[i].ToolCalls {
+			if answers[c.ID] > 0 {
+				answers[c.ID]--
+				continue
+			}
+			return fmt.Errorf("agent: message %d (assistant) has tool call %q (%s) without a result before message %d (the next assistant message): %w; "+
+				"append its tool result after it (or remove the call) before running the turn", i, c.ID, c.Name, next, ErrUnansweredToolCall)
+		}
+	}
+	return nil
+}
+
+// countAnswers counts the results m holds, by the call id they name: a
+// tool message answers its ToolCallID, and each tool_result part its own
+// (a tool message's part naming its message's id is the same result).
+func countAnswers(answers map[string]int, m Message) {
+	results := m.Role == "tool"
+	if results {
+		answers[m.ToolCallID]++
+	}
+	for _, p := range m.Parts {
+		if p.Type == PartToolResult && !(results && p.ToolCallID == m.ToolCallID) {
+			answers[p.ToolCallID]++
+		}
+	}
 }
 
 // agentCallKey names a tool call of an agent turn in its run's records

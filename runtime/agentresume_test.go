@@ -164,3 +164,126 @@ func TestRunAgentPendingCallsOfOddIDs(t *testing.T) {
 		})
 	}
 }
+
+// TestRunAgentPendingCallOfUndeclaredTool: a call left without a result to
+// a tool the policy does not declare (settings.allow_undeclared_tools let
+// it run, or a reload dropped its declaration) may have had its effect and
+// nothing says it is free of one: the turn ends in doubt, the tool does
+// not run again and the model is not told the call was refused. A call the
+// tool chain refused on entry is recorded, so a turn resumed after it
+// answers it from the record and goes on.
+func TestRunAgentPendingCallOfUndeclaredTool(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		allow bool
+	}{{"undeclared tools allowed", true}, {"declaration dropped", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := rt.Plan(plan.Chains{})
+			p.Tools = map[string]plan.Tool{"lookup": {}}
+			p.Settings.AllowUndeclaredTools = tc.allow
+			model := rt.NewModel(rt.Response{Deltas: []string{"done"}})
+			var wipes atomic.Int32
+			pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model},
+				Tools: map[string]runtime.ToolFunc{"wipe": func(context.Context, *runtime.ToolCall) (any, error) {
+					wipes.Add(1)
+					return "wiped", nil
+				}}})
+			msgs := []runtime.Message{{Role: "user", Content: "wipe the disk"},
+				{Role: "assistant", ToolCalls: []runtime.ToolUse{use("w1", "wipe", `{}`)}}}
+			_, err := pl.RunAgent(context.Background(), runtime.AgentRequest{Model: "primary", Messages: msgs})
+			var doubt *runtime.InDoubtError
+			require.ErrorAs(t, err, &doubt)
+			assert.Equal(t, "wipe", doubt.Tool)
+			assert.Zero(t, wipes.Load(), "the undeclared tool does not run again")
+			assert.Zero(t, model.Calls())
+		})
+	}
+
+	t.Run("refusal recorded", func(t *testing.T) {
+		p := rt.Plan(plan.Chains{})
+		p.Tools = map[string]plan.Tool{"lookup": {}}
+		p.Settings.AllowUndeclaredTools = false
+		model := rt.NewModel(
+			callTools(use("n1", "nope", `{}`)),
+			rt.Response{Err: rt.Permanent("the model went away")},
+			rt.Response{Deltas: []string{"sorry"}})
+		store := runtime.NewMemoryCheckpoints()
+		pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}, Checkpoints: store})
+		cp, err := pl.Checkpointer("")
+		require.NoError(t, err)
+		ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r"})
+		_, err = pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "do it"})
+		require.Error(t, err)
+		// The run is saved with the refusal among its records; resumed
+		// from the transcript as it was when the model made the call (a
+		// crash during the next model call), the turn answers the call
+		// from the record.
+		_, err = cp.Save(ctx)
+		require.NoError(t, err)
+		pl.EndRun("r")
+		_, err = cp.Resume(ctx, "r")
+		require.NoError(t, err)
+		msgs := pl.Transcript(ctx)
+		msgs = msgs[:2]
+		res, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Messages: msgs})
+		require.NoError(t, err)
+		assert.Equal(t, "sorry", res.Output)
+		sent := model.Requests()[2].Messages
+		require.Len(t, sent, 3)
+		assert.Equal(t, "n1", sent[2].ToolCallID)
+		assert.Contains(t, sent[2].Parts[0].Text, `tool "nope" is not declared`)
+	})
+}
+
+// TestRunAgentRefusesAnEarlierUnansweredCall: a tool call of an assistant
+// message before the last that no result answers before the next
+// assistant message (a history providers refuse, of a call nobody knows
+// ran) ends the turn before anything runs, naming the message and the
+// call, whether the last assistant message made calls or not; a call
+// answered in the Anthropic shape (a user message of tool_result parts) is
+// answered.
+func TestRunAgentRefusesAnEarlierUnansweredCall(t *testing.T) {
+	l1, l2 := use("l1", "lookup", `{"order":7}`), use("l2", "lookup", `{"order":8}`)
+	answer := func(id string) runtime.Message {
+		return runtime.Message{Role: "tool", ToolCallID: id, Parts: []runtime.ContentPart{{Type: runtime.PartToolResult, ToolCallID: id, Text: "shipped"}}}
+	}
+	p := rt.Plan(plan.Chains{})
+	p.Tools = map[string]plan.Tool{"lookup": {}}
+	var lookups atomic.Int32
+	model := rt.NewModel(rt.Response{Deltas: []string{"done"}})
+	pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model},
+		Tools: map[string]runtime.ToolFunc{"lookup": func(context.Context, *runtime.ToolCall) (any, error) { lookups.Add(1); return "x", nil }}})
+	for _, tc := range []struct {
+		name string
+		msgs []runtime.Message
+		err  string
+	}{
+		{"last answers nothing", []runtime.Message{{Role: "user", Content: "where is 7?"},
+			{Role: "assistant", ToolCalls: []runtime.ToolUse{l1, l2}}, answer("l2"),
+			{Role: "assistant", Content: "7 shipped"}, {Role: "user", Content: "thanks"}},
+			`message 1 (assistant) has tool call "l1" (lookup) without a result before message 3`},
+		{"last makes calls", []runtime.Message{{Role: "user", Content: "where is 7?"},
+			{Role: "assistant", ToolCalls: []runtime.ToolUse{l1}}, {Role: "user", Content: "and 8?"},
+			{Role: "assistant", ToolCalls: []runtime.ToolUse{l2}}},
+			`message 1 (assistant) has tool call "l1" (lookup) without a result before message 3`},
+		{"answered after the next assistant message", []runtime.Message{{Role: "user", Content: "where is 7?"},
+			{Role: "assistant", ToolCalls: []runtime.ToolUse{l1}},
+			{Role: "assistant", Content: "looking"}, answer("l1")},
+			`message 1 (assistant) has tool call "l1" (lookup) without a result before message 2`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := pl.RunAgent(context.Background(), runtime.AgentRequest{Model: "primary", Messages: tc.msgs})
+			require.ErrorIs(t, err, runtime.ErrUnansweredToolCall)
+			assert.ErrorContains(t, err, tc.err)
+			assert.Zero(t, model.Calls())
+			assert.Zero(t, lookups.Load())
+		})
+	}
+
+	anthropic := runtime.Message{Role: "user", Parts: []runtime.ContentPart{{Type: runtime.PartToolResult, ToolCallID: "l1", Text: "shipped"}}}
+	res, err := pl.RunAgent(context.Background(), runtime.AgentRequest{Model: "primary", Messages: []runtime.Message{
+		{Role: "user", Content: "where is 7?"}, {Role: "assistant", ToolCalls: []runtime.ToolUse{l1}}, anthropic,
+		{Role: "assistant", Content: "7 shipped"}}, Input: "thanks"})
+	require.NoError(t, err)
+	assert.Equal(t, "done", res.Output)
+}

@@ -818,8 +818,11 @@ type Item struct {
 	Metadata map[string]any `json:"metadata,omitempty"`
 }
 
-// Status names the outcome of a call for after-phase predicates and logs:
-// "ok", "blocked", "budget" or "failed".
+// Status names the outcome of a call for after-phase predicates (a turn's
+// `status`), logs and spans: "ok", "blocked", "budget", "in_doubt" (a
+// side-effecting call that may have had its effect, or ran and whose
+// outcome was not recorded: not a failure to try again, a person settles
+// it) or "failed".
 func Status(err error) string {
 	switch Classify(err) {
 	case ClassOK:
@@ -828,6 +831,8 @@ func Status(err error) string {
 		return "blocked"
 	case ClassBudget:
 		return "budget"
+	case ClassInDoubt:
+		return "in_doubt"
 	}
 	return "failed"
 }

@@ -352,7 +352,10 @@ func (pl *Pipeline) Tool(ctx context.Context, req ToolRequest) (ToolResult, erro
 	}
 	e, err := pl.enterTool(&req)
 	if err != nil {
-		return ToolResult{}, err
+		// The refusal is recorded like any outcome: a resumed agent turn
+		// answers the call from it instead of taking it for a call that
+		// may have run.
+		return ToolResult{}, pl.recordOutcome(ctx, req.Name, nil, err)
 	}
 	c := toolCalls.Get().(*ToolCall)
 	c.Name, c.Args, c.Tool, c.entry = req.Name, req.Args, &e.info, e
@@ -370,15 +373,25 @@ func (pl *Pipeline) Tool(ctx context.Context, req ToolRequest) (ToolResult, erro
 	res := ToolResult{Value: v, Attempts: c.Meta.Attempts, Deduped: c.Meta.Deduped, Cached: c.Meta.Cached}
 	*c = ToolCall{}
 	toolCalls.Put(c)
+	if herr := pl.recordOutcome(ctx, req.Name, v, err); err == nil && herr != nil {
+		return ToolResult{}, herr
+	}
+	return res, err
+}
+
+// recordOutcome records the outcome of a call of tool for its run, when
+// runs are recorded, and runs the OnToolResult hooks. It returns err, or
+// the first hook's error when the call succeeded.
+func (pl *Pipeline) recordOutcome(ctx context.Context, tool string, v any, err error) error {
 	if pl.recordRuns.Load() {
-		pl.recordTool(runID(ctx), req.Name, agentCallOf(ctx), v, err)
+		pl.recordTool(runID(ctx), tool, agentCallOf(ctx), v, err)
 		for _, hook := range pl.toolHooks {
 			if herr := hook(ctx); herr != nil && err == nil {
-				return ToolResult{}, herr
+				return herr
 			}
 		}
 	}
-	return res, err
+	return err
 }
 
 // enterTool returns the entry of req's tool after the checks made on entry

@@ -1,10 +1,12 @@
 package runtime_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -170,4 +172,80 @@ func TestStateBuildErrors(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "state.limit.on_set[0]")
 	assert.False(t, errors.Is(err, context.Canceled))
+}
+
+// TestStateSinksMaskRunSecrets: the background sinks see a run's secrets
+// masked, as the audit trail does: a denial message quoting a secret of the
+// run and a value of a field that is not secret holding one reach the log,
+// the webhook and the audit sink with "[SECRET]" in its place, even when
+// the events are delivered after the run ended.
+func TestStateSinksMaskRunSecrets(t *testing.T) {
+	var mu sync.Mutex
+	var posted []runtime.StateEvent
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var ev runtime.StateEvent
+		if json.NewDecoder(r.Body).Decode(&ev) != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		posted = append(posted, ev)
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	sinks := []plan.StateSink{{Sink: "log"}, {Sink: "webhook", URL: srv.URL}, {Sink: "audit"}}
+	p := rt.Plan(plan.Chains{})
+	p.State = &plan.State{Fields: map[string]plan.StateField{
+		"token": {Schema: json.RawMessage(`{"type": "string"}`), Secret: true},
+		"notes": {Schema: json.RawMessage(`{"type": "array", "items": {"type": "string"}}`), Background: sinks,
+			OnAppend: []plan.StateHandler{{Deny: statePred(plan.StateOnAppend, "value.contains('revoke')"),
+				Message: "the key sk-live-1234 is revoked"}}},
+	}}
+	var logged safeBuffer
+	audit := &runtime.MemoryAudit{}
+	hold := make(chan struct{})
+	pl := rt.Build(t, p, runtime.Deps{Audit: audit, StateHold: hold,
+		Logger: slog.New(slog.NewJSONHandler(&logged, nil))})
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r1"})
+	_, err := pl.SetState(ctx, "token", "sk-live-1234")
+	require.NoError(t, err)
+	_, err = pl.AppendState(ctx, "notes", "the key is sk-live-1234")
+	require.NoError(t, err)
+	_, err = pl.AppendState(ctx, "notes", "revoke it")
+	require.Error(t, err)
+	pl.EndRun("r1")
+	close(hold)
+	require.NoError(t, pl.DrainState(ctx))
+	assert.Equal(t, int64(6), pl.StateStats().Delivered)
+
+	assert.NotContains(t, logged.String(), "sk-live-1234")
+	assert.Contains(t, logged.String(), "[SECRET]")
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, posted, 2)
+	assert.Equal(t, "[SECRET]", posted[0].Value)
+	assert.True(t, posted[1].Denied)
+	assert.Equal(t, "the key [SECRET] is revoked", posted[1].Message)
+	recs := audit.Records()
+	require.Len(t, recs, 2)
+	assert.Equal(t, map[string]any{"op": "append", "value": "[SECRET]"}, recs[0].Args)
+	assert.Equal(t, "the key [SECRET] is revoked", recs[1].ErrorMessage)
+}
+
+// safeBuffer is a bytes.Buffer safe for concurrent use.
+type safeBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *safeBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *safeBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

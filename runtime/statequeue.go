@@ -152,19 +152,26 @@ func (pl *Pipeline) stateSink(ctx context.Context, field string, b plan.StateSin
 
 // stateEvent queues the event of an operation for the field's sinks. A
 // secret field's value reaches them only when clean (the handlers left none
-// of the secret in clear); otherwise they see secretMark.
+// of the secret in clear); otherwise they see secretMark. The secrets of
+// the run (its secret fields' values, its secret_result tools' results) are
+// masked in the value and the denial message as the audit trail masks them,
+// here, when the event is queued: a sink that delivers it after the run
+// ended (its secrets forgotten) sends no secret either.
 func (pl *Pipeline) stateEvent(runID string, f *stateField, op string, v any, clean bool, veto *BlockedError) {
 	if len(f.sinks) == 0 || pl.state.queue == nil {
 		return
 	}
+	taint := pl.runTaint(runID)
 	if f.secret && !clean {
 		v = secretMark
+	} else if len(taint) > 0 {
+		v = maskTaint(cloneJSON(v), taint)
 	} else {
 		v = cloneJSON(v)
 	}
 	ev := StateEvent{Time: pl.now(), RunID: runID, Field: f.name, Op: op, Value: v}
 	if veto != nil {
-		ev.Denied, ev.Layer, ev.Message = true, veto.Layer, veto.Message
+		ev.Denied, ev.Layer, ev.Message = true, veto.Layer, maskText(veto.Message, taint)
 	}
 	pl.state.queue.push(queued{ev: ev, sinks: f.sinks})
 }

@@ -10,8 +10,10 @@
 // discarded. In the chat stage an after-phase guard holds the stream's deltas
 // until the response is complete and releases them only if it passes. A tool
 // or chat call that failed is returned as is without evaluation; a turn is
-// evaluated with its status, except that a turn already blocked or over
-// budget keeps that first reason. In front of a side-effecting tool an
+// evaluated with its status (`status`: "ok", "blocked", "budget", "in_doubt"
+// when a side-effecting call of the turn may have run with its outcome
+// unknown, or "failed"), except that a turn already blocked or over budget
+// keeps that first reason. In front of a side-effecting tool an
 // after-phase guard blocks only once the effect has happened: vet warns of
 // one whose predicate does not read `result` (guard/after-side-effect).
 //

@@ -1,7 +1,7 @@
 // Package log implements the log builtin (stages chat, tool and turn): one
 // structured slog line per call, written when the call returns (for chat, when
 // the stream ends). The line carries the layer, stage, run id, outcome
-// ("ok", "blocked", "budget", "failed"), duration and attempts, plus the
+// ("ok", "blocked", "budget", "in_doubt", "failed"), duration and attempts, plus the
 // model, served model, deltas and usage (chat), the tool (tool) or the
 // output length (turn), and the error. With include_args it also logs the
 // messages, the tool arguments or the turn input. A successful call is

@@ -128,3 +128,20 @@ func TestIncludeArgsMasksTheRunsSecrets(t *testing.T) {
 	assert.Equal(t, `401: token "[SECRET]" refused`, got[2]["error"])
 	assert.Equal(t, "use [SECRET]", got[3]["input"])
 }
+
+// TestOutcomeInDoubt: a call in doubt (it may have had its effect) is
+// logged with outcome "in_doubt", not "failed".
+func TestOutcomeInDoubt(t *testing.T) {
+	var buf bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&buf, nil))
+	p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("log", "")}})
+	tool := rt.NewTool(rt.ToolResult{Err: &runtime.InDoubtError{Layer: "idempotent", Tool: "t", IdempotencyKey: "k"}})
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Logger: logger, Tools: map[string]runtime.ToolFunc{"t": tool.Func()}})
+	require.NoError(t, err)
+	_, err = pl.Tool(runtime.WithRun(context.Background(), runtime.Run{ID: "r"}), runtime.ToolRequest{Name: "t"})
+	require.Error(t, err)
+	got := lines(t, &buf)
+	require.Len(t, got, 1)
+	assert.Equal(t, "in_doubt", got[0]["outcome"])
+	assert.Equal(t, "in_doubt", runtime.Status(err))
+}

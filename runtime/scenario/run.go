@@ -92,8 +92,8 @@ type Result struct {
 type StepResult struct {
 	Index int    `json:"index"`
 	Stage string `json:"stage"`
-	// Outcome is "ok", "blocked", "budget" or "error" (admit: set only on
-	// error).
+	// Outcome is "ok", "blocked", "budget", "in_doubt", "error" or "crash"
+	// (admit: set only on error).
 	Outcome string `json:"outcome,omitempty"`
 	// Text and Model are a chat step's delivered text and served model;
 	// ToolCalls and FinishReason the tool calls it delivered (assembled
@@ -704,6 +704,8 @@ func (e stepErr) Unwrap() error {
 		return &runtime.BlockedError{Layer: e.sr.Error.Layer, Message: e.sr.Error.Message}
 	case "budget":
 		return &runtime.BudgetError{Layer: e.sr.Error.Layer, Resource: e.sr.Error.Message}
+	case "in_doubt":
+		return &runtime.InDoubtError{Layer: e.sr.Error.Layer}
 	}
 	return nil
 }
@@ -717,6 +719,8 @@ func setOutcome(sr *StepResult, err error) {
 		sr.Outcome = "blocked"
 	case runtime.ClassBudget:
 		sr.Outcome = "budget"
+	case runtime.ClassInDoubt:
+		sr.Outcome = "in_doubt"
 	default:
 		sr.Outcome = "error"
 	}

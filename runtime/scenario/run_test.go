@@ -133,6 +133,18 @@ func TestScenarios(t *testing.T) {
 			            {"index": 2, "stage": "turn", "outcome": "blocked", "error": {"layer": "refund_limit"},
 			             "steps": [{"index": 0, "stage": "tool", "outcome": "blocked"}]}],
 			  "executions": {"models": {"primary": 1}}}`},
+		{"a call in doubt ends the step and its turn in_doubt", func() *plan.Plan {
+			p := planWith(plan.Chains{Turn: []plan.Layer{layer("audit", `{}`)}})
+			p.Tools["wire"] = plan.Tool{SideEffecting: true}
+			return p
+		}(),
+			`{"steps": [{"turn": {"input": "wire it", "steps": [{"agent": {"model": "primary", "messages": [
+			     {"role": "user", "content": "wire 5"},
+			     {"role": "assistant", "tool_calls": [{"id": "w1", "name": "wire", "arguments": {"n": 5}}]}]}}]}}]}`,
+			`{"steps": [{"stage": "turn", "outcome": "in_doubt", "error": {"kind": "in_doubt"},
+			             "steps": [{"stage": "agent", "outcome": "in_doubt", "error": {"kind": "in_doubt"}}]}],
+			  "audit": [{"stage": "turn", "error_type": "in_doubt"}, {"stage": "turn", "error_type": "in_doubt"}],
+			  "executions": {"models": {"primary": 0}, "tools": {"wire": 0}}}`},
 		{"consume abandons and meter charges what arrived", designPlan(),
 			`{"models": {"primary": [{"deltas": ["aaaa", "bbbb", "cccc"], "usage": {"input_tokens": 99, "output_tokens": 99}}]},
 			  "steps": [{"chat": {"model": "primary", "messages": [{"role": "user", "content": "hi"}], "consume": 2}}]}`,
