@@ -101,9 +101,9 @@ func (m *Middleware) redactResult(v any) any {
 			return red
 		}
 		return v
-	case string, map[string]any, []any, map[string]string, []string:
-	case bool, float64, float32, int, int64, int32, uint, uint64, uint32, json.Number:
-		return v
+	case string, map[string]any, []any, map[string]string, []string,
+		bool, float64, float32, int, int64, int32, uint, uint64, uint32, json.Number:
+		// Redacted as they are (an integral number as its digits).
 	default:
 		b, err := json.Marshal(v)
 		if err != nil {

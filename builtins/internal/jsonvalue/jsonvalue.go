@@ -1,6 +1,8 @@
 package jsonvalue
 
 import (
+	"encoding/json"
+	"math"
 	"slices"
 	"strconv"
 )
@@ -73,6 +75,44 @@ func MapLeaves(v any, f func(string) (string, int), other func(any) (any, int)) 
 		}
 		return v, 0
 	}
+}
+
+// MapText is MapStrings that also reads the integral numbers of v as text
+// (NumberText): f is applied to the digits of each, and a number f changes
+// becomes the string f returns (a card or account number sent as a JSON
+// number is masked like one sent as a string). Other numbers are left as
+// they are.
+func MapText(v any, f func(string) (string, int)) (any, int) {
+	return MapLeaves(v, f, func(v any) (any, int) {
+		if text, ok := NumberText(v); ok {
+			if r, n := f(text); n > 0 {
+				return r, n
+			}
+		}
+		return v, 0
+	})
+}
+
+// NumberText renders an integral number as its decimal digits: a
+// json.Number as written, a float64 without a fraction (below 1e19 in
+// magnitude), an int, int64 or uint64. These are the only numbers that can
+// hold a card, phone or account number; ok is false for any other value.
+func NumberText(v any) (string, bool) {
+	switch x := v.(type) {
+	case json.Number:
+		return string(x), true
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) < 1e19 {
+			return strconv.FormatFloat(x, 'f', -1, 64), true
+		}
+	case int:
+		return strconv.Itoa(x), true
+	case int64:
+		return strconv.FormatInt(x, 10), true
+	case uint64:
+		return strconv.FormatUint(x, 10), true
+	}
+	return "", false
 }
 
 // renameKeys applies f to the keys of m (a fresh copy, changed in place) and
