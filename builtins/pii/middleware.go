@@ -9,6 +9,7 @@ import (
 	"github.com/agentc-dev/agentc/builtins/internal/linehold"
 	"github.com/agentc-dev/agentc/builtins/internal/mask"
 	"github.com/agentc-dev/agentc/builtins/internal/scanned"
+	"github.com/agentc-dev/agentc/builtins/internal/textnorm"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
@@ -294,19 +295,28 @@ func (m *Middleware) EndRun(runID string) { m.seen.EndRun(runID) }
 // ends in a digit, not past the start of the line that holds the last
 // maxCardDigits-1 digits of the run of digit groups it ends (joined by
 // spaces, dashes and line breaks), from which a card number could run on
-// into the lines still to come.
+// into the lines still to come. The text is read folded as the detectors
+// read it (textnorm.FoldSeparators): full-width and other digits they take
+// for ASCII ones count as digits, Unicode spaces and dashes as separators,
+// and a zero-width character at the end of a line does not hide the digit
+// before it.
 func releasable(buf string) int {
 	cut := linehold.LastLine(buf)
-	end := cut - 1
-	if end > 0 && buf[end-1] == '\r' {
+	if cut == 0 {
+		return 0
+	}
+	f := textnorm.FoldSeparators(buf[:cut], false)
+	text := f.Text
+	end := len(text) - 1 // the folded text ends in the line break at cut
+	if end > 0 && text[end-1] == '\r' {
 		end--
 	}
-	if end <= 0 || !isDigit(buf[end-1]) {
+	if end <= 0 || !isDigit(text[end-1]) {
 		return cut
 	}
 	k, digits := end, 0
 	for k > 0 && digits < maxCardDigits-1 {
-		b := buf[k-1]
+		b := text[k-1]
 		if isDigit(b) {
 			digits++
 		} else if b != ' ' && b != '-' && b != '\n' && b != '\r' {
@@ -314,5 +324,11 @@ func releasable(buf string) int {
 		}
 		k--
 	}
-	return strings.LastIndexByte(buf[:k], '\n') + 1
+	line := strings.LastIndexByte(text[:k], '\n') + 1
+	if line == 0 {
+		return 0
+	}
+	// The line break before line is an ASCII one of buf: release up to it.
+	_, at := f.Span(line-1, line)
+	return at
 }
