@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // MapStrings returns a copy of v with f applied to every string in it, and the
@@ -94,13 +95,22 @@ func MapText(v any, f func(string) (string, int)) (any, int) {
 }
 
 // NumberText renders an integral number as its decimal digits: a
-// json.Number as written, a float64 without a fraction (below 1e19 in
-// magnitude), an int, int64 or uint64. These are the only numbers that can
+// json.Number written as an integer as it is written (however long), a
+// float64 without a fraction (below 1e19 in magnitude; a json.Number
+// written with a fraction or an exponent is read as one: "4.111e3" is
+// "4111"), an int, int64 or uint64. These are the only numbers that can
 // hold a card, phone or account number; ok is false for any other value.
 func NumberText(v any) (string, bool) {
 	switch x := v.(type) {
 	case json.Number:
-		return string(x), true
+		if isInteger(string(x)) {
+			return string(x), true
+		}
+		f, err := x.Float64()
+		if err != nil {
+			return "", false
+		}
+		return NumberText(f)
 	case float64:
 		if x == math.Trunc(x) && math.Abs(x) < 1e19 {
 			return strconv.FormatFloat(x, 'f', -1, 64), true
@@ -113,6 +123,21 @@ func NumberText(v any) (string, bool) {
 		return strconv.FormatUint(x, 10), true
 	}
 	return "", false
+}
+
+// isInteger reports whether s is an integer literal: digits, after an
+// optional minus sign.
+func isInteger(s string) bool {
+	s = strings.TrimPrefix(s, "-")
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // renameKeys applies f to the keys of m (a fresh copy, changed in place) and

@@ -139,12 +139,13 @@ func TestMapText(t *testing.T) {
 
 func TestNumberText(t *testing.T) {
 	for v, want := range map[any]string{4111111111111111.0: "4111111111111111", -3.0: "-3", 7: "7",
-		int64(8): "8", uint64(9): "9", json.Number("1e3"): "1e3"} {
+		int64(8): "8", uint64(9): "9", json.Number("12345678901234567891"): "12345678901234567891",
+		json.Number("-12"): "-12", json.Number("1e3"): "1000", json.Number("4111.0"): "4111"} {
 		got, ok := jsonvalue.NumberText(v)
 		assert.True(t, ok, "%v", v)
 		assert.Equal(t, want, got)
 	}
-	for _, v := range []any{1.5, 1e19, "12", true, nil, float32(1)} {
+	for _, v := range []any{1.5, 1e19, json.Number("1.5"), json.Number("-"), "12", true, nil, float32(1)} {
 		_, ok := jsonvalue.NumberText(v)
 		assert.False(t, ok, "%v", v)
 	}

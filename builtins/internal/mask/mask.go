@@ -1,6 +1,7 @@
 package mask
 
 import (
+	"bytes"
 	"encoding/json"
 	"slices"
 
@@ -112,11 +113,15 @@ func (t Transcript) text(run, s string) (string, bool) {
 }
 
 // Args returns the arguments of a tool call masked, and whether anything
-// was. JSON arguments are masked as a value (Value) and stay valid JSON;
-// arguments that are not JSON are masked as text, as the model reads them.
+// was. JSON arguments are masked as a value (Value) and stay valid JSON,
+// their numbers written back as they were sent (a 20-digit id is not
+// rounded to a float64's precision); arguments that are not JSON are masked
+// as text, as the model reads them.
 func Args(raw json.RawMessage, f Func) (json.RawMessage, bool) {
 	var v any
-	if json.Unmarshal(raw, &v) != nil {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if !json.Valid(raw) || dec.Decode(&v) != nil {
 		red, n := f(string(raw))
 		if n == 0 {
 			return raw, false

@@ -114,3 +114,20 @@ func TestArgsAndCalls(t *testing.T) {
 	assert.Equal(t, map[string]string{"[S]": "x", "[S]#2": "[S]"}, v)
 	assert.Equal(t, 2, n)
 }
+
+// TestArgsKeepNumbers: numbers of masked arguments are written back as they
+// were sent, however large, and one written with a fraction or an exponent
+// is read as the integer it stands for.
+func TestArgsKeepNumbers(t *testing.T) {
+	s := &secret{}
+	got, ok := mask.Args(json.RawMessage(`{"q":"s3cret","id":12345678901234567891,"f":1.25,"e":2e3}`), s.mask)
+	require.True(t, ok)
+	assert.JSONEq(t, `{"q":"[S]","id":12345678901234567891,"f":1.25,"e":2e3}`, string(got))
+	assert.Contains(t, string(got), `12345678901234567891`)
+
+	for _, n := range []string{`4111`, `4111.0`, `4.111e3`, `41110e-1`} {
+		got, ok = mask.Args(json.RawMessage(`{"n":`+n+`}`), s.mask)
+		require.True(t, ok, n)
+		assert.JSONEq(t, `{"n":"[N]"}`, string(got), n)
+	}
+}
