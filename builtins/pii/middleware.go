@@ -2,14 +2,14 @@ package pii
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/agentc-dev/agentc/builtins/internal/linehold"
+	"github.com/agentc-dev/agentc/builtins/internal/mask"
 	"github.com/agentc-dev/agentc/builtins/internal/scanned"
+	"github.com/agentc-dev/agentc/builtins/internal/textnorm"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
@@ -167,25 +167,12 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	}
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
 		orig := c.Request.Messages
-		run := c.Meta.Run.ID
-		var out []runtime.Message
-		for i := range orig {
-			if orig[i].Role == "system" && !m.System {
-				continue
-			}
-			msg, changed := m.redactMessage(run, &orig[i])
-			if !changed {
-				continue
-			}
-			if out == nil {
-				out = slices.Clone(orig)
-			}
-			out[i] = msg
-		}
-		if out == nil {
+		tr := mask.Transcript{Mask: m.scanner.Redact, System: m.System, Seen: &m.seen}
+		red, ok := tr.Messages(c.Meta.Run.ID, orig)
+		if !ok {
 			return m.output(ctx, c, next, yield)
 		}
-		c.Request.Messages = out
+		c.Request.Messages = red
 		err := m.output(ctx, c, next, yield)
 		c.Request.Messages = orig
 		return err
@@ -224,90 +211,6 @@ func (m *Middleware) cleanOutput(text string) (string, error) {
 			Message: fmt.Sprintf("the model's output contains personal data (%s)", kindsOf(ms))}
 	}
 	return text, nil
-}
-
-// redactText returns text redacted and whether anything changed; a text
-// without personal data is recorded for the run and not scanned again.
-func (m *Middleware) redactText(run, text string) (string, bool) {
-	if text == "" || m.seen.Has(run, text) {
-		return text, false
-	}
-	red, n := m.scanner.Redact(text)
-	if n == 0 {
-		m.seen.Add(run, text)
-		return text, false
-	}
-	return red, true
-}
-
-// redactMessage returns msg redacted and whether anything changed: its
-// content, its text and tool_result parts, and the arguments of its tool
-// calls. The message's slices are copied before they are changed.
-func (m *Middleware) redactMessage(run string, msg *runtime.Message) (runtime.Message, bool) {
-	out := *msg
-	changed := false
-	if red, ok := m.redactText(run, msg.Content); ok {
-		out.Content, changed = red, true
-	}
-	cloned := false
-	for j, p := range msg.Parts {
-		if att := scanned.AttachmentText(p); att != "" {
-			// Text carried in place of an image is rewritten as a text part.
-			if red, ok := m.redactText(run, att); ok {
-				if !cloned {
-					out.Parts, cloned = slices.Clone(msg.Parts), true
-				}
-				out.Parts[j], changed = runtime.ContentPart{Type: runtime.PartText, Text: red}, true
-			}
-			continue
-		}
-		if p.Type != runtime.PartText && p.Type != runtime.PartToolResult {
-			continue
-		}
-		red, ok := m.redactText(run, p.Text)
-		if !ok {
-			continue
-		}
-		if !cloned {
-			out.Parts, cloned = slices.Clone(msg.Parts), true
-		}
-		out.Parts[j].Text, changed = red, true
-	}
-	cloned = false
-	for j, tc := range msg.ToolCalls {
-		args, ok := m.redactArgs(tc.Arguments)
-		if !ok {
-			continue
-		}
-		if !cloned {
-			out.ToolCalls, cloned = slices.Clone(msg.ToolCalls), true
-		}
-		out.ToolCalls[j].Arguments, changed = args, true
-	}
-	return out, changed
-}
-
-// redactArgs redacts the JSON arguments of a tool call; ok is false when
-// nothing was found (or they are not JSON).
-func (m *Middleware) redactArgs(raw json.RawMessage) (json.RawMessage, bool) {
-	var v any
-	if json.Unmarshal(raw, &v) != nil {
-		// Not JSON: the model reads it as text.
-		red, n := m.scanner.Redact(string(raw))
-		if n == 0 {
-			return nil, false
-		}
-		return json.RawMessage(red), true
-	}
-	red, n := m.scanner.RedactValue(v)
-	if n == 0 {
-		return nil, false
-	}
-	b, err := json.Marshal(red)
-	if err != nil {
-		return nil, false
-	}
-	return b, true
 }
 
 // WrapTool implements runtime.ToolWrapper. The arguments are scanned (every
@@ -392,19 +295,28 @@ func (m *Middleware) EndRun(runID string) { m.seen.EndRun(runID) }
 // ends in a digit, not past the start of the line that holds the last
 // maxCardDigits-1 digits of the run of digit groups it ends (joined by
 // spaces, dashes and line breaks), from which a card number could run on
-// into the lines still to come.
+// into the lines still to come. The text is read folded as the detectors
+// read it (textnorm.FoldSeparators): full-width and other digits they take
+// for ASCII ones count as digits, Unicode spaces and dashes as separators,
+// and a zero-width character at the end of a line does not hide the digit
+// before it.
 func releasable(buf string) int {
 	cut := linehold.LastLine(buf)
-	end := cut - 1
-	if end > 0 && buf[end-1] == '\r' {
+	if cut == 0 {
+		return 0
+	}
+	f := textnorm.FoldSeparators(buf[:cut], false)
+	text := f.Text
+	end := len(text) - 1 // the folded text ends in the line break at cut
+	if end > 0 && text[end-1] == '\r' {
 		end--
 	}
-	if end <= 0 || !isDigit(buf[end-1]) {
+	if end <= 0 || !isDigit(text[end-1]) {
 		return cut
 	}
 	k, digits := end, 0
 	for k > 0 && digits < maxCardDigits-1 {
-		b := buf[k-1]
+		b := text[k-1]
 		if isDigit(b) {
 			digits++
 		} else if b != ' ' && b != '-' && b != '\n' && b != '\r' {
@@ -412,5 +324,11 @@ func releasable(buf string) int {
 		}
 		k--
 	}
-	return strings.LastIndexByte(buf[:k], '\n') + 1
+	line := strings.LastIndexByte(text[:k], '\n') + 1
+	if line == 0 {
+		return 0
+	}
+	// The line break before line is an ASCII one of buf: release up to it.
+	_, at := f.Span(line-1, line)
+	return at
 }

@@ -1,9 +1,7 @@
 package pii
 
 import (
-	"encoding/json"
 	"fmt"
-	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -230,7 +228,7 @@ func (s *Scanner) walk(v any, path string, visit func(path, text string)) {
 			visit(path+"/"+strconv.Itoa(i), e)
 		}
 	default:
-		if text, ok := numberText(v); ok {
+		if text, ok := jsonvalue.NumberText(v); ok {
 			visit(path, text)
 		}
 	}
@@ -243,37 +241,7 @@ func (s *Scanner) walk(v any, path string, visit func(path, text string)) {
 // lost. v itself is never modified; parts without
 // personal data may be shared with the result.
 func (s *Scanner) RedactValue(v any) (any, int) {
-	return jsonvalue.MapLeaves(v, s.Redact, s.redactNumber)
-}
-
-// redactNumber redacts a number that holds personal data as its redacted
-// string; any other value is returned unchanged.
-func (s *Scanner) redactNumber(v any) (any, int) {
-	if text, ok := numberText(v); ok {
-		if r, n := s.Redact(text); n > 0 {
-			return r, n
-		}
-	}
-	return v, 0
-}
-
-// numberText renders integral numbers, the only numbers that can hold a card or phone number.
-func numberText(v any) (string, bool) {
-	switch x := v.(type) {
-	case json.Number:
-		return string(x), true
-	case float64:
-		if x == math.Trunc(x) && math.Abs(x) < 1e19 {
-			return strconv.FormatFloat(x, 'f', -1, 64), true
-		}
-	case int:
-		return strconv.Itoa(x), true
-	case int64:
-		return strconv.FormatInt(x, 10), true
-	case uint64:
-		return strconv.FormatUint(x, 10), true
-	}
-	return "", false
+	return jsonvalue.MapText(v, s.Redact)
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -2,6 +2,7 @@ package pii_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -35,6 +36,12 @@ func TestOutputSplitAtEveryOffset(t *testing.T) {
 		{"Hello.\n4111\r\n1111 1111 1111 ok", "Hello.\n[REDACTED:card] ok", "card"},
 		{"Hello.\nwrite to ann@example.com today\n", "Hello.\nwrite to [REDACTED:email] today\n", "email"},
 		{"Lines:\n1234\n5678\n9012\n3456\n", "Lines:\n1234\n5678\n9012\n3456\n", ""},
+		// Digits the detector reads as ASCII ones (full-width, mathematical),
+		// Unicode spaces, and a format character it skips, at a line's end.
+		{"Hello.\n4111 111１\n１１１１ 1111 ok\n", "Hello.\n[REDACTED:card] ok\n", "card"},
+		{"Hello.\n4111-1111-111𝟏\n1111\n", "Hello.\n[REDACTED:card]\n", "card"},
+		{"Hello.\n4111 1111\u200b\n1111 1111\n", "Hello.\n[REDACTED:card]\n", "card"},
+		{"Hello.\n4111\u00a01111\u00a0\r\n1111\u00a01111\n", "Hello.\n4111\u00a01111\u00a0\r\n1111\u00a01111\n", ""},
 	}
 	model := &chunkModel{}
 	block := chatPipeline(t, `{}`, model)
@@ -48,27 +55,29 @@ func TestOutputSplitAtEveryOffset(t *testing.T) {
 		return got.String(), err
 	}
 	for _, tc := range cases {
-		var splits [][]string
-		for i := 0; i <= len(tc.text); i++ {
-			for j := i; j <= len(tc.text); j++ {
-				splits = append(splits, []string{tc.text[:i], tc.text[i:j], tc.text[j:]})
+		t.Run(fmt.Sprintf("%q", tc.text), func(t *testing.T) {
+			var splits [][]string
+			for i := 0; i <= len(tc.text); i++ {
+				for j := i; j <= len(tc.text); j++ {
+					splits = append(splits, []string{tc.text[:i], tc.text[i:j], tc.text[j:]})
+				}
 			}
-		}
-		for _, deltas := range splits {
-			got, err := run(redact, deltas)
-			require.NoError(t, err)
-			require.Equal(t, tc.redacted, got, "redact, deltas %q", deltas)
-			got, err = run(block, deltas)
-			if tc.kinds == "" {
-				require.NoError(t, err, "deltas %q", deltas)
-				require.Equal(t, tc.text, got)
-				continue
+			for _, deltas := range splits {
+				got, err := run(redact, deltas)
+				require.NoError(t, err)
+				require.Equal(t, tc.redacted, got, "redact, deltas %q", deltas)
+				got, err = run(block, deltas)
+				if tc.kinds == "" {
+					require.NoError(t, err, "deltas %q", deltas)
+					require.Equal(t, tc.text, got)
+					continue
+				}
+				var b *runtime.BlockedError
+				require.ErrorAs(t, err, &b, "block, deltas %q", deltas)
+				assert.Contains(t, b.Message, "("+tc.kinds+")")
+				require.True(t, strings.HasPrefix("Hello.\n", got), "only the clean line before may go out, got %q for deltas %q", got, deltas)
 			}
-			var b *runtime.BlockedError
-			require.ErrorAs(t, err, &b, "block, deltas %q", deltas)
-			assert.Contains(t, b.Message, "("+tc.kinds+")")
-			require.True(t, strings.HasPrefix("Hello.\n", got), "only the clean line before may go out, got %q for deltas %q", got, deltas)
-		}
+		})
 	}
 }
 

@@ -9,7 +9,9 @@
 // also read folded, so a secret with zero-width characters inside or written in full-width or
 // look-alike letters is masked whole. In a JSON-like value the object keys are redacted too:
 // a key holding a secret ({"sk-live-...": 1}) is renamed to its masked form, followed by "#2",
-// "#3"... when two keys mask alike or the name is taken, so no value is lost.
+// "#3"... when two keys mask alike or the name is taken, so no value is lost; an integral
+// number is read as its digits, and one a rule matches (an account number a configured pattern
+// masks, sent as a JSON number) becomes its masked string.
 //
 // A Redactor is immutable after New and safe for concurrent use.
 //

@@ -1,15 +1,14 @@
 package redact
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"regexp"
-	"slices"
 	"strings"
 
 	"github.com/agentc-dev/agentc/builtins/internal/linehold"
+	"github.com/agentc-dev/agentc/builtins/internal/mask"
 	"github.com/agentc-dev/agentc/builtins/internal/scanned"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
@@ -101,9 +100,9 @@ func (m *Middleware) redactResult(v any) any {
 			return red
 		}
 		return v
-	case string, map[string]any, []any, map[string]string, []string:
-	case bool, float64, float32, int, int64, int32, uint, uint64, uint32, json.Number:
-		return v
+	case string, map[string]any, []any, map[string]string, []string,
+		bool, float64, float32, int, int64, int32, uint, uint64, uint32, json.Number:
+		// Redacted as they are (an integral number as its digits).
 	default:
 		b, err := json.Marshal(v)
 		if err != nil {
@@ -161,11 +160,12 @@ func (m *Middleware) redactResult(v any) any {
 // redacted as text.
 func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	inner := func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
-		return runtime.HoldToolCalls(ctx, c, next, yield, m.redactCalls)
+		return runtime.HoldToolCalls(ctx, c, next, yield, mask.Calls(m.redactor.Redact))
 	}
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
 		orig := c.Request.Messages
-		if red, ok := m.redactTranscript(c.Meta.Run.ID, orig); ok {
+		tr := mask.Transcript{Mask: m.redactor.Redact, System: true, Seen: &m.seen}
+		if red, ok := tr.Messages(c.Meta.Run.ID, orig); ok {
 			c.Request.Messages = red
 			defer func() { c.Request.Messages = orig }()
 		}
@@ -179,98 +179,8 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	}
 }
 
-// redactTranscript returns a copy of msgs with every text masked, and
-// whether anything was; msgs is never modified.
-func (m *Middleware) redactTranscript(run string, msgs []runtime.Message) ([]runtime.Message, bool) {
-	text := func(t string) (string, bool) {
-		if t == "" || m.seen.Has(run, t) {
-			return t, false
-		}
-		red, n := m.redactor.Redact(t)
-		if n == 0 {
-			m.seen.Add(run, t)
-			return t, false
-		}
-		return red, true
-	}
-	var out []runtime.Message
-	for i := range msgs {
-		msg := msgs[i]
-		changed := false
-		if red, ok := text(msg.Content); ok {
-			msg.Content, changed = red, true
-		}
-		cloned := false
-		for j, p := range msgs[i].Parts {
-			if att := scanned.AttachmentText(p); att != "" {
-				// Text carried in place of an image goes on as a text part.
-				if red, ok := text(att); ok {
-					if !cloned {
-						msg.Parts, cloned = slices.Clone(msgs[i].Parts), true
-					}
-					msg.Parts[j], changed = runtime.ContentPart{Type: runtime.PartText, Text: red}, true
-				}
-				continue
-			}
-			if p.Type != runtime.PartText && p.Type != runtime.PartToolResult {
-				continue
-			}
-			red, ok := text(p.Text)
-			if !ok {
-				continue
-			}
-			if !cloned {
-				msg.Parts, cloned = slices.Clone(msgs[i].Parts), true
-			}
-			msg.Parts[j].Text, changed = red, true
-		}
-		if len(msg.ToolCalls) > 0 {
-			calls, _ := m.redactCalls(slices.Clone(msg.ToolCalls))
-			for j := range calls {
-				if !bytes.Equal(calls[j].Arguments, msg.ToolCalls[j].Arguments) {
-					msg.ToolCalls, changed = calls, true
-					break
-				}
-			}
-		}
-		if !changed {
-			continue
-		}
-		if out == nil {
-			out = slices.Clone(msgs)
-		}
-		out[i] = msg
-	}
-	return out, out != nil
-}
-
 // EndRun implements runtime.RunEnder: it forgets the run's clean texts.
 func (m *Middleware) EndRun(runID string) { m.seen.EndRun(runID) }
-
-// redactCalls masks the arguments of the model's tool calls, keeping them
-// valid JSON.
-func (m *Middleware) redactCalls(calls []runtime.ToolUse) ([]runtime.ToolUse, error) {
-	for i, tc := range calls {
-		var v any
-		if json.Unmarshal(tc.Arguments, &v) != nil {
-			red, n := m.redactor.Redact(string(tc.Arguments))
-			if n > 0 {
-				calls[i].Arguments = json.RawMessage(red)
-			}
-			continue
-		}
-		red, n := m.redactor.RedactValue(v)
-		if n == 0 {
-			continue
-		}
-		b, err := json.Marshal(red)
-		if err != nil {
-			continue
-		}
-		calls[i].Arguments = b
-	}
-	return calls, nil
-}
 
 // releasable returns how many bytes of buf may be released: up to the last
 // line break, but not past an unterminated PEM block, nor past the start of a

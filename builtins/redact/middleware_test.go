@@ -72,6 +72,14 @@ func TestToolResults(t *testing.T) {
 		{"raw JSON that is not JSON", `{}`, json.RawMessage(`key ` + awsKey), func(t *testing.T, got any) {
 			assert.NotContains(t, fmt.Sprintf("%s", got), awsKey)
 		}},
+		{"number a pattern matches", accountPattern, map[string]any{"account": 123456789.0, "n": 42.0},
+			func(t *testing.T, got any) {
+				assert.Equal(t, map[string]any{"account": "[REDACTED:pattern-0]", "n": 42.0}, got,
+					"an account number sent as a JSON number is masked as it is in a string")
+			}},
+		{"number result a pattern matches", accountPattern, 123456789.0, func(t *testing.T, got any) {
+			assert.Equal(t, "[REDACTED:pattern-0]", got)
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -189,4 +197,41 @@ func TestChatTranscript(t *testing.T) {
 	after, err := json.Marshal(msgs)
 	require.NoError(t, err)
 	assert.Equal(t, string(orig), string(after), "the caller's messages are untouched")
+}
+
+// accountPattern masks nine-digit account numbers.
+const accountPattern = `{"defaults":false,"patterns":["\\b\\d{9}\\b"]}`
+
+// TestChatNumbersInToolCallArguments: a number of an earlier tool call's
+// arguments, or of one the model streams, that a pattern matches is masked
+// as it is in a string (pii does the same for a card sent as a number).
+func TestChatNumbersInToolCallArguments(t *testing.T) {
+	model := &recordingModel{}
+	p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("redact", accountPattern)}})
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
+	require.NoError(t, err)
+	msgs := []runtime.Message{
+		{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "c0", Name: "refund",
+			Arguments: json.RawMessage(`{"account":123456789,"cents":1250}`)}}},
+		{Role: "tool", ToolCallID: "c0", Content: "done"},
+	}
+	_, err = pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: msgs})
+	require.NoError(t, err)
+	require.Len(t, model.seen, 1)
+	assert.JSONEq(t, `{"account":"[REDACTED:pattern-0]","cents":1250}`, string(model.seen[0][0].ToolCalls[0].Arguments))
+	assert.JSONEq(t, `{"account":123456789,"cents":1250}`, string(msgs[0].ToolCalls[0].Arguments), "the caller's message is untouched")
+
+	streamed := rt.NewModel(rt.Response{Stream: []runtime.Delta{
+		{ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: "c1", Name: "refund", Arguments: `{"account":1234`}}},
+		{ToolCalls: []runtime.ToolCallDelta{{Index: 0, Arguments: `56789}`}}, FinishReason: runtime.FinishToolCalls},
+	}})
+	pl = rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": streamed}})
+	var calls runtime.ToolCallBuilder
+	_, err = pl.Stream(context.Background(), runtime.ChatRequest{Model: "primary"}, func(d runtime.Delta) bool {
+		calls.Add(&d)
+		return true
+	})
+	require.NoError(t, err)
+	require.Len(t, calls.ToolCalls(), 1)
+	assert.JSONEq(t, `{"account":"[REDACTED:pattern-0]"}`, string(calls.ToolCalls()[0].Arguments))
 }

@@ -191,10 +191,12 @@ func (r *Redactor) spans(text string) []span {
 // RedactValue returns a copy of a JSON-like value (map[string]any, []any, map[string]string,
 // []string, string) with every string redacted, and the number of replacements. Map keys are
 // redacted too: a key holding a secret is renamed to its redacted form, followed by "#2",
-// "#3"... when that name is taken, so no value is lost. Other types (numbers, booleans, nil)
-// are returned unchanged. v itself is never modified: containers are always copied.
+// "#3"... when that name is taken, so no value is lost. An integral number is read as its
+// digits, and becomes its redacted string when a rule matches them (an account number a
+// pattern masks, sent as a JSON number). Other values (other numbers, booleans, nil) are
+// returned unchanged. v itself is never modified: containers are always copied.
 func (r *Redactor) RedactValue(v any) (any, int) {
-	return jsonvalue.MapStrings(v, r.Redact)
+	return jsonvalue.MapText(v, r.Redact)
 }
 
 func (ru *rule) appendSpan(spans []span, loc []int, offset, i int) []span {

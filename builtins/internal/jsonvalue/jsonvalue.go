@@ -1,8 +1,11 @@
 package jsonvalue
 
 import (
+	"encoding/json"
+	"math"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // MapStrings returns a copy of v with f applied to every string in it, and the
@@ -73,6 +76,68 @@ func MapLeaves(v any, f func(string) (string, int), other func(any) (any, int)) 
 		}
 		return v, 0
 	}
+}
+
+// MapText is MapStrings that also reads the integral numbers of v as text
+// (NumberText): f is applied to the digits of each, and a number f changes
+// becomes the string f returns (a card or account number sent as a JSON
+// number is masked like one sent as a string). Other numbers are left as
+// they are.
+func MapText(v any, f func(string) (string, int)) (any, int) {
+	return MapLeaves(v, f, func(v any) (any, int) {
+		if text, ok := NumberText(v); ok {
+			if r, n := f(text); n > 0 {
+				return r, n
+			}
+		}
+		return v, 0
+	})
+}
+
+// NumberText renders an integral number as its decimal digits: a
+// json.Number written as an integer as it is written (however long), a
+// float64 without a fraction (below 1e19 in magnitude; a json.Number
+// written with a fraction or an exponent is read as one: "4.111e3" is
+// "4111"), an int, int64 or uint64. These are the only numbers that can
+// hold a card, phone or account number; ok is false for any other value.
+func NumberText(v any) (string, bool) {
+	switch x := v.(type) {
+	case json.Number:
+		if isInteger(string(x)) {
+			return string(x), true
+		}
+		f, err := x.Float64()
+		if err != nil {
+			return "", false
+		}
+		return NumberText(f)
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) < 1e19 {
+			return strconv.FormatFloat(x, 'f', -1, 64), true
+		}
+	case int:
+		return strconv.Itoa(x), true
+	case int64:
+		return strconv.FormatInt(x, 10), true
+	case uint64:
+		return strconv.FormatUint(x, 10), true
+	}
+	return "", false
+}
+
+// isInteger reports whether s is an integer literal: digits, after an
+// optional minus sign.
+func isInteger(s string) bool {
+	s = strings.TrimPrefix(s, "-")
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // renameKeys applies f to the keys of m (a fresh copy, changed in place) and

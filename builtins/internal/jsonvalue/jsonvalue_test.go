@@ -1,6 +1,7 @@
 package jsonvalue_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -103,4 +104,49 @@ func TestMapStringsRenamesKeys(t *testing.T) {
 	gotS, n := jsonvalue.MapStrings(map[string]string{"secret-a": "x", "secret-b": "y"}, mask)
 	assert.Equal(t, map[string]string{"[M]": "x", "[M]#2": "y"}, gotS)
 	assert.Equal(t, 2, n)
+}
+
+// digits masks every run of digits of a text as "#".
+func digits(s string) (string, int) {
+	out, n := strings.Builder{}, 0
+	in := false
+	for _, c := range s {
+		if c >= '0' && c <= '9' {
+			if !in {
+				out.WriteByte('#')
+				n++
+			}
+			in = true
+			continue
+		}
+		in = false
+		out.WriteRune(c)
+	}
+	return out.String(), n
+}
+
+func TestMapText(t *testing.T) {
+	in := map[string]any{"a": 1234.0, "b": 1.5, "c": json.Number("42"), "d": []any{int64(7), true, nil}, "e": "x9", "f": 1e20}
+	got, n := jsonvalue.MapText(in, digits)
+	assert.Equal(t, map[string]any{"a": "#", "b": 1.5, "c": "#", "d": []any{"#", true, nil}, "e": "x#", "f": 1e20}, got)
+	assert.Equal(t, 4, n)
+	assert.Equal(t, 1234.0, in["a"], "v itself is untouched")
+
+	got, n = jsonvalue.MapText(map[string]any{"N": 12.0}, upper)
+	assert.Equal(t, map[string]any{"N": 12.0}, got, "a number f leaves as it is stays a number")
+	assert.Zero(t, n)
+}
+
+func TestNumberText(t *testing.T) {
+	for v, want := range map[any]string{4111111111111111.0: "4111111111111111", -3.0: "-3", 7: "7",
+		int64(8): "8", uint64(9): "9", json.Number("12345678901234567891"): "12345678901234567891",
+		json.Number("-12"): "-12", json.Number("1e3"): "1000", json.Number("4111.0"): "4111"} {
+		got, ok := jsonvalue.NumberText(v)
+		assert.True(t, ok, "%v", v)
+		assert.Equal(t, want, got)
+	}
+	for _, v := range []any{1.5, 1e19, json.Number("1.5"), json.Number("-"), "12", true, nil, float32(1)} {
+		_, ok := jsonvalue.NumberText(v)
+		assert.False(t, ok, "%v", v)
+	}
 }

@@ -1,0 +1,10 @@
+// Package mask rewrites every text of a transcript the model reads with a
+// layer's masking function, for the layers that mask what they find instead
+// of refusing the call (redact, and pii with action "redact"): the text of
+// each message (content and text parts), the text an image part carries in
+// place of an image (which goes on as a text part once masked), the tool
+// results (tool messages and tool_result parts) and the arguments of the
+// tool calls assistant messages carry (their strings, their object keys and
+// their integral numbers, still valid JSON). The caller's messages are never
+// modified: what changes is a copy.
+package mask

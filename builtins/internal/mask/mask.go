@@ -1,0 +1,160 @@
+package mask
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+
+	"github.com/agentc-dev/agentc/builtins/internal/jsonvalue"
+	"github.com/agentc-dev/agentc/builtins/internal/scanned"
+	"github.com/agentc-dev/agentc/runtime"
+)
+
+// Func masks a text: it returns the text to put in its place and how many
+// items it masked; with 0 the text is left as it is.
+type Func func(text string) (string, int)
+
+// Transcript masks the texts of a chat call's transcript with Mask.
+type Transcript struct {
+	Mask Func
+	// System masks the messages of role "system" too; without it they are
+	// left as they are.
+	System bool
+	// Seen, when not nil, records for the run each text Mask found nothing
+	// in, which is then not masked again in the run. Tool call arguments are
+	// not recorded.
+	Seen *scanned.Record
+}
+
+// Messages returns a copy of msgs with every text masked, and whether
+// anything was; without a change it returns msgs itself. msgs is never
+// modified: a message that changed is a copy whose slices were copied before
+// they changed, and the others are shared with msgs.
+func (t Transcript) Messages(run string, msgs []runtime.Message) ([]runtime.Message, bool) {
+	var out []runtime.Message
+	for i := range msgs {
+		if msgs[i].Role == "system" && !t.System {
+			continue
+		}
+		msg, changed := t.Message(run, &msgs[i])
+		if !changed {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(msgs)
+		}
+		out[i] = msg
+	}
+	if out == nil {
+		return msgs, false
+	}
+	return out, true
+}
+
+// Message returns msg with its texts masked (whatever its role), and whether
+// anything was: its content, its text and tool_result parts, the text its
+// image parts carry in place of an image (scanned.AttachmentText; such a
+// part goes on as a text part when it is masked), and the arguments of its
+// tool calls (Args). msg is never modified.
+func (t Transcript) Message(run string, msg *runtime.Message) (runtime.Message, bool) {
+	out := *msg
+	changed := false
+	if red, ok := t.text(run, msg.Content); ok {
+		out.Content, changed = red, true
+	}
+	cloned := false
+	for j, p := range msg.Parts {
+		var red string
+		var ok bool
+		if att := scanned.AttachmentText(p); att != "" {
+			if red, ok = t.text(run, att); ok {
+				p = runtime.ContentPart{Type: runtime.PartText}
+			}
+		} else if p.Type == runtime.PartText || p.Type == runtime.PartToolResult {
+			red, ok = t.text(run, p.Text)
+		}
+		if !ok {
+			continue
+		}
+		if !cloned {
+			out.Parts, cloned = slices.Clone(msg.Parts), true
+		}
+		p.Text = red
+		out.Parts[j], changed = p, true
+	}
+	cloned = false
+	for j, tc := range msg.ToolCalls {
+		args, ok := Args(tc.Arguments, t.Mask)
+		if !ok {
+			continue
+		}
+		if !cloned {
+			out.ToolCalls, cloned = slices.Clone(msg.ToolCalls), true
+		}
+		out.ToolCalls[j].Arguments, changed = args, true
+	}
+	return out, changed
+}
+
+// text returns s masked and whether anything was; a text Mask finds nothing
+// in is recorded for the run and not masked again.
+func (t Transcript) text(run, s string) (string, bool) {
+	if s == "" || (t.Seen != nil && t.Seen.Has(run, s)) {
+		return s, false
+	}
+	red, n := t.Mask(s)
+	if n == 0 {
+		if t.Seen != nil {
+			t.Seen.Add(run, s)
+		}
+		return s, false
+	}
+	return red, true
+}
+
+// Args returns the arguments of a tool call masked, and whether anything
+// was. JSON arguments are masked as a value (Value) and stay valid JSON,
+// their numbers written back as they were sent (a 20-digit id is not
+// rounded to a float64's precision); arguments that are not JSON are masked
+// as text, as the model reads them.
+func Args(raw json.RawMessage, f Func) (json.RawMessage, bool) {
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if !json.Valid(raw) || dec.Decode(&v) != nil {
+		red, n := f(string(raw))
+		if n == 0 {
+			return raw, false
+		}
+		return json.RawMessage(red), true
+	}
+	red, n := Value(v, f)
+	if n == 0 {
+		return raw, false
+	}
+	b, err := json.Marshal(red)
+	if err != nil {
+		return raw, false
+	}
+	return b, true
+}
+
+// Calls masks the arguments of calls in place (Args) and returns calls; its
+// signature is that of runtime.HoldToolCalls' rewrite.
+func Calls(f Func) func(calls []runtime.ToolUse) ([]runtime.ToolUse, error) {
+	return func(calls []runtime.ToolUse) ([]runtime.ToolUse, error) {
+		for i := range calls {
+			if args, ok := Args(calls[i].Arguments, f); ok {
+				calls[i].Arguments = args
+			}
+		}
+		return calls, nil
+	}
+}
+
+// Value returns a copy of a JSON-like value masked, and the number of items
+// masked: its strings, its object keys (a key that changes is renamed, with
+// "#2", "#3"... when the name is taken, so no value is lost) and its
+// integral numbers, read as their digits (one that changes becomes the
+// masked string). See jsonvalue.MapText. v is never modified.
+func Value(v any, f Func) (any, int) { return jsonvalue.MapText(v, f) }

@@ -1,0 +1,133 @@
+package mask_test
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/builtins/internal/mask"
+	"github.com/agentc-dev/agentc/builtins/internal/scanned"
+	"github.com/agentc-dev/agentc/runtime"
+)
+
+// secret masks every "s3cret" and every "4111" (digits a number may hold),
+// counting its calls.
+type secret struct{ calls int }
+
+func (s *secret) mask(text string) (string, int) {
+	s.calls++
+	n := strings.Count(text, "s3cret") + strings.Count(text, "4111")
+	if n == 0 {
+		return text, 0
+	}
+	return strings.NewReplacer("s3cret", "[S]", "4111", "[N]").Replace(text), n
+}
+
+func attachment(text string) runtime.ContentPart {
+	return runtime.ContentPart{Type: runtime.PartImage, ImageURL: "data:text/plain;base64," + base64.StdEncoding.EncodeToString([]byte(text))}
+}
+
+// TestMessagesMasksEveryText: every text the model reads is masked on a
+// copy, the caller's messages untouched.
+func TestMessagesMasksEveryText(t *testing.T) {
+	png := runtime.ContentPart{Type: runtime.PartImage, ImageURL: "data:image/png;base64,iVBORw0K"}
+	transcript := func() []runtime.Message {
+		return []runtime.Message{
+			{Role: "system", Content: "sys s3cret"},
+			{Role: "user", Content: "hi s3cret", Parts: []runtime.ContentPart{
+				{Type: runtime.PartText, Text: "part s3cret"}, png, attachment("att s3cret"), attachment("att clean")}},
+			{Role: "assistant", Content: "clean", ToolCalls: []runtime.ToolUse{
+				{ID: "c0", Name: "a", Arguments: json.RawMessage(`{"q":"s3cret","n":4111,"m":7,"s3cret":1,"[S]":2}`)},
+				{ID: "c1", Name: "b", Arguments: json.RawMessage(`{"q":"clean"}`)},
+				{ID: "c2", Name: "c", Arguments: json.RawMessage(`not json s3cret`)}}},
+			{Role: "tool", ToolCallID: "c0", Content: "result s3cret"},
+			{Role: "user", Parts: []runtime.ContentPart{{Type: runtime.PartToolResult, ToolCallID: "c0", Text: "res s3cret"}}},
+		}
+	}
+	msgs := transcript()
+	s := &secret{}
+	got, ok := mask.Transcript{Mask: s.mask, System: true}.Messages("", msgs)
+	require.True(t, ok)
+	assert.Equal(t, "sys [S]", got[0].Content)
+	assert.Equal(t, "hi [S]", got[1].Content)
+	assert.Equal(t, []runtime.ContentPart{{Type: runtime.PartText, Text: "part [S]"}, png,
+		{Type: runtime.PartText, Text: "att [S]"}, msgs[1].Parts[3]}, got[1].Parts,
+		"text carried in place of an image goes on as a text part once masked; the rest is kept")
+	assert.JSONEq(t, `{"q":"[S]","n":"[N]","m":7,"[S]":2,"[S]#2":1}`, string(got[2].ToolCalls[0].Arguments),
+		"strings, numbers and keys are masked; a masked key whose name is taken gets #2")
+	assert.Equal(t, msgs[2].ToolCalls[1], got[2].ToolCalls[1])
+	assert.Equal(t, "not json [S]", string(got[2].ToolCalls[2].Arguments), "arguments that are not JSON are masked as text")
+	assert.Equal(t, "result [S]", got[3].Content)
+	assert.Equal(t, runtime.ContentPart{Type: runtime.PartToolResult, ToolCallID: "c0", Text: "res [S]"}, got[4].Parts[0])
+	assert.Equal(t, transcript(), msgs, "the caller's messages are untouched")
+
+	got, ok = mask.Transcript{Mask: s.mask}.Messages("", msgs)
+	require.True(t, ok)
+	assert.Equal(t, "sys s3cret", got[0].Content, "without System, system messages are left as they are")
+	assert.Equal(t, "hi [S]", got[1].Content)
+}
+
+// TestMessagesUnchanged: a transcript with nothing to mask is returned as it
+// is, and with a record its clean texts are not masked again in the run.
+func TestMessagesUnchanged(t *testing.T) {
+	msgs := []runtime.Message{{Role: "user", Content: "hello"}, {Role: "assistant", Parts: []runtime.ContentPart{{Type: runtime.PartText, Text: "hi"}}}}
+	s := &secret{}
+	var seen scanned.Record
+	tr := mask.Transcript{Mask: s.mask, Seen: &seen}
+	got, ok := tr.Messages("run", msgs)
+	assert.False(t, ok)
+	assert.Same(t, &msgs[0], &got[0], "the same slice")
+	assert.Equal(t, 2, s.calls)
+
+	_, ok = tr.Messages("run", msgs)
+	assert.False(t, ok)
+	assert.Equal(t, 2, s.calls, "clean texts are recorded for the run")
+	_, _ = tr.Messages("other", msgs)
+	assert.Equal(t, 4, s.calls, "another run masks them again")
+
+	msgs = append(msgs, runtime.Message{Role: "user", Content: "s3cret"})
+	for range 2 {
+		got, ok = tr.Messages("run", msgs)
+		require.True(t, ok)
+		assert.Equal(t, "[S]", got[2].Content, "a text that was masked is masked again at every call")
+	}
+}
+
+func TestArgsAndCalls(t *testing.T) {
+	s := &secret{}
+	raw := json.RawMessage(`{"a":"x"}`)
+	got, ok := mask.Args(raw, s.mask)
+	assert.False(t, ok)
+	assert.Equal(t, raw, got)
+
+	calls := []runtime.ToolUse{{Name: "a", Arguments: json.RawMessage(`{"k":["s3cret",41110]}`)}, {Name: "b", Arguments: raw}}
+	out, err := mask.Calls(s.mask)(calls)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"k":["[S]","[N]0"]}`, string(out[0].Arguments))
+	assert.Equal(t, raw, out[1].Arguments)
+
+	v, n := mask.Value(map[string]string{"s3cret": "s3cret", "[S]": "x"}, s.mask)
+	assert.Equal(t, map[string]string{"[S]": "x", "[S]#2": "[S]"}, v)
+	assert.Equal(t, 2, n)
+}
+
+// TestArgsKeepNumbers: numbers of masked arguments are written back as they
+// were sent, however large, and one written with a fraction or an exponent
+// is read as the integer it stands for.
+func TestArgsKeepNumbers(t *testing.T) {
+	s := &secret{}
+	got, ok := mask.Args(json.RawMessage(`{"q":"s3cret","id":12345678901234567891,"f":1.25,"e":2e3}`), s.mask)
+	require.True(t, ok)
+	assert.JSONEq(t, `{"q":"[S]","id":12345678901234567891,"f":1.25,"e":2e3}`, string(got))
+	assert.Contains(t, string(got), `12345678901234567891`)
+
+	for _, n := range []string{`4111`, `4111.0`, `4.111e3`, `41110e-1`} {
+		got, ok = mask.Args(json.RawMessage(`{"n":`+n+`}`), s.mask)
+		require.True(t, ok, n)
+		assert.JSONEq(t, `{"n":"[N]"}`, string(got), n)
+	}
+}
