@@ -154,43 +154,54 @@ func (c *Client) Stream(ctx context.Context, req *runtime.ChatRequest, yield fun
 
 // chunk is what the client reads of a chat.completion.chunk.
 type chunk struct {
-	Choices []struct {
-		Index int64 `json:"index"`
-		Delta struct {
-			Content   string `json:"content"`
-			Refusal   string `json:"refusal"`
-			ToolCalls []struct {
-				Index    int64  `json:"index"`
-				ID       string `json:"id"`
-				Function struct {
-					Name      string `json:"name"`
-					Arguments string `json:"arguments"`
-				} `json:"function"`
-			} `json:"tool_calls"`
-		} `json:"delta"`
-		FinishReason string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage *struct {
-		PromptTokens        int64 `json:"prompt_tokens"`
-		CompletionTokens    int64 `json:"completion_tokens"`
-		PromptTokensDetails struct {
-			CachedTokens int64 `json:"cached_tokens"`
-		} `json:"prompt_tokens_details"`
-		CompletionTokensDetails struct {
-			ReasoningTokens int64 `json:"reasoning_tokens"`
-		} `json:"completion_tokens_details"`
-	} `json:"usage"`
+	Choices []chunkChoice `json:"choices"`
+	Usage   *chunkUsage   `json:"usage"`
 	// Error is set in an error event ({"error": ...}).
 	Error json.RawMessage `json:"error"`
 }
 
+// chunkChoice is what the client reads of a chunk's choice.
+type chunkChoice struct {
+	Index int64 `json:"index"`
+	Delta struct {
+		Content   string `json:"content"`
+		Refusal   string `json:"refusal"`
+		ToolCalls []struct {
+			Index    int64  `json:"index"`
+			ID       string `json:"id"`
+			Function struct {
+				Name      string `json:"name"`
+				Arguments string `json:"arguments"`
+			} `json:"function"`
+		} `json:"tool_calls"`
+	} `json:"delta"`
+	FinishReason string `json:"finish_reason"`
+}
+
+// chunkUsage is what the client reads of a chunk's usage.
+type chunkUsage struct {
+	PromptTokens        int64 `json:"prompt_tokens"`
+	CompletionTokens    int64 `json:"completion_tokens"`
+	PromptTokensDetails struct {
+		CachedTokens int64 `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+	CompletionTokensDetails struct {
+		ReasoningTokens int64 `json:"reasoning_tokens"`
+	} `json:"completion_tokens_details"`
+}
+
 // decode decodes data into c, reusing the choices' backing array, as
-// encoding/json does. segmentio's decoder, several times faster, decodes
-// a chunk; where it reports any error, encoding/json decodes the chunk
-// again, so a malformed chunk fails with its error and a field of an
-// unexpected JSON type reads as zero with the rest decoded (segmentio's
-// stops at such a field).
+// encoding/json does. decodeFast decodes a chunk of the usual shape; any
+// other goes to segmentio's decoder, several times faster than
+// encoding/json, and where that reports any error, encoding/json decodes
+// the chunk again, so a malformed chunk fails with its error and a field
+// of an unexpected JSON type reads as zero with the rest decoded
+// (segmentio's stops at such a field).
 func (c *chunk) decode(data []byte) error {
+	c.reset()
+	if c.decodeFast(data) {
+		return nil
+	}
 	c.reset()
 	if fastjson.Unmarshal(data, c) == nil {
 		return nil
