@@ -30,8 +30,8 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/param"
 	"github.com/openai/openai-go/v3/packages/ssestream"
-	"github.com/openai/openai-go/v3/shared"
 	fastjson "github.com/segmentio/encoding/json"
 
 	"github.com/agentc-dev/agentc/providers/internal/wire"
@@ -114,13 +114,16 @@ func New(cfg Config) (*Client, error) {
 // *runtime.CallError (see the package doc); the caller's own cancellation
 // returns ctx's error.
 func (c *Client) Stream(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
-	params, err := c.params(req)
+	body, err := c.body(req)
 	if err != nil {
 		return &runtime.CallError{Kind: runtime.KindPermanent, Message: fmt.Sprintf("openai %s: %v", c.cfg.Model, err)}
 	}
-	// The SDK sends the request and frames the server-sent events; the
+	// The SDK sends the request (the body the client encoded, in place of
+	// its parameters' own encoding) and frames the server-sent events; the
 	// client decodes each chunk into chunk, the few fields a delta needs,
 	// which costs a fraction of decoding the SDK's full chunk type.
+	var params openai.ChatCompletionNewParams
+	param.SetJSON(body, &params)
 	var raw *http.Response
 	sdk := c.chat.NewStreaming(ctx, params, option.WithResponseInto(&raw))
 	// A complete stream's body is released to a drain that owns its
@@ -151,43 +154,54 @@ func (c *Client) Stream(ctx context.Context, req *runtime.ChatRequest, yield fun
 
 // chunk is what the client reads of a chat.completion.chunk.
 type chunk struct {
-	Choices []struct {
-		Index int64 `json:"index"`
-		Delta struct {
-			Content   string `json:"content"`
-			Refusal   string `json:"refusal"`
-			ToolCalls []struct {
-				Index    int64  `json:"index"`
-				ID       string `json:"id"`
-				Function struct {
-					Name      string `json:"name"`
-					Arguments string `json:"arguments"`
-				} `json:"function"`
-			} `json:"tool_calls"`
-		} `json:"delta"`
-		FinishReason string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage *struct {
-		PromptTokens        int64 `json:"prompt_tokens"`
-		CompletionTokens    int64 `json:"completion_tokens"`
-		PromptTokensDetails struct {
-			CachedTokens int64 `json:"cached_tokens"`
-		} `json:"prompt_tokens_details"`
-		CompletionTokensDetails struct {
-			ReasoningTokens int64 `json:"reasoning_tokens"`
-		} `json:"completion_tokens_details"`
-	} `json:"usage"`
+	Choices []chunkChoice `json:"choices"`
+	Usage   *chunkUsage   `json:"usage"`
 	// Error is set in an error event ({"error": ...}).
 	Error json.RawMessage `json:"error"`
 }
 
+// chunkChoice is what the client reads of a chunk's choice.
+type chunkChoice struct {
+	Index int64 `json:"index"`
+	Delta struct {
+		Content   string `json:"content"`
+		Refusal   string `json:"refusal"`
+		ToolCalls []struct {
+			Index    int64  `json:"index"`
+			ID       string `json:"id"`
+			Function struct {
+				Name      string `json:"name"`
+				Arguments string `json:"arguments"`
+			} `json:"function"`
+		} `json:"tool_calls"`
+	} `json:"delta"`
+	FinishReason string `json:"finish_reason"`
+}
+
+// chunkUsage is what the client reads of a chunk's usage.
+type chunkUsage struct {
+	PromptTokens        int64 `json:"prompt_tokens"`
+	CompletionTokens    int64 `json:"completion_tokens"`
+	PromptTokensDetails struct {
+		CachedTokens int64 `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+	CompletionTokensDetails struct {
+		ReasoningTokens int64 `json:"reasoning_tokens"`
+	} `json:"completion_tokens_details"`
+}
+
 // decode decodes data into c, reusing the choices' backing array, as
-// encoding/json does. segmentio's decoder, several times faster, decodes
-// a chunk; where it reports any error, encoding/json decodes the chunk
-// again, so a malformed chunk fails with its error and a field of an
-// unexpected JSON type reads as zero with the rest decoded (segmentio's
-// stops at such a field).
+// encoding/json does. decodeFast decodes a chunk of the usual shape; any
+// other goes to segmentio's decoder, several times faster than
+// encoding/json, and where that reports any error, encoding/json decodes
+// the chunk again, so a malformed chunk fails with its error and a field
+// of an unexpected JSON type reads as zero with the rest decoded
+// (segmentio's stops at such a field).
 func (c *chunk) decode(data []byte) error {
+	c.reset()
+	if c.decodeFast(data) {
+		return nil
+	}
 	c.reset()
 	if fastjson.Unmarshal(data, c) == nil {
 		return nil
@@ -326,147 +340,6 @@ func finishReason(r string) string {
 		return runtime.FinishToolCalls
 	}
 	return r
-}
-
-// params builds the request body.
-func (c *Client) params(req *runtime.ChatRequest) (openai.ChatCompletionNewParams, error) {
-	p := openai.ChatCompletionNewParams{
-		Model:         shared.ChatModel(c.cfg.Model),
-		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
-	}
-	msgs, err := messages(req.Messages)
-	if err != nil {
-		return p, err
-	}
-	p.Messages = msgs
-	if n := req.MaxTokens; n > 0 || c.cfg.MaxTokens > 0 {
-		if n <= 0 {
-			n = c.cfg.MaxTokens
-		}
-		if c.official {
-			p.MaxCompletionTokens = openai.Int(int64(n))
-		} else {
-			p.MaxTokens = openai.Int(int64(n))
-		}
-	}
-	for _, t := range req.Tools {
-		fd := shared.FunctionDefinitionParam{Name: t.Name}
-		if t.Description != "" {
-			fd.Description = openai.String(t.Description)
-		}
-		if len(t.Parameters) > 0 {
-			if err := json.Unmarshal(t.Parameters, &fd.Parameters); err != nil {
-				return p, fmt.Errorf("tool %s: parameters are not a JSON object: %w", t.Name, err)
-			}
-		}
-		p.Tools = append(p.Tools, openai.ChatCompletionFunctionTool(fd))
-	}
-	switch req.ToolChoice {
-	case "":
-	case "auto", "none", "required":
-		p.ToolChoice = openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String(req.ToolChoice)}
-	default:
-		p.ToolChoice = openai.ToolChoiceOptionFunctionToolChoice(openai.ChatCompletionNamedToolChoiceFunctionParam{Name: req.ToolChoice})
-	}
-	if req.Temperature != nil {
-		p.Temperature = openai.Float(*req.Temperature)
-	}
-	if req.TopP != nil {
-		p.TopP = openai.Float(*req.TopP)
-	}
-	if req.Seed != nil {
-		p.Seed = openai.Int(*req.Seed)
-	}
-	if len(req.Stop) > 0 {
-		p.Stop = openai.ChatCompletionNewParamsStopUnion{OfStringArray: req.Stop}
-	}
-	if rf := req.ResponseFormat; rf != nil {
-		switch rf.Type {
-		case runtime.FormatText:
-			p.ResponseFormat.OfText = &shared.ResponseFormatTextParam{}
-		case runtime.FormatJSONObject:
-			p.ResponseFormat.OfJSONObject = &shared.ResponseFormatJSONObjectParam{}
-		case runtime.FormatJSONSchema:
-			js := shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: rf.Name}
-			if js.Name == "" {
-				js.Name = "output"
-			}
-			if rf.Strict {
-				js.Strict = openai.Bool(true)
-			}
-			if len(rf.Schema) > 0 {
-				js.Schema = rf.Schema
-			}
-			p.ResponseFormat.OfJSONSchema = &shared.ResponseFormatJSONSchemaParam{JSONSchema: js}
-		default:
-			return p, fmt.Errorf("unknown response format %q", rf.Type)
-		}
-	}
-	return p, nil
-}
-
-// messages maps the transcript: tool results (a tool message, or the
-// tool_result parts of any message) become tool messages; text and images
-// of user messages become content parts.
-func messages(in []runtime.Message) ([]openai.ChatCompletionMessageParamUnion, error) {
-	out := make([]openai.ChatCompletionMessageParamUnion, 0, len(in))
-	for i := range in {
-		m := &in[i]
-		text, rest := textOf(m)
-		switch m.Role {
-		case "system", "developer":
-			out = append(out, openai.SystemMessage(text))
-		case "user":
-			var parts []openai.ChatCompletionContentPartUnionParam
-			for _, p := range rest {
-				switch p.Type {
-				case runtime.PartToolResult:
-					out = append(out, openai.ToolMessage(p.Text, p.ToolCallID))
-				case runtime.PartImage:
-					parts = append(parts, openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: imageURL(p)}))
-				}
-			}
-			switch {
-			case parts != nil:
-				if text != "" {
-					parts = append([]openai.ChatCompletionContentPartUnionParam{openai.TextContentPart(text)}, parts...)
-				}
-				out = append(out, openai.UserMessage(parts))
-			case text != "" || len(rest) == 0:
-				out = append(out, openai.UserMessage(text))
-			}
-		case "assistant":
-			a := openai.ChatCompletionAssistantMessageParam{}
-			if text != "" || len(m.ToolCalls) == 0 {
-				a.Content.OfString = openai.String(text)
-			}
-			for _, tc := range m.ToolCalls {
-				args := string(tc.Arguments)
-				if args == "" {
-					args = "{}"
-				}
-				a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
-					OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{ID: tc.ID,
-						Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: tc.Name, Arguments: args}}})
-			}
-			out = append(out, openai.ChatCompletionMessageParamUnion{OfAssistant: &a})
-		case "tool":
-			// The results are the message's tool_result parts, or else its
-			// text answering ToolCallID.
-			n := len(out)
-			for _, p := range rest {
-				if p.Type == runtime.PartToolResult {
-					out = append(out, openai.ToolMessage(p.Text, p.ToolCallID))
-				}
-			}
-			if len(out) == n && m.ToolCallID != "" {
-				out = append(out, openai.ToolMessage(text, m.ToolCallID))
-			}
-		default:
-			return nil, fmt.Errorf("messages[%d]: unknown role %q", i, m.Role)
-		}
-	}
-	return out, nil
 }
 
 // textOf returns a message's text (Content, then its text parts) and its

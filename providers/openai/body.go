@@ -1,0 +1,273 @@
+package openai
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/agentc-dev/agentc/providers/internal/wire"
+	"github.com/agentc-dev/agentc/runtime"
+)
+
+// body encodes the request body of req: the JSON the SDK would encode from
+// the same request in its parameter types, written straight into a byte
+// slice (the SDK's reflective encoding cost about as much as the rest of
+// sending the request).
+func (c *Client) body(req *runtime.ChatRequest) ([]byte, error) {
+	b := make([]byte, 0, 256+c.sizeHint(req))
+	b = append(b, `{"stream":true,"model":`...)
+	b = wire.AppendString(b, c.cfg.Model)
+	b = append(b, `,"stream_options":{"include_usage":true},"messages":`...)
+	b, err := appendMessages(b, req.Messages)
+	if err != nil {
+		return nil, err
+	}
+	if n := req.MaxTokens; n > 0 || c.cfg.MaxTokens > 0 {
+		if n <= 0 {
+			n = c.cfg.MaxTokens
+		}
+		if c.official {
+			b = append(b, `,"max_completion_tokens":`...)
+		} else {
+			b = append(b, `,"max_tokens":`...)
+		}
+		b = wire.AppendInt(b, int64(n))
+	}
+	if len(req.Tools) > 0 {
+		b = append(b, `,"tools":[`...)
+		for i, t := range req.Tools {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"type":"function","function":{"name":`...)
+			b = wire.AppendString(b, t.Name)
+			if t.Description != "" {
+				b = append(b, `,"description":`...)
+				b = wire.AppendString(b, t.Description)
+			}
+			if len(t.Parameters) > 0 {
+				if b, err = appendParameters(b, t.Parameters); err != nil {
+					return nil, fmt.Errorf("tool %s: parameters are not a JSON object: %w", t.Name, err)
+				}
+			}
+			b = append(b, "}}"...)
+		}
+		b = append(b, ']')
+	}
+	switch req.ToolChoice {
+	case "":
+	case "auto", "none", "required":
+		b = append(b, `,"tool_choice":`...)
+		b = wire.AppendString(b, req.ToolChoice)
+	default:
+		b = append(b, `,"tool_choice":{"type":"function","function":{"name":`...)
+		b = wire.AppendString(b, req.ToolChoice)
+		b = append(b, "}}"...)
+	}
+	if req.Temperature != nil {
+		b = append(b, `,"temperature":`...)
+		if b, err = wire.AppendFloat(b, *req.Temperature); err != nil {
+			return nil, fmt.Errorf("temperature: %w", err)
+		}
+	}
+	if req.TopP != nil {
+		b = append(b, `,"top_p":`...)
+		if b, err = wire.AppendFloat(b, *req.TopP); err != nil {
+			return nil, fmt.Errorf("top_p: %w", err)
+		}
+	}
+	if req.Seed != nil {
+		b = append(b, `,"seed":`...)
+		b = wire.AppendInt(b, *req.Seed)
+	}
+	if len(req.Stop) > 0 {
+		b = append(b, `,"stop":[`...)
+		for i, s := range req.Stop {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = wire.AppendString(b, s)
+		}
+		b = append(b, ']')
+	}
+	if rf := req.ResponseFormat; rf != nil {
+		switch rf.Type {
+		case runtime.FormatText, runtime.FormatJSONObject:
+			b = append(b, `,"response_format":{"type":`...)
+			b = wire.AppendString(b, rf.Type)
+			b = append(b, '}')
+		case runtime.FormatJSONSchema:
+			name := rf.Name
+			if name == "" {
+				name = "output"
+			}
+			b = append(b, `,"response_format":{"type":"json_schema","json_schema":{"name":`...)
+			b = wire.AppendString(b, name)
+			if rf.Strict {
+				b = append(b, `,"strict":true`...)
+			}
+			if len(rf.Schema) > 0 {
+				b = append(b, `,"schema":`...)
+				if b, err = wire.AppendRaw(b, rf.Schema); err != nil {
+					return nil, fmt.Errorf("response_format: schema: %w", err)
+				}
+			}
+			b = append(b, "}}"...)
+		default:
+			return nil, fmt.Errorf("unknown response format %q", rf.Type)
+		}
+	}
+	return append(b, '}'), nil
+}
+
+// sizeHint estimates the bytes of req's texts, to size the body at once.
+func (c *Client) sizeHint(req *runtime.ChatRequest) int {
+	n := 0
+	for i := range req.Messages {
+		m := &req.Messages[i]
+		n += len(m.Content) + 64
+		for _, p := range m.Parts {
+			n += len(p.Text) + len(p.ImageURL) + len(p.Data)*4/3 + 64
+		}
+		for _, tc := range m.ToolCalls {
+			n += len(tc.Arguments) + len(tc.Name) + len(tc.ID) + 64
+		}
+	}
+	for _, t := range req.Tools {
+		n += len(t.Name) + len(t.Description) + len(t.Parameters) + 64
+	}
+	return n
+}
+
+// appendParameters appends a tool's parameters schema, which must be a
+// JSON object (a null is no schema, and is left out).
+func appendParameters(b []byte, raw json.RawMessage) ([]byte, error) {
+	if !wire.IsObject(raw) {
+		// What decoding it as an object makes of it: null, or the error.
+		var m shared.FunctionParameters
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return b, err
+		}
+		return b, nil
+	}
+	b = append(b, `,"parameters":`...)
+	return wire.AppendRaw(b, raw)
+}
+
+// appendMessages appends the transcript: tool results (a tool message, or
+// the tool_result parts of any message) become tool messages; text and
+// images of user messages become content parts.
+func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
+	b = append(b, '[')
+	first := true
+	open := func() {
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+	}
+	toolMessage := func(content, id string) {
+		open()
+		b = append(b, `{"role":"tool","content":`...)
+		b = wire.AppendString(b, content)
+		b = append(b, `,"tool_call_id":`...)
+		b = wire.AppendString(b, id)
+		b = append(b, '}')
+	}
+	for i := range in {
+		m := &in[i]
+		text, rest := textOf(m)
+		switch m.Role {
+		case "system", "developer":
+			open()
+			b = append(b, `{"role":"system","content":`...)
+			b = wire.AppendString(b, text)
+			b = append(b, '}')
+		case "user":
+			images := 0
+			for _, p := range rest {
+				switch p.Type {
+				case runtime.PartToolResult:
+					toolMessage(p.Text, p.ToolCallID)
+				case runtime.PartImage:
+					images++
+				}
+			}
+			switch {
+			case images > 0:
+				open()
+				b = append(b, `{"role":"user","content":[`...)
+				sep := false
+				if text != "" {
+					b = append(b, `{"type":"text","text":`...)
+					b = wire.AppendString(b, text)
+					b = append(b, '}')
+					sep = true
+				}
+				for _, p := range rest {
+					if p.Type != runtime.PartImage {
+						continue
+					}
+					if sep {
+						b = append(b, ',')
+					}
+					sep = true
+					b = append(b, `{"type":"image_url","image_url":{"url":`...)
+					b = wire.AppendString(b, imageURL(p))
+					b = append(b, "}}"...)
+				}
+				b = append(b, "]}"...)
+			case text != "" || len(rest) == 0:
+				open()
+				b = append(b, `{"role":"user","content":`...)
+				b = wire.AppendString(b, text)
+				b = append(b, '}')
+			}
+		case "assistant":
+			open()
+			b = append(b, `{"role":"assistant"`...)
+			if text != "" || len(m.ToolCalls) == 0 {
+				b = append(b, `,"content":`...)
+				b = wire.AppendString(b, text)
+			}
+			if len(m.ToolCalls) > 0 {
+				b = append(b, `,"tool_calls":[`...)
+				for k, tc := range m.ToolCalls {
+					if k > 0 {
+						b = append(b, ',')
+					}
+					args := string(tc.Arguments)
+					if args == "" {
+						args = "{}"
+					}
+					b = append(b, `{"type":"function","id":`...)
+					b = wire.AppendString(b, tc.ID)
+					b = append(b, `,"function":{"name":`...)
+					b = wire.AppendString(b, tc.Name)
+					b = append(b, `,"arguments":`...)
+					b = wire.AppendString(b, args)
+					b = append(b, "}}"...)
+				}
+				b = append(b, ']')
+			}
+			b = append(b, '}')
+		case "tool":
+			// The results are the message's tool_result parts, or else its
+			// text answering ToolCallID.
+			n := 0
+			for _, p := range rest {
+				if p.Type == runtime.PartToolResult {
+					toolMessage(p.Text, p.ToolCallID)
+					n++
+				}
+			}
+			if n == 0 && m.ToolCallID != "" {
+				toolMessage(text, m.ToolCallID)
+			}
+		default:
+			return nil, fmt.Errorf("messages[%d]: unknown role %q", i, m.Role)
+		}
+	}
+	return append(b, ']'), nil
+}

@@ -1,0 +1,133 @@
+package openai
+
+import (
+	"encoding/json"
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/runtime"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+// bodyCases are requests of every shape the client encodes.
+func bodyCases() map[string]runtime.ChatRequest {
+	weather := runtime.ToolDef{Name: "get_weather", Description: "The weather <now> & \"here\".",
+		Parameters: json.RawMessage(`{ "type": "object",
+			"properties": {"city": {"type": "string", "maxLength": 100}, "n": {"type": "integer", "maximum": 1e3}},
+			"required": ["city"] }`)}
+	return map[string]runtime.ChatRequest{
+		"empty":   {},
+		"minimal": {Messages: []runtime.Message{{Role: "system", Content: "You are a support agent."}, {Role: "user", Content: "Where is my order A1234?"}}},
+		"escapes": {Messages: []runtime.Message{{Role: "developer", Content: "tabs\tquotes\" back\\slash <html> & \u2028 \x01 bad\xff utf-8 é 😀"},
+			{Role: "user", Content: "\n"}}},
+		"empty user":    {Messages: []runtime.Message{{Role: "user"}}},
+		"max tokens":    {MaxTokens: 77, Messages: []runtime.Message{{Role: "user", Content: "hi"}}},
+		"tools":         {Tools: []runtime.ToolDef{weather, {Name: "no_params"}, {Name: "null_params", Parameters: json.RawMessage(`null`)}}, ToolChoice: "auto"},
+		"tool choice":   {Tools: []runtime.ToolDef{weather}, ToolChoice: "get_weather"},
+		"required":      {ToolChoice: "required"},
+		"none":          {ToolChoice: "none"},
+		"sampling":      {Temperature: ptr(0.7), TopP: ptr(1e-7), Seed: ptr(int64(-42)), Stop: []string{"\n\n", "END"}},
+		"zero sampling": {Temperature: ptr(0.0), TopP: ptr(1e21), Seed: ptr(int64(0))},
+		"big float":     {Temperature: ptr(123456789.125)},
+		"format text":   {ResponseFormat: &runtime.ResponseFormat{Type: runtime.FormatText}},
+		"format json":   {ResponseFormat: &runtime.ResponseFormat{Type: runtime.FormatJSONObject}},
+		"format schema": {ResponseFormat: &runtime.ResponseFormat{Type: runtime.FormatJSONSchema, Name: "answer", Strict: true,
+			Schema: json.RawMessage(` {"type": "object", "properties": {"a": {"type": "number"}}} `)}},
+		"format schema defaults": {ResponseFormat: &runtime.ResponseFormat{Type: runtime.FormatJSONSchema}},
+		"images": {Messages: []runtime.Message{
+			{Role: "user", Content: "What is this?", Parts: []runtime.ContentPart{
+				{Type: runtime.PartText, Text: "And this?"},
+				{Type: runtime.PartImage, ImageURL: "https://example.com/a.png"},
+				{Type: runtime.PartImage, MediaType: "image/png", Data: []byte{0x89, 'P', 'N', 'G', 0, 1, 2}}}},
+			{Role: "user", Parts: []runtime.ContentPart{{Type: runtime.PartImage, ImageURL: "data:image/gif;base64,R0lG"}}}}},
+		"tool round": {Messages: []runtime.Message{
+			{Role: "user", Content: "weather?"},
+			{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "call_1", Name: "get_weather", Arguments: json.RawMessage(`{"city":"Paris"}`)},
+				{ID: "call_2", Name: "get_weather"}}},
+			{Role: "tool", ToolCallID: "call_1", Content: "sunny"},
+			{Role: "tool", Parts: []runtime.ContentPart{{Type: runtime.PartToolResult, ToolCallID: "call_2", Text: "rain"}, {Type: runtime.PartText, Text: "ignored"}}},
+			{Role: "tool", Content: "no id"},
+			{Role: "user", Parts: []runtime.ContentPart{{Type: runtime.PartToolResult, ToolCallID: "call_3", Text: "late"}}},
+			{Role: "user", Content: "and now?", Parts: []runtime.ContentPart{{Type: runtime.PartToolResult, ToolCallID: "call_4", Text: "x"}}},
+			{Role: "assistant", Content: "It is sunny.", ToolCalls: []runtime.ToolUse{{ID: "call_5", Name: "n", Arguments: json.RawMessage(`{}`)}}},
+			{Role: "assistant"}}},
+	}
+}
+
+// TestBodyMatchesSDK: the body the client encodes holds the same JSON as
+// the SDK's encoding of the same request in its parameter types, at the
+// OpenAI API and elsewhere.
+func TestBodyMatchesSDK(t *testing.T) {
+	for _, base := range []string{"", "http://127.0.0.1:9/v1"} {
+		c, err := New(Config{Model: "gpt-4.1-mini", BaseURL: base, MaxTokens: 500})
+		require.NoError(t, err)
+		for name, req := range bodyCases() {
+			t.Run(name, func(t *testing.T) {
+				got, err := c.body(&req)
+				require.NoError(t, err)
+				require.True(t, json.Valid(got), "%s", got)
+				p, err := c.sdkParams(&req)
+				require.NoError(t, err)
+				want, err := json.Marshal(p)
+				require.NoError(t, err)
+				var g, w map[string]any
+				require.NoError(t, json.Unmarshal(got, &g))
+				require.NoError(t, json.Unmarshal(want, &w))
+				w["stream"] = true // NewStreaming sets it
+				assert.Equal(t, w, g, "sent %s", got)
+			})
+		}
+	}
+}
+
+// TestBodyErrors: a request the SDK's types could not hold fails with the
+// same error.
+func TestBodyErrors(t *testing.T) {
+	c, err := New(Config{Model: "m"})
+	require.NoError(t, err)
+	for name, req := range map[string]runtime.ChatRequest{
+		"role":       {Messages: []runtime.Message{{Role: "user", Content: "a"}, {Role: "robot"}}},
+		"params":     {Tools: []runtime.ToolDef{{Name: "t", Parameters: json.RawMessage(`["a"]`)}}},
+		"params bad": {Tools: []runtime.ToolDef{{Name: "t", Parameters: json.RawMessage(`{"a":`)}}},
+		"format":     {ResponseFormat: &runtime.ResponseFormat{Type: "yaml"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, want := c.sdkParams(&req)
+			require.Error(t, want)
+			_, got := c.body(&req)
+			require.Error(t, got)
+			if name != "params bad" { // encoding/json's error, not compaction's
+				assert.Equal(t, want.Error(), got.Error())
+			}
+		})
+	}
+	_, err = c.body(&runtime.ChatRequest{Temperature: ptr(math.NaN())})
+	assert.ErrorContains(t, err, "temperature: not a finite number")
+}
+
+func BenchmarkBody(b *testing.B) {
+	c, err := New(Config{Model: "gpt-4.1-mini"})
+	require.NoError(b, err)
+	req := bodyCases()["minimal"]
+	b.Run("sdk", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			p, _ := c.sdkParams(&req)
+			if _, err := json.Marshal(p); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("client", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			if _, err := c.body(&req); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
