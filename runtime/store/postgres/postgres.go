@@ -207,7 +207,9 @@ UPDATE %[1]s.lease SET expires = until WHERE state = 'pending' AND expires < unt
 -- stops counting when its lease ends. Both functions lock the ledger row
 -- before they read or write its reservations, so the callers of one ledger
 -- are serialised. The ledger's pending column is still kept for older
--- builds, which count only it.
+-- builds, which count only it. The table holds only the calls in flight
+-- (a settlement deletes its row), so the purge of lapsed rows scans it
+-- without an index on until, which every reservation would have to write.
 CREATE TABLE %[1]s.reservation (
 	key    text NOT NULL,
 	id     text NOT NULL,
@@ -216,7 +218,6 @@ CREATE TABLE %[1]s.reservation (
 	until  timestamptz NOT NULL,
 	PRIMARY KEY (key, id)
 );
-CREATE INDEX reservation_until ON %[1]s.reservation (until);
 CREATE FUNCTION %[1]s.budget_reserve(k text, max_tokens bigint, max_usd double precision, max_calls bigint, ttl_us bigint,
 	est_tokens bigint, est_usd double precision, rid text, lease_us bigint,
 	OUT o_refused text, OUT o_tokens numeric, OUT o_usd double precision, OUT o_calls bigint,
@@ -226,8 +227,11 @@ DECLARE
 	l %[1]s.ledger%%ROWTYPE;
 	t timestamptz;
 BEGIN
-	INSERT INTO %[1]s.ledger (key) VALUES (k) ON CONFLICT (key) DO NOTHING;
 	SELECT * INTO l FROM %[1]s.ledger WHERE key = k FOR UPDATE;
+	IF NOT FOUND THEN
+		INSERT INTO %[1]s.ledger (key) VALUES (k) ON CONFLICT (key) DO NOTHING;
+		SELECT * INTO l FROM %[1]s.ledger WHERE key = k FOR UPDATE;
+	END IF;
 	t := clock_timestamp();
 	IF l.expires <= t THEN
 		l.in_tokens := 0; l.out_tokens := 0; l.usd := 0; l.calls := 0; l.pending := 0;
@@ -259,8 +263,11 @@ DECLARE
 	l %[1]s.ledger%%ROWTYPE;
 	t timestamptz;
 BEGIN
-	INSERT INTO %[1]s.ledger (key) VALUES (k) ON CONFLICT (key) DO NOTHING;
 	SELECT * INTO l FROM %[1]s.ledger WHERE key = k FOR UPDATE;
+	IF NOT FOUND THEN
+		INSERT INTO %[1]s.ledger (key) VALUES (k) ON CONFLICT (key) DO NOTHING;
+		SELECT * INTO l FROM %[1]s.ledger WHERE key = k FOR UPDATE;
+	END IF;
 	t := clock_timestamp();
 	IF l.expires <= t THEN
 		l.in_tokens := 0; l.out_tokens := 0; l.usd := 0; l.calls := 0; l.pending := 0;
