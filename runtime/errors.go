@@ -52,6 +52,10 @@ type BudgetError struct {
 	// was refused because it would cross the ceiling (a meter with
 	// on_cross "refuse"); zero when the ceiling was already reached.
 	Estimate float64
+	// Pending is what the calls in flight have reserved in Resource (their
+	// estimates' tokens or cost, or their number for calls): counted
+	// against the ceiling with Spent until they settle.
+	Pending float64
 }
 
 // Error names the layer, the resource, the ceiling and the spend.
@@ -63,8 +67,12 @@ func (e *BudgetError) Error() string {
 // layer separately.
 func (e *BudgetError) Message() string {
 	if e.Estimate > 0 {
-		return fmt.Sprintf("%s ceiling %s would be crossed (spent %s, the call is estimated at %s)", e.Resource,
-			strconv.FormatFloat(e.Limit, 'g', -1, 64), strconv.FormatFloat(e.Spent, 'g', -1, 64),
+		var pending string
+		if e.Pending > 0 {
+			pending = ", " + strconv.FormatFloat(e.Pending, 'g', -1, 64) + " reserved by calls in flight"
+		}
+		return fmt.Sprintf("%s ceiling %s would be crossed (spent %s%s, the call is estimated at %s)", e.Resource,
+			strconv.FormatFloat(e.Limit, 'g', -1, 64), strconv.FormatFloat(e.Spent, 'g', -1, 64), pending,
 			strconv.FormatFloat(e.Estimate, 'g', -1, 64))
 	}
 	return fmt.Sprintf("%s ceiling %s reached (spent %s)", e.Resource,

@@ -89,30 +89,58 @@ type BudgetLimits struct {
 	Tokens *int64
 	USD    *float64
 	Calls  *int64
-	// Estimate, when set, is what the call is expected to charge: a call
-	// whose estimate added to the charged ledger would exceed the tokens or
-	// usd ceiling is refused with BudgetError.Estimate set (a meter with
-	// on_cross "refuse"), in the same atomic step as the reservation.
-	// Only its token counts and USD are read.
+	// Estimate, when set, is what the call is expected to charge (a meter
+	// with on_cross "refuse"). The call is refused with BudgetError.Estimate
+	// set when the charged ledger plus the estimates still reserved by the
+	// calls in flight plus this estimate would exceed the tokens or usd
+	// ceiling; else the estimate is reserved with the call, in the same
+	// atomic step, until Settle replaces it with the call's charge. Only its
+	// token counts and USD are read.
 	Estimate *Ledger
+	// Lease is how long an admitted call's reservation (its call and
+	// estimate) counts when it is never settled: its process died, or the
+	// reply of Reserve was lost. Past it the reservation no longer counts
+	// against any ceiling; a Settle after it still charges. Zero is
+	// DefaultReservationLease.
+	Lease time.Duration
+}
+
+// DefaultReservationLease is how long a reservation counts when its call
+// has no deadline and is never settled.
+const DefaultReservationLease = 10 * time.Minute
+
+// LeaseOf returns the reservation lease of lim: Lease, or
+// DefaultReservationLease when unset.
+func (lim BudgetLimits) LeaseOf() time.Duration {
+	if lim.Lease > 0 {
+		return lim.Lease
+	}
+	return DefaultReservationLease
 }
 
 // Budgeter is the meter port: a ledger per key with reservations. A call is
-// reserved before it runs and settled after; the ceilings on tokens and cost
-// refuse once the charged amount has reached them, the ceiling on calls once
-// the charged calls plus the reserved ones have. So across every process the
-// calls never exceed their ceiling, and tokens and cost exceed theirs by at
-// most what the calls in flight at that moment charge.
+// reserved before it runs and settled after. The calls ceiling refuses once
+// the charged calls plus the live reservations have reached it; the tokens
+// and usd ceilings once the charged amount has, and a call with an estimate
+// (BudgetLimits.Estimate) once the charged amount plus the live
+// reservations' estimates plus its own would cross them. So across every
+// process the calls never exceed their ceiling, tokens and cost checked
+// with estimates exceed theirs by at most what calls charged beyond their
+// estimates, and without estimates by at most what the calls in flight at
+// that moment charge. A reservation is live until it is settled or its
+// lease ends.
 type Budgeter interface {
-	// Reserve admits a call against the ledger of key or refuses it with a
+	// Reserve admits a call against the ledger of key under the
+	// reservation id (unique within the ledger) or refuses it with a
 	// *BudgetError (its Layer empty). ttl > 0 makes an idle ledger expire.
-	Reserve(ctx context.Context, key string, lim BudgetLimits, ttl time.Duration) (*BudgetError, error)
-	// Settle releases a reservation (reserved) and adds charge to the
-	// ledger.
-	Settle(ctx context.Context, key string, reserved bool, charge Ledger, ttl time.Duration) error
-	// LedgerOf returns the ledger of key (zero when absent).
+	Reserve(ctx context.Context, key, id string, lim BudgetLimits, ttl time.Duration) (*BudgetError, error)
+	// Settle drops the reservation id (none when id is empty; one whose
+	// lease ended or that is unknown is ignored) and adds charge to the
+	// ledger, in one atomic step.
+	Settle(ctx context.Context, key, id string, charge Ledger, ttl time.Duration) error
+	// LedgerOf returns the charged ledger of key (zero when absent).
 	LedgerOf(ctx context.Context, key string) (Ledger, error)
-	// ForgetLedger drops the ledger of key.
+	// ForgetLedger drops the ledger of key and its reservations.
 	ForgetLedger(ctx context.Context, key string) error
 }
 
@@ -130,17 +158,20 @@ func (lim BudgetLimits) EstimateOf(resource string) float64 {
 	return 0
 }
 
-// CheckBudget returns the refusal of a call against the ledger l with
-// pending reserved calls under lim (a crossing estimate first, then a
-// ceiling already reached), or nil to admit it. Backends that read
-// a ledger and write a reservation in one atomic step share its rule.
-func CheckBudget(l Ledger, pending int64, lim BudgetLimits) *BudgetError {
+// CheckBudget returns the refusal of a call against the charged ledger l
+// with the live reservations pending (Calls their number, InputTokens and
+// USD the sums of their estimates' tokens and cost) under lim (a crossing
+// estimate first, then a ceiling already reached), or nil to admit it.
+// Backends that read a ledger and write a reservation in one atomic step
+// share its rule.
+func CheckBudget(l, pending Ledger, lim BudgetLimits) *BudgetError {
 	if est := lim.Estimate; est != nil {
-		if n := est.Tokens(); lim.Tokens != nil && SaturatingAdd(l.Tokens(), n) > *lim.Tokens {
-			return &BudgetError{Resource: "tokens", Spent: float64(l.Tokens()), Limit: float64(*lim.Tokens), Estimate: float64(n)}
+		if n := est.Tokens(); lim.Tokens != nil && SaturatingAdd(SaturatingAdd(l.Tokens(), pending.Tokens()), n) > *lim.Tokens {
+			return &BudgetError{Resource: "tokens", Spent: float64(l.Tokens()), Limit: float64(*lim.Tokens), Estimate: float64(n),
+				Pending: float64(pending.Tokens())}
 		}
-		if lim.USD != nil && est.USD > 0 && l.USD+est.USD > *lim.USD {
-			return &BudgetError{Resource: "usd", Spent: l.USD, Limit: *lim.USD, Estimate: est.USD}
+		if lim.USD != nil && est.USD > 0 && l.USD+pending.USD+est.USD > *lim.USD {
+			return &BudgetError{Resource: "usd", Spent: l.USD, Limit: *lim.USD, Estimate: est.USD, Pending: pending.USD}
 		}
 	}
 	switch {
@@ -148,8 +179,8 @@ func CheckBudget(l Ledger, pending int64, lim BudgetLimits) *BudgetError {
 		return &BudgetError{Resource: "tokens", Spent: float64(l.Tokens()), Limit: float64(*lim.Tokens)}
 	case lim.USD != nil && l.USD >= *lim.USD:
 		return &BudgetError{Resource: "usd", Spent: l.USD, Limit: *lim.USD}
-	case lim.Calls != nil && l.Calls+pending >= *lim.Calls:
-		return &BudgetError{Resource: "calls", Spent: float64(l.Calls), Limit: float64(*lim.Calls)}
+	case lim.Calls != nil && l.Calls+pending.Calls >= *lim.Calls:
+		return &BudgetError{Resource: "calls", Spent: float64(l.Calls), Limit: float64(*lim.Calls), Pending: float64(pending.Calls)}
 	}
 	return nil
 }
@@ -214,49 +245,78 @@ func (r *MemoryRateLimiter) ForgetRate(_ context.Context, key string) error {
 }
 
 // MemoryBudgeter is an in-process Budgeter, safe for concurrent use. Its
-// ledgers do not expire; ForgetLedger drops one.
+// ledgers do not expire; ForgetLedger drops one. Its reservations' leases
+// follow its clock.
 type MemoryBudgeter struct {
-	mu sync.Mutex
-	m  map[string]*memLedger
+	mu  sync.Mutex
+	m   map[string]*memLedger
+	now func() time.Time
 }
 
 type memLedger struct {
 	Ledger
-	pending int64
+	// res are the reservations not settled yet, by id.
+	res map[string]memReservation
+}
+
+type memReservation struct {
+	est   Ledger
+	until time.Time
 }
 
 // NewMemoryBudgeter returns an empty MemoryBudgeter.
-func NewMemoryBudgeter() *MemoryBudgeter { return &MemoryBudgeter{m: map[string]*memLedger{}} }
+func NewMemoryBudgeter() *MemoryBudgeter {
+	return &MemoryBudgeter{m: map[string]*memLedger{}, now: time.Now}
+}
 
 func (b *MemoryBudgeter) get(key string) *memLedger {
 	l := b.m[key]
 	if l == nil {
-		l = &memLedger{}
+		l = &memLedger{res: map[string]memReservation{}}
 		b.m[key] = l
 	}
 	return l
 }
 
+// pending drops the reservations of l whose lease has ended and returns
+// the live ones' count and estimates.
+func (l *memLedger) pending(now time.Time) Ledger {
+	var p Ledger
+	for id, r := range l.res {
+		if !r.until.After(now) {
+			delete(l.res, id)
+			continue
+		}
+		p.Calls++
+		p.InputTokens = SaturatingAdd(p.InputTokens, r.est.Tokens())
+		p.USD += r.est.USD
+	}
+	return p
+}
+
 // Reserve implements Budgeter.
-func (b *MemoryBudgeter) Reserve(_ context.Context, key string, lim BudgetLimits, _ time.Duration) (*BudgetError, error) {
+func (b *MemoryBudgeter) Reserve(_ context.Context, key, id string, lim BudgetLimits, _ time.Duration) (*BudgetError, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	now := b.now()
 	l := b.get(key)
-	if e := CheckBudget(l.Ledger, l.pending, lim); e != nil {
+	if e := CheckBudget(l.Ledger, l.pending(now), lim); e != nil {
 		return e, nil
 	}
-	l.pending++
+	r := memReservation{until: now.Add(lim.LeaseOf())}
+	if est := lim.Estimate; est != nil {
+		r.est = Ledger{InputTokens: max(est.Tokens(), 0), USD: max(est.USD, 0)}
+	}
+	l.res[id] = r
 	return nil, nil
 }
 
 // Settle implements Budgeter.
-func (b *MemoryBudgeter) Settle(_ context.Context, key string, reserved bool, c Ledger, _ time.Duration) error {
+func (b *MemoryBudgeter) Settle(_ context.Context, key, id string, c Ledger, _ time.Duration) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	l := b.get(key)
-	if reserved && l.pending > 0 {
-		l.pending--
-	}
+	delete(l.res, id)
 	l.InputTokens = SaturatingAdd(l.InputTokens, c.InputTokens)
 	l.OutputTokens = SaturatingAdd(l.OutputTokens, c.OutputTokens)
 	if c.USD > 0 && !math.IsInf(c.USD, 0) {

@@ -134,7 +134,7 @@ func (pl *Pipeline) backend(ctx context.Context, name string) (StoreBackend, err
 	ps, declared := pl.plan.Stores[name]
 	if b := pl.deps.Backends[name]; b != nil && declared {
 		if m, ok := b.(*MemoryStore); ok && pl.deps.Clock != nil {
-			m.MemoryKV.now, m.MemoryVectorIndex.now, m.MemoryRateLimiter.now = pl.deps.Clock.Now, pl.deps.Clock.Now, pl.deps.Clock.Now
+			m.MemoryKV.now, m.MemoryVectorIndex.now, m.MemoryRateLimiter.now, m.MemoryBudgeter.now = pl.deps.Clock.Now, pl.deps.Clock.Now, pl.deps.Clock.Now, pl.deps.Clock.Now
 		}
 		pl.openStore(name, b)
 		return b, nil
@@ -166,7 +166,7 @@ func (pl *Pipeline) backend(ctx context.Context, name string) (StoreBackend, err
 	}
 	if m, ok := b.(*MemoryStore); ok && pl.deps.Clock != nil {
 		// In-memory TTLs follow the pipeline's clock.
-		m.MemoryKV.now, m.MemoryVectorIndex.now, m.MemoryRateLimiter.now = pl.deps.Clock.Now, pl.deps.Clock.Now, pl.deps.Clock.Now
+		m.MemoryKV.now, m.MemoryVectorIndex.now, m.MemoryRateLimiter.now, m.MemoryBudgeter.now = pl.deps.Clock.Now, pl.deps.Clock.Now, pl.deps.Clock.Now, pl.deps.Clock.Now
 	}
 	pl.openStore(name, b)
 	return b, nil
@@ -287,7 +287,9 @@ func (b *BuildContext) Budgeter(store string) (Budgeter, error) {
 		return b.p.deps.Memory.MemoryBudgeter, nil
 	}
 	if store == "" {
-		return NewMemoryBudgeter(), nil
+		bg := NewMemoryBudgeter()
+		bg.now = b.Clock().Now
+		return bg, nil
 	}
 	return resolvePort[Budgeter](b.Context, b.p, "budget ledger", store, nil, nil, false)
 }

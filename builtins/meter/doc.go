@@ -21,32 +21,46 @@
 // the ledger has reached any ceiling (tokens: input plus output; usd; calls).
 // The check and the admission are one atomic step of the ledger store
 // (runtime.Budgeter: a lock in process, a Lua script in redis, one
-// statement in postgres): an
-// admitted call is counted as pending until it ends, then either charged or,
-// when it is not charged (a pre-stream failure, a cached hit, a failed tool
-// call, a panic), released. The calls ceiling counts pending calls with the
-// charged ones, so concurrent calls of one ledger never run more calls than
-// the ceiling allows. The tokens and usd ceilings compare what has been
-// charged: a call's usage is unknown until it ends, so calls admitted
-// concurrently before the ledger reaches the ceiling all run, and each one
-// that crosses it is charged in full.
+// function call in postgres): an admitted call is reserved until it ends,
+// then either charged or, when it is not charged (a pre-stream failure, a
+// cached hit, a failed tool call, a panic), released; its reservation is
+// replaced by its charge in one step. The calls ceiling counts reserved
+// calls with the charged ones, so concurrent calls of one ledger never run
+// more calls than the ceiling allows. With on_cross "allow" the tokens and
+// usd ceilings compare what has been charged: a call's usage is unknown
+// until it ends, so calls admitted concurrently before the ledger reaches
+// the ceiling all run, and each one that crosses it is charged in full.
 //
-// With on_cross "refuse" a model call that would cross the tokens or usd
-// ceiling is refused before it runs: its estimate (Estimate: the request's
-// max_tokens as output, runtime.EstimateMessages of its messages as input,
-// priced at the requested model's rates) added to the charged ledger must
-// stay within every ceiling, else the call fails with a *runtime.BudgetError
-// whose Estimate is set. A request without max_tokens estimates no output.
-// The check is part of the reservation (one atomic step, one round trip to
-// a shared store), but it compares the charged ledger: calls admitted
-// concurrently have not charged yet and may still cross together; the
-// ceiling then stops the ones after.
+// With on_cross "refuse" a model call is reserved with its estimate
+// (Estimate: the request's max_tokens as output, runtime.EstimateMessages
+// of its messages as input, priced at the requested model's rates), and it
+// is refused before it runs, with a *runtime.BudgetError whose Estimate
+// (and Pending, what the calls in flight have reserved) is set, when the
+// charged ledger plus the estimates reserved by the calls in flight plus
+// its own estimate would exceed the tokens or usd ceiling. When a call ends
+// its estimate is replaced by what it charged, in full even when that is
+// more. So the ceiling holds under any concurrency, in one process or
+// across replicas sharing a store: the ledger never exceeds the ceiling by
+// more than the sum, over the calls admitted, of what each charged beyond
+// its estimate (a request without max_tokens estimates no output, so all of
+// its output is such excess; a cancelled call charged its input estimate
+// adds none). A call whose reservation lapsed before it ended (below)
+// counts in that sum with its whole charge.
 //
-// Across replicas sharing a store the same holds for every process: calls
-// never exceed their ceiling, and tokens and cost exceed theirs by at most
-// what the calls in flight when the ceiling was reached charge. A store
-// failure before a call fails closed (the call does not run); one after it
-// is logged and the charge lost.
+// Each reservation has a lease: the call's deadline (its context's) and 30
+// seconds after it, else runtime.DefaultReservationLease (10 minutes). A
+// reservation never settled, because its process died between reserving
+// and settling or the store's reply to the reservation was lost, stops
+// counting against every ceiling when its lease ends, so it never holds a
+// call of a global or key ledger for good; a call that settles after its
+// lease is still charged in full.
+//
+// With on_cross "allow", across replicas sharing a store the same holds for
+// every process: calls never exceed their ceiling, and tokens and cost
+// exceed theirs by at most what the calls in flight when the ceiling was
+// reached charge. A store failure before a call fails closed (the call
+// does not run); one after it is logged, the charge lost, and the
+// reservation lapses at the end of its lease.
 //
 // Scope "run" keeps one ledger per run id (runtime.WithRun); "global" one for
 // the layer. Without `store` ledgers live in memory for the pipeline's

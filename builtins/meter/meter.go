@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
+	"strconv"
 	"sync"
 	"time"
 
@@ -169,45 +171,64 @@ func (m *Meter) Forget(runID string) {
 // EndRun implements runtime.RunEnder: it forgets the run's ledger.
 func (m *Meter) EndRun(runID string) { m.Forget(runID) }
 
+// leaseGrace is how long a reservation of a call with a deadline outlives
+// it: the time its process takes to settle once the call ended.
+const leaseGrace = 30 * time.Second
+
+// lease returns how long the reservation of a call under ctx counts when
+// it is never settled: until the call's deadline and leaseGrace after it,
+// else runtime.DefaultReservationLease.
+func lease(ctx context.Context) time.Duration {
+	if dl, ok := ctx.Deadline(); ok {
+		return max(time.Until(dl), 0) + leaseGrace
+	}
+	return runtime.DefaultReservationLease
+}
+
 // reserve admits a call or refuses it with a *runtime.BudgetError, in one
 // atomic step of the ledger store (runtime.Budgeter): a call whose estimate
-// (est, nil for none) would cross the tokens or usd ceiling is refused; the
+// (est, nil for none) added to the charged ledger and the estimates of the
+// calls in flight would cross the tokens or usd ceiling is refused; the
 // tokens and usd ceilings refuse once the charged amount has reached them;
 // the calls ceiling refuses once the charged calls plus the calls admitted
-// and still running have reached it. An admitted call is counted as pending until
-// settle; it reports whether it reserved anything (without a budget there is
-// nothing to reserve). A store failure fails closed.
-func (m *Meter) reserve(ctx context.Context, key string, est *runtime.Ledger) (bool, error) {
+// and still running have reached it. An admitted call is reserved, with
+// its estimate, until settle or until its lease ends; it returns the
+// reservation's id ("" when nothing was reserved: without a budget there
+// is nothing to reserve). A store failure fails closed.
+func (m *Meter) reserve(ctx context.Context, key string, est *runtime.Ledger) (string, error) {
 	b := m.Budget
 	if b == nil {
-		return false, nil
+		return "", nil
 	}
-	refusal, err := m.budgets.Reserve(ctx, key, runtime.BudgetLimits{Tokens: b.Tokens, USD: b.USD, Calls: b.Calls, Estimate: est}, m.ttl())
+	id := strconv.FormatUint(rand.Uint64(), 36)
+	refusal, err := m.budgets.Reserve(ctx, key, id, runtime.BudgetLimits{Tokens: b.Tokens, USD: b.USD, Calls: b.Calls, Estimate: est,
+		Lease: lease(ctx)}, m.ttl())
 	if err != nil {
 		if ctx.Err() != nil {
-			return false, ctx.Err()
+			return "", ctx.Err()
 		}
-		return false, &runtime.CallError{Layer: m.name, Message: "budget store unavailable; the call did not run", Err: err}
+		return "", &runtime.CallError{Layer: m.name, Message: "budget store unavailable; the call did not run", Err: err}
 	}
 	if refusal != nil {
 		refusal.Layer = m.name
-		return false, refusal
+		return "", refusal
 	}
-	return true, nil
+	return id, nil
 }
 
-// settle releases a call's reservation (when reserved) and charges it
-// (when charge): usage u at cost usd and one call. A store failure is
-// logged: the call has run, and its charge is lost.
-func (m *Meter) settle(ctx context.Context, key string, reserved, charge bool, u runtime.Usage, usd float64) {
-	if !reserved && !charge {
+// settle drops a call's reservation (id, when reserved) and charges it
+// (when charge): usage u at cost usd and one call, in one step. A store
+// failure is logged: the call has run, and its charge is lost (its
+// reservation lapses at the end of its lease).
+func (m *Meter) settle(ctx context.Context, key, id string, charge bool, u runtime.Usage, usd float64) {
+	if id == "" && !charge {
 		return
 	}
 	var c runtime.Ledger
 	if charge {
 		c = runtime.Ledger{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, USD: usd, Calls: 1}
 	}
-	if err := m.budgets.Settle(context.WithoutCancel(ctx), key, reserved, c, m.ttl()); err != nil {
+	if err := m.budgets.Settle(context.WithoutCancel(ctx), key, id, c, m.ttl()); err != nil {
 		m.logger.WarnContext(ctx, "meter: settling the call in the ledger store failed; its charge is lost", "error", err)
 	}
 }
@@ -293,10 +314,9 @@ func Estimate(req *runtime.ChatRequest) runtime.Usage {
 
 // estimate returns, with on_cross "refuse" and a tokens or usd ceiling,
 // the call's estimate (Estimate, priced at the requested model's rates)
-// for the reservation to check against the charged ledger; else nil. The
-// check and the reservation are one atomic step, but the calls in flight
-// have not charged yet, so calls admitted together may still cross the
-// ceiling together; the ceiling's own refusal stops the ones after.
+// for the reservation to check against the charged ledger and the
+// estimates reserved by the calls in flight, and to reserve in turn; else
+// nil.
 func (m *Meter) estimate(c *runtime.ChatCall) *runtime.Ledger {
 	b := m.Budget
 	if m.OnCross != "refuse" || b == nil || (b.Tokens == nil && b.USD == nil) {
@@ -326,7 +346,7 @@ func absurd(u runtime.Usage) string {
 // back). Closed: the ledger is charged up to its ceilings, so no further call
 // of the ledger is admitted, and the call fails with a machinery error. Open:
 // the clamped usage is charged, logged, and the call's own outcome stands.
-func (m *Meter) absurdUsage(ctx context.Context, key string, reserved bool, model string, u runtime.Usage, bad string, callErr error) error {
+func (m *Meter) absurdUsage(ctx context.Context, key string, reserved string, model string, u runtime.Usage, bad string, callErr error) error {
 	clamp := func(n int64) int64 {
 		if n < 0 || n > MaxCallTokens {
 			return MaxCallTokens

@@ -186,7 +186,7 @@ func TestMemoryBudgeterSaturates(t *testing.T) {
 	b := runtime.NewMemoryBudgeter()
 	ctx := context.Background()
 	for range 2 {
-		require.NoError(t, b.Settle(ctx, "k", false, runtime.Ledger{InputTokens: math.MaxInt64 - 1, Calls: math.MaxInt64}, 0))
+		require.NoError(t, b.Settle(ctx, "k", "", runtime.Ledger{InputTokens: math.MaxInt64 - 1, Calls: math.MaxInt64}, 0))
 	}
 	l, err := b.LedgerOf(ctx, "k")
 	require.NoError(t, err)
@@ -293,4 +293,74 @@ func TestScopeKeyIsOneLedgerPerTenant(t *testing.T) {
 	require.NoError(t, call("globex", "r1"), "another tenant has a ledger of its own")
 	assert.Equal(t, int64(2), m.Ledger("acme/r2").Calls)
 	assert.Equal(t, int64(1), m.Ledger("globex/r1").Calls)
+}
+
+// With on_cross "refuse" the estimates of the calls in flight are reserved:
+// concurrent calls that each fit alone never cross the ceiling together
+// when each charges its estimate.
+func TestOnCrossRefuseHoldsUnderConcurrency(t *testing.T) {
+	msgs := []runtime.Message{{Role: "user", Content: "What is the status of order A1234?"}}
+	in := runtime.EstimateMessages(msgs)
+	model := rt.NewModel(rt.Response{Deltas: []string{"x"}, Usage: runtime.Usage{InputTokens: in, OutputTokens: 100}, Delay: 2 * time.Millisecond})
+	pl, m := build(t, `{"budget":{"usd":0.01},"scope":"global","on_cross":"refuse"}`, model)
+	req := runtime.ChatRequest{Model: "primary", MaxTokens: 100, Messages: msgs}
+	per := m.Cost("primary", meter.Estimate(&req))
+	var wg sync.WaitGroup
+	var ok atomic.Int64
+	for range 32 {
+		wg.Go(func() {
+			for {
+				_, _, err := rt.Collect(context.Background(), pl, req, 0)
+				var be *runtime.BudgetError
+				if errors.As(err, &be) {
+					return
+				}
+				if !assert.NoError(t, err) {
+					return
+				}
+				ok.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	got := m.Ledger("any run")
+	assert.Equal(t, ok.Load(), got.Calls)
+	assert.LessOrEqual(t, got.USD, 0.01+1e-12, "32 concurrent callers never cross the ceiling")
+	assert.Greater(t, got.USD, 0.01-per-1e-12, "the ceiling is used up to less than one call")
+}
+
+// leaseRecorder is a memory store that records the leases of the
+// reservations made in it.
+type leaseRecorder struct {
+	*runtime.MemoryStore
+	mu     sync.Mutex
+	leases []time.Duration
+}
+
+func (r *leaseRecorder) Reserve(ctx context.Context, key, id string, lim runtime.BudgetLimits, ttl time.Duration) (*runtime.BudgetError, error) {
+	r.mu.Lock()
+	r.leases = append(r.leases, lim.Lease)
+	r.mu.Unlock()
+	return r.MemoryStore.Reserve(ctx, key, id, lim, ttl)
+}
+
+// A reservation's lease is the call's deadline and a grace period after
+// it, else the default lease.
+func TestReservationLeaseFollowsTheCallsDeadline(t *testing.T) {
+	rec := &leaseRecorder{MemoryStore: runtime.NewMemoryStore()}
+	p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("meter", `{"budget":{"calls":10},"store":"shared"}`)}})
+	p.Stores = map[string]plan.Store{"shared": {Kind: "memory"}}
+	model := rt.NewModel(rt.Response{Deltas: []string{"x"}})
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model},
+		Backends: map[string]runtime.StoreBackend{"shared": rec}})
+	require.NoError(t, err)
+	_, _, err = rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary"}, 0)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, _, err = rt.Collect(ctx, pl, runtime.ChatRequest{Model: "primary"}, 0)
+	require.NoError(t, err)
+	require.Len(t, rec.leases, 2)
+	assert.Equal(t, runtime.DefaultReservationLease, rec.leases[0])
+	assert.InDelta(t, (time.Minute + 30*time.Second).Seconds(), rec.leases[1].Seconds(), 1)
 }

@@ -293,6 +293,34 @@ func TestBudgetsAreSharedAcrossProcesses(t *testing.T) {
 	}
 }
 
+// With on_cross "refuse" the estimates of the calls in flight are reserved
+// in the shared store: 4 processes x 8 callers never spend beyond the
+// ceiling more than what their calls charged above their estimates.
+func TestRefusingBudgetHoldsAcrossProcesses(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.kind, func(t *testing.T) {
+			for _, extra := range []int64{0, 20} {
+				g := newGroup(t, b, time.Second)
+				var calls int64
+				for _, lines := range g.run("usd-refuse", 4, strconv.FormatInt(extra, 10)) {
+					require.Len(t, lines, 1, "a worker failed: %v", lines)
+					n, err := strconv.ParseInt(lines[0], 10, 64)
+					require.NoError(t, err, lines[0])
+					calls += n
+				}
+				l, err := openStore(t, b, g.prefix).(runtime.Budgeter).LedgerOf(context.Background(), "agentc/meter/chat/meter/global")
+				require.NoError(t, err)
+				assert.Equal(t, calls, l.Calls)
+				overrun := float64(calls*extra) * 15 / 1e6 // primary: 15 USD per million output tokens
+				t.Logf("%s: %d calls charged %.6f USD for a ceiling of %.6f, %.6f of it beyond their estimates",
+					b.kind, calls, l.USD, usdCeiling, overrun)
+				assert.LessOrEqual(t, l.USD, usdCeiling+overrun+1e-9, "the ceiling holds but for what calls charged beyond their estimates")
+				assert.Greater(t, l.USD, usdCeiling*0.9, "the budget is used up")
+			}
+		})
+	}
+}
+
 // auditRuns is how many workers the kill -9 audit test kills: 20, or
 // AGENTC_XPROC_AUDIT_RUNS (200 take about 45 s on a loaded 2-core machine).
 func auditRuns(t *testing.T) int {

@@ -24,6 +24,11 @@ const (
 	usdCeiling = 0.1
 )
 
+// refuseRequest is the call of the usd-refuse scenario: estimated at 100
+// output tokens and its messages' input.
+var refuseRequest = runtime.ChatRequest{Model: "primary", MaxTokens: 100,
+	Messages: []runtime.Message{{Role: "user", Content: "What is the status of order A1234, due on Monday?"}}}
+
 // workerEnv is what a worker reads from its environment.
 type workerEnv struct {
 	backend, url, prefix, dir, arg string
@@ -135,6 +140,18 @@ func work(scenario string) error {
 		p = e.sharedPlan(plan.Chains{Chat: []plan.Layer{rt.Layer("meter", fmt.Sprintf(`{"budget": {"usd": %g}, "scope": "global", "store": "shared"}`, usdCeiling))}})
 		deps.Models = map[string]runtime.ModelClient{"primary": rt.NewModel(rt.Response{Deltas: []string{"x"},
 			Usage: runtime.Usage{InputTokens: 1000, OutputTokens: 100}, Delay: 5 * time.Millisecond})}
+	case "usd-refuse":
+		// Each call reports its estimate as usage, and arg more output
+		// tokens than its max_tokens allowed.
+		extra, err := strconv.ParseInt(e.arg, 10, 64)
+		if err != nil {
+			return err
+		}
+		p = e.sharedPlan(plan.Chains{Chat: []plan.Layer{rt.Layer("meter",
+			fmt.Sprintf(`{"budget": {"usd": %g}, "scope": "global", "store": "shared", "on_cross": "refuse"}`, usdCeiling))}})
+		deps.Models = map[string]runtime.ModelClient{"primary": rt.NewModel(rt.Response{Deltas: []string{"x"},
+			Usage: runtime.Usage{InputTokens: runtime.EstimateMessages(refuseRequest.Messages), OutputTokens: int64(refuseRequest.MaxTokens) + extra},
+			Delay: 5 * time.Millisecond})}
 	case "audit":
 		return workAudit(e)
 	default:
@@ -194,6 +211,29 @@ func work(scenario string) error {
 		}
 		wg.Wait()
 		say("%d %d %d", n.Load(), first.Load(), last.Load())
+	case "usd-refuse":
+		var (
+			wg sync.WaitGroup
+			n  atomic.Int64
+		)
+		for range 8 {
+			wg.Go(func() {
+				for {
+					_, _, err := rt.Collect(ctx, pl, refuseRequest, 0)
+					var be *runtime.BudgetError
+					if errors.As(err, &be) {
+						return
+					}
+					if err != nil {
+						say("error: %v", err)
+						return
+					}
+					n.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		say("%d", n.Load())
 	case "calls-budget", "usd-budget":
 		var wg sync.WaitGroup
 		for range 8 {

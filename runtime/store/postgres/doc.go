@@ -29,11 +29,15 @@
 //     writing (a replay or a cache hit commits nothing); only a claim
 //     locks the row. A trigger keeps a pending claim's expiry at or after
 //     the end of its lease.
-//   - runtime.Budgeter: a reservation checks the ceilings, and a call's
-//     estimate when it carries one, in the same statement.
+//   - runtime.Budgeter: table ledger (the charges) and table reservation
+//     (one row per call in flight: its estimate and the end of its lease).
+//     A reservation is one call of the function budget_reserve, which
+//     locks the ledger row, counts the live reservations, checks the
+//     ceilings (and the call's estimate when it carries one) and inserts
+//     the reservation; a settlement is one call of budget_settle, which
+//     deletes the reservation and adds the charge under the same lock.
 //   - runtime.RateLimiter: GCRA as one INSERT ... ON CONFLICT DO UPDATE on
 //     table rate (the row lock serialises the callers of one key).
-//   - runtime.Budgeter: the same on table ledger.
 //   - runtime.AuditSink: the append-only table audit (the store never
 //     updates or deletes a row), one row per intent and per outcome,
 //     indexed by run, by tool and time, and by time. Every append is its own

@@ -27,7 +27,7 @@ const Kind = "postgres"
 const DefaultSchema = "agentc"
 
 // SchemaVersion is the version of the tables this package creates.
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 // CompatibleSince is the oldest schema version whose code still works on
 // tables at SchemaVersion: it is stored next to the version, so an older
@@ -200,6 +200,89 @@ END $$;
 CREATE TRIGGER lease_outlives BEFORE INSERT OR UPDATE ON %[1]s.lease
 	FOR EACH ROW EXECUTE FUNCTION %[1]s.lease_outlives();
 UPDATE %[1]s.lease SET expires = until WHERE state = 'pending' AND expires < until;
+`, `
+-- A budget reservation is a row of its own with its call's estimate and a
+-- lease: the calls in flight count against the ceilings with their
+-- estimates, and a reservation whose process died or whose reply was lost
+-- stops counting when its lease ends. Both functions lock the ledger row
+-- before they read or write its reservations, so the callers of one ledger
+-- are serialised. The ledger's pending column is still kept for older
+-- builds, which count only it. The table holds only the calls in flight
+-- (a settlement deletes its row), so the purge of lapsed rows scans it
+-- without an index on until, which every reservation would have to write.
+CREATE TABLE %[1]s.reservation (
+	key    text NOT NULL,
+	id     text NOT NULL,
+	tokens bigint NOT NULL DEFAULT 0,
+	usd    double precision NOT NULL DEFAULT 0,
+	until  timestamptz NOT NULL,
+	PRIMARY KEY (key, id)
+);
+CREATE FUNCTION %[1]s.budget_reserve(k text, max_tokens bigint, max_usd double precision, max_calls bigint, ttl_us bigint,
+	est_tokens bigint, est_usd double precision, rid text, lease_us bigint,
+	OUT o_refused text, OUT o_tokens numeric, OUT o_usd double precision, OUT o_calls bigint,
+	OUT o_pcalls bigint, OUT o_ptokens numeric, OUT o_pusd double precision)
+LANGUAGE plpgsql AS $$
+DECLARE
+	l %[1]s.ledger%%ROWTYPE;
+	t timestamptz;
+BEGIN
+	SELECT * INTO l FROM %[1]s.ledger WHERE key = k FOR UPDATE;
+	IF NOT FOUND THEN
+		INSERT INTO %[1]s.ledger (key) VALUES (k) ON CONFLICT (key) DO NOTHING;
+		SELECT * INTO l FROM %[1]s.ledger WHERE key = k FOR UPDATE;
+	END IF;
+	t := clock_timestamp();
+	IF l.expires <= t THEN
+		l.in_tokens := 0; l.out_tokens := 0; l.usd := 0; l.calls := 0; l.pending := 0;
+		DELETE FROM %[1]s.reservation WHERE key = k;
+	END IF;
+	SELECT count(*), coalesce(sum(r.tokens), 0), coalesce(sum(r.usd), 0) INTO o_pcalls, o_ptokens, o_pusd
+		FROM %[1]s.reservation r WHERE r.key = k AND r.until > t;
+	o_tokens := l.in_tokens::numeric + l.out_tokens; o_usd := l.usd; o_calls := l.calls;
+	o_refused := CASE
+		WHEN est_tokens IS NOT NULL AND max_tokens IS NOT NULL AND o_tokens + o_ptokens + est_tokens > max_tokens THEN 'tokens+'
+		WHEN est_usd IS NOT NULL AND max_usd IS NOT NULL AND est_usd > 0 AND o_usd + o_pusd + est_usd > max_usd THEN 'usd+'
+		WHEN max_tokens IS NOT NULL AND o_tokens >= max_tokens THEN 'tokens'
+		WHEN max_usd IS NOT NULL AND o_usd >= max_usd THEN 'usd'
+		WHEN max_calls IS NOT NULL AND o_calls + o_pcalls >= max_calls THEN 'calls'
+		ELSE '' END;
+	IF o_refused = '' THEN
+		INSERT INTO %[1]s.reservation (key, id, tokens, usd, until)
+			VALUES (k, rid, greatest(coalesce(est_tokens, 0), 0), greatest(coalesce(est_usd, 0), 0), t + lease_us * interval '1 microsecond')
+			ON CONFLICT (key, id) DO UPDATE SET tokens = excluded.tokens, usd = excluded.usd, until = excluded.until;
+		l.pending := l.pending + 1;
+	END IF;
+	UPDATE %[1]s.ledger SET in_tokens = l.in_tokens, out_tokens = l.out_tokens, usd = l.usd, calls = l.calls, pending = l.pending,
+		expires = CASE WHEN ttl_us > 0 THEN t + ttl_us * interval '1 microsecond' END
+		WHERE key = k;
+END $$;
+CREATE FUNCTION %[1]s.budget_settle(k text, rid text, d_in bigint, d_out bigint, d_usd double precision, d_calls bigint, ttl_us bigint)
+RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+	l %[1]s.ledger%%ROWTYPE;
+	t timestamptz;
+BEGIN
+	SELECT * INTO l FROM %[1]s.ledger WHERE key = k FOR UPDATE;
+	IF NOT FOUND THEN
+		INSERT INTO %[1]s.ledger (key) VALUES (k) ON CONFLICT (key) DO NOTHING;
+		SELECT * INTO l FROM %[1]s.ledger WHERE key = k FOR UPDATE;
+	END IF;
+	t := clock_timestamp();
+	IF l.expires <= t THEN
+		l.in_tokens := 0; l.out_tokens := 0; l.usd := 0; l.calls := 0; l.pending := 0;
+		DELETE FROM %[1]s.reservation WHERE key = k;
+	ELSIF rid <> '' THEN
+		DELETE FROM %[1]s.reservation WHERE key = k AND id = rid;
+		IF FOUND AND l.pending > 0 THEN
+			l.pending := l.pending - 1;
+		END IF;
+	END IF;
+	UPDATE %[1]s.ledger SET in_tokens = l.in_tokens + d_in, out_tokens = l.out_tokens + d_out, usd = l.usd + d_usd,
+		calls = l.calls + d_calls, pending = l.pending,
+		expires = CASE WHEN ttl_us > 0 THEN t + ttl_us * interval '1 microsecond' END
+		WHERE key = k;
+END $$;
 `}
 
 // Open connects to the database at url, creates or migrates the tables of
@@ -346,6 +429,7 @@ func (s *Store) wrote(ctx context.Context) {
 		_, _ = s.pool.Exec(ctx, s.q(`DELETE FROM §.kv WHERE expires <= now();
 			DELETE FROM §.lease WHERE expires <= now() AND NOT (state = 'pending' AND until > now());
 			DELETE FROM §.ledger WHERE expires <= now();
+			DELETE FROM §.reservation WHERE until <= now();
 			DELETE FROM §.vectors WHERE expires <= now();
 			DELETE FROM §.rate WHERE tat < (extract(epoch FROM now()) * 1000000)::bigint`))
 	})
@@ -501,58 +585,24 @@ func (s *Store) ForgetRate(ctx context.Context, key string) error {
 	return nil
 }
 
-// refusedSQL picks the ceiling a ledger (its in tokens, out tokens, usd,
-// calls and pending calls, as SQL expressions) has reached, or that the
-// call's estimate ($6 tokens, $7 usd; NULL for none) would cross, which
-// ends in '+' (” for none).
-func refusedSQL(in, out, usd, calls, pending string) string {
-	return fmt.Sprintf(`CASE
-	WHEN $6::bigint IS NOT NULL AND $2::bigint IS NOT NULL AND %[1]s::numeric + %[2]s + $6 > $2 THEN 'tokens+'
-	WHEN $7::double precision IS NOT NULL AND $3::double precision IS NOT NULL AND $7 > 0 AND %[3]s + $7 > $3 THEN 'usd+'
-	WHEN $2::bigint IS NOT NULL AND %[1]s::numeric + %[2]s >= $2 THEN 'tokens'
-	WHEN $3::double precision IS NOT NULL AND %[3]s >= $3 THEN 'usd'
-	WHEN $4::bigint IS NOT NULL AND %[4]s + %[5]s >= $4 THEN 'calls'
-	ELSE '' END`, in, out, usd, calls, pending)
-}
-
-// live is column c of the ledger row l, or 0 once the row has expired: an
-// expired ledger the purge has not deleted yet starts afresh, as it does in
-// every store whose ledgers expire.
-func live(c string) string {
-	return fmt.Sprintf("(CASE WHEN l.expires <= now() THEN 0 ELSE l.%s END)", c)
-}
-
-var (
-	// refusedNew judges a ledger the reservation creates; refusedRow the
-	// ledger row l.
-	refusedNew = refusedSQL("0", "0", "0", "0", "0")
-	refusedRow = refusedSQL(live("in_tokens"), live("out_tokens"), live("usd"), live("calls"), live("pending"))
-)
-
-// Reserve implements runtime.Budgeter in one statement.
-func (s *Store) Reserve(ctx context.Context, key string, lim runtime.BudgetLimits, ttl time.Duration) (*runtime.BudgetError, error) {
+// Reserve implements runtime.Budgeter: one call of budget_reserve.
+func (s *Store) Reserve(ctx context.Context, key, id string, lim runtime.BudgetLimits, ttl time.Duration) (*runtime.BudgetError, error) {
 	var (
-		refused     string
-		in, out, cs int64
-		usd         float64
-		estTokens   *int64
-		estUSD      *float64
+		refused         string
+		tokens, ptokens float64
+		usd, pusd       float64
+		calls, pcalls   int64
+		estTokens       *int64
+		estUSD          *float64
 	)
 	if est := lim.Estimate; est != nil {
 		n := est.Tokens()
 		estTokens, estUSD = &n, &est.USD
 	}
-	err := s.pool.QueryRow(ctx, s.q(`
-		INSERT INTO §.ledger AS l (key, refused, pending, expires)
-			SELECT $1, r, CASE WHEN r = '' THEN 1 ELSE 0 END, CASE WHEN $5::bigint > 0 THEN now() + $5::bigint * interval '1 microsecond' END
-			FROM (SELECT `+refusedNew+` AS r) AS n
-		ON CONFLICT (key) DO UPDATE SET
-			refused = `+refusedRow+`,
-			pending = `+live("pending")+` + CASE WHEN `+refusedRow+` = '' THEN 1 ELSE 0 END,
-			in_tokens = `+live("in_tokens")+`, out_tokens = `+live("out_tokens")+`, usd = `+live("usd")+`, calls = `+live("calls")+`,
-			expires = excluded.expires
-		RETURNING refused, in_tokens, out_tokens, usd, calls`),
-		key, lim.Tokens, lim.USD, lim.Calls, ttlArg(ttl), estTokens, estUSD).Scan(&refused, &in, &out, &usd, &cs)
+	err := s.pool.QueryRow(ctx, s.q(`SELECT o_refused, o_tokens, o_usd, o_calls, o_pcalls, o_ptokens, o_pusd
+		FROM §.budget_reserve($1, $2, $3, $4, $5, $6, $7, $8, $9)`),
+		key, lim.Tokens, lim.USD, lim.Calls, ttlArg(ttl), estTokens, estUSD, id, max(lim.LeaseOf().Microseconds(), 1)).
+		Scan(&refused, &tokens, &usd, &calls, &pcalls, &ptokens, &pusd)
 	if err != nil {
 		return nil, fmt.Errorf("postgres budget reserve: %w", err)
 	}
@@ -561,11 +611,17 @@ func (s *Store) Reserve(ctx context.Context, key string, lim runtime.BudgetLimit
 	var e *runtime.BudgetError
 	switch resource {
 	case "tokens":
-		e = &runtime.BudgetError{Resource: resource, Spent: float64(in + out), Limit: float64(*lim.Tokens)}
+		e = &runtime.BudgetError{Resource: resource, Spent: tokens, Limit: float64(*lim.Tokens)}
+		if crossed {
+			e.Pending = ptokens
+		}
 	case "usd":
 		e = &runtime.BudgetError{Resource: resource, Spent: usd, Limit: *lim.USD}
+		if crossed {
+			e.Pending = pusd
+		}
 	case "calls":
-		e = &runtime.BudgetError{Resource: resource, Spent: float64(cs), Limit: float64(*lim.Calls)}
+		e = &runtime.BudgetError{Resource: resource, Spent: float64(calls), Limit: float64(*lim.Calls), Pending: float64(pcalls)}
 	default:
 		return nil, nil
 	}
@@ -575,19 +631,10 @@ func (s *Store) Reserve(ctx context.Context, key string, lim runtime.BudgetLimit
 	return e, nil
 }
 
-// Settle implements runtime.Budgeter in one statement.
-func (s *Store) Settle(ctx context.Context, key string, reserved bool, c runtime.Ledger, ttl time.Duration) error {
-	r := 0
-	if reserved {
-		r = 1
-	}
-	_, err := s.pool.Exec(ctx, s.q(`
-		INSERT INTO §.ledger AS l (key, in_tokens, out_tokens, usd, calls, expires)
-			VALUES ($1, $3, $4, $5, $6, CASE WHEN $7::bigint > 0 THEN now() + $7::bigint * interval '1 microsecond' END)
-		ON CONFLICT (key) DO UPDATE SET
-			pending = greatest(`+live("pending")+` - $2, 0),
-			in_tokens = `+live("in_tokens")+` + $3, out_tokens = `+live("out_tokens")+` + $4, usd = `+live("usd")+` + $5, calls = `+live("calls")+` + $6,
-			expires = excluded.expires`), key, r, c.InputTokens, c.OutputTokens, c.USD, c.Calls, ttlArg(ttl))
+// Settle implements runtime.Budgeter: one call of budget_settle.
+func (s *Store) Settle(ctx context.Context, key, id string, c runtime.Ledger, ttl time.Duration) error {
+	_, err := s.pool.Exec(ctx, s.q(`SELECT §.budget_settle($1, $2, $3, $4, $5, $6, $7)`),
+		key, id, c.InputTokens, c.OutputTokens, c.USD, c.Calls, ttlArg(ttl))
 	if err != nil {
 		return fmt.Errorf("postgres budget settle: %w", err)
 	}
@@ -610,7 +657,7 @@ func (s *Store) LedgerOf(ctx context.Context, key string) (runtime.Ledger, error
 
 // ForgetLedger implements runtime.Budgeter.
 func (s *Store) ForgetLedger(ctx context.Context, key string) error {
-	if _, err := s.pool.Exec(ctx, s.q(`DELETE FROM §.ledger WHERE key = $1`), key); err != nil {
+	if _, err := s.pool.Exec(ctx, s.q(`WITH r AS (DELETE FROM §.reservation WHERE key = $1) DELETE FROM §.ledger WHERE key = $1`), key); err != nil {
 		return fmt.Errorf("postgres ledger: %w", err)
 	}
 	return nil

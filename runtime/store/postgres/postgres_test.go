@@ -23,6 +23,12 @@ func TestPorts(t *testing.T) {
 	t.Run("Leaser", func(t *testing.T) { storetest.Leaser(t, s) })
 	t.Run("RateLimiter", func(t *testing.T) { storetest.RateLimiter(t, s) })
 	t.Run("Budgeter", func(t *testing.T) { storetest.Budgeter(t, s) })
+	t.Run("BudgeterReservesEstimates", func(t *testing.T) { storetest.BudgeterReservesEstimates(t, s) })
+	t.Run("BudgeterLeases", func(t *testing.T) { storetest.BudgeterLeases(t, s) })
+	t.Run("BudgeterConcurrent", func(t *testing.T) {
+		spent, overrun := storetest.BudgeterConcurrent(t, s, 16)
+		t.Logf("spent %.4f of 1.0000 (overrun of the calls beyond their estimates %.4f)", spent, overrun)
+	})
 	t.Run("BudgeterExpiry", func(t *testing.T) { storetest.BudgeterExpiry(t, s) })
 	t.Run("Audit", func(t *testing.T) { storetest.Audit(t, s, s.Records) })
 }
@@ -220,4 +226,40 @@ func TestUpgradeFromVersion2KeepsLiveClaims(t *testing.T) {
 	ok, err := s.Publish(ctx, "k", 7, []byte(`"r"`), time.Hour)
 	require.NoError(t, err)
 	assert.True(t, ok, "its holder still holds it")
+}
+
+// TestUpgradeFromVersion3KeepsLedgers opens a schema left at version 3
+// with a ledger in use: its charges carry over, the calls an older build
+// counted as pending in it no longer hold its ceiling in this build, and a
+// reservation of this build is still counted in ledger.pending for the
+// older builds of a rollout.
+func TestUpgradeFromVersion3KeepsLedgers(t *testing.T) {
+	old := open(t)
+	ctx := context.Background()
+	schema := storetest.Prefix(t)
+	_, err := old.Pool().Exec(ctx, fmt.Sprintf(`CREATE SCHEMA %[1]s; CREATE TABLE %[1]s.schema_version (version integer NOT NULL);
+		INSERT INTO %[1]s.schema_version VALUES (3);`, schema)+fmt.Sprintf(postgres.Migrations[0], schema)+
+		fmt.Sprintf(postgres.Migrations[1], schema)+fmt.Sprintf(postgres.Migrations[2], schema)+
+		fmt.Sprintf(`INSERT INTO %[1]s.ledger (key, in_tokens, usd, calls, pending) VALUES ('g', 40, 0.5, 3, 2)`, schema))
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = old.Pool().Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE") })
+	s, err := postgres.Open(ctx, storetest.ServerURL(t, storetest.PostgresEnv), schema)
+	require.NoError(t, err)
+	defer s.Close()
+	l, err := s.LedgerOf(ctx, "g")
+	require.NoError(t, err)
+	assert.Equal(t, runtime.Ledger{InputTokens: 40, USD: 0.5, Calls: 3}, l)
+	calls := int64(4)
+	e, err := s.Reserve(ctx, "g", "r1", runtime.BudgetLimits{Calls: &calls}, 0)
+	require.NoError(t, err)
+	require.Nil(t, e, "3 charged calls under a ceiling of 4")
+	var pending int64
+	require.NoError(t, s.Pool().QueryRow(ctx, "SELECT pending FROM "+schema+".ledger WHERE key = 'g'").Scan(&pending))
+	assert.Equal(t, int64(3), pending)
+	require.NoError(t, s.Settle(ctx, "g", "r1", runtime.Ledger{InputTokens: 10, USD: 0.25, Calls: 1}, 0))
+	require.NoError(t, s.Pool().QueryRow(ctx, "SELECT pending FROM "+schema+".ledger WHERE key = 'g'").Scan(&pending))
+	assert.Equal(t, int64(2), pending)
+	l, err = s.LedgerOf(ctx, "g")
+	require.NoError(t, err)
+	assert.Equal(t, runtime.Ledger{InputTokens: 50, USD: 0.75, Calls: 4}, l)
 }

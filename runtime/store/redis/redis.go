@@ -237,34 +237,85 @@ local newtat = tat + interval
 redis.call('SET', KEYS[1], string.format('%.0f', newtat), 'PX', math.ceil((newtat - now) / 1000) + 1)
 return {1, tostring(wait)}
 `)
-	// KEYS: ledger. ARGV: tokens, usd, calls ceilings ('' unlimited), ttl
-	// ms, the call's estimated tokens and usd ('' for no estimate).
-	// Returns {resource refused or '', spent}; a resource the estimate
-	// would cross ends in '+'.
+	// KEYS: ledger, its reservations (a sorted set of ids by the end of
+	// their lease, ms). ARGV: tokens, usd, calls ceilings ('' unlimited),
+	// ttl ms, the call's estimated tokens and usd ('' for no estimate), the
+	// reservation id, its lease ms. Reservations whose lease has ended are
+	// dropped first (their estimates with them); the live ones count with
+	// the charged ledger: their number against calls, their estimates
+	// (fields ptok and pusd, each reservation's in field 'r:' .. id)
+	// against tokens and usd. Returns {resource refused or '', spent,
+	// pending}; a resource the estimate would cross ends in '+'. The field
+	// pending counts reservations for builds before the leases.
 	reserveScript = goredis.NewScript(`
-local h = redis.call('HMGET', KEYS[1], 'in', 'out', 'usd', 'calls', 'pending')
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local gone = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, 256)
+for _, id in ipairs(gone) do
+  local e = redis.call('HGET', KEYS[1], 'r:' .. id)
+  if e then
+    local sp = string.find(e, ' ')
+    local et, eu = string.sub(e, 1, sp - 1), string.sub(e, sp + 1)
+    if et ~= '0' then redis.call('HINCRBY', KEYS[1], 'ptok', '-' .. et) end
+    if eu ~= '0' then redis.call('HINCRBYFLOAT', KEYS[1], 'pusd', '-' .. eu) end
+    redis.call('HDEL', KEYS[1], 'r:' .. id)
+  end
+  redis.call('ZREM', KEYS[2], id)
+end
+local n = redis.call('ZCARD', KEYS[2])
+if n == 0 then redis.call('HDEL', KEYS[1], 'ptok', 'pusd') end
+local h = redis.call('HMGET', KEYS[1], 'in', 'out', 'usd', 'calls', 'ptok', 'pusd')
 local tokens = tonumber(h[1] or '0') + tonumber(h[2] or '0')
 local usd = tonumber(h[3] or '0')
-local calls, pending = tonumber(h[4] or '0'), tonumber(h[5] or '0')
-if ARGV[5] ~= '' and ARGV[1] ~= '' and tokens + tonumber(ARGV[5]) > tonumber(ARGV[1]) then return {'tokens+', tostring(tokens)} end
-if ARGV[6] ~= '' and ARGV[2] ~= '' and tonumber(ARGV[6]) > 0 and usd + tonumber(ARGV[6]) > tonumber(ARGV[2]) then return {'usd+', tostring(usd)} end
-if ARGV[1] ~= '' and tokens >= tonumber(ARGV[1]) then return {'tokens', tostring(tokens)} end
-if ARGV[2] ~= '' and usd >= tonumber(ARGV[2]) then return {'usd', tostring(usd)} end
-if ARGV[3] ~= '' and calls + pending >= tonumber(ARGV[3]) then return {'calls', tostring(calls)} end
+local calls = tonumber(h[4] or '0')
+local ptok, pusd = tonumber(h[5] or '0'), tonumber(h[6] or '0')
+if ARGV[5] ~= '' and ARGV[1] ~= '' and tokens + ptok + tonumber(ARGV[5]) > tonumber(ARGV[1]) then return {'tokens+', tostring(tokens), tostring(ptok)} end
+if ARGV[6] ~= '' and ARGV[2] ~= '' and tonumber(ARGV[6]) > 0 and usd + pusd + tonumber(ARGV[6]) > tonumber(ARGV[2]) then return {'usd+', tostring(usd), tostring(pusd)} end
+if ARGV[1] ~= '' and tokens >= tonumber(ARGV[1]) then return {'tokens', tostring(tokens), ''} end
+if ARGV[2] ~= '' and usd >= tonumber(ARGV[2]) then return {'usd', tostring(usd), ''} end
+if ARGV[3] ~= '' and calls + n >= tonumber(ARGV[3]) then return {'calls', tostring(calls), tostring(n)} end
+local et, eus = '0', '0'
+if tonumber(ARGV[5] or '') and tonumber(ARGV[5]) > 0 then et = ARGV[5] end
+if tonumber(ARGV[6] or '') and tonumber(ARGV[6]) > 0 then eus = ARGV[6] end
+redis.call('ZADD', KEYS[2], now + tonumber(ARGV[8]), ARGV[7])
+redis.call('HSET', KEYS[1], 'r:' .. ARGV[7], et .. ' ' .. eus)
+if et ~= '0' then redis.call('HINCRBY', KEYS[1], 'ptok', et) end
+if eus ~= '0' then redis.call('HINCRBYFLOAT', KEYS[1], 'pusd', eus) end
 redis.call('HINCRBY', KEYS[1], 'pending', 1)
-if tonumber(ARGV[4]) > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[4]) end
-return {'', ''}
+if tonumber(ARGV[4]) > 0 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[4])
+  redis.call('PEXPIRE', KEYS[2], ARGV[4])
+end
+return {'', '', ''}
 `)
-	// KEYS: ledger. ARGV: reserved (0/1), in, out, usd, calls, ttl ms.
+	// KEYS: ledger, its reservations. ARGV: reservation id ('' none), in,
+	// out, usd, calls, ttl ms. A reservation still recorded (live, or
+	// lapsed and not dropped yet) is dropped with its estimates; the charge
+	// is added either way.
 	settleScript = goredis.NewScript(`
-if ARGV[1] == '1' and tonumber(redis.call('HGET', KEYS[1], 'pending') or '0') > 0 then
-  redis.call('HINCRBY', KEYS[1], 'pending', -1)
+if ARGV[1] ~= '' then
+  local e = redis.call('HGET', KEYS[1], 'r:' .. ARGV[1])
+  if e then
+    local sp = string.find(e, ' ')
+    local et, eu = string.sub(e, 1, sp - 1), string.sub(e, sp + 1)
+    if et ~= '0' then redis.call('HINCRBY', KEYS[1], 'ptok', '-' .. et) end
+    if eu ~= '0' then redis.call('HINCRBYFLOAT', KEYS[1], 'pusd', '-' .. eu) end
+    redis.call('HDEL', KEYS[1], 'r:' .. ARGV[1])
+    if tonumber(redis.call('HGET', KEYS[1], 'pending') or '0') > 0 then
+      redis.call('HINCRBY', KEYS[1], 'pending', -1)
+    end
+  end
+  redis.call('ZREM', KEYS[2], ARGV[1])
+  if redis.call('ZCARD', KEYS[2]) == 0 then redis.call('HDEL', KEYS[1], 'ptok', 'pusd') end
 end
 redis.call('HINCRBY', KEYS[1], 'in', ARGV[2])
 redis.call('HINCRBY', KEYS[1], 'out', ARGV[3])
 redis.call('HINCRBYFLOAT', KEYS[1], 'usd', ARGV[4])
 redis.call('HINCRBY', KEYS[1], 'calls', ARGV[5])
-if tonumber(ARGV[6]) > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[6]) end
+if tonumber(ARGV[6]) > 0 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[6])
+  redis.call('PEXPIRE', KEYS[2], ARGV[6])
+end
 return 1
 `)
 )
@@ -353,24 +404,27 @@ func limit[T int64 | float64](p *T) string {
 	return strconv.FormatFloat(float64(*p), 'g', -1, 64)
 }
 
+// reservations is the key of the reservations of ledger key.
+func (s *Store) reservations(key string) string { return s.k(key) + "#reservations" }
+
 // Reserve implements runtime.Budgeter in one script call.
-func (s *Store) Reserve(ctx context.Context, key string, lim runtime.BudgetLimits, ttl time.Duration) (*runtime.BudgetError, error) {
+func (s *Store) Reserve(ctx context.Context, key, id string, lim runtime.BudgetLimits, ttl time.Duration) (*runtime.BudgetError, error) {
 	estTokens, estUSD := "", ""
 	if est := lim.Estimate; est != nil {
-		n, usd := est.Tokens(), est.USD
-		estTokens, estUSD = limit(&n), limit(&usd)
+		estTokens, estUSD = strconv.FormatInt(est.Tokens(), 10), strconv.FormatFloat(est.USD, 'f', -1, 64)
 	}
-	v, err := reserveScript.Run(ctx, s.c, []string{s.k(key)}, limit(lim.Tokens), limit(lim.USD), limit(lim.Calls), ms(ttl),
-		estTokens, estUSD).StringSlice()
+	v, err := reserveScript.Run(ctx, s.c, []string{s.k(key), s.reservations(key)}, limit(lim.Tokens), limit(lim.USD), limit(lim.Calls), ms(ttl),
+		estTokens, estUSD, id, ms(lim.LeaseOf())).StringSlice()
 	if err != nil {
 		return nil, fmt.Errorf("redis budget reserve: %w", err)
 	}
-	if len(v) != 2 || v[0] == "" {
+	if len(v) != 3 || v[0] == "" {
 		return nil, nil
 	}
 	spent, _ := strconv.ParseFloat(v[1], 64)
+	pending, _ := strconv.ParseFloat(v[2], 64)
 	resource, crossed := strings.CutSuffix(v[0], "+")
-	e := &runtime.BudgetError{Resource: resource, Spent: spent}
+	e := &runtime.BudgetError{Resource: resource, Spent: spent, Pending: pending}
 	if crossed {
 		e.Estimate = lim.EstimateOf(resource)
 	}
@@ -386,13 +440,9 @@ func (s *Store) Reserve(ctx context.Context, key string, lim runtime.BudgetLimit
 }
 
 // Settle implements runtime.Budgeter in one script call.
-func (s *Store) Settle(ctx context.Context, key string, reserved bool, c runtime.Ledger, ttl time.Duration) error {
-	r := 0
-	if reserved {
-		r = 1
-	}
-	err := settleScript.Run(ctx, s.c, []string{s.k(key)}, r, c.InputTokens, c.OutputTokens,
-		strconv.FormatFloat(c.USD, 'g', -1, 64), c.Calls, ms(ttl)).Err()
+func (s *Store) Settle(ctx context.Context, key, id string, c runtime.Ledger, ttl time.Duration) error {
+	err := settleScript.Run(ctx, s.c, []string{s.k(key), s.reservations(key)}, id, c.InputTokens, c.OutputTokens,
+		strconv.FormatFloat(c.USD, 'f', -1, 64), c.Calls, ms(ttl)).Err()
 	if err != nil {
 		return fmt.Errorf("redis budget settle: %w", err)
 	}
@@ -415,7 +465,12 @@ func (s *Store) LedgerOf(ctx context.Context, key string) (runtime.Ledger, error
 }
 
 // ForgetLedger implements runtime.Budgeter.
-func (s *Store) ForgetLedger(ctx context.Context, key string) error { return s.Delete(ctx, key) }
+func (s *Store) ForgetLedger(ctx context.Context, key string) error {
+	if err := s.c.Del(ctx, s.k(key), s.reservations(key)).Err(); err != nil {
+		return fmt.Errorf("redis delete: %w", err)
+	}
+	return nil
+}
 
 var (
 	_ runtime.KV           = (*Store)(nil)

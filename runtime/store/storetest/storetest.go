@@ -244,7 +244,6 @@ func RateLimiter(t *testing.T, r runtime.RateLimiter) {
 	assert.True(t, ok, "after the interval")
 }
 
-// Budgeter checks the budget port.
 // BudgeterExpiry checks a store whose ledgers expire: a ledger idle for
 // its ttl starts afresh for Reserve and Settle, as for LedgerOf, its charges
 // and pending calls gone, whether or not the store has purged it yet.
@@ -254,97 +253,224 @@ func BudgeterExpiry(t *testing.T, b runtime.Budgeter) {
 	calls := int64(1)
 	lim := runtime.BudgetLimits{Calls: &calls}
 	ttl := 300 * time.Millisecond
-	e, err := b.Reserve(ctx, k, lim, ttl)
+	e, err := b.Reserve(ctx, k, "r1", lim, ttl)
 	require.NoError(t, err)
 	require.Nil(t, e)
-	require.NoError(t, b.Settle(ctx, k, true, runtime.Ledger{InputTokens: 7, USD: 0.5, Calls: 1}, ttl))
-	_, err = b.Reserve(ctx, k, lim, ttl) // a pending call that never settles
+	require.NoError(t, b.Settle(ctx, k, "r1", runtime.Ledger{InputTokens: 7, USD: 0.5, Calls: 1}, ttl))
+	_, err = b.Reserve(ctx, k, "r2", lim, ttl) // a pending call that never settles
 	require.NoError(t, err)
 	time.Sleep(2 * ttl)
 	l, err := b.LedgerOf(ctx, k)
 	require.NoError(t, err)
 	assert.Equal(t, runtime.Ledger{}, l)
-	e, err = b.Reserve(ctx, k, lim, ttl)
+	e, err = b.Reserve(ctx, k, "r3", lim, ttl)
 	require.NoError(t, err)
 	require.Nil(t, e, "an expired ledger starts afresh")
-	require.NoError(t, b.Settle(ctx, k, true, runtime.Ledger{InputTokens: 2, USD: 0.25, Calls: 1}, ttl))
+	require.NoError(t, b.Settle(ctx, k, "r3", runtime.Ledger{InputTokens: 2, USD: 0.25, Calls: 1}, ttl))
 	l, err = b.LedgerOf(ctx, k)
 	require.NoError(t, err)
 	assert.Equal(t, runtime.Ledger{InputTokens: 2, USD: 0.25, Calls: 1}, l, "the expired charges are not added to")
-	e, err = b.Reserve(ctx, k, lim, ttl)
+	e, err = b.Reserve(ctx, k, "r4", lim, ttl)
 	require.NoError(t, err)
 	require.NotNil(t, e, "the new ledger's ceiling holds")
 	assert.Equal(t, 1.0, e.Spent)
 }
 
+// Budgeter checks the budget port.
 func Budgeter(t *testing.T, b runtime.Budgeter) {
 	ctx := context.Background()
 	k := Key(t, "a")
 	calls := int64(2)
 	lim := runtime.BudgetLimits{Calls: &calls}
-	for range 2 {
-		e, err := b.Reserve(ctx, k, lim, time.Hour)
+	for _, id := range []string{"r1", "r2"} {
+		e, err := b.Reserve(ctx, k, id, lim, time.Hour)
 		require.NoError(t, err)
 		require.Nil(t, e)
 	}
-	e, err := b.Reserve(ctx, k, lim, time.Hour)
+	e, err := b.Reserve(ctx, k, "r3", lim, time.Hour)
 	require.NoError(t, err)
 	require.NotNil(t, e, "two calls in flight reach the ceiling")
-	assert.Equal(t, "calls", e.Resource)
-	assert.Equal(t, 2.0, e.Limit)
-	require.NoError(t, b.Settle(ctx, k, true, runtime.Ledger{}, time.Hour)) // released, not charged
-	e, err = b.Reserve(ctx, k, lim, time.Hour)
+	assert.Equal(t, runtime.BudgetError{Resource: "calls", Limit: 2, Pending: 2}, *e)
+	require.NoError(t, b.Settle(ctx, k, "r1", runtime.Ledger{}, time.Hour)) // released, not charged
+	require.NoError(t, b.Settle(ctx, k, "r1", runtime.Ledger{}, time.Hour), "a reservation settled twice is released once")
+	e, err = b.Reserve(ctx, k, "r4", lim, time.Hour)
 	require.NoError(t, err)
 	require.Nil(t, e, "a released reservation frees its call")
-	require.NoError(t, b.Settle(ctx, k, true, runtime.Ledger{InputTokens: 10, OutputTokens: 5, USD: 0.25, Calls: 1}, time.Hour))
-	require.NoError(t, b.Settle(ctx, k, true, runtime.Ledger{InputTokens: 1, USD: 0.5, Calls: 1}, time.Hour))
+	e, err = b.Reserve(ctx, k, "r5", lim, time.Hour)
+	require.NoError(t, err)
+	require.NotNil(t, e, "settling r1 twice freed one call, not two")
+	require.NoError(t, b.Settle(ctx, k, "r2", runtime.Ledger{InputTokens: 10, OutputTokens: 5, USD: 0.25, Calls: 1}, time.Hour))
+	require.NoError(t, b.Settle(ctx, k, "r4", runtime.Ledger{InputTokens: 1, USD: 0.5, Calls: 1}, time.Hour))
 	l, err := b.LedgerOf(ctx, k)
 	require.NoError(t, err)
 	assert.Equal(t, runtime.Ledger{InputTokens: 11, OutputTokens: 5, USD: 0.75, Calls: 2}, l)
-	e, err = b.Reserve(ctx, k, lim, time.Hour)
+	e, err = b.Reserve(ctx, k, "r6", lim, time.Hour)
 	require.NoError(t, err)
 	require.NotNil(t, e)
 	assert.Equal(t, 2.0, e.Spent)
 
 	usd, tokens := 0.75, int64(17)
-	e, err = b.Reserve(ctx, k, runtime.BudgetLimits{USD: &usd}, time.Hour)
+	e, err = b.Reserve(ctx, k, "r7", runtime.BudgetLimits{USD: &usd}, time.Hour)
 	require.NoError(t, err)
 	require.NotNil(t, e)
 	assert.Equal(t, "usd", e.Resource)
 	assert.InDelta(t, 0.75, e.Spent, 1e-9)
-	e, err = b.Reserve(ctx, k, runtime.BudgetLimits{Tokens: &tokens}, time.Hour)
+	e, err = b.Reserve(ctx, k, "r8", runtime.BudgetLimits{Tokens: &tokens}, time.Hour)
 	require.NoError(t, err)
 	assert.Nil(t, e, "16 tokens under a ceiling of 17")
+	require.NoError(t, b.Settle(ctx, k, "r8", runtime.Ledger{}, time.Hour))
 
 	// An estimate that would cross a ceiling refuses the call in the same
 	// step; one that reaches it exactly does not.
 	tokens, usd = 20, 1.0
-	e, err = b.Reserve(ctx, k, runtime.BudgetLimits{Tokens: &tokens, Estimate: &runtime.Ledger{InputTokens: 3, OutputTokens: 2}}, time.Hour)
+	e, err = b.Reserve(ctx, k, "r9", runtime.BudgetLimits{Tokens: &tokens, Estimate: &runtime.Ledger{InputTokens: 3, OutputTokens: 2}}, time.Hour)
 	require.NoError(t, err)
 	require.NotNil(t, e, "16 charged and 5 estimated cross 20")
 	assert.Equal(t, runtime.BudgetError{Resource: "tokens", Spent: 16, Limit: 20, Estimate: 5}, *e)
-	e, err = b.Reserve(ctx, k, runtime.BudgetLimits{Tokens: &tokens, Estimate: &runtime.Ledger{OutputTokens: 4}}, time.Hour)
+	e, err = b.Reserve(ctx, k, "r10", runtime.BudgetLimits{Tokens: &tokens, Estimate: &runtime.Ledger{OutputTokens: 4}}, time.Hour)
 	require.NoError(t, err)
 	assert.Nil(t, e, "16 charged and 4 estimated reach 20 without crossing it")
-	e, err = b.Reserve(ctx, k, runtime.BudgetLimits{USD: &usd, Estimate: &runtime.Ledger{USD: 0.3}}, time.Hour)
+	require.NoError(t, b.Settle(ctx, k, "r10", runtime.Ledger{}, time.Hour))
+	e, err = b.Reserve(ctx, k, "r11", runtime.BudgetLimits{USD: &usd, Estimate: &runtime.Ledger{USD: 0.3}}, time.Hour)
 	require.NoError(t, err)
 	require.NotNil(t, e)
 	assert.Equal(t, "usd", e.Resource)
 	assert.InDelta(t, 0.75, e.Spent, 1e-9)
 	assert.InDelta(t, 0.3, e.Estimate, 1e-9)
 	fresh, one := Key(t, "fresh"), int64(1)
-	e, err = b.Reserve(ctx, fresh, runtime.BudgetLimits{Tokens: &tokens, Calls: &one, Estimate: &runtime.Ledger{InputTokens: 21}}, time.Hour)
+	e, err = b.Reserve(ctx, fresh, "r1", runtime.BudgetLimits{Tokens: &tokens, Calls: &one, Estimate: &runtime.Ledger{InputTokens: 21}}, time.Hour)
 	require.NoError(t, err)
 	require.NotNil(t, e, "an estimate above the ceiling refuses the first call of a ledger")
 	assert.Equal(t, runtime.BudgetError{Resource: "tokens", Limit: 20, Estimate: 21}, *e)
-	e, err = b.Reserve(ctx, fresh, runtime.BudgetLimits{Calls: &one}, time.Hour)
+	e, err = b.Reserve(ctx, fresh, "r2", runtime.BudgetLimits{Calls: &one}, time.Hour)
 	require.NoError(t, err)
 	assert.Nil(t, e, "a refused call reserves nothing")
+	require.NoError(t, b.ForgetLedger(ctx, fresh))
+	e, err = b.Reserve(ctx, fresh, "r3", runtime.BudgetLimits{Calls: &one}, time.Hour)
+	require.NoError(t, err)
+	assert.Nil(t, e, "a forgotten ledger's reservations are gone with it")
 	require.NoError(t, b.ForgetLedger(ctx, fresh))
 	require.NoError(t, b.ForgetLedger(ctx, k))
 	l, err = b.LedgerOf(ctx, k)
 	require.NoError(t, err)
 	assert.Zero(t, l)
+}
+
+// BudgeterReservesEstimates checks that the estimates of the calls in
+// flight count against the tokens and usd ceilings until they settle, and
+// that a settlement replaces a call's estimate with its charge, in full
+// when it exceeds the estimate.
+func BudgeterReservesEstimates(t *testing.T, b runtime.Budgeter) {
+	ctx := context.Background()
+	k := Key(t, "estimates")
+	tokens, usd := int64(100), 1.0
+	lim := func(n int64, cost float64) runtime.BudgetLimits {
+		return runtime.BudgetLimits{Tokens: &tokens, USD: &usd, Estimate: &runtime.Ledger{InputTokens: n, USD: cost}}
+	}
+	for _, id := range []string{"a", "b"} {
+		e, err := b.Reserve(ctx, k, id, lim(40, 0.25), time.Hour)
+		require.NoError(t, err)
+		require.Nil(t, e)
+	}
+	e, err := b.Reserve(ctx, k, "c", lim(40, 0.25), time.Hour)
+	require.NoError(t, err)
+	require.NotNil(t, e, "nothing charged yet, but 80 reserved and 40 estimated cross 100")
+	assert.Equal(t, runtime.BudgetError{Resource: "tokens", Limit: 100, Estimate: 40, Pending: 80}, *e)
+	assert.Contains(t, e.Message(), "80 reserved by calls in flight")
+	e, err = b.Reserve(ctx, k, "c", lim(20, 0.6), time.Hour)
+	require.NoError(t, err)
+	require.NotNil(t, e, "0.5 reserved and 0.6 estimated cross 1")
+	assert.Equal(t, "usd", e.Resource)
+	assert.InDelta(t, 0.5, e.Pending, 1e-9)
+	require.NoError(t, b.Settle(ctx, k, "a", runtime.Ledger{InputTokens: 10, USD: 0.05, Calls: 1}, time.Hour))
+	e, err = b.Reserve(ctx, k, "c", lim(50, 0.25), time.Hour)
+	require.NoError(t, err)
+	require.Nil(t, e, "a's estimate of 40 replaced by its charge of 10: 10 + 40 + 50 reach 100")
+	require.NoError(t, b.Settle(ctx, k, "b", runtime.Ledger{InputTokens: 70, USD: 0.5, Calls: 1}, time.Hour))
+	require.NoError(t, b.Settle(ctx, k, "c", runtime.Ledger{InputTokens: 50, USD: 0.25, Calls: 1}, time.Hour))
+	l, err := b.LedgerOf(ctx, k)
+	require.NoError(t, err)
+	assert.Equal(t, int64(130), l.Tokens(), "b charged 70 for an estimate of 40: in full")
+	assert.InDelta(t, 0.8, l.USD, 1e-9)
+	require.NoError(t, b.ForgetLedger(ctx, k))
+}
+
+// BudgeterLeases checks that a reservation never settled (its process
+// died, or the reply of Reserve was lost) stops counting once its lease
+// ends, and that a settlement after that still charges.
+func BudgeterLeases(t *testing.T, b runtime.Budgeter) {
+	ctx := context.Background()
+	k := Key(t, "leases")
+	calls, usd := int64(1), 1.0
+	lease := 300 * time.Millisecond
+	lim := runtime.BudgetLimits{Calls: &calls, USD: &usd, Estimate: &runtime.Ledger{USD: 0.75}, Lease: lease}
+	e, err := b.Reserve(ctx, k, "lost", lim, 0) // a ledger that never expires (scope global or key)
+	require.NoError(t, err)
+	require.Nil(t, e)
+	e, err = b.Reserve(ctx, k, "next", lim, 0)
+	require.NoError(t, err)
+	require.NotNil(t, e, "the pending reservation holds the call and its estimate")
+	time.Sleep(2 * lease)
+	e, err = b.Reserve(ctx, k, "next", lim, 0)
+	require.NoError(t, err)
+	require.Nil(t, e, "past its lease the lost reservation no longer counts")
+	require.NoError(t, b.Settle(ctx, k, "lost", runtime.Ledger{USD: 0.5, Calls: 1}, 0))
+	l, err := b.LedgerOf(ctx, k)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.Ledger{USD: 0.5, Calls: 1}, l, "a settlement after the lease still charges")
+	e, err = b.Reserve(ctx, k, "third", runtime.BudgetLimits{Calls: &calls}, 0)
+	require.NoError(t, err)
+	require.NotNil(t, e, "one call charged; the next one's reservation is still live")
+	require.NoError(t, b.Settle(ctx, k, "next", runtime.Ledger{}, 0))
+	require.NoError(t, b.ForgetLedger(ctx, k))
+}
+
+// BudgeterConcurrent checks that, with estimates, concurrent callers of
+// one ledger (workers goroutines on b) never spend beyond the ceiling more
+// than what their calls charged above their estimates: every other call
+// charges its estimate, one in three a third more. It returns the spend and
+// the overrun.
+func BudgeterConcurrent(t *testing.T, b runtime.Budgeter, workers int) (spent, overrun float64) {
+	ctx := context.Background()
+	k := Key(t, "concurrent")
+	ceiling := 1.0
+	var (
+		mu sync.Mutex
+		n  int
+		wg sync.WaitGroup
+	)
+	for w := range workers {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				est := 0.03 + 0.01*float64(i%3)
+				id := fmt.Sprintf("%d-%d", w, i)
+				e, err := b.Reserve(ctx, k, id, runtime.BudgetLimits{USD: &ceiling, Estimate: &runtime.Ledger{USD: est}}, time.Hour)
+				if !assert.NoError(t, err) || e != nil {
+					return
+				}
+				time.Sleep(time.Millisecond)
+				cost := est
+				if (w+i)%3 == 0 {
+					cost = est * 4 / 3
+				}
+				if !assert.NoError(t, b.Settle(ctx, k, id, runtime.Ledger{USD: cost, Calls: 1}, time.Hour)) {
+					return
+				}
+				mu.Lock()
+				n++
+				overrun += cost - est
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	l, err := b.LedgerOf(ctx, k)
+	require.NoError(t, err)
+	assert.Equal(t, int64(n), l.Calls)
+	assert.LessOrEqual(t, l.USD, ceiling+overrun+1e-9, "spend within the ceiling and the overrun of the calls beyond their estimates")
+	assert.Greater(t, l.USD, ceiling-0.05-1e-9, "the ceiling is used up to less than the largest estimate")
+	require.NoError(t, b.ForgetLedger(ctx, k))
+	return l.USD, overrun
 }
 
 // Audit checks the audit sink; records reads the stored records of a run.
