@@ -43,6 +43,7 @@ func TestOpenAISDKRequestReachesTheUpstream(t *testing.T) {
 		ToolChoice:          openai.ToolChoiceOptionFunctionToolChoice(openai.ChatCompletionNamedToolChoiceFunctionParam{Name: "get_weather"}),
 		Stop:                openai.ChatCompletionNewParamsStopUnion{OfStringArray: []string{"END", "STOP"}},
 		Seed:                openai.Int(7),
+		User:                openai.String("u-42"),
 		MaxCompletionTokens: openai.Int(300),
 		Temperature:         openai.Float(0.2),
 		TopP:                openai.Float(0.9),
@@ -55,6 +56,7 @@ func TestOpenAISDKRequestReachesTheUpstream(t *testing.T) {
 	assert.Equal(t, map[string]any{"type": "function", "function": map[string]any{"name": "get_weather"}}, got["tool_choice"])
 	assert.Equal(t, []any{"END", "STOP"}, got["stop"])
 	assert.EqualValues(t, 7, got["seed"])
+	assert.Equal(t, "u-42", got["user"])
 	assert.EqualValues(t, 300, got["max_tokens"], "a server other than OpenAI's gets max_tokens")
 	assert.EqualValues(t, 0.2, got["temperature"])
 	assert.EqualValues(t, 0.9, got["top_p"])
@@ -191,3 +193,24 @@ func TestAnthropicSDKThinkingBlockIsRefused(t *testing.T) {
 	assert.Zero(t, g.an.requests())
 }
 
+// Anthropic's structured output (output_config.format) reaches both
+// providers: as itself, and as OpenAI's json_schema response format.
+func TestAnthropicOutputFormatReachesBothProviders(t *testing.T) {
+	g := newGateway(t, `{use: "tracing"}`, []reply{{body: transcript(t, "openai", "text.sse")}}, []reply{{body: transcript(t, "anthropic", "text.sse")}})
+	for _, model := range []string{"backup", "primary"} {
+		_, err := g.anthropic(t).Messages.New(context.Background(), anthropic.MessageNewParams{
+			Model: anthropic.Model(model), MaxTokens: 300,
+			Messages:     []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Weather?"))},
+			Metadata:     anthropic.MetadataParam{UserID: anthropic.String("u-7")},
+			OutputConfig: anthropic.OutputConfigParam{Format: anthropic.JSONOutputFormatParam{Schema: map[string]any{"type": "object"}}},
+		})
+		require.NoError(t, err)
+	}
+	an := sentTo(t, g.an, 0)
+	assert.Equal(t, map[string]any{"type": "json_schema", "schema": map[string]any{"type": "object"}}, an["output_config"].(map[string]any)["format"])
+	oa := sentTo(t, g.oa, 0)
+	rf := oa["response_format"].(map[string]any)
+	assert.Equal(t, "json_schema", rf["type"])
+	assert.Equal(t, map[string]any{"type": "object"}, rf["json_schema"].(map[string]any)["schema"])
+	assert.Equal(t, "u-7", oa["user"], "metadata.user_id is OpenAI's user")
+}
