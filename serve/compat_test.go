@@ -214,3 +214,27 @@ func TestAnthropicOutputFormatReachesBothProviders(t *testing.T) {
 	assert.Equal(t, map[string]any{"type": "object"}, rf["json_schema"].(map[string]any)["schema"])
 	assert.Equal(t, "u-7", oa["user"], "metadata.user_id is OpenAI's user")
 }
+
+// Upstream failures reach the SDKs as their own error types, and the
+// token-counting endpoint, which is not served, is a plain 404.
+func TestUpstreamErrorsParseInTheSDKs(t *testing.T) {
+	g := newGateway(t, `{use: "tracing"}`,
+		[]reply{{status: 429, header: map[string]string{"retry-after": "20"}, body: transcript(t, "openai", "429.json")}},
+		[]reply{{status: 529, body: transcript(t, "anthropic", "529.json")}})
+	_, err := g.openai(t).Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "primary",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}})
+	var oe *openai.Error
+	require.ErrorAs(t, err, &oe)
+	assert.Equal(t, http.StatusTooManyRequests, oe.StatusCode)
+	assert.Equal(t, "rate_limit_error", oe.Type)
+	assert.Equal(t, "20", oe.Response.Header.Get("Retry-After"))
+	_, err = g.anthropic(t).Messages.New(context.Background(), anthropic.MessageNewParams{Model: "backup", MaxTokens: 10,
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hi"))}})
+	var ae *anthropic.Error
+	require.ErrorAs(t, err, &ae)
+	assert.Equal(t, http.StatusBadGateway, ae.StatusCode)
+	assert.Contains(t, ae.Error(), "api_error")
+
+	code, _, _ := do(t, "POST", g.url+"/v1/messages/count_tokens", clientKey, []byte(`{"model": "backup", "messages": []}`))
+	assert.Equal(t, http.StatusNotFound, code)
+}
