@@ -12,7 +12,18 @@ import (
 )
 
 // anthropicChat is POST /v1/messages: Anthropic's Messages wire format.
-var anthropicChat = chatAPI{decode: decodeAnthropic, complete: completeAnthropic, stream: newAnthropicStream}
+var anthropicChat = chatAPI{decode: decodeAnthropic, headers: anthropicHeaders, complete: completeAnthropic, stream: newAnthropicStream}
+
+// anthropicHeaders refuses a request that asks for beta features: the
+// gateway's client sends the API version and betas of its own, so the
+// client's would not reach the model. (anthropic-version is the client's
+// wire version, which the gateway speaks whatever it says.)
+func anthropicHeaders(h http.Header) error {
+	if b := strings.TrimSpace(h.Get("anthropic-beta")); b != "" {
+		return fmt.Errorf("anthropic-beta: %s: beta features are not carried by the gateway to the model; remove the header", b)
+	}
+	return nil
+}
 
 // The request body of the Messages API: the fields the gateway maps.
 type antRequest struct {
@@ -29,6 +40,13 @@ type antRequest struct {
 	Metadata      *struct {
 		UserID string `json:"user_id"`
 	} `json:"metadata"`
+	OutputConfig *struct {
+		Effort string `json:"effort"`
+		Format *struct {
+			Type   string          `json:"type"`
+			Schema json.RawMessage `json:"schema"`
+		} `json:"format"`
+	} `json:"output_config"`
 }
 
 type antMessage struct {
@@ -51,6 +69,9 @@ type antBlock struct {
 	ToolUseID string          `json:"tool_use_id"`
 	Content   json.RawMessage `json:"content"`
 	IsError   bool            `json:"is_error"`
+	// CacheControl marks a prompt-cache breakpoint, which the gateway
+	// cannot carry.
+	CacheControl json.RawMessage `json:"cache_control"`
 }
 
 type antTool struct {
@@ -58,11 +79,15 @@ type antTool struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description"`
 	InputSchema json.RawMessage `json:"input_schema"`
+	// CacheControl marks a prompt-cache breakpoint, which the gateway
+	// cannot carry.
+	CacheControl json.RawMessage `json:"cache_control"`
 }
 
 type antToolChoice struct {
-	Type string `json:"type"`
-	Name string `json:"name"`
+	Type                   string `json:"type"`
+	Name                   string `json:"name"`
+	DisableParallelToolUse bool   `json:"disable_parallel_tool_use"`
 }
 
 // decodeAnthropic maps a Messages request onto the call model.
@@ -79,6 +104,9 @@ func decodeAnthropic(body []byte, p *chatParams) error {
 	}
 	if in.MaxTokens < 0 {
 		return fmt.Errorf("max_tokens: must not be negative, got %d", in.MaxTokens)
+	}
+	if err := checkFields(body, anthropicCarried); err != nil {
+		return err
 	}
 	req := &p.req
 	req.Model, req.MaxTokens = in.Model, in.MaxTokens
@@ -105,9 +133,15 @@ func decodeAnthropic(body []byte, p *chatParams) error {
 		if t.Name == "" {
 			return fmt.Errorf("tools[%d].name: required", i)
 		}
+		if nullIsEmpty(t.CacheControl) != nil {
+			return notCarried(fmt.Sprintf("tools[%d].cache_control", i))
+		}
 		req.Tools = append(req.Tools, runtime.ToolDef{Name: t.Name, Description: t.Description, Parameters: nullIsEmpty(t.InputSchema)})
 	}
 	if tc := in.ToolChoice; tc != nil {
+		if tc.DisableParallelToolUse {
+			return notCarried("tool_choice.disable_parallel_tool_use")
+		}
 		switch tc.Type {
 		case "auto", "none":
 			req.ToolChoice = tc.Type
@@ -125,6 +159,17 @@ func decodeAnthropic(body []byte, p *chatParams) error {
 	req.Temperature, req.TopP, req.Stop = in.Temperature, in.TopP, in.StopSequences
 	if in.Metadata != nil && in.Metadata.UserID != "" {
 		req.Metadata = map[string]string{"user_id": in.Metadata.UserID}
+	}
+	if oc := in.OutputConfig; oc != nil {
+		if oc.Effort != "" {
+			return notCarried("output_config.effort")
+		}
+		if f := oc.Format; f != nil {
+			if f.Type != runtime.FormatJSONSchema || nullIsEmpty(f.Schema) == nil {
+				return errors.New(`output_config.format: want {"type": "json_schema", "schema": {...}}`)
+			}
+			req.ResponseFormat = &runtime.ResponseFormat{Type: runtime.FormatJSONSchema, Schema: f.Schema}
+		}
 	}
 	p.stream = in.Stream
 	p.includeUsage = true
@@ -147,6 +192,9 @@ func blocksText(raw json.RawMessage) (string, error) {
 		if bl.Type != "text" {
 			return "", fmt.Errorf(`[%d].type: want "text", got %q`, i, bl.Type)
 		}
+		if nullIsEmpty(bl.CacheControl) != nil {
+			return "", notCarried(fmt.Sprintf("[%d].cache_control", i))
+		}
 		if b.Len() > 0 {
 			b.WriteByte('\n')
 		}
@@ -156,8 +204,7 @@ func blocksText(raw json.RawMessage) (string, error) {
 }
 
 // anthropicMessage maps one message: a string, or blocks of text, image,
-// tool_use (assistant) and tool_result (user). Thinking blocks are
-// dropped: they belong to the model that wrote them.
+// tool_use (assistant) and tool_result (user).
 func anthropicMessage(in *antMessage) (runtime.Message, error) {
 	m := runtime.Message{Role: in.Role}
 	if in.Role != "user" && in.Role != "assistant" {
@@ -178,6 +225,9 @@ func anthropicMessage(in *antMessage) (runtime.Message, error) {
 	var text []string
 	for j := range blocks {
 		bl := &blocks[j]
+		if nullIsEmpty(bl.CacheControl) != nil {
+			return m, notCarried(fmt.Sprintf("content[%d].cache_control", j))
+		}
 		switch bl.Type {
 		case "text":
 			text = append(text, bl.Text)
@@ -224,6 +274,9 @@ func anthropicMessage(in *antMessage) (runtime.Message, error) {
 			}
 			m.Parts = append(m.Parts, runtime.ContentPart{Type: runtime.PartToolResult, Text: result, ToolCallID: bl.ToolUseID, IsError: bl.IsError})
 		case "thinking", "redacted_thinking":
+			// The gateway neither asks for extended thinking nor relays
+			// it, so it cannot hand a block back with its signature.
+			return m, fmt.Errorf("content[%d]: a %s block is not carried by the gateway (extended thinking is not served, and its signature would not reach the model); remove it", j, bl.Type)
 		default:
 			return m, fmt.Errorf(`content[%d].type: want "text", "image", "tool_use" or "tool_result", got %q`, j, bl.Type)
 		}

@@ -29,6 +29,8 @@ type chatParams struct {
 type chatAPI struct {
 	// decode turns a request body into p, or returns the problem.
 	decode func(body []byte, p *chatParams) error
+	// headers, when set, refuses request headers the route cannot carry.
+	headers func(h http.Header) error
 	// complete answers a whole response.
 	complete func(x *exchange, p *chatParams, resp *runtime.ChatResponse)
 	// stream returns the writer of a streamed response.
@@ -58,7 +60,11 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 		return
 	}
 	var p chatParams
-	if err := a.decode(body, &p); err != nil {
+	err := a.decode(body, &p)
+	if err == nil && a.headers != nil {
+		err = a.headers(x.r.Header)
+	}
+	if err != nil {
 		x.fail(http.StatusBadRequest, errBadRequest, err.Error())
 		return
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"strconv"
 
@@ -36,6 +37,7 @@ type oaRequest struct {
 	} `json:"stream_options"`
 	Metadata map[string]string `json:"metadata"`
 	N        *int              `json:"n"`
+	User     string            `json:"user"`
 }
 
 type oaMessage struct {
@@ -51,7 +53,8 @@ type oaPart struct {
 	Text     string `json:"text"`
 	Refusal  string `json:"refusal"`
 	ImageURL *struct {
-		URL string `json:"url"`
+		URL    string `json:"url"`
+		Detail string `json:"detail"`
 	} `json:"image_url"`
 }
 
@@ -70,6 +73,7 @@ type oaTool struct {
 		Name        string          `json:"name"`
 		Description string          `json:"description"`
 		Parameters  json.RawMessage `json:"parameters"`
+		Strict      bool            `json:"strict"`
 	} `json:"function"`
 }
 
@@ -93,6 +97,9 @@ func decodeOpenAI(body []byte, p *chatParams) error {
 	}
 	if len(in.Messages) == 0 {
 		return errors.New("messages: at least one message is required")
+	}
+	if err := checkFields(body, openAICarried); err != nil {
+		return err
 	}
 	if in.N != nil && *in.N != 1 {
 		return fmt.Errorf("n: only 1 choice is served, got %d", *in.N)
@@ -124,6 +131,9 @@ func decodeOpenAI(body []byte, p *chatParams) error {
 		}
 		if t.Function.Name == "" {
 			return fmt.Errorf("tools[%d].function.name: required", i)
+		}
+		if t.Function.Strict {
+			return notCarried(fmt.Sprintf("tools[%d].function.strict", i))
 		}
 		req.Tools = append(req.Tools, runtime.ToolDef{Name: t.Function.Name, Description: t.Function.Description, Parameters: nullIsEmpty(t.Function.Parameters)})
 	}
@@ -172,6 +182,15 @@ func decodeOpenAI(body []byte, p *chatParams) error {
 		}
 	}
 	req.Metadata = in.Metadata
+	if in.User != "" {
+		// The end user's id: the Anthropic client forwards it as
+		// metadata.user_id, the OpenAI client as user.
+		req.Metadata = maps.Clone(req.Metadata)
+		if req.Metadata == nil {
+			req.Metadata = map[string]string{}
+		}
+		req.Metadata["user_id"] = in.User
+	}
 	p.stream = in.Stream
 	p.includeUsage = in.StreamOptions != nil && in.StreamOptions.IncludeUsage
 	return nil
@@ -210,6 +229,9 @@ func openAIMessage(in *oaMessage) (runtime.Message, error) {
 				case "image_url":
 					if p.ImageURL == nil || p.ImageURL.URL == "" {
 						return m, fmt.Errorf("content[%d].image_url.url: required", j)
+					}
+					if d := p.ImageURL.Detail; d != "" && d != "auto" {
+						return m, notCarried(fmt.Sprintf("content[%d].image_url.detail", j))
 					}
 					m.Parts = append(m.Parts, runtime.ContentPart{Type: runtime.PartImage, ImageURL: p.ImageURL.URL})
 				default:

@@ -81,6 +81,11 @@ func (c *Client) body(req *runtime.ChatRequest) ([]byte, error) {
 		b = append(b, `,"seed":`...)
 		b = wire.AppendInt(b, *req.Seed)
 	}
+	if id := req.Metadata["user_id"]; id != "" {
+		// The end user's id, as the Anthropic client forwards it.
+		b = append(b, `,"user":`...)
+		b = wire.AppendString(b, id)
+	}
 	if len(req.Stop) > 0 {
 		b = append(b, `,"stop":[`...)
 		for i, s := range req.Stop {

@@ -33,6 +33,7 @@ func bodyCases() map[string]runtime.ChatRequest {
 		"sampling":      {Temperature: ptr(0.7), TopP: ptr(1e-7), Seed: ptr(int64(-42)), Stop: []string{"\n\n", "END"}},
 		"zero sampling": {Temperature: ptr(0.0), TopP: ptr(1e21), Seed: ptr(int64(0))},
 		"big float":     {Temperature: ptr(123456789.125)},
+		"end user":      {Metadata: map[string]string{"user_id": "u-42", "team": "ops"}},
 		"format text":   {ResponseFormat: &runtime.ResponseFormat{Type: runtime.FormatText}},
 		"format json":   {ResponseFormat: &runtime.ResponseFormat{Type: runtime.FormatJSONObject}},
 		"format schema": {ResponseFormat: &runtime.ResponseFormat{Type: runtime.FormatJSONSchema, Name: "answer", Strict: true,

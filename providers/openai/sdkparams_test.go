@@ -63,6 +63,9 @@ func (c *Client) sdkParams(req *runtime.ChatRequest) (openai.ChatCompletionNewPa
 	if req.Seed != nil {
 		p.Seed = openai.Int(*req.Seed)
 	}
+	if id := req.Metadata["user_id"]; id != "" {
+		p.User = openai.String(id)
+	}
 	if len(req.Stop) > 0 {
 		p.Stop = openai.ChatCompletionNewParamsStopUnion{OfStringArray: req.Stop}
 	}

@@ -1,0 +1,240 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/shared"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The fidelity of the gateway to the official SDKs: what a client sends
+// reaches the upstream (or is translated, across providers), what the
+// upstream answers reaches the client, and what the gateway cannot carry is
+// refused with a 400 naming the field rather than dropped.
+
+// sentTo decodes the i-th request body an upstream received.
+func sentTo(t *testing.T, u *upstream, i int) map[string]any {
+	t.Helper()
+	var m map[string]any
+	require.NoError(t, json.Unmarshal([]byte(u.body(i)), &m))
+	return m
+}
+
+func TestOpenAISDKRequestReachesTheUpstream(t *testing.T) {
+	g := newGateway(t, `{use: "tracing"}`, []reply{{body: transcript(t, "openai", "text.sse")}}, nil)
+	_, err := g.openai(t).Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
+		Model: "primary",
+		Messages: []openai.ChatCompletionMessageParamUnion{
+			openai.DeveloperMessage("Answer in JSON."),
+			openai.UserMessage([]openai.ChatCompletionContentPartUnionParam{
+				openai.TextContentPart("What is in these?"),
+				openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: "https://example.com/a.png"}),
+				openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: "data:image/png;base64,iVBORw0KGgo="}),
+			}),
+		},
+		Tools:               []openai.ChatCompletionToolUnionParam{weatherTool},
+		ToolChoice:          openai.ToolChoiceOptionFunctionToolChoice(openai.ChatCompletionNamedToolChoiceFunctionParam{Name: "get_weather"}),
+		Stop:                openai.ChatCompletionNewParamsStopUnion{OfStringArray: []string{"END", "STOP"}},
+		Seed:                openai.Int(7),
+		User:                openai.String("u-42"),
+		MaxCompletionTokens: openai.Int(300),
+		Temperature:         openai.Float(0.2),
+		TopP:                openai.Float(0.9),
+		ResponseFormat: openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{
+			JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: "answer", Strict: openai.Bool(true),
+				Schema: map[string]any{"type": "object", "properties": map[string]any{"a": map[string]any{"type": "string"}}}}}},
+	})
+	require.NoError(t, err)
+	got := sentTo(t, g.oa, 0)
+	assert.Equal(t, map[string]any{"type": "function", "function": map[string]any{"name": "get_weather"}}, got["tool_choice"])
+	assert.Equal(t, []any{"END", "STOP"}, got["stop"])
+	assert.EqualValues(t, 7, got["seed"])
+	assert.Equal(t, "u-42", got["user"])
+	assert.EqualValues(t, 300, got["max_tokens"], "a server other than OpenAI's gets max_tokens")
+	assert.EqualValues(t, 0.2, got["temperature"])
+	assert.EqualValues(t, 0.9, got["top_p"])
+	assert.Equal(t, "json_schema", got["response_format"].(map[string]any)["type"])
+	assert.Equal(t, true, got["response_format"].(map[string]any)["json_schema"].(map[string]any)["strict"])
+	msgs := got["messages"].([]any)
+	assert.Equal(t, "system", msgs[0].(map[string]any)["role"])
+	parts := msgs[1].(map[string]any)["content"].([]any)
+	require.Len(t, parts, 3)
+	assert.Equal(t, "https://example.com/a.png", parts[1].(map[string]any)["image_url"].(map[string]any)["url"])
+	assert.Equal(t, "data:image/png;base64,iVBORw0KGgo=", parts[2].(map[string]any)["image_url"].(map[string]any)["url"])
+}
+
+func TestAnthropicSDKRequestReachesTheUpstream(t *testing.T) {
+	g := newGateway(t, `{use: "tracing"}`, nil, []reply{{body: transcript(t, "anthropic", "text.sse")}})
+	_, err := g.anthropic(t).Messages.New(context.Background(), anthropic.MessageNewParams{
+		Model: "backup", MaxTokens: 300,
+		System: []anthropic.TextBlockParam{{Text: "You are terse."}},
+		Messages: []anthropic.MessageParam{
+			anthropic.NewUserMessage(anthropic.NewTextBlock("Weather?"),
+				anthropic.NewImageBlockBase64("image/png", "iVBORw0KGgo="),
+				anthropic.NewImageBlock(anthropic.URLImageSourceParam{URL: "https://example.com/a.png"})),
+			anthropic.NewAssistantMessage(anthropic.NewToolUseBlock("toolu_1", map[string]any{"location": "Lyon"}, "get_weather")),
+			anthropic.NewUserMessage(anthropic.NewToolResultBlock("toolu_1", "no such place", true)),
+		},
+		Tools:         []anthropic.ToolUnionParam{anthropicWeatherTool},
+		ToolChoice:    anthropic.ToolChoiceParamOfTool("get_weather"),
+		StopSequences: []string{"END"},
+		Metadata:      anthropic.MetadataParam{UserID: anthropic.String("u-42")},
+	})
+	require.NoError(t, err)
+	got := sentTo(t, g.an, 0)
+	assert.Equal(t, map[string]any{"type": "tool", "name": "get_weather"}, got["tool_choice"])
+	assert.Equal(t, []any{"END"}, got["stop_sequences"])
+	assert.EqualValues(t, 300, got["max_tokens"])
+	assert.Equal(t, map[string]any{"user_id": "u-42"}, got["metadata"])
+	msgs := got["messages"].([]any)
+	require.Len(t, msgs, 3)
+	blocks := msgs[0].(map[string]any)["content"].([]any)
+	require.Len(t, blocks, 3)
+	assert.Equal(t, "base64", blocks[1].(map[string]any)["source"].(map[string]any)["type"])
+	assert.Equal(t, "url", blocks[2].(map[string]any)["source"].(map[string]any)["type"])
+	result := msgs[2].(map[string]any)["content"].([]any)[0].(map[string]any)
+	assert.Equal(t, true, result["is_error"])
+	t.Logf("sent: %s", g.an.body(0))
+}
+
+// TestFieldsNotCarriedAreRefused: a field the gateway cannot carry to the
+// upstream is a 400 naming it, before any model is called; the same field
+// at its API default (or null) changes nothing and is served.
+func TestFieldsNotCarriedAreRefused(t *testing.T) {
+	g := newGateway(t, `{use: "tracing"}`, []reply{{body: transcript(t, "openai", "text.sse")}, {body: transcript(t, "openai", "text.sse")}},
+		[]reply{{body: transcript(t, "anthropic", "text.sse")}, {body: transcript(t, "anthropic", "text.sse")}})
+	const oaMsgs = `"messages": [{"role": "user", "content": "hi"}]`
+	const anMsgs = `"max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]`
+	for _, tt := range []struct {
+		name, route, body, field string
+		header                   []string
+	}{
+		{"openai logprobs", "chat", `"logprobs": true, "top_logprobs": 3`, "logprobs", nil},
+		{"openai parallel_tool_calls false", "chat", `"parallel_tool_calls": false`, "parallel_tool_calls", nil},
+		{"openai frequency_penalty", "chat", `"frequency_penalty": 0.5`, "frequency_penalty", nil},
+		{"openai presence_penalty", "chat", `"presence_penalty": 0.5`, "presence_penalty", nil},
+		{"openai logit_bias", "chat", `"logit_bias": {"50256": -100}`, "logit_bias", nil},
+		{"openai reasoning_effort", "chat", `"reasoning_effort": "high"`, "reasoning_effort", nil},
+		{"openai audio output", "chat", `"modalities": ["text", "audio"], "audio": {"voice": "alloy", "format": "wav"}`, "audio", nil},
+		{"openai prediction", "chat", `"prediction": {"type": "content", "content": "x"}`, "prediction", nil},
+		{"openai web search", "chat", `"web_search_options": {}`, "web_search_options", nil},
+		{"openai legacy functions", "chat", `"functions": [{"name": "f"}]`, "functions", nil},
+		{"openai unknown field", "chat", `"chat_template_kwargs": {"x": 1}`, "chat_template_kwargs", nil},
+		{"openai strict tool", "chat", `"tools": [{"type": "function", "function": {"name": "get_weather", "strict": true, "parameters": {"type": "object"}}}]`, "tools[0].function.strict", nil},
+		{"openai image detail", "chat", `"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "https://example.com/a.png", "detail": "high"}}]}]`, "messages[0]: content[0].image_url.detail", nil},
+		{"openai audio input", "chat", `"messages": [{"role": "user", "content": [{"type": "input_audio", "input_audio": {"data": "AAAA", "format": "wav"}}]}]`, "messages[0]: content[0].type", nil},
+		{"anthropic thinking", "messages", `"thinking": {"type": "enabled", "budget_tokens": 2048}`, "thinking", nil},
+		{"anthropic top_k", "messages", `"top_k": 5`, "top_k", nil},
+		{"anthropic output effort", "messages", `"output_config": {"effort": "low"}`, "output_config.effort", nil},
+		{"anthropic automatic caching", "messages", `"cache_control": {"type": "ephemeral"}`, "cache_control", nil},
+		{"anthropic system cache_control", "messages", `"system": [{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}]`, "system: [0].cache_control", nil},
+		{"anthropic block cache_control", "messages", `"max_tokens": 64, "messages": [{"role": "user", "content": [{"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}}]}]`, "messages[0]: content[0].cache_control", nil},
+		{"anthropic tool cache_control", "messages", `"tools": [{"name": "get_weather", "input_schema": {"type": "object"}, "cache_control": {"type": "ephemeral"}}]`, "tools[0].cache_control", nil},
+		{"anthropic disable_parallel_tool_use", "messages", `"tool_choice": {"type": "auto", "disable_parallel_tool_use": true}`, "tool_choice.disable_parallel_tool_use", nil},
+		{"anthropic thinking block", "messages", `"max_tokens": 64, "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": [{"type": "thinking", "thinking": "hmm", "signature": "EqQBCgIYAhIM"}, {"type": "text", "text": "Hello"}]}, {"role": "user", "content": "again"}]`, "messages[1]: content[0]: a thinking block", nil},
+		{"anthropic redacted thinking block", "messages", `"max_tokens": 64, "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": [{"type": "redacted_thinking", "data": "EmwKAhgB"}]}, {"role": "user", "content": "again"}]`, "messages[1]: content[0]: a redacted_thinking block", nil},
+		{"anthropic service tier", "messages", `"service_tier": "standard_only"`, "service_tier", nil},
+		{"anthropic beta header", "messages", ``, "anthropic-beta", []string{"anthropic-beta", "interleaved-thinking-2025-05-14"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			body, url, msgs := tt.body, g.url+"/v1/chat/completions", oaMsgs
+			header := append([]string{}, tt.header...)
+			if tt.route == "messages" {
+				url, msgs = g.url+"/v1/messages", anMsgs
+				header = append(header, "anthropic-version", "2023-06-01")
+			}
+			if !strings.Contains(body, `"messages"`) {
+				body = strings.TrimPrefix(body+", "+msgs, ", ")
+			}
+			code, _, resp := do(t, "POST", url, clientKey, []byte(`{"model": "primary", `+body+`}`), header...)
+			require.Equal(t, http.StatusBadRequest, code, resp)
+			var e struct {
+				Error struct{ Type, Message string }
+			}
+			require.NoError(t, json.Unmarshal([]byte(resp), &e))
+			assert.Equal(t, "invalid_request_error", e.Error.Type)
+			assert.Contains(t, e.Error.Message, tt.field)
+		})
+	}
+	assert.Zero(t, g.oa.requests()+g.an.requests(), "no refused request reached an upstream")
+
+	// The same fields at their defaults are served.
+	code, _, resp := do(t, "POST", g.url+"/v1/chat/completions", clientKey, []byte(`{"model": "primary", `+oaMsgs+
+		`, "logprobs": false, "parallel_tool_calls": true, "frequency_penalty": 0, "presence_penalty": 0, "logit_bias": {}, "store": false, "n": 1, "user": null}`))
+	require.Equal(t, http.StatusOK, code, resp)
+	code, _, resp = do(t, "POST", g.url+"/v1/messages", clientKey, []byte(`{"model": "backup", `+anMsgs+
+		`, "thinking": {"type": "disabled"}, "tool_choice": {"type": "auto", "disable_parallel_tool_use": false}}`), "anthropic-version", "2023-06-01")
+	require.Equal(t, http.StatusOK, code, resp)
+}
+
+// A thinking block sent through the SDK, signature and all, is refused
+// rather than dropped.
+func TestAnthropicSDKThinkingBlockIsRefused(t *testing.T) {
+	g := newGateway(t, `{use: "tracing"}`, nil, []reply{{body: transcript(t, "anthropic", "text.sse")}})
+	_, err := g.anthropic(t).Messages.New(context.Background(), anthropic.MessageNewParams{
+		Model: "backup", MaxTokens: 300,
+		Messages: []anthropic.MessageParam{
+			anthropic.NewUserMessage(anthropic.NewTextBlock("Weather?")),
+			anthropic.NewAssistantMessage(anthropic.NewThinkingBlock("EqQBCgIYAhIM", "Let me think."), anthropic.NewTextBlock("Sunny.")),
+			anthropic.NewUserMessage(anthropic.NewTextBlock("Sure?")),
+		},
+	})
+	var ae *anthropic.Error
+	require.ErrorAs(t, err, &ae)
+	assert.Equal(t, http.StatusBadRequest, ae.StatusCode)
+	assert.Contains(t, ae.Error(), "thinking")
+	assert.Zero(t, g.an.requests())
+}
+
+// Anthropic's structured output (output_config.format) reaches both
+// providers: as itself, and as OpenAI's json_schema response format.
+func TestAnthropicOutputFormatReachesBothProviders(t *testing.T) {
+	g := newGateway(t, `{use: "tracing"}`, []reply{{body: transcript(t, "openai", "text.sse")}}, []reply{{body: transcript(t, "anthropic", "text.sse")}})
+	for _, model := range []string{"backup", "primary"} {
+		_, err := g.anthropic(t).Messages.New(context.Background(), anthropic.MessageNewParams{
+			Model: anthropic.Model(model), MaxTokens: 300,
+			Messages:     []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Weather?"))},
+			Metadata:     anthropic.MetadataParam{UserID: anthropic.String("u-7")},
+			OutputConfig: anthropic.OutputConfigParam{Format: anthropic.JSONOutputFormatParam{Schema: map[string]any{"type": "object"}}},
+		})
+		require.NoError(t, err)
+	}
+	an := sentTo(t, g.an, 0)
+	assert.Equal(t, map[string]any{"type": "json_schema", "schema": map[string]any{"type": "object"}}, an["output_config"].(map[string]any)["format"])
+	oa := sentTo(t, g.oa, 0)
+	rf := oa["response_format"].(map[string]any)
+	assert.Equal(t, "json_schema", rf["type"])
+	assert.Equal(t, map[string]any{"type": "object"}, rf["json_schema"].(map[string]any)["schema"])
+	assert.Equal(t, "u-7", oa["user"], "metadata.user_id is OpenAI's user")
+}
+
+// Upstream failures reach the SDKs as their own error types, and the
+// token-counting endpoint, which is not served, is a plain 404.
+func TestUpstreamErrorsParseInTheSDKs(t *testing.T) {
+	g := newGateway(t, `{use: "tracing"}`,
+		[]reply{{status: 429, header: map[string]string{"retry-after": "20"}, body: transcript(t, "openai", "429.json")}},
+		[]reply{{status: 529, body: transcript(t, "anthropic", "529.json")}})
+	_, err := g.openai(t).Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "primary",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}})
+	var oe *openai.Error
+	require.ErrorAs(t, err, &oe)
+	assert.Equal(t, http.StatusTooManyRequests, oe.StatusCode)
+	assert.Equal(t, "rate_limit_error", oe.Type)
+	assert.Equal(t, "20", oe.Response.Header.Get("Retry-After"))
+	_, err = g.anthropic(t).Messages.New(context.Background(), anthropic.MessageNewParams{Model: "backup", MaxTokens: 10,
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hi"))}})
+	var ae *anthropic.Error
+	require.ErrorAs(t, err, &ae)
+	assert.Equal(t, http.StatusBadGateway, ae.StatusCode)
+	assert.Contains(t, ae.Error(), "api_error")
+
+	code, _, _ := do(t, "POST", g.url+"/v1/messages/count_tokens", clientKey, []byte(`{"model": "backup", "messages": []}`))
+	assert.Equal(t, http.StatusNotFound, code)
+}
