@@ -141,8 +141,9 @@ func TestScenarios(t *testing.T) {
 			`{"steps": [{"turn": {"input": "wire it", "steps": [{"agent": {"model": "primary", "messages": [
 			     {"role": "user", "content": "wire 5"},
 			     {"role": "assistant", "tool_calls": [{"id": "w1", "name": "wire", "arguments": {"n": 5}}]}]}}]}}]}`,
-			`{"steps": [{"stage": "turn", "outcome": "in_doubt", "error": {"kind": "in_doubt"},
-			             "steps": [{"stage": "agent", "outcome": "in_doubt", "error": {"kind": "in_doubt"}}]}],
+			`{"steps": [{"stage": "turn", "outcome": "in_doubt", "error": {"kind": "in_doubt", "layer": "checkpoint"},
+			             "steps": [{"stage": "agent", "outcome": "in_doubt", "error": {"kind": "in_doubt", "layer": "checkpoint",
+			               "message": "call of wire is in doubt: an earlier execution (idempotency key tool-48398c734d9960cac0ffb37add54cb0c) stopped before recording its outcome, and the tool is not retry_safe, so it is not run again"}}]}],
 			  "audit": [{"stage": "turn", "error_type": "in_doubt"}, {"stage": "turn", "error_type": "in_doubt"}],
 			  "executions": {"models": {"primary": 0}, "tools": {"wire": 0}}}`},
 		{"consume abandons and meter charges what arrived", designPlan(),
