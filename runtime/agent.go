@@ -551,16 +551,17 @@ func (t *agentTurn) tool(ctx context.Context, call ToolUse) (Message, bool, erro
 		}
 		return answer(text, false), false, nil
 	}
-	if ctx.Err() != nil {
-		return answer("error: cancelled", true), false, ctx.Err()
-	}
 	if errors.Is(err, ErrOutcomeUnrecorded) || Classify(err) == ClassInDoubt {
 		// The call may have had its effect (in doubt), or ran but the
 		// trail lacks its outcome: told it failed, the model could make
 		// it again. It is left unanswered in the transcript, so that a
 		// turn resumed from it ends in doubt too, until a person answers
-		// it (Message{} is not appended).
+		// it (Message{} is not appended); a cancellation meanwhile does
+		// not settle it.
 		return Message{}, false, err
+	}
+	if ctx.Err() != nil {
+		return answer("error: cancelled", true), false, ctx.Err()
 	}
 	switch Classify(err) {
 	case ClassBudget:
