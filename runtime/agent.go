@@ -258,11 +258,16 @@ func (t *agentTurn) settle(ctx context.Context, at int, calls []ToolUse) error {
 	out := make([]*Message, len(calls))
 	var doubt []error
 	var run []int
+	var blockErr error
 	for i, call := range calls {
 		key := agentCallKey(at, call)
 		if r, ok := lastRecord(records, key, call.Name); ok && !r.InDoubt {
 			m := recordAnswer(call, r)
 			out[i] = &m
+			if r.Class == ClassBlocked.String() && t.req.OnBlock == OnBlockEndTurn && blockErr == nil {
+				// The live turn ended on this refusal; so does this one.
+				blockErr = &BlockedError{Layer: r.Layer, Message: r.Reason}
+			}
 			continue
 		}
 		treq, err := call.Request()
@@ -296,11 +301,13 @@ func (t *agentTurn) settle(ctx context.Context, at int, calls []ToolUse) error {
 		}
 		if err != nil {
 			t.appendOut(out)
-			return err
+			return errors.Join(blockErr, err)
 		}
 	}
 	t.appendOut(out)
-	return nil
+	// The live turn ran the step's other calls and ended on the refusal
+	// (on_block end_turn); so does this one.
+	return blockErr
 }
 
 func (t *agentTurn) appendOut(out []*Message) {
@@ -452,11 +459,20 @@ func lastRecord(records []ToolRecord, key, tool string) (ToolRecord, bool) {
 	return ToolRecord{}, false
 }
 
-// recordAnswer is the tool message of a call answered from its record.
+// recordAnswer is the tool message of a call answered from its record,
+// worded as the live turn worded it (tool).
 func recordAnswer(call ToolUse, r ToolRecord) Message {
 	text, isErr := "", false
 	if r.Error != "" {
-		text, isErr = "error: the tool failed: "+r.Error, true
+		isErr = true
+		switch r.Class {
+		case ClassBlocked.String():
+			text = refusalText(r.Layer, r.Reason)
+		case ClassBudget.String():
+			text = budgetText
+		default:
+			text = "error: the tool failed: " + r.Error
+		}
 	} else if s, err := resultText(r.Result); err == nil {
 		text = s
 	} else {
@@ -535,20 +551,21 @@ func (t *agentTurn) tool(ctx context.Context, call ToolUse) (Message, bool, erro
 		}
 		return answer(text, false), false, nil
 	}
-	if ctx.Err() != nil {
-		return answer("error: cancelled", true), false, ctx.Err()
-	}
 	if errors.Is(err, ErrOutcomeUnrecorded) || Classify(err) == ClassInDoubt {
 		// The call may have had its effect (in doubt), or ran but the
 		// trail lacks its outcome: told it failed, the model could make
 		// it again. It is left unanswered in the transcript, so that a
 		// turn resumed from it ends in doubt too, until a person answers
-		// it (Message{} is not appended).
+		// it (Message{} is not appended); a cancellation meanwhile does
+		// not settle it.
 		return Message{}, false, err
+	}
+	if ctx.Err() != nil {
+		return answer("error: cancelled", true), false, ctx.Err()
 	}
 	switch Classify(err) {
 	case ClassBudget:
-		return answer("error: the budget is exhausted", true), false, err
+		return answer(budgetText, true), false, err
 	case ClassBlocked:
 		if t.req.OnBlock == OnBlockEndTurn {
 			return answer(refusal(err), true), true, err
@@ -558,13 +575,25 @@ func (t *agentTurn) tool(ctx context.Context, call ToolUse) (Message, bool, erro
 	return answer("error: the tool failed: "+err.Error(), true), false, nil
 }
 
+// budgetText tells the model that a budget refused a call.
+const budgetText = "error: the budget is exhausted"
+
 // refusal tells the model that policy refused a call.
 func refusal(err error) string {
 	var b *BlockedError
 	if errors.As(err, &b) {
-		return fmt.Sprintf("refused: the call was blocked by policy (%s): %s. Do not repeat it unchanged.", b.Layer, b.Message)
+		return refusalText(b.Layer, b.Message)
 	}
-	return "refused: the call was blocked by policy. Do not repeat it unchanged."
+	return refusalText("", "")
+}
+
+// refusalText tells the model that the layer refused a call, with its
+// message.
+func refusalText(layer, message string) string {
+	if layer == "" && message == "" {
+		return "refused: the call was blocked by policy. Do not repeat it unchanged."
+	}
+	return fmt.Sprintf("refused: the call was blocked by policy (%s): %s. Do not repeat it unchanged.", layer, message)
 }
 
 // resultText renders a tool result for the model: a string as it is,

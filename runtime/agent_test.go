@@ -143,3 +143,36 @@ func TestRunAgentEndsOnAFailedModelCall(t *testing.T) {
 	_, err = pl.RunAgent(context.Background(), runtime.AgentRequest{Model: "primary", OnBlock: "ignore"})
 	assert.ErrorContains(t, err, `on_block "ignore" is not "tell_model" or "end_turn"`)
 }
+
+// TestRunAgentInDoubtOutlivesACancellation: a call that ends in doubt (or
+// ran with its outcome not recorded) while the turn's context is cancelled
+// is left unanswered and the turn ends in doubt, as without the
+// cancellation, instead of telling the model "cancelled" of a refund that
+// may have been made.
+func TestRunAgentInDoubtOutlivesACancellation(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+	}{
+		{"in doubt", &runtime.InDoubtError{Layer: "idem", Tool: "refund", IdempotencyKey: "k"}},
+		{"outcome unrecorded", &runtime.CallError{Kind: runtime.KindPermanent, Layer: "audit", Message: "audit outcome not written",
+			Err: runtime.ErrOutcomeUnrecorded}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			model := rt.NewModel(callTools(use("r1", "refund", `{"order":7}`)), rt.Response{Deltas: []string{"unused"}})
+			p := rt.Plan(plan.Chains{})
+			p.Tools = map[string]plan.Tool{"refund": {SideEffecting: true}}
+			pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model},
+				Tools: map[string]runtime.ToolFunc{"refund": func(context.Context, *runtime.ToolCall) (any, error) {
+					cancel()
+					return nil, tc.err
+				}}})
+			res, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "refund order 7"})
+			assert.Equal(t, runtime.ClassInDoubt, runtime.Classify(err), "%v", err)
+			last := res.Messages[len(res.Messages)-1]
+			assert.Equal(t, "assistant", last.Role, "the call is left unanswered for a person to settle")
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -232,6 +233,79 @@ func TestRunAgentPendingCallOfUndeclaredTool(t *testing.T) {
 		require.Len(t, sent, 3)
 		assert.Equal(t, "n1", sent[2].ToolCallID)
 		assert.Contains(t, sent[2].Parts[0].Text, `tool "nope" is not declared`)
+		assert.Equal(t, model.Requests()[1].Messages[2], sent[2], "the model is told of the refusal as the live turn told it")
+	})
+}
+
+// TestRunAgentResumedRefusal: a call a guard refused, answered from its
+// record by a resumed turn, is told to the model as the live turn told it
+// ("refused: ...", not "the tool failed"); under on_block end_turn the
+// resumed turn ends with the block as the live one did. A record saved
+// before the class was kept is answered as a failure, as it was.
+func TestRunAgentResumedRefusal(t *testing.T) {
+	refund := use("r1", "refund", `{"amount":500}`)
+	build := func(t *testing.T, model *rt.Model, store runtime.CheckpointStore) *runtime.Pipeline {
+		p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Named("refund_limit",
+			rt.Layer("guard", `{"deny":"args.amount > 100.0","message":"refunds over 100 need an approver"}`))}})
+		p.Tools = map[string]plan.Tool{"refund": {SideEffecting: true}}
+		return rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}, Checkpoints: store,
+			Tools: map[string]runtime.ToolFunc{"refund": func(context.Context, *runtime.ToolCall) (any, error) { return "refunded", nil }}})
+	}
+	for _, onBlock := range []string{runtime.OnBlockTellModel, runtime.OnBlockEndTurn} {
+		t.Run(onBlock, func(t *testing.T) {
+			model := rt.NewModel(callTools(refund), rt.Response{Err: rt.Permanent("the model went away")}, rt.Response{Deltas: []string{"sorry"}})
+			store := runtime.NewMemoryCheckpoints()
+			pl := build(t, model, store)
+			cp, err := pl.Checkpointer("")
+			require.NoError(t, err)
+			ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r"})
+			live, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "refund 500", OnBlock: onBlock})
+			require.Error(t, err)
+			require.Len(t, live.Messages, 3)
+			told := live.Messages[2]
+			require.True(t, strings.HasPrefix(told.Parts[0].Text, "refused: "), told.Parts[0].Text)
+			// Saved as it stood before the model was asked again, through
+			// the JSON a store keeps.
+			_, err = cp.Save(ctx)
+			require.NoError(t, err)
+			pl.EndRun("r")
+			_, err = cp.Resume(ctx, "r")
+			require.NoError(t, err)
+			res, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Messages: pl.Transcript(ctx)[:2], OnBlock: onBlock})
+			require.GreaterOrEqual(t, len(res.Messages), 3)
+			assert.Equal(t, told, res.Messages[2], "the model is told of the refusal as the live turn told it")
+			if onBlock == runtime.OnBlockEndTurn {
+				var b *runtime.BlockedError
+				require.ErrorAs(t, err, &b)
+				assert.Equal(t, "refund_limit", b.Layer)
+				assert.Equal(t, "refunds over 100 need an approver", b.Message)
+				assert.Equal(t, 1, model.Calls(), "the turn ends as the live one did, the model not asked again")
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, "sorry", res.Output)
+		})
+	}
+
+	t.Run("record saved without its class", func(t *testing.T) {
+		var rec runtime.ToolRecord
+		require.NoError(t, json.Unmarshal([]byte(`{"tool":"refund","error":"boom","call":"`+callKey(1, refund)+`"}`), &rec))
+		store := runtime.NewMemoryCheckpoints()
+		_, err := store.SaveCheckpoint(context.Background(), runtime.Checkpoint{RunID: "r", Status: runtime.RunRunning,
+			Transcript: []runtime.Message{{Role: "user", Content: "refund 500"}, {Role: "assistant", ToolCalls: []runtime.ToolUse{refund}}},
+			Tools:      []runtime.ToolRecord{rec}})
+		require.NoError(t, err)
+		model := rt.NewModel(rt.Response{Deltas: []string{"sorry"}})
+		pl := build(t, model, store)
+		cp, err := pl.Checkpointer("")
+		require.NoError(t, err)
+		ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r"})
+		_, err = cp.Resume(ctx, "r")
+		require.NoError(t, err)
+		res, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Messages: pl.Transcript(ctx)})
+		require.NoError(t, err)
+		assert.Equal(t, "error: the tool failed: boom", res.Messages[2].Parts[0].Text)
+		assert.True(t, res.Messages[2].Parts[0].IsError)
 	})
 }
 

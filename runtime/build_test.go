@@ -590,3 +590,33 @@ func TestManyToolsAndModels(t *testing.T) {
 	_, err = pl.Tool(context.Background(), runtime.ToolRequest{Name: "n12"})
 	assert.ErrorContains(t, err, "not registered")
 }
+
+// TestLayerOf: the layer named is the one of the error Classify reports,
+// an in-doubt call's included (its checkpoint or idempotent layer).
+func TestLayerOf(t *testing.T) {
+	blocked := &runtime.BlockedError{Layer: "g", Message: "no"}
+	doubt := &runtime.InDoubtError{Layer: "idem", Tool: "refund", IdempotencyKey: "k1"}
+	unrecorded := &runtime.CallError{Kind: runtime.KindPermanent, Layer: "audit", Message: "audit outcome not written",
+		Err: runtime.ErrOutcomeUnrecorded}
+	tests := []struct {
+		name  string
+		err   error
+		layer string
+	}{
+		{"nil", nil, ""},
+		{"blocked", blocked, "g"},
+		{"budget", &runtime.BudgetError{Layer: "m", Resource: "usd"}, "m"},
+		{"in doubt", doubt, "idem"},
+		{"in doubt, wrapped", fmt.Errorf("turn: %w", doubt), "idem"},
+		{"in doubt on resume", errors.Join(&runtime.InDoubtError{Layer: runtime.LayerCheckpoint, Tool: "refund"}), runtime.LayerCheckpoint},
+		{"in doubt beside a block", errors.Join(blocked, doubt), "idem"},
+		{"outcome unrecorded", unrecorded, "audit"},
+		{"breaker", &runtime.BreakerOpenError{Layer: "retry"}, "retry"},
+		{"unnamed", errors.New("boom"), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.layer, runtime.LayerOf(tt.err))
+		})
+	}
+}

@@ -819,7 +819,9 @@ type Item struct {
 }
 
 // Status names the outcome of a call for after-phase predicates (a turn's
-// `status`), logs and spans: "ok", "blocked", "budget", "in_doubt" (a
+// `status`, which an after-phase guard reads only for "ok" and "failed":
+// it does not evaluate a turn that ended final), logs and spans: "ok",
+// "blocked", "budget", "in_doubt" (a
 // side-effecting call that may have had its effect, or ran and whose
 // outcome was not recorded: not a failure to try again, a person settles
 // it) or "failed".

@@ -294,6 +294,11 @@ func (pl *Pipeline) recordTool(runID, tool, call string, v any, err error) {
 	if err != nil {
 		r.Error = err.Error()
 		r.InDoubt = Classify(err) == ClassInDoubt || errors.Is(err, ErrOutcomeUnrecorded)
+		r.Class, r.Layer = Classify(err).String(), LayerOf(err)
+		var b *BlockedError
+		if r.Class == ClassBlocked.String() && errors.As(err, &b) {
+			r.Reason = b.Message
+		}
 	} else if jv, jerr := toJSONValue(v); jerr == nil {
 		r.Result = jv
 	} else {

@@ -414,8 +414,14 @@ func KindOf(err error) string {
 	return "failure"
 }
 
-// LayerOf names the layer an error comes from, when it names one.
+// LayerOf names the layer an error comes from, when it names one: the
+// layer of the error Classify reports first (an *InDoubtError's before a
+// *BlockedError's), then an open breaker's or a *CallError's.
 func LayerOf(err error) string {
+	var d *InDoubtError
+	if errors.As(err, &d) {
+		return d.Layer
+	}
 	var b *BlockedError
 	if errors.As(err, &b) {
 		return b.Layer

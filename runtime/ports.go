@@ -16,6 +16,12 @@ const (
 	DecisionFailed  AuditDecision = "failed"
 	DecisionDenied  AuditDecision = "denied"
 	DecisionDeduped AuditDecision = "deduped"
+	// DecisionInDoubt is a call that may have had its effect with its
+	// outcome unknown (an *InDoubtError), or that ran to its end but whose
+	// outcome an inner layer could not record (ErrOutcomeUnrecorded):
+	// Classify's ClassInDoubt. Records written before this decision existed
+	// state "failed" with error_type "in_doubt".
+	DecisionInDoubt AuditDecision = "in_doubt"
 )
 
 // AuditPhase says whether a record was written before the call (intent) or

@@ -44,6 +44,15 @@ type ToolRecord struct {
 	// ErrOutcomeUnrecorded): a resumed turn ends in doubt on it instead of
 	// answering the model from it.
 	InDoubt bool `json:"in_doubt,omitempty"`
+	// Class is the class of the call's failure (Classify: "blocked",
+	// "budget", "in_doubt" or "failure"; empty for a result), Layer the
+	// layer it names (LayerOf) and Reason a refusal's message (class
+	// "blocked"), so that a resumed turn answers the call as the live turn
+	// did (a refusal as a refusal). A record saved without them (by an
+	// earlier version) is answered as a failure.
+	Class  string `json:"class,omitempty"`
+	Layer  string `json:"layer,omitempty"`
+	Reason string `json:"reason,omitempty"`
 }
 
 // minTaint is the shortest secret string a checkpoint looks for: shorter

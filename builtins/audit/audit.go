@@ -74,6 +74,8 @@ func Decision(err error, meta *runtime.Meta) runtime.AuditDecision {
 		return runtime.DecisionOK
 	case runtime.ClassBlocked, runtime.ClassBudget:
 		return runtime.DecisionDenied
+	case runtime.ClassInDoubt:
+		return runtime.DecisionInDoubt
 	}
 	return runtime.DecisionFailed
 }

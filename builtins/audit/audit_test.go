@@ -79,6 +79,11 @@ func TestDecisions(t *testing.T) {
 		{"failed", rt.Permanent("declined"), runtime.DecisionFailed, "permanent"},
 		{"blocked", &runtime.BlockedError{Layer: "g", Message: "no"}, runtime.DecisionDenied, "blocked"},
 		{"budget", &runtime.BudgetError{Layer: "m", Resource: "calls"}, runtime.DecisionDenied, "budget"},
+		// A call that may have had its effect is not a failure: a person
+		// settles it.
+		{"in doubt", &runtime.InDoubtError{Layer: "idem", Tool: "refund", IdempotencyKey: "k"}, runtime.DecisionInDoubt, "in_doubt"},
+		{"ran, outcome unrecorded", &runtime.CallError{Kind: runtime.KindPermanent, Layer: "inner", Message: "audit outcome not written",
+			Err: runtime.ErrOutcomeUnrecorded}, runtime.DecisionInDoubt, "in_doubt"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

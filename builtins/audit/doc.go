@@ -21,9 +21,14 @@
 //     retry inside the layer, so the logical call's total), and the
 //     duration. Decisions: "ok"; "deduped" when an idempotent layer inside
 //     replayed a stored result (Meta.Deduped); "denied" when an inner layer
-//     blocked the call or a budget refused it; "failed" otherwise (a panic
-//     is recorded as failed, then re-raised). The outcome is written even
-//     when the call's context has ended.
+//     blocked the call or a budget refused it; "in_doubt" when the call may
+//     have had its effect with its outcome unknown (a *runtime.InDoubtError
+//     from an idempotent layer inside, a resumed agent turn's call, or an
+//     inner audit layer's outcome not written: runtime.ClassInDoubt), for a
+//     person to settle with the idempotency key; "failed" otherwise (a panic
+//     is recorded as failed, then re-raised). Records written by earlier
+//     versions state "failed" with error type "in_doubt" for such a call.
+//     The outcome is written even when the call's context has ended.
 //
 // If the outcome cannot be written, the call returns an error too, a
 // permanent *runtime.CallError naming the layer (joined to the call's own

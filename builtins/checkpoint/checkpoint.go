@@ -61,6 +61,10 @@ func (c *Checkpoint) WrapTurn(next runtime.TurnHandler) runtime.TurnHandler {
 		status := runtime.RunRunning
 		switch {
 		case err == nil:
+		case runtime.Classify(err) == runtime.ClassInDoubt:
+			// A call in doubt: the run stays open for a person to answer
+			// the call and resume it, even when the turn was cancelled
+			// too.
 		case errors.Is(err, context.Canceled):
 			status = runtime.RunCancelled
 		case runtime.Classify(err) == runtime.ClassBlocked, runtime.Classify(err) == runtime.ClassBudget:

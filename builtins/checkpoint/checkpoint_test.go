@@ -156,7 +156,7 @@ func TestAfterTool(t *testing.T) {
 }
 
 // TestTurnStatus records a blocked turn as failed and a cancelled one as
-// cancelled: both are terminal.
+// cancelled: both are terminal. A turn in doubt keeps the run running.
 func TestTurnStatus(t *testing.T) {
 	pl := rt.Build(t, checkpointPlan(plan.Store{Kind: "memory"}, false), runtime.Deps{})
 	c, err := pl.Checkpointer("")
@@ -170,6 +170,11 @@ func TestTurnStatus(t *testing.T) {
 		{"blocked", &runtime.BlockedError{Layer: "g", Message: "no"}, runtime.RunFailed},
 		{"cancelled", context.Canceled, runtime.RunCancelled},
 		{"transient", rt.Transient("flaky"), runtime.RunRunning},
+		// A call in doubt keeps the run going, for a person to answer the
+		// call and resume it, a cancellation beside it too.
+		{"in doubt", &runtime.InDoubtError{Layer: "idem", Tool: "refund"}, runtime.RunRunning},
+		{"in doubt, cancelled", errors.Join(&runtime.InDoubtError{Layer: "idem", Tool: "refund"}, context.Canceled), runtime.RunRunning},
+		{"outcome unrecorded", &runtime.CallError{Kind: runtime.KindPermanent, Layer: "audit", Err: runtime.ErrOutcomeUnrecorded}, runtime.RunRunning},
 	} {
 		ctx := runtime.WithRun(context.Background(), runtime.Run{ID: tc.run})
 		_, _ = pl.Turn(ctx, runtime.TurnRequest{}, func(context.Context) (string, error) { return "", tc.err })

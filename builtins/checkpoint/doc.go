@@ -7,9 +7,11 @@
 // the tool chain.
 //
 // The version records where the run stands: "running" after a turn that
-// ended well or with an error that may be redelivered, "cancelled" when the
-// turn's context was cancelled, "failed" when the turn ended final
-// (blocked, over budget). A host finishes a run with Checkpointer.Finish
+// ended well, with an error that may be redelivered, or in doubt (a call
+// that may have run, for a person to answer before the run is resumed,
+// even when the turn was cancelled too), "cancelled" when the turn's
+// context was cancelled, "failed" when the turn ended blocked or over
+// budget. A host finishes a run with Checkpointer.Finish
 // ("done"); Checkpointer.Resume restores a run from its latest version and
 // refuses one in a terminal state.
 //

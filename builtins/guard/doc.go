@@ -10,12 +10,16 @@
 // discarded. In the chat stage an after-phase guard holds the stream's deltas
 // until the response is complete and releases them only if it passes. A tool
 // or chat call that failed is returned as is without evaluation; a turn is
-// evaluated with its status (`status`: "ok", "blocked", "budget", "in_doubt"
-// when a side-effecting call of the turn may have run with its outcome
-// unknown, or "failed"), except that a turn already blocked or over budget
-// keeps that first reason. In front of a side-effecting tool an
-// after-phase guard blocks only once the effect has happened: vet warns of
-// one whose predicate does not read `result` (guard/after-side-effect).
+// evaluated with its status (`status`: "ok", or "failed" when it ended with
+// another error), except that a turn that ended final is returned as it
+// ended, without evaluation, keeping that first reason: blocked, over
+// budget, or in doubt (a side-effecting call of the turn may have run with
+// its outcome unknown, or ran with its audit outcome not written), which a
+// block must not hide from the person who settles it; so `status` is never
+// "blocked", "budget" or "in_doubt" in a guard. In front of a side-effecting
+// tool an after-phase guard blocks only once the effect has happened: vet
+// warns of one whose predicate does not read `result`
+// (guard/after-side-effect).
 //
 // `on_error` decides what a predicate evaluation error (a missing key, a cost
 // limit) does: "closed" (the default) blocks, with the evaluation error as the

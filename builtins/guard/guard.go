@@ -178,7 +178,7 @@ func (g *Guard) WrapTurn(next runtime.TurnHandler) runtime.TurnHandler {
 	return func(ctx context.Context, c *runtime.TurnCall) (string, error) {
 		out, err := next(ctx, c)
 		if runtime.Classify(err).Final() {
-			return out, err // already blocked or over budget: keep the first reason
+			return out, err // blocked, over budget or in doubt: keep the first reason
 		}
 		v, eerr := g.pred.EvalTurn(ctx, c, out, err, true)
 		if berr := g.decide(ctx, v, eerr); berr != nil {

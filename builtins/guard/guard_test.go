@@ -168,3 +168,40 @@ func TestTurnGuards(t *testing.T) {
 		})
 	}
 }
+
+// TestAfterTurnGuardKeepsAFinalReason: a turn that ended blocked, over
+// budget or in doubt (a call that may have run, or ran with its outcome
+// not recorded) is returned as it ended, its class and layer kept: an
+// after-phase guard that would block any turn not "ok" does not turn an
+// in-doubt turn (409, a person settles it) into a block (403).
+func TestAfterTurnGuardKeepsAFinalReason(t *testing.T) {
+	p := rt.Plan(plan.Chains{Turn: []plan.Layer{
+		rt.Named("only_ok", rt.Layer("guard", `{"require":"status == 'ok'","phase":"after"}`)),
+	}})
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{})
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name  string
+		err   error
+		class runtime.Class
+		layer string
+	}{
+		{"in doubt", &runtime.InDoubtError{Layer: "idem", Tool: "refund", IdempotencyKey: "k"}, runtime.ClassInDoubt, "idem"},
+		{"outcome unrecorded", &runtime.CallError{Kind: runtime.KindPermanent, Layer: "audit", Message: "audit outcome not written",
+			Err: runtime.ErrOutcomeUnrecorded}, runtime.ClassInDoubt, "audit"},
+		{"blocked", &runtime.BlockedError{Layer: "g", Message: "no"}, runtime.ClassBlocked, "g"},
+		{"budget", &runtime.BudgetError{Layer: "m", Resource: "usd"}, runtime.ClassBudget, "m"},
+		{"failed", rt.Permanent("boom"), runtime.ClassBlocked, "only_ok"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := pl.Turn(context.Background(), runtime.TurnRequest{Input: "refund"}, func(context.Context) (string, error) {
+				return "", tc.err
+			})
+			assert.Equal(t, tc.class, runtime.Classify(err))
+			assert.Equal(t, tc.layer, runtime.LayerOf(err))
+			if tc.class != runtime.ClassBlocked || tc.layer != "only_ok" {
+				assert.Same(t, tc.err, err, "the turn's own error, unchanged")
+			}
+		})
+	}
+}

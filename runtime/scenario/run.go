@@ -145,7 +145,7 @@ type AgentSummary struct {
 
 // ErrorSummary describes a failed step.
 type ErrorSummary struct {
-	// Kind is runtime.KindOf: "blocked", "budget", "transient",
+	// Kind is runtime.KindOf: "blocked", "budget", "in_doubt", "transient",
 	// "rate_limited", "timeout", "permanent", "breaker_open", "canceled" or
 	// "failure".
 	Kind string `json:"kind"`
@@ -730,6 +730,10 @@ func setOutcome(sr *StepResult, err error) {
 // errorMessage returns the error text without the layer prefix for errors
 // that name their layer separately.
 func errorMessage(err error) string {
+	var d *runtime.InDoubtError
+	if errors.As(err, &d) && d.Layer != "" {
+		return strings.TrimPrefix(err.Error(), d.Layer+": ")
+	}
 	var b *runtime.BlockedError
 	if errors.As(err, &b) {
 		if b.Err != nil {

@@ -141,9 +141,10 @@ func TestScenarios(t *testing.T) {
 			`{"steps": [{"turn": {"input": "wire it", "steps": [{"agent": {"model": "primary", "messages": [
 			     {"role": "user", "content": "wire 5"},
 			     {"role": "assistant", "tool_calls": [{"id": "w1", "name": "wire", "arguments": {"n": 5}}]}]}}]}}]}`,
-			`{"steps": [{"stage": "turn", "outcome": "in_doubt", "error": {"kind": "in_doubt"},
-			             "steps": [{"stage": "agent", "outcome": "in_doubt", "error": {"kind": "in_doubt"}}]}],
-			  "audit": [{"stage": "turn", "error_type": "in_doubt"}, {"stage": "turn", "error_type": "in_doubt"}],
+			`{"steps": [{"stage": "turn", "outcome": "in_doubt", "error": {"kind": "in_doubt", "layer": "checkpoint"},
+			             "steps": [{"stage": "agent", "outcome": "in_doubt", "error": {"kind": "in_doubt", "layer": "checkpoint",
+			               "message": "call of wire is in doubt: an earlier execution (idempotency key tool-48398c734d9960cac0ffb37add54cb0c) stopped before recording its outcome, and the tool is not retry_safe, so it is not run again"}}]}],
+			  "audit": [{"stage": "turn", "decision": "in_doubt", "error_type": "in_doubt"}, {"stage": "turn", "decision": "in_doubt", "error_type": "in_doubt"}],
 			  "executions": {"models": {"primary": 0}, "tools": {"wire": 0}}}`},
 		{"consume abandons and meter charges what arrived", designPlan(),
 			`{"models": {"primary": [{"deltas": ["aaaa", "bbbb", "cccc"], "usage": {"input_tokens": 99, "output_tokens": 99}}]},

@@ -484,6 +484,14 @@ func Audit(t *testing.T, s runtime.AuditSink, records func(ctx context.Context, 
 		{Time: at.Add(time.Millisecond), Layer: "audit", Stage: "tool", Tool: "refund", Phase: runtime.PhaseOutcome,
 			Decision: runtime.DecisionFailed, ErrorType: "transient", ErrorMessage: "boom", Attempts: 2, RunID: run,
 			IdempotencyKey: "k1", Duration: time.Millisecond, ArgsDigest: "d1"},
+		// A call in doubt, and one as earlier versions recorded it
+		// ("failed" with error type "in_doubt"): both read back as written.
+		{Time: at.Add(2 * time.Millisecond), Layer: "audit", Stage: "tool", Tool: "refund", Phase: runtime.PhaseOutcome,
+			Decision: runtime.DecisionInDoubt, ErrorType: "in_doubt", ErrorMessage: "idem: call of refund is in doubt", Attempts: 1,
+			RunID: run, IdempotencyKey: "k2"},
+		{Time: at.Add(3 * time.Millisecond), Layer: "audit", Stage: "tool", Tool: "refund", Phase: runtime.PhaseOutcome,
+			Decision: runtime.DecisionFailed, ErrorType: "in_doubt", ErrorMessage: "idem: call of refund is in doubt", Attempts: 1,
+			RunID: run, IdempotencyKey: "k3"},
 	}
 	for _, r := range in {
 		require.NoError(t, s.Append(ctx, r))
@@ -491,7 +499,7 @@ func Audit(t *testing.T, s runtime.AuditSink, records func(ctx context.Context, 
 	require.NoError(t, s.Append(ctx, runtime.AuditRecord{Time: at, Phase: runtime.PhaseIntent, RunID: run + "-other"}))
 	got, err := records(ctx, run)
 	require.NoError(t, err)
-	require.Len(t, got, 2)
+	require.Len(t, got, len(in))
 	for i := range in {
 		assert.True(t, in[i].Time.Equal(got[i].Time))
 		got[i].Time = in[i].Time
