@@ -20,6 +20,11 @@ var finishReasons = []string{"", "content_filter", "length", "stop", "tool_calls
 // roles are the values of a message's role.
 var roles = []string{"assistant", "system", "tool", "user"}
 
+// turnStatuses are the values of status in an after-phase turn guard: a
+// turn that ended blocked, over budget or in doubt is returned as it
+// ended, without running the guard.
+var turnStatuses = []string{"failed", "ok"}
+
 // valueSet is what a field of known values may hold.
 type valueSet struct {
 	values []string
@@ -52,6 +57,11 @@ func (c *Compilation) knownValues(path string, stage predicate.Stage, tools []st
 			// A provider passes a finish reason it does not map through as
 			// it is, and a host's model client may send any: a warning.
 			return valueSet{values: finishReasons, what: "the finish reasons", sev: dsl.Warning}, true
+		}
+	case "status":
+		if stage == predicate.Turn {
+			return valueSet{values: turnStatuses, what: "the statuses a turn guard sees",
+				why: "; a turn that ended blocked, over budget or in doubt is returned as it ended, without running the guard", sev: dsl.Error}, true
 		}
 	case "messages[].role", "request.messages[].role":
 		if stage == predicate.Chat {
