@@ -80,8 +80,15 @@ func Decision(err error, meta *runtime.Meta) runtime.AuditDecision {
 	return runtime.DecisionFailed
 }
 
-// invoke writes the intent, runs call and writes the outcome.
-func invoke[T any](ctx context.Context, a *Audit, rec runtime.AuditRecord, meta *runtime.Meta, call func() (T, error)) (v T, err error) {
+// invoke writes the intent, runs call and writes the outcome. effect is set
+// for a call that may make an effect a repetition would make again (a
+// side-effecting tool not declared retry_safe): when such a call panics, or
+// fails while its context is cancelled, it may have made its effect before
+// it stopped, so its outcome is recorded in doubt (decision in_doubt,
+// error_type in_doubt, the cause in the message), as idempotent treats it,
+// rather than failed, which a person settling the trail would read as "did
+// not happen".
+func invoke[T any](ctx context.Context, a *Audit, rec runtime.AuditRecord, meta *runtime.Meta, effect bool, call func() (T, error)) (v T, err error) {
 	rec.Time = a.now()
 	rec.Phase = runtime.PhaseIntent
 	rec.Attempts = meta.Attempts
@@ -100,7 +107,11 @@ func invoke[T any](ctx context.Context, a *Audit, rec runtime.AuditRecord, meta 
 		if p != nil {
 			cause = fmt.Errorf("panic: %v", p)
 		}
-		_ = a.sink.Append(context.WithoutCancel(ctx), a.outcome(rec, meta, start, cause))
+		out := a.outcome(rec, meta, start, cause)
+		if effect {
+			markInDoubt(&out)
+		}
+		_ = a.sink.Append(context.WithoutCancel(ctx), out)
 		if p != nil {
 			panic(p)
 		}
@@ -108,6 +119,9 @@ func invoke[T any](ctx context.Context, a *Audit, rec runtime.AuditRecord, meta 
 	v, err = call()
 	completed = true
 	out := a.outcome(rec, meta, start, err)
+	if effect && err != nil && ctx.Err() != nil && out.Decision == runtime.DecisionFailed {
+		markInDoubt(&out)
+	}
 	if werr := a.sink.Append(context.WithoutCancel(ctx), out); werr != nil {
 		oerr := &runtime.CallError{Kind: runtime.KindPermanent, Layer: a.name, Message: "audit outcome not written",
 			Err: errors.Join(runtime.ErrOutcomeUnrecorded, werr)}
@@ -117,6 +131,14 @@ func invoke[T any](ctx context.Context, a *Audit, rec runtime.AuditRecord, meta 
 		return v, errors.Join(err, oerr)
 	}
 	return v, err
+}
+
+// markInDoubt records an outcome as in doubt: the call may have made its
+// effect before it stopped.
+func markInDoubt(rec *runtime.AuditRecord) {
+	rec.Decision = runtime.DecisionInDoubt
+	rec.ErrorType = "in_doubt"
+	rec.ErrorMessage = "the call may have made its effect before it stopped: " + rec.ErrorMessage
 }
 
 func (a *Audit) outcome(rec runtime.AuditRecord, meta *runtime.Meta, start time.Time, err error) runtime.AuditRecord {
@@ -152,7 +174,8 @@ func (a *Audit) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 			// an error message (runtime.BuildContext.AuditSink).
 			rec.Args = maps.Clone(c.Args)
 		}
-		return invoke(ctx, a, rec, &c.Meta, func() (any, error) { return next(ctx, c) })
+		effect := c.Tool != nil && c.Tool.SideEffecting && !c.Tool.RetrySafe
+		return invoke(ctx, a, rec, &c.Meta, effect, func() (any, error) { return next(ctx, c) })
 	}
 }
 
@@ -168,7 +191,7 @@ func (a *Audit) WrapTurn(next runtime.TurnHandler) runtime.TurnHandler {
 				rec.Args["session"] = c.Session.ID
 			}
 		}
-		return invoke(ctx, a, rec, &c.Meta, func() (string, error) { return next(ctx, c) })
+		return invoke(ctx, a, rec, &c.Meta, false, func() (string, error) { return next(ctx, c) })
 	}
 }
 

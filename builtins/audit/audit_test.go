@@ -184,6 +184,54 @@ func TestPanicIsRecorded(t *testing.T) {
 	assert.Contains(t, recs[1].ErrorMessage, "panic: bug")
 }
 
+// A side-effecting tool not declared retry_safe that panics, or fails while
+// its call is cancelled, may have made its effect before it stopped: its
+// outcome is recorded in doubt, not failed. A retry_safe one's stays failed
+// (the tests around this one).
+func TestCallThatMayHaveRunIsInDoubt(t *testing.T) {
+	effectPlan := func() *plan.Plan {
+		p := toolPlan(rt.Layer("audit", ""))
+		p.Tools = map[string]plan.Tool{"refund": {SideEffecting: true}}
+		return p
+	}
+	t.Run("panic", func(t *testing.T) {
+		sink := &runtime.MemoryAudit{}
+		tool := func(context.Context, *runtime.ToolCall) (any, error) { panic("bug") }
+		pl := rt.Build(t, effectPlan(), runtime.Deps{Audit: sink, Tools: map[string]runtime.ToolFunc{"refund": tool}})
+		assert.PanicsWithValue(t, "bug", func() {
+			_, _ = pl.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{}})
+		})
+		recs := sink.Records()
+		require.Len(t, recs, 2)
+		assert.Equal(t, runtime.DecisionInDoubt, recs[1].Decision)
+		assert.Equal(t, "in_doubt", recs[1].ErrorType)
+		assert.Contains(t, recs[1].ErrorMessage, "panic: bug")
+	})
+	t.Run("cancelled", func(t *testing.T) {
+		sink := &runtime.MemoryAudit{}
+		tool := rt.NewTool(rt.ToolResult{Hang: true})
+		pl := rt.Build(t, effectPlan(), runtime.Deps{Audit: sink, Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
+		ctx, cancel := context.WithTimeout(ctx1, 10*time.Millisecond)
+		defer cancel()
+		_, err := pl.Tool(ctx, runtime.ToolRequest{Name: "refund", Args: map[string]any{}})
+		require.ErrorIs(t, err, context.DeadlineExceeded, "the caller still sees the cancellation")
+		recs := sink.Records()
+		require.Len(t, recs, 2)
+		assert.Equal(t, runtime.DecisionInDoubt, recs[1].Decision)
+		assert.Equal(t, "in_doubt", recs[1].ErrorType)
+	})
+	t.Run("failed before cancellation", func(t *testing.T) {
+		sink := &runtime.MemoryAudit{}
+		tool := func(context.Context, *runtime.ToolCall) (any, error) { return nil, errors.New("card declined") }
+		pl := rt.Build(t, effectPlan(), runtime.Deps{Audit: sink, Tools: map[string]runtime.ToolFunc{"refund": tool}})
+		_, err := pl.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{}})
+		require.Error(t, err)
+		recs := sink.Records()
+		require.Len(t, recs, 2)
+		assert.Equal(t, runtime.DecisionFailed, recs[1].Decision, "a failure the tool reported is not in doubt")
+	})
+}
+
 func TestOutcomeWrittenAfterCancellation(t *testing.T) {
 	sink := &runtime.MemoryAudit{}
 	tool := rt.NewTool(rt.ToolResult{Hang: true})

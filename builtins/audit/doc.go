@@ -24,9 +24,12 @@
 //     blocked the call or a budget refused it; "in_doubt" when the call may
 //     have had its effect with its outcome unknown (a *runtime.InDoubtError
 //     from an idempotent layer inside, a resumed agent turn's call, or an
-//     inner audit layer's outcome not written: runtime.ClassInDoubt), for a
-//     person to settle with the idempotency key; "failed" otherwise (a panic
-//     is recorded as failed, then re-raised). Records written by earlier
+//     inner audit layer's outcome not written: runtime.ClassInDoubt; or a
+//     side-effecting tool not declared retry_safe that panicked, or failed
+//     while its call was cancelled, having perhaps made its effect before
+//     it stopped, as idempotent treats it), for a person to settle with the
+//     idempotency key; "failed" otherwise (a panic is recorded, then
+//     re-raised). Records written by earlier
 //     versions state "failed" with error type "in_doubt" for such a call.
 //     The outcome is written even when the call's context has ended.
 //
