@@ -44,7 +44,7 @@ func lower(_ context.Context, c *Compilation) error {
 	if len(p.Stores) > 0 {
 		out.Stores = map[string]plan.Store{}
 		for name, s := range p.Stores {
-			out.Stores[name] = plan.Store{Kind: s.Kind, Path: s.Path, URL: s.URL, URLEnv: s.URLEnv, Prefix: s.Prefix}
+			out.Stores[name] = plan.Store{Kind: s.Kind, Path: s.Path, URL: s.URL, URLEnv: s.URLEnv, Prefix: s.Prefix, Timeout: s.Timeout}
 		}
 	}
 	lowerServe(p, out)

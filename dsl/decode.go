@@ -96,6 +96,13 @@ func (l *loader) decode(p *Policy, v cue.Value) {
 		s.URL, _ = sv.LookupPath(fieldPath("url")).String()
 		s.URLEnv, _ = sv.LookupPath(fieldPath("url_env")).String()
 		s.Prefix, _ = sv.LookupPath(fieldPath("prefix")).String()
+		if t, err := sv.LookupPath(fieldPath("timeout")).String(); err == nil {
+			s.Timeout = t
+			if d, err := time.ParseDuration(t); err != nil || d <= 0 {
+				l.errorf(l.userPos([]string{"stores", name, "timeout"}), "schema/invalid-value",
+					"stores.%s.timeout: %q is not a positive duration (each operation of the store must be given some time, such as 2s)", name, t)
+			}
+		}
 		p.Stores[name] = s
 	})
 	p.Replicas = 1

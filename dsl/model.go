@@ -165,6 +165,9 @@ type Store struct {
 	URLEnv string
 	// Prefix namespaces the store's keys or names its schema.
 	Prefix string
+	// Timeout bounds each operation of the store, as written ("" when
+	// unset).
+	Timeout string
 }
 
 // Entry is one layer of a chain.

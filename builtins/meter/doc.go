@@ -48,12 +48,14 @@
 // counts in that sum with its whole charge.
 //
 // Each reservation has a lease: the call's deadline (its context's) and 30
-// seconds after it, else runtime.DefaultReservationLease (10 minutes). A
-// reservation never settled, because its process died between reserving
-// and settling or the store's reply to the reservation was lost, stops
-// counting against every ceiling when its lease ends, so it never holds a
-// call of a global or key ledger for good; a call that settles after its
-// lease is still charged in full.
+// seconds after it, else the meter's lease (runtime.DefaultReservationLease,
+// 10 minutes, unless set). A reservation never settled, because its process
+// died between reserving and settling or the store's reply to the
+// reservation was lost, stops counting against every ceiling when its lease
+// ends, so it never holds a call of a global or key ledger for good; a call
+// that settles after its lease is still charged in full. The lease is not
+// renewed while the call runs: a call without a deadline that runs longer
+// than it stops holding its place then.
 //
 // With on_cross "allow", across replicas sharing a store the same holds for
 // every process: calls never exceed their ceiling, and tokens and cost

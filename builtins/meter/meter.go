@@ -22,7 +22,9 @@ func init() {
 		Stages: []plan.Stage{plan.StageChat, plan.StageTool},
 		Traits: []runtime.Trait{runtime.TraitRecords, runtime.TraitCountsTokens, runtime.TraitShortCircuits},
 		Doc:    "records usage and cost and refuses calls once a budget ceiling is reached",
-		New:    func() runtime.Middleware { return &Meter{Scope: "run", OnError: "closed", OnCross: "allow"} },
+		New: func() runtime.Middleware {
+			return &Meter{Scope: "run", OnError: "closed", OnCross: "allow", Lease: runtime.Duration(runtime.DefaultReservationLease)}
+		},
 	})
 }
 
@@ -49,6 +51,11 @@ type Meter struct {
 	// ceiling does: "allow" runs it and charges it in full; "refuse"
 	// refuses it before it runs (a *runtime.BudgetError with Estimate set).
 	OnCross string `json:"on_cross"`
+	// Lease is how long the reservation of a call without a deadline
+	// counts when it is never settled (runtime.DefaultReservationLease by
+	// default); a call with a deadline holds it until the deadline and
+	// leaseGrace after.
+	Lease runtime.Duration `json:"lease,omitempty"`
 
 	name    string
 	prefix  string
@@ -98,6 +105,9 @@ func (m *Meter) Validate() error {
 	}
 	if m.OnCross != "allow" && m.OnCross != "refuse" {
 		return fmt.Errorf(`on_cross must be "allow" or "refuse", got %q`, m.OnCross)
+	}
+	if m.Lease <= 0 {
+		return fmt.Errorf("lease must be positive, got %s", m.Lease.D())
 	}
 	return nil
 }
@@ -177,10 +187,15 @@ const leaseGrace = 30 * time.Second
 
 // lease returns how long the reservation of a call under ctx counts when
 // it is never settled: until the call's deadline and leaseGrace after it,
-// else runtime.DefaultReservationLease.
-func lease(ctx context.Context) time.Duration {
+// else the meter's lease. The reservation is not renewed: a call without a
+// deadline that runs longer than the lease stops counting against the
+// ceilings when the lease ends (it is still charged when it settles).
+func (m *Meter) lease(ctx context.Context) time.Duration {
 	if dl, ok := ctx.Deadline(); ok {
 		return max(time.Until(dl), 0) + leaseGrace
+	}
+	if m.Lease > 0 {
+		return m.Lease.D()
 	}
 	return runtime.DefaultReservationLease
 }
@@ -202,7 +217,7 @@ func (m *Meter) reserve(ctx context.Context, key string, est *runtime.Ledger) (s
 	}
 	id := strconv.FormatUint(rand.Uint64(), 36)
 	refusal, err := m.budgets.Reserve(ctx, key, id, runtime.BudgetLimits{Tokens: b.Tokens, USD: b.USD, Calls: b.Calls, Estimate: est,
-		Lease: lease(ctx)}, m.ttl())
+		Lease: m.lease(ctx)}, m.ttl())
 	if err != nil {
 		if ctx.Err() != nil {
 			return "", ctx.Err()

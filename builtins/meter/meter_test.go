@@ -64,6 +64,8 @@ func TestUSDCeilingAndForget(t *testing.T) {
 func TestValidate(t *testing.T) {
 	_, err := runtime.Build(context.Background(), rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("meter", `{"scope":"tenant"}`)}}), runtime.Deps{})
 	assert.ErrorContains(t, err, `scope must be "run", "global" or "key"`)
+	_, err = runtime.Build(context.Background(), rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("meter", `{"lease":"0s"}`)}}), runtime.Deps{})
+	assert.ErrorContains(t, err, "lease must be positive")
 }
 
 func TestCallsCeilingHoldsUnderConcurrency(t *testing.T) {
@@ -363,4 +365,49 @@ func TestReservationLeaseFollowsTheCallsDeadline(t *testing.T) {
 	require.Len(t, rec.leases, 2)
 	assert.Equal(t, runtime.DefaultReservationLease, rec.leases[0])
 	assert.InDelta(t, (time.Minute + 30*time.Second).Seconds(), rec.leases[1].Seconds(), 1)
+}
+
+// A meter's lease replaces the default lease of a call without a deadline;
+// a call with a deadline still holds its reservation until the deadline
+// and the grace after it.
+func TestTheMetersLeaseIsUsedForACallWithoutADeadline(t *testing.T) {
+	rec := &leaseRecorder{MemoryStore: runtime.NewMemoryStore()}
+	p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("meter", `{"budget":{"calls":10},"store":"shared","lease":"45m"}`)}})
+	p.Stores = map[string]plan.Store{"shared": {Kind: "memory"}}
+	model := rt.NewModel(rt.Response{Deltas: []string{"x"}})
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model},
+		Backends: map[string]runtime.StoreBackend{"shared": rec}})
+	require.NoError(t, err)
+	_, _, err = rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary"}, 0)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, _, err = rt.Collect(ctx, pl, runtime.ChatRequest{Model: "primary"}, 0)
+	require.NoError(t, err)
+	require.Len(t, rec.leases, 2)
+	assert.Equal(t, 45*time.Minute, rec.leases[0])
+	assert.InDelta(t, (time.Minute + 30*time.Second).Seconds(), rec.leases[1].Seconds(), 1)
+}
+
+// A reservation whose call outlives the meter's lease stops counting
+// against the calls ceiling when the lease ends.
+func TestAReservationLapsesAtTheMetersLease(t *testing.T) {
+	p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("meter", `{"budget":{"calls":1},"store":"shared","scope":"global","lease":"200ms"}`)}})
+	p.Stores = map[string]plan.Store{"shared": {Kind: "memory"}}
+	model := rt.NewModel(rt.Response{Deltas: []string{"x"}, Delay: 600 * time.Millisecond}, rt.Response{Deltas: []string{"y"}}, rt.Response{Deltas: []string{"z"}})
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary"}, 0)
+		done <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	_, _, err = rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary"}, 0)
+	var be *runtime.BudgetError
+	require.ErrorAs(t, err, &be, "the running call holds the only call of the ceiling")
+	time.Sleep(250 * time.Millisecond)
+	_, _, err = rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary"}, 0)
+	require.NoError(t, err, "its reservation lapsed at the meter's lease")
+	require.NoError(t, <-done)
 }

@@ -9,6 +9,8 @@ package plan
 
 import (
 	"encoding/json"
+	"fmt"
+	"time"
 )
 
 // Version is the plan format version this package reads and writes.
@@ -289,6 +291,25 @@ type Store struct {
 	// Prefix namespaces a networked store's keys (redis) or names its
 	// schema (postgres); empty is "agentc".
 	Prefix string `json:"prefix,omitempty"`
+	// Timeout bounds each operation of a networked store (a Go duration;
+	// empty is DefaultStoreTimeout).
+	Timeout string `json:"timeout,omitempty"`
+}
+
+// DefaultStoreTimeout is a store's timeout when its declaration sets none.
+const DefaultStoreTimeout = 5 * time.Second
+
+// OpTimeout returns the store's timeout: Timeout, DefaultStoreTimeout when
+// empty. A value that is not a positive duration is an error.
+func (s Store) OpTimeout() (time.Duration, error) {
+	if s.Timeout == "" {
+		return DefaultStoreTimeout, nil
+	}
+	d, err := time.ParseDuration(s.Timeout)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("timeout %q: want a positive duration such as 2s", s.Timeout)
+	}
+	return d, nil
 }
 
 // Layer is one entry of a chain.

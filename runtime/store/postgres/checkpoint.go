@@ -68,6 +68,8 @@ const maxSaveRetries = 16
 // race for one number leave one of them a unique violation, and it takes
 // the next. The row is committed before SaveCheckpoint returns.
 func (s *Store) SaveCheckpoint(ctx context.Context, cp runtime.Checkpoint) (int, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
 	if err := s.checkpoints(ctx); err != nil {
 		return 0, err
 	}
@@ -135,16 +137,22 @@ func (s *Store) checkpoint(ctx context.Context, q string, args ...any) (runtime.
 
 // LatestCheckpoint implements runtime.CheckpointStore.
 func (s *Store) LatestCheckpoint(ctx context.Context, runID string) (runtime.Checkpoint, bool, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
 	return s.checkpoint(ctx, `SELECT version, data FROM §.checkpoints WHERE run_id = $1 ORDER BY version DESC LIMIT 1`, runID)
 }
 
 // CheckpointAt implements runtime.CheckpointStore.
 func (s *Store) CheckpointAt(ctx context.Context, runID string, version int) (runtime.Checkpoint, bool, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
 	return s.checkpoint(ctx, `SELECT version, data FROM §.checkpoints WHERE run_id = $1 AND version = $2`, runID, version)
 }
 
 // CheckpointVersions implements runtime.CheckpointStore.
 func (s *Store) CheckpointVersions(ctx context.Context, runID string) ([]int, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
 	if err := s.checkpoints(ctx); err != nil {
 		return nil, err
 	}
@@ -161,6 +169,8 @@ func (s *Store) CheckpointVersions(ctx context.Context, runID string) ([]int, er
 
 // DeleteCheckpoints implements runtime.CheckpointStore.
 func (s *Store) DeleteCheckpoints(ctx context.Context, runID string) error {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
 	if err := s.checkpoints(ctx); err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -43,14 +44,32 @@ func init() {
 		if err != nil {
 			return nil, err
 		}
-		return Open(ctx, url, s.Prefix)
+		timeout, err := s.OpTimeout()
+		if err != nil {
+			return nil, err
+		}
+		return Open(ctx, url, s.Prefix, WithTimeout(timeout))
 	})
+}
+
+// Option adjusts how Open and OpenConfig open a store.
+type Option func(*Store)
+
+// WithTimeout bounds each operation of the store by d (a positive duration;
+// plan.DefaultStoreTimeout without this option): see OpenConfig.
+func WithTimeout(d time.Duration) Option {
+	return func(s *Store) {
+		if d > 0 {
+			s.timeout = d
+		}
+	}
 }
 
 // Store is a PostgreSQL database seen through a connection pool. It is safe
 // for concurrent use.
 type Store struct {
 	pool     *pgxpool.Pool
+	timeout  time.Duration
 	schema   string
 	pgvector bool
 	writes   atomic.Int64
@@ -287,31 +306,51 @@ END $$;
 
 // Open connects to the database at url, creates or migrates the tables of
 // the schema named prefix (DefaultSchema when empty) and returns the store.
-func Open(ctx context.Context, url, prefix string) (*Store, error) {
+func Open(ctx context.Context, url, prefix string, opts ...Option) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("postgres url: %w", err)
 	}
-	return OpenConfig(ctx, cfg, prefix)
+	return OpenConfig(ctx, cfg, prefix, opts...)
 }
 
 // OpenConfig is Open with a pool configuration the caller prepared (from
 // pgxpool.ParseConfig, with a tracer, a dialer or pool sizes of its own).
 // It sets synchronous_commit on the configuration.
-func OpenConfig(ctx context.Context, cfg *pgxpool.Config, prefix string) (*Store, error) {
+//
+// Each operation of the store (a port's method) is bounded by its timeout
+// (WithTimeout): it fails with an error wrapping context.DeadlineExceeded
+// when the server has not answered by then, waiting for a pooled
+// connection included. So that a statement the client gave up on is not
+// committed later (one that waited on a row lock another session held),
+// the server is told to abandon statements at four fifths of the timeout
+// (statement_timeout, unless the configuration sets one) and the statement
+// is rolled back. Connecting is bounded by the timeout unless the
+// configuration sets connect_timeout.
+func OpenConfig(ctx context.Context, cfg *pgxpool.Config, prefix string, opts ...Option) (*Store, error) {
 	if prefix == "" {
 		prefix = DefaultSchema
 	}
 	if !schemaName.MatchString(prefix) {
 		return nil, fmt.Errorf("postgres: prefix %q must be a lower-case identifier (it names the schema)", prefix)
 	}
+	s := &Store{schema: prefix, timeout: plan.DefaultStoreTimeout}
+	for _, o := range opts {
+		o(s)
+	}
 	// Every write is durable when its statement returns.
 	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
+	if _, set := cfg.ConnConfig.RuntimeParams["statement_timeout"]; !set {
+		cfg.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(max(serverTimeout(s.timeout).Milliseconds(), 1), 10)
+	}
+	if cfg.ConnConfig.ConnectTimeout <= 0 {
+		cfg.ConnConfig.ConnectTimeout = s.timeout
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	s := &Store{pool: pool, schema: prefix}
+	s.pool = pool
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres %s: %w", cfg.ConnConfig.Host, err)
@@ -319,10 +358,29 @@ func OpenConfig(ctx context.Context, cfg *pgxpool.Config, prefix string) (*Store
 	return s, nil
 }
 
+// serverTimeout is the statement_timeout of a store whose operations are
+// bounded by timeout: the server abandons a statement, and rolls it back,
+// before the client stops waiting for it.
+func serverTimeout(timeout time.Duration) time.Duration { return timeout * 4 / 5 }
+
+// Timeout returns the bound of each operation.
+func (s *Store) Timeout() time.Duration { return s.timeout }
+
+// op returns the context of one operation under ctx: ctx bounded by the
+// store's timeout.
+func (s *Store) op(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.timeout)
+}
+
 // migrate creates the schema and brings its tables to SchemaVersion, in one
-// transaction under an advisory lock.
+// transaction under an advisory lock. It is not bounded by the store's
+// timeout: it waits for another replica's migration, and a migration may
+// take longer than an operation.
 func (s *Store) migrate(ctx context.Context) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SET LOCAL statement_timeout = 0`); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('agentc schema ' || $1))`, s.schema); err != nil {
 			return fmt.Errorf("lock the schema: %w", err)
 		}
@@ -426,12 +484,14 @@ func (s *Store) wrote(ctx context.Context) {
 		defer s.purging.Store(false)
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
-		_, _ = s.pool.Exec(ctx, s.q(`DELETE FROM §.kv WHERE expires <= now();
+		_, _ = s.pool.Exec(ctx, s.q(`BEGIN; SET LOCAL statement_timeout = '30s';
+			DELETE FROM §.kv WHERE expires <= now();
 			DELETE FROM §.lease WHERE expires <= now() AND NOT (state = 'pending' AND until > now());
 			DELETE FROM §.ledger WHERE expires <= now();
 			DELETE FROM §.reservation WHERE until <= now();
 			DELETE FROM §.vectors WHERE expires <= now();
-			DELETE FROM §.rate WHERE tat < (extract(epoch FROM now()) * 1000000)::bigint`))
+			DELETE FROM §.rate WHERE tat < (extract(epoch FROM now()) * 1000000)::bigint;
+			COMMIT`))
 	})
 }
 
@@ -440,6 +500,8 @@ func ttlArg(ttl time.Duration) int64 { return max(ttl.Microseconds(), 0) }
 
 // Get implements runtime.KV.
 func (s *Store) Get(ctx context.Context, key string) ([]byte, bool, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
 	var v []byte
 	err := s.pool.QueryRow(ctx, s.q(`SELECT value FROM §.kv WHERE key = $1 AND (expires IS NULL OR expires > now())`), key).Scan(&v)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -458,6 +520,8 @@ const expiresSQL = `CASE WHEN $3::bigint > 0 THEN now() + $3::bigint * interval 
 
 // Set implements runtime.KV.
 func (s *Store) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
 	if value == nil {
 		value = []byte{}
 	}
@@ -473,6 +537,8 @@ func (s *Store) Set(ctx context.Context, key string, value []byte, ttl time.Dura
 // SetIfAbsent implements runtime.KV: one statement inserts the key or
 // replaces an expired row.
 func (s *Store) SetIfAbsent(ctx context.Context, key string, value []byte, ttl time.Duration) (bool, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
 	if value == nil {
 		value = []byte{}
 	}
@@ -488,6 +554,8 @@ func (s *Store) SetIfAbsent(ctx context.Context, key string, value []byte, ttl t
 
 // Delete implements runtime.KV.
 func (s *Store) Delete(ctx context.Context, key string) error {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
 	if _, err := s.pool.Exec(ctx, s.q(`DELETE FROM §.kv WHERE key = $1`), key); err != nil {
 		return fmt.Errorf("postgres delete: %w", err)
 	}
@@ -496,6 +564,8 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 
 // Acquire implements runtime.Leaser: one call of lease_acquire.
 func (s *Store) Acquire(ctx context.Context, key string, lease, keep time.Duration, takeover bool) (runtime.LeaseGrant, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
 	var (
 		status    int
 		g         runtime.LeaseGrant
@@ -525,12 +595,16 @@ func (s *Store) fenced(ctx context.Context, what, stmt string, args ...any) (boo
 
 // Renew implements runtime.Leaser.
 func (s *Store) Renew(ctx context.Context, key string, token int64, lease time.Duration) (bool, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
 	return s.fenced(ctx, "renew", `UPDATE §.lease SET until = clock_timestamp() + $3::bigint * interval '1 microsecond'
 		WHERE key = $1 AND token = $2 AND state = 'pending'`, key, token, max(lease.Microseconds(), 1))
 }
 
 // Publish implements runtime.Leaser.
 func (s *Store) Publish(ctx context.Context, key string, token int64, result []byte, keep time.Duration) (bool, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
 	if result == nil {
 		result = []byte{}
 	}
@@ -541,6 +615,8 @@ func (s *Store) Publish(ctx context.Context, key string, token int64, result []b
 
 // Release implements runtime.Leaser.
 func (s *Store) Release(ctx context.Context, key string, token int64) error {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
 	_, err := s.fenced(ctx, "release", `DELETE FROM §.lease WHERE key = $1 AND token = $2 AND state = 'pending'`, key, token)
 	return err
 }
@@ -552,6 +628,8 @@ const nowUS = `(extract(epoch FROM now()) * 1000000)::bigint`
 // always admitted; an existing one is updated under its row lock, the
 // decision kept in the row for RETURNING.
 func (s *Store) Allow(ctx context.Context, key string, interval time.Duration, burst int64, maxWait time.Duration) (time.Duration, bool, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
 	iv := max(interval.Microseconds(), 1)
 	tol := (burst - 1) * iv
 	mw := maxWait.Microseconds()
@@ -579,6 +657,8 @@ func (s *Store) Allow(ctx context.Context, key string, interval time.Duration, b
 
 // ForgetRate implements runtime.RateLimiter.
 func (s *Store) ForgetRate(ctx context.Context, key string) error {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
 	if _, err := s.pool.Exec(ctx, s.q(`DELETE FROM §.rate WHERE key = $1`), key); err != nil {
 		return fmt.Errorf("postgres rate limit: %w", err)
 	}
@@ -587,6 +667,8 @@ func (s *Store) ForgetRate(ctx context.Context, key string) error {
 
 // Reserve implements runtime.Budgeter: one call of budget_reserve.
 func (s *Store) Reserve(ctx context.Context, key, id string, lim runtime.BudgetLimits, ttl time.Duration) (*runtime.BudgetError, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
 	var (
 		refused         string
 		tokens, ptokens float64
@@ -633,6 +715,8 @@ func (s *Store) Reserve(ctx context.Context, key, id string, lim runtime.BudgetL
 
 // Settle implements runtime.Budgeter: one call of budget_settle.
 func (s *Store) Settle(ctx context.Context, key, id string, c runtime.Ledger, ttl time.Duration) error {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
 	_, err := s.pool.Exec(ctx, s.q(`SELECT §.budget_settle($1, $2, $3, $4, $5, $6, $7)`),
 		key, id, c.InputTokens, c.OutputTokens, c.USD, c.Calls, ttlArg(ttl))
 	if err != nil {
@@ -643,6 +727,8 @@ func (s *Store) Settle(ctx context.Context, key, id string, c runtime.Ledger, tt
 
 // LedgerOf implements runtime.Budgeter.
 func (s *Store) LedgerOf(ctx context.Context, key string) (runtime.Ledger, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
 	var l runtime.Ledger
 	err := s.pool.QueryRow(ctx, s.q(`SELECT in_tokens, out_tokens, usd, calls FROM §.ledger WHERE key = $1 AND (expires IS NULL OR expires > now())`), key).
 		Scan(&l.InputTokens, &l.OutputTokens, &l.USD, &l.Calls)
@@ -657,6 +743,8 @@ func (s *Store) LedgerOf(ctx context.Context, key string) (runtime.Ledger, error
 
 // ForgetLedger implements runtime.Budgeter.
 func (s *Store) ForgetLedger(ctx context.Context, key string) error {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
 	if _, err := s.pool.Exec(ctx, s.q(`WITH r AS (DELETE FROM §.reservation WHERE key = $1) DELETE FROM §.ledger WHERE key = $1`), key); err != nil {
 		return fmt.Errorf("postgres ledger: %w", err)
 	}
@@ -665,6 +753,8 @@ func (s *Store) ForgetLedger(ctx context.Context, key string) error {
 
 // Append implements runtime.AuditSink: one INSERT, committed durably.
 func (s *Store) Append(ctx context.Context, r runtime.AuditRecord) error {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
 	var args []byte
 	if r.Args != nil {
 		b, err := json.Marshal(r.Args)
@@ -728,6 +818,8 @@ func norm(vec []float32) float64 {
 
 // Upsert implements runtime.VectorIndex.
 func (s *Store) Upsert(ctx context.Context, scope, id string, vec []float32, value []byte, ttl time.Duration) error {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
 	if len(vec) == 0 {
 		return errors.New("vector index: empty vector")
 	}
@@ -748,6 +840,8 @@ func (s *Store) Upsert(ctx context.Context, scope, id string, vec []float32, val
 // Query implements runtime.VectorIndex: an exact scan of the partition's
 // live entries of the query's dimension.
 func (s *Store) Query(ctx context.Context, scope string, vec []float32, k int) ([]runtime.VectorMatch, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
 	qn := norm(vec)
 	if k <= 0 || qn == 0 {
 		return nil, nil

@@ -28,8 +28,27 @@ func init() {
 		if err != nil {
 			return nil, err
 		}
-		return Open(ctx, url, s.Prefix)
+		timeout, err := s.OpTimeout()
+		if err != nil {
+			return nil, err
+		}
+		return Open(ctx, url, s.Prefix, WithTimeout(timeout))
 	})
+}
+
+// Option adjusts how Open and OpenOptions open a store.
+type Option func(*config)
+
+type config struct{ timeout time.Duration }
+
+// WithTimeout bounds each operation of the store by d (a positive duration;
+// plan.DefaultStoreTimeout without this option): see OpenOptions.
+func WithTimeout(d time.Duration) Option {
+	return func(c *config) {
+		if d > 0 {
+			c.timeout = d
+		}
+	}
 }
 
 // URL returns the server URL of a networked plan store: its url, else the
@@ -58,19 +77,39 @@ type Store struct {
 
 // Open connects to the server at url, checks that it answers, and returns
 // the store whose keys start with prefix + ":" (DefaultPrefix when empty).
-func Open(ctx context.Context, url, prefix string) (*Store, error) {
+func Open(ctx context.Context, url, prefix string, opts ...Option) (*Store, error) {
 	opt, err := goredis.ParseURL(url)
 	if err != nil {
 		return nil, fmt.Errorf("redis url: %w", err)
 	}
-	return OpenOptions(ctx, opt, prefix)
+	return OpenOptions(ctx, opt, prefix, opts...)
 }
 
 // OpenOptions is Open with client options the caller prepared (from
 // goredis.ParseURL, with a dialer or pool sizes of its own). It turns the
 // client's retries off.
-func OpenOptions(ctx context.Context, opt *goredis.Options, prefix string) (*Store, error) {
-	opt.MaxRetries = 0 // a write must not be replayed behind the layer's back
+//
+// Each command is bounded by the store's timeout (WithTimeout): the
+// client's dial, read and write timeouts and the wait for a pooled
+// connection are set to it unless the options set them (dial_timeout,
+// read_timeout, write_timeout, pool_timeout in the URL), and a caller's
+// shorter deadline is honoured too. A command that times out fails with a
+// timeout error; a script the server had already received may still run
+// once it gets to it, as when its answer is lost.
+func OpenOptions(ctx context.Context, opt *goredis.Options, prefix string, opts ...Option) (*Store, error) {
+	cfg := config{timeout: plan.DefaultStoreTimeout}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	// A write must not be replayed behind the layer's back: -1 turns the
+	// client's retries off (0 is its default of three).
+	opt.MaxRetries = -1
+	for _, d := range []*time.Duration{&opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.PoolTimeout} {
+		if *d == 0 {
+			*d = cfg.timeout
+		}
+	}
+	opt.ContextTimeoutEnabled = true
 	c := goredis.NewClient(opt)
 	if err := c.Ping(ctx).Err(); err != nil {
 		_ = c.Close()

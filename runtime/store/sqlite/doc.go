@@ -13,7 +13,8 @@
 // so every committed write (each Set, SetIfAbsent, Delete and each audit
 // Append is its own transaction) is fsynced to the write-ahead log before
 // the call returns and survives a process crash or power loss. A busy
-// timeout of five seconds lets several processes share one file. The store
+// timeout (the store's timeout, five seconds unless it declares one) lets
+// several processes share one file. The store
 // uses one connection per Store: writes from one process are serialized in
 // process, which also avoids SQLITE_BUSY between the process's own
 // connections.

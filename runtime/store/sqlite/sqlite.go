@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -26,8 +27,28 @@ func init() {
 		if s.Path == "" {
 			return nil, errors.New("a sqlite store needs a path")
 		}
-		return Open(ctx, s.Path)
+		timeout, err := s.OpTimeout()
+		if err != nil {
+			return nil, err
+		}
+		return Open(ctx, s.Path, WithTimeout(timeout))
 	})
+}
+
+// Option adjusts how Open opens a store.
+type Option func(*config)
+
+type config struct{ timeout time.Duration }
+
+// WithTimeout bounds how long an operation waits for the file's lock held
+// by another process (busy_timeout) by d (a positive duration;
+// plan.DefaultStoreTimeout without this option).
+func WithTimeout(d time.Duration) Option {
+	return func(c *config) {
+		if d > 0 {
+			c.timeout = d
+		}
+	}
 }
 
 // purgeEvery is how many KV writes pass between purges of expired rows.
@@ -72,7 +93,11 @@ type Store struct {
 
 // Open opens (creating it and its directory when absent) the SQLite file at
 // path and prepares its tables. The caller closes the Store.
-func Open(ctx context.Context, path string) (*Store, error) {
+func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
+	cfg := config{timeout: plan.DefaultStoreTimeout}
+	for _, o := range opts {
+		o(&cfg)
+	}
 	if strings.ContainsRune(path, '?') {
 		return nil, fmt.Errorf("sqlite path %q: a path must not contain '?'", path)
 	}
@@ -81,7 +106,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 			return nil, fmt.Errorf("sqlite: %w", err)
 		}
 	}
-	dsn := path + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate"
+	dsn := path + "?_pragma=busy_timeout(" + strconv.FormatInt(max(cfg.timeout.Milliseconds(), 1), 10) + ")&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite %s: %w", path, err)

@@ -14,9 +14,9 @@ import (
 
 // Redis opens the test Redis server under a prefix of the test's own, or
 // skips the test; its keys are deleted when the test ends.
-func Redis(t testing.TB) *redis.Store {
+func Redis(t testing.TB, opts ...redis.Option) *redis.Store {
 	t.Helper()
-	s, err := redis.Open(context.Background(), ServerURL(t, RedisEnv), Prefix(t))
+	s, err := redis.Open(context.Background(), ServerURL(t, RedisEnv), Prefix(t), opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		ctx := context.Background()
@@ -31,10 +31,10 @@ func Redis(t testing.TB) *redis.Store {
 
 // Postgres opens the test PostgreSQL server in a schema of the test's own,
 // or skips the test; the schema is dropped when the test ends.
-func Postgres(t testing.TB) *postgres.Store {
+func Postgres(t testing.TB, opts ...postgres.Option) *postgres.Store {
 	t.Helper()
 	schema := Prefix(t)
-	s, err := postgres.Open(context.Background(), ServerURL(t, PostgresEnv), schema)
+	s, err := postgres.Open(context.Background(), ServerURL(t, PostgresEnv), schema, opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		_, _ = s.Pool().Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
