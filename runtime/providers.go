@@ -108,3 +108,21 @@ func ProviderModels(ctx context.Context, p *plan.Plan, have map[string]ModelClie
 	}
 	return out, nil
 }
+
+// upstreamIDKey carries the func that notes an upstream request id.
+type upstreamIDKey struct{}
+
+// WithUpstreamRequestID returns a context under which a model client that
+// reports the id its provider gave a request (ReportUpstreamRequestID)
+// hands it to note. A gateway returns the id to its client.
+func WithUpstreamRequestID(ctx context.Context, note func(id string)) context.Context {
+	return context.WithValue(ctx, upstreamIDKey{}, note)
+}
+
+// ReportUpstreamRequestID hands id, the provider's id of the request a
+// model client sent, to the func of WithUpstreamRequestID, if any.
+func ReportUpstreamRequestID(ctx context.Context, id string) {
+	if note, ok := ctx.Value(upstreamIDKey{}).(func(string)); ok && id != "" {
+		note(id)
+	}
+}

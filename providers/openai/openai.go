@@ -141,6 +141,7 @@ func (c *Client) Stream(ctx context.Context, req *runtime.ChatRequest, yield fun
 	if events == nil {
 		return c.call.Truncated(0)
 	}
+	runtime.ReportUpstreamRequestID(ctx, raw.Header.Get("x-request-id"))
 	defer func() {
 		if !released {
 			_ = events.Close()
