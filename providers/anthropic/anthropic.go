@@ -115,7 +115,7 @@ func New(cfg Config) (*Client, error) {
 func (c *Client) Stream(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
 	params, opts, err := c.params(req)
 	if err != nil {
-		return &runtime.CallError{Kind: runtime.KindPermanent, Message: fmt.Sprintf("anthropic %s: %v", c.cfg.Model, err)}
+		return &runtime.CallError{Kind: runtime.KindPermanent, Status: http.StatusBadRequest, Message: fmt.Sprintf("anthropic %s: %v", c.cfg.Model, err)}
 	}
 	// The SDK sends the request and frames the events (pings and error
 	// events included); the events are decoded into event, the few fields

@@ -205,7 +205,7 @@ func TestCarriedFields(t *testing.T) {
 			{Role: "user", Parts: []runtime.ContentPart{{Type: runtime.PartToolResult, ToolCallID: "toolu_1", Text: "sunny", CacheControl: eph}}},
 		}}
 	var id string
-	ctx := runtime.WithUpstreamRequestID(context.Background(), func(s string) { id = s })
+	ctx := runtime.WithUpstreamRequestID(context.Background(), noteID(func(s string) { id = s }))
 	var ds []runtime.Delta
 	require.NoError(t, client(t, s).Stream(ctx, &req, func(d runtime.Delta) bool { ds = append(ds, d); return true }))
 	last := ds[len(ds)-1]
@@ -250,3 +250,8 @@ func TestCarriedFieldsAbsent(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// noteID is a func as runtime.UpstreamRequestIDs.
+type noteID func(string)
+
+func (f noteID) NoteUpstreamRequestID(id string) { f(id) }
