@@ -14,7 +14,7 @@ func TestCompileLowersCachedRatesAndToolDescriptions(t *testing.T) {
 	dir := writePolicy(t, `package p
 
 models: {
-	cached: {usd_per_mtok_in: 3, usd_per_mtok_out: 15, usd_per_mtok_cached: 0.3}
+	cached: {usd_per_mtok_in: 3, usd_per_mtok_out: 15, usd_per_mtok_cached: 0.3, usd_per_mtok_cache_write: 3.75}
 	plain: {usd_per_mtok_in: 1}
 }
 tools: search: {description: "searches the web", args: {type: "object", properties: q: type: "string"}}
@@ -28,12 +28,15 @@ tools: search: {description: "searches the web", args: {type: "object", properti
 	require.NoError(t, err, "the plan validates against the plan schema")
 	require.NotNil(t, back.Models["cached"].USDPerMTokCached)
 	assert.Equal(t, 0.3, *back.Models["cached"].USDPerMTokCached)
+	require.NotNil(t, back.Models["cached"].USDPerMTokCacheWrite)
+	assert.Equal(t, 3.75, *back.Models["cached"].USDPerMTokCacheWrite)
 	assert.Nil(t, back.Models["plain"].USDPerMTokCached, "absent stays absent: cached tokens priced as input")
+	assert.Nil(t, back.Models["plain"].USDPerMTokCacheWrite)
 	assert.Equal(t, "searches the web", back.Tools["search"].Description)
 
 	bad := writePolicy(t, `package p
 
-models: m: {usd_per_mtok_cached: -1}
+models: m: {usd_per_mtok_cached: -1, usd_per_mtok_cache_write: -1}
 tools: t: {description: ""}
 `)
 	c, err = Compile(context.Background(), []string{bad}, Options{})
@@ -42,5 +45,5 @@ tools: t: {description: ""}
 	for _, d := range c.Diagnostics {
 		rules = append(rules, d.Rule)
 	}
-	assert.Equal(t, []string{"schema/invalid-value", "schema/invalid-value"}, rules)
+	assert.Equal(t, []string{"schema/invalid-value", "schema/invalid-value", "schema/invalid-value"}, rules)
 }

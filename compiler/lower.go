@@ -30,7 +30,7 @@ func lower(_ context.Context, c *Compilation) error {
 		out.Models = map[string]plan.Model{}
 		for name, m := range p.Models {
 			out.Models[name] = plan.Model{USDPerMTokIn: m.USDPerMTokIn, USDPerMTokOut: m.USDPerMTokOut,
-				USDPerMTokCached: m.USDPerMTokCached, ContextTokens: m.ContextTokens,
+				USDPerMTokCached: m.USDPerMTokCached, USDPerMTokCacheWrite: m.USDPerMTokCacheWrite, ContextTokens: m.ContextTokens,
 				Provider: m.Provider, ID: m.ID, APIKeyEnv: m.APIKeyEnv, BaseURL: m.BaseURL, MaxTokens: m.MaxTokens}
 		}
 	}

@@ -38,6 +38,11 @@ func (l *loader) decode(p *Policy, v cue.Value) {
 				m.USDPerMTokCached = &f
 			}
 		}
+		if cv := mv.LookupPath(fieldPath("usd_per_mtok_cache_write")); cv.Exists() {
+			if f, err := cv.Float64(); err == nil {
+				m.USDPerMTokCacheWrite = &f
+			}
+		}
 		if ct := mv.LookupPath(fieldPath("context_tokens")); ct.Exists() {
 			n, _ := ct.Int64()
 			m.ContextTokens = int(n)

@@ -65,7 +65,10 @@ type Model struct {
 	USDPerMTokOut float64
 	// USDPerMTokCached prices cached input tokens (nil: as input).
 	USDPerMTokCached *float64
-	ContextTokens    int
+	// USDPerMTokCacheWrite prices input tokens written to the prompt
+	// cache (nil: as input).
+	USDPerMTokCacheWrite *float64
+	ContextTokens        int
 	// Provider, ID (the `model` field), APIKeyEnv, BaseURL and MaxTokens
 	// declare the client that serves the model; Provider is empty when the
 	// host supplies it.

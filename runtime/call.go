@@ -186,6 +186,22 @@ type ContentPart struct {
 	ToolCallID string `json:"tool_call_id,omitempty"`
 	// IsError reports, for a tool result, that the tool failed.
 	IsError bool `json:"is_error,omitempty"`
+	// CacheControl marks a prompt-cache breakpoint after the part
+	// (Anthropic's cache_control); nil marks none.
+	CacheControl *CacheControl `json:"cache_control,omitempty"`
+}
+
+// CacheControl is a prompt-cache breakpoint: the provider caches the
+// prompt up to and including what carries it. Anthropic's API takes it on
+// the system blocks, the content blocks, the tools and the request; a
+// provider that caches on its own (OpenAI) ignores it, as it is a hint
+// that changes no output.
+type CacheControl struct {
+	// Type is the kind of cache ("ephemeral").
+	Type string `json:"type"`
+	// TTL is the entry's time to live ("5m", "1h"); "" is the
+	// provider's default.
+	TTL string `json:"ttl,omitempty"`
 }
 
 // ToolUse is a tool call requested by the model: an entry of OpenAI's
@@ -199,6 +215,9 @@ type ToolUse struct {
 	Name string `json:"name"`
 	// Arguments is the JSON object of the arguments.
 	Arguments json.RawMessage `json:"arguments"`
+	// CacheControl marks a prompt-cache breakpoint after the call, in a
+	// transcript sent back to the model (see CacheControl).
+	CacheControl *CacheControl `json:"cache_control,omitempty"`
 }
 
 // Args decodes the arguments. Empty arguments decode to an empty map; any
@@ -260,6 +279,12 @@ type ToolDef struct {
 	Description string `json:"description,omitempty"`
 	// Parameters is the JSON Schema of the arguments.
 	Parameters json.RawMessage `json:"parameters,omitempty"`
+	// Strict asks the provider to hold the model's arguments to the
+	// schema exactly (OpenAI's and Anthropic's strict).
+	Strict bool `json:"strict,omitempty"`
+	// CacheControl marks a prompt-cache breakpoint after the tool (see
+	// CacheControl).
+	CacheControl *CacheControl `json:"cache_control,omitempty"`
 }
 
 // Response format types.
@@ -310,6 +335,19 @@ type ChatRequest struct {
 	// Metadata is free caller metadata (request.params.metadata in CEL);
 	// providers that accept metadata forward it.
 	Metadata map[string]string `json:"metadata,omitempty"`
+	// ParallelToolCalls, when set, says whether the model may propose
+	// several tool calls in one response (OpenAI's parallel_tool_calls,
+	// the negation of Anthropic's disable_parallel_tool_use); nil leaves
+	// the provider's default (allowed).
+	ParallelToolCalls *bool `json:"parallel_tool_calls,omitempty"`
+	// CacheControl asks the provider to cache the prompt up to its last
+	// cacheable block (Anthropic's top-level cache_control; see
+	// CacheControl).
+	CacheControl *CacheControl `json:"cache_control,omitempty"`
+	// Betas are Anthropic beta features the call asks for (the
+	// anthropic-beta header's values). Only the anthropic provider can
+	// honour them; another fails the call rather than drop them.
+	Betas []string `json:"betas,omitempty"`
 }
 
 // Usage counts the tokens of a model call.
@@ -321,6 +359,9 @@ type Usage struct {
 	CachedInputTokens int64 `json:"cached_input_tokens,omitempty"`
 	// ReasoningTokens is the part of OutputTokens spent on reasoning.
 	ReasoningTokens int64 `json:"reasoning_tokens,omitempty"`
+	// CacheWriteInputTokens is the part of InputTokens written to the
+	// provider's prompt cache (Anthropic's cache_creation_input_tokens).
+	CacheWriteInputTokens int64 `json:"cache_write_input_tokens,omitempty"`
 }
 
 // Total returns input plus output tokens.
@@ -337,6 +378,7 @@ func (u *Usage) Add(v Usage) {
 	u.OutputTokens = SaturatingAdd(u.OutputTokens, v.OutputTokens)
 	u.CachedInputTokens = SaturatingAdd(u.CachedInputTokens, v.CachedInputTokens)
 	u.ReasoningTokens = SaturatingAdd(u.ReasoningTokens, v.ReasoningTokens)
+	u.CacheWriteInputTokens = SaturatingAdd(u.CacheWriteInputTokens, v.CacheWriteInputTokens)
 }
 
 // SaturatingAdd returns a+b for a count: a negative b adds nothing, and the
@@ -354,7 +396,8 @@ func SaturatingAdd(a, b int64) int64 {
 // Sub returns u minus v (what a call added to a running sum).
 func (u Usage) Sub(v Usage) Usage {
 	return Usage{InputTokens: u.InputTokens - v.InputTokens, OutputTokens: u.OutputTokens - v.OutputTokens,
-		CachedInputTokens: u.CachedInputTokens - v.CachedInputTokens, ReasoningTokens: u.ReasoningTokens - v.ReasoningTokens}
+		CachedInputTokens: u.CachedInputTokens - v.CachedInputTokens, ReasoningTokens: u.ReasoningTokens - v.ReasoningTokens,
+		CacheWriteInputTokens: u.CacheWriteInputTokens - v.CacheWriteInputTokens}
 }
 
 // Finish reasons, in OpenAI's vocabulary; providers map theirs onto these
@@ -393,7 +436,10 @@ type Delta struct {
 	Text         string          `json:"text,omitempty"`
 	ToolCalls    []ToolCallDelta `json:"tool_calls,omitempty"`
 	FinishReason string          `json:"finish_reason,omitempty"`
-	Usage        Usage           `json:"usage,omitzero"`
+	// StopSequence is, with FinishStop, the stop sequence the model
+	// stopped at, when the provider reports it (Anthropic does).
+	StopSequence string `json:"stop_sequence,omitempty"`
+	Usage        Usage  `json:"usage,omitzero"`
 }
 
 // ToolCallBuilder assembles streamed tool-call fragments, by index, into
@@ -518,6 +564,9 @@ type ChatCall struct {
 	// FinishReason is the last finish reason a delta carried (see the
 	// Finish constants); "" when none did.
 	FinishReason string
+	// StopSequence is the stop sequence the model reported stopping at
+	// (Delta.StopSequence); "" when none.
+	StopSequence string
 	// Stopped is set when the consumer stopped the stream early.
 	Stopped bool
 	// Annotations are facts layers report about the output (see Annotate);
@@ -552,6 +601,9 @@ func (c *ChatCall) emit(d Delta) bool {
 	c.Usage.Add(d.Usage)
 	if d.FinishReason != "" {
 		c.FinishReason = d.FinishReason
+	}
+	if d.StopSequence != "" {
+		c.StopSequence = d.StopSequence
 	}
 	if c.Stopped {
 		return false
@@ -613,6 +665,9 @@ func (c *ChatCall) Adopt(clone *ChatCall) {
 	if clone.FinishReason != "" {
 		c.FinishReason = clone.FinishReason
 	}
+	if clone.StopSequence != "" {
+		c.StopSequence = clone.StopSequence
+	}
 	c.chars += clone.chars
 	c.Meta.Attempts = clone.Meta.Attempts
 	c.Meta.Cached = c.Meta.Cached || clone.Meta.Cached
@@ -633,6 +688,9 @@ type ChatResponse struct {
 	// FinishReason is why the model stopped (see the Finish constants); ""
 	// when the stream did not say.
 	FinishReason string `json:"finish_reason,omitempty"`
+	// StopSequence is the stop sequence the model stopped at, when its
+	// provider reported it.
+	StopSequence string `json:"stop_sequence,omitempty"`
 	// Model is the model that served the call.
 	Model string `json:"model,omitempty"`
 	// Usage is the reported (or estimated) usage.

@@ -108,3 +108,27 @@ func ProviderModels(ctx context.Context, p *plan.Plan, have map[string]ModelClie
 	}
 	return out, nil
 }
+
+// upstreamIDKey carries the UpstreamRequestIDs of a context.
+type upstreamIDKey struct{}
+
+// UpstreamRequestIDs notes the ids providers gave the requests of a call.
+type UpstreamRequestIDs interface {
+	// NoteUpstreamRequestID notes the id of a request a model client sent.
+	NoteUpstreamRequestID(id string)
+}
+
+// WithUpstreamRequestID returns a context under which a model client that
+// reports the id its provider gave a request (ReportUpstreamRequestID)
+// hands it to ids. A gateway returns the id to its client.
+func WithUpstreamRequestID(ctx context.Context, ids UpstreamRequestIDs) context.Context {
+	return context.WithValue(ctx, upstreamIDKey{}, ids)
+}
+
+// ReportUpstreamRequestID hands id, the provider's id of the request a
+// model client sent, to the UpstreamRequestIDs of ctx, if any.
+func ReportUpstreamRequestID(ctx context.Context, id string) {
+	if ids, ok := ctx.Value(upstreamIDKey{}).(UpstreamRequestIDs); ok && id != "" {
+		ids.NoteUpstreamRequestID(id)
+	}
+}

@@ -12,15 +12,21 @@ import (
 )
 
 // anthropicChat is POST /v1/messages: Anthropic's Messages wire format.
-var anthropicChat = chatAPI{decode: decodeAnthropic, headers: anthropicHeaders, complete: completeAnthropic, stream: newAnthropicStream}
+var anthropicChat = chatAPI{decode: decodeAnthropic, headers: anthropicHeaders, complete: completeAnthropic, stream: newAnthropicStream,
+	requestIDHeader: "Request-Id"}
 
-// anthropicHeaders refuses a request that asks for beta features: the
-// gateway's client sends the API version and betas of its own, so the
-// client's would not reach the model. (anthropic-version is the client's
-// wire version, which the gateway speaks whatever it says.)
-func anthropicHeaders(h http.Header) error {
-	if b := strings.TrimSpace(h.Get("anthropic-beta")); b != "" {
-		return fmt.Errorf("anthropic-beta: %s: beta features are not carried by the gateway to the model; remove the header", b)
+// anthropicHeaders carries the beta features a request asks for (the
+// anthropic-beta header, repeated or comma-separated) to the model, which
+// an Anthropic model honours and an OpenAI-shaped one refuses.
+// (anthropic-version is the client's wire version, which the gateway
+// speaks whatever it says.)
+func anthropicHeaders(h http.Header, p *chatParams) error {
+	for _, v := range h.Values("anthropic-beta") {
+		for b := range strings.SplitSeq(v, ",") {
+			if b = strings.TrimSpace(b); b != "" {
+				p.req.Betas = append(p.req.Betas, b)
+			}
+		}
 	}
 	return nil
 }
@@ -40,6 +46,7 @@ type antRequest struct {
 	Metadata      *struct {
 		UserID string `json:"user_id"`
 	} `json:"metadata"`
+	CacheControl json.RawMessage `json:"cache_control"`
 	OutputConfig *struct {
 		Effort string `json:"effort"`
 		Format *struct {
@@ -69,8 +76,7 @@ type antBlock struct {
 	ToolUseID string          `json:"tool_use_id"`
 	Content   json.RawMessage `json:"content"`
 	IsError   bool            `json:"is_error"`
-	// CacheControl marks a prompt-cache breakpoint, which the gateway
-	// cannot carry.
+	// CacheControl marks a prompt-cache breakpoint.
 	CacheControl json.RawMessage `json:"cache_control"`
 }
 
@@ -79,8 +85,8 @@ type antTool struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description"`
 	InputSchema json.RawMessage `json:"input_schema"`
-	// CacheControl marks a prompt-cache breakpoint, which the gateway
-	// cannot carry.
+	Strict      bool            `json:"strict"`
+	// CacheControl marks a prompt-cache breakpoint.
 	CacheControl json.RawMessage `json:"cache_control"`
 }
 
@@ -112,11 +118,15 @@ func decodeAnthropic(body []byte, p *chatParams) error {
 	req.Model, req.MaxTokens = in.Model, in.MaxTokens
 	req.Messages = make([]runtime.Message, 0, len(in.Messages)+1)
 	if sys := nullIsEmpty(in.System); sys != nil {
-		text, err := blocksText(sys)
+		m, err := systemMessage(sys)
 		if err != nil {
 			return fmt.Errorf("system: %w", err)
 		}
-		req.Messages = append(req.Messages, runtime.Message{Role: "system", Content: text})
+		req.Messages = append(req.Messages, m)
+	}
+	var err error
+	if req.CacheControl, err = cacheControl(in.CacheControl); err != nil {
+		return fmt.Errorf("cache_control: %w", err)
 	}
 	for i := range in.Messages {
 		m, err := anthropicMessage(&in.Messages[i])
@@ -133,14 +143,17 @@ func decodeAnthropic(body []byte, p *chatParams) error {
 		if t.Name == "" {
 			return fmt.Errorf("tools[%d].name: required", i)
 		}
-		if nullIsEmpty(t.CacheControl) != nil {
-			return notCarried(fmt.Sprintf("tools[%d].cache_control", i))
+		cc, err := cacheControl(t.CacheControl)
+		if err != nil {
+			return fmt.Errorf("tools[%d].cache_control: %w", i, err)
 		}
-		req.Tools = append(req.Tools, runtime.ToolDef{Name: t.Name, Description: t.Description, Parameters: nullIsEmpty(t.InputSchema)})
+		req.Tools = append(req.Tools, runtime.ToolDef{Name: t.Name, Description: t.Description, Parameters: nullIsEmpty(t.InputSchema),
+			Strict: t.Strict, CacheControl: cc})
 	}
 	if tc := in.ToolChoice; tc != nil {
 		if tc.DisableParallelToolUse {
-			return notCarried("tool_choice.disable_parallel_tool_use")
+			no := false
+			req.ParallelToolCalls = &no
 		}
 		switch tc.Type {
 		case "auto", "none":
@@ -176,31 +189,94 @@ func decodeAnthropic(body []byte, p *chatParams) error {
 	return nil
 }
 
-// blocksText returns the text of a string or of an array of text blocks.
-func blocksText(raw json.RawMessage) (string, error) {
+// cacheControl decodes a prompt-cache breakpoint (nil for none).
+func cacheControl(raw json.RawMessage) (*runtime.CacheControl, error) {
+	if nullIsEmpty(raw) == nil {
+		return nil, nil
+	}
+	var cc runtime.CacheControl
+	if err := json.Unmarshal(raw, &cc); err != nil {
+		return nil, errors.New(`want {"type": "ephemeral", "ttl": "5m" or "1h"}`)
+	}
+	if cc.Type != "ephemeral" {
+		return nil, fmt.Errorf(`type: want "ephemeral", got %q`, cc.Type)
+	}
+	if cc.TTL != "" && cc.TTL != "5m" && cc.TTL != "1h" {
+		return nil, fmt.Errorf(`ttl: want "5m" or "1h", got %q`, cc.TTL)
+	}
+	return &cc, nil
+}
+
+// textBlocks decodes a string or an array of text blocks.
+func textBlocks(raw json.RawMessage) (string, []antBlock, error) {
 	if raw[0] == '"' {
 		var s string
 		err := json.Unmarshal(raw, &s)
-		return s, err
+		return s, nil, err
 	}
 	var blocks []antBlock
 	if err := json.Unmarshal(raw, &blocks); err != nil {
-		return "", errors.New("want a string or an array of text blocks")
+		return "", nil, errors.New("want a string or an array of text blocks")
 	}
-	var b strings.Builder
 	for i, bl := range blocks {
 		if bl.Type != "text" {
-			return "", fmt.Errorf(`[%d].type: want "text", got %q`, i, bl.Type)
+			return "", nil, fmt.Errorf(`[%d].type: want "text", got %q`, i, bl.Type)
 		}
-		if nullIsEmpty(bl.CacheControl) != nil {
-			return "", notCarried(fmt.Sprintf("[%d].cache_control", i))
+	}
+	return "", blocks, nil
+}
+
+// blocksText returns the text of a string or of an array of text blocks,
+// and the last prompt-cache breakpoint among the blocks.
+func blocksText(raw json.RawMessage) (string, *runtime.CacheControl, error) {
+	s, blocks, err := textBlocks(raw)
+	if err != nil || blocks == nil {
+		return s, nil, err
+	}
+	return joinBlocks(blocks)
+}
+
+// joinBlocks returns the text of text blocks, and the last prompt-cache
+// breakpoint among them.
+func joinBlocks(blocks []antBlock) (string, *runtime.CacheControl, error) {
+	var b strings.Builder
+	var last *runtime.CacheControl
+	for i, bl := range blocks {
+		cc, err := cacheControl(bl.CacheControl)
+		if err != nil {
+			return "", nil, fmt.Errorf("[%d].cache_control: %w", i, err)
+		}
+		if cc != nil {
+			last = cc
 		}
 		if b.Len() > 0 {
 			b.WriteByte('\n')
 		}
 		b.WriteString(bl.Text)
 	}
-	return b.String(), nil
+	return b.String(), last, nil
+}
+
+// systemMessage maps the system prompt: its text, or, when a block marks a
+// prompt-cache breakpoint, its blocks as text parts, each with its own.
+func systemMessage(raw json.RawMessage) (runtime.Message, error) {
+	m := runtime.Message{Role: "system"}
+	s, blocks, err := textBlocks(raw)
+	if err != nil || blocks == nil {
+		m.Content = s
+		return m, err
+	}
+	text, cached, err := joinBlocks(blocks)
+	if err != nil || cached == nil {
+		m.Content = text
+		return m, err
+	}
+	m.Parts = make([]runtime.ContentPart, len(blocks))
+	for i, bl := range blocks {
+		cc, _ := cacheControl(bl.CacheControl) // checked by joinBlocks
+		m.Parts[i] = runtime.ContentPart{Type: runtime.PartText, Text: bl.Text, CacheControl: cc}
+	}
+	return m, nil
 }
 
 // anthropicMessage maps one message: a string, or blocks of text, image,
@@ -223,15 +299,18 @@ func anthropicMessage(in *antMessage) (runtime.Message, error) {
 		return m, errors.New("content: want a string or an array of content blocks")
 	}
 	var text []string
+	cached := false
 	for j := range blocks {
 		bl := &blocks[j]
-		if nullIsEmpty(bl.CacheControl) != nil {
-			return m, notCarried(fmt.Sprintf("content[%d].cache_control", j))
+		cc, err := cacheControl(bl.CacheControl)
+		if err != nil {
+			return m, fmt.Errorf("content[%d].cache_control: %w", j, err)
 		}
+		cached = cached || cc != nil
 		switch bl.Type {
 		case "text":
 			text = append(text, bl.Text)
-			m.Parts = append(m.Parts, runtime.ContentPart{Type: runtime.PartText, Text: bl.Text})
+			m.Parts = append(m.Parts, runtime.ContentPart{Type: runtime.PartText, Text: bl.Text, CacheControl: cc})
 		case "image":
 			if in.Role != "user" {
 				return m, fmt.Errorf("content[%d]: an image belongs in a user message", j)
@@ -240,9 +319,9 @@ func anthropicMessage(in *antMessage) (runtime.Message, error) {
 			switch {
 			case src != nil && src.Type == "base64" && src.Data != "":
 				m.Parts = append(m.Parts, runtime.ContentPart{Type: runtime.PartImage, MediaType: src.MediaType,
-					ImageURL: "data:" + src.MediaType + ";base64," + src.Data})
+					ImageURL: "data:" + src.MediaType + ";base64," + src.Data, CacheControl: cc})
 			case src != nil && src.Type == "url" && src.URL != "":
-				m.Parts = append(m.Parts, runtime.ContentPart{Type: runtime.PartImage, ImageURL: src.URL})
+				m.Parts = append(m.Parts, runtime.ContentPart{Type: runtime.PartImage, ImageURL: src.URL, CacheControl: cc})
 			default:
 				return m, fmt.Errorf("content[%d].source: want {type: base64, media_type, data} or {type: url, url}", j)
 			}
@@ -257,7 +336,7 @@ func anthropicMessage(in *antMessage) (runtime.Message, error) {
 			if args == nil {
 				args = json.RawMessage("{}")
 			}
-			m.ToolCalls = append(m.ToolCalls, runtime.ToolUse{ID: bl.ID, Name: bl.Name, Arguments: args})
+			m.ToolCalls = append(m.ToolCalls, runtime.ToolUse{ID: bl.ID, Name: bl.Name, Arguments: args, CacheControl: cc})
 		case "tool_result":
 			if in.Role != "user" {
 				return m, fmt.Errorf("content[%d]: a tool_result block belongs in a user message", j)
@@ -267,12 +346,17 @@ func anthropicMessage(in *antMessage) (runtime.Message, error) {
 			}
 			var result string
 			if r := nullIsEmpty(bl.Content); r != nil {
-				var err error
-				if result, err = blocksText(r); err != nil {
+				var inner *runtime.CacheControl
+				if result, inner, err = blocksText(r); err != nil {
 					return m, fmt.Errorf("content[%d].content: %w", j, err)
 				}
+				// A breakpoint inside the result caches at its end: the
+				// result is one block upstream.
+				if cc == nil {
+					cc = inner
+				}
 			}
-			m.Parts = append(m.Parts, runtime.ContentPart{Type: runtime.PartToolResult, Text: result, ToolCallID: bl.ToolUseID, IsError: bl.IsError})
+			m.Parts = append(m.Parts, runtime.ContentPart{Type: runtime.PartToolResult, Text: result, ToolCallID: bl.ToolUseID, IsError: bl.IsError, CacheControl: cc})
 		case "thinking", "redacted_thinking":
 			// The gateway neither asks for extended thinking nor relays
 			// it, so it cannot hand a block back with its signature.
@@ -281,17 +365,21 @@ func anthropicMessage(in *antMessage) (runtime.Message, error) {
 			return m, fmt.Errorf(`content[%d].type: want "text", "image", "tool_use" or "tool_result", got %q`, j, bl.Type)
 		}
 	}
-	// Text alone rides in Content; with other parts it stays a part, in
-	// its place.
-	if len(text) == len(m.Parts) {
+	// Text alone rides in Content; with other parts, or a prompt-cache
+	// breakpoint, it stays a part, in its place.
+	if len(text) == len(m.Parts) && !cached {
 		m.Content, m.Parts = strings.Join(text, "\n"), nil
 	}
 	return m, nil
 }
 
 // stopReason maps a finish reason onto Anthropic's vocabulary.
-func stopReason(finish string, calls bool) string {
+func stopReason(finish, stopSeq string, calls bool) string {
 	switch finish {
+	case runtime.FinishStop:
+		if stopSeq != "" {
+			return "stop_sequence"
+		}
 	case runtime.FinishLength:
 		return "max_tokens"
 	case runtime.FinishToolCalls:
@@ -306,12 +394,24 @@ func stopReason(finish string, calls bool) string {
 	return "end_turn"
 }
 
+// appendStopSequence appends the stop_sequence field: the sequence the
+// model stopped at, else null.
+func appendStopSequence(b []byte, finish, stopSeq string) []byte {
+	b = append(b, `,"stop_sequence":`...)
+	if finish != runtime.FinishStop || stopSeq == "" {
+		return append(b, "null"...)
+	}
+	return appendJSONString(b, stopSeq)
+}
+
 // appendAnthropicUsage appends a usage object; Anthropic's input_tokens
-// excludes the tokens read from the prompt cache.
+// excludes the tokens read from the prompt cache and those written to it.
 func appendAnthropicUsage(b []byte, u runtime.Usage) []byte {
 	b = append(b, `{"input_tokens":`...)
-	b = appendInt(b, max(u.InputTokens-u.CachedInputTokens, 0))
-	b = append(b, `,"cache_creation_input_tokens":0,"cache_read_input_tokens":`...)
+	b = appendInt(b, max(u.InputTokens-u.CachedInputTokens-u.CacheWriteInputTokens, 0))
+	b = append(b, `,"cache_creation_input_tokens":`...)
+	b = appendInt(b, u.CacheWriteInputTokens)
+	b = append(b, `,"cache_read_input_tokens":`...)
 	b = appendInt(b, u.CachedInputTokens)
 	b = append(b, `,"output_tokens":`...)
 	b = appendInt(b, u.OutputTokens)
@@ -347,8 +447,9 @@ func completeAnthropic(x *exchange, p *chatParams, resp *runtime.ChatResponse) {
 		b = append(b, '}')
 	}
 	b = append(b, `],"stop_reason":`...)
-	b = appendJSONString(b, stopReason(resp.FinishReason, len(resp.ToolCalls) > 0))
-	b = append(b, `,"stop_sequence":null,"usage":`...)
+	b = appendJSONString(b, stopReason(resp.FinishReason, resp.StopSequence, len(resp.ToolCalls) > 0))
+	b = appendStopSequence(b, resp.FinishReason, resp.StopSequence)
+	b = append(b, `,"usage":`...)
 	b = appendAnthropicUsage(b, resp.Usage)
 	b = append(b, "}\n"...)
 	writeRaw(x, http.StatusOK, b)
@@ -389,7 +490,7 @@ type anthropicStream struct {
 type toolBlock struct{ call, block int }
 
 func newAnthropicStream(x *exchange, p *chatParams, served *servedSlot) chatStream {
-	return &anthropicStream{sse: sse{x: x, buf: make([]byte, 0, 512)}, p: p, served: served, id: responseID("msg_"), open: -1}
+	return &anthropicStream{sse: sse{x: x, buf: make([]byte, 0, 512), served: served}, p: p, served: served, id: responseID("msg_"), open: -1}
 }
 
 func (s *anthropicStream) event(name string) {
@@ -400,7 +501,7 @@ func (s *anthropicStream) event(name string) {
 
 func (s *anthropicStream) start(model string, u runtime.Usage) {
 	s.msg = true
-	s.inputIn = runtime.Usage{InputTokens: u.InputTokens, CachedInputTokens: u.CachedInputTokens}
+	s.inputIn = runtime.Usage{InputTokens: u.InputTokens, CachedInputTokens: u.CachedInputTokens, CacheWriteInputTokens: u.CacheWriteInputTokens}
 	s.event("message_start")
 	b := append(s.buf, `{"type":"message_start","message":{"id":`...)
 	b = appendJSONString(b, s.id)
@@ -490,8 +591,9 @@ func (s *anthropicStream) end(resp *runtime.ChatResponse) {
 	s.stopBlock()
 	s.event("message_delta")
 	b := append(s.buf, `{"type":"message_delta","delta":{"stop_reason":`...)
-	b = appendJSONString(b, stopReason(resp.FinishReason, len(s.tools) > 0))
-	b = append(b, `,"stop_sequence":null},"usage":`...)
+	b = appendJSONString(b, stopReason(resp.FinishReason, resp.StopSequence, len(s.tools) > 0))
+	b = appendStopSequence(b, resp.FinishReason, resp.StopSequence)
+	b = append(b, `},"usage":`...)
 	b = appendAnthropicUsage(b, resp.Usage)
 	b = append(b, "}\n\n"...)
 	s.buf = b

@@ -29,8 +29,12 @@ type chatParams struct {
 type chatAPI struct {
 	// decode turns a request body into p, or returns the problem.
 	decode func(body []byte, p *chatParams) error
-	// headers, when set, refuses request headers the route cannot carry.
-	headers func(h http.Header) error
+	// headers, when set, carries the request headers the route carries
+	// into p, and refuses those it cannot carry.
+	headers func(h http.Header, p *chatParams) error
+	// requestIDHeader names the response header that returns the
+	// upstream's request id.
+	requestIDHeader string
 	// complete answers a whole response.
 	complete func(x *exchange, p *chatParams, resp *runtime.ChatResponse)
 	// stream returns the writer of a streamed response.
@@ -62,7 +66,7 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 	var p chatParams
 	err := a.decode(body, &p)
 	if err == nil && a.headers != nil {
-		err = a.headers(x.r.Header)
+		err = a.headers(x.r.Header, &p)
 	}
 	if err != nil {
 		x.fail(http.StatusBadRequest, errBadRequest, err.Error())
@@ -92,8 +96,9 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 	}
 	defer finish()
 	x.run = runtime.RunOf(ctx).ID
-	served := &servedSlot{}
+	served := &servedSlot{idHeader: a.requestIDHeader}
 	ctx = context.WithValue(ctx, servedKey{}, served)
+	ctx = runtime.WithUpstreamRequestID(ctx, served)
 	if !p.stream {
 		resp, err := x.g.pl.Complete(ctx, p.req)
 		s.observeChat(x, &p, &resp, err)
@@ -104,6 +109,7 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 			x.failErr(err)
 			return
 		}
+		served.setHeader(x.Header())
 		a.complete(x, &p, &resp)
 		return
 	}
@@ -258,6 +264,21 @@ type servedKey struct{}
 // it before the first delta, since retry and fallback never switch after).
 type servedSlot struct {
 	name atomic.Pointer[string]
+	// id is the upstream's id of the request last sent, returned to the
+	// client in the header idHeader.
+	id       atomic.Pointer[string]
+	idHeader string
+}
+
+// NoteUpstreamRequestID implements runtime.UpstreamRequestIDs.
+func (s *servedSlot) NoteUpstreamRequestID(id string) { s.id.Store(&id) }
+
+// setHeader sets the request id header of a response, when the upstream
+// gave an id.
+func (s *servedSlot) setHeader(h http.Header) {
+	if id := s.id.Load(); id != nil && s.idHeader != "" {
+		h[s.idHeader] = []string{*id}
+	}
 }
 
 // get returns the model last called, or def.
@@ -289,10 +310,11 @@ func responseID(prefix string) string { return prefix + rand.Text() }
 // sse writes server-sent events: each event is written and flushed on its
 // own. The headers go out with the first event.
 type sse struct {
-	x     *exchange
-	buf   []byte
-	begun bool
-	gone  bool
+	x      *exchange
+	buf    []byte
+	begun  bool
+	gone   bool
+	served *servedSlot
 }
 
 // flushError is what net/http's response writer implements to report a
@@ -309,6 +331,9 @@ func (e *sse) begin() {
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
+	if e.served != nil {
+		e.served.setHeader(h)
+	}
 	e.x.WriteHeader(http.StatusOK)
 }
 

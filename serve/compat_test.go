@@ -3,12 +3,15 @@ package serve
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
+	anthropicoption "github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -117,7 +120,6 @@ func TestFieldsNotCarriedAreRefused(t *testing.T) {
 		header                   []string
 	}{
 		{"openai logprobs", "chat", `"logprobs": true, "top_logprobs": 3`, "logprobs", nil},
-		{"openai parallel_tool_calls false", "chat", `"parallel_tool_calls": false`, "parallel_tool_calls", nil},
 		{"openai frequency_penalty", "chat", `"frequency_penalty": 0.5`, "frequency_penalty", nil},
 		{"openai presence_penalty", "chat", `"presence_penalty": 0.5`, "presence_penalty", nil},
 		{"openai logit_bias", "chat", `"logit_bias": {"50256": -100}`, "logit_bias", nil},
@@ -127,21 +129,16 @@ func TestFieldsNotCarriedAreRefused(t *testing.T) {
 		{"openai web search", "chat", `"web_search_options": {}`, "web_search_options", nil},
 		{"openai legacy functions", "chat", `"functions": [{"name": "f"}]`, "functions", nil},
 		{"openai unknown field", "chat", `"chat_template_kwargs": {"x": 1}`, "chat_template_kwargs", nil},
-		{"openai strict tool", "chat", `"tools": [{"type": "function", "function": {"name": "get_weather", "strict": true, "parameters": {"type": "object"}}}]`, "tools[0].function.strict", nil},
 		{"openai image detail", "chat", `"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "https://example.com/a.png", "detail": "high"}}]}]`, "messages[0]: content[0].image_url.detail", nil},
 		{"openai audio input", "chat", `"messages": [{"role": "user", "content": [{"type": "input_audio", "input_audio": {"data": "AAAA", "format": "wav"}}]}]`, "messages[0]: content[0].type", nil},
 		{"anthropic thinking", "messages", `"thinking": {"type": "enabled", "budget_tokens": 2048}`, "thinking", nil},
 		{"anthropic top_k", "messages", `"top_k": 5`, "top_k", nil},
 		{"anthropic output effort", "messages", `"output_config": {"effort": "low"}`, "output_config.effort", nil},
-		{"anthropic automatic caching", "messages", `"cache_control": {"type": "ephemeral"}`, "cache_control", nil},
-		{"anthropic system cache_control", "messages", `"system": [{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}]`, "system: [0].cache_control", nil},
-		{"anthropic block cache_control", "messages", `"max_tokens": 64, "messages": [{"role": "user", "content": [{"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}}]}]`, "messages[0]: content[0].cache_control", nil},
-		{"anthropic tool cache_control", "messages", `"tools": [{"name": "get_weather", "input_schema": {"type": "object"}, "cache_control": {"type": "ephemeral"}}]`, "tools[0].cache_control", nil},
-		{"anthropic disable_parallel_tool_use", "messages", `"tool_choice": {"type": "auto", "disable_parallel_tool_use": true}`, "tool_choice.disable_parallel_tool_use", nil},
 		{"anthropic thinking block", "messages", `"max_tokens": 64, "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": [{"type": "thinking", "thinking": "hmm", "signature": "EqQBCgIYAhIM"}, {"type": "text", "text": "Hello"}]}, {"role": "user", "content": "again"}]`, "messages[1]: content[0]: a thinking block", nil},
 		{"anthropic redacted thinking block", "messages", `"max_tokens": 64, "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": [{"type": "redacted_thinking", "data": "EmwKAhgB"}]}, {"role": "user", "content": "again"}]`, "messages[1]: content[0]: a redacted_thinking block", nil},
+		{"anthropic cache_control of another type", "messages", `"cache_control": {"type": "persistent"}`, "cache_control: type", nil},
+		{"anthropic cache_control ttl", "messages", `"system": [{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral", "ttl": "2d"}}]`, "system: [0].cache_control: ttl", nil},
 		{"anthropic service tier", "messages", `"service_tier": "standard_only"`, "service_tier", nil},
-		{"anthropic beta header", "messages", ``, "anthropic-beta", []string{"anthropic-beta", "interleaved-thinking-2025-05-14"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			body, url, msgs := tt.body, g.url+"/v1/chat/completions", oaMsgs
@@ -167,7 +164,7 @@ func TestFieldsNotCarriedAreRefused(t *testing.T) {
 
 	// The same fields at their defaults are served.
 	code, _, resp := do(t, "POST", g.url+"/v1/chat/completions", clientKey, []byte(`{"model": "primary", `+oaMsgs+
-		`, "logprobs": false, "parallel_tool_calls": true, "frequency_penalty": 0, "presence_penalty": 0, "logit_bias": {}, "store": false, "n": 1, "user": null}`))
+		`, "logprobs": false, "frequency_penalty": 0, "presence_penalty": 0, "logit_bias": {}, "store": false, "n": 1, "user": null}`))
 	require.Equal(t, http.StatusOK, code, resp)
 	code, _, resp = do(t, "POST", g.url+"/v1/messages", clientKey, []byte(`{"model": "backup", `+anMsgs+
 		`, "thinking": {"type": "disabled"}, "tool_choice": {"type": "auto", "disable_parallel_tool_use": false}}`), "anthropic-version", "2023-06-01")
@@ -237,4 +234,123 @@ func TestUpstreamErrorsParseInTheSDKs(t *testing.T) {
 
 	code, _, _ := do(t, "POST", g.url+"/v1/messages/count_tokens", clientKey, []byte(`{"model": "backup", "messages": []}`))
 	assert.Equal(t, http.StatusNotFound, code)
+}
+
+// A strict tool and one tool call at a time (openai-agents sends strict
+// tools by default) reach both providers: OpenAI's function.strict and
+// parallel_tool_calls, Anthropic's strict and disable_parallel_tool_use.
+func TestStrictToolsAndSerialCallsReachBothProviders(t *testing.T) {
+	g := newGateway(t, `{use: "tracing"}`, []reply{{body: transcript(t, "openai", "text.sse")}}, []reply{{body: transcript(t, "anthropic", "text.sse")}})
+	strict := openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{Name: "get_weather", Strict: openai.Bool(true),
+		Parameters: shared.FunctionParameters{"type": "object", "required": []string{"location"}, "additionalProperties": false,
+			"properties": map[string]any{"location": map[string]any{"type": "string"}}}})
+	for _, model := range []string{"primary", "backup"} {
+		_, err := g.openai(t).Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: model,
+			Messages:          []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Weather in Lyon?")},
+			Tools:             []openai.ChatCompletionToolUnionParam{strict},
+			ParallelToolCalls: openai.Bool(false)})
+		require.NoError(t, err)
+	}
+	oa := sentTo(t, g.oa, 0)
+	assert.Equal(t, true, oa["tools"].([]any)[0].(map[string]any)["function"].(map[string]any)["strict"])
+	assert.Equal(t, false, oa["parallel_tool_calls"])
+	an := sentTo(t, g.an, 0)
+	assert.Equal(t, true, an["tools"].([]any)[0].(map[string]any)["strict"])
+	assert.Equal(t, map[string]any{"type": "auto", "disable_parallel_tool_use": true}, an["tool_choice"])
+}
+
+// claudeCodeBody is a Messages request as Claude Code style clients send
+// it: prompt-cache breakpoints on the request, the system prompt, the
+// tools and the last blocks, a strict tool, one tool call at a time.
+const claudeCodeBody = `{"model": %q, "max_tokens": 64, "cache_control": {"type": "ephemeral"},
+	"system": [{"type": "text", "text": "You are a coding agent."}, {"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral", "ttl": "1h"}}],
+	"tools": [{"name": "get_weather", "input_schema": {"type": "object"}, "strict": true, "cache_control": {"type": "ephemeral"}}],
+	"tool_choice": {"type": "auto", "disable_parallel_tool_use": true},
+	"messages": [
+		{"role": "user", "content": [{"type": "text", "text": "Weather?", "cache_control": {"type": "ephemeral"}}]},
+		{"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"location": "Lyon"}, "cache_control": {"type": "ephemeral"}}]},
+		{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": [{"type": "text", "text": "sunny", "cache_control": {"type": "ephemeral"}}]}]}]}`
+
+// Prompt-cache breakpoints and beta features reach an Anthropic model as
+// they were sent. To an OpenAI model, which caches by itself, the
+// breakpoints are dropped (a hint: the output is the same) and beta
+// features, which it cannot honour, fail the request with a 400.
+func TestCacheControlAndBetasReachAnthropic(t *testing.T) {
+	g := newGateway(t, `{use: "tracing"}`, []reply{{body: transcript(t, "openai", "text.sse")}}, []reply{{body: transcript(t, "anthropic", "text.sse")}})
+	code, _, resp := do(t, "POST", g.url+"/v1/messages", clientKey, fmt.Appendf(nil, claudeCodeBody, "backup"),
+		"anthropic-version", "2023-06-01", "anthropic-beta", "fine-grained-tool-streaming-2025-05-14, token-efficient-tools-2025-02-19")
+	require.Equal(t, http.StatusOK, code, resp)
+	assert.Equal(t, "fine-grained-tool-streaming-2025-05-14,token-efficient-tools-2025-02-19", g.an.header(0).Get("anthropic-beta"))
+	an := sentTo(t, g.an, 0)
+	eph, hour := map[string]any{"type": "ephemeral"}, map[string]any{"type": "ephemeral", "ttl": "1h"}
+	assert.Equal(t, eph, an["cache_control"])
+	assert.Equal(t, []any{map[string]any{"type": "text", "text": "You are a coding agent."},
+		map[string]any{"type": "text", "text": "Be brief.", "cache_control": hour}}, an["system"])
+	tool := an["tools"].([]any)[0].(map[string]any)
+	assert.Equal(t, eph, tool["cache_control"])
+	assert.Equal(t, true, tool["strict"])
+	assert.Equal(t, map[string]any{"type": "auto", "disable_parallel_tool_use": true}, an["tool_choice"])
+	msgs := an["messages"].([]any)
+	require.Len(t, msgs, 3)
+	for i, m := range msgs {
+		block := m.(map[string]any)["content"].([]any)[0].(map[string]any)
+		assert.Equal(t, eph, block["cache_control"], "messages[%d]", i)
+	}
+
+	code, _, resp = do(t, "POST", g.url+"/v1/messages", clientKey, fmt.Appendf(nil, claudeCodeBody, "primary"), "anthropic-version", "2023-06-01")
+	require.Equal(t, http.StatusOK, code, resp)
+	assert.NotContains(t, g.oa.body(0), "cache_control")
+	oa := sentTo(t, g.oa, 0)
+	assert.Equal(t, "You are a coding agent.\nBe brief.", oa["messages"].([]any)[0].(map[string]any)["content"])
+	assert.Equal(t, false, oa["parallel_tool_calls"])
+	assert.Equal(t, true, oa["tools"].([]any)[0].(map[string]any)["function"].(map[string]any)["strict"])
+
+	code, _, resp = do(t, "POST", g.url+"/v1/messages", clientKey, fmt.Appendf(nil, claudeCodeBody, "primary"),
+		"anthropic-version", "2023-06-01", "anthropic-beta", "interleaved-thinking-2025-05-14")
+	require.Equal(t, http.StatusBadRequest, code, resp)
+	assert.Contains(t, resp, "anthropic-beta: interleaved-thinking-2025-05-14")
+	assert.Equal(t, 1, g.oa.requests(), "the request with beta features never reached the OpenAI upstream")
+}
+
+// The stop sequence the model stopped at, the tokens written to the
+// prompt cache and the upstream's request id reach the Anthropic SDK,
+// whole and streamed; the OpenAI SDK gets the request id too.
+func TestStopSequenceCacheWritesAndRequestIDComeBack(t *testing.T) {
+	stopped := reply{body: transcript(t, "anthropic", "stop_sequence.sse"), header: map[string]string{"request-id": "req_011CSHoEeqs5C35K2UUqR7Fy"}}
+	text := reply{body: transcript(t, "openai", "text.sse"), header: map[string]string{"x-request-id": "req_4f2a9c"}}
+	g := newGateway(t, `{use: "tracing"}`, []reply{text, text}, []reply{stopped, stopped})
+	params := anthropic.MessageNewParams{Model: "backup", MaxTokens: 64, StopSequences: []string{"FOUR"},
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Count to five."))}}
+	var raw *http.Response
+	msg, err := g.anthropic(t).Messages.New(context.Background(), params, anthropicoption.WithResponseInto(&raw))
+	require.NoError(t, err)
+	assert.Equal(t, "req_011CSHoEeqs5C35K2UUqR7Fy", raw.Header.Get("request-id"))
+	check := func(msg *anthropic.Message) {
+		assert.Equal(t, anthropic.StopReasonStopSequence, msg.StopReason)
+		assert.Equal(t, "FOUR", msg.StopSequence)
+		assert.Equal(t, int64(20), msg.Usage.InputTokens)
+		assert.Equal(t, int64(1500), msg.Usage.CacheCreationInputTokens)
+		assert.Equal(t, int64(300), msg.Usage.CacheReadInputTokens)
+		assert.Equal(t, int64(6), msg.Usage.OutputTokens)
+	}
+	check(msg)
+
+	stream := g.anthropic(t).Messages.NewStreaming(context.Background(), params, anthropicoption.WithResponseInto(&raw))
+	var acc anthropic.Message
+	for stream.Next() {
+		require.NoError(t, acc.Accumulate(stream.Current()))
+	}
+	require.NoError(t, stream.Err())
+	assert.Equal(t, "req_011CSHoEeqs5C35K2UUqR7Fy", raw.Header.Get("request-id"))
+	check(&acc)
+
+	oaParams := openai.ChatCompletionNewParams{Model: "primary", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}}
+	_, err = g.openai(t).Chat.Completions.New(context.Background(), oaParams, option.WithResponseInto(&raw))
+	require.NoError(t, err)
+	assert.Equal(t, "req_4f2a9c", raw.Header.Get("x-request-id"))
+	oaStream := g.openai(t).Chat.Completions.NewStreaming(context.Background(), oaParams, option.WithResponseInto(&raw))
+	for oaStream.Next() {
+	}
+	require.NoError(t, oaStream.Err())
+	assert.Equal(t, "req_4f2a9c", raw.Header.Get("x-request-id"))
 }

@@ -17,20 +17,20 @@ import (
 
 // openAICarried are the Chat Completions fields the gateway carries.
 var openAICarried = []string{"model", "messages", "max_tokens", "max_completion_tokens", "tools", "tool_choice",
-	"temperature", "top_p", "stop", "seed", "response_format", "stream", "stream_options", "metadata", "n", "user"}
+	"temperature", "top_p", "stop", "seed", "response_format", "stream", "stream_options", "metadata", "n", "user",
+	"parallel_tool_calls"}
 
 // anthropicCarried are the Messages fields the gateway carries.
 var anthropicCarried = []string{"model", "max_tokens", "system", "messages", "tools", "tool_choice",
-	"temperature", "top_p", "stop_sequences", "stream", "metadata", "output_config"}
+	"temperature", "top_p", "stop_sequences", "stream", "metadata", "output_config", "cache_control"}
 
 // fieldDefaults are, for the fields whose default is not their JSON zero
 // value, the values at which the field asks for nothing (besides null).
 var fieldDefaults = map[string][]string{
-	"parallel_tool_calls": {"true"},
-	"web_search_options":  {}, // {} asks for a web search
-	"service_tier":        {`""`, `"auto"`, `"default"`},
-	"modalities":          {"[]", `["text"]`},
-	"thinking":            {`{"type":"disabled"}`},
+	"web_search_options": {}, // {} asks for a web search
+	"service_tier":       {`""`, `"auto"`, `"default"`},
+	"modalities":         {"[]", `["text"]`},
+	"thinking":           {`{"type":"disabled"}`},
 }
 
 // checkFields refuses the top-level fields of body that are not carried

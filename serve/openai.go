@@ -14,7 +14,7 @@ import (
 
 // openAIChat is POST /v1/chat/completions: OpenAI's Chat Completions wire
 // format.
-var openAIChat = chatAPI{decode: decodeOpenAI, complete: completeOpenAI, stream: newOpenAIStream}
+var openAIChat = chatAPI{decode: decodeOpenAI, complete: completeOpenAI, stream: newOpenAIStream, requestIDHeader: "X-Request-Id"}
 
 // The request body of the Chat Completions API: the fields the gateway
 // maps. Fields it does not know are ignored, as the API's clients send
@@ -35,9 +35,10 @@ type oaRequest struct {
 	StreamOptions       *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
-	Metadata map[string]string `json:"metadata"`
-	N        *int              `json:"n"`
-	User     string            `json:"user"`
+	Metadata          map[string]string `json:"metadata"`
+	N                 *int              `json:"n"`
+	User              string            `json:"user"`
+	ParallelToolCalls *bool             `json:"parallel_tool_calls"`
 }
 
 type oaMessage struct {
@@ -132,11 +133,10 @@ func decodeOpenAI(body []byte, p *chatParams) error {
 		if t.Function.Name == "" {
 			return fmt.Errorf("tools[%d].function.name: required", i)
 		}
-		if t.Function.Strict {
-			return notCarried(fmt.Sprintf("tools[%d].function.strict", i))
-		}
-		req.Tools = append(req.Tools, runtime.ToolDef{Name: t.Function.Name, Description: t.Function.Description, Parameters: nullIsEmpty(t.Function.Parameters)})
+		req.Tools = append(req.Tools, runtime.ToolDef{Name: t.Function.Name, Description: t.Function.Description,
+			Parameters: nullIsEmpty(t.Function.Parameters), Strict: t.Function.Strict})
 	}
+	req.ParallelToolCalls = in.ParallelToolCalls
 	if len(in.ToolChoice) > 0 && string(in.ToolChoice) != "null" {
 		var s string
 		if json.Unmarshal(in.ToolChoice, &s) == nil {
@@ -355,7 +355,7 @@ type openAIStream struct {
 }
 
 func newOpenAIStream(x *exchange, p *chatParams, served *servedSlot) chatStream {
-	return &openAIStream{sse: sse{x: x, buf: make([]byte, 0, 512)}, p: p, served: served, id: responseID("chatcmpl-"), created: unixNow()}
+	return &openAIStream{sse: sse{x: x, buf: make([]byte, 0, 512), served: served}, p: p, served: served, id: responseID("chatcmpl-"), created: unixNow()}
 }
 
 // chunk opens one chunk event up to its delta object.

@@ -39,3 +39,15 @@ func TestCachedInputTokensArePricedAtTheCachedRate(t *testing.T) {
 	assert.InDelta(t, 2.88, m.Ledger("").USD, 1e-9)
 	assert.Equal(t, int64(1_100_000), m.Ledger("").Tokens())
 }
+
+func TestCacheWritesArePricedAtTheCacheWriteRate(t *testing.T) {
+	read, write := 0.3, 3.75
+	rates := plan.Model{USDPerMTokIn: 3, USDPerMTokOut: 15, USDPerMTokCached: &read, USDPerMTokCacheWrite: &write}
+	u := runtime.Usage{InputTokens: 1_000_000, OutputTokens: 100_000, CachedInputTokens: 200_000, CacheWriteInputTokens: 500_000}
+	// 300k fresh input at 3, 200k read at 0.3, 500k written at 3.75, 100k output at 15.
+	assert.InDelta(t, 0.9+0.06+1.875+1.5, meter.Cost(rates, u), 1e-9)
+	assert.InDelta(t, 2.4+0.06+1.5, meter.Cost(plan.Model{USDPerMTokIn: 3, USDPerMTokOut: 15, USDPerMTokCached: &read}, u), 1e-9,
+		"without usd_per_mtok_cache_write, written tokens are input")
+	over := runtime.Usage{InputTokens: 10, CachedInputTokens: 4, CacheWriteInputTokens: 1_000_000}
+	assert.InDelta(t, (4*0.3+6*3.75)/1e6, meter.Cost(rates, over), 1e-12, "reads and writes never exceed the input tokens")
+}

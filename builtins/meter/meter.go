@@ -255,12 +255,20 @@ func (m *Meter) Cost(model string, u runtime.Usage) float64 {
 	return Cost(m.rates[model], u)
 }
 
-// Cost returns the cost in US dollars of usage at the rates of r.
+// Cost returns the cost in US dollars of usage at the rates of r: the
+// input tokens read from the prompt cache at usd_per_mtok_cached and those
+// written to it at usd_per_mtok_cache_write, when r declares them, the
+// rest of the input at usd_per_mtok_in.
 func Cost(r plan.Model, u runtime.Usage) float64 {
+	input := max(u.InputTokens, 0)
 	in := float64(u.InputTokens) * r.USDPerMTokIn
+	cached := min(max(u.CachedInputTokens, 0), input)
 	if r.USDPerMTokCached != nil {
-		cached := float64(min(max(u.CachedInputTokens, 0), max(u.InputTokens, 0)))
-		in += cached * (*r.USDPerMTokCached - r.USDPerMTokIn)
+		in += float64(cached) * (*r.USDPerMTokCached - r.USDPerMTokIn)
+	}
+	if r.USDPerMTokCacheWrite != nil {
+		written := float64(min(max(u.CacheWriteInputTokens, 0), input-cached))
+		in += written * (*r.USDPerMTokCacheWrite - r.USDPerMTokIn)
 	}
 	return (in + float64(u.OutputTokens)*r.USDPerMTokOut) / 1e6
 }
@@ -313,7 +321,8 @@ func (m *Meter) price(charges []runtime.Charge, u runtime.Usage, model string) f
 		rest = rest.Sub(ch.Usage)
 	}
 	rest = runtime.Usage{InputTokens: max(rest.InputTokens, 0), OutputTokens: max(rest.OutputTokens, 0),
-		CachedInputTokens: max(rest.CachedInputTokens, 0), ReasoningTokens: max(rest.ReasoningTokens, 0)}
+		CachedInputTokens: max(rest.CachedInputTokens, 0), ReasoningTokens: max(rest.ReasoningTokens, 0),
+		CacheWriteInputTokens: max(rest.CacheWriteInputTokens, 0)}
 	if rest != (runtime.Usage{}) {
 		usd += m.Cost(model, rest)
 	}
@@ -348,7 +357,8 @@ func absurd(u runtime.Usage) string {
 		name string
 		n    int64
 	}{{"input_tokens", u.InputTokens}, {"output_tokens", u.OutputTokens},
-		{"cached_input_tokens", u.CachedInputTokens}, {"reasoning_tokens", u.ReasoningTokens}} {
+		{"cached_input_tokens", u.CachedInputTokens}, {"reasoning_tokens", u.ReasoningTokens},
+		{"cache_write_input_tokens", u.CacheWriteInputTokens}} {
 		if f.n < 0 || f.n > MaxCallTokens {
 			return fmt.Sprintf("%s %d", f.name, f.n)
 		}
@@ -369,8 +379,9 @@ func (m *Meter) absurdUsage(ctx context.Context, key string, reserved string, mo
 		return n
 	}
 	u = runtime.Usage{InputTokens: clamp(u.InputTokens), OutputTokens: clamp(u.OutputTokens),
-		CachedInputTokens: min(clamp(u.CachedInputTokens), clamp(u.InputTokens)),
-		ReasoningTokens:   min(clamp(u.ReasoningTokens), clamp(u.OutputTokens))}
+		CachedInputTokens:     min(clamp(u.CachedInputTokens), clamp(u.InputTokens)),
+		CacheWriteInputTokens: min(clamp(u.CacheWriteInputTokens), clamp(u.InputTokens)),
+		ReasoningTokens:       min(clamp(u.ReasoningTokens), clamp(u.OutputTokens))}
 	usd := m.Cost(model, u)
 	if m.OnError == "open" {
 		m.logger.WarnContext(ctx, "meter: the model reported absurd usage; charged at the per-call cap", "model", model, "usage", bad)

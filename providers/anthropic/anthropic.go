@@ -115,7 +115,7 @@ func New(cfg Config) (*Client, error) {
 func (c *Client) Stream(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
 	params, opts, err := c.params(req)
 	if err != nil {
-		return &runtime.CallError{Kind: runtime.KindPermanent, Message: fmt.Sprintf("anthropic %s: %v", c.cfg.Model, err)}
+		return &runtime.CallError{Kind: runtime.KindPermanent, Status: http.StatusBadRequest, Message: fmt.Sprintf("anthropic %s: %v", c.cfg.Model, err)}
 	}
 	// The SDK sends the request and frames the events (pings and error
 	// events included); the events are decoded into event, the few fields
@@ -129,6 +129,7 @@ func (c *Client) Stream(ctx context.Context, req *runtime.ChatRequest, yield fun
 	if raw == nil {
 		return c.call.Truncated(0)
 	}
+	runtime.ReportUpstreamRequestID(ctx, raw.Header.Get("request-id"))
 	stream := ssestream.NewStream[event](ssestream.NewDecoder(raw), nil)
 	defer stream.Close()
 	return c.consume(ctx, stream, yield)
@@ -159,10 +160,11 @@ type event struct {
 		Text string `json:"text"`
 	} `json:"content_block"`
 	Delta struct {
-		Type        string `json:"type"`
-		Text        string `json:"text"`
-		PartialJSON string `json:"partial_json"`
-		StopReason  string `json:"stop_reason"`
+		Type         string `json:"type"`
+		Text         string `json:"text"`
+		PartialJSON  string `json:"partial_json"`
+		StopReason   string `json:"stop_reason"`
+		StopSequence string `json:"stop_sequence"`
 	} `json:"delta"`
 	Usage usage `json:"usage"`
 }
@@ -193,6 +195,7 @@ func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[event], y
 		sent    runtime.Usage // the input usage already sent
 		output  runtime.Usage // from message_delta (cumulative)
 		finish  string
+		stopSeq string
 		stopped bool
 		// tools maps content block indexes to tool-call indexes.
 		tools []int64
@@ -200,7 +203,7 @@ func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[event], y
 	)
 	emit := func(d runtime.Delta) bool {
 		if deltas == 0 {
-			d.Usage.InputTokens, d.Usage.CachedInputTokens = input.InputTokens, input.CachedInputTokens
+			d.Usage.InputTokens, d.Usage.CachedInputTokens, d.Usage.CacheWriteInputTokens = input.InputTokens, input.CachedInputTokens, input.CacheWriteInputTokens
 			sent = input
 		}
 		deltas++
@@ -223,7 +226,7 @@ func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[event], y
 		case "message_start":
 			u := &ev.Message.Usage
 			input = runtime.Usage{InputTokens: u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens,
-				CachedInputTokens: u.CacheReadInputTokens}
+				CachedInputTokens: u.CacheReadInputTokens, CacheWriteInputTokens: u.CacheCreationInputTokens}
 			output.OutputTokens = u.OutputTokens
 		case "content_block_start":
 			cb := &ev.ContentBlock
@@ -258,12 +261,16 @@ func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[event], y
 		case "message_delta":
 			if r := ev.Delta.StopReason; r != "" {
 				finish = finishReason(r)
+				if r == "stop_sequence" {
+					stopSeq = ev.Delta.StopSequence
+				}
 			}
 			u := &ev.Usage
 			output.OutputTokens = u.OutputTokens
 			output.ReasoningTokens = u.OutputTokensDetails.ThinkingTokens
 			if in := u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens; in > input.InputTokens {
-				input = runtime.Usage{InputTokens: in, CachedInputTokens: max(u.CacheReadInputTokens, input.CachedInputTokens)}
+				input = runtime.Usage{InputTokens: in, CachedInputTokens: max(u.CacheReadInputTokens, input.CachedInputTokens),
+					CacheWriteInputTokens: max(u.CacheCreationInputTokens, input.CacheWriteInputTokens)}
 			}
 		case "message_stop":
 			stopped = true
@@ -281,8 +288,9 @@ func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[event], y
 	if finish == "" {
 		finish = runtime.FinishStop
 	}
-	last := runtime.Delta{FinishReason: finish, Usage: runtime.Usage{OutputTokens: output.OutputTokens, ReasoningTokens: output.ReasoningTokens,
-		InputTokens: input.InputTokens - sent.InputTokens, CachedInputTokens: input.CachedInputTokens - sent.CachedInputTokens}}
+	last := runtime.Delta{FinishReason: finish, StopSequence: stopSeq, Usage: runtime.Usage{OutputTokens: output.OutputTokens, ReasoningTokens: output.ReasoningTokens,
+		InputTokens: input.InputTokens - sent.InputTokens, CachedInputTokens: input.CachedInputTokens - sent.CachedInputTokens,
+		CacheWriteInputTokens: input.CacheWriteInputTokens - sent.CacheWriteInputTokens}}
 	deltas++
 	yield(last)
 	return nil
@@ -344,16 +352,38 @@ func (c *Client) params(req *runtime.ChatRequest) (anthropic.MessageNewParams, [
 		}
 		p.Tools = append(p.Tools, anthropic.ToolUnionParam{OfTool: tp})
 	}
+	// One tool call at a time is the tool choice's
+	// disable_parallel_tool_use, which needs a tool choice (auto by
+	// default); it means nothing with none, nor without tools.
+	serial := req.ParallelToolCalls != nil && !*req.ParallelToolCalls && len(req.Tools) > 0
 	switch req.ToolChoice {
 	case "":
+		if serial {
+			p.ToolChoice.OfAuto = &anthropic.ToolChoiceAutoParam{DisableParallelToolUse: anthropic.Bool(true)}
+		}
 	case "auto":
 		p.ToolChoice.OfAuto = &anthropic.ToolChoiceAutoParam{}
+		if serial {
+			p.ToolChoice.OfAuto.DisableParallelToolUse = anthropic.Bool(true)
+		}
 	case "none":
 		p.ToolChoice.OfNone = &anthropic.ToolChoiceNoneParam{}
 	case "required":
 		p.ToolChoice.OfAny = &anthropic.ToolChoiceAnyParam{}
+		if serial {
+			p.ToolChoice.OfAny.DisableParallelToolUse = anthropic.Bool(true)
+		}
 	default:
 		p.ToolChoice.OfTool = &anthropic.ToolChoiceToolParam{Name: req.ToolChoice}
+		if serial {
+			p.ToolChoice.OfTool.DisableParallelToolUse = anthropic.Bool(true)
+		}
+	}
+	if req.CacheControl != nil {
+		p.CacheControl = cacheControl(req.CacheControl)
+	}
+	if len(req.Betas) > 0 {
+		opts = append(opts, option.WithHeader("anthropic-beta", strings.Join(req.Betas, ",")))
 	}
 	if req.Temperature != nil {
 		opts = append(opts, option.WithJSONSet("temperature", *req.Temperature))
@@ -381,6 +411,12 @@ func (c *Client) params(req *runtime.ChatRequest) (anthropic.MessageNewParams, [
 // have fields of their own, its other keywords ride along.
 func tool(t runtime.ToolDef) (*anthropic.ToolParam, error) {
 	tp := &anthropic.ToolParam{Name: t.Name}
+	if t.Strict {
+		tp.Strict = anthropic.Bool(true)
+	}
+	if t.CacheControl != nil {
+		tp.CacheControl = cacheControl(t.CacheControl)
+	}
 	if t.Description != "" {
 		tp.Description = anthropic.String(t.Description)
 	}
@@ -433,7 +469,7 @@ func messages(in []runtime.Message) ([]anthropic.TextBlockParam, []anthropic.Mes
 			}
 			for _, p := range m.Parts {
 				if p.Type == runtime.PartText && p.Text != "" {
-					sys = append(sys, anthropic.TextBlockParam{Text: p.Text})
+					sys = append(sys, anthropic.TextBlockParam{Text: p.Text, CacheControl: cacheControl(p.CacheControl)})
 				}
 			}
 		case "tool":
@@ -442,7 +478,7 @@ func messages(in []runtime.Message) ([]anthropic.TextBlockParam, []anthropic.Mes
 			n := len(results)
 			for _, p := range m.Parts {
 				if p.Type == runtime.PartToolResult {
-					results = append(results, anthropic.NewToolResultBlock(p.ToolCallID, p.Text, p.IsError))
+					results = append(results, withCache(anthropic.NewToolResultBlock(p.ToolCallID, p.Text, p.IsError), p.CacheControl))
 				}
 			}
 			if len(results) == n && m.ToolCallID != "" {
@@ -452,7 +488,7 @@ func messages(in []runtime.Message) ([]anthropic.TextBlockParam, []anthropic.Mes
 			var blocks []anthropic.ContentBlockParamUnion
 			for _, p := range m.Parts {
 				if p.Type == runtime.PartToolResult {
-					results = append(results, anthropic.NewToolResultBlock(p.ToolCallID, p.Text, p.IsError))
+					results = append(results, withCache(anthropic.NewToolResultBlock(p.ToolCallID, p.Text, p.IsError), p.CacheControl))
 				}
 			}
 			if m.Content != "" {
@@ -461,9 +497,9 @@ func messages(in []runtime.Message) ([]anthropic.TextBlockParam, []anthropic.Mes
 			for _, p := range m.Parts {
 				switch p.Type {
 				case runtime.PartText:
-					blocks = append(blocks, anthropic.NewTextBlock(p.Text))
+					blocks = append(blocks, withCache(anthropic.NewTextBlock(p.Text), p.CacheControl))
 				case runtime.PartImage:
-					blocks = append(blocks, image(p))
+					blocks = append(blocks, withCache(image(p), p.CacheControl))
 				}
 			}
 			if len(blocks) == 0 && results == nil {
@@ -482,7 +518,7 @@ func messages(in []runtime.Message) ([]anthropic.TextBlockParam, []anthropic.Mes
 			}
 			for _, p := range m.Parts {
 				if p.Type == runtime.PartText && p.Text != "" {
-					blocks = append(blocks, anthropic.NewTextBlock(p.Text))
+					blocks = append(blocks, withCache(anthropic.NewTextBlock(p.Text), p.CacheControl))
 				}
 			}
 			for _, tc := range m.ToolCalls {
@@ -490,7 +526,7 @@ func messages(in []runtime.Message) ([]anthropic.TextBlockParam, []anthropic.Mes
 				if len(input) == 0 {
 					input = json.RawMessage("{}")
 				}
-				blocks = append(blocks, anthropic.NewToolUseBlock(tc.ID, input, tc.Name))
+				blocks = append(blocks, withCache(anthropic.NewToolUseBlock(tc.ID, input, tc.Name), tc.CacheControl))
 			}
 			out = append(out, anthropic.NewAssistantMessage(blocks...))
 		default:
@@ -513,4 +549,25 @@ func image(p runtime.ContentPart) anthropic.ContentBlockParamUnion {
 		}
 	}
 	return anthropic.NewImageBlockBase64(media, data)
+}
+
+// cacheControl maps a prompt-cache breakpoint (nil: none, the zero value,
+// which is not sent).
+func cacheControl(c *runtime.CacheControl) anthropic.CacheControlEphemeralParam {
+	if c == nil {
+		return anthropic.CacheControlEphemeralParam{}
+	}
+	cc := anthropic.NewCacheControlEphemeralParam()
+	cc.TTL = anthropic.CacheControlEphemeralTTL(c.TTL)
+	return cc
+}
+
+// withCache sets the prompt-cache breakpoint of block.
+func withCache(block anthropic.ContentBlockParamUnion, c *runtime.CacheControl) anthropic.ContentBlockParamUnion {
+	if c != nil {
+		if p := block.GetCacheControl(); p != nil {
+			*p = cacheControl(c)
+		}
+	}
+	return block
 }

@@ -185,3 +185,73 @@ func TestFieldOfUnexpectedTypeReadsAsZero(t *testing.T) {
 	assert.Equal(t, runtime.Usage{OutputTokens: 2}, sum(ds))
 	assert.Equal(t, "stop", ds[len(ds)-1].FinishReason)
 }
+
+// TestCarriedFields: a strict tool, prompt-cache breakpoints (request,
+// system, text, image, tool_use, tool_result, tool), one tool call at a
+// time and beta features reach the API as its own fields and header; the
+// stop sequence the model stopped at, the tokens written to the cache and
+// the request's id come back.
+func TestCarriedFields(t *testing.T) {
+	s := ssetest.New(t, ssetest.Reply{Body: ssetest.Transcript(t, "stop_sequence.sse"), Header: map[string]string{"request-id": "req_011CSHoEeqs5C35K2UUqR7Fy"}})
+	eph := &runtime.CacheControl{Type: "ephemeral"}
+	hour := &runtime.CacheControl{Type: "ephemeral", TTL: "1h"}
+	req := runtime.ChatRequest{Model: "backup", CacheControl: eph, ParallelToolCalls: ptr(false), Betas: []string{"a-2025-01-01", "b-2025-02-02"},
+		Tools: []runtime.ToolDef{{Name: "get_weather", Parameters: json.RawMessage(`{"type":"object"}`), Strict: true, CacheControl: hour}},
+		Messages: []runtime.Message{
+			{Role: "system", Parts: []runtime.ContentPart{{Type: runtime.PartText, Text: "be kind"}, {Type: runtime.PartText, Text: "be brief", CacheControl: hour}}},
+			{Role: "user", Parts: []runtime.ContentPart{{Type: runtime.PartText, Text: "count", CacheControl: eph},
+				{Type: runtime.PartImage, ImageURL: "https://example.com/a.png", CacheControl: eph}}},
+			{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "toolu_1", Name: "get_weather", Arguments: json.RawMessage(`{}`), CacheControl: eph}}},
+			{Role: "user", Parts: []runtime.ContentPart{{Type: runtime.PartToolResult, ToolCallID: "toolu_1", Text: "sunny", CacheControl: eph}}},
+		}}
+	var id string
+	ctx := runtime.WithUpstreamRequestID(context.Background(), noteID(func(s string) { id = s }))
+	var ds []runtime.Delta
+	require.NoError(t, client(t, s).Stream(ctx, &req, func(d runtime.Delta) bool { ds = append(ds, d); return true }))
+	last := ds[len(ds)-1]
+	assert.Equal(t, "stop", last.FinishReason)
+	assert.Equal(t, "FOUR", last.StopSequence)
+	assert.Equal(t, runtime.Usage{InputTokens: 1820, CachedInputTokens: 300, CacheWriteInputTokens: 1500, OutputTokens: 6}, sum(ds))
+	assert.Equal(t, "req_011CSHoEeqs5C35K2UUqR7Fy", id)
+
+	assert.Equal(t, "a-2025-01-01,b-2025-02-02", s.Headers()[0].Get("Anthropic-Beta"))
+	var body map[string]any
+	require.NoError(t, json.Unmarshal(s.Bodies()[0], &body))
+	ephJSON, hourJSON := map[string]any{"type": "ephemeral"}, map[string]any{"type": "ephemeral", "ttl": "1h"}
+	assert.Equal(t, ephJSON, body["cache_control"])
+	assert.Equal(t, map[string]any{"type": "auto", "disable_parallel_tool_use": true}, body["tool_choice"])
+	tool := body["tools"].([]any)[0].(map[string]any)
+	assert.Equal(t, true, tool["strict"])
+	assert.Equal(t, hourJSON, tool["cache_control"])
+	assert.Equal(t, []any{map[string]any{"type": "text", "text": "be kind"}, map[string]any{"type": "text", "text": "be brief", "cache_control": hourJSON}}, body["system"])
+	msgs := body["messages"].([]any)
+	block := func(m, b int) map[string]any {
+		return msgs[m].(map[string]any)["content"].([]any)[b].(map[string]any)
+	}
+	for _, at := range [][2]int{{0, 0}, {0, 1}, {1, 0}, {2, 0}} {
+		assert.Equal(t, ephJSON, block(at[0], at[1])["cache_control"], "message %d block %d", at[0], at[1])
+	}
+}
+
+// A request without the fields sends none of them.
+func TestCarriedFieldsAbsent(t *testing.T) {
+	s := ssetest.New(t, ssetest.Reply{Body: ssetest.Transcript(t, "text.sse")})
+	req := hi()
+	req.Tools = []runtime.ToolDef{{Name: "get_weather"}}
+	req.ParallelToolCalls = ptr(true)
+	_, err := ssetest.Collect(t, client(t, s), req)
+	require.NoError(t, err)
+	var body map[string]any
+	require.NoError(t, json.Unmarshal(s.Bodies()[0], &body))
+	assert.NotContains(t, body, "cache_control")
+	assert.NotContains(t, body, "tool_choice")
+	assert.NotContains(t, body["tools"].([]any)[0], "strict")
+	assert.Empty(t, s.Headers()[0].Get("Anthropic-Beta"))
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// noteID is a func as runtime.UpstreamRequestIDs.
+type noteID func(string)
+
+func (f noteID) NoteUpstreamRequestID(id string) { f(id) }

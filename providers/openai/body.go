@@ -3,6 +3,8 @@ package openai
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/openai/openai-go/v3/shared"
 
@@ -15,6 +17,11 @@ import (
 // slice (the SDK's reflective encoding cost about as much as the rest of
 // sending the request).
 func (c *Client) body(req *runtime.ChatRequest) ([]byte, error) {
+	if len(req.Betas) > 0 {
+		// Beta features of Anthropic's API: an OpenAI-shaped model cannot
+		// honour them, and the call must not be served without them.
+		return nil, fmt.Errorf("the request asks for Anthropic beta features (anthropic-beta: %s), which an OpenAI-shaped model cannot honour", strings.Join(req.Betas, ","))
+	}
 	b := make([]byte, 0, 256+c.sizeHint(req))
 	b = append(b, `{"stream":true,"model":`...)
 	b = wire.AppendString(b, c.cfg.Model)
@@ -51,9 +58,17 @@ func (c *Client) body(req *runtime.ChatRequest) ([]byte, error) {
 					return nil, fmt.Errorf("tool %s: parameters are not a JSON object: %w", t.Name, err)
 				}
 			}
+			if t.Strict {
+				b = append(b, `,"strict":true`...)
+			}
 			b = append(b, "}}"...)
 		}
 		b = append(b, ']')
+		// The API takes parallel_tool_calls only with tools.
+		if p := req.ParallelToolCalls; p != nil {
+			b = append(b, `,"parallel_tool_calls":`...)
+			b = strconv.AppendBool(b, *p)
+		}
 	}
 	switch req.ToolChoice {
 	case "":

@@ -24,18 +24,23 @@ func bodyCases() map[string]runtime.ChatRequest {
 		"minimal": {Messages: []runtime.Message{{Role: "system", Content: "You are a support agent."}, {Role: "user", Content: "Where is my order A1234?"}}},
 		"escapes": {Messages: []runtime.Message{{Role: "developer", Content: "tabs\tquotes\" back\\slash <html> & \u2028 \x01 bad\xff utf-8 é 😀"},
 			{Role: "user", Content: "\n"}}},
-		"empty user":    {Messages: []runtime.Message{{Role: "user"}}},
-		"max tokens":    {MaxTokens: 77, Messages: []runtime.Message{{Role: "user", Content: "hi"}}},
-		"tools":         {Tools: []runtime.ToolDef{weather, {Name: "no_params"}, {Name: "null_params", Parameters: json.RawMessage(`null`)}}, ToolChoice: "auto"},
-		"tool choice":   {Tools: []runtime.ToolDef{weather}, ToolChoice: "get_weather"},
-		"required":      {ToolChoice: "required"},
-		"none":          {ToolChoice: "none"},
-		"sampling":      {Temperature: ptr(0.7), TopP: ptr(1e-7), Seed: ptr(int64(-42)), Stop: []string{"\n\n", "END"}},
-		"zero sampling": {Temperature: ptr(0.0), TopP: ptr(1e21), Seed: ptr(int64(0))},
-		"big float":     {Temperature: ptr(123456789.125)},
-		"end user":      {Metadata: map[string]string{"user_id": "u-42", "team": "ops"}},
-		"format text":   {ResponseFormat: &runtime.ResponseFormat{Type: runtime.FormatText}},
-		"format json":   {ResponseFormat: &runtime.ResponseFormat{Type: runtime.FormatJSONObject}},
+		"empty user":  {Messages: []runtime.Message{{Role: "user"}}},
+		"max tokens":  {MaxTokens: 77, Messages: []runtime.Message{{Role: "user", Content: "hi"}}},
+		"tools":       {Tools: []runtime.ToolDef{weather, {Name: "no_params"}, {Name: "null_params", Parameters: json.RawMessage(`null`)}}, ToolChoice: "auto"},
+		"tool choice": {Tools: []runtime.ToolDef{weather}, ToolChoice: "get_weather"},
+		"strict tools, one call at a time": {Tools: []runtime.ToolDef{{Name: "get_weather", Parameters: weather.Parameters, Strict: true,
+			CacheControl: &runtime.CacheControl{Type: "ephemeral"}}}, ParallelToolCalls: ptr(false)},
+		"parallel calls allowed":  {Tools: []runtime.ToolDef{weather}, ParallelToolCalls: ptr(true)},
+		"parallel without tools":  {ParallelToolCalls: ptr(false)},
+		"cache control is a hint": {CacheControl: &runtime.CacheControl{Type: "ephemeral"}, Messages: []runtime.Message{{Role: "user", Parts: []runtime.ContentPart{{Type: runtime.PartText, Text: "hi", CacheControl: &runtime.CacheControl{Type: "ephemeral", TTL: "1h"}}}}}},
+		"required":                {ToolChoice: "required"},
+		"none":                    {ToolChoice: "none"},
+		"sampling":                {Temperature: ptr(0.7), TopP: ptr(1e-7), Seed: ptr(int64(-42)), Stop: []string{"\n\n", "END"}},
+		"zero sampling":           {Temperature: ptr(0.0), TopP: ptr(1e21), Seed: ptr(int64(0))},
+		"big float":               {Temperature: ptr(123456789.125)},
+		"end user":                {Metadata: map[string]string{"user_id": "u-42", "team": "ops"}},
+		"format text":             {ResponseFormat: &runtime.ResponseFormat{Type: runtime.FormatText}},
+		"format json":             {ResponseFormat: &runtime.ResponseFormat{Type: runtime.FormatJSONObject}},
 		"format schema": {ResponseFormat: &runtime.ResponseFormat{Type: runtime.FormatJSONSchema, Name: "answer", Strict: true,
 			Schema: json.RawMessage(` {"type": "object", "properties": {"a": {"type": "number"}}} `)}},
 		"format schema defaults": {ResponseFormat: &runtime.ResponseFormat{Type: runtime.FormatJSONSchema}},
@@ -108,6 +113,10 @@ func TestBodyErrors(t *testing.T) {
 	}
 	_, err = c.body(&runtime.ChatRequest{Temperature: ptr(math.NaN())})
 	assert.ErrorContains(t, err, "temperature: not a finite number")
+	// Anthropic's beta features cannot be honoured here: the call fails
+	// rather than run without them.
+	_, err = c.body(&runtime.ChatRequest{Betas: []string{"interleaved-thinking-2025-05-14"}})
+	assert.ErrorContains(t, err, "anthropic-beta: interleaved-thinking-2025-05-14")
 }
 
 func BenchmarkBody(b *testing.B) {

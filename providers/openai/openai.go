@@ -116,7 +116,7 @@ func New(cfg Config) (*Client, error) {
 func (c *Client) Stream(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
 	body, err := c.body(req)
 	if err != nil {
-		return &runtime.CallError{Kind: runtime.KindPermanent, Message: fmt.Sprintf("openai %s: %v", c.cfg.Model, err)}
+		return &runtime.CallError{Kind: runtime.KindPermanent, Status: http.StatusBadRequest, Message: fmt.Sprintf("openai %s: %v", c.cfg.Model, err)}
 	}
 	// The SDK sends the request (the body the client encoded, in place of
 	// its parameters' own encoding) and frames the server-sent events; the
@@ -141,6 +141,7 @@ func (c *Client) Stream(ctx context.Context, req *runtime.ChatRequest, yield fun
 	if events == nil {
 		return c.call.Truncated(0)
 	}
+	runtime.ReportUpstreamRequestID(ctx, raw.Header.Get("x-request-id"))
 	defer func() {
 		if !released {
 			_ = events.Close()

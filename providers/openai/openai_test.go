@@ -283,3 +283,19 @@ func TestResponseHeldOpenAfterDoneIsLeftPromptly(t *testing.T) {
 		t.Fatal("the held response's connection was not closed")
 	}
 }
+
+// The id the API gave the request (x-request-id) is reported to the
+// caller's context.
+func TestRequestIDIsReported(t *testing.T) {
+	s := ssetest.New(t, ssetest.Reply{Body: ssetest.Transcript(t, "text.sse"), Header: map[string]string{"x-request-id": "req_4f2a9c"}})
+	var id string
+	ctx := runtime.WithUpstreamRequestID(context.Background(), noteID(func(s string) { id = s }))
+	req := hi()
+	require.NoError(t, client(t, s).Stream(ctx, &req, func(runtime.Delta) bool { return true }))
+	assert.Equal(t, "req_4f2a9c", id)
+}
+
+// noteID is a func as runtime.UpstreamRequestIDs.
+type noteID func(string)
+
+func (f noteID) NoteUpstreamRequestID(id string) { f(id) }

@@ -45,7 +45,13 @@ func (c *Client) sdkParams(req *runtime.ChatRequest) (openai.ChatCompletionNewPa
 				return p, fmt.Errorf("tool %s: parameters are not a JSON object: %w", t.Name, err)
 			}
 		}
+		if t.Strict {
+			fd.Strict = openai.Bool(true)
+		}
 		p.Tools = append(p.Tools, openai.ChatCompletionFunctionTool(fd))
+	}
+	if req.ParallelToolCalls != nil && len(req.Tools) > 0 {
+		p.ParallelToolCalls = openai.Bool(*req.ParallelToolCalls)
 	}
 	switch req.ToolChoice {
 	case "":

@@ -238,7 +238,10 @@ type Model struct {
 	// USDPerMTokCached prices input tokens read from the provider's prompt
 	// cache; nil prices them as input.
 	USDPerMTokCached *float64 `json:"usd_per_mtok_cached,omitempty"`
-	ContextTokens    int      `json:"context_tokens,omitempty"`
+	// USDPerMTokCacheWrite prices input tokens written to the provider's
+	// prompt cache; nil prices them as input.
+	USDPerMTokCacheWrite *float64 `json:"usd_per_mtok_cache_write,omitempty"`
+	ContextTokens        int      `json:"context_tokens,omitempty"`
 	// Provider names the provider that serves the model ("openai",
 	// "anthropic", or one a host registers with runtime.RegisterProvider);
 	// empty when the host supplies the client in Deps.Models.
