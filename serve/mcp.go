@@ -265,6 +265,38 @@ type mcpProxy struct {
 	handler http.Handler
 	mu      sync.Mutex
 	listed  map[string]bool
+	// requests holds the context of every POST in flight on the endpoint,
+	// by the token mcpHandler puts in its requestHeader.
+	requests sync.Map
+	nextReq  atomic.Uint64
+}
+
+// requestHeader carries, from mcpHandler to callTool, the token of the
+// HTTP request a message came in: the SDK runs a call on a context of its
+// own, which the request's end does not cancel. A client's own value is
+// dropped.
+const requestHeader = "X-Agentc-Mcp-Request"
+
+// errRequestGone cancels a call whose HTTP request ended before its answer:
+// the client went away (or the shutdown cut it), and with no event store
+// the answer could never reach it.
+var errRequestGone = errors.New("the MCP request ended before the call's answer (the client went away or the server is shutting down)")
+
+// boundTo returns ctx, cancelled when the HTTP request that carried the
+// call ends. A token with no request in flight is a request already over.
+func (p *mcpProxy) boundTo(ctx context.Context, h http.Header) (context.Context, context.CancelFunc) {
+	token := h.Get(requestHeader)
+	if token == "" {
+		return context.WithCancel(ctx)
+	}
+	cctx, cancel := context.WithCancelCause(ctx)
+	v, ok := p.requests.Load(token)
+	if !ok {
+		cancel(errRequestGone)
+		return cctx, func() {}
+	}
+	stop := context.AfterFunc(v.(context.Context), func() { cancel(errRequestGone) })
+	return cctx, func() { stop(); cancel(nil) }
 }
 
 func newMCPProxy(s *Server) *mcpProxy {
@@ -342,6 +374,8 @@ func (p *mcpProxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	if req.Extra != nil {
 		h = req.Extra.Header
 	}
+	ctx, cancel := p.boundTo(ctx, h)
+	defer cancel()
 	c := caller{}
 	if !g.keys.open() {
 		k, ok := g.keys.match(presentedKey(&http.Request{Header: h}))
@@ -418,5 +452,13 @@ func (s *Server) mcpHandler(x *exchange) {
 		x.fail(http.StatusRequestEntityTooLarge, errTooLarge, fmt.Sprintf("request body is over the limit of %d bytes", s.opts.MaxBodyBytes))
 		return
 	}
-	s.mcp.handler.ServeHTTP(x, x.r)
+	r := x.r
+	r.Header.Del(requestHeader)
+	if r.Method == http.MethodPost {
+		token := fmt.Sprint(s.mcp.nextReq.Add(1))
+		s.mcp.requests.Store(token, r.Context())
+		defer s.mcp.requests.Delete(token)
+		r.Header.Set(requestHeader, token)
+	}
+	s.mcp.handler.ServeHTTP(x, r)
 }

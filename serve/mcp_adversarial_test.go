@@ -1,0 +1,118 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/runtime"
+)
+
+// hangingUpstream serves one tool, hang, that returns only when its call is
+// canceled; canceled counts the calls that saw their cancellation.
+func hangingUpstream(t *testing.T) (url string, started chan struct{}, canceled *atomic.Int64) {
+	t.Helper()
+	canceled = &atomic.Int64{}
+	started = make(chan struct{}, 8)
+	srv := mcp.NewServer(&mcp.Implementation{Name: "slow", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "hang", Description: "Never answers."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			started <- struct{}{}
+			<-ctx.Done()
+			canceled.Add(1)
+			return nil, nil, ctx.Err()
+		})
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(ts.Close)
+	return ts.URL, started, canceled
+}
+
+// sessionOf records the Mcp-Session-Id the server gives a client.
+type sessionOf struct {
+	bearer
+	id *atomic.Value
+}
+
+func (s sessionOf) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := s.bearer.RoundTrip(r)
+	if err == nil && resp.Header.Get("Mcp-Session-Id") != "" {
+		s.id.Store(resp.Header.Get("Mcp-Session-Id"))
+	}
+	return resp, err
+}
+
+// rawCall posts one tools/call on session sid and gives up after wait
+// without reading the answer, as a client that crashed or timed out.
+func rawCall(t *testing.T, base, key, sid, tool string, wait time.Duration) {
+	t.Helper()
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{"name":%q,"arguments":{}}}`, tool)
+	req, err := http.NewRequest("POST", base+"/mcp", strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := (&http.Client{Timeout: wait}).Do(req)
+	if err == nil {
+		resp.Body.Close()
+	}
+}
+
+// TestMCPCallEndsWithItsRequest: a tools/call whose client goes away
+// without cancelling it (a crash, a client timeout, a dropped connection)
+// is cancelled upstream, audited as cancelled, and does not hold the
+// server: a session DELETE and the shutdown do not wait for it.
+func TestMCPCallEndsWithItsRequest(t *testing.T) {
+	upstream, started, canceled := hangingUpstream(t)
+	audit := &runtime.MemoryAudit{}
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
+
+keys: agent: {sha256: %q}
+mcp: servers: slow: url: %q
+tools: hang: side_effecting: true
+chains: tool: [{use: "audit", trail: "logical"}]
+`, sha("agent-key"), upstream))), Deps: runtime.Deps{Audit: audit}, ShutdownTimeout: 200 * time.Millisecond, WatchInterval: -1})
+
+	var sid atomic.Value
+	client := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1"}, nil)
+	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: s.url + "/mcp",
+		HTTPClient: &http.Client{Transport: sessionOf{bearer: bearer{key: "agent-key"}, id: &sid}}, MaxRetries: -1}, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cs.Close() })
+
+	rawCall(t, s.url, "agent-key", sid.Load().(string), "hang", 300*time.Millisecond)
+	<-started
+	require.Eventually(t, func() bool { return canceled.Load() == 1 }, 5*time.Second, 10*time.Millisecond,
+		"the upstream call of a client that went away is cancelled")
+	require.Eventually(t, func() bool {
+		for _, r := range audit.Records() {
+			if r.Phase == runtime.PhaseOutcome && r.Tool == "hang" {
+				return r.ErrorType == "canceled"
+			}
+		}
+		return false
+	}, 5*time.Second, 10*time.Millisecond, "the call's outcome is audited")
+
+	// A call still waiting at shutdown is cut with the other requests.
+	go func() { _, _ = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "hang"}) }()
+	<-started
+	done := make(chan error, 1)
+	go func() { done <- s.stop() }()
+	select {
+	case err := <-done:
+		assert.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server did not stop: a tool call in flight held it past the shutdown deadline")
+	}
+	assert.EqualValues(t, 2, canceled.Load())
+}
