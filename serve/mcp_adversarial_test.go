@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -23,16 +24,22 @@ func hangingUpstream(t *testing.T) (url string, started chan struct{}, canceled 
 	t.Helper()
 	canceled = &atomic.Int64{}
 	started = make(chan struct{}, 8)
+	release := make(chan struct{})
 	srv := mcp.NewServer(&mcp.Implementation{Name: "slow", Version: "1"}, nil)
 	mcp.AddTool(srv, &mcp.Tool{Name: "hang", Description: "Never answers."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 			started <- struct{}{}
-			<-ctx.Done()
-			canceled.Add(1)
-			return nil, nil, ctx.Err()
+			select {
+			case <-ctx.Done():
+				canceled.Add(1)
+				return nil, nil, ctx.Err()
+			case <-release:
+				return nil, nil, errors.New("released at the end of the test")
+			}
 		})
 	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	t.Cleanup(ts.Close)
+	t.Cleanup(func() { close(release) })
 	return ts.URL, started, canceled
 }
 
@@ -114,5 +121,7 @@ chains: tool: [{use: "audit", trail: "logical"}]
 	case <-time.After(10 * time.Second):
 		t.Fatal("the server did not stop: a tool call in flight held it past the shutdown deadline")
 	}
-	assert.EqualValues(t, 2, canceled.Load())
+	// The upstream is told of the cancellation as its session closes, on
+	// a best-effort basis (the SDK sends notifications/cancelled in the
+	// background), so its count is not checked here.
 }
