@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -263,8 +264,11 @@ type mcpProxy struct {
 	s       *Server
 	server  *mcp.Server
 	handler http.Handler
-	mu      sync.Mutex
-	listed  map[string]bool
+	// keyed is handler behind the binding of sessions to keys: the SDK
+	// refuses (403) a request on a session opened by another user.
+	keyed  http.Handler
+	mu     sync.Mutex
+	listed map[string]bool
 	// requests holds the context of every POST in flight on the endpoint,
 	// by the token mcpHandler puts in its requestHeader.
 	requests sync.Map
@@ -304,6 +308,16 @@ func newMCPProxy(s *Server) *mcpProxy {
 	p.server = mcp.NewServer(&mcp.Implementation{Name: "agentc", Version: Version}, &mcp.ServerOptions{Logger: s.log})
 	p.handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return p.server },
 		&mcp.StreamableHTTPOptions{Logger: s.log, MaxRequestBodyBytes: s.opts.MaxBodyBytes, SessionTimeout: s.opts.RunIdle})
+	// The key was checked by the time a request gets here (authenticate);
+	// the user is the key's name, so a session is bound to the key that
+	// opened it.
+	p.keyed = auth.RequireBearerToken(func(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
+		k, _ := ctx.Value(sessionUserKey{}).(string)
+		if k == "" {
+			return nil, auth.ErrInvalidToken
+		}
+		return &auth.TokenInfo{UserID: k}, nil
+	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(p.handler)
 	return p
 }
 
@@ -460,5 +474,17 @@ func (s *Server) mcpHandler(x *exchange) {
 		defer s.mcp.requests.Delete(token)
 		r.Header.Set(requestHeader, token)
 	}
-	s.mcp.handler.ServeHTTP(x, r)
+	if x.caller.key == "" {
+		// A policy without keys: anyone may use any session.
+		s.mcp.handler.ServeHTTP(x, r)
+		return
+	}
+	// The binding reads the key as a bearer token, as clients of the
+	// Anthropic kind send it in x-api-key.
+	r.Header.Set("Authorization", "Bearer "+presentedKey(r))
+	r = r.WithContext(context.WithValue(r.Context(), sessionUserKey{}, x.caller.key))
+	s.mcp.keyed.ServeHTTP(x, r)
 }
+
+// sessionUserKey carries the caller's key name to the session binding.
+type sessionUserKey struct{}

@@ -125,3 +125,40 @@ chains: tool: [{use: "audit", trail: "logical"}]
 	// a best-effort basis (the SDK sends notifications/cancelled in the
 	// background), so its count is not checked here.
 }
+
+// TestMCPSessionBelongsToItsKey: a session is bound to the key that opened
+// it; another key (another tenant's, or another of the same tenant) that
+// learns its id can neither use nor end it.
+func TestMCPSessionBelongsToItsKey(t *testing.T) {
+	upstream, _ := inProcessUpstream(t)
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
+
+keys: {
+	alice: {sha256: %q, tenant: "a"}
+	bob: {sha256: %q, tenant: "b"}
+}
+mcp: servers: pay: url: %q
+`, sha("alice-key"), sha("bob-key"), upstream))), WatchInterval: -1})
+
+	var sid atomic.Value
+	client := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1"}, nil)
+	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: s.url + "/mcp",
+		HTTPClient: &http.Client{Transport: sessionOf{bearer: bearer{key: "alice-key"}, id: &sid}}, MaxRetries: -1}, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cs.Close() })
+	id := sid.Load().(string)
+
+	hdr := []string{"Mcp-Session-Id", id, "Mcp-Protocol-Version", "2025-06-18",
+		"Content-Type", "application/json", "Accept", "application/json, text/event-stream"}
+	code, _, body := do(t, "POST", s.url+"/mcp", "bob-key", []byte(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"lookup","arguments":{"order_id":"A1"}}}`), hdr...)
+	assert.Equal(t, http.StatusForbidden, code, body)
+	code, _, body = do(t, "DELETE", s.url+"/mcp", "bob-key", nil, hdr...)
+	assert.Equal(t, http.StatusForbidden, code, body)
+	// An x-api-key client is the same key as a bearer one.
+	code, _, body = do(t, "POST", s.url+"/mcp", "", []byte(`{"jsonrpc":"2.0","id":6,"method":"tools/list"}`), append(hdr, "x-api-key", "alice-key")...)
+	assert.Equal(t, http.StatusOK, code, body)
+
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "lookup", Arguments: map[string]any{"order_id": "A1"}})
+	require.NoError(t, err, "the owner's session is intact")
+	assert.False(t, res.IsError)
+}
