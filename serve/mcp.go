@@ -34,17 +34,82 @@ const connectTimeout = 30 * time.Second
 // upstreams are the sessions with a generation's upstream MCP servers and
 // the tools they serve, by the name the proxy exposes.
 type upstreams struct {
-	sessions map[string]*mcp.ClientSession
-	tools    map[string]*upstreamTool
-	names    []string // sorted
+	servers map[string]*upstreamServer
+	tools   map[string]*upstreamTool
+	names   []string // sorted
+}
+
+// upstreamServer is the session with one upstream server. A session that
+// ends (a stdio server's process exited, an HTTP server forgot it) is
+// opened again for the next call; the tools stay those listed at load.
+type upstreamServer struct {
+	name string
+	spec plan.MCPServer
+	dir  string
+	log  *slog.Logger
+
+	mu     sync.Mutex
+	cs     *mcp.ClientSession
+	ended  chan struct{} // closed when cs ends
+	closed bool
+}
+
+func newUpstreamServer(name string, spec plan.MCPServer, dir string, log *slog.Logger, cs *mcp.ClientSession) *upstreamServer {
+	u := &upstreamServer{name: name, spec: spec, dir: dir, log: log}
+	u.watch(cs)
+	return u
+}
+
+// watch makes cs the session, noting when it ends. Called with mu held
+// (or before u is shared).
+func (u *upstreamServer) watch(cs *mcp.ClientSession) {
+	ended := make(chan struct{})
+	u.cs, u.ended = cs, ended
+	go func() {
+		_ = cs.Wait()
+		close(ended)
+	}()
+}
+
+// session returns a live session, opening a new one if the last ended.
+func (u *upstreamServer) session(ctx context.Context) (*mcp.ClientSession, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.closed {
+		return nil, fmt.Errorf("mcp server %q: %w", u.name, mcp.ErrConnectionClosed)
+	}
+	select {
+	case <-u.ended:
+	default:
+		return u.cs, nil
+	}
+	u.log.Warn("mcp upstream session ended; connecting again", "server", u.name)
+	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	cs, err := Upstream(cctx, u.name, u.spec, u.dir)
+	if err != nil {
+		return nil, err
+	}
+	_ = u.cs.Close()
+	u.watch(cs)
+	return cs, nil
+}
+
+func (u *upstreamServer) close() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if !u.closed {
+		u.closed = true
+		_ = u.cs.Close()
+	}
 }
 
 // upstreamTool is one tool of an upstream server.
 type upstreamTool struct {
-	server  string
-	name    string // the upstream's own name
-	tool    *mcp.Tool
-	session *mcp.ClientSession
+	server string
+	name   string // the upstream's own name
+	tool   *mcp.Tool
+	up     *upstreamServer
 	// calls counts the calls sent upstream.
 	calls atomic.Int64
 }
@@ -95,7 +160,7 @@ func UpstreamTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, err
 // Two servers exposing the same tool name fail (a prefix keeps them
 // apart). On failure every session opened is closed.
 func connectUpstreams(ctx context.Context, servers map[string]plan.MCPServer, dir string, log *slog.Logger) (*upstreams, error) {
-	u := &upstreams{sessions: map[string]*mcp.ClientSession{}, tools: map[string]*upstreamTool{}}
+	u := &upstreams{servers: map[string]*upstreamServer{}, tools: map[string]*upstreamTool{}}
 	names := make([]string, 0, len(servers))
 	for name := range servers {
 		names = append(names, name)
@@ -109,7 +174,8 @@ func connectUpstreams(ctx context.Context, servers map[string]plan.MCPServer, di
 			u.close()
 			return nil, err
 		}
-		u.sessions[name] = cs
+		up := newUpstreamServer(name, servers[name], dir, log, cs)
+		u.servers[name] = up
 		tools, err := UpstreamTools(cctx, cs)
 		cancel()
 		if err != nil {
@@ -122,7 +188,7 @@ func connectUpstreams(ctx context.Context, servers map[string]plan.MCPServer, di
 				u.close()
 				return nil, fmt.Errorf("mcp: tool %q is served by both %q and %q; give one of them a prefix", exposed, prev.server, name)
 			}
-			u.tools[exposed] = &upstreamTool{server: name, name: t.Name, tool: t, session: cs}
+			u.tools[exposed] = &upstreamTool{server: name, name: t.Name, tool: t, up: up}
 			u.names = append(u.names, exposed)
 		}
 		log.Info("mcp upstream connected", "server", name, "tools", len(tools))
@@ -135,9 +201,9 @@ func (u *upstreams) close() {
 	if u == nil {
 		return
 	}
-	for name, cs := range u.sessions {
-		_ = cs.Close()
-		delete(u.sessions, name)
+	for name, up := range u.servers {
+		up.close()
+		delete(u.servers, name)
 	}
 }
 
@@ -174,8 +240,12 @@ func (t *upstreamTool) call(ctx context.Context, c *runtime.ToolCall) (any, erro
 	if args == nil {
 		args = map[string]any{}
 	}
+	cs, err := t.up.session(ctx)
+	if err != nil {
+		return nil, &runtime.CallError{Kind: runtime.KindTransient, Message: err.Error(), Err: err}
+	}
 	t.calls.Add(1)
-	res, err := t.session.CallTool(ctx, &mcp.CallToolParams{Name: t.name, Arguments: args})
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: t.name, Arguments: args})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
