@@ -259,3 +259,38 @@ mcp: servers: crashy: {command: [%q, "-test.run=^TestMCPStdioHelper$"], env: AGE
 	require.False(t, res.IsError, text(t, res))
 	assert.NotEqual(t, first, text(t, res), "a new process answers")
 }
+
+// TestMCPHTTPUpstreamForgetsSession: an HTTP upstream that restarted (its
+// sessions forgotten) is connected again for the next call.
+func TestMCPHTTPUpstreamForgetsSession(t *testing.T) {
+	newHandler := func() http.Handler {
+		srv := mcp.NewServer(&mcp.Implementation{Name: "restarting", Version: "1"}, nil)
+		mcp.AddTool(srv, &mcp.Tool{Name: "ping"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "pong"}}}, nil, nil
+		})
+		return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	}
+	var h atomic.Value
+	h.Store(newHandler())
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.Load().(http.Handler).ServeHTTP(w, r) }))
+	t.Cleanup(ts.Close)
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
+
+mcp: servers: up: url: %q
+`, ts.URL))), WatchInterval: -1})
+	cs := connectProxy(t, s.url, "", nil)
+	ctx := context.Background()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ping"})
+	require.NoError(t, err)
+	require.False(t, res.IsError, text(t, res))
+
+	h.Store(newHandler()) // the upstream restarts
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "ping"})
+	require.NoError(t, err)
+	if res.IsError { // the call that found the session gone
+		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "ping"})
+		require.NoError(t, err)
+	}
+	assert.False(t, res.IsError, text(t, res))
+	assert.Equal(t, "pong", text(t, res))
+}
