@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -33,17 +34,82 @@ const connectTimeout = 30 * time.Second
 // upstreams are the sessions with a generation's upstream MCP servers and
 // the tools they serve, by the name the proxy exposes.
 type upstreams struct {
-	sessions map[string]*mcp.ClientSession
-	tools    map[string]*upstreamTool
-	names    []string // sorted
+	servers map[string]*upstreamServer
+	tools   map[string]*upstreamTool
+	names   []string // sorted
+}
+
+// upstreamServer is the session with one upstream server. A session that
+// ends (a stdio server's process exited, an HTTP server forgot it) is
+// opened again for the next call; the tools stay those listed at load.
+type upstreamServer struct {
+	name string
+	spec plan.MCPServer
+	dir  string
+	log  *slog.Logger
+
+	mu     sync.Mutex
+	cs     *mcp.ClientSession
+	ended  chan struct{} // closed when cs ends
+	closed bool
+}
+
+func newUpstreamServer(name string, spec plan.MCPServer, dir string, log *slog.Logger, cs *mcp.ClientSession) *upstreamServer {
+	u := &upstreamServer{name: name, spec: spec, dir: dir, log: log}
+	u.watch(cs)
+	return u
+}
+
+// watch makes cs the session, noting when it ends. Called with mu held
+// (or before u is shared).
+func (u *upstreamServer) watch(cs *mcp.ClientSession) {
+	ended := make(chan struct{})
+	u.cs, u.ended = cs, ended
+	go func() {
+		_ = cs.Wait()
+		close(ended)
+	}()
+}
+
+// session returns a live session, opening a new one if the last ended.
+func (u *upstreamServer) session(ctx context.Context) (*mcp.ClientSession, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.closed {
+		return nil, fmt.Errorf("mcp server %q: %w", u.name, mcp.ErrConnectionClosed)
+	}
+	select {
+	case <-u.ended:
+	default:
+		return u.cs, nil
+	}
+	u.log.Warn("mcp upstream session ended; connecting again", "server", u.name)
+	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	cs, err := Upstream(cctx, u.name, u.spec, u.dir)
+	if err != nil {
+		return nil, err
+	}
+	_ = u.cs.Close()
+	u.watch(cs)
+	return cs, nil
+}
+
+func (u *upstreamServer) close() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if !u.closed {
+		u.closed = true
+		_ = u.cs.Close()
+	}
 }
 
 // upstreamTool is one tool of an upstream server.
 type upstreamTool struct {
-	server  string
-	name    string // the upstream's own name
-	tool    *mcp.Tool
-	session *mcp.ClientSession
+	server string
+	name   string // the upstream's own name
+	tool   *mcp.Tool
+	up     *upstreamServer
 	// calls counts the calls sent upstream.
 	calls atomic.Int64
 }
@@ -94,7 +160,7 @@ func UpstreamTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, err
 // Two servers exposing the same tool name fail (a prefix keeps them
 // apart). On failure every session opened is closed.
 func connectUpstreams(ctx context.Context, servers map[string]plan.MCPServer, dir string, log *slog.Logger) (*upstreams, error) {
-	u := &upstreams{sessions: map[string]*mcp.ClientSession{}, tools: map[string]*upstreamTool{}}
+	u := &upstreams{servers: map[string]*upstreamServer{}, tools: map[string]*upstreamTool{}}
 	names := make([]string, 0, len(servers))
 	for name := range servers {
 		names = append(names, name)
@@ -108,7 +174,8 @@ func connectUpstreams(ctx context.Context, servers map[string]plan.MCPServer, di
 			u.close()
 			return nil, err
 		}
-		u.sessions[name] = cs
+		up := newUpstreamServer(name, servers[name], dir, log, cs)
+		u.servers[name] = up
 		tools, err := UpstreamTools(cctx, cs)
 		cancel()
 		if err != nil {
@@ -121,7 +188,7 @@ func connectUpstreams(ctx context.Context, servers map[string]plan.MCPServer, di
 				u.close()
 				return nil, fmt.Errorf("mcp: tool %q is served by both %q and %q; give one of them a prefix", exposed, prev.server, name)
 			}
-			u.tools[exposed] = &upstreamTool{server: name, name: t.Name, tool: t, session: cs}
+			u.tools[exposed] = &upstreamTool{server: name, name: t.Name, tool: t, up: up}
 			u.names = append(u.names, exposed)
 		}
 		log.Info("mcp upstream connected", "server", name, "tools", len(tools))
@@ -134,9 +201,9 @@ func (u *upstreams) close() {
 	if u == nil {
 		return
 	}
-	for name, cs := range u.sessions {
-		_ = cs.Close()
-		delete(u.sessions, name)
+	for name, up := range u.servers {
+		up.close()
+		delete(u.servers, name)
 	}
 }
 
@@ -173,8 +240,12 @@ func (t *upstreamTool) call(ctx context.Context, c *runtime.ToolCall) (any, erro
 	if args == nil {
 		args = map[string]any{}
 	}
+	cs, err := t.up.session(ctx)
+	if err != nil {
+		return nil, &runtime.CallError{Kind: runtime.KindTransient, Message: err.Error(), Err: err}
+	}
 	t.calls.Add(1)
-	res, err := t.session.CallTool(ctx, &mcp.CallToolParams{Name: t.name, Arguments: args})
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: t.name, Arguments: args})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -263,8 +334,43 @@ type mcpProxy struct {
 	s       *Server
 	server  *mcp.Server
 	handler http.Handler
-	mu      sync.Mutex
-	listed  map[string]bool
+	// keyed is handler behind the binding of sessions to keys: the SDK
+	// refuses (403) a request on a session opened by another user.
+	keyed  http.Handler
+	mu     sync.Mutex
+	listed map[string]bool
+	// requests holds the context of every POST in flight on the endpoint,
+	// by the token mcpHandler puts in its requestHeader.
+	requests sync.Map
+	nextReq  atomic.Uint64
+}
+
+// requestHeader carries, from mcpHandler to callTool, the token of the
+// HTTP request a message came in: the SDK runs a call on a context of its
+// own, which the request's end does not cancel. A client's own value is
+// dropped.
+const requestHeader = "X-Agentc-Mcp-Request"
+
+// errRequestGone cancels a call whose HTTP request ended before its answer:
+// the client went away (or the shutdown cut it), and with no event store
+// the answer could never reach it.
+var errRequestGone = errors.New("the MCP request ended before the call's answer (the client went away or the server is shutting down)")
+
+// boundTo returns ctx, cancelled when the HTTP request that carried the
+// call ends. A token with no request in flight is a request already over.
+func (p *mcpProxy) boundTo(ctx context.Context, h http.Header) (context.Context, context.CancelFunc) {
+	token := h.Get(requestHeader)
+	if token == "" {
+		return context.WithCancel(ctx)
+	}
+	cctx, cancel := context.WithCancelCause(ctx)
+	v, ok := p.requests.Load(token)
+	if !ok {
+		cancel(errRequestGone)
+		return cctx, func() {}
+	}
+	stop := context.AfterFunc(v.(context.Context), func() { cancel(errRequestGone) })
+	return cctx, func() { stop(); cancel(nil) }
 }
 
 func newMCPProxy(s *Server) *mcpProxy {
@@ -272,6 +378,16 @@ func newMCPProxy(s *Server) *mcpProxy {
 	p.server = mcp.NewServer(&mcp.Implementation{Name: "agentc", Version: Version}, &mcp.ServerOptions{Logger: s.log})
 	p.handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return p.server },
 		&mcp.StreamableHTTPOptions{Logger: s.log, MaxRequestBodyBytes: s.opts.MaxBodyBytes, SessionTimeout: s.opts.RunIdle})
+	// The key was checked by the time a request gets here (authenticate);
+	// the user is the key's name, so a session is bound to the key that
+	// opened it.
+	p.keyed = auth.RequireBearerToken(func(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
+		k, _ := ctx.Value(sessionUserKey{}).(string)
+		if k == "" {
+			return nil, auth.ErrInvalidToken
+		}
+		return &auth.TokenInfo{UserID: k}, nil
+	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(p.handler)
 	return p
 }
 
@@ -342,6 +458,8 @@ func (p *mcpProxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	if req.Extra != nil {
 		h = req.Extra.Header
 	}
+	ctx, cancel := p.boundTo(ctx, h)
+	defer cancel()
 	c := caller{}
 	if !g.keys.open() {
 		k, ok := g.keys.match(presentedKey(&http.Request{Header: h}))
@@ -418,5 +536,25 @@ func (s *Server) mcpHandler(x *exchange) {
 		x.fail(http.StatusRequestEntityTooLarge, errTooLarge, fmt.Sprintf("request body is over the limit of %d bytes", s.opts.MaxBodyBytes))
 		return
 	}
-	s.mcp.handler.ServeHTTP(x, x.r)
+	r := x.r
+	r.Header.Del(requestHeader)
+	if r.Method == http.MethodPost {
+		token := fmt.Sprint(s.mcp.nextReq.Add(1))
+		s.mcp.requests.Store(token, r.Context())
+		defer s.mcp.requests.Delete(token)
+		r.Header.Set(requestHeader, token)
+	}
+	if x.caller.key == "" {
+		// A policy without keys: anyone may use any session.
+		s.mcp.handler.ServeHTTP(x, r)
+		return
+	}
+	// The binding reads the key as a bearer token, as clients of the
+	// Anthropic kind send it in x-api-key.
+	r.Header.Set("Authorization", "Bearer "+presentedKey(r))
+	r = r.WithContext(context.WithValue(r.Context(), sessionUserKey{}, x.caller.key))
+	s.mcp.keyed.ServeHTTP(x, r)
 }
+
+// sessionUserKey carries the caller's key name to the session binding.
+type sessionUserKey struct{}
