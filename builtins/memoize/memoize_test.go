@@ -313,3 +313,28 @@ func TestChatKeyIgnoresPromptCacheBreakpoints(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, resp.Cached, "another tool result is another request")
 }
+
+// A cache hit answers what the model answered: the stop sequence it stopped
+// at and the usage it reported, prompt-cache writes included.
+func TestChatHitReplaysStopSequenceAndCacheWrites(t *testing.T) {
+	for _, config := range []string{"", flightConfig} {
+		t.Run(config, func(t *testing.T) {
+			model := rt.NewModel(rt.Response{Stream: []runtime.Delta{{Text: "The answer"}, {FinishReason: runtime.FinishStop, StopSequence: "END"}},
+				Usage: runtime.Usage{InputTokens: 30, CachedInputTokens: 4, CacheWriteInputTokens: 20, OutputTokens: 3}})
+			pl := rt.Build(t, chatPlan(rt.Layer("memoize", config)), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
+			req := runtime.ChatRequest{Model: "primary", Stop: []string{"END"}, Messages: []runtime.Message{{Role: "user", Content: "hi"}}}
+			_, r1, err := rt.Collect(ctx1, pl, req, 0)
+			require.NoError(t, err)
+			require.Equal(t, "END", r1.StopSequence)
+			text, r2, err := rt.Collect(ctx1, pl, req, 0)
+			require.NoError(t, err)
+			assert.True(t, r2.Cached)
+			assert.Equal(t, "The answer", text)
+			assert.Equal(t, runtime.FinishStop, r2.FinishReason)
+			assert.Equal(t, "END", r2.StopSequence)
+			assert.Equal(t, r1.Usage, r2.Usage)
+			assert.EqualValues(t, 20, r2.Usage.CacheWriteInputTokens)
+			assert.Equal(t, 1, model.Calls())
+		})
+	}
+}
