@@ -84,7 +84,8 @@ func (p *Predicate) EvalChat(ctx context.Context, c *ChatCall, resp *ChatRespons
 		v.HasResponse = true
 		v.Response = predicate.ChatResponse{Text: resp.Text, Model: resp.Model, FinishReason: resp.FinishReason,
 			Usage: predicate.Usage{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens,
-				CachedInputTokens: resp.Usage.CachedInputTokens, ReasoningTokens: resp.Usage.ReasoningTokens}}
+				CachedInputTokens: resp.Usage.CachedInputTokens, CacheWriteInputTokens: resp.Usage.CacheWriteInputTokens,
+				ReasoningTokens: resp.Usage.ReasoningTokens}}
 		if n := len(resp.ToolCalls); n > 0 {
 			calls := make([]predicate.ToolCall, n)
 			for i, t := range resp.ToolCalls {

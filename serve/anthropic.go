@@ -111,7 +111,7 @@ func decodeAnthropic(body []byte, p *chatParams) error {
 	if in.MaxTokens < 0 {
 		return fmt.Errorf("max_tokens: must not be negative, got %d", in.MaxTokens)
 	}
-	if err := checkFields(body, anthropicCarried); err != nil {
+	if err := checkFields(body, anthropicShape); err != nil {
 		return err
 	}
 	req := &p.req

@@ -171,6 +171,80 @@ func TestFieldsNotCarriedAreRefused(t *testing.T) {
 	require.Equal(t, http.StatusOK, code, resp)
 }
 
+// TestNestedFieldsNotCarriedAreRefused: the rule of the top-level fields
+// holds inside messages, content parts, tools and tool_choice: a field the
+// gateway cannot carry is a 400 naming its whole path, and at its default
+// (or null) it is served.
+func TestNestedFieldsNotCarriedAreRefused(t *testing.T) {
+	g := newGateway(t, `{use: "tracing"}`, []reply{{body: transcript(t, "openai", "text.sse")}}, []reply{{body: transcript(t, "anthropic", "text.sse")}})
+	const tool = `{"name": "get_weather", "input_schema": {"type": "object"}`
+	for _, tt := range []struct {
+		name, route, body, field string
+	}{
+		{"anthropic tool eager_input_streaming", "messages", `"tools": [` + tool + `, "eager_input_streaming": true}]`, "tools[0].eager_input_streaming"},
+		{"anthropic tool input_examples", "messages", `"tools": [` + tool + `}, ` + tool + `, "input_examples": [{"location": "Lyon"}]}]`, "tools[1].input_examples"},
+		{"anthropic text block citations", "messages", `"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}, {"role": "user", "content": [{"type": "text", "text": "Lyon", "citations": [{"type": "char_location", "cited_text": "Lyon", "document_index": 0, "start_char_index": 0, "end_char_index": 4}]}]}]`, "messages[2].content[0].citations"},
+		{"anthropic tool result block", "messages", `"messages": [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": [{"type": "text", "text": "sunny", "citations": [{"type": "char_location"}]}]}]}]`, "messages[0].content[0].content[0].citations"},
+		{"anthropic cache_control scope", "messages", `"system": [{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral", "scope": "global"}}]`, "system[0].cache_control.scope"},
+		{"anthropic image source", "messages", `"messages": [{"role": "user", "content": [{"type": "image", "source": {"type": "url", "url": "https://example.com/a.png", "detail": "high"}}]}]`, "messages[0].content[0].source.detail"},
+		{"anthropic tool_choice", "messages", `"tool_choice": {"type": "auto", "strict": true}`, "tool_choice.strict"},
+		{"anthropic metadata", "messages", `"metadata": {"user_id": "u-1", "session": "s-1"}`, "metadata.session"},
+		{"anthropic document block", "messages", `"messages": [{"role": "user", "content": [{"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "x"}}]}]`, `messages[0]: content[0].type: want "text", "image", "tool_use" or "tool_result", got "document"`},
+		{"anthropic message field", "messages", `"messages": [{"role": "user", "content": "hi", "name": "ann"}]`, "messages[0].name"},
+		{"openai assistant refusal", "chat", `"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": null, "refusal": "I can't."}, {"role": "user", "content": "why?"}]`, "messages[1].refusal"},
+		{"openai assistant audio", "chat", `"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "audio": {"id": "audio_1"}}, {"role": "user", "content": "again"}]`, "messages[1].audio"},
+		{"openai assistant function_call", "chat", `"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "function_call": {"name": "f", "arguments": "{}"}}, {"role": "function", "name": "f", "content": "x"}]`, "messages[1].function_call"},
+		{"openai message name", "chat", `"messages": [{"role": "user", "content": "hi", "name": "ann"}]`, "messages[0].name"},
+		{"openai tool_calls on a user message", "chat", `"messages": [{"role": "user", "content": "hi", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}]`, "messages[0].tool_calls"},
+		{"openai text part field", "chat", `"messages": [{"role": "user", "content": [{"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}}]}]`, "messages[0].content[0].cache_control"},
+		{"openai file part", "chat", `"messages": [{"role": "user", "content": [{"type": "file", "file": {"file_id": "file-1"}}]}]`, `messages[0]: content[0].type: want "text", "image_url" or "refusal", got "file"`},
+		{"openai tool call field", "chat", `"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}", "strict": true}}]}, {"role": "tool", "tool_call_id": "c1", "content": "x"}]`, "messages[1].tool_calls[0].function.strict"},
+		{"openai tool field", "chat", `"tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}, "cache_control": {"type": "ephemeral"}}]`, "tools[0].cache_control"},
+		{"openai json_schema description", "chat", `"response_format": {"type": "json_schema", "json_schema": {"name": "a", "description": "An answer.", "schema": {"type": "object"}}}`, "response_format.json_schema.description"},
+		{"openai tool_choice", "chat", `"tool_choice": {"type": "function", "function": {"name": "f"}, "allowed_tools": {"mode": "auto"}}`, "tool_choice.allowed_tools"},
+		{"several", "chat", `"messages": [{"role": "user", "content": "hi", "name": "ann", "weight": 2}, {"role": "assistant", "content": "ok", "refusal": "no"}]`, "messages[0].name, messages[0].weight, messages[1].refusal: not carried"},
+		{"an escaped key", "chat", `"messages": [{"role": "user", "content": "hi", "n\u0061me": "ann"}]`, "messages[0].name"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			url, body := g.url+"/v1/chat/completions", tt.body
+			var header []string
+			if tt.route == "messages" {
+				url = g.url + "/v1/messages"
+				header = []string{"anthropic-version", "2023-06-01"}
+				body = `"max_tokens": 64, ` + body
+			}
+			if !strings.Contains(body, `"messages"`) {
+				body += `, "messages": [{"role": "user", "content": "hi"}]`
+			}
+			code, _, resp := do(t, "POST", url, clientKey, []byte(`{"model": "primary", `+body+`}`), header...)
+			require.Equal(t, http.StatusBadRequest, code, resp)
+			var e struct {
+				Error struct{ Type, Message string }
+			}
+			require.NoError(t, json.Unmarshal([]byte(resp), &e))
+			assert.Equal(t, "invalid_request_error", e.Error.Type)
+			assert.Contains(t, e.Error.Message, tt.field)
+		})
+	}
+	assert.Zero(t, g.oa.requests()+g.an.requests(), "no refused request reached an upstream")
+
+	// The same fields at their defaults (null, false, empty) are served, as
+	// an SDK replaying an assistant message sends them.
+	code, _, resp := do(t, "POST", g.url+"/v1/chat/completions", clientKey, []byte(`{"model": "primary", "messages": [
+		{"role": "user", "content": [{"type": "text", "text": "hi"}], "name": ""},
+		{"role": "assistant", "content": "Hello", "refusal": null, "audio": null, "function_call": null, "tool_calls": []},
+		{"role": "user", "content": "again"}],
+		"tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "x-anything": 1}, "strict": false}}],
+		"stream_options": null, "metadata": {"any": "thing"}}`))
+	require.Equal(t, http.StatusOK, code, resp)
+	code, _, resp = do(t, "POST", g.url+"/v1/messages", clientKey, []byte(`{"model": "backup", "max_tokens": 64, "messages": [
+		{"role": "user", "content": [{"type": "text", "text": "hi", "citations": null}]},
+		{"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"deep": {"citations": 1}}}]},
+		{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": [{"type": "text", "text": "sunny", "citations": []}]}]}],
+		"tools": [`+tool+`, "eager_input_streaming": false, "input_examples": []}]}`), "anthropic-version", "2023-06-01")
+	require.Equal(t, http.StatusOK, code, resp)
+}
+
 // A thinking block sent through the SDK, signature and all, is refused
 // rather than dropped.
 func TestAnthropicSDKThinkingBlockIsRefused(t *testing.T) {

@@ -1,28 +1,123 @@
 package serve
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 )
 
-// The top-level fields of a request body fall in three kinds: those the
+// The fields of a request body, at the top level and nested (messages,
+// content parts, tools, tool_choice...), fall in three kinds: those the
 // gateway carries to the upstream (into runtime.ChatRequest), those it
 // cannot carry, and those it does not know. A field of the last two kinds
 // is served only when it is absent, null, or at the API's default (a
 // default asks for nothing, so nothing is lost); any other value is a 400
-// naming the field, never a request served without it.
+// naming the field by its path (messages[2].content[0].citations), never a
+// request served without it.
+//
+// The check walks the body once, after the typed decoding has found it
+// well-formed, and allocates nothing unless it refuses a field.
 
-// openAICarried are the Chat Completions fields the gateway carries.
-var openAICarried = []string{"model", "messages", "max_tokens", "max_completion_tokens", "tools", "tool_choice",
-	"temperature", "top_p", "stop", "seed", "response_format", "stream", "stream_options", "metadata", "n", "user",
-	"parallel_tool_calls"}
+// shape lists the fields an object of a request carries.
+type shape struct {
+	fields []field
+	// by names the field whose value (a string) selects the variant of
+	// the object: its fields are then fields plus the variant's. An object
+	// whose variant is not listed is not checked: the typed decoding
+	// refuses it.
+	by       string
+	variants []variant
+}
 
-// anthropicCarried are the Messages fields the gateway carries.
-var anthropicCarried = []string{"model", "max_tokens", "system", "messages", "tools", "tool_choice",
-	"temperature", "top_p", "stop_sequences", "stream", "metadata", "output_config", "cache_control"}
+type variant struct {
+	value  string
+	fields []field
+}
+
+// field is a carried field; the objects of its value (an object, or an
+// array of objects) are checked against shape, when set. A field without a
+// shape holds free-form JSON (a schema, tool arguments, metadata) or a
+// scalar the typed decoding checks.
+type field struct {
+	name  string
+	shape *shape
+}
+
+// lookup returns the carried field name of an object of variant v.
+func (s *shape) lookup(name []byte, v *variant) (field, bool) {
+	for _, f := range s.fields {
+		if f.name == string(name) {
+			return f, true
+		}
+	}
+	if v != nil {
+		for _, f := range v.fields {
+			if f.name == string(name) {
+				return f, true
+			}
+		}
+	}
+	return field{}, false
+}
+
+func fields(names ...string) []field {
+	fs := make([]field, len(names))
+	for i, n := range names {
+		fs[i] = field{name: n}
+	}
+	return fs
+}
+
+func obj(names ...string) *shape { return &shape{fields: fields(names...)} }
+
+// The Chat Completions request.
+var openAIShape = func() *shape {
+	part := &shape{fields: fields("type"), by: "type", variants: []variant{
+		{"text", fields("text")},
+		{"refusal", fields("refusal")},
+		{"image_url", []field{{"image_url", obj("url", "detail")}}},
+	}}
+	call := &shape{fields: []field{{"id", nil}, {"type", nil}, {"function", obj("name", "arguments")}}}
+	// A message's name is refused: the gateway does not send it upstream.
+	message := &shape{fields: []field{{"role", nil}, {"content", part}}, by: "role", variants: []variant{
+		{"system", nil}, {"developer", nil}, {"user", nil},
+		{"assistant", []field{{"tool_calls", call}}},
+		{"tool", fields("tool_call_id")},
+	}}
+	tool := &shape{fields: []field{{"type", nil}, {"function", obj("name", "description", "parameters", "strict")}}}
+	return &shape{fields: []field{{"model", nil}, {"messages", message}, {"max_tokens", nil}, {"max_completion_tokens", nil},
+		{"tools", tool}, {"tool_choice", &shape{fields: []field{{"type", nil}, {"function", obj("name")}}}},
+		{"temperature", nil}, {"top_p", nil}, {"stop", nil}, {"seed", nil},
+		{"response_format", &shape{fields: []field{{"type", nil}, {"json_schema", obj("name", "schema", "strict")}}}},
+		{"stream", nil},
+		// include_obfuscation pads the chunks against a side channel; the
+		// gateway sends none, which either value allows.
+		{"stream_options", obj("include_usage", "include_obfuscation")},
+		{"metadata", nil}, {"n", nil}, {"user", nil}, {"parallel_tool_calls", nil}}}
+}()
+
+// The Messages request.
+var anthropicShape = func() *shape {
+	cc := obj("type", "ttl")
+	block := &shape{fields: []field{{"type", nil}, {"cache_control", cc}}, by: "type"}
+	block.variants = []variant{
+		{"text", fields("text")},
+		{"image", []field{{"source", obj("type", "media_type", "data", "url")}}},
+		{"tool_use", fields("id", "name", "input")},
+		{"tool_result", []field{{"tool_use_id", nil}, {"content", block}, {"is_error", nil}}},
+	}
+	message := &shape{fields: []field{{"role", nil}, {"content", block}}}
+	toolFields := []field{{"name", nil}, {"description", nil}, {"input_schema", nil}, {"strict", nil}, {"cache_control", cc}}
+	tool := &shape{fields: fields("type"), by: "type", variants: []variant{{"", toolFields}, {"custom", toolFields}}}
+	return &shape{fields: []field{{"model", nil}, {"max_tokens", nil}, {"system", block}, {"messages", message},
+		{"tools", tool}, {"tool_choice", obj("type", "name", "disable_parallel_tool_use")},
+		{"temperature", nil}, {"top_p", nil}, {"stop_sequences", nil}, {"stream", nil},
+		{"metadata", obj("user_id")},
+		{"output_config", &shape{fields: []field{{"effort", nil}, {"format", obj("type", "schema")}}}},
+		{"cache_control", cc}}}
+}()
 
 // fieldDefaults are, for the fields whose default is not their JSON zero
 // value, the values at which the field asks for nothing (besides null).
@@ -33,46 +128,254 @@ var fieldDefaults = map[string][]string{
 	"thinking":           {`{"type":"disabled"}`},
 }
 
-// checkFields refuses the top-level fields of body that are not carried
-// and not at their default.
-func checkFields(body []byte, carried []string) error {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(body, &fields); err != nil {
+// zeroValues are the values at which any other field asks for nothing.
+var zeroValues = []string{"false", "0", `""`, "{}", "[]"}
+
+// checkFields refuses the fields of body, at any depth s describes, that
+// are not carried and not at their default. body is well-formed JSON.
+func checkFields(body []byte, s *shape) error {
+	c := fieldCheck{b: body}
+	i := c.ws(0)
+	if i >= len(body) || body[i] != '{' {
 		return nil // the typed decoding reports it
 	}
-	var refused []string
-	for name, v := range fields {
-		if slices.Contains(carried, name) || isDefault(name, v) {
-			continue
-		}
-		refused = append(refused, name)
-	}
-	if len(refused) == 0 {
+	c.object(i, s)
+	if len(c.refused) == 0 {
 		return nil
 	}
-	slices.Sort(refused)
-	return fmt.Errorf("%s: not carried by the gateway to the model, which would answer without it; remove it (docs/serve.md lists the fields served)", strings.Join(refused, ", "))
+	slices.Sort(c.refused)
+	return notCarried(strings.Join(slices.Compact(c.refused), ", "))
+}
+
+// notCarried is the error of fields the gateway cannot carry.
+func notCarried(fields string) error {
+	return fmt.Errorf("%s: not carried by the gateway to the model, which would answer without it; remove it (docs/serve.md lists the fields served)", fields)
+}
+
+type fieldCheck struct {
+	b       []byte
+	refused []string
+	// at is the path to the value checked: a field of an object, or an
+	// element of an array (index >= 0).
+	at    [16]step
+	depth int
+}
+
+type step struct {
+	name  string
+	index int
+}
+
+// path returns the path to the value checked, then to the field name, as
+// messages[2].content[0].citations.
+func (c *fieldCheck) path(name []byte) string {
+	var b []byte
+	for _, s := range c.at[:c.depth] {
+		if s.index >= 0 {
+			b = append(b, '[')
+			b = strconv.AppendInt(b, int64(s.index), 10)
+			b = append(b, ']')
+			continue
+		}
+		if len(b) > 0 {
+			b = append(b, '.')
+		}
+		b = append(b, s.name...)
+	}
+	if len(b) > 0 {
+		b = append(b, '.')
+	}
+	return string(append(b, name...))
+}
+
+// object checks the object at b[i] ('{').
+func (c *fieldCheck) object(i int, s *shape) {
+	var v *variant
+	if s.by != "" {
+		var sel []byte
+		for k, val := c.member(c.ws(i + 1)); val >= 0; k, val = c.member(c.after(val)) {
+			if string(k) == s.by && c.b[val] == '"' {
+				sel = unescaped(c.b[val+1 : c.skip(val)-1])
+				break
+			}
+		}
+		for n := range s.variants {
+			if s.variants[n].value == string(sel) {
+				v = &s.variants[n]
+			}
+		}
+		if v == nil {
+			return
+		}
+	}
+	for k, val := c.member(c.ws(i + 1)); val >= 0; k, val = c.member(c.after(val)) {
+		k = unescaped(k)
+		f, ok := s.lookup(k, v)
+		switch {
+		case !ok:
+			if !isDefault(k, c.b[val:c.skip(val)]) {
+				c.refused = append(c.refused, c.path(k))
+			}
+		case f.shape != nil && (c.b[val] == '{' || c.b[val] == '[') && c.depth < len(c.at):
+			// (Deeper than any request the typed decoding accepts.)
+			c.at[c.depth] = step{name: f.name, index: -1}
+			c.depth++
+			if c.b[val] == '{' {
+				c.object(val, f.shape)
+			} else {
+				c.array(val, f.shape)
+			}
+			c.depth--
+		}
+	}
+}
+
+// array checks the objects of the array at b[i] ('[').
+func (c *fieldCheck) array(i int, s *shape) {
+	i = c.ws(i + 1)
+	for n := 0; i < len(c.b) && c.b[i] != ']'; n++ {
+		if c.b[i] == '{' && c.depth < len(c.at) {
+			c.at[c.depth] = step{index: n}
+			c.depth++
+			c.object(i, s)
+			c.depth--
+		}
+		i = c.after(i)
+	}
+}
+
+// member returns the key (its inside, quotes off) and the value offset of
+// the object member at b[i], or a negative offset at the end of the object.
+func (c *fieldCheck) member(i int) ([]byte, int) {
+	if i >= len(c.b) || c.b[i] != '"' {
+		return nil, -1
+	}
+	kend := c.skip(i)
+	val := c.ws(c.ws(kend) + 1) // past the colon
+	return c.b[i+1 : kend-1], val
+}
+
+// after returns the index of what follows the value at b[i] and its comma,
+// if any.
+func (c *fieldCheck) after(i int) int {
+	i = c.ws(c.skip(i))
+	if i < len(c.b) && c.b[i] == ',' {
+		i = c.ws(i + 1)
+	}
+	return i
+}
+
+// unescaped returns the inside of a JSON string, unescaped when it holds
+// an escape (keys and type names rarely do).
+func unescaped(raw []byte) []byte {
+	if !slices.Contains(raw, '\\') {
+		return raw
+	}
+	var s string
+	q := make([]byte, 0, len(raw)+2)
+	q = append(append(append(q, '"'), raw...), '"')
+	if json.Unmarshal(q, &s) != nil {
+		return raw
+	}
+	return []byte(s)
+}
+
+func (c *fieldCheck) ws(i int) int {
+	for i < len(c.b) {
+		switch c.b[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// skip returns the index after the value at b[i].
+func (c *fieldCheck) skip(i int) int {
+	b := c.b
+	if i >= len(b) {
+		return i
+	}
+	switch b[i] {
+	case '"':
+		for i++; i < len(b); i++ {
+			switch b[i] {
+			case '\\':
+				i++
+			case '"':
+				return i + 1
+			}
+		}
+		return i
+	case '{', '[':
+		depth := 0
+		for ; i < len(b); i++ {
+			switch b[i] {
+			case '"':
+				i = c.skip(i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return i
+	}
+	for ; i < len(b); i++ {
+		switch b[i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return i
+		}
+	}
+	return i
 }
 
 // isDefault reports whether v is null, a zero value, or the default of the
 // field name.
-func isDefault(name string, v json.RawMessage) bool {
-	t := bytes.TrimSpace(v)
-	if string(t) == "null" {
+func isDefault(name, v []byte) bool {
+	if compactEqual(v, "null") {
 		return true
 	}
-	defaults, ok := fieldDefaults[name]
+	defaults, ok := fieldDefaults[string(name)]
 	if !ok {
-		defaults = []string{"false", "0", `""`, "{}", "[]"}
+		defaults = zeroValues
 	}
-	var c bytes.Buffer
-	if json.Compact(&c, t) != nil {
-		return false
+	for _, d := range defaults {
+		if compactEqual(v, d) {
+			return true
+		}
 	}
-	return slices.Contains(defaults, c.String())
+	return false
 }
 
-// notCarried is the error of a nested field the gateway cannot carry.
-func notCarried(field string) error {
-	return fmt.Errorf("%s: not carried by the gateway to the model, which would answer without it; remove it (docs/serve.md lists the fields served)", field)
+// compactEqual reports whether the JSON value v, without its insignificant
+// white space, is want (compact JSON).
+func compactEqual(v []byte, want string) bool {
+	j := 0
+	in := false // inside a string
+	for i := 0; i < len(v); i++ {
+		ch := v[i]
+		if !in && (ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r') {
+			continue
+		}
+		if j >= len(want) || want[j] != ch {
+			return false
+		}
+		j++
+		switch {
+		case in && ch == '\\':
+			if i+1 >= len(v) || j >= len(want) || want[j] != v[i+1] {
+				return false
+			}
+			i++
+			j++
+		case ch == '"':
+			in = !in
+		}
+	}
+	return j == len(want)
 }

@@ -17,8 +17,8 @@ import (
 var openAIChat = chatAPI{decode: decodeOpenAI, complete: completeOpenAI, stream: newOpenAIStream, requestIDHeader: "X-Request-Id"}
 
 // The request body of the Chat Completions API: the fields the gateway
-// maps. Fields it does not know are ignored, as the API's clients send
-// many.
+// maps. Any other field, at any depth, is refused by checkFields unless it
+// is at its default.
 type oaRequest struct {
 	Model               string            `json:"model"`
 	Messages            []oaMessage       `json:"messages"`
@@ -44,7 +44,6 @@ type oaRequest struct {
 type oaMessage struct {
 	Role       string          `json:"role"`
 	Content    json.RawMessage `json:"content"`
-	Name       string          `json:"name"`
 	ToolCallID string          `json:"tool_call_id"`
 	ToolCalls  []oaToolCall    `json:"tool_calls"`
 }
@@ -99,7 +98,7 @@ func decodeOpenAI(body []byte, p *chatParams) error {
 	if len(in.Messages) == 0 {
 		return errors.New("messages: at least one message is required")
 	}
-	if err := checkFields(body, openAICarried); err != nil {
+	if err := checkFields(body, openAIShape); err != nil {
 		return err
 	}
 	if in.N != nil && *in.N != 1 {
@@ -199,7 +198,7 @@ func decodeOpenAI(body []byte, p *chatParams) error {
 // openAIMessage maps one message: its content is a string or an array of
 // parts (text, image_url, refusal).
 func openAIMessage(in *oaMessage) (runtime.Message, error) {
-	m := runtime.Message{Name: in.Name}
+	var m runtime.Message
 	switch in.Role {
 	case "system", "developer":
 		m.Role = "system"

@@ -4,9 +4,10 @@
 // Key: the stage, the layer's name, the scope (the run's tenant and id for
 // scope "run", its tenant for "key", nothing for "global": only "global"
 // serves one tenant's entry to another), the model or tool name and the
-// canonical input (the
-// chat request's model, messages and max_tokens as JSON; a tool's arguments
-// as JSON with object keys sorted), hashed with SHA-256. The value is
+// canonical input (the chat request as JSON, its messages, tools and
+// parameters, without the caller's metadata and the prompt-cache
+// breakpoints, a cost hint a client may move without changing the answer; a
+// tool's arguments as JSON with object keys sorted), hashed with SHA-256. The value is
 // written to the store named by `store` (the default store when unset; see
 // runtime.BuildContext.KV) with the layer's `ttl`. A tool call whose
 // arguments do not encode (a NaN or infinite number) has no key and
@@ -31,9 +32,11 @@
 //
 // A hit does not run the inner layers. It sets Meta.Cached, which meters
 // read to leave the call uncharged (builtins/meter). A chat hit replays the
-// stored text as the same sequence of deltas, reports the stored usage and
-// served model on the call (ChatResponse.Usage, Model) and restores the
-// stored annotations; a tool hit returns the stored result with
+// stored text as the same sequence of deltas, reports the stored usage
+// (prompt-cache reads and writes included), finish reason, stop sequence and
+// served model on the call (ChatResponse.Usage, FinishReason, StopSequence,
+// Model) and restores the stored annotations (no upstream request id: none
+// was sent); a tool hit returns the stored result with
 // ToolResult.Cached set.
 //
 // Store failures fail open: a read error is a miss and a write error leaves

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -146,8 +147,9 @@ func (m *Memoize) set(ctx context.Context, key string, v any) {
 func (m *Memoize) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
 		// The key covers the request, tools and parameters included, but
-		// not the caller's metadata, which does not change the output.
-		keyed := c.Request
+		// not the caller's metadata nor its prompt-cache breakpoints, which
+		// do not change the output.
+		keyed := withoutBreakpoints(&c.Request)
 		keyed.Metadata = nil
 		input, err := json.Marshal(&keyed)
 		if err != nil {
@@ -171,6 +173,68 @@ func (m *Memoize) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		m.set(ctx, key, e)
 		return nil
 	}
+}
+
+// withoutBreakpoints returns a shallow copy of req without its prompt-cache
+// breakpoints (runtime.CacheControl): a cost hint, which a client may move
+// from one call to the next without changing what the model answers. A
+// message whose text blocks were kept apart only to hold a breakpoint gets
+// its text as one, as without it. The messages and tools are copied only
+// when one holds a breakpoint.
+func withoutBreakpoints(req *runtime.ChatRequest) runtime.ChatRequest {
+	out := *req
+	out.CacheControl = nil
+	for i := range req.Messages {
+		if hasBreakpoint(&req.Messages[i]) {
+			out.Messages = slices.Clone(req.Messages)
+			for j := i; j < len(out.Messages); j++ {
+				m := &out.Messages[j]
+				if !hasBreakpoint(m) {
+					continue
+				}
+				m.Parts = slices.Clone(m.Parts)
+				text := m.Content == ""
+				for k := range m.Parts {
+					m.Parts[k].CacheControl = nil
+					text = text && m.Parts[k].Type == runtime.PartText
+				}
+				if text && len(m.Parts) > 0 {
+					// Text blocks a breakpoint kept apart are the
+					// message's text without it.
+					m.Content, m.Parts = m.Text(), nil
+				}
+				m.ToolCalls = slices.Clone(m.ToolCalls)
+				for k := range m.ToolCalls {
+					m.ToolCalls[k].CacheControl = nil
+				}
+			}
+			break
+		}
+	}
+	for i := range req.Tools {
+		if req.Tools[i].CacheControl != nil {
+			out.Tools = slices.Clone(req.Tools)
+			for j := range out.Tools {
+				out.Tools[j].CacheControl = nil
+			}
+			break
+		}
+	}
+	return out
+}
+
+func hasBreakpoint(m *runtime.Message) bool {
+	for i := range m.Parts {
+		if m.Parts[i].CacheControl != nil {
+			return true
+		}
+	}
+	for i := range m.ToolCalls {
+		if m.ToolCalls[i].CacheControl != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // WrapTool implements runtime.ToolWrapper.

@@ -273,3 +273,68 @@ func TestScopeKeyIsPerTenant(t *testing.T) {
 	assert.False(t, r.Cached, "scope run: a run id two tenants both use is still two runs")
 	assert.Equal(t, "bob's", r.Value)
 }
+
+// A prompt-cache breakpoint is a cost hint: moving it, adding it or taking
+// it away does not change the answer, so the cached one serves.
+func TestChatKeyIgnoresPromptCacheBreakpoints(t *testing.T) {
+	model := rt.NewModel(rt.Response{Deltas: []string{"first"}}, rt.Response{Deltas: []string{"second"}})
+	pl := rt.Build(t, chatPlan(rt.Layer("memoize", "")), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
+	bp := &runtime.CacheControl{Type: "ephemeral"}
+	tools := []runtime.ToolDef{{Name: "search", Parameters: []byte(`{"type":"object"}`)}}
+	req := runtime.ChatRequest{Model: "primary", CacheControl: bp, Tools: tools, Messages: []runtime.Message{
+		{Role: "system", Parts: []runtime.ContentPart{{Type: runtime.PartText, Text: "Be brief."}, {Type: runtime.PartText, Text: "Be kind.", CacheControl: bp}}},
+		{Role: "user", Content: "hi"},
+		{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "c1", Name: "search", Arguments: []byte(`{}`), CacheControl: bp}}},
+		{Role: "user", Parts: []runtime.ContentPart{{Type: runtime.PartToolResult, ToolCallID: "c1", Text: "none", CacheControl: bp}}},
+	}}
+	text, _, err := rt.Collect(ctx1, pl, req, 0)
+	require.NoError(t, err)
+	assert.Equal(t, "first", text)
+
+	moved := runtime.ChatRequest{Model: "primary", Tools: []runtime.ToolDef{{Name: "search", Parameters: []byte(`{"type":"object"}`), CacheControl: bp}},
+		Messages: []runtime.Message{
+			{Role: "system", Content: "Be brief.\nBe kind."},
+			{Role: "user", Parts: []runtime.ContentPart{{Type: runtime.PartText, Text: "hi", CacheControl: bp}}},
+			{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "c1", Name: "search", Arguments: []byte(`{}`)}}},
+			{Role: "user", Parts: []runtime.ContentPart{{Type: runtime.PartToolResult, ToolCallID: "c1", Text: "none"}}},
+		}}
+	text, resp, err := rt.Collect(ctx1, pl, moved, 0)
+	require.NoError(t, err)
+	assert.Equal(t, "first", text)
+	assert.True(t, resp.Cached, "the breakpoints moved, the request is the same")
+	assert.Equal(t, 1, model.Calls())
+	require.NotNil(t, req.Messages[2].ToolCalls[0].CacheControl, "the request keeps its breakpoints")
+	require.NotNil(t, model.Requests()[0].Messages[0].Parts[1].CacheControl, "the model got them")
+
+	other := moved
+	other.Messages = append([]runtime.Message{}, moved.Messages...)
+	other.Messages[3] = runtime.Message{Role: "user", Parts: []runtime.ContentPart{{Type: runtime.PartToolResult, ToolCallID: "c1", Text: "one hit"}}}
+	_, resp, err = rt.Collect(ctx1, pl, other, 0)
+	require.NoError(t, err)
+	assert.False(t, resp.Cached, "another tool result is another request")
+}
+
+// A cache hit answers what the model answered: the stop sequence it stopped
+// at and the usage it reported, prompt-cache writes included.
+func TestChatHitReplaysStopSequenceAndCacheWrites(t *testing.T) {
+	for _, config := range []string{"", flightConfig} {
+		t.Run(config, func(t *testing.T) {
+			model := rt.NewModel(rt.Response{Stream: []runtime.Delta{{Text: "The answer"}, {FinishReason: runtime.FinishStop, StopSequence: "END"}},
+				Usage: runtime.Usage{InputTokens: 30, CachedInputTokens: 4, CacheWriteInputTokens: 20, OutputTokens: 3}})
+			pl := rt.Build(t, chatPlan(rt.Layer("memoize", config)), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
+			req := runtime.ChatRequest{Model: "primary", Stop: []string{"END"}, Messages: []runtime.Message{{Role: "user", Content: "hi"}}}
+			_, r1, err := rt.Collect(ctx1, pl, req, 0)
+			require.NoError(t, err)
+			require.Equal(t, "END", r1.StopSequence)
+			text, r2, err := rt.Collect(ctx1, pl, req, 0)
+			require.NoError(t, err)
+			assert.True(t, r2.Cached)
+			assert.Equal(t, "The answer", text)
+			assert.Equal(t, runtime.FinishStop, r2.FinishReason)
+			assert.Equal(t, "END", r2.StopSequence)
+			assert.Equal(t, r1.Usage, r2.Usage)
+			assert.EqualValues(t, 20, r2.Usage.CacheWriteInputTokens)
+			assert.Equal(t, 1, model.Calls())
+		})
+	}
+}

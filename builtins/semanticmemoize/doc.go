@@ -4,7 +4,9 @@
 //
 // The input is embedded with the pipeline's runtime.Embedder (Deps.Embedder;
 // by default the local runtime.HashEmbedder, which compares spelling, not
-// meaning): a chat call's transcript (one "role: content" line per message),
+// meaning): a chat call's transcript (one "role: content" line per message,
+// its content the message's text, text parts included, then its images (a
+// digest of each URL), tool calls and tool results),
 // a tool call's canonical arguments (JSON, object keys sorted). The index
 // partition is the layer, the stage, the scope (the run's tenant and id for
 // scope "run", its tenant for "key", nothing for "global"), the model (and max_tokens) or the tool: inputs only

@@ -151,13 +151,49 @@ func (m *SemanticMemoize) store(ctx context.Context, part, text string, vec []fl
 }
 
 // Transcript renders a chat request's messages as the text that is embedded:
-// one "role: content" line per message.
+// one "role: content" line per message, its content the message's text
+// (Content and text parts), then its images (by a digest of their URL:
+// a data: URL holds the whole image), tool calls and tool results.
 func Transcript(msgs []runtime.Message) string {
 	var b strings.Builder
-	for _, msg := range msgs {
+	for i := range msgs {
+		msg := &msgs[i]
 		b.WriteString(msg.Role)
 		b.WriteString(": ")
-		b.WriteString(msg.Content)
+		text := msg.Text()
+		b.WriteString(text)
+		sep := text != ""
+		item := func() {
+			if sep {
+				b.WriteByte(' ')
+			}
+			sep = true
+		}
+		for _, p := range msg.Parts {
+			switch p.Type {
+			case runtime.PartImage:
+				sum := sha256.Sum256([]byte(p.ImageURL))
+				item()
+				b.WriteString("[image ")
+				b.WriteString(hex.EncodeToString(sum[:8]))
+				b.WriteByte(']')
+			case runtime.PartToolResult:
+				item()
+				b.WriteString("[result ")
+				b.WriteString(p.ToolCallID)
+				b.WriteString(": ")
+				b.WriteString(p.Text)
+				b.WriteByte(']')
+			}
+		}
+		for _, tc := range msg.ToolCalls {
+			item()
+			b.WriteString("[call ")
+			b.WriteString(tc.Name)
+			b.WriteByte(' ')
+			b.Write(tc.Arguments)
+			b.WriteByte(']')
+		}
 		b.WriteByte('\n')
 	}
 	return b.String()

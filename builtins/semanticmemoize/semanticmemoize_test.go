@@ -231,3 +231,38 @@ func TestScopeKeyIsPerTenant(t *testing.T) {
 	assert.False(t, r.Cached, "another tenant never gets alice's result")
 	assert.Equal(t, "bob's", r.Value)
 }
+
+// A message whose text rides in parts (a client's text blocks with a
+// prompt-cache breakpoint, text beside an image, tool results) is embedded
+// by that text: two different questions never share an answer because
+// their text was not in Content.
+func TestChatTextInPartsIsEmbedded(t *testing.T) {
+	model := rt.NewModel(rt.Response{Deltas: []string{"Paris"}}, rt.Response{Deltas: []string{"Flour, eggs, sugar."}},
+		rt.Response{Deltas: []string{"Sunny."}}, rt.Response{Deltas: []string{"Raining."}})
+	pl := rt.Build(t, rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("semantic_memoize", `{"threshold": 0.95}`)}}),
+		runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
+	bp := &runtime.CacheControl{Type: "ephemeral"}
+	ask := func(parts ...runtime.ContentPart) string {
+		text, _, err := rt.Collect(ctx1, pl, runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Parts: parts}}}, 0)
+		require.NoError(t, err)
+		return text
+	}
+	assert.Equal(t, "Paris", ask(runtime.ContentPart{Type: runtime.PartText, Text: "What is the capital of France?", CacheControl: bp}))
+	assert.Equal(t, "Flour, eggs, sugar.", ask(runtime.ContentPart{Type: runtime.PartText, Text: "Give me a cake recipe.", CacheControl: bp}))
+	assert.Equal(t, "Paris", ask(runtime.ContentPart{Type: runtime.PartText, Text: "What is the capital of France?"}), "the same question hits")
+	result := func(s string) runtime.ContentPart {
+		return runtime.ContentPart{Type: runtime.PartToolResult, ToolCallID: "c1", Text: s}
+	}
+	assert.Equal(t, "Sunny.", ask(result(`{"sky": "clear", "temperature_c": 24}`)))
+	assert.Equal(t, "Raining.", ask(result(`{"rain_mm": 12, "wind_kmh": 40, "alerts": ["storm"]}`)))
+	assert.Equal(t, 4, model.Calls())
+}
+
+func TestTranscriptOfParts(t *testing.T) {
+	got := semanticmemoize.Transcript([]runtime.Message{
+		{Role: "user", Parts: []runtime.ContentPart{{Type: runtime.PartText, Text: "What is this?"}, {Type: runtime.PartImage, ImageURL: "https://example.com/a.png"}}},
+		{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "c1", Name: "lookup", Arguments: []byte(`{"q":"a"}`)}}},
+		{Role: "user", Parts: []runtime.ContentPart{{Type: runtime.PartToolResult, ToolCallID: "c1", Text: "a cat"}}},
+	})
+	assert.Regexp(t, `^user: What is this\? \[image [0-9a-f]{16}\]\nassistant: \[call lookup \{"q":"a"\}\]\nuser: \[result c1: a cat\]\n$`, got)
+}

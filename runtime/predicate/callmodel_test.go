@@ -18,7 +18,7 @@ func TestEvalChatCallModel(t *testing.T) {
 				ResponseFormat: "json_object", Metadata: map[string]string{"tenant": "acme"}},
 		},
 		Response: ChatResponse{FinishReason: "tool_calls",
-			Usage: Usage{InputTokens: 10, CachedInputTokens: 6, OutputTokens: 4, ReasoningTokens: 1},
+			Usage: Usage{InputTokens: 10, CachedInputTokens: 6, CacheWriteInputTokens: 3, OutputTokens: 4, ReasoningTokens: 1},
 			ToolCalls: []ToolCall{
 				{ID: "call_1", Name: "refund", Arguments: json.RawMessage(`{"amount":150,"order":{"id":"A1"}}`)},
 				{ID: "call_2", Name: "now"},
@@ -40,6 +40,7 @@ func TestEvalChatCallModel(t *testing.T) {
 		{"request.params.metadata.tenant == 'acme' && has(request.params.metadata)", true, ""},
 		{"response.finish_reason == 'tool_calls'", true, ""},
 		{"response.usage.cached_input_tokens == 6 && response.usage.reasoning_tokens == 1", true, ""},
+		{"has(response.usage.cache_write_input_tokens) && response.usage.cache_write_input_tokens + response.usage.cached_input_tokens < response.usage.input_tokens", true, ""},
 		{"response.tool_calls.exists(c, c.name == 'refund' && c.args.amount > 100)", true, ""},
 		{"response.tool_calls[0].args.order.id == 'A1' && response.tool_calls[0].id == 'call_1'", true, ""},
 		{"size(response.tool_calls[1].args) == 0 && !has(response.tool_calls[1].args)", true, ""},

@@ -25,7 +25,9 @@
 // {temperature double, top_p double, stop list(string), seed int, tool_choice string,
 // response_format string (the format's type), metadata map(string, string)}, where has() on
 // temperature, top_p and seed is true when the request sets them, even to zero.
-// response.usage is {input_tokens, output_tokens, cached_input_tokens, reasoning_tokens};
+// response.usage is {input_tokens, output_tokens, cached_input_tokens, cache_write_input_tokens,
+// reasoning_tokens}, the cached and cache-write counts the parts of input_tokens read from and
+// written to the provider's prompt cache (Anthropic's cache_creation_input_tokens);
 // response.tool_calls is list({id, name, args}), args the call's JSON arguments decoded at
 // access as map(string, dyn) (arguments that are not an object are an evaluation error);
 // response.finish_reason is a string. has() on a field of these types is true when the field holds a non-zero

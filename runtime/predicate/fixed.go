@@ -278,6 +278,7 @@ func usageFields() []*field {
 		intField[Usage]("input_tokens", func(v *Usage) int64 { return v.InputTokens }),
 		intField[Usage]("output_tokens", func(v *Usage) int64 { return v.OutputTokens }),
 		intField[Usage]("cached_input_tokens", func(v *Usage) int64 { return v.CachedInputTokens }),
+		intField[Usage]("cache_write_input_tokens", func(v *Usage) int64 { return v.CacheWriteInputTokens }),
 		intField[Usage]("reasoning_tokens", func(v *Usage) int64 { return v.ReasoningTokens }),
 	}
 }

@@ -63,10 +63,11 @@ type ToolCall struct {
 
 // Usage is the token usage of a model response.
 type Usage struct {
-	InputTokens       int64 // input_tokens
-	OutputTokens      int64 // output_tokens
-	CachedInputTokens int64 // cached_input_tokens, part of input_tokens
-	ReasoningTokens   int64 // reasoning_tokens, part of output_tokens
+	InputTokens           int64 // input_tokens
+	OutputTokens          int64 // output_tokens
+	CachedInputTokens     int64 // cached_input_tokens, part of input_tokens read from the prompt cache
+	CacheWriteInputTokens int64 // cache_write_input_tokens, part of input_tokens written to the prompt cache
+	ReasoningTokens       int64 // reasoning_tokens, part of output_tokens
 }
 
 // ChatResponse is the CEL variable `response` of the chat stage, after phase.

@@ -14,6 +14,9 @@ type Entry struct {
 	ToolCalls []runtime.ToolUse `json:"tool_calls,omitempty"`
 	// FinishReason is the response's finish reason.
 	FinishReason string `json:"finish_reason,omitempty"`
+	// StopSequence is the stop sequence the model stopped at, when its
+	// provider reported it.
+	StopSequence string `json:"stop_sequence,omitempty"`
 	// Usage is what the recorded call cost.
 	Usage runtime.Usage `json:"usage"`
 	// Served names the model that served the recorded call.
@@ -33,7 +36,7 @@ type Entry struct {
 func Record(ctx context.Context, c *runtime.ChatCall, next runtime.ChatHandler, yield func(runtime.Delta) bool) (*Entry, error) {
 	var deltas []string
 	var calls runtime.ToolCallBuilder
-	finish := ""
+	finish, stop := "", ""
 	u0 := c.Usage
 	err := next(ctx, c, func(d runtime.Delta) bool {
 		if d.Text != "" || len(d.ToolCalls) == 0 {
@@ -43,6 +46,9 @@ func Record(ctx context.Context, c *runtime.ChatCall, next runtime.ChatHandler, 
 		if d.FinishReason != "" {
 			finish = d.FinishReason
 		}
+		if d.StopSequence != "" {
+			stop = d.StopSequence
+		}
 		return yield(d)
 	})
 	if err != nil || c.Stopped || finish == runtime.FinishContentFilter {
@@ -51,17 +57,18 @@ func Record(ctx context.Context, c *runtime.ChatCall, next runtime.ChatHandler, 
 	if deltas == nil {
 		deltas = []string{}
 	}
-	return &Entry{Deltas: deltas, ToolCalls: calls.ToolCalls(), FinishReason: finish, Served: c.Served,
+	return &Entry{Deltas: deltas, ToolCalls: calls.ToolCalls(), FinishReason: finish, StopSequence: stop, Served: c.Served,
 		Annotations: c.Annotations, Usage: c.Usage.Sub(u0)}, nil
 }
 
-// Replay serves c from e: it marks the call cached, sets the served model,
-// adds the entry's usage and annotations to c, and pushes the deltas to yield
-// with c.Emit until the consumer stops: the text deltas, then the tool calls
-// (one fragment each) with the finish reason on one delta.
+// Replay serves c from e: it marks the call cached, sets the served model
+// and the stop sequence, adds the entry's usage and annotations to c, and
+// pushes the deltas to yield with c.Emit until the consumer stops: the text deltas, then the tool calls
+// (one fragment each) with the finish reason and stop sequence on one delta.
 func Replay(c *runtime.ChatCall, e *Entry, yield func(runtime.Delta) bool) {
 	c.Meta.Cached = true
 	c.Served = e.Served
+	c.StopSequence = e.StopSequence // (Emit records the finish reason alone)
 	c.Usage.Add(e.Usage)
 	for k, v := range e.Annotations {
 		c.Annotate(k, v)
@@ -69,13 +76,13 @@ func Replay(c *runtime.ChatCall, e *Entry, yield func(runtime.Delta) bool) {
 	for i, d := range e.Deltas {
 		delta := runtime.Delta{Text: d}
 		if i == len(e.Deltas)-1 && len(e.ToolCalls) == 0 {
-			delta.FinishReason = e.FinishReason
+			delta.FinishReason, delta.StopSequence = e.FinishReason, e.StopSequence
 		}
 		if !c.Emit(yield, delta) {
 			return
 		}
 	}
 	if len(e.ToolCalls) > 0 || len(e.Deltas) == 0 && e.FinishReason != "" {
-		c.Emit(yield, runtime.Delta{ToolCalls: runtime.ToolCallDeltas(e.ToolCalls), FinishReason: e.FinishReason})
+		c.Emit(yield, runtime.Delta{ToolCalls: runtime.ToolCallDeltas(e.ToolCalls), FinishReason: e.FinishReason, StopSequence: e.StopSequence})
 	}
 }
