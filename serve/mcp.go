@@ -95,6 +95,36 @@ func (u *upstreamServer) session(ctx context.Context) (*mcp.ClientSession, error
 	return cs, nil
 }
 
+// renew ends cs, a session that refused a call as closing, waits until it
+// has ended (at most connectTimeout), and returns a live session.
+func (u *upstreamServer) renew(ctx context.Context, cs *mcp.ClientSession) (*mcp.ClientSession, error) {
+	u.mu.Lock()
+	ended := u.ended
+	current := u.cs == cs
+	u.mu.Unlock()
+	if current {
+		_ = cs.Close()
+		select {
+		case <-ended:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(connectTimeout):
+			return nil, fmt.Errorf("mcp server %q: the ended session did not close", u.name)
+		}
+	}
+	return u.session(ctx)
+}
+
+// notSent reports whether err is a call the SDK refused before writing it
+// because its connection was closing: its jsonrpc2 layer refuses a call
+// initiated on a closing connection with "client is closing" (a call already
+// written whose connection broke gets the read error instead), which the mcp
+// layer reports as ErrConnectionClosed with that text, not wrapped
+// (TestMCPStdioUpstreamExits holds this reading of the SDK).
+func notSent(err error) bool {
+	return err != nil && errors.Is(err, mcp.ErrConnectionClosed) && strings.Contains(err.Error(), "client is closing")
+}
+
 func (u *upstreamServer) close() {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -244,8 +274,19 @@ func (t *upstreamTool) call(ctx context.Context, c *runtime.ToolCall) (any, erro
 	if err != nil {
 		return nil, &runtime.CallError{Kind: runtime.KindTransient, Message: err.Error(), Err: err}
 	}
-	t.calls.Add(1)
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: t.name, Arguments: args})
+	if notSent(err) {
+		// The session was ending as the call started (the upstream's
+		// process had just exited): the call was refused before it was
+		// written, so it is sent once on a new session.
+		if cs, err = t.up.renew(ctx, cs); err != nil {
+			return nil, &runtime.CallError{Kind: runtime.KindTransient, Message: err.Error(), Err: err}
+		}
+		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: t.name, Arguments: args})
+	}
+	if !notSent(err) {
+		t.calls.Add(1)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
