@@ -110,6 +110,12 @@ type upstreamTool struct {
 	name   string // the upstream's own name
 	tool   *mcp.Tool
 	up     *upstreamServer
+	// maxResult bounds the size of a result (resultSize).
+	maxResult int64
+	// withheld is set, before the generation serves, when a security
+	// layer blocked the tool's definition: the tool is not listed and a
+	// call is refused.
+	withheld *runtime.BlockedError
 	// calls counts the calls sent upstream.
 	calls atomic.Int64
 }
@@ -159,7 +165,7 @@ func UpstreamTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, err
 // connectUpstreams connects to every upstream server and lists its tools.
 // Two servers exposing the same tool name fail (a prefix keeps them
 // apart). On failure every session opened is closed.
-func connectUpstreams(ctx context.Context, servers map[string]plan.MCPServer, dir string, log *slog.Logger) (*upstreams, error) {
+func connectUpstreams(ctx context.Context, servers map[string]plan.MCPServer, dir string, log *slog.Logger, maxResult int64) (*upstreams, error) {
 	u := &upstreams{servers: map[string]*upstreamServer{}, tools: map[string]*upstreamTool{}}
 	names := make([]string, 0, len(servers))
 	for name := range servers {
@@ -188,13 +194,93 @@ func connectUpstreams(ctx context.Context, servers map[string]plan.MCPServer, di
 				u.close()
 				return nil, fmt.Errorf("mcp: tool %q is served by both %q and %q; give one of them a prefix", exposed, prev.server, name)
 			}
-			u.tools[exposed] = &upstreamTool{server: name, name: t.Name, tool: t, up: up}
+			u.tools[exposed] = &upstreamTool{server: name, name: t.Name, tool: t, up: up, maxResult: maxResult}
 			u.names = append(u.names, exposed)
 		}
 		log.Info("mcp upstream connected", "server", name, "tools", len(tools))
 	}
 	sort.Strings(u.names)
 	return u, nil
+}
+
+// toolScanner is a layer that checks a tool definition outside a chat
+// call (the security builtin's ScanTool).
+type toolScanner interface {
+	ScanTool(ctx context.Context, td runtime.ToolDef) error
+}
+
+// scanConcurrency bounds the definitions scanned at once (a classifier is
+// one request per definition).
+const scanConcurrency = 8
+
+// scan checks every upstream tool's definition, as the model of an MCP
+// client will read it (the name it is served under, its title and
+// description, its input schema), with every layer of the chat chain that
+// checks tool definitions (security): the descriptions are third-party
+// text that clients put in front of their model, and a poisoned one is an
+// injection. A tool a layer blocks is withheld from this generation: not
+// listed, its calls refused; the others are served. A definition a
+// classifier could not decide is withheld with on_error "closed" (the
+// layer's block says so) and served with "open". The next reload lists and
+// scans the tools again.
+func (u *upstreams) scan(ctx context.Context, pl *runtime.Pipeline, log *slog.Logger) {
+	var layers []runtime.LayerInfo
+	for _, l := range pl.Layers(plan.StageChat) {
+		if _, ok := l.Middleware.(toolScanner); ok {
+			layers = append(layers, l)
+		}
+	}
+	if len(layers) == 0 || len(u.names) == 0 {
+		return
+	}
+	sem := make(chan struct{}, scanConcurrency)
+	var wg sync.WaitGroup
+	for _, name := range u.names {
+		t := u.tools[name]
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			td := toolDef(name, t.tool)
+			for _, l := range layers {
+				err := l.Middleware.(toolScanner).ScanTool(ctx, td)
+				var b *runtime.BlockedError
+				switch {
+				case errors.As(err, &b):
+					if b.Layer == "" {
+						b.Layer = l.Name
+					}
+					t.withheld = b
+					log.Warn("mcp tool withheld: a security layer blocked its definition", "tool", name, "server", t.server,
+						"layer", b.Layer, "reason", b.Message)
+					return
+				case err != nil:
+					log.Warn("mcp tool served unchecked: its definition could not be scanned", "tool", name, "server", t.server,
+						"layer", l.Name, "error", err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// toolDef is the definition of an upstream tool as an MCP client's model
+// reads it: the name it is served under, its titles and description, its
+// input schema.
+func toolDef(name string, t *mcp.Tool) runtime.ToolDef {
+	var desc []string
+	if t.Title != "" {
+		desc = append(desc, t.Title)
+	}
+	if t.Annotations != nil && t.Annotations.Title != "" && t.Annotations.Title != t.Title {
+		desc = append(desc, t.Annotations.Title)
+	}
+	desc = append(desc, t.Description)
+	td := runtime.ToolDef{Name: name, Description: strings.Join(desc, "\n")}
+	if b, err := json.Marshal(t.InputSchema); err == nil {
+		td.Parameters = b
+	}
+	return td
 }
 
 func (u *upstreams) close() {
@@ -236,6 +322,11 @@ func (u *upstreams) toolArgs(host map[string]json.RawMessage) map[string]json.Ra
 // permanent failure carrying its text; a protocol error from the upstream is
 // permanent; a broken connection is transient.
 func (t *upstreamTool) call(ctx context.Context, c *runtime.ToolCall) (any, error) {
+	if t.withheld != nil {
+		b := *t.withheld
+		b.Message = "the tool's definition was withheld: " + b.Message
+		return nil, &b
+	}
 	args := c.Args
 	if args == nil {
 		args = map[string]any{}
@@ -256,10 +347,74 @@ func (t *upstreamTool) call(ctx context.Context, c *runtime.ToolCall) (any, erro
 		}
 		return nil, &runtime.CallError{Kind: runtime.KindTransient, Message: fmt.Sprintf("mcp server %q: %v", t.server, err), Err: err}
 	}
+	if n, over := resultSize(res, t.maxResult); over {
+		return nil, &runtime.CallError{Kind: runtime.KindPermanent, Message: fmt.Sprintf(
+			"mcp server %q: the tool's result is over the limit of %d bytes (%d bytes at least); it was dropped", t.server, t.maxResult, n)}
+	}
 	if res.IsError {
 		return nil, &runtime.CallError{Kind: runtime.KindPermanent, Message: resultText(res)}
 	}
 	return resultValue(res), nil
+}
+
+// resultSize adds up the bytes of a result, as far as max: the text of
+// its contents, their data (images, audio, embedded resources), their
+// URIs and names, and the keys and strings of its structured content (8
+// bytes a number or other scalar). It reports whether the sum is over max;
+// the sum stops growing once it is.
+func resultSize(res *mcp.CallToolResult, max int64) (int64, bool) {
+	var n int64
+	for _, c := range res.Content {
+		switch c := c.(type) {
+		case *mcp.TextContent:
+			n += int64(len(c.Text))
+		case *mcp.ImageContent:
+			n += int64(len(c.Data))
+		case *mcp.AudioContent:
+			n += int64(len(c.Data))
+		case *mcp.ResourceLink:
+			n += int64(len(c.URI) + len(c.Name) + len(c.Title) + len(c.Description))
+		case *mcp.EmbeddedResource:
+			if r := c.Resource; r != nil {
+				n += int64(len(r.URI) + len(r.Text) + len(r.Blob))
+			}
+		default:
+			n += 8
+		}
+		if n > max {
+			return n, true
+		}
+	}
+	return valueSize(res.StructuredContent, n, max)
+}
+
+// valueSize adds the size of a decoded JSON value to n, stopping once the
+// sum is over max.
+func valueSize(v any, n, max int64) (int64, bool) {
+	switch v := v.(type) {
+	case nil:
+	case string:
+		n += int64(len(v))
+	case json.RawMessage:
+		n += int64(len(v))
+	case []any:
+		for _, e := range v {
+			var over bool
+			if n, over = valueSize(e, n+1, max); over {
+				return n, true
+			}
+		}
+	case map[string]any:
+		for k, e := range v {
+			var over bool
+			if n, over = valueSize(e, n+int64(len(k))+1, max); over {
+				return n, true
+			}
+		}
+	default:
+		n += 8
+	}
+	return n, n > max
 }
 
 // resultValue is how an upstream result passes the tool chain: a result of
@@ -398,6 +553,9 @@ func (p *mcpProxy) sync(g *generation) {
 	defer p.mu.Unlock()
 	want := map[string]*mcp.Tool{}
 	for name, t := range g.mcp.tools {
+		if t.withheld != nil {
+			continue // logged and counted when scanned
+		}
 		tool := *t.tool
 		tool.Name = name
 		if !objectSchema(tool.InputSchema) {
