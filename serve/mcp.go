@@ -702,17 +702,74 @@ func (s *Server) mcpHandler(x *exchange) {
 		defer s.mcp.requests.Delete(token)
 		r.Header.Set(requestHeader, token)
 	}
+	w := &mcpWriter{exchange: x}
+	defer w.finish()
 	if x.caller.key == "" {
 		// A policy without keys: anyone may use any session.
-		s.mcp.handler.ServeHTTP(x, r)
+		s.mcp.handler.ServeHTTP(w, r)
 		return
 	}
 	// The binding reads the key as a bearer token, as clients of the
 	// Anthropic kind send it in x-api-key.
 	r.Header.Set("Authorization", "Bearer "+presentedKey(r))
 	r = r.WithContext(context.WithValue(r.Context(), sessionUserKey{}, x.caller.key))
-	s.mcp.keyed.ServeHTTP(x, r)
+	s.mcp.keyed.ServeHTTP(w, r)
 }
+
+// mcpWriter answers the SDK's HTTP-level refusals (plain text: a session
+// opened with another key, a session not found, a bad Accept header) in the
+// JSON error format of the other routes. Everything else, JSON-RPC answers
+// and event streams, passes as written.
+type mcpWriter struct {
+	*exchange
+	// plain is set once the SDK started a plain-text error, whose status
+	// and text are held in status and text.
+	plain  bool
+	status int
+	text   []byte
+}
+
+// maxPlainError bounds the text of an SDK error kept.
+const maxPlainError = 1024
+
+func (w *mcpWriter) WriteHeader(code int) {
+	if code >= 400 && w.exchange.status == 0 && !w.plain &&
+		strings.HasPrefix(w.Header().Get("Content-Type"), "text/plain") {
+		w.plain, w.status = true, code
+		return
+	}
+	w.exchange.WriteHeader(code)
+}
+
+func (w *mcpWriter) Write(b []byte) (int, error) {
+	if w.plain {
+		w.text = append(w.text, b[:min(len(b), maxPlainError-len(w.text))]...)
+		return len(b), nil
+	}
+	return w.exchange.Write(b)
+}
+
+// finish writes the JSON error of a plain-text refusal held back.
+func (w *mcpWriter) finish() {
+	if !w.plain {
+		return
+	}
+	msg := strings.TrimSpace(string(w.text))
+	code := errCode("mcp_" + strings.ToLower(strings.ReplaceAll(http.StatusText(w.status), " ", "_")))
+	switch {
+	case w.status == http.StatusForbidden && msg == "session user mismatch":
+		code, msg = errSessionKey, "the MCP session was opened with another API key; a key uses the sessions it opened"
+	case w.status == http.StatusNotFound:
+		code = errNotFound
+	case w.status == http.StatusBadRequest:
+		code = errBadRequest
+	}
+	w.Header().Del("X-Content-Type-Options")
+	w.exchange.fail(w.status, code, msg)
+}
+
+// errSessionKey is the code of a request on a session another key opened.
+const errSessionKey errCode = "session_key_mismatch"
 
 // sessionUserKey carries the caller's key name to the session binding.
 type sessionUserKey struct{}
