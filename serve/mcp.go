@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -51,6 +52,7 @@ type upstreamServer struct {
 	mu     sync.Mutex
 	cs     *mcp.ClientSession
 	ended  chan struct{} // closed when cs ends
+	broken bool          // a call found cs closed before ended was
 	closed bool
 }
 
@@ -64,7 +66,7 @@ func newUpstreamServer(name string, spec plan.MCPServer, dir string, log *slog.L
 // (or before u is shared).
 func (u *upstreamServer) watch(cs *mcp.ClientSession) {
 	ended := make(chan struct{})
-	u.cs, u.ended = cs, ended
+	u.cs, u.ended, u.broken = cs, ended, false
 	go func() {
 		_ = cs.Wait()
 		close(ended)
@@ -81,7 +83,9 @@ func (u *upstreamServer) session(ctx context.Context) (*mcp.ClientSession, error
 	select {
 	case <-u.ended:
 	default:
-		return u.cs, nil
+		if !u.broken {
+			return u.cs, nil
+		}
 	}
 	u.log.Warn("mcp upstream session ended; connecting again", "server", u.name)
 	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
@@ -93,6 +97,17 @@ func (u *upstreamServer) session(ctx context.Context) (*mcp.ClientSession, error
 	_ = u.cs.Close()
 	u.watch(cs)
 	return cs, nil
+}
+
+// lost marks cs as ended: a call on it found the connection closed. The
+// session's own end is noticed a moment later (watch), and a call in
+// between would be sent on the dead session.
+func (u *upstreamServer) lost(cs *mcp.ClientSession) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.cs == cs {
+		u.broken = true
+	}
 }
 
 func (u *upstreamServer) close() {
@@ -333,7 +348,7 @@ func (t *upstreamTool) call(ctx context.Context, c *runtime.ToolCall) (any, erro
 	}
 	cs, err := t.up.session(ctx)
 	if err != nil {
-		return nil, &runtime.CallError{Kind: runtime.KindTransient, Message: err.Error(), Err: err}
+		return nil, &runtime.CallError{Kind: runtime.KindTransient, Err: err}
 	}
 	t.calls.Add(1)
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: t.name, Arguments: args})
@@ -345,7 +360,10 @@ func (t *upstreamTool) call(ctx context.Context, c *runtime.ToolCall) (any, erro
 		if errors.As(err, &we) {
 			return nil, &runtime.CallError{Kind: runtime.KindPermanent, Message: fmt.Sprintf("mcp server %q: %s", t.server, we.Message)}
 		}
-		return nil, &runtime.CallError{Kind: runtime.KindTransient, Message: fmt.Sprintf("mcp server %q: %v", t.server, err), Err: err}
+		if errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) {
+			t.up.lost(cs)
+		}
+		return nil, &runtime.CallError{Kind: runtime.KindTransient, Message: fmt.Sprintf("mcp server %q", t.server), Err: err}
 	}
 	if n, over := resultSize(res, t.maxResult); over {
 		return nil, &runtime.CallError{Kind: runtime.KindPermanent, Message: fmt.Sprintf(

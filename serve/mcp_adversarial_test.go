@@ -249,7 +249,8 @@ func TestMCPStdioHelper(t *testing.T) {
 }
 
 // TestMCPStdioUpstreamExits: a stdio upstream whose process exits fails
-// the call in flight, and is started again for the next call.
+// the call in flight, and is started again for the next call, even one
+// sent before the proxy noticed the session's end by itself.
 func TestMCPStdioUpstreamExits(t *testing.T) {
 	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
 
@@ -265,7 +266,9 @@ mcp: servers: crashy: {command: [%q, "-test.run=^TestMCPStdioHelper$"], env: AGE
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "crash"})
 	require.NoError(t, err)
 	assert.True(t, res.IsError)
-	t.Log(text(t, res))
+	msg := text(t, res)
+	assert.True(t, strings.HasPrefix(msg, `mcp server "crashy": `), msg)
+	assert.Equal(t, 1, strings.Count(msg, `calling "tools/call"`), "the cause is said once: %s", msg)
 
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "ping"})
 	require.NoError(t, err)
