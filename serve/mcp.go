@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -51,6 +52,7 @@ type upstreamServer struct {
 	mu     sync.Mutex
 	cs     *mcp.ClientSession
 	ended  chan struct{} // closed when cs ends
+	broken bool          // a call found cs closed before ended was
 	closed bool
 }
 
@@ -64,7 +66,7 @@ func newUpstreamServer(name string, spec plan.MCPServer, dir string, log *slog.L
 // (or before u is shared).
 func (u *upstreamServer) watch(cs *mcp.ClientSession) {
 	ended := make(chan struct{})
-	u.cs, u.ended = cs, ended
+	u.cs, u.ended, u.broken = cs, ended, false
 	go func() {
 		_ = cs.Wait()
 		close(ended)
@@ -81,7 +83,9 @@ func (u *upstreamServer) session(ctx context.Context) (*mcp.ClientSession, error
 	select {
 	case <-u.ended:
 	default:
-		return u.cs, nil
+		if !u.broken {
+			return u.cs, nil
+		}
 	}
 	u.log.Warn("mcp upstream session ended; connecting again", "server", u.name)
 	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
@@ -125,6 +129,17 @@ func notSent(err error) bool {
 	return err != nil && errors.Is(err, mcp.ErrConnectionClosed) && strings.Contains(err.Error(), "client is closing")
 }
 
+// lost marks cs as ended: a call on it found the connection closed. The
+// session's own end is noticed a moment later (watch), and a call in
+// between would be sent on the dead session.
+func (u *upstreamServer) lost(cs *mcp.ClientSession) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.cs == cs {
+		u.broken = true
+	}
+}
+
 func (u *upstreamServer) close() {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -140,6 +155,12 @@ type upstreamTool struct {
 	name   string // the upstream's own name
 	tool   *mcp.Tool
 	up     *upstreamServer
+	// maxResult bounds the size of a result (resultSize).
+	maxResult int64
+	// withheld is set, before the generation serves, when a security
+	// layer blocked the tool's definition: the tool is not listed and a
+	// call is refused.
+	withheld *runtime.BlockedError
 	// calls counts the calls sent upstream.
 	calls atomic.Int64
 }
@@ -189,7 +210,7 @@ func UpstreamTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, err
 // connectUpstreams connects to every upstream server and lists its tools.
 // Two servers exposing the same tool name fail (a prefix keeps them
 // apart). On failure every session opened is closed.
-func connectUpstreams(ctx context.Context, servers map[string]plan.MCPServer, dir string, log *slog.Logger) (*upstreams, error) {
+func connectUpstreams(ctx context.Context, servers map[string]plan.MCPServer, dir string, log *slog.Logger, maxResult int64) (*upstreams, error) {
 	u := &upstreams{servers: map[string]*upstreamServer{}, tools: map[string]*upstreamTool{}}
 	names := make([]string, 0, len(servers))
 	for name := range servers {
@@ -218,13 +239,93 @@ func connectUpstreams(ctx context.Context, servers map[string]plan.MCPServer, di
 				u.close()
 				return nil, fmt.Errorf("mcp: tool %q is served by both %q and %q; give one of them a prefix", exposed, prev.server, name)
 			}
-			u.tools[exposed] = &upstreamTool{server: name, name: t.Name, tool: t, up: up}
+			u.tools[exposed] = &upstreamTool{server: name, name: t.Name, tool: t, up: up, maxResult: maxResult}
 			u.names = append(u.names, exposed)
 		}
 		log.Info("mcp upstream connected", "server", name, "tools", len(tools))
 	}
 	sort.Strings(u.names)
 	return u, nil
+}
+
+// toolScanner is a layer that checks a tool definition outside a chat
+// call (the security builtin's ScanTool).
+type toolScanner interface {
+	ScanTool(ctx context.Context, td runtime.ToolDef) error
+}
+
+// scanConcurrency bounds the definitions scanned at once (a classifier is
+// one request per definition).
+const scanConcurrency = 8
+
+// scan checks every upstream tool's definition, as the model of an MCP
+// client will read it (the name it is served under, its title and
+// description, its input schema), with every layer of the chat chain that
+// checks tool definitions (security): the descriptions are third-party
+// text that clients put in front of their model, and a poisoned one is an
+// injection. A tool a layer blocks is withheld from this generation: not
+// listed, its calls refused; the others are served. A definition a
+// classifier could not decide is withheld with on_error "closed" (the
+// layer's block says so) and served with "open". The next reload lists and
+// scans the tools again.
+func (u *upstreams) scan(ctx context.Context, pl *runtime.Pipeline, log *slog.Logger) {
+	var layers []runtime.LayerInfo
+	for _, l := range pl.Layers(plan.StageChat) {
+		if _, ok := l.Middleware.(toolScanner); ok {
+			layers = append(layers, l)
+		}
+	}
+	if len(layers) == 0 || len(u.names) == 0 {
+		return
+	}
+	sem := make(chan struct{}, scanConcurrency)
+	var wg sync.WaitGroup
+	for _, name := range u.names {
+		t := u.tools[name]
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			td := toolDef(name, t.tool)
+			for _, l := range layers {
+				err := l.Middleware.(toolScanner).ScanTool(ctx, td)
+				var b *runtime.BlockedError
+				switch {
+				case errors.As(err, &b):
+					if b.Layer == "" {
+						b.Layer = l.Name
+					}
+					t.withheld = b
+					log.Warn("mcp tool withheld: a security layer blocked its definition", "tool", name, "server", t.server,
+						"layer", b.Layer, "reason", b.Message)
+					return
+				case err != nil:
+					log.Warn("mcp tool served unchecked: its definition could not be scanned", "tool", name, "server", t.server,
+						"layer", l.Name, "error", err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// toolDef is the definition of an upstream tool as an MCP client's model
+// reads it: the name it is served under, its titles and description, its
+// input schema.
+func toolDef(name string, t *mcp.Tool) runtime.ToolDef {
+	var desc []string
+	if t.Title != "" {
+		desc = append(desc, t.Title)
+	}
+	if t.Annotations != nil && t.Annotations.Title != "" && t.Annotations.Title != t.Title {
+		desc = append(desc, t.Annotations.Title)
+	}
+	desc = append(desc, t.Description)
+	td := runtime.ToolDef{Name: name, Description: strings.Join(desc, "\n")}
+	if b, err := json.Marshal(t.InputSchema); err == nil {
+		td.Parameters = b
+	}
+	return td
 }
 
 func (u *upstreams) close() {
@@ -266,13 +367,18 @@ func (u *upstreams) toolArgs(host map[string]json.RawMessage) map[string]json.Ra
 // permanent failure carrying its text; a protocol error from the upstream is
 // permanent; a broken connection is transient.
 func (t *upstreamTool) call(ctx context.Context, c *runtime.ToolCall) (any, error) {
+	if t.withheld != nil {
+		b := *t.withheld
+		b.Message = "the tool's definition was withheld: " + b.Message
+		return nil, &b
+	}
 	args := c.Args
 	if args == nil {
 		args = map[string]any{}
 	}
 	cs, err := t.up.session(ctx)
 	if err != nil {
-		return nil, &runtime.CallError{Kind: runtime.KindTransient, Message: err.Error(), Err: err}
+		return nil, &runtime.CallError{Kind: runtime.KindTransient, Err: err}
 	}
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: t.name, Arguments: args})
 	if notSent(err) {
@@ -280,7 +386,7 @@ func (t *upstreamTool) call(ctx context.Context, c *runtime.ToolCall) (any, erro
 		// process had just exited): the call was refused before it was
 		// written, so it is sent once on a new session.
 		if cs, err = t.up.renew(ctx, cs); err != nil {
-			return nil, &runtime.CallError{Kind: runtime.KindTransient, Message: err.Error(), Err: err}
+			return nil, &runtime.CallError{Kind: runtime.KindTransient, Err: err}
 		}
 		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: t.name, Arguments: args})
 	}
@@ -295,12 +401,79 @@ func (t *upstreamTool) call(ctx context.Context, c *runtime.ToolCall) (any, erro
 		if errors.As(err, &we) {
 			return nil, &runtime.CallError{Kind: runtime.KindPermanent, Message: fmt.Sprintf("mcp server %q: %s", t.server, we.Message)}
 		}
-		return nil, &runtime.CallError{Kind: runtime.KindTransient, Message: fmt.Sprintf("mcp server %q: %v", t.server, err), Err: err}
+		if errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) {
+			t.up.lost(cs)
+		}
+		return nil, &runtime.CallError{Kind: runtime.KindTransient, Message: fmt.Sprintf("mcp server %q", t.server), Err: err}
+	}
+	if n, over := resultSize(res, t.maxResult); over {
+		return nil, &runtime.CallError{Kind: runtime.KindPermanent, Message: fmt.Sprintf(
+			"mcp server %q: the tool's result is over the limit of %d bytes (%d bytes at least); it was dropped", t.server, t.maxResult, n)}
 	}
 	if res.IsError {
 		return nil, &runtime.CallError{Kind: runtime.KindPermanent, Message: resultText(res)}
 	}
 	return resultValue(res), nil
+}
+
+// resultSize adds up the bytes of a result, as far as max: the text of
+// its contents, their data (images, audio, embedded resources), their
+// URIs and names, and the keys and strings of its structured content (8
+// bytes a number or other scalar). It reports whether the sum is over max;
+// the sum stops growing once it is.
+func resultSize(res *mcp.CallToolResult, max int64) (int64, bool) {
+	var n int64
+	for _, c := range res.Content {
+		switch c := c.(type) {
+		case *mcp.TextContent:
+			n += int64(len(c.Text))
+		case *mcp.ImageContent:
+			n += int64(len(c.Data))
+		case *mcp.AudioContent:
+			n += int64(len(c.Data))
+		case *mcp.ResourceLink:
+			n += int64(len(c.URI) + len(c.Name) + len(c.Title) + len(c.Description))
+		case *mcp.EmbeddedResource:
+			if r := c.Resource; r != nil {
+				n += int64(len(r.URI) + len(r.Text) + len(r.Blob))
+			}
+		default:
+			n += 8
+		}
+		if n > max {
+			return n, true
+		}
+	}
+	return valueSize(res.StructuredContent, n, max)
+}
+
+// valueSize adds the size of a decoded JSON value to n, stopping once the
+// sum is over max.
+func valueSize(v any, n, max int64) (int64, bool) {
+	switch v := v.(type) {
+	case nil:
+	case string:
+		n += int64(len(v))
+	case json.RawMessage:
+		n += int64(len(v))
+	case []any:
+		for _, e := range v {
+			var over bool
+			if n, over = valueSize(e, n+1, max); over {
+				return n, true
+			}
+		}
+	case map[string]any:
+		for k, e := range v {
+			var over bool
+			if n, over = valueSize(e, n+int64(len(k))+1, max); over {
+				return n, true
+			}
+		}
+	default:
+		n += 8
+	}
+	return n, n > max
 }
 
 // resultValue is how an upstream result passes the tool chain: a result of
@@ -439,6 +612,9 @@ func (p *mcpProxy) sync(g *generation) {
 	defer p.mu.Unlock()
 	want := map[string]*mcp.Tool{}
 	for name, t := range g.mcp.tools {
+		if t.withheld != nil {
+			continue // logged and counted when scanned
+		}
 		tool := *t.tool
 		tool.Name = name
 		if !objectSchema(tool.InputSchema) {
@@ -585,17 +761,74 @@ func (s *Server) mcpHandler(x *exchange) {
 		defer s.mcp.requests.Delete(token)
 		r.Header.Set(requestHeader, token)
 	}
+	w := &mcpWriter{exchange: x}
+	defer w.finish()
 	if x.caller.key == "" {
 		// A policy without keys: anyone may use any session.
-		s.mcp.handler.ServeHTTP(x, r)
+		s.mcp.handler.ServeHTTP(w, r)
 		return
 	}
 	// The binding reads the key as a bearer token, as clients of the
 	// Anthropic kind send it in x-api-key.
 	r.Header.Set("Authorization", "Bearer "+presentedKey(r))
 	r = r.WithContext(context.WithValue(r.Context(), sessionUserKey{}, x.caller.key))
-	s.mcp.keyed.ServeHTTP(x, r)
+	s.mcp.keyed.ServeHTTP(w, r)
 }
+
+// mcpWriter answers the SDK's HTTP-level refusals (plain text: a session
+// opened with another key, a session not found, a bad Accept header) in the
+// JSON error format of the other routes. Everything else, JSON-RPC answers
+// and event streams, passes as written.
+type mcpWriter struct {
+	*exchange
+	// plain is set once the SDK started a plain-text error, whose status
+	// and text are held in status and text.
+	plain  bool
+	status int
+	text   []byte
+}
+
+// maxPlainError bounds the text of an SDK error kept.
+const maxPlainError = 1024
+
+func (w *mcpWriter) WriteHeader(code int) {
+	if code >= 400 && w.exchange.status == 0 && !w.plain &&
+		strings.HasPrefix(w.Header().Get("Content-Type"), "text/plain") {
+		w.plain, w.status = true, code
+		return
+	}
+	w.exchange.WriteHeader(code)
+}
+
+func (w *mcpWriter) Write(b []byte) (int, error) {
+	if w.plain {
+		w.text = append(w.text, b[:min(len(b), maxPlainError-len(w.text))]...)
+		return len(b), nil
+	}
+	return w.exchange.Write(b)
+}
+
+// finish writes the JSON error of a plain-text refusal held back.
+func (w *mcpWriter) finish() {
+	if !w.plain {
+		return
+	}
+	msg := strings.TrimSpace(string(w.text))
+	code := errCode("mcp_" + strings.ToLower(strings.ReplaceAll(http.StatusText(w.status), " ", "_")))
+	switch {
+	case w.status == http.StatusForbidden && msg == "session user mismatch":
+		code, msg = errSessionKey, "the MCP session was opened with another API key; a key uses the sessions it opened"
+	case w.status == http.StatusNotFound:
+		code = errNotFound
+	case w.status == http.StatusBadRequest:
+		code = errBadRequest
+	}
+	w.Header().Del("X-Content-Type-Options")
+	w.exchange.fail(w.status, code, msg)
+}
+
+// errSessionKey is the code of a request on a session another key opened.
+const errSessionKey errCode = "session_key_mismatch"
 
 // sessionUserKey carries the caller's key name to the session binding.
 type sessionUserKey struct{}

@@ -156,8 +156,18 @@ mcp: servers: pay: url: %q
 		"Content-Type", "application/json", "Accept", "application/json, text/event-stream"}
 	code, _, body := do(t, "POST", s.url+"/mcp", "bob-key", []byte(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"lookup","arguments":{"order_id":"A1"}}}`), hdr...)
 	assert.Equal(t, http.StatusForbidden, code, body)
+	// The refusal is in the JSON error format of the other routes.
+	assert.JSONEq(t, `{"error":{"message":"the MCP session was opened with another API key; a key uses the sessions it opened",
+		"type":"permission_error","code":"session_key_mismatch","param":null}}`, body)
 	code, _, body = do(t, "DELETE", s.url+"/mcp", "bob-key", nil, hdr...)
 	assert.Equal(t, http.StatusForbidden, code, body)
+	assert.Contains(t, body, `"code":"session_key_mismatch"`)
+	// So is a session the server does not know.
+	unknown := append([]string{}, hdr...)
+	unknown[1] = "no-such-session"
+	code, _, body = do(t, "POST", s.url+"/mcp", "alice-key", []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/list"}`), unknown...)
+	assert.Equal(t, http.StatusNotFound, code, body)
+	assert.JSONEq(t, `{"error":{"message":"session not found","type":"not_found_error","code":"not_found","param":null}}`, body)
 	// An x-api-key client is the same key as a bearer one.
 	code, _, body = do(t, "POST", s.url+"/mcp", "", []byte(`{"jsonrpc":"2.0","id":6,"method":"tools/list"}`), append(hdr, "x-api-key", "alice-key")...)
 	assert.Equal(t, http.StatusOK, code, body)
@@ -239,7 +249,8 @@ func TestMCPStdioHelper(t *testing.T) {
 }
 
 // TestMCPStdioUpstreamExits: a stdio upstream whose process exits fails
-// the call in flight, and is started again for the next call.
+// the call in flight, and is started again for the next call, even one
+// sent before the proxy noticed the session's end by itself.
 func TestMCPStdioUpstreamExits(t *testing.T) {
 	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
 
@@ -255,7 +266,9 @@ mcp: servers: crashy: {command: [%q, "-test.run=^TestMCPStdioHelper$"], env: AGE
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "crash"})
 	require.NoError(t, err)
 	assert.True(t, res.IsError)
-	t.Log(text(t, res))
+	msg := text(t, res)
+	assert.True(t, strings.HasPrefix(msg, `mcp server "crashy": `), msg)
+	assert.Equal(t, 1, strings.Count(msg, `calling "tools/call"`), "the cause is said once: %s", msg)
 
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "ping"})
 	require.NoError(t, err)

@@ -19,6 +19,7 @@ type metrics struct {
 	refusals   *prometheus.CounterVec
 	reloads    *prometheus.CounterVec
 	toolCalls  *prometheus.CounterVec
+	withheld   *prometheus.GaugeVec
 	registry   *prometheus.Registry
 	generation prometheus.Gauge
 }
@@ -51,13 +52,16 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 			[]string{"tenant", "model", "direction"}),
 		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentc_serve_tool_calls_total",
 			Help: "MCP tool calls by tool and outcome (ok, blocked, budget, in_doubt, error)."}, []string{"tool", "outcome"}),
+		withheld: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "agentc_serve_mcp_tools_withheld",
+			Help: "Upstream MCP tools the policy generation served withholds, their definition blocked by a security layer, by server and layer."},
+			[]string{"server", "layer"}),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentc_serve_reloads_total",
 			Help: "Policy reloads by result (ok, failed)."}, []string{"result"}),
 		generation: prometheus.NewGauge(prometheus.GaugeOpts{Name: "agentc_serve_policy_generation",
 			Help: "The number of the policy generation being served (1 at start, +1 per successful reload)."}),
 	}
 	reg.MustRegister(m.requests, m.latency, m.inflight, m.blocks, m.refusals, m.retries, m.fallbacks,
-		m.spendUSD, m.tokens, m.toolCalls, m.reloads, m.generation,
+		m.spendUSD, m.tokens, m.toolCalls, m.withheld, m.reloads, m.generation,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reloads.WithLabelValues("ok")
 	m.reloads.WithLabelValues("failed")

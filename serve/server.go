@@ -76,6 +76,10 @@ type Options struct {
 
 	// MaxBodyBytes bounds a request body (default 4 MiB; larger: 413).
 	MaxBodyBytes int64
+	// MaxToolResultBytes bounds the result of an upstream MCP tool call
+	// (default 4 MiB): a larger result is an error result naming the
+	// limit (see upstreamTool.call).
+	MaxToolResultBytes int64
 	// ReadHeaderTimeout bounds the reading of the request headers
 	// (default 5s).
 	ReadHeaderTimeout time.Duration
@@ -114,6 +118,9 @@ func (o *Options) defaults() {
 	}
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = 4 << 20
+	}
+	if o.MaxToolResultBytes <= 0 {
+		o.MaxToolResultBytes = 4 << 20
 	}
 	set(&o.ReadHeaderTimeout, 5*time.Second)
 	set(&o.BodyTimeout, 30*time.Second)
@@ -236,7 +243,7 @@ func (s *Server) build(ctx context.Context, ld *Loaded) (*generation, error) {
 	for name, c := range models {
 		deps.Models[name] = &servedModel{name: name, client: c}
 	}
-	ups, err := connectUpstreams(ctx, p.MCPServers, ld.Dir, s.log)
+	ups, err := connectUpstreams(ctx, p.MCPServers, ld.Dir, s.log, s.opts.MaxToolResultBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -265,6 +272,7 @@ func (s *Server) build(ctx context.Context, ld *Loaded) (*generation, error) {
 		ups.close()
 		return nil, err
 	}
+	ups.scan(ctx, pl, s.log)
 	g := &generation{plan: p, pl: pl, keys: kr, mcp: ups, modelIDs: modelIDs(p), done: make(chan struct{}), log: s.log}
 	for name := range p.Models {
 		g.models = append(g.models, name)
@@ -313,6 +321,12 @@ func (g *generation) close() {
 func (s *Server) install(g *generation) {
 	g.n = s.gens.Add(1)
 	s.metrics.generation.Set(float64(g.n))
+	s.metrics.withheld.Reset()
+	for _, t := range g.mcp.tools {
+		if t.withheld != nil {
+			s.metrics.withheld.WithLabelValues(t.server, t.withheld.Layer).Inc()
+		}
+	}
 	s.mcp.sync(g)
 	if old := s.cur.Swap(g); old != nil {
 		old.retire()

@@ -428,3 +428,26 @@ var (
 	_ runtime.TurnWrapper = (*Middleware)(nil)
 	_ runtime.RunEnder    = (*Middleware)(nil)
 )
+
+// ErrUndecided is returned (wrapped) by ScanTool for a definition the
+// detector let through and the classifier failed on, with on_error "open":
+// the definition is let through undecided.
+var ErrUndecided = errors.New("classifier failed; let through (on_error open)")
+
+// ScanTool checks one tool definition as WrapChat checks the tools a call
+// offers (its name, description and the keys and strings of its parameter
+// schema), outside any call: a host that relays third-party tool
+// definitions (an MCP proxy listing an upstream's tools) scans them when it
+// takes them. A match returns the *runtime.BlockedError a chat call
+// offering the tool would get. With a classifier, the definition is sent to
+// it too; a classifier failure blocks with on_error "closed" and returns an
+// error wrapping ErrUndecided with "open".
+func (m *Middleware) ScanTool(ctx context.Context, td runtime.ToolDef) error {
+	return scanned.EachTool([]runtime.ToolDef{td}, func(_ int, _, text string) error {
+		err := m.verdict(ctx, text)
+		if errors.Is(err, scanned.Unrecorded) {
+			return ErrUndecided
+		}
+		return err
+	})
+}

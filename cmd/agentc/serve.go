@@ -27,6 +27,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 	watch := fs.Duration("watch", time.Second, "how often the policy files are checked for changes (0: never)")
 	runIdle := fs.Duration("idle", 15*time.Minute, "end a named run after this long without a request")
 	maxBody := fs.Int64("maxbody", 4<<20, "largest request body, in bytes")
+	maxResult := fs.Int64("maxresult", 4<<20, "largest result of an upstream MCP tool call, in bytes")
 	logFormat := fs.String("log", "text", "access and server log format: text or json")
 	metricsAddr := fs.String("metrics", "", "serve /metrics, /healthz and /readyz on this address (an internal one) instead of -listen")
 	if code, ok := parseFlags(fs, args); !ok {
@@ -55,7 +56,8 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 	srv, err := serve.New(ctx, serve.Options{
 		Source: policySource(fs.Arg(0), env, logger), Logger: logger,
 		ShutdownTimeout: *shutdown, WatchInterval: *watch, RunIdle: *runIdle, MaxBodyBytes: *maxBody,
-		MetricsElsewhere: *metricsAddr != "",
+		MaxToolResultBytes: *maxResult,
+		MetricsElsewhere:   *metricsAddr != "",
 	})
 	if err != nil {
 		return fail(env, "serve %s: %v", fs.Arg(0), err)
