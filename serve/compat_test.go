@@ -73,6 +73,65 @@ func TestOpenAISDKRequestReachesTheUpstream(t *testing.T) {
 	assert.Equal(t, "data:image/png;base64,iVBORw0KGgo=", parts[2].(map[string]any)["image_url"].(map[string]any)["url"])
 }
 
+// TestOpenAIMessageNamesReachTheUpstream: the authors of a group chat's
+// messages (name, on system, developer, user and assistant messages) reach
+// an OpenAI-shaped upstream; an Anthropic model, whose API has no author
+// field, is served the same chat without them.
+func TestOpenAIMessageNamesReachTheUpstream(t *testing.T) {
+	g := newGateway(t, `{use: "tracing"}`, []reply{{body: transcript(t, "openai", "text.sse")}}, []reply{{body: transcript(t, "anthropic", "text.sse")}})
+	system := openai.SystemMessage("Two agents plan a trip.")
+	system.OfSystem.Name = openai.String("moderator")
+	developer := openai.DeveloperMessage("Answer briefly.")
+	developer.OfDeveloper.Name = openai.String("admin")
+	alice := openai.UserMessage("Where do we go?")
+	alice.OfUser.Name = openai.String("alice")
+	bob := openai.UserMessage([]openai.ChatCompletionContentPartUnionParam{openai.TextContentPart("Somewhere warm.")})
+	bob.OfUser.Name = openai.String("bob")
+	planner := openai.ChatCompletionMessageParamUnion{OfAssistant: &openai.ChatCompletionAssistantMessageParam{
+		Name: openai.String("planner"),
+		ToolCalls: []openai.ChatCompletionMessageToolCallUnionParam{{OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
+			ID: "call_1", Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: "get_weather", Arguments: `{"location":"Lyon"}`}}}}}}
+	critic := openai.AssistantMessage("Lyon, then.")
+	critic.OfAssistant.Name = openai.String("critic")
+	msgs := []openai.ChatCompletionMessageParamUnion{system, developer, alice, bob, planner,
+		openai.ToolMessage("sunny", "call_1"), critic, openai.UserMessage("Agreed?")}
+
+	for _, model := range []string{"primary", "backup"} {
+		_, err := g.openai(t).Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
+			Model: shared.ChatModel(model), Messages: msgs, Tools: []openai.ChatCompletionToolUnionParam{weatherTool}})
+		require.NoError(t, err, model)
+	}
+
+	var got []any
+	for _, m := range sentTo(t, g.oa, 0)["messages"].([]any) {
+		got = append(got, m.(map[string]any)["role"], m.(map[string]any)["name"])
+	}
+	assert.Equal(t, []any{"system", "moderator", "system", "admin", "user", "alice", "user", "bob",
+		"assistant", "planner", "tool", nil, "assistant", "critic", "user", nil}, got, "sent %s", g.oa.body(0))
+
+	sent := g.an.body(0)
+	for _, name := range []string{"moderator", "admin", "alice", "bob", "planner", "critic"} {
+		assert.NotContains(t, sent, name)
+	}
+	assert.Contains(t, sent, "Somewhere warm.")
+	assert.Contains(t, sent, "Lyon, then.")
+}
+
+// TestPolicySeesMessageNames: a guard reads a message's author (m.name).
+func TestPolicySeesMessageNames(t *testing.T) {
+	g := newGateway(t, `{use: "guard", name: "no_mallory", deny: "messages.exists(m, m.name == 'mallory')"}`,
+		[]reply{{body: transcript(t, "openai", "text.sse")}}, nil)
+	for _, tt := range []struct {
+		name string
+		code int
+	}{{"mallory", http.StatusForbidden}, {"alice", http.StatusOK}} {
+		code, _, resp := do(t, "POST", g.url+"/v1/chat/completions", clientKey,
+			[]byte(`{"model": "primary", "messages": [{"role": "user", "name": "`+tt.name+`", "content": "hi"}]}`))
+		assert.Equal(t, tt.code, code, resp)
+	}
+	assert.Equal(t, 1, g.oa.requests())
+}
+
 func TestAnthropicSDKRequestReachesTheUpstream(t *testing.T) {
 	g := newGateway(t, `{use: "tracing"}`, nil, []reply{{body: transcript(t, "anthropic", "text.sse")}})
 	_, err := g.anthropic(t).Messages.New(context.Background(), anthropic.MessageNewParams{
@@ -194,7 +253,7 @@ func TestNestedFieldsNotCarriedAreRefused(t *testing.T) {
 		{"openai assistant refusal", "chat", `"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": null, "refusal": "I can't."}, {"role": "user", "content": "why?"}]`, "messages[1].refusal"},
 		{"openai assistant audio", "chat", `"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "audio": {"id": "audio_1"}}, {"role": "user", "content": "again"}]`, "messages[1].audio"},
 		{"openai assistant function_call", "chat", `"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "function_call": {"name": "f", "arguments": "{}"}}, {"role": "function", "name": "f", "content": "x"}]`, "messages[1].function_call"},
-		{"openai message name", "chat", `"messages": [{"role": "user", "content": "hi", "name": "ann"}]`, "messages[0].name"},
+		{"openai tool message name", "chat", `"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}, {"role": "tool", "tool_call_id": "c1", "content": "x", "name": "f"}]`, "messages[2].name"},
 		{"openai tool_calls on a user message", "chat", `"messages": [{"role": "user", "content": "hi", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}]`, "messages[0].tool_calls"},
 		{"openai text part field", "chat", `"messages": [{"role": "user", "content": [{"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}}]}]`, "messages[0].content[0].cache_control"},
 		{"openai file part", "chat", `"messages": [{"role": "user", "content": [{"type": "file", "file": {"file_id": "file-1"}}]}]`, `messages[0]: content[0].type: want "text", "image_url" or "refusal", got "file"`},
@@ -202,8 +261,8 @@ func TestNestedFieldsNotCarriedAreRefused(t *testing.T) {
 		{"openai tool field", "chat", `"tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}, "cache_control": {"type": "ephemeral"}}]`, "tools[0].cache_control"},
 		{"openai json_schema description", "chat", `"response_format": {"type": "json_schema", "json_schema": {"name": "a", "description": "An answer.", "schema": {"type": "object"}}}`, "response_format.json_schema.description"},
 		{"openai tool_choice", "chat", `"tool_choice": {"type": "function", "function": {"name": "f"}, "allowed_tools": {"mode": "auto"}}`, "tool_choice.allowed_tools"},
-		{"several", "chat", `"messages": [{"role": "user", "content": "hi", "name": "ann", "weight": 2}, {"role": "assistant", "content": "ok", "refusal": "no"}]`, "messages[0].name, messages[0].weight, messages[1].refusal: not carried"},
-		{"an escaped key", "chat", `"messages": [{"role": "user", "content": "hi", "n\u0061me": "ann"}]`, "messages[0].name"},
+		{"several", "chat", `"messages": [{"role": "user", "content": "hi", "name": "ann", "weight": 2, "mood": "glad"}, {"role": "assistant", "content": "ok", "refusal": "no"}]`, "messages[0].mood, messages[0].weight, messages[1].refusal: not carried"},
+		{"an escaped key", "chat", `"messages": [{"role": "user", "content": "hi", "w\u0065ight": 2}]`, "messages[0].weight"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			url, body := g.url+"/v1/chat/completions", tt.body

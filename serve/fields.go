@@ -80,10 +80,12 @@ var openAIShape = func() *shape {
 		{"image_url", []field{{"image_url", obj("url", "detail")}}},
 	}}
 	call := &shape{fields: []field{{"id", nil}, {"type", nil}, {"function", obj("name", "arguments")}}}
-	// A message's name is refused: the gateway does not send it upstream.
+	// A message's name (its author) is carried, but not on a tool message:
+	// the API has none there.
+	name := field{"name", nil}
 	message := &shape{fields: []field{{"role", nil}, {"content", part}}, by: "role", variants: []variant{
-		{"system", nil}, {"developer", nil}, {"user", nil},
-		{"assistant", []field{{"tool_calls", call}}},
+		{"system", []field{name}}, {"developer", []field{name}}, {"user", []field{name}},
+		{"assistant", []field{name, {"tool_calls", call}}},
 		{"tool", fields("tool_call_id")},
 	}}
 	tool := &shape{fields: []field{{"type", nil}, {"function", obj("name", "description", "parameters", "strict")}}}

@@ -44,6 +44,7 @@ type oaRequest struct {
 type oaMessage struct {
 	Role       string          `json:"role"`
 	Content    json.RawMessage `json:"content"`
+	Name       string          `json:"name"`
 	ToolCallID string          `json:"tool_call_id"`
 	ToolCalls  []oaToolCall    `json:"tool_calls"`
 }
@@ -196,13 +197,16 @@ func decodeOpenAI(body []byte, p *chatParams) error {
 }
 
 // openAIMessage maps one message: its content is a string or an array of
-// parts (text, image_url, refusal).
+// parts (text, image_url, refusal); its name (the author) is kept, except
+// on a tool message, which has none in the API.
 func openAIMessage(in *oaMessage) (runtime.Message, error) {
 	var m runtime.Message
 	switch in.Role {
 	case "system", "developer":
-		m.Role = "system"
-	case "user", "assistant", "tool":
+		m.Role, m.Name = "system", in.Name
+	case "user", "assistant":
+		m.Role, m.Name = in.Role, in.Name
+	case "tool":
 		m.Role = in.Role
 	case "":
 		return m, errors.New("role: required")

@@ -146,7 +146,7 @@ func (c *Client) sizeHint(req *runtime.ChatRequest) int {
 	n := 0
 	for i := range req.Messages {
 		m := &req.Messages[i]
-		n += len(m.Content) + 64
+		n += len(m.Content) + len(m.Name) + 64
 		for _, p := range m.Parts {
 			n += len(p.Text) + len(p.ImageURL) + len(p.Data)*4/3 + 64
 		}
@@ -177,7 +177,9 @@ func appendParameters(b []byte, raw json.RawMessage) ([]byte, error) {
 
 // appendMessages appends the transcript: tool results (a tool message, or
 // the tool_result parts of any message) become tool messages; text and
-// images of user messages become content parts.
+// images of user messages become content parts. A system, user or
+// assistant message's Name (its author, among several of the same role)
+// is sent as its name; a tool message has none in the API.
 func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 	b = append(b, '[')
 	first := true
@@ -203,6 +205,7 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 			open()
 			b = append(b, `{"role":"system","content":`...)
 			b = wire.AppendString(b, text)
+			b = appendName(b, m.Name)
 			b = append(b, '}')
 		case "user":
 			images := 0
@@ -237,16 +240,20 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 					b = wire.AppendString(b, imageURL(p))
 					b = append(b, "}}"...)
 				}
-				b = append(b, "]}"...)
+				b = append(b, ']')
+				b = appendName(b, m.Name)
+				b = append(b, '}')
 			case text != "" || len(rest) == 0:
 				open()
 				b = append(b, `{"role":"user","content":`...)
 				b = wire.AppendString(b, text)
+				b = appendName(b, m.Name)
 				b = append(b, '}')
 			}
 		case "assistant":
 			open()
 			b = append(b, `{"role":"assistant"`...)
+			b = appendName(b, m.Name)
 			if text != "" || len(m.ToolCalls) == 0 {
 				b = append(b, `,"content":`...)
 				b = wire.AppendString(b, text)
@@ -290,4 +297,13 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 		}
 	}
 	return append(b, ']'), nil
+}
+
+// appendName appends a message's name field, when it has one.
+func appendName(b []byte, name string) []byte {
+	if name == "" {
+		return b
+	}
+	b = append(b, `,"name":`...)
+	return wire.AppendString(b, name)
 }

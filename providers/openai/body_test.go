@@ -61,7 +61,41 @@ func bodyCases() map[string]runtime.ChatRequest {
 			{Role: "user", Content: "and now?", Parts: []runtime.ContentPart{{Type: runtime.PartToolResult, ToolCallID: "call_4", Text: "x"}}},
 			{Role: "assistant", Content: "It is sunny.", ToolCalls: []runtime.ToolUse{{ID: "call_5", Name: "n", Arguments: json.RawMessage(`{}`)}}},
 			{Role: "assistant"}}},
+		"names": {Messages: namedTranscript},
 	}
+}
+
+// namedTranscript is a group chat: its authors are named on system, user
+// and assistant messages; tool messages carry the tool's name, as RunAgent
+// sets it.
+var namedTranscript = []runtime.Message{
+	{Role: "system", Name: "moderator", Content: "Two agents plan a trip."},
+	{Role: "developer", Name: "compaction_summary", Content: "Summary of earlier conversation: Lyon."},
+	{Role: "user", Name: "alice", Content: "Where do we go?"},
+	{Role: "user", Name: "bob", Content: "Look:", Parts: []runtime.ContentPart{{Type: runtime.PartImage, ImageURL: "https://example.com/a.png"}}},
+	{Role: "user", Name: "carol", Parts: []runtime.ContentPart{{Type: runtime.PartToolResult, ToolCallID: "call_0", Text: "late"}}},
+	{Role: "assistant", Name: "planner", Content: "Checking.", ToolCalls: []runtime.ToolUse{{ID: "call_1", Name: "get_weather", Arguments: json.RawMessage(`{"city":"Lyon"}`)}}},
+	{Role: "tool", Name: "get_weather", ToolCallID: "call_1", Content: "sunny"},
+	{Role: "assistant", Name: "critic", Content: "Lyon, then."},
+}
+
+// TestBodyNames: the author of a system, user or assistant message is sent
+// as its name; a tool message has no name in the API.
+func TestBodyNames(t *testing.T) {
+	c, err := New(Config{Model: "gpt-4.1-mini"})
+	require.NoError(t, err)
+	got, err := c.body(&runtime.ChatRequest{Messages: namedTranscript})
+	require.NoError(t, err)
+	var body struct {
+		Messages []map[string]any `json:"messages"`
+	}
+	require.NoError(t, json.Unmarshal(got, &body))
+	var names []any
+	for _, m := range body.Messages {
+		names = append(names, m["role"], m["name"])
+	}
+	assert.Equal(t, []any{"system", "moderator", "system", "compaction_summary", "user", "alice", "user", "bob",
+		"tool", nil, "assistant", "planner", "tool", nil, "assistant", "critic"}, names, "sent %s", got)
 }
 
 // TestBodyMatchesSDK: the body the client encodes holds the same JSON as

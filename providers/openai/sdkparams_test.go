@@ -110,7 +110,11 @@ func sdkMessages(in []runtime.Message) ([]openai.ChatCompletionMessageParamUnion
 		text, rest := textOf(m)
 		switch m.Role {
 		case "system", "developer":
-			out = append(out, openai.SystemMessage(text))
+			sm := openai.SystemMessage(text)
+			if m.Name != "" {
+				sm.OfSystem.Name = openai.String(m.Name)
+			}
+			out = append(out, sm)
 		case "user":
 			var parts []openai.ChatCompletionContentPartUnionParam
 			for _, p := range rest {
@@ -121,17 +125,27 @@ func sdkMessages(in []runtime.Message) ([]openai.ChatCompletionMessageParamUnion
 					parts = append(parts, openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: imageURL(p)}))
 				}
 			}
+			var um openai.ChatCompletionMessageParamUnion
 			switch {
 			case parts != nil:
 				if text != "" {
 					parts = append([]openai.ChatCompletionContentPartUnionParam{openai.TextContentPart(text)}, parts...)
 				}
-				out = append(out, openai.UserMessage(parts))
+				um = openai.UserMessage(parts)
 			case text != "" || len(rest) == 0:
-				out = append(out, openai.UserMessage(text))
+				um = openai.UserMessage(text)
+			default:
+				continue
 			}
+			if m.Name != "" {
+				um.OfUser.Name = openai.String(m.Name)
+			}
+			out = append(out, um)
 		case "assistant":
 			a := openai.ChatCompletionAssistantMessageParam{}
+			if m.Name != "" {
+				a.Name = openai.String(m.Name)
+			}
 			if text != "" || len(m.ToolCalls) == 0 {
 				a.Content.OfString = openai.String(text)
 			}
