@@ -234,8 +234,22 @@ func TestHedgeCancelsLosersWithoutLeaks(t *testing.T) {
 	rt.CheckGoroutines(t)
 	slow := rt.NewModel(rt.Response{Delay: 5 * time.Second, Deltas: []string{"slow"}})
 	fast := rt.NewModel(rt.Response{Deltas: []string{"fa", "st"}, Usage: runtime.Usage{InputTokens: 3, OutputTokens: 2}})
+	// The backup answers only once the primary has started: on a loaded
+	// machine the primary's goroutine may otherwise not run before the
+	// backup has won, and a racer cancelled before it starts is never
+	// called (so never counted as cancelled).
+	backup := runtime.ModelFunc(func(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+		for slow.Calls() == 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Millisecond):
+			}
+		}
+		return fast.Stream(ctx, req, yield)
+	})
 	pl := build(t, plan.Chains{Chat: []plan.Layer{rt.Layer("hedge", `{"models":["primary","backup"],"delay":"5ms"}`)}},
-		map[string]runtime.ModelClient{"primary": slow, "backup": fast})
+		map[string]runtime.ModelClient{"primary": slow, "backup": backup})
 	start := time.Now()
 	text, resp, err := rt.Collect(context.Background(), pl, runtime.ChatRequest{Messages: hi}, 0)
 	require.NoError(t, err)
