@@ -5,6 +5,7 @@
 // The input is embedded with the pipeline's runtime.Embedder (Deps.Embedder;
 // by default the local runtime.HashEmbedder, which compares spelling, not
 // meaning): a chat call's transcript (one "role: content" line per message,
+// "role (name): content" for one naming its author,
 // its content the message's text, text parts included, then its images (a
 // digest of each URL), tool calls and tool results),
 // a tool call's canonical arguments (JSON, object keys sorted). The index

@@ -151,14 +151,21 @@ func (m *SemanticMemoize) store(ctx context.Context, part, text string, vec []fl
 }
 
 // Transcript renders a chat request's messages as the text that is embedded:
-// one "role: content" line per message, its content the message's text
-// (Content and text parts), then its images (by a digest of their URL:
-// a data: URL holds the whole image), tool calls and tool results.
+// one "role: content" line per message ("role (name): content" for a message
+// naming its author, so that two group chats differing only in who said what
+// are told apart), its content the message's text (Content and text parts),
+// then its images (by a digest of their URL: a data: URL holds the whole
+// image), tool calls and tool results.
 func Transcript(msgs []runtime.Message) string {
 	var b strings.Builder
 	for i := range msgs {
 		msg := &msgs[i]
 		b.WriteString(msg.Role)
+		if msg.Name != "" {
+			b.WriteString(" (")
+			b.WriteString(msg.Name)
+			b.WriteByte(')')
+		}
 		b.WriteString(": ")
 		text := msg.Text()
 		b.WriteString(text)

@@ -188,6 +188,11 @@ func TestValidate(t *testing.T) {
 func TestTranscript(t *testing.T) {
 	assert.Equal(t, "system: be brief\nuser: hi\n",
 		semanticmemoize.Transcript([]runtime.Message{{Role: "system", Content: "be brief"}, {Role: "user", Content: "hi"}}))
+	// Two group chats that differ only in who said what embed apart.
+	alice := semanticmemoize.Transcript([]runtime.Message{{Role: "user", Name: "alice", Content: "approve it"}})
+	mallory := semanticmemoize.Transcript([]runtime.Message{{Role: "user", Name: "mallory", Content: "approve it"}})
+	assert.Equal(t, "user (alice): approve it\n", alice)
+	assert.NotEqual(t, alice, mallory)
 }
 
 func BenchmarkToolLookup(b *testing.B) {
