@@ -645,3 +645,18 @@ func TestResultBlockedInsideIsNotRunAgain(t *testing.T) {
 	}
 	assert.Equal(t, []runtime.AuditDecision{runtime.DecisionRan, runtime.DecisionDeduped}, got)
 }
+
+// TestResultLikeAStoredErrorIsReplayed: a result shaped like a stored error
+// is replayed as the result it is.
+func TestResultLikeAStoredErrorIsReplayed(t *testing.T) {
+	want := map[string]any{"!ran": map[string]any{"message": "not an error"}}
+	tool := rt.NewTool(rt.ToolResult{Value: want})
+	pl := rt.Build(t, toolPlan(), runtime.Deps{Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
+	req := runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1"}}
+	for range 2 {
+		r, err := pl.Tool(ctx1, req)
+		require.NoError(t, err)
+		assert.Equal(t, want, r.Value)
+	}
+	assert.Equal(t, 1, tool.Calls())
+}
