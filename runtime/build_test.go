@@ -463,6 +463,10 @@ func TestClassify(t *testing.T) {
 		{"outcome unrecorded after a failure", errors.Join(rt.Transient("503"), &runtime.CallError{Kind: runtime.KindPermanent, Err: runtime.ErrOutcomeUnrecorded}), runtime.ClassFailure, false, true, "transient"},
 		{"outcome unrecorded alone", runtime.ErrOutcomeUnrecorded, runtime.ClassInDoubt, true, false, "in_doubt"},
 		{"transient", rt.Transient("503"), runtime.ClassFailure, false, true, "transient"},
+		// A call that ran but whose result is unusable is classified by
+		// its error, and never tried again.
+		{"ran, unclassified", runtime.Ran(errors.New("connection reset")), runtime.ClassFailure, false, false, "failure"},
+		{"ran, blocked", runtime.Ran(blocked), runtime.ClassBlocked, true, false, "blocked"},
 		{"permanent", rt.Permanent("400"), runtime.ClassFailure, false, false, "permanent"},
 		{"rate limited", &runtime.CallError{Kind: runtime.KindRateLimited}, runtime.ClassFailure, false, true, "rate_limited"},
 		{"status 404", &runtime.CallError{Status: 404}, runtime.ClassFailure, false, false, "permanent"},
@@ -619,4 +623,15 @@ func TestLayerOf(t *testing.T) {
 			assert.Equal(t, tt.layer, runtime.LayerOf(tt.err))
 		})
 	}
+}
+
+func TestRan(t *testing.T) {
+	assert.NoError(t, runtime.Ran(nil))
+	blocked := &runtime.BlockedError{Layer: "g", Message: "no"}
+	err := runtime.Ran(blocked)
+	assert.ErrorIs(t, err, runtime.ErrRan)
+	assert.Equal(t, blocked.Error(), err.Error(), "the message is the error's")
+	assert.ErrorAs(t, err, new(*runtime.BlockedError))
+	assert.Same(t, err, runtime.Ran(err), "marked once")
+	assert.False(t, errors.Is(blocked, runtime.ErrRan))
 }

@@ -108,6 +108,31 @@ func (e *InDoubtError) Error() string {
 // model the tool failed.
 var ErrOutcomeUnrecorded = errors.New("the call ran but its outcome was not recorded")
 
+// ErrRan is in the error of a call that ran (its effect, if it has one,
+// happened) but whose result cannot be used: a result too large to relay,
+// one a guard after the call blocked, one that cannot be stored. A layer
+// marks such an error with Ran. The error is never transient (a retry would
+// repeat the effect), an idempotent layer outside stores it as the call's
+// outcome so that a duplicate gets it without running the tool again, and
+// an audit layer outside records the decision "ran" (DecisionRan).
+var ErrRan = errors.New("the call ran but its result cannot be used")
+
+// Ran marks err as the error of a call that ran (ErrRan). Its message and
+// chain are err's: errors.As still finds a *BlockedError or *CallError in
+// it, and Classify classifies it by them. Ran(nil) is nil.
+func Ran(err error) error {
+	if err == nil || errors.Is(err, ErrRan) {
+		return err
+	}
+	return &ranError{err: err}
+}
+
+// ranError is an error marked by Ran.
+type ranError struct{ err error }
+
+func (e *ranError) Error() string   { return e.err.Error() }
+func (e *ranError) Unwrap() []error { return []error{e.err, ErrRan} }
+
 // ErrorKind classifies a model or tool failure for retry, fallback and hedge.
 type ErrorKind string
 
@@ -296,8 +321,8 @@ func outcomeUnrecorded(err error) bool {
 }
 
 // IsTransient reports whether a failed attempt may succeed when tried again.
-// Blocked, budget, in-doubt and open-breaker errors and cancellations are not
-// transient;
+// Blocked, budget, in-doubt and open-breaker errors, cancellations and the
+// error of a call that ran (ErrRan) are not transient;
 // a *CallError follows its Kind, else its Status, else the error it wraps; an
 // error with a Retryable() bool method follows it; a status code
 // (StatusCode() int) is transient for 408, 425, 429 and 5xx; a timeout
@@ -307,7 +332,7 @@ func IsTransient(err error) bool {
 	if err == nil {
 		return false
 	}
-	if Classify(err) != ClassFailure {
+	if Classify(err) != ClassFailure || errors.Is(err, ErrRan) {
 		return false
 	}
 	var bo *BreakerOpenError

@@ -22,6 +22,12 @@ const (
 	// Classify's ClassInDoubt. Records written before this decision existed
 	// state "failed" with error_type "in_doubt".
 	DecisionInDoubt AuditDecision = "in_doubt"
+	// DecisionRan is a call that ran (its effect, if it has one, happened)
+	// but whose result could not be used, so the caller got an error
+	// (ErrRan): a result too large to relay, or one a guard after the call
+	// blocked. A duplicate an idempotent layer answers with that stored
+	// error is "deduped".
+	DecisionRan AuditDecision = "ran"
 )
 
 // AuditPhase says whether a record was written before the call (intent) or

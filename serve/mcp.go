@@ -407,8 +407,11 @@ func (t *upstreamTool) call(ctx context.Context, c *runtime.ToolCall) (any, erro
 		return nil, &runtime.CallError{Kind: runtime.KindTransient, Message: fmt.Sprintf("mcp server %q", t.server), Err: err}
 	}
 	if n, over := resultSize(res, t.maxResult); over {
-		return nil, &runtime.CallError{Kind: runtime.KindPermanent, Message: fmt.Sprintf(
-			"mcp server %q: the tool's result is over the limit of %d bytes (%d bytes at least); it was dropped", t.server, t.maxResult, n)}
+		// The tool ran: its effect stands, so the error says so (an
+		// idempotent layer stores it instead of letting a duplicate run
+		// the tool again).
+		return nil, runtime.Ran(&runtime.CallError{Kind: runtime.KindPermanent, Message: fmt.Sprintf(
+			"mcp server %q: the tool ran, but its result is over the limit of %d bytes (%d bytes at least) and was dropped", t.server, t.maxResult, n)})
 	}
 	if res.IsError {
 		return nil, &runtime.CallError{Kind: runtime.KindPermanent, Message: resultText(res)}

@@ -169,8 +169,8 @@ func TestMCPPoisonedToolClassifier(t *testing.T) {
 }
 
 // TestMCPToolResultLimit: an upstream result over MaxToolResultBytes is an
-// error result naming the limit, audited as a failure; one under it passes
-// whole.
+// error result naming the limit, saying the tool ran, audited as "ran"; one
+// under it passes whole.
 func TestMCPToolResultLimit(t *testing.T) {
 	t.Setenv("AGENTC_TEST_OPENAI_KEY", "sk-test")
 	upstream, calls := poisonedUpstream(t)
@@ -189,7 +189,7 @@ func TestMCPToolResultLimit(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, res.IsError)
 	msg := text(t, res)
-	assert.Contains(t, msg, "over the limit of 1048576 bytes")
+	assert.Contains(t, msg, "the tool ran, but its result is over the limit of 1048576 bytes")
 	assert.Less(t, len(msg), 1024, "the result is not relayed")
 	assert.EqualValues(t, 2, calls["dump"].Load())
 	require.Eventually(t, func() bool {
@@ -198,14 +198,51 @@ func TestMCPToolResultLimit(t *testing.T) {
 			if r.Phase == runtime.PhaseOutcome && r.Tool == "dump" {
 				n++
 				if n == 2 {
-					return r.Decision == runtime.DecisionFailed && strings.Contains(r.ErrorMessage, "over the limit of 1048576 bytes")
+					return r.Decision == runtime.DecisionRan && strings.Contains(r.ErrorMessage, "over the limit of 1048576 bytes")
 				}
 			}
 		}
 		return false
-	}, 5*time.Second, 10*time.Millisecond, "the call's outcome is audited as a failure naming the limit")
+	}, 5*time.Second, 10*time.Millisecond, "the call's outcome is audited as ran, naming the limit")
 	require.Eventually(t, func() bool {
 		_, _, metrics := do(t, "GET", s.url+"/metrics", "", nil)
 		return strings.Contains(metrics, `agentc_serve_tool_calls_total{outcome="error",tool="dump"} 1`)
 	}, 5*time.Second, 10*time.Millisecond, "the refused result is counted as an error")
+}
+
+// TestMCPToolResultLimitIdempotent: a side-effecting tool whose result is
+// over the limit ran; under idempotent a duplicate gets the same error
+// without the upstream running the tool again.
+func TestMCPToolResultLimitIdempotent(t *testing.T) {
+	t.Setenv("AGENTC_TEST_OPENAI_KEY", "sk-test")
+	upstream, calls := poisonedUpstream(t)
+	audit := &runtime.MemoryAudit{}
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
+
+models: primary: {provider: "openai", model: "gpt-4.1-mini", base_url: "http://127.0.0.1:1/v1", api_key_env: "AGENTC_TEST_OPENAI_KEY"}
+keys: agent: {sha256: %q}
+mcp: servers: up: url: %q
+tools: dump: side_effecting: true
+chains: tool: [{use: "audit", trail: "logical"}, {use: "idempotent", key_args: ["size"]}]
+`, sha("agent-key"), upstream))),
+		WatchInterval: -1, MaxToolResultBytes: 1 << 10, Deps: runtime.Deps{Audit: audit}})
+	cs := connectProxy(t, s.url, "agent-key", nil)
+	ctx := context.Background()
+
+	for i := range 2 {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "dump", Arguments: map[string]any{"size": 4 << 10}})
+		require.NoError(t, err)
+		assert.True(t, res.IsError, "call %d", i)
+		assert.Contains(t, text(t, res), "the tool ran, but its result is over the limit of 1024 bytes", "call %d", i)
+	}
+	assert.EqualValues(t, 1, calls["dump"].Load(), "the duplicate does not run the tool again")
+	require.Eventually(t, func() bool {
+		var got []runtime.AuditDecision
+		for _, r := range audit.Records() {
+			if r.Phase == runtime.PhaseOutcome && r.Tool == "dump" {
+				got = append(got, r.Decision)
+			}
+		}
+		return assert.ObjectsAreEqual([]runtime.AuditDecision{runtime.DecisionRan, runtime.DecisionDeduped}, got)
+	}, 5*time.Second, 10*time.Millisecond, "the call is audited as ran, its duplicate as deduped")
 }

@@ -66,7 +66,16 @@ func (a *Audit) Validate() error {
 // Decision returns the outcome decision of a call that returned err with
 // meta.
 func Decision(err error, meta *runtime.Meta) runtime.AuditDecision {
-	switch runtime.Classify(err) {
+	c := runtime.Classify(err)
+	if c != runtime.ClassOK && c != runtime.ClassInDoubt && errors.Is(err, runtime.ErrRan) {
+		// The call ran and its result was refused or dropped: the effect
+		// stands, which "failed" or "denied" would deny.
+		if meta.Deduped {
+			return runtime.DecisionDeduped
+		}
+		return runtime.DecisionRan
+	}
+	switch c {
 	case runtime.ClassOK:
 		if meta.Deduped {
 			return runtime.DecisionDeduped

@@ -84,6 +84,10 @@ func TestDecisions(t *testing.T) {
 		{"in doubt", &runtime.InDoubtError{Layer: "idem", Tool: "refund", IdempotencyKey: "k"}, runtime.DecisionInDoubt, "in_doubt"},
 		{"ran, outcome unrecorded", &runtime.CallError{Kind: runtime.KindPermanent, Layer: "inner", Message: "audit outcome not written",
 			Err: runtime.ErrOutcomeUnrecorded}, runtime.DecisionInDoubt, "in_doubt"},
+		// A call that ran but whose result was dropped or blocked: its
+		// effect stands, which "failed" or "denied" would deny.
+		{"ran, result dropped", runtime.Ran(rt.Permanent("result too large")), runtime.DecisionRan, "permanent"},
+		{"ran, result blocked", runtime.Ran(&runtime.BlockedError{Layer: "g", Message: "no"}), runtime.DecisionRan, "blocked"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -28,7 +28,13 @@
 //     side-effecting tool not declared retry_safe that panicked, or failed
 //     while its call was cancelled, having perhaps made its effect before
 //     it stopped, as idempotent treats it), for a person to settle with the
-//     idempotency key; "failed" otherwise (a panic is recorded, then
+//     idempotency key; "ran" when the call ran, its effect standing, but
+//     its result could not be used and the caller got an error marked
+//     runtime.Ran (a guard of phase "after" blocked the result, an MCP
+//     upstream's result was over the gateway's limit), where "failed" or
+//     "denied" would read as "did not happen" (a duplicate an idempotent
+//     layer inside answers with the stored error is "deduped"); "failed"
+//     otherwise (a panic is recorded, then
 //     re-raised). Records written by earlier
 //     versions state "failed" with error type "in_doubt" for such a call.
 //     The outcome is written even when the call's context has ended.

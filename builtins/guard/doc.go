@@ -19,7 +19,11 @@
 // "blocked", "budget" or "in_doubt" in a guard. In front of a side-effecting
 // tool an after-phase guard blocks only once the effect has happened: vet
 // warns of one whose predicate does not read `result`
-// (guard/after-side-effect).
+// (guard/after-side-effect). A tool result it blocks is the result of a
+// call that ran, so the *runtime.BlockedError is marked runtime.Ran: an
+// audit layer outside records "ran", not "denied", and an idempotent layer
+// outside stores the block as the call's outcome, so that a duplicate gets
+// it without running the tool again.
 //
 // `on_error` decides what a predicate evaluation error (a missing key, a cost
 // limit) does: "closed" (the default) blocks, with the evaluation error as the

@@ -145,6 +145,12 @@ func (g *Guard) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 		}
 		v, eerr := g.pred.EvalTool(ctx, c, res, true)
 		if err := g.decide(ctx, v, eerr); err != nil {
+			var b *runtime.BlockedError
+			if errors.As(err, &b) {
+				// The tool ran: the block is of its result, not of the
+				// call, whose effect stands.
+				return nil, runtime.Ran(err)
+			}
 			return nil, err
 		}
 		return res, nil

@@ -28,7 +28,8 @@
 //
 //  1. In process, concurrent duplicates are collapsed: the first call leads,
 //     the others wait for it and share its outcome (the result, or its
-//     error). Followers that shared a result are reported deduped.
+//     error). Followers that shared a result, or the error of a call that
+//     ran (step 5), are reported deduped.
 //  2. The leader asks the store's runtime.Leaser for the key, in one round
 //     trip. A published result is replayed: the inner layers do not run,
 //     Meta.Deduped and Meta.Cached are set (an audit layer outside records
@@ -41,11 +42,23 @@
 //     lease_ttl. On success the result is published for `ttl` (only while
 //     the token still holds the lease); on failure the lease is released,
 //     so a failure is never stored and the next duplicate runs the tool
-//     again. A call that panics instead of returning, or fails because its
+//     again (a call that ran is another matter: step 5). A call that panics instead of returning, or fails because its
 //     context was cancelled while it ran, may have made its effect first:
 //     the lease of a retry_safe tool is released, any other is left to
-//     expire into doubt (step 5), as if its process had crashed.
-//  5. A lease that expired without an outcome (its holder crashed after
+//     expire into doubt (step 6), as if its process had crashed.
+//  5. A call that ran but whose result cannot be used fails with an error
+//     marked runtime.Ran (runtime.ErrRan): a result an inner layer blocked
+//     (a guard of phase "after" inside this layer), a result an MCP upstream
+//     sent over the gateway's limit. Its effect stands, so that error is
+//     published as the call's outcome, like a result: a duplicate, in any
+//     process, gets a permanent *runtime.CallError naming the layer ("the
+//     call ran earlier but its result could not be used; it does not run
+//     again") wrapping the stored error (a *runtime.BlockedError again when
+//     a guard blocked the result), marked runtime.Ran, deduped, without
+//     running the tool. A successful result that does not encode as JSON is
+//     returned to its caller, and its duplicates get such an error ("the
+//     result does not encode as JSON, so it was not stored").
+//  6. A lease that expired without an outcome (its holder crashed after
 //     claiming the call) is in doubt: the tool may or may not have run. A
 //     retry_safe tool runs again, taking over the lease with a new token
 //     and the same idempotency key, which it passes downstream; any other
@@ -55,7 +68,8 @@
 // Store failures before the call fail closed: the call does not run and
 // returns a *runtime.CallError naming the layer (unclassified, so a retry
 // outside may try again). A failure to publish the result after a
-// successful call is logged and the result returned; the key is then in
-// doubt once the lease expires, so a duplicate never silently runs a tool
+// successful call (or of the error of a call that ran) is logged and the
+// result (or error) returned; the key is then in doubt once the lease
+// expires, so a duplicate never silently runs a tool
 // that is not retry_safe twice.
 package idempotent

@@ -1,6 +1,7 @@
 package idempotent
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -160,7 +161,7 @@ func (m *Idempotent) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 			return nil, err
 		}
 		v, err, shared := m.flights.Do(ctx, key, func() (any, error) { return m.settle(ctx, c, key, next) })
-		if shared && err == nil {
+		if shared && (err == nil || errors.Is(err, runtime.ErrRan)) {
 			c.Meta.Deduped, c.Meta.Cached = true, true
 		}
 		return v, err
@@ -183,6 +184,10 @@ func (m *Idempotent) settle(ctx context.Context, c *runtime.ToolCall, key string
 		}
 		switch g.Status {
 		case runtime.LeaseDone:
+			if err, ok := m.storedErr(g.Result); ok {
+				c.Meta.Deduped, c.Meta.Cached = true, true
+				return nil, err
+			}
 			var out any
 			if err := json.Unmarshal(g.Result, &out); err != nil {
 				return nil, &runtime.CallError{Kind: runtime.KindPermanent, Layer: m.name,
@@ -228,6 +233,13 @@ func (m *Idempotent) run(ctx context.Context, c *runtime.ToolCall, key string, t
 	v, err := next(ctx, c)
 	done = true
 	stop()
+	if errors.Is(err, runtime.ErrRan) {
+		// The call ran but its result is unusable: the error is its
+		// outcome, stored so that a duplicate gets it without running the
+		// tool again.
+		m.publish(ctx, c, key, token, storeErr(err))
+		return v, err
+	}
 	if err != nil && ctx.Err() != nil && !c.Tool.RetrySafe {
 		// Cancelled while the tool ran: like a panic, it may have made
 		// its effect before it stopped. The claim is left to expire, so
@@ -246,11 +258,20 @@ func (m *Idempotent) run(ctx context.Context, c *runtime.ToolCall, key string, t
 	}
 	res, merr := json.Marshal(v)
 	if merr != nil {
-		m.logger.WarnContext(ctx, "idempotent: result does not encode as JSON; not stored", "tool", c.Name, "error", merr)
-		_ = m.leaser.Release(wctx, key, token)
-		return v, nil
+		// The caller gets the result; a duplicate cannot, so it gets an
+		// error instead of running the tool again.
+		m.logger.WarnContext(ctx, "idempotent: result does not encode as JSON; a duplicate gets an error instead of the result",
+			"tool", c.Name, "error", merr)
+		res = storeErr(fmt.Errorf("the result does not encode as JSON, so it was not stored: %w", merr))
 	}
-	ok, perr := m.leaser.Publish(wctx, key, token, res, m.TTL.D())
+	m.publish(ctx, c, key, token, res)
+	return v, nil
+}
+
+// publish stores res as the outcome of key under token, logging a failure:
+// the key is then in doubt once its lease expires.
+func (m *Idempotent) publish(ctx context.Context, c *runtime.ToolCall, key string, token int64, res []byte) {
+	ok, perr := m.leaser.Publish(context.WithoutCancel(ctx), key, token, res, m.TTL.D())
 	switch {
 	case perr != nil:
 		m.logger.WarnContext(ctx, "idempotent: storing the result failed; a duplicate finds the call in doubt once the lease expires",
@@ -259,7 +280,58 @@ func (m *Idempotent) run(ctx context.Context, c *runtime.ToolCall, key string, t
 		m.logger.WarnContext(ctx, "idempotent: the lease was lost while the call ran (it outlived lease_ttl without renewal); the result is not stored",
 			"tool", c.Name)
 	}
-	return v, nil
+}
+
+// errMark starts a stored outcome that is an error rather than a result:
+// a JSON object whose key spells "!" as an escape, which encoding/json
+// never writes, so no stored result starts with it. It is valid JSON, as
+// every store's outcome must be.
+const errMark = `{"\u0021ran":`
+
+// storedError is the stored form of the error of a call that ran but whose
+// result is unusable.
+type storedError struct {
+	// Message is the error's text.
+	Message string `json:"message"`
+	// BlockedBy and Block are the layer and message of the
+	// *runtime.BlockedError in it, if any (a guard blocked the result).
+	BlockedBy string `json:"blocked_by,omitempty"`
+	Block     string `json:"block,omitempty"`
+}
+
+// storeErr encodes err as a stored outcome.
+func storeErr(err error) []byte {
+	se := storedError{Message: err.Error()}
+	var b *runtime.BlockedError
+	if errors.As(err, &b) {
+		se.BlockedBy, se.Block = b.Layer, b.Message
+	}
+	res, _ := json.Marshal(se) // strings only: cannot fail
+	return append(append([]byte(errMark), res...), '}')
+}
+
+// storedErr decodes a stored outcome that is an error: a permanent
+// *runtime.CallError naming the layer, marked runtime.Ran, wrapping the
+// stored error (a *runtime.BlockedError when a guard blocked the result, so
+// that it is classified blocked again).
+func (m *Idempotent) storedErr(res []byte) (error, bool) {
+	if !bytes.HasPrefix(res, []byte(errMark)) {
+		return nil, false
+	}
+	var w struct {
+		Ran storedError `json:"!ran"`
+	}
+	se := &w.Ran
+	var inner error
+	if err := json.Unmarshal(res, &w); err != nil {
+		inner = fmt.Errorf("the stored error does not decode: %w", err)
+	} else if se.BlockedBy != "" {
+		inner = &runtime.BlockedError{Layer: se.BlockedBy, Message: se.Block}
+	} else {
+		inner = errors.New(se.Message)
+	}
+	return runtime.Ran(&runtime.CallError{Kind: runtime.KindPermanent, Layer: m.name,
+		Message: "the call ran earlier but its result could not be used; it does not run again", Err: inner}), true
 }
 
 func (m *Idempotent) storeErr(what string, err error) error {

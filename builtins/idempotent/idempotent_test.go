@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -533,4 +534,129 @@ func TestKeyArgsKeyPassedDownstreamUnderAnAudit(t *testing.T) {
 	_, err := pl.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1"}, IdempotencyKey: "job-7"})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"job-7"}, tool.Keys())
+}
+
+// TestRanErrorIsStored: a call that ran but whose result is unusable (an
+// error marked runtime.Ran) is stored as its outcome: a duplicate gets the
+// error, deduped, without running the tool again, in this process and in
+// another one sharing the store.
+func TestRanErrorIsStored(t *testing.T) {
+	prefix := fmt.Sprintf("agentc_ran_%d", time.Now().UnixNano())
+	for _, tc := range []struct {
+		kind, env string
+	}{{"sqlite", ""}, {"redis", "AGENTC_TEST_REDIS_URL"}, {"postgres", "AGENTC_TEST_POSTGRES_URL"}} {
+		t.Run(tc.kind, func(t *testing.T) {
+			st := plan.Store{Kind: tc.kind, Path: filepath.Join(t.TempDir(), "state.db")}
+			if tc.env != "" {
+				st = plan.Store{Kind: tc.kind, URL: os.Getenv(tc.env), Prefix: prefix}
+				if st.URL == "" {
+					t.Skip(tc.env + " is not set")
+				}
+			}
+			testRanErrorIsStored(t, st)
+		})
+	}
+}
+
+func testRanErrorIsStored(t *testing.T, st plan.Store) {
+	p := toolPlan(rt.Layer("audit", ""), rt.Layer("idempotent", `{"store": "shared"}`))
+	p.Tools["refund"] = plan.Tool{SideEffecting: true}
+	p.Stores = map[string]plan.Store{"shared": st}
+	var calls atomic.Int64
+	audit := &runtime.MemoryAudit{}
+	deps := runtime.Deps{Audit: audit, Tools: map[string]runtime.ToolFunc{"refund": func(context.Context, *runtime.ToolCall) (any, error) {
+		calls.Add(1)
+		return nil, runtime.Ran(rt.Permanent("refunded, but the receipt is too large"))
+	}}}
+	a, b := rt.Build(t, p, deps), rt.Build(t, p, deps)
+	req := runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1"}}
+	_, err := a.Tool(ctx1, req)
+	require.ErrorIs(t, err, runtime.ErrRan)
+	assert.False(t, runtime.IsTransient(err), "a call that ran is not tried again")
+	for _, pl := range []*runtime.Pipeline{a, b} {
+		r, err := pl.Tool(ctx1, req)
+		require.ErrorIs(t, err, runtime.ErrRan)
+		assert.ErrorContains(t, err, "the call ran earlier but its result could not be used")
+		assert.ErrorContains(t, err, "refunded, but the receipt is too large")
+		assert.Equal(t, runtime.KindPermanent, runtime.ErrorKind(runtime.KindOf(err)))
+		assert.True(t, r.Deduped)
+	}
+	assert.EqualValues(t, 1, calls.Load(), "the tool ran once")
+	var got []runtime.AuditDecision
+	for _, r := range audit.Records() {
+		if r.Phase == runtime.PhaseOutcome {
+			got = append(got, r.Decision)
+		}
+	}
+	assert.Equal(t, []runtime.AuditDecision{runtime.DecisionRan, runtime.DecisionDeduped, runtime.DecisionDeduped}, got)
+}
+
+// TestUnencodableResultIsNotRunAgain: a result that does not encode as
+// JSON is returned to its caller; a duplicate cannot replay it and gets an
+// error instead of running the tool again.
+func TestUnencodableResultIsNotRunAgain(t *testing.T) {
+	p := toolPlan()
+	p.Tools["refund"] = plan.Tool{SideEffecting: true}
+	var calls atomic.Int64
+	pl := rt.Build(t, p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"refund": func(context.Context, *runtime.ToolCall) (any, error) {
+		calls.Add(1)
+		return map[string]any{"done": make(chan int)}, nil
+	}}})
+	req := runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1"}}
+	r, err := pl.Tool(ctx1, req)
+	require.NoError(t, err, "the caller gets its result")
+	assert.Contains(t, r.Value, "done")
+	r, err = pl.Tool(ctx1, req)
+	require.ErrorIs(t, err, runtime.ErrRan)
+	assert.ErrorContains(t, err, "the result does not encode as JSON")
+	assert.True(t, r.Deduped)
+	assert.EqualValues(t, 1, calls.Load(), "the tool ran once")
+}
+
+// TestResultBlockedInsideIsNotRunAgain: an after-phase guard inside
+// idempotent (where vet lets it sit) blocks the result of a call that ran:
+// a duplicate gets the block, classified blocked, without running the tool
+// again.
+func TestResultBlockedInsideIsNotRunAgain(t *testing.T) {
+	p := toolPlan(rt.Layer("audit", ""), rt.Layer("idempotent", ""),
+		rt.Named("receipt", rt.Layer("guard", `{"require":"result.status == 'ok'","phase":"after","message":"the refund's receipt is not ok"}`)))
+	p.Tools["refund"] = plan.Tool{SideEffecting: true}
+	var calls atomic.Int64
+	audit := &runtime.MemoryAudit{}
+	pl := rt.Build(t, p, runtime.Deps{Audit: audit, Tools: map[string]runtime.ToolFunc{"refund": func(context.Context, *runtime.ToolCall) (any, error) {
+		calls.Add(1)
+		return map[string]any{"status": "partial"}, nil
+	}}})
+	req := runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1"}}
+	for i := range 2 {
+		r, err := pl.Tool(ctx1, req)
+		require.ErrorIs(t, err, runtime.ErrRan, "call %d", i)
+		assert.ErrorContains(t, err, "blocked by receipt: the refund's receipt is not ok")
+		assert.Equal(t, runtime.ClassBlocked, runtime.Classify(err))
+		assert.Equal(t, "receipt", runtime.LayerOf(err))
+		assert.Equal(t, i == 1, r.Deduped)
+	}
+	assert.EqualValues(t, 1, calls.Load(), "the tool ran once")
+	var got []runtime.AuditDecision
+	for _, r := range audit.Records() {
+		if r.Phase == runtime.PhaseOutcome {
+			got = append(got, r.Decision)
+		}
+	}
+	assert.Equal(t, []runtime.AuditDecision{runtime.DecisionRan, runtime.DecisionDeduped}, got)
+}
+
+// TestResultLikeAStoredErrorIsReplayed: a result shaped like a stored error
+// is replayed as the result it is.
+func TestResultLikeAStoredErrorIsReplayed(t *testing.T) {
+	want := map[string]any{"!ran": map[string]any{"message": "not an error"}}
+	tool := rt.NewTool(rt.ToolResult{Value: want})
+	pl := rt.Build(t, toolPlan(), runtime.Deps{Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
+	req := runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1"}}
+	for range 2 {
+		r, err := pl.Tool(ctx1, req)
+		require.NoError(t, err)
+		assert.Equal(t, want, r.Value)
+	}
+	assert.Equal(t, 1, tool.Calls())
 }

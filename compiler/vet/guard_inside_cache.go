@@ -16,8 +16,10 @@ tool_policy, security, ...) never sees that call, so a check that depends on
 more than the cache key (the run, the agent, the time, a policy changed since
 the answer was stored) is bypassed. Put such checks outside caches. Checks of
 the output alone (output_coerce, judge, a guard with phase: "after") may sit
-inside a cache: an output they refuse is an error, and errors are never
-stored, so every stored answer has passed them. The rule is the builtin
+inside a cache: an output they refuse is an error, never stored as an answer,
+so every stored answer has passed them (idempotent stores a tool result a
+guard blocked as the call's error: the tool ran, so a duplicate gets the
+block again instead of running it). The rule is the builtin
 constraints guard-inside-cache (schemas/memoize.cue, semantic_memoize.cue,
 idempotent.cue); a when on the guard's constraint leaves "after" guards out.`,
 	Run: func(p *Pass) {
