@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/agentc-dev/agentc/internal/wire"
 	"github.com/agentc-dev/agentc/runtime"
 )
 
@@ -401,7 +402,7 @@ func appendStopSequence(b []byte, finish, stopSeq string) []byte {
 	if finish != runtime.FinishStop || stopSeq == "" {
 		return append(b, "null"...)
 	}
-	return appendJSONString(b, stopSeq)
+	return wire.AppendString(b, stopSeq)
 }
 
 // appendAnthropicUsage appends a usage object; Anthropic's input_tokens
@@ -422,14 +423,14 @@ func appendAnthropicUsage(b []byte, u runtime.Usage) []byte {
 func completeAnthropic(x *exchange, p *chatParams, resp *runtime.ChatResponse) {
 	b := make([]byte, 0, 256+len(resp.Text))
 	b = append(b, `{"id":`...)
-	b = appendJSONString(b, responseID("msg_"))
+	b = wire.AppendString(b, responseID("msg_"))
 	b = append(b, `,"type":"message","role":"assistant","model":`...)
-	b = appendJSONString(b, servedName(resp, p))
+	b = wire.AppendString(b, servedName(resp, p))
 	b = append(b, `,"content":[`...)
 	n := 0
 	if resp.Text != "" || len(resp.ToolCalls) == 0 {
 		b = append(b, `{"type":"text","text":`...)
-		b = appendJSONString(b, resp.Text)
+		b = wire.AppendString(b, resp.Text)
 		b = append(b, '}')
 		n++
 	}
@@ -439,15 +440,15 @@ func completeAnthropic(x *exchange, p *chatParams, resp *runtime.ChatResponse) {
 		}
 		n++
 		b = append(b, `{"type":"tool_use","id":`...)
-		b = appendJSONString(b, tc.ID)
+		b = wire.AppendString(b, tc.ID)
 		b = append(b, `,"name":`...)
-		b = appendJSONString(b, tc.Name)
+		b = wire.AppendString(b, tc.Name)
 		b = append(b, `,"input":`...)
 		b = appendToolInput(b, tc.Arguments)
 		b = append(b, '}')
 	}
 	b = append(b, `],"stop_reason":`...)
-	b = appendJSONString(b, stopReason(resp.FinishReason, resp.StopSequence, len(resp.ToolCalls) > 0))
+	b = wire.AppendString(b, stopReason(resp.FinishReason, resp.StopSequence, len(resp.ToolCalls) > 0))
 	b = appendStopSequence(b, resp.FinishReason, resp.StopSequence)
 	b = append(b, `,"usage":`...)
 	b = appendAnthropicUsage(b, resp.Usage)
@@ -504,9 +505,9 @@ func (s *anthropicStream) start(model string, u runtime.Usage) {
 	s.inputIn = runtime.Usage{InputTokens: u.InputTokens, CachedInputTokens: u.CachedInputTokens, CacheWriteInputTokens: u.CacheWriteInputTokens}
 	s.event("message_start")
 	b := append(s.buf, `{"type":"message_start","message":{"id":`...)
-	b = appendJSONString(b, s.id)
+	b = wire.AppendString(b, s.id)
 	b = append(b, `,"type":"message","role":"assistant","content":[],"model":`...)
-	b = appendJSONString(b, model)
+	b = wire.AppendString(b, model)
 	b = append(b, `,"stop_reason":null,"stop_sequence":null,"usage":`...)
 	b = appendAnthropicUsage(b, s.inputIn)
 	s.buf = append(b, "}}\n\n"...)
@@ -544,7 +545,7 @@ func (s *anthropicStream) delta(d runtime.Delta) bool {
 		b := append(s.buf, `{"type":"content_block_delta","index":`...)
 		b = appendInt(b, int64(s.open))
 		b = append(b, `,"delta":{"type":"text_delta","text":`...)
-		b = appendJSONString(b, d.Text)
+		b = wire.AppendString(b, d.Text)
 		s.buf = append(b, "}}\n\n"...)
 	}
 	for _, tc := range d.ToolCalls {
@@ -564,9 +565,9 @@ func (s *anthropicStream) delta(d runtime.Delta) bool {
 			b := append(s.buf, `{"type":"content_block_start","index":`...)
 			b = appendInt(b, int64(block))
 			b = append(b, `,"content_block":{"type":"tool_use","id":`...)
-			b = appendJSONString(b, tc.ID)
+			b = wire.AppendString(b, tc.ID)
 			b = append(b, `,"name":`...)
-			b = appendJSONString(b, tc.Name)
+			b = wire.AppendString(b, tc.Name)
 			s.buf = append(b, `,"input":{}}}`+"\n\n"...)
 		}
 		if tc.Arguments == "" {
@@ -578,7 +579,7 @@ func (s *anthropicStream) delta(d runtime.Delta) bool {
 		b := append(s.buf, `{"type":"content_block_delta","index":`...)
 		b = appendInt(b, int64(block))
 		b = append(b, `,"delta":{"type":"input_json_delta","partial_json":`...)
-		b = appendJSONString(b, tc.Arguments)
+		b = wire.AppendString(b, tc.Arguments)
 		s.buf = append(b, "}}\n\n"...)
 	}
 	return s.flush()
@@ -591,7 +592,7 @@ func (s *anthropicStream) end(resp *runtime.ChatResponse) {
 	s.stopBlock()
 	s.event("message_delta")
 	b := append(s.buf, `{"type":"message_delta","delta":{"stop_reason":`...)
-	b = appendJSONString(b, stopReason(resp.FinishReason, resp.StopSequence, len(s.tools) > 0))
+	b = wire.AppendString(b, stopReason(resp.FinishReason, resp.StopSequence, len(s.tools) > 0))
 	b = appendStopSequence(b, resp.FinishReason, resp.StopSequence)
 	b = append(b, `},"usage":`...)
 	b = appendAnthropicUsage(b, resp.Usage)

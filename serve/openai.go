@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/agentc-dev/agentc/internal/wire"
 	"github.com/agentc-dev/agentc/runtime"
 )
 
@@ -273,16 +274,16 @@ func openAIMessage(in *oaMessage) (runtime.Message, error) {
 func completeOpenAI(x *exchange, p *chatParams, resp *runtime.ChatResponse) {
 	b := make([]byte, 0, 256+len(resp.Text))
 	b = append(b, `{"id":`...)
-	b = appendJSONString(b, responseID("chatcmpl-"))
+	b = wire.AppendString(b, responseID("chatcmpl-"))
 	b = append(b, `,"object":"chat.completion","created":`...)
 	b = appendInt(b, unixNow())
 	b = append(b, `,"model":`...)
-	b = appendJSONString(b, servedName(resp, p))
+	b = wire.AppendString(b, servedName(resp, p))
 	b = append(b, `,"choices":[{"index":0,"message":{"role":"assistant","content":`...)
 	if resp.Text == "" && len(resp.ToolCalls) > 0 {
 		b = append(b, "null"...)
 	} else {
-		b = appendJSONString(b, resp.Text)
+		b = wire.AppendString(b, resp.Text)
 	}
 	b = append(b, `,"refusal":null`...)
 	if len(resp.ToolCalls) > 0 {
@@ -292,17 +293,17 @@ func completeOpenAI(x *exchange, p *chatParams, resp *runtime.ChatResponse) {
 				b = append(b, ',')
 			}
 			b = append(b, `{"id":`...)
-			b = appendJSONString(b, tc.ID)
+			b = wire.AppendString(b, tc.ID)
 			b = append(b, `,"type":"function","function":{"name":`...)
-			b = appendJSONString(b, tc.Name)
+			b = wire.AppendString(b, tc.Name)
 			b = append(b, `,"arguments":`...)
-			b = appendJSONString(b, string(tc.Arguments))
+			b = wire.AppendString(b, string(tc.Arguments))
 			b = append(b, `}}`...)
 		}
 		b = append(b, ']')
 	}
 	b = append(b, `},"logprobs":null,"finish_reason":`...)
-	b = appendJSONString(b, finishOr(resp.FinishReason, resp.ToolCalls))
+	b = wire.AppendString(b, finishOr(resp.FinishReason, resp.ToolCalls))
 	b = append(b, `}],"usage":`...)
 	b = appendOpenAIUsage(b, resp.Usage)
 	b = append(b, "}\n"...)
@@ -364,11 +365,11 @@ func newOpenAIStream(x *exchange, p *chatParams, served *servedSlot) chatStream 
 // chunk opens one chunk event up to its delta object.
 func (s *openAIStream) chunk(model string) {
 	b := append(s.buf, `data: {"id":`...)
-	b = appendJSONString(b, s.id)
+	b = wire.AppendString(b, s.id)
 	b = append(b, `,"object":"chat.completion.chunk","created":`...)
 	b = appendInt(b, s.created)
 	b = append(b, `,"model":`...)
-	b = appendJSONString(b, model)
+	b = wire.AppendString(b, model)
 	s.buf = append(b, `,"choices":[{"index":0,"delta":{`...)
 }
 
@@ -378,7 +379,7 @@ func (s *openAIStream) closeChunk(finish string) {
 	if finish == "" {
 		b = append(b, "null"...)
 	} else {
-		b = appendJSONString(b, finish)
+		b = wire.AppendString(b, finish)
 	}
 	b = append(b, "}]"...)
 	if s.p.includeUsage {
@@ -407,7 +408,7 @@ func (s *openAIStream) delta(d runtime.Delta) bool {
 			b = append(b, ',')
 		}
 		b = append(b, `"content":`...)
-		b = appendJSONString(b, d.Text)
+		b = wire.AppendString(b, d.Text)
 		sep = true
 	}
 	if len(d.ToolCalls) > 0 {
@@ -423,7 +424,7 @@ func (s *openAIStream) delta(d runtime.Delta) bool {
 			b = appendInt(b, int64(tc.Index))
 			if tc.ID != "" {
 				b = append(b, `,"id":`...)
-				b = appendJSONString(b, tc.ID)
+				b = wire.AppendString(b, tc.ID)
 			}
 			if !s.begun(tc.Index) {
 				b = append(b, `,"type":"function"`...)
@@ -431,11 +432,11 @@ func (s *openAIStream) delta(d runtime.Delta) bool {
 			b = append(b, `,"function":{`...)
 			if tc.Name != "" {
 				b = append(b, `"name":`...)
-				b = appendJSONString(b, tc.Name)
+				b = wire.AppendString(b, tc.Name)
 				b = append(b, ',')
 			}
 			b = append(b, `"arguments":`...)
-			b = appendJSONString(b, tc.Arguments)
+			b = wire.AppendString(b, tc.Arguments)
 			b = append(b, "}}"...)
 		}
 		b = append(b, ']')
@@ -472,11 +473,11 @@ func (s *openAIStream) end(resp *runtime.ChatResponse) {
 	s.closeChunk(finish)
 	if s.p.includeUsage {
 		b := append(s.buf, `data: {"id":`...)
-		b = appendJSONString(b, s.id)
+		b = wire.AppendString(b, s.id)
 		b = append(b, `,"object":"chat.completion.chunk","created":`...)
 		b = appendInt(b, s.created)
 		b = append(b, `,"model":`...)
-		b = appendJSONString(b, model)
+		b = wire.AppendString(b, model)
 		b = append(b, `,"choices":[],"usage":`...)
 		b = appendOpenAIUsage(b, resp.Usage)
 		s.buf = append(b, "}\n\n"...)

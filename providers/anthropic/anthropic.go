@@ -35,7 +35,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
 	fastjson "github.com/segmentio/encoding/json"
 
-	"github.com/agentc-dev/agentc/providers/internal/wire"
+	"github.com/agentc-dev/agentc/internal/wire"
 	"github.com/agentc-dev/agentc/runtime"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/openai/openai-go/v3/shared"
 
-	"github.com/agentc-dev/agentc/providers/internal/wire"
+	"github.com/agentc-dev/agentc/internal/wire"
 	"github.com/agentc-dev/agentc/runtime"
 )
 

@@ -34,7 +34,7 @@ import (
 	"github.com/openai/openai-go/v3/packages/ssestream"
 	fastjson "github.com/segmentio/encoding/json"
 
-	"github.com/agentc-dev/agentc/providers/internal/wire"
+	"github.com/agentc-dev/agentc/internal/wire"
 	"github.com/agentc-dev/agentc/runtime"
 )
 

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentc-dev/agentc/internal/ssetest"
-	"github.com/agentc-dev/agentc/providers/internal/wire"
+	"github.com/agentc-dev/agentc/internal/wire"
 	"github.com/agentc-dev/agentc/providers/openai"
 	"github.com/agentc-dev/agentc/runtime"
 )

@@ -1,7 +1,9 @@
 // Package wire holds what the provider clients share: the classification of
 // a failed exchange into a *runtime.CallError (HTTP status, Retry-After,
-// stream error events, connection failures), and the scrubbing that keeps an
-// API key out of every message.
+// stream error events, connection failures), the scrubbing that keeps an
+// API key out of every message, and the JSON append encoders that the
+// clients write their request bodies with and the gateway (serve) its
+// responses.
 package wire
 
 import (
