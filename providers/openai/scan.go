@@ -18,39 +18,16 @@ import (
 // decoded by segmentio's decoder, as the whole chunk was before.
 func (c *chunk) decodeFast(data []byte) bool {
 	s := scanner{d: data}
-	s.ws()
-	if !s.take('{') {
-		return false
-	}
-	var seen uint8
-	for n := 0; ; n++ {
-		k, more, ok := s.member(n)
-		if !ok {
-			return false
-		}
-		if !more {
-			break
-		}
-		i, ok := match(k, topKeys)
-		if !ok || i >= 0 && seen&(1<<i) != 0 {
-			return false
-		}
+	if !s.object(topKeys, func(i int) bool {
 		switch i {
-		case -1:
-			ok = s.skip()
 		case 0:
-			ok = c.choices(&s)
+			return c.choices(&s)
 		case 1:
-			ok = c.usage(&s)
-		default: // error: left to the full decoders
-			return false
+			return c.usage(&s)
 		}
-		if !ok {
-			return false
-		}
-		if i >= 0 {
-			seen |= 1 << i
-		}
+		return false // error: left to the full decoders
+	}) {
+		return false
 	}
 	s.ws()
 	return s.i == len(s.d)
@@ -102,30 +79,12 @@ func (c *chunk) choices(s *scanner) bool {
 		k := len(c.Choices)
 		c.Choices = slices.Grow(c.Choices, 1)[:k+1]
 		ch := &c.Choices[k]
-		s.ws()
-		if !s.take('{') {
-			return false
-		}
-		var seen uint8
-		for m := 0; ; m++ {
-			key, more, ok := s.member(m)
-			if !ok {
-				return false
-			}
-			if !more {
-				break
-			}
-			i, ok := match(key, choiceKeys)
-			if !ok || i >= 0 && seen&(1<<i) != 0 {
-				return false
-			}
+		if !s.object(choiceKeys, func(i int) bool {
 			switch i {
-			case -1:
-				ok = s.skip()
 			case 0:
-				ok = s.int(&ch.Index)
+				return s.int(&ch.Index)
 			case 1:
-				ok = s.object(deltaKeys, func(i int) bool {
+				return s.object(deltaKeys, func(i int) bool {
 					switch i {
 					case 0:
 						return s.str(&ch.Delta.Content)
@@ -137,15 +96,10 @@ func (c *chunk) choices(s *scanner) bool {
 					}
 					return c.toolCalls(s, ch)
 				})
-			case 2:
-				ok = s.str(&ch.FinishReason)
 			}
-			if !ok {
-				return false
-			}
-			if i >= 0 {
-				seen |= 1 << i
-			}
+			return s.str(&ch.FinishReason)
+		}) {
+			return false
 		}
 	}
 }
