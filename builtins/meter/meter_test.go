@@ -347,46 +347,37 @@ func (r *leaseRecorder) Reserve(ctx context.Context, key, id string, lim runtime
 }
 
 // A reservation's lease is the call's deadline and a grace period after
-// it, else the default lease.
+// it, else the meter's lease (the default lease without one).
 func TestReservationLeaseFollowsTheCallsDeadline(t *testing.T) {
-	rec := &leaseRecorder{MemoryStore: runtime.NewMemoryStore()}
-	p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("meter", `{"budget":{"calls":10},"store":"shared"}`)}})
-	p.Stores = map[string]plan.Store{"shared": {Kind: "memory"}}
-	model := rt.NewModel(rt.Response{Deltas: []string{"x"}})
-	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model},
-		Backends: map[string]runtime.StoreBackend{"shared": rec}})
-	require.NoError(t, err)
-	_, _, err = rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary"}, 0)
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	_, _, err = rt.Collect(ctx, pl, runtime.ChatRequest{Model: "primary"}, 0)
-	require.NoError(t, err)
-	require.Len(t, rec.leases, 2)
-	assert.Equal(t, runtime.DefaultReservationLease, rec.leases[0])
-	assert.InDelta(t, (time.Minute + 30*time.Second).Seconds(), rec.leases[1].Seconds(), 1)
-}
-
-// A meter's lease replaces the default lease of a call without a deadline;
-// a call with a deadline still holds its reservation until the deadline
-// and the grace after it.
-func TestTheMetersLeaseIsUsedForACallWithoutADeadline(t *testing.T) {
-	rec := &leaseRecorder{MemoryStore: runtime.NewMemoryStore()}
-	p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("meter", `{"budget":{"calls":10},"store":"shared","lease":"45m"}`)}})
-	p.Stores = map[string]plan.Store{"shared": {Kind: "memory"}}
-	model := rt.NewModel(rt.Response{Deltas: []string{"x"}})
-	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model},
-		Backends: map[string]runtime.StoreBackend{"shared": rec}})
-	require.NoError(t, err)
-	_, _, err = rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary"}, 0)
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	_, _, err = rt.Collect(ctx, pl, runtime.ChatRequest{Model: "primary"}, 0)
-	require.NoError(t, err)
-	require.Len(t, rec.leases, 2)
-	assert.Equal(t, 45*time.Minute, rec.leases[0])
-	assert.InDelta(t, (time.Minute + 30*time.Second).Seconds(), rec.leases[1].Seconds(), 1)
+	// A meter's lease replaces the default lease of a call without a
+	// deadline; a call with a deadline still holds its reservation until
+	// the deadline and the grace after it.
+	for _, tc := range []struct {
+		name, lease string
+		want        time.Duration
+	}{
+		{"default lease", "", runtime.DefaultReservationLease},
+		{"the meter's lease", `,"lease":"45m"`, 45 * time.Minute},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &leaseRecorder{MemoryStore: runtime.NewMemoryStore()}
+			p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("meter", `{"budget":{"calls":10},"store":"shared"`+tc.lease+`}`)}})
+			p.Stores = map[string]plan.Store{"shared": {Kind: "memory"}}
+			model := rt.NewModel(rt.Response{Deltas: []string{"x"}})
+			pl, err := runtime.Build(context.Background(), p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model},
+				Backends: map[string]runtime.StoreBackend{"shared": rec}})
+			require.NoError(t, err)
+			_, _, err = rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary"}, 0)
+			require.NoError(t, err)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			_, _, err = rt.Collect(ctx, pl, runtime.ChatRequest{Model: "primary"}, 0)
+			require.NoError(t, err)
+			require.Len(t, rec.leases, 2)
+			assert.Equal(t, tc.want, rec.leases[0])
+			assert.InDelta(t, (time.Minute + 30*time.Second).Seconds(), rec.leases[1].Seconds(), 1)
+		})
+	}
 }
 
 // A reservation whose call outlives the meter's lease stops counting
