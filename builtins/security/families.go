@@ -30,6 +30,11 @@ type Family struct {
 	Regex string
 	// Raw matches Regex against the original text.
 	Raw bool
+	// Document makes the family count only in a document the assistant reads (a tool
+	// result: Detector.DetectDocument), not in a request made of it: an instruction about
+	// the reader's own response is how a user asks ("reply in bullet points") and an
+	// anomaly in an email or a web page.
+	Document bool
 
 	// needles, for a raw family, are words one of which the normalized text must contain
 	// for Regex to be tried.
@@ -61,6 +66,14 @@ const (
 	// are".
 	plainWord = `(?:unfiltered|uncensored|unrestricted|unaligned|unchained)`
 	// personaNoun is what a jailbreak calls unrestricted.
+	// outputNoun is what the reader of a document is about to write.
+	outputNoun = `(?:responses?|answers?|replies|reply|outputs?|elucidation|explanation)`
+	// plantedContent is what an instruction planted in a document tells the reader to add to
+	// its response: made-up sentences and code, not the reader's own data ("your order
+	// number").
+	plantedContent = `(?:sentences?|statistics?|headlines?|jokes?|emojis?|hashtags?|reminders?|slogans?|code (?:snippets?|blocks?|excerpts?|sections?))`
+	// outputStyle is a way of writing a response that hides it from the person reading it.
+	outputStyle = `(?:base ?(?:64|58|32)|hex(?:adecimal)?|binary|morse(?: code)?|rot ?13|reverse(?:d order)?|emojis?|leetspeak|pig latin|anagrams?|(?:a |an )?(?:caesar )?cipher|(?:\w+ )?substitution|(?:intentional |random )?(?:misspellings|typos))`
 	personaNoun = `(?:(?:and \w+ )?(?:ai|assistants?|chatbots?|bots?|models?|language models?|versions? of (?:yourself|you|chatgpt)|persona|character|entity|responses?|answers?|replies|output|mode|chatgpt|gpt))`
 )
 
@@ -101,6 +114,18 @@ var defaultFamilies = []Family{
 	{ID: "note-to-ai", Score: 0.7, Regex: `\b(?:note (?:to|for) (?:the )?(?:automated|ai|llm|language model|assistant|model|chatbot|bot|reviewer software|analysis software|screening)|(?:invisible|hidden) (?:to|from) (?:humans|people|the user|the reader)|visible (?:only )?to (?:the )?(?:ai|llm|model|bots?|language models?|scan)|for (?:automated|ai) (?:screening|review|analysis|systems?)|(?:ai|llm|automated) (?:assistants?|models?|systems?|agents?|screeners?|reviewers?) (?:must|should|reading this|processing this))\b`},
 	{ID: "answer-override", Score: 0.5, Regex: `\b(?:if (?:the )?(?:user|anyone|someone|you are) (?:\w+ ){0,2}?(?:asks?|asked|questions?|questioned) (?:\w+ ){0,4}?(?:reply|respond|answer|say|report|print|output|tell)|if (?:asked|questioned) (?:\w+ ){0,4}?(?:reply|respond|answer|say|report|print|output|tell)|(?:reply|respond|answer) with (?:only )?the following|simply (?:respond|reply|say|print|output)|(?:disregard|ignore) (?:all )?(?:info|information|content|text|data) (?:except|other than|besides)|focus (?:only|exclusively|solely) on the (?:following|information)|override (?:\w+ ){0,2}(?:scoring|evaluation|assessment|rating|review)|(?:don t|do not) (?:evaluate|assess|review) the (?:candidate|document|domain|applicant|resume|text|file))\b`},
 	{ID: "priority-claim", Score: 0.3, Regex: `\b(?:this is (?:really |extremely |very )?(?:important|urgent|critical)|(?:important|urgent|critical) (?:message|instructions?|update|notice) (?:from|for|to)|top priority|highest priority|above all else|it is (?:critical|crucial|imperative|vital) (?:to|that))\b`},
+
+	// Instructions to the reader of a document about its own response (Document only).
+	{ID: "planted-output", Score: 1.0, Document: true, Regex: `\b(?:(?:add|include|insert|integrate|incorporate|append|embed|introduce|inject|weave|feature|render|blend|merge)\s(?:(?:a|an|the|this|these|following|below|subsequent|some|short|brief|single|new|friendly|sensational|fabricated|fake|random|catchy)\s){0,3}` + plantedContent + `\s(?:\w+\s){0,10}?(?:in|into|to|within|throughout|as a part of|as part of)\s(?:your|the)\s(?:\w+\s)?` + outputNoun +
+		`|(?:modify|alter|adjust|change|tweak|amend)\s(?:your|the)\s` + outputNoun + `\sto\s(?:promote|mention|hint|include|suggest|add|encourage|recommend|advertise|claim|feature|reference|highlight|praise|endorse)` +
+		`|(?:augment|enrich|supplement|enhance)\s(?:your|the)\s` + outputNoun + `\s(?:with|by)` +
+		`|in\s(?:your|the)\s(?:response|answer|output)\s(?:mention|suggest|promote|advertise|recommend|claim|encourage|hint|insert|include)` +
+		`|(?:reply|respond|answer|write)\s(?:only\s)?(?:using|in|with)\s` + outputStyle + `\b` +
+		`|(?:provide|give|write|deliver|render)\s(?:your|the)\s` + outputNoun + `\s(?:using|with|without|in)\s(?:(?:any|all|no)\s)?(?:` + outputStyle + `|spaces|punctuation)` +
+		`|(?:encode|reverse|scramble|shuffle|rearrange|jumble|misspell|obfuscate|group|combine)\s(?:(?:the|all|main|letters|words|characters|keywords|of|in)\s){0,4}your\s` + outputNoun +
+		`|(?:introduce|add|insert|include|use)\s(?:\w+\s){0,2}?(?:typos|misspellings|spelling mistakes|emojis|symbols)\s(?:in|into|to|throughout)\s(?:your|the)\s` + outputNoun +
+		`|replace\s(?:\w+\s){0,3}?(?:in\s(?:your|the)\s` + outputNoun + `\swith|with\s(?:\w+\s){0,4}?in\s(?:your|the)\s` + outputNoun + `))\b`},
+	{ID: "planted-quote", Score: 1.0, Document: true, Raw: true, marks: "\"“", needles: []string{"your"}, Regex: `(?i)\b(?:add|include|insert|append)\s+["“][^"”\n]{3,200}["”]\s+(?:to|in|into)\s+your\s+(?:response|answer|reply|output)s?\b`},
 
 	// Overrides in the other languages of the corpus.
 	{ID: "override-foreign", Score: 1.0, Regex: `\b(?:vergiss|vergessen sie|ignoriere|ignorieren sie|missachte)\s(?:alle|alles|die|deine|ihre|s[aä]mtliche)\b` +
