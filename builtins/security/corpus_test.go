@@ -26,8 +26,8 @@ type corpusSample struct {
 // blocked. They sit just under the measured figures (docs/detection.md), so a regression
 // fails; raise them when detection improves.
 var corpusFloors = map[string]struct{ minDetect, maxFalse float64 }{
-	"direct":    {minDetect: 0.33, maxFalse: 0.01},
-	"indirect":  {minDetect: 0.25, maxFalse: 0.01},
+	"direct":    {minDetect: 0.35, maxFalse: 0.01},
+	"indirect":  {minDetect: 0.38, maxFalse: 0.01},
 	"jailbreak": {minDetect: 0.73, maxFalse: 0.01},
 }
 

@@ -99,7 +99,10 @@ var defaultFamilies = []Family{
 		`|\b(?:drop|remove|erase|delete|clear)\s(?:all\s(?:of\s)?)?your\s(?:instructions|rules|thoughts|tasks|programming|guidelines)\b`},
 	{ID: "override-prior", Score: 0.6, Regex: `\b(?:ignore|forget|disregard|abandon|overlook|let go of)\s(?:(?:all|any|every|of|the|your|these|those)\s){0,3}` + priorWord + `\s(?:\w+\s)?` + priorNoun + `\b`},
 	{ID: "override-prior-talk", Score: 0.2, Regex: `\b(?:ignore|forget|disregard|abandon|overlook|let go of)\s(?:(?:all|any|every|of|the|your|these|those)\s){0,3}` + priorWord + `\s(?:\w+\s)?` + priorTalk + `\b`},
-	{ID: "override-then-act", Score: 1.0, Regex: `\b(?:ignore|forget|disregard)\s(?:about\s)?(?:everything|all)\s(?:(?:you|i|we|was|were|have|has|been|told|said|know|knew|written|given|before|above|so|far|of|that|this|it|the|documents?|provided)\s){0,6}(?:(?:and|then|just|now|instead|but|simply|i command you to)\s){0,2}(?:print|say|write|output|tell|repeat|reply|respond|answer|show|focus|concentrate|start)\b` +
+	{ID: "override-then-act", Score: 1.0, Regex: `\b(?:ignore|forget|disregard)\s(?:about\s)?(?:everything|all)\s(?:(?:you|i|we|was|were|have|has|been|told|said|know|knew|written|given|before|above|so|far|of|that|this|it|the|documents?|provided)\s){0,6}(?:(?:and|then|just|now|instead|but|simply|i command you to)\s){1,2}(?:\w+\s)?(?:print|say|write|output|tell|repeat|reply|respond|answer|show|focus|concentrate|start)\b` +
+		`|\b(?:ignore|forget|disregard)\s(?:about\s)?(?:everything|all)\s(?:(?:you|i|we|was|were|have|has|been|told|said|know|knew|written|given|before|above|so|far|of|that|this|it|the|documents?|provided)\s){0,6}(?:print|say|write|output|tell|repeat|reply|respond|answer|show|focus|concentrate|start)\b` +
+		`|\b(?:ignore|forget|disregard)\s(?:(?:all|any|every|of|the|your|these|those)\s){0,3}` + priorWord + `\s(?:orders|commands|directives)\s(?:(?:and|then|now|instead|just)\s){0,2}(?:print|say|write|output|tell|repeat|show)\b` +
+		`|\b(?:drop|remove|erase|delete|clear)\s(?:all\s(?:of\s)?)?your\s(?:instructions|rules|programming|guidelines)\s(?:and|then)\s(?:(?:just|now|instead)\s)?(?:print|say|write|output|tell|show|repeat)\b` +
 		`|\b(?:ignore|disregard)\s(?:the\s)?(?:rest|remainder)\s(?:of\s)?(?:this|the|these)\s(?:data|document|text|input|content|page|file|email|message)\b`},
 	{ID: "override-bare", Score: 0.7, Regex: `\b(?:ignore|disregard)\s(?:(?:the|all|any|these|those|above|your)\s){0,2}(?:directions|instructions|directives)\b`},
 	{ID: "echo-request", Score: 0.5, Regex: `\b(?:repeat|say|print|output|write) (?:\w+ ){0,2}?(?:the following (?:sentence|phrase|text|words)|after me)\b|\bsay (?:exactly|only|verbatim)\b`},
@@ -126,6 +129,14 @@ var defaultFamilies = []Family{
 		`|(?:introduce|add|insert|include|use)\s(?:\w+\s){0,2}?(?:typos|misspellings|spelling mistakes|emojis|symbols)\s(?:in|into|to|throughout)\s(?:your|the)\s` + outputNoun +
 		`|replace\s(?:\w+\s){0,3}?(?:in\s(?:your|the)\s` + outputNoun + `\swith|with\s(?:\w+\s){0,4}?in\s(?:your|the)\s` + outputNoun + `))\b`},
 	{ID: "planted-quote", Score: 1.0, Document: true, Raw: true, marks: "\"“", needles: []string{"your"}, Regex: `(?i)\b(?:add|include|insert|append)\s+["“][^"”\n]{3,200}["”]\s+(?:to|in|into)\s+your\s+(?:response|answer|reply|output)s?\b`},
+
+	// Code planted in a document for the reader to pass on: a lead-in that hands it over, a
+	// read of what the user would not give away (clipboard, screen, keys, cookies, keys and
+	// the whole environment) and a send to another host. Answers on a forum hand over code
+	// that posts files or reads one variable every day: only the three together block.
+	{ID: "code-handover", Score: 0.5, Document: true, Regex: `\b(?:following|subsequent|below|above) code (?:snippets?|blocks?|excerpts?|sections?)\b`},
+	{ID: "code-reads-secrets", Score: 0.3, Document: true, Regex: `\b(?:pbpaste|pyperclip|xsel|xclip|clipboard|pyautogui screenshot|gnome screenshot|snippingtool|imagegrab|screencapture|pynput|keylogger|keyboard on press|getasynckeystate|document cookie|browser cookie3|cookies sqlite|id rsa|private key|etc passwd|etc shadow|getpass|platform (?:system|version|node|uname|processor)|geocoder|(?:dict|data|json) os environ|os environ copy|process env\s(?:\w+\s)?(?:body|data|json))\b`},
+	{ID: "code-sends-out", Score: 0.3, Document: true, Regex: `\b(?:requests (?:post|put)|urllib request urlopen|urlopen|scp|rsync|curl (?:\w+ )?(?:d|data|f|form|t|upload file)|sendall|smtplib|ftplib|xmlhttprequest|navigator sendbeacon|remote (?:connect|send)|ssh l)\b`},
 
 	// Overrides in the other languages of the corpus.
 	{ID: "override-foreign", Score: 1.0, Regex: `\b(?:vergiss|vergessen sie|ignoriere|ignorieren sie|missachte)\s(?:alle|alles|die|deine|ihre|s[aä]mtliche)\b` +
