@@ -3,7 +3,6 @@ package security
 import (
 	"encoding/base64"
 	"regexp"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -207,13 +206,5 @@ func TestDocumentFamilies(t *testing.T) {
 // BenchmarkDetectDocument2KB is BenchmarkDetect2KB's text read as a tool result, with the
 // Document families.
 func BenchmarkDetectDocument2KB(b *testing.B) {
-	d := newDetector(b, Config{})
-	text := strings.Repeat("Hi, I ordered a lamp on March 3rd and it arrived broken. Could you check the previous messages in this thread and tell me what the refund options are? Thanks, Sam. ", 14)[:2048]
-	b.SetBytes(int64(len(text)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, ok := d.DetectDocument(text); ok {
-			b.Fatal("false positive")
-		}
-	}
+	benchDetect2KB(b, newDetector(b, Config{}).DetectDocument)
 }
