@@ -36,7 +36,8 @@ func loadBenignDev(t *testing.T) []string {
 }
 
 // TestBenignDeveloperText: ordinary developer, support and business text that names system
-// prompts and policies, drops earlier drafts or carries role lines is never blocked.
+// prompts and policies, drops earlier drafts or carries role lines is never blocked, neither
+// as a user's prompt nor as a document (a tool result: an email, a ticket, a page).
 func TestBenignDeveloperText(t *testing.T) {
 	d, err := New(Config{})
 	if err != nil {
@@ -51,6 +52,9 @@ func TestBenignDeveloperText(t *testing.T) {
 		if m, hit := d.Detect(s); hit {
 			blocked++
 			t.Errorf("blocked (%s %.1f): %q", m.PatternID, m.Score, s)
+		} else if m, hit := d.DetectDocument(s); hit {
+			blocked++
+			t.Errorf("blocked as a document (%s %.1f): %q", m.PatternID, m.Score, s)
 		}
 	}
 	t.Logf("%d samples, %d blocked", len(samples), blocked)

@@ -17,7 +17,10 @@
 // (DefaultFamilies) is a cue ordinary text carries now and then ("unfiltered", "stay in
 // character", a "System:" line in a document) with a score; the scores of the families a text
 // matches add up, and the text is an injection when the sum reaches Config.Threshold
-// (DefaultThreshold). docs/detection.md has the figures on a labelled public corpus.
+// (DefaultThreshold). A family marked Document counts only in DetectDocument, which reads a
+// document the assistant works on rather than a request made of it: an instruction there about
+// the reader's own response ("add a sentence in your response") is the anomaly. The builtin
+// reads tool results that way. docs/detection.md has the figures on a labelled public corpus.
 //
 // A Detector is immutable after New and safe for concurrent use.
 //

@@ -30,6 +30,11 @@ type Family struct {
 	Regex string
 	// Raw matches Regex against the original text.
 	Raw bool
+	// Document makes the family count only in a document the assistant reads (a tool
+	// result: Detector.DetectDocument), not in a request made of it: an instruction about
+	// the reader's own response is how a user asks ("reply in bullet points") and an
+	// anomaly in an email or a web page.
+	Document bool
 
 	// needles, for a raw family, are words one of which the normalized text must contain
 	// for Regex to be tried.
@@ -61,6 +66,14 @@ const (
 	// are".
 	plainWord = `(?:unfiltered|uncensored|unrestricted|unaligned|unchained)`
 	// personaNoun is what a jailbreak calls unrestricted.
+	// outputNoun is what the reader of a document is about to write.
+	outputNoun = `(?:responses?|answers?|replies|reply|outputs?|elucidation|explanation)`
+	// plantedContent is what an instruction planted in a document tells the reader to add to
+	// its response: made-up sentences and code, not the reader's own data ("your order
+	// number").
+	plantedContent = `(?:sentences?|statistics?|headlines?|jokes?|emojis?|hashtags?|reminders?|slogans?|code (?:snippets?|blocks?|excerpts?|sections?))`
+	// outputStyle is a way of writing a response that hides it from the person reading it.
+	outputStyle = `(?:base ?(?:64|58|32)|hex(?:adecimal)?|binary|morse(?: code)?|rot ?13|reverse(?:d order)?|emojis?|leetspeak|pig latin|anagrams?|(?:a |an )?(?:caesar )?cipher|(?:\w+ )?substitution|(?:intentional |random )?(?:misspellings|typos))`
 	personaNoun = `(?:(?:and \w+ )?(?:ai|assistants?|chatbots?|bots?|models?|language models?|versions? of (?:yourself|you|chatgpt)|persona|character|entity|responses?|answers?|replies|output|mode|chatgpt|gpt))`
 )
 
@@ -86,7 +99,10 @@ var defaultFamilies = []Family{
 		`|\b(?:drop|remove|erase|delete|clear)\s(?:all\s(?:of\s)?)?your\s(?:instructions|rules|thoughts|tasks|programming|guidelines)\b`},
 	{ID: "override-prior", Score: 0.6, Regex: `\b(?:ignore|forget|disregard|abandon|overlook|let go of)\s(?:(?:all|any|every|of|the|your|these|those)\s){0,3}` + priorWord + `\s(?:\w+\s)?` + priorNoun + `\b`},
 	{ID: "override-prior-talk", Score: 0.2, Regex: `\b(?:ignore|forget|disregard|abandon|overlook|let go of)\s(?:(?:all|any|every|of|the|your|these|those)\s){0,3}` + priorWord + `\s(?:\w+\s)?` + priorTalk + `\b`},
-	{ID: "override-then-act", Score: 1.0, Regex: `\b(?:ignore|forget|disregard)\s(?:about\s)?(?:everything|all)\s(?:(?:you|i|we|was|were|have|has|been|told|said|know|knew|written|given|before|above|so|far|of|that|this|it|the|documents?|provided)\s){0,6}(?:(?:and|then|just|now|instead|but|simply|i command you to)\s){0,2}(?:print|say|write|output|tell|repeat|reply|respond|answer|show|focus|concentrate|start)\b` +
+	{ID: "override-then-act", Score: 1.0, Regex: `\b(?:ignore|forget|disregard)\s(?:about\s)?(?:everything|all)\s(?:(?:you|i|we|was|were|have|has|been|told|said|know|knew|written|given|before|above|so|far|of|that|this|it|the|documents?|provided)\s){0,6}(?:(?:and|then|just|now|instead|but|simply|i command you to)\s){1,2}(?:\w+\s)?(?:print|say|write|output|tell|repeat|reply|respond|answer|show|focus|concentrate|start)\b` +
+		`|\b(?:ignore|forget|disregard)\s(?:about\s)?(?:everything|all)\s(?:(?:you|i|we|was|were|have|has|been|told|said|know|knew|written|given|before|above|so|far|of|that|this|it|the|documents?|provided)\s){0,6}(?:print|say|write|output|tell|repeat|reply|respond|answer|show|focus|concentrate|start)\b` +
+		`|\b(?:ignore|forget|disregard)\s(?:(?:all|any|every|of|the|your|these|those)\s){0,3}` + priorWord + `\s(?:orders|commands|directives)\s(?:(?:and|then|now|instead|just)\s){0,2}(?:print|say|write|output|tell|repeat|show)\b` +
+		`|\b(?:drop|remove|erase|delete|clear)\s(?:all\s(?:of\s)?)?your\s(?:instructions|rules|programming|guidelines)\s(?:and|then)\s(?:(?:just|now|instead)\s)?(?:print|say|write|output|tell|show|repeat)\b` +
 		`|\b(?:ignore|disregard)\s(?:the\s)?(?:rest|remainder)\s(?:of\s)?(?:this|the|these)\s(?:data|document|text|input|content|page|file|email|message)\b`},
 	{ID: "override-bare", Score: 0.7, Regex: `\b(?:ignore|disregard)\s(?:(?:the|all|any|these|those|above|your)\s){0,2}(?:directions|instructions|directives)\b`},
 	{ID: "echo-request", Score: 0.5, Regex: `\b(?:repeat|say|print|output|write) (?:\w+ ){0,2}?(?:the following (?:sentence|phrase|text|words)|after me)\b|\bsay (?:exactly|only|verbatim)\b`},
@@ -101,6 +117,26 @@ var defaultFamilies = []Family{
 	{ID: "note-to-ai", Score: 0.7, Regex: `\b(?:note (?:to|for) (?:the )?(?:automated|ai|llm|language model|assistant|model|chatbot|bot|reviewer software|analysis software|screening)|(?:invisible|hidden) (?:to|from) (?:humans|people|the user|the reader)|visible (?:only )?to (?:the )?(?:ai|llm|model|bots?|language models?|scan)|for (?:automated|ai) (?:screening|review|analysis|systems?)|(?:ai|llm|automated) (?:assistants?|models?|systems?|agents?|screeners?|reviewers?) (?:must|should|reading this|processing this))\b`},
 	{ID: "answer-override", Score: 0.5, Regex: `\b(?:if (?:the )?(?:user|anyone|someone|you are) (?:\w+ ){0,2}?(?:asks?|asked|questions?|questioned) (?:\w+ ){0,4}?(?:reply|respond|answer|say|report|print|output|tell)|if (?:asked|questioned) (?:\w+ ){0,4}?(?:reply|respond|answer|say|report|print|output|tell)|(?:reply|respond|answer) with (?:only )?the following|simply (?:respond|reply|say|print|output)|(?:disregard|ignore) (?:all )?(?:info|information|content|text|data) (?:except|other than|besides)|focus (?:only|exclusively|solely) on the (?:following|information)|override (?:\w+ ){0,2}(?:scoring|evaluation|assessment|rating|review)|(?:don t|do not) (?:evaluate|assess|review) the (?:candidate|document|domain|applicant|resume|text|file))\b`},
 	{ID: "priority-claim", Score: 0.3, Regex: `\b(?:this is (?:really |extremely |very )?(?:important|urgent|critical)|(?:important|urgent|critical) (?:message|instructions?|update|notice) (?:from|for|to)|top priority|highest priority|above all else|it is (?:critical|crucial|imperative|vital) (?:to|that))\b`},
+
+	// Instructions to the reader of a document about its own response (Document only).
+	{ID: "planted-output", Score: 1.0, Document: true, Regex: `\b(?:(?:add|include|insert|integrate|incorporate|append|embed|introduce|inject|weave|feature|render|blend|merge)\s(?:(?:a|an|the|this|these|following|below|subsequent|some|short|brief|single|new|friendly|sensational|fabricated|fake|random|catchy)\s){0,3}` + plantedContent + `\s(?:\w+\s){0,10}?(?:in|into|to|within|throughout|as a part of|as part of)\s(?:your|the)\s(?:\w+\s)?` + outputNoun +
+		`|(?:modify|alter|adjust|change|tweak|amend)\s(?:your|the)\s` + outputNoun + `\sto\s(?:promote|mention|hint|include|suggest|add|encourage|recommend|advertise|claim|feature|reference|highlight|praise|endorse)` +
+		`|(?:augment|enrich|supplement|enhance)\s(?:your|the)\s` + outputNoun + `\s(?:with|by)` +
+		`|in\s(?:your|the)\s(?:response|answer|output)\s(?:mention|suggest|promote|advertise|recommend|claim|encourage|hint|insert|include)` +
+		`|(?:reply|respond|answer|write)\s(?:only\s)?(?:using|in|with)\s` + outputStyle + `\b` +
+		`|(?:provide|give|write|deliver|render)\s(?:your|the)\s` + outputNoun + `\s(?:using|with|without|in)\s(?:(?:any|all|no)\s)?(?:` + outputStyle + `|spaces|punctuation)` +
+		`|(?:encode|reverse|scramble|shuffle|rearrange|jumble|misspell|obfuscate|group|combine)\s(?:(?:the|all|main|letters|words|characters|keywords|of|in)\s){0,4}your\s` + outputNoun +
+		`|(?:introduce|add|insert|include|use)\s(?:\w+\s){0,2}?(?:typos|misspellings|spelling mistakes|emojis|symbols)\s(?:in|into|to|throughout)\s(?:your|the)\s` + outputNoun +
+		`|replace\s(?:\w+\s){0,3}?(?:in\s(?:your|the)\s` + outputNoun + `\swith|with\s(?:\w+\s){0,4}?in\s(?:your|the)\s` + outputNoun + `))\b`},
+	{ID: "planted-quote", Score: 1.0, Document: true, Raw: true, marks: "\"“", needles: []string{"your"}, Regex: `(?i)\b(?:add|include|insert|append)\s+["“][^"”\n]{3,200}["”]\s+(?:to|in|into)\s+your\s+(?:response|answer|reply|output)s?\b`},
+
+	// Code planted in a document for the reader to pass on: a lead-in that hands it over, a
+	// read of what the user would not give away (clipboard, screen, keys, cookies, keys and
+	// the whole environment) and a send to another host. Answers on a forum hand over code
+	// that posts files or reads one variable every day: only the three together block.
+	{ID: "code-handover", Score: 0.5, Document: true, Regex: `\b(?:following|subsequent|below|above) code (?:snippets?|blocks?|excerpts?|sections?)\b`},
+	{ID: "code-reads-secrets", Score: 0.3, Document: true, Regex: `\b(?:pbpaste|pyperclip|xsel|xclip|clipboard|pyautogui screenshot|gnome screenshot|snippingtool|imagegrab|screencapture|pynput|keylogger|keyboard on press|getasynckeystate|document cookie|browser cookie3|cookies sqlite|id rsa|private key|etc passwd|etc shadow|getpass|platform (?:system|version|node|uname|processor)|geocoder|(?:dict|data|json) os environ|os environ copy|process env\s(?:\w+\s)?(?:body|data|json))\b`},
+	{ID: "code-sends-out", Score: 0.3, Document: true, Regex: `\b(?:requests (?:post|put)|urllib request urlopen|urlopen|scp|rsync|curl (?:\w+ )?(?:d|data|f|form|t|upload file)|sendall|smtplib|ftplib|xmlhttprequest|navigator sendbeacon|remote (?:connect|send)|ssh l)\b`},
 
 	// Overrides in the other languages of the corpus.
 	{ID: "override-foreign", Score: 1.0, Regex: `\b(?:vergiss|vergessen sie|ignoriere|ignorieren sie|missachte)\s(?:alle|alles|die|deine|ihre|s[aä]mtliche)\b` +

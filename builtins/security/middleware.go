@@ -311,7 +311,7 @@ func parseVerdict(answer string) (bool, error) {
 }
 
 func (m *Middleware) check(ctx context.Context, text string) error {
-	if err := m.verdict(ctx, text); !errors.Is(err, scanned.Unrecorded) {
+	if err := m.verdict(ctx, text, false); !errors.Is(err, scanned.Unrecorded) {
 		return err
 	}
 	return nil
@@ -319,9 +319,14 @@ func (m *Middleware) check(ctx context.Context, text string) error {
 
 // verdict is check, except that a text let through undecided (the
 // classifier failed, on_error "open") returns scanned.Unrecorded, so that
-// the run's record never counts it as clean.
-func (m *Middleware) verdict(ctx context.Context, text string) error {
-	match, ok := m.detector.Detect(text)
+// the run's record never counts it as clean. A document (a tool result) is
+// read with DetectDocument.
+func (m *Middleware) verdict(ctx context.Context, text string, document bool) error {
+	detect := m.detector.Detect
+	if document {
+		detect = m.detector.DetectDocument
+	}
+	match, ok := detect(text)
 	if !ok {
 		if m.Classifier == nil || text == "" {
 			return nil
@@ -372,8 +377,8 @@ func (m *Middleware) verdict(ctx context.Context, text string) error {
 func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
 		run := c.Meta.Run.ID
-		if err := m.seen.Scan(c, m.System, true, func(_ int, _, text string) error {
-			return m.verdict(ctx, text)
+		if err := m.seen.Scan(c, m.System, true, func(_ int, kind, text string) error {
+			return m.verdict(ctx, text, kind == scanned.KindToolResult)
 		}); err != nil {
 			return err
 		}
@@ -396,7 +401,7 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 func (m *Middleware) checkCalls(ctx context.Context, run string, calls []runtime.ToolUse) ([]runtime.ToolUse, error) {
 	for _, tc := range calls {
 		text := scanned.ArgsText(tc)
-		err := m.verdict(ctx, text)
+		err := m.verdict(ctx, text, false)
 		if errors.Is(err, scanned.Unrecorded) {
 			continue // let through undecided, not recorded
 		}
@@ -444,7 +449,7 @@ var ErrUndecided = errors.New("classifier failed; let through (on_error open)")
 // error wrapping ErrUndecided with "open".
 func (m *Middleware) ScanTool(ctx context.Context, td runtime.ToolDef) error {
 	return scanned.EachTool([]runtime.ToolDef{td}, func(_ int, _, text string) error {
-		err := m.verdict(ctx, text)
+		err := m.verdict(ctx, text, false)
 		if errors.Is(err, scanned.Unrecorded) {
 			return ErrUndecided
 		}

@@ -83,6 +83,7 @@ type compiledFamily struct {
 	re       *regexp.Regexp
 	raw      bool
 	anchored bool
+	document bool     // see Family.Document
 	needles  []string // see Family.needles
 	marks    string   // see Family.marks
 }
@@ -156,13 +157,26 @@ func New(cfg Config) (*Detector, error) {
 // families: a signature match wins, else the families matched sum their scores and block at
 // the threshold.
 func (d *Detector) Detect(text string) (Match, bool) {
-	if m, ok := d.detectText(text); ok {
+	return d.detect(text, false)
+}
+
+// DetectDocument is Detect for a document the assistant reads rather than a request someone
+// makes of it: a tool result, a file, a web page, an email. The families marked Document
+// count there too: in a document, an instruction about the reader's response ("add a
+// sentence in your response", "reply using base64") is itself the anomaly, where in a user's
+// prompt it is how people ask.
+func (d *Detector) DetectDocument(text string) (Match, bool) {
+	return d.detect(text, true)
+}
+
+func (d *Detector) detect(text string, doc bool) (Match, bool) {
+	if m, ok := d.detectText(text, doc); ok {
 		return m, true
 	}
 	// Both folds map ASCII bytes to ASCII bytes, so offsets in the folded text are offsets in
 	// the original.
 	if folded, changed := foldLeet(text); changed {
-		if m, ok := d.detectText(folded); ok {
+		if m, ok := d.detectText(folded, doc); ok {
 			m.Encoding = "leetspeak"
 			return m, true
 		}
@@ -170,7 +184,7 @@ func (d *Detector) Detect(text string) (Match, bool) {
 	if !d.decodeEncoded {
 		return Match{}, false
 	}
-	if m, ok := d.detectText(rot13(text)); ok {
+	if m, ok := d.detectText(rot13(text), doc); ok {
 		m.Encoding = "rot13"
 		return m, true
 	}
@@ -179,25 +193,26 @@ func (d *Detector) Detect(text string) (Match, bool) {
 		if !ok {
 			continue
 		}
-		if m, ok := d.detectText(decoded); ok {
+		if m, ok := d.detectText(decoded, doc); ok {
 			return Match{PatternID: m.PatternID, Score: m.Score, Start: run[0], End: run[1], Encoding: "base64"}, true
 		}
 	}
 	return Match{}, false
 }
 
-// detectText matches one form of the text: signatures first, then families.
-func (d *Detector) detectText(text string) (Match, bool) {
+// detectText matches one form of the text: signatures first, then families (with the
+// Document ones when doc is set).
+func (d *Detector) detectText(text string, doc bool) (Match, bool) {
 	norm := textnorm.Normalize(text)
 	if m, ok := d.detectPlain(text, norm); ok {
 		return m, true
 	}
-	return d.scoreFamilies(text, norm)
+	return d.scoreFamilies(text, norm, doc)
 }
 
 // scoreFamilies sums the scores of the families that match and reports a match when the sum
 // reaches the threshold.
-func (d *Detector) scoreFamilies(text string, norm *textnorm.Normalized) (Match, bool) {
+func (d *Detector) scoreFamilies(text string, norm *textnorm.Normalized, doc bool) (Match, bool) {
 	if len(d.families) == 0 {
 		return Match{}, false
 	}
@@ -209,7 +224,7 @@ func (d *Detector) scoreFamilies(text string, norm *textnorm.Normalized) (Match,
 	failures := newFailMemo(t)
 	walkWords(t, func(i int, word, window string) bool {
 		for _, k := range d.familyStarts[word] {
-			if locs[k] != nil || failures.has(k, window) {
+			if locs[k] != nil || (d.families[k].document && !doc) || failures.has(k, window) {
 				continue
 			}
 			if loc := d.families[k].re.FindStringIndex(window); loc != nil {
@@ -225,6 +240,8 @@ func (d *Detector) scoreFamilies(text string, norm *textnorm.Normalized) (Match,
 	for k, f := range d.families {
 		loc := locs[k]
 		switch {
+		case f.document && !doc:
+			loc = nil
 		case f.anchored:
 		case f.marks != "" && !strings.ContainsAny(text, f.marks):
 		case len(f.needles) > 0 && !containsAny(t, f.needles):
@@ -267,7 +284,7 @@ var defaultDetector = sync.OnceValue(func() *Detector {
 	}
 	d.familyStarts = map[string][]int{}
 	for i, f := range defaultFamilies {
-		c := compiledFamily{id: f.ID, score: f.Score, raw: f.Raw, needles: f.needles, marks: f.marks}
+		c := compiledFamily{id: f.ID, score: f.Score, raw: f.Raw, document: f.Document, needles: f.needles, marks: f.marks}
 		if starts, ok := startWords(f.Regex); ok && !f.Raw {
 			c.anchored = true
 			c.re = regexp.MustCompile(`^(?:` + f.Regex + `)`)
