@@ -106,7 +106,9 @@ func TestMCPToolsMarksPoisonedTools(t *testing.T) {
 	for name, policy := range map[string]string{
 		"policy's security layer": "chains: chat: [{use: \"security\"}]\n",
 		"no security layer":       "",
-		"url":                     "-",
+		"unbuildable classifier": "models: judge: {provider: \"openai\", model: \"gpt-4.1-mini\", api_key_env: \"AGENTC_TEST_UNSET_KEY\"}\n" +
+			"chains: chat: [{use: \"security\", classifier: {kind: \"chat\", model: \"judge\"}}]\n",
+		"url": "-",
 	} {
 		args := []string{"mcp-tools", "--url", url}
 		if policy != "-" {
@@ -126,5 +128,9 @@ func TestMCPToolsMarksPoisonedTools(t *testing.T) {
 		assert.Contains(t, stderr.String(), "weather", name)
 		assert.Contains(t, stderr.String(), "withheld", name)
 		assert.NotContains(t, stderr.String(), "lookup", name)
+		if name == "unbuildable classifier" {
+			assert.Contains(t, stderr.String(), "checking the tools with the default detector", name)
+			assert.Contains(t, stderr.String(), "AGENTC_TEST_UNSET_KEY", name)
+		}
 	}
 }
