@@ -258,35 +258,56 @@ type toolScanner interface {
 // one request per definition).
 const scanConcurrency = 8
 
-// scan checks every upstream tool's definition, as the model of an MCP
-// client will read it (the name it is served under, its title and
-// description, its input schema), with every layer of the chat chain that
-// checks tool definitions (security): the descriptions are third-party
-// text that clients put in front of their model, and a poisoned one is an
-// injection. A tool a layer blocks is withheld from this generation: not
-// listed, its calls refused; the others are served. A definition a
-// classifier could not decide is withheld with on_error "closed" (the
-// layer's block says so) and served with "open". The next reload lists and
-// scans the tools again.
+// scan checks every upstream tool's definition with ScanTools and withholds
+// from this generation each tool a layer blocks: not listed, its calls
+// refused; the others are served. The next reload lists and scans the
+// tools again.
 func (u *upstreams) scan(ctx context.Context, pl *runtime.Pipeline, log *slog.Logger) {
+	tools := make([]ListedTool, 0, len(u.names))
+	for _, name := range u.names {
+		tools = append(tools, ListedTool{Name: name, Server: u.tools[name].server, Tool: u.tools[name].tool})
+	}
+	for name, b := range ScanTools(ctx, pl, tools, log) {
+		u.tools[name].withheld = b
+	}
+}
+
+// ListedTool is an upstream tool under the name it is served as.
+type ListedTool struct {
+	Name   string // the name it is served under (the server's prefix and the tool's name)
+	Server string
+	Tool   *mcp.Tool
+}
+
+// ScanTools checks the definitions of upstream tools, as the model of an
+// MCP client will read them (the name each is served under, its title and
+// description, its input schema), with every layer of pl's chat chain that
+// checks tool definitions (security): the descriptions are third-party text
+// that clients put in front of their model, and a poisoned one is an
+// injection. It returns, by name, the block of each tool a layer blocked:
+// serve withholds these. A definition a classifier could not decide is
+// blocked with on_error "closed" (the layer's block says so) and passes,
+// logged, with "open".
+func ScanTools(ctx context.Context, pl *runtime.Pipeline, tools []ListedTool, log *slog.Logger) map[string]*runtime.BlockedError {
 	var layers []runtime.LayerInfo
 	for _, l := range pl.Layers(plan.StageChat) {
 		if _, ok := l.Middleware.(toolScanner); ok {
 			layers = append(layers, l)
 		}
 	}
-	if len(layers) == 0 || len(u.names) == 0 {
-		return
+	blocked := map[string]*runtime.BlockedError{}
+	if len(layers) == 0 || len(tools) == 0 {
+		return blocked
 	}
+	var mu sync.Mutex
 	sem := make(chan struct{}, scanConcurrency)
 	var wg sync.WaitGroup
-	for _, name := range u.names {
-		t := u.tools[name]
+	for _, t := range tools {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			td := toolDef(name, t.tool)
+			td := toolDef(t.Name, t.Tool)
 			for _, l := range layers {
 				err := l.Middleware.(toolScanner).ScanTool(ctx, td)
 				var b *runtime.BlockedError
@@ -295,18 +316,21 @@ func (u *upstreams) scan(ctx context.Context, pl *runtime.Pipeline, log *slog.Lo
 					if b.Layer == "" {
 						b.Layer = l.Name
 					}
-					t.withheld = b
-					log.Warn("mcp tool withheld: a security layer blocked its definition", "tool", name, "server", t.server,
+					mu.Lock()
+					blocked[t.Name] = b
+					mu.Unlock()
+					log.Warn("mcp tool withheld: a security layer blocked its definition", "tool", t.Name, "server", t.Server,
 						"layer", b.Layer, "reason", b.Message)
 					return
 				case err != nil:
-					log.Warn("mcp tool served unchecked: its definition could not be scanned", "tool", name, "server", t.server,
+					log.Warn("mcp tool served unchecked: its definition could not be scanned", "tool", t.Name, "server", t.Server,
 						"layer", l.Name, "error", err)
 				}
 			}
 		}()
 	}
 	wg.Wait()
+	return blocked
 }
 
 // toolDef is the definition of an upstream tool as an MCP client's model

@@ -31,8 +31,12 @@ type Message struct {
 	ToolCallID string
 	// ToolCalls are the calls an assistant message requests.
 	ToolCalls []ToolCall
-	// Name is the participant or tool name; SummaryName marks a summary written by Summarize.
+	// Name is the participant or tool name (SummaryName on a summary written by Summarize).
 	Name string
+	// Summary marks a summary written by Summarize. Only such a message is taken as an
+	// earlier summary, to be summarized again and replaced; a system message that merely
+	// carries the name SummaryName is a system message like any other, and kept.
+	Summary bool
 	// ToolResultIDs are the ids of the tool calls a non-tool message answers with tool-result
 	// parts (a user message carrying tool results, as Anthropic's API shapes them). The message
 	// stays with the assistant message that requested the first of them.
@@ -71,15 +75,16 @@ func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
 // Summary marking.
 const (
-	// SummaryName is the Name of the system message that Summarize inserts.
+	// SummaryName is the Name of the system message that Summarize inserts. It is
+	// what the model sees; what marks the summary is Message.Summary.
 	SummaryName = "compaction_summary"
 	// SummaryPrefix starts the Content of that message.
 	SummaryPrefix = "Summary of earlier conversation: "
 )
 
-// IsSummary reports whether m is a summary inserted by Summarize.
+// IsSummary reports whether m is a summary inserted by Summarize (Message.Summary).
 func IsSummary(m Message) bool {
-	return m.Role == RoleSystem && m.Name == SummaryName
+	return m.Role == RoleSystem && m.Summary
 }
 
 // KeepRecent compacts msgs to fit maxTokens. System messages are always kept, and so are the
@@ -202,7 +207,7 @@ type Summarizer func(ctx context.Context, msgs []Message) (string, error)
 var ErrEmptySummary = errors.New("compaction: summarizer returned an empty summary")
 
 // Summarize compacts msgs like KeepRecent but replaces the dropped messages with one system
-// message (Name SummaryName, Content SummaryPrefix + summary) at the place of the first
+// message (Name SummaryName, Content SummaryPrefix + summary, Summary set) at the place of the first
 // message it replaces. An earlier summary is handed to summarize with the dropped messages
 // and replaced, so a transcript never holds more than one. The summary's own tokens count
 // toward maxTokens: when it does not fit, more units are dropped and summarize is called
@@ -227,7 +232,7 @@ func SummarizeWith(ctx context.Context, msgs []Message, o Options, summarize Sum
 		old += p.tokens[i]
 	}
 	// Reserve room for the new summary: at least what an empty one costs.
-	reserve := max(old, p.count(Message{Role: RoleSystem, Name: SummaryName, Content: SummaryPrefix}))
+	reserve := max(old, p.count(Message{Role: RoleSystem, Name: SummaryName, Content: SummaryPrefix, Summary: true}))
 	within := (maxTokens <= 0 || p.total+old <= maxTokens) && (p.maxMessages <= 0 || p.kept+len(p.summaries) <= p.maxMessages)
 	if within || !p.dropWhileOver(maxTokens, reserve) {
 		// Within budget, or nothing may be dropped: earlier summaries stay as they are.
@@ -246,7 +251,7 @@ func SummarizeWith(ctx context.Context, msgs []Message, o Options, summarize Sum
 		if text == "" {
 			return nil, ErrEmptySummary
 		}
-		summary := Message{Role: RoleSystem, Name: SummaryName, Content: SummaryPrefix + text}
+		summary := Message{Role: RoleSystem, Name: SummaryName, Content: SummaryPrefix + text, Summary: true}
 		if !p.dropWhileOver(maxTokens, p.count(summary)) {
 			return p.output(&summary), nil
 		}

@@ -37,6 +37,13 @@
 // compaction itself never sees it. Called from Go outside a pipeline, Compact asks the model
 // client directly. A failed summary falls back to KeepRecent.
 //
+// Only a summary the layer wrote counts as an earlier summary: it carries the message
+// metadata SummaryKey ("compaction_summary": "true"), which a host keeps when it continues
+// from the compacted transcript and which a client of agentc serve cannot set. A system
+// message that only has the name "compaction_summary" (a client may send one) is a system
+// message like any other: kept as it is, never handed to the summary model as an earlier
+// summary nor replaced. In the Go API the mark is Message.Summary.
+//
 // When the layer changes the transcript it records a Compacted annotation
 // under its name on the response (read it with CompactedOf): the transcript
 // the model was sent and how many messages were dropped. A host that

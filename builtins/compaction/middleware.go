@@ -36,6 +36,12 @@ const (
 // a message whose Metadata[PinKey] is "true" (with its tool-call unit).
 const PinKey = "pin"
 
+// SummaryKey is the message metadata key that marks a summary the layer
+// wrote: its value is "true". Metadata is the host's and never comes from a
+// client of agentc serve, so a client cannot pass its own system message for
+// a summary by naming it "compaction_summary".
+const SummaryKey = "compaction_summary"
+
 // SummaryPrompt is the system prompt of the summary call.
 const SummaryPrompt = "Summarize the following conversation excerpt for the assistant that continues it. " +
 	"Keep facts, decisions, open questions, names and identifiers; drop pleasantries. Answer with the summary only."
@@ -53,7 +59,8 @@ const SummaryPrompt = "Summarize the following conversation excerpt for the assi
 // whose assistant messages do not list their calls belongs to the nearest
 // assistant message before it. A tool result that answers no call is an
 // orphan and is dropped (providers reject it). With strategy "summarize" the dropped prefix
-// is replaced by one system message (Name "compaction_summary") written by
+// is replaced by one system message (Name "compaction_summary", metadata
+// SummaryKey "true": only a message so marked is taken as an earlier summary) written by
 // the model named in `model`, called through the chat chain below the layer
 // (runtime.OwnCall: the layers inside compaction meter, retry, fail over and
 // trace it; compaction itself never sees it); when that call fails or returns nothing, the layer falls back to
@@ -138,7 +145,7 @@ func toLocal(msgs []runtime.Message, effects func(string) bool) []Message {
 	for i := range msgs {
 		m := &msgs[i]
 		out[i] = Message{Role: m.Role, Content: messageText(m), ToolCallID: m.ToolCallID, Name: m.Name, src: i + 1,
-			Pinned: m.Metadata[PinKey] == "true"}
+			Pinned: m.Metadata[PinKey] == "true", Summary: isSummary(m)}
 		for _, p := range m.Parts {
 			if p.Type == runtime.PartToolResult {
 				out[i].ToolResultIDs = append(out[i].ToolResultIDs, p.ToolCallID)
@@ -210,8 +217,16 @@ func toRuntime(orig []runtime.Message, msgs []Message) []runtime.Message {
 			continue
 		}
 		out[i] = runtime.Message{Role: m.Role, Content: m.Content, Name: m.Name}
+		if m.Summary {
+			out[i].Metadata = map[string]string{SummaryKey: "true"}
+		}
 	}
 	return out
+}
+
+// isSummary reports whether m is a summary the layer wrote (SummaryKey).
+func isSummary(m *runtime.Message) bool {
+	return m.Role == RoleSystem && m.Metadata[SummaryKey] == "true"
 }
 
 // counter counts a message the way runtime.EstimateMessages does: the
@@ -358,7 +373,7 @@ func CompactedOf(resp runtime.ChatResponse, layer string) (Compacted, bool) {
 func summaries(msgs []runtime.Message) int {
 	n := 0
 	for i := range msgs {
-		if msgs[i].Role == RoleSystem && msgs[i].Name == SummaryName {
+		if isSummary(&msgs[i]) {
 			n++
 		}
 	}

@@ -19,10 +19,11 @@ func TestChatKeyCoversToolsAndParameters(t *testing.T) {
 		{ToolCalls: []runtime.ToolCallDelta{{Index: 0, Arguments: `"go"}`}}, FinishReason: runtime.FinishToolCalls,
 			Usage: runtime.Usage{InputTokens: 10, OutputTokens: 5, CachedInputTokens: 4}},
 	}})
+	other := rt.NewModel(rt.Response{Deltas: []string{"other"}})
 	pl := rt.Build(t, rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("memoize", "")}}),
-		runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
+		runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model, "other": other}})
 	base := func() runtime.ChatRequest {
-		return runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: "find go"}},
+		return runtime.ChatRequest{Model: "primary", MaxTokens: 100, Messages: []runtime.Message{{Role: "system", Content: "be brief"}, {Role: "user", Content: "find go"}},
 			Tools: []runtime.ToolDef{{Name: "search"}}}
 	}
 	first, err := pl.Complete(ctx1, base())
@@ -40,8 +41,17 @@ func TestChatKeyCoversToolsAndParameters(t *testing.T) {
 	assert.Equal(t, runtime.FinishToolCalls, hit.FinishReason)
 	assert.Equal(t, first.Usage, hit.Usage, "the recorded usage, cached tokens included")
 
-	temp, seed := 0.5, int64(3)
+	temp, seed, no := 0.5, int64(3), false
 	variants := map[string]func(*runtime.ChatRequest){
+		"system prompt": func(r *runtime.ChatRequest) { r.Messages[0].Content = "be thorough" },
+		"max_tokens":    func(r *runtime.ChatRequest) { r.MaxTokens = 4000 },
+		"tool schema":   func(r *runtime.ChatRequest) { r.Tools[0].Parameters = json.RawMessage(`{"type":"object"}`) },
+		"strict tool":   func(r *runtime.ChatRequest) { r.Tools[0].Strict = true },
+		"parallel":      func(r *runtime.ChatRequest) { r.ParallelToolCalls = &no },
+		"betas":         func(r *runtime.ChatRequest) { r.Betas = []string{"output-128k-2025-02-19"} },
+		"json schema": func(r *runtime.ChatRequest) {
+			r.ResponseFormat = &runtime.ResponseFormat{Type: runtime.FormatJSONSchema, Name: "x", Schema: json.RawMessage(`{"type":"object"}`)}
+		},
 		"tools":       func(r *runtime.ChatRequest) { r.Tools = append(r.Tools, runtime.ToolDef{Name: "fetch"}) },
 		"no tools":    func(r *runtime.ChatRequest) { r.Tools = []runtime.ToolDef{} },
 		"temperature": func(r *runtime.ChatRequest) { r.Temperature = &temp },
@@ -66,6 +76,12 @@ func TestChatKeyCoversToolsAndParameters(t *testing.T) {
 		calls++
 		assert.Equal(t, calls, model.Calls(), name)
 	}
+	req := base()
+	req.Model = "other"
+	resp, err := pl.Complete(ctx1, req)
+	require.NoError(t, err)
+	assert.False(t, resp.Cached, "model")
+	assert.Equal(t, "other", resp.Text)
 }
 
 // TestContentFilteredResponseIsNotCached: a response the provider's filter

@@ -4,10 +4,18 @@
 // Key: the stage, the layer's name, the scope (the run's tenant and id for
 // scope "run", its tenant for "key", nothing for "global": only "global"
 // serves one tenant's entry to another), the model or tool name and the
-// canonical input (the chat request as JSON, its messages, tools and
-// parameters, without the caller's metadata and the prompt-cache
-// breakpoints, a cost hint a client may move without changing the answer; a
-// tool's arguments as JSON with object keys sorted), hashed with SHA-256. The value is
+// canonical input (a tool's arguments as JSON with object keys sorted; for a
+// chat call, ChatKeyInput: the request as JSON, so every part of it that
+// changes what the answer says or its shape is in the key: the messages,
+// system prompt included, the model, the tools offered (names, descriptions,
+// schemas, strict), tool_choice, parallel_tool_calls, response_format and
+// its schema, temperature, top_p, seed, stop sequences, max_tokens and the
+// Anthropic betas; left out are the caller's metadata and the prompt-cache
+// breakpoints, a cost hint a client may move without changing the answer),
+// hashed with SHA-256. A request without tools is keyed on the tools the
+// pipeline offers it (the policy's declared tools). Sampling is keyed, not
+// refused: a request with a temperature above 0 is cached too, and a hit
+// replays the one answer drawn for it. The value is
 // written to the store named by `store` (the default store when unset; see
 // runtime.BuildContext.KV) with the layer's `ttl`. A tool call whose
 // arguments do not encode (a NaN or infinite number) has no key and

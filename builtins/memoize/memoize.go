@@ -146,12 +146,7 @@ func (m *Memoize) set(ctx context.Context, key string, v any) {
 // WrapChat implements runtime.ChatWrapper.
 func (m *Memoize) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
-		// The key covers the request, tools and parameters included, but
-		// not the caller's metadata nor its prompt-cache breakpoints, which
-		// do not change the output.
-		keyed := withoutBreakpoints(&c.Request)
-		keyed.Metadata = nil
-		input, err := json.Marshal(&keyed)
+		input, err := ChatKeyInput(&c.Request)
 		if err != nil {
 			return next(ctx, c, yield)
 		}
@@ -173,6 +168,18 @@ func (m *Memoize) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		m.set(ctx, key, e)
 		return nil
 	}
+}
+
+// ChatKeyInput returns the canonical input a chat call is keyed on: the
+// request as JSON (model, messages, max_tokens, tools, tool_choice,
+// sampling parameters, stop sequences, response format, parallel tool
+// calls, betas), without the caller's metadata and its prompt-cache
+// breakpoints, which do not change the output. Two requests with equal
+// inputs ask the model the same thing and constrain its answer the same way.
+func ChatKeyInput(req *runtime.ChatRequest) ([]byte, error) {
+	keyed := withoutBreakpoints(req)
+	keyed.Metadata = nil
+	return json.Marshal(&keyed)
 }
 
 // withoutBreakpoints returns a shallow copy of req without its prompt-cache

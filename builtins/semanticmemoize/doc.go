@@ -4,14 +4,27 @@
 //
 // The input is embedded with the pipeline's runtime.Embedder (Deps.Embedder;
 // by default the local runtime.HashEmbedder, which compares spelling, not
-// meaning): a chat call's transcript (one "role: content" line per message,
-// "role (name): content" for one naming its author,
-// its content the message's text, text parts included, then its images (a
-// digest of each URL), tool calls and tool results),
-// a tool call's canonical arguments (JSON, object keys sorted). The index
-// partition is the layer, the stage, the scope (the run's tenant and id for
-// scope "run", its tenant for "key", nothing for "global"), the model (and max_tokens) or the tool: inputs only
-// match within the same model or tool. The nearest entry is reused when its
+// meaning): a chat call's transcript without its system messages (one
+// "role: content" line per message, "role (name): content" for one naming
+// its author, its content the message's text, text parts included, then its
+// images (a digest of each URL), tool calls and tool results; the system
+// messages alone when there is nothing else), a tool call's canonical
+// arguments (JSON, object keys sorted). The index partition is the layer,
+// the stage, the scope (the run's tenant and id for scope "run", its tenant
+// for "key", nothing for "global") and the tool, or for a chat call the
+// SHA-256 of everything in the request but its conversation, which must
+// match exactly (memoize.ChatKeyInput of the request with only its system
+// messages): the model, the system prompt, the tools offered (names,
+// descriptions, schemas, strict), tool_choice, parallel_tool_calls,
+// response_format and its schema, temperature, top_p, seed, stop sequences,
+// max_tokens and the Anthropic betas. Only the caller's metadata and the
+// prompt-cache breakpoints are left out. So a near-duplicate question is
+// answered only with an answer made under the same instructions, tools,
+// output format and limits: never a truncated answer for a request allowing
+// more tokens, free text for one asking for JSON, or an answer that calls a
+// tool the request does not offer. The system prompt is matched, not
+// embedded: a long one two requests share made two unrelated questions
+// score 0.905 with the default embedder. The nearest entry is reused when its
 // cosine similarity is at least `threshold` (for a tool call, only when its
 // arguments are also equal after normalisation, below); otherwise the call
 // runs and, on success, is stored with the layer's `ttl` in the index named
@@ -23,7 +36,8 @@
 // response's deltas and reports its stored usage, or returns a tool's stored
 // result as decoded JSON; the layer never applies to a side-effecting tool
 // nor to one the plan does not declare (it passes such calls through), and
-// store or embedder failures fail open (a miss, logged).
+// store or embedder failures fail open (a miss, logged). It never caches a
+// tool declared secret_result either (memoize.Cacheable).
 //
 // Tool calls: the similarity only finds candidates. A tool call's arguments
 // carry identifiers (a customer, an order) that a near-duplicate must not

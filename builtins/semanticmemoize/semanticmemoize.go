@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentc-dev/agentc/builtins/internal/chatcache"
+	"github.com/agentc-dev/agentc/builtins/memoize"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
@@ -206,11 +207,44 @@ func Transcript(msgs []runtime.Message) string {
 	return b.String()
 }
 
+// chatKey splits a chat request into the part that must match exactly and
+// the text that is embedded. The exact part is the digest of memoize's key
+// input (memoize.ChatKeyInput) of the request with only its system messages:
+// the model, the instructions, the tools offered, tool_choice, the response
+// format, sampling, stop sequences, max_tokens and the other parameters. The
+// embedded text is the transcript of the other messages (of all of them when
+// there are no others): a long system prompt shared by two requests would
+// otherwise make any two questions look alike.
+func chatKey(req *runtime.ChatRequest) (exact, text string, err error) {
+	shape := *req
+	shape.Messages = nil
+	var conversation []runtime.Message
+	for i := range req.Messages {
+		if req.Messages[i].Role == "system" || req.Messages[i].Role == "developer" {
+			shape.Messages = append(shape.Messages, req.Messages[i])
+		} else {
+			conversation = append(conversation, req.Messages[i])
+		}
+	}
+	input, err := memoize.ChatKeyInput(&shape)
+	if err != nil {
+		return "", "", err
+	}
+	sum := sha256.Sum256(input)
+	if len(conversation) == 0 {
+		conversation = req.Messages
+	}
+	return hex.EncodeToString(sum[:]), Transcript(conversation), nil
+}
+
 // WrapChat implements runtime.ChatWrapper.
 func (m *SemanticMemoize) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
-		text := Transcript(c.Request.Messages)
-		part := m.partition(plan.StageChat, c.Meta.Run, c.Request.Model+"\x00"+strconv.Itoa(c.Request.MaxTokens))
+		part, text, err := chatKey(&c.Request)
+		if err != nil { // no canonical form: the call bypasses the layer
+			return next(ctx, c, yield)
+		}
+		part = m.partition(plan.StageChat, c.Meta.Run, part)
 		vec, hit, ok := m.lookup(ctx, part, text, 1, nil)
 		if ok {
 			var e chatcache.Entry
@@ -231,9 +265,9 @@ func (m *SemanticMemoize) WrapChat(next runtime.ChatHandler) runtime.ChatHandler
 // WrapTool implements runtime.ToolWrapper.
 func (m *SemanticMemoize) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 	return func(ctx context.Context, c *runtime.ToolCall) (any, error) {
-		if c.Tool == nil || !c.Tool.Declared || c.Tool.SideEffecting {
+		if !memoize.Cacheable(c.Tool) {
 			if _, seen := m.warned.LoadOrStore(c.Name, struct{}{}); !seen {
-				m.logger.WarnContext(ctx, "semantic_memoize does not cache this tool: it is side-effecting or not declared", "tool", c.Name)
+				m.logger.WarnContext(ctx, "semantic_memoize does not cache this tool: it is side-effecting, secret_result or not declared", "tool", c.Name)
 			}
 			return next(ctx, c)
 		}

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"sort"
+	"strconv"
 	"strings"
 
 	"cuelang.org/go/cue/ast"
@@ -13,6 +15,7 @@ import (
 	"cuelang.org/go/cue/format"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 	"github.com/agentc-dev/agentc/serve"
 )
@@ -28,6 +31,7 @@ func cmdMCPTools(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	servers := map[string]plan.MCPServer{}
 	dir := "."
+	var policy *plan.Plan
 	switch {
 	case *url != "":
 		if fs.NArg() != 0 {
@@ -41,6 +45,7 @@ func cmdMCPTools(ctx context.Context, env *cliEnv, args []string) int {
 			return code
 		}
 		dir = policyDir(fs.Arg(0))
+		policy = p
 		names := fs.Args()[1:]
 		if len(names) == 0 {
 			for name := range p.MCPServers {
@@ -66,6 +71,17 @@ func cmdMCPTools(ctx context.Context, env *cliEnv, args []string) int {
 		names = append(names, name)
 	}
 	sort.Strings(names)
+	log := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+		if len(groups) == 0 && a.Key == slog.TimeKey {
+			return slog.Attr{}
+		}
+		return a
+	}}))
+	scanner, err := toolScanner(ctx, policy, dir, log)
+	if err != nil {
+		return fail(env, "mcp-tools: %v", err)
+	}
+	defer func() { _ = scanner.pl.Close() }()
 	for i, name := range names {
 		s := servers[name]
 		cs, err := serve.Upstream(ctx, name, s, dir)
@@ -77,14 +93,78 @@ func cmdMCPTools(ctx context.Context, env *cliEnv, args []string) int {
 		if err != nil {
 			return fail(env, "mcp-tools: mcp server %q: list tools: %v", name, err)
 		}
+		listed := make([]serve.ListedTool, len(tools))
+		for i, t := range tools {
+			listed[i] = serve.ListedTool{Name: s.Prefix + t.Name, Server: name, Tool: t}
+		}
+		blocked := serve.ScanTools(ctx, scanner.pl, listed, log)
 		if i > 0 {
 			fmt.Fprintln(env.stdout)
 		}
-		if err := writeToolsCUE(env.stdout, name, s.Prefix, tools); err != nil {
+		if err := writeToolsCUE(env.stdout, name, s.Prefix, tools, scanner.note(blocked)); err != nil {
 			return fail(env, "mcp-tools: %v", err)
 		}
 	}
 	return exitOK
+}
+
+// scanner is the pipeline whose chat chain checks the tools' definitions
+// as `agentc serve` does before it lists them (serve.ScanTools), and whether
+// its layers are the policy's own or the security builtin with its defaults.
+type scanner struct {
+	pl       *runtime.Pipeline
+	defaults bool
+}
+
+// toolScanner builds the layers that check the listed tools: the policy's
+// chat layers that check tool definitions (security), as serve runs them;
+// without a policy, when it has none, or when they cannot be built (a
+// classifier's model without its API key), the security builtin with its
+// defaults, which is what marks a poisoned tool in the output either way.
+func toolScanner(ctx context.Context, p *plan.Plan, dir string, log *slog.Logger) (scanner, error) {
+	if p != nil {
+		var layers []plan.Layer
+		for _, l := range p.Chains.Chat {
+			if m, ok := runtime.LookupModule(l.Use); ok && m.New != nil {
+				if _, scans := m.New().(interface {
+					ScanTool(context.Context, runtime.ToolDef) error
+				}); scans {
+					layers = append(layers, l)
+				}
+			}
+		}
+		if len(layers) > 0 {
+			sp := &plan.Plan{Version: p.Version, Policy: p.Policy, Models: p.Models, Chains: plan.Chains{Chat: layers}}
+			pl, err := runtime.Build(ctx, sp, runtime.Deps{Dir: dir, Logger: log})
+			if err == nil {
+				return scanner{pl: pl}, nil
+			}
+			log.Warn("mcp-tools: the policy's security layers cannot be built; checking the tools with the default detector", "error", err)
+		}
+	}
+	sp := &plan.Plan{Version: plan.Version, Policy: "mcp-tools", Chains: plan.Chains{Chat: []plan.Layer{{Use: "security", Name: "security"}}}}
+	pl, err := runtime.Build(ctx, sp, runtime.Deps{Dir: dir, Logger: log})
+	if err != nil {
+		return scanner{}, err
+	}
+	return scanner{pl: pl, defaults: true}, nil
+}
+
+// note returns the CUE comment of each blocked tool, by its upstream name
+// (without the server's prefix, which blocked keys carry).
+func (s scanner) note(blocked map[string]*runtime.BlockedError) func(name string) string {
+	return func(name string) string {
+		b := blocked[name]
+		if b == nil {
+			return ""
+		}
+		why := fmt.Sprintf("agentc serve withholds this tool: layer %q blocked its definition", b.Layer)
+		if s.defaults {
+			why = "agentc serve withholds this tool under a security layer: its default detector blocks its definition"
+		}
+		reason := strings.Join(strings.Fields(b.Message), " ")
+		return fmt.Sprintf("WITHHELD: %s (%s). No entry: its description and input schema are not reproduced here; read them at the server before you declare the tool.", why, reason)
+	}
 }
 
 // pathArgNames and urlArgNames are the argument names mcp-tools declares as
@@ -140,16 +220,24 @@ func typeAllows(t any, want string) bool {
 	return false
 }
 
-// writeToolsCUE prints tools as a CUE `tools:` struct: each tool's input
+// writeToolsCUE prints tools as a CUE `tools:` struct (a tool withheld
+// returns a note for is a comment in place of its entry): each tool's input
 // schema as its args, side_effecting unless the server marks the tool
 // read-only, and path_arg / url_arg naming every argument of the schema
 // with a name such as path, files or url that holds a string or a list of
 // strings, with the tool's description as a comment.
-func writeToolsCUE(w io.Writer, server, prefix string, tools []*mcp.Tool) error {
+func writeToolsCUE(w io.Writer, server, prefix string, tools []*mcp.Tool, withheld func(name string) string) error {
 	sort.Slice(tools, func(i, j int) bool { return tools[i].Name < tools[j].Name })
 	ctx := cuecontext.New()
 	var fields []ast.Decl
 	for _, t := range tools {
+		if note := withheld(prefix + t.Name); note != "" {
+			// Not an entry, as serve does not list it: its description and
+			// input schema (parameter descriptions included) are not
+			// reproduced in a policy.
+			fields = append(fields, &ast.CommentGroup{Doc: true, List: []*ast.Comment{{Text: "// " + strconv.Quote(prefix+t.Name) + ": " + note}}})
+			continue
+		}
 		schema := map[string]any{}
 		if b, err := json.Marshal(t.InputSchema); err == nil {
 			_ = json.Unmarshal(b, &schema)
