@@ -128,12 +128,17 @@ func (lim BudgetLimits) LeaseOf() time.Duration {
 // with estimates exceed theirs by at most what calls charged beyond their
 // estimates, and without estimates by at most what the calls in flight at
 // that moment charge. A reservation is live until it is settled or its
-// lease ends.
+// lease ends; its holder renews it while the call runs.
 type Budgeter interface {
 	// Reserve admits a call against the ledger of key under the
 	// reservation id (unique within the ledger) or refuses it with a
 	// *BudgetError (its Layer empty). ttl > 0 makes an idle ledger expire.
 	Reserve(ctx context.Context, key, id string, lim BudgetLimits, ttl time.Duration) (*BudgetError, error)
+	// RenewReservation extends the lease of the live reservation id of
+	// the ledger of key to lease from now (the store's clock); false when
+	// it is no longer live (settled, forgotten, or its lease ended), in
+	// which case nothing is written.
+	RenewReservation(ctx context.Context, key, id string, lease time.Duration) (bool, error)
 	// Settle drops the reservation id (none when id is empty; one whose
 	// lease ended or that is unknown is ignored) and adds charge to the
 	// ledger, in one atomic step.
@@ -309,6 +314,24 @@ func (b *MemoryBudgeter) Reserve(_ context.Context, key, id string, lim BudgetLi
 	}
 	l.res[id] = r
 	return nil, nil
+}
+
+// RenewReservation implements Budgeter.
+func (b *MemoryBudgeter) RenewReservation(_ context.Context, key, id string, lease time.Duration) (bool, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := b.now()
+	l := b.m[key]
+	if l == nil {
+		return false, nil
+	}
+	r, ok := l.res[id]
+	if !ok || !r.until.After(now) {
+		return false, nil
+	}
+	r.until = now.Add(lease)
+	l.res[id] = r
+	return true, nil
 }
 
 // Settle implements Budgeter.

@@ -713,6 +713,19 @@ func (s *Store) Reserve(ctx context.Context, key, id string, lim runtime.BudgetL
 	return e, nil
 }
 
+// RenewReservation implements runtime.Budgeter: one statement, which locks
+// only the reservation's row.
+func (s *Store) RenewReservation(ctx context.Context, key, id string, lease time.Duration) (bool, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	tag, err := s.pool.Exec(ctx, s.q(`UPDATE §.reservation SET until = clock_timestamp() + $3::bigint * interval '1 microsecond'
+		WHERE key = $1 AND id = $2 AND until > clock_timestamp()`), key, id, max(lease.Microseconds(), 1))
+	if err != nil {
+		return false, fmt.Errorf("postgres budget renew: %w", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
 // Settle implements runtime.Budgeter: one call of budget_settle.
 func (s *Store) Settle(ctx context.Context, key, id string, c runtime.Ledger, ttl time.Duration) error {
 	ctx, cancel := s.op(ctx)

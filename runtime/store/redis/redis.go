@@ -327,6 +327,17 @@ if tonumber(ARGV[4]) > 0 then
 end
 return {'', '', ''}
 `)
+	// KEYS: its reservations. ARGV: reservation id, lease ms. A live
+	// reservation's lease is extended to lease from now; returns 1 then, 0
+	// when it is settled, forgotten or lapsed (nothing is written).
+	renewReservationScript = goredis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local untl = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if not untl or tonumber(untl) <= now then return 0 end
+redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[2]), ARGV[1])
+return 1
+`)
 	// KEYS: ledger, its reservations. ARGV: reservation id ('' none), in,
 	// out, usd, calls, ttl ms. A reservation still recorded (live, or
 	// lapsed and not dropped yet) is dropped with its estimates; the charge
@@ -476,6 +487,15 @@ func (s *Store) Reserve(ctx context.Context, key, id string, lim runtime.BudgetL
 		e.Limit = float64(*lim.Calls)
 	}
 	return e, nil
+}
+
+// RenewReservation implements runtime.Budgeter in one script call.
+func (s *Store) RenewReservation(ctx context.Context, key, id string, lease time.Duration) (bool, error) {
+	n, err := renewReservationScript.Run(ctx, s.c, []string{s.reservations(key)}, id, ms(lease)).Int64()
+	if err != nil {
+		return false, fmt.Errorf("redis budget renew: %w", err)
+	}
+	return n == 1, nil
 }
 
 // Settle implements runtime.Budgeter in one script call.

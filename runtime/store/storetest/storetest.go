@@ -425,6 +425,49 @@ func BudgeterLeases(t *testing.T, b runtime.Budgeter) {
 	require.NoError(t, b.ForgetLedger(ctx, k))
 }
 
+// BudgeterRenews checks that a reservation renewed within its lease keeps
+// holding its call and estimate past the lease it was reserved with, and
+// that a reservation settled, lapsed or unknown is not renewed (and so not
+// brought back).
+func BudgeterRenews(t *testing.T, b runtime.Budgeter) {
+	ctx := context.Background()
+	k := Key(t, "renews")
+	calls := int64(1)
+	lease := 300 * time.Millisecond
+	lim := runtime.BudgetLimits{Calls: &calls, Lease: lease}
+	e, err := b.Reserve(ctx, k, "long", lim, 0)
+	require.NoError(t, err)
+	require.Nil(t, e)
+	for range 4 { // 4 × 100 ms: past the reserved lease
+		time.Sleep(lease / 3)
+		ok, err := b.RenewReservation(ctx, k, "long", lease)
+		require.NoError(t, err)
+		require.True(t, ok, "a live reservation is renewed")
+	}
+	e, err = b.Reserve(ctx, k, "next", lim, 0)
+	require.NoError(t, err)
+	require.NotNil(t, e, "the renewed reservation still holds the only call")
+	assert.Equal(t, 1.0, e.Pending)
+	require.NoError(t, b.Settle(ctx, k, "long", runtime.Ledger{}, 0))
+	ok, err := b.RenewReservation(ctx, k, "long", lease)
+	require.NoError(t, err)
+	assert.False(t, ok, "a settled reservation is not renewed")
+	ok, err = b.RenewReservation(ctx, k, "unknown", lease)
+	require.NoError(t, err)
+	assert.False(t, ok)
+	e, err = b.Reserve(ctx, k, "short", lim, 0)
+	require.NoError(t, err)
+	require.Nil(t, e, "the settled reservation freed its call")
+	time.Sleep(2 * lease)
+	ok, err = b.RenewReservation(ctx, k, "short", lease)
+	require.NoError(t, err)
+	assert.False(t, ok, "a lapsed reservation is not renewed")
+	e, err = b.Reserve(ctx, k, "after", lim, 0)
+	require.NoError(t, err)
+	require.Nil(t, e, "the lapsed reservation was not brought back")
+	require.NoError(t, b.ForgetLedger(ctx, k))
+}
+
 // BudgeterConcurrent checks that, with estimates, concurrent callers of
 // one ledger (workers goroutines on b) never spend beyond the ceiling more
 // than what their calls charged above their estimates: every other call
