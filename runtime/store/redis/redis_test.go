@@ -19,6 +19,7 @@ func TestPorts(t *testing.T) {
 	s := open(t)
 	t.Run("KV", func(t *testing.T) { storetest.KV(t, s) })
 	t.Run("Leaser", func(t *testing.T) { storetest.Leaser(t, s) })
+	t.Run("LeaserOwner", func(t *testing.T) { storetest.LeaserOwner(t, s) })
 	t.Run("RateLimiter", func(t *testing.T) { storetest.RateLimiter(t, s) })
 	t.Run("Budgeter", func(t *testing.T) { storetest.Budgeter(t, s) })
 	t.Run("BudgeterReservesEstimates", func(t *testing.T) { storetest.BudgeterReservesEstimates(t, s) })

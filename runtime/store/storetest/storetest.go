@@ -201,6 +201,65 @@ func Leaser(t *testing.T, l runtime.Leaser) {
 	assert.Equal(t, int64(1), holders.Load())
 }
 
+// LeaserOwner checks AcquireAs: an attempt that asks again with its owner
+// nonce (its first answer was lost) gets its claim back, with its token and
+// without doubt, even after the claim's lease ended; any other caller finds
+// it held or in doubt, and a claim taken over is no longer the attempt's.
+func LeaserOwner(t *testing.T, l runtime.Leaser) {
+	ctx := context.Background()
+	k := Key(t, "owned")
+	g, err := l.AcquireAs(ctx, k, "n1", time.Minute, time.Hour, false)
+	require.NoError(t, err)
+	require.Equal(t, runtime.LeaseAcquired, g.Status)
+	tok := g.Token
+	again, err := l.AcquireAs(ctx, k, "n1", time.Minute, time.Hour, false)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.LeaseGrant{Status: runtime.LeaseAcquired, Token: tok}, again, "the attempt asking again gets its claim")
+	for _, owner := range []string{"n2", ""} {
+		g, err = l.AcquireAs(ctx, k, owner, time.Minute, time.Hour, true)
+		require.NoError(t, err)
+		assert.Equal(t, runtime.LeaseHeld, g.Status, "another owner %q finds it held", owner)
+	}
+	ok, err := l.Publish(ctx, k, tok, []byte(`"R"`), time.Hour)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	g, err = l.AcquireAs(ctx, k, "n1", time.Minute, time.Hour, false)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.LeaseDone, g.Status, "a published result is replayed, whoever asks")
+
+	// The claim's lease ended: in doubt for others, the attempt's own
+	// for it (nothing ran under a claim whose token it never learned).
+	d := Key(t, "owned-expired")
+	g, err = l.AcquireAs(ctx, d, "n3", 50*time.Millisecond, time.Hour, false)
+	require.NoError(t, err)
+	require.Equal(t, runtime.LeaseAcquired, g.Status)
+	tok = g.Token
+	time.Sleep(120 * time.Millisecond)
+	g, err = l.AcquireAs(ctx, d, "other", time.Minute, time.Hour, false)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.LeaseInDoubt, g.Status)
+	g, err = l.AcquireAs(ctx, d, "n3", time.Minute, time.Hour, false)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.LeaseGrant{Status: runtime.LeaseAcquired, Token: tok}, g)
+	g, err = l.AcquireAs(ctx, d, "other", time.Minute, time.Hour, true)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.LeaseHeld, g.Status, "its lease runs again from the second answer")
+
+	// Taken over after its lease ended: no longer the attempt's.
+	x := Key(t, "owned-taken")
+	g, err = l.AcquireAs(ctx, x, "n4", 50*time.Millisecond, time.Hour, true)
+	require.NoError(t, err)
+	require.Equal(t, runtime.LeaseAcquired, g.Status)
+	time.Sleep(120 * time.Millisecond)
+	g, err = l.AcquireAs(ctx, x, "n5", time.Minute, time.Hour, true)
+	require.NoError(t, err)
+	require.Equal(t, runtime.LeaseAcquired, g.Status)
+	assert.True(t, g.InDoubt)
+	g, err = l.AcquireAs(ctx, x, "n4", time.Minute, time.Hour, true)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.LeaseHeld, g.Status, "the claim taken over belongs to its new holder")
+}
+
 // RateLimiter checks the GCRA port.
 func RateLimiter(t *testing.T, r runtime.RateLimiter) {
 	ctx := context.Background()

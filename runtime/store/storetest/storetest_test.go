@@ -11,6 +11,7 @@ func TestMemoryStore(t *testing.T) {
 	s := runtime.NewMemoryStore()
 	t.Run("KV", func(t *testing.T) { storetest.KV(t, s) })
 	t.Run("Leaser", func(t *testing.T) { storetest.Leaser(t, runtime.NewKVLeaser(s)) })
+	t.Run("LeaserOwner", func(t *testing.T) { storetest.LeaserOwner(t, runtime.NewKVLeaser(s)) })
 	t.Run("RateLimiter", func(t *testing.T) { storetest.RateLimiter(t, s) })
 	t.Run("Budgeter", func(t *testing.T) { storetest.Budgeter(t, s) })
 	t.Run("BudgeterReservesEstimates", func(t *testing.T) { storetest.BudgeterReservesEstimates(t, s) })
