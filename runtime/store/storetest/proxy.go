@@ -13,21 +13,25 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Proxy forwards TCP connections from 127.0.0.1 to a test server and can
+// Proxy forwards TCP connections from 127.0.0.1 to a test server. It can
 // lose the server's answer to one command: the command reaches the server
 // and runs there, and the proxy cuts the connection instead of passing the
-// answer on, as a network that fails after the request does.
+// answer on, as a network that fails after the request does. It can cut
+// every connection and stop listening, and listen again on the same
+// address: a store outage without touching the server.
 type Proxy struct {
 	// URL is the server's URL with the proxy's address in place of the
 	// server's.
 	URL string
 
+	t      testing.TB
 	target string
+	addr   string
 	pg     bool
 	lose   atomic.Int32
-	ln     net.Listener
 	mu     sync.Mutex
-	conns  []net.Conn
+	ln     net.Listener
+	conns  map[net.Conn]struct{}
 }
 
 // NewProxy starts a proxy to the server of serverURL (a redis:// or
@@ -37,51 +41,62 @@ func NewProxy(t testing.TB, serverURL string) *Proxy {
 	t.Helper()
 	u, err := url.Parse(serverURL)
 	require.NoError(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	p := &Proxy{target: u.Host, pg: u.Scheme == "postgres" || u.Scheme == "postgresql", ln: ln}
-	u.Host = ln.Addr().String()
+	p := &Proxy{t: t, target: u.Host, pg: u.Scheme == "postgres" || u.Scheme == "postgresql", conns: map[net.Conn]struct{}{}}
+	p.listen("127.0.0.1:0")
+	u.Host = p.addr
 	p.URL = u.String()
-	go p.serve()
-	t.Cleanup(p.close)
+	t.Cleanup(p.Cut)
 	return p
 }
 
 // LoseNextReply makes the proxy lose the next answer the server sends: a
 // Redis reply, or the PostgreSQL messages up to ReadyForQuery that carry a
 // row (the result of a statement; a transaction of its own has committed
-// by then).
+// by then). Until then PostgreSQL's messages are held up to each
+// ReadyForQuery, and passed on when they carry no row.
 func (p *Proxy) LoseNextReply() { p.lose.Add(1) }
 
-func (p *Proxy) close() {
-	_ = p.ln.Close()
+// Cut closes the listener and every connection through it.
+func (p *Proxy) Cut() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, c := range p.conns {
+	if p.ln != nil {
+		_ = p.ln.Close()
+		p.ln = nil
+	}
+	for c := range p.conns {
 		_ = c.Close()
 	}
+	clear(p.conns)
 }
 
-func (p *Proxy) serve() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
+// Restore listens again on the address of before Cut.
+func (p *Proxy) Restore() { p.listen(p.addr) }
+
+func (p *Proxy) listen(addr string) {
+	ln, err := net.Listen("tcp", addr)
+	require.NoError(p.t, err)
+	p.mu.Lock()
+	p.ln, p.addr = ln, ln.Addr().String()
+	p.mu.Unlock()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("tcp", p.target)
+			if err != nil {
+				_ = c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns[c], p.conns[s] = struct{}{}, struct{}{}
+			p.mu.Unlock()
+			go func() { _, _ = io.Copy(s, c); _ = s.Close() }()
+			go p.answer(c, s)
 		}
-		s, err := net.Dial("tcp", p.target)
-		if err != nil {
-			_ = c.Close()
-			continue
-		}
-		p.mu.Lock()
-		p.conns = append(p.conns, c, s)
-		p.mu.Unlock()
-		go func() {
-			_, _ = io.Copy(s, c)
-			_ = s.Close()
-		}()
-		go p.answer(c, s)
-	}
+	}()
 }
 
 // answer passes the server's answers on to the client, losing one when
@@ -117,6 +132,14 @@ func (p *Proxy) answer(c, s net.Conn) {
 		body := make([]byte, int(binary.BigEndian.Uint32(head[1:]))-4)
 		if _, err := io.ReadFull(r, body); err != nil {
 			return
+		}
+		if len(batch) == 0 && p.lose.Load() == 0 {
+			// Nothing to lose: passed on at once (an authentication
+			// request waits for the client's answer, with no ReadyForQuery).
+			if _, err := c.Write(append(head[:], body...)); err != nil {
+				return
+			}
+			continue
 		}
 		batch = append(append(batch, head[:]...), body...)
 		rows = rows || head[0] == 'D'

@@ -230,11 +230,7 @@ func LeaserOwner(t *testing.T, l runtime.Leaser) {
 	// The claim's lease ended: in doubt for others, the attempt's own
 	// for it (nothing ran under a claim whose token it never learned).
 	d := Key(t, "owned-expired")
-	g, err = l.AcquireAs(ctx, d, "n3", 50*time.Millisecond, time.Hour, false)
-	require.NoError(t, err)
-	require.Equal(t, runtime.LeaseAcquired, g.Status)
-	tok = g.Token
-	time.Sleep(120 * time.Millisecond)
+	tok = expiredClaim(t, l, d, "n3")
 	g, err = l.AcquireAs(ctx, d, "other", time.Minute, time.Hour, false)
 	require.NoError(t, err)
 	assert.Equal(t, runtime.LeaseInDoubt, g.Status)
@@ -247,10 +243,7 @@ func LeaserOwner(t *testing.T, l runtime.Leaser) {
 
 	// Taken over after its lease ended: no longer the attempt's.
 	x := Key(t, "owned-taken")
-	g, err = l.AcquireAs(ctx, x, "n4", 50*time.Millisecond, time.Hour, true)
-	require.NoError(t, err)
-	require.Equal(t, runtime.LeaseAcquired, g.Status)
-	time.Sleep(120 * time.Millisecond)
+	expiredClaim(t, l, x, "n4")
 	g, err = l.AcquireAs(ctx, x, "n5", time.Minute, time.Hour, true)
 	require.NoError(t, err)
 	require.Equal(t, runtime.LeaseAcquired, g.Status)
@@ -258,6 +251,39 @@ func LeaserOwner(t *testing.T, l runtime.Leaser) {
 	g, err = l.AcquireAs(ctx, x, "n4", time.Minute, time.Hour, true)
 	require.NoError(t, err)
 	assert.Equal(t, runtime.LeaseHeld, g.Status, "the claim taken over belongs to its new holder")
+}
+
+// expiredClaim claims key under owner for 50 ms and returns its token once
+// that lease has ended.
+func expiredClaim(t *testing.T, l runtime.Leaser, key, owner string) int64 {
+	g, err := l.AcquireAs(context.Background(), key, owner, 50*time.Millisecond, time.Hour, false)
+	require.NoError(t, err)
+	require.Equal(t, runtime.LeaseAcquired, g.Status)
+	time.Sleep(120 * time.Millisecond)
+	return g.Token
+}
+
+// LeaserLostReply checks, on a store seen directly and through the proxy
+// p, that a claim the server applied but whose answer p lost is the
+// attempt's when it asks again with its owner nonce, while anyone else
+// finds it held.
+func LeaserLostReply(t *testing.T, direct, via runtime.Leaser, p *Proxy) {
+	ctx := context.Background()
+	_, err := via.Acquire(ctx, "warm", time.Minute, time.Hour, false) // the server knows the script or statement
+	require.NoError(t, err)
+	p.LoseNextReply()
+	_, err = via.AcquireAs(ctx, "refund", "attempt-1", time.Minute, time.Hour, false)
+	require.Error(t, err, "the answer was lost")
+	g, err := direct.Acquire(ctx, "refund", time.Minute, time.Hour, false)
+	require.NoError(t, err)
+	require.Equal(t, runtime.LeaseHeld, g.Status, "the server applied the claim")
+	g, err = via.AcquireAs(ctx, "refund", "attempt-1", time.Minute, time.Hour, false)
+	require.NoError(t, err)
+	require.Equal(t, runtime.LeaseAcquired, g.Status, "the attempt asking again gets its claim")
+	assert.False(t, g.InDoubt)
+	ok, err := via.Publish(ctx, "refund", g.Token, []byte(`"R1"`), time.Hour)
+	require.NoError(t, err)
+	assert.True(t, ok, "with the claim's token")
 }
 
 // RateLimiter checks the GCRA port.
