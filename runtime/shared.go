@@ -60,6 +60,15 @@ type Leaser interface {
 	// caller becomes the holder (InDoubt set), else LeaseInDoubt. keep is
 	// how long the key's record (claim, in-doubt state, result) lives.
 	Acquire(ctx context.Context, key string, lease, keep time.Duration, takeover bool) (LeaseGrant, error)
+	// AcquireAs is Acquire by one attempt of a call, named by owner, a
+	// nonce the attempt draws once and presents again when it asks again
+	// after an Acquire whose answer it never got (a timeout after the
+	// store applied it). A pending claim made under owner is the caller's:
+	// LeaseAcquired with the claim's token, its lease running from now,
+	// even when it had ended (nothing ran under a claim whose token its
+	// holder never learned). A claim taken over since belongs to its new
+	// holder. An empty owner matches no claim: Acquire.
+	AcquireAs(ctx context.Context, key, owner string, lease, keep time.Duration, takeover bool) (LeaseGrant, error)
 	// Renew extends the lease of token by lease; false when token no
 	// longer holds it.
 	Renew(ctx context.Context, key string, token int64, lease time.Duration) (bool, error)
@@ -128,12 +137,17 @@ func (lim BudgetLimits) LeaseOf() time.Duration {
 // with estimates exceed theirs by at most what calls charged beyond their
 // estimates, and without estimates by at most what the calls in flight at
 // that moment charge. A reservation is live until it is settled or its
-// lease ends.
+// lease ends; its holder renews it while the call runs.
 type Budgeter interface {
 	// Reserve admits a call against the ledger of key under the
 	// reservation id (unique within the ledger) or refuses it with a
 	// *BudgetError (its Layer empty). ttl > 0 makes an idle ledger expire.
 	Reserve(ctx context.Context, key, id string, lim BudgetLimits, ttl time.Duration) (*BudgetError, error)
+	// RenewReservation extends the lease of the live reservation id of
+	// the ledger of key to lease from now (the store's clock); false when
+	// it is no longer live (settled, forgotten, or its lease ended), in
+	// which case nothing is written.
+	RenewReservation(ctx context.Context, key, id string, lease time.Duration) (bool, error)
 	// Settle drops the reservation id (none when id is empty; one whose
 	// lease ended or that is unknown is ignored) and adds charge to the
 	// ledger, in one atomic step.
@@ -311,6 +325,24 @@ func (b *MemoryBudgeter) Reserve(_ context.Context, key, id string, lim BudgetLi
 	return nil, nil
 }
 
+// RenewReservation implements Budgeter.
+func (b *MemoryBudgeter) RenewReservation(_ context.Context, key, id string, lease time.Duration) (bool, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := b.now()
+	l := b.m[key]
+	if l == nil {
+		return false, nil
+	}
+	r, ok := l.res[id]
+	if !ok || !r.until.After(now) {
+		return false, nil
+	}
+	r.until = now.Add(lease)
+	l.res[id] = r
+	return true, nil
+}
+
 // Settle implements Budgeter.
 func (b *MemoryBudgeter) Settle(_ context.Context, key, id string, c Ledger, _ time.Duration) error {
 	b.mu.Lock()
@@ -385,7 +417,9 @@ type leaseRecord struct {
 	// Until is when the holder's lease ends (Unix nanoseconds).
 	Until int64 `json:"until,omitempty"`
 	// Keep is how long the record lives (nanoseconds), kept for Renew.
-	Keep   int64           `json:"keep,omitempty"`
+	Keep int64 `json:"keep,omitempty"`
+	// Owner is the nonce of the attempt that made the claim (AcquireAs).
+	Owner  string          `json:"owner,omitempty"`
 	Result json.RawMessage `json:"result,omitempty"`
 }
 
@@ -411,13 +445,19 @@ func claimLife(lease, keep time.Duration) time.Duration {
 	return max(keep, lease)
 }
 
-func (l *KVLeaser) claim(token int64, lease, keep time.Duration) []byte {
-	b, _ := json.Marshal(leaseRecord{State: "pending", Token: token, Until: l.now().Add(lease).UnixNano(), Keep: int64(keep)})
+func (l *KVLeaser) claim(token int64, lease, keep time.Duration, owner string) []byte {
+	b, _ := json.Marshal(leaseRecord{State: "pending", Token: token, Until: l.now().Add(lease).UnixNano(), Keep: int64(keep), Owner: owner})
 	return b
 }
 
 // Acquire implements Leaser.
 func (l *KVLeaser) Acquire(ctx context.Context, key string, lease, keep time.Duration, takeover bool) (LeaseGrant, error) {
+	return l.AcquireAs(ctx, key, "", lease, keep, takeover)
+}
+
+// AcquireAs implements Leaser. Finding its own claim is a read and then a
+// write, like Renew.
+func (l *KVLeaser) AcquireAs(ctx context.Context, key, owner string, lease, keep time.Duration, takeover bool) (LeaseGrant, error) {
 	for {
 		r, found, err := l.read(ctx, key)
 		if err != nil {
@@ -432,7 +472,7 @@ func (l *KVLeaser) Acquire(ctx context.Context, key string, lease, keep time.Dur
 		}
 		if !found {
 			tok := l.token(0)
-			ok, err := l.KV.SetIfAbsent(ctx, key, l.claim(tok, lease, keep), claimLife(lease, keep))
+			ok, err := l.KV.SetIfAbsent(ctx, key, l.claim(tok, lease, keep, owner), claimLife(lease, keep))
 			if err != nil {
 				return LeaseGrant{}, err
 			}
@@ -443,6 +483,12 @@ func (l *KVLeaser) Acquire(ctx context.Context, key string, lease, keep time.Dur
 		}
 		if r.State == "done" {
 			return LeaseGrant{Status: LeaseDone, Result: r.Result}, nil
+		}
+		if owner != "" && r.Owner == owner {
+			if err := l.KV.Set(ctx, key, l.claim(r.Token, lease, keep, owner), claimLife(lease, keep)); err != nil {
+				return LeaseGrant{}, err
+			}
+			return LeaseGrant{Status: LeaseAcquired, Token: r.Token}, nil
 		}
 		if rem := time.Unix(0, r.Until).Sub(l.now()); rem > 0 {
 			return LeaseGrant{Status: LeaseHeld, Remaining: rem}, nil
@@ -459,7 +505,7 @@ func (l *KVLeaser) Acquire(ctx context.Context, key string, lease, keep time.Dur
 			return LeaseGrant{Status: LeaseHeld, Remaining: lease}, nil
 		}
 		tok := l.token(r.Token)
-		if err := l.KV.Set(ctx, key, l.claim(tok, lease, keep), claimLife(lease, keep)); err != nil {
+		if err := l.KV.Set(ctx, key, l.claim(tok, lease, keep, owner), claimLife(lease, keep)); err != nil {
 			return LeaseGrant{}, err
 		}
 		return LeaseGrant{Status: LeaseAcquired, Token: tok, InDoubt: true}, nil
@@ -467,30 +513,30 @@ func (l *KVLeaser) Acquire(ctx context.Context, key string, lease, keep time.Dur
 }
 
 // held reads key and reports whether token holds its lease, and the
-// record's lifetime.
-func (l *KVLeaser) held(ctx context.Context, key string, token int64) (bool, time.Duration, error) {
+// record's lifetime and owner.
+func (l *KVLeaser) held(ctx context.Context, key string, token int64) (bool, time.Duration, string, error) {
 	r, found, err := l.read(ctx, key)
 	if err != nil && found {
-		return false, 0, nil
+		return false, 0, "", nil
 	}
 	if err != nil {
-		return false, 0, err
+		return false, 0, "", err
 	}
-	return found && r.State == "pending" && r.Token == token, time.Duration(r.Keep), nil
+	return found && r.State == "pending" && r.Token == token, time.Duration(r.Keep), r.Owner, nil
 }
 
 // Renew implements Leaser.
 func (l *KVLeaser) Renew(ctx context.Context, key string, token int64, lease time.Duration) (bool, error) {
-	ok, keep, err := l.held(ctx, key, token)
+	ok, keep, owner, err := l.held(ctx, key, token)
 	if err != nil || !ok {
 		return false, err
 	}
-	return true, l.KV.Set(ctx, key, l.claim(token, lease, keep), claimLife(lease, keep))
+	return true, l.KV.Set(ctx, key, l.claim(token, lease, keep, owner), claimLife(lease, keep))
 }
 
 // Publish implements Leaser.
 func (l *KVLeaser) Publish(ctx context.Context, key string, token int64, result []byte, keep time.Duration) (bool, error) {
-	ok, _, err := l.held(ctx, key, token)
+	ok, _, _, err := l.held(ctx, key, token)
 	if err != nil || !ok {
 		return false, err
 	}
@@ -503,7 +549,7 @@ func (l *KVLeaser) Publish(ctx context.Context, key string, token int64, result 
 
 // Release implements Leaser.
 func (l *KVLeaser) Release(ctx context.Context, key string, token int64) error {
-	ok, _, err := l.held(ctx, key, token)
+	ok, _, _, err := l.held(ctx, key, token)
 	if err != nil || !ok {
 		return err
 	}

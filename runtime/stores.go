@@ -168,8 +168,53 @@ func (pl *Pipeline) backend(ctx context.Context, name string) (StoreBackend, err
 		// In-memory TTLs follow the pipeline's clock.
 		m.MemoryKV.now, m.MemoryVectorIndex.now, m.MemoryRateLimiter.now, m.MemoryBudgeter.now = pl.deps.Clock.Now, pl.deps.Clock.Now, pl.deps.Clock.Now, pl.deps.Clock.Now
 	}
+	if err := pl.claimStore(ctx, name, ps, b); err != nil {
+		_ = b.Close()
+		return nil, err
+	}
 	pl.openStore(name, b)
 	return b, nil
+}
+
+// PolicyKey is the key under which a networked store declared without a
+// prefix records the policy whose state it holds (the plan's Policy, the
+// CUE package name).
+const PolicyKey = "agentc/policy"
+
+// claimStore records, in a store other processes may share that the policy
+// declares without a prefix (a redis or postgres store in its default
+// namespace), the policy whose state it holds, and refuses the store when
+// it holds another policy's: two policies in one namespace would share
+// their budgets, rate limits, idempotency keys and caches without either
+// knowing. Replicas of one policy, and its new versions, have the same
+// Policy and share the store. A prefix, even the default one written out,
+// is a namespace chosen on purpose and is not checked.
+func (pl *Pipeline) claimStore(ctx context.Context, name string, ps plan.Store, b StoreBackend) error {
+	policy := pl.plan.Policy
+	if ps.Prefix != "" || (ps.URL == "" && ps.URLEnv == "") || policy == "" || InProcess(b) {
+		return nil
+	}
+	kv, ok := b.(KV)
+	if !ok {
+		return nil
+	}
+	won, err := kv.SetIfAbsent(ctx, PolicyKey, []byte(policy), 0)
+	if err != nil {
+		return fmt.Errorf("store %q (%s): record the policy whose state it holds: %w", name, ps.Kind, err)
+	}
+	if won {
+		return nil
+	}
+	v, found, err := kv.Get(ctx, PolicyKey)
+	if err != nil {
+		return fmt.Errorf("store %q (%s): read the policy whose state it holds: %w", name, ps.Kind, err)
+	}
+	if !found || string(v) == policy {
+		return nil
+	}
+	return fmt.Errorf("store %q (%s, no prefix) holds the state of policy %q; policy %q would share its budgets, rate limits, idempotency keys and caches: "+
+		"give each policy its own prefix, or, to share them on purpose, set the same prefix on both (prefix \"agentc\" keeps the keys the store has)",
+		name, ps.Kind, string(v), policy)
 }
 
 // openStore records b as the opened backend of store name. stores.mu is

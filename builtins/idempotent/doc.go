@@ -67,7 +67,11 @@
 //
 // Store failures before the call fail closed: the call does not run and
 // returns a *runtime.CallError naming the layer (unclassified, so a retry
-// outside may try again). A failure to publish the result after a
+// outside may try again). Each attempt claims the key under an owner nonce;
+// when the claim's answer is lost (a timeout after the store applied it),
+// the layer keeps the nonce, and the next attempt of the key in this
+// process presents it and gets the claim back, instead of finding it held
+// and then in doubt though the call never ran. A failure to publish the result after a
 // successful call (or of the error of a call that ran) is logged and the
 // result (or error) returned; the key is then in doubt once the lease
 // expires, so a duplicate never silently runs a tool

@@ -60,6 +60,8 @@ type Idempotent struct {
 	logger *slog.Logger
 	// flights collapses concurrent duplicates in this process.
 	flights lease.Group
+	// owners keeps the owner nonces of claims that went unanswered.
+	owners owners
 	// pollMin and pollMax bound the wait between reads of a claim held
 	// elsewhere.
 	pollMin, pollMax time.Duration
@@ -174,9 +176,13 @@ func (m *Idempotent) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 // the same idempotency key), any other returns an *runtime.InDoubtError.
 func (m *Idempotent) settle(ctx context.Context, c *runtime.ToolCall, key string, next runtime.ToolHandler) (any, error) {
 	d := m.pollMin
+	owner := m.owners.take(key)
 	for {
-		g, err := m.leaser.Acquire(ctx, key, m.LeaseTTL.D(), m.TTL.D(), c.Tool.RetrySafe)
+		g, err := m.leaser.AcquireAs(ctx, key, owner, m.LeaseTTL.D(), m.TTL.D(), c.Tool.RetrySafe)
 		if err != nil {
+			// The store may have applied the claim: the next attempt
+			// presents the same owner and gets it back.
+			m.owners.leave(key, owner, m.clock.Now(), max(m.TTL.D(), m.LeaseTTL.D()))
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}

@@ -53,9 +53,11 @@
 // died between reserving and settling or the store's reply to the
 // reservation was lost, stops counting against every ceiling when its lease
 // ends, so it never holds a call of a global or key ledger for good; a call
-// that settles after its lease is still charged in full. The lease is not
-// renewed while the call runs: a call without a deadline that runs longer
-// than it stops holding its place then.
+// that settles after its lease is still charged in full. While the call
+// runs its reservation is renewed every third of its lease (of 30 s once a
+// call with a deadline has overrun it), so a call that runs longer than its
+// lease keeps its place; only one whose store stays out of reach for a
+// whole lease loses it (logged).
 //
 // With on_cross "allow", across replicas sharing a store the same holds for
 // every process: calls never exceed their ceiling, and tokens and cost

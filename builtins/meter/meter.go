@@ -61,6 +61,7 @@ type Meter struct {
 	prefix  string
 	rates   map[string]plan.Model
 	logger  *slog.Logger
+	clock   runtime.Clock
 	budgets runtime.Budgeter
 	// shared is set when the ledgers are in a store other processes may
 	// share: a run's ledger there is left to expire, never dropped.
@@ -86,6 +87,7 @@ func (m *Meter) Provision(b *runtime.BuildContext) error {
 	m.prefix = "agentc/meter/" + string(b.Stage) + "/" + m.name + "/"
 	m.rates = b.Plan.Models
 	m.logger = b.Logger
+	m.clock = b.Clock()
 	bg, err := b.Budgeter(m.Store)
 	if err != nil {
 		return err
@@ -186,10 +188,9 @@ func (m *Meter) EndRun(runID string) { m.Forget(runID) }
 const leaseGrace = 30 * time.Second
 
 // lease returns how long the reservation of a call under ctx counts when
-// it is never settled: until the call's deadline and leaseGrace after it,
-// else the meter's lease. The reservation is not renewed: a call without a
-// deadline that runs longer than the lease stops counting against the
-// ceilings when the lease ends (it is still charged when it settles).
+// it is never settled: until the call's deadline and leaseGrace after it
+// (leaseGrace from now once the deadline has passed), else the meter's
+// lease. While the call runs its reservation is renewed (hold).
 func (m *Meter) lease(ctx context.Context) time.Duration {
 	if dl, ok := ctx.Deadline(); ok {
 		return max(time.Until(dl), 0) + leaseGrace
@@ -198,6 +199,68 @@ func (m *Meter) lease(ctx context.Context) time.Duration {
 		return m.Lease.D()
 	}
 	return runtime.DefaultReservationLease
+}
+
+// renewEvery is how often the reservation of a call under ctx is renewed
+// while it runs: every third of its lease, so that two renewals may fail
+// before it lapses. A call with a deadline holds its reservation until
+// leaseGrace after it, and renews it every third of leaseGrace, which
+// extends it only once the call has overrun its deadline.
+func (m *Meter) renewEvery(ctx context.Context) time.Duration {
+	if _, ok := ctx.Deadline(); ok {
+		return leaseGrace / 3
+	}
+	return max(m.lease(ctx)/3, time.Millisecond)
+}
+
+// holding is the renewal of one call's reservation.
+type holding struct {
+	mu   sync.Mutex
+	stop func() bool
+	done bool
+}
+
+// hold renews the reservation id of the ledger key while the call under
+// ctx runs, on the pipeline's clock, until the returned release is called
+// (before the call settles). A renewal that fails is logged and tried
+// again at the next tick; a reservation found no longer live (the store was
+// out of reach for its whole lease) is logged and no longer renewed: from
+// then on other calls may be admitted in its place. Without it a call that
+// ran longer than its lease (a long stream, a slow tool) would stop
+// counting against the ceilings while it still ran.
+func (m *Meter) hold(ctx context.Context, key, id string) (release func()) {
+	if id == "" {
+		return func() {}
+	}
+	h := &holding{}
+	rctx := context.WithoutCancel(ctx)
+	var arm func()
+	arm = func() {
+		h.stop = m.clock.AfterFunc(m.renewEvery(ctx), func() {
+			ok, err := m.budgets.RenewReservation(rctx, key, id, m.lease(ctx))
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			switch {
+			case h.done:
+			case err != nil:
+				m.logger.WarnContext(ctx, "meter: renewing the call's reservation failed", "error", err)
+				arm()
+			case !ok:
+				m.logger.WarnContext(ctx, "meter: the call's reservation lapsed while it ran; other calls may be admitted in its place")
+			default:
+				arm()
+			}
+		})
+	}
+	h.mu.Lock()
+	arm()
+	h.mu.Unlock()
+	return func() {
+		h.mu.Lock()
+		h.done = true
+		h.stop()
+		h.mu.Unlock()
+	}
 }
 
 // reserve admits a call or refuses it with a *runtime.BudgetError, in one
@@ -281,14 +344,17 @@ func (m *Meter) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		if err != nil {
 			return err
 		}
+		release := m.hold(ctx, l, reserved)
 		settled := false
 		defer func() {
 			if !settled { // next panicked: release the reservation
+				release()
 				m.settle(ctx, l, reserved, false, runtime.Usage{}, 0)
 			}
 		}()
 		start, u0, d0, n0 := c.Deltas, c.Usage, c.Discarded, len(c.Charges)
 		err = next(ctx, c, yield)
+		release()
 		settled = true
 		if c.Meta.Cached || err != nil && c.Deltas == start && c.Usage == u0 && c.Discarded == d0 {
 			// A cached hit, or a failure before anything was billed: not charged.
@@ -410,13 +476,16 @@ func (m *Meter) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 		if err != nil {
 			return nil, err
 		}
+		release := m.hold(ctx, l, reserved)
 		settled := false
 		defer func() {
 			if !settled { // next panicked: release the reservation
+				release()
 				m.settle(ctx, l, reserved, false, runtime.Usage{}, 0)
 			}
 		}()
 		v, err := next(ctx, c)
+		release()
 		settled = true
 		m.settle(ctx, l, reserved, err == nil && !c.Meta.Cached, runtime.Usage{}, 0)
 		return v, err

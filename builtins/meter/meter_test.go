@@ -17,6 +17,7 @@ import (
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
+	"github.com/agentc-dev/agentc/runtime/store/storetest"
 )
 
 func build(t *testing.T, config string, model runtime.ModelClient) (*runtime.Pipeline, *meter.Meter) {
@@ -380,25 +381,51 @@ func TestReservationLeaseFollowsTheCallsDeadline(t *testing.T) {
 	}
 }
 
-// A reservation whose call outlives the meter's lease stops counting
-// against the calls ceiling when the lease ends.
-func TestAReservationLapsesAtTheMetersLease(t *testing.T) {
-	p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("meter", `{"budget":{"calls":1},"store":"shared","scope":"global","lease":"200ms"}`)}})
-	p.Stores = map[string]plan.Store{"shared": {Kind: "memory"}}
-	model := rt.NewModel(rt.Response{Deltas: []string{"x"}, Delay: 600 * time.Millisecond}, rt.Response{Deltas: []string{"y"}}, rt.Response{Deltas: []string{"z"}})
-	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
-	require.NoError(t, err)
-	done := make(chan error, 1)
-	go func() {
-		_, _, err := rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary"}, 0)
-		done <- err
-	}()
-	time.Sleep(50 * time.Millisecond)
-	_, _, err = rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary"}, 0)
-	var be *runtime.BudgetError
-	require.ErrorAs(t, err, &be, "the running call holds the only call of the ceiling")
-	time.Sleep(250 * time.Millisecond)
-	_, _, err = rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary"}, 0)
-	require.NoError(t, err, "its reservation lapsed at the meter's lease")
-	require.NoError(t, <-done)
+// A call that runs longer than the meter's lease (a long stream, a slow
+// tool) keeps its reservation while it runs: the replicas of a hard ceiling
+// never admit a call in its place, whatever the store.
+func TestAReservationHoldsWhileItsCallOutlivesTheLease(t *testing.T) {
+	backends := map[string]func(t *testing.T) runtime.StoreBackend{
+		"memory":   func(*testing.T) runtime.StoreBackend { return runtime.NewMemoryStore() },
+		"redis":    func(t *testing.T) runtime.StoreBackend { return storetest.Redis(t) },
+		"postgres": func(t *testing.T) runtime.StoreBackend { return storetest.Postgres(t) },
+	}
+	for _, name := range []string{"memory", "redis", "postgres"} {
+		t.Run(name, func(t *testing.T) {
+			shared := backends[name](t)
+			const lease = 300 * time.Millisecond
+			// Each call estimates its messages and 1,000 output tokens: one
+			// fits under the ceiling of 1,500 tokens, two do not.
+			cfg := `{"budget":{"tokens":1500},"store":"shared","scope":"global","on_cross":"refuse","lease":"300ms"}`
+			replica := func(model runtime.ModelClient) *runtime.Pipeline {
+				p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("meter", cfg)}})
+				p.Stores = map[string]plan.Store{"shared": {Kind: "memory"}}
+				pl, err := runtime.Build(context.Background(), p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model},
+					Backends: map[string]runtime.StoreBackend{"shared": shared}})
+				require.NoError(t, err)
+				return pl
+			}
+			req := runtime.ChatRequest{Model: "primary", MaxTokens: 1000, Messages: []runtime.Message{{Role: "user", Content: "hi"}}}
+			long := replica(rt.NewModel(rt.Response{Deltas: []string{"x"}, Delay: 4 * lease, Usage: runtime.Usage{InputTokens: 5, OutputTokens: 900}}))
+			other := replica(rt.NewModel(rt.Response{Deltas: []string{"y"}}))
+			done := make(chan error, 1)
+			go func() {
+				_, _, err := rt.Collect(context.Background(), long, req, 0)
+				done <- err
+			}()
+			time.Sleep(lease / 3)
+			_, _, err := rt.Collect(context.Background(), other, req, 0)
+			var be *runtime.BudgetError
+			require.ErrorAs(t, err, &be, "the running call's estimate holds the ceiling")
+			time.Sleep(3 * lease) // the call runs on, past its first lease and two more
+			_, _, err = rt.Collect(context.Background(), other, req, 0)
+			require.ErrorAs(t, err, &be, "the running call still holds its reservation past the lease it was reserved with")
+			assert.NotZero(t, be.Estimate)
+			assert.NotZero(t, be.Pending, "refused for the call in flight")
+			require.NoError(t, <-done)
+			_, _, err = rt.Collect(context.Background(), other, req, 0)
+			require.ErrorAs(t, err, &be, "905 charged and the estimate cross 1500")
+			assert.Zero(t, be.Pending, "the settled call's reservation is gone")
+		})
+	}
 }

@@ -2,9 +2,6 @@ package crossproc_test
 
 import (
 	"context"
-	"io"
-	"net"
-	"net/url"
 	"sync"
 	"testing"
 	"time"
@@ -18,91 +15,16 @@ import (
 	"github.com/agentc-dev/agentc/runtime/store/storetest"
 )
 
-// proxy forwards 127.0.0.1:port to a server until cut, and again once
-// restored on the same port: a store outage without touching the server.
-type proxy struct {
-	t      *testing.T
-	target string
-	addr   string
-	mu     sync.Mutex
-	ln     net.Listener
-	conns  map[net.Conn]struct{}
-}
-
-func newProxy(t *testing.T, target string) *proxy {
-	p := &proxy{t: t, target: target, conns: map[net.Conn]struct{}{}}
-	p.listen("127.0.0.1:0")
-	t.Cleanup(p.cut)
-	return p
-}
-
-func (p *proxy) listen(addr string) {
-	ln, err := net.Listen("tcp", addr)
-	require.NoError(p.t, err)
-	p.mu.Lock()
-	p.ln, p.addr = ln, ln.Addr().String()
-	p.mu.Unlock()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s, err := net.Dial("tcp", p.target)
-			if err != nil {
-				_ = c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns[c], p.conns[s] = struct{}{}, struct{}{}
-			p.mu.Unlock()
-			go func() { _, _ = io.Copy(s, c); _ = s.Close() }()
-			go func() { _, _ = io.Copy(c, s); _ = c.Close() }()
-		}
-	}()
-}
-
-// cut closes the listener and every connection through it.
-func (p *proxy) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ln != nil {
-		_ = p.ln.Close()
-		p.ln = nil
-	}
-	for c := range p.conns {
-		_ = c.Close()
-	}
-	clear(p.conns)
-}
-
-// restore listens again on the same address.
-func (p *proxy) restore() { p.listen(p.addr) }
-
-// via returns u with its host replaced by the proxy's.
-func (p *proxy) via(u string) string {
-	pu, err := url.Parse(u)
-	require.NoError(p.t, err)
-	pu.Host = p.addr
-	return pu.String()
-}
-
-func hostOf(t *testing.T, u string) string {
-	pu, err := url.Parse(u)
-	require.NoError(t, err)
-	return pu.Host
-}
-
 func TestAStoreOutageFailsClosedAndResumes(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.kind, func(t *testing.T) {
-			px := newProxy(t, hostOf(t, b.url))
+			px := storetest.NewProxy(t, b.url)
 			p := rt.Plan(plan.Chains{Tool: []plan.Layer{
 				rt.Layer("rate_limit", `{"rate": 1000, "burst": 100, "mode": "reject", "store": "shared"}`),
 				rt.Layer("meter", `{"budget": {"calls": 1000}, "scope": "global", "store": "shared"}`),
 				rt.Layer("idempotent", `{"store": "shared"}`),
 			}})
-			p.Stores = map[string]plan.Store{"shared": {Kind: b.kind, URL: px.via(b.url), Prefix: storetest.Prefix(t)}}
+			p.Stores = map[string]plan.Store{"shared": {Kind: b.kind, URL: px.URL, Prefix: storetest.Prefix(t)}}
 			p.Tools = map[string]plan.Tool{"pay": {SideEffecting: true}}
 			var mu sync.Mutex
 			ran := map[string]int{}
@@ -122,7 +44,7 @@ func TestAStoreOutageFailsClosedAndResumes(t *testing.T) {
 			_, err := call("A1")
 			require.NoError(t, err)
 
-			px.cut()
+			px.Cut()
 			for _, order := range []string{"A1", "A2"} {
 				_, err := call(order)
 				require.Error(t, err, "the store is down: the call fails closed")
@@ -132,7 +54,7 @@ func TestAStoreOutageFailsClosedAndResumes(t *testing.T) {
 			assert.Equal(t, map[string]int{"A1": 1}, ran, "nothing ran while the store was down")
 			mu.Unlock()
 
-			px.restore()
+			px.Restore()
 			deadline := time.Now().Add(10 * time.Second)
 			for {
 				_, err = call("A2")

@@ -28,14 +28,19 @@
 //     the sequence fence. lease_acquire reads a published result without
 //     writing (a replay or a cache hit commits nothing); only a claim
 //     locks the row. A trigger keeps a pending claim's expiry at or after
-//     the end of its lease.
+//     the end of its lease. A claim records the owner nonce of the attempt
+//     that made it with its token (column owner): lease_acquire_as gives an
+//     attempt that asks again, after an answer it never got, its own claim
+//     back.
 //   - runtime.Budgeter: table ledger (the charges) and table reservation
 //     (one row per call in flight: its estimate and the end of its lease).
 //     A reservation is one call of the function budget_reserve, which
 //     locks the ledger row, counts the live reservations, checks the
 //     ceilings (and the call's estimate when it carries one) and inserts
 //     the reservation; a settlement is one call of budget_settle, which
-//     deletes the reservation and adds the charge under the same lock.
+//     deletes the reservation and adds the charge under the same lock. A
+//     renewal of a reservation while its call runs is one UPDATE of its
+//     row.
 //   - runtime.RateLimiter: GCRA as one INSERT ... ON CONFLICT DO UPDATE on
 //     table rate (the row lock serialises the callers of one key).
 //   - runtime.AuditSink: the append-only table audit (the store never

@@ -28,7 +28,7 @@ const Kind = "postgres"
 const DefaultSchema = "agentc"
 
 // SchemaVersion is the version of the tables this package creates.
-const SchemaVersion = 4
+const SchemaVersion = 5
 
 // CompatibleSince is the oldest schema version whose code still works on
 // tables at SchemaVersion: it is stored next to the version, so an older
@@ -302,6 +302,31 @@ BEGIN
 		expires = CASE WHEN ttl_us > 0 THEN t + ttl_us * interval '1 microsecond' END
 		WHERE key = k;
 END $$;
+`, `
+-- A claim records the nonce of the attempt that made it, with its token
+-- ("<owner> <token>"): an attempt whose answer was lost asks again with
+-- the same nonce and gets its claim back instead of finding it held and
+-- then in doubt. A takeover, by any build, changes the token and so ends
+-- the match. lease_acquire is unchanged for older builds.
+ALTER TABLE %[1]s.lease ADD COLUMN owner text;
+CREATE FUNCTION %[1]s.lease_acquire_as(k text, o text, lease_us bigint, keep_us bigint, takeover boolean,
+	OUT status int, OUT tok bigint, OUT in_doubt boolean, OUT res bytea, OUT remaining_us bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+	IF o <> '' THEN
+		UPDATE %[1]s.lease SET until = clock_timestamp() + lease_us * interval '1 microsecond'
+			WHERE key = k AND state = 'pending' AND owner = o || ' ' || token RETURNING token INTO tok;
+		IF FOUND THEN
+			status := 0; in_doubt := false; remaining_us := 0;
+			RETURN;
+		END IF;
+	END IF;
+	SELECT a.status, a.tok, a.in_doubt, a.res, a.remaining_us INTO status, tok, in_doubt, res, remaining_us
+		FROM %[1]s.lease_acquire(k, lease_us, keep_us, takeover) AS a;
+	IF status = 0 AND o <> '' THEN
+		UPDATE %[1]s.lease SET owner = o || ' ' || tok WHERE key = k AND token = tok;
+	END IF;
+END $$;
 `}
 
 // Open connects to the database at url, creates or migrates the tables of
@@ -562,8 +587,13 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	return nil
 }
 
-// Acquire implements runtime.Leaser: one call of lease_acquire.
+// Acquire implements runtime.Leaser: one call of lease_acquire_as.
 func (s *Store) Acquire(ctx context.Context, key string, lease, keep time.Duration, takeover bool) (runtime.LeaseGrant, error) {
+	return s.AcquireAs(ctx, key, "", lease, keep, takeover)
+}
+
+// AcquireAs implements runtime.Leaser: one call of lease_acquire_as.
+func (s *Store) AcquireAs(ctx context.Context, key, owner string, lease, keep time.Duration, takeover bool) (runtime.LeaseGrant, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	var (
@@ -571,8 +601,8 @@ func (s *Store) Acquire(ctx context.Context, key string, lease, keep time.Durati
 		g         runtime.LeaseGrant
 		remaining int64
 	)
-	err := s.pool.QueryRow(ctx, s.q(`SELECT status, tok, in_doubt, res, remaining_us FROM §.lease_acquire($1, $2, $3, $4)`),
-		key, max(lease.Microseconds(), 1), ttlArg(keep), takeover).Scan(&status, &g.Token, &g.InDoubt, &g.Result, &remaining)
+	err := s.pool.QueryRow(ctx, s.q(`SELECT status, tok, in_doubt, res, remaining_us FROM §.lease_acquire_as($1, $2, $3, $4, $5)`),
+		key, owner, max(lease.Microseconds(), 1), ttlArg(keep), takeover).Scan(&status, &g.Token, &g.InDoubt, &g.Result, &remaining)
 	if err != nil {
 		return runtime.LeaseGrant{}, fmt.Errorf("postgres lease: %w", err)
 	}
@@ -711,6 +741,19 @@ func (s *Store) Reserve(ctx context.Context, key, id string, lim runtime.BudgetL
 		e.Estimate = lim.EstimateOf(resource)
 	}
 	return e, nil
+}
+
+// RenewReservation implements runtime.Budgeter: one statement, which locks
+// only the reservation's row.
+func (s *Store) RenewReservation(ctx context.Context, key, id string, lease time.Duration) (bool, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	tag, err := s.pool.Exec(ctx, s.q(`UPDATE §.reservation SET until = clock_timestamp() + $3::bigint * interval '1 microsecond'
+		WHERE key = $1 AND id = $2 AND until > clock_timestamp()`), key, id, max(lease.Microseconds(), 1))
+	if err != nil {
+		return false, fmt.Errorf("postgres budget renew: %w", err)
+	}
+	return tag.RowsAffected() == 1, nil
 }
 
 // Settle implements runtime.Budgeter: one call of budget_settle.

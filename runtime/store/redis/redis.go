@@ -209,27 +209,39 @@ func (s *Store) Records(ctx context.Context, runID string) ([]runtime.AuditRecor
 // Lua scripts. Each reads the server clock, so every replica judges leases
 // and rates by one time.
 var (
-	// KEYS: record, fence counter. ARGV: lease ms, keep ms, takeover.
-	// Returns {status, token, in_doubt, result or remaining ms}. A claim
-	// lives keep but never less than its lease, so a claim renewed past
-	// keep is not dropped and claimed again.
+	// KEYS: record, fence counter. ARGV: lease ms, keep ms, takeover,
+	// owner ('' none). Returns {status, token, in_doubt, result or
+	// remaining ms}. A claim lives keep but never less than its lease, so a
+	// claim renewed past keep is not dropped and claimed again. A claim
+	// records its owner with its token (field owner, "<owner> <token>"):
+	// the same owner asking again gets the claim, its lease running from
+	// now; a takeover, by any build, changes the token and so ends the
+	// match.
 	acquireScript = goredis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local lease, keep = tonumber(ARGV[1]), tonumber(ARGV[2])
-local st = redis.call('HMGET', KEYS[1], 'state', 'token', 'until', 'result')
+local lease, keep, owner = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[4] or ''
+local st = redis.call('HMGET', KEYS[1], 'state', 'token', 'until', 'result', 'owner')
 if not st[1] then
   local tok = redis.call('INCR', KEYS[2])
   redis.call('HSET', KEYS[1], 'state', 'pending', 'token', tok, 'until', now + lease)
+  if owner ~= '' then redis.call('HSET', KEYS[1], 'owner', owner .. ' ' .. tok) end
   if keep > 0 then redis.call('PEXPIRE', KEYS[1], math.max(keep, lease)) end
   return {0, tok, 0, ''}
 end
 if st[1] == 'done' then return {2, 0, 0, st[4] or ''} end
+if owner ~= '' and st[5] == owner .. ' ' .. st[2] then
+  redis.call('HSET', KEYS[1], 'until', now + lease)
+  local ttl = redis.call('PTTL', KEYS[1])
+  if ttl >= 0 and ttl < lease then redis.call('PEXPIRE', KEYS[1], lease) end
+  return {0, tonumber(st[2]), 0, ''}
+end
 local untl = tonumber(st[3])
 if untl > now then return {1, 0, 0, tostring(untl - now)} end
 if ARGV[3] ~= '1' then return {3, 0, 0, ''} end
 local tok = redis.call('INCR', KEYS[2])
 redis.call('HSET', KEYS[1], 'token', tok, 'until', now + lease)
+if owner ~= '' then redis.call('HSET', KEYS[1], 'owner', owner .. ' ' .. tok) else redis.call('HDEL', KEYS[1], 'owner') end
 if keep > 0 then redis.call('PEXPIRE', KEYS[1], math.max(keep, lease)) end
 return {0, tok, 1, ''}
 `)
@@ -327,6 +339,17 @@ if tonumber(ARGV[4]) > 0 then
 end
 return {'', '', ''}
 `)
+	// KEYS: its reservations. ARGV: reservation id, lease ms. A live
+	// reservation's lease is extended to lease from now; returns 1 then, 0
+	// when it is settled, forgotten or lapsed (nothing is written).
+	renewReservationScript = goredis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local untl = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if not untl or tonumber(untl) <= now then return 0 end
+redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[2]), ARGV[1])
+return 1
+`)
 	// KEYS: ledger, its reservations. ARGV: reservation id ('' none), in,
 	// out, usd, calls, ttl ms. A reservation still recorded (live, or
 	// lapsed and not dropped yet) is dropped with its estimates; the charge
@@ -368,11 +391,16 @@ func ms(d time.Duration) int64 {
 
 // Acquire implements runtime.Leaser in one script call.
 func (s *Store) Acquire(ctx context.Context, key string, lease, keep time.Duration, takeover bool) (runtime.LeaseGrant, error) {
+	return s.AcquireAs(ctx, key, "", lease, keep, takeover)
+}
+
+// AcquireAs implements runtime.Leaser in one script call.
+func (s *Store) AcquireAs(ctx context.Context, key, owner string, lease, keep time.Duration, takeover bool) (runtime.LeaseGrant, error) {
 	tk := "0"
 	if takeover {
 		tk = "1"
 	}
-	v, err := acquireScript.Run(ctx, s.c, []string{s.k(key), s.prefix + "fence"}, ms(lease), ms(keep), tk).Slice()
+	v, err := acquireScript.Run(ctx, s.c, []string{s.k(key), s.prefix + "fence"}, ms(lease), ms(keep), tk, owner).Slice()
 	if err != nil {
 		return runtime.LeaseGrant{}, fmt.Errorf("redis lease: %w", err)
 	}
@@ -476,6 +504,15 @@ func (s *Store) Reserve(ctx context.Context, key, id string, lim runtime.BudgetL
 		e.Limit = float64(*lim.Calls)
 	}
 	return e, nil
+}
+
+// RenewReservation implements runtime.Budgeter in one script call.
+func (s *Store) RenewReservation(ctx context.Context, key, id string, lease time.Duration) (bool, error) {
+	n, err := renewReservationScript.Run(ctx, s.c, []string{s.reservations(key)}, id, ms(lease)).Int64()
+	if err != nil {
+		return false, fmt.Errorf("redis budget renew: %w", err)
+	}
+	return n == 1, nil
 }
 
 // Settle implements runtime.Budgeter in one script call.

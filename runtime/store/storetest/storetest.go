@@ -201,6 +201,91 @@ func Leaser(t *testing.T, l runtime.Leaser) {
 	assert.Equal(t, int64(1), holders.Load())
 }
 
+// LeaserOwner checks AcquireAs: an attempt that asks again with its owner
+// nonce (its first answer was lost) gets its claim back, with its token and
+// without doubt, even after the claim's lease ended; any other caller finds
+// it held or in doubt, and a claim taken over is no longer the attempt's.
+func LeaserOwner(t *testing.T, l runtime.Leaser) {
+	ctx := context.Background()
+	k := Key(t, "owned")
+	g, err := l.AcquireAs(ctx, k, "n1", time.Minute, time.Hour, false)
+	require.NoError(t, err)
+	require.Equal(t, runtime.LeaseAcquired, g.Status)
+	tok := g.Token
+	again, err := l.AcquireAs(ctx, k, "n1", time.Minute, time.Hour, false)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.LeaseGrant{Status: runtime.LeaseAcquired, Token: tok}, again, "the attempt asking again gets its claim")
+	for _, owner := range []string{"n2", ""} {
+		g, err = l.AcquireAs(ctx, k, owner, time.Minute, time.Hour, true)
+		require.NoError(t, err)
+		assert.Equal(t, runtime.LeaseHeld, g.Status, "another owner %q finds it held", owner)
+	}
+	ok, err := l.Publish(ctx, k, tok, []byte(`"R"`), time.Hour)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	g, err = l.AcquireAs(ctx, k, "n1", time.Minute, time.Hour, false)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.LeaseDone, g.Status, "a published result is replayed, whoever asks")
+
+	// The claim's lease ended: in doubt for others, the attempt's own
+	// for it (nothing ran under a claim whose token it never learned).
+	d := Key(t, "owned-expired")
+	tok = expiredClaim(t, l, d, "n3")
+	g, err = l.AcquireAs(ctx, d, "other", time.Minute, time.Hour, false)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.LeaseInDoubt, g.Status)
+	g, err = l.AcquireAs(ctx, d, "n3", time.Minute, time.Hour, false)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.LeaseGrant{Status: runtime.LeaseAcquired, Token: tok}, g)
+	g, err = l.AcquireAs(ctx, d, "other", time.Minute, time.Hour, true)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.LeaseHeld, g.Status, "its lease runs again from the second answer")
+
+	// Taken over after its lease ended: no longer the attempt's.
+	x := Key(t, "owned-taken")
+	expiredClaim(t, l, x, "n4")
+	g, err = l.AcquireAs(ctx, x, "n5", time.Minute, time.Hour, true)
+	require.NoError(t, err)
+	require.Equal(t, runtime.LeaseAcquired, g.Status)
+	assert.True(t, g.InDoubt)
+	g, err = l.AcquireAs(ctx, x, "n4", time.Minute, time.Hour, true)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.LeaseHeld, g.Status, "the claim taken over belongs to its new holder")
+}
+
+// expiredClaim claims key under owner for 50 ms and returns its token once
+// that lease has ended.
+func expiredClaim(t *testing.T, l runtime.Leaser, key, owner string) int64 {
+	g, err := l.AcquireAs(context.Background(), key, owner, 50*time.Millisecond, time.Hour, false)
+	require.NoError(t, err)
+	require.Equal(t, runtime.LeaseAcquired, g.Status)
+	time.Sleep(120 * time.Millisecond)
+	return g.Token
+}
+
+// LeaserLostReply checks, on a store seen directly and through the proxy
+// p, that a claim the server applied but whose answer p lost is the
+// attempt's when it asks again with its owner nonce, while anyone else
+// finds it held.
+func LeaserLostReply(t *testing.T, direct, via runtime.Leaser, p *Proxy) {
+	ctx := context.Background()
+	_, err := via.Acquire(ctx, "warm", time.Minute, time.Hour, false) // the server knows the script or statement
+	require.NoError(t, err)
+	p.LoseNextReply()
+	_, err = via.AcquireAs(ctx, "refund", "attempt-1", time.Minute, time.Hour, false)
+	require.Error(t, err, "the answer was lost")
+	g, err := direct.Acquire(ctx, "refund", time.Minute, time.Hour, false)
+	require.NoError(t, err)
+	require.Equal(t, runtime.LeaseHeld, g.Status, "the server applied the claim")
+	g, err = via.AcquireAs(ctx, "refund", "attempt-1", time.Minute, time.Hour, false)
+	require.NoError(t, err)
+	require.Equal(t, runtime.LeaseAcquired, g.Status, "the attempt asking again gets its claim")
+	assert.False(t, g.InDoubt)
+	ok, err := via.Publish(ctx, "refund", g.Token, []byte(`"R1"`), time.Hour)
+	require.NoError(t, err)
+	assert.True(t, ok, "with the claim's token")
+}
+
 // RateLimiter checks the GCRA port.
 func RateLimiter(t *testing.T, r runtime.RateLimiter) {
 	ctx := context.Background()
@@ -422,6 +507,49 @@ func BudgeterLeases(t *testing.T, b runtime.Budgeter) {
 	require.NoError(t, err)
 	require.NotNil(t, e, "one call charged; the next one's reservation is still live")
 	require.NoError(t, b.Settle(ctx, k, "next", runtime.Ledger{}, 0))
+	require.NoError(t, b.ForgetLedger(ctx, k))
+}
+
+// BudgeterRenews checks that a reservation renewed within its lease keeps
+// holding its call and estimate past the lease it was reserved with, and
+// that a reservation settled, lapsed or unknown is not renewed (and so not
+// brought back).
+func BudgeterRenews(t *testing.T, b runtime.Budgeter) {
+	ctx := context.Background()
+	k := Key(t, "renews")
+	calls := int64(1)
+	lease := 300 * time.Millisecond
+	lim := runtime.BudgetLimits{Calls: &calls, Lease: lease}
+	e, err := b.Reserve(ctx, k, "long", lim, 0)
+	require.NoError(t, err)
+	require.Nil(t, e)
+	for range 4 { // 4 × 100 ms: past the reserved lease
+		time.Sleep(lease / 3)
+		ok, err := b.RenewReservation(ctx, k, "long", lease)
+		require.NoError(t, err)
+		require.True(t, ok, "a live reservation is renewed")
+	}
+	e, err = b.Reserve(ctx, k, "next", lim, 0)
+	require.NoError(t, err)
+	require.NotNil(t, e, "the renewed reservation still holds the only call")
+	assert.Equal(t, 1.0, e.Pending)
+	require.NoError(t, b.Settle(ctx, k, "long", runtime.Ledger{}, 0))
+	ok, err := b.RenewReservation(ctx, k, "long", lease)
+	require.NoError(t, err)
+	assert.False(t, ok, "a settled reservation is not renewed")
+	ok, err = b.RenewReservation(ctx, k, "unknown", lease)
+	require.NoError(t, err)
+	assert.False(t, ok)
+	e, err = b.Reserve(ctx, k, "short", lim, 0)
+	require.NoError(t, err)
+	require.Nil(t, e, "the settled reservation freed its call")
+	time.Sleep(2 * lease)
+	ok, err = b.RenewReservation(ctx, k, "short", lease)
+	require.NoError(t, err)
+	assert.False(t, ok, "a lapsed reservation is not renewed")
+	e, err = b.Reserve(ctx, k, "after", lim, 0)
+	require.NoError(t, err)
+	require.Nil(t, e, "the lapsed reservation was not brought back")
 	require.NoError(t, b.ForgetLedger(ctx, k))
 }
 

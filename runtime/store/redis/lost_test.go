@@ -1,0 +1,24 @@
+package redis_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/runtime/store/redis"
+	"github.com/agentc-dev/agentc/runtime/store/storetest"
+)
+
+// A claim the server applied but whose reply was lost is the attempt's
+// when it asks again with its owner nonce.
+func TestAClaimWhoseReplyWasLostIsTheAttempts(t *testing.T) {
+	direct := open(t)
+	p := storetest.NewProxy(t, storetest.ServerURL(t, storetest.RedisEnv))
+	s, err := redis.Open(context.Background(), p.URL, strings.TrimSuffix(direct.Prefix(), ":"), redis.WithTimeout(time.Second))
+	require.NoError(t, err)
+	defer s.Close()
+	storetest.LeaserLostReply(t, direct, s, p)
+}
