@@ -635,3 +635,20 @@ func TestRan(t *testing.T) {
 	assert.Same(t, err, runtime.Ran(err), "marked once")
 	assert.False(t, errors.Is(blocked, runtime.ErrRan))
 }
+
+func TestStoreUnavailable(t *testing.T) {
+	assert.NoError(t, runtime.StoreUnavailable(nil))
+	cause := fmt.Errorf("redis budget reserve: %w", context.DeadlineExceeded)
+	err := runtime.StoreUnavailable(cause)
+	assert.ErrorIs(t, err, runtime.ErrStoreUnavailable)
+	assert.ErrorIs(t, err, context.DeadlineExceeded, "the store's error stays in the chain")
+	assert.Equal(t, cause.Error(), err.Error(), "the message is the store's")
+	assert.Same(t, err, runtime.StoreUnavailable(err), "marked once")
+	wrapped := &runtime.CallError{Layer: "meter", Message: "budget store unavailable; the call did not run", Err: err}
+	assert.Equal(t, "store_unavailable", runtime.KindOf(wrapped))
+	assert.Equal(t, "meter", runtime.LayerOf(wrapped))
+	// The caller going away is not the store's failure.
+	canceled := fmt.Errorf("redis lease: %w", context.Canceled)
+	assert.Same(t, canceled, runtime.StoreUnavailable(canceled))
+	assert.Equal(t, "canceled", runtime.KindOf(&runtime.CallError{Layer: "meter", Err: runtime.StoreUnavailable(canceled)}))
+}

@@ -127,6 +127,30 @@ func Ran(err error) error {
 	return &ranError{err: err}
 }
 
+// ErrStoreUnavailable is in the error of a call a layer refused before it
+// ran because the store its state lives in (a shared redis or postgres
+// store) failed or did not answer within the store's `timeout`: the
+// gateway's own state failed, not the model or the tool. KindOf names it
+// "store_unavailable"; agentc serve answers 503.
+var ErrStoreUnavailable = errors.New("store unavailable")
+
+// StoreUnavailable marks err, a store's failure that kept a layer from
+// running the call, with ErrStoreUnavailable. Its message and chain are
+// err's. A cancellation by the caller is not the store's failure and is
+// returned unmarked, as is nil.
+func StoreUnavailable(err error) error {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, ErrStoreUnavailable) {
+		return err
+	}
+	return &storeError{err: err}
+}
+
+// storeError is an error marked by StoreUnavailable.
+type storeError struct{ err error }
+
+func (e *storeError) Error() string   { return e.err.Error() }
+func (e *storeError) Unwrap() []error { return []error{e.err, ErrStoreUnavailable} }
+
 // ranError is an error marked by Ran.
 type ranError struct{ err error }
 
@@ -395,6 +419,7 @@ func RetryAfterOf(err error) (time.Duration, bool) {
 // KindOf names the kind of a failure for reports: "in_doubt" (an
 // *InDoubtError, or an outcome not recorded as Classify takes it),
 // "blocked", "budget", a
+// "store_unavailable" (ErrStoreUnavailable), a
 // *CallError's kind (from its Kind, else its Status), "breaker_open",
 // "canceled", "timeout", the kind of a status code (StatusCode() int), or
 // "failure".
@@ -413,6 +438,9 @@ func KindOf(err error) string {
 	}
 	if outcomeUnrecorded(err) {
 		return "in_doubt"
+	}
+	if errors.Is(err, ErrStoreUnavailable) {
+		return "store_unavailable"
 	}
 	var ce *CallError
 	if errors.As(err, &ce) {

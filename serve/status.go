@@ -21,7 +21,8 @@ const StatusClientClosedRequest = 499
 // A rate limit is 429, an open circuit
 // breaker 503 (both with the delay when one is known), a layer's store that
 // failed or did not answer within its `timeout` 503 with StoreRetryAfter
-// (storeUnavailable: the gateway's state, not the model, failed), an
+// (runtime.ErrStoreUnavailable: the gateway's state, not the model,
+// failed), an
 // upstream timeout 504 and any other failure 502.
 func StatusOf(err error) (int, time.Duration) {
 	switch runtime.Classify(err) {
@@ -36,7 +37,7 @@ func StatusOf(err error) (int, time.Duration) {
 	if errors.As(err, &bo) {
 		return http.StatusServiceUnavailable, max(time.Until(bo.Until), time.Second)
 	}
-	if storeUnavailable(err) {
+	if errors.Is(err, runtime.ErrStoreUnavailable) {
 		return http.StatusServiceUnavailable, StoreRetryAfter
 	}
 	switch runtime.KindOf(err) {
@@ -58,19 +59,6 @@ func StatusOf(err error) (int, time.Duration) {
 // StoreRetryAfter is the Retry-After of a call refused because a layer's
 // store did not answer: the store's own outage has no known end.
 const StoreRetryAfter = time.Second
-
-// storeUnavailable reports a call a layer refused, before it ran, because
-// the store it keeps its state in (a shared redis or postgres store) failed
-// or did not answer within the store's `timeout`: meter ("budget store
-// unavailable"), rate_limit, idempotent, audit. Such a layer raises a
-// runtime.CallError of its own (Layer set) with no kind or status of its
-// own, wrapping the store's error, whatever that error is (an i/o timeout,
-// a context deadline, a refused connection); a layer's refusal of its own
-// (retry's attempt_timeout, egress, file_check) carries a kind.
-func storeUnavailable(err error) bool {
-	var ce *runtime.CallError
-	return errors.As(err, &ce) && ce.Layer != "" && ce.Kind == "" && ce.Status == 0 && ce.Err != nil
-}
 
 // invalidUpstream reports an upstream's permanent refusal of the request
 // itself (400, 413, 422: a context too long, a parameter the model does

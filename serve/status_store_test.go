@@ -139,6 +139,7 @@ func TestSharedStoreTimeoutIsUnavailable(t *testing.T) {
 				code, delay := StatusOf(err)
 				assert.Equal(t, http.StatusServiceUnavailable, code, "%v", err)
 				assert.GreaterOrEqual(t, delay, time.Second, "%v", err)
+				assert.Equal(t, "store_unavailable", runtime.KindOf(err), "%v", err)
 			})
 		}
 	}

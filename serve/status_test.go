@@ -31,11 +31,13 @@ func TestStatusOf(t *testing.T) {
 		{&runtime.CallError{Kind: runtime.KindTransient, Status: 500}, http.StatusBadGateway, 0},
 		// A layer's store that did not answer: the gateway's state, not the
 		// model, is unavailable.
-		{&runtime.CallError{Layer: "meter", Message: "budget store unavailable; the call did not run", Err: fmt.Errorf("postgres budget reserve: timeout: %w", context.DeadlineExceeded)},
+		{&runtime.CallError{Layer: "meter", Message: "budget store unavailable; the call did not run", Err: runtime.StoreUnavailable(fmt.Errorf("postgres budget reserve: timeout: %w", context.DeadlineExceeded))},
 			http.StatusServiceUnavailable, serve.StoreRetryAfter},
-		{fmt.Errorf("tool: %w", &runtime.CallError{Layer: "idempotent", Message: "idempotency store: cannot claim; the call did not run", Err: errors.New("redis lease: dial tcp: connection refused")}),
+		{fmt.Errorf("tool: %w", &runtime.CallError{Layer: "idempotent", Message: "idempotency store: cannot claim; the call did not run", Err: runtime.StoreUnavailable(errors.New("redis lease: dial tcp: connection refused"))}),
 			http.StatusServiceUnavailable, serve.StoreRetryAfter},
-		// A layer's own timeout or failure keeps its status.
+		// A layer's own timeout or failure keeps its status, whatever its
+		// shape: a judge whose model failed is not a store outage.
+		{&runtime.CallError{Layer: "judge", Message: "judge model failed", Err: errors.New("connection reset")}, http.StatusBadGateway, 0},
 		{&runtime.CallError{Kind: runtime.KindTimeout, Layer: "retry", Err: context.DeadlineExceeded}, http.StatusGatewayTimeout, 0},
 		{&runtime.CallError{Kind: runtime.KindTransient, Layer: "egress", Message: "resolve", Err: errors.New("no such host")}, http.StatusBadGateway, 0},
 	} {

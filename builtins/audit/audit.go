@@ -103,7 +103,7 @@ func invoke[T any](ctx context.Context, a *Audit, rec runtime.AuditRecord, meta 
 	rec.Attempts = meta.Attempts
 	if werr := a.sink.Append(ctx, rec); werr != nil {
 		var zero T
-		return zero, &runtime.CallError{Layer: a.name, Message: "audit intent not written; the call did not run", Err: werr}
+		return zero, &runtime.CallError{Layer: a.name, Message: "audit intent not written; the call did not run", Err: runtime.StoreUnavailable(werr)}
 	}
 	start := rec.Time
 	completed := false

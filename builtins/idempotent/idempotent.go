@@ -341,7 +341,7 @@ func (m *Idempotent) storedErr(res []byte) (error, bool) {
 }
 
 func (m *Idempotent) storeErr(what string, err error) error {
-	return &runtime.CallError{Layer: m.name, Message: fmt.Sprintf("idempotency store: cannot %s; the call did not run", what), Err: err}
+	return &runtime.CallError{Layer: m.name, Message: fmt.Sprintf("idempotency store: cannot %s; the call did not run", what), Err: runtime.StoreUnavailable(err)}
 }
 
 var _ runtime.ToolWrapper = (*Idempotent)(nil)

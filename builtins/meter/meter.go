@@ -285,7 +285,7 @@ func (m *Meter) reserve(ctx context.Context, key string, est *runtime.Ledger) (s
 		if ctx.Err() != nil {
 			return "", ctx.Err()
 		}
-		return "", &runtime.CallError{Layer: m.name, Message: "budget store unavailable; the call did not run", Err: err}
+		return "", &runtime.CallError{Layer: m.name, Message: "budget store unavailable; the call did not run", Err: runtime.StoreUnavailable(err)}
 	}
 	if refusal != nil {
 		refusal.Layer = m.name

@@ -146,7 +146,8 @@ type AgentSummary struct {
 // ErrorSummary describes a failed step.
 type ErrorSummary struct {
 	// Kind is runtime.KindOf: "blocked", "budget", "in_doubt", "transient",
-	// "rate_limited", "timeout", "permanent", "breaker_open", "canceled" or
+	// "rate_limited", "timeout", "permanent", "breaker_open",
+	// "store_unavailable", "canceled" or
 	// "failure".
 	Kind string `json:"kind"`
 	// Layer names the layer that raised the error, when one did.
