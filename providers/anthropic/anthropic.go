@@ -27,6 +27,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 
@@ -130,9 +131,20 @@ func (c *Client) Stream(ctx context.Context, req *runtime.ChatRequest, yield fun
 		return c.call.Truncated(0)
 	}
 	runtime.ReportUpstreamRequestID(ctx, raw.Header.Get("request-id"))
+	// The events are decoded from the body through a lookahead, which
+	// marks the deltas the next one follows at once (runtime.Delta.More),
+	// unless the SDK traces the body's events (it decodes such a body
+	// itself).
+	var la *wire.Lookahead
+	if _, traced := raw.Body.(interface{ Unwrap() io.ReadCloser }); traced || raw.Body == nil {
+		la = wire.NewLookahead(nil, yield)
+	} else {
+		la = wire.NewLookahead(raw.Body, yield)
+		raw.Body = la.Body()
+	}
 	stream := ssestream.NewStream[event](ssestream.NewDecoder(raw), nil)
 	defer stream.Close()
-	return c.consume(ctx, stream, yield)
+	return c.consume(ctx, stream, la)
 }
 
 // usage is what the client reads of a usage object.
@@ -187,8 +199,9 @@ func (e *event) UnmarshalJSON(data []byte) error {
 	return err
 }
 
-// consume turns the events of stream into deltas.
-func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[event], yield func(runtime.Delta) bool) error {
+// consume turns the events of stream into deltas. The deltas go through
+// la, whose held delta is passed on before consume returns.
+func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[event], la *wire.Lookahead) error {
 	var (
 		deltas  int
 		input   runtime.Usage // from message_start, sent on the first delta
@@ -207,7 +220,15 @@ func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[event], y
 			sent = input
 		}
 		deltas++
-		return yield(d)
+		return la.Yield(d)
+	}
+	// fail passes the held delta on and returns err, or nil when the
+	// consumer stopped.
+	fail := func(err error) error {
+		if !la.Flush() {
+			return nil
+		}
+		return err
 	}
 	toolIndex := func(block int64) int {
 		for i, b := range tools {
@@ -219,7 +240,7 @@ func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[event], y
 	}
 	for stream.Next() {
 		if err := ctx.Err(); err != nil {
-			return err
+			return fail(err)
 		}
 		ev := stream.Current()
 		switch ev.Type {
@@ -276,14 +297,17 @@ func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[event], y
 			stopped = true
 		}
 	}
+	if la.Stopped() {
+		return nil // the body's read failed as the consumer had stopped
+	}
 	if err := stream.Err(); err != nil {
-		return c.failure(ctx, err, deltas)
+		return fail(c.failure(ctx, err, deltas))
 	}
 	if !stopped {
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return fail(ctx.Err())
 		}
-		return c.call.Truncated(deltas)
+		return fail(c.call.Truncated(deltas))
 	}
 	if finish == "" {
 		finish = runtime.FinishStop
@@ -292,7 +316,9 @@ func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[event], y
 		InputTokens: input.InputTokens - sent.InputTokens, CachedInputTokens: input.CachedInputTokens - sent.CachedInputTokens,
 		CacheWriteInputTokens: input.CacheWriteInputTokens - sent.CacheWriteInputTokens}}
 	deltas++
-	yield(last)
+	if la.Yield(last) {
+		la.Flush()
+	}
 	return nil
 }
 
