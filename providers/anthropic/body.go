@@ -74,27 +74,12 @@ func (c *Client) body(req *runtime.ChatRequest) ([]byte, error) {
 	if req.CacheControl != nil {
 		b = appendCacheControl(b, req.CacheControl)
 	}
-	if req.Temperature != nil {
-		b = append(b, `,"temperature":`...)
-		if b, err = wire.AppendFloat(b, *req.Temperature); err != nil {
-			return nil, fmt.Errorf("temperature: %w", err)
-		}
-	}
-	if req.TopP != nil {
-		b = append(b, `,"top_p":`...)
-		if b, err = wire.AppendFloat(b, *req.TopP); err != nil {
-			return nil, fmt.Errorf("top_p: %w", err)
-		}
+	if b, err = wire.AppendSampling(b, req.Temperature, req.TopP); err != nil {
+		return nil, err
 	}
 	if len(req.Stop) > 0 {
-		b = append(b, `,"stop_sequences":[`...)
-		for i, s := range req.Stop {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = wire.AppendString(b, s)
-		}
-		b = append(b, ']')
+		b = append(b, `,"stop_sequences":`...)
+		b = wire.AppendStrings(b, req.Stop)
 	}
 	if rf := req.ResponseFormat; rf != nil && rf.Type == runtime.FormatJSONSchema && len(rf.Schema) > 0 {
 		if !wire.IsObject(rf.Schema) {
