@@ -440,6 +440,14 @@ type Delta struct {
 	// stopped at, when the provider reports it (Anthropic does).
 	StopSequence string `json:"stop_sequence,omitempty"`
 	Usage        Usage  `json:"usage,omitzero"`
+	// More reports that the model client already has the stream's next
+	// delta at hand and yields it at once (the upstream had sent it when
+	// this one was decoded). A consumer writing to a network connection
+	// may hold this delta's bytes and send them with the next ones; a
+	// delta without More (the default) is to be sent at once. A layer
+	// that passes a delta on unchanged or edited keeps it; one that holds
+	// deltas back or makes its own yields them without it.
+	More bool `json:"-"`
 }
 
 // ToolCallBuilder assembles streamed tool-call fragments, by index, into

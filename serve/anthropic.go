@@ -491,7 +491,7 @@ type anthropicStream struct {
 type toolBlock struct{ call, block int }
 
 func newAnthropicStream(x *exchange, p *chatParams, served *servedSlot) chatStream {
-	return &anthropicStream{sse: sse{x: x, buf: make([]byte, 0, 512), served: served}, p: p, served: served, id: responseID("msg_"), open: -1}
+	return &anthropicStream{sse: newSSE(x, served), p: p, served: served, id: responseID("msg_"), open: -1}
 }
 
 func (s *anthropicStream) event(name string) {
@@ -582,7 +582,7 @@ func (s *anthropicStream) delta(d runtime.Delta) bool {
 		b = wire.AppendString(b, tc.Arguments)
 		s.buf = append(b, "}}\n\n"...)
 	}
-	return s.flush()
+	return s.send(d.More)
 }
 
 func (s *anthropicStream) end(resp *runtime.ChatResponse) {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -46,8 +47,14 @@ type chatAPI struct {
 type chatStream interface {
 	// delta writes one delta; false when the client is gone.
 	delta(d runtime.Delta) bool
-	// started reports whether the response has begun.
+	// started reports whether the response has begun (events were
+	// written, or wait to be).
 	started() bool
+	// flushHeld sends the events that wait for the next delta, if any;
+	// false when the client is gone.
+	flushHeld() bool
+	// free returns the stream's buffer; the stream is not used after.
+	free()
 	// end writes the closing events of a successful stream.
 	end(resp *runtime.ChatResponse)
 	// fail writes an error event: the call failed after the stream began.
@@ -113,6 +120,7 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 		return
 	}
 	w := &heldStream{chatStream: a.stream(x, &p, served)}
+	defer w.free()
 	resp, err := x.g.pl.Stream(ctx, p.req, w.hold)
 	s.observeChat(x, &p, &resp, err)
 	if err == nil {
@@ -168,6 +176,10 @@ type heldStream struct {
 func (h *heldStream) hold(d runtime.Delta) bool {
 	if len(h.held) == 0 && len(d.ToolCalls) == 0 {
 		return h.delta(d)
+	}
+	// What the writer holds for this delta would wait for the release.
+	if len(h.held) == 0 && !h.flushHeld() {
+		return false
 	}
 	d.ToolCalls = slices.Clone(d.ToolCalls)
 	h.calls.Add(&d)
@@ -306,8 +318,12 @@ func (m *servedModel) Stream(ctx context.Context, req *runtime.ChatRequest, yiel
 // responseID returns a fresh response id with prefix.
 func responseID(prefix string) string { return prefix + rand.Text() }
 
-// sse writes server-sent events: each event is written and flushed on its
-// own. The headers go out with the first event.
+// sse writes server-sent events. The events of a delta the upstream's next
+// one follows at once (runtime.Delta.More) wait in the buffer for it, up to
+// heldLimit bytes; the others are written and flushed at once, so a burst
+// of events the upstream sent together goes out in one write and a delta
+// that came alone is not kept waiting. The headers go out with the first
+// event.
 type sse struct {
 	x      *exchange
 	buf    []byte
@@ -336,6 +352,36 @@ func (e *sse) begin() {
 	e.x.WriteHeader(http.StatusOK)
 }
 
+// heldLimit is the most bytes of events sse holds for the next delta.
+const heldLimit = 16 << 10
+
+// sseBuffers recycles the buffers of the streams' events, which grow to
+// hold the events of the deltas a burst brings.
+var sseBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// newSSE returns the writer of x's events.
+func newSSE(x *exchange, served *servedSlot) sse {
+	return sse{x: x, buf: (*sseBuffers.Get().(*[]byte))[:0], served: served}
+}
+
+// free returns the buffer to sseBuffers, unless it grew past heldLimit's
+// reach (a single event that large).
+func (e *sse) free() {
+	if b := e.buf[:0]; cap(b) <= 2*heldLimit {
+		sseBuffers.Put(&b)
+	}
+	e.buf = nil
+}
+
+// send ends a delta's events: it flushes them, unless more follows at once
+// and the buffer is under heldLimit. False when the client is gone.
+func (e *sse) send(more bool) bool {
+	if more && len(e.buf) < heldLimit {
+		return !e.gone
+	}
+	return e.flush()
+}
+
 // flush writes and flushes the buffered events; false when the client is
 // gone.
 func (e *sse) flush() bool {
@@ -360,7 +406,14 @@ func (e *sse) flush() bool {
 	return true
 }
 
-func (e *sse) started() bool { return e.begun }
+func (e *sse) started() bool { return e.begun || len(e.buf) > 0 }
+
+func (e *sse) flushHeld() bool {
+	if len(e.buf) == 0 {
+		return !e.gone
+	}
+	return e.flush()
+}
 
 // appendInt appends n in decimal.
 func appendInt(b []byte, n int64) []byte { return strconv.AppendInt(b, n, 10) }

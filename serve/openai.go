@@ -359,7 +359,7 @@ type openAIStream struct {
 }
 
 func newOpenAIStream(x *exchange, p *chatParams, served *servedSlot) chatStream {
-	return &openAIStream{sse: sse{x: x, buf: make([]byte, 0, 512), served: served}, p: p, served: served, id: responseID("chatcmpl-"), created: unixNow()}
+	return &openAIStream{sse: newSSE(x, served), p: p, served: served, id: responseID("chatcmpl-"), created: unixNow()}
 }
 
 // chunk opens one chunk event up to its delta object.
@@ -443,7 +443,7 @@ func (s *openAIStream) delta(d runtime.Delta) bool {
 	}
 	s.buf = b
 	s.closeChunk("")
-	return s.flush()
+	return s.send(d.More)
 }
 
 // begun reports whether the tool call at index has begun, noting it.

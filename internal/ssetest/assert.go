@@ -2,6 +2,7 @@ package ssetest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -110,4 +111,21 @@ func AssertOneConnection(t *testing.T, newClient func(testing.TB, *Server) runti
 		require.NotEmpty(t, Text(ds))
 	}
 	assert.Equal(t, 1, s.Conns(), "%d sequential streams over one connection", n)
+}
+
+// AssertSameBody asserts that the request body a client encoded, got, is
+// member for member the SDK's encoding of the same request, sdk, with the
+// members set, which the SDK's options add (NewStreaming's "stream").
+func AssertSameBody(t *testing.T, got []byte, sdk any, set map[string]any) {
+	t.Helper()
+	require.True(t, json.Valid(got), "%s", got)
+	want, err := json.Marshal(sdk)
+	require.NoError(t, err)
+	var g, w map[string]any
+	require.NoError(t, json.Unmarshal(got, &g))
+	require.NoError(t, json.Unmarshal(want, &w))
+	for k, v := range set {
+		w[k] = v
+	}
+	assert.Equal(t, w, g, "sent %s\nSDK  %s", got, want)
 }

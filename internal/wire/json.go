@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"strconv"
 	"unicode/utf8"
@@ -107,4 +108,35 @@ func AppendRaw(b []byte, raw []byte) ([]byte, error) {
 func IsObject(raw []byte) bool {
 	t := bytes.TrimLeft(raw, " \t\r\n")
 	return len(t) > 0 && t[0] == '{'
+}
+
+// AppendSampling appends the members temperature and top_p of a request
+// body, those that are set; a number that is not finite is an error.
+func AppendSampling(b []byte, temperature, topP *float64) ([]byte, error) {
+	var err error
+	if temperature != nil {
+		b = append(b, `,"temperature":`...)
+		if b, err = AppendFloat(b, *temperature); err != nil {
+			return b, fmt.Errorf("temperature: %w", err)
+		}
+	}
+	if topP != nil {
+		b = append(b, `,"top_p":`...)
+		if b, err = AppendFloat(b, *topP); err != nil {
+			return b, fmt.Errorf("top_p: %w", err)
+		}
+	}
+	return b, nil
+}
+
+// AppendStrings appends the JSON array of ss.
+func AppendStrings(b []byte, ss []string) []byte {
+	b = append(b, '[')
+	for i, s := range ss {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = AppendString(b, s)
+	}
+	return append(b, ']')
 }

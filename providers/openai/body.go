@@ -80,17 +80,8 @@ func (c *Client) body(req *runtime.ChatRequest) ([]byte, error) {
 		b = wire.AppendString(b, req.ToolChoice)
 		b = append(b, "}}"...)
 	}
-	if req.Temperature != nil {
-		b = append(b, `,"temperature":`...)
-		if b, err = wire.AppendFloat(b, *req.Temperature); err != nil {
-			return nil, fmt.Errorf("temperature: %w", err)
-		}
-	}
-	if req.TopP != nil {
-		b = append(b, `,"top_p":`...)
-		if b, err = wire.AppendFloat(b, *req.TopP); err != nil {
-			return nil, fmt.Errorf("top_p: %w", err)
-		}
+	if b, err = wire.AppendSampling(b, req.Temperature, req.TopP); err != nil {
+		return nil, err
 	}
 	if req.Seed != nil {
 		b = append(b, `,"seed":`...)
@@ -102,14 +93,8 @@ func (c *Client) body(req *runtime.ChatRequest) ([]byte, error) {
 		b = wire.AppendString(b, id)
 	}
 	if len(req.Stop) > 0 {
-		b = append(b, `,"stop":[`...)
-		for i, s := range req.Stop {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = wire.AppendString(b, s)
-		}
-		b = append(b, ']')
+		b = append(b, `,"stop":`...)
+		b = wire.AppendStrings(b, req.Stop)
 	}
 	if rf := req.ResponseFormat; rf != nil {
 		switch rf.Type {

@@ -137,10 +137,15 @@ func (c *Client) Stream(ctx context.Context, req *runtime.ChatRequest, yield fun
 	if err := sdk.Err(); err != nil {
 		return c.failure(ctx, err, 0)
 	}
-	events := ssestream.NewDecoder(raw)
-	if events == nil {
+	if raw == nil || raw.Body == nil {
 		return c.call.Truncated(0)
 	}
+	// The events are decoded from the body through a lookahead, which
+	// marks the deltas the next one follows at once (runtime.Delta.More).
+	upstream := raw.Body
+	la := wire.NewLookahead(upstream, yield)
+	raw.Body = la.Body()
+	events := ssestream.NewDecoder(raw)
 	runtime.ReportUpstreamRequestID(ctx, raw.Header.Get("x-request-id"))
 	defer func() {
 		if !released {
@@ -149,8 +154,8 @@ func (c *Client) Stream(ctx context.Context, req *runtime.ChatRequest, yield fun
 	}()
 	return c.consume(ctx, events, func() {
 		released = true
-		wire.Release(ctx, raw.Body)
-	}, yield)
+		wire.Release(ctx, upstream)
+	}, la)
 }
 
 // chunk is what the client reads of a chat.completion.chunk.
@@ -220,8 +225,9 @@ func (c *chunk) reset() {
 // consume turns the chunks of events into deltas. As the SDK's own stream
 // does, it ends at [DONE], fails at an event with an "error" member, and
 // reads a field whose JSON type is not the expected one as zero. After the
-// last delta of a complete stream it calls drain.
-func (c *Client) consume(ctx context.Context, events ssestream.Decoder, drain func(), yield func(runtime.Delta) bool) error {
+// last delta of a complete stream it calls drain. The deltas go through
+// la, whose held delta is passed on before consume returns.
+func (c *Client) consume(ctx context.Context, events ssestream.Decoder, drain func(), la *wire.Lookahead) error {
 	var (
 		deltas   int
 		finish   string
@@ -230,9 +236,17 @@ func (c *Client) consume(ctx context.Context, events ssestream.Decoder, drain fu
 		slab     wire.ToolCallSlab
 		chunk    chunk
 	)
+	// fail passes the held delta on and returns err, or nil when the
+	// consumer stopped.
+	fail := func(err error) error {
+		if !la.Flush() {
+			return nil
+		}
+		return err
+	}
 	for events.Next() {
 		if err := ctx.Err(); err != nil {
-			return err
+			return fail(err)
 		}
 		ev := events.Event()
 		if bytes.HasPrefix(ev.Data, []byte("[DONE]")) {
@@ -240,11 +254,11 @@ func (c *Client) consume(ctx context.Context, events ssestream.Decoder, drain fu
 		}
 		if err := chunk.decode(ev.Data); err != nil {
 			if _, ok := err.(*json.UnmarshalTypeError); !ok {
-				return c.failure(ctx, err, deltas)
+				return fail(c.failure(ctx, err, deltas))
 			}
 		}
 		if chunk.Error != nil {
-			return c.failure(ctx, &ssestream.StreamError{Message: "received error while streaming: " + string(chunk.Error), Event: ev}, deltas)
+			return fail(c.failure(ctx, &ssestream.StreamError{Message: "received error while streaming: " + string(chunk.Error), Event: ev}, deltas))
 		}
 		if u := chunk.Usage; u != nil && (u.PromptTokens != 0 || u.CompletionTokens != 0) {
 			usage = runtime.Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens,
@@ -278,25 +292,30 @@ func (c *Client) consume(ctx context.Context, events ssestream.Decoder, drain fu
 				continue
 			}
 			deltas++
-			if !yield(d) {
+			if !la.Yield(d) {
 				return nil
 			}
 		}
 	}
+	if la.Stopped() {
+		return nil // the body's read failed as the consumer had stopped
+	}
 	if err := events.Err(); err != nil {
-		return c.failure(ctx, err, deltas)
+		return fail(c.failure(ctx, err, deltas))
 	}
 	if finish == "" {
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return fail(ctx.Err())
 		}
-		return c.call.Truncated(deltas)
+		return fail(c.call.Truncated(deltas))
 	}
 	last := runtime.Delta{FinishReason: finish}
 	if hasUsage {
 		last.Usage = usage
 	}
-	yield(last)
+	if la.Yield(last) {
+		la.Flush()
+	}
 	drain()
 	return nil
 }

@@ -1,0 +1,418 @@
+package anthropic
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/agentc-dev/agentc/internal/wire"
+	"github.com/agentc-dev/agentc/runtime"
+)
+
+// body encodes the request body of req: the JSON the SDK would encode from
+// the same request in its parameter types (sampling parameters included),
+// written straight into a byte slice, as providers/openai does (the SDK's
+// reflective encoding cost more than the rest of building the request).
+func (c *Client) body(req *runtime.ChatRequest) ([]byte, error) {
+	b := make([]byte, 0, 256+sizeHint(req))
+	b = append(b, `{"stream":true,"model":`...)
+	b = wire.AppendString(b, c.cfg.Model)
+	b = append(b, `,"max_tokens":`...)
+	n := int64(c.cfg.MaxTokens)
+	if req.MaxTokens > 0 {
+		n = int64(req.MaxTokens)
+	}
+	b = wire.AppendInt(b, n)
+	b, err := appendMessages(b, req.Messages)
+	if err != nil {
+		return nil, err
+	}
+	if len(req.Tools) > 0 {
+		b = append(b, `,"tools":[`...)
+		for i := range req.Tools {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, err = appendTool(b, &req.Tools[i]); err != nil {
+				return nil, err
+			}
+		}
+		b = append(b, ']')
+	}
+	// One tool call at a time is the tool choice's
+	// disable_parallel_tool_use, which needs a tool choice (auto by
+	// default); it means nothing with none, nor without tools.
+	serial := req.ParallelToolCalls != nil && !*req.ParallelToolCalls && len(req.Tools) > 0
+	choice := ""
+	switch req.ToolChoice {
+	case "":
+		if serial {
+			choice = "auto"
+		}
+	case "auto", "none":
+		choice = req.ToolChoice
+	case "required":
+		choice = "any"
+	default:
+		choice = "tool"
+	}
+	if choice != "" {
+		b = append(b, `,"tool_choice":{"type":"`...)
+		b = append(b, choice...)
+		b = append(b, '"')
+		if choice == "tool" {
+			b = append(b, `,"name":`...)
+			b = wire.AppendString(b, req.ToolChoice)
+		}
+		if serial && choice != "none" {
+			b = append(b, `,"disable_parallel_tool_use":true`...)
+		}
+		b = append(b, '}')
+	}
+	if req.CacheControl != nil {
+		b = appendCacheControl(b, req.CacheControl)
+	}
+	if b, err = wire.AppendSampling(b, req.Temperature, req.TopP); err != nil {
+		return nil, err
+	}
+	if len(req.Stop) > 0 {
+		b = append(b, `,"stop_sequences":`...)
+		b = wire.AppendStrings(b, req.Stop)
+	}
+	if rf := req.ResponseFormat; rf != nil && rf.Type == runtime.FormatJSONSchema && len(rf.Schema) > 0 {
+		if !wire.IsObject(rf.Schema) {
+			var schema map[string]any
+			err := json.Unmarshal(rf.Schema, &schema)
+			if err == nil {
+				err = fmt.Errorf("not an object")
+			}
+			return nil, fmt.Errorf("response_format schema is not a JSON object: %w", err)
+		}
+		b = append(b, `,"output_config":{"format":{"type":"json_schema","schema":`...)
+		if b, err = wire.AppendRaw(b, rf.Schema); err != nil {
+			return nil, fmt.Errorf("response_format schema is not a JSON object: %w", err)
+		}
+		b = append(b, "}}"...)
+	}
+	if id := req.Metadata["user_id"]; id != "" {
+		b = append(b, `,"metadata":{"user_id":`...)
+		b = wire.AppendString(b, id)
+		b = append(b, '}')
+	}
+	return append(b, '}'), nil
+}
+
+// sizeHint estimates the encoded size of req's texts.
+func sizeHint(req *runtime.ChatRequest) int {
+	n := 0
+	for i := range req.Messages {
+		m := &req.Messages[i]
+		n += len(m.Content) + 48
+		for j := range m.Parts {
+			n += len(m.Parts[j].Text) + len(m.Parts[j].ImageURL) + 4*len(m.Parts[j].Data)/3 + 64
+		}
+		for j := range m.ToolCalls {
+			n += len(m.ToolCalls[j].Arguments) + len(m.ToolCalls[j].Name) + 64
+		}
+	}
+	for i := range req.Tools {
+		n += len(req.Tools[i].Description) + len(req.Tools[i].Parameters) + 64
+	}
+	return n
+}
+
+// appendCacheControl appends a prompt-cache breakpoint member.
+func appendCacheControl(b []byte, c *runtime.CacheControl) []byte {
+	b = append(b, `,"cache_control":{"type":"ephemeral"`...)
+	if c.TTL != "" {
+		b = append(b, `,"ttl":`...)
+		b = wire.AppendString(b, c.TTL)
+	}
+	return append(b, '}')
+}
+
+// appendTool appends a tool definition; the schema's properties and
+// required list have fields of their own, its other keywords ride along.
+func appendTool(b []byte, t *runtime.ToolDef) ([]byte, error) {
+	b = append(b, `{"name":`...)
+	b = wire.AppendString(b, t.Name)
+	if t.Description != "" {
+		b = append(b, `,"description":`...)
+		b = wire.AppendString(b, t.Description)
+	}
+	if t.Strict {
+		b = append(b, `,"strict":true`...)
+	}
+	if t.CacheControl != nil {
+		b = appendCacheControl(b, t.CacheControl)
+	}
+	if len(t.Parameters) > 0 {
+		var schema map[string]json.RawMessage
+		if err := json.Unmarshal(t.Parameters, &schema); err != nil {
+			// The error decoding it as the SDK's parameters would give.
+			var m map[string]any
+			if err := json.Unmarshal(t.Parameters, &m); err != nil {
+				return b, fmt.Errorf("tool %s: parameters are not a JSON object: %w", t.Name, err)
+			}
+			return b, fmt.Errorf("tool %s: parameters are not a JSON object: %w", t.Name, err)
+		}
+		// A schema with nothing but its type is sent as none, as the SDK
+		// omits a zero input schema.
+		mark := len(b)
+		b = append(b, `,"input_schema":{"type":"object"`...)
+		bare := len(b)
+		var err error
+		if p := schema["properties"]; len(p) > 0 && string(p) != "null" {
+			b = append(b, `,"properties":`...)
+			if b, err = wire.AppendRaw(b, p); err != nil {
+				return b, err
+			}
+		}
+		var required []any
+		if json.Unmarshal(schema["required"], &required) == nil {
+			sep := `,"required":[`
+			for _, r := range required {
+				if s, ok := r.(string); ok {
+					b = append(b, sep...)
+					b = wire.AppendString(b, s)
+					sep = ","
+				}
+			}
+			if sep == "," {
+				b = append(b, ']')
+			}
+		}
+		keys := make([]string, 0, len(schema))
+		for k := range schema {
+			if k != "properties" && k != "required" && k != "type" {
+				keys = append(keys, k)
+			}
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			b = append(b, ',')
+			b = wire.AppendString(b, k)
+			b = append(b, ':')
+			if b, err = wire.AppendRaw(b, schema[k]); err != nil {
+				return b, err
+			}
+		}
+		if len(b) == bare {
+			b = b[:mark]
+		} else {
+			b = append(b, '}')
+		}
+	}
+	return append(b, '}'), nil
+}
+
+// appendMessages appends the system blocks and the messages of the
+// transcript: system messages become the system blocks; tool messages and
+// tool_result parts become tool_result blocks, and consecutive results
+// share one user message, as the API wants them.
+func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
+	// The system blocks, first.
+	sys := false
+	sysBlock := func(text string, cc *runtime.CacheControl) {
+		if !sys {
+			b = append(b, `,"system":[`...)
+			sys = true
+		} else {
+			b = append(b, ',')
+		}
+		b = appendText(b, text, cc)
+	}
+	for i := range in {
+		m := &in[i]
+		if m.Role != "system" && m.Role != "developer" {
+			continue
+		}
+		if m.Content != "" {
+			sysBlock(m.Content, nil)
+		}
+		for _, p := range m.Parts {
+			if p.Type == runtime.PartText && p.Text != "" {
+				sysBlock(p.Text, p.CacheControl)
+			}
+		}
+	}
+	if sys {
+		b = append(b, ']')
+	}
+	b = append(b, `,"messages":[`...)
+	first := true
+	open := func(role string) {
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = append(b, `{"role":"`...)
+		b = append(b, role...)
+		b = append(b, `","content":[`...)
+	}
+	// results counts the tool results of the user message left open for
+	// more, until the next message that is not a tool message.
+	results := 0
+	block := func() {
+		if results > 0 {
+			b = append(b, ',')
+		}
+		results++
+	}
+	result := func(id, text string, isError bool, cc *runtime.CacheControl) {
+		if results == 0 {
+			open("user")
+		}
+		block()
+		b = append(b, `{"type":"tool_result","tool_use_id":`...)
+		b = wire.AppendString(b, id)
+		b = append(b, `,"content":[`...)
+		b = appendText(b, text, nil)
+		b = append(b, `],"is_error":`...)
+		b = strconv.AppendBool(b, isError)
+		if cc != nil {
+			b = appendCacheControl(b, cc)
+		}
+		b = append(b, '}')
+	}
+	closeResults := func() {
+		if results > 0 {
+			b = append(b, "]}"...)
+			results = 0
+		}
+	}
+	for i := range in {
+		m := &in[i]
+		switch m.Role {
+		case "system", "developer":
+		case "tool":
+			// The results are the message's tool_result parts, or else its
+			// text answering ToolCallID.
+			n := results
+			for _, p := range m.Parts {
+				if p.Type == runtime.PartToolResult {
+					result(p.ToolCallID, p.Text, p.IsError, p.CacheControl)
+				}
+			}
+			if results == n && m.ToolCallID != "" {
+				result(m.ToolCallID, m.Content, false, nil)
+			}
+		case "user":
+			// The results pending and the message's own come first, in
+			// the same user message.
+			for _, p := range m.Parts {
+				if p.Type == runtime.PartToolResult {
+					result(p.ToolCallID, p.Text, p.IsError, p.CacheControl)
+				}
+			}
+			if results == 0 {
+				open("user")
+			}
+			had := results
+			if m.Content != "" {
+				block()
+				b = appendText(b, m.Content, nil)
+			}
+			for _, p := range m.Parts {
+				switch p.Type {
+				case runtime.PartText:
+					block()
+					b = appendText(b, p.Text, p.CacheControl)
+				case runtime.PartImage:
+					block()
+					b = appendImage(b, p)
+				}
+			}
+			if results == 0 && had == 0 {
+				b = appendText(b, "", nil)
+			}
+			b = append(b, "]}"...)
+			results = 0
+		case "assistant":
+			closeResults()
+			open("assistant")
+			k := 0
+			sep := func() {
+				if k > 0 {
+					b = append(b, ',')
+				}
+				k++
+			}
+			if m.Content != "" {
+				sep()
+				b = appendText(b, m.Content, nil)
+			}
+			for _, p := range m.Parts {
+				if p.Type == runtime.PartText && p.Text != "" {
+					sep()
+					b = appendText(b, p.Text, p.CacheControl)
+				}
+			}
+			for _, tc := range m.ToolCalls {
+				sep()
+				b = append(b, `{"type":"tool_use","id":`...)
+				b = wire.AppendString(b, tc.ID)
+				b = append(b, `,"name":`...)
+				b = wire.AppendString(b, tc.Name)
+				b = append(b, `,"input":`...)
+				if len(tc.Arguments) == 0 {
+					b = append(b, "{}"...)
+				} else {
+					var err error
+					if b, err = wire.AppendRaw(b, tc.Arguments); err != nil {
+						return b, fmt.Errorf("messages[%d]: tool call %s: arguments are not JSON: %w", i, tc.ID, err)
+					}
+				}
+				if tc.CacheControl != nil {
+					b = appendCacheControl(b, tc.CacheControl)
+				}
+				b = append(b, '}')
+			}
+			b = append(b, "]}"...)
+		default:
+			return b, fmt.Errorf("messages[%d]: unknown role %q", i, m.Role)
+		}
+	}
+	closeResults()
+	return append(b, ']'), nil
+}
+
+// appendText appends a text block.
+func appendText(b []byte, text string, cc *runtime.CacheControl) []byte {
+	b = append(b, `{"type":"text","text":`...)
+	b = wire.AppendString(b, text)
+	if cc != nil {
+		b = appendCacheControl(b, cc)
+	}
+	return append(b, '}')
+}
+
+// appendImage appends an image block: a URL source, or base64 data.
+func appendImage(b []byte, p runtime.ContentPart) []byte {
+	b = append(b, `{"type":"image","source":`...)
+	if p.ImageURL != "" && !strings.HasPrefix(p.ImageURL, "data:") {
+		b = append(b, `{"type":"url","url":`...)
+		b = wire.AppendString(b, p.ImageURL)
+	} else {
+		media, data, inline := p.MediaType, "", false
+		if rest, ok := strings.CutPrefix(p.ImageURL, "data:"); ok {
+			if head, body, ok := strings.Cut(rest, ","); ok {
+				media, data, inline = strings.TrimSuffix(head, ";base64"), body, true
+			}
+		}
+		if !inline {
+			data = wire.Base64(p.Data)
+		}
+		b = append(b, `{"type":"base64","media_type":`...)
+		b = wire.AppendString(b, media)
+		b = append(b, `,"data":`...)
+		b = wire.AppendString(b, data)
+	}
+	b = append(b, '}')
+	if p.CacheControl != nil {
+		b = appendCacheControl(b, p.CacheControl)
+	}
+	return append(b, '}')
+}

@@ -1,0 +1,137 @@
+package anthropic
+
+import (
+	"encoding/json"
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/internal/ssetest"
+	"github.com/agentc-dev/agentc/runtime"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+// bodyCases are the request shapes the gateway sends.
+func bodyCases() map[string]runtime.ChatRequest {
+	cc := &runtime.CacheControl{Type: "ephemeral"}
+	hour := &runtime.CacheControl{Type: "ephemeral", TTL: "1h"}
+	weather := runtime.ToolDef{Name: "get_weather", Description: "The weather of a place.",
+		Parameters: json.RawMessage(`{"type":"object","properties":{"location":{"type":"string"},"unit":{"enum":["c","f"]}},"required":["location",3],"additionalProperties":false,"$defs":{"a":{"type":"integer","minimum":1.5}}}`)}
+	transcript := []runtime.Message{
+		{Role: "system", Content: "Be brief."},
+		{Role: "developer", Parts: []runtime.ContentPart{{Type: runtime.PartText, Text: "Cache me.", CacheControl: hour}, {Type: runtime.PartText}}},
+		{Role: "user", Content: "What is the weather in \"Paris\"?\n", Parts: []runtime.ContentPart{
+			{Type: runtime.PartImage, ImageURL: "https://example.com/a.png"},
+			{Type: runtime.PartImage, ImageURL: "data:image/png;base64,iVBORw0KGgo=", CacheControl: cc},
+			{Type: runtime.PartImage, MediaType: "image/jpeg", Data: []byte{0xff, 0xd8, 0xff}},
+			{Type: runtime.PartText, Text: "Thanks \u2028 <b>&</b>", CacheControl: cc}}},
+		{Role: "assistant", Content: "Let me check.", ToolCalls: []runtime.ToolUse{
+			{ID: "toolu_1", Name: "get_weather", Arguments: json.RawMessage(`{"location": "Paris"}`)},
+			{ID: "toolu_2", Name: "get_weather", CacheControl: cc}}},
+		{Role: "tool", ToolCallID: "toolu_1", Content: "18C"},
+		{Role: "tool", Parts: []runtime.ContentPart{{Type: runtime.PartToolResult, ToolCallID: "toolu_2", Text: "failed", IsError: true, CacheControl: cc}}},
+		{Role: "assistant", Parts: []runtime.ContentPart{{Type: runtime.PartText, Text: "It is 18C."}, {Type: runtime.PartText}}},
+		{Role: "user", Parts: []runtime.ContentPart{{Type: runtime.PartToolResult, ToolCallID: "toolu_3", Text: "late"}, {Type: runtime.PartText, Text: "And tomorrow?"}}},
+		{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "toolu_4", Name: "get_weather", Arguments: json.RawMessage(`{}`)}}},
+		{Role: "tool", ToolCallID: "toolu_4", Content: "20C"},
+		{Role: "user"},
+	}
+	hello := []runtime.Message{{Role: "user", Content: "Hello"}}
+	return map[string]runtime.ChatRequest{
+		"plain":         {Messages: hello},
+		"empty user":    {Messages: []runtime.Message{{Role: "user"}}},
+		"results last":  {Messages: transcript[:6]},
+		"transcript":    {Messages: transcript, Tools: []runtime.ToolDef{weather}},
+		"tools":         {Messages: hello, Tools: []runtime.ToolDef{weather, {Name: "now", Strict: true, CacheControl: cc}, {Name: "noschema", Parameters: json.RawMessage(`{"properties":null,"required":"x"}`)}}},
+		"choice auto":   {Messages: hello, Tools: []runtime.ToolDef{weather}, ToolChoice: "auto"},
+		"choice none":   {Messages: hello, Tools: []runtime.ToolDef{weather}, ToolChoice: "none", ParallelToolCalls: ptr(false)},
+		"choice any":    {Messages: hello, Tools: []runtime.ToolDef{weather}, ToolChoice: "required"},
+		"choice tool":   {Messages: hello, Tools: []runtime.ToolDef{weather}, ToolChoice: "get_weather"},
+		"serial":        {Messages: hello, Tools: []runtime.ToolDef{weather}, ParallelToolCalls: ptr(false)},
+		"serial any":    {Messages: hello, Tools: []runtime.ToolDef{weather}, ToolChoice: "required", ParallelToolCalls: ptr(false)},
+		"serial tool":   {Messages: hello, Tools: []runtime.ToolDef{weather}, ToolChoice: "get_weather", ParallelToolCalls: ptr(false)},
+		"serial auto":   {Messages: hello, Tools: []runtime.ToolDef{weather}, ToolChoice: "auto", ParallelToolCalls: ptr(false)},
+		"parallel":      {Messages: hello, Tools: []runtime.ToolDef{weather}, ParallelToolCalls: ptr(true)},
+		"no tools":      {Messages: hello, ParallelToolCalls: ptr(false)},
+		"cache":         {Messages: hello, CacheControl: hour},
+		"sampling":      {Messages: hello, MaxTokens: 77, Temperature: ptr(0.25), TopP: ptr(1.0), Stop: []string{"\n\nHuman:", "END"}},
+		"metadata":      {Messages: hello, Metadata: map[string]string{"user_id": "u-1", "other": "x"}},
+		"format":        {Messages: hello, ResponseFormat: &runtime.ResponseFormat{Type: runtime.FormatJSONSchema, Name: "out", Schema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"number"}}}`)}},
+		"format object": {Messages: hello, ResponseFormat: &runtime.ResponseFormat{Type: "json_object"}},
+	}
+}
+
+// TestBodyMatchesSDK: the body the client encodes is, member for member,
+// the one the SDK encodes from the same request in its parameter types
+// (with the sampling parameters its options set).
+func TestBodyMatchesSDK(t *testing.T) {
+	c, err := New(Config{Model: "claude-sonnet-4-5"})
+	require.NoError(t, err)
+	for name, req := range bodyCases() {
+		t.Run(name, func(t *testing.T) {
+			got, err := c.body(&req)
+			require.NoError(t, err)
+			p, _, err := c.sdkParams(&req)
+			require.NoError(t, err)
+			set := map[string]any{"stream": true} // NewStreaming sets it
+			if req.Temperature != nil {
+				set["temperature"] = *req.Temperature // the options' WithJSONSet
+			}
+			if req.TopP != nil {
+				set["top_p"] = *req.TopP
+			}
+			ssetest.AssertSameBody(t, got, p, set)
+		})
+	}
+}
+
+func TestBodyErrors(t *testing.T) {
+	c, err := New(Config{Model: "m"})
+	require.NoError(t, err)
+	for name, req := range map[string]runtime.ChatRequest{
+		"role":   {Messages: []runtime.Message{{Role: "user", Content: "a"}, {Role: "robot"}}},
+		"params": {Tools: []runtime.ToolDef{{Name: "t", Parameters: json.RawMessage(`["a"]`)}}},
+		"format": {ResponseFormat: &runtime.ResponseFormat{Type: runtime.FormatJSONSchema, Schema: json.RawMessage(`[1]`)}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, _, want := c.sdkParams(&req)
+			require.Error(t, want)
+			_, got := c.body(&req)
+			require.Error(t, got)
+			assert.Equal(t, want.Error(), got.Error())
+		})
+	}
+	_, err = c.body(&runtime.ChatRequest{Temperature: ptr(math.NaN())})
+	assert.ErrorContains(t, err, "temperature: not a finite number")
+	_, err = c.body(&runtime.ChatRequest{Messages: []runtime.Message{{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "x", Name: "t", Arguments: json.RawMessage(`{"a":`)}}}}})
+	assert.ErrorContains(t, err, "arguments are not JSON")
+}
+
+func BenchmarkBody(b *testing.B) {
+	c, err := New(Config{Model: "claude-sonnet-4-5"})
+	require.NoError(b, err)
+	req := runtime.ChatRequest{Messages: []runtime.Message{{Role: "system", Content: "You are a helpful assistant."}, {Role: "user", Content: "Hello! What can you do?"}}}
+	b.Run("client", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := c.body(&req); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("sdk", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			p, _, err := c.sdkParams(&req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := json.Marshal(p); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
