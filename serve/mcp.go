@@ -323,8 +323,9 @@ const scanConcurrency = 8
 
 // scan checks every upstream tool's definition with ScanTools and withholds
 // from this generation each tool a layer blocks: not listed, its calls
-// refused; the others are served. The next reload lists and scans the
-// tools again.
+// refused; the others are served, their definitions noted as the ones
+// their servers serve (upstreamServer.served). The next reload, or a
+// change of a server's list (refreshMCP), lists and scans the tools again.
 func (u *upstreams) scan(ctx context.Context, pl *runtime.Pipeline, log *slog.Logger) {
 	tools := make([]ListedTool, 0, len(u.names))
 	for _, name := range u.names {
