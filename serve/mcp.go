@@ -38,28 +38,45 @@ type upstreams struct {
 	servers map[string]*upstreamServer
 	tools   map[string]*upstreamTool
 	names   []string // sorted
+	// maxResult bounds the size of a tool's result (resultSize).
+	maxResult int64
 }
 
 // upstreamServer is the session with one upstream server. A session that
 // ends (a stdio server's process exited, an HTTP server forgot it) is
-// opened again for the next call; the tools stay those listed at load.
+// opened again for the next call. Its tools are listed again whenever the
+// server says its list changed and whenever its session is opened again
+// (see mcp_refresh.go); a generation rebuilt for a new list shares the
+// session with the one it replaces.
 type upstreamServer struct {
 	name string
 	spec plan.MCPServer
 	dir  string
 	log  *slog.Logger
+	// onChange lists the server's tools again, scans them and serves the
+	// new list (Server.refreshMCP); nil: the list is not followed.
+	onChange func(*upstreamServer)
 
 	mu     sync.Mutex
 	cs     *mcp.ClientSession
 	ended  chan struct{} // closed when cs ends
 	broken bool          // a call found cs closed before ended was
 	closed bool
-}
-
-func newUpstreamServer(name string, spec plan.MCPServer, dir string, log *slog.Logger, cs *mcp.ClientSession) *upstreamServer {
-	u := &upstreamServer{name: name, spec: spec, dir: dir, log: log}
-	u.watch(cs)
-	return u
+	// refs counts the generations sharing the server; the last to close
+	// it closes the session.
+	refs int
+	// served holds, by the upstream's name, the definition of each tool
+	// last scanned and served (not withheld): a call of a tool whose
+	// definition is not the one served is refused.
+	served map[string]*mcp.Tool
+	// pending is open while the tools are being listed again: calls wait
+	// for it. dirty asks the refresh under way for another round; running
+	// is set while one is. stale is set when a listing failed: the next
+	// call lists again.
+	pending chan struct{}
+	dirty   bool
+	running bool
+	stale   bool
 }
 
 // watch makes cs the session, noting when it ends. Called with mu held
@@ -90,13 +107,33 @@ func (u *upstreamServer) session(ctx context.Context) (*mcp.ClientSession, error
 	u.log.Warn("mcp upstream session ended; connecting again", "server", u.name)
 	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
-	cs, err := Upstream(cctx, u.name, u.spec, u.dir)
+	cs, err := u.connect(cctx)
 	if err != nil {
 		return nil, err
 	}
 	_ = u.cs.Close()
 	u.watch(cs)
+	// A server that restarted may serve other tools: they are listed and
+	// scanned again before a call reaches one.
+	u.markChanged()
 	return cs, nil
+}
+
+// connect opens a session with the server, following its tool list.
+func (u *upstreamServer) connect(ctx context.Context) (*mcp.ClientSession, error) {
+	var opts *mcp.ClientOptions
+	if u.onChange != nil {
+		// The handler runs on the session's reader: it does not wait for
+		// mu, which session holds while it connects.
+		opts = &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			go func() {
+				u.mu.Lock()
+				defer u.mu.Unlock()
+				u.markChanged()
+			}()
+		}}
+	}
+	return connect(ctx, u.name, u.spec, u.dir, opts)
 }
 
 // renew ends cs, a session that refused a call as closing, waits until it
@@ -140,12 +177,22 @@ func (u *upstreamServer) lost(cs *mcp.ClientSession) {
 	}
 }
 
+// close drops one generation's share of the server; the last closes the
+// session.
 func (u *upstreamServer) close() {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if !u.closed {
-		u.closed = true
-		_ = u.cs.Close()
+	if u.closed {
+		return
+	}
+	if u.refs--; u.refs > 0 {
+		return
+	}
+	u.closed = true
+	_ = u.cs.Close()
+	if u.pending != nil {
+		close(u.pending)
+		u.pending = nil
 	}
 }
 
@@ -169,7 +216,11 @@ type upstreamTool struct {
 // command (its relative program path resolved against dir) or connects to
 // the URL. The caller closes the session.
 func Upstream(ctx context.Context, name string, s plan.MCPServer, dir string) (*mcp.ClientSession, error) {
-	client := mcp.NewClient(&mcp.Implementation{Name: "agentc-serve", Version: Version}, nil)
+	return connect(ctx, name, s, dir, nil)
+}
+
+func connect(ctx context.Context, name string, s plan.MCPServer, dir string, opts *mcp.ClientOptions) (*mcp.ClientSession, error) {
+	client := mcp.NewClient(&mcp.Implementation{Name: "agentc-serve", Version: Version}, opts)
 	var t mcp.Transport
 	switch {
 	case len(s.Command) > 0:
@@ -209,9 +260,11 @@ func UpstreamTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, err
 
 // connectUpstreams connects to every upstream server and lists its tools.
 // Two servers exposing the same tool name fail (a prefix keeps them
-// apart). On failure every session opened is closed.
-func connectUpstreams(ctx context.Context, servers map[string]plan.MCPServer, dir string, log *slog.Logger, maxResult int64) (*upstreams, error) {
-	u := &upstreams{servers: map[string]*upstreamServer{}, tools: map[string]*upstreamTool{}}
+// apart). On failure every session opened is closed. onChange is called
+// (one call at a time per server) when a server's tools may have changed.
+func connectUpstreams(ctx context.Context, servers map[string]plan.MCPServer, dir string, log *slog.Logger, maxResult int64,
+	onChange func(*upstreamServer)) (*upstreams, error) {
+	u := &upstreams{servers: map[string]*upstreamServer{}, tools: map[string]*upstreamTool{}, maxResult: maxResult}
 	names := make([]string, 0, len(servers))
 	for name := range servers {
 		names = append(names, name)
@@ -219,13 +272,14 @@ func connectUpstreams(ctx context.Context, servers map[string]plan.MCPServer, di
 	sort.Strings(names)
 	for _, name := range names {
 		cctx, cancel := context.WithTimeout(ctx, connectTimeout)
-		cs, err := Upstream(cctx, name, servers[name], dir)
+		up := &upstreamServer{name: name, spec: servers[name], dir: dir, log: log, onChange: onChange, refs: 1}
+		cs, err := up.connect(cctx)
 		if err != nil {
 			cancel()
 			u.close()
 			return nil, err
 		}
-		up := newUpstreamServer(name, servers[name], dir, log, cs)
+		up.watch(cs)
 		u.servers[name] = up
 		tools, err := UpstreamTools(cctx, cs)
 		cancel()
@@ -233,19 +287,28 @@ func connectUpstreams(ctx context.Context, servers map[string]plan.MCPServer, di
 			u.close()
 			return nil, fmt.Errorf("mcp server %q: list tools: %w", name, err)
 		}
-		for _, t := range tools {
-			exposed := servers[name].Prefix + t.Name
-			if prev, dup := u.tools[exposed]; dup {
-				u.close()
-				return nil, fmt.Errorf("mcp: tool %q is served by both %q and %q; give one of them a prefix", exposed, prev.server, name)
-			}
-			u.tools[exposed] = &upstreamTool{server: name, name: t.Name, tool: t, up: up, maxResult: maxResult}
-			u.names = append(u.names, exposed)
+		if err := u.add(up, tools); err != nil {
+			u.close()
+			return nil, err
 		}
 		log.Info("mcp upstream connected", "server", name, "tools", len(tools))
 	}
 	sort.Strings(u.names)
 	return u, nil
+}
+
+// add serves tools as up's. Two servers exposing the same tool name fail
+// (a prefix keeps them apart).
+func (u *upstreams) add(up *upstreamServer, tools []*mcp.Tool) error {
+	for _, t := range tools {
+		exposed := up.spec.Prefix + t.Name
+		if prev, dup := u.tools[exposed]; dup {
+			return fmt.Errorf("mcp: tool %q is served by both %q and %q; give one of them a prefix", exposed, prev.server, up.name)
+		}
+		u.tools[exposed] = &upstreamTool{server: up.name, name: t.Name, tool: t, up: up, maxResult: u.maxResult}
+		u.names = append(u.names, exposed)
+	}
+	return nil
 }
 
 // toolScanner is a layer that checks a tool definition outside a chat
@@ -260,8 +323,9 @@ const scanConcurrency = 8
 
 // scan checks every upstream tool's definition with ScanTools and withholds
 // from this generation each tool a layer blocks: not listed, its calls
-// refused; the others are served. The next reload lists and scans the
-// tools again.
+// refused; the others are served, their definitions noted as the ones
+// their servers serve (upstreamServer.served). The next reload, or a
+// change of a server's list (refreshMCP), lists and scans the tools again.
 func (u *upstreams) scan(ctx context.Context, pl *runtime.Pipeline, log *slog.Logger) {
 	tools := make([]ListedTool, 0, len(u.names))
 	for _, name := range u.names {
@@ -269,6 +333,9 @@ func (u *upstreams) scan(ctx context.Context, pl *runtime.Pipeline, log *slog.Lo
 	}
 	for name, b := range ScanTools(ctx, pl, tools, log) {
 		u.tools[name].withheld = b
+	}
+	for _, up := range u.servers {
+		up.setServed(u.served(up))
 	}
 }
 
@@ -404,6 +471,9 @@ func (t *upstreamTool) call(ctx context.Context, c *runtime.ToolCall) (any, erro
 	if err != nil {
 		return nil, &runtime.CallError{Kind: runtime.KindTransient, Err: err}
 	}
+	if err := t.up.admit(ctx, t); err != nil {
+		return nil, err
+	}
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: t.name, Arguments: args})
 	if notSent(err) {
 		// The session was ending as the call started (the upstream's
@@ -411,6 +481,9 @@ func (t *upstreamTool) call(ctx context.Context, c *runtime.ToolCall) (any, erro
 		// written, so it is sent once on a new session.
 		if cs, err = t.up.renew(ctx, cs); err != nil {
 			return nil, &runtime.CallError{Kind: runtime.KindTransient, Err: err}
+		}
+		if err := t.up.admit(ctx, t); err != nil {
+			return nil, err
 		}
 		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: t.name, Arguments: args})
 	}
@@ -641,6 +714,9 @@ func (p *mcpProxy) sync(g *generation) {
 	for name, t := range g.mcp.tools {
 		if t.withheld != nil {
 			continue // logged and counted when scanned
+		}
+		if !t.up.serves(t) {
+			continue // changed upstream since it was scanned (refreshMCP logged it)
 		}
 		tool := *t.tool
 		tool.Name = name

@@ -40,7 +40,13 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // connectProxy connects a go-sdk client to the proxy at url with key.
 func connectProxy(t *testing.T, url, key string, header map[string]string) *mcp.ClientSession {
 	t.Helper()
-	client := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1"}, nil)
+	return connectProxyWith(t, url, key, header, nil)
+}
+
+// connectProxyWith connects a go-sdk client with opts to the proxy.
+func connectProxyWith(t *testing.T, url, key string, header map[string]string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	client := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1"}, opts)
 	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url + "/mcp",
 		HTTPClient: &http.Client{Transport: bearer{key: key, header: header}}, MaxRetries: -1}, nil)
 	require.NoError(t, err)

@@ -170,11 +170,13 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	s.mcp = newMCPProxy(s)
 	s.reloadMu.Lock()
 	g, err := s.load(ctx)
+	if err == nil {
+		s.install(g)
+	}
 	s.reloadMu.Unlock()
 	if err != nil {
 		return nil, err
 	}
-	s.install(g)
 	s.routes()
 	s.ready.Store(true)
 	return s, nil
@@ -206,6 +208,9 @@ type generation struct {
 	// modelIDs maps provider model ids to the policy's names.
 	modelIDs map[string]string
 	mcp      *upstreams
+	// deps are the pipeline's deps but its tools: a generation built for
+	// an upstream's new tool list (refreshMCP) reuses them.
+	deps runtime.Deps
 
 	active  atomic.Int64
 	retired atomic.Bool
@@ -243,10 +248,18 @@ func (s *Server) build(ctx context.Context, ld *Loaded) (*generation, error) {
 	for name, c := range models {
 		deps.Models[name] = &servedModel{name: name, client: c}
 	}
-	ups, err := connectUpstreams(ctx, p.MCPServers, ld.Dir, s.log, s.opts.MaxToolResultBytes)
+	ups, err := connectUpstreams(ctx, p.MCPServers, ld.Dir, s.log, s.opts.MaxToolResultBytes, s.refreshMCP)
 	if err != nil {
 		return nil, err
 	}
+	return s.assemble(ctx, p, kr, deps, ups)
+}
+
+// assemble builds the pipeline of p serving the host's tools and ups's,
+// scans ups's definitions and returns the generation. On failure ups is
+// closed.
+func (s *Server) assemble(ctx context.Context, p *plan.Plan, kr *keyring, deps runtime.Deps, ups *upstreams) (*generation, error) {
+	base := deps
 	deps.Tools = map[string]runtime.ToolFunc{}
 	host := map[string]bool{}
 	for name, fn := range s.opts.Tools {
@@ -273,7 +286,7 @@ func (s *Server) build(ctx context.Context, ld *Loaded) (*generation, error) {
 		return nil, err
 	}
 	ups.scan(ctx, pl, s.log)
-	g := &generation{plan: p, pl: pl, keys: kr, mcp: ups, modelIDs: modelIDs(p), done: make(chan struct{}), log: s.log}
+	g := &generation{plan: p, pl: pl, keys: kr, mcp: ups, deps: base, modelIDs: modelIDs(p), done: make(chan struct{}), log: s.log}
 	for name := range p.Models {
 		g.models = append(g.models, name)
 	}

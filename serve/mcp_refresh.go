@@ -1,0 +1,247 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentc-dev/agentc/runtime"
+)
+
+// An upstream's tool list is followed: when the server says it changed
+// (notifications/tools/list_changed) or its session is opened again after
+// it ended (a restarted server may serve other tools), its tools are
+// listed again and, when they differ from those served, a generation is
+// built for the new list (the same policy and sessions; every definition
+// scanned as at load) and installed, which tells the MCP clients the list
+// changed. Meanwhile the server's calls wait; a call of a tool whose
+// definition is not the one scanned and served is refused.
+
+// LayerMCP names the refusal of a call of an upstream tool that is no
+// longer served as it was listed.
+const LayerMCP = "mcp"
+
+// markChanged notes that the server's tools may have changed: calls wait
+// until they are listed again. Called with mu held.
+func (u *upstreamServer) markChanged() {
+	if u.closed || u.onChange == nil {
+		return
+	}
+	u.dirty = true
+	if u.pending == nil {
+		u.pending = make(chan struct{})
+	}
+	if !u.running {
+		u.running = true
+		go u.refreshLoop()
+	}
+}
+
+// refreshLoop runs onChange until no change is noted any more, then lets
+// the waiting calls go.
+func (u *upstreamServer) refreshLoop() {
+	for {
+		u.mu.Lock()
+		if !u.dirty || u.closed {
+			u.running = false
+			if u.pending != nil {
+				close(u.pending)
+				u.pending = nil
+			}
+			u.mu.Unlock()
+			return
+		}
+		u.dirty = false
+		u.mu.Unlock()
+		u.onChange(u)
+	}
+}
+
+// admit waits until the server's tools are not being listed again, then
+// refuses a call of t unless t's definition is the one served.
+func (u *upstreamServer) admit(ctx context.Context, t *upstreamTool) error {
+	u.mu.Lock()
+	if u.stale && !u.running {
+		u.stale = false
+		u.markChanged()
+	}
+	pending := u.pending
+	u.mu.Unlock()
+	if pending != nil {
+		select {
+		case <-pending:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if u.serves(t) {
+		return nil
+	}
+	return &runtime.BlockedError{Layer: LayerMCP, Message: fmt.Sprintf(
+		"tool %q of mcp server %q is not served: the server's tool list changed (the tool was removed, changed or withheld) or could not be listed again",
+		t.name, u.name)}
+}
+
+// serves reports whether t's definition is the one served.
+func (u *upstreamServer) serves(t *upstreamTool) bool {
+	u.mu.Lock()
+	cur, ok := u.served[t.name]
+	u.mu.Unlock()
+	return ok && sameTool(cur, t.tool)
+}
+
+// setServed makes tools, by the upstream's name, the definitions served.
+func (u *upstreamServer) setServed(tools map[string]*mcp.Tool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.served, u.stale = tools, false
+}
+
+// served returns the definitions of up's tools that u serves (not
+// withheld), by the upstream's name.
+func (u *upstreams) served(up *upstreamServer) map[string]*mcp.Tool {
+	out := map[string]*mcp.Tool{}
+	for _, t := range u.tools {
+		if t.up == up && t.withheld == nil {
+			out[t.name] = t.tool
+		}
+	}
+	return out
+}
+
+// sameTool reports whether two definitions are the same.
+func sameTool(a, b *mcp.Tool) bool {
+	if a == b {
+		return true
+	}
+	ja, erra := json.Marshal(a)
+	jb, errb := json.Marshal(b)
+	return erra == nil && errb == nil && bytes.Equal(ja, jb)
+}
+
+// toolChanges compares tools, up's new list, with those u lists for it:
+// the upstream names added, removed and changed.
+func (u *upstreams) toolChanges(up *upstreamServer, tools []*mcp.Tool) (added, removed, changed []string) {
+	old := map[string]*mcp.Tool{}
+	for _, t := range u.tools {
+		if t.up == up {
+			old[t.name] = t.tool
+		}
+	}
+	for _, t := range tools {
+		prev, ok := old[t.Name]
+		switch {
+		case !ok:
+			added = append(added, t.Name)
+		case !sameTool(prev, t):
+			changed = append(changed, t.Name)
+		}
+		delete(old, t.Name)
+	}
+	for name := range old {
+		removed = append(removed, name)
+	}
+	sort.Strings(added)
+	sort.Strings(removed)
+	sort.Strings(changed)
+	return added, removed, changed
+}
+
+// successor returns the upstreams of a generation built for up's new
+// list: the same sessions (each shared: closing both closes them), up's
+// tools replaced by tools, the others' as they are (not yet scanned).
+func (u *upstreams) successor(up *upstreamServer, tools []*mcp.Tool) (*upstreams, error) {
+	next := &upstreams{servers: map[string]*upstreamServer{}, tools: map[string]*upstreamTool{}, maxResult: u.maxResult}
+	for name, s := range u.servers {
+		s.mu.Lock()
+		s.refs++
+		s.mu.Unlock()
+		next.servers[name] = s
+	}
+	for _, name := range u.names {
+		if t := u.tools[name]; t.up != up {
+			next.tools[name] = &upstreamTool{server: t.server, name: t.name, tool: t.tool, up: t.up, maxResult: t.maxResult}
+			next.names = append(next.names, name)
+		}
+	}
+	if err := next.add(up, tools); err != nil {
+		next.close()
+		return nil, err
+	}
+	sort.Strings(next.names)
+	return next, nil
+}
+
+// refreshMCP lists up's tools again and, when they changed, builds and
+// installs a generation serving the new list, its definitions scanned as
+// at load. A list that cannot be taken leaves up's calls refused until the
+// next call lists it again; a generation that cannot be built leaves the
+// current one serving up's unchanged tools only. Either is logged.
+func (s *Server) refreshMCP(up *upstreamServer) {
+	ctx, cancel := context.WithTimeout(context.Background(), connectTimeout)
+	defer cancel()
+	// Close holds reloadMu while the calls in flight finish, and those
+	// may be waiting for this refresh.
+	for !s.reloadMu.TryLock() {
+		if s.closed.Load() {
+			up.setServed(nil)
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	defer s.reloadMu.Unlock()
+	g := s.cur.Load()
+	if s.closed.Load() || g == nil || g.mcp.servers[up.name] != up {
+		return // closed, or a reload connected again
+	}
+	cs, err := up.session(ctx)
+	var tools []*mcp.Tool
+	if err == nil {
+		tools, err = UpstreamTools(ctx, cs)
+	}
+	if err != nil {
+		up.setServed(nil)
+		up.mu.Lock()
+		up.stale = true
+		up.mu.Unlock()
+		s.log.Error("mcp upstream tools could not be listed again; its calls are refused until they are", "server", up.name, "error", err)
+		return
+	}
+	added, removed, changed := g.mcp.toolChanges(up, tools)
+	if len(added)+len(removed)+len(changed) == 0 {
+		up.setServed(g.mcp.served(up))
+		return
+	}
+	next, err := g.mcp.successor(up, tools)
+	var ng *generation
+	if err == nil {
+		ng, err = s.assemble(ctx, g.plan, g.keys, g.deps, next)
+	}
+	if err != nil {
+		// The tools that did not change stay served; the others are
+		// refused and no longer listed.
+		keep := g.mcp.served(up)
+		for _, name := range append(removed, changed...) {
+			delete(keep, name)
+		}
+		up.setServed(keep)
+		s.mcp.sync(g)
+		s.log.Error("mcp upstream tools changed but could not be served; serving its unchanged tools only", "server", up.name,
+			"added", added, "removed", removed, "changed", changed, "error", err)
+		return
+	}
+	withheld := 0
+	for _, t := range next.tools {
+		if t.up == up && t.withheld != nil {
+			withheld++
+		}
+	}
+	s.install(ng)
+	s.log.Info("mcp upstream tools changed; listed and scanned again", "server", up.name, "generation", ng.n,
+		"added", added, "removed", removed, "changed", changed, "tools", len(tools), "withheld", withheld)
+}
