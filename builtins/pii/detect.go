@@ -741,15 +741,49 @@ func (f *phoneFinder) match(text string, i int) int {
 
 // phoneWords name a telephone number. A formatted number of a region that is not
 // configured is still a phone number when one of them stands just before it ("Phone:
-// 60-56-85-91", "call me on 9472 7916") or right after it ("416 60 039 fax"). The list is
-// the context of presidio's phone recognizer without its generic "number", plus the words
-// for fax and messaging numbers.
-var phoneWords = []string{"phone", "phones", "telephone", "tel", "mobile", "cell", "cellphone", "fax", "call", "calling", "whatsapp", "sms"}
+// 60-56-85-91", "call me on 9472 7916", "Meu telefone é 280930640") or right after it
+// ("416 60 039 fax"). The list is the context of presidio's phone recognizer without its
+// generic "number", the words for fax and messaging numbers, and the words for a telephone
+// of the languages written in Latin script that libphonenumber's regions speak most.
+var phoneWords = []string{
+	"phone", "phones", "telephone", "tel", "mobile", "cell", "cellphone", "fax", "call", "calling", "whatsapp", "sms",
+	"telefon", "telefone", "telefono", "teléfono", "téléphone", "tél", "telefoon", "telf", "tfno", "tlf", "tfn",
+	"handy", "mobil", "mobiel", "móvil", "movil", "celular", "cellulare", "portable", "fone", "natel",
+}
+
+// phoneWordsUnspaced name a telephone number in scripts that do not set words apart with
+// spaces (Chinese, Japanese) or whose letters the ASCII word test does not see (Korean,
+// Cyrillic, Greek, Devanagari, Arabic): they count wherever they stand in the window
+// before a number ("我的电话号是280930640").
+var phoneWordsUnspaced = []string{
+	"电话", "電話", "手机", "手機", "传真", "傳真", "携帯", "전화", "팩스", "휴대폰",
+	"телефон", "факс", "τηλέφωνο", "τηλ.", "फोन", "फ़ोन", "दूरभाष", "هاتف", "جوال",
+}
+
+// phoneWordBefore reports whether a phone word ends within contextWindow bytes before i.
+func phoneWordBefore(text string, i int) bool {
+	if wordBefore(text, i, phoneWords, true) {
+		return true
+	}
+	before := text[max(0, i-contextWindow):i]
+	for k := 0; k < len(before); k++ {
+		if before[k] >= utf8.RuneSelf {
+			before = strings.ToLower(before)
+			for _, w := range phoneWordsUnspaced {
+				if strings.Contains(before, w) {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	return false
+}
 
 // phoneContext reports whether a phone word ends within contextWindow bytes before the
 // candidate at [i, end), or is the first word after it.
 func phoneContext(text string, i, end int) bool {
-	if wordBefore(text, i, phoneWords, true) {
+	if phoneWordBefore(text, i) {
 		return true
 	}
 	j := end
@@ -771,10 +805,10 @@ func bareContextPhone(text string, i int) int {
 	for j < len(text) && isDigit(text[j]) {
 		j++
 	}
-	if n := j - i; n < minInternationalDigits || n > maxPhoneDigits || !rightOK(text, j) || !wordBefore(text, i, phoneWords, true) {
+	if n := j - i; n < minInternationalDigits || n > maxPhoneDigits || !phoneWordBefore(text, i) {
 		return 0
 	}
-	return j
+	return phoneEnd(text, j)
 }
 
 // possibleAnywhere reports whether a nationally written candidate of n digits has a length
@@ -802,7 +836,10 @@ func phoneCandidate(text string, i int) (int, int, bool) {
 		}
 	}
 	digits, end, seps, dots := 0, 0, 0, 0
-	var sep byte // the separator between groups: one kind per number
+	var sep byte // the separator between groups besides spaces: one kind per number
+	// cut is the candidate before the first separator spaced out ("0176 / 1234567"), which
+	// it falls back to when the digits after it make too many (two numbers joined by " - ")
+	var cut struct{ end, digits, seps, dots int }
 	inParen, usedParen, afterSep := false, false, false
 loop:
 	for ; j < len(text) && digits <= maxPhoneDigits; j++ {
@@ -812,17 +849,27 @@ loop:
 			digits++
 			end = j + 1
 			afterSep = false
-		case (c == ' ' || c == '-' || c == '.' || c == '/') && !afterSep && j > i && j+1 < len(text) && (isDigit(text[j+1]) || text[j+1] == '('):
-			if sep == 0 {
-				sep = c
-			} else if c != sep && !(c == ' ' && text[j-1] == ')') {
+		case (c == ' ' || c == '-' || c == '.' || c == '/') && !afterSep && j > i:
+			k, kind := phoneSeparator(text, j)
+			if k >= len(text) || !(isDigit(text[k]) || text[k] == '(') {
 				break loop
 			}
+			if kind != ' ' {
+				if sep == 0 {
+					sep = kind
+				} else if kind != sep {
+					break loop
+				}
+			}
+			if k-j > 1 && cut.end == 0 {
+				cut.end, cut.digits, cut.seps, cut.dots = end, digits, seps, dots
+			}
 			seps++
-			if c == '.' {
+			if kind == '.' {
 				dots++
 			}
 			afterSep = true
+			j = k - 1
 		case c == '(' && !usedParen && j+1 < len(text) && isDigit(text[j+1]):
 			inParen, usedParen, afterSep = true, true, true
 			seps++
@@ -842,10 +889,38 @@ loop:
 		// an opening parenthesis never closed: the number ends before it
 		return 0, 0, false
 	}
+	if digits > maxPhoneDigits && cut.end > 0 {
+		end, digits, seps, dots = cut.end, cut.digits, cut.seps, cut.dots
+	}
 	if digits > maxPhoneDigits || end == 0 || (!plus && seps == 0) || (dots == 1 && seps == 1) {
 		return 0, 0, false
 	}
 	return end, digits, true
+}
+
+// phoneSeparator reads the separator between two digit groups at j: a space, a dash, a dot
+// or a slash, and a dash or a slash may have a space on either side or both ("0176 /
+// 12345678", "+49 176- 12345678", "010 - 123 45 67"). It returns the offset past it and its
+// kind (the dash, dot or slash, else a space).
+func phoneSeparator(text string, j int) (int, byte) {
+	k := j
+	if text[k] == ' ' {
+		k++
+		if k+1 < len(text) && (text[k] == '-' || text[k] == '/') {
+			k++
+			if text[k] == ' ' {
+				k++
+			}
+			return k, text[j+1]
+		}
+		return k, ' '
+	}
+	kind := text[k]
+	k++
+	if kind != '.' && k+1 < len(text) && text[k] == ' ' && isDigit(text[k+1]) {
+		k++
+	}
+	return k, kind
 }
 
 // possibleInternational reports whether raw ("+" and digits with punctuation) starts with a
@@ -886,7 +961,8 @@ func ssnShaped(s string) bool {
 		digitsAt(s, 0, 3) && digitsAt(s, 4, 2) && digitsAt(s, 7, 4)
 }
 
-// datePrefix returns the first three groups of s joined by its first separator, or s.
+// datePrefix returns the first three groups of s joined by its first separator ("2023-11-02"
+// of "2023-11-02 12"), or s.
 func datePrefix(s string) string {
 	k := strings.IndexAny(s, "-./ ")
 	if k < 0 {
@@ -895,11 +971,14 @@ func datePrefix(s string) string {
 	sep := s[k]
 	n := 0
 	for i := 0; i < len(s); i++ {
-		if s[i] == sep {
+		switch {
+		case s[i] == sep:
 			n++
 			if n == 3 {
 				return s[:i]
 			}
+		case n == 2 && !isDigit(s[i]):
+			return s[:i]
 		}
 	}
 	return s

@@ -9,9 +9,12 @@
 // international form ("+" or a region's international call prefix) is recognised whatever its
 // country; a number written nationally is recognised when it is valid for one of the
 // configured regions (Config.Regions, DefaultRegions when empty), or, for any region, when a
-// phone word ("phone", "tel", "mobile", "fax", "call"...) stands just before it or right
+// phone word ("phone", "tel", "mobile", "fax", "call"..., and their counterparts in other
+// languages: "telefone", "Handy", "电话", "телефон"...) stands just before it or right
 // after it. An unformatted run of 8 to 15 digits is a phone number only after such a word.
-// Extensions ("x123", "ext. 12") belong to the number.
+// Groups may be separated by spaces and one other kind of separator ("+55 11 98456-5666"),
+// and a dash or a slash may have spaces around it ("0176 / 12345678"). Extensions ("x123",
+// "ext. 12") belong to the number.
 //
 // The detectors are hand-written scanners rather than broad regular expressions so that they
 // can refuse the usual false positives: a number glued to letters or to a dotted version, dates

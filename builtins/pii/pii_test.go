@@ -100,6 +100,17 @@ func TestFind(t *testing.T) {
 		{"not a phone: bare digits without a phone word", "invoice 9498777106", []string{}},
 		{"not a phone: short bare digits after a phone word", "Phone: 1234567", []string{}},
 		{"not a phone: date after a phone word", "call on 2024-01-15", []string{}},
+		{"phone after a portuguese phone word", "Meu telefone é 280930640.", []string{"phone:280930640"}},
+		{"phone after a chinese phone word", "我的电话号是280930640。", []string{"phone:280930640"}},
+		{"phone after a hindi phone word", "मेरा फोन नंबर 26741570 है.", []string{"phone:26741570"}},
+		{"phone with a spaced slash", "Mobil 0176 / 12345678", []string{"phone:0176 / 12345678"}},
+		{"phone with a dash before a space", "+49 176- 12345678", []string{"phone:+49 176- 12345678"}},
+		{"phone with a spaced dash", "Tel. 010 - 123 45 67", []string{"phone:010 - 123 45 67"}},
+		{"phone with spaces and a dash", "+55 11 98456-5666", []string{"phone:+55 11 98456-5666"}},
+		{"two phones joined by a spaced dash", "+49 30 1234567 - +49 30 7654321", []string{"phone:+49 30 1234567", "phone:+49 30 7654321"}},
+		{"bare phone with an extension", "Phone: 01611234567x123", []string{"phone:01611234567x123"}},
+		{"not a phone: date and time with a dash", "call at 2023-11-02 12", []string{}},
+		{"not a phone: word that holds a phone word", "the hotel 12345678", []string{}},
 
 		// ssn
 		{"ssn", "SSN 123-45-6789.", []string{"ssn:123-45-6789"}},
