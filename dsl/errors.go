@@ -2,6 +2,7 @@ package dsl
 
 import (
 	"fmt"
+	"net/url"
 	"regexp"
 	"sort"
 	"strconv"
@@ -224,6 +225,12 @@ func (l *loader) addCUEErrors(err error, user cue.Value, skip ...string) {
 
 func conflictMessage(r *rawErr) string {
 	got, want := r.conflict[0], r.conflict[1]
+	if strings.Contains(want, durationUnits) {
+		if _, err := strconv.ParseFloat(got, 64); err == nil {
+			return fmt.Sprintf("%s: %s is a bare number, not a duration: write it as a string with its unit, such as \"%ss\" or \"%sms\"", fieldName(r.path), got, got, got)
+		}
+		return fmt.Sprintf("%s: %s is not a duration such as \"250ms\", \"30s\" or \"1h30m\"", fieldName(r.path), got)
+	}
 	return fmt.Sprintf("%s: %s is not allowed here: want %s", fieldName(r.path), got, describeType(want))
 }
 
@@ -330,10 +337,18 @@ func classify(msg string, path []string) (rule, out string) {
 	if m := listLenRE.FindStringSubmatch(msg); m != nil {
 		return "schema/invalid-value", fmt.Sprintf("%s: has %s elements, needs at least %s", name, m[1], m[2])
 	}
-	if m := boundRE.FindStringSubmatch(msg); m != nil && strings.Contains(m[2], "(ns|us|µs|ms|s|m|h)") {
+	if m := boundRE.FindStringSubmatch(msg); m != nil && strings.Contains(m[2], durationUnits) {
+		if v, err := strconv.Unquote(m[1]); err == nil {
+			if _, err := strconv.ParseFloat(v, 64); err == nil {
+				return "schema/invalid-value", fmt.Sprintf("%s: %s has no unit: write it with one, such as \"%sms\" or \"%ss\"", name, m[1], v, v)
+			}
+		}
 		return "schema/invalid-value", fmt.Sprintf("%s: %s is not a duration such as \"250ms\", \"30s\" or \"1h30m\"", name, m[1])
 	}
 	if m := boundRE.FindStringSubmatch(msg); m != nil && (strings.HasPrefix(m[2], "=~") || strings.HasPrefix(m[2], "!~")) {
+		if hint := patternHint(m[1], strings.TrimLeft(m[2], "=!~")); hint != "" {
+			return "schema/invalid-value", fmt.Sprintf("%s: %s %s", name, m[1], hint)
+		}
 		return "schema/invalid-value", fmt.Sprintf("%s: %s does not match the pattern %s", name, m[1], strings.TrimLeft(m[2], "=!~"))
 	}
 	if m := boundRE.FindStringSubmatch(msg); m != nil {
@@ -451,4 +466,34 @@ func (l *loader) allowedFields(path []string) []string {
 		}
 	}
 	return names
+}
+
+// durationUnits is the units group of the schema's #Duration pattern.
+const durationUnits = "(ns|us|µs|ms|s|m|h)"
+
+// sha256Pattern is the pattern of a key's sha256.
+const sha256Pattern = "^[0-9a-f]{64}$"
+
+// patternHint explains a string that does not match its field's pattern
+// where the mistake is a common one: a key written where its hash goes, a
+// URL where a host name goes.
+func patternHint(lit, pattern string) string {
+	val, err := strconv.Unquote(lit)
+	if err != nil {
+		return ""
+	}
+	if pattern == sha256Pattern || pattern == strconv.Quote(sha256Pattern) {
+		if strings.ToLower(val) != val && len(val) == 64 {
+			return "is not lower-case: write the SHA-256 in lower-case hex"
+		}
+		return "is not a SHA-256 (64 lower-case hex digits): give the hash of the key (printf %s \"$KEY\" | sha256sum), or env with the variable that holds it; never the key itself"
+	}
+	// The host pattern of egress's allow ends with an optional port.
+	if strings.Contains(pattern, "(:[0-9]{1,5})?") && strings.Contains(val, "://") {
+		if u, err := url.Parse(val); err == nil && u.Host != "" {
+			return fmt.Sprintf("is a URL, not a host: allow lists host names (with an optional :port); write %q", u.Host)
+		}
+		return "is a URL, not a host: allow lists host names such as \"api.example.com\""
+	}
+	return ""
 }

@@ -1,0 +1,37 @@
+package dsl
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Common mistakes get a message that names the fix, not the schema's
+// pattern.
+func TestInvalidValueHints(t *testing.T) {
+	tests := []struct {
+		name, src, want string
+	}{
+		{"bare number duration", `chains: turn: [{use: "rate_limit", rate: 10, per: 60, burst: 2, mode: "reject"}]`,
+			`chains.turn[0].per: 60 is a bare number, not a duration: write it as a string with its unit, such as "60s" or "60ms"`},
+		{"duration without unit", `chains: chat: [{use: "retry", max_attempts: 2, initial_delay: "200"}]`,
+			`chains.chat[0].initial_delay: "200" has no unit: write it with one, such as "200ms" or "200s"`},
+		{"duration with a space", `chains: chat: [{use: "retry", max_attempts: 2, initial_delay: "10 s"}]`,
+			`chains.chat[0].initial_delay: "10 s" is not a duration such as "250ms", "30s" or "1h30m"`},
+		{"url in egress allow", `chains: tool: [{use: "egress", allow: ["https://api.example.com/v1"]}]`,
+			`chains.tool[0].allow[0]: "https://api.example.com/v1" is a URL, not a host: allow lists host names (with an optional :port); write "api.example.com"`},
+		{"key in sha256", `keys: app: {sha256: "sk-live-1234567890abcdef"}`,
+			`keys.app.sha256: "sk-live-1234567890abcdef" is not a SHA-256 (64 lower-case hex digits): give the hash of the key (printf %s "$KEY" | sha256sum), or env with the variable that holds it; never the key itself`},
+		{"upper-case sha256", `keys: app: {sha256: "D428FC11ED3FC4326BEEDAAD8207F74367127007C3688AA51B311679C44718A2"}`,
+			`is not lower-case: write the SHA-256 in lower-case hex`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, diags, _ := loadSnippet(t, tt.src)
+			require.Len(t, diags, 1, "%v", diags)
+			assert.Equal(t, "schema/invalid-value", diags[0].Rule)
+			assert.Contains(t, diags[0].Message, tt.want)
+		})
+	}
+}
