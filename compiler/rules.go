@@ -91,7 +91,7 @@ scan over a string or a list.`},
 A predicate reads args in an entry that is not scoped with tools: to tools
 whose JSON Schema types them, so a misspelt argument cannot be caught at
 vet time and fails at run time instead. Scope the entry to its tools.`},
-	{ruleConstant, dsl.Error, "a predicate with one value for every call that leaves its layer inert", `
+	{ruleConstant, dsl.Error + "/" + dsl.Warning, "a predicate with one value for every call that leaves its layer inert", `
 A predicate that reads no variable of its stage ("false", "1 > 2",
 "'a' == 'b'") has the same value for every call. When that value makes
 the layer do nothing, the policy says one thing and enforces another: an
@@ -99,7 +99,15 @@ entry's when that is always false (the layer never runs), a guard's deny
 that is always false or require that is always true (the guard never
 blocks), a state handler's deny that is always false (it never vetoes). A
 constant that blocks every call (deny: "true") fails closed and
-is not reported.`},
+is not reported. A predicate that reads variables has one value too when
+a term decides it whatever they hold: a constant that absorbs its && or
+|| (args.amount > 100.0 || true, ... && false), or comparisons of one
+field with numbers that cannot all hold (args.amount < 0.0 &&
+args.amount > 10.0) or whose alternatives cover every number
+(args.amount >= 0.0 || args.amount < 0.0). The parts that read the call
+are dead: an error where the value leaves the layer inert, a warning
+where it makes the layer act on every call (a deny that blocks every
+call, a when always true).`},
 	{ruleUnknownValue, dsl.Error, "a field compared with a value it never holds", `
 A predicate compares a field whose values are known with a string constant
 that is not one of them, so the comparison never holds and a guard that
