@@ -35,8 +35,11 @@ A value has the wrong type, lies outside its bounds, is not one of the
 allowed values, is not a valid duration, regular expression, JSON Schema or
 grounding template (a render template that does not parse, or reads a
 field its data lacks), or breaks a rule between fields (two entries of one
-chain with the same name, a guard with both deny and require). The message
-gives the field's path and what it accepts.`},
+chain with the same name, a guard with both deny and require, a fallback
+naming one model twice). The message gives the field's path and what it
+accepts, and for common slips the fix: a bare number where a duration
+goes ("60s"), a URL where egress wants a host, a key where keys wants its
+SHA-256.`},
 	{"schema/missing-field", dsl.Error, "a required field is absent", `
 A field the definition requires is absent: fallback without models, a
 guard without deny or require, a model with provider but no model id. The
