@@ -120,6 +120,7 @@ func (c *Compilation) checkPredicate(x *dsl.Expr, stage predicate.Stage, phase p
 		if is.Rule == predicate.RuleType {
 			msg += phaseHint(msg, stage, phase, kind)
 		}
+		msg += habitHint(x.Source, is.Offset, msg)
 		c.report(dsl.Errorf(x.PosAt(is.Offset), is.Rule, "%s", msg))
 	}
 	if checked == nil {

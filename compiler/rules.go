@@ -64,12 +64,16 @@ var celRules = []Rule{
 A CEL predicate (a guard's deny or require, an entry's when, the policy's
 admit, a constraint's when) does not parse, is longer than 4 KiB, nests
 deeper than 48 levels, or holds an invalid regular expression. The column
-points inside the CUE string, at the offending token.`},
+points inside the CUE string, at the offending token. A habit of another
+language gets what CEL writes instead: = for ==, and, or and not for &&,
+|| and !, <> for !=, and a regular expression's ` + "`\\.`" + ` in a CEL string
+(the CEL text needs ` + "`\\\\.`" + `, written ` + "`\"\\\\\\\\.\"`" + ` in a CUE string).`},
 	{"cel/type", dsl.Error, "undeclared reference, undefined field, or no matching overload", `
 A predicate does not type-check against the variables of its stage: an
 undeclared variable, a field its type does not have (args is typed from the
 tool's JSON Schema, so a misspelt argument is caught here), an optional
-field read without has(), or an operator applied to the wrong types. A
+field read without has(), or an operator applied to the wrong types
+(len(x) and 'sub' in s get the CEL for them: size(x), s.contains('sub')). A
 constraint's when is checked against the config types of the layers its
 outer and inner designate (outer.trial for an audit layer is caught, with
 the closest field: trail); the map idioms evaluation accepts over a config
