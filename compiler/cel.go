@@ -220,11 +220,14 @@ const ruleConstant = "cel/constant"
 // alone.
 func (c *Compilation) checkConstant(x *dsl.Expr, env *predicate.Env, checked *predicate.Checked, kind, field string) {
 	vetoes := (kind == "guard" || kind == "state") && (field == "deny" || field == "require")
-	if field != "when" && !vetoes {
+	if field != "when" && field != "admit" && !vetoes {
 		return
 	}
 	if len(checked.Reads) > 0 {
 		c.checkDeadTerm(x, kind, field)
+		return
+	}
+	if field == "admit" {
 		return
 	}
 	prog, err := env.Program(checked)
@@ -269,6 +272,10 @@ func (c *Compilation) checkDeadTerm(x *dsl.Expr, kind, field string) {
 		what = "when is always false: the layer never runs"
 	case field == "when":
 		what, inert = "when is always true: the layer runs for every call, whatever the condition says", false
+	case field == "admit" && d.value:
+		what = "admit is always true: every retrieved item is admitted"
+	case field == "admit":
+		what, inert = "admit is always false: every retrieved item is dropped", false
 	case field == "deny" && !d.value && kind == "state":
 		what = "deny is always false: the handler never vetoes"
 	case field == "deny" && !d.value:
@@ -286,5 +293,5 @@ func (c *Compilation) checkDeadTerm(x *dsl.Expr, kind, field string) {
 	if !inert {
 		diag = dsl.Warnf
 	}
-	c.report(diag(x.PosAt(d.offset), ruleConstant, "%s (%s, whatever the call holds); fix the condition", what, d.why))
+	c.report(diag(x.PosAt(d.offset), ruleConstant, "%s (%s, whatever its variables hold); fix the condition", what, d.why))
 }

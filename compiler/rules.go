@@ -36,10 +36,11 @@ allowed values, is not a valid duration, regular expression, JSON Schema or
 grounding template (a render template that does not parse, or reads a
 field its data lacks), or breaks a rule between fields (two entries of one
 chain with the same name, a guard with both deny and require, a fallback
-naming one model twice). The message gives the field's path and what it
+naming one model twice, a tool-chain entry scoped with an empty tools
+list, which applies it to every tool). The message gives the field's path and what it
 accepts, and for common slips the fix: a bare number where a duration
-goes ("60s"), a URL where egress wants a host, a key where keys wants its
-SHA-256.`},
+goes ("60s"), a day unit ("1d": "24h"), a URL where egress wants a host,
+a key where keys wants its SHA-256.`},
 	{"schema/missing-field", dsl.Error, "a required field is absent", `
 A field the definition requires is absent: fallback without models, a
 guard without deny or require, a model with provider but no model id. The
@@ -112,9 +113,10 @@ a term decides it whatever they hold: a constant that absorbs its && or
 field with numbers that cannot all hold (args.amount < 0.0 &&
 args.amount > 10.0) or whose alternatives cover every number
 (args.amount >= 0.0 || args.amount < 0.0). The parts that read the call
-are dead: an error where the value leaves the layer inert, a warning
-where it makes the layer act on every call (a deny that blocks every
-call, a when always true).`},
+are dead: an error where the value leaves the layer inert (an admit
+always true admits every item), a warning where it makes the layer act
+on every call (a deny that blocks every call, a when always true, an
+admit that drops every item).`},
 	{ruleUnknownValue, dsl.Error, "a field compared with a value it never holds", `
 A predicate compares a field whose values are known with a string constant
 that is not one of them, so the comparison never holds and a guard that

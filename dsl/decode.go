@@ -231,6 +231,10 @@ func (l *loader) decodeEntry(p *Policy, stage string, i int, ev cue.Value) *Entr
 		if stage != "tool" {
 			l.errorf(l.userPos(append(path, "tools")), "schema/stage", "tools scoping is only for entries of the tool chain")
 		}
+		if n, err := tv.Len().Int64(); err == nil && n == 0 && stage == "tool" {
+			// The runtime scopes an entry only by a non-empty list.
+			l.errorf(l.userPos(append(path, "tools")), "schema/invalid-value", "%s: an empty tools list does not scope the entry to no tool: the entry applies to every tool, as without tools; name the tools it is for, or remove the field", fieldName(append(path, "tools")))
+		}
 		it, _ := tv.List()
 		for j := 0; it.Next(); j++ {
 			name, _ := it.Value().String()

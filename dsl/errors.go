@@ -339,6 +339,12 @@ func classify(msg string, path []string) (rule, out string) {
 	}
 	if m := boundRE.FindStringSubmatch(msg); m != nil && strings.Contains(m[2], durationUnits) {
 		if v, err := strconv.Unquote(m[1]); err == nil {
+			if n, ok := strings.CutSuffix(v, "d"); ok && isCount(n) {
+				return "schema/invalid-value", fmt.Sprintf("%s: %s: a duration has no day unit; write hours, as in \"%dh\"", name, m[1], atoi(n)*24)
+			}
+			if n, ok := strings.CutSuffix(v, "w"); ok && isCount(n) {
+				return "schema/invalid-value", fmt.Sprintf("%s: %s: a duration has no week unit; write hours, as in \"%dh\"", name, m[1], atoi(n)*24*7)
+			}
 			if _, err := strconv.ParseFloat(v, 64); err == nil {
 				return "schema/invalid-value", fmt.Sprintf("%s: %s has no unit: write it with one, such as \"%sms\" or \"%ss\"", name, m[1], v, v)
 			}
@@ -496,4 +502,15 @@ func patternHint(lit, pattern string) string {
 		return "is a URL, not a host: allow lists host names such as \"api.example.com\""
 	}
 	return ""
+}
+
+// isCount reports whether s is a small whole number of days or weeks.
+func isCount(s string) bool {
+	n, err := strconv.Atoi(s)
+	return err == nil && n > 0 && n < 100000
+}
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
 }
