@@ -40,7 +40,8 @@ naming one model twice, a tool-chain entry scoped with an empty tools
 list, which applies it to every tool). The message gives the field's path and what it
 accepts, and for common slips the fix: a bare number where a duration
 goes ("60s"), a day unit ("1d": "24h"), a URL where egress wants a host,
-a key where keys wants its SHA-256.`},
+a key where keys wants its SHA-256, one chain declared twice (two lists,
+in one file or two, that CUE joins entry by entry).`},
 	{"schema/missing-field", dsl.Error, "a required field is absent", `
 A field the definition requires is absent: fallback without models, a
 guard without deny or require, a model with provider but no model id. The

@@ -181,7 +181,12 @@ func (l *loader) addCUEErrors(err error, user cue.Value, skip ...string) {
 		if len(conflicts) == 1 && len(conflicts[0].others) > 0 {
 			// Two of the user's own values disagree: name both places.
 			r := conflicts[0]
-			d := Errorf(r.pos, r.rule, "%s: conflicting values %s and %s: the field is set differently in two places", fieldName(r.path), r.conflict[0], r.conflict[1])
+			msg := fmt.Sprintf("%s: conflicting values %s and %s: the field is set differently in two places", fieldName(r.path), r.conflict[0], r.conflict[1])
+			if len(r.path) == 4 && r.path[0] == "chains" && isIndex(r.path[2]) && r.path[3] == "use" {
+				// Two lists for one chain unify entry by entry.
+				msg += fmt.Sprintf("; chains.%s is declared twice, and CUE joins two lists entry by entry: declare each chain as one list in one place", r.path[1])
+			}
+			d := Errorf(r.pos, r.rule, "%s", msg)
 			for _, o := range r.others {
 				d.Related = append(d.Related, Related{Pos: o, Message: "the other value is here"})
 			}
@@ -335,7 +340,15 @@ func classify(msg string, path []string) (rule, out string) {
 		return "schema/missing-field", fmt.Sprintf("%s: %s: give a concrete value", name, msg)
 	}
 	if m := listLenRE.FindStringSubmatch(msg); m != nil {
-		return "schema/invalid-value", fmt.Sprintf("%s: has %s elements, needs at least %s", name, m[1], m[2])
+		if len(path) == 2 && path[0] == "chains" {
+			// A chain has no minimum length: two lists were given for it.
+			return "schema/invalid-value", fmt.Sprintf("%s is declared twice, as lists of %s and %s entries, and CUE joins two lists entry by entry: declare each chain as one list in one place", name, m[1], m[2])
+		}
+		elements := "elements"
+		if m[1] == "1" {
+			elements = "element"
+		}
+		return "schema/invalid-value", fmt.Sprintf("%s: has %s %s, needs at least %s", name, m[1], elements, m[2])
 	}
 	if m := boundRE.FindStringSubmatch(msg); m != nil && strings.Contains(m[2], durationUnits) {
 		if v, err := strconv.Unquote(m[1]); err == nil {
@@ -513,4 +526,9 @@ func isCount(s string) bool {
 func atoi(s string) int {
 	n, _ := strconv.Atoi(s)
 	return n
+}
+
+func isIndex(s string) bool {
+	_, err := strconv.Atoi(s)
+	return err == nil
 }

@@ -1,6 +1,7 @@
 package dsl
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -37,5 +38,22 @@ func TestInvalidValueHints(t *testing.T) {
 			assert.Equal(t, "schema/invalid-value", diags[0].Rule)
 			assert.Contains(t, diags[0].Message, tt.want)
 		})
+	}
+}
+
+// One chain declared in two files is reported as such, not as a field
+// set twice or a list too short.
+func TestChainDeclaredTwice(t *testing.T) {
+	for _, tt := range []struct{ a, b, want string }{
+		{`chains: chat: [{use: "retry", max_attempts: 3}]`, `chains: chat: [{use: "meter", budget: usd: 1}]`,
+			"the field is set differently in two places; chains.chat is declared twice, and CUE joins two lists entry by entry"},
+		{`chains: tool: [{use: "log"}]`, `chains: tool: [{use: "log"}, {use: "audit"}]`,
+			"chains.tool is declared twice, as lists of 1 and 2 entries"},
+	} {
+		dir := writePolicy(t, map[string]string{"a.cue": "package p\n" + tt.a + "\n", "b.cue": "package p\n" + tt.b + "\n"})
+		_, diags, err := Load(context.Background(), []string{dir}, Options{})
+		require.NoError(t, err)
+		require.Len(t, diags, 1, "%v", diags)
+		assert.Contains(t, diags[0].Message, tt.want)
 	}
 }
