@@ -490,6 +490,9 @@ func (l *loader) allowedFields(path []string) []string {
 // durationUnits is the units group of the schema's #Duration pattern.
 const durationUnits = "(ns|us|µs|ms|s|m|h)"
 
+// envNamePattern is the pattern of a field naming an environment variable.
+const envNamePattern = "^[A-Za-z_][A-Za-z0-9_]*$"
+
 // sha256Pattern is the pattern of a key's sha256.
 const sha256Pattern = "^[0-9a-f]{64}$"
 
@@ -506,6 +509,12 @@ func patternHint(lit, pattern string) string {
 			return "is not lower-case: write the SHA-256 in lower-case hex"
 		}
 		return "is not a SHA-256 (64 lower-case hex digits): give the hash of the key (printf %s \"$KEY\" | sha256sum), or env with the variable that holds it; never the key itself"
+	}
+	if pattern == envNamePattern || pattern == strconv.Quote(envNamePattern) {
+		if strings.Contains(val, "://") {
+			return "is a URL, not the name of an environment variable: this field names the variable that holds it (such as \"REDIS_URL\"), never the value"
+		}
+		return "is not the name of an environment variable (letters, digits and _, not starting with a digit)"
 	}
 	// The host pattern of egress's allow ends with an optional port.
 	if strings.Contains(pattern, "(:[0-9]{1,5})?") && strings.Contains(val, "://") {
