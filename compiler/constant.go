@@ -96,6 +96,9 @@ func (f folder) fold(e ast.Expr) (deadTerm, bool) {
 		case operators.LogicalNot:
 			if d, ok := f.fold(c.Args()[0]); ok {
 				d.value = !d.value
+				if c.Args()[0].Kind() == ast.LiteralKind {
+					d.why = "!" + d.why
+				}
 				return d, true
 			}
 		case operators.LogicalAnd:
@@ -135,7 +138,7 @@ func (f folder) foldJunction(e ast.Expr, or bool) (deadTerm, bool) {
 			continue
 		}
 		if d.value == or {
-			if t.Kind() == ast.LiteralKind {
+			if !strings.Contains(d.why, " ") { // a literal, or its negation
 				d.why = fmt.Sprintf("the term `%s %s` decides it", strings.TrimSpace(sep), d.why)
 			}
 			return d, true
@@ -163,6 +166,9 @@ func (f folder) foldJunction(e ast.Expr, or bool) (deadTerm, bool) {
 			order = append(order, cmp.field)
 		}
 		byField[cmp.field] = append(byField[cmp.field], cmp)
+	}
+	if d, ok := f.stringEqualities(terms, or); ok {
+		return d, true
 	}
 	for _, field := range order {
 		cmps := byField[field]
@@ -277,6 +283,22 @@ func fieldPath(e ast.Expr) (string, bool) {
 		}
 		base, ok := fieldPath(s.Operand())
 		return base + "." + s.FieldName(), ok
+	case ast.CallKind:
+		// size(x) and x.size() are numbers too.
+		c := e.AsCall()
+		var arg ast.Expr
+		switch {
+		case c.FunctionName() != "size":
+			return "", false
+		case c.IsMemberFunction() && len(c.Args()) == 0:
+			arg = c.Target()
+		case !c.IsMemberFunction() && len(c.Args()) == 1:
+			arg = c.Args()[0]
+		default:
+			return "", false
+		}
+		base, ok := fieldPath(arg)
+		return "size(" + base + ")", ok
 	}
 	return "", false
 }
@@ -309,4 +331,50 @@ func emptyRange(cmps []comparison) bool {
 		}
 	}
 	return lo > hi || (lo == hi && (loOpen || hiOpen))
+}
+
+// stringEqualities finds, in the terms of a && chain, two equalities of one
+// field with different strings (x == 'a' && x == 'b': never both), and in
+// the terms of a || chain two inequalities (x != 'a' || x != 'b': always
+// one).
+func (f folder) stringEqualities(terms []ast.Expr, or bool) (deadTerm, bool) {
+	want, op := operators.Equals, "=="
+	if or {
+		want, op = operators.NotEquals, "!="
+	}
+	first := map[string]string{}
+	for _, t := range terms {
+		if t.Kind() != ast.CallKind || t.AsCall().FunctionName() != want || len(t.AsCall().Args()) != 2 {
+			continue
+		}
+		l, r := t.AsCall().Args()[0], t.AsCall().Args()[1]
+		if l.Kind() == ast.LiteralKind {
+			l, r = r, l
+		}
+		field, ok := fieldPath(l)
+		if !ok || r.Kind() != ast.LiteralKind {
+			continue
+		}
+		str, ok := r.AsLiteral().(types.String)
+		if !ok {
+			continue
+		}
+		v := string(str)
+		prev, seen := first[field]
+		if !seen {
+			first[field] = v
+			continue
+		}
+		if prev == v {
+			continue
+		}
+		a := fmt.Sprintf("%s %s '%s'", field, op, prev)
+		b := fmt.Sprintf("%s %s '%s'", field, op, v)
+		why := a + " and " + b + " cannot both hold"
+		if or {
+			why = a + " or " + b + ": one of them holds for every value"
+		}
+		return deadTerm{value: or, why: why, offset: f.offset(t)}, true
+	}
+	return deadTerm{}, false
 }

@@ -113,9 +113,11 @@ constant that blocks every call (deny: "true") fails closed and
 is not reported. A predicate that reads variables has one value too when
 a term decides it whatever they hold: a constant that absorbs its && or
 || (args.amount > 100.0 || true, ... && false), or comparisons of one
-field with numbers that cannot all hold (args.amount < 0.0 &&
-args.amount > 10.0) or whose alternatives cover every number
-(args.amount >= 0.0 || args.amount < 0.0). The parts that read the call
+field (or of its size()) with numbers that cannot all hold (args.amount
+< 0.0 && args.amount > 10.0) or whose alternatives cover every number
+(args.amount >= 0.0 || args.amount < 0.0), equalities of one field with
+two strings (tool.name == 'a' && tool.name == 'b'), or inequalities
+joined by || (tool.name != 'a' || tool.name != 'b', always true). The parts that read the call
 are dead: an error where the value leaves the layer inert (an admit
 always true admits every item), a warning where it makes the layer act
 on every call (a deny that blocks every call, a when always true, an
