@@ -38,9 +38,11 @@ field its data lacks), or breaks a rule between fields (two entries of one
 chain with the same name, a guard with both deny and require, a fallback
 naming one model twice, a tool-chain entry scoped with an empty tools
 list, which applies it to every tool, two keys with one secret, a
-credential written in an MCP server's env). The message gives the field's path and what it
+credential written in an MCP server's env, a JSON Schema whose required
+names a property its properties do not describe). The message gives the field's path and what it
 accepts, and for common slips the fix: a bare number where a duration
-goes ("60s"), a day unit ("1d": "24h"), a URL where egress wants a host,
+goes ("60s"), a unit spelt out or spaced ("1min", "10 s"), a day unit
+("1d": "24h"), a URL where egress wants a host,
 a key where keys wants its SHA-256, a URL or a non-name where a field
 names an environment variable, one chain declared twice (two lists,
 in one file or two, that CUE joins entry by entry).`},

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/ast"
@@ -352,6 +353,14 @@ func classify(msg string, path []string) (rule, out string) {
 	}
 	if m := boundRE.FindStringSubmatch(msg); m != nil && strings.Contains(m[2], durationUnits) {
 		if v, err := strconv.Unquote(m[1]); err == nil {
+			if w := unitWordRE.FindStringSubmatch(v); w != nil {
+				return "schema/invalid-value", fmt.Sprintf("%s: %s: a duration's units are ns, us, ms, s, m and h; write \"%s%s\"", name, m[1], w[1], unitWords[strings.ToLower(w[2])])
+			}
+			if packed := strings.ReplaceAll(v, " ", ""); packed != v {
+				if _, err := time.ParseDuration(packed); err == nil && !strings.HasPrefix(packed, "-") {
+					return "schema/invalid-value", fmt.Sprintf("%s: %s: a duration has no spaces; write %q", name, m[1], packed)
+				}
+			}
 			if n, ok := strings.CutSuffix(v, "d"); ok && isCount(n) {
 				return "schema/invalid-value", fmt.Sprintf("%s: %s: a duration has no day unit; write hours, as in \"%dh\"", name, m[1], atoi(n)*24)
 			}
@@ -524,6 +533,18 @@ func patternHint(lit, pattern string) string {
 		return "is a URL, not a host: allow lists host names such as \"api.example.com\""
 	}
 	return ""
+}
+
+// unitWordRE matches a number followed by a unit spelt out ("5min",
+// "30 seconds").
+var unitWordRE = regexp.MustCompile(`(?i)^([0-9]+(?:\.[0-9]+)?) ?(sec|secs|second|seconds|min|mins|minute|minutes|hr|hrs|hour|hours|msec|millis|milliseconds)$`)
+
+// unitWords maps the units unitWordRE matches to a duration's.
+var unitWords = map[string]string{
+	"sec": "s", "secs": "s", "second": "s", "seconds": "s",
+	"min": "m", "mins": "m", "minute": "m", "minutes": "m",
+	"hr": "h", "hrs": "h", "hour": "h", "hours": "h",
+	"msec": "ms", "millis": "ms", "milliseconds": "ms",
 }
 
 // isCount reports whether s is a small whole number of days or weeks.

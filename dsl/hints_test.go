@@ -19,7 +19,15 @@ func TestInvalidValueHints(t *testing.T) {
 		{"duration without unit", `chains: chat: [{use: "retry", max_attempts: 2, initial_delay: "200"}]`,
 			`chains.chat[0].initial_delay: "200" has no unit: write it with one, such as "200ms" or "200s"`},
 		{"duration with a space", `chains: chat: [{use: "retry", max_attempts: 2, initial_delay: "10 s"}]`,
-			`chains.chat[0].initial_delay: "10 s" is not a duration such as "250ms", "30s" or "1h30m"`},
+			`chains.chat[0].initial_delay: "10 s": a duration has no spaces; write "10s"`},
+		{"unit spelt out", `chains: turn: [{use: "rate_limit", rate: 5, per: "1min", burst: 1, mode: "reject"}]`,
+			`chains.turn[0].per: "1min": a duration's units are ns, us, ms, s, m and h; write "1m"`},
+		{"not a duration", `chains: chat: [{use: "retry", max_attempts: 2, initial_delay: "soon"}]`,
+			`chains.chat[0].initial_delay: "soon" is not a duration such as "250ms", "30s" or "1h30m"`},
+		{"required typo", `tools: t: {args: {type: "object", required: ["amout"], properties: amount: type: "number"}}`,
+			`tools.t.args.required[0]: required names "amout", which properties does not describe (it describes amount); did you mean "amount"?`},
+		{"nested required typo", `tools: t: {args: {type: "object", properties: item: {type: "object", required: ["sku"], properties: {id: type: "string"}}}}`,
+			`tools.t.args.properties.item.required[0]: required names "sku", which properties does not describe (it describes id)`},
 		{"days", `chains: tool: [{use: "memoize", ttl: "2d"}]`,
 			`chains.tool[0].ttl: "2d": a duration has no day unit; write hours, as in "48h"`},
 		{"empty tools", `chains: tool: [{use: "log", tools: []}]`,
@@ -64,4 +72,15 @@ func TestChainDeclaredTwice(t *testing.T) {
 		require.Len(t, diags, 1, "%v", diags)
 		assert.Contains(t, diags[0].Message, tt.want)
 	}
+}
+
+// A required name that properties lacks is not reported where something
+// else at its level may describe it.
+func TestRequiredDescribedElsewhere(t *testing.T) {
+	_, diags, _ := loadSnippet(t, `tools: {
+	a: {args: {type: "object", required: ["x-id"], properties: {name: type: "string"}, patternProperties: "^x-": type: "string"}}
+	b: {args: {type: "object", required: ["id"], allOf: [{properties: id: type: "string"}], properties: {name: type: "string"}}}
+	c: {args: {type: "object", required: ["id"]}}
+}`)
+	assert.Empty(t, diags)
 }
