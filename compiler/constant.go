@@ -101,6 +101,11 @@ func (f folder) fold(e ast.Expr) (deadTerm, bool) {
 				}
 				return d, true
 			}
+		case operators.In:
+			// x in []: no element to be.
+			if args := c.Args(); len(args) == 2 && args[1].Kind() == ast.ListKind && len(args[1].AsList().Elements()) == 0 {
+				return deadTerm{value: false, why: "`in []` holds for no value", offset: f.offset(args[1])}, true
+			}
 		case operators.LogicalAnd:
 			return f.foldJunction(e, false)
 		case operators.LogicalOr:

@@ -119,7 +119,8 @@ field (or of its size()) with numbers that cannot all hold (args.amount
 < 0.0 && args.amount > 10.0) or whose alternatives cover every number
 (args.amount >= 0.0 || args.amount < 0.0), equalities of one field with
 two strings (tool.name == 'a' && tool.name == 'b'), or inequalities
-joined by || (tool.name != 'a' || tool.name != 'b', always true). The parts that read the call
+joined by || (tool.name != 'a' || tool.name != 'b', always true), or a
+membership in an empty list (tool.name in []). The parts that read the call
 are dead: an error where the value leaves the layer inert (an admit
 always true admits every item), a warning where it makes the layer act
 on every call (a deny that blocks every call, a when always true, an
