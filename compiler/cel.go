@@ -120,6 +120,7 @@ func (c *Compilation) checkPredicate(x *dsl.Expr, stage predicate.Stage, phase p
 		if is.Rule == predicate.RuleType {
 			msg += phaseHint(msg, stage, phase, kind)
 		}
+		msg += habitHint(x.Source, is.Offset, msg)
 		c.report(dsl.Errorf(x.PosAt(is.Offset), is.Rule, "%s", msg))
 	}
 	if checked == nil {
@@ -219,7 +220,14 @@ const ruleConstant = "cel/constant"
 // alone.
 func (c *Compilation) checkConstant(x *dsl.Expr, env *predicate.Env, checked *predicate.Checked, kind, field string) {
 	vetoes := (kind == "guard" || kind == "state") && (field == "deny" || field == "require")
-	if len(checked.Reads) > 0 || (field != "when" && !vetoes) {
+	if field != "when" && field != "admit" && !vetoes {
+		return
+	}
+	if len(checked.Reads) > 0 {
+		c.checkDeadTerm(x, kind, field)
+		return
+	}
+	if field == "admit" {
 		return
 	}
 	prog, err := env.Program(checked)
@@ -244,4 +252,46 @@ func (c *Compilation) checkConstant(x *dsl.Expr, env *predicate.Env, checked *pr
 		return
 	}
 	c.report(dsl.Errorf(x.Pos, ruleConstant, "%s (the predicate reads no variable, so it has the same value for every call); write the condition over the call, or remove the entry", what))
+}
+
+// checkDeadTerm reports a predicate that reads variables and yet has one
+// value for every call, as a term fixes it (x || true, x && false,
+// x < 0.0 && x > 10.0, x >= 0.0 || x < 0.0): the parts it reads are dead.
+// A value that leaves the layer inert is an error; one that makes it act
+// on every call (a when always true, a deny that blocks every call) a
+// warning, since the policy still fails closed.
+func (c *Compilation) checkDeadTerm(x *dsl.Expr, kind, field string) {
+	d, ok := constantValue(x.Source)
+	if !ok {
+		return
+	}
+	var what string
+	inert := true
+	switch {
+	case field == "when" && !d.value:
+		what = "when is always false: the layer never runs"
+	case field == "when":
+		what, inert = "when is always true: the layer runs for every call, whatever the condition says", false
+	case field == "admit" && d.value:
+		what = "admit is always true: every retrieved item is admitted"
+	case field == "admit":
+		what, inert = "admit is always false: every retrieved item is dropped", false
+	case field == "deny" && !d.value && kind == "state":
+		what = "deny is always false: the handler never vetoes"
+	case field == "deny" && !d.value:
+		what = "deny is always false: the guard never blocks"
+	case field == "deny" && kind == "state":
+		what, inert = "deny is always true: the handler vetoes every value", false
+	case field == "deny":
+		what, inert = "deny is always true: the guard blocks every call it sees", false
+	case field == "require" && d.value:
+		what = "require is always true: the guard never blocks"
+	default:
+		what, inert = "require is always false: the guard blocks every call it sees", false
+	}
+	diag := dsl.Errorf
+	if !inert {
+		diag = dsl.Warnf
+	}
+	c.report(diag(x.PosAt(d.offset), ruleConstant, "%s (%s, whatever its variables hold); fix the condition", what, d.why))
 }

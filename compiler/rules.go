@@ -35,8 +35,17 @@ A value has the wrong type, lies outside its bounds, is not one of the
 allowed values, is not a valid duration, regular expression, JSON Schema or
 grounding template (a render template that does not parse, or reads a
 field its data lacks), or breaks a rule between fields (two entries of one
-chain with the same name, a guard with both deny and require). The message
-gives the field's path and what it accepts.`},
+chain with the same name, a guard with both deny and require, a fallback
+naming one model twice, a tool-chain entry scoped with an empty tools
+list, which applies it to every tool, two keys with one secret, a
+credential written in an MCP server's env, a JSON Schema whose required
+names a property its properties do not describe). The message gives the field's path and what it
+accepts, and for common slips the fix: a bare number where a duration
+goes ("60s"), a unit spelt out or spaced ("1min", "10 s"), a day unit
+("1d": "24h"), a URL where egress wants a host,
+a key where keys wants its SHA-256, a URL or a non-name where a field
+names an environment variable, one chain declared twice (two lists,
+in one file or two, that CUE joins entry by entry).`},
 	{"schema/missing-field", dsl.Error, "a required field is absent", `
 A field the definition requires is absent: fallback without models, a
 guard without deny or require, a model with provider but no model id. The
@@ -61,12 +70,16 @@ var celRules = []Rule{
 A CEL predicate (a guard's deny or require, an entry's when, the policy's
 admit, a constraint's when) does not parse, is longer than 4 KiB, nests
 deeper than 48 levels, or holds an invalid regular expression. The column
-points inside the CUE string, at the offending token.`},
+points inside the CUE string, at the offending token. A habit of another
+language gets what CEL writes instead: = for ==, and, or and not for &&,
+|| and !, <> for !=, and a regular expression's ` + "`\\.`" + ` in a CEL string
+(the CEL text needs ` + "`\\\\.`" + `, written ` + "`\"\\\\\\\\.\"`" + ` in a CUE string).`},
 	{"cel/type", dsl.Error, "undeclared reference, undefined field, or no matching overload", `
 A predicate does not type-check against the variables of its stage: an
 undeclared variable, a field its type does not have (args is typed from the
 tool's JSON Schema, so a misspelt argument is caught here), an optional
-field read without has(), or an operator applied to the wrong types. A
+field read without has(), or an operator applied to the wrong types
+(len(x) and 'sub' in s get the CEL for them: size(x), s.contains('sub')). A
 constraint's when is checked against the config types of the layers its
 outer and inner designate (outer.trial for an audit layer is caught, with
 the closest field: trail); the map idioms evaluation accepts over a config
@@ -91,7 +104,7 @@ scan over a string or a list.`},
 A predicate reads args in an entry that is not scoped with tools: to tools
 whose JSON Schema types them, so a misspelt argument cannot be caught at
 vet time and fails at run time instead. Scope the entry to its tools.`},
-	{ruleConstant, dsl.Error, "a predicate with one value for every call that leaves its layer inert", `
+	{ruleConstant, dsl.Error + "/" + dsl.Warning, "a predicate with one value for every call that leaves its layer inert", `
 A predicate that reads no variable of its stage ("false", "1 > 2",
 "'a' == 'b'") has the same value for every call. When that value makes
 the layer do nothing, the policy says one thing and enforces another: an
@@ -99,7 +112,19 @@ entry's when that is always false (the layer never runs), a guard's deny
 that is always false or require that is always true (the guard never
 blocks), a state handler's deny that is always false (it never vetoes). A
 constant that blocks every call (deny: "true") fails closed and
-is not reported.`},
+is not reported. A predicate that reads variables has one value too when
+a term decides it whatever they hold: a constant that absorbs its && or
+|| (args.amount > 100.0 || true, ... && false), or comparisons of one
+field (or of its size()) with numbers that cannot all hold (args.amount
+< 0.0 && args.amount > 10.0) or whose alternatives cover every number
+(args.amount >= 0.0 || args.amount < 0.0), equalities of one field with
+two strings (tool.name == 'a' && tool.name == 'b'), or inequalities
+joined by || (tool.name != 'a' || tool.name != 'b', always true), or a
+membership in an empty list (tool.name in []). The parts that read the call
+are dead: an error where the value leaves the layer inert (an admit
+always true admits every item), a warning where it makes the layer act
+on every call (a deny that blocks every call, a when always true, an
+admit that drops every item).`},
 	{ruleUnknownValue, dsl.Error, "a field compared with a value it never holds", `
 A predicate compares a field whose values are known with a string constant
 that is not one of them, so the comparison never holds and a guard that

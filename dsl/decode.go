@@ -231,6 +231,10 @@ func (l *loader) decodeEntry(p *Policy, stage string, i int, ev cue.Value) *Entr
 		if stage != "tool" {
 			l.errorf(l.userPos(append(path, "tools")), "schema/stage", "tools scoping is only for entries of the tool chain")
 		}
+		if n, err := tv.Len().Int64(); err == nil && n == 0 && stage == "tool" {
+			// The runtime scopes an entry only by a non-empty list.
+			l.errorf(l.userPos(append(path, "tools")), "schema/invalid-value", "%s: an empty tools list does not scope the entry to no tool: the entry applies to every tool, as without tools; name the tools it is for, or remove the field", fieldName(append(path, "tools")))
+		}
 		it, _ := tv.List()
 		for j := 0; it.Next(); j++ {
 			name, _ := it.Value().String()
@@ -283,9 +287,19 @@ func (l *loader) decodeEntry(p *Policy, stage string, i int, ev cue.Value) *Entr
 		}
 		if mv.Kind() == cue.ListKind {
 			it, _ := mv.List()
+			first := map[string]int{}
 			for j := 0; it.Next(); j++ {
 				name, _ := it.Value().String()
-				check(name, l.userPos(slices.Concat(path, at, []string{fmt.Sprint(j)})))
+				pos := l.userPos(slices.Concat(path, at, []string{fmt.Sprint(j)}))
+				check(name, pos)
+				if i, dup := first[name]; dup && e.Use == "fallback" {
+					// A model fallback falls over from is failing or
+					// behind an open breaker: a second mention is a typo
+					// for another model. (hedge may race one model twice.)
+					l.errorf(pos, "schema/invalid-value", "%s: model %q is already listed at index %d: fallback falls over to the next model when one fails, so name each once (a retry inside fallback tries a model again)", fieldName(slices.Concat(path, at)), name, i)
+				} else if !dup {
+					first[name] = j
+				}
 			}
 		} else if name, err := mv.String(); err == nil {
 			check(name, l.userPos(slices.Concat(path, at)))

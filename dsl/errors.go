@@ -2,10 +2,12 @@ package dsl
 
 import (
 	"fmt"
+	"net/url"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/ast"
@@ -180,7 +182,12 @@ func (l *loader) addCUEErrors(err error, user cue.Value, skip ...string) {
 		if len(conflicts) == 1 && len(conflicts[0].others) > 0 {
 			// Two of the user's own values disagree: name both places.
 			r := conflicts[0]
-			d := Errorf(r.pos, r.rule, "%s: conflicting values %s and %s: the field is set differently in two places", fieldName(r.path), r.conflict[0], r.conflict[1])
+			msg := fmt.Sprintf("%s: conflicting values %s and %s: the field is set differently in two places", fieldName(r.path), r.conflict[0], r.conflict[1])
+			if len(r.path) == 4 && r.path[0] == "chains" && isIndex(r.path[2]) && r.path[3] == "use" {
+				// Two lists for one chain unify entry by entry.
+				msg += fmt.Sprintf("; chains.%s is declared twice, and CUE joins two lists entry by entry: declare each chain as one list in one place", r.path[1])
+			}
+			d := Errorf(r.pos, r.rule, "%s", msg)
 			for _, o := range r.others {
 				d.Related = append(d.Related, Related{Pos: o, Message: "the other value is here"})
 			}
@@ -224,6 +231,12 @@ func (l *loader) addCUEErrors(err error, user cue.Value, skip ...string) {
 
 func conflictMessage(r *rawErr) string {
 	got, want := r.conflict[0], r.conflict[1]
+	if strings.Contains(want, durationUnits) {
+		if _, err := strconv.ParseFloat(got, 64); err == nil {
+			return fmt.Sprintf("%s: %s is a bare number, not a duration: write it as a string with its unit, such as \"%ss\" or \"%sms\"", fieldName(r.path), got, got, got)
+		}
+		return fmt.Sprintf("%s: %s is not a duration such as \"250ms\", \"30s\" or \"1h30m\"", fieldName(r.path), got)
+	}
 	return fmt.Sprintf("%s: %s is not allowed here: want %s", fieldName(r.path), got, describeType(want))
 }
 
@@ -328,12 +341,42 @@ func classify(msg string, path []string) (rule, out string) {
 		return "schema/missing-field", fmt.Sprintf("%s: %s: give a concrete value", name, msg)
 	}
 	if m := listLenRE.FindStringSubmatch(msg); m != nil {
-		return "schema/invalid-value", fmt.Sprintf("%s: has %s elements, needs at least %s", name, m[1], m[2])
+		if len(path) == 2 && path[0] == "chains" {
+			// A chain has no minimum length: two lists were given for it.
+			return "schema/invalid-value", fmt.Sprintf("%s is declared twice, as lists of %s and %s entries, and CUE joins two lists entry by entry: declare each chain as one list in one place", name, m[1], m[2])
+		}
+		elements := "elements"
+		if m[1] == "1" {
+			elements = "element"
+		}
+		return "schema/invalid-value", fmt.Sprintf("%s: has %s %s, needs at least %s", name, m[1], elements, m[2])
 	}
-	if m := boundRE.FindStringSubmatch(msg); m != nil && strings.Contains(m[2], "(ns|us|µs|ms|s|m|h)") {
+	if m := boundRE.FindStringSubmatch(msg); m != nil && strings.Contains(m[2], durationUnits) {
+		if v, err := strconv.Unquote(m[1]); err == nil {
+			if w := unitWordRE.FindStringSubmatch(v); w != nil {
+				return "schema/invalid-value", fmt.Sprintf("%s: %s: a duration's units are ns, us, ms, s, m and h; write \"%s%s\"", name, m[1], w[1], unitWords[strings.ToLower(w[2])])
+			}
+			if packed := strings.ReplaceAll(v, " ", ""); packed != v {
+				if _, err := time.ParseDuration(packed); err == nil && !strings.HasPrefix(packed, "-") {
+					return "schema/invalid-value", fmt.Sprintf("%s: %s: a duration has no spaces; write %q", name, m[1], packed)
+				}
+			}
+			if n, ok := strings.CutSuffix(v, "d"); ok && isCount(n) {
+				return "schema/invalid-value", fmt.Sprintf("%s: %s: a duration has no day unit; write hours, as in \"%dh\"", name, m[1], atoi(n)*24)
+			}
+			if n, ok := strings.CutSuffix(v, "w"); ok && isCount(n) {
+				return "schema/invalid-value", fmt.Sprintf("%s: %s: a duration has no week unit; write hours, as in \"%dh\"", name, m[1], atoi(n)*24*7)
+			}
+			if _, err := strconv.ParseFloat(v, 64); err == nil {
+				return "schema/invalid-value", fmt.Sprintf("%s: %s has no unit: write it with one, such as \"%sms\" or \"%ss\"", name, m[1], v, v)
+			}
+		}
 		return "schema/invalid-value", fmt.Sprintf("%s: %s is not a duration such as \"250ms\", \"30s\" or \"1h30m\"", name, m[1])
 	}
 	if m := boundRE.FindStringSubmatch(msg); m != nil && (strings.HasPrefix(m[2], "=~") || strings.HasPrefix(m[2], "!~")) {
+		if hint := patternHint(m[1], strings.TrimLeft(m[2], "=!~")); hint != "" {
+			return "schema/invalid-value", fmt.Sprintf("%s: %s %s", name, m[1], hint)
+		}
 		return "schema/invalid-value", fmt.Sprintf("%s: %s does not match the pattern %s", name, m[1], strings.TrimLeft(m[2], "=!~"))
 	}
 	if m := boundRE.FindStringSubmatch(msg); m != nil {
@@ -451,4 +494,71 @@ func (l *loader) allowedFields(path []string) []string {
 		}
 	}
 	return names
+}
+
+// durationUnits is the units group of the schema's #Duration pattern.
+const durationUnits = "(ns|us|µs|ms|s|m|h)"
+
+// envNamePattern is the pattern of a field naming an environment variable.
+const envNamePattern = "^[A-Za-z_][A-Za-z0-9_]*$"
+
+// sha256Pattern is the pattern of a key's sha256.
+const sha256Pattern = "^[0-9a-f]{64}$"
+
+// patternHint explains a string that does not match its field's pattern
+// where the mistake is a common one: a key written where its hash goes, a
+// URL where a host name goes.
+func patternHint(lit, pattern string) string {
+	val, err := strconv.Unquote(lit)
+	if err != nil {
+		return ""
+	}
+	if pattern == sha256Pattern || pattern == strconv.Quote(sha256Pattern) {
+		if strings.ToLower(val) != val && len(val) == 64 {
+			return "is not lower-case: write the SHA-256 in lower-case hex"
+		}
+		return "is not a SHA-256 (64 lower-case hex digits): give the hash of the key (printf %s \"$KEY\" | sha256sum), or env with the variable that holds it; never the key itself"
+	}
+	if pattern == envNamePattern || pattern == strconv.Quote(envNamePattern) {
+		if strings.Contains(val, "://") {
+			return "is a URL, not the name of an environment variable: this field names the variable that holds it (such as \"REDIS_URL\"), never the value"
+		}
+		return "is not the name of an environment variable (letters, digits and _, not starting with a digit)"
+	}
+	// The host pattern of egress's allow ends with an optional port.
+	if strings.Contains(pattern, "(:[0-9]{1,5})?") && strings.Contains(val, "://") {
+		if u, err := url.Parse(val); err == nil && u.Host != "" {
+			return fmt.Sprintf("is a URL, not a host: allow lists host names (with an optional :port); write %q", u.Host)
+		}
+		return "is a URL, not a host: allow lists host names such as \"api.example.com\""
+	}
+	return ""
+}
+
+// unitWordRE matches a number followed by a unit spelt out ("5min",
+// "30 seconds").
+var unitWordRE = regexp.MustCompile(`(?i)^([0-9]+(?:\.[0-9]+)?) ?(sec|secs|second|seconds|min|mins|minute|minutes|hr|hrs|hour|hours|msec|millis|milliseconds)$`)
+
+// unitWords maps the units unitWordRE matches to a duration's.
+var unitWords = map[string]string{
+	"sec": "s", "secs": "s", "second": "s", "seconds": "s",
+	"min": "m", "mins": "m", "minute": "m", "minutes": "m",
+	"hr": "h", "hrs": "h", "hour": "h", "hours": "h",
+	"msec": "ms", "millis": "ms", "milliseconds": "ms",
+}
+
+// isCount reports whether s is a small whole number of days or weeks.
+func isCount(s string) bool {
+	n, err := strconv.Atoi(s)
+	return err == nil && n > 0 && n < 100000
+}
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
+}
+
+func isIndex(s string) bool {
+	_, err := strconv.Atoi(s)
+	return err == nil
 }

@@ -1,8 +1,38 @@
 package dsl
 
 import (
+	"regexp"
+	"sort"
+	"strings"
+
 	"cuelang.org/go/cue"
 )
+
+// secretName matches the name of a variable or parameter that holds a
+// credential.
+var secretName = regexp.MustCompile(`(?i)(token|secret|passw|api_?key|credential)`)
+
+// secretValue matches the shapes of common credentials: GitHub, GitLab,
+// OpenAI, Anthropic, Slack, Stripe and AWS access keys.
+var secretValue = regexp.MustCompile(`^(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,}|glpat-[\w-]{20,}|sk-[\w-]{16,}|sk_(live|test)_\w{16,}|xox[abpr]-[\w-]{10,}|AKIA[0-9A-Z]{16})$`)
+
+// literalSecret reports whether value, given for name, is a credential
+// written out rather than a reference to one.
+func literalSecret(name, value string) bool {
+	if secretValue.MatchString(value) {
+		return true
+	}
+	if !secretName.MatchString(name) || len(value) < 8 || strings.ContainsAny(value, " \t") {
+		return false
+	}
+	// A reference, a file or a URL holding the secret is not the secret.
+	for _, p := range []string{"$", "/", "./", "~", "http://", "https://", "file:"} {
+		if strings.HasPrefix(value, p) {
+			return false
+		}
+	}
+	return true
+}
 
 // Key is a virtual API key of `agentc serve`: exactly one of SHA256 (hex)
 // and Env (the variable holding the key).
@@ -47,6 +77,29 @@ func (l *loader) decodeServe(p *Policy, v cue.Value) {
 		}
 		p.Keys[name] = k
 	})
+	// Two keys with one secret: the server takes a caller presenting it
+	// for the last of them by name, with its tenant.
+	byName := make([]string, 0, len(p.Keys))
+	for name := range p.Keys {
+		byName = append(byName, name)
+	}
+	sort.Strings(byName)
+	seen := map[string]string{}
+	for _, name := range byName {
+		k := p.Keys[name]
+		id, field := "sha256:"+k.SHA256, "sha256"
+		if k.SHA256 == "" {
+			id, field = "env:"+k.Env, "env"
+		}
+		if id == "sha256:" || id == "env:" {
+			continue
+		}
+		if first, dup := seen[id]; dup {
+			l.errorf(l.userPos([]string{"keys", name, field}), "schema/invalid-value", "key %q has the same %s as key %q: a caller presenting that secret is always taken for key %q (tenant %q), never for %q (tenant %q); give each key its own secret", name, field, first, name, k.Tenant, first, p.Keys[first].Tenant)
+			continue
+		}
+		seen[id] = name
+	}
 	mv := v.LookupPath(cue.ParsePath("mcp"))
 	if !mv.Exists() {
 		return
@@ -66,6 +119,16 @@ func (l *loader) decodeServe(p *Policy, v cue.Value) {
 			l.errorf(l.userPos(append(path, "url")), "schema/invalid-value", "mcp server %q gives both command and url; give one", name)
 		case hasURL && len(s.Env) > 0:
 			l.errorf(l.userPos(append(path, "env")), "schema/invalid-value", "mcp server %q: env applies to a command, not to a url", name)
+		}
+		names := make([]string, 0, len(s.Env))
+		for k := range s.Env {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			if literalSecret(k, s.Env[k]) {
+				l.errorf(l.userPos(append(path, "env", k)), "schema/invalid-value", "mcp server %q: env %s holds a credential in the policy (and the plan); the command inherits the environment of agentc serve, so set %s there and remove it from env", name, k, k)
+			}
 		}
 		p.MCPServers[name] = s
 	})

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -46,6 +47,10 @@ func (l *loader) checkSchema(path []string, raw []byte, at Pos, fromFile bool) {
 	}
 	_, err := c.Compile(url)
 	if err == nil {
+		var doc any
+		if json.Unmarshal(raw, &doc) == nil {
+			l.checkRequired(path, doc, nil, at, fromFile)
+		}
 		return
 	}
 	var ve *jsonschema.ValidationError
@@ -192,4 +197,52 @@ func argNames(t *Tool) []string {
 	}
 	_ = json.Unmarshal(t.Args, &s)
 	return keys(s.Properties)
+}
+
+// checkRequired reports a name a schema's required lists that its
+// properties lack, where nothing else at that level (patternProperties,
+// allOf, $ref...) could describe it: a typo, so the property the schema
+// describes is optional and a predicate reading it is refused, while every
+// call is refused for lacking the misspelt one. sub is the JSON pointer of
+// schema within the document at path.
+func (l *loader) checkRequired(path []string, schema any, sub []string, at Pos, fromFile bool) {
+	m, ok := schema.(map[string]any)
+	if !ok {
+		return
+	}
+	props, hasProps := m["properties"].(map[string]any)
+	for _, k := range []string{"patternProperties", "allOf", "anyOf", "oneOf", "$ref", "$dynamicRef", "dependentSchemas", "if", "unevaluatedProperties"} {
+		if _, ok := m[k]; ok {
+			hasProps = false
+		}
+	}
+	if req, ok := m["required"].([]any); ok && hasProps {
+		names := slices.Sorted(maps.Keys(props))
+		for i, r := range req {
+			name, ok := r.(string)
+			if !ok {
+				continue
+			}
+			if _, ok := props[name]; ok {
+				continue
+			}
+			where := slices.Concat(path, sub, []string{"required", strconv.Itoa(i)})
+			pos := at
+			if !fromFile {
+				pos = l.userPos(where)
+			}
+			has := "none"
+			if len(names) > 0 {
+				has = strings.Join(names, ", ")
+			}
+			l.errorf(pos, "schema/invalid-value", "%s: required names %q, which properties does not describe (it describes %s)%s",
+				fieldName(where), name, has, suggestName(name, names))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(props)) {
+		l.checkRequired(path, props[name], slices.Concat(sub, []string{"properties", name}), at, fromFile)
+	}
+	if items, ok := m["items"]; ok {
+		l.checkRequired(path, items, slices.Concat(sub, []string{"items"}), at, fromFile)
+	}
 }

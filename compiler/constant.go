@@ -1,0 +1,385 @@
+package compiler
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/google/cel-go/common"
+	"github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/operators"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/parser"
+)
+
+// A deadTerm is a part of a predicate that fixes its value whatever the
+// variables it reads hold: a constant absorbing its && or || (x || true),
+// or comparisons of one field with constants that cannot all hold
+// (x < 0.0 && x > 10.0) or that cover every value (x >= 0.0 || x < 0.0).
+type deadTerm struct {
+	value bool
+	// why describes the term ("|| true", "args.amount < 0.0 && args.amount
+	// > 10.0 cannot both hold").
+	why string
+	// offset is the byte offset in the source of the term's first token.
+	offset int
+}
+
+// constantValue finds whether src, a predicate that reads variables, has
+// one value for every call. It only parses src: comparisons are read as
+// real numbers, so it reports a range only when it is empty over them.
+func constantValue(src string) (deadTerm, bool) {
+	p, err := parser.NewParser(parser.Macros(parser.AllMacros...), parser.EnableOptionalSyntax(true))
+	if err != nil {
+		return deadTerm{}, false
+	}
+	tree, errs := p.Parse(common.NewTextSource(src))
+	if errs != nil && len(errs.GetErrors()) > 0 {
+		return deadTerm{}, false
+	}
+	f := folder{src: src, info: tree.SourceInfo()}
+	return f.fold(tree.Expr())
+}
+
+type folder struct {
+	src  string
+	info *ast.SourceInfo
+}
+
+// offset returns the byte offset of the first token of e.
+func (f folder) offset(e ast.Expr) int {
+	start := -1
+	var walk func(ast.Expr)
+	walk = func(e ast.Expr) {
+		if r, ok := f.info.GetOffsetRange(e.ID()); ok && (start < 0 || int(r.Start) < start) {
+			start = int(r.Start)
+		}
+		switch e.Kind() {
+		case ast.CallKind:
+			c := e.AsCall()
+			if c.IsMemberFunction() {
+				walk(c.Target())
+			}
+			for _, a := range c.Args() {
+				walk(a)
+			}
+		case ast.SelectKind:
+			walk(e.AsSelect().Operand())
+		}
+	}
+	walk(e)
+	if start < 0 {
+		return 0
+	}
+	// Code points to bytes.
+	b := 0
+	for i := 0; i < start && b < len(f.src); i++ {
+		_, n := utf8.DecodeRuneInString(f.src[b:])
+		b += n
+	}
+	return b
+}
+
+// fold returns the constant value of e, when its value does not depend on
+// the variables.
+func (f folder) fold(e ast.Expr) (deadTerm, bool) {
+	switch e.Kind() {
+	case ast.LiteralKind:
+		if b, ok := e.AsLiteral().(types.Bool); ok {
+			return deadTerm{value: bool(b), why: strconv.FormatBool(bool(b)), offset: f.offset(e)}, true
+		}
+	case ast.CallKind:
+		c := e.AsCall()
+		switch c.FunctionName() {
+		case operators.LogicalNot:
+			if d, ok := f.fold(c.Args()[0]); ok {
+				d.value = !d.value
+				if c.Args()[0].Kind() == ast.LiteralKind {
+					d.why = "!" + d.why
+				}
+				return d, true
+			}
+		case operators.In:
+			// x in []: no element to be.
+			if args := c.Args(); len(args) == 2 && args[1].Kind() == ast.ListKind && len(args[1].AsList().Elements()) == 0 {
+				return deadTerm{value: false, why: "`in []` holds for no value", offset: f.offset(args[1])}, true
+			}
+		case operators.LogicalAnd:
+			return f.foldJunction(e, false)
+		case operators.LogicalOr:
+			return f.foldJunction(e, true)
+		}
+	}
+	return deadTerm{}, false
+}
+
+// foldJunction folds a chain of && (or, with or set, of ||): a term equal to
+// the absorbing value (false for &&, true for ||) decides it, and so do
+// comparisons of one field with constants that cannot all hold (&&) or
+// whose negations cannot all hold (||).
+func (f folder) foldJunction(e ast.Expr, or bool) (deadTerm, bool) {
+	op, sep := operators.LogicalAnd, " && "
+	if or {
+		op, sep = operators.LogicalOr, " || "
+	}
+	var terms []ast.Expr
+	var flatten func(ast.Expr)
+	flatten = func(e ast.Expr) {
+		if e.Kind() == ast.CallKind && e.AsCall().FunctionName() == op {
+			for _, a := range e.AsCall().Args() {
+				flatten(a)
+			}
+			return
+		}
+		terms = append(terms, e)
+	}
+	flatten(e)
+	known := 0
+	for _, t := range terms {
+		d, ok := f.fold(t)
+		if !ok {
+			continue
+		}
+		if d.value == or {
+			if !strings.Contains(d.why, " ") { // a literal, or its negation
+				d.why = fmt.Sprintf("the term `%s %s` decides it", strings.TrimSpace(sep), d.why)
+			}
+			return d, true
+		}
+		known++
+	}
+	if known == len(terms) {
+		return deadTerm{value: !or, why: "every term is constant", offset: f.offset(e)}, true
+	}
+	// Comparisons of one field with numbers: intersect their ranges (for
+	// ||, the ranges of their negations).
+	byField := map[string][]comparison{}
+	var order []string
+	for _, t := range terms {
+		cmp, ok := f.comparison(t)
+		if !ok {
+			continue
+		}
+		if or {
+			if cmp, ok = cmp.negate(); !ok {
+				continue
+			}
+		}
+		if _, seen := byField[cmp.field]; !seen {
+			order = append(order, cmp.field)
+		}
+		byField[cmp.field] = append(byField[cmp.field], cmp)
+	}
+	if d, ok := f.stringEqualities(terms, or); ok {
+		return d, true
+	}
+	for _, field := range order {
+		cmps := byField[field]
+		if len(cmps) < 2 || !emptyRange(cmps) {
+			continue
+		}
+		parts := make([]string, len(cmps))
+		for i, c := range cmps {
+			if or {
+				c, _ = c.negate()
+			}
+			parts[i] = c.String()
+		}
+		why := strings.Join(parts, sep) + " cannot all hold"
+		if or {
+			why = strings.Join(parts, sep) + " holds for every value"
+			if len(cmps) == 2 {
+				why = strings.Join(parts, " or ") + ": one of them holds for every value"
+			}
+		} else if len(cmps) == 2 {
+			why = strings.Join(parts, " and ") + " cannot both hold"
+		}
+		return deadTerm{value: or, why: why, offset: cmps[0].offset}, true
+	}
+	return deadTerm{}, false
+}
+
+// comparison is field op number.
+type comparison struct {
+	field, op, num string
+	value          float64
+	offset         int
+}
+
+func (c comparison) String() string { return c.field + " " + c.op + " " + c.num }
+
+// negate returns the comparison that holds where c does not (over numbers
+// that are not NaN); == has no single negation.
+func (c comparison) negate() (comparison, bool) {
+	n, ok := map[string]string{"<": ">=", "<=": ">", ">": "<=", ">=": "<"}[c.op]
+	c.op = n
+	return c, ok
+}
+
+// comparison reads e as a comparison of a field path with a number.
+func (f folder) comparison(e ast.Expr) (comparison, bool) {
+	if e.Kind() != ast.CallKind {
+		return comparison{}, false
+	}
+	c := e.AsCall()
+	ops := map[string]string{operators.Less: "<", operators.LessEquals: "<=", operators.Greater: ">", operators.GreaterEquals: ">=", operators.Equals: "=="}
+	op, ok := ops[c.FunctionName()]
+	if !ok || len(c.Args()) != 2 {
+		return comparison{}, false
+	}
+	l, r := c.Args()[0], c.Args()[1]
+	if _, isNum := number(l); isNum {
+		// 10 < x is x > 10.
+		l, r = r, l
+		op = map[string]string{"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "=="}[op]
+	}
+	field, ok := fieldPath(l)
+	if !ok {
+		return comparison{}, false
+	}
+	v, ok := number(r)
+	if !ok {
+		return comparison{}, false
+	}
+	lit := strconv.FormatFloat(v, 'g', -1, 64)
+	if r.Kind() == ast.LiteralKind {
+		if _, isDouble := r.AsLiteral().(types.Double); isDouble && !strings.ContainsAny(lit, ".eE") {
+			lit += ".0"
+		}
+	}
+	return comparison{field: field, op: op, num: lit, value: v, offset: f.offset(l)}, true
+}
+
+// number returns the value of a numeric literal (or of its negation).
+func number(e ast.Expr) (float64, bool) {
+	if e.Kind() == ast.CallKind && e.AsCall().FunctionName() == operators.Negate && len(e.AsCall().Args()) == 1 {
+		v, ok := number(e.AsCall().Args()[0])
+		return -v, ok
+	}
+	if e.Kind() != ast.LiteralKind {
+		return 0, false
+	}
+	switch v := e.AsLiteral().(type) {
+	case types.Int:
+		return float64(v), true
+	case types.Uint:
+		return float64(v), true
+	case types.Double:
+		if math.IsNaN(float64(v)) {
+			return 0, false
+		}
+		return float64(v), true
+	}
+	return 0, false
+}
+
+// fieldPath renders a chain of field selections from an identifier
+// (args.amount); a presence test or anything else is not a field.
+func fieldPath(e ast.Expr) (string, bool) {
+	switch e.Kind() {
+	case ast.IdentKind:
+		return e.AsIdent(), true
+	case ast.SelectKind:
+		s := e.AsSelect()
+		if s.IsTestOnly() {
+			return "", false
+		}
+		base, ok := fieldPath(s.Operand())
+		return base + "." + s.FieldName(), ok
+	case ast.CallKind:
+		// size(x) and x.size() are numbers too.
+		c := e.AsCall()
+		var arg ast.Expr
+		switch {
+		case c.FunctionName() != "size":
+			return "", false
+		case c.IsMemberFunction() && len(c.Args()) == 0:
+			arg = c.Target()
+		case !c.IsMemberFunction() && len(c.Args()) == 1:
+			arg = c.Args()[0]
+		default:
+			return "", false
+		}
+		base, ok := fieldPath(arg)
+		return "size(" + base + ")", ok
+	}
+	return "", false
+}
+
+// emptyRange reports whether no number satisfies every comparison.
+func emptyRange(cmps []comparison) bool {
+	lo, hi := math.Inf(-1), math.Inf(1)
+	loOpen, hiOpen := false, false
+	for _, c := range cmps {
+		switch c.op {
+		case ">", ">=":
+			if c.value > lo || (c.value == lo && c.op == ">") {
+				lo, loOpen = c.value, c.op == ">"
+			}
+		case "<", "<=":
+			if c.value < hi || (c.value == hi && c.op == "<") {
+				hi, hiOpen = c.value, c.op == "<"
+			}
+		case "==":
+			if c.value > lo || (c.value == lo && loOpen) {
+				lo, loOpen = c.value, false
+			} else if c.value < lo {
+				return true
+			}
+			if c.value < hi || (c.value == hi && hiOpen) {
+				hi, hiOpen = c.value, false
+			} else if c.value > hi {
+				return true
+			}
+		}
+	}
+	return lo > hi || (lo == hi && (loOpen || hiOpen))
+}
+
+// stringEqualities finds, in the terms of a && chain, two equalities of one
+// field with different strings (x == 'a' && x == 'b': never both), and in
+// the terms of a || chain two inequalities (x != 'a' || x != 'b': always
+// one).
+func (f folder) stringEqualities(terms []ast.Expr, or bool) (deadTerm, bool) {
+	want, op := operators.Equals, "=="
+	if or {
+		want, op = operators.NotEquals, "!="
+	}
+	first := map[string]string{}
+	for _, t := range terms {
+		if t.Kind() != ast.CallKind || t.AsCall().FunctionName() != want || len(t.AsCall().Args()) != 2 {
+			continue
+		}
+		l, r := t.AsCall().Args()[0], t.AsCall().Args()[1]
+		if l.Kind() == ast.LiteralKind {
+			l, r = r, l
+		}
+		field, ok := fieldPath(l)
+		if !ok || r.Kind() != ast.LiteralKind {
+			continue
+		}
+		str, ok := r.AsLiteral().(types.String)
+		if !ok {
+			continue
+		}
+		v := string(str)
+		prev, seen := first[field]
+		if !seen {
+			first[field] = v
+			continue
+		}
+		if prev == v {
+			continue
+		}
+		a := fmt.Sprintf("%s %s '%s'", field, op, prev)
+		b := fmt.Sprintf("%s %s '%s'", field, op, v)
+		why := a + " and " + b + " cannot both hold"
+		if or {
+			why = a + " or " + b + ": one of them holds for every value"
+		}
+		return deadTerm{value: or, why: why, offset: f.offset(t)}, true
+	}
+	return deadTerm{}, false
+}

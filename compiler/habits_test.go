@@ -1,0 +1,40 @@
+package compiler
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A CEL predicate written with another language's habit gets a message
+// that says what CEL writes instead.
+func TestHabitHints(t *testing.T) {
+	const tools = `tools: send_email: {side_effecting: true, args: {type: "object", required: ["to", "body"], properties: {to: {type: "string"}, body: {type: "string"}}}}
+`
+	tests := []struct{ name, pred, rule, want string }{
+		{"assignment", `args.to = 'a'`, "cel/syntax", "CEL compares with ==, not ="},
+		{"and", `args.to == 'a' and args.body == ''`, "cel/syntax", "CEL writes && for and, || for or, ! for not"},
+		{"not equal", `args.to <> 'a'`, "cel/syntax", "CEL writes != for not equal"},
+		{"len", `len(args.body) > 100`, "cel/type", "CEL writes size(x)"},
+		{"substring in", `'evil.com' in args.to`, "cel/type", "for a substring write s.contains('...')"},
+		{"regex escape", `args.to.matches('@evil\.com$')`, "cel/syntax",
+			"`\\.` is not an escape of a CEL string: the CEL text needs `\\\\.`, written `\\\\\\\\.` in a CUE \"...\" string or `\\\\.` in a #\"...\"# one"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := "package p\n" + tools + "chains: tool: [{use: \"guard\", tools: [\"send_email\"], deny: #\"" + tt.pred + "\"#}]\n"
+			c, err := Compile(context.Background(), []string{writePolicy(t, src)}, Options{})
+			require.NoError(t, err)
+			require.NotEmpty(t, c.Diagnostics)
+			assert.Equal(t, tt.rule, c.Diagnostics[0].Rule)
+			assert.Contains(t, c.Diagnostics[0].Message, tt.want)
+		})
+	}
+	// A valid escape, a == and an && are left alone.
+	ok := "package p\n" + tools + "chains: tool: [{use: \"guard\", tools: [\"send_email\"], deny: #\"args.to.matches('@evil\\\\.com$') && args.body == 'x'\"#}]\n"
+	c, err := Compile(context.Background(), []string{writePolicy(t, ok)}, Options{})
+	require.NoError(t, err)
+	assert.Empty(t, c.Diagnostics)
+}

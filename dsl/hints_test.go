@@ -1,0 +1,86 @@
+package dsl
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Common mistakes get a message that names the fix, not the schema's
+// pattern.
+func TestInvalidValueHints(t *testing.T) {
+	tests := []struct {
+		name, src, want string
+	}{
+		{"bare number duration", `chains: turn: [{use: "rate_limit", rate: 10, per: 60, burst: 2, mode: "reject"}]`,
+			`chains.turn[0].per: 60 is a bare number, not a duration: write it as a string with its unit, such as "60s" or "60ms"`},
+		{"duration without unit", `chains: chat: [{use: "retry", max_attempts: 2, initial_delay: "200"}]`,
+			`chains.chat[0].initial_delay: "200" has no unit: write it with one, such as "200ms" or "200s"`},
+		{"duration with a space", `chains: chat: [{use: "retry", max_attempts: 2, initial_delay: "10 s"}]`,
+			`chains.chat[0].initial_delay: "10 s": a duration has no spaces; write "10s"`},
+		{"unit spelt out", `chains: turn: [{use: "rate_limit", rate: 5, per: "1min", burst: 1, mode: "reject"}]`,
+			`chains.turn[0].per: "1min": a duration's units are ns, us, ms, s, m and h; write "1m"`},
+		{"not a duration", `chains: chat: [{use: "retry", max_attempts: 2, initial_delay: "soon"}]`,
+			`chains.chat[0].initial_delay: "soon" is not a duration such as "250ms", "30s" or "1h30m"`},
+		{"required typo", `tools: t: {args: {type: "object", required: ["amout"], properties: amount: type: "number"}}`,
+			`tools.t.args.required[0]: required names "amout", which properties does not describe (it describes amount); did you mean "amount"?`},
+		{"nested required typo", `tools: t: {args: {type: "object", properties: item: {type: "object", required: ["sku"], properties: {id: type: "string"}}}}`,
+			`tools.t.args.properties.item.required[0]: required names "sku", which properties does not describe (it describes id)`},
+		{"days", `chains: tool: [{use: "memoize", ttl: "2d"}]`,
+			`chains.tool[0].ttl: "2d": a duration has no day unit; write hours, as in "48h"`},
+		{"empty tools", `chains: tool: [{use: "log", tools: []}]`,
+			`chains.tool[0].tools: an empty tools list does not scope the entry to no tool: the entry applies to every tool, as without tools`},
+		{"url in url_env", `stores: s: {kind: "redis", url_env: "redis://127.0.0.1:6379/0"}`,
+			`stores.s.url_env: "redis://127.0.0.1:6379/0" is a URL, not the name of an environment variable: this field names the variable that holds it (such as "REDIS_URL"), never the value`},
+		{"env name", `keys: app: {env: "app-key"}`,
+			`keys.app.env: "app-key" is not the name of an environment variable (letters, digits and _, not starting with a digit)`},
+		{"shared secret", `keys: {a: {env: "APP_KEY"}, b: {env: "APP_KEY", tenant: "t"}}`,
+			`key "b" has the same env as key "a": a caller presenting that secret is always taken for key "b" (tenant "t"), never for "a" (tenant "a")`},
+		{"mcp env secret", `mcp: servers: gh: {command: ["gh"], env: GITHUB_TOKEN: "ghp_0123456789abcdefghijklmnop"}`,
+			`mcp server "gh": env GITHUB_TOKEN holds a credential in the policy (and the plan); the command inherits the environment of agentc serve, so set GITHUB_TOKEN there and remove it from env`},
+		{"url in egress allow", `chains: tool: [{use: "egress", allow: ["https://api.example.com/v1"]}]`,
+			`chains.tool[0].allow[0]: "https://api.example.com/v1" is a URL, not a host: allow lists host names (with an optional :port); write "api.example.com"`},
+		{"key in sha256", `keys: app: {sha256: "sk-live-1234567890abcdef"}`,
+			`keys.app.sha256: "sk-live-1234567890abcdef" is not a SHA-256 (64 lower-case hex digits): give the hash of the key (printf %s "$KEY" | sha256sum), or env with the variable that holds it; never the key itself`},
+		{"upper-case sha256", `keys: app: {sha256: "D428FC11ED3FC4326BEEDAAD8207F74367127007C3688AA51B311679C44718A2"}`,
+			`is not lower-case: write the SHA-256 in lower-case hex`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, diags, _ := loadSnippet(t, tt.src)
+			require.Len(t, diags, 1, "%v", diags)
+			assert.Equal(t, "schema/invalid-value", diags[0].Rule)
+			assert.Contains(t, diags[0].Message, tt.want)
+		})
+	}
+}
+
+// One chain declared in two files is reported as such, not as a field
+// set twice or a list too short.
+func TestChainDeclaredTwice(t *testing.T) {
+	for _, tt := range []struct{ a, b, want string }{
+		{`chains: chat: [{use: "retry", max_attempts: 3}]`, `chains: chat: [{use: "meter", budget: usd: 1}]`,
+			"the field is set differently in two places; chains.chat is declared twice, and CUE joins two lists entry by entry"},
+		{`chains: tool: [{use: "log"}]`, `chains: tool: [{use: "log"}, {use: "audit"}]`,
+			"chains.tool is declared twice, as lists of 1 and 2 entries"},
+	} {
+		dir := writePolicy(t, map[string]string{"a.cue": "package p\n" + tt.a + "\n", "b.cue": "package p\n" + tt.b + "\n"})
+		_, diags, err := Load(context.Background(), []string{dir}, Options{})
+		require.NoError(t, err)
+		require.Len(t, diags, 1, "%v", diags)
+		assert.Contains(t, diags[0].Message, tt.want)
+	}
+}
+
+// A required name that properties lacks is not reported where something
+// else at its level may describe it.
+func TestRequiredDescribedElsewhere(t *testing.T) {
+	_, diags, _ := loadSnippet(t, `tools: {
+	a: {args: {type: "object", required: ["x-id"], properties: {name: type: "string"}, patternProperties: "^x-": type: "string"}}
+	b: {args: {type: "object", required: ["id"], allOf: [{properties: id: type: "string"}], properties: {name: type: "string"}}}
+	c: {args: {type: "object", required: ["id"]}}
+}`)
+	assert.Empty(t, diags)
+}
