@@ -57,7 +57,10 @@
 // runs its reservation is renewed every third of its lease (of 30 s once a
 // call with a deadline has overrun it), so a call that runs longer than its
 // lease keeps its place; only one whose store stays out of reach for a
-// whole lease loses it (logged).
+// whole lease loses it (logged). One timer per meter serves the renewals
+// of all its calls. A ledger in process memory has no lease: its
+// reservations hold until their calls settle (only a crash could leave one
+// unsettled, and a crash takes the memory with it).
 //
 // With on_cross "allow", across replicas sharing a store the same holds for
 // every process: calls never exceed their ceiling, and tokens and cost

@@ -66,6 +66,8 @@ type Meter struct {
 	// shared is set when the ledgers are in a store other processes may
 	// share: a run's ledger there is left to expire, never dropped.
 	shared bool
+	// renewals holds the reservations of the calls in flight (hold).
+	renewals renewals
 	// tenants maps the runs seen to their tenant (scope "key"), until
 	// they end.
 	tenants sync.Map
@@ -201,66 +203,123 @@ func (m *Meter) lease(ctx context.Context) time.Duration {
 	return runtime.DefaultReservationLease
 }
 
-// renewEvery is how often the reservation of a call under ctx is renewed
-// while it runs: every third of its lease, so that two renewals may fail
-// before it lapses. A call with a deadline holds its reservation until
-// leaseGrace after it, and renews it every third of leaseGrace, which
-// extends it only once the call has overrun its deadline.
-func (m *Meter) renewEvery(ctx context.Context) time.Duration {
-	if _, ok := ctx.Deadline(); ok {
-		return leaseGrace / 3
+// inProcessLease is the lease of a reservation in process memory: it holds
+// until its call settles. Only a crash could leave it unsettled, and a
+// crash takes the memory with it, so it needs neither an end nor renewals
+// (which, on a virtual clock, would be timers of their own).
+const inProcessLease = 100 * 365 * 24 * time.Hour
+
+// reservationLease is the lease a call under ctx reserves with: lease, or
+// inProcessLease for a ledger in process memory.
+func (m *Meter) reservationLease(ctx context.Context) time.Duration {
+	if !m.shared {
+		return inProcessLease
 	}
-	return max(m.lease(ctx)/3, time.Millisecond)
+	return m.lease(ctx)
 }
 
-// holding is the renewal of one call's reservation.
+// renewEvery is how often the meter's renewal timer looks at the calls in
+// flight: every third of the meter's lease and at least every third of
+// leaseGrace. Each call's reservation is renewed every third of its own
+// lease (due), so that two renewals may fail before it lapses: for a call
+// with a deadline that extends it only once the call has overrun it.
+func (m *Meter) renewEvery() time.Duration {
+	return max(min(m.lease(context.Background()), leaseGrace)/3, time.Millisecond)
+}
+
+// holding is a call in flight whose reservation the meter renews.
 type holding struct {
-	mu   sync.Mutex
-	stop func() bool
-	done bool
+	ctx     context.Context
+	key, id string
+	// due is when its reservation is next renewed: a third of its lease
+	// after it was reserved or last renewed.
+	due time.Time
 }
 
-// hold renews the reservation id of the ledger key while the call under
-// ctx runs, on the pipeline's clock, until the returned release is called
-// (before the call settles). A renewal that fails is logged and tried
-// again at the next tick; a reservation found no longer live (the store was
-// out of reach for its whole lease) is logged and no longer renewed: from
-// then on other calls may be admitted in its place. Without it a call that
-// ran longer than its lease (a long stream, a slow tool) would stop
-// counting against the ceilings while it still ran.
+// renewals are the meter's calls in flight and its one renewal timer.
+type renewals struct {
+	mu    sync.Mutex
+	live  map[*holding]struct{}
+	armed bool
+}
+
+// hold renews the reservation id of the ledger key in a shared store
+// (one in process memory needs none: inProcessLease) while the call under
+// ctx runs, until the returned release is called (before the call
+// settles). One timer on the pipeline's clock serves every call of the
+// meter: it is set when a call starts and none is set, and renews the
+// reservations of the calls still running when it fires (a call shorter
+// than renewEvery costs no renewal, and starting one sets no timer while
+// another runs). A renewal that fails is logged and tried again at the
+// next tick; a reservation found no longer live (the store was out of
+// reach for its whole lease) is logged and no longer renewed: from then on
+// other calls may be admitted in its place. Without it a call that ran
+// longer than its lease (a long stream, a slow tool) would stop counting
+// against the ceilings while it still ran.
 func (m *Meter) hold(ctx context.Context, key, id string) (release func()) {
-	if id == "" {
+	if id == "" || !m.shared {
 		return func() {}
 	}
-	h := &holding{}
-	rctx := context.WithoutCancel(ctx)
-	var arm func()
-	arm = func() {
-		h.stop = m.clock.AfterFunc(m.renewEvery(ctx), func() {
-			ok, err := m.budgets.RenewReservation(rctx, key, id, m.lease(ctx))
-			h.mu.Lock()
-			defer h.mu.Unlock()
-			switch {
-			case h.done:
-			case err != nil:
-				m.logger.WarnContext(ctx, "meter: renewing the call's reservation failed", "error", err)
-				arm()
-			case !ok:
-				m.logger.WarnContext(ctx, "meter: the call's reservation lapsed while it ran; other calls may be admitted in its place")
-			default:
-				arm()
-			}
-		})
+	h := &holding{ctx: ctx, key: key, id: id, due: m.clock.Now().Add(m.lease(ctx) / 3)}
+	r := &m.renewals
+	r.mu.Lock()
+	if r.live == nil {
+		r.live = map[*holding]struct{}{}
 	}
-	h.mu.Lock()
-	arm()
-	h.mu.Unlock()
+	r.live[h] = struct{}{}
+	m.armLocked()
+	r.mu.Unlock()
 	return func() {
-		h.mu.Lock()
-		h.done = true
-		h.stop()
-		h.mu.Unlock()
+		r.mu.Lock()
+		delete(r.live, h)
+		r.mu.Unlock()
 	}
+}
+
+// armLocked sets the renewal timer when calls are in flight and none is
+// set. m.renewals.mu is held.
+func (m *Meter) armLocked() {
+	r := &m.renewals
+	if r.armed || len(r.live) == 0 {
+		return
+	}
+	r.armed = true
+	m.clock.AfterFunc(m.renewEvery(), m.renew)
+}
+
+// renew renews the reservations of the calls in flight and sets the timer
+// again while calls remain.
+func (m *Meter) renew() {
+	r := &m.renewals
+	r.mu.Lock()
+	r.armed = false
+	now := m.clock.Now()
+	calls := make([]*holding, 0, len(r.live))
+	for h := range r.live {
+		if !now.Before(h.due) {
+			calls = append(calls, h)
+		}
+	}
+	r.mu.Unlock()
+	for _, h := range calls {
+		lease := m.lease(h.ctx)
+		ok, err := m.budgets.RenewReservation(context.WithoutCancel(h.ctx), h.key, h.id, lease)
+		r.mu.Lock()
+		h.due = now.Add(lease / 3)
+		if _, running := r.live[h]; running {
+			switch {
+			case err != nil:
+				m.logger.WarnContext(h.ctx, "meter: renewing the call's reservation failed", "error", err)
+			case !ok:
+				delete(r.live, h)
+				m.logger.WarnContext(h.ctx, "meter: the call's reservation lapsed while it ran; other calls may be admitted in its place")
+			}
+		}
+		r.mu.Unlock()
+	}
+	r.mu.Lock()
+	m.armLocked()
+	r.mu.Unlock()
 }
 
 // reserve admits a call or refuses it with a *runtime.BudgetError, in one
@@ -280,7 +339,7 @@ func (m *Meter) reserve(ctx context.Context, key string, est *runtime.Ledger) (s
 	}
 	id := strconv.FormatUint(rand.Uint64(), 36)
 	refusal, err := m.budgets.Reserve(ctx, key, id, runtime.BudgetLimits{Tokens: b.Tokens, USD: b.USD, Calls: b.Calls, Estimate: est,
-		Lease: m.lease(ctx)}, m.ttl())
+		Lease: m.reservationLease(ctx)}, m.ttl())
 	if err != nil {
 		if ctx.Err() != nil {
 			return "", ctx.Err()

@@ -429,3 +429,53 @@ func TestAReservationHoldsWhileItsCallOutlivesTheLease(t *testing.T) {
 		})
 	}
 }
+
+// timerCounter is the real clock, counting the timers set on it.
+type timerCounter struct {
+	runtime.RealClock
+	n atomic.Int64
+}
+
+func (c *timerCounter) AfterFunc(d time.Duration, f func()) func() bool {
+	c.n.Add(1)
+	return c.RealClock.AfterFunc(d, f)
+}
+
+// The reservations of a meter's calls in flight are renewed by one timer,
+// not one per call; a ledger in process memory sets none at all: its
+// reservations hold until they settle.
+func TestReservationRenewalsShareOneTimer(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		store  runtime.StoreBackend
+		timers int64
+		lease  time.Duration
+	}{
+		{"shared store", &leaseRecorder{MemoryStore: runtime.NewMemoryStore()}, 1, 10 * time.Minute},
+		{"process memory", runtime.NewMemoryStore(), 0, 100 * 365 * 24 * time.Hour},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := &timerCounter{}
+			p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("meter", `{"budget":{"calls":100},"store":"shared"}`)}})
+			p.Stores = map[string]plan.Store{"shared": {Kind: "memory"}}
+			model := rt.NewModel(rt.Response{Deltas: []string{"x"}, Delay: 50 * time.Millisecond})
+			pl, err := runtime.Build(context.Background(), p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model},
+				Backends: map[string]runtime.StoreBackend{"shared": tc.store}, Clock: clock})
+			require.NoError(t, err)
+			var wg sync.WaitGroup
+			for range 5 {
+				wg.Go(func() {
+					_, _, err := rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary"}, 0)
+					assert.NoError(t, err)
+				})
+			}
+			wg.Wait()
+			assert.Equal(t, int64(5), int64(model.Calls()))
+			assert.Equal(t, tc.timers, clock.n.Load(), "renewal timers set for five concurrent calls")
+			if rec, ok := tc.store.(*leaseRecorder); ok {
+				require.Len(t, rec.leases, 5)
+				assert.Equal(t, tc.lease, rec.leases[0])
+			}
+		})
+	}
+}
