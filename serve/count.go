@@ -49,22 +49,11 @@ func (s *Server) countTokens(x *exchange) {
 		x.fail(http.StatusBadRequest, errBadRequest, err.Error())
 		return
 	}
-	name, ok := x.g.resolveModel(p.req.Model)
-	if !ok {
-		x.err = fmt.Errorf("model %q is not declared by the policy (GET /v1/models lists the models)", p.req.Model)
-		x.fail(http.StatusNotFound, errUnknownModel, x.err.Error())
+	if !s.admitRequest(x, &p) {
 		return
 	}
-	p.req.Model, x.model = name, name
-	for _, t := range p.req.Tools {
-		if err := x.g.pl.CheckToolDeclared(t.Name); err != nil {
-			s.observeRefusal(plan.StageTool, err)
-			x.failErr(fmt.Errorf("tools: the request offers %s: %w", t.Name, err))
-			return
-		}
-	}
 	source, n := tokenCountEstimate, estimateTokens(&p.req)
-	if counter := x.g.counter(name); counter != nil && len(countChecks(x.g.pl)) == 0 {
+	if counter := x.g.counter(p.req.Model); counter != nil && len(countChecks(x.g.pl)) == 0 {
 		served := &servedSlot{idHeader: anthropicChat.requestIDHeader}
 		ctx := runtime.WithUpstreamRequestID(x.r.Context(), served)
 		if n, err = counter.CountTokens(ctx, &p.req); err != nil {
@@ -80,6 +69,31 @@ func (s *Server) countTokens(x *exchange) {
 	x.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	x.WriteHeader(http.StatusOK)
 	_, _ = x.Write(b)
+}
+
+// admitRequest resolves the model a decoded chat request names (setting
+// it to the policy's name) and checks the tools it offers, as the chat and
+// count routes do before anything is called. On a refusal it has answered
+// (404 unknown_model, 403 blocked) and returns false.
+func (s *Server) admitRequest(x *exchange, p *chatParams) bool {
+	name, ok := x.g.resolveModel(p.req.Model)
+	if !ok {
+		// x.model stays unset: a metric label takes only declared names.
+		x.err = fmt.Errorf("model %q is not declared by the policy (GET /v1/models lists the models)", p.req.Model)
+		x.fail(http.StatusNotFound, errUnknownModel, x.err.Error())
+		return false
+	}
+	p.req.Model, x.model = name, name
+	// A tool the request offers must be one the policy lets run: the
+	// model would propose calls to it that could only be refused.
+	for _, t := range p.req.Tools {
+		if err := x.g.pl.CheckToolDeclared(t.Name); err != nil {
+			s.observeRefusal(plan.StageTool, err)
+			x.failErr(fmt.Errorf("tools: the request offers %s: %w", t.Name, err))
+			return false
+		}
+	}
+	return true
 }
 
 // counter returns the client of the model name when it counts tokens
