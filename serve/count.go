@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strconv"
 
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
@@ -64,11 +63,9 @@ func (s *Server) countTokens(x *exchange) {
 		source = tokenCountProvider
 	}
 	x.Header().Set(tokenCountHeader, source)
-	x.Header().Set("Content-Type", "application/json")
-	b := append(strconv.AppendInt([]byte(`{"input_tokens":`), n, 10), "}\n"...)
-	x.Header().Set("Content-Length", strconv.Itoa(len(b)))
-	x.WriteHeader(http.StatusOK)
-	_, _ = x.Write(b)
+	x.writeJSON(http.StatusOK, struct {
+		InputTokens int64 `json:"input_tokens"`
+	}{n})
 }
 
 // admitRequest resolves the model a decoded chat request names (setting
