@@ -78,22 +78,8 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 		x.fail(http.StatusBadRequest, errBadRequest, err.Error())
 		return
 	}
-	name, ok := x.g.resolveModel(p.req.Model)
-	if !ok {
-		// x.model stays unset: a metric label takes only declared names.
-		x.err = fmt.Errorf("model %q is not declared by the policy (GET /v1/models lists the models)", p.req.Model)
-		x.fail(http.StatusNotFound, errUnknownModel, x.err.Error())
+	if !s.admitRequest(x, &p) {
 		return
-	}
-	p.req.Model, x.model = name, name
-	// A tool the request offers must be one the policy lets run: the
-	// model would propose calls to it that could only be refused.
-	for _, t := range p.req.Tools {
-		if err := x.g.pl.CheckToolDeclared(t.Name); err != nil {
-			s.observeRefusal(plan.StageTool, err)
-			x.failErr(fmt.Errorf("tools: the request offers %s: %w", t.Name, err))
-			return
-		}
 	}
 	ctx, finish, err := s.withRun(x.r.Context(), x, x.r, x.g, x.caller)
 	if err != nil {

@@ -345,8 +345,7 @@ func TestAnthropicOutputFormatReachesBothProviders(t *testing.T) {
 	assert.Equal(t, "u-7", oa["user"], "metadata.user_id is OpenAI's user")
 }
 
-// Upstream failures reach the SDKs as their own error types, and the
-// token-counting endpoint, which is not served, is a plain 404.
+// Upstream failures reach the SDKs as their own error types.
 func TestUpstreamErrorsParseInTheSDKs(t *testing.T) {
 	g := newGateway(t, `{use: "tracing"}`,
 		[]reply{{status: 429, header: map[string]string{"retry-after": "20"}, body: transcript(t, "openai", "429.json")}},
@@ -364,9 +363,6 @@ func TestUpstreamErrorsParseInTheSDKs(t *testing.T) {
 	require.ErrorAs(t, err, &ae)
 	assert.Equal(t, http.StatusBadGateway, ae.StatusCode)
 	assert.Contains(t, ae.Error(), "api_error")
-
-	code, _, _ := do(t, "POST", g.url+"/v1/messages/count_tokens", clientKey, []byte(`{"model": "backup", "messages": []}`))
-	assert.Equal(t, http.StatusNotFound, code)
 }
 
 // A strict tool and one tool call at a time (openai-agents sends strict

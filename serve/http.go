@@ -22,6 +22,11 @@ const (
 	apiOpenAI api = iota
 	apiAnthropic
 	apiMCP
+	// apiClient answers in the format of the client's API: Anthropic's
+	// for a request that looks like an Anthropic client's (clientAPI),
+	// else OpenAI's. It is resolved before authentication, so a 401 too
+	// is in the client's format.
+	apiClient
 )
 
 // errCode names a failure in an error body's code.
@@ -90,6 +95,9 @@ func (s *Server) handle(pattern, route string, a api, fn func(x *exchange)) {
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		x := &exchange{ResponseWriter: w, r: r, s: s, api: a, route: route}
+		if a == apiClient {
+			x.api = clientAPI(r)
+		}
 		s.metrics.inflight.Inc()
 		rc := http.NewResponseController(w)
 		_ = rc.SetWriteDeadline(start.Add(s.opts.WriteTimeout))

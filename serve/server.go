@@ -503,9 +503,11 @@ func (s *Server) routes() {
 	if !s.opts.MetricsElsewhere {
 		s.mux.Handle("GET /metrics", s.metricsHandler())
 	}
-	s.handle("GET /v1/models", "models", apiOpenAI, s.listModels)
+	s.handle("GET /v1/models", "models", apiClient, s.listModels)
+	s.handle("GET /v1/models/{model...}", "model", apiClient, s.getModel)
 	s.handle("POST /v1/chat/completions", "chat_completions", apiOpenAI, func(x *exchange) { s.chat(x, &openAIChat) })
 	s.handle("POST /v1/messages", "messages", apiAnthropic, func(x *exchange) { s.chat(x, &anthropicChat) })
+	s.handle("POST /v1/messages/count_tokens", "count_tokens", apiAnthropic, s.countTokens)
 	s.handle("/mcp", "mcp", apiMCP, s.mcpHandler)
 	s.handle("/", "unknown", apiOpenAI, func(x *exchange) {
 		x.fail(http.StatusNotFound, errNotFound, fmt.Sprintf("no route for %s %s", x.r.Method, x.r.URL.Path))

@@ -1,0 +1,68 @@
+package anthropic
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
+
+	"github.com/agentc-dev/agentc/runtime"
+)
+
+// countFields are the members of a Messages request body that the token
+// counting endpoint takes; the others (stream, max_tokens, sampling,
+// stop sequences, metadata) change no count and the endpoint refuses them.
+var countFields = []string{"model", "messages", "system", "tools", "tool_choice", "cache_control", "output_config"}
+
+// CountTokens returns the number of input tokens req would cost the model,
+// as the API's token counting endpoint (POST /v1/messages/count_tokens)
+// counts them: the same body Stream sends, without the members that ask for
+// generation, sent through the SDK with the client's base URL and key, and
+// req.Betas as the anthropic-beta header. Failures are *runtime.CallError,
+// classified as Stream's are.
+func (c *Client) CountTokens(ctx context.Context, req *runtime.ChatRequest) (int64, error) {
+	body, err := c.countBody(req)
+	if err != nil {
+		return 0, &runtime.CallError{Kind: runtime.KindPermanent, Status: http.StatusBadRequest, Message: fmt.Sprintf("anthropic %s: %v", c.cfg.Model, err)}
+	}
+	var params anthropic.MessageCountTokensParams
+	param.SetJSON(body, &params)
+	var opts []option.RequestOption
+	if len(req.Betas) > 0 {
+		opts = append(opts, option.WithHeader("anthropic-beta", strings.Join(req.Betas, ",")))
+	}
+	var raw *http.Response
+	res, err := c.msgs.CountTokens(ctx, params, append(opts, option.WithResponseInto(&raw))...)
+	if err != nil {
+		return 0, c.failure(ctx, err, 0)
+	}
+	if raw != nil {
+		runtime.ReportUpstreamRequestID(ctx, raw.Header.Get("request-id"))
+	}
+	return res.InputTokens, nil
+}
+
+// countBody is the body of a token count: the request body Stream would
+// send, reduced to countFields.
+func (c *Client) countBody(req *runtime.ChatRequest) ([]byte, error) {
+	full, err := c.body(req)
+	if err != nil {
+		return nil, err
+	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(full, &members); err != nil {
+		return nil, err
+	}
+	kept := make(map[string]json.RawMessage, len(countFields))
+	for _, k := range countFields {
+		if v, ok := members[k]; ok {
+			kept[k] = v
+		}
+	}
+	return json.Marshal(kept)
+}

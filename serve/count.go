@@ -1,0 +1,140 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+)
+
+// tokenCounter is a model client that counts the input tokens of a request
+// through its provider, without generating (providers/anthropic.Client).
+type tokenCounter interface {
+	CountTokens(ctx context.Context, req *runtime.ChatRequest) (int64, error)
+}
+
+// The X-Agentc-Token-Count response header of count_tokens says where the
+// count comes from: the model's provider, or the gateway's estimate.
+const (
+	tokenCountHeader   = "X-Agentc-Token-Count"
+	tokenCountProvider = "provider"
+	tokenCountEstimate = "estimate"
+)
+
+// countTokens answers POST /v1/messages/count_tokens: {"input_tokens": N}
+// for a Messages request body, decoded and checked as /v1/messages decodes
+// and checks it (the carried fields, the model, the offered tools).
+//
+// Counting sends the conversation to the provider without running the chat
+// chain, so it does so only when no layer of the chain could have refused
+// or rewritten the request (countChecks): a model whose client counts
+// (tokenCounter) is then asked. Otherwise, and for a model whose client
+// does not count, the answer is the runtime's estimate of the request
+// (estimateTokens) and nothing leaves the gateway. The header
+// X-Agentc-Token-Count tells which.
+func (s *Server) countTokens(x *exchange) {
+	body, ok := x.readBody()
+	if !ok {
+		return
+	}
+	var p chatParams
+	err := decodeAnthropic(body, &p)
+	if err == nil {
+		err = anthropicHeaders(x.r.Header, &p)
+	}
+	if err != nil {
+		x.fail(http.StatusBadRequest, errBadRequest, err.Error())
+		return
+	}
+	if !s.admitRequest(x, &p) {
+		return
+	}
+	source, n := tokenCountEstimate, estimateTokens(&p.req)
+	if counter := x.g.counter(p.req.Model); counter != nil && len(countChecks(x.g.pl)) == 0 {
+		served := &servedSlot{idHeader: anthropicChat.requestIDHeader}
+		ctx := runtime.WithUpstreamRequestID(x.r.Context(), served)
+		if n, err = counter.CountTokens(ctx, &p.req); err != nil {
+			x.failErr(err)
+			return
+		}
+		served.setHeader(x.Header())
+		source = tokenCountProvider
+	}
+	x.Header().Set(tokenCountHeader, source)
+	x.writeJSON(http.StatusOK, struct {
+		InputTokens int64 `json:"input_tokens"`
+	}{n})
+}
+
+// admitRequest resolves the model a decoded chat request names (setting
+// it to the policy's name) and checks the tools it offers, as the chat and
+// count routes do before anything is called. On a refusal it has answered
+// (404 unknown_model, 403 blocked) and returns false.
+func (s *Server) admitRequest(x *exchange, p *chatParams) bool {
+	name, ok := x.g.resolveModel(p.req.Model)
+	if !ok {
+		// x.model stays unset: a metric label takes only declared names.
+		x.err = fmt.Errorf("model %q is not declared by the policy (GET /v1/models lists the models)", p.req.Model)
+		x.fail(http.StatusNotFound, errUnknownModel, x.err.Error())
+		return false
+	}
+	p.req.Model, x.model = name, name
+	// A tool the request offers must be one the policy lets run: the
+	// model would propose calls to it that could only be refused.
+	for _, t := range p.req.Tools {
+		if err := x.g.pl.CheckToolDeclared(t.Name); err != nil {
+			s.observeRefusal(plan.StageTool, err)
+			x.failErr(fmt.Errorf("tools: the request offers %s: %w", t.Name, err))
+			return false
+		}
+	}
+	return true
+}
+
+// counter returns the client of the model name when it counts tokens
+// through its provider, else nil.
+func (g *generation) counter(name string) tokenCounter {
+	c := g.deps.Models[name]
+	if sm, ok := c.(*servedModel); ok {
+		c = sm.client
+	}
+	tc, _ := c.(tokenCounter)
+	return tc
+}
+
+// countChecks returns the layers of pl's chat chain that could refuse or
+// rewrite a request before the model reads it: those of a module that
+// guards or rewrites messages (security, pii, guard, redact, judge,
+// content_filter, compaction...), and those of a module the runtime does
+// not describe. Counting through the provider would send it a request none
+// of them has seen.
+func countChecks(pl *runtime.Pipeline) []string {
+	var names []string
+	for _, l := range pl.Layers(plan.StageChat) {
+		m, ok := runtime.LookupModule(l.Use)
+		if !ok {
+			names = append(names, l.Name)
+			continue
+		}
+		for _, t := range m.Traits {
+			if t == runtime.TraitGuards || t == runtime.TraitRewritesMessages {
+				names = append(names, l.Name)
+				break
+			}
+		}
+	}
+	return names
+}
+
+// estimateTokens is the runtime's estimate of the input tokens of req: its
+// messages (runtime.EstimateMessages) and the tools it offers, by the
+// length of their names, descriptions and schemas.
+func estimateTokens(req *runtime.ChatRequest) int64 {
+	n := runtime.EstimateMessages(req.Messages)
+	for _, t := range req.Tools {
+		n += runtime.EstimateTokens(t.Name) + runtime.EstimateTokens(t.Description) + runtime.EstimateTokens(string(t.Parameters))
+	}
+	return n
+}
