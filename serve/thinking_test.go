@@ -201,3 +201,44 @@ func TestThinkingRequestsRefused(t *testing.T) {
 	assert.Contains(t, resp, "reasoning_effort")
 	assert.Zero(t, g.oa.requests()+g.an.requests())
 }
+
+// A layer that holds the output back by lines (pii scanning the output)
+// releases text of its own: the thinking is not relayed, the text is.
+func TestThinkingNotRelayedThroughOutputScanning(t *testing.T) {
+	g := newGateway(t, `{use: "pii", action: "redact"}`, nil, []reply{{body: transcript(t, "anthropic", "redacted_thinking.sse")},
+		{body: transcript(t, "anthropic", "redacted_thinking.sse")}})
+	params := anthropic.MessageNewParams{
+		Model: "backup", MaxTokens: 4096, Thinking: anthropic.ThinkingConfigParamOfEnabled(2048),
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Hi"))},
+	}
+	msg, err := g.anthropic(t).Messages.New(context.Background(), params)
+	require.NoError(t, err)
+	require.Len(t, msg.Content, 1)
+	assert.Equal(t, "Hello.", msg.Content[0].Text)
+
+	code, _, resp := do(t, "POST", g.url+"/v1/messages", clientKey, []byte(`{"model": "backup", "max_tokens": 4096, "stream": true,
+		"thinking": {"type": "enabled", "budget_tokens": 2048}, "messages": [{"role": "user", "content": "Hi"}]}`), "anthropic-version", "2023-06-01")
+	require.Equal(t, http.StatusOK, code, resp)
+	assert.NotContains(t, resp, "thinking")
+	assert.NotContains(t, resp, redactedData)
+	assert.Contains(t, resp, "Hello.")
+}
+
+// An assistant message's thinking blocks are left out for an OpenAI
+// model, which cannot read them; its text goes.
+func TestThinkingBlocksLeftOutForOpenAIModel(t *testing.T) {
+	g := newGateway(t, `{use: "tracing"}`, []reply{{body: transcript(t, "openai", "text.sse")}}, nil)
+	_, err := g.anthropic(t).Messages.New(context.Background(), anthropic.MessageNewParams{
+		Model: "primary", MaxTokens: 256,
+		Messages: []anthropic.MessageParam{
+			anthropic.NewUserMessage(anthropic.NewTextBlock("Hi")),
+			anthropic.NewAssistantMessage(anthropic.NewRedactedThinkingBlock(redactedData), anthropic.NewThinkingBlock(thinkingSig, "Answer plainly."), anthropic.NewTextBlock("Hello.")),
+			anthropic.NewUserMessage(anthropic.NewTextBlock("Again")),
+		},
+	})
+	require.NoError(t, err)
+	msgs := sentTo(t, g.oa, 0)["messages"].([]any)
+	require.Len(t, msgs, 3)
+	assert.Equal(t, map[string]any{"role": "assistant", "content": "Hello."}, msgs[1])
+	assert.NotContains(t, g.oa.body(0), thinkingSig)
+}
