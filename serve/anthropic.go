@@ -643,46 +643,22 @@ func (s *anthropicStream) delta(d runtime.Delta) bool {
 			b = appendInt(b, int64(s.open))
 			s.buf = append(b, `,"content_block":{"type":"text","text":""}}`+"\n\n"...)
 		}
-		s.event("content_block_delta")
-		b := append(s.buf, `{"type":"content_block_delta","index":`...)
-		b = appendInt(b, int64(s.open))
-		b = append(b, `,"delta":{"type":"text_delta","text":`...)
-		b = wire.AppendString(b, d.Text)
-		s.buf = append(b, "}}\n\n"...)
+		s.blockDelta(s.open, "text_delta", "text", d.Text)
 	}
 	for _, tc := range d.ToolCalls {
-		block := -1
-		for _, t := range s.tools {
-			if t.call == tc.Index {
-				block = t.block
-			}
-		}
-		if block < 0 {
-			s.stopBlock()
-			block = s.blocks
-			s.open, s.text = block, false
-			s.blocks++
-			s.tools = append(s.tools, toolBlock{call: tc.Index, block: block})
-			s.event("content_block_start")
-			b := append(s.buf, `{"type":"content_block_start","index":`...)
-			b = appendInt(b, int64(block))
-			b = append(b, `,"content_block":{"type":"tool_use","id":`...)
+		block, begun := s.begin(&s.tools, tc.Index)
+		if begun {
+			b := append(s.buf, `,"content_block":{"type":"tool_use","id":`...)
 			b = wire.AppendString(b, tc.ID)
 			b = append(b, `,"name":`...)
 			b = wire.AppendString(b, tc.Name)
 			s.buf = append(b, `,"input":{}}}`+"\n\n"...)
 		}
-		if tc.Arguments == "" {
-			continue
-		}
 		// A fragment of a call whose block was closed (calls streamed
 		// interleaved) still goes to that block, by its index.
-		s.event("content_block_delta")
-		b := append(s.buf, `{"type":"content_block_delta","index":`...)
-		b = appendInt(b, int64(block))
-		b = append(b, `,"delta":{"type":"input_json_delta","partial_json":`...)
-		b = wire.AppendString(b, tc.Arguments)
-		s.buf = append(b, "}}\n\n"...)
+		if tc.Arguments != "" {
+			s.blockDelta(block, "input_json_delta", "partial_json", tc.Arguments)
+		}
 	}
 	return s.send(d.More)
 }
@@ -691,48 +667,60 @@ func (s *anthropicStream) delta(d runtime.Delta) bool {
 // the first, then its text and its signature, each a delta of their own
 // (a redacted_thinking block comes whole in its start).
 func (s *anthropicStream) thinking(t *runtime.ThinkingDelta) {
-	block := -1
-	for _, b := range s.thinks {
-		if b.call == t.Index {
-			block = b.block
-		}
-	}
-	if block < 0 {
-		s.stopBlock()
-		block = s.blocks
-		s.open, s.text = block, false
-		s.blocks++
-		s.thinks = append(s.thinks, toolBlock{call: t.Index, block: block})
-		s.event("content_block_start")
-		b := append(s.buf, `{"type":"content_block_start","index":`...)
-		b = appendInt(b, int64(block))
-		if t.Redacted {
-			b = append(b, `,"content_block":{"type":"redacted_thinking","data":`...)
-			b = wire.AppendString(b, t.Signature)
-			s.buf = append(b, "}}\n\n"...)
-			return
-		}
-		s.buf = append(b, `,"content_block":{"type":"thinking","thinking":"","signature":""}}`+"\n\n"...)
-	}
-	if t.Redacted {
+	block, begun := s.begin(&s.thinks, t.Index)
+	switch {
+	case begun && t.Redacted:
+		b := append(s.buf, `,"content_block":{"type":"redacted_thinking","data":`...)
+		b = wire.AppendString(b, t.Signature)
+		s.buf = append(b, "}}\n\n"...)
+		return
+	case begun:
+		s.buf = append(s.buf, `,"content_block":{"type":"thinking","thinking":"","signature":""}}`+"\n\n"...)
+	case t.Redacted:
 		return
 	}
 	if t.Text != "" {
-		s.event("content_block_delta")
-		b := append(s.buf, `{"type":"content_block_delta","index":`...)
-		b = appendInt(b, int64(block))
-		b = append(b, `,"delta":{"type":"thinking_delta","thinking":`...)
-		b = wire.AppendString(b, t.Text)
-		s.buf = append(b, "}}\n\n"...)
+		s.blockDelta(block, "thinking_delta", "thinking", t.Text)
 	}
 	if t.Signature != "" {
-		s.event("content_block_delta")
-		b := append(s.buf, `{"type":"content_block_delta","index":`...)
-		b = appendInt(b, int64(block))
-		b = append(b, `,"delta":{"type":"signature_delta","signature":`...)
-		b = wire.AppendString(b, t.Signature)
-		s.buf = append(b, "}}\n\n"...)
+		s.blockDelta(block, "signature_delta", "signature", t.Signature)
 	}
+}
+
+// begin returns the block of the index-th entry of m (a tool call, a
+// thinking block), and whether it begins now: it then closes the open
+// block, becomes the open one, and its content_block_start event is
+// written up to its index (the caller appends the content block).
+func (s *anthropicStream) begin(m *[]toolBlock, index int) (int, bool) {
+	for _, t := range *m {
+		if t.call == index {
+			return t.block, false
+		}
+	}
+	s.stopBlock()
+	block := s.blocks
+	s.open, s.text = block, false
+	s.blocks++
+	*m = append(*m, toolBlock{call: index, block: block})
+	s.event("content_block_start")
+	b := append(s.buf, `{"type":"content_block_start","index":`...)
+	s.buf = appendInt(b, int64(block))
+	return block, true
+}
+
+// blockDelta writes a content_block_delta event to block: a delta of type
+// kind whose field holds value.
+func (s *anthropicStream) blockDelta(block int, kind, field, value string) {
+	s.event("content_block_delta")
+	b := append(s.buf, `{"type":"content_block_delta","index":`...)
+	b = appendInt(b, int64(block))
+	b = append(b, `,"delta":{"type":"`...)
+	b = append(b, kind...)
+	b = append(b, `","`...)
+	b = append(b, field...)
+	b = append(b, `":`...)
+	b = wire.AppendString(b, value)
+	s.buf = append(b, "}}\n\n"...)
 }
 
 func (s *anthropicStream) end(resp *runtime.ChatResponse) {
