@@ -168,13 +168,22 @@ const (
 	PartText       = "text"
 	PartImage      = "image"
 	PartToolResult = "tool_result"
+	// PartThinking is a thinking block of an assistant message (Anthropic's
+	// extended thinking): Text is the thinking, Signature its signature.
+	PartThinking = "thinking"
+	// PartRedactedThinking is a redacted_thinking block of an assistant
+	// message: Signature holds its encrypted data.
+	PartRedactedThinking = "redacted_thinking"
 )
 
 // ContentPart is one part of a multi-part message.
 type ContentPart struct {
-	// Type is PartText, PartImage or PartToolResult.
+	// Type is PartText, PartImage, PartToolResult, PartThinking or
+	// PartRedactedThinking.
 	Type string `json:"type"`
-	// Text is the text of a text part, or a tool result's content.
+	// Text is the text of a text part, a tool result's content, or the
+	// thinking of a thinking part. Message.Text leaves thinking out: it is
+	// not part of the message's visible text.
 	Text string `json:"text,omitempty"`
 	// ImageURL locates an image: an http(s) URL or a data: URL.
 	ImageURL string `json:"image_url,omitempty"`
@@ -186,6 +195,11 @@ type ContentPart struct {
 	ToolCallID string `json:"tool_call_id,omitempty"`
 	// IsError reports, for a tool result, that the tool failed.
 	IsError bool `json:"is_error,omitempty"`
+	// Signature is a thinking part's signature, or a redacted_thinking
+	// part's encrypted data: opaque, sent back to the model that made it
+	// byte for byte. The model rejects a thinking part whose text or
+	// signature changed, so no layer edits either.
+	Signature string `json:"signature,omitempty"`
 	// CacheControl marks a prompt-cache breakpoint after the part
 	// (Anthropic's cache_control); nil marks none.
 	CacheControl *CacheControl `json:"cache_control,omitempty"`
@@ -348,6 +362,27 @@ type ChatRequest struct {
 	// anthropic-beta header's values). Only the anthropic provider can
 	// honour them; another fails the call rather than drop them.
 	Betas []string `json:"betas,omitempty"`
+	// Thinking asks an Anthropic model for extended thinking; nil leaves
+	// it off. Only the anthropic provider can honour it; another fails the
+	// call rather than answer without it.
+	Thinking *Thinking `json:"thinking,omitempty"`
+	// ReasoningEffort is OpenAI's reasoning_effort (none, minimal, low,
+	// medium, high, xhigh); "" leaves the model's default. Only the
+	// openai provider can honour it; another fails the call.
+	ReasoningEffort string `json:"reasoning_effort,omitempty"`
+}
+
+// Thinking configures extended thinking (Anthropic's thinking parameter).
+type Thinking struct {
+	// Type is "enabled" (with BudgetTokens), "adaptive" (the model
+	// decides how much to think) or "between_tools".
+	Type string `json:"type"`
+	// BudgetTokens bounds the tokens spent thinking (enabled only).
+	BudgetTokens int `json:"budget_tokens,omitempty"`
+	// Display is "summarized" or "omitted" (the thinking text left out,
+	// its signature kept); "" is the model's default. Enabled and
+	// adaptive only.
+	Display string `json:"display,omitempty"`
 }
 
 // Usage counts the tokens of a model call.
@@ -440,6 +475,10 @@ type Delta struct {
 	// stopped at, when the provider reports it (Anthropic does).
 	StopSequence string `json:"stop_sequence,omitempty"`
 	Usage        Usage  `json:"usage,omitzero"`
+	// Thinking is a fragment of a thinking block (extended thinking), nil
+	// for none. A model thinks before it answers: thinking blocks come
+	// first in a response.
+	Thinking *ThinkingDelta `json:"thinking,omitempty"`
 	// More reports that the model client already has the stream's next
 	// delta at hand and yields it at once (the upstream had sent it when
 	// this one was decoded). A consumer writing to a network connection
@@ -448,6 +487,61 @@ type Delta struct {
 	// that passes a delta on unchanged or edited keeps it; one that holds
 	// deltas back or makes its own yields them without it.
 	More bool `json:"-"`
+}
+
+// ThinkingDelta is a fragment of a thinking block. Fragments of one block
+// share its Index (its place among the response's thinking blocks); the
+// Text of all of them, concatenated in order, is the block's thinking, and
+// one carries its Signature. A redacted_thinking block comes whole, in one
+// fragment, its encrypted data in Signature.
+type ThinkingDelta struct {
+	Index     int    `json:"index"`
+	Redacted  bool   `json:"redacted,omitempty"`
+	Text      string `json:"text,omitempty"`
+	Signature string `json:"signature,omitempty"`
+}
+
+// ThinkingBuilder assembles streamed thinking fragments, by index, into
+// thinking blocks. The zero value is ready to use; it allocates only when
+// a fragment arrives.
+type ThinkingBuilder struct {
+	blocks []thinkingParts
+}
+
+type thinkingParts struct {
+	redacted        bool
+	text, signature []byte
+}
+
+// Add adds the thinking fragment of d, if any.
+func (b *ThinkingBuilder) Add(d *Delta) {
+	f := d.Thinking
+	if f == nil || f.Index < 0 {
+		return
+	}
+	for len(b.blocks) <= f.Index {
+		b.blocks = append(b.blocks, thinkingParts{})
+	}
+	p := &b.blocks[f.Index]
+	p.redacted = p.redacted || f.Redacted
+	p.text = append(p.text, f.Text...)
+	p.signature = append(p.signature, f.Signature...)
+}
+
+// Blocks returns the assembled blocks, PartThinking and
+// PartRedactedThinking parts in order (nil when no fragment arrived).
+func (b *ThinkingBuilder) Blocks() []ContentPart {
+	if len(b.blocks) == 0 {
+		return nil
+	}
+	out := make([]ContentPart, len(b.blocks))
+	for i, p := range b.blocks {
+		out[i] = ContentPart{Type: PartThinking, Text: string(p.text), Signature: string(p.signature)}
+		if p.redacted {
+			out[i].Type = PartRedactedThinking
+		}
+	}
+	return out
 }
 
 // ToolCallBuilder assembles streamed tool-call fragments, by index, into
@@ -603,6 +697,9 @@ func (c *ChatCall) IdempotencyKey() string {
 // emit counts and pushes one delta from the model to the layers above.
 func (c *ChatCall) emit(d Delta) bool {
 	c.chars += len(d.Text)
+	if d.Thinking != nil {
+		c.chars += len(d.Thinking.Text)
+	}
 	for i := range d.ToolCalls {
 		c.chars += len(d.ToolCalls[i].Name) + len(d.ToolCalls[i].Arguments)
 	}
@@ -693,6 +790,9 @@ type ChatResponse struct {
 	// delivered fragments; like Text, only Complete and ChatStream collect
 	// them (a Stream caller assembles them with a ToolCallBuilder).
 	ToolCalls []ToolUse `json:"tool_calls,omitempty"`
+	// Thinking are the thinking blocks the model returned (PartThinking
+	// and PartRedactedThinking parts, in order), collected like Text.
+	Thinking []ContentPart `json:"thinking,omitempty"`
 	// FinishReason is why the model stopped (see the Finish constants); ""
 	// when the stream did not say.
 	FinishReason string `json:"finish_reason,omitempty"`

@@ -245,15 +245,18 @@ func (pl *Pipeline) Stream(ctx context.Context, req ChatRequest, yield func(Delt
 func (pl *Pipeline) Complete(ctx context.Context, req ChatRequest) (ChatResponse, error) {
 	// One struct, so the closure captures one heap variable.
 	var acc struct {
-		text  strings.Builder
-		calls ToolCallBuilder
+		text     strings.Builder
+		calls    ToolCallBuilder
+		thinking ThinkingBuilder
 	}
 	resp, err := pl.Stream(ctx, req, func(d Delta) bool {
 		acc.text.WriteString(d.Text)
 		acc.calls.Add(&d)
+		acc.thinking.Add(&d)
 		return true
 	})
 	resp.Text = acc.text.String()
+	resp.Thinking = acc.thinking.Blocks()
 	resp.ToolCalls = acc.calls.ToolCalls()
 	return resp, err
 }
@@ -265,6 +268,7 @@ type ChatStream struct {
 	req   ChatRequest
 	text  strings.Builder
 	calls ToolCallBuilder
+	think ThinkingBuilder
 	resp  ChatResponse
 	err   error
 	used  bool
@@ -293,6 +297,7 @@ func (s *ChatStream) All() iter.Seq2[Delta, error] {
 		s.resp, s.err = s.pl.Stream(s.ctx, s.req, func(d Delta) bool {
 			s.text.WriteString(d.Text)
 			s.calls.Add(&d)
+			s.think.Add(&d)
 			if !yield(d, nil) {
 				stopped = true
 				return false
@@ -301,6 +306,7 @@ func (s *ChatStream) All() iter.Seq2[Delta, error] {
 		})
 		s.resp.Text = s.text.String()
 		s.resp.ToolCalls = s.calls.ToolCalls()
+		s.resp.Thinking = s.think.Blocks()
 		if s.err != nil && !stopped {
 			yield(Delta{}, s.err)
 		}

@@ -48,6 +48,7 @@ type antRequest struct {
 		UserID string `json:"user_id"`
 	} `json:"metadata"`
 	CacheControl json.RawMessage `json:"cache_control"`
+	Thinking     *antThinking    `json:"thinking"`
 	OutputConfig *struct {
 		Effort string `json:"effort"`
 		Format *struct {
@@ -55,6 +56,13 @@ type antRequest struct {
 			Schema json.RawMessage `json:"schema"`
 		} `json:"format"`
 	} `json:"output_config"`
+}
+
+// antThinking is the thinking parameter.
+type antThinking struct {
+	Type         string `json:"type"`
+	BudgetTokens *int   `json:"budget_tokens"`
+	Display      string `json:"display"`
 }
 
 type antMessage struct {
@@ -77,6 +85,11 @@ type antBlock struct {
 	ToolUseID string          `json:"tool_use_id"`
 	Content   json.RawMessage `json:"content"`
 	IsError   bool            `json:"is_error"`
+	// Thinking, Signature and Data are a thinking block's and a
+	// redacted_thinking block's.
+	Thinking  string `json:"thinking"`
+	Signature string `json:"signature"`
+	Data      string `json:"data"`
 	// CacheControl marks a prompt-cache breakpoint.
 	CacheControl json.RawMessage `json:"cache_control"`
 }
@@ -185,9 +198,47 @@ func decodeAnthropic(body []byte, p *chatParams) error {
 			req.ResponseFormat = &runtime.ResponseFormat{Type: runtime.FormatJSONSchema, Schema: f.Schema}
 		}
 	}
+	if req.Thinking, err = thinking(in.Thinking); err != nil {
+		return err
+	}
 	p.stream = in.Stream
 	p.includeUsage = true
 	return nil
+}
+
+// thinking maps the thinking parameter: enabled (with budget_tokens),
+// adaptive and between_tools are carried; disabled, the default, asks for
+// nothing.
+func thinking(t *antThinking) (*runtime.Thinking, error) {
+	if t == nil || t.Type == "disabled" {
+		if t != nil && (t.BudgetTokens != nil || t.Display != "") {
+			return nil, errors.New("thinking: type disabled takes no budget_tokens or display")
+		}
+		return nil, nil
+	}
+	out := &runtime.Thinking{Type: t.Type, Display: t.Display}
+	switch t.Type {
+	case "enabled":
+		if t.BudgetTokens == nil || *t.BudgetTokens <= 0 {
+			return nil, errors.New("thinking.budget_tokens: required for type enabled, and positive")
+		}
+		out.BudgetTokens = *t.BudgetTokens
+	case "adaptive", "between_tools":
+		if t.BudgetTokens != nil {
+			return nil, fmt.Errorf("thinking.budget_tokens: only type enabled takes a budget, got type %s", t.Type)
+		}
+		if t.Type == "between_tools" && t.Display != "" {
+			return nil, errors.New("thinking.display: type between_tools takes none")
+		}
+	default:
+		return nil, fmt.Errorf(`thinking.type: want "enabled", "adaptive", "between_tools" or "disabled", got %q`, t.Type)
+	}
+	switch t.Display {
+	case "", "summarized", "omitted":
+	default:
+		return nil, fmt.Errorf(`thinking.display: want "summarized" or "omitted", got %q`, t.Display)
+	}
+	return out, nil
 }
 
 // cacheControl decodes a prompt-cache breakpoint (nil for none).
@@ -359,11 +410,30 @@ func anthropicMessage(in *antMessage) (runtime.Message, error) {
 			}
 			m.Parts = append(m.Parts, runtime.ContentPart{Type: runtime.PartToolResult, Text: result, ToolCallID: bl.ToolUseID, IsError: bl.IsError, CacheControl: cc})
 		case "thinking", "redacted_thinking":
-			// The gateway neither asks for extended thinking nor relays
-			// it, so it cannot hand a block back with its signature.
-			return m, fmt.Errorf("content[%d]: a %s block is not carried by the gateway (extended thinking is not served, and its signature would not reach the model); remove it", j, bl.Type)
+			// Sent back upstream as the model returned it, in its
+			// place: before the text and the tool calls, which the
+			// upstream message lists after the parts.
+			switch {
+			case in.Role != "assistant":
+				return m, fmt.Errorf("content[%d]: a %s block belongs in an assistant message", j, bl.Type)
+			case cc != nil:
+				return m, fmt.Errorf("content[%d].cache_control: a %s block takes no prompt-cache breakpoint", j, bl.Type)
+			case len(m.ToolCalls) > 0:
+				return m, fmt.Errorf("content[%d]: a %s block after a tool_use block cannot keep its place; thinking comes first in a message", j, bl.Type)
+			}
+			if bl.Type == "thinking" {
+				if bl.Signature == "" {
+					return m, fmt.Errorf("content[%d].signature: required (the signature the model returned with the block)", j)
+				}
+				m.Parts = append(m.Parts, runtime.ContentPart{Type: runtime.PartThinking, Text: bl.Thinking, Signature: bl.Signature})
+			} else {
+				if bl.Data == "" {
+					return m, fmt.Errorf("content[%d].data: required (the data the model returned with the block)", j)
+				}
+				m.Parts = append(m.Parts, runtime.ContentPart{Type: runtime.PartRedactedThinking, Signature: bl.Data})
+			}
 		default:
-			return m, fmt.Errorf(`content[%d].type: want "text", "image", "tool_use" or "tool_result", got %q`, j, bl.Type)
+			return m, fmt.Errorf(`content[%d].type: want "text", "image", "tool_use", "tool_result", "thinking" or "redacted_thinking", got %q`, j, bl.Type)
 		}
 	}
 	// Text alone rides in Content; with other parts, or a prompt-cache
@@ -428,7 +498,17 @@ func completeAnthropic(x *exchange, p *chatParams, resp *runtime.ChatResponse) {
 	b = wire.AppendString(b, servedName(resp, p))
 	b = append(b, `,"content":[`...)
 	n := 0
+	for i := range resp.Thinking {
+		if n > 0 {
+			b = append(b, ',')
+		}
+		n++
+		b = appendThinkingBlock(b, &resp.Thinking[i])
+	}
 	if resp.Text != "" || len(resp.ToolCalls) == 0 {
+		if n > 0 {
+			b = append(b, ',')
+		}
 		b = append(b, `{"type":"text","text":`...)
 		b = wire.AppendString(b, resp.Text)
 		b = append(b, '}')
@@ -456,6 +536,21 @@ func completeAnthropic(x *exchange, p *chatParams, resp *runtime.ChatResponse) {
 	writeRaw(x, http.StatusOK, b)
 }
 
+// appendThinkingBlock appends a thinking or redacted_thinking block, its
+// signature or data as the model returned it.
+func appendThinkingBlock(b []byte, p *runtime.ContentPart) []byte {
+	if p.Type == runtime.PartRedactedThinking {
+		b = append(b, `{"type":"redacted_thinking","data":`...)
+		b = wire.AppendString(b, p.Signature)
+		return append(b, '}')
+	}
+	b = append(b, `{"type":"thinking","thinking":`...)
+	b = wire.AppendString(b, p.Text)
+	b = append(b, `,"signature":`...)
+	b = wire.AppendString(b, p.Signature)
+	return append(b, '}')
+}
+
 // appendToolInput appends a tool call's arguments as the input object;
 // arguments that are not a JSON object (a model's broken output) become
 // an empty one.
@@ -472,18 +567,22 @@ func appendToolInput(b []byte, args json.RawMessage) []byte {
 }
 
 // anthropicStream writes the Messages stream: message_start, one
-// content_block_start/delta/stop sequence per text or tool_use block,
+// content_block_start/delta/stop sequence per thinking, redacted_thinking,
+// text or tool_use block,
 // message_delta (stop reason and usage) and message_stop.
 type anthropicStream struct {
 	sse
-	p       *chatParams
-	served  *servedSlot
-	id      string
-	msg     bool // message_start sent
-	open    int  // the open block's index, -1 for none
-	text    bool // the open block is a text block
-	blocks  int  // blocks begun
-	tools   []toolBlock
+	p      *chatParams
+	served *servedSlot
+	id     string
+	msg    bool // message_start sent
+	open   int  // the open block's index, -1 for none
+	text   bool // the open block is a text block
+	blocks int  // blocks begun
+	tools  []toolBlock
+	// thinks maps a thinking block's index (runtime.ThinkingDelta.Index)
+	// to its block's index.
+	thinks  []toolBlock
 	inputIn runtime.Usage // the input usage sent in message_start
 }
 
@@ -525,11 +624,14 @@ func (s *anthropicStream) stopBlock() {
 }
 
 func (s *anthropicStream) delta(d runtime.Delta) bool {
-	if d.Text == "" && len(d.ToolCalls) == 0 {
+	if d.Text == "" && len(d.ToolCalls) == 0 && d.Thinking == nil {
 		return !s.gone // a finish reason or usage alone: sent at the end
 	}
 	if !s.msg {
 		s.start(s.served.get(s.p.req.Model), d.Usage)
+	}
+	if d.Thinking != nil {
+		s.thinking(d.Thinking)
 	}
 	if d.Text != "" {
 		if s.open < 0 || !s.text {
@@ -541,48 +643,84 @@ func (s *anthropicStream) delta(d runtime.Delta) bool {
 			b = appendInt(b, int64(s.open))
 			s.buf = append(b, `,"content_block":{"type":"text","text":""}}`+"\n\n"...)
 		}
-		s.event("content_block_delta")
-		b := append(s.buf, `{"type":"content_block_delta","index":`...)
-		b = appendInt(b, int64(s.open))
-		b = append(b, `,"delta":{"type":"text_delta","text":`...)
-		b = wire.AppendString(b, d.Text)
-		s.buf = append(b, "}}\n\n"...)
+		s.blockDelta(s.open, "text_delta", "text", d.Text)
 	}
 	for _, tc := range d.ToolCalls {
-		block := -1
-		for _, t := range s.tools {
-			if t.call == tc.Index {
-				block = t.block
-			}
-		}
-		if block < 0 {
-			s.stopBlock()
-			block = s.blocks
-			s.open, s.text = block, false
-			s.blocks++
-			s.tools = append(s.tools, toolBlock{call: tc.Index, block: block})
-			s.event("content_block_start")
-			b := append(s.buf, `{"type":"content_block_start","index":`...)
-			b = appendInt(b, int64(block))
-			b = append(b, `,"content_block":{"type":"tool_use","id":`...)
+		block, begun := s.begin(&s.tools, tc.Index)
+		if begun {
+			b := append(s.buf, `,"content_block":{"type":"tool_use","id":`...)
 			b = wire.AppendString(b, tc.ID)
 			b = append(b, `,"name":`...)
 			b = wire.AppendString(b, tc.Name)
 			s.buf = append(b, `,"input":{}}}`+"\n\n"...)
 		}
-		if tc.Arguments == "" {
-			continue
-		}
 		// A fragment of a call whose block was closed (calls streamed
 		// interleaved) still goes to that block, by its index.
-		s.event("content_block_delta")
-		b := append(s.buf, `{"type":"content_block_delta","index":`...)
-		b = appendInt(b, int64(block))
-		b = append(b, `,"delta":{"type":"input_json_delta","partial_json":`...)
-		b = wire.AppendString(b, tc.Arguments)
-		s.buf = append(b, "}}\n\n"...)
+		if tc.Arguments != "" {
+			s.blockDelta(block, "input_json_delta", "partial_json", tc.Arguments)
+		}
 	}
 	return s.send(d.More)
+}
+
+// thinking writes a thinking fragment: the start of its block, when it is
+// the first, then its text and its signature, each a delta of their own
+// (a redacted_thinking block comes whole in its start).
+func (s *anthropicStream) thinking(t *runtime.ThinkingDelta) {
+	block, begun := s.begin(&s.thinks, t.Index)
+	switch {
+	case begun && t.Redacted:
+		b := append(s.buf, `,"content_block":{"type":"redacted_thinking","data":`...)
+		b = wire.AppendString(b, t.Signature)
+		s.buf = append(b, "}}\n\n"...)
+		return
+	case begun:
+		s.buf = append(s.buf, `,"content_block":{"type":"thinking","thinking":"","signature":""}}`+"\n\n"...)
+	case t.Redacted:
+		return
+	}
+	if t.Text != "" {
+		s.blockDelta(block, "thinking_delta", "thinking", t.Text)
+	}
+	if t.Signature != "" {
+		s.blockDelta(block, "signature_delta", "signature", t.Signature)
+	}
+}
+
+// begin returns the block of the index-th entry of m (a tool call, a
+// thinking block), and whether it begins now: it then closes the open
+// block, becomes the open one, and its content_block_start event is
+// written up to its index (the caller appends the content block).
+func (s *anthropicStream) begin(m *[]toolBlock, index int) (int, bool) {
+	for _, t := range *m {
+		if t.call == index {
+			return t.block, false
+		}
+	}
+	s.stopBlock()
+	block := s.blocks
+	s.open, s.text = block, false
+	s.blocks++
+	*m = append(*m, toolBlock{call: index, block: block})
+	s.event("content_block_start")
+	b := append(s.buf, `{"type":"content_block_start","index":`...)
+	s.buf = appendInt(b, int64(block))
+	return block, true
+}
+
+// blockDelta writes a content_block_delta event to block: a delta of type
+// kind whose field holds value.
+func (s *anthropicStream) blockDelta(block int, kind, field, value string) {
+	s.event("content_block_delta")
+	b := append(s.buf, `{"type":"content_block_delta","index":`...)
+	b = appendInt(b, int64(block))
+	b = append(b, `,"delta":{"type":"`...)
+	b = append(b, kind...)
+	b = append(b, `","`...)
+	b = append(b, field...)
+	b = append(b, `":`...)
+	b = wire.AppendString(b, value)
+	s.buf = append(b, "}}\n\n"...)
 }
 
 func (s *anthropicStream) end(resp *runtime.ChatResponse) {

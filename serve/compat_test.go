@@ -182,7 +182,6 @@ func TestFieldsNotCarriedAreRefused(t *testing.T) {
 		{"openai frequency_penalty", "chat", `"frequency_penalty": 0.5`, "frequency_penalty", nil},
 		{"openai presence_penalty", "chat", `"presence_penalty": 0.5`, "presence_penalty", nil},
 		{"openai logit_bias", "chat", `"logit_bias": {"50256": -100}`, "logit_bias", nil},
-		{"openai reasoning_effort", "chat", `"reasoning_effort": "high"`, "reasoning_effort", nil},
 		{"openai audio output", "chat", `"modalities": ["text", "audio"], "audio": {"voice": "alloy", "format": "wav"}`, "audio", nil},
 		{"openai prediction", "chat", `"prediction": {"type": "content", "content": "x"}`, "prediction", nil},
 		{"openai web search", "chat", `"web_search_options": {}`, "web_search_options", nil},
@@ -190,11 +189,11 @@ func TestFieldsNotCarriedAreRefused(t *testing.T) {
 		{"openai unknown field", "chat", `"chat_template_kwargs": {"x": 1}`, "chat_template_kwargs", nil},
 		{"openai image detail", "chat", `"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "https://example.com/a.png", "detail": "high"}}]}]`, "messages[0]: content[0].image_url.detail", nil},
 		{"openai audio input", "chat", `"messages": [{"role": "user", "content": [{"type": "input_audio", "input_audio": {"data": "AAAA", "format": "wav"}}]}]`, "messages[0]: content[0].type", nil},
-		{"anthropic thinking", "messages", `"thinking": {"type": "enabled", "budget_tokens": 2048}`, "thinking", nil},
+		{"anthropic thinking without a budget", "messages", `"thinking": {"type": "enabled"}`, "thinking.budget_tokens", nil},
 		{"anthropic top_k", "messages", `"top_k": 5`, "top_k", nil},
 		{"anthropic output effort", "messages", `"output_config": {"effort": "low"}`, "output_config.effort", nil},
-		{"anthropic thinking block", "messages", `"max_tokens": 64, "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": [{"type": "thinking", "thinking": "hmm", "signature": "EqQBCgIYAhIM"}, {"type": "text", "text": "Hello"}]}, {"role": "user", "content": "again"}]`, "messages[1]: content[0]: a thinking block", nil},
-		{"anthropic redacted thinking block", "messages", `"max_tokens": 64, "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": [{"type": "redacted_thinking", "data": "EmwKAhgB"}]}, {"role": "user", "content": "again"}]`, "messages[1]: content[0]: a redacted_thinking block", nil},
+		{"anthropic thinking block in a user message", "messages", `"max_tokens": 64, "messages": [{"role": "user", "content": [{"type": "thinking", "thinking": "hmm", "signature": "EqQBCgIYAhIM"}]}]`, "messages[0]: content[0]: a thinking block belongs in an assistant message", nil},
+		{"anthropic redacted thinking block without data", "messages", `"max_tokens": 64, "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": [{"type": "redacted_thinking"}]}, {"role": "user", "content": "again"}]`, "messages[1]: content[0].data: required", nil},
 		{"anthropic cache_control of another type", "messages", `"cache_control": {"type": "persistent"}`, "cache_control: type", nil},
 		{"anthropic cache_control ttl", "messages", `"system": [{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral", "ttl": "2d"}}]`, "system: [0].cache_control: ttl", nil},
 		{"anthropic service tier", "messages", `"service_tier": "standard_only"`, "service_tier", nil},
@@ -248,7 +247,7 @@ func TestNestedFieldsNotCarriedAreRefused(t *testing.T) {
 		{"anthropic image source", "messages", `"messages": [{"role": "user", "content": [{"type": "image", "source": {"type": "url", "url": "https://example.com/a.png", "detail": "high"}}]}]`, "messages[0].content[0].source.detail"},
 		{"anthropic tool_choice", "messages", `"tool_choice": {"type": "auto", "strict": true}`, "tool_choice.strict"},
 		{"anthropic metadata", "messages", `"metadata": {"user_id": "u-1", "session": "s-1"}`, "metadata.session"},
-		{"anthropic document block", "messages", `"messages": [{"role": "user", "content": [{"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "x"}}]}]`, `messages[0]: content[0].type: want "text", "image", "tool_use" or "tool_result", got "document"`},
+		{"anthropic document block", "messages", `"messages": [{"role": "user", "content": [{"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "x"}}]}]`, `messages[0]: content[0].type: want "text", "image", "tool_use", "tool_result", "thinking" or "redacted_thinking", got "document"`},
 		{"anthropic message field", "messages", `"messages": [{"role": "user", "content": "hi", "name": "ann"}]`, "messages[0].name"},
 		{"openai assistant refusal", "chat", `"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": null, "refusal": "I can't."}, {"role": "user", "content": "why?"}]`, "messages[1].refusal"},
 		{"openai assistant audio", "chat", `"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "audio": {"id": "audio_1"}}, {"role": "user", "content": "again"}]`, "messages[1].audio"},
@@ -302,25 +301,6 @@ func TestNestedFieldsNotCarriedAreRefused(t *testing.T) {
 		{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": [{"type": "text", "text": "sunny", "citations": []}]}]}],
 		"tools": [`+tool+`, "eager_input_streaming": false, "input_examples": []}]}`), "anthropic-version", "2023-06-01")
 	require.Equal(t, http.StatusOK, code, resp)
-}
-
-// A thinking block sent through the SDK, signature and all, is refused
-// rather than dropped.
-func TestAnthropicSDKThinkingBlockIsRefused(t *testing.T) {
-	g := newGateway(t, `{use: "tracing"}`, nil, []reply{{body: transcript(t, "anthropic", "text.sse")}})
-	_, err := g.anthropic(t).Messages.New(context.Background(), anthropic.MessageNewParams{
-		Model: "backup", MaxTokens: 300,
-		Messages: []anthropic.MessageParam{
-			anthropic.NewUserMessage(anthropic.NewTextBlock("Weather?")),
-			anthropic.NewAssistantMessage(anthropic.NewThinkingBlock("EqQBCgIYAhIM", "Let me think."), anthropic.NewTextBlock("Sunny.")),
-			anthropic.NewUserMessage(anthropic.NewTextBlock("Sure?")),
-		},
-	})
-	var ae *anthropic.Error
-	require.ErrorAs(t, err, &ae)
-	assert.Equal(t, http.StatusBadRequest, ae.StatusCode)
-	assert.Contains(t, ae.Error(), "thinking")
-	assert.Zero(t, g.an.requests())
 }
 
 // Anthropic's structured output (output_config.format) reaches both

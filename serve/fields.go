@@ -97,7 +97,7 @@ var openAIShape = func() *shape {
 		// include_obfuscation pads the chunks against a side channel; the
 		// gateway sends none, which either value allows.
 		{"stream_options", obj("include_usage", "include_obfuscation")},
-		{"metadata", nil}, {"n", nil}, {"user", nil}, {"parallel_tool_calls", nil}}}
+		{"metadata", nil}, {"n", nil}, {"user", nil}, {"parallel_tool_calls", nil}, {"reasoning_effort", nil}}}
 }()
 
 // The Messages request.
@@ -109,6 +109,8 @@ var anthropicShape = func() *shape {
 		{"image", []field{{"source", obj("type", "media_type", "data", "url")}}},
 		{"tool_use", fields("id", "name", "input")},
 		{"tool_result", []field{{"tool_use_id", nil}, {"content", block}, {"is_error", nil}}},
+		{"thinking", fields("thinking", "signature")},
+		{"redacted_thinking", fields("data")},
 	}
 	message := &shape{fields: []field{{"role", nil}, {"content", block}}}
 	toolFields := []field{{"name", nil}, {"description", nil}, {"input_schema", nil}, {"strict", nil}, {"cache_control", cc}}
@@ -118,7 +120,8 @@ var anthropicShape = func() *shape {
 		{"temperature", nil}, {"top_p", nil}, {"stop_sequences", nil}, {"stream", nil},
 		{"metadata", obj("user_id")},
 		{"output_config", &shape{fields: []field{{"effort", nil}, {"format", obj("type", "schema")}}}},
-		{"cache_control", cc}}}
+		{"cache_control", cc},
+		{"thinking", obj("type", "budget_tokens", "display")}}}
 }()
 
 // fieldDefaults are, for the fields whose default is not their JSON zero
@@ -127,7 +130,6 @@ var fieldDefaults = map[string][]string{
 	"web_search_options": {}, // {} asks for a web search
 	"service_tier":       {`""`, `"auto"`, `"default"`},
 	"modalities":         {"[]", `["text"]`},
-	"thinking":           {`{"type":"disabled"}`},
 }
 
 // zeroValues are the values at which any other field asks for nothing.

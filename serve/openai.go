@@ -40,6 +40,7 @@ type oaRequest struct {
 	N                 *int              `json:"n"`
 	User              string            `json:"user"`
 	ParallelToolCalls *bool             `json:"parallel_tool_calls"`
+	ReasoningEffort   string            `json:"reasoning_effort"`
 }
 
 type oaMessage struct {
@@ -161,6 +162,12 @@ func decodeOpenAI(body []byte, p *chatParams) error {
 		}
 	}
 	req.Temperature, req.TopP, req.Seed = in.Temperature, in.TopP, in.Seed
+	switch in.ReasoningEffort {
+	case "", "none", "minimal", "low", "medium", "high", "xhigh", "max":
+		req.ReasoningEffort = in.ReasoningEffort
+	default:
+		return fmt.Errorf(`reasoning_effort: want "none", "minimal", "low", "medium", "high", "xhigh" or "max", got %q`, in.ReasoningEffort)
+	}
 	if len(in.Stop) > 0 && string(in.Stop) != "null" {
 		var one string
 		if json.Unmarshal(in.Stop, &one) == nil {

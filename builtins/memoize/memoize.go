@@ -173,7 +173,7 @@ func (m *Memoize) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 // ChatKeyInput returns the canonical input a chat call is keyed on: the
 // request as JSON (model, messages, max_tokens, tools, tool_choice,
 // sampling parameters, stop sequences, response format, parallel tool
-// calls, betas), without the caller's metadata and its prompt-cache
+// calls, betas, thinking, reasoning effort), without the caller's metadata and its prompt-cache
 // breakpoints, which do not change the output. Two requests with equal
 // inputs ask the model the same thing and constrain its answer the same way.
 func ChatKeyInput(req *runtime.ChatRequest) ([]byte, error) {

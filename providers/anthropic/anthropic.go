@@ -11,7 +11,8 @@
 //
 // The SDK sends the key as a bearer token. A client streams the message: text and tool_use blocks become deltas
 // (tool input arrives as ToolCallDelta fragments, indexed by the order of
-// the tool_use blocks), the input usage of message_start rides on the first
+// the tool_use blocks; thinking and redacted_thinking blocks as
+// ThinkingDelta fragments, indexed by the order of the thinking blocks), the input usage of message_start rides on the first
 // delta, and the last delta carries the finish reason (end_turn and
 // stop_sequence: stop, max_tokens: length, tool_use: tool_calls, refusal:
 // content_filter) and the output usage of message_delta. System messages
@@ -178,10 +179,18 @@ type event struct {
 		ID   string `json:"id"`
 		Name string `json:"name"`
 		Text string `json:"text"`
+		// Thinking and Signature open a thinking block (usually empty,
+		// the text following in deltas); Data is a redacted_thinking
+		// block's.
+		Thinking  string `json:"thinking"`
+		Signature string `json:"signature"`
+		Data      string `json:"data"`
 	} `json:"content_block"`
 	Delta struct {
 		Type         string `json:"type"`
 		Text         string `json:"text"`
+		Thinking     string `json:"thinking"`
+		Signature    string `json:"signature"`
 		PartialJSON  string `json:"partial_json"`
 		StopReason   string `json:"stop_reason"`
 		StopSequence string `json:"stop_sequence"`
@@ -218,9 +227,11 @@ func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[event], l
 		finish  string
 		stopSeq string
 		stopped bool
-		// tools maps content block indexes to tool-call indexes.
-		tools []int64
-		slab  wire.ToolCallSlab
+		// tools maps content block indexes to tool-call indexes, and
+		// thinking to thinking-block indexes.
+		tools    []int64
+		thinking []int64
+		slab     wire.ToolCallSlab
 	)
 	emit := func(d runtime.Delta) bool {
 		if deltas == 0 {
@@ -245,6 +256,18 @@ func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[event], l
 			}
 		}
 		return -1
+	}
+	think := func(block int64, td runtime.ThinkingDelta) bool {
+		td.Index = -1
+		for i, b := range thinking {
+			if b == block {
+				td.Index = i
+			}
+		}
+		if td.Index < 0 {
+			return true // a delta of a block that never started
+		}
+		return emit(runtime.Delta{Thinking: &td})
 	}
 	for stream.Next() {
 		if err := ctx.Err(); err != nil {
@@ -271,11 +294,30 @@ func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[event], l
 				if cb.Text != "" && !emit(runtime.Delta{Text: cb.Text}) {
 					return nil
 				}
+			case "thinking", "redacted_thinking":
+				// Every thinking block gets a delta when it starts, so
+				// that an empty one keeps its place.
+				thinking = append(thinking, ev.Index)
+				td := runtime.ThinkingDelta{Text: cb.Thinking, Signature: cb.Signature}
+				if cb.Type == "redacted_thinking" {
+					td = runtime.ThinkingDelta{Redacted: true, Signature: cb.Data}
+				}
+				if !think(ev.Index, td) {
+					return nil
+				}
 			}
 		case "content_block_delta":
 			switch ev.Delta.Type {
 			case "text_delta":
 				if ev.Delta.Text != "" && !emit(runtime.Delta{Text: ev.Delta.Text}) {
+					return nil
+				}
+			case "thinking_delta":
+				if ev.Delta.Thinking != "" && !think(ev.Index, runtime.ThinkingDelta{Text: ev.Delta.Thinking}) {
+					return nil
+				}
+			case "signature_delta":
+				if ev.Delta.Signature != "" && !think(ev.Index, runtime.ThinkingDelta{Signature: ev.Delta.Signature}) {
 					return nil
 				}
 			case "input_json_delta":

@@ -16,6 +16,11 @@ import (
 // written straight into a byte slice, as providers/openai does (the SDK's
 // reflective encoding cost more than the rest of building the request).
 func (c *Client) body(req *runtime.ChatRequest) ([]byte, error) {
+	if req.ReasoningEffort != "" {
+		// OpenAI's reasoning control: an Anthropic model thinks on a
+		// token budget (thinking), which no effort level names.
+		return nil, fmt.Errorf("the request sets reasoning_effort %q, which an Anthropic model cannot honour (ask for extended thinking with thinking: {type: enabled, budget_tokens: N})", req.ReasoningEffort)
+	}
 	b := make([]byte, 0, 256+sizeHint(req))
 	b = append(b, `{"stream":true,"model":`...)
 	b = wire.AppendString(b, c.cfg.Model)
@@ -101,6 +106,19 @@ func (c *Client) body(req *runtime.ChatRequest) ([]byte, error) {
 		b = wire.AppendString(b, id)
 		b = append(b, '}')
 	}
+	if t := req.Thinking; t != nil {
+		b = append(b, `,"thinking":{"type":`...)
+		b = wire.AppendString(b, t.Type)
+		if t.Type == "enabled" {
+			b = append(b, `,"budget_tokens":`...)
+			b = wire.AppendInt(b, int64(t.BudgetTokens))
+		}
+		if t.Display != "" {
+			b = append(b, `,"display":`...)
+			b = wire.AppendString(b, t.Display)
+		}
+		b = append(b, '}')
+	}
 	return append(b, '}'), nil
 }
 
@@ -111,7 +129,7 @@ func sizeHint(req *runtime.ChatRequest) int {
 		m := &req.Messages[i]
 		n += len(m.Content) + 48
 		for j := range m.Parts {
-			n += len(m.Parts[j].Text) + len(m.Parts[j].ImageURL) + 4*len(m.Parts[j].Data)/3 + 64
+			n += len(m.Parts[j].Text) + len(m.Parts[j].ImageURL) + 4*len(m.Parts[j].Data)/3 + len(m.Parts[j].Signature) + 64
 		}
 		for j := range m.ToolCalls {
 			n += len(m.ToolCalls[j].Arguments) + len(m.ToolCalls[j].Name) + 64
@@ -345,9 +363,24 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 				b = appendText(b, m.Content, nil)
 			}
 			for _, p := range m.Parts {
-				if p.Type == runtime.PartText && p.Text != "" {
+				switch {
+				case p.Type == runtime.PartText && p.Text != "":
 					sep()
 					b = appendText(b, p.Text, p.CacheControl)
+				case p.Type == runtime.PartThinking:
+					// Sent back as the model returned it: a changed
+					// block fails its signature.
+					sep()
+					b = append(b, `{"type":"thinking","thinking":`...)
+					b = wire.AppendString(b, p.Text)
+					b = append(b, `,"signature":`...)
+					b = wire.AppendString(b, p.Signature)
+					b = append(b, '}')
+				case p.Type == runtime.PartRedactedThinking:
+					sep()
+					b = append(b, `{"type":"redacted_thinking","data":`...)
+					b = wire.AppendString(b, p.Signature)
+					b = append(b, '}')
 				}
 			}
 			for _, tc := range m.ToolCalls {

@@ -88,6 +88,16 @@ func (c *Client) sdkParams(req *runtime.ChatRequest) (anthropic.MessageNewParams
 	if id := req.Metadata["user_id"]; id != "" {
 		p.Metadata.UserID = anthropic.String(id)
 	}
+	if t := req.Thinking; t != nil {
+		switch t.Type {
+		case "enabled":
+			p.Thinking.OfEnabled = &anthropic.ThinkingConfigEnabledParam{BudgetTokens: int64(t.BudgetTokens), Display: anthropic.ThinkingConfigEnabledDisplay(t.Display)}
+		case "adaptive":
+			p.Thinking.OfAdaptive = &anthropic.ThinkingConfigAdaptiveParam{Display: anthropic.ThinkingConfigAdaptiveDisplay(t.Display)}
+		case "between_tools":
+			p.Thinking.OfBetweenTools = &anthropic.ThinkingConfigBetweenToolsParam{}
+		}
+	}
 	return p, opts, nil
 }
 
@@ -201,8 +211,13 @@ func sdkMessages(in []runtime.Message) ([]anthropic.TextBlockParam, []anthropic.
 				blocks = append(blocks, anthropic.NewTextBlock(m.Content))
 			}
 			for _, p := range m.Parts {
-				if p.Type == runtime.PartText && p.Text != "" {
+				switch {
+				case p.Type == runtime.PartText && p.Text != "":
 					blocks = append(blocks, withCache(anthropic.NewTextBlock(p.Text), p.CacheControl))
+				case p.Type == runtime.PartThinking:
+					blocks = append(blocks, anthropic.NewThinkingBlock(p.Signature, p.Text))
+				case p.Type == runtime.PartRedactedThinking:
+					blocks = append(blocks, anthropic.NewRedactedThinkingBlock(p.Signature))
 				}
 			}
 			for _, tc := range m.ToolCalls {

@@ -22,6 +22,12 @@ func (c *Client) body(req *runtime.ChatRequest) ([]byte, error) {
 		// honour them, and the call must not be served without them.
 		return nil, fmt.Errorf("the request asks for Anthropic beta features (anthropic-beta: %s), which an OpenAI-shaped model cannot honour", strings.Join(req.Betas, ","))
 	}
+	if req.Thinking != nil {
+		// Anthropic's extended thinking, on a token budget: an
+		// OpenAI-shaped model reasons by effort level, and the call must
+		// not be served without what it asked for.
+		return nil, fmt.Errorf("the request asks for extended thinking (thinking type %q), which an OpenAI-shaped model cannot honour (use reasoning_effort)", req.Thinking.Type)
+	}
 	b := make([]byte, 0, 256+c.sizeHint(req))
 	b = append(b, `{"stream":true,"model":`...)
 	b = wire.AppendString(b, c.cfg.Model)
@@ -82,6 +88,10 @@ func (c *Client) body(req *runtime.ChatRequest) ([]byte, error) {
 	}
 	if b, err = wire.AppendSampling(b, req.Temperature, req.TopP); err != nil {
 		return nil, err
+	}
+	if req.ReasoningEffort != "" {
+		b = append(b, `,"reasoning_effort":`...)
+		b = wire.AppendString(b, req.ReasoningEffort)
 	}
 	if req.Seed != nil {
 		b = append(b, `,"seed":`...)

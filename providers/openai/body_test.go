@@ -39,9 +39,12 @@ func bodyCases() map[string]runtime.ChatRequest {
 		"sampling":                {Temperature: ptr(0.7), TopP: ptr(1e-7), Seed: ptr(int64(-42)), Stop: []string{"\n\n", "END"}},
 		"zero sampling":           {Temperature: ptr(0.0), TopP: ptr(1e21), Seed: ptr(int64(0))},
 		"big float":               {Temperature: ptr(123456789.125)},
-		"end user":                {Metadata: map[string]string{"user_id": "u-42", "team": "ops"}},
-		"format text":             {ResponseFormat: &runtime.ResponseFormat{Type: runtime.FormatText}},
-		"format json":             {ResponseFormat: &runtime.ResponseFormat{Type: runtime.FormatJSONObject}},
+		"reasoning effort":        {ReasoningEffort: "high", Messages: []runtime.Message{{Role: "user", Content: "hi"}}},
+		"thinking left out": {Messages: []runtime.Message{{Role: "user", Content: "hi"}, {Role: "assistant", Parts: []runtime.ContentPart{
+			{Type: runtime.PartRedactedThinking, Signature: "EmwK"}, {Type: runtime.PartThinking, Text: "hmm", Signature: "EqQB"}, {Type: runtime.PartText, Text: "Hello."}}}}},
+		"end user":    {Metadata: map[string]string{"user_id": "u-42", "team": "ops"}},
+		"format text": {ResponseFormat: &runtime.ResponseFormat{Type: runtime.FormatText}},
+		"format json": {ResponseFormat: &runtime.ResponseFormat{Type: runtime.FormatJSONObject}},
 		"format schema": {ResponseFormat: &runtime.ResponseFormat{Type: runtime.FormatJSONSchema, Name: "answer", Strict: true,
 			Schema: json.RawMessage(` {"type": "object", "properties": {"a": {"type": "number"}}} `)}},
 		"format schema defaults": {ResponseFormat: &runtime.ResponseFormat{Type: runtime.FormatJSONSchema}},
@@ -145,6 +148,9 @@ func TestBodyErrors(t *testing.T) {
 	// rather than run without them.
 	_, err = c.body(&runtime.ChatRequest{Betas: []string{"interleaved-thinking-2025-05-14"}})
 	assert.ErrorContains(t, err, "anthropic-beta: interleaved-thinking-2025-05-14")
+	// Nor can extended thinking, a token budget: the call fails.
+	_, err = c.body(&runtime.ChatRequest{Thinking: &runtime.Thinking{Type: "enabled", BudgetTokens: 2048}})
+	assert.ErrorContains(t, err, `extended thinking (thinking type "enabled")`)
 }
 
 func BenchmarkBody(b *testing.B) {

@@ -66,6 +66,9 @@ func (c *Client) sdkParams(req *runtime.ChatRequest) (openai.ChatCompletionNewPa
 	if req.TopP != nil {
 		p.TopP = openai.Float(*req.TopP)
 	}
+	if req.ReasoningEffort != "" {
+		p.ReasoningEffort = shared.ReasoningEffort(req.ReasoningEffort)
+	}
 	if req.Seed != nil {
 		p.Seed = openai.Int(*req.Seed)
 	}

@@ -1,0 +1,58 @@
+package anthropic_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/internal/ssetest"
+	"github.com/agentc-dev/agentc/runtime"
+)
+
+// Thinking blocks become thinking fragments, indexed by the order of the
+// thinking blocks, before the text; the builder assembles them whole.
+func TestThinkingBlocksBecomeFragments(t *testing.T) {
+	s := ssetest.New(t, ssetest.Reply{Body: ssetest.Transcript(t, "redacted_thinking.sse")})
+	ds, err := ssetest.Collect(t, client(t, s), hi())
+	require.NoError(t, err)
+	var got []runtime.ThinkingDelta
+	var b runtime.ThinkingBuilder
+	for i := range ds {
+		if ds[i].Thinking != nil {
+			got = append(got, *ds[i].Thinking)
+		}
+		b.Add(&ds[i])
+	}
+	data := "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpPkNRj2YfWXGmKDxH4mPnZ5sQ7vB8URj2pLmXmqLfcW1E+oA=="
+	assert.Equal(t, []runtime.ThinkingDelta{
+		{Index: 0, Redacted: true, Signature: data},
+		{Index: 1},
+		{Index: 1, Text: "Answer plainly."},
+		{Index: 1, Signature: "ErUBCkYIBxgCIkB0m9zQ/r8+Kp3=="},
+	}, got)
+	assert.Equal(t, []runtime.ContentPart{
+		{Type: runtime.PartRedactedThinking, Signature: data},
+		{Type: runtime.PartThinking, Text: "Answer plainly.", Signature: "ErUBCkYIBxgCIkB0m9zQ/r8+Kp3=="},
+	}, b.Blocks())
+	assert.Equal(t, "Hello.", ssetest.Text(ds))
+	assert.Equal(t, runtime.Usage{InputTokens: 96}, ds[0].Usage, "message_start's input usage rides on the first delta, a thinking one")
+	assert.Equal(t, runtime.Usage{InputTokens: 96, OutputTokens: 41}, sum(ds))
+}
+
+// reasoning_effort is OpenAI's: an Anthropic model fails the call, which
+// reaches no upstream.
+func TestReasoningEffortRefused(t *testing.T) {
+	s := ssetest.New(t)
+	req := hi()
+	req.ReasoningEffort = "high"
+	err := client(t, s).Stream(context.Background(), &req, func(runtime.Delta) bool { return true })
+	var ce *runtime.CallError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, runtime.KindPermanent, ce.Kind)
+	assert.Equal(t, http.StatusBadRequest, ce.Status)
+	assert.Contains(t, ce.Message, "reasoning_effort")
+	assert.Zero(t, s.Requests())
+}

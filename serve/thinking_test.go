@@ -1,0 +1,244 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/shared"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The signatures and data of the transcripts, as the upstream sent them.
+const (
+	thinkingSig  = "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds/+Fh0Rm4wT=="
+	thinkingText = `The user wants the weather in Paris. I should call get_weather with "Paris".`
+	redactedData = "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpPkNRj2YfWXGmKDxH4mPnZ5sQ7vB8URj2pLmXmqLfcW1E+oA=="
+)
+
+// A streamed thinking turn reaches the SDK event by event, blocks in order
+// with their indexes; sent back with the tool result on the next turn, the
+// thinking block reaches the upstream byte for byte, first in its message.
+func TestAnthropicSDKThinkingRoundTrip(t *testing.T) {
+	g := newGateway(t, `{use: "tracing"}`, nil, []reply{{body: transcript(t, "anthropic", "thinking.sse")}, {body: transcript(t, "anthropic", "text.sse")}})
+	client := g.anthropic(t)
+	params := anthropic.MessageNewParams{
+		Model: "backup", MaxTokens: 4096,
+		Thinking: anthropic.ThinkingConfigParamOfEnabled(2048),
+		Tools:    []anthropic.ToolUnionParam{anthropicWeatherTool},
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Weather in Paris?"))},
+	}
+	stream := client.Messages.NewStreaming(context.Background(), params)
+	var msg anthropic.Message
+	var seen []string
+	for stream.Next() {
+		ev := stream.Current()
+		require.NoError(t, msg.Accumulate(ev))
+		switch ev.Type {
+		case "content_block_start":
+			seen = append(seen, fmt.Sprintf("start %d %s", ev.Index, ev.ContentBlock.Type))
+		case "content_block_delta":
+			seen = append(seen, fmt.Sprintf("delta %d %s", ev.Index, ev.Delta.Type))
+		case "content_block_stop":
+			seen = append(seen, fmt.Sprintf("stop %d", ev.Index))
+		}
+	}
+	require.NoError(t, stream.Err())
+	assert.Equal(t, []string{
+		"start 0 thinking", "delta 0 thinking_delta", "delta 0 thinking_delta", "delta 0 signature_delta", "stop 0",
+		"start 1 text", "delta 1 text_delta", "stop 1",
+		"start 2 tool_use", "delta 2 input_json_delta", "stop 2",
+	}, seen)
+	require.Len(t, msg.Content, 3)
+	assert.Equal(t, "thinking", msg.Content[0].Type)
+	assert.Equal(t, thinkingText, msg.Content[0].Thinking)
+	assert.Equal(t, thinkingSig, msg.Content[0].Signature)
+	assert.Equal(t, "Let me check.", msg.Content[1].Text)
+	assert.Equal(t, "toolu_01A09q90qw90lq917835lq9", msg.Content[2].ID)
+	assert.Equal(t, anthropic.StopReasonToolUse, msg.StopReason)
+	assert.EqualValues(t, 512, msg.Usage.InputTokens)
+	assert.EqualValues(t, 87, msg.Usage.OutputTokens)
+	assert.Equal(t, map[string]any{"type": "enabled", "budget_tokens": float64(2048)}, sentTo(t, g.an, 0)["thinking"])
+
+	// The next turn sends the assistant message back, thinking first.
+	params.Messages = append(params.Messages, msg.ToParam(),
+		anthropic.NewUserMessage(anthropic.NewToolResultBlock("toolu_01A09q90qw90lq917835lq9", "18C, sunny", false)))
+	_, err := client.Messages.New(context.Background(), params)
+	require.NoError(t, err)
+	sent := g.an.body(1)
+	block, _ := json.Marshal(map[string]string{"signature": thinkingSig, "thinking": thinkingText, "type": "thinking"})
+	var want map[string]any
+	require.NoError(t, json.Unmarshal(block, &want))
+	msgs := sentTo(t, g.an, 1)["messages"].([]any)
+	require.Len(t, msgs, 3)
+	content := msgs[1].(map[string]any)["content"].([]any)
+	require.Len(t, content, 3)
+	assert.Equal(t, want, content[0])
+	assert.Equal(t, "text", content[1].(map[string]any)["type"])
+	assert.Equal(t, "tool_use", content[2].(map[string]any)["type"])
+	// Byte for byte: the signature and the thinking as the model wrote them.
+	assert.Contains(t, sent, `"signature":"`+thinkingSig+`"`)
+	assert.Contains(t, sent, `"thinking":"The user wants the weather in Paris. I should call get_weather with \"Paris\"."`)
+}
+
+// A redacted_thinking block, then a thinking block: both reach the client
+// whole, non-streamed and streamed, and the redacted block goes back
+// upstream with its data unchanged.
+func TestAnthropicSDKRedactedThinking(t *testing.T) {
+	g := newGateway(t, `{use: "tracing"}`, nil, []reply{{body: transcript(t, "anthropic", "redacted_thinking.sse")},
+		{body: transcript(t, "anthropic", "redacted_thinking.sse")}, {body: transcript(t, "anthropic", "text.sse")}})
+	client := g.anthropic(t)
+	params := anthropic.MessageNewParams{
+		Model: "backup", MaxTokens: 4096,
+		Thinking: anthropic.ThinkingConfigParamUnion{OfAdaptive: &anthropic.ThinkingConfigAdaptiveParam{Display: anthropic.ThinkingConfigAdaptiveDisplaySummarized}},
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Hi"))},
+	}
+	check := func(msg *anthropic.Message) {
+		t.Helper()
+		require.Len(t, msg.Content, 3)
+		assert.Equal(t, "redacted_thinking", msg.Content[0].Type)
+		assert.Equal(t, redactedData, msg.Content[0].Data)
+		assert.Equal(t, "thinking", msg.Content[1].Type)
+		assert.Equal(t, "Answer plainly.", msg.Content[1].Thinking)
+		assert.Equal(t, "ErUBCkYIBxgCIkB0m9zQ/r8+Kp3==", msg.Content[1].Signature)
+		assert.Equal(t, "Hello.", msg.Content[2].Text)
+		assert.EqualValues(t, 41, msg.Usage.OutputTokens)
+	}
+	msg, err := client.Messages.New(context.Background(), params)
+	require.NoError(t, err)
+	check(msg)
+	assert.Equal(t, map[string]any{"type": "adaptive", "display": "summarized"}, sentTo(t, g.an, 0)["thinking"])
+
+	stream := client.Messages.NewStreaming(context.Background(), params)
+	var streamed anthropic.Message
+	for stream.Next() {
+		require.NoError(t, streamed.Accumulate(stream.Current()))
+	}
+	require.NoError(t, stream.Err())
+	check(&streamed)
+
+	params.Messages = append(params.Messages, streamed.ToParam(), anthropic.NewUserMessage(anthropic.NewTextBlock("Again")))
+	_, err = client.Messages.New(context.Background(), params)
+	require.NoError(t, err)
+	assert.Contains(t, g.an.body(2), `{"type":"redacted_thinking","data":"`+redactedData+`"},{"type":"thinking","thinking":"Answer plainly.","signature":"ErUBCkYIBxgCIkB0m9zQ/r8+Kp3=="},{"type":"text","text":"Hello."}`)
+}
+
+// reasoning_effort reaches an OpenAI upstream, and the reasoning tokens
+// come back in the usage.
+func TestOpenAISDKReasoningEffortReachesTheUpstream(t *testing.T) {
+	g := newGateway(t, `{use: "tracing"}`, []reply{{body: transcript(t, "openai", "text.sse")}}, nil)
+	_, err := g.openai(t).Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
+		Model: "primary", ReasoningEffort: shared.ReasoningEffortHigh,
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Think hard.")},
+	})
+	require.NoError(t, err)
+	assert.Equal(t, "high", sentTo(t, g.oa, 0)["reasoning_effort"])
+}
+
+// Each provider's reasoning control, sent to a model of the other, is a
+// 400 naming it, and reaches no upstream.
+func TestReasoningControlsRefusedAcrossProviders(t *testing.T) {
+	g := newGateway(t, `{use: "tracing"}`, nil, nil)
+	_, err := g.openai(t).Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
+		Model: "backup", ReasoningEffort: shared.ReasoningEffortLow,
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hi")},
+	})
+	var oe *openai.Error
+	require.ErrorAs(t, err, &oe)
+	assert.Equal(t, http.StatusBadRequest, oe.StatusCode)
+	assert.Contains(t, oe.RawJSON(), "reasoning_effort")
+
+	_, err = g.anthropic(t).Messages.New(context.Background(), anthropic.MessageNewParams{
+		Model: "primary", MaxTokens: 4096, Thinking: anthropic.ThinkingConfigParamOfEnabled(2048),
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Hi"))},
+	})
+	var ae *anthropic.Error
+	require.ErrorAs(t, err, &ae)
+	assert.Equal(t, http.StatusBadRequest, ae.StatusCode)
+	assert.Contains(t, ae.Error(), "extended thinking")
+	assert.Zero(t, g.oa.requests()+g.an.requests())
+}
+
+// A thinking block the gateway cannot send back as it came is a 400 naming
+// it; so is a thinking parameter the API would refuse.
+func TestThinkingRequestsRefused(t *testing.T) {
+	g := newGateway(t, `{use: "tracing"}`, nil, nil)
+	const user = `{"role": "user", "content": "hi"}`
+	for _, tt := range []struct{ name, body, want string }{
+		{"thinking block in a user message", `"messages": [{"role": "user", "content": [{"type": "thinking", "thinking": "x", "signature": "s"}]}]`,
+			"messages[0]: content[0]: a thinking block belongs in an assistant message"},
+		{"thinking without signature", `"messages": [` + user + `, {"role": "assistant", "content": [{"type": "thinking", "thinking": "x"}]}, ` + user + `]`,
+			"messages[1]: content[0].signature: required"},
+		{"redacted without data", `"messages": [` + user + `, {"role": "assistant", "content": [{"type": "redacted_thinking"}]}, ` + user + `]`,
+			"messages[1]: content[0].data: required"},
+		{"thinking after tool_use", `"messages": [` + user + `, {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "get_weather", "input": {}}, {"type": "thinking", "thinking": "x", "signature": "s"}]}, ` + user + `]`,
+			"messages[1]: content[1]: a thinking block after a tool_use block"},
+		{"thinking block with cache_control", `"messages": [` + user + `, {"role": "assistant", "content": [{"type": "thinking", "thinking": "x", "signature": "s", "cache_control": {"type": "ephemeral"}}]}, ` + user + `]`,
+			"messages[1]: content[0].cache_control"},
+		{"thinking block field not carried", `"messages": [` + user + `, {"role": "assistant", "content": [{"type": "thinking", "thinking": "x", "signature": "s", "citations": [1]}]}, ` + user + `]`,
+			"messages[1].content[0].citations"},
+		{"enabled without budget", `"thinking": {"type": "enabled"}, "messages": [` + user + `]`, "thinking.budget_tokens: required"},
+		{"budget on adaptive", `"thinking": {"type": "adaptive", "budget_tokens": 1024}, "messages": [` + user + `]`, "thinking.budget_tokens: only type enabled"},
+		{"unknown type", `"thinking": {"type": "deep"}, "messages": [` + user + `]`, `thinking.type: want "enabled", "adaptive", "between_tools" or "disabled", got "deep"`},
+		{"unknown display", `"thinking": {"type": "enabled", "budget_tokens": 1024, "display": "full"}, "messages": [` + user + `]`, "thinking.display"},
+		{"thinking field not carried", `"thinking": {"type": "enabled", "budget_tokens": 1024, "depth": 2}, "messages": [` + user + `]`, "thinking.depth"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, resp := do(t, "POST", g.url+"/v1/messages", clientKey, []byte(`{"model": "backup", "max_tokens": 4096, `+tt.body+`}`),
+				"anthropic-version", "2023-06-01")
+			require.Equal(t, http.StatusBadRequest, code, resp)
+			assert.Contains(t, resp, strings.ReplaceAll(tt.want, `"`, `\"`))
+		})
+	}
+	code, _, resp := do(t, "POST", g.url+"/v1/chat/completions", clientKey, []byte(`{"model": "primary", "reasoning_effort": "extreme", "messages": [`+user+`]}`))
+	require.Equal(t, http.StatusBadRequest, code, resp)
+	assert.Contains(t, resp, "reasoning_effort")
+	assert.Zero(t, g.oa.requests()+g.an.requests())
+}
+
+// A layer that holds the output back by lines (pii scanning the output)
+// releases text of its own: the thinking is not relayed, the text is.
+func TestThinkingNotRelayedThroughOutputScanning(t *testing.T) {
+	g := newGateway(t, `{use: "pii", action: "redact"}`, nil, []reply{{body: transcript(t, "anthropic", "redacted_thinking.sse")},
+		{body: transcript(t, "anthropic", "redacted_thinking.sse")}})
+	params := anthropic.MessageNewParams{
+		Model: "backup", MaxTokens: 4096, Thinking: anthropic.ThinkingConfigParamOfEnabled(2048),
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Hi"))},
+	}
+	msg, err := g.anthropic(t).Messages.New(context.Background(), params)
+	require.NoError(t, err)
+	require.Len(t, msg.Content, 1)
+	assert.Equal(t, "Hello.", msg.Content[0].Text)
+
+	code, _, resp := do(t, "POST", g.url+"/v1/messages", clientKey, []byte(`{"model": "backup", "max_tokens": 4096, "stream": true,
+		"thinking": {"type": "enabled", "budget_tokens": 2048}, "messages": [{"role": "user", "content": "Hi"}]}`), "anthropic-version", "2023-06-01")
+	require.Equal(t, http.StatusOK, code, resp)
+	assert.NotContains(t, resp, "thinking")
+	assert.NotContains(t, resp, redactedData)
+	assert.Contains(t, resp, "Hello.")
+}
+
+// An assistant message's thinking blocks are left out for an OpenAI
+// model, which cannot read them; its text goes.
+func TestThinkingBlocksLeftOutForOpenAIModel(t *testing.T) {
+	g := newGateway(t, `{use: "tracing"}`, []reply{{body: transcript(t, "openai", "text.sse")}}, nil)
+	_, err := g.anthropic(t).Messages.New(context.Background(), anthropic.MessageNewParams{
+		Model: "primary", MaxTokens: 256,
+		Messages: []anthropic.MessageParam{
+			anthropic.NewUserMessage(anthropic.NewTextBlock("Hi")),
+			anthropic.NewAssistantMessage(anthropic.NewRedactedThinkingBlock(redactedData), anthropic.NewThinkingBlock(thinkingSig, "Answer plainly."), anthropic.NewTextBlock("Hello.")),
+			anthropic.NewUserMessage(anthropic.NewTextBlock("Again")),
+		},
+	})
+	require.NoError(t, err)
+	msgs := sentTo(t, g.oa, 0)["messages"].([]any)
+	require.Len(t, msgs, 3)
+	assert.Equal(t, map[string]any{"role": "assistant", "content": "Hello."}, msgs[1])
+	assert.NotContains(t, g.oa.body(0), thinkingSig)
+}
