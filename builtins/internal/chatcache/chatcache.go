@@ -32,13 +32,21 @@ type Entry struct {
 // cached. Nor is a response the provider's filter cut (finish reason
 // content_filter): it is the filter's refusal, not the model's answer, and
 // replaying it would refuse the request for the whole ttl without asking
-// the model again.
+// the model again. Nor is a response with thinking blocks (extended
+// thinking): the entry keeps no thinking, and a replay without it would
+// leave a client continuing a tool-use turn nothing to send back, which
+// the API refuses while thinking is on.
 func Record(ctx context.Context, c *runtime.ChatCall, next runtime.ChatHandler, yield func(runtime.Delta) bool) (*Entry, error) {
 	var deltas []string
 	var calls runtime.ToolCallBuilder
 	finish, stop := "", ""
+	thinking := false
 	u0 := c.Usage
 	err := next(ctx, c, func(d runtime.Delta) bool {
+		if d.Thinking != nil {
+			thinking = true
+			return yield(d)
+		}
 		if d.Text != "" || len(d.ToolCalls) == 0 {
 			deltas = append(deltas, d.Text)
 		}
@@ -51,7 +59,7 @@ func Record(ctx context.Context, c *runtime.ChatCall, next runtime.ChatHandler, 
 		}
 		return yield(d)
 	})
-	if err != nil || c.Stopped || finish == runtime.FinishContentFilter {
+	if err != nil || c.Stopped || finish == runtime.FinishContentFilter || thinking {
 		return nil, err
 	}
 	if deltas == nil {

@@ -89,3 +89,29 @@ func TestReplay(t *testing.T) {
 	assert.Equal(t, []string{"a"}, got, "replay stops with the consumer")
 	assert.True(t, stopped.Stopped)
 }
+
+// A response with thinking blocks is relayed whole but not recorded: an
+// entry keeps no thinking, and its replay would leave a client in a
+// tool-use turn no thinking block to send back.
+func TestRecordLeavesThinkingResponses(t *testing.T) {
+	next := func(_ context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
+		c.Served = "m"
+		if !c.Emit(yield, runtime.Delta{Thinking: &runtime.ThinkingDelta{Text: "let me see", Signature: "sig"}}) {
+			return nil
+		}
+		c.Emit(yield, runtime.Delta{Text: "answer", FinishReason: runtime.FinishStop})
+		return nil
+	}
+	c := &runtime.ChatCall{}
+	var got []runtime.Delta
+	e, err := chatcache.Record(context.Background(), c, next, func(d runtime.Delta) bool {
+		got = append(got, d)
+		return true
+	})
+	require.NoError(t, err)
+	assert.Nil(t, e, "not cached")
+	require.Len(t, got, 2, "every delta reaches the consumer")
+	require.NotNil(t, got[0].Thinking)
+	assert.Equal(t, "sig", got[0].Thinking.Signature)
+	assert.Equal(t, "answer", got[1].Text)
+}
