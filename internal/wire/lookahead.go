@@ -9,7 +9,8 @@ import (
 
 // Lookahead sets runtime.Delta.More on a stream's deltas. It holds each
 // delta a client decodes until the next one is decoded, then passes it on
-// with More set; before the event decoder reads the response body again
+// with More set when the next one carries the same part (text, tool calls,
+// thinking: see partOf); before the event decoder reads the response body again
 // (it reads only when it has no whole line left, so what it reads next
 // may not have arrived yet) it passes the held delta on without More. A
 // delta decoded while the upstream pauses therefore reaches the consumer
@@ -49,7 +50,7 @@ func (l *Lookahead) Yield(d runtime.Delta) bool {
 		return l.pass()
 	}
 	if l.holding {
-		l.held.More = true
+		l.held.More = partOf(&l.held) == partOf(&d)
 		if !l.pass() {
 			return false
 		}
@@ -81,6 +82,21 @@ func (l *Lookahead) pass() bool {
 		l.stopped = true
 	}
 	return !l.stopped
+}
+
+// partOf names what d carries: text (0), tool calls (1) or thinking (2).
+// A delta the next one follows at once but in another part is not marked
+// More: a layer may hold the next part back (tool calls, until they are
+// checked, for as long as the model takes to write their arguments), and
+// the text before it must not wait in a writer's buffer meanwhile.
+func partOf(d *runtime.Delta) int {
+	switch {
+	case len(d.ToolCalls) > 0:
+		return 1
+	case d.Thinking != nil:
+		return 2
+	}
+	return 0
 }
 
 type lookaheadBody struct{ l *Lookahead }
