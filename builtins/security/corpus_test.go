@@ -32,7 +32,7 @@ var corpusFloors = map[string]struct{ minDetect, maxFalse float64 }{
 	"direct":    {minDetect: 0.35, maxFalse: 0.01},
 	"indirect":  {minDetect: 0.38, maxFalse: 0.01},
 	"jailbreak": {minDetect: 0.73, maxFalse: 0.01},
-	"documents": {minDetect: 0, maxFalse: 0.01},
+	"documents": {minDetect: 0, maxFalse: 0.005},
 }
 
 func loadCorpus(t *testing.T) []corpusSample {
