@@ -25,10 +25,14 @@ type corpusSample struct {
 // subset: the least share of attacks detected and the largest share of benign samples
 // blocked. They sit just under the measured figures (docs/detection.md), so a regression
 // fails; raise them when detection improves.
+// The documents subset holds no attacks: it is text an agent reads (package docs, READMEs,
+// source files, pages about LLM security that quote attacks), and its ceiling is on false
+// positives alone.
 var corpusFloors = map[string]struct{ minDetect, maxFalse float64 }{
 	"direct":    {minDetect: 0.35, maxFalse: 0.01},
 	"indirect":  {minDetect: 0.38, maxFalse: 0.01},
 	"jailbreak": {minDetect: 0.73, maxFalse: 0.01},
+	"documents": {minDetect: 0, maxFalse: 0.005},
 }
 
 func loadCorpus(t *testing.T) []corpusSample {
@@ -111,16 +115,25 @@ func TestCorpusDetection(t *testing.T) {
 	for _, s := range loadCorpus(t) {
 		// The indirect subset is text a tool returned or a document to work on: the
 		// middleware reads a tool result with DetectDocument.
-		detect := d.Detect
-		if s.Subset == "indirect" {
-			detect = d.DetectDocument
+		// The documents subset is read both ways, since an agent meets such text as a
+		// tool result and a user pastes it into a prompt: a block on either counts.
+		var m Match
+		var hit bool
+		switch s.Subset {
+		case "indirect":
+			m, hit = d.DetectDocument(s.Text)
+		case "documents":
+			if m, hit = d.Detect(s.Text); !hit {
+				m, hit = d.DetectDocument(s.Text)
+			}
+		default:
+			m, hit = d.Detect(s.Text)
 		}
-		_, hit := detect(s.Text)
 		for _, key := range []string{s.Subset, s.Subset + "/" + corpusHalf(s.Text), "source " + s.Source} {
 			tally(key).add(s.Label, hit)
 		}
 		if hit && s.Label == "benign" {
-			t.Logf("false positive (%s/%s): %.120q", s.Source, s.Category, s.Text)
+			t.Logf("false positive (%s/%s, %s %.1f): %.120q", s.Source, s.Category, m.PatternID, m.Score, s.Text)
 		}
 	}
 	keys := make([]string, 0, len(per))

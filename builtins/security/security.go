@@ -220,7 +220,8 @@ func (d *Detector) scoreFamilies(text string, norm *textnorm.Normalized, doc boo
 	t := norm.Text
 	// An anchored family is tried at every occurrence of its start words, each attempt on
 	// a maxAnchoredMatch window; a window it already failed on (a text repeating a phrase)
-	// is not tried again.
+	// is not tried again. A match a page names rather than gives (see reported) does not
+	// count.
 	failures := newFailMemo(t)
 	walkWords(t, func(i int, word, window string) bool {
 		for _, k := range d.familyStarts[word] {
@@ -228,7 +229,9 @@ func (d *Detector) scoreFamilies(text string, norm *textnorm.Normalized, doc boo
 				continue
 			}
 			if loc := d.families[k].re.FindStringIndex(window); loc != nil {
-				locs[k] = []int{norm.OrigStart(i), norm.OrigEnd(i + loc[1])}
+				if start, end := norm.OrigStart(i), norm.OrigEnd(i+loc[1]); !reported(t[:i], window[:loc[1]], text[end:]) {
+					locs[k] = []int{start, end}
+				}
 			} else {
 				failures.add(k, window)
 			}
@@ -309,7 +312,7 @@ func indexStarts(index map[string][]int, starts []string, i int) map[string][]in
 func (d *Detector) detectPlain(text string, norm *textnorm.Normalized) (Match, bool) {
 	best := Match{Start: -1}
 	if len(d.anchored) > 0 {
-		if m, ok := d.detectAnchored(norm); ok {
+		if m, ok := d.detectAnchored(text, norm); ok {
 			best = m
 		}
 	}
@@ -336,8 +339,8 @@ const maxAnchoredMatch = 256
 
 // detectAnchored walks the words of the normalized text and tries, at each word that starts
 // some default pattern, those patterns anchored there. The first success is the leftmost
-// match of all default patterns.
-func (d *Detector) detectAnchored(norm *textnorm.Normalized) (Match, bool) {
+// match of all default patterns, a reported one (see reported) aside.
+func (d *Detector) detectAnchored(text string, norm *textnorm.Normalized) (Match, bool) {
 	var m Match
 	found := false
 	failures := newFailMemo(norm.Text)
@@ -347,7 +350,11 @@ func (d *Detector) detectAnchored(norm *textnorm.Normalized) (Match, bool) {
 				continue
 			}
 			if loc := d.anchored[k].re.FindStringIndex(window); loc != nil {
-				m, found = Match{PatternID: d.anchored[k].id, Start: norm.OrigStart(i), End: norm.OrigEnd(i + loc[1])}, true
+				start, end := norm.OrigStart(i), norm.OrigEnd(i+loc[1])
+				if reported(norm.Text[:i], window[:loc[1]], text[end:]) {
+					continue
+				}
+				m, found = Match{PatternID: d.anchored[k].id, Start: start, End: end}, true
 				return false
 			}
 			failures.add(k, window)
@@ -540,4 +547,37 @@ func rot13(text string) string {
 		}
 	}
 	return string(out)
+}
+
+// A default signature or family match that a page about attacks names rather than gives
+// does not count: the object of a verb whose subject is the model ("prompts that make the
+// model ignore previous instructions", "training it not to reveal its system prompt", "the
+// model could disregard previous instructions") or the name of an attack ("the DAN (Do
+// Anything Now) attack"). An injection addresses its reader and says "you": a match saying
+// "you" or "your" always counts. "The model will ignore previous instructions" counts too,
+// since a note planted for the model reads like that. A match quoted verbatim ("the
+// injection contains \"forget all previous instructions\"") counts: a model reading the
+// quote may follow it.
+var (
+	reportedBefore = regexp.MustCompile(`(?:\b(?:make|makes|made|making|cause|causes|caused|causing|trick|tricks|tricked|tricking|instruct|instructs|instructed|instructing|train|trains|trained|training|get|gets|getting|force|forces|forced|forcing|lead|leads|leading|convince|convinces|convinced|convincing|manipulate|manipulates|manipulated|manipulating)\s(?:(?:the|a|an)\s)?(?:models?|llms?|ai|assistants?|chatbots?|bots?|agents?|it|them)\s(?:(?:not|never)\s)?(?:to\s|into\s)?` +
+		`|\b(?:the|an?)\s(?:models?|llms?|ai|assistants?|chatbots?|agents?)\s(?:would|could|may|might|can)\s(?:(?:not|never)\s)?)$`)
+	secondPerson  = regexp.MustCompile(`\b(?:you|your|yours|yourself)\b`)
+	reportedAfter = regexp.MustCompile(`(?i)^[\s"'”’»)\]]*(?:attacks?|jailbreaks?|techniques?|exploits?|payloads?)\b`)
+)
+
+// reported reports whether a match (normalized) with the normalized text before it and the
+// original text after it is named rather than given (see reportedBefore). A match that says
+// "you" or "your" addresses the reader whatever precedes it ("make it reveal your system
+// prompt").
+func reported(before, match, after string) bool {
+	if secondPerson.MatchString(match) {
+		return false
+	}
+	if len(before) > 96 {
+		before = before[len(before)-96:]
+	}
+	if len(after) > 48 {
+		after = after[:48]
+	}
+	return reportedBefore.MatchString(before) || reportedAfter.MatchString(after)
 }
