@@ -125,6 +125,96 @@ func WithUpstreamRequestID(ctx context.Context, ids UpstreamRequestIDs) context.
 	return context.WithValue(ctx, upstreamIDKey{}, ids)
 }
 
+// ServedModels is implemented by an UpstreamRequestIDs that also notes
+// the model each request of a call went to (a gateway names it in its
+// response).
+type ServedModels interface {
+	// NoteServedModel notes the plan's name of the model a request went to.
+	NoteServedModel(name string)
+}
+
+// ReportServedModel hands name, the plan's name of the model a request is
+// sent to, to the UpstreamRequestIDs of ctx when it is also ServedModels.
+func ReportServedModel(ctx context.Context, name string) {
+	if n, ok := ctx.Value(upstreamIDKey{}).(ServedModels); ok {
+		n.NoteServedModel(name)
+	}
+}
+
+// HeldNotes holds what the model clients under one context report (their
+// requests' ids and models) until Commit passes it on to the notes of the
+// context it was made from, and passes on what they report after. A layer
+// that runs several requests for one call and keeps one answer (a hedge's
+// racers) gives each request its own HeldNotes and commits the winner's:
+// the call's notes then name the request whose answer the caller got, not
+// whichever finished its headers last.
+type HeldNotes struct {
+	mu        sync.Mutex
+	parent    UpstreamRequestIDs
+	held      []heldNote
+	committed bool
+}
+
+type heldNote struct {
+	served bool
+	value  string
+}
+
+// HoldUpstreamNotes returns a context whose model clients' reports are held
+// by the returned HeldNotes, or ctx and nil when ctx has no notes to hold
+// them for. Commit on a nil *HeldNotes does nothing.
+func HoldUpstreamNotes(ctx context.Context) (context.Context, *HeldNotes) {
+	parent, ok := ctx.Value(upstreamIDKey{}).(UpstreamRequestIDs)
+	if !ok {
+		return ctx, nil
+	}
+	h := &HeldNotes{parent: parent}
+	return WithUpstreamRequestID(ctx, h), h
+}
+
+// NoteUpstreamRequestID implements UpstreamRequestIDs.
+func (h *HeldNotes) NoteUpstreamRequestID(id string) { h.note(heldNote{value: id}) }
+
+// NoteServedModel implements ServedModels.
+func (h *HeldNotes) NoteServedModel(name string) { h.note(heldNote{served: true, value: name}) }
+
+func (h *HeldNotes) note(n heldNote) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.committed {
+		h.pass(n)
+		return
+	}
+	h.held = append(h.held, n)
+}
+
+// pass hands n to the parent notes. h.mu is held.
+func (h *HeldNotes) pass(n heldNote) {
+	if !n.served {
+		h.parent.NoteUpstreamRequestID(n.value)
+	} else if s, ok := h.parent.(ServedModels); ok {
+		s.NoteServedModel(n.value)
+	}
+}
+
+// Commit passes what was held on, in order, and from then on every report
+// as it comes.
+func (h *HeldNotes) Commit() {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.committed {
+		return
+	}
+	h.committed = true
+	for _, n := range h.held {
+		h.pass(n)
+	}
+	h.held = nil
+}
+
 // ReportUpstreamRequestID hands id, the provider's id of the request a
 // model client sent, to the UpstreamRequestIDs of ctx, if any.
 func ReportUpstreamRequestID(ctx context.Context, id string) {

@@ -89,7 +89,6 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 	defer finish()
 	x.run = runtime.RunOf(ctx).ID
 	served := &servedSlot{idHeader: a.requestIDHeader}
-	ctx = context.WithValue(ctx, servedKey{}, served)
 	ctx = runtime.WithUpstreamRequestID(ctx, served)
 	if !p.stream {
 		resp, err := x.g.pl.Complete(ctx, p.req)
@@ -253,12 +252,11 @@ func modelIDs(p *plan.Plan) map[string]string {
 	return ids
 }
 
-// servedKey carries a request's *servedSlot to the model clients.
-type servedKey struct{}
-
 // servedSlot holds the name of the model last called for a request, so a
 // stream can name the model that produces its deltas (a fallback switches
-// it before the first delta, since retry and fallback never switch after).
+// it before the first delta, since retry and fallback never switch after;
+// a hedge reports only its winner's: runtime.HeldNotes). The model
+// clients report to it through runtime.ReportServedModel.
 type servedSlot struct {
 	name atomic.Pointer[string]
 	// id is the upstream's id of the request last sent, returned to the
@@ -269,6 +267,9 @@ type servedSlot struct {
 
 // NoteUpstreamRequestID implements runtime.UpstreamRequestIDs.
 func (s *servedSlot) NoteUpstreamRequestID(id string) { s.id.Store(&id) }
+
+// NoteServedModel implements runtime.ServedModels.
+func (s *servedSlot) NoteServedModel(name string) { s.name.Store(&name) }
 
 // setHeader sets the request id header of a response, when the upstream
 // gave an id.
@@ -295,9 +296,7 @@ type servedModel struct {
 
 // Stream implements runtime.ModelClient.
 func (m *servedModel) Stream(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
-	if s, ok := ctx.Value(servedKey{}).(*servedSlot); ok {
-		s.name.Store(&m.name)
-	}
+	runtime.ReportServedModel(ctx, m.name)
 	return m.client.Stream(ctx, req, yield)
 }
 

@@ -117,6 +117,9 @@ type racer struct {
 	call   *runtime.ChatCall
 	cancel context.CancelFunc
 	ack    chan bool
+	// notes holds the racer's request id and model until it wins: the
+	// caller's notes name the answer it got, not a loser's request.
+	notes *runtime.HeldNotes
 }
 
 // WrapChat implements runtime.ChatWrapper.
@@ -146,9 +149,10 @@ func (h *Hedge) race(ctx context.Context, c *runtime.ChatCall, yield func(runtim
 	start := func() {
 		i := len(racers)
 		rctx, cancel := context.WithCancel(hctx)
+		rctx, notes := runtime.HoldUpstreamNotes(rctx)
 		rc := c.Clone()
 		rc.Request.Model = h.Models[i]
-		r := &racer{call: rc, cancel: cancel, ack: make(chan bool)}
+		r := &racer{call: rc, cancel: cancel, ack: make(chan bool), notes: notes}
 		racers = append(racers, r)
 		held = append(held, nil)
 		wg.Add(1)
@@ -206,6 +210,12 @@ func (h *Hedge) race(ctx context.Context, c *runtime.ChatCall, yield func(runtim
 			}
 		}
 	}
+	// win makes racer i the winner.
+	win := func(i int) {
+		winner = i
+		racers[i].notes.Commit()
+		cancelOthers(i)
+	}
 	for running > 0 {
 		select {
 		case <-timer.c:
@@ -250,8 +260,7 @@ func (h *Hedge) race(ctx context.Context, c *runtime.ChatCall, yield func(runtim
 					// Finished without a delta (or, holding, the first to
 					// finish at all): the success wins, and its held deltas
 					// are forwarded in order.
-					winner = ev.idx
-					cancelOthers(winner)
+					win(ev.idx)
 					for _, d := range held[ev.idx] {
 						if stopped = !c.Emit(yield, d); stopped {
 							break
@@ -287,8 +296,7 @@ func (h *Hedge) race(ctx context.Context, c *runtime.ChatCall, yield func(runtim
 				continue
 			}
 			if winner < 0 && !panicked && final == nil {
-				winner = ev.idx
-				cancelOthers(winner)
+				win(ev.idx)
 			}
 			if ev.idx != winner || stopped || panicked || final != nil {
 				r.ack <- false
@@ -300,6 +308,12 @@ func (h *Hedge) race(ctx context.Context, c *runtime.ChatCall, yield func(runtim
 		}
 	}
 	wg.Wait()
+	if winner < 0 {
+		// No answer: the notes name the requests made, the last last.
+		for _, r := range racers {
+			r.notes.Commit()
+		}
+	}
 	if panicked {
 		panic(panicValue)
 	}

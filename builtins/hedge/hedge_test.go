@@ -2,6 +2,7 @@ package hedge_test
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -246,4 +247,66 @@ func TestABlockOrBudgetEndsTheRace(t *testing.T) {
 			assert.Zero(t, backup.Calls(), "no model is started after a refusal")
 		})
 	}
+}
+
+// notes records the request ids and models the model clients report.
+type notes struct {
+	mu     sync.Mutex
+	ids    []string
+	served []string
+}
+
+func (n *notes) NoteUpstreamRequestID(id string) {
+	n.mu.Lock()
+	n.ids = append(n.ids, id)
+	n.mu.Unlock()
+}
+func (n *notes) NoteServedModel(name string) {
+	n.mu.Lock()
+	n.served = append(n.served, name)
+	n.mu.Unlock()
+}
+
+// reporting is a model client that reports its request and model as a
+// provider client does, waits for gate, then answers (or waits for its
+// context's end when it has no answer).
+type reporting struct {
+	name, answer string
+	reported     chan struct{}
+	gate         <-chan struct{}
+}
+
+func (m *reporting) Stream(ctx context.Context, _ *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+	runtime.ReportServedModel(ctx, m.name)
+	runtime.ReportUpstreamRequestID(ctx, "req-"+m.name)
+	close(m.reported)
+	if m.gate != nil {
+		select {
+		case <-m.gate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if m.answer == "" {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	yield(runtime.Delta{Text: m.answer, FinishReason: runtime.FinishStop})
+	return nil
+}
+
+// The caller hears the request id and the model of the racer whose answer
+// it got, not those of a loser that sent its request later.
+func TestTheWinnersRequestIsReported(t *testing.T) {
+	rt.CheckGoroutines(t)
+	backup := &reporting{name: "backup", reported: make(chan struct{})}
+	primary := &reporting{name: "primary", answer: "p", reported: make(chan struct{}), gate: backup.reported}
+	n := &notes{}
+	ctx := runtime.WithUpstreamRequestID(context.Background(), n)
+	text, _, err := rt.Collect(ctx, buildClients(t, `{"models":["primary","backup"],"delay":"1ms"}`, primary, backup),
+		runtime.ChatRequest{Model: "primary"}, 0)
+	require.NoError(t, err)
+	assert.Equal(t, "p", text)
+	assert.Equal(t, []string{"req-primary"}, n.ids, "the loser's request id is not the call's")
+	assert.Equal(t, []string{"primary"}, n.served)
 }
