@@ -30,7 +30,6 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
-	"github.com/openai/openai-go/v3/packages/param"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 	fastjson "github.com/segmentio/encoding/json"
 
@@ -64,7 +63,7 @@ type Config struct {
 // use.
 type Client struct {
 	cfg      Config
-	chat     openai.ChatCompletionService
+	api      openai.Client
 	call     wire.Call
 	official bool
 }
@@ -102,7 +101,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	return &Client{
 		cfg:      cfg,
-		chat:     openai.NewChatCompletionService(opts...),
+		api:      openai.Client{Options: opts},
 		call:     wire.Call{Provider: "openai", Model: cfg.Model, Key: cfg.APIKey},
 		official: strings.HasPrefix(base, DefaultBaseURL),
 	}, nil
@@ -118,28 +117,26 @@ func (c *Client) Stream(ctx context.Context, req *runtime.ChatRequest, yield fun
 	if err != nil {
 		return &runtime.CallError{Kind: runtime.KindPermanent, Status: http.StatusBadRequest, Message: fmt.Sprintf("openai %s: %v", c.cfg.Model, err)}
 	}
-	// The SDK sends the request (the body the client encoded, in place of
-	// its parameters' own encoding) and frames the server-sent events; the
-	// client decodes each chunk into chunk, the few fields a delta needs,
-	// which costs a fraction of decoding the SDK's full chunk type.
-	var params openai.ChatCompletionNewParams
-	param.SetJSON(body, &params)
+	// The SDK sends the request (the body the client encoded: the headers,
+	// the key and a failure's error are the SDK's) and the client frames
+	// the server-sent events and decodes each chunk into chunk, the few
+	// fields a delta needs, which costs a fraction of decoding the SDK's
+	// full chunk type. The SDK's streaming call would encode its
+	// parameters again and set "stream" in the body, which the client's
+	// body already has.
 	var raw *http.Response
-	sdk := c.chat.NewStreaming(ctx, params, option.WithResponseInto(&raw))
-	// A complete stream's body is released to a drain that owns its
-	// closing (wire.Release); closing it here would cut the drain short.
-	released := false
-	defer func() {
-		if !released {
-			_ = sdk.Close()
+	if err := c.api.Post(ctx, "chat/completions", body, &raw); err != nil {
+		if raw != nil && raw.Body != nil {
+			_ = raw.Body.Close()
 		}
-	}()
-	if err := sdk.Err(); err != nil {
 		return c.failure(ctx, err, 0)
 	}
 	if raw == nil || raw.Body == nil {
 		return c.call.Truncated(0)
 	}
+	// A complete stream's body is released to a drain that owns its
+	// closing (wire.Release); closing it here would cut the drain short.
+	released := false
 	// The events are decoded from the body through a lookahead, which
 	// marks the deltas the next one follows at once (runtime.Delta.More).
 	upstream := raw.Body
