@@ -63,7 +63,7 @@ type Config struct {
 // use.
 type Client struct {
 	cfg      Config
-	api      openai.Client
+	send     *sender
 	call     wire.Call
 	official bool
 }
@@ -99,9 +99,13 @@ func New(cfg Config) (*Client, error) {
 	if cfg.APIKey != "" {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
 	}
+	send, err := newSender(&openai.Client{Options: opts}, hc)
+	if err != nil {
+		return nil, fmt.Errorf("openai: %w", err)
+	}
 	return &Client{
 		cfg:      cfg,
-		api:      openai.Client{Options: opts},
+		send:     send,
 		call:     wire.Call{Provider: "openai", Model: cfg.Model, Key: cfg.APIKey},
 		official: strings.HasPrefix(base, DefaultBaseURL),
 	}, nil
@@ -117,18 +121,13 @@ func (c *Client) Stream(ctx context.Context, req *runtime.ChatRequest, yield fun
 	if err != nil {
 		return &runtime.CallError{Kind: runtime.KindPermanent, Status: http.StatusBadRequest, Message: fmt.Sprintf("openai %s: %v", c.cfg.Model, err)}
 	}
-	// The SDK sends the request (the body the client encoded: the headers,
-	// the key and a failure's error are the SDK's) and the client frames
-	// the server-sent events and decodes each chunk into chunk, the few
-	// fields a delta needs, which costs a fraction of decoding the SDK's
-	// full chunk type. The SDK's streaming call would encode its
-	// parameters again and set "stream" in the body, which the client's
-	// body already has.
-	var raw *http.Response
-	if err := c.api.Post(ctx, "chat/completions", body, &raw); err != nil {
-		if raw != nil && raw.Body != nil {
-			_ = raw.Body.Close()
-		}
+	// The request goes out as the SDK's client sends it (its URL, headers,
+	// key and error type), with the body the client encoded; the client
+	// frames the server-sent events and decodes each chunk into chunk,
+	// the few fields a delta needs, which costs a fraction of decoding the
+	// SDK's full chunk type.
+	raw, err := c.send.post(ctx, body)
+	if err != nil {
 		return c.failure(ctx, err, 0)
 	}
 	if raw == nil || raw.Body == nil {
