@@ -104,7 +104,10 @@ func (s *sender) post(ctx context.Context, body []byte) (*http.Response, error) 
 	if err != nil {
 		return nil, err
 	}
-	req.Header = s.header.Clone()
+	// The header is shared by the client's requests: neither net/http's
+	// client nor its transport writes a request's header (the client
+	// copies it for a redirect).
+	req.Header = s.header
 	res, err := s.client.Do(req)
 	if ctx.Err() != nil {
 		if res != nil {
