@@ -140,12 +140,11 @@ func (c *Client) Stream(ctx context.Context, req *runtime.ChatRequest, yield fun
 	// marks the deltas the next one follows at once (runtime.Delta.More).
 	upstream := raw.Body
 	la := wire.NewLookahead(upstream, yield)
-	raw.Body = la.Body()
-	events := ssestream.NewDecoder(raw)
+	events := wire.NewEvents(la.Body())
 	runtime.ReportUpstreamRequestID(ctx, raw.Header.Get("x-request-id"))
 	defer func() {
 		if !released {
-			_ = events.Close()
+			_ = upstream.Close()
 		}
 	}()
 	return c.consume(ctx, events, func() {
@@ -223,7 +222,7 @@ func (c *chunk) reset() {
 // reads a field whose JSON type is not the expected one as zero. After the
 // last delta of a complete stream it calls drain. The deltas go through
 // la, whose held delta is passed on before consume returns.
-func (c *Client) consume(ctx context.Context, events ssestream.Decoder, drain func(), la *wire.Lookahead) error {
+func (c *Client) consume(ctx context.Context, events *wire.Events, drain func(), la *wire.Lookahead) error {
 	var (
 		deltas   int
 		finish   string
@@ -244,17 +243,17 @@ func (c *Client) consume(ctx context.Context, events ssestream.Decoder, drain fu
 		if err := ctx.Err(); err != nil {
 			return fail(err)
 		}
-		ev := events.Event()
-		if bytes.HasPrefix(ev.Data, []byte("[DONE]")) {
+		data := events.Data()
+		if bytes.HasPrefix(data, []byte("[DONE]")) {
 			break
 		}
-		if err := chunk.decode(ev.Data); err != nil {
+		if err := chunk.decode(data); err != nil {
 			if _, ok := err.(*json.UnmarshalTypeError); !ok {
 				return fail(c.failure(ctx, err, deltas))
 			}
 		}
 		if chunk.Error != nil {
-			return fail(c.failure(ctx, &ssestream.StreamError{Message: "received error while streaming: " + string(chunk.Error), Event: ev}, deltas))
+			return fail(c.failure(ctx, &ssestream.StreamError{Message: "received error while streaming: " + string(chunk.Error), Event: ssestream.Event{Type: events.Type(), Data: bytes.Clone(data)}}, deltas))
 		}
 		if u := chunk.Usage; u != nil && (u.PromptTokens != 0 || u.CompletionTokens != 0) {
 			usage = runtime.Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens,
