@@ -64,6 +64,7 @@ type Config struct {
 type Client struct {
 	cfg      Config
 	send     *sender
+	sendErr  error // why there is no sender
 	call     wire.Call
 	official bool
 }
@@ -99,13 +100,13 @@ func New(cfg Config) (*Client, error) {
 	if cfg.APIKey != "" {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
 	}
-	send, err := newSender(&openai.Client{Options: opts}, hc)
-	if err != nil {
-		return nil, fmt.Errorf("openai: %w", err)
-	}
+	// A base URL the SDK cannot use fails each call, as the SDK's own
+	// call fails, not New.
+	send, sendErr := newSender(&openai.Client{Options: opts}, hc)
 	return &Client{
 		cfg:      cfg,
 		send:     send,
+		sendErr:  sendErr,
 		call:     wire.Call{Provider: "openai", Model: cfg.Model, Key: cfg.APIKey},
 		official: strings.HasPrefix(base, DefaultBaseURL),
 	}, nil
@@ -126,6 +127,9 @@ func (c *Client) Stream(ctx context.Context, req *runtime.ChatRequest, yield fun
 	// frames the server-sent events and decodes each chunk into chunk,
 	// the few fields a delta needs, which costs a fraction of decoding the
 	// SDK's full chunk type.
+	if c.sendErr != nil {
+		return c.failure(ctx, c.sendErr, 0)
+	}
 	raw, err := c.send.post(ctx, body)
 	if err != nil {
 		return c.failure(ctx, err, 0)

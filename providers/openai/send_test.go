@@ -12,6 +12,8 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/runtime"
 )
 
 // TestFailedRequestErrorMatchesSDK: a status of 400 or more comes back as
@@ -86,4 +88,15 @@ func TestRedirectToAnotherOriginIsRefused(t *testing.T) {
 	require.NoError(t, err)
 	_ = res.Body.Close()
 	assert.Equal(t, http.StatusOK, res.StatusCode)
+}
+
+// TestUnusableBaseURLFailsTheCall: a base URL the SDK cannot parse fails
+// each call with the SDK's error, as the SDK's own call did, and not New.
+func TestUnusableBaseURLFailsTheCall(t *testing.T) {
+	c, err := New(Config{Model: "gpt-4.1-mini", BaseURL: "http://[::1"})
+	require.NoError(t, err)
+	err = c.Stream(context.Background(), &runtime.ChatRequest{Messages: []runtime.Message{{Role: "user", Content: "hi"}}}, func(runtime.Delta) bool { return true })
+	var ce *runtime.CallError
+	require.ErrorAs(t, err, &ce)
+	assert.Contains(t, ce.Error(), `missing ']' in host`)
 }
