@@ -30,7 +30,6 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
-	"github.com/openai/openai-go/v3/packages/param"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 	fastjson "github.com/segmentio/encoding/json"
 
@@ -64,7 +63,8 @@ type Config struct {
 // use.
 type Client struct {
 	cfg      Config
-	chat     openai.ChatCompletionService
+	send     *sender
+	sendErr  error // why there is no sender
 	call     wire.Call
 	official bool
 }
@@ -100,9 +100,13 @@ func New(cfg Config) (*Client, error) {
 	if cfg.APIKey != "" {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
 	}
+	// A base URL the SDK cannot use fails each call, as the SDK's own
+	// call fails, not New.
+	send, sendErr := newSender(&openai.Client{Options: opts}, hc)
 	return &Client{
 		cfg:      cfg,
-		chat:     openai.NewChatCompletionService(opts...),
+		send:     send,
+		sendErr:  sendErr,
 		call:     wire.Call{Provider: "openai", Model: cfg.Model, Key: cfg.APIKey},
 		official: strings.HasPrefix(base, DefaultBaseURL),
 	}, nil
@@ -118,38 +122,33 @@ func (c *Client) Stream(ctx context.Context, req *runtime.ChatRequest, yield fun
 	if err != nil {
 		return &runtime.CallError{Kind: runtime.KindPermanent, Status: http.StatusBadRequest, Message: fmt.Sprintf("openai %s: %v", c.cfg.Model, err)}
 	}
-	// The SDK sends the request (the body the client encoded, in place of
-	// its parameters' own encoding) and frames the server-sent events; the
-	// client decodes each chunk into chunk, the few fields a delta needs,
-	// which costs a fraction of decoding the SDK's full chunk type.
-	var params openai.ChatCompletionNewParams
-	param.SetJSON(body, &params)
-	var raw *http.Response
-	sdk := c.chat.NewStreaming(ctx, params, option.WithResponseInto(&raw))
-	// A complete stream's body is released to a drain that owns its
-	// closing (wire.Release); closing it here would cut the drain short.
-	released := false
-	defer func() {
-		if !released {
-			_ = sdk.Close()
-		}
-	}()
-	if err := sdk.Err(); err != nil {
+	// The request goes out as the SDK's client sends it (its URL, headers,
+	// key and error type), with the body the client encoded; the client
+	// frames the server-sent events and decodes each chunk into chunk,
+	// the few fields a delta needs, which costs a fraction of decoding the
+	// SDK's full chunk type.
+	if c.sendErr != nil {
+		return c.failure(ctx, c.sendErr, 0)
+	}
+	raw, err := c.send.post(ctx, body)
+	if err != nil {
 		return c.failure(ctx, err, 0)
 	}
 	if raw == nil || raw.Body == nil {
 		return c.call.Truncated(0)
 	}
+	// A complete stream's body is released to a drain that owns its
+	// closing (wire.Release); closing it here would cut the drain short.
+	released := false
 	// The events are decoded from the body through a lookahead, which
 	// marks the deltas the next one follows at once (runtime.Delta.More).
 	upstream := raw.Body
 	la := wire.NewLookahead(upstream, yield)
-	raw.Body = la.Body()
-	events := ssestream.NewDecoder(raw)
+	events := wire.NewEvents(la.Body())
 	runtime.ReportUpstreamRequestID(ctx, raw.Header.Get("x-request-id"))
 	defer func() {
 		if !released {
-			_ = events.Close()
+			_ = upstream.Close()
 		}
 	}()
 	return c.consume(ctx, events, func() {
@@ -227,7 +226,7 @@ func (c *chunk) reset() {
 // reads a field whose JSON type is not the expected one as zero. After the
 // last delta of a complete stream it calls drain. The deltas go through
 // la, whose held delta is passed on before consume returns.
-func (c *Client) consume(ctx context.Context, events ssestream.Decoder, drain func(), la *wire.Lookahead) error {
+func (c *Client) consume(ctx context.Context, events *wire.Events, drain func(), la *wire.Lookahead) error {
 	var (
 		deltas   int
 		finish   string
@@ -248,17 +247,17 @@ func (c *Client) consume(ctx context.Context, events ssestream.Decoder, drain fu
 		if err := ctx.Err(); err != nil {
 			return fail(err)
 		}
-		ev := events.Event()
-		if bytes.HasPrefix(ev.Data, []byte("[DONE]")) {
+		data := events.Data()
+		if bytes.HasPrefix(data, []byte("[DONE]")) {
 			break
 		}
-		if err := chunk.decode(ev.Data); err != nil {
+		if err := chunk.decode(data); err != nil {
 			if _, ok := err.(*json.UnmarshalTypeError); !ok {
 				return fail(c.failure(ctx, err, deltas))
 			}
 		}
 		if chunk.Error != nil {
-			return fail(c.failure(ctx, &ssestream.StreamError{Message: "received error while streaming: " + string(chunk.Error), Event: ev}, deltas))
+			return fail(c.failure(ctx, &ssestream.StreamError{Message: "received error while streaming: " + string(chunk.Error), Event: ssestream.Event{Type: events.Type(), Data: bytes.Clone(data)}}, deltas))
 		}
 		if u := chunk.Usage; u != nil && (u.PromptTokens != 0 || u.CompletionTokens != 0) {
 			usage = runtime.Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens,

@@ -1,0 +1,135 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/tidwall/gjson"
+)
+
+// sender posts request bodies to the chat completions endpoint as the
+// SDK's client does, without its per-request work (building the headers
+// from maps, parsing and printing the URL, cloning the request, wrapping
+// the client), which cost about 12 µs and 49 allocations a request: the
+// URL and the headers are the ones the SDK's client sends, taken once
+// from a request it builds at New without sending it.
+type sender struct {
+	url    string
+	header http.Header
+	client *http.Client
+}
+
+// doerFunc is an option.HTTPClient.
+type doerFunc func(*http.Request) (*http.Response, error)
+
+func (f doerFunc) Do(r *http.Request) (*http.Response, error) { return f(r) }
+
+// newSender returns the sender of api, whose requests go through hc. As
+// the SDK's client, it refuses to send a request, a redirect included, to
+// another origin than the base URL's, so the key goes nowhere else.
+func newSender(api *openai.Client, hc *http.Client) (*sender, error) {
+	var built *http.Request
+	capture := doerFunc(func(r *http.Request) (*http.Response, error) {
+		built = r
+		return &http.Response{StatusCode: http.StatusNoContent, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
+	})
+	var raw *http.Response
+	if err := api.Post(context.Background(), "chat/completions", []byte("{}"), &raw, option.WithHTTPClient(capture)); err != nil {
+		return nil, err
+	}
+	if built == nil {
+		return nil, errors.New("the SDK built no request")
+	}
+	header := built.Header.Clone()
+	header.Del("Content-Length")
+	client := *hc
+	next := client.Transport
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	client.Transport = originGuard{origin: built.URL, next: next}
+	return &sender{url: built.URL.String(), header: header, client: &client}, nil
+}
+
+// errOtherOrigin refuses a request to another origin than the base URL's.
+var errOtherOrigin = errors.New("request URL origin must match the configured base URL")
+
+// originGuard sends only the requests to origin's scheme, host and port.
+type originGuard struct {
+	origin *url.URL
+	next   http.RoundTripper
+}
+
+func (g originGuard) RoundTrip(r *http.Request) (*http.Response, error) {
+	if !sameOrigin(r.URL, g.origin) || (r.Host != "" && !sameOrigin(&url.URL{Scheme: r.URL.Scheme, Host: r.Host}, r.URL)) {
+		if r.Body != nil {
+			_ = r.Body.Close()
+		}
+		return nil, errOtherOrigin
+	}
+	return g.next.RoundTrip(r)
+}
+
+// sameOrigin reports whether a and b have the same scheme, host and port
+// (a scheme's default port when none is written).
+func sameOrigin(a, b *url.URL) bool {
+	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) && port(a) == port(b)
+}
+
+func port(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "https":
+		return "443"
+	case "http":
+		return "80"
+	}
+	return ""
+}
+
+// post sends body and returns the response of a status below 400. A
+// status of 400 or more is an *openai.Error read from the response's
+// "error" member, as the SDK's; the caller's cancellation is ctx's error.
+func (s *sender) post(ctx context.Context, body []byte) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	// The header is shared by the client's requests: neither net/http's
+	// client nor its transport writes a request's header (the client
+	// copies it for a redirect).
+	req.Header = s.header
+	res, err := s.client.Do(req)
+	if ctx.Err() != nil {
+		if res != nil {
+			_ = res.Body.Close()
+		}
+		return nil, ctx.Err()
+	}
+	if err != nil {
+		return nil, err
+	}
+	if res.StatusCode < 400 {
+		return res, nil
+	}
+	contents, err := io.ReadAll(res.Body)
+	_ = res.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	res.Body = io.NopCloser(bytes.NewReader(contents))
+	apiErr := &openai.Error{Request: req, Response: res, StatusCode: res.StatusCode}
+	if err := apiErr.UnmarshalJSON([]byte(gjson.GetBytes(contents, "error").Raw)); err != nil {
+		return nil, err
+	}
+	return nil, apiErr
+}
