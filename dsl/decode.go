@@ -840,4 +840,4 @@ func urlHasPassword(raw string) bool {
 var dsnPassword = regexp.MustCompile(`(?i)(^|\s)password\s*=\s*[^\s']|(^|\s)password\s*=\s*'[^']`)
 
 // urlUserinfoPassword matches user:password@ in a URL url.Parse refuses.
-var urlUserinfoPassword = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://[^/?#\s]*:[^/?#\s]+@`)
+var urlUserinfoPassword = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://[^/?#@:]*:[^@]+@`)
