@@ -48,8 +48,8 @@ names an environment variable, one chain declared twice (two lists,
 in one file or two, that CUE joins entry by entry).
 
 A value the schema accepts but that is almost surely a slip is a warning:
-a model price below 0.001 in a usd_per_mtok_* field, a price per token
-where the field wants the price of one million tokens (0.000003 for 3,
+a usd_per_mtok_* price below 0.001, a price per token written where the
+field wants the price of one million tokens (0.000003 for 3,
 which makes the meter count a millionth of the spend); a retry with
 max_attempts: 1 and neither breaker nor attempt_timeout, which never runs
 a call again (max_attempts counts the first attempt); a store url
