@@ -30,7 +30,7 @@ Every definition is closed: a field the policy, an entry's builtin or a
 tool declaration does not define is an error at the field, with the
 closest allowed name when one is near. A misspelt field would otherwise be
 ignored and its layer run with the default.`},
-	{"schema/invalid-value", dsl.Error, "wrong type, out of bounds, or not one of the allowed values", `
+	{"schema/invalid-value", dsl.Error + "/" + dsl.Warning, "wrong type, out of bounds, or not one of the allowed values", `
 A value has the wrong type, lies outside its bounds, is not one of the
 allowed values, is not a valid duration, regular expression, JSON Schema or
 grounding template (a render template that does not parse, or reads a
@@ -45,7 +45,17 @@ goes ("60s"), a unit spelt out or spaced ("1min", "10 s"), a day unit
 ("1d": "24h"), a URL where egress wants a host,
 a key where keys wants its SHA-256, a URL or a non-name where a field
 names an environment variable, one chain declared twice (two lists,
-in one file or two, that CUE joins entry by entry).`},
+in one file or two, that CUE joins entry by entry).
+
+A value the schema accepts but that is almost surely a slip is a warning:
+a usd_per_mtok_* price below 0.001, a price per token written where the
+field wants the price of one million tokens (0.000003 for 3,
+which makes the meter count a millionth of the spend); a retry with
+max_attempts: 1 and neither breaker nor attempt_timeout, which never runs
+a call again (max_attempts counts the first attempt); a store url
+carrying a password (redis://:secret@host, postgres://user:pw@host/db, a
+password= parameter), which agentc explain hides but the plan agentc build
+writes keeps as given: name the variable holding the url with url_env.`},
 	{"schema/missing-field", dsl.Error, "a required field is absent", `
 A field the definition requires is absent: fallback without models, a
 guard without deny or require, a model with provider but no model id. The

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -63,6 +64,7 @@ func (l *loader) decode(p *Policy, v cue.Value) {
 			n, _ := mt.Int64()
 			m.MaxTokens = int(n)
 		}
+		l.checkPrices(name, mv)
 		p.Models[name] = m
 	})
 	eachField(l.user, v, "tools", func(name string, tv cue.Value) {
@@ -101,6 +103,10 @@ func (l *loader) decode(p *Policy, v cue.Value) {
 		s.URL, _ = sv.LookupPath(fieldPath("url")).String()
 		s.URLEnv, _ = sv.LookupPath(fieldPath("url_env")).String()
 		s.Prefix, _ = sv.LookupPath(fieldPath("prefix")).String()
+		if s.URL != "" && urlHasPassword(s.URL) {
+			l.warnf(l.userPos([]string{"stores", name, "url"}), "schema/invalid-value",
+				"stores.%s.url holds a password: the plan agentc build writes carries the url as given (only agentc explain hides it), and so does every log or copy of the plan; put the url in an environment variable and name it with url_env", name)
+		}
 		if t, err := sv.LookupPath(fieldPath("timeout")).String(); err == nil {
 			s.Timeout = t
 			if d, err := time.ParseDuration(t); err != nil || d <= 0 {
@@ -355,6 +361,17 @@ func (l *loader) decodeEntry(p *Policy, stage string, i int, ev cue.Value) *Entr
 			l.errorf(l.userPos(append(append([]string{}, path...), "max_messages")), "schema/invalid-value",
 				"max_messages %d is below keep_recent %d%s: the %d most recent messages are always kept, so a longer transcript keeps more than %d; lower keep_recent or raise max_messages",
 				maxMsgs, keep, def, keep, maxMsgs)
+		}
+	}
+	if e.Use == "retry" {
+		// One attempt never runs the call again; the layer still does
+		// something with a breaker or an attempt_timeout.
+		_, breaker := fields["breaker"]
+		_, timeout := fields["attempt_timeout"]
+		if n, err := ev.LookupPath(fieldPath("max_attempts")).Int64(); err == nil && n == 1 && !breaker && !timeout {
+			l.warnf(l.userPos(append(append([]string{}, path...), "max_attempts")), "schema/invalid-value",
+				"%s: max_attempts 1 counts the first attempt, so %s never retries a call; raise max_attempts (3 is the default) or remove the layer",
+				fieldName(append(append([]string{}, path...), "max_attempts")), e.Ref())
 		}
 	}
 	if e.Use == "guard" {
@@ -772,3 +789,55 @@ func stringOrList(v cue.Value) []string {
 	}
 	return out
 }
+
+// perTokenPrice is the price per million tokens below which a model's price
+// is taken for a price per token: real prices per million tokens run from
+// about 0.01 to a few hundred dollars.
+const perTokenPrice = 0.001
+
+// checkPrices warns about a usd_per_mtok_* price of a model that is so small
+// it is a price per token written into a field per million tokens: the
+// meter would count a millionth of the spend and a budget would never stop
+// anything.
+func (l *loader) checkPrices(model string, mv cue.Value) {
+	it, err := mv.Fields()
+	if err != nil {
+		return
+	}
+	for it.Next() {
+		field := it.Selector().String()
+		if !strings.HasPrefix(field, "usd_per_mtok_") {
+			continue
+		}
+		f, err := it.Value().Float64()
+		if err != nil || f <= 0 || f >= perTokenPrice {
+			continue
+		}
+		l.warnf(l.userPos([]string{"models", model, field}), "schema/invalid-value",
+			"models.%s.%s: %s is a price per token, but the field is the price of one million tokens, so the meter counts a millionth of the spend: did you mean %s (per million)?",
+			model, field, strconv.FormatFloat(f, 'f', -1, 64), strconv.FormatFloat(f*1e6, 'g', 6, 64))
+	}
+}
+
+// urlHasPassword reports whether a server URL (or a postgres key=value
+// connection string) carries a password.
+func urlHasPassword(raw string) bool {
+	if dsnPassword.MatchString(raw) {
+		return true
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return urlUserinfoPassword.MatchString(raw)
+	}
+	if p, ok := u.User.Password(); ok && p != "" {
+		return true
+	}
+	return u.Query().Get("password") != ""
+}
+
+// dsnPassword matches the password of a key=value connection string
+// ("host=db user=app password=secret").
+var dsnPassword = regexp.MustCompile(`(?i)(^|\s)password\s*=\s*[^\s']|(^|\s)password\s*=\s*'[^']`)
+
+// urlUserinfoPassword matches user:password@ in a URL url.Parse refuses.
+var urlUserinfoPassword = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://[^/?#@:]*:[^@]+@`)

@@ -161,6 +161,10 @@ func (l *loader) errorf(pos Pos, rule, format string, args ...any) {
 	l.diags = append(l.diags, Errorf(pos, rule, format, args...))
 }
 
+func (l *loader) warnf(pos Pos, rule, format string, args ...any) {
+	l.diags = append(l.diags, Warnf(pos, rule, format, args...))
+}
+
 // parse reads and parses every file, checking size, encoding, nesting and
 // package clauses.
 func (l *loader) parse() ([]*ast.File, bool) {
