@@ -189,6 +189,13 @@ type ChatStep struct {
 	Seed           *int64                  `json:"seed,omitempty"`
 	ResponseFormat *runtime.ResponseFormat `json:"response_format,omitempty"`
 	Metadata       map[string]string       `json:"metadata,omitempty"`
+	// ParallelToolCalls, CacheControl, Betas, Thinking and ReasoningEffort
+	// are the provider-specific parameters (runtime.ChatRequest).
+	ParallelToolCalls *bool                 `json:"parallel_tool_calls,omitempty"`
+	CacheControl      *runtime.CacheControl `json:"cache_control,omitempty"`
+	Betas             []string              `json:"betas,omitempty"`
+	Thinking          *runtime.Thinking     `json:"thinking,omitempty"`
+	ReasoningEffort   string                `json:"reasoning_effort,omitempty"`
 	// Consume, when set, abandons the stream after that many deltas.
 	Consume *int `json:"consume,omitempty"`
 }
@@ -197,7 +204,8 @@ type ChatStep struct {
 func (cs *ChatStep) request() runtime.ChatRequest {
 	return runtime.ChatRequest{Model: cs.Model, Messages: cs.Messages, MaxTokens: cs.MaxTokens, Tools: cs.Tools,
 		ToolChoice: cs.ToolChoice, Temperature: cs.Temperature, TopP: cs.TopP, Stop: cs.Stop, Seed: cs.Seed,
-		ResponseFormat: cs.ResponseFormat, Metadata: cs.Metadata}
+		ResponseFormat: cs.ResponseFormat, Metadata: cs.Metadata, ParallelToolCalls: cs.ParallelToolCalls,
+		CacheControl: cs.CacheControl, Betas: cs.Betas, Thinking: cs.Thinking, ReasoningEffort: cs.ReasoningEffort}
 }
 
 // AgentStep is one function-calling agent turn (runtime.AgentRequest): the
@@ -533,7 +541,7 @@ func checkAgent(p string, a *AgentStep) []error {
 // looks for the real one.
 var (
 	roles       = []string{"system", "user", "assistant", "tool"}
-	partTypes   = []string{runtime.PartText, runtime.PartImage, runtime.PartToolResult}
+	partTypes   = []string{runtime.PartText, runtime.PartImage, runtime.PartToolResult, runtime.PartThinking, runtime.PartRedactedThinking}
 	formatTypes = []string{runtime.FormatText, runtime.FormatJSONObject, runtime.FormatJSONSchema}
 )
 

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	_ "github.com/agentc-dev/agentc/builtins/all"
+	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 	"github.com/agentc-dev/agentc/runtime/scenario"
 )
@@ -117,7 +118,7 @@ func TestParseErrors(t *testing.T) {
 		{"trailing", `{"steps": [{"chat": {}}]} {}`, []string{"trailing data"}},
 		{"misspelt role", `{"steps": [{"chat": {"messages": [{"role": "usr", "content": "hi"}]}}]}`, []string{`steps[0].chat.messages[0]: role "usr" is not one of system, user, assistant, tool`}},
 		{"missing role", `{"steps": [{"agent": {"model": "m", "messages": [{"content": "hi"}]}}]}`, []string{`steps[0].agent.messages[0]: role "" is not one of`}},
-		{"misspelt part type", `{"steps": [{"chat": {"messages": [{"role": "user", "parts": [{"type": "txt", "text": "x"}]}]}}]}`, []string{`steps[0].chat.messages[0].parts[0]: type "txt" is not one of text, image, tool_result`}},
+		{"misspelt part type", `{"steps": [{"chat": {"messages": [{"role": "user", "parts": [{"type": "txt", "text": "x"}]}]}}]}`, []string{`steps[0].chat.messages[0].parts[0]: type "txt" is not one of text, image, tool_result, thinking, redacted_thinking`}},
 		{"misspelt format", `{"steps": [{"agent": {"model": "m", "input": "x", "params": {"response_format": {"type": "json"}}}}]}`, []string{`steps[0].agent.params.response_format: type "json" is not one of text, json_object, json_schema`}},
 		{"dns address", `{"dns": {"api.example.com": ["93.184.216.300"]}, "steps": [{"chat": {}}]}`, []string{`dns.api.example.com[0]: "93.184.216.300" is not an IP address`}},
 		{"dns without address", `{"dns": {"api.example.com": []}, "steps": [{"chat": {}}]}`, []string{"dns.api.example.com: at least one address is required"}},
@@ -175,4 +176,20 @@ func TestRunRefusesUncalledScripts(t *testing.T) {
 		_, err = scenario.Run(context.Background(), designPlan(), s, scenario.Options{})
 		require.NoError(t, err, ok)
 	}
+}
+
+// An assistant message may carry the thinking blocks a Claude model wrote,
+// as a gateway client sends them back.
+func TestParseThinkingParts(t *testing.T) {
+	sc, err := scenario.Parse([]byte(`{"steps": [{"chat": {"thinking": {"type": "enabled", "budget_tokens": 1024}, "messages": [
+		{"role": "user", "content": "hi"},
+		{"role": "assistant", "parts": [{"type": "thinking", "text": "hm", "signature": "sig"}, {"type": "redacted_thinking", "signature": "enc"}, {"type": "text", "text": "hello"}]},
+		{"role": "user", "content": "again"}]}}]}`))
+	require.NoError(t, err)
+	parts := sc.Steps[0].Chat.Messages[1].Parts
+	require.Len(t, parts, 3)
+	assert.Equal(t, runtime.ContentPart{Type: runtime.PartThinking, Text: "hm", Signature: "sig"}, parts[0])
+	assert.Equal(t, "enc", parts[1].Signature)
+	require.NotNil(t, sc.Steps[0].Chat.Thinking)
+	assert.Equal(t, 1024, int(sc.Steps[0].Chat.Thinking.BudgetTokens))
 }

@@ -181,3 +181,21 @@ func TestAgentStepEndTurn(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(want), &w))
 	require.NoError(t, subset("$", w, got))
 }
+
+// A chat step's provider-specific parameters reach the request.
+func TestChatStepProviderParameters(t *testing.T) {
+	res, _ := run(t, agentPlan(), `{
+	  "models": {"primary": [{"text": "ok"}]},
+	  "steps": [{"chat": {"model": "primary", "messages": [{"role": "user", "content": "hi"}],
+	    "parallel_tool_calls": false, "cache_control": {"type": "ephemeral"}, "betas": ["b1"],
+	    "thinking": {"type": "enabled", "budget_tokens": 1024}, "reasoning_effort": "low"}}]}`, scenario.Options{})
+	require.Len(t, res.Steps[0].Requests, 1)
+	req := res.Steps[0].Requests[0]
+	require.NotNil(t, req.ParallelToolCalls)
+	assert.False(t, *req.ParallelToolCalls)
+	require.NotNil(t, req.CacheControl)
+	assert.Equal(t, []string{"b1"}, req.Betas)
+	require.NotNil(t, req.Thinking)
+	assert.Equal(t, "enabled", req.Thinking.Type)
+	assert.Equal(t, "low", req.ReasoningEffort)
+}
