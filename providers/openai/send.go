@@ -96,6 +96,11 @@ func port(u *url.URL) string {
 	return ""
 }
 
+// maxErrorBody is the most of a failed response's body read for its error
+// (an error body is a few hundred bytes; a hostile or broken upstream's
+// endless one must not fill the memory).
+const maxErrorBody = 1 << 20
+
 // post sends body and returns the response of a status below 400. A
 // status of 400 or more is an *openai.Error read from the response's
 // "error" member, as the SDK's; the caller's cancellation is ctx's error.
@@ -121,7 +126,7 @@ func (s *sender) post(ctx context.Context, body []byte) (*http.Response, error) 
 	if res.StatusCode < 400 {
 		return res, nil
 	}
-	contents, err := io.ReadAll(res.Body)
+	contents, err := io.ReadAll(io.LimitReader(res.Body, maxErrorBody))
 	_ = res.Body.Close()
 	if err != nil {
 		return nil, err

@@ -100,3 +100,32 @@ func TestUnusableBaseURLFailsTheCall(t *testing.T) {
 	require.ErrorAs(t, err, &ce)
 	assert.Contains(t, ce.Error(), `missing ']' in host`)
 }
+
+// An endless error body is read up to maxErrorBody: the call fails with a
+// status error, its memory bounded.
+func TestEndlessErrorBodyIsCut(t *testing.T) {
+	var written atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusBadGateway)
+		chunk := make([]byte, 64<<10)
+		for i := range chunk {
+			chunk[i] = 'x'
+		}
+		for written.Load() < 64<<20 {
+			n, err := w.Write(chunk)
+			written.Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	c, err := New(Config{Model: "gpt-4.1-mini", APIKey: "sk-test", BaseURL: srv.URL + "/v1"})
+	require.NoError(t, err)
+	_, err = c.send.post(context.Background(), []byte(`{"stream":true}`))
+	var e *oa.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, http.StatusBadGateway, e.StatusCode)
+	body, _ := io.ReadAll(e.Response.Body)
+	assert.Len(t, body, maxErrorBody, "the error keeps what was read")
+}
