@@ -126,12 +126,8 @@ func (c *Client) Stream(ctx context.Context, req *runtime.ChatRequest, yield fun
 	// a delta needs, which costs a fraction of decoding the SDK's union.
 	var params anthropic.MessageNewParams
 	param.SetJSON(body, &params)
-	var opts []option.RequestOption
-	if len(req.Betas) > 0 {
-		opts = append(opts, option.WithHeader("anthropic-beta", strings.Join(req.Betas, ",")))
-	}
 	var raw *http.Response
-	sdk := c.msgs.NewStreaming(ctx, params, append(opts, option.WithResponseInto(&raw))...)
+	sdk := c.msgs.NewStreaming(ctx, params, requestOptions(req, &raw)...)
 	defer sdk.Close()
 	if err := sdk.Err(); err != nil {
 		return c.failure(ctx, err, 0)
@@ -406,4 +402,14 @@ func finishReason(r string) string {
 		return runtime.FinishContentFilter
 	}
 	return r
+}
+
+// requestOptions returns the SDK options of a request for req: its betas as
+// the anthropic-beta header, and the raw response kept in raw.
+func requestOptions(req *runtime.ChatRequest, raw **http.Response) []option.RequestOption {
+	opts := []option.RequestOption{option.WithResponseInto(raw)}
+	if len(req.Betas) > 0 {
+		opts = append(opts, option.WithHeader("anthropic-beta", strings.Join(req.Betas, ",")))
+	}
+	return opts
 }

@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
-	"github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
 
 	"github.com/agentc-dev/agentc/runtime"
@@ -32,12 +30,8 @@ func (c *Client) CountTokens(ctx context.Context, req *runtime.ChatRequest) (int
 	}
 	var params anthropic.MessageCountTokensParams
 	param.SetJSON(body, &params)
-	var opts []option.RequestOption
-	if len(req.Betas) > 0 {
-		opts = append(opts, option.WithHeader("anthropic-beta", strings.Join(req.Betas, ",")))
-	}
 	var raw *http.Response
-	res, err := c.msgs.CountTokens(ctx, params, append(opts, option.WithResponseInto(&raw))...)
+	res, err := c.msgs.CountTokens(ctx, params, requestOptions(req, &raw)...)
 	if err != nil {
 		return 0, c.failure(ctx, err, 0)
 	}
