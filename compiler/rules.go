@@ -55,7 +55,8 @@ max_attempts: 1 and neither breaker nor attempt_timeout, which never runs
 a call again (max_attempts counts the first attempt); a store url
 carrying a password (redis://:secret@host, postgres://user:pw@host/db, a
 password= parameter), which agentc explain hides but the plan agentc build
-writes keeps as given: name the variable holding the url with url_env.`},
+writes keeps as given: name the variable holding the url with url_env (a
+webhook state sink's url with a password is warned at the same way).`},
 	{"schema/missing-field", dsl.Error, "a required field is absent", `
 A field the definition requires is absent: fallback without models, a
 guard without deny or require, a model with provider but no model id. The

@@ -148,6 +148,10 @@ func (l *loader) decodeStateSink(p *Policy, path []string, sv cue.Value) *StateS
 			l.errorf(at(f.name), "schema/invalid-value", "%s: %s goes with sink: \"webhook\"", where, f.name)
 		}
 	}
+	if s.Sink == "webhook" && s.URL != "" && urlHasPassword(s.URL) {
+		l.warnf(at("url"), "schema/invalid-value",
+			"%s.url holds a password: the plan agentc build writes carries the url as given, and so does every log or copy of the plan; put the url in an environment variable and name it with url_env", where)
+	}
 	if s.Sink == "webhook" && s.URL == "" && s.URLEnv == "" {
 		l.errorf(at("sink"), "schema/invalid-value", "%s: a webhook needs url or url_env", where)
 	}

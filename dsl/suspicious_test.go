@@ -28,6 +28,9 @@ func TestSuspiciousValuesWarn(t *testing.T) {
 			[]string{"stores.s.url holds a password", "url_env"}},
 		"postgres password":  {`stores: s: {kind: "postgres", url: "postgres://u:pw@h/db"}`, "3:36", []string{"url_env"}},
 		"postgres user only": {`stores: s: {kind: "postgres", url: "postgres://u@h/db?sslmode=disable"}`, "", nil},
+		"webhook password": {`state: fields: a: {schema: {type: "string"}, background: [{sink: "webhook", url: "https://hook:tok3n@hooks.internal/x"}]}`, "3:82",
+			[]string{"state.fields.a.background[0].url holds a password", "url_env"}},
+		"webhook": {`state: fields: a: {schema: {type: "string"}, background: [{sink: "webhook", url: "https://hooks.internal/x"}]}`, "", nil},
 	} {
 		t.Run(name, func(t *testing.T) {
 			p, diags, got := loadSnippet(t, tt.src)
