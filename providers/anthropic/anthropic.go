@@ -102,6 +102,7 @@ func New(cfg Config) (*Client, error) {
 		option.WithBaseURL(base),
 		option.WithHTTPClient(hc),
 		option.WithMaxRetries(0),
+		option.WithMiddleware(capErrorBody),
 	}
 	if cfg.APIKey != "" {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
@@ -412,4 +413,25 @@ func requestOptions(req *runtime.ChatRequest, raw **http.Response) []option.Requ
 		opts = append(opts, option.WithHeader("anthropic-beta", strings.Join(req.Betas, ",")))
 	}
 	return opts
+}
+
+// maxErrorBody is the most of a failed response's body the SDK reads for
+// its error (an error body is a few hundred bytes; a hostile or broken
+// upstream's endless one must not fill the memory).
+const maxErrorBody = 1 << 20
+
+// capErrorBody is an SDK middleware that cuts the body of a response of
+// status 400 or more at maxErrorBody: the SDK reads such a body whole.
+func capErrorBody(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+	res, err := next(req)
+	if err == nil && res != nil && res.StatusCode >= 400 && res.Body != nil {
+		res.Body = limitedBody{Reader: io.LimitReader(res.Body, maxErrorBody), Closer: res.Body}
+	}
+	return res, err
+}
+
+// limitedBody reads from Reader and closes Closer.
+type limitedBody struct {
+	io.Reader
+	io.Closer
 }
