@@ -18,7 +18,9 @@ import (
 // and runs there, and the proxy cuts the connection instead of passing the
 // answer on, as a network that fails after the request does. It can cut
 // every connection and stop listening, and listen again on the same
-// address: a store outage without touching the server.
+// address: a store outage without touching the server. It can stall: keep
+// every connection open and pass nothing more either way, a server that
+// stopped answering.
 type Proxy struct {
 	// URL is the server's URL with the proxy's address in place of the
 	// server's.
@@ -29,6 +31,7 @@ type Proxy struct {
 	addr   string
 	pg     bool
 	lose   atomic.Int32
+	stall  atomic.Bool
 	mu     sync.Mutex
 	ln     net.Listener
 	conns  map[net.Conn]struct{}
@@ -55,6 +58,11 @@ func NewProxy(t testing.TB, serverURL string) *Proxy {
 // by then). Until then PostgreSQL's messages are held up to each
 // ReadyForQuery, and passed on when they carry no row.
 func (p *Proxy) LoseNextReply() { p.lose.Add(1) }
+
+// Stall passes nothing more either way from now on, on the connections
+// open and on new ones, which stay open until Cut: the client waits for
+// answers that never come.
+func (p *Proxy) Stall() { p.stall.Store(true) }
 
 // Cut closes the listener and every connection through it.
 func (p *Proxy) Cut() {
@@ -93,10 +101,27 @@ func (p *Proxy) listen(addr string) {
 			p.mu.Lock()
 			p.conns[c], p.conns[s] = struct{}{}, struct{}{}
 			p.mu.Unlock()
-			go func() { _, _ = io.Copy(s, c); _ = s.Close() }()
+			go func() { p.forward(s, c); _ = s.Close() }()
 			go p.answer(c, s)
 		}
 	}()
+}
+
+// forward passes what the client sends on to the server, until either
+// side closes; once stalled, it drops it.
+func (p *Proxy) forward(s, c net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := c.Read(buf)
+		if n > 0 && !p.stall.Load() {
+			if _, werr := s.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 // answer passes the server's answers on to the client, losing one when
@@ -111,7 +136,7 @@ func (p *Proxy) answer(c, s net.Conn) {
 			if n > 0 && p.take() {
 				return
 			}
-			if n > 0 {
+			if n > 0 && !p.stall.Load() {
 				if _, werr := c.Write(buf[:n]); werr != nil {
 					return
 				}
@@ -132,6 +157,9 @@ func (p *Proxy) answer(c, s net.Conn) {
 		body := make([]byte, int(binary.BigEndian.Uint32(head[1:]))-4)
 		if _, err := io.ReadFull(r, body); err != nil {
 			return
+		}
+		if p.stall.Load() {
+			continue
 		}
 		if len(batch) == 0 && p.lose.Load() == 0 {
 			// Nothing to lose: passed on at once (an authentication
