@@ -209,13 +209,7 @@ func TestFieldsNotCarriedAreRefused(t *testing.T) {
 				body = strings.TrimPrefix(body+", "+msgs, ", ")
 			}
 			code, _, resp := do(t, "POST", url, clientKey, []byte(`{"model": "primary", `+body+`}`), header...)
-			require.Equal(t, http.StatusBadRequest, code, resp)
-			var e struct {
-				Error struct{ Type, Message string }
-			}
-			require.NoError(t, json.Unmarshal([]byte(resp), &e))
-			assert.Equal(t, "invalid_request_error", e.Error.Type)
-			assert.Contains(t, e.Error.Message, tt.field)
+			requireInvalidRequest(t, code, resp, tt.field)
 		})
 	}
 	assert.Zero(t, g.oa.requests()+g.an.requests(), "no refused request reached an upstream")
@@ -275,13 +269,7 @@ func TestNestedFieldsNotCarriedAreRefused(t *testing.T) {
 				body += `, "messages": [{"role": "user", "content": "hi"}]`
 			}
 			code, _, resp := do(t, "POST", url, clientKey, []byte(`{"model": "primary", `+body+`}`), header...)
-			require.Equal(t, http.StatusBadRequest, code, resp)
-			var e struct {
-				Error struct{ Type, Message string }
-			}
-			require.NoError(t, json.Unmarshal([]byte(resp), &e))
-			assert.Equal(t, "invalid_request_error", e.Error.Type)
-			assert.Contains(t, e.Error.Message, tt.field)
+			requireInvalidRequest(t, code, resp, tt.field)
 		})
 	}
 	assert.Zero(t, g.oa.requests()+g.an.requests(), "no refused request reached an upstream")
@@ -462,4 +450,17 @@ func TestStopSequenceCacheWritesAndRequestIDComeBack(t *testing.T) {
 	}
 	require.NoError(t, oaStream.Err())
 	assert.Equal(t, "req_4f2a9c", raw.Header.Get("x-request-id"))
+}
+
+// requireInvalidRequest checks a 400 whose error body, in either API's
+// shape, is an invalid_request_error naming field.
+func requireInvalidRequest(t *testing.T, code int, resp, field string) {
+	t.Helper()
+	require.Equal(t, http.StatusBadRequest, code, resp)
+	var e struct {
+		Error struct{ Type, Message string }
+	}
+	require.NoError(t, json.Unmarshal([]byte(resp), &e))
+	assert.Equal(t, "invalid_request_error", e.Error.Type)
+	assert.Contains(t, e.Error.Message, field)
 }
