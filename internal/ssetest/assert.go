@@ -1,10 +1,14 @@
 package ssetest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -129,3 +133,27 @@ func AssertSameBody(t *testing.T, got []byte, sdk any, set map[string]any) {
 	}
 	assert.Equal(t, w, g, "sent %s\nSDK  %s", got, want)
 }
+
+// EndlessErrorServer is a server that answers every request with status
+// and a body that does not end before 64 MiB; written counts the bytes it
+// got out before the client stopped reading.
+func EndlessErrorServer(t testing.TB, status int) (srv *httptest.Server, written *atomic.Int64) {
+	t.Helper()
+	written = new(atomic.Int64)
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(status)
+		chunk := bytes.Repeat([]byte{'x'}, 64<<10)
+		for written.Load() < EndlessBody {
+			n, err := w.Write(chunk)
+			written.Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv, written
+}
+
+// EndlessBody is the size of EndlessErrorServer's body.
+const EndlessBody = 64 << 20

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentc-dev/agentc/internal/ssetest"
 	"github.com/agentc-dev/agentc/runtime"
 )
 
@@ -104,22 +105,7 @@ func TestUnusableBaseURLFailsTheCall(t *testing.T) {
 // An endless error body is read up to maxErrorBody: the call fails with a
 // status error, its memory bounded.
 func TestEndlessErrorBodyIsCut(t *testing.T) {
-	var written atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(http.StatusBadGateway)
-		chunk := make([]byte, 64<<10)
-		for i := range chunk {
-			chunk[i] = 'x'
-		}
-		for written.Load() < 64<<20 {
-			n, err := w.Write(chunk)
-			written.Add(int64(n))
-			if err != nil {
-				return
-			}
-		}
-	}))
-	defer srv.Close()
+	srv, _ := ssetest.EndlessErrorServer(t, http.StatusBadGateway)
 	c, err := New(Config{Model: "gpt-4.1-mini", APIKey: "sk-test", BaseURL: srv.URL + "/v1"})
 	require.NoError(t, err)
 	_, err = c.send.post(context.Background(), []byte(`{"stream":true}`))
