@@ -17,7 +17,7 @@ func lowerServe(p *dsl.Policy, out *plan.Plan) {
 	if len(p.MCPServers) > 0 {
 		out.MCPServers = map[string]plan.MCPServer{}
 		for name, s := range p.MCPServers {
-			out.MCPServers[name] = plan.MCPServer{Command: s.Command, URL: s.URL, Env: s.Env, Prefix: s.Prefix}
+			out.MCPServers[name] = plan.MCPServer{Command: s.Command, URL: s.URL, Env: s.Env, Prefix: s.Prefix, Headers: s.Headers}
 		}
 	}
 }

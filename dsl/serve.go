@@ -1,11 +1,14 @@
 package dsl
 
 import (
+	"net/http"
 	"regexp"
 	"sort"
 	"strings"
 
 	"cuelang.org/go/cue"
+
+	"github.com/agentc-dev/agentc/internal/envtmpl"
 )
 
 // secretName matches the name of a variable or parameter that holds a
@@ -54,6 +57,9 @@ type MCPServer struct {
 	URL     string
 	Env     map[string]string
 	Prefix  string
+	// Headers are sent with every request to a URL server; their values
+	// may name environment variables as ${NAME} (internal/envtmpl).
+	Headers map[string]string
 }
 
 // decodeServe decodes keys and mcp.servers and checks that each has exactly
@@ -120,6 +126,13 @@ func (l *loader) decodeServe(p *Policy, v cue.Value) {
 		case hasURL && len(s.Env) > 0:
 			l.errorf(l.userPos(append(path, "env")), "schema/invalid-value", "mcp server %q: env applies to a command, not to a url", name)
 		}
+		_ = sv.LookupPath(cue.ParsePath("headers")).Decode(&s.Headers)
+		if hasCmd && len(s.Headers) > 0 {
+			l.errorf(l.userPos(append(path, "headers")), "schema/invalid-value", "mcp server %q: headers apply to a url, not to a command (a command's credentials go in its environment)", name)
+		}
+		for _, h := range sortedKeys(s.Headers) {
+			l.checkMCPHeader(name, append(path, "headers", h), h, s.Headers[h])
+		}
 		names := make([]string, 0, len(s.Env))
 		for k := range s.Env {
 			names = append(names, k)
@@ -132,4 +145,61 @@ func (l *loader) decodeServe(p *Policy, v cue.Value) {
 		}
 		p.MCPServers[name] = s
 	})
+}
+
+// transportHeaders are the headers the MCP transport sets itself: a value
+// given for one would break the protocol or the connection.
+var transportHeaders = map[string]bool{
+	"Accept": true, "Connection": true, "Content-Length": true, "Content-Type": true,
+	"Host": true, "Last-Event-Id": true, "Mcp-Protocol-Version": true, "Mcp-Session-Id": true,
+	"Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
+}
+
+// credentialHeader matches the name of a header that carries a credential.
+var credentialHeader = regexp.MustCompile(`(?i)(auth|token|secret|key|cookie|passw|credential|signature)`)
+
+// checkMCPHeader checks one header of an MCP server: a name the transport
+// leaves to the caller, a well-formed value, and a credential named by its
+// variable rather than written out.
+func (l *loader) checkMCPHeader(server string, path []string, name, value string) {
+	pos := l.userPos(path)
+	if transportHeaders[http.CanonicalHeaderKey(name)] {
+		l.errorf(pos, "schema/invalid-value", "mcp server %q: header %s is set by the MCP transport itself; remove it", server, name)
+		return
+	}
+	if strings.ContainsAny(value, "\r\n") {
+		l.errorf(pos, "schema/invalid-value", "mcp server %q: header %s holds a line break", server, name)
+		return
+	}
+	vars, err := envtmpl.Vars(value)
+	if err != nil {
+		l.errorf(pos, "schema/invalid-value", "mcp server %q: header %s: %v", server, name, err)
+		return
+	}
+	if len(vars) > 0 {
+		return
+	}
+	last := value
+	if i := strings.LastIndexAny(value, " \t"); i >= 0 {
+		last = value[i+1:]
+	}
+	if value != "" && (credentialHeader.MatchString(name) || secretValue.MatchString(last)) {
+		l.errorf(pos, "schema/invalid-value", "mcp server %q: header %s holds a credential in the policy (and the plan); name the environment variable that holds it: %s: \"%s\"", server, name, name, suggestRef(value, last))
+	}
+}
+
+// suggestRef rewrites a header value whose last word is a credential
+// with that word as a variable reference.
+func suggestRef(value, last string) string {
+	return strings.TrimSuffix(value, last) + "${TOKEN}"
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

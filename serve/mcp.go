@@ -21,6 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentc-dev/agentc/internal/envtmpl"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
@@ -52,7 +53,10 @@ type upstreamServer struct {
 	name string
 	spec plan.MCPServer
 	dir  string
-	log  *slog.Logger
+	// lookupEnv reads the variables the server's headers name, at each
+	// connection.
+	lookupEnv func(string) (string, bool)
+	log       *slog.Logger
 	// onChange lists the server's tools again, scans them and serves the
 	// new list (Server.refreshMCP); nil: the list is not followed.
 	onChange func(*upstreamServer)
@@ -133,7 +137,7 @@ func (u *upstreamServer) connect(ctx context.Context) (*mcp.ClientSession, error
 			}()
 		}}
 	}
-	return connect(ctx, u.name, u.spec, u.dir, opts)
+	return connect(ctx, u.name, u.spec, u.dir, u.lookupEnv, opts)
 }
 
 // renew ends cs, a session that refused a call as closing, waits until it
@@ -216,13 +220,15 @@ type upstreamTool struct {
 // command (its relative program path resolved against dir) or connects to
 // the URL. The caller closes the session.
 func Upstream(ctx context.Context, name string, s plan.MCPServer, dir string) (*mcp.ClientSession, error) {
-	return connect(ctx, name, s, dir, nil)
+	return connect(ctx, name, s, dir, os.LookupEnv, nil)
 }
 
-func connect(ctx context.Context, name string, s plan.MCPServer, dir string, opts *mcp.ClientOptions) (*mcp.ClientSession, error) {
+func connect(ctx context.Context, name string, s plan.MCPServer, dir string, lookupEnv func(string) (string, bool), opts *mcp.ClientOptions) (*mcp.ClientSession, error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "agentc-serve", Version: Version}, opts)
 	var t mcp.Transport
 	switch {
+	case len(s.Command) > 0 && len(s.Headers) > 0:
+		return nil, fmt.Errorf("mcp server %q: headers apply to a url, not to a command", name)
 	case len(s.Command) > 0:
 		cmd := exec.Command(s.Command[0], s.Command[1:]...)
 		cmd.Dir = dir
@@ -235,7 +241,15 @@ func connect(ctx context.Context, name string, s plan.MCPServer, dir string, opt
 		}
 		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
 	case s.URL != "":
-		t = &mcp.StreamableClientTransport{Endpoint: s.URL, MaxRetries: -1}
+		st := &mcp.StreamableClientTransport{Endpoint: s.URL, MaxRetries: -1}
+		if len(s.Headers) > 0 {
+			h, err := mcpHeaders(s.Headers, lookupEnv)
+			if err != nil {
+				return nil, fmt.Errorf("mcp server %q: %w", name, err)
+			}
+			st.HTTPClient = &http.Client{Transport: headerTransport{header: h, base: http.DefaultTransport}}
+		}
+		t = st
 	default:
 		return nil, fmt.Errorf("mcp server %q has neither command nor url", name)
 	}
@@ -262,8 +276,8 @@ func UpstreamTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, err
 // Two servers exposing the same tool name fail (a prefix keeps them
 // apart). On failure every session opened is closed. onChange is called
 // (one call at a time per server) when a server's tools may have changed.
-func connectUpstreams(ctx context.Context, servers map[string]plan.MCPServer, dir string, log *slog.Logger, maxResult int64,
-	onChange func(*upstreamServer)) (*upstreams, error) {
+func connectUpstreams(ctx context.Context, servers map[string]plan.MCPServer, dir string, lookupEnv func(string) (string, bool),
+	log *slog.Logger, maxResult int64, onChange func(*upstreamServer)) (*upstreams, error) {
 	u := &upstreams{servers: map[string]*upstreamServer{}, tools: map[string]*upstreamTool{}, maxResult: maxResult}
 	names := make([]string, 0, len(servers))
 	for name := range servers {
@@ -272,7 +286,7 @@ func connectUpstreams(ctx context.Context, servers map[string]plan.MCPServer, di
 	sort.Strings(names)
 	for _, name := range names {
 		cctx, cancel := context.WithTimeout(ctx, connectTimeout)
-		up := &upstreamServer{name: name, spec: servers[name], dir: dir, log: log, onChange: onChange, refs: 1}
+		up := &upstreamServer{name: name, spec: servers[name], dir: dir, lookupEnv: lookupEnv, log: log, onChange: onChange, refs: 1}
 		cs, err := up.connect(cctx)
 		if err != nil {
 			cancel()
@@ -935,3 +949,35 @@ const errSessionKey errCode = "session_key_mismatch"
 
 // sessionUserKey carries the caller's key name to the session binding.
 type sessionUserKey struct{}
+
+// mcpHeaders expands an MCP server's headers from the environment. An
+// error names the header and the variable, never a value.
+func mcpHeaders(headers map[string]string, lookupEnv func(string) (string, bool)) (http.Header, error) {
+	h := http.Header{}
+	for name, tmpl := range headers {
+		v, err := envtmpl.Expand(tmpl, lookupEnv)
+		if err != nil {
+			return nil, fmt.Errorf("header %s: %w", name, err)
+		}
+		if strings.ContainsAny(v, "\r\n") {
+			return nil, fmt.Errorf("header %s: its value holds a line break", name)
+		}
+		h.Set(name, v)
+	}
+	return h, nil
+}
+
+// headerTransport adds an MCP server's headers to every request the
+// transport sends it.
+type headerTransport struct {
+	header http.Header
+	base   http.RoundTripper
+}
+
+func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range t.header {
+		r.Header[k] = v
+	}
+	return t.base.RoundTrip(r)
+}

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -17,6 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentc-dev/agentc/compiler"
 	"github.com/agentc-dev/agentc/runtime"
 )
 
@@ -304,4 +308,62 @@ func TestMCPOutcomeUnrecordedIsInDoubt(t *testing.T) {
 	assert.EqualValues(t, 1, refunds.Load(), "the refund ran")
 	_, _, metrics := do(t, "GET", s.url+"/metrics", "", nil)
 	assert.Contains(t, metrics, `agentc_serve_tool_calls_total{outcome="in_doubt",tool="refund"} 1`)
+}
+
+// An upstream MCP server that requires a bearer token gets it from the
+// headers the policy gives, read from the environment: the plan holds the
+// variable's name, the server's requests the token.
+func TestMCPProxyURLServerHeaders(t *testing.T) {
+	upstream, refunds := inProcessUpstream(t)
+	var unauthorized atomic.Int64
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer mcp-s3cret" || r.Header.Get("X-Team") != "support" {
+			unauthorized.Add(1)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		u, _ := url.Parse(upstream)
+		httputil.NewSingleHostReverseProxy(u).ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	policy := fmt.Sprintf(`package gw
+
+keys: agent: {sha256: %q}
+mcp: servers: pay: {
+	url: %q
+	headers: {Authorization: "Bearer ${PAY_MCP_TOKEN}", "X-Team": "support"}
+}
+`, sha("agent-key"), front.URL)
+	dir := writePolicy(t, policy)
+
+	env := map[string]string{"PAY_MCP_TOKEN": "mcp-s3cret"}
+	s := startServer(t, Options{Source: cueSource(dir), LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
+	cs := connectProxy(t, s.url, "agent-key", nil)
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "refund", Arguments: map[string]any{"order_id": "A1", "amount": 5}})
+	require.NoError(t, err)
+	require.False(t, res.IsError, text(t, res))
+	assert.EqualValues(t, 1, refunds.Load())
+	assert.Zero(t, unauthorized.Load(), "every request to the upstream carried the headers")
+
+	c, err := compiler.Compile(context.Background(), []string{dir}, compiler.Options{})
+	require.NoError(t, err)
+	require.NotNil(t, c.Plan)
+	assert.Equal(t, map[string]string{"Authorization": "Bearer ${PAY_MCP_TOKEN}", "X-Team": "support"}, c.Plan.MCPServers["pay"].Headers,
+		"the plan keeps the reference, not the token")
+
+	// Without the variable the server does not start, and says which
+	// variable it needs; no request goes out without its credential.
+	_, err = New(context.Background(), Options{Source: cueSource(dir), Logger: slog.New(slog.DiscardHandler),
+		LookupEnv: func(string) (string, bool) { return "", false }})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `mcp server "pay": header Authorization: environment variable PAY_MCP_TOKEN is not set`)
+	assert.Zero(t, unauthorized.Load())
+
+	// A wrong token is the upstream's refusal; the token is not in the error.
+	env["PAY_MCP_TOKEN"] = "wrong-token"
+	_, err = New(context.Background(), Options{Source: cueSource(dir), Logger: slog.New(slog.DiscardHandler),
+		LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "wrong-token")
+	assert.Positive(t, unauthorized.Load())
 }

@@ -62,8 +62,8 @@ type Options struct {
 	// when unset (one for the server's lifetime, shared by every
 	// generation of the policy).
 	Deps runtime.Deps
-	// LookupEnv reads the variables that virtual keys name (nil:
-	// os.LookupEnv).
+	// LookupEnv reads the variables that virtual keys and MCP servers'
+	// headers name (nil: os.LookupEnv).
 	LookupEnv func(string) (string, bool)
 	// Registry receives the server's metrics (nil: a new registry, served
 	// on /metrics).
@@ -248,7 +248,7 @@ func (s *Server) build(ctx context.Context, ld *Loaded) (*generation, error) {
 	for name, c := range models {
 		deps.Models[name] = &servedModel{name: name, client: c}
 	}
-	ups, err := connectUpstreams(ctx, p.MCPServers, ld.Dir, s.log, s.opts.MaxToolResultBytes, s.refreshMCP)
+	ups, err := connectUpstreams(ctx, p.MCPServers, ld.Dir, s.opts.LookupEnv, s.log, s.opts.MaxToolResultBytes, s.refreshMCP)
 	if err != nil {
 		return nil, err
 	}

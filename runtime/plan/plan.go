@@ -187,6 +187,10 @@ type MCPServer struct {
 	URL     string            `json:"url,omitempty"`
 	Env     map[string]string `json:"env,omitempty"`
 	Prefix  string            `json:"prefix,omitempty"`
+	// Headers are sent with every request to a URL server; a value's
+	// ${NAME} is the environment variable NAME, read when the server
+	// connects, so the plan holds no credential.
+	Headers map[string]string `json:"headers,omitempty"`
 }
 
 // Invariants configures the properties that agentc prove checks on every
