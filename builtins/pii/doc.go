@@ -49,7 +49,11 @@
 // stream is found as in a whole text): with "block" a line
 // holding personal data ends the call with a *runtime.BlockedError and is never released,
 // with "redact" it is released redacted (a model that echoes a card number does not get it
-// to the caller); an object key holding personal data
+// to the caller). The tool calls it makes are output too: their fragments are held until the
+// stream ends (runtime.HoldToolCalls), then with "block" a call whose arguments hold personal
+// data ends the call with a *runtime.BlockedError naming the tool and the argument's JSON
+// Pointer, and with "redact" the calls are released with their values masked (still valid
+// JSON). An object key holding personal data
 // ({"4111111111111111": "x"}) is renamed to its placeholder, followed by "#2", "#3"... when
 // two keys mask alike or the name is taken, so no value is lost. The caller's messages and
 // maps are never modified.

@@ -1,7 +1,9 @@
 package pii
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -196,7 +198,41 @@ func (m *Middleware) output(ctx context.Context, c *runtime.ChatCall, next runti
 	if !m.Output {
 		return next(ctx, c, yield)
 	}
-	return linehold.Stream(ctx, c, next, yield, linehold.Filter{Releasable: releasable, Clean: m.cleanOutput})
+	calls := func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
+		return runtime.HoldToolCalls(ctx, c, next, yield, m.cleanCalls)
+	}
+	return linehold.Stream(ctx, c, calls, yield, linehold.Filter{Releasable: releasable, Clean: m.cleanOutput})
+}
+
+// cleanCalls returns the tool calls the model made, once the stream has
+// ended, to release: with "redact" their arguments masked (still valid
+// JSON), with "block" as they are when none holds personal data. The
+// refusal names the tool and the argument's JSON Pointer, never the data.
+func (m *Middleware) cleanCalls(calls []runtime.ToolUse) ([]runtime.ToolUse, error) {
+	if m.Action == ActionRedact {
+		return mask.Calls(m.scanner.Redact)(calls)
+	}
+	for _, tc := range calls {
+		dec := json.NewDecoder(bytes.NewReader(tc.Arguments))
+		dec.UseNumber()
+		var args any
+		var ms []Match
+		if dec.Decode(&args) == nil {
+			ms = m.scanner.ScanValue(args)
+		} else {
+			ms = m.scanner.Find(string(tc.Arguments))
+		}
+		if len(ms) == 0 {
+			continue
+		}
+		where := "argument " + ms[0].Path
+		if ms[0].Path == "" {
+			where = "its arguments"
+		}
+		return nil, &runtime.BlockedError{Layer: m.name,
+			Message: fmt.Sprintf("the model's call of tool %s: %s contains personal data (%s)", tc.Name, where, kindsOf(ms))}
+	}
+	return calls, nil
 }
 
 // cleanOutput returns a part of the model's output to release: redacted,
