@@ -43,7 +43,10 @@
 // the model's own text through the layer, is recorded for the run, so an agent loop's
 // history is not scanned again at every step (a call without a run id is a fresh run). With
 // `action: "redact"` the inner layers see a redacted copy: every message of the transcript
-// (the caller keeps the raw transcript and resends it) or the arguments. The model's streamed
+// (the caller keeps the raw transcript and resends it) or the arguments. Arguments a Go host
+// passes in other shapes than decoded JSON (a struct, a []map[string]any, a map of numbers)
+// are read as their JSON form, which is what the tool is sent; arguments with none (a NaN)
+// cannot be checked and block the call, with either action. The model's streamed
 // text is scanned too (`output`, on by default), released by whole lines (a line ending in
 // digit groups is held with the next, so a card wrapped over lines or cut anywhere by the
 // stream is found as in a whole text): with "block" a line

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/agentc-dev/agentc/builtins/internal/linehold"
@@ -266,7 +267,11 @@ func (m *Middleware) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 	}
 	return func(ctx context.Context, c *runtime.ToolCall) (any, error) {
 		orig := c.Args
-		red, n := m.scanner.RedactValue(orig)
+		plain, err := jsonArgs(orig)
+		if err != nil {
+			return nil, m.unchecked(c, err)
+		}
+		red, n := m.scanner.RedactValue(plain)
 		if n == 0 {
 			return next(ctx, c)
 		}
@@ -284,7 +289,11 @@ func (m *Middleware) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 // blockArgs returns the refusal of action "block" for arguments holding
 // personal data, or nil.
 func (m *Middleware) blockArgs(c *runtime.ToolCall) error {
-	ms := m.scanner.ScanValue(c.Args)
+	args, err := jsonArgs(c.Args)
+	if err != nil {
+		return m.unchecked(c, err)
+	}
+	ms := m.scanner.ScanValue(args)
 	if len(ms) == 0 {
 		return nil
 	}
@@ -367,4 +376,58 @@ func releasable(buf string) int {
 	// The line break before line is an ASCII one of buf: release up to it.
 	_, at := f.Span(line-1, line)
 	return at
+}
+
+// unchecked is the refusal of arguments that cannot be scanned.
+func (m *Middleware) unchecked(c *runtime.ToolCall, err error) error {
+	return &runtime.BlockedError{Layer: m.name,
+		Message: fmt.Sprintf("tool %s: the arguments cannot be checked for personal data: %v", c.Name, err)}
+}
+
+// jsonArgs returns the arguments in the shapes the scanner reads (those of
+// decoded JSON, map[string]string and []string, Go integers): args itself
+// when every value already has one, else their JSON form, which is what the
+// tool is sent (a host's struct, []map[string]any or map[string]int64 would
+// otherwise be skipped). Arguments with no JSON form (a NaN) are an error.
+func jsonArgs(args map[string]any) (map[string]any, error) {
+	if jsonLike(args) {
+		return args, nil
+	}
+	b, err := json.Marshal(args)
+	if err != nil {
+		return nil, fmt.Errorf("they have no JSON form: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var out map[string]any
+	if err := dec.Decode(&out); err != nil {
+		return nil, fmt.Errorf("their JSON form does not decode: %w", err)
+	}
+	return out, nil
+}
+
+// jsonLike reports whether v holds only values the scanner reads as they
+// are.
+func jsonLike(v any) bool {
+	switch x := v.(type) {
+	case nil, bool, string, json.Number, int, int64, uint64, map[string]string, []string:
+		return true
+	case float64:
+		return !math.IsNaN(x) && !math.IsInf(x, 0)
+	case map[string]any:
+		for _, e := range x {
+			if !jsonLike(e) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		for _, e := range x {
+			if !jsonLike(e) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
