@@ -6,9 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 
+	"github.com/agentc-dev/agentc/builtins/internal/jsonvalue"
 	"github.com/agentc-dev/agentc/builtins/internal/linehold"
 	"github.com/agentc-dev/agentc/builtins/internal/mask"
 	"github.com/agentc-dev/agentc/builtins/internal/scanned"
@@ -384,50 +384,16 @@ func (m *Middleware) unchecked(c *runtime.ToolCall, err error) error {
 		Message: fmt.Sprintf("tool %s: the arguments cannot be checked for personal data: %v", c.Name, err)}
 }
 
-// jsonArgs returns the arguments in the shapes the scanner reads (those of
-// decoded JSON, map[string]string and []string, Go integers): args itself
-// when every value already has one, else their JSON form, which is what the
-// tool is sent (a host's struct, []map[string]any or map[string]int64 would
-// otherwise be skipped). Arguments with no JSON form (a NaN) are an error.
+// jsonArgs returns the arguments in the shapes the scanner reads
+// (jsonvalue.ToPlain): args itself, or their JSON form, which is what the
+// tool is sent, when a value has another Go type (a host's struct,
+// []map[string]any or map[string]int64 would otherwise be skipped).
+// Arguments with no JSON form (a NaN) are an error.
 func jsonArgs(args map[string]any) (map[string]any, error) {
-	if jsonLike(args) {
-		return args, nil
-	}
-	b, err := json.Marshal(args)
+	v, err := jsonvalue.ToPlain(args)
 	if err != nil {
-		return nil, fmt.Errorf("they have no JSON form: %w", err)
+		return nil, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var out map[string]any
-	if err := dec.Decode(&out); err != nil {
-		return nil, fmt.Errorf("their JSON form does not decode: %w", err)
-	}
+	out, _ := v.(map[string]any)
 	return out, nil
-}
-
-// jsonLike reports whether v holds only values the scanner reads as they
-// are.
-func jsonLike(v any) bool {
-	switch x := v.(type) {
-	case nil, bool, string, json.Number, int, int64, uint64, map[string]string, []string:
-		return true
-	case float64:
-		return !math.IsNaN(x) && !math.IsInf(x, 0)
-	case map[string]any:
-		for _, e := range x {
-			if !jsonLike(e) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		for _, e := range x {
-			if !jsonLike(e) {
-				return false
-			}
-		}
-		return true
-	}
-	return false
 }
