@@ -1045,6 +1045,22 @@ func EstimateMessages(msgs []Message) int64 {
 	return n
 }
 
+// EstimateRequest estimates the input tokens of a whole request: its
+// messages (EstimateMessages), the tools it offers (names, descriptions and
+// parameter schemas) and its response format's schema, all of which the
+// provider reads and bills.
+func EstimateRequest(req *ChatRequest) int64 {
+	n := EstimateMessages(req.Messages)
+	for i := range req.Tools {
+		t := &req.Tools[i]
+		n += EstimateTokens(t.Name) + EstimateTokens(t.Description) + EstimateTokens(string(t.Parameters))
+	}
+	if f := req.ResponseFormat; f != nil {
+		n += EstimateTokens(f.Name) + EstimateTokens(string(f.Schema))
+	}
+	return n
+}
+
 // Duration is a duration that decodes from a Go duration string ("250ms",
 // "30s") in plan configs and encodes back to one.
 type Duration time.Duration

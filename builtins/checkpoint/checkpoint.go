@@ -26,7 +26,8 @@ type Checkpoint struct {
 	Store     string `json:"store"`
 	AfterTool bool   `json:"after_tool"`
 
-	cp *runtime.Checkpointer
+	cp   *runtime.Checkpointer
+	name string
 }
 
 // Provision resolves the checkpoint store and, with after_tool, hooks the
@@ -37,18 +38,41 @@ func (c *Checkpoint) Provision(b *runtime.BuildContext) error {
 		return err
 	}
 	c.cp = cp
+	c.name = b.Name()
 	if c.AfterTool {
-		save := func(ctx context.Context) error {
-			_, err := cp.Save(ctx)
-			return err
-		}
 		// Before an agent turn's tool calls run, and after each returns:
 		// a run resumed from either save knows which calls were made and
 		// which came back.
-		b.OnToolCalls(save)
-		b.OnToolResult(save)
+		b.OnToolCalls(func(ctx context.Context) error {
+			_, err := cp.Save(ctx)
+			return c.unsaved(err, false)
+		})
+		b.OnToolResult(func(ctx context.Context) error {
+			_, err := cp.Save(ctx)
+			return c.unsaved(err, true)
+		})
 	}
 	return nil
+}
+
+// unsaved returns the error of a save that failed, naming the layer. A
+// refusal (a secret in clear, a terminal run) is returned as it is. When
+// what the save was to record has run (a tool call that returned, a turn
+// that ended well), the error wraps runtime.ErrOutcomeUnrecorded: the call's
+// effect stands, so it is in doubt (final) rather than a failure to deliver
+// again, and an agent turn ends instead of telling the model the tool
+// failed, which could have it make the call again. Otherwise it is the
+// store's failure (runtime.StoreUnavailable).
+func (c *Checkpoint) unsaved(err error, ran bool) error {
+	var b *runtime.BlockedError
+	if err == nil || errors.As(err, &b) {
+		return err
+	}
+	if ran {
+		return &runtime.CallError{Kind: runtime.KindPermanent, Layer: c.name, Message: "the run is not saved",
+			Err: errors.Join(runtime.ErrOutcomeUnrecorded, err)}
+	}
+	return &runtime.CallError{Layer: c.name, Message: "the run is not saved", Err: runtime.StoreUnavailable(err)}
 }
 
 // Checkpointer returns the layer's checkpointer.
@@ -78,7 +102,7 @@ func (c *Checkpoint) WrapTurn(next runtime.TurnHandler) runtime.TurnHandler {
 		} else {
 			_, serr = c.cp.Save(sctx)
 		}
-		if serr != nil {
+		if serr = c.unsaved(serr, err == nil); serr != nil {
 			return out, errors.Join(err, serr)
 		}
 		return out, err

@@ -22,6 +22,14 @@
 // the save with a *runtime.BlockedError of layer
 // "checkpoint" wrapping a *runtime.SecretError naming the path
 // ("fields.api_token", "transcript[3].content"); the turn then returns that
-// error and nothing is written. A store that fails fails the turn the same
-// way: a run that cannot be checkpointed does not go on silently.
+// error and nothing is written. A store that fails fails the turn too, with
+// a *runtime.CallError naming the layer: a run that cannot be checkpointed
+// does not go on silently. When what the save was to record has run (a turn
+// that ended well, a tool call that returned, with after_tool) the error
+// wraps runtime.ErrOutcomeUnrecorded, so runtime.Classify reports it in
+// doubt (final: a worker does not deliver the turn again, which would repeat
+// its refund), and an agent turn ends there instead of telling the model the
+// tool failed, which could have it make the call again; a turn that failed
+// of its own keeps its class, and a save before an agent turn's tool calls
+// run fails as the store's failure (runtime.ErrStoreUnavailable).
 package checkpoint

@@ -119,6 +119,8 @@ func (m *Middleware) Validate() error {
 		return fmt.Errorf("max_tokens must be at least 1, got %d", m.MaxTokens)
 	case m.KeepRecent < 1:
 		return fmt.Errorf("keep_recent must be at least 1, got %d", m.KeepRecent)
+	case m.MaxMessages > 0 && m.MaxMessages < m.KeepRecent:
+		return fmt.Errorf("max_messages %d is below keep_recent %d: the keep_recent most recent messages are always kept, so a longer transcript keeps more; lower keep_recent or raise max_messages", m.MaxMessages, m.KeepRecent)
 	}
 	return nil
 }

@@ -213,6 +213,14 @@ func TestMaxMessagesValidates(t *testing.T) {
 	known, err := runtime.ValidateConfig("compaction", []byte(`{"strategy":"rank"}`))
 	assert.True(t, known)
 	assert.ErrorContains(t, err, `"keep_recent", "summarize" or "importance"`)
+
+	// A plan written by hand is held to the bound vet holds a policy to: the
+	// keep_recent messages are always kept, so a lower max_messages could
+	// never hold.
+	_, err = runtime.ValidateConfig("compaction", []byte(`{"max_messages":2,"keep_recent":6}`))
+	assert.ErrorContains(t, err, "max_messages 2 is below keep_recent 6")
+	_, err = runtime.ValidateConfig("compaction", []byte(`{"max_messages":6,"keep_recent":6}`))
+	assert.NoError(t, err)
 }
 
 func TestCompactedTranscriptIsHandedBack(t *testing.T) {

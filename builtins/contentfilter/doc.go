@@ -23,6 +23,9 @@
 // the tools offered and the schema of the response format. Each text
 // found clean, and the model's own output through the layer, is recorded for the run, so an
 // agent loop's history is not checked again at every step; a call without a run id is a
-// fresh run and its whole transcript is checked. Chat output is not checked: that would
-// hold the stream back (use a guard with phase "after" or a judge for output).
+// fresh run and its whole transcript is checked. The text of the chat output is not checked:
+// that would hold the stream back (use a guard with phase "after" or a judge for output). The
+// tool calls the model makes are: their fragments are held until the stream ends (the text
+// passes at once), and a call whose arguments match blocks the response before any of
+// its tool calls reaches the caller.
 package contentfilter

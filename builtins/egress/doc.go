@@ -32,7 +32,11 @@
 // object key, at any depth, taken up to a space, a quote or an angle bracket, and any http,
 // https, ws, wss, ftp or file scheme followed by a colon and no "//" ("https:\\host/",
 // "http:/host", "http:host"), which a WHATWG URL parser (JavaScript's fetch) reads as a URL
-// to that host: such a URL has no host to net/url and refuses the call. A model that
+// to that host: such a URL has no host to net/url and refuses the call. Such a parser also
+// drops every tab and line break from a URL, so a value holding one is checked as well with
+// them removed (and its ends trimmed) when what is left holds no space: "http:\t//10.0.0.8/"
+// and "https://allowed.example\n@10.0.0.8/" are refused as the URLs a fetch would request,
+// while prose that breaks a line after a URL is read as written. A model that
 // puts the metadata endpoint in a "callback", a "q" or a header the tool happens to fetch is
 // held to the same policy, and a URL that is not http or https refuses the call. What it cannot
 // see is a destination without a scheme ("169.254.169.254/latest", "//host/x") or one a tool

@@ -303,6 +303,36 @@ func (sc *scan) text(s string) {
 		findURLs(s, add)
 	}
 	findLenientURLs(s, add)
+	if u, ok := whatwgJoined(s); ok {
+		if strings.Contains(u, "://") {
+			findURLs(u, add)
+		}
+		findLenientURLs(u, add)
+	}
+}
+
+// whatwgJoined returns s as a WHATWG URL parser (a tool's fetch in
+// JavaScript) reads it before parsing: without leading and trailing C0
+// controls and spaces, and without any ASCII tab or newline inside, so that
+// "http:\t//169.254.169.254/" or "https://allowed.example\n@10.0.0.8/" is
+// checked as the URL such a tool would fetch. ok is false when s has no tab
+// or newline, or when what is left still holds a space (prose, in which a
+// line break after a URL ends it).
+func whatwgJoined(s string) (string, bool) {
+	if !strings.ContainsAny(s, "\t\n\r") {
+		return "", false
+	}
+	t := strings.TrimFunc(s, func(r rune) bool { return r <= ' ' })
+	t = strings.Map(func(r rune) rune {
+		if r == '\t' || r == '\n' || r == '\r' {
+			return -1
+		}
+		return r
+	}, t)
+	if strings.ContainsAny(t, " \f") {
+		return "", false
+	}
+	return t, true
 }
 
 // scanURLs returns every URL written out in args, ordered by location (so

@@ -2,9 +2,11 @@ package egress_test
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"regexp"
 	"sync/atomic"
 	"testing"
@@ -283,6 +285,53 @@ func TestMiddlewareScansLenientURLs(t *testing.T) {
 	}
 	assert.Zero(t, tool.Calls())
 	for _, s := range []string{"note: http is the protocol", "ratio 3:4, time 12:30", "mailto:a@example.com", "https: the secure one", "xhttp:/a"} {
+		_, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "search_kb", Args: map[string]any{"q": s}})
+		require.NoError(t, err, "%q", s)
+	}
+}
+
+// docsResolver answers for docs.example.com alone, with a public address:
+// no lookup of these tests leaves the process.
+type docsResolver struct{}
+
+func (docsResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	if host == "docs.example.com" {
+		return []netip.Addr{netip.MustParseAddr("93.184.215.14")}, nil
+	}
+	return nil, errors.New("no such host")
+}
+
+// TestMiddlewareScansURLsSplitByTabsAndNewlines: a WHATWG URL parser (a
+// tool's fetch in JavaScript) removes every ASCII tab and newline from a URL
+// before it reads it, so a value that is one URL once they are gone is
+// refused as that URL, not read as the harmless pieces around the break.
+// Prose that breaks a line after a URL still passes.
+func TestMiddlewareScansURLsSplitByTabsAndNewlines(t *testing.T) {
+	tool := rt.NewTool(rt.ToolResult{Value: "ok"})
+	p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Named("net_policy", rt.Layer("egress", `{"allow":["docs.example.com"]}`))}})
+	p.Tools = map[string]plan.Tool{"search_kb": {}}
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Resolver: docsResolver{},
+		Tools: map[string]runtime.ToolFunc{"search_kb": tool.Func()}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = pl.Close() })
+	for _, s := range []string{
+		"http:\t//169.254.169.254/latest",
+		"http:/\t/169.254.169.254/latest",
+		"https://docs.example.com\n@169.254.169.254/",
+		"https://docs.example.com\r\n.evil.example/",
+		" https://docs.ex\tample.com@10.0.0.8/ ",
+	} {
+		_, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "search_kb", Args: map[string]any{"callback": s}})
+		var b *runtime.BlockedError
+		require.ErrorAs(t, err, &b, "%q", s)
+		assert.Contains(t, b.Message, "/callback", "%q", s)
+	}
+	assert.Zero(t, tool.Calls())
+	for _, s := range []string{
+		"see https://docs.example.com\nthanks",
+		"https://docs.example.com/a\n\thttps://docs.example.com/b",
+		"sources:\n  https://docs.example.com\n  https://docs.example.com/faq",
+	} {
 		_, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "search_kb", Args: map[string]any{"q": s}})
 		require.NoError(t, err, "%q", s)
 	}

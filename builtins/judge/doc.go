@@ -3,7 +3,10 @@
 //
 // The layer holds the response's deltas until the stream completes, then
 // calls the judge model (`model`) with `prompt` as the system message and the
-// response text as the user message. The judge answers "allow" or "block" (the first word counts,
+// response as the user message: its text, then one line per tool call it
+// makes ("tool call: NAME ARGUMENTS"), so that a reply that acts through a
+// tool (a transfer, a refund) is judged on the call, not as an empty text
+// (Output). The judge answers "allow" or "block" (the first word counts,
 // case-insensitively). On "allow" the held deltas are released unchanged; on
 // "block" the response is discarded and the call fails with a
 // *runtime.BlockedError naming the layer. Because of the hold, a caller

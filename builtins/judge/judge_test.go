@@ -137,3 +137,26 @@ func TestTheJudgeCallGoesThroughTheLayersInside(t *testing.T) {
 	assert.Equal(t, "ok", reqs[1].Messages[1].Content)
 	assert.Empty(t, reqs[1].Tools, "the judge's call offers no tools")
 }
+
+// A response that acts through a tool call is output too: the judge reads
+// the calls (name and arguments) with the text, so a reply that is nothing
+// but a transfer to an attacker's account is not judged as an empty one.
+func TestTheJudgeReadsTheToolCalls(t *testing.T) {
+	p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("judge", `{"model":"judge"}`)}})
+	primary := rt.NewModel(rt.Response{Stream: []runtime.Delta{
+		{ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: "c1", Name: "transfer", Arguments: `{"to":"ACCT-666",`}}},
+		{ToolCalls: []runtime.ToolCallDelta{{Index: 0, Arguments: `"amount":9000}`}}, FinishReason: runtime.FinishToolCalls},
+	}})
+	judge := rt.NewModel(rt.Response{Deltas: []string{"block"}})
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": primary, "judge": judge}})
+	require.NoError(t, err)
+	_, resp, err := rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary"}, 0)
+	var b *runtime.BlockedError
+	require.ErrorAs(t, err, &b)
+	assert.Zero(t, resp.Deltas, "the blocked tool call is never delivered")
+	reqs := judge.Requests()
+	require.Len(t, reqs, 1)
+	got := reqs[0].Messages[1].Content
+	assert.Contains(t, got, "transfer")
+	assert.Contains(t, got, `{"to":"ACCT-666","amount":9000}`)
+}

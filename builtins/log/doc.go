@@ -5,6 +5,8 @@
 // model, served model, deltas and usage (chat), the tool (tool) or the
 // output length (turn), and the error. With include_args it also logs the
 // messages, the tool arguments or the turn input. A successful call is
-// logged at `level`; a failed one at least at warn. The logger is
+// logged at `level`; a failed one at least at warn. A call whose inner
+// layers panic gets its line too (outcome "failed", error_kind "panic", the
+// panic's value as the error) before the panic goes on unchanged. The logger is
 // Deps.Logger (slog.Default() when unset).
 package log

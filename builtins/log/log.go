@@ -83,12 +83,39 @@ func (l *Log) common(m *runtime.Meta, start time.Time, err error) []slog.Attr {
 	return attrs
 }
 
+// panicked writes the line of a call whose inner layers panicked (outcome
+// "failed", error_kind "panic", at least at warn), then raises the panic
+// again with its value; p is nil when the goroutine is exiting instead
+// (runtime.Goexit), which goes on as it was.
+func (l *Log) panicked(ctx context.Context, msg string, m *runtime.Meta, start time.Time, p any, attrs ...slog.Attr) {
+	if lv := max(l.level, slog.LevelWarn); l.logger.Enabled(ctx, lv) {
+		text := "panic"
+		if p != nil {
+			text = fmt.Sprintf("panic: %v", p)
+		}
+		a := l.common(m, start, nil)
+		a[1] = slog.String("outcome", "failed")
+		a = append(a, slog.String("error", l.maskText(m.Run.ID, text)), slog.String("error_kind", "panic"))
+		l.logger.LogAttrs(ctx, lv, msg, append(a, attrs...)...)
+	}
+	if p != nil {
+		panic(p)
+	}
+}
+
 // WrapChat implements runtime.ChatWrapper.
 func (l *Log) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
 		start := time.Now()
 		model := c.Request.Model
+		done := false
+		defer func() {
+			if !done {
+				l.panicked(ctx, "agentc chat", &c.Meta, start, recover(), slog.String("model", model))
+			}
+		}()
 		err := next(ctx, c, yield)
+		done = true
 		lv := l.levelFor(err)
 		if !l.logger.Enabled(ctx, lv) {
 			return err
@@ -112,7 +139,14 @@ func (l *Log) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 func (l *Log) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 	return func(ctx context.Context, c *runtime.ToolCall) (any, error) {
 		start := time.Now()
+		done := false
+		defer func() {
+			if !done {
+				l.panicked(ctx, "agentc tool", &c.Meta, start, recover(), slog.String("tool", c.Name))
+			}
+		}()
 		v, err := next(ctx, c)
+		done = true
 		lv := l.levelFor(err)
 		if !l.logger.Enabled(ctx, lv) {
 			return v, err
@@ -136,7 +170,14 @@ func (l *Log) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 func (l *Log) WrapTurn(next runtime.TurnHandler) runtime.TurnHandler {
 	return func(ctx context.Context, c *runtime.TurnCall) (string, error) {
 		start := time.Now()
+		done := false
+		defer func() {
+			if !done {
+				l.panicked(ctx, "agentc turn", &c.Meta, start, recover())
+			}
+		}()
 		out, err := next(ctx, c)
+		done = true
 		lv := l.levelFor(err)
 		if !l.logger.Enabled(ctx, lv) {
 			return out, err

@@ -145,3 +145,42 @@ func TestOutcomeInDoubt(t *testing.T) {
 	assert.Equal(t, "in_doubt", got[0]["outcome"])
 	assert.Equal(t, "in_doubt", runtime.Status(err))
 }
+
+// A call whose inner layers panic is a call too: it gets its line (outcome
+// "failed", error_kind "panic", at least at warn) before the panic goes on
+// with its value, in every stage.
+func TestPanicIsLogged(t *testing.T) {
+	var buf bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&buf, nil))
+	p := rt.Plan(plan.Chains{
+		Chat: []plan.Layer{rt.Layer("log", "")},
+		Tool: []plan.Layer{rt.Layer("log", "")},
+		Turn: []plan.Layer{rt.Layer("log", "")},
+	})
+	model := runtime.ModelFunc(func(context.Context, *runtime.ChatRequest, func(runtime.Delta) bool) error { panic("model boom") })
+	tool := func(context.Context, *runtime.ToolCall) (any, error) { panic("tool boom") }
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Logger: logger,
+		Models: map[string]runtime.ModelClient{"primary": model}, Tools: map[string]runtime.ToolFunc{"t": tool}})
+	require.NoError(t, err)
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r1"})
+
+	assert.PanicsWithValue(t, "model boom", func() {
+		_, _, _ = rt.Collect(ctx, pl, runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: "hi"}}}, 0)
+	})
+	assert.PanicsWithValue(t, "tool boom", func() { _, _ = pl.Tool(ctx, runtime.ToolRequest{Name: "t"}) })
+	assert.PanicsWithValue(t, "turn boom", func() {
+		_, _ = pl.Turn(ctx, runtime.TurnRequest{Input: "go"}, func(context.Context) (string, error) { panic("turn boom") })
+	})
+
+	got := lines(t, &buf)
+	require.Len(t, got, 3)
+	for i, want := range []string{"agentc chat", "agentc tool", "agentc turn"} {
+		assert.Equal(t, want, got[i]["msg"])
+		assert.Equal(t, "WARN", got[i]["level"])
+		assert.Equal(t, "failed", got[i]["outcome"])
+		assert.Equal(t, "panic", got[i]["error_kind"])
+		assert.Equal(t, "r1", got[i]["run_id"])
+	}
+	assert.Equal(t, "panic: tool boom", got[1]["error"])
+	assert.Equal(t, "t", got[1]["tool"])
+}

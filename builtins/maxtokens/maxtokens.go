@@ -48,7 +48,7 @@ func (m *MaxTokens) Validate() error {
 // WrapChat implements runtime.ChatWrapper.
 func (m *MaxTokens) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
-		if n := runtime.EstimateMessages(c.Request.Messages); n > m.Limit {
+		if n := runtime.EstimateRequest(&c.Request); n > m.Limit {
 			return &runtime.BlockedError{Layer: m.name,
 				Message: fmt.Sprintf("input of about %d tokens is over the limit of %d", n, m.Limit)}
 		}

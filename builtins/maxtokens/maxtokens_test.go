@@ -47,3 +47,33 @@ func TestMaxTokens(t *testing.T) {
 	_, err = runtime.Build(context.Background(), rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("max_tokens", `{}`)}}), runtime.Deps{})
 	assert.ErrorContains(t, err, "limit must be at least 1")
 }
+
+// The tools offered and the response format's schema are input the provider
+// reads and bills: a request that carries its bulk there is held to the limit
+// as one carrying it in a message is.
+func TestMaxTokensCountsToolsAndResponseFormat(t *testing.T) {
+	model := rt.NewModel(rt.Response{Deltas: []string{"ok"}})
+	pl, err := runtime.Build(context.Background(), rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("max_tokens", `{"limit":100}`)}}),
+		runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
+	require.NoError(t, err)
+	bulk := strings.Repeat("x", 4000)
+	schema := `{"type":"object","description":"` + bulk + `"}`
+	tests := map[string]runtime.ChatRequest{
+		"tool description": {Tools: []runtime.ToolDef{{Name: "lookup", Description: bulk}}},
+		"tool parameters":  {Tools: []runtime.ToolDef{{Name: "lookup", Parameters: []byte(schema)}}},
+		"response format":  {ResponseFormat: &runtime.ResponseFormat{Type: runtime.FormatJSONSchema, Name: "out", Schema: []byte(schema)}},
+	}
+	for name, req := range tests {
+		t.Run(name, func(t *testing.T) {
+			req.Model = "primary"
+			req.Messages = []runtime.Message{{Role: "user", Content: "hello"}}
+			before := model.Calls()
+			_, _, err := rt.Collect(context.Background(), pl, req, 0)
+			var b *runtime.BlockedError
+			require.ErrorAs(t, err, &b)
+			assert.Equal(t, "max_tokens", b.Layer)
+			assert.Contains(t, b.Message, "over the limit of 100")
+			assert.Equal(t, before, model.Calls(), "refused before the model runs")
+		})
+	}
+}

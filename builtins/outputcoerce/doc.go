@@ -29,7 +29,9 @@
 // also reads it from a response a cache outside the layer (memoize,
 // semantic_memoize) replayed, where it was stored as JSON.
 //
-// A stream that failed is returned as is, without validation.
+// A stream that failed is returned as is, without validation. A response
+// that calls a tool is not the final output (the answer comes once the
+// results are back): it is released as it came, its text unchecked too.
 //
 // With `partial: true` (chat stage only) the layer streams while it parses:
 // each delta is fed to an incremental JSON parser and forwarded as soon as

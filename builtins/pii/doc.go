@@ -43,13 +43,20 @@
 // the model's own text through the layer, is recorded for the run, so an agent loop's
 // history is not scanned again at every step (a call without a run id is a fresh run). With
 // `action: "redact"` the inner layers see a redacted copy: every message of the transcript
-// (the caller keeps the raw transcript and resends it) or the arguments. The model's streamed
+// (the caller keeps the raw transcript and resends it) or the arguments. Arguments a Go host
+// passes in other shapes than decoded JSON (a struct, a []map[string]any, a map of numbers)
+// are read as their JSON form, which is what the tool is sent; arguments with none (a NaN)
+// cannot be checked and block the call, with either action. The model's streamed
 // text is scanned too (`output`, on by default), released by whole lines (a line ending in
 // digit groups is held with the next, so a card wrapped over lines or cut anywhere by the
 // stream is found as in a whole text): with "block" a line
 // holding personal data ends the call with a *runtime.BlockedError and is never released,
 // with "redact" it is released redacted (a model that echoes a card number does not get it
-// to the caller); an object key holding personal data
+// to the caller). The tool calls it makes are output too: their fragments are held until the
+// stream ends (runtime.HoldToolCalls), then with "block" a call whose arguments hold personal
+// data ends the call with a *runtime.BlockedError naming the tool and the argument's JSON
+// Pointer, and with "redact" the calls are released with their values masked (still valid
+// JSON). An object key holding personal data
 // ({"4111111111111111": "x"}) is renamed to its placeholder, followed by "#2", "#3"... when
 // two keys mask alike or the name is taken, so no value is lost. The caller's messages and
 // maps are never modified.

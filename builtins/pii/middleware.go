@@ -1,11 +1,14 @@
 package pii
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/agentc-dev/agentc/builtins/internal/jsonvalue"
 	"github.com/agentc-dev/agentc/builtins/internal/linehold"
 	"github.com/agentc-dev/agentc/builtins/internal/mask"
 	"github.com/agentc-dev/agentc/builtins/internal/scanned"
@@ -196,7 +199,41 @@ func (m *Middleware) output(ctx context.Context, c *runtime.ChatCall, next runti
 	if !m.Output {
 		return next(ctx, c, yield)
 	}
-	return linehold.Stream(ctx, c, next, yield, linehold.Filter{Releasable: releasable, Clean: m.cleanOutput})
+	calls := func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
+		return runtime.HoldToolCalls(ctx, c, next, yield, m.cleanCalls)
+	}
+	return linehold.Stream(ctx, c, calls, yield, linehold.Filter{Releasable: releasable, Clean: m.cleanOutput})
+}
+
+// cleanCalls returns the tool calls the model made, once the stream has
+// ended, to release: with "redact" their arguments masked (still valid
+// JSON), with "block" as they are when none holds personal data. The
+// refusal names the tool and the argument's JSON Pointer, never the data.
+func (m *Middleware) cleanCalls(calls []runtime.ToolUse) ([]runtime.ToolUse, error) {
+	if m.Action == ActionRedact {
+		return mask.Calls(m.scanner.Redact)(calls)
+	}
+	for _, tc := range calls {
+		dec := json.NewDecoder(bytes.NewReader(tc.Arguments))
+		dec.UseNumber()
+		var args any
+		var ms []Match
+		if dec.Decode(&args) == nil {
+			ms = m.scanner.ScanValue(args)
+		} else {
+			ms = m.scanner.Find(string(tc.Arguments))
+		}
+		if len(ms) == 0 {
+			continue
+		}
+		where := "argument " + ms[0].Path
+		if ms[0].Path == "" {
+			where = "its arguments"
+		}
+		return nil, &runtime.BlockedError{Layer: m.name,
+			Message: fmt.Sprintf("the model's call of tool %s: %s contains personal data (%s)", tc.Name, where, kindsOf(ms))}
+	}
+	return calls, nil
 }
 
 // cleanOutput returns a part of the model's output to release: redacted,
@@ -230,7 +267,11 @@ func (m *Middleware) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 	}
 	return func(ctx context.Context, c *runtime.ToolCall) (any, error) {
 		orig := c.Args
-		red, n := m.scanner.RedactValue(orig)
+		plain, err := jsonArgs(orig)
+		if err != nil {
+			return nil, m.unchecked(c, err)
+		}
+		red, n := m.scanner.RedactValue(plain)
 		if n == 0 {
 			return next(ctx, c)
 		}
@@ -248,7 +289,11 @@ func (m *Middleware) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 // blockArgs returns the refusal of action "block" for arguments holding
 // personal data, or nil.
 func (m *Middleware) blockArgs(c *runtime.ToolCall) error {
-	ms := m.scanner.ScanValue(c.Args)
+	args, err := jsonArgs(c.Args)
+	if err != nil {
+		return m.unchecked(c, err)
+	}
+	ms := m.scanner.ScanValue(args)
 	if len(ms) == 0 {
 		return nil
 	}
@@ -331,4 +376,24 @@ func releasable(buf string) int {
 	// The line break before line is an ASCII one of buf: release up to it.
 	_, at := f.Span(line-1, line)
 	return at
+}
+
+// unchecked is the refusal of arguments that cannot be scanned.
+func (m *Middleware) unchecked(c *runtime.ToolCall, err error) error {
+	return &runtime.BlockedError{Layer: m.name,
+		Message: fmt.Sprintf("tool %s: the arguments cannot be checked for personal data: %v", c.Name, err)}
+}
+
+// jsonArgs returns the arguments in the shapes the scanner reads
+// (jsonvalue.ToPlain): args itself, or their JSON form, which is what the
+// tool is sent, when a value has another Go type (a host's struct,
+// []map[string]any or map[string]int64 would otherwise be skipped).
+// Arguments with no JSON form (a NaN) are an error.
+func jsonArgs(args map[string]any) (map[string]any, error) {
+	v, err := jsonvalue.ToPlain(args)
+	if err != nil {
+		return nil, err
+	}
+	out, _ := v.(map[string]any)
+	return out, nil
 }

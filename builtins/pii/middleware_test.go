@@ -2,6 +2,8 @@ package pii_test
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -256,4 +258,50 @@ func TestChatToolDefinitions(t *testing.T) {
 	assert.Contains(t, b.Message, "the definition of tool mail contains personal data (email)")
 	_, err = chatPipeline(t, `{"system":false}`, &recordingModel{}).Complete(context.Background(), req)
 	require.NoError(t, err, "system false leaves the operator's tool definitions alone")
+}
+
+// A host calling a tool from Go may pass arguments of any Go type: a value
+// that is not of the JSON-decoded shapes (a struct, a []map[string]any, a
+// map of numbers) is read as its JSON form, which is what the tool is sent,
+// rather than skipped; with "redact" the tool gets that form masked.
+func TestToolArgsOfGoTypes(t *testing.T) {
+	type customer struct {
+		Email string `json:"email"`
+	}
+	var seen map[string]any
+	fn := func(_ context.Context, c *runtime.ToolCall) (any, error) {
+		seen = c.Args
+		return "done", nil
+	}
+	block := toolPipeline(t, `{}`, fn)
+	redact := toolPipeline(t, `{"action":"redact"}`, fn)
+	for name, args := range map[string]map[string]any{
+		"struct":            {"customer": customer{Email: "ann@example.com"}},
+		"pointer to struct": {"customer": &customer{Email: "ann@example.com"}},
+		"list of maps":      {"customers": []map[string]any{{"email": "ann@example.com"}}},
+		"map of numbers":    {"cards": map[string]int64{"primary": 4111111111111111}},
+	} {
+		seen = nil
+		_, err := block.Tool(context.Background(), runtime.ToolRequest{Name: "lookup", Args: args})
+		var b *runtime.BlockedError
+		require.ErrorAs(t, err, &b, name)
+		assert.Nil(t, seen, name)
+
+		_, err = redact.Tool(context.Background(), runtime.ToolRequest{Name: "lookup", Args: args})
+		require.NoError(t, err, name)
+		require.NotNil(t, seen, name)
+		text := fmt.Sprint(seen)
+		assert.NotContains(t, text, "ann@example.com", name)
+		assert.NotContains(t, text, "4111111111111111", name)
+	}
+
+	// A value with no JSON form cannot be checked: it is refused.
+	for _, pl := range []*runtime.Pipeline{block, redact} {
+		seen = nil
+		_, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "lookup", Args: map[string]any{"x": []any{"ann@example.com", math.NaN()}}})
+		var b *runtime.BlockedError
+		require.ErrorAs(t, err, &b)
+		assert.Contains(t, b.Message, "cannot be checked")
+		assert.Nil(t, seen)
+	}
 }

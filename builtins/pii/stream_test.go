@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentc-dev/agentc/builtins/pii"
 	"github.com/agentc-dev/agentc/runtime"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
 )
 
 // chunkModel streams the deltas it is given for each call.
@@ -94,4 +95,45 @@ func TestFindWrappedCard(t *testing.T) {
 	}
 	assert.Empty(t, s.Find("4111\n1111\n1111\n1111"))
 	assert.Empty(t, s.Find("4111 1111\n\n1111 1111"))
+}
+
+// The tool calls the model makes are output too: with output on, a call
+// whose arguments hold personal data is refused (block) or goes out with
+// them masked (redact), as a line of its text would, whichever deltas carry
+// the fragments.
+func TestOutputToolCalls(t *testing.T) {
+	stream := []runtime.Delta{
+		{Text: "Sending it.\n"},
+		{ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: "c1", Name: "send_email", Arguments: `{"to":"ann@exa`}}},
+		{ToolCalls: []runtime.ToolCallDelta{{Index: 0, Arguments: `mple.com","ssn":"123-45-6789"}`}}, FinishReason: runtime.FinishToolCalls},
+	}
+	model := rt.NewModel(rt.Response{Stream: stream})
+	req := runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: "hi"}}}
+	var args strings.Builder
+	collect := func(d runtime.Delta) bool {
+		for _, tc := range d.ToolCalls {
+			args.WriteString(tc.Arguments)
+		}
+		return true
+	}
+
+	_, err := chatPipeline(t, `{}`, model).Stream(context.Background(), req, collect)
+	var b *runtime.BlockedError
+	require.ErrorAs(t, err, &b)
+	assert.Equal(t, "privacy", b.Layer)
+	assert.Contains(t, b.Message, "send_email")
+	assert.NotContains(t, b.Message, "ann@")
+	assert.Empty(t, args.String(), "no fragment of the call went out")
+
+	args.Reset()
+	_, err = chatPipeline(t, `{"action":"redact"}`, model).Stream(context.Background(), req, collect)
+	require.NoError(t, err)
+	assert.NotContains(t, args.String(), "ann@example.com")
+	assert.NotContains(t, args.String(), "123-45-6789")
+	assert.Contains(t, args.String(), "[REDACTED:email]")
+
+	args.Reset()
+	_, err = chatPipeline(t, `{"output":false}`, model).Stream(context.Background(), req, collect)
+	require.NoError(t, err, "output false leaves the calls alone")
+	assert.Contains(t, args.String(), "ann@example.com")
 }

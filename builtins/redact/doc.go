@@ -16,8 +16,10 @@
 // A Redactor is immutable after New and safe for concurrent use.
 //
 // The redact builtin (Middleware, stages tool and chat) masks tool results (a copy; bytes are
-// read as text, as the agent loop reads them, and other values that are not JSON-like are
-// converted to their JSON form first), the transcript a chat call sends to the model (every
+// read as text, as the agent loop reads them, and other values that are not JSON-like, or
+// hold such a value at any depth (a struct in a map), are converted to their JSON form
+// first; a result with no JSON form, a NaN, fails the call with a permanent error naming
+// the layer rather than going on unchecked), the transcript a chat call sends to the model (every
 // text on the call's own copy: system, user and assistant text, text carried in place of an
 // image (an image part whose data: URL holds text goes on as a text part when it is masked),
 // tool results, which a gateway

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/agentc-dev/agentc/builtins/internal/jsonvalue"
 	"github.com/agentc-dev/agentc/builtins/internal/linehold"
 	"github.com/agentc-dev/agentc/builtins/internal/mask"
 	"github.com/agentc-dev/agentc/builtins/internal/scanned"
@@ -67,62 +68,60 @@ func (m *Middleware) Provision(b *runtime.BuildContext) error {
 // with its secrets masked. Strings, maps, slices and other JSON-like values
 // are redacted as they are (a copy; the tool's value is never modified);
 // bytes, and raw JSON that is not valid JSON, are redacted as text;
-// any other value (a struct) is converted to its JSON form first, and
-// returned in that form when it held a secret. A failed call's error is
-// returned as is.
+// any other value (a struct, also one nested in a map) is converted to its
+// JSON form first, and returned in that form when it held a secret. A
+// result with no JSON form (a NaN) cannot be checked: the call fails with
+// a permanent error marked runtime.Ran. A failed call's error is returned
+// as is.
 func (m *Middleware) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 	return func(ctx context.Context, c *runtime.ToolCall) (any, error) {
 		v, err := next(ctx, c)
 		if err != nil || v == nil {
 			return v, err
 		}
-		return m.redactResult(v), nil
+		red, rerr := m.redactResult(v)
+		if rerr != nil {
+			return nil, runtime.Ran(&runtime.CallError{Kind: runtime.KindPermanent, Layer: m.name,
+				Message: fmt.Sprintf("tool %s: its result cannot be checked for secrets: %v", c.Name, rerr)})
+		}
+		return red, nil
 	}
 }
 
-func (m *Middleware) redactResult(v any) any {
+func (m *Middleware) redactResult(v any) (any, error) {
 	switch x := v.(type) {
 	case []byte:
 		// Read as text, as the agent loop reads it.
 		if red, n := m.redactor.Redact(string(x)); n > 0 {
-			return []byte(red)
+			return []byte(red), nil
 		}
-		return v
+		return v, nil
 	case json.RawMessage:
 		var d any
 		if json.Unmarshal(x, &d) != nil {
 			if red, n := m.redactor.Redact(string(x)); n > 0 {
-				return json.RawMessage(red)
+				return json.RawMessage(red), nil
 			}
-			return v
+			return v, nil
 		}
 		if red, n := m.redactor.RedactValue(d); n > 0 {
-			return red
+			return red, nil
 		}
-		return v
-	case string, map[string]any, []any, map[string]string, []string,
-		bool, float64, float32, int, int64, int32, uint, uint64, uint32, json.Number:
-		// Redacted as they are (an integral number as its digits).
-	default:
-		b, err := json.Marshal(v)
-		if err != nil {
-			return v
-		}
-		var d any
-		if json.Unmarshal(b, &d) != nil {
-			return v
-		}
-		red, n := m.redactor.RedactValue(d)
-		if n == 0 {
-			return v
-		}
-		return red
+		return v, nil
 	}
-	red, n := m.redactor.RedactValue(v)
+	// Any other value is read as it is when it has the shapes of decoded
+	// JSON, else as its JSON form (a struct, also one nested in a map),
+	// which is what the agent loop sends the model; one with no JSON form
+	// cannot be checked.
+	plain, err := jsonvalue.ToPlain(v)
+	if err != nil {
+		return nil, err
+	}
+	red, n := m.redactor.RedactValue(plain)
 	if n == 0 {
-		return v
+		return v, nil
 	}
-	return red
+	return red, nil
 }
 
 // WrapChat implements runtime.ChatWrapper: the transcript is masked before

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -45,6 +46,17 @@ func TestToolResults(t *testing.T) {
 			m, ok := got.(map[string]any)
 			require.True(t, ok, "a struct holding a secret comes back in its JSON form")
 			assert.NotContains(t, m["token"], "s3cr3tvalue123")
+		}},
+		// A Go value nested in a map or a list of another type than decoded
+		// JSON's is what the agent loop encodes for the model: it is masked.
+		{"struct inside a map", `{}`, map[string]any{"svc": record{Name: "svc", Token: "token=" + "s3cr3tvalue123"}}, func(t *testing.T, got any) {
+			assert.NotContains(t, fmt.Sprint(got), "s3cr3tvalue123")
+		}},
+		{"list of structs", `{}`, []record{{Name: "svc", Token: "token=" + "s3cr3tvalue123"}}, func(t *testing.T, got any) {
+			assert.NotContains(t, fmt.Sprint(got), "s3cr3tvalue123")
+		}},
+		{"map of strings in a list", `{}`, []any{map[string]string{"k": awsKey}}, func(t *testing.T, got any) {
+			assert.NotContains(t, fmt.Sprint(got), awsKey)
 		}},
 		{"struct without secret unchanged", `{}`, record{Name: "svc"}, func(t *testing.T, got any) {
 			assert.Equal(t, record{Name: "svc"}, got)
@@ -234,4 +246,24 @@ func TestChatNumbersInToolCallArguments(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, calls.ToolCalls(), 1)
 	assert.JSONEq(t, `{"account":"[REDACTED:pattern-0]"}`, string(calls.ToolCalls()[0].Arguments))
+}
+
+// A result with no JSON form cannot be checked for secrets: the call fails
+// (permanently, marked as having run) instead of handing it on unchecked.
+func TestToolResultWithoutJSONFormFails(t *testing.T) {
+	p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Named("secrets", rt.Layer("redact", `{}`))}})
+	tool := rt.NewTool(rt.ToolResult{Value: map[string]any{"svc": struct {
+		Token string
+		Score float64
+	}{"token=s3cr3tvalue123", math.NaN()}}})
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"t": tool.Func()}})
+	require.NoError(t, err)
+	res, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "t"})
+	var ce *runtime.CallError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "secrets", ce.Layer)
+	assert.Equal(t, runtime.KindPermanent, ce.Kind)
+	assert.Contains(t, ce.Message, "cannot be checked for secrets")
+	assert.NotContains(t, err.Error(), "s3cr3tvalue123")
+	assert.Nil(t, res.Value)
 }

@@ -10,6 +10,7 @@
 // to the JSON text of any other value (a number, a list, an object; <, > and &
 // as they are, not escaped) and to each string and object key inside it, so
 // that "^/etc/" also blocks ["/etc/passwd"]. An argument that is absent
-// matches nothing. Deny wins over allow. Block
+// matches nothing; one whose value has no JSON form (a host's Go value
+// holding NaN or an infinity) cannot be checked and blocks the call. Deny wins over allow. Block
 // messages name the tool and the argument, never the argument's value.
 package toolpolicy

@@ -96,7 +96,11 @@ func (p *Policy) Decide(tool string, args map[string]any) string {
 			if name != cp.arg && !strings.EqualFold(name, cp.arg) {
 				continue
 			}
-			if matches(cp.re, v) {
+			hit, err := matches(cp.re, v)
+			if err != nil {
+				return fmt.Sprintf("tool %s: argument %s cannot be checked against the blocked pattern %q: %v", tool, cp.arg, cp.src, err)
+			}
+			if hit {
 				return fmt.Sprintf("tool %s: argument %s matches the blocked pattern %q", tool, cp.arg, cp.src)
 			}
 		}
@@ -107,26 +111,29 @@ func (p *Policy) Decide(tool string, args map[string]any) string {
 // matches applies re to v: to a string itself; to any other value, to its
 // JSON text (with <, > and & as they are, not escaped) and to each string
 // and object key inside it, so that an anchored pattern also holds for a
-// value nested in a list or an object.
-func matches(re *regexp.Regexp, v any) bool {
+// value nested in a list or an object. A value with no JSON form is an
+// error: it cannot be checked.
+func matches(re *regexp.Regexp, v any) (bool, error) {
 	if s, ok := v.(string); ok {
-		return re.MatchString(s)
+		return re.MatchString(s), nil
 	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	if enc.Encode(v) != nil {
-		return false
+	if err := enc.Encode(v); err != nil {
+		// A value with no JSON form (a Go value holding NaN, a channel)
+		// cannot be checked, so the call is refused, not let through.
+		return false, fmt.Errorf("it has no JSON form: %w", err)
 	}
 	text := bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 	if re.Match(text) {
-		return true
+		return true, nil
 	}
 	var decoded any
-	if json.Unmarshal(text, &decoded) != nil {
-		return false
+	if err := json.Unmarshal(text, &decoded); err != nil {
+		return false, fmt.Errorf("its JSON form does not decode: %w", err)
 	}
-	return matchesInside(re, decoded)
+	return matchesInside(re, decoded), nil
 }
 
 // matchesInside applies re to each string and object key of a decoded JSON

@@ -2,6 +2,7 @@ package toolpolicy_test
 
 import (
 	"context"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -44,6 +45,10 @@ func TestPolicy(t *testing.T) {
 		{"anchored pattern on a nested key", "run_sql", map[string]any{"path": map[string]any{"/etc/shadow": true}}, "argument path"},
 		{"nested string not matching", "run_sql", map[string]any{"path": []any{"/tmp/etc/x"}}, ""},
 		{"argument name in another case", "run_sql", map[string]any{"query": "select", "QUERY": "drop table users"}, "argument query"},
+		// A value with no JSON form (a host's Go value holding NaN) cannot be
+		// checked: it is refused, not let through unchecked.
+		{"value without a JSON form", "run_sql", map[string]any{"cmd": []any{"ls && curl", math.NaN()}}, "argument cmd cannot be checked"},
+		{"clean value without a JSON form", "run_sql", map[string]any{"cmd": []any{"ls", math.Inf(1)}}, "argument cmd cannot be checked"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,7 +1,9 @@
 package jsonvalue
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -176,4 +178,55 @@ func renameKeys[V any](m map[string]V, f func(string) (string, int), total int) 
 		m[name] = vals[i]
 	}
 	return m, total
+}
+
+// Plain reports whether v holds only the values MapStrings and the
+// scanners read as they are: those of decoded JSON (nil, bool, string,
+// a finite float64, json.Number, map[string]any, []any), map[string]string,
+// []string and Go integers (int, int64, uint64). Any other value (a struct,
+// a []map[string]any, a map[string]int64) would be skipped as a leaf while
+// its JSON form, which is what a tool or a model is sent, may hold text:
+// read it through Decode(json.Marshal(v)) instead.
+func Plain(v any) bool {
+	switch x := v.(type) {
+	case nil, bool, string, json.Number, int, int64, uint64, map[string]string, []string:
+		return true
+	case float64:
+		return !math.IsNaN(x) && !math.IsInf(x, 0)
+	case map[string]any:
+		for _, e := range x {
+			if !Plain(e) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		for _, e := range x {
+			if !Plain(e) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// ToPlain returns v as Plain reads it: v itself when it is Plain, else its
+// JSON form decoded (numbers as json.Number). A value with no JSON form (a
+// NaN, a channel) is an error: it cannot be read.
+func ToPlain(v any) (any, error) {
+	if Plain(v) {
+		return v, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("it has no JSON form: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var out any
+	if err := dec.Decode(&out); err != nil {
+		return nil, fmt.Errorf("its JSON form does not decode: %w", err)
+	}
+	return out, nil
 }

@@ -1,0 +1,89 @@
+package checkpoint_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
+)
+
+// downStore is a checkpoint store whose saves fail, as one that cannot be
+// reached.
+type downStore struct{ runtime.CheckpointStore }
+
+func (downStore) SaveCheckpoint(context.Context, runtime.Checkpoint) (int, error) {
+	return 0, errors.New("connection refused")
+}
+
+// A turn that ran, a refund included, and could not be saved is not a
+// failure to deliver again: running it again would refund again. The error
+// names the layer and is in doubt (final), as an audit outcome not written
+// is; a turn that failed of its own keeps its own class.
+func TestStoreDownAfterTheTurnRanIsInDoubt(t *testing.T) {
+	p := rt.Plan(plan.Chains{Turn: []plan.Layer{rt.Named("runs", rt.Layer("checkpoint", `{}`))}})
+	p.Tools = map[string]plan.Tool{"refund": {SideEffecting: true}}
+	tool := rt.NewTool(rt.ToolResult{Value: "refunded"})
+	pl := rt.Build(t, p, runtime.Deps{Checkpoints: downStore{runtime.NewMemoryCheckpoints()},
+		Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r1"})
+
+	err := turn(ctx, t, pl, "refund")
+	require.Error(t, err)
+	assert.Equal(t, "runs", runtime.LayerOf(err))
+	assert.ErrorContains(t, err, "connection refused")
+	assert.ErrorIs(t, err, runtime.ErrOutcomeUnrecorded)
+	assert.Equal(t, runtime.ClassInDoubt, runtime.Classify(err))
+	assert.True(t, runtime.Classify(err).Final(), "a worker does not deliver the turn again")
+	assert.Equal(t, 1, tool.Calls())
+
+	_, err = pl.Turn(ctx, runtime.TurnRequest{Input: "go"}, func(context.Context) (string, error) {
+		return "", rt.Transient("model down")
+	})
+	require.Error(t, err)
+	assert.Equal(t, runtime.ClassFailure, runtime.Classify(err), "a turn that failed of its own keeps its class")
+}
+
+// With after_tool, a save that fails once the refund has returned ends the
+// agent turn in doubt: the model is not told the refund failed, so it does
+// not make it again.
+func TestStoreDownAfterAToolResultEndsTheAgentTurn(t *testing.T) {
+	p := rt.Plan(plan.Chains{Turn: []plan.Layer{rt.Named("runs", rt.Layer("checkpoint", `{"after_tool": true}`))}})
+	p.Tools = map[string]plan.Tool{"refund": {SideEffecting: true}}
+	tool := rt.NewTool(rt.ToolResult{Value: "refunded"})
+	model := rt.NewModel(
+		rt.Response{Stream: []runtime.Delta{{ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: "c1", Name: "refund", Arguments: `{}`}}, FinishReason: runtime.FinishToolCalls}}},
+		rt.Response{Stream: []runtime.Delta{{ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: "c2", Name: "refund", Arguments: `{}`}}, FinishReason: runtime.FinishToolCalls}}},
+		rt.Response{Deltas: []string{"done"}})
+	store := &flakyStore{CheckpointStore: runtime.NewMemoryCheckpoints()}
+	pl := rt.Build(t, p, runtime.Deps{Checkpoints: store, Models: map[string]runtime.ModelClient{"primary": model},
+		Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r1"})
+
+	_, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "refund order 7"})
+	require.Error(t, err)
+	assert.Equal(t, runtime.ClassInDoubt, runtime.Classify(err))
+	assert.Equal(t, "runs", runtime.LayerOf(err))
+	assert.Equal(t, 1, tool.Calls(), "the refund is made once")
+	assert.Equal(t, 1, model.Calls(), "the model is not told the refund failed")
+}
+
+// flakyStore fails the second save alone, the one after the refund
+// returned: the store was away for a moment while the refund ran.
+type flakyStore struct {
+	runtime.CheckpointStore
+	saves int
+}
+
+func (s *flakyStore) SaveCheckpoint(ctx context.Context, cp runtime.Checkpoint) (int, error) {
+	s.saves++
+	if s.saves == 2 {
+		return 0, errors.New("connection refused")
+	}
+	return s.CheckpointStore.SaveCheckpoint(ctx, cp)
+}
