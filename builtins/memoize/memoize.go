@@ -92,10 +92,14 @@ func (m *Memoize) Provision(b *runtime.BuildContext) error {
 	return nil
 }
 
-// Validate checks the scope.
+// Validate checks the scope and the ttl (a store keeps an entry written
+// with a ttl of zero for good).
 func (m *Memoize) Validate() error {
 	if m.Scope != "run" && m.Scope != "key" && m.Scope != "global" {
 		return fmt.Errorf(`scope must be "run", "key" or "global", got %q`, m.Scope)
+	}
+	if m.TTL <= 0 {
+		return errors.New("ttl must be positive")
 	}
 	return nil
 }
