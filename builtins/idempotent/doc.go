@@ -43,7 +43,9 @@
 //     the token still holds the lease); on failure the lease is released,
 //     so a failure is never stored and the next duplicate runs the tool
 //     again (a call that ran is another matter: step 5). A call that panics instead of returning, or fails because its
-//     context was cancelled while it ran, may have made its effect first:
+//     context was cancelled while it ran, or fails with a timeout
+//     (runtime.KindOf "timeout": its own deadline, an upstream's 504), may
+//     have made its effect first:
 //     the lease of a retry_safe tool is released, any other is left to
 //     expire into doubt (step 6), as if its process had crashed.
 //  5. A call that ran but whose result cannot be used fails with an error

@@ -220,7 +220,8 @@ func (m *Idempotent) settle(ctx context.Context, c *runtime.ToolCall, key string
 
 // run executes the call under the lease token, renewing the lease while it
 // runs, and publishes its result (or releases the lease on failure; on a
-// panic, or a cancellation while it ran, only for a retry_safe tool).
+// panic, or a cancellation or timeout while it ran, only for a retry_safe
+// tool).
 func (m *Idempotent) run(ctx context.Context, c *runtime.ToolCall, key string, token int64, next runtime.ToolHandler) (any, error) {
 	wctx := context.WithoutCancel(ctx)
 	stop := lease.Renew(wctx, m.leaser, key, token, m.LeaseTTL.D(), m.logger, "idempotent", "tool", c.Name)
@@ -246,12 +247,12 @@ func (m *Idempotent) run(ctx context.Context, c *runtime.ToolCall, key string, t
 		m.publish(ctx, c, key, token, storeErr(err))
 		return v, err
 	}
-	if err != nil && ctx.Err() != nil && !c.Tool.RetrySafe {
-		// Cancelled while the tool ran: like a panic, it may have made
-		// its effect before it stopped. The claim is left to expire, so
-		// that a duplicate finds the call in doubt instead of running it
-		// again.
-		m.logger.WarnContext(ctx, "idempotent: the call was cancelled while it ran; its key is in doubt once its lease expires",
+	if err != nil && (ctx.Err() != nil || runtime.KindOf(err) == string(runtime.KindTimeout)) && !c.Tool.RetrySafe {
+		// Cancelled, or timed out, while the tool ran (its own deadline,
+		// an upstream's 504): like a panic, it may have made its effect
+		// before it stopped. The claim is left to expire, so that a
+		// duplicate finds the call in doubt instead of running it again.
+		m.logger.WarnContext(ctx, "idempotent: the call was cancelled or timed out while it ran; its key is in doubt once its lease expires",
 			"tool", c.Name, "error", err)
 		return v, err
 	}

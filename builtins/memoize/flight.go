@@ -112,8 +112,7 @@ func (m *Memoize) toolFlight(ctx context.Context, c *runtime.ToolCall, key strin
 			return nil, err
 		}
 		if hit != nil {
-			var v any
-			if json.Unmarshal(hit, &v) == nil {
+			if v, ok := m.value(ctx, hit); ok {
 				return outcome{v, true}, nil
 			}
 		}
@@ -160,10 +159,9 @@ func (m *Memoize) chatLead(ctx context.Context, c *runtime.ChatCall, key string,
 		return nil, err
 	}
 	if hit != nil {
-		var e chatcache.Entry
-		if json.Unmarshal(hit, &e) == nil {
-			chatcache.Replay(c, &e, yield)
-			return &e, nil
+		if e := m.entry(ctx, hit); e != nil {
+			chatcache.Replay(c, e, yield)
+			return e, nil
 		}
 	}
 	v, err := m.lead(ctx, key, token, func() (any, bool, error) {

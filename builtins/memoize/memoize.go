@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -91,10 +92,14 @@ func (m *Memoize) Provision(b *runtime.BuildContext) error {
 	return nil
 }
 
-// Validate checks the scope.
+// Validate checks the scope and the ttl (a store keeps an entry written
+// with a ttl of zero for good).
 func (m *Memoize) Validate() error {
 	if m.Scope != "run" && m.Scope != "key" && m.Scope != "global" {
 		return fmt.Errorf(`scope must be "run", "key" or "global", got %q`, m.Scope)
+	}
+	if m.TTL <= 0 {
+		return errors.New("ttl must be positive")
 	}
 	return nil
 }
@@ -143,6 +148,46 @@ func (m *Memoize) set(ctx context.Context, key string, v any) {
 	}
 }
 
+// DecodeEntry decodes a cached chat answer. A value that is not an answer a
+// layer recorded (one without its deltas: garbage, or another program's
+// value written over the key) is an error, never an answer to replay.
+func DecodeEntry(b []byte) (*chatcache.Entry, error) {
+	var e chatcache.Entry
+	if err := json.Unmarshal(b, &e); err != nil {
+		return nil, err
+	}
+	if e.Deltas == nil { // every recorded entry has them, if empty
+		return nil, errors.New(`not a cached answer (no "deltas")`)
+	}
+	return &e, nil
+}
+
+// entry decodes the cached chat answer b; one that does not decode is
+// logged and treated as a miss (nil).
+func (m *Memoize) entry(ctx context.Context, b []byte) *chatcache.Entry {
+	e, err := DecodeEntry(b)
+	if err != nil {
+		m.corrupt(ctx, err)
+	}
+	return e
+}
+
+// value decodes the cached tool result b; one that does not decode is
+// logged and treated as a miss.
+func (m *Memoize) value(ctx context.Context, b []byte) (any, bool) {
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		m.corrupt(ctx, err)
+		return nil, false
+	}
+	return v, true
+}
+
+// corrupt logs a cached entry that does not decode.
+func (m *Memoize) corrupt(ctx context.Context, err error) {
+	m.logger.WarnContext(ctx, "memoize: a cached entry does not decode; treating it as a miss", "error", err)
+}
+
 // WrapChat implements runtime.ChatWrapper.
 func (m *Memoize) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
@@ -155,9 +200,8 @@ func (m *Memoize) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 			return m.chatFlight(ctx, c, key, next, yield)
 		}
 		if b, ok := m.get(ctx, key); ok {
-			var e chatcache.Entry
-			if json.Unmarshal(b, &e) == nil {
-				chatcache.Replay(c, &e, yield)
+			if e := m.entry(ctx, b); e != nil {
+				chatcache.Replay(c, e, yield)
 				return nil
 			}
 		}
@@ -260,8 +304,7 @@ func (m *Memoize) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 			return m.toolFlight(ctx, c, key, next)
 		}
 		if b, ok := m.get(ctx, key); ok {
-			var v any
-			if json.Unmarshal(b, &v) == nil {
+			if v, ok := m.value(ctx, b); ok {
 				c.Meta.Cached = true
 				return v, nil
 			}

@@ -109,6 +109,11 @@ func TestValidate(t *testing.T) {
 	assert.ErrorContains(t, err, "scope")
 	_, err = runtime.Build(context.Background(), toolPlan(`{"store": "nope"}`), runtime.Deps{})
 	assert.ErrorContains(t, err, `store "nope" is not declared`)
+	// A ttl of zero would keep every entry for good in redis and postgres.
+	for _, ttl := range []string{"0s", "0.0m"} {
+		_, err = runtime.Build(context.Background(), toolPlan(`{"ttl": "`+ttl+`"}`), runtime.Deps{})
+		assert.ErrorContains(t, err, "ttl must be positive", ttl)
+	}
 }
 
 // brokenKV fails every operation.

@@ -94,7 +94,13 @@ func (m *SemanticMemoize) partition(stage string, run runtime.Run, target string
 	case "run":
 		scope = strconv.Quote(run.Tenant) + strconv.Quote(run.ID)
 	}
-	return strings.Join([]string{"agentc/semantic_memoize", m.name, stage, m.Scope, scope, target}, "\x00")
+	// Each part quoted, so that no part can pass for two and the partition
+	// holds no NUL byte, which a PostgreSQL text column refuses.
+	part := "agentc/semantic_memoize"
+	for _, p := range []string{m.name, stage, m.Scope, scope, target} {
+		part += "/" + strconv.Quote(p)
+	}
+	return part
 }
 
 // toolCandidates is how many nearest entries a tool call's lookup examines
@@ -247,11 +253,12 @@ func (m *SemanticMemoize) WrapChat(next runtime.ChatHandler) runtime.ChatHandler
 		part = m.partition(plan.StageChat, c.Meta.Run, part)
 		vec, hit, ok := m.lookup(ctx, part, text, 1, nil)
 		if ok {
-			var e chatcache.Entry
-			if json.Unmarshal(hit, &e) == nil {
-				chatcache.Replay(c, &e, yield)
+			e, err := memoize.DecodeEntry(hit)
+			if err == nil {
+				chatcache.Replay(c, e, yield)
 				return nil
 			}
+			m.logger.WarnContext(ctx, "semantic_memoize: a cached entry does not decode; treating it as a miss", "error", err)
 		}
 		e, err := chatcache.Record(ctx, c, next, yield)
 		if e == nil {

@@ -467,14 +467,29 @@ func (s *Store) Schema() string { return s.schema }
 func (s *Store) PGVector() bool { return s.pgvector }
 
 // Close waits for a purge in progress and closes the pool; writes after
-// it start no purge.
+// it start no purge. It returns within the store's timeout: with a server
+// that stopped answering, the driver would wait up to 15 s for each
+// connection whose statement timed out, so the pool is left to finish
+// closing in the background and Close says so, instead of holding a
+// host's shutdown or reload.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
-	s.purges.Wait()
-	s.pool.Close()
-	return nil
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.purges.Wait()
+		s.pool.Close()
+	}()
+	t := time.NewTimer(s.timeout)
+	defer t.Stop()
+	select {
+	case <-done:
+		return nil
+	case <-t.C:
+		return fmt.Errorf("postgres: the pool did not close within %s (the server does not answer); it goes on closing in the background", s.timeout)
+	}
 }
 
 // q expands the schema into a statement.

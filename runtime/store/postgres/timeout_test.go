@@ -140,3 +140,23 @@ func TestTheDeclaredTimeoutIsApplied(t *testing.T) {
 	_, err = runtime.Build(context.Background(), p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": rt.NewModel()}})
 	assert.ErrorContains(t, err, `timeout "0s": want a positive duration`)
 }
+
+// Closing a store whose server stopped answering, after a statement timed
+// out there, returns within the store's timeout instead of the driver's
+// 15 s wait for each such connection: a host's shutdown or reload is not
+// held by it.
+func TestCloseOnAStalledServerReturnsWithinTheTimeout(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	keeper := storetest.Postgres(t)
+	p := storetest.NewProxy(t, storetest.ServerURL(t, storetest.PostgresEnv))
+	s, err := postgres.Open(context.Background(), p.URL, keeper.Schema(), postgres.WithTimeout(timeout))
+	require.NoError(t, err)
+	ctx := context.Background()
+	require.NoError(t, s.Set(ctx, "k", []byte("v"), time.Minute))
+	p.Stall()
+	require.Error(t, s.Set(ctx, "k", []byte("w"), time.Minute))
+	start := time.Now()
+	err = s.Close()
+	assert.Less(t, time.Since(start), timeout+500*time.Millisecond, "bounded by the timeout")
+	assert.ErrorContains(t, err, "did not close within")
+}

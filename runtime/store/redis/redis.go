@@ -216,18 +216,29 @@ var (
 	// records its owner with its token (field owner, "<owner> <token>"):
 	// the same owner asking again gets the claim, its lease running from
 	// now; a takeover, by any build, changes the token and so ends the
-	// match.
+	// match. A fence counter that is missing (a new prefix, or a server
+	// flushed while claims were held) starts from the server's clock in
+	// microseconds, past the tokens a counter started earlier has given
+	// (unless it gave more than a million a second), so that a holder of a
+	// claim made before a flush cannot publish or release one made after
+	// it. Tokens are written out as integers (below 2^53, exact in Lua).
 	acquireScript = goredis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local function fence()
+  if redis.call('EXISTS', KEYS[2]) == 0 then
+    redis.call('SET', KEYS[2], t[1] .. string.format('%06d', tonumber(t[2])))
+  end
+  return string.format('%.0f', redis.call('INCR', KEYS[2]))
+end
 local lease, keep, owner = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[4] or ''
 local st = redis.call('HMGET', KEYS[1], 'state', 'token', 'until', 'result', 'owner')
 if not st[1] then
-  local tok = redis.call('INCR', KEYS[2])
+  local tok = fence()
   redis.call('HSET', KEYS[1], 'state', 'pending', 'token', tok, 'until', now + lease)
   if owner ~= '' then redis.call('HSET', KEYS[1], 'owner', owner .. ' ' .. tok) end
   if keep > 0 then redis.call('PEXPIRE', KEYS[1], math.max(keep, lease)) end
-  return {0, tok, 0, ''}
+  return {0, tonumber(tok), 0, ''}
 end
 if st[1] == 'done' then return {2, 0, 0, st[4] or ''} end
 if owner ~= '' and st[5] == owner .. ' ' .. st[2] then
@@ -239,11 +250,11 @@ end
 local untl = tonumber(st[3])
 if untl > now then return {1, 0, 0, tostring(untl - now)} end
 if ARGV[3] ~= '1' then return {3, 0, 0, ''} end
-local tok = redis.call('INCR', KEYS[2])
+local tok = fence()
 redis.call('HSET', KEYS[1], 'token', tok, 'until', now + lease)
 if owner ~= '' then redis.call('HSET', KEYS[1], 'owner', owner .. ' ' .. tok) else redis.call('HDEL', KEYS[1], 'owner') end
 if keep > 0 then redis.call('PEXPIRE', KEYS[1], math.max(keep, lease)) end
-return {0, tok, 1, ''}
+return {0, tonumber(tok), 1, ''}
 `)
 	// KEYS: record. ARGV: token, lease ms. Returns 1 when renewed. A
 	// record that would expire before the renewed lease ends lives until
