@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -36,7 +38,8 @@ func planSchema() (*jsonschema.Schema, error) {
 }
 
 // Error is a plan that failed validation. Problems lists each violation as
-// "<json pointer>: <message>", sorted.
+// "<json pointer> (line L, column C): <message>" (a fault of the JSON
+// syntax as "line L, column C: not JSON: <message>").
 type Error struct {
 	Source   string
 	Problems []string
@@ -47,9 +50,10 @@ func (e *Error) Error() string {
 }
 
 // Decode validates data against the plan schema and decodes it. source names
-// the data in errors. A plan that is not JSON, does not match the schema, has
-// another version or repeats a layer name within a chain (a layer's name
-// defaults to its use) returns *Error.
+// the data in errors. A plan that is not JSON, repeats a key in an object,
+// does not match the schema, has another version, repeats a layer name
+// within a chain (a layer's name defaults to its use) or fails references
+// returns *Error.
 func Decode(source string, data []byte) (*Plan, error) {
 	s, err := planSchema()
 	if err != nil {
@@ -59,23 +63,37 @@ func Decode(source string, data []byte) (*Plan, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	if err := dec.Decode(&doc); err != nil {
-		return nil, &Error{Source: source, Problems: []string{"not JSON: " + err.Error()}}
+		return nil, &Error{Source: source, Problems: []string{syntaxProblem(data, err)}}
 	}
 	if dec.More() {
-		return nil, &Error{Source: source, Problems: []string{"trailing data after the plan object"}}
+		off := valueStart(data, dec.InputOffset())
+		return nil, &Error{Source: source, Problems: []string{at(data, off) + ": trailing data after the plan object"}}
+	}
+	offsets, dups := scan(data)
+	if len(dups) > 0 {
+		return nil, &Error{Source: source, Problems: dups}
 	}
 	if err := s.Validate(doc); err != nil {
 		var ve *jsonschema.ValidationError
 		if !asValidationError(err, &ve) {
 			return nil, &Error{Source: source, Problems: []string{err.Error()}}
 		}
-		return nil, &Error{Source: source, Problems: flatten(ve)}
+		problems := flatten(ve)
+		for i, pr := range problems {
+			problems[i] = locate(pr, offsets, data)
+		}
+		return nil, &Error{Source: source, Problems: problems}
 	}
 	var p Plan
 	if err := json.Unmarshal(data, &p); err != nil {
-		return nil, &Error{Source: source, Problems: []string{err.Error()}}
+		return nil, &Error{Source: source, Problems: []string{typeProblem(data, offsets, err)}}
 	}
-	if problems := duplicateNames(&p); len(problems) > 0 {
+	problems := duplicateNames(&p)
+	problems = append(problems, references(&p)...)
+	if len(problems) > 0 {
+		for i, pr := range problems {
+			problems[i] = locate(pr, offsets, data)
+		}
 		return nil, &Error{Source: source, Problems: problems}
 	}
 	return &p, nil
@@ -179,5 +197,56 @@ func flatten(ve *jsonschema.ValidationError) []string {
 	}
 	walk(ve)
 	sort.Strings(out)
+	return out
+}
+
+// references checks what the schema cannot: that every tool a layer or a
+// predicate names is declared (unless settings.allow_undeclared_tools), that
+// only tool-chain layers are scoped to tools, and that each of a layer's
+// compiled predicates is the one its config holds. The runtime uses the
+// compiled predicate and the config's other fields; a predicate that says
+// something else than the config (a tampered plan) would run a rule that a
+// reader of the config does not see.
+func references(p *Plan) []string {
+	var out []string
+	tool := func(loc, name string) {
+		if _, ok := p.Tools[name]; !ok && !p.Settings.AllowUndeclaredTools {
+			out = append(out, fmt.Sprintf("%s: tool %q is not declared in tools", loc, name))
+		}
+	}
+	for _, stage := range Stages {
+		for i, l := range p.Chains.Of(stage) {
+			loc := fmt.Sprintf("/chains/%s/%d", stage, i)
+			if len(l.Tools) > 0 && stage != StageTool {
+				out = append(out, fmt.Sprintf("%s/tools: only layers of the tool chain are scoped to tools", loc))
+			}
+			for j, t := range l.Tools {
+				tool(fmt.Sprintf("%s/tools/%d", loc, j), t)
+			}
+			if l.When != nil {
+				for j, t := range l.When.Tools {
+					tool(fmt.Sprintf("%s/when/tools/%d", loc, j), t)
+				}
+			}
+			var config map[string]json.RawMessage
+			if len(l.Config) > 0 {
+				// The schema made it an object.
+				_ = json.Unmarshal(l.Config, &config)
+			}
+			for _, key := range slices.Sorted(maps.Keys(l.Predicates)) {
+				pr := l.Predicates[key]
+				ploc := fmt.Sprintf("%s/predicates/%s", loc, escapePointer(key))
+				var src string
+				if raw, ok := config[key]; !ok || json.Unmarshal(raw, &src) != nil {
+					out = append(out, fmt.Sprintf("%s: the config holds no string %s for this predicate", ploc, key))
+				} else if src != pr.Source {
+					out = append(out, fmt.Sprintf("%s/source: %q is not the config's %s %q", ploc, pr.Source, key, src))
+				}
+				if !slices.Equal(pr.Tools, l.Tools) {
+					out = append(out, fmt.Sprintf("%s/tools: %q are not the layer's tools %q", ploc, pr.Tools, l.Tools))
+				}
+			}
+		}
+	}
 	return out
 }

@@ -15,7 +15,7 @@ func TestDecodeRoundTrip(t *testing.T) {
 		Models:  map[string]Model{"primary": {USDPerMTokIn: 3, USDPerMTokOut: 15}},
 		Tools:   map[string]Tool{"refund": {SideEffecting: true, Args: json.RawMessage(`{"type":"object"}`)}},
 		Chains: Chains{Tool: []Layer{{
-			Use: "guard", Name: "limit", Config: json.RawMessage(`{"phase":"before"}`),
+			Use: "guard", Name: "limit", Tools: []string{"refund"}, Config: json.RawMessage(`{"phase":"before","deny":"args.amount > 1.0"}`),
 			Predicates: map[string]*Predicate{"deny": {Stage: StageTool, Phase: "before", Source: "args.amount > 1.0", Tools: []string{"refund"}}},
 		}}},
 	}
@@ -58,9 +58,35 @@ func TestDecodeErrors(t *testing.T) {
 		{"layer without use", `{"version":1,"policy":"p","chains":{"tool":[{"name":"x"}]}}`, []string{"/chains/tool/0"}},
 		{"bad stage", `{"version":1,"policy":"p","chains":{},"admit":{"stage":"nope","source":"true"}}`, []string{"/admit/stage"}},
 		{"duplicate name", `{"version":1,"policy":"p","chains":{"chat":[{"use":"retry","name":"r"},{"use":"log","name":"r"}]}}`,
-			[]string{`/chains/chat/1/name: duplicate layer name "r" in the chat chain (also /chains/chat/0)`}},
+			[]string{`/chains/chat/1/name (line 1, column 92): duplicate layer name "r" in the chat chain (also /chains/chat/0)`}},
 		{"duplicate defaulted name", `{"version":1,"policy":"p","chains":{"tool":[{"use":"log"},{"use":"retry"},{"use":"log"}]}}`,
-			[]string{`/chains/tool/2: duplicate layer name "log" in the tool chain (also /chains/tool/0)`}},
+			[]string{`/chains/tool/2 (line 1, column 75): duplicate layer name "log" in the tool chain (also /chains/tool/0)`}},
+		{"truncated", "{\n \"version\": 1,\n \"policy\"", []string{"line 3, column 10: not JSON: the data ends before the plan object does"}},
+		{"syntax error position", "{\n \"version\": 1,\n \"policy\": 'p'}", []string{"line 3, column 12: not JSON: invalid character"}},
+		{"schema error position", "{\n \"version\": 1,\n \"policy\": \"p\",\n \"chains\": {\"tool\": [{\"use\": \"log\", \"extra\": 1}]}}",
+			[]string{"/chains/tool/0 (line 4, column 22): additionalProperties 'extra' not allowed"}},
+		{"version not an integer", `{"version":1.0,"policy":"p","chains":{}}`, []string{"/version (line 1, column 12): number 1.0 does not fit a Go int"}},
+		{"number out of range", `{"version":1,"policy":"p","chains":{},"models":{"m":{"usd_per_mtok_in":1e400,"usd_per_mtok_out":1}}}`,
+			[]string{"/models/m/usd_per_mtok_in (line 1, column 72): number 1e400 does not fit a Go float64"}},
+		// encoding/json keeps the last of repeated keys; a reader may see
+		// the first, so an empty chain could hide behind a reviewed one.
+		{"duplicate key", `{"version":1,"policy":"p","chains":{"tool":[{"use":"guard","config":{"deny":"true"},"predicates":{"deny":{"stage":"tool","source":"true"}}}],"tool":[]}}`,
+			[]string{`/chains/tool (line 1, column 142): duplicate key "tool" (also at line 1, column 37)`}},
+		{"duplicate top-level key", `{"version":1,"policy":"p","policy":"q","chains":{}}`, []string{`/policy (line 1, column 27): duplicate key "policy"`}},
+		// The runtime decodes a config into a struct whose fields match
+		// keys regardless of case: "Phase" would override "phase".
+		{"config key repeated in another case", `{"version":1,"policy":"p","chains":{"tool":[{"use":"guard","config":{"deny":"true","phase":"before","Phase":"after"}}]}}`,
+			[]string{`/chains/tool/0/config/Phase (line 1, column 101): duplicate key "Phase"`}},
+		{"predicate not the config's", `{"version":1,"policy":"p","chains":{"tool":[{"use":"guard","config":{"deny":"args.amount > 100.0"},"predicates":{"deny":{"stage":"tool","source":"false"}}}]}}`,
+			[]string{`/chains/tool/0/predicates/deny/source (line 1, column 146): "false" is not the config's deny "args.amount > 100.0"`}},
+		{"predicate the config lacks", `{"version":1,"policy":"p","chains":{"tool":[{"use":"guard","config":{"require":"true"},"predicates":{"deny":{"stage":"tool","source":"false"}}}]}}`,
+			[]string{`/chains/tool/0/predicates/deny (line 1, column 109): the config holds no string deny for this predicate`}},
+		{"predicate typed by other tools", `{"version":1,"policy":"p","tools":{"a":{"side_effecting":true,"retry_safe":false}},"chains":{"tool":[{"use":"guard","tools":["a"],"config":{"deny":"true"},"predicates":{"deny":{"stage":"tool","source":"true"}}}]}}`,
+			[]string{`/chains/tool/0/predicates/deny/tools`, `are not the layer's tools ["a"]`}},
+		{"layer scoped to an undeclared tool", `{"version":1,"policy":"p","tools":{"refund":{"side_effecting":true,"retry_safe":false}},"chains":{"tool":[{"use":"log","tools":["refnud"]}]}}`,
+			[]string{`/chains/tool/0/tools/0 (line 1, column 129): tool "refnud" is not declared in tools`}},
+		{"chat layer scoped to tools", `{"version":1,"policy":"p","tools":{"a":{"side_effecting":true,"retry_safe":false}},"chains":{"chat":[{"use":"log","tools":["a"]}]}}`,
+			[]string{`/chains/chat/0/tools (line 1, column 123): only layers of the tool chain are scoped to tools`}},
 		{"empty name", `{"version":1,"policy":"p","chains":{"tool":[{"use":"log","name":""}]}}`, []string{"/chains/tool/0/name"}},
 	}
 	for _, tt := range tests {

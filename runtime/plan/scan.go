@@ -1,0 +1,189 @@
+package plan
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// Position returns the line and column (both from 1, the column in bytes)
+// of byte offset off of data.
+func Position(data []byte, off int64) (line, col int) {
+	off = min(max(off, 0), int64(len(data)))
+	before := data[:off]
+	line = 1 + bytes.Count(before, []byte{'\n'})
+	col = int(off) - (bytes.LastIndexByte(before, '\n') + 1) + 1
+	return line, col
+}
+
+// at renders the position of offset off in data for a problem.
+func at(data []byte, off int64) string {
+	line, col := Position(data, off)
+	return fmt.Sprintf("line %d, column %d", line, col)
+}
+
+// syntaxProblem describes why data is not one JSON value, with the position
+// of the fault.
+func syntaxProblem(data []byte, err error) string {
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &se):
+		// Offset counts the offending byte.
+		return fmt.Sprintf("%s: not JSON: %s", at(data, se.Offset-1), se.Error())
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return fmt.Sprintf("%s: not JSON: the data ends before the plan object does (truncated?)", at(data, int64(len(data))))
+	}
+	return "not JSON: " + err.Error()
+}
+
+// scan walks the tokens of data, which must be one valid JSON value. It
+// returns the offset of the start of every value by JSON pointer, and the
+// keys an object repeats: encoding/json keeps the last of them, while a
+// reader of the file may see the first, so a plan that repeats a key is
+// refused. Within a layer's config, which the runtime decodes into Go
+// structs whose field names match keys regardless of case, keys that differ
+// only in case are repeats too.
+func scan(data []byte) (offsets map[string]int64, problems []string) {
+	type frame struct {
+		obj, fold bool
+		ptr       string
+		n         int
+		key       string
+		wantKey   bool
+		seen      map[string]int64
+	}
+	offsets = map[string]int64{}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var stack []*frame
+	for {
+		start := valueStart(data, dec.InputOffset())
+		tok, err := dec.Token()
+		if err != nil {
+			// data was decoded whole before: io.EOF, the end.
+			return offsets, problems
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		delim, isDelim := tok.(json.Delim)
+		if top != nil && top.obj && top.wantKey {
+			if isDelim { // '}'
+				stack = stack[:len(stack)-1]
+				continue
+			}
+			k, _ := tok.(string)
+			id := k
+			if top.fold {
+				id = strings.ToLower(k)
+			}
+			if first, dup := top.seen[id]; dup {
+				problems = append(problems, fmt.Sprintf("%s (%s): duplicate key %q (also at %s)",
+					top.ptr+"/"+escapePointer(k), at(data, start), k, at(data, first)))
+			} else {
+				top.seen[id] = start
+			}
+			top.key, top.wantKey = k, false
+			continue
+		}
+		if isDelim && delim == ']' {
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		ptr := ""
+		if top != nil {
+			if top.obj {
+				ptr = top.ptr + "/" + escapePointer(top.key)
+				top.wantKey = true
+			} else {
+				ptr = top.ptr + "/" + strconv.Itoa(top.n)
+				top.n++
+			}
+		}
+		offsets[ptr] = start
+		if isDelim {
+			fold := top != nil && (top.fold || (top.obj && top.key == "config" && isLayerPointer(top.ptr)))
+			stack = append(stack, &frame{obj: delim == '{', fold: fold, ptr: ptr, wantKey: delim == '{', seen: map[string]int64{}})
+		}
+	}
+}
+
+// isLayerPointer reports whether ptr is the JSON pointer of a layer
+// (/chains/<stage>/<index>).
+func isLayerPointer(ptr string) bool {
+	parts := strings.Split(ptr, "/")
+	if len(parts) != 4 || parts[0] != "" || parts[1] != "chains" {
+		return false
+	}
+	_, err := strconv.Atoi(parts[3])
+	return err == nil
+}
+
+// valueStart returns the offset of the next token at or after off: past
+// white space and the separators that encoding/json's offset leaves before
+// it.
+func valueStart(data []byte, off int64) int64 {
+	for off < int64(len(data)) {
+		switch data[off] {
+		case ' ', '\t', '\r', '\n', ',', ':':
+			off++
+		default:
+			return off
+		}
+	}
+	return off
+}
+
+// escapePointer escapes a key for a JSON pointer (RFC 6901).
+func escapePointer(k string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
+}
+
+// locate adds the position of the JSON pointer a problem starts with
+// ("<pointer>: <message>") to the problem, when the pointer names a value
+// of the data.
+func locate(problem string, offsets map[string]int64, data []byte) string {
+	ptr, msg, ok := strings.Cut(problem, ": ")
+	if !ok {
+		return problem
+	}
+	key := ptr
+	if key == "/" {
+		key = ""
+	}
+	off, found := offsets[key]
+	if !found {
+		return problem
+	}
+	return fmt.Sprintf("%s (%s): %s", ptr, at(data, off), msg)
+}
+
+// typeProblem describes an error of json.Unmarshal on data that the schema
+// accepted (a number out of range, a fraction where an integer goes), with
+// the JSON pointer and position of the value.
+func typeProblem(data []byte, offsets map[string]int64, err error) string {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) {
+		return err.Error()
+	}
+	// The value is the one that starts last before the offset the decoder
+	// reached.
+	ptr, best := "", int64(-1)
+	for p, off := range offsets {
+		if off < te.Offset && (off > best || (off == best && len(p) > len(ptr))) {
+			ptr, best = p, off
+		}
+	}
+	if best < 0 {
+		return err.Error()
+	}
+	if ptr == "" {
+		ptr = "/"
+	}
+	return fmt.Sprintf("%s (%s): %s does not fit a Go %s", ptr, at(data, best), te.Value, te.Type)
+}
