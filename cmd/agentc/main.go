@@ -224,10 +224,13 @@ func permuteFlags(fs *flag.FlagSet, args []string) []string {
 		if bf, isBool := f.Value.(interface{ IsBoolFlag() bool }); isBool && bf.IsBoolFlag() {
 			continue
 		}
-		if i+1 < len(args) {
-			flags = append(flags, args[i+1])
-			i++
+		if i+1 == len(args) {
+			// The flag lacks its value: Parse reports it, rather than
+			// taking "--" as the value.
+			return flags
 		}
+		flags = append(flags, args[i+1])
+		i++
 	}
 	return append(append(flags, "--"), rest...)
 }
