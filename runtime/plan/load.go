@@ -38,8 +38,8 @@ func planSchema() (*jsonschema.Schema, error) {
 }
 
 // Error is a plan that failed validation. Problems lists each violation as
-// "<json pointer> (line L, column C): <message>" (a fault of the JSON
-// syntax as "line L, column C: not JSON: <message>").
+// "<json pointer> (line L, col C): <message>" (a fault of the JSON
+// syntax as "line L, col C: not JSON: <message>").
 type Error struct {
 	Source   string
 	Problems []string

@@ -23,7 +23,7 @@ func Position(data []byte, off int64) (line, col int) {
 // at renders the position of offset off in data for a problem.
 func at(data []byte, off int64) string {
 	line, col := Position(data, off)
-	return fmt.Sprintf("line %d, column %d", line, col)
+	return fmt.Sprintf("line %d, col %d", line, col)
 }
 
 // syntaxProblem describes why data is not one JSON value, with the position
