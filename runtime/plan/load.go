@@ -146,16 +146,31 @@ func Duplicates(chain []Layer) []Duplicate {
 	return out
 }
 
-// Load reads a plan file and decodes it with Decode.
+// MaxFileSize bounds the size of a plan file that Load reads.
+const MaxFileSize = 64 << 20
+
+// Load reads a plan file and decodes it with Decode. A file that is not a
+// regular file (a FIFO would block the load) or holds more than MaxFileSize
+// bytes is an error.
 func Load(path string) (*Plan, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, &Error{Source: path, Problems: []string{"not a regular file"}}
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, 64<<20))
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("read plan: %w", err)
+	}
+	if len(data) > MaxFileSize {
+		return nil, &Error{Source: path, Problems: []string{fmt.Sprintf("larger than %d MiB", MaxFileSize>>20)}}
 	}
 	return Decode(path, data)
 }

@@ -1,8 +1,13 @@
 package plan
 
 import (
+	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -101,4 +106,29 @@ func TestDecodeErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLoadRefusesWhatItCannotRead: a FIFO would block the load until a
+// writer came, and a file over the bound is refused as such, not as a
+// truncated plan.
+func TestLoadRefusesWhatItCannotRead(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "plan.json")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	done := make(chan error, 1)
+	go func() { _, err := Load(fifo); done <- err }()
+	select {
+	case err := <-done:
+		require.ErrorContains(t, err, "not a regular file")
+	case <-time.After(5 * time.Second):
+		t.Fatal("Load blocked on a FIFO")
+	}
+
+	big := filepath.Join(dir, "big.json")
+	b := append([]byte(`{"version":1,"policy":"`), bytes.Repeat([]byte("x"), MaxFileSize)...)
+	require.NoError(t, os.WriteFile(big, append(b, `","chains":{}}`...), 0o600))
+	_, err := Load(big)
+	var pe *Error
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, []string{"larger than 64 MiB"}, pe.Problems)
 }
