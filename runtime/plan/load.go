@@ -69,8 +69,7 @@ func Decode(source string, data []byte) (*Plan, error) {
 		off := valueStart(data, dec.InputOffset())
 		return nil, &Error{Source: source, Problems: []string{at(data, off) + ": trailing data after the plan object"}}
 	}
-	offsets, dups := scan(data)
-	if len(dups) > 0 {
+	if dups := walk(data, nil); len(dups) > 0 {
 		return nil, &Error{Source: source, Problems: dups}
 	}
 	if err := s.Validate(doc); err != nil {
@@ -78,23 +77,16 @@ func Decode(source string, data []byte) (*Plan, error) {
 		if !asValidationError(err, &ve) {
 			return nil, &Error{Source: source, Problems: []string{err.Error()}}
 		}
-		problems := flatten(ve)
-		for i, pr := range problems {
-			problems[i] = locate(pr, offsets, data)
-		}
-		return nil, &Error{Source: source, Problems: problems}
+		return nil, &Error{Source: source, Problems: locate(flatten(ve), data)}
 	}
 	var p Plan
 	if err := json.Unmarshal(data, &p); err != nil {
-		return nil, &Error{Source: source, Problems: []string{typeProblem(data, offsets, err)}}
+		return nil, &Error{Source: source, Problems: []string{typeProblem(data, err)}}
 	}
 	problems := duplicateNames(&p)
 	problems = append(problems, references(&p)...)
 	if len(problems) > 0 {
-		for i, pr := range problems {
-			problems[i] = locate(pr, offsets, data)
-		}
-		return nil, &Error{Source: source, Problems: problems}
+		return nil, &Error{Source: source, Problems: locate(problems, data)}
 	}
 	return &p, nil
 }

@@ -40,32 +40,33 @@ func syntaxProblem(data []byte, err error) string {
 	return "not JSON: " + err.Error()
 }
 
-// scan walks the tokens of data, which must be one valid JSON value. It
-// returns the offset of the start of every value by JSON pointer, and the
-// keys an object repeats: encoding/json keeps the last of them, while a
-// reader of the file may see the first, so a plan that repeats a key is
-// refused. Within a layer's config, which the runtime decodes into Go
-// structs whose field names match keys regardless of case, keys that differ
-// only in case are repeats too.
-func scan(data []byte) (offsets map[string]int64, problems []string) {
+// walk walks the tokens of data, which must be one valid JSON value. It
+// calls visit with the JSON pointer (valid during the call only) and the
+// offset of the start of every value, and stops when visit returns false.
+// It returns the keys an object repeats: encoding/json keeps the last of
+// them, while a reader of the file may see the first, so a plan that
+// repeats a key is refused. Within a layer's config, which the runtime
+// decodes into Go structs whose field names match keys regardless of case,
+// keys that differ only in case are repeats too.
+func walk(data []byte, visit func(ptr []byte, start int64) bool) (problems []string) {
 	type frame struct {
-		obj, fold bool
-		ptr       string
-		n         int
-		key       string
-		wantKey   bool
-		seen      map[string]int64
+		obj, fold, wantKey bool
+		n                  int
+		key                string
+		// plen is the length of the container's pointer in path.
+		plen int
+		seen map[string]int64
 	}
-	offsets = map[string]int64{}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var stack []*frame
+	path := make([]byte, 0, 256)
 	for {
 		start := valueStart(data, dec.InputOffset())
 		tok, err := dec.Token()
 		if err != nil {
 			// data was decoded whole before: io.EOF, the end.
-			return offsets, problems
+			return problems
 		}
 		var top *frame
 		if len(stack) > 0 {
@@ -83,9 +84,12 @@ func scan(data []byte) (offsets map[string]int64, problems []string) {
 				id = strings.ToLower(k)
 			}
 			if first, dup := top.seen[id]; dup {
-				problems = append(problems, fmt.Sprintf("%s (%s): duplicate key %q (also at %s)",
-					top.ptr+"/"+escapePointer(k), at(data, start), k, at(data, first)))
+				problems = append(problems, fmt.Sprintf("%s/%s (%s): duplicate key %q (also at %s)",
+					path[:top.plen], escapePointer(k), at(data, start), k, at(data, first)))
 			} else {
+				if top.seen == nil {
+					top.seen = map[string]int64{}
+				}
 				top.seen[id] = start
 			}
 			top.key, top.wantKey = k, false
@@ -95,22 +99,39 @@ func scan(data []byte) (offsets map[string]int64, problems []string) {
 			stack = stack[:len(stack)-1]
 			continue
 		}
-		ptr := ""
+		path = path[:0]
 		if top != nil {
+			path = path[:top.plen]
+			path = append(path, '/')
 			if top.obj {
-				ptr = top.ptr + "/" + escapePointer(top.key)
+				path = append(path, escapePointer(top.key)...)
 				top.wantKey = true
 			} else {
-				ptr = top.ptr + "/" + strconv.Itoa(top.n)
+				path = strconv.AppendInt(path, int64(top.n), 10)
 				top.n++
 			}
 		}
-		offsets[ptr] = start
+		if visit != nil && !visit(path, start) {
+			return problems
+		}
 		if isDelim {
-			fold := top != nil && (top.fold || (top.obj && top.key == "config" && isLayerPointer(top.ptr)))
-			stack = append(stack, &frame{obj: delim == '{', fold: fold, ptr: ptr, wantKey: delim == '{', seen: map[string]int64{}})
+			fold := top != nil && (top.fold || (top.obj && top.key == "config" && isLayerPointer(string(path[:top.plen]))))
+			stack = append(stack, &frame{obj: delim == '{', fold: fold, plen: len(path), wantKey: delim == '{'})
 		}
 	}
+}
+
+// offsetsOf returns the offsets in data of the values that the JSON
+// pointers of want name.
+func offsetsOf(data []byte, want map[string]bool) map[string]int64 {
+	out := map[string]int64{}
+	walk(data, func(ptr []byte, start int64) bool {
+		if want[string(ptr)] {
+			out[string(ptr)] = start
+		}
+		return len(out) < len(want)
+	})
+	return out
 }
 
 // isLayerPointer reports whether ptr is the JSON pointer of a layer
@@ -144,46 +165,52 @@ func escapePointer(k string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
 }
 
-// locate adds the position of the JSON pointer a problem starts with
-// ("<pointer>: <message>") to the problem, when the pointer names a value
-// of the data.
-func locate(problem string, offsets map[string]int64, data []byte) string {
-	ptr, msg, ok := strings.Cut(problem, ": ")
-	if !ok {
-		return problem
+// locate adds to each problem that starts with a JSON pointer
+// ("<pointer>: <message>") the position of the value it names.
+func locate(problems []string, data []byte) []string {
+	want := map[string]bool{}
+	for _, pr := range problems {
+		if ptr, _, ok := strings.Cut(pr, ": "); ok {
+			want[strings.TrimSuffix(ptr, "/")] = true
+		}
 	}
-	key := ptr
-	if key == "/" {
-		key = ""
+	offsets := offsetsOf(data, want)
+	for i, pr := range problems {
+		ptr, msg, ok := strings.Cut(pr, ": ")
+		if !ok {
+			continue
+		}
+		if off, found := offsets[strings.TrimSuffix(ptr, "/")]; found {
+			problems[i] = fmt.Sprintf("%s (%s): %s", ptr, at(data, off), msg)
+		}
 	}
-	off, found := offsets[key]
-	if !found {
-		return problem
-	}
-	return fmt.Sprintf("%s (%s): %s", ptr, at(data, off), msg)
+	return problems
 }
 
 // typeProblem describes an error of json.Unmarshal on data that the schema
 // accepted (a number out of range, a fraction where an integer goes), with
 // the JSON pointer and position of the value.
-func typeProblem(data []byte, offsets map[string]int64, err error) string {
+func typeProblem(data []byte, err error) string {
 	var te *json.UnmarshalTypeError
 	if !errors.As(err, &te) {
 		return err.Error()
 	}
 	// The value is the one that starts last before the offset the decoder
 	// reached.
-	ptr, best := "", int64(-1)
-	for p, off := range offsets {
-		if off < te.Offset && (off > best || (off == best && len(p) > len(ptr))) {
-			ptr, best = p, off
+	var ptr []byte
+	best := int64(-1)
+	walk(data, func(p []byte, start int64) bool {
+		if start >= te.Offset {
+			return false
 		}
-	}
+		ptr, best = append(ptr[:0], p...), start
+		return true
+	})
 	if best < 0 {
 		return err.Error()
 	}
-	if ptr == "" {
-		ptr = "/"
+	if len(ptr) == 0 {
+		ptr = []byte("/")
 	}
 	return fmt.Sprintf("%s (%s): %s does not fit a Go %s", ptr, at(data, best), te.Value, te.Type)
 }
