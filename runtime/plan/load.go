@@ -69,6 +69,13 @@ func Decode(source string, data []byte) (*Plan, error) {
 		off := valueStart(data, dec.InputOffset())
 		return nil, &Error{Source: source, Problems: []string{at(data, off) + ": trailing data after the plan object"}}
 	}
+	if obj, ok := doc.(map[string]any); ok {
+		if v, ok := obj["version"].(json.Number); ok && !sameNumber(v, Version) {
+			// The schema would say only that the value must be 1.
+			return nil, &Error{Source: source, Problems: locate([]string{fmt.Sprintf(
+				"/version: plan format %s; this agentc reads format %d (build the plan again with the agentc that loads it)", v, Version)}, data)}
+		}
+	}
 	if dups := walk(data, nil); len(dups) > 0 {
 		return nil, &Error{Source: source, Problems: dups}
 	}
@@ -256,4 +263,10 @@ func references(p *Plan) []string {
 		}
 	}
 	return out
+}
+
+// sameNumber reports whether n is the number v (1.0 is 1).
+func sameNumber(n json.Number, v int) bool {
+	f, err := n.Float64()
+	return err == nil && f == float64(v)
 }

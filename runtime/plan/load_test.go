@@ -57,7 +57,7 @@ func TestDecodeErrors(t *testing.T) {
 	}{
 		{"not json", `{"version":`, []string{"not JSON"}},
 		{"trailing", `{"version":1,"policy":"p","chains":{}} {}`, []string{"trailing data"}},
-		{"wrong version", `{"version":2,"policy":"p","chains":{}}`, []string{"/version"}},
+		{"wrong version", `{"version":2,"policy":"p","chains":{}}`, []string{"/version (line 1, col 12): plan format 2; this agentc reads format 1 (build the plan again"}},
 		{"missing chains", `{"version":1,"policy":"p"}`, []string{"missing properties: 'chains'"}},
 		{"unknown field", `{"version":1,"policy":"p","chains":{},"extra":1}`, []string{"additionalProperties 'extra' not allowed"}},
 		{"layer without use", `{"version":1,"policy":"p","chains":{"tool":[{"name":"x"}]}}`, []string{"/chains/tool/0"}},
