@@ -82,6 +82,8 @@ func TestDecodeErrors(t *testing.T) {
 		// keys regardless of case: "Phase" would override "phase".
 		{"config key repeated in another case", `{"version":1,"policy":"p","chains":{"tool":[{"use":"guard","config":{"deny":"true","phase":"before","Phase":"after"}}]}}`,
 			[]string{`/chains/tool/0/config/Phase (line 1, col 101): duplicate key "Phase"`}},
+		{"config map keys differing in case are not repeats", `{"version":1,"policy":"p","chains":{"chat":[{"use":"tracing","config":{"attributes":{"env":"a","Env":"b"}}}],"tool":[{"use":"log"},{"use":"log"}]}}`,
+			[]string{`/chains/tool/1 (line 1, col 132): duplicate layer name "log"`}},
 		{"predicate not the config's", `{"version":1,"policy":"p","chains":{"tool":[{"use":"guard","config":{"deny":"args.amount > 100.0"},"predicates":{"deny":{"stage":"tool","source":"false"}}}]}}`,
 			[]string{`/chains/tool/0/predicates/deny/source (line 1, col 146): "false" is not the config's deny "args.amount > 100.0"`}},
 		{"predicate the config lacks", `{"version":1,"policy":"p","chains":{"tool":[{"use":"guard","config":{"require":"true"},"predicates":{"deny":{"stage":"tool","source":"false"}}}]}}`,

@@ -45,9 +45,9 @@ func syntaxProblem(data []byte, err error) string {
 // offset of the start of every value, and stops when visit returns false.
 // It returns the keys an object repeats: encoding/json keeps the last of
 // them, while a reader of the file may see the first, so a plan that
-// repeats a key is refused. Within a layer's config, which the runtime
-// decodes into Go structs whose field names match keys regardless of case,
-// keys that differ only in case are repeats too.
+// repeats a key is refused. Among the keys of a layer's config, which the
+// runtime decodes into a Go struct whose field names match keys regardless
+// of case, keys that differ only in case are repeats too.
 func walk(data []byte, visit func(ptr []byte, start int64) bool) (problems []string) {
 	type frame struct {
 		obj, fold, wantKey bool
@@ -115,7 +115,10 @@ func walk(data []byte, visit func(ptr []byte, start int64) bool) (problems []str
 			return problems
 		}
 		if isDelim {
-			fold := top != nil && (top.fold || (top.obj && top.key == "config" && isLayerPointer(string(path[:top.plen]))))
+			// Only a config's own keys: below them may be maps keyed by
+			// names, which the runtime matches exactly (tracing's
+			// attributes).
+			fold := top != nil && top.obj && top.key == "config" && isLayerPointer(string(path[:top.plen]))
 			stack = append(stack, &frame{obj: delim == '{', fold: fold, plen: len(path), wantKey: delim == '{'})
 		}
 	}
