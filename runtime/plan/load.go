@@ -215,7 +215,8 @@ func flatten(ve *jsonschema.ValidationError) []string {
 }
 
 // references checks what the schema cannot: that every tool a layer or a
-// predicate names is declared (unless settings.allow_undeclared_tools), that
+// predicate names is declared (as agentc vet requires, allowed undeclared
+// tools or not: a misspelt name would leave the real tool unguarded), that
 // only tool-chain layers are scoped to tools, and that each of a layer's
 // compiled predicates is the one its config holds. The runtime uses the
 // compiled predicate and the config's other fields; a predicate that says
@@ -224,7 +225,7 @@ func flatten(ve *jsonschema.ValidationError) []string {
 func references(p *Plan) []string {
 	var out []string
 	tool := func(loc, name string) {
-		if _, ok := p.Tools[name]; !ok && !p.Settings.AllowUndeclaredTools {
+		if _, ok := p.Tools[name]; !ok {
 			out = append(out, fmt.Sprintf("%s: tool %q is not declared in tools", loc, name))
 		}
 	}

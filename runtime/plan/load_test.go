@@ -92,6 +92,8 @@ func TestDecodeErrors(t *testing.T) {
 			[]string{`/chains/tool/0/predicates/deny/tools`, `are not the layer's tools ["a"]`}},
 		{"layer scoped to an undeclared tool", `{"version":1,"policy":"p","tools":{"refund":{"side_effecting":true,"retry_safe":false}},"chains":{"tool":[{"use":"log","tools":["refnud"]}]}}`,
 			[]string{`/chains/tool/0/tools/0 (line 1, col 129): tool "refnud" is not declared in tools`}},
+		{"scoped to an undeclared tool that settings allow", `{"version":1,"policy":"p","settings":{"allow_undeclared_tools":true},"chains":{"tool":[{"use":"log","tools":["refnud"]}]}}`,
+			[]string{`/chains/tool/0/tools/0 (line 1, col 110): tool "refnud" is not declared in tools`}},
 		{"chat layer scoped to tools", `{"version":1,"policy":"p","tools":{"a":{"side_effecting":true,"retry_safe":false}},"chains":{"chat":[{"use":"log","tools":["a"]}]}}`,
 			[]string{`/chains/chat/0/tools (line 1, col 123): only layers of the tool chain are scoped to tools`}},
 		{"empty name", `{"version":1,"policy":"p","chains":{"tool":[{"use":"log","name":""}]}}`, []string{"/chains/tool/0/name"}},
