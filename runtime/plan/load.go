@@ -214,8 +214,8 @@ func flatten(ve *jsonschema.ValidationError) []string {
 	return out
 }
 
-// references checks what the schema cannot: that every tool a layer or a
-// predicate names is declared (as agentc vet requires, allowed undeclared
+// references checks what the schema cannot: that every tool a layer, a
+// predicate or invariants.max_executions names is declared (as agentc vet requires, allowed undeclared
 // tools or not: a misspelt name would leave the real tool unguarded), that
 // only tool-chain layers are scoped to tools, and that each of a layer's
 // compiled predicates is the one its config holds. The runtime uses the
@@ -227,6 +227,11 @@ func references(p *Plan) []string {
 	tool := func(loc, name string) {
 		if _, ok := p.Tools[name]; !ok {
 			out = append(out, fmt.Sprintf("%s: tool %q is not declared in tools", loc, name))
+		}
+	}
+	if p.Invariants != nil {
+		for _, name := range slices.Sorted(maps.Keys(p.Invariants.MaxExecutions)) {
+			tool("/invariants/max_executions/"+escapePointer(name), name)
 		}
 	}
 	for _, stage := range Stages {

@@ -94,6 +94,10 @@ func TestDecodeErrors(t *testing.T) {
 			[]string{`/chains/tool/0/tools/0 (line 1, col 129): tool "refnud" is not declared in tools`}},
 		{"scoped to an undeclared tool that settings allow", `{"version":1,"policy":"p","settings":{"allow_undeclared_tools":true},"chains":{"tool":[{"use":"log","tools":["refnud"]}]}}`,
 			[]string{`/chains/tool/0/tools/0 (line 1, col 110): tool "refnud" is not declared in tools`}},
+		// prove would check a bound on a tool that never runs, and none on
+		// the real one.
+		{"execution bound of an undeclared tool", `{"version":1,"policy":"p","tools":{"refund":{"side_effecting":true,"retry_safe":false}},"chains":{},"invariants":{"max_executions":{"refnud":1}}}`,
+			[]string{`/invariants/max_executions/refnud (line 1, col 142): tool "refnud" is not declared in tools`}},
 		{"chat layer scoped to tools", `{"version":1,"policy":"p","tools":{"a":{"side_effecting":true,"retry_safe":false}},"chains":{"chat":[{"use":"log","tools":["a"]}]}}`,
 			[]string{`/chains/chat/0/tools (line 1, col 123): only layers of the tool chain are scoped to tools`}},
 		{"empty name", `{"version":1,"policy":"p","chains":{"tool":[{"use":"log","name":""}]}}`, []string{"/chains/tool/0/name"}},
