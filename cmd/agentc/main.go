@@ -10,7 +10,8 @@
 //	agentc mcp-tools [-url URL] POLICY [SERVER...]
 //	agentc version
 //
-// Exit codes: 0 ok, 1 problems found, 2 usage or I/O failure.
+// Exit codes: 0 ok, 1 problems found, 2 usage or I/O failure (README.md
+// lists which).
 package main
 
 import (
@@ -179,7 +180,7 @@ func newFlags(env *cliEnv, name string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(env.stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(env.stderr, "usage: agentc %s %s\n", name, synopsis)
+		fmt.Fprintln(env.stderr, strings.TrimRight("usage: agentc "+name+" "+synopsis, " "))
 		fs.PrintDefaults()
 	}
 	return fs
@@ -224,17 +225,24 @@ func permuteFlags(fs *flag.FlagSet, args []string) []string {
 		if bf, isBool := f.Value.(interface{ IsBoolFlag() bool }); isBool && bf.IsBoolFlag() {
 			continue
 		}
-		if i+1 < len(args) {
-			flags = append(flags, args[i+1])
-			i++
+		if i+1 == len(args) {
+			// The flag lacks its value: Parse reports it, rather than
+			// taking "--" as the value.
+			return flags
 		}
+		flags = append(flags, args[i+1])
+		i++
 	}
 	return append(append(flags, "--"), rest...)
 }
 
 func cmdVersion(_ context.Context, env *cliEnv, args []string) int {
-	if len(args) > 0 {
-		fmt.Fprintln(env.stderr, "usage: agentc version")
+	fs := newFlags(env, "version")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
 		return exitUsage
 	}
 	v, goVersion := versions()

@@ -35,7 +35,9 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	res, err := scenario.Run(ctx, p, sc, scenario.Options{Trace: *trace, Dir: policyDir(fs.Arg(0))})
 	if err != nil {
-		return fail(env, "run %s: %v", fs.Arg(1), err)
+		// The error may be the plan's (a layer that does not build) or
+		// the scenario's: name both.
+		return fail(env, "run %s with %s: %v", fs.Arg(0), fs.Arg(1), err)
 	}
 	if *asJSON {
 		if err := writeJSON(env.stdout, res); err != nil {

@@ -3,12 +3,16 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -108,6 +112,9 @@ func policySource(path string, env *cliEnv, logger *slog.Logger) serve.Source {
 		dir := policyDir(path)
 		if strings.HasSuffix(path, ".json") {
 			p, err := plan.Load(path)
+			if err == nil {
+				err = clientless(p)
+			}
 			if err != nil {
 				return &serve.Loaded{Files: []string{path}}, err
 			}
@@ -132,6 +139,9 @@ func policySource(path string, env *cliEnv, logger *slog.Logger) serve.Source {
 			}
 			return nil, errors.New(strings.Join(errs, "\n"))
 		}
+		if err := clientless(c.Plan); err != nil {
+			return nil, err
+		}
 		ld := &serve.Loaded{Plan: c.Plan, Dir: dir}
 		if c.Policy != nil {
 			ld.Files = c.Policy.Files
@@ -142,4 +152,20 @@ func policySource(path string, env *cliEnv, logger *slog.Logger) serve.Source {
 		}
 		return ld, nil
 	})
+}
+
+// clientless refuses a plan with a model that declares no provider: the
+// command has no client of its own to give such a model, so every request
+// for it would fail.
+func clientless(p *plan.Plan) error {
+	var names []string
+	for _, name := range slices.Sorted(maps.Keys(p.Models)) {
+		if p.Models[name].Provider == "" {
+			names = append(names, strconv.Quote(name))
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	return fmt.Errorf("model %s declares no provider: agentc serve has no client for it (give it provider, model and api_key_env: docs/providers.md)", strings.Join(names, ", "))
 }

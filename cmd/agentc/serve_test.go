@@ -42,7 +42,8 @@ func get(url string) (int, string, error) {
 func TestServeMetricsListener(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"),
-		[]byte("package p\n\nmodels: primary: {}\n"), 0o644))
+		[]byte("package p\n\nmodels: primary: {provider: \"openai\", model: \"m\", api_key_env: \"AGENTC_TEST_SERVE_KEY\"}\n"), 0o644))
+	t.Setenv("AGENTC_TEST_SERVE_KEY", "k")
 	listen, metrics := freeAddr(t), freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -37,6 +38,15 @@ func cmdTest(ctx context.Context, env *cliEnv, args []string) int {
 	policies, err := expandPaths(fs.Args())
 	if err != nil {
 		return fail(env, "%v", err)
+	}
+	for _, paths := range policies {
+		for _, f := range paths {
+			if st, err := os.Stat(f); err == nil && !st.IsDir() && filepath.Ext(f) != ".cue" {
+				// A compiled plan has no test cases: they live beside the
+				// policy it was built from.
+				return fail(env, "test %s: not a .cue file: agentc test takes the policy, whose test cases live beside it", f)
+			}
+		}
 	}
 	passed, failed := 0, 0
 	for _, paths := range policies {

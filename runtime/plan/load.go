@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -36,7 +38,8 @@ func planSchema() (*jsonschema.Schema, error) {
 }
 
 // Error is a plan that failed validation. Problems lists each violation as
-// "<json pointer>: <message>", sorted.
+// "<json pointer> (line L, col C): <message>" (a fault of the JSON
+// syntax as "line L, col C: not JSON: <message>").
 type Error struct {
 	Source   string
 	Problems []string
@@ -47,9 +50,10 @@ func (e *Error) Error() string {
 }
 
 // Decode validates data against the plan schema and decodes it. source names
-// the data in errors. A plan that is not JSON, does not match the schema, has
-// another version or repeats a layer name within a chain (a layer's name
-// defaults to its use) returns *Error.
+// the data in errors. A plan that is not JSON, repeats a key in an object,
+// does not match the schema, has another version, repeats a layer name
+// within a chain (a layer's name defaults to its use) or fails references
+// returns *Error.
 func Decode(source string, data []byte) (*Plan, error) {
 	s, err := planSchema()
 	if err != nil {
@@ -59,24 +63,37 @@ func Decode(source string, data []byte) (*Plan, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	if err := dec.Decode(&doc); err != nil {
-		return nil, &Error{Source: source, Problems: []string{"not JSON: " + err.Error()}}
+		return nil, &Error{Source: source, Problems: []string{syntaxProblem(data, err)}}
 	}
 	if dec.More() {
-		return nil, &Error{Source: source, Problems: []string{"trailing data after the plan object"}}
+		off := valueStart(data, dec.InputOffset())
+		return nil, &Error{Source: source, Problems: []string{at(data, off) + ": trailing data after the plan object"}}
+	}
+	if obj, ok := doc.(map[string]any); ok {
+		if v, ok := obj["version"].(json.Number); ok && !sameNumber(v, Version) {
+			// The schema would say only that the value must be 1.
+			return nil, &Error{Source: source, Problems: locate([]string{fmt.Sprintf(
+				"/version: plan format %s; this agentc reads format %d (build the plan again with the agentc that loads it)", v, Version)}, data)}
+		}
+	}
+	if dups := walk(data, nil); len(dups) > 0 {
+		return nil, &Error{Source: source, Problems: dups}
 	}
 	if err := s.Validate(doc); err != nil {
 		var ve *jsonschema.ValidationError
 		if !asValidationError(err, &ve) {
 			return nil, &Error{Source: source, Problems: []string{err.Error()}}
 		}
-		return nil, &Error{Source: source, Problems: flatten(ve)}
+		return nil, &Error{Source: source, Problems: locate(flatten(ve), data)}
 	}
 	var p Plan
 	if err := json.Unmarshal(data, &p); err != nil {
-		return nil, &Error{Source: source, Problems: []string{err.Error()}}
+		return nil, &Error{Source: source, Problems: []string{typeProblem(data, err)}}
 	}
-	if problems := duplicateNames(&p); len(problems) > 0 {
-		return nil, &Error{Source: source, Problems: problems}
+	problems := duplicateNames(&p)
+	problems = append(problems, references(&p)...)
+	if len(problems) > 0 {
+		return nil, &Error{Source: source, Problems: locate(problems, data)}
 	}
 	return &p, nil
 }
@@ -128,16 +145,31 @@ func Duplicates(chain []Layer) []Duplicate {
 	return out
 }
 
-// Load reads a plan file and decodes it with Decode.
+// MaxFileSize bounds the size of a plan file that Load reads.
+const MaxFileSize = 64 << 20
+
+// Load reads a plan file and decodes it with Decode. A file that is not a
+// regular file (a FIFO would block the load) or holds more than MaxFileSize
+// bytes is an error.
 func Load(path string) (*Plan, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, &Error{Source: path, Problems: []string{"not a regular file"}}
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, 64<<20))
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("read plan: %w", err)
+	}
+	if len(data) > MaxFileSize {
+		return nil, &Error{Source: path, Problems: []string{fmt.Sprintf("larger than %d MiB", MaxFileSize>>20)}}
 	}
 	return Decode(path, data)
 }
@@ -180,4 +212,67 @@ func flatten(ve *jsonschema.ValidationError) []string {
 	walk(ve)
 	sort.Strings(out)
 	return out
+}
+
+// references checks what the schema cannot: that every tool a layer, a
+// predicate or invariants.max_executions names is declared (as agentc vet requires, allowed undeclared
+// tools or not: a misspelt name would leave the real tool unguarded), that
+// only tool-chain layers are scoped to tools, and that each of a layer's
+// compiled predicates is the one its config holds. The runtime uses the
+// compiled predicate and the config's other fields; a predicate that says
+// something else than the config (a tampered plan) would run a rule that a
+// reader of the config does not see.
+func references(p *Plan) []string {
+	var out []string
+	tool := func(loc, name string) {
+		if _, ok := p.Tools[name]; !ok {
+			out = append(out, fmt.Sprintf("%s: tool %q is not declared in tools", loc, name))
+		}
+	}
+	if p.Invariants != nil {
+		for _, name := range slices.Sorted(maps.Keys(p.Invariants.MaxExecutions)) {
+			tool("/invariants/max_executions/"+escapePointer(name), name)
+		}
+	}
+	for _, stage := range Stages {
+		for i, l := range p.Chains.Of(stage) {
+			loc := fmt.Sprintf("/chains/%s/%d", stage, i)
+			if len(l.Tools) > 0 && stage != StageTool {
+				out = append(out, fmt.Sprintf("%s/tools: only layers of the tool chain are scoped to tools", loc))
+			}
+			for j, t := range l.Tools {
+				tool(fmt.Sprintf("%s/tools/%d", loc, j), t)
+			}
+			if l.When != nil {
+				for j, t := range l.When.Tools {
+					tool(fmt.Sprintf("%s/when/tools/%d", loc, j), t)
+				}
+			}
+			var config map[string]json.RawMessage
+			if len(l.Config) > 0 {
+				// The schema made it an object.
+				_ = json.Unmarshal(l.Config, &config)
+			}
+			for _, key := range slices.Sorted(maps.Keys(l.Predicates)) {
+				pr := l.Predicates[key]
+				ploc := fmt.Sprintf("%s/predicates/%s", loc, escapePointer(key))
+				var src string
+				if raw, ok := config[key]; !ok || json.Unmarshal(raw, &src) != nil {
+					out = append(out, fmt.Sprintf("%s: the config holds no string %s for this predicate", ploc, key))
+				} else if src != pr.Source {
+					out = append(out, fmt.Sprintf("%s/source: %q is not the config's %s %q", ploc, pr.Source, key, src))
+				}
+				if !slices.Equal(pr.Tools, l.Tools) {
+					out = append(out, fmt.Sprintf("%s/tools: %q are not the layer's tools %q", ploc, pr.Tools, l.Tools))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// sameNumber reports whether n is the number v (1.0 is 1).
+func sameNumber(n json.Number, v int) bool {
+	f, err := n.Float64()
+	return err == nil && f == float64(v)
 }

@@ -1,8 +1,13 @@
 package plan
 
 import (
+	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -15,7 +20,7 @@ func TestDecodeRoundTrip(t *testing.T) {
 		Models:  map[string]Model{"primary": {USDPerMTokIn: 3, USDPerMTokOut: 15}},
 		Tools:   map[string]Tool{"refund": {SideEffecting: true, Args: json.RawMessage(`{"type":"object"}`)}},
 		Chains: Chains{Tool: []Layer{{
-			Use: "guard", Name: "limit", Config: json.RawMessage(`{"phase":"before"}`),
+			Use: "guard", Name: "limit", Tools: []string{"refund"}, Config: json.RawMessage(`{"phase":"before","deny":"args.amount > 1.0"}`),
 			Predicates: map[string]*Predicate{"deny": {Stage: StageTool, Phase: "before", Source: "args.amount > 1.0", Tools: []string{"refund"}}},
 		}}},
 	}
@@ -52,15 +57,49 @@ func TestDecodeErrors(t *testing.T) {
 	}{
 		{"not json", `{"version":`, []string{"not JSON"}},
 		{"trailing", `{"version":1,"policy":"p","chains":{}} {}`, []string{"trailing data"}},
-		{"wrong version", `{"version":2,"policy":"p","chains":{}}`, []string{"/version"}},
+		{"wrong version", `{"version":2,"policy":"p","chains":{}}`, []string{"/version (line 1, col 12): plan format 2; this agentc reads format 1 (build the plan again"}},
 		{"missing chains", `{"version":1,"policy":"p"}`, []string{"missing properties: 'chains'"}},
 		{"unknown field", `{"version":1,"policy":"p","chains":{},"extra":1}`, []string{"additionalProperties 'extra' not allowed"}},
 		{"layer without use", `{"version":1,"policy":"p","chains":{"tool":[{"name":"x"}]}}`, []string{"/chains/tool/0"}},
 		{"bad stage", `{"version":1,"policy":"p","chains":{},"admit":{"stage":"nope","source":"true"}}`, []string{"/admit/stage"}},
 		{"duplicate name", `{"version":1,"policy":"p","chains":{"chat":[{"use":"retry","name":"r"},{"use":"log","name":"r"}]}}`,
-			[]string{`/chains/chat/1/name: duplicate layer name "r" in the chat chain (also /chains/chat/0)`}},
+			[]string{`/chains/chat/1/name (line 1, col 92): duplicate layer name "r" in the chat chain (also /chains/chat/0)`}},
 		{"duplicate defaulted name", `{"version":1,"policy":"p","chains":{"tool":[{"use":"log"},{"use":"retry"},{"use":"log"}]}}`,
-			[]string{`/chains/tool/2: duplicate layer name "log" in the tool chain (also /chains/tool/0)`}},
+			[]string{`/chains/tool/2 (line 1, col 75): duplicate layer name "log" in the tool chain (also /chains/tool/0)`}},
+		{"truncated", "{\n \"version\": 1,\n \"policy\"", []string{"line 3, col 10: not JSON: the data ends before the plan object does"}},
+		{"syntax error position", "{\n \"version\": 1,\n \"policy\": 'p'}", []string{"line 3, col 12: not JSON: invalid character"}},
+		{"schema error position", "{\n \"version\": 1,\n \"policy\": \"p\",\n \"chains\": {\"tool\": [{\"use\": \"log\", \"extra\": 1}]}}",
+			[]string{"/chains/tool/0 (line 4, col 22): additionalProperties 'extra' not allowed"}},
+		{"version not an integer", `{"version":1.0,"policy":"p","chains":{}}`, []string{"/version (line 1, col 12): number 1.0 does not fit a Go int"}},
+		{"number out of range", `{"version":1,"policy":"p","chains":{},"models":{"m":{"usd_per_mtok_in":1e400,"usd_per_mtok_out":1}}}`,
+			[]string{"/models/m/usd_per_mtok_in (line 1, col 72): number 1e400 does not fit a Go float64"}},
+		// encoding/json keeps the last of repeated keys; a reader may see
+		// the first, so an empty chain could hide behind a reviewed one.
+		{"duplicate key", `{"version":1,"policy":"p","chains":{"tool":[{"use":"guard","config":{"deny":"true"},"predicates":{"deny":{"stage":"tool","source":"true"}}}],"tool":[]}}`,
+			[]string{`/chains/tool (line 1, col 142): duplicate key "tool" (also at line 1, col 37)`}},
+		{"duplicate top-level key", `{"version":1,"policy":"p","policy":"q","chains":{}}`, []string{`/policy (line 1, col 27): duplicate key "policy"`}},
+		// The runtime decodes a config into a struct whose fields match
+		// keys regardless of case: "Phase" would override "phase".
+		{"config key repeated in another case", `{"version":1,"policy":"p","chains":{"tool":[{"use":"guard","config":{"deny":"true","phase":"before","Phase":"after"}}]}}`,
+			[]string{`/chains/tool/0/config/Phase (line 1, col 101): duplicate key "Phase"`}},
+		{"config map keys differing in case are not repeats", `{"version":1,"policy":"p","chains":{"chat":[{"use":"tracing","config":{"attributes":{"env":"a","Env":"b"}}}],"tool":[{"use":"log"},{"use":"log"}]}}`,
+			[]string{`/chains/tool/1 (line 1, col 132): duplicate layer name "log"`}},
+		{"predicate not the config's", `{"version":1,"policy":"p","chains":{"tool":[{"use":"guard","config":{"deny":"args.amount > 100.0"},"predicates":{"deny":{"stage":"tool","source":"false"}}}]}}`,
+			[]string{`/chains/tool/0/predicates/deny/source (line 1, col 146): "false" is not the config's deny "args.amount > 100.0"`}},
+		{"predicate the config lacks", `{"version":1,"policy":"p","chains":{"tool":[{"use":"guard","config":{"require":"true"},"predicates":{"deny":{"stage":"tool","source":"false"}}}]}}`,
+			[]string{`/chains/tool/0/predicates/deny (line 1, col 109): the config holds no string deny for this predicate`}},
+		{"predicate typed by other tools", `{"version":1,"policy":"p","tools":{"a":{"side_effecting":true,"retry_safe":false}},"chains":{"tool":[{"use":"guard","tools":["a"],"config":{"deny":"true"},"predicates":{"deny":{"stage":"tool","source":"true"}}}]}}`,
+			[]string{`/chains/tool/0/predicates/deny/tools`, `are not the layer's tools ["a"]`}},
+		{"layer scoped to an undeclared tool", `{"version":1,"policy":"p","tools":{"refund":{"side_effecting":true,"retry_safe":false}},"chains":{"tool":[{"use":"log","tools":["refnud"]}]}}`,
+			[]string{`/chains/tool/0/tools/0 (line 1, col 129): tool "refnud" is not declared in tools`}},
+		{"scoped to an undeclared tool that settings allow", `{"version":1,"policy":"p","settings":{"allow_undeclared_tools":true},"chains":{"tool":[{"use":"log","tools":["refnud"]}]}}`,
+			[]string{`/chains/tool/0/tools/0 (line 1, col 110): tool "refnud" is not declared in tools`}},
+		// prove would check a bound on a tool that never runs, and none on
+		// the real one.
+		{"execution bound of an undeclared tool", `{"version":1,"policy":"p","tools":{"refund":{"side_effecting":true,"retry_safe":false}},"chains":{},"invariants":{"max_executions":{"refnud":1}}}`,
+			[]string{`/invariants/max_executions/refnud (line 1, col 142): tool "refnud" is not declared in tools`}},
+		{"chat layer scoped to tools", `{"version":1,"policy":"p","tools":{"a":{"side_effecting":true,"retry_safe":false}},"chains":{"chat":[{"use":"log","tools":["a"]}]}}`,
+			[]string{`/chains/chat/0/tools (line 1, col 123): only layers of the tool chain are scoped to tools`}},
 		{"empty name", `{"version":1,"policy":"p","chains":{"tool":[{"use":"log","name":""}]}}`, []string{"/chains/tool/0/name"}},
 	}
 	for _, tt := range tests {
@@ -75,4 +114,29 @@ func TestDecodeErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLoadRefusesWhatItCannotRead: a FIFO would block the load until a
+// writer came, and a file over the bound is refused as such, not as a
+// truncated plan.
+func TestLoadRefusesWhatItCannotRead(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "plan.json")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	done := make(chan error, 1)
+	go func() { _, err := Load(fifo); done <- err }()
+	select {
+	case err := <-done:
+		require.ErrorContains(t, err, "not a regular file")
+	case <-time.After(5 * time.Second):
+		t.Fatal("Load blocked on a FIFO")
+	}
+
+	big := filepath.Join(dir, "big.json")
+	b := append([]byte(`{"version":1,"policy":"`), bytes.Repeat([]byte("x"), MaxFileSize)...)
+	require.NoError(t, os.WriteFile(big, append(b, `","chains":{}}`...), 0o600))
+	_, err := Load(big)
+	var pe *Error
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, []string{"larger than 64 MiB"}, pe.Problems)
 }
