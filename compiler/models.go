@@ -58,7 +58,7 @@ func checkModels(c *Compilation) {
 			c.report(dsl.Errorf(at("provider"), "schema/invalid-value", "%s.provider: unknown provider %q (known: %s)%s",
 				ref, m.Provider, strings.Join(known, ", "), dsl.SuggestName(m.Provider, known)))
 		}
-		if _, set := m.FieldPos["api_key_env"]; set && !envName.MatchString(m.APIKeyEnv) {
+		if _, set := m.FieldPos["api_key_env"]; set && (!envName.MatchString(m.APIKeyEnv) || dsl.KeyShaped(m.APIKeyEnv)) {
 			c.report(dsl.Errorf(at("api_key_env"), "schema/invalid-value",
 				"%s.api_key_env must name an environment variable (letters, digits and _), never hold the key itself", ref))
 		}

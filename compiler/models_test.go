@@ -48,6 +48,8 @@ func TestVetChecksProviderFields(t *testing.T) {
 			"schema/missing-field", "provider anthropic at its default endpoint needs api_key_env", 3, 23},
 		{"key in place of a variable", `m: {provider: "openai", model: "x", api_key_env: "sk-live-1234567890abcdef"}`,
 			"schema/invalid-value", "must name an environment variable", 3, 58},
+		{"hex key in place of a variable", `m: {provider: "openai", model: "x", api_key_env: "d428fc11ed3fc4326beedaad8207f743"}`,
+			"schema/invalid-value", "never hold the key itself", 3, 58},
 		{"credentials in base_url", `m: {provider: "openai", model: "x", base_url: "https://user:sk-secret@example.com/v1"}`,
 			"schema/invalid-value", "must not carry credentials", 3, 55},
 	} {

@@ -19,6 +19,24 @@ var secretName = regexp.MustCompile(`(?i)(token|secret|passw|api_?key|credential
 // OpenAI, Anthropic, Slack, Stripe and AWS access keys.
 var secretValue = regexp.MustCompile(`^(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,}|glpat-[\w-]{20,}|sk-[\w-]{16,}|sk_(live|test)_\w{16,}|xox[abpr]-[\w-]{10,}|AKIA[0-9A-Z]{16})$`)
 
+// KeyShaped reports whether a value given as the name of an environment
+// variable is rather a key: a known credential shape, a run of lower-case
+// hex with digits (openssl rand -hex), or a long mix of upper-case,
+// lower-case and digits without the underscores of a variable's name.
+func KeyShaped(name string) bool {
+	if secretValue.MatchString(name) || len(name) >= 16 && hexKey.MatchString(name) {
+		return true
+	}
+	if len(name) < 20 || strings.Contains(name, "_") {
+		return false
+	}
+	return strings.ContainsAny(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") && strings.ContainsAny(name, "abcdefghijklmnopqrstuvwxyz") &&
+		strings.ContainsAny(name, "0123456789")
+}
+
+// hexKey matches 16 or more lower-case hex digits with a digit among them.
+var hexKey = regexp.MustCompile(`^[0-9a-f]*[0-9][0-9a-f]*$`)
+
 // literalSecret reports whether value, given for name, is a credential
 // written out rather than a reference to one.
 func literalSecret(name, value string) bool {
@@ -75,6 +93,9 @@ func (l *loader) decodeServe(p *Policy, v cue.Value) {
 			k.Tenant = t
 		}
 		hasSHA, hasEnv := kv.LookupPath(cue.ParsePath("sha256")).Exists(), kv.LookupPath(cue.ParsePath("env")).Exists()
+		if hasEnv && KeyShaped(k.Env) {
+			l.errorf(l.userPos([]string{"keys", name, "env"}), "schema/invalid-value", "key %q: env holds what looks like a key, not the name of the variable that holds it: the policy and the plan would carry it; put the key in a variable of agentc serve's environment and name the variable here (env: \"SUPPORT_KEY\"), or give its sha256", name)
+		}
 		switch {
 		case !hasSHA && !hasEnv:
 			l.errorf(k.Pos, "schema/missing-field", "key %q needs sha256 (the hex SHA-256 of the key) or env (the variable holding it)", name)

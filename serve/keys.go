@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -49,6 +50,11 @@ func newKeyring(keys map[string]plan.Key, lookup func(string) (string, bool)) (*
 		case k.Env != "":
 			v, ok := lookup(k.Env)
 			if !ok || v == "" {
+				if !varName.MatchString(k.Env) {
+					// Not shaped like a variable's name: it may be the key
+					// itself, written where its variable's name goes.
+					return nil, fmt.Errorf("key %q: the environment variable its env names is not set (the name is not shown: it is not upper-case like a variable's, and may be the key itself)", name)
+				}
 				return nil, fmt.Errorf("key %q: environment variable %s is not set", name, k.Env)
 			}
 			vk.hash = sha256.Sum256([]byte(v))
@@ -93,3 +99,6 @@ func presentedKey(r *http.Request) string {
 	}
 	return ""
 }
+
+// varName matches the conventional name of an environment variable.
+var varName = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*$`)
