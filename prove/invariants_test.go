@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentc-dev/agentc/compiler"
 	"github.com/agentc-dev/agentc/prove"
+	"github.com/agentc-dev/agentc/runtime/scenario"
 )
 
 // explorePolicy writes src as a policy and explores it at depth k.
@@ -59,4 +60,30 @@ func TestMaxExecutionsIdempotentInsideRetry(t *testing.T) {
 	require.NotEmpty(t, r.Violations)
 	assert.Equal(t, prove.MaxExecutions, r.Violations[0].Invariant)
 	assert.Contains(t, r.Violations[0].Message, "ran 2 times")
+}
+
+// A hedge outside a meter admits each racer on its own: the budget is
+// passed by more than one call. The counterexample replays under agentc
+// run (scenario.Run of the plan, without prove's probes) with the same
+// ledger: a racer cancelled after it went out is charged the runtime's
+// estimate of its input, which must be what the exploration billed.
+func TestBudgetOvershootReplaysWithoutProbes(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte(`package p
+
+models: {primary: {usd_per_mtok_in: 2.5, usd_per_mtok_out: 10}, backup: {usd_per_mtok_in: 2.5, usd_per_mtok_out: 10}}
+chains: chat: [
+	{use: "hedge", models: ["primary", "backup"], delay: "100ms"},
+	{use: "meter", budget: usd: 0.001},
+]
+`), 0o644))
+	p := compile(t, dir)
+	r, err := prove.Explore(context.Background(), p, prove.Options{Depth: 3, Dir: dir})
+	require.NoError(t, err)
+	require.NotEmpty(t, r.Violations)
+	v := r.Violations[0]
+	require.Equal(t, prove.BudgetOvershoot, v.Invariant)
+	res, err := scenario.Run(context.Background(), p, v.Scenario, scenario.Options{Dir: dir})
+	require.NoError(t, err)
+	assert.Greater(t, res.Meter.USD, 0.001+0.0004, "agentc run shows the overshoot: %+v\n%s", res.Meter, strings.Join(v.Trace, "\n"))
 }
