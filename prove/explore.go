@@ -124,6 +124,25 @@ type explorer struct {
 	// clocked reports layers whose behaviour depends on the time between
 	// calls (rate limits, breakers, TTLs).
 	clocked bool
+	// prompt is the user message of a chat step (promptFor).
+	prompt string
+}
+
+// maxPromptTokens bounds the prompt promptFor writes.
+const maxPromptTokens = 16384
+
+// promptFor returns the user message of a chat step. When the chat chain
+// reacts to time (a hedge, an attempt timeout), a model call can be
+// cancelled after it went out, and the runtime charges it the estimate of
+// its input (runtime.EstimateMessages): the message is then sized so that
+// the estimate is the scripted input, which is what the probe bills, so that
+// agentc run replaying a counterexample charges what the exploration did.
+func promptFor(p *plan.Plan, u runtime.Usage) string {
+	n := u.InputTokens - runtime.EstimateMessages([]runtime.Message{{Role: "user"}})
+	if !timed(p.Chains.Chat) || n < 2 || n > maxPromptTokens {
+		return "hello"
+	}
+	return strings.Repeat("word", int(n))
 }
 
 // Explore runs the plan's pipeline under every script of attempt outcomes up
@@ -154,6 +173,7 @@ func Explore(ctx context.Context, p *plan.Plan, opts Options) (*Report, error) {
 		return nil, err
 	}
 	e.usage = usageFor(p)
+	e.prompt = promptFor(p, e.usage)
 	e.chatAlph, e.toolAlph = alphabets(p)
 	e.clocked = clocked(p)
 	start := time.Now()
@@ -463,7 +483,7 @@ func (e *explorer) step(t target, stop bool) scenario.Step {
 	if t.stage == plan.StageTool {
 		return scenario.Step{Tool: &scenario.ToolStep{Name: t.name, Args: t.args}}
 	}
-	cs := &scenario.ChatStep{Model: t.name, Messages: []runtime.Message{{Role: "user", Content: "hello"}}}
+	cs := &scenario.ChatStep{Model: t.name, Messages: []runtime.Message{{Role: "user", Content: e.prompt}}}
 	if stop {
 		one := 1
 		cs.Consume = &one

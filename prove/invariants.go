@@ -145,16 +145,19 @@ func (in *invariants) maxExecutions(e *explorer, t target, o *outcome) []string 
 			dedupes = true
 		}
 	}
+	// With one, a call that failed with an error saying its effect did not
+	// stand (the layer stores no failure: a call sent again runs, as it
+	// would without the layer) is a logical call of its own.
+	calls := o.calls()
 	counts := map[string]int{}
 	for _, ev := range o.events {
 		if ev.Kind == evExecute && ev.Stage == plan.StageTool && ev.Name == t.name {
 			// Without an idempotent layer each call (each concurrent copy
 			// too) is a logical call of its own.
-			key := ev.Step
-			if dedupes {
-				key = "run"
+			counts[ev.Step]++
+			if dedupes && !failedWithoutEffect(calls[ev.Step]) {
+				counts["run"]++
 			}
-			counts[key]++
 		}
 	}
 	var out []string
@@ -168,6 +171,21 @@ func (in *invariants) maxExecutions(e *explorer, t target, o *outcome) []string 
 		}
 	}
 	return out
+}
+
+// failedWithoutEffect reports a call that failed with an error that says
+// the tool's effect did not stand: transient, rate limited, permanent, or
+// refused before it ran. A timeout, a crash, a block (a result blocked after
+// the tool ran) or a call in doubt may have left an effect.
+func failedWithoutEffect(c scenario.StepResult) bool {
+	if c.Outcome != "error" || c.Error == nil || c.Deduped != nil && *c.Deduped {
+		return false
+	}
+	switch c.Error.Kind {
+	case "transient", "rate_limited", "permanent", "breaker_open", "store_unavailable":
+		return true
+	}
+	return false
 }
 
 func auditComplete(e *explorer, t target, o *outcome) []string {

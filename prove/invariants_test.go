@@ -1,0 +1,89 @@
+package prove_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/compiler"
+	"github.com/agentc-dev/agentc/prove"
+	"github.com/agentc-dev/agentc/runtime/scenario"
+)
+
+// explorePolicy writes src as a policy and explores it at depth k.
+func explorePolicy(t *testing.T, src string, k int) *prove.Report {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte("package p\n\n"+src), 0o644))
+	comp, err := compiler.Compile(context.Background(), []string{dir}, compiler.Options{NoOrderCheck: true})
+	require.NoError(t, err)
+	require.NotNil(t, comp.Plan, "%v", comp.Diagnostics)
+	r, err := prove.Explore(context.Background(), comp.Plan, prove.Options{Depth: k, Dir: dir})
+	require.NoError(t, err)
+	require.Positive(t, r.Targets)
+	return r
+}
+
+func violated(r *prove.Report) []string {
+	var out []string
+	for _, v := range r.Violations {
+		var b strings.Builder
+		_ = v.WriteText(&b)
+		out = append(out, b.String())
+	}
+	return out
+}
+
+const refundTool = `tools: refund: {side_effecting: true, args: {type: "object", required: ["order_id"], properties: order_id: type: "string"}}
+`
+
+// An idempotent layer in front of a tool that is not retry_safe is the fix
+// vet proposes for a retry around it. A caller that sends the call again
+// after it failed with a 503 makes a new logical call, as it does without
+// the layer: the policy proves clean, as the same policy without
+// idempotent does.
+func TestMaxExecutionsIdempotentCallerResend(t *testing.T) {
+	r := explorePolicy(t, refundTool+`chains: tool: [{use: "audit"}, {use: "idempotent"}]`, 3)
+	assert.Empty(t, violated(r))
+	r = explorePolicy(t, refundTool+`chains: tool: [{use: "audit"}]`, 3)
+	assert.Empty(t, violated(r))
+}
+
+// Idempotent inside a retry still repeats the effect within one call.
+func TestMaxExecutionsIdempotentInsideRetry(t *testing.T) {
+	r := explorePolicy(t, refundTool+`chains: tool: [{use: "retry", max_attempts: 3, initial_delay: "10ms"}, {use: "idempotent"}]`, 2)
+	require.NotEmpty(t, r.Violations)
+	assert.Equal(t, prove.MaxExecutions, r.Violations[0].Invariant)
+	assert.Contains(t, r.Violations[0].Message, "ran 2 times")
+}
+
+// A hedge outside a meter admits each racer on its own: the budget is
+// passed by more than one call. The counterexample replays under agentc
+// run (scenario.Run of the plan, without prove's probes) with the same
+// ledger: a racer cancelled after it went out is charged the runtime's
+// estimate of its input, which must be what the exploration billed.
+func TestBudgetOvershootReplaysWithoutProbes(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte(`package p
+
+models: {primary: {usd_per_mtok_in: 2.5, usd_per_mtok_out: 10}, backup: {usd_per_mtok_in: 2.5, usd_per_mtok_out: 10}}
+chains: chat: [
+	{use: "hedge", models: ["primary", "backup"], delay: "100ms"},
+	{use: "meter", budget: usd: 0.001},
+]
+`), 0o644))
+	p := compile(t, dir)
+	r, err := prove.Explore(context.Background(), p, prove.Options{Depth: 3, Dir: dir})
+	require.NoError(t, err)
+	require.NotEmpty(t, r.Violations)
+	v := r.Violations[0]
+	require.Equal(t, prove.BudgetOvershoot, v.Invariant)
+	res, err := scenario.Run(context.Background(), p, v.Scenario, scenario.Options{Dir: dir})
+	require.NoError(t, err)
+	assert.Greater(t, res.Meter.USD, 0.001+0.0004, "agentc run shows the overshoot: %+v\n%s", res.Meter, strings.Join(v.Trace, "\n"))
+}
