@@ -351,6 +351,9 @@ func Build(ctx context.Context, p *plan.Plan, deps Deps) (*Pipeline, error) {
 	if pl.models == nil {
 		pl.models = map[string]ModelClient{}
 	}
+	if err := checkStoreKinds(p.Stores, &deps); err != nil {
+		return nil, err
+	}
 	provided, err := ProviderModels(ctx, p, pl.models)
 	if err != nil {
 		return nil, fmt.Errorf("build models: %w", err)

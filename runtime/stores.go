@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"sync"
@@ -59,6 +60,26 @@ func StoreKinds() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// checkStoreKinds refuses a plan that declares a store of a kind not
+// registered, naming the store and the kinds known, whether or not a layer
+// names that store: a store is opened only when a layer uses it, so an
+// unknown kind would otherwise load and serve until a later policy names
+// it. A store the host provides in deps by name (Backends, Stores,
+// AuditSinks, Indexes) is not opened, so its kind is not checked.
+func checkStoreKinds(stores map[string]plan.Store, deps *Deps) error {
+	registered := func(kind string) bool { _, ok := lookupStoreKind(kind); return ok }
+	for _, name := range slices.Sorted(maps.Keys(stores)) {
+		if deps.Backends[name] != nil || deps.Stores[name] != nil || deps.AuditSinks[name] != nil || deps.Indexes[name] != nil {
+			continue
+		}
+		if kind := stores[name].Kind; !registered(kind) {
+			return fmt.Errorf("build stores.%s: kind %q is not registered (registered: %v; import its package, or provide the store in Deps)",
+				name, kind, StoreKinds())
+		}
+	}
+	return nil
 }
 
 func lookupStoreKind(kind string) (StoreOpener, bool) {

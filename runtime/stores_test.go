@@ -160,6 +160,22 @@ func TestStoreErrors(t *testing.T) {
 	}
 }
 
+// A declared store of an unknown kind is refused even when no layer names
+// it, naming the store and the kinds known; one the host provides is not
+// opened, so its kind is not checked.
+func TestBuildRefusesAnUnusedStoreOfAnUnknownKind(t *testing.T) {
+	p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("test.stateful", `{}`)}})
+	p.Stores = map[string]plan.Store{"other": {Kind: "nope"}}
+	_, err := runtime.Build(context.Background(), p, runtime.Deps{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `stores.other: kind "nope" is not registered`)
+	assert.Contains(t, err.Error(), "memory", "the kinds known are named")
+
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Stores: map[string]runtime.KV{"other": runtime.NewMemoryKV()}})
+	require.NoError(t, err, "a store the host provides is not opened")
+	require.NoError(t, pl.Close())
+}
+
 func TestRegisterStoreKindRejectsMistakes(t *testing.T) {
 	open := func(context.Context, string, plan.Store) (runtime.StoreBackend, error) { return nil, nil }
 	assert.Panics(t, func() { runtime.RegisterStoreKind("memory", open) })

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"time"
 
 	"github.com/agentc-dev/agentc/runtime"
@@ -37,6 +38,9 @@ type Audit struct {
 	Trail       string `json:"trail"`
 	Sink        string `json:"sink,omitempty"`
 	IncludeArgs bool   `json:"include_args"`
+	// IncludeErrors stores a failed call's error text in clear; without
+	// it the record holds what errorText keeps.
+	IncludeErrors bool `json:"include_errors"`
 
 	name string
 	sink runtime.AuditSink
@@ -112,11 +116,11 @@ func invoke[T any](ctx context.Context, a *Audit, rec runtime.AuditRecord, meta 
 			return
 		}
 		p := recover()
-		cause := errors.New("the call did not return (goroutine exited)")
+		cause, what := errors.New("the call did not return (goroutine exited)"), "the call did not return (goroutine exited)"
 		if p != nil {
-			cause = fmt.Errorf("panic: %v", p)
+			cause, what = fmt.Errorf("panic: %v", p), "panic"
 		}
-		out := a.outcome(rec, meta, start, cause)
+		out := a.outcome(rec, meta, start, cause, what)
 		if effect {
 			markInDoubt(&out)
 		}
@@ -127,7 +131,7 @@ func invoke[T any](ctx context.Context, a *Audit, rec runtime.AuditRecord, meta 
 	}()
 	v, err = call()
 	completed = true
-	out := a.outcome(rec, meta, start, err)
+	out := a.outcome(rec, meta, start, err, "")
 	if effect && err != nil && ctx.Err() != nil && out.Decision == runtime.DecisionFailed {
 		markInDoubt(&out)
 	}
@@ -144,13 +148,40 @@ func invoke[T any](ctx context.Context, a *Audit, rec runtime.AuditRecord, meta 
 
 // markInDoubt records an outcome as in doubt: the call may have made its
 // effect before it stopped.
+// The kind the failure had (canceled, failure...) is kept in the message.
 func markInDoubt(rec *runtime.AuditRecord) {
 	rec.Decision = runtime.DecisionInDoubt
+	rec.ErrorMessage = "the call may have made its effect before it stopped (" + rec.ErrorType + "): " + rec.ErrorMessage
 	rec.ErrorType = "in_doubt"
-	rec.ErrorMessage = "the call may have made its effect before it stopped: " + rec.ErrorMessage
 }
 
-func (a *Audit) outcome(rec runtime.AuditRecord, meta *runtime.Meta, start time.Time, err error) runtime.AuditRecord {
+// errorText returns what an outcome record says of err. With
+// include_errors, its text. Without it, the text is withheld, since a tool's
+// error may quote its arguments (a card number, an email address): what
+// (a note of the audit layer's own, such as "panic"), the layer the error
+// names (runtime.LayerOf) and the hex SHA-256 of the text, with which an
+// auditor holding the text (the caller's, a log's) can match it to the
+// record, as the arguments' digest matches the arguments.
+func (a *Audit) errorText(err error, what string) string {
+	text := err.Error()
+	if a.IncludeErrors {
+		return text
+	}
+	sum := sha256.Sum256([]byte(text))
+	var b strings.Builder
+	if what != "" {
+		b.WriteString(what + "; ")
+	}
+	if l := runtime.LayerOf(err); l != "" {
+		fmt.Fprintf(&b, "layer %q; ", l)
+	}
+	b.WriteString("text withheld, sha256 " + hex.EncodeToString(sum[:]))
+	return b.String()
+}
+
+// outcome returns the outcome record of a call that returned err; what is
+// the audit layer's own note on a call that did not return (errorText).
+func (a *Audit) outcome(rec runtime.AuditRecord, meta *runtime.Meta, start time.Time, err error, what string) runtime.AuditRecord {
 	rec.Time = a.now()
 	rec.Phase = runtime.PhaseOutcome
 	rec.Decision = Decision(err, meta)
@@ -161,7 +192,7 @@ func (a *Audit) outcome(rec runtime.AuditRecord, meta *runtime.Meta, start time.
 	rec.ErrorType, rec.ErrorMessage = "", ""
 	if err != nil {
 		rec.ErrorType = runtime.KindOf(err)
-		rec.ErrorMessage = err.Error()
+		rec.ErrorMessage = a.errorText(err, what)
 	}
 	return rec
 }

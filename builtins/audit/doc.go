@@ -16,7 +16,7 @@
 //     so a retry outside may try again). A crash during the call therefore
 //     leaves an intent without an outcome.
 //   - outcome (Phase "outcome"), after the call: the decision, the error's
-//     kind (runtime.KindOf) and message, the attempts from the call's meta
+//     kind (runtime.KindOf) and message (below), the attempts from the call's meta
 //     (the count of the innermost retry that ran: with trail "logical" the
 //     retry inside the layer, so the logical call's total), and the
 //     duration. Decisions: "ok"; "deduped" when an idempotent layer inside
@@ -35,7 +35,9 @@
 //     "denied" would read as "did not happen" (a duplicate an idempotent
 //     layer inside answers with the stored error is "deduped"); "failed"
 //     otherwise (a panic is recorded, then
-//     re-raised). Records written by earlier
+//     re-raised). An in-doubt outcome's message begins "the call may have
+//     made its effect before it stopped (KIND): " with the kind the failure
+//     had (canceled, timeout; failure for a panic). Records written by earlier
 //     versions state "failed" with error type "in_doubt" for such a call.
 //     The outcome is written even when the call's context has ended.
 //
@@ -51,7 +53,18 @@
 //
 // Raw arguments (a tool's args; a turn's input and session id) are stored
 // only with include_args: true; by default the digest alone lets an auditor
-// match a record to a known call without keeping personal data.
+// match a record to a known call without keeping personal data. The same
+// holds for a failed call's error text, which a tool may fill with its
+// arguments ("card 4111111111111111 declined", "no such user
+// ann@example.com"): it is stored only with include_errors: true. By
+// default an outcome's error message reads `layer "bank"; text withheld,
+// sha256 HEX`: the layer the error names (runtime.LayerOf; left out when it
+// names none), preceded by "panic; " for a panic, and the hex SHA-256 of
+// the error's text, which matches the error the caller got; with the error
+// type (its kind) and the decision, that says what failed and where
+// without keeping the text. Every sink (memory, SQLite, Redis, PostgreSQL,
+// a host's) receives the record so. In either case a secret the run holds
+// is written as "[SECRET]".
 //
 // trail states the ordering the user intends, and agentc vet holds the chain
 // to it (order/audit-trail): "logical" (the default) puts retry inside audit

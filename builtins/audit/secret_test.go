@@ -2,6 +2,8 @@ package audit_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -78,8 +80,8 @@ func TestTrailMasksSecretsInEveryText(t *testing.T) {
 	build := func(t *testing.T, stores map[string]plan.Store, deps runtime.Deps) *runtime.Pipeline {
 		p := rt.Plan(plan.Chains{})
 		p.Stores = stores
-		p.Chains.Tool = []plan.Layer{rt.Layer("audit", `{"include_args": true, "sink": "trail"}`)}
-		p.Chains.Turn = []plan.Layer{rt.Layer("audit", `{"include_args": true, "sink": "trail"}`)}
+		p.Chains.Tool = []plan.Layer{rt.Layer("audit", `{"include_args": true, "include_errors": true, "sink": "trail"}`)}
+		p.Chains.Turn = []plan.Layer{rt.Layer("audit", `{"include_args": true, "include_errors": true, "sink": "trail"}`)}
 		p.Tools = map[string]plan.Tool{"vault": {SecretResult: true}, "call_api": {}}
 		deps.Tools = map[string]runtime.ToolFunc{
 			"vault":    rt.NewTool(rt.ToolResult{Value: map[string]any{"token": "tok_9f8e7d6c", "pin": 48213}}).Func(),
@@ -119,10 +121,22 @@ func TestTrailMasksSecretsInEveryText(t *testing.T) {
 		assert.Contains(t, msgs[1], "echo: [SECRET] / [SECRET]")
 	}
 
+	trailSinks(t, func(t *testing.T, stores map[string]plan.Store, deps runtime.Deps, records func(*runtime.Pipeline, string) []runtime.AuditRecord) {
+		pl := build(t, stores, deps)
+		check(t, pl, func(run string) []runtime.AuditRecord { return records(pl, run) })
+	})
+}
+
+// trailSinks runs test against an audit sink named "trail" in a SQLite
+// file, in PostgreSQL and in Redis (each skipped without its URL): test
+// builds its pipeline with stores and deps and reads a run's records back
+// from the sink with records, once, last (it closes a SQLite pipeline).
+func trailSinks(t *testing.T, test func(t *testing.T, stores map[string]plan.Store, deps runtime.Deps,
+	records func(pl *runtime.Pipeline, run string) []runtime.AuditRecord)) {
+	ctx := context.Background()
 	t.Run("sqlite", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "audit.db")
-		pl := build(t, map[string]plan.Store{"trail": {Kind: "sqlite", Path: path}}, runtime.Deps{})
-		check(t, pl, func(run string) []runtime.AuditRecord {
+		test(t, map[string]plan.Store{"trail": {Kind: "sqlite", Path: path}}, runtime.Deps{}, func(pl *runtime.Pipeline, run string) []runtime.AuditRecord {
 			require.NoError(t, pl.Close())
 			s, err := sqlite.Open(ctx, path)
 			require.NoError(t, err)
@@ -140,9 +154,8 @@ func TestTrailMasksSecretsInEveryText(t *testing.T) {
 		store, err := postgres.Open(ctx, url, "audit_secret_test_")
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = store.Close() })
-		pl := build(t, nil, runtime.Deps{AuditSinks: map[string]runtime.AuditSink{"trail": store}})
-		t.Cleanup(func() { _ = pl.Close() })
-		check(t, pl, func(run string) []runtime.AuditRecord {
+		test(t, nil, runtime.Deps{AuditSinks: map[string]runtime.AuditSink{"trail": store}}, func(pl *runtime.Pipeline, run string) []runtime.AuditRecord {
+			t.Cleanup(func() { _ = pl.Close() })
 			recs, err := store.Records(ctx, run)
 			require.NoError(t, err)
 			return recs
@@ -156,12 +169,70 @@ func TestTrailMasksSecretsInEveryText(t *testing.T) {
 		store, err := redis.Open(ctx, url, "audit_secret_test:")
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = store.Close() })
-		pl := build(t, nil, runtime.Deps{AuditSinks: map[string]runtime.AuditSink{"trail": store}})
-		t.Cleanup(func() { _ = pl.Close() })
-		check(t, pl, func(run string) []runtime.AuditRecord {
+		test(t, nil, runtime.Deps{AuditSinks: map[string]runtime.AuditSink{"trail": store}}, func(pl *runtime.Pipeline, run string) []runtime.AuditRecord {
+			t.Cleanup(func() { _ = pl.Close() })
 			recs, err := store.Records(ctx, run)
 			require.NoError(t, err)
 			return recs
 		})
 	})
+}
+
+// TestErrorTextWithheldByDefault: tool and turn errors that quote personal
+// data (a card number, an email address) reach a SQLite file, PostgreSQL
+// and Redis without it: each outcome holds the error's kind, the layer it
+// names and the digest of its text, which matches the caller's error; with
+// include_errors the text is kept.
+func TestErrorTextWithheldByDefault(t *testing.T) {
+	const card, email = "4111111111111111", "ann@example.com"
+	for _, include := range []bool{false, true} {
+		t.Run(fmt.Sprintf("include_errors=%v", include), func(t *testing.T) {
+			trailSinks(t, func(t *testing.T, stores map[string]plan.Store, deps runtime.Deps, records func(*runtime.Pipeline, string) []runtime.AuditRecord) {
+				ctx := context.Background()
+				config := `{"sink": "trail"}`
+				if include {
+					config = `{"sink": "trail", "include_errors": true}`
+				}
+				p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("audit", config)}, Turn: []plan.Layer{rt.Layer("audit", config)}})
+				p.Stores = stores
+				p.Tools = map[string]plan.Tool{"charge": {}}
+				deps.Tools = map[string]runtime.ToolFunc{"charge": rt.NewTool(rt.ToolResult{Err: &runtime.CallError{Kind: runtime.KindPermanent,
+					Layer: "bank", Message: "card " + card + " declined"}}).Func()}
+				pl, err := runtime.Build(ctx, p, deps)
+				require.NoError(t, err)
+				run := fmt.Sprintf("audit-pii-%d", time.Now().UnixNano())
+				rctx := runtime.WithRun(ctx, runtime.Run{ID: run})
+				_, toolErr := pl.Tool(rctx, runtime.ToolRequest{Name: "charge", Args: map[string]any{"card": card}})
+				require.ErrorContains(t, toolErr, card, "the caller's own error is untouched")
+				_, turnErr := pl.Turn(rctx, runtime.TurnRequest{Input: "hi"},
+					func(context.Context) (string, error) { return "", rt.Permanent("no such user " + email) })
+				require.Error(t, turnErr)
+				var outcomes []runtime.AuditRecord
+				for _, r := range records(pl, run) {
+					b, err := json.Marshal(r)
+					require.NoError(t, err)
+					if !include {
+						assert.NotContains(t, string(b), card)
+						assert.NotContains(t, string(b), email)
+					}
+					if r.Phase == runtime.PhaseOutcome {
+						outcomes = append(outcomes, r)
+					}
+				}
+				require.Len(t, outcomes, 2)
+				for i, callErr := range []error{toolErr, turnErr} {
+					assert.Equal(t, "permanent", outcomes[i].ErrorType)
+					if include {
+						assert.Equal(t, callErr.Error(), outcomes[i].ErrorMessage)
+						continue
+					}
+					sum := sha256.Sum256([]byte(callErr.Error()))
+					assert.Contains(t, outcomes[i].ErrorMessage, "text withheld, sha256 "+hex.EncodeToString(sum[:]))
+				}
+				if !include {
+					assert.Contains(t, outcomes[0].ErrorMessage, `layer "bank"`)
+				}
+			})
+		})
+	}
 }

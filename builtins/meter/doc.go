@@ -32,8 +32,9 @@
 // the ceiling all run, and each one that crosses it is charged in full.
 //
 // With on_cross "refuse" a model call is reserved with its estimate
-// (Estimate: the request's max_tokens as output, runtime.EstimateMessages
-// of its messages as input, priced at the requested model's rates), and it
+// (Estimate: the request's max_tokens as output, runtime.EstimateRequest
+// of the whole request as input, its messages, tool definitions and
+// response format schema, priced at the requested model's rates), and it
 // is refused before it runs, with a *runtime.BudgetError whose Estimate
 // (and Pending, what the calls in flight have reserved) is set, when the
 // charged ledger plus the estimates reserved by the calls in flight plus

@@ -456,9 +456,11 @@ func (m *Meter) price(charges []runtime.Charge, u runtime.Usage, model string) f
 
 // Estimate returns the usage a model call is expected to charge at most:
 // the request's max_tokens as output (zero when unset: the model's default
-// cannot be known) and runtime.EstimateMessages of its messages as input.
+// cannot be known) and runtime.EstimateRequest of the whole request as
+// input: its messages, the tools it offers and its response format's
+// schema, all of which the provider bills.
 func Estimate(req *runtime.ChatRequest) runtime.Usage {
-	return runtime.Usage{InputTokens: runtime.EstimateMessages(req.Messages), OutputTokens: int64(max(req.MaxTokens, 0))}
+	return runtime.Usage{InputTokens: runtime.EstimateRequest(req), OutputTokens: int64(max(req.MaxTokens, 0))}
 }
 
 // estimate returns, with on_cross "refuse" and a tokens or usd ceiling,

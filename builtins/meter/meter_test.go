@@ -2,8 +2,10 @@ package meter_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -224,6 +226,31 @@ func TestOnCrossRefuseTokens(t *testing.T) {
 	_, _, err = rt.Collect(ctx, pl, req, 0)
 	require.NoError(t, err)
 	assert.Equal(t, 2, model.Calls())
+}
+
+// A request whose weight is in its tool definitions and response format is
+// estimated with them: a budget its messages alone would fit refuses it.
+func TestOnCrossRefuseCountsToolsAndResponseFormat(t *testing.T) {
+	model := rt.NewModel(rt.Response{Deltas: []string{"x"}, Usage: runtime.Usage{InputTokens: 5000, OutputTokens: 1}})
+	pl, _ := build(t, `{"budget":{"tokens":1000},"on_cross":"refuse"}`, model)
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r"})
+	schema := json.RawMessage(`{"type":"object","description":"` + strings.Repeat("a long description ", 1000) + `"}`)
+	req := runtime.ChatRequest{Model: "primary", MaxTokens: 10, Messages: []runtime.Message{{Role: "user", Content: "hi"}},
+		Tools: []runtime.ToolDef{{Name: "lookup", Description: "looks things up", Parameters: schema}}}
+	est := meter.Estimate(&req)
+	assert.Equal(t, runtime.EstimateRequest(&req), est.InputTokens)
+	assert.Greater(t, est.InputTokens, int64(1000))
+	_, _, err := rt.Collect(ctx, pl, req, 0)
+	var be *runtime.BudgetError
+	require.ErrorAs(t, err, &be, "the tools' weight crosses the ceiling")
+	assert.Equal(t, "tokens", be.Resource)
+	assert.Equal(t, 0, model.Calls(), "the refused call did not reach the model")
+
+	req.Tools = nil
+	req.ResponseFormat = &runtime.ResponseFormat{Type: runtime.FormatJSONSchema, Name: "answer", Schema: schema}
+	_, _, err = rt.Collect(ctx, pl, req, 0)
+	require.ErrorAs(t, err, &be, "the response format's weight crosses the ceiling")
+	assert.Equal(t, 0, model.Calls())
 }
 
 func TestOnCrossRefuseUSDAndAllowDefault(t *testing.T) {

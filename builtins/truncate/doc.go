@@ -5,10 +5,17 @@
 // A string result longer than max_chars is cut to its first max_chars
 // characters and followed by a marker, "\n[truncated: kept N of M
 // characters]", so that the model (and a reader of the transcript) can tell
-// that text is missing. Any other result is measured as its JSON text; when
-// that is too long the result becomes a string holding the first max_chars
-// characters of the JSON text followed by the same marker (the truncated
-// JSON is no longer valid JSON, which the marker makes plain). A result
-// within the limit is returned as it is; a failed call's error is returned
-// as is. The tool's own value is never modified.
+// that text is missing. Bytes and raw JSON (json.RawMessage) are measured
+// as the text they hold. Any other result is measured as its JSON text,
+// with "<", ">" and "&" written as themselves (one character each, as the
+// model reads them, not the six of "\u003c"); when that is too long the
+// result becomes a string holding the first max_chars characters of the
+// JSON text followed by the same marker (the truncated JSON is no longer
+// valid JSON, which the marker makes plain). A result with no JSON form (a
+// host's Go value holding a NaN or a channel) cannot be measured: the call
+// fails closed with a permanent *runtime.CallError naming the layer,
+// marked runtime.Ran (the tool ran; its effect stands), rather than
+// reaching the model unbounded. A result within the limit is returned as
+// it is; a failed call's error is returned as is. The tool's own value is
+// never modified.
 package truncate

@@ -1,9 +1,11 @@
 package truncate
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/agentc-dev/agentc/runtime"
@@ -28,6 +30,14 @@ func init() {
 type Truncate struct {
 	// MaxChars is the most characters of a result's text that are kept.
 	MaxChars int `json:"max_chars"`
+
+	name string
+}
+
+// Provision records the layer's name for its errors.
+func (t *Truncate) Provision(b *runtime.BuildContext) error {
+	t.name = b.Name()
+	return nil
 }
 
 // Validate requires a positive max_chars.
@@ -45,29 +55,36 @@ func Marker(kept, total int) string {
 }
 
 // Apply returns v trimmed to maxChars characters (see the package
-// documentation) and whether it was cut.
-func Apply(v any, maxChars int) (any, bool) {
+// documentation) and whether it was cut. A value with no JSON form (a NaN,
+// a channel) cannot be measured: Apply returns the encoding's error.
+func Apply(v any, maxChars int) (any, bool, error) {
 	var text string
 	switch x := v.(type) {
 	case nil:
-		return v, false
+		return v, false, nil
 	case string:
 		text = x
 	case []byte:
 		text = string(x)
+	case json.RawMessage:
+		text = string(x) // the agent loop sends raw JSON as it is
 	default:
-		b, err := json.Marshal(v)
-		if err != nil {
-			return v, false
+		// The JSON text the model reads: "<" is one character, not the
+		// six of json.Marshal's "\u003c".
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(v); err != nil {
+			return nil, false, err
 		}
-		text = string(b)
+		text = strings.TrimSuffix(b.String(), "\n")
 	}
 	if len(text) <= maxChars {
-		return v, false // fewer bytes than the limit: fewer characters too
+		return v, false, nil // fewer bytes than the limit: fewer characters too
 	}
 	total := utf8.RuneCountInString(text)
 	if total <= maxChars {
-		return v, false
+		return v, false, nil
 	}
 	cut, n := 0, 0
 	for i := range text {
@@ -77,7 +94,7 @@ func Apply(v any, maxChars int) (any, bool) {
 		}
 		n++
 	}
-	return text[:cut] + Marker(maxChars, total), true
+	return text[:cut] + Marker(maxChars, total), true, nil
 }
 
 // WrapTool implements runtime.ToolWrapper.
@@ -87,7 +104,13 @@ func (t *Truncate) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 		if err != nil {
 			return v, err
 		}
-		out, _ := Apply(v, t.MaxChars)
+		out, _, aerr := Apply(v, t.MaxChars)
+		if aerr != nil {
+			// Unmeasured, the result would reach the model unbounded: the
+			// call fails closed. The tool ran: its effect stands.
+			return nil, runtime.Ran(&runtime.CallError{Kind: runtime.KindPermanent, Layer: t.name,
+				Message: fmt.Sprintf("tool %s: its result has no JSON form and cannot be bounded: %v", c.Name, aerr)})
+		}
 		return out, nil
 	}
 }

@@ -2,6 +2,8 @@ package truncate_test
 
 import (
 	"context"
+	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 
@@ -27,6 +29,11 @@ func TestTruncate(t *testing.T) {
 		{"multibyte counts characters", "ééééééééééé", "éééééééééé" + truncate.Marker(10, 11)},
 		{"short structure", map[string]any{"a": 1.0}, map[string]any{"a": 1.0}},
 		{"long structure becomes its JSON text", big, `{"rows":["` + truncate.Marker(10, 31)},
+		// The model reads "<", not json.Marshal's six-character "\u003c".
+		{"markup counts as read", map[string]any{"t": "<&"}, map[string]any{"t": "<&"}},
+		{"markup cut as read", map[string]any{"t": "<<<<<<<<<<"}, `{"t":"<<<<` + truncate.Marker(10, 18)},
+		{"raw JSON as it is", json.RawMessage(`{"t":"<<"}`), json.RawMessage(`{"t":"<<"}`)},
+		{"raw JSON cut as its text", json.RawMessage(`{"t": "<<<"}`), `{"t": "<<<` + truncate.Marker(10, 12)},
 		{"nil", nil, nil},
 	}
 	for _, tt := range tests {
@@ -43,6 +50,32 @@ func TestTruncate(t *testing.T) {
 	assert.Equal(t, []any{"aaaa", "bbbb", "cccc"}, big["rows"], "the tool's value is untouched")
 }
 
+// A result with no JSON form cannot be measured: the call fails closed,
+// with a permanent error naming the layer and marked as having run, rather
+// than passing the result on unbounded.
+func TestResultWithoutJSONFormFailsClosed(t *testing.T) {
+	for name, value := range map[string]any{
+		"NaN":     map[string]any{"score": math.NaN()},
+		"channel": map[string]any{"c": make(chan int)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Named("cut", rt.Layer("truncate", `{"max_chars":10}`))}})
+			tool := rt.NewTool(rt.ToolResult{Value: value})
+			pl, err := runtime.Build(context.Background(), p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"t": tool.Func()}})
+			require.NoError(t, err)
+			res, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "t"})
+			require.Error(t, err)
+			assert.Nil(t, res.Value)
+			assert.Equal(t, "permanent", runtime.KindOf(err))
+			assert.Equal(t, "cut", runtime.LayerOf(err))
+			assert.ErrorIs(t, err, runtime.ErrRan, "the tool ran")
+			assert.ErrorContains(t, err, "no JSON form")
+			_, _, aerr := truncate.Apply(value, 10)
+			assert.Error(t, aerr)
+		})
+	}
+}
+
 func TestErrorsPassThrough(t *testing.T) {
 	p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("truncate", `{"max_chars":1}`)}})
 	tool := rt.NewTool(rt.ToolResult{Value: "partial", Err: rt.Permanent("bad")})
@@ -53,7 +86,8 @@ func TestErrorsPassThrough(t *testing.T) {
 }
 
 func TestDefaultAndBadConfig(t *testing.T) {
-	v, cut := truncate.Apply(strings.Repeat("x", 8001), 8000)
+	v, cut, err := truncate.Apply(strings.Repeat("x", 8001), 8000)
+	require.NoError(t, err)
 	assert.True(t, cut)
 	assert.True(t, strings.HasPrefix(v.(string), strings.Repeat("x", 8000)+"\n[truncated"))
 	for _, cfg := range []string{`{"max_chars":0}`, `{"max_chars":"10"}`, `{"max":10}`} {
