@@ -75,7 +75,7 @@ func (pl *Pipeline) chatTerminal(ctx context.Context, c *ChatCall, yield func(De
 	// is trusted as it is.
 	if c.chars > beforeChars && (c.Usage == beforeUsage || err != nil || c.Stopped) {
 		if c.Usage.InputTokens == beforeUsage.InputTokens {
-			c.Usage.InputTokens += EstimateMessages(c.Request.Messages)
+			c.Usage.InputTokens += EstimateRequest(&c.Request)
 		}
 		if c.Usage.OutputTokens == beforeUsage.OutputTokens {
 			c.Usage.OutputTokens += int64(c.chars-beforeChars+3) / 4
@@ -84,7 +84,7 @@ func (pl *Pipeline) chatTerminal(ctx context.Context, c *ChatCall, yield func(De
 		// Cancelled after the request went out (a hedge's losing racer, an
 		// attempt that timed out, a caller that gave up) before anything
 		// arrived: the provider has read, and bills, the prompt.
-		c.Usage.InputTokens += EstimateMessages(c.Request.Messages)
+		c.Usage.InputTokens += EstimateRequest(&c.Request)
 	}
 	if u := c.Usage.Sub(beforeUsage); u != (Usage{}) {
 		c.Charges = append(c.Charges, Charge{Model: c.Request.Model, Usage: u})

@@ -32,7 +32,7 @@ const (
 // or rewritten the request (countChecks): a model whose client counts
 // (tokenCounter) is then asked. Otherwise, and for a model whose client
 // does not count, the answer is the runtime's estimate of the request
-// (estimateTokens) and nothing leaves the gateway. The header
+// (runtime.EstimateRequest) and nothing leaves the gateway. The header
 // X-Agentc-Token-Count tells which.
 func (s *Server) countTokens(x *exchange) {
 	body, ok := x.readBody()
@@ -51,7 +51,7 @@ func (s *Server) countTokens(x *exchange) {
 	if !s.admitRequest(x, &p) {
 		return
 	}
-	source, n := tokenCountEstimate, estimateTokens(&p.req)
+	source, n := tokenCountEstimate, runtime.EstimateRequest(&p.req)
 	if counter := x.g.counter(p.req.Model); counter != nil && len(countChecks(x.g.pl)) == 0 {
 		served := &servedSlot{idHeader: anthropicChat.requestIDHeader}
 		ctx := runtime.WithUpstreamRequestID(x.r.Context(), served)
@@ -126,15 +126,4 @@ func countChecks(pl *runtime.Pipeline) []string {
 		}
 	}
 	return names
-}
-
-// estimateTokens is the runtime's estimate of the input tokens of req: its
-// messages (runtime.EstimateMessages) and the tools it offers, by the
-// length of their names, descriptions and schemas.
-func estimateTokens(req *runtime.ChatRequest) int64 {
-	n := runtime.EstimateMessages(req.Messages)
-	for _, t := range req.Tools {
-		n += runtime.EstimateTokens(t.Name) + runtime.EstimateTokens(t.Description) + runtime.EstimateTokens(string(t.Parameters))
-	}
-	return n
 }

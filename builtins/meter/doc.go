@@ -10,7 +10,8 @@
 // what arrived. A call cancelled after its request went out but before
 // anything arrived (an attempt that timed out, a hedge's losing racer, a
 // caller that gave up) is charged the estimate of its input
-// (runtime.EstimateMessages), which its provider bills. Any other failure
+// (runtime.EstimateRequest: its messages, tools and response format), which
+// its provider bills. Any other failure
 // before anything arrived (a refusal, a rate limit, an unreachable server) is
 // not charged. A call served from a cache (Meta.Cached) is not charged.
 //
