@@ -671,6 +671,9 @@ type mcpProxy struct {
 	// by the token mcpHandler puts in its requestHeader.
 	requests sync.Map
 	nextReq  atomic.Uint64
+	// live tracks each session's standalone event stream and the POSTs in
+	// flight on it, so the shutdown can end the streams (see liveSessions).
+	live liveSessions
 }
 
 // requestHeader carries, from mcpHandler to callTool, the token of the
@@ -878,6 +881,9 @@ func (s *Server) mcpHandler(x *exchange) {
 		defer s.mcp.requests.Delete(token)
 		r.Header.Set(requestHeader, token)
 	}
+	var done func()
+	r, done = s.mcp.live.begin(r)
+	defer done()
 	w := &mcpWriter{exchange: x}
 	defer w.finish()
 	if x.caller.key == "" {

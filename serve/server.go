@@ -429,13 +429,17 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 // HTTPServer returns an http.Server for s with the configured timeouts.
 // The body deadline and the response deadline are set per request.
 func (s *Server) HTTPServer() *http.Server {
-	return &http.Server{
+	hs := &http.Server{
 		Handler:           s,
 		ReadHeaderTimeout: s.opts.ReadHeaderTimeout,
 		IdleTimeout:       s.opts.IdleTimeout,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
+	// An MCP session's standalone event stream carries no call: it ends
+	// when the shutdown starts, or it would hold it for the whole grace.
+	hs.RegisterOnShutdown(s.mcp.live.end)
+	return hs
 }
 
 // sweepRuns ends the runs idle for longer than RunIdle on the current

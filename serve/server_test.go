@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
 
@@ -248,6 +249,52 @@ func TestGracefulShutdown(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Serve did not return")
 	}
+}
+
+// TestShutdownWithMCPSessionsOpen: an MCP client's open session (its
+// standalone event stream, which carries no call) does not hold the
+// shutdown for its whole grace period, while a tool call in flight still
+// finishes and gets its answer.
+func TestShutdownWithMCPSessionsOpen(t *testing.T) {
+	policy := `package gw
+
+tools: slow: {description: "Answers when released.", args: {type: "object"}}
+`
+	started, release := make(chan struct{}), make(chan struct{})
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, policy)), WatchInterval: -1, ShutdownTimeout: 5 * time.Second,
+		Tools: map[string]runtime.ToolFunc{"slow": func(context.Context, *runtime.ToolCall) (any, error) {
+			close(started)
+			<-release
+			return "done", nil
+		}}})
+	idle := connectProxy(t, s.url, "", nil)
+	// A client with the SDK's default reconnection (a second before it
+	// opens its stream again), as clients run.
+	busy, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil).Connect(context.Background(),
+		&mcp.StreamableClientTransport{Endpoint: s.url + "/mcp"}, nil)
+	require.NoError(t, err)
+	defer busy.Close()
+	_, err = UpstreamTools(context.Background(), idle)
+	require.NoError(t, err)
+	called := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		res, err := busy.CallTool(context.Background(), &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{}})
+		assert.NoError(t, err)
+		called <- res
+	}()
+	<-started
+	start := time.Now()
+	stopped := make(chan error, 1)
+	go func() { stopped <- s.stop() }()
+	require.Eventually(t, func() bool { return !s.srv.ready.Load() }, 5*time.Second, time.Millisecond)
+	time.Sleep(100 * time.Millisecond)
+	close(release)
+	res := <-called
+	require.NotNil(t, res)
+	assert.False(t, res.IsError, "the call in flight finishes")
+	require.NoError(t, <-stopped)
+	assert.Less(t, time.Since(start), 2*time.Second, "the open sessions did not hold the shutdown")
+	assert.NotContains(t, s.logs.String(), "shutdown deadline passed")
 }
 
 // TestTenantsNeverShareARun: a tenant whose name holds a slash and another
