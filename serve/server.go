@@ -95,6 +95,9 @@ type Options struct {
 	// RunIdle ends a named run after this long without a request of it
 	// (default 15m).
 	RunIdle time.Duration
+	// MaxRuns bounds the named runs a tenant keeps (default 10000): past
+	// it, the tenant's runs idle the longest are ended early.
+	MaxRuns int
 	// WatchInterval is how often the policy files are checked for
 	// changes (default 1s; negative: never). A change is reloaded once the
 	// files have stood still for one interval.
@@ -118,6 +121,9 @@ func (o *Options) defaults() {
 	}
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = 4 << 20
+	}
+	if o.MaxRuns <= 0 {
+		o.MaxRuns = 10000
 	}
 	if o.MaxToolResultBytes <= 0 {
 		o.MaxToolResultBytes = 4 << 20
@@ -162,7 +168,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		return nil, errors.New("serve: Options.Source is required")
 	}
 	opts.defaults()
-	s := &Server{opts: opts, log: opts.Logger, metrics: newMetrics(opts.Registry), runs: newRunTracker(opts.RunIdle),
+	s := &Server{opts: opts, log: opts.Logger, metrics: newMetrics(opts.Registry), runs: newRunTracker(opts.RunIdle, opts.MaxRuns),
 		memory: opts.Deps.Memory}
 	if s.memory == nil {
 		s.memory = runtime.NewMemoryStore()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -322,6 +323,47 @@ chains: chat: [{use: "memoize", scope: "run", ttl: "1h"}]
 	assert.Equal(t, 2, up.requests(), "the second tenant's call is not served from the first tenant's cache")
 	assert.Contains(t, s.logs.String(), "run=bank%2Fretail/r1")
 	assert.Contains(t, s.logs.String(), "run=bank/retail/r1")
+}
+
+// TestNamedRunsAreBoundedPerTenant: a client naming a new run on every
+// request does not have the layers keep state for each until it goes idle:
+// past MaxRuns its tenant's runs idle the longest are ended (a run's
+// ledger is forgotten), and another tenant's runs are left alone.
+func TestNamedRunsAreBoundedPerTenant(t *testing.T) {
+	t.Setenv("AGENTC_TEST_OPENAI_KEY", openAIKey)
+	txt := transcript(t, "openai", "text.sse")
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write([]byte(txt))
+	}))
+	defer up.Close()
+	policy := fmt.Sprintf(`package gw
+
+models: primary: {provider: "openai", model: "gpt-4.1-mini", base_url: "%s/v1", api_key_env: "AGENTC_TEST_OPENAI_KEY"}
+keys: {
+	flood: {sha256: "%s"}
+	steady: {sha256: "%s"}
+}
+chains: chat: [{use: "meter", budget: calls: 1}]
+`, up.URL, sha("flood-key"), sha("steady-key"))
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, policy)), WatchInterval: -1, MaxRuns: 16})
+	call := func(key, run string) int {
+		code, _, _ := do(t, "POST", s.url+"/v1/chat/completions", key, chatBody("primary", "hi", false), RunHeader, run)
+		return code
+	}
+	require.Equal(t, 200, call("steady-key", "r0"))
+	require.Equal(t, 402, call("steady-key", "r0"), "the run's ledger holds its call")
+	require.Equal(t, 200, call("flood-key", "r0"))
+	for i := range 200 {
+		require.Equal(t, 200, call("flood-key", fmt.Sprintf("r%d", i+1)))
+	}
+	s.srv.runs.mu.Lock()
+	kept, steady := len(s.srv.runs.byTenant["flood"]), len(s.srv.runs.byTenant["steady"])
+	s.srv.runs.mu.Unlock()
+	assert.LessOrEqual(t, kept, 16, "the flooding tenant keeps at most MaxRuns runs")
+	assert.Equal(t, 1, steady)
+	assert.Equal(t, 200, call("flood-key", "r0"), "the flooding tenant's oldest run was ended: its ledger is gone")
+	assert.Equal(t, 402, call("steady-key", "r0"), "another tenant's run keeps its state")
 }
 
 // TestMemoizeScopeKeyIsPerTenant: a cache with scope "key" serves a tenant's
