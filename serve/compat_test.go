@@ -464,3 +464,35 @@ func requireInvalidRequest(t *testing.T, code int, resp, field string) {
 	assert.Equal(t, "invalid_request_error", e.Error.Type)
 	assert.Contains(t, e.Error.Message, field)
 }
+
+// TestToolResultErrorReachesAnOpenAIModel: an Anthropic client's tool result
+// marked is_error, sent to an OpenAI model (whose tool message has no error
+// flag), reaches it saying it is an error rather than as a tool's answer.
+func TestToolResultErrorReachesAnOpenAIModel(t *testing.T) {
+	g := newGateway(t, typicalChain, []reply{{body: transcript(t, "openai", "text.sse")}}, nil)
+	_, err := g.anthropic(t).Messages.New(context.Background(), anthropic.MessageNewParams{
+		Model: "primary", MaxTokens: 256,
+		Messages: []anthropic.MessageParam{
+			anthropic.NewUserMessage(anthropic.NewTextBlock("Weather in Lyon and Paris?")),
+			anthropic.NewAssistantMessage(
+				anthropic.NewToolUseBlock("toolu_1", map[string]any{"location": "Lyon"}, "get_weather"),
+				anthropic.NewToolUseBlock("toolu_2", map[string]any{"location": "Paris"}, "get_weather")),
+			anthropic.NewUserMessage(anthropic.NewToolResultBlock("toolu_1", "12C, rain", false),
+				anthropic.NewToolResultBlock("toolu_2", "weather service unreachable", true)),
+		},
+		Tools: []anthropic.ToolUnionParam{anthropicWeatherTool},
+	})
+	require.NoError(t, err)
+	var sent struct {
+		Messages []struct {
+			Role       string `json:"role"`
+			ToolCallID string `json:"tool_call_id"`
+			Content    any    `json:"content"`
+		} `json:"messages"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(g.oa.body(0)), &sent))
+	require.Len(t, sent.Messages, 4)
+	assert.Equal(t, "12C, rain", sent.Messages[2].Content)
+	assert.Equal(t, "toolu_2", sent.Messages[3].ToolCallID)
+	assert.Equal(t, "error: weather service unreachable", sent.Messages[3].Content)
+}
