@@ -496,3 +496,35 @@ func TestToolResultErrorReachesAnOpenAIModel(t *testing.T) {
 	assert.Equal(t, "toolu_2", sent.Messages[3].ToolCallID)
 	assert.Equal(t, "error: weather service unreachable", sent.Messages[3].Content)
 }
+
+// TestOutputBoundIsServedOrRefused: a request asking for no output tokens
+// (max_tokens 0, which both APIs refuse) or, on the Messages route, for no
+// bound at all (the API requires one) is a 400 naming the field, never
+// served unbounded or with a bound of the gateway's choosing.
+func TestOutputBoundIsServedOrRefused(t *testing.T) {
+	g := newGateway(t, typicalChain, nil, nil)
+	ctx := context.Background()
+	user := []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}
+	for _, p := range []openai.ChatCompletionNewParams{
+		{Model: "primary", Messages: user, MaxTokens: openai.Int(0)},
+		{Model: "primary", Messages: user, MaxCompletionTokens: openai.Int(0)},
+	} {
+		_, err := g.openai(t).Chat.Completions.New(ctx, p)
+		var oe *openai.Error
+		require.ErrorAs(t, err, &oe)
+		assert.Equal(t, http.StatusBadRequest, oe.StatusCode)
+		assert.Regexp(t, `^max_(completion_)?tokens: must be at least 1, got 0$`, oe.Message)
+	}
+	_, err := g.anthropic(t).Messages.New(ctx, anthropic.MessageNewParams{Model: "backup", MaxTokens: 0,
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hi"))}})
+	var ae *anthropic.Error
+	require.ErrorAs(t, err, &ae)
+	assert.Equal(t, http.StatusBadRequest, ae.StatusCode)
+	assert.Contains(t, ae.RawJSON(), `"type":"invalid_request_error"`)
+	assert.Contains(t, ae.RawJSON(), "max_tokens: must be at least 1, got 0")
+
+	code, _, body := do(t, "POST", g.url+"/v1/messages", clientKey, []byte(`{"model": "backup", "messages": [{"role": "user", "content": "hi"}]}`))
+	assert.Equal(t, http.StatusBadRequest, code)
+	assert.Contains(t, body, "max_tokens: required")
+	assert.Zero(t, g.oa.requests()+g.an.requests(), "no model was called")
+}
