@@ -528,3 +528,20 @@ func TestOutputBoundIsServedOrRefused(t *testing.T) {
 	assert.Contains(t, body, "max_tokens: required")
 	assert.Zero(t, g.oa.requests()+g.an.requests(), "no model was called")
 }
+
+// TestJSONObjectFormatOnAClaudeModelIsRefused: OpenAI's json_object format
+// asked of a Claude model, which takes structured output only with a
+// schema, is a 400 naming it rather than an answer in free text.
+func TestJSONObjectFormatOnAClaudeModelIsRefused(t *testing.T) {
+	g := newGateway(t, typicalChain, nil, nil)
+	_, err := g.openai(t).Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
+		Model: "backup", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Give me JSON.")},
+		ResponseFormat: openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONObject: &shared.ResponseFormatJSONObjectParam{}},
+	})
+	var oe *openai.Error
+	require.ErrorAs(t, err, &oe)
+	assert.Equal(t, http.StatusBadRequest, oe.StatusCode)
+	assert.Equal(t, "permanent", oe.Code)
+	assert.Contains(t, oe.Message, "response_format json_object without a schema")
+	assert.Zero(t, g.an.requests())
+}
