@@ -422,15 +422,34 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		err = nil
 	}
 	stopBG()
-	if serr := <-shutdownDone; serr != nil {
+	serr := <-shutdownDone
+	if serr != nil {
 		s.log.Warn("shutdown deadline passed; open requests were cut", "timeout", s.opts.ShutdownTimeout)
 	}
 	wg.Wait()
-	if cerr := s.Close(); cerr != nil && err == nil {
-		err = cerr
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	var cut <-chan time.Time
+	if serr != nil {
+		// The requests cut end as their contexts are cancelled; one
+		// that ignores it (a host tool, a store without a timeout) must
+		// not keep the process past its deadline.
+		cut = time.After(cutWait)
+	}
+	select {
+	case cerr := <-closed:
+		if cerr != nil && err == nil {
+			err = cerr
+		}
+	case <-cut:
+		s.log.Error("requests still running after the shutdown cut; returning without closing the pipeline", "waited", cutWait)
 	}
 	return err
 }
+
+// cutWait bounds the wait, after the shutdown deadline cut the requests
+// still open, for them to end and the pipeline to close.
+var cutWait = time.Second
 
 // HTTPServer returns an http.Server for s with the configured timeouts.
 // The body deadline and the response deadline are set per request.

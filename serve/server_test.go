@@ -298,6 +298,34 @@ tools: slow: {description: "Answers when released.", args: {type: "object"}}
 	assert.NotContains(t, s.logs.String(), "shutdown deadline passed")
 }
 
+// TestShutdownDeadlineHoldsAgainstACallIgnoringItsCancellation: a call that
+// goes on after the shutdown's cut (a host tool that ignores its context)
+// does not keep Serve from returning, and so the process from exiting,
+// long past its grace period.
+func TestShutdownDeadlineHoldsAgainstACallIgnoringItsCancellation(t *testing.T) {
+	policy := `package gw
+
+tools: stuck: {description: "Ignores its cancellation.", args: {type: "object"}}
+`
+	started, release := make(chan struct{}), make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, policy)), WatchInterval: -1, ShutdownTimeout: 300 * time.Millisecond,
+		Tools: map[string]runtime.ToolFunc{"stuck": func(context.Context, *runtime.ToolCall) (any, error) {
+			close(started)
+			<-release
+			return "late", nil
+		}}})
+	cs := connectProxy(t, s.url, "", nil)
+	go func() {
+		_, _ = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "stuck", Arguments: map[string]any{}})
+	}()
+	<-started
+	start := time.Now()
+	require.NoError(t, s.stop())
+	assert.Less(t, time.Since(start), 300*time.Millisecond+cutWait+time.Second, "Serve returned soon after the cut")
+	assert.Contains(t, s.logs.String(), "requests still running after the shutdown cut")
+}
+
 // TestTenantsNeverShareARun: a tenant whose name holds a slash and another
 // naming a run that spells the rest of it still get two runs, so one never
 // reads the other's cached answers or spends its budget.
