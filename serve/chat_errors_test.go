@@ -440,3 +440,89 @@ func TestMeterScopeKeyCapsTheCaller(t *testing.T) {
 	assert.Equal(t, "spend", layer)
 	assert.Contains(t, msg, "calls ceiling 1 reached")
 }
+
+// TestReloadStormUnderStreams: 200 streams in flight across a storm of 50
+// reloads each finish once, on the generation they started on, and every
+// generation replaced is closed once its last stream has ended (and not
+// before).
+func TestReloadStormUnderStreams(t *testing.T) {
+	const n = 200
+	text := events(transcript(t, "openai", "text.sse"))
+	var arrived atomic.Int64
+	release := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		arrived.Add(1)
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, text[0])
+		w.(http.Flusher).Flush()
+		<-release
+		for _, ev := range text[1:] {
+			_, _ = io.WriteString(w, ev)
+		}
+	}))
+	t.Cleanup(up.Close)
+	t.Setenv("AGENTC_TEST_OPENAI_KEY", openAIKey)
+	t.Setenv("AGENTC_TEST_ANTHROPIC_KEY", anthropicKey)
+	dir := writePolicy(t, fmt.Sprintf(gatewayPolicy, up.URL, up.URL, sha(clientKey), weatherDecl, typicalChain))
+	s := startServer(t, Options{Source: cueSource(dir), WatchInterval: -1})
+
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n}}
+	defer client.CloseIdleConnections()
+	var wg sync.WaitGroup
+	var gens sync.Map
+	errs := make(chan string, n)
+	stream := func() {
+		req, _ := http.NewRequest("POST", s.url+"/v1/chat/completions", bytes.NewReader(chatBody("primary", "Hello", true)))
+		req.Header.Set("Authorization", "Bearer "+clientKey)
+		resp, err := client.Do(req)
+		if err != nil {
+			errs <- err.Error()
+			return
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode != 200 || bytes.Count(b, []byte("data: [DONE]")) != 1 || !bytes.Contains(b, []byte(`"content":" today"`)) {
+			errs <- fmt.Sprintf("status %d, err %v: %.200s", resp.StatusCode, err, b)
+		}
+	}
+	for i := 0; i < n; i++ {
+		wg.Go(stream)
+		if i%4 == 0 {
+			wg.Go(func() {
+				gens.Store(s.srv.cur.Load(), true)
+				assert.NoError(t, s.srv.Reload(context.Background()))
+			})
+		}
+	}
+	require.Eventually(t, func() bool { return arrived.Load() == n }, 30*time.Second, 10*time.Millisecond)
+	gens.Range(func(g, _ any) bool {
+		select {
+		case <-g.(*generation).done:
+			if g.(*generation).active.Load() > 0 {
+				t.Errorf("generation %d closed with %d requests in flight", g.(*generation).n, g.(*generation).active.Load())
+			}
+		default:
+		}
+		return true
+	})
+	close(release)
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	assert.EqualValues(t, n, arrived.Load(), "each stream reached the upstream once")
+	cur := s.srv.cur.Load()
+	gens.Range(func(g, _ any) bool {
+		if g != cur {
+			select {
+			case <-g.(*generation).done:
+			case <-time.After(5 * time.Second):
+				t.Errorf("generation %d replaced but not closed", g.(*generation).n)
+			}
+		}
+		return true
+	})
+	assert.EqualValues(t, 1+n/4, cur.n)
+}
