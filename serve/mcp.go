@@ -678,6 +678,8 @@ type mcpProxy struct {
 	// live tracks each session's standalone event stream and the POSTs in
 	// flight on it, so the shutdown can end the streams (see liveSessions).
 	live liveSessions
+	// sessions bounds the sessions each key keeps open.
+	sessions sessionCap
 }
 
 // requestHeader carries, from mcpHandler to callTool, the token of the
@@ -709,7 +711,7 @@ func (p *mcpProxy) boundTo(ctx context.Context, h http.Header) (context.Context,
 }
 
 func newMCPProxy(s *Server) *mcpProxy {
-	p := &mcpProxy{s: s, listed: map[string]bool{}}
+	p := &mcpProxy{s: s, listed: map[string]bool{}, sessions: sessionCap{max: s.opts.MaxSessions}}
 	p.server = mcp.NewServer(&mcp.Implementation{Name: "agentc", Version: Version}, &mcp.ServerOptions{Logger: s.log})
 	p.handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return p.server },
 		&mcp.StreamableHTTPOptions{Logger: s.log, MaxRequestBodyBytes: s.opts.MaxBodyBytes, SessionTimeout: s.opts.RunIdle})
@@ -892,6 +894,17 @@ func (s *Server) mcpHandler(x *exchange) {
 	defer done()
 	w := &mcpWriter{exchange: x}
 	defer w.finish()
+	if id := r.Header.Get("Mcp-Session-Id"); id != "" {
+		s.mcp.sessions.used(x.caller.key, id, time.Now())
+	} else {
+		defer func() {
+			// A session opened (an initialize answered with its id).
+			if id := w.Header().Get("Mcp-Session-Id"); id != "" {
+				closeSessions(s.mcp.server, s.mcp.sessions.opened(x.caller.key, id, time.Now(),
+					func() map[string]bool { return liveSessionIDs(s.mcp.server) }))
+			}
+		}()
+	}
 	if x.caller.key == "" {
 		// A policy without keys: anyone may use any session.
 		s.mcp.handler.ServeHTTP(w, r)

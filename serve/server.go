@@ -98,6 +98,9 @@ type Options struct {
 	// MaxRuns bounds the named runs a tenant keeps (default 10000): past
 	// it, the tenant's runs idle the longest are ended early.
 	MaxRuns int
+	// MaxSessions bounds the MCP sessions a key keeps open (default
+	// 1000): past it, the key's sessions used the longest ago are closed.
+	MaxSessions int
 	// WatchInterval is how often the policy files are checked for
 	// changes (default 1s; negative: never). A change is reloaded once the
 	// files have stood still for one interval.
@@ -121,6 +124,9 @@ func (o *Options) defaults() {
 	}
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = 4 << 20
+	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = 1000
 	}
 	if o.MaxRuns <= 0 {
 		o.MaxRuns = 10000
