@@ -296,14 +296,18 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 
 // toolResultText is the content of a tool message for a tool result. The
 // API's tool message has no error flag, so a result marked as an error
-// (Anthropic's is_error, a failed tool of an agent turn) says so in its
-// text, which a model reads: "error: TEXT", unless TEXT already starts
-// with "error".
+// (Anthropic's is_error) says so in its text, which a model reads:
+// "error: TEXT", unless TEXT already says so (an agent turn's "error: ..."
+// and "refused: ..." results).
 func toolResultText(p runtime.ContentPart) string {
-	if !p.IsError || len(p.Text) >= 5 && strings.EqualFold(p.Text[:5], "error") {
+	if !p.IsError || hasPrefixFold(p.Text, "error") || hasPrefixFold(p.Text, "refused") {
 		return p.Text
 	}
 	return "error: " + p.Text
+}
+
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
 
 // appendName appends a message's name field, when it has one.
