@@ -26,8 +26,6 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 	shutdown := fs.Duration("grace", 10*time.Second, "how long requests in flight may finish at SIGTERM")
 	watch := fs.Duration("watch", time.Second, "how often the policy files are checked for changes (0: never)")
 	runIdle := fs.Duration("idle", 15*time.Minute, "end a named run after this long without a request")
-	maxRuns := fs.Int("maxruns", 10000, "the named runs a tenant keeps; past it, its runs idle the longest end")
-	maxSessions := fs.Int("maxsessions", 1000, "the MCP sessions a key keeps open; past it, its sessions used the longest ago are closed")
 	maxBody := fs.Int64("maxbody", 4<<20, "largest request body, in bytes")
 	maxResult := fs.Int64("maxresult", 4<<20, "largest result of an upstream MCP tool call, in bytes")
 	logFormat := fs.String("log", "text", "access and server log format: text or json")
@@ -57,7 +55,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 	serve.PoolUpstreamConnections(256)
 	srv, err := serve.New(ctx, serve.Options{
 		Source: policySource(fs.Arg(0), env, logger), Logger: logger,
-		ShutdownTimeout: *shutdown, WatchInterval: *watch, RunIdle: *runIdle, MaxRuns: *maxRuns, MaxSessions: *maxSessions, MaxBodyBytes: *maxBody,
+		ShutdownTimeout: *shutdown, WatchInterval: *watch, RunIdle: *runIdle, MaxBodyBytes: *maxBody,
 		MaxToolResultBytes: *maxResult,
 		MetricsElsewhere:   *metricsAddr != "",
 	})
