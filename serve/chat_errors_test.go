@@ -322,30 +322,14 @@ func TestThousandConcurrentStreams(t *testing.T) {
 			w.(http.Flusher).Flush()
 		}
 	}))
-	t.Cleanup(up.Close)
-	t.Setenv("AGENTC_TEST_OPENAI_KEY", openAIKey)
-	t.Setenv("AGENTC_TEST_ANTHROPIC_KEY", anthropicKey)
-	dir := writePolicy(t, fmt.Sprintf(gatewayPolicy, up.URL, up.URL, sha(clientKey), weatherDecl, typicalChain))
-	s := startServer(t, Options{Source: cueSource(dir), WatchInterval: -1})
-
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n}}
-	defer client.CloseIdleConnections()
+	s, client := streamingGateway(t, up, n)
 	var wg sync.WaitGroup
 	var ok atomic.Int64
 	errs := make(chan string, n)
 	for i := 0; i < n; i++ {
 		wg.Go(func() {
-			req, _ := http.NewRequest("POST", s.url+"/v1/chat/completions", bytes.NewReader(chatBody("primary", "Hello", true)))
-			req.Header.Set("Authorization", "Bearer "+clientKey)
-			resp, err := client.Do(req)
-			if err != nil {
-				errs <- err.Error()
-				return
-			}
-			defer resp.Body.Close()
-			b, err := io.ReadAll(resp.Body)
-			if err != nil || resp.StatusCode != 200 || !bytes.HasSuffix(b, []byte("data: [DONE]\n\n")) || !bytes.Contains(b, []byte(`"content":" today"`)) {
-				errs <- fmt.Sprintf("status %d, err %v: %.200s", resp.StatusCode, err, b)
+			if e := streamHello(client, s.url); e != "" {
+				errs <- e
 				return
 			}
 			ok.Add(1)
@@ -359,6 +343,38 @@ func TestThousandConcurrentStreams(t *testing.T) {
 	}
 	assert.Equal(t, int64(n), ok.Load())
 	assert.Equal(t, int64(n), arrived.Load(), "every stream reached the upstream while the others were open")
+}
+
+// streamingGateway serves the typical chain in front of up, with a client
+// that keeps n connections.
+func streamingGateway(t *testing.T, up *httptest.Server, n int) (*served, *http.Client) {
+	t.Helper()
+	t.Cleanup(up.Close)
+	t.Setenv("AGENTC_TEST_OPENAI_KEY", openAIKey)
+	t.Setenv("AGENTC_TEST_ANTHROPIC_KEY", anthropicKey)
+	dir := writePolicy(t, fmt.Sprintf(gatewayPolicy, up.URL, up.URL, sha(clientKey), weatherDecl, typicalChain))
+	s := startServer(t, Options{Source: cueSource(dir), WatchInterval: -1})
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n}}
+	t.Cleanup(client.CloseIdleConnections)
+	return s, client
+}
+
+// streamHello streams a chat completion of "Hello" through the gateway at
+// url and returns what is wrong with it: "" for a whole stream, ended once.
+func streamHello(client *http.Client, url string) string {
+	req, _ := http.NewRequest("POST", url+"/v1/chat/completions", bytes.NewReader(chatBody("primary", "Hello", true)))
+	req.Header.Set("Authorization", "Bearer "+clientKey)
+	resp, err := client.Do(req)
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != 200 || !bytes.HasSuffix(b, []byte("data: [DONE]\n\n")) || bytes.Count(b, []byte("data: [DONE]")) != 1 ||
+		!bytes.Contains(b, []byte(`"content":" today"`)) {
+		return fmt.Sprintf("status %d, err %v: %.200s", resp.StatusCode, err, b)
+	}
+	return ""
 }
 
 // TestReloadWhileStreaming: a reload that fails leaves the streams and the
@@ -461,29 +477,13 @@ func TestReloadStormUnderStreams(t *testing.T) {
 			_, _ = io.WriteString(w, ev)
 		}
 	}))
-	t.Cleanup(up.Close)
-	t.Setenv("AGENTC_TEST_OPENAI_KEY", openAIKey)
-	t.Setenv("AGENTC_TEST_ANTHROPIC_KEY", anthropicKey)
-	dir := writePolicy(t, fmt.Sprintf(gatewayPolicy, up.URL, up.URL, sha(clientKey), weatherDecl, typicalChain))
-	s := startServer(t, Options{Source: cueSource(dir), WatchInterval: -1})
-
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n}}
-	defer client.CloseIdleConnections()
+	s, client := streamingGateway(t, up, n)
 	var wg sync.WaitGroup
 	var gens sync.Map
 	errs := make(chan string, n)
 	stream := func() {
-		req, _ := http.NewRequest("POST", s.url+"/v1/chat/completions", bytes.NewReader(chatBody("primary", "Hello", true)))
-		req.Header.Set("Authorization", "Bearer "+clientKey)
-		resp, err := client.Do(req)
-		if err != nil {
-			errs <- err.Error()
-			return
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil || resp.StatusCode != 200 || bytes.Count(b, []byte("data: [DONE]")) != 1 || !bytes.Contains(b, []byte(`"content":" today"`)) {
-			errs <- fmt.Sprintf("status %d, err %v: %.200s", resp.StatusCode, err, b)
+		if e := streamHello(client, s.url); e != "" {
+			errs <- e
 		}
 	}
 	for i := 0; i < n; i++ {
