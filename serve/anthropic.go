@@ -13,7 +13,7 @@ import (
 )
 
 // anthropicChat is POST /v1/messages: Anthropic's Messages wire format.
-var anthropicChat = chatAPI{decode: decodeAnthropic, headers: anthropicHeaders, complete: completeAnthropic, stream: newAnthropicStream,
+var anthropicChat = chatAPI{decode: decodeMessages, headers: anthropicHeaders, complete: completeAnthropic, stream: newAnthropicStream,
 	requestIDHeader: "Request-Id"}
 
 // anthropicHeaders carries the beta features a request asks for (the
@@ -35,7 +35,7 @@ func anthropicHeaders(h http.Header, p *chatParams) error {
 // The request body of the Messages API: the fields the gateway maps.
 type antRequest struct {
 	Model         string          `json:"model"`
-	MaxTokens     int             `json:"max_tokens"`
+	MaxTokens     *int            `json:"max_tokens"`
 	System        json.RawMessage `json:"system"`
 	Messages      []antMessage    `json:"messages"`
 	Tools         []antTool       `json:"tools"`
@@ -110,7 +110,21 @@ type antToolChoice struct {
 	DisableParallelToolUse bool   `json:"disable_parallel_tool_use"`
 }
 
-// decodeAnthropic maps a Messages request onto the call model.
+// decodeMessages decodes a request of the Messages route, where max_tokens
+// is required, as the API requires it: a request without it is not served
+// with a bound of the gateway's choosing.
+func decodeMessages(body []byte, p *chatParams) error {
+	if err := decodeAnthropic(body, p); err != nil {
+		return err
+	}
+	if p.req.MaxTokens == 0 {
+		return errors.New("max_tokens: required")
+	}
+	return nil
+}
+
+// decodeAnthropic maps a Messages request onto the call model (the token
+// counting route's too, where max_tokens is optional).
 func decodeAnthropic(body []byte, p *chatParams) error {
 	var in antRequest
 	if err := unmarshal(body, &in); err != nil {
@@ -122,14 +136,17 @@ func decodeAnthropic(body []byte, p *chatParams) error {
 	if len(in.Messages) == 0 {
 		return errors.New("messages: at least one message is required")
 	}
-	if in.MaxTokens < 0 {
-		return fmt.Errorf("max_tokens: must not be negative, got %d", in.MaxTokens)
+	if in.MaxTokens != nil && *in.MaxTokens < 1 {
+		return fmt.Errorf("max_tokens: must be at least 1, got %d", *in.MaxTokens)
 	}
 	if err := checkFields(body, anthropicShape); err != nil {
 		return err
 	}
 	req := &p.req
-	req.Model, req.MaxTokens = in.Model, in.MaxTokens
+	req.Model = in.Model
+	if in.MaxTokens != nil {
+		req.MaxTokens = *in.MaxTokens
+	}
 	req.Messages = make([]runtime.Message, 0, len(in.Messages)+1)
 	if sys := nullIsEmpty(in.System); sys != nil {
 		m, err := systemMessage(sys)

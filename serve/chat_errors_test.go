@@ -322,30 +322,14 @@ func TestThousandConcurrentStreams(t *testing.T) {
 			w.(http.Flusher).Flush()
 		}
 	}))
-	t.Cleanup(up.Close)
-	t.Setenv("AGENTC_TEST_OPENAI_KEY", openAIKey)
-	t.Setenv("AGENTC_TEST_ANTHROPIC_KEY", anthropicKey)
-	dir := writePolicy(t, fmt.Sprintf(gatewayPolicy, up.URL, up.URL, sha(clientKey), weatherDecl, typicalChain))
-	s := startServer(t, Options{Source: cueSource(dir), WatchInterval: -1})
-
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n}}
-	defer client.CloseIdleConnections()
+	s, client := streamingGateway(t, up, n)
 	var wg sync.WaitGroup
 	var ok atomic.Int64
 	errs := make(chan string, n)
 	for i := 0; i < n; i++ {
 		wg.Go(func() {
-			req, _ := http.NewRequest("POST", s.url+"/v1/chat/completions", bytes.NewReader(chatBody("primary", "Hello", true)))
-			req.Header.Set("Authorization", "Bearer "+clientKey)
-			resp, err := client.Do(req)
-			if err != nil {
-				errs <- err.Error()
-				return
-			}
-			defer resp.Body.Close()
-			b, err := io.ReadAll(resp.Body)
-			if err != nil || resp.StatusCode != 200 || !bytes.HasSuffix(b, []byte("data: [DONE]\n\n")) || !bytes.Contains(b, []byte(`"content":" today"`)) {
-				errs <- fmt.Sprintf("status %d, err %v: %.200s", resp.StatusCode, err, b)
+			if e := streamHello(client, s.url); e != "" {
+				errs <- e
 				return
 			}
 			ok.Add(1)
@@ -359,6 +343,38 @@ func TestThousandConcurrentStreams(t *testing.T) {
 	}
 	assert.Equal(t, int64(n), ok.Load())
 	assert.Equal(t, int64(n), arrived.Load(), "every stream reached the upstream while the others were open")
+}
+
+// streamingGateway serves the typical chain in front of up, with a client
+// that keeps n connections.
+func streamingGateway(t *testing.T, up *httptest.Server, n int) (*served, *http.Client) {
+	t.Helper()
+	t.Cleanup(up.Close)
+	t.Setenv("AGENTC_TEST_OPENAI_KEY", openAIKey)
+	t.Setenv("AGENTC_TEST_ANTHROPIC_KEY", anthropicKey)
+	dir := writePolicy(t, fmt.Sprintf(gatewayPolicy, up.URL, up.URL, sha(clientKey), weatherDecl, typicalChain))
+	s := startServer(t, Options{Source: cueSource(dir), WatchInterval: -1})
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n}}
+	t.Cleanup(client.CloseIdleConnections)
+	return s, client
+}
+
+// streamHello streams a chat completion of "Hello" through the gateway at
+// url and returns what is wrong with it: "" for a whole stream, ended once.
+func streamHello(client *http.Client, url string) string {
+	req, _ := http.NewRequest("POST", url+"/v1/chat/completions", bytes.NewReader(chatBody("primary", "Hello", true)))
+	req.Header.Set("Authorization", "Bearer "+clientKey)
+	resp, err := client.Do(req)
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != 200 || !bytes.HasSuffix(b, []byte("data: [DONE]\n\n")) || bytes.Count(b, []byte("data: [DONE]")) != 1 ||
+		!bytes.Contains(b, []byte(`"content":" today"`)) {
+		return fmt.Sprintf("status %d, err %v: %.200s", resp.StatusCode, err, b)
+	}
+	return ""
 }
 
 // TestReloadWhileStreaming: a reload that fails leaves the streams and the
@@ -439,4 +455,74 @@ func TestMeterScopeKeyCapsTheCaller(t *testing.T) {
 	assert.Equal(t, "budget", ecode)
 	assert.Equal(t, "spend", layer)
 	assert.Contains(t, msg, "calls ceiling 1 reached")
+}
+
+// TestReloadStormUnderStreams: 200 streams in flight across a storm of 50
+// reloads each finish once, on the generation they started on, and every
+// generation replaced is closed once its last stream has ended (and not
+// before).
+func TestReloadStormUnderStreams(t *testing.T) {
+	const n = 200
+	text := events(transcript(t, "openai", "text.sse"))
+	var arrived atomic.Int64
+	release := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		arrived.Add(1)
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, text[0])
+		w.(http.Flusher).Flush()
+		<-release
+		for _, ev := range text[1:] {
+			_, _ = io.WriteString(w, ev)
+		}
+	}))
+	s, client := streamingGateway(t, up, n)
+	var wg sync.WaitGroup
+	var gens sync.Map
+	errs := make(chan string, n)
+	stream := func() {
+		if e := streamHello(client, s.url); e != "" {
+			errs <- e
+		}
+	}
+	for i := 0; i < n; i++ {
+		wg.Go(stream)
+		if i%4 == 0 {
+			wg.Go(func() {
+				gens.Store(s.srv.cur.Load(), true)
+				assert.NoError(t, s.srv.Reload(context.Background()))
+			})
+		}
+	}
+	require.Eventually(t, func() bool { return arrived.Load() == n }, 30*time.Second, 10*time.Millisecond)
+	gens.Range(func(g, _ any) bool {
+		select {
+		case <-g.(*generation).done:
+			if g.(*generation).active.Load() > 0 {
+				t.Errorf("generation %d closed with %d requests in flight", g.(*generation).n, g.(*generation).active.Load())
+			}
+		default:
+		}
+		return true
+	})
+	close(release)
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	assert.EqualValues(t, n, arrived.Load(), "each stream reached the upstream once")
+	cur := s.srv.cur.Load()
+	gens.Range(func(g, _ any) bool {
+		if g != cur {
+			select {
+			case <-g.(*generation).done:
+			case <-time.After(5 * time.Second):
+				t.Errorf("generation %d replaced but not closed", g.(*generation).n)
+			}
+		}
+		return true
+	})
+	assert.EqualValues(t, 1+n/4, cur.n)
 }

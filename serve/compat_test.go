@@ -464,3 +464,84 @@ func requireInvalidRequest(t *testing.T, code int, resp, field string) {
 	assert.Equal(t, "invalid_request_error", e.Error.Type)
 	assert.Contains(t, e.Error.Message, field)
 }
+
+// TestToolResultErrorReachesAnOpenAIModel: an Anthropic client's tool result
+// marked is_error, sent to an OpenAI model (whose tool message has no error
+// flag), reaches it saying it is an error rather than as a tool's answer.
+func TestToolResultErrorReachesAnOpenAIModel(t *testing.T) {
+	g := newGateway(t, typicalChain, []reply{{body: transcript(t, "openai", "text.sse")}}, nil)
+	_, err := g.anthropic(t).Messages.New(context.Background(), anthropic.MessageNewParams{
+		Model: "primary", MaxTokens: 256,
+		Messages: []anthropic.MessageParam{
+			anthropic.NewUserMessage(anthropic.NewTextBlock("Weather in Lyon and Paris?")),
+			anthropic.NewAssistantMessage(
+				anthropic.NewToolUseBlock("toolu_1", map[string]any{"location": "Lyon"}, "get_weather"),
+				anthropic.NewToolUseBlock("toolu_2", map[string]any{"location": "Paris"}, "get_weather")),
+			anthropic.NewUserMessage(anthropic.NewToolResultBlock("toolu_1", "12C, rain", false),
+				anthropic.NewToolResultBlock("toolu_2", "weather service unreachable", true)),
+		},
+		Tools: []anthropic.ToolUnionParam{anthropicWeatherTool},
+	})
+	require.NoError(t, err)
+	var sent struct {
+		Messages []struct {
+			Role       string `json:"role"`
+			ToolCallID string `json:"tool_call_id"`
+			Content    any    `json:"content"`
+		} `json:"messages"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(g.oa.body(0)), &sent))
+	require.Len(t, sent.Messages, 4)
+	assert.Equal(t, "12C, rain", sent.Messages[2].Content)
+	assert.Equal(t, "toolu_2", sent.Messages[3].ToolCallID)
+	assert.Equal(t, "error: weather service unreachable", sent.Messages[3].Content)
+}
+
+// TestOutputBoundIsServedOrRefused: a request asking for no output tokens
+// (max_tokens 0, which both APIs refuse) or, on the Messages route, for no
+// bound at all (the API requires one) is a 400 naming the field, never
+// served unbounded or with a bound of the gateway's choosing.
+func TestOutputBoundIsServedOrRefused(t *testing.T) {
+	g := newGateway(t, typicalChain, nil, nil)
+	ctx := context.Background()
+	user := []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}
+	for _, p := range []openai.ChatCompletionNewParams{
+		{Model: "primary", Messages: user, MaxTokens: openai.Int(0)},
+		{Model: "primary", Messages: user, MaxCompletionTokens: openai.Int(0)},
+	} {
+		_, err := g.openai(t).Chat.Completions.New(ctx, p)
+		var oe *openai.Error
+		require.ErrorAs(t, err, &oe)
+		assert.Equal(t, http.StatusBadRequest, oe.StatusCode)
+		assert.Regexp(t, `^max_(completion_)?tokens: must be at least 1, got 0$`, oe.Message)
+	}
+	_, err := g.anthropic(t).Messages.New(ctx, anthropic.MessageNewParams{Model: "backup", MaxTokens: 0,
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hi"))}})
+	var ae *anthropic.Error
+	require.ErrorAs(t, err, &ae)
+	assert.Equal(t, http.StatusBadRequest, ae.StatusCode)
+	assert.Contains(t, ae.RawJSON(), `"type":"invalid_request_error"`)
+	assert.Contains(t, ae.RawJSON(), "max_tokens: must be at least 1, got 0")
+
+	code, _, body := do(t, "POST", g.url+"/v1/messages", clientKey, []byte(`{"model": "backup", "messages": [{"role": "user", "content": "hi"}]}`))
+	assert.Equal(t, http.StatusBadRequest, code)
+	assert.Contains(t, body, "max_tokens: required")
+	assert.Zero(t, g.oa.requests()+g.an.requests(), "no model was called")
+}
+
+// TestJSONObjectFormatOnAClaudeModelIsRefused: OpenAI's json_object format
+// asked of a Claude model, which takes structured output only with a
+// schema, is a 400 naming it rather than an answer in free text.
+func TestJSONObjectFormatOnAClaudeModelIsRefused(t *testing.T) {
+	g := newGateway(t, typicalChain, nil, nil)
+	_, err := g.openai(t).Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
+		Model: "backup", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Give me JSON.")},
+		ResponseFormat: openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONObject: &shared.ResponseFormatJSONObjectParam{}},
+	})
+	var oe *openai.Error
+	require.ErrorAs(t, err, &oe)
+	assert.Equal(t, http.StatusBadRequest, oe.StatusCode)
+	assert.Equal(t, "permanent", oe.Code)
+	assert.Contains(t, oe.Message, "response_format json_object without a schema")
+	assert.Zero(t, g.an.requests())
+}

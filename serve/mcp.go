@@ -56,7 +56,10 @@ type upstreamServer struct {
 	// lookupEnv reads the variables the server's headers name, at each
 	// connection.
 	lookupEnv func(string) (string, bool)
-	log       *slog.Logger
+	// secrets are the credentials the headers read, scrubbed from the
+	// messages of the server's session.
+	secrets secrets
+	log     *slog.Logger
 	// onChange lists the server's tools again, scans them and serves the
 	// new list (Server.refreshMCP); nil: the list is not followed.
 	onChange func(*upstreamServer)
@@ -137,7 +140,7 @@ func (u *upstreamServer) connect(ctx context.Context) (*mcp.ClientSession, error
 			}()
 		}}
 	}
-	return connect(ctx, u.name, u.spec, u.dir, u.lookupEnv, opts)
+	return connect(ctx, u.name, u.spec, u.dir, u.secrets.lookup(u.lookupEnv), &u.secrets, opts)
 }
 
 // renew ends cs, a session that refused a call as closing, waits until it
@@ -220,10 +223,11 @@ type upstreamTool struct {
 // command (its relative program path resolved against dir) or connects to
 // the URL. The caller closes the session.
 func Upstream(ctx context.Context, name string, s plan.MCPServer, dir string) (*mcp.ClientSession, error) {
-	return connect(ctx, name, s, dir, os.LookupEnv, nil)
+	var sec secrets
+	return connect(ctx, name, s, dir, sec.lookup(os.LookupEnv), &sec, nil)
 }
 
-func connect(ctx context.Context, name string, s plan.MCPServer, dir string, lookupEnv func(string) (string, bool), opts *mcp.ClientOptions) (*mcp.ClientSession, error) {
+func connect(ctx context.Context, name string, s plan.MCPServer, dir string, lookupEnv func(string) (string, bool), sec *secrets, opts *mcp.ClientOptions) (*mcp.ClientSession, error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "agentc-serve", Version: Version}, opts)
 	var t mcp.Transport
 	switch {
@@ -255,7 +259,7 @@ func connect(ctx context.Context, name string, s plan.MCPServer, dir string, loo
 	}
 	cs, err := client.Connect(ctx, t, nil)
 	if err != nil {
-		return nil, fmt.Errorf("mcp server %q: connect: %w", name, err)
+		return nil, fmt.Errorf("mcp server %q: connect: %w", name, sec.err(err))
 	}
 	return cs, nil
 }
@@ -299,7 +303,7 @@ func connectUpstreams(ctx context.Context, servers map[string]plan.MCPServer, di
 		cancel()
 		if err != nil {
 			u.close()
-			return nil, fmt.Errorf("mcp server %q: list tools: %w", name, err)
+			return nil, fmt.Errorf("mcp server %q: list tools: %w", name, up.secrets.err(err))
 		}
 		if err := u.add(up, tools); err != nil {
 			u.close()
@@ -510,12 +514,12 @@ func (t *upstreamTool) call(ctx context.Context, c *runtime.ToolCall) (any, erro
 		}
 		var we *jsonrpc.Error
 		if errors.As(err, &we) {
-			return nil, &runtime.CallError{Kind: runtime.KindPermanent, Message: fmt.Sprintf("mcp server %q: %s", t.server, we.Message)}
+			return nil, &runtime.CallError{Kind: runtime.KindPermanent, Message: fmt.Sprintf("mcp server %q: %s", t.server, t.up.secrets.scrub(we.Message))}
 		}
 		if errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) {
 			t.up.lost(cs)
 		}
-		return nil, &runtime.CallError{Kind: runtime.KindTransient, Message: fmt.Sprintf("mcp server %q", t.server), Err: err}
+		return nil, &runtime.CallError{Kind: runtime.KindTransient, Message: fmt.Sprintf("mcp server %q", t.server), Err: t.up.secrets.err(err)}
 	}
 	if n, over := resultSize(res, t.maxResult); over {
 		// The tool ran: its effect stands, so the error says so (an
@@ -525,7 +529,7 @@ func (t *upstreamTool) call(ctx context.Context, c *runtime.ToolCall) (any, erro
 			"mcp server %q: the tool ran, but its result is over the limit of %d bytes (%d bytes at least) and was dropped", t.server, t.maxResult, n)})
 	}
 	if res.IsError {
-		return nil, &runtime.CallError{Kind: runtime.KindPermanent, Message: resultText(res)}
+		return nil, &runtime.CallError{Kind: runtime.KindPermanent, Message: t.up.secrets.scrub(resultText(res))}
 	}
 	return resultValue(res), nil
 }
@@ -671,6 +675,11 @@ type mcpProxy struct {
 	// by the token mcpHandler puts in its requestHeader.
 	requests sync.Map
 	nextReq  atomic.Uint64
+	// live tracks each session's standalone event stream and the POSTs in
+	// flight on it, so the shutdown can end the streams (see liveSessions).
+	live liveSessions
+	// sessions bounds the sessions each key keeps open.
+	sessions sessionCap
 }
 
 // requestHeader carries, from mcpHandler to callTool, the token of the
@@ -702,7 +711,7 @@ func (p *mcpProxy) boundTo(ctx context.Context, h http.Header) (context.Context,
 }
 
 func newMCPProxy(s *Server) *mcpProxy {
-	p := &mcpProxy{s: s, listed: map[string]bool{}}
+	p := &mcpProxy{s: s, listed: map[string]bool{}, sessions: sessionCap{max: s.opts.MaxSessions}}
 	p.server = mcp.NewServer(&mcp.Implementation{Name: "agentc", Version: Version}, &mcp.ServerOptions{Logger: s.log})
 	p.handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return p.server },
 		&mcp.StreamableHTTPOptions{Logger: s.log, MaxRequestBodyBytes: s.opts.MaxBodyBytes, SessionTimeout: s.opts.RunIdle})
@@ -820,7 +829,9 @@ func (p *mcpProxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: err.Error()}
 	}
 	run.ID = runID(c, id)
-	s.runs.begin(run.ID)
+	for _, ended := range s.runs.begin(run.ID, c.tenant) {
+		g.pl.EndRun(ended)
+	}
 	defer func() { s.runs.end(run.ID, time.Now()) }()
 	res, err := g.pl.Tool(runtime.WithRun(ctx, run), runtime.ToolRequest{Name: name, Args: args, IdempotencyKey: h.Get("Idempotency-Key")})
 	s.observeTool(name, res, err)
@@ -878,8 +889,22 @@ func (s *Server) mcpHandler(x *exchange) {
 		defer s.mcp.requests.Delete(token)
 		r.Header.Set(requestHeader, token)
 	}
+	var done func()
+	r, done = s.mcp.live.begin(r)
+	defer done()
 	w := &mcpWriter{exchange: x}
 	defer w.finish()
+	if id := r.Header.Get("Mcp-Session-Id"); id != "" {
+		s.mcp.sessions.used(x.caller.key, id, time.Now())
+	} else {
+		defer func() {
+			// A session opened (an initialize answered with its id).
+			if id := w.Header().Get("Mcp-Session-Id"); id != "" {
+				closeSessions(s.mcp.server, s.mcp.sessions.opened(x.caller.key, id, time.Now(),
+					func() map[string]bool { return liveSessionIDs(s.mcp.server) }))
+			}
+		}()
+	}
 	if x.caller.key == "" {
 		// A policy without keys: anyone may use any session.
 		s.mcp.handler.ServeHTTP(w, r)

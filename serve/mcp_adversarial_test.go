@@ -494,3 +494,33 @@ mcp: servers: {a: url: %q, b: url: %q}
 		assert.Equal(t, "ran "+name, text(t, res))
 	}
 }
+
+// TestMCPSessionsAreBoundedPerKey: a key opening session after session
+// (and never deleting them) keeps at most MaxSessions open, those used the
+// longest ago closed first; another key's session is left alone.
+func TestMCPSessionsAreBoundedPerKey(t *testing.T) {
+	upstream, _ := inProcessUpstream(t)
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
+
+keys: {
+	flood: {sha256: %q}
+	steady: {sha256: %q}
+}
+mcp: servers: pay: url: %q
+`, sha("flood-key"), sha("steady-key"), upstream))), WatchInterval: -1, MaxSessions: 4})
+	ctx := context.Background()
+	steady := connectProxy(t, s.url, "steady-key", nil)
+	first := connectProxy(t, s.url, "flood-key", nil)
+	init := []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`)
+	for range 50 {
+		code, h, body := do(t, "POST", s.url+"/mcp", "flood-key", init, "Content-Type", "application/json", "Accept", "application/json, text/event-stream")
+		require.Equal(t, http.StatusOK, code, body)
+		require.NotEmpty(t, h.Get("Mcp-Session-Id"))
+	}
+	assert.LessOrEqual(t, len(liveSessionIDs(s.srv.mcp.server)), 4+1, "the flooding key keeps at most 4 sessions, beside the other key's one")
+	_, err := first.CallTool(ctx, &mcp.CallToolParams{Name: "lookup", Arguments: map[string]any{"order_id": "A1"}})
+	assert.Error(t, err, "the flooding key's oldest session was closed")
+	res, err := steady.CallTool(ctx, &mcp.CallToolParams{Name: "lookup", Arguments: map[string]any{"order_id": "A1"}})
+	require.NoError(t, err, "another key's session is still open")
+	assert.False(t, res.IsError)
+}

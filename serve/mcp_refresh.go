@@ -209,7 +209,7 @@ func (s *Server) refreshMCP(up *upstreamServer) {
 		up.mu.Lock()
 		up.stale = true
 		up.mu.Unlock()
-		s.log.Error("mcp upstream tools could not be listed again; its calls are refused until they are", "server", up.name, "error", err)
+		s.log.Error("mcp upstream tools could not be listed again; its calls are refused until they are", "server", up.name, "error", up.secrets.err(err))
 		return
 	}
 	added, removed, changed := g.mcp.toolChanges(up, tools)

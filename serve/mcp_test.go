@@ -1,9 +1,12 @@
 package serve
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -366,4 +369,56 @@ mcp: servers: pay: {
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), "wrong-token")
 	assert.Positive(t, unauthorized.Load())
+}
+
+// TestMCPUpstreamEchoingItsCredentialIsScrubbed: an upstream (or a proxy in
+// front of it) that echoes the request's Authorization header in its
+// JSON-RPC error, at connection or on a call, does not hand the gateway's
+// credential to the MCP client, the log or the load's error.
+func TestMCPUpstreamEchoingItsCredentialIsScrubbed(t *testing.T) {
+	const token = "mcp-tok-93c1f0a7d2"
+	upstream, _ := inProcessUpstream(t)
+	var mode atomic.Value // "", "call" or "all": which requests are refused
+	mode.Store("")
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		m := mode.Load().(string)
+		if r.Method == http.MethodPost && (m == "all" || m == "call" && bytes.Contains(body, []byte(`"tools/call"`))) {
+			var msg struct {
+				ID json.RawMessage `json:"id"`
+			}
+			_ = json.Unmarshal(body, &msg)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32001,"message":"credential [%s] was revoked"}}`, msg.ID, r.Header.Get("Authorization"))
+			return
+		}
+		u, _ := url.Parse(upstream)
+		httputil.NewSingleHostReverseProxy(u).ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	dir := writePolicy(t, fmt.Sprintf(`package gw
+
+mcp: servers: pay: {url: %q, headers: Authorization: "Bearer ${PAY_MCP_TOKEN}"}
+`, front.URL))
+	lookup := func(k string) (string, bool) { return token, k == "PAY_MCP_TOKEN" }
+	s := startServer(t, Options{Source: cueSource(dir), LookupEnv: lookup, WatchInterval: -1})
+	cs := connectProxy(t, s.url, "", nil)
+
+	mode.Store("call")
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "refund", Arguments: map[string]any{"order_id": "A1", "amount": 5}})
+	require.NoError(t, err)
+	require.True(t, res.IsError)
+	assert.Contains(t, text(t, res), "was revoked", "the upstream's refusal reaches the client")
+	assert.NotContains(t, text(t, res), token)
+	assert.NotContains(t, s.logs.String(), token)
+
+	mode.Store("all")
+	logs := &logBuffer{}
+	_, err = New(context.Background(), Options{Source: cueSource(dir), Logger: slog.New(slog.NewTextHandler(logs, nil)), LookupEnv: lookup})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "was revoked")
+	assert.NotContains(t, err.Error(), token)
+	assert.NotContains(t, logs.String(), token)
 }

@@ -117,14 +117,21 @@ func decodeOpenAI(body []byte, p *chatParams) error {
 		}
 		req.Messages = append(req.Messages, m)
 	}
+	for _, f := range []struct {
+		name string
+		v    *int
+	}{{"max_tokens", in.MaxTokens}, {"max_completion_tokens", in.MaxCompletionTokens}} {
+		// 0 is not "no bound": the API refuses it, and read as unset it
+		// would be served without one.
+		if f.v != nil && *f.v < 1 {
+			return fmt.Errorf("%s: must be at least 1, got %d", f.name, *f.v)
+		}
+	}
 	switch {
 	case in.MaxCompletionTokens != nil:
 		req.MaxTokens = *in.MaxCompletionTokens
 	case in.MaxTokens != nil:
 		req.MaxTokens = *in.MaxTokens
-	}
-	if req.MaxTokens < 0 {
-		return fmt.Errorf("max_tokens: must not be negative, got %d", req.MaxTokens)
 	}
 	// The client offers the tools: none offered is none, not the policy's.
 	req.Tools = make([]runtime.ToolDef, 0, len(in.Tools))

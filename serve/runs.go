@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"sync"
 	"time"
 
@@ -27,32 +28,80 @@ type caller struct {
 }
 
 // runTracker ends named runs that have been idle for longer than idle:
-// their layers drop the run's state (ledgers, buckets). A run with a
-// request in flight is never idle.
+// their layers drop the run's state (ledgers, buckets, the digests of the
+// texts scanned). A run with a request in flight is never idle. A tenant
+// keeps at most max named runs: a client naming a new run per request
+// would otherwise have the layers keep state for every one of them until
+// it went idle, memory without bound, so past max the tenant's runs idle
+// the longest are ended early.
 type runTracker struct {
-	mu   sync.Mutex
-	runs map[string]*runState
-	idle time.Duration
+	mu       sync.Mutex
+	runs     map[string]*runState
+	byTenant map[string]map[string]*runState
+	idle     time.Duration
+	max      int
 }
 
 type runState struct {
+	tenant string
 	active int
 	last   time.Time
 }
 
-func newRunTracker(idle time.Duration) *runTracker {
-	return &runTracker{runs: map[string]*runState{}, idle: idle}
+func newRunTracker(idle time.Duration, max int) *runTracker {
+	return &runTracker{runs: map[string]*runState{}, byTenant: map[string]map[string]*runState{}, idle: idle, max: max}
 }
 
-func (t *runTracker) begin(id string) {
+// begin notes a request of run id of tenant and returns the runs ended to
+// keep the tenant within its bound, for the caller to end on the pipeline.
+func (t *runTracker) begin(id, tenant string) (ended []string) {
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	st := t.runs[id]
 	if st == nil {
-		st = &runState{}
+		st = &runState{tenant: tenant}
 		t.runs[id] = st
+		own := t.byTenant[tenant]
+		if own == nil {
+			own = map[string]*runState{}
+			t.byTenant[tenant] = own
+		}
+		own[id] = st
+		if len(own) > t.max {
+			ended = t.evict(own)
+		}
 	}
 	st.active++
-	t.mu.Unlock()
+	return ended
+}
+
+// evict forgets the runs of own idle the longest: an eighth of the bound at
+// once, so that a client naming a new run per request does not pay a scan
+// of its runs on each. Runs with a request in flight stay. t.mu is held.
+func (t *runTracker) evict(own map[string]*runState) []string {
+	var idle []string
+	for id, st := range own {
+		if st.active == 0 {
+			idle = append(idle, id)
+		}
+	}
+	slices.SortFunc(idle, func(a, b string) int { return own[a].last.Compare(own[b].last) })
+	n := min(len(idle), max(len(own)-t.max, t.max/8, 1))
+	for _, id := range idle[:n] {
+		t.forget(id)
+	}
+	return idle[:n]
+}
+
+// forget drops run id. t.mu is held.
+func (t *runTracker) forget(id string) {
+	st := t.runs[id]
+	delete(t.runs, id)
+	own := t.byTenant[st.tenant]
+	delete(own, id)
+	if len(own) == 0 {
+		delete(t.byTenant, st.tenant)
+	}
 }
 
 func (t *runTracker) end(id string, now time.Time) {
@@ -70,7 +119,7 @@ func (t *runTracker) sweep(now time.Time) []string {
 	t.mu.Lock()
 	for id, st := range t.runs {
 		if st.active == 0 && now.Sub(st.last) >= t.idle {
-			delete(t.runs, id)
+			t.forget(id)
 			out = append(out, id)
 		}
 	}
@@ -125,6 +174,8 @@ func (s *Server) withRun(ctx context.Context, w http.ResponseWriter, r *http.Req
 		return ctx, nil, err
 	}
 	run.ID = runID(c, id)
-	s.runs.begin(run.ID)
+	for _, ended := range s.runs.begin(run.ID, c.tenant) {
+		g.pl.EndRun(ended)
+	}
 	return runtime.WithRun(ctx, run), func() { s.runs.end(run.ID, time.Now()) }, nil
 }

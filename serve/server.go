@@ -95,6 +95,12 @@ type Options struct {
 	// RunIdle ends a named run after this long without a request of it
 	// (default 15m).
 	RunIdle time.Duration
+	// MaxRuns bounds the named runs a tenant keeps (default 10000): past
+	// it, the tenant's runs idle the longest are ended early.
+	MaxRuns int
+	// MaxSessions bounds the MCP sessions a key keeps open (default
+	// 1000): past it, the key's sessions used the longest ago are closed.
+	MaxSessions int
 	// WatchInterval is how often the policy files are checked for
 	// changes (default 1s; negative: never). A change is reloaded once the
 	// files have stood still for one interval.
@@ -118,6 +124,12 @@ func (o *Options) defaults() {
 	}
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = 4 << 20
+	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = 1000
+	}
+	if o.MaxRuns <= 0 {
+		o.MaxRuns = 10000
 	}
 	if o.MaxToolResultBytes <= 0 {
 		o.MaxToolResultBytes = 4 << 20
@@ -162,7 +174,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		return nil, errors.New("serve: Options.Source is required")
 	}
 	opts.defaults()
-	s := &Server{opts: opts, log: opts.Logger, metrics: newMetrics(opts.Registry), runs: newRunTracker(opts.RunIdle),
+	s := &Server{opts: opts, log: opts.Logger, metrics: newMetrics(opts.Registry), runs: newRunTracker(opts.RunIdle, opts.MaxRuns),
 		memory: opts.Deps.Memory}
 	if s.memory == nil {
 		s.memory = runtime.NewMemoryStore()
@@ -416,26 +428,49 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		err = nil
 	}
 	stopBG()
-	if serr := <-shutdownDone; serr != nil {
+	serr := <-shutdownDone
+	if serr != nil {
 		s.log.Warn("shutdown deadline passed; open requests were cut", "timeout", s.opts.ShutdownTimeout)
 	}
 	wg.Wait()
-	if cerr := s.Close(); cerr != nil && err == nil {
-		err = cerr
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	var cut <-chan time.Time
+	if serr != nil {
+		// The requests cut end as their contexts are cancelled; one
+		// that ignores it (a host tool, a store without a timeout) must
+		// not keep the process past its deadline.
+		cut = time.After(cutWait)
+	}
+	select {
+	case cerr := <-closed:
+		if cerr != nil && err == nil {
+			err = cerr
+		}
+	case <-cut:
+		s.log.Error("requests still running after the shutdown cut; returning without closing the pipeline", "waited", cutWait)
 	}
 	return err
 }
 
+// cutWait bounds the wait, after the shutdown deadline cut the requests
+// still open, for them to end and the pipeline to close.
+var cutWait = time.Second
+
 // HTTPServer returns an http.Server for s with the configured timeouts.
 // The body deadline and the response deadline are set per request.
 func (s *Server) HTTPServer() *http.Server {
-	return &http.Server{
+	hs := &http.Server{
 		Handler:           s,
 		ReadHeaderTimeout: s.opts.ReadHeaderTimeout,
 		IdleTimeout:       s.opts.IdleTimeout,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
+	// An MCP session's standalone event stream carries no call: it ends
+	// when the shutdown starts, or it would hold it for the whole grace.
+	hs.RegisterOnShutdown(s.mcp.live.end)
+	return hs
 }
 
 // sweepRuns ends the runs idle for longer than RunIdle on the current

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
 
@@ -250,6 +252,80 @@ func TestGracefulShutdown(t *testing.T) {
 	}
 }
 
+// TestShutdownWithMCPSessionsOpen: an MCP client's open session (its
+// standalone event stream, which carries no call) does not hold the
+// shutdown for its whole grace period, while a tool call in flight still
+// finishes and gets its answer.
+func TestShutdownWithMCPSessionsOpen(t *testing.T) {
+	policy := `package gw
+
+tools: slow: {description: "Answers when released.", args: {type: "object"}}
+`
+	started, release := make(chan struct{}), make(chan struct{})
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, policy)), WatchInterval: -1, ShutdownTimeout: 5 * time.Second,
+		Tools: map[string]runtime.ToolFunc{"slow": func(context.Context, *runtime.ToolCall) (any, error) {
+			close(started)
+			<-release
+			return "done", nil
+		}}})
+	idle := connectProxy(t, s.url, "", nil)
+	// A client with the SDK's default reconnection (a second before it
+	// opens its stream again), as clients run.
+	busy, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil).Connect(context.Background(),
+		&mcp.StreamableClientTransport{Endpoint: s.url + "/mcp"}, nil)
+	require.NoError(t, err)
+	defer busy.Close()
+	_, err = UpstreamTools(context.Background(), idle)
+	require.NoError(t, err)
+	called := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		res, err := busy.CallTool(context.Background(), &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{}})
+		assert.NoError(t, err)
+		called <- res
+	}()
+	<-started
+	start := time.Now()
+	stopped := make(chan error, 1)
+	go func() { stopped <- s.stop() }()
+	require.Eventually(t, func() bool { return !s.srv.ready.Load() }, 5*time.Second, time.Millisecond)
+	time.Sleep(100 * time.Millisecond)
+	close(release)
+	res := <-called
+	require.NotNil(t, res)
+	assert.False(t, res.IsError, "the call in flight finishes")
+	require.NoError(t, <-stopped)
+	assert.Less(t, time.Since(start), 2*time.Second, "the open sessions did not hold the shutdown")
+	assert.NotContains(t, s.logs.String(), "shutdown deadline passed")
+}
+
+// TestShutdownDeadlineHoldsAgainstACallIgnoringItsCancellation: a call that
+// goes on after the shutdown's cut (a host tool that ignores its context)
+// does not keep Serve from returning, and so the process from exiting,
+// long past its grace period.
+func TestShutdownDeadlineHoldsAgainstACallIgnoringItsCancellation(t *testing.T) {
+	policy := `package gw
+
+tools: stuck: {description: "Ignores its cancellation.", args: {type: "object"}}
+`
+	started, release := make(chan struct{}), make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, policy)), WatchInterval: -1, ShutdownTimeout: 300 * time.Millisecond,
+		Tools: map[string]runtime.ToolFunc{"stuck": func(context.Context, *runtime.ToolCall) (any, error) {
+			close(started)
+			<-release
+			return "late", nil
+		}}})
+	cs := connectProxy(t, s.url, "", nil)
+	go func() {
+		_, _ = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "stuck", Arguments: map[string]any{}})
+	}()
+	<-started
+	start := time.Now()
+	require.NoError(t, s.stop())
+	assert.Less(t, time.Since(start), 300*time.Millisecond+cutWait+time.Second, "Serve returned soon after the cut")
+	assert.Contains(t, s.logs.String(), "requests still running after the shutdown cut")
+}
+
 // TestTenantsNeverShareARun: a tenant whose name holds a slash and another
 // naming a run that spells the rest of it still get two runs, so one never
 // reads the other's cached answers or spends its budget.
@@ -275,6 +351,47 @@ chains: chat: [{use: "memoize", scope: "run", ttl: "1h"}]
 	assert.Equal(t, 2, up.requests(), "the second tenant's call is not served from the first tenant's cache")
 	assert.Contains(t, s.logs.String(), "run=bank%2Fretail/r1")
 	assert.Contains(t, s.logs.String(), "run=bank/retail/r1")
+}
+
+// TestNamedRunsAreBoundedPerTenant: a client naming a new run on every
+// request does not have the layers keep state for each until it goes idle:
+// past MaxRuns its tenant's runs idle the longest are ended (a run's
+// ledger is forgotten), and another tenant's runs are left alone.
+func TestNamedRunsAreBoundedPerTenant(t *testing.T) {
+	t.Setenv("AGENTC_TEST_OPENAI_KEY", openAIKey)
+	txt := transcript(t, "openai", "text.sse")
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write([]byte(txt))
+	}))
+	defer up.Close()
+	policy := fmt.Sprintf(`package gw
+
+models: primary: {provider: "openai", model: "gpt-4.1-mini", base_url: "%s/v1", api_key_env: "AGENTC_TEST_OPENAI_KEY"}
+keys: {
+	flood: {sha256: "%s"}
+	steady: {sha256: "%s"}
+}
+chains: chat: [{use: "meter", budget: calls: 1}]
+`, up.URL, sha("flood-key"), sha("steady-key"))
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, policy)), WatchInterval: -1, MaxRuns: 16})
+	call := func(key, run string) int {
+		code, _, _ := do(t, "POST", s.url+"/v1/chat/completions", key, chatBody("primary", "hi", false), RunHeader, run)
+		return code
+	}
+	require.Equal(t, 200, call("steady-key", "r0"))
+	require.Equal(t, 402, call("steady-key", "r0"), "the run's ledger holds its call")
+	require.Equal(t, 200, call("flood-key", "r0"))
+	for i := range 200 {
+		require.Equal(t, 200, call("flood-key", fmt.Sprintf("r%d", i+1)))
+	}
+	s.srv.runs.mu.Lock()
+	kept, steady := len(s.srv.runs.byTenant["flood"]), len(s.srv.runs.byTenant["steady"])
+	s.srv.runs.mu.Unlock()
+	assert.LessOrEqual(t, kept, 16, "the flooding tenant keeps at most MaxRuns runs")
+	assert.Equal(t, 1, steady)
+	assert.Equal(t, 200, call("flood-key", "r0"), "the flooding tenant's oldest run was ended: its ledger is gone")
+	assert.Equal(t, 402, call("steady-key", "r0"), "another tenant's run keeps its state")
 }
 
 // TestMemoizeScopeKeyIsPerTenant: a cache with scope "key" serves a tenant's

@@ -69,7 +69,7 @@ func bodyCases() map[string]runtime.ChatRequest {
 		"sampling":       {Messages: hello, MaxTokens: 77, Temperature: ptr(0.25), TopP: ptr(1.0), Stop: []string{"\n\nHuman:", "END"}},
 		"metadata":       {Messages: hello, Metadata: map[string]string{"user_id": "u-1", "other": "x"}},
 		"format":         {Messages: hello, ResponseFormat: &runtime.ResponseFormat{Type: runtime.FormatJSONSchema, Name: "out", Schema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"number"}}}`)}},
-		"format object":  {Messages: hello, ResponseFormat: &runtime.ResponseFormat{Type: "json_object"}},
+		"format text":    {Messages: hello, ResponseFormat: &runtime.ResponseFormat{Type: runtime.FormatText}},
 		"thinking":       {Messages: thinking, MaxTokens: 4096, Thinking: &runtime.Thinking{Type: "enabled", BudgetTokens: 2048}, Tools: []runtime.ToolDef{weather}},
 		"thinking shown": {Messages: hello, Thinking: &runtime.Thinking{Type: "enabled", BudgetTokens: 1024, Display: "omitted"}},
 		"adaptive":       {Messages: hello, Thinking: &runtime.Thinking{Type: "adaptive", Display: "summarized"}},

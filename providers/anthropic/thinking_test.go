@@ -42,6 +42,25 @@ func TestThinkingBlocksBecomeFragments(t *testing.T) {
 	assert.Equal(t, runtime.Usage{InputTokens: 96, OutputTokens: 41}, sum(ds))
 }
 
+// A JSON response format without a schema (OpenAI's json_object) cannot be
+// asked of an Anthropic model, whose structured outputs follow a schema:
+// the call fails and reaches no upstream, rather than being answered in
+// free text.
+func TestSchemalessJSONFormatRefused(t *testing.T) {
+	for _, rf := range []*runtime.ResponseFormat{{Type: runtime.FormatJSONObject}, {Type: runtime.FormatJSONSchema}} {
+		s := ssetest.New(t)
+		req := hi()
+		req.ResponseFormat = rf
+		err := client(t, s).Stream(context.Background(), &req, func(runtime.Delta) bool { return true })
+		var ce *runtime.CallError
+		require.ErrorAs(t, err, &ce)
+		assert.Equal(t, runtime.KindPermanent, ce.Kind)
+		assert.Equal(t, http.StatusBadRequest, ce.Status)
+		assert.Contains(t, ce.Message, "response_format "+rf.Type+" without a schema")
+		assert.Zero(t, s.Requests())
+	}
+}
+
 // reasoning_effort is OpenAI's: an Anthropic model fails the call, which
 // reaches no upstream.
 func TestReasoningEffortRefused(t *testing.T) {

@@ -207,7 +207,7 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 			for _, p := range rest {
 				switch p.Type {
 				case runtime.PartToolResult:
-					toolMessage(p.Text, p.ToolCallID)
+					toolMessage(toolResultText(p), p.ToolCallID)
 				case runtime.PartImage:
 					images++
 				}
@@ -280,7 +280,7 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 			n := 0
 			for _, p := range rest {
 				if p.Type == runtime.PartToolResult {
-					toolMessage(p.Text, p.ToolCallID)
+					toolMessage(toolResultText(p), p.ToolCallID)
 					n++
 				}
 			}
@@ -292,6 +292,22 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 		}
 	}
 	return append(b, ']'), nil
+}
+
+// toolResultText is the content of a tool message for a tool result. The
+// API's tool message has no error flag, so a result marked as an error
+// (Anthropic's is_error) says so in its text, which a model reads:
+// "error: TEXT", unless TEXT already says so (an agent turn's "error: ..."
+// and "refused: ..." results).
+func toolResultText(p runtime.ContentPart) string {
+	if !p.IsError || hasPrefixFold(p.Text, "error") || hasPrefixFold(p.Text, "refused") {
+		return p.Text
+	}
+	return "error: " + p.Text
+}
+
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
 
 // appendName appends a message's name field, when it has one.

@@ -63,6 +63,8 @@ func bodyCases() map[string]runtime.ChatRequest {
 			{Role: "tool", Content: "no id"},
 			{Role: "user", Parts: []runtime.ContentPart{{Type: runtime.PartToolResult, ToolCallID: "call_3", Text: "late"}}},
 			{Role: "user", Content: "and now?", Parts: []runtime.ContentPart{{Type: runtime.PartToolResult, ToolCallID: "call_4", Text: "x"}}},
+			{Role: "user", Parts: []runtime.ContentPart{{Type: runtime.PartToolResult, ToolCallID: "call_5", Text: "connection refused", IsError: true},
+				{Type: runtime.PartToolResult, ToolCallID: "call_6", Text: "Error: the tool failed", IsError: true}}},
 			{Role: "assistant", Content: "It is sunny.", ToolCalls: []runtime.ToolUse{{ID: "call_5", Name: "n", Arguments: json.RawMessage(`{}`)}}},
 			{Role: "assistant"}}},
 		"names": {Messages: namedTranscript},

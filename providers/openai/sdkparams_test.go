@@ -123,7 +123,7 @@ func sdkMessages(in []runtime.Message) ([]openai.ChatCompletionMessageParamUnion
 			for _, p := range rest {
 				switch p.Type {
 				case runtime.PartToolResult:
-					out = append(out, openai.ToolMessage(p.Text, p.ToolCallID))
+					out = append(out, openai.ToolMessage(toolResultText(p), p.ToolCallID))
 				case runtime.PartImage:
 					parts = append(parts, openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: imageURL(p)}))
 				}
@@ -168,7 +168,7 @@ func sdkMessages(in []runtime.Message) ([]openai.ChatCompletionMessageParamUnion
 			n := len(out)
 			for _, p := range rest {
 				if p.Type == runtime.PartToolResult {
-					out = append(out, openai.ToolMessage(p.Text, p.ToolCallID))
+					out = append(out, openai.ToolMessage(toolResultText(p), p.ToolCallID))
 				}
 			}
 			if len(out) == n && m.ToolCallID != "" {
