@@ -32,6 +32,8 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 	runIdle := fs.Duration("idle", 15*time.Minute, "end a named run after this long without a request")
 	maxBody := fs.Int64("maxbody", 4<<20, "largest request body, in bytes")
 	maxResult := fs.Int64("maxresult", 4<<20, "largest result of an upstream MCP tool call, in bytes")
+	maxRuns := fs.Int("maxruns", 10000, "named runs a tenant keeps (more: its runs idle the longest end)")
+	maxSessions := fs.Int("maxsessions", 1000, "MCP sessions a key keeps open (more: those used the longest ago are closed)")
 	logFormat := fs.String("log", "text", "access and server log format: text or json")
 	metricsAddr := fs.String("metrics", "", "serve /metrics, /healthz and /readyz on this address (an internal one) instead of -listen")
 	if code, ok := parseFlags(fs, args); !ok {
@@ -40,6 +42,9 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 	if fs.NArg() != 1 {
 		fs.Usage()
 		return exitUsage
+	}
+	if *maxRuns < 1 || *maxSessions < 1 {
+		return fail(env, "serve: -maxruns and -maxsessions must be at least 1")
 	}
 	var handler slog.Handler
 	switch *logFormat {
@@ -60,8 +65,8 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 	srv, err := serve.New(ctx, serve.Options{
 		Source: policySource(fs.Arg(0), env, logger), Logger: logger,
 		ShutdownTimeout: *shutdown, WatchInterval: *watch, RunIdle: *runIdle, MaxBodyBytes: *maxBody,
-		MaxToolResultBytes: *maxResult,
-		MetricsElsewhere:   *metricsAddr != "",
+		MaxToolResultBytes: *maxResult, MaxRuns: *maxRuns, MaxSessions: *maxSessions,
+		MetricsElsewhere: *metricsAddr != "",
 	})
 	if err != nil {
 		return fail(env, "serve %s: %v", fs.Arg(0), err)

@@ -104,3 +104,18 @@ func (l *lockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// The caps on runs and sessions are flags; a cap under 1 is refused.
+func TestServeCapsFlags(t *testing.T) {
+	for _, args := range [][]string{{"-maxruns", "0", "p"}, {"-maxsessions", "-3", "p"}} {
+		stderr := &lockedBuffer{}
+		rc := cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: t.TempDir()}, args)
+		assert.Equal(t, exitUsage, rc, "%v", args)
+		assert.Contains(t, stderr.String(), "-maxruns and -maxsessions must be at least 1")
+	}
+	stderr := &lockedBuffer{}
+	rc := cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: t.TempDir()}, []string{"-h"})
+	assert.Equal(t, exitOK, rc)
+	assert.Contains(t, stderr.String(), "-maxruns")
+	assert.Contains(t, stderr.String(), "-maxsessions")
+}
