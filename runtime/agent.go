@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -609,8 +610,15 @@ func resultText(v any) (string, error) {
 	case nil:
 		return "null", nil
 	}
-	b, err := json.Marshal(v)
-	return string(b), err
+	// Without HTML escaping: the model reads "<" as it is, and truncate
+	// measures a result the same way (not as \u003c).
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return "", err
+	}
+	return strings.TrimSuffix(buf.String(), "\n"), nil
 }
 
 // lastUserText returns the text of the last user message.

@@ -24,3 +24,13 @@ func TestEstimateRequestIgnoresJSONLayout(t *testing.T) {
 		EstimateTokens(string(compact))+EstimateTokens("out")+EstimateTokens(string(compact)), EstimateRequest(req(compact)))
 	assert.Equal(t, int64((len(`{"a":"x \" y"}`)+3)/4), estimateJSON([]byte(`{ "a" : "x \" y" }`)), "an escaped quote does not end the string")
 }
+
+// A structured tool result reaches the model as JSON without HTML
+// escaping: "<" as it is, as truncate measures it.
+func TestResultTextKeepsMarkup(t *testing.T) {
+	s, err := resultText(map[string]any{"html": "<b>A & B</b>"})
+	assert.NoError(t, err)
+	assert.Equal(t, `{"html":"<b>A & B</b>"}`, s)
+	_, err = resultText(map[string]any{"bad": func() {}})
+	assert.Error(t, err)
+}
