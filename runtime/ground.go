@@ -47,6 +47,14 @@ const (
 	GroundedRefused = "refused"
 )
 
+// GroundingKey marks the message grounding injects: its Metadata holds
+// GroundingKey: "true". The block carries text whoever wrote the retrieved
+// sources controls, so the content detectors (security, pii,
+// content_filter) read a message so marked as a document, as they read a
+// tool result, wherever it is placed and whatever their `system` setting.
+// The message is pinned too ("pin": "true"), so that compaction keeps it.
+const GroundingKey = "grounding"
+
 // LayerGrounding names the grounding records' layer and the errors of
 // grounding.
 const LayerGrounding = "grounding"
@@ -309,6 +317,6 @@ func injectBlock(msgs []Message, block, placement string) []Message {
 	}
 	out := make([]Message, 0, len(msgs)+1)
 	out = append(out, msgs[:at]...)
-	out = append(out, Message{Role: role, Content: block})
+	out = append(out, Message{Role: role, Content: block, Metadata: map[string]string{GroundingKey: "true", "pin": "true"}})
 	return append(out, msgs[at:]...)
 }

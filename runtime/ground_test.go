@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	_ "github.com/agentc-dev/agentc/builtins/compaction"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
@@ -43,6 +44,10 @@ func groundPlan(g *plan.Grounding) *plan.Plan {
 	return p
 }
 
+// blockMeta marks the injected block: the detectors read it as a
+// document, compaction keeps it.
+var blockMeta = map[string]string{runtime.GroundingKey: "true", "pin": "true"}
+
 var kb = []runtime.Item{
 	{ID: "a", Content: "refunds take 5 days", Source: "kb", Score: 0.9},
 	{ID: "b", Content: "guessed policy", Source: "web", Score: 0.8, Metadata: map[string]any{"tier": "inferred"}},
@@ -65,7 +70,7 @@ func TestGroundingInjectsASystemBlockAndRecords(t *testing.T) {
 	sent := model.Requests()[0].Messages
 	require.Len(t, sent, 3)
 	assert.Equal(t, msgs[0], sent[0])
-	assert.Equal(t, runtime.Message{Role: "system", Content: "Sources:\n[kb] refunds take 5 days\n[faq] orders ship in 2 days\n"}, sent[1],
+	assert.Equal(t, runtime.Message{Role: "system", Content: "Sources:\n[kb] refunds take 5 days\n[faq] orders ship in 2 days\n", Metadata: blockMeta}, sent[1],
 		"the inferred item is refused, the lowest-scored admitted one dropped by the budget")
 	assert.Equal(t, msgs[1], sent[2])
 	assert.Len(t, msgs, 2, "the caller's transcript is untouched")
@@ -97,7 +102,7 @@ func TestGroundingBeforeLastUser(t *testing.T) {
 	require.NoError(t, err)
 	sent := model.Requests()[0].Messages
 	require.Len(t, sent, 4)
-	assert.Equal(t, runtime.Message{Role: "user", Content: "refunds take 5 days"}, sent[2])
+	assert.Equal(t, runtime.Message{Role: "user", Content: "refunds take 5 days", Metadata: blockMeta}, sent[2])
 	assert.Equal(t, msgs[2], sent[3])
 }
 
@@ -229,4 +234,22 @@ func TestGroundingConcurrentCallsOfARunRetrieveOnce(t *testing.T) {
 	for _, req := range model.Requests() {
 		assert.Equal(t, "refunds take 5 days", req.Messages[0].Content)
 	}
+}
+
+// TestGroundingBlockSurvivesCompaction: a block placed before the last user
+// message is retrieved text the grounding record says reached the prompt;
+// compaction keeps it rather than dropping it with the old turns.
+func TestGroundingBlockSurvivesCompaction(t *testing.T) {
+	ret := &retriever{sets: [][]runtime.Item{kb[:1]}}
+	model := rt.NewModel(rt.Response{Deltas: []string{"ok"}})
+	p := groundPlan(&plan.Grounding{Render: &plan.GroundingRender{Template: "{{range .Items}}{{.Content}}{{end}}", Placement: plan.PlacementBeforeLastUser}})
+	p.Chains.Chat = []plan.Layer{rt.Layer("compaction", `{"strategy":"keep_recent","max_tokens":1,"keep_recent":1}`)}
+	pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"m": model}, Retriever: ret})
+	msgs := []runtime.Message{{Role: "user", Content: "hi"}, {Role: "assistant", Content: "hello"}, {Role: "user", Content: "refunds?"}}
+	_, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "m", Messages: msgs})
+	require.NoError(t, err)
+	sent := model.Requests()[0].Messages
+	require.Len(t, sent, 2, "the old turns are dropped")
+	assert.Equal(t, runtime.Message{Role: "user", Content: "refunds take 5 days", Metadata: blockMeta}, sent[0])
+	assert.Equal(t, msgs[2], sent[1])
 }
