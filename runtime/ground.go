@@ -303,6 +303,11 @@ func (pl *Pipeline) groundCall(ctx context.Context, c *ChatCall) error {
 			once.mu.Unlock()
 			return err
 		}
+		if cerr := ctx.Err(); cerr != nil {
+			// Cut short: no grounding is kept, the next call grounds.
+			once.mu.Unlock()
+			return cerr
+		}
 		if n, first := refusedWithReason(g.RefusedWhy); n > 0 {
 			pl.logger.WarnContext(ctx, "grounding: items refused (evaluation failed, or their text could break out of the block)", "items", n, "first", first)
 		}

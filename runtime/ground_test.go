@@ -289,3 +289,34 @@ func TestGroundingRefusesAnItemThatBreaksItsFrame(t *testing.T) {
 	assert.Equal(t, g.RefusedWhy[1], list[2].(map[string]any)["reason"])
 }
 
+// TestGroundingCancelledIsTriedAgain: a call cancelled while its run's
+// grounding was being computed leaves no empty grounding behind; the run's
+// next call grounds.
+func TestGroundingCancelledIsTriedAgain(t *testing.T) {
+	var cancel context.CancelFunc
+	calls := 0
+	ret := runtime.RetrieverFunc(func(context.Context, runtime.RetrievalQuery) ([]runtime.Item, error) {
+		if calls++; calls == 1 {
+			cancel()
+		}
+		return kb[:1], nil
+	})
+	model := rt.NewModel(rt.Response{Deltas: []string{"ok"}})
+	pl := rt.Build(t, groundPlan(&plan.Grounding{Render: &plan.GroundingRender{Template: "{{range .Items}}{{.Content}}{{end}}"}}),
+		runtime.Deps{Models: map[string]runtime.ModelClient{"m": model}, Retriever: ret})
+	run := runtime.WithRun(context.Background(), runtime.Run{ID: "r1"})
+	req := runtime.ChatRequest{Model: "m", Messages: []runtime.Message{{Role: "user", Content: "refunds?"}}}
+	ctx, c := context.WithCancel(run)
+	cancel = c
+	_, err := pl.Complete(ctx, req)
+	require.ErrorIs(t, err, context.Canceled)
+
+	_, err = pl.Complete(run, req)
+	require.NoError(t, err)
+	reqs := model.Requests()
+	require.NotEmpty(t, reqs)
+	sent := reqs[len(reqs)-1].Messages
+	require.Len(t, sent, 2, "the block is injected")
+	assert.Equal(t, "refunds take 5 days", sent[0].Content)
+	assert.Equal(t, 2, calls)
+}
