@@ -134,16 +134,13 @@ func anyString(v any, check func(string) bool, depth int) bool {
 }
 
 // delimiters collects the delimiters of a template's literal text.
-func delimiters(n parse.Node, out map[string]bool) {
-	switch n := n.(type) {
-	case *parse.ListNode:
-		if n != nil {
-			for _, c := range n.Nodes {
-				delimiters(c, out)
-			}
+func delimiters(root parse.Node, out map[string]bool) {
+	walk(root, func(n parse.Node) {
+		text, ok := n.(*parse.TextNode)
+		if !ok {
+			return
 		}
-	case *parse.TextNode:
-		for _, line := range strings.Split(string(n.Text), "\n") {
+		for _, line := range strings.Split(string(text.Text), "\n") {
 			line = strings.TrimSpace(line)
 			if len(line) < MinDelimiterBytes || !strings.ContainsFunc(line, func(r rune) bool {
 				return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.IsSpace(r)
@@ -152,16 +149,31 @@ func delimiters(n parse.Node, out map[string]bool) {
 			}
 			out[strings.ToLower(line)] = true
 		}
+	})
+}
+
+// walk calls visit with every node of a template's lists, the lists under
+// if, with and range included.
+func walk(n parse.Node, visit func(parse.Node)) {
+	switch n := n.(type) {
+	case *parse.ListNode:
+		if n != nil {
+			for _, c := range n.Nodes {
+				walk(c, visit)
+			}
+		}
+		return
 	case *parse.IfNode:
-		delimiters(n.List, out)
-		delimiters(n.ElseList, out)
+		walk(n.List, visit)
+		walk(n.ElseList, visit)
 	case *parse.WithNode:
-		delimiters(n.List, out)
-		delimiters(n.ElseList, out)
+		walk(n.List, visit)
+		walk(n.ElseList, visit)
 	case *parse.RangeNode:
-		delimiters(n.List, out)
-		delimiters(n.ElseList, out)
+		walk(n.List, visit)
+		walk(n.ElseList, visit)
 	}
+	visit(n)
 }
 
 // Parse parses src as a Go text/template and checks the fields it reads
@@ -207,29 +219,13 @@ func Parse(src string) (*Template, error) {
 // emptyNoValue ends the pipeline of every action that prints with
 // noValueEmpty, so that a metadata key an item lacks ({{.Metadata.tier}})
 // prints as nothing rather than "<no value>".
-func emptyNoValue(tree *parse.Tree, n parse.Node) {
-	switch n := n.(type) {
-	case *parse.ListNode:
-		if n != nil {
-			for _, c := range n.Nodes {
-				emptyNoValue(tree, c)
-			}
-		}
-	case *parse.ActionNode:
-		if len(n.Pipe.Decl) == 0 {
+func emptyNoValue(tree *parse.Tree, root parse.Node) {
+	walk(root, func(n parse.Node) {
+		if n, ok := n.(*parse.ActionNode); ok && len(n.Pipe.Decl) == 0 {
 			id := parse.NewIdentifier(noValueFunc).SetTree(tree).SetPos(n.Pos)
 			n.Pipe.Cmds = append(n.Pipe.Cmds, &parse.CommandNode{NodeType: parse.NodeCommand, Pos: n.Pos, Args: []parse.Node{id}})
 		}
-	case *parse.IfNode:
-		emptyNoValue(tree, n.List)
-		emptyNoValue(tree, n.ElseList)
-	case *parse.WithNode:
-		emptyNoValue(tree, n.List)
-		emptyNoValue(tree, n.ElseList)
-	case *parse.RangeNode:
-		emptyNoValue(tree, n.List)
-		emptyNoValue(tree, n.ElseList)
-	}
+	})
 }
 
 // noValueFunc is the function emptyNoValue appends to the actions that
