@@ -47,6 +47,14 @@ const (
 	GroundedRefused = "refused"
 )
 
+// GroundingKey marks the message grounding injects: its Metadata holds
+// GroundingKey: "true". The block carries text whoever wrote the retrieved
+// sources controls, so the content detectors (security, pii,
+// content_filter) read a message so marked as a document, as they read a
+// tool result, wherever it is placed and whatever their `system` setting.
+// The message is pinned too ("pin": "true"), so that compaction keeps it.
+const GroundingKey = "grounding"
+
 // LayerGrounding names the grounding records' layer and the errors of
 // grounding.
 const LayerGrounding = "grounding"
@@ -61,10 +69,16 @@ type Grounded struct {
 	Block  string `json:"block,omitempty"`
 	Tokens int64  `json:"tokens,omitempty"`
 	// Prompt are the items in the block; Dropped those the budget dropped;
-	// Refused those the admit predicate refused.
+	// Refused those the admit predicate refused, or that could not be
+	// rendered safely.
 	Prompt  []Item `json:"prompt"`
 	Dropped []Item `json:"dropped,omitempty"`
 	Refused []Item `json:"refused,omitempty"`
+	// RefusedWhy is, item for item with Refused, why an item was refused
+	// when the predicate did not simply answer false ("" when it did): its
+	// evaluation failed, or its text holds a delimiter of the render
+	// template (grounding.Template.Breaks). Nil when no item has a reason.
+	RefusedWhy []string `json:"refused_why,omitempty"`
 }
 
 // groundingPlan is the built grounding section.
@@ -139,19 +153,41 @@ func (pl *Pipeline) buildGrounding(ctx context.Context) error {
 // error and no block.
 func (pl *Pipeline) Ground(ctx context.Context, query string, items []Item) (Grounded, error) {
 	g := Grounded{Query: query, Prompt: []Item{}}
+	gp := pl.grounding
 	admitted := make([]grounding.Item, 0, len(items))
-	admitErr := pl.admission(ctx, items, func(i int, ok bool) {
-		if !ok {
-			g.Refused = append(g.Refused, items[i])
+	why := map[int]string{}
+	refuse := func(i int, reason string) {
+		g.Refused = append(g.Refused, items[i])
+		g.RefusedWhy = append(g.RefusedWhy, reason)
+		if reason != "" {
+			why[i] = reason
+		}
+	}
+	admitErr := pl.admission(ctx, items, func(i int, ok bool, err error) {
+		switch {
+		case err != nil:
+			refuse(i, "admit: "+err.Error())
+			return
+		case !ok:
+			refuse(i, "")
 			return
 		}
 		it := &items[i]
-		admitted = append(admitted, grounding.Item{ID: it.ID, Content: it.Content, Source: it.Source, Score: it.Score, Metadata: it.Metadata, Index: i})
+		gi := grounding.Item{ID: it.ID, Content: it.Content, Source: it.Source, Score: it.Score, Metadata: it.Metadata, Index: i}
+		if gp != nil && gp.tpl != nil {
+			if d, bad := gp.tpl.Breaks(&gi); bad {
+				refuse(i, fmt.Sprintf("its text holds %q, a delimiter of the render template: it could close its frame in the block", d))
+				return
+			}
+		}
+		admitted = append(admitted, gi)
 	})
 	if err := ctx.Err(); err != nil {
 		return Grounded{}, err
 	}
-	gp := pl.grounding
+	if len(why) == 0 {
+		g.RefusedWhy = nil
+	}
 	kept := admitted
 	var dropped []grounding.Item
 	if gp != nil && gp.tpl != nil {
@@ -169,7 +205,7 @@ func (pl *Pipeline) Ground(ctx context.Context, query string, items []Item) (Gro
 		g.Dropped = append(g.Dropped, items[it.Index])
 	}
 	if gp != nil && gp.sink != nil {
-		if err := gp.sink.Append(ctx, pl.groundingRecord(ctx, &g, items, kept, dropped)); err != nil {
+		if err := gp.sink.Append(ctx, pl.groundingRecord(ctx, &g, items, kept, dropped, why)); err != nil {
 			return Grounded{}, &CallError{Layer: LayerGrounding, Kind: KindPermanent, Message: "record grounding: " + err.Error()}
 		}
 	}
@@ -179,8 +215,8 @@ func (pl *Pipeline) Ground(ctx context.Context, query string, items []Item) (Gro
 // groundingRecord is the audit record of one grounding: an outcome record
 // of stage admit and layer grounding whose Args hold the query, the
 // block's estimate and budget, and every retrieved item's index, id,
-// source, score and outcome.
-func (pl *Pipeline) groundingRecord(ctx context.Context, g *Grounded, items []Item, kept, dropped []grounding.Item) AuditRecord {
+// source, score and outcome, with the reason of a refusal that has one.
+func (pl *Pipeline) groundingRecord(ctx context.Context, g *Grounded, items []Item, kept, dropped []grounding.Item, why map[int]string) AuditRecord {
 	outcome := make([]string, len(items))
 	for i := range outcome {
 		outcome[i] = GroundedRefused
@@ -196,6 +232,9 @@ func (pl *Pipeline) groundingRecord(ctx context.Context, g *Grounded, items []It
 		e := map[string]any{"index": i, "source": items[i].Source, "score": items[i].Score, "outcome": outcome[i]}
 		if items[i].ID != "" {
 			e["id"] = items[i].ID
+		}
+		if r := why[i]; r != "" {
+			e["reason"] = r
 		}
 		list[i] = e
 	}
@@ -264,8 +303,13 @@ func (pl *Pipeline) groundCall(ctx context.Context, c *ChatCall) error {
 			once.mu.Unlock()
 			return err
 		}
-		if err != nil {
-			pl.logger.WarnContext(ctx, "grounding: admission failed on some items; they are refused", "error", err)
+		if cerr := ctx.Err(); cerr != nil {
+			// Cut short: no grounding is kept, the next call grounds.
+			once.mu.Unlock()
+			return cerr
+		}
+		if n, first := refusedWithReason(g.RefusedWhy); n > 0 {
+			pl.logger.WarnContext(ctx, "grounding: items refused (evaluation failed, or their text could break out of the block)", "items", n, "first", first)
 		}
 		once.block, once.done = g.Block, true
 	}
@@ -275,6 +319,20 @@ func (pl *Pipeline) groundCall(ctx context.Context, c *ChatCall) error {
 		c.Request.Messages = injectBlock(c.Request.Messages, block, gp.cfg.Render.Placement)
 	}
 	return nil
+}
+
+// refusedWithReason counts the refusals that have a reason and returns the
+// first: one log line however many items a retrieval holds.
+func refusedWithReason(why []string) (int, string) {
+	n, first := 0, ""
+	for _, r := range why {
+		if r != "" {
+			if n++; n == 1 {
+				first = r
+			}
+		}
+	}
+	return n, first
 }
 
 // forgetGrounding drops the grounding of an ended run.
@@ -309,6 +367,6 @@ func injectBlock(msgs []Message, block, placement string) []Message {
 	}
 	out := make([]Message, 0, len(msgs)+1)
 	out = append(out, msgs[:at]...)
-	out = append(out, Message{Role: role, Content: block})
+	out = append(out, Message{Role: role, Content: block, Metadata: map[string]string{GroundingKey: "true", "pin": "true"}})
 	return append(out, msgs[at:]...)
 }

@@ -500,7 +500,7 @@ func (pl *Pipeline) Admit(ctx context.Context, items []Item) ([]Item, error) {
 		return items, nil
 	}
 	out := make([]Item, 0, len(items))
-	err := pl.admission(ctx, items, func(i int, ok bool) {
+	err := pl.admission(ctx, items, func(i int, ok bool, _ error) {
 		if ok {
 			out = append(out, items[i])
 		}
@@ -510,23 +510,23 @@ func (pl *Pipeline) Admit(ctx context.Context, items []Item) ([]Item, error) {
 
 // admission evaluates the admission predicate over each item in order and
 // reports the verdict to each (true for all without a predicate). An item
-// whose evaluation fails is refused, and the joined evaluation errors are
-// returned; the end of ctx stops it with ctx's error.
-func (pl *Pipeline) admission(ctx context.Context, items []Item, each func(i int, admitted bool)) error {
+// whose evaluation fails is refused (each gets the error), and the joined
+// evaluation errors are returned; the end of ctx stops it with ctx's error.
+func (pl *Pipeline) admission(ctx context.Context, items []Item, each func(i int, admitted bool, err error)) error {
 	var errs []error
 	for i := range items {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		ok := true
+		var err error
 		if pl.admit != nil {
-			var err error
 			if ok, err = pl.admit.EvalItem(ctx, &items[i]); err != nil {
 				errs = append(errs, fmt.Errorf("item %d: %w", i, err))
 				ok = false
 			}
 		}
-		each(i, ok)
+		each(i, ok, err)
 	}
 	return errors.Join(errs...)
 }

@@ -189,12 +189,29 @@ func NewMemoryVectorIndex() *MemoryVectorIndex {
 	return &MemoryVectorIndex{parts: map[string]*vectorPart{}, now: time.Now}
 }
 
-var errEmptyVector = errors.New("vector index: empty vector")
+var (
+	errEmptyVector     = errors.New("vector index: empty vector")
+	errNonFiniteVector = errors.New("vector index: a component of the vector is NaN or infinite")
+)
 
-// Upsert implements VectorIndex.
+// finite reports whether every component of v is a finite number.
+func finite(v []float32) bool {
+	for _, x := range v {
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// Upsert implements VectorIndex. A vector with a NaN or infinite component
+// is refused: its similarity to anything is not a number.
 func (m *MemoryVectorIndex) Upsert(_ context.Context, scope, id string, vec []float32, value []byte, ttl time.Duration) error {
 	if len(vec) == 0 {
 		return errEmptyVector
+	}
+	if !finite(vec) {
+		return errNonFiniteVector
 	}
 	now := m.now()
 	e := vectorEntry{id: id, vec: slices.Clone(vec), norm: vecNorm(vec), value: slices.Clone(value), added: now}
@@ -245,10 +262,16 @@ func evictBefore(a, b vectorEntry) bool {
 	return a.added.Before(b.added)
 }
 
-// Query implements VectorIndex.
+// Query implements VectorIndex. A query vector with a NaN or infinite
+// component is an error. Scores are within [-1, 1]: one the fast float32
+// dot product got out of range (it overflowed on huge components) is
+// computed again in float64.
 func (m *MemoryVectorIndex) Query(_ context.Context, scope string, vec []float32, k int) ([]VectorMatch, error) {
 	if k <= 0 {
 		return nil, nil
+	}
+	if !finite(vec) {
+		return nil, errNonFiniteVector
 	}
 	qn := vecNorm(vec)
 	if qn == 0 {
@@ -268,6 +291,9 @@ func (m *MemoryVectorIndex) Query(_ context.Context, scope string, vec []float32
 			continue
 		}
 		score := float64(dot32(e.vec, vec)) / (e.norm * qn)
+		if !(score >= -1 && score <= 1) {
+			score = max(-1, min(1, Cosine(e.vec, vec)))
+		}
 		if len(out) == k && score <= out[k-1].Score {
 			continue
 		}

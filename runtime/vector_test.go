@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -86,4 +87,33 @@ func TestMemoryVectorIndexTTLAndBound(t *testing.T) {
 	for _, m := range got {
 		assert.NotEqual(t, "0", m.ID, "the oldest was evicted")
 	}
+}
+
+// TestMemoryVectorIndexOddVectors: a vector that is not finite is refused,
+// and one whose components are huge scores its cosine, within [-1, 1],
+// rather than an overflowed +Inf that would match any query.
+func TestMemoryVectorIndexOddVectors(t *testing.T) {
+	ctx := context.Background()
+	idx := runtime.NewMemoryVectorIndex()
+	nan := float32(math.NaN())
+	inf := float32(math.Inf(1))
+	require.Error(t, idx.Upsert(ctx, "p", "nan", []float32{nan, 1}, nil, 0))
+	require.Error(t, idx.Upsert(ctx, "p", "inf", []float32{inf, 1}, nil, 0))
+	require.NoError(t, idx.Upsert(ctx, "p", "huge", []float32{3e38, 3e38, 0, 0}, []byte("poison"), 0))
+	require.NoError(t, idx.Upsert(ctx, "p", "near", []float32{0.9, 1, 0, 0.1}, []byte("ok"), 0))
+
+	got, err := idx.Query(ctx, "p", []float32{1, 1, 0, 0}, 2)
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	for _, m := range got {
+		assert.LessOrEqual(t, m.Score, 1.0, m.ID)
+		assert.GreaterOrEqual(t, m.Score, -1.0, m.ID)
+	}
+	got, err = idx.Query(ctx, "p", []float32{0, 0, 1, 0.01}, 1)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	assert.Equal(t, "near", got[0].ID, "the huge vector is orthogonal to the query: it does not match")
+
+	_, err = idx.Query(ctx, "p", []float32{nan, 1, 0, 0}, 1)
+	require.Error(t, err)
 }

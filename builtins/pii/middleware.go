@@ -111,7 +111,8 @@ func kindsOf(ms []Match) string {
 
 // WrapChat implements runtime.ChatWrapper. Every text of the transcript the
 // model will read is scanned: the text of every message (user, assistant,
-// and system unless System is false; content and text parts), every tool
+// and system unless System is false; content and text parts; the grounding
+// block the runtime injected whatever System says), every tool
 // result (tool messages and tool_result parts) and the arguments of the tool
 // calls assistant messages carry (their strings and keys). Personal data
 // placed in an earlier user turn, a fabricated assistant turn or a tool
@@ -140,7 +141,7 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 					where = "the definition of tool " + c.Request.Tools[i].Name
 				case scanned.KindResponseFormat:
 					where = "the response format"
-				case scanned.KindToolCall, scanned.KindToolResult, scanned.KindAttachment:
+				case scanned.KindToolCall, scanned.KindToolResult, scanned.KindAttachment, scanned.KindGrounding:
 					where += " " + kind
 				}
 				hint := ""

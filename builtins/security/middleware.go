@@ -320,7 +320,7 @@ func (m *Middleware) check(ctx context.Context, text string) error {
 // verdict is check, except that a text let through undecided (the
 // classifier failed, on_error "open") returns scanned.Unrecorded, so that
 // the run's record never counts it as clean. A document (a tool result) is
-// read with DetectDocument.
+// read with DetectDocument, as is the grounding block.
 func (m *Middleware) verdict(ctx context.Context, text string, document bool) error {
 	detect := m.detector.Detect
 	if document {
@@ -360,7 +360,9 @@ func (m *Middleware) verdict(ctx context.Context, text string, document bool) er
 // WrapChat implements runtime.ChatWrapper: every text of the transcript the
 // model will read is checked before the inner layers run, and a match blocks
 // the call: the text of every message (user and assistant; system only when
-// System is set), every tool result (tool messages and tool_result parts),
+// System is set), every tool result (tool messages and tool_result parts)
+// and the grounding block the runtime injected (read as documents, the
+// block wherever it is placed, System or not),
 // the arguments of the tool calls earlier assistant messages carry, and the
 // definitions of the tools the call offers (name, description, parameter
 // schema: a tool's description is often third-party text). An
@@ -378,7 +380,7 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
 		run := c.Meta.Run.ID
 		if err := m.seen.Scan(c, m.System, true, func(_ int, kind, text string) error {
-			return m.verdict(ctx, text, kind == scanned.KindToolResult)
+			return m.verdict(ctx, text, kind == scanned.KindToolResult || kind == scanned.KindGrounding)
 		}); err != nil {
 			return err
 		}

@@ -3,11 +3,14 @@ package grounding
 import (
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"text/template"
 	"text/template/parse"
+	"unicode"
 )
 
 // MaxTemplateBytes bounds a render template.
@@ -52,6 +55,125 @@ func (e *Error) Error() string { return e.Message }
 // Template is a parsed, checked render template.
 type Template struct {
 	t *template.Template
+	// delims are the template's delimiters (see Delimiters), lower-cased.
+	delims []string
+}
+
+// MinDelimiterBytes is the least length of a delimiter (see Delimiters).
+const MinDelimiterBytes = 3
+
+// Delimiters returns the template's delimiters: each piece of its literal
+// text (the text outside its actions, split at line breaks and trimmed of
+// spaces) that is at least MinDelimiterBytes long and holds a character
+// other than a letter, a digit or a space: `<doc id="`, `</doc>`, `---`,
+// `"""`, `Sources:`. They frame the items in the block; an item whose text
+// held one could close its frame early and write what follows as the
+// template's own text (see Breaks).
+func (t *Template) Delimiters() []string { return slices.Clone(t.delims) }
+
+// Breaks returns the first of the template's delimiters, compared without
+// regard to case, that the text of it holds (its ID, Content, Source or a
+// string anywhere in its Metadata, keys included), and whether there is
+// one. Such an item must not be rendered: it would break out of its frame.
+func (t *Template) Breaks(it *Item) (string, bool) {
+	if len(t.delims) == 0 {
+		return "", false
+	}
+	var found string
+	check := func(s string) bool {
+		if len(s) < MinDelimiterBytes {
+			return false
+		}
+		low := strings.ToLower(s)
+		for _, d := range t.delims {
+			if strings.Contains(low, d) {
+				found = d
+				return true
+			}
+		}
+		return false
+	}
+	if check(it.ID) || check(it.Content) || check(it.Source) || anyString(it.Metadata, check, 0) {
+		return found, true
+	}
+	return "", false
+}
+
+// maxMetadataDepth bounds the nesting Breaks walks: a value nested deeper
+// counts as holding a delimiter (the item is refused, never let through
+// unread).
+const maxMetadataDepth = 64
+
+// anyString reports whether check holds for a string in v (map keys
+// included), or v nests deeper than maxMetadataDepth.
+func anyString(v any, check func(string) bool, depth int) bool {
+	if depth > maxMetadataDepth {
+		return true
+	}
+	switch v := v.(type) {
+	case string:
+		return check(v)
+	case map[string]any:
+		for k, x := range v {
+			if check(k) || anyString(x, check, depth+1) {
+				return true
+			}
+		}
+	case []any:
+		for _, x := range v {
+			if anyString(x, check, depth+1) {
+				return true
+			}
+		}
+	case nil, bool, float64, float32, int, int64, int32, uint, uint64, uint32:
+	default:
+		// Another Go type a template could print: read it as it prints.
+		return check(fmt.Sprint(v))
+	}
+	return false
+}
+
+// delimiters collects the delimiters of a template's literal text.
+func delimiters(root parse.Node, out map[string]bool) {
+	walk(root, func(n parse.Node) {
+		text, ok := n.(*parse.TextNode)
+		if !ok {
+			return
+		}
+		for _, line := range strings.Split(string(text.Text), "\n") {
+			line = strings.TrimSpace(line)
+			if len(line) < MinDelimiterBytes || !strings.ContainsFunc(line, func(r rune) bool {
+				return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.IsSpace(r)
+			}) {
+				continue
+			}
+			out[strings.ToLower(line)] = true
+		}
+	})
+}
+
+// walk calls visit with every node of a template's lists, the lists under
+// if, with and range included.
+func walk(n parse.Node, visit func(parse.Node)) {
+	switch n := n.(type) {
+	case *parse.ListNode:
+		if n != nil {
+			for _, c := range n.Nodes {
+				walk(c, visit)
+			}
+		}
+		return
+	case *parse.IfNode:
+		walk(n.List, visit)
+		walk(n.ElseList, visit)
+	case *parse.WithNode:
+		walk(n.List, visit)
+		walk(n.ElseList, visit)
+	case *parse.RangeNode:
+		walk(n.List, visit)
+		walk(n.ElseList, visit)
+	}
+	visit(n)
 }
 
 // Parse parses src as a Go text/template and checks the fields it reads
@@ -84,35 +206,26 @@ func Parse(src string) (*Template, error) {
 		return nil, c.err
 	}
 	emptyNoValue(t.Tree, t.Root)
-	return &Template{t: t}, nil
+	set := map[string]bool{}
+	delimiters(t.Root, set)
+	delims := make([]string, 0, len(set))
+	for d := range set {
+		delims = append(delims, d)
+	}
+	sort.Strings(delims)
+	return &Template{t: t, delims: delims}, nil
 }
 
 // emptyNoValue ends the pipeline of every action that prints with
 // noValueEmpty, so that a metadata key an item lacks ({{.Metadata.tier}})
 // prints as nothing rather than "<no value>".
-func emptyNoValue(tree *parse.Tree, n parse.Node) {
-	switch n := n.(type) {
-	case *parse.ListNode:
-		if n != nil {
-			for _, c := range n.Nodes {
-				emptyNoValue(tree, c)
-			}
-		}
-	case *parse.ActionNode:
-		if len(n.Pipe.Decl) == 0 {
+func emptyNoValue(tree *parse.Tree, root parse.Node) {
+	walk(root, func(n parse.Node) {
+		if n, ok := n.(*parse.ActionNode); ok && len(n.Pipe.Decl) == 0 {
 			id := parse.NewIdentifier(noValueFunc).SetTree(tree).SetPos(n.Pos)
 			n.Pipe.Cmds = append(n.Pipe.Cmds, &parse.CommandNode{NodeType: parse.NodeCommand, Pos: n.Pos, Args: []parse.Node{id}})
 		}
-	case *parse.IfNode:
-		emptyNoValue(tree, n.List)
-		emptyNoValue(tree, n.ElseList)
-	case *parse.WithNode:
-		emptyNoValue(tree, n.List)
-		emptyNoValue(tree, n.ElseList)
-	case *parse.RangeNode:
-		emptyNoValue(tree, n.List)
-		emptyNoValue(tree, n.ElseList)
-	}
+	})
 }
 
 // noValueFunc is the function emptyNoValue appends to the actions that
@@ -276,7 +389,7 @@ func boundedPrintf(format string, args ...any) (string, error) {
 
 // Fit renders the block of the highest-scored items that fits in maxTokens
 // (0: no budget), as estimate counts tokens. Items are ranked by score,
-// highest first, ties in retrieval order; the block holds the k best for the
+// highest first (a NaN score last), ties in retrieval order; the block holds the k best for the
 // largest k whose rendering fits, found by bisection (a template that renders
 // each item once grows with k), in retrieval order. It returns the block
 // ("" when no item fits), the items rendered and the items dropped by the
@@ -287,7 +400,7 @@ func (t *Template) Fit(query string, items []Item, maxTokens int64, estimate fun
 	}
 	ranked := make([]Item, len(items))
 	copy(ranked, items)
-	sort.SliceStable(ranked, func(i, j int) bool { return ranked[i].Score > ranked[j].Score })
+	sort.SliceStable(ranked, func(i, j int) bool { return scoreAbove(ranked[i].Score, ranked[j].Score) })
 	render := func(k int) (string, []Item, error) {
 		sel := sortedByIndex(ranked[:k])
 		s, err := t.Render(query, sel)
@@ -332,6 +445,16 @@ func (t *Template) Fit(query string, items []Item, maxTokens int64, estimate fun
 		}
 	}
 	return block, kept, sortedByIndex(ranked[k:]), nil
+}
+
+// scoreAbove orders scores highest first, a NaN below every number: a NaN
+// compares false to anything, which would let it sit anywhere in the
+// ranking and push better-scored items out of the budget.
+func scoreAbove(a, b float64) bool {
+	if math.IsNaN(b) {
+		return !math.IsNaN(a)
+	}
+	return a > b
 }
 
 func sortedByIndex(items []Item) []Item {

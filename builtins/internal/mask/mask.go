@@ -18,7 +18,8 @@ type Func func(text string) (string, int)
 type Transcript struct {
 	Mask Func
 	// System masks the messages of role "system" too; without it they are
-	// left as they are.
+	// left as they are, except the grounding block (scanned.IsGrounding),
+	// which is retrieved text and always masked.
 	System bool
 	// Seen, when not nil, records for the run each text Mask found nothing
 	// in, which is then not masked again in the run. Tool call arguments are
@@ -33,7 +34,7 @@ type Transcript struct {
 func (t Transcript) Messages(run string, msgs []runtime.Message) ([]runtime.Message, bool) {
 	var out []runtime.Message
 	for i := range msgs {
-		if msgs[i].Role == "system" && !t.System {
+		if msgs[i].Role == "system" && !t.System && !scanned.IsGrounding(&msgs[i]) {
 			continue
 		}
 		msg, changed := t.Message(run, &msgs[i])

@@ -211,7 +211,17 @@ const (
 	// KindResponseFormat is the text of the call's response format
 	// (ResponseFormatText); i is 0.
 	KindResponseFormat = "response format"
+	// KindGrounding is the text of the grounding block the runtime
+	// injected (a message whose Metadata marks it runtime.GroundingKey):
+	// retrieved documents, read as a tool result is.
+	KindGrounding = "grounding block"
 )
+
+// IsGrounding reports whether msg is the grounding block the runtime
+// injected.
+func IsGrounding(msg *runtime.Message) bool {
+	return msg.Metadata[runtime.GroundingKey] == "true"
+}
 
 // Each calls visit with every text of msgs the model reads, in order: each
 // message's text (Content and text parts), the text its image parts carry
@@ -219,11 +229,20 @@ const (
 // tool message's text is its result), and an assistant message's tool call
 // arguments (ArgsText). A message's name is not visited: no provider sends
 // it to the model. Messages of
-// role "system" are visited only when system is true. Empty texts are
-// skipped. The first error visit returns stops the walk and is returned.
+// role "system" are visited only when system is true, except the grounding
+// block (IsGrounding), which is always visited, with kind KindGrounding.
+// Empty texts are skipped. The first error visit returns stops the walk and is returned.
 func Each(msgs []runtime.Message, system bool, visit func(i int, kind, text string) error) error {
 	for i := range msgs {
 		msg := &msgs[i]
+		if IsGrounding(msg) {
+			if t := msg.Text(); t != "" {
+				if err := visit(i, KindGrounding, t); err != nil {
+					return err
+				}
+			}
+			continue
+		}
 		if msg.Role == "system" && !system {
 			continue
 		}
