@@ -194,6 +194,16 @@ var (
 	errNonFiniteVector = errors.New("vector index: a component of the vector is NaN or infinite")
 )
 
+// CheckVector returns an error when a component of vec is NaN or
+// infinite: its similarity to anything is not a number. A VectorIndex
+// refuses such a vector in Upsert and Query.
+func CheckVector(vec []float32) error {
+	if !finite(vec) {
+		return errNonFiniteVector
+	}
+	return nil
+}
+
 // finite reports whether every component of v is a finite number.
 func finite(v []float32) bool {
 	for _, x := range v {

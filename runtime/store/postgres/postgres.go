@@ -881,6 +881,9 @@ func (s *Store) Upsert(ctx context.Context, scope, id string, vec []float32, val
 	if len(vec) == 0 {
 		return errors.New("vector index: empty vector")
 	}
+	if err := runtime.CheckVector(vec); err != nil {
+		return err
+	}
 	if value == nil {
 		value = []byte{}
 	}
@@ -898,6 +901,9 @@ func (s *Store) Upsert(ctx context.Context, scope, id string, vec []float32, val
 // Query implements runtime.VectorIndex: an exact scan of the partition's
 // live entries of the query's dimension.
 func (s *Store) Query(ctx context.Context, scope string, vec []float32, k int) ([]runtime.VectorMatch, error) {
+	if err := runtime.CheckVector(vec); err != nil {
+		return nil, err
+	}
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	qn := norm(vec)
@@ -909,7 +915,7 @@ func (s *Store) Query(ctx context.Context, scope string, vec []float32, k int) (
 		score = `1 - (vec::vector <=> $2::real[]::vector)`
 	}
 	rows, err := s.pool.Query(ctx, s.q(`SELECT id, value, `+score+` AS score FROM §.vectors
-		WHERE scope = $1 AND (expires IS NULL OR expires > now()) AND cardinality(vec) = cardinality($2::real[]) AND norm > 0
+		WHERE scope = $1 AND (expires IS NULL OR expires > now()) AND cardinality(vec) = cardinality($2::real[]) AND norm > 0 AND norm < 'Infinity'::float8
 		ORDER BY score DESC, id LIMIT $4`), scope, vec, qn, k)
 	if err != nil {
 		return nil, fmt.Errorf("postgres vector query: %w", err)

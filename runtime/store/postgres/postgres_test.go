@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"math"
 	"fmt"
 	"sync"
 	"testing"
@@ -264,4 +265,25 @@ func TestUpgradeFromVersion3KeepsLedgers(t *testing.T) {
 	l, err = s.LedgerOf(ctx, "g")
 	require.NoError(t, err)
 	assert.Equal(t, runtime.Ledger{InputTokens: 50, USD: 0.75, Calls: 4}, l)
+}
+
+// A vector with a NaN or infinite component is refused, and an entry
+// stored with one before (PostgreSQL ranks NaN above every number) never
+// takes the top place from the real matches.
+func TestVectorIndexNonFinite(t *testing.T) {
+	s := open(t)
+	ctx := context.Background()
+	nan := float32(math.NaN())
+	require.Error(t, s.Upsert(ctx, "p", "n", []float32{nan, 0, 0}, []byte("N"), 0))
+	require.Error(t, s.Upsert(ctx, "p", "i", []float32{float32(math.Inf(1)), 0, 0}, []byte("I"), 0))
+	_, err := s.Query(ctx, "p", []float32{nan, 1, 0}, 1)
+	require.Error(t, err)
+
+	require.NoError(t, s.Upsert(ctx, "p", "a", []float32{1, 0, 0}, []byte("A"), 0))
+	_, err = s.Pool().Exec(ctx, `INSERT INTO `+s.Schema()+`.vectors (scope, id, vec, norm, value) VALUES ('p', 'old', '{NaN,0,0}', 'NaN', 'OLD')`)
+	require.NoError(t, err)
+	got, err := s.Query(ctx, "p", []float32{1, 0, 0}, 2)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	assert.Equal(t, "a", got[0].ID)
 }
