@@ -2,8 +2,8 @@ package postgres_test
 
 import (
 	"context"
-	"math"
 	"fmt"
+	"math"
 	"sync"
 	"testing"
 	"time"
