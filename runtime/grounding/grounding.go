@@ -389,11 +389,15 @@ func boundedPrintf(format string, args ...any) (string, error) {
 
 // Fit renders the block of the highest-scored items that fits in maxTokens
 // (0: no budget), as estimate counts tokens. Items are ranked by score,
-// highest first (a NaN score last), ties in retrieval order; the block holds the k best for the
-// largest k whose rendering fits, found by bisection (a template that renders
-// each item once grows with k), in retrieval order. It returns the block
-// ("" when no item fits), the items rendered and the items dropped by the
-// budget, both in retrieval order.
+// highest first (a NaN score last), ties in retrieval order. The block holds
+// the k best for the largest k whose rendering fits, found by bisection (a
+// template that renders each item once grows with k); then each item ranked
+// below them, best first, that still fits beside those kept, so that one
+// item too large for the budget (a huge document ranked first) is dropped
+// alone rather than taking every item with it. The items keep their
+// retrieval order in the block. It returns the block ("" when no item
+// fits), the items rendered and the items dropped by the budget, both in
+// retrieval order.
 func (t *Template) Fit(query string, items []Item, maxTokens int64, estimate func(string) int64) (block string, kept, dropped []Item, err error) {
 	if len(items) == 0 {
 		return "", nil, nil, nil
@@ -401,15 +405,12 @@ func (t *Template) Fit(query string, items []Item, maxTokens int64, estimate fun
 	ranked := make([]Item, len(items))
 	copy(ranked, items)
 	sort.SliceStable(ranked, func(i, j int) bool { return scoreAbove(ranked[i].Score, ranked[j].Score) })
-	render := func(k int) (string, []Item, error) {
-		sel := sortedByIndex(ranked[:k])
+	// fits renders sel in retrieval order and reports whether it is within
+	// the budget; with a budget, a block over MaxBlockBytes does not fit
+	// rather than fails.
+	fits := func(sel []Item) (string, []Item, bool, error) {
+		sel = sortedByIndex(sel)
 		s, err := t.Render(query, sel)
-		return s, sel, err
-	}
-	// fits reports whether the best k render within the budget; with a
-	// budget, a block over MaxBlockBytes does not fit rather than fails.
-	fits := func(k int) (string, []Item, bool, error) {
-		s, sel, err := render(k)
 		if maxTokens > 0 && (errors.Is(err, errBlockTooLarge) || errors.Is(err, errResultTooLarge)) {
 			return "", nil, false, nil
 		}
@@ -419,32 +420,50 @@ func (t *Template) Fit(query string, items []Item, maxTokens int64, estimate fun
 		return s, sel, maxTokens <= 0 || estimate(s) <= maxTokens, nil
 	}
 	k := len(ranked)
-	block, kept, ok, err := fits(k)
+	block, kept, ok, err := fits(ranked)
 	if err != nil {
 		return "", nil, nil, err
 	}
-	if !ok {
-		lo, hi := 0, k-1 // the largest k that fits is in [lo, hi]; no item always fits
-		for lo < hi {
-			mid := (lo + hi + 1) / 2
-			_, _, ok, err := fits(mid)
-			if err != nil {
-				return "", nil, nil, err
-			}
-			if ok {
-				lo = mid
-			} else {
-				hi = mid - 1
-			}
+	if ok {
+		return block, kept, nil, nil
+	}
+	lo, hi := 0, k-1 // the largest k that fits is in [lo, hi]; no item always fits
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		_, _, ok, err := fits(ranked[:mid])
+		if err != nil {
+			return "", nil, nil, err
 		}
-		if k = lo; k == 0 {
-			return "", nil, sortedByIndex(ranked), nil
+		if ok {
+			lo = mid
+		} else {
+			hi = mid - 1
 		}
-		if block, kept, err = render(k); err != nil {
+	}
+	chosen := slices.Clone(ranked[:lo])
+	var out []Item
+	out = append(out, ranked[lo]) // the best left out: it did not fit beside the k best
+	for _, it := range ranked[lo+1:] {
+		s, sel, ok, err := fits(append(slices.Clone(chosen), it))
+		if err != nil {
+			return "", nil, nil, err
+		}
+		if !ok {
+			out = append(out, it)
+			continue
+		}
+		chosen = append(chosen, it)
+		block, kept = s, sel
+	}
+	if len(chosen) == 0 {
+		return "", nil, sortedByIndex(ranked), nil
+	}
+	if len(chosen) == lo {
+		if block, kept, _, err = fits(chosen); err != nil {
 			return "", nil, nil, err
 		}
 	}
-	return block, kept, sortedByIndex(ranked[k:]), nil
+	return block, kept, sortedByIndex(out), nil
 }
 
 // scoreAbove orders scores highest first, a NaN below every number: a NaN

@@ -107,6 +107,30 @@ func TestFitDropsTheLowestScoredFirst(t *testing.T) {
 	}
 }
 
+// An item too large for the budget is dropped alone: the items ranked
+// below it that fit are kept (a huge document ranked first, or planted in
+// the store to be, does not take the sources of every call with it).
+func TestFitSkipsAnItemTooLarge(t *testing.T) {
+	tpl, err := grounding.Parse(`{{range .Items}}{{.Content}}|{{end}}`)
+	require.NoError(t, err)
+	in := items()
+	in[1].Content = strings.Repeat("B", 2<<20) // the best-scored, 2 MB
+	block, kept, dropped, err := tpl.Fit("q", in, 21, estimate)
+	require.NoError(t, err)
+	assert.Equal(t, []int{0, 3}, indexes(kept), "the next best that fit, 0.7 and 0.5")
+	assert.Equal(t, []int{1, 2}, indexes(dropped))
+	assert.Equal(t, strings.Repeat("a", 40)+"|"+strings.Repeat("d", 40)+"|", block)
+
+	// Items of the ranking's tail that fit beside the prefix kept are
+	// added, best first: 0.9 and 0.5 fit, 0.7 (long) does not, 0.2 does.
+	in = items()
+	in[3].Content = strings.Repeat("d", 100)
+	_, kept, dropped, err = tpl.Fit("q", in, 31, estimate)
+	require.NoError(t, err)
+	assert.Equal(t, []int{0, 1, 2}, indexes(kept))
+	assert.Equal(t, []int{3}, indexes(dropped))
+}
+
 func TestFitTiesKeepRetrievalOrder(t *testing.T) {
 	tpl, err := grounding.Parse(`{{range .Items}}{{.Content}}{{end}}`)
 	require.NoError(t, err)
