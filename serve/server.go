@@ -174,11 +174,12 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		return nil, errors.New("serve: Options.Source is required")
 	}
 	opts.defaults()
-	s := &Server{opts: opts, log: opts.Logger, metrics: newMetrics(opts.Registry), runs: newRunTracker(opts.RunIdle, opts.MaxRuns),
+	s := &Server{opts: opts, log: opts.Logger, metrics: newMetrics(opts.Registry),
 		memory: opts.Deps.Memory}
 	if s.memory == nil {
 		s.memory = runtime.NewMemoryStore()
 	}
+	s.runs = newRunTracker(opts.RunIdle, opts.MaxRuns, s.endRuns)
 	s.mcp = newMCPProxy(s)
 	s.reloadMu.Lock()
 	g, err := s.load(ctx)
@@ -483,15 +484,28 @@ func (s *Server) sweepRuns(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
-			ids := s.runs.sweep(now)
-			if len(ids) == 0 {
-				continue
-			}
-			g := s.acquire()
+			s.runs.sweep(now)
+		}
+	}
+}
+
+// endRuns ends runs on the current generation's layers (the tracker's
+// endRuns). Once the server is closed there is no generation left to
+// hold their state.
+func (s *Server) endRuns(ids []string) {
+	for {
+		g := s.cur.Load()
+		g.active.Add(1)
+		if !g.retired.Load() {
 			for _, id := range ids {
 				g.pl.EndRun(id)
 			}
 			g.release()
+			return
+		}
+		g.release()
+		if s.closed.Load() {
+			return
 		}
 	}
 }
