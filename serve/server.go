@@ -92,6 +92,11 @@ type Options struct {
 	// ShutdownTimeout bounds the wait for requests in flight at shutdown
 	// (default 10s); streams still open then are cut.
 	ShutdownTimeout time.Duration
+	// DrainDelay is how long, at shutdown, /readyz answers 503 while the
+	// listener still accepts and serves requests, before it closes (default
+	// 0: it closes at once): a load balancer polling /readyz takes the
+	// server out of rotation before connections are refused.
+	DrainDelay time.Duration
 	// RunIdle ends a named run after this long without a request of it
 	// (default 15m).
 	RunIdle time.Duration
@@ -401,7 +406,8 @@ func (s *Server) Close() error {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
 // Serve serves on ln until ctx ends, reloading the policy when its files
-// change, and ending idle runs. Then it stops accepting connections, lets
+// change, and ending idle runs. Then it turns unready (/readyz answers 503),
+// goes on serving for DrainDelay, stops accepting connections, lets
 // the requests in flight finish within ShutdownTimeout (cutting the rest),
 // and closes the pipeline. It returns the listener's error, if any.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
@@ -414,6 +420,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	go func() {
 		<-bg.Done()
 		s.ready.Store(false)
+		if d := s.opts.DrainDelay; d > 0 {
+			s.log.Info("draining: unready, still serving", "for", d)
+			time.Sleep(d)
+		}
 		sctx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownTimeout)
 		defer cancel()
 		err := hs.Shutdown(sctx)
