@@ -182,3 +182,18 @@ func TestTheBoundEndsTheOldestRunNotTheNewOne(t *testing.T) {
 	defer srv.runs.mu.Unlock()
 	assert.ElementsMatch(t, []string{"b", "c"}, slices.Collect(maps.Keys(srv.runs.runs)))
 }
+
+// TestMemoryTrailIsWarned: an audit layer whose trail is in process memory
+// (the default store, undeclared) is named in a warning when the policy is
+// loaded: that trail is lost with the process and keeps only the last
+// records. A trail in a declared sqlite store is not.
+func TestMemoryTrailIsWarned(t *testing.T) {
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, `package gw
+models: m: {}
+stores: file: {kind: "sqlite", path: "trail.db"}
+chains: tool: [{use: "audit", name: "kept"}, {use: "audit", name: "durable", sink: "file"}]
+`)), WatchInterval: -1})
+	logs := s.logs.String()
+	assert.Contains(t, logs, "audit trail in process memory")
+	assert.Contains(t, logs, "layers=[kept]")
+}

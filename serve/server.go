@@ -359,6 +359,10 @@ func (s *Server) install(g *generation) {
 		}
 	}
 	s.mcp.sync(g)
+	if names := memoryTrails(g.plan, g.deps); len(names) > 0 {
+		s.log.Warn("audit trail in process memory: not durable (lost when the process ends), and only the last records are kept; declare a sqlite, redis or postgres store as its sink",
+			"layers", names, "kept", runtime.DefaultMemoryAuditMax)
+	}
 	if old := s.cur.Swap(g); old != nil {
 		old.retire()
 	}
