@@ -78,25 +78,57 @@ type AuditSink interface {
 	Append(ctx context.Context, r AuditRecord) error
 }
 
-// MemoryAudit is an in-memory AuditSink, safe for concurrent use.
+// DefaultMemoryAuditMax is the number of records a MemoryAudit keeps when
+// its Max is unset.
+const DefaultMemoryAuditMax = 10_000
+
+// MemoryAudit is an in-memory AuditSink, safe for concurrent use. It is not
+// durable: it keeps the last Max records (DefaultMemoryAuditMax when Max
+// is 0 or less) and drops the oldest beyond them, counting them (Dropped),
+// so that a long-running process does not grow without bound (a record
+// holding its arguments under include_args may be large). The zero value
+// is ready to use.
 type MemoryAudit struct {
+	// Max bounds the records kept; set it before the first Append.
+	Max int
+
 	mu      sync.Mutex
 	records []AuditRecord
+	// next is the index of the oldest record once the ring is full.
+	next    int
+	dropped int64
 }
 
-// Append stores r.
+// Append stores r, dropping the oldest record when Max are kept.
 func (m *MemoryAudit) Append(_ context.Context, r AuditRecord) error {
 	m.mu.Lock()
-	m.records = append(m.records, r)
-	m.mu.Unlock()
+	defer m.mu.Unlock()
+	limit := m.Max
+	if limit <= 0 {
+		limit = DefaultMemoryAuditMax
+	}
+	if len(m.records) < limit {
+		m.records = append(m.records, r)
+		return nil
+	}
+	m.records[m.next] = r
+	m.next = (m.next + 1) % len(m.records)
+	m.dropped++
 	return nil
 }
 
-// Records returns a copy of the stored records in append order.
+// Records returns a copy of the records kept, in append order.
 func (m *MemoryAudit) Records() []AuditRecord {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return slices.Clone(m.records)
+	return append(slices.Clone(m.records[m.next:]), m.records[:m.next]...)
+}
+
+// Dropped returns the number of records dropped to keep within Max.
+func (m *MemoryAudit) Dropped() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.dropped
 }
 
 // KV is the key-value port of stateful layers (memoize, idempotent). Values

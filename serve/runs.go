@@ -34,30 +34,48 @@ type caller struct {
 // would otherwise have the layers keep state for every one of them until
 // it went idle, memory without bound, so past max the tenant's runs idle
 // the longest are ended early.
+//
+// Ending a run and a request of it exclude each other: a run being ended
+// stays in the tracker, marked, until its layers have dropped its state,
+// and a request of it waits for that before it begins, so the state the
+// request builds (a meter's ledger) is never wiped under it.
 type runTracker struct {
 	mu       sync.Mutex
 	runs     map[string]*runState
 	byTenant map[string]map[string]*runState
 	idle     time.Duration
 	max      int
+	// endRuns ends runs on the layers (Server.endRuns).
+	endRuns func(ids []string)
 }
 
 type runState struct {
 	tenant string
 	active int
 	last   time.Time
+	// ending is closed once the run's end is over; nil while the run is
+	// not being ended.
+	ending chan struct{}
 }
 
-func newRunTracker(idle time.Duration, max int) *runTracker {
-	return &runTracker{runs: map[string]*runState{}, byTenant: map[string]map[string]*runState{}, idle: idle, max: max}
+func newRunTracker(idle time.Duration, max int, endRuns func(ids []string)) *runTracker {
+	return &runTracker{runs: map[string]*runState{}, byTenant: map[string]map[string]*runState{}, idle: idle, max: max, endRuns: endRuns}
 }
 
-// begin notes a request of run id of tenant and returns the runs ended to
-// keep the tenant within its bound, for the caller to end on the pipeline.
-func (t *runTracker) begin(id, tenant string) (ended []string) {
+// begin notes a request of run id of tenant, once any end of the run under
+// way is over, and ends the runs past the tenant's bound. It returns no
+// runs (callers that end the runs it returns have nothing more to do).
+func (t *runTracker) begin(id, tenant string) []string {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	st := t.runs[id]
+	for st != nil && st.ending != nil {
+		ch := st.ending
+		t.mu.Unlock()
+		<-ch
+		t.mu.Lock()
+		st = t.runs[id]
+	}
+	var ended []string
 	if st == nil {
 		st = &runState{tenant: tenant}
 		t.runs[id] = st
@@ -67,41 +85,56 @@ func (t *runTracker) begin(id, tenant string) (ended []string) {
 			t.byTenant[tenant] = own
 		}
 		own[id] = st
-		if len(own) > t.max {
-			ended = t.evict(own)
-		}
 	}
+	// The run is in flight before the bound is applied, so that it is
+	// not among the runs ended to make room for it.
 	st.active++
-	return ended
+	if len(t.byTenant[tenant]) > t.max {
+		ended = t.evict(t.byTenant[tenant])
+	}
+	t.mu.Unlock()
+	t.finish(ended)
+	return nil
 }
 
-// evict forgets the runs of own idle the longest: an eighth of the bound at
-// once, so that a client naming a new run per request does not pay a scan
-// of its runs on each. Runs with a request in flight stay. t.mu is held.
+// evict marks for ending the runs of own idle the longest: an eighth of
+// the bound at once, so that a client naming a new run per request does
+// not pay a scan of its runs on each. Runs with a request in flight stay,
+// as do runs already being ended. t.mu is held.
 func (t *runTracker) evict(own map[string]*runState) []string {
 	var idle []string
 	for id, st := range own {
-		if st.active == 0 {
+		if st.active == 0 && st.ending == nil {
 			idle = append(idle, id)
 		}
 	}
 	slices.SortFunc(idle, func(a, b string) int { return own[a].last.Compare(own[b].last) })
 	n := min(len(idle), max(len(own)-t.max, t.max/8, 1))
 	for _, id := range idle[:n] {
-		t.forget(id)
+		own[id].ending = make(chan struct{})
 	}
 	return idle[:n]
 }
 
-// forget drops run id. t.mu is held.
-func (t *runTracker) forget(id string) {
-	st := t.runs[id]
-	delete(t.runs, id)
-	own := t.byTenant[st.tenant]
-	delete(own, id)
-	if len(own) == 0 {
-		delete(t.byTenant, st.tenant)
+// finish ends runs marked for ending on the layers, then forgets them and
+// lets the requests waiting for them begin. t.mu is not held.
+func (t *runTracker) finish(ids []string) {
+	if len(ids) == 0 {
+		return
 	}
+	t.endRuns(ids)
+	t.mu.Lock()
+	for _, id := range ids {
+		st := t.runs[id]
+		delete(t.runs, id)
+		own := t.byTenant[st.tenant]
+		delete(own, id)
+		if len(own) == 0 {
+			delete(t.byTenant, st.tenant)
+		}
+		close(st.ending)
+	}
+	t.mu.Unlock()
 }
 
 func (t *runTracker) end(id string, now time.Time) {
@@ -113,17 +146,18 @@ func (t *runTracker) end(id string, now time.Time) {
 	t.mu.Unlock()
 }
 
-// sweep forgets the runs idle since before now-idle and returns their ids.
+// sweep ends the runs idle since before now-idle and returns their ids.
 func (t *runTracker) sweep(now time.Time) []string {
 	var out []string
 	t.mu.Lock()
 	for id, st := range t.runs {
-		if st.active == 0 && now.Sub(st.last) >= t.idle {
-			t.forget(id)
+		if st.active == 0 && st.ending == nil && now.Sub(st.last) >= t.idle {
+			st.ending = make(chan struct{})
 			out = append(out, id)
 		}
 	}
 	t.mu.Unlock()
+	t.finish(out)
 	return out
 }
 
@@ -174,8 +208,6 @@ func (s *Server) withRun(ctx context.Context, w http.ResponseWriter, r *http.Req
 		return ctx, nil, err
 	}
 	run.ID = runID(c, id)
-	for _, ended := range s.runs.begin(run.ID, c.tenant) {
-		g.pl.EndRun(ended)
-	}
+	s.runs.begin(run.ID, c.tenant)
 	return runtime.WithRun(ctx, run), func() { s.runs.end(run.ID, time.Now()) }, nil
 }

@@ -92,6 +92,11 @@ type Options struct {
 	// ShutdownTimeout bounds the wait for requests in flight at shutdown
 	// (default 10s); streams still open then are cut.
 	ShutdownTimeout time.Duration
+	// DrainDelay is how long, at shutdown, /readyz answers 503 while the
+	// listener still accepts and serves requests, before it closes (default
+	// 0: it closes at once): a load balancer polling /readyz takes the
+	// server out of rotation before connections are refused.
+	DrainDelay time.Duration
 	// RunIdle ends a named run after this long without a request of it
 	// (default 15m).
 	RunIdle time.Duration
@@ -174,11 +179,12 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		return nil, errors.New("serve: Options.Source is required")
 	}
 	opts.defaults()
-	s := &Server{opts: opts, log: opts.Logger, metrics: newMetrics(opts.Registry), runs: newRunTracker(opts.RunIdle, opts.MaxRuns),
+	s := &Server{opts: opts, log: opts.Logger, metrics: newMetrics(opts.Registry),
 		memory: opts.Deps.Memory}
 	if s.memory == nil {
 		s.memory = runtime.NewMemoryStore()
 	}
+	s.runs = newRunTracker(opts.RunIdle, opts.MaxRuns, s.endRuns)
 	s.mcp = newMCPProxy(s)
 	s.reloadMu.Lock()
 	g, err := s.load(ctx)
@@ -353,6 +359,10 @@ func (s *Server) install(g *generation) {
 		}
 	}
 	s.mcp.sync(g)
+	if names := memoryTrails(g.plan, g.deps); len(names) > 0 {
+		s.log.Warn("audit trail in process memory: not durable (lost when the process ends), and only the last records are kept; declare a sqlite, redis or postgres store as its sink",
+			"layers", names, "kept", runtime.DefaultMemoryAuditMax)
+	}
 	if old := s.cur.Swap(g); old != nil {
 		old.retire()
 	}
@@ -400,7 +410,8 @@ func (s *Server) Close() error {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
 // Serve serves on ln until ctx ends, reloading the policy when its files
-// change, and ending idle runs. Then it stops accepting connections, lets
+// change, and ending idle runs. Then it turns unready (/readyz answers 503),
+// goes on serving for DrainDelay, stops accepting connections, lets
 // the requests in flight finish within ShutdownTimeout (cutting the rest),
 // and closes the pipeline. It returns the listener's error, if any.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
@@ -413,6 +424,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	go func() {
 		<-bg.Done()
 		s.ready.Store(false)
+		if d := s.opts.DrainDelay; d > 0 {
+			s.log.Info("draining: unready, still serving", "for", d)
+			time.Sleep(d)
+		}
 		sctx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownTimeout)
 		defer cancel()
 		err := hs.Shutdown(sctx)
@@ -483,15 +498,28 @@ func (s *Server) sweepRuns(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
-			ids := s.runs.sweep(now)
-			if len(ids) == 0 {
-				continue
-			}
-			g := s.acquire()
+			s.runs.sweep(now)
+		}
+	}
+}
+
+// endRuns ends runs on the current generation's layers (the tracker's
+// endRuns). Once the server is closed there is no generation left to
+// hold their state.
+func (s *Server) endRuns(ids []string) {
+	for {
+		g := s.cur.Load()
+		g.active.Add(1)
+		if !g.retired.Load() {
 			for _, id := range ids {
 				g.pl.EndRun(id)
 			}
 			g.release()
+			return
+		}
+		g.release()
+		if s.closed.Load() {
+			return
 		}
 	}
 }

@@ -465,3 +465,35 @@ chains: tool: [{use: "idempotent"}]
 	}
 	assert.EqualValues(t, 1, refunds.Load(), "the refund ran once, the reload between its two calls notwithstanding")
 }
+
+// TestDrainKeepsServingWhileUnready: at shutdown, with a drain delay, the
+// server answers /readyz with 503 at once while the listener still accepts
+// new connections and serves them; it closes once the delay has passed.
+func TestDrainKeepsServingWhileUnready(t *testing.T) {
+	const drain = 600 * time.Millisecond
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, "package gw\nmodels: m: {}\n")), DrainDelay: drain})
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	get := func(path string) int {
+		resp, err := client.Get(s.url + path)
+		if err != nil {
+			return 0
+		}
+		defer resp.Body.Close()
+		return resp.StatusCode
+	}
+	require.Equal(t, 200, get("/readyz"))
+	start := time.Now()
+	stopped := make(chan error, 1)
+	go func() { stopped <- s.stop() }()
+	require.Eventually(t, func() bool { return get("/readyz") == 503 }, drain/2, 5*time.Millisecond, "unready at once")
+	assert.Equal(t, 200, get("/healthz"), "a new connection is still served while draining")
+	select {
+	case err := <-stopped:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not return")
+	}
+	assert.GreaterOrEqual(t, time.Since(start), drain, "the listener stayed open for the drain delay")
+	assert.Equal(t, 0, get("/healthz"), "the listener is closed after the drain")
+	assert.Contains(t, s.logs.String(), "draining")
+}

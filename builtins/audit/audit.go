@@ -7,9 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"strings"
 	"time"
 
+	"github.com/agentc-dev/agentc/builtins/internal/errtext"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
@@ -167,16 +167,7 @@ func (a *Audit) errorText(err error, what string) string {
 	if a.IncludeErrors {
 		return text
 	}
-	sum := sha256.Sum256([]byte(text))
-	var b strings.Builder
-	if what != "" {
-		b.WriteString(what + "; ")
-	}
-	if l := runtime.LayerOf(err); l != "" {
-		fmt.Fprintf(&b, "layer %q; ", l)
-	}
-	b.WriteString("text withheld, sha256 " + hex.EncodeToString(sum[:]))
-	return b.String()
+	return errtext.Withheld(err, text, what)
 }
 
 // outcome returns the outcome record of a call that returned err; what is

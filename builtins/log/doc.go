@@ -3,10 +3,16 @@
 // the stream ends). The line carries the layer, stage, run id, outcome
 // ("ok", "blocked", "budget", "in_doubt", "failed"), duration and attempts, plus the
 // model, served model, deltas and usage (chat), the tool (tool) or the
-// output length (turn), and the error. With include_args it also logs the
-// messages, the tool arguments or the turn input. A successful call is
+// output length (turn), and the error: its kind (error_kind) and, since a
+// tool's error may quote its arguments ("card 4111... declined"), its text
+// only with include_errors: true. By default the error reads `layer "bank";
+// text withheld, sha256 HEX`, as an audit record's does: the layer the
+// error names (left out when it names none), preceded by "panic; " for a
+// panic, and the hex SHA-256 of the text, which matches the error the
+// caller got. With include_args it also logs the messages, the tool
+// arguments or the turn input. A successful call is
 // logged at `level`; a failed one at least at warn. A call whose inner
-// layers panic gets its line too (outcome "failed", error_kind "panic", the
-// panic's value as the error) before the panic goes on unchanged. The logger is
+// layers panic gets its line too (outcome "failed", error_kind "panic", with
+// include_errors the panic's value as the error) before the panic goes on unchanged. The logger is
 // Deps.Logger (slog.Default() when unset).
 package log

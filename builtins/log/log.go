@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/agentc-dev/agentc/builtins/internal/errtext"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
@@ -28,6 +29,9 @@ func init() {
 type Log struct {
 	Level       string `json:"level"`
 	IncludeArgs bool   `json:"include_args"`
+	// IncludeErrors logs a failed call's error text in clear; without it
+	// the line holds what errtext.Withheld keeps, as audit's records do.
+	IncludeErrors bool `json:"include_errors"`
 
 	name   string
 	level  slog.Level
@@ -78,9 +82,20 @@ func (l *Log) common(m *runtime.Meta, start time.Time, err error) []slog.Attr {
 		slog.Int("attempts", m.Attempts),
 	}
 	if err != nil {
-		attrs = append(attrs, slog.String("error", l.maskText(m.Run.ID, err.Error())), slog.String("error_kind", runtime.KindOf(err)))
+		attrs = append(attrs, slog.String("error", l.errorText(m, err, err.Error(), "")), slog.String("error_kind", runtime.KindOf(err)))
 	}
 	return attrs
+}
+
+// errorText is what a line says of a failure whose text is text: with
+// include_errors the text, the run's secrets masked; without it the text
+// is withheld (errtext.Withheld), since a tool's error may quote its
+// arguments. what is the layer's own note ("panic").
+func (l *Log) errorText(m *runtime.Meta, err error, text, what string) string {
+	if l.IncludeErrors {
+		return l.maskText(m.Run.ID, text)
+	}
+	return errtext.Withheld(err, text, what)
 }
 
 // panicked writes the line of a call whose inner layers panicked (outcome
@@ -95,7 +110,7 @@ func (l *Log) panicked(ctx context.Context, msg string, m *runtime.Meta, start t
 		}
 		a := l.common(m, start, nil)
 		a[1] = slog.String("outcome", "failed")
-		a = append(a, slog.String("error", l.maskText(m.Run.ID, text)), slog.String("error_kind", "panic"))
+		a = append(a, slog.String("error", l.errorText(m, nil, text, "panic")), slog.String("error_kind", "panic"))
 		l.logger.LogAttrs(ctx, lv, msg, append(a, attrs...)...)
 	}
 	if p != nil {

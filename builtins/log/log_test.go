@@ -3,6 +3,8 @@ package log_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"log/slog"
 	"strings"
@@ -99,7 +101,7 @@ func TestDisabledLevelWritesNothing(t *testing.T) {
 func TestIncludeArgsMasksTheRunsSecrets(t *testing.T) {
 	var buf bytes.Buffer
 	logger := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	cfg := `{"level":"info","include_args":true}`
+	cfg := `{"level":"info","include_args":true,"include_errors":true}`
 	p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("log", cfg)}, Tool: []plan.Layer{rt.Layer("log", cfg)},
 		Turn: []plan.Layer{rt.Layer("log", cfg)}})
 	p.Tools = map[string]plan.Tool{"vault": {SecretResult: true}, "call_api": {}}
@@ -181,6 +183,46 @@ func TestPanicIsLogged(t *testing.T) {
 		assert.Equal(t, "panic", got[i]["error_kind"])
 		assert.Equal(t, "r1", got[i]["run_id"])
 	}
-	assert.Equal(t, "panic: tool boom", got[1]["error"])
+	sum := sha256.Sum256([]byte("panic: tool boom"))
+	assert.Equal(t, "panic; text withheld, sha256 "+hex.EncodeToString(sum[:]), got[1]["error"])
 	assert.Equal(t, "t", got[1]["tool"])
+}
+
+// TestErrorTextWithheld: a tool's error that quotes its arguments (a card
+// number) is not logged in clear without include_errors: the line keeps
+// the error's kind, the layer it names and the SHA-256 of its text, as an
+// audit record does; with include_errors the text is logged.
+func TestErrorTextWithheld(t *testing.T) {
+	const text = "card 4111111111111111 declined"
+	for _, tc := range []struct {
+		cfg, want string
+	}{
+		{`{}`, ""},
+		{`{"include_errors":true}`, text},
+	} {
+		var buf bytes.Buffer
+		logger := slog.New(slog.NewJSONHandler(&buf, nil))
+		p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("log", tc.cfg)}, Turn: []plan.Layer{rt.Layer("log", tc.cfg)}})
+		tool := rt.NewTool(rt.ToolResult{Err: rt.Permanent(text)})
+		pl, err := runtime.Build(context.Background(), p, runtime.Deps{Logger: logger, Tools: map[string]runtime.ToolFunc{"pay": tool.Func()}})
+		require.NoError(t, err)
+		ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r"})
+		_, err = pl.Turn(ctx, runtime.TurnRequest{Input: "pay"}, func(ctx context.Context) (string, error) {
+			_, err := pl.Tool(ctx, runtime.ToolRequest{Name: "pay", Args: map[string]any{"card": "4111111111111111"}})
+			return "", err
+		})
+		require.Error(t, err)
+		got := lines(t, &buf)
+		require.Len(t, got, 2)
+		for _, l := range got {
+			assert.Equal(t, "permanent", l["error_kind"])
+			if tc.want != "" {
+				assert.Equal(t, tc.want, l["error"])
+				continue
+			}
+			assert.NotContains(t, buf.String(), "4111")
+			sum := sha256.Sum256([]byte(err.Error()))
+			assert.Equal(t, "text withheld, sha256 "+hex.EncodeToString(sum[:]), l["error"])
+		}
+	}
 }

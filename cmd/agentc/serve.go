@@ -28,6 +28,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 	fs := newFlags(env, "serve")
 	listen := fs.String("listen", "127.0.0.1:8080", "address to listen on")
 	shutdown := fs.Duration("grace", 10*time.Second, "how long requests in flight may finish at SIGTERM")
+	drain := fs.Duration("drain", 0, "at SIGTERM, how long /readyz answers 503 while requests are still accepted, before the listener closes")
 	watch := fs.Duration("watch", time.Second, "how often the policy files are checked for changes (0: never)")
 	runIdle := fs.Duration("idle", 15*time.Minute, "end a named run after this long without a request")
 	maxBody := fs.Int64("maxbody", 4<<20, "largest request body, in bytes")
@@ -42,6 +43,9 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 	if fs.NArg() != 1 {
 		fs.Usage()
 		return exitUsage
+	}
+	if *drain < 0 {
+		return fail(env, "serve: -drain must not be negative")
 	}
 	if *maxRuns < 1 || *maxSessions < 1 {
 		return fail(env, "serve: -maxruns and -maxsessions must be at least 1")
@@ -64,7 +68,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 	serve.PoolUpstreamConnections(256)
 	srv, err := serve.New(ctx, serve.Options{
 		Source: policySource(fs.Arg(0), env, logger), Logger: logger,
-		ShutdownTimeout: *shutdown, WatchInterval: *watch, RunIdle: *runIdle, MaxBodyBytes: *maxBody,
+		ShutdownTimeout: *shutdown, DrainDelay: *drain, WatchInterval: *watch, RunIdle: *runIdle, MaxBodyBytes: *maxBody,
 		MaxToolResultBytes: *maxResult, MaxRuns: *maxRuns, MaxSessions: *maxSessions,
 		MetricsElsewhere: *metricsAddr != "",
 	})

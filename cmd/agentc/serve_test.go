@@ -119,3 +119,15 @@ func TestServeCapsFlags(t *testing.T) {
 	assert.Contains(t, stderr.String(), "-maxruns")
 	assert.Contains(t, stderr.String(), "-maxsessions")
 }
+
+// A negative drain delay is refused; the flag is in the usage.
+func TestServeDrainFlag(t *testing.T) {
+	stderr := &lockedBuffer{}
+	rc := cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: t.TempDir()}, []string{"-drain", "-1s", "p"})
+	assert.Equal(t, exitUsage, rc)
+	assert.Contains(t, stderr.String(), "-drain must not be negative")
+	stderr = &lockedBuffer{}
+	rc = cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: t.TempDir()}, []string{"-h"})
+	assert.Equal(t, exitOK, rc)
+	assert.Contains(t, stderr.String(), "-drain")
+}

@@ -9,6 +9,7 @@ import (
 	"hash"
 	"io"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -16,9 +17,21 @@ import (
 	"github.com/agentc-dev/agentc/runtime"
 )
 
-// MaxPerRun bounds the digests kept for one run; past it, texts are scanned
-// again rather than recorded.
-const MaxPerRun = 1 << 16
+// The bounds of a Record. A digest kept costs about DigestBytes of memory
+// (measured: TestRecordMemoryIsBounded), so a run keeps at most about
+// 1.25 MiB and a Record (one per layer) about 20 MiB. Past a bound a text is simply
+// scanned again at the next call, which is safe: a record only saves work.
+const (
+	// MaxPerRun bounds the digests kept for one run; past it, the run's
+	// further texts are scanned again rather than recorded.
+	MaxPerRun = 1 << 14
+	// MaxTotal bounds the digests a Record keeps over all its runs; past
+	// it, the records of the runs recorded first are dropped, oldest
+	// first.
+	MaxTotal = 1 << 18
+	// DigestBytes is about what a digest kept costs.
+	DigestBytes = 80
+)
 
 // Digest identifies a text.
 type Digest [sha256.Size]byte
@@ -27,10 +40,26 @@ type Digest [sha256.Size]byte
 func Of(text string) Digest { return sha256.Sum256([]byte(text)) }
 
 // Record holds, per run id, the digests of the texts a layer need not scan
-// again. The zero Record is ready to use; it is safe for concurrent use.
+// again, within MaxPerRun digests a run and MaxTotal in all. The zero
+// Record is ready to use; it is safe for concurrent use.
 type Record struct {
 	mu   sync.Mutex
-	runs map[string]map[Digest]struct{}
+	runs map[string]*runDigests
+	// order lists the runs in the order their records began; an entry
+	// whose run has ended or begun again since (seq) is skipped.
+	order []runEntry
+	total int
+	seq   uint64
+}
+
+type runDigests struct {
+	set map[Digest]struct{}
+	seq uint64
+}
+
+type runEntry struct {
+	run string
+	seq uint64
 }
 
 // Has reports whether text was recorded for run.
@@ -38,10 +67,18 @@ func (r *Record) Has(run, text string) bool {
 	if run == "" {
 		return false
 	}
-	d := Of(text)
+	return r.HasDigest(run, Of(text))
+}
+
+// HasDigest reports whether a text was recorded for run, by its digest.
+func (r *Record) HasDigest(run string, d Digest) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	_, ok := r.runs[run][d]
+	rd := r.runs[run]
+	if rd == nil {
+		return false
+	}
+	_, ok := rd.set[d]
 	return ok
 }
 
@@ -56,23 +93,61 @@ func (r *Record) AddDigest(run string, d Digest) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.runs == nil {
-		r.runs = map[string]map[Digest]struct{}{}
+		r.runs = map[string]*runDigests{}
 	}
-	set := r.runs[run]
-	if set == nil {
-		set = map[Digest]struct{}{}
-		r.runs[run] = set
+	rd := r.runs[run]
+	if rd == nil {
+		r.seq++
+		rd = &runDigests{set: map[Digest]struct{}{}, seq: r.seq}
+		r.runs[run] = rd
+		r.order = append(r.order, runEntry{run, rd.seq})
 	}
-	if len(set) < MaxPerRun {
-		set[d] = struct{}{}
+	if _, ok := rd.set[d]; ok || len(rd.set) >= MaxPerRun {
+		return
 	}
+	rd.set[d] = struct{}{}
+	r.total++
+	for r.total > MaxTotal && r.dropOldest(run) {
+	}
+}
+
+// dropOldest forgets the records of the run recorded first, the run keep
+// (being recorded) last, and reports whether it dropped any. r.mu is held.
+func (r *Record) dropOldest(keep string) bool {
+	for i := 0; i < len(r.order); i++ {
+		e := r.order[i]
+		rd := r.runs[e.run]
+		if rd == nil || rd.seq != e.seq {
+			r.order = slices.Delete(r.order, i, i+1)
+			i--
+			continue
+		}
+		if e.run == keep && r.total > len(rd.set) {
+			continue
+		}
+		r.total -= len(rd.set)
+		delete(r.runs, e.run)
+		r.order = slices.Delete(r.order, i, i+1)
+		return true
+	}
+	return false
 }
 
 // EndRun forgets run (runtime.RunEnder).
 func (r *Record) EndRun(run string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	delete(r.runs, run)
+	if rd := r.runs[run]; rd != nil {
+		r.total -= len(rd.set)
+		delete(r.runs, run)
+	}
+	// Entries of ended runs are skipped; compact them once they are most.
+	if len(r.order) > 2*len(r.runs)+64 {
+		r.order = slices.DeleteFunc(r.order, func(e runEntry) bool {
+			rd := r.runs[e.run]
+			return rd == nil || rd.seq != e.seq
+		})
+	}
 }
 
 // Unrecorded is returned by a Scan check that lets a text through without
@@ -90,13 +165,8 @@ func (r *Record) Scan(c *runtime.ChatCall, system, tools bool, check func(i int,
 	run := c.Meta.Run.ID
 	visit := func(i int, kind, text string) error {
 		d := Of(text)
-		if run != "" {
-			r.mu.Lock()
-			_, ok := r.runs[run][d]
-			r.mu.Unlock()
-			if ok {
-				return nil
-			}
+		if run != "" && r.HasDigest(run, d) {
+			return nil
 		}
 		if err := check(i, kind, text); err != nil {
 			if errors.Is(err, Unrecorded) {

@@ -1,7 +1,10 @@
 package scanned_test
 
 import (
+	"encoding/binary"
 	"encoding/json"
+	"fmt"
+	goruntime "runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -96,4 +99,62 @@ func TestScanResponseFormat(t *testing.T) {
 	got = nil
 	require.NoError(t, r.Scan(c, false, false, visit))
 	assert.Empty(t, got, "both recorded; without tools the format is not read")
+}
+
+// digest returns a distinct digest for run i, text j.
+func digest(i, j int) scanned.Digest {
+	var d scanned.Digest
+	binary.BigEndian.PutUint32(d[:], uint32(i))
+	binary.BigEndian.PutUint32(d[4:], uint32(j))
+	return d
+}
+
+// TestRecordIsBounded: a run keeps at most MaxPerRun digests, and a Record
+// at most MaxTotal over all its runs, dropping the records of the runs
+// recorded first (a text no longer recorded is scanned again).
+func TestRecordIsBounded(t *testing.T) {
+	var r scanned.Record
+	for j := range scanned.MaxPerRun + 1 {
+		r.AddDigest("big", digest(0, j))
+	}
+	assert.True(t, r.HasDigest("big", digest(0, scanned.MaxPerRun-1)))
+	assert.False(t, r.HasDigest("big", digest(0, scanned.MaxPerRun)), "past MaxPerRun a run records no more")
+
+	runs := scanned.MaxTotal / scanned.MaxPerRun
+	for i := 1; i <= runs; i++ {
+		for j := range scanned.MaxPerRun {
+			r.AddDigest(fmt.Sprint("r", i), digest(i, j))
+		}
+	}
+	assert.False(t, r.HasDigest("big", digest(0, 0)), "the run recorded first is dropped first")
+	assert.True(t, r.HasDigest("r1", digest(1, 0)))
+	assert.True(t, r.HasDigest(fmt.Sprint("r", runs), digest(runs, scanned.MaxPerRun-1)))
+	r.EndRun("r1")
+	r.AddDigest("big", digest(0, 0))
+	assert.True(t, r.HasDigest("big", digest(0, 0)), "an ended run's room is free again")
+	assert.True(t, r.HasDigest("r2", digest(2, 0)))
+}
+
+// TestRecordMemoryIsBounded measures the heap a Record holds once 64 runs
+// have recorded MaxPerRun digests each: about MaxTotal*DigestBytes, not
+// 64 runs' worth.
+func TestRecordMemoryIsBounded(t *testing.T) {
+	heap := func() uint64 {
+		goruntime.GC()
+		var m goruntime.MemStats
+		goruntime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	before := heap()
+	r := &scanned.Record{}
+	for i := range 64 {
+		for j := range scanned.MaxPerRun {
+			r.AddDigest(fmt.Sprint("r", i), digest(i, j))
+		}
+	}
+	held := int64(heap()) - int64(before)
+	t.Logf("64 runs of %d digests: %.1f MiB held (bound %d digests, about %.1f MiB)",
+		scanned.MaxPerRun, float64(held)/(1<<20), scanned.MaxTotal, float64(scanned.MaxTotal*scanned.DigestBytes)/(1<<20))
+	assert.Less(t, held, int64(2*scanned.MaxTotal*scanned.DigestBytes))
+	goruntime.KeepAlive(r)
 }

@@ -1,0 +1,47 @@
+package serve
+
+import (
+	"encoding/json"
+
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+)
+
+// memoryTrails returns the names of the audit layers of p whose sink is in
+// process memory (a store of kind memory, or the default store when the
+// policy declares none): a trail that is not durable (it is lost when the
+// process ends) and keeps only the last runtime.DefaultMemoryAuditMax
+// records. A sink the host passes in deps counts as it is.
+func memoryTrails(p *plan.Plan, deps runtime.Deps) []string {
+	var out []string
+	for _, l := range append(append([]plan.Layer(nil), p.Chains.Tool...), p.Chains.Turn...) {
+		if l.Use != "audit" {
+			continue
+		}
+		var cfg struct {
+			Sink string `json:"sink"`
+		}
+		_ = json.Unmarshal(l.Config, &cfg)
+		if cfg.Sink == "" {
+			cfg.Sink = runtime.DefaultStore
+		}
+		st, declared := p.Stores[cfg.Sink]
+		var host any
+		switch {
+		case deps.AuditSinks[cfg.Sink] != nil:
+			host = deps.AuditSinks[cfg.Sink]
+		case cfg.Sink == runtime.DefaultStore && deps.Audit != nil:
+			host = deps.Audit
+		case declared && deps.Backends[cfg.Sink] != nil:
+			host = deps.Backends[cfg.Sink]
+		}
+		if host != nil {
+			if runtime.InProcess(host) {
+				out = append(out, l.Name)
+			}
+		} else if (!declared && cfg.Sink == runtime.DefaultStore) || st.Kind == "memory" {
+			out = append(out, l.Name)
+		}
+	}
+	return out
+}

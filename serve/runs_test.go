@@ -1,0 +1,199 @@
+package serve
+
+import (
+	"context"
+	"maps"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+)
+
+// runProbe is a layer keeping a value per run, as a meter keeps a ledger.
+// onEnd, when set, is called as EndRun begins, and the func it returns once
+// the run's value is dropped.
+type runProbe struct {
+	mu    sync.Mutex
+	state map[string]int
+	onEnd func(run string) func()
+}
+
+var probes struct {
+	mu   sync.Mutex
+	last *runProbe
+}
+
+func init() {
+	runtime.Register(runtime.Module{
+		ID:     "serve_test_run_probe",
+		Stages: []plan.Stage{plan.StageTool},
+		Doc:    "test layer keeping state per run",
+		New: func() runtime.Middleware {
+			p := &runProbe{state: map[string]int{}}
+			probes.mu.Lock()
+			probes.last = p
+			probes.mu.Unlock()
+			return p
+		},
+	})
+}
+
+func (p *runProbe) WrapTool(next runtime.ToolHandler) runtime.ToolHandler { return next }
+
+func (p *runProbe) set(run string, v int) {
+	p.mu.Lock()
+	p.state[run] = v
+	p.mu.Unlock()
+}
+
+func (p *runProbe) get(run string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.state[run]
+}
+
+func (p *runProbe) EndRun(run string) {
+	p.mu.Lock()
+	h := p.onEnd
+	p.mu.Unlock()
+	done := func() {}
+	if h != nil {
+		done = h(run)
+	}
+	p.mu.Lock()
+	delete(p.state, run)
+	p.mu.Unlock()
+	done()
+}
+
+// TestEndingARunExcludesARequestOfIt: the idle sweep and the per-tenant
+// bound end a run on the layers while a new request of the same run id
+// may arrive; the request waits for the end, so the state it builds (a
+// meter's ledger) is not wiped under it.
+func TestEndingARunExcludesARequestOfIt(t *testing.T) {
+	src := SourceFunc(func(context.Context) (*Loaded, error) {
+		return &Loaded{Plan: &plan.Plan{Version: plan.Version, Policy: "p",
+			Chains: plan.Chains{Tool: []plan.Layer{{Use: "serve_test_run_probe", Name: "probe"}}}}}, nil
+	})
+	for _, tc := range []struct {
+		name    string
+		idle    time.Duration
+		maxRuns int
+	}{
+		{"idle sweep", time.Millisecond, 10000},
+		{"tenant bound", time.Hour, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, err := New(context.Background(), Options{Source: src, WatchInterval: -1, RunIdle: tc.idle, MaxRuns: tc.maxRuns})
+			require.NoError(t, err)
+			defer srv.Close()
+			probes.mu.Lock()
+			probe := probes.last
+			probes.mu.Unlock()
+			g := srv.acquire()
+			defer g.release()
+			request := func(id string) func() {
+				r := httptest.NewRequest("POST", "/v1/chat/completions", nil)
+				r.Header.Set(RunHeader, id)
+				_, finish, err := srv.withRun(context.Background(), httptest.NewRecorder(), r, g, caller{})
+				require.NoError(t, err)
+				return finish
+			}
+
+			// While run "a" is being ended, a request of "a" arrives and
+			// builds its state; it reads that state once the end is over.
+			set, release, requestDone, ended := make(chan struct{}), make(chan struct{}), make(chan int), make(chan struct{})
+			var once sync.Once
+			probe.mu.Lock()
+			probe.onEnd = func(run string) func() {
+				if run != "a" {
+					return func() {}
+				}
+				started := false
+				once.Do(func() {
+					started = true
+					go func() {
+						finish := request("a")
+						probe.set("a", 7)
+						close(set)
+						<-release
+						requestDone <- probe.get("a")
+						finish()
+					}()
+					select {
+					case <-set:
+					case <-time.After(100 * time.Millisecond):
+					}
+				})
+				if !started {
+					return func() {}
+				}
+				return func() { close(ended) }
+			}
+			probe.mu.Unlock()
+
+			request("a")()
+			if tc.maxRuns == 1 {
+				request("b")()
+			} else {
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				go srv.sweepRuns(ctx)
+			}
+			select {
+			case <-ended:
+			case <-time.After(5 * time.Second):
+				t.Fatal("run a was not ended")
+			}
+			close(release)
+			assert.Equal(t, 7, <-requestDone, "the state of a request of run a was wiped while it ran")
+		})
+	}
+}
+
+// TestTheBoundEndsTheOldestRunNotTheNewOne: past a tenant's bound, the run
+// idle the longest is ended, not the run just named (which, ended as it
+// began, was no longer tracked: its state was never ended again).
+func TestTheBoundEndsTheOldestRunNotTheNewOne(t *testing.T) {
+	src := SourceFunc(func(context.Context) (*Loaded, error) {
+		return &Loaded{Plan: &plan.Plan{Version: plan.Version, Policy: "p"}}, nil
+	})
+	srv, err := New(context.Background(), Options{Source: src, WatchInterval: -1, MaxRuns: 2})
+	require.NoError(t, err)
+	defer srv.Close()
+	g := srv.acquire()
+	defer g.release()
+	for _, id := range []string{"a", "b", "c"} {
+		r := httptest.NewRequest("POST", "/v1/chat/completions", nil)
+		r.Header.Set(RunHeader, id)
+		_, finish, err := srv.withRun(context.Background(), httptest.NewRecorder(), r, g, caller{})
+		require.NoError(t, err)
+		finish()
+		time.Sleep(time.Millisecond)
+	}
+	srv.runs.mu.Lock()
+	defer srv.runs.mu.Unlock()
+	assert.ElementsMatch(t, []string{"b", "c"}, slices.Collect(maps.Keys(srv.runs.runs)))
+}
+
+// TestMemoryTrailIsWarned: an audit layer whose trail is in process memory
+// (the default store, undeclared) is named in a warning when the policy is
+// loaded: that trail is lost with the process and keeps only the last
+// records. A trail in a declared sqlite store is not.
+func TestMemoryTrailIsWarned(t *testing.T) {
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, `package gw
+models: m: {}
+stores: file: {kind: "sqlite", path: "trail.db"}
+chains: tool: [{use: "audit", name: "kept"}, {use: "audit", name: "durable", sink: "file"}]
+`)), WatchInterval: -1})
+	logs := s.logs.String()
+	assert.Contains(t, logs, "audit trail in process memory")
+	assert.Contains(t, logs, "layers=[kept]")
+}
