@@ -526,3 +526,14 @@ func TestReloadStormUnderStreams(t *testing.T) {
 	})
 	assert.EqualValues(t, 1+n/4, cur.n)
 }
+
+// A client may not name its run like the runs the gateway gives requests
+// without one: it would join another request's run in flight.
+func TestRunIDOfTheGatewayIsRefused(t *testing.T) {
+	g := newGateway(t, `{use: "tracing"}`, nil, nil)
+	code, _, body := do(t, "POST", g.url+"/v1/chat/completions", clientKey, chatBody("primary", "hi", false), RunHeader, "anon-ABCDEF")
+	require.Equal(t, 400, code, body)
+	typ, _, _, msg := openAIError(t, body)
+	assert.Equal(t, "invalid_request_error", typ)
+	assert.Contains(t, msg, `X-Agentc-Run may not start with "anon-"`)
+}

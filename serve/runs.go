@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -185,8 +186,16 @@ func validRunID(id string) error {
 			return fmt.Errorf("%s holds a character that is not printable ASCII", RunHeader)
 		}
 	}
+	if strings.HasPrefix(id, anonPrefix) {
+		// A client naming the run of another request in flight would share
+		// its state, and that request's end would wipe it.
+		return fmt.Errorf("%s may not start with %q: such ids name the runs the gateway gives requests without one", RunHeader, anonPrefix)
+	}
 	return nil
 }
+
+// anonPrefix starts the id of the run of a request without a run id.
+const anonPrefix = "anon-"
 
 // withRun attaches the request's run to ctx. It returns the finish func
 // the handler calls when the request ends: an anonymous run ends then; a
@@ -199,7 +208,7 @@ func (s *Server) withRun(ctx context.Context, w http.ResponseWriter, r *http.Req
 		run.Meta = map[string]any{"tenant": c.tenant, "key": c.key}
 	}
 	if id == "" {
-		id = "anon-" + rand.Text()
+		id = anonPrefix + rand.Text()
 		w.Header().Set(RunHeader, id)
 		run.ID = runID(c, id)
 		return runtime.WithRun(ctx, run), func() { g.pl.EndRun(run.ID) }, nil
