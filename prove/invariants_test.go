@@ -55,11 +55,12 @@ func TestMaxExecutionsIdempotentCallerResend(t *testing.T) {
 }
 
 // Idempotent inside a retry still repeats the effect within one call.
+// A retry around a side-effecting tool that is not retry_safe (which vet
+// refuses) does not run it again after a failure that may have come after
+// its effect: the refund runs at most once per logical call.
 func TestMaxExecutionsIdempotentInsideRetry(t *testing.T) {
 	r := explorePolicy(t, refundTool+`chains: tool: [{use: "retry", max_attempts: 3, initial_delay: "10ms"}, {use: "idempotent"}]`, 2)
-	require.NotEmpty(t, r.Violations)
-	assert.Equal(t, prove.MaxExecutions, r.Violations[0].Invariant)
-	assert.Contains(t, r.Violations[0].Message, "ran 2 times")
+	assert.Empty(t, r.Violations)
 }
 
 // A hedge outside a meter admits each racer on its own: the budget is

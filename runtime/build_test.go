@@ -411,6 +411,8 @@ func TestUnregisteredToolAndModelFailPermanently(t *testing.T) {
 
 func TestIdempotencyKeyIsStablePerLogicalCall(t *testing.T) {
 	p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("retry", `{"max_attempts":3,"initial_delay":"1ms","max_delay":"1ms"}`)}})
+	// pay passes its idempotency key downstream: a retry may run it again.
+	p.Tools = map[string]plan.Tool{"pay": {SideEffecting: true, RetrySafe: true}}
 	tool := rt.NewTool(rt.ToolResult{Err: rt.Transient("flaky")}, rt.ToolResult{Err: rt.Transient("flaky")}, rt.ToolResult{Value: 1})
 	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"pay": tool.Func()}})
 	require.NoError(t, err)

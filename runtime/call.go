@@ -838,6 +838,10 @@ type ToolInfo struct {
 	SecretResult bool
 	// Declared reports whether the plan declares the tool.
 	Declared bool
+	// hostEffects is set when the host declared SideEffecting and
+	// RetrySafe of a tool the plan does not declare
+	// (Pipeline.DeclareToolEffects).
+	hostEffects bool
 }
 
 // ToolFunc runs one tool call. It reads the arguments from call.Args and

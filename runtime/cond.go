@@ -128,7 +128,11 @@ func chatParams(r *ChatRequest) predicate.Params {
 	return p
 }
 
+// toolActivationInfo returns the CEL variable `tool` of t, once t's
+// effects are settled (settleEffects): every tool entry passes here when the
+// pipeline is built, and so does an undeclared tool's on entry to the chain.
 func toolActivationInfo(t *ToolInfo) *predicate.ToolInfo {
+	t.settleEffects()
 	return &predicate.ToolInfo{Name: t.Name, SideEffecting: t.SideEffecting, RetrySafe: t.RetrySafe,
 		URLArg: t.URLArg, PathArg: t.PathArg}
 }

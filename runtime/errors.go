@@ -127,6 +127,68 @@ func Ran(err error) error {
 	return &ranError{err: err}
 }
 
+// ErrMayHaveRun is in the error of a call that may have acted before it
+// failed: the request reached the tool and no outcome came back (an MCP
+// upstream whose connection dropped after the call was sent). A layer or
+// tool marks such an error with MayHaveRun. Classify reports ClassInDoubt
+// (final: running the call again could repeat its effect), so it is never
+// transient; an idempotent layer outside keeps its claim of a tool that is
+// not retry_safe, so a duplicate finds the call in doubt, and an audit layer
+// records the decision "in_doubt".
+var ErrMayHaveRun = errors.New("the call may have run: its outcome is unknown")
+
+// MayHaveRun marks err as the error of a call that may have acted
+// (ErrMayHaveRun). Its message and chain are err's. MayHaveRun(nil) is nil.
+func MayHaveRun(err error) error {
+	if err == nil || errors.Is(err, ErrMayHaveRun) {
+		return err
+	}
+	return &markedError{err: err, mark: ErrMayHaveRun}
+}
+
+// ErrNotRun is in the error of a call refused before the tool was reached
+// (a rate limit or a check of an inner layer that refused it, a connection
+// refused before the request was sent): the failure proves the call did not
+// act. A layer or tool marks such an error with NotRun. A retry runs again
+// a side-effecting tool that is not retry_safe only after such a failure
+// (DidNotRun).
+var ErrNotRun = errors.New("the call did not run")
+
+// NotRun marks err as the error of a call that did not reach the tool
+// (ErrNotRun). Its message and chain are err's. NotRun(nil) is nil.
+func NotRun(err error) error {
+	if err == nil || errors.Is(err, ErrNotRun) {
+		return err
+	}
+	return &markedError{err: err, mark: ErrNotRun}
+}
+
+// DidNotRun reports whether err proves that the failed call did not act:
+// it is marked NotRun, or a layer refused the call because its store was
+// unavailable (ErrStoreUnavailable), or an open breaker refused it, or the
+// connection was refused before the request was sent (a dial error), and
+// nothing in it says the call ran (ErrRan) or may have (ErrMayHaveRun).
+func DidNotRun(err error) bool {
+	if err == nil || errors.Is(err, ErrRan) || errors.Is(err, ErrMayHaveRun) {
+		return false
+	}
+	if errors.Is(err, ErrNotRun) || errors.Is(err, ErrStoreUnavailable) {
+		return true
+	}
+	var bo *BreakerOpenError
+	if errors.As(err, &bo) {
+		return true
+	}
+	var oe *net.OpError
+	return errors.As(err, &oe) && oe.Op == "dial"
+}
+
+// markedError is an error marked by MayHaveRun or NotRun.
+type markedError struct{ err, mark error }
+
+func (e *markedError) Error() string   { return e.err.Error() }
+func (e *markedError) Unwrap() []error { return []error{e.err, e.mark} }
+
 // ErrStoreUnavailable is in the error of a call a layer refused before it
 // ran because the store its state lives in (a shared redis or postgres
 // store) failed or did not answer within the store's `timeout`: the
@@ -305,8 +367,8 @@ func (c Class) Final() bool { return c == ClassBlocked || c == ClassBudget || c 
 // *InDoubtError, ClassBlocked for a *BlockedError, ClassBudget for a
 // *BudgetError (anywhere in the chain), ClassInDoubt for a call that ran to
 // its end but whose outcome was not recorded (ErrOutcomeUnrecorded, unless
-// the call failed of its own, whose error comes first), and ClassFailure for
-// anything else.
+// the call failed of its own, whose error comes first) and for a call that
+// may have run (ErrMayHaveRun), and ClassFailure for anything else.
 func Classify(err error) Class {
 	if err == nil {
 		return ClassOK
@@ -323,7 +385,7 @@ func Classify(err error) Class {
 	if errors.As(err, &g) {
 		return ClassBudget
 	}
-	if outcomeUnrecorded(err) {
+	if outcomeUnrecorded(err) || errors.Is(err, ErrMayHaveRun) {
 		return ClassInDoubt
 	}
 	return ClassFailure
@@ -417,7 +479,8 @@ func RetryAfterOf(err error) (time.Duration, bool) {
 }
 
 // KindOf names the kind of a failure for reports: "in_doubt" (an
-// *InDoubtError, or an outcome not recorded as Classify takes it),
+// *InDoubtError, an outcome not recorded as Classify takes it, or a call
+// that may have run),
 // "blocked", "budget", a
 // "store_unavailable" (ErrStoreUnavailable), a
 // *CallError's kind (from its Kind, else its Status), "breaker_open",
@@ -436,7 +499,7 @@ func KindOf(err error) string {
 	if errors.As(err, &g) {
 		return "budget"
 	}
-	if outcomeUnrecorded(err) {
+	if outcomeUnrecorded(err) || errors.Is(err, ErrMayHaveRun) {
 		return "in_doubt"
 	}
 	if errors.Is(err, ErrStoreUnavailable) {

@@ -415,10 +415,50 @@ func (pl *Pipeline) enterTool(req *ToolRequest) (*toolEntry, error) {
 		}
 	}
 	if e == nil {
-		info := ToolInfo{Name: req.Name}
-		e = &toolEntry{info: info, pinfo: toolActivationInfo(&info)}
+		e = &toolEntry{info: ToolInfo{Name: req.Name}}
+		e.pinfo = toolActivationInfo(&e.info)
 	}
 	return e, nil
+}
+
+// settleEffects makes a tool whose effects nothing declares (neither the
+// policy nor the host: DeclareToolEffects) side-effecting and not
+// retry_safe: a retry does not run it again after a failure that may have
+// come after its effect, an idempotent layer claims its calls, an audit
+// layer records a call that stopped midway in doubt, a resumed turn does
+// not run it again, and `tool.side_effecting` is true for it.
+func (t *ToolInfo) settleEffects() {
+	if !t.Declared && !t.hostEffects {
+		t.SideEffecting, t.RetrySafe = true, false
+	}
+}
+
+// ToolEffects are the effects a host declares for a tool it serves that
+// the policy does not declare (an MCP upstream's tool, from its
+// annotations).
+type ToolEffects struct {
+	// SideEffecting reports that a call may change something (MCP: the
+	// tool is not readOnlyHint).
+	SideEffecting bool
+	// RetrySafe reports that running a call again is safe (MCP:
+	// idempotentHint).
+	RetrySafe bool
+}
+
+// DeclareToolEffects declares the effects of tools the pipeline serves
+// (Deps.Tools) that the policy does not declare; a declaration in the
+// policy wins, and a name the pipeline does not serve is ignored. A tool
+// whose effects nobody declares is side-effecting and not retry_safe. Call
+// it after Build, before the pipeline serves any call.
+func (pl *Pipeline) DeclareToolEffects(effects map[string]ToolEffects) {
+	for name, fx := range effects {
+		e := pl.tools[name]
+		if e == nil || e.info.Declared {
+			continue
+		}
+		e.info.SideEffecting, e.info.RetrySafe, e.info.hostEffects = fx.SideEffecting, fx.RetrySafe, true
+		e.pinfo = toolActivationInfo(&e.info)
+	}
 }
 
 // CheckToolDeclared returns nil when a call to the tool name may enter the

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"sort"
@@ -355,6 +356,24 @@ func (u *upstreams) scan(ctx context.Context, pl *runtime.Pipeline, log *slog.Lo
 	for _, up := range u.servers {
 		up.setServed(u.served(up))
 	}
+	fx := make(map[string]runtime.ToolEffects, len(u.tools))
+	for name, t := range u.tools {
+		fx[name] = annotatedEffects(t.tool)
+	}
+	pl.DeclareToolEffects(fx)
+}
+
+// annotatedEffects returns the effects t's annotations state, with the MCP
+// specification's defaults for those it leaves out: a tool is
+// side-effecting unless readOnlyHint is true, and retry_safe only when
+// idempotentHint is true. A declaration of the tool in the policy wins
+// (runtime.Pipeline.DeclareToolEffects).
+func annotatedEffects(t *mcp.Tool) runtime.ToolEffects {
+	a := t.Annotations
+	if a == nil {
+		return runtime.ToolEffects{SideEffecting: true}
+	}
+	return runtime.ToolEffects{SideEffecting: !a.ReadOnlyHint, RetrySafe: a.IdempotentHint}
 }
 
 // ListedTool is an upstream tool under the name it is served as.
@@ -474,7 +493,11 @@ func (u *upstreams) toolArgs(host map[string]json.RawMessage) map[string]json.Ra
 
 // call runs the upstream tool. A result the upstream marks as an error is a
 // permanent failure carrying its text; a protocol error from the upstream is
-// permanent; a broken connection is transient.
+// permanent. A call that could not be sent (no session, a connection
+// refused) is transient and marked runtime.NotRun. A connection that broke
+// after the call was sent is transient for a tool that is read-only or
+// retry_safe, and marked runtime.MayHaveRun (in doubt) for any other: the
+// upstream may have acted.
 func (t *upstreamTool) call(ctx context.Context, c *runtime.ToolCall) (any, error) {
 	if t.withheld != nil {
 		b := *t.withheld
@@ -487,7 +510,7 @@ func (t *upstreamTool) call(ctx context.Context, c *runtime.ToolCall) (any, erro
 	}
 	cs, err := t.up.session(ctx)
 	if err != nil {
-		return nil, &runtime.CallError{Kind: runtime.KindTransient, Err: err}
+		return nil, runtime.NotRun(&runtime.CallError{Kind: runtime.KindTransient, Err: err})
 	}
 	if err := t.up.admit(ctx, t); err != nil {
 		return nil, err
@@ -498,7 +521,7 @@ func (t *upstreamTool) call(ctx context.Context, c *runtime.ToolCall) (any, erro
 		// process had just exited): the call was refused before it was
 		// written, so it is sent once on a new session.
 		if cs, err = t.up.renew(ctx, cs); err != nil {
-			return nil, &runtime.CallError{Kind: runtime.KindTransient, Err: err}
+			return nil, runtime.NotRun(&runtime.CallError{Kind: runtime.KindTransient, Err: err})
 		}
 		if err := t.up.admit(ctx, t); err != nil {
 			return nil, err
@@ -512,14 +535,27 @@ func (t *upstreamTool) call(ctx context.Context, c *runtime.ToolCall) (any, erro
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
+		// An HTTP request that failed (the SDK reports it "rejected by
+		// transport", a JSON-RPC error, though a request that broke after
+		// it was written reached the server) is a transport failure, not
+		// the upstream's answer.
+		var ue *url.Error
 		var we *jsonrpc.Error
-		if errors.As(err, &we) {
+		if !errors.As(err, &ue) && errors.As(err, &we) {
 			return nil, &runtime.CallError{Kind: runtime.KindPermanent, Message: fmt.Sprintf("mcp server %q: %s", t.server, t.up.secrets.scrub(we.Message))}
 		}
-		if errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) {
+		if ue == nil && (errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF)) {
 			t.up.lost(cs)
 		}
-		return nil, &runtime.CallError{Kind: runtime.KindTransient, Message: fmt.Sprintf("mcp server %q", t.server), Err: t.up.secrets.err(err)}
+		ce := &runtime.CallError{Kind: runtime.KindTransient, Message: fmt.Sprintf("mcp server %q", t.server), Err: t.up.secrets.err(err)}
+		if runtime.DidNotRun(err) {
+			return nil, runtime.NotRun(ce)
+		}
+		if c.Tool != nil && (!c.Tool.SideEffecting || c.Tool.RetrySafe) {
+			return nil, ce
+		}
+		ce.Message += ": the connection failed after the call was sent, so the tool may have run"
+		return nil, runtime.MayHaveRun(ce)
 	}
 	if n, over := resultSize(res, t.maxResult); over {
 		// The tool ran: its effect stands, so the error says so (an

@@ -398,8 +398,8 @@ func (m *Middleware) check(ctx context.Context, c *runtime.ToolCall, refs []stri
 		if cerr := ctx.Err(); cerr != nil {
 			return cerr
 		}
-		return &runtime.CallError{Kind: runtime.KindTransient, Layer: m.name,
-			Message: fmt.Sprintf("tool %s: cannot check %s", c.Name, u.S), Err: err}
+		return runtime.NotRun(&runtime.CallError{Kind: runtime.KindTransient, Layer: m.name,
+			Message: fmt.Sprintf("tool %s: cannot check %s", c.Name, u.S), Err: err})
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentc-dev/agentc/builtins/egress"
+	_ "github.com/agentc-dev/agentc/builtins/retry"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
@@ -335,4 +336,35 @@ func TestMiddlewareScansURLsSplitByTabsAndNewlines(t *testing.T) {
 		_, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "search_kb", Args: map[string]any{"q": s}})
 		require.NoError(t, err, "%q", s)
 	}
+}
+
+// flakyResolver fails its first lookup, then answers like docsResolver.
+type flakyResolver struct{ calls atomic.Int32 }
+
+func (r *flakyResolver) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
+	if r.calls.Add(1) == 1 {
+		return nil, errors.New("dns server unreachable")
+	}
+	return docsResolver{}.LookupNetIP(ctx, network, host)
+}
+
+// TestALookupFailureProvesTheToolDidNotRun: a URL the layer could not check
+// refuses the call before it reaches the tool, so a retry outside may run a
+// side-effecting tool that is not retry_safe again.
+func TestALookupFailureProvesTheToolDidNotRun(t *testing.T) {
+	tool := rt.NewTool(rt.ToolResult{Value: "posted"})
+	p := rt.Plan(plan.Chains{Tool: []plan.Layer{
+		rt.Layer("retry", `{"max_attempts":2,"initial_delay":"1ms","max_delay":"1ms"}`),
+		rt.Named("net_policy", rt.Layer("egress", `{"allow":["docs.example.com"]}`)),
+	}})
+	p.Tools = map[string]plan.Tool{"post": {SideEffecting: true, URLArg: "url"}}
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Resolver: &flakyResolver{},
+		Tools: map[string]runtime.ToolFunc{"post": tool.Func()}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = pl.Close() })
+	res, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "post", Args: map[string]any{"url": "https://docs.example.com/x"}})
+	require.NoError(t, err)
+	assert.Equal(t, "posted", res.Value)
+	assert.Equal(t, 2, res.Attempts)
+	assert.Equal(t, 1, tool.Calls())
 }

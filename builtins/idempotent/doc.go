@@ -2,10 +2,13 @@
 // side-effecting tool call runs at most once per logical call, and a
 // duplicate replays the stored result.
 //
-// Scope: only calls to tools declared side_effecting are deduped. A call to
-// a read-only tool, or to a tool the plan does not declare, passes through
-// to the inner layers untouched (no key, no store access), so that a tool
-// polled twice returns a fresh result each time.
+// Scope: only calls to side-effecting tools are deduped: tools declared
+// side_effecting, and tools whose effects nothing declares (a tool the plan
+// does not declare that settings.allow_undeclared_tools lets run, an MCP
+// tool without readOnlyHint), which the runtime takes as side-effecting. A
+// call to a read-only tool passes through to the inner layers untouched (no
+// key, no store access), so that a tool polled twice returns a fresh result
+// each time.
 //
 // Key: the tool name, the run's tenant (runtime.Run.Tenant), the call's
 // idempotency key (ToolCall.IdempotencyKey: derived from the run id, the

@@ -229,6 +229,31 @@ func TestCancelledSideEffectIsInDoubt(t *testing.T) {
 	assert.Equal(t, int64(1), tool.calls.Load())
 }
 
+// A tool that is not retry_safe whose call may have run (its connection
+// lost after the request was sent: runtime.MayHaveRun) keeps its claim: a
+// duplicate finds the call in doubt once the lease expires instead of
+// running it again. So does a tool whose effects nothing declares.
+func TestCallThatMayHaveRunStaysClaimed(t *testing.T) {
+	for name, tools := range map[string]map[string]plan.Tool{
+		"declared":   {"refund": {SideEffecting: true}},
+		"undeclared": nil,
+	} {
+		t.Run(name, func(t *testing.T) {
+			tool := &slowTool{err: runtime.MayHaveRun(rt.Transient("connection lost"))}
+			p := toolPlan(rt.Layer("idempotent", `{"lease_ttl":"100ms"}`))
+			p.Tools = tools
+			pl := rt.Build(t, p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"refund": tool.fn}})
+			req := runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1"}}
+			_, err := pl.Tool(ctx1, req)
+			require.ErrorIs(t, err, runtime.ErrMayHaveRun)
+			_, err = pl.Tool(ctx1, req)
+			var doubt *runtime.InDoubtError
+			require.ErrorAs(t, err, &doubt, "the duplicate does not run the refund again")
+			assert.Equal(t, int64(1), tool.calls.Load())
+		})
+	}
+}
+
 // brokenKV fails every operation.
 type brokenKV struct{}
 
@@ -345,28 +370,32 @@ func TestLeaderPanicIsNotShared(t *testing.T) {
 	assert.Equal(t, int64(2), calls.Load())
 }
 
-func TestReadOnlyAndUndeclaredToolsPassThrough(t *testing.T) {
+// A read-only tool passes through; an undeclared one, whose effects are
+// unknown, is taken as side-effecting: a duplicate replays its result.
+func TestReadOnlyToolsPassThroughAndUndeclaredOnesAreDeduped(t *testing.T) {
 	p := toolPlan()
 	p.Tools["job_status"] = plan.Tool{}
 	status := rt.NewTool(rt.ToolResult{Value: "running"}, rt.ToolResult{Value: "done"})
 	other := rt.NewTool(rt.ToolResult{Value: 1}, rt.ToolResult{Value: 2})
 	pl := rt.Build(t, p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"job_status": status.Func(), "undeclared": other.Func()}})
 	for _, tt := range []struct {
-		name string
-		tool *rt.Tool
-		want []any
+		name    string
+		tool    *rt.Tool
+		want    []any
+		deduped bool
+		calls   int
 	}{
-		{"job_status", status, []any{"running", "done"}},
-		{"undeclared", other, []any{1, 2}},
+		{"job_status", status, []any{"running", "done"}, false, 2},
+		{"undeclared", other, []any{1, float64(1)}, true, 1},
 	} {
 		req := runtime.ToolRequest{Name: tt.name, Args: map[string]any{"job": "j1"}}
-		for _, want := range tt.want {
+		for i, want := range tt.want {
 			r, err := pl.Tool(ctx1, req)
 			require.NoError(t, err)
 			assert.Equal(t, want, r.Value, tt.name)
-			assert.False(t, r.Deduped, tt.name)
+			assert.Equal(t, tt.deduped && i > 0, r.Deduped, tt.name)
 		}
-		assert.Equal(t, 2, tt.tool.Calls(), tt.name)
+		assert.Equal(t, tt.calls, tt.tool.Calls(), tt.name)
 	}
 }
 

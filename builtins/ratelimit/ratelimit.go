@@ -191,7 +191,9 @@ func (r *RateLimit) Take(ctx context.Context, run runtime.Run) error {
 			ce.Message += "; the wait would outlast the call's deadline"
 			ce.Err = context.DeadlineExceeded
 		}
-		return ce
+		// Refused before the call ran: a retry may try it again, even a
+		// side-effecting tool's.
+		return runtime.NotRun(ce)
 	}
 	if wait <= 0 {
 		return nil

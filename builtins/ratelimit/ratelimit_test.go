@@ -38,6 +38,7 @@ func TestRejectMode(t *testing.T) {
 	assert.InDelta(t, time.Hour.Seconds(), ce.RetryAfter.Seconds(), 1)
 	assert.Equal(t, runtime.ClassFailure, runtime.Classify(err), "a rejection may be redelivered")
 	assert.True(t, runtime.IsTransient(err))
+	assert.True(t, runtime.DidNotRun(err), "refused before the tool ran: a retry may try a side-effecting tool again")
 	assert.Equal(t, 2, tool.Calls())
 }
 

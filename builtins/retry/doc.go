@@ -15,6 +15,22 @@
 // carries: text, a tool-call fragment, a finish reason or usage alone (the
 // consumer has received it; see runtime.Delta).
 //
+// On the tool chain a retry never runs again a call that may have acted
+// when the tool is side-effecting and not retry_safe: as declared (a plan
+// that was not vetted: vet refuses such a retry, order/retry-side-effect),
+// or because nothing declares its effects (an undeclared tool that
+// settings.allow_undeclared_tools lets run, an MCP tool the policy does not
+// declare and its server does not annotate readOnlyHint or idempotentHint,
+// a host's tool: the runtime takes each as side-effecting and not
+// retry_safe). Its transient failure, an attempt_timeout that fired while it
+// ran included, is returned as it is, with the reason it was not retried
+// appended to its message, and logged. A failure that proves the tool did
+// not act is still retried (runtime.DidNotRun: refused by an inner layer,
+// such as a rate_limit in reject mode or an egress check that could not
+// resolve a host; a store a layer needed being unavailable; a connection
+// refused before the request was sent). A failure marked runtime.MayHaveRun
+// (in doubt) is never retried.
+//
 // Backoff is exponential with full jitter: before attempt n+1 the layer waits
 // a uniform random delay in [0, min(max_delay, initial_delay *
 // multiplier^(n-1))]. A Retry-After the callee asks for (runtime.RetryAfterOf)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"sort"
 	"sync"
@@ -52,6 +53,7 @@ type Retry struct {
 	timeout  time.Duration
 	breakers *breakers
 	clock    runtime.Clock
+	logger   *slog.Logger
 	// random draws the jitter (nil before Provision: the process's).
 	random runtime.Random
 }
@@ -70,6 +72,7 @@ func New() *Retry {
 // (tool); undeclared names get theirs on first use.
 func (r *Retry) Provision(b *runtime.BuildContext) error {
 	r.name = b.Name()
+	r.logger = b.Logger
 	r.clock = b.Clock()
 	r.random = b.Random()
 	if r.AttemptTimeout != nil {
@@ -245,12 +248,46 @@ func (r *Retry) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 			if !transient || attempt >= r.MaxAttempts {
 				return v, err
 			}
+			if why := r.unsafeAgain(c, err); why != "" {
+				if r.logger != nil {
+					r.logger.WarnContext(ctx, "retry: a failed tool call is not run again: "+why, "tool", c.Name, "attempt", attempt, "error", err)
+				}
+				return v, &notRetried{err: err, why: r.name + " did not run the call again: " + why}
+			}
 			if werr := r.wait(ctx, attempt, err); werr != nil {
 				return nil, werr
 			}
 		}
 	}
 }
+
+// unsafeAgain returns why running the failed call c again could repeat its
+// effect, or "" when it cannot: the tool is side-effecting and not
+// retry_safe (as declared, or because nothing declares its effects), and
+// its failure does not prove that it did not run (runtime.DidNotRun). vet
+// reports such a retry for a declared tool (order/retry-side-effect); this
+// holds for a plan that was not vetted, an undeclared tool and an MCP tool.
+func (r *Retry) unsafeAgain(c *runtime.ToolCall, err error) string {
+	t := c.Tool
+	if t == nil || !t.SideEffecting || t.RetrySafe || runtime.DidNotRun(err) {
+		return ""
+	}
+	what := "is side-effecting and not retry_safe"
+	if !t.Declared {
+		what = "has effects no declaration states (taken as side-effecting and not retry_safe)"
+	}
+	return fmt.Sprintf("tool %q %s, and the failure does not prove it did not act", c.Name, what)
+}
+
+// notRetried is the failure of a call a retry did not run again: err, with
+// why in its message.
+type notRetried struct {
+	err error
+	why string
+}
+
+func (e *notRetried) Error() string { return e.err.Error() + " (" + e.why + ")" }
+func (e *notRetried) Unwrap() error { return e.err }
 
 func (r *Retry) toolAttempt(ctx context.Context, c *runtime.ToolCall, next runtime.ToolHandler) (any, error) {
 	actx, cancel := context.WithCancelCause(ctx)

@@ -16,9 +16,17 @@ import (
 	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
 )
 
+// readOnly returns a plan of chains that declares the tool "t" free of
+// side effects, so that a retry runs it again after any transient failure.
+func readOnly(chains plan.Chains) *plan.Plan {
+	p := rt.Plan(chains)
+	p.Tools = map[string]plan.Tool{"t": {}}
+	return p
+}
+
 func buildTool(t *testing.T, config string, tool *rt.Tool) *runtime.Pipeline {
 	t.Helper()
-	pl, err := runtime.Build(context.Background(), rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("retry", config)}}),
+	pl, err := runtime.Build(context.Background(), readOnly(plan.Chains{Tool: []plan.Layer{rt.Layer("retry", config)}}),
 		runtime.Deps{Tools: map[string]runtime.ToolFunc{"t": tool.Func()}})
 	require.NoError(t, err)
 	return pl
@@ -205,7 +213,7 @@ func TestBackoffFollowsTheClock(t *testing.T) {
 	start := clock.Now()
 	tool := rt.NewTool(rt.ToolResult{Err: rt.Transient("a")}, rt.ToolResult{Err: &runtime.CallError{Kind: runtime.KindRateLimited, RetryAfter: 40 * time.Second}},
 		rt.ToolResult{Value: "ok"})
-	pl := rt.Build(t, rt.Plan(plan.Chains{Tool: []plan.Layer{
+	pl := rt.Build(t, readOnly(plan.Chains{Tool: []plan.Layer{
 		rt.Layer("retry", `{"max_attempts":3,"initial_delay":"1m","max_delay":"1m"}`)}}),
 		runtime.Deps{Tools: map[string]runtime.ToolFunc{"t": tool.Func()}, Clock: clock})
 	wall := time.Now()

@@ -6,6 +6,7 @@ var Suite = []*Rule{
 	CompactionBeforeMeter,
 	AuditTrail,
 	RetrySideEffect,
+	RetryUnknownEffects,
 	MemoizeSideEffect,
 	NestedRetry,
 	RateLimitOutsideRetry,

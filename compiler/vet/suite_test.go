@@ -21,6 +21,7 @@ var designRules = map[string]dsl.Severity{
 	"order/compaction-before-meter": dsl.Error,
 	"order/audit-trail":             dsl.Error,
 	"order/retry-side-effect":       dsl.Error,
+	"order/retry-unknown-effects":   dsl.Warning,
 	"order/memoize-side-effect":     dsl.Error,
 	"order/nested-retry":            dsl.Warning,
 	"order/ratelimit-outside-retry": dsl.Warning,
