@@ -865,9 +865,7 @@ func (p *mcpProxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: err.Error()}
 	}
 	run.ID = runID(c, id)
-	for _, ended := range s.runs.begin(run.ID, c.tenant) {
-		g.pl.EndRun(ended)
-	}
+	s.runs.begin(run.ID, c.tenant)
 	defer func() { s.runs.end(run.ID, time.Now()) }()
 	res, err := g.pl.Tool(runtime.WithRun(ctx, run), runtime.ToolRequest{Name: name, Args: args, IdempotencyKey: h.Get("Idempotency-Key")})
 	s.observeTool(name, res, err)

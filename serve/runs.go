@@ -64,9 +64,8 @@ func newRunTracker(idle time.Duration, max int, endRuns func(ids []string)) *run
 }
 
 // begin notes a request of run id of tenant, once any end of the run under
-// way is over, and ends the runs past the tenant's bound. It returns no
-// runs (callers that end the runs it returns have nothing more to do).
-func (t *runTracker) begin(id, tenant string) []string {
+// way is over, and ends the runs past the tenant's bound.
+func (t *runTracker) begin(id, tenant string) {
 	t.mu.Lock()
 	st := t.runs[id]
 	for st != nil && st.ending != nil {
@@ -95,7 +94,6 @@ func (t *runTracker) begin(id, tenant string) []string {
 	}
 	t.mu.Unlock()
 	t.finish(ended)
-	return nil
 }
 
 // evict marks for ending the runs of own idle the longest: an eighth of
