@@ -420,10 +420,12 @@ func TestAReservationHoldsWhileItsCallOutlivesTheLease(t *testing.T) {
 	for _, name := range []string{"memory", "redis", "postgres"} {
 		t.Run(name, func(t *testing.T) {
 			shared := backends[name](t)
-			const lease = 300 * time.Millisecond
+			// A lease long enough that a renewal (every third of it) is
+			// not late on a loaded machine talking to a real store.
+			const lease = time.Second
 			// Each call estimates its messages and 1,000 output tokens: one
 			// fits under the ceiling of 1,500 tokens, two do not.
-			cfg := `{"budget":{"tokens":1500},"store":"shared","scope":"global","on_cross":"refuse","lease":"300ms"}`
+			cfg := `{"budget":{"tokens":1500},"store":"shared","scope":"global","on_cross":"refuse","lease":"1s"}`
 			replica := func(model runtime.ModelClient) *runtime.Pipeline {
 				p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("meter", cfg)}})
 				p.Stores = map[string]plan.Store{"shared": {Kind: "memory"}}
