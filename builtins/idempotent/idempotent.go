@@ -252,10 +252,11 @@ func (m *Idempotent) run(ctx context.Context, c *runtime.ToolCall, key string, t
 		// Cancelled, or timed out, while the tool ran (its own deadline,
 		// an upstream's 504), or failed in a way that leaves its outcome
 		// unknown (runtime.MayHaveRun: an MCP upstream's connection lost
-		// after the call was sent): like a panic, it may have made its
+		// after the call was sent; runtime.ErrOutcomeUnrecorded: it ran and
+		// an audit inside could not record it): like a panic, it may have made its
 		// effect before it stopped. The claim is left to expire, so that a
 		// duplicate finds the call in doubt instead of running it again.
-		m.logger.WarnContext(ctx, "idempotent: the call was cancelled, timed out or lost while it ran; its key is in doubt once its lease expires",
+		m.logger.WarnContext(ctx, "idempotent: the call was cancelled, timed out, lost or left unrecorded while it ran; its key is in doubt once its lease expires",
 			"tool", c.Name, "error", err)
 		return v, err
 	}

@@ -689,3 +689,35 @@ func TestResultLikeAStoredErrorIsReplayed(t *testing.T) {
 	}
 	assert.Equal(t, 1, tool.Calls())
 }
+
+// outcomeFailingSink refuses every outcome record: the call runs, its
+// audit layer cannot say so.
+type outcomeFailingSink struct{ intents atomic.Int64 }
+
+func (s *outcomeFailingSink) Append(_ context.Context, r runtime.AuditRecord) error {
+	if r.Phase == runtime.PhaseOutcome {
+		return errors.New("disk full")
+	}
+	s.intents.Add(1)
+	return nil
+}
+
+// A call that ran but whose audit outcome could not be written (an audit
+// inside the idempotent layer) keeps its claim: a duplicate is in doubt,
+// never a second execution.
+func TestCallWhoseOutcomeWasNotRecordedStaysClaimed(t *testing.T) {
+	tool := rt.NewTool(rt.ToolResult{Value: "R1"}, rt.ToolResult{Value: "R2"})
+	p := toolPlan(rt.Layer("idempotent", `{"lease_ttl":"100ms"}`), rt.Layer("audit", ""))
+	p.Tools = map[string]plan.Tool{"refund": {SideEffecting: true}}
+	sink := &outcomeFailingSink{}
+	pl := rt.Build(t, p, runtime.Deps{Audit: sink, Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
+	req := runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1"}}
+	_, err := pl.Tool(ctx1, req)
+	require.ErrorIs(t, err, runtime.ErrOutcomeUnrecorded)
+	time.Sleep(150 * time.Millisecond) // past the claim's lease
+	_, err = pl.Tool(ctx1, req)
+	var doubt *runtime.InDoubtError
+	require.ErrorAs(t, err, &doubt, "the duplicate does not run the refund again")
+	assert.Equal(t, 1, tool.Calls())
+	assert.Positive(t, sink.intents.Load())
+}
