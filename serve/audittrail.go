@@ -7,14 +7,25 @@ import (
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
 
-// memoryTrails returns the names of the audit layers of p whose sink is in
+// memoryTrails returns the audit layers of p (as CHAIN:NAME) whose sink is in
 // process memory (a store of kind memory, or the default store when the
 // policy declares none): a trail that is not durable (it is lost when the
 // process ends) and keeps only the last runtime.DefaultMemoryAuditMax
 // records. A sink the host passes in deps counts as it is.
 func memoryTrails(p *plan.Plan, deps runtime.Deps) []string {
 	var out []string
-	for _, l := range append(append([]plan.Layer(nil), p.Chains.Tool...), p.Chains.Turn...) {
+	type staged struct {
+		stage string
+		plan.Layer
+	}
+	var layers []staged
+	for _, l := range p.Chains.Tool {
+		layers = append(layers, staged{"tool", l})
+	}
+	for _, l := range p.Chains.Turn {
+		layers = append(layers, staged{"turn", l})
+	}
+	for _, l := range layers {
 		if l.Use != "audit" {
 			continue
 		}
@@ -37,10 +48,10 @@ func memoryTrails(p *plan.Plan, deps runtime.Deps) []string {
 		}
 		if host != nil {
 			if runtime.InProcess(host) {
-				out = append(out, l.Name)
+				out = append(out, l.stage+":"+l.Name)
 			}
 		} else if (!declared && cfg.Sink == runtime.DefaultStore) || st.Kind == "memory" {
-			out = append(out, l.Name)
+			out = append(out, l.stage+":"+l.Name)
 		}
 	}
 	return out

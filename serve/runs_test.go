@@ -195,5 +195,5 @@ chains: tool: [{use: "audit", name: "kept"}, {use: "audit", name: "durable", sin
 `)), WatchInterval: -1})
 	logs := s.logs.String()
 	assert.Contains(t, logs, "audit trail in process memory")
-	assert.Contains(t, logs, "layers=[kept]")
+	assert.Contains(t, logs, "layers=[tool:kept]", "each layer named with its chain")
 }
