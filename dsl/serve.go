@@ -151,7 +151,7 @@ func (l *loader) decodeServe(p *Policy, v cue.Value) {
 		if hasCmd && len(s.Headers) > 0 {
 			l.errorf(l.userPos(append(path, "headers")), "schema/invalid-value", "mcp server %q: headers apply to a url, not to a command (a command's credentials go in its environment)", name)
 		}
-		for _, h := range sortedKeys(s.Headers) {
+		for _, h := range keys(s.Headers) {
 			l.checkMCPHeader(name, append(path, "headers", h), h, s.Headers[h])
 		}
 		names := make([]string, 0, len(s.Env))
@@ -215,12 +215,3 @@ func suggestRef(value, last string) string {
 	return strings.TrimSuffix(value, last) + "${TOKEN}"
 }
 
-// sortedKeys returns m's keys in order.
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}

@@ -690,8 +690,10 @@ var anyObject = json.RawMessage(`{"type":"object"}`)
 
 // DeclaredTools returns the tools the plan declares as model tool
 // definitions, sorted by name: each tool's name, description and args schema
-// (an object of any properties when it declares none). A chat request
-// without Tools offers these (see Deps.NoDeclaredTools).
+// in compact JSON (an object of any properties when it declares none), so
+// that a plan loaded from the indented file agentc build writes offers, and
+// is estimated and billed for, the same bytes as the compiled policy. A chat
+// request without Tools offers these (see Deps.NoDeclaredTools).
 func DeclaredTools(p *plan.Plan) []ToolDef {
 	if len(p.Tools) == 0 {
 		return nil
@@ -702,6 +704,11 @@ func DeclaredTools(p *plan.Plan) []ToolDef {
 		params := json.RawMessage(t.Args)
 		if len(params) == 0 || string(params) == "true" {
 			params = anyObject
+		} else {
+			var b bytes.Buffer
+			if json.Compact(&b, params) == nil {
+				params = b.Bytes()
+			}
 		}
 		defs = append(defs, ToolDef{Name: name, Description: t.Description, Parameters: params})
 	}

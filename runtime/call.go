@@ -1057,37 +1057,12 @@ func EstimateRequest(req *ChatRequest) int64 {
 	n := EstimateMessages(req.Messages)
 	for i := range req.Tools {
 		t := &req.Tools[i]
-		n += EstimateTokens(t.Name) + EstimateTokens(t.Description) + estimateJSON(t.Parameters)
+		n += EstimateTokens(t.Name) + EstimateTokens(t.Description) + EstimateTokens(string(t.Parameters))
 	}
 	if f := req.ResponseFormat; f != nil {
-		n += EstimateTokens(f.Name) + estimateJSON(f.Schema)
+		n += EstimateTokens(f.Name) + EstimateTokens(string(f.Schema))
 	}
 	return n
-}
-
-// estimateJSON estimates the tokens of a JSON value as its compact form
-// reads (the whitespace between tokens left out), so that one schema
-// counts alike whether it came indented, from a plan file, or compact.
-func estimateJSON(b []byte) int64 {
-	n, inString, escaped := 0, false, false
-	for _, c := range b {
-		switch {
-		case inString:
-			n++
-			if escaped {
-				escaped = false
-			} else if c == '\\' {
-				escaped = true
-			} else if c == '"' {
-				inString = false
-			}
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
-		default:
-			n++
-			inString = c == '"'
-		}
-	}
-	return int64(n+3) / 4
 }
 
 // Duration is a duration that decodes from a Go duration string ("250ms",

@@ -5,24 +5,23 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/runtime/plan"
 )
 
-// A request's estimate counts its tools' schemas as their compact JSON
-// reads: the same schema indented (as a plan file holds it) or compact
-// (as a policy compiles it) is estimated alike, and a string's spaces
-// count.
-func TestEstimateRequestIgnoresJSONLayout(t *testing.T) {
-	compact := json.RawMessage(`{"type":"object","properties":{"note":{"type":"string","description":"a b  c"}}}`)
-	indented := json.RawMessage("{\n  \"type\": \"object\",\n  \"properties\": {\n    \"note\": {\n      \"type\": \"string\",\n      \"description\": \"a b  c\"\n    }\n  }\n}")
-	req := func(schema json.RawMessage) *ChatRequest {
-		return &ChatRequest{Messages: []Message{{Role: "user", Content: "hi"}},
-			Tools:          []ToolDef{{Name: "note", Description: "take a note", Parameters: schema}},
-			ResponseFormat: &ResponseFormat{Name: "out", Schema: schema}}
-	}
-	assert.Equal(t, EstimateRequest(req(compact)), EstimateRequest(req(indented)))
-	assert.Equal(t, EstimateMessages(req(compact).Messages)+EstimateTokens("note")+EstimateTokens("take a note")+
-		EstimateTokens(string(compact))+EstimateTokens("out")+EstimateTokens(string(compact)), EstimateRequest(req(compact)))
-	assert.Equal(t, int64((len(`{"a":"x \" y"}`)+3)/4), estimateJSON([]byte(`{ "a" : "x \" y" }`)), "an escaped quote does not end the string")
+// The declared tools a request offers carry their schemas in compact JSON:
+// a plan loaded from the indented file agentc build writes offers, and is
+// estimated for, the same bytes as the compiled policy.
+func TestDeclaredToolsAreCompact(t *testing.T) {
+	indented := json.RawMessage("{\n  \"type\": \"object\",\n  \"properties\": {\n    \"note\": {\"type\": \"string\", \"description\": \"a b  c\"}\n  }\n}")
+	compact := `{"type":"object","properties":{"note":{"type":"string","description":"a b  c"}}}`
+	defs := DeclaredTools(&plan.Plan{Tools: map[string]plan.Tool{"note": {Description: "take a note", Args: indented}, "any": {}}})
+	require.Len(t, defs, 2)
+	assert.Equal(t, `{"type":"object"}`, string(defs[0].Parameters), "a tool without args takes any object")
+	assert.Equal(t, compact, string(defs[1].Parameters))
+	req := &ChatRequest{Messages: []Message{{Role: "user", Content: "hi"}}, Tools: defs[1:]}
+	assert.Equal(t, EstimateMessages(req.Messages)+EstimateTokens("note")+EstimateTokens("take a note")+EstimateTokens(compact), EstimateRequest(req))
 }
 
 // A structured tool result reaches the model as JSON without HTML

@@ -392,9 +392,10 @@ func boundedPrintf(format string, args ...any) (string, error) {
 // highest first (a NaN score last), ties in retrieval order. The block holds
 // the k best for the largest k whose rendering fits, found by bisection (a
 // template that renders each item once grows with k); then each item ranked
-// below them, best first, that still fits beside those kept, so that one
-// item too large for the budget (a huge document ranked first) is dropped
-// alone rather than taking every item with it. The items keep their
+// below them, best first, that still fits beside those kept and whose text
+// is shorter than that of every item found not to fit, so that one item
+// too large for the budget (a huge document ranked first) is dropped alone
+// rather than taking every item with it. The items keep their
 // retrieval order in the block. It returns the block ("" when no item
 // fits), the items rendered and the items dropped by the budget, both in
 // retrieval order.
@@ -443,13 +444,22 @@ func (t *Template) Fit(query string, items []Item, maxTokens int64, estimate fun
 	chosen := slices.Clone(ranked[:lo])
 	var out []Item
 	out = append(out, ranked[lo]) // the best left out: it did not fit beside the k best
+	// An item whose text is no shorter than one that did not fit is not
+	// rendered to find it does not fit either: items of like size (the
+	// usual case) cost no render past the bisection.
+	failed := textSize(ranked[lo])
 	for _, it := range ranked[lo+1:] {
+		if textSize(it) >= failed {
+			out = append(out, it)
+			continue
+		}
 		s, sel, ok, err := fits(append(slices.Clone(chosen), it))
 		if err != nil {
 			return "", nil, nil, err
 		}
 		if !ok {
 			out = append(out, it)
+			failed = textSize(it)
 			continue
 		}
 		chosen = append(chosen, it)
@@ -465,6 +475,10 @@ func (t *Template) Fit(query string, items []Item, maxTokens int64, estimate fun
 	}
 	return block, kept, sortedByIndex(out), nil
 }
+
+// textSize is the length of an item's own text: its id, content and
+// source.
+func textSize(it Item) int { return len(it.ID) + len(it.Content) + len(it.Source) }
 
 // scoreAbove orders scores highest first, a NaN below every number: a NaN
 // compares false to anything, which would let it sit anywhere in the
