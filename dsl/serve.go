@@ -214,4 +214,3 @@ func (l *loader) checkMCPHeader(server string, path []string, name, value string
 func suggestRef(value, last string) string {
 	return strings.TrimSuffix(value, last) + "${TOKEN}"
 }
-
