@@ -465,12 +465,9 @@ func cuePath(sel []string) string {
 	return strings.Join(parts, ".")
 }
 
-// allowedFields lists the regular fields the schema allows in the struct
-// at path (optional ones included), for a did-you-mean.
-func (l *loader) allowedFields(path []string) []string {
-	if !l.unified.Exists() {
-		return nil
-	}
+// selPath turns an error's path into a cue.Path: a number is a list index,
+// anything else a field name.
+func selPath(path []string) cue.Path {
 	sels := make([]cue.Selector, len(path))
 	for i, p := range path {
 		if n, err := strconv.Atoi(p); err == nil {
@@ -479,7 +476,16 @@ func (l *loader) allowedFields(path []string) []string {
 			sels[i] = cue.Str(p)
 		}
 	}
-	v := l.unified.LookupPath(cue.MakePath(sels...))
+	return cue.MakePath(sels...)
+}
+
+// allowedFields lists the regular fields the schema allows in the struct
+// at path (optional ones included), for a did-you-mean.
+func (l *loader) allowedFields(path []string) []string {
+	if !l.unified.Exists() {
+		return nil
+	}
+	v := l.unified.LookupPath(selPath(path))
 	if !v.Exists() {
 		return nil
 	}
