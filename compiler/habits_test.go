@@ -19,6 +19,7 @@ func TestHabitHints(t *testing.T) {
 		{"not equal", `args.to <> 'a'`, "cel/syntax", "CEL writes != for not equal"},
 		{"len", `len(args.body) > 100`, "cel/type", "CEL writes size(x)"},
 		{"substring in", `'evil.com' in args.to`, "cel/type", "for a substring write s.contains('...')"},
+		{"look-alike letter", "args.tо == 'a'", "cel/syntax", "'о' (U+043E, a Cyrillic letter) is not ASCII: CEL names and operators are, so retype it"},
 		{"regex escape", `args.to.matches('@evil\.com$')`, "cel/syntax",
 			"`\\.` is not an escape of a CEL string: the CEL text needs `\\\\.`, written `\\\\\\\\.` in a CUE \"...\" string or `\\\\.` in a #\"...\"# one"},
 	}

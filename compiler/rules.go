@@ -48,7 +48,10 @@ goes ("60s"), a unit spelt out or spaced ("1min", "10 s"), a day unit
 ("1d": "24h"), a URL where egress wants a host,
 a key where keys wants its SHA-256, a URL or a non-name where a field
 names an environment variable, one chain declared twice (two lists,
-in one file or two, that CUE joins entry by entry).
+in one file or two, that CUE joins entry by entry), a name holding a
+character outside ASCII, such as a Cyrillic look-alike of a Latin letter
+or an invisible one (the character and its code point: U+0430, a Cyrillic
+letter; a CEL predicate's cel/syntax error names it too).
 
 A value the schema accepts but that is almost surely a slip is a warning:
 a usd_per_mtok_* price below 0.001, a price per token written where the
