@@ -39,3 +39,21 @@ func TestHabitHints(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, c.Diagnostics)
 }
+
+// A variable of another stage is named as such, with the variables the
+// predicate's own stage has.
+func TestStageVariableHint(t *testing.T) {
+	src := "package p\nmodels: primary: {}\nchains: chat: [{use: \"guard\", deny: \"args.amount > 5.0\"}]\n"
+	c, err := Compile(context.Background(), []string{writePolicy(t, src)}, Options{})
+	require.NoError(t, err)
+	require.Len(t, c.Diagnostics, 1)
+	assert.Equal(t, "cel/type", c.Diagnostics[0].Rule)
+	assert.Equal(t, "undeclared reference to 'args': args is a variable of the tool stage; a chat predicate reads run, request, messages and, after the call, response", c.Diagnostics[0].Message)
+
+	// A misspelt name of no stage gets no such hint.
+	src = "package p\ntools: t: {}\nchains: tool: [{use: \"guard\", deny: \"argz.amount > 5.0\"}]\n"
+	c, err = Compile(context.Background(), []string{writePolicy(t, src)}, Options{})
+	require.NoError(t, err)
+	require.NotEmpty(t, c.Diagnostics)
+	assert.NotContains(t, c.Diagnostics[0].Message, "is a variable of")
+}

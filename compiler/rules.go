@@ -93,7 +93,8 @@ language gets what CEL writes instead: = for ==, and, or and not for &&,
 (the CEL text needs ` + "`\\\\.`" + `, written ` + "`\"\\\\\\\\.\"`" + ` in a CUE string).`},
 	{"cel/type", dsl.Error, "undeclared reference, undefined field, or no matching overload", `
 A predicate does not type-check against the variables of its stage: an
-undeclared variable, a field its type does not have (args is typed from the
+undeclared variable (one of another stage, such as args in a chat guard, is
+named as such, with the variables the stage has), a field its type does not have (args is typed from the
 tool's JSON Schema, so a misspelt argument is caught here), an optional
 field read without has(), or an operator applied to the wrong types
 (len(x) and 'sub' in s get the CEL for them: size(x), s.contains('sub')). A
