@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -96,6 +97,48 @@ func phaseHint(msg string, stage predicate.Stage, phase predicate.Phase, kind st
 	return ""
 }
 
+// stageHint explains an undeclared reference to a variable of another
+// stage (args in a chat guard, request in a tool one) by listing the
+// variables of the predicate's own stage.
+func stageHint(msg string, stage predicate.Stage) string {
+	name, ok := strings.CutPrefix(msg, "undeclared reference to '")
+	if !ok {
+		return ""
+	}
+	name = strings.TrimSuffix(name, "'")
+	var own, before, after, others []string
+	for _, v := range predicate.Variables(stage) {
+		own = append(own, v.Name)
+		if v.AfterOnly {
+			after = append(after, v.Name)
+		} else {
+			before = append(before, v.Name)
+		}
+	}
+	for _, s := range []predicate.Stage{predicate.Chat, predicate.Tool, predicate.Turn, predicate.Admit, predicate.State} {
+		if s == stage {
+			continue
+		}
+		for _, v := range predicate.Variables(s) {
+			if v.Name == name {
+				others = append(others, string(s))
+			}
+		}
+	}
+	if len(others) == 0 || slices.Contains(own, name) {
+		return ""
+	}
+	where := "the " + strings.Join(others, " and ") + " stage"
+	if len(others) > 1 {
+		where += "s"
+	}
+	reads := strings.Join(before, ", ")
+	if len(after) > 0 {
+		reads += " and, after the call, " + strings.Join(after, ", ")
+	}
+	return fmt.Sprintf(": %s is a variable of %s; a %s predicate reads %s", name, where, stage, reads)
+}
+
 func (c *Compilation) checkPredicate(x *dsl.Expr, stage predicate.Stage, phase predicate.Phase, tools []string, kind, field string) {
 	var schemas []json.RawMessage
 	if stage == predicate.Tool {
@@ -118,7 +161,11 @@ func (c *Compilation) checkPredicate(x *dsl.Expr, stage predicate.Stage, phase p
 		}
 		msg := is.Message
 		if is.Rule == predicate.RuleType {
-			msg += phaseHint(msg, stage, phase, kind)
+			if h := phaseHint(msg, stage, phase, kind); h != "" {
+				msg += h
+			} else {
+				msg += stageHint(msg, stage)
+			}
 		}
 		msg += habitHint(x.Source, is.Offset, msg)
 		c.report(dsl.Errorf(x.PosAt(is.Offset), is.Rule, "%s", msg))

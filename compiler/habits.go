@@ -3,6 +3,9 @@ package compiler
 import (
 	"regexp"
 	"strings"
+	"unicode/utf8"
+
+	"github.com/agentc-dev/agentc/dsl"
 )
 
 // celEscapes are the escapes a CEL string accepts after a backslash.
@@ -33,6 +36,9 @@ func habitHint(src string, offset int, msg string) string {
 				return "; `" + esc + "` is not an escape of a CEL string: the CEL text needs `" + cel + "`, written `" + strings.ReplaceAll(cel, `\`, `\\`) + "` in a CUE \"...\" string or `" + cel + "` in a #\"...\"# one"
 			}
 		}
+	case strings.Contains(msg, "token recognition error at: '") && offset >= 0 && offset < len(src) && src[offset] >= utf8.RuneSelf:
+		r, _ := utf8.DecodeRuneInString(src[offset:])
+		return "; " + dsl.RuneNote(r) + " is not ASCII: CEL names and operators are, so retype it"
 	case strings.Contains(msg, "extraneous input '>'") && at(offset-1) == '<':
 		return "; CEL writes != for not equal"
 	case unexpectedWordRE.MatchString(msg):

@@ -19,6 +19,7 @@ func TestHabitHints(t *testing.T) {
 		{"not equal", `args.to <> 'a'`, "cel/syntax", "CEL writes != for not equal"},
 		{"len", `len(args.body) > 100`, "cel/type", "CEL writes size(x)"},
 		{"substring in", `'evil.com' in args.to`, "cel/type", "for a substring write s.contains('...')"},
+		{"look-alike letter", "args.tо == 'a'", "cel/syntax", "'о' (U+043E, a Cyrillic letter) is not ASCII: CEL names and operators are, so retype it"},
 		{"regex escape", `args.to.matches('@evil\.com$')`, "cel/syntax",
 			"`\\.` is not an escape of a CEL string: the CEL text needs `\\\\.`, written `\\\\\\\\.` in a CUE \"...\" string or `\\\\.` in a #\"...\"# one"},
 	}
@@ -37,4 +38,22 @@ func TestHabitHints(t *testing.T) {
 	c, err := Compile(context.Background(), []string{writePolicy(t, ok)}, Options{})
 	require.NoError(t, err)
 	assert.Empty(t, c.Diagnostics)
+}
+
+// A variable of another stage is named as such, with the variables the
+// predicate's own stage has.
+func TestStageVariableHint(t *testing.T) {
+	src := "package p\nmodels: primary: {}\nchains: chat: [{use: \"guard\", deny: \"args.amount > 5.0\"}]\n"
+	c, err := Compile(context.Background(), []string{writePolicy(t, src)}, Options{})
+	require.NoError(t, err)
+	require.Len(t, c.Diagnostics, 1)
+	assert.Equal(t, "cel/type", c.Diagnostics[0].Rule)
+	assert.Equal(t, "undeclared reference to 'args': args is a variable of the tool stage; a chat predicate reads run, request, messages and, after the call, response", c.Diagnostics[0].Message)
+
+	// A misspelt name of no stage gets no such hint.
+	src = "package p\ntools: t: {}\nchains: tool: [{use: \"guard\", deny: \"argz.amount > 5.0\"}]\n"
+	c, err = Compile(context.Background(), []string{writePolicy(t, src)}, Options{})
+	require.NoError(t, err)
+	require.NotEmpty(t, c.Diagnostics)
+	assert.NotContains(t, c.Diagnostics[0].Message, "is a variable of")
 }

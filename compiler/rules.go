@@ -39,13 +39,19 @@ chain with the same name, a guard with both deny and require, a fallback
 naming one model twice, a tool-chain entry scoped with an empty tools
 list, which applies it to every tool, two keys with one secret, a
 credential written in an MCP server's env, a JSON Schema whose required
-names a property its properties do not describe). The message gives the field's path and what it
+names a property its properties do not describe), or is left open where
+the schema has a default (a disjunction without a default of the policy's
+own, such as max_attempts: 3 | 4, or a bound, such as >2: CUE would
+silently take the schema's default, 3, a choice the policy did not make). The message gives the field's path and what it
 accepts, and for common slips the fix: a bare number where a duration
 goes ("60s"), a unit spelt out or spaced ("1min", "10 s"), a day unit
 ("1d": "24h"), a URL where egress wants a host,
 a key where keys wants its SHA-256, a URL or a non-name where a field
 names an environment variable, one chain declared twice (two lists,
-in one file or two, that CUE joins entry by entry).
+in one file or two, that CUE joins entry by entry), a name holding a
+character outside ASCII, such as a Cyrillic look-alike of a Latin letter
+or an invisible one (the character and its code point: U+0430, a Cyrillic
+letter; a CEL predicate's cel/syntax error names it too).
 
 A value the schema accepts but that is almost surely a slip is a warning:
 a usd_per_mtok_* price below 0.001, a price per token written where the
@@ -87,7 +93,8 @@ language gets what CEL writes instead: = for ==, and, or and not for &&,
 (the CEL text needs ` + "`\\\\.`" + `, written ` + "`\"\\\\\\\\.\"`" + ` in a CUE string).`},
 	{"cel/type", dsl.Error, "undeclared reference, undefined field, or no matching overload", `
 A predicate does not type-check against the variables of its stage: an
-undeclared variable, a field its type does not have (args is typed from the
+undeclared variable (one of another stage, such as args in a chat guard, is
+named as such, with the variables the stage has), a field its type does not have (args is typed from the
 tool's JSON Schema, so a misspelt argument is caught here), an optional
 field read without has(), or an operator applied to the wrong types
 (len(x) and 'sub' in s get the CEL for them: size(x), s.contains('sub')). A

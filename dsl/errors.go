@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/ast"
@@ -330,7 +332,7 @@ func classify(msg string, path []string) (rule, out string) {
 	}
 	switch {
 	case strings.Contains(msg, "field not allowed"):
-		return "schema/unknown-field", fmt.Sprintf("unknown field %q", last)
+		return "schema/unknown-field", fmt.Sprintf("unknown field %q%s", last, nonASCIINote(last))
 	case strings.Contains(msg, "field is required but not present"):
 		return "schema/missing-field", fmt.Sprintf("missing required field %q", last)
 	case strings.HasPrefix(msg, "required field missing: "):
@@ -377,7 +379,7 @@ func classify(msg string, path []string) (rule, out string) {
 		if hint := patternHint(m[1], strings.TrimLeft(m[2], "=!~")); hint != "" {
 			return "schema/invalid-value", fmt.Sprintf("%s: %s %s", name, m[1], hint)
 		}
-		return "schema/invalid-value", fmt.Sprintf("%s: %s does not match the pattern %s", name, m[1], strings.TrimLeft(m[2], "=!~"))
+		return "schema/invalid-value", fmt.Sprintf("%s: %s does not match the pattern %s%s", name, m[1], strings.TrimLeft(m[2], "=!~"), nonASCIINote(m[1]))
 	}
 	if m := boundRE.FindStringSubmatch(msg); m != nil {
 		return "schema/invalid-value", fmt.Sprintf("%s: %s is out of range: want %s", name, m[1], m[2])
@@ -465,12 +467,9 @@ func cuePath(sel []string) string {
 	return strings.Join(parts, ".")
 }
 
-// allowedFields lists the regular fields the schema allows in the struct
-// at path (optional ones included), for a did-you-mean.
-func (l *loader) allowedFields(path []string) []string {
-	if !l.unified.Exists() {
-		return nil
-	}
+// selPath turns an error's path into a cue.Path: a number is a list index,
+// anything else a field name.
+func selPath(path []string) cue.Path {
 	sels := make([]cue.Selector, len(path))
 	for i, p := range path {
 		if n, err := strconv.Atoi(p); err == nil {
@@ -479,7 +478,16 @@ func (l *loader) allowedFields(path []string) []string {
 			sels[i] = cue.Str(p)
 		}
 	}
-	v := l.unified.LookupPath(cue.MakePath(sels...))
+	return cue.MakePath(sels...)
+}
+
+// allowedFields lists the regular fields the schema allows in the struct
+// at path (optional ones included), for a did-you-mean.
+func (l *loader) allowedFields(path []string) []string {
+	if !l.unified.Exists() {
+		return nil
+	}
+	v := l.unified.LookupPath(selPath(path))
 	if !v.Exists() {
 		return nil
 	}
@@ -561,4 +569,42 @@ func atoi(s string) int {
 func isIndex(s string) bool {
 	_, err := strconv.Atoi(s)
 	return err == nil
+}
+
+// nonASCIINote points at the first character of s (a name, or its quoted
+// literal) outside ASCII, for a name that does not match: a name that reads right but holds a look-alike
+// letter (the Cyrillic а for a) matches no declaration. "" when s is ASCII.
+func nonASCIINote(s string) string {
+	if u, err := strconv.Unquote(s); err == nil {
+		s = u
+	}
+	for _, r := range s {
+		if r >= utf8.RuneSelf {
+			return fmt.Sprintf(": it holds %s, and names are ASCII", RuneNote(r))
+		}
+	}
+	return ""
+}
+
+// RuneNote describes a character outside ASCII for a message: "'а'
+// (U+0430, a Cyrillic letter)".
+func RuneNote(r rune) string {
+	kind := ""
+	for _, sc := range []struct {
+		name  string
+		table *unicode.RangeTable
+	}{{"Cyrillic", unicode.Cyrillic}, {"Greek", unicode.Greek}, {"Armenian", unicode.Armenian}, {"Latin", unicode.Latin}} {
+		if unicode.Is(sc.table, r) && unicode.IsLetter(r) {
+			kind = ", a " + sc.name + " letter"
+			break
+		}
+	}
+	switch {
+	case kind != "":
+	case unicode.Is(unicode.Cf, r):
+		kind = ", an invisible format character"
+	case unicode.IsSpace(r):
+		kind = ", a space"
+	}
+	return fmt.Sprintf("%q (U+%04X%s)", r, r, kind)
 }

@@ -62,6 +62,11 @@ func TestInvalidValueHints(t *testing.T) {
 			`keys.app.sha256: "sk-live-1234567890abcdef" is not a SHA-256 (64 lower-case hex digits): give the hash of the key (printf %s "$KEY" | sha256sum), or env with the variable that holds it; never the key itself`},
 		{"upper-case sha256", `keys: app: {sha256: "D428FC11ED3FC4326BEEDAAD8207F74367127007C3688AA51B311679C44718A2"}`,
 			`is not lower-case: write the SHA-256 in lower-case hex`},
+		{"look-alike letter in a name", `chains: tool: [{use: "log", name: "аudit_log"}]`,
+			`chains.tool[0].name: "аudit_log" does not match the pattern "^[A-Za-z_][A-Za-z0-9_.:/-]*$": it holds 'а' (U+0430, a Cyrillic letter), and names are ASCII`},
+		{"invisible character in a scope", `tools: pay: {}
+chains: tool: [{use: "log", tools: ["pa\u200by"]}]`,
+			`it holds '\u200b' (U+200B, an invisible format character), and names are ASCII`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -99,4 +104,13 @@ func TestRequiredDescribedElsewhere(t *testing.T) {
 	c: {args: {type: "object", required: ["id"]}}
 }`)
 	assert.Empty(t, diags)
+}
+
+// A declared name holding a look-alike letter matches no reference to it:
+// the error at the declaration names the letter.
+func TestLookAlikeDeclaration(t *testing.T) {
+	_, diags, _ := loadSnippet(t, `tools: "pаy": {}`)
+	require.NotEmpty(t, diags)
+	assert.Equal(t, "schema/unknown-field", diags[0].Rule)
+	assert.Equal(t, `unknown field "pаy": it holds 'а' (U+0430, a Cyrillic letter), and names are ASCII`, diags[0].Message)
 }

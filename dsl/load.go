@@ -410,6 +410,7 @@ func (l *loader) evaluate(files []*ast.File) *Policy {
 	if err := v.Validate(cue.Concrete(true)); err != nil {
 		l.addCUEErrors(err, user, skip...)
 	}
+	l.checkOpenValues(user, v)
 	// Decode even after schema errors: references and stages are
 	// checked on what is there, so one round reports them all.
 	p := &Policy{Package: files[0].PackageName(), Dir: l.dir, Files: l.files, Value: v}
@@ -479,4 +480,31 @@ func (l *loader) checkUses(user cue.Value) (skip, uses []string) {
 		}
 	}
 	return skip, uses
+}
+
+// checkOpenValues reports a value the policy leaves open (a disjunction
+// without a default of its own, a bound, a type) that the schema's default
+// closes: `max_attempts: 3 | 4` or `max_attempts: >2` would silently take the
+// default 3, and `trail: "attempts" | "logical"` the default "logical", a
+// choice the author did not make. A value that stays open after unification
+// is reported by the schema pass ("give a concrete value").
+func (l *loader) checkOpenValues(user, unified cue.Value) {
+	err := user.Validate(cue.Concrete(true))
+	for _, e := range cueerrors.Errors(err) {
+		if !strings.HasPrefix(errMsg(e), "incomplete value") {
+			continue
+		}
+		path := e.Path()
+		sel := selPath(path)
+		uv, v := user.LookupPath(sel), unified.LookupPath(sel)
+		if !uv.Exists() || !v.Exists() || v.Validate(cue.Concrete(true)) != nil {
+			continue
+		}
+		def, _ := v.Default()
+		pos := posOf(uv)
+		if !pos.IsValid() || !l.isUserFile(pos.File) {
+			pos = l.placeError(e, path, user)
+		}
+		l.errorf(pos, "schema/invalid-value", "%s: %s is not one value, and the schema's default %s would be taken for it: write the value you mean", fieldName(path), fmt.Sprint(uv), fmt.Sprint(def))
+	}
 }

@@ -118,6 +118,18 @@ func (t *Tool) HasArg(name string) (has, known bool) {
 	return slices.Contains(names, name), known
 }
 
+// RequiresArg reports whether the tool's argument schema lists name in its
+// top-level required.
+func (t *Tool) RequiresArg(name string) bool {
+	var s struct {
+		Required []string `json:"required"`
+	}
+	if len(t.Args) == 0 || json.Unmarshal(t.Args, &s) != nil {
+		return false
+	}
+	return slices.Contains(s.Required, name)
+}
+
 // ArgNames returns the top-level properties of the tool's argument schema,
 // sorted; known is false when the tool declares no argument schema with
 // properties.

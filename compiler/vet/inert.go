@@ -26,7 +26,9 @@ declares in its args schema (the pattern never matches). idempotent
 dedupes side-effecting tools only: one scoped to a tool that is not
 side_effecting is an error (its calls run again on every delivery), and so
 is a key_args entry naming an argument that a side-effecting tool it
-applies to does not declare (every call of that tool is refused). An
+applies to does not declare (every call of that tool is refused); one
+naming an argument the tool declares but does not require is a warning
+(a call without it is refused). An
 unscoped file_check or egress (scan_args false) when no declared tool has
 the argument, or an
 unscoped idempotent when no declared tool is side_effecting, checks
@@ -176,7 +178,16 @@ func (p *Pass) inertIdempotent(e *dsl.Entry) {
 			if t == nil || !t.SideEffecting {
 				continue
 			}
-			if has, known := t.HasArg(arg); has || !known {
+			has, known := t.HasArg(arg)
+			if !known {
+				continue
+			}
+			if has {
+				if !t.RequiresArg(arg) {
+					p.Report(dsl.Diagnostic{Pos: e.FieldPos(fmt.Sprintf("key_args.%d", i)), Severity: dsl.Warning,
+						Related: []dsl.Related{{Pos: t.ArgsPos, Message: fmt.Sprintf("the args of `%s` do not require %q", name, arg)}},
+						Message: fmt.Sprintf("%s key_args[%d] names argument %q, which side-effecting tool `%s` does not require: a call without it is refused and does not run; list it in the tool's required, or key on arguments every call carries", e.Ref(), i, arg, name)})
+				}
 				continue
 			}
 			p.Report(dsl.Diagnostic{Pos: e.FieldPos(fmt.Sprintf("key_args.%d", i)), Severity: dsl.Error,
