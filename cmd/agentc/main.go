@@ -102,6 +102,9 @@ type cliEnv struct {
 	// timeout bounds the compilation of a policy and the evaluation of a
 	// scenario or test file (AGENTC_TIMEOUT; 0: the default).
 	timeout time.Duration
+	// excerpts adds to each text diagnostic the source line and a caret
+	// under its column; on when stderr is a terminal.
+	excerpts bool
 }
 
 func main() {
@@ -143,7 +146,7 @@ func main() {
 // Main runs agentc with args and returns the exit code.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	wd, _ := os.Getwd()
-	env := &cliEnv{stdout: stdout, stderr: stderr, wd: wd}
+	env := &cliEnv{stdout: stdout, stderr: stderr, wd: wd, excerpts: isTerminal(stderr)}
 	if v := os.Getenv("AGENTC_TIMEOUT"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {

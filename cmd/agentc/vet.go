@@ -90,16 +90,36 @@ func printDiagnostics(env *cliEnv, ds dsl.Diagnostics, format string) error {
 	case "sarif":
 		return sarif.Write(env.stdout, ds, sarifOptions(env))
 	}
+	src := &sources{wd: env.wd}
 	for i, d := range ds {
 		if i == maxTextDiagnostics {
 			_, err := fmt.Fprintf(env.stderr, "agentc: %d more diagnostics not shown (-json prints all)\n", len(ds)-i)
 			return err
 		}
-		if _, err := fmt.Fprintln(env.stderr, d.String()); err != nil {
+		text := d.String()
+		if env.excerpts {
+			text = withExcerpt(src, d)
+		}
+		if _, err := fmt.Fprintln(env.stderr, text); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// withExcerpt formats d as Diagnostic.String does, with the source line
+// and a caret under the column below the first line.
+func withExcerpt(src *sources, d dsl.Diagnostic) string {
+	related := d.Related
+	d.Related = nil
+	text := d.String()
+	if ex := src.excerpt(d.Pos); ex != "" {
+		text += "\n" + ex
+	}
+	for _, r := range related {
+		text += fmt.Sprintf("\n\t%s: %s", r.Pos, r.Message)
+	}
+	return text
 }
 
 // writeJSON writes v as indented JSON, without HTML escaping (messages

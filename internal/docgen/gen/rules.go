@@ -104,6 +104,8 @@ the line a diagnostic is reported at carries a ` + "`// vet:`" + ` comment with 
 - ` + "`text`" + ` (the default): one line per problem on standard error,
   ` + "`file:line:col: severity rule-id: message`" + `, sorted by position, with the related positions
   (the other layer of an ordering violation) on indented lines below. At most 200 are printed.
+  On a terminal each problem is followed by its source line, indented, with a caret under the
+  column (control characters shown as ` + "`?`" + `, a line over 120 columns cut around the caret).
 - ` + "`json`" + ` (also ` + "`-json`" + `): a JSON array on standard output of
   ` + "`{\"file\",\"line\",\"col\",\"severity\",\"rule\",\"message\"}`" + `, plus ` + "`\"related\"`" + ` when there are related
   positions.
