@@ -126,7 +126,12 @@ func (s *Server) authenticate(x *exchange) bool {
 	if x.g.keys.open() {
 		return true
 	}
-	presented := presentedKey(x.r)
+	presented, err := presentedKey(x.r.Header)
+	if err != nil {
+		x.Header().Set("WWW-Authenticate", `Bearer realm="agentc", error="invalid_request"`)
+		x.fail(http.StatusUnauthorized, errUnauthorized, err.Error())
+		return false
+	}
 	if presented == "" {
 		x.Header().Set("WWW-Authenticate", `Bearer realm="agentc"`)
 		x.fail(http.StatusUnauthorized, errUnauthorized, "missing API key: send Authorization: Bearer KEY or x-api-key: KEY")
