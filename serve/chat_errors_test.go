@@ -614,3 +614,37 @@ func TestAnthropicMessageOrder(t *testing.T) {
 		})
 	}
 }
+
+// An upstream the gateway cannot reach is a 502 that says so (the model,
+// "connection refused") without the transport's text: the upstream's URL
+// and address, and the resolver's, stay in the gateway's log.
+func TestUnreachableUpstreamIsNotDescribed(t *testing.T) {
+	t.Setenv("AGENTC_TEST_OPENAI_KEY", openAIKey)
+	t.Setenv("AGENTC_TEST_ANTHROPIC_KEY", anthropicKey)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	closed := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	dir := writePolicy(t, fmt.Sprintf(gatewayPolicy, "http://"+closed, "http://"+closed, sha(clientKey), weatherDecl, `{use: "tracing"}`))
+	s := startServer(t, Options{Source: cueSource(dir), WatchInterval: -1})
+	for _, tt := range []struct {
+		name, path string
+		body       []byte
+	}{
+		{"openai", "/v1/chat/completions", chatBody("primary", "hi", false)},
+		{"openai stream", "/v1/chat/completions", chatBody("primary", "hi", true)},
+		{"anthropic", "/v1/messages", messagesBody("backup", "hi", false)},
+		{"anthropic stream", "/v1/messages", messagesBody("backup", "hi", true)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, body := do(t, "POST", s.url+tt.path, clientKey, tt.body)
+			require.Equal(t, 502, code, body)
+			assert.Contains(t, body, "connection refused")
+			assert.Contains(t, body, "the cause is in the gateway's log")
+			for _, leak := range []string{closed, "127.0.0.1", "dial tcp", "http://"} {
+				assert.NotContains(t, body, leak)
+			}
+		})
+	}
+	assert.Contains(t, s.logs.String(), closed, "the log has the whole error")
+}

@@ -8,8 +8,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/agentc-dev/agentc/runtime"
@@ -268,8 +270,40 @@ func (x *exchange) failErr(err error) {
 	x.err = err
 	status, retryAfter := StatusOf(err)
 	SetRetryAfter(x.Header(), retryAfter)
-	x.failLayer(status, runtime.KindOf(err), runtime.LayerOf(err), err.Error())
+	x.failLayer(status, runtime.KindOf(err), runtime.LayerOf(err), clientMessage(err))
 }
+
+// clientMessage is the text of a call's error for the client. A failure
+// to reach an upstream names what failed (the provider and model, refused,
+// reset, timed out) but not the transport's own text, which holds the
+// upstream's URL, its address and the gateway's DNS resolver: where the
+// gateway's network leads is not the client's to learn. The access log
+// keeps the whole error.
+func clientMessage(err error) string {
+	msg := err.Error()
+	var cause string
+	var ue *url.Error
+	var oe *net.OpError
+	var de *net.DNSError
+	switch {
+	case errors.As(err, &ue):
+		cause = ue.Error()
+	case errors.As(err, &oe):
+		cause = oe.Error()
+	case errors.As(err, &de):
+		cause = de.Error()
+	default:
+		return msg
+	}
+	if i := strings.Index(msg, cause); i >= 0 {
+		return msg[:i] + transportWithheld + msg[i+len(cause):]
+	}
+	// The text is not where it was expected: fail closed.
+	return "the upstream could not be reached: " + transportWithheld
+}
+
+// transportWithheld stands for the transport's text in a client message.
+const transportWithheld = "(the cause is in the gateway's log)"
 
 func (x *exchange) failLayer(status int, code, layer, msg string) {
 	x.writeJSON(status, errorBody(x.api, status, code, layer, msg))
