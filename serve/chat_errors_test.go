@@ -550,6 +550,34 @@ func TestRunIDOfTheGatewayIsRefused(t *testing.T) {
 	assert.Contains(t, msg, `X-Agentc-Run may not start with "anon-"`)
 }
 
+// X-Agentc-Run repeated with different ids is refused (the gateway does
+// not pick the first, a proxy in front may have read another); the same id
+// twice is that run.
+func TestRunHeaderRepeated(t *testing.T) {
+	g := newGateway(t, `{use: "tracing"}`, []reply{{body: transcript(t, "openai", "text.sse")}}, nil)
+	post := func(ids ...string) (int, string) {
+		req, err := http.NewRequest("POST", g.url+"/v1/chat/completions", bytes.NewReader(chatBody("primary", "hi", false)))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+clientKey)
+		for _, id := range ids {
+			req.Header.Add(RunHeader, id)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(b)
+	}
+	code, body := post("run-a", "run-b")
+	require.Equal(t, 400, code, body)
+	_, _, _, msg := openAIError(t, body)
+	assert.Contains(t, msg, "X-Agentc-Run is repeated with different ids")
+	assert.Zero(t, g.oa.requests())
+	code, body = post("run-a", "run-a")
+	require.Equal(t, 200, code, body)
+}
+
 // What the APIs accept is served: four stop sequences, stream_options
 // null on a call that does not stream, and stream_options on a stream.
 func TestOpenAIWireBoundsAccepted(t *testing.T) {

@@ -862,7 +862,10 @@ func (p *mcpProxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	if c.tenant != "" {
 		run.Meta = map[string]any{"tenant": c.tenant, "key": c.key}
 	}
-	id := h.Get(RunHeader)
+	id, err := runHeader(h)
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: err.Error()}
+	}
 	if id == "" {
 		id = "mcp-" + req.Session.ID()
 	} else if err := validRunID(id); err != nil {
