@@ -172,6 +172,18 @@ func TestBadRequests(t *testing.T) {
 		{"bad tool arguments", `{"model": "primary", "messages": [{"role": "assistant", "tool_calls": [{"id": "1", "type": "function", "function": {"name": "f", "arguments": "{oops"}}]}]}`,
 			400, "messages[0]: tool_calls[0].function.arguments: not valid JSON"},
 		{"two choices", `{"model": "primary", "n": 2, "messages": [{"role": "user", "content": "hi"}]}`, 400, "n: only 1 choice"},
+		// OpenAI refuses stream_options on a call that does not stream,
+		// more than 4 stop sequences, and an empty array of parts.
+		{"stream options without a stream", `{"model": "primary", "stream_options": {"include_usage": true}, "messages": [{"role": "user", "content": "hi"}]}`,
+			400, "stream_options: only allowed when stream is true"},
+		{"stream options on stream false", `{"model": "primary", "stream": false, "stream_options": {}, "messages": [{"role": "user", "content": "hi"}]}`,
+			400, "stream_options: only allowed when stream is true"},
+		{"five stop sequences", `{"model": "primary", "stop": ["a", "b", "c", "d", "e"], "messages": [{"role": "user", "content": "hi"}]}`,
+			400, "stop: at most 4 sequences, got 5"},
+		{"no content parts", `{"model": "primary", "messages": [{"role": "system", "content": []}, {"role": "user", "content": "hi"}]}`,
+			400, "messages[0]: content: an empty array"},
+		{"no content parts with tool calls", `{"model": "primary", "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": [], "tool_calls": [{"id": "1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}]}`,
+			400, "messages[1]: content: an empty array"},
 		{"unknown model", `{"model": "gpt-9", "messages": [{"role": "user", "content": "hi"}]}`, 404, `model "gpt-9" is not declared`},
 		{"over the limit", `{"model": "primary", "messages": [{"role": "user", "content": "` + strings.Repeat("x", 5<<10) + `"}]}`, 413, "over the limit of 4096 bytes"},
 	} {
@@ -536,4 +548,131 @@ func TestRunIDOfTheGatewayIsRefused(t *testing.T) {
 	typ, _, _, msg := openAIError(t, body)
 	assert.Equal(t, "invalid_request_error", typ)
 	assert.Contains(t, msg, `X-Agentc-Run may not start with "anon-"`)
+}
+
+// X-Agentc-Run repeated with different ids is refused (the gateway does
+// not pick the first, a proxy in front may have read another); the same id
+// twice is that run.
+func TestRunHeaderRepeated(t *testing.T) {
+	g := newGateway(t, `{use: "tracing"}`, []reply{{body: transcript(t, "openai", "text.sse")}}, nil)
+	post := func(ids ...string) (int, string) {
+		req, err := http.NewRequest("POST", g.url+"/v1/chat/completions", bytes.NewReader(chatBody("primary", "hi", false)))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+clientKey)
+		for _, id := range ids {
+			req.Header.Add(RunHeader, id)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(b)
+	}
+	code, body := post("run-a", "run-b")
+	require.Equal(t, 400, code, body)
+	_, _, _, msg := openAIError(t, body)
+	assert.Contains(t, msg, "X-Agentc-Run is repeated with different ids")
+	assert.Zero(t, g.oa.requests())
+	code, body = post("run-a", "run-a")
+	require.Equal(t, 200, code, body)
+}
+
+// What the APIs accept is served: four stop sequences, stream_options
+// null on a call that does not stream, and stream_options on a stream.
+func TestOpenAIWireBoundsAccepted(t *testing.T) {
+	g := newGateway(t, `{use: "tracing"}`, []reply{{body: transcript(t, "openai", "text.sse")}, {body: transcript(t, "openai", "text.sse")}}, nil)
+	url := g.url + "/v1/chat/completions"
+	code, _, body := do(t, "POST", url, clientKey, []byte(`{"model": "primary", "stop": ["a", "b", "c", "d"], "stream_options": null,
+		"messages": [{"role": "user", "content": "hi"}]}`))
+	require.Equal(t, 200, code, body)
+	assert.Contains(t, g.oa.body(0), `"stop":["a","b","c","d"]`)
+	code, _, body = do(t, "POST", url, clientKey, []byte(`{"model": "primary", "stream": true, "stream_options": {"include_usage": true},
+		"messages": [{"role": "user", "content": "hi"}]}`))
+	require.Equal(t, 200, code, body)
+	assert.Contains(t, body, "[DONE]")
+}
+
+// The Anthropic route answers as the Messages API: max_tokens and at least
+// one message are required (400 in Anthropic's error body); a conversation
+// that opens with an assistant turn, or holds consecutive turns of one
+// role, is served (the API takes both and combines consecutive turns) and
+// reaches the model as sent.
+func TestAnthropicMessageOrder(t *testing.T) {
+	replies := func() []reply {
+		return []reply{{body: transcript(t, "anthropic", "text.sse")}, {body: transcript(t, "anthropic", "text.sse")}}
+	}
+	g := newGateway(t, `{use: "tracing"}`, nil, replies())
+	url := g.url + "/v1/messages"
+	for _, tt := range []struct {
+		name, body, msg string
+	}{
+		{"no max_tokens", `{"model": "backup", "messages": [{"role": "user", "content": "hi"}]}`, "max_tokens: required"},
+		{"no messages", `{"model": "backup", "max_tokens": 16, "messages": []}`, "messages: at least one message is required"},
+		{"messages null", `{"model": "backup", "max_tokens": 16, "messages": null}`, "messages: at least one message is required"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, body := do(t, "POST", url, "", []byte(tt.body), "x-api-key", clientKey)
+			require.Equal(t, 400, code, body)
+			var e struct {
+				Type  string
+				Error struct{ Type, Message string }
+			}
+			require.NoError(t, json.Unmarshal([]byte(body), &e), body)
+			assert.Equal(t, "error", e.Type)
+			assert.Equal(t, "invalid_request_error", e.Error.Type)
+			assert.Contains(t, e.Error.Message, tt.msg)
+		})
+	}
+	assert.Zero(t, g.an.requests(), "a refused request reaches no model")
+
+	for i, tt := range []struct {
+		name, messages, want string
+	}{
+		{"assistant first", `[{"role": "assistant", "content": "How can I help?"}, {"role": "user", "content": "hi"}]`,
+			`"messages":[{"role":"assistant","content":[{"type":"text","text":"How can I help?"}]},{"role":"user","content":[{"type":"text","text":"hi"}]}]`},
+		{"consecutive user turns", `[{"role": "user", "content": "hi"}, {"role": "user", "content": "are you there?"}]`,
+			`"messages":[{"role":"user","content":[{"type":"text","text":"hi"}]},{"role":"user","content":[{"type":"text","text":"are you there?"}]}]`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, body := do(t, "POST", url, "", []byte(`{"model": "backup", "max_tokens": 16, "messages": `+tt.messages+`}`), "x-api-key", clientKey)
+			require.Equal(t, 200, code, body)
+			require.Equal(t, i+1, g.an.requests())
+			assert.Contains(t, g.an.body(i), tt.want)
+		})
+	}
+}
+
+// An upstream the gateway cannot reach is a 502 that says so (the model,
+// "connection refused") without the transport's text: the upstream's URL
+// and address, and the resolver's, stay in the gateway's log.
+func TestUnreachableUpstreamIsNotDescribed(t *testing.T) {
+	t.Setenv("AGENTC_TEST_OPENAI_KEY", openAIKey)
+	t.Setenv("AGENTC_TEST_ANTHROPIC_KEY", anthropicKey)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	closed := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	dir := writePolicy(t, fmt.Sprintf(gatewayPolicy, "http://"+closed, "http://"+closed, sha(clientKey), weatherDecl, `{use: "tracing"}`))
+	s := startServer(t, Options{Source: cueSource(dir), WatchInterval: -1})
+	for _, tt := range []struct {
+		name, path string
+		body       []byte
+	}{
+		{"openai", "/v1/chat/completions", chatBody("primary", "hi", false)},
+		{"openai stream", "/v1/chat/completions", chatBody("primary", "hi", true)},
+		{"anthropic", "/v1/messages", messagesBody("backup", "hi", false)},
+		{"anthropic stream", "/v1/messages", messagesBody("backup", "hi", true)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, body := do(t, "POST", s.url+tt.path, clientKey, tt.body)
+			require.Equal(t, 502, code, body)
+			assert.Contains(t, body, "connection refused")
+			assert.Contains(t, body, "the cause is in the gateway's log")
+			for _, leak := range []string{closed, "127.0.0.1", "dial tcp", "http://"} {
+				assert.NotContains(t, body, leak)
+			}
+		})
+	}
+	assert.Contains(t, s.logs.String(), closed, "the log has the whole error")
 }

@@ -413,14 +413,16 @@ func TestFallbackFromOpenAIToAnthropic(t *testing.T) {
 	down := reply{status: 500, body: `{"error":{"message":"The server had an error","type":"server_error","param":null,"code":null}}`}
 	g := newGateway(t, typicalChain, []reply{down, down, down, down},
 		[]reply{{body: transcript(t, "anthropic", "text.sse")}, {body: transcript(t, "anthropic", "text.sse")}})
-	params := openai.ChatCompletionNewParams{Model: "primary", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hello")},
-		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}}
+	params := openai.ChatCompletionNewParams{Model: "primary", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hello")}}
 
 	c, err := g.openai(t).Chat.Completions.New(context.Background(), params)
 	require.NoError(t, err)
 	assert.Equal(t, "Hello! How can I help you today?", c.Choices[0].Message.Content)
 	assert.Equal(t, "backup", c.Model)
 
+	// stream_options only with a stream: the API refuses it on a call that
+	// does not stream.
+	params.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
 	stream := g.openai(t).Chat.Completions.NewStreaming(context.Background(), params)
 	var acc openai.ChatCompletionAccumulator
 	for stream.Next() {

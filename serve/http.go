@@ -8,8 +8,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/agentc-dev/agentc/runtime"
@@ -126,7 +128,12 @@ func (s *Server) authenticate(x *exchange) bool {
 	if x.g.keys.open() {
 		return true
 	}
-	presented := presentedKey(x.r)
+	presented, err := presentedKey(x.r.Header)
+	if err != nil {
+		x.Header().Set("WWW-Authenticate", `Bearer realm="agentc", error="invalid_request"`)
+		x.fail(http.StatusUnauthorized, errUnauthorized, err.Error())
+		return false
+	}
 	if presented == "" {
 		x.Header().Set("WWW-Authenticate", `Bearer realm="agentc"`)
 		x.fail(http.StatusUnauthorized, errUnauthorized, "missing API key: send Authorization: Bearer KEY or x-api-key: KEY")
@@ -263,8 +270,40 @@ func (x *exchange) failErr(err error) {
 	x.err = err
 	status, retryAfter := StatusOf(err)
 	SetRetryAfter(x.Header(), retryAfter)
-	x.failLayer(status, runtime.KindOf(err), runtime.LayerOf(err), err.Error())
+	x.failLayer(status, runtime.KindOf(err), runtime.LayerOf(err), clientMessage(err))
 }
+
+// clientMessage is the text of a call's error for the client. A failure
+// to reach an upstream names what failed (the provider and model, refused,
+// reset, timed out) but not the transport's own text, which holds the
+// upstream's URL, its address and the gateway's DNS resolver: where the
+// gateway's network leads is not the client's to learn. The access log
+// keeps the whole error.
+func clientMessage(err error) string {
+	msg := err.Error()
+	var cause string
+	var ue *url.Error
+	var oe *net.OpError
+	var de *net.DNSError
+	switch {
+	case errors.As(err, &ue):
+		cause = ue.Error()
+	case errors.As(err, &oe):
+		cause = oe.Error()
+	case errors.As(err, &de):
+		cause = de.Error()
+	default:
+		return msg
+	}
+	if i := strings.Index(msg, cause); i >= 0 {
+		return msg[:i] + transportWithheld + msg[i+len(cause):]
+	}
+	// The text is not where it was expected: fail closed.
+	return "the upstream could not be reached: " + transportWithheld
+}
+
+// transportWithheld stands for the transport's text in a client message.
+const transportWithheld = "(the cause is in the gateway's log)"
 
 func (x *exchange) failLayer(status int, code, layer, msg string) {
 	x.writeJSON(status, errorBody(x.api, status, code, layer, msg))

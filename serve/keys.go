@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -88,17 +89,39 @@ func (kr *keyring) match(presented string) (*virtualKey, bool) {
 
 // presentedKey returns the key a request carries: `Authorization: Bearer
 // KEY` (OpenAI clients, MCP clients) or `x-api-key: KEY` (Anthropic
-// clients).
-func presentedKey(r *http.Request) string {
-	if v := r.Header.Get("x-api-key"); v != "" {
-		return v
+// clients), "" when it carries none. A request that carries two keys that
+// differ (both headers, or one repeated) is refused with errKeyConflict:
+// which one the caller meant is not the gateway's to guess, and a proxy in
+// front may have checked the other. The same key twice is one key.
+func presentedKey(h http.Header) (string, error) {
+	var key string
+	add := func(v string) error {
+		if v = strings.TrimSpace(v); v == "" {
+			return nil
+		}
+		if key != "" && v != key {
+			return errKeyConflict
+		}
+		key = v
+		return nil
 	}
-	a := r.Header.Get("Authorization")
-	if len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
-		return strings.TrimSpace(a[7:])
+	for _, v := range h.Values("x-api-key") {
+		if err := add(v); err != nil {
+			return "", err
+		}
 	}
-	return ""
+	for _, a := range h.Values("Authorization") {
+		if len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
+			if err := add(a[7:]); err != nil {
+				return "", err
+			}
+		}
+	}
+	return key, nil
 }
+
+// errKeyConflict refuses a request that carries two different keys.
+var errKeyConflict = errors.New("conflicting API keys: the request carries more than one key (x-api-key, Authorization: Bearer, or a header repeated) and they differ; send one")
 
 // varName matches the conventional name of an environment variable.
 var varName = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*$`)

@@ -841,7 +841,11 @@ func (p *mcpProxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	defer cancel()
 	c := caller{}
 	if !g.keys.open() {
-		k, ok := g.keys.match(presentedKey(&http.Request{Header: h}))
+		presented, err := presentedKey(h)
+		if err != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: err.Error()}
+		}
+		k, ok := g.keys.match(presented)
 		if !ok {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "unknown API key"}
 		}
@@ -858,7 +862,10 @@ func (p *mcpProxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	if c.tenant != "" {
 		run.Meta = map[string]any{"tenant": c.tenant, "key": c.key}
 	}
-	id := h.Get(RunHeader)
+	id, err := runHeader(h)
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: err.Error()}
+	}
 	if id == "" {
 		id = "mcp-" + req.Session.ID()
 	} else if err := validRunID(id); err != nil {
@@ -946,7 +953,8 @@ func (s *Server) mcpHandler(x *exchange) {
 	}
 	// The binding reads the key as a bearer token, as clients of the
 	// Anthropic kind send it in x-api-key.
-	r.Header.Set("Authorization", "Bearer "+presentedKey(r))
+	key, _ := presentedKey(r.Header) // authenticate refused a conflict
+	r.Header.Set("Authorization", "Bearer "+key)
 	r = r.WithContext(context.WithValue(r.Context(), sessionUserKey{}, x.caller.key))
 	s.mcp.keyed.ServeHTTP(w, r)
 }

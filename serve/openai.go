@@ -89,6 +89,9 @@ type oaResponseFormat struct {
 	} `json:"json_schema"`
 }
 
+// maxStop is the most stop sequences the Chat Completions API takes.
+const maxStop = 4
+
 // decodeOpenAI maps a Chat Completions request onto the call model.
 func decodeOpenAI(body []byte, p *chatParams) error {
 	var in oaRequest
@@ -182,6 +185,10 @@ func decodeOpenAI(body []byte, p *chatParams) error {
 		} else if err := json.Unmarshal(in.Stop, &req.Stop); err != nil {
 			return errors.New("stop: want a string or an array of strings")
 		}
+		if len(req.Stop) > maxStop {
+			// The API's bound: its 400, whichever model serves the call.
+			return fmt.Errorf("stop: at most %d sequences, got %d", maxStop, len(req.Stop))
+		}
 	}
 	if rf := in.ResponseFormat; rf != nil {
 		switch rf.Type {
@@ -205,6 +212,10 @@ func decodeOpenAI(body []byte, p *chatParams) error {
 			req.Metadata = map[string]string{}
 		}
 		req.Metadata["user_id"] = in.User
+	}
+	if in.StreamOptions != nil && !in.Stream {
+		// The API refuses it rather than ignore it (its 400).
+		return errors.New("stream_options: only allowed when stream is true")
 	}
 	p.stream = in.Stream
 	p.includeUsage = in.StreamOptions != nil && in.StreamOptions.IncludeUsage
@@ -237,6 +248,10 @@ func openAIMessage(in *oaMessage) (runtime.Message, error) {
 			var parts []oaPart
 			if err := json.Unmarshal(c, &parts); err != nil {
 				return m, errors.New("content: want a string or an array of content parts")
+			}
+			if len(parts) == 0 {
+				// The API's schema wants at least one part.
+				return m, errors.New("content: an empty array; want a string or at least one content part")
 			}
 			for j, p := range parts {
 				switch p.Type {
@@ -504,7 +519,7 @@ func (s *openAIStream) end(resp *runtime.ChatResponse) {
 // API sends when a stream fails), and no [DONE].
 func (s *openAIStream) fail(err error) {
 	status, _ := StatusOf(err)
-	body, _ := json.Marshal(errorBody(apiOpenAI, status, runtime.KindOf(err), runtime.LayerOf(err), err.Error()))
+	body, _ := json.Marshal(errorBody(apiOpenAI, status, runtime.KindOf(err), runtime.LayerOf(err), clientMessage(err)))
 	s.buf = append(s.buf, "data: "...)
 	s.buf = append(s.buf, body...)
 	s.buf = append(s.buf, "\n\n"...)

@@ -192,6 +192,22 @@ func validRunID(id string) error {
 	return nil
 }
 
+// runHeader returns the run id a request names ("" for none). The header
+// repeated with different ids is refused: the gateway does not pick one
+// run when a proxy in front may have read the other.
+func runHeader(h http.Header) (string, error) {
+	vs := h.Values(RunHeader)
+	for _, v := range vs[min(1, len(vs)):] {
+		if v != vs[0] {
+			return "", fmt.Errorf("%s is repeated with different ids; send one", RunHeader)
+		}
+	}
+	if len(vs) == 0 {
+		return "", nil
+	}
+	return vs[0], nil
+}
+
 // anonPrefix starts the id of the run of a request without a run id.
 const anonPrefix = "anon-"
 
@@ -200,7 +216,10 @@ const anonPrefix = "anon-"
 // named run is ended by the idle sweep once no request of it has been seen
 // for the idle period.
 func (s *Server) withRun(ctx context.Context, w http.ResponseWriter, r *http.Request, g *generation, c caller) (context.Context, func(), error) {
-	id := r.Header.Get(RunHeader)
+	id, err := runHeader(r.Header)
+	if err != nil {
+		return ctx, nil, err
+	}
 	run := runtime.Run{Agent: "serve", Tenant: c.tenant}
 	if c.tenant != "" {
 		run.Meta = map[string]any{"tenant": c.tenant, "key": c.key}

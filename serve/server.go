@@ -170,7 +170,15 @@ type Server struct {
 	watched   fingerprint
 	watchDirs []string
 	closed    atomic.Bool
+
+	// stopNow is cancelled by Abort: it is the base of every request's
+	// context, and it cuts the drain and the grace of a shutdown short.
+	stopNow context.Context
+	abort   context.CancelFunc
 }
+
+// ErrAborted is returned by Serve when Abort cut the shutdown short.
+var ErrAborted = errors.New("serve: stopped at once; the requests in flight were cut")
 
 // New loads the first generation of the policy and returns the server. A
 // policy that does not load or build fails New.
@@ -181,6 +189,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	opts.defaults()
 	s := &Server{opts: opts, log: opts.Logger, metrics: newMetrics(opts.Registry),
 		memory: opts.Deps.Memory}
+	s.stopNow, s.abort = context.WithCancel(context.Background())
 	if s.memory == nil {
 		s.memory = runtime.NewMemoryStore()
 	}
@@ -413,10 +422,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.Serve
 // change, and ending idle runs. Then it turns unready (/readyz answers 503),
 // goes on serving for DrainDelay, stops accepting connections, lets
 // the requests in flight finish within ShutdownTimeout (cutting the rest),
-// and closes the pipeline. It returns the listener's error, if any.
+// and closes the pipeline. It returns the listener's error, if any, or
+// ErrAborted when Abort cut the shutdown short.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs := s.HTTPServer()
 	bg, stopBG := context.WithCancel(ctx)
+	defer context.AfterFunc(s.stopNow, stopBG)()
 	var wg sync.WaitGroup
 	wg.Go(func() { s.watch(bg) })
 	wg.Go(func() { s.sweepRuns(bg) })
@@ -424,15 +435,20 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	go func() {
 		<-bg.Done()
 		s.ready.Store(false)
-		if d := s.opts.DrainDelay; d > 0 {
+		if d := s.opts.DrainDelay; d > 0 && s.stopNow.Err() == nil {
 			s.log.Info("draining: unready, still serving", "for", d)
-			time.Sleep(d)
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-s.stopNow.Done():
+				t.Stop()
+			}
 		}
-		sctx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownTimeout)
+		sctx, cancel := context.WithTimeout(s.stopNow, s.opts.ShutdownTimeout)
 		defer cancel()
 		err := hs.Shutdown(sctx)
 		if err != nil {
-			// The deadline passed: cut the streams still open.
+			// The deadline passed, or Abort: cut the streams still open.
 			_ = hs.Close()
 		}
 		shutdownDone <- err
@@ -444,14 +460,18 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	stopBG()
 	serr := <-shutdownDone
-	if serr != nil {
+	aborted := s.stopNow.Err() != nil
+	switch {
+	case aborted:
+		s.log.Warn("stopping at once: open requests were cut")
+	case serr != nil:
 		s.log.Warn("shutdown deadline passed; open requests were cut", "timeout", s.opts.ShutdownTimeout)
 	}
 	wg.Wait()
 	closed := make(chan error, 1)
 	go func() { closed <- s.Close() }()
 	var cut <-chan time.Time
-	if serr != nil {
+	if serr != nil || aborted {
 		// The requests cut end as their contexts are cancelled; one
 		// that ignores it (a host tool, a store without a timeout) must
 		// not keep the process past its deadline.
@@ -465,8 +485,17 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	case <-cut:
 		s.log.Error("requests still running after the shutdown cut; returning without closing the pipeline", "waited", cutWait)
 	}
+	if aborted && err == nil {
+		err = ErrAborted
+	}
 	return err
 }
+
+// Abort stops Serve at once: the drain and the grace of a shutdown under
+// way end (or a shutdown starts without them), every request in flight
+// has its context cancelled and its connection closed, and Serve returns
+// ErrAborted. It is the second SIGTERM of agentc serve.
+func (s *Server) Abort() { s.abort() }
 
 // cutWait bounds the wait, after the shutdown deadline cut the requests
 // still open, for them to end and the pipeline to close.
@@ -481,6 +510,8 @@ func (s *Server) HTTPServer() *http.Server {
 		IdleTimeout:       s.opts.IdleTimeout,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		// Abort cancels every request.
+		BaseContext: func(net.Listener) context.Context { return s.stopNow },
 	}
 	// An MCP session's standalone event stream carries no call: it ends
 	// when the shutdown starts, or it would hold it for the whole grace.

@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -104,6 +105,14 @@ func TestVirtualKeys(t *testing.T) {
 		{"key from the environment", []string{"Authorization", "bearer bob-key"}, 200, `"object":"list"`},
 		{"anthropic header", []string{"x-api-key", "bob-key"}, 200, `"object":"list"`},
 		{"a key's hash is not a key", []string{"Authorization", "Bearer " + sha("alice-key")}, 401, "unknown API key"},
+		{"scheme in capitals, spaces around the key", []string{"Authorization", "BEARER   bob-key  "}, 200, `"object":"list"`},
+		{"no space after the scheme", []string{"Authorization", "Bearerbob-key"}, 401, "missing API key"},
+		{"another scheme", []string{"Authorization", "Basic Ym9iLWtleQ=="}, 401, "missing API key"},
+		{"the same key in both headers", []string{"Authorization", "Bearer bob-key", "x-api-key", "bob-key"}, 200, `"object":"list"`},
+		// Which key the caller meant is not the gateway's to guess, nor
+		// is one key to win over the other whatever it is.
+		{"a good x-api-key and another bearer", []string{"Authorization", "Bearer mallory", "x-api-key", "bob-key"}, 401, "conflicting API keys"},
+		{"two good keys", []string{"Authorization", "Bearer alice-key", "x-api-key", "bob-key"}, 401, "conflicting API keys"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -117,6 +126,31 @@ func TestVirtualKeys(t *testing.T) {
 		})
 	}
 	assert.Contains(t, s.logs.String(), "tenant=team-b")
+
+	// A header repeated: the first value is not to win over the others.
+	for _, tt := range []struct {
+		name, header string
+		values       []string
+		want         int
+	}{
+		{"two bearer tokens", "Authorization", []string{"Bearer bob-key", "Bearer mallory"}, 401},
+		{"two x-api-keys", "x-api-key", []string{"bob-key", "mallory"}, 401},
+		{"one key twice", "x-api-key", []string{"bob-key", "bob-key"}, 200},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			req, err := http.NewRequest("GET", s.url+"/v1/models", nil)
+			require.NoError(t, err)
+			for _, v := range tt.values {
+				req.Header.Add(tt.header, v)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			assert.Equal(t, tt.want, resp.StatusCode, string(b))
+			assert.NotContains(t, string(b), "mallory")
+		})
+	}
 }
 
 func TestKeyFromAnUnsetVariableFailsTheLoad(t *testing.T) {

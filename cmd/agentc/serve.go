@@ -63,8 +63,33 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 	if *watch == 0 {
 		*watch = -1
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	// The first SIGINT or SIGTERM starts the graceful shutdown (ctx ends);
+	// a second one stops at once (srv.Abort). Only the signals count: ctx
+	// ending from outside is not a first signal.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	ctx, stop := context.WithCancel(ctx)
 	defer stop()
+	served := make(chan struct{})
+	defer close(served)
+	second := make(chan struct{})
+	go func() {
+		for n := 0; n < 2; n++ {
+			select {
+			case sig := <-sigs:
+				if n == 0 {
+					logger.Info("shutting down; a second signal stops at once", "signal", sig.String())
+					stop()
+				} else {
+					logger.Warn("second signal: stopping at once", "signal", sig.String())
+					close(second)
+				}
+			case <-served:
+				return
+			}
+		}
+	}()
 	serve.PoolUpstreamConnections(256)
 	srv, err := serve.New(ctx, serve.Options{
 		Source: policySource(fs.Arg(0), env, logger), Logger: logger,
@@ -107,7 +132,17 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 			}
 		}
 	}()
-	if err := srv.Serve(ctx, ln); err != nil {
+	go func() {
+		select {
+		case <-second:
+			srv.Abort()
+		case <-served:
+		}
+	}()
+	if err := srv.Serve(ctx, ln); errors.Is(err, serve.ErrAborted) {
+		fmt.Fprintln(env.stderr, "agentc: serve: stopped at once by a second signal; the requests in flight were cut")
+		return exitProblems
+	} else if err != nil {
 		return fail(env, "serve: %v", err)
 	}
 	return exitOK

@@ -3,12 +3,17 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -130,4 +135,108 @@ func TestServeDrainFlag(t *testing.T) {
 	rc = cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: t.TempDir()}, []string{"-h"})
 	assert.Equal(t, exitOK, rc)
 	assert.Contains(t, stderr.String(), "-drain")
+}
+
+// A second SIGTERM or SIGINT during the drain or the grace stops the server
+// at once: the request in flight is cut, and the process exits 1 without
+// waiting out -drain and -grace. The server runs as a process of its own
+// (the agentc command the test binary provides), signalled as an
+// orchestrator or an operator would.
+func TestServeSecondSignalStopsAtOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		drain string
+		sig   syscall.Signal
+	}{
+		{"drain/SIGTERM", "10m", syscall.SIGTERM},
+		{"grace/SIGINT", "0", syscall.SIGINT},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testSecondSignal(t, tc.drain, tc.sig) })
+	}
+}
+
+func testSecondSignal(t *testing.T, drain string, sig syscall.Signal) {
+	arrived := make(chan struct{}, 1)
+	release := make(chan struct{})
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case arrived <- struct{}{}:
+		default:
+		}
+		select { // the model never answers
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer upstream.Close()
+	defer close(release)
+
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte("package p\n\nmodels: primary: {provider: \"openai\", model: \"m\", api_key_env: \"AGENTC_TEST_SERVE_KEY\", base_url: \""+upstream.URL+"/v1\"}\n"), 0o644))
+	listen := freeAddr(t)
+	stderr := &lockedBuffer{}
+	cmd := exec.Command("agentc", "serve", "-listen", listen, "-drain", drain, "-grace", "10m", "-watch", "0", dir)
+	cmd.Env = append(os.Environ(), "AGENTC_TEST_SERVE_KEY=k")
+	cmd.Stderr = stderr
+	require.NoError(t, cmd.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() {
+		_ = cmd.Process.Kill()
+	}()
+	require.Eventually(t, func() bool {
+		code, _, err := get("http://" + listen + "/healthz")
+		return err == nil && code == 200
+	}, 60*time.Second, 20*time.Millisecond, "the server did not come up: %s", stderr)
+
+	inflight := make(chan error, 1)
+	go func() {
+		resp, err := http.Post("http://"+listen+"/v1/chat/completions", "application/json",
+			strings.NewReader(`{"model": "primary", "messages": [{"role": "user", "content": "hi"}]}`))
+		if err == nil {
+			_, err = io.ReadAll(resp.Body)
+			resp.Body.Close()
+		}
+		inflight <- err
+	}()
+	select {
+	case <-arrived:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the request did not reach the model: %s", stderr)
+	}
+
+	pid := cmd.Process.Pid
+	require.NoError(t, syscall.Kill(pid, sig))
+	require.Eventually(t, func() bool {
+		return strings.Contains(stderr.String(), "a second signal stops at once")
+	}, 60*time.Second, 20*time.Millisecond, "the server did not start its shutdown: %s", stderr)
+	if drain != "0" {
+		code, _, err := get("http://" + listen + "/readyz")
+		require.NoError(t, err)
+		assert.Equal(t, http.StatusServiceUnavailable, code, "draining")
+	}
+	select {
+	case err := <-exited:
+		t.Fatalf("the first signal stopped the server (%v): %s", err, stderr)
+	case err := <-inflight:
+		t.Fatalf("the first signal ended the request in flight (%v): %s", err, stderr)
+	default:
+	}
+
+	require.NoError(t, syscall.Kill(pid, sig))
+	select {
+	case err := <-exited:
+		var ee *exec.ExitError
+		require.True(t, errors.As(err, &ee), "exit: %v", err)
+		assert.Equal(t, exitProblems, ee.ExitCode(), "%s", stderr)
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the second signal did not stop the server within 60s (drain %s, grace 10m): %s", drain, stderr)
+	}
+	select {
+	case <-inflight: // cut: an error, or the error body of a cancelled call
+	case <-time.After(60 * time.Second):
+		t.Fatal("the request in flight was not cut")
+	}
+	assert.Contains(t, stderr.String(), "second signal: stopping at once")
+	assert.Contains(t, stderr.String(), "agentc: serve: stopped at once by a second signal")
 }
