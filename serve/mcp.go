@@ -877,7 +877,10 @@ func (p *mcpProxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	res, err := g.pl.Tool(runtime.WithRun(ctx, run), runtime.ToolRequest{Name: name, Args: args, IdempotencyKey: h.Get("Idempotency-Key")})
 	s.observeTool(name, res, err)
 	if err != nil {
-		msg := err.Error()
+		msg := clientMessage(err)
+		if msg != err.Error() {
+			s.log.Warn("mcp tool call failed", "tool", name, "run", run.ID, "error", err.Error())
+		}
 		// A final refusal names its class and layer once (a BlockedError
 		// already says "blocked by LAYER").
 		if layer := runtime.LayerOf(err); layer != "" && runtime.Classify(err).Final() {

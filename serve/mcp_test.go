@@ -422,3 +422,30 @@ mcp: servers: pay: {url: %q, headers: Authorization: "Bearer ${PAY_MCP_TOKEN}"}
 	assert.NotContains(t, err.Error(), token)
 	assert.NotContains(t, logs.String(), token)
 }
+
+// An upstream MCP server the proxy can no longer reach is an error result
+// that says so without the transport's text (the upstream's URL and
+// address); the gateway's log has the whole error.
+func TestMCPUnreachableUpstreamIsNotDescribed(t *testing.T) {
+	upstream, refunds := inProcessUpstream(t)
+	u, err := url.Parse(upstream)
+	require.NoError(t, err)
+	front := httptest.NewServer(httputil.NewSingleHostReverseProxy(u))
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(proxyPolicy, sha("agent-key"), front.URL)))})
+	cs := connectProxy(t, s.url, "agent-key", map[string]string{RunHeader: "order-9"})
+	front.CloseClientConnections()
+	front.Close()
+
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "refund", Arguments: map[string]any{"order_id": "A1", "amount": 5}})
+	require.NoError(t, err)
+	require.True(t, res.IsError)
+	msg := text(t, res)
+	assert.Contains(t, msg, `mcp server "pay"`)
+	assert.Contains(t, msg, "the cause is in the gateway's log")
+	host := strings.TrimPrefix(front.URL, "http://")
+	for _, leak := range []string{host, "127.0.0.1", "dial tcp", "http://"} {
+		assert.NotContains(t, msg, leak)
+	}
+	assert.Contains(t, s.logs.String(), host, "the log has the whole error")
+	assert.Zero(t, refunds.Load())
+}
