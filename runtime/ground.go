@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/agentc-dev/agentc/runtime/grounding"
@@ -129,6 +130,9 @@ type groundingPlan struct {
 	// runs holds each run's grounding (once per run, not every turn),
 	// until the run ends.
 	runs map[string]*groundOnce
+	// gen counts the calls of Reground: a grounding computed under an
+	// earlier count is computed again.
+	gen atomic.Uint64
 }
 
 // groundOnce is the grounding of one run or one turn, computed by its first
@@ -136,6 +140,7 @@ type groundingPlan struct {
 type groundOnce struct {
 	mu    sync.Mutex
 	done  bool
+	gen   uint64 // groundingPlan.gen when done
 	block string
 }
 
@@ -441,9 +446,10 @@ func (pl *Pipeline) withTurnGrounding(ctx context.Context, input string) context
 }
 
 // groundCall retrieves, admits and renders the grounding of the call's run
-// (or turn, with reground_every_turn) on its first model call, and injects
-// the block into c's request. A retrieval or render failure fails the call
-// before any layer sees it.
+// (or turn, with reground_every_turn) on its first model call, and on its
+// first after Reground, and injects the block into c's request. A
+// retrieval or render failure, or an item a screening layer blocks on,
+// fails the call before any layer sees it.
 func (pl *Pipeline) groundCall(ctx context.Context, c *ChatCall) error {
 	gp := pl.grounding
 	turn, _ := ctx.Value(turnGroundingKey{}).(*turnGrounding)
@@ -467,7 +473,8 @@ func (pl *Pipeline) groundCall(ctx context.Context, c *ChatCall) error {
 		gp.mu.Unlock()
 	}
 	once.mu.Lock()
-	if !once.done {
+	if gen := gp.gen.Load(); !once.done || once.gen != gen {
+		once.done = false
 		items, err := pl.deps.Retriever.Retrieve(ctx, RetrievalQuery{Text: query, Run: c.Meta.Run})
 		if err != nil {
 			once.mu.Unlock()
@@ -494,7 +501,7 @@ func (pl *Pipeline) groundCall(ctx context.Context, c *ChatCall) error {
 			pl.logger.WarnContext(ctx, "grounding: items a screening layer flagged were left out of the block", "items", n,
 				"first_id", g.Flagged[0].ID, "first_source", g.Flagged[0].Source, "why", g.FlaggedWhy[0])
 		}
-		once.block, once.done = g.Block, true
+		once.block, once.done, once.gen = g.Block, true, gen
 	}
 	block := once.block
 	once.mu.Unlock()
@@ -516,6 +523,18 @@ func refusedWithReason(why []string) (int, string) {
 		}
 	}
 	return n, first
+}
+
+// Reground makes the next model call of every run, and of every turn with
+// reground_every_turn, retrieve, admit and render its grounding again,
+// instead of reusing the block it holds: a host calls it when items are
+// revoked at the source (a document withdrawn from the index), so that no
+// run keeps carrying them until it ends. A call already under way keeps
+// the block it was given. Without a grounding section it does nothing.
+func (pl *Pipeline) Reground() {
+	if pl.grounding != nil {
+		pl.grounding.gen.Add(1)
+	}
 }
 
 // forgetGrounding drops the grounding of an ended run.

@@ -88,3 +88,34 @@ func ids(items []runtime.Item) []string {
 	}
 	return out
 }
+
+// TestRegroundDropsTheKeptBlocks: after Reground, the next model call of a
+// run, and of a turn with reground_every_turn, retrieves again: an item
+// revoked at the source leaves the runs that carried it.
+func TestRegroundDropsTheKeptBlocks(t *testing.T) {
+	for _, everyTurn := range []bool{false, true} {
+		ret := &retriever{sets: [][]runtime.Item{kb[:1], kb[3:4]}}
+		model := rt.NewModel(rt.Response{Deltas: []string{"ok"}})
+		pl := rt.Build(t, groundPlan(&plan.Grounding{Render: &plan.GroundingRender{Template: "{{range .Items}}{{.Content}}{{end}}"}, EveryTurn: everyTurn}),
+			runtime.Deps{Models: map[string]runtime.ModelClient{"m": model}, Retriever: ret})
+		ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r1"})
+		_, err := pl.Turn(ctx, runtime.TurnRequest{Input: "refunds?"}, func(ctx context.Context) (string, error) {
+			for i := range 3 {
+				if i == 2 {
+					pl.Reground() // the first item is withdrawn from the index
+				}
+				if _, err := pl.Complete(ctx, runtime.ChatRequest{Model: "m", Messages: []runtime.Message{{Role: "user", Content: "x"}}}); err != nil {
+					return "", err
+				}
+			}
+			return "", nil
+		})
+		require.NoError(t, err)
+		var blocks []string
+		for _, req := range model.Requests() {
+			blocks = append(blocks, req.Messages[0].Content)
+		}
+		assert.Equal(t, []string{"refunds take 5 days", "refunds take 5 days", "orders ship in 2 days"}, blocks, "every turn: %v", everyTurn)
+		assert.Len(t, ret.queries, 2)
+	}
+}
