@@ -238,7 +238,6 @@ func (pl *Pipeline) Ground(ctx context.Context, query string, items []Item) (Gro
 	refuse := func(i int, reason string) {
 		g.Refused = append(g.Refused, items[i])
 		g.RefusedWhy = append(g.RefusedWhy, reason)
-		outcome[i] = GroundedRefused
 		if reason != "" {
 			why[i] = reason
 		}
@@ -325,7 +324,7 @@ func (pl *Pipeline) Ground(ctx context.Context, query string, items []Item) (Gro
 // first one a layer flags without drop is passed to flagged too, and ends
 // the screening with the *BlockedError the grounding fails with.
 func (gp *groundingPlan) screen(ctx context.Context, admitted []grounding.Item, items []Item, flagged func(i int, reason string)) ([]grounding.Item, *BlockedError) {
-	pass := admitted[:0:0]
+	var pass []grounding.Item
 	for _, gi := range admitted {
 		text, err := gp.tpl.Render("", []grounding.Item{gi})
 		if err != nil {
