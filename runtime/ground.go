@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/agentc-dev/agentc/runtime/grounding"
 	"github.com/agentc-dev/agentc/runtime/plan"
@@ -45,7 +49,33 @@ const (
 	// GroundedRefused: the admit predicate refused the item (or failed on
 	// it).
 	GroundedRefused = "refused"
+	// GroundedFlagged: a screening layer of the chat chain
+	// (GroundingScreener) flagged the item: it was left out of the block,
+	// or, with a layer that blocks, the grounding was blocked for it.
+	GroundedFlagged = "flagged"
+	// GroundedBlocked: the item was admitted, but the grounding was
+	// blocked for another item a screening layer flagged: no block was
+	// injected.
+	GroundedBlocked = "blocked"
 )
+
+// GroundingScreener is a chat layer that reads each grounding item before
+// the block is rendered: security, pii with action "block", content_filter.
+// Every such layer of the chat chain, outermost first, is asked about every
+// item the admit predicate let through, whatever its `when` (the block
+// serves every call of the run, or turn), so that an item it would flag in
+// the block is named, and left out when its policy says so, instead of
+// blocking every call that carries the block. The layer still reads the
+// whole block at each call.
+type GroundingScreener interface {
+	// ScreenGrounding reads text, one item rendered by the template alone
+	// (over an empty query). It returns "" when the layer lets the item
+	// through; otherwise what it found, never the text itself ("prompt
+	// injection detected (...)", "personal data (email)"), and whether its
+	// policy is to drop such an item from the block (true) or to block the
+	// call (false).
+	ScreenGrounding(ctx context.Context, text string) (found string, drop bool)
+}
 
 // GroundingKey marks the message grounding injects: its Metadata holds
 // GroundingKey: "true". The block carries text whoever wrote the retrieved
@@ -74,6 +104,11 @@ type Grounded struct {
 	Prompt  []Item `json:"prompt"`
 	Dropped []Item `json:"dropped,omitempty"`
 	Refused []Item `json:"refused,omitempty"`
+	// Flagged are the admitted items a screening layer flagged
+	// (GroundingScreener), and FlaggedWhy, item for item, the layer and
+	// what it found ("security: prompt injection detected (...)").
+	Flagged    []Item   `json:"flagged,omitempty"`
+	FlaggedWhy []string `json:"flagged_why,omitempty"`
 	// RefusedWhy is, item for item with Refused, why an item was refused
 	// when the predicate did not simply answer false ("" when it did): its
 	// evaluation failed, or its text holds a delimiter of the render
@@ -87,11 +122,17 @@ type groundingPlan struct {
 	tpl       *grounding.Template // nil without render
 	maxTokens int64
 	sink      AuditSink // nil without record_grounding
+	// screens are the chat chain's GroundingScreener layers, outermost
+	// first.
+	screens []screener
 
 	mu sync.Mutex
 	// runs holds each run's grounding (once per run, not every turn),
 	// until the run ends.
 	runs map[string]*groundOnce
+	// gen counts the calls of Reground: a grounding computed under an
+	// earlier count is computed again.
+	gen atomic.Uint64
 }
 
 // groundOnce is the grounding of one run or one turn, computed by its first
@@ -99,7 +140,32 @@ type groundingPlan struct {
 type groundOnce struct {
 	mu    sync.Mutex
 	done  bool
+	gen   uint64 // groundingPlan.gen when done
 	block string
+}
+
+// The values of a screening layer's `grounding` setting: what an item it
+// flags does.
+const (
+	// GroundingBlock blocks the grounding, and so the call, naming the item.
+	GroundingBlock = "block"
+	// GroundingDrop leaves the item out of the block.
+	GroundingDrop = "drop"
+)
+
+// CheckGroundingSetting checks a screening layer's `grounding` setting:
+// empty (the layer's default), GroundingBlock or GroundingDrop.
+func CheckGroundingSetting(s string) error {
+	if s != "" && s != GroundingBlock && s != GroundingDrop {
+		return fmt.Errorf("grounding must be %q or %q, got %q", GroundingBlock, GroundingDrop, s)
+	}
+	return nil
+}
+
+// screener is a GroundingScreener layer and its name.
+type screener struct {
+	name string
+	s    GroundingScreener
 }
 
 // turnGrounding rides on a turn's context: its input and, with
@@ -124,6 +190,11 @@ func (pl *Pipeline) buildGrounding(ctx context.Context) error {
 			return fmt.Errorf("build grounding.render.template: %w", err)
 		}
 		gp.tpl, gp.maxTokens = t, int64(r.MaxTokens)
+		for _, l := range pl.layers[plan.StageChat] {
+			if s, ok := l.Middleware.(GroundingScreener); ok {
+				gp.screens = append(gp.screens, screener{name: l.Name, s: s})
+			}
+		}
 		if r.Placement != "" && r.Placement != plan.PlacementSystem && r.Placement != plan.PlacementBeforeLastUser {
 			return fmt.Errorf("build grounding.render.placement: %q is not %q or %q", r.Placement, plan.PlacementSystem, plan.PlacementBeforeLastUser)
 		}
@@ -143,18 +214,26 @@ func (pl *Pipeline) buildGrounding(ctx context.Context) error {
 }
 
 // Ground admits items (retrieved for query) with the plan's admit predicate,
-// renders the admitted ones with grounding.render (dropping the lowest
-// scored until the block fits max_tokens) and, with record_grounding,
-// appends one audit record saying what became of each item. It injects
-// nothing: the chat calls of a pipeline with a Retriever do that by
-// themselves. A plan without a grounding section admits and reports. An
-// item whose admission fails is refused and the joined evaluation errors
-// are returned with the result; a render or audit failure returns an
-// error and no block.
+// has the chat chain's screening layers read each admitted item
+// (GroundingScreener), renders the items that pass with grounding.render
+// (dropping the lowest scored until the block fits max_tokens) and, with
+// record_grounding, appends one audit record saying what became of each
+// item. It injects nothing: the chat calls of a pipeline with a Retriever
+// do that by themselves. A plan without a grounding section admits and
+// reports. An item whose admission fails is refused and the joined
+// evaluation errors are returned with the result. An item a screening
+// layer flags is left out of the block when the layer's policy drops it;
+// otherwise the grounding is blocked: no block, and a *BlockedError of the
+// layer naming the item (by id and source, never its text). A render or
+// audit failure returns an error and no block.
 func (pl *Pipeline) Ground(ctx context.Context, query string, items []Item) (Grounded, error) {
 	g := Grounded{Query: query, Prompt: []Item{}}
 	gp := pl.grounding
 	admitted := make([]grounding.Item, 0, len(items))
+	outcome := make([]string, len(items))
+	for i := range outcome {
+		outcome[i] = GroundedRefused
+	}
 	why := map[int]string{}
 	refuse := func(i int, reason string) {
 		g.Refused = append(g.Refused, items[i])
@@ -188,6 +267,32 @@ func (pl *Pipeline) Ground(ctx context.Context, query string, items []Item) (Gro
 	if len(why) == 0 {
 		g.RefusedWhy = nil
 	}
+	var blocked *BlockedError
+	if gp != nil && gp.tpl != nil && len(gp.screens) > 0 {
+		var pass []grounding.Item
+		pass, blocked = gp.screen(ctx, admitted, items, func(i int, reason string) {
+			g.Flagged = append(g.Flagged, items[i])
+			g.FlaggedWhy = append(g.FlaggedWhy, reason)
+			outcome[i], why[i] = GroundedFlagged, reason
+		})
+		if err := ctx.Err(); err != nil {
+			return Grounded{}, err
+		}
+		if blocked == nil {
+			admitted = pass
+		}
+	}
+	if blocked != nil {
+		for _, it := range admitted {
+			if outcome[it.Index] != GroundedFlagged {
+				outcome[it.Index] = GroundedBlocked
+			}
+		}
+		if err := pl.recordGrounding(ctx, &g, items, outcome, why, blocked); err != nil {
+			return Grounded{}, err
+		}
+		return g, blocked
+	}
 	kept := admitted
 	var dropped []grounding.Item
 	if gp != nil && gp.tpl != nil {
@@ -200,33 +305,105 @@ func (pl *Pipeline) Ground(ctx context.Context, query string, items []Item) (Gro
 	}
 	for _, it := range kept {
 		g.Prompt = append(g.Prompt, items[it.Index])
+		outcome[it.Index] = GroundedPrompt
 	}
 	for _, it := range dropped {
 		g.Dropped = append(g.Dropped, items[it.Index])
+		outcome[it.Index] = GroundedBudget
 	}
-	if gp != nil && gp.sink != nil {
-		if err := gp.sink.Append(ctx, pl.groundingRecord(ctx, &g, items, kept, dropped, why)); err != nil {
-			return Grounded{}, &CallError{Layer: LayerGrounding, Kind: KindPermanent, Message: "record grounding: " + err.Error()}
-		}
+	if err := pl.recordGrounding(ctx, &g, items, outcome, why, nil); err != nil {
+		return Grounded{}, err
 	}
 	return g, admitErr
+}
+
+// screen has every screening layer read each admitted item, rendered alone
+// (or, when it does not render alone, its id, source, content and
+// metadata), and returns the items that pass. An item a layer flags with
+// drop is passed to flagged with the layer's reason and left out; the
+// first one a layer flags without drop is passed to flagged too, and ends
+// the screening with the *BlockedError the grounding fails with.
+func (gp *groundingPlan) screen(ctx context.Context, admitted []grounding.Item, items []Item, flagged func(i int, reason string)) ([]grounding.Item, *BlockedError) {
+	var pass []grounding.Item
+	for _, gi := range admitted {
+		text, err := gp.tpl.Render("", []grounding.Item{gi})
+		if err != nil {
+			text = strings.Join([]string{gi.ID, gi.Source, gi.Content, fmt.Sprint(gi.Metadata)}, "\n")
+		}
+		ok := true
+		for _, sc := range gp.screens {
+			if ctx.Err() != nil {
+				return nil, nil
+			}
+			found, drop := sc.s.ScreenGrounding(ctx, text)
+			if found == "" {
+				continue
+			}
+			flagged(gi.Index, sc.name+": "+found)
+			if !drop {
+				return nil, &BlockedError{Layer: sc.name, Message: itemName(&items[gi.Index], gi.Index) + ": " + found}
+			}
+			ok = false
+			break
+		}
+		if ok {
+			pass = append(pass, gi)
+		}
+	}
+	return pass, nil
+}
+
+// itemName names a grounding item in a message by its id (else its index
+// in the retrieval) and source, each quoted and cut to maxNameBytes: never
+// by its text.
+func itemName(it *Item, i int) string {
+	name := "grounding item #" + strconv.Itoa(i)
+	if it.ID != "" {
+		name = "grounding item " + strconv.Quote(clip(it.ID, maxNameBytes))
+	}
+	if it.Source != "" {
+		name += " (source " + strconv.Quote(clip(it.Source, maxNameBytes)) + ")"
+	}
+	return name
+}
+
+// maxNameBytes bounds an item's id and source in a message.
+const maxNameBytes = 64
+
+// clip cuts s to at most n bytes, at a character boundary, marking a cut
+// with "...".
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := n
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "..."
+}
+
+// recordGrounding appends, with record_grounding, the audit record of one
+// grounding (groundingRecord); a failure is a *CallError of layer
+// grounding.
+func (pl *Pipeline) recordGrounding(ctx context.Context, g *Grounded, items []Item, outcome []string, why map[int]string, blocked *BlockedError) error {
+	gp := pl.grounding
+	if gp == nil || gp.sink == nil {
+		return nil
+	}
+	if err := gp.sink.Append(ctx, pl.groundingRecord(ctx, g, items, outcome, why, blocked)); err != nil {
+		return &CallError{Layer: LayerGrounding, Kind: KindPermanent, Message: "record grounding: " + err.Error()}
+	}
+	return nil
 }
 
 // groundingRecord is the audit record of one grounding: an outcome record
 // of stage admit and layer grounding whose Args hold the query, the
 // block's estimate and budget, and every retrieved item's index, id,
-// source, score and outcome, with the reason of a refusal that has one.
-func (pl *Pipeline) groundingRecord(ctx context.Context, g *Grounded, items []Item, kept, dropped []grounding.Item, why map[int]string) AuditRecord {
-	outcome := make([]string, len(items))
-	for i := range outcome {
-		outcome[i] = GroundedRefused
-	}
-	for _, it := range kept {
-		outcome[it.Index] = GroundedPrompt
-	}
-	for _, it := range dropped {
-		outcome[it.Index] = GroundedBudget
-	}
+// source, score and outcome, with the reason of a refusal that has one and
+// of a flag. A blocked grounding's record is denied, with the block's
+// error.
+func (pl *Pipeline) groundingRecord(ctx context.Context, g *Grounded, items []Item, outcome []string, why map[int]string, blocked *BlockedError) AuditRecord {
 	list := make([]any, len(items))
 	for i := range items {
 		e := map[string]any{"index": i, "source": items[i].Source, "score": items[i].Score, "outcome": outcome[i]}
@@ -244,6 +421,9 @@ func (pl *Pipeline) groundingRecord(ctx context.Context, g *Grounded, items []It
 	}
 	rec := AuditRecord{Time: pl.clock().Now(), Layer: LayerGrounding, Stage: plan.StageAdmit, Phase: PhaseOutcome,
 		Decision: DecisionOK, Args: args}
+	if blocked != nil {
+		rec.Decision, rec.ErrorType, rec.ErrorMessage = DecisionDenied, KindOf(blocked), blocked.Error()
+	}
 	if r, ok := ctx.Value(runKey{}).(*Run); ok {
 		rec.RunID = r.ID
 	}
@@ -265,9 +445,10 @@ func (pl *Pipeline) withTurnGrounding(ctx context.Context, input string) context
 }
 
 // groundCall retrieves, admits and renders the grounding of the call's run
-// (or turn, with reground_every_turn) on its first model call, and injects
-// the block into c's request. A retrieval or render failure fails the call
-// before any layer sees it.
+// (or turn, with reground_every_turn) on its first model call, and on its
+// first after Reground, and injects the block into c's request. A
+// retrieval or render failure, or an item a screening layer blocks on,
+// fails the call before any layer sees it.
 func (pl *Pipeline) groundCall(ctx context.Context, c *ChatCall) error {
 	gp := pl.grounding
 	turn, _ := ctx.Value(turnGroundingKey{}).(*turnGrounding)
@@ -291,7 +472,8 @@ func (pl *Pipeline) groundCall(ctx context.Context, c *ChatCall) error {
 		gp.mu.Unlock()
 	}
 	once.mu.Lock()
-	if !once.done {
+	if gen := gp.gen.Load(); !once.done || once.gen != gen {
+		once.done = false
 		items, err := pl.deps.Retriever.Retrieve(ctx, RetrievalQuery{Text: query, Run: c.Meta.Run})
 		if err != nil {
 			once.mu.Unlock()
@@ -299,7 +481,10 @@ func (pl *Pipeline) groundCall(ctx context.Context, c *ChatCall) error {
 		}
 		g, err := pl.Ground(ctx, query, items)
 		var ce *CallError
-		if errors.As(err, &ce) && ce.Layer == LayerGrounding {
+		var be *BlockedError
+		if errors.As(err, &ce) && ce.Layer == LayerGrounding || errors.As(err, &be) {
+			// Nothing is kept: the next call retrieves again (the flagged
+			// item may be gone from the sources by then).
 			once.mu.Unlock()
 			return err
 		}
@@ -311,7 +496,11 @@ func (pl *Pipeline) groundCall(ctx context.Context, c *ChatCall) error {
 		if n, first := refusedWithReason(g.RefusedWhy); n > 0 {
 			pl.logger.WarnContext(ctx, "grounding: items refused (evaluation failed, or their text could break out of the block)", "items", n, "first", first)
 		}
-		once.block, once.done = g.Block, true
+		if n := len(g.Flagged); n > 0 {
+			pl.logger.WarnContext(ctx, "grounding: items a screening layer flagged were left out of the block", "items", n,
+				"first_id", g.Flagged[0].ID, "first_source", g.Flagged[0].Source, "why", g.FlaggedWhy[0])
+		}
+		once.block, once.done, once.gen = g.Block, true, gen
 	}
 	block := once.block
 	once.mu.Unlock()
@@ -333,6 +522,18 @@ func refusedWithReason(why []string) (int, string) {
 		}
 	}
 	return n, first
+}
+
+// Reground makes the next model call of every run, and of every turn with
+// reground_every_turn, retrieve, admit and render its grounding again,
+// instead of reusing the block it holds: a host calls it when items are
+// revoked at the source (a document withdrawn from the index), so that no
+// run keeps carrying them until it ends. A call already under way keeps
+// the block it was given. Without a grounding section it does nothing.
+func (pl *Pipeline) Reground() {
+	if pl.grounding != nil {
+		pl.grounding.gen.Add(1)
+	}
 }
 
 // forgetGrounding drops the grounding of an ended run.

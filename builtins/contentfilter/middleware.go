@@ -36,6 +36,11 @@ type Middleware struct {
 	// System checks the messages of role "system" too (the default); false
 	// leaves them, the operator's own instructions, unchecked.
 	System bool `json:"system"`
+	// Grounding decides what a grounding item the layer flags does
+	// (runtime.GroundingScreener): runtime.GroundingBlock (the default)
+	// blocks the call, naming the item; runtime.GroundingDrop leaves the
+	// item out of the block.
+	Grounding string `json:"grounding,omitempty"`
 
 	name   string
 	seen   scanned.Record
@@ -72,7 +77,16 @@ func (m *Middleware) Validate() error {
 	if m.OnError != "closed" && m.OnError != "open" {
 		return fmt.Errorf(`on_error must be "closed" or "open", got %q`, m.OnError)
 	}
-	return nil
+	return runtime.CheckGroundingSetting(m.Grounding)
+}
+
+// ScreenGrounding implements runtime.GroundingScreener.
+func (m *Middleware) ScreenGrounding(_ context.Context, text string) (string, bool) {
+	match, ok := m.filter.Check(text)
+	if !ok {
+		return "", false
+	}
+	return fmt.Sprintf("banned %s %q", match.Kind, match.Rule), m.Grounding == runtime.GroundingDrop
 }
 
 func (m *Middleware) check(what, text string) error {
@@ -167,4 +181,6 @@ var (
 	_ runtime.ChatWrapper = (*Middleware)(nil)
 	_ runtime.TurnWrapper = (*Middleware)(nil)
 	_ runtime.RunEnder    = (*Middleware)(nil)
+
+	_ runtime.GroundingScreener = (*Middleware)(nil)
 )

@@ -139,7 +139,7 @@ func TestConfigErrors(t *testing.T) {
 	_, err := runtime.Build(context.Background(), p, runtime.Deps{})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "patterns[1]")
-	for _, cfg := range []string{`{"keywords":[" "]}`, `{"on_error":"x"}`, `{"extra":1}`} {
+	for _, cfg := range []string{`{"keywords":[" "]}`, `{"on_error":"x"}`, `{"extra":1}`, `{"grounding":"skip"}`} {
 		p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("content_filter", cfg)}})
 		_, err := runtime.Build(context.Background(), p, runtime.Deps{})
 		assert.Error(t, err, cfg)

@@ -30,8 +30,15 @@ func TestGroundingBlockScanned(t *testing.T) {
 	_, err := build(t, `{"system":false}`, model).Complete(context.Background(), req)
 	var b *runtime.BlockedError
 	require.ErrorAs(t, err, &b)
-	assert.Equal(t, "message 1 grounding block contains personal data (email)", b.Message)
+	assert.Equal(t, "privacy", b.Layer)
+	assert.Equal(t, "grounding item #0: personal data (email)", b.Message, "the item is named, never the data")
 	assert.Empty(t, model.seen)
+
+	model = &recordingModel{}
+	_, err = build(t, `{"system":false,"grounding":"drop"}`, model).Complete(context.Background(), req)
+	require.NoError(t, err)
+	require.Len(t, model.seen, 1)
+	assert.Len(t, model.seen[0], 2, "the item holding personal data is left out: no block is injected")
 
 	model = &recordingModel{}
 	_, err = build(t, `{"system":false,"action":"redact"}`, model).Complete(context.Background(), req)
@@ -41,4 +48,10 @@ func TestGroundingBlockScanned(t *testing.T) {
 	require.Len(t, sent, 3)
 	assert.Equal(t, "support bot for ops@example.com", sent[0].Content, "the operator's system prompt is left alone")
 	assert.Equal(t, "escalate to [REDACTED:email]\n", sent[1].Content, "the grounding block is redacted")
+
+	model = &recordingModel{}
+	_, err = build(t, `{"system":false,"action":"redact","grounding":"block"}`, model).Complete(context.Background(), req)
+	require.ErrorAs(t, err, &b, "grounding block blocks whatever the action")
+	assert.Equal(t, "grounding item #0: personal data (email)", b.Message)
+	assert.Empty(t, model.seen)
 }

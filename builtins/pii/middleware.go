@@ -59,6 +59,12 @@ type Middleware struct {
 	// "block" a line holding personal data ends the stream before it is
 	// released, with "redact" it is released redacted.
 	Output bool `json:"output"`
+	// Grounding decides what a grounding item holding personal data does
+	// (runtime.GroundingScreener): runtime.GroundingBlock blocks the
+	// call, naming the item; runtime.GroundingDrop leaves the item out of
+	// the block. Unset, the action applies: "block" blocks, "redact"
+	// redacts the item in the block.
+	Grounding string `json:"grounding,omitempty"`
 
 	name    string
 	seen    scanned.Record
@@ -92,7 +98,21 @@ func (m *Middleware) Validate() error {
 	if m.OnError != "closed" && m.OnError != "open" {
 		return fmt.Errorf(`on_error must be "closed" or "open", got %q`, m.OnError)
 	}
-	return nil
+	return runtime.CheckGroundingSetting(m.Grounding)
+}
+
+// ScreenGrounding implements runtime.GroundingScreener. With action
+// "redact" and grounding unset it flags nothing: the item's personal data
+// is redacted in the block.
+func (m *Middleware) ScreenGrounding(_ context.Context, text string) (string, bool) {
+	if m.Grounding == "" && m.Action == ActionRedact {
+		return "", false
+	}
+	ms := m.scanner.Find(text)
+	if len(ms) == 0 {
+		return "", false
+	}
+	return "personal data (" + kindsOf(ms) + ")", m.Grounding == runtime.GroundingDrop
 }
 
 // kindsOf names the distinct kinds of ms in detection-priority order.
@@ -330,6 +350,8 @@ var (
 	_ runtime.ToolWrapper  = (*Middleware)(nil)
 	_ runtime.ToolAdmitter = (*Middleware)(nil)
 	_ runtime.RunEnder     = (*Middleware)(nil)
+
+	_ runtime.GroundingScreener = (*Middleware)(nil)
 )
 
 // EndRun implements runtime.RunEnder: it forgets what the run's calls

@@ -50,6 +50,11 @@ type Middleware struct {
 	// system prompt is the operator's own instructions, which an injection
 	// check would only flag for saying what instructions say.
 	System bool `json:"system"`
+	// Grounding decides what a grounding item the layer flags does
+	// (runtime.GroundingScreener): runtime.GroundingBlock (the default)
+	// blocks the call, naming the item; runtime.GroundingDrop leaves the
+	// item out of the block.
+	Grounding string `json:"grounding,omitempty"`
 
 	name     string
 	seen     scanned.Record
@@ -162,6 +167,9 @@ func (m *Middleware) Provision(b *runtime.BuildContext) error {
 func (m *Middleware) Validate() error {
 	if m.OnError != "closed" && m.OnError != "open" {
 		return fmt.Errorf(`on_error must be "closed" or "open", got %q`, m.OnError)
+	}
+	if err := runtime.CheckGroundingSetting(m.Grounding); err != nil {
+		return err
 	}
 	if c := m.Classifier; c != nil {
 		if _, err := c.parseTimeout(); err != nil {
@@ -398,6 +406,18 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	}
 }
 
+// ScreenGrounding implements runtime.GroundingScreener: a grounding item is
+// read as a document, as the block is. A classifier failure with on_error
+// "closed" flags the item; with "open" it is let through undecided (the
+// block is classified again at the call).
+func (m *Middleware) ScreenGrounding(ctx context.Context, text string) (string, bool) {
+	var b *runtime.BlockedError
+	if !errors.As(m.verdict(ctx, text, true), &b) {
+		return "", false
+	}
+	return b.Message, m.Grounding == runtime.GroundingDrop
+}
+
 // checkCalls checks the arguments of the model's tool calls, recording
 // those that pass for the run.
 func (m *Middleware) checkCalls(ctx context.Context, run string, calls []runtime.ToolUse) ([]runtime.ToolUse, error) {
@@ -434,6 +454,8 @@ var (
 	_ runtime.ChatWrapper = (*Middleware)(nil)
 	_ runtime.TurnWrapper = (*Middleware)(nil)
 	_ runtime.RunEnder    = (*Middleware)(nil)
+
+	_ runtime.GroundingScreener = (*Middleware)(nil)
 )
 
 // ErrUndecided is returned (wrapped) by ScanTool for a definition the

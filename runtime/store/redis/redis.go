@@ -482,8 +482,24 @@ func limit[T int64 | float64](p *T) string {
 	return strconv.FormatFloat(float64(*p), 'g', -1, 64)
 }
 
+// reservationsSuffix ends the key of a ledger's reservations.
+const reservationsSuffix = "#reservations"
+
+// ledger is the key of ledger key. A ledger's reservations are kept beside
+// it, under its key followed by reservationsSuffix; so that no ledger's own
+// key ends that way (the ledger of a run "x#reservations" would be the
+// reservations of run "x"), a key ending in reservationsSuffix followed by
+// any number of '#' gets one '#' more: no two keys, ledgers or
+// reservations, meet. Every other key is stored where it always was.
+func (s *Store) ledger(key string) string {
+	if strings.HasSuffix(strings.TrimRight(key, "#"), reservationsSuffix) {
+		return s.k(key) + "#"
+	}
+	return s.k(key)
+}
+
 // reservations is the key of the reservations of ledger key.
-func (s *Store) reservations(key string) string { return s.k(key) + "#reservations" }
+func (s *Store) reservations(key string) string { return s.ledger(key) + reservationsSuffix }
 
 // Reserve implements runtime.Budgeter in one script call.
 func (s *Store) Reserve(ctx context.Context, key, id string, lim runtime.BudgetLimits, ttl time.Duration) (*runtime.BudgetError, error) {
@@ -491,7 +507,7 @@ func (s *Store) Reserve(ctx context.Context, key, id string, lim runtime.BudgetL
 	if est := lim.Estimate; est != nil {
 		estTokens, estUSD = strconv.FormatInt(est.Tokens(), 10), strconv.FormatFloat(est.USD, 'f', -1, 64)
 	}
-	v, err := reserveScript.Run(ctx, s.c, []string{s.k(key), s.reservations(key)}, limit(lim.Tokens), limit(lim.USD), limit(lim.Calls), ms(ttl),
+	v, err := reserveScript.Run(ctx, s.c, []string{s.ledger(key), s.reservations(key)}, limit(lim.Tokens), limit(lim.USD), limit(lim.Calls), ms(ttl),
 		estTokens, estUSD, id, ms(lim.LeaseOf())).StringSlice()
 	if err != nil {
 		return nil, fmt.Errorf("redis budget reserve: %w", err)
@@ -528,7 +544,7 @@ func (s *Store) RenewReservation(ctx context.Context, key, id string, lease time
 
 // Settle implements runtime.Budgeter in one script call.
 func (s *Store) Settle(ctx context.Context, key, id string, c runtime.Ledger, ttl time.Duration) error {
-	err := settleScript.Run(ctx, s.c, []string{s.k(key), s.reservations(key)}, id, c.InputTokens, c.OutputTokens,
+	err := settleScript.Run(ctx, s.c, []string{s.ledger(key), s.reservations(key)}, id, c.InputTokens, c.OutputTokens,
 		strconv.FormatFloat(c.USD, 'f', -1, 64), c.Calls, ms(ttl)).Err()
 	if err != nil {
 		return fmt.Errorf("redis budget settle: %w", err)
@@ -538,7 +554,7 @@ func (s *Store) Settle(ctx context.Context, key, id string, c runtime.Ledger, tt
 
 // LedgerOf implements runtime.Budgeter.
 func (s *Store) LedgerOf(ctx context.Context, key string) (runtime.Ledger, error) {
-	v, err := s.c.HMGet(ctx, s.k(key), "in", "out", "usd", "calls").Result()
+	v, err := s.c.HMGet(ctx, s.ledger(key), "in", "out", "usd", "calls").Result()
 	if err != nil {
 		return runtime.Ledger{}, fmt.Errorf("redis ledger: %w", err)
 	}
@@ -553,7 +569,7 @@ func (s *Store) LedgerOf(ctx context.Context, key string) (runtime.Ledger, error
 
 // ForgetLedger implements runtime.Budgeter.
 func (s *Store) ForgetLedger(ctx context.Context, key string) error {
-	if err := s.c.Del(ctx, s.k(key), s.reservations(key)).Err(); err != nil {
+	if err := s.c.Del(ctx, s.ledger(key), s.reservations(key)).Err(); err != nil {
 		return fmt.Errorf("redis delete: %w", err)
 	}
 	return nil
