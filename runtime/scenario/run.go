@@ -575,10 +575,17 @@ func (r *runner) run(ctx context.Context, path string, i int, st Step) StepResul
 		}
 		if r.grounding {
 			// Admission errors were reported by Admit; a render or record
-			// failure is the step's.
-			if g, err := r.pl.Ground(ctx, st.Admit.Query, st.Admit.Items); runtime.LayerOf(err) == runtime.LayerGrounding {
-				setOutcome(&sr, err)
-			} else {
+			// failure is the step's, and so is the block of a layer that
+			// screens the items (security, pii, content_filter), which is
+			// what a model call of the run would meet.
+			g, gerr := r.pl.Ground(ctx, st.Admit.Query, st.Admit.Items)
+			switch {
+			case runtime.LayerOf(gerr) == runtime.LayerGrounding:
+				setOutcome(&sr, gerr)
+			case gerr != nil && err == nil:
+				sr.Grounding = &g
+				setOutcome(&sr, gerr)
+			default:
 				sr.Grounding = &g
 			}
 		}
