@@ -176,3 +176,23 @@ func TestRunAgentInDoubtOutlivesACancellation(t *testing.T) {
 		})
 	}
 }
+
+// A tool that panics in an agent turn runs on a goroutine of RunAgent's: its
+// panic is raised again on the caller's goroutine, where the host can recover
+// it, once the step's other calls have finished, instead of ending the
+// process.
+func TestRunAgentRaisesAToolPanicOnTheCallersGoroutine(t *testing.T) {
+	rt.CheckGoroutines(t)
+	model := rt.NewModel(callTools(use("c1", "boom", `{}`), use("c2", "lookup", `{}`)), rt.Response{Deltas: []string{"never"}})
+	lookup := rt.NewTool(rt.ToolResult{Value: "found"})
+	pl := rt.Build(t, rt.Plan(plan.Chains{}), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model},
+		Tools: map[string]runtime.ToolFunc{
+			"boom":   func(context.Context, *runtime.ToolCall) (any, error) { panic("tool exploded") },
+			"lookup": lookup.Func(),
+		}})
+	assert.PanicsWithValue(t, "tool exploded", func() {
+		_, _ = pl.RunAgent(context.Background(), runtime.AgentRequest{Model: "primary", Input: "go"})
+	})
+	assert.Equal(t, 1, lookup.Calls(), "the step's other call ran to its end")
+	assert.Equal(t, 1, model.Calls(), "the turn did not go on")
+}
