@@ -48,7 +48,8 @@ type Deps struct {
 	// Models are the model clients by name. The innermost chat handler calls
 	// the one named by the request (which fallback and hedge rewrite). Build
 	// adds a client for every model of the plan that declares a provider
-	// and is not named here (see ProviderModels): an entry here wins.
+	// and is not named here (see ProviderModels): an entry here wins. A
+	// nil entry (or a nil ModelFunc) fails Build.
 	Models map[string]ModelClient
 	// Tools are the tools by name.
 	Tools map[string]ToolFunc
@@ -337,6 +338,9 @@ func Build(ctx context.Context, p *plan.Plan, deps Deps) (*Pipeline, error) {
 	if p.Version != plan.Version {
 		return nil, fmt.Errorf("build: plan version %d, want %d", p.Version, plan.Version)
 	}
+	if err := checkDeps(&deps); err != nil {
+		return nil, err
+	}
 	pl := &Pipeline{
 		plan:   p,
 		deps:   deps,
@@ -443,6 +447,22 @@ func Build(ctx context.Context, p *plan.Plan, deps Deps) (*Pipeline, error) {
 	pl.runs = newRunActivity(pl, runIdle)
 	done = true
 	return pl, nil
+}
+
+// checkDeps refuses the host's dependencies that are set but nil (a nil
+// client in Models, a nil ModelFunc, a nil RetrieverFunc): each would fail
+// every call it serves, or panic in it, instead of failing Build.
+func checkDeps(deps *Deps) error {
+	for _, name := range slices.Sorted(maps.Keys(deps.Models)) {
+		m := deps.Models[name]
+		if f, ok := m.(ModelFunc); m == nil || ok && f == nil {
+			return fmt.Errorf("build: Deps.Models[%q] is nil: give the model's client, or leave the name out to use the client of its provider", name)
+		}
+	}
+	if f, ok := deps.Retriever.(RetrieverFunc); ok && f == nil {
+		return errors.New("build: Deps.Retriever is a nil RetrieverFunc: give a retriever, or leave Retriever nil")
+	}
+	return nil
 }
 
 func (pl *Pipeline) build(ctx context.Context) error {

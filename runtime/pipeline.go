@@ -212,8 +212,12 @@ func releaseChatCall(c *ChatCall) {
 // Stream runs one chat call through the chat chain, pushing each delta to
 // yield until it returns false. It returns the response (Text is left empty:
 // the caller saw the deltas) and the stream's error. A consumer stop is not an
-// error; a cancelled ctx returns ctx's error.
+// error; a cancelled ctx returns ctx's error. A nil yield is an error, and
+// nothing runs.
 func (pl *Pipeline) Stream(ctx context.Context, req ChatRequest, yield func(Delta) bool) (ChatResponse, error) {
+	if yield == nil {
+		return ChatResponse{}, errors.New("stream: nil yield func (Complete collects the response)")
+	}
 	ctx, fresh := ownRun(ctx)
 	if fresh != "" {
 		defer pl.EndRun(fresh)
@@ -281,13 +285,21 @@ func (pl *Pipeline) Chat(ctx context.Context, req ChatRequest) *ChatStream {
 	return &ChatStream{pl: pl, ctx: ctx, req: req}
 }
 
-var errStreamUsed = errors.New("chat stream already consumed")
+var (
+	errStreamUsed = errors.New("chat stream already consumed")
+	errStreamZero = errors.New("chat stream not made by Pipeline.Chat")
+)
 
 // All yields each delta with a nil error; a failed call ends with one
 // (Delta{}, err) pair. A stream can be iterated once; a second iteration
 // yields an error.
 func (s *ChatStream) All() iter.Seq2[Delta, error] {
 	return func(yield func(Delta, error) bool) {
+		if s.pl == nil {
+			s.err = errStreamZero
+			yield(Delta{}, s.err)
+			return
+		}
 		if s.used {
 			yield(Delta{}, errStreamUsed)
 			return
