@@ -274,6 +274,9 @@ type Pipeline struct {
 	runs      *runActivity
 	closeOnce sync.Once
 	closeErr  error
+	// closed is set by Close: calls started afterwards fail with
+	// ErrClosed.
+	closed atomic.Bool
 	// lateYield logs the first delta a model client yielded after its
 	// Stream returned.
 	lateYield sync.Once
@@ -676,10 +679,22 @@ func (pl *Pipeline) Layers(stage plan.Stage) []LayerInfo {
 	return slices.Clone(pl.layers[stage])
 }
 
+// ErrClosed is in the error of a call (Stream, Complete, Chat, Tool, Turn,
+// RunAgent) started after Close: nothing runs, and DidNotRun holds.
+var ErrClosed = errors.New("the pipeline is closed")
+
+var errClosedCall = NotRun(ErrClosed)
+
 // Close cleans up every layer (innermost last built first), then closes the
-// stores the layers opened. It returns the joined cleanup errors; calling it again returns the same result. Calls made
-// after Close have undefined results.
+// stores the layers opened. It returns the joined cleanup errors; calling it
+// again returns the same result. A call started after Close fails with
+// ErrClosed. Close does not wait for the calls in flight: one still running
+// may find its stores closed (an outcome its audit or idempotent layer can no
+// longer record leaves the call in doubt), so a host lets its calls return
+// before it closes the pipeline (agentc serve closes a replaced pipeline
+// once its last request has returned).
 func (pl *Pipeline) Close() error {
+	pl.closed.Store(true)
 	pl.closeOnce.Do(func() { pl.closeErr = pl.cleanup() })
 	return pl.closeErr
 }

@@ -695,3 +695,35 @@ func TestStreamRefusesNilYield(t *testing.T) {
 	assert.ErrorContains(t, errs[0], "not made by Pipeline.Chat")
 	assert.Equal(t, errs[0], s.Err())
 }
+
+// A call started after Close fails with ErrClosed before anything runs:
+// neither the model nor the tool is called, where it used to run against
+// closed layers and stores.
+func TestCallsAfterCloseFail(t *testing.T) {
+	model := rt.NewModel(rt.Response{Deltas: []string{"hi"}})
+	tool := rt.NewTool(rt.ToolResult{Value: "ok"})
+	p, err := runtime.Build(context.Background(), rt.Plan(plan.Chains{}), runtime.Deps{
+		Models: map[string]runtime.ModelClient{"primary": model}, Tools: map[string]runtime.ToolFunc{"lookup": tool.Func()}})
+	require.NoError(t, err)
+	require.NoError(t, p.Close())
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r1"})
+	req := runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: "hi"}}}
+	_, err = p.Complete(ctx, req)
+	errs := []error{err}
+	for _, err := range p.Chat(ctx, req).All() {
+		errs = append(errs, err)
+	}
+	_, err = p.Tool(ctx, runtime.ToolRequest{Name: "lookup"})
+	errs = append(errs, err)
+	_, err = p.Turn(ctx, runtime.TurnRequest{Input: "x"}, func(context.Context) (string, error) { return "ran", nil })
+	errs = append(errs, err)
+	_, err = p.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "x"})
+	errs = append(errs, err)
+	for i, err := range errs {
+		require.ErrorIs(t, err, runtime.ErrClosed, "call %d", i)
+		assert.True(t, runtime.DidNotRun(err), "call %d", i)
+	}
+	assert.Zero(t, model.Calls())
+	assert.Zero(t, tool.Calls())
+	assert.NoError(t, p.Close(), "closing again")
+}

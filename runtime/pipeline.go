@@ -218,6 +218,9 @@ func (pl *Pipeline) Stream(ctx context.Context, req ChatRequest, yield func(Delt
 	if yield == nil {
 		return ChatResponse{}, errors.New("stream: nil yield func (Complete collects the response)")
 	}
+	if pl.closed.Load() {
+		return ChatResponse{}, errClosedCall
+	}
 	ctx, fresh := ownRun(ctx)
 	if fresh != "" {
 		defer pl.EndRun(fresh)
@@ -362,6 +365,9 @@ func toolTerminal(ctx context.Context, c *ToolCall) (any, error) {
 // run. A declared tool that is not registered still passes the chain
 // (guards and audits see it) and fails permanently at the end.
 func (pl *Pipeline) Tool(ctx context.Context, req ToolRequest) (ToolResult, error) {
+	if pl.closed.Load() {
+		return ToolResult{}, errClosedCall
+	}
 	ctx, fresh := ownRun(ctx)
 	if fresh != "" {
 		defer pl.EndRun(fresh)
@@ -526,6 +532,9 @@ func turnTerminal(ctx context.Context, c *TurnCall) (string, error) {
 func (pl *Pipeline) Turn(ctx context.Context, req TurnRequest, fn TurnFunc) (TurnResult, error) {
 	if fn == nil {
 		return TurnResult{}, errors.New("turn: nil TurnFunc")
+	}
+	if pl.closed.Load() {
+		return TurnResult{}, errClosedCall
 	}
 	ctx, fresh := ownRun(ctx)
 	if fresh != "" {
