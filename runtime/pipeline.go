@@ -348,6 +348,7 @@ func toolTerminal(ctx context.Context, c *ToolCall) (any, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	atomic.StoreInt32(&c.reached, 1)
 	v, err := fn(ctx, c)
 	if c.entry.taint != nil && err == nil {
 		c.entry.taint(c.Meta.Run.ID, v)
@@ -388,6 +389,9 @@ func (pl *Pipeline) Tool(ctx context.Context, req ToolRequest) (ToolResult, erro
 		c.Meta.Run = *r
 	}
 	v, err := pl.tool(ctx, c)
+	if err != nil && ctx.Err() != nil && atomic.LoadInt32(&c.reached) != 0 {
+		err = interrupted(&e.info, err)
+	}
 	if e.taint != nil && err == nil && !c.tainted {
 		// The terminal taints the raw result; a result a layer served
 		// without running the tool (a cache hit, an idempotent replay,
@@ -401,6 +405,21 @@ func (pl *Pipeline) Tool(ctx context.Context, req ToolRequest) (ToolResult, erro
 		return ToolResult{}, herr
 	}
 	return res, err
+}
+
+// interrupted returns the error of a call that reached tool t and failed
+// once its context had ended. A tool whose effect a repetition would make
+// again (side-effecting, not retry_safe) may have made it before it
+// stopped, as audit and idempotent take it: such a failure is marked
+// MayHaveRun (in doubt, final), so that neither the caller nor an agent
+// turn, which would tell the model "cancelled", runs it again, and the
+// run's record of it is in doubt. A failure that says whether the tool
+// acted (Ran, NotRun) or that a layer classified is left as it is.
+func interrupted(t *ToolInfo, err error) error {
+	if !t.SideEffecting || t.RetrySafe || Classify(err) != ClassFailure || errors.Is(err, ErrRan) || DidNotRun(err) {
+		return err
+	}
+	return MayHaveRun(fmt.Errorf("tool %s was running when its call was cancelled, and may have made its effect: %w", t.Name, err))
 }
 
 // recordOutcome records the outcome of a call of tool for its run, when
