@@ -98,6 +98,8 @@ type AgentResult struct {
 // call runs through the tool chain (up to MaxParallel at once) and its
 // result is appended as a tool message; then the model is called again,
 // until it answers without tool calls or MaxSteps model calls were made.
+// A panic of a tool call (run on a goroutine of its own) is raised again
+// on the caller's goroutine once the step's other calls have returned.
 //
 // A tool call that a guard blocks is answered with a tool result telling the
 // model it was refused (OnBlockTellModel), or ends the turn with the
@@ -515,16 +517,32 @@ func (t *agentTurn) tools(ctx context.Context, at int, calls []ToolUse) ([]Messa
 	blocked := make([]bool, len(calls))
 	sem := make(chan struct{}, t.parallel)
 	var wg sync.WaitGroup
+	// A panic of a tool (or of a layer) would end the process from this
+	// goroutine, out of the host's reach: the first one is kept, the
+	// step's other calls finish, and it is raised again, with its value,
+	// on the caller's goroutine, as a call made there would raise it.
+	var panicOnce sync.Once
+	var panicked bool
+	var panicValue any
 	for i := range calls {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
-			defer func() { <-sem; wg.Done() }()
+			defer func() {
+				if p := recover(); p != nil {
+					panicOnce.Do(func() { panicked, panicValue = true, p })
+				}
+				<-sem
+				wg.Done()
+			}()
 			cctx := context.WithValue(ctx, agentCallCtxKey{}, agentCallKey(at, calls[i]))
 			out[i], blocked[i], errs[i] = t.tool(cctx, calls[i])
 		}()
 	}
 	wg.Wait()
+	if panicked {
+		panic(panicValue)
+	}
 	for i := range calls {
 		if blocked[i] {
 			t.res.Blocked++

@@ -176,3 +176,85 @@ func TestRunAgentInDoubtOutlivesACancellation(t *testing.T) {
 		})
 	}
 }
+
+// A tool that panics in an agent turn runs on a goroutine of RunAgent's: its
+// panic is raised again on the caller's goroutine, where the host can recover
+// it, once the step's other calls have finished, instead of ending the
+// process.
+func TestRunAgentRaisesAToolPanicOnTheCallersGoroutine(t *testing.T) {
+	rt.CheckGoroutines(t)
+	model := rt.NewModel(callTools(use("c1", "boom", `{}`), use("c2", "lookup", `{}`)), rt.Response{Deltas: []string{"never"}})
+	lookup := rt.NewTool(rt.ToolResult{Value: "found"})
+	pl := rt.Build(t, rt.Plan(plan.Chains{}), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model},
+		Tools: map[string]runtime.ToolFunc{
+			"boom":   func(context.Context, *runtime.ToolCall) (any, error) { panic("tool exploded") },
+			"lookup": lookup.Func(),
+		}})
+	assert.PanicsWithValue(t, "tool exploded", func() {
+		_, _ = pl.RunAgent(context.Background(), runtime.AgentRequest{Model: "primary", Input: "go"})
+	})
+	assert.Equal(t, 1, lookup.Calls(), "the step's other call ran to its end")
+	assert.Equal(t, 1, model.Calls(), "the turn did not go on")
+}
+
+// A side-effecting tool (not retry_safe) that was running when the turn was
+// cancelled may have made its effect before it stopped. The turn used to
+// answer it "error: cancelled" and end as cancelled (a failure a worker
+// redelivers, a transcript that invites the model to make it again); the
+// call is in doubt: left unanswered, recorded in doubt, the turn's error
+// final. A read-only tool, a retry_safe one and a call cancelled before it
+// reached its tool are answered "cancelled" as before.
+func TestRunAgentCancelledWhileASideEffectingToolRuns(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		tool  plan.Tool
+		reach bool
+		doubt bool
+	}{
+		{"side-effecting", plan.Tool{SideEffecting: true}, true, true},
+		{"retry_safe", plan.Tool{SideEffecting: true, RetrySafe: true}, true, false},
+		{"read-only", plan.Tool{}, true, false},
+		{"not reached", plan.Tool{SideEffecting: true}, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(runtime.WithRun(context.Background(), runtime.Run{ID: "r1"}))
+			defer cancel()
+			model := rt.NewModel(callTools(use("r1", "refund", `{"order":7}`)), rt.Response{Deltas: []string{"unused"}})
+			p := rt.Plan(plan.Chains{})
+			p.Tools = map[string]plan.Tool{"refund": tc.tool}
+			var ran atomic.Int32
+			pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model},
+				Tools: map[string]runtime.ToolFunc{"refund": func(ctx context.Context, _ *runtime.ToolCall) (any, error) {
+					ran.Add(1)
+					cancel()
+					return nil, ctx.Err()
+				}}})
+			if !tc.reach {
+				// A read-only lookup, first, cancels: the refund's
+				// context has ended before it starts.
+				model = rt.NewModel(callTools(use("l1", "lookup", `{}`), use("r1", "refund", `{"order":7}`)), rt.Response{Deltas: []string{"unused"}})
+				p.Tools["lookup"] = plan.Tool{}
+				pl = rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model},
+					Tools: map[string]runtime.ToolFunc{
+						"lookup": func(ctx context.Context, _ *runtime.ToolCall) (any, error) { cancel(); return nil, ctx.Err() },
+						"refund": func(context.Context, *runtime.ToolCall) (any, error) { ran.Add(1); return "refunded", nil },
+					}})
+			}
+			res, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "refund order 7", MaxParallel: 1})
+			require.ErrorIs(t, err, context.Canceled)
+			last := res.Messages[len(res.Messages)-1]
+			if tc.doubt {
+				assert.Equal(t, runtime.ClassInDoubt, runtime.Classify(err), "%v", err)
+				assert.True(t, errors.Is(err, runtime.ErrMayHaveRun))
+				assert.Equal(t, "assistant", last.Role, "the call is left unanswered for a person to settle")
+				return
+			}
+			assert.Equal(t, runtime.ClassFailure, runtime.Classify(err), "%v", err)
+			assert.Equal(t, "tool", last.Role)
+			assert.Equal(t, "error: cancelled", last.Parts[0].Text)
+			if !tc.reach {
+				assert.Zero(t, ran.Load())
+			}
+		})
+	}
+}

@@ -48,7 +48,8 @@ type Deps struct {
 	// Models are the model clients by name. The innermost chat handler calls
 	// the one named by the request (which fallback and hedge rewrite). Build
 	// adds a client for every model of the plan that declares a provider
-	// and is not named here (see ProviderModels): an entry here wins.
+	// and is not named here (see ProviderModels): an entry here wins. A
+	// nil entry (or a nil ModelFunc) fails Build.
 	Models map[string]ModelClient
 	// Tools are the tools by name.
 	Tools map[string]ToolFunc
@@ -273,6 +274,9 @@ type Pipeline struct {
 	runs      *runActivity
 	closeOnce sync.Once
 	closeErr  error
+	// closed is set by Close: calls started afterwards fail with
+	// ErrClosed.
+	closed atomic.Bool
 	// lateYield logs the first delta a model client yielded after its
 	// Stream returned.
 	lateYield sync.Once
@@ -336,6 +340,9 @@ func Build(ctx context.Context, p *plan.Plan, deps Deps) (*Pipeline, error) {
 	}
 	if p.Version != plan.Version {
 		return nil, fmt.Errorf("build: plan version %d, want %d", p.Version, plan.Version)
+	}
+	if err := checkDeps(&deps); err != nil {
+		return nil, err
 	}
 	pl := &Pipeline{
 		plan:   p,
@@ -443,6 +450,22 @@ func Build(ctx context.Context, p *plan.Plan, deps Deps) (*Pipeline, error) {
 	pl.runs = newRunActivity(pl, runIdle)
 	done = true
 	return pl, nil
+}
+
+// checkDeps refuses the host's dependencies that are set but nil (a nil
+// client in Models, a nil ModelFunc, a nil RetrieverFunc): each would fail
+// every call it serves, or panic in it, instead of failing Build.
+func checkDeps(deps *Deps) error {
+	for _, name := range slices.Sorted(maps.Keys(deps.Models)) {
+		m := deps.Models[name]
+		if f, ok := m.(ModelFunc); m == nil || ok && f == nil {
+			return fmt.Errorf("build: Deps.Models[%q] is nil: give the model's client, or leave the name out to use the client of its provider", name)
+		}
+	}
+	if f, ok := deps.Retriever.(RetrieverFunc); ok && f == nil {
+		return errors.New("build: Deps.Retriever is a nil RetrieverFunc: give a retriever, or leave Retriever nil")
+	}
+	return nil
 }
 
 func (pl *Pipeline) build(ctx context.Context) error {
@@ -656,10 +679,22 @@ func (pl *Pipeline) Layers(stage plan.Stage) []LayerInfo {
 	return slices.Clone(pl.layers[stage])
 }
 
+// ErrClosed is in the error of a call (Stream, Complete, Chat, Tool, Turn,
+// RunAgent) started after Close: nothing runs, and DidNotRun holds.
+var ErrClosed = errors.New("the pipeline is closed")
+
+var errClosedCall = NotRun(ErrClosed)
+
 // Close cleans up every layer (innermost last built first), then closes the
-// stores the layers opened. It returns the joined cleanup errors; calling it again returns the same result. Calls made
-// after Close have undefined results.
+// stores the layers opened. It returns the joined cleanup errors; calling it
+// again returns the same result. A call started after Close fails with
+// ErrClosed. Close does not wait for the calls in flight: one still running
+// may find its stores closed (an outcome its audit or idempotent layer can no
+// longer record leaves the call in doubt), so a host lets its calls return
+// before it closes the pipeline (agentc serve closes a replaced pipeline
+// once its last request has returned).
 func (pl *Pipeline) Close() error {
+	pl.closed.Store(true)
 	pl.closeOnce.Do(func() { pl.closeErr = pl.cleanup() })
 	return pl.closeErr
 }

@@ -654,3 +654,76 @@ func TestStoreUnavailable(t *testing.T) {
 	assert.Same(t, canceled, runtime.StoreUnavailable(canceled))
 	assert.Equal(t, "canceled", runtime.KindOf(&runtime.CallError{Layer: "meter", Err: runtime.StoreUnavailable(canceled)}))
 }
+
+// A dependency set to nil fails Build, naming it, instead of every call it
+// would serve: a nil ModelFunc panicked in the first chat call, and a nil
+// client stood in for the model's provider.
+func TestBuildRefusesNilDeps(t *testing.T) {
+	p := rt.Plan(plan.Chains{})
+	var nilFunc runtime.ModelFunc
+	for name, deps := range map[string]runtime.Deps{
+		`Deps.Models["primary"] is nil`: {Models: map[string]runtime.ModelClient{"primary": nilFunc}},
+		`Deps.Models["backup"] is nil`:  {Models: map[string]runtime.ModelClient{"primary": rt.NewModel(), "backup": nil}},
+		"Deps.Retriever is a nil":       {Retriever: runtime.RetrieverFunc(nil)},
+	} {
+		pl, err := runtime.Build(context.Background(), p, deps)
+		require.Error(t, err, name)
+		assert.Nil(t, pl)
+		assert.Contains(t, err.Error(), name)
+	}
+}
+
+// Stream with a nil yield, and a ChatStream that Pipeline.Chat did not
+// make, are errors before anything runs, not a nil dereference.
+func TestStreamRefusesNilYield(t *testing.T) {
+	model := rt.NewModel(rt.Response{Deltas: []string{"hi"}})
+	pl := rt.Build(t, rt.Plan(plan.Chains{}), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
+	req := runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: "hi"}}}
+	var err error
+	require.NotPanics(t, func() { _, err = pl.Stream(context.Background(), req, nil) })
+	require.ErrorContains(t, err, "nil yield")
+	assert.Zero(t, model.Calls())
+
+	var s runtime.ChatStream
+	var errs []error
+	require.NotPanics(t, func() {
+		for _, err := range s.All() {
+			errs = append(errs, err)
+		}
+	})
+	require.Len(t, errs, 1)
+	assert.ErrorContains(t, errs[0], "not made by Pipeline.Chat")
+	assert.Equal(t, errs[0], s.Err())
+}
+
+// A call started after Close fails with ErrClosed before anything runs:
+// neither the model nor the tool is called, where it used to run against
+// closed layers and stores.
+func TestCallsAfterCloseFail(t *testing.T) {
+	model := rt.NewModel(rt.Response{Deltas: []string{"hi"}})
+	tool := rt.NewTool(rt.ToolResult{Value: "ok"})
+	p, err := runtime.Build(context.Background(), rt.Plan(plan.Chains{}), runtime.Deps{
+		Models: map[string]runtime.ModelClient{"primary": model}, Tools: map[string]runtime.ToolFunc{"lookup": tool.Func()}})
+	require.NoError(t, err)
+	require.NoError(t, p.Close())
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r1"})
+	req := runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: "hi"}}}
+	_, err = p.Complete(ctx, req)
+	errs := []error{err}
+	for _, err := range p.Chat(ctx, req).All() {
+		errs = append(errs, err)
+	}
+	_, err = p.Tool(ctx, runtime.ToolRequest{Name: "lookup"})
+	errs = append(errs, err)
+	_, err = p.Turn(ctx, runtime.TurnRequest{Input: "x"}, func(context.Context) (string, error) { return "ran", nil })
+	errs = append(errs, err)
+	_, err = p.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "x"})
+	errs = append(errs, err)
+	for i, err := range errs {
+		require.ErrorIs(t, err, runtime.ErrClosed, "call %d", i)
+		assert.True(t, runtime.DidNotRun(err), "call %d", i)
+	}
+	assert.Zero(t, model.Calls())
+	assert.Zero(t, tool.Calls())
+	assert.NoError(t, p.Close(), "closing again")
+}

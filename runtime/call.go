@@ -877,6 +877,9 @@ type ToolCall struct {
 	digestErr error
 	// tainted reports that the terminal ran and tainted its raw result.
 	tainted bool
+	// reached is set (atomically: a layer may run the terminal on a
+	// goroutine of its own) once the terminal starts the tool.
+	reached int32
 }
 
 // ArgsDigest returns the hex SHA-256 of the canonical JSON of the arguments

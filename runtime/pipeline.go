@@ -212,8 +212,15 @@ func releaseChatCall(c *ChatCall) {
 // Stream runs one chat call through the chat chain, pushing each delta to
 // yield until it returns false. It returns the response (Text is left empty:
 // the caller saw the deltas) and the stream's error. A consumer stop is not an
-// error; a cancelled ctx returns ctx's error.
+// error; a cancelled ctx returns ctx's error. A nil yield is an error, and
+// nothing runs.
 func (pl *Pipeline) Stream(ctx context.Context, req ChatRequest, yield func(Delta) bool) (ChatResponse, error) {
+	if yield == nil {
+		return ChatResponse{}, errors.New("stream: nil yield func (Complete collects the response)")
+	}
+	if pl.closed.Load() {
+		return ChatResponse{}, errClosedCall
+	}
 	ctx, fresh := ownRun(ctx)
 	if fresh != "" {
 		defer pl.EndRun(fresh)
@@ -281,13 +288,21 @@ func (pl *Pipeline) Chat(ctx context.Context, req ChatRequest) *ChatStream {
 	return &ChatStream{pl: pl, ctx: ctx, req: req}
 }
 
-var errStreamUsed = errors.New("chat stream already consumed")
+var (
+	errStreamUsed = errors.New("chat stream already consumed")
+	errStreamZero = errors.New("chat stream not made by Pipeline.Chat")
+)
 
 // All yields each delta with a nil error; a failed call ends with one
 // (Delta{}, err) pair. A stream can be iterated once; a second iteration
 // yields an error.
 func (s *ChatStream) All() iter.Seq2[Delta, error] {
 	return func(yield func(Delta, error) bool) {
+		if s.pl == nil {
+			s.err = errStreamZero
+			yield(Delta{}, s.err)
+			return
+		}
 		if s.used {
 			yield(Delta{}, errStreamUsed)
 			return
@@ -333,6 +348,7 @@ func toolTerminal(ctx context.Context, c *ToolCall) (any, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	atomic.StoreInt32(&c.reached, 1)
 	v, err := fn(ctx, c)
 	if c.entry.taint != nil && err == nil {
 		c.entry.taint(c.Meta.Run.ID, v)
@@ -350,6 +366,9 @@ func toolTerminal(ctx context.Context, c *ToolCall) (any, error) {
 // run. A declared tool that is not registered still passes the chain
 // (guards and audits see it) and fails permanently at the end.
 func (pl *Pipeline) Tool(ctx context.Context, req ToolRequest) (ToolResult, error) {
+	if pl.closed.Load() {
+		return ToolResult{}, errClosedCall
+	}
 	ctx, fresh := ownRun(ctx)
 	if fresh != "" {
 		defer pl.EndRun(fresh)
@@ -370,6 +389,9 @@ func (pl *Pipeline) Tool(ctx context.Context, req ToolRequest) (ToolResult, erro
 		c.Meta.Run = *r
 	}
 	v, err := pl.tool(ctx, c)
+	if err != nil && ctx.Err() != nil && atomic.LoadInt32(&c.reached) != 0 {
+		err = interrupted(&e.info, err)
+	}
 	if e.taint != nil && err == nil && !c.tainted {
 		// The terminal taints the raw result; a result a layer served
 		// without running the tool (a cache hit, an idempotent replay,
@@ -383,6 +405,21 @@ func (pl *Pipeline) Tool(ctx context.Context, req ToolRequest) (ToolResult, erro
 		return ToolResult{}, herr
 	}
 	return res, err
+}
+
+// interrupted returns the error of a call that reached tool t and failed
+// once its context had ended. A tool whose effect a repetition would make
+// again (side-effecting, not retry_safe) may have made it before it
+// stopped, as audit and idempotent take it: such a failure is marked
+// MayHaveRun (in doubt, final), so that neither the caller nor an agent
+// turn, which would tell the model "cancelled", runs it again, and the
+// run's record of it is in doubt. A failure that says whether the tool
+// acted (Ran, NotRun) or that a layer classified is left as it is.
+func interrupted(t *ToolInfo, err error) error {
+	if !t.SideEffecting || t.RetrySafe || Classify(err) != ClassFailure || errors.Is(err, ErrRan) || DidNotRun(err) {
+		return err
+	}
+	return MayHaveRun(fmt.Errorf("tool %s was running when its call was cancelled, and may have made its effect: %w", t.Name, err))
 }
 
 // recordOutcome records the outcome of a call of tool for its run, when
@@ -514,6 +551,9 @@ func turnTerminal(ctx context.Context, c *TurnCall) (string, error) {
 func (pl *Pipeline) Turn(ctx context.Context, req TurnRequest, fn TurnFunc) (TurnResult, error) {
 	if fn == nil {
 		return TurnResult{}, errors.New("turn: nil TurnFunc")
+	}
+	if pl.closed.Load() {
+		return TurnResult{}, errClosedCall
 	}
 	ctx, fresh := ownRun(ctx)
 	if fresh != "" {

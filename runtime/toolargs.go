@@ -64,11 +64,13 @@ func checkArgs(tool string, s *jsonschema.Schema, args map[string]any) error {
 	if args == nil {
 		args = map[string]any{}
 	}
-	err := s.Validate(args)
+	err := validateGo(s, args)
 	var bad jsonschema.InvalidJSONTypeError
-	if errors.As(err, &bad) {
+	if errors.As(err, &bad) || errors.Is(err, errValidatorPanic) {
 		// Go values of types JSON does not have (an int16, a struct, a
-		// []string): validate their JSON form.
+		// []string), or that it cannot hold (a NaN or infinite number,
+		// which the validator cannot compare with a bound): validate
+		// their JSON form, which refuses the latter.
 		v, jerr := jsonForm(args)
 		if jerr != nil {
 			return &BlockedError{Layer: LayerTools, Message: fmt.Sprintf("the arguments of %s are not JSON: %v", tool, jerr)}
@@ -87,6 +89,21 @@ func checkArgs(tool string, s *jsonschema.Schema, args map[string]any) error {
 		faults = append(faults[:maxArgFaults], fmt.Sprintf("and %d more", len(faults)-maxArgFaults))
 	}
 	return &BlockedError{Layer: LayerTools, Message: fmt.Sprintf("the arguments of %s do not match its args schema: %s", tool, strings.Join(faults, "; "))}
+}
+
+// errValidatorPanic marks a panic of the schema validator on a Go value.
+var errValidatorPanic = errors.New("the args schema validator failed on the value")
+
+// validateGo validates the Go value v against s, turning a panic of the
+// validator (it compares a NaN or infinite float64 with a numeric bound
+// through a nil big.Rat) into an error wrapping errValidatorPanic.
+func validateGo(s *jsonschema.Schema, v any) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %v", errValidatorPanic, r)
+		}
+	}()
+	return s.Validate(v)
 }
 
 // jsonForm returns the JSON form of v (numbers as json.Number).

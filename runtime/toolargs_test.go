@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -218,4 +219,28 @@ func TestToolArgsSchemaErrorsFailBuild(t *testing.T) {
 	require.NoError(t, err)
 	_, err = pl.Tool(context.Background(), runtime.ToolRequest{Name: "old", Args: map[string]any{"n": 1.5}})
 	assert.Contains(t, blockedBy(t, err).Message, "args.n: expected integer, but got number")
+}
+
+// A host's arguments may hold a NaN or infinite number, which JSON cannot
+// hold: the schema validator compared it with `minimum` through a nil
+// big.Rat and panicked. The call is refused on entry, naming the problem,
+// and the tool does not run.
+func TestToolArgsNonFiniteNumbersRefused(t *testing.T) {
+	tool := rt.NewTool(rt.ToolResult{Value: "refunded"})
+	pl := rt.Build(t, declaredPlan(), runtime.Deps{Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
+	for _, amount := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+		var err error
+		require.NotPanics(t, func() {
+			_, err = pl.Tool(context.Background(), runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1", "amount": amount}})
+		})
+		b := blockedBy(t, err)
+		assert.Equal(t, runtime.LayerTools, b.Layer)
+		assert.Contains(t, b.Message, "the arguments of refund are not JSON")
+		assert.Contains(t, b.Message, "unsupported value")
+		require.NotPanics(t, func() {
+			err = pl.AdmitTool(context.Background(), runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1", "amount": amount}})
+		})
+		assert.Equal(t, runtime.LayerTools, blockedBy(t, err).Layer)
+	}
+	assert.Zero(t, tool.Calls())
 }
