@@ -195,6 +195,15 @@ type Span struct {
 	Duration   time.Duration  `json:"-"`
 }
 
+// scenarioGrace is the most real time a scenario's virtual clock grants the
+// goroutines a timer woke before it moves the time on (runtime.VirtualClock's
+// Grace). It ends early as soon as one of them acts on the clock or the
+// sleeper is cancelled, so a race that resolves (a hedge's backup winning
+// and cancelling the primary) costs nothing; it is long so that a loaded
+// machine does not let the time run past a goroutine it has not scheduled
+// yet, and a scenario's result does not depend on the machine's load.
+const scenarioGrace = 250 * time.Millisecond
+
 // Run runs s against p. It returns an error only when the pipeline cannot be
 // built or ctx ends; a failing step is reported in its StepResult.
 func Run(ctx context.Context, p *plan.Plan, s *Scenario, opts Options) (*Result, error) {
@@ -209,7 +218,9 @@ func Run(ctx context.Context, p *plan.Plan, s *Scenario, opts Options) (*Result,
 	p, standIns := hermetic(p)
 	clock := opts.Clock
 	if clock == nil {
-		clock = runtime.NewVirtualClock(Epoch)
+		v := runtime.NewVirtualClock(Epoch)
+		v.Grace = scenarioGrace
+		clock = v
 	}
 	rctx, crash := context.WithCancel(ctx)
 	defer crash()
