@@ -680,7 +680,8 @@ func (pl *Pipeline) Layers(stage plan.Stage) []LayerInfo {
 }
 
 // ErrClosed is in the error of a call (Stream, Complete, Chat, Tool, Turn,
-// RunAgent) started after Close: nothing runs, and DidNotRun holds.
+// RunAgent, AdmitTool, Admit, Ground, SetState, AppendState) started after
+// Close: nothing runs, and DidNotRun holds.
 var ErrClosed = errors.New("the pipeline is closed")
 
 var errClosedCall = NotRun(ErrClosed)

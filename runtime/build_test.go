@@ -719,6 +719,13 @@ func TestCallsAfterCloseFail(t *testing.T) {
 	errs = append(errs, err)
 	_, err = p.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "x"})
 	errs = append(errs, err)
+	errs = append(errs, p.AdmitTool(ctx, runtime.ToolRequest{Name: "lookup"}))
+	_, err = p.Admit(ctx, []runtime.Item{{ID: "a", Content: "x"}})
+	errs = append(errs, err)
+	_, err = p.Ground(ctx, "q", []runtime.Item{{ID: "a", Content: "x"}})
+	errs = append(errs, err)
+	_, err = p.SetState(ctx, "notes", "x")
+	errs = append(errs, err)
 	for i, err := range errs {
 		require.ErrorIs(t, err, runtime.ErrClosed, "call %d", i)
 		assert.True(t, runtime.DidNotRun(err), "call %d", i)

@@ -227,6 +227,9 @@ func (pl *Pipeline) buildGrounding(ctx context.Context) error {
 // layer naming the item (by id and source, never its text). A render or
 // audit failure returns an error and no block.
 func (pl *Pipeline) Ground(ctx context.Context, query string, items []Item) (Grounded, error) {
+	if pl.closed.Load() {
+		return Grounded{Query: query, Prompt: []Item{}}, errClosedCall
+	}
 	g := Grounded{Query: query, Prompt: []Item{}}
 	gp := pl.grounding
 	admitted := make([]grounding.Item, 0, len(items))

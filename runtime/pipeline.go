@@ -519,6 +519,9 @@ func (pl *Pipeline) CheckToolDeclared(name string) error {
 // answer a proposal. No layer runs: nothing is charged, counted, recorded
 // or retried.
 func (pl *Pipeline) AdmitTool(ctx context.Context, req ToolRequest) error {
+	if pl.closed.Load() {
+		return errClosedCall
+	}
 	e, err := pl.enterTool(&req)
 	if err != nil {
 		return err
@@ -576,6 +579,9 @@ func (pl *Pipeline) Turn(ctx context.Context, req TurnRequest, fn TurnFunc) (Tur
 // admitted (fail closed); the joined evaluation errors are returned with the
 // admitted items.
 func (pl *Pipeline) Admit(ctx context.Context, items []Item) ([]Item, error) {
+	if pl.closed.Load() {
+		return nil, errClosedCall
+	}
 	if pl.admit == nil {
 		return items, nil
 	}

@@ -308,6 +308,9 @@ func (pl *Pipeline) StateFields(ctx context.Context) map[string]any {
 }
 
 func (pl *Pipeline) stateOp(ctx context.Context, field, op string, value any) (any, error) {
+	if pl.closed.Load() {
+		return nil, errClosedCall
+	}
 	f, s, run, err := pl.stateOf(ctx, field)
 	if err != nil {
 		return nil, err
