@@ -13,6 +13,14 @@
 //	POST /v1/admit         {"items"}            -> {"admitted"}
 //	POST /v1/runs/{id}/end                      -> 204; the run's per-run state (ledgers) is dropped
 //
+// The example authenticates no one: a client that names another client's
+// run id shares that run's budgets, rate limits and idempotency records (a
+// duplicate refund is answered from the other's record). A service in front
+// of several callers authenticates them and sets runtime.Run's Tenant from
+// the credential (the run then belongs to that tenant: rate limits with
+// scope "key" and idempotency records are the tenant's own), and scopes run
+// ids per tenant, as agentc serve does with its keys (docs/serve.md).
+//
 // A body over 1 MiB is refused with 413, a malformed one with 400.
 // Errors are {"error": {"kind","layer","message"}} with status 403 for a
 // blocked call, 402 for a budget ceiling, 409 for a call in doubt, 429 for a rate limit (with
