@@ -25,7 +25,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/openai/openai-go/v3"
@@ -344,8 +346,17 @@ func (c *Client) failure(ctx context.Context, err error, deltas int) error {
 		}
 		_ = json.Unmarshal(se.Event.Data, &body)
 		typ := body.Error.Type
-		if code, ok := body.Error.Code.(string); ok && code != "" {
-			typ = code
+		switch code := body.Error.Code.(type) {
+		case string:
+			if code != "" {
+				typ = code
+			}
+		case float64:
+			// An HTTP status (OpenRouter, vLLM), which says more than
+			// their types ("BadRequestError").
+			if code == math.Trunc(code) && code >= 100 && code < 600 {
+				typ = strconv.Itoa(int(code))
+			}
 		}
 		return c.call.Event(err, typ, body.Error.Message, deltas)
 	}
