@@ -1,11 +1,14 @@
 package openai_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/agentc-dev/agentc/internal/ssetest"
+	"github.com/agentc-dev/agentc/providers/openai"
 	"github.com/agentc-dev/agentc/runtime"
 )
 
@@ -41,6 +44,38 @@ func TestErrorEventWithoutAType(t *testing.T) {
 	assert.Equal(t, runtime.KindTransient, ce.Kind)
 	assert.Contains(t, err.Error(), "openai gpt-4.1-mini: stream error before any output: upstream went away")
 	assert.NotContains(t, err.Error(), ": :")
+}
+
+// The OpenAI API ends every stream with the usage chunk and [DONE]: one
+// cut after the finish reason but before both has lost the report of what
+// the call billed, and is truncated (the runtime then estimates the
+// usage). With the usage, the missing [DONE] loses nothing.
+func TestOpenAIStreamCutBeforeItsUsageIsTruncated(t *testing.T) {
+	events := ssetest.Events(ssetest.Transcript(t, "text.sse"))
+	require.Len(t, events, 13, "a role chunk, nine text chunks, the finish, the usage, [DONE]")
+	official := func(body string) *openai.Client {
+		c, err := openai.New(openai.Config{Model: "gpt-4.1-mini", APIKey: testKey, HTTPClient: ssetest.NewTransport(body).Client()})
+		require.NoError(t, err)
+		return c
+	}
+
+	ds, err := ssetest.Collect(t, official(strings.Join(events[:11], "")), hi())
+	assert.Equal(t, "Hello! How can I help you today?", ssetest.Text(ds))
+	ce := ssetest.CallError(t, err, testKey)
+	assert.Equal(t, runtime.KindTransient, ce.Kind)
+	assert.Contains(t, err.Error(), "the stream ended before the response was complete (after 9 deltas)")
+
+	ds, err = ssetest.Collect(t, official(strings.Join(events[:12], "")), hi())
+	require.NoError(t, err)
+	assert.Equal(t, runtime.Delta{FinishReason: "stop", Usage: runtime.Usage{InputTokens: 19, OutputTokens: 10}}, ds[len(ds)-1])
+
+	// Another server may end without [DONE] and without a usage report
+	// (llama.cpp forks, older text-generation-inference): its finish
+	// reason completes the response.
+	s := ssetest.New(t, ssetest.Reply{Body: strings.Join(events[:11], "")})
+	ds, err = ssetest.Collect(t, client(t, s), hi())
+	require.NoError(t, err)
+	assert.Equal(t, runtime.Delta{FinishReason: "stop"}, ds[len(ds)-1])
 }
 
 func TestRetryHeadersOfAnErrorResponse(t *testing.T) {
