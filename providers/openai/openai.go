@@ -227,9 +227,9 @@ func (c *chunk) reset() {
 // does, it ends at [DONE], fails at an event with an "error" member, and
 // reads a field whose JSON type is not the expected one as zero. A stream
 // that ends before the finish reason (at the OpenAI API, before the usage
-// or [DONE] that follow it) is truncated. After the
-// last delta of a complete stream it calls drain. The deltas go through
-// la, whose held delta is passed on before consume returns.
+// or [DONE] that follow it) is truncated. After the last delta of a
+// complete stream it calls drain. The deltas go through la, whose held
+// delta is passed on before consume returns.
 func (c *Client) consume(ctx context.Context, events *wire.Events, drain func(), la *wire.Lookahead) error {
 	var (
 		deltas   int
