@@ -57,18 +57,29 @@ func (c Call) wrap(err error, format string, args ...any) *Error {
 	return &Error{msg: c.scrub(fmt.Sprintf(format, args...)), err: err}
 }
 
-// HTTP classifies an error response: 429 is rate limited, with the delay
-// of retry-after-ms or retry-after; 408, 409, 5xx (Anthropic's 529 among
-// them) are transient; other 4xx, and any error about the context length,
-// are permanent. apiType and apiMessage are the provider's error type and
-// message from the body ("" when absent).
+// HTTP classifies an error response: 429 is rate limited; 408, 409, 425,
+// 5xx (Anthropic's 529 among them) are transient; other 4xx are permanent.
+// As the SDKs do, an x-should-retry header overrides the status: "true"
+// makes a permanent failure transient, "false" any failure permanent. Any
+// error about the context length is permanent. A failure that may be
+// retried carries the delay of retry-after-ms or retry-after. apiType and
+// apiMessage are the provider's error type and message from the body (""
+// when absent).
 func (c Call) HTTP(err error, status int, h http.Header, apiType, apiMessage string) *runtime.CallError {
 	ce := &runtime.CallError{Status: status, Kind: statusKind(status)}
-	if ce.Kind == runtime.KindRateLimited {
-		ce.RetryAfter = RetryAfter(h, time.Now())
+	switch h.Get("X-Should-Retry") {
+	case "true":
+		if ce.Kind == runtime.KindPermanent {
+			ce.Kind = runtime.KindTransient
+		}
+	case "false":
+		ce.Kind = runtime.KindPermanent
 	}
 	if contextLength(apiType, apiMessage) {
 		ce.Kind = runtime.KindPermanent
+	}
+	if ce.Kind != runtime.KindPermanent {
+		ce.RetryAfter = RetryAfter(h, time.Now())
 	}
 	text := strings.TrimSpace(strconv.Itoa(status) + " " + http.StatusText(status))
 	if status == 529 {
@@ -131,16 +142,20 @@ func RetryAfter(h http.Header, now time.Time) time.Duration {
 }
 
 // Event classifies an error event of the stream (OpenAI's `{"error": ...}`
-// chunk, Anthropic's `event: error`), by the provider's error type. After
-// deltas is the number of deltas already delivered: a failure after the
-// first is a mid-stream failure, which the runtime never retries (the
-// first-delta commit rule); the message says so.
+// chunk, Anthropic's `event: error`), by the provider's error type, or by
+// an HTTP status in its place (OpenRouter's and vLLM's numeric error code:
+// "429", "502"). After deltas is the number of deltas already delivered: a
+// failure after the first is a mid-stream failure, which the runtime never
+// retries (the first-delta commit rule); the message says so.
 func (c Call) Event(err error, apiType, apiMessage string, afterDeltas int) *runtime.CallError {
 	kind := eventKind(apiType)
 	if contextLength(apiType, apiMessage) {
 		kind = runtime.KindPermanent
 	}
-	detail := strings.TrimSpace(strings.TrimSuffix(apiType+": "+apiMessage, ": "))
+	detail := strings.TrimSpace(apiMessage)
+	if apiType != "" {
+		detail = strings.TrimSpace(strings.TrimSuffix(apiType+": "+apiMessage, ": "))
+	}
 	where := "stream error before any output"
 	if afterDeltas > 0 {
 		where = fmt.Sprintf("stream failed mid-stream after %d deltas", afterDeltas)
@@ -149,6 +164,9 @@ func (c Call) Event(err error, apiType, apiMessage string, afterDeltas int) *run
 }
 
 func eventKind(apiType string) runtime.ErrorKind {
+	if status, err := strconv.Atoi(apiType); err == nil && status >= 400 && status < 600 {
+		return statusKind(status)
+	}
 	t := strings.ToLower(apiType)
 	switch {
 	case strings.Contains(t, "rate_limit"):

@@ -90,7 +90,7 @@ func TestErrorEventBeforeOutput(t *testing.T) {
 
 func TestHTTPErrorsAreClassified(t *testing.T) {
 	ssetest.RunStatusCases(t, testKey, func(t testing.TB, s *ssetest.Server) runtime.ModelClient { return client(t, s) }, hi(), []ssetest.StatusCase{
-		ssetest.Case("529 overloaded", 529, map[string]string{"Retry-After": "3"}, "529.json", runtime.KindTransient, 0, "anthropic claude-sonnet-4-5: 529 Overloaded: overloaded_error: Overloaded"),
+		ssetest.Case("529 overloaded", 529, map[string]string{"Retry-After": "3"}, "529.json", runtime.KindTransient, 3*time.Second, "anthropic claude-sonnet-4-5: 529 Overloaded: overloaded_error: Overloaded"),
 		ssetest.Case("429", 429, map[string]string{"Retry-After": "12"}, "429.json", runtime.KindRateLimited, 12*time.Second, "429 Too Many Requests: rate_limit_error: This request would exceed"),
 		ssetest.Case("400 prompt too long", 400, nil, "400_prompt_too_long.json", runtime.KindPermanent, 0, "prompt is too long"),
 		ssetest.Case("401", 401, nil, "401.json", runtime.KindPermanent, 0, "authentication_error: invalid x-api-key"),
@@ -255,3 +255,12 @@ func ptr[T any](v T) *T { return &v }
 type noteID func(string)
 
 func (f noteID) NoteUpstreamRequestID(id string) { f(id) }
+
+// As the SDK does, x-should-retry overrides the status, and a failure that
+// is not retried carries no delay.
+func TestRetryHeadersOfAnErrorResponse(t *testing.T) {
+	ssetest.RunStatusCases(t, testKey, func(t testing.TB, s *ssetest.Server) runtime.ModelClient { return client(t, s) }, hi(), []ssetest.StatusCase{
+		ssetest.Case("500 x-should-retry false", 500, map[string]string{"X-Should-Retry": "false"}, `{"type":"error","error":{"type":"api_error","message":"Internal server error"}}`, runtime.KindPermanent, 0, "500 Internal Server Error: api_error"),
+		ssetest.Case("400 retry-after", 400, map[string]string{"Retry-After": "5"}, `{"type":"error","error":{"type":"invalid_request_error","message":"x"}}`, runtime.KindPermanent, 0, "400 Bad Request"),
+	})
+}

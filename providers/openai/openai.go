@@ -25,7 +25,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/openai/openai-go/v3"
@@ -223,15 +225,18 @@ func (c *chunk) reset() {
 
 // consume turns the chunks of events into deltas. As the SDK's own stream
 // does, it ends at [DONE], fails at an event with an "error" member, and
-// reads a field whose JSON type is not the expected one as zero. After the
-// last delta of a complete stream it calls drain. The deltas go through
-// la, whose held delta is passed on before consume returns.
+// reads a field whose JSON type is not the expected one as zero. A stream
+// that ends before the finish reason (at the OpenAI API, before the usage
+// or [DONE] that follow it) is truncated. After the last delta of a
+// complete stream it calls drain. The deltas go through la, whose held
+// delta is passed on before consume returns.
 func (c *Client) consume(ctx context.Context, events *wire.Events, drain func(), la *wire.Lookahead) error {
 	var (
 		deltas   int
 		finish   string
 		usage    runtime.Usage
 		hasUsage bool
+		done     bool // [DONE] arrived
 		slab     wire.ToolCallSlab
 		chunk    chunk
 	)
@@ -249,6 +254,7 @@ func (c *Client) consume(ctx context.Context, events *wire.Events, drain func(),
 		}
 		data := events.Data()
 		if bytes.HasPrefix(data, []byte("[DONE]")) {
+			done = true
 			break
 		}
 		if err := chunk.decode(data); err != nil {
@@ -302,7 +308,11 @@ func (c *Client) consume(ctx context.Context, events *wire.Events, drain func(),
 	if err := events.Err(); err != nil {
 		return fail(c.failure(ctx, err, deltas))
 	}
-	if finish == "" {
+	// The response is complete once its finish reason arrived. The OpenAI
+	// API always ends with the usage (stream_options.include_usage) and
+	// [DONE]: there a stream cut after the finish but before both lost the
+	// report of what the call billed. Other servers may send neither.
+	if finish == "" || c.official && !done && !hasUsage {
 		if ctx.Err() != nil {
 			return fail(ctx.Err())
 		}
@@ -344,8 +354,17 @@ func (c *Client) failure(ctx context.Context, err error, deltas int) error {
 		}
 		_ = json.Unmarshal(se.Event.Data, &body)
 		typ := body.Error.Type
-		if code, ok := body.Error.Code.(string); ok && code != "" {
-			typ = code
+		switch code := body.Error.Code.(type) {
+		case string:
+			if code != "" {
+				typ = code
+			}
+		case float64:
+			// An HTTP status (OpenRouter, vLLM), which says more than
+			// their types ("BadRequestError").
+			if code == math.Trunc(code) && code >= 100 && code < 600 {
+				typ = strconv.Itoa(int(code))
+			}
 		}
 		return c.call.Event(err, typ, body.Error.Message, deltas)
 	}
