@@ -80,10 +80,13 @@ func (pl *Pipeline) chatTerminal(ctx context.Context, c *ChatCall, yield func(De
 		if c.Usage.OutputTokens == beforeUsage.OutputTokens {
 			c.Usage.OutputTokens += int64(c.chars-beforeChars+3) / 4
 		}
-	} else if c.Usage == beforeUsage && err != nil && ctx.Err() != nil {
-		// Cancelled after the request went out (a hedge's losing racer, an
-		// attempt that timed out, a caller that gave up) before anything
-		// arrived: the provider has read, and bills, the prompt.
+	} else if c.Usage == beforeUsage && (err == nil || ctx.Err() != nil) {
+		// Answered without text and without a usage report (an empty
+		// answer, one that only stopped), or cancelled after the request
+		// went out (a hedge's losing racer, an attempt that timed out, a
+		// caller that gave up) before anything arrived: the provider has
+		// read, and bills, the prompt. A failure before the stream (a
+		// refusal of the request) is not charged.
 		c.Usage.InputTokens += EstimateRequest(&c.Request)
 	}
 	if u := c.Usage.Sub(beforeUsage); u != (Usage{}) {

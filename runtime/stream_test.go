@@ -109,6 +109,9 @@ func TestMeterChargesWhatArrived(t *testing.T) {
 		{"failed mid-stream", rt.Response{Deltas: []string{"aaaa", "bbbb"}, Err: rt.Permanent("cut"), FailAfter: 1}, 0, true,
 			runtime.Ledger{InputTokens: 5, OutputTokens: 1, USD: (5*3 + 1*15) / 1e6, Calls: 1}},
 		{"pre-stream failure is free", rt.Response{Err: rt.Permanent("nope")}, 0, true, runtime.Ledger{}},
+		// An answer without text and without a report: the prompt was read.
+		{"empty answer without a report", rt.Response{}, 0, false,
+			runtime.Ledger{InputTokens: 5, USD: 5 * 3 / 1e6, Calls: 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
