@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"math"
+	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -295,6 +296,28 @@ func TestSQLiteSinkIsDurable(t *testing.T) {
 	assert.Equal(t, runtime.PhaseIntent, recs[0].Phase)
 	assert.Equal(t, runtime.DecisionOK, recs[1].Decision)
 	assert.Equal(t, "refund", recs[1].Tool)
+}
+
+// An operator who deletes the trail's file under a running process does not
+// get calls that run with their records going nowhere: the next call's
+// intent is not written, and the call does not run.
+func TestSQLiteFileDeletedUnderARunningPipeline(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.db")
+	p := toolPlan(rt.Layer("audit", `{"sink": "ledger"}`))
+	p.Stores = map[string]plan.Store{"ledger": {Kind: "sqlite", Path: path}}
+	tool := rt.NewTool(rt.ToolResult{Value: "R1"}, rt.ToolResult{Value: "R2"})
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
+	require.NoError(t, err)
+	defer pl.Close()
+	_, err = pl.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1"}})
+	require.NoError(t, err)
+	for _, f := range []string{path, path + "-wal", path + "-shm"} {
+		require.NoError(t, os.Remove(f))
+	}
+	_, err = pl.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A2"}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "audit intent not written; the call did not run")
+	assert.Equal(t, 1, tool.Calls(), "fail closed: the second call did not run")
 }
 
 func TestValidate(t *testing.T) {
