@@ -21,6 +21,7 @@ import (
 	"github.com/agentc-dev/agentc/runtime/plan"
 	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
 	"github.com/agentc-dev/agentc/runtime/store/sqlite"
+	"github.com/agentc-dev/agentc/runtime/store/storetest"
 )
 
 var ctx1 = runtime.WithRun(context.Background(), runtime.Run{ID: "run-1"})
@@ -318,6 +319,32 @@ func TestSQLiteFileDeletedUnderARunningPipeline(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "audit intent not written; the call did not run")
 	assert.Equal(t, 1, tool.Calls(), "fail closed: the second call did not run")
+}
+
+// Arguments and error text PostgreSQL cannot store (a NUL character, bytes
+// that are not UTF-8) neither stop the call (its intent refused) nor cost
+// the outcome of a call that ran.
+func TestPostgresSinkKeepsRecordsOfTextItCannotStore(t *testing.T) {
+	store := storetest.Postgres(t)
+	p := toolPlan(rt.Layer("audit", `{"sink": "ledger", "include_args": true, "include_errors": true}`))
+	p.Stores = map[string]plan.Store{"ledger": {Kind: "postgres", URL: "postgres://unused"}}
+	tool := rt.NewTool(rt.ToolResult{Value: "R1"}, rt.ToolResult{Err: errors.New("order A\x00\xff: declined \x00")})
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Backends: map[string]runtime.StoreBackend{"ledger": store},
+		Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
+	require.NoError(t, err)
+	_, err = pl.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A\x00\xff"}})
+	require.NoError(t, err)
+	_, err = pl.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A2"}})
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, runtime.ErrOutcomeUnrecorded)
+	assert.Equal(t, 2, tool.Calls())
+	recs, err := store.Records(context.Background(), "run-1")
+	require.NoError(t, err)
+	require.Len(t, recs, 4)
+	assert.Equal(t, map[string]any{"order_id": "A\uFFFD\uFFFD"}, recs[0].Args)
+	assert.Equal(t, runtime.DecisionOK, recs[1].Decision)
+	assert.Equal(t, runtime.DecisionFailed, recs[3].Decision)
+	assert.Equal(t, "order A\uFFFD\uFFFD: declined \uFFFD", recs[3].ErrorMessage)
 }
 
 func TestValidate(t *testing.T) {

@@ -809,17 +809,21 @@ func (s *Store) ForgetLedger(ctx context.Context, key string) error {
 	return nil
 }
 
-// Append implements runtime.AuditSink: one INSERT, committed durably.
+// Append implements runtime.AuditSink: one INSERT, committed durably. Text
+// PostgreSQL cannot store (a NUL character, bytes that are not UTF-8) is
+// written with U+FFFD in its place (pgText, pgJSON) rather than lose the
+// record; the arguments' digest is still that of the call's arguments.
 func (s *Store) Append(ctx context.Context, r runtime.AuditRecord) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
+	r = storable(r)
 	var args []byte
 	if r.Args != nil {
 		b, err := json.Marshal(r.Args)
 		if err != nil {
 			return fmt.Errorf("postgres audit: encode args: %w", err)
 		}
-		args = b
+		args = pgJSON(b)
 	}
 	_, err := s.pool.Exec(ctx, s.q(`INSERT INTO §.audit (time, layer, stage, tool, phase, decision, error_type,
 		error_message, attempts, run_id, idempotency_key, duration_ns, args_digest, args)
@@ -837,7 +841,7 @@ func (s *Store) Append(ctx context.Context, r runtime.AuditRecord) error {
 func (s *Store) Records(ctx context.Context, runID string) ([]runtime.AuditRecord, error) {
 	rows, err := s.pool.Query(ctx, s.q(`SELECT time, layer, stage, tool, phase, decision, error_type, error_message,
 		attempts, run_id, idempotency_key, duration_ns, args_digest, args FROM §.audit
-		WHERE $1 = '' OR run_id = $1 ORDER BY id`), runID)
+		WHERE $1 = '' OR run_id = $1 ORDER BY id`), pgText(runID))
 	if err != nil {
 		return nil, fmt.Errorf("postgres audit records: %w", err)
 	}
