@@ -52,7 +52,7 @@
 //     written with U+FFFD in its place, so such a call keeps its records;
 //     the arguments' digest is still that of the call's own arguments.
 //     An append whose connection fails (a restart, a proxy or a network
-//     that cut it in the pool) is made again on another connection within
+//     that cut it in the pool, its backend terminated) is made again on another connection within
 //     the store's timeout, adding the row only if the table does not hold
 //     it already, so a cut connection does not cost a record; a statement
 //     still running on the server when the connection failed could, at

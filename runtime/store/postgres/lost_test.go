@@ -56,3 +56,34 @@ func TestAnAuditRecordSurvivesACutConnection(t *testing.T) {
 	require.Len(t, recs, 3)
 	assert.True(t, recs[2].Time.Equal(time.Unix(102, 0)))
 }
+
+// A backend terminated under the INSERT (pg_terminate_backend, a server
+// shutting down) answers with a FATAL error: the statement did not commit,
+// the connection is gone, and the record is written on another one.
+func TestAnAuditRecordSurvivesItsBackendTerminated(t *testing.T) {
+	s := open(t)
+	ctx := context.Background()
+	lock, err := s.Pool().Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = lock.Rollback(ctx) }()
+	_, err = lock.Exec(ctx, "LOCK TABLE "+s.Schema()+".audit IN ACCESS EXCLUSIVE MODE")
+	require.NoError(t, err)
+
+	done := make(chan error, 1)
+	go func() {
+		done <- s.Append(ctx, runtime.AuditRecord{Time: time.Unix(100, 0), Phase: runtime.PhaseOutcome, RunID: "r1"})
+	}()
+	var pid int
+	require.Eventually(t, func() bool {
+		err := s.Pool().QueryRow(ctx, `SELECT pid FROM pg_stat_activity WHERE query LIKE 'INSERT INTO `+s.Schema()+`.audit%' AND wait_event_type = 'Lock'`).Scan(&pid)
+		return err == nil
+	}, 20*time.Second, 10*time.Millisecond, "the append waits for the lock")
+	var killed bool
+	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT pg_terminate_backend($1)`, pid).Scan(&killed))
+	require.True(t, killed)
+	require.NoError(t, lock.Rollback(ctx))
+	require.NoError(t, <-done)
+	recs, err := s.Records(ctx, "r1")
+	require.NoError(t, err)
+	assert.Len(t, recs, 1)
+}

@@ -816,7 +816,8 @@ func (s *Store) ForgetLedger(ctx context.Context, key string) error {
 // record; the arguments' digest is still that of the call's arguments.
 //
 // When the connection fails under the INSERT (a server restart, a proxy or
-// a network that cut it while it sat in the pool), the record is written
+// a network that cut it while it sat in the pool, its backend terminated
+// while the statement waited for a lock), the record is written
 // again on another connection, up to appendTries times within the store's
 // timeout, by an INSERT that adds it only if the table does not hold it
 // already: the first one may have committed before its answer was lost.
@@ -860,10 +861,12 @@ func auditValues(r runtime.AuditRecord) ([]any, error) {
 const appendTries = 3
 
 // connectionLost reports whether err is the failure of the connection
-// rather than the server's refusal of the statement, with time left.
+// rather than the server's refusal of the statement, with time left: an
+// error the server did not send, or a FATAL one, which ends the session
+// (its backend terminated, the server shutting down).
 func connectionLost(ctx context.Context, err error) bool {
 	var pe *pgconn.PgError
-	return !errors.As(err, &pe) && ctx.Err() == nil
+	return (!errors.As(err, &pe) || pe.Severity == "FATAL") && ctx.Err() == nil
 }
 
 // appendOnce inserts the record of vals (Append's statement arguments)
