@@ -392,3 +392,30 @@ func TestAgentTurnEndsWhenAnOutcomeIsNotRecorded(t *testing.T) {
 	last := res.Messages[len(res.Messages)-1]
 	require.Equal(t, "assistant", last.Role, "the call is left unanswered for a person to settle")
 }
+
+// The record holds the arguments the layer receives: a pii layer redacting
+// outside it has masked them already (the digest is of the masked
+// arguments too); one inside it has not, and the trail holds them in clear.
+func TestArgumentsAreRecordedAsTheLayerReceivesThem(t *testing.T) {
+	args := map[string]any{"order_id": "A1", "email": "ann@example.com"}
+	for _, tc := range []struct {
+		name  string
+		chain []plan.Layer
+		clear bool
+	}{
+		{"pii outside", []plan.Layer{rt.Layer("pii", `{"action": "redact"}`), rt.Layer("audit", `{"include_args": true}`)}, false},
+		{"pii inside", []plan.Layer{rt.Layer("audit", `{"include_args": true}`), rt.Layer("pii", `{"action": "redact"}`)}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sink := &runtime.MemoryAudit{}
+			tool := rt.NewTool(rt.ToolResult{Value: "ok"})
+			pl := rt.Build(t, toolPlan(tc.chain...), runtime.Deps{Audit: sink, Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
+			_, err := pl.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: args})
+			require.NoError(t, err)
+			recs := sink.Records()
+			require.Len(t, recs, 2)
+			assert.Equal(t, tc.clear, recs[0].Args["email"] == "ann@example.com", "%v", recs[0].Args)
+			assert.Equal(t, "A1", recs[0].Args["order_id"])
+		})
+	}
+}
