@@ -16,12 +16,19 @@ import (
 // A claim the server committed but whose answer was lost is the attempt's
 // when it asks again with its owner nonce.
 func TestAClaimWhoseReplyWasLostIsTheAttempts(t *testing.T) {
-	direct := open(t)
-	p := storetest.NewProxy(t, storetest.ServerURL(t, storetest.PostgresEnv))
-	s, err := postgres.Open(context.Background(), p.URL, direct.Schema(), postgres.WithTimeout(2*time.Second))
-	require.NoError(t, err)
-	defer s.Close()
+	direct, s, p := viaProxy(t, 2*time.Second)
 	storetest.LeaserLostReply(t, direct, s, p)
+}
+
+// viaProxy returns a store on the test server, the same schema reached
+// through a proxy with the given timeout, and the proxy.
+func viaProxy(t *testing.T, timeout time.Duration) (direct, s *postgres.Store, p *storetest.Proxy) {
+	direct = open(t)
+	p = storetest.NewProxy(t, storetest.ServerURL(t, storetest.PostgresEnv))
+	s, err := postgres.Open(context.Background(), p.URL, direct.Schema(), postgres.WithTimeout(timeout))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	return direct, s, p
 }
 
 // A connection cut while it sat in the pool (a server restart, a proxy or a
@@ -29,11 +36,7 @@ func TestAClaimWhoseReplyWasLostIsTheAttempts(t *testing.T) {
 // the server being up: an outcome lost. The record is written on another
 // connection, once.
 func TestAnAuditRecordSurvivesACutConnection(t *testing.T) {
-	direct := open(t)
-	p := storetest.NewProxy(t, storetest.ServerURL(t, storetest.PostgresEnv))
-	s, err := postgres.Open(context.Background(), p.URL, direct.Schema(), postgres.WithTimeout(5*time.Second))
-	require.NoError(t, err)
-	defer s.Close()
+	direct, s, p := viaProxy(t, 5*time.Second)
 	ctx := context.Background()
 	rec := runtime.AuditRecord{Time: time.Unix(100, 0), Layer: "audit", Tool: "refund", Phase: runtime.PhaseOutcome,
 		Decision: runtime.DecisionOK, RunID: "r1", Attempts: 1}
