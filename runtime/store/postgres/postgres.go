@@ -871,7 +871,7 @@ func connectionLost(ctx context.Context, err error) bool {
 
 // appendOnce inserts the record of vals (Append's statement arguments)
 // unless the table holds a row with its time, run, phase, layer, tool,
-// idempotency key, decision and attempts: the row of an INSERT whose
+// idempotency key, decision, attempts and digest: the row of an INSERT whose
 // answer was lost. The lookup reads the time index.
 func (s *Store) appendOnce(ctx context.Context, vals []any) error {
 	_, err := s.pool.Exec(ctx, s.q(`INSERT INTO §.audit (time, layer, stage, tool, phase, decision, error_type,
@@ -879,7 +879,7 @@ func (s *Store) appendOnce(ctx context.Context, vals []any) error {
 		SELECT $1::timestamptz, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::text, $9::integer,
 			$10::text, $11::text, $12::bigint, $13::text, $14::jsonb
 		WHERE NOT EXISTS (SELECT 1 FROM §.audit WHERE time = $1 AND run_id = $10 AND phase = $5 AND layer = $2
-			AND tool = $4 AND idempotency_key = $11 AND decision = $6 AND attempts = $9)`), vals...)
+			AND tool = $4 AND idempotency_key = $11 AND decision = $6 AND attempts = $9 AND args_digest = $13)`), vals...)
 	return err
 }
 
