@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"math"
+	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -20,6 +21,7 @@ import (
 	"github.com/agentc-dev/agentc/runtime/plan"
 	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
 	"github.com/agentc-dev/agentc/runtime/store/sqlite"
+	"github.com/agentc-dev/agentc/runtime/store/storetest"
 )
 
 var ctx1 = runtime.WithRun(context.Background(), runtime.Run{ID: "run-1"})
@@ -297,6 +299,54 @@ func TestSQLiteSinkIsDurable(t *testing.T) {
 	assert.Equal(t, "refund", recs[1].Tool)
 }
 
+// An operator who deletes the trail's file under a running process does not
+// get calls that run with their records going nowhere: the next call's
+// intent is not written, and the call does not run.
+func TestSQLiteFileDeletedUnderARunningPipeline(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.db")
+	p := toolPlan(rt.Layer("audit", `{"sink": "ledger"}`))
+	p.Stores = map[string]plan.Store{"ledger": {Kind: "sqlite", Path: path}}
+	tool := rt.NewTool(rt.ToolResult{Value: "R1"}, rt.ToolResult{Value: "R2"})
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
+	require.NoError(t, err)
+	defer pl.Close()
+	_, err = pl.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1"}})
+	require.NoError(t, err)
+	for _, f := range []string{path, path + "-wal", path + "-shm"} {
+		require.NoError(t, os.Remove(f))
+	}
+	_, err = pl.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A2"}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "audit intent not written; the call did not run")
+	assert.Equal(t, 1, tool.Calls(), "fail closed: the second call did not run")
+}
+
+// Arguments and error text PostgreSQL cannot store (a NUL character, bytes
+// that are not UTF-8) neither stop the call (its intent refused) nor cost
+// the outcome of a call that ran.
+func TestPostgresSinkKeepsRecordsOfTextItCannotStore(t *testing.T) {
+	store := storetest.Postgres(t)
+	p := toolPlan(rt.Layer("audit", `{"sink": "ledger", "include_args": true, "include_errors": true}`))
+	p.Stores = map[string]plan.Store{"ledger": {Kind: "postgres", URL: "postgres://unused"}}
+	tool := rt.NewTool(rt.ToolResult{Value: "R1"}, rt.ToolResult{Err: errors.New("order A\x00\xff: declined \x00")})
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Backends: map[string]runtime.StoreBackend{"ledger": store},
+		Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
+	require.NoError(t, err)
+	_, err = pl.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A\x00\xff"}})
+	require.NoError(t, err)
+	_, err = pl.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A2"}})
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, runtime.ErrOutcomeUnrecorded)
+	assert.Equal(t, 2, tool.Calls())
+	recs, err := store.Records(context.Background(), "run-1")
+	require.NoError(t, err)
+	require.Len(t, recs, 4)
+	assert.Equal(t, map[string]any{"order_id": "A\uFFFD\uFFFD"}, recs[0].Args)
+	assert.Equal(t, runtime.DecisionOK, recs[1].Decision)
+	assert.Equal(t, runtime.DecisionFailed, recs[3].Decision)
+	assert.Equal(t, "order A\uFFFD\uFFFD: declined \uFFFD", recs[3].ErrorMessage)
+}
+
 func TestValidate(t *testing.T) {
 	_, err := runtime.Build(context.Background(), toolPlan(rt.Layer("audit", `{"trail": "all"}`)), runtime.Deps{})
 	assert.ErrorContains(t, err, "trail")
@@ -341,4 +391,31 @@ func TestAgentTurnEndsWhenAnOutcomeIsNotRecorded(t *testing.T) {
 	assert.Equal(t, 1, model.Calls(), "the model is not told the refund failed")
 	last := res.Messages[len(res.Messages)-1]
 	require.Equal(t, "assistant", last.Role, "the call is left unanswered for a person to settle")
+}
+
+// The record holds the arguments the layer receives: a pii layer redacting
+// outside it has masked them already (the digest is of the masked
+// arguments too); one inside it has not, and the trail holds them in clear.
+func TestArgumentsAreRecordedAsTheLayerReceivesThem(t *testing.T) {
+	args := map[string]any{"order_id": "A1", "email": "ann@example.com"}
+	for _, tc := range []struct {
+		name  string
+		chain []plan.Layer
+		clear bool
+	}{
+		{"pii outside", []plan.Layer{rt.Layer("pii", `{"action": "redact"}`), rt.Layer("audit", `{"include_args": true}`)}, false},
+		{"pii inside", []plan.Layer{rt.Layer("audit", `{"include_args": true}`), rt.Layer("pii", `{"action": "redact"}`)}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sink := &runtime.MemoryAudit{}
+			tool := rt.NewTool(rt.ToolResult{Value: "ok"})
+			pl := rt.Build(t, toolPlan(tc.chain...), runtime.Deps{Audit: sink, Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
+			_, err := pl.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: args})
+			require.NoError(t, err)
+			recs := sink.Records()
+			require.Len(t, recs, 2)
+			assert.Equal(t, tc.clear, recs[0].Args["email"] == "ann@example.com", "%v", recs[0].Args)
+			assert.Equal(t, "A1", recs[0].Args["order_id"])
+		})
+	}
 }

@@ -66,6 +66,14 @@
 // a host's) receives the record so. In either case a secret the run holds
 // is written as "[SECRET]".
 //
+// The arguments recorded, and digested, are those the layer receives: a
+// pii layer with action "redact" outside audit has masked them already; one
+// inside it has not, and with include_args the intent record holds the
+// personal data in clear, as it does for a call a pii layer inside then
+// blocks (recorded "denied"). A call a layer outside audit blocks reaches no
+// audit layer and has no record. A policy whose trail must hold no personal
+// data puts pii outside audit, or leaves include_args off.
+//
 // trail states the ordering the user intends, and agentc vet holds the chain
 // to it (order/audit-trail): "logical" (the default) puts retry inside audit
 // and yields one record per logical call; "attempts" puts audit inside

@@ -47,7 +47,16 @@
 //     updates or deletes a row), one row per intent and per outcome,
 //     indexed by run, by tool and time, and by time. Every append is its own
 //     transaction committed with synchronous_commit on: it is on disk
-//     before Append returns.
+//     before Append returns. Text PostgreSQL refuses (a NUL character,
+//     bytes that are not UTF-8, in any field or in the arguments) is
+//     written with U+FFFD in its place, so such a call keeps its records;
+//     the arguments' digest is still that of the call's own arguments.
+//     An append whose connection fails (a restart, a proxy or a network
+//     that cut it in the pool, its backend terminated) is made again on another connection within
+//     the store's timeout, adding the row only if the table does not hold
+//     it already, so a cut connection does not cost a record; a statement
+//     still running on the server when the connection failed could, at
+//     worst, leave the record twice.
 //   - runtime.VectorIndex: table vectors with the embedding as real[];
 //     Query scores by exact scan in SQL (a dot product over unnest), or,
 //     when the pgvector extension is installed in the database, with its

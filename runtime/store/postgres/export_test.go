@@ -1,6 +1,10 @@
 package postgres
 
-import "context"
+import (
+	"context"
+
+	"github.com/agentc-dev/agentc/runtime"
+)
 
 // Migrations exposes the schema migrations to the tests.
 var Migrations = migrations
@@ -18,3 +22,13 @@ func Wrote(s *Store) { s.wrote(context.Background()) }
 
 // Purging reports whether a purge of s runs.
 func Purging(s *Store) bool { return s.purging.Load() }
+
+// AppendAgain writes r as Append does once its connection failed: only if
+// the table does not hold it already.
+func AppendAgain(ctx context.Context, s *Store, r runtime.AuditRecord) error {
+	vals, err := auditValues(r)
+	if err != nil {
+		return err
+	}
+	return s.appendOnce(ctx, vals)
+}

@@ -5,8 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/store/postgres"
 	"github.com/agentc-dev/agentc/runtime/store/storetest"
 )
@@ -14,10 +16,77 @@ import (
 // A claim the server committed but whose answer was lost is the attempt's
 // when it asks again with its owner nonce.
 func TestAClaimWhoseReplyWasLostIsTheAttempts(t *testing.T) {
-	direct := open(t)
-	p := storetest.NewProxy(t, storetest.ServerURL(t, storetest.PostgresEnv))
-	s, err := postgres.Open(context.Background(), p.URL, direct.Schema(), postgres.WithTimeout(2*time.Second))
-	require.NoError(t, err)
-	defer s.Close()
+	direct, s, p := viaProxy(t, 2*time.Second)
 	storetest.LeaserLostReply(t, direct, s, p)
+}
+
+// viaProxy returns a store on the test server, the same schema reached
+// through a proxy with the given timeout, and the proxy.
+func viaProxy(t *testing.T, timeout time.Duration) (direct, s *postgres.Store, p *storetest.Proxy) {
+	direct = open(t)
+	p = storetest.NewProxy(t, storetest.ServerURL(t, storetest.PostgresEnv))
+	s, err := postgres.Open(context.Background(), p.URL, direct.Schema(), postgres.WithTimeout(timeout))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	return direct, s, p
+}
+
+// A connection cut while it sat in the pool (a server restart, a proxy or a
+// network that dropped it) failed the next append with "unexpected EOF",
+// the server being up: an outcome lost. The record is written on another
+// connection, once.
+func TestAnAuditRecordSurvivesACutConnection(t *testing.T) {
+	direct, s, p := viaProxy(t, 5*time.Second)
+	ctx := context.Background()
+	rec := runtime.AuditRecord{Time: time.Unix(100, 0), Layer: "audit", Tool: "refund", Phase: runtime.PhaseOutcome,
+		Decision: runtime.DecisionOK, RunID: "r1", Attempts: 1}
+	require.NoError(t, s.Append(ctx, rec))
+	p.Cut()
+	p.Restore()
+	rec.Time = time.Unix(101, 0)
+	require.NoError(t, s.Append(ctx, rec), "the server is up: the record is written")
+	recs, err := direct.Records(ctx, "r1")
+	require.NoError(t, err)
+	assert.Len(t, recs, 2)
+
+	// The append that follows a lost answer writes nothing when the first
+	// one committed.
+	require.NoError(t, postgres.AppendAgain(ctx, s, rec))
+	rec.Time = time.Unix(102, 0)
+	require.NoError(t, postgres.AppendAgain(ctx, s, rec))
+	recs, err = direct.Records(ctx, "r1")
+	require.NoError(t, err)
+	require.Len(t, recs, 3)
+	assert.True(t, recs[2].Time.Equal(time.Unix(102, 0)))
+}
+
+// A backend terminated under the INSERT (pg_terminate_backend, a server
+// shutting down) answers with a FATAL error: the statement did not commit,
+// the connection is gone, and the record is written on another one.
+func TestAnAuditRecordSurvivesItsBackendTerminated(t *testing.T) {
+	s := open(t)
+	ctx := context.Background()
+	lock, err := s.Pool().Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = lock.Rollback(ctx) }()
+	_, err = lock.Exec(ctx, "LOCK TABLE "+s.Schema()+".audit IN ACCESS EXCLUSIVE MODE")
+	require.NoError(t, err)
+
+	done := make(chan error, 1)
+	go func() {
+		done <- s.Append(ctx, runtime.AuditRecord{Time: time.Unix(100, 0), Phase: runtime.PhaseOutcome, RunID: "r1"})
+	}()
+	var pid int
+	require.Eventually(t, func() bool {
+		err := s.Pool().QueryRow(ctx, `SELECT pid FROM pg_stat_activity WHERE query LIKE 'INSERT INTO `+s.Schema()+`.audit%' AND wait_event_type = 'Lock'`).Scan(&pid)
+		return err == nil
+	}, 20*time.Second, 10*time.Millisecond, "the append waits for the lock")
+	var killed bool
+	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT pg_terminate_backend($1)`, pid).Scan(&killed))
+	require.True(t, killed)
+	require.NoError(t, lock.Rollback(ctx))
+	require.NoError(t, <-done)
+	recs, err := s.Records(ctx, "r1")
+	require.NoError(t, err)
+	assert.Len(t, recs, 1)
 }

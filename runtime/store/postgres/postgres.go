@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentc-dev/agentc/runtime"
@@ -809,27 +810,77 @@ func (s *Store) ForgetLedger(ctx context.Context, key string) error {
 	return nil
 }
 
-// Append implements runtime.AuditSink: one INSERT, committed durably.
+// Append implements runtime.AuditSink: one INSERT, committed durably. Text
+// PostgreSQL cannot store (a NUL character, bytes that are not UTF-8) is
+// written with U+FFFD in its place (pgText, pgJSON) rather than lose the
+// record; the arguments' digest is still that of the call's arguments.
+//
+// When the connection fails under the INSERT (a server restart, a proxy or
+// a network that cut it while it sat in the pool, its backend terminated
+// while the statement waited for a lock), the record is written
+// again on another connection, up to appendTries times within the store's
+// timeout, by an INSERT that adds it only if the table does not hold it
+// already: the first one may have committed before its answer was lost.
+// Without this the first call after the cut would lose its outcome record,
+// the server being up.
 func (s *Store) Append(ctx context.Context, r runtime.AuditRecord) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	var args []byte
-	if r.Args != nil {
-		b, err := json.Marshal(r.Args)
-		if err != nil {
-			return fmt.Errorf("postgres audit: encode args: %w", err)
-		}
-		args = b
+	vals, err := auditValues(r)
+	if err != nil {
+		return err
 	}
-	_, err := s.pool.Exec(ctx, s.q(`INSERT INTO §.audit (time, layer, stage, tool, phase, decision, error_type,
+	_, err = s.pool.Exec(ctx, s.q(`INSERT INTO §.audit (time, layer, stage, tool, phase, decision, error_type,
 		error_message, attempts, run_id, idempotency_key, duration_ns, args_digest, args)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`),
-		r.Time, r.Layer, r.Stage, r.Tool, string(r.Phase), string(r.Decision), r.ErrorType,
-		r.ErrorMessage, r.Attempts, r.RunID, r.IdempotencyKey, int64(r.Duration), r.ArgsDigest, args)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`), vals...)
+	for tries := 1; err != nil && tries < appendTries && connectionLost(ctx, err); tries++ {
+		err = s.appendOnce(ctx, vals)
+	}
 	if err != nil {
 		return fmt.Errorf("postgres audit append: %w", err)
 	}
 	return nil
+}
+
+// auditValues returns the arguments of the statements that insert r.
+func auditValues(r runtime.AuditRecord) ([]any, error) {
+	r = storable(r)
+	var args []byte
+	if r.Args != nil {
+		b, err := json.Marshal(r.Args)
+		if err != nil {
+			return nil, fmt.Errorf("postgres audit: encode args: %w", err)
+		}
+		args = pgJSON(b)
+	}
+	return []any{r.Time, r.Layer, r.Stage, r.Tool, string(r.Phase), string(r.Decision), r.ErrorType,
+		r.ErrorMessage, r.Attempts, r.RunID, r.IdempotencyKey, int64(r.Duration), r.ArgsDigest, args}, nil
+}
+
+// appendTries bounds the INSERTs of one Append whose connection failed.
+const appendTries = 3
+
+// connectionLost reports whether err is the failure of the connection
+// rather than the server's refusal of the statement, with time left: an
+// error the server did not send, or a FATAL one, which ends the session
+// (its backend terminated, the server shutting down).
+func connectionLost(ctx context.Context, err error) bool {
+	var pe *pgconn.PgError
+	return (!errors.As(err, &pe) || pe.Severity == "FATAL") && ctx.Err() == nil
+}
+
+// appendOnce inserts the record of vals (Append's statement arguments)
+// unless the table holds a row with its time, run, phase, layer, tool,
+// idempotency key, decision, attempts and digest: the row of an INSERT whose
+// answer was lost. The lookup reads the time index.
+func (s *Store) appendOnce(ctx context.Context, vals []any) error {
+	_, err := s.pool.Exec(ctx, s.q(`INSERT INTO §.audit (time, layer, stage, tool, phase, decision, error_type,
+		error_message, attempts, run_id, idempotency_key, duration_ns, args_digest, args)
+		SELECT $1::timestamptz, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::text, $9::integer,
+			$10::text, $11::text, $12::bigint, $13::text, $14::jsonb
+		WHERE NOT EXISTS (SELECT 1 FROM §.audit WHERE time = $1 AND run_id = $10 AND phase = $5 AND layer = $2
+			AND tool = $4 AND idempotency_key = $11 AND decision = $6 AND attempts = $9 AND args_digest = $13)`), vals...)
+	return err
 }
 
 // Records returns the audit records in append order; a non-empty runID
@@ -837,7 +888,7 @@ func (s *Store) Append(ctx context.Context, r runtime.AuditRecord) error {
 func (s *Store) Records(ctx context.Context, runID string) ([]runtime.AuditRecord, error) {
 	rows, err := s.pool.Query(ctx, s.q(`SELECT time, layer, stage, tool, phase, decision, error_type, error_message,
 		attempts, run_id, idempotency_key, duration_ns, args_digest, args FROM §.audit
-		WHERE $1 = '' OR run_id = $1 ORDER BY id`), runID)
+		WHERE $1 = '' OR run_id = $1 ORDER BY id`), pgText(runID))
 	if err != nil {
 		return nil, fmt.Errorf("postgres audit records: %w", err)
 	}

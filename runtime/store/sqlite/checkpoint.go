@@ -59,6 +59,9 @@ func (s *Store) SaveCheckpoint(ctx context.Context, cp runtime.Checkpoint) (int,
 	if err != nil {
 		return 0, fmt.Errorf("sqlite checkpoints: save: %w", err)
 	}
+	if err := s.intact(); err != nil {
+		return 0, err
+	}
 	return v, nil
 }
 
@@ -137,7 +140,7 @@ func (s *Store) DeleteCheckpoints(ctx context.Context, runID string) error {
 	if _, err := s.db.ExecContext(ctx, `DELETE FROM checkpoints WHERE run_id = ?`, runID); err != nil {
 		return fmt.Errorf("sqlite checkpoints: delete: %w", err)
 	}
-	return nil
+	return s.intact()
 }
 
 var _ runtime.CheckpointStore = (*Store)(nil)

@@ -19,6 +19,14 @@
 // process, which also avoids SQLITE_BUSY between the process's own
 // connections.
 //
+// A file deleted, renamed or replaced while a store has it open would take
+// every later write with it (SQLite goes on writing to the file it holds):
+// each write (an audit record, a key, a checkpoint) therefore checks, once
+// committed, that the path still names the file the store opened, and
+// fails otherwise, saying so. An audit layer on the store then runs no
+// call (its intent is not written) until the process opens the store
+// again.
+//
 // Keys expire lazily: a read ignores an expired key, SetIfAbsent replaces it
 // atomically (one upsert statement), and expired rows are purged every 1024
 // writes.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -83,8 +84,10 @@ CREATE INDEX IF NOT EXISTS audit_run ON audit (run_id, id);
 // Store is a SQLite file that offers runtime.KV and runtime.AuditSink. It is
 // safe for concurrent use. See the package documentation for durability.
 type Store struct {
-	db     *sql.DB
-	path   string
+	db   *sql.DB
+	path string
+	// file is the file Open opened at path (see intact).
+	file   os.FileInfo
 	writes atomic.Int64
 	now    func() time.Time
 	// checkpointTable is set once the checkpoint table exists.
@@ -119,7 +122,32 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("sqlite %s: create tables: %w", path, err)
 	}
-	return &Store{db: db, path: path, now: time.Now}, nil
+	file, err := os.Stat(path)
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	return &Store{db: db, path: path, file: file, now: time.Now}, nil
+}
+
+// intact reports an error, after a write, when path no longer names the
+// file the store opened: the file was deleted, renamed or replaced while
+// open. SQLite goes on writing to the file it holds, so without this check
+// every write that followed (an audit record, an idempotency claim) would
+// succeed into a file no one will read again. The store stays unusable
+// for writes; a new Store opens the file now at path.
+func (s *Store) intact() error {
+	fi, err := os.Stat(s.path)
+	if err == nil && os.SameFile(s.file, fi) {
+		return nil
+	}
+	why := "was replaced"
+	if errors.Is(err, fs.ErrNotExist) {
+		why = "was deleted or renamed"
+	} else if err != nil {
+		why = "cannot be checked (" + err.Error() + ")"
+	}
+	return fmt.Errorf("sqlite %s: the file %s while the store had it open; the write went to the old file: reopen the store", s.path, why)
 }
 
 // Path returns the file's path.
@@ -163,6 +191,9 @@ func (s *Store) Set(ctx context.Context, key string, value []byte, ttl time.Dura
 	if err != nil {
 		return fmt.Errorf("sqlite set: %w", err)
 	}
+	if err := s.intact(); err != nil {
+		return err
+	}
 	s.wrote(ctx)
 	return nil
 }
@@ -186,6 +217,9 @@ func (s *Store) SetIfAbsent(ctx context.Context, key string, value []byte, ttl t
 	if err != nil {
 		return false, fmt.Errorf("sqlite set-if-absent: %w", err)
 	}
+	if err := s.intact(); err != nil {
+		return false, err
+	}
 	s.wrote(ctx)
 	return n == 1, nil
 }
@@ -195,7 +229,7 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	if _, err := s.db.ExecContext(ctx, `DELETE FROM kv WHERE key = ?`, key); err != nil {
 		return fmt.Errorf("sqlite delete: %w", err)
 	}
-	return nil
+	return s.intact()
 }
 
 // wrote counts a write and purges expired keys every purgeEvery writes. A
@@ -207,7 +241,7 @@ func (s *Store) wrote(ctx context.Context) {
 }
 
 // Append implements runtime.AuditSink: the record is committed (fsynced)
-// before Append returns.
+// before Append returns, to the file at the store's path (intact).
 func (s *Store) Append(ctx context.Context, r runtime.AuditRecord) error {
 	var args any
 	if r.Args != nil {
@@ -225,7 +259,7 @@ func (s *Store) Append(ctx context.Context, r runtime.AuditRecord) error {
 	if err != nil {
 		return fmt.Errorf("sqlite audit append: %w", err)
 	}
-	return nil
+	return s.intact()
 }
 
 // Records returns the audit records in append order; a non-empty runID

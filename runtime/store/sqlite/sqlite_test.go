@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -136,4 +137,47 @@ func TestPortContracts(t *testing.T) {
 	t.Run("KV", func(t *testing.T) { storetest.KV(t, s) })
 	t.Run("Leaser", func(t *testing.T) { storetest.Leaser(t, runtime.NewKVLeaser(s)) })
 	t.Run("Audit", func(t *testing.T) { storetest.Audit(t, s, s.Records) })
+}
+
+// A file deleted or replaced while a store has it open takes the writes
+// that follow with it: SQLite goes on writing to the file it holds. Each
+// write then fails instead of succeeding into a file no one reads again.
+func TestAFileDeletedOrReplacedWhileOpenTakesNoWrites(t *testing.T) {
+	ctx := context.Background()
+	rec := runtime.AuditRecord{Time: time.Unix(1, 0), Phase: runtime.PhaseIntent, RunID: "r", Tool: "refund"}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "audit.db")
+	s := open(t, path)
+	defer s.Close()
+	require.NoError(t, s.Append(ctx, rec))
+	for _, f := range []string{path, path + "-wal", path + "-shm"} {
+		require.NoError(t, os.Remove(f))
+	}
+	err := s.Append(ctx, rec)
+	require.Error(t, err, "the record would be lost with the deleted file")
+	assert.Contains(t, err.Error(), "was deleted or renamed while the store had it open")
+	assert.Error(t, s.Set(ctx, "k", []byte("v"), 0))
+	_, err = s.SetIfAbsent(ctx, "claim", []byte("v"), 0)
+	assert.Error(t, err, "a claim in the deleted file would let another process claim again")
+	_, err = s.SaveCheckpoint(ctx, runtime.Checkpoint{RunID: "r", Time: time.Unix(1, 0), Status: runtime.RunRunning})
+	assert.Error(t, err)
+
+	other := filepath.Join(dir, "other.db")
+	s2 := open(t, other)
+	defer s2.Close()
+	require.NoError(t, s2.Append(ctx, rec))
+	fresh := open(t, filepath.Join(dir, "fresh.db"))
+	require.NoError(t, fresh.Close())
+	require.NoError(t, os.Rename(filepath.Join(dir, "fresh.db"), other))
+	err = s2.Append(ctx, rec)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "was replaced while the store had it open")
+
+	// A store opened anew writes to the file now at the path.
+	s3 := open(t, path)
+	defer s3.Close()
+	require.NoError(t, s3.Append(ctx, rec))
+	recs, err := s3.Records(ctx, "")
+	require.NoError(t, err)
+	assert.Len(t, recs, 1)
 }
