@@ -64,7 +64,7 @@ func cmdProve(ctx context.Context, env *cliEnv, args []string) int {
 	k := fs.Int("k", 3, "explore every fault script up to `N` attempt outcomes per call")
 	asJSON := fs.Bool("json", false, "print the reports as a JSON array")
 	outDir := fs.String("o", ".", "write counterexample scenarios to `DIR`")
-	maxStates := fs.Int("max-states", 0, "stop exploring a policy after `N` states, not proven (0: no bound)")
+	maxStates := fs.Int("maxstates", 0, "stop exploring a policy after `N` states, not proven (0: no bound)")
 	timeout := fs.Duration("timeout", 0, "stop exploring a policy after `D` of wall time, not proven (0: no bound)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
@@ -77,7 +77,7 @@ func cmdProve(ctx context.Context, env *cliEnv, args []string) int {
 		return fail(env, "prove: -k %d: the depth must be between 1 and 8", *k)
 	}
 	if *maxStates < 0 {
-		return fail(env, "prove: -max-states %d: want 0 (no bound) or more", *maxStates)
+		return fail(env, "prove: -maxstates %d: want 0 (no bound) or more", *maxStates)
 	}
 	if *timeout < 0 {
 		return fail(env, "prove: -timeout %s: want 0 (no bound) or more", *timeout)
@@ -203,7 +203,7 @@ func verdict(r *proveReport, maxStates int, timeout time.Duration) string {
 		bound := "interrupted"
 		switch r.Bound {
 		case prove.BoundMaxStates:
-			bound = fmt.Sprintf("bound reached (-max-states %d)", maxStates)
+			bound = fmt.Sprintf("bound reached (-maxstates %d)", maxStates)
 		case prove.BoundTimeout:
 			bound = fmt.Sprintf("bound reached (-timeout %s)", timeout)
 		}
