@@ -104,4 +104,5 @@ func TestProgress(t *testing.T) {
 	last := seen[len(seen)-1]
 	assert.Equal(t, r.States, last.States)
 	assert.Equal(t, r.Targets, last.Targets)
+	assert.Equal(t, 2, last.Depth)
 }

@@ -48,9 +48,9 @@ type Options struct {
 // Progress is how far an exploration has come.
 type Progress struct {
 	// States run so far, over every target; Done the targets explored to
-	// the end, of Targets.
-	States, Done, Targets int
-	Elapsed               time.Duration
+	// the end, of Targets; Depth the length of the scripts being run.
+	States, Done, Targets, Depth int
+	Elapsed                      time.Duration
 }
 
 // The bounds that can stop an exploration before it is complete.
@@ -173,6 +173,7 @@ type explorer struct {
 	start   time.Time
 	states  atomic.Int64
 	done    atomic.Int64
+	depth   atomic.Int64
 	targetN int
 	stopped atomic.Value // string: the bound that stopped it
 	// progressMu serializes Options.Progress; lastProgress is when it was
@@ -220,7 +221,8 @@ func (e *explorer) progress() {
 		return
 	}
 	e.lastProgress = now
-	e.opts.Progress(Progress{States: int(e.states.Load()), Done: int(e.done.Load()), Targets: e.targetN, Elapsed: now.Sub(e.start)})
+	e.opts.Progress(Progress{States: int(e.states.Load()), Done: int(e.done.Load()), Targets: e.targetN,
+		Depth: int(e.depth.Load()), Elapsed: now.Sub(e.start)})
 }
 
 // maxPromptTokens bounds the prompt promptFor writes.
@@ -295,6 +297,7 @@ func Explore(ctx context.Context, p *plan.Plan, opts Options) (*Report, error) {
 		states[i] = e.newTargetState(t)
 	}
 	for depth := 1; depth <= e.opts.Depth; depth++ {
+		e.depth.Store(int64(depth))
 		g, gctx := errgroup.WithContext(ctx)
 		g.SetLimit(goruntime.GOMAXPROCS(0))
 		for _, ts := range states {
