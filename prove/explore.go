@@ -247,7 +247,10 @@ func promptFor(p *plan.Plan, u runtime.Usage) string {
 // with one and two concurrent deliveries of each tool call, on a virtual
 // clock, and checks the plan's invariants after every run. It returns an
 // error when the pipeline cannot be built or an invariant does not compile;
-// violations are in the report.
+// violations are in the report. When ctx is done before the exploration is,
+// it returns ctx's error together with the report of what was explored
+// (Bound BoundInterrupted): a caller that stops at the error never takes the
+// part for a proof.
 func Explore(ctx context.Context, p *plan.Plan, opts Options) (*Report, error) {
 	if opts.Depth <= 0 {
 		opts.Depth = 3
@@ -345,6 +348,13 @@ func Explore(ctx context.Context, p *plan.Plan, opts Options) (*Report, error) {
 		out = append(out, v)
 	}
 	e.report.Violations = out
+	if e.report.Bound == BoundInterrupted {
+		err := ctx.Err()
+		if err == nil {
+			err = context.Canceled
+		}
+		return e.report, fmt.Errorf("prove: exploration interrupted: %w", err)
+	}
 	return e.report, nil
 }
 

@@ -119,9 +119,10 @@ func cmdProve(ctx context.Context, env *cliEnv, args []string) int {
 				fmt.Fprintf(env.stderr, "agentc: %s: %d states, running scripts of length %d, %d of %d targets explored to k=%d, %s so far\n",
 					label, pr.States, pr.Depth, pr.Done, pr.Targets, *k, pr.Elapsed.Round(time.Second))
 			}})
-		if err != nil {
+		if err != nil && (r == nil || r.Bound != prove.BoundInterrupted) {
 			return fail(env, "%s: %v", label, err)
 		}
+		// Interrupted, r is what was explored: reported as not proven.
 		rep := &proveReport{Policy: label, K: r.Depth, Copies: r.Copies, Targets: r.Targets, Symmetric: r.Symmetric,
 			States: r.States, Pruned: r.Pruned, ElapsedMS: r.Elapsed.Milliseconds(), StatesPerSecond: r.StatesPerSecond(),
 			Clean:    len(r.Violations) == 0 && r.Targets > 0 && r.Complete(),
