@@ -12,7 +12,9 @@
 // deliveries of each tool call. Scripts are explored breadth first; a script
 // whose run ends in a state already seen, or that did not reach its last
 // outcome, is not extended, and a target that is the image of one already
-// explored under renaming is skipped.
+// explored under renaming is skipped. Targets advance one depth at a time,
+// so that a bound (Options.MaxStates, Options.Timeout) or an interrupt that
+// stops the exploration leaves every target explored to Report.Proved.
 //
 // After every run the invariants are checked: the built-in ones
 // (max_executions, audit_complete, budget_overshoot, no_effect_after_block,

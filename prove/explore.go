@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -30,7 +32,33 @@ type Options struct {
 	Copies int
 	// Dir resolves the plan's relative paths (file_check roots).
 	Dir string
+	// MaxStates stops the exploration once this many states (runs) were
+	// run, over every target (0: no bound).
+	MaxStates int
+	// Timeout stops the exploration once this much wall time has passed
+	// (0: no bound).
+	Timeout time.Duration
+	// Progress, when set, is called after a state once ProgressEvery has
+	// passed since the previous call (after every state when it is 0),
+	// from the goroutine that ran it, never concurrently.
+	Progress      func(Progress)
+	ProgressEvery time.Duration
 }
+
+// Progress is how far an exploration has come.
+type Progress struct {
+	// States run so far, over every target; Done the targets explored to
+	// the end, of Targets; Depth the length of the scripts being run.
+	States, Done, Targets, Depth int
+	Elapsed                      time.Duration
+}
+
+// The bounds that can stop an exploration before it is complete.
+const (
+	BoundMaxStates   = "max_states"
+	BoundTimeout     = "timeout"
+	BoundInterrupted = "interrupted"
+)
 
 // Report is the result of an exploration.
 type Report struct {
@@ -49,7 +77,20 @@ type Report struct {
 	// Violations holds one minimal counterexample per violated invariant
 	// and target, shortest scripts first.
 	Violations []*Counterexample
+
+	// Bound names what stopped the exploration before every script up to
+	// Depth was run (BoundMaxStates, BoundTimeout, BoundInterrupted), ""
+	// when it is complete. An incomplete exploration proves nothing; the
+	// violations it found are real.
+	Bound string
+	// Done is the number of targets explored to the end; Proved the depth
+	// up to which every script of every target was run (Depth when the
+	// exploration is complete).
+	Done, Proved int
 }
+
+// Complete reports whether every script up to Depth was run.
+func (r *Report) Complete() bool { return r.Bound == "" }
 
 // StatesPerSecond returns the exploration's throughput.
 func (r *Report) StatesPerSecond() float64 {
@@ -126,6 +167,62 @@ type explorer struct {
 	clocked bool
 	// prompt is the user message of a chat step (promptFor).
 	prompt string
+
+	// start, states, done and stopped track the bounds of the exploration
+	// (Options.MaxStates, Timeout) over every target.
+	start   time.Time
+	states  atomic.Int64
+	done    atomic.Int64
+	depth   atomic.Int64
+	targetN int
+	stopped atomic.Value // string: the bound that stopped it
+	// progressMu serializes Options.Progress; lastProgress is when it was
+	// last called.
+	progressMu   sync.Mutex
+	lastProgress time.Time
+}
+
+// admit reserves the next state's slot, or returns the bound that stops the
+// exploration.
+func (e *explorer) admit(ctx context.Context) string {
+	if b, _ := e.stopped.Load().(string); b != "" {
+		return b
+	}
+	b := ""
+	switch {
+	case ctx.Err() != nil:
+		b = BoundInterrupted
+	case e.opts.Timeout > 0 && time.Since(e.start) >= e.opts.Timeout:
+		b = BoundTimeout
+	default:
+		if n := e.states.Add(1); e.opts.MaxStates > 0 && n > int64(e.opts.MaxStates) {
+			e.states.Add(-1)
+			b = BoundMaxStates
+		}
+	}
+	if b == "" {
+		return ""
+	}
+	// The first bound reached is the one reported.
+	e.stopped.CompareAndSwap(nil, b)
+	b, _ = e.stopped.Load().(string)
+	return b
+}
+
+// progress calls Options.Progress when it is due.
+func (e *explorer) progress() {
+	if e.opts.Progress == nil {
+		return
+	}
+	e.progressMu.Lock()
+	defer e.progressMu.Unlock()
+	now := time.Now()
+	if now.Sub(e.lastProgress) < e.opts.ProgressEvery {
+		return
+	}
+	e.lastProgress = now
+	e.opts.Progress(Progress{States: int(e.states.Load()), Done: int(e.done.Load()), Targets: e.targetN,
+		Depth: int(e.depth.Load()), Elapsed: now.Sub(e.start)})
 }
 
 // maxPromptTokens bounds the prompt promptFor writes.
@@ -150,7 +247,10 @@ func promptFor(p *plan.Plan, u runtime.Usage) string {
 // with one and two concurrent deliveries of each tool call, on a virtual
 // clock, and checks the plan's invariants after every run. It returns an
 // error when the pipeline cannot be built or an invariant does not compile;
-// violations are in the report.
+// violations are in the report. When ctx is done before the exploration is,
+// it returns ctx's error together with the report of what was explored
+// (Bound BoundInterrupted): a caller that stops at the error never takes the
+// part for a proof.
 func Explore(ctx context.Context, p *plan.Plan, opts Options) (*Report, error) {
 	if opts.Depth <= 0 {
 		opts.Depth = 3
@@ -177,6 +277,7 @@ func Explore(ctx context.Context, p *plan.Plan, opts Options) (*Report, error) {
 	e.chatAlph, e.toolAlph = alphabets(p)
 	e.clocked = clocked(p)
 	start := time.Now()
+	e.start, e.lastProgress = start, start
 	defer func() { e.report.Elapsed = time.Since(start) }()
 	seen := map[string]bool{}
 	var todo []target
@@ -190,24 +291,37 @@ func Explore(ctx context.Context, p *plan.Plan, opts Options) (*Report, error) {
 		todo = append(todo, t)
 	}
 	e.report.Targets = len(todo)
-	// Targets are independent: explore them on every core.
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(goruntime.GOMAXPROCS(0))
-	results := make([]*Report, len(todo))
+	e.targetN = len(todo)
+	// Targets are independent: explore them on every core, one depth at a
+	// time, so that a bound that stops the exploration leaves every target
+	// explored to the same depth.
+	states := make([]*targetState, len(todo))
 	for i, t := range todo {
-		g.Go(func() error {
-			r, err := e.exploreTarget(gctx, t)
-			results[i] = r
-			return err
-		})
+		states[i] = e.newTargetState(t)
 	}
-	if err := g.Wait(); err != nil {
-		return nil, err
+	for depth := 1; depth <= e.opts.Depth; depth++ {
+		e.depth.Store(int64(depth))
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(goruntime.GOMAXPROCS(0))
+		for _, ts := range states {
+			g.Go(func() error { return e.level(gctx, ts, depth) })
+		}
+		if err := g.Wait(); err != nil {
+			return nil, err
+		}
+		if e.report.Bound, _ = e.stopped.Load().(string); e.report.Bound != "" {
+			break
+		}
+		e.report.Proved = depth
 	}
-	for _, r := range results {
+	for _, ts := range states {
+		r := ts.rep
 		e.report.States += r.States
 		e.report.Pruned += r.Pruned
 		e.report.Violations = append(e.report.Violations, r.Violations...)
+		if ts.done {
+			e.report.Done++
+		}
 	}
 	e.report.Elapsed = time.Since(start)
 	sort.SliceStable(e.report.Violations, func(i, j int) bool {
@@ -234,6 +348,13 @@ func Explore(ctx context.Context, p *plan.Plan, opts Options) (*Report, error) {
 		out = append(out, v)
 	}
 	e.report.Violations = out
+	if e.report.Bound == BoundInterrupted {
+		err := ctx.Err()
+		if err == nil {
+			err = context.Canceled
+		}
+		return e.report, fmt.Errorf("prove: exploration interrupted: %w", err)
+	}
 	return e.report, nil
 }
 
@@ -368,49 +489,77 @@ func sortedKeys[V any](m map[string]V) []string {
 	return out
 }
 
-// exploreTarget runs every script up to the depth, breadth first, and keeps
-// the first (shortest) counterexample of each invariant.
-func (e *explorer) exploreTarget(ctx context.Context, t target) (*Report, error) {
-	rep := &Report{}
+// targetState is the exploration of one target so far.
+type targetState struct {
+	t    target
+	alph []string
+	rep  *Report
+	// found holds the invariants already violated; seen the fingerprints
+	// of the states reached; frontier the scripts to extend at the next
+	// depth.
+	found, seen map[string]bool
+	frontier    [][]string
+	// done is set once every script up to the depth was run.
+	done bool
+}
+
+func (e *explorer) newTargetState(t target) *targetState {
 	alph := e.chatAlph
 	if t.stage == plan.StageTool {
 		alph = e.toolAlph
 	}
-	found := map[string]bool{}
-	seen := map[string]bool{}
-	frontier := [][]string{nil}
-	for depth := 1; depth <= e.opts.Depth && len(frontier) > 0; depth++ {
-		var next [][]string
-		for _, prefix := range frontier {
-			for _, o := range alph {
-				if err := ctx.Err(); err != nil {
-					return nil, err
+	return &targetState{t: t, alph: alph, rep: &Report{}, found: map[string]bool{}, seen: map[string]bool{}, frontier: [][]string{nil}}
+}
+
+// level runs every script of length depth that extends the frontier of ts,
+// and keeps the first (shortest) counterexample of each invariant. When a
+// bound of the exploration is reached it returns, leaving the level
+// unfinished.
+func (e *explorer) level(ctx context.Context, ts *targetState, depth int) error {
+	if ts.done {
+		return nil
+	}
+	t, rep := ts.t, ts.rep
+	var next [][]string
+	for _, prefix := range ts.frontier {
+		for _, o := range ts.alph {
+			if e.admit(ctx) != "" {
+				return nil
+			}
+			script := append(slices.Clone(prefix), o)
+			r, err := e.run(ctx, t, script)
+			if err != nil {
+				if ctx.Err() != nil {
+					// The run was cut short: it counts for nothing.
+					e.stopped.CompareAndSwap(nil, BoundInterrupted)
+					return nil
 				}
-				script := append(slices.Clone(prefix), o)
-				r, err := e.run(ctx, t, script)
-				if err != nil {
-					return nil, err
-				}
-				rep.States++
-				for _, v := range e.inv.check(e, t, r) {
-					if found[v.id] {
-						continue
-					}
-					found[v.id] = true
-					rep.Violations = append(rep.Violations, e.counterexample(ctx, t, script, r, v))
-				}
-				fp := r.fingerprint()
-				if r.consumed < len(script) || seen[fp] {
-					rep.Pruned++
+				return err
+			}
+			rep.States++
+			e.progress()
+			for _, v := range e.inv.check(e, t, r) {
+				if ts.found[v.id] {
 					continue
 				}
-				seen[fp] = true
-				next = append(next, script)
+				ts.found[v.id] = true
+				rep.Violations = append(rep.Violations, e.counterexample(ctx, t, script, r, v))
 			}
+			fp := r.fingerprint()
+			if r.consumed < len(script) || ts.seen[fp] {
+				rep.Pruned++
+				continue
+			}
+			ts.seen[fp] = true
+			next = append(next, script)
 		}
-		frontier = next
 	}
-	return rep, nil
+	ts.frontier = next
+	if depth == e.opts.Depth || len(next) == 0 {
+		ts.done = true
+		e.done.Add(1)
+	}
+	return nil
 }
 
 // outcome of one run.

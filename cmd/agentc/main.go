@@ -81,7 +81,7 @@ func init() {
 		{"vet", "[-format text|json|sarif] [-json] [-strict] [-rules] PATH...", "check policies; exit 1 on any error", cmdVet},
 		{"build", "[-o FILE] PATH", "compile a policy to its plan (JSON)", cmdBuild},
 		{"explain", "[-format text|dot|mermaid] PATH", "show each chain and why each layer sits where it does", cmdExplain},
-		{"prove", "[-k N] [-json] [-o DIR] PATH...", "explore every fault path up to depth k; exit 1 on a violated invariant", cmdProve},
+		{"prove", "[-k N] [-maxstates N] [-timeout D] [-json] [-o DIR] PATH...", "explore every fault path up to depth k; exit 1 on a violated invariant, 3 when a bound stopped it first", cmdProve},
 		{"run", "[-json] [-trace] POLICY SCENARIO", "run a scenario against fake models and tools", cmdRun},
 		{"test", "[-run REGEX] [-v] PATH...", "run a policy's test cases", cmdTest},
 		{"serve", "[-listen ADDR] [-watch D] [-grace D] [-drain D] [-idle D] [-maxbody N] [-maxresult N] [-maxruns N] [-maxsessions N] [-log text|json] [-metrics ADDR] POLICY|plan.json", "serve the policy: OpenAI and Anthropic gateway, MCP proxy", cmdServe},

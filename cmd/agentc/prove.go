@@ -25,9 +25,18 @@ type proveReport struct {
 	Pruned          int     `json:"pruned"`
 	ElapsedMS       int64   `json:"elapsed_ms"`
 	StatesPerSecond float64 `json:"states_per_second"`
-	// Clean is true only when something was explored and no invariant
-	// was violated: a policy with nothing to call is not proved clean.
+	// Clean is true only when something was explored to the end and no
+	// invariant was violated: a policy with nothing to call, or whose
+	// exploration a bound stopped, is not proved clean.
 	Clean bool `json:"clean"`
+	// Complete is false when a bound (Bound: "max_states", "timeout",
+	// "interrupted") stopped the exploration before every script up to k
+	// was run; ProvedK is then the depth every target was explored to, and
+	// TargetsDone the targets explored to k.
+	Complete    bool   `json:"complete"`
+	Bound       string `json:"bound,omitempty"`
+	ProvedK     int    `json:"proved_k"`
+	TargetsDone int    `json:"targets_done"`
 	// Plan is the plan file the counterexamples replay against when the
 	// policy does not vet (agentc run refuses the policy itself).
 	Plan       string          `json:"plan,omitempty"`
@@ -55,6 +64,8 @@ func cmdProve(ctx context.Context, env *cliEnv, args []string) int {
 	k := fs.Int("k", 3, "explore every fault script up to `N` attempt outcomes per call")
 	asJSON := fs.Bool("json", false, "print the reports as a JSON array")
 	outDir := fs.String("o", ".", "write counterexample scenarios to `DIR`")
+	maxStates := fs.Int("maxstates", 0, "stop exploring a policy after `N` states, not proven (0: no bound)")
+	timeout := fs.Duration("timeout", 0, "stop exploring a policy after `D` of wall time, not proven (0: no bound)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -65,12 +76,18 @@ func cmdProve(ctx context.Context, env *cliEnv, args []string) int {
 	if *k < 1 || *k > 8 {
 		return fail(env, "prove: -k %d: the depth must be between 1 and 8", *k)
 	}
+	if *maxStates < 0 {
+		return fail(env, "prove: -maxstates %d: want 0 (no bound) or more", *maxStates)
+	}
+	if *timeout < 0 {
+		return fail(env, "prove: -timeout %s: want 0 (no bound) or more", *timeout)
+	}
 	policies, err := expandPaths(fs.Args())
 	if err != nil {
 		return fail(env, "%v", err)
 	}
 	var reports []*proveReport
-	problems := false
+	problems, unproven := false, false
 	written := map[string]bool{}
 	for _, paths := range policies {
 		c, err := compiler.Compile(ctx, paths, compiler.Options{Timeout: env.timeout})
@@ -97,13 +114,22 @@ func cmdProve(ctx context.Context, env *cliEnv, args []string) int {
 			continue
 		}
 		dir := policyDir(paths[0])
-		r, err := prove.Explore(ctx, p, prove.Options{Depth: *k, Dir: dir})
-		if err != nil {
+		r, err := prove.Explore(ctx, p, prove.Options{Depth: *k, Dir: dir, MaxStates: *maxStates, Timeout: *timeout,
+			ProgressEvery: proveProgressEvery, Progress: func(pr prove.Progress) {
+				fmt.Fprintf(env.stderr, "agentc: %s: %d states, running scripts of length %d, %d of %d targets explored to k=%d, %s so far\n",
+					label, pr.States, pr.Depth, pr.Done, pr.Targets, *k, pr.Elapsed.Round(time.Second))
+			}})
+		if err != nil && (r == nil || r.Bound != prove.BoundInterrupted) {
 			return fail(env, "%s: %v", label, err)
 		}
+		// Interrupted, r is what was explored: reported as not proven.
 		rep := &proveReport{Policy: label, K: r.Depth, Copies: r.Copies, Targets: r.Targets, Symmetric: r.Symmetric,
 			States: r.States, Pruned: r.Pruned, ElapsedMS: r.Elapsed.Milliseconds(), StatesPerSecond: r.StatesPerSecond(),
-			Clean: len(r.Violations) == 0 && r.Targets > 0, Violations: []proveViolated{}}
+			Clean:    len(r.Violations) == 0 && r.Targets > 0 && r.Complete(),
+			Complete: r.Complete(), Bound: r.Bound, ProvedK: r.Proved, TargetsDone: r.Done, Violations: []proveViolated{}}
+		if !r.Complete() {
+			unproven = true
+		}
 		// agentc run refuses a policy that does not vet: its
 		// counterexamples replay against its plan, written beside them.
 		replayWith := label
@@ -129,13 +155,16 @@ func cmdProve(ctx context.Context, env *cliEnv, args []string) int {
 				fmt.Fprintf(env.stdout, "  replay: agentc run %s %s\n", shellQuote(replayWith), shellQuote(rel(env, file)))
 			}
 		}
-		if !rep.Clean {
+		if !rep.Clean && (len(rep.Violations) > 0 || rep.Targets == 0) {
 			problems = true
 		}
 		reports = append(reports, rep)
 		if !*asJSON {
 			fmt.Fprintf(env.stdout, "%s: %d targets, %d states (%d pruned) in %s, %.0f states/s: %s\n", label, rep.Targets, rep.States,
-				rep.Pruned, r.Elapsed.Round(time.Millisecond), rep.StatesPerSecond, verdict(rep))
+				rep.Pruned, r.Elapsed.Round(time.Millisecond), rep.StatesPerSecond, verdict(rep, *maxStates, *timeout))
+		}
+		if r.Bound == prove.BoundInterrupted {
+			break // the policies after it are not explored either
 		}
 	}
 	if *asJSON {
@@ -146,18 +175,49 @@ func cmdProve(ctx context.Context, env *cliEnv, args []string) int {
 			return fail(env, "%v", err)
 		}
 	}
-	if problems {
+	switch {
+	case problems:
 		return exitProblems
+	case unproven:
+		return exitNotProven
 	}
 	return exitOK
 }
 
-func verdict(r *proveReport) string {
+// proveProgressEvery is how often a long exploration says how far it has
+// come, on standard error.
+const proveProgressEvery = 10 * time.Second
+
+// exitNotProven is prove's exit code when a bound stopped an exploration
+// before it found a violation: nothing was proved, nothing was refuted.
+const exitNotProven = 3
+
+func verdict(r *proveReport, maxStates int, timeout time.Duration) string {
 	if r.Targets == 0 {
 		return "nothing explored: the policy declares no model or tool to call"
 	}
 	if r.Clean {
 		return fmt.Sprintf("proved clean at k=%d", r.K)
+	}
+	stopped := ""
+	if !r.Complete {
+		bound := "interrupted"
+		switch r.Bound {
+		case prove.BoundMaxStates:
+			bound = fmt.Sprintf("bound reached (-maxstates %d)", maxStates)
+		case prove.BoundTimeout:
+			bound = fmt.Sprintf("bound reached (-timeout %s)", timeout)
+		}
+		depth := fmt.Sprintf("every script up to k=%d ran on all %d targets", r.ProvedK, r.Targets)
+		if r.ProvedK == 0 {
+			depth = "not every script of length 1 ran"
+		} else if len(r.Violations) == 0 {
+			depth = fmt.Sprintf("clean up to k=%d (every script up to that length ran on all %d targets)", r.ProvedK, r.Targets)
+		}
+		stopped = fmt.Sprintf("%s after %d states; %s, %d of %d targets explored to k=%d", bound, r.States, depth, r.TargetsDone, r.Targets, r.K)
+		if len(r.Violations) == 0 {
+			return "not proven: " + stopped
+		}
 	}
 	ids := map[string]bool{}
 	var names []string
@@ -171,7 +231,11 @@ func verdict(r *proveReport) string {
 	if len(r.Violations) == 1 {
 		plural = ""
 	}
-	return fmt.Sprintf("%d counterexample%s at k=%d (%s)", len(r.Violations), plural, r.K, strings.Join(names, ", "))
+	found := fmt.Sprintf("%d counterexample%s at k=%d (%s)", len(r.Violations), plural, r.K, strings.Join(names, ", "))
+	if stopped != "" {
+		found += "; exploration stopped: " + stopped
+	}
+	return found
 }
 
 // policyLabel names a policy in reports, and as the POLICY argument of the

@@ -3,6 +3,13 @@ package main
 import (
 	"context"
 	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
@@ -33,4 +40,57 @@ func init() {
 		Doc:    "approves a blocked tool call and makes it again (a bug prove must find)",
 		New:    func() runtime.Middleware { return &autoApprove{} },
 	})
+}
+
+// proveBoundPolicies writes a clean policy and one whose retry sits
+// outside a logical audit (a violation at k=2) into a temporary directory.
+func proveBoundPolicies(t *testing.T) string {
+	dir := t.TempDir()
+	tool := `tools: refund: {side_effecting: true, retry_safe: true, args: {type: "object", required: ["order_id"], properties: order_id: type: "string"}}` + "\n"
+	for name, chain := range map[string]string{
+		"clean": `chains: tool: [{use: "audit", trail: "logical"}, {use: "retry", max_attempts: 3, initial_delay: "10ms"}]`,
+		"bad":   `chains: tool: [{use: "retry", max_attempts: 3, initial_delay: "10ms"}, {use: "audit", trail: "logical"}]`,
+	} {
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, name), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name, "p.cue"), []byte("package p\n\n"+tool+chain+"\n"), 0o644))
+	}
+	return dir
+}
+
+// TestProveBound: an exploration a bound stops proves nothing: it says how
+// far it went, is not clean in -json, and exits 3, apart from a violation
+// (1) and a clean proof (0).
+func TestProveBound(t *testing.T) {
+	dir := proveBoundPolicies(t)
+	run := func(args ...string) (int, string) {
+		var stdout, stderr strings.Builder
+		code := Main(context.Background(), append([]string{"prove", "-o", t.TempDir()}, args...), &stdout, &stderr)
+		return code, stdout.String() + stderr.String()
+	}
+	code, out := run("-k", "3", "-maxstates", "20", filepath.Join(dir, "clean"))
+	assert.Equal(t, exitNotProven, code, out)
+	assert.Regexp(t, `: 2 targets, 20 states .*: not proven: bound reached \(-maxstates 20\) after 20 states; clean up to k=1 \(every script up to that length ran on all 2 targets\), 0 of 2 targets explored to k=3\n`, out)
+	assert.NotContains(t, out, "proved clean")
+
+	code, out = run("-k", "3", "-timeout", "1ns", "-json", filepath.Join(dir, "clean"))
+	assert.Equal(t, exitNotProven, code, out)
+	assert.Contains(t, out, `"clean": false`)
+	assert.Contains(t, out, `"complete": false`)
+	assert.Contains(t, out, `"bound": "timeout"`)
+	assert.Contains(t, out, `"proved_k": 0`)
+
+	// A violation found before the bound is a violation.
+	code, out = run("-k", "3", "-maxstates", "30", filepath.Join(dir, "bad"))
+	assert.Equal(t, exitProblems, code, out)
+	assert.Contains(t, out, "violated audit_complete")
+	assert.Contains(t, out, "; exploration stopped: bound reached (-maxstates 30)")
+
+	// A bound the exploration does not reach changes nothing.
+	code, out = run("-k", "2", "-maxstates", "100000", "-timeout", "1h", filepath.Join(dir, "clean"))
+	assert.Equal(t, exitOK, code, out)
+	assert.Contains(t, out, "proved clean at k=2")
+
+	code, out = run("-maxstates", "-1", filepath.Join(dir, "clean"))
+	assert.Equal(t, exitUsage, code, out)
+	assert.Contains(t, out, "-maxstates -1: want 0 (no bound) or more")
 }
