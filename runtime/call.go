@@ -877,9 +877,12 @@ type ToolCall struct {
 	digestErr error
 	// tainted reports that the terminal ran and tainted its raw result.
 	tainted bool
-	// reached is set (atomically: a layer may run the terminal on a
-	// goroutine of its own) once the terminal starts the tool.
-	reached int32
+	// interrupted is set (atomically: a layer may run the terminal on a
+	// goroutine of its own) when the tool's last run returned an error
+	// after its context had ended: it was running when the call was
+	// cancelled. A tool that answered its own error before that (a refusal,
+	// a rate limit) leaves it unset.
+	interrupted int32
 }
 
 // ArgsDigest returns the hex SHA-256 of the canonical JSON of the arguments

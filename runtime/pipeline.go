@@ -351,8 +351,12 @@ func toolTerminal(ctx context.Context, c *ToolCall) (any, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	atomic.StoreInt32(&c.reached, 1)
 	v, err := fn(ctx, c)
+	if err != nil && ctx.Err() != nil {
+		atomic.StoreInt32(&c.interrupted, 1)
+	} else {
+		atomic.StoreInt32(&c.interrupted, 0)
+	}
 	if c.entry.taint != nil && err == nil {
 		c.entry.taint(c.Meta.Run.ID, v)
 		c.tainted = true
@@ -392,7 +396,7 @@ func (pl *Pipeline) Tool(ctx context.Context, req ToolRequest) (ToolResult, erro
 		c.Meta.Run = *r
 	}
 	v, err := pl.tool(ctx, c)
-	if err != nil && ctx.Err() != nil && atomic.LoadInt32(&c.reached) != 0 {
+	if err != nil && ctx.Err() != nil && atomic.LoadInt32(&c.interrupted) != 0 {
 		err = interrupted(&e.info, err)
 	}
 	if e.taint != nil && err == nil && !c.tainted {
@@ -410,8 +414,8 @@ func (pl *Pipeline) Tool(ctx context.Context, req ToolRequest) (ToolResult, erro
 	return res, err
 }
 
-// interrupted returns the error of a call that reached tool t and failed
-// once its context had ended. A tool whose effect a repetition would make
+// interrupted returns the error of a call whose tool t was running when its
+// context ended and returned an error after that. A tool whose effect a repetition would make
 // again (side-effecting, not retry_safe) may have made it before it
 // stopped, as audit and idempotent take it: such a failure is marked
 // MayHaveRun (in doubt, final), so that neither the caller nor an agent
