@@ -29,8 +29,8 @@ type corpusSample struct {
 // source files, pages about LLM security that quote attacks), and its ceiling is on false
 // positives alone.
 var corpusFloors = map[string]struct{ minDetect, maxFalse float64 }{
-	"direct":    {minDetect: 0.23, maxFalse: 0.01},
-	"indirect":  {minDetect: 0.37, maxFalse: 0.01},
+	"direct":    {minDetect: 0.25, maxFalse: 0.01},
+	"indirect":  {minDetect: 0.41, maxFalse: 0.01},
 	"jailbreak": {minDetect: 0.53, maxFalse: 0.01},
 	"documents": {minDetect: 0, maxFalse: 0.005},
 }
