@@ -29,9 +29,9 @@ type corpusSample struct {
 // source files, pages about LLM security that quote attacks), and its ceiling is on false
 // positives alone.
 var corpusFloors = map[string]struct{ minDetect, maxFalse float64 }{
-	"direct":    {minDetect: 0.35, maxFalse: 0.01},
-	"indirect":  {minDetect: 0.38, maxFalse: 0.01},
-	"jailbreak": {minDetect: 0.73, maxFalse: 0.01},
+	"direct":    {minDetect: 0.25, maxFalse: 0.01},
+	"indirect":  {minDetect: 0.41, maxFalse: 0.01},
+	"jailbreak": {minDetect: 0.53, maxFalse: 0.01},
 	"documents": {minDetect: 0, maxFalse: 0.005},
 }
 
@@ -76,6 +76,20 @@ func corpusHalf(text string) string {
 		return "tune"
 	}
 	return "holdout"
+}
+
+// corpusUnseen are the sources added after the families were set, measured as they came:
+// their text was never read to set a family, in either half, so they are tallied whole as
+// "unseen" rather than split into tune and holdout.
+var corpusUnseen = map[string]bool{"cyberseceval": true, "jailbreakbench": true, "selfinstruct": true, "gpteacher": true}
+
+// corpusGroup is the tally a sample counts in besides its subset and source: its half, or
+// "unseen".
+func corpusGroup(s corpusSample) string {
+	if corpusUnseen[s.Source] {
+		return "unseen"
+	}
+	return corpusHalf(s.Text)
 }
 
 // corpusTally counts one group of samples.
@@ -129,7 +143,7 @@ func TestCorpusDetection(t *testing.T) {
 		default:
 			m, hit = d.Detect(s.Text)
 		}
-		for _, key := range []string{s.Subset, s.Subset + "/" + corpusHalf(s.Text), "source " + s.Source} {
+		for _, key := range []string{s.Subset, s.Subset + "/" + corpusGroup(s), "source " + s.Source} {
 			tally(key).add(s.Label, hit)
 		}
 		if hit && s.Label == "benign" {

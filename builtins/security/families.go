@@ -115,10 +115,21 @@ var defaultFamilies = []Family{
 		`|(?:print|display|show|repeat|output|spell ?check) (?:\w+ ){0,3}?(?:above|previous|preceding|initial) (?:prompt|text|instructions)|what (?:were|have) you been (?:told|instructed|given)|what were you told|what was (?:written|said) (?:at the (?:beginning|start)|before|above)|(?:text|words|instructions) (?:above|before) (?:this|the) (?:line|prompt|message)` +
 		`|(?:ignore|forget|disregard|override|bypass|leak|dump|reveal|print|repeat|output|show)\s(?:(?:me|us|all|the|your|of|my|its)\s){0,3}system\s?(?:prompts?|instructions|message))\b`},
 
+	// The reader's own prompt asked for in the second person ("output your starting
+	// instructions", "the text you were given initially"): a developer speaks of "the system
+	// prompt", which reveal-prompt-lite weighs lower.
+	{ID: "reveal-own-prompt", Score: 1.0, Regex: `\b(?:(?:show|reveal|print|output|display|repeat|give|tell|encode|leak|dump)\s(?:me\s|us\s)?(?:(?:all|everything|of|in|the|text|full|entire|complete|whole|exact)\s){0,4}your\s(?:(?:full|entire|complete|whole|exact|original|initial|starting|first|hidden|secret|system)\s){1,2}(?:prompt|instructions|message|directives)` +
+		`|(?:repeat|print|output|show|display)\s(?:me\s)?everything\s(?:in|of)\s(?:the|your)\ssystem\s(?:prompt|message|instructions)` +
+		`|(?:instructions|text|prompt)\syou\swere\s(?:given|told)\s(?:at\sthe\s(?:beginning|start)|initially|before|first|earlier)|what\swere\syou\stold\sbefore)\b`},
+	// Earlier instructions to be taken out of the reader's "head" or "memory".
+	{ID: "memory-wipe", Score: 0.6, Regex: `\b(?:remove|erase|delete|clear|wipe|drop|purge)\s(?:\w+\s){0,4}?(?:from|out of)\syour\s(?:head|memory|mind)\b`},
+
 	// Instructions planted in data a tool returned.
 	{ID: "planted-role-turn", Score: 0.5, Raw: true, marks: ":[<", needles: []string{"system", "assistant", "user", "human", "admin", "developer", "inst", "end of", "rest of document"}, Regex: `(?im)^\s*(?:>\s*)?(?:system|assistant|user|human|admin|developer)\s*:\s*\S|\[(?:system|admin request|instruction|inst)\b|<\s*/?\s*(?:instruction|system|admin)\s*>|<end of (?:session|conversation|document|context)>|\[rest-of-document\]`},
 	{ID: "note-to-ai", Score: 0.7, Regex: `\b(?:note (?:to|for) (?:the )?(?:automated|ai|llm|language model|assistant|model|chatbot|bot|reviewer software|analysis software|screening)|(?:invisible|hidden) (?:to|from) (?:humans|people|the user|the reader)|visible (?:only )?to (?:the )?(?:ai|llm|model|bots?|language models?|scan)|for (?:automated|ai) (?:screening|review|analysis|systems?)|(?:ai|llm|automated) (?:assistants?|models?|systems?|agents?|screeners?|reviewers?) (?:must|should|reading this|processing this))\b`},
-	{ID: "answer-override", Score: 0.5, Regex: `\b(?:if (?:the )?(?:user|anyone|someone|you are) (?:\w+ ){0,2}?(?:asks?|asked|questions?|questioned) (?:\w+ ){0,4}?(?:reply|respond|answer|say|report|print|output|tell)|if (?:asked|questioned) (?:\w+ ){0,4}?(?:reply|respond|answer|say|report|print|output|tell)|(?:reply|respond|answer) with (?:only )?the following|simply (?:respond|reply|say|print|output)|(?:disregard|ignore) (?:all )?(?:info|information|content|text|data) (?:except|other than|besides)|focus (?:only|exclusively|solely) on the (?:following|information)|override (?:\w+ ){0,2}(?:scoring|evaluation|assessment|rating|review)|(?:don t|do not) (?:evaluate|assess|review) the (?:candidate|document|domain|applicant|resume|text|file))\b`},
+	{ID: "answer-override", Score: 0.5, Regex: `\b(?:if (?:the )?(?:user|anyone|someone|you are) (?:\w+ ){0,2}?(?:asks?|asked|questions?|questioned) (?:\w+ ){0,4}?(?:reply|respond|answer|say|report|print|output|tell)|if (?:asked|questioned) (?:\w+ ){0,4}?(?:reply|respond|answer|say|report|print|output|tell)|(?:reply|respond|answer) with (?:only )?the following|simply (?:respond|reply|say|print|output)|focus (?:only|exclusively|solely) on the (?:following|information)|override (?:\w+ ){0,2}(?:scoring|evaluation|assessment|rating|review)|(?:don t|do not) (?:evaluate|assess|review) the (?:candidate|document|domain|applicant|resume|text|file))\b`},
+	// Everything but a planted part is to be dropped: a reader told to keep one passage.
+	{ID: "ignore-except", Score: 0.5, Regex: `\b(?:disregard|ignore) (?:all )?(?:(?:the|other) )?(?:info|information|content|text|data) (?:except|other than|besides)\b`},
 	{ID: "priority-claim", Score: 0.3, Regex: `\b(?:this is (?:really |extremely |very )?(?:important|urgent|critical)|(?:important|urgent|critical) (?:message|instructions?|update|notice) (?:from|for|to)|top priority|highest priority|above all else|it is (?:critical|crucial|imperative|vital) (?:to|that))\b`},
 
 	// Instructions to the reader of a document about its own response (Document only).
@@ -139,11 +150,14 @@ var defaultFamilies = []Family{
 	// that posts files or reads one variable every day: only the three together block.
 	{ID: "code-handover", Score: 0.5, Document: true, Regex: `\b(?:following|subsequent|below|above) code (?:snippets?|blocks?|excerpts?|sections?)\b`},
 	{ID: "code-reads-secrets", Score: 0.3, Document: true, Regex: `\b(?:pbpaste|pyperclip|xsel|xclip|clipboard|pyautogui screenshot|gnome screenshot|snippingtool|imagegrab|screencapture|pynput|keylogger|keyboard on press|getasynckeystate|document cookie|browser cookie3|cookies sqlite|id rsa|private key|etc passwd|etc shadow|getpass|platform (?:system|version|node|uname|processor)|geocoder|(?:dict|data|json) os environ|os environ copy|process env\s(?:\w+\s)?(?:body|data|json))\b`},
+	// Code that wrecks the machine it runs on: deletes the root or the system libraries,
+	// drops the network, reboots, forks forever, opens a shell to another host.
+	{ID: "code-destructive", Score: 0.5, Document: true, Raw: true, marks: "/(", needles: []string{"rm", "rmtree", "nc e", "fork", "ipconfig", "etc hosts", "reboot", "systemctl", "libc"}, Regex: `\brm\s+-(?:rf|fr)\s+/(?:["'\s]|usr\b|lib\b|bin\b|etc\b|boot\b)|\brmtree\(\s*["']/["']|\bnc\s+-e\s|\bos\.fork\(\)|\bipconfig\s+/release|/etc/hosts["']\s*,\s*["']a|\breboot["'\)]|\bsystemctl\s+stop\b|\blibc\.so`},
 	{ID: "code-sends-out", Score: 0.3, Document: true, Regex: `\b(?:requests (?:post|put)|urllib request urlopen|urlopen|scp|rsync|curl (?:\w+ )?(?:d|data|f|form|t|upload file)|sendall|smtplib|ftplib|xmlhttprequest|navigator sendbeacon|remote (?:connect|send)|ssh l)\b`},
 
 	// Overrides in the other languages of the corpus.
 	{ID: "override-foreign", Score: 1.0, Regex: `\b(?:vergiss|vergessen sie|ignoriere|ignorieren sie|missachte)\s(?:alle|alles|die|deine|ihre|s[aä]mtliche)\b` +
-		`|\b(?:vorherigen|vorangehenden|vorangegangenen|bisherigen|obigen)\s(?:anweisungen|aufgaben|befehle|auftr[aä]ge|informationen|instruktionen)\b|\bnun folgen (?:neue|weitere) (?:anweisungen|aufgaben)\b` +
+		`|\b(?:vorherigen|vorangehenden|vorangegangenen|bisherigen|obigen)\s(?:anweisungen|aufgaben|befehle|auftr[aä]ge|informationen|instruktionen)\b|\bnun folgen (?:neue|weitere) (?:anweisungen|aufgaben)\b|\bhoe?re nicht auf (?:alles|das|die)\b|\balles (?:zuvor|vorher|bisher|davor) gesagte\b` +
 		`|\b(?:olvida|ignora|olvide)\s(?:todas las|todos los|todo)\b|\b(?:zaboravi|ignoriraj)\s(?:sve|sva|prethodne)\b|\b(?:oublie|oubliez|ignorez)\s(?:toutes les|tout|les)\s(?:instructions|consignes|pr[eé]c[eé]dentes)\b`},
 	{ID: "new-task-foreign", Score: 0.5, Regex: `\b(?:neue aufgabe|neuen aufgabe|prompt texte?|nueva tarea|nouvelle t[aâ]che)\b`},
 }
