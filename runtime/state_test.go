@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -161,6 +162,33 @@ func TestStateWebhookFailureCounted(t *testing.T) {
 	require.NoError(t, err, "a failing sink never fails the operation")
 	require.NoError(t, pl.DrainState(ctx))
 	assert.Equal(t, int64(1), pl.StateStats().Failed)
+}
+
+// A webhook that answers with a redirect has not taken the event: net/http
+// would follow a 302 with a GET without the body (and count the event
+// delivered on the 200 it gets), a 307 would post the event to another
+// URL. No redirect is followed; the delivery fails.
+func TestStateWebhookRedirectIsAFailure(t *testing.T) {
+	for _, code := range []int{http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect} {
+		t.Run(http.StatusText(code), func(t *testing.T) {
+			var elsewhere atomic.Int32
+			target := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { elsewhere.Add(1) }))
+			defer target.Close()
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				http.Redirect(w, r, target.URL, code)
+			}))
+			defer srv.Close()
+			for _, client := range []*http.Client{nil, {}} {
+				pl := rt.Build(t, statePlan(0, plan.StateSink{Sink: "webhook", URL: srv.URL}), runtime.Deps{HTTPClient: client})
+				ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r1"})
+				_, err := pl.AppendState(ctx, "notes", "x")
+				require.NoError(t, err)
+				require.NoError(t, pl.DrainState(ctx))
+				assert.Equal(t, runtime.StateStats{Queued: 1, Failed: 1}, pl.StateStats())
+			}
+			assert.Zero(t, elsewhere.Load(), "nothing reached the redirect's target")
+		})
+	}
 }
 
 func TestStateBuildErrors(t *testing.T) {

@@ -122,10 +122,16 @@ func (pl *Pipeline) stateSink(ctx context.Context, field string, b plan.StateSin
 				return stateSink{}, fmt.Errorf("webhook: the variable %s is not set", b.URLEnv)
 			}
 		}
-		client := pl.deps.HTTPClient
-		if client == nil {
-			client = &http.Client{Timeout: 10 * time.Second}
+		client := &http.Client{Timeout: 10 * time.Second}
+		if pl.deps.HTTPClient != nil {
+			c := *pl.deps.HTTPClient
+			client = &c
 		}
+		// A redirect is not followed: net/http turns a POST answered 301,
+		// 302 or 303 into a GET without the event, whose 200 would count
+		// it delivered, and a 307 or 308 would send the event to wherever
+		// the endpoint points. The 3xx is a failed delivery.
+		client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 		return stateSink{kind: b.Sink, deliver: func(ctx context.Context, ev StateEvent) error {
 			body, err := json.Marshal(ev)
 			if err != nil {
@@ -141,6 +147,9 @@ func (pl *Pipeline) stateSink(ctx context.Context, field string, b plan.StateSin
 				return err
 			}
 			resp.Body.Close()
+			if resp.StatusCode/100 == 3 {
+				return fmt.Errorf("webhook answered %s (a redirect, not followed: give the final url)", resp.Status)
+			}
 			if resp.StatusCode/100 != 2 {
 				return fmt.Errorf("webhook answered %s", resp.Status)
 			}
