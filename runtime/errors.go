@@ -146,6 +146,25 @@ func MayHaveRun(err error) error {
 	return &markedError{err: err, mark: ErrMayHaveRun}
 }
 
+// ErrProviderRefused is in the error of a model call its provider refused to
+// serve for reasons of its own, not of the request: the key (401), the
+// account's permissions or billing (402, 403, OpenAI's insufficient_quota),
+// a model it does not know (404). The error stays permanent (a retry would
+// meet the same refusal), but another provider may serve the call: a
+// fallback falls over to its next model. A layer or provider client marks
+// such an error with ProviderRefused.
+var ErrProviderRefused = errors.New("the provider refused to serve the call")
+
+// ProviderRefused marks err as a provider's refusal to serve the call
+// (ErrProviderRefused). Its message and chain are err's.
+// ProviderRefused(nil) is nil.
+func ProviderRefused(err error) error {
+	if err == nil || errors.Is(err, ErrProviderRefused) {
+		return err
+	}
+	return &markedError{err: err, mark: ErrProviderRefused}
+}
+
 // ErrNotRun is in the error of a call refused before the tool was reached
 // (a rate limit or a check of an inner layer that refused it, a connection
 // refused before the request was sent): the failure proves the call did not

@@ -502,3 +502,22 @@ func TestModelListsForBothSDKs(t *testing.T) {
 	assert.Equal(t, []string{"backup", "primary"}, ids)
 	assert.False(t, apage.HasMore)
 }
+
+// A primary whose provider refuses the gateway's key (a revoked or rotated
+// key, an account out of credit) is not retried, and the call falls over to
+// the backup at another provider.
+func TestFallbackWhenTheProviderRefusesTheKey(t *testing.T) {
+	for _, refusal := range []reply{
+		{status: 401, body: transcript(t, "openai", "401.json")},
+		{status: 429, body: transcript(t, "openai", "429_insufficient_quota.json")},
+	} {
+		g := newGateway(t, typicalChain, []reply{refusal}, []reply{{body: transcript(t, "anthropic", "text.sse")}})
+		params := openai.ChatCompletionNewParams{Model: "primary", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hello")}}
+		c, err := g.openai(t).Chat.Completions.New(context.Background(), params)
+		require.NoError(t, err)
+		assert.Equal(t, "backup", c.Model)
+		assert.Equal(t, "Hello! How can I help you today?", c.Choices[0].Message.Content)
+		assert.Equal(t, 1, g.oa.requests(), "a refusal is not retried")
+		assert.Equal(t, 1, g.an.requests())
+	}
+}

@@ -1,8 +1,11 @@
 // Package fallback implements the fallback builtin (stage chat): it calls the
 // configured models in order, rewriting the call's model, and falls over to
 // the next one when the current one fails before the first delta with a
-// transient error (runtime.IsTransient) or an open circuit breaker
-// (*runtime.BreakerOpenError). A permanent error, the caller's cancellation
+// transient error (runtime.IsTransient), an open circuit breaker
+// (*runtime.BreakerOpenError) or the provider's refusal to serve the call
+// (runtime.ErrProviderRefused: a rejected key, an account without credit or
+// permission, a model the provider does not know; the provider clients mark
+// 401, 402, 403, 404 and insufficient_quota so). Any other permanent error, the caller's cancellation
 // and any failure after the first delta end the call: once a delta flows the
 // stream is committed to that model. Any delta counts, a tool-call fragment
 // or a finish-only delta too (see runtime.Delta). The model that served the call is

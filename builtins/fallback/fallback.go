@@ -57,9 +57,15 @@ func (f *Fallback) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 }
 
 // FallsOver reports whether a pre-stream failure moves on to the next model:
-// a transient failure or an open breaker.
+// a transient failure, an open breaker, or the provider's refusal to serve
+// the call (runtime.ErrProviderRefused: its key, its account's credit or
+// permissions, a model it does not know), which another provider may not
+// share.
 func FallsOver(err error) bool {
 	if runtime.IsTransient(err) {
+		return true
+	}
+	if errors.Is(err, runtime.ErrProviderRefused) && runtime.Classify(err) == runtime.ClassFailure {
 		return true
 	}
 	var bo *runtime.BreakerOpenError

@@ -24,6 +24,10 @@ func TestFallsOver(t *testing.T) {
 		{&runtime.BreakerOpenError{Key: "m"}, true},
 		{errors.New("unclassified"), true},
 		{rt.Permanent("400"), false},
+		// The provider's own refusal (a revoked key, no credit, a model it
+		// does not know): another provider may serve the call.
+		{&runtime.CallError{Kind: runtime.KindPermanent, Status: 401, Err: runtime.ProviderRefused(errors.New("openai: 401"))}, true},
+		{runtime.ProviderRefused(&runtime.BlockedError{Layer: "g"}), false},
 		{&runtime.BlockedError{Layer: "g"}, false},
 		{context.Canceled, false},
 	}

@@ -68,6 +68,15 @@ type StatusCase struct {
 	Kind       runtime.ErrorKind
 	RetryAfter time.Duration
 	Message    string
+	// ProviderRefused is whether the error is marked
+	// runtime.ErrProviderRefused (a fallback falls over on it).
+	ProviderRefused bool
+}
+
+// Refused returns the case with ProviderRefused set.
+func (c StatusCase) Refused() StatusCase {
+	c.ProviderRefused = true
+	return c
 }
 
 // RunStatusCases serves each case to the client newClient makes and checks
@@ -87,6 +96,7 @@ func RunStatusCases(t *testing.T, key string, newClient func(testing.TB, *Server
 			assert.Equal(t, tc.Status, ce.Status)
 			assert.Equal(t, tc.RetryAfter, ce.RetryAfter)
 			assert.Contains(t, err.Error(), tc.Message)
+			assert.Equal(t, tc.ProviderRefused, errors.Is(err, runtime.ErrProviderRefused), "marked a refusal of the provider's own")
 			assert.Equal(t, 1, s.Requests(), "the SDK's own retries are off")
 		})
 	}

@@ -62,11 +62,18 @@ func (c Call) wrap(err error, format string, args ...any) *Error {
 // As the SDKs do, an x-should-retry header overrides the status: "true"
 // makes a permanent failure transient, "false" any failure permanent. Any
 // error about the context length is permanent. A failure that may be
-// retried carries the delay of retry-after-ms or retry-after. apiType and
-// apiMessage are the provider's error type and message from the body (""
-// when absent).
+// retried carries the delay of retry-after-ms or retry-after. A refusal of
+// the provider's own (401, 402, 403, 404, and a 429 or error of type
+// insufficient_quota or billing_error: an account out of credit, which
+// waiting does not cure) is permanent and marked runtime.ProviderRefused,
+// so that a fallback tries its next model. apiType and apiMessage are the
+// provider's error type and message from the body ("" when absent).
 func (c Call) HTTP(err error, status int, h http.Header, apiType, apiMessage string) *runtime.CallError {
 	ce := &runtime.CallError{Status: status, Kind: statusKind(status)}
+	refused := providerRefusal(status, apiType)
+	if refused {
+		ce.Kind = runtime.KindPermanent
+	}
 	switch h.Get("X-Should-Retry") {
 	case "true":
 		if ce.Kind == runtime.KindPermanent {
@@ -76,7 +83,7 @@ func (c Call) HTTP(err error, status int, h http.Header, apiType, apiMessage str
 		ce.Kind = runtime.KindPermanent
 	}
 	if contextLength(apiType, apiMessage) {
-		ce.Kind = runtime.KindPermanent
+		ce.Kind, refused = runtime.KindPermanent, false
 	}
 	if ce.Kind != runtime.KindPermanent {
 		ce.RetryAfter = RetryAfter(h, time.Now())
@@ -93,7 +100,28 @@ func (c Call) HTTP(err error, status int, h http.Header, apiType, apiMessage str
 		text += ": " + detail
 	}
 	ce.Err = c.wrap(err, "%s %s: %s", c.Provider, c.Model, text)
+	if refused && ce.Kind == runtime.KindPermanent {
+		ce.Err = runtime.ProviderRefused(ce.Err)
+	}
 	return ce
+}
+
+// providerRefusal reports a refusal of the provider's own, not of the
+// request: the key, the account's permissions or credit, a model it does
+// not serve.
+func providerRefusal(status int, apiType string) bool {
+	switch status {
+	case http.StatusUnauthorized, http.StatusPaymentRequired, http.StatusForbidden, http.StatusNotFound:
+		return true
+	}
+	return refusalType(apiType)
+}
+
+// refusalType reports an error type (or code) that says the account cannot
+// be served: OpenAI's insufficient_quota, Anthropic's billing_error.
+func refusalType(apiType string) bool {
+	t := strings.ToLower(apiType)
+	return strings.Contains(t, "insufficient_quota") || strings.Contains(t, "billing_error")
 }
 
 func statusKind(status int) runtime.ErrorKind {
@@ -160,7 +188,22 @@ func (c Call) Event(err error, apiType, apiMessage string, afterDeltas int) *run
 	if afterDeltas > 0 {
 		where = fmt.Sprintf("stream failed mid-stream after %d deltas", afterDeltas)
 	}
-	return &runtime.CallError{Kind: kind, Err: c.wrap(err, "%s %s: %s: %s", c.Provider, c.Model, where, detail)}
+	ce := &runtime.CallError{Kind: kind, Err: c.wrap(err, "%s %s: %s: %s", c.Provider, c.Model, where, detail)}
+	if eventRefusal(apiType) && !contextLength(apiType, apiMessage) {
+		ce.Kind = runtime.KindPermanent
+		ce.Err = runtime.ProviderRefused(ce.Err)
+	}
+	return ce
+}
+
+// eventRefusal reports an error event of the provider's own refusal (see
+// providerRefusal): by its type, or by an HTTP status in its place.
+func eventRefusal(apiType string) bool {
+	if status, err := strconv.Atoi(apiType); err == nil {
+		return providerRefusal(status, "")
+	}
+	t := strings.ToLower(apiType)
+	return refusalType(t) || strings.Contains(t, "authentication") || strings.Contains(t, "permission") || strings.Contains(t, "not_found")
 }
 
 func eventKind(apiType string) runtime.ErrorKind {

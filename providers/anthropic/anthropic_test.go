@@ -93,7 +93,10 @@ func TestHTTPErrorsAreClassified(t *testing.T) {
 		ssetest.Case("529 overloaded", 529, map[string]string{"Retry-After": "3"}, "529.json", runtime.KindTransient, 3*time.Second, "anthropic claude-sonnet-4-5: 529 Overloaded: overloaded_error: Overloaded"),
 		ssetest.Case("429", 429, map[string]string{"Retry-After": "12"}, "429.json", runtime.KindRateLimited, 12*time.Second, "429 Too Many Requests: rate_limit_error: This request would exceed"),
 		ssetest.Case("400 prompt too long", 400, nil, "400_prompt_too_long.json", runtime.KindPermanent, 0, "prompt is too long"),
-		ssetest.Case("401", 401, nil, "401.json", runtime.KindPermanent, 0, "authentication_error: invalid x-api-key"),
+		ssetest.Case("401", 401, nil, "401.json", runtime.KindPermanent, 0, "authentication_error: invalid x-api-key").Refused(),
+		ssetest.Case("402 billing", 402, nil, "402_billing.json", runtime.KindPermanent, 0, "billing_error: Your credit balance is too low").Refused(),
+		ssetest.Case("403 permission", 403, nil, "403_permission.json", runtime.KindPermanent, 0, "permission_error").Refused(),
+		ssetest.Case("404 model", 404, nil, "404_not_found.json", runtime.KindPermanent, 0, "not_found_error: model: claude-sonnet-4-0").Refused(),
 		ssetest.Case("500", 500, nil, `{"type":"error","error":{"type":"api_error","message":"Internal server error"}}`, runtime.KindTransient, 0, "500 Internal Server Error: api_error"),
 	})
 }
