@@ -37,9 +37,10 @@ type Message struct {
 	// earlier summary, to be summarized again and replaced; a system message that merely
 	// carries the name SummaryName is a system message like any other, and kept.
 	Summary bool
-	// ToolResultIDs are the ids of the tool calls a non-tool message answers with tool-result
-	// parts (a user message carrying tool results, as Anthropic's API shapes them). The message
-	// stays with the assistant message that requested the first of them.
+	// ToolResultIDs are the ids of the tool calls a message answers with tool-result parts (a
+	// user message carrying tool results, as Anthropic's API shapes them, or a tool message
+	// without a ToolCallID of its own). The message stays with the assistant message that
+	// requested the first of them.
 	ToolResultIDs []string
 	// Pinned messages are never dropped (with the rest of their tool-call unit).
 	Pinned bool
@@ -304,7 +305,10 @@ func newPlan(msgs []Message, o Options, splitSummaries bool) *plan {
 		case m.Role == RoleTool:
 			u, ok := callUnit[m.ToolCallID]
 			if !ok || m.ToolCallID == "" {
-				continue // orphan: dropped
+				// Its result may ride in tool_result parts alone.
+				if u, ok = answeredUnit(callUnit, m.ToolResultIDs); !ok {
+					continue // orphan: dropped
+				}
 			}
 			p.units[u].idx = append(p.units[u].idx, i)
 			unitOf[i] = u

@@ -499,3 +499,11 @@ func BenchmarkKeepRecent(b *testing.B) {
 		KeepRecent(in, 4000, 8, nil)
 	}
 }
+
+func TestToolMessageAnsweringByPartStaysWithItsCall(t *testing.T) {
+	byPart := Message{Role: RoleTool, Content: "r1", ToolResultIDs: []string{"t1"}}
+	in := []Message{user("u1"), call("c1", "t1"), byPart, asst("a1"), user("u2")}
+	assert.Equal(t, []string{"u1", "c1", "r1", "a1", "u2"}, contents(KeepRecent(in, 0, 1, unitCounter)), "no orphan")
+	assert.Equal(t, []string{"a1", "u2"}, contents(KeepRecent(in, 20, 1, unitCounter)), "dropped with its call")
+	assert.Equal(t, []string{"c1", "r1", "a1", "u2"}, contents(KeepRecent(in, 20, 3, unitCounter)), "kept with its call")
+}

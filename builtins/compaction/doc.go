@@ -25,7 +25,8 @@
 // The compaction builtin (Middleware, stage chat) applies KeepRecent, Summarize or Importance to the call's
 // own copy of the transcript before the inner layers run. It pins every assistant message that calls a
 // tool the policy declares side_effecting, with its results: a model that no longer saw that a refund
-// was made could propose it again, so such a call is kept even over the budget. Tokens are counted with the runtime's
+// was made could propose it again, so such a call is kept even over the budget. A message of role
+// "developer", which the providers send as a system message, is kept as one. Tokens are counted with the runtime's
 // estimate (parts and tool calls included). A call and its results are linked by id: tool
 // messages naming the call and messages carrying a tool_result part for it (Anthropic's shape);
 // in a transcript whose assistant messages do not list their calls, a tool message is tied to

@@ -130,9 +130,11 @@ func (m *Middleware) Validate() error {
 const syntheticID = "\x00compaction:"
 
 // toLocal converts a runtime transcript into the units compaction keeps
-// together. An assistant message's tool calls are linked to their results by
-// id: a tool message whose ToolCallID names a call, and a message whose
-// tool_result parts name one. A tool message that names no declared call
+// together. A "developer" message, which both providers send as a system
+// message, is one here too. An assistant message's tool calls are linked to
+// their results by id: a tool message whose ToolCallID or one of whose
+// tool_result parts names a call, and a message whose tool_result parts name
+// one. A tool message that names no declared call
 // belongs to the nearest assistant message before it when that message
 // declares no tool calls (a transcript written before assistant messages
 // carried their calls); otherwise it is an orphan, and dropped. An
@@ -148,6 +150,9 @@ func toLocal(msgs []runtime.Message, effects func(string) bool) []Message {
 		m := &msgs[i]
 		out[i] = Message{Role: m.Role, Content: messageText(m), ToolCallID: m.ToolCallID, Name: m.Name, src: i + 1,
 			Pinned: m.Metadata[PinKey] == "true", Summary: isSummary(m)}
+		if m.Role == roleDeveloper {
+			out[i].Role = RoleSystem
+		}
 		for _, p := range m.Parts {
 			if p.Type == runtime.PartToolResult {
 				out[i].ToolResultIDs = append(out[i].ToolResultIDs, p.ToolCallID)
@@ -167,6 +172,10 @@ func toLocal(msgs []runtime.Message, effects func(string) bool) []Message {
 			if m.ToolCallID != "" && declared[m.ToolCallID] {
 				continue
 			}
+			if id, ok := firstDeclared(out[i].ToolResultIDs, declared); ok {
+				out[i].ToolCallID = id // its result rides in a part
+				continue
+			}
 			if last < 0 || len(msgs[last].ToolCalls) > 0 {
 				out[i].ToolCallID = "" // orphan
 				continue
@@ -177,6 +186,19 @@ func toLocal(msgs []runtime.Message, effects func(string) bool) []Message {
 		}
 	}
 	return out
+}
+
+// roleDeveloper is OpenAI's name for the system role of its newer models.
+const roleDeveloper = "developer"
+
+// firstDeclared returns the first of ids that declared holds.
+func firstDeclared(ids []string, declared map[string]bool) (string, bool) {
+	for _, id := range ids {
+		if id != "" && declared[id] {
+			return id, true
+		}
+	}
+	return "", false
 }
 
 // messageText is the text of a message for the summary: its content, its
@@ -271,8 +293,8 @@ func (m *Middleware) Compact(ctx context.Context, msgs []runtime.Message) ([]run
 }
 
 // hasOrphan reports a tool message that toLocal would drop: one that names
-// no call declared before it, while its nearest assistant message declares
-// calls (or there is none).
+// no call declared before it (by its ToolCallID or a tool_result part),
+// while its nearest assistant message declares calls (or there is none).
 func hasOrphan(msgs []runtime.Message) bool {
 	last := -1
 	for i := range msgs {
@@ -283,7 +305,7 @@ func hasOrphan(msgs []runtime.Message) bool {
 			if last < 0 {
 				return true
 			}
-			if len(msgs[last].ToolCalls) == 0 || declaredBefore(msgs[:i], msgs[i].ToolCallID) {
+			if len(msgs[last].ToolCalls) == 0 || answersDeclared(msgs[:i], &msgs[i]) {
 				continue
 			}
 			return true
@@ -292,17 +314,29 @@ func hasOrphan(msgs []runtime.Message) bool {
 	return false
 }
 
-// declaredBefore reports whether an assistant message of msgs declares the
-// call id.
-func declaredBefore(msgs []runtime.Message, id string) bool {
-	if id == "" {
+// answersDeclared reports whether the tool message m answers a call that an
+// assistant message of msgs declares, by its ToolCallID or a tool_result
+// part.
+func answersDeclared(msgs []runtime.Message, m *runtime.Message) bool {
+	declared := func(id string) bool {
+		if id == "" {
+			return false
+		}
+		for i := range msgs {
+			for _, tc := range msgs[i].ToolCalls {
+				if tc.ID == id {
+					return true
+				}
+			}
+		}
 		return false
 	}
-	for i := range msgs {
-		for _, tc := range msgs[i].ToolCalls {
-			if tc.ID == id {
-				return true
-			}
+	if declared(m.ToolCallID) {
+		return true
+	}
+	for _, p := range m.Parts {
+		if p.Type == runtime.PartToolResult && declared(p.ToolCallID) {
+			return true
 		}
 	}
 	return false
