@@ -45,6 +45,13 @@
 // message like any other: kept as it is, never handed to the summary model as an earlier
 // summary nor replaced. In the Go API the mark is Message.Summary.
 //
+// A summary is a system message, but no operator wrote it: the summary model wrote it from what
+// users and tools wrote, and an injection a tool result carried can come through it. The layer
+// marks it as retrieved text too (runtime.GroundingKey "true", as the grounding block is), so
+// that the detectors inside compaction (security, pii, content_filter) read it as a document, as
+// they read a tool result, whatever their `system` setting; one outside compaction reads it so
+// on the next call of a host that continues from the compacted transcript.
+//
 // When the layer changes the transcript it records a Compacted annotation
 // under its name on the response (read it with CompactedOf): the transcript
 // the model was sent and how many messages were dropped. A host that

@@ -60,7 +60,9 @@ const SummaryPrompt = "Summarize the following conversation excerpt for the assi
 // assistant message before it. A tool result that answers no call is an
 // orphan and is dropped (providers reject it). With strategy "summarize" the dropped prefix
 // is replaced by one system message (Name "compaction_summary", metadata
-// SummaryKey "true": only a message so marked is taken as an earlier summary) written by
+// SummaryKey "true": only a message so marked is taken as an earlier summary; and
+// runtime.GroundingKey "true", so that the detectors read it as a document, as they read a
+// tool result, whatever their system setting) written by
 // the model named in `model`, called through the chat chain below the layer
 // (runtime.OwnCall: the layers inside compaction meter, retry, fail over and
 // trace it; compaction itself never sees it); when that call fails or returns nothing, the layer falls back to
@@ -242,7 +244,11 @@ func toRuntime(orig []runtime.Message, msgs []Message) []runtime.Message {
 		}
 		out[i] = runtime.Message{Role: m.Role, Content: m.Content, Name: m.Name}
 		if m.Summary {
-			out[i].Metadata = map[string]string{SummaryKey: "true"}
+			// No operator wrote the summary: the summary model did, from
+			// what users and tools wrote. Marked as retrieved text, it is
+			// read as a document by the detectors (security, pii,
+			// content_filter), whatever their system setting.
+			out[i].Metadata = map[string]string{SummaryKey: "true", runtime.GroundingKey: "true"}
 		}
 	}
 	return out
