@@ -452,8 +452,18 @@ func linkedWithSystem(msgs []Message) []Message {
 	return out
 }
 
+func totalTokens(msgs []Message) int {
+	n := 0
+	for _, m := range msgs {
+		n += EstimateTokens(m)
+	}
+	return n
+}
+
 func TestSummarizeProperties(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
+	tooLong := 0
+	defer func() { assert.Less(t, tooLong, 500, "most summaries fit") }()
 	for iter := 0; iter < 1000; iter++ {
 		in := randomTranscript(r)
 		maxTokens := 1 + r.IntN(1200)
@@ -462,9 +472,19 @@ func TestSummarizeProperties(t *testing.T) {
 		f := &fakeSummarizer{text: strings.Repeat("s", r.IntN(200)) + "."}
 
 		out, err := Summarize(context.Background(), in, maxTokens, keepRecent, nil, f.summarize)
-		require.NoError(t, err)
 		require.Equal(t, before, in, "input modified")
+		if errors.Is(err, ErrSummaryTooLong) {
+			// The summary would break a budget the transcript fits without it, or
+			// costs more than what it replaces.
+			tooLong++
+			continue
+		}
+		require.NoError(t, err)
 		checkWellFormed(t, in, out, keepRecent)
+		if total := totalTokens(out); total > maxTokens && f.calls > 0 {
+			assert.Greater(t, totalTokens(KeepRecent(in, maxTokens, keepRecent, nil)), maxTokens,
+				"a summary is kept over the budget only when the transcript is over it without one")
+		}
 
 		summaries := 0
 		for _, m := range out {

@@ -36,7 +36,10 @@
 // (runtime.OwnCall): a meter inside compaction charges the summary (and a budget covers it), a
 // retry or fallback inside retries or fails it over, a tracing layer inside traces it;
 // compaction itself never sees it. Called from Go outside a pipeline, Compact asks the model
-// client directly. A failed summary falls back to KeepRecent.
+// client directly. A failed or empty summary, or one that does not fit the budget
+// (ErrSummaryTooLong: a model that runs on writes one longer than what it summarizes), falls back to
+// KeepRecent, which drops the same messages without a summary: the budget is never exceeded for
+// a summary.
 //
 // Only a summary the layer wrote counts as an earlier summary: it carries the message
 // metadata SummaryKey ("compaction_summary": "true"), which a host keeps when it continues

@@ -65,7 +65,8 @@ const SummaryPrompt = "Summarize the following conversation excerpt for the assi
 // tool result, whatever their system setting) written by
 // the model named in `model`, called through the chat chain below the layer
 // (runtime.OwnCall: the layers inside compaction meter, retry, fail over and
-// trace it; compaction itself never sees it); when that call fails or returns nothing, the layer falls back to
+// trace it; compaction itself never sees it); when that call fails, returns nothing or returns a summary that does not fit
+// the budget (ErrSummaryTooLong), the layer falls back to
 // keep_recent for the call and logs a warning. Compaction rewrites only the
 // call's own copy of the transcript; it is idempotent.
 type Middleware struct {

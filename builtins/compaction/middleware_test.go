@@ -168,6 +168,26 @@ func TestSummaryFailureFallsBackToKeepRecent(t *testing.T) {
 	}
 }
 
+// A summary model that runs on (or repeats what it was given) writes a
+// summary that does not fit: the layer falls back to keep_recent rather
+// than send a transcript over its budget.
+func TestOverlongSummaryFallsBackToKeepRecent(t *testing.T) {
+	for name, text := range map[string]string{"huge": strings.Repeat("and then ", 20000), "empty": " \n "} {
+		t.Run(name, func(t *testing.T) {
+			model := &recorder{text: "ok"}
+			summarizer := &recorder{text: text}
+			pl := build(t, `{"strategy":"summarize","model":"small","max_tokens":300,"keep_recent":3}`,
+				map[string]runtime.ModelClient{"primary": model, "small": summarizer})
+			_, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: transcript(12)})
+			require.NoError(t, err)
+			assert.LessOrEqual(t, runtime.EstimateMessages(model.seen[0]), int64(300))
+			for _, m := range model.seen[0] {
+				assert.NotEqual(t, compaction.SummaryName, m.Name)
+			}
+		})
+	}
+}
+
 func TestConfigErrors(t *testing.T) {
 	for _, cfg := range []string{`{"strategy":"summarize"}`, `{"strategy":"summarize","model":"nope"}`,
 		`{"strategy":"drop"}`, `{"max_tokens":0}`, `{"keep_recent":0}`, `{"x":1}`} {
