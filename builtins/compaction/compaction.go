@@ -37,9 +37,10 @@ type Message struct {
 	// earlier summary, to be summarized again and replaced; a system message that merely
 	// carries the name SummaryName is a system message like any other, and kept.
 	Summary bool
-	// ToolResultIDs are the ids of the tool calls a non-tool message answers with tool-result
-	// parts (a user message carrying tool results, as Anthropic's API shapes them). The message
-	// stays with the assistant message that requested the first of them.
+	// ToolResultIDs are the ids of the tool calls a message answers with tool-result parts (a
+	// user message carrying tool results, as Anthropic's API shapes them, or a tool message
+	// without a ToolCallID of its own). The message stays with the assistant message that
+	// requested the first of them.
 	ToolResultIDs []string
 	// Pinned messages are never dropped (with the rest of their tool-call unit).
 	Pinned bool
@@ -206,6 +207,11 @@ type Summarizer func(ctx context.Context, msgs []Message) (string, error)
 // ErrEmptySummary is returned when the Summarizer returns only whitespace.
 var ErrEmptySummary = errors.New("compaction: summarizer returned an empty summary")
 
+// ErrSummaryTooLong is returned when the summary does not fit the budget once every message
+// that may be dropped is, while the transcript would fit without it, or when it costs more
+// tokens than the messages it replaces.
+var ErrSummaryTooLong = errors.New("compaction: the summary does not fit the budget")
+
 // Summarize compacts msgs like KeepRecent but replaces the dropped messages with one system
 // message (Name SummaryName, Content SummaryPrefix + summary, Summary set) at the place of the first
 // message it replaces. An earlier summary is handed to summarize with the dropped messages
@@ -213,8 +219,12 @@ var ErrEmptySummary = errors.New("compaction: summarizer returned an empty summa
 // toward maxTokens: when it does not fit, more units are dropped and summarize is called
 // again, until the transcript fits or nothing more may be dropped. When nothing needs to be
 // dropped, summarize is not called and the result equals KeepRecent's (so a second run on the
-// output changes nothing). On a summarizer error or ErrEmptySummary no transcript is returned;
-// callers may fall back to KeepRecent.
+// output changes nothing). A summary that still does not fit once nothing more may be dropped
+// is refused with ErrSummaryTooLong when the transcript would fit without it, or when it costs
+// more than the messages it replaces (a summary longer than what it summarizes, as a model
+// that runs on or repeats its input writes): the budget is not exceeded for it. On a
+// summarizer error, ErrEmptySummary or ErrSummaryTooLong no transcript is returned; callers
+// may fall back to KeepRecent, which drops the same messages without a summary.
 func Summarize(ctx context.Context, msgs []Message, maxTokens, keepRecent int, count TokenCounter, summarize Summarizer) ([]Message, error) {
 	return SummarizeWith(ctx, msgs, Options{MaxTokens: maxTokens, KeepRecent: keepRecent, Count: count}, summarize)
 }
@@ -252,7 +262,11 @@ func SummarizeWith(ctx context.Context, msgs []Message, o Options, summarize Sum
 			return nil, ErrEmptySummary
 		}
 		summary := Message{Role: RoleSystem, Name: SummaryName, Content: SummaryPrefix + text, Summary: true}
-		if !p.dropWhileOver(maxTokens, p.count(summary)) {
+		cost := p.count(summary)
+		if !p.dropWhileOver(maxTokens, cost) {
+			if p.over(maxTokens, cost) && (!p.over(maxTokens, 0) || cost > p.replaced()) {
+				return nil, ErrSummaryTooLong
+			}
 			return p.output(&summary), nil
 		}
 	}
@@ -304,7 +318,10 @@ func newPlan(msgs []Message, o Options, splitSummaries bool) *plan {
 		case m.Role == RoleTool:
 			u, ok := callUnit[m.ToolCallID]
 			if !ok || m.ToolCallID == "" {
-				continue // orphan: dropped
+				// Its result may ride in tool_result parts alone.
+				if u, ok = answeredUnit(callUnit, m.ToolResultIDs); !ok {
+					continue // orphan: dropped
+				}
 			}
 			p.units[u].idx = append(p.units[u].idx, i)
 			unitOf[i] = u
@@ -400,6 +417,18 @@ func (p *plan) summaryInput() []Message {
 		}
 	}
 	return in
+}
+
+// replaced returns the tokens of the messages a summary replaces: earlier summaries and the
+// dropped messages of units.
+func (p *plan) replaced() int {
+	n := 0
+	for i := range p.msgs {
+		if p.isSummary(i) || (!p.keep[i] && p.inUnit(i)) {
+			n += p.tokens[i]
+		}
+	}
+	return n
 }
 
 func (p *plan) isSummary(i int) bool { return slices.Contains(p.summaries, i) }

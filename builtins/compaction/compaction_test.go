@@ -452,8 +452,18 @@ func linkedWithSystem(msgs []Message) []Message {
 	return out
 }
 
+func totalTokens(msgs []Message) int {
+	n := 0
+	for _, m := range msgs {
+		n += EstimateTokens(m)
+	}
+	return n
+}
+
 func TestSummarizeProperties(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
+	tooLong := 0
+	defer func() { assert.Less(t, tooLong, 500, "most summaries fit") }()
 	for iter := 0; iter < 1000; iter++ {
 		in := randomTranscript(r)
 		maxTokens := 1 + r.IntN(1200)
@@ -462,9 +472,19 @@ func TestSummarizeProperties(t *testing.T) {
 		f := &fakeSummarizer{text: strings.Repeat("s", r.IntN(200)) + "."}
 
 		out, err := Summarize(context.Background(), in, maxTokens, keepRecent, nil, f.summarize)
-		require.NoError(t, err)
 		require.Equal(t, before, in, "input modified")
+		if errors.Is(err, ErrSummaryTooLong) {
+			// The summary would break a budget the transcript fits without it, or
+			// costs more than what it replaces.
+			tooLong++
+			continue
+		}
+		require.NoError(t, err)
 		checkWellFormed(t, in, out, keepRecent)
+		if total := totalTokens(out); total > maxTokens && f.calls > 0 {
+			assert.Greater(t, totalTokens(KeepRecent(in, maxTokens, keepRecent, nil)), maxTokens,
+				"a summary is kept over the budget only when the transcript is over it without one")
+		}
 
 		summaries := 0
 		for _, m := range out {
@@ -498,4 +518,12 @@ func BenchmarkKeepRecent(b *testing.B) {
 	for b.Loop() {
 		KeepRecent(in, 4000, 8, nil)
 	}
+}
+
+func TestToolMessageAnsweringByPartStaysWithItsCall(t *testing.T) {
+	byPart := Message{Role: RoleTool, Content: "r1", ToolResultIDs: []string{"t1"}}
+	in := []Message{user("u1"), call("c1", "t1"), byPart, asst("a1"), user("u2")}
+	assert.Equal(t, []string{"u1", "c1", "r1", "a1", "u2"}, contents(KeepRecent(in, 0, 1, unitCounter)), "no orphan")
+	assert.Equal(t, []string{"a1", "u2"}, contents(KeepRecent(in, 20, 1, unitCounter)), "dropped with its call")
+	assert.Equal(t, []string{"c1", "r1", "a1", "u2"}, contents(KeepRecent(in, 20, 3, unitCounter)), "kept with its call")
 }

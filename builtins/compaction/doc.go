@@ -25,7 +25,8 @@
 // The compaction builtin (Middleware, stage chat) applies KeepRecent, Summarize or Importance to the call's
 // own copy of the transcript before the inner layers run. It pins every assistant message that calls a
 // tool the policy declares side_effecting, with its results: a model that no longer saw that a refund
-// was made could propose it again, so such a call is kept even over the budget. Tokens are counted with the runtime's
+// was made could propose it again, so such a call is kept even over the budget. A message of role
+// "developer", which the providers send as a system message, is kept as one. Tokens are counted with the runtime's
 // estimate (parts and tool calls included). A call and its results are linked by id: tool
 // messages naming the call and messages carrying a tool_result part for it (Anthropic's shape);
 // in a transcript whose assistant messages do not list their calls, a tool message is tied to
@@ -35,7 +36,10 @@
 // (runtime.OwnCall): a meter inside compaction charges the summary (and a budget covers it), a
 // retry or fallback inside retries or fails it over, a tracing layer inside traces it;
 // compaction itself never sees it. Called from Go outside a pipeline, Compact asks the model
-// client directly. A failed summary falls back to KeepRecent.
+// client directly. A failed or empty summary, or one that does not fit the budget
+// (ErrSummaryTooLong: a model that runs on writes one longer than what it summarizes), falls back to
+// KeepRecent, which drops the same messages without a summary: the budget is never exceeded for
+// a summary.
 //
 // Only a summary the layer wrote counts as an earlier summary: it carries the message
 // metadata SummaryKey ("compaction_summary": "true"), which a host keeps when it continues
@@ -43,6 +47,13 @@
 // message that only has the name "compaction_summary" (a client may send one) is a system
 // message like any other: kept as it is, never handed to the summary model as an earlier
 // summary nor replaced. In the Go API the mark is Message.Summary.
+//
+// A summary is a system message, but no operator wrote it: the summary model wrote it from what
+// users and tools wrote, and an injection a tool result carried can come through it. The layer
+// marks it as retrieved text too (runtime.GroundingKey "true", as the grounding block is), so
+// that the detectors inside compaction (security, pii, content_filter) read it as a document, as
+// they read a tool result, whatever their `system` setting; one outside compaction reads it so
+// on the next call of a host that continues from the compacted transcript.
 //
 // When the layer changes the transcript it records a Compacted annotation
 // under its name on the response (read it with CompactedOf): the transcript

@@ -60,10 +60,13 @@ const SummaryPrompt = "Summarize the following conversation excerpt for the assi
 // assistant message before it. A tool result that answers no call is an
 // orphan and is dropped (providers reject it). With strategy "summarize" the dropped prefix
 // is replaced by one system message (Name "compaction_summary", metadata
-// SummaryKey "true": only a message so marked is taken as an earlier summary) written by
+// SummaryKey "true": only a message so marked is taken as an earlier summary; and
+// runtime.GroundingKey "true", so that the detectors read it as a document, as they read a
+// tool result, whatever their system setting) written by
 // the model named in `model`, called through the chat chain below the layer
 // (runtime.OwnCall: the layers inside compaction meter, retry, fail over and
-// trace it; compaction itself never sees it); when that call fails or returns nothing, the layer falls back to
+// trace it; compaction itself never sees it); when that call fails, returns nothing or returns a summary that does not fit
+// the budget (ErrSummaryTooLong), the layer falls back to
 // keep_recent for the call and logs a warning. Compaction rewrites only the
 // call's own copy of the transcript; it is idempotent.
 type Middleware struct {
@@ -130,9 +133,11 @@ func (m *Middleware) Validate() error {
 const syntheticID = "\x00compaction:"
 
 // toLocal converts a runtime transcript into the units compaction keeps
-// together. An assistant message's tool calls are linked to their results by
-// id: a tool message whose ToolCallID names a call, and a message whose
-// tool_result parts name one. A tool message that names no declared call
+// together. A "developer" message, which both providers send as a system
+// message, is one here too. An assistant message's tool calls are linked to
+// their results by id: a tool message whose ToolCallID or one of whose
+// tool_result parts names a call, and a message whose tool_result parts name
+// one. A tool message that names no declared call
 // belongs to the nearest assistant message before it when that message
 // declares no tool calls (a transcript written before assistant messages
 // carried their calls); otherwise it is an orphan, and dropped. An
@@ -148,6 +153,9 @@ func toLocal(msgs []runtime.Message, effects func(string) bool) []Message {
 		m := &msgs[i]
 		out[i] = Message{Role: m.Role, Content: messageText(m), ToolCallID: m.ToolCallID, Name: m.Name, src: i + 1,
 			Pinned: m.Metadata[PinKey] == "true", Summary: isSummary(m)}
+		if m.Role == roleDeveloper {
+			out[i].Role = RoleSystem
+		}
 		for _, p := range m.Parts {
 			if p.Type == runtime.PartToolResult {
 				out[i].ToolResultIDs = append(out[i].ToolResultIDs, p.ToolCallID)
@@ -167,6 +175,10 @@ func toLocal(msgs []runtime.Message, effects func(string) bool) []Message {
 			if m.ToolCallID != "" && declared[m.ToolCallID] {
 				continue
 			}
+			if id, ok := firstDeclared(out[i].ToolResultIDs, declared); ok {
+				out[i].ToolCallID = id // its result rides in a part
+				continue
+			}
 			if last < 0 || len(msgs[last].ToolCalls) > 0 {
 				out[i].ToolCallID = "" // orphan
 				continue
@@ -177,6 +189,19 @@ func toLocal(msgs []runtime.Message, effects func(string) bool) []Message {
 		}
 	}
 	return out
+}
+
+// roleDeveloper is OpenAI's name for the system role of its newer models.
+const roleDeveloper = "developer"
+
+// firstDeclared returns the first of ids that declared holds.
+func firstDeclared(ids []string, declared map[string]bool) (string, bool) {
+	for _, id := range ids {
+		if id != "" && declared[id] {
+			return id, true
+		}
+	}
+	return "", false
 }
 
 // messageText is the text of a message for the summary: its content, its
@@ -220,7 +245,11 @@ func toRuntime(orig []runtime.Message, msgs []Message) []runtime.Message {
 		}
 		out[i] = runtime.Message{Role: m.Role, Content: m.Content, Name: m.Name}
 		if m.Summary {
-			out[i].Metadata = map[string]string{SummaryKey: "true"}
+			// No operator wrote the summary: the summary model did, from
+			// what users and tools wrote. Marked as retrieved text, it is
+			// read as a document by the detectors (security, pii,
+			// content_filter), whatever their system setting.
+			out[i].Metadata = map[string]string{SummaryKey: "true", runtime.GroundingKey: "true"}
 		}
 	}
 	return out
@@ -271,8 +300,8 @@ func (m *Middleware) Compact(ctx context.Context, msgs []runtime.Message) ([]run
 }
 
 // hasOrphan reports a tool message that toLocal would drop: one that names
-// no call declared before it, while its nearest assistant message declares
-// calls (or there is none).
+// no call declared before it (by its ToolCallID or a tool_result part),
+// while its nearest assistant message declares calls (or there is none).
 func hasOrphan(msgs []runtime.Message) bool {
 	last := -1
 	for i := range msgs {
@@ -283,7 +312,7 @@ func hasOrphan(msgs []runtime.Message) bool {
 			if last < 0 {
 				return true
 			}
-			if len(msgs[last].ToolCalls) == 0 || declaredBefore(msgs[:i], msgs[i].ToolCallID) {
+			if len(msgs[last].ToolCalls) == 0 || answersDeclared(msgs[:i], &msgs[i]) {
 				continue
 			}
 			return true
@@ -292,17 +321,29 @@ func hasOrphan(msgs []runtime.Message) bool {
 	return false
 }
 
-// declaredBefore reports whether an assistant message of msgs declares the
-// call id.
-func declaredBefore(msgs []runtime.Message, id string) bool {
-	if id == "" {
+// answersDeclared reports whether the tool message m answers a call that an
+// assistant message of msgs declares, by its ToolCallID or a tool_result
+// part.
+func answersDeclared(msgs []runtime.Message, m *runtime.Message) bool {
+	declared := func(id string) bool {
+		if id == "" {
+			return false
+		}
+		for i := range msgs {
+			for _, tc := range msgs[i].ToolCalls {
+				if tc.ID == id {
+					return true
+				}
+			}
+		}
 		return false
 	}
-	for i := range msgs {
-		for _, tc := range msgs[i].ToolCalls {
-			if tc.ID == id {
-				return true
-			}
+	if declared(m.ToolCallID) {
+		return true
+	}
+	for _, p := range m.Parts {
+		if p.Type == runtime.PartToolResult && declared(p.ToolCallID) {
+			return true
 		}
 	}
 	return false

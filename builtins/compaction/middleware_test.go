@@ -155,16 +155,26 @@ func TestSummarize(t *testing.T) {
 	assert.Len(t, summarizer.seen, 1)
 }
 
+// A summary call that fails, answers nothing, or writes a summary that does
+// not fit (a summary model that runs on, or repeats what it was given) falls
+// back to keep_recent: the transcript stays within its budget.
 func TestSummaryFailureFallsBackToKeepRecent(t *testing.T) {
-	model := &recorder{text: "ok"}
-	summarizer := &recorder{err: errors.New("down")}
-	pl := build(t, `{"strategy":"summarize","model":"small","max_tokens":300,"keep_recent":3}`,
-		map[string]runtime.ModelClient{"primary": model, "small": summarizer})
-	_, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: transcript(12)})
-	require.NoError(t, err)
-	assert.LessOrEqual(t, runtime.EstimateMessages(model.seen[0]), int64(300))
-	for _, m := range model.seen[0] {
-		assert.NotEqual(t, compaction.SummaryName, m.Name)
+	for name, summarizer := range map[string]*recorder{
+		"error": {err: errors.New("down")},
+		"empty": {text: " \n "},
+		"huge":  {text: strings.Repeat("and then ", 20000)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			model := &recorder{text: "ok"}
+			pl := build(t, `{"strategy":"summarize","model":"small","max_tokens":300,"keep_recent":3}`,
+				map[string]runtime.ModelClient{"primary": model, "small": summarizer})
+			_, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: transcript(12)})
+			require.NoError(t, err)
+			assert.LessOrEqual(t, runtime.EstimateMessages(model.seen[0]), int64(300))
+			for _, m := range model.seen[0] {
+				assert.NotEqual(t, compaction.SummaryName, m.Name)
+			}
+		})
 	}
 }
 

@@ -6,8 +6,11 @@
 // response as the user message: its text, then one line per tool call it
 // makes ("tool call: NAME ARGUMENTS"), so that a reply that acts through a
 // tool (a transfer, a refund) is judged on the call, not as an empty text
-// (Output). The judge answers "allow" or "block" (the first word counts,
-// case-insensitively). On "allow" the held deltas are released unchanged; on
+// (Output). A reply without text or tool calls (or with whitespace only) is
+// judged as EmptyReply, "(the reply is empty)": an empty message would be
+// refused by Anthropic's API. The judge answers "allow" or "block" (the first
+// word counts, case-insensitively: "Allow." allows, "I think block" is no
+// verdict). On "allow" the held deltas are released unchanged; on
 // "block" the response is discarded and the call fails with a
 // *runtime.BlockedError naming the layer. Because of the hold, a caller
 // behind a judge sees no delta before the whole response has been judged:

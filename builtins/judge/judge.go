@@ -84,6 +84,11 @@ func (j *Judge) Validate() error {
 // errNoVerdict is a judge answer that is neither verdict.
 var errNoVerdict = errors.New("judge answered neither allow nor block")
 
+// EmptyReply is what the judge is given for a reply without text or tool
+// calls (or with whitespace only): an empty user message is refused by
+// Anthropic's API, and the judge would fail on every empty reply.
+const EmptyReply = "(the reply is empty)"
+
 // Classify asks the judge model about text and returns its verdict. It fails
 // on a model error, when timeout passes, or when the answer is no verdict.
 // The request goes to next, the chat chain below the judge's own layer, as a
@@ -94,6 +99,9 @@ var errNoVerdict = errors.New("judge answered neither allow nor block")
 func (j *Judge) Classify(ctx context.Context, next runtime.ChatHandler, parent *runtime.ChatCall, text string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, j.Timeout.D())
 	defer cancel()
+	if strings.TrimSpace(text) == "" {
+		text = EmptyReply
+	}
 	req := runtime.ChatRequest{Model: j.Model, Messages: []runtime.Message{
 		{Role: "system", Content: j.Prompt},
 		{Role: "user", Content: text},

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	_ "github.com/agentc-dev/agentc/builtins/judge"
+	judgepkg "github.com/agentc-dev/agentc/builtins/judge"
 	_ "github.com/agentc-dev/agentc/builtins/meter"
 	_ "github.com/agentc-dev/agentc/builtins/retry"
 	"github.com/agentc-dev/agentc/runtime"
@@ -159,4 +159,25 @@ func TestTheJudgeReadsTheToolCalls(t *testing.T) {
 	got := reqs[0].Messages[1].Content
 	assert.Contains(t, got, "transfer")
 	assert.Contains(t, got, `{"to":"ACCT-666","amount":9000}`)
+}
+
+// An empty reply (a model that ends its turn with nothing, or with
+// whitespace) is judged too, but never sent to the judge as an empty user
+// message, which Anthropic's API refuses ("text content blocks must contain
+// non-whitespace text"): that would block every empty reply with "the judge
+// could not decide".
+func TestAnEmptyReplyIsJudgedAsSuch(t *testing.T) {
+	for _, reply := range []string{"", " \n\t"} {
+		p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("judge", `{"model":"judge"}`)}})
+		primary := rt.NewModel(rt.Response{Deltas: []string{reply}})
+		judge := rt.NewModel(rt.Response{Deltas: []string{"allow"}})
+		pl, err := runtime.Build(context.Background(), p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": primary, "judge": judge}})
+		require.NoError(t, err)
+		text, _, err := rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary"}, 0)
+		require.NoError(t, err)
+		assert.Equal(t, reply, text, "the reply is delivered as it came")
+		msgs := judge.Requests()[0].Messages
+		require.Len(t, msgs, 2)
+		assert.Equal(t, judgepkg.EmptyReply, msgs[1].Content)
+	}
 }

@@ -1,0 +1,81 @@
+package compaction_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/runtime"
+)
+
+// A "developer" message is the system prompt of OpenAI's newer models, and
+// both providers send it as one: compaction keeps it as it keeps a system
+// message, never drops it as the oldest turn.
+func TestDeveloperMessageIsKeptAsTheSystemPrompt(t *testing.T) {
+	model := &recorder{text: "ok"}
+	pl := build(t, `{"max_tokens":200,"keep_recent":2}`, map[string]runtime.ModelClient{"primary": model})
+	msgs := []runtime.Message{
+		{Role: "developer", Content: "never move money without a confirmation"},
+		{Role: "user", Content: long(1)},
+		{Role: "assistant", Content: long(2)},
+		{Role: "user", Content: long(3)},
+		{Role: "assistant", Content: long(4)},
+		{Role: "user", Content: long(5)},
+	}
+	_, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: msgs})
+	require.NoError(t, err)
+	got := model.seen[0]
+	require.Less(t, len(got), len(msgs), "the transcript was compacted")
+	assert.Equal(t, msgs[0], got[0], "the developer prompt is kept")
+}
+
+// A tool message may carry its result as a tool_result part alone, without
+// a ToolCallID of its own (both providers send the part's id): it answers
+// the call the part names and is no orphan. Dropping it would leave the
+// call unanswered, which both providers refuse.
+func TestToolMessageAnsweringByPartIsNoOrphan(t *testing.T) {
+	model := &recorder{text: "ok"}
+	pl := build(t, `{"max_tokens":100000,"keep_recent":2}`, map[string]runtime.ModelClient{"primary": model})
+	msgs := []runtime.Message{
+		{Role: "system", Content: "you are helpful"},
+		{Role: "user", Content: "look it up"},
+		{Role: "assistant", ToolCalls: []runtime.ToolUse{call("call_a", "search"), call("call_b", "fetch")}},
+		{Role: "tool", Parts: []runtime.ContentPart{{Type: runtime.PartToolResult, ToolCallID: "call_a", Text: "found"}}},
+		{Role: "tool", Parts: []runtime.ContentPart{{Type: runtime.PartToolResult, ToolCallID: "call_b", Text: "fetched"}}},
+		{Role: "user", Content: "thanks"},
+	}
+	_, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: msgs})
+	require.NoError(t, err)
+	assert.Equal(t, msgs, model.seen[0], "within budget and without orphans: passed on as it is")
+
+	// Over the budget, the call and its results go or stay together.
+	model.seen = nil
+	pl = build(t, `{"max_tokens":64,"keep_recent":1}`, map[string]runtime.ModelClient{"primary": model})
+	msgs = append(msgs, runtime.Message{Role: "assistant", Content: long(1)}, runtime.Message{Role: "user", Content: "and now?"})
+	_, err = pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: msgs})
+	require.NoError(t, err)
+	got := model.seen[0]
+	assertPaired(t, got)
+	for _, m := range got {
+		if m.Role == "tool" {
+			t.Fatalf("a tool result was kept without its call or the other way round: %+v", got)
+		}
+	}
+
+	// Kept with the call when the call is recent.
+	model.seen = nil
+	pl = build(t, `{"max_tokens":64,"keep_recent":3}`, map[string]runtime.ModelClient{"primary": model})
+	msgs = []runtime.Message{
+		{Role: "user", Content: long(0)},
+		{Role: "assistant", Content: long(1)},
+		{Role: "user", Content: "look it up"},
+		{Role: "assistant", ToolCalls: []runtime.ToolUse{call("call_a", "search")}},
+		{Role: "tool", Parts: []runtime.ContentPart{{Type: runtime.PartToolResult, ToolCallID: "call_a", Text: "found"}}},
+	}
+	_, err = pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: msgs})
+	require.NoError(t, err)
+	got = model.seen[0]
+	assert.Equal(t, msgs[2:], got)
+}
