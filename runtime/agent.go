@@ -639,17 +639,20 @@ func resultText(v any) (string, error) {
 	return strings.TrimSuffix(buf.String(), "\n"), nil
 }
 
-// lastUserText returns the text of the last user message.
+// lastUserText returns the text of the last user message that has text: a
+// user message carrying only tool results (Anthropic's shape) is not what
+// the user asked.
 func lastUserText(msgs []Message) string {
 	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == "user" {
-			if msgs[i].Content != "" {
-				return msgs[i].Content
-			}
-			for _, p := range msgs[i].Parts {
-				if p.Type == PartText {
-					return p.Text
-				}
+		if msgs[i].Role != "user" {
+			continue
+		}
+		if msgs[i].Content != "" {
+			return msgs[i].Content
+		}
+		for _, p := range msgs[i].Parts {
+			if p.Type == PartText && p.Text != "" {
+				return p.Text
 			}
 		}
 	}

@@ -552,15 +552,35 @@ func (pl *Pipeline) forgetGrounding(runID string) {
 // PlacementSystem a system message after the leading system messages; with
 // PlacementBeforeLastUser a user message just before the last user message
 // (as PlacementSystem when there is none).
+// lastUserTurn returns the index of the last user message that is the
+// user's own turn, not a carrier of tool results, or -1.
+func lastUserTurn(msgs []Message) int {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == "user" && !hasToolResult(&msgs[i]) {
+			return i
+		}
+	}
+	return -1
+}
+
+func hasToolResult(m *Message) bool {
+	for i := range m.Parts {
+		if m.Parts[i].Type == PartToolResult {
+			return true
+		}
+	}
+	return false
+}
+
 func injectBlock(msgs []Message, block, placement string) []Message {
 	at := -1
 	role := "system"
 	if placement == plan.PlacementBeforeLastUser {
-		for i := len(msgs) - 1; i >= 0; i-- {
-			if msgs[i].Role == "user" {
-				at, role = i, "user"
-				break
-			}
+		// The last message the user wrote: a user message that carries
+		// tool results (Anthropic's shape) answers the assistant's tool
+		// calls, which it must follow at once.
+		if i := lastUserTurn(msgs); i >= 0 {
+			at, role = i, "user"
 		}
 	}
 	if at < 0 {

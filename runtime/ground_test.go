@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -319,4 +320,28 @@ func TestGroundingCancelledIsTriedAgain(t *testing.T) {
 	require.Len(t, sent, 2, "the block is injected")
 	assert.Equal(t, "refunds take 5 days", sent[0].Content)
 	assert.Equal(t, 2, calls)
+}
+
+// A transcript in Anthropic's shape answers the assistant's tool calls with
+// a user message of tool_result parts, which must follow the calls at once.
+// A block placed before the last user message goes before the user's own
+// last turn, never between the calls and their results, and the retrieval
+// query is what the user asked, not the tool results' empty text.
+func TestGroundingBlockIsNotPlacedBetweenToolCallsAndTheirResults(t *testing.T) {
+	ret := &retriever{sets: [][]runtime.Item{kb[:1]}}
+	model := rt.NewModel(rt.Response{Deltas: []string{"ok"}})
+	p := groundPlan(&plan.Grounding{Render: &plan.GroundingRender{Template: "{{range .Items}}{{.Content}}{{end}}", Placement: plan.PlacementBeforeLastUser}})
+	pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"m": model}, Retriever: ret})
+	msgs := []runtime.Message{
+		{Role: "user", Content: "how long do refunds take?"},
+		{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "toolu_1", Name: "lookup", Arguments: json.RawMessage(`{"q":"refunds"}`)}}},
+		{Role: "user", Parts: []runtime.ContentPart{{Type: runtime.PartToolResult, ToolCallID: "toolu_1", Text: "5 days"}}},
+	}
+	_, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "m", Messages: msgs})
+	require.NoError(t, err)
+	sent := model.Requests()[0].Messages
+	require.Len(t, sent, 4)
+	assert.Equal(t, runtime.Message{Role: "user", Content: "refunds take 5 days", Metadata: blockMeta}, sent[0])
+	assert.Equal(t, msgs, sent[1:], "the tool results follow their calls")
+	assert.Equal(t, []string{"how long do refunds take?"}, ret.queries)
 }
