@@ -667,6 +667,16 @@ func (s *Store) Release(ctx context.Context, key string, token int64) error {
 	return err
 }
 
+// Doubt implements runtime.Leaser: the claim's lease ends now, its owner's
+// match with it, and the row lives keep from now.
+func (s *Store) Doubt(ctx context.Context, key string, token int64, keep time.Duration) (bool, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	return s.fenced(ctx, "doubt", `UPDATE §.lease SET until = clock_timestamp(), owner = NULL,
+		expires = CASE WHEN $3::bigint > 0 THEN clock_timestamp() + $3::bigint * interval '1 microsecond' END
+		WHERE key = $1 AND token = $2 AND state = 'pending'`, key, token, ttlArg(keep))
+}
+
 // nowUS is the server's clock in microseconds, fixed for the statement.
 const nowUS = `(extract(epoch FROM now()) * 1000000)::bigint`
 
