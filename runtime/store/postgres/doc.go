@@ -69,4 +69,8 @@
 // path.
 //
 // Times are the server's (now()), so replicas with skewed clocks agree.
+//
+// A btree index entry holds at most 2,704 bytes, compressed: a key, or an
+// audit record's run id or tool name, longer than that is refused with an
+// error naming the value, its length and the limit.
 package postgres
