@@ -78,6 +78,13 @@ type Leaser interface {
 	// Release drops the claim of token without an outcome (the call failed
 	// and may run again); a claim no longer held is left alone.
 	Release(ctx context.Context, key string, token int64) error
+	// Doubt ends the lease of token now, without an outcome: the call may
+	// have had its effect (it panicked, or was cancelled or timed out while
+	// it ran). The key is then in doubt at once, as if the lease had
+	// expired (Acquire answers LeaseInDoubt, or a takeover), for keep from
+	// now; a claim made under an owner nonce is no longer that owner's.
+	// false when token no longer holds the claim (nothing is written).
+	Doubt(ctx context.Context, key string, token int64, keep time.Duration) (bool, error)
 }
 
 // RateLimiter is the rate_limit port: the generic cell rate algorithm
@@ -545,6 +552,18 @@ func (l *KVLeaser) Publish(ctx context.Context, key string, token int64, result 
 		return false, err
 	}
 	return true, l.KV.Set(ctx, key, b, keep)
+}
+
+// Doubt implements Leaser: the claim stays, its lease ended (Until 0, so
+// that it has ended for every process whatever its clock) and its owner
+// cleared.
+func (l *KVLeaser) Doubt(ctx context.Context, key string, token int64, keep time.Duration) (bool, error) {
+	ok, _, _, err := l.held(ctx, key, token)
+	if err != nil || !ok {
+		return false, err
+	}
+	b, _ := json.Marshal(leaseRecord{State: "pending", Token: token, Keep: int64(keep)}) // cannot fail
+	return true, l.KV.Set(ctx, key, b, claimLife(0, keep))
 }
 
 // Release implements Leaser.

@@ -47,10 +47,15 @@
 //     so a failure is never stored and the next duplicate runs the tool
 //     again (a call that ran is another matter: step 5). A call that panics instead of returning, or fails because its
 //     context was cancelled while it ran, or fails with a timeout
-//     (runtime.KindOf "timeout": its own deadline, an upstream's 504), may
-//     have made its effect first:
-//     the lease of a retry_safe tool is released, any other is left to
-//     expire into doubt (step 6), as if its process had crashed.
+//     (runtime.KindOf "timeout": its own deadline, an upstream's 504), or
+//     fails in a way that leaves its outcome unknown (runtime.MayHaveRun,
+//     runtime.ErrOutcomeUnrecorded), may have made its effect first: the
+//     lease of a retry_safe tool is released; any other is ended in doubt
+//     at once under its token (runtime.Leaser.Doubt), so that a duplicate,
+//     in any process, fails in doubt (step 6) without waiting out
+//     lease_ttl, and the key stays in doubt for `ttl`. When the store
+//     cannot record that, the failure is logged and the lease left to
+//     expire into doubt, as if its process had crashed.
 //  5. A call that ran but whose result cannot be used fails with an error
 //     marked runtime.Ran (runtime.ErrRan): a result an inner layer blocked
 //     (a guard of phase "after" inside this layer), a result an MCP upstream
@@ -64,7 +69,8 @@
 //     returned to its caller, and its duplicates get such an error ("the
 //     result does not encode as JSON, so it was not stored").
 //  6. A lease that expired without an outcome (its holder crashed after
-//     claiming the call) is in doubt: the tool may or may not have run. A
+//     claiming the call), or that its holder ended in doubt (step 4), is in
+//     doubt: the tool may or may not have run. A
 //     retry_safe tool runs again, taking over the lease with a new token
 //     and the same idempotency key, which it passes downstream; any other
 //     tool fails with a *runtime.InDoubtError, which runtime.Classify

@@ -221,21 +221,26 @@ func (m *Idempotent) settle(ctx context.Context, c *runtime.ToolCall, key string
 // run executes the call under the lease token, renewing the lease while it
 // runs, and publishes its result (or releases the lease on failure; on a
 // panic, or a cancellation or timeout while it ran, only for a retry_safe
-// tool).
+// tool, any other's is ended in doubt).
 func (m *Idempotent) run(ctx context.Context, c *runtime.ToolCall, key string, token int64, next runtime.ToolHandler) (any, error) {
 	wctx := context.WithoutCancel(ctx)
 	stop := lease.Renew(wctx, m.leaser, key, token, m.LeaseTTL.D(), m.logger, "idempotent", "tool", c.Name)
 	done := false
 	defer func() {
 		stop()
+		if done {
+			return
+		}
 		// The call panicked: it may have made its effect first, as when
 		// its process crashes. A retry_safe tool's claim is released (it
-		// may run again under its key); any other's is left to expire, so
-		// that a duplicate finds the call in doubt instead of running it
-		// again.
-		if !done && c.Tool.RetrySafe {
+		// may run again under its key); any other's is ended in doubt, so
+		// that a duplicate finds the call in doubt at once instead of
+		// running it again.
+		if c.Tool.RetrySafe {
 			_ = m.leaser.Release(wctx, key, token)
+			return
 		}
+		m.doubt(wctx, c, key, token, "panicked")
 	}()
 	v, err := next(ctx, c)
 	done = true
@@ -254,10 +259,10 @@ func (m *Idempotent) run(ctx context.Context, c *runtime.ToolCall, key string, t
 		// unknown (runtime.MayHaveRun: an MCP upstream's connection lost
 		// after the call was sent; runtime.ErrOutcomeUnrecorded: it ran and
 		// an audit inside could not record it): like a panic, it may have made its
-		// effect before it stopped. The claim is left to expire, so that a
-		// duplicate finds the call in doubt instead of running it again.
-		m.logger.WarnContext(ctx, "idempotent: the call was cancelled, timed out, lost or left unrecorded while it ran; its key is in doubt once its lease expires",
-			"tool", c.Name, "error", err)
+		// effect before it stopped. The claim is ended in doubt, so that a
+		// duplicate finds the call in doubt at once instead of running it
+		// again.
+		m.doubt(wctx, c, key, token, "was cancelled, timed out, lost or left unrecorded while it ran", "error", err)
 		return v, err
 	}
 	if err != nil {
@@ -277,6 +282,24 @@ func (m *Idempotent) run(ctx context.Context, c *runtime.ToolCall, key string, t
 	}
 	m.publish(ctx, c, key, token, res)
 	return v, nil
+}
+
+// doubt ends the claim of key under token in doubt, for ttl: the call
+// (which what describes) may have had its effect, so a duplicate, in any
+// process, fails in doubt at once. When the store cannot record it, the
+// claim is left to expire into doubt, as if this process had crashed.
+func (m *Idempotent) doubt(ctx context.Context, c *runtime.ToolCall, key string, token int64, what string, attrs ...any) {
+	attrs = append([]any{"tool", c.Name, "idempotency_key", c.IdempotencyKey()}, attrs...)
+	ok, err := m.leaser.Doubt(ctx, key, token, m.TTL.D())
+	switch {
+	case err != nil:
+		m.logger.WarnContext(ctx, "idempotent: the call "+what+"; recording it in doubt failed, so its key is in doubt once its lease expires",
+			append(attrs, "store_error", err)...)
+	case !ok:
+		m.logger.WarnContext(ctx, "idempotent: the call "+what+"; its lease was lost meanwhile (it outlived lease_ttl without renewal)", attrs...)
+	default:
+		m.logger.WarnContext(ctx, "idempotent: the call "+what+"; its key is in doubt", attrs...)
+	}
 }
 
 // publish stores res as the outcome of key under token, logging a failure:

@@ -204,8 +204,8 @@ func TestLeaderCancellationIsNotShared(t *testing.T) {
 }
 
 // A tool that is not retry_safe, cancelled while it ran, may have made its
-// effect: its claim is kept, and a duplicate finds the call in doubt once
-// the lease expires instead of running it again.
+// effect: its claim is ended in doubt, and a duplicate finds the call in
+// doubt instead of running it again.
 func TestCancelledSideEffectIsInDoubt(t *testing.T) {
 	tool := &slowTool{delay: 50 * time.Millisecond}
 	p := toolPlan(rt.Layer("idempotent", `{"lease_ttl":"300ms"}`))
@@ -230,9 +230,9 @@ func TestCancelledSideEffectIsInDoubt(t *testing.T) {
 }
 
 // A tool that is not retry_safe whose call may have run (its connection
-// lost after the request was sent: runtime.MayHaveRun) keeps its claim: a
-// duplicate finds the call in doubt once the lease expires instead of
-// running it again. So does a tool whose effects nothing declares.
+// lost after the request was sent: runtime.MayHaveRun) keeps its claim, in
+// doubt: a duplicate finds the call in doubt instead of running it again.
+// So does a tool whose effects nothing declares.
 func TestCallThatMayHaveRunStaysClaimed(t *testing.T) {
 	for name, tools := range map[string]map[string]plan.Tool{
 		"declared":   {"refund": {SideEffecting: true}},
@@ -520,8 +520,8 @@ func TestCallLongerThanTTLRunsOnce(t *testing.T) {
 
 // TestPanicLeavesASideEffectingCallInDoubt: a tool that panics may have made
 // its effect before it did, as one whose process crashed: a duplicate of a
-// tool that is not retry_safe finds the call in doubt once the lease has
-// expired instead of running it again.
+// tool that is not retry_safe finds the call in doubt instead of running it
+// again.
 func TestPanicLeavesASideEffectingCallInDoubt(t *testing.T) {
 	p := toolPlan(rt.Layer("idempotent", `{"lease_ttl":"60ms"}`))
 	p.Tools["charge"] = plan.Tool{SideEffecting: true}
@@ -703,19 +703,20 @@ func (s *outcomeFailingSink) Append(_ context.Context, r runtime.AuditRecord) er
 }
 
 // A call that ran but whose audit outcome could not be written (an audit
-// inside the idempotent layer) keeps its claim: a duplicate is in doubt,
-// never a second execution.
+// inside the idempotent layer) keeps its claim, in doubt: a duplicate is in
+// doubt at once (its lease_ttl is an hour), never a second execution.
 func TestCallWhoseOutcomeWasNotRecordedStaysClaimed(t *testing.T) {
 	tool := rt.NewTool(rt.ToolResult{Value: "R1"}, rt.ToolResult{Value: "R2"})
-	p := toolPlan(rt.Layer("idempotent", `{"lease_ttl":"100ms"}`), rt.Layer("audit", ""))
+	p := toolPlan(rt.Layer("idempotent", `{"lease_ttl":"1h"}`), rt.Layer("audit", ""))
 	p.Tools = map[string]plan.Tool{"refund": {SideEffecting: true}}
 	sink := &outcomeFailingSink{}
 	pl := rt.Build(t, p, runtime.Deps{Audit: sink, Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
 	req := runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1"}}
 	_, err := pl.Tool(ctx1, req)
 	require.ErrorIs(t, err, runtime.ErrOutcomeUnrecorded)
-	time.Sleep(150 * time.Millisecond) // past the claim's lease
-	_, err = pl.Tool(ctx1, req)
+	dctx, cancel := context.WithTimeout(ctx1, 5*time.Second)
+	defer cancel()
+	_, err = pl.Tool(dctx, req)
 	var doubt *runtime.InDoubtError
 	require.ErrorAs(t, err, &doubt, "the duplicate does not run the refund again")
 	assert.Equal(t, 1, tool.Calls())

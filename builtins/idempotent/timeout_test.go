@@ -40,8 +40,8 @@ func twoClients(t *testing.T, kind string) (a, b runtime.StoreBackend) {
 
 // A tool that timed out while it ran (its own deadline, an upstream's 504)
 // may have made its effect: a duplicate on another replica finds the call in
-// doubt once the lease ends, instead of running the refund a second time. A
-// retry_safe tool's claim is released and its duplicate runs it again.
+// doubt, instead of running the refund a second time. A retry_safe tool's
+// claim is released and its duplicate runs it again.
 func TestATimedOutCallIsInDoubtOnAnotherReplica(t *testing.T) {
 	for _, kind := range []string{"redis", "postgres"} {
 		for _, retrySafe := range []bool{false, true} {

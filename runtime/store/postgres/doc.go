@@ -31,7 +31,8 @@
 //     the end of its lease. A claim records the owner nonce of the attempt
 //     that made it with its token (column owner): lease_acquire_as gives an
 //     attempt that asks again, after an answer it never got, its own claim
-//     back.
+//     back. Doubt is an UPDATE that ends the claim's lease now, so a build
+//     that predates it reads the claim as an expired lease: in doubt.
 //   - runtime.Budgeter: table ledger (the charges) and table reservation
 //     (one row per call in flight: its estimate and the end of its lease).
 //     A reservation is one call of the function budget_reserve, which
@@ -68,4 +69,8 @@
 // path.
 //
 // Times are the server's (now()), so replicas with skewed clocks agree.
+//
+// A btree index entry holds at most 2,704 bytes, compressed: a key, or an
+// audit record's run id or tool name, longer than that is refused with an
+// error naming the value, its length and the limit.
 package postgres

@@ -569,7 +569,7 @@ func (s *Store) Set(ctx context.Context, key string, value []byte, ttl time.Dura
 	_, err := s.pool.Exec(ctx, s.q(`INSERT INTO §.kv (key, value, expires) VALUES ($1, $2, `+expiresSQL+`)
 		ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires = excluded.expires`), key, value, ttlArg(ttl))
 	if err != nil {
-		return fmt.Errorf("postgres set: %w", err)
+		return fmt.Errorf("postgres set: %w", tooLong(err, indexed{"kv_pkey", "key", len(key)}))
 	}
 	s.wrote(ctx)
 	return nil
@@ -587,7 +587,7 @@ func (s *Store) SetIfAbsent(ctx context.Context, key string, value []byte, ttl t
 		ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires = excluded.expires
 		WHERE §.kv.expires <= now()`), key, value, ttlArg(ttl))
 	if err != nil {
-		return false, fmt.Errorf("postgres set-if-absent: %w", err)
+		return false, fmt.Errorf("postgres set-if-absent: %w", tooLong(err, indexed{"kv_pkey", "key", len(key)}))
 	}
 	s.wrote(ctx)
 	return tag.RowsAffected() == 1, nil
@@ -620,7 +620,7 @@ func (s *Store) AcquireAs(ctx context.Context, key, owner string, lease, keep ti
 	err := s.pool.QueryRow(ctx, s.q(`SELECT status, tok, in_doubt, res, remaining_us FROM §.lease_acquire_as($1, $2, $3, $4, $5)`),
 		key, owner, max(lease.Microseconds(), 1), ttlArg(keep), takeover).Scan(&status, &g.Token, &g.InDoubt, &g.Result, &remaining)
 	if err != nil {
-		return runtime.LeaseGrant{}, fmt.Errorf("postgres lease: %w", err)
+		return runtime.LeaseGrant{}, fmt.Errorf("postgres lease: %w", tooLong(err, indexed{"lease_pkey", "key", len(key)}))
 	}
 	g.Status = runtime.LeaseStatus(status)
 	g.Remaining = time.Duration(remaining) * time.Microsecond
@@ -667,6 +667,16 @@ func (s *Store) Release(ctx context.Context, key string, token int64) error {
 	return err
 }
 
+// Doubt implements runtime.Leaser: the claim's lease ends now, its owner's
+// match with it, and the row lives keep from now.
+func (s *Store) Doubt(ctx context.Context, key string, token int64, keep time.Duration) (bool, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	return s.fenced(ctx, "doubt", `UPDATE §.lease SET until = clock_timestamp(), owner = NULL,
+		expires = CASE WHEN $3::bigint > 0 THEN clock_timestamp() + $3::bigint * interval '1 microsecond' END
+		WHERE key = $1 AND token = $2 AND state = 'pending'`, key, token, ttlArg(keep))
+}
+
 // nowUS is the server's clock in microseconds, fixed for the statement.
 const nowUS = `(extract(epoch FROM now()) * 1000000)::bigint`
 
@@ -692,7 +702,7 @@ func (s *Store) Allow(ctx context.Context, key string, interval time.Duration, b
 				THEN greatest(r.tat, `+nowUS+`) + $2 ELSE r.tat END
 		RETURNING ok, wait`), key, iv, tol, mw).Scan(&ok, &wait)
 	if err != nil {
-		return 0, false, fmt.Errorf("postgres rate limit: %w", err)
+		return 0, false, fmt.Errorf("postgres rate limit: %w", tooLong(err, indexed{"rate_pkey", "key", len(key)}))
 	}
 	s.wrote(ctx)
 	if !ok {
@@ -732,7 +742,8 @@ func (s *Store) Reserve(ctx context.Context, key, id string, lim runtime.BudgetL
 		key, lim.Tokens, lim.USD, lim.Calls, ttlArg(ttl), estTokens, estUSD, id, max(lim.LeaseOf().Microseconds(), 1)).
 		Scan(&refused, &tokens, &usd, &calls, &pcalls, &ptokens, &pusd)
 	if err != nil {
-		return nil, fmt.Errorf("postgres budget reserve: %w", err)
+		return nil, fmt.Errorf("postgres budget reserve: %w", tooLong(err, indexed{"ledger_pkey", "key", len(key)},
+			indexed{"reservation_pkey", "key and reservation id", len(key) + len(id)}))
 	}
 	s.wrote(ctx)
 	resource, crossed := strings.CutSuffix(refused, "+")
@@ -779,7 +790,7 @@ func (s *Store) Settle(ctx context.Context, key, id string, c runtime.Ledger, tt
 	_, err := s.pool.Exec(ctx, s.q(`SELECT §.budget_settle($1, $2, $3, $4, $5, $6, $7)`),
 		key, id, c.InputTokens, c.OutputTokens, c.USD, c.Calls, ttlArg(ttl))
 	if err != nil {
-		return fmt.Errorf("postgres budget settle: %w", err)
+		return fmt.Errorf("postgres budget settle: %w", tooLong(err, indexed{"ledger_pkey", "key", len(key)}))
 	}
 	return nil
 }
@@ -837,7 +848,8 @@ func (s *Store) Append(ctx context.Context, r runtime.AuditRecord) error {
 		err = s.appendOnce(ctx, vals)
 	}
 	if err != nil {
-		return fmt.Errorf("postgres audit append: %w", err)
+		return fmt.Errorf("postgres audit append: %w", tooLong(err, indexed{"audit_run", "run id", len(r.RunID)},
+			indexed{"audit_tool_time", "tool name", len(r.Tool)}))
 	}
 	return nil
 }
@@ -943,7 +955,7 @@ func (s *Store) Upsert(ctx context.Context, scope, id string, vec []float32, val
 		ON CONFLICT (scope, id) DO UPDATE SET vec = excluded.vec, norm = excluded.norm, value = excluded.value, expires = excluded.expires`),
 		scope, id, vec, norm(vec), value, ttlArg(ttl))
 	if err != nil {
-		return fmt.Errorf("postgres vector upsert: %w", err)
+		return fmt.Errorf("postgres vector upsert: %w", tooLong(err, indexed{"vectors_pkey", "scope and id", len(scope) + len(id)}))
 	}
 	s.wrote(ctx)
 	return nil

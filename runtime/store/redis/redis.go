@@ -285,6 +285,17 @@ if st[1] ~= 'pending' or st[2] ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1])
 return 1
 `)
+	// KEYS: record. ARGV: token, keep ms. Ends the claim's lease (until 0,
+	// past for every clock) and its owner's match, and keeps the record
+	// keep from now; returns 1 then, 0 when token no longer holds it.
+	doubtScript = goredis.NewScript(`
+local st = redis.call('HMGET', KEYS[1], 'state', 'token')
+if st[1] ~= 'pending' or st[2] ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'until', 0)
+redis.call('HDEL', KEYS[1], 'owner')
+if tonumber(ARGV[2]) > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) else redis.call('PERSIST', KEYS[1]) end
+return 1
+`)
 	// KEYS: tat. ARGV: interval us, burst, max wait us. Returns {ok, wait us}.
 	gcraScript = goredis.NewScript(`
 local t = redis.call('TIME')
@@ -455,6 +466,11 @@ func (s *Store) Publish(ctx context.Context, key string, token int64, result []b
 func (s *Store) Release(ctx context.Context, key string, token int64) error {
 	_, err := s.fenced(ctx, "release", releaseScript, key, token)
 	return err
+}
+
+// Doubt implements runtime.Leaser in one script call.
+func (s *Store) Doubt(ctx context.Context, key string, token int64, keep time.Duration) (bool, error) {
+	return s.fenced(ctx, "doubt", doubtScript, key, token, ms(keep))
 }
 
 // Allow implements runtime.RateLimiter in one script call.

@@ -93,7 +93,8 @@ func KV(t *testing.T, kv runtime.KV) {
 }
 
 // Leaser checks the lease port: one holder, fencing, publication, release,
-// the in-doubt state of an expired lease and a claim that outlives keep.
+// the in-doubt state of an expired lease, a lease its holder ended in doubt
+// and a claim that outlives keep.
 func Leaser(t *testing.T, l runtime.Leaser) {
 	ctx := context.Background()
 	k := Key(t, "a")
@@ -184,6 +185,8 @@ func Leaser(t *testing.T, l runtime.Leaser) {
 	require.NoError(t, err)
 	assert.True(t, ok, "the holder that renewed still holds the lease")
 
+	leaserDoubt(t, l)
+
 	// Concurrent acquirers: one holder.
 	c := Key(t, "race")
 	var holders atomic.Int64
@@ -199,6 +202,67 @@ func Leaser(t *testing.T, l runtime.Leaser) {
 	}
 	wg.Wait()
 	assert.Equal(t, int64(1), holders.Load())
+}
+
+// leaserDoubt checks Doubt: a holder whose call may have had its effect
+// ends its lease at once, and a duplicate finds the key in doubt without
+// waiting out the lease (an hour here), for keep from then.
+func leaserDoubt(t *testing.T, l runtime.Leaser) {
+	ctx := context.Background()
+	k := Key(t, "doubted")
+	g, err := l.AcquireAs(ctx, k, "n1", time.Hour, time.Hour, false)
+	require.NoError(t, err)
+	require.Equal(t, runtime.LeaseAcquired, g.Status)
+	tok := g.Token
+	ok, err := l.Doubt(ctx, k, tok+1000, time.Hour)
+	require.NoError(t, err)
+	assert.False(t, ok, "a token that does not hold the lease is fenced out")
+	g, err = l.Acquire(ctx, k, time.Hour, time.Hour, false)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.LeaseHeld, g.Status, "and changes nothing")
+	ok, err = l.Doubt(ctx, k, tok, time.Hour)
+	require.NoError(t, err)
+	require.True(t, ok)
+	for _, owner := range []string{"", "n1"} {
+		g, err = l.AcquireAs(ctx, k, owner, time.Hour, time.Hour, false)
+		require.NoError(t, err)
+		assert.Equal(t, runtime.LeaseInDoubt, g.Status, "in doubt at once, for owner %q too", owner)
+	}
+	g, err = l.Acquire(ctx, k, time.Hour, time.Hour, true)
+	require.NoError(t, err)
+	require.Equal(t, runtime.LeaseAcquired, g.Status, "a retry-safe caller takes it over")
+	assert.True(t, g.InDoubt)
+	assert.NotEqual(t, tok, g.Token)
+	ok, err = l.Doubt(ctx, k, tok, time.Hour)
+	require.NoError(t, err)
+	assert.False(t, ok, "the claim taken over is no longer the first holder's")
+	ok, err = l.Publish(ctx, k, g.Token, []byte(`"R"`), time.Hour)
+	require.NoError(t, err)
+	require.True(t, ok)
+	ok, err = l.Doubt(ctx, k, g.Token, time.Hour)
+	require.NoError(t, err)
+	assert.False(t, ok, "a published key has no lease")
+	g, err = l.Acquire(ctx, k, time.Hour, time.Hour, false)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.LeaseDone, g.Status)
+
+	// The record lives keep from the doubt, not from the claim: here
+	// shorter than the claim's lease.
+	s := Key(t, "doubted-short")
+	g, err = l.Acquire(ctx, s, time.Hour, time.Hour, false)
+	require.NoError(t, err)
+	require.Equal(t, runtime.LeaseAcquired, g.Status)
+	ok, err = l.Doubt(ctx, s, g.Token, 300*time.Millisecond)
+	require.NoError(t, err)
+	require.True(t, ok)
+	g, err = l.Acquire(ctx, s, time.Hour, time.Hour, false)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.LeaseInDoubt, g.Status)
+	time.Sleep(700 * time.Millisecond)
+	g, err = l.Acquire(ctx, s, time.Hour, time.Hour, false)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.LeaseAcquired, g.Status, "the doubt ends with keep")
+	assert.False(t, g.InDoubt)
 }
 
 // LeaserOwner checks AcquireAs: an attempt that asks again with its owner
