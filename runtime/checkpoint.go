@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -65,14 +66,33 @@ func MarshalCheckpoint(cp Checkpoint) ([]byte, error) {
 }
 
 // UnmarshalCheckpoint decodes what MarshalCheckpoint wrote and stamps the
-// version the store kept.
+// version the store kept. A property this build does not know (a
+// checkpoint a later build wrote) is an error rather than left out: a run
+// resumed without it would lose it at its next save.
 func UnmarshalCheckpoint(data []byte, version int) (Checkpoint, error) {
 	var cp Checkpoint
-	if err := json.Unmarshal(data, &cp); err != nil {
-		return Checkpoint{}, fmt.Errorf("decode checkpoint: %w", err)
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(&cp)
+	if err == nil && dec.More() {
+		err = errors.New("data after the checkpoint's JSON")
+	}
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("decode checkpoint version %d: %w", version, err)
 	}
 	cp.Version = version
 	return cp, nil
+}
+
+// UnmarshalStoredCheckpoint is UnmarshalCheckpoint for a store that keeps
+// the version's status beside its JSON (the column its saves check): the
+// two must agree, or the checkpoint is corrupt.
+func UnmarshalStoredCheckpoint(data []byte, version int, status string) (Checkpoint, error) {
+	cp, err := UnmarshalCheckpoint(data, version)
+	if err == nil && string(cp.Status) != status {
+		err = fmt.Errorf("checkpoint version %d of run %s is corrupt: its status is %q, its data's %q", version, cp.RunID, status, cp.Status)
+	}
+	return cp, err
 }
 
 // SecretError is why a checkpoint was refused: the value at Path (a JSON
@@ -324,6 +344,13 @@ func (c *Checkpointer) Resume(ctx context.Context, runID string) (Checkpoint, er
 	if cp.Status.Terminal() {
 		te := &TerminalRunError{RunID: runID, Status: cp.Status, Version: cp.Version}
 		return cp, &BlockedError{Layer: LayerCheckpoint, Message: "the run is not resumed", Err: te}
+	}
+	if cp.Status != RunRunning {
+		return cp, fmt.Errorf("checkpoint: resume run %s: version %d has status %q, which is not running, done, failed or cancelled; the run is not resumed",
+			runID, cp.Version, cp.Status)
+	}
+	if cp.RunID != runID {
+		return cp, fmt.Errorf("checkpoint: resume run %s: version %d is of run %q; the run is not resumed", runID, cp.Version, cp.RunID)
 	}
 	s := c.pl.runState(runID)
 	defer lockSaves(s)()

@@ -122,17 +122,18 @@ func (s *Store) checkpoint(ctx context.Context, q string, args ...any) (runtime.
 		return runtime.Checkpoint{}, false, err
 	}
 	var (
-		v    int
-		data []byte
+		v      int
+		status string
+		data   []byte
 	)
-	err := s.pool.QueryRow(ctx, s.q(q), args...).Scan(&v, &data)
+	err := s.pool.QueryRow(ctx, s.q(q), args...).Scan(&v, &status, &data)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return runtime.Checkpoint{}, false, nil
 	}
 	if err != nil {
 		return runtime.Checkpoint{}, false, fmt.Errorf("postgres checkpoints: %w", err)
 	}
-	cp, err := runtime.UnmarshalCheckpoint(data, v)
+	cp, err := runtime.UnmarshalStoredCheckpoint(data, v, status)
 	if err != nil {
 		return runtime.Checkpoint{}, false, fmt.Errorf("postgres checkpoints: %w", err)
 	}
@@ -143,14 +144,14 @@ func (s *Store) checkpoint(ctx context.Context, q string, args ...any) (runtime.
 func (s *Store) LatestCheckpoint(ctx context.Context, runID string) (runtime.Checkpoint, bool, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	return s.checkpoint(ctx, `SELECT version, data FROM §.checkpoints WHERE run_id = $1 ORDER BY version DESC LIMIT 1`, runID)
+	return s.checkpoint(ctx, `SELECT version, status, data FROM §.checkpoints WHERE run_id = $1 ORDER BY version DESC LIMIT 1`, runID)
 }
 
 // CheckpointAt implements runtime.CheckpointStore.
 func (s *Store) CheckpointAt(ctx context.Context, runID string, version int) (runtime.Checkpoint, bool, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	return s.checkpoint(ctx, `SELECT version, data FROM §.checkpoints WHERE run_id = $1 AND version = $2`, runID, version)
+	return s.checkpoint(ctx, `SELECT version, status, data FROM §.checkpoints WHERE run_id = $1 AND version = $2`, runID, version)
 }
 
 // CheckpointVersions implements runtime.CheckpointStore.

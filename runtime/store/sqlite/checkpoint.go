@@ -88,17 +88,17 @@ func (s *Store) checkpoint(ctx context.Context, q string, args ...any) (runtime.
 		return runtime.Checkpoint{}, false, err
 	}
 	var (
-		v    int
-		data string
+		v            int
+		status, data string
 	)
-	err := s.db.QueryRowContext(ctx, q, args...).Scan(&v, &data)
+	err := s.db.QueryRowContext(ctx, q, args...).Scan(&v, &status, &data)
 	if errors.Is(err, sql.ErrNoRows) {
 		return runtime.Checkpoint{}, false, nil
 	}
 	if err != nil {
 		return runtime.Checkpoint{}, false, fmt.Errorf("sqlite checkpoints: %w", err)
 	}
-	cp, err := runtime.UnmarshalCheckpoint([]byte(data), v)
+	cp, err := runtime.UnmarshalStoredCheckpoint([]byte(data), v, status)
 	if err != nil {
 		return runtime.Checkpoint{}, false, fmt.Errorf("sqlite checkpoints: %w", err)
 	}
@@ -107,12 +107,12 @@ func (s *Store) checkpoint(ctx context.Context, q string, args ...any) (runtime.
 
 // LatestCheckpoint implements runtime.CheckpointStore.
 func (s *Store) LatestCheckpoint(ctx context.Context, runID string) (runtime.Checkpoint, bool, error) {
-	return s.checkpoint(ctx, `SELECT version, data FROM checkpoints WHERE run_id = ? ORDER BY version DESC LIMIT 1`, runID)
+	return s.checkpoint(ctx, `SELECT version, status, data FROM checkpoints WHERE run_id = ? ORDER BY version DESC LIMIT 1`, runID)
 }
 
 // CheckpointAt implements runtime.CheckpointStore.
 func (s *Store) CheckpointAt(ctx context.Context, runID string, version int) (runtime.Checkpoint, bool, error) {
-	return s.checkpoint(ctx, `SELECT version, data FROM checkpoints WHERE run_id = ? AND version = ?`, runID, version)
+	return s.checkpoint(ctx, `SELECT version, status, data FROM checkpoints WHERE run_id = ? AND version = ?`, runID, version)
 }
 
 // CheckpointVersions implements runtime.CheckpointStore.
