@@ -36,20 +36,7 @@ func BenchmarkStateSet(b *testing.B) {
 // BenchmarkSave is one Checkpointer.Save of a run with a 20-message
 // transcript, 5 tool results and 2 state fields, per store kind.
 func BenchmarkSave(b *testing.B) {
-	stores := map[string]plan.Store{
-		"memory": {Kind: "memory"},
-		"sqlite": {Kind: "sqlite", Path: filepath.Join(b.TempDir(), "cp.db")},
-	}
-	if u := os.Getenv(storetest.PostgresEnv); u != "" {
-		prefix := storetest.Prefix(b)
-		stores["postgres"] = plan.Store{Kind: "postgres", URL: u, Prefix: prefix}
-		b.Cleanup(func() {
-			if s, err := postgres.Open(context.Background(), u, prefix); err == nil {
-				_, _ = s.Pool().Exec(context.Background(), "DROP SCHEMA "+prefix+" CASCADE")
-				_ = s.Close()
-			}
-		})
-	}
+	stores := benchStores(b)
 	for _, kind := range []string{"memory", "sqlite", "postgres"} {
 		store, ok := stores[kind]
 		if !ok {
@@ -92,20 +79,7 @@ func BenchmarkSave(b *testing.B) {
 // results), per store kind: every save writes the whole run, so its cost,
 // and the bytes a version holds (bytes/save), grow with the run.
 func BenchmarkSaveLongRun(b *testing.B) {
-	stores := map[string]plan.Store{
-		"memory": {Kind: "memory"},
-		"sqlite": {Kind: "sqlite", Path: filepath.Join(b.TempDir(), "cp.db")},
-	}
-	if u := os.Getenv(storetest.PostgresEnv); u != "" {
-		prefix := storetest.Prefix(b)
-		stores["postgres"] = plan.Store{Kind: "postgres", URL: u, Prefix: prefix}
-		b.Cleanup(func() {
-			if s, err := postgres.Open(context.Background(), u, prefix); err == nil {
-				_, _ = s.Pool().Exec(context.Background(), "DROP SCHEMA "+prefix+" CASCADE")
-				_ = s.Close()
-			}
-		})
-	}
+	stores := benchStores(b)
 	for _, kind := range []string{"memory", "sqlite", "postgres"} {
 		store, ok := stores[kind]
 		if !ok {
@@ -141,4 +115,24 @@ func BenchmarkSaveLongRun(b *testing.B) {
 			})
 		}
 	}
+}
+
+// benchStores returns a memory and a sqlite store, and a PostgreSQL one in a
+// schema of its own (dropped at the end) when the test server is set.
+func benchStores(b *testing.B) map[string]plan.Store {
+	stores := map[string]plan.Store{
+		"memory": {Kind: "memory"},
+		"sqlite": {Kind: "sqlite", Path: filepath.Join(b.TempDir(), "cp.db")},
+	}
+	if u := os.Getenv(storetest.PostgresEnv); u != "" {
+		prefix := storetest.Prefix(b)
+		stores["postgres"] = plan.Store{Kind: "postgres", URL: u, Prefix: prefix}
+		b.Cleanup(func() {
+			if s, err := postgres.Open(context.Background(), u, prefix); err == nil {
+				_, _ = s.Pool().Exec(context.Background(), "DROP SCHEMA "+prefix+" CASCADE")
+				_ = s.Close()
+			}
+		})
+	}
+	return stores
 }
