@@ -145,3 +145,40 @@ func TestTwoWorkersResumeOneRun(t *testing.T) {
 		}
 	}
 }
+
+// TestStaleWorkerCannotEndTheRun: a worker whose run another worker resumed
+// and saved since has its turn cancelled (its replica shuts down): the
+// cancellation is not saved, so the run stays open for the worker that
+// holds it, instead of ending as cancelled under it.
+func TestStaleWorkerCannotEndTheRun(t *testing.T) {
+	for sname, open := range twoProcesses(t) {
+		t.Run(sname, func(t *testing.T) {
+			sa, sb := open(t)
+			ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "case-8"})
+			var refunds atomic.Int32
+			first := newWorker(t, sa, &refunds, nil)
+			first.pl.RecordTranscript(ctx, []runtime.Message{{Role: "user", Content: "hello"}})
+			_, err := first.cp.Save(ctx)
+			require.NoError(t, err)
+
+			a, b := newWorker(t, sa, &refunds, nil), newWorker(t, sb, &refunds, nil)
+			for _, w := range []*worker{a, b} {
+				_, err := w.cp.Resume(ctx, "case-8")
+				require.NoError(t, err)
+			}
+			_, err = b.cp.Save(ctx)
+			require.NoError(t, err)
+
+			cctx, cancel := context.WithCancel(ctx)
+			cancel()
+			_, err = a.pl.Turn(cctx, runtime.TurnRequest{Input: "go"}, func(ctx context.Context) (string, error) { return "", ctx.Err() })
+			var ce *runtime.CheckpointConflictError
+			require.ErrorAs(t, err, &ce)
+			latest, _, err := b.cp.Latest(ctx, "case-8")
+			require.NoError(t, err)
+			assert.Equal(t, runtime.RunRunning, latest.Status, "the run is still open")
+			_, err = b.cp.Save(ctx)
+			assert.NoError(t, err, "the worker that holds the run goes on")
+		})
+	}
+}
