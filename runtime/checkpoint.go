@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -34,9 +35,13 @@ type Checkpoint struct {
 // store for the kinds that are shared.
 type CheckpointStore interface {
 	// SaveCheckpoint stores cp as the run's next version (its latest plus
-	// one, atomically) and returns that version; cp.Version is ignored.
-	// When the run's latest version is terminal nothing is stored and the
-	// error wraps a *TerminalRunError (a run that ended stays ended).
+	// one, atomically) and returns that version. When the run's latest
+	// version is terminal nothing is stored and the error wraps a
+	// *TerminalRunError (a run that ended stays ended). When cp.Version is
+	// above 0 the save is conditional: it is stored as that version only
+	// if the run's latest is the one before it (none, for version 1);
+	// otherwise nothing is stored and the error wraps a
+	// *CheckpointConflictError (another process saved the run meanwhile).
 	SaveCheckpoint(ctx context.Context, cp Checkpoint) (int, error)
 	// LatestCheckpoint returns the run's highest version.
 	LatestCheckpoint(ctx context.Context, runID string) (Checkpoint, bool, error)
@@ -61,14 +66,33 @@ func MarshalCheckpoint(cp Checkpoint) ([]byte, error) {
 }
 
 // UnmarshalCheckpoint decodes what MarshalCheckpoint wrote and stamps the
-// version the store kept.
+// version the store kept. A property this build does not know (a
+// checkpoint a later build wrote) is an error rather than left out: a run
+// resumed without it would lose it at its next save.
 func UnmarshalCheckpoint(data []byte, version int) (Checkpoint, error) {
 	var cp Checkpoint
-	if err := json.Unmarshal(data, &cp); err != nil {
-		return Checkpoint{}, fmt.Errorf("decode checkpoint: %w", err)
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(&cp)
+	if err == nil && dec.More() {
+		err = errors.New("data after the checkpoint's JSON")
+	}
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("decode checkpoint version %d: %w", version, err)
 	}
 	cp.Version = version
 	return cp, nil
+}
+
+// UnmarshalStoredCheckpoint is UnmarshalCheckpoint for a store that keeps
+// the version's status beside its JSON (the column its saves check): the
+// two must agree, or the checkpoint is corrupt.
+func UnmarshalStoredCheckpoint(data []byte, version int, status string) (Checkpoint, error) {
+	cp, err := UnmarshalCheckpoint(data, version)
+	if err == nil && string(cp.Status) != status {
+		err = fmt.Errorf("checkpoint version %d of run %s is corrupt: its status is %q, its data's %q", version, cp.RunID, status, cp.Status)
+	}
+	return cp, err
 }
 
 // SecretError is why a checkpoint was refused: the value at Path (a JSON
@@ -94,6 +118,41 @@ type TerminalRunError struct {
 // Error implements error.
 func (e *TerminalRunError) Error() string {
 	return fmt.Sprintf("run %s is %s (checkpoint version %d); a run in a terminal state is neither resumed nor saved again", e.RunID, e.Status, e.Version)
+}
+
+// CheckpointConflictError is why a store refused a conditional save: the
+// saving process last saw (saved or resumed) version Want-1 of the run, but
+// the run's latest version is Latest: another process resumed the run and
+// saved it since. The process no longer holds the run; a turn refused so
+// ends before its tool calls run.
+type CheckpointConflictError struct {
+	RunID  string
+	Want   int
+	Latest int
+}
+
+// Error implements error.
+func (e *CheckpointConflictError) Error() string {
+	if e.Latest < e.Want-1 {
+		return fmt.Sprintf("run %s has checkpoint version %d, not %d as this process last saw it (its versions were deleted); resume it again to carry on",
+			e.RunID, e.Latest, e.Want-1)
+	}
+	if e.Want == 1 {
+		return fmt.Sprintf("run %s: another process saved version %d of it, or this one did before the run's state was dropped (EndRun, run_idle), and this process did not resume it; resume it to carry on from there",
+			e.RunID, e.Latest)
+	}
+	return fmt.Sprintf("run %s: another process saved version %d of it since this one saved or resumed version %d; the run is no longer this process's (resume it again to take it over)",
+		e.RunID, e.Latest, e.Want-1)
+}
+
+// SaveRefusal is the error of a store that refused to save cp, the run's
+// latest version being latest (0: none) of status: a *TerminalRunError when
+// that status is terminal, else a *CheckpointConflictError.
+func SaveRefusal(cp Checkpoint, latest int, status RunStatus) error {
+	if status.Terminal() {
+		return &TerminalRunError{RunID: cp.RunID, Status: status, Version: latest}
+	}
+	return &CheckpointConflictError{RunID: cp.RunID, Want: cp.Version, Latest: latest}
 }
 
 // ErrNoCheckpoint is returned by Resume for a run without a checkpoint.
@@ -166,14 +225,28 @@ func (c *Checkpointer) save(ctx context.Context, status RunStatus) (Checkpoint, 
 		return Checkpoint{}, nil
 	}
 	s := c.pl.runState(run.ID)
+	// One save of the run at a time: each is the version after the one
+	// this process last saved or resumed, and its snapshot holds what the
+	// saves before it held.
+	defer lockSaves(s)()
+	s.mu.Lock()
+	base := s.version
+	s.mu.Unlock()
 	cp, err := c.pl.snapshot(run.ID, s, status)
 	if err != nil {
 		return Checkpoint{}, err
 	}
+	cp.Version = base + 1
 	v, err := c.store.SaveCheckpoint(ctx, cp)
-	var te *TerminalRunError
+	var (
+		te *TerminalRunError
+		ce *CheckpointConflictError
+	)
 	if errors.As(err, &te) {
 		return Checkpoint{}, &BlockedError{Layer: LayerCheckpoint, Message: "the run is not saved", Err: te}
+	}
+	if errors.As(err, &ce) {
+		return Checkpoint{}, &BlockedError{Layer: LayerCheckpoint, Message: "the run is not saved", Err: ce}
 	}
 	if err != nil {
 		return Checkpoint{}, fmt.Errorf("checkpoint: save run %s: %w", run.ID, err)
@@ -200,9 +273,58 @@ func (c *Checkpointer) Versions(ctx context.Context, runID string) ([]int, error
 	return c.store.CheckpointVersions(ctx, runID)
 }
 
-// Delete removes every version of the run.
+// Delete removes every version of the run; the next save of the run in
+// this process is its version 1.
 func (c *Checkpointer) Delete(ctx context.Context, runID string) error {
-	return c.store.DeleteCheckpoints(ctx, runID)
+	s := c.pl.lookupRunState(runID)
+	if s != nil {
+		defer lockSaves(s)()
+	}
+	if err := c.store.DeleteCheckpoints(ctx, runID); err != nil {
+		return err
+	}
+	if s != nil {
+		s.mu.Lock()
+		s.version, s.status = 0, ""
+		s.mu.Unlock()
+	}
+	return nil
+}
+
+// saveLocks serialises the saves of each run within the process. A save
+// is conditional on the version the process last saw: two at once (the
+// results of two tool calls of one step) would both ask for the same
+// version, and without the lock the one with the older snapshot could be
+// written last.
+var saveLocks = struct {
+	sync.Mutex
+	m map[*RunState]*saveLock
+}{m: map[*RunState]*saveLock{}}
+
+type saveLock struct {
+	sync.Mutex
+	refs int
+}
+
+// lockSaves takes the save lock of the run s and returns its release.
+func lockSaves(s *RunState) func() {
+	saveLocks.Lock()
+	l := saveLocks.m[s]
+	if l == nil {
+		l = &saveLock{}
+		saveLocks.m[s] = l
+	}
+	l.refs++
+	saveLocks.Unlock()
+	l.Lock()
+	return func() {
+		l.Unlock()
+		saveLocks.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(saveLocks.m, s)
+		}
+		saveLocks.Unlock()
+	}
 }
 
 // Resume restores the run from its latest checkpoint: its state fields,
@@ -223,7 +345,15 @@ func (c *Checkpointer) Resume(ctx context.Context, runID string) (Checkpoint, er
 		te := &TerminalRunError{RunID: runID, Status: cp.Status, Version: cp.Version}
 		return cp, &BlockedError{Layer: LayerCheckpoint, Message: "the run is not resumed", Err: te}
 	}
+	if cp.Status != RunRunning {
+		return cp, fmt.Errorf("checkpoint: resume run %s: version %d has status %q, which is not running, done, failed or cancelled; the run is not resumed",
+			runID, cp.Version, cp.Status)
+	}
+	if cp.RunID != runID {
+		return cp, fmt.Errorf("checkpoint: resume run %s: version %d is of run %q; the run is not resumed", runID, cp.Version, cp.RunID)
+	}
 	s := c.pl.runState(runID)
+	defer lockSaves(s)()
 	s.mu.Lock()
 	s.fields = map[string]any{}
 	for k, v := range cp.Fields {
@@ -541,11 +671,14 @@ func (m *MemoryCheckpoints) SaveCheckpoint(_ context.Context, cp Checkpoint) (in
 	r := m.runs[cp.RunID]
 	if r == nil {
 		r = &memoryRun{versions: map[int][]byte{}}
-		m.runs[cp.RunID] = r
 	}
 	if r.status.Terminal() {
 		return 0, &TerminalRunError{RunID: cp.RunID, Status: r.status, Version: r.latest}
 	}
+	if cp.Version > 0 && cp.Version != r.latest+1 {
+		return 0, &CheckpointConflictError{RunID: cp.RunID, Want: cp.Version, Latest: r.latest}
+	}
+	m.runs[cp.RunID] = r
 	r.latest++
 	r.status = cp.Status
 	r.versions[r.latest] = b

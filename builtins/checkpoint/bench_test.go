@@ -36,20 +36,7 @@ func BenchmarkStateSet(b *testing.B) {
 // BenchmarkSave is one Checkpointer.Save of a run with a 20-message
 // transcript, 5 tool results and 2 state fields, per store kind.
 func BenchmarkSave(b *testing.B) {
-	stores := map[string]plan.Store{
-		"memory": {Kind: "memory"},
-		"sqlite": {Kind: "sqlite", Path: filepath.Join(b.TempDir(), "cp.db")},
-	}
-	if u := os.Getenv(storetest.PostgresEnv); u != "" {
-		prefix := storetest.Prefix(b)
-		stores["postgres"] = plan.Store{Kind: "postgres", URL: u, Prefix: prefix}
-		b.Cleanup(func() {
-			if s, err := postgres.Open(context.Background(), u, prefix); err == nil {
-				_, _ = s.Pool().Exec(context.Background(), "DROP SCHEMA "+prefix+" CASCADE")
-				_ = s.Close()
-			}
-		})
-	}
+	stores := benchStores(b)
 	for _, kind := range []string{"memory", "sqlite", "postgres"} {
 		store, ok := stores[kind]
 		if !ok {
@@ -86,4 +73,66 @@ func BenchmarkSave(b *testing.B) {
 			_ = c.Delete(context.Background(), runtime.RunOf(ctx).ID)
 		})
 	}
+}
+
+// BenchmarkSaveLongRun is one save of a run of n messages (and n/2 tool
+// results), per store kind: every save writes the whole run, so its cost,
+// and the bytes a version holds (bytes/save), grow with the run.
+func BenchmarkSaveLongRun(b *testing.B) {
+	stores := benchStores(b)
+	for _, kind := range []string{"memory", "sqlite", "postgres"} {
+		store, ok := stores[kind]
+		if !ok {
+			continue
+		}
+		for _, n := range []int{100, 1000, 10000} {
+			b.Run(fmt.Sprintf("%s/%d", kind, n), func(b *testing.B) {
+				pl := rt.Build(b, checkpointPlan(store, false), runtime.Deps{})
+				ctx := runtime.WithRun(context.Background(), runtime.Run{ID: fmt.Sprintf("long-%d-%s", n, storetest.Prefix(b))})
+				c, err := pl.Checkpointer("")
+				if err != nil {
+					b.Fatal(err)
+				}
+				msgs := make([]runtime.Message, n)
+				for i := range msgs {
+					msgs[i] = runtime.Message{Role: "user", Content: fmt.Sprintf("message %d of the conversation, about order %d and its refund", i, i)}
+				}
+				pl.RecordTranscript(ctx, msgs)
+				cp, err := c.Save(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				data, _ := runtime.MarshalCheckpoint(cp)
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := c.Save(ctx); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StopTimer()
+				b.ReportMetric(float64(len(data)), "bytes/save")
+				_ = c.Delete(context.Background(), runtime.RunOf(ctx).ID)
+			})
+		}
+	}
+}
+
+// benchStores returns a memory and a sqlite store, and a PostgreSQL one in a
+// schema of its own (dropped at the end) when the test server is set.
+func benchStores(b *testing.B) map[string]plan.Store {
+	stores := map[string]plan.Store{
+		"memory": {Kind: "memory"},
+		"sqlite": {Kind: "sqlite", Path: filepath.Join(b.TempDir(), "cp.db")},
+	}
+	if u := os.Getenv(storetest.PostgresEnv); u != "" {
+		prefix := storetest.Prefix(b)
+		stores["postgres"] = plan.Store{Kind: "postgres", URL: u, Prefix: prefix}
+		b.Cleanup(func() {
+			if s, err := postgres.Open(context.Background(), u, prefix); err == nil {
+				_, _ = s.Pool().Exec(context.Background(), "DROP SCHEMA "+prefix+" CASCADE")
+				_ = s.Close()
+			}
+		})
+	}
+	return stores
 }

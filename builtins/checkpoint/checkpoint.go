@@ -62,10 +62,16 @@ func (c *Checkpoint) Provision(b *runtime.BuildContext) error {
 // effect stands, so it is in doubt (final) rather than a failure to deliver
 // again, and an agent turn ends instead of telling the model the tool
 // failed, which could have it make the call again. Otherwise it is the
-// store's failure (runtime.StoreUnavailable).
+// store's failure (runtime.StoreUnavailable). A save refused because another
+// process saved the run since (a *runtime.CheckpointConflictError) is
+// returned as it is when nothing ran yet, so that a turn ends before its
+// tool calls, and as unrecorded when something did.
 func (c *Checkpoint) unsaved(err error, ran bool) error {
-	var b *runtime.BlockedError
-	if err == nil || errors.As(err, &b) {
+	var (
+		b  *runtime.BlockedError
+		ce *runtime.CheckpointConflictError
+	)
+	if err == nil || errors.As(err, &b) && !(ran && errors.As(err, &ce)) {
 		return err
 	}
 	if ran {
@@ -82,6 +88,12 @@ func (c *Checkpoint) Checkpointer() *runtime.Checkpointer { return c.cp }
 func (c *Checkpoint) WrapTurn(next runtime.TurnHandler) runtime.TurnHandler {
 	return func(ctx context.Context, t *runtime.TurnCall) (string, error) {
 		out, err := next(ctx, t)
+		var ce *runtime.CheckpointConflictError
+		if errors.As(err, &ce) {
+			// Another process holds the run: what this one has of it is
+			// stale, and it saves nothing more.
+			return out, err
+		}
 		status := runtime.RunRunning
 		switch {
 		case err == nil:

@@ -32,4 +32,10 @@
 // tool failed, which could have it make the call again; a turn that failed
 // of its own keeps its class, and a save before an agent turn's tool calls
 // run fails as the store's failure (runtime.ErrStoreUnavailable).
+//
+// Each save is the version after the one the process last saved or
+// resumed: when another process saved the run since (two workers resumed
+// it), the store refuses it with a *runtime.CheckpointConflictError and the
+// turn ends with it, saving nothing more; with after_tool that is before
+// the model's tool calls run.
 package checkpoint

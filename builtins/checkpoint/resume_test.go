@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -22,9 +23,14 @@ import (
 // dyingStore is a checkpoint store whose process dies after its dieAfter-th
 // save: from then on nothing it is asked to save is written, as nothing is
 // once a process is killed.
+//
+// With inWrite the process dies during that save: the row is committed but
+// the save does not return it, as when the process is killed while the
+// database acknowledges the commit.
 type dyingStore struct {
 	runtime.CheckpointStore
 	dieAfter int32
+	inWrite  bool
 	saves    atomic.Int32
 	dead     atomic.Bool
 }
@@ -36,6 +42,9 @@ func (s *dyingStore) SaveCheckpoint(ctx context.Context, cp runtime.Checkpoint) 
 	v, err := s.CheckpointStore.SaveCheckpoint(ctx, cp)
 	if err == nil && s.saves.Add(1) == s.dieAfter {
 		s.dead.Store(true)
+		if s.inWrite {
+			return 0, errors.New("the process died during the write")
+		}
 	}
 	return v, err
 }
@@ -54,12 +63,13 @@ func agentPlan() *plan.Plan {
 }
 
 // TestAgentResumeNeverRefundsTwice kills a run's process at each point of an
-// agent turn that refunds an order (after the previous turn's save, after
-// the save of the model's tool call, inside the refund after its effect,
-// after the save of its result, after the turn) and resumes it in a new
-// process on the same store: the refund is made at most once, a call whose
-// outcome was not saved is in doubt instead of made again, and a saved
-// result answers the model instead of the tool running again.
+// agent turn that refunds an order (after the model answered with the tool
+// call, before its save; after the save of the model's tool call, and
+// during it; inside the refund after its effect; during the save of its
+// result, and after it; after the turn) and resumes it in a new process on
+// the same store: the refund is made at most once, a call whose outcome
+// was not saved is in doubt instead of made again, and a saved result
+// answers the model instead of the tool running again.
 func TestAgentResumeNeverRefundsTwice(t *testing.T) {
 	stores := map[string]func(t *testing.T) runtime.CheckpointStore{
 		"sqlite": func(t *testing.T) runtime.CheckpointStore {
@@ -84,6 +94,7 @@ func TestAgentResumeNeverRefundsTwice(t *testing.T) {
 	cases := []struct {
 		name     string
 		dieAfter int32
+		inWrite  bool
 		inTool   bool
 		// second is the model of the new process, refunds the refunds made
 		// in all, inDoubt whether the resumed turn ends in doubt.
@@ -91,10 +102,13 @@ func TestAgentResumeNeverRefundsTwice(t *testing.T) {
 		refunds int32
 		inDoubt bool
 	}{
-		{name: "before the model call", dieAfter: 1,
+		{name: "after the model answered, before the tool call's save", dieAfter: 1,
 			second: []rt.Response{toolCallsResponse("c1", "refund", `{"order":7}`), {Deltas: []string{"refunded"}}}, refunds: 1},
+		{name: "during the save of the tool call", dieAfter: 2, inWrite: true, inDoubt: true, second: reproposed},
 		{name: "between the tool call and the tool", dieAfter: 2, inDoubt: true, second: reproposed},
 		{name: "during the tool", dieAfter: 99, inTool: true, refunds: 1, inDoubt: true, second: reproposed},
+		{name: "during the save of the tool's result", dieAfter: 3, inWrite: true,
+			second: []rt.Response{{Deltas: []string{"refunded"}}}, refunds: 1},
 		{name: "after the tool's result was saved", dieAfter: 3,
 			second: []rt.Response{{Deltas: []string{"refunded"}}}, refunds: 1},
 		{name: "after the turn", dieAfter: 4, refunds: 1},
@@ -106,7 +120,7 @@ func TestAgentResumeNeverRefundsTwice(t *testing.T) {
 				runID := "refund-" + sname + "-" + string(rune('a'+i)) + "-" + t.Name()
 				_ = base.DeleteCheckpoints(context.Background(), runID)
 				ctx := runtime.WithRun(context.Background(), runtime.Run{ID: runID})
-				store := &dyingStore{CheckpointStore: base, dieAfter: tc.dieAfter}
+				store := &dyingStore{CheckpointStore: base, dieAfter: tc.dieAfter, inWrite: tc.inWrite}
 				var refunds atomic.Int32
 				refundIn := func(store *dyingStore) runtime.ToolFunc {
 					return func(_ context.Context, c *runtime.ToolCall) (any, error) {
@@ -161,7 +175,7 @@ func TestAgentResumeNeverRefundsTwice(t *testing.T) {
 					assert.Equal(t, "refunded", res.Output)
 				}
 				assert.Equal(t, tc.refunds, refunds.Load(), "refunds made")
-				if tc.dieAfter == 3 {
+				if tc.dieAfter == 3 && !tc.inDoubt {
 					reqs := second.Requests()
 					require.Len(t, reqs, 1)
 					last := reqs[0].Messages[len(reqs[0].Messages)-1]
@@ -181,4 +195,51 @@ func holdsUser(msgs []runtime.Message, text string) bool {
 		}
 	}
 	return false
+}
+
+// TestAgentResumeTwoCallsOfOneStep kills the process inside the second of
+// two refunds the model asked for in one step, after the first's result
+// was saved: resumed, the first is answered from its record, the second is
+// in doubt, and neither is made again.
+func TestAgentResumeTwoCallsOfOneStep(t *testing.T) {
+	base := runtime.NewMemoryCheckpoints()
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "two"})
+	made := map[float64]int{}
+	var mu sync.Mutex
+	store := &dyingStore{CheckpointStore: base, dieAfter: 99}
+	refund := func(_ context.Context, c *runtime.ToolCall) (any, error) {
+		if store.dead.Load() {
+			return nil, errors.New("the process is dead")
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		order := c.Args["order"].(float64)
+		made[order]++
+		if order == 8 {
+			store.dead.Store(true)
+		}
+		return map[string]any{"refunded": order}, nil
+	}
+	both := rt.Response{Stream: []runtime.Delta{{FinishReason: runtime.FinishToolCalls, ToolCalls: []runtime.ToolCallDelta{
+		{Index: 0, ID: "c1", Name: "refund", Arguments: `{"order":7}`}, {Index: 1, ID: "c2", Name: "refund", Arguments: `{"order":8}`}}}}}
+	pl := rt.Build(t, agentPlan(), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": rt.NewModel(both)},
+		Tools: map[string]runtime.ToolFunc{"refund": refund}, Checkpoints: store})
+	_, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "refund 7 and 8", MaxParallel: 1})
+	require.Error(t, err)
+	require.NoError(t, pl.Close())
+
+	second := rt.NewModel(rt.Response{Deltas: []string{"done"}})
+	pl = rt.Build(t, agentPlan(), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": second},
+		Tools: map[string]runtime.ToolFunc{"refund": refund}, Checkpoints: base})
+	c, err := pl.Checkpointer("")
+	require.NoError(t, err)
+	_, err = c.Resume(ctx, "two")
+	require.NoError(t, err)
+	res, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Messages: pl.Transcript(ctx)})
+	var doubt *runtime.InDoubtError
+	require.ErrorAs(t, err, &doubt)
+	assert.Equal(t, "refund", doubt.Tool)
+	assert.Equal(t, map[float64]int{7: 1, 8: 1}, made, "each refund made once")
+	assert.Zero(t, second.Calls())
+	assert.Len(t, res.Messages, 2, "the step's calls stay unanswered until a person settles the one in doubt")
 }

@@ -64,9 +64,11 @@ const maxSaveRetries = 16
 
 // SaveCheckpoint implements runtime.CheckpointStore: the version is the
 // run's latest plus one, taken in the insert itself, which refuses it when
-// the latest is terminal; two processes that
-// race for one number leave one of them a unique violation, and it takes
-// the next. The row is committed before SaveCheckpoint returns.
+// the latest is terminal or, for a conditional save (cp.Version above 0),
+// when it is not cp.Version; two processes that race for one number leave
+// one of them a unique violation, and it takes the next (a conditional
+// save is refused instead). The row is committed before SaveCheckpoint
+// returns.
 func (s *Store) SaveCheckpoint(ctx context.Context, cp runtime.Checkpoint) (int, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
@@ -83,11 +85,12 @@ func (s *Store) SaveCheckpoint(ctx context.Context, cp runtime.Checkpoint) (int,
 			SELECT $1, next, $2, $3, $4 FROM (SELECT COALESCE(MAX(version), 0) + 1 AS next FROM §.checkpoints WHERE run_id = $1) n
 			WHERE NOT EXISTS (SELECT 1 FROM §.checkpoints WHERE run_id = $1 AND version = next - 1
 				AND status IN ('done', 'failed', 'cancelled'))
-			RETURNING version`), cp.RunID, cp.Time, string(cp.Status), string(data)).Scan(&v)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return 0, s.terminal(ctx, cp.RunID)
-		}
+				AND ($5::integer = 0 OR next = $5::integer)
+			RETURNING version`), cp.RunID, cp.Time, string(cp.Status), string(data), cp.Version).Scan(&v)
 		var pe *pgconn.PgError
+		if errors.Is(err, pgx.ErrNoRows) || errors.As(err, &pe) && pe.Code == "23505" && cp.Version > 0 {
+			return 0, s.refused(ctx, cp)
+		}
 		if errors.As(err, &pe) && pe.Code == "23505" {
 			continue
 		}
@@ -99,18 +102,19 @@ func (s *Store) SaveCheckpoint(ctx context.Context, cp runtime.Checkpoint) (int,
 	return 0, fmt.Errorf("postgres checkpoints: save run %s: lost the race for a version %d times", cp.RunID, maxSaveRetries)
 }
 
-// terminal is the error of a save the insert refused: the run's latest
-// version is terminal.
-func (s *Store) terminal(ctx context.Context, runID string) error {
+// refused is the error of a save the insert refused: the run's latest
+// version is terminal, or not the one before the version a conditional
+// save asked for.
+func (s *Store) refused(ctx context.Context, cp runtime.Checkpoint) error {
 	var (
 		v      int
 		status string
 	)
-	err := s.pool.QueryRow(ctx, s.q(`SELECT version, status FROM §.checkpoints WHERE run_id = $1 ORDER BY version DESC LIMIT 1`), runID).Scan(&v, &status)
-	if err != nil {
+	err := s.pool.QueryRow(ctx, s.q(`SELECT version, status FROM §.checkpoints WHERE run_id = $1 ORDER BY version DESC LIMIT 1`), cp.RunID).Scan(&v, &status)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("postgres checkpoints: save: %w", err)
 	}
-	return fmt.Errorf("postgres checkpoints: save: %w", &runtime.TerminalRunError{RunID: runID, Status: runtime.RunStatus(status), Version: v})
+	return fmt.Errorf("postgres checkpoints: save: %w", runtime.SaveRefusal(cp, v, runtime.RunStatus(status)))
 }
 
 func (s *Store) checkpoint(ctx context.Context, q string, args ...any) (runtime.Checkpoint, bool, error) {
@@ -118,17 +122,18 @@ func (s *Store) checkpoint(ctx context.Context, q string, args ...any) (runtime.
 		return runtime.Checkpoint{}, false, err
 	}
 	var (
-		v    int
-		data []byte
+		v      int
+		status string
+		data   []byte
 	)
-	err := s.pool.QueryRow(ctx, s.q(q), args...).Scan(&v, &data)
+	err := s.pool.QueryRow(ctx, s.q(q), args...).Scan(&v, &status, &data)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return runtime.Checkpoint{}, false, nil
 	}
 	if err != nil {
 		return runtime.Checkpoint{}, false, fmt.Errorf("postgres checkpoints: %w", err)
 	}
-	cp, err := runtime.UnmarshalCheckpoint(data, v)
+	cp, err := runtime.UnmarshalStoredCheckpoint(data, v, status)
 	if err != nil {
 		return runtime.Checkpoint{}, false, fmt.Errorf("postgres checkpoints: %w", err)
 	}
@@ -139,14 +144,14 @@ func (s *Store) checkpoint(ctx context.Context, q string, args ...any) (runtime.
 func (s *Store) LatestCheckpoint(ctx context.Context, runID string) (runtime.Checkpoint, bool, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	return s.checkpoint(ctx, `SELECT version, data FROM §.checkpoints WHERE run_id = $1 ORDER BY version DESC LIMIT 1`, runID)
+	return s.checkpoint(ctx, `SELECT version, status, data FROM §.checkpoints WHERE run_id = $1 ORDER BY version DESC LIMIT 1`, runID)
 }
 
 // CheckpointAt implements runtime.CheckpointStore.
 func (s *Store) CheckpointAt(ctx context.Context, runID string, version int) (runtime.Checkpoint, bool, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	return s.checkpoint(ctx, `SELECT version, data FROM §.checkpoints WHERE run_id = $1 AND version = $2`, runID, version)
+	return s.checkpoint(ctx, `SELECT version, status, data FROM §.checkpoints WHERE run_id = $1 AND version = $2`, runID, version)
 }
 
 // CheckpointVersions implements runtime.CheckpointStore.

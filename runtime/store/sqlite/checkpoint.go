@@ -36,9 +36,11 @@ func (s *Store) checkpoints(ctx context.Context) error {
 
 // SaveCheckpoint implements runtime.CheckpointStore: one statement numbers
 // the version (the run's latest plus one, read under the file's write lock),
-// refuses it when the latest is terminal, and commits it (fsynced) before it returns, so versions stay dense and
-// unique across the processes sharing the file. The row's version column
-// is the checkpoint's version; its JSON leaves it out.
+// refuses it when the latest is terminal or, for a conditional save
+// (cp.Version above 0), when it is not cp.Version, and commits it (fsynced)
+// before it returns, so versions stay dense and unique across the processes
+// sharing the file. The row's version column is the checkpoint's version;
+// its JSON leaves it out.
 func (s *Store) SaveCheckpoint(ctx context.Context, cp runtime.Checkpoint) (int, error) {
 	if err := s.checkpoints(ctx); err != nil {
 		return 0, err
@@ -52,9 +54,10 @@ func (s *Store) SaveCheckpoint(ctx context.Context, cp runtime.Checkpoint) (int,
 		SELECT ?1, next, ?2, ?3, ?4 FROM (SELECT COALESCE(MAX(version), 0) + 1 AS next FROM checkpoints WHERE run_id = ?1)
 		WHERE NOT EXISTS (SELECT 1 FROM checkpoints WHERE run_id = ?1 AND version = next - 1
 			AND status IN ('done', 'failed', 'cancelled'))
-		RETURNING version`, cp.RunID, cp.Time.UnixNano(), string(cp.Status), string(data)).Scan(&v)
+			AND (?5 = 0 OR next = ?5)
+		RETURNING version`, cp.RunID, cp.Time.UnixNano(), string(cp.Status), string(data), cp.Version).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
-		return 0, s.terminal(ctx, cp.RunID)
+		return 0, s.refused(ctx, cp)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("sqlite checkpoints: save: %w", err)
@@ -65,18 +68,19 @@ func (s *Store) SaveCheckpoint(ctx context.Context, cp runtime.Checkpoint) (int,
 	return v, nil
 }
 
-// terminal is the error of a save the insert refused: the run's latest
-// version is terminal.
-func (s *Store) terminal(ctx context.Context, runID string) error {
+// refused is the error of a save the insert refused: the run's latest
+// version is terminal, or not the one before the version a conditional
+// save asked for.
+func (s *Store) refused(ctx context.Context, cp runtime.Checkpoint) error {
 	var (
 		v      int
 		status string
 	)
-	err := s.db.QueryRowContext(ctx, `SELECT version, status FROM checkpoints WHERE run_id = ? ORDER BY version DESC LIMIT 1`, runID).Scan(&v, &status)
-	if err != nil {
+	err := s.db.QueryRowContext(ctx, `SELECT version, status FROM checkpoints WHERE run_id = ? ORDER BY version DESC LIMIT 1`, cp.RunID).Scan(&v, &status)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("sqlite checkpoints: save: %w", err)
 	}
-	return fmt.Errorf("sqlite checkpoints: save: %w", &runtime.TerminalRunError{RunID: runID, Status: runtime.RunStatus(status), Version: v})
+	return fmt.Errorf("sqlite checkpoints: save: %w", runtime.SaveRefusal(cp, v, runtime.RunStatus(status)))
 }
 
 func (s *Store) checkpoint(ctx context.Context, q string, args ...any) (runtime.Checkpoint, bool, error) {
@@ -84,17 +88,17 @@ func (s *Store) checkpoint(ctx context.Context, q string, args ...any) (runtime.
 		return runtime.Checkpoint{}, false, err
 	}
 	var (
-		v    int
-		data string
+		v            int
+		status, data string
 	)
-	err := s.db.QueryRowContext(ctx, q, args...).Scan(&v, &data)
+	err := s.db.QueryRowContext(ctx, q, args...).Scan(&v, &status, &data)
 	if errors.Is(err, sql.ErrNoRows) {
 		return runtime.Checkpoint{}, false, nil
 	}
 	if err != nil {
 		return runtime.Checkpoint{}, false, fmt.Errorf("sqlite checkpoints: %w", err)
 	}
-	cp, err := runtime.UnmarshalCheckpoint([]byte(data), v)
+	cp, err := runtime.UnmarshalStoredCheckpoint([]byte(data), v, status)
 	if err != nil {
 		return runtime.Checkpoint{}, false, fmt.Errorf("sqlite checkpoints: %w", err)
 	}
@@ -103,12 +107,12 @@ func (s *Store) checkpoint(ctx context.Context, q string, args ...any) (runtime.
 
 // LatestCheckpoint implements runtime.CheckpointStore.
 func (s *Store) LatestCheckpoint(ctx context.Context, runID string) (runtime.Checkpoint, bool, error) {
-	return s.checkpoint(ctx, `SELECT version, data FROM checkpoints WHERE run_id = ? ORDER BY version DESC LIMIT 1`, runID)
+	return s.checkpoint(ctx, `SELECT version, status, data FROM checkpoints WHERE run_id = ? ORDER BY version DESC LIMIT 1`, runID)
 }
 
 // CheckpointAt implements runtime.CheckpointStore.
 func (s *Store) CheckpointAt(ctx context.Context, runID string, version int) (runtime.Checkpoint, bool, error) {
-	return s.checkpoint(ctx, `SELECT version, data FROM checkpoints WHERE run_id = ? AND version = ?`, runID, version)
+	return s.checkpoint(ctx, `SELECT version, status, data FROM checkpoints WHERE run_id = ? AND version = ?`, runID, version)
 }
 
 // CheckpointVersions implements runtime.CheckpointStore.

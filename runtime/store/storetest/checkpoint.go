@@ -2,7 +2,9 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,14 +29,33 @@ func Checkpoints(t *testing.T, s runtime.CheckpointStore) {
 
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := 1; i <= 3; i++ {
-		cp := runtime.Checkpoint{RunID: run, Version: 99, Status: runtime.RunRunning, Time: at.Add(time.Duration(i) * time.Second),
+		cp := runtime.Checkpoint{RunID: run, Status: runtime.RunRunning, Time: at.Add(time.Duration(i) * time.Second),
 			Transcript: []runtime.Message{{Role: "user", Content: "turn " + string(rune('0'+i))}},
 			Tools:      []runtime.ToolRecord{{Tool: "lookup", Result: map[string]any{"n": float64(i)}}},
 			Fields:     map[string]any{"count": float64(i)}}
 		v, err := s.SaveCheckpoint(ctx, cp)
 		require.NoError(t, err)
-		assert.Equal(t, i, v, "versions count from 1, whatever Version the caller set")
+		assert.Equal(t, i, v, "versions count from 1")
 	}
+	// A conditional save is stored only as the version after the latest.
+	for _, want := range []int{1, 3, 5} {
+		_, err := s.SaveCheckpoint(ctx, runtime.Checkpoint{RunID: run, Version: want, Status: runtime.RunRunning, Time: at})
+		var ce *runtime.CheckpointConflictError
+		require.ErrorAs(t, err, &ce, "version %d after version 3", want)
+		assert.Equal(t, runtime.CheckpointConflictError{RunID: run, Want: want, Latest: 3}, *ce)
+	}
+	fresh := Key(t, "fresh")
+	_, err = s.SaveCheckpoint(ctx, runtime.Checkpoint{RunID: fresh, Version: 2, Status: runtime.RunRunning, Time: at})
+	var ce *runtime.CheckpointConflictError
+	require.ErrorAs(t, err, &ce, "version 2 of a run without checkpoints")
+	assert.Zero(t, ce.Latest)
+	vs, err = s.CheckpointVersions(ctx, fresh)
+	require.NoError(t, err)
+	assert.Empty(t, vs, "a refused save stores nothing")
+	v, err := s.SaveCheckpoint(ctx, runtime.Checkpoint{RunID: fresh, Version: 1, Status: runtime.RunRunning, Time: at})
+	require.NoError(t, err)
+	assert.Equal(t, 1, v)
+	require.NoError(t, s.DeleteCheckpoints(ctx, fresh))
 	latest, ok, err := s.LatestCheckpoint(ctx, run)
 	require.NoError(t, err)
 	require.True(t, ok)
@@ -58,7 +79,7 @@ func Checkpoints(t *testing.T, s runtime.CheckpointStore) {
 	assert.Equal(t, []int{1, 2, 3}, vs)
 
 	done := runtime.Checkpoint{RunID: run, Status: runtime.RunDone, Time: at}
-	v, err := s.SaveCheckpoint(ctx, done)
+	v, err = s.SaveCheckpoint(ctx, done)
 	require.NoError(t, err)
 	latest, _, err = s.LatestCheckpoint(ctx, run)
 	require.NoError(t, err)
@@ -68,6 +89,8 @@ func Checkpoints(t *testing.T, s runtime.CheckpointStore) {
 	var te *runtime.TerminalRunError
 	require.ErrorAs(t, err, &te, "a run whose latest version is terminal gets no new version")
 	assert.Equal(t, runtime.TerminalRunError{RunID: run, Status: runtime.RunDone, Version: v}, *te)
+	_, err = s.SaveCheckpoint(ctx, runtime.Checkpoint{RunID: run, Version: v + 1, Status: runtime.RunRunning, Time: at})
+	require.ErrorAs(t, err, &te, "a conditional save of a run that ended is refused as terminal")
 	vs, err = s.CheckpointVersions(ctx, run)
 	require.NoError(t, err)
 	assert.Equal(t, []int{1, 2, 3, 4}, vs)
@@ -116,4 +139,25 @@ func Checkpoints(t *testing.T, s runtime.CheckpointStore) {
 	require.NoError(t, err)
 	assert.Len(t, vs, n)
 	assert.Equal(t, n, vs[len(vs)-1])
+
+	// Concurrent conditional saves of one version: one is stored, the
+	// others refused.
+	var stored, refused atomic.Int32
+	for range n {
+		wg.Go(func() {
+			_, err := s.SaveCheckpoint(ctx, runtime.Checkpoint{RunID: race, Version: n + 1, Status: runtime.RunRunning, Time: at})
+			var ce *runtime.CheckpointConflictError
+			switch {
+			case err == nil:
+				stored.Add(1)
+			case errors.As(err, &ce):
+				refused.Add(1)
+			default:
+				t.Errorf("conditional save: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, int32(1), stored.Load())
+	assert.Equal(t, int32(n-1), refused.Load())
 }
