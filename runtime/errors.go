@@ -146,6 +146,13 @@ func MayHaveRun(err error) error {
 	return &markedError{err: err, mark: ErrMayHaveRun}
 }
 
+// ErrShutdown is the cause a host gives when it cancels calls because its
+// process is stopping (a drain, a deploy, a worker scaled in), not because
+// their caller gave up: context.WithCancelCause, then cancel(ErrShutdown). A
+// checkpointed turn cancelled so keeps its run running, for another worker
+// to resume, where a turn cancelled for any other cause ends it cancelled.
+var ErrShutdown = errors.New("the process is shutting down")
+
 // ErrProviderRefused is in the error of a model call its provider refused to
 // serve for reasons of its own, not of the request: the key (401), the
 // account's permissions or billing (402, 403, OpenAI's insufficient_quota),

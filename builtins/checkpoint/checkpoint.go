@@ -101,6 +101,9 @@ func (c *Checkpoint) WrapTurn(next runtime.TurnHandler) runtime.TurnHandler {
 			// A call in doubt: the run stays open for a person to answer
 			// the call and resume it, even when the turn was cancelled
 			// too.
+		case errors.Is(err, context.Canceled) && errors.Is(context.Cause(ctx), runtime.ErrShutdown):
+			// The process stops, the run does not: another worker
+			// resumes it.
 		case errors.Is(err, context.Canceled):
 			status = runtime.RunCancelled
 		case runtime.Classify(err) == runtime.ClassBlocked, runtime.Classify(err) == runtime.ClassBudget:

@@ -183,6 +183,23 @@ func TestTurnStatus(t *testing.T) {
 		require.True(t, ok, tc.run)
 		assert.Equal(t, tc.want, cp.Status, tc.run)
 	}
+
+	// A worker that stops (a drain, a deploy) cancels its turns with the
+	// cause runtime.ErrShutdown: the run is not over, another worker
+	// resumes it.
+	ctx, cancel := context.WithCancelCause(runtime.WithRun(context.Background(), runtime.Run{ID: "shutdown"}))
+	defer cancel(nil)
+	_, err = pl.Turn(ctx, runtime.TurnRequest{}, func(ctx context.Context) (string, error) {
+		cancel(runtime.ErrShutdown)
+		return "", ctx.Err()
+	})
+	require.ErrorIs(t, err, context.Canceled)
+	cp, ok, err := c.Latest(context.Background(), "shutdown")
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, runtime.RunRunning, cp.Status)
+	_, err = c.Resume(context.Background(), "shutdown")
+	assert.NoError(t, err, "another worker resumes it")
 }
 
 // TestSecretField: a secret field without a redact handler refuses the
