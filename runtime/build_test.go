@@ -734,3 +734,34 @@ func TestCallsAfterCloseFail(t *testing.T) {
 	assert.Zero(t, tool.Calls())
 	assert.NoError(t, p.Close(), "closing again")
 }
+
+// A run id a store could not key its state on (over MaxRunIDBytes, not UTF-8,
+// with a NUL byte) is refused before anything runs, with an error that says
+// so, where a store's refusal would look like the store being down.
+func TestRunIDsAreChecked(t *testing.T) {
+	model := rt.NewModel(rt.Response{Deltas: []string{"hi"}})
+	tool := rt.NewTool(rt.ToolResult{Value: "ok"})
+	p, err := runtime.Build(context.Background(), rt.Plan(plan.Chains{}), runtime.Deps{
+		Models: map[string]runtime.ModelClient{"primary": model}, Tools: map[string]runtime.ToolFunc{"lookup": tool.Func()}})
+	require.NoError(t, err)
+	defer p.Close()
+	for _, id := range []string{strings.Repeat("r", runtime.MaxRunIDBytes+1), "run-\xff", "run\x00x"} {
+		ctx := runtime.WithRun(context.Background(), runtime.Run{ID: id})
+		_, err := p.Complete(ctx, runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: "hi"}}})
+		errs := []error{err}
+		_, err = p.Tool(ctx, runtime.ToolRequest{Name: "lookup"})
+		errs = append(errs, err)
+		_, err = p.Turn(ctx, runtime.TurnRequest{Input: "x"}, func(context.Context) (string, error) { return "ran", nil })
+		errs = append(errs, err)
+		for i, err := range errs {
+			require.Error(t, err, "call %d", i)
+			assert.Contains(t, err.Error(), "the run id ")
+			assert.Equal(t, "permanent", runtime.KindOf(err))
+			assert.True(t, runtime.DidNotRun(err))
+		}
+	}
+	assert.Zero(t, model.Calls())
+	assert.Zero(t, tool.Calls())
+	_, err = p.Tool(runtime.WithRun(context.Background(), runtime.Run{ID: strings.Repeat("r", runtime.MaxRunIDBytes)}), runtime.ToolRequest{Name: "lookup"})
+	assert.NoError(t, err, "a run id of the longest length runs")
+}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 )
 
 // model returns the client named name. A linear scan beats hashing for the
@@ -180,6 +181,34 @@ func ownRun(ctx context.Context) (context.Context, string) {
 	return WithRun(ctx, run), run.ID
 }
 
+// MaxRunIDBytes is the longest run id a call may carry. Stores key state on
+// it (PostgreSQL indexes at most 2704 bytes of a key), and a run id is an
+// identifier, not data.
+const MaxRunIDBytes = 1024
+
+// checkRunID refuses, before anything runs, a run id over MaxRunIDBytes or
+// that is not UTF-8 text without NUL bytes, which a store could not key its
+// state on: the call would fail in the store (and a retry outside try
+// again) instead of saying what is wrong.
+func checkRunID(ctx context.Context) error {
+	id := runID(ctx)
+	if id == "" {
+		return nil
+	}
+	var why string
+	switch {
+	case len(id) > MaxRunIDBytes:
+		why = fmt.Sprintf("is %d bytes long; at most %d", len(id), MaxRunIDBytes)
+	case !utf8.ValidString(id):
+		why = "is not UTF-8 text"
+	case strings.IndexByte(id, 0) >= 0:
+		why = "holds a NUL byte"
+	default:
+		return nil
+	}
+	return NotRun(&CallError{Kind: KindPermanent, Message: "the run id " + why})
+}
+
 // runID returns the id of the run ctx carries.
 func runID(ctx context.Context) string {
 	if r, ok := ctx.Value(runKey{}).(*Run); ok {
@@ -223,6 +252,9 @@ func (pl *Pipeline) Stream(ctx context.Context, req ChatRequest, yield func(Delt
 	}
 	if pl.closed.Load() {
 		return ChatResponse{}, errClosedCall
+	}
+	if err := checkRunID(ctx); err != nil {
+		return ChatResponse{}, err
 	}
 	ctx, fresh := ownRun(ctx)
 	if fresh != "" {
@@ -375,6 +407,9 @@ func toolTerminal(ctx context.Context, c *ToolCall) (any, error) {
 func (pl *Pipeline) Tool(ctx context.Context, req ToolRequest) (ToolResult, error) {
 	if pl.closed.Load() {
 		return ToolResult{}, errClosedCall
+	}
+	if err := checkRunID(ctx); err != nil {
+		return ToolResult{}, err
 	}
 	ctx, fresh := ownRun(ctx)
 	if fresh != "" {
@@ -564,6 +599,9 @@ func (pl *Pipeline) Turn(ctx context.Context, req TurnRequest, fn TurnFunc) (Tur
 	}
 	if pl.closed.Load() {
 		return TurnResult{}, errClosedCall
+	}
+	if err := checkRunID(ctx); err != nil {
+		return TurnResult{}, err
 	}
 	ctx, fresh := ownRun(ctx)
 	if fresh != "" {
