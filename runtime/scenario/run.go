@@ -944,6 +944,9 @@ func fakeError(kind string, retryAfterMS int, what string) error {
 		e.Status = 504
 	case ErrPermanent:
 		e.Status = 400
+	case ErrRefused:
+		e.Kind, e.Status = runtime.KindPermanent, 401
+		e.Err = runtime.ProviderRefused(errors.New("the provider refused the key"))
 	}
 	return e
 }

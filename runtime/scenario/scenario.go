@@ -103,6 +103,10 @@ const (
 	ErrRateLimited = "rate_limited"
 	ErrTimeout     = "timeout"
 	ErrPermanent   = "permanent"
+	// ErrRefused is the provider's refusal to serve (a rejected key, an
+	// account without credit: a 401): permanent, and marked
+	// runtime.ErrProviderRefused, so a fallback falls over on it.
+	ErrRefused = "refused"
 )
 
 // ModelItem is one scripted model response.
@@ -336,6 +340,8 @@ func (s *Scenario) check() error {
 		for i, it := range items {
 			if err := checkError(it.Error, it.RetryAfterMS); err != nil {
 				errs = append(errs, fmt.Errorf("tools.%s[%d]: %w", name, i, err))
+			} else if it.Error == ErrRefused {
+				errs = append(errs, fmt.Errorf("tools.%s[%d]: error %q is a model provider's; a tool fails with transient, rate_limited, timeout or permanent", name, i, ErrRefused))
 			}
 			if it.Error != "" && it.Result != nil {
 				errs = append(errs, fmt.Errorf("tools.%s[%d]: result and error exclude each other", name, i))
@@ -351,6 +357,8 @@ func (s *Scenario) check() error {
 	for i, it := range s.Retrieval {
 		if err := checkError(it.Error, it.RetryAfterMS); err != nil {
 			errs = append(errs, fmt.Errorf("retrieval[%d]: %w", i, err))
+		} else if it.Error == ErrRefused {
+			errs = append(errs, fmt.Errorf("retrieval[%d]: error %q is a model provider's; a retrieval fails with transient, rate_limited, timeout or permanent", i, ErrRefused))
 		}
 		if it.Error != "" && it.Items != nil {
 			errs = append(errs, fmt.Errorf("retrieval[%d]: items and error exclude each other", i))
@@ -430,7 +438,7 @@ func (it ModelItem) deltaCount() int {
 
 func checkError(kind string, retryAfter int) error {
 	switch kind {
-	case "", ErrTransient, ErrTimeout, ErrPermanent:
+	case "", ErrTransient, ErrTimeout, ErrPermanent, ErrRefused:
 		if retryAfter != 0 {
 			return errors.New(`retry_after_ms needs error "rate_limited"`)
 		}
@@ -439,7 +447,7 @@ func checkError(kind string, retryAfter int) error {
 			return errors.New("retry_after_ms must not be negative")
 		}
 	default:
-		return fmt.Errorf("error %q is not one of transient, rate_limited, timeout, permanent", kind)
+		return fmt.Errorf("error %q is not one of transient, rate_limited, timeout, permanent, refused", kind)
 	}
 	return nil
 }

@@ -114,6 +114,7 @@ func TestParseErrors(t *testing.T) {
 		{"agent in a turn", `{"steps": [{"turn": {"input": "x", "steps": [{"agent": {"input": "x"}}]}}]}`, []string{"steps[0].turn.steps[0].agent: model is required"}},
 		{"fail_after past", `{"models": {"m": [{"deltas": ["a"], "fail_after": 2}]}, "steps": [{"chat": {}}]}`, []string{"fail_after 2 is past the 1 deltas"}},
 		{"retry_after without rate_limited", `{"tools": {"t": [{"error": "transient", "retry_after_ms": 3}]}, "steps": [{"chat": {}}]}`, []string{`tools.t[0]: retry_after_ms needs error "rate_limited"`}},
+		{"refused tool", `{"tools": {"t": [{"error": "refused"}]}, "steps": [{"chat": {}}]}`, []string{`tools.t[0]: error "refused" is a model provider's`}},
 		{"negative consume", `{"steps": [{"chat": {"consume": -1}}]}`, []string{"steps[0].chat: consume must not be negative"}},
 		{"trailing", `{"steps": [{"chat": {}}]} {}`, []string{"trailing data"}},
 		{"misspelt role", `{"steps": [{"chat": {"messages": [{"role": "usr", "content": "hi"}]}}]}`, []string{`steps[0].chat.messages[0]: role "usr" is not one of system, user, assistant, tool`}},
