@@ -166,11 +166,12 @@ func (t *emitToken) release() {
 // is the run of every call made inside the turn. So calls made without a
 // run never share per-run state (a meter's run ledger, a rate limit's run
 // bucket, the run part of idempotency keys), and that state does not
-// accumulate.
-func ownRun(ctx context.Context) (context.Context, string) {
+// accumulate. A run id a store could not key its state on is refused
+// (checkRunID).
+func ownRun(ctx context.Context) (context.Context, string, error) {
 	r, ok := ctx.Value(runKey{}).(*Run)
 	if ok && r.ID != "" {
-		return ctx, ""
+		return ctx, "", checkRunID(r.ID)
 	}
 	var run Run
 	if ok {
@@ -178,7 +179,7 @@ func ownRun(ctx context.Context) (context.Context, string) {
 	}
 	run.ID = "call-" + rand.Text()
 	run.own = true
-	return WithRun(ctx, run), run.ID
+	return WithRun(ctx, run), run.ID, nil
 }
 
 // MaxRunIDBytes is the longest run id a call may carry. Stores key state on
@@ -190,11 +191,7 @@ const MaxRunIDBytes = 1024
 // that is not UTF-8 text without NUL bytes, which a store could not key its
 // state on: the call would fail in the store (and a retry outside try
 // again) instead of saying what is wrong.
-func checkRunID(ctx context.Context) error {
-	id := runID(ctx)
-	if id == "" {
-		return nil
-	}
+func checkRunID(id string) error {
 	var why string
 	switch {
 	case len(id) > MaxRunIDBytes:
@@ -253,10 +250,10 @@ func (pl *Pipeline) Stream(ctx context.Context, req ChatRequest, yield func(Delt
 	if pl.closed.Load() {
 		return ChatResponse{}, errClosedCall
 	}
-	if err := checkRunID(ctx); err != nil {
+	ctx, fresh, err := ownRun(ctx)
+	if err != nil {
 		return ChatResponse{}, err
 	}
-	ctx, fresh := ownRun(ctx)
 	if fresh != "" {
 		defer pl.EndRun(fresh)
 	} else if pl.runs != nil {
@@ -272,7 +269,7 @@ func (pl *Pipeline) Stream(ctx context.Context, req ChatRequest, yield func(Delt
 			return ChatResponse{}, err
 		}
 	}
-	err := pl.chat(ctx, c, yield)
+	err = pl.chat(ctx, c, yield)
 	resp := ChatResponse{Model: c.Served, Usage: c.Usage, FinishReason: c.FinishReason, StopSequence: c.StopSequence, Attempts: c.Meta.Attempts,
 		Deltas: c.Deltas, Cached: c.Meta.Cached, Annotations: c.Annotations}
 	if len(c.Charges) > 1 || (len(c.Charges) == 1 && (c.Charges[0].Model != c.Served || c.Charges[0].Usage != c.Usage)) {
@@ -408,10 +405,10 @@ func (pl *Pipeline) Tool(ctx context.Context, req ToolRequest) (ToolResult, erro
 	if pl.closed.Load() {
 		return ToolResult{}, errClosedCall
 	}
-	if err := checkRunID(ctx); err != nil {
+	ctx, fresh, err := ownRun(ctx)
+	if err != nil {
 		return ToolResult{}, err
 	}
-	ctx, fresh := ownRun(ctx)
 	if fresh != "" {
 		defer pl.EndRun(fresh)
 	} else if pl.runs != nil {
@@ -450,9 +447,10 @@ func (pl *Pipeline) Tool(ctx context.Context, req ToolRequest) (ToolResult, erro
 }
 
 // interrupted returns the error of a call whose tool t was running when its
-// context ended and returned an error after that. A tool whose effect a repetition would make
-// again (side-effecting, not retry_safe) may have made it before it
-// stopped, as audit and idempotent take it: such a failure is marked
+// context ended and returned an error after that. A tool whose effect a
+// repetition would make again (side-effecting, not retry_safe) may have
+// made it before it stopped, as audit and idempotent take it: such a
+// failure is marked
 // MayHaveRun (in doubt, final), so that neither the caller nor an agent
 // turn, which would tell the model "cancelled", runs it again, and the
 // run's record of it is in doubt. A failure that says whether the tool
@@ -600,10 +598,10 @@ func (pl *Pipeline) Turn(ctx context.Context, req TurnRequest, fn TurnFunc) (Tur
 	if pl.closed.Load() {
 		return TurnResult{}, errClosedCall
 	}
-	if err := checkRunID(ctx); err != nil {
+	ctx, fresh, err := ownRun(ctx)
+	if err != nil {
 		return TurnResult{}, err
 	}
-	ctx, fresh := ownRun(ctx)
 	if fresh != "" {
 		defer pl.EndRun(fresh)
 	} else if pl.runs != nil {
