@@ -8,7 +8,6 @@ import (
 	"io"
 	"sort"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 
@@ -143,15 +142,7 @@ func valueFaults(ve *jsonschema.ValidationError, root string) []string {
 		for _, tok := range jsonpointer.Tokens(e.InstanceLocation) {
 			field += "." + tok
 		}
-		msg := e.Message
-		if len(msg) > maxFaultLen {
-			cut := maxFaultLen
-			for cut > 0 && !utf8.RuneStart(msg[cut]) {
-				cut--
-			}
-			msg = msg[:cut] + "..."
-		}
-		f := field + ": " + msg
+		f := field + ": " + clip(e.Message, maxFaultLen)
 		if !seen[f] {
 			seen[f] = true
 			out = append(out, f)
