@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"bytes"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -27,7 +28,7 @@ func pgText(s string) string {
 // \ufffd. b is valid JSON (from json.Marshal, which has already replaced
 // bytes that are not UTF-8).
 func pgJSON(b []byte) []byte {
-	if !strings.Contains(string(b), `\u`) {
+	if !bytes.Contains(b, []byte(`\u`)) {
 		return b
 	}
 	out := make([]byte, 0, len(b))
