@@ -9,6 +9,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"golang.org/x/text/width"
+
 	"github.com/agentc-dev/agentc/dsl"
 )
 
@@ -163,14 +165,10 @@ func sourceExcerpt(line string, col int) string {
 }
 
 // isWide reports whether r takes two columns on a terminal: the East Asian
-// wide and full-width ranges and the emoji planes.
+// wide and full-width characters (Unicode's East Asian Width).
 func isWide(r rune) bool {
-	switch {
-	case r >= 0x1100 && r <= 0x115F, r >= 0x2E80 && r <= 0x303E, r >= 0x3041 && r <= 0x33FF,
-		r >= 0x3400 && r <= 0x4DBF, r >= 0x4E00 && r <= 0x9FFF, r >= 0xA000 && r <= 0xA4CF,
-		r >= 0xAC00 && r <= 0xD7A3, r >= 0xF900 && r <= 0xFAFF, r >= 0xFE30 && r <= 0xFE4F,
-		r >= 0xFF00 && r <= 0xFF60, r >= 0xFFE0 && r <= 0xFFE6, r >= 0x1F300 && r <= 0x1F64F,
-		r >= 0x1F900 && r <= 0x1F9FF, r >= 0x20000 && r <= 0x3FFFD:
+	switch width.LookupRune(r).Kind() {
+	case width.EastAsianWide, width.EastAsianFullwidth:
 		return true
 	}
 	return false
