@@ -79,12 +79,13 @@ func TestToolCallsStayWithTheirResultsByID(t *testing.T) {
 	}
 
 	// keep_recent 2 protects the user message carrying toolu_1's result:
-	// its assistant message stays, parts and calls as they were.
+	// its assistant message stays, parts and calls as they were, after the
+	// user message that asked for it.
 	model := &recorder{text: "ok"}
 	pl := build(t, `{"max_tokens":100,"keep_recent":2}`, map[string]runtime.ModelClient{"primary": model})
 	_, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: msgs})
 	require.NoError(t, err)
-	assert.Equal(t, []runtime.Message{msgs[0], msgs[7], msgs[8], msgs[10]}, model.seen[0])
+	assert.Equal(t, []runtime.Message{msgs[0], msgs[6], msgs[7], msgs[8], msgs[10]}, model.seen[0])
 }
 
 func TestSummaryDescribesToolCallsAndParts(t *testing.T) {
