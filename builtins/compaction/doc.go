@@ -66,4 +66,8 @@
 // the model was sent and how many messages were dropped. A host that
 // continues from that transcript pays for a summary once: compaction of its
 // own output changes nothing until the transcript grows over the budget again.
+// A transcript over the budget of which nothing may be dropped (a system
+// prompt and one huge request, or only recent and pinned messages) is sent
+// as it is, never emptied, and nothing is recorded: whether the model reads
+// it is the model's limit to decide.
 package compaction
