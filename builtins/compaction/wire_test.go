@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentc-dev/agentc/builtins/compaction"
 	"github.com/agentc-dev/agentc/providers/anthropic"
 	"github.com/agentc-dev/agentc/runtime"
 )
@@ -169,23 +171,26 @@ func TestCompactedTranscriptsAreShapedAsTheAPIWants(t *testing.T) {
 	require.NoError(t, err)
 	seen := &recorder{text: "ok"}
 	rnd := rand.New(rand.NewPCG(7, 8))
-	for iter := range 300 {
+	for iter := range wireIterations {
 		msgs := wireTranscript(rnd)
-		cfg := fmt.Sprintf(`{"max_tokens":%d,"keep_recent":%d}`, 64+rnd.IntN(1500), 1+rnd.IntN(5))
-		if rnd.IntN(3) == 0 {
-			cfg = fmt.Sprintf(`{"strategy":"importance","max_tokens":%d,"keep_recent":%d}`, 64+rnd.IntN(1500), 1+rnd.IntN(5))
-		}
+		strategy := []string{"keep_recent", "importance", "summarize"}[rnd.IntN(3)]
+		cfg := fmt.Sprintf(`{"strategy":%q,"max_tokens":%d,"keep_recent":%d,"keep_first_user_turn":%t%s}`, strategy,
+			64+rnd.IntN(1500), 1+rnd.IntN(5), rnd.IntN(4) == 0, map[bool]string{true: `,"model":"small"`}[strategy == "summarize"])
 		seen.seen = nil
-		pl := build(t, cfg, map[string]runtime.ModelClient{"primary": seen})
+		pl := build(t, cfg, map[string]runtime.ModelClient{"primary": seen, "small": &recorder{text: "they asked about orders"}})
 		_, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: msgs})
 		require.NoError(t, err)
 		got := seen.seen[0]
 		for _, m := range got {
-			assert.True(t, slicesContain(msgs, m), "a kept message was changed: %+v", m)
+			if m.Metadata[compaction.SummaryKey] != "true" {
+				assert.True(t, slicesContain(msgs, m), "a kept message was changed: %+v", m)
+			}
 		}
 		mu.Lock()
 		bodies = nil
 		mu.Unlock()
+		require.Empty(t, openAIShape(msgs), "iteration %d: the transcript as written", iter)
+		assert.Empty(t, openAIShape(got), "iteration %d (%s): the compacted transcript", iter, cfg)
 		for _, sent := range [][]runtime.Message{msgs, got} {
 			_ = client.Stream(context.Background(), &runtime.ChatRequest{Messages: sent}, func(runtime.Delta) bool { return true })
 		}
@@ -201,6 +206,47 @@ func TestCompactedTranscriptsAreShapedAsTheAPIWants(t *testing.T) {
 			return
 		}
 	}
+}
+
+const wireIterations = 300
+
+// openAIShape returns what OpenAI's API says of a transcript it refuses
+// for its tool messages ("" when it takes it): a tool result must answer a
+// call of the assistant message before it (past the other results), and an
+// assistant message's calls must all be answered before the next message.
+func openAIShape(msgs []runtime.Message) string {
+	var open []string // calls of the last assistant message not answered yet
+	calls := map[string]bool{}
+	for i, m := range msgs {
+		results := m.ToolResults()
+		if m.Role != "tool" {
+			results = nil
+			for _, p := range m.Parts {
+				if p.Type == runtime.PartToolResult {
+					results = append(results, p.ToolCallID)
+				}
+			}
+		} else {
+			results = []string{m.ToolCallID}
+		}
+		if len(results) == 0 && len(open) > 0 && m.Role != "system" {
+			return fmt.Sprintf("messages.[%d]: an assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id': %v", i, open)
+		}
+		for _, id := range results {
+			if !calls[id] {
+				return fmt.Sprintf("messages.[%d]: messages with role 'tool' must be a response to a preceding message with 'tool_calls': %s", i, id)
+			}
+			open = slices.DeleteFunc(open, func(x string) bool { return x == id })
+		}
+		if m.Role == "assistant" {
+			open, calls = nil, map[string]bool{}
+			for _, tc := range m.ToolCalls {
+				open = append(open, tc.ID)
+				calls[tc.ID] = true
+			}
+		}
+	}
+	return ""
 }
 
 func slicesContain(msgs []runtime.Message, m runtime.Message) bool {
