@@ -3,6 +3,7 @@ package compaction_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -174,13 +175,33 @@ func TestCompactedTranscriptsAreShapedAsTheAPIWants(t *testing.T) {
 	for iter := range wireIterations {
 		msgs := wireTranscript(rnd)
 		strategy := []string{"keep_recent", "importance", "summarize"}[rnd.IntN(3)]
+		budget := 64 + rnd.IntN(1500)
 		cfg := fmt.Sprintf(`{"strategy":%q,"max_tokens":%d,"keep_recent":%d,"keep_first_user_turn":%t%s}`, strategy,
-			64+rnd.IntN(1500), 1+rnd.IntN(5), rnd.IntN(4) == 0, map[bool]string{true: `,"model":"small"`}[strategy == "summarize"])
+			budget, 1+rnd.IntN(5), rnd.IntN(4) == 0, map[bool]string{true: `,"model":"small"`}[strategy == "summarize"])
 		seen.seen = nil
 		pl := build(t, cfg, map[string]runtime.ModelClient{"primary": seen, "small": &recorder{text: "they asked about orders"}})
-		_, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: msgs})
+		resp, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: msgs})
 		require.NoError(t, err)
 		got := seen.seen[0]
+		if c, ok := compaction.CompactedOf(resp, "compaction"); ok {
+			assert.Equal(t, got, c.Messages)
+			// Idempotent: the host continuing from it sends it as it is.
+			again, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: got})
+			require.NoError(t, err)
+			_, ok = compaction.CompactedOf(again, "compaction")
+			assert.False(t, ok, "iteration %d (%s): compacting the compacted transcript changed it", iter, cfg)
+			assert.Equal(t, got, seen.seen[1])
+		} else {
+			assert.Equal(t, msgs, got)
+		}
+		if n := runtime.EstimateMessages(got); n > int64(budget) {
+			// Over the budget only when nothing more may go: the same
+			// transcript with the smallest budget is no shorter.
+			small := build(t, strings.Replace(cfg, fmt.Sprintf(`"max_tokens":%d`, budget), `"max_tokens":64`, 1), map[string]runtime.ModelClient{"primary": seen, "small": &recorder{err: errors.New("down")}})
+			_, err := small.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: got})
+			require.NoError(t, err)
+			assert.Equal(t, got, seen.seen[len(seen.seen)-1], "iteration %d (%s): over the budget with %d tokens, yet more could go", iter, cfg, n)
+		}
 		for _, m := range got {
 			if m.Metadata[compaction.SummaryKey] != "true" {
 				assert.True(t, slicesContain(msgs, m), "a kept message was changed: %+v", m)
