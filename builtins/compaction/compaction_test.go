@@ -35,14 +35,17 @@ func contents(msgs []Message) []string {
 	return out
 }
 
+// keepCase is a case of KeepRecent: the contents it keeps of in.
+type keepCase struct {
+	name       string
+	in         []Message
+	maxTokens  int
+	keepRecent int
+	want       []string
+}
+
 func TestKeepRecent(t *testing.T) {
-	tests := []struct {
-		name       string
-		in         []Message
-		maxTokens  int
-		keepRecent int
-		want       []string
-	}{
+	tests := []keepCase{
 		{
 			name:      "under budget unchanged",
 			in:        []Message{sys("s"), user("u1"), asst("a1")},
@@ -545,13 +548,7 @@ func TestToolMessageAnsweringByPartStaysWithItsCall(t *testing.T) {
 // first: the cut moves on past it, or, when it must be kept, the user
 // message that asked for it is kept with it.
 func TestTheCutLeavesTheUserFirst(t *testing.T) {
-	tests := []struct {
-		name       string
-		in         []Message
-		maxTokens  int
-		keepRecent int
-		want       []string
-	}{
+	tests := []keepCase{
 		{
 			name:      "an unprotected answer goes with its question",
 			in:        []Message{sys("s"), user("u1"), asst("a1"), user("u2"), asst("a2"), user("u3")},
