@@ -90,7 +90,8 @@ func IsSummary(m Message) bool {
 
 // KeepRecent compacts msgs to fit maxTokens. System messages are always kept, and so are the
 // keepRecent most recent other messages (together with the rest of their tool-call units).
-// Older units are dropped, oldest first, only while the total is over maxTokens; the result
+// Older units are dropped, oldest first, only while the total is over maxTokens (and then an
+// assistant message the cut would leave first: see the package documentation); the result
 // can therefore stay over budget when the protected messages alone exceed it. Orphaned tool
 // results are always dropped. maxTokens <= 0 means no budget (only orphans are removed). A nil
 // count means EstimateTokens. msgs is not modified; the result is a new slice.
@@ -139,18 +140,17 @@ func Importance(msgs []Message, o Options) []Message {
 	p.referenced()
 	// Unreferenced tool-call units go first, then the rest, each oldest
 	// first; protected units are skipped by dropWhileOver.
-	order := make([]unit, 0, len(p.units))
-	for _, u := range p.units {
+	p.order = p.order[:0]
+	for ui, u := range p.units {
 		if u.toolCalls && !u.protected {
-			order = append(order, u)
+			p.order = append(p.order, ui)
 		}
 	}
-	for _, u := range p.units {
+	for ui, u := range p.units {
 		if !u.toolCalls || u.protected {
-			order = append(order, u)
+			p.order = append(p.order, ui)
 		}
 	}
-	p.units = order
 	p.dropWhileOver(o.MaxTokens, 0)
 	return p.output(nil)
 }
@@ -280,7 +280,8 @@ type plan struct {
 	keep   []bool
 	unitOf []int  // message -> its unit, -1 for system messages, summaries and orphans
 	units  []unit // units in order of their first message
-	next   int    // index in units of the next unit to consider dropping
+	order  []int  // units in the order they are dropped
+	next   int    // index in order of the next unit to consider dropping
 	total  int    // tokens of the kept messages
 	kept   int    // number of kept messages
 	// maxMessages bounds kept (<= 0: none).
@@ -355,6 +356,10 @@ func newPlan(msgs []Message, o Options, splitSummaries bool) *plan {
 	for _, i := range conversation[max(0, len(conversation)-keepRecent):] {
 		p.units[unitOf[i]].protected = true
 	}
+	p.order = make([]int, len(p.units))
+	for ui := range p.order {
+		p.order[ui] = ui
+	}
 	return p
 }
 
@@ -381,25 +386,86 @@ func (p *plan) over(maxTokens, reserve int) bool {
 	return p.maxMessages > 0 && p.kept+extra > p.maxMessages
 }
 
-// dropWhileOver drops unprotected units, in order, while the plan is over (see over). It
-// reports whether this call dropped any unit.
+// dropWhileOver drops unprotected units, in order, while the plan is over (see over), and
+// then keeps a user message first (see userFirst). It reports whether this call changed
+// which messages are kept.
 func (p *plan) dropWhileOver(maxTokens, reserve int) bool {
-	dropped := false
-	for p.over(maxTokens, reserve) && p.next < len(p.units) {
-		u := p.units[p.next]
-		p.next++
-		if u.protected {
-			continue
+	before := slices.Clone(p.keep)
+	for {
+		for p.over(maxTokens, reserve) && p.next < len(p.order) {
+			ui := p.order[p.next]
+			p.next++
+			if !p.units[ui].protected {
+				p.drop(ui)
+			}
 		}
-		for _, i := range u.idx {
+		if !p.userFirst() {
+			return !slices.Equal(before, p.keep)
+		}
+	}
+}
+
+// drop drops unit ui, unless it is dropped already.
+func (p *plan) drop(ui int) {
+	for _, i := range p.units[ui].idx {
+		if p.keep[i] {
 			p.keep[i] = false
 			p.kept--
 			p.total -= p.tokens[i]
 		}
-		dropped = true
 	}
-	return dropped
 }
+
+// userFirst keeps a user message first in the conversation when dropping removed the one that
+// led it: Anthropic's API refuses a transcript whose first message (after the system prompt)
+// is not the user's, and a model reads an answer without its question poorly. While the first
+// kept message is not a user message and a dropped user message came before it, the unit it
+// leads is dropped too; when that unit is protected (recent, pinned, a side-effecting call, as
+// the last calls of a long run of tool calls after one request are), the dropped user message
+// nearest before it is kept again instead, and protected. userFirst reports whether it kept a
+// message again, which may put the plan over its budget again. A conversation that the input
+// itself opened otherwise is left so.
+func (p *plan) userFirst() bool {
+	for {
+		first := -1
+		for i := range p.msgs {
+			if p.keep[i] && p.inUnit(i) {
+				first = i
+				break
+			}
+		}
+		if first < 0 || p.msgs[first].Role == RoleUser {
+			return false
+		}
+		asked := -1 // the dropped user message nearest before first
+		for i := first - 1; i >= 0; i-- {
+			if p.inUnit(i) && p.leadsUnit(i) && p.msgs[i].Role == RoleUser {
+				asked = i
+				break
+			}
+		}
+		if asked < 0 {
+			return false
+		}
+		if ui := p.unitOf[first]; !p.units[ui].protected {
+			p.drop(ui)
+			continue
+		}
+		ui := p.unitOf[asked]
+		p.units[ui].protected = true
+		for _, i := range p.units[ui].idx {
+			if !p.keep[i] {
+				p.keep[i] = true
+				p.kept++
+				p.total += p.tokens[i]
+			}
+		}
+		return true
+	}
+}
+
+// leadsUnit reports whether message i is the first of its unit.
+func (p *plan) leadsUnit(i int) bool { return p.units[p.unitOf[i]].idx[0] == i }
 
 func (p *plan) keepSummaries() {
 	for _, i := range p.summaries {

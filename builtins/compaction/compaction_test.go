@@ -35,14 +35,17 @@ func contents(msgs []Message) []string {
 	return out
 }
 
+// keepCase is a case of KeepRecent: the contents it keeps of in.
+type keepCase struct {
+	name       string
+	in         []Message
+	maxTokens  int
+	keepRecent int
+	want       []string
+}
+
 func TestKeepRecent(t *testing.T) {
-	tests := []struct {
-		name       string
-		in         []Message
-		maxTokens  int
-		keepRecent int
-		want       []string
-	}{
+	tests := []keepCase{
 		{
 			name:      "under budget unchanged",
 			in:        []Message{sys("s"), user("u1"), asst("a1")},
@@ -59,7 +62,8 @@ func TestKeepRecent(t *testing.T) {
 			name:      "recent messages kept even over budget",
 			in:        []Message{sys("s"), user("u1"), asst("a1"), user("u2")},
 			maxTokens: 10, keepRecent: 2,
-			want: []string{"s", "a1", "u2"},
+			// u1 stays too: a1 is kept, and a conversation opens with the user.
+			want: []string{"s", "u1", "a1", "u2"},
 		},
 		{
 			name:      "system messages anywhere are kept",
@@ -71,13 +75,13 @@ func TestKeepRecent(t *testing.T) {
 			name:      "tool unit dropped whole",
 			in:        []Message{sys("s"), user("u1"), call("c1", "t1", "t2"), result("t1", "r1"), result("t2", "r2"), asst("a1"), user("u2")},
 			maxTokens: 40, keepRecent: 2,
-			want: []string{"s", "a1", "u2"},
+			want: []string{"s", "u1", "a1", "u2"},
 		},
 		{
 			name:      "tool unit kept whole when a result is recent",
 			in:        []Message{sys("s"), user("u1"), call("c1", "t1", "t2"), result("t1", "r1"), result("t2", "r2")},
 			maxTokens: 10, keepRecent: 1,
-			want: []string{"s", "c1", "r1", "r2"},
+			want: []string{"s", "u1", "c1", "r1", "r2"},
 		},
 		{
 			name:      "orphan results are dropped",
@@ -201,10 +205,10 @@ func TestSummarizeDropsMoreWhenSummaryDoesNotFit(t *testing.T) {
 	f := &fakeSummarizer{text: "twenty-byte summary."}
 	out, err := Summarize(context.Background(), in, 45, 1, count, f.summarize)
 	require.NoError(t, err)
-	assert.Equal(t, []string{SummaryPrefix + f.text, "a2", "u3"}, contents(out))
+	assert.Equal(t, []string{SummaryPrefix + f.text, "u3"}, contents(out))
 	require.Equal(t, 2, f.calls, "re-summarized after dropping more")
-	assert.Equal(t, []string{"u1"}, contents(f.inputs[0]))
-	assert.Equal(t, []string{"u1", "a1", "u2"}, contents(f.inputs[1]))
+	assert.Equal(t, []string{"u1", "a1"}, contents(f.inputs[0]))
+	assert.Equal(t, []string{"u1", "a1", "u2", "a2"}, contents(f.inputs[1]))
 
 	again, err := Summarize(context.Background(), out, 45, 1, count, f.summarize)
 	require.NoError(t, err)
@@ -328,8 +332,18 @@ func checkWellFormed(t *testing.T, in, out []Message, keepRecent int) {
 			assert.True(t, containsContent(out, m.Content), "system message %q dropped", m.Content)
 		}
 	}
-	// The keepRecent most recent linked messages survive.
+	// A conversation the user opened still opens with a user message (Anthropic's API
+	// refuses one that opens with the assistant).
 	linked := linkedConversation(in)
+	if len(linked) > 0 && linked[0].Role == RoleUser {
+		for _, m := range out {
+			if m.Role != RoleSystem {
+				assert.Equal(t, RoleUser, m.Role, "the compacted conversation opens with %q", m.Content)
+				break
+			}
+		}
+	}
+	// The keepRecent most recent linked messages survive.
 	for _, m := range linked[max(0, len(linked)-keepRecent):] {
 		assert.True(t, containsContent(out, m.Content), "recent message %q dropped", m.Content)
 	}
@@ -524,6 +538,58 @@ func TestToolMessageAnsweringByPartStaysWithItsCall(t *testing.T) {
 	byPart := Message{Role: RoleTool, Content: "r1", ToolResultIDs: []string{"t1"}}
 	in := []Message{user("u1"), call("c1", "t1"), byPart, asst("a1"), user("u2")}
 	assert.Equal(t, []string{"u1", "c1", "r1", "a1", "u2"}, contents(KeepRecent(in, 0, 1, unitCounter)), "no orphan")
-	assert.Equal(t, []string{"a1", "u2"}, contents(KeepRecent(in, 20, 1, unitCounter)), "dropped with its call")
-	assert.Equal(t, []string{"c1", "r1", "a1", "u2"}, contents(KeepRecent(in, 20, 3, unitCounter)), "kept with its call")
+	assert.Equal(t, []string{"u2"}, contents(KeepRecent(in, 20, 1, unitCounter)), "dropped with its call")
+	assert.Equal(t, []string{"u1", "c1", "r1", "a1", "u2"}, contents(KeepRecent(in, 20, 3, unitCounter)), "kept with its call")
+}
+
+// Anthropic's API refuses a transcript whose first message after the system
+// prompt is not the user's ("messages: first message must use the "user"
+// role"). Dropping the oldest messages must not leave an assistant message
+// first: the cut moves on past it, or, when it must be kept, the user
+// message that asked for it is kept with it.
+func TestTheCutLeavesTheUserFirst(t *testing.T) {
+	tests := []keepCase{
+		{
+			name:      "an unprotected answer goes with its question",
+			in:        []Message{sys("s"), user("u1"), asst("a1"), user("u2"), asst("a2"), user("u3")},
+			maxTokens: 50, keepRecent: 1,
+			want: []string{"s", "u2", "a2", "u3"},
+		},
+		{
+			name: "a run of tool calls after one request keeps the request",
+			in: []Message{sys("s"), user("u1"), call("c1", "t1"), result("t1", "r1"), call("c2", "t2"), result("t2", "r2"),
+				call("c3", "t3", "t4"), result("t3", "r3"), result("t4", "r4")},
+			maxTokens: 60, keepRecent: 2,
+			want: []string{"s", "u1", "c3", "r3", "r4"},
+		},
+		{
+			name: "a pinned answer keeps its question",
+			in: []Message{sys("s"), user("u1"), {Role: RoleAssistant, Content: "a1", Pinned: true}, user("u2"), asst("a2"),
+				user("u3"), asst("a3"), user("u4")},
+			maxTokens: 50, keepRecent: 1,
+			want: []string{"s", "u1", "a1", "a3", "u4"},
+		},
+		{
+			name:      "a conversation the assistant opened is left so",
+			in:        []Message{sys("s"), {Role: RoleAssistant, Content: "a0", Pinned: true}, user("u1"), asst("a1"), user("u2")},
+			maxTokens: 30, keepRecent: 1,
+			want: []string{"s", "a0", "u2"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := KeepRecent(tt.in, tt.maxTokens, tt.keepRecent, unitCounter)
+			assert.Equal(t, tt.want, contents(got))
+			assert.Equal(t, got, KeepRecent(got, tt.maxTokens, tt.keepRecent, unitCounter), "idempotent")
+			f := &fakeSummarizer{text: "sum"}
+			sum, err := Summarize(context.Background(), tt.in, tt.maxTokens+10, tt.keepRecent, unitCounter, f.summarize)
+			require.NoError(t, err)
+			for _, m := range sum {
+				if m.Role != RoleSystem {
+					assert.Equal(t, tt.want[1][:1], m.Content[:1], "the summarized conversation opens as the compacted one")
+					break
+				}
+			}
+		})
+	}
 }

@@ -16,8 +16,14 @@
 // All keep tool calls and their results together: an assistant message that requests tool
 // calls and the tool messages that answer them are kept or dropped as one unit, and a tool
 // message whose call is not in the transcript is always dropped (providers reject such
-// orphans). All are idempotent: compacting their own output again returns it unchanged. All
-// leave their input untouched and return fresh slices.
+// orphans). All keep a conversation the user opened opening with a user message (Anthropic's
+// API refuses one whose first message after the system prompt is the assistant's: "first
+// message must use the "user" role"): when dropping the oldest messages would leave an
+// assistant message first, it is dropped too, or, when it must stay (recent, pinned, a call to
+// a side-effecting tool: the last calls of a long run of tool calls after one request), the
+// user message nearest before it stays with it, over the budget if need be. All are
+// idempotent: compacting their own output again returns it unchanged. All leave their input
+// untouched and return fresh slices.
 //
 // Message is local to this package so that it has no dependency on the runtime; the runtime
 // converts its own message type at the boundary.
@@ -60,4 +66,8 @@
 // the model was sent and how many messages were dropped. A host that
 // continues from that transcript pays for a summary once: compaction of its
 // own output changes nothing until the transcript grows over the budget again.
+// A transcript over the budget of which nothing may be dropped (a system
+// prompt and one huge request, or only recent and pinned messages) is sent
+// as it is, never emptied, and nothing is recorded: whether the model reads
+// it is the model's limit to decide.
 package compaction

@@ -22,6 +22,7 @@ func ExampleKeepRecent() {
 	}
 	// Output:
 	// system: You are a support agent.
+	// user: Where is order A1?
 	// assistant: It shipped yesterday.
 	// user: Thanks! And order B2?
 }

@@ -59,5 +59,5 @@ func TestMaxMessagesAndKeepFirstUserTurn(t *testing.T) {
 	pin := asst("a1")
 	pin.Pinned = true
 	got = Compact([]Message{sys("s"), user("u1"), pin, user("u2"), asst("a2"), user("u3")}, Options{MaxMessages: 3, KeepRecent: 1})
-	assert.Equal(t, []string{"s", "a1", "u3"}, contents(got), "a pinned message is kept by every strategy")
+	assert.Equal(t, []string{"s", "u1", "a1", "u3"}, contents(got), "a pinned message is kept by every strategy, with the user message before it")
 }

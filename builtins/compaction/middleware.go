@@ -273,7 +273,9 @@ func counter(orig []runtime.Message) TokenCounter {
 }
 
 // Compact returns the compacted transcript of msgs and whether it differs
-// from msgs. msgs is not modified.
+// from msgs: a transcript over the budget of which nothing may be dropped
+// (a system prompt and one huge request) is returned as it is, unchanged.
+// msgs is not modified.
 func (m *Middleware) Compact(ctx context.Context, msgs []runtime.Message) ([]runtime.Message, bool) {
 	if int(runtime.EstimateMessages(msgs)) <= m.MaxTokens && (m.MaxMessages <= 0 || len(msgs) <= m.MaxMessages) && !hasOrphan(msgs) {
 		return msgs, false
@@ -296,7 +298,25 @@ func (m *Middleware) Compact(ctx context.Context, msgs []runtime.Message) ([]run
 	if out == nil {
 		out = Compact(local, o)
 	}
+	if unchanged(out, len(msgs)) {
+		// Over the budget, but nothing may be dropped: sent as it is.
+		return msgs, false
+	}
 	return toRuntime(msgs, out), true
+}
+
+// unchanged reports whether out holds each of the n converted messages, in
+// order, and nothing else.
+func unchanged(out []Message, n int) bool {
+	if len(out) != n {
+		return false
+	}
+	for i, m := range out {
+		if m.src != i+1 {
+			return false
+		}
+	}
+	return true
 }
 
 // hasOrphan reports a tool message that toLocal would drop: one that names

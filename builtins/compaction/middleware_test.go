@@ -122,8 +122,8 @@ func TestToolMessagesWithoutIDsStayWithTheirCall(t *testing.T) {
 	_, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: msgs})
 	require.NoError(t, err)
 	got := model.seen[0]
-	assert.Equal(t, []runtime.Message{msgs[2], msgs[3], msgs[4]}, got,
-		"the protected tool result keeps its assistant and sibling; the orphan and the old user message go")
+	assert.Equal(t, []runtime.Message{msgs[1], msgs[2], msgs[3], msgs[4]}, got,
+		"the protected tool result keeps its assistant and sibling, and the user message before them; the orphan goes")
 }
 
 func TestSummarize(t *testing.T) {

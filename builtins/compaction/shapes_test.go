@@ -2,11 +2,13 @@ package compaction_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentc-dev/agentc/builtins/compaction"
 	"github.com/agentc-dev/agentc/runtime"
 )
 
@@ -78,4 +80,36 @@ func TestToolMessageAnsweringByPartIsNoOrphan(t *testing.T) {
 	require.NoError(t, err)
 	got = model.seen[0]
 	assert.Equal(t, msgs[2:], got)
+}
+
+// A transcript whose protected messages alone are over the budget (a system
+// prompt and one huge request) is sent as it is, never emptied: the model's
+// own limit decides. Nothing was compacted, so nothing is recorded, and a
+// host continuing from a compacted transcript still over the budget is told
+// of no change.
+func TestOverTheBudgetAloneIsSentAsItIs(t *testing.T) {
+	model := &recorder{text: "ok"}
+	pl := build(t, `{"max_tokens":64,"keep_recent":1}`, map[string]runtime.ModelClient{"primary": model})
+	msgs := []runtime.Message{
+		{Role: "system", Content: "you are helpful"},
+		{Role: "user", Content: strings.Repeat("a long request ", 200)},
+	}
+	resp, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: msgs})
+	require.NoError(t, err)
+	assert.Equal(t, msgs, model.seen[0], "nothing may be dropped: sent as it is")
+	_, ok := compaction.CompactedOf(resp, "compaction")
+	assert.False(t, ok, "no change, no annotation")
+
+	msgs = append(msgs, runtime.Message{Role: "assistant", Content: "an answer"}, runtime.Message{Role: "user", Content: strings.Repeat("more ", 100)})
+	resp, err = pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: msgs})
+	require.NoError(t, err)
+	got, ok := compaction.CompactedOf(resp, "compaction")
+	require.True(t, ok)
+	assert.Equal(t, msgs[:1], got.Messages[:1])
+	assert.Equal(t, "user", got.Messages[1].Role)
+	resp, err = pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: got.Messages})
+	require.NoError(t, err)
+	_, ok = compaction.CompactedOf(resp, "compaction")
+	assert.False(t, ok, "compacting the compacted transcript changes nothing")
+	assert.Equal(t, got.Messages, model.seen[2])
 }

@@ -16,6 +16,9 @@
 // fails closed with a permanent *runtime.CallError naming the layer,
 // marked runtime.Ran (the tool ran; its effect stands), rather than
 // reaching the model unbounded. A result within the limit is returned as
-// it is; a failed call's error is returned as is. The tool's own value is
-// never modified.
+// it is. A failed call's error reaches the model too ("error: the tool
+// failed: " and its text: an MCP tool's isError answer, an HTTP tool
+// quoting the body of its 500): its text is cut the same way, and the
+// error it wraps still tells its kind, its layer and whether the tool ran.
+// The tool's own value is never modified.
 package truncate

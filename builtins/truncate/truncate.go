@@ -79,12 +79,21 @@ func Apply(v any, maxChars int) (any, bool, error) {
 		}
 		text = strings.TrimSuffix(b.String(), "\n")
 	}
+	if out, cut := cutText(text, maxChars); cut {
+		return out, true, nil
+	}
+	return v, false, nil
+}
+
+// cutText returns text cut to maxChars characters and followed by the
+// marker, and whether it was over the limit.
+func cutText(text string, maxChars int) (string, bool) {
 	if len(text) <= maxChars {
-		return v, false, nil // fewer bytes than the limit: fewer characters too
+		return text, false // fewer bytes than the limit: fewer characters too
 	}
 	total := utf8.RuneCountInString(text)
 	if total <= maxChars {
-		return v, false, nil
+		return text, false
 	}
 	cut, n := 0, 0
 	for i := range text {
@@ -94,14 +103,29 @@ func Apply(v any, maxChars int) (any, bool, error) {
 		}
 		n++
 	}
-	return text[:cut] + Marker(maxChars, total), true, nil
+	return text[:cut] + Marker(maxChars, total), true
 }
+
+// cutError is a failed call's error whose text was cut: Error is the cut
+// text, and the error it wraps still tells what the failure is (its kind,
+// its layer, whether the tool ran).
+type cutError struct {
+	text string
+	err  error
+}
+
+func (e *cutError) Error() string { return e.text }
+func (e *cutError) Unwrap() error { return e.err }
 
 // WrapTool implements runtime.ToolWrapper.
 func (t *Truncate) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 	return func(ctx context.Context, c *runtime.ToolCall) (any, error) {
 		v, err := next(ctx, c)
 		if err != nil {
+			// The model reads a failure's text as it reads a result.
+			if text, cut := cutText(err.Error(), t.MaxChars); cut {
+				err = &cutError{text: text, err: err}
+			}
 			return v, err
 		}
 		out, _, aerr := Apply(v, t.MaxChars)

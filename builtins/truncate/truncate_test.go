@@ -77,12 +77,34 @@ func TestResultWithoutJSONFormFailsClosed(t *testing.T) {
 }
 
 func TestErrorsPassThrough(t *testing.T) {
-	p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("truncate", `{"max_chars":1}`)}})
+	p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("truncate", `{"max_chars":3}`)}})
 	tool := rt.NewTool(rt.ToolResult{Value: "partial", Err: rt.Permanent("bad")})
 	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"t": tool.Func()}})
 	require.NoError(t, err)
 	_, err = pl.Tool(context.Background(), runtime.ToolRequest{Name: "t"})
-	assert.ErrorContains(t, err, "bad")
+	assert.EqualError(t, err, "bad")
+}
+
+// A failed call's error reaches the model too ("error: the tool failed: "
+// and its text): an MCP tool answering isError with a stack trace, an HTTP
+// tool quoting the body of its 500, would put it in the context unbounded.
+// Its text is cut as a result's is; what it is (kind, layer, whether the
+// tool ran) is kept.
+func TestLongErrorIsCut(t *testing.T) {
+	p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("truncate", `{"max_chars":50}`)}})
+	msg := "upstream failed: " + strings.Repeat("at frame() ", 1000)
+	tool := rt.NewTool(rt.ToolResult{Err: runtime.Ran(&runtime.CallError{Kind: runtime.KindPermanent, Layer: "mcp", Message: msg})})
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"t": tool.Func()}})
+	require.NoError(t, err)
+	_, err = pl.Tool(context.Background(), runtime.ToolRequest{Name: "t"})
+	require.Error(t, err)
+	full := "mcp: " + msg
+	assert.Equal(t, full[:50]+truncate.Marker(50, len(full)), err.Error())
+	assert.Equal(t, "permanent", runtime.KindOf(err))
+	assert.Equal(t, "mcp", runtime.LayerOf(err))
+	assert.ErrorIs(t, err, runtime.ErrRan)
+	var ce *runtime.CallError
+	require.ErrorAs(t, err, &ce)
 }
 
 func TestDefaultAndBadConfig(t *testing.T) {
