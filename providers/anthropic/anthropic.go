@@ -15,7 +15,7 @@
 // ThinkingDelta fragments, indexed by the order of the thinking blocks), the input usage of message_start rides on the first
 // delta, and the last delta carries the finish reason (end_turn and
 // stop_sequence: stop, max_tokens: length, tool_use: tool_calls, refusal:
-// content_filter) and the output usage of message_delta. A stream that
+// content_filter, pause_turn kept as FinishPauseTurn) and the output usage of message_delta. A stream that
 // fails after message_start carries on its error (runtime.CallError.Usage)
 // the input it announced that no delta carried, and the output of a
 // message_delta: the API bills them. System messages
@@ -410,10 +410,17 @@ func (c *Client) failure(ctx context.Context, err error, deltas int) error {
 	return c.call.Transport(ctx, err, deltas)
 }
 
-// finishReason maps Anthropic's stop reason onto the runtime's vocabulary.
+// FinishPauseTurn is the finish reason of a turn the API paused
+// (Anthropic's pause_turn: a long turn of its server tools): the answer is
+// not finished. The runtime's vocabulary has no such reason, and stop
+// would pass the unfinished answer for a whole one.
+const FinishPauseTurn = "pause_turn"
+
+// finishReason maps Anthropic's stop reason onto the runtime's vocabulary;
+// one it has no word for (pause_turn) is kept as it is.
 func finishReason(r string) string {
 	switch r {
-	case "end_turn", "stop_sequence", "pause_turn":
+	case "end_turn", "stop_sequence":
 		return runtime.FinishStop
 	case "max_tokens", "model_context_window_exceeded":
 		return runtime.FinishLength

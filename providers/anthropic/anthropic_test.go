@@ -296,3 +296,27 @@ func TestRetryHeadersOfAnErrorResponse(t *testing.T) {
 		ssetest.Case("400 retry-after", 400, map[string]string{"Retry-After": "5"}, `{"type":"error","error":{"type":"invalid_request_error","message":"x"}}`, runtime.KindPermanent, 0, "400 Bad Request"),
 	})
 }
+
+// A paused turn (pause_turn) is not a finished answer: its finish reason
+// says so instead of stop.
+func TestPausedTurnIsNotAStop(t *testing.T) {
+	body := `event: message_start
+data: {"type":"message_start","message":{"usage":{"input_tokens":10,"output_tokens":1}}}
+
+event: content_block_start
+data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":"Searching"}}
+
+event: message_delta
+data: {"type":"message_delta","delta":{"stop_reason":"pause_turn","stop_sequence":null},"usage":{"output_tokens":3}}
+
+event: message_stop
+data: {"type":"message_stop"}
+
+`
+	s := ssetest.New(t, ssetest.Reply{Body: body})
+	ds, err := ssetest.Collect(t, client(t, s), hi())
+	require.NoError(t, err)
+	require.NotEmpty(t, ds)
+	assert.Equal(t, anthropic.FinishPauseTurn, ds[len(ds)-1].FinishReason)
+	assert.Equal(t, runtime.Usage{InputTokens: 10, OutputTokens: 3}, sum(ds))
+}
