@@ -1030,12 +1030,15 @@ func digest(kind, run string, b []byte) string {
 // rounded up).
 func EstimateTokens(s string) int64 { return int64(len(s)+3) / 4 }
 
-// imageTokens is the estimate of one image part (a low-detail image).
-const imageTokens = 85
-
 // EstimateMessages estimates the input tokens of a transcript: the text of
-// each message, its parts (an image counts 85 tokens) and its tool calls'
-// names and arguments, plus a small per-message overhead.
+// each message, its parts and its tool calls' names and arguments, plus a
+// small per-message overhead. An image counts the most a provider bills for
+// its size, read from the header of its bytes (Data or a base64 data: URL):
+// the larger of OpenAI's count (85 tokens plus 170 a 512-pixel tile at high
+// detail, or a 32-pixel patch a token times gpt-4.1-nano's 2.46) and
+// Anthropic's (width x height / 750, after its resize to 2576 pixels and
+// 3.75 megapixels at most); an image known only by an http(s) URL, or whose
+// header cannot be read, counts MaxImageTokens.
 func EstimateMessages(msgs []Message) int64 {
 	var n int64
 	for i := range msgs {
@@ -1043,7 +1046,7 @@ func EstimateMessages(msgs []Message) int64 {
 		n += EstimateTokens(m.Content) + 4
 		for j := range m.Parts {
 			if m.Parts[j].Type == PartImage {
-				n += imageTokens
+				n += imageTokens(&m.Parts[j])
 			} else {
 				n += EstimateTokens(m.Parts[j].Text)
 			}

@@ -207,7 +207,7 @@ func TestEstimatesCountPartsAndToolCalls(t *testing.T) {
 		{Type: runtime.PartText, Text: "12345678"},
 		{Type: runtime.PartImage, ImageURL: "https://example.com/a.png"},
 	}}})
-	assert.Equal(t, plain+2+85, withParts, "a text part counts its text, an image 85 tokens")
+	assert.Equal(t, plain+2+runtime.MaxImageTokens, withParts, "a text part counts its text, an image known by its URL the most an image may cost")
 	withCall := runtime.EstimateMessages([]runtime.Message{{Role: "assistant", ToolCalls: []runtime.ToolUse{
 		{ID: "a", Name: "search", Arguments: json.RawMessage(`{"q":"go"}`)}}}})
 	assert.Equal(t, int64(4+2+3), withCall)

@@ -278,6 +278,13 @@ type CallError struct {
 	Message string
 	// Err is the underlying error.
 	Err error
+	// Usage is what a model call that failed was billed, as its provider
+	// reported it and no delta carried it (Anthropic's message_start
+	// announces the input before any output: a stream that fails after it
+	// was billed that input). The chat terminal charges it as a delta's
+	// usage; it commits nothing (a call that failed before its first
+	// delta may still be retried).
+	Usage Usage
 }
 
 // Error returns the message (or the underlying error; else the kind; else

@@ -68,6 +68,9 @@ func (pl *Pipeline) chatTerminal(ctx context.Context, c *ChatCall, yield func(De
 		// The client stopped early because the context ended.
 		err = ctx.Err()
 	}
+	if err != nil {
+		c.Usage.Add(billedUsage(err))
+	}
 	// A stream that ended without a usage report is charged for what
 	// arrived: the transcript plus the text received. A stream cut short
 	// (stopped, failed) is estimated on each side it did not report: one
@@ -94,6 +97,17 @@ func (pl *Pipeline) chatTerminal(ctx context.Context, c *ChatCall, yield func(De
 		c.Charges = append(c.Charges, Charge{Model: c.Request.Model, Usage: u})
 	}
 	return err
+}
+
+// billedUsage returns what a failed model call was billed and no delta
+// carried (CallError.Usage). Apart, so that its error lookup allocates on
+// failures only.
+func billedUsage(err error) Usage {
+	var ce *CallError
+	if errors.As(err, &ce) {
+		return ce.Usage
+	}
+	return Usage{}
 }
 
 // emitToken guards the yield a model client receives for one invocation of

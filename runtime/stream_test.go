@@ -497,3 +497,32 @@ func TestSplitUsageIsEstimatedPerSide(t *testing.T) {
 		})
 	}
 }
+
+// TestFailureCarriesWhatWasBilled: a model client's failure carries the
+// usage its provider billed and no delta carried (CallError.Usage); the
+// call is charged it, after text or before any, and a retry still retries
+// a call that failed before its first delta.
+func TestFailureCarriesWhatWasBilled(t *testing.T) {
+	attempts := 0
+	model := runtime.ModelFunc(func(_ context.Context, _ *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+		attempts++
+		if attempts == 1 {
+			return &runtime.CallError{Kind: runtime.KindTransient, Message: "overloaded", Usage: runtime.Usage{InputTokens: 100, CachedInputTokens: 40}}
+		}
+		if !yield(runtime.Delta{Text: "aaaa", Usage: runtime.Usage{InputTokens: 100}}) {
+			return nil
+		}
+		return &runtime.CallError{Kind: runtime.KindTransient, Message: "cut", Usage: runtime.Usage{OutputTokens: 9}}
+	})
+	pl := build(t, plan.Chains{Chat: []plan.Layer{rt.Layer("meter", ""), rt.Layer("retry", `{"max_attempts": 3, "initial_delay": "1ms"}`)}},
+		map[string]runtime.ModelClient{"primary": model})
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r"})
+	resp, err := pl.Complete(ctx, runtime.ChatRequest{Model: "primary", Messages: hi})
+	require.ErrorContains(t, err, "cut")
+	assert.Equal(t, 2, attempts, "the failure before any delta was retried, the one after was not")
+	want := runtime.Usage{InputTokens: 200, CachedInputTokens: 40, OutputTokens: 9}
+	assert.Equal(t, want, resp.Usage, "the reported output, not an estimate of the text")
+	got := meterOf(t, pl).Ledger("r")
+	assert.Equal(t, want.InputTokens, got.InputTokens)
+	assert.Equal(t, want.OutputTokens, got.OutputTokens)
+}

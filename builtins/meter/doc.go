@@ -11,9 +11,11 @@
 // anything arrived (an attempt that timed out, a hedge's losing racer, a
 // caller that gave up) is charged the estimate of its input
 // (runtime.EstimateRequest: its messages, tools and response format), which
-// its provider bills. Any other failure
-// before anything arrived (a refusal, a rate limit, an unreachable server) is
-// not charged. A call served from a cache (Meta.Cached) is not charged.
+// its provider bills. A failure that carries the usage its provider
+// reported before it failed (runtime.CallError.Usage: an Anthropic stream
+// that failed after message_start announced its input) is charged that
+// usage. Any other failure before anything arrived (a refusal, a rate
+// limit, an unreachable server) is not charged. A call served from a cache (Meta.Cached) is not charged.
 //
 // Tool: the ledger counts the tool calls that returned without error and were
 // not served from a cache; only the `calls` ceiling applies.

@@ -117,6 +117,24 @@ func TestRetryWaitsTheServersDelayOn429(t *testing.T) {
 	assert.Equal(t, 0, an.Requests())
 }
 
+// An Anthropic stream that fails after message_start, before any output,
+// is retried (nothing reached the consumer), and the meter charges the
+// input the failed attempt announced with the one that answered.
+func TestFailedAnthropicAttemptIsChargedItsInput(t *testing.T) {
+	oa := ssetest.New(t)
+	an := ssetest.New(t, ssetest.Reply{Body: transcript(t, "anthropic", "error_first.sse")}, ssetest.Reply{Body: transcript(t, "anthropic", "text.sse")})
+	pl := load(t, oa, an, `[{use: "meter"}, {use: "retry", max_attempts: 2, initial_delay: "1ms"}]`)
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r-failed"})
+	resp, err := pl.Complete(ctx, runtime.ChatRequest{Model: "backup", Messages: []runtime.Message{{Role: "user", Content: "hi"}}})
+	require.NoError(t, err)
+	assert.Equal(t, "Hello! How can I help you today?", resp.Text)
+	assert.Equal(t, 2, an.Requests(), "retried: message_start alone commits nothing")
+	assert.Equal(t, runtime.Usage{InputTokens: 12 + 472, OutputTokens: 15}, resp.Usage)
+	l := ledger(t, pl, "r-failed")
+	assert.Equal(t, int64(12+472), l.InputTokens, "the failed attempt's announced input is charged")
+	assert.InDelta(t, (12+472)*3.0/1e6+15*15.0/1e6, l.USD, 1e-12)
+}
+
 func TestMidStreamFailureIsNeitherRetriedNorFallenOver(t *testing.T) {
 	oa := ssetest.New(t, ssetest.Reply{Body: transcript(t, "openai", "error_mid_stream.sse")})
 	an := ssetest.New(t)

@@ -15,7 +15,11 @@
 // ThinkingDelta fragments, indexed by the order of the thinking blocks), the input usage of message_start rides on the first
 // delta, and the last delta carries the finish reason (end_turn and
 // stop_sequence: stop, max_tokens: length, tool_use: tool_calls, refusal:
-// content_filter) and the output usage of message_delta. System messages
+// content_filter, pause_turn kept as FinishPauseTurn) and the output usage
+// of message_delta. A stream that fails after message_start carries on its
+// error (runtime.CallError.Usage) the input it announced that no delta
+// carried, and the output of a message_delta: the API bills them. System
+// messages
 // become the request's system blocks; tool results become tool_result
 // blocks of a user message. The SDK's own retries are off: the policy's
 // retry layer retries, and a failure comes back as a *runtime.CallError
@@ -246,6 +250,22 @@ func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[event], l
 		}
 		return err
 	}
+	// billed returns err, a failure of the stream, carrying what the
+	// stream announced and no delta carried (runtime.CallError.Usage):
+	// the input of message_start when no delta went out, and the output
+	// of a message_delta. The provider bills them though the call failed.
+	reported := false // a message_delta reported the output
+	billed := func(err error) error {
+		var ce *runtime.CallError
+		if errors.As(err, &ce) {
+			ce.Usage = runtime.Usage{InputTokens: input.InputTokens - sent.InputTokens, CachedInputTokens: input.CachedInputTokens - sent.CachedInputTokens,
+				CacheWriteInputTokens: input.CacheWriteInputTokens - sent.CacheWriteInputTokens}
+			if reported {
+				ce.Usage.OutputTokens, ce.Usage.ReasoningTokens = output.OutputTokens, output.ReasoningTokens
+			}
+		}
+		return err
+	}
 	toolIndex := func(block int64) int {
 		for i, b := range tools {
 			if b == block {
@@ -334,6 +354,7 @@ func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[event], l
 				}
 			}
 			u := &ev.Usage
+			reported = true
 			output.OutputTokens = u.OutputTokens
 			output.ReasoningTokens = u.OutputTokensDetails.ThinkingTokens
 			if in := u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens; in > input.InputTokens {
@@ -348,13 +369,13 @@ func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[event], l
 		return nil // the body's read failed as the consumer had stopped
 	}
 	if err := stream.Err(); err != nil {
-		return fail(c.failure(ctx, err, deltas))
+		return fail(billed(c.failure(ctx, err, deltas)))
 	}
 	if !stopped {
 		if ctx.Err() != nil {
 			return fail(ctx.Err())
 		}
-		return fail(c.call.Truncated(deltas))
+		return fail(billed(c.call.Truncated(deltas)))
 	}
 	if finish == "" {
 		finish = runtime.FinishStop
@@ -390,10 +411,17 @@ func (c *Client) failure(ctx context.Context, err error, deltas int) error {
 	return c.call.Transport(ctx, err, deltas)
 }
 
-// finishReason maps Anthropic's stop reason onto the runtime's vocabulary.
+// FinishPauseTurn is the finish reason of a turn the API paused
+// (Anthropic's pause_turn: a long turn of its server tools): the answer is
+// not finished. The runtime's vocabulary has no such reason, and stop
+// would pass the unfinished answer for a whole one.
+const FinishPauseTurn = "pause_turn"
+
+// finishReason maps Anthropic's stop reason onto the runtime's vocabulary;
+// one it has no word for (pause_turn) is kept as it is.
 func finishReason(r string) string {
 	switch r {
-	case "end_turn", "stop_sequence", "pause_turn":
+	case "end_turn", "stop_sequence":
 		return runtime.FinishStop
 	case "max_tokens", "model_context_window_exceeded":
 		return runtime.FinishLength

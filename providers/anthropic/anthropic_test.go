@@ -86,6 +86,7 @@ func TestErrorEventBeforeOutput(t *testing.T) {
 	ce := ssetest.CallError(t, err, testKey)
 	assert.Equal(t, runtime.KindTransient, ce.Kind)
 	assert.Contains(t, err.Error(), "stream error before any output: overloaded_error: Overloaded")
+	assert.Equal(t, runtime.Usage{InputTokens: 12}, ce.Usage, "the input message_start announced is billed: the error carries it")
 }
 
 func TestHTTPErrorsAreClassified(t *testing.T) {
@@ -108,6 +109,34 @@ func TestConnectionDroppedMidStream(t *testing.T) {
 	ce := ssetest.CallError(t, err, testKey)
 	assert.Equal(t, runtime.KindTransient, ce.Kind)
 	assert.Contains(t, err.Error(), "mid-stream after 2 deltas")
+	assert.Equal(t, runtime.Usage{InputTokens: 472}, sum(ds), "the input rode on the first delta")
+	assert.Zero(t, ce.Usage, "the error carries nothing a delta carried, nor an output count the stream never reported")
+}
+
+// A stream cut after its message_delta, before message_stop, carries the
+// output count the message_delta reported.
+func TestConnectionDroppedBeforeMessageStopCarriesTheOutput(t *testing.T) {
+	s := ssetest.New(t, ssetest.Reply{Body: ssetest.Transcript(t, "text.sse"), DropAfter: 8})
+	ds, err := ssetest.Collect(t, client(t, s), hi())
+	assert.Equal(t, "Hello! How can I help you today?", ssetest.Text(ds))
+	ce := ssetest.CallError(t, err, testKey)
+	assert.Equal(t, runtime.Usage{InputTokens: 472}, sum(ds))
+	assert.Equal(t, runtime.Usage{OutputTokens: 15}, ce.Usage)
+}
+
+// A stream cut after message_start, before any delta, carries the input
+// it announced, cache reads and writes included, on its error.
+func TestConnectionDroppedBeforeOutputCarriesTheInput(t *testing.T) {
+	start := `event: message_start
+data: {"type":"message_start","message":{"usage":{"input_tokens":30,"cache_read_input_tokens":100,"cache_creation_input_tokens":50,"output_tokens":1}}}
+
+`
+	s := ssetest.New(t, ssetest.Reply{Body: start + ssetest.Transcript(t, "text.sse"), DropAfter: 1})
+	ds, err := ssetest.Collect(t, client(t, s), hi())
+	assert.Empty(t, ds)
+	ce := ssetest.CallError(t, err, testKey)
+	assert.Equal(t, runtime.KindTransient, ce.Kind)
+	assert.Equal(t, runtime.Usage{InputTokens: 180, CachedInputTokens: 100, CacheWriteInputTokens: 50}, ce.Usage)
 }
 
 func TestConsumerThatStopsClosesTheConnection(t *testing.T) {
@@ -266,4 +295,28 @@ func TestRetryHeadersOfAnErrorResponse(t *testing.T) {
 		ssetest.Case("500 x-should-retry false", 500, map[string]string{"X-Should-Retry": "false"}, `{"type":"error","error":{"type":"api_error","message":"Internal server error"}}`, runtime.KindPermanent, 0, "500 Internal Server Error: api_error"),
 		ssetest.Case("400 retry-after", 400, map[string]string{"Retry-After": "5"}, `{"type":"error","error":{"type":"invalid_request_error","message":"x"}}`, runtime.KindPermanent, 0, "400 Bad Request"),
 	})
+}
+
+// A paused turn (pause_turn) is not a finished answer: its finish reason
+// says so instead of stop.
+func TestPausedTurnIsNotAStop(t *testing.T) {
+	body := `event: message_start
+data: {"type":"message_start","message":{"usage":{"input_tokens":10,"output_tokens":1}}}
+
+event: content_block_start
+data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":"Searching"}}
+
+event: message_delta
+data: {"type":"message_delta","delta":{"stop_reason":"pause_turn","stop_sequence":null},"usage":{"output_tokens":3}}
+
+event: message_stop
+data: {"type":"message_stop"}
+
+`
+	s := ssetest.New(t, ssetest.Reply{Body: body})
+	ds, err := ssetest.Collect(t, client(t, s), hi())
+	require.NoError(t, err)
+	require.NotEmpty(t, ds)
+	assert.Equal(t, anthropic.FinishPauseTurn, ds[len(ds)-1].FinishReason)
+	assert.Equal(t, runtime.Usage{InputTokens: 10, OutputTokens: 3}, sum(ds))
 }

@@ -13,7 +13,8 @@
 // A client streams with stream_options.include_usage, so the last delta
 // carries the usage the server reported (cached prompt tokens and reasoning
 // tokens included); it turns tool-call chunks into ToolCallDelta fragments
-// and reports the finish reason on the last delta. The SDK's own retries
+// and reports the finish reason on the last delta (content_filter, not
+// stop, after refusal deltas, whose text it passes as text). The SDK's own retries
 // are off: the policy's retry layer retries, and a failure comes back as a
 // *runtime.CallError classified from the wire (see docs/providers.md). The
 // API key never appears in an error.
@@ -237,6 +238,7 @@ func (c *Client) consume(ctx context.Context, events *wire.Events, drain func(),
 		usage    runtime.Usage
 		hasUsage bool
 		done     bool // [DONE] arrived
+		refused  bool // the model refused (refusal deltas)
 		slab     wire.ToolCallSlab
 		chunk    chunk
 	)
@@ -280,7 +282,7 @@ func (c *Client) consume(ctx context.Context, events *wire.Events, drain func(),
 			}
 			d := runtime.Delta{Text: ch.Delta.Content}
 			if d.Text == "" && ch.Delta.Refusal != "" {
-				d.Text = ch.Delta.Refusal
+				d.Text, refused = ch.Delta.Refusal, true
 			}
 			if n := len(ch.Delta.ToolCalls); n > 0 {
 				d.ToolCalls = slab.Take(n)
@@ -317,6 +319,10 @@ func (c *Client) consume(ctx context.Context, events *wire.Events, drain func(),
 			return fail(ctx.Err())
 		}
 		return fail(c.call.Truncated(deltas))
+	}
+	if refused && finish == runtime.FinishStop {
+		// A refusal is not an answer: it ends as Anthropic's refusal does.
+		finish = runtime.FinishContentFilter
 	}
 	last := runtime.Delta{FinishReason: finish}
 	if hasUsage {

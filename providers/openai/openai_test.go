@@ -302,3 +302,20 @@ func TestRequestIDIsReported(t *testing.T) {
 type noteID func(string)
 
 func (f noteID) NoteUpstreamRequestID(id string) { f(id) }
+
+// A refusal (refusal deltas) ends with finish reason content_filter, as
+// Anthropic's refusal does, not stop: the caller and a cache can tell it
+// from an answer. Its text is the refusal's.
+func TestRefusalEndsAsContentFilter(t *testing.T) {
+	body := `data: {"choices":[{"index":0,"delta":{"role":"assistant","content":null,"refusal":""},"finish_reason":null}]}` + "\n\n" +
+		`data: {"choices":[{"index":0,"delta":{"refusal":"I can't help"},"finish_reason":null}]}` + "\n\n" +
+		`data: {"choices":[{"index":0,"delta":{"refusal":" with that."},"finish_reason":null}]}` + "\n\n" +
+		`data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` + "\n\n" +
+		`data: {"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":5}}` + "\n\n" +
+		"data: [DONE]\n\n"
+	s := ssetest.New(t, ssetest.Reply{Body: body})
+	ds, err := ssetest.Collect(t, client(t, s), hi())
+	require.NoError(t, err)
+	assert.Equal(t, "I can't help with that.", ssetest.Text(ds))
+	assert.Equal(t, runtime.Delta{FinishReason: runtime.FinishContentFilter, Usage: runtime.Usage{InputTokens: 9, OutputTokens: 5}}, ds[len(ds)-1])
+}

@@ -1,0 +1,104 @@
+package runtime
+
+import (
+	"bytes"
+	"encoding/base64"
+	"image"
+	_ "image/gif" // DecodeConfig reads the size of a GIF
+	_ "image/jpeg"
+	_ "image/png"
+	"io"
+	"math"
+	"strings"
+)
+
+// MaxImageTokens is the estimate of an image whose size is not known: one
+// known only by an http(s) URL, or whose header cannot be read (a format
+// other than PNG, JPEG and GIF, a corrupt or truncated image). It is the
+// most the image estimate gives any size (see EstimateMessages), so a
+// reservation never counts such an image for less than a provider may bill.
+const MaxImageTokens = 5000
+
+// Image token figures of the providers (see imageTokensOf).
+const (
+	// OpenAI's tiled images: the image fits in 2048 x 2048, then its
+	// shortest side in 768, and costs 85 tokens plus 170 a 512-pixel tile.
+	openAIFit, openAIShort, openAITile = 2048, 768, 512
+	openAIBase, openAIPerTile          = 85, 170
+	// OpenAI's patched images (gpt-4.1-mini and -nano, o4-mini): a 32-pixel
+	// patch a token, at most 1536, billed times a model's multiplier, 2.46
+	// at most (gpt-4.1-nano).
+	openAIPatch, openAIMaxPatches, openAIPatchFactor = 32, 1536, 2.46
+	// Anthropic: w x h / 750 tokens, and at least a 28-pixel patch a
+	// token, after the resize to its native resolution: 2576 pixels on the
+	// long edge and 3.75 megapixels at most (Claude Opus 4.7; earlier
+	// models resize to 1568 pixels and about 1.15 megapixels, and bill
+	// less).
+	anthropicLongEdge, anthropicPixels = 2576, 3_750_000
+	anthropicPixelsPerToken            = 750
+	anthropicPatch                     = 28
+)
+
+// imageTokens estimates the input tokens of an image part from its size,
+// read from the header of its bytes (Data, or a base64 data: URL, which
+// wins as the providers send it): the most a provider bills for an image of
+// that size (imageTokensOf). An image whose size cannot be read is
+// estimated at MaxImageTokens.
+func imageTokens(p *ContentPart) int64 {
+	var r io.Reader
+	switch {
+	case p.ImageURL != "":
+		rest, ok := strings.CutPrefix(p.ImageURL, "data:")
+		if !ok {
+			return MaxImageTokens
+		}
+		head, body, ok := strings.Cut(rest, ",")
+		if !ok || !strings.HasSuffix(head, ";base64") {
+			return MaxImageTokens
+		}
+		// Decoded as it is read: the header is a few bytes at the start,
+		// and the rest of the payload is never decoded.
+		r = base64.NewDecoder(base64.StdEncoding, strings.NewReader(body))
+	case len(p.Data) > 0:
+		r = bytes.NewReader(p.Data)
+	default:
+		return MaxImageTokens
+	}
+	cfg, _, err := image.DecodeConfig(r)
+	if err != nil || cfg.Width <= 0 || cfg.Height <= 0 {
+		return MaxImageTokens
+	}
+	return imageTokensOf(cfg.Width, cfg.Height)
+}
+
+// imageTokensOf returns the most a provider bills for an image of w x h
+// pixels: the largest of OpenAI's tiled and patched counts and
+// Anthropic's, each after the provider's own resize. It never exceeds
+// MaxImageTokens.
+func imageTokensOf(w, h int) int64 {
+	fw, fh := float64(w), float64(h)
+
+	// OpenAI, tiles.
+	tw, th := fit(fw, fh, openAIFit/max(fw, fh))
+	tw, th = fit(tw, th, openAIShort/min(tw, th))
+	tiled := openAIBase + openAIPerTile*math.Ceil(tw/openAITile)*math.Ceil(th/openAITile)
+
+	// OpenAI, patches.
+	patched := math.Ceil(min(math.Ceil(fw/openAIPatch)*math.Ceil(fh/openAIPatch), openAIMaxPatches) * openAIPatchFactor)
+
+	// Anthropic.
+	aw, ah := fit(fw, fh, anthropicLongEdge/max(fw, fh))
+	aw, ah = fit(aw, ah, math.Sqrt(anthropicPixels/(aw*ah)))
+	anthropic := max(math.Ceil(aw*ah/anthropicPixelsPerToken), math.Ceil(aw/anthropicPatch)*math.Ceil(ah/anthropicPatch))
+
+	return min(int64(max(tiled, patched, anthropic)), MaxImageTokens)
+}
+
+// fit scales w x h by s when s shrinks it; a provider never enlarges an
+// image.
+func fit(w, h, s float64) (float64, float64) {
+	if s >= 1 {
+		return w, h
+	}
+	return w * s, h * s
+}
