@@ -109,6 +109,8 @@ func TestRequestsAfterLayers(t *testing.T) {
 	    {"role": "system", "content": "be brief"},
 	    {"role": "user", "content": "`+long+`"},
 	    {"role": "assistant", "content": "`+long+`"},
+	    {"role": "user", "content": "and today?"},
+	    {"role": "assistant", "content": "sunny"},
 	    {"role": "user", "content": "mail me at ann@example.com"}]}}]}`, scenario.Options{})
 	reqs := res.Steps[0].Requests
 	require.Len(t, reqs, 2, "%v", got)
@@ -120,9 +122,12 @@ func TestRequestsAfterLayers(t *testing.T) {
 		for _, m := range r.Messages {
 			roles = append(roles, m.Role)
 		}
-		// The system prompt and the two recent messages; the old question went.
-		assert.Equal(t, []string{"system", "assistant", "user"}, roles)
-		assert.Equal(t, "mail me at [REDACTED:email]", r.Messages[2].Content)
+		// The system prompt, the two recent messages and the question the
+		// recent answer answers (a transcript opens with a user message);
+		// the old exchange went.
+		assert.Equal(t, []string{"system", "user", "assistant", "user"}, roles)
+		assert.Equal(t, "and today?", r.Messages[1].Content)
+		assert.Equal(t, "mail me at [REDACTED:email]", r.Messages[3].Content)
 	}
 }
 
