@@ -108,6 +108,9 @@ func (e *explorer) trace(o *outcome) []string {
 			if ev.ErrKind != "" {
 				res = ev.ErrKind
 			}
+			if ev.Refused != "" {
+				res += " (the provider refused it)"
+			}
 			line = fmt.Sprintf("exit  %s %s: %s", ev.Stage, posName(e.orig, ev.Stage, ev.Pos), res)
 			if ev.Pos == len(chainOf(e.orig, ev.Stage)) && !ran[ev.Step] {
 				line += " (script exhausted: did not run)"

@@ -132,6 +132,7 @@ const (
 	outRateLimited = "rate_limited"
 	outTimeout     = "timeout"
 	outPermanent   = "permanent"
+	outRefused     = "refused"
 	outFailAfter   = "fail_after_1"
 	outStop        = "stop_after_1"
 	outSlow        = "slow"
@@ -381,7 +382,7 @@ func instrument(p *plan.Plan) (*plan.Plan, error) {
 // alphabets returns the outcomes explored for models and tools; slow ones
 // only where a layer of the chain reacts to time (hedge, attempt timeouts).
 func alphabets(p *plan.Plan) (chat, tool []string) {
-	chat = []string{outOK, outTransient, outRateLimited, outTimeout, outPermanent, outFailAfter, outStop}
+	chat = []string{outOK, outTransient, outRateLimited, outTimeout, outPermanent, outRefused, outFailAfter, outStop}
 	tool = []string{outOK, outTransient, outRateLimited, outTimeout, outPermanent, outCrash}
 	if timed(p.Chains.Chat) {
 		chat = append(chat, outSlow)
@@ -655,6 +656,8 @@ func (e *explorer) modelItem(o string) scenario.ModelItem {
 		return scenario.ModelItem{Deltas: []string{"o", "k"}, FailAfter: &one, Error: scenario.ErrTransient}
 	case outRateLimited:
 		return scenario.ModelItem{Error: scenario.ErrRateLimited, RetryAfterMS: 1000}
+	case outRefused:
+		return scenario.ModelItem{Error: scenario.ErrRefused}
 	}
 	return scenario.ModelItem{Error: o}
 }
@@ -755,8 +758,8 @@ func ledgers(pl *runtime.Pipeline, runID string) []ledgerOf {
 }
 
 // fingerprint is the observable state a run ends in: the steps' outcomes,
-// the executions and audit records of each call, the ledgers and the
-// virtual time. Two scripts that end in the same state are extended only
+// the executions, audit records and refusals of each call, the ledgers and
+// the virtual time. Two scripts that end in the same state are extended only
 // once. The concurrent copies of a step are interchangeable: each copy's
 // part is written on its own and the parts sorted, so that a run and its
 // image with the copies swapped have one fingerprint.
@@ -796,6 +799,14 @@ func (o *outcome) fingerprint() string {
 			s = "|x"
 		case evRecord:
 			s = fmt.Sprintf("|r%s:%s:%d", ev.Record.Phase, ev.Record.Decision, ev.Record.Attempts)
+		case evExit:
+			// A refusal ends the call as a permanent failure does, but
+			// what a layer does next differs (a fallback falls over, a
+			// retry must not retry).
+			if ev.Refused == "" {
+				continue
+			}
+			s = "|R"
 		default:
 			continue
 		}

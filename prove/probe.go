@@ -2,6 +2,7 @@ package prove
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/agentc-dev/agentc/runtime"
@@ -57,6 +58,9 @@ type event struct {
 	// model: what a meter just outside it charges.
 	Usage runtime.Usage
 	Model string
+	// Refused names the model called of an exit whose error is its
+	// provider's refusal to serve the call (runtime.ErrProviderRefused).
+	Refused string
 }
 
 // recorder collects the events of one run; it travels in the run's context.
@@ -144,8 +148,12 @@ func (p *probe) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		}
 		u := c.Usage.Sub(u0)
 		u.Add(c.Discarded.Sub(d0))
+		refused := ""
+		if errors.Is(err, runtime.ErrProviderRefused) {
+			refused = c.Request.Model
+		}
 		rec.add(ctx, event{Kind: evExit, Stage: p.Stage, Pos: p.Pos, Class: runtime.Classify(err), ErrKind: kindOf(err),
-			Usage: u, Model: model})
+			Usage: u, Model: model, Refused: refused})
 		return err
 	}
 }
