@@ -64,9 +64,9 @@ const (
 type Report struct {
 	// Depth and Copies are the bounds explored.
 	Depth, Copies int
-	// Targets is the number of (stage, model or tool, argument set, copies)
-	// combinations explored; Symmetric those skipped as the image of one
-	// already explored.
+	// Targets is the number of (stage, model or tool, argument set, copies
+	// and their order) combinations explored; Symmetric those skipped as
+	// the image of one already explored.
 	Targets, Symmetric int
 	// States is the number of fault scripts run through the pipeline;
 	// Pruned the scripts not extended because their run reached a state
@@ -149,7 +149,9 @@ type target struct {
 	name   string
 	args   map[string]any
 	copies int
-	label  string
+	// together: the copies are admitted together (gate).
+	together bool
+	label    string
 }
 
 // explorer holds the state of one Explore.
@@ -436,10 +438,15 @@ func (e *explorer) targets() []target {
 					if len(variants) > 1 {
 						label += fmt.Sprintf(" (args %d)", vi+1)
 					}
-					if c > 1 {
-						label += fmt.Sprintf(" x%d concurrent", c)
+					if c == 1 {
+						out = append(out, target{stage: plan.StageTool, name: name, args: args, copies: c, label: label})
+						continue
 					}
-					out = append(out, target{stage: plan.StageTool, name: name, args: args, copies: c, label: label})
+					// Concurrent copies in the order the scheduler gives
+					// them, and admitted together.
+					label += fmt.Sprintf(" x%d concurrent", c)
+					out = append(out, target{stage: plan.StageTool, name: name, args: args, copies: c, label: label},
+						target{stage: plan.StageTool, name: name, args: args, copies: c, together: true, label: label + ", admitted together"})
 				}
 			}
 		}
@@ -452,7 +459,7 @@ func (e *explorer) targets() []target {
 // models with the same rates that no layer names.
 func (e *explorer) signature(t target) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s|%d|", t.stage, t.copies)
+	fmt.Fprintf(&b, "%s|%d|%v|", t.stage, t.copies, t.together)
 	args, _ := json.Marshal(t.args)
 	b.Write(args)
 	switch t.stage {
@@ -699,6 +706,9 @@ func (e *explorer) run(ctx context.Context, t target, script []string) (*outcome
 
 func (e *explorer) runScenario(ctx context.Context, t target, script []string, sc *scenario.Scenario) (*outcome, error) {
 	rec := &recorder{billInput: e.usage.InputTokens}
+	if t.together {
+		rec.gate = newGate(t.copies)
+	}
 	clock := runtime.NewVirtualClock(scenario.Epoch)
 	o := &outcome{sc: sc, timed: e.clocked}
 	res, err := scenario.Run(context.WithValue(ctx, recorderKey{}, rec), e.p, sc, scenario.Options{

@@ -70,6 +70,9 @@ type recorder struct {
 	// billInput is the input the scripted provider bills a request
 	// cancelled after it went out (see probe.WrapChat).
 	billInput int64
+	// gate, when set, orders the concurrent copies of a step at the tool
+	// (admitted together).
+	gate *gate
 }
 
 type recorderKey struct{}
@@ -94,6 +97,7 @@ func (r *recorder) add(ctx context.Context, e event) {
 	e.Seq = len(r.events)
 	r.events = append(r.events, e)
 	r.mu.Unlock()
+	r.gate.progress(e.Step)
 }
 
 func (r *recorder) snapshot() []event {
@@ -161,9 +165,16 @@ func (p *probe) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 // WrapTool implements runtime.ToolWrapper.
 func (p *probe) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 	return func(ctx context.Context, c *runtime.ToolCall) (any, error) {
-		recorderOf(ctx).add(ctx, event{Kind: evEnter, Stage: p.Stage, Pos: p.Pos})
+		rec := recorderOf(ctx)
+		rec.add(ctx, event{Kind: evEnter, Stage: p.Stage, Pos: p.Pos})
+		if p.Last && rec != nil {
+			rec.gate.arrive(ctx)
+		}
 		v, err := next(ctx, c)
 		p.exit(ctx, err)
+		if p.Pos == 0 && rec != nil {
+			rec.gate.end(ctx)
+		}
 		return v, err
 	}
 }
