@@ -15,10 +15,14 @@ import (
 // must not hold the run for good. Every event of a copy (a layer entered or
 // left) starts the wait again. They are real time: the layers run on real
 // goroutines.
-const (
+var (
 	// barrierGrace is how long a copy at the tool waits for the others to
-	// come after their last event.
+	// come after their last event. A variable so that a test on a loaded
+	// machine can wait longer.
 	barrierGrace = 5 * time.Millisecond
+)
+
+const (
 	// turnGrace is how long a copy waits for the one running the tool to
 	// end its call after its last event (a call can wait on the virtual
 	// clock, which grants woken goroutines up to 20 ms).

@@ -6,10 +6,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentc-dev/agentc/prove"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
@@ -68,6 +70,10 @@ const oneDeliveryRuns = `invariants: custom: one_delivery_runs: "steps.all(s, !h
 // admitting the copies together, whatever order the scheduler would give
 // them, and says that the counterexample needs that interleaving.
 func TestConcurrentCopiesAdmittedTogether(t *testing.T) {
+	// Copies that are not held both reach the barrier: a long grace only
+	// makes sure a loaded machine schedules the second before the first
+	// gives up waiting.
+	t.Cleanup(prove.SetBarrierGrace(time.Second))
 	r := explorePolicy(t, refundTool+oneDeliveryRuns+`chains: tool: [{use: "audit"}, {use: "provetest.check_then_run"}]`, 3)
 	var found []string
 	for _, v := range r.Violations {
