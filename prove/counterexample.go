@@ -45,9 +45,13 @@ func (e *explorer) counterexample(ctx context.Context, t target, script []string
 		Copies: t.copies, Scenario: &sc, Trace: e.trace(best), of: of}
 	if t.copies > 1 {
 		// Concurrent copies race for the script's items: replay the
-		// scenario to see whether the violation needs one interleaving.
+		// scenario as agentc run does (the copies in the order the
+		// scheduler gives them) to see whether the violation needs one
+		// interleaving.
+		free := t
+		free.together = false
 		for range replayChecks {
-			r, err := e.runScenario(ctx, t, script, &sc)
+			r, err := e.runScenario(ctx, free, script, &sc)
 			if err != nil {
 				break
 			}
@@ -107,6 +111,9 @@ func (e *explorer) trace(o *outcome) []string {
 			res := "ok"
 			if ev.ErrKind != "" {
 				res = ev.ErrKind
+			}
+			if ev.Refused != "" {
+				res += " (the provider refused it)"
 			}
 			line = fmt.Sprintf("exit  %s %s: %s", ev.Stage, posName(e.orig, ev.Stage, ev.Pos), res)
 			if ev.Pos == len(chainOf(e.orig, ev.Stage)) && !ran[ev.Step] {

@@ -6,10 +6,13 @@
 // layer, and calls each declared model through the chat chain and each
 // declared tool through the tool chain under every script of attempt
 // outcomes up to a depth k: ok, transient, rate_limited (with a Retry-After),
-// timeout, permanent, a failure after one delta, a consumer stop after one
-// delta, a slow response (where a hedge or an attempt timeout reacts to
+// timeout, permanent, refused (a model provider's 401), a failure after one
+// delta, a consumer stop after one delta, a slow response (where a hedge or an attempt timeout reacts to
 // time), and a process crash while a tool runs, with one and two concurrent
-// deliveries of each tool call. Scripts are explored breadth first; a script
+// deliveries of each tool call; the two deliveries in the order the
+// scheduler gives them, and admitted together (each waits at the tool until
+// the other has passed the layers above it, then they run it one after the
+// other: gate). Scripts are explored breadth first; a script
 // whose run ends in a state already seen, or that did not reach its last
 // outcome, is not extended, and a target that is the image of one already
 // explored under renaming is skipped. Targets advance one depth at a time,
@@ -18,7 +21,7 @@
 //
 // After every run the invariants are checked: the built-in ones
 // (max_executions, audit_complete, budget_overshoot, no_effect_after_block,
-// no_retry_after_output, no_phantom_effect) unless the plan turns them off,
+// no_retry_after_output, no_phantom_effect, no_retry_after_refusal) unless the plan turns them off,
 // and the plan's own CEL invariants over the run's trace. Each violation
 // comes with the shortest script that shows it, as a scenario that
 // `agentc run` replays, and the trace of the run.

@@ -64,9 +64,9 @@ const (
 type Report struct {
 	// Depth and Copies are the bounds explored.
 	Depth, Copies int
-	// Targets is the number of (stage, model or tool, argument set, copies)
-	// combinations explored; Symmetric those skipped as the image of one
-	// already explored.
+	// Targets is the number of (stage, model or tool, argument set, copies
+	// and their order) combinations explored; Symmetric those skipped as
+	// the image of one already explored.
 	Targets, Symmetric int
 	// States is the number of fault scripts run through the pipeline;
 	// Pruned the scripts not extended because their run reached a state
@@ -132,6 +132,7 @@ const (
 	outRateLimited = "rate_limited"
 	outTimeout     = "timeout"
 	outPermanent   = "permanent"
+	outRefused     = "refused"
 	outFailAfter   = "fail_after_1"
 	outStop        = "stop_after_1"
 	outSlow        = "slow"
@@ -148,7 +149,9 @@ type target struct {
 	name   string
 	args   map[string]any
 	copies int
-	label  string
+	// together: the copies are admitted together (gate).
+	together bool
+	label    string
 }
 
 // explorer holds the state of one Explore.
@@ -381,7 +384,7 @@ func instrument(p *plan.Plan) (*plan.Plan, error) {
 // alphabets returns the outcomes explored for models and tools; slow ones
 // only where a layer of the chain reacts to time (hedge, attempt timeouts).
 func alphabets(p *plan.Plan) (chat, tool []string) {
-	chat = []string{outOK, outTransient, outRateLimited, outTimeout, outPermanent, outFailAfter, outStop}
+	chat = []string{outOK, outTransient, outRateLimited, outTimeout, outPermanent, outRefused, outFailAfter, outStop}
 	tool = []string{outOK, outTransient, outRateLimited, outTimeout, outPermanent, outCrash}
 	if timed(p.Chains.Chat) {
 		chat = append(chat, outSlow)
@@ -435,10 +438,15 @@ func (e *explorer) targets() []target {
 					if len(variants) > 1 {
 						label += fmt.Sprintf(" (args %d)", vi+1)
 					}
-					if c > 1 {
-						label += fmt.Sprintf(" x%d concurrent", c)
+					if c == 1 {
+						out = append(out, target{stage: plan.StageTool, name: name, args: args, copies: c, label: label})
+						continue
 					}
-					out = append(out, target{stage: plan.StageTool, name: name, args: args, copies: c, label: label})
+					// Concurrent copies in the order the scheduler gives
+					// them, and admitted together.
+					label += fmt.Sprintf(" x%d concurrent", c)
+					out = append(out, target{stage: plan.StageTool, name: name, args: args, copies: c, label: label},
+						target{stage: plan.StageTool, name: name, args: args, copies: c, together: true, label: label + ", admitted together"})
 				}
 			}
 		}
@@ -451,7 +459,7 @@ func (e *explorer) targets() []target {
 // models with the same rates that no layer names.
 func (e *explorer) signature(t target) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s|%d|", t.stage, t.copies)
+	fmt.Fprintf(&b, "%s|%d|%v|", t.stage, t.copies, t.together)
 	args, _ := json.Marshal(t.args)
 	b.Write(args)
 	switch t.stage {
@@ -655,6 +663,8 @@ func (e *explorer) modelItem(o string) scenario.ModelItem {
 		return scenario.ModelItem{Deltas: []string{"o", "k"}, FailAfter: &one, Error: scenario.ErrTransient}
 	case outRateLimited:
 		return scenario.ModelItem{Error: scenario.ErrRateLimited, RetryAfterMS: 1000}
+	case outRefused:
+		return scenario.ModelItem{Error: scenario.ErrRefused}
 	}
 	return scenario.ModelItem{Error: o}
 }
@@ -696,6 +706,9 @@ func (e *explorer) run(ctx context.Context, t target, script []string) (*outcome
 
 func (e *explorer) runScenario(ctx context.Context, t target, script []string, sc *scenario.Scenario) (*outcome, error) {
 	rec := &recorder{billInput: e.usage.InputTokens}
+	if t.together {
+		rec.gate = newGate(t.copies)
+	}
 	clock := runtime.NewVirtualClock(scenario.Epoch)
 	o := &outcome{sc: sc, timed: e.clocked}
 	res, err := scenario.Run(context.WithValue(ctx, recorderKey{}, rec), e.p, sc, scenario.Options{
@@ -755,8 +768,8 @@ func ledgers(pl *runtime.Pipeline, runID string) []ledgerOf {
 }
 
 // fingerprint is the observable state a run ends in: the steps' outcomes,
-// the executions and audit records of each call, the ledgers and the
-// virtual time. Two scripts that end in the same state are extended only
+// the executions, audit records and refusals of each call, the ledgers and
+// the virtual time. Two scripts that end in the same state are extended only
 // once. The concurrent copies of a step are interchangeable: each copy's
 // part is written on its own and the parts sorted, so that a run and its
 // image with the copies swapped have one fingerprint.
@@ -796,6 +809,14 @@ func (o *outcome) fingerprint() string {
 			s = "|x"
 		case evRecord:
 			s = fmt.Sprintf("|r%s:%s:%d", ev.Record.Phase, ev.Record.Decision, ev.Record.Attempts)
+		case evExit:
+			// A refusal ends the call as a permanent failure does, but
+			// what a layer does next differs (a fallback falls over, a
+			// retry must not retry).
+			if ev.Refused == "" {
+				continue
+			}
+			s = "|R"
 		default:
 			continue
 		}

@@ -19,17 +19,18 @@ import (
 
 // The built-in invariants.
 const (
-	MaxExecutions      = "max_executions"
-	AuditComplete      = "audit_complete"
-	BudgetOvershoot    = "budget_overshoot"
-	NoEffectAfterBlock = "no_effect_after_block"
-	NoRetryAfterOutput = "no_retry_after_output"
-	NoPhantomEffect    = "no_phantom_effect"
+	MaxExecutions       = "max_executions"
+	AuditComplete       = "audit_complete"
+	BudgetOvershoot     = "budget_overshoot"
+	NoEffectAfterBlock  = "no_effect_after_block"
+	NoRetryAfterOutput  = "no_retry_after_output"
+	NoPhantomEffect     = "no_phantom_effect"
+	NoRetryAfterRefusal = "no_retry_after_refusal"
 )
 
 // Builtins lists the built-in invariants, each on unless the policy turns it
 // off.
-var Builtins = []string{MaxExecutions, AuditComplete, BudgetOvershoot, NoEffectAfterBlock, NoRetryAfterOutput, NoPhantomEffect}
+var Builtins = []string{MaxExecutions, AuditComplete, BudgetOvershoot, NoEffectAfterBlock, NoRetryAfterOutput, NoPhantomEffect, NoRetryAfterRefusal}
 
 type violation struct {
 	id, msg string
@@ -88,6 +89,7 @@ func (in *invariants) check(e *explorer, t target, o *outcome) []violation {
 	add(NoEffectAfterBlock, noEffectAfterBlock(e, o)...)
 	add(NoRetryAfterOutput, noRetryAfterOutput(o)...)
 	add(NoPhantomEffect, noPhantomEffect(e, t, o)...)
+	add(NoRetryAfterRefusal, noRetryAfterRefusal(e, o)...)
 	out = append(out, in.customs(t, o)...)
 	return out
 }
@@ -381,6 +383,30 @@ func noRetryAfterOutput(o *outcome) []string {
 		case ev.Kind == evExecute && ev.Stage == plan.StageChat && delivered[ev.Step] && !ev.Cancelled:
 			out = append(out, fmt.Sprintf("step %s: model %s was invoked again after a delta reached the caller", ev.Step, ev.Name))
 			delivered[ev.Step] = false
+		}
+	}
+	return out
+}
+
+// noRetryAfterRefusal: a provider that refused a call (its key, its
+// account, a model it does not know: runtime.ErrProviderRefused) refuses it
+// again, so the next model a call runs after a refusal is another one (a
+// fallback falls over) or none. A model run again after another one served
+// in between (a retry outside a fallback re-asking after a failure of the
+// other model's answer) is not a retry of the refusal.
+func noRetryAfterRefusal(e *explorer, o *outcome) []string {
+	model := len(e.orig.Chains.Chat)
+	refused := map[string]string{} // step -> the model that refused it, until another model runs
+	var out []string
+	for _, ev := range o.events {
+		switch {
+		case ev.Kind == evExit && ev.Stage == plan.StageChat && ev.Pos == model && ev.Refused != "":
+			refused[ev.Step] = ev.Refused
+		case ev.Kind == evExecute && ev.Stage == plan.StageChat:
+			if refused[ev.Step] == ev.Name {
+				out = append(out, fmt.Sprintf("step %s: model %s was invoked again after its provider refused the call", ev.Step, ev.Name))
+			}
+			delete(refused, ev.Step)
 		}
 	}
 	return out

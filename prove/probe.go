@@ -2,6 +2,7 @@ package prove
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/agentc-dev/agentc/runtime"
@@ -57,6 +58,9 @@ type event struct {
 	// model: what a meter just outside it charges.
 	Usage runtime.Usage
 	Model string
+	// Refused names the model called of an exit whose error is its
+	// provider's refusal to serve the call (runtime.ErrProviderRefused).
+	Refused string
 }
 
 // recorder collects the events of one run; it travels in the run's context.
@@ -66,6 +70,9 @@ type recorder struct {
 	// billInput is the input the scripted provider bills a request
 	// cancelled after it went out (see probe.WrapChat).
 	billInput int64
+	// gate, when set, orders the concurrent copies of a step at the tool
+	// (admitted together).
+	gate *gate
 }
 
 type recorderKey struct{}
@@ -90,6 +97,7 @@ func (r *recorder) add(ctx context.Context, e event) {
 	e.Seq = len(r.events)
 	r.events = append(r.events, e)
 	r.mu.Unlock()
+	r.gate.progress(e.Step)
 }
 
 func (r *recorder) snapshot() []event {
@@ -144,8 +152,12 @@ func (p *probe) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		}
 		u := c.Usage.Sub(u0)
 		u.Add(c.Discarded.Sub(d0))
+		refused := ""
+		if errors.Is(err, runtime.ErrProviderRefused) {
+			refused = c.Request.Model
+		}
 		rec.add(ctx, event{Kind: evExit, Stage: p.Stage, Pos: p.Pos, Class: runtime.Classify(err), ErrKind: kindOf(err),
-			Usage: u, Model: model})
+			Usage: u, Model: model, Refused: refused})
 		return err
 	}
 }
@@ -153,9 +165,16 @@ func (p *probe) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 // WrapTool implements runtime.ToolWrapper.
 func (p *probe) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 	return func(ctx context.Context, c *runtime.ToolCall) (any, error) {
-		recorderOf(ctx).add(ctx, event{Kind: evEnter, Stage: p.Stage, Pos: p.Pos})
+		rec := recorderOf(ctx)
+		rec.add(ctx, event{Kind: evEnter, Stage: p.Stage, Pos: p.Pos})
+		if p.Last && rec != nil {
+			rec.gate.arrive(ctx)
+		}
 		v, err := next(ctx, c)
 		p.exit(ctx, err)
+		if p.Pos == 0 && rec != nil {
+			rec.gate.end(ctx)
+		}
 		return v, err
 	}
 }

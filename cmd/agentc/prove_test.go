@@ -69,7 +69,7 @@ func TestProveBound(t *testing.T) {
 	}
 	code, out := run("-k", "3", "-maxstates", "20", filepath.Join(dir, "clean"))
 	assert.Equal(t, exitNotProven, code, out)
-	assert.Regexp(t, `: 2 targets, 20 states .*: not proven: bound reached \(-maxstates 20\) after 20 states; clean up to k=1 \(every script up to that length ran on all 2 targets\), 0 of 2 targets explored to k=3\n`, out)
+	assert.Regexp(t, `: 3 targets, 20 states .*: not proven: bound reached \(-maxstates 20\) after 20 states; clean up to k=1 \(every script up to that length ran on all 3 targets\), 0 of 3 targets explored to k=3\n`, out)
 	assert.NotContains(t, out, "proved clean")
 
 	code, out = run("-k", "3", "-timeout", "1ns", "-json", filepath.Join(dir, "clean"))
