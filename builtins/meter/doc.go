@@ -17,8 +17,17 @@
 // usage. Any other failure before anything arrived (a refusal, a rate
 // limit, an unreachable server) is not charged. A call served from a cache (Meta.Cached) is not charged.
 //
-// Tool: the ledger counts the tool calls that returned without error and were
-// not served from a cache; only the `calls` ceiling applies.
+// Tool: the ledger counts the tool calls that ran or may have made their
+// effect, and were not served from a cache or a stored outcome: a call that
+// returned without error, one that ran and whose result could not be used
+// (runtime.ErrRan), one whose outcome is unknown (runtime.ErrMayHaveRun,
+// runtime.ErrOutcomeUnrecorded), and a call of a side-effecting tool not
+// declared retry_safe that was cancelled or timed out while it ran, as
+// idempotent and audit treat it (so a client that cancels each call once the
+// tool has it does not make effects past the ceiling). A call that failed
+// otherwise, was proved not to have run (runtime.DidNotRun), had its context
+// ended before it began, or is a duplicate in doubt (*runtime.InDoubtError)
+// is not charged. Only the `calls` ceiling applies.
 //
 // Ceilings: before a call runs, it is refused with a *runtime.BudgetError if
 // the ledger has reached any ceiling (tokens: input plus output; usd; calls).

@@ -2,6 +2,7 @@ package meter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -545,12 +546,38 @@ func (m *Meter) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 				m.settle(ctx, l, reserved, false, runtime.Usage{}, 0)
 			}
 		}()
+		ended := ctx.Err() != nil // the tool is never started then
 		v, err := next(ctx, c)
 		release()
 		settled = true
-		m.settle(ctx, l, reserved, err == nil && !c.Meta.Cached, runtime.Usage{}, 0)
+		m.settle(ctx, l, reserved, toolRan(ctx, c, err, ended), runtime.Usage{}, 0)
 		return v, err
 	}
+}
+
+// toolRan reports whether a tool call that returned err is charged: it
+// returned without error, or it ran and its result could not be used
+// (runtime.ErrRan), or it may have made its effect: its outcome is unknown
+// (runtime.ErrMayHaveRun, runtime.ErrOutcomeUnrecorded), or it is a
+// side-effecting tool not declared retry_safe that was cancelled or timed
+// out while it ran, as idempotent and audit treat it. Otherwise a client
+// cancelling each call once the tool had it would make effects without
+// end under a calls ceiling. A call served from a cache or a stored
+// outcome (Meta.Cached), a duplicate in doubt (its first execution is the
+// one that may have run), a call proved not to have run and one whose
+// context had ended before it began (ended) are not charged.
+func toolRan(ctx context.Context, c *runtime.ToolCall, err error, ended bool) bool {
+	if c.Meta.Cached {
+		return false
+	}
+	if err == nil || errors.Is(err, runtime.ErrRan) || errors.Is(err, runtime.ErrMayHaveRun) || errors.Is(err, runtime.ErrOutcomeUnrecorded) {
+		return true
+	}
+	var dup *runtime.InDoubtError
+	if ended || errors.As(err, &dup) || runtime.DidNotRun(err) || c.Tool == nil || !c.Tool.SideEffecting || c.Tool.RetrySafe {
+		return false
+	}
+	return runtime.Classify(err) == runtime.ClassFailure && (ctx.Err() != nil || runtime.KindOf(err) == string(runtime.KindTimeout))
 }
 
 var (

@@ -508,3 +508,56 @@ func TestReservationRenewalsShareOneTimer(t *testing.T) {
 		})
 	}
 }
+
+// TestAToolCallThatMayHaveRunIsCharged: a tool call is charged when it ran
+// or may have made its effect (cancelled or timed out while a
+// side-effecting tool ran, its outcome unknown, its result unusable), and
+// not when it failed otherwise, was proved not to run, or is a duplicate
+// in doubt.
+func TestAToolCallThatMayHaveRunIsCharged(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		sideEffecting bool
+		retrySafe     bool
+		// cancel: the call's context ends while the tool runs; before:
+		// it had ended before the call.
+		cancel, before bool
+		err            error
+		charged        int64
+	}{
+		{name: "ok", charged: 1},
+		{name: "failed", sideEffecting: true, err: errors.New("declined")},
+		{name: "cancelled side-effecting", sideEffecting: true, cancel: true, err: context.Canceled, charged: 1},
+		{name: "cancelled before the call", sideEffecting: true, before: true, err: context.Canceled},
+		{name: "cancelled retry_safe", sideEffecting: true, retrySafe: true, cancel: true, err: context.Canceled},
+		{name: "cancelled read-only", cancel: true, err: context.Canceled},
+		{name: "timed out side-effecting", sideEffecting: true, err: &runtime.CallError{Kind: runtime.KindTimeout, Message: "504"}, charged: 1},
+		{name: "may have run", err: runtime.MayHaveRun(errors.New("connection lost")), charged: 1},
+		{name: "ran", err: runtime.Ran(&runtime.BlockedError{Layer: "after", Message: "no"}), charged: 1},
+		{name: "outcome unrecorded", err: &runtime.CallError{Kind: runtime.KindPermanent, Err: runtime.ErrOutcomeUnrecorded}, charged: 1},
+		{name: "not run", sideEffecting: true, cancel: true, err: runtime.NotRun(context.Canceled)},
+		{name: "duplicate in doubt", sideEffecting: true, cancel: true, err: &runtime.InDoubtError{Layer: "idem", Tool: "pay"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("meter", `{"budget":{"calls":5},"scope":"run"}`)}})
+			p.Tools = map[string]plan.Tool{"pay": {SideEffecting: tc.sideEffecting, RetrySafe: tc.retrySafe}}
+			ctx, cancel := context.WithCancel(runtime.WithRun(context.Background(), runtime.Run{ID: "r"}))
+			defer cancel()
+			pl, err := runtime.Build(context.Background(), p, runtime.Deps{Tools: map[string]runtime.ToolFunc{
+				"pay": func(context.Context, *runtime.ToolCall) (any, error) {
+					if tc.cancel {
+						cancel()
+					}
+					return "paid", tc.err
+				},
+			}})
+			require.NoError(t, err)
+			if tc.before {
+				cancel()
+			}
+			_, _ = pl.Tool(ctx, runtime.ToolRequest{Name: "pay"})
+			m := pl.Layers(plan.StageTool)[0].Middleware.(*meter.Meter)
+			assert.Equal(t, tc.charged, m.Ledger("r").Calls)
+		})
+	}
+}
