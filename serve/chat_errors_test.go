@@ -676,3 +676,14 @@ func TestUnreachableUpstreamIsNotDescribed(t *testing.T) {
 	}
 	assert.Contains(t, s.logs.String(), closed, "the log has the whole error")
 }
+
+// Nor may it name the run of an MCP session: the session, and its run,
+// belong to the key that opened it.
+func TestRunIDOfAnMCPSessionIsRefused(t *testing.T) {
+	g := newGateway(t, `{use: "tracing"}`, nil, nil)
+	code, _, body := do(t, "POST", g.url+"/v1/chat/completions", clientKey, chatBody("primary", "hi", false), RunHeader, "mcp-ABCDEF")
+	require.Equal(t, 400, code, body)
+	typ, _, _, msg := openAIError(t, body)
+	assert.Equal(t, "invalid_request_error", typ)
+	assert.Contains(t, msg, `X-Agentc-Run may not start with "mcp-"`)
+}

@@ -867,7 +867,7 @@ func (p *mcpProxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: err.Error()}
 	}
 	if id == "" {
-		id = "mcp-" + req.Session.ID()
+		id = mcpRunPrefix + req.Session.ID()
 	} else if err := validRunID(id); err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: err.Error()}
 	}

@@ -189,6 +189,11 @@ func validRunID(id string) error {
 		// its state, and that request's end would wipe it.
 		return fmt.Errorf("%s may not start with %q: such ids name the runs the gateway gives requests without one", RunHeader, anonPrefix)
 	}
+	if strings.HasPrefix(id, mcpRunPrefix) {
+		// The run of an MCP session belongs to the key that opened the
+		// session, as the session does.
+		return fmt.Errorf("%s may not start with %q: such ids name the runs of MCP sessions", RunHeader, mcpRunPrefix)
+	}
 	return nil
 }
 
@@ -210,6 +215,10 @@ func runHeader(h http.Header) (string, error) {
 
 // anonPrefix starts the id of the run of a request without a run id.
 const anonPrefix = "anon-"
+
+// mcpRunPrefix starts the id of the run of an MCP tool call without a run
+// id: the run of its session.
+const mcpRunPrefix = "mcp-"
 
 // withRun attaches the request's run to ctx. It returns the finish func
 // the handler calls when the request ends: an anonymous run ends then; a
