@@ -22,7 +22,7 @@
 // returned without error, one that ran and whose result could not be used
 // (runtime.ErrRan), one whose outcome is unknown (runtime.ErrMayHaveRun,
 // runtime.ErrOutcomeUnrecorded), and a call of a side-effecting tool not
-// declared retry_safe that was cancelled or timed out while it ran, as
+// declared retry_safe that was cancelled, timed out or panicked while it ran, as
 // idempotent and audit treat it (so a client that cancels each call once the
 // tool has it does not make effects past the ceiling). A call that failed
 // otherwise, was proved not to have run (runtime.DidNotRun), had its context

@@ -540,13 +540,16 @@ func (m *Meter) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 		}
 		release := m.hold(ctx, l, reserved)
 		settled := false
+		ended := ctx.Err() != nil // the tool is never started then
 		defer func() {
-			if !settled { // next panicked: release the reservation
+			if !settled {
+				// next panicked: a side-effecting tool may have made its
+				// effect (idempotent leaves its key in doubt), and is
+				// charged; any other call's reservation is released.
 				release()
-				m.settle(ctx, l, reserved, false, runtime.Usage{}, 0)
+				m.settle(ctx, l, reserved, !ended && c.Tool != nil && c.Tool.SideEffecting && !c.Tool.RetrySafe, runtime.Usage{}, 0)
 			}
 		}()
-		ended := ctx.Err() != nil // the tool is never started then
 		v, err := next(ctx, c)
 		release()
 		settled = true
@@ -560,7 +563,8 @@ func (m *Meter) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 // (runtime.ErrRan), or it may have made its effect: its outcome is unknown
 // (runtime.ErrMayHaveRun, runtime.ErrOutcomeUnrecorded), or it is a
 // side-effecting tool not declared retry_safe that was cancelled or timed
-// out while it ran, as idempotent and audit treat it. Otherwise a client
+// out while it ran, as idempotent and audit treat it (as is one that
+// panicked, see WrapTool). Otherwise a client
 // cancelling each call once the tool had it would make effects without
 // end under a calls ceiling. A call served from a cache or a stored
 // outcome (Meta.Cached), a duplicate in doubt (its first execution is the

@@ -522,8 +522,10 @@ func TestAToolCallThatMayHaveRunIsCharged(t *testing.T) {
 		// cancel: the call's context ends while the tool runs; before:
 		// it had ended before the call.
 		cancel, before bool
-		err            error
-		charged        int64
+		// panics: the tool panics instead of returning err.
+		panics  bool
+		err     error
+		charged int64
 	}{
 		{name: "ok", charged: 1},
 		{name: "failed", sideEffecting: true, err: errors.New("declined")},
@@ -537,6 +539,9 @@ func TestAToolCallThatMayHaveRunIsCharged(t *testing.T) {
 		{name: "outcome unrecorded", err: &runtime.CallError{Kind: runtime.KindPermanent, Err: runtime.ErrOutcomeUnrecorded}, charged: 1},
 		{name: "not run", sideEffecting: true, cancel: true, err: runtime.NotRun(context.Canceled)},
 		{name: "duplicate in doubt", sideEffecting: true, cancel: true, err: &runtime.InDoubtError{Layer: "idem", Tool: "pay"}},
+		{name: "panicked side-effecting", sideEffecting: true, panics: true, charged: 1},
+		{name: "panicked retry_safe", sideEffecting: true, retrySafe: true, panics: true},
+		{name: "panicked read-only", panics: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("meter", `{"budget":{"calls":5},"scope":"run"}`)}})
@@ -548,6 +553,9 @@ func TestAToolCallThatMayHaveRunIsCharged(t *testing.T) {
 					if tc.cancel {
 						cancel()
 					}
+					if tc.panics {
+						panic("the bank's client crashed")
+					}
 					return "paid", tc.err
 				},
 			}})
@@ -555,7 +563,12 @@ func TestAToolCallThatMayHaveRunIsCharged(t *testing.T) {
 			if tc.before {
 				cancel()
 			}
-			_, _ = pl.Tool(ctx, runtime.ToolRequest{Name: "pay"})
+			call := func() { _, _ = pl.Tool(ctx, runtime.ToolRequest{Name: "pay"}) }
+			if tc.panics {
+				require.Panics(t, call)
+			} else {
+				call()
+			}
 			m := pl.Layers(plan.StageTool)[0].Middleware.(*meter.Meter)
 			assert.Equal(t, tc.charged, m.Ledger("r").Calls)
 		})
