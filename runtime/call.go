@@ -437,7 +437,7 @@ func (u Usage) Sub(v Usage) Usage {
 
 // Finish reasons, in OpenAI's vocabulary; providers map theirs onto these
 // (Anthropic end_turn and stop_sequence: stop, max_tokens: length, tool_use:
-// tool_calls).
+// tool_calls, refusal: content_filter).
 const (
 	FinishStop          = "stop"
 	FinishLength        = "length"
@@ -479,6 +479,10 @@ type Delta struct {
 	// for none. A model thinks before it answers: thinking blocks come
 	// first in a response.
 	Thinking *ThinkingDelta `json:"thinking,omitempty"`
+	// Refusal reports that Text is the model's refusal to answer
+	// (OpenAI's refusal), not an answer. A layer that passes the text on,
+	// edited or not, keeps it.
+	Refusal bool `json:"refusal,omitempty"`
 	// More reports that the model client already has the stream's next
 	// delta at hand and yields it at once (the upstream had sent it when
 	// this one was decoded). A consumer writing to a network connection
@@ -793,6 +797,10 @@ type ChatResponse struct {
 	// Thinking are the thinking blocks the model returned (PartThinking
 	// and PartRedactedThinking parts, in order), collected like Text.
 	Thinking []ContentPart `json:"thinking,omitempty"`
+	// Refusal reports that Text is the model's refusal to answer: text of
+	// a delta marked Refusal was collected. Like Text, only Complete and
+	// ChatStream set it.
+	Refusal bool `json:"refusal,omitempty"`
 	// FinishReason is why the model stopped (see the Finish constants); ""
 	// when the stream did not say.
 	FinishReason string `json:"finish_reason,omitempty"`
