@@ -437,12 +437,16 @@ func (u Usage) Sub(v Usage) Usage {
 
 // Finish reasons, in OpenAI's vocabulary; providers map theirs onto these
 // (Anthropic end_turn and stop_sequence: stop, max_tokens: length, tool_use:
-// tool_calls, refusal: content_filter).
+// tool_calls, refusal: content_filter, pause_turn: FinishPauseTurn).
 const (
 	FinishStop          = "stop"
 	FinishLength        = "length"
 	FinishToolCalls     = "tool_calls"
 	FinishContentFilter = "content_filter"
+	// FinishPauseTurn ends a turn the provider paused (Anthropic's
+	// pause_turn: a long turn of its server tools): the answer is not
+	// finished, and the client sends it back to have it continued.
+	FinishPauseTurn = "pause_turn"
 )
 
 // ToolCallDelta is a fragment of a streamed tool call. Fragments of one call

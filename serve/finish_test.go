@@ -157,3 +157,17 @@ func TestOpenAIRefusalInTheTranscriptIsCarried(t *testing.T) {
 	assert.Equal(t, "assistant", sent.Messages[1].Role)
 	assert.Equal(t, "I can't help with that.", sent.Messages[1].Content)
 }
+
+// A paused turn (Anthropic's pause_turn) is not passed for a finished
+// one: an Anthropic client gets pause_turn, an OpenAI client length (the
+// answer is cut short, OpenAI's nearest word; stop would say it is whole).
+func TestPausedTurnReachesEachClientUnfinished(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		g := newGateway(t, typicalChain, nil, []reply{{body: anthropicStopping("pause_turn")}, {body: anthropicStopping("pause_turn")}})
+		msg := g.askAnthropic(t, "backup", stream)
+		require.Len(t, msg.Content, 1)
+		assert.Equal(t, "Hello..", msg.Content[0].Text)
+		assert.Equal(t, anthropic.StopReasonPauseTurn, msg.StopReason, "stream %v", stream)
+		assert.Equal(t, openAIAnswer{content: "Hello..", finish: "length"}, g.askOpenAI(t, "backup", stream), "stream %v", stream)
+	}
+}

@@ -357,11 +357,15 @@ func completeOpenAI(x *exchange, p *chatParams, resp *runtime.ChatResponse) {
 // openAIFinish maps a finish reason onto the Chat Completions API's: a
 // response without one ends as its tool calls or its text imply; a
 // refusal (refused: its text went out as the refusal) ends with stop, as
-// the API ends one, the refusal field saying what it is.
+// the API ends one, the refusal field saying what it is; a paused turn
+// (runtime.FinishPauseTurn), which the API has no word for, ends with
+// length: the answer is cut short, not whole.
 func openAIFinish(r string, refused, calls bool) string {
 	switch {
 	case r == runtime.FinishContentFilter && refused:
 		return runtime.FinishStop
+	case r == runtime.FinishPauseTurn:
+		return runtime.FinishLength
 	case r != "":
 		return r
 	case calls:
