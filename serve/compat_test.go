@@ -483,18 +483,11 @@ func TestToolResultErrorReachesAnOpenAIModel(t *testing.T) {
 		Tools: []anthropic.ToolUnionParam{anthropicWeatherTool},
 	})
 	require.NoError(t, err)
-	var sent struct {
-		Messages []struct {
-			Role       string `json:"role"`
-			ToolCallID string `json:"tool_call_id"`
-			Content    any    `json:"content"`
-		} `json:"messages"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(g.oa.body(0)), &sent))
-	require.Len(t, sent.Messages, 4)
-	assert.Equal(t, "12C, rain", sent.Messages[2].Content)
-	assert.Equal(t, "toolu_2", sent.Messages[3].ToolCallID)
-	assert.Equal(t, "error: weather service unreachable", sent.Messages[3].Content)
+	sent := sentMessages(t, g.oa.body(0))
+	require.Len(t, sent, 4)
+	assert.Equal(t, "12C, rain", sent[2].Content)
+	assert.Equal(t, "toolu_2", sent[3].ToolCallID)
+	assert.Equal(t, "error: weather service unreachable", sent[3].Content)
 }
 
 // TestOutputBoundIsServedOrRefused: a request asking for no output tokens

@@ -146,16 +146,27 @@ func TestOpenAIRefusalInTheTranscriptIsCarried(t *testing.T) {
 	_, err = client.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "primary",
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hello"), first.Choices[0].Message.ToParam(), openai.UserMessage("Why?")}})
 	require.NoError(t, err)
+	sent := sentMessages(t, g.oa.body(1))
+	require.Len(t, sent, 3)
+	assert.Equal(t, "assistant", sent[1].Role)
+	assert.Equal(t, "I can't help with that.", sent[1].Content)
+}
+
+// sentMessage is a message of a Chat Completions request an upstream got.
+type sentMessage struct {
+	Role       string `json:"role"`
+	ToolCallID string `json:"tool_call_id"`
+	Content    any    `json:"content"`
+}
+
+// sentMessages decodes the messages of a Chat Completions request body.
+func sentMessages(t *testing.T, body string) []sentMessage {
+	t.Helper()
 	var sent struct {
-		Messages []struct {
-			Role    string `json:"role"`
-			Content any    `json:"content"`
-		} `json:"messages"`
+		Messages []sentMessage `json:"messages"`
 	}
-	require.NoError(t, json.Unmarshal([]byte(g.oa.body(1)), &sent))
-	require.Len(t, sent.Messages, 3)
-	assert.Equal(t, "assistant", sent.Messages[1].Role)
-	assert.Equal(t, "I can't help with that.", sent.Messages[1].Content)
+	require.NoError(t, json.Unmarshal([]byte(body), &sent))
+	return sent.Messages
 }
 
 // A paused turn (Anthropic's pause_turn) is not passed for a finished
