@@ -28,11 +28,12 @@ func LastLine(buf string) int { return strings.LastIndexByte(buf, '\n') + 1 }
 // goes out as f.Clean makes it. A delta carrying tool calls releases all
 // the text held before it, with the calls. At the end of the stream the
 // rest is released. Text released after a refusal's text arrived is
-// marked a refusal (runtime.Delta.Refusal). Usage reported on held deltas rides on the next
-// released one, and the finish reason on the last. When the stream fails,
-// held text is dropped, never released unchecked; when f.Clean fails, the
-// stream is ended and its error returned (the parts before were clean and
-// have gone out). c.Deltas counts the deltas that got past the layer.
+// marked a refusal (runtime.Delta.Refusal). Usage reported on held deltas
+// rides on the next released one, and the finish reason on the last. When
+// the stream fails, held text is dropped, never released unchecked; when
+// f.Clean fails, the stream is ended and its error returned (the parts
+// before were clean and have gone out). c.Deltas counts the deltas that
+// got past the layer.
 func Stream(ctx context.Context, c *runtime.ChatCall, next runtime.ChatHandler, yield func(runtime.Delta) bool, f Filter) error {
 	releasable := f.Releasable
 	if releasable == nil {
