@@ -801,10 +801,6 @@ type ChatResponse struct {
 	// Thinking are the thinking blocks the model returned (PartThinking
 	// and PartRedactedThinking parts, in order), collected like Text.
 	Thinking []ContentPart `json:"thinking,omitempty"`
-	// Refusal reports that Text is the model's refusal to answer: text of
-	// a delta marked Refusal was collected. Like Text, only Complete and
-	// ChatStream set it.
-	Refusal bool `json:"refusal,omitempty"`
 	// FinishReason is why the model stopped (see the Finish constants); ""
 	// when the stream did not say.
 	FinishReason string `json:"finish_reason,omitempty"`
@@ -821,6 +817,10 @@ type ChatResponse struct {
 	Deltas int `json:"deltas"`
 	// Cached reports a response served from a cache.
 	Cached bool `json:"cached,omitempty"`
+	// Refusal reports that Text is the model's refusal to answer: text of
+	// a delta marked Refusal was collected. Like Text, only Complete and
+	// ChatStream set it.
+	Refusal bool `json:"refusal,omitempty"`
 	// Charges are the usage each model call made for the call billed, by
 	// the model it went to (ChatCall.Charges): the attempts, fallbacks and
 	// hedge racers whose output was dropped included. It is nil when the
