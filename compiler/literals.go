@@ -15,7 +15,7 @@ import (
 const ruleUnknownValue = "cel/unknown-value"
 
 // finishReasons are the values of response.finish_reason.
-var finishReasons = []string{"", "content_filter", "length", "stop", "tool_calls"}
+var finishReasons = []string{"", "content_filter", "length", "pause_turn", "stop", "tool_calls"}
 
 // roles are the values of a message's role.
 var roles = []string{"assistant", "system", "tool", "user"}

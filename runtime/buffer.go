@@ -104,7 +104,7 @@ func HoldToolCalls(ctx context.Context, c *ChatCall, next ChatHandler, yield fun
 			held.FinishReason = d.FinishReason
 		}
 		if d.Text != "" {
-			return pass(Delta{Text: d.Text, Usage: d.Usage})
+			return pass(Delta{Text: d.Text, Refusal: d.Refusal, Usage: d.Usage})
 		}
 		held.Usage.Add(d.Usage)
 		return true

@@ -437,12 +437,16 @@ func (u Usage) Sub(v Usage) Usage {
 
 // Finish reasons, in OpenAI's vocabulary; providers map theirs onto these
 // (Anthropic end_turn and stop_sequence: stop, max_tokens: length, tool_use:
-// tool_calls).
+// tool_calls, refusal: content_filter, pause_turn: FinishPauseTurn).
 const (
 	FinishStop          = "stop"
 	FinishLength        = "length"
 	FinishToolCalls     = "tool_calls"
 	FinishContentFilter = "content_filter"
+	// FinishPauseTurn ends a turn the provider paused (Anthropic's
+	// pause_turn: a long turn of its server tools): the answer is not
+	// finished, and the client sends it back to have it continued.
+	FinishPauseTurn = "pause_turn"
 )
 
 // ToolCallDelta is a fragment of a streamed tool call. Fragments of one call
@@ -479,6 +483,10 @@ type Delta struct {
 	// for none. A model thinks before it answers: thinking blocks come
 	// first in a response.
 	Thinking *ThinkingDelta `json:"thinking,omitempty"`
+	// Refusal reports that Text is the model's refusal to answer
+	// (OpenAI's refusal), not an answer. A layer that passes the text on,
+	// edited or not, keeps it.
+	Refusal bool `json:"refusal,omitempty"`
 	// More reports that the model client already has the stream's next
 	// delta at hand and yields it at once (the upstream had sent it when
 	// this one was decoded). A consumer writing to a network connection
@@ -809,6 +817,10 @@ type ChatResponse struct {
 	Deltas int `json:"deltas"`
 	// Cached reports a response served from a cache.
 	Cached bool `json:"cached,omitempty"`
+	// Refusal reports that Text is the model's refusal to answer: text of
+	// a delta marked Refusal was collected. Like Text, only Complete and
+	// ChatStream set it.
+	Refusal bool `json:"refusal,omitempty"`
 	// Charges are the usage each model call made for the call billed, by
 	// the model it went to (ChatCall.Charges): the attempts, fallbacks and
 	// hedge racers whose output was dropped included. It is nil when the

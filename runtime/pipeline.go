@@ -301,14 +301,16 @@ func (pl *Pipeline) Complete(ctx context.Context, req ChatRequest) (ChatResponse
 		text     strings.Builder
 		calls    ToolCallBuilder
 		thinking ThinkingBuilder
+		refusal  bool
 	}
 	resp, err := pl.Stream(ctx, req, func(d Delta) bool {
 		acc.text.WriteString(d.Text)
+		acc.refusal = acc.refusal || d.Refusal && d.Text != ""
 		acc.calls.Add(&d)
 		acc.thinking.Add(&d)
 		return true
 	})
-	resp.Text = acc.text.String()
+	resp.Text, resp.Refusal = acc.text.String(), acc.refusal
 	resp.Thinking = acc.thinking.Blocks()
 	resp.ToolCalls = acc.calls.ToolCalls()
 	return resp, err
@@ -322,9 +324,11 @@ type ChatStream struct {
 	text  strings.Builder
 	calls ToolCallBuilder
 	think ThinkingBuilder
-	resp  ChatResponse
-	err   error
-	used  bool
+	// refusal is set when text of a Refusal delta arrived.
+	refusal bool
+	resp    ChatResponse
+	err     error
+	used    bool
 }
 
 // Chat returns the chat call req as a stream. The call runs when the stream is
@@ -357,6 +361,7 @@ func (s *ChatStream) All() iter.Seq2[Delta, error] {
 		stopped := false
 		s.resp, s.err = s.pl.Stream(s.ctx, s.req, func(d Delta) bool {
 			s.text.WriteString(d.Text)
+			s.refusal = s.refusal || d.Refusal && d.Text != ""
 			s.calls.Add(&d)
 			s.think.Add(&d)
 			if !yield(d, nil) {
@@ -365,7 +370,7 @@ func (s *ChatStream) All() iter.Seq2[Delta, error] {
 			}
 			return true
 		})
-		s.resp.Text = s.text.String()
+		s.resp.Text, s.resp.Refusal = s.text.String(), s.refusal
 		s.resp.ToolCalls = s.calls.ToolCalls()
 		s.resp.Thinking = s.think.Blocks()
 		if s.err != nil && !stopped {

@@ -526,3 +526,29 @@ func TestFailureCarriesWhatWasBilled(t *testing.T) {
 	assert.Equal(t, want.InputTokens, got.InputTokens)
 	assert.Equal(t, want.OutputTokens, got.OutputTokens)
 }
+
+// A refusal (deltas marked Refusal) is collected as one: Complete and
+// ChatStream say its text is a refusal; an answer's text is not one.
+func TestRefusalIsCollected(t *testing.T) {
+	refusal := runtime.ModelFunc(func(_ context.Context, _ *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+		_ = yield(runtime.Delta{Refusal: true}) && yield(runtime.Delta{Text: "I can't", Refusal: true}) &&
+			yield(runtime.Delta{FinishReason: runtime.FinishContentFilter})
+		return nil
+	})
+	answer := runtime.ModelFunc(func(_ context.Context, _ *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+		_ = yield(runtime.Delta{Refusal: true}) && yield(runtime.Delta{Text: "Hello", FinishReason: runtime.FinishStop})
+		return nil
+	})
+	pl := build(t, plan.Chains{}, map[string]runtime.ModelClient{"refusal": refusal, "answer": answer})
+	for model, want := range map[string]bool{"refusal": true, "answer": false} {
+		resp, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: model, Messages: hi})
+		require.NoError(t, err)
+		assert.Equal(t, want, resp.Refusal, model)
+		s := pl.Chat(context.Background(), runtime.ChatRequest{Model: model, Messages: hi})
+		for _, err := range s.All() {
+			require.NoError(t, err)
+		}
+		assert.Equal(t, want, s.Response().Refusal, model)
+		assert.Equal(t, resp.Text, s.Response().Text)
+	}
+}

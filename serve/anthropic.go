@@ -474,6 +474,8 @@ func stopReason(finish, stopSeq string, calls bool) string {
 		return "tool_use"
 	case runtime.FinishContentFilter:
 		return "refusal"
+	case runtime.FinishPauseTurn:
+		return "pause_turn"
 	case "":
 		if calls {
 			return "tool_use"

@@ -85,7 +85,7 @@ var openAIShape = func() *shape {
 	name := field{"name", nil}
 	message := &shape{fields: []field{{"role", nil}, {"content", part}}, by: "role", variants: []variant{
 		{"system", []field{name}}, {"developer", []field{name}}, {"user", []field{name}},
-		{"assistant", []field{name, {"tool_calls", call}}},
+		{"assistant", []field{name, {"tool_calls", call}, {"refusal", nil}}},
 		{"tool", fields("tool_call_id")},
 	}}
 	tool := &shape{fields: []field{{"type", nil}, {"function", obj("name", "description", "parameters", "strict")}}}

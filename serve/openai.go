@@ -49,6 +49,8 @@ type oaMessage struct {
 	Name       string          `json:"name"`
 	ToolCallID string          `json:"tool_call_id"`
 	ToolCalls  []oaToolCall    `json:"tool_calls"`
+	// Refusal is an assistant message's refusal (the model's, sent back).
+	Refusal string `json:"refusal"`
 }
 
 type oaPart struct {
@@ -224,7 +226,8 @@ func decodeOpenAI(body []byte, p *chatParams) error {
 
 // openAIMessage maps one message: its content is a string or an array of
 // parts (text, image_url, refusal); its name (the author) is kept, except
-// on a tool message, which has none in the API.
+// on a tool message, which has none in the API; an assistant message's
+// refusal is its text.
 func openAIMessage(in *oaMessage) (runtime.Message, error) {
 	var m runtime.Message
 	switch in.Role {
@@ -283,6 +286,14 @@ func openAIMessage(in *oaMessage) (runtime.Message, error) {
 		}
 		m.ToolCallID = in.ToolCallID
 	case "assistant":
+		// A refusal the model made is what it said: its text.
+		switch {
+		case in.Refusal == "":
+		case m.Content == "" && len(m.Parts) == 0:
+			m.Content = in.Refusal
+		default:
+			m.Parts = append(m.Parts, runtime.ContentPart{Type: runtime.PartText, Text: in.Refusal})
+		}
 		for j, tc := range in.ToolCalls {
 			if tc.Function.Name == "" {
 				return m, fmt.Errorf("tool_calls[%d].function.name: required", j)
@@ -309,12 +320,16 @@ func completeOpenAI(x *exchange, p *chatParams, resp *runtime.ChatResponse) {
 	b = append(b, `,"model":`...)
 	b = wire.AppendString(b, servedName(resp, p))
 	b = append(b, `,"choices":[{"index":0,"message":{"role":"assistant","content":`...)
-	if resp.Text == "" && len(resp.ToolCalls) > 0 {
-		b = append(b, "null"...)
-	} else {
+	switch {
+	case resp.Refusal:
+		b = append(b, `null,"refusal":`...)
 		b = wire.AppendString(b, resp.Text)
+	case resp.Text == "" && len(resp.ToolCalls) > 0:
+		b = append(b, `null,"refusal":null`...)
+	default:
+		b = wire.AppendString(b, resp.Text)
+		b = append(b, `,"refusal":null`...)
 	}
-	b = append(b, `,"refusal":null`...)
 	if len(resp.ToolCalls) > 0 {
 		b = append(b, `,"tool_calls":[`...)
 		for i, tc := range resp.ToolCalls {
@@ -332,20 +347,28 @@ func completeOpenAI(x *exchange, p *chatParams, resp *runtime.ChatResponse) {
 		b = append(b, ']')
 	}
 	b = append(b, `},"logprobs":null,"finish_reason":`...)
-	b = wire.AppendString(b, finishOr(resp.FinishReason, resp.ToolCalls))
+	b = wire.AppendString(b, openAIFinish(resp.FinishReason, resp.Refusal, len(resp.ToolCalls) > 0))
 	b = append(b, `}],"usage":`...)
 	b = appendOpenAIUsage(b, resp.Usage)
 	b = append(b, "}\n"...)
 	writeRaw(x, http.StatusOK, b)
 }
 
-// finishOr returns the finish reason, or the one a response without it
-// implies.
-func finishOr(r string, calls []runtime.ToolUse) string {
+// openAIFinish maps a finish reason onto the Chat Completions API's: a
+// response without one ends as its tool calls or its text imply; a
+// refusal (refused: its text went out as the refusal) ends with stop, as
+// the API ends one, the refusal field saying what it is; a paused turn
+// (runtime.FinishPauseTurn), which the API has no word for, ends with
+// length: the answer is cut short, not whole.
+func openAIFinish(r string, refused, calls bool) string {
 	switch {
+	case r == runtime.FinishContentFilter && refused:
+		return runtime.FinishStop
+	case r == runtime.FinishPauseTurn:
+		return runtime.FinishLength
 	case r != "":
 		return r
-	case len(calls) > 0:
+	case calls:
 		return runtime.FinishToolCalls
 	}
 	return runtime.FinishStop
@@ -382,6 +405,7 @@ type openAIStream struct {
 	id      string
 	created int64
 	role    bool // the role has been sent
+	refused bool // refusal text has been sent
 	// calls records the tool-call indexes begun, to send the call's type
 	// with its first fragment.
 	calls []int
@@ -428,7 +452,7 @@ func (s *openAIStream) delta(d runtime.Delta) bool {
 		s.role = true
 		b = append(b, `"role":"assistant"`...)
 		sep = true
-		if d.Text == "" {
+		if d.Text == "" || d.Refusal {
 			b = append(b, `,"content":null`...)
 		}
 	}
@@ -436,7 +460,12 @@ func (s *openAIStream) delta(d runtime.Delta) bool {
 		if sep {
 			b = append(b, ',')
 		}
-		b = append(b, `"content":`...)
+		if d.Refusal {
+			s.refused = true
+			b = append(b, `"refusal":`...)
+		} else {
+			b = append(b, `"content":`...)
+		}
 		b = wire.AppendString(b, d.Text)
 		sep = true
 	}
@@ -492,14 +521,7 @@ func (s *openAIStream) end(resp *runtime.ChatResponse) {
 	if !s.role {
 		s.buf = append(s.buf, `"role":"assistant","content":""`...)
 	}
-	finish := resp.FinishReason
-	if finish == "" {
-		finish = runtime.FinishStop
-		if len(s.calls) > 0 {
-			finish = runtime.FinishToolCalls
-		}
-	}
-	s.closeChunk(finish)
+	s.closeChunk(openAIFinish(resp.FinishReason, s.refused, len(s.calls) > 0))
 	if s.p.includeUsage {
 		b := append(s.buf, `data: {"id":`...)
 		b = wire.AppendString(b, s.id)

@@ -22,9 +22,15 @@
 // bypasses the cache.
 //
 // Only successes are stored: an error, a stream the consumer abandoned, a
-// chat response the provider's filter cut (finish reason content_filter: the
-// next identical request asks the model again), or a value that does not
-// encode as JSON is never cached. Tool results are stored
+// chat response that is not a finished answer, or a value that does not
+// encode as JSON is never cached. A finished answer ended with stop,
+// tool_calls or length, or without a finish reason: not a paused turn
+// (pause_turn), not a response the provider's filter cut (content_filter),
+// not a refusal (the model's refusal text, whatever its finish reason),
+// and not an end the runtime has no word for; the next identical request
+// asks the model again. An answer cut at max_tokens (length) is stored:
+// the key holds max_tokens, so the same request would be cut the same
+// way, and the replay reports finish reason length. Tool results are stored
 // as JSON, so a hit returns the JSON-decoded value (objects as
 // map[string]any, numbers as float64), not the tool's own Go value.
 //

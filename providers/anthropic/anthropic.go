@@ -413,14 +413,16 @@ func (c *Client) failure(ctx context.Context, err error, deltas int) error {
 
 // FinishPauseTurn is the finish reason of a turn the API paused
 // (Anthropic's pause_turn: a long turn of its server tools): the answer is
-// not finished. The runtime's vocabulary has no such reason, and stop
-// would pass the unfinished answer for a whole one.
-const FinishPauseTurn = "pause_turn"
+// not finished, and stop would pass it for a whole one. It is the
+// runtime's runtime.FinishPauseTurn.
+const FinishPauseTurn = runtime.FinishPauseTurn
 
 // finishReason maps Anthropic's stop reason onto the runtime's vocabulary;
-// one it has no word for (pause_turn) is kept as it is.
+// one it has no word for is kept as it is.
 func finishReason(r string) string {
 	switch r {
+	case "pause_turn":
+		return runtime.FinishPauseTurn
 	case "end_turn", "stop_sequence":
 		return runtime.FinishStop
 	case "max_tokens", "model_context_window_exceeded":

@@ -14,10 +14,11 @@
 // carries the usage the server reported (cached prompt tokens and reasoning
 // tokens included); it turns tool-call chunks into ToolCallDelta fragments
 // and reports the finish reason on the last delta (content_filter, not
-// stop, after refusal deltas, whose text it passes as text). The SDK's own retries
-// are off: the policy's retry layer retries, and a failure comes back as a
-// *runtime.CallError classified from the wire (see docs/providers.md). The
-// API key never appears in an error.
+// stop, after refusal deltas, whose text it passes as text marked
+// Delta.Refusal). The SDK's own retries are off: the policy's retry layer
+// retries, and a failure comes back as a *runtime.CallError classified
+// from the wire (see docs/providers.md). The API key never appears in an
+// error.
 package openai
 
 import (
@@ -282,7 +283,7 @@ func (c *Client) consume(ctx context.Context, events *wire.Events, drain func(),
 			}
 			d := runtime.Delta{Text: ch.Delta.Content}
 			if d.Text == "" && ch.Delta.Refusal != "" {
-				d.Text, refused = ch.Delta.Refusal, true
+				d.Text, d.Refusal, refused = ch.Delta.Refusal, true, true
 			}
 			if n := len(ch.Delta.ToolCalls); n > 0 {
 				d.ToolCalls = slab.Take(n)

@@ -317,5 +317,8 @@ func TestRefusalEndsAsContentFilter(t *testing.T) {
 	ds, err := ssetest.Collect(t, client(t, s), hi())
 	require.NoError(t, err)
 	assert.Equal(t, "I can't help with that.", ssetest.Text(ds))
+	for _, d := range ds {
+		assert.Equal(t, d.Text != "", d.Refusal, "the refusal's text is marked as one: %+v", d)
+	}
 	assert.Equal(t, runtime.Delta{FinishReason: runtime.FinishContentFilter, Usage: runtime.Usage{InputTokens: 9, OutputTokens: 5}}, ds[len(ds)-1])
 }

@@ -76,7 +76,7 @@ type ChatResponse struct {
 	Model        string     // response.model
 	Usage        Usage      // response.usage
 	ToolCalls    []ToolCall // response.tool_calls
-	FinishReason string     // response.finish_reason: stop, length, tool_calls, content_filter or ""
+	FinishReason string     // response.finish_reason: stop, length, tool_calls, content_filter, pause_turn or ""
 }
 
 // ToolInfo is the CEL variable `tool`: the declaration of the called tool.

@@ -139,7 +139,7 @@ type ScriptedCall struct {
 }
 
 // The finish reasons a model item may script.
-var finishReasons = []string{runtime.FinishStop, runtime.FinishLength, runtime.FinishToolCalls, runtime.FinishContentFilter}
+var finishReasons = []string{runtime.FinishStop, runtime.FinishLength, runtime.FinishToolCalls, runtime.FinishContentFilter, runtime.FinishPauseTurn}
 
 // ToolItem is one scripted tool response.
 type ToolItem struct {

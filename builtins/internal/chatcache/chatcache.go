@@ -29,10 +29,14 @@ type Entry struct {
 // returns the response as an Entry to store. The entry's usage is what the
 // call added to c.Usage. Record returns a nil entry when next failed (with its
 // error) or the consumer stopped the stream: a partial response is never
-// cached. Nor is a response the provider's filter cut (finish reason
-// content_filter): it is the filter's refusal, not the model's answer, and
-// replaying it would refuse the request for the whole ttl without asking
-// the model again. Nor is a response with thinking blocks (extended
+// cached. Only a finished answer is: one that ended with stop, tool_calls
+// or length, or without a finish reason (see finished). Not a paused turn
+// (pause_turn), which the model has not finished; nor a response the
+// provider's filter cut (content_filter) or a refusal (text marked
+// Delta.Refusal, whatever its finish reason): it is a refusal, not the
+// model's answer, and replaying it would refuse the request for the whole
+// ttl without asking the model again (and, the entry keeping plain text,
+// as an answer). Nor is a response with thinking blocks (extended
 // thinking): the entry keeps no thinking, and a replay without it would
 // leave a client continuing a tool-use turn nothing to send back, which
 // the API refuses while thinking is on.
@@ -40,7 +44,7 @@ func Record(ctx context.Context, c *runtime.ChatCall, next runtime.ChatHandler, 
 	var deltas []string
 	var calls runtime.ToolCallBuilder
 	finish, stop := "", ""
-	thinking := false
+	thinking, refused := false, false
 	u0 := c.Usage
 	err := next(ctx, c, func(d runtime.Delta) bool {
 		if d.Thinking != nil {
@@ -50,6 +54,7 @@ func Record(ctx context.Context, c *runtime.ChatCall, next runtime.ChatHandler, 
 		if d.Text != "" || len(d.ToolCalls) == 0 {
 			deltas = append(deltas, d.Text)
 		}
+		refused = refused || d.Refusal && d.Text != ""
 		calls.Add(&d)
 		if d.FinishReason != "" {
 			finish = d.FinishReason
@@ -59,7 +64,7 @@ func Record(ctx context.Context, c *runtime.ChatCall, next runtime.ChatHandler, 
 		}
 		return yield(d)
 	})
-	if err != nil || c.Stopped || finish == runtime.FinishContentFilter || thinking {
+	if err != nil || c.Stopped || !finished(finish) || refused || thinking {
 		return nil, err
 	}
 	if deltas == nil {
@@ -67,6 +72,20 @@ func Record(ctx context.Context, c *runtime.ChatCall, next runtime.ChatHandler, 
 	}
 	return &Entry{Deltas: deltas, ToolCalls: calls.ToolCalls(), FinishReason: finish, StopSequence: stop, Served: c.Served,
 		Annotations: c.Annotations, Usage: c.Usage.Sub(u0)}, nil
+}
+
+// finished reports whether a response that ended with finish reason r is
+// a finished answer a cache may keep: stop, tool_calls, length (cut at
+// max_tokens: the key holds the bound, so the same request is cut the
+// same way, and the replay says it was cut), or none reported. Any other
+// (content_filter, pause_turn, a reason the runtime has no word for) is
+// not.
+func finished(r string) bool {
+	switch r {
+	case "", runtime.FinishStop, runtime.FinishToolCalls, runtime.FinishLength:
+		return true
+	}
+	return false
 }
 
 // Replay serves c from e: it marks the call cached, sets the served model

@@ -115,3 +115,42 @@ func TestRecordLeavesThinkingResponses(t *testing.T) {
 	assert.Equal(t, "sig", got[0].Thinking.Signature)
 	assert.Equal(t, "answer", got[1].Text)
 }
+
+// Only a finished answer is recorded: a paused turn (pause_turn) is not
+// one, nor a filter's cut (content_filter), nor a refusal whatever its
+// finish reason, nor an end the runtime has no word for. An answer cut at
+// max_tokens (length) is recorded: the key holds the bound, and the
+// replay says the answer was cut.
+func TestRecordKeepsOnlyFinishedAnswers(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		last     runtime.Delta
+		recorded bool
+	}{
+		{"stop", runtime.Delta{Text: "b", FinishReason: runtime.FinishStop}, true},
+		{"no finish reason", runtime.Delta{Text: "b"}, true},
+		{"length", runtime.Delta{Text: "b", FinishReason: runtime.FinishLength}, true},
+		{"tool_calls", runtime.Delta{ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: "c", Name: "t"}}, FinishReason: runtime.FinishToolCalls}, true},
+		{"pause_turn", runtime.Delta{Text: "b", FinishReason: runtime.FinishPauseTurn}, false},
+		{"content_filter", runtime.Delta{Text: "b", FinishReason: runtime.FinishContentFilter}, false},
+		{"refusal cut at length", runtime.Delta{Text: "b", Refusal: true, FinishReason: runtime.FinishLength}, false},
+		{"an unknown end", runtime.Delta{Text: "b", FinishReason: "compaction"}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			next := func(_ context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
+				_ = c.Emit(yield, runtime.Delta{Text: "a"}) && c.Emit(yield, tt.last)
+				return nil
+			}
+			n := 0
+			e, err := chatcache.Record(context.Background(), &runtime.ChatCall{}, next, func(runtime.Delta) bool { n++; return true })
+			require.NoError(t, err)
+			assert.Equal(t, 2, n, "every delta reaches the consumer")
+			if !tt.recorded {
+				assert.Nil(t, e)
+				return
+			}
+			require.NotNil(t, e)
+			assert.Equal(t, tt.last.FinishReason, e.FinishReason)
+		})
+	}
+}

@@ -27,11 +27,13 @@ func LastLine(buf string) int { return strings.LastIndexByte(buf, '\n') + 1 }
 // f: text is held until f.Releasable lets a part of it go, and each part
 // goes out as f.Clean makes it. A delta carrying tool calls releases all
 // the text held before it, with the calls. At the end of the stream the
-// rest is released. Usage reported on held deltas rides on the next
-// released one, and the finish reason on the last. When the stream fails,
-// held text is dropped, never released unchecked; when f.Clean fails, the
-// stream is ended and its error returned (the parts before were clean and
-// have gone out). c.Deltas counts the deltas that got past the layer.
+// rest is released. Text released after a refusal's text arrived is
+// marked a refusal (runtime.Delta.Refusal). Usage reported on held deltas
+// rides on the next released one, and the finish reason on the last. When
+// the stream fails, held text is dropped, never released unchecked; when
+// f.Clean fails, the stream is ended and its error returned (the parts
+// before were clean and have gone out). c.Deltas counts the deltas that
+// got past the layer.
 func Stream(ctx context.Context, c *runtime.ChatCall, next runtime.ChatHandler, yield func(runtime.Delta) bool, f Filter) error {
 	releasable := f.Releasable
 	if releasable == nil {
@@ -42,6 +44,7 @@ func Stream(ctx context.Context, c *runtime.ChatCall, next runtime.ChatHandler, 
 	var pending strings.Builder
 	var usage runtime.Usage
 	finish := ""
+	refusal := false // the text held is a refusal (runtime.Delta.Refusal)
 	stopped := false
 	var failed error
 	release := func(text string, d runtime.Delta) bool {
@@ -49,6 +52,7 @@ func Stream(ctx context.Context, c *runtime.ChatCall, next runtime.ChatHandler, 
 		if failed != nil {
 			return false
 		}
+		d.Refusal = refusal && d.Text != ""
 		d.Usage = usage
 		usage = runtime.Usage{}
 		emitted++
@@ -64,6 +68,7 @@ func Stream(ctx context.Context, c *runtime.ChatCall, next runtime.ChatHandler, 
 			return false
 		}
 		pending.WriteString(d.Text)
+		refusal = refusal || d.Refusal && d.Text != ""
 		usage.Add(d.Usage)
 		if d.FinishReason != "" {
 			finish = d.FinishReason

@@ -78,3 +78,16 @@ func TestStreamCleanFails(t *testing.T) {
 	require.EqualError(t, err, "upstream")
 	assert.Empty(t, got.String())
 }
+
+// TestStreamKeepsARefusal: a refusal's text, held and released, is still
+// marked a refusal; the finish reason alone carries no text to mark.
+func TestStreamKeepsARefusal(t *testing.T) {
+	var got []runtime.Delta
+	err := linehold.Stream(context.Background(), &runtime.ChatCall{}, stream(
+		runtime.Delta{Text: "I can't\n", Refusal: true},
+		runtime.Delta{Text: " help.", Refusal: true},
+		runtime.Delta{FinishReason: runtime.FinishContentFilter},
+	), func(d runtime.Delta) bool { got = append(got, d); return true }, upper)
+	require.NoError(t, err)
+	assert.Equal(t, []runtime.Delta{{Text: "I CAN'T\n", Refusal: true}, {Text: " HELP.", Refusal: true, FinishReason: runtime.FinishContentFilter}}, got)
+}

@@ -1,0 +1,184 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/openai/openai-go/v3"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// openAIRefusal is an OpenAI stream in which the model refuses: refusal
+// deltas, then finish reason stop, as the API sends one.
+const openAIRefusal = `data: {"id":"chatcmpl-r1","object":"chat.completion.chunk","created":1,"model":"gpt-4.1-mini","choices":[{"index":0,"delta":{"role":"assistant","content":null,"refusal":""},"logprobs":null,"finish_reason":null}]}
+
+data: {"id":"chatcmpl-r1","object":"chat.completion.chunk","created":1,"model":"gpt-4.1-mini","choices":[{"index":0,"delta":{"refusal":"I can't help"},"logprobs":null,"finish_reason":null}]}
+
+data: {"id":"chatcmpl-r1","object":"chat.completion.chunk","created":1,"model":"gpt-4.1-mini","choices":[{"index":0,"delta":{"refusal":" with that."},"logprobs":null,"finish_reason":null}]}
+
+data: {"id":"chatcmpl-r1","object":"chat.completion.chunk","created":1,"model":"gpt-4.1-mini","choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"stop"}]}
+
+data: {"id":"chatcmpl-r1","object":"chat.completion.chunk","created":1,"model":"gpt-4.1-mini","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":5,"total_tokens":14}}
+
+data: [DONE]
+
+`
+
+// anthropicStopping is an Anthropic stream whose text "Hello.." ends with
+// stop reason reason.
+func anthropicStopping(reason string) string {
+	return `event: message_start
+data: {"type":"message_start","message":{"id":"msg_r1","type":"message","role":"assistant","content":[],"model":"claude-sonnet-4-5","stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":1}}}
+
+event: content_block_start
+data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hello.."}}
+
+event: content_block_stop
+data: {"type":"content_block_stop","index":0}
+
+event: message_delta
+data: {"type":"message_delta","delta":{"stop_reason":"` + reason + `","stop_sequence":null},"usage":{"output_tokens":3}}
+
+event: message_stop
+data: {"type":"message_stop"}
+
+`
+}
+
+// openAIAnswer is what an OpenAI client of the gateway gets, streamed or
+// not: the message's content and refusal, and the finish reason.
+type openAIAnswer struct{ content, refusal, finish string }
+
+// askOpenAI asks model through the OpenAI route, streaming or not.
+func (g *gateway) askOpenAI(t *testing.T, model string, stream bool) openAIAnswer {
+	t.Helper()
+	params := openai.ChatCompletionNewParams{Model: model, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hello")}}
+	if !stream {
+		c, err := g.openai(t).Chat.Completions.New(context.Background(), params)
+		require.NoError(t, err)
+		require.Len(t, c.Choices, 1)
+		m := c.Choices[0].Message
+		return openAIAnswer{m.Content, m.Refusal, c.Choices[0].FinishReason}
+	}
+	s := g.openai(t).Chat.Completions.NewStreaming(context.Background(), params)
+	var acc openai.ChatCompletionAccumulator
+	for s.Next() {
+		require.True(t, acc.AddChunk(s.Current()), "a chunk does not accumulate: %s", s.Current().RawJSON())
+	}
+	require.NoError(t, s.Err())
+	require.Len(t, acc.Choices, 1)
+	m := acc.Choices[0].Message
+	return openAIAnswer{m.Content, m.Refusal, acc.Choices[0].FinishReason}
+}
+
+// askAnthropic asks model through the Messages route, streaming or not,
+// and returns the message.
+func (g *gateway) askAnthropic(t *testing.T, model string, stream bool) anthropic.Message {
+	t.Helper()
+	params := anthropic.MessageNewParams{Model: anthropic.Model(model), MaxTokens: 256,
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Hello"))}}
+	if !stream {
+		msg, err := g.anthropic(t).Messages.New(context.Background(), params)
+		require.NoError(t, err)
+		return *msg
+	}
+	s := g.anthropic(t).Messages.NewStreaming(context.Background(), params)
+	var msg anthropic.Message
+	for s.Next() {
+		require.NoError(t, msg.Accumulate(s.Current()))
+	}
+	require.NoError(t, s.Err())
+	return msg
+}
+
+// The chains the finish tests run under: the typical one, and one whose
+// redact layer holds the text back by lines and releases it itself.
+var finishChains = map[string]string{"typical": typicalChain, "redact": `{use: "redact", patterns: ["secret-[0-9]+"]},`}
+
+// An OpenAI model's refusal reaches an OpenAI client as a refusal
+// (message.refusal, delta.refusal), ended as the API ends one (stop), and
+// an Anthropic client as text with stop reason refusal.
+func TestOpenAIRefusalReachesEachClientAsARefusal(t *testing.T) {
+	for chain, layers := range finishChains {
+		for _, stream := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s stream=%v", chain, stream), func(t *testing.T) {
+				g := newGateway(t, layers, []reply{{body: openAIRefusal}, {body: openAIRefusal}}, nil)
+				assert.Equal(t, openAIAnswer{refusal: "I can't help with that.", finish: "stop"}, g.askOpenAI(t, "primary", stream), "stream %v", stream)
+
+				msg := g.askAnthropic(t, "primary", stream)
+				require.Len(t, msg.Content, 1)
+				assert.Equal(t, "I can't help with that.", msg.Content[0].Text)
+				assert.Equal(t, anthropic.StopReasonRefusal, msg.StopReason, "stream %v", stream)
+			})
+		}
+	}
+}
+
+// An Anthropic refusal (the streaming classifier stopped the answer; no
+// refusal message comes with it) reaches an OpenAI client as OpenAI's
+// filter cut: the text that arrived as content, finish reason
+// content_filter; an Anthropic client gets it as it was.
+func TestAnthropicRefusalReachesEachClient(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		g := newGateway(t, typicalChain, nil, []reply{{body: anthropicStopping("refusal")}, {body: anthropicStopping("refusal")}})
+		assert.Equal(t, openAIAnswer{content: "Hello..", finish: "content_filter"}, g.askOpenAI(t, "backup", stream), "stream %v", stream)
+		msg := g.askAnthropic(t, "backup", stream)
+		assert.Equal(t, anthropic.StopReasonRefusal, msg.StopReason, "stream %v", stream)
+	}
+}
+
+// An OpenAI client sends a refusal it got back in the transcript, as the
+// SDK's ToParam writes it (assistant refusal): the gateway carries it as
+// the assistant's text.
+func TestOpenAIRefusalInTheTranscriptIsCarried(t *testing.T) {
+	g := newGateway(t, typicalChain, []reply{{body: openAIRefusal}, {body: transcript(t, "openai", "text.sse")}}, nil)
+	client := g.openai(t)
+	first, err := client.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "primary",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hello")}})
+	require.NoError(t, err)
+	_, err = client.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "primary",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hello"), first.Choices[0].Message.ToParam(), openai.UserMessage("Why?")}})
+	require.NoError(t, err)
+	sent := sentMessages(t, g.oa.body(1))
+	require.Len(t, sent, 3)
+	assert.Equal(t, "assistant", sent[1].Role)
+	assert.Equal(t, "I can't help with that.", sent[1].Content)
+}
+
+// sentMessage is a message of a Chat Completions request an upstream got.
+type sentMessage struct {
+	Role       string `json:"role"`
+	ToolCallID string `json:"tool_call_id"`
+	Content    any    `json:"content"`
+}
+
+// sentMessages decodes the messages of a Chat Completions request body.
+func sentMessages(t *testing.T, body string) []sentMessage {
+	t.Helper()
+	var sent struct {
+		Messages []sentMessage `json:"messages"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(body), &sent))
+	return sent.Messages
+}
+
+// A paused turn (Anthropic's pause_turn) is not passed for a finished
+// one: an Anthropic client gets pause_turn, an OpenAI client length (the
+// answer is cut short, OpenAI's nearest word; stop would say it is whole).
+func TestPausedTurnReachesEachClientUnfinished(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		g := newGateway(t, typicalChain, nil, []reply{{body: anthropicStopping("pause_turn")}, {body: anthropicStopping("pause_turn")}})
+		msg := g.askAnthropic(t, "backup", stream)
+		require.Len(t, msg.Content, 1)
+		assert.Equal(t, "Hello..", msg.Content[0].Text)
+		assert.Equal(t, anthropic.StopReasonPauseTurn, msg.StopReason, "stream %v", stream)
+		assert.Equal(t, openAIAnswer{content: "Hello..", finish: "length"}, g.askOpenAI(t, "backup", stream), "stream %v", stream)
+	}
+}
