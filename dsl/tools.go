@@ -33,12 +33,13 @@ func (l *loader) checkToolSchema(tool, field string, raw []byte, at Pos, fromFil
 }
 
 // checkSchema checks the JSON Schema raw written at path (tools.x.args,
-// state.fields.x.schema) as checkArgsSchema describes.
+// state.fields.x.schema, an output_coerce entry's schema) as
+// checkArgsSchema describes.
 func (l *loader) checkSchema(path []string, raw []byte, at Pos, fromFile bool) {
 	if len(raw) == 0 {
 		return
 	}
-	name, field := strings.Join(path, "."), path[len(path)-1]
+	name, field := fieldName(path), path[len(path)-1]
 	c := jsonschema.NewCompiler()
 	url := "agentc:///" + field + ".json"
 	if err := c.AddResource(url, bytes.NewReader(raw)); err != nil {
