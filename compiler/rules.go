@@ -39,7 +39,10 @@ chain with the same name, a guard with both deny and require, a fallback
 naming one model twice, a tool-chain entry scoped with an empty tools
 list, which applies it to every tool, two keys with one secret, a
 credential written in an MCP server's env, a JSON Schema whose required
-names a property its properties do not describe), or is left open where
+names a property its properties do not describe, or that holds a key that
+is no keyword but close to one that validates, such as maxLenght, or a
+property written beside properties instead of under it: validators ignore
+both, and the check is not made), or is left open where
 the schema has a default (a disjunction without a default of the policy's
 own, such as max_attempts: 3 | 4, or a bound, such as >2: CUE would
 silently take the schema's default, 3, a choice the policy did not make). The message gives the field's path and what it
