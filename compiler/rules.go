@@ -73,7 +73,8 @@ diagnostic sits at the struct that lacks the field.`},
 	{"schema/bad-reference", dsl.Error, "a model, tool, store or entry name that is not declared", `
 A name refers to something the policy does not declare: a model named by
 fallback, hedge, judge or compaction that is not in models, a tool in
-tools: scoping, a store, an entry named by a constraint, a tool's url_arg
+tools: scoping (unless mcp servers or settings.allow_undeclared_tools let
+tools the policy does not declare run), a store, an entry named by a constraint, a tool's url_arg
 or path_arg absent from its args schema, or a JSON Schema file that cannot
 be read inside the policy directory.`},
 	{"schema/stage", dsl.Error, "a builtin used in a chain whose stage it does not support", `

@@ -247,7 +247,10 @@ func (l *loader) decodeEntry(p *Policy, stage string, i int, ev cue.Value) *Entr
 			pos := l.userPos(append(path, "tools", fmt.Sprint(j)))
 			e.Tools = append(e.Tools, name)
 			e.ToolsPos = append(e.ToolsPos, pos)
-			if _, ok := p.Tools[name]; !ok {
+			// Tools an MCP server lists, or undeclared calls the
+			// settings let run, may be named too (agentc serve checks
+			// an MCP server's names against the tools it serves).
+			if _, ok := p.Tools[name]; !ok && len(p.MCPServers) == 0 && !p.AllowUndeclaredTools {
 				l.errorf(pos, "schema/bad-reference", "tool %q is not declared in tools%s", name, suggestName(name, keys(p.Tools)))
 			}
 		}
