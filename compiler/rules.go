@@ -29,7 +29,9 @@ did you mean "retry"?).`},
 Every definition is closed: a field the policy, an entry's builtin or a
 tool declaration does not define is an error at the field, with the
 closest allowed name when one is near. A misspelt field would otherwise be
-ignored and its layer run with the default.`},
+ignored and its layer run with the default. A model, tool, store, key, MCP
+server or state field declared under a label that is not a name ("my
+model", "2fa") is reported here too, as not a name.`},
 	{"schema/invalid-value", dsl.Error + "/" + dsl.Warning, "wrong type, out of bounds, or not one of the allowed values", `
 A value has the wrong type, lies outside its bounds, is not one of the
 allowed values, is not a valid duration, regular expression, JSON Schema or

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -128,7 +129,20 @@ func (l *loader) addCUEErrors(err error, user cue.Value, skip ...string) {
 				r.pos = p
 			}
 		}
-		if r.rule == "schema/unknown-field" && len(path) > 0 {
+		if r.rule == "schema/unknown-field" && len(path) > 0 && nameMaps[strings.Join(path[:len(path)-1], ".")] {
+			// A map of names refuses a label that is not a name: say
+			// so, rather than call it an unknown field whose closest
+			// allowed name is itself unquoted.
+			name := path[len(path)-1]
+			if u, err := strconv.Unquote(name); err == nil {
+				name = u
+			}
+			r.msg = fmt.Sprintf("%s: %q is not a name: a name is ASCII letters, digits and _ . : / -, and starts with a letter or _%s",
+				fieldName(path[:len(path)-1]), name, nonASCIINote(name))
+			if p, ok := l.pos.lookup(append(slices.Clone(path[:len(path)-1]), name), true); ok {
+				r.pos = p
+			}
+		} else if r.rule == "schema/unknown-field" && len(path) > 0 {
 			name := path[len(path)-1]
 			var others []string
 			for _, f := range l.allowedFields(path[:len(path)-1]) {
@@ -502,6 +516,13 @@ func (l *loader) allowedFields(path []string) []string {
 		}
 	}
 	return names
+}
+
+// nameMaps are the maps of the policy whose labels are names
+// (#Identifier).
+var nameMaps = map[string]bool{
+	"models": true, "tools": true, "stores": true, "keys": true, "mcp.servers": true,
+	"state.fields": true, "invariants.max_executions": true, "invariants.custom": true,
 }
 
 // durationUnits is the units group of the schema's #Duration pattern.

@@ -112,5 +112,16 @@ func TestLookAlikeDeclaration(t *testing.T) {
 	_, diags, _ := loadSnippet(t, `tools: "pаy": {}`)
 	require.NotEmpty(t, diags)
 	assert.Equal(t, "schema/unknown-field", diags[0].Rule)
-	assert.Equal(t, `unknown field "pаy": it holds 'а' (U+0430, a Cyrillic letter), and names are ASCII`, diags[0].Message)
+	assert.Equal(t, `tools: "pаy" is not a name: a name is ASCII letters, digits and _ . : / -, and starts with a letter or _: it holds 'а' (U+0430, a Cyrillic letter), and names are ASCII`, diags[0].Message)
+}
+
+// A declared name that is not a name (a space, a leading digit) is reported
+// as such at its label, with the label unquoted, not as an unknown field
+// whose closest allowed name is itself.
+func TestDeclarationNotAName(t *testing.T) {
+	_, diags, _ := loadSnippet(t, "models: \"my model\": {}\ntools: {\n\tok: {}\n\t\"2fa\": {}\n}")
+	require.Len(t, diags, 2)
+	assert.Equal(t, `models: "my model" is not a name: a name is ASCII letters, digits and _ . : / -, and starts with a letter or _`, diags[0].Message)
+	assert.Equal(t, `tools: "2fa" is not a name: a name is ASCII letters, digits and _ . : / -, and starts with a letter or _`, diags[1].Message)
+	assert.Equal(t, 4, diags[1].Pos.Line-diags[0].Pos.Line+1)
 }
