@@ -50,8 +50,10 @@ own, such as max_attempts: 3 | 4, or a bound, such as >2: CUE would
 silently take the schema's default, 3, a choice the policy did not make). The message gives the field's path and what it
 accepts, and for common slips the fix: a bare number where a duration
 goes ("60s"), a unit spelt out or spaced ("1min", "10 s"), a day unit
-("1d": "24h"), a URL where egress wants a host,
-a key where keys wants its SHA-256, a URL or a non-name where a field
+("1d": "24h"), a URL or a path where egress wants a host, an
+extension without its dot ("txt": ".txt"), a name, URL, region code or
+constraint id that does not match its pattern (said in words, not as the
+regular expression), a key where keys wants its SHA-256, a URL or a non-name where a field
 names an environment variable, one chain declared twice (two lists,
 in one file or two, that CUE joins entry by entry), a name holding a
 character outside ASCII, such as a Cyrillic look-alike of a Latin letter

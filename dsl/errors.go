@@ -137,8 +137,7 @@ func (l *loader) addCUEErrors(err error, user cue.Value, skip ...string) {
 			if u, err := strconv.Unquote(name); err == nil {
 				name = u
 			}
-			r.msg = fmt.Sprintf("%s: %q is not a name: a name is ASCII letters, digits and _ . : / -, and starts with a letter or _%s",
-				fieldName(path[:len(path)-1]), name, nonASCIINote(name))
+			r.msg = fmt.Sprintf("%s: %q %s%s", fieldName(path[:len(path)-1]), name, notAName, nonASCIINote(name))
 			if p, ok := l.pos.lookup(append(slices.Clone(path[:len(path)-1]), name), true); ok {
 				r.pos = p
 			}
@@ -561,8 +560,36 @@ func patternHint(lit, pattern string) string {
 		}
 		return "is a URL, not a host: allow lists host names such as \"api.example.com\""
 	}
+	re, err := strconv.Unquote(pattern)
+	if err != nil {
+		return ""
+	}
+	switch re {
+	case identPattern:
+		return notAName + nonASCIINote(val)
+	case `^https?://[^\s]+$`, `^https?://`:
+		return "is not a URL starting with http:// or https://"
+	case `^(\*\.)?[A-Za-z0-9.:\[\]-]+(:[0-9]{1,5})?$`:
+		return "is not a host: allow lists host names (\"api.example.com\"), a wildcard as the first label only (\"*.example.com\") or \"*\", each with an optional :port, and no path" + nonASCIINote(val)
+	case `^\.[A-Za-z0-9]+$`:
+		if regexp.MustCompile(re).MatchString("." + val) {
+			return fmt.Sprintf("is not an extension: write it with its dot, %q", "."+val)
+		}
+		return "is not an extension such as \".txt\" (a dot, then letters and digits)"
+	case `^[A-Za-z]{2}$`:
+		return "is not a two-letter region code such as \"US\" or \"GB\""
+	case `^[a-z0-9][a-z0-9-]*$`:
+		return "is not a constraint id: lower-case letters, digits and -, such as \"pii-before-log\""
+	}
 	return ""
 }
+
+// identPattern is the pattern of #Identifier: the names of models, tools,
+// stores, entries and tenants; notAName says what it accepts.
+const (
+	identPattern = "^[A-Za-z_][A-Za-z0-9_.:/-]*$"
+	notAName     = "is not a name: a name is ASCII letters, digits and _ . : / -, and starts with a letter or _"
+)
 
 // unitWordRE matches a number followed by a unit spelt out ("5min",
 // "30 seconds").
