@@ -102,7 +102,8 @@ language gets what CEL writes instead: = for ==, and, or and not for &&,
 	{"cel/type", dsl.Error, "undeclared reference, undefined field, or no matching overload", `
 A predicate does not type-check against the variables of its stage: an
 undeclared variable (one of another stage, such as args in a chat guard, is
-named as such, with the variables the stage has), a field its type does not have (args is typed from the
+named as such, with the variables the stage has; a misspelt one, such as
+arg or valeu, with the closest variable: args, value), a field its type does not have (args is typed from the
 tool's JSON Schema, so a misspelt argument is caught here), an optional
 field read without has(), or an operator applied to the wrong types
 (len(x) and 'sub' in s get the CEL for them: size(x), s.contains('sub')). A
