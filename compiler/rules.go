@@ -51,7 +51,8 @@ silently take the schema's default, 3, a choice the policy did not make). The me
 accepts, and for common slips the fix: a bare number where a duration
 goes ("60s"), a unit spelt out or spaced ("1min", "10 s"), a day unit
 ("1d": "24h"), a URL or a path where egress wants a host, an
-extension without its dot ("txt": ".txt"), a name, URL, region code or
+extension without its dot ("txt": ".txt"), a string written in single
+quotes, which CUE reads as bytes ('retry': "retry"), a name, URL, region code or
 constraint id that does not match its pattern (said in words, not as the
 regular expression), a key where keys wants its SHA-256, a URL or a non-name where a field
 names an environment variable, one chain declared twice (two lists,

@@ -239,7 +239,7 @@ func (l *loader) addCUEErrors(err error, user cue.Value, skip ...string) {
 				continue
 			}
 			sort.Strings(allowed)
-			l.diags = append(l.diags, Errorf(pos, "schema/invalid-value", "%s: %s is not one of %s", fieldName(conflicts[0].path), got, strings.Join(allowed, ", ")))
+			l.diags = append(l.diags, Errorf(pos, "schema/invalid-value", "%s: %s is not one of %s%s", fieldName(conflicts[0].path), got, strings.Join(allowed, ", "), bytesNote(got)))
 		}
 	}
 }
@@ -250,9 +250,18 @@ func conflictMessage(r *rawErr) string {
 		if _, err := strconv.ParseFloat(got, 64); err == nil {
 			return fmt.Sprintf("%s: %s is a bare number, not a duration: write it as a string with its unit, such as \"%ss\" or \"%sms\"", fieldName(r.path), got, got, got)
 		}
-		return fmt.Sprintf("%s: %s is not a duration such as \"250ms\", \"30s\" or \"1h30m\"", fieldName(r.path), got)
+		return fmt.Sprintf("%s: %s is not a duration such as \"250ms\", \"30s\" or \"1h30m\"%s", fieldName(r.path), got, bytesNote(got))
 	}
-	return fmt.Sprintf("%s: %s is not allowed here: want %s", fieldName(r.path), got, describeType(want))
+	return fmt.Sprintf("%s: %s is not allowed here: want %s%s", fieldName(r.path), got, describeType(want), bytesNote(got))
+}
+
+// bytesNote explains a value written in single quotes, which CUE reads as
+// bytes, not as a string: "" for any other value.
+func bytesNote(lit string) string {
+	if len(lit) < 2 || lit[0] != '\'' || lit[len(lit)-1] != '\'' {
+		return ""
+	}
+	return fmt.Sprintf(": single quotes make bytes in CUE, not a string; write \"%s\"", lit[1:len(lit)-1])
 }
 
 // describeType renders a CUE type or value for a message.
