@@ -20,7 +20,10 @@ file, a file without a package clause or of another package than its
 neighbours, a file over 4 MiB, a file that is not UTF-8 text or not a
 regular file, nesting deeper than 200 levels, an expression chaining more
 than 1,000 operators, or an evaluation that runs over its deadline (10 s,
-AGENTC_TIMEOUT). Nothing else is checked until the files load.`},
+AGENTC_TIMEOUT). Nothing else is checked until the files load. An
+unclosed bracket is reported where its closer is missing, naming it; a
+regular expression's ` + "`\\d`" + ` in a "..." string and a # comment are told what CUE
+writes instead (` + "`\\\\d`" + ` or a raw string ` + "`#\"\\d\"#`" + `; //).`},
 	{"schema/unknown-middleware", dsl.Error, "use names no builtin or registered middleware", `
 An entry's use names neither a builtin nor a middleware the host registered
 with runtime.Register. The message suggests the closest known id ("retyr":
