@@ -141,5 +141,5 @@ func TestDeclarationNotAName(t *testing.T) {
 	require.Len(t, diags, 2)
 	assert.Equal(t, `models: "my model" is not a name: a name is ASCII letters, digits and _ . : / -, and starts with a letter or _`, diags[0].Message)
 	assert.Equal(t, `tools: "2fa" is not a name: a name is ASCII letters, digits and _ . : / -, and starts with a letter or _`, diags[1].Message)
-	assert.Equal(t, 4, diags[1].Pos.Line-diags[0].Pos.Line+1)
+	assert.Equal(t, 3, diags[1].Pos.Line-diags[0].Pos.Line, "each at its label")
 }
