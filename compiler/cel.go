@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/agentc-dev/agentc/dsl"
+	"github.com/agentc-dev/agentc/internal/textdist"
 	"github.com/agentc-dev/agentc/prove/invariant"
 	"github.com/agentc-dev/agentc/runtime/plan"
 	"github.com/agentc-dev/agentc/runtime/predicate"
@@ -97,6 +98,20 @@ func phaseHint(msg string, stage predicate.Stage, phase predicate.Phase, kind st
 	return ""
 }
 
+// referenceHint names the variable closest to an undeclared reference
+// ("arg": did you mean args?), "" when none is close.
+func referenceHint(msg string, names []string) string {
+	name, ok := strings.CutPrefix(msg, "undeclared reference to '")
+	if !ok {
+		return ""
+	}
+	name, _, _ = strings.Cut(name, "'")
+	if best := textdist.Closest(name, names); best != "" {
+		return fmt.Sprintf("; did you mean %s?", best)
+	}
+	return ""
+}
+
 // stageHint explains an undeclared reference to a variable of another
 // stage (args in a chat guard, request in a tool one) by listing the
 // variables of the predicate's own stage.
@@ -163,8 +178,14 @@ func (c *Compilation) checkPredicate(x *dsl.Expr, stage predicate.Stage, phase p
 		if is.Rule == predicate.RuleType {
 			if h := phaseHint(msg, stage, phase, kind); h != "" {
 				msg += h
-			} else {
-				msg += stageHint(msg, stage)
+			} else if h := stageHint(msg, stage); h != "" {
+				msg += h
+			} else if habitHint(x.Source, is.Offset, msg) == "" {
+				var names []string
+				for _, v := range predicate.Variables(stage) {
+					names = append(names, v.Name)
+				}
+				msg += referenceHint(msg, names)
 			}
 		}
 		msg += habitHint(x.Source, is.Offset, msg)
@@ -238,7 +259,17 @@ func (c *Compilation) checkInvariant(x *dsl.Expr) {
 		if is.Syntax {
 			rule = predicate.RuleSyntax
 		}
-		c.report(dsl.Errorf(x.PosAt(is.Offset), rule, "invariant: %s", is.Message))
+		// The environment has no container: cel-go's note of it says
+		// nothing to the policy's author.
+		msg := strings.TrimSuffix(is.Message, " (in container '')")
+		if !is.Syntax {
+			var names []string
+			for _, v := range invariant.Variables {
+				names = append(names, v.Name)
+			}
+			msg += referenceHint(msg, names)
+		}
+		c.report(dsl.Errorf(x.PosAt(is.Offset), rule, "invariant: %s", msg))
 		if is.Syntax {
 			break // later syntax errors are usually echoes of the first
 		}

@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -56,4 +57,31 @@ func TestStageVariableHint(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, c.Diagnostics)
 	assert.NotContains(t, c.Diagnostics[0].Message, "is a variable of")
+}
+
+// A misspelt variable is given the closest variable of the predicate's
+// stage: in a chain entry, in a state handler and in an invariant, whose
+// message carries no note of cel-go's empty container. A state handler's
+// predicate gets the habit hints too.
+func TestMisspeltVariableHint(t *testing.T) {
+	for _, tt := range []struct{ name, src, want string }{
+		{"tool guard", "tools: t: {}\nchains: tool: [{use: \"guard\", deny: \"arg.amount > 5.0\"}]",
+			"undeclared reference to 'arg'; did you mean args?"},
+		{"admit", `admit: "itme.score > 0.5"`, "undeclared reference to 'itme'; did you mean item?"},
+		{"state deny", `state: fields: credit: {schema: {type: "integer"}, on_set: [{deny: "valeu > 200"}]}`,
+			"undeclared reference to 'valeu'; did you mean value?"},
+		{"state habit", `state: fields: credit: {schema: {type: "integer"}, on_set: [{deny: "value = 200"}]}`,
+			"CEL compares with ==, not ="},
+		{"invariant", `invariants: custom: once: "execution.tools.refund <= 1"`,
+			"invariant: undeclared reference to 'execution'; did you mean executions?"},
+		{"invariant far", `invariants: custom: once: "effects.refund <= 1"`,
+			"invariant: undeclared reference to 'effects'"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Compile(context.Background(), []string{writePolicy(t, "package p\n"+tt.src+"\n")}, Options{})
+			require.NoError(t, err)
+			require.NotEmpty(t, c.Diagnostics)
+			assert.True(t, strings.HasSuffix(c.Diagnostics[0].Message, tt.want), c.Diagnostics[0].Message)
+		})
+	}
 }

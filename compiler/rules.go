@@ -20,7 +20,10 @@ file, a file without a package clause or of another package than its
 neighbours, a file over 4 MiB, a file that is not UTF-8 text or not a
 regular file, nesting deeper than 200 levels, an expression chaining more
 than 1,000 operators, or an evaluation that runs over its deadline (10 s,
-AGENTC_TIMEOUT). Nothing else is checked until the files load.`},
+AGENTC_TIMEOUT). Nothing else is checked until the files load. An
+unclosed bracket is reported where its closer is missing, naming it; a
+regular expression's ` + "`\\d`" + ` in a "..." string and a # comment are told what CUE
+writes instead (` + "`\\\\d`" + ` or a raw string ` + "`#\"\\d\"#`" + `; //).`},
 	{"schema/unknown-middleware", dsl.Error, "use names no builtin or registered middleware", `
 An entry's use names neither a builtin nor a middleware the host registered
 with runtime.Register. The message suggests the closest known id ("retyr":
@@ -29,7 +32,9 @@ did you mean "retry"?).`},
 Every definition is closed: a field the policy, an entry's builtin or a
 tool declaration does not define is an error at the field, with the
 closest allowed name when one is near. A misspelt field would otherwise be
-ignored and its layer run with the default.`},
+ignored and its layer run with the default. A model, tool, store, key, MCP
+server or state field declared under a label that is not a name ("my
+model", "2fa") is reported here too, as not a name.`},
 	{"schema/invalid-value", dsl.Error + "/" + dsl.Warning, "wrong type, out of bounds, or not one of the allowed values", `
 A value has the wrong type, lies outside its bounds, is not one of the
 allowed values, is not a valid duration, regular expression, JSON Schema or
@@ -39,14 +44,20 @@ chain with the same name, a guard with both deny and require, a fallback
 naming one model twice, a tool-chain entry scoped with an empty tools
 list, which applies it to every tool, two keys with one secret, a
 credential written in an MCP server's env, a JSON Schema whose required
-names a property its properties do not describe), or is left open where
+names a property its properties do not describe, or that holds a key that
+is no keyword but close to one that validates, such as maxLenght, or a
+property written beside properties instead of under it: validators ignore
+both, and the check is not made), or is left open where
 the schema has a default (a disjunction without a default of the policy's
 own, such as max_attempts: 3 | 4, or a bound, such as >2: CUE would
 silently take the schema's default, 3, a choice the policy did not make). The message gives the field's path and what it
 accepts, and for common slips the fix: a bare number where a duration
 goes ("60s"), a unit spelt out or spaced ("1min", "10 s"), a day unit
-("1d": "24h"), a URL where egress wants a host,
-a key where keys wants its SHA-256, a URL or a non-name where a field
+("1d": "24h"), a URL or a path where egress wants a host, an
+extension without its dot ("txt": ".txt"), a string written in single
+quotes, which CUE reads as bytes ('retry': "retry"), a name, URL, region code or
+constraint id that does not match its pattern (said in words, not as the
+regular expression), a key where keys wants its SHA-256, a URL or a non-name where a field
 names an environment variable, one chain declared twice (two lists,
 in one file or two, that CUE joins entry by entry), a name holding a
 character outside ASCII, such as a Cyrillic look-alike of a Latin letter
@@ -70,7 +81,8 @@ diagnostic sits at the struct that lacks the field.`},
 	{"schema/bad-reference", dsl.Error, "a model, tool, store or entry name that is not declared", `
 A name refers to something the policy does not declare: a model named by
 fallback, hedge, judge or compaction that is not in models, a tool in
-tools: scoping, a store, an entry named by a constraint, a tool's url_arg
+tools: scoping (unless mcp servers or settings.allow_undeclared_tools let
+tools the policy does not declare run), a store, an entry named by a constraint, a tool's url_arg
 or path_arg absent from its args schema, or a JSON Schema file that cannot
 be read inside the policy directory.`},
 	{"schema/stage", dsl.Error, "a builtin used in a chain whose stage it does not support", `
@@ -94,7 +106,8 @@ language gets what CEL writes instead: = for ==, and, or and not for &&,
 	{"cel/type", dsl.Error, "undeclared reference, undefined field, or no matching overload", `
 A predicate does not type-check against the variables of its stage: an
 undeclared variable (one of another stage, such as args in a chat guard, is
-named as such, with the variables the stage has), a field its type does not have (args is typed from the
+named as such, with the variables the stage has; a misspelt one, such as
+arg or valeu, with the closest variable: args, value), a field its type does not have (args is typed from the
 tool's JSON Schema, so a misspelt argument is caught here), an optional
 field read without has(), or an operator applied to the wrong types
 (len(x) and 'sub' in s get the CEL for them: size(x), s.contains('sub')). A

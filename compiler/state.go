@@ -55,8 +55,17 @@ func (c *Compilation) checkStateExpr(x *dsl.Expr, op string, valueSchema, stateS
 		return
 	}
 	checked, issues := env.Check(x.Source)
+	var names []string
+	for _, v := range predicate.Variables(predicate.State) {
+		names = append(names, v.Name)
+	}
 	for _, is := range issues {
-		c.report(dsl.Errorf(x.PosAt(is.Offset), is.Rule, "%s", is.Message))
+		msg := is.Message
+		if is.Rule == predicate.RuleType && habitHint(x.Source, is.Offset, msg) == "" {
+			msg += referenceHint(msg, names)
+		}
+		msg += habitHint(x.Source, is.Offset, msg)
+		c.report(dsl.Errorf(x.PosAt(is.Offset), is.Rule, "%s", msg))
 		if is.Rule == predicate.RuleSyntax {
 			break // later syntax errors are usually echoes of the first
 		}

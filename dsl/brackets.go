@@ -134,3 +134,23 @@ func indentOf(s string) int {
 	}
 	return n
 }
+
+// syntaxHint completes a CUE parse error caused by another language's habit
+// (a regular expression's \d in a "..." string, a # comment) with what CUE
+// writes instead; "" when the error is no such slip. at is the error's
+// position in src.
+func syntaxHint(src []byte, at Pos, msg string) string {
+	lines := strings.Split(string(src), "\n")
+	if at.Line < 1 || at.Line > len(lines) {
+		return ""
+	}
+	line := lines[at.Line-1]
+	switch {
+	case msg == "unknown escape sequence" && at.Col >= 2 && at.Col <= len(line) && line[at.Col-2] == '\\':
+		esc := line[at.Col-2 : at.Col]
+		return fmt.Sprintf(": `%s` is not an escape of a CUE string; a regular expression's backslash is written `\\%s` in a \"...\" string, or as it is in a raw string, #\"%s\"#", esc, esc, esc)
+	case strings.TrimSpace(line) == "#" || strings.HasPrefix(strings.TrimSpace(line), "# "):
+		return ": a CUE comment starts with //, not #"
+	}
+	return ""
+}

@@ -1,9 +1,11 @@
 package dsl
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestUnclosedBracket(t *testing.T) {
@@ -31,6 +33,31 @@ func TestUnclosedBracket(t *testing.T) {
 			assert.True(t, ok)
 			assert.Equal(t, tt.want, at)
 			assert.Contains(t, msg, tt.msg)
+		})
+	}
+}
+
+// A parse error caused by another language's habit says what CUE writes
+// instead: a regular expression's \d in a "..." string, a # comment. A
+// definition, whose name starts with #, is no comment.
+func TestSyntaxHints(t *testing.T) {
+	for _, tt := range []struct{ name, src, want string }{
+		{"escape", `chains: tool: [{use: "redact", patterns: ["card-\d+"]}]`,
+			"1:50 unknown escape sequence: `\\d` is not an escape of a CUE string; a regular expression's backslash is written `\\\\d` in a \"...\" string, or as it is in a raw string, #\"\\d\"#"},
+		{"hash comment", "# the chains\nchains: chat: [{use: \"retry\"}]",
+			"1:3 expected label or ':', found 'IDENT' the: a CUE comment starts with //, not #"},
+		{"definition", "#Base: {use: \"retry\"\nchains: chat: [#Base]",
+			"missing '}'"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, diags, _ := loadSnippet(t, tt.src)
+			require.Len(t, diags, 1)
+			assert.Equal(t, "cue/syntax", diags[0].Rule)
+			got := fmt.Sprintf("%d:%d %s", diags[0].Pos.Line-2, diags[0].Pos.Col, diags[0].Message)
+			assert.Contains(t, got, tt.want)
+			if tt.name == "definition" {
+				assert.NotContains(t, got, "comment")
+			}
 		})
 	}
 }

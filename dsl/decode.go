@@ -247,7 +247,10 @@ func (l *loader) decodeEntry(p *Policy, stage string, i int, ev cue.Value) *Entr
 			pos := l.userPos(append(path, "tools", fmt.Sprint(j)))
 			e.Tools = append(e.Tools, name)
 			e.ToolsPos = append(e.ToolsPos, pos)
-			if _, ok := p.Tools[name]; !ok {
+			// Tools an MCP server lists, or undeclared calls the
+			// settings let run, may be named too (agentc serve checks
+			// an MCP server's names against the tools it serves).
+			if _, ok := p.Tools[name]; !ok && len(p.MCPServers) == 0 && !p.AllowUndeclaredTools {
 				l.errorf(pos, "schema/bad-reference", "tool %q is not declared in tools%s", name, suggestName(name, keys(p.Tools)))
 			}
 		}
@@ -268,10 +271,18 @@ func (l *loader) decodeEntry(p *Policy, stage string, i int, ev cue.Value) *Entr
 			// Already reported by the schema check.
 			continue
 		}
-		// A JSON Schema given as a file path is read here.
-		if (e.Use == "output_coerce" && sel == "schema") && fv.Kind() == cue.StringKind {
-			if raw := l.jsonSchema(fv, l.userPos(append(path, sel))); raw != nil {
-				_ = json.Unmarshal(raw, &x)
+		if e.Use == "output_coerce" && sel == "schema" {
+			// A JSON Schema given as a file path is read here; either
+			// form is checked as a tool's args are, so that a schema
+			// the layer cannot compile fails vet, not the build.
+			at := slices.Concat(path, []string{sel})
+			if fv.Kind() == cue.StringKind {
+				if raw := l.jsonSchema(fv, l.userPos(at)); raw != nil {
+					_ = json.Unmarshal(raw, &x)
+					l.checkSchema(at, raw, l.userPos(at), true)
+				}
+			} else if raw, err := json.Marshal(x); err == nil {
+				l.checkSchema(at, raw, l.userPos(at), false)
 			}
 		}
 		fields[sel] = x

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -128,7 +129,19 @@ func (l *loader) addCUEErrors(err error, user cue.Value, skip ...string) {
 				r.pos = p
 			}
 		}
-		if r.rule == "schema/unknown-field" && len(path) > 0 {
+		if r.rule == "schema/unknown-field" && len(path) > 0 && nameMaps[strings.Join(path[:len(path)-1], ".")] {
+			// A map of names refuses a label that is not a name: say
+			// so, rather than call it an unknown field whose closest
+			// allowed name is itself unquoted.
+			name := path[len(path)-1]
+			if u, err := strconv.Unquote(name); err == nil {
+				name = u
+			}
+			r.msg = fmt.Sprintf("%s: %q %s%s", fieldName(path[:len(path)-1]), name, notAName, nonASCIINote(name))
+			if p, ok := l.pos.lookup(append(slices.Clone(path[:len(path)-1]), name), true); ok {
+				r.pos = p
+			}
+		} else if r.rule == "schema/unknown-field" && len(path) > 0 {
 			name := path[len(path)-1]
 			var others []string
 			for _, f := range l.allowedFields(path[:len(path)-1]) {
@@ -226,7 +239,7 @@ func (l *loader) addCUEErrors(err error, user cue.Value, skip ...string) {
 				continue
 			}
 			sort.Strings(allowed)
-			l.diags = append(l.diags, Errorf(pos, "schema/invalid-value", "%s: %s is not one of %s", fieldName(conflicts[0].path), got, strings.Join(allowed, ", ")))
+			l.diags = append(l.diags, Errorf(pos, "schema/invalid-value", "%s: %s is not one of %s%s", fieldName(conflicts[0].path), got, strings.Join(allowed, ", "), bytesNote(got)))
 		}
 	}
 }
@@ -237,9 +250,18 @@ func conflictMessage(r *rawErr) string {
 		if _, err := strconv.ParseFloat(got, 64); err == nil {
 			return fmt.Sprintf("%s: %s is a bare number, not a duration: write it as a string with its unit, such as \"%ss\" or \"%sms\"", fieldName(r.path), got, got, got)
 		}
-		return fmt.Sprintf("%s: %s is not a duration such as \"250ms\", \"30s\" or \"1h30m\"", fieldName(r.path), got)
+		return fmt.Sprintf("%s: %s is not a duration such as \"250ms\", \"30s\" or \"1h30m\"%s", fieldName(r.path), got, bytesNote(got))
 	}
-	return fmt.Sprintf("%s: %s is not allowed here: want %s", fieldName(r.path), got, describeType(want))
+	return fmt.Sprintf("%s: %s is not allowed here: want %s%s", fieldName(r.path), got, describeType(want), bytesNote(got))
+}
+
+// bytesNote explains a value written in single quotes, which CUE reads as
+// bytes, not as a string: "" for any other value.
+func bytesNote(lit string) string {
+	if len(lit) < 2 || lit[0] != '\'' || lit[len(lit)-1] != '\'' {
+		return ""
+	}
+	return fmt.Sprintf(": single quotes make bytes in CUE, not a string; write \"%s\"", lit[1:len(lit)-1])
 }
 
 // describeType renders a CUE type or value for a message.
@@ -504,6 +526,13 @@ func (l *loader) allowedFields(path []string) []string {
 	return names
 }
 
+// nameMaps are the maps of the policy whose labels are names
+// (#Identifier).
+var nameMaps = map[string]bool{
+	"models": true, "tools": true, "stores": true, "keys": true, "mcp.servers": true,
+	"state.fields": true, "invariants.max_executions": true, "invariants.custom": true,
+}
+
 // durationUnits is the units group of the schema's #Duration pattern.
 const durationUnits = "(ns|us|µs|ms|s|m|h)"
 
@@ -540,8 +569,36 @@ func patternHint(lit, pattern string) string {
 		}
 		return "is a URL, not a host: allow lists host names such as \"api.example.com\""
 	}
+	re, err := strconv.Unquote(pattern)
+	if err != nil {
+		return ""
+	}
+	switch re {
+	case identPattern:
+		return notAName + nonASCIINote(val)
+	case `^https?://[^\s]+$`, `^https?://`:
+		return "is not a URL starting with http:// or https://"
+	case `^(\*\.)?[A-Za-z0-9.:\[\]-]+(:[0-9]{1,5})?$`:
+		return "is not a host: allow lists host names (\"api.example.com\"), a wildcard as the first label only (\"*.example.com\") or \"*\", each with an optional :port, and no path" + nonASCIINote(val)
+	case `^\.[A-Za-z0-9]+$`:
+		if regexp.MustCompile(re).MatchString("." + val) {
+			return fmt.Sprintf("is not an extension: write it with its dot, %q", "."+val)
+		}
+		return "is not an extension such as \".txt\" (a dot, then letters and digits)"
+	case `^[A-Za-z]{2}$`:
+		return "is not a two-letter region code such as \"US\" or \"GB\""
+	case `^[a-z0-9][a-z0-9-]*$`:
+		return "is not a constraint id: lower-case letters, digits and -, such as \"pii-before-log\""
+	}
 	return ""
 }
+
+// identPattern is the pattern of #Identifier: the names of models, tools,
+// stores, entries and tenants; notAName says what it accepts.
+const (
+	identPattern = "^[A-Za-z_][A-Za-z0-9_.:/-]*$"
+	notAName     = "is not a name: a name is ASCII letters, digits and _ . : / -, and starts with a letter or _"
+)
 
 // unitWordRE matches a number followed by a unit spelt out ("5min",
 // "30 seconds").

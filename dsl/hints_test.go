@@ -63,7 +63,25 @@ func TestInvalidValueHints(t *testing.T) {
 		{"upper-case sha256", `keys: app: {sha256: "D428FC11ED3FC4326BEEDAAD8207F74367127007C3688AA51B311679C44718A2"}`,
 			`is not lower-case: write the SHA-256 in lower-case hex`},
 		{"look-alike letter in a name", `chains: tool: [{use: "log", name: "аudit_log"}]`,
-			`chains.tool[0].name: "аudit_log" does not match the pattern "^[A-Za-z_][A-Za-z0-9_.:/-]*$": it holds 'а' (U+0430, a Cyrillic letter), and names are ASCII`},
+			`chains.tool[0].name: "аudit_log" is not a name: a name is ASCII letters, digits and _ . : / -, and starts with a letter or _: it holds 'а' (U+0430, a Cyrillic letter), and names are ASCII`},
+		{"single-quoted enum", `chains: tool: [{use: "audit", trail: 'logical'}]`,
+			`chains.tool[0].trail: 'logical' is not one of "attempts", "logical": single quotes make bytes in CUE, not a string; write "logical"`},
+		{"single-quoted duration", `chains: chat: [{use: "memoize", ttl: '10m'}]`,
+			`chains.chat[0].ttl: '10m' is not a duration such as "250ms", "30s" or "1h30m": single quotes make bytes in CUE, not a string; write "10m"`},
+		{"single-quoted use", `chains: chat: [{use: 'retry'}]`,
+			`chains.chat[0].use: 'retry' is not allowed here: want a string: single quotes make bytes in CUE, not a string; write "retry"`},
+		{"space in a name", `chains: tool: [{use: "log", name: "audit log"}]`,
+			`chains.tool[0].name: "audit log" is not a name: a name is ASCII letters, digits and _ . : / -, and starts with a letter or _`},
+		{"path in egress allow", `chains: tool: [{use: "egress", allow: ["example.com/api"]}]`,
+			`chains.tool[0].allow[0]: "example.com/api" is not a host: allow lists host names ("api.example.com"), a wildcard as the first label only ("*.example.com") or "*", each with an optional :port, and no path`},
+		{"extension without its dot", `chains: tool: [{use: "file_check", roots: ["."], extensions: ["txt"]}]`,
+			`chains.tool[0].extensions[0]: "txt" is not an extension: write it with its dot, ".txt"`},
+		{"url without a scheme", `models: m: {provider: "openai", model: "gpt-4.1", base_url: "api.openai.com/v1"}`,
+			`models.m.base_url: "api.openai.com/v1" is not a URL starting with http:// or https://`},
+		{"three-letter region", `chains: chat: [{use: "pii", regions: ["USA"]}]`,
+			`chains.chat[0].regions[0]: "USA" is not a two-letter region code such as "US" or "GB"`},
+		{"constraint id in capitals", `constraints: [{id: "No-Log", outer: "retry", inner: "log", why: "w"}]`,
+			`constraints[0].id: "No-Log" is not a constraint id: lower-case letters, digits and -, such as "pii-before-log"`},
 		{"invisible character in a scope", `tools: pay: {}
 chains: tool: [{use: "log", tools: ["pa\u200by"]}]`,
 			`it holds '\u200b' (U+200B, an invisible format character), and names are ASCII`},
@@ -112,5 +130,16 @@ func TestLookAlikeDeclaration(t *testing.T) {
 	_, diags, _ := loadSnippet(t, `tools: "pаy": {}`)
 	require.NotEmpty(t, diags)
 	assert.Equal(t, "schema/unknown-field", diags[0].Rule)
-	assert.Equal(t, `unknown field "pаy": it holds 'а' (U+0430, a Cyrillic letter), and names are ASCII`, diags[0].Message)
+	assert.Equal(t, `tools: "pаy" is not a name: a name is ASCII letters, digits and _ . : / -, and starts with a letter or _: it holds 'а' (U+0430, a Cyrillic letter), and names are ASCII`, diags[0].Message)
+}
+
+// A declared name that is not a name (a space, a leading digit) is reported
+// as such at its label, with the label unquoted, not as an unknown field
+// whose closest allowed name is itself.
+func TestDeclarationNotAName(t *testing.T) {
+	_, diags, _ := loadSnippet(t, "models: \"my model\": {}\ntools: {\n\tok: {}\n\t\"2fa\": {}\n}")
+	require.Len(t, diags, 2)
+	assert.Equal(t, `models: "my model" is not a name: a name is ASCII letters, digits and _ . : / -, and starts with a letter or _`, diags[0].Message)
+	assert.Equal(t, `tools: "2fa" is not a name: a name is ASCII letters, digits and _ . : / -, and starts with a letter or _`, diags[1].Message)
+	assert.Equal(t, 3, diags[1].Pos.Line-diags[0].Pos.Line, "each at its label")
 }

@@ -208,7 +208,7 @@ func (l *loader) parse() ([]*ast.File, bool) {
 				l.errorf(miss, "cue/syntax", "%s", msg)
 				continue
 			}
-			l.errorf(pos, "cue/syntax", "%s", errMsg(e))
+			l.errorf(pos, "cue/syntax", "%s%s", errMsg(e), syntaxHint(src, pos, errMsg(e)))
 			continue
 		}
 		name0 := f.PackageName()

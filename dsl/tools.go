@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentc-dev/agentc/internal/argpath"
 	"github.com/agentc-dev/agentc/internal/jsonpointer"
+	"github.com/agentc-dev/agentc/internal/textdist"
 )
 
 // checkArgsSchema compiles a tool's argument schema as JSON Schema (draft
@@ -33,12 +34,13 @@ func (l *loader) checkToolSchema(tool, field string, raw []byte, at Pos, fromFil
 }
 
 // checkSchema checks the JSON Schema raw written at path (tools.x.args,
-// state.fields.x.schema) as checkArgsSchema describes.
+// state.fields.x.schema, an output_coerce entry's schema) as
+// checkArgsSchema describes.
 func (l *loader) checkSchema(path []string, raw []byte, at Pos, fromFile bool) {
 	if len(raw) == 0 {
 		return
 	}
-	name, field := strings.Join(path, "."), path[len(path)-1]
+	name, field := fieldName(path), path[len(path)-1]
 	c := jsonschema.NewCompiler()
 	url := "agentc:///" + field + ".json"
 	if err := c.AddResource(url, bytes.NewReader(raw)); err != nil {
@@ -50,6 +52,7 @@ func (l *loader) checkSchema(path []string, raw []byte, at Pos, fromFile bool) {
 		var doc any
 		if json.Unmarshal(raw, &doc) == nil {
 			l.checkRequired(path, doc, nil, at, fromFile)
+			l.checkKeywords(path, doc, nil, at, fromFile)
 		}
 		return
 	}
@@ -70,6 +73,83 @@ func (l *loader) checkSchema(path []string, raw []byte, at Pos, fromFile bool) {
 		}
 		l.errorf(pos, "schema/invalid-value", "%s: not valid JSON Schema: %s", where, f.msg)
 	}
+}
+
+// schemaKeywords are the keywords of JSON Schema (2020-12 and the drafts
+// before it, and OpenAPI's), whose values are schemas, maps of schemas or
+// lists of schemas, or neither.
+var (
+	subschemaKeywords = []string{"items", "additionalProperties", "not", "if", "then", "else", "contains",
+		"propertyNames", "unevaluatedItems", "unevaluatedProperties", "additionalItems", "contentSchema"}
+	schemaMapKeywords  = []string{"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"}
+	schemaListKeywords = []string{"allOf", "anyOf", "oneOf", "prefixItems"}
+	assertionKeywords  = []string{"type", "enum", "const", "multipleOf", "maximum", "exclusiveMaximum",
+		"minimum", "exclusiveMinimum", "maxLength", "minLength", "pattern", "maxItems", "minItems",
+		"uniqueItems", "maxContains", "minContains", "maxProperties", "minProperties", "required",
+		"dependentRequired", "dependencies", "$ref", "$dynamicRef"}
+	otherKeywords = []string{"$schema", "$id", "id", "$anchor", "$dynamicAnchor", "$vocabulary", "$comment",
+		"$recursiveRef", "$recursiveAnchor", "format", "title", "description", "default", "deprecated",
+		"readOnly", "writeOnly", "examples", "example", "contentEncoding", "contentMediaType", "nullable",
+		"discriminator", "xml", "externalDocs"}
+)
+
+// checkKeywords reports a key of a schema object that is no JSON Schema
+// keyword but lies close to one that validates ("maxLenght", "additionalProperty",
+// "requried"): validators ignore an unknown keyword, so the check it was
+// meant to make is silently not made and arguments pass unchecked. Keys
+// close to no such keyword (annotations of one's own, "x-unit") are left
+// alone. sub is the location of schema within the field.
+func (l *loader) checkKeywords(path []string, schema any, sub []string, at Pos, fromFile bool) {
+	m, ok := schema.(map[string]any)
+	if !ok {
+		return
+	}
+	validating := slices.Concat(subschemaKeywords, schemaMapKeywords, schemaListKeywords, assertionKeywords)
+	known := slices.Concat(validating, otherKeywords)
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if slices.Contains(known, k) {
+			continue
+		}
+		where := slices.Concat(path, sub, []string{k})
+		pos := at
+		if !fromFile {
+			if p, ok := l.pos.lookup(where, true); ok {
+				pos = p
+			} else {
+				pos = l.userPos(where)
+			}
+		}
+		if best := textdist.Closest(k, known); best != "" && slices.Contains(validating, best) {
+			l.errorf(pos, "schema/invalid-value", "%s: %q is not a JSON Schema keyword, so validators ignore it and the check it names is not made; did you mean %q?",
+				fieldName(where), k, best)
+		} else if v, ok := m[k].(map[string]any); ok && isSchemaLike(v) {
+			l.errorf(pos, "schema/invalid-value", "%s: %q is not a JSON Schema keyword, so validators ignore it, with the schema it holds; a property is described under properties: write properties: %s: {...}",
+				fieldName(where), k, k)
+		}
+	}
+	for _, k := range subschemaKeywords {
+		l.checkKeywords(path, m[k], slices.Concat(sub, []string{k}), at, fromFile)
+	}
+	for _, k := range schemaMapKeywords {
+		if sm, ok := m[k].(map[string]any); ok {
+			for _, name := range slices.Sorted(maps.Keys(sm)) {
+				l.checkKeywords(path, sm[name], slices.Concat(sub, []string{k, name}), at, fromFile)
+			}
+		}
+	}
+	for _, k := range slices.Concat(schemaListKeywords, []string{"items"}) {
+		if list, ok := m[k].([]any); ok {
+			for i, x := range list {
+				l.checkKeywords(path, x, slices.Concat(sub, []string{k, strconv.Itoa(i)}), at, fromFile)
+			}
+		}
+	}
+}
+
+// isSchemaLike reports whether m reads as a schema: it has a type.
+func isSchemaLike(m map[string]any) bool {
+	_, ok := m["type"].(string)
+	return ok
 }
 
 // schemaFault is one keyword of a schema that its metaschema refuses.
