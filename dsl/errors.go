@@ -250,6 +250,9 @@ func conflictMessage(r *rawErr) string {
 		if _, err := strconv.ParseFloat(got, 64); err == nil {
 			return fmt.Sprintf("%s: %s is a bare number, not a duration: write it as a string with its unit, such as \"%ss\" or \"%sms\"", fieldName(r.path), got, got, got)
 		}
+		if isZeroDuration(got) {
+			return fmt.Sprintf("%s: %s is zero: this field takes a duration above zero (leave it out for its default)", fieldName(r.path), got)
+		}
 		return fmt.Sprintf("%s: %s is not a duration such as \"250ms\", \"30s\" or \"1h30m\"%s", fieldName(r.path), got, bytesNote(got))
 	}
 	return fmt.Sprintf("%s: %s is not allowed here: want %s%s", fieldName(r.path), got, describeType(want), bytesNote(got))
@@ -395,6 +398,9 @@ func classify(msg string, path []string) (rule, out string) {
 				return "schema/invalid-value", fmt.Sprintf("%s: %s has no unit: write it with one, such as \"%sms\" or \"%ss\"", name, m[1], v, v)
 			}
 		}
+		if isZeroDuration(m[1]) {
+			return "schema/invalid-value", fmt.Sprintf("%s: %s is zero: this field takes a duration above zero (leave it out for its default)", name, m[1])
+		}
 		return "schema/invalid-value", fmt.Sprintf("%s: %s is not a duration such as \"250ms\", \"30s\" or \"1h30m\"", name, m[1])
 	}
 	if m := boundRE.FindStringSubmatch(msg); m != nil && (strings.HasPrefix(m[2], "=~") || strings.HasPrefix(m[2], "!~")) {
@@ -531,6 +537,17 @@ func (l *loader) allowedFields(path []string) []string {
 var nameMaps = map[string]bool{
 	"models": true, "tools": true, "stores": true, "keys": true, "mcp.servers": true,
 	"state.fields": true, "invariants.max_executions": true, "invariants.custom": true,
+}
+
+// isZeroDuration reports whether lit, a quoted CUE string, is a duration
+// of zero ("0s", "0ms", "0h0m"), which #PositiveDuration refuses.
+func isZeroDuration(lit string) bool {
+	v, err := strconv.Unquote(lit)
+	if err != nil {
+		return false
+	}
+	d, err := time.ParseDuration(v)
+	return err == nil && d == 0 && !strings.HasPrefix(v, "-")
 }
 
 // durationUnits is the units group of the schema's #Duration pattern.

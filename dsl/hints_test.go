@@ -22,6 +22,8 @@ func TestInvalidValueHints(t *testing.T) {
 			`chains.chat[0].initial_delay: "10 s": a duration has no spaces; write "10s"`},
 		{"unit spelt out", `chains: turn: [{use: "rate_limit", rate: 5, per: "1min", burst: 1, mode: "reject"}]`,
 			`chains.turn[0].per: "1min": a duration's units are ns, us, ms, s, m and h; write "1m"`},
+		{"zero lease", `chains: tool: [{use: "idempotent", lease_ttl: "0s"}]`,
+			`chains.tool[0].lease_ttl: "0s" is zero: this field takes a duration above zero (leave it out for its default)`},
 		{"not a duration", `chains: chat: [{use: "retry", max_attempts: 2, initial_delay: "soon"}]`,
 			`chains.chat[0].initial_delay: "soon" is not a duration such as "250ms", "30s" or "1h30m"`},
 		{"required typo", `tools: t: {args: {type: "object", required: ["amout"], properties: amount: type: "number"}}`,
