@@ -103,6 +103,10 @@ func (l *loader) decode(p *Policy, v cue.Value) {
 		s.URL, _ = sv.LookupPath(fieldPath("url")).String()
 		s.URLEnv, _ = sv.LookupPath(fieldPath("url_env")).String()
 		s.Prefix, _ = sv.LookupPath(fieldPath("prefix")).String()
+		if s.URL != "" && s.URLEnv != "" {
+			l.errorf(l.userPos([]string{"stores", name, "url_env"}), "schema/invalid-value",
+				"stores.%s: url and url_env are both given, and the store would read only url_env; give one", name)
+		}
 		if s.URL != "" && urlHasPassword(s.URL) {
 			l.warnf(l.userPos([]string{"stores", name, "url"}), "schema/invalid-value",
 				"stores.%s.url holds a password: the plan agentc build writes carries the url as given (only agentc explain hides it), and so does every log or copy of the plan; put the url in an environment variable and name it with url_env", name)
