@@ -410,6 +410,9 @@ func classify(msg string, path []string) (rule, out string) {
 		return "schema/invalid-value", fmt.Sprintf("%s: %s does not match the pattern %s%s", name, m[1], strings.TrimLeft(m[2], "=!~"), nonASCIINote(m[1]))
 	}
 	if m := boundRE.FindStringSubmatch(msg); m != nil {
+		if m[1] == `""` && m[2] == `!=""` {
+			return "schema/invalid-value", fmt.Sprintf("%s: is empty: give a value, or leave the field out", name)
+		}
 		return "schema/invalid-value", fmt.Sprintf("%s: %s is out of range: want %s", name, m[1], m[2])
 	}
 	if m := matchRE.FindStringSubmatch(msg); m != nil {

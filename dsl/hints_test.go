@@ -26,6 +26,8 @@ func TestInvalidValueHints(t *testing.T) {
 			`chains.tool[0].lease_ttl: "0s" is zero: this field takes a duration above zero (leave it out for its default)`},
 		{"store url twice", `stores: s: {kind: "redis", url: "redis://127.0.0.1:6379/0", url_env: "REDIS_URL"}`,
 			`stores.s: url and url_env are both given, and the store would read only url_env; give one`},
+		{"empty pattern", `chains: chat: [{use: "security", patterns: [""]}]`,
+			`chains.chat[0].patterns[0]: is empty: give a value, or leave the field out`},
 		{"not a duration", `chains: chat: [{use: "retry", max_attempts: 2, initial_delay: "soon"}]`,
 			`chains.chat[0].initial_delay: "soon" is not a duration such as "250ms", "30s" or "1h30m"`},
 		{"required typo", `tools: t: {args: {type: "object", required: ["amout"], properties: amount: type: "number"}}`,
