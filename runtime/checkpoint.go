@@ -221,18 +221,14 @@ func (b *BuildContext) Checkpoints(store string) (*Checkpointer, error) {
 
 // KeepCheckpoints declares that the saves of the pipeline's runs in the
 // checkpoint store named store leave the latest n versions of a run (0:
-// every version), as a checkpoint layer's keep does. When several layers
-// name one store, the runs keep the most any of them asks for. It is called
+// every version), as a checkpoint layer's keep does; the pipeline's
+// checkpointers of that store save so (Checkpointer.Keep). It is called
 // during Provision only.
 func (b *BuildContext) KeepCheckpoints(store string, n int) {
-	name := storeName(store)
 	if b.p.checkpointKeep == nil {
 		b.p.checkpointKeep = map[string]int{}
 	}
-	if old, ok := b.p.checkpointKeep[name]; ok && (old == 0 || old > n && n != 0) {
-		return
-	}
-	b.p.checkpointKeep[name] = n
+	b.p.checkpointKeep[storeName(store)] = n
 }
 
 // storeName is the name of a store, "" being the default store.
@@ -256,8 +252,8 @@ func (c *Checkpointer) WithKeep(n int) *Checkpointer {
 }
 
 // Keep returns how many versions of a run a save leaves in the store (0:
-// every version): the checkpointer's own (WithKeep), else the largest keep
-// of the pipeline's checkpoint layers on the store, else
+// every version): the checkpointer's own (WithKeep), else the keep of the
+// pipeline's checkpoint layer on the store (KeepCheckpoints), else
 // DefaultCheckpointKeep.
 func (c *Checkpointer) Keep() int {
 	if c.keep >= 0 {
