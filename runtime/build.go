@@ -295,6 +295,9 @@ type Pipeline struct {
 	recordRuns atomic.Bool
 	toolHooks  []func(ctx context.Context) error
 	callHooks  []func(ctx context.Context) error
+	// checkpointKeep is how many versions of a run the saves in each
+	// checkpoint store leave, by store name (BuildContext.KeepCheckpoints).
+	checkpointKeep map[string]int
 }
 
 // LayerInfo describes one built layer.

@@ -28,7 +28,17 @@ type Checkpoint struct {
 	Tools []ToolRecord `json:"tools,omitempty"`
 	// Fields are the run's state fields.
 	Fields map[string]any `json:"fields,omitempty"`
+	// Keep, when above 0, bounds the versions of the run a save leaves in
+	// the store: SaveCheckpoint deletes those older than the latest Keep
+	// with the version it stores. 0 keeps every version. It is an
+	// instruction to the save, never stored (a checkpoint read back has 0).
+	Keep int `json:"-"`
 }
+
+// DefaultCheckpointKeep is how many versions of a run a save leaves in the
+// store when neither the checkpoint layer's keep nor Checkpointer.WithKeep
+// says otherwise: the latest and the nine before it.
+const DefaultCheckpointKeep = 10
 
 // CheckpointStore is the checkpoint port of a store. Implementations must
 // be safe for concurrent use, and across the processes that share the
@@ -42,12 +52,19 @@ type CheckpointStore interface {
 	// if the run's latest is the one before it (none, for version 1);
 	// otherwise nothing is stored and the error wraps a
 	// *CheckpointConflictError (another process saved the run meanwhile).
+	// When cp.Keep is above 0 the save also deletes the run's versions
+	// older than the latest cp.Keep (the one it stores among them), in the
+	// same transaction: a run never has more than cp.Keep versions after
+	// a save, and its latest is never deleted. Version numbers go on
+	// increasing; a deleted version is absent from CheckpointAt and
+	// CheckpointVersions.
 	SaveCheckpoint(ctx context.Context, cp Checkpoint) (int, error)
 	// LatestCheckpoint returns the run's highest version.
 	LatestCheckpoint(ctx context.Context, runID string) (Checkpoint, bool, error)
 	// CheckpointAt returns one version of the run.
 	CheckpointAt(ctx context.Context, runID string, version int) (Checkpoint, bool, error)
-	// CheckpointVersions lists the run's versions, ascending.
+	// CheckpointVersions lists the run's versions, ascending: consecutive
+	// numbers, from 1 unless the older ones were pruned (cp.Keep).
 	CheckpointVersions(ctx context.Context, runID string) ([]int, error)
 	// DeleteCheckpoints removes every version of the run; a run without
 	// any is not an error.
@@ -158,6 +175,11 @@ func SaveRefusal(cp Checkpoint, latest int, status RunStatus) error {
 // ErrNoCheckpoint is returned by Resume for a run without a checkpoint.
 var ErrNoCheckpoint = errors.New("no checkpoint")
 
+// ErrCheckpointPruned is wrapped by the error of Checkpointer.At for a
+// version a save deleted (the store keeps the latest versions of a run only,
+// Checkpoint.Keep).
+var ErrCheckpointPruned = errors.New("checkpoint version pruned")
+
 // LayerCheckpoint names the checkpoint refusals: a secret in clear, a
 // terminal run.
 const LayerCheckpoint = "checkpoint"
@@ -167,6 +189,10 @@ const LayerCheckpoint = "checkpoint"
 type Checkpointer struct {
 	pl    *Pipeline
 	store CheckpointStore
+	// name is the store's name; keep the versions a save leaves (below
+	// 0: the pipeline's for the store, see Keep).
+	name string
+	keep int
 }
 
 // Checkpointer returns the checkpointer of the store named store ("" is
@@ -179,7 +205,7 @@ func (pl *Pipeline) Checkpointer(store string) (*Checkpointer, error) {
 		return nil, err
 	}
 	pl.recordRuns.Store(true)
-	return &Checkpointer{pl: pl, store: cs}, nil
+	return &Checkpointer{pl: pl, store: cs, name: storeName(store), keep: -1}, nil
 }
 
 // Checkpoints returns the checkpointer of the store named store, resolved
@@ -190,11 +216,54 @@ func (b *BuildContext) Checkpoints(store string) (*Checkpointer, error) {
 		return nil, err
 	}
 	b.p.recordRuns.Store(true)
-	return &Checkpointer{pl: b.p, store: cs}, nil
+	return &Checkpointer{pl: b.p, store: cs, name: storeName(store), keep: -1}, nil
+}
+
+// KeepCheckpoints declares that the saves of the pipeline's runs in the
+// checkpoint store named store leave the latest n versions of a run (0:
+// every version), as a checkpoint layer's keep does; the pipeline's
+// checkpointers of that store save so (Checkpointer.Keep). It is called
+// during Provision only.
+func (b *BuildContext) KeepCheckpoints(store string, n int) {
+	if b.p.checkpointKeep == nil {
+		b.p.checkpointKeep = map[string]int{}
+	}
+	b.p.checkpointKeep[storeName(store)] = n
+}
+
+// storeName is the name of a store, "" being the default store.
+func storeName(store string) string {
+	if store == "" {
+		return DefaultStore
+	}
+	return store
 }
 
 // Store returns the checkpointer's store.
 func (c *Checkpointer) Store() CheckpointStore { return c.store }
+
+// WithKeep returns a checkpointer of the same store whose saves leave the
+// latest n versions of a run (0: every version; below 0: as the checkpointer
+// the pipeline returns, see Keep).
+func (c *Checkpointer) WithKeep(n int) *Checkpointer {
+	cc := *c
+	cc.keep = max(n, -1)
+	return &cc
+}
+
+// Keep returns how many versions of a run a save leaves in the store (0:
+// every version): the checkpointer's own (WithKeep), else the keep of the
+// pipeline's checkpoint layer on the store (KeepCheckpoints), else
+// DefaultCheckpointKeep.
+func (c *Checkpointer) Keep() int {
+	if c.keep >= 0 {
+		return c.keep
+	}
+	if n, ok := c.pl.checkpointKeep[c.name]; ok {
+		return n
+	}
+	return DefaultCheckpointKeep
+}
 
 // Save saves the run ctx carries as its next version with status running,
 // and returns it. A secret value in clear refuses the save with a
@@ -237,6 +306,7 @@ func (c *Checkpointer) save(ctx context.Context, status RunStatus) (Checkpoint, 
 		return Checkpoint{}, err
 	}
 	cp.Version = base + 1
+	cp.Keep = c.Keep()
 	v, err := c.store.SaveCheckpoint(ctx, cp)
 	var (
 		te *TerminalRunError
@@ -251,7 +321,7 @@ func (c *Checkpointer) save(ctx context.Context, status RunStatus) (Checkpoint, 
 	if err != nil {
 		return Checkpoint{}, fmt.Errorf("checkpoint: save run %s: %w", run.ID, err)
 	}
-	cp.Version = v
+	cp.Version, cp.Keep = v, 0
 	s.mu.Lock()
 	s.version, s.status = v, status
 	s.mu.Unlock()
@@ -263,9 +333,23 @@ func (c *Checkpointer) Latest(ctx context.Context, runID string) (Checkpoint, bo
 	return c.store.LatestCheckpoint(ctx, runID)
 }
 
-// At returns version v of the run.
+// At returns version v of the run. A version the run no longer has because
+// a save deleted it (Keep) is not found, with an error wrapping
+// ErrCheckpointPruned that names the oldest version kept.
 func (c *Checkpointer) At(ctx context.Context, runID string, v int) (Checkpoint, bool, error) {
-	return c.store.CheckpointAt(ctx, runID, v)
+	cp, ok, err := c.store.CheckpointAt(ctx, runID, v)
+	if ok || err != nil || v < 1 {
+		return cp, ok, err
+	}
+	vs, err := c.store.CheckpointVersions(ctx, runID)
+	if err != nil {
+		return Checkpoint{}, false, err
+	}
+	if len(vs) > 0 && v < vs[0] {
+		return Checkpoint{}, false, fmt.Errorf("checkpoint: run %s has no version %d: %w (the store keeps its latest versions only, %d to %d)",
+			runID, v, ErrCheckpointPruned, vs[0], vs[len(vs)-1])
+	}
+	return Checkpoint{}, false, nil
 }
 
 // Versions lists the run's versions, ascending.
@@ -682,6 +766,13 @@ func (m *MemoryCheckpoints) SaveCheckpoint(_ context.Context, cp Checkpoint) (in
 	r.latest++
 	r.status = cp.Status
 	r.versions[r.latest] = b
+	if cp.Keep > 0 {
+		for v := range r.versions {
+			if v <= r.latest-cp.Keep {
+				delete(r.versions, v)
+			}
+		}
+	}
 	return r.latest, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/agentc-dev/agentc/runtime"
@@ -115,6 +116,73 @@ func BenchmarkSaveLongRun(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkRunGrowth grows a run to n messages two at a time (a user
+// message and the answer, about 90 bytes each), saving it after each pair
+// with the layer's default keep, and reports the bytes of checkpoint JSON
+// the saves wrote (written-bytes, what the store would keep with keep: 0)
+// and the bytes the store keeps at the end (kept-bytes).
+func BenchmarkRunGrowth(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			store := &sizingStore{CheckpointStore: runtime.NewMemoryCheckpoints()}
+			p := checkpointPlan(plan.Store{Kind: "memory"}, false)
+			p.Stores = nil
+			pl := rt.Build(b, p, runtime.Deps{Checkpoints: store})
+			c, err := pl.Checkpointer("")
+			if err != nil {
+				b.Fatal(err)
+			}
+			var kept int
+			for i := 0; b.Loop(); i++ {
+				store.written = 0
+				ctx := runtime.WithRun(context.Background(), runtime.Run{ID: fmt.Sprintf("grow-%d-%d", n, i)})
+				msgs := make([]runtime.Message, 0, n)
+				for len(msgs) < n {
+					k := len(msgs)
+					msgs = append(msgs,
+						runtime.Message{Role: "user", Content: fmt.Sprintf("message %d of the conversation, about order %d and its refund", k, k)},
+						runtime.Message{Role: "assistant", Content: fmt.Sprintf("message %d of the conversation, about order %d and its refund", k+1, k+1)})
+					pl.RecordTranscript(ctx, msgs)
+					if _, err := c.Save(ctx); err != nil {
+						b.Fatal(err)
+					}
+				}
+				vs, err := c.Versions(ctx, runtime.RunOf(ctx).ID)
+				if err != nil {
+					b.Fatal(err)
+				}
+				kept = 0
+				for _, v := range vs {
+					cp, _, err := c.At(ctx, runtime.RunOf(ctx).ID, v)
+					if err != nil {
+						b.Fatal(err)
+					}
+					data, _ := runtime.MarshalCheckpoint(cp)
+					kept += len(data)
+				}
+				_ = c.Delete(context.Background(), runtime.RunOf(ctx).ID)
+			}
+			b.ReportMetric(float64(store.written), "written-bytes")
+			b.ReportMetric(float64(kept), "kept-bytes")
+		})
+	}
+}
+
+// sizingStore counts the bytes of checkpoint JSON saved through it.
+type sizingStore struct {
+	runtime.CheckpointStore
+	written int
+}
+
+func (s *sizingStore) SaveCheckpoint(ctx context.Context, cp runtime.Checkpoint) (int, error) {
+	data, err := runtime.MarshalCheckpoint(cp)
+	if err != nil {
+		return 0, err
+	}
+	s.written += len(data)
+	return s.CheckpointStore.SaveCheckpoint(ctx, cp)
 }
 
 // benchStores returns a memory and a sqlite store, and a PostgreSQL one in a

@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
@@ -16,7 +17,7 @@ func init() {
 		ID:     ID,
 		Stages: []plan.Stage{plan.StageTurn},
 		Doc:    "saves the run (transcript, tool results, state fields) as a numbered version after each turn",
-		New:    func() runtime.Middleware { return &Checkpoint{} },
+		New:    func() runtime.Middleware { return &Checkpoint{Keep: runtime.DefaultCheckpointKeep} },
 	})
 }
 
@@ -25,18 +26,31 @@ func init() {
 type Checkpoint struct {
 	Store     string `json:"store"`
 	AfterTool bool   `json:"after_tool"`
+	// Keep is how many versions of a run the store keeps, the latest ones
+	// (0: every version).
+	Keep int `json:"keep"`
 
 	cp   *runtime.Checkpointer
 	name string
 }
 
-// Provision resolves the checkpoint store and, with after_tool, hooks the
-// saves before an agent turn's tool calls run and after each tool result.
+// Validate checks the bounds of the config.
+func (c *Checkpoint) Validate() error {
+	if c.Keep < 0 {
+		return fmt.Errorf("keep must be 0 (every version) or more, got %d", c.Keep)
+	}
+	return nil
+}
+
+// Provision resolves the checkpoint store, declares how many versions of a
+// run it keeps and, with after_tool, hooks the saves before an agent turn's
+// tool calls run and after each tool result.
 func (c *Checkpoint) Provision(b *runtime.BuildContext) error {
 	cp, err := b.Checkpoints(c.Store)
 	if err != nil {
 		return err
 	}
+	b.KeepCheckpoints(c.Store, c.Keep)
 	c.cp = cp
 	c.name = b.Name()
 	if c.AfterTool {

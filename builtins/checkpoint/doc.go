@@ -4,7 +4,9 @@
 // results and its state fields, as the run's next numbered version in the
 // checkpoint store of `store` (runtime.Checkpointer). With after_tool it
 // also saves after each tool result, once the result has returned through
-// the tool chain.
+// the tool chain. The store keeps the run's latest `keep` versions (default
+// 10; 0: every version): each save deletes the older ones with the version
+// it stores, and the version numbers go on increasing.
 //
 // The version records where the run stands: "running" after a turn that
 // ended well, with an error that may be redelivered, or in doubt (a call

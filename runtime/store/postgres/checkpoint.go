@@ -12,9 +12,10 @@ import (
 )
 
 // checkpointSchema is the table of runtime.CheckpointStore: one row per
-// version of a run, the checkpoint as JSON (without its version, which is
-// the row's). The JSON is kept as text, not jsonb: jsonb refuses a NUL
-// character (\u0000), which a transcript may hold.
+// version of a run kept (the latest ones when saves prune), the checkpoint
+// as JSON (without its version, which is the row's). The JSON is kept as
+// text, not jsonb: jsonb refuses a NUL character (\u0000), which a
+// transcript may hold.
 const checkpointSchema = `
 CREATE TABLE IF NOT EXISTS §.checkpoints (
 	run_id  text NOT NULL,
@@ -67,8 +68,11 @@ const maxSaveRetries = 16
 // the latest is terminal or, for a conditional save (cp.Version above 0),
 // when it is not cp.Version; two processes that race for one number leave
 // one of them a unique violation, and it takes the next (a conditional
-// save is refused instead). The row is committed before SaveCheckpoint
-// returns.
+// save is refused instead). With cp.Keep above 0 the same statement deletes
+// the run's versions older than the latest cp.Keep, so the save and its
+// pruning commit together; a deadlock between two saves pruning one run
+// aborts one statement whole, which is tried again. The row is committed
+// before SaveCheckpoint returns.
 func (s *Store) SaveCheckpoint(ctx context.Context, cp runtime.Checkpoint) (int, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
@@ -81,17 +85,20 @@ func (s *Store) SaveCheckpoint(ctx context.Context, cp runtime.Checkpoint) (int,
 	}
 	for range maxSaveRetries {
 		var v int
-		err = s.pool.QueryRow(ctx, s.q(`INSERT INTO §.checkpoints (run_id, version, time, status, data)
+		err = s.pool.QueryRow(ctx, s.q(`WITH ins AS (INSERT INTO §.checkpoints (run_id, version, time, status, data)
 			SELECT $1, next, $2, $3, $4 FROM (SELECT COALESCE(MAX(version), 0) + 1 AS next FROM §.checkpoints WHERE run_id = $1) n
 			WHERE NOT EXISTS (SELECT 1 FROM §.checkpoints WHERE run_id = $1 AND version = next - 1
 				AND status IN ('done', 'failed', 'cancelled'))
 				AND ($5::integer = 0 OR next = $5::integer)
-			RETURNING version`), cp.RunID, cp.Time, string(cp.Status), string(data), cp.Version).Scan(&v)
+			RETURNING version),
+			pruned AS (DELETE FROM §.checkpoints c USING ins
+				WHERE $6::integer > 0 AND c.run_id = $1 AND c.version <= ins.version - $6::integer)
+			SELECT version FROM ins`), cp.RunID, cp.Time, string(cp.Status), string(data), cp.Version, cp.Keep).Scan(&v)
 		var pe *pgconn.PgError
 		if errors.Is(err, pgx.ErrNoRows) || errors.As(err, &pe) && pe.Code == "23505" && cp.Version > 0 {
 			return 0, s.refused(ctx, cp)
 		}
-		if errors.As(err, &pe) && pe.Code == "23505" {
+		if errors.As(err, &pe) && (pe.Code == "23505" || pe.Code == "40P01") {
 			continue
 		}
 		if err != nil {

@@ -10,7 +10,8 @@ import (
 )
 
 // checkpointSchema is the table of runtime.CheckpointStore: one row per
-// version of a run, the checkpoint as JSON.
+// version of a run kept (the latest ones when saves prune), the checkpoint
+// as JSON.
 const checkpointSchema = `
 CREATE TABLE IF NOT EXISTS checkpoints (
 	run_id  TEXT NOT NULL,
@@ -37,10 +38,12 @@ func (s *Store) checkpoints(ctx context.Context) error {
 // SaveCheckpoint implements runtime.CheckpointStore: one statement numbers
 // the version (the run's latest plus one, read under the file's write lock),
 // refuses it when the latest is terminal or, for a conditional save
-// (cp.Version above 0), when it is not cp.Version, and commits it (fsynced)
-// before it returns, so versions stay dense and unique across the processes
-// sharing the file. The row's version column is the checkpoint's version;
-// its JSON leaves it out.
+// (cp.Version above 0), when it is not cp.Version; with cp.Keep above 0 a
+// second deletes the run's versions older than the latest cp.Keep. Both run
+// in one transaction, committed (fsynced) before SaveCheckpoint returns, so
+// versions stay unique and consecutive across the processes sharing the
+// file, and a crash leaves the save and its pruning both or neither. The
+// row's version column is the checkpoint's version; its JSON leaves it out.
 func (s *Store) SaveCheckpoint(ctx context.Context, cp runtime.Checkpoint) (int, error) {
 	if err := s.checkpoints(ctx); err != nil {
 		return 0, err
@@ -49,13 +52,7 @@ func (s *Store) SaveCheckpoint(ctx context.Context, cp runtime.Checkpoint) (int,
 	if err != nil {
 		return 0, fmt.Errorf("sqlite checkpoints: %w", err)
 	}
-	var v int
-	err = s.db.QueryRowContext(ctx, `INSERT INTO checkpoints (run_id, version, time, status, data)
-		SELECT ?1, next, ?2, ?3, ?4 FROM (SELECT COALESCE(MAX(version), 0) + 1 AS next FROM checkpoints WHERE run_id = ?1)
-		WHERE NOT EXISTS (SELECT 1 FROM checkpoints WHERE run_id = ?1 AND version = next - 1
-			AND status IN ('done', 'failed', 'cancelled'))
-			AND (?5 = 0 OR next = ?5)
-		RETURNING version`, cp.RunID, cp.Time.UnixNano(), string(cp.Status), string(data), cp.Version).Scan(&v)
+	v, err := s.saveCheckpoint(ctx, cp, data)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, s.refused(ctx, cp)
 	}
@@ -66,6 +63,33 @@ func (s *Store) SaveCheckpoint(ctx context.Context, cp runtime.Checkpoint) (int,
 		return 0, err
 	}
 	return v, nil
+}
+
+// saveCheckpoint inserts the version and prunes the run in one transaction
+// (BEGIN IMMEDIATE: the file's write lock from its start). A refused insert
+// is sql.ErrNoRows, the transaction rolled back.
+func (s *Store) saveCheckpoint(ctx context.Context, cp runtime.Checkpoint, data []byte) (int, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = tx.Rollback() }()
+	var v int
+	err = tx.QueryRowContext(ctx, `INSERT INTO checkpoints (run_id, version, time, status, data)
+		SELECT ?1, next, ?2, ?3, ?4 FROM (SELECT COALESCE(MAX(version), 0) + 1 AS next FROM checkpoints WHERE run_id = ?1)
+		WHERE NOT EXISTS (SELECT 1 FROM checkpoints WHERE run_id = ?1 AND version = next - 1
+			AND status IN ('done', 'failed', 'cancelled'))
+			AND (?5 = 0 OR next = ?5)
+		RETURNING version`, cp.RunID, cp.Time.UnixNano(), string(cp.Status), string(data), cp.Version).Scan(&v)
+	if err != nil {
+		return 0, err
+	}
+	if cp.Keep > 0 {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM checkpoints WHERE run_id = ? AND version <= ?`, cp.RunID, v-cp.Keep); err != nil {
+			return 0, err
+		}
+	}
+	return v, tx.Commit()
 }
 
 // refused is the error of a save the insert refused: the run's latest

@@ -3,6 +3,8 @@ package storetest
 import (
 	"context"
 	"errors"
+	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,8 +18,10 @@ import (
 
 // Checkpoints checks the checkpoint port: dense versions from 1 per run,
 // the latest and any version read back as saved, a version list, deletion,
-// and unique versions under concurrent saves of one run.
+// unique versions under concurrent saves of one run, and the pruning of a
+// save with Keep (checkpointRetention).
 func Checkpoints(t *testing.T, s runtime.CheckpointStore) {
+	t.Run("Retention", func(t *testing.T) { checkpointRetention(t, s) })
 	ctx := context.Background()
 	run := Key(t, "run")
 	_, ok, err := s.LatestCheckpoint(ctx, run)
@@ -160,4 +164,110 @@ func Checkpoints(t *testing.T, s runtime.CheckpointStore) {
 	wg.Wait()
 	assert.Equal(t, int32(1), stored.Load())
 	assert.Equal(t, int32(n-1), refused.Load())
+}
+
+// checkpointRetention checks the saves with Keep: a run keeps its latest
+// Keep versions, numbered on from the ones deleted; the pruned ones are
+// absent; conditional saves, terminal refusals and deletion work as without
+// pruning; Keep 0 keeps every version; other runs are untouched.
+func checkpointRetention(t *testing.T, s runtime.CheckpointStore) {
+	ctx := context.Background()
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	save := func(run string, version, keep int, status runtime.RunStatus) (int, error) {
+		return s.SaveCheckpoint(ctx, runtime.Checkpoint{RunID: run, Version: version, Keep: keep, Status: status, Time: at,
+			Transcript: []runtime.Message{{Role: "user", Content: "turn " + strconv.Itoa(version)}}})
+	}
+	versions := func(run string) []int {
+		vs, err := s.CheckpointVersions(ctx, run)
+		require.NoError(t, err)
+		return vs
+	}
+	run, other := Key(t, "kept"), Key(t, "kept-other")
+	for i := 1; i <= 3; i++ {
+		_, err := save(other, i, 0, runtime.RunRunning)
+		require.NoError(t, err)
+	}
+	for i := 1; i <= 5; i++ {
+		v, err := save(run, i, 3, runtime.RunRunning)
+		require.NoError(t, err)
+		assert.Equal(t, i, v, "versions go on increasing")
+		var want []int
+		for w := max(1, i-2); w <= i; w++ {
+			want = append(want, w)
+		}
+		assert.Equal(t, want, versions(run), "after version %d", i)
+	}
+	assert.Equal(t, []int{3, 4, 5}, versions(run), "a save with keep 3 leaves the latest 3 versions")
+	assert.Equal(t, []int{1, 2, 3}, versions(other), "other runs are not pruned")
+	for _, v := range []int{1, 2} {
+		_, ok, err := s.CheckpointAt(ctx, run, v)
+		require.NoError(t, err, "a pruned version is absent, not an error")
+		assert.False(t, ok, "version %d was pruned", v)
+	}
+	three, ok, err := s.CheckpointAt(ctx, run, 3)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, "turn 3", three.Transcript[0].Content)
+	assert.Zero(t, three.Keep, "keep is not stored")
+	latest, ok, err := s.LatestCheckpoint(ctx, run)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, 5, latest.Version)
+
+	// Conditional saves count from the latest, not from the versions kept.
+	_, err = save(run, 3, 3, runtime.RunRunning)
+	var ce *runtime.CheckpointConflictError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, runtime.CheckpointConflictError{RunID: run, Want: 3, Latest: 5}, *ce)
+	assert.Equal(t, []int{3, 4, 5}, versions(run), "a refused save prunes nothing")
+
+	// Keep 0 keeps every version; a smaller keep then prunes down to it.
+	for i := 6; i <= 7; i++ {
+		_, err = save(run, i, 0, runtime.RunRunning)
+		require.NoError(t, err)
+	}
+	assert.Equal(t, []int{3, 4, 5, 6, 7}, versions(run))
+	v, err := save(run, 8, 1, runtime.RunRunning)
+	require.NoError(t, err)
+	assert.Equal(t, 8, v)
+	assert.Equal(t, []int{8}, versions(run), "keep 1 leaves the latest only")
+
+	// A terminal save prunes too, and the run stays ended.
+	v, err = save(run, 0, 2, runtime.RunDone)
+	require.NoError(t, err)
+	assert.Equal(t, 9, v)
+	assert.Equal(t, []int{8, 9}, versions(run))
+	_, err = save(run, 10, 2, runtime.RunRunning)
+	var te *runtime.TerminalRunError
+	require.ErrorAs(t, err, &te)
+	assert.Equal(t, runtime.TerminalRunError{RunID: run, Status: runtime.RunDone, Version: 9}, *te)
+	assert.Equal(t, []int{8, 9}, versions(run), "a refused save prunes nothing")
+
+	// Deleting a pruned run starts it again from version 1.
+	require.NoError(t, s.DeleteCheckpoints(ctx, run))
+	assert.Empty(t, versions(run))
+	v, err = save(run, 1, 2, runtime.RunRunning)
+	require.NoError(t, err)
+	assert.Equal(t, 1, v)
+	require.NoError(t, s.DeleteCheckpoints(ctx, run))
+	require.NoError(t, s.DeleteCheckpoints(ctx, other))
+
+	// Concurrent saves that prune one run: distinct versions, and the run
+	// keeps the latest keep of them.
+	race := Key(t, "kept-race")
+	const n, keep = 16, 4
+	var wg sync.WaitGroup
+	got := make([]int, n)
+	for i := range n {
+		wg.Go(func() {
+			v, err := save(race, 0, keep, runtime.RunRunning)
+			assert.NoError(t, err)
+			got[i] = v
+		})
+	}
+	wg.Wait()
+	slices.Sort(got)
+	assert.Equal(t, n, len(slices.Compact(got)), "versions are distinct: %v", got)
+	assert.Equal(t, []int{n - 3, n - 2, n - 1, n}, versions(race))
+	require.NoError(t, s.DeleteCheckpoints(ctx, race))
 }
