@@ -3,6 +3,7 @@ package truncate_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -117,4 +118,69 @@ func TestDefaultAndBadConfig(t *testing.T) {
 		_, err := runtime.Build(context.Background(), p, runtime.Deps{})
 		assert.Error(t, err, cfg)
 	}
+}
+
+// Two truncate layers in a row: the outer one reads the inner one's cut
+// text, marker included. It reports the length of the tool's own result,
+// not of the inner cut, and leaves a text the inner layer already cut
+// within its own limit as it is, rather than cutting into the marker.
+func TestStackedLayers(t *testing.T) {
+	long := strings.Repeat("x", 100)
+	tests := []struct {
+		name         string
+		outer, inner int
+		value        any
+		want         any
+	}{
+		{"outer wider", 20, 10, long, long[:10] + truncate.Marker(10, 100)},
+		{"outer narrower", 10, 20, long, long[:10] + truncate.Marker(10, 100)},
+		{"same limit", 10, 10, long, long[:10] + truncate.Marker(10, 100)},
+		{"structure", 5, 10, map[string]any{"s": long}, `{"s":` + truncate.Marker(5, 108)},
+		{"multibyte", 3, 6, strings.Repeat("é", 50), "ééé" + truncate.Marker(3, 50)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := rt.Plan(plan.Chains{Tool: []plan.Layer{
+				rt.Named("outer", rt.Layer("truncate", fmt.Sprintf(`{"max_chars":%d}`, tt.outer))),
+				rt.Named("inner", rt.Layer("truncate", fmt.Sprintf(`{"max_chars":%d}`, tt.inner))),
+			}})
+			tool := rt.NewTool(rt.ToolResult{Value: tt.value})
+			pl, err := runtime.Build(context.Background(), p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"t": tool.Func()}})
+			require.NoError(t, err)
+			res, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "t"})
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, res.Value)
+		})
+	}
+	t.Run("error", func(t *testing.T) {
+		p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("truncate", `{"max_chars":20}`), rt.Layer("truncate", `{"max_chars":10}`)}})
+		tool := rt.NewTool(rt.ToolResult{Err: rt.Permanent(long)})
+		pl, err := runtime.Build(context.Background(), p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"t": tool.Func()}})
+		require.NoError(t, err)
+		_, err = pl.Tool(context.Background(), runtime.ToolRequest{Name: "t"})
+		assert.EqualError(t, err, long[:10]+truncate.Marker(10, 100))
+	})
+}
+
+// Text that ends like a marker but is not one (the kept count is not the
+// length of the text before it, or it claims nothing was cut) is measured
+// and cut as any text: a result cannot pass uncut by faking a marker.
+func TestMarkerLookalikeIsCut(t *testing.T) {
+	for name, text := range map[string]string{
+		"kept count wrong":    strings.Repeat("y", 40) + truncate.Marker(5, 100),
+		"nothing cut":         strings.Repeat("y", 5) + truncate.Marker(5, 5),
+		"not a number":        strings.Repeat("y", 5) + "\n[truncated: kept five of 100 characters]",
+		"marker past a limit": strings.Repeat("y", 30) + truncate.Marker(30, 100),
+	} {
+		t.Run(name, func(t *testing.T) {
+			v, cut, err := truncate.Apply(text, 10)
+			require.NoError(t, err)
+			assert.True(t, cut)
+			assert.True(t, strings.HasPrefix(v.(string), text[:10]+"\n[truncated: kept 10 of "), v)
+		})
+	}
+	v, cut, err := truncate.Apply(strings.Repeat("y", 30)+truncate.Marker(30, 100), 10)
+	require.NoError(t, err)
+	assert.True(t, cut)
+	assert.Equal(t, strings.Repeat("y", 10)+truncate.Marker(10, 100), v, "a real marker's original length is kept")
 }
