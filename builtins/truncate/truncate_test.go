@@ -17,6 +17,15 @@ import (
 	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
 )
 
+// call builds p with the tool "t" answering result and calls it.
+func call(t *testing.T, p *plan.Plan, result rt.ToolResult) (runtime.ToolResult, error) {
+	t.Helper()
+	tool := rt.NewTool(result)
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"t": tool.Func()}})
+	require.NoError(t, err)
+	return pl.Tool(context.Background(), runtime.ToolRequest{Name: "t"})
+}
+
 func TestTruncate(t *testing.T) {
 	big := map[string]any{"rows": []any{"aaaa", "bbbb", "cccc"}}
 	tests := []struct {
@@ -40,10 +49,7 @@ func TestTruncate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("truncate", `{"max_chars":10}`)}})
-			tool := rt.NewTool(rt.ToolResult{Value: tt.value})
-			pl, err := runtime.Build(context.Background(), p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"t": tool.Func()}})
-			require.NoError(t, err)
-			res, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "t"})
+			res, err := call(t, p, rt.ToolResult{Value: tt.value})
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, res.Value)
 		})
@@ -61,10 +67,7 @@ func TestResultWithoutJSONFormFailsClosed(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Named("cut", rt.Layer("truncate", `{"max_chars":10}`))}})
-			tool := rt.NewTool(rt.ToolResult{Value: value})
-			pl, err := runtime.Build(context.Background(), p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"t": tool.Func()}})
-			require.NoError(t, err)
-			res, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "t"})
+			res, err := call(t, p, rt.ToolResult{Value: value})
 			require.Error(t, err)
 			assert.Nil(t, res.Value)
 			assert.Equal(t, "permanent", runtime.KindOf(err))
@@ -79,10 +82,7 @@ func TestResultWithoutJSONFormFailsClosed(t *testing.T) {
 
 func TestErrorsPassThrough(t *testing.T) {
 	p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("truncate", `{"max_chars":3}`)}})
-	tool := rt.NewTool(rt.ToolResult{Value: "partial", Err: rt.Permanent("bad")})
-	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"t": tool.Func()}})
-	require.NoError(t, err)
-	_, err = pl.Tool(context.Background(), runtime.ToolRequest{Name: "t"})
+	_, err := call(t, p, rt.ToolResult{Value: "partial", Err: rt.Permanent("bad")})
 	assert.EqualError(t, err, "bad")
 }
 
@@ -94,10 +94,7 @@ func TestErrorsPassThrough(t *testing.T) {
 func TestLongErrorIsCut(t *testing.T) {
 	p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("truncate", `{"max_chars":50}`)}})
 	msg := "upstream failed: " + strings.Repeat("at frame() ", 1000)
-	tool := rt.NewTool(rt.ToolResult{Err: runtime.Ran(&runtime.CallError{Kind: runtime.KindPermanent, Layer: "mcp", Message: msg})})
-	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"t": tool.Func()}})
-	require.NoError(t, err)
-	_, err = pl.Tool(context.Background(), runtime.ToolRequest{Name: "t"})
+	_, err := call(t, p, rt.ToolResult{Err: runtime.Ran(&runtime.CallError{Kind: runtime.KindPermanent, Layer: "mcp", Message: msg})})
 	require.Error(t, err)
 	full := "mcp: " + msg
 	assert.Equal(t, full[:50]+truncate.Marker(50, len(full)), err.Error())
@@ -144,20 +141,14 @@ func TestStackedLayers(t *testing.T) {
 				rt.Named("outer", rt.Layer("truncate", fmt.Sprintf(`{"max_chars":%d}`, tt.outer))),
 				rt.Named("inner", rt.Layer("truncate", fmt.Sprintf(`{"max_chars":%d}`, tt.inner))),
 			}})
-			tool := rt.NewTool(rt.ToolResult{Value: tt.value})
-			pl, err := runtime.Build(context.Background(), p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"t": tool.Func()}})
-			require.NoError(t, err)
-			res, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "t"})
+			res, err := call(t, p, rt.ToolResult{Value: tt.value})
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, res.Value)
 		})
 	}
 	t.Run("error", func(t *testing.T) {
 		p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("truncate", `{"max_chars":20}`), rt.Layer("truncate", `{"max_chars":10}`)}})
-		tool := rt.NewTool(rt.ToolResult{Err: rt.Permanent(long)})
-		pl, err := runtime.Build(context.Background(), p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"t": tool.Func()}})
-		require.NoError(t, err)
-		_, err = pl.Tool(context.Background(), runtime.ToolRequest{Name: "t"})
+		_, err := call(t, p, rt.ToolResult{Err: rt.Permanent(long)})
 		assert.EqualError(t, err, long[:10]+truncate.Marker(10, 100))
 	})
 }
