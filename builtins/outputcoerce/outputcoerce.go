@@ -390,9 +390,9 @@ func diagnostics(ve *jsonschema.ValidationError) []Diagnostic {
 	return dedup
 }
 
-// refused reports whether held holds the model's refusal: text of a delta
+// holdsRefusal reports whether held holds the model's refusal: text of a delta
 // marked runtime.Delta.Refusal.
-func refused(held []runtime.Delta) bool {
+func holdsRefusal(held []runtime.Delta) bool {
 	for i := range held {
 		if held[i].Refusal && held[i].Text != "" {
 			return true
@@ -419,7 +419,7 @@ func (c *Coerce) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		if err != nil {
 			return err
 		}
-		if len(buf.ToolCalls) > 0 || refused(buf.Held) {
+		if len(buf.ToolCalls) > 0 || holdsRefusal(buf.Held) {
 			buf.Release(call, yield)
 			return nil
 		}

@@ -17,10 +17,10 @@
 // stop_sequence: stop, max_tokens: length, tool_use: tool_calls, refusal:
 // content_filter, pause_turn kept as FinishPauseTurn) and the output usage
 // of message_delta. A refusal's explanation (message_delta's stop_details)
-// arrives as text marked runtime.Delta.Refusal before the last delta. A stream that fails after message_start carries on its
-// error (runtime.CallError.Usage) the input it announced that no delta
-// carried, and the output of a message_delta: the API bills them. System
-// messages
+// arrives as text marked runtime.Delta.Refusal before the last delta. A
+// stream that fails after message_start carries on its error
+// (runtime.CallError.Usage) the input it announced that no delta carried,
+// and the output of a message_delta: the API bills them. System messages
 // become the request's system blocks; tool results become tool_result
 // blocks of a user message. The SDK's own retries are off: the policy's
 // retry layer retries, and a failure comes back as a *runtime.CallError
