@@ -32,6 +32,13 @@
 // A stream that failed is returned as is, without validation. A response
 // that calls a tool is not the final output (the answer comes once the
 // results are back): it is released as it came, its text unchecked too.
+// Nor is a refusal (text the model marked as its refusal to answer,
+// runtime.Delta.Refusal: OpenAI's refusal): coercing it into the schema, or
+// re-asking the model to answer what it declined, would be wrong. In either
+// mode it is released as it came, still marked, unchecked and without an
+// annotation, as the Chat Completions API delivers a refusal under a
+// response format: outside the schema, in its refusal field. The caller
+// tells it from an answer by the mark (ChatResponse.Refusal).
 //
 // With `partial: true` (chat stage only) the layer streams while it parses:
 // each delta is fed to an incremental JSON parser and forwarded as soon as
@@ -83,8 +90,9 @@
 // The deltas a caller received are the model's own (fences included): with
 // partial the layer never rewrites the output. A failure after a delta
 // reached the caller is a mid-stream failure: a retry outside re-asks only
-// when the refused delta was the first. Once a delta carries a tool call the
-// response is not the final output and the rest streams unchecked.
+// when the refused delta was the first. Once a delta carries a tool call, or
+// text marked a refusal, the response is not the final output and the rest
+// streams unchecked.
 //
 // In the tool stage the layer checks tool results: each successful result
 // (raw JSON bytes parsed, any other value marshalled to JSON) is validated

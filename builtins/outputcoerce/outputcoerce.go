@@ -390,9 +390,21 @@ func diagnostics(ve *jsonschema.ValidationError) []Diagnostic {
 	return dedup
 }
 
+// holdsRefusal reports whether held holds the model's refusal: text of a delta
+// marked runtime.Delta.Refusal.
+func holdsRefusal(held []runtime.Delta) bool {
+	for i := range held {
+		if held[i].Refusal && held[i].Text != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // WrapChat implements runtime.ChatWrapper. A response that requests tool
 // calls is not the final output: it is released unchecked (the model answers
-// once it has the results). With set_response_format a request without a
+// once it has the results). Nor is a refusal an output: it is released as
+// it came, marked, unchecked. With set_response_format a request without a
 // response_format carries the schema on the call's own copy.
 func (c *Coerce) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	return func(ctx context.Context, call *runtime.ChatCall, yield func(runtime.Delta) bool) error {
@@ -407,7 +419,7 @@ func (c *Coerce) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		if err != nil {
 			return err
 		}
-		if len(buf.ToolCalls) > 0 {
+		if len(buf.ToolCalls) > 0 || holdsRefusal(buf.Held) {
 			buf.Release(call, yield)
 			return nil
 		}

@@ -682,17 +682,20 @@ func (p *prefixChecker) expand(schemas []*jsonschema.Schema) []*jsonschema.Schem
 // prefixChecker and the delta is forwarded once the checker accepts it. A
 // delta that makes the prefix invalid is not forwarded: the model's stream is
 // stopped and the call fails (enforce) or is annotated invalid while the rest
-// streams through (annotate). Once a delta carries a tool call the response
-// is not the final output and the rest streams unchecked.
+// streams through (annotate). Once a delta carries a tool call, or text
+// marked a refusal, the response is not the final output and the rest
+// streams unchecked.
 func (c *Coerce) stream(ctx context.Context, call *runtime.ChatCall, next runtime.ChatHandler, yield func(runtime.Delta) bool) error {
 	chk := &prefixChecker{root: c.schema}
 	var text strings.Builder
 	start, sent := call.Deltas, 0
-	toolCalls, refused, consumerStopped := false, false, false
+	// unchecked: a tool call or a refusal began, and the rest streams
+	// unchecked.
+	unchecked, refused, consumerStopped := false, false, false
 	err := next(ctx, call, func(d runtime.Delta) bool {
 		text.WriteString(d.Text)
-		toolCalls = toolCalls || len(d.ToolCalls) > 0
-		if !toolCalls && !chk.failed() && !chk.write(d.Text) && c.Mode == ModeEnforce {
+		unchecked = unchecked || len(d.ToolCalls) > 0 || d.Refusal && d.Text != ""
+		if !unchecked && !chk.failed() && !chk.write(d.Text) && c.Mode == ModeEnforce {
 			refused = true
 			return false
 		}
@@ -710,7 +713,7 @@ func (c *Coerce) stream(ctx context.Context, call *runtime.ChatCall, next runtim
 		call.Stopped = false
 		return newCoercionError(c.name, text.String(), chk.diags)
 	}
-	if err != nil || consumerStopped || toolCalls {
+	if err != nil || consumerStopped || unchecked {
 		return err
 	}
 	chk.finish()

@@ -21,4 +21,13 @@
 // quoting the body of its 500): its text is cut the same way, and the
 // error it wraps still tells its kind, its layer and whether the tool ran.
 // The tool's own value is never modified.
+//
+// A text that ends with a marker whose kept count is the length of the
+// text before it was cut by a truncate layer inside this one (two layers in
+// a row) and is measured without its marker: kept within max_chars it
+// passes as it is (at most max_chars characters and the marker), and cut
+// again it is cut from its kept text, the new marker reporting the length
+// of the tool's own result, not of the first cut. Text that merely looks
+// like a marker (its kept count is not the text's length before it, or its
+// counts are not numbers) is measured and cut as any other.
 package truncate

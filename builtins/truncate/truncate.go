@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -51,7 +52,7 @@ func (t *Truncate) Validate() error {
 // Marker returns the text appended to a result cut from total to kept
 // characters.
 func Marker(kept, total int) string {
-	return fmt.Sprintf("\n[truncated: kept %d of %d characters]", kept, total)
+	return markerHead + strconv.Itoa(kept) + " of " + strconv.Itoa(total) + markerTail
 }
 
 // Apply returns v trimmed to maxChars characters (see the package
@@ -85,15 +86,58 @@ func Apply(v any, maxChars int) (any, bool, error) {
 	return v, false, nil
 }
 
+// markerHead and markerTail frame the marker's counts.
+const (
+	markerHead = "\n[truncated: kept "
+	markerTail = " characters]"
+)
+
+// cutBefore reads the marker a truncate layer inside this one appended:
+// when text is a kept text followed by its marker, it returns the kept text
+// and the length of the text it was cut from. A look-alike (the kept count
+// is not the kept text's length, the counts are not numbers, nothing was
+// cut) is not a marker.
+func cutBefore(text string) (kept string, total int, ok bool) {
+	if !strings.HasSuffix(text, markerTail) {
+		return "", 0, false
+	}
+	i := strings.LastIndex(text, markerHead)
+	if i < 0 {
+		return "", 0, false
+	}
+	k, m, found := strings.Cut(text[i+len(markerHead):len(text)-len(markerTail)], " of ")
+	if !found {
+		return "", 0, false
+	}
+	n, err1 := strconv.Atoi(k)
+	total, err2 := strconv.Atoi(m)
+	if err1 != nil || err2 != nil || k != strconv.Itoa(n) || m != strconv.Itoa(total) ||
+		total <= n || utf8.RuneCountInString(text[:i]) != n {
+		return "", 0, false
+	}
+	return text[:i], total, true
+}
+
 // cutText returns text cut to maxChars characters and followed by the
-// marker, and whether it was over the limit.
+// marker, and whether it was over the limit. A text a layer inside already
+// cut (it ends with its marker) is measured without the marker: kept within
+// the limit it is left as it is, and cut again its marker reports the
+// length of the text first cut, not of the cut text.
 func cutText(text string, maxChars int) (string, bool) {
 	if len(text) <= maxChars {
 		return text, false // fewer bytes than the limit: fewer characters too
 	}
-	total := utf8.RuneCountInString(text)
-	if total <= maxChars {
-		return text, false
+	total := 0
+	if kept, orig, ok := cutBefore(text); ok {
+		if utf8.RuneCountInString(kept) <= maxChars {
+			return text, false
+		}
+		text, total = kept, orig
+	} else {
+		total = utf8.RuneCountInString(text)
+		if total <= maxChars {
+			return text, false
+		}
 	}
 	cut, n := 0, 0
 	for i := range text {

@@ -16,10 +16,11 @@
 // delta, and the last delta carries the finish reason (end_turn and
 // stop_sequence: stop, max_tokens: length, tool_use: tool_calls, refusal:
 // content_filter, pause_turn kept as FinishPauseTurn) and the output usage
-// of message_delta. A stream that fails after message_start carries on its
-// error (runtime.CallError.Usage) the input it announced that no delta
-// carried, and the output of a message_delta: the API bills them. System
-// messages
+// of message_delta. A refusal's explanation (message_delta's stop_details)
+// arrives as text marked runtime.Delta.Refusal before the last delta. A
+// stream that fails after message_start carries on its error
+// (runtime.CallError.Usage) the input it announced that no delta carried,
+// and the output of a message_delta: the API bills them. System messages
 // become the request's system blocks; tool results become tool_result
 // blocks of a user message. The SDK's own retries are off: the policy's
 // retry layer retries, and a failure comes back as a *runtime.CallError
@@ -195,6 +196,13 @@ type event struct {
 		PartialJSON  string `json:"partial_json"`
 		StopReason   string `json:"stop_reason"`
 		StopSequence string `json:"stop_sequence"`
+		// StopDetails explain a refusal: its policy category and a
+		// human-readable explanation (null when the category has none).
+		StopDetails struct {
+			Type        string `json:"type"`
+			Category    string `json:"category"`
+			Explanation string `json:"explanation"`
+		} `json:"stop_details"`
 	} `json:"delta"`
 	Usage usage `json:"usage"`
 }
@@ -228,6 +236,7 @@ func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[event], l
 		finish  string
 		stopSeq string
 		stopped bool
+		refusal bool // a refusal's explanation went out
 		// tools maps content block indexes to tool-call indexes, and
 		// thinking to thinking-block indexes.
 		tools    []int64
@@ -351,6 +360,15 @@ func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[event], l
 				finish = finishReason(r)
 				if r == "stop_sequence" {
 					stopSeq = ev.Delta.StopSequence
+				}
+			}
+			// A refusal's explanation is what the model declined with:
+			// it goes on as refusal text (an OpenAI model's refusal is
+			// its text), after what the model wrote before it stopped.
+			if sd := &ev.Delta.StopDetails; (ev.Delta.StopReason == "refusal" || sd.Type == "refusal") && sd.Explanation != "" && !refusal {
+				refusal = true
+				if !emit(runtime.Delta{Text: sd.Explanation, Refusal: true}) {
+					return nil
 				}
 			}
 			u := &ev.Usage

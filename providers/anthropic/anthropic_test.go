@@ -3,6 +3,7 @@ package anthropic_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -319,4 +320,36 @@ data: {"type":"message_stop"}
 	require.NotEmpty(t, ds)
 	assert.Equal(t, anthropic.FinishPauseTurn, ds[len(ds)-1].FinishReason)
 	assert.Equal(t, runtime.Usage{InputTokens: 10, OutputTokens: 3}, sum(ds))
+}
+
+// A refusal's stop_details explain it: the explanation arrives as text
+// marked the model's refusal (runtime.Delta.Refusal), after the text the
+// model wrote before it was stopped, so that a caller (an OpenAI client of
+// the gateway, in message.refusal) reads why. Without an explanation
+// (null) nothing is added.
+func TestRefusalExplanation(t *testing.T) {
+	s := ssetest.New(t, ssetest.Reply{Body: ssetest.Transcript(t, "refusal.sse")})
+	ds, err := ssetest.Collect(t, client(t, s), hi())
+	require.NoError(t, err)
+	var text, refusal string
+	for _, d := range ds {
+		if d.Refusal {
+			refusal += d.Text
+		} else {
+			text += d.Text
+		}
+	}
+	assert.Equal(t, "Here is how to", text)
+	assert.Equal(t, "The request asks for help writing malware.", refusal)
+	assert.Equal(t, runtime.FinishContentFilter, ds[len(ds)-1].FinishReason)
+	assert.Equal(t, runtime.Usage{InputTokens: 25, OutputTokens: 9}, sum(ds))
+
+	body := strings.Replace(ssetest.Transcript(t, "refusal.sse"), `"explanation":"The request asks for help writing malware."`, `"explanation":null`, 1)
+	s = ssetest.New(t, ssetest.Reply{Body: body})
+	ds, err = ssetest.Collect(t, client(t, s), hi())
+	require.NoError(t, err)
+	for _, d := range ds {
+		assert.False(t, d.Refusal, "no explanation, no refusal text")
+	}
+	assert.Equal(t, runtime.FinishContentFilter, ds[len(ds)-1].FinishReason)
 }

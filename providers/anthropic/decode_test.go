@@ -19,6 +19,8 @@ func FuzzEventDecode(f *testing.F) {
 	for _, s := range []string{
 		`{"type":"content_block_delta","index":"x","delta":{"type":"text_delta","text":5},"usage":{"output_tokens":3}}`,
 		`{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":"7","input_tokens":2}}`,
+		`{"type":"message_delta","delta":{"stop_reason":"refusal","stop_details":{"type":"refusal","category":null,"explanation":7}}}`,
+		`{"type":"message_delta","delta":{"stop_details":"refusal"},"usage":{"output_tokens":3}}`,
 		`{"TYPE":"content_block_start","Content_Block":{"type":"tool_use","id":"t","name":"n"}}`,
 		`{"type":"ping"} trailing`, `null`, `[]`, ``, `{`,
 	} {

@@ -102,6 +102,9 @@ type StepResult struct {
 	Model        string            `json:"model,omitempty"`
 	ToolCalls    []runtime.ToolUse `json:"tool_calls,omitempty"`
 	FinishReason string            `json:"finish_reason,omitempty"`
+	// Refusal reports that the delivered text was marked the model's
+	// refusal (runtime.Delta.Refusal), not an answer.
+	Refusal bool `json:"refusal,omitempty"`
 	// Result and Deduped are a tool step's.
 	Result  any   `json:"result,omitempty"`
 	Deduped *bool `json:"deduped,omitempty"`
@@ -621,18 +624,20 @@ func (r *runner) chat(ctx context.Context, i int, cs *ChatStep) StepResult {
 	var text strings.Builder
 	var calls runtime.ToolCallBuilder
 	n := 0
+	refusal := false
 	resp, err := r.pl.Stream(ctx, cs.request(), func(d runtime.Delta) bool {
 		if cs.Consume != nil && n >= *cs.Consume {
 			return false
 		}
 		n++
 		text.WriteString(d.Text)
+		refusal = refusal || d.Refusal && d.Text != ""
 		calls.Add(&d)
 		return cs.Consume == nil || n < *cs.Consume
 	})
 	t := text.String()
 	sr := StepResult{Index: i, Stage: plan.StageChat, Text: &t, Model: resp.Model, Attempts: resp.Attempts,
-		ToolCalls: copyCalls(calls.ToolCalls()), FinishReason: resp.FinishReason}
+		ToolCalls: copyCalls(calls.ToolCalls()), FinishReason: resp.FinishReason, Refusal: refusal}
 	setOutcome(&sr, err)
 	return sr
 }
@@ -1020,14 +1025,20 @@ func (f *fakes) models() map[string]runtime.ModelClient {
 
 // finishReason is the finish reason an item reports on its last delta.
 func finishReason(it ModelItem) string {
-	if it.FinishReason == "" && len(it.ToolCalls) > 0 {
+	switch {
+	case it.FinishReason != "":
+		return it.FinishReason
+	case len(it.ToolCalls) > 0:
 		return runtime.FinishToolCalls
+	case it.Refusal != "":
+		return runtime.FinishContentFilter
 	}
-	return it.FinishReason
+	return ""
 }
 
 // itemDeltas returns the deltas an item streams (without usage and finish
-// reason): its text deltas, then two fragments per tool call, the first
+// reason): its refusal as one delta marked so, or its text deltas, then two
+// fragments per tool call, the first
 // with the call's id, name and the first half of its arguments, the second
 // with the rest. call is the model's call number (from 1), for default ids.
 func itemDeltas(it ModelItem, model string, call int) []runtime.Delta {
@@ -1036,6 +1047,9 @@ func itemDeltas(it ModelItem, model string, call int) []runtime.Delta {
 		texts = []string{*it.Text}
 	}
 	out := make([]runtime.Delta, 0, len(texts)+2*len(it.ToolCalls))
+	if it.Refusal != "" {
+		out = append(out, runtime.Delta{Text: it.Refusal, Refusal: true})
+	}
 	for _, t := range texts {
 		out = append(out, runtime.Delta{Text: t})
 	}

@@ -113,11 +113,16 @@ const (
 type ModelItem struct {
 	Text   *string  `json:"text,omitempty"`
 	Deltas []string `json:"deltas,omitempty"`
+	// Refusal is the model's refusal to answer, streamed as one delta
+	// marked runtime.Delta.Refusal (OpenAI's refusal); it excludes Text,
+	// Deltas and ToolCalls, and the finish reason defaults to
+	// content_filter, as the providers report one.
+	Refusal string `json:"refusal,omitempty"`
 	// ToolCalls are the tool calls the response requests, streamed after
 	// the text as tool-call fragments.
 	ToolCalls []ScriptedCall `json:"tool_calls,omitempty"`
 	// FinishReason rides on the last delta ("tool_calls" when ToolCalls
-	// are set and it is empty).
+	// are set and it is empty, "content_filter" with Refusal).
 	FinishReason string         `json:"finish_reason,omitempty"`
 	Usage        *runtime.Usage `json:"usage,omitempty"`
 	Error        string         `json:"error,omitempty"`
@@ -394,12 +399,17 @@ func (it ModelItem) check() error {
 	switch {
 	case it.Text != nil && it.Deltas != nil:
 		return errors.New("text and deltas exclude each other")
+	case it.Refusal != "" && streams:
+		return errors.New("refusal excludes text, deltas and tool_calls")
+	}
+	streams = streams || it.Refusal != ""
+	switch {
 	case it.Error == "" && !streams:
-		return errors.New("one of text, deltas, tool_calls or error is required")
+		return errors.New("one of text, deltas, refusal, tool_calls or error is required")
 	case it.Error != "" && streams && it.FailAfter == nil:
-		return errors.New("error with text, deltas or tool_calls needs fail_after (an error alone fails before the first delta)")
+		return errors.New("error with text, deltas, refusal or tool_calls needs fail_after (an error alone fails before the first delta)")
 	case it.FailAfter != nil && !streams:
-		return errors.New("fail_after needs text, deltas or tool_calls")
+		return errors.New("fail_after needs text, deltas, refusal or tool_calls")
 	case it.FinishReason != "" && !slices.Contains(finishReasons, it.FinishReason):
 		return fmt.Errorf("finish_reason %q is not one of %s", it.FinishReason, strings.Join(finishReasons, ", "))
 	case it.FinishReason != "" && it.Error != "" && it.FailAfter == nil:
@@ -430,7 +440,7 @@ func (it ModelItem) check() error {
 // then two per tool call.
 func (it ModelItem) deltaCount() int {
 	n := len(it.Deltas)
-	if it.Text != nil {
+	if it.Text != nil || it.Refusal != "" {
 		n = 1
 	}
 	return n + 2*len(it.ToolCalls)

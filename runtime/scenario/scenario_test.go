@@ -102,7 +102,7 @@ func TestParseErrors(t *testing.T) {
 		{"tool name", `{"steps": [{"chat": {}}, {"tool": {}}]}`, []string{"steps[1].tool: name is required"}},
 		{"nested", `{"steps": [{"turn": {"input": "x", "steps": [{"tool": {}}]}}]}`, []string{"steps[0].turn.steps[0].tool: name is required"}},
 		{"bad error kind", `{"models": {"m": [{"error": "boom"}]}, "steps": [{"chat": {}}]}`, []string{`models.m[0]: error "boom" is not one of`}},
-		{"empty item", `{"models": {"m": [{}]}, "steps": [{"chat": {}}]}`, []string{"models.m[0]: one of text, deltas, tool_calls or error is required"}},
+		{"empty item", `{"models": {"m": [{}]}, "steps": [{"chat": {}}]}`, []string{"models.m[0]: one of text, deltas, refusal, tool_calls or error is required"}},
 		{"tool call without name", `{"models": {"m": [{"tool_calls": [{"args": {}}]}]}, "steps": [{"chat": {}}]}`, []string{"models.m[0]: tool_calls[0]: name is required"}},
 		{"bad finish reason", `{"models": {"m": [{"text": "a", "finish_reason": "done"}]}, "steps": [{"chat": {}}]}`, []string{`models.m[0]: finish_reason "done" is not one of stop, length, tool_calls, content_filter, pause_turn`}},
 		{"finish reason on an error", `{"models": {"m": [{"error": "transient", "finish_reason": "stop"}]}, "steps": [{"chat": {}}]}`, []string{"models.m[0]: finish_reason needs a response"}},

@@ -89,6 +89,9 @@ func writeSteps(b *strings.Builder, steps []StepResult, indent string) {
 		if s.Text != nil {
 			fmt.Fprintf(b, " text=%q", *s.Text)
 		}
+		if s.Refusal {
+			b.WriteString(" refusal")
+		}
 		for _, c := range s.ToolCalls {
 			fmt.Fprintf(b, " tool_call=%s%s", c.Name, c.Arguments)
 		}
