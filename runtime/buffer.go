@@ -15,6 +15,8 @@ type Buffered struct {
 	Text string
 	// ToolCalls are the tool calls assembled from the fragments of Held.
 	ToolCalls []ToolUse
+	// Refusal reports that a delta of Held marked its text a refusal.
+	Refusal bool
 }
 
 // Buffer runs next on c and holds every delta it yields instead of passing it
@@ -30,15 +32,17 @@ func Buffer(ctx context.Context, c *ChatCall, next ChatHandler) (Buffered, error
 	var held []Delta
 	var text strings.Builder
 	var calls ToolCallBuilder
+	refusal := false
 	start := c.Deltas
 	err := next(ctx, c, func(d Delta) bool {
 		held = append(held, d)
 		text.WriteString(d.Text)
+		refusal = refusal || d.Refusal
 		calls.Add(&d)
 		return true
 	})
 	c.Deltas = start // nothing got past this layer yet
-	return Buffered{Held: held, Text: text.String(), ToolCalls: calls.ToolCalls()}, err
+	return Buffered{Held: held, Text: text.String(), ToolCalls: calls.ToolCalls(), Refusal: refusal}, err
 }
 
 // Release pushes the held deltas to yield in order with c.Emit, which counts

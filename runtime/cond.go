@@ -82,7 +82,7 @@ func (p *Predicate) EvalChat(ctx context.Context, c *ChatCall, resp *ChatRespons
 	v.Request.Params = chatParams(&c.Request)
 	if resp != nil {
 		v.HasResponse = true
-		v.Response = predicate.ChatResponse{Text: resp.Text, Model: resp.Model, FinishReason: resp.FinishReason,
+		v.Response = predicate.ChatResponse{Text: resp.Text, Model: resp.Model, FinishReason: resp.FinishReason, Refusal: resp.Refusal,
 			Usage: predicate.Usage{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens,
 				CachedInputTokens: resp.Usage.CachedInputTokens, CacheWriteInputTokens: resp.Usage.CacheWriteInputTokens,
 				ReasoningTokens: resp.Usage.ReasoningTokens}}

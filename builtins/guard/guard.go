@@ -116,7 +116,7 @@ func (g *Guard) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		if err != nil {
 			return err
 		}
-		resp := &runtime.ChatResponse{Text: buf.Text, ToolCalls: buf.ToolCalls, FinishReason: c.FinishReason,
+		resp := &runtime.ChatResponse{Text: buf.Text, ToolCalls: buf.ToolCalls, FinishReason: c.FinishReason, Refusal: buf.Refusal,
 			Model: c.Served, Usage: c.Usage, Attempts: c.Meta.Attempts}
 		v, eerr := g.pred.EvalChat(ctx, c, resp)
 		if err := g.decide(ctx, v, eerr); err != nil {

@@ -12,7 +12,7 @@
 //
 //	stage  phase   variables
 //	chat   before  run, request {model, messages, max_tokens, tools, params}, messages list(message)
-//	chat   after   the above plus response {text, model, usage, tool_calls, finish_reason}
+//	chat   after   the above plus response {text, model, usage, tool_calls, finish_reason, refusal}
 //	tool   before  run, tool {name, side_effecting, retry_safe, url_arg, path_arg}, args
 //	tool   after   the above plus result (dyn)
 //	turn   before  run, input {text}, session {id, meta}
@@ -30,7 +30,8 @@
 // written to the provider's prompt cache (Anthropic's cache_creation_input_tokens);
 // response.tool_calls is list({id, name, args}), args the call's JSON arguments decoded at
 // access as map(string, dyn) (arguments that are not an object are an evaluation error);
-// response.finish_reason is a string. has() on a field of these types is true when the field holds a non-zero
+// response.finish_reason is a string; response.refusal is true when the text is the model's
+// refusal to answer (OpenAI's refusal, Anthropic's refusal explanation). has() on a field of these types is true when the field holds a non-zero
 // value, as for proto3 scalars. The Go values come from the activations ChatVars, ToolVars,
 // TurnVars and AdmitVars, which resolve names without allocating.
 //

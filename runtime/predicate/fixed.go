@@ -291,6 +291,7 @@ func responseFields() []*field {
 		listField[ChatResponse]("tool_calls", toolCallsType, func(p *ChatResponse) any { return &p.ToolCalls },
 			func(p *ChatResponse) bool { return len(p.ToolCalls) != 0 }),
 		stringField[ChatResponse]("finish_reason", func(v *ChatResponse) string { return v.FinishReason }),
+		boolField[ChatResponse]("refusal", func(v *ChatResponse) bool { return v.Refusal }),
 	}
 }
 

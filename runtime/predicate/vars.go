@@ -77,6 +77,7 @@ type ChatResponse struct {
 	Usage        Usage      // response.usage
 	ToolCalls    []ToolCall // response.tool_calls
 	FinishReason string     // response.finish_reason: stop, length, tool_calls, content_filter, pause_turn or ""
+	Refusal      bool       // response.refusal: the text is the model's refusal to answer
 }
 
 // ToolInfo is the CEL variable `tool`: the declaration of the called tool.
