@@ -40,7 +40,12 @@ security or redact layer with defaults: false and nothing of its own
 (patterns, or a security classifier), match nothing: a warning. So do a
 tool_policy with no allow, deny nor arg_patterns (allow: [] refuses every
 tool and is not reported), and a file_check whose roots hold "/" and that
-sets no extensions, max_bytes nor must_exist: every path lies inside "/".`,
+sets no extensions, max_bytes nor must_exist: every path lies inside "/".
+A tool-chain memoize or semantic_memoize caches the declared tools that are
+neither side_effecting (order/memoize-side-effect) nor secret_result: one
+scoped to a tool the policy does not declare (an MCP server's tool, or one
+settings.allow_undeclared_tools lets run) or to a secret_result tool is an
+error, as every call of it runs uncached.`,
 	Run: func(p *Pass) {
 		for _, stage := range dsl.Stages {
 			for _, e := range p.Policy.Chains[stage] {
@@ -64,9 +69,31 @@ sets no extensions, max_bytes nor must_exist: every path lies inside "/".`,
 				p.inertArgPatterns(e)
 			case "idempotent":
 				p.inertIdempotent(e)
+			case "memoize", "semantic_memoize":
+				p.inertCache(e)
 			}
 		}
 	},
+}
+
+// inertCache reports a tool-chain cache scoped to a tool it never caches:
+// one the policy does not declare, or one whose results are secret.
+func (p *Pass) inertCache(e *dsl.Entry) {
+	for i, name := range e.Tools {
+		if i >= len(e.ToolsPos) {
+			break
+		}
+		t := p.Policy.Tools[name]
+		switch {
+		case t == nil:
+			p.Report(dsl.Diagnostic{Pos: e.ToolsPos[i], Severity: dsl.Error,
+				Message: fmt.Sprintf("%s is scoped to `%s`, which the policy does not declare: a cache serves declared tools only (it cannot know that another tool is read-only), so every call of it runs uncached; declare it under tools: (agentc mcp-tools prints the entries of an MCP server's tools), or remove it from tools:", e.Ref(), name)})
+		case t.SecretResult:
+			p.Report(dsl.Diagnostic{Pos: e.ToolsPos[i], Severity: dsl.Error,
+				Related: []dsl.Related{{Pos: t.Pos, Message: fmt.Sprintf("`%s` is declared here, with secret_result: true", name)}},
+				Message: fmt.Sprintf("%s is scoped to `%s`, whose results are secret: a cache never keeps them (it would hold the secret outside the run and serve it to other runs), so every call of it runs uncached; remove it from tools:", e.Ref(), name)})
+		}
+	}
 }
 
 // inertArgCheck reports an egress or file_check entry whose tools declare no
