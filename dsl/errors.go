@@ -166,6 +166,7 @@ func (l *loader) addCUEErrors(err error, user cue.Value, skip ...string) {
 		}
 		raws = append(raws, r)
 	}
+	raws = l.entriesWithoutUse(raws, user)
 	// Group by path.
 	byPath := map[string][]*rawErr{}
 	var order []string
@@ -684,4 +685,103 @@ func RuneNote(r rune) string {
 		kind = ", a space"
 	}
 	return fmt.Sprintf("%q (U+%04X%s)", r, r, kind)
+}
+
+// entriesWithoutUse replaces the errors inside a chain entry that has no
+// use with one: the entry misses use. Without use no kind's fields are
+// allowed, and CUE reports the missing use, each field as unknown, or
+// nothing, depending on the entry's place in its list; the fix is the same.
+// When the entry's fields are all those of one kind, the message names it.
+// It is called only when CUE found errors.
+func (l *loader) entriesWithoutUse(raws []*rawErr, user cue.Value) []*rawErr {
+	if !user.Exists() {
+		return raws
+	}
+	missing := map[string]*rawErr{}
+	var added []*rawErr
+	chains := user.LookupPath(cue.ParsePath("chains"))
+	it, err := chains.Fields()
+	for err == nil && it.Next() {
+		stage := it.Selector().Unquoted()
+		list, lerr := it.Value().List()
+		for n := 0; lerr == nil && list.Next(); n++ {
+			ev := list.Value()
+			if ev.IncompleteKind() != cue.StructKind || ev.LookupPath(cue.ParsePath("use")).Exists() {
+				continue
+			}
+			elem := []string{"chains", stage, strconv.Itoa(n)}
+			var fields []string
+			if fit, ferr := ev.Fields(cue.Optional(true)); ferr == nil {
+				for fit.Next() {
+					if sel := fit.Selector(); sel.IsString() {
+						fields = append(fields, sel.Unquoted())
+					}
+				}
+			}
+			msg := fmt.Sprintf("%s: missing required field \"use\"", fieldName(elem))
+			if kind := kindOfFields(fields); kind != "" {
+				msg += fmt.Sprintf(": its fields are those of %s; write use: %q", kind, kind)
+			}
+			r := &rawErr{path: elem, rule: "schema/missing-field", msg: msg}
+			if p, ok := l.posOf(elem); ok {
+				r.pos = p
+			} else if p := ev.Pos(); p.IsValid() {
+				r.pos = Pos{File: p.Filename(), Line: p.Line(), Col: p.Column()}
+			}
+			missing[strings.Join(elem, ".")] = r
+			added = append(added, r)
+		}
+	}
+	if len(missing) == 0 {
+		return raws
+	}
+	out := raws[:0]
+	for _, r := range raws {
+		if len(r.path) >= 3 && missing[strings.Join(r.path[:3], ".")] != nil {
+			continue
+		}
+		out = append(out, r)
+	}
+	return append(out, added...)
+}
+
+// posOf is the position of path in the user's files, when known.
+func (l *loader) posOf(path []string) (Pos, bool) {
+	if l.pos == nil {
+		return Pos{}, false
+	}
+	return l.pos.lookup(path, false)
+}
+
+// kindOfFields returns the one builtin whose config has every field of
+// fields that is not common to all entries ("" when none or several do, or
+// when fields holds none of a config's).
+func kindOfFields(fields []string) string {
+	common := map[string]bool{"name": true, "tools": true, "when": true, "use": true}
+	var own []string
+	for _, f := range fields {
+		if !common[f] {
+			own = append(own, f)
+		}
+	}
+	if len(own) == 0 {
+		return ""
+	}
+	found := ""
+	for id, cfg := range builtinCatalog.Configs {
+		all := true
+		for _, f := range own {
+			if _, ok := cfg[f]; !ok {
+				all = false
+				break
+			}
+		}
+		if all {
+			if found != "" {
+				return ""
+			}
+			found = id
+		}
+	}
+	return found
 }
