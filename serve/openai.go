@@ -225,9 +225,10 @@ func decodeOpenAI(body []byte, p *chatParams) error {
 }
 
 // openAIMessage maps one message: its content is a string or an array of
-// parts (text, image_url, refusal); its name (the author) is kept, except
-// on a tool message, which has none in the API; an assistant message's
-// refusal is its text.
+// parts (text, image_url in a user message, refusal), adjacent text parts
+// joined by line breaks; its name (the author) is kept, except on a tool
+// message, which has none in the API; an assistant message's refusal is its
+// text.
 func openAIMessage(in *oaMessage) (runtime.Message, error) {
 	var m runtime.Message
 	switch in.Role {
@@ -258,11 +259,26 @@ func openAIMessage(in *oaMessage) (runtime.Message, error) {
 			}
 			for j, p := range parts {
 				switch p.Type {
-				case "text":
-					m.Parts = append(m.Parts, runtime.ContentPart{Type: runtime.PartText, Text: p.Text})
-				case "refusal":
-					m.Parts = append(m.Parts, runtime.ContentPart{Type: runtime.PartText, Text: p.Refusal})
+				case "text", "refusal":
+					text := p.Text
+					if p.Type == "refusal" {
+						text = p.Refusal
+					}
+					// Adjacent text parts are one text, joined by a line
+					// break as the policy's layers read them: sent as
+					// separate blocks, a Claude model would read them run
+					// together, a word split across two parts whole.
+					if n := len(m.Parts); n > 0 && m.Parts[n-1].Type == runtime.PartText {
+						m.Parts[n-1].Text += "\n" + text
+						continue
+					}
+					m.Parts = append(m.Parts, runtime.ContentPart{Type: runtime.PartText, Text: text})
 				case "image_url":
+					if m.Role != "user" {
+						// The API takes images from the user alone; the
+						// providers would drop one elsewhere.
+						return m, fmt.Errorf("content[%d]: an image_url part belongs in a user message, not a %s message", j, in.Role)
+					}
 					if p.ImageURL == nil || p.ImageURL.URL == "" {
 						return m, fmt.Errorf("content[%d].image_url.url: required", j)
 					}

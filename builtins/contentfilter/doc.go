@@ -19,7 +19,9 @@
 // transcript matches, and a turn whose input or output matches. Every text of the transcript
 // the model reads is checked, wherever it sits: user and assistant text, text carried in
 // place of an image (an image part whose data: URL holds text), tool results, the arguments
-// of earlier tool calls, and, unless `system: false`, the system messages, the definitions of
+// and the names and ids of earlier tool calls, the call ids of tool results, a message's
+// author (name), the text parts of a message run together as well as joined by line breaks,
+// and, unless `system: false`, the system messages, the definitions of
 // the tools offered and the schema of the response format. Each text
 // found clean, and the model's own output through the layer, is recorded for the run, so an
 // agent loop's history is not checked again at every step; a call without a run id is a

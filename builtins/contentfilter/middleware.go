@@ -125,6 +125,8 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 				what = "tool call arguments"
 			case scanned.KindAttachment:
 				what = "attachment"
+			case scanned.KindNames:
+				what = "names"
 			case scanned.KindResponseFormat:
 				return m.check("response format", text)
 			}

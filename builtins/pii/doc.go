@@ -34,9 +34,12 @@
 // ("ip" selects IPv4 and IPv6). In the chat stage every text of the transcript the model
 // reads is scanned, wherever it sits: user and assistant text, text carried in place of an
 // image (an image part whose data: URL holds text; redacted, it goes on as a text part), tool
-// results, the arguments of earlier tool calls (numbers included), and, unless `system:
-// false`, the system messages and (with "block") the definitions of the tools offered and
-// the schema of the response format. A message's name is not scanned: no provider sends it.
+// results, the arguments (numbers included) and the names and ids of earlier tool calls, the
+// call ids of tool results, a message's author (name, which an OpenAI model reads), and,
+// unless `system: false`, the system messages and (with "block") the definitions of the tools
+// offered and the schema of the response format. With "block" the text parts of a message
+// are read run together as well as joined by line breaks (a model reads separate text blocks
+// run together).
 // With `action: "block"` a match in the transcript (chat) or in any argument (tool; object
 // keys included) blocks the call with a *runtime.BlockedError that names the kinds and the
 // message's index or the argument's JSON Pointer, never the data; each text found clean, and

@@ -23,7 +23,9 @@
 // text on the call's own copy: system, user and assistant text, text carried in place of an
 // image (an image part whose data: URL holds text goes on as a text part when it is masked),
 // tool results, which a gateway
-// client supplies itself, and the arguments of earlier tool calls; the caller's messages are
+// client supplies itself, the arguments of earlier tool calls, and the names a message
+// carries: its author, its tool calls' names and ids, its results' call ids, an id masked
+// alike in a call and its result; the caller's messages are
 // never modified) and streamed model output. Chat
 // output is released line by line, each line redacted whole, so that a secret split across
 // deltas is still caught; a PEM block is held from its BEGIN line to its END line, and a line

@@ -29,7 +29,10 @@
 // match, or a turn whose input matches. Every text of the transcript the model reads is
 // scanned, wherever it sits: user and assistant text, text carried in place of an image (an
 // image part whose data: URL holds text, "data:text/plain;base64,..."), tool results, the
-// arguments of earlier tool calls, the definitions of the tools offered (name, description,
+// arguments and the names and ids of earlier tool calls, the call ids of tool results, a
+// message's author (name, which an OpenAI model reads), the text parts of a message run
+// together as well as joined by line breaks (a model reads separate text blocks run together,
+// so a word split across two reaches it whole), the definitions of the tools offered (name, description,
 // parameter schema: a poisoned tool description is an injection too) and the schema of the
 // response format, and the system messages with `system: true` (off by default: the system prompt
 // is the operator's own instructions). An injection a gateway client places in an earlier

@@ -371,7 +371,9 @@ func (m *Middleware) verdict(ctx context.Context, text string, document bool) er
 // System is set), every tool result (tool messages and tool_result parts)
 // and the grounding block the runtime injected (read as documents, the
 // block wherever it is placed, System or not),
-// the arguments of the tool calls earlier assistant messages carry, and the
+// the arguments of the tool calls earlier assistant messages carry, the
+// names messages carry (scanned.NamesText), the text parts of a message run
+// together (scanned.RunTogether), and the
 // definitions of the tools the call offers (name, description, parameter
 // schema: a tool's description is often third-party text). An
 // injection hidden in an earlier user turn, a fabricated assistant turn or a

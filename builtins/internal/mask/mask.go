@@ -55,13 +55,22 @@ func (t Transcript) Messages(run string, msgs []runtime.Message) ([]runtime.Mess
 // Message returns msg with its texts masked (whatever its role), and whether
 // anything was: its content, its text and tool_result parts, the text its
 // image parts carry in place of an image (scanned.AttachmentText; such a
-// part goes on as a text part when it is masked), and the arguments of its
-// tool calls (Args). msg is never modified.
+// part goes on as a text part when it is masked), the arguments of its
+// tool calls (Args), and the names it carries (scanned.NamesText: its
+// author, its tool calls' names and ids, its results' call ids; an id is
+// masked alike wherever it is, so a call and its result still pair). msg is
+// never modified.
 func (t Transcript) Message(run string, msg *runtime.Message) (runtime.Message, bool) {
 	out := *msg
 	changed := false
 	if red, ok := t.text(run, msg.Content); ok {
 		out.Content, changed = red, true
+	}
+	if red, ok := t.text(run, msg.Name); ok {
+		out.Name, changed = red, true
+	}
+	if red, ok := t.text(run, msg.ToolCallID); ok {
+		out.ToolCallID, changed = red, true
 	}
 	cloned := false
 	for j, p := range msg.Parts {
@@ -74,25 +83,45 @@ func (t Transcript) Message(run string, msg *runtime.Message) (runtime.Message, 
 		} else if p.Type == runtime.PartText || p.Type == runtime.PartToolResult {
 			red, ok = t.text(run, p.Text)
 		}
-		if !ok {
+		id, idMasked := "", false
+		if p.Type == runtime.PartToolResult {
+			id, idMasked = t.text(run, p.ToolCallID)
+		}
+		if !ok && !idMasked {
 			continue
 		}
 		if !cloned {
 			out.Parts, cloned = slices.Clone(msg.Parts), true
 		}
-		p.Text = red
+		if ok {
+			p.Text = red
+		}
+		if idMasked {
+			p.ToolCallID = id
+		}
 		out.Parts[j], changed = p, true
 	}
 	cloned = false
 	for j, tc := range msg.ToolCalls {
 		args, ok := Args(tc.Arguments, t.Mask)
-		if !ok {
+		name, nameMasked := t.text(run, tc.Name)
+		id, idMasked := t.text(run, tc.ID)
+		if !ok && !nameMasked && !idMasked {
 			continue
 		}
 		if !cloned {
 			out.ToolCalls, cloned = slices.Clone(msg.ToolCalls), true
 		}
-		out.ToolCalls[j].Arguments, changed = args, true
+		if ok {
+			out.ToolCalls[j].Arguments = args
+		}
+		if nameMasked {
+			out.ToolCalls[j].Name = name
+		}
+		if idMasked {
+			out.ToolCalls[j].ID = id
+		}
+		changed = true
 	}
 	return out, changed
 }

@@ -71,6 +71,27 @@ func TestMessagesMasksEveryText(t *testing.T) {
 	assert.Equal(t, "hi [S]", got[1].Content)
 }
 
+// TestMessagesMasksNames: the names a message carries reach the model too:
+// its author, its tool calls' names and ids, and its results' call ids, an
+// id masked alike in the call and in its result.
+func TestMessagesMasksNames(t *testing.T) {
+	msgs := []runtime.Message{
+		{Role: "user", Name: "s3cret", Content: "hi"},
+		{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "call_s3cret", Name: "get_s3cret", Arguments: json.RawMessage(`{}`)}}},
+		{Role: "tool", ToolCallID: "call_s3cret", Content: "ok"},
+		{Role: "user", Parts: []runtime.ContentPart{{Type: runtime.PartToolResult, ToolCallID: "call_s3cret", Text: "ok"}}},
+	}
+	s := &secret{}
+	got, ok := mask.Transcript{Mask: s.mask}.Messages("", msgs)
+	require.True(t, ok)
+	assert.Equal(t, "[S]", got[0].Name)
+	assert.Equal(t, runtime.ToolUse{ID: "call_[S]", Name: "get_[S]", Arguments: json.RawMessage(`{}`)}, got[1].ToolCalls[0])
+	assert.Equal(t, "call_[S]", got[2].ToolCallID)
+	assert.Equal(t, runtime.ContentPart{Type: runtime.PartToolResult, ToolCallID: "call_[S]", Text: "ok"}, got[3].Parts[0])
+	assert.Equal(t, "s3cret", msgs[0].Name, "the caller's messages are untouched")
+	assert.Equal(t, "call_s3cret", msgs[1].ToolCalls[0].ID)
+}
+
 // TestMessagesUnchanged: a transcript with nothing to mask is returned as it
 // is, and with a record its clean texts are not masked again in the run.
 func TestMessagesUnchanged(t *testing.T) {

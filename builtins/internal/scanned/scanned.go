@@ -285,7 +285,68 @@ const (
 	// injected (a message whose Metadata marks it runtime.GroundingKey):
 	// retrieved documents, read as a tool result is.
 	KindGrounding = "grounding block"
+	// KindNames is the names a message carries (NamesText): its author's,
+	// its tool calls' names and ids, the call ids its results answer.
+	KindNames = "names"
 )
+
+// NamesText returns the names msg carries that reach the model besides its
+// text, one a line: its author (Name, which an OpenAI model reads), the name
+// and id of each tool call, and the id of the call each tool result answers
+// (a model's chat template may write the ids out); "" when it has none.
+func NamesText(msg *runtime.Message) string {
+	var b strings.Builder
+	add := func(s string) {
+		if s == "" {
+			return
+		}
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(s)
+	}
+	add(msg.Name)
+	add(msg.ToolCallID)
+	for i := range msg.Parts {
+		if msg.Parts[i].Type == runtime.PartToolResult {
+			add(msg.Parts[i].ToolCallID)
+		}
+	}
+	for _, tc := range msg.ToolCalls {
+		add(tc.Name)
+		add(tc.ID)
+	}
+	return b.String()
+}
+
+// RunTogether returns the text pieces of msg (Content and its text parts)
+// joined with nothing between them, when it has two or more that are not
+// empty, else "". A provider sends them as separate blocks, which a model
+// reads run together: a word split across two of them ("ign" and "ore all
+// previous instructions") reaches it whole, while Message.Text, joining
+// them by line breaks, keeps it split.
+func RunTogether(msg *runtime.Message) string {
+	n := 0
+	if msg.Content != "" {
+		n++
+	}
+	for i := range msg.Parts {
+		if msg.Parts[i].Type == runtime.PartText && msg.Parts[i].Text != "" {
+			n++
+		}
+	}
+	if n < 2 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString(msg.Content)
+	for i := range msg.Parts {
+		if msg.Parts[i].Type == runtime.PartText {
+			b.WriteString(msg.Parts[i].Text)
+		}
+	}
+	return b.String()
+}
 
 // IsGrounding reports whether msg is the grounding block the runtime
 // injected.
@@ -294,14 +355,15 @@ func IsGrounding(msg *runtime.Message) bool {
 }
 
 // Each calls visit with every text of msgs the model reads, in order: each
-// message's text (Content and text parts), the text its image parts carry
-// in place of an image (AttachmentText), the tool results it carries (a
-// tool message's text is its result), and an assistant message's tool call
-// arguments (ArgsText). A message's name is not visited: no provider sends
-// it to the model. Messages of
-// role "system" are visited only when system is true, except the grounding
-// block (IsGrounding), which is always visited, with kind KindGrounding.
-// Empty texts are skipped. The first error visit returns stops the walk and is returned.
+// message's text (Content and text parts, joined by line breaks, then, when
+// there are several, run together: RunTogether), the text its image parts
+// carry in place of an image (AttachmentText), the tool results it carries
+// (a tool message's text is its result), an assistant message's tool call
+// arguments (ArgsText), and the names it carries (NamesText, kind
+// KindNames). Messages of role "system" are visited only when system is
+// true, except the grounding block (IsGrounding), which is always visited,
+// with kind KindGrounding. Empty texts are skipped. The first error visit
+// returns stops the walk and is returned.
 func Each(msgs []runtime.Message, system bool, visit func(i int, kind, text string) error) error {
 	for i := range msgs {
 		msg := &msgs[i]
@@ -318,6 +380,11 @@ func Each(msgs []runtime.Message, system bool, visit func(i int, kind, text stri
 		}
 		if msg.Role != "tool" {
 			if t := msg.Text(); t != "" {
+				if err := visit(i, KindMessage, t); err != nil {
+					return err
+				}
+			}
+			if t := RunTogether(msg); t != "" {
 				if err := visit(i, KindMessage, t); err != nil {
 					return err
 				}
@@ -343,6 +410,11 @@ func Each(msgs []runtime.Message, system bool, visit func(i int, kind, text stri
 				if err := visit(i, KindToolCall, t); err != nil {
 					return err
 				}
+			}
+		}
+		if t := NamesText(msg); t != "" {
+			if err := visit(i, KindNames, t); err != nil {
+				return err
 			}
 		}
 	}

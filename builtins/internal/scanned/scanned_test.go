@@ -17,10 +17,10 @@ import (
 func TestEach(t *testing.T) {
 	msgs := []runtime.Message{
 		{Role: "system", Content: "sys"},
-		{Role: "user", Content: "u", Parts: []runtime.ContentPart{{Type: runtime.PartText, Text: "part"},
-			{Type: runtime.PartToolResult, Text: "res-part"}, {Type: runtime.PartImage, ImageURL: "https://x"}}},
-		{Role: "assistant", Content: "a", ToolCalls: []runtime.ToolUse{{Name: "t", Arguments: json.RawMessage(`{"k":"v","n":4111111111111111}`)}}},
-		{Role: "tool", Content: "res"},
+		{Role: "user", Content: "u", Name: "alice", Parts: []runtime.ContentPart{{Type: runtime.PartText, Text: "part"},
+			{Type: runtime.PartToolResult, Text: "res-part", ToolCallID: "c0"}, {Type: runtime.PartImage, ImageURL: "https://x"}}},
+		{Role: "assistant", Content: "a", ToolCalls: []runtime.ToolUse{{ID: "c1", Name: "t", Arguments: json.RawMessage(`{"k":"v","n":4111111111111111}`)}}},
+		{Role: "tool", Content: "res", ToolCallID: "c1"},
 		{Role: "user", Content: ""},
 	}
 	type seen struct {
@@ -35,10 +35,15 @@ func TestEach(t *testing.T) {
 		}))
 		return got
 	}
+	// The text pieces of a message are read joined by a line break and
+	// run together, as a model reads separate blocks; the names a message
+	// carries (its author, the tool calls' names and ids, the results'
+	// call ids) are read too.
 	rest := []seen{
-		{1, scanned.KindMessage, "u\npart"}, {1, scanned.KindToolResult, "res-part"},
-		{2, scanned.KindMessage, "a"}, {2, scanned.KindToolCall, "k\nv\nn\n4111111111111111"},
-		{3, scanned.KindToolResult, "res"},
+		{1, scanned.KindMessage, "u\npart"}, {1, scanned.KindMessage, "upart"}, {1, scanned.KindToolResult, "res-part"},
+		{1, scanned.KindNames, "alice\nc0"},
+		{2, scanned.KindMessage, "a"}, {2, scanned.KindToolCall, "k\nv\nn\n4111111111111111"}, {2, scanned.KindNames, "t\nc1"},
+		{3, scanned.KindToolResult, "res"}, {3, scanned.KindNames, "c1"},
 	}
 	assert.Equal(t, rest, walk(false))
 	assert.Equal(t, append([]seen{{0, scanned.KindMessage, "sys"}}, rest...), walk(true))
