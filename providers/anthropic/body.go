@@ -312,7 +312,8 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 		case "system", "developer":
 		case "tool":
 			// The results are the message's tool_result parts, or else its
-			// text answering ToolCallID.
+			// text (content and text parts, as the layers read it)
+			// answering ToolCallID.
 			n := results
 			for _, p := range m.Parts {
 				if p.Type == runtime.PartToolResult {
@@ -320,7 +321,7 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 				}
 			}
 			if results == n && m.ToolCallID != "" {
-				result(m.ToolCallID, m.Content, false, nil)
+				result(m.ToolCallID, m.Text(), false, nil)
 			}
 		case "user":
 			// The results pending and the message's own come first, in

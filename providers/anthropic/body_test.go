@@ -39,6 +39,13 @@ func bodyCases() map[string]runtime.ChatRequest {
 		{Role: "tool", ToolCallID: "toolu_4", Content: "20C"},
 		{Role: "user"},
 	}
+	// A tool message whose text is in text parts (an OpenAI client's
+	// array content) answers its call with that text.
+	partsResult := []runtime.Message{
+		{Role: "user", Content: "Weather?"},
+		{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "toolu_5", Name: "get_weather", Arguments: json.RawMessage(`{}`)}}},
+		{Role: "tool", ToolCallID: "toolu_5", Parts: []runtime.ContentPart{{Type: runtime.PartText, Text: "18C"}, {Type: runtime.PartText, Text: "sunny"}}},
+	}
 	hello := []runtime.Message{{Role: "user", Content: "Hello"}}
 	thinking := []runtime.Message{
 		{Role: "user", Content: "Weather in Paris?"},
@@ -53,6 +60,7 @@ func bodyCases() map[string]runtime.ChatRequest {
 		"plain":          {Messages: hello},
 		"empty user":     {Messages: []runtime.Message{{Role: "user"}}},
 		"results last":   {Messages: transcript[:6]},
+		"result parts":   {Messages: partsResult},
 		"transcript":     {Messages: transcript, Tools: []runtime.ToolDef{weather}},
 		"tools":          {Messages: hello, Tools: []runtime.ToolDef{weather, {Name: "now", Strict: true, CacheControl: cc}, {Name: "noschema", Parameters: json.RawMessage(`{"properties":null,"required":"x"}`)}}},
 		"choice auto":    {Messages: hello, Tools: []runtime.ToolDef{weather}, ToolChoice: "auto"},
@@ -147,4 +155,23 @@ func BenchmarkBody(b *testing.B) {
 			}
 		}
 	})
+}
+
+// A tool message whose text is in text parts reaches Claude with that text,
+// not as an empty tool_result.
+func TestToolMessageTextParts(t *testing.T) {
+	c, err := New(Config{Model: "m"})
+	require.NoError(t, err)
+	req := bodyCases()["result parts"]
+	got, err := c.body(&req)
+	require.NoError(t, err)
+	var body struct {
+		Messages []struct {
+			Role    string            `json:"role"`
+			Content []json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	require.NoError(t, json.Unmarshal(got, &body))
+	require.Len(t, body.Messages, 3)
+	assert.JSONEq(t, `{"type":"tool_result","tool_use_id":"toolu_5","is_error":false,"content":[{"type":"text","text":"18C\nsunny"}]}`, string(body.Messages[2].Content[0]))
 }

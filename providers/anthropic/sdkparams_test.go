@@ -176,7 +176,7 @@ func sdkMessages(in []runtime.Message) ([]anthropic.TextBlockParam, []anthropic.
 				}
 			}
 			if len(results) == n && m.ToolCallID != "" {
-				results = append(results, anthropic.NewToolResultBlock(m.ToolCallID, m.Content, false))
+				results = append(results, anthropic.NewToolResultBlock(m.ToolCallID, m.Text(), false))
 			}
 		case "user":
 			var blocks []anthropic.ContentBlockParamUnion
