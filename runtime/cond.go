@@ -69,6 +69,13 @@ func (p *Predicate) EvalChat(ctx context.Context, c *ChatCall, resp *ChatRespons
 		msgs := make([]predicate.Message, n)
 		for i, m := range c.Request.Messages {
 			msgs[i] = predicate.Message{Role: m.Role, Content: predicateContent(&m), Name: m.Name, ToolCallID: m.ToolCallID}
+			if k := len(m.ToolCalls); k > 0 {
+				calls := make([]predicate.ToolCall, k)
+				for j, t := range m.ToolCalls {
+					calls[j] = predicate.ToolCall{ID: t.ID, Name: t.Name, Arguments: t.Arguments}
+				}
+				msgs[i].ToolCalls = calls
+			}
 		}
 		v.Request.Messages = msgs
 	}

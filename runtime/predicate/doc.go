@@ -19,8 +19,9 @@
 //	turn   after   the above plus output {text}, status (string)
 //	admit  -       item {id, content, source, score, metadata}
 //
-// run is {id, agent, meta}; a message is {role, content, name, tool_call_id}, its content the
-// text of its content and of its text and tool_result parts; meta and metadata
+// run is {id, agent, meta}; a message is {role, content, name, tool_call_id, tool_calls}, its
+// content the text of its content and of its text and tool_result parts, its tool_calls an
+// assistant message's calls, list({id, name, args}) as response.tool_calls; meta and metadata
 // are map(string, dyn). request.tools is list({name, description}); request.params is
 // {temperature double, top_p double, stop list(string), seed int, tool_choice string,
 // response_format string (the format's type), metadata map(string, string)}, where has() on

@@ -165,6 +165,8 @@ func messageFields() []*field {
 		stringField[Message]("content", func(v *Message) string { return v.Content }),
 		stringField[Message]("name", func(v *Message) string { return v.Name }),
 		stringField[Message]("tool_call_id", func(v *Message) string { return v.ToolCallID }),
+		listField[Message]("tool_calls", toolCallsType, func(p *Message) any { return &p.ToolCalls },
+			func(p *Message) bool { return len(p.ToolCalls) != 0 }),
 	}
 }
 

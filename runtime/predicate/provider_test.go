@@ -80,7 +80,7 @@ func TestProvider(t *testing.T) {
 	assert.Equal(t, []string{"country", "zip"}, names)
 	names, ok = env.prov.FindStructFieldNames("agentc.message")
 	require.True(t, ok)
-	assert.Equal(t, []string{"content", "name", "role", "tool_call_id"}, names)
+	assert.Equal(t, []string{"content", "name", "role", "tool_call_id", "tool_calls"}, names)
 	_, ok = env.prov.FindStructFieldNames("google.protobuf.Nope")
 	assert.False(t, ok)
 

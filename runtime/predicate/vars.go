@@ -23,6 +23,9 @@ type Message struct {
 	Content    string // content
 	Name       string // name
 	ToolCallID string // tool_call_id
+	// ToolCalls are an assistant message's tool calls (tool_calls): what
+	// the model asked for earlier in the conversation.
+	ToolCalls []ToolCall
 }
 
 // ChatRequest is the CEL variable `request` of the chat stage.
