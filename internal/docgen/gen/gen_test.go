@@ -256,3 +256,18 @@ func TestDocsIndex(t *testing.T) {
 		assert.Contains(t, string(index), "]("+name+")", "docs/README.md does not list %s", name)
 	}
 }
+
+// TestReadmeListsOrderRules checks that the ordering table of the
+// repository's README has a row for every order/ and guard/ rule.
+func TestReadmeListsOrderRules(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	require.NoError(t, err)
+	n := 0
+	for _, r := range compiler.Rules() {
+		if strings.HasPrefix(r.ID, "order/") || strings.HasPrefix(r.ID, "guard/") {
+			n++
+			assert.Contains(t, string(readme), "| `"+r.ID+"` |", "README.md's ordering table has no row for %s", r.ID)
+		}
+	}
+	require.NotZero(t, n)
+}
