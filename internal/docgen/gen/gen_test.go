@@ -85,7 +85,7 @@ func TestLanguagePage(t *testing.T) {
 	}
 	// A few rows whose rendering is fixed.
 	has(t, page, "| `max_attempts` | `int` | `>=1`, `<=10` | `3` |")
-	has(t, page, "| `breaker.cooldown` | [`#Duration`](#duration) |  | `\"30s\"` |")
+	has(t, page, "| `breaker.cooldown` | [`#PositiveDuration`](#positiveduration) |  | `\"30s\"` |")
 	has(t, page, "| `trail` | one of `\"logical\"`, `\"attempts\"` |  | `\"logical\"` |")
 	has(t, page, "| `allow` | list of `string` or `\"*\"` (`=~")
 	has(t, page, "| `model` | [`#Identifier`](#identifier) |  | *required* when `strategy == \"summarize\"` | model writes the summary")
