@@ -36,7 +36,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 	maxRuns := fs.Int("maxruns", 10000, "named runs a tenant keeps (more: its runs idle the longest end)")
 	maxSessions := fs.Int("maxsessions", 1000, "MCP sessions a key keeps open (more: those used the longest ago are closed)")
 	logFormat := fs.String("log", "text", "access and server log format: text or json")
-	metricsAddr := fs.String("metrics", "", "serve /metrics, /healthz and /readyz on this address (an internal one) instead of -listen")
+	metricsAddr := fs.String("metrics", "", "serve /metrics, /healthz and /readyz on this address (an internal one), and /metrics no longer on -listen")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}

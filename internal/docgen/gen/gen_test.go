@@ -85,7 +85,7 @@ func TestLanguagePage(t *testing.T) {
 	}
 	// A few rows whose rendering is fixed.
 	has(t, page, "| `max_attempts` | `int` | `>=1`, `<=10` | `3` |")
-	has(t, page, "| `breaker.cooldown` | [`#Duration`](#duration) |  | `\"30s\"` |")
+	has(t, page, "| `breaker.cooldown` | [`#PositiveDuration`](#positiveduration) |  | `\"30s\"` |")
 	has(t, page, "| `trail` | one of `\"logical\"`, `\"attempts\"` |  | `\"logical\"` |")
 	has(t, page, "| `allow` | list of `string` or `\"*\"` (`=~")
 	has(t, page, "| `model` | [`#Identifier`](#identifier) |  | *required* when `strategy == \"summarize\"` | model writes the summary")
@@ -96,11 +96,40 @@ var linkRE = regexp.MustCompile(`\]\(([^)]+)\)`)
 var headingRE = regexp.MustCompile("(?m)^#{1,6} (.+)$")
 var anchorRE = regexp.MustCompile(`<a id="([^"]+)"></a>`)
 
-// TestLinks checks that every relative link of the generated pages names a
-// file of the repository and every fragment a heading or anchor of its
-// page.
+var fenceRE = regexp.MustCompile("(?ms)^[ \t]*```.*?^[ \t]*```[^\n]*$")
+
+// TestLinks checks that every relative link of the Markdown pages, the
+// generated ones and those written by hand (README.md, docs/, examples/...),
+// names a file of the repository and every fragment a heading or anchor of
+// its page. Code blocks are left out: a `#` line there is no heading.
 func TestLinks(t *testing.T) {
 	pages := generated(t)
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		rel, err := filepath.Rel(root, path)
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".md") {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		if _, ok := pages[rel]; !ok {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			pages[rel] = string(b)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.Contains(t, pages, "README.md")
+	for name, page := range pages {
+		pages[name] = fenceRE.ReplaceAllString(page, "")
+	}
 	anchors := map[string]map[string]bool{}
 	for name, page := range pages {
 		set := map[string]bool{}
@@ -226,4 +255,19 @@ func TestDocsIndex(t *testing.T) {
 		}
 		assert.Contains(t, string(index), "]("+name+")", "docs/README.md does not list %s", name)
 	}
+}
+
+// TestReadmeListsOrderRules checks that the ordering table of the
+// repository's README has a row for every order/ and guard/ rule.
+func TestReadmeListsOrderRules(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	require.NoError(t, err)
+	n := 0
+	for _, r := range compiler.Rules() {
+		if strings.HasPrefix(r.ID, "order/") || strings.HasPrefix(r.ID, "guard/") {
+			n++
+			has(t, string(readme), "| `"+r.ID+"` |", "README.md's ordering table")
+		}
+	}
+	require.NotZero(t, n)
 }
