@@ -223,6 +223,16 @@ meter: input_tokens=10 output_tokens=5 usd=0.000105 calls=1
 `, buf.String())
 }
 
+// A turn chain's audit record names no tool: the text names its stage.
+func TestWriteTextTurnAudit(t *testing.T) {
+	res := &scenario.Result{Audit: []scenario.AuditEntry{
+		{Stage: "turn", Decision: "ok", Attempts: 1},
+		{Tool: "refund", Stage: "tool", Decision: "failed", Attempts: 2}}}
+	var buf bytes.Buffer
+	require.NoError(t, res.WriteText(&buf))
+	assert.Contains(t, buf.String(), "audit: turn ok attempts=1\naudit: refund failed attempts=2\n")
+}
+
 func TestRunFakesProviderModels(t *testing.T) {
 	// Provider models are fakes under a scenario: no provider is linked
 	// here and no key variable is set, yet the pipeline builds.

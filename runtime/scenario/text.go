@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -31,7 +32,12 @@ func (r *Result) WriteText(w io.Writer) error {
 			writeGrounding(&b, a.Grounding)
 			continue
 		}
-		fmt.Fprintf(&b, "audit: %s %s attempts=%d", a.Tool, a.Decision, a.Attempts)
+		what := a.Tool
+		if what == "" {
+			// A turn record names no tool: the stage stands for it.
+			what = cmp.Or(a.Stage, "turn")
+		}
+		fmt.Fprintf(&b, "audit: %s %s attempts=%d", what, a.Decision, a.Attempts)
 		if a.ErrorType != "" {
 			fmt.Fprintf(&b, " error=%s: %s", a.ErrorType, a.ErrorMessage)
 		}
