@@ -597,8 +597,10 @@ type anthropicStream struct {
 	msg    bool // message_start sent
 	open   int  // the open block's index, -1 for none
 	text   bool // the open block is a text block
-	blocks int  // blocks begun
-	tools  []toolBlock
+	// refusal: the open text block holds a refusal's text.
+	refusal bool
+	blocks  int // blocks begun
+	tools   []toolBlock
 	// thinks maps a thinking block's index (runtime.ThinkingDelta.Index)
 	// to its block's index.
 	thinks  []toolBlock
@@ -653,9 +655,11 @@ func (s *anthropicStream) delta(d runtime.Delta) bool {
 		s.thinking(d.Thinking)
 	}
 	if d.Text != "" {
-		if s.open < 0 || !s.text {
+		// A refusal's text (Anthropic's explanation, after the answer it
+		// cut) is a text block of its own, not the answer's continuation.
+		if s.open < 0 || !s.text || s.refusal != d.Refusal {
 			s.stopBlock()
-			s.open, s.text = s.blocks, true
+			s.open, s.text, s.refusal = s.blocks, true, d.Refusal
 			s.blocks++
 			s.event("content_block_start")
 			b := append(s.buf, `{"type":"content_block_start","index":`...)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
@@ -132,6 +133,21 @@ func TestAnthropicRefusalReachesEachClient(t *testing.T) {
 		msg := g.askAnthropic(t, "backup", stream)
 		assert.Equal(t, anthropic.StopReasonRefusal, msg.StopReason, "stream %v", stream)
 	}
+}
+
+// Anthropic's refusal explanation (stop_details), which the provider sends
+// on as text marked a refusal after the answer it cut, reaches a streaming
+// Anthropic client as a text block of its own, not run on from the cut
+// answer ("Here is how toThe request asks...").
+func TestAnthropicRefusalExplanationIsItsOwnBlock(t *testing.T) {
+	sse, err := os.ReadFile("../providers/anthropic/testdata/refusal.sse")
+	require.NoError(t, err)
+	g := newGateway(t, typicalChain, nil, []reply{{body: string(sse)}})
+	msg := g.askAnthropic(t, "backup", true)
+	require.Len(t, msg.Content, 2)
+	assert.Equal(t, "Here is how to", msg.Content[0].Text)
+	assert.Equal(t, "The request asks for help writing malware.", msg.Content[1].Text)
+	assert.Equal(t, anthropic.StopReasonRefusal, msg.StopReason)
 }
 
 // An OpenAI client sends a refusal it got back in the transcript, as the
