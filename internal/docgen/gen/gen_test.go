@@ -108,7 +108,10 @@ func TestLinks(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata") {
+		// Hidden directories (.git, .ci with the packages CI installs),
+		// node_modules and testdata hold pages that are not the
+		// repository's own.
+		if d.IsDir() && path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "node_modules" || d.Name() == "testdata") {
 			return filepath.SkipDir
 		}
 		rel, err := filepath.Rel(root, path)
