@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +18,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -564,10 +566,24 @@ func (t *upstreamTool) call(ctx context.Context, c *runtime.ToolCall) (any, erro
 		return nil, runtime.Ran(&runtime.CallError{Kind: runtime.KindPermanent, Message: fmt.Sprintf(
 			"mcp server %q: the tool ran, but its result is over the limit of %d bytes (%d bytes at least) and was dropped", t.server, t.maxResult, n)})
 	}
+	textBlobs(res)
 	if res.IsError {
 		return nil, &runtime.CallError{Kind: runtime.KindPermanent, Message: t.up.secrets.scrub(resultText(res))}
 	}
 	return resultValue(res), nil
+}
+
+// textBlobs turns each embedded resource whose blob is text (valid UTF-8
+// without a NUL byte) into the same resource with that text: a client may
+// decode the blob and hand it to its model, and as base64 it would pass
+// the layers that read a result's text (redact, truncate) unread.
+func textBlobs(res *mcp.CallToolResult) {
+	for _, c := range res.Content {
+		if e, ok := c.(*mcp.EmbeddedResource); ok && e.Resource != nil && len(e.Resource.Blob) > 0 && e.Resource.Text == "" &&
+			utf8.Valid(e.Resource.Blob) && bytes.IndexByte(e.Resource.Blob, 0) < 0 {
+			e.Resource.Text, e.Resource.Blob = string(e.Resource.Blob), nil
+		}
+	}
 }
 
 // resultSize adds up the bytes of a result, as far as max: the text of
