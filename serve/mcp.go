@@ -393,15 +393,22 @@ type ListedTool struct {
 // injection. It returns, by name, the block of each tool a layer blocked:
 // serve withholds these. A definition a classifier could not decide is
 // blocked with on_error "closed" (the layer's block says so) and passes,
-// logged, with "open".
+// logged, with "open". A tool whose name is not a valid MCP tool name
+// (badToolName) is blocked whatever the layers.
 func ScanTools(ctx context.Context, pl *runtime.Pipeline, tools []ListedTool, log *slog.Logger) map[string]*runtime.BlockedError {
+	blocked := map[string]*runtime.BlockedError{}
+	for _, t := range tools {
+		if b := badToolName(t.Name); b != nil {
+			blocked[t.Name] = b
+			log.Warn("mcp tool withheld: its name is not a valid MCP tool name", "tool", t.Name, "server", t.Server, "reason", b.Message)
+		}
+	}
 	var layers []runtime.LayerInfo
 	for _, l := range pl.Layers(plan.StageChat) {
 		if _, ok := l.Middleware.(toolScanner); ok {
 			layers = append(layers, l)
 		}
 	}
-	blocked := map[string]*runtime.BlockedError{}
 	if len(layers) == 0 || len(tools) == 0 {
 		return blocked
 	}
@@ -409,6 +416,9 @@ func ScanTools(ctx context.Context, pl *runtime.Pipeline, tools []ListedTool, lo
 	sem := make(chan struct{}, scanConcurrency)
 	var wg sync.WaitGroup
 	for _, t := range tools {
+		if blocked[t.Name] != nil {
+			continue
+		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
@@ -437,6 +447,25 @@ func ScanTools(ctx context.Context, pl *runtime.Pipeline, tools []ListedTool, lo
 	}
 	wg.Wait()
 	return blocked
+}
+
+// badToolName returns the block of a tool served under a name that is not
+// a valid MCP tool name (letters, digits and "_", "-", ".", with the ":"
+// and "/" a policy's prefix may add), or nil. A name with other characters
+// can look like another tool's: "rеfund" with a Cyrillic "е", or "refund"
+// followed by a zero-width space, escapes every rule that names "refund"
+// while the client's model reads it as that tool.
+func badToolName(name string) *runtime.BlockedError {
+	if name == "" {
+		return &runtime.BlockedError{Layer: "mcp", Message: "the tool has no name"}
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_-.:/", r)) {
+			return &runtime.BlockedError{Layer: "mcp", Message: fmt.Sprintf(
+				"tool name %q holds %q, which is not an ASCII letter, a digit or one of \"_-.:/\": a look-alike of another tool's name would escape the rules that name it", name, r)}
+		}
+	}
+	return nil
 }
 
 // toolDef is the definition of an upstream tool as an MCP client's model

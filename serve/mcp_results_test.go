@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -94,6 +95,42 @@ chains: tool: [{use: "redact"}]
 	res, raw = call("binary")
 	require.Len(t, res.Content, 1, raw)
 	assert.Equal(t, pngLike, res.Content[0].(*mcp.EmbeddedResource).Resource.Blob)
+}
+
+// TestMCPLookAlikeToolNamesWithheld: an upstream tool whose name holds a
+// character outside the MCP tool name characters (a Cyrillic look-alike, a
+// zero-width space) is not served: its calls would escape the rules that
+// name the tool it looks like.
+func TestMCPLookAlikeToolNamesWithheld(t *testing.T) {
+	var calls atomic.Int64
+	srv := mcp.NewServer(&mcp.Implementation{Name: "pay", Version: "1"}, nil)
+	for _, name := range []string{"refund", "r\u0435fund", "refund\u200b"} {
+		srv.AddTool(&mcp.Tool{Name: name, InputSchema: json.RawMessage(`{"type":"object"}`)},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				calls.Add(1)
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "refunded"}}}, nil
+			})
+	}
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(ts.Close)
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
+
+keys: agent: {sha256: %q}
+mcp: servers: pay: url: %q
+chains: tool: [{use: "tool_policy", deny: ["refund"]}]
+`, sha("agent-key"), ts.URL))), WatchInterval: -1})
+	cs := connectProxy(t, s.url, "agent-key", nil)
+	assert.Equal(t, []string{"refund"}, listedTools(t, cs))
+	for _, name := range []string{"refund", "r\u0435fund", "refund\u200b"} {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name})
+		if err == nil {
+			assert.True(t, res.IsError, "%q is refused", name)
+		}
+	}
+	assert.EqualValues(t, 0, calls.Load(), "no look-alike of a denied tool reaches the upstream")
+	assert.Contains(t, s.logs.String(), "mcp tool withheld: its name is not a valid MCP tool name")
+	_, _, metrics := do(t, "GET", s.url+"/metrics", "", nil)
+	assert.Contains(t, metrics, `agentc_serve_mcp_tools_withheld{layer="mcp",server="pay"} 2`)
 }
 
 // TestMCPFilesystemMediaFileIsRedacted: the filesystem server's
