@@ -138,18 +138,40 @@ chains: tool: [{use: "tool_policy", deny: ["refund"]}]
 	assert.Contains(t, metrics, `agentc_serve_mcp_tools_withheld{layer="mcp",server="pay"} 2`)
 }
 
-// postMCP posts one JSON-RPC message on session sid and returns the
-// response's status and body; ctx ends the request.
-func postMCP(ctx context.Context, base, key, sid, body string) (int, string, error) {
+// connectSession connects a go-sdk client to the proxy with key and returns
+// it with the id of its session.
+func connectSession(t *testing.T, url, key string) (*mcp.ClientSession, func() string) {
+	t.Helper()
+	var sid atomic.Value
+	client := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1"}, nil)
+	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url + "/mcp",
+		HTTPClient: &http.Client{Transport: sessionOf{bearer: bearer{key: key}, id: &sid}}, MaxRetries: -1}, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs, func() string { return sid.Load().(string) }
+}
+
+// mcpRequest is a POST of one JSON-RPC message on session sid.
+func mcpRequest(ctx context.Context, base, key, sid, body string) (*http.Request, error) {
 	req, err := http.NewRequestWithContext(ctx, "POST", base+"/mcp", strings.NewReader(body))
 	if err != nil {
-		return 0, "", err
+		return nil, err
 	}
 	req.Header.Set("Authorization", "Bearer "+key)
 	req.Header.Set("Mcp-Session-Id", sid)
 	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
+	return req, nil
+}
+
+// postMCP posts one JSON-RPC message on session sid and returns the
+// response's status and body; ctx ends the request.
+func postMCP(ctx context.Context, base, key, sid, body string) (int, string, error) {
+	req, err := mcpRequest(ctx, base, key, sid, body)
+	if err != nil {
+		return 0, "", err
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return 0, "", err
@@ -172,22 +194,17 @@ mcp: servers: slow: url: %q
 tools: hang: side_effecting: true
 chains: tool: [{use: "audit", trail: "logical"}]
 `, sha("agent-key"), upstream))), Deps: runtime.Deps{Audit: audit}, WatchInterval: -1})
-	var sid atomic.Value
-	client := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1"}, nil)
-	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: s.url + "/mcp",
-		HTTPClient: &http.Client{Transport: sessionOf{bearer: bearer{key: "agent-key"}, id: &sid}}, MaxRetries: -1}, nil)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = cs.Close() })
+	_, sid := connectSession(t, s.url, "agent-key")
 
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	answered := make(chan struct{})
 	go func() {
 		defer close(answered)
-		_, _, _ = postMCP(ctx, s.url, "agent-key", sid.Load().(string), `{"jsonrpc":"2.0","id":41,"method":"tools/call","params":{"name":"hang","arguments":{}}}`)
+		_, _, _ = postMCP(ctx, s.url, "agent-key", sid(), `{"jsonrpc":"2.0","id":41,"method":"tools/call","params":{"name":"hang","arguments":{}}}`)
 	}()
 	<-started
-	code, _, err := postMCP(context.Background(), s.url, "agent-key", sid.Load().(string),
+	code, _, err := postMCP(context.Background(), s.url, "agent-key", sid(),
 		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":41,"reason":"user stopped"}}`)
 	require.NoError(t, err)
 	assert.Equal(t, http.StatusAccepted, code)
@@ -276,12 +293,7 @@ mcp: servers: asker: url: %q
 func TestMCPArgumentsThatAreNotAnObject(t *testing.T) {
 	upstream, refunds := inProcessUpstream(t)
 	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(proxyPolicy, sha("agent-key"), upstream))), WatchInterval: -1})
-	var sid atomic.Value
-	client := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1"}, nil)
-	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: s.url + "/mcp",
-		HTTPClient: &http.Client{Transport: sessionOf{bearer: bearer{key: "agent-key"}, id: &sid}}, MaxRetries: -1}, nil)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = cs.Close() })
+	cs, sid := connectSession(t, s.url, "agent-key")
 	deep := any("x")
 	for range 900 {
 		deep = []any{deep}
@@ -297,7 +309,7 @@ func TestMCPArgumentsThatAreNotAnObject(t *testing.T) {
 	assert.Contains(t, text(t, res), "args.order_id: expected string")
 
 	tooDeep := strings.Repeat("[", 20000) + strings.Repeat("]", 20000)
-	code, body, err := postMCP(context.Background(), s.url, "agent-key", sid.Load().(string),
+	code, body, err := postMCP(context.Background(), s.url, "agent-key", sid(),
 		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"refund","arguments":{"order_id":`+tooDeep+`,"amount":1}}}`)
 	require.NoError(t, err)
 	assert.Equal(t, http.StatusBadRequest, code)
