@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +18,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -391,15 +393,22 @@ type ListedTool struct {
 // injection. It returns, by name, the block of each tool a layer blocked:
 // serve withholds these. A definition a classifier could not decide is
 // blocked with on_error "closed" (the layer's block says so) and passes,
-// logged, with "open".
+// logged, with "open". A tool whose name is not a valid MCP tool name
+// (badToolName) is blocked whatever the layers.
 func ScanTools(ctx context.Context, pl *runtime.Pipeline, tools []ListedTool, log *slog.Logger) map[string]*runtime.BlockedError {
+	blocked := map[string]*runtime.BlockedError{}
+	for _, t := range tools {
+		if b := badToolName(t.Name); b != nil {
+			blocked[t.Name] = b
+			log.Warn("mcp tool withheld: its name is not a valid MCP tool name", "tool", t.Name, "server", t.Server, "reason", b.Message)
+		}
+	}
 	var layers []runtime.LayerInfo
 	for _, l := range pl.Layers(plan.StageChat) {
 		if _, ok := l.Middleware.(toolScanner); ok {
 			layers = append(layers, l)
 		}
 	}
-	blocked := map[string]*runtime.BlockedError{}
 	if len(layers) == 0 || len(tools) == 0 {
 		return blocked
 	}
@@ -407,6 +416,9 @@ func ScanTools(ctx context.Context, pl *runtime.Pipeline, tools []ListedTool, lo
 	sem := make(chan struct{}, scanConcurrency)
 	var wg sync.WaitGroup
 	for _, t := range tools {
+		if blocked[t.Name] != nil {
+			continue
+		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
@@ -435,6 +447,25 @@ func ScanTools(ctx context.Context, pl *runtime.Pipeline, tools []ListedTool, lo
 	}
 	wg.Wait()
 	return blocked
+}
+
+// badToolName returns the block of a tool served under a name that is not
+// a valid MCP tool name (letters, digits and "_", "-", ".", with the ":"
+// and "/" a policy's prefix may add), or nil. A name with other characters
+// can look like another tool's: "rеfund" with a Cyrillic "е", or "refund"
+// followed by a zero-width space, escapes every rule that names "refund"
+// while the client's model reads it as that tool.
+func badToolName(name string) *runtime.BlockedError {
+	if name == "" {
+		return &runtime.BlockedError{Layer: "mcp", Message: "the tool has no name"}
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_-.:/", r)) {
+			return &runtime.BlockedError{Layer: "mcp", Message: fmt.Sprintf(
+				"tool name %q holds %q, which is not an ASCII letter, a digit or one of \"_-.:/\": a look-alike of another tool's name would escape the rules that name it", name, r)}
+		}
+	}
+	return nil
 }
 
 // toolDef is the definition of an upstream tool as an MCP client's model
@@ -564,10 +595,24 @@ func (t *upstreamTool) call(ctx context.Context, c *runtime.ToolCall) (any, erro
 		return nil, runtime.Ran(&runtime.CallError{Kind: runtime.KindPermanent, Message: fmt.Sprintf(
 			"mcp server %q: the tool ran, but its result is over the limit of %d bytes (%d bytes at least) and was dropped", t.server, t.maxResult, n)})
 	}
+	textBlobs(res)
 	if res.IsError {
 		return nil, &runtime.CallError{Kind: runtime.KindPermanent, Message: t.up.secrets.scrub(resultText(res))}
 	}
 	return resultValue(res), nil
+}
+
+// textBlobs turns each embedded resource whose blob is text (valid UTF-8
+// without a NUL byte) into the same resource with that text: a client may
+// decode the blob and hand it to its model, and as base64 it would pass
+// the layers that read a result's text (redact, truncate) unread.
+func textBlobs(res *mcp.CallToolResult) {
+	for _, c := range res.Content {
+		if e, ok := c.(*mcp.EmbeddedResource); ok && e.Resource != nil && len(e.Resource.Blob) > 0 && e.Resource.Text == "" &&
+			utf8.Valid(e.Resource.Blob) && bytes.IndexByte(e.Resource.Blob, 0) < 0 {
+			e.Resource.Text, e.Resource.Blob = string(e.Resource.Blob), nil
+		}
+	}
 }
 
 // resultSize adds up the bytes of a result, as far as max: the text of

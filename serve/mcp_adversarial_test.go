@@ -64,13 +64,8 @@ func (s sessionOf) RoundTrip(r *http.Request) (*http.Response, error) {
 func rawCall(t *testing.T, base, key, sid, tool string, wait time.Duration) {
 	t.Helper()
 	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{"name":%q,"arguments":{}}}`, tool)
-	req, err := http.NewRequest("POST", base+"/mcp", strings.NewReader(body))
+	req, err := mcpRequest(context.Background(), base, key, sid, body)
 	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Mcp-Session-Id", sid)
-	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
 	resp, err := (&http.Client{Timeout: wait}).Do(req)
 	if err == nil {
 		resp.Body.Close()
@@ -93,14 +88,9 @@ tools: hang: side_effecting: true
 chains: tool: [{use: "audit", trail: "logical"}]
 `, sha("agent-key"), upstream))), Deps: runtime.Deps{Audit: audit}, ShutdownTimeout: 200 * time.Millisecond, WatchInterval: -1})
 
-	var sid atomic.Value
-	client := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1"}, nil)
-	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: s.url + "/mcp",
-		HTTPClient: &http.Client{Transport: sessionOf{bearer: bearer{key: "agent-key"}, id: &sid}}, MaxRetries: -1}, nil)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = cs.Close() })
+	cs, sid := connectSession(t, s.url, "agent-key")
 
-	rawCall(t, s.url, "agent-key", sid.Load().(string), "hang", 300*time.Millisecond)
+	rawCall(t, s.url, "agent-key", sid(), "hang", 300*time.Millisecond)
 	<-started
 	require.Eventually(t, func() bool { return canceled.Load() == 1 }, 5*time.Second, 10*time.Millisecond,
 		"the upstream call of a client that went away is cancelled")

@@ -19,7 +19,10 @@
 // read as text, as the agent loop reads them, and other values that are not JSON-like, or
 // hold such a value at any depth (a struct in a map), are converted to their JSON form
 // first; a result with no JSON form, a NaN, fails the call with a permanent error naming
-// the layer rather than going on unchecked), the transcript a chat call sends to the model (every
+// the layer rather than going on unchecked; a failed call's error text, which the model reads
+// as it reads a result (an MCP tool's isError answer, an HTTP tool quoting the body of its
+// 500), is masked too, and the error still tells its kind, its layer and whether the tool
+// ran), the transcript a chat call sends to the model (every
 // text on the call's own copy: system, user and assistant text, text carried in place of an
 // image (an image part whose data: URL holds text goes on as a text part when it is masked),
 // tool results, which a gateway

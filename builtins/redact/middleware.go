@@ -71,12 +71,20 @@ func (m *Middleware) Provision(b *runtime.BuildContext) error {
 // any other value (a struct, also one nested in a map) is converted to its
 // JSON form first, and returned in that form when it held a secret. A
 // result with no JSON form (a NaN) cannot be checked: the call fails with
-// a permanent error marked runtime.Ran. A failed call's error is returned
-// as is.
+// a permanent error marked runtime.Ran. A failed call's error text is
+// masked too: the model reads it as it reads a result (an MCP upstream's
+// error result is one), and the error still unwraps to the failure it
+// stands for (its kind, its layer, whether the tool ran).
 func (m *Middleware) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 	return func(ctx context.Context, c *runtime.ToolCall) (any, error) {
 		v, err := next(ctx, c)
-		if err != nil || v == nil {
+		if err != nil {
+			if red, n := m.redactor.Redact(err.Error()); n > 0 {
+				err = &maskedError{text: red, err: err}
+			}
+			return v, err
+		}
+		if v == nil {
 			return v, err
 		}
 		red, rerr := m.redactResult(v)
@@ -87,6 +95,16 @@ func (m *Middleware) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 		return red, nil
 	}
 }
+
+// maskedError is a failed call's error whose text held a secret: Error is
+// the masked text, and the error it wraps still tells what the failure is.
+type maskedError struct {
+	text string
+	err  error
+}
+
+func (e *maskedError) Error() string { return e.text }
+func (e *maskedError) Unwrap() error { return e.err }
 
 func (m *Middleware) redactResult(v any) (any, error) {
 	switch x := v.(type) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -266,4 +267,29 @@ func TestToolResultWithoutJSONFormFails(t *testing.T) {
 	assert.Contains(t, ce.Message, "cannot be checked for secrets")
 	assert.NotContains(t, err.Error(), "s3cr3tvalue123")
 	assert.Nil(t, res.Value)
+}
+
+// A failed call's error text is read by the model as a result is (an MCP
+// upstream's error result becomes one): its secrets are masked, and the
+// error still tells what the failure is.
+func TestToolErrorTextIsMasked(t *testing.T) {
+	p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("redact", `{}`)}})
+	failure := runtime.Ran(&runtime.CallError{Kind: runtime.KindPermanent, Layer: "upstream", Message: "failed with key " + awsKey})
+	tool := rt.NewTool(rt.ToolResult{Err: failure}, rt.ToolResult{Err: errors.New("plain failure")})
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"t": tool.Func()}})
+	require.NoError(t, err)
+
+	_, err = pl.Tool(context.Background(), runtime.ToolRequest{Name: "t"})
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), awsKey)
+	assert.Contains(t, err.Error(), "failed with key [REDACTED:aws-access-key-id]")
+	var ce *runtime.CallError
+	require.ErrorAs(t, err, &ce, "the masked error unwraps to the failure")
+	assert.Equal(t, runtime.KindPermanent, ce.Kind)
+	assert.ErrorIs(t, err, runtime.ErrRan)
+	assert.Equal(t, "upstream", runtime.LayerOf(err))
+
+	_, err = pl.Tool(context.Background(), runtime.ToolRequest{Name: "t"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "plain failure", "an error without a secret is left as it is")
 }

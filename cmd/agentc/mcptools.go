@@ -159,7 +159,7 @@ func (s scanner) note(blocked map[string]*runtime.BlockedError) func(name string
 			return ""
 		}
 		why := fmt.Sprintf("agentc serve withholds this tool: layer %q blocked its definition", b.Layer)
-		if s.defaults {
+		if s.defaults && b.Layer != "mcp" { // "mcp" withholds a tool whatever the layers (serve.ScanTools)
 			why = "agentc serve withholds this tool under a security layer: its default detector blocks its definition"
 		}
 		reason := strings.Join(strings.Fields(b.Message), " ")
