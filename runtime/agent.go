@@ -438,9 +438,16 @@ func countAnswers(answers map[string]int, m Message) {
 // (ToolRecord.Call): the index of its assistant message, its id and the
 // first 16 hex digits of the SHA-256 of its arguments' JSON text, so that a
 // record of another call that took the same place and id (a turn tried
-// again) never answers it.
+// again) never answers it. The text is the arguments as a checkpoint
+// writes them (compact, HTML characters escaped), so that the call of a
+// resumed transcript has the key its live call had; arguments that are
+// not JSON are taken as they are.
 func agentCallKey(at int, call ToolUse) string {
-	sum := sha256.Sum256(call.Arguments)
+	args := []byte(call.Arguments)
+	if b, err := json.Marshal(call.Arguments); err == nil {
+		args = b
+	}
+	sum := sha256.Sum256(args)
 	return strconv.Itoa(at) + ":" + call.ID + ":" + hex.EncodeToString(sum[:8])
 }
 

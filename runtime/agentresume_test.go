@@ -18,8 +18,14 @@ import (
 	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
 )
 
+// callKey is the key of the record of a call: its arguments are taken as
+// a checkpoint writes them.
 func callKey(at int, u runtime.ToolUse) string {
-	sum := sha256.Sum256(u.Arguments)
+	args, err := json.Marshal(u.Arguments)
+	if err != nil {
+		args = u.Arguments
+	}
+	sum := sha256.Sum256(args)
 	return strconv.Itoa(at) + ":" + u.ID + ":" + hex.EncodeToString(sum[:8])
 }
 
