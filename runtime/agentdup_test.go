@@ -58,6 +58,88 @@ func answers(msgs []runtime.Message) []string {
 	return out
 }
 
+// TestRunAgentGivesEachCallAnIDOfItsOwn: a model that gives two tool calls
+// of one answer the same id (or none) had both answered under that id, and
+// a turn resumed after the first ended in doubt paired the second's result
+// with the first call: the refund in doubt was taken as answered, the
+// model asked again and told the second refund's result twice. Each call
+// of the transcript now has an id of its own, so each result answers one
+// call, and the resumed turn ends in doubt.
+func TestRunAgentGivesEachCallAnIDOfItsOwn(t *testing.T) {
+	t.Run("live", func(t *testing.T) {
+		model := rt.NewModel(callTools(use("c1", "refund", `{"order":7}`), use("c1", "refund", `{"order":8}`),
+			use("", "lookup", `{"order":1}`), use("", "lookup", `{"order":2}`), use("c1_2", "lookup", `{"order":3}`)),
+			rt.Response{Deltas: []string{"done"}})
+		tools, made := countingTools(0)
+		pl := rt.Build(t, refundPlan(), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}, Tools: tools})
+		res, err := pl.RunAgent(context.Background(), runtime.AgentRequest{Model: "primary", Input: "go"})
+		require.NoError(t, err)
+		assert.Equal(t, map[string]int{"refund 7": 1, "refund 8": 1, "lookup 1": 1, "lookup 2": 1, "lookup 3": 1}, made())
+		var ids []string
+		for _, c := range res.Messages[1].ToolCalls {
+			ids = append(ids, c.ID)
+		}
+		assert.Equal(t, []string{"c1", "c1_2_2", "call_3", "call_4", "c1_2"}, ids)
+		assert.Equal(t, []string{"c1=refund 7 ok", "c1_2_2=refund 8 ok", "call_3=lookup 1 ok", "call_4=lookup 2 ok", "c1_2=lookup 3 ok"},
+			answers(model.Requests()[1].Messages))
+	})
+
+	t.Run("resumed after the first ended in doubt", func(t *testing.T) {
+		store := runtime.NewMemoryCheckpoints()
+		model := rt.NewModel(callTools(use("c1", "refund", `{"order":7}`), use("c1", "refund", `{"order":8}`)),
+			rt.Response{Deltas: []string{"refunded 8, and 7 again"}})
+		tools, made := countingTools(7)
+		pl := rt.Build(t, refundPlan(), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}, Tools: tools, Checkpoints: store})
+		ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "dup"})
+		_, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "refund 7 and 8", MaxParallel: 1})
+		require.Equal(t, runtime.ClassInDoubt, runtime.Classify(err), "%v", err)
+		require.NoError(t, pl.Close())
+
+		pl = rt.Build(t, refundPlan(), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}, Tools: tools, Checkpoints: store})
+		cp, err := pl.Checkpointer("")
+		require.NoError(t, err)
+		_, err = cp.Resume(ctx, "dup")
+		require.NoError(t, err)
+		res, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Messages: pl.Transcript(ctx)})
+		var doubt *runtime.InDoubtError
+		require.ErrorAs(t, err, &doubt, "the refund of 7 is still in doubt")
+		assert.Equal(t, 1, model.Calls(), "the model is not asked again")
+		assert.Equal(t, map[string]int{"refund 7": 1, "refund 8": 1}, made())
+		assert.Equal(t, []string{"c1_2=refund 8 ok"}, answers(res.Messages), "the refund of 8 keeps its one answer")
+	})
+
+	// A transcript saved before (or written by a host) with two calls of
+	// one id and one result naming it: which call it answers is not
+	// known, so each refund of the id is in doubt and nothing runs.
+	t.Run("transcript with a shared id", func(t *testing.T) {
+		r7, r8, l1 := use("c1", "refund", `{"order":7}`), use("c1", "refund", `{"order":8}`), use("c1", "lookup", `{"order":1}`)
+		store := runtime.NewMemoryCheckpoints()
+		_, err := store.SaveCheckpoint(context.Background(), runtime.Checkpoint{RunID: "old", Status: runtime.RunRunning,
+			Transcript: []runtime.Message{{Role: "user", Content: "refund 7 and 8"},
+				{Role: "assistant", ToolCalls: []runtime.ToolUse{r7, r8, l1}},
+				{Role: "tool", ToolCallID: "c1", Content: "refund 8 ok"}},
+			Tools: []runtime.ToolRecord{{Tool: "refund", Call: callKey(1, r8), Result: "refund 8 ok"}}})
+		require.NoError(t, err)
+		model := rt.NewModel(rt.Response{Deltas: []string{"refunded 7 again"}})
+		tools, made := countingTools(0)
+		pl := rt.Build(t, refundPlan(), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}, Tools: tools, Checkpoints: store})
+		cp, err := pl.Checkpointer("")
+		require.NoError(t, err)
+		ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "old"})
+		_, err = cp.Resume(ctx, "old")
+		require.NoError(t, err)
+		_, err = pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Messages: pl.Transcript(ctx)})
+		require.ErrorIs(t, err, runtime.ErrUnansweredToolCall)
+		assert.Equal(t, runtime.ClassInDoubt, runtime.Classify(err))
+		assert.Contains(t, err.Error(), `message 1 (assistant) has 3 tool calls of id "c1" and 1 results naming it`)
+		var doubt *runtime.InDoubtError
+		require.ErrorAs(t, err, &doubt)
+		assert.Equal(t, "refund", doubt.Tool)
+		assert.Zero(t, model.Calls())
+		assert.Empty(t, made())
+	})
+}
+
 // stoppingStore writes the first n saves and then no more, as a process
 // killed after its n-th save.
 type stoppingStore struct {
