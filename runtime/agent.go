@@ -134,7 +134,10 @@ type AgentResult struct {
 //
 // Each tool call the turn records has an id of its own: a call the model
 // gave no id, or the id of an earlier call of the same answer, gets another
-// (ownIDs), so that each result answers one call.
+// (ownIDs), so that each result answers one call. A call to a side-effecting
+// tool with the name and arguments of an earlier call of the same answer
+// does not run: it is answered that it repeats that call, which runs once
+// (repeats); a read-only call repeated runs each time.
 func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult, error) {
 	if req.OnBlock != "" && req.OnBlock != OnBlockTellModel && req.OnBlock != OnBlockEndTurn {
 		return AgentResult{}, fmt.Errorf("agent: on_block %q is not %q or %q", req.OnBlock, OnBlockTellModel, OnBlockEndTurn)
@@ -237,7 +240,7 @@ func (t *agentTurn) run(ctx context.Context, maxSteps int) error {
 		if err := t.intent(ctx); err != nil {
 			return err
 		}
-		results, err := t.tools(ctx, at, calls)
+		results, err := t.tools(ctx, at, calls, t.pl.repeats(calls))
 		t.msgs = appendAnswers(t.msgs, results)
 		if err != nil {
 			return err
@@ -271,9 +274,12 @@ func (t *agentTurn) intent(ctx context.Context) error {
 // that the policy does not declare, without a record may or may not have
 // run, so the turn ends with an *InDoubtError and no call runs; the others (read-only tools, retry_safe
 // tools, which get the same idempotency key, and calls that never reach a
-// tool) run now. pending are the calls' indices in the message.
+// tool) run now. pending are the calls' indices in the message. A call
+// that repeats an earlier side-effecting call of the message (repeats) is
+// answered so, as the live turn answered it, and does not run.
 func (t *agentTurn) settle(ctx context.Context, at int, pending []int) error {
 	all := t.msgs[at].ToolCalls
+	rep := t.pl.repeats(all)
 	calls := make([]ToolUse, len(pending))
 	for i, k := range pending {
 		calls[i] = all[k]
@@ -284,6 +290,11 @@ func (t *agentTurn) settle(ctx context.Context, at int, pending []int) error {
 	var run []int
 	var blockErr error
 	for i, call := range calls {
+		if j := repeatOf(rep, pending[i]); j >= 0 {
+			m := repeatAnswer(call, all[j].ID)
+			out[i] = &m
+			continue
+		}
 		key := agentCallKey(at, call)
 		if r, ok := lastRecord(records, key, call.Name); ok && !r.InDoubt {
 			m := recordAnswer(call, r)
@@ -310,7 +321,7 @@ func (t *agentTurn) settle(ctx context.Context, at int, pending []int) error {
 			sub[j] = calls[i]
 		}
 		t.res.ToolCalls += len(sub)
-		results, err := t.tools(ctx, at, sub)
+		results, err := t.tools(ctx, at, sub, nil)
 		for j, i := range run {
 			out[i] = &results[j]
 		}
@@ -462,6 +473,65 @@ func ownIDs(calls []ToolUse) []ToolUse {
 	return out
 }
 
+// repeats returns, for each call of one assistant message, the index of
+// the first earlier call it repeats (-1: none), or nil when none repeats
+// one: a call to a side-effecting tool (declared so, or whose effects
+// nothing declares) with the same name and the same arguments (as JSON
+// values) as an earlier call. A repeat does not run: a model that asks
+// twice for one refund in one answer gets one.
+func (pl *Pipeline) repeats(calls []ToolUse) []int {
+	if len(calls) < 2 {
+		return nil
+	}
+	var rep []int
+	first := map[string]int{}
+	for i, call := range calls {
+		if e := pl.toolEntry(call.Name); e != nil && !e.info.SideEffecting {
+			continue
+		}
+		treq, err := call.Request()
+		if err != nil {
+			continue
+		}
+		c := ToolCall{Name: treq.Name, Args: treq.Args}
+		d, err := c.ArgsDigestErr()
+		if err != nil {
+			continue
+		}
+		key := call.Name + "\x00" + d
+		j, ok := first[key]
+		if !ok {
+			first[key] = i
+			continue
+		}
+		if rep == nil {
+			rep = make([]int, len(calls))
+			for k := range rep {
+				rep[k] = -1
+			}
+		}
+		rep[i] = j
+	}
+	return rep
+}
+
+// repeatOf returns the call that call i repeats (repeats), or -1.
+func repeatOf(rep []int, i int) int {
+	if rep == nil {
+		return -1
+	}
+	return rep[i]
+}
+
+// repeatAnswer is the tool message of a call that repeats the call of id
+// first and does not run.
+func repeatAnswer(call ToolUse, first string) Message {
+	text := "error: not run: this call repeats call " + first + " of the same step (the same tool and arguments), which runs once; " +
+		"call the tool again in a later step if a second call is meant"
+	return Message{Role: "tool", ToolCallID: call.ID, Name: call.Name,
+		Parts: []ContentPart{{Type: PartToolResult, ToolCallID: call.ID, Text: text, IsError: true}}}
+}
+
 // ErrUnansweredToolCall is in the error RunAgent returns for a transcript
 // in which an assistant message before the last has a tool call that no
 // result answers before the next assistant message: model providers refuse
@@ -603,9 +673,10 @@ func (t *agentTurn) chat(ctx context.Context, step int) (ChatResponse, error) {
 
 // tools runs the calls of one step through the tool chain, at most
 // t.parallel at once, and returns their results in the order of the calls.
-// The error ends the turn: a budget error, a call in doubt, a block under
-// end_turn, or ctx's end.
-func (t *agentTurn) tools(ctx context.Context, at int, calls []ToolUse) ([]Message, error) {
+// A call that repeats another (rep, see repeats) is answered so and does
+// not run. The error ends the turn: a budget error, a call in doubt, a
+// block under end_turn, or ctx's end.
+func (t *agentTurn) tools(ctx context.Context, at int, calls []ToolUse, rep []int) ([]Message, error) {
 	out := make([]Message, len(calls))
 	errs := make([]error, len(calls))
 	blocked := make([]bool, len(calls))
@@ -619,6 +690,10 @@ func (t *agentTurn) tools(ctx context.Context, at int, calls []ToolUse) ([]Messa
 	var panicked bool
 	var panicValue any
 	for i := range calls {
+		if j := repeatOf(rep, i); j >= 0 {
+			out[i] = repeatAnswer(calls[i], calls[j].ID)
+			continue
+		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {

@@ -140,6 +140,54 @@ func TestRunAgentGivesEachCallAnIDOfItsOwn(t *testing.T) {
 	})
 }
 
+// TestRunAgentRunsARepeatedSideEffectingCallOnce: a model that asks for the
+// same side-effecting call twice in one answer (the same tool and
+// arguments, under two ids) had it made twice. The repeat does not run: it
+// is answered that it repeats the first, which runs once. A read-only call
+// repeated runs each time. A turn resumed with both calls pending, the
+// first's result saved, answers the first from its record and the repeat
+// as the live turn did, instead of taking the repeat for a call in doubt.
+func TestRunAgentRunsARepeatedSideEffectingCallOnce(t *testing.T) {
+	const repeat = "error: not run: this call repeats call r1 of the same step (the same tool and arguments), which runs once; " +
+		"call the tool again in a later step if a second call is meant"
+	calls := []runtime.ToolUse{use("r1", "refund", `{"order":7, "note":"x"}`), use("l1", "lookup", `{"order":7}`),
+		use("r2", "refund", `{"note":"x","order":7.0}`), use("l2", "lookup", `{"order":7}`), use("r3", "refund", `{"order":8}`)}
+	t.Run("live", func(t *testing.T) {
+		model := rt.NewModel(callTools(calls...), rt.Response{Deltas: []string{"done"}})
+		tools, made := countingTools(0)
+		pl := rt.Build(t, refundPlan(), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}, Tools: tools})
+		res, err := pl.RunAgent(context.Background(), runtime.AgentRequest{Model: "primary", Input: "go"})
+		require.NoError(t, err)
+		assert.Equal(t, map[string]int{"refund 7": 1, "lookup 7": 2, "refund 8": 1}, made())
+		assert.Equal(t, []string{"r1=refund 7 ok", "l1=lookup 7 ok", "r2=" + repeat, "l2=lookup 7 ok", "r3=refund 8 ok"},
+			answers(res.Messages))
+		assert.True(t, res.Messages[4].Parts[0].IsError)
+		assert.Equal(t, 5, res.ToolCalls)
+	})
+
+	t.Run("resumed", func(t *testing.T) {
+		store := runtime.NewMemoryCheckpoints()
+		_, err := store.SaveCheckpoint(context.Background(), runtime.Checkpoint{RunID: "r", Status: runtime.RunRunning,
+			Transcript: []runtime.Message{{Role: "user", Content: "refund 7"},
+				{Role: "assistant", ToolCalls: []runtime.ToolUse{calls[0], calls[2]}}},
+			Tools: []runtime.ToolRecord{{Tool: "refund", Call: callKey(1, calls[0]), Result: "refund 7 ok"}}})
+		require.NoError(t, err)
+		model := rt.NewModel(rt.Response{Deltas: []string{"done"}})
+		tools, made := countingTools(0)
+		pl := rt.Build(t, refundPlan(), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}, Tools: tools, Checkpoints: store})
+		cp, err := pl.Checkpointer("")
+		require.NoError(t, err)
+		ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r"})
+		_, err = cp.Resume(ctx, "r")
+		require.NoError(t, err)
+		res, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Messages: pl.Transcript(ctx)})
+		require.NoError(t, err)
+		assert.Empty(t, made(), "nothing runs again")
+		assert.Equal(t, []string{"r1=refund 7 ok", "r2=" + repeat}, answers(res.Messages))
+		assert.Equal(t, "done", res.Output)
+	})
+}
+
 // stoppingStore writes the first n saves and then no more, as a process
 // killed after its n-th save.
 type stoppingStore struct {
