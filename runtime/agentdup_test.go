@@ -47,6 +47,23 @@ func countingTools(inDoubt float64) (map[string]runtime.ToolFunc, func() map[str
 	}
 }
 
+// resumed stores saved as its run's checkpoint and returns a pipeline of
+// refundPlan that resumed the run (with model and countingTools), the run's
+// context and the count of the tools' calls.
+func resumed(t *testing.T, saved runtime.Checkpoint, model *rt.Model) (*runtime.Pipeline, context.Context, func() map[string]int) {
+	store := runtime.NewMemoryCheckpoints()
+	_, err := store.SaveCheckpoint(context.Background(), saved)
+	require.NoError(t, err)
+	tools, made := countingTools(0)
+	pl := rt.Build(t, refundPlan(), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}, Tools: tools, Checkpoints: store})
+	cp, err := pl.Checkpointer("")
+	require.NoError(t, err)
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: saved.RunID})
+	_, err = cp.Resume(ctx, saved.RunID)
+	require.NoError(t, err)
+	return pl, ctx, made
+}
+
 // answers returns the tool messages of msgs as "id=text".
 func answers(msgs []runtime.Message) []string {
 	var out []string
@@ -113,22 +130,13 @@ func TestRunAgentGivesEachCallAnIDOfItsOwn(t *testing.T) {
 	// known, so each refund of the id is in doubt and nothing runs.
 	t.Run("transcript with a shared id", func(t *testing.T) {
 		r7, r8, l1 := use("c1", "refund", `{"order":7}`), use("c1", "refund", `{"order":8}`), use("c1", "lookup", `{"order":1}`)
-		store := runtime.NewMemoryCheckpoints()
-		_, err := store.SaveCheckpoint(context.Background(), runtime.Checkpoint{RunID: "old", Status: runtime.RunRunning,
+		model := rt.NewModel(rt.Response{Deltas: []string{"refunded 7 again"}})
+		pl, ctx, made := resumed(t, runtime.Checkpoint{RunID: "old", Status: runtime.RunRunning,
 			Transcript: []runtime.Message{{Role: "user", Content: "refund 7 and 8"},
 				{Role: "assistant", ToolCalls: []runtime.ToolUse{r7, r8, l1}},
 				{Role: "tool", ToolCallID: "c1", Content: "refund 8 ok"}},
-			Tools: []runtime.ToolRecord{{Tool: "refund", Call: callKey(1, r8), Result: "refund 8 ok"}}})
-		require.NoError(t, err)
-		model := rt.NewModel(rt.Response{Deltas: []string{"refunded 7 again"}})
-		tools, made := countingTools(0)
-		pl := rt.Build(t, refundPlan(), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}, Tools: tools, Checkpoints: store})
-		cp, err := pl.Checkpointer("")
-		require.NoError(t, err)
-		ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "old"})
-		_, err = cp.Resume(ctx, "old")
-		require.NoError(t, err)
-		_, err = pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Messages: pl.Transcript(ctx)})
+			Tools: []runtime.ToolRecord{{Tool: "refund", Call: callKey(1, r8), Result: "refund 8 ok"}}}, model)
+		_, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Messages: pl.Transcript(ctx)})
 		require.ErrorIs(t, err, runtime.ErrUnansweredToolCall)
 		assert.Equal(t, runtime.ClassInDoubt, runtime.Classify(err))
 		assert.Contains(t, err.Error(), `message 1 (assistant) has 3 tool calls of id "c1" and 1 results naming it`)
@@ -166,20 +174,11 @@ func TestRunAgentRunsARepeatedSideEffectingCallOnce(t *testing.T) {
 	})
 
 	t.Run("resumed", func(t *testing.T) {
-		store := runtime.NewMemoryCheckpoints()
-		_, err := store.SaveCheckpoint(context.Background(), runtime.Checkpoint{RunID: "r", Status: runtime.RunRunning,
+		model := rt.NewModel(rt.Response{Deltas: []string{"done"}})
+		pl, ctx, made := resumed(t, runtime.Checkpoint{RunID: "r", Status: runtime.RunRunning,
 			Transcript: []runtime.Message{{Role: "user", Content: "refund 7"},
 				{Role: "assistant", ToolCalls: []runtime.ToolUse{calls[0], calls[2]}}},
-			Tools: []runtime.ToolRecord{{Tool: "refund", Call: callKey(1, calls[0]), Result: "refund 7 ok"}}})
-		require.NoError(t, err)
-		model := rt.NewModel(rt.Response{Deltas: []string{"done"}})
-		tools, made := countingTools(0)
-		pl := rt.Build(t, refundPlan(), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}, Tools: tools, Checkpoints: store})
-		cp, err := pl.Checkpointer("")
-		require.NoError(t, err)
-		ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r"})
-		_, err = cp.Resume(ctx, "r")
-		require.NoError(t, err)
+			Tools: []runtime.ToolRecord{{Tool: "refund", Call: callKey(1, calls[0]), Result: "refund 7 ok"}}}, model)
 		res, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Messages: pl.Transcript(ctx)})
 		require.NoError(t, err)
 		assert.Empty(t, made(), "nothing runs again")
