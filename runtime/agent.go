@@ -413,7 +413,7 @@ func pendingCalls(msgs []Message) (at int, pending []int, ins int, err error) {
 	for k, c := range calls {
 		if n := answers[c.ID]; n > 0 {
 			if shared := callsOf(calls, c.ID); len(shared) > n {
-				return at, shared, ins, fmt.Errorf("agent: message %d (assistant) has %d tool calls of id %q and %d results naming it: which of them a result answers is not known: %w; "+
+				return at, shared, ins, fmt.Errorf("agent: message %d (assistant) has %d tool calls of id %q and results for %d of them: which of them a result answers is not known: %w; "+
 					"give each call an id of its own (and its result that id) before running the turn", at, len(shared), c.ID, n, ErrUnansweredToolCall)
 			}
 			answers[c.ID]--

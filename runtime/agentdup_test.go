@@ -139,7 +139,7 @@ func TestRunAgentGivesEachCallAnIDOfItsOwn(t *testing.T) {
 		_, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Messages: pl.Transcript(ctx)})
 		require.ErrorIs(t, err, runtime.ErrUnansweredToolCall)
 		assert.Equal(t, runtime.ClassInDoubt, runtime.Classify(err))
-		assert.Contains(t, err.Error(), `message 1 (assistant) has 3 tool calls of id "c1" and 1 results naming it`)
+		assert.Contains(t, err.Error(), `message 1 (assistant) has 3 tool calls of id "c1" and results for 1 of them: which of them a result answers is not known`)
 		var doubt *runtime.InDoubtError
 		require.ErrorAs(t, err, &doubt)
 		assert.Equal(t, "refund", doubt.Tool)
