@@ -127,7 +127,17 @@ type AgentResult struct {
 // user's message added to a resumed transcript) come after them, then
 // Input, when set. A tool call of an earlier assistant message that no
 // result answers before the next assistant message ends the turn before
-// anything runs, with an error wrapping ErrUnansweredToolCall.
+// anything runs, with an error wrapping ErrUnansweredToolCall; so does a
+// last assistant message whose calls share an id and are answered in part
+// (which call a result answers is not known), the error then also holding
+// an *InDoubtError for each of those calls that may have run.
+//
+// Each tool call the turn records has an id of its own: a call the model
+// gave no id, or the id of an earlier call of the same answer, gets another
+// (ownIDs), so that each result answers one call. A call to a side-effecting
+// tool with the name and arguments of an earlier call of the same answer
+// does not run: it is answered that it repeats that call, which runs once
+// (repeats); a read-only call repeated runs each time.
 func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult, error) {
 	if req.OnBlock != "" && req.OnBlock != OnBlockTellModel && req.OnBlock != OnBlockEndTurn {
 		return AgentResult{}, fmt.Errorf("agent: on_block %q is not %q or %q", req.OnBlock, OnBlockTellModel, OnBlockEndTurn)
@@ -147,7 +157,15 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 	// the messages that follow their results (a resumed transcript the
 	// caller added to) and the input are appended and the model is called
 	// again.
-	at, pending, ins := pendingCalls(msgs)
+	at, pending, ins, err := pendingCalls(msgs)
+	if err != nil {
+		// Calls sharing an id, not all answered: any of them may be the
+		// one without a result, so each that may have run is in doubt.
+		for _, k := range pending {
+			err = errors.Join(err, pl.callInDoubt(ctx, msgs[at].ToolCalls[k], false))
+		}
+		return AgentResult{Messages: msgs}, err
+	}
 	if err := unansweredBefore(msgs); err != nil {
 		return AgentResult{Messages: msgs}, err
 	}
@@ -211,17 +229,18 @@ func (t *agentTurn) run(ctx context.Context, maxSteps int) error {
 		if err != nil {
 			return err
 		}
-		t.msgs = append(t.msgs, Message{Role: "assistant", Content: resp.Text, ToolCalls: resp.ToolCalls})
-		if len(resp.ToolCalls) == 0 {
+		calls := ownIDs(resp.ToolCalls)
+		t.msgs = append(t.msgs, Message{Role: "assistant", Content: resp.Text, ToolCalls: calls})
+		if len(calls) == 0 {
 			t.res.Stop = StopDone
 			return nil
 		}
-		t.res.ToolCalls += len(resp.ToolCalls)
+		t.res.ToolCalls += len(calls)
 		at := len(t.msgs) - 1
 		if err := t.intent(ctx); err != nil {
 			return err
 		}
-		results, err := t.tools(ctx, at, resp.ToolCalls)
+		results, err := t.tools(ctx, at, calls, t.pl.repeats(calls))
 		t.msgs = appendAnswers(t.msgs, results)
 		if err != nil {
 			return err
@@ -255,14 +274,27 @@ func (t *agentTurn) intent(ctx context.Context) error {
 // that the policy does not declare, without a record may or may not have
 // run, so the turn ends with an *InDoubtError and no call runs; the others (read-only tools, retry_safe
 // tools, which get the same idempotency key, and calls that never reach a
-// tool) run now.
-func (t *agentTurn) settle(ctx context.Context, at int, calls []ToolUse) error {
+// tool) run now. pending are the calls' indices in the message. A call
+// that repeats an earlier side-effecting call of the message (repeats) is
+// answered so, as the live turn answered it, and does not run.
+func (t *agentTurn) settle(ctx context.Context, at int, pending []int) error {
+	all := t.msgs[at].ToolCalls
+	rep := t.pl.repeats(all)
+	calls := make([]ToolUse, len(pending))
+	for i, k := range pending {
+		calls[i] = all[k]
+	}
 	records := t.pl.toolRecords(ctx)
 	out := make([]*Message, len(calls))
 	var doubt []error
 	var run []int
 	var blockErr error
 	for i, call := range calls {
+		if j := repeatOf(rep, pending[i]); j >= 0 {
+			m := repeatAnswer(call, all[j].ID)
+			out[i] = &m
+			continue
+		}
 		key := agentCallKey(at, call)
 		if r, ok := lastRecord(records, key, call.Name); ok && !r.InDoubt {
 			m := recordAnswer(call, r)
@@ -273,18 +305,9 @@ func (t *agentTurn) settle(ctx context.Context, at int, calls []ToolUse) error {
 			}
 			continue
 		}
-		treq, err := call.Request()
-		e := t.pl.toolEntry(call.Name)
-		// A tool the policy does not declare (now: settings.
-		// allow_undeclared_tools let it run, or a reload dropped its
-		// declaration) may have run and has no declaration to say it is
-		// free of effect: it is in doubt too, never run again nor
-		// answered with the refusal the tool chain would make now.
-		undeclared := e == nil || !e.known
-		if r, ok := lastRecord(records, key, call.Name); ok && r.InDoubt ||
-			err == nil && (undeclared || e.info.SideEffecting && !e.info.RetrySafe) {
-			c := &ToolCall{Name: treq.Name, Args: treq.Args, Meta: Meta{Run: RunOf(ctx)}}
-			doubt = append(doubt, &InDoubtError{Layer: LayerCheckpoint, Tool: call.Name, IdempotencyKey: c.IdempotencyKey()})
+		r, ok := lastRecord(records, key, call.Name)
+		if err := t.pl.callInDoubt(ctx, call, ok && r.InDoubt); err != nil {
+			doubt = append(doubt, err)
 			continue
 		}
 		run = append(run, i)
@@ -298,7 +321,7 @@ func (t *agentTurn) settle(ctx context.Context, at int, calls []ToolUse) error {
 			sub[j] = calls[i]
 		}
 		t.res.ToolCalls += len(sub)
-		results, err := t.tools(ctx, at, sub)
+		results, err := t.tools(ctx, at, sub, nil)
 		for j, i := range run {
 			out[i] = &results[j]
 		}
@@ -311,6 +334,25 @@ func (t *agentTurn) settle(ctx context.Context, at int, calls []ToolUse) error {
 	// The live turn ran the step's other calls and ended on the refusal
 	// (on_block end_turn); so does this one.
 	return blockErr
+}
+
+// callInDoubt returns the *InDoubtError (layer checkpoint) of a call
+// without a result that may have run and that running again could repeat,
+// or nil: a call recorded in doubt, or one to a tool that is side-effecting
+// and not retry_safe, or that the policy does not declare (now: settings.
+// allow_undeclared_tools let it run, or a reload dropped its declaration),
+// which has no declaration to say it is free of effect (it is never run
+// again nor answered with the refusal the tool chain would make now). A
+// call whose arguments are not a JSON object never reached a tool.
+func (pl *Pipeline) callInDoubt(ctx context.Context, call ToolUse, recorded bool) error {
+	treq, err := call.Request()
+	e := pl.toolEntry(call.Name)
+	undeclared := e == nil || !e.known
+	if !recorded && (err != nil || !undeclared && !(e.info.SideEffecting && !e.info.RetrySafe)) {
+		return nil
+	}
+	c := &ToolCall{Name: treq.Name, Args: treq.Args, Meta: Meta{Run: RunOf(ctx)}}
+	return &InDoubtError{Layer: LayerCheckpoint, Tool: call.Name, IdempotencyKey: c.IdempotencyKey()}
 }
 
 func (t *agentTurn) appendOut(out []*Message) {
@@ -333,11 +375,14 @@ func appendAnswers(msgs, results []Message) []Message {
 }
 
 // pendingCalls returns the index of the transcript's last assistant
-// message, its tool calls that no message after it answers, and the index
-// where their answers go: after the results that follow it (tool messages,
-// and user messages of tool_result parts alone), before any other message a
-// caller added after them (a resumed transcript followed by new messages).
-func pendingCalls(msgs []Message) (at int, pending []ToolUse, ins int) {
+// message, the indices of its tool calls that no message after it answers,
+// and the index where their answers go: after the results that follow it
+// (tool messages, and user messages of tool_result parts alone), before any
+// other message a caller added after them (a resumed transcript followed
+// by new messages). Calls that share an id of which some but not all are
+// answered are an error wrapping ErrUnansweredToolCall, returned with the
+// indices of those calls: which of them a result answers is not known.
+func pendingCalls(msgs []Message) (at int, pending []int, ins int, err error) {
 	at = -1
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if msgs[i].Role == "assistant" {
@@ -346,13 +391,12 @@ func pendingCalls(msgs []Message) (at int, pending []ToolUse, ins int) {
 		}
 	}
 	if at < 0 || len(msgs[at].ToolCalls) == 0 {
-		return -1, nil, len(msgs)
+		return -1, nil, len(msgs), nil
 	}
 	// answers counts the results naming each call id: only a tool message
 	// and a tool_result part answer a call (a user's message, whose
 	// ToolCallID is empty, does not answer a call without an id), and each
-	// result answers one call (of two calls sharing an id, one result
-	// leaves the other pending).
+	// result answers one call.
 	answers := map[string]int{}
 	ins = at + 1
 	for i, m := range msgs[at+1:] {
@@ -365,14 +409,127 @@ func pendingCalls(msgs []Message) (at int, pending []ToolUse, ins int) {
 			ins++
 		}
 	}
-	for _, c := range msgs[at].ToolCalls {
-		if answers[c.ID] > 0 {
+	calls := msgs[at].ToolCalls
+	for k, c := range calls {
+		if n := answers[c.ID]; n > 0 {
+			if shared := callsOf(calls, c.ID); len(shared) > n {
+				return at, shared, ins, fmt.Errorf("agent: message %d (assistant) has %d tool calls of id %q and results for %d of them: which of them a result answers is not known: %w; "+
+					"give each call an id of its own (and its result that id) before running the turn", at, len(shared), c.ID, n, ErrUnansweredToolCall)
+			}
 			answers[c.ID]--
 			continue
 		}
-		pending = append(pending, c)
+		pending = append(pending, k)
 	}
-	return at, pending, ins
+	return at, pending, ins, nil
+}
+
+// callsOf returns the indices of the calls of id.
+func callsOf(calls []ToolUse, id string) []int {
+	var out []int
+	for i, c := range calls {
+		if c.ID == id {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// ownIDs returns calls, each with an id of its own: a call whose id is
+// empty or that an earlier call of calls has gets <id>_<n> (call_<n> for
+// an empty one), n its position from 1, lengthened with _<n> while another
+// call has that id. A model that gives two calls one id (or none) would
+// otherwise have their results told apart by their order alone, and a
+// provider may refuse the transcript. calls is not modified.
+func ownIDs(calls []ToolUse) []ToolUse {
+	var out []ToolUse
+	seen := make(map[string]bool, len(calls))
+	for _, c := range calls {
+		seen[c.ID] = true
+	}
+	first := make(map[string]bool, len(calls))
+	for i, c := range calls {
+		if c.ID != "" && !first[c.ID] {
+			first[c.ID] = true
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(calls)
+		}
+		base, n := c.ID, "_"+strconv.Itoa(i+1)
+		if base == "" {
+			base = "call"
+		}
+		id := base + n
+		for seen[id] {
+			id += n
+		}
+		seen[id] = true
+		out[i].ID = id
+	}
+	if out == nil {
+		return calls
+	}
+	return out
+}
+
+// repeats returns, for each call of one assistant message, the index of
+// the first earlier call it repeats (-1: none), or nil when none repeats
+// one: a call to a side-effecting tool (declared so, or whose effects
+// nothing declares) with the same name and the same arguments (as JSON
+// values) as an earlier call. A repeat does not run: a model that asks
+// twice for one refund in one answer gets one.
+func (pl *Pipeline) repeats(calls []ToolUse) []int {
+	if len(calls) < 2 {
+		return nil
+	}
+	var rep []int
+	first := map[string]int{}
+	for i, call := range calls {
+		if e := pl.toolEntry(call.Name); e != nil && !e.info.SideEffecting {
+			continue
+		}
+		treq, err := call.Request()
+		if err != nil {
+			continue
+		}
+		c := ToolCall{Name: treq.Name, Args: treq.Args}
+		d, err := c.ArgsDigestErr()
+		if err != nil {
+			continue
+		}
+		key := call.Name + "\x00" + d
+		j, ok := first[key]
+		if !ok {
+			first[key] = i
+			continue
+		}
+		if rep == nil {
+			rep = make([]int, len(calls))
+			for k := range rep {
+				rep[k] = -1
+			}
+		}
+		rep[i] = j
+	}
+	return rep
+}
+
+// repeatOf returns the call that call i repeats (repeats), or -1.
+func repeatOf(rep []int, i int) int {
+	if rep == nil {
+		return -1
+	}
+	return rep[i]
+}
+
+// repeatAnswer is the tool message of a call that repeats the call of id
+// first and does not run.
+func repeatAnswer(call ToolUse, first string) Message {
+	text := "error: not run: this call repeats call " + first + " of the same step (the same tool and arguments), which runs once; " +
+		"call the tool again in a later step if a second call is meant"
+	return Message{Role: "tool", ToolCallID: call.ID, Name: call.Name,
+		Parts: []ContentPart{{Type: PartToolResult, ToolCallID: call.ID, Text: text, IsError: true}}}
 }
 
 // ErrUnansweredToolCall is in the error RunAgent returns for a transcript
@@ -438,9 +595,16 @@ func countAnswers(answers map[string]int, m Message) {
 // (ToolRecord.Call): the index of its assistant message, its id and the
 // first 16 hex digits of the SHA-256 of its arguments' JSON text, so that a
 // record of another call that took the same place and id (a turn tried
-// again) never answers it.
+// again) never answers it. The text is the arguments as a checkpoint
+// writes them (compact, HTML characters escaped), so that the call of a
+// resumed transcript has the key its live call had; arguments that are
+// not JSON are taken as they are.
 func agentCallKey(at int, call ToolUse) string {
-	sum := sha256.Sum256(call.Arguments)
+	args := []byte(call.Arguments)
+	if b, err := json.Marshal(call.Arguments); err == nil {
+		args = b
+	}
+	sum := sha256.Sum256(args)
 	return strconv.Itoa(at) + ":" + call.ID + ":" + hex.EncodeToString(sum[:8])
 }
 
@@ -509,9 +673,10 @@ func (t *agentTurn) chat(ctx context.Context, step int) (ChatResponse, error) {
 
 // tools runs the calls of one step through the tool chain, at most
 // t.parallel at once, and returns their results in the order of the calls.
-// The error ends the turn: a budget error, a call in doubt, a block under
-// end_turn, or ctx's end.
-func (t *agentTurn) tools(ctx context.Context, at int, calls []ToolUse) ([]Message, error) {
+// A call that repeats another (rep, see repeats) is answered so and does
+// not run. The error ends the turn: a budget error, a call in doubt, a
+// block under end_turn, or ctx's end.
+func (t *agentTurn) tools(ctx context.Context, at int, calls []ToolUse, rep []int) ([]Message, error) {
 	out := make([]Message, len(calls))
 	errs := make([]error, len(calls))
 	blocked := make([]bool, len(calls))
@@ -525,6 +690,10 @@ func (t *agentTurn) tools(ctx context.Context, at int, calls []ToolUse) ([]Messa
 	var panicked bool
 	var panicValue any
 	for i := range calls {
+		if j := repeatOf(rep, i); j >= 0 {
+			out[i] = repeatAnswer(calls[i], calls[j].ID)
+			continue
+		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {

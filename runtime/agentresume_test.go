@@ -18,8 +18,14 @@ import (
 	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
 )
 
+// callKey is the key of the record of a call: its arguments are taken as
+// a checkpoint writes them.
 func callKey(at int, u runtime.ToolUse) string {
-	sum := sha256.Sum256(u.Arguments)
+	args, err := json.Marshal(u.Arguments)
+	if err != nil {
+		args = u.Arguments
+	}
+	sum := sha256.Sum256(args)
 	return strconv.Itoa(at) + ":" + u.ID + ":" + hex.EncodeToString(sum[:8])
 }
 
@@ -136,8 +142,8 @@ func TestRunAgentSettlesCallsBeforeLaterMessages(t *testing.T) {
 // TestRunAgentPendingCallsOfOddIDs: a call is answered only by a result
 // naming its id, once per result. A call without an id is not answered by
 // a user's message that follows it (whose ToolCallID is empty too), and of
-// two calls sharing an id one result answers one: the refund left
-// unanswered ends the turn in doubt and the model is not asked.
+// two calls sharing an id one result answers one, but which is not known:
+// the refunds end the turn in doubt and the model is not asked.
 func TestRunAgentPendingCallsOfOddIDs(t *testing.T) {
 	follow := runtime.Message{Role: "user", Content: "go on"}
 	for _, tc := range []struct {

@@ -35,7 +35,8 @@ type ToolRecord struct {
 	// Call names the agent turn's tool call the record answers (RunAgent):
 	// the index of the assistant message in the transcript, the call's id
 	// and the first 16 hex digits of the SHA-256 of its arguments' JSON
-	// text, "4:call_1:9f86d081884c7d65". A resumed turn answers the call
+	// text as a checkpoint writes it (compact, whatever spaces the model
+	// streamed), "4:call_1:9f86d081884c7d65". A resumed turn answers the call
 	// from the record instead of running it again. Empty for a call made
 	// outside RunAgent.
 	Call string `json:"call,omitempty"`

@@ -4,7 +4,9 @@
 // what they did together (one execution of an idempotent call, one inner
 // execution of a single-flight memoize miss, a rate limit and a budget kept
 // by all of them, an audit trail that survives kill -9, a store outage that
-// fails closed), and the SQLite audit sink under kill -9.
+// fails closed), the SQLite audit sink under kill -9, and an agent turn
+// killed midway and resumed by another process from its SQLite checkpoints
+// (no refund made twice, the one cut short in doubt).
 //
 // Measured under kill -9: 200 kills on PostgreSQL, 4,902 acknowledged
 // calls, none without its outcome row (44 s; 20 kills by default,

@@ -154,6 +154,8 @@ func work(scenario string) error {
 			Delay: 5 * time.Millisecond})}
 	case "audit":
 		return workAudit(e)
+	case "agent":
+		return workAgent(e)
 	default:
 		return fmt.Errorf("unknown scenario %q", scenario)
 	}
