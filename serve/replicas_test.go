@@ -114,6 +114,15 @@ type bank struct {
 	refunds atomic.Int64
 	started chan string
 	gate    chan struct{}
+	open    sync.Once
+}
+
+// release lets every refund waiting at the gate, and every later one, be
+// made.
+func (b *bank) release() {
+	if b.gate != nil {
+		b.open.Do(func() { close(b.gate) })
+	}
 }
 
 func newBank(t *testing.T, gated bool) *bank {
@@ -142,6 +151,11 @@ func newBank(t *testing.T, gated bool) *bank {
 		})
 	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	t.Cleanup(ts.Close)
+	// Before the server closes (cleanups run last first), a refund still
+	// waiting at the gate is let go: a cancellation that never reached the
+	// bank (a replica shut down before its client could send one) would
+	// otherwise hold Close, which waits for the calls in flight.
+	t.Cleanup(b.release)
 	b.url = ts.URL
 	return b
 }
@@ -277,7 +291,7 @@ func TestReplicasRefundOnce(t *testing.T) {
 			}
 			<-b.started
 			time.Sleep(300 * time.Millisecond) // lets the duplicates arrive while the refund runs
-			close(b.gate)
+			b.release()
 			wg.Wait()
 			assert.Equal(t, int64(1), b.refunds.Load(), "the refund ran once across the replicas")
 			for _, r := range results {
@@ -625,7 +639,7 @@ chains: tool: [{use: "meter", budget: calls: 2, scope: "key", store: "shared"}]
 			}
 			refund(f.replicas[0], "A1", true)
 			refund(f.replicas[1], "A2", true)
-			close(b.gate) // a refund that reaches the bank now is made
+			b.release() // a refund that reaches the bank now is made
 			res := refund(f.replicas[0], "A3", false)
 			assert.True(t, res.IsError, "a third refund under a budget of two calls: %s", text(t, res))
 			assert.Contains(t, text(t, res), "budget")
