@@ -442,7 +442,10 @@ func callsOf(calls []ToolUse, id string) []int {
 // otherwise have their results told apart by their order alone, and a
 // provider may refuse the transcript. calls is not modified.
 func ownIDs(calls []ToolUse) []ToolUse {
-	var out []ToolUse
+	if distinctIDs(calls) {
+		return calls // the usual answer: nothing to rename, no maps built
+	}
+	out := slices.Clone(calls)
 	seen := make(map[string]bool, len(calls))
 	for _, c := range calls {
 		seen[c.ID] = true
@@ -452,9 +455,6 @@ func ownIDs(calls []ToolUse) []ToolUse {
 		if c.ID != "" && !first[c.ID] {
 			first[c.ID] = true
 			continue
-		}
-		if out == nil {
-			out = slices.Clone(calls)
 		}
 		base, n := c.ID, "_"+strconv.Itoa(i+1)
 		if base == "" {
@@ -467,10 +467,23 @@ func ownIDs(calls []ToolUse) []ToolUse {
 		seen[id] = true
 		out[i].ID = id
 	}
-	if out == nil {
-		return calls
-	}
 	return out
+}
+
+// distinctIDs reports whether every call has an id and no two share one
+// (a few calls an answer: compared pairwise).
+func distinctIDs(calls []ToolUse) bool {
+	for i, c := range calls {
+		if c.ID == "" {
+			return false
+		}
+		for _, d := range calls[:i] {
+			if d.ID == c.ID {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // repeats returns, for each call of one assistant message, the index of

@@ -68,14 +68,8 @@ func (p *Predicate) EvalChat(ctx context.Context, c *ChatCall, resp *ChatRespons
 	if n := len(c.Request.Messages); n > 0 {
 		msgs := make([]predicate.Message, n)
 		for i, m := range c.Request.Messages {
-			msgs[i] = predicate.Message{Role: m.Role, Content: predicateContent(&m), Name: m.Name, ToolCallID: m.ToolCallID}
-			if k := len(m.ToolCalls); k > 0 {
-				calls := make([]predicate.ToolCall, k)
-				for j, t := range m.ToolCalls {
-					calls[j] = predicate.ToolCall{ID: t.ID, Name: t.Name, Arguments: t.Arguments}
-				}
-				msgs[i].ToolCalls = calls
-			}
+			msgs[i] = predicate.Message{Role: m.Role, Content: predicateContent(&m), Name: m.Name, ToolCallID: m.ToolCallID,
+				ToolCalls: predicateCalls(m.ToolCalls)}
 		}
 		v.Request.Messages = msgs
 	}
@@ -93,15 +87,21 @@ func (p *Predicate) EvalChat(ctx context.Context, c *ChatCall, resp *ChatRespons
 			Usage: predicate.Usage{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens,
 				CachedInputTokens: resp.Usage.CachedInputTokens, CacheWriteInputTokens: resp.Usage.CacheWriteInputTokens,
 				ReasoningTokens: resp.Usage.ReasoningTokens}}
-		if n := len(resp.ToolCalls); n > 0 {
-			calls := make([]predicate.ToolCall, n)
-			for i, t := range resp.ToolCalls {
-				calls[i] = predicate.ToolCall{ID: t.ID, Name: t.Name, Arguments: t.Arguments}
-			}
-			v.Response.ToolCalls = calls
-		}
+		v.Response.ToolCalls = predicateCalls(resp.ToolCalls)
 	}
 	return p.prog.Eval(ctx, v)
+}
+
+// predicateCalls is tool calls as a predicate reads them (nil for none).
+func predicateCalls(uses []ToolUse) []predicate.ToolCall {
+	if len(uses) == 0 {
+		return nil
+	}
+	calls := make([]predicate.ToolCall, len(uses))
+	for i, t := range uses {
+		calls[i] = predicate.ToolCall{ID: t.ID, Name: t.Name, Arguments: t.Arguments}
+	}
+	return calls
 }
 
 // predicateContent is a message's content as a predicate reads it: its
