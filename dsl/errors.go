@@ -252,7 +252,7 @@ func conflictMessage(r *rawErr) string {
 			return fmt.Sprintf("%s: %s is a bare number, not a duration: write it as a string with its unit, such as \"%ss\" or \"%sms\"", fieldName(r.path), got, got, got)
 		}
 		if isZeroDuration(got) {
-			return fmt.Sprintf("%s: %s is zero: this field takes a duration above zero (leave it out for its default)", fieldName(r.path), got)
+			return fmt.Sprintf(zeroDuration, fieldName(r.path), got)
 		}
 		return fmt.Sprintf("%s: %s is not a duration such as \"250ms\", \"30s\" or \"1h30m\"%s", fieldName(r.path), got, bytesNote(got))
 	}
@@ -400,7 +400,7 @@ func classify(msg string, path []string) (rule, out string) {
 			}
 		}
 		if isZeroDuration(m[1]) {
-			return "schema/invalid-value", fmt.Sprintf("%s: %s is zero: this field takes a duration above zero (leave it out for its default)", name, m[1])
+			return "schema/invalid-value", fmt.Sprintf(zeroDuration, name, m[1])
 		}
 		return "schema/invalid-value", fmt.Sprintf("%s: %s is not a duration such as \"250ms\", \"30s\" or \"1h30m\"", name, m[1])
 	}
@@ -542,6 +542,10 @@ var nameMaps = map[string]bool{
 	"models": true, "tools": true, "stores": true, "keys": true, "mcp.servers": true,
 	"state.fields": true, "invariants.max_executions": true, "invariants.custom": true,
 }
+
+// zeroDuration is the message of a field's zero duration (its name, then
+// the value as written).
+const zeroDuration = "%s: %s is zero: this field takes a duration above zero (leave it out for its default)"
 
 // isZeroDuration reports whether lit, a quoted CUE string, is a duration
 // of zero ("0s", "0ms", "0h0m"), which #PositiveDuration refuses.
