@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // What an agent turn does when a guard blocks one of the model's tool calls
@@ -121,8 +122,11 @@ type AgentResult struct {
 // a recorded result is answered from it without running, a side-effecting
 // tool that is not retry_safe without one, or a tool the policy does not
 // declare (allowed by settings.allow_undeclared_tools, or no longer
-// declared), ends the turn with an *InDoubtError and nothing runs, and the
-// others run through the tool chain as in a live turn. Their results go
+// declared), ends the turn with an *InDoubtError and nothing runs, unless a
+// layer whose shared store knows whether it started answers for it
+// (ClaimVoucher: it then runs through the tool chain, and reaches the tool
+// only when it never started), and the others run through the tool chain
+// as in a live turn. Their results go
 // right after the results already there; the messages that follow those (a
 // user's message added to a resumed transcript) come after them, then
 // Input, when set. A tool call of an earlier assistant message that no
@@ -217,6 +221,10 @@ type agentTurn struct {
 	parallel int
 	msgs     []Message
 	res      *AgentResult
+	// resumed holds the calls settle runs although they may have started
+	// before (by record key), with the time their turn recorded them: a
+	// layer's shared store says whether they did (ClaimVoucher).
+	resumed map[string]time.Time
 }
 
 func (t *agentTurn) run(ctx context.Context, maxSteps int) error {
@@ -237,7 +245,7 @@ func (t *agentTurn) run(ctx context.Context, maxSteps int) error {
 		}
 		t.res.ToolCalls += len(calls)
 		at := len(t.msgs) - 1
-		if err := t.intent(ctx); err != nil {
+		if err := t.intent(ctx, at, calls); err != nil {
 			return err
 		}
 		results, err := t.tools(ctx, at, calls, t.pl.repeats(calls))
@@ -254,11 +262,12 @@ func (t *agentTurn) run(ctx context.Context, maxSteps int) error {
 // of them runs, and runs the pipeline's OnToolCalls hooks (a checkpoint
 // layer's save): a run resumed from that save knows the calls were made.
 // A hook's error ends the turn before any call runs.
-func (t *agentTurn) intent(ctx context.Context) error {
+func (t *agentTurn) intent(ctx context.Context, at int, calls []ToolUse) error {
 	if !t.pl.recordRuns.Load() {
 		return nil
 	}
 	t.pl.RecordTranscript(ctx, t.msgs)
+	t.pl.recordIntent(ctx, at, calls)
 	for _, hook := range t.pl.callHooks {
 		if err := hook(ctx); err != nil {
 			return err
@@ -272,7 +281,8 @@ func (t *agentTurn) intent(ctx context.Context) error {
 // whose result the run recorded is answered from that record and not run
 // again; a call to a tool that is side-effecting and not retry_safe, or
 // that the policy does not declare, without a record may or may not have
-// run, so the turn ends with an *InDoubtError and no call runs; the others (read-only tools, retry_safe
+// run, so the turn ends with an *InDoubtError and no call runs (unless a
+// ClaimVoucher may answer for it: resumable); the others (read-only tools, retry_safe
 // tools, which get the same idempotency key, and calls that never reach a
 // tool) run now. pending are the calls' indices in the message. A call
 // that repeats an earlier side-effecting call of the message (repeats) is
@@ -306,7 +316,17 @@ func (t *agentTurn) settle(ctx context.Context, at int, pending []int) error {
 			continue
 		}
 		r, ok := lastRecord(records, key, call.Name)
-		if err := t.pl.callInDoubt(ctx, call, ok && r.InDoubt); err != nil {
+		recorded := ok && r.InDoubt
+		if err := t.pl.callInDoubt(ctx, call, recorded); err != nil {
+			if since, ok := t.pl.resumable(ctx, call, key, recorded); ok {
+				// A layer's shared store knows whether it ever started.
+				if t.resumed == nil {
+					t.resumed = map[string]time.Time{}
+				}
+				t.resumed[key] = since
+				run = append(run, i)
+				continue
+			}
 			doubt = append(doubt, err)
 			continue
 		}
@@ -717,7 +737,13 @@ func (t *agentTurn) tools(ctx context.Context, at int, calls []ToolUse, rep []in
 				<-sem
 				wg.Done()
 			}()
-			cctx := context.WithValue(ctx, agentCallCtxKey{}, agentCallKey(at, calls[i]))
+			key := agentCallKey(at, calls[i])
+			cctx := context.WithValue(ctx, agentCallCtxKey{}, key)
+			if since, ok := t.resumed[key]; ok {
+				var done func()
+				cctx, done = withResumedCall(cctx, calls[i].Name, since)
+				defer done()
+			}
 			out[i], blocked[i], errs[i] = t.tool(cctx, calls[i])
 		}()
 	}

@@ -26,6 +26,10 @@ type Checkpoint struct {
 	Transcript []Message `json:"transcript,omitempty"`
 	// Tools are the run's tool results, in the order they returned.
 	Tools []ToolRecord `json:"tools,omitempty"`
+	// Calls records when the run's latest agent turn recorded its tool
+	// calls, before any of them ran (nil: none, or a checkpoint of an
+	// earlier version).
+	Calls *CallIntent `json:"calls,omitempty"`
 	// Fields are the run's state fields.
 	Fields map[string]any `json:"fields,omitempty"`
 	// Keep, when above 0, bounds the versions of the run a save leaves in
@@ -447,6 +451,10 @@ func (c *Checkpointer) Resume(ctx context.Context, runID string) (Checkpoint, er
 	}
 	s.transcript = slices.Clone(cp.Transcript)
 	s.tools = slices.Clone(cp.Tools)
+	s.intent = nil
+	if cp.Calls != nil {
+		s.intent = &CallIntent{Time: cp.Calls.Time, Calls: slices.Clone(cp.Calls.Calls)}
+	}
 	s.version, s.status = cp.Version, cp.Status
 	s.mu.Unlock()
 	return cp, nil
@@ -642,6 +650,9 @@ func (pl *Pipeline) snapshot(runID string, s *RunState, status RunStatus) (Check
 	s.mu.Lock()
 	cp := Checkpoint{RunID: runID, Status: status, Time: pl.now(), Transcript: slices.Clone(s.transcript),
 		Tools: slices.Clone(s.tools)}
+	if s.intent != nil {
+		cp.Calls = &CallIntent{Time: s.intent.Time, Calls: slices.Clone(s.intent.Calls)}
+	}
 	if len(s.fields) > 0 {
 		cp.Fields = map[string]any{}
 		for k, v := range s.fields {

@@ -399,6 +399,11 @@ func toolTerminal(ctx context.Context, c *ToolCall) (any, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	// A resumed call that may have started before runs only when a layer
+	// answered for it (ClaimVoucher).
+	if err := resumedGate(ctx, c); err != nil {
+		return nil, err
+	}
 	v, err := fn(ctx, c)
 	if err != nil && ctx.Err() != nil {
 		atomic.StoreInt32(&c.interrupted, 1)

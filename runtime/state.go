@@ -186,6 +186,8 @@ type RunState struct {
 	// transcript and tools are what a checkpoint saves of the conversation.
 	transcript []Message
 	tools      []ToolRecord
+	// intent records the latest agent turn's tool calls (CallIntent).
+	intent *CallIntent
 	// version is the run's latest checkpoint version (0: none).
 	version int
 	status  RunStatus

@@ -76,6 +76,22 @@
 //     tool fails with a *runtime.InDoubtError, which runtime.Classify
 //     reports as final (ClassInDoubt), and stays in doubt for `ttl`.
 //
+// Resumed agent turns: a turn resumed from a checkpoint (docs/checkpoints.md)
+// may hold a call to a side-effecting tool, not retry_safe, without a
+// result: its worker stopped after the model asked for it. When this layer
+// covers the tool and its store is redis or postgres (runtime.SharedLeaser),
+// the turn runs that call through the tool chain instead of ending in
+// doubt, and the layer answers for it: no claim of the key in the store
+// means the call never started (the turn recorded it before any claim, and
+// a claim made since would still be kept), so it is claimed and runs now;
+// a published result is replayed; a claim held or in doubt ends the turn
+// in doubt (*runtime.InDoubtError naming the layer). When more than `ttl`
+// less runtime.ResumeClockSkew (a minute) has passed since the turn
+// recorded the call, a claim could have expired: the call is in doubt
+// without asking the store. A memory store (lost with its process) or a
+// sqlite file (one host's) cannot tell, and the call stays in doubt as
+// before.
+//
 // Store failures before the call fail closed: the call does not run and
 // returns a *runtime.CallError naming the layer (unclassified, so a retry
 // outside may try again). Each attempt claims the key under an owner nonce;

@@ -176,6 +176,12 @@ func (m *Idempotent) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 // the same idempotency key), any other returns an *runtime.InDoubtError.
 func (m *Idempotent) settle(ctx context.Context, c *runtime.ToolCall, key string, next runtime.ToolHandler) (any, error) {
 	d := m.pollMin
+	since, resumed := runtime.ResumedCall(ctx)
+	if resumed && !m.answers(since) {
+		// A resumed call that may have started, which the store cannot
+		// answer for: in doubt, without touching the store.
+		return nil, &runtime.InDoubtError{Layer: m.name, Tool: c.Name, IdempotencyKey: c.IdempotencyKey()}
+	}
 	owner := m.owners.take(key)
 	for {
 		g, err := m.leaser.AcquireAs(ctx, key, owner, m.LeaseTTL.D(), m.TTL.D(), c.Tool.RetrySafe)
@@ -204,6 +210,11 @@ func (m *Idempotent) settle(ctx context.Context, c *runtime.ToolCall, key string
 		case runtime.LeaseInDoubt:
 			return nil, &runtime.InDoubtError{Layer: m.name, Tool: c.Name, IdempotencyKey: c.IdempotencyKey()}
 		case runtime.LeaseAcquired:
+			if resumed && !g.InDoubt {
+				// No claim was made of the call since its turn recorded
+				// it: it never started, and runs now under this claim.
+				runtime.VouchNeverStarted(ctx)
+			}
 			if g.InDoubt {
 				m.logger.WarnContext(ctx, "idempotent: an earlier execution stopped without an outcome; running the retry-safe tool again with the same idempotency key",
 					"tool", c.Name, "idempotency_key", c.IdempotencyKey())
@@ -216,6 +227,23 @@ func (m *Idempotent) settle(ctx context.Context, c *runtime.ToolCall, key string
 		}
 		d = min(2*d, m.pollMax)
 	}
+}
+
+// VouchesFor implements runtime.ClaimVoucher: the layer answers for the
+// resumed calls of a side-effecting tool when its store is shared by every
+// process (runtime.SharedLeaser).
+func (m *Idempotent) VouchesFor(tool *runtime.ToolInfo) bool {
+	_, shared := m.leaser.(runtime.SharedLeaser)
+	return shared && tool.SideEffecting
+}
+
+// answers reports whether the store can say that a resumed call recorded at
+// since never started: its store is shared, and a claim made since then
+// would still be kept (ttl, less runtime.ResumeClockSkew for the clocks of
+// the processes and the store).
+func (m *Idempotent) answers(since time.Time) bool {
+	_, shared := m.leaser.(runtime.SharedLeaser)
+	return shared && m.clock.Now().Add(runtime.ResumeClockSkew).Before(since.Add(m.TTL.D()))
 }
 
 // run executes the call under the lease token, renewing the lease while it
@@ -372,4 +400,7 @@ func (m *Idempotent) storeErr(what string, err error) error {
 	return &runtime.CallError{Layer: m.name, Message: fmt.Sprintf("idempotency store: cannot %s; the call did not run", what), Err: runtime.StoreUnavailable(err)}
 }
 
-var _ runtime.ToolWrapper = (*Idempotent)(nil)
+var (
+	_ runtime.ToolWrapper  = (*Idempotent)(nil)
+	_ runtime.ClaimVoucher = (*Idempotent)(nil)
+)

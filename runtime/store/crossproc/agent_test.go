@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -22,7 +21,8 @@ import (
 // "tool" answers the refunds of orders 7 and 8 in one step and stops
 // inside the second, once the first's result is saved; "model" answers the
 // refund of order 7 (its arguments streamed with spaces) and stops in the
-// model call that follows its saved result.
+// model call that follows its saved result; "stall" runs under claimPlan
+// and stops before the claim of its second refund (stallLayer).
 const agentRun = "agent-run"
 
 func (e workerEnv) agentPlan() *plan.Plan {
@@ -38,8 +38,11 @@ func (e workerEnv) agentPlan() *plan.Plan {
 func agentAnswer(stop string) runtime.Delta {
 	d := runtime.Delta{FinishReason: runtime.FinishToolCalls, ToolCalls: []runtime.ToolCallDelta{
 		{Index: 0, ID: "c1", Name: "refund", Arguments: `{"order": 7}`}}}
-	if stop == "tool" {
+	switch stop {
+	case "tool":
 		d.ToolCalls = append(d.ToolCalls, runtime.ToolCallDelta{Index: 1, ID: "c2", Name: "refund", Arguments: `{"order": 8}`})
+	case "stall":
+		d.ToolCalls = append(d.ToolCalls, runtime.ToolCallDelta{Index: 1, ID: "c2", Name: "refund", Arguments: `{"order": 9}`})
 	}
 	return d
 }
@@ -64,7 +67,11 @@ func workAgent(e workerEnv) error {
 		}
 		return map[string]any{"refunded": c.Args["order"]}, nil
 	}
-	pl, err := runtime.Build(context.Background(), e.agentPlan(), runtime.Deps{
+	p := e.agentPlan()
+	if e.arg == "stall" {
+		p = e.claimPlan()
+	}
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{
 		Models: map[string]runtime.ModelClient{"primary": model}, Tools: map[string]runtime.ToolFunc{"refund": refund}})
 	if err != nil {
 		return err
@@ -85,29 +92,10 @@ func TestAgentTurnKilledMidwayResumesElsewhere(t *testing.T) {
 	for _, stop := range []string{"tool", "model"} {
 		t.Run(stop, func(t *testing.T) {
 			g := newGroup(t, backend{kind: "sqlite", url: filepath.Join(t.TempDir(), "runs.db")}, 0)
-			worker, lines := g.spawn("agent", stop)
-			select {
-			case l := <-lines:
-				require.Equal(t, "stopped", l)
-			case <-time.After(20 * time.Second):
-				t.Fatal("the worker never reached the point of the kill")
-			}
-			require.NoError(t, worker.Process.Kill())
-			_ = worker.Wait()
+			g.killAt("agent", stop, "stopped")
 
 			e := workerEnv{backend: "sqlite", url: g.b.url, dir: g.dir}
-			model := rt.NewModel(rt.Response{Deltas: []string{"refunded"}})
-			pl := rt.Build(t, e.agentPlan(), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model},
-				Tools: map[string]runtime.ToolFunc{"refund": func(_ context.Context, c *runtime.ToolCall) (any, error) {
-					require.NoError(t, e.logExecution(c))
-					return "refunded again", nil
-				}}})
-			cp, err := pl.Checkpointer("shared")
-			require.NoError(t, err)
-			ctx := runtime.WithRun(context.Background(), runtime.Run{ID: agentRun})
-			_, err = cp.Resume(ctx, agentRun)
-			require.NoError(t, err)
-			res, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Messages: pl.Transcript(ctx)})
+			model, res, err := e.resumeAgent(t, e.agentPlan(), "shared")
 
 			ex := executions(t, g.dir)
 			if stop == "tool" {
@@ -130,4 +118,24 @@ func TestAgentTurnKilledMidwayResumesElsewhere(t *testing.T) {
 			assert.True(t, strings.Contains(string(b), `{\"refunded\":7}`), "the saved result answers the call: %s", b)
 		})
 	}
+}
+
+// resumeAgent resumes the agent run from the checkpoints in the store
+// named store in a pipeline of p, as another process would, and runs its
+// turn again: the model answers "refunded", a refund that runs is logged.
+func (e workerEnv) resumeAgent(t *testing.T, p *plan.Plan, store string) (*rt.Model, runtime.AgentResult, error) {
+	t.Helper()
+	model := rt.NewModel(rt.Response{Deltas: []string{"refunded"}})
+	pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model},
+		Tools: map[string]runtime.ToolFunc{"refund": func(_ context.Context, c *runtime.ToolCall) (any, error) {
+			require.NoError(t, e.logExecution(c))
+			return map[string]any{"refunded again": c.Args["order"]}, nil
+		}}})
+	cp, err := pl.Checkpointer(store)
+	require.NoError(t, err)
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: agentRun})
+	_, err = cp.Resume(ctx, agentRun)
+	require.NoError(t, err)
+	res, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Messages: pl.Transcript(ctx)})
+	return model, res, err
 }

@@ -99,6 +99,20 @@ func (g *group) spawn(scenario, arg string) (*exec.Cmd, <-chan string) {
 	return cmd, lines
 }
 
+// killAt spawns a worker of scenario with arg and kills it (SIGKILL) once
+// it wrote the line want.
+func (g *group) killAt(scenario, arg, want string) {
+	worker, lines := g.spawn(scenario, arg)
+	select {
+	case l := <-lines:
+		require.Equal(g.t, want, l)
+	case <-time.After(20 * time.Second):
+		g.t.Fatalf("the worker of %s never reached the point of the kill", scenario)
+	}
+	require.NoError(g.t, worker.Process.Kill())
+	_ = worker.Wait()
+}
+
 // run spawns n workers and returns each one's output lines once all exited
 // successfully.
 func (g *group) run(scenario string, n int, arg string) [][]string {

@@ -667,6 +667,10 @@ func (s *Store) Release(ctx context.Context, key string, token int64) error {
 	return err
 }
 
+// SharesClaims implements runtime.SharedLeaser: every process that opens
+// the store sees its claims, and they outlive the process that made them.
+func (s *Store) SharesClaims() {}
+
 // Doubt implements runtime.Leaser: the claim's lease ends now, its owner's
 // match with it, and the row lives keep from now.
 func (s *Store) Doubt(ctx context.Context, key string, token int64, keep time.Duration) (bool, error) {
@@ -999,6 +1003,7 @@ var (
 	_ runtime.KV           = (*Store)(nil)
 	_ runtime.AuditSink    = (*Store)(nil)
 	_ runtime.Leaser       = (*Store)(nil)
+	_ runtime.SharedLeaser = (*Store)(nil)
 	_ runtime.RateLimiter  = (*Store)(nil)
 	_ runtime.Budgeter     = (*Store)(nil)
 	_ runtime.VectorIndex  = (*Store)(nil)

@@ -468,6 +468,10 @@ func (s *Store) Release(ctx context.Context, key string, token int64) error {
 	return err
 }
 
+// SharesClaims implements runtime.SharedLeaser: every process that opens
+// the store sees its claims, and they outlive the process that made them.
+func (s *Store) SharesClaims() {}
+
 // Doubt implements runtime.Leaser in one script call.
 func (s *Store) Doubt(ctx context.Context, key string, token int64, keep time.Duration) (bool, error) {
 	return s.fenced(ctx, "doubt", doubtScript, key, token, ms(keep))
@@ -595,6 +599,7 @@ var (
 	_ runtime.KV           = (*Store)(nil)
 	_ runtime.AuditSink    = (*Store)(nil)
 	_ runtime.Leaser       = (*Store)(nil)
+	_ runtime.SharedLeaser = (*Store)(nil)
 	_ runtime.RateLimiter  = (*Store)(nil)
 	_ runtime.Budgeter     = (*Store)(nil)
 	_ runtime.StoreBackend = (*Store)(nil)

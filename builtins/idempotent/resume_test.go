@@ -1,0 +1,176 @@
+package idempotent_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/builtins/idempotent"
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
+	"github.com/agentc-dev/agentc/runtime/store/storetest"
+)
+
+// intentCheckpoint returns the checkpoint an agent turn saves once the
+// model asked for the refund of A1, before the refund runs: the version a
+// worker killed right then leaves.
+func intentCheckpoint(t *testing.T) runtime.Checkpoint {
+	t.Helper()
+	p := rt.Plan(plan.Chains{Turn: []plan.Layer{rt.Layer("checkpoint", `{"after_tool": true}`)}})
+	p.Tools = map[string]plan.Tool{"refund": {SideEffecting: true}}
+	store := runtime.NewMemoryCheckpoints()
+	pl := rt.Build(t, p, runtime.Deps{Checkpoints: store,
+		Models: map[string]runtime.ModelClient{"primary": rt.NewModel(refundCall("c1", `{"order_id":"A1"}`), rt.Response{Deltas: []string{"ok"}})},
+		Tools:  map[string]runtime.ToolFunc{"refund": func(context.Context, *runtime.ToolCall) (any, error) { return "never kept", nil }}})
+	_, err := pl.RunAgent(ctx1, runtime.AgentRequest{Model: "primary", Input: "refund A1"})
+	require.NoError(t, err)
+	cp, ok, err := store.CheckpointAt(context.Background(), "run-1", 1)
+	require.NoError(t, err)
+	require.True(t, ok)
+	last := cp.Transcript[len(cp.Transcript)-1]
+	require.Equal(t, "assistant", last.Role)
+	require.Len(t, last.ToolCalls, 1)
+	require.Empty(t, cp.Tools, "no result yet")
+	require.NotNil(t, cp.Calls, "the save records when the calls were made")
+	return cp
+}
+
+// resumeWorker is another process that resumes the run from cp, its
+// idempotency table in shared.
+type resumeWorker struct {
+	pl      *runtime.Pipeline
+	model   *rt.Model
+	refunds *atomic.Int64
+}
+
+func newResumeWorker(t *testing.T, cp runtime.Checkpoint, shared runtime.StoreBackend, layer plan.Layer, refunds *atomic.Int64) resumeWorker {
+	t.Helper()
+	p := rt.Plan(plan.Chains{Turn: []plan.Layer{rt.Layer("checkpoint", `{"after_tool": true}`)}, Tool: []plan.Layer{layer}})
+	p.Tools = map[string]plan.Tool{"refund": {SideEffecting: true}, "other": {SideEffecting: true}}
+	p.Stores = map[string]plan.Store{"shared": {Kind: "memory"}}
+	store := runtime.NewMemoryCheckpoints()
+	_, err := store.SaveCheckpoint(context.Background(), cp)
+	require.NoError(t, err)
+	model := rt.NewModel(rt.Response{Deltas: []string{"refunded"}})
+	pl := rt.Build(t, p, runtime.Deps{Checkpoints: store, Backends: map[string]runtime.StoreBackend{"shared": shared},
+		Models: map[string]runtime.ModelClient{"primary": model},
+		Tools: map[string]runtime.ToolFunc{"refund": func(context.Context, *runtime.ToolCall) (any, error) {
+			refunds.Add(1)
+			return "R1", nil
+		}}})
+	return resumeWorker{pl: pl, model: model, refunds: refunds}
+}
+
+func (w resumeWorker) resume(t *testing.T) (runtime.AgentResult, error) {
+	t.Helper()
+	cp, err := w.pl.Checkpointer("")
+	require.NoError(t, err)
+	_, err = cp.Resume(ctx1, "run-1")
+	require.NoError(t, err)
+	return w.pl.RunAgent(ctx1, runtime.AgentRequest{Model: "primary", Messages: w.pl.Transcript(ctx1)})
+}
+
+// A worker killed after it saved the model's tool calls and before the
+// refund claimed its key leaves a call that never started. With the
+// idempotency table in a shared store, the resumed turn asks it: no claim
+// means the refund runs now, once; a claim held means in doubt; a result
+// stored means the result is replayed. Without a shared store, or once
+// the claim would have expired, the call stays in doubt.
+func TestResumedCallThatNeverStartedRuns(t *testing.T) {
+	cp := intentCheckpoint(t)
+	layer := rt.Layer("idempotent", `{"store": "shared", "lease_ttl": "300ms"}`)
+	for _, name := range []string{"memory", "redis", "postgres"} {
+		t.Run(name, func(t *testing.T) {
+			if name == "memory" {
+				// Process memory died with the worker: it cannot say the
+				// call never started.
+				var refunds atomic.Int64
+				w := newResumeWorker(t, cp, runtime.NewMemoryStore(), layer, &refunds)
+				_, err := w.resume(t)
+				var doubt *runtime.InDoubtError
+				require.ErrorAs(t, err, &doubt)
+				assert.Equal(t, runtime.LayerCheckpoint, doubt.Layer)
+				assert.Zero(t, refunds.Load())
+				assert.Zero(t, w.model.Calls())
+				return
+			}
+			t.Run("no claim: runs once", func(t *testing.T) {
+				shared := storeOf(t, name)
+				var refunds atomic.Int64
+				res, err := newResumeWorker(t, cp, shared, layer, &refunds).resume(t)
+				require.NoError(t, err)
+				assert.Equal(t, "refunded", res.Output)
+				assert.EqualValues(t, 1, refunds.Load(), "the refund never started: it runs now")
+
+				// A second worker resumes the same version (the first one
+				// was killed before it saved): the stored result answers.
+				w := newResumeWorker(t, cp, shared, layer, &refunds)
+				res, err = w.resume(t)
+				require.NoError(t, err)
+				assert.EqualValues(t, 1, refunds.Load(), "the refund does not run twice")
+				sent := w.model.Requests()[0].Messages
+				require.Equal(t, "tool", sent[len(sent)-1].Role)
+				assert.Equal(t, "R1", sent[len(sent)-1].Parts[0].Text, "the stored result answers the call")
+			})
+			t.Run("claim held: in doubt", func(t *testing.T) {
+				shared := storeOf(t, name)
+				// The killed worker had claimed the refund.
+				c := &runtime.ToolCall{Name: "refund", Args: map[string]any{"order_id": "A1"}, Meta: runtime.Meta{Run: runtime.Run{ID: "run-1"}}}
+				g, err := shared.(runtime.Leaser).Acquire(context.Background(), idempotent.Key(c), 300*time.Millisecond, time.Hour, false)
+				require.NoError(t, err)
+				require.Equal(t, runtime.LeaseAcquired, g.Status)
+				var refunds atomic.Int64
+				w := newResumeWorker(t, cp, shared, layer, &refunds)
+				_, err = w.resume(t)
+				var doubt *runtime.InDoubtError
+				require.ErrorAs(t, err, &doubt, "the claim outlived its lease without an outcome")
+				assert.Zero(t, refunds.Load())
+				assert.Zero(t, w.model.Calls())
+			})
+			t.Run("claim could have expired: in doubt", func(t *testing.T) {
+				old := cp
+				old.Calls = &runtime.CallIntent{Time: cp.Calls.Time.Add(-24 * time.Hour), Calls: cp.Calls.Calls}
+				var refunds atomic.Int64
+				_, err := newResumeWorker(t, old, storeOf(t, name), layer, &refunds).resume(t)
+				var doubt *runtime.InDoubtError
+				require.ErrorAs(t, err, &doubt, "a claim made then would be gone after the ttl (24h)")
+				assert.Zero(t, refunds.Load())
+			})
+			t.Run("layer not on the tool: in doubt", func(t *testing.T) {
+				other := rt.Layer("idempotent", `{"store": "shared"}`)
+				other.Tools = []string{"other"}
+				var refunds atomic.Int64
+				_, err := newResumeWorker(t, cp, storeOf(t, name), other, &refunds).resume(t)
+				var doubt *runtime.InDoubtError
+				require.ErrorAs(t, err, &doubt)
+				assert.Equal(t, runtime.LayerCheckpoint, doubt.Layer)
+				assert.Zero(t, refunds.Load())
+			})
+			t.Run("layer skipped by when: the tool is not reached", func(t *testing.T) {
+				skipped := rt.Layer("idempotent", `{"store": "shared"}`)
+				skipped.When = &plan.Predicate{Stage: plan.StageTool, Source: `args.order_id == "B2"`}
+				var refunds atomic.Int64
+				w := newResumeWorker(t, cp, storeOf(t, name), skipped, &refunds)
+				_, err := w.resume(t)
+				var doubt *runtime.InDoubtError
+				require.ErrorAs(t, err, &doubt, "no layer answered for the call")
+				assert.True(t, runtime.DidNotRun(err))
+				assert.Zero(t, refunds.Load())
+				assert.Zero(t, w.model.Calls())
+			})
+		})
+	}
+}
+
+// storeOf returns a fresh namespace of the test server name.
+func storeOf(t *testing.T, name string) runtime.StoreBackend {
+	if name == "redis" {
+		return storetest.Redis(t)
+	}
+	return storetest.Postgres(t)
+}
