@@ -47,7 +47,10 @@ credential written in an MCP server's env, a JSON Schema whose required
 names a property its properties do not describe, or that holds a key that
 is no keyword but close to one that validates, such as maxLenght, or a
 property written beside properties instead of under it: validators ignore
-both, and the check is not made), or is left open where
+both, and the check is not made, a state handler that can change nothing:
+a redact on a field whose schema holds no string, a truncate on one that
+holds no string and no list, such as an integer, whose value then reaches
+the sinks as it came), or is left open where
 the schema has a default (a disjunction without a default of the policy's
 own, such as max_attempts: 3 | 4, or a bound, such as >2: CUE would
 silently take the schema's default, 3, a choice the policy did not make). The message gives the field's path and what it
