@@ -5,13 +5,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
-	"github.com/google/cel-go/common"
 	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
 	"github.com/google/cel-go/common/types"
-	"github.com/google/cel-go/parser"
 
 	"github.com/agentc-dev/agentc/dsl"
 	"github.com/agentc-dev/agentc/internal/textdist"
@@ -29,28 +26,12 @@ type resultRead struct {
 // resultReads returns the fields a predicate reads off result, in source
 // order. The predicate has type-checked: it parses.
 func resultReads(src string) []resultRead {
-	p, err := parser.NewParser(parser.Macros(parser.AllMacros...), parser.EnableOptionalSyntax(true))
-	if err != nil {
+	tree, ok := parseCEL(src)
+	if !ok {
 		return nil
 	}
-	tree, errs := p.Parse(common.NewTextSource(src))
-	if errs != nil && len(errs.GetErrors()) > 0 {
-		return nil
-	}
-	info := tree.SourceInfo()
-	// bytesAt returns the byte offset of e's first code point.
-	bytesAt := func(e ast.Expr) int {
-		r, ok := info.GetOffsetRange(e.ID())
-		if !ok {
-			return 0
-		}
-		b := 0
-		for i := 0; i < int(r.Start) && b < len(src); i++ {
-			_, n := utf8.DecodeRuneInString(src[b:])
-			b += n
-		}
-		return b
-	}
+	// bytesAt returns the byte offset of e's first token.
+	bytesAt := folder{src: src, info: tree.SourceInfo()}.offset
 	isResult := func(e ast.Expr) bool { return e.Kind() == ast.IdentKind && e.AsIdent() == "result" }
 	var out []resultRead
 	ast.PostOrderVisit(tree.Expr(), ast.NewExprVisitor(func(e ast.Expr) {
