@@ -198,6 +198,9 @@ func (c *Compilation) checkPredicate(x *dsl.Expr, stage predicate.Stage, phase p
 		c.checkMetadataKeys(x, checked)
 	}
 	c.checkLiterals(x, stage, tools, checked)
+	if stage == predicate.Tool && phase == predicate.After && slices.Contains(checked.Reads, "result") {
+		c.checkResultReads(x, tools)
+	}
 	c.checkConstant(x, env, checked, kind, field)
 	if checked.ReadsUntypedArgs && len(tools) == 0 && c.checkUndeclaredArgs(x, checked) {
 		return

@@ -31,16 +31,26 @@ type deadTerm struct {
 // one value for every call. It only parses src: comparisons are read as
 // real numbers, so it reports a range only when it is empty over them.
 func constantValue(src string) (deadTerm, bool) {
-	p, err := parser.NewParser(parser.Macros(parser.AllMacros...), parser.EnableOptionalSyntax(true))
-	if err != nil {
-		return deadTerm{}, false
-	}
-	tree, errs := p.Parse(common.NewTextSource(src))
-	if errs != nil && len(errs.GetErrors()) > 0 {
+	tree, ok := parseCEL(src)
+	if !ok {
 		return deadTerm{}, false
 	}
 	f := folder{src: src, info: tree.SourceInfo()}
 	return f.fold(tree.Expr())
+}
+
+// parseCEL parses a predicate without checking it, with the macros and
+// the optional syntax the predicates accept.
+func parseCEL(src string) (*ast.AST, bool) {
+	p, err := parser.NewParser(parser.Macros(parser.AllMacros...), parser.EnableOptionalSyntax(true))
+	if err != nil {
+		return nil, false
+	}
+	tree, errs := p.Parse(common.NewTextSource(src))
+	if errs != nil && len(errs.GetErrors()) > 0 {
+		return nil, false
+	}
+	return tree, true
 }
 
 type folder struct {

@@ -47,7 +47,10 @@ credential written in an MCP server's env, a JSON Schema whose required
 names a property its properties do not describe, or that holds a key that
 is no keyword but close to one that validates, such as maxLenght, or a
 property written beside properties instead of under it: validators ignore
-both, and the check is not made), or is left open where
+both, and the check is not made, a state handler that can change nothing:
+a redact on a field whose schema holds no string, a truncate on one that
+holds no string and no list, such as an integer, whose value then reaches
+the sinks as it came), or is left open where
 the schema has a default (a disjunction without a default of the policy's
 own, such as max_attempts: 3 | 4, or a bound, such as >2: CUE would
 silently take the schema's default, 3, a choice the policy did not make). The message gives the field's path and what it
@@ -122,7 +125,15 @@ reported. Nothing is said when a tool may send arguments no schema lists:
 a declared tool whose args schema is not closed (no properties,
 additionalProperties not false, patternProperties, allOf, anyOf, oneOf,
 $ref, if, dependentSchemas or unevaluatedProperties at its top level),
-settings.allow_undeclared_tools, or MCP servers.`},
+settings.allow_undeclared_tools, or MCP servers. A phase "after"
+predicate's result is checked the same way against the result_schema of
+the tools its entry applies to (every declared tool when it is unscoped):
+result.stauts, result['stauts'] or has(result.stauts) where no schema
+lists the field is an error, with the closest field (the read fails
+whenever the result lacks it, and has() of it is always false, so a deny
+testing it never fires). A result_schema that leaves the result open
+(additionalProperties, patternProperties, a composition or a reference)
+is not checked.`},
 	{"cel/not-bool", dsl.Error, "a predicate whose type is not bool", `
 A predicate type-checks but does not yield a bool (args.amount rather than
 args.amount > 100.0), so it could never decide.`},
@@ -131,10 +142,14 @@ The static cost estimate of a predicate is unbounded (a comprehension over
 an untyped value) or above settings.cel_cost_limit (default 1,000,000).
 Sizes come from the schema's maxLength and maxItems; give them to bound a
 scan over a string or a list.`},
-	{"cel/untyped-args", dsl.Warning, "a predicate reads args where no tool schema types it", `
+	{"cel/untyped-args", dsl.Warning, "a predicate reads args, or a field of a result, where no tool schema types it", `
 A predicate reads args in an entry that is not scoped with tools: to tools
 whose JSON Schema types them, so a misspelt argument cannot be caught at
-vet time and fails at run time instead. Scope the entry to its tools.`},
+vet time and fails at run time instead. Scope the entry to its tools. The
+same holds for a phase "after" predicate that reads a field of result
+(result.status) where a tool it applies to declares no result_schema:
+declare the tool's result_schema. A predicate that reads result whole
+(type(result) == string, result.contains('x')) is not reported.`},
 	{ruleConstant, dsl.Error + "/" + dsl.Warning, "a predicate with one value for every call that leaves its layer inert", `
 A predicate that reads no variable of its stage ("false", "1 > 2",
 "'a' == 'b'") has the same value for every call. When that value makes

@@ -34,6 +34,9 @@ func (l *loader) decode(p *Policy, v cue.Value) {
 		m := &Model{Name: name, Pos: l.labelPos("models", name)}
 		m.USDPerMTokIn, _ = mv.LookupPath(fieldPath("usd_per_mtok_in")).Float64()
 		m.USDPerMTokOut, _ = mv.LookupPath(fieldPath("usd_per_mtok_out")).Float64()
+		for _, f := range []string{"usd_per_mtok_in", "usd_per_mtok_out"} {
+			m.Priced = m.Priced || l.user.LookupPath(cue.MakePath(cue.Str("models"), cue.Str(name), cue.Str(f))).Exists()
+		}
 		if cv := mv.LookupPath(fieldPath("usd_per_mtok_cached")); cv.Exists() {
 			if f, err := cv.Float64(); err == nil {
 				m.USDPerMTokCached = &f

@@ -63,6 +63,10 @@ type Model struct {
 	Pos           Pos
 	USDPerMTokIn  float64
 	USDPerMTokOut float64
+	// Priced is set when the policy writes usd_per_mtok_in or
+	// usd_per_mtok_out (0 included: a model declared free); without
+	// either, the model's calls cost nothing because no price was given.
+	Priced bool
 	// USDPerMTokCached prices cached input tokens (nil: as input).
 	USDPerMTokCached *float64
 	// USDPerMTokCacheWrite prices input tokens written to the prompt

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -47,6 +48,7 @@ func (l *loader) decodeState(p *Policy, v cue.Value) {
 			}
 			for i := 0; it.Next(); i++ {
 				if h := l.decodeStateHandler(append(path, op), op, i, it.Value()); h != nil {
+					l.checkHandlerReach(append(path, op), i, h, f.Schema)
 					if op == "on_set" {
 						f.OnSet = append(f.OnSet, h)
 					} else {
@@ -156,6 +158,141 @@ func (l *loader) decodeStateSink(p *Policy, path []string, sv cue.Value) *StateS
 		l.errorf(at("sink"), "schema/invalid-value", "%s: a webhook needs url or url_env", where)
 	}
 	return s
+}
+
+// checkHandlerReach reports a redact or truncate handler that can change
+// nothing: redact rewrites the value's strings and truncate its strings and
+// lists, so on a field whose schema holds neither (an integer, a number, a
+// boolean, an object of them) the handler leaves every value as it was,
+// and a value the policy meant to mask reaches the background sinks and the
+// checkpoints in clear. An on_append handler sees the element appended,
+// typed by the schema's items.
+func (l *loader) checkHandlerReach(list []string, i int, h *StateHandler, schema json.RawMessage) {
+	var kind string
+	var reach []string
+	switch {
+	case h.IsRedact:
+		kind, reach = "redact", []string{"string"}
+	case h.Truncate > 0:
+		kind, reach = "truncate", []string{"string", "array"}
+	default:
+		return
+	}
+	var s any
+	if len(schema) == 0 || json.Unmarshal(schema, &s) != nil {
+		return
+	}
+	what := "the field's schema"
+	if h.Op == "on_append" {
+		m, ok := s.(map[string]any)
+		if !ok || !schemaIsArray(schema) {
+			return // no array: reported as such
+		}
+		if s, ok = m["items"]; !ok {
+			return
+		}
+		what = "the schema of the field's items"
+	}
+	if schemaMayHold(s, reach, 0) {
+		return
+	}
+	path := append(append([]string{}, list...), fmt.Sprint(i))
+	does := "replaces matches in the value's strings"
+	if kind == "truncate" {
+		does = "shortens the value's strings and lists"
+	}
+	l.errorf(l.userPos(append(path, kind)), "schema/invalid-value",
+		"%s: %s %s, and %s (%s) holds none: the handler changes nothing, so every value passes it as it came; remove the handler, or change the field's schema",
+		dotted(path), kind, does, what, schemaTypes(s))
+}
+
+// schemaMayHold reports whether a value a JSON Schema accepts may be, or
+// hold at any depth, a value of one of the JSON types kinds. A schema it
+// cannot read (no type, a combinator or a reference) may hold anything.
+func schemaMayHold(s any, kinds []string, depth int) bool {
+	m, ok := s.(map[string]any)
+	if !ok || depth > 32 {
+		return true // true, false or unreadable
+	}
+	for _, k := range []string{"$ref", "$dynamicRef", "allOf", "anyOf", "oneOf", "if", "not", "dependentSchemas", "unevaluatedProperties", "unevaluatedItems"} {
+		if _, ok := m[k]; ok {
+			return true
+		}
+	}
+	var types []string
+	switch t := m["type"].(type) {
+	case string:
+		types = []string{t}
+	case []any:
+		for _, e := range t {
+			if s, ok := e.(string); ok {
+				types = append(types, s)
+			}
+		}
+	default:
+		return true
+	}
+	for _, t := range types {
+		if slices.Contains(kinds, t) {
+			return true
+		}
+		switch t {
+		case "array":
+			for _, k := range []string{"items", "prefixItems", "additionalItems", "contains"} {
+				sub, ok := m[k]
+				if !ok {
+					continue
+				}
+				if list, ok := sub.([]any); ok {
+					if slices.ContainsFunc(list, func(e any) bool { return schemaMayHold(e, kinds, depth+1) }) {
+						return true
+					}
+				} else if schemaMayHold(sub, kinds, depth+1) {
+					return true
+				}
+			}
+			if _, ok := m["items"]; !ok {
+				return true
+			}
+		case "object":
+			for _, k := range []string{"properties", "patternProperties"} {
+				props, _ := m[k].(map[string]any)
+				for _, sub := range props {
+					if schemaMayHold(sub, kinds, depth+1) {
+						return true
+					}
+				}
+			}
+			switch ap := m["additionalProperties"].(type) {
+			case bool:
+				if ap {
+					return true
+				}
+			default: // absent (any property), or a schema
+				if schemaMayHold(ap, kinds, depth+1) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// schemaTypes names a schema's JSON types for a message: "integer",
+// "integer or null".
+func schemaTypes(s any) string {
+	m, _ := s.(map[string]any)
+	switch t := m["type"].(type) {
+	case string:
+		return t
+	case []any:
+		var names []string
+		for _, e := range t {
+			names = append(names, fmt.Sprint(e))
+		}
+		return strings.Join(names, " or ")
+	}
+	return "any"
 }
 
 // schemaIsArray reports whether a JSON Schema may describe an array: its

@@ -2,7 +2,9 @@ package vet
 
 import (
 	"fmt"
+	"maps"
 	"path"
+	"slices"
 
 	"github.com/agentc-dev/agentc/dsl"
 )
@@ -45,11 +47,26 @@ A tool-chain memoize or semantic_memoize caches the declared tools that are
 neither side_effecting (order/memoize-side-effect) nor secret_result: one
 scoped to a tool the policy does not declare (an MCP server's tool, or one
 settings.allow_undeclared_tools lets run) or to a secret_result tool is an
-error, as every call of it runs uncached.`,
+error, as every call of it runs uncached.
+
+A meter's budget.usd counts dollars at the prices of models: a call to a
+model declared without one (neither usd_per_mtok_in nor usd_per_mtok_out
+written), or to a model the policy does not declare, costs nothing. When
+every declared model's price is 0 or unset, or the policy declares none,
+the ceiling is never reached and the meter refuses nothing on its account: an error. When
+some models have a price and others not, calls to those others are never
+counted: a warning, unless the meter has a when (it may apply to the
+priced models only); a model that is free, such as one served locally,
+says so with usd_per_mtok_in: 0 and is not counted there.`,
 	Run: func(p *Pass) {
 		for _, stage := range dsl.Stages {
 			for _, e := range p.Policy.Chains[stage] {
 				p.inertMatchers(e)
+			}
+		}
+		for _, e := range p.Policy.Chains["chat"] {
+			if e.Use == "meter" {
+				p.inertMeterUSD(e)
 			}
 		}
 		for _, e := range p.Policy.Chains["tool"] {
@@ -74,6 +91,41 @@ error, as every call of it runs uncached.`,
 			}
 		}
 	},
+}
+
+// inertMeterUSD reports a chat meter whose usd ceiling counts calls that
+// cost nothing: to models declared without a price, or, when the policy
+// declares no models, to every model.
+func (p *Pass) inertMeterUSD(e *dsl.Entry) {
+	budget, _ := e.Fields["budget"].(map[string]any)
+	if _, ok := budget["usd"]; !ok {
+		return
+	}
+	pos := e.FieldPos("budget.usd")
+	var free []string
+	var rel []dsl.Related
+	zero := 0
+	for _, name := range slices.Sorted(maps.Keys(p.Policy.Models)) {
+		m := p.Policy.Models[name]
+		if m.USDPerMTokIn == 0 && m.USDPerMTokOut == 0 {
+			zero++
+		}
+		if !m.Priced {
+			free = append(free, name)
+			rel = append(rel, dsl.Related{Pos: m.Pos, Message: fmt.Sprintf("model %s is declared here, without usd_per_mtok_in or usd_per_mtok_out", name)})
+		}
+	}
+	switch {
+	case len(p.Policy.Models) == 0:
+		p.Report(dsl.Diagnostic{Pos: pos, Severity: dsl.Error,
+			Message: fmt.Sprintf("%s budget.usd counts dollars at the prices declared in models, and the policy declares no models: every call costs $0, so the ceiling is never reached; declare the models with usd_per_mtok_in and usd_per_mtok_out, or cap tokens or calls instead", e.Ref())})
+	case zero == len(p.Policy.Models):
+		p.Report(dsl.Diagnostic{Pos: pos, Severity: dsl.Error, Related: rel,
+			Message: fmt.Sprintf("%s budget.usd counts dollars at the models' prices, and every model's is 0 or unset: every call costs $0, so the ceiling is never reached; give the models usd_per_mtok_in and usd_per_mtok_out, or cap tokens or calls instead", e.Ref())})
+	case len(free) > 0 && e.When == nil:
+		p.Report(dsl.Diagnostic{Pos: pos, Severity: dsl.Warning, Related: rel,
+			Message: fmt.Sprintf("%s budget.usd counts dollars at the models' prices, and %s has none: its calls cost $0 and the ceiling never stops them; give it usd_per_mtok_in and usd_per_mtok_out (0 for a model that is free), or scope the meter with when: to the priced models", e.Ref(), andList(free))})
+	}
 }
 
 // inertCache reports a tool-chain cache scoped to a tool it never caches:
