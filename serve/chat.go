@@ -114,8 +114,7 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 		}
 	}
 	switch {
-	case x.r.Context().Err() != nil:
-		x.status = StatusClientClosedRequest
+	case x.cut():
 	case err != nil && !w.started():
 		x.failErr(err)
 	case err != nil:

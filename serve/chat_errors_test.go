@@ -310,6 +310,41 @@ func TestClientDisconnectMidStream(t *testing.T) {
 	assert.Eventually(t, func() bool { return strings.Contains(g.logs.String(), "status=499") }, 5*time.Second, 10*time.Millisecond)
 }
 
+// TestStalledUpstreamIsCutAtTheResponseDeadline: the write deadline
+// (WriteTimeout) cut a response only at its next write, so an upstream that
+// stopped sending, streamed or not, held the request, its upstream call
+// and its connection for as long as the client waited. The call is
+// cancelled at the deadline, and the access log says 504.
+func TestStalledUpstreamIsCutAtTheResponseDeadline(t *testing.T) {
+	for _, stream := range []bool{true, false} {
+		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
+			gate := make(chan struct{})
+			defer close(gate)
+			g := newGateway(t, typicalChain, []reply{{body: transcript(t, "openai", "text.sse"), gate: gate, holdAfter: 4}}, nil,
+				func(o *Options) { o.WriteTimeout = 300 * time.Millisecond })
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, "POST", g.url+"/v1/chat/completions", bytes.NewReader(chatBody("primary", "Hello", stream)))
+			req.Header.Set("Authorization", "Bearer "+clientKey)
+			start := time.Now()
+			resp, err := http.DefaultClient.Do(req)
+			if err == nil {
+				_, err = io.ReadAll(resp.Body)
+				resp.Body.Close()
+			}
+			require.Error(t, err, "the response is cut")
+			assert.Less(t, time.Since(start), 5*time.Second, "cut at the deadline, not when the client gave up")
+			select {
+			case <-g.oa.gone:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the upstream request was not cancelled")
+			}
+			assert.Eventually(t, func() bool { return strings.Contains(g.logs.String(), "status=504") }, 5*time.Second, 10*time.Millisecond, "%s", g.logs)
+			assert.Contains(t, g.logs.String(), "WriteTimeout")
+		})
+	}
+}
+
 // TestThousandConcurrentStreams holds 1,000 streams open at once: the
 // upstream answers none until all have arrived.
 func TestThousandConcurrentStreams(t *testing.T) {
