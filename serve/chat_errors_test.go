@@ -3,6 +3,7 @@ package serve
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -208,6 +209,21 @@ func TestBadRequests(t *testing.T) {
 		require.NoError(t, err)
 		defer resp.Body.Close()
 		assert.Equal(t, 413, resp.StatusCode)
+	})
+
+	// A compressed body was read as JSON malformed at its first byte; it
+	// is refused for what it is, and never decompressed.
+	t.Run("compressed body", func(t *testing.T) {
+		var gz bytes.Buffer
+		zw := gzip.NewWriter(&gz)
+		_, _ = zw.Write([]byte(`{"model": "primary", "messages": [{"role": "user", "content": "hi"}]}`))
+		require.NoError(t, zw.Close())
+		code, _, body := do(t, "POST", url, clientKey, gz.Bytes(), "Content-Encoding", "gzip")
+		require.Equal(t, 400, code, body)
+		_, _, _, msg := openAIError(t, body)
+		assert.Equal(t, `Content-Encoding "gzip": the request body must be sent uncompressed`, msg)
+		code, _, body = do(t, "POST", url, clientKey, []byte(`{"model": "gpt-9", "messages": [{"role": "user", "content": "hi"}]}`), "Content-Encoding", "identity")
+		assert.Equal(t, 404, code, "identity is no encoding: %s", body)
 	})
 
 	t.Run("slow body", func(t *testing.T) {

@@ -243,6 +243,15 @@ func (x *exchange) cut() bool {
 // readBody reads the request body within BodyTimeout and MaxBodyBytes. On
 // failure it has answered (400, 408 or 413) and returns false.
 func (x *exchange) readBody() ([]byte, bool) {
+	// A compressed body is not decompressed (nor bounded by its
+	// uncompressed size): it is refused for what it is, rather than as
+	// JSON that is malformed at its first byte.
+	for _, e := range x.r.Header.Values("Content-Encoding") {
+		if e = strings.TrimSpace(e); e != "" && !strings.EqualFold(e, "identity") {
+			x.fail(http.StatusBadRequest, errBadRequest, fmt.Sprintf("Content-Encoding %q: the request body must be sent uncompressed", e))
+			return nil, false
+		}
+	}
 	limit := x.s.opts.MaxBodyBytes
 	if x.r.ContentLength > limit {
 		x.fail(http.StatusRequestEntityTooLarge, errTooLarge, fmt.Sprintf("request body is over the limit of %d bytes", limit))
