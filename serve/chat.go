@@ -173,10 +173,11 @@ func (h *heldStream) hold(d runtime.Delta) bool {
 
 // release writes the deltas held, each tool call whole, as it was
 // admitted, in the place of its first fragment (its later fragments are
-// left out). The fragments as they came are not relayed: a client
-// assembles them by its own rules (OpenAI's SDKs join the fragments of a
-// name, an Anthropic client takes the first), which could make a call
-// other than the one admitted.
+// left out), indexed by its place among the calls. The fragments as they
+// came are not relayed: a client assembles them by its own rules (OpenAI's
+// SDKs join the fragments of a name, an Anthropic client takes the first;
+// an OpenAI client makes empty calls of the indexes an upstream skipped),
+// which could make calls other than the ones admitted.
 func (h *heldStream) release() {
 	calls := h.calls.ToolCalls()
 	// calls is ordered by index: the k-th smallest index is calls[k].
@@ -199,7 +200,7 @@ func (h *heldStream) release() {
 			}
 			sent[k] = true
 			c := &calls[k]
-			d.ToolCalls = append(d.ToolCalls, runtime.ToolCallDelta{Index: f.Index, ID: c.ID, Name: c.Name, Arguments: string(c.Arguments)})
+			d.ToolCalls = append(d.ToolCalls, runtime.ToolCallDelta{Index: k, ID: c.ID, Name: c.Name, Arguments: string(c.Arguments)})
 		}
 		if d.Text == "" && d.ToolCalls == nil && d.Thinking == nil {
 			continue

@@ -279,3 +279,35 @@ func TestRelayedToolCallIsTheOneAdmitted(t *testing.T) {
 		})
 	}
 }
+
+// TestRelayedToolCallsAreIndexedByPlace: calls an upstream streamed at
+// indexes 1 and 4 were admitted as two calls and relayed at those
+// indexes, of which an OpenAI client made five, three of them empty (no
+// id, no name) that no layer had seen. They are relayed as calls 0 and 1.
+func TestRelayedToolCallsAreIndexedByPlace(t *testing.T) {
+	chunk := func(delta, finish string) string {
+		return `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4.1-mini","choices":[{"index":0,"delta":` + delta + `,"finish_reason":` + finish + `}]}` + "\n\n"
+	}
+	call := func(index, id, city string) string {
+		return chunk(`{"tool_calls":[{"index":`+index+`,"id":"`+id+`","type":"function","function":{"name":"get_weather","arguments":"{\"location\":\"`+city+`\"}"}}]}`, "null")
+	}
+	body := call("1", "call_a", "Lyon") + call("4", "call_b", "Nice") + chunk(`{}`, `"tool_calls"`) +
+		`data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4.1-mini","choices":[],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}` + "\n\n" +
+		"data: [DONE]\n\n"
+	g := newGatewayWith(t, proposalDecls, typicalChain, []reply{{body: body}}, nil)
+	stream := g.openai(t).Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{Model: "primary",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("go")},
+		Tools:    []openai.ChatCompletionToolUnionParam{weatherTool}})
+	var acc openai.ChatCompletionAccumulator
+	for stream.Next() {
+		acc.AddChunk(stream.Current())
+	}
+	require.NoError(t, stream.Err())
+	calls := acc.Choices[0].Message.ToolCalls
+	require.Len(t, calls, 2, "%+v", calls)
+	for i, want := range []struct{ id, args string }{{"call_a", `{"location":"Lyon"}`}, {"call_b", `{"location":"Nice"}`}} {
+		assert.Equal(t, want.id, calls[i].ID)
+		assert.Equal(t, "get_weather", calls[i].Function.Name)
+		assert.JSONEq(t, want.args, calls[i].Function.Arguments)
+	}
+}
