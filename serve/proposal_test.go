@@ -78,6 +78,20 @@ func anProposalTool(name string) anthropic.ToolUnionParam {
 		InputSchema: anthropic.ToolInputSchemaParam{Properties: map[string]any{}}}}
 }
 
+// anStreamProposal streams an Anthropic client's request offering tool to
+// model and returns the message it accumulated and the stream's error.
+func anStreamProposal(t *testing.T, g *gateway, model, tool string) (anthropic.Message, error) {
+	t.Helper()
+	as := g.anthropic(t).Messages.NewStreaming(context.Background(), anthropic.MessageNewParams{Model: anthropic.Model(model), MaxTokens: 64,
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("go"))},
+		Tools:    []anthropic.ToolUnionParam{anProposalTool(tool)}})
+	var msg anthropic.Message
+	for as.Next() {
+		require.NoError(t, msg.Accumulate(as.Current()))
+	}
+	return msg, as.Err()
+}
+
 // proposals are model tool calls the policy forbids, each with the layer
 // that refuses it.
 var proposals = []struct{ name, tool, args, layer string }{
@@ -127,15 +141,9 @@ func TestProposedToolCallsAreAdmittedBeforeTheyAreRelayed(t *testing.T) {
 			require.Error(t, stream.Err())
 			assert.Contains(t, stream.Err().Error(), tc.layer)
 
-			as := g.anthropic(t).Messages.NewStreaming(ctx, anthropic.MessageNewParams{Model: "backup", MaxTokens: 64,
-				Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("go"))},
-				Tools:    []anthropic.ToolUnionParam{anProposalTool(tc.tool)}})
-			var msg anthropic.Message
-			for as.Next() {
-				require.NoError(t, msg.Accumulate(as.Current()))
-			}
-			require.Error(t, as.Err())
-			assert.Contains(t, as.Err().Error(), "permission_error")
+			msg, err := anStreamProposal(t, g, "backup", tc.tool)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "permission_error")
 			for _, b := range msg.Content {
 				assert.NotEqual(t, "tool_use", b.Type, "no tool_use block of a refused call is sent")
 			}
@@ -258,14 +266,8 @@ func TestRelayedToolCallIsTheOneAdmitted(t *testing.T) {
 			assert.Equal(t, tc.id, call.ID)
 			assert.JSONEq(t, tc.args, call.Function.Arguments)
 
-			as := g.anthropic(t).Messages.NewStreaming(ctx, anthropic.MessageNewParams{Model: "primary", MaxTokens: 64,
-				Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("go"))},
-				Tools:    []anthropic.ToolUnionParam{anProposalTool(tc.tool)}})
-			var msg anthropic.Message
-			for as.Next() {
-				require.NoError(t, msg.Accumulate(as.Current()))
-			}
-			require.NoError(t, as.Err())
+			msg, err := anStreamProposal(t, g, "primary", tc.tool)
+			require.NoError(t, err)
 			var uses []anthropic.ContentBlockUnion
 			for _, b := range msg.Content {
 				if b.Type == "tool_use" {
