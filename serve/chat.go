@@ -114,8 +114,7 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 		}
 	}
 	switch {
-	case x.r.Context().Err() != nil:
-		x.status = StatusClientClosedRequest
+	case x.cut():
 	case err != nil && !w.started():
 		x.failErr(err)
 	case err != nil:
@@ -172,9 +171,40 @@ func (h *heldStream) hold(d runtime.Delta) bool {
 	return true
 }
 
-// release writes the deltas held.
+// release writes the deltas held, each tool call whole, as it was
+// admitted, in the place of its first fragment (its later fragments are
+// left out), indexed by its place among the calls. The fragments as they
+// came are not relayed: a client assembles them by its own rules (OpenAI's
+// SDKs join the fragments of a name, an Anthropic client takes the first;
+// an OpenAI client makes empty calls of the indexes an upstream skipped),
+// which could make calls other than the ones admitted.
 func (h *heldStream) release() {
+	calls := h.calls.ToolCalls()
+	// calls is ordered by index: the k-th smallest index is calls[k].
+	var indexes []int
 	for _, d := range h.held {
+		for _, f := range d.ToolCalls {
+			indexes = append(indexes, f.Index)
+		}
+	}
+	slices.Sort(indexes)
+	indexes = slices.Compact(indexes)
+	sent := make([]bool, len(indexes))
+	for _, d := range h.held {
+		fragments := d.ToolCalls
+		d.ToolCalls = nil
+		for _, f := range fragments {
+			k, _ := slices.BinarySearch(indexes, f.Index)
+			if sent[k] {
+				continue
+			}
+			sent[k] = true
+			c := &calls[k]
+			d.ToolCalls = append(d.ToolCalls, runtime.ToolCallDelta{Index: k, ID: c.ID, Name: c.Name, Arguments: string(c.Arguments)})
+		}
+		if d.Text == "" && d.ToolCalls == nil && d.Thinking == nil {
+			continue
+		}
 		if !h.delta(d) {
 			break
 		}

@@ -3,6 +3,7 @@ package serve
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -210,6 +211,21 @@ func TestBadRequests(t *testing.T) {
 		assert.Equal(t, 413, resp.StatusCode)
 	})
 
+	// A compressed body was read as JSON malformed at its first byte; it
+	// is refused for what it is, and never decompressed.
+	t.Run("compressed body", func(t *testing.T) {
+		var gz bytes.Buffer
+		zw := gzip.NewWriter(&gz)
+		_, _ = zw.Write([]byte(`{"model": "primary", "messages": [{"role": "user", "content": "hi"}]}`))
+		require.NoError(t, zw.Close())
+		code, _, body := do(t, "POST", url, clientKey, gz.Bytes(), "Content-Encoding", "gzip")
+		require.Equal(t, 400, code, body)
+		_, _, _, msg := openAIError(t, body)
+		assert.Equal(t, `Content-Encoding "gzip": the request body must be sent uncompressed`, msg)
+		code, _, body = do(t, "POST", url, clientKey, []byte(`{"model": "gpt-9", "messages": [{"role": "user", "content": "hi"}]}`), "Content-Encoding", "identity")
+		assert.Equal(t, 404, code, "identity is no encoding: %s", body)
+	})
+
 	t.Run("slow body", func(t *testing.T) {
 		conn, err := net.Dial("tcp", strings.TrimPrefix(g.url, "http://"))
 		require.NoError(t, err)
@@ -308,6 +324,41 @@ func TestClientDisconnectMidStream(t *testing.T) {
 	assert.GreaterOrEqual(t, out, 1.0)
 	assert.LessOrEqual(t, out, 3.0)
 	assert.Eventually(t, func() bool { return strings.Contains(g.logs.String(), "status=499") }, 5*time.Second, 10*time.Millisecond)
+}
+
+// TestStalledUpstreamIsCutAtTheResponseDeadline: the write deadline
+// (WriteTimeout) cut a response only at its next write, so an upstream that
+// stopped sending, streamed or not, held the request, its upstream call
+// and its connection for as long as the client waited. The call is
+// cancelled at the deadline, and the access log says 504.
+func TestStalledUpstreamIsCutAtTheResponseDeadline(t *testing.T) {
+	for _, stream := range []bool{true, false} {
+		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
+			gate := make(chan struct{})
+			defer close(gate)
+			g := newGateway(t, typicalChain, []reply{{body: transcript(t, "openai", "text.sse"), gate: gate, holdAfter: 4}}, nil,
+				func(o *Options) { o.WriteTimeout = 300 * time.Millisecond })
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, "POST", g.url+"/v1/chat/completions", bytes.NewReader(chatBody("primary", "Hello", stream)))
+			req.Header.Set("Authorization", "Bearer "+clientKey)
+			start := time.Now()
+			resp, err := http.DefaultClient.Do(req)
+			if err == nil {
+				_, err = io.ReadAll(resp.Body)
+				resp.Body.Close()
+			}
+			require.Error(t, err, "the response is cut")
+			assert.Less(t, time.Since(start), 5*time.Second, "cut at the deadline, not when the client gave up")
+			select {
+			case <-g.oa.gone:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the upstream request was not cancelled")
+			}
+			assert.Eventually(t, func() bool { return strings.Contains(g.logs.String(), "status=504") }, 5*time.Second, 10*time.Millisecond, "%s", g.logs)
+			assert.Contains(t, g.logs.String(), "WriteTimeout")
+		})
+	}
 }
 
 // TestThousandConcurrentStreams holds 1,000 streams open at once: the

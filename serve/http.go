@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -96,6 +97,15 @@ func (x *exchange) Unwrap() http.ResponseWriter { return x.ResponseWriter }
 func (s *Server) handle(pattern, route string, a api, fn func(x *exchange)) {
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
+		if a != apiMCP {
+			// The write deadline below cuts a response only at its next
+			// write: an upstream that stalls would hold the request (its
+			// upstream call, its goroutine, its connection) for as long
+			// as its client waits. The call is cancelled at the deadline.
+			ctx, cancel := context.WithDeadlineCause(r.Context(), start.Add(s.opts.WriteTimeout), errResponseDeadline)
+			defer cancel()
+			r = r.WithContext(ctx)
+		}
 		x := &exchange{ResponseWriter: w, r: r, s: s, api: a, route: route}
 		if a == apiClient {
 			x.api = clientAPI(r)
@@ -156,8 +166,8 @@ func (s *Server) record(x *exchange, start time.Time) {
 	if code == 0 {
 		code = http.StatusOK
 	}
-	if x.r.Context().Err() != nil && code == http.StatusOK && x.bytes == 0 {
-		code = StatusClientClosedRequest
+	if ended := x.ended(); ended != 0 && code == http.StatusOK && x.bytes == 0 {
+		code = ended
 	}
 	model := x.model
 	if model == "" {
@@ -197,9 +207,51 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// errResponseDeadline is the cause of the end of a request's context at
+// WriteTimeout.
+var errResponseDeadline = errors.New("the response reached its time limit (WriteTimeout) and was cut")
+
+// ended returns the status to log for a request whose context has ended
+// before its answer: StatusClientClosedRequest when the client went away,
+// 504 when the response reached WriteTimeout; 0 while it runs.
+func (x *exchange) ended() int {
+	ctx := x.r.Context()
+	switch {
+	case ctx.Err() == nil:
+		return 0
+	case context.Cause(ctx) == errResponseDeadline:
+		return http.StatusGatewayTimeout
+	}
+	return StatusClientClosedRequest
+}
+
+// cut records the status of a request whose context has ended before its
+// answer (ended), and for a response cut at WriteTimeout the cause, for
+// the access log; false while the request runs.
+func (x *exchange) cut() bool {
+	status := x.ended()
+	if status == 0 {
+		return false
+	}
+	x.status = status
+	if status == http.StatusGatewayTimeout {
+		x.err = errResponseDeadline
+	}
+	return true
+}
+
 // readBody reads the request body within BodyTimeout and MaxBodyBytes. On
 // failure it has answered (400, 408 or 413) and returns false.
 func (x *exchange) readBody() ([]byte, bool) {
+	// A compressed body is not decompressed (nor bounded by its
+	// uncompressed size): it is refused for what it is, rather than as
+	// JSON that is malformed at its first byte.
+	for _, e := range x.r.Header.Values("Content-Encoding") {
+		if e = strings.TrimSpace(e); e != "" && !strings.EqualFold(e, "identity") {
+			x.fail(http.StatusBadRequest, errBadRequest, fmt.Sprintf("Content-Encoding %q: the request body must be sent uncompressed", e))
+			return nil, false
+		}
+	}
 	limit := x.s.opts.MaxBodyBytes
 	if x.r.ContentLength > limit {
 		x.fail(http.StatusRequestEntityTooLarge, errTooLarge, fmt.Sprintf("request body is over the limit of %d bytes", limit))
@@ -263,8 +315,7 @@ func (x *exchange) fail(status int, code errCode, msg string) {
 // Retry-After when known, and the layer that raised it. A client that went
 // away gets nothing (499 is logged).
 func (x *exchange) failErr(err error) {
-	if x.r.Context().Err() != nil {
-		x.status = StatusClientClosedRequest
+	if x.cut() {
 		return
 	}
 	x.err = err

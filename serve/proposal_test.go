@@ -78,6 +78,20 @@ func anProposalTool(name string) anthropic.ToolUnionParam {
 		InputSchema: anthropic.ToolInputSchemaParam{Properties: map[string]any{}}}}
 }
 
+// anStreamProposal streams an Anthropic client's request offering tool to
+// model and returns the message it accumulated and the stream's error.
+func anStreamProposal(t *testing.T, g *gateway, model, tool string) (anthropic.Message, error) {
+	t.Helper()
+	as := g.anthropic(t).Messages.NewStreaming(context.Background(), anthropic.MessageNewParams{Model: anthropic.Model(model), MaxTokens: 64,
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("go"))},
+		Tools:    []anthropic.ToolUnionParam{anProposalTool(tool)}})
+	var msg anthropic.Message
+	for as.Next() {
+		require.NoError(t, msg.Accumulate(as.Current()))
+	}
+	return msg, as.Err()
+}
+
 // proposals are model tool calls the policy forbids, each with the layer
 // that refuses it.
 var proposals = []struct{ name, tool, args, layer string }{
@@ -127,15 +141,9 @@ func TestProposedToolCallsAreAdmittedBeforeTheyAreRelayed(t *testing.T) {
 			require.Error(t, stream.Err())
 			assert.Contains(t, stream.Err().Error(), tc.layer)
 
-			as := g.anthropic(t).Messages.NewStreaming(ctx, anthropic.MessageNewParams{Model: "backup", MaxTokens: 64,
-				Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("go"))},
-				Tools:    []anthropic.ToolUnionParam{anProposalTool(tc.tool)}})
-			var msg anthropic.Message
-			for as.Next() {
-				require.NoError(t, msg.Accumulate(as.Current()))
-			}
-			require.Error(t, as.Err())
-			assert.Contains(t, as.Err().Error(), "permission_error")
+			msg, err := anStreamProposal(t, g, "backup", tc.tool)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "permission_error")
 			for _, b := range msg.Content {
 				assert.NotEqual(t, "tool_use", b.Type, "no tool_use block of a refused call is sent")
 			}
@@ -213,4 +221,95 @@ func TestHedgeLoserSpendIsAttributedToItsModel(t *testing.T) {
 	assert.Contains(t, m, `agentc_serve_budget_spend_usd_total{model="backup",tenant="acme"}`)
 	assert.Contains(t, m, `agentc_serve_budget_spend_usd_total{model="primary",tenant="acme"}`, "the cancelled racer's input is billed")
 	assert.NotContains(t, m, `agentc_serve_tokens_total{direction="input",model="primary"`, "tokens count what was served")
+}
+
+// TestRelayedToolCallIsTheOneAdmitted: the gateway admitted a call by its
+// fragments as the runtime assembles them (a name sent in two fragments
+// is the last one's) and relayed the fragments as they came, which the
+// client assembles by its own rules: OpenAI's SDKs join a name's fragments,
+// so "delete_" then "account" was admitted as "account" (an undeclared
+// tool, let through) and run by the client as delete_account, which
+// tool_policy denies; an Anthropic client took the first fragment's name
+// and id. Each call is now relayed whole, as admitted. A name repeated in
+// every fragment, which an OpenAI client read doubled, is relayed once.
+func TestRelayedToolCallIsTheOneAdmitted(t *testing.T) {
+	chunk := func(delta, finish string) string {
+		return `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4.1-mini","choices":[{"index":0,"delta":` + delta + `,"finish_reason":` + finish + `}]}` + "\n\n"
+	}
+	tail := chunk(`{}`, `"tool_calls"`) +
+		`data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4.1-mini","choices":[],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}` + "\n\n" +
+		"data: [DONE]\n\n"
+	split := chunk(`{"role":"assistant","content":"On it."}`, "null") +
+		chunk(`{"tool_calls":[{"index":0,"type":"function","function":{"name":"delete_","arguments":"{\"id\":"}}]}`, "null") +
+		chunk(`{"tool_calls":[{"index":0,"id":"call_1","function":{"name":"account","arguments":"\"42\"}"}}]}`, "null") + tail
+	repeated := chunk(`{"tool_calls":[{"index":0,"id":"call_2","type":"function","function":{"name":"get_weather","arguments":"{\"location\":"}}]}`, "null") +
+		chunk(`{"tool_calls":[{"index":0,"function":{"name":"get_weather","arguments":"\"Lyon\"}"}}]}`, "null") + tail
+	for _, tc := range []struct{ name, body, id, tool, args string }{
+		{"name split", split, "call_1", "account", `{"id":"42"}`},
+		{"name repeated", repeated, "call_2", "get_weather", `{"location":"Lyon"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newGatewayWith(t, proposalDecls+"\nsettings: allow_undeclared_tools: true", typicalChain,
+				[]reply{{body: tc.body}, {body: tc.body}}, nil)
+			ctx := context.Background()
+			stream := g.openai(t).Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{Model: "primary",
+				Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("go")},
+				Tools:    []openai.ChatCompletionToolUnionParam{proposalTool(tc.tool)}})
+			var acc openai.ChatCompletionAccumulator
+			for stream.Next() {
+				acc.AddChunk(stream.Current())
+			}
+			require.NoError(t, stream.Err())
+			require.Len(t, acc.Choices[0].Message.ToolCalls, 1)
+			call := acc.Choices[0].Message.ToolCalls[0]
+			assert.Equal(t, tc.tool, call.Function.Name, "the OpenAI client runs the call admitted")
+			assert.Equal(t, tc.id, call.ID)
+			assert.JSONEq(t, tc.args, call.Function.Arguments)
+
+			msg, err := anStreamProposal(t, g, "primary", tc.tool)
+			require.NoError(t, err)
+			var uses []anthropic.ContentBlockUnion
+			for _, b := range msg.Content {
+				if b.Type == "tool_use" {
+					uses = append(uses, b)
+				}
+			}
+			require.Len(t, uses, 1)
+			assert.Equal(t, tc.tool, uses[0].Name, "the Anthropic client runs the call admitted")
+			assert.Equal(t, tc.id, uses[0].ID)
+			assert.JSONEq(t, tc.args, string(uses[0].Input))
+		})
+	}
+}
+
+// TestRelayedToolCallsAreIndexedByPlace: calls an upstream streamed at
+// indexes 1 and 4 were admitted as two calls and relayed at those
+// indexes, of which an OpenAI client made five, three of them empty (no
+// id, no name) that no layer had seen. They are relayed as calls 0 and 1.
+func TestRelayedToolCallsAreIndexedByPlace(t *testing.T) {
+	chunk := func(delta, finish string) string {
+		return `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4.1-mini","choices":[{"index":0,"delta":` + delta + `,"finish_reason":` + finish + `}]}` + "\n\n"
+	}
+	call := func(index, id, city string) string {
+		return chunk(`{"tool_calls":[{"index":`+index+`,"id":"`+id+`","type":"function","function":{"name":"get_weather","arguments":"{\"location\":\"`+city+`\"}"}}]}`, "null")
+	}
+	body := call("1", "call_a", "Lyon") + call("4", "call_b", "Nice") + chunk(`{}`, `"tool_calls"`) +
+		`data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4.1-mini","choices":[],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}` + "\n\n" +
+		"data: [DONE]\n\n"
+	g := newGatewayWith(t, proposalDecls, typicalChain, []reply{{body: body}}, nil)
+	stream := g.openai(t).Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{Model: "primary",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("go")},
+		Tools:    []openai.ChatCompletionToolUnionParam{weatherTool}})
+	var acc openai.ChatCompletionAccumulator
+	for stream.Next() {
+		acc.AddChunk(stream.Current())
+	}
+	require.NoError(t, stream.Err())
+	calls := acc.Choices[0].Message.ToolCalls
+	require.Len(t, calls, 2, "%+v", calls)
+	for i, want := range []struct{ id, args string }{{"call_a", `{"location":"Lyon"}`}, {"call_b", `{"location":"Nice"}`}} {
+		assert.Equal(t, want.id, calls[i].ID)
+		assert.Equal(t, "get_weather", calls[i].Function.Name)
+		assert.JSONEq(t, want.args, calls[i].Function.Arguments)
+	}
 }
