@@ -368,12 +368,16 @@ func (s *Server) install(g *generation) {
 			s.metrics.withheld.WithLabelValues(t.server, t.withheld.Layer).Inc()
 		}
 	}
-	s.mcp.sync(g)
 	if names := memoryTrails(g.plan, g.deps); len(names) > 0 {
 		s.log.Warn("audit trail in process memory: not durable (lost when the process ends), and only the last records are kept; declare a sqlite, redis or postgres store as its sink",
 			"layers", names, "kept", runtime.DefaultMemoryAuditMax)
 	}
-	if old := s.cur.Swap(g); old != nil {
+	old := s.cur.Swap(g)
+	// The tools are listed on /mcp once g serves their calls: a client
+	// that calls a tool as soon as it is listed reaches g, not the
+	// generation before, which may have withheld or not known it.
+	s.mcp.sync(g)
+	if old != nil {
 		old.retire()
 	}
 }
