@@ -87,6 +87,9 @@ type upstreamServer struct {
 	dirty   bool
 	running bool
 	stale   bool
+	// cancels counts the cancellations of calls being sent (owe): the
+	// session is closed once they are written.
+	cancels sync.WaitGroup
 }
 
 // watch makes cs the session, noting when it ends. Called with mu held
@@ -188,22 +191,26 @@ func (u *upstreamServer) lost(cs *mcp.ClientSession) {
 }
 
 // close drops one generation's share of the server; the last closes the
-// session.
+// session, once the cancellations of its calls are written (owe).
 func (u *upstreamServer) close() {
 	u.mu.Lock()
-	defer u.mu.Unlock()
 	if u.closed {
+		u.mu.Unlock()
 		return
 	}
 	if u.refs--; u.refs > 0 {
+		u.mu.Unlock()
 		return
 	}
 	u.closed = true
-	_ = u.cs.Close()
 	if u.pending != nil {
 		close(u.pending)
 		u.pending = nil
 	}
+	cs := u.cs
+	u.mu.Unlock()
+	u.cancels.Wait()
+	_ = cs.Close()
 }
 
 // upstreamTool is one tool of an upstream server.
@@ -246,17 +253,17 @@ func connect(ctx context.Context, name string, s plan.MCPServer, dir string, loo
 				cmd.Env = append(cmd.Env, k+"="+v)
 			}
 		}
-		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
+		t = noteCommand{&mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}}
 	case s.URL != "":
-		st := &mcp.StreamableClientTransport{Endpoint: s.URL, MaxRetries: -1}
+		var rt http.RoundTripper = http.DefaultTransport
 		if len(s.Headers) > 0 {
 			h, err := mcpHeaders(s.Headers, lookupEnv)
 			if err != nil {
 				return nil, fmt.Errorf("mcp server %q: %w", name, err)
 			}
-			st.HTTPClient = &http.Client{Transport: headerTransport{header: h, base: http.DefaultTransport}}
+			rt = headerTransport{header: h, base: rt}
 		}
-		t = st
+		t = &mcp.StreamableClientTransport{Endpoint: s.URL, MaxRetries: -1, HTTPClient: &http.Client{Transport: noteTransport{base: rt}}}
 	default:
 		return nil, fmt.Errorf("mcp server %q has neither command nor url", name)
 	}
@@ -546,7 +553,8 @@ func (t *upstreamTool) call(ctx context.Context, c *runtime.ToolCall) (any, erro
 	if err := t.up.admit(ctx, t); err != nil {
 		return nil, err
 	}
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: t.name, Arguments: args})
+	nctx, note := noting(ctx)
+	res, err := cs.CallTool(nctx, &mcp.CallToolParams{Name: t.name, Arguments: args})
 	if notSent(err) {
 		// The session was ending as the call started (the upstream's
 		// process had just exited): the call was refused before it was
@@ -557,13 +565,16 @@ func (t *upstreamTool) call(ctx context.Context, c *runtime.ToolCall) (any, erro
 		if err := t.up.admit(ctx, t); err != nil {
 			return nil, err
 		}
-		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: t.name, Arguments: args})
+		res, err = cs.CallTool(nctx, &mcp.CallToolParams{Name: t.name, Arguments: args})
 	}
 	if !notSent(err) {
 		t.calls.Add(1)
 	}
 	if err != nil {
 		if ctx.Err() != nil {
+			if owesCancel(ctx, err) {
+				t.up.owe(cs, note)
+			}
 			return nil, ctx.Err()
 		}
 		// An HTTP request that failed (the SDK reports it "rejected by

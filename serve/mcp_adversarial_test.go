@@ -1,12 +1,15 @@
 package serve
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -116,9 +119,10 @@ chains: tool: [{use: "audit", trail: "logical"}]
 	case <-time.After(10 * time.Second):
 		t.Fatal("the server did not stop: a tool call in flight held it past the shutdown deadline")
 	}
-	// The upstream is told of the cancellation as its session closes, on
-	// a best-effort basis (the SDK sends notifications/cancelled in the
-	// background), so its count is not checked here.
+	// The upstream was told of the cancellation before its session closed
+	// (TestMCPShutdownCancelsUpstreamCalls).
+	require.Eventually(t, func() bool { return canceled.Load() == 2 }, 5*time.Second, 10*time.Millisecond,
+		"the upstream call cut by the shutdown is cancelled")
 }
 
 // TestMCPSessionBelongsToItsKey: a session is bound to the key that opened
@@ -300,8 +304,9 @@ func TestMCPUpstreamListIsFollowed(t *testing.T) {
 }
 
 // TestMCPStdioHelper is the stdio upstream of TestMCPStdioUpstreamExits
-// when run as a command (AGENTC_TEST_MCP_STDIO set): tools ping and crash,
-// which ends the process.
+// when run as a command (AGENTC_TEST_MCP_STDIO set): tools ping, crash,
+// which ends the process, and hang, which answers when cancelled. With
+// AGENTC_TEST_MCP_LOG set, the messages it reads are logged in that file.
 func TestMCPStdioHelper(t *testing.T) {
 	if os.Getenv("AGENTC_TEST_MCP_STDIO") == "" {
 		t.Skip("the stdio upstream of TestMCPStdioUpstreamExits")
@@ -314,7 +319,17 @@ func TestMCPStdioHelper(t *testing.T) {
 		os.Exit(3)
 		return nil, nil, nil
 	})
-	_ = srv.Run(context.Background(), &mcp.StdioTransport{})
+	mcp.AddTool(srv, &mcp.Tool{Name: "hang"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		<-ctx.Done()
+		return nil, nil, ctx.Err()
+	})
+	var tr mcp.Transport = &mcp.StdioTransport{}
+	if name := os.Getenv("AGENTC_TEST_MCP_LOG"); name != "" {
+		f, err := os.Create(name)
+		require.NoError(t, err)
+		tr = &mcp.LoggingTransport{Transport: tr, Writer: f}
+	}
+	_ = srv.Run(context.Background(), tr)
 	os.Exit(0)
 }
 
@@ -513,4 +528,63 @@ mcp: servers: pay: url: %q
 	res, err := steady.CallTool(ctx, &mcp.CallToolParams{Name: "lookup", Arguments: map[string]any{"order_id": "A1"}})
 	require.NoError(t, err, "another key's session is still open")
 	assert.False(t, res.IsError)
+}
+
+// TestMCPShutdownCancelsUpstreamCalls: a call in flight when the shutdown
+// cuts the requests is cancelled upstream (notifications/cancelled) before
+// the upstream session closes, on an HTTP upstream and on a stdio one: the
+// SDK sends the cancellation in the background, and a session closed first
+// refused it, leaving the call running upstream (seen on HTTP; on stdio the
+// notification happened to win the race).
+func TestMCPShutdownCancelsUpstreamCalls(t *testing.T) {
+	t.Run("http", func(t *testing.T) {
+		var cancels atomic.Int64
+		started, release := make(chan struct{}, 1), make(chan struct{})
+		srv := mcp.NewServer(&mcp.Implementation{Name: "slow", Version: "1"}, nil)
+		mcp.AddTool(srv, &mcp.Tool{Name: "hang"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			started <- struct{}{}
+			select {
+			case <-ctx.Done():
+			case <-release:
+			}
+			return nil, nil, errors.New("stopped")
+		})
+		h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+		ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			b, _ := io.ReadAll(r.Body)
+			if bytes.Contains(b, []byte(`"notifications/cancelled"`)) {
+				cancels.Add(1)
+			}
+			r.Body = io.NopCloser(bytes.NewReader(b))
+			h.ServeHTTP(w, r)
+		}))
+		t.Cleanup(ts.Close)
+		t.Cleanup(func() { close(release) })
+		s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
+
+mcp: servers: slow: url: %q
+`, ts.URL))), ShutdownTimeout: 100 * time.Millisecond, WatchInterval: -1})
+		cs := connectProxy(t, s.url, "", nil)
+		go func() { _, _ = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "hang"}) }()
+		<-started
+		require.NoError(t, s.stop())
+		assert.Equal(t, int64(1), cancels.Load(), "the upstream was told of the cancellation before its session closed")
+	})
+	t.Run("stdio", func(t *testing.T) {
+		log := filepath.Join(t.TempDir(), "upstream.log")
+		s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
+
+mcp: servers: stdio: {command: [%q, "-test.run=^TestMCPStdioHelper$"], env: {AGENTC_TEST_MCP_STDIO: "1", AGENTC_TEST_MCP_LOG: %q}}
+`, os.Args[0], log))), ShutdownTimeout: 100 * time.Millisecond, WatchInterval: -1})
+		cs := connectProxy(t, s.url, "", nil)
+		go func() { _, _ = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "hang"}) }()
+		require.Eventually(t, func() bool {
+			b, _ := os.ReadFile(log)
+			return bytes.Contains(b, []byte(`"tools/call"`))
+		}, 10*time.Second, 10*time.Millisecond)
+		require.NoError(t, s.stop())
+		b, err := os.ReadFile(log)
+		require.NoError(t, err)
+		assert.Contains(t, string(b), `"notifications/cancelled"`, "the upstream was told of the cancellation before its stdin closed")
+	})
 }

@@ -344,3 +344,50 @@ chains: tool: [{use: "redact"}]
 	assert.NotContains(t, string(b), base64.StdEncoding.EncodeToString([]byte("AWS_KEY="+leak)))
 	assert.Contains(t, string(b), "AWS_KEY=[REDACTED:aws-access-key-id]")
 }
+
+// TestMCPResultSchemaChecksStructuredContent: a tool that declares an
+// outputSchema answers with structuredContent, and the policy's
+// result_schema for it is checked against that value, not against the MCP
+// result object around it.
+func TestMCPResultSchemaChecksStructuredContent(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "shop", Version: "1"}, nil)
+	type orderIn struct {
+		ID string `json:"id"`
+	}
+	type orderOut struct {
+		Status string `json:"status"`
+	}
+	mcp.AddTool(srv, &mcp.Tool{Name: "order", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(_ context.Context, _ *mcp.CallToolRequest, in orderIn) (*mcp.CallToolResult, orderOut, error) {
+			if in.ID == "bad" {
+				return nil, orderOut{Status: "lost"}, nil
+			}
+			return nil, orderOut{Status: "shipped"}, nil
+		})
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(ts.Close)
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
+
+keys: agent: {sha256: %q}
+mcp: servers: shop: url: %q
+tools: order: result_schema: {type: "object", required: ["status"], properties: status: enum: ["open", "shipped"]}
+chains: tool: [{use: "output_coerce"}]
+`, sha("agent-key"), ts.URL))), WatchInterval: -1})
+	cs := connectProxy(t, s.url, "agent-key", nil)
+
+	tools, err := cs.ListTools(context.Background(), nil)
+	require.NoError(t, err)
+	require.Len(t, tools.Tools, 1)
+	require.NotNil(t, tools.Tools[0].OutputSchema, "the tool's outputSchema is listed")
+
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "order", Arguments: map[string]any{"id": "A1"}})
+	require.NoError(t, err)
+	require.False(t, res.IsError, text(t, res))
+	assert.Equal(t, map[string]any{"status": "shipped"}, res.StructuredContent)
+
+	res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "order", Arguments: map[string]any{"id": "bad"}})
+	require.NoError(t, err)
+	require.True(t, res.IsError)
+	assert.Contains(t, text(t, res), "/status")
+	assert.Nil(t, res.StructuredContent)
+}

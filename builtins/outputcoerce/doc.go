@@ -97,7 +97,12 @@
 // In the tool stage the layer checks tool results: each successful result
 // (raw JSON bytes parsed, any other value marshalled to JSON) is validated
 // against `schema` when it is set, else against the called tool's declared
-// `result_schema` (a tool without one passes). Mode "enforce" fails an
+// `result_schema` (a tool without one passes). An MCP tool result (an
+// object holding a "content" list and a "structuredContent" value that is
+// not null, as agentc serve passes an upstream's result that is not text
+// only) is validated by its structured content: a tool that declares an
+// outputSchema returns its value there, and a result schema is written for
+// that value; the result passes whole. Mode "enforce" fails an
 // invalid result with a *ResultError naming the layer and the tool, which
 // unwraps to a permanent *runtime.CallError (the tool has run; running it
 // again would not fix its result and could repeat its effects); mode

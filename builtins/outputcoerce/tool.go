@@ -69,7 +69,31 @@ func resultValue(v any) (any, string, error) {
 	if err := dec.Decode(&out); err != nil {
 		return nil, string(raw), err
 	}
+	if sc, ok := structuredContent(out); ok {
+		b, err := json.Marshal(sc)
+		if err != nil {
+			return nil, "", err
+		}
+		return sc, string(b), nil
+	}
 	return out, string(raw), nil
+}
+
+// structuredContent returns the structured content of an MCP tool result
+// (an object holding a "content" list and a "structuredContent" value that
+// is not null), and whether v is one. A tool that declares an outputSchema
+// returns its value there, the contents being its text rendering for
+// clients that do not read it, so a result schema is written for it.
+func structuredContent(v any) (any, bool) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, false
+	}
+	if _, ok := m["content"].([]any); !ok {
+		return nil, false
+	}
+	sc, ok := m["structuredContent"]
+	return sc, ok && sc != nil
 }
 
 // ResultError is a tool result that does not match the tool's result

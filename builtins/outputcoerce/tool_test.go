@@ -77,3 +77,35 @@ func TestChatStageNeedsASchema(t *testing.T) {
 	_, err := runtime.Build(context.Background(), rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("output_coerce", `{}`)}}), runtime.Deps{})
 	require.ErrorContains(t, err, "schema is required in the chat stage")
 }
+
+// TestToolResultSchemaReadsStructuredContent: an MCP tool result (a
+// "content" list and a "structuredContent" value) is checked by its
+// structured content, the value a tool's outputSchema describes; the result
+// itself passes unchanged. A result without structured content is checked
+// whole.
+func TestToolResultSchemaReadsStructuredContent(t *testing.T) {
+	mcpResult := func(sc any) map[string]any {
+		return map[string]any{"content": []any{map[string]any{"type": "text", "text": "see structured"}}, "structuredContent": sc}
+	}
+	good := mcpResult(map[string]any{"status": "shipped"})
+	v, err := toolPipeline(t, `{}`, map[string]any{"order": good}).Tool(context.Background(), runtime.ToolRequest{Name: "order"})
+	require.NoError(t, err)
+	assert.Equal(t, good, v.Value, "the result passes whole")
+
+	raw := json.RawMessage(`{"content":[],"structuredContent":{"status":"open"}}`)
+	_, err = toolPipeline(t, `{}`, map[string]any{"order": raw}).Tool(context.Background(), runtime.ToolRequest{Name: "order"})
+	require.NoError(t, err, "raw JSON results are read alike")
+
+	_, err = toolPipeline(t, `{}`, map[string]any{"order": mcpResult(map[string]any{"status": "lost"})}).
+		Tool(context.Background(), runtime.ToolRequest{Name: "order"})
+	var re *outputcoerce.ResultError
+	require.ErrorAs(t, err, &re)
+	require.Len(t, re.Diagnostics, 1)
+	assert.Equal(t, "/status", re.Diagnostics[0].Path)
+	assert.JSONEq(t, `{"status":"lost"}`, re.Result, "the rejected value is the structured content")
+
+	_, err = toolPipeline(t, `{}`, map[string]any{"order": map[string]any{"content": []any{}, "structuredContent": nil}}).
+		Tool(context.Background(), runtime.ToolRequest{Name: "order"})
+	require.ErrorAs(t, err, &re, "a result without structured content is checked whole")
+	assert.Equal(t, "", re.Diagnostics[0].Path)
+}

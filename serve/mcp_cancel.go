@@ -1,0 +1,130 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// An upstream call whose context ends (its client cancelled it, went away,
+// or the shutdown cut it) is answered at once by the SDK, which sends the
+// upstream its notifications/cancelled in the background. A session closed
+// in between refuses that notification: the upstream never hears of the
+// cancellation and the call goes on running there (at a shutdown cut, the
+// upstream session closes right after the calls are cut). So each call
+// carries a cancelNote in its context; the session's transport marks it
+// sent once it has written the call's cancellation, and closing a session
+// first waits for the cancellations its calls owe (cancelWait at most).
+
+// cancelWait bounds the wait for a call's cancellation to be written before
+// its session is closed. The SDK gives up writing one after 5 s.
+const cancelWait = 5 * time.Second
+
+// methodCancelled is the method of a cancellation.
+const methodCancelled = "notifications/cancelled"
+
+// cancelNote is the notifications/cancelled an upstream call may owe.
+type cancelNote struct {
+	once sync.Once
+	sent chan struct{}
+}
+
+type cancelNoteKey struct{}
+
+// noting returns ctx carrying a new note.
+func noting(ctx context.Context) (context.Context, *cancelNote) {
+	n := &cancelNote{sent: make(chan struct{})}
+	return context.WithValue(ctx, cancelNoteKey{}, n), n
+}
+
+// written marks the note of ctx sent (or given up: the write returned).
+func written(ctx context.Context) {
+	if n, ok := ctx.Value(cancelNoteKey{}).(*cancelNote); ok {
+		n.once.Do(func() { close(n.sent) })
+	}
+}
+
+// owesCancel reports whether a call that returned err on ctx left the SDK
+// sending its cancellation: its context ended, and its session was not
+// closing (the SDK then sends nothing).
+func owesCancel(ctx context.Context, err error) bool {
+	return ctx.Err() != nil && err != nil && !errors.Is(err, mcp.ErrConnectionClosed) &&
+		(errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
+}
+
+// owe notes that n is being sent on cs: closing cs, the current session,
+// waits for it.
+func (u *upstreamServer) owe(cs *mcp.ClientSession, n *cancelNote) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.closed || u.cs != cs {
+		return
+	}
+	ended := u.ended
+	u.cancels.Add(1)
+	go func() {
+		defer u.cancels.Done()
+		t := time.NewTimer(cancelWait)
+		defer t.Stop()
+		select {
+		case <-n.sent:
+		case <-ended:
+		case <-t.C:
+		}
+	}()
+}
+
+// noteConn marks a call's note when its cancellation has been written on a
+// stdio session. (A streamable HTTP session is marked by noteTransport: its
+// connection must not be wrapped, the SDK reads methods of its own on it.)
+type noteConn struct{ mcp.Connection }
+
+func (c noteConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	err := c.Connection.Write(ctx, msg)
+	if r, ok := msg.(*jsonrpc.Request); ok && r.Method == methodCancelled {
+		written(ctx)
+	}
+	return err
+}
+
+// noteCommand is a command transport whose connection marks the notes.
+type noteCommand struct{ *mcp.CommandTransport }
+
+func (t noteCommand) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.CommandTransport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return noteConn{c}, nil
+}
+
+// noteTransport marks a call's note when the POST of its cancellation to a
+// streamable HTTP server has returned.
+type noteTransport struct{ base http.RoundTripper }
+
+func (t noteTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if _, ok := r.Context().Value(cancelNoteKey{}).(*cancelNote); !ok || r.Method != http.MethodPost || r.GetBody == nil {
+		return t.base.RoundTrip(r)
+	}
+	cancelling := false
+	if body, err := r.GetBody(); err == nil {
+		var m struct {
+			Method string `json:"method"`
+		}
+		b, _ := io.ReadAll(body)
+		_ = body.Close()
+		cancelling = json.Unmarshal(b, &m) == nil && m.Method == methodCancelled
+	}
+	resp, err := t.base.RoundTrip(r)
+	if cancelling {
+		written(r.Context())
+	}
+	return resp, err
+}
