@@ -317,18 +317,16 @@ func newPlan(msgs []Message, o Options, splitSummaries bool) *plan {
 				continue
 			}
 		case m.Role == RoleTool:
-			u, ok := callUnit[m.ToolCallID]
-			if !ok || m.ToolCallID == "" {
-				// Its result may ride in tool_result parts alone.
-				if u, ok = answeredUnit(callUnit, m.ToolResultIDs); !ok {
-					continue // orphan: dropped
-				}
+			// Its result may ride in tool_result parts alone.
+			u, ok := p.answeredUnit(callUnit, append([]string{m.ToolCallID}, m.ToolResultIDs...))
+			if !ok {
+				continue // orphan: dropped
 			}
 			p.units[u].idx = append(p.units[u].idx, i)
 			unitOf[i] = u
 			conversation = append(conversation, i)
 		default:
-			if u, ok := answeredUnit(callUnit, m.ToolResultIDs); ok {
+			if u, ok := p.answeredUnit(callUnit, m.ToolResultIDs); ok {
 				p.units[u].idx = append(p.units[u].idx, i)
 				unitOf[i] = u
 				conversation = append(conversation, i)
@@ -363,14 +361,45 @@ func newPlan(msgs []Message, o Options, splitSummaries bool) *plan {
 	return p
 }
 
-// answeredUnit returns the unit of the first declared call among ids.
-func answeredUnit(callUnit map[string]int, ids []string) (int, bool) {
+// answeredUnit returns the unit of the calls among ids that are declared.
+// When they are declared by several units (Anthropic's API merges
+// consecutive assistant messages into one turn, so the calls of one turn
+// may be split over two messages and answered by one user message), those
+// units are joined into the first: a result kept without its call, or a
+// call without its result, is a transcript both providers refuse.
+func (p *plan) answeredUnit(callUnit map[string]int, ids []string) (int, bool) {
+	u := -1
 	for _, id := range ids {
-		if u, ok := callUnit[id]; ok && id != "" {
-			return u, true
+		v, ok := callUnit[id]
+		if !ok || id == "" || v == u {
+			continue
+		}
+		if u < 0 {
+			u = v
+			continue
+		}
+		u = p.join(callUnit, min(u, v), max(u, v))
+	}
+	return u, u >= 0
+}
+
+// join moves the messages of unit v into unit u, which leads; v is left
+// empty. It returns u.
+func (p *plan) join(callUnit map[string]int, u, v int) int {
+	for _, i := range p.units[v].idx {
+		p.unitOf[i] = u
+	}
+	p.units[u].idx = append(p.units[u].idx, p.units[v].idx...)
+	slices.Sort(p.units[u].idx)
+	p.units[u].protected = p.units[u].protected || p.units[v].protected
+	p.units[u].toolCalls = p.units[u].toolCalls || p.units[v].toolCalls
+	p.units[v] = unit{}
+	for id, w := range callUnit {
+		if w == v {
+			callUnit[id] = u
 		}
 	}
-	return 0, false
+	return u
 }
 
 // over reports whether the kept messages plus reserve tokens exceed maxTokens, or the kept
@@ -416,38 +445,26 @@ func (p *plan) drop(ui int) {
 	}
 }
 
-// userFirst keeps a user message first in the conversation when dropping removed the one that
-// led it: Anthropic's API refuses a transcript whose first message (after the system prompt)
-// is not the user's, and a model reads an answer without its question poorly. While the first
-// kept message is not a user message and a dropped user message came before it, the unit it
-// leads is dropped too; when that unit is protected (recent, pinned, a side-effecting call, as
-// the last calls of a long run of tool calls after one request are), the dropped user message
+// userFirst keeps the conversation asking before it is answered where the cut went: a user
+// message first, and no assistant message right after another (system messages aside) that
+// the input had a user message between. Anthropic's API refuses a transcript whose first
+// message (after the system prompt) is not the user's; a server whose chat template wants
+// the roles to alternate refuses two assistant messages in a row; and a model reads an answer
+// without its question poorly. While the cut leaves such an assistant message, with a
+// dropped user message before it (after the kept message before it), the unit it leads is
+// dropped too; when that unit is protected (recent, pinned, a side-effecting call, as the
+// last calls of a long run of tool calls after one request are), the dropped user message
 // nearest before it is kept again instead, and protected. userFirst reports whether it kept a
 // message again, which may put the plan over its budget again. A conversation that the input
-// itself opened otherwise is left so.
+// itself shaped otherwise (opened by the assistant, two assistant messages in a row) is left
+// so.
 func (p *plan) userFirst() bool {
 	for {
-		first := -1
-		for i := range p.msgs {
-			if p.keep[i] && p.inUnit(i) {
-				first = i
-				break
-			}
-		}
-		if first < 0 || p.msgs[first].Role == RoleUser {
+		at, asked := p.unasked()
+		if at < 0 {
 			return false
 		}
-		asked := -1 // the dropped user message nearest before first
-		for i := first - 1; i >= 0; i-- {
-			if p.inUnit(i) && p.leadsUnit(i) && p.msgs[i].Role == RoleUser {
-				asked = i
-				break
-			}
-		}
-		if asked < 0 {
-			return false
-		}
-		if ui := p.unitOf[first]; !p.units[ui].protected {
+		if ui := p.unitOf[at]; !p.units[ui].protected {
 			p.drop(ui)
 			continue
 		}
@@ -462,6 +479,26 @@ func (p *plan) userFirst() bool {
 		}
 		return true
 	}
+}
+
+// unasked returns the first kept message that the cut left without the user message before
+// it, and that dropped user message (see userFirst); -1, -1 when there is none.
+func (p *plan) unasked() (at, asked int) {
+	prev := -1 // the kept message before i, system messages aside
+	for i := range p.msgs {
+		if !p.keep[i] || !p.inUnit(i) {
+			continue
+		}
+		if p.leadsUnit(i) && p.msgs[i].Role != RoleUser && (prev < 0 || p.msgs[prev].Role == RoleAssistant) {
+			for j := i - 1; j > prev; j-- {
+				if p.inUnit(j) && p.leadsUnit(j) && p.msgs[j].Role == RoleUser {
+					return i, j
+				}
+			}
+		}
+		prev = i
+	}
+	return -1, -1
 }
 
 // leadsUnit reports whether message i is the first of its unit.

@@ -542,6 +542,22 @@ func TestToolMessageAnsweringByPartStaysWithItsCall(t *testing.T) {
 	assert.Equal(t, []string{"u1", "c1", "r1", "a1", "u2"}, contents(KeepRecent(in, 20, 3, unitCounter)), "kept with its call")
 }
 
+// Anthropic's API merges consecutive assistant messages into one turn, so a
+// client may split the calls of one turn over two of them and answer both
+// in one user message: the three go or stay together, never a result
+// without its call.
+func TestCallsSplitOverTwoMessagesStayWithTheirResults(t *testing.T) {
+	res := Message{Role: RoleUser, Content: "r", ToolResultIDs: []string{"t1", "t2"}}
+	in := []Message{sys("s"), user("u1"), call("c1", "t1"), call("c2", "t2"), res, asst("a1"), user("u2")}
+	assert.Equal(t, []string{"s", "u1", "c1", "c2", "r", "a1", "u2"}, contents(KeepRecent(in, 40, 3, unitCounter)),
+		"the result is recent: both calls stay")
+	assert.Equal(t, []string{"s", "u1", "a1", "u2"}, contents(KeepRecent(in, 40, 2, unitCounter)), "all three go")
+	byTool := []Message{sys("s"), user("u1"), call("c1", "t1"), call("c2", "t2"),
+		{Role: RoleTool, ToolCallID: "t2", Content: "r", ToolResultIDs: []string{"t2", "t1"}}, asst("a1"), user("u2")}
+	assert.Equal(t, []string{"s", "u1", "c1", "c2", "r", "a1", "u2"}, contents(KeepRecent(byTool, 40, 3, unitCounter)),
+		"a tool message answering both by parts")
+}
+
 // Anthropic's API refuses a transcript whose first message after the system
 // prompt is not the user's ("messages: first message must use the "user"
 // role"). Dropping the oldest messages must not leave an assistant message
@@ -563,11 +579,18 @@ func TestTheCutLeavesTheUserFirst(t *testing.T) {
 			want: []string{"s", "u1", "c3", "r3", "r4"},
 		},
 		{
-			name: "a pinned answer keeps its question",
+			name: "a pinned answer keeps its question, and an answer the cut leaves after it goes with its own",
 			in: []Message{sys("s"), user("u1"), {Role: RoleAssistant, Content: "a1", Pinned: true}, user("u2"), asst("a2"),
 				user("u3"), asst("a3"), user("u4")},
 			maxTokens: 50, keepRecent: 1,
-			want: []string{"s", "u1", "a1", "a3", "u4"},
+			want: []string{"s", "u1", "a1", "u4"},
+		},
+		{
+			name: "a recent answer after a pinned one keeps its question",
+			in: []Message{sys("s"), user("u1"), {Role: RoleAssistant, Content: "a1", Pinned: true}, user("u2"), asst("a2"),
+				user("u3"), asst("a3"), user("u4")},
+			maxTokens: 50, keepRecent: 2,
+			want: []string{"s", "u1", "a1", "u3", "a3", "u4"},
 		},
 		{
 			name:      "a conversation the assistant opened is left so",
@@ -583,6 +606,11 @@ func TestTheCutLeavesTheUserFirst(t *testing.T) {
 			assert.Equal(t, got, KeepRecent(got, tt.maxTokens, tt.keepRecent, unitCounter), "idempotent")
 			f := &fakeSummarizer{text: "sum"}
 			sum, err := Summarize(context.Background(), tt.in, tt.maxTokens+10, tt.keepRecent, unitCounter, f.summarize)
+			if len(got)*10 > tt.maxTokens {
+				// What must stay is over the budget: no room for a summary.
+				require.ErrorIs(t, err, ErrSummaryTooLong)
+				return
+			}
 			require.NoError(t, err)
 			for _, m := range sum {
 				if m.Role != RoleSystem {

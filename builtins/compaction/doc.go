@@ -16,14 +16,21 @@
 // All keep tool calls and their results together: an assistant message that requests tool
 // calls and the tool messages that answer them are kept or dropped as one unit, and a tool
 // message whose call is not in the transcript is always dropped (providers reject such
-// orphans). All keep a conversation the user opened opening with a user message (Anthropic's
-// API refuses one whose first message after the system prompt is the assistant's: "first
-// message must use the "user" role"): when dropping the oldest messages would leave an
-// assistant message first, it is dropped too, or, when it must stay (recent, pinned, a call to
-// a side-effecting tool: the last calls of a long run of tool calls after one request), the
-// user message nearest before it stays with it, over the budget if need be. All are
-// idempotent: compacting their own output again returns it unchanged. All leave their input
-// untouched and return fresh slices.
+// orphans). A message answering calls of several assistant messages (Anthropic's API merges
+// consecutive assistant messages into one turn, so a client may split the calls of a turn over
+// two and answer them in one user message) ties them into one unit: no result is kept
+// without its call, nor a call without its result. All keep a conversation the user opened
+// opening with a user message (Anthropic's API refuses one whose first message after the
+// system prompt is the assistant's: "first message must use the "user" role"), and keep the
+// cut from putting two assistant messages side by side (system messages aside) that a user
+// message stood between (a server whose chat template wants the roles to alternate refuses
+// them, and the model reads an answer without its question): when dropping messages would leave an assistant message first, or right
+// after another, it is dropped too, or, when it must stay (recent, pinned, a call to a
+// side-effecting tool: the last calls of a long run of tool calls after one request), the
+// user message nearest before it stays with it, over the budget if need be. Two assistant
+// messages the input itself put side by side stay so. All are idempotent: compacting their
+// own output again returns it unchanged. All leave their input untouched and return fresh
+// slices.
 //
 // Message is local to this package so that it has no dependency on the runtime; the runtime
 // converts its own message type at the boundary.

@@ -29,9 +29,30 @@
 // client supplies itself, the arguments of earlier tool calls, and the names a message
 // carries: its author, its tool calls' names and ids, its results' call ids, an id masked
 // alike in a call and its result; the caller's messages are
-// never modified) and streamed model output. Chat
+// never modified), the tool definitions the call offers (names, descriptions and parameter
+// schemas: a client may paste a key into a description or an enum) and the JSON Schema of its
+// response format (each schema still valid JSON), and streamed model output. Chat
 // output is released line by line, each line redacted whole, so that a secret split across
 // deltas is still caught; a PEM block is held from its BEGIN line to its END line, and a line
 // ending where a value may follow ("password:", "Bearer") with the lines that complete it.
 // See Middleware.WrapChat.
+//
+// Thinking blocks are signed by the model that wrote them, which refuses one whose text
+// changed (Anthropic's API answers 400), and the signature may carry the whole thinking
+// encrypted: a thinking block cannot be masked. One sent back whose text holds a secret is
+// left out of the call's copy (the API does not read an earlier turn's thinking); when it is the
+// last assistant message's and the call asks for thinking (a tool-use turn going on, which
+// the API refuses to continue without it), or when its message holds nothing else, the call
+// fails instead with a permanent error naming the message and the part, never the secret. A
+// redacted_thinking block is encrypted, readable by no one but the model, and goes on as it
+// is. Thinking the model streams is not relayed through the layer at all (the chat output is
+// released as text of the layer's own, and a held thinking block cannot be masked): the
+// caller gets the masked text and tool calls, without thinking blocks.
+//
+// Each text is masked on its own. A secret split across two text parts of one message, or
+// across two consecutive messages of one role, which a Claude model reads run together (its
+// API merges consecutive messages of one role into one turn), is not masked: the layer keeps
+// secrets a text carries from the model, not one a client assembles on purpose from pieces,
+// which an encoding (base64) would carry past it as well. Messages of different roles are not
+// read run together by any model: each opens with its role's markers.
 package redact

@@ -150,9 +150,13 @@ func (m *Middleware) redactResult(v any) (any, error) {
 // every message, system ones included (content and text parts), every tool
 // result (tool messages and tool_result parts; a gateway client sends the
 // results of its own tools) and the arguments of earlier tool calls (still
-// valid JSON). The caller's messages are never modified; it resends the raw
-// text with the next call, which is masked again. A text found clean is
-// recorded for the run and not scanned again.
+// valid JSON), and the tool definitions and the response format's schema
+// the call carries (mask.Transcript.Tools and Format). A thinking block sent
+// back is signed and cannot be masked: one holding a secret is left out, or
+// the call fails when the turn cannot go on without it (see thinking). The
+// caller's messages are never modified; it resends the raw text with the
+// next call, which is masked again. A text found clean is recorded for the
+// run and not scanned again.
 //
 // A secret can be split across deltas, so the layer buffers by line: text is
 // released up to the last line break that has arrived, each release redacted
@@ -170,6 +174,9 @@ func (m *Middleware) redactResult(v any) (any, error) {
 // yet the failure stays a pre-stream one for the outer layers (a retry may
 // re-invoke).
 //
+// Thinking fragments are not passed on (linehold.Stream releases text and
+// tool calls only): a signed block cannot be masked.
+//
 // Tool calls are masked whole: their argument fragments are held until the
 // stream ends (runtime.HoldToolCalls), then every string value of the
 // arguments is redacted and the calls are released, one fragment each, with
@@ -180,11 +187,21 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		return runtime.HoldToolCalls(ctx, c, next, yield, mask.Calls(m.redactor.Redact))
 	}
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
-		orig := c.Request.Messages
+		run := c.Meta.Run.ID
 		tr := mask.Transcript{Mask: m.redactor.Redact, System: true, Seen: &m.seen}
-		if red, ok := tr.Messages(c.Meta.Run.ID, orig); ok {
-			c.Request.Messages = red
-			defer func() { c.Request.Messages = orig }()
+		msgs, masked := tr.Messages(run, c.Request.Messages)
+		msgs, dropped, err := m.thinking(run, &c.Request, msgs)
+		if err != nil {
+			return err
+		}
+		tools, toolsMasked := tr.Tools(run, c.Request.Tools)
+		format, formatMasked := tr.Format(run, c.Request.ResponseFormat)
+		if masked || dropped || toolsMasked || formatMasked {
+			orig := c.Request
+			c.Request.Messages, c.Request.Tools, c.Request.ResponseFormat = msgs, tools, format
+			defer func() {
+				c.Request.Messages, c.Request.Tools, c.Request.ResponseFormat = orig.Messages, orig.Tools, orig.ResponseFormat
+			}()
 		}
 		return linehold.Stream(ctx, c, inner, yield, linehold.Filter{
 			Releasable: m.redactor.releasable,

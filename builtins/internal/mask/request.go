@@ -1,0 +1,68 @@
+package mask
+
+import (
+	"encoding/json"
+	"slices"
+
+	"github.com/agentc-dev/agentc/runtime"
+)
+
+// Tools returns a copy of the tool definitions a call offers with every
+// text the model reads masked, and whether anything was: each tool's name
+// (masked as a tool call's name is, so that a call and its definition still
+// pair), its description and its parameters' schema (its strings, object
+// keys and integral numbers: the descriptions of the parameters, an enum's
+// values, a default; still valid JSON, see Args). A client may paste a key
+// into a description or an enum. Without a change it returns defs itself;
+// defs is never modified.
+func (t Transcript) Tools(run string, defs []runtime.ToolDef) ([]runtime.ToolDef, bool) {
+	var out []runtime.ToolDef
+	for i, d := range defs {
+		name, nameMasked := t.text(run, d.Name)
+		desc, descMasked := t.text(run, d.Description)
+		params, paramsMasked := t.json(run, d.Parameters)
+		if !nameMasked && !descMasked && !paramsMasked {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(defs)
+		}
+		out[i].Name, out[i].Description, out[i].Parameters = name, desc, params
+	}
+	if out == nil {
+		return defs, false
+	}
+	return out, true
+}
+
+// Format returns a copy of a call's response format with its name and the
+// JSON Schema the output must match masked (as Tools masks a tool's
+// parameters: the model reads the schema's descriptions, enums and
+// defaults), and whether anything was; without a change, rf itself. rf is
+// never modified.
+func (t Transcript) Format(run string, rf *runtime.ResponseFormat) (*runtime.ResponseFormat, bool) {
+	if rf == nil {
+		return rf, false
+	}
+	name, nameMasked := t.text(run, rf.Name)
+	schema, schemaMasked := t.json(run, rf.Schema)
+	if !nameMasked && !schemaMasked {
+		return rf, false
+	}
+	out := *rf
+	out.Name, out.Schema = name, schema
+	return &out, true
+}
+
+// json returns a JSON document masked (Args) and whether anything was; a
+// document Mask finds nothing in is recorded for the run, as a text is.
+func (t Transcript) json(run string, raw json.RawMessage) (json.RawMessage, bool) {
+	if len(raw) == 0 || (t.Seen != nil && t.Seen.Has(run, string(raw))) {
+		return raw, false
+	}
+	red, ok := Args(raw, t.Mask)
+	if !ok && t.Seen != nil {
+		t.Seen.Add(run, string(raw))
+	}
+	return red, ok
+}

@@ -1,0 +1,184 @@
+package redact_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
+)
+
+// requestModel records each request it received.
+type requestModel struct{ seen []runtime.ChatRequest }
+
+func (m *requestModel) Stream(_ context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+	m.seen = append(m.seen, *req)
+	yield(runtime.Delta{Text: "ok"})
+	return nil
+}
+
+func redactPipeline(t *testing.T, model runtime.ModelClient) *runtime.Pipeline {
+	t.Helper()
+	return rt.Build(t, rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("redact", "")}}),
+		runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
+}
+
+const projKey = "sk-proj-abcdefghijklmnopqrstuvwx"
+
+// The tool definitions a call offers and the schema its output must match
+// are read by the model as the transcript is: a key a client pasted into a
+// description, an enum or a default is masked on the call's copy.
+func TestChatToolDefinitionsAndResponseFormat(t *testing.T) {
+	model := &requestModel{}
+	pl := redactPipeline(t, model)
+	tools := []runtime.ToolDef{
+		{Name: "deploy", Description: "deploys; use key " + awsKey,
+			Parameters: json.RawMessage(`{"type":"object","properties":{"env":{"type":"string","enum":["prod","` + projKey + `"]},"n":{"type":"integer","maximum":10}}}`)},
+		{Name: "notify", Description: "sends a message", Parameters: json.RawMessage(`{"type":"object"}`)},
+	}
+	format := &runtime.ResponseFormat{Type: runtime.FormatJSONSchema, Name: "report", Strict: true,
+		Schema: json.RawMessage(`{"type":"object","properties":{"login":{"type":"string","description":"always password=hunter22x","default":"token=` + "s3cr3tvalue123" + `"}}}`)}
+	toolsBefore, err := json.Marshal(tools)
+	require.NoError(t, err)
+	formatBefore, err := json.Marshal(format)
+	require.NoError(t, err)
+
+	_, err = pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: "go"}},
+		Tools: tools, ResponseFormat: format})
+	require.NoError(t, err)
+	require.Len(t, model.seen, 1)
+	sent := model.seen[0]
+	b, err := json.Marshal(struct {
+		Tools  []runtime.ToolDef
+		Format *runtime.ResponseFormat
+	}{sent.Tools, sent.ResponseFormat})
+	require.NoError(t, err)
+	for _, secret := range []string{awsKey, projKey, "hunter22x", "s3cr3tvalue123"} {
+		assert.NotContains(t, string(b), secret)
+	}
+	require.Len(t, sent.Tools, 2)
+	assert.Equal(t, "deploy", sent.Tools[0].Name)
+	assert.Equal(t, "deploys; use key [REDACTED:aws-access-key-id]", sent.Tools[0].Description)
+	assert.JSONEq(t, `{"type":"object","properties":{"env":{"type":"string","enum":["prod","[REDACTED:openai-key]"]},"n":{"type":"integer","maximum":10}}}`,
+		string(sent.Tools[0].Parameters), "the schema stays valid JSON, its numbers as they were")
+	assert.Equal(t, tools[1], sent.Tools[1], "a clean definition goes on as it is")
+	require.NotNil(t, sent.ResponseFormat)
+	assert.Equal(t, "report", sent.ResponseFormat.Name)
+	assert.True(t, sent.ResponseFormat.Strict)
+	assert.True(t, json.Valid(sent.ResponseFormat.Schema))
+
+	toolsAfter, err := json.Marshal(tools)
+	require.NoError(t, err)
+	formatAfter, err := json.Marshal(format)
+	require.NoError(t, err)
+	assert.Equal(t, string(toolsBefore), string(toolsAfter), "the caller's definitions are untouched")
+	assert.Equal(t, string(formatBefore), string(formatAfter), "the caller's response format is untouched")
+}
+
+// A signed thinking block cannot be masked (the model refuses one whose
+// text changed): one holding a secret is left out of the call's copy, or,
+// when the turn it belongs to cannot go on without it, the call fails.
+func TestChatThinkingBlocksSentBack(t *testing.T) {
+	secretThinking := runtime.ContentPart{Type: runtime.PartThinking, Text: "the key is " + awsKey, Signature: "sig-1"}
+	cleanThinking := runtime.ContentPart{Type: runtime.PartThinking, Text: "look it up first", Signature: "sig-2"}
+	redacted := runtime.ContentPart{Type: runtime.PartRedactedThinking, Signature: "opaque-" + awsKey}
+	call := func(id string) []runtime.ToolUse {
+		return []runtime.ToolUse{{ID: id, Name: "lookup", Arguments: json.RawMessage(`{"q":"x"}`)}}
+	}
+	transcript := func() []runtime.Message {
+		return []runtime.Message{
+			{Role: "user", Content: "find it"},
+			{Role: "assistant", Parts: []runtime.ContentPart{secretThinking, redacted}, ToolCalls: call("t1")},
+			{Role: "user", Parts: []runtime.ContentPart{{Type: runtime.PartToolResult, ToolCallID: "t1", Text: "found"}}},
+			{Role: "assistant", Content: "found it"},
+			{Role: "user", Content: "and now?"},
+			{Role: "assistant", Parts: []runtime.ContentPart{cleanThinking}, ToolCalls: call("t2")},
+			{Role: "user", Parts: []runtime.ContentPart{{Type: runtime.PartToolResult, ToolCallID: "t2", Text: "done"}}},
+		}
+	}
+	enabled := &runtime.Thinking{Type: "enabled", BudgetTokens: 2048}
+
+	t.Run("an earlier turn's block is left out", func(t *testing.T) {
+		model := &requestModel{}
+		msgs := transcript()
+		_, err := redactPipeline(t, model).Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: msgs, Thinking: enabled})
+		require.NoError(t, err)
+		require.Len(t, model.seen, 1)
+		sent := model.seen[0].Messages
+		assert.Equal(t, []runtime.ContentPart{redacted}, sent[1].Parts, "the encrypted block goes on as it is")
+		assert.Equal(t, msgs[1].ToolCalls, sent[1].ToolCalls)
+		assert.Equal(t, msgs[5], sent[5], "a clean block goes on byte for byte")
+		assert.Equal(t, transcript(), msgs, "the caller's messages are untouched")
+	})
+	t.Run("the turn going on cannot lose its block", func(t *testing.T) {
+		model := &requestModel{}
+		msgs := transcript()
+		msgs[5].Parts = []runtime.ContentPart{secretThinking}
+		_, err := redactPipeline(t, model).Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: msgs, Thinking: enabled})
+		var ce *runtime.CallError
+		require.ErrorAs(t, err, &ce)
+		assert.Equal(t, runtime.KindPermanent, ce.Kind)
+		assert.Equal(t, "redact", ce.Layer)
+		assert.Contains(t, ce.Message, "messages[5].parts[0]")
+		assert.NotContains(t, err.Error(), awsKey)
+		assert.Empty(t, model.seen, "the model is not called")
+
+		// Without thinking asked for, the API reads no earlier block: left out.
+		_, err = redactPipeline(t, model).Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: msgs})
+		require.NoError(t, err)
+		require.Len(t, model.seen, 1)
+		assert.Empty(t, model.seen[0].Messages[5].Parts)
+		assert.Equal(t, msgs[5].ToolCalls, model.seen[0].Messages[5].ToolCalls)
+	})
+	t.Run("a message that is nothing but the block", func(t *testing.T) {
+		model := &requestModel{}
+		msgs := transcript()
+		msgs[3] = runtime.Message{Role: "assistant", Parts: []runtime.ContentPart{secretThinking}}
+		_, err := redactPipeline(t, model).Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: msgs, Thinking: enabled})
+		var ce *runtime.CallError
+		require.ErrorAs(t, err, &ce)
+		assert.Contains(t, ce.Message, "messages[3].parts[0]")
+		assert.Empty(t, model.seen)
+	})
+}
+
+// Thinking the model streams is never relayed through the layer: its text
+// cannot be masked without breaking its signature, so the blocks are held
+// back whole, and the text is masked as always.
+func TestChatStreamedThinkingIsNotRelayed(t *testing.T) {
+	model := rt.NewModel(rt.Response{Stream: []runtime.Delta{
+		{Thinking: &runtime.ThinkingDelta{Index: 0}},
+		{Thinking: &runtime.ThinkingDelta{Index: 0, Text: "the user's key is " + awsKey[:8]}},
+		{Thinking: &runtime.ThinkingDelta{Index: 0, Text: awsKey[8:]}},
+		{Thinking: &runtime.ThinkingDelta{Index: 0, Signature: "sig"}},
+		{Thinking: &runtime.ThinkingDelta{Index: 1, Redacted: true, Signature: "opaque"}},
+		{Text: "your key is " + awsKey + "\n", FinishReason: runtime.FinishStop},
+	}})
+	pl := redactPipeline(t, model)
+	var got []runtime.Delta
+	resp, err := pl.Stream(context.Background(), runtime.ChatRequest{Model: "primary"}, func(d runtime.Delta) bool {
+		got = append(got, d)
+		return true
+	})
+	require.NoError(t, err)
+	text := ""
+	for _, d := range got {
+		assert.Nil(t, d.Thinking, "no thinking fragment gets past the layer")
+		text += d.Text
+	}
+	assert.Equal(t, "your key is [REDACTED:aws-access-key-id]\n", text)
+	assert.Equal(t, len(got), resp.Deltas)
+
+	done, err := redactPipeline(t, rt.NewModel(rt.Response{Stream: []runtime.Delta{
+		{Thinking: &runtime.ThinkingDelta{Index: 0, Text: "key " + awsKey, Signature: "sig"}},
+		{Text: "ok"},
+	}})).Complete(context.Background(), runtime.ChatRequest{Model: "primary"})
+	require.NoError(t, err)
+	assert.Empty(t, done.Thinking)
+	assert.Equal(t, "ok", done.Text)
+}
