@@ -194,17 +194,24 @@ field of fixed values (a log's level, a rate_limit's mode, an on_error)
 compared with a string it never takes (outer.level == 'debugg') is an
 error, since the schema refuses any other value and the constraint never
 applies.`},
-	{ruleUncheckedKey, dsl.Warning, "admit reads a metadata key without testing it first", `
-The admit predicate reads item.metadata.KEY (or item.metadata['KEY'])
-where no presence test guards it. item.metadata holds whatever the
-retriever attached: for an item without the key the read fails, and admit
-fails closed, so the item is dropped even where the predicate meant to
-keep it (item.metadata.tier != 'inferred' drops every item without a
-tier), unless the rest of the predicate decides it (in
+	{ruleUncheckedKey, dsl.Warning, "a predicate reads a key of an optional map without testing it first", `
+A predicate reads a key of a map whose keys nothing guarantees, where no
+presence test guards the read: item.metadata.KEY in admit (whatever the
+retriever attached), run.meta.KEY (what the host gave the run),
+session.meta.KEY in the turn stage, request.params.metadata.KEY in the
+chat stage (what the caller sent), written m.KEY or m['KEY']. Where the key
+is absent the read fails, and the predicate fails as its place does on an
+evaluation error, which the message says: admit fails closed (the item is
+dropped even where the predicate meant to keep it: item.metadata.tier !=
+'inferred' drops every item without a tier); a guard with on_error
+"closed" blocks the call (deny: "run.meta.tier == 'free'" blocks every
+call of a run without a tier), one with on_error "open" lets it through
+unchecked; an entry's when applies its layer; a state handler refuses the
+value. That holds unless the rest of the predicate decides it (in
 item.metadata.tier == 'gold' || item.score > 0.9 an item without a tier
-is admitted when its score is above 0.9, and refused otherwise). Test the key first, !has(item.metadata.tier) || ... or
-'tier' in item.metadata && ..., or read it with a default,
-item.metadata.?tier.orValue('').`},
+is admitted when its score is above 0.9, and refused otherwise). Test the
+key first, !has(run.meta.tier) || ... or 'tier' in run.meta && ..., or
+read it with a default, run.meta.?tier.orValue('').`},
 }
 
 // Rules lists every rule id the compiler reports, with its severity, title
