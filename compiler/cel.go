@@ -199,7 +199,7 @@ func (c *Compilation) checkPredicate(x *dsl.Expr, stage predicate.Stage, phase p
 		return
 	}
 	c.checkOptionalKeys(x, checked, keyFailure(kind, field, onError))
-	c.checkLiterals(x, stage, tools, checked)
+	c.checkLiterals(x, stage, tools, checked.Literals)
 	if stage == predicate.Tool && phase == predicate.After && slices.Contains(checked.Reads, "result") {
 		c.checkResultReads(x, tools)
 	}
@@ -259,6 +259,9 @@ func identOffset(src, name string) int {
 // in the environment of the run's trace (agentc prove evaluates it).
 func (c *Compilation) checkInvariant(x *dsl.Expr) {
 	_, issues := invariant.Compile(x.Source)
+	if len(issues) == 0 {
+		c.checkInvariantReads(x)
+	}
 	for _, is := range issues {
 		rule := predicate.RuleType
 		if is.Syntax {

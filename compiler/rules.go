@@ -133,7 +133,13 @@ lists the field is an error, with the closest field (the read fails
 whenever the result lacks it, and has() of it is always false, so a deny
 testing it never fires). A result_schema that leaves the result open
 (additionalProperties, patternProperties, a composition or a reference)
-is not checked.`},
+is not checked. A custom invariant's reads are checked against the run's
+trace as agentc run -json prints it: a field the trace does not have
+(executions.tool, audit.all(a, a.tol == ...), meter.cals) or a model or
+tool the policy does not declare read from executions
+(executions.tools.refnd) is an error, with the closest name: the read
+fails on every run and prove reports the invariant violated, whatever the
+policy does (and has() of it is always false).`},
 	{"cel/not-bool", dsl.Error, "a predicate whose type is not bool", `
 A predicate type-checks but does not yield a bool (args.amount rather than
 args.amount > 100.0), so it could never decide.`},
@@ -193,7 +199,12 @@ against the schemas of the layers its outer and inner designate: a config
 field of fixed values (a log's level, a rate_limit's mode, an on_error)
 compared with a string it never takes (outer.level == 'debugg') is an
 error, since the schema refuses any other value and the constraint never
-applies.`},
+applies. So is, in a custom invariant, target.name compared with a name
+that is neither a declared model nor a declared tool, an audit record's
+tool with an undeclared tool, target.stage with anything but chat or tool,
+or 'refnd' in executions.tools: prove calls only what the policy declares,
+so target.name != 'refnd' || ... is always true and the invariant never
+fires.`},
 	{ruleUncheckedKey, dsl.Warning, "a predicate reads a key of an optional map without testing it first", `
 A predicate reads a key of a map whose keys nothing guarantees, where no
 presence test guards the read: item.metadata.KEY in admit (whatever the
