@@ -40,12 +40,7 @@ invariants: custom: {
 	fine:   "size(audit) <= 2 && !crashed"
 }
 `)
-	c, err := Compile(context.Background(), []string{dir}, Options{})
-	require.NoError(t, err)
-	var got []string
-	for _, d := range c.Diagnostics {
-		got = append(got, d.Pos.String()[len(d.Pos.File)+1:]+" "+d.Rule)
-	}
+	c, got := compileDiagnostics(t, dir, "", false)
 	assert.Equal(t, []string{"4:38 cel/syntax", "5:11 cel/type", "6:11 cel/type"}, got, "%v", c.Diagnostics)
 	assert.Nil(t, c.Plan)
 }
@@ -70,12 +65,7 @@ invariants: custom: {
 	fine:     "target.name != 'refund' || executions.tools.refund <= 1 && executions.models['primary'] >= 0 && steps.all(s, s.outcome != 'in_doubt' && s.steps.all(n, n.attempts <= 3)) && audit.all(a, a.tool == 'refund' && a.decision != 'failed')"
 }
 `)
-	c, err := Compile(context.Background(), []string{dir}, Options{})
-	require.NoError(t, err)
-	var got []string
-	for _, d := range c.Diagnostics {
-		got = append(got, d.Pos.String()[len(d.Pos.File)+1:]+" "+d.Rule+": "+d.Message)
-	}
+	_, got := compileDiagnostics(t, dir, "", true)
 	assert.Equal(t, []string{
 		"6:24 cel/type: invariant: executions has no field 'tool' (its fields: models, retrievals, tools): the read fails on every run, and prove reports the invariant violated; did you mean 'tools'?",
 		"7:30 cel/type: invariant: executions.tools has no key 'refnd': its keys are the declared tools (refund), so the read fails on every run, and prove reports the invariant violated; did you mean 'refund'?",
@@ -87,4 +77,25 @@ invariants: custom: {
 		"13:29 cel/unknown-value: invariant: target.stage is never 'turn': it is one of the stages prove calls ('chat', 'tool'), so target.stage == 'turn' is always false",
 		"13:65 cel/type: invariant: meter has no field 'cals' (its fields: calls, input_tokens, output_tokens, usd): the read fails on every run, and prove reports the invariant violated; did you mean 'calls'?",
 	}, got)
+}
+
+// compileDiagnostics compiles the policy in dir and returns its
+// diagnostics of the given rule (every rule when it is ""), each as
+// "line:col rule", followed by ": message" when withMessage is set.
+func compileDiagnostics(t *testing.T, dir, rule string, withMessage bool) (*Compilation, []string) {
+	t.Helper()
+	c, err := Compile(context.Background(), []string{dir}, Options{})
+	require.NoError(t, err)
+	var got []string
+	for _, d := range c.Diagnostics {
+		if rule != "" && d.Rule != rule {
+			continue
+		}
+		line := d.Pos.String()[len(d.Pos.File)+1:] + " " + d.Rule
+		if withMessage {
+			line += ": " + d.Message
+		}
+		got = append(got, line)
+	}
+	return c, got
 }

@@ -1,11 +1,9 @@
 package compiler
 
 import (
-	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 func TestNameList(t *testing.T) {
@@ -31,20 +29,13 @@ state: fields: limit: {
 	on_set: [{deny: "run.meta.tier == 'free'"}, {set: "run.meta.cap"}]
 }
 `)
-	c, err := Compile(context.Background(), []string{dir}, Options{})
-	require.NoError(t, err)
-	var got []string
-	for _, d := range c.Diagnostics {
-		if d.Rule == ruleUncheckedKey {
-			got = append(got, d.Pos.String()[len(d.Pos.File)+1:]+" "+d.Message)
-		}
-	}
+	c, got := compileDiagnostics(t, dir, ruleUncheckedKey, true)
 	assert.Equal(t, []string{
-		`4:23 where item.metadata has no key "tier", reading it fails, and admit fails closed: the item is dropped, unless the rest of the predicate decides it; test it first (!has(item.metadata.tier) || ...) or read item.metadata.?tier.orValue(...)`,
-		`6:47 where run.meta has no key "tier", reading it fails, and the guard fails open (on_error "open"): the call passes unchecked, unless the rest of the predicate decides it; test it first (!has(run.meta.tier) || ...) or read run.meta.?tier.orValue(...)`,
-		`7:49 where run.meta has no key "tier", reading it fails, and the guard fails closed (on_error "closed"): the call is blocked, unless the rest of the predicate decides it; test it first (!has(run.meta.tier) || ...) or read run.meta.?tier.orValue(...)`,
-		`7:76 where run.meta has no key "x-y", reading it fails, and the guard fails closed (on_error "closed"): the call is blocked, unless the rest of the predicate decides it; test it first (!('x-y' in run.meta) || ...) or read run.meta[?'x-y'].orValue(...)`,
-		`12:28 where run.meta has no key "tier", reading it fails, and the handler fails closed: the value is refused, unless the rest of the predicate decides it; test it first (!has(run.meta.tier) || ...) or read run.meta.?tier.orValue(...)`,
-		`12:62 where run.meta has no key "cap", reading it fails, and the set handler fails: the value is refused, unless the rest of the predicate decides it; test it first (!has(run.meta.cap) || ...) or read run.meta.?cap.orValue(...)`,
+		`4:23 cel/unchecked-key: where item.metadata has no key "tier", reading it fails, and admit fails closed: the item is dropped, unless the rest of the predicate decides it; test it first (!has(item.metadata.tier) || ...) or read item.metadata.?tier.orValue(...)`,
+		`6:47 cel/unchecked-key: where run.meta has no key "tier", reading it fails, and the guard fails open (on_error "open"): the call passes unchecked, unless the rest of the predicate decides it; test it first (!has(run.meta.tier) || ...) or read run.meta.?tier.orValue(...)`,
+		`7:49 cel/unchecked-key: where run.meta has no key "tier", reading it fails, and the guard fails closed (on_error "closed"): the call is blocked, unless the rest of the predicate decides it; test it first (!has(run.meta.tier) || ...) or read run.meta.?tier.orValue(...)`,
+		`7:76 cel/unchecked-key: where run.meta has no key "x-y", reading it fails, and the guard fails closed (on_error "closed"): the call is blocked, unless the rest of the predicate decides it; test it first (!('x-y' in run.meta) || ...) or read run.meta[?'x-y'].orValue(...)`,
+		`12:28 cel/unchecked-key: where run.meta has no key "tier", reading it fails, and the handler fails closed: the value is refused, unless the rest of the predicate decides it; test it first (!has(run.meta.tier) || ...) or read run.meta.?tier.orValue(...)`,
+		`12:62 cel/unchecked-key: where run.meta has no key "cap", reading it fails, and the set handler fails: the value is refused, unless the rest of the predicate decides it; test it first (!has(run.meta.cap) || ...) or read run.meta.?cap.orValue(...)`,
 	}, got, "%v", c.Diagnostics)
 }
