@@ -24,7 +24,7 @@ import (
 func compileCEL(_ context.Context, c *Compilation) error {
 	p := c.Policy
 	if p.Admit != nil {
-		c.checkPredicate(p.Admit, predicate.Admit, predicate.Before, nil, "", "admit")
+		c.checkPredicate(p.Admit, predicate.Admit, predicate.Before, nil, "", "admit", "")
 	}
 	if p.Invariants != nil {
 		for _, name := range sortedNames(p.Invariants.Custom) {
@@ -35,7 +35,7 @@ func compileCEL(_ context.Context, c *Compilation) error {
 	for _, stage := range dsl.Stages {
 		for _, e := range p.Chains[stage] {
 			if e.When != nil {
-				c.checkPredicate(e.When, predicate.Stage(stage), predicate.Before, e.Tools, "when", "when")
+				c.checkPredicate(e.When, predicate.Stage(stage), predicate.Before, e.Tools, "when", "when", "")
 			}
 			phase := predicate.Before
 			if ph, ok := e.Fields["phase"].(string); ok && ph != "" {
@@ -43,7 +43,8 @@ func compileCEL(_ context.Context, c *Compilation) error {
 			}
 			for _, f := range predicateFields[e.Use] {
 				if x := e.Expr(f); x != nil {
-					c.checkPredicate(x, predicate.Stage(stage), phase, e.Tools, e.Use, f)
+					onError, _ := e.Fields["on_error"].(string)
+					c.checkPredicate(x, predicate.Stage(stage), phase, e.Tools, e.Use, f, onError)
 				}
 			}
 		}
@@ -154,7 +155,10 @@ func stageHint(msg string, stage predicate.Stage) string {
 	return fmt.Sprintf(": %s is a variable of %s; a %s predicate reads %s", name, where, stage, reads)
 }
 
-func (c *Compilation) checkPredicate(x *dsl.Expr, stage predicate.Stage, phase predicate.Phase, tools []string, kind, field string) {
+// checkPredicate checks one predicate of an entry (kind names its builtin,
+// or is "when"; field is the config field holding it, onError the entry's
+// on_error) or the policy's admit (kind "", field "admit").
+func (c *Compilation) checkPredicate(x *dsl.Expr, stage predicate.Stage, phase predicate.Phase, tools []string, kind, field, onError string) {
 	var schemas []json.RawMessage
 	if stage == predicate.Tool {
 		schemas = c.argsSchemas(tools)
@@ -194,10 +198,8 @@ func (c *Compilation) checkPredicate(x *dsl.Expr, stage predicate.Stage, phase p
 	if checked == nil {
 		return
 	}
-	if stage == predicate.Admit {
-		c.checkMetadataKeys(x, checked)
-	}
-	c.checkLiterals(x, stage, tools, checked)
+	c.checkOptionalKeys(x, checked, keyFailure(kind, field, onError))
+	c.checkLiterals(x, stage, tools, checked.Literals)
 	if stage == predicate.Tool && phase == predicate.After && slices.Contains(checked.Reads, "result") {
 		c.checkResultReads(x, tools)
 	}
@@ -257,6 +259,9 @@ func identOffset(src, name string) int {
 // in the environment of the run's trace (agentc prove evaluates it).
 func (c *Compilation) checkInvariant(x *dsl.Expr) {
 	_, issues := invariant.Compile(x.Source)
+	if len(issues) == 0 {
+		c.checkInvariantReads(x)
+	}
 	for _, is := range issues {
 		rule := predicate.RuleType
 		if is.Syntax {

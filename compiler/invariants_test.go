@@ -40,12 +40,62 @@ invariants: custom: {
 	fine:   "size(audit) <= 2 && !crashed"
 }
 `)
+	c, got := compileDiagnostics(t, dir, "", false)
+	assert.Equal(t, []string{"4:38 cel/syntax", "5:11 cel/type", "6:11 cel/type"}, got, "%v", c.Diagnostics)
+	assert.Nil(t, c.Plan)
+}
+
+// An invariant's reads are checked against the trace: a field the trace
+// does not have, a model or tool the policy does not declare, a name or a
+// stage compared with a value the trace never holds.
+func TestInvariantsReadTheTrace(t *testing.T) {
+	dir := writePolicy(t, `package p
+
+models: primary: {}
+tools: refund: side_effecting: true
+invariants: custom: {
+	field:    "executions.tool.refund <= 1"
+	key:      "executions.tools.refnd <= 1"
+	name:     "target.name != 'refnd' || size(audit) <= 1"
+	in_keys:  "!('refnd' in executions.tools)"
+	record:   "audit.all(a, a.tol != 'x')"
+	tool:     "audit.exists(a, a.tool in ['refund', 'refnd'])"
+	step:     "steps.all(s, !has(s.error) || s.error.knd != 'timeout')"
+	stage:    "target.stage == 'turn' || meter.usd <= 1.0 && meter.cals <= 3"
+	fine:     "target.name != 'refund' || executions.tools.refund <= 1 && executions.models['primary'] >= 0 && steps.all(s, s.outcome != 'in_doubt' && s.steps.all(n, n.attempts <= 3)) && audit.all(a, a.tool == 'refund' && a.decision != 'failed')"
+}
+`)
+	_, got := compileDiagnostics(t, dir, "", true)
+	assert.Equal(t, []string{
+		"6:24 cel/type: invariant: executions has no field 'tool' (its fields: models, retrievals, tools): the read fails on every run, and prove reports the invariant violated; did you mean 'tools'?",
+		"7:30 cel/type: invariant: executions.tools has no key 'refnd': its keys are the declared tools (refund), so the read fails on every run, and prove reports the invariant violated; did you mean 'refund'?",
+		"8:28 cel/unknown-value: invariant: target.name is never 'refnd': it is one of the declared models and tools ('primary', 'refund'; prove calls no other), so target.name != 'refnd' is always true; did you mean 'refund'?",
+		"9:15 cel/unknown-value: invariant: 'refnd' in executions.tools is always false: its keys are the declared tools (refund); did you mean 'refund'?",
+		"10:28 cel/type: invariant: audit[] has no field 'tol' (its fields: attempts, decision, error_message, error_type, grounding, layer, stage, tool): the read fails on every run, and prove reports the invariant violated; did you mean 'tool'?",
+		"11:50 cel/unknown-value: invariant: audit[].tool is never 'refnd': it is one of the declared tools ('refund'; prove calls no other), so 'refnd' in the list never matches (its other values may); did you mean 'refund'?",
+		"12:51 cel/type: invariant: steps[].error has no field 'knd' (its fields: kind, layer, message): the read fails on every run, and prove reports the invariant violated; did you mean 'kind'?",
+		"13:29 cel/unknown-value: invariant: target.stage is never 'turn': it is one of the stages prove calls ('chat', 'tool'), so target.stage == 'turn' is always false",
+		"13:65 cel/type: invariant: meter has no field 'cals' (its fields: calls, input_tokens, output_tokens, usd): the read fails on every run, and prove reports the invariant violated; did you mean 'calls'?",
+	}, got)
+}
+
+// compileDiagnostics compiles the policy in dir and returns its
+// diagnostics of the given rule (every rule when it is ""), each as
+// "line:col rule", followed by ": message" when withMessage is set.
+func compileDiagnostics(t *testing.T, dir, rule string, withMessage bool) (*Compilation, []string) {
+	t.Helper()
 	c, err := Compile(context.Background(), []string{dir}, Options{})
 	require.NoError(t, err)
 	var got []string
 	for _, d := range c.Diagnostics {
-		got = append(got, d.Pos.String()[len(d.Pos.File)+1:]+" "+d.Rule)
+		if rule != "" && d.Rule != rule {
+			continue
+		}
+		line := d.Pos.String()[len(d.Pos.File)+1:] + " " + d.Rule
+		if withMessage {
+			line += ": " + d.Message
+		}
+		got = append(got, line)
 	}
-	assert.Equal(t, []string{"4:38 cel/syntax", "5:11 cel/type", "6:11 cel/type"}, got, "%v", c.Diagnostics)
-	assert.Nil(t, c.Plan)
+	return c, got
 }

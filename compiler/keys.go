@@ -10,26 +10,69 @@ import (
 	"github.com/agentc-dev/agentc/runtime/predicate"
 )
 
-// ruleUncheckedKey is the warning for an admit predicate that reads a
-// metadata key without testing it first.
+// ruleUncheckedKey is the warning for a predicate that reads a key of an
+// optional map (item.metadata, run.meta, session.meta, a request's
+// metadata) without testing it first.
 const ruleUncheckedKey = "cel/unchecked-key"
 
-// checkMetadataKeys warns about each read of item.metadata.KEY in an admit
-// predicate that no presence test guards: for an item without the key the
-// read fails, and the item is refused unless the rest of the predicate
-// decides it (the other side of an || that is true, of an && that is
-// false).
-func (c *Compilation) checkMetadataKeys(x *dsl.Expr, checked *predicate.Checked) {
+// optionalMaps are the map-typed inputs of the predicates whose keys are
+// whatever the host, the caller or the retriever put there: none is ever
+// known to be present.
+var optionalMaps = []string{"item.metadata", "run.meta", "session.meta", "request.params.metadata"}
+
+// keyFailure says what a predicate's evaluation error does at run time, for
+// a predicate of the given kind ("when", "guard", "state" or "" for admit)
+// and field, onError being a guard's on_error.
+func keyFailure(kind, field, onError string) string {
+	switch {
+	case field == "admit":
+		return "admit fails closed: the item is dropped"
+	case kind == "when":
+		return "the when fails, which applies the layer: it runs for that call whatever the condition says"
+	case kind == "guard" && onError == "open":
+		return `the guard fails open (on_error "open"): the call passes unchecked`
+	case kind == "guard":
+		return `the guard fails closed (on_error "closed"): the call is blocked`
+	case kind == "state" && field == "set":
+		return "the set handler fails: the value is refused"
+	case kind == "state":
+		return "the handler fails closed: the value is refused"
+	}
+	return "the predicate fails"
+}
+
+// checkOptionalKeys warns about each read of a key of an optional map
+// (item.metadata.KEY, run.meta.KEY, ...) that no presence test guards:
+// where the key is absent the read fails, and the predicate fails as
+// failure says, unless the rest of it decides it (the other side of an ||
+// that is true, of an && that is false).
+func (c *Compilation) checkOptionalKeys(x *dsl.Expr, checked *predicate.Checked, failure string) {
 	var seen []string
 	for _, r := range checked.KeyReads {
-		if r.Map != "item.metadata" || r.Tested || slices.Contains(seen, r.Key) {
+		if !slices.Contains(optionalMaps, r.Map) || r.Tested || slices.Contains(seen, r.Map+"."+r.Key) {
 			continue
 		}
-		seen = append(seen, r.Key)
+		seen = append(seen, r.Map+"."+r.Key)
+		test := fmt.Sprintf("!has(%s.%s)", r.Map, r.Key)
+		read := fmt.Sprintf("%s.?%s.orValue(...)", r.Map, r.Key)
+		if !isIdent(r.Key) {
+			test = fmt.Sprintf("!('%s' in %s)", r.Key, r.Map)
+			read = fmt.Sprintf("%s[?'%s'].orValue(...)", r.Map, r.Key)
+		}
 		c.report(dsl.Warnf(x.PosAt(r.Offset), ruleUncheckedKey,
-			"an item without metadata key %q is refused unless the rest of the predicate decides it: reading the key fails, and admit fails closed; test it first (!has(item.metadata.%s) || ...) or read item.metadata.?%s.orValue(...)",
-			r.Key, r.Key, r.Key))
+			"where %s has no key %q, reading it fails, and %s, unless the rest of the predicate decides it; test it first (%s || ...) or read %s",
+			r.Map, r.Key, failure, test, read))
 	}
+}
+
+// isIdent reports whether s is a CEL identifier, so that m.s selects it.
+func isIdent(s string) bool {
+	for i, r := range s {
+		if r != '_' && (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') && (i == 0 || r < '0' || r > '9') {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // checkUndeclaredArgs reports, for a tool-stage predicate of an entry not

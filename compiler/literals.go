@@ -63,6 +63,20 @@ func (c *Compilation) knownValues(path string, stage predicate.Stage, tools []st
 			return valueSet{values: turnStatuses, what: "the statuses a turn guard sees",
 				why: "; a turn that ended blocked, over budget or in doubt is returned as it ended, without running the guard", sev: dsl.Error}, true
 		}
+	case "target.name":
+		if stage == invariantStage {
+			// prove calls each declared model and tool.
+			names := slices.Sorted(slices.Values(append(sortedNames(p.Models), sortedNames(p.Tools)...)))
+			return valueSet{values: names, what: "the declared models and tools", why: "; prove calls no other", sev: dsl.Error}, true
+		}
+	case "target.stage":
+		if stage == invariantStage {
+			return valueSet{values: []string{"chat", "tool"}, what: "the stages prove calls", sev: dsl.Error}, true
+		}
+	case "audit[].tool":
+		if stage == invariantStage {
+			return valueSet{values: sortedNames(p.Tools), what: "the declared tools", why: "; prove calls no other", sev: dsl.Error}, true
+		}
 	case "messages[].role", "request.messages[].role":
 		if stage == predicate.Chat {
 			// A host may build messages of other roles: a warning.
@@ -79,14 +93,14 @@ func (c *Compilation) knownValues(path string, stage predicate.Stage, tools []st
 // scope: a tool-stage entry scoped to tools sees those only. A constant of
 // an in list that also holds a value the field may take is a warning: it
 // is dead, the test is not.
-func (c *Compilation) checkLiterals(x *dsl.Expr, stage predicate.Stage, tools []string, checked *predicate.Checked) {
+func (c *Compilation) checkLiterals(x *dsl.Expr, stage predicate.Stage, tools []string, literals []predicate.Literal) {
 	live := map[int]bool{} // in lists with a constant the field may hold
-	for _, l := range checked.Literals {
+	for _, l := range literals {
 		if set, ok := c.knownValues(l.Path, stage, tools); ok && l.List > 0 && slices.Contains(set.values, l.Value) {
 			live[l.List] = true
 		}
 	}
-	for _, l := range checked.Literals {
+	for _, l := range literals {
 		set, ok := c.knownValues(l.Path, stage, tools)
 		if !ok || slices.Contains(set.values, l.Value) {
 			continue
@@ -109,6 +123,9 @@ func (c *Compilation) checkLiterals(x *dsl.Expr, stage predicate.Stage, tools []
 		}
 		msg := fmt.Sprintf("%s is never '%s': it is one of %s (%s%s), so %s",
 			l.Path, l.Value, set.what, nameList(quoted), set.why, outcome)
+		if stage == invariantStage {
+			msg = "invariant: " + msg
+		}
 		if best := textdist.Closest(l.Value, set.values); best != "" {
 			msg += fmt.Sprintf("; did you mean '%s'?", best)
 		}

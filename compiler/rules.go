@@ -133,7 +133,13 @@ lists the field is an error, with the closest field (the read fails
 whenever the result lacks it, and has() of it is always false, so a deny
 testing it never fires). A result_schema that leaves the result open
 (additionalProperties, patternProperties, a composition or a reference)
-is not checked.`},
+is not checked. A custom invariant's reads are checked against the run's
+trace as agentc run -json prints it: a field the trace does not have
+(executions.tool, audit.all(a, a.tol == ...), meter.cals) or a model or
+tool the policy does not declare read from executions
+(executions.tools.refnd) is an error, with the closest name: the read
+fails on every run and prove reports the invariant violated, whatever the
+policy does (and has() of it is always false).`},
 	{"cel/not-bool", dsl.Error, "a predicate whose type is not bool", `
 A predicate type-checks but does not yield a bool (args.amount rather than
 args.amount > 100.0), so it could never decide.`},
@@ -193,18 +199,30 @@ against the schemas of the layers its outer and inner designate: a config
 field of fixed values (a log's level, a rate_limit's mode, an on_error)
 compared with a string it never takes (outer.level == 'debugg') is an
 error, since the schema refuses any other value and the constraint never
-applies.`},
-	{ruleUncheckedKey, dsl.Warning, "admit reads a metadata key without testing it first", `
-The admit predicate reads item.metadata.KEY (or item.metadata['KEY'])
-where no presence test guards it. item.metadata holds whatever the
-retriever attached: for an item without the key the read fails, and admit
-fails closed, so the item is dropped even where the predicate meant to
-keep it (item.metadata.tier != 'inferred' drops every item without a
-tier), unless the rest of the predicate decides it (in
+applies. So is, in a custom invariant, target.name compared with a name
+that is neither a declared model nor a declared tool, an audit record's
+tool with an undeclared tool, target.stage with anything but chat or tool,
+or 'refnd' in executions.tools: prove calls only what the policy declares,
+so target.name != 'refnd' || ... is always true and the invariant never
+fires.`},
+	{ruleUncheckedKey, dsl.Warning, "a predicate reads a key of an optional map without testing it first", `
+A predicate reads a key of a map whose keys nothing guarantees, where no
+presence test guards the read: item.metadata.KEY in admit (whatever the
+retriever attached), run.meta.KEY (what the host gave the run),
+session.meta.KEY in the turn stage, request.params.metadata.KEY in the
+chat stage (what the caller sent), written m.KEY or m['KEY']. Where the key
+is absent the read fails, and the predicate fails as its place does on an
+evaluation error, which the message says: admit fails closed (the item is
+dropped even where the predicate meant to keep it: item.metadata.tier !=
+'inferred' drops every item without a tier); a guard with on_error
+"closed" blocks the call (deny: "run.meta.tier == 'free'" blocks every
+call of a run without a tier), one with on_error "open" lets it through
+unchecked; an entry's when applies its layer; a state handler refuses the
+value. That holds unless the rest of the predicate decides it (in
 item.metadata.tier == 'gold' || item.score > 0.9 an item without a tier
-is admitted when its score is above 0.9, and refused otherwise). Test the key first, !has(item.metadata.tier) || ... or
-'tier' in item.metadata && ..., or read it with a default,
-item.metadata.?tier.orValue('').`},
+is admitted when its score is above 0.9, and refused otherwise). Test the
+key first, !has(run.meta.tier) || ... or 'tier' in run.meta && ..., or
+read it with a default, run.meta.?tier.orValue('').`},
 }
 
 // Rules lists every rule id the compiler reports, with its severity, title

@@ -73,6 +73,11 @@ func (c *Compilation) checkStateExpr(x *dsl.Expr, op string, valueSchema, stateS
 	if checked == nil {
 		return
 	}
+	field := "deny"
+	if value {
+		field = "set"
+	}
+	c.checkOptionalKeys(x, checked, keyFailure("state", field, ""))
 	if !value {
 		c.checkConstant(x, env, checked, "state", "deny")
 	}

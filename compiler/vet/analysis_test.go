@@ -304,3 +304,21 @@ func TestBuiltinConstraintWhens(t *testing.T) {
 	}
 	assert.NotZero(t, n)
 }
+
+// A hedge started too late for the retry outside it is reported at its
+// delay, with the retry's attempt_timeout as the related position.
+func TestInertHedgePositions(t *testing.T) {
+	a := analyze(t, `package p
+models: {primary: {}, backup: {}}
+chains: chat: [
+	{use: "retry", attempt_timeout: "500ms"},
+	{use: "hedge", models: ["primary", "backup"], delay: "1s"},
+]
+`)
+	ds := vet.Run(a, vet.Inert)
+	require.Len(t, ds, 1, "%v", ds)
+	assert.Equal(t, dsl.Warning, ds[0].Severity)
+	assert.Equal(t, [2]int{5, 55}, [2]int{ds[0].Pos.Line, ds[0].Pos.Col})
+	require.Len(t, ds[0].Related, 1)
+	assert.Equal(t, [2]int{4, 34}, [2]int{ds[0].Related[0].Pos.Line, ds[0].Related[0].Pos.Col})
+}

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"path"
 	"slices"
+	"time"
 
 	"github.com/agentc-dev/agentc/dsl"
 )
@@ -57,16 +58,27 @@ the ceiling is never reached and the meter refuses nothing on its account: an er
 some models have a price and others not, calls to those others are never
 counted: a warning, unless the meter has a when (it may apply to the
 priced models only); a model that is free, such as one served locally,
-says so with usd_per_mtok_in: 0 and is not counted there.`,
+says so with usd_per_mtok_in: 0 and is not counted there.
+
+A hedge starts its next model after delay, the one after that a delay
+later, but a retry outside it (without a when) cancels the attempt, and
+the race with it, once its attempt_timeout has passed without a delta. A
+backup due no sooner than that never races a slow model: the hedge moves
+on only when a model fails at once. A warning at the hedge's delay, with
+the retry's attempt_timeout as the related position; make delay shorter,
+or place the hedge outside the retry.`,
 	Run: func(p *Pass) {
 		for _, stage := range dsl.Stages {
 			for _, e := range p.Policy.Chains[stage] {
 				p.inertMatchers(e)
 			}
 		}
-		for _, e := range p.Policy.Chains["chat"] {
-			if e.Use == "meter" {
+		for i, e := range p.Policy.Chains["chat"] {
+			switch e.Use {
+			case "meter":
 				p.inertMeterUSD(e)
+			case "hedge":
+				p.inertHedge(e, p.Policy.Chains["chat"][:i])
 			}
 		}
 		for _, e := range p.Policy.Chains["tool"] {
@@ -126,6 +138,50 @@ func (p *Pass) inertMeterUSD(e *dsl.Entry) {
 		p.Report(dsl.Diagnostic{Pos: pos, Severity: dsl.Warning, Related: rel,
 			Message: fmt.Sprintf("%s budget.usd counts dollars at the models' prices, and %s has none: its calls cost $0 and the ceiling never stops them; give it usd_per_mtok_in and usd_per_mtok_out (0 for a model that is free), or scope the meter with when: to the priced models", e.Ref(), andList(free))})
 	}
+}
+
+// inertHedge reports a hedge whose backups start no sooner than a retry
+// outside it (one without a when, which applies to every call the hedge
+// sees) ends the attempt: the hedge's context is cancelled first, so a
+// slow model is never raced. The model started k-th is due after k delays.
+func (p *Pass) inertHedge(e *dsl.Entry, outside []*dsl.Entry) {
+	delay, err := time.ParseDuration(stringField(e, "delay"))
+	if err != nil || delay <= 0 {
+		return
+	}
+	var retry *dsl.Entry
+	var timeout time.Duration
+	for _, o := range outside {
+		if o.Use != "retry" || o.When != nil {
+			continue
+		}
+		d, err := time.ParseDuration(stringField(o, "attempt_timeout"))
+		if err != nil || d <= 0 || retry != nil && d >= timeout {
+			continue
+		}
+		retry, timeout = o, d
+	}
+	if retry == nil {
+		return
+	}
+	models := stringList(e.Fields["models"])
+	var late []string
+	for k := 1; k < len(models); k++ {
+		if time.Duration(k)*delay >= timeout {
+			late = append(late, models[k])
+		}
+	}
+	if len(late) == 0 {
+		return
+	}
+	rel := []dsl.Related{{Pos: retry.FieldPos("attempt_timeout"), Message: fmt.Sprintf("%s, outside %s, ends each attempt after %s", retry.Ref(), e.Ref(), timeout)}}
+	if len(late) == len(models)-1 {
+		p.Report(dsl.Diagnostic{Pos: e.FieldPos("delay"), Severity: dsl.Warning, Related: rel,
+			Message: fmt.Sprintf("%s starts its next model after delay %s, but %s outside it cancels the attempt after attempt_timeout %s: no backup ever races a slow model (the hedge moves on only when a model fails at once); make delay shorter than attempt_timeout, or move %s outside %s", e.Ref(), delay, retry.Ref(), timeout, e.Ref(), retry.Ref())})
+		return
+	}
+	p.Report(dsl.Diagnostic{Pos: e.FieldPos("delay"), Severity: dsl.Warning, Related: rel,
+		Message: fmt.Sprintf("%s starts each next model after delay %s, but %s outside it cancels the attempt after attempt_timeout %s: %s never races a slow model; make delay shorter, or list fewer models", e.Ref(), delay, retry.Ref(), timeout, andList(late))})
 }
 
 // inertCache reports a tool-chain cache scoped to a tool it never caches:

@@ -451,8 +451,8 @@ func (p *langPage) celSection() {
 		"so a guard reads a message sent as parts as it reads one sent as a string. In the tool stage, `args` is typed from the JSON Schema of the tools " +
 		"an entry is scoped to with `tools:`; unscoped, it is an untyped map ([`cel/untyped-args`](rules.md#cel-untyped-args)), " +
 		"but reading an argument no declared tool's closed schema has (unless has() guards the read) is still a `cel/type` error. " +
-		"`admit` reading `item.metadata.KEY` without testing the key first is warned about " +
-		"([`cel/unchecked-key`](rules.md#cel-unchecked-key)): for an item without it the read fails, and the item is refused unless the rest of the predicate decides it. " +
+		"A predicate reading a key of an optional map (`item.metadata.KEY` in `admit`, `run.meta.KEY`, `session.meta.KEY`, `request.params.metadata.KEY`) without testing the key first is warned about " +
+		"([`cel/unchecked-key`](rules.md#cel-unchecked-key)): where the key is absent the read fails, and unless the rest of the predicate decides it, `admit` refuses the item, a guard follows its `on_error` (blocking by default), a `when` applies its layer. " +
 		"A constraint's `when` reads `outer` and `inner`, the configs of the two entries it orders, " +
 		"typed from the config fields of their builtins (`outer.trial` for an `audit` layer is a `cel/type` error). " +
 		"A state handler's `deny` and `set` ([`state`](#state)) read `value` (the value set, or the element appended), " +

@@ -1,0 +1,374 @@
+package compiler
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/operators"
+	"github.com/google/cel-go/common/types"
+
+	"github.com/agentc-dev/agentc/dsl"
+	"github.com/agentc-dev/agentc/internal/textdist"
+	"github.com/agentc-dev/agentc/runtime/predicate"
+	"github.com/agentc-dev/agentc/runtime/scenario"
+)
+
+// invariantStage is the pseudo-stage under which knownValues answers for
+// the fields of a run's trace that an invariant compares.
+const invariantStage predicate.Stage = "invariant"
+
+// traceShape is what one value of a run's trace holds, as agentc run -json
+// prints it and an invariant reads it. A nil *traceShape is a value whose
+// shape is not known (any JSON).
+type traceShape struct {
+	// fields are an object's fields (nil: not an object).
+	fields map[string]*traceShape
+	// list and dict mark a list and a map, elem their element or value.
+	list, dict bool
+	elem       *traceShape
+	// names says what a map's keys name ("tools", "models"), "" for keys
+	// that may be anything.
+	names string
+}
+
+var (
+	traceOnce  sync.Once
+	traceRoots map[string]*traceShape
+)
+
+// traceVariables returns the shapes of an invariant's variables, taken from
+// the types the trace is printed from (scenario.Result), so that they stay
+// those of the trace.
+func traceVariables() map[string]*traceShape {
+	traceOnce.Do(func() {
+		res := shapeOf(reflect.TypeFor[scenario.Result](), map[reflect.Type]*traceShape{})
+		traceRoots = map[string]*traceShape{
+			"crashed": {},
+			// What prove called: a declared model (chat) or tool.
+			"target": {fields: map[string]*traceShape{"stage": {}, "name": {}}},
+		}
+		for _, name := range []string{"steps", "executions", "audit", "meter"} {
+			traceRoots[name] = res.fields[name]
+		}
+		if ex := traceRoots["executions"]; ex != nil && ex.fields != nil {
+			for _, names := range []string{"models", "tools"} {
+				if m := ex.fields[names]; m != nil && m.dict {
+					named := *m // the two maps share their type's shape
+					named.names = names
+					ex.fields[names] = &named
+				}
+			}
+		}
+	})
+	return traceRoots
+}
+
+// shapeOf returns the shape of the JSON encoding of a value of type t: its
+// objects' fields by their json names. A type with a MarshalJSON of its own,
+// or an interface, may encode as anything (nil).
+func shapeOf(t reflect.Type, seen map[reflect.Type]*traceShape) *traceShape {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if s, ok := seen[t]; ok {
+		return s
+	}
+	marshaler := reflect.TypeFor[json.Marshaler]()
+	if t.Implements(marshaler) || reflect.PointerTo(t).Implements(marshaler) {
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.Interface:
+		return nil
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return &traceShape{} // bytes encode as a string
+		}
+		s := &traceShape{list: true}
+		seen[t] = s
+		s.elem = shapeOf(t.Elem(), seen)
+		return s
+	case reflect.Map:
+		s := &traceShape{dict: true}
+		seen[t] = s
+		s.elem = shapeOf(t.Elem(), seen)
+		return s
+	case reflect.Struct:
+		s := &traceShape{fields: map[string]*traceShape{}}
+		seen[t] = s
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "-" {
+				continue
+			}
+			if name == "" && f.Anonymous {
+				if inner := shapeOf(f.Type, seen); inner != nil {
+					for k, v := range inner.fields {
+						s.fields[k] = v
+					}
+				}
+				continue
+			}
+			if name == "" {
+				name = f.Name
+			}
+			s.fields[name] = shapeOf(f.Type, seen)
+		}
+		return s
+	}
+	return &traceShape{}
+}
+
+// traceLocal is a comprehension variable of an invariant: its shape and how
+// a literal's path renders it ("audit[]").
+type traceLocal struct {
+	shape *traceShape
+	path  string
+}
+
+// invariantWalker checks the reads of an invariant against the trace's
+// shape and collects its comparisons with string constants.
+type invariantWalker struct {
+	c        *Compilation
+	x        *dsl.Expr
+	info     *ast.SourceInfo
+	literals []predicate.Literal
+	lists    int
+}
+
+// checkInvariantReads reports each field an invariant reads that the trace
+// does not have (executions.tool for executions.tools, audit[0].tol), each
+// model or tool name it reads from executions that the policy does not
+// declare, and each comparison of a name or a stage of the trace with a
+// string constant it never holds (target.name == 'refnd'). The invariant
+// has type-checked: it parses.
+func (c *Compilation) checkInvariantReads(x *dsl.Expr) {
+	tree, ok := parseCEL(x.Source)
+	if !ok {
+		return
+	}
+	w := &invariantWalker{c: c, x: x, info: tree.SourceInfo()}
+	w.visit(tree.Expr(), nil)
+	c.checkLiterals(x, invariantStage, nil, w.literals)
+}
+
+// byteOffset returns the byte offset in the source of e's own position
+// (a select's is its dot, a literal's its first character).
+func (w *invariantWalker) byteOffset(e ast.Expr) int {
+	r, ok := w.info.GetOffsetRange(e.ID())
+	if !ok {
+		return 0
+	}
+	src := w.x.Source
+	b := 0
+	for i := 0; i < int(r.Start) && b < len(src); i++ {
+		_, n := utf8.DecodeRuneInString(src[b:])
+		b += n
+	}
+	return b
+}
+
+// nameAfter returns the byte offset of name at or after e's position.
+func (w *invariantWalker) nameAfter(e ast.Expr, name string) int {
+	off := w.byteOffset(e)
+	if i := strings.Index(w.x.Source[off:], name); i >= 0 {
+		return off + i
+	}
+	return off
+}
+
+// declared returns the names a map of the trace is keyed by.
+func (w *invariantWalker) declared(names string) []string {
+	if names == "models" {
+		return sortedNames(w.c.Policy.Models)
+	}
+	return sortedNames(w.c.Policy.Tools)
+}
+
+// member returns the shape of the member key of a value of shape s at path,
+// reporting a key s never has; off is the key's offset.
+func (w *invariantWalker) member(s *traceShape, path, key string, off int, test bool) (*traceShape, string) {
+	fails := "the read fails on every run, and prove reports the invariant violated"
+	if test {
+		fails = "has() of it is always false"
+	}
+	switch {
+	case s == nil:
+		return nil, ""
+	case s.fields != nil:
+		f, ok := s.fields[key]
+		if !ok {
+			names := slices.Sorted(func(yield func(string) bool) {
+				for k := range s.fields {
+					if !yield(k) {
+						return
+					}
+				}
+			})
+			msg := fmt.Sprintf("invariant: %s has no field '%s' (its fields: %s): %s", path, key, strings.Join(names, ", "), fails)
+			if best := textdist.Closest(key, names); best != "" {
+				msg += fmt.Sprintf("; did you mean '%s'?", best)
+			}
+			w.c.report(dsl.Errorf(w.x.PosAt(off), predicate.RuleType, "%s", msg))
+			return nil, ""
+		}
+		return f, path + "." + key
+	case s.dict && s.names != "":
+		names := w.declared(s.names)
+		if !slices.Contains(names, key) {
+			msg := fmt.Sprintf("invariant: %s has no key '%s': its keys are the declared %s (%s), so %s", path, key, s.names, nameList(names), fails)
+			if best := textdist.Closest(key, names); best != "" {
+				msg += fmt.Sprintf("; did you mean '%s'?", best)
+			}
+			w.c.report(dsl.Errorf(w.x.PosAt(off), predicate.RuleType, "%s", msg))
+			return nil, ""
+		}
+		return s.elem, ""
+	case s.dict:
+		return s.elem, ""
+	}
+	return nil, ""
+}
+
+// resolve returns the shape of e and its path ("target.name",
+// "audit[].tool"; "" when it has none), reporting the reads the trace does
+// not have on the way.
+func (w *invariantWalker) resolve(e ast.Expr, locals map[string]traceLocal) (*traceShape, string) {
+	switch e.Kind() {
+	case ast.IdentKind:
+		if l, ok := locals[e.AsIdent()]; ok {
+			return l.shape, l.path
+		}
+		return traceVariables()[e.AsIdent()], e.AsIdent()
+	case ast.SelectKind:
+		sel := e.AsSelect()
+		s, path := w.resolve(sel.Operand(), locals)
+		if path == "" {
+			return nil, ""
+		}
+		return w.member(s, path, sel.FieldName(), w.nameAfter(e, sel.FieldName()), sel.IsTestOnly())
+	case ast.CallKind:
+		call := e.AsCall()
+		if fn := call.FunctionName(); (fn == operators.Index || fn == operators.OptIndex) && len(call.Args()) == 2 {
+			s, path := w.resolve(call.Args()[0], locals)
+			key := call.Args()[1]
+			w.visit(key, locals)
+			if s == nil || path == "" {
+				return nil, ""
+			}
+			if s.list {
+				return s.elem, path + "[]"
+			}
+			if k, ok := stringLiteral(key); ok {
+				return w.member(s, path, k, w.nameAfter(key, k), false)
+			}
+			return nil, ""
+		}
+	}
+	w.visit(e, locals)
+	return nil, ""
+}
+
+// stringLiteral returns the value of a string constant.
+func stringLiteral(e ast.Expr) (string, bool) {
+	if e.Kind() != ast.LiteralKind {
+		return "", false
+	}
+	s, ok := e.AsLiteral().(types.String)
+	return string(s), ok
+}
+
+// visit walks e, resolving every read and collecting the comparisons of a
+// path with string constants.
+func (w *invariantWalker) visit(e ast.Expr, locals map[string]traceLocal) {
+	switch e.Kind() {
+	case ast.IdentKind, ast.SelectKind:
+		w.resolve(e, locals)
+	case ast.CallKind:
+		call := e.AsCall()
+		args := call.Args()
+		switch fn := call.FunctionName(); {
+		case fn == operators.Index || fn == operators.OptIndex:
+			w.resolve(e, locals)
+			return
+		case (fn == operators.Equals || fn == operators.NotEquals) && len(args) == 2:
+			op := "=="
+			if fn == operators.NotEquals {
+				op = "!="
+			}
+			for i, side := range args {
+				_, path := w.resolve(side, locals)
+				if v, ok := stringLiteral(args[1-i]); ok && path != "" {
+					w.literals = append(w.literals, predicate.Literal{Path: path, Op: op, Value: v, Offset: w.byteOffset(args[1-i])})
+				}
+			}
+			return
+		case fn == operators.In && len(args) == 2:
+			_, path := w.resolve(args[0], locals)
+			s, _ := w.resolve(args[1], locals)
+			if k, ok := stringLiteral(args[0]); ok && s != nil && s.dict && s.names != "" {
+				if names := w.declared(s.names); !slices.Contains(names, k) {
+					msg := fmt.Sprintf("invariant: '%s' in executions.%s is always false: its keys are the declared %s (%s)", k, s.names, s.names, nameList(names))
+					if best := textdist.Closest(k, names); best != "" {
+						msg += fmt.Sprintf("; did you mean '%s'?", best)
+					}
+					w.c.report(dsl.Errorf(w.x.PosAt(w.byteOffset(args[0])), ruleUnknownValue, "%s", msg))
+				}
+			}
+			if path != "" && args[1].Kind() == ast.ListKind {
+				w.lists++
+				for _, el := range args[1].AsList().Elements() {
+					if v, ok := stringLiteral(el); ok {
+						w.literals = append(w.literals, predicate.Literal{Path: path, Op: "in", List: w.lists, Value: v, Offset: w.byteOffset(el)})
+					}
+				}
+			}
+			return
+		}
+		if call.IsMemberFunction() {
+			w.visit(call.Target(), locals)
+		}
+		for _, a := range args {
+			w.visit(a, locals)
+		}
+	case ast.ListKind:
+		for _, el := range e.AsList().Elements() {
+			w.visit(el, locals)
+		}
+	case ast.MapKind:
+		for _, en := range e.AsMap().Entries() {
+			w.visit(en.AsMapEntry().Key(), locals)
+			w.visit(en.AsMapEntry().Value(), locals)
+		}
+	case ast.ComprehensionKind:
+		comp := e.AsComprehension()
+		r, path := w.resolve(comp.IterRange(), locals)
+		inner := map[string]traceLocal{}
+		for k, v := range locals {
+			inner[k] = v
+		}
+		var el traceLocal
+		if r != nil && r.list && path != "" {
+			el = traceLocal{shape: r.elem, path: path + "[]"}
+		}
+		inner[comp.IterVar()] = el
+		if v2 := comp.IterVar2(); v2 != "" {
+			inner[v2] = traceLocal{}
+		}
+		w.visit(comp.AccuInit(), locals)
+		inner[comp.AccuVar()] = traceLocal{}
+		w.visit(comp.LoopCondition(), inner)
+		w.visit(comp.LoopStep(), inner)
+		w.visit(comp.Result(), inner)
+	}
+}
