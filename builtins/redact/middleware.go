@@ -194,9 +194,8 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		if err != nil {
 			return err
 		}
-		tools, toolsMasked := tr.Tools(run, c.Request.Tools)
-		format, formatMasked := tr.Format(run, c.Request.ResponseFormat)
-		if masked || dropped || toolsMasked || formatMasked {
+		tools, format, defsMasked := tr.Definitions(run, &c.Request)
+		if masked || dropped || defsMasked {
 			orig := c.Request
 			c.Request.Messages, c.Request.Tools, c.Request.ResponseFormat = msgs, tools, format
 			defer func() {
