@@ -60,7 +60,13 @@
 // stream ends (runtime.HoldToolCalls), then with "block" a call whose arguments hold personal
 // data ends the call with a *runtime.BlockedError naming the tool and the argument's JSON
 // Pointer, and with "redact" the calls are released with their values masked (still valid
-// JSON). An object key holding personal data
+// JSON). The model's streamed thinking is held until its blocks end, then a block goes out
+// whole, its text and signature unchanged, when it holds no personal data (a client sends it
+// back to continue a tool-use turn); a signed block cannot be masked, so one that holds
+// personal data never leaves the layer, with either action, and when the model goes on to call
+// tools, which the client could not follow up without the block, the call fails with a
+// permanent error naming the layer and the block before anything of the response went out. An
+// object key holding personal data
 // ({"4111111111111111": "x"}) is renamed to its placeholder, followed by "#2", "#3"... when
 // two keys mask alike or the name is taken, so no value is lost. The caller's messages and
 // maps are never modified.

@@ -225,7 +225,10 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 // with a *runtime.BlockedError and is never released (the lines before it
 // were clean and have gone out). Usage reported on held deltas rides on the
 // next released one, and the finish reason on the last. When the stream
-// fails, held text is dropped, never released unscanned.
+// fails, held text is dropped, never released unscanned. Thinking goes out a
+// block at a time, whole, when it holds no personal data; a signed block
+// cannot be masked, so one that does is left out, with either action, and
+// tool calls after it fail the call (linehold.Stream).
 func (m *Middleware) output(ctx context.Context, c *runtime.ChatCall, next runtime.ChatHandler, yield func(runtime.Delta) bool) error {
 	if !m.Output {
 		return next(ctx, c, yield)
@@ -233,7 +236,8 @@ func (m *Middleware) output(ctx context.Context, c *runtime.ChatCall, next runti
 	calls := func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
 		return runtime.HoldToolCalls(ctx, c, next, yield, m.cleanCalls)
 	}
-	return linehold.Stream(ctx, c, calls, yield, linehold.Filter{Releasable: releasable, Clean: m.cleanOutput})
+	return linehold.Stream(ctx, c, calls, yield, linehold.Filter{Releasable: releasable, Clean: m.cleanOutput,
+		Layer: m.name, Finding: "personal data"})
 }
 
 // cleanCalls returns the tool calls the model made, once the stream has
