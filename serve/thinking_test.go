@@ -55,15 +55,7 @@ func TestAnthropicSDKThinkingRoundTrip(t *testing.T) {
 		"start 1 text", "delta 1 text_delta", "stop 1",
 		"start 2 tool_use", "delta 2 input_json_delta", "stop 2",
 	}, seen)
-	require.Len(t, msg.Content, 3)
-	assert.Equal(t, "thinking", msg.Content[0].Type)
-	assert.Equal(t, thinkingText, msg.Content[0].Thinking)
-	assert.Equal(t, thinkingSig, msg.Content[0].Signature)
-	assert.Equal(t, "Let me check.", msg.Content[1].Text)
-	assert.Equal(t, "toolu_01A09q90qw90lq917835lq9", msg.Content[2].ID)
-	assert.Equal(t, anthropic.StopReasonToolUse, msg.StopReason)
-	assert.EqualValues(t, 512, msg.Usage.InputTokens)
-	assert.EqualValues(t, 87, msg.Usage.OutputTokens)
+	checkThinkingTurn(t, &msg)
 	assert.Equal(t, map[string]any{"type": "enabled", "budget_tokens": float64(2048)}, sentTo(t, g.an, 0)["thinking"])
 
 	// The next turn sends the assistant message back, thinking first.
@@ -85,6 +77,21 @@ func TestAnthropicSDKThinkingRoundTrip(t *testing.T) {
 	// Byte for byte: the signature and the thinking as the model wrote them.
 	assert.Contains(t, sent, `"signature":"`+thinkingSig+`"`)
 	assert.Contains(t, sent, `"thinking":"The user wants the weather in Paris. I should call get_weather with \"Paris\"."`)
+}
+
+// checkThinkingTurn checks the message of the thinking.sse transcript:
+// its thinking block, text and tool call, stop reason and usage.
+func checkThinkingTurn(t *testing.T, msg *anthropic.Message) {
+	t.Helper()
+	require.Len(t, msg.Content, 3)
+	assert.Equal(t, "thinking", msg.Content[0].Type)
+	assert.Equal(t, thinkingText, msg.Content[0].Thinking)
+	assert.Equal(t, thinkingSig, msg.Content[0].Signature)
+	assert.Equal(t, "Let me check.", msg.Content[1].Text)
+	assert.Equal(t, "toolu_01A09q90qw90lq917835lq9", msg.Content[2].ID)
+	assert.Equal(t, anthropic.StopReasonToolUse, msg.StopReason)
+	assert.EqualValues(t, 512, msg.Usage.InputTokens)
+	assert.EqualValues(t, 87, msg.Usage.OutputTokens)
 }
 
 // A redacted_thinking block, then a thinking block: both reach the client
@@ -202,26 +209,99 @@ func TestThinkingRequestsRefused(t *testing.T) {
 	assert.Zero(t, g.oa.requests()+g.an.requests())
 }
 
-// A layer that holds the output back by lines (pii scanning the output)
-// releases text of its own: the thinking is not relayed, the text is.
-func TestThinkingNotRelayedThroughOutputScanning(t *testing.T) {
-	g := newGateway(t, `{use: "pii", action: "redact"}`, nil, []reply{{body: transcript(t, "anthropic", "redacted_thinking.sse")},
-		{body: transcript(t, "anthropic", "redacted_thinking.sse")}})
-	params := anthropic.MessageNewParams{
+// A layer that holds the output back by lines (pii and redact scanning the
+// output) relays clean thinking whole, signature included: a client
+// continuing the tool-use turn sends the block back and the upstream gets
+// it byte for byte.
+func TestThinkingRelayedThroughOutputScanning(t *testing.T) {
+	for _, chain := range []string{`{use: "pii", action: "redact"}`, `{use: "pii"}`, `{use: "redact"}`} {
+		t.Run(chain, func(t *testing.T) {
+			g := newGateway(t, chain, nil, []reply{{body: transcript(t, "anthropic", "thinking.sse")}, {body: transcript(t, "anthropic", "text.sse")},
+				{body: transcript(t, "anthropic", "redacted_thinking.sse")}})
+			client := g.anthropic(t)
+			params := anthropic.MessageNewParams{
+				Model: "backup", MaxTokens: 4096, Thinking: anthropic.ThinkingConfigParamOfEnabled(2048),
+				Tools:    []anthropic.ToolUnionParam{anthropicWeatherTool},
+				Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Weather in Paris?"))},
+			}
+			msg := streamAnthropic(t, client, params)
+			checkThinkingTurn(t, &msg)
+
+			params.Messages = append(params.Messages, msg.ToParam(),
+				anthropic.NewUserMessage(anthropic.NewToolResultBlock("toolu_01A09q90qw90lq917835lq9", "18C, sunny", false)))
+			_, err := client.Messages.New(context.Background(), params)
+			require.NoError(t, err)
+			assert.Contains(t, g.an.body(1), `{"type":"thinking","thinking":"The user wants the weather in Paris. I should call get_weather with \"Paris\".","signature":"`+thinkingSig+`"}`)
+
+			// A redacted_thinking block goes out as it came, the thinking block
+			// after it too; non-streamed, as blocks.
+			got := thinkHi(t, client)
+			require.Len(t, got.Content, 3)
+			assert.Equal(t, redactedData, got.Content[0].Data)
+			assert.Equal(t, "Answer plainly.", got.Content[1].Thinking)
+			assert.Equal(t, "Hello.", got.Content[2].Text)
+		})
+	}
+}
+
+// streamAnthropic streams params and returns the message accumulated.
+func streamAnthropic(t *testing.T, client *anthropic.Client, params anthropic.MessageNewParams) anthropic.Message {
+	t.Helper()
+	stream := client.Messages.NewStreaming(context.Background(), params)
+	var msg anthropic.Message
+	for stream.Next() {
+		require.NoError(t, msg.Accumulate(stream.Current()))
+	}
+	require.NoError(t, stream.Err())
+	return msg
+}
+
+// thinkHi says hi, thinking on, and returns the whole response.
+func thinkHi(t *testing.T, client *anthropic.Client) *anthropic.Message {
+	t.Helper()
+	msg, err := client.Messages.New(context.Background(), anthropic.MessageNewParams{
 		Model: "backup", MaxTokens: 4096, Thinking: anthropic.ThinkingConfigParamOfEnabled(2048),
 		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Hi"))},
-	}
-	msg, err := g.anthropic(t).Messages.New(context.Background(), params)
+	})
 	require.NoError(t, err)
-	require.Len(t, msg.Content, 1)
-	assert.Equal(t, "Hello.", msg.Content[0].Text)
+	return msg
+}
 
-	code, _, resp := do(t, "POST", g.url+"/v1/messages", clientKey, []byte(`{"model": "backup", "max_tokens": 4096, "stream": true,
-		"thinking": {"type": "enabled", "budget_tokens": 2048}, "messages": [{"role": "user", "content": "Hi"}]}`), "anthropic-version", "2023-06-01")
-	require.Equal(t, http.StatusOK, code, resp)
-	assert.NotContains(t, resp, "thinking")
-	assert.NotContains(t, resp, redactedData)
-	assert.Contains(t, resp, "Hello.")
+// A thinking block holding what the layer masks cannot be masked (its
+// signature covers its text): it never reaches the client. Before the
+// model's tool calls the turn could not be continued without it, so the
+// call fails, naming the layer and the block, before anything is streamed;
+// in a turn that ends with text, the block is left out and the text goes.
+func TestThinkingWithAFindingThroughOutputScanning(t *testing.T) {
+	const secret = "AKIAIOSFODNN7EXAMPLE"
+	for _, tt := range []struct{ chain, found, layer string }{
+		{`{use: "pii", action: "redact"}`, "ann@example.com", "pii"},
+		{`{use: "pii"}`, "ann@example.com", "pii"},
+		{`{use: "redact"}`, secret, "redact"},
+	} {
+		t.Run(tt.chain, func(t *testing.T) {
+			dirty := func(name, clean string) string {
+				return strings.Replace(transcript(t, "anthropic", name), clean, clean+" Their id is "+tt.found+".", 1)
+			}
+			g := newGateway(t, tt.chain, nil, []reply{{body: dirty("thinking.sse", "The user wants the weather in Paris.")},
+				{body: dirty("redacted_thinking.sse", "Answer plainly.")}})
+			code, _, resp := do(t, "POST", g.url+"/v1/messages", clientKey, []byte(`{"model": "backup", "max_tokens": 4096, "stream": true,
+				"thinking": {"type": "enabled", "budget_tokens": 2048}, "tools": [{"name": "get_weather", "input_schema": {"type": "object"}}],
+				"messages": [{"role": "user", "content": "Weather in Paris?"}]}`), "anthropic-version", "2023-06-01")
+			assert.NotContains(t, resp, tt.found)
+			assert.NotContains(t, resp, "Let me check.", "nothing of the turn went out")
+			assert.NotContains(t, resp, "get_weather")
+			assert.Contains(t, resp, "thinking block 0 holds")
+			assert.Contains(t, resp, tt.layer)
+			assert.Equal(t, http.StatusBadGateway, code, resp)
+
+			got := thinkHi(t, g.anthropic(t))
+			require.Len(t, got.Content, 2)
+			assert.Equal(t, redactedData, got.Content[0].Data)
+			assert.Equal(t, "Hello.", got.Content[1].Text)
+			assert.NotContains(t, got.RawJSON(), tt.found)
+		})
+	}
 }
 
 // An assistant message's thinking blocks are left out for an OpenAI

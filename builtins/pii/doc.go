@@ -36,8 +36,8 @@
 // image (an image part whose data: URL holds text; redacted, it goes on as a text part), tool
 // results, the arguments (numbers included) and the names and ids of earlier tool calls, the
 // call ids of tool results, a message's author (name, which an OpenAI model reads), and,
-// unless `system: false`, the system messages and (with "block") the definitions of the tools
-// offered and the schema of the response format. With "block" the text parts of a message
+// unless `system: false`, the system messages, the definitions of the tools offered and the
+// schema of the response format. With "block" the text parts of a message
 // are read run together as well as joined by line breaks (a model reads separate text blocks
 // run together).
 // With `action: "block"` a match in the transcript (chat) or in any argument (tool; object
@@ -46,7 +46,8 @@
 // the model's own text through the layer, is recorded for the run, so an agent loop's
 // history is not scanned again at every step (a call without a run id is a fresh run). With
 // `action: "redact"` the inner layers see a redacted copy: every message of the transcript
-// (the caller keeps the raw transcript and resends it) or the arguments. Arguments a Go host
+// (the caller keeps the raw transcript and resends it), the tool definitions and the response
+// format (their schemas still valid JSON), or the arguments. Arguments a Go host
 // passes in other shapes than decoded JSON (a struct, a []map[string]any, a map of numbers)
 // are read as their JSON form, which is what the tool is sent; arguments with none (a NaN)
 // cannot be checked and block the call, with either action. The model's streamed
@@ -59,7 +60,13 @@
 // stream ends (runtime.HoldToolCalls), then with "block" a call whose arguments hold personal
 // data ends the call with a *runtime.BlockedError naming the tool and the argument's JSON
 // Pointer, and with "redact" the calls are released with their values masked (still valid
-// JSON). An object key holding personal data
+// JSON). The model's streamed thinking is held until its blocks end, then a block goes out
+// whole, its text and signature unchanged, when it holds no personal data (a client sends it
+// back to continue a tool-use turn); a signed block cannot be masked, so one that holds
+// personal data never leaves the layer, with either action, and when the model goes on to call
+// tools, which the client could not follow up without the block, the call fails with a
+// permanent error naming the layer and the block before anything of the response went out. An
+// object key holding personal data
 // ({"4111111111111111": "x"}) is renamed to its placeholder, followed by "#2", "#3"... when
 // two keys mask alike or the name is taken, so no value is lost. The caller's messages and
 // maps are never modified.

@@ -133,8 +133,10 @@ func kindsOf(ms []Match) string {
 // model will read is scanned: the text of every message (user, assistant,
 // and system unless System is false; content and text parts; the grounding
 // block the runtime injected whatever System says), every tool
-// result (tool messages and tool_result parts) and the arguments of the tool
-// calls assistant messages carry (their strings and keys). Personal data
+// result (tool messages and tool_result parts), the arguments of the tool
+// calls assistant messages carry (their strings and keys) and, unless System
+// is false (they are the operator's text too), the tool definitions and the
+// response format's schema the call carries. Personal data
 // placed in an earlier user turn, a fabricated assistant turn or a tool
 // result of the history a gateway client sends is found as in the latest
 // message. With action "block" a match blocks the call; the message names
@@ -144,7 +146,9 @@ func kindsOf(ms []Match) string {
 // again at every step; a text the caller changed or added always is. With
 // "redact" every match is rewritten on the call's own copy of the transcript
 // before the inner layers run (tool call arguments stay valid JSON; object
-// keys are renamed to their placeholder). The caller's transcript still
+// keys are renamed to their placeholder; the tool definitions and the
+// response format are masked as mask.Transcript.Tools and Format mask them,
+// their schemas still valid JSON). The caller's transcript still
 // holds the raw text and resends it with the next call, so earlier messages
 // are redacted again; the caller's messages are never modified.
 func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
@@ -190,16 +194,22 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		}
 	}
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
-		orig := c.Request.Messages
+		run := c.Meta.Run.ID
 		tr := mask.Transcript{Mask: m.scanner.Redact, System: m.System, Seen: &m.seen}
-		red, ok := tr.Messages(c.Meta.Run.ID, orig)
-		if !ok {
+		msgs, masked := tr.Messages(run, c.Request.Messages)
+		tools, format, defsMasked := c.Request.Tools, c.Request.ResponseFormat, false
+		if m.System {
+			tools, format, defsMasked = tr.Definitions(run, &c.Request)
+		}
+		if !masked && !defsMasked {
 			return m.output(ctx, c, next, yield)
 		}
-		c.Request.Messages = red
-		err := m.output(ctx, c, next, yield)
-		c.Request.Messages = orig
-		return err
+		orig := c.Request
+		c.Request.Messages, c.Request.Tools, c.Request.ResponseFormat = msgs, tools, format
+		defer func() {
+			c.Request.Messages, c.Request.Tools, c.Request.ResponseFormat = orig.Messages, orig.Tools, orig.ResponseFormat
+		}()
+		return m.output(ctx, c, next, yield)
 	}
 }
 
@@ -215,7 +225,10 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 // with a *runtime.BlockedError and is never released (the lines before it
 // were clean and have gone out). Usage reported on held deltas rides on the
 // next released one, and the finish reason on the last. When the stream
-// fails, held text is dropped, never released unscanned.
+// fails, held text is dropped, never released unscanned. Thinking goes out a
+// block at a time, whole, when it holds no personal data; a signed block
+// cannot be masked, so one that does is left out, with either action, and
+// tool calls after it fail the call (linehold.Stream).
 func (m *Middleware) output(ctx context.Context, c *runtime.ChatCall, next runtime.ChatHandler, yield func(runtime.Delta) bool) error {
 	if !m.Output {
 		return next(ctx, c, yield)
@@ -223,7 +236,8 @@ func (m *Middleware) output(ctx context.Context, c *runtime.ChatCall, next runti
 	calls := func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
 		return runtime.HoldToolCalls(ctx, c, next, yield, m.cleanCalls)
 	}
-	return linehold.Stream(ctx, c, calls, yield, linehold.Filter{Releasable: releasable, Clean: m.cleanOutput})
+	return linehold.Stream(ctx, c, calls, yield, linehold.Filter{Releasable: releasable, Clean: m.cleanOutput,
+		Layer: m.name, Finding: "personal data"})
 }
 
 // cleanCalls returns the tool calls the model made, once the stream has

@@ -2,6 +2,7 @@ package pii_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
@@ -304,4 +305,48 @@ func TestToolArgsOfGoTypes(t *testing.T) {
 		assert.Contains(t, b.Message, "cannot be checked")
 		assert.Nil(t, seen)
 	}
+}
+
+// requestModel records each request it received, whole.
+type requestModel struct{ seen []runtime.ChatRequest }
+
+func (m *requestModel) Stream(_ context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+	m.seen = append(m.seen, *req)
+	yield(runtime.Delta{Text: "ok"})
+	return nil
+}
+
+// TestChatRedactToolDefinitionsAndResponseFormat: with "redact", the tool
+// definitions and the response format's schema reach the model masked (the
+// schemas still valid JSON), the caller's untouched; system false leaves
+// them, the operator's text, alone, as "block" does.
+func TestChatRedactToolDefinitionsAndResponseFormat(t *testing.T) {
+	req := runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: "hi"}},
+		Tools: []runtime.ToolDef{
+			{Name: "mail", Description: "writes to ann@example.com", Parameters: []byte(`{"type":"object","properties":{"to":{"type":"string","enum":["bob@example.com"]}}}`)},
+			{Name: "noop", Parameters: []byte(`{"type":"object"}`)},
+		},
+		ResponseFormat: &runtime.ResponseFormat{Type: runtime.FormatJSONSchema, Name: "contact",
+			Schema: []byte(`{"type":"object","properties":{"phone":{"type":"string","default":"4111 1111 1111 1111"}}}`)}}
+	before, err := json.Marshal(req)
+	require.NoError(t, err)
+	model := &requestModel{}
+	_, err = chatPipeline(t, `{"action":"redact"}`, model).Complete(context.Background(), req)
+	require.NoError(t, err)
+	require.Len(t, model.seen, 1)
+	sent := model.seen[0]
+	assert.Equal(t, "writes to [REDACTED:email]", sent.Tools[0].Description)
+	assert.JSONEq(t, `{"type":"object","properties":{"to":{"type":"string","enum":["[REDACTED:email]"]}}}`, string(sent.Tools[0].Parameters))
+	assert.Equal(t, req.Tools[1], sent.Tools[1])
+	assert.JSONEq(t, `{"type":"object","properties":{"phone":{"type":"string","default":"[REDACTED:card]"}}}`, string(sent.ResponseFormat.Schema))
+	after, err := json.Marshal(req)
+	require.NoError(t, err)
+	assert.Equal(t, string(before), string(after), "the caller's request is untouched")
+
+	model = &requestModel{}
+	_, err = chatPipeline(t, `{"action":"redact","system":false}`, model).Complete(context.Background(), req)
+	require.NoError(t, err)
+	require.Len(t, model.seen, 1)
+	assert.Equal(t, req.Tools, model.seen[0].Tools)
+	assert.Equal(t, req.ResponseFormat, model.seen[0].ResponseFormat)
 }

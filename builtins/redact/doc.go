@@ -45,9 +45,16 @@
 // the API refuses to continue without it), or when its message holds nothing else, the call
 // fails instead with a permanent error naming the message and the part, never the secret. A
 // redacted_thinking block is encrypted, readable by no one but the model, and goes on as it
-// is. Thinking the model streams is not relayed through the layer at all (the chat output is
-// released as text of the layer's own, and a held thinking block cannot be masked): the
-// caller gets the masked text and tool calls, without thinking blocks.
+// is. Thinking the model streams is held until its blocks end (until the text or a tool call
+// after them arrives), then each block goes out whole, its text and signature unchanged, when
+// its text holds no secret, so that a client can send it back to continue a tool-use turn; a
+// redacted_thinking block goes out as it came. A block whose text holds a secret never leaves
+// the layer, and the blocks after it are numbered on as if it had never been. The rest of that
+// response is then held to its end: when the model goes on to call tools, which the client
+// could not follow up without the block (the API refuses the turn without its thinking), the
+// call fails with a permanent error naming the layer and the block, never the secret, before
+// anything of the response went out; a response without tool calls goes out whole at its end,
+// without the block (the API does not need a finished turn's thinking).
 //
 // Each text is masked on its own. A secret split across two text parts of one message, or
 // across two consecutive messages of one role, which a Claude model reads run together (its

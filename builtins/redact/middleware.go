@@ -174,8 +174,9 @@ func (m *Middleware) redactResult(v any) (any, error) {
 // yet the failure stays a pre-stream one for the outer layers (a retry may
 // re-invoke).
 //
-// Thinking fragments are not passed on (linehold.Stream releases text and
-// tool calls only): a signed block cannot be masked.
+// Thinking is relayed a block at a time, when its text holds no secret: a
+// signed block cannot be masked, so one that does is left out, and tool
+// calls after it fail the call (linehold.Stream).
 //
 // Tool calls are masked whole: their argument fragments are held until the
 // stream ends (runtime.HoldToolCalls), then every string value of the
@@ -194,9 +195,8 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		if err != nil {
 			return err
 		}
-		tools, toolsMasked := tr.Tools(run, c.Request.Tools)
-		format, formatMasked := tr.Format(run, c.Request.ResponseFormat)
-		if masked || dropped || toolsMasked || formatMasked {
+		tools, format, defsMasked := tr.Definitions(run, &c.Request)
+		if masked || dropped || defsMasked {
 			orig := c.Request
 			c.Request.Messages, c.Request.Tools, c.Request.ResponseFormat = msgs, tools, format
 			defer func() {
@@ -205,6 +205,8 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		}
 		return linehold.Stream(ctx, c, inner, yield, linehold.Filter{
 			Releasable: m.redactor.releasable,
+			Layer:      m.name,
+			Finding:    "a secret",
 			Clean: func(text string) (string, error) {
 				red, _ := m.redactor.Redact(text)
 				return red, nil

@@ -120,12 +120,7 @@ func TestChatThinkingBlocksSentBack(t *testing.T) {
 		msgs := transcript()
 		msgs[5].Parts = []runtime.ContentPart{secretThinking}
 		_, err := redactPipeline(t, model).Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: msgs, Thinking: enabled})
-		var ce *runtime.CallError
-		require.ErrorAs(t, err, &ce)
-		assert.Equal(t, runtime.KindPermanent, ce.Kind)
-		assert.Equal(t, "redact", ce.Layer)
-		assert.Contains(t, ce.Message, "messages[5].parts[0]")
-		assert.NotContains(t, err.Error(), awsKey)
+		requireRefused(t, err, "messages[5].parts[0]")
 		assert.Empty(t, model.seen, "the model is not called")
 
 		// Without thinking asked for, the API reads no earlier block: left out.
@@ -147,16 +142,18 @@ func TestChatThinkingBlocksSentBack(t *testing.T) {
 	})
 }
 
-// Thinking the model streams is never relayed through the layer: its text
-// cannot be masked without breaking its signature, so the blocks are held
-// back whole, and the text is masked as always.
-func TestChatStreamedThinkingIsNotRelayed(t *testing.T) {
+// Thinking the model streams is relayed when it is clean, whole, its
+// signature with it; a block holding a secret cannot be masked without
+// breaking its signature, so it is left out (the next block takes its
+// index), and the text is masked as always.
+func TestChatStreamedThinking(t *testing.T) {
 	model := rt.NewModel(rt.Response{Stream: []runtime.Delta{
 		{Thinking: &runtime.ThinkingDelta{Index: 0}},
 		{Thinking: &runtime.ThinkingDelta{Index: 0, Text: "the user's key is " + awsKey[:8]}},
 		{Thinking: &runtime.ThinkingDelta{Index: 0, Text: awsKey[8:]}},
 		{Thinking: &runtime.ThinkingDelta{Index: 0, Signature: "sig"}},
 		{Thinking: &runtime.ThinkingDelta{Index: 1, Redacted: true, Signature: "opaque"}},
+		{Thinking: &runtime.ThinkingDelta{Index: 2, Text: "Answer plainly.", Signature: "sig2"}},
 		{Text: "your key is " + awsKey + "\n", FinishReason: runtime.FinishStop},
 	}})
 	pl := redactPipeline(t, model)
@@ -167,10 +164,14 @@ func TestChatStreamedThinkingIsNotRelayed(t *testing.T) {
 	})
 	require.NoError(t, err)
 	text := ""
+	var thinking []runtime.ThinkingDelta
 	for _, d := range got {
-		assert.Nil(t, d.Thinking, "no thinking fragment gets past the layer")
+		if d.Thinking != nil {
+			thinking = append(thinking, *d.Thinking)
+		}
 		text += d.Text
 	}
+	assert.Equal(t, []runtime.ThinkingDelta{{Index: 0, Redacted: true, Signature: "opaque"}, {Index: 1, Text: "Answer plainly.", Signature: "sig2"}}, thinking)
 	assert.Equal(t, "your key is [REDACTED:aws-access-key-id]\n", text)
 	assert.Equal(t, len(got), resp.Deltas)
 
@@ -181,4 +182,41 @@ func TestChatStreamedThinkingIsNotRelayed(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, done.Thinking)
 	assert.Equal(t, "ok", done.Text)
+
+	done, err = redactPipeline(t, rt.NewModel(rt.Response{Stream: []runtime.Delta{
+		{Thinking: &runtime.ThinkingDelta{Index: 0, Text: "Call the tool.", Signature: "sig"}},
+		{ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: "t1", Name: "get_weather", Arguments: `{"city":"Paris"}`}}, FinishReason: runtime.FinishToolCalls},
+	}})).Complete(context.Background(), runtime.ChatRequest{Model: "primary"})
+	require.NoError(t, err)
+	assert.Equal(t, []runtime.ContentPart{{Type: runtime.PartThinking, Text: "Call the tool.", Signature: "sig"}}, done.Thinking)
+	require.Len(t, done.ToolCalls, 1)
+}
+
+// Tool calls after a thinking block holding a secret fail the call: the
+// client could not continue the turn without the block, which cannot be
+// masked. Nothing of the response is released.
+func TestChatToolCallsAfterSecretThinking(t *testing.T) {
+	var got []runtime.Delta
+	_, err := redactPipeline(t, rt.NewModel(rt.Response{Stream: []runtime.Delta{
+		{Thinking: &runtime.ThinkingDelta{Index: 0, Text: "key " + awsKey, Signature: "sig"}},
+		{Text: "Let me check.\n"},
+		{ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: "t1", Name: "get_weather", Arguments: `{"city":"Paris"}`}}, FinishReason: runtime.FinishToolCalls},
+	}})).Stream(context.Background(), runtime.ChatRequest{Model: "primary"}, func(d runtime.Delta) bool {
+		got = append(got, d)
+		return true
+	})
+	requireRefused(t, err, "thinking block 0 holds a secret")
+	assert.Empty(t, got)
+}
+
+// requireRefused requires err to be the layer's permanent error, its
+// message holding want and not the secret.
+func requireRefused(t *testing.T, err error, want string) {
+	t.Helper()
+	var ce *runtime.CallError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, runtime.KindPermanent, ce.Kind)
+	assert.Equal(t, "redact", ce.Layer)
+	assert.Contains(t, ce.Message, want)
+	assert.NotContains(t, err.Error(), awsKey)
 }

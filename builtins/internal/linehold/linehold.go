@@ -2,6 +2,7 @@ package linehold
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/agentc-dev/agentc/runtime"
@@ -15,8 +16,13 @@ type Filter struct {
 	Releasable func(buf string) int
 	// Clean returns the text to release in place of text (text itself, or
 	// a rewritten copy). An error ends the stream: the text is never
-	// released and Stream returns the error.
+	// released and Stream returns the error. A thinking block's text is
+	// clean when Clean returns it unchanged without an error.
 	Clean func(text string) (string, error)
+	// Layer is the layer's name and Finding what Clean finds ("a
+	// secret"), for the error that ends a stream whose tool calls follow
+	// a thinking block left out.
+	Layer, Finding string
 }
 
 // LastLine releases up to the last line break of buf: the default of
@@ -34,6 +40,22 @@ func LastLine(buf string) int { return strings.LastIndexByte(buf, '\n') + 1 }
 // f.Clean fails, the stream is ended and its error returned (the parts
 // before were clean and have gone out). c.Deltas counts the deltas that
 // got past the layer.
+//
+// Thinking (runtime.Delta.Thinking) is held until the text or a tool call
+// that follows it arrives, or the stream ends, and is then judged block by
+// block. A thinking block is signed, so it cannot be rewritten: one whose
+// whole text f.Clean leaves as it is goes out, as one delta, its text and
+// signature whole; one whose text f.Clean would change or refuses is left
+// out, and the blocks after it are numbered on as if it had never been. A
+// redacted_thinking block is encrypted, no one but the model reads it, and
+// it goes out as it came. Once a block was left out, the rest of the
+// output is held to the end of the stream: when the model goes on to call
+// tools, the turn cannot be continued without the block (its model refuses
+// an assistant turn of tool calls without its thinking), and the stream
+// ends with a permanent *runtime.CallError naming f.Layer and the block,
+// nothing of it released (when the block was the first thing the model
+// sent, the failure is a pre-stream one for the outer layers); otherwise
+// the held thinking and text go out at the end, without the block.
 func Stream(ctx context.Context, c *runtime.ChatCall, next runtime.ChatHandler, yield func(runtime.Delta) bool, f Filter) error {
 	releasable := f.Releasable
 	if releasable == nil {
@@ -47,12 +69,8 @@ func Stream(ctx context.Context, c *runtime.ChatCall, next runtime.ChatHandler, 
 	refusal := false // the text held is a refusal (runtime.Delta.Refusal)
 	stopped := false
 	var failed error
-	release := func(text string, d runtime.Delta) bool {
-		d.Text, failed = f.Clean(text)
-		if failed != nil {
-			return false
-		}
-		d.Refusal = refusal && d.Text != ""
+	th := thoughts{left: -1}
+	emit := func(d runtime.Delta) bool {
 		d.Usage = usage
 		usage = runtime.Usage{}
 		emitted++
@@ -63,22 +81,46 @@ func Stream(ctx context.Context, c *runtime.ChatCall, next runtime.ChatHandler, 
 		}
 		return true
 	}
+	release := func(text string, d runtime.Delta) bool {
+		d.Text, failed = f.Clean(text)
+		if failed != nil {
+			return false
+		}
+		d.Refusal = refusal && d.Text != ""
+		return emit(d)
+	}
 	err := next(ctx, c, func(d runtime.Delta) bool {
 		if stopped || failed != nil {
 			return false
 		}
-		pending.WriteString(d.Text)
-		refusal = refusal || d.Refusal && d.Text != ""
 		usage.Add(d.Usage)
 		if d.FinishReason != "" {
 			finish = d.FinishReason
 		}
+		if d.Thinking != nil {
+			th.add(d.Thinking)
+			if d.Text == "" && len(d.ToolCalls) == 0 {
+				return true
+			}
+		}
+		if !th.settle(f.Clean, emit) {
+			return false
+		}
+		pending.WriteString(d.Text)
+		refusal = refusal || d.Refusal && d.Text != ""
 		if len(d.ToolCalls) > 0 {
+			if th.left >= 0 {
+				failed = f.unsigned(th.left)
+				return false
+			}
 			text := pending.String()
 			pending.Reset()
 			fr := finish
 			finish = ""
 			return release(text, runtime.Delta{ToolCalls: d.ToolCalls, FinishReason: fr})
+		}
+		if th.left >= 0 {
+			return true // held to the end: tool calls may still come
 		}
 		buf := pending.String()
 		cut := releasable(buf)
@@ -89,7 +131,8 @@ func Stream(ctx context.Context, c *runtime.ChatCall, next runtime.ChatHandler, 
 		pending.WriteString(buf[cut:])
 		return release(buf[:cut], runtime.Delta{})
 	})
-	if failed == nil && err == nil && !stopped && !c.Stopped && (pending.Len() > 0 || !usage.IsZero() || finish != "") {
+	if failed == nil && err == nil && !stopped && !c.Stopped && th.settle(f.Clean, emit) && th.flush(emit) &&
+		(pending.Len() > 0 || !usage.IsZero() || finish != "") {
 		release(pending.String(), runtime.Delta{FinishReason: finish})
 	}
 	c.Deltas = start + emitted
@@ -97,4 +140,78 @@ func Stream(ctx context.Context, c *runtime.ChatCall, next runtime.ChatHandler, 
 		return failed
 	}
 	return err
+}
+
+// unsigned is the failure of a stream whose tool calls follow the thinking
+// block left out.
+func (f Filter) unsigned(block int) error {
+	return &runtime.CallError{Kind: runtime.KindPermanent, Layer: f.Layer, Message: fmt.Sprintf(
+		"the model's thinking block %d holds %s, which its signature forbids masking: the block is left out, "+
+			"and the tool calls that follow it cannot be relayed without it (the client could not continue the turn)", block, f.Finding)}
+}
+
+// thoughts holds the model's thinking for Stream.
+type thoughts struct {
+	b       runtime.ThinkingBuilder
+	pending bool // fragments arrived that are not judged yet
+	judged  int  // the blocks judged
+	out     int  // the blocks kept: the index of the next one
+	// left is the index (as the model sent it) of the first block left
+	// out, -1 for none; held are the blocks kept after it.
+	left int
+	held []runtime.ThinkingDelta
+}
+
+func (t *thoughts) add(f *runtime.ThinkingDelta) {
+	t.b.Add(&runtime.Delta{Thinking: f})
+	t.pending = true
+}
+
+// settle judges the blocks whose fragments have all arrived. The clean
+// ones go out through emit, in order, unless a block was left out (now or
+// before): they are held then. It returns false when emit did.
+func (t *thoughts) settle(clean func(string) (string, error), emit func(runtime.Delta) bool) bool {
+	if !t.pending {
+		return true
+	}
+	t.pending = false
+	blocks := t.b.Blocks()
+	kept := len(t.held)
+	for i := t.judged; i < len(blocks); i++ {
+		p := &blocks[i]
+		if p.Type == runtime.PartThinking {
+			if text, err := clean(p.Text); err != nil || text != p.Text {
+				if t.left < 0 {
+					t.left = i
+				}
+				continue
+			}
+		}
+		t.held = append(t.held, runtime.ThinkingDelta{Index: t.out, Redacted: p.Type == runtime.PartRedactedThinking,
+			Text: p.Text, Signature: p.Signature})
+		t.out++
+	}
+	t.judged = len(blocks)
+	if t.left >= 0 {
+		return true
+	}
+	for i := kept; i < len(t.held); i++ {
+		if !emit(runtime.Delta{Thinking: &t.held[i]}) {
+			return false
+		}
+	}
+	t.held = nil
+	return true
+}
+
+// flush releases the blocks held after one left out, at the end of a
+// stream that made no tool calls.
+func (t *thoughts) flush(emit func(runtime.Delta) bool) bool {
+	for i := range t.held {
+		if !emit(runtime.Delta{Thinking: &t.held[i]}) {
+			return false
+		}
+	}
+	t.held = nil
+	return true
 }

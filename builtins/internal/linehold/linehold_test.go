@@ -91,3 +91,97 @@ func TestStreamKeepsARefusal(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []runtime.Delta{{Text: "I CAN'T\n", Refusal: true}, {Text: " HELP.", Refusal: true, FinishReason: runtime.FinishContentFilter}}, got)
 }
+
+// secret refuses nothing and masks "key".
+var secret = linehold.Filter{Layer: "redact", Finding: "a secret",
+	Clean: func(s string) (string, error) { return strings.ReplaceAll(s, "key", "[K]"), nil }}
+
+func think(i int, text, sig string) runtime.Delta {
+	return runtime.Delta{Thinking: &runtime.ThinkingDelta{Index: i, Text: text, Signature: sig}}
+}
+
+// TestStreamRelaysCleanThinking: a clean thinking block goes out whole,
+// text and signature in one delta, before the text that follows it and
+// with the usage reported so far; a redacted_thinking block goes out as it
+// came.
+func TestStreamRelaysCleanThinking(t *testing.T) {
+	var got []runtime.Delta
+	c := &runtime.ChatCall{}
+	first := think(1, "", "")
+	first.Usage = runtime.Usage{InputTokens: 7}
+	err := linehold.Stream(context.Background(), c, stream(
+		runtime.Delta{Thinking: &runtime.ThinkingDelta{Index: 0, Redacted: true, Signature: "data"}},
+		first, think(1, "The user", ""), think(1, " wants Paris.", ""), think(1, "", "sig"),
+		runtime.Delta{Text: "Sunny.\n", FinishReason: "stop"},
+	), func(d runtime.Delta) bool { got = append(got, d); return true }, secret)
+	require.NoError(t, err)
+	require.Len(t, got, 4)
+	assert.Equal(t, runtime.Delta{Thinking: &runtime.ThinkingDelta{Index: 0, Redacted: true, Signature: "data"}, Usage: runtime.Usage{InputTokens: 7}}, got[0])
+	assert.Equal(t, runtime.Delta{Thinking: &runtime.ThinkingDelta{Index: 1, Text: "The user wants Paris.", Signature: "sig"}}, got[1])
+	assert.Equal(t, runtime.Delta{Text: "Sunny.\n"}, got[2])
+	assert.Equal(t, runtime.Delta{FinishReason: "stop"}, got[3])
+	assert.Equal(t, 4, c.Deltas)
+}
+
+// TestStreamLeavesOutThinkingWithAFinding: a thinking block Clean would
+// change (or refuses) is left out and the next block takes its index; the
+// text after it is held to the end and released then, the answer whole.
+func TestStreamLeavesOutThinkingWithAFinding(t *testing.T) {
+	for name, f := range map[string]linehold.Filter{"masked": secret, "refused": {
+		Clean: func(s string) (string, error) {
+			if strings.Contains(s, "key") {
+				return "", errors.New("refused")
+			}
+			return s, nil
+		}}} {
+		t.Run(name, func(t *testing.T) {
+			var got []runtime.Delta
+			c := &runtime.ChatCall{}
+			err := linehold.Stream(context.Background(), c, stream(
+				think(0, "The api key is sk-1.", "sig0"), think(1, "Answer plainly.", "sig1"),
+				runtime.Delta{Text: "line one\n"}, runtime.Delta{Text: "line two\n", FinishReason: "stop"},
+			), func(d runtime.Delta) bool { got = append(got, d); return true }, f)
+			require.NoError(t, err)
+			require.Len(t, got, 2)
+			assert.Equal(t, &runtime.ThinkingDelta{Index: 0, Text: "Answer plainly.", Signature: "sig1"}, got[0].Thinking)
+			assert.Equal(t, runtime.Delta{Text: "line one\nline two\n", FinishReason: "stop"}, got[1])
+			assert.Equal(t, 2, c.Deltas)
+		})
+	}
+}
+
+// TestStreamFailsToolCallsAfterThinkingLeftOut: tool calls after a block
+// left out end the stream with a permanent error naming the layer and the
+// block; nothing went out, so the failure is a pre-stream one.
+func TestStreamFailsToolCallsAfterThinkingLeftOut(t *testing.T) {
+	var got []runtime.Delta
+	c := &runtime.ChatCall{}
+	err := linehold.Stream(context.Background(), c, stream(
+		think(0, "Answer plainly.", "sig0"), think(1, "The key", ""), think(1, " is sk-1.", "sig1"),
+		runtime.Delta{Text: "Let me check.\n"},
+		runtime.Delta{ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: "t1", Name: "get_weather", Arguments: "{}"}}, FinishReason: "tool_calls"},
+	), func(d runtime.Delta) bool { got = append(got, d); return true }, secret)
+	var ce *runtime.CallError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, runtime.KindPermanent, ce.Kind)
+	assert.Equal(t, "redact", ce.Layer)
+	assert.Contains(t, ce.Message, "thinking block 1 holds a secret")
+	assert.Contains(t, ce.Message, "tool calls that follow it cannot be relayed without it")
+	assert.NotContains(t, err.Error(), "sk-1")
+	assert.Empty(t, got)
+	assert.Zero(t, c.Deltas)
+}
+
+// TestStreamThinkingHeldByAFailedStream: thinking held when the stream
+// fails is dropped, never released unchecked.
+func TestStreamThinkingHeldByAFailedStream(t *testing.T) {
+	var got []runtime.Delta
+	failing := func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
+		yield(think(0, "clean", "sig"))
+		return errors.New("upstream")
+	}
+	err := linehold.Stream(context.Background(), &runtime.ChatCall{}, failing,
+		func(d runtime.Delta) bool { got = append(got, d); return true }, secret)
+	require.EqualError(t, err, "upstream")
+	assert.Empty(t, got)
+}

@@ -35,6 +35,15 @@ func (t Transcript) Tools(run string, defs []runtime.ToolDef) ([]runtime.ToolDef
 	return out, true
 }
 
+// Definitions returns what a call offers the model besides its messages,
+// masked: its tool definitions (Tools) and its response format (Format),
+// and whether anything was; req is never modified.
+func (t Transcript) Definitions(run string, req *runtime.ChatRequest) ([]runtime.ToolDef, *runtime.ResponseFormat, bool) {
+	tools, toolsMasked := t.Tools(run, req.Tools)
+	format, formatMasked := t.Format(run, req.ResponseFormat)
+	return tools, format, toolsMasked || formatMasked
+}
+
 // Format returns a copy of a call's response format with its name and the
 // JSON Schema the output must match masked (as Tools masks a tool's
 // parameters: the model reads the schema's descriptions, enums and
