@@ -452,7 +452,12 @@ const (
 // ToolCallDelta is a fragment of a streamed tool call. Fragments of one call
 // share its Index; the first carries the call's ID and Name, and the
 // Arguments chunks of all of them, concatenated in order, are the call's
-// JSON arguments.
+// JSON arguments. A Name split over fragments is joined in order too, as
+// OpenAI's client libraries join function.name (an Anthropic stream names
+// the call once, in its content_block_start), except that a fragment
+// repeating the whole name so far is read once: some OpenAI-compatible
+// servers send the name with every fragment. A later ID replaces an
+// earlier one, as in OpenAI's libraries.
 type ToolCallDelta struct {
 	Index     int    `json:"index"`
 	ID        string `json:"id,omitempty"`
@@ -588,8 +593,8 @@ func (b *ToolCallBuilder) AddFragment(f ToolCallDelta) {
 	if f.ID != "" {
 		p.id = f.ID
 	}
-	if f.Name != "" {
-		p.name = f.Name
+	if f.Name != p.name {
+		p.name += f.Name
 	}
 	p.args = append(p.args, f.Arguments...)
 }

@@ -125,6 +125,28 @@ func TestToolCallBuilder(t *testing.T) {
 	assert.Zero(t, b.Len())
 }
 
+// A name streamed in pieces is the pieces joined, as an OpenAI client
+// library assembles it (its accumulator appends function.name); the call's
+// id is the last one sent, as there.
+func TestToolCallBuilderJoinsANameSplitOverFragments(t *testing.T) {
+	var b runtime.ToolCallBuilder
+	for _, d := range []runtime.Delta{
+		{ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: "call_1", Name: "delete_"}}},
+		{ToolCalls: []runtime.ToolCallDelta{{Index: 0, Name: "all_", Arguments: `{"path":`}}},
+		{ToolCalls: []runtime.ToolCallDelta{{Index: 0, Name: "files", Arguments: `"/"}`}}},
+	} {
+		b.Add(&d)
+	}
+	assert.Equal(t, []runtime.ToolUse{{ID: "call_1", Name: "delete_all_files", Arguments: json.RawMessage(`{"path":"/"}`)}}, b.ToolCalls())
+
+	b.Reset()
+	for range 3 { // a server that names the call in every fragment
+		b.AddFragment(runtime.ToolCallDelta{Index: 0, Name: "get_weather", Arguments: "{}"[:1]})
+	}
+	b.AddFragment(runtime.ToolCallDelta{Index: 0, Arguments: "}"})
+	assert.Equal(t, "get_weather", b.ToolCalls()[0].Name, "a repeated whole name is read once")
+}
+
 func TestToolUseArgs(t *testing.T) {
 	args, err := runtime.ToolUse{ID: "a", Name: "s", Arguments: json.RawMessage(`{"q":"go","n":2}`)}.Args()
 	require.NoError(t, err)
