@@ -22,3 +22,14 @@ func TestAClaimWhoseReplyWasLostIsTheAttempts(t *testing.T) {
 	defer s.Close()
 	storetest.LeaserLostReply(t, direct, s, p)
 }
+
+// A settlement the server applied but whose reply was lost charges once
+// when it is sent again.
+func TestASettlementWhoseReplyWasLostChargesOnce(t *testing.T) {
+	direct := open(t)
+	p := storetest.NewProxy(t, storetest.ServerURL(t, storetest.RedisEnv))
+	s, err := redis.Open(context.Background(), p.URL, strings.TrimSuffix(direct.Prefix(), ":"), redis.WithTimeout(time.Second))
+	require.NoError(t, err)
+	defer s.Close()
+	storetest.BudgeterSettleLostReply(t, direct, s, p)
+}
