@@ -688,10 +688,10 @@ type ChatCall struct {
 	// they ride on the ChatResponse. Nil until a layer annotates.
 	Annotations map[string]any
 
-	// chars counts the bytes of text and tool-call arguments that arrived
-	// (for estimates).
-	chars int
-	down  func(Delta) bool
+	// quarters is the estimate, in quarter tokens (textQuarters), of the
+	// text, thinking and tool calls that arrived: zero until some arrived.
+	quarters int64
+	down     func(Delta) bool
 	// tok guards the model-facing yield (see emitToken); it survives
 	// recycling.
 	tok *emitToken
@@ -709,12 +709,12 @@ func (c *ChatCall) IdempotencyKey() string {
 
 // emit counts and pushes one delta from the model to the layers above.
 func (c *ChatCall) emit(d Delta) bool {
-	c.chars += len(d.Text)
+	c.quarters += textQuarters(d.Text)
 	if d.Thinking != nil {
-		c.chars += len(d.Thinking.Text)
+		c.quarters += textQuarters(d.Thinking.Text)
 	}
 	for i := range d.ToolCalls {
-		c.chars += len(d.ToolCalls[i].Name) + len(d.ToolCalls[i].Arguments)
+		c.quarters += textQuarters(d.ToolCalls[i].Name) + textQuarters(d.ToolCalls[i].Arguments)
 	}
 	c.Usage.Add(d.Usage)
 	if d.FinishReason != "" {
@@ -786,7 +786,7 @@ func (c *ChatCall) Adopt(clone *ChatCall) {
 	if clone.StopSequence != "" {
 		c.StopSequence = clone.StopSequence
 	}
-	c.chars += clone.chars
+	c.quarters += clone.quarters
 	c.Meta.Attempts = clone.Meta.Attempts
 	c.Meta.Cached = c.Meta.Cached || clone.Meta.Cached
 	c.Request.Model = clone.Request.Model
@@ -1042,10 +1042,6 @@ func digest(kind, run string, b []byte) string {
 	var sum [sha256.Size]byte
 	return kind + "-" + hex.EncodeToString(h.Sum(sum[:0])[:16])
 }
-
-// EstimateTokens estimates the tokens of a text (about four bytes per token,
-// rounded up).
-func EstimateTokens(s string) int64 { return int64(len(s)+3) / 4 }
 
 // EstimateMessages estimates the input tokens of a transcript: the text of
 // each message, its parts and its tool calls' names and arguments, plus a
