@@ -452,7 +452,12 @@ const (
 // ToolCallDelta is a fragment of a streamed tool call. Fragments of one call
 // share its Index; the first carries the call's ID and Name, and the
 // Arguments chunks of all of them, concatenated in order, are the call's
-// JSON arguments.
+// JSON arguments. A Name split over fragments is joined in order too, as
+// OpenAI's client libraries join function.name (an Anthropic stream names
+// the call once, in its content_block_start), except that a fragment
+// repeating the whole name so far is read once: some OpenAI-compatible
+// servers send the name with every fragment. A later ID replaces an
+// earlier one, as in OpenAI's libraries.
 type ToolCallDelta struct {
 	Index     int    `json:"index"`
 	ID        string `json:"id,omitempty"`
@@ -588,8 +593,8 @@ func (b *ToolCallBuilder) AddFragment(f ToolCallDelta) {
 	if f.ID != "" {
 		p.id = f.ID
 	}
-	if f.Name != "" {
-		p.name = f.Name
+	if f.Name != p.name {
+		p.name += f.Name
 	}
 	p.args = append(p.args, f.Arguments...)
 }
@@ -683,10 +688,10 @@ type ChatCall struct {
 	// they ride on the ChatResponse. Nil until a layer annotates.
 	Annotations map[string]any
 
-	// chars counts the bytes of text and tool-call arguments that arrived
-	// (for estimates).
-	chars int
-	down  func(Delta) bool
+	// quarters is the estimate, in quarter tokens (textQuarters), of the
+	// text, thinking and tool calls that arrived: zero until some arrived.
+	quarters int64
+	down     func(Delta) bool
 	// tok guards the model-facing yield (see emitToken); it survives
 	// recycling.
 	tok *emitToken
@@ -704,12 +709,12 @@ func (c *ChatCall) IdempotencyKey() string {
 
 // emit counts and pushes one delta from the model to the layers above.
 func (c *ChatCall) emit(d Delta) bool {
-	c.chars += len(d.Text)
+	c.quarters += textQuarters(d.Text)
 	if d.Thinking != nil {
-		c.chars += len(d.Thinking.Text)
+		c.quarters += textQuarters(d.Thinking.Text)
 	}
 	for i := range d.ToolCalls {
-		c.chars += len(d.ToolCalls[i].Name) + len(d.ToolCalls[i].Arguments)
+		c.quarters += textQuarters(d.ToolCalls[i].Name) + textQuarters(d.ToolCalls[i].Arguments)
 	}
 	c.Usage.Add(d.Usage)
 	if d.FinishReason != "" {
@@ -781,7 +786,7 @@ func (c *ChatCall) Adopt(clone *ChatCall) {
 	if clone.StopSequence != "" {
 		c.StopSequence = clone.StopSequence
 	}
-	c.chars += clone.chars
+	c.quarters += clone.quarters
 	c.Meta.Attempts = clone.Meta.Attempts
 	c.Meta.Cached = c.Meta.Cached || clone.Meta.Cached
 	c.Request.Model = clone.Request.Model
@@ -1037,10 +1042,6 @@ func digest(kind, run string, b []byte) string {
 	var sum [sha256.Size]byte
 	return kind + "-" + hex.EncodeToString(h.Sum(sum[:0])[:16])
 }
-
-// EstimateTokens estimates the tokens of a text (about four bytes per token,
-// rounded up).
-func EstimateTokens(s string) int64 { return int64(len(s)+3) / 4 }
 
 // EstimateMessages estimates the input tokens of a transcript: the text of
 // each message, its parts and its tool calls' names and arguments, plus a

@@ -125,6 +125,28 @@ func TestToolCallBuilder(t *testing.T) {
 	assert.Zero(t, b.Len())
 }
 
+// A name streamed in pieces is the pieces joined, as an OpenAI client
+// library assembles it (its accumulator appends function.name); the call's
+// id is the last one sent, as there.
+func TestToolCallBuilderJoinsANameSplitOverFragments(t *testing.T) {
+	var b runtime.ToolCallBuilder
+	for _, d := range []runtime.Delta{
+		{ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: "call_1", Name: "delete_"}}},
+		{ToolCalls: []runtime.ToolCallDelta{{Index: 0, Name: "all_", Arguments: `{"path":`}}},
+		{ToolCalls: []runtime.ToolCallDelta{{Index: 0, Name: "files", Arguments: `"/"}`}}},
+	} {
+		b.Add(&d)
+	}
+	assert.Equal(t, []runtime.ToolUse{{ID: "call_1", Name: "delete_all_files", Arguments: json.RawMessage(`{"path":"/"}`)}}, b.ToolCalls())
+
+	b.Reset()
+	for range 3 { // a server that names the call in every fragment
+		b.AddFragment(runtime.ToolCallDelta{Index: 0, Name: "get_weather", Arguments: "{}"[:1]})
+	}
+	b.AddFragment(runtime.ToolCallDelta{Index: 0, Arguments: "}"})
+	assert.Equal(t, "get_weather", b.ToolCalls()[0].Name, "a repeated whole name is read once")
+}
+
 func TestToolUseArgs(t *testing.T) {
 	args, err := runtime.ToolUse{ID: "a", Name: "s", Arguments: json.RawMessage(`{"q":"go","n":2}`)}.Args()
 	require.NoError(t, err)
@@ -207,10 +229,10 @@ func TestEstimatesCountPartsAndToolCalls(t *testing.T) {
 		{Type: runtime.PartText, Text: "12345678"},
 		{Type: runtime.PartImage, ImageURL: "https://example.com/a.png"},
 	}}})
-	assert.Equal(t, plain+2+runtime.MaxImageTokens, withParts, "a text part counts its text, an image known by its URL the most an image may cost")
+	assert.Equal(t, plain+runtime.EstimateTokens("12345678")+runtime.MaxImageTokens, withParts, "a text part counts its text, an image known by its URL the most an image may cost")
 	withCall := runtime.EstimateMessages([]runtime.Message{{Role: "assistant", ToolCalls: []runtime.ToolUse{
 		{ID: "a", Name: "search", Arguments: json.RawMessage(`{"q":"go"}`)}}}})
-	assert.Equal(t, int64(4+2+3), withCall)
+	assert.Equal(t, 4+runtime.EstimateTokens("search")+runtime.EstimateTokens(`{"q":"go"}`), withCall)
 
 	// A stream without a usage report is charged for the arguments too.
 	model := rt.NewModel(rt.Response{Stream: []runtime.Delta{
@@ -218,7 +240,10 @@ func TestEstimatesCountPartsAndToolCalls(t *testing.T) {
 	pl := build(t, plan.Chains{}, map[string]runtime.ModelClient{"primary": model})
 	resp, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: hi})
 	require.NoError(t, err)
-	assert.Equal(t, runtime.Usage{InputTokens: runtime.EstimateMessages(hi), OutputTokens: (6 + 22 + 3) / 4}, resp.Usage)
+	// The name and the arguments are estimated in quarter tokens together:
+	// "search" 6 quarters (a word of six letters), the arguments 49 (seven
+	// punctuation marks, three words, two spaces).
+	assert.Equal(t, runtime.Usage{InputTokens: runtime.EstimateMessages(hi), OutputTokens: (6 + 49 + 3) / 4}, resp.Usage)
 }
 
 func TestBufferAssemblesToolCalls(t *testing.T) {

@@ -46,7 +46,9 @@ func init() {
 // admitted item rendered alone, over an empty query (not the user's text);
 // an item it drops leaves room in the budget for the next best.
 func TestGroundingScreenDropsBeforeTheBudget(t *testing.T) {
-	p := groundPlan(&plan.Grounding{Render: &plan.GroundingRender{Template: "Q={{.Query}}\n{{range .Items}}<doc>{{.Content}}</doc>\n{{end}}", MaxTokens: 12}})
+	block := "Q=refunds?\n<doc>refunds take 5 days</doc>\n" // b's, which fits the budget exactly
+	p := groundPlan(&plan.Grounding{Render: &plan.GroundingRender{Template: "Q={{.Query}}\n{{range .Items}}<doc>{{.Content}}</doc>\n{{end}}",
+		MaxTokens: int(runtime.EstimateTokens(block))}})
 	p.Chains.Chat = []plan.Layer{rt.Named("scr", rt.Layer("test.screen", `{"drop":true}`))}
 	pl := rt.Build(t, p, runtime.Deps{})
 	items := []runtime.Item{
@@ -62,7 +64,7 @@ func TestGroundingScreenDropsBeforeTheBudget(t *testing.T) {
 	assert.Equal(t, []string{"scr: poison found"}, g.FlaggedWhy)
 	assert.Equal(t, []string{"c"}, ids(g.Refused), "a refused item is not screened")
 	assert.Equal(t, []string{"d"}, ids(g.Dropped))
-	assert.Equal(t, "Q=refunds?\n<doc>refunds take 5 days</doc>\n", g.Block)
+	assert.Equal(t, block, g.Block)
 	scr := pl.Layers(plan.StageChat)[0].Middleware.(*screen)
 	assert.Equal(t, []string{"Q=\n<doc>POISON refunds</doc>\n", "Q=\n<doc>refunds take 5 days</doc>\n", "Q=\n<doc>orders ship in 2 days</doc>\n"}, scr.read)
 }

@@ -54,7 +54,7 @@ func (pl *Pipeline) chatTerminal(ctx context.Context, c *ChatCall, yield func(De
 	c.down = yield
 	before := c.Deltas
 	beforeUsage := c.Usage
-	beforeChars := c.chars
+	beforeQuarters := c.quarters
 	if c.tok == nil {
 		c.tok = &emitToken{}
 	}
@@ -77,12 +77,12 @@ func (pl *Pipeline) chatTerminal(ctx context.Context, c *ChatCall, yield func(De
 	// that reports input on its first event and output on its last,
 	// abandoned in between, reported only input. A complete stream's report
 	// is trusted as it is.
-	if c.chars > beforeChars && (c.Usage == beforeUsage || err != nil || c.Stopped) {
+	if c.quarters > beforeQuarters && (c.Usage == beforeUsage || err != nil || c.Stopped) {
 		if c.Usage.InputTokens == beforeUsage.InputTokens {
 			c.Usage.InputTokens += EstimateRequest(&c.Request)
 		}
 		if c.Usage.OutputTokens == beforeUsage.OutputTokens {
-			c.Usage.OutputTokens += int64(c.chars-beforeChars+3) / 4
+			c.Usage.OutputTokens += (c.quarters - beforeQuarters + 3) / 4
 		}
 	} else if c.Usage == beforeUsage && (err == nil || ctx.Err() != nil) {
 		// Answered without text and without a usage report (an empty

@@ -114,11 +114,40 @@ type BudgetLimits struct {
 	// token counts and USD are read.
 	Estimate *Ledger
 	// Lease is how long an admitted call's reservation (its call and
-	// estimate) counts when it is never settled: its process died, or the
-	// reply of Reserve was lost. Past it the reservation no longer counts
-	// against any ceiling; a Settle after it still charges. Zero is
+	// estimate) is held when it is never settled: its process died, or
+	// every Settle of it failed. Past it the reservation lapses: it is
+	// charged as spent at its hold (one call, its estimate's tokens as
+	// input and its estimate's cost), never refunded; a Settle after that
+	// charges only what its charge exceeds the hold by. Zero is
 	// DefaultReservationLease.
 	Lease time.Duration
+}
+
+// SettleMemory is how long a store remembers a reservation it settled or
+// charged as lapsed: a Settle of the same reservation repeated within it
+// (its first reply was lost) charges nothing more.
+const SettleMemory = time.Hour
+
+// Hold returns what a reservation with estimate est (nil for none) is
+// charged when it lapses unsettled: one call, the estimate's tokens as
+// input and its cost.
+func Hold(est *Ledger) Ledger {
+	h := Ledger{Calls: 1}
+	if est != nil {
+		h.InputTokens, h.USD = max(est.Tokens(), 0), max(est.USD, 0)
+	}
+	return h
+}
+
+// Beyond returns what charge c adds to a ledger that was already charged
+// hold for the same call (its reservation lapsed before it settled): each
+// amount of c less what hold covers of it, never below zero. The hold's
+// tokens cover c's input tokens first, then its output.
+func (c Ledger) Beyond(hold Ledger) Ledger {
+	in := min(max(c.InputTokens, 0), hold.InputTokens)
+	out := min(max(c.OutputTokens, 0), hold.InputTokens-in)
+	return Ledger{InputTokens: max(c.InputTokens-in, 0), OutputTokens: max(c.OutputTokens-out, 0),
+		USD: max(c.USD-hold.USD, 0), Calls: max(c.Calls-hold.Calls, 0)}
 }
 
 // DefaultReservationLease is how long a reservation counts when its call
@@ -144,7 +173,10 @@ func (lim BudgetLimits) LeaseOf() time.Duration {
 // with estimates exceed theirs by at most what calls charged beyond their
 // estimates, and without estimates by at most what the calls in flight at
 // that moment charge. A reservation is live until it is settled or its
-// lease ends; its holder renews it while the call runs.
+// lease ends; its holder renews it while the call runs. One whose lease
+// ends unsettled is charged its Hold. Settle is safe to repeat: a
+// reservation is settled once, however many times its Settle reaches the
+// store within SettleMemory.
 type Budgeter interface {
 	// Reserve admits a call against the ledger of key under the
 	// reservation id (unique within the ledger) or refuses it with a
@@ -155,11 +187,16 @@ type Budgeter interface {
 	// it is no longer live (settled, forgotten, or its lease ended), in
 	// which case nothing is written.
 	RenewReservation(ctx context.Context, key, id string, lease time.Duration) (bool, error)
-	// Settle drops the reservation id (none when id is empty; one whose
-	// lease ended or that is unknown is ignored) and adds charge to the
-	// ledger, in one atomic step.
+	// Settle drops the reservation id and adds charge to the ledger, in
+	// one atomic step, once per id: a repeat of the Settle of a
+	// reservation settled within SettleMemory adds nothing, and a
+	// reservation that lapsed (charged its Hold) adds charge.Beyond its
+	// hold. An id the store does not know (its ledger was forgotten, or
+	// nothing was reserved under it) charges in full, and is remembered
+	// as settled; an empty id charges without being remembered.
 	Settle(ctx context.Context, key, id string, charge Ledger, ttl time.Duration) error
-	// LedgerOf returns the charged ledger of key (zero when absent).
+	// LedgerOf returns the charged ledger of key (zero when absent), the
+	// holds of its lapsed reservations included.
 	LedgerOf(ctx context.Context, key string) (Ledger, error)
 	// ForgetLedger drops the ledger of key and its reservations.
 	ForgetLedger(ctx context.Context, key string) error
@@ -278,11 +315,21 @@ type memLedger struct {
 	Ledger
 	// res are the reservations not settled yet, by id.
 	res map[string]memReservation
+	// done are the reservations settled or lapsed in the last
+	// SettleMemory, by id.
+	done map[string]memDone
 }
 
 type memReservation struct {
 	est   Ledger
 	until time.Time
+}
+
+// memDone is a reservation settled (hold zero) or lapsed and charged its
+// hold, remembered until forget.
+type memDone struct {
+	hold   Ledger
+	forget time.Time
 }
 
 // NewMemoryBudgeter returns an empty MemoryBudgeter.
@@ -293,21 +340,48 @@ func NewMemoryBudgeter() *MemoryBudgeter {
 func (b *MemoryBudgeter) get(key string) *memLedger {
 	l := b.m[key]
 	if l == nil {
-		l = &memLedger{res: map[string]memReservation{}}
+		l = &memLedger{res: map[string]memReservation{}, done: map[string]memDone{}}
 		b.m[key] = l
 	}
 	return l
 }
 
-// pending drops the reservations of l whose lease has ended and returns
-// the live ones' count and estimates.
-func (l *memLedger) pending(now time.Time) Ledger {
-	var p Ledger
+// charge adds c to l.
+func (l *memLedger) charge(c Ledger) {
+	l.InputTokens = SaturatingAdd(l.InputTokens, c.InputTokens)
+	l.OutputTokens = SaturatingAdd(l.OutputTokens, c.OutputTokens)
+	if c.USD > 0 && !math.IsInf(c.USD, 0) {
+		l.USD += c.USD
+	} else if math.IsInf(c.USD, 1) {
+		l.USD = math.MaxFloat64
+	}
+	l.Calls = SaturatingAdd(l.Calls, c.Calls)
+}
+
+// lapse charges the reservations of l whose lease has ended their hold
+// and forgets the reservations settled or lapsed SettleMemory ago.
+func (l *memLedger) lapse(now time.Time) {
+	for id, d := range l.done {
+		if !d.forget.After(now) {
+			delete(l.done, id)
+		}
+	}
 	for id, r := range l.res {
 		if !r.until.After(now) {
 			delete(l.res, id)
-			continue
+			hold := Hold(&r.est)
+			l.charge(hold)
+			l.done[id] = memDone{hold: hold, forget: now.Add(SettleMemory)}
 		}
+	}
+}
+
+// pending lapses the reservations of l whose lease has ended and returns
+// the live ones' count and estimates.
+func (l *memLedger) pending(now time.Time) Ledger {
+	l.lapse(now)
+	var p Ledger
+	for _, r := range l.res {
 		p.Calls++
 		p.InputTokens = SaturatingAdd(p.InputTokens, r.est.Tokens())
 		p.USD += r.est.USD
@@ -329,6 +403,7 @@ func (b *MemoryBudgeter) Reserve(_ context.Context, key, id string, lim BudgetLi
 		r.est = Ledger{InputTokens: max(est.Tokens(), 0), USD: max(est.USD, 0)}
 	}
 	l.res[id] = r
+	delete(l.done, id)
 	return nil, nil
 }
 
@@ -354,16 +429,21 @@ func (b *MemoryBudgeter) RenewReservation(_ context.Context, key, id string, lea
 func (b *MemoryBudgeter) Settle(_ context.Context, key, id string, c Ledger, _ time.Duration) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	now := b.now()
 	l := b.get(key)
-	delete(l.res, id)
-	l.InputTokens = SaturatingAdd(l.InputTokens, c.InputTokens)
-	l.OutputTokens = SaturatingAdd(l.OutputTokens, c.OutputTokens)
-	if c.USD > 0 && !math.IsInf(c.USD, 0) {
-		l.USD += c.USD
-	} else if math.IsInf(c.USD, 1) {
-		l.USD = math.MaxFloat64
+	l.lapse(now)
+	if id != "" {
+		d, seen := l.done[id]
+		switch {
+		case seen && d.hold == (Ledger{}):
+			return nil // settled already
+		case seen:
+			c = c.Beyond(d.hold) // lapsed: its hold is charged
+		}
+		delete(l.res, id)
+		l.done[id] = memDone{forget: now.Add(SettleMemory)}
 	}
-	l.Calls = SaturatingAdd(l.Calls, c.Calls)
+	l.charge(c)
 	return nil
 }
 
@@ -372,6 +452,7 @@ func (b *MemoryBudgeter) LedgerOf(_ context.Context, key string) (Ledger, error)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if l := b.m[key]; l != nil {
+		l.lapse(b.now())
 		return l.Ledger, nil
 	}
 	return Ledger{}, nil

@@ -498,6 +498,32 @@ func TestSplitUsageIsEstimatedPerSide(t *testing.T) {
 	}
 }
 
+// TestAnAbandonedStreamIsChargedAtLeastItsBilledInput: a client that hangs
+// up after the first delta of an OpenAI stream, before the usage chunk, is
+// charged the estimate of its prompt; at four bytes a token a Chinese
+// prompt was charged less than the provider bills (49 tokens by
+// cl100k_base, 34 by o200k_base, for 144 bytes), and emoji, digits or
+// base64 under a third of it.
+func TestAnAbandonedStreamIsChargedAtLeastItsBilledInput(t *testing.T) {
+	const prompt, billed = "预算在调用运行之前预留，并在调用结束后结算。账本存储中的一个原子步骤保证并发调用者不会超过上限。", 49
+	model := runtime.ModelFunc(func(_ context.Context, _ *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+		for range 5 {
+			if !yield(runtime.Delta{Text: "好"}) {
+				return nil
+			}
+		}
+		yield(runtime.Delta{Usage: runtime.Usage{InputTokens: billed, OutputTokens: 5}})
+		return nil
+	})
+	pl := build(t, plan.Chains{Chat: []plan.Layer{rt.Layer("meter", "")}}, map[string]runtime.ModelClient{"primary": model})
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r"})
+	_, _, err := rt.Collect(ctx, pl, runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: prompt}}}, 1)
+	require.NoError(t, err)
+	got := meterOf(t, pl).Ledger("r")
+	assert.GreaterOrEqual(t, got.InputTokens, int64(billed), "the prompt's estimate covers what the provider bills for it")
+	assert.GreaterOrEqual(t, got.OutputTokens, int64(1), "the delta that arrived")
+}
+
 // TestFailureCarriesWhatWasBilled: a model client's failure carries the
 // usage its provider billed and no delta carried (CallError.Usage); the
 // call is charged it, after text or before any, and a retry still retries

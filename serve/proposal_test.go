@@ -224,14 +224,12 @@ func TestHedgeLoserSpendIsAttributedToItsModel(t *testing.T) {
 }
 
 // TestRelayedToolCallIsTheOneAdmitted: the gateway admitted a call by its
-// fragments as the runtime assembles them (a name sent in two fragments
-// is the last one's) and relayed the fragments as they came, which the
-// client assembles by its own rules: OpenAI's SDKs join a name's fragments,
-// so "delete_" then "account" was admitted as "account" (an undeclared
-// tool, let through) and run by the client as delete_account, which
-// tool_policy denies; an Anthropic client took the first fragment's name
-// and id. Each call is now relayed whole, as admitted. A name repeated in
-// every fragment, which an OpenAI client read doubled, is relayed once.
+// fragments as the runtime assembles them and relayed the fragments as
+// they came, which the client assembles by its own rules: an Anthropic
+// client took the first fragment's name and id. Each call is now relayed
+// whole, as admitted; the runtime joins a name sent in fragments as
+// OpenAI's SDKs do ("get_" then "weather"). A name repeated in every
+// fragment, which an OpenAI client read doubled, is relayed once.
 func TestRelayedToolCallIsTheOneAdmitted(t *testing.T) {
 	chunk := func(delta, finish string) string {
 		return `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4.1-mini","choices":[{"index":0,"delta":` + delta + `,"finish_reason":` + finish + `}]}` + "\n\n"
@@ -240,12 +238,12 @@ func TestRelayedToolCallIsTheOneAdmitted(t *testing.T) {
 		`data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4.1-mini","choices":[],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}` + "\n\n" +
 		"data: [DONE]\n\n"
 	split := chunk(`{"role":"assistant","content":"On it."}`, "null") +
-		chunk(`{"tool_calls":[{"index":0,"type":"function","function":{"name":"delete_","arguments":"{\"id\":"}}]}`, "null") +
-		chunk(`{"tool_calls":[{"index":0,"id":"call_1","function":{"name":"account","arguments":"\"42\"}"}}]}`, "null") + tail
+		chunk(`{"tool_calls":[{"index":0,"type":"function","function":{"name":"get_","arguments":"{\"location\":"}}]}`, "null") +
+		chunk(`{"tool_calls":[{"index":0,"id":"call_1","function":{"name":"weather","arguments":"\"Paris\"}"}}]}`, "null") + tail
 	repeated := chunk(`{"tool_calls":[{"index":0,"id":"call_2","type":"function","function":{"name":"get_weather","arguments":"{\"location\":"}}]}`, "null") +
 		chunk(`{"tool_calls":[{"index":0,"function":{"name":"get_weather","arguments":"\"Lyon\"}"}}]}`, "null") + tail
 	for _, tc := range []struct{ name, body, id, tool, args string }{
-		{"name split", split, "call_1", "account", `{"id":"42"}`},
+		{"name split", split, "call_1", "get_weather", `{"location":"Paris"}`},
 		{"name repeated", repeated, "call_2", "get_weather", `{"location":"Lyon"}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -280,6 +278,24 @@ func TestRelayedToolCallIsTheOneAdmitted(t *testing.T) {
 			assert.JSONEq(t, tc.args, string(uses[0].Input))
 		})
 	}
+
+	// "delete_" then "account" is delete_account, which tool_policy
+	// denies, as the client would have run it; it was admitted as
+	// "account", an undeclared tool let through.
+	denied := chunk(`{"tool_calls":[{"index":0,"id":"call_3","type":"function","function":{"name":"delete_","arguments":"{\"id\":"}}]}`, "null") +
+		chunk(`{"tool_calls":[{"index":0,"function":{"name":"account","arguments":"\"42\"}"}}]}`, "null") + tail
+	g := newGatewayWith(t, proposalDecls+"\nsettings: allow_undeclared_tools: true", typicalChain, []reply{{body: denied}}, nil)
+	stream := g.openai(t).Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{Model: "primary",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("go")}})
+	for stream.Next() {
+		for _, ch := range stream.Current().Choices {
+			assert.Empty(t, ch.Delta.ToolCalls, "no call is relayed")
+		}
+	}
+	var oerr *openai.Error
+	require.True(t, errors.As(stream.Err(), &oerr), "%v", stream.Err())
+	assert.Equal(t, http.StatusForbidden, oerr.StatusCode)
+	assert.Contains(t, oerr.RawJSON(), "tool delete_account is denied")
 }
 
 // TestRelayedToolCallsAreIndexedByPlace: calls an upstream streamed at

@@ -49,8 +49,9 @@ const SummaryPrompt = "Summarize the following conversation excerpt for the assi
 // Middleware is the compaction layer; its exported fields are its config
 // (schemas/compaction.cue).
 //
-// Token counts are the runtime's estimate (runtime.EstimateMessages: about
-// four bytes per token plus four per message), the same one max_tokens and
+// Token counts are the runtime's estimate (runtime.EstimateMessages:
+// runtime.EstimateTokens, never below what OpenAI's tokenizers make of
+// common text, plus four per message), the same one max_tokens and
 // the meters use, so a budget here means what it means there.
 //
 // An assistant message is kept or dropped together with the results of the

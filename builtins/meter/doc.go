@@ -58,29 +58,35 @@
 // its estimate (a request without max_tokens estimates no output, so all of
 // its output is such excess; a cancelled call charged its input estimate
 // adds none). A call whose reservation lapsed before it ended (below)
-// counts in that sum with its whole charge.
+// counts in that sum with what it charged beyond its estimate.
 //
 // Each reservation has a lease: the call's deadline (its context's) and 30
 // seconds after it, else the meter's lease (runtime.DefaultReservationLease,
 // 10 minutes, unless set). A reservation never settled, because its process
-// died between reserving and settling or the store's reply to the
-// reservation was lost, stops counting against every ceiling when its lease
-// ends, so it never holds a call of a global or key ledger for good; a call
-// that settles after its lease is still charged in full. While the call
-// runs its reservation is renewed every third of its lease (of 30 s once a
-// call with a deadline has overrun it), so a call that runs longer than its
-// lease keeps its place; only one whose store stays out of reach for a
-// whole lease loses it (logged). One timer per meter serves the renewals
-// of all its calls. A ledger in process memory has no lease: its
-// reservations hold until their calls settle (only a crash could leave one
-// unsettled, and a crash takes the memory with it).
+// died between reserving and settling or every settlement of it failed,
+// lapses when its lease ends: it is charged as spent at its hold (one
+// call, and its estimate's tokens and cost with on_cross "refuse"), never
+// refunded, so a lost settlement never gives a ceiling a call back; a call
+// that settles after its lease is charged what it exceeds its hold by.
+// While the call runs its reservation is renewed every third of its lease
+// (of 30 s once a call with a deadline has overrun it), so a call that
+// runs longer than its lease keeps its place; only one whose store stays
+// out of reach for a whole lease lapses (logged). One timer per meter
+// serves the renewals of all its calls. A ledger in process memory has no
+// lease: its reservations hold until their calls settle (only a crash
+// could leave one unsettled, and a crash takes the memory with it).
 //
 // With on_cross "allow", across replicas sharing a store the same holds for
 // every process: calls never exceed their ceiling, and tokens and cost
 // exceed theirs by at most what the calls in flight when the ceiling was
 // reached charge. A store failure before a call fails closed (the call
-// does not run); one after it is logged, the charge lost, and the
-// reservation lapses at the end of its lease.
+// does not run), and the reservation the store may have made is released
+// in the background. A settlement the store does not acknowledge is sent
+// again in the background, with a backoff from 100 ms doubling to 10 s,
+// for 5 minutes; the store settles a reservation once however many times
+// its settlement arrives (runtime.SettleMemory), so a settlement whose
+// answer was lost is not charged twice. If every attempt fails, the
+// reservation lapses at the end of its lease and is charged its hold.
 //
 // Scope "run" keeps one ledger per run id (runtime.WithRun); "global" one for
 // the layer. Without `store` ledgers live in memory for the pipeline's

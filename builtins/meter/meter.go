@@ -253,10 +253,11 @@ type renewals struct {
 // than renewEvery costs no renewal, and starting one sets no timer while
 // another runs). A renewal that fails is logged and tried again at the
 // next tick; a reservation found no longer live (the store was out of
-// reach for its whole lease) is logged and no longer renewed: from then on
-// other calls may be admitted in its place. Without it a call that ran
-// longer than its lease (a long stream, a slow tool) would stop counting
-// against the ceilings while it still ran.
+// reach for its whole lease) is logged and no longer renewed: by then it
+// has been charged its hold (runtime.BudgetLimits.Lease), and its
+// settlement adds what it charges beyond that. Without renewals a call
+// that ran longer than its lease (a long stream, a slow tool) would lapse
+// while it still ran.
 func (m *Meter) hold(ctx context.Context, key, id string) (release func()) {
 	if id == "" || !m.shared {
 		return func() {}
@@ -313,7 +314,7 @@ func (m *Meter) renew() {
 				m.logger.WarnContext(h.ctx, "meter: renewing the call's reservation failed", "error", err)
 			case !ok:
 				delete(r.live, h)
-				m.logger.WarnContext(h.ctx, "meter: the call's reservation lapsed while it ran; other calls may be admitted in its place")
+				m.logger.WarnContext(h.ctx, "meter: the call's reservation lapsed while it ran; it was charged its hold, and the call's own charge beyond it is added when it settles")
 			}
 		}
 		r.mu.Unlock()
@@ -332,16 +333,20 @@ func (m *Meter) renew() {
 // and still running have reached it. An admitted call is reserved, with
 // its estimate, until settle or until its lease ends; it returns the
 // reservation's id ("" when nothing was reserved: without a budget there
-// is nothing to reserve). A store failure fails closed.
+// is nothing to reserve). A store failure fails closed; the reservation,
+// which the store may have made all the same (only its answer was lost),
+// is released in the background (retrySettle), or else would be charged
+// its hold when its lease ends.
 func (m *Meter) reserve(ctx context.Context, key string, est *runtime.Ledger) (string, error) {
 	b := m.Budget
 	if b == nil {
 		return "", nil
 	}
-	id := strconv.FormatUint(rand.Uint64(), 36)
+	id := newID()
 	refusal, err := m.budgets.Reserve(ctx, key, id, runtime.BudgetLimits{Tokens: b.Tokens, USD: b.USD, Calls: b.Calls, Estimate: est,
 		Lease: m.reservationLease(ctx)}, m.ttl())
 	if err != nil {
+		m.retrySettle(context.WithoutCancel(ctx), key, id, runtime.Ledger{}, m.clock.Now().Add(settleRetryFor), 0)
 		if ctx.Err() != nil {
 			return "", ctx.Err()
 		}
@@ -354,10 +359,27 @@ func (m *Meter) reserve(ctx context.Context, key string, est *runtime.Ledger) (s
 	return id, nil
 }
 
+// newID returns a reservation id: random, so unique within a ledger.
+func newID() string { return strconv.FormatUint(rand.Uint64(), 36) }
+
+// settleRetryFor is how long a settlement the store did not acknowledge
+// is sent again, well within runtime.SettleMemory: the store recognises
+// each repeat and charges the call once.
+const settleRetryFor = 5 * time.Minute
+
+// settleBackoff is the wait before a settlement is sent again the first
+// time; it doubles with each failure, up to settleBackoffMax.
+const (
+	settleBackoff    = 100 * time.Millisecond
+	settleBackoffMax = 10 * time.Second
+)
+
 // settle drops a call's reservation (id, when reserved) and charges it
-// (when charge): usage u at cost usd and one call, in one step. A store
-// failure is logged: the call has run, and its charge is lost (its
-// reservation lapses at the end of its lease).
+// (when charge): usage u at cost usd and one call, in one step. A charge
+// without a reservation (no budget) in a shared store gets an id of its
+// own, so that it too can be sent again safely. A store failure is logged
+// and the settlement sent again in the background (retrySettle); the
+// caller does not wait for it.
 func (m *Meter) settle(ctx context.Context, key, id string, charge bool, u runtime.Usage, usd float64) {
 	if id == "" && !charge {
 		return
@@ -366,9 +388,42 @@ func (m *Meter) settle(ctx context.Context, key, id string, charge bool, u runti
 	if charge {
 		c = runtime.Ledger{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, USD: usd, Calls: 1}
 	}
-	if err := m.budgets.Settle(context.WithoutCancel(ctx), key, id, c, m.ttl()); err != nil {
-		m.logger.WarnContext(ctx, "meter: settling the call in the ledger store failed; its charge is lost", "error", err)
+	if id == "" && m.shared {
+		id = newID()
 	}
+	ctx = context.WithoutCancel(ctx)
+	if err := m.budgets.Settle(ctx, key, id, c, m.ttl()); err != nil {
+		m.logger.WarnContext(ctx, "meter: settling the call in the ledger store failed; sending it again", "error", err)
+		m.retrySettle(ctx, key, id, c, m.clock.Now().Add(settleRetryFor), settleBackoff)
+	}
+}
+
+// retrySettle sends the settlement of reservation id (charge c) after
+// wait, and again with a doubling wait (settleBackoff up to
+// settleBackoffMax) while it fails, until the deadline until. The store
+// settles a reservation once, however many of these reach it (the answer
+// of one may be what was lost). When every attempt failed the reservation
+// is left to lapse: the store charges it its hold (one call, and the
+// call's estimate with on_cross "refuse") when its lease ends, so the
+// calls ceiling holds and the tokens and usd ceilings miss only what the
+// call charged beyond its estimate.
+func (m *Meter) retrySettle(ctx context.Context, key, id string, c runtime.Ledger, until time.Time, wait time.Duration) {
+	if !m.shared || id == "" {
+		return // process memory does not fail
+	}
+	m.clock.AfterFunc(wait, func() {
+		err := m.budgets.Settle(ctx, key, id, c, m.ttl())
+		if err == nil {
+			return
+		}
+		next := min(max(2*wait, settleBackoff), settleBackoffMax)
+		if m.clock.Now().Add(next).After(until) {
+			m.logger.ErrorContext(ctx, "meter: the ledger store stayed out of reach; the call's reservation is charged its hold when its lease ends",
+				"error", err, "charge_usd", c.USD, "charge_tokens", c.Tokens())
+			return
+		}
+		m.retrySettle(ctx, key, id, c, until, next)
+	})
 }
 
 // Cost returns the cost in US dollars of usage on model at the plan's rates

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	oai "github.com/openai/openai-go/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -65,6 +66,35 @@ func TestToolCallFragmentsAssemble(t *testing.T) {
 	last := ds[len(ds)-1]
 	assert.Equal(t, "tool_calls", last.FinishReason)
 	assert.Equal(t, runtime.Usage{InputTokens: 1230, OutputTokens: 18, CachedInputTokens: 1024}, last.Usage)
+}
+
+// A function name streamed over several chunks is read as OpenAI's own
+// client library reads it: the chunks' names joined, not the last one.
+func TestAToolNameSplitOverChunksIsJoinedAsTheSDKJoinsIt(t *testing.T) {
+	chunks := []string{
+		`{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"delete_","arguments":""}}]},"finish_reason":null}]}`,
+		`{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"name":"all_","arguments":"{\"path\":"}}]},"finish_reason":null}]}`,
+		`{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"name":"files","arguments":"\"/\"}"}}]},"finish_reason":"tool_calls"}]}`,
+	}
+	var body strings.Builder
+	var sdk oai.ChatCompletionAccumulator
+	for _, c := range chunks {
+		body.WriteString("data: " + c + "\n\n")
+		var chunk oai.ChatCompletionChunk
+		require.NoError(t, json.Unmarshal([]byte(c), &chunk))
+		require.True(t, sdk.AddChunk(chunk))
+	}
+	body.WriteString("data: [DONE]\n\n")
+	s := ssetest.New(t, ssetest.Reply{Body: body.String()})
+	ds, err := ssetest.Collect(t, client(t, s), hi())
+	require.NoError(t, err)
+	calls := ssetest.ToolCalls(ds)
+	require.Len(t, calls, 1)
+	want := sdk.Choices[0].Message.ToolCalls[0]
+	assert.Equal(t, "delete_all_files", want.Function.Name)
+	assert.Equal(t, want.Function.Name, calls[0].Name)
+	assert.Equal(t, want.ID, calls[0].ID)
+	assert.JSONEq(t, want.Function.Arguments, string(calls[0].Arguments))
 }
 
 func TestParallelToolCalls(t *testing.T) {

@@ -41,7 +41,10 @@
 //     the reservation; a settlement is one call of budget_settle, which
 //     deletes the reservation and adds the charge under the same lock. A
 //     renewal of a reservation while its call runs is one UPDATE of its
-//     row.
+//     row. Table settled remembers, for runtime.SettleMemory, each
+//     reservation settled (so a settlement sent again charges once) or
+//     lapsed (with its hold, which both functions charge, under the lock,
+//     when they find its lease ended).
 //   - runtime.RateLimiter: GCRA as one INSERT ... ON CONFLICT DO UPDATE on
 //     table rate (the row lock serialises the callers of one key).
 //   - runtime.AuditSink: the append-only table audit (the store never

@@ -20,6 +20,13 @@ func TestAClaimWhoseReplyWasLostIsTheAttempts(t *testing.T) {
 	storetest.LeaserLostReply(t, direct, s, p)
 }
 
+// A settlement the server committed but whose answer was lost charges
+// once when it is sent again.
+func TestASettlementWhoseReplyWasLostChargesOnce(t *testing.T) {
+	direct, s, p := viaProxy(t, 2*time.Second)
+	storetest.BudgeterSettleLostReply(t, direct, s, p)
+}
+
 // viaProxy returns a store on the test server, the same schema reached
 // through a proxy with the given timeout, and the proxy.
 func viaProxy(t *testing.T, timeout time.Duration) (direct, s *postgres.Store, p *storetest.Proxy) {

@@ -11,15 +11,16 @@ import (
 	"github.com/agentc-dev/agentc/runtime/store/storetest"
 )
 
-// TestLedgerKeysDisjoint: a run whose id ends in "#reservations" (a client
-// chooses its run id) has a ledger of its own, not the reservations of the
-// run whose id it extends; each ledger keeps its charges and its
+// TestLedgerKeysDisjoint: a run whose id ends in "#reservations" or
+// "#settled" (a client chooses its run id) has a ledger of its own, not the
+// reservations or settlements of the run whose id it extends; each ledger keeps its charges and its
 // reservations apart, whatever order they are written in.
 func TestLedgerKeysDisjoint(t *testing.T) {
 	s := open(t)
 	ctx := context.Background()
 	base := storetest.Key(t, "run/x")
-	keys := []string{base, base + "#reservations", base + "#reservations#", base + "#reservations#reservations"}
+	keys := []string{base, base + "#reservations", base + "#reservations#", base + "#reservations#reservations",
+		base + "#settled", base + "#settled#", base + "#reservations#settled"}
 	t.Cleanup(func() {
 		for _, k := range keys {
 			_ = s.ForgetLedger(context.Background(), k)

@@ -313,30 +313,18 @@ return {1, tostring(wait)}
 	// KEYS: ledger, its reservations (a sorted set of ids by the end of
 	// their lease, ms). ARGV: tokens, usd, calls ceilings ('' unlimited),
 	// ttl ms, the call's estimated tokens and usd ('' for no estimate), the
-	// reservation id, its lease ms. Reservations whose lease has ended are
-	// dropped first (their estimates with them); the live ones count with
-	// the charged ledger: their number against calls, their estimates
-	// (fields ptok and pusd, each reservation's in field 'r:' .. id)
-	// against tokens and usd. Returns {resource refused or '', spent,
-	// pending}; a resource the estimate would cross ends in '+'. The field
-	// pending counts reservations for builds before the leases.
-	reserveScript = goredis.NewScript(`
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local gone = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, 256)
-for _, id in ipairs(gone) do
-  local e = redis.call('HGET', KEYS[1], 'r:' .. id)
-  if e then
-    local sp = string.find(e, ' ')
-    local et, eu = string.sub(e, 1, sp - 1), string.sub(e, sp + 1)
-    if et ~= '0' then redis.call('HINCRBY', KEYS[1], 'ptok', '-' .. et) end
-    if eu ~= '0' then redis.call('HINCRBYFLOAT', KEYS[1], 'pusd', '-' .. eu) end
-    redis.call('HDEL', KEYS[1], 'r:' .. id)
-  end
-  redis.call('ZREM', KEYS[2], id)
-end
+	// reservation id, its lease ms; then, with KEYS[3], the settlement
+	// memory ms. Reservations whose lease has ended are charged their hold
+	// first (lapseLua); a settlement remembered under the id is forgotten
+	// (a reservation made again under it is live). The live ones count with the charged ledger: their
+	// number against calls, their estimates (fields ptok and pusd, each
+	// reservation's in field 'r:' .. id) against tokens and usd. Returns
+	// {resource refused or '', spent, pending}; a resource the estimate
+	// would cross ends in '+'. The field pending counts reservations for
+	// builds before the leases.
+	reserveScript = goredis.NewScript(lapseLua + `
+local now = lapse(tonumber(ARGV[9]))
 local n = redis.call('ZCARD', KEYS[2])
-if n == 0 then redis.call('HDEL', KEYS[1], 'ptok', 'pusd') end
 local h = redis.call('HMGET', KEYS[1], 'in', 'out', 'usd', 'calls', 'ptok', 'pusd')
 local tokens = tonumber(h[1] or '0') + tonumber(h[2] or '0')
 local usd = tonumber(h[3] or '0')
@@ -351,13 +339,14 @@ local et, eus = '0', '0'
 if tonumber(ARGV[5] or '') and tonumber(ARGV[5]) > 0 then et = ARGV[5] end
 if tonumber(ARGV[6] or '') and tonumber(ARGV[6]) > 0 then eus = ARGV[6] end
 redis.call('ZADD', KEYS[2], now + tonumber(ARGV[8]), ARGV[7])
+redis.call('ZREM', KEYS[3], ARGV[7])
+redis.call('HDEL', KEYS[1], 'l:' .. ARGV[7])
 redis.call('HSET', KEYS[1], 'r:' .. ARGV[7], et .. ' ' .. eus)
 if et ~= '0' then redis.call('HINCRBY', KEYS[1], 'ptok', et) end
 if eus ~= '0' then redis.call('HINCRBYFLOAT', KEYS[1], 'pusd', eus) end
 redis.call('HINCRBY', KEYS[1], 'pending', 1)
 if tonumber(ARGV[4]) > 0 then
-  redis.call('PEXPIRE', KEYS[1], ARGV[4])
-  redis.call('PEXPIRE', KEYS[2], ARGV[4])
+  for i = 1, #KEYS do redis.call('PEXPIRE', KEYS[i], ARGV[4]) end
 end
 return {'', '', ''}
 `)
@@ -372,37 +361,106 @@ if not untl or tonumber(untl) <= now then return 0 end
 redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[2]), ARGV[1])
 return 1
 `)
-	// KEYS: ledger, its reservations. ARGV: reservation id ('' none), in,
-	// out, usd, calls, ttl ms. A reservation still recorded (live, or
-	// lapsed and not dropped yet) is dropped with its estimates; the charge
-	// is added either way.
-	settleScript = goredis.NewScript(`
+	// KEYS: ledger, its reservations, its settlements. ARGV: reservation
+	// id ('' none), in, out, usd, calls, ttl ms, the settlement memory ms.
+	// The lapsed reservations are charged their hold first (lapseLua). A
+	// reservation settled already adds nothing; one lapsed adds what the
+	// charge exceeds its hold by (runtime.Ledger.Beyond); a live one is
+	// dropped with its estimates and the charge added, as is an unknown
+	// one's. Each is then remembered as settled.
+	settleScript = goredis.NewScript(lapseLua + `
+local now = lapse(tonumber(ARGV[7]))
+local din, dout, dusd, dcalls = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 if ARGV[1] ~= '' then
-  local e = redis.call('HGET', KEYS[1], 'r:' .. ARGV[1])
-  if e then
-    local sp = string.find(e, ' ')
-    local et, eu = string.sub(e, 1, sp - 1), string.sub(e, sp + 1)
-    if et ~= '0' then redis.call('HINCRBY', KEYS[1], 'ptok', '-' .. et) end
-    if eu ~= '0' then redis.call('HINCRBYFLOAT', KEYS[1], 'pusd', '-' .. eu) end
-    redis.call('HDEL', KEYS[1], 'r:' .. ARGV[1])
-    if tonumber(redis.call('HGET', KEYS[1], 'pending') or '0') > 0 then
-      redis.call('HINCRBY', KEYS[1], 'pending', -1)
+  local id = ARGV[1]
+  if redis.call('ZSCORE', KEYS[3], id) then
+    local hold = redis.call('HGET', KEYS[1], 'l:' .. id)
+    if not hold then return 0 end
+    local sp = string.find(hold, ' ')
+    local ht, hu = tonumber(string.sub(hold, 1, sp - 1)), tonumber(string.sub(hold, sp + 1))
+    local i, o = math.max(tonumber(din), 0), math.max(tonumber(dout), 0)
+    local ci = math.min(i, ht)
+    local co = math.min(o, ht - ci)
+    din = string.format('%d', i - ci)
+    dout = string.format('%d', o - co)
+    dusd = string.format('%.17g', math.max(tonumber(dusd) - hu, 0))
+    dcalls = string.format('%d', math.max(tonumber(dcalls) - 1, 0))
+    redis.call('HDEL', KEYS[1], 'l:' .. id)
+  else
+    local e = redis.call('HGET', KEYS[1], 'r:' .. id)
+    if e then
+      local sp = string.find(e, ' ')
+      local et, eu = string.sub(e, 1, sp - 1), string.sub(e, sp + 1)
+      if et ~= '0' then redis.call('HINCRBY', KEYS[1], 'ptok', '-' .. et) end
+      if eu ~= '0' then redis.call('HINCRBYFLOAT', KEYS[1], 'pusd', '-' .. eu) end
+      redis.call('HDEL', KEYS[1], 'r:' .. id)
+      if tonumber(redis.call('HGET', KEYS[1], 'pending') or '0') > 0 then
+        redis.call('HINCRBY', KEYS[1], 'pending', -1)
+      end
     end
+    redis.call('ZREM', KEYS[2], id)
+    if redis.call('ZCARD', KEYS[2]) == 0 then redis.call('HDEL', KEYS[1], 'ptok', 'pusd') end
+    redis.call('ZADD', KEYS[3], now + tonumber(ARGV[7]), id)
   end
-  redis.call('ZREM', KEYS[2], ARGV[1])
-  if redis.call('ZCARD', KEYS[2]) == 0 then redis.call('HDEL', KEYS[1], 'ptok', 'pusd') end
 end
-redis.call('HINCRBY', KEYS[1], 'in', ARGV[2])
-redis.call('HINCRBY', KEYS[1], 'out', ARGV[3])
-redis.call('HINCRBYFLOAT', KEYS[1], 'usd', ARGV[4])
-redis.call('HINCRBY', KEYS[1], 'calls', ARGV[5])
+redis.call('HINCRBY', KEYS[1], 'in', din)
+redis.call('HINCRBY', KEYS[1], 'out', dout)
+redis.call('HINCRBYFLOAT', KEYS[1], 'usd', dusd)
+redis.call('HINCRBY', KEYS[1], 'calls', dcalls)
 if tonumber(ARGV[6]) > 0 then
-  redis.call('PEXPIRE', KEYS[1], ARGV[6])
-  redis.call('PEXPIRE', KEYS[2], ARGV[6])
+  for i = 1, #KEYS do redis.call('PEXPIRE', KEYS[i], ARGV[6]) end
 end
 return 1
 `)
+	// KEYS: ledger, its reservations, its settlements. ARGV: the
+	// settlement memory ms. Charges the lapsed reservations their hold
+	// (lapseLua) and returns the ledger's in, out, usd and calls.
+	ledgerScript = goredis.NewScript(lapseLua + `
+lapse(tonumber(ARGV[1]))
+return redis.call('HMGET', KEYS[1], 'in', 'out', 'usd', 'calls')
+`)
 )
+
+// lapseLua defines lapse(memory), which returns the server's time in ms
+// after charging each reservation of KEYS[2] (the reservations of the
+// ledger KEYS[1]) whose lease has ended its hold (runtime.Hold: one call,
+// its estimate's tokens as input and its cost) and remembering it, with
+// its hold (field 'l:' .. id of the ledger), in KEYS[3] (the ledger's
+// settlements, a sorted set of ids by when they are forgotten) for memory
+// ms; it first forgets the settlements whose time has come. At most 256
+// of each are handled per call.
+const lapseLua = `
+local function lapse(memory)
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, 256)) do
+    redis.call('HDEL', KEYS[1], 'l:' .. id)
+    redis.call('ZREM', KEYS[3], id)
+  end
+  for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, 256)) do
+    local et, eu = '0', '0'
+    local e = redis.call('HGET', KEYS[1], 'r:' .. id)
+    if e then
+      local sp = string.find(e, ' ')
+      et, eu = string.sub(e, 1, sp - 1), string.sub(e, sp + 1)
+      if et ~= '0' then redis.call('HINCRBY', KEYS[1], 'ptok', '-' .. et) end
+      if eu ~= '0' then redis.call('HINCRBYFLOAT', KEYS[1], 'pusd', '-' .. eu) end
+      redis.call('HDEL', KEYS[1], 'r:' .. id)
+    end
+    redis.call('ZREM', KEYS[2], id)
+    redis.call('HINCRBY', KEYS[1], 'calls', 1)
+    if et ~= '0' then redis.call('HINCRBY', KEYS[1], 'in', et) end
+    if eu ~= '0' then redis.call('HINCRBYFLOAT', KEYS[1], 'usd', eu) end
+    if tonumber(redis.call('HGET', KEYS[1], 'pending') or '0') > 0 then
+      redis.call('HINCRBY', KEYS[1], 'pending', -1)
+    end
+    redis.call('HSET', KEYS[1], 'l:' .. id, et .. ' ' .. eu)
+    redis.call('ZADD', KEYS[3], now + memory, id)
+  end
+  if redis.call('ZCARD', KEYS[2]) == 0 then redis.call('HDEL', KEYS[1], 'ptok', 'pusd') end
+  return now
+end
+`
 
 func ms(d time.Duration) int64 {
 	if d <= 0 {
@@ -502,20 +560,34 @@ func limit[T int64 | float64](p *T) string {
 	return strconv.FormatFloat(float64(*p), 'g', -1, 64)
 }
 
-// reservationsSuffix ends the key of a ledger's reservations.
-const reservationsSuffix = "#reservations"
+// reservationsSuffix ends the key of a ledger's reservations, and
+// settledSuffix the key of its settlements (the reservations settled or
+// lapsed in the last runtime.SettleMemory).
+const (
+	reservationsSuffix = "#reservations"
+	settledSuffix      = "#settled"
+)
 
-// ledger is the key of ledger key. A ledger's reservations are kept beside
-// it, under its key followed by reservationsSuffix; so that no ledger's own
-// key ends that way (the ledger of a run "x#reservations" would be the
-// reservations of run "x"), a key ending in reservationsSuffix followed by
-// any number of '#' gets one '#' more: no two keys, ledgers or
-// reservations, meet. Every other key is stored where it always was.
+// ledger is the key of ledger key. A ledger's reservations and
+// settlements are kept beside it, under its key followed by
+// reservationsSuffix or settledSuffix; so that no ledger's own key ends
+// that way (the ledger of a run "x#reservations" would be the
+// reservations of run "x"), a key ending in either suffix followed by any
+// number of '#' gets one '#' more: no two keys, ledgers, reservations or
+// settlements, meet. Every other key is stored where it always was.
 func (s *Store) ledger(key string) string {
-	if strings.HasSuffix(strings.TrimRight(key, "#"), reservationsSuffix) {
+	k := strings.TrimRight(key, "#")
+	if strings.HasSuffix(k, reservationsSuffix) || strings.HasSuffix(k, settledSuffix) {
 		return s.k(key) + "#"
 	}
 	return s.k(key)
+}
+
+// budgetKeys are the keys of ledger key: the ledger, its reservations and
+// its settlements.
+func (s *Store) budgetKeys(key string) []string {
+	l := s.ledger(key)
+	return []string{l, l + reservationsSuffix, l + settledSuffix}
 }
 
 // reservations is the key of the reservations of ledger key.
@@ -527,8 +599,8 @@ func (s *Store) Reserve(ctx context.Context, key, id string, lim runtime.BudgetL
 	if est := lim.Estimate; est != nil {
 		estTokens, estUSD = strconv.FormatInt(est.Tokens(), 10), strconv.FormatFloat(est.USD, 'f', -1, 64)
 	}
-	v, err := reserveScript.Run(ctx, s.c, []string{s.ledger(key), s.reservations(key)}, limit(lim.Tokens), limit(lim.USD), limit(lim.Calls), ms(ttl),
-		estTokens, estUSD, id, ms(lim.LeaseOf())).StringSlice()
+	v, err := reserveScript.Run(ctx, s.c, s.budgetKeys(key), limit(lim.Tokens), limit(lim.USD), limit(lim.Calls), ms(ttl),
+		estTokens, estUSD, id, ms(lim.LeaseOf()), ms(runtime.SettleMemory)).StringSlice()
 	if err != nil {
 		return nil, fmt.Errorf("redis budget reserve: %w", err)
 	}
@@ -564,17 +636,18 @@ func (s *Store) RenewReservation(ctx context.Context, key, id string, lease time
 
 // Settle implements runtime.Budgeter in one script call.
 func (s *Store) Settle(ctx context.Context, key, id string, c runtime.Ledger, ttl time.Duration) error {
-	err := settleScript.Run(ctx, s.c, []string{s.ledger(key), s.reservations(key)}, id, c.InputTokens, c.OutputTokens,
-		strconv.FormatFloat(c.USD, 'f', -1, 64), c.Calls, ms(ttl)).Err()
+	err := settleScript.Run(ctx, s.c, s.budgetKeys(key), id, c.InputTokens, c.OutputTokens,
+		strconv.FormatFloat(c.USD, 'f', -1, 64), c.Calls, ms(ttl), ms(runtime.SettleMemory)).Err()
 	if err != nil {
 		return fmt.Errorf("redis budget settle: %w", err)
 	}
 	return nil
 }
 
-// LedgerOf implements runtime.Budgeter.
+// LedgerOf implements runtime.Budgeter in one script call, which charges
+// the lapsed reservations first.
 func (s *Store) LedgerOf(ctx context.Context, key string) (runtime.Ledger, error) {
-	v, err := s.c.HMGet(ctx, s.ledger(key), "in", "out", "usd", "calls").Result()
+	v, err := ledgerScript.Run(ctx, s.c, s.budgetKeys(key), ms(runtime.SettleMemory)).Slice()
 	if err != nil {
 		return runtime.Ledger{}, fmt.Errorf("redis ledger: %w", err)
 	}
@@ -589,7 +662,7 @@ func (s *Store) LedgerOf(ctx context.Context, key string) (runtime.Ledger, error
 
 // ForgetLedger implements runtime.Budgeter.
 func (s *Store) ForgetLedger(ctx context.Context, key string) error {
-	if err := s.c.Del(ctx, s.ledger(key), s.reservations(key)).Err(); err != nil {
+	if err := s.c.Del(ctx, s.budgetKeys(key)...).Err(); err != nil {
 		return fmt.Errorf("redis delete: %w", err)
 	}
 	return nil

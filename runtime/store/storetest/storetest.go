@@ -545,33 +545,101 @@ func BudgeterReservesEstimates(t *testing.T, b runtime.Budgeter) {
 }
 
 // BudgeterLeases checks that a reservation never settled (its process
-// died, or the reply of Reserve was lost) stops counting once its lease
-// ends, and that a settlement after that still charges.
+// died, or every Settle of it failed) is charged its hold once its lease
+// ends (one call, its estimate's tokens and cost), never refunded, and
+// that a settlement after that charges only what it exceeds the hold by,
+// once.
 func BudgeterLeases(t *testing.T, b runtime.Budgeter) {
 	ctx := context.Background()
 	k := Key(t, "leases")
-	calls, usd := int64(1), 1.0
+	calls, usd := int64(2), 1.0
 	lease := 300 * time.Millisecond
-	lim := runtime.BudgetLimits{Calls: &calls, USD: &usd, Estimate: &runtime.Ledger{USD: 0.75}, Lease: lease}
-	e, err := b.Reserve(ctx, k, "lost", lim, 0) // a ledger that never expires (scope global or key)
+	lim := runtime.BudgetLimits{Calls: &calls, USD: &usd, Estimate: &runtime.Ledger{InputTokens: 10, USD: 0.25}, Lease: lease}
+	for _, id := range []string{"lost", "late"} { // a ledger that never expires (scope global or key)
+		e, err := b.Reserve(ctx, k, id, lim, 0)
+		require.NoError(t, err)
+		require.Nil(t, e)
+	}
+	e, err := b.Reserve(ctx, k, "third", lim, 0)
 	require.NoError(t, err)
-	require.Nil(t, e)
-	e, err = b.Reserve(ctx, k, "next", lim, 0)
-	require.NoError(t, err)
-	require.NotNil(t, e, "the pending reservation holds the call and its estimate")
+	require.NotNil(t, e, "the pending reservations hold both calls")
 	time.Sleep(2 * lease)
-	e, err = b.Reserve(ctx, k, "next", lim, 0)
-	require.NoError(t, err)
-	require.Nil(t, e, "past its lease the lost reservation no longer counts")
-	require.NoError(t, b.Settle(ctx, k, "lost", runtime.Ledger{USD: 0.5, Calls: 1}, 0))
 	l, err := b.LedgerOf(ctx, k)
 	require.NoError(t, err)
-	assert.Equal(t, runtime.Ledger{USD: 0.5, Calls: 1}, l, "a settlement after the lease still charges")
-	e, err = b.Reserve(ctx, k, "third", runtime.BudgetLimits{Calls: &calls}, 0)
+	assert.Equal(t, runtime.Ledger{InputTokens: 20, USD: 0.5, Calls: 2}, l, "past their lease both are charged their hold")
+	e, err = b.Reserve(ctx, k, "third", lim, 0)
 	require.NoError(t, err)
-	require.NotNil(t, e, "one call charged; the next one's reservation is still live")
-	require.NoError(t, b.Settle(ctx, k, "next", runtime.Ledger{}, 0))
+	require.NotNil(t, e, "the lapsed reservations spent both calls")
+	assert.Equal(t, runtime.BudgetError{Resource: "calls", Spent: 2, Limit: 2}, *e)
+	for range 2 {
+		require.NoError(t, b.Settle(ctx, k, "late", runtime.Ledger{InputTokens: 4, OutputTokens: 8, USD: 0.125, Calls: 1}, 0))
+	}
+	l, err = b.LedgerOf(ctx, k)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.Ledger{InputTokens: 20, OutputTokens: 2, USD: 0.5, Calls: 2}, l,
+		"a settlement after the lease adds what exceeds the hold (12 tokens for 10 held), once")
+	require.NoError(t, b.Settle(ctx, k, "lost", runtime.Ledger{InputTokens: 30, USD: 0.375, Calls: 1}, 0))
+	l, err = b.LedgerOf(ctx, k)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.Ledger{InputTokens: 40, OutputTokens: 2, USD: 0.625, Calls: 2}, l)
 	require.NoError(t, b.ForgetLedger(ctx, k))
+}
+
+// BudgeterSettlesOnce checks that a Settle repeated (its reply was lost,
+// and it was sent again) charges once: of a live reservation, and of an
+// id under which nothing was reserved.
+func BudgeterSettlesOnce(t *testing.T, b runtime.Budgeter) {
+	ctx := context.Background()
+	k := Key(t, "once")
+	calls := int64(3)
+	lim := runtime.BudgetLimits{Calls: &calls}
+	e, err := b.Reserve(ctx, k, "a", lim, time.Hour)
+	require.NoError(t, err)
+	require.Nil(t, e)
+	for range 3 {
+		require.NoError(t, b.Settle(ctx, k, "a", runtime.Ledger{InputTokens: 5, USD: 0.25, Calls: 1}, time.Hour))
+		require.NoError(t, b.Settle(ctx, k, "unreserved", runtime.Ledger{OutputTokens: 1, Calls: 1}, time.Hour))
+	}
+	l, err := b.LedgerOf(ctx, k)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.Ledger{InputTokens: 5, OutputTokens: 1, USD: 0.25, Calls: 2}, l)
+	e, err = b.Reserve(ctx, k, "b", lim, time.Hour)
+	require.NoError(t, err)
+	require.Nil(t, e, "two calls charged, none pending")
+	e, err = b.Reserve(ctx, k, "c", lim, time.Hour)
+	require.NoError(t, err)
+	require.NotNil(t, e)
+	require.NoError(t, b.ForgetLedger(ctx, k))
+}
+
+// BudgeterSettleLostReply checks, on a store seen directly and through the
+// proxy p, that a Settle the server applied but whose answer p lost
+// charges once when it is sent again, and frees its reservation.
+func BudgeterSettleLostReply(t *testing.T, direct, via runtime.Budgeter, p *Proxy) {
+	ctx := context.Background()
+	k := Key(t, "lost-settle")
+	calls := int64(2)
+	lim := runtime.BudgetLimits{Calls: &calls}
+	_, err := via.Reserve(ctx, k, "warm", lim, time.Hour) // the server knows the scripts or statements
+	require.NoError(t, err)
+	require.NoError(t, via.Settle(ctx, k, "warm", runtime.Ledger{}, time.Hour))
+	e, err := direct.Reserve(ctx, k, "r", lim, time.Hour)
+	require.NoError(t, err)
+	require.Nil(t, e)
+	p.LoseNextReply()
+	charge := runtime.Ledger{InputTokens: 7, OutputTokens: 3, USD: 0.5, Calls: 1}
+	require.Error(t, via.Settle(ctx, k, "r", charge, time.Hour), "the answer was lost")
+	l, err := direct.LedgerOf(ctx, k)
+	require.NoError(t, err)
+	require.Equal(t, charge, l, "the server applied the settlement")
+	require.NoError(t, via.Settle(ctx, k, "r", charge, time.Hour), "sent again")
+	l, err = direct.LedgerOf(ctx, k)
+	require.NoError(t, err)
+	assert.Equal(t, charge, l, "charged once")
+	e, err = direct.Reserve(ctx, k, "s", lim, time.Hour)
+	require.NoError(t, err)
+	assert.Nil(t, e, "one call charged, none pending")
+	require.NoError(t, direct.ForgetLedger(ctx, k))
 }
 
 // BudgeterRenews checks that a reservation renewed within its lease keeps
@@ -613,7 +681,9 @@ func BudgeterRenews(t *testing.T, b runtime.Budgeter) {
 	assert.False(t, ok, "a lapsed reservation is not renewed")
 	e, err = b.Reserve(ctx, k, "after", lim, 0)
 	require.NoError(t, err)
-	require.Nil(t, e, "the lapsed reservation was not brought back")
+	require.NotNil(t, e)
+	assert.Equal(t, runtime.BudgetError{Resource: "calls", Spent: 1, Limit: 1}, *e,
+		"the lapsed reservation was charged its call, not brought back")
 	require.NoError(t, b.ForgetLedger(ctx, k))
 }
 

@@ -16,6 +16,7 @@ func TestMemoryStore(t *testing.T) {
 	t.Run("Budgeter", func(t *testing.T) { storetest.Budgeter(t, s) })
 	t.Run("BudgeterReservesEstimates", func(t *testing.T) { storetest.BudgeterReservesEstimates(t, s) })
 	t.Run("BudgeterLeases", func(t *testing.T) { storetest.BudgeterLeases(t, s) })
+	t.Run("BudgeterSettlesOnce", func(t *testing.T) { storetest.BudgeterSettlesOnce(t, s) })
 	t.Run("BudgeterRenews", func(t *testing.T) { storetest.BudgeterRenews(t, s) })
 	t.Run("BudgeterConcurrent", func(t *testing.T) {
 		spent, overrun := storetest.BudgeterConcurrent(t, s, 16)

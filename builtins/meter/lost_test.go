@@ -1,0 +1,96 @@
+package meter_test
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/builtins/meter"
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
+	"github.com/agentc-dev/agentc/runtime/store/postgres"
+	"github.com/agentc-dev/agentc/runtime/store/redis"
+	"github.com/agentc-dev/agentc/runtime/store/storetest"
+)
+
+// viaProxy returns a test store of kind name reached through a proxy, and
+// the proxy.
+func viaProxy(t *testing.T, name string) (runtime.StoreBackend, *storetest.Proxy) {
+	ctx := context.Background()
+	var (
+		s   runtime.StoreBackend
+		p   *storetest.Proxy
+		err error
+	)
+	switch name {
+	case "redis":
+		direct := storetest.Redis(t)
+		p = storetest.NewProxy(t, storetest.ServerURL(t, storetest.RedisEnv))
+		s, err = redis.Open(ctx, p.URL, strings.TrimSuffix(direct.Prefix(), ":"), redis.WithTimeout(time.Second))
+	default:
+		direct := storetest.Postgres(t)
+		p = storetest.NewProxy(t, storetest.ServerURL(t, storetest.PostgresEnv))
+		s, err = postgres.Open(ctx, p.URL, direct.Schema(), postgres.WithTimeout(2*time.Second))
+	}
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	return s, p
+}
+
+// A settlement that never reached the store (an outage after the call ran)
+// was logged and dropped, and the reservation, lapsing, gave the calls
+// ceiling its call back; one whose answer was lost could not be sent again
+// without charging twice. The meter now sends a failed settlement again in
+// the background, and the store settles a reservation once: the call is
+// charged once either way, and the ceiling holds.
+func TestALostSettlementIsChargedOnce(t *testing.T) {
+	for _, store := range []string{"redis", "postgres"} {
+		for _, loss := range []string{"outage", "answer lost"} {
+			t.Run(store+"/"+loss, func(t *testing.T) {
+				s, p := viaProxy(t, store)
+				var calls atomic.Int64
+				usage := runtime.Usage{InputTokens: 10, OutputTokens: 5}
+				model := runtime.ModelFunc(func(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+					if calls.Add(1) == 1 {
+						if loss == "outage" {
+							p.Cut() // until after the first attempts to settle
+							time.AfterFunc(2*time.Second, p.Restore)
+						} else {
+							p.LoseNextReply() // the settlement's
+						}
+					}
+					yield(runtime.Delta{Text: "x", Usage: usage})
+					return nil
+				})
+				pl := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("meter", `{"budget":{"calls":2},"store":"shared","scope":"global"}`)}})
+				pl.Stores = map[string]plan.Store{"shared": {Kind: "memory"}}
+				built, err := runtime.Build(context.Background(), pl, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model},
+					Backends: map[string]runtime.StoreBackend{"shared": s}})
+				require.NoError(t, err)
+				m := built.Layers(plan.StageChat)[0].Middleware.(*meter.Meter)
+				req := runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: "hi"}}}
+
+				_, _, err = rt.Collect(context.Background(), built, req, 0)
+				require.NoError(t, err, "the call ran; settling it is the meter's own business")
+				require.Eventually(t, func() bool { return m.Ledger("").Calls > 0 }, 10*time.Second, 20*time.Millisecond,
+					"the settlement is sent again once the store answers")
+				time.Sleep(time.Second) // any further attempt would have been sent by now
+				assert.Equal(t, runtime.Ledger{InputTokens: 10, OutputTokens: 5, USD: m.Cost("primary", usage), Calls: 1}, m.Ledger(""), "charged once")
+
+				_, _, err = rt.Collect(context.Background(), built, req, 0)
+				require.NoError(t, err, "one call of two charged, none pending")
+				_, _, err = rt.Collect(context.Background(), built, req, 0)
+				var be *runtime.BudgetError
+				require.ErrorAs(t, err, &be, "the ceiling of two calls holds")
+				assert.Equal(t, 2.0, be.Spent)
+				assert.Zero(t, be.Pending)
+			})
+		}
+	}
+}
