@@ -320,9 +320,10 @@ func TestClientDisconnectMidStream(t *testing.T) {
 		return true
 	}, 5*time.Second, 10*time.Millisecond)
 	// The upstream would have reported 10 output tokens at the end; the
-	// three chunks that arrived ("Hello", "!", " How") estimate 2 or 3.
+	// chunks that arrived ("Hello", "!", " How", perhaps the next) are
+	// estimated conservatively (runtime.EstimateTokens): 2 to 5.
 	assert.GreaterOrEqual(t, out, 1.0)
-	assert.LessOrEqual(t, out, 3.0)
+	assert.LessOrEqual(t, out, 5.0)
 	assert.Eventually(t, func() bool { return strings.Contains(g.logs.String(), "status=499") }, 5*time.Second, 10*time.Millisecond)
 }
 

@@ -87,6 +87,9 @@
 // its settlement arrives (runtime.SettleMemory), so a settlement whose
 // answer was lost is not charged twice. If every attempt fails, the
 // reservation lapses at the end of its lease and is charged its hold.
+// Closing the pipeline (a reload's old generation, a shutdown) sends the
+// settlements still waiting once more, within 2 seconds all together,
+// before the stores close.
 //
 // Scope "run" keeps one ledger per run id (runtime.WithRun); "global" one for
 // the layer. Without `store` ledgers live in memory for the pipeline's

@@ -19,28 +19,30 @@ import (
 	"github.com/agentc-dev/agentc/runtime/store/storetest"
 )
 
-// viaProxy returns a test store of kind name reached through a proxy, and
-// the proxy.
-func viaProxy(t *testing.T, name string) (runtime.StoreBackend, *storetest.Proxy) {
+// viaProxy returns a test store of kind name reached through a proxy, the
+// proxy, and the same store reached directly.
+func viaProxy(t *testing.T, name string) (runtime.StoreBackend, *storetest.Proxy, runtime.StoreBackend) {
 	ctx := context.Background()
 	var (
-		s   runtime.StoreBackend
-		p   *storetest.Proxy
-		err error
+		s, direct runtime.StoreBackend
+		p         *storetest.Proxy
+		err       error
 	)
 	switch name {
 	case "redis":
-		direct := storetest.Redis(t)
+		d := storetest.Redis(t)
 		p = storetest.NewProxy(t, storetest.ServerURL(t, storetest.RedisEnv))
-		s, err = redis.Open(ctx, p.URL, strings.TrimSuffix(direct.Prefix(), ":"), redis.WithTimeout(time.Second))
+		s, err = redis.Open(ctx, p.URL, strings.TrimSuffix(d.Prefix(), ":"), redis.WithTimeout(time.Second))
+		direct = d
 	default:
-		direct := storetest.Postgres(t)
+		d := storetest.Postgres(t)
 		p = storetest.NewProxy(t, storetest.ServerURL(t, storetest.PostgresEnv))
-		s, err = postgres.Open(ctx, p.URL, direct.Schema(), postgres.WithTimeout(2*time.Second))
+		s, err = postgres.Open(ctx, p.URL, d.Schema(), postgres.WithTimeout(2*time.Second))
+		direct = d
 	}
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
-	return s, p
+	return s, p, direct
 }
 
 // A settlement that never reached the store (an outage after the call ran)
@@ -53,7 +55,7 @@ func TestALostSettlementIsChargedOnce(t *testing.T) {
 	for _, store := range []string{"redis", "postgres"} {
 		for _, loss := range []string{"outage", "answer lost"} {
 			t.Run(store+"/"+loss, func(t *testing.T) {
-				s, p := viaProxy(t, store)
+				s, p, _ := viaProxy(t, store)
 				var calls atomic.Int64
 				usage := runtime.Usage{InputTokens: 10, OutputTokens: 5}
 				model := runtime.ModelFunc(func(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
@@ -92,5 +94,40 @@ func TestALostSettlementIsChargedOnce(t *testing.T) {
 				assert.Zero(t, be.Pending)
 			})
 		}
+	}
+}
+
+// A settlement still waiting to be sent again when the pipeline closes is
+// sent by the close, before the stores go, rather than left to a timer
+// that would fire against a closed store.
+func TestClosingSendsTheSettlementsWaiting(t *testing.T) {
+	for _, store := range []string{"redis", "postgres"} {
+		t.Run(store, func(t *testing.T) {
+			s, p, direct := viaProxy(t, store)
+			usage := runtime.Usage{InputTokens: 10, OutputTokens: 5}
+			model := runtime.ModelFunc(func(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+				p.Cut() // the settlement fails
+				yield(runtime.Delta{Text: "x", Usage: usage})
+				return nil
+			})
+			pl := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("meter", `{"budget":{"calls":2},"store":"shared","scope":"global"}`)}})
+			pl.Stores = map[string]plan.Store{"shared": {Kind: "memory"}}
+			built, err := runtime.Build(context.Background(), pl, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model},
+				Backends: map[string]runtime.StoreBackend{"shared": s}})
+			require.NoError(t, err)
+			// A second pipeline on the same ledger reads it once the first
+			// has closed its store.
+			reader, err := runtime.Build(context.Background(), pl, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model},
+				Backends: map[string]runtime.StoreBackend{"shared": direct}})
+			require.NoError(t, err)
+			req := runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: "hi"}}}
+
+			_, _, err = rt.Collect(context.Background(), built, req, 0)
+			require.NoError(t, err)
+			p.Restore()
+			require.NoError(t, built.Close())
+			m := reader.Layers(plan.StageChat)[0].Middleware.(*meter.Meter)
+			assert.Equal(t, int64(1), m.Ledger("").Calls, "the close sent the settlement waiting")
+		})
 	}
 }

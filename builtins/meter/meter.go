@@ -69,6 +69,8 @@ type Meter struct {
 	shared bool
 	// renewals holds the reservations of the calls in flight (hold).
 	renewals renewals
+	// resends holds the settlements waiting to be sent again.
+	resends resends
 	// tenants maps the runs seen to their tenant (scope "key"), until
 	// they end.
 	tenants sync.Map
@@ -411,19 +413,109 @@ func (m *Meter) retrySettle(ctx context.Context, key, id string, c runtime.Ledge
 	if !m.shared || id == "" {
 		return // process memory does not fail
 	}
+	r := &resend{ctx: ctx, key: key, id: id, charge: c}
+	if !m.resends.add(r) {
+		m.resendLost(r, errors.New("the meter was closed"))
+		return
+	}
 	m.clock.AfterFunc(wait, func() {
+		if !m.resends.take(r) {
+			return // Cleanup sent it
+		}
 		err := m.budgets.Settle(ctx, key, id, c, m.ttl())
 		if err == nil {
 			return
 		}
 		next := min(max(2*wait, settleBackoff), settleBackoffMax)
 		if m.clock.Now().Add(next).After(until) {
-			m.logger.ErrorContext(ctx, "meter: the ledger store stayed out of reach; the call's reservation is charged its hold when its lease ends",
-				"error", err, "charge_usd", c.USD, "charge_tokens", c.Tokens())
+			m.resendLost(r, err)
 			return
 		}
 		m.retrySettle(ctx, key, id, c, until, next)
 	})
+}
+
+// resendLost logs a settlement given up on.
+func (m *Meter) resendLost(r *resend, err error) {
+	m.logger.ErrorContext(r.ctx, "meter: the ledger store stayed out of reach; the call's reservation is charged its hold when its lease ends",
+		"error", err, "charge_usd", r.charge.USD, "charge_tokens", r.charge.Tokens())
+}
+
+// resend is a settlement waiting to be sent again (retrySettle).
+type resend struct {
+	ctx     context.Context
+	key, id string
+	charge  runtime.Ledger
+}
+
+// resends holds the settlements waiting to be sent again, so that Cleanup
+// sends them once more before the stores close instead of leaving timers
+// to fire against a closed store.
+type resends struct {
+	mu      sync.Mutex
+	closed  bool
+	pending map[*resend]struct{}
+}
+
+// add registers r; false once the meter is closed.
+func (q *resends) add(r *resend) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return false
+	}
+	if q.pending == nil {
+		q.pending = map[*resend]struct{}{}
+	}
+	q.pending[r] = struct{}{}
+	return true
+}
+
+// take removes r; false when Cleanup took it first.
+func (q *resends) take(r *resend) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	_, ok := q.pending[r]
+	delete(q.pending, r)
+	return ok
+}
+
+// closeAll marks the queue closed and returns what was waiting.
+func (q *resends) closeAll() []*resend {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.closed = true
+	out := make([]*resend, 0, len(q.pending))
+	for r := range q.pending {
+		out = append(out, r)
+	}
+	q.pending = nil
+	return out
+}
+
+// cleanupSettleTimeout bounds the last attempt Cleanup makes to send the
+// settlements still waiting, all of them together.
+const cleanupSettleTimeout = 2 * time.Second
+
+// Cleanup implements runtime.CleanerUpper: the settlements still waiting
+// to be sent again are sent once more, within cleanupSettleTimeout, before
+// the pipeline closes its stores; one that fails then is given up (its
+// reservation is charged its hold when its lease ends).
+func (m *Meter) Cleanup() error {
+	pending := m.resends.closeAll()
+	if len(pending) == 0 {
+		return nil
+	}
+	deadline := time.Now().Add(cleanupSettleTimeout)
+	for _, r := range pending {
+		ctx, cancel := context.WithDeadline(r.ctx, deadline)
+		err := m.budgets.Settle(ctx, r.key, r.id, r.charge, m.ttl())
+		cancel()
+		if err != nil {
+			m.resendLost(r, err)
+		}
+	}
+	return nil
 }
 
 // Cost returns the cost in US dollars of usage on model at the plan's rates
@@ -640,6 +732,7 @@ func toolRan(ctx context.Context, c *runtime.ToolCall, err error, ended bool) bo
 }
 
 var (
+	_ runtime.CleanerUpper = (*Meter)(nil)
 	_ runtime.LedgerReader = (*Meter)(nil)
 	_ runtime.RunEnder     = (*Meter)(nil)
 	_ runtime.ChatWrapper  = (*Meter)(nil)
