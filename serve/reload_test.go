@@ -1,10 +1,15 @@
 package serve
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // A change is reloaded once its stamps have stood still for a check: a
@@ -23,4 +28,66 @@ func TestChangeIsDueOnceItStandsStill(t *testing.T) {
 	assert.Nil(t, w.due(loaded, at(12, 4)))
 	assert.Nil(t, w.due(loaded, loaded), "a change undone before it settled is forgotten")
 	assert.Nil(t, w.due(loaded, at(12, 4)), "seen anew: not due yet")
+}
+
+// An editor's atomic save renames a new file over the old one. With the
+// same size, and the same modification time (the kernel stamps files
+// from a clock that moves every few milliseconds), it is still a change.
+func TestFileRenamedOverIsAChange(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "policy.cue")
+	require.NoError(t, os.WriteFile(path, []byte("package gw\nmodels: one: {}\n"), 0o644))
+	st, err := os.Stat(path)
+	require.NoError(t, err)
+	loaded := takeFingerprint(nil, []string{dir})
+	assert.Empty(t, loaded.changed(takeFingerprint(nil, []string{dir})))
+
+	tmp := filepath.Join(dir, ".policy.cue.swp")
+	require.NoError(t, os.WriteFile(tmp, []byte("package gw\nmodels: two: {}\n"), 0o644))
+	require.NoError(t, os.Chtimes(tmp, st.ModTime(), st.ModTime()))
+	require.NoError(t, os.Rename(tmp, path))
+	assert.Equal(t, []string{path}, loaded.changed(takeFingerprint(nil, []string{dir})))
+}
+
+// configMapWrite updates dir as the kubelet updates a mounted ConfigMap:
+// the files go into a new timestamped directory, the ..data symlink is
+// swapped to it atomically, and the previous directory is removed. The
+// policy file is a symlink through ..data. Its modification time is set
+// to that of the file it replaces, as a clock that did not tick would.
+func configMapWrite(t *testing.T, dir, stamp, src string) {
+	t.Helper()
+	ts := filepath.Join(dir, "..2026_12_03_"+stamp)
+	require.NoError(t, os.Mkdir(ts, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(ts, "policy.cue"), []byte(src), 0o644))
+	prev, err := os.Readlink(filepath.Join(dir, "..data"))
+	if err != nil {
+		require.NoError(t, os.Symlink(filepath.Base(ts), filepath.Join(dir, "..data")))
+		require.NoError(t, os.Symlink("..data/policy.cue", filepath.Join(dir, "policy.cue")))
+		return
+	}
+	old, err := os.Stat(filepath.Join(dir, "policy.cue"))
+	require.NoError(t, err)
+	require.NoError(t, os.Chtimes(filepath.Join(ts, "policy.cue"), old.ModTime(), old.ModTime()))
+	require.NoError(t, os.Symlink(filepath.Base(ts), filepath.Join(dir, "..data_tmp")))
+	require.NoError(t, os.Rename(filepath.Join(dir, "..data_tmp"), filepath.Join(dir, "..data")))
+	require.NoError(t, os.RemoveAll(filepath.Join(dir, prev)))
+}
+
+// A policy mounted from a ConfigMap is reloaded once per update, the
+// update replacing the file behind the symlink with one of the same size.
+func TestConfigMapUpdateIsReloadedOnce(t *testing.T) {
+	dir := t.TempDir()
+	configMapWrite(t, dir, "18_00_00.1", "package gw\nmodels: one: {}\n")
+	s := startServer(t, Options{Source: cueSource(dir), WatchInterval: 10 * time.Millisecond})
+	for i, name := range []string{"two", "six"} {
+		configMapWrite(t, dir, fmt.Sprintf("18_0%d_00.1", i+1), "package gw\nmodels: "+name+": {}\n")
+		require.Eventually(t, func() bool {
+			_, _, body := do(t, "GET", s.url+"/v1/models", "", nil)
+			return strings.Contains(body, `"id":"`+name+`"`)
+		}, 5*time.Second, 10*time.Millisecond, "update %d", i+1)
+	}
+	time.Sleep(100 * time.Millisecond) // ten checks more: no reload of its own
+	metrics := scrape(t, s.url)
+	assert.Contains(t, metrics, `agentc_serve_reloads_total{result="ok"} 2`)
+	assert.Contains(t, metrics, `agentc_serve_reloads_total{result="failed"} 0`)
 }
