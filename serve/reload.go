@@ -79,6 +79,18 @@ func (fp fingerprint) changed(now fingerprint) []string {
 	return diff
 }
 
+// asBefore returns now with the stamps of before, taken as a load began,
+// for the files now and before share, and a missing file's stamp for those
+// before did not have: a file written while it was read is then a change
+// from what was loaded, and reloaded, rather than taken as loaded.
+func (now fingerprint) asBefore(before fingerprint) fingerprint {
+	out := fingerprint{files: make(map[string]fileStamp, len(now.files))}
+	for path := range now.files {
+		out.files[path] = before.files[path]
+	}
+	return out
+}
+
 func (fp fingerprint) paths() (files []string) {
 	for p := range fp.files {
 		files = append(files, p)

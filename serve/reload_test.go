@@ -1,10 +1,12 @@
 package serve
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -90,4 +92,36 @@ func TestConfigMapUpdateIsReloadedOnce(t *testing.T) {
 	metrics := scrape(t, s.url)
 	assert.Contains(t, metrics, `agentc_serve_reloads_total{result="ok"} 2`)
 	assert.Contains(t, metrics, `agentc_serve_reloads_total{result="failed"} 0`)
+}
+
+// A write that lands while a reload reads the files is seen: the files
+// are stamped as they were when the reload began, so the rest of a file
+// caught half written (that reload failing) or a second save is loaded
+// next, not taken as loaded.
+func TestWriteDuringReloadIsReloaded(t *testing.T) {
+	for _, tc := range []struct{ name, first string }{
+		{"after a failed reload", "package gw\nmodels: two: {usd_per_"},
+		{"after a reload", "package gw\nmodels: two: {}\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := writePolicy(t, "package gw\nmodels: one: {}\n")
+			path := filepath.Join(dir, "policy.cue")
+			inner := cueSource(dir)
+			var loads atomic.Int32
+			src := SourceFunc(func(ctx context.Context) (*Loaded, error) {
+				ld, err := inner.Load(ctx)
+				if loads.Add(1) == 2 {
+					// The rest of the write, once the files were read.
+					require.NoError(t, os.WriteFile(path, []byte("package gw\nmodels: three: {}\n"), 0o644))
+				}
+				return ld, err
+			})
+			s := startServer(t, Options{Source: src, WatchInterval: 10 * time.Millisecond})
+			require.NoError(t, os.WriteFile(path, []byte(tc.first), 0o644))
+			require.Eventually(t, func() bool {
+				_, _, body := do(t, "GET", s.url+"/v1/models", "", nil)
+				return strings.Contains(body, `"id":"three"`)
+			}, 5*time.Second, 10*time.Millisecond, "the write during the reload was not loaded")
+		})
+	}
 }
