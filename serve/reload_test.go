@@ -3,6 +3,10 @@ package serve
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -124,4 +129,57 @@ func TestWriteDuringReloadIsReloaded(t *testing.T) {
 			}, 5*time.Second, 10*time.Millisecond, "the write during the reload was not loaded")
 		})
 	}
+}
+
+// A reload waiting for a slow MCP upstream to connect does not hold the
+// gateway: requests, the proxy's sessions and their calls go on with the
+// generation serving.
+func TestSlowUpstreamReloadDoesNotHoldRequests(t *testing.T) {
+	upstream, _ := inProcessUpstream(t)
+	target, err := url.Parse(upstream)
+	require.NoError(t, err)
+	var hold atomic.Bool
+	release := make(chan struct{})
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.FlushInterval = -1
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hold.Load() && r.Header.Get("Mcp-Session-Id") == "" && r.Method == http.MethodPost {
+			<-release // a new session: the reload's
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(slow.Close)
+	t.Cleanup(func() {
+		if hold.Swap(false) {
+			close(release)
+		}
+	})
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(proxyPolicy, sha("agent-key"), slow.URL))), WatchInterval: -1})
+	cs := connectProxy(t, s.url, "agent-key", nil)
+
+	hold.Store(true)
+	reloaded := make(chan error, 1)
+	go func() { reloaded <- s.srv.Reload(context.Background()) }()
+	time.Sleep(50 * time.Millisecond)
+
+	start := time.Now()
+	code, _, body := do(t, "GET", s.url+"/readyz", "", nil)
+	assert.Equal(t, 200, code)
+	assert.Contains(t, body, "generation 1")
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "lookup", Arguments: map[string]any{"order_id": "A1"}})
+	require.NoError(t, err)
+	assert.False(t, res.IsError, text(t, res))
+	_ = connectProxy(t, s.url, "agent-key", nil)
+	assert.Less(t, time.Since(start), 2*time.Second)
+	select {
+	case err := <-reloaded:
+		t.Fatalf("the reload ended before the upstream answered: %v", err)
+	default:
+	}
+
+	hold.Store(false)
+	close(release)
+	require.NoError(t, <-reloaded)
+	_, _, body = do(t, "GET", s.url+"/readyz", "", nil)
+	assert.Contains(t, body, "generation 2")
 }
