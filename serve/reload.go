@@ -9,17 +9,33 @@ import (
 	"time"
 )
 
-// fingerprint is what the watcher compares: each watched file's size and
-// modification time, and the .cue and .json files of the watched
+// fingerprint is what the watcher compares: each watched file's identity,
+// size and modification time, and the .cue and .json files of the watched
 // directories.
 type fingerprint struct {
 	files map[string]fileStamp
 }
 
+// fileStamp is a file as stat saw it (through symlinks). The identity
+// (the inode on Unix) tells a file renamed over the old one, as an atomic
+// save or a Kubernetes ConfigMap update does, even with the same size and
+// a modification time the kernel's coarse clock left the same.
 type fileStamp struct {
 	size int64
 	mod  time.Time
 	ok   bool
+	id   os.FileInfo
+}
+
+// same reports whether a and b stamp the same file, unchanged.
+func (a fileStamp) same(b fileStamp) bool {
+	if a.ok != b.ok || a.size != b.size || !a.mod.Equal(b.mod) {
+		return false
+	}
+	if a.id == nil || b.id == nil {
+		return a.id == nil && b.id == nil
+	}
+	return os.SameFile(a.id, b.id)
 }
 
 func takeFingerprint(files, dirs []string) fingerprint {
@@ -30,7 +46,7 @@ func takeFingerprint(files, dirs []string) fingerprint {
 			fp.files[path] = fileStamp{}
 			return
 		}
-		fp.files[path] = fileStamp{size: st.Size(), mod: st.ModTime(), ok: true}
+		fp.files[path] = fileStamp{size: st.Size(), mod: st.ModTime(), ok: true, id: st}
 	}
 	for _, f := range files {
 		add(f)
@@ -50,7 +66,7 @@ func takeFingerprint(files, dirs []string) fingerprint {
 func (fp fingerprint) changed(now fingerprint) []string {
 	var diff []string
 	for path, st := range now.files {
-		if old, ok := fp.files[path]; !ok || old != st {
+		if old, ok := fp.files[path]; !ok || !old.same(st) {
 			diff = append(diff, path)
 		}
 	}
@@ -61,6 +77,18 @@ func (fp fingerprint) changed(now fingerprint) []string {
 	}
 	slices.Sort(diff)
 	return diff
+}
+
+// asBefore returns now with the stamps of before, taken as a load began,
+// for the files now and before share, and a missing file's stamp for those
+// before did not have: a file written while it was read is then a change
+// from what was loaded, and reloaded, rather than taken as loaded.
+func (now fingerprint) asBefore(before fingerprint) fingerprint {
+	out := fingerprint{files: make(map[string]fileStamp, len(now.files))}
+	for path := range now.files {
+		out.files[path] = before.files[path]
+	}
+	return out
 }
 
 func (fp fingerprint) paths() (files []string) {

@@ -212,15 +212,22 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 
 // load builds a generation from the source and notes the files to watch:
 // those the source names, or, when it fails, the same files as before (so
-// that a failed reload is not retried until the files change again).
-// reloadMu is held.
+// that a failed reload is not retried until the files change again). The
+// files are stamped as they were before the source read them: a write
+// that lands while the source reads (the rest of a file caught half
+// written) is a change, seen at the next check. reloadMu is held.
 func (s *Server) load(ctx context.Context) (*generation, error) {
+	first := s.watched.files == nil
+	before := takeFingerprint(s.watched.paths(), s.watchDirs)
 	ld, err := s.opts.Source.Load(ctx)
 	if err != nil {
-		s.watched = takeFingerprint(s.watched.paths(), s.watchDirs)
+		s.watched = before
 		return nil, err
 	}
 	s.watched, s.watchDirs = takeFingerprint(ld.Files, ld.WatchDirs), ld.WatchDirs
+	if !first {
+		s.watched = s.watched.asBefore(before)
+	}
 	return s.build(ctx, ld)
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -239,4 +240,73 @@ func testSecondSignal(t *testing.T, drain string, sig syscall.Signal) {
 	}
 	assert.Contains(t, stderr.String(), "second signal: stopping at once")
 	assert.Contains(t, stderr.String(), "agentc: serve: stopped at once by a second signal")
+}
+
+// A plan written by agentc build serves as its policy does: the same
+// models, the same keys (a wrong key refused); its relative paths resolve
+// against the plan's directory (the sqlite file is created there).
+func TestServeBuiltPlanAsItsPolicy(t *testing.T) {
+	src, out := t.TempDir(), t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(src, "policy.cue"), []byte(`package p
+
+models: primary: {provider: "openai", model: "m", api_key_env: "AGENTC_TEST_SERVE_KEY"}
+models: backup: {provider: "openai", model: "n", api_key_env: "AGENTC_TEST_SERVE_KEY"}
+keys: app: {env: "AGENTC_TEST_APP_KEY", tenant: "app"}
+stores: db: {kind: "sqlite", path: "state.db"}
+chains: chat: [{use: "memoize", store: "db", ttl: "1h"}]
+`), 0o644))
+	t.Setenv("AGENTC_TEST_SERVE_KEY", "k")
+	t.Setenv("AGENTC_TEST_APP_KEY", "app-key")
+	planFile := filepath.Join(out, "plan.json")
+	env := &cliEnv{stdout: io.Discard, stderr: io.Discard, wd: src}
+	require.Equal(t, exitOK, cmdBuild(context.Background(), env, []string{"-o", planFile, src}))
+
+	models := func(policy string) ([]string, int) {
+		t.Helper()
+		listen := freeAddr(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan int, 1)
+		go func() {
+			done <- cmdServe(ctx, &cliEnv{stdout: io.Discard, stderr: &lockedBuffer{}, wd: src}, []string{"-listen", listen, "-watch", "0", policy})
+		}()
+		defer func() {
+			cancel()
+			require.Equal(t, exitOK, <-done)
+		}()
+		call := func(key string) (int, string) {
+			req, err := http.NewRequest("GET", "http://"+listen+"/v1/models", nil)
+			require.NoError(t, err)
+			req.Header.Set("Authorization", "Bearer "+key)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return 0, ""
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode, string(b)
+		}
+		require.Eventually(t, func() bool { code, _ := call("app-key"); return code == 200 }, 30*time.Second, 10*time.Millisecond)
+		_, body := call("app-key")
+		var list struct {
+			Data []struct {
+				ID      string `json:"id"`
+				OwnedBy string `json:"owned_by"`
+			}
+		}
+		require.NoError(t, json.Unmarshal([]byte(body), &list))
+		var ids []string
+		for _, m := range list.Data {
+			ids = append(ids, m.ID+" of "+m.OwnedBy)
+		}
+		wrong, _ := call("other-key")
+		return ids, wrong
+	}
+	fromPolicy, wrongPolicy := models(src)
+	fromPlan, wrongPlan := models(planFile)
+	assert.Equal(t, fromPolicy, fromPlan)
+	assert.Equal(t, []string{"backup of p", "primary of p"}, fromPlan)
+	assert.Equal(t, 401, wrongPolicy)
+	assert.Equal(t, 401, wrongPlan)
+	assert.FileExists(t, filepath.Join(src, "state.db"))
+	assert.FileExists(t, filepath.Join(out, "state.db"), "the plan's relative paths resolve against its directory")
 }
