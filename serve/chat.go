@@ -179,29 +179,8 @@ func (h *heldStream) hold(d runtime.Delta) bool {
 // an OpenAI client makes empty calls of the indexes an upstream skipped),
 // which could make calls other than the ones admitted.
 func (h *heldStream) release() {
-	calls := h.calls.ToolCalls()
-	// calls is ordered by index: the k-th smallest index is calls[k].
-	var indexes []int
+	runtime.WholeToolCalls(h.held, h.calls.ToolCalls())
 	for _, d := range h.held {
-		for _, f := range d.ToolCalls {
-			indexes = append(indexes, f.Index)
-		}
-	}
-	slices.Sort(indexes)
-	indexes = slices.Compact(indexes)
-	sent := make([]bool, len(indexes))
-	for _, d := range h.held {
-		fragments := d.ToolCalls
-		d.ToolCalls = nil
-		for _, f := range fragments {
-			k, _ := slices.BinarySearch(indexes, f.Index)
-			if sent[k] {
-				continue
-			}
-			sent[k] = true
-			c := &calls[k]
-			d.ToolCalls = append(d.ToolCalls, runtime.ToolCallDelta{Index: k, ID: c.ID, Name: c.Name, Arguments: string(c.Arguments)})
-		}
 		if d.Text == "" && d.ToolCalls == nil && d.Thinking == nil {
 			continue
 		}
