@@ -23,6 +23,9 @@ type chatParams struct {
 	stream bool
 	// includeUsage asks for OpenAI's trailing usage chunk.
 	includeUsage bool
+	// blocks is the order of a whole response's blocks, for a wire format
+	// that lists them (chatAPI.ordered).
+	blocks blockOrder
 }
 
 // chatAPI is one wire format of the chat routes.
@@ -39,6 +42,9 @@ type chatAPI struct {
 	complete func(x *exchange, p *chatParams, resp *runtime.ChatResponse)
 	// stream returns the writer of a streamed response.
 	stream func(x *exchange, p *chatParams, served *servedSlot) chatStream
+	// ordered asks for the order in which a whole response's thinking,
+	// text and tool calls arrived (chatParams.blocks), for complete.
+	ordered bool
 }
 
 // chatStream writes a streamed response. Nothing is sent until the first
@@ -91,7 +97,12 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 	served := &servedSlot{idHeader: a.requestIDHeader}
 	ctx = runtime.WithUpstreamRequestID(ctx, served)
 	if !p.stream {
-		resp, err := x.g.pl.Complete(ctx, p.req)
+		var resp runtime.ChatResponse
+		if a.ordered {
+			resp, err = p.blocks.complete(ctx, x.g.pl, p.req)
+		} else {
+			resp, err = x.g.pl.Complete(ctx, p.req)
+		}
 		s.observeChat(x, &p, &resp, err)
 		if err == nil {
 			err = s.admitProposals(ctx, x.g.pl, resp.ToolCalls)
