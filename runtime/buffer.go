@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"slices"
 	"strings"
 )
 
@@ -68,24 +69,36 @@ func (b Buffered) Usage() Usage {
 	return u
 }
 
-// HoldToolCalls runs next on c and passes its text on as it arrives while
+// HoldToolCalls runs next on c and passes its output on as it arrives while
 // holding back the tool calls, so that a layer can check or rewrite them
 // whole before they reach the consumer (arguments arrive in fragments that
-// are not JSON on their own). A delta's text (with its usage) passes at
-// once; its tool-call fragments are held, and so are the finish reason and
-// usage of deltas that carry no text once a call has begun. When next
-// succeeds with calls held, check gets the assembled calls: an error drops
-// them and is returned; otherwise the calls it returns are released as one
-// delta, one fragment each, with the held finish reason and usage. When next
-// fails, held calls are dropped. c.Deltas counts the deltas that got past
-// the layer. A stream without tool calls passes through unchanged, and check
-// is not called.
+// are not JSON on their own). Until the first tool-call fragment every
+// delta passes at once. From then on the fragments are held, and so is the
+// thinking that follows a call (Anthropic's interleaved thinking: thinking,
+// tool_use, thinking, tool_use...), in its place: a signed block sent back
+// out of its place, or without the blocks between the calls, does not
+// continue the turn. A delta's text (with its usage) passes at once, unless
+// the request asks for thinking or thinking already arrived: text is then
+// held in its place too, as a thinking block's signature covers what came
+// before it. The finish reason and the usage of the deltas held are held.
+//
+// When next succeeds with calls held, check gets the assembled calls
+// (ordered by index): an error drops everything held and is returned;
+// otherwise the calls it returns are released, each whole, one fragment,
+// in the place of its first fragment (see WholeToolCalls), with the
+// thinking and text held between them; calls next to each other go out in
+// one delta, and the last delta carries the held finish reason and usage.
+// When next fails, what was held is dropped. c.Deltas counts the deltas
+// that got past the layer. A stream without tool calls passes through
+// unchanged, and check is not called.
 func HoldToolCalls(ctx context.Context, c *ChatCall, next ChatHandler, yield func(Delta) bool,
 	check func([]ToolUse) ([]ToolUse, error)) error {
 	start := c.Deltas
 	emitted := 0
 	var calls ToolCallBuilder
-	var held Delta // the finish reason and usage held after a call began
+	var held []Delta // after a call began: its fragments, and the thinking and text kept in place
+	var tail Delta   // the finish reason and usage held after a call began
+	inPlace := c.Request.Thinking != nil
 	stopped := false
 	pass := func(d Delta) bool {
 		emitted++
@@ -100,17 +113,38 @@ func HoldToolCalls(ctx context.Context, c *ChatCall, next ChatHandler, yield fun
 		if stopped {
 			return false
 		}
+		inPlace = inPlace || d.Thinking != nil
 		if len(d.ToolCalls) == 0 && calls.Len() == 0 {
 			return pass(d)
 		}
-		calls.Add(&d)
 		if d.FinishReason != "" {
-			held.FinishReason = d.FinishReason
+			tail.FinishReason, tail.StopSequence = d.FinishReason, d.StopSequence
 		}
-		if d.Text != "" {
-			return pass(Delta{Text: d.Text, Refusal: d.Refusal, Usage: d.Usage})
+		// A delta's thinking and text come before its tool calls (as the
+		// stream writers write them): before the first call they pass.
+		now := Delta{Text: d.Text, Refusal: d.Refusal}
+		var later Delta
+		if calls.Len() == 0 {
+			now.Thinking = d.Thinking
+		} else if d.Thinking != nil {
+			t := *d.Thinking
+			later.Thinking = &t
 		}
-		held.Usage.Add(d.Usage)
+		if inPlace && calls.Len() > 0 {
+			later.Text, later.Refusal, now.Text = d.Text, d.Refusal, ""
+		}
+		if len(d.ToolCalls) > 0 {
+			later.ToolCalls = slices.Clone(d.ToolCalls)
+			calls.Add(&d)
+		}
+		if later.Thinking != nil || later.Text != "" || later.ToolCalls != nil {
+			held = append(held, later)
+		}
+		if now.Text != "" || now.Thinking != nil {
+			now.Usage = d.Usage
+			return pass(now)
+		}
+		tail.Usage.Add(d.Usage)
 		return true
 	})
 	defer func() { c.Deltas = start + emitted }()
@@ -121,7 +155,78 @@ func HoldToolCalls(ctx context.Context, c *ChatCall, next ChatHandler, yield fun
 	if cerr != nil {
 		return cerr
 	}
-	held.ToolCalls = ToolCallDeltas(out)
-	pass(held)
+	WholeToolCalls(held, out)
+	var rel []Delta
+	for _, d := range held {
+		switch {
+		case d.Thinking == nil && d.Text == "" && d.ToolCalls == nil:
+			continue // the later fragments of a call
+		case d.Thinking == nil && d.Text == "" && len(rel) > 0 && rel[len(rel)-1].Thinking == nil && rel[len(rel)-1].Text == "":
+			last := &rel[len(rel)-1]
+			last.ToolCalls = append(last.ToolCalls, d.ToolCalls...)
+			continue
+		}
+		rel = append(rel, d)
+	}
+	if len(rel) == 0 {
+		rel = append(rel, Delta{})
+	}
+	last := &rel[len(rel)-1]
+	last.FinishReason, last.StopSequence, last.Usage = tail.FinishReason, tail.StopSequence, tail.Usage
+	for _, d := range rel {
+		if !pass(d) {
+			break
+		}
+	}
 	return nil
+}
+
+// WholeToolCalls rewrites held, deltas whose tool-call fragments were held
+// back, so that each call of calls goes whole (one fragment) in the delta
+// of its first fragment, indexed by its place among calls; its later
+// fragments are left out. calls[k] takes the place of the k-th smallest
+// index among the fragments (the order of ToolCallBuilder.ToolCalls);
+// calls beyond those go with the last call begun, and a place left without
+// a call keeps none. Each rewritten delta gets a slice of its own; the
+// rest of held is left as it is.
+func WholeToolCalls(held []Delta, calls []ToolUse) {
+	var indexes []int
+	for _, d := range held {
+		for _, f := range d.ToolCalls {
+			indexes = append(indexes, f.Index)
+		}
+	}
+	slices.Sort(indexes)
+	indexes = slices.Compact(indexes)
+	placed := make([]bool, len(indexes))
+	lastBegun, begun := -1, 0
+	for i := range held {
+		fragments := held[i].ToolCalls
+		if fragments == nil {
+			continue
+		}
+		var whole []ToolCallDelta
+		for _, f := range fragments {
+			k, _ := slices.BinarySearch(indexes, f.Index)
+			if placed[k] {
+				continue
+			}
+			placed[k] = true
+			if begun++; begun == len(indexes) {
+				lastBegun = i
+			}
+			if k < len(calls) {
+				whole = append(whole, wholeCall(k, calls[k]))
+			}
+		}
+		held[i].ToolCalls = whole
+	}
+	for k := len(indexes); k < len(calls) && lastBegun >= 0; k++ {
+		held[lastBegun].ToolCalls = append(held[lastBegun].ToolCalls, wholeCall(k, calls[k]))
+	}
+}
+
+// wholeCall is the one fragment of call, the k-th.
+func wholeCall(k int, call ToolUse) ToolCallDelta {
+	return ToolCallDelta{Index: k, ID: call.ID, Name: call.Name, Arguments: string(call.Arguments)}
 }

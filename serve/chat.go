@@ -23,6 +23,9 @@ type chatParams struct {
 	stream bool
 	// includeUsage asks for OpenAI's trailing usage chunk.
 	includeUsage bool
+	// blocks is the order of a whole response's blocks, for a wire format
+	// that lists them (chatAPI.ordered).
+	blocks blockOrder
 }
 
 // chatAPI is one wire format of the chat routes.
@@ -39,6 +42,9 @@ type chatAPI struct {
 	complete func(x *exchange, p *chatParams, resp *runtime.ChatResponse)
 	// stream returns the writer of a streamed response.
 	stream func(x *exchange, p *chatParams, served *servedSlot) chatStream
+	// ordered asks for the order in which a whole response's thinking,
+	// text and tool calls arrived (chatParams.blocks), for complete.
+	ordered bool
 }
 
 // chatStream writes a streamed response. Nothing is sent until the first
@@ -91,7 +97,12 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 	served := &servedSlot{idHeader: a.requestIDHeader}
 	ctx = runtime.WithUpstreamRequestID(ctx, served)
 	if !p.stream {
-		resp, err := x.g.pl.Complete(ctx, p.req)
+		var resp runtime.ChatResponse
+		if a.ordered {
+			resp, err = p.blocks.complete(ctx, x.g.pl, p.req)
+		} else {
+			resp, err = x.g.pl.Complete(ctx, p.req)
+		}
 		s.observeChat(x, &p, &resp, err)
 		if err == nil {
 			err = s.admitProposals(ctx, x.g.pl, resp.ToolCalls)
@@ -179,29 +190,8 @@ func (h *heldStream) hold(d runtime.Delta) bool {
 // an OpenAI client makes empty calls of the indexes an upstream skipped),
 // which could make calls other than the ones admitted.
 func (h *heldStream) release() {
-	calls := h.calls.ToolCalls()
-	// calls is ordered by index: the k-th smallest index is calls[k].
-	var indexes []int
+	runtime.WholeToolCalls(h.held, h.calls.ToolCalls())
 	for _, d := range h.held {
-		for _, f := range d.ToolCalls {
-			indexes = append(indexes, f.Index)
-		}
-	}
-	slices.Sort(indexes)
-	indexes = slices.Compact(indexes)
-	sent := make([]bool, len(indexes))
-	for _, d := range h.held {
-		fragments := d.ToolCalls
-		d.ToolCalls = nil
-		for _, f := range fragments {
-			k, _ := slices.BinarySearch(indexes, f.Index)
-			if sent[k] {
-				continue
-			}
-			sent[k] = true
-			c := &calls[k]
-			d.ToolCalls = append(d.ToolCalls, runtime.ToolCallDelta{Index: k, ID: c.ID, Name: c.Name, Arguments: string(c.Arguments)})
-		}
 		if d.Text == "" && d.ToolCalls == nil && d.Thinking == nil {
 			continue
 		}

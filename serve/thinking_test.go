@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
+	anthropicoption "github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/shared"
 	"github.com/stretchr/testify/assert"
@@ -321,4 +322,73 @@ func TestThinkingBlocksLeftOutForOpenAIModel(t *testing.T) {
 	require.Len(t, msgs, 3)
 	assert.Equal(t, map[string]any{"role": "assistant", "content": "Hello."}, msgs[1])
 	assert.NotContains(t, g.oa.body(0), thinkingSig)
+}
+
+// The signatures of the interleaved transcript's two thinking blocks.
+const (
+	interleavedSig0 = "EuYBCkQYAiJAQ7nM2kP4sV9hT1cX0bZ8rW3yL6fJ5dA2gE9uK7oN1pR4tS8vY0wB3xC6zD9eF2hG5jI8lM1nO4qP7rU0sA=="
+	interleavedSig1 = "EpMCCkYIBRgCKkDx4Lr9QmT2vN8cH5kP1sW7yJ3bG6fA0dE9uZ2oX4iR8tV1nM5qC7wL3hK6jS0gY9pB2eF4aU8zD1mI5rO=="
+)
+
+// Interleaved thinking (a thinking block between two tool_use blocks)
+// reaches the client in the model's order, each block whole with its
+// signature, through every layer that holds tool calls back until their
+// arguments are whole (the gateway's own admission of proposed calls,
+// redact and pii scanning the output, security reading the calls, a
+// guard buffering the response), streamed and not.
+func TestInterleavedThinkingKeepsItsPlaceThroughLayersHoldingToolCalls(t *testing.T) {
+	for _, chain := range []string{`{use: "tracing"}`, `{use: "redact"}`, `{use: "pii"}`, `{use: "pii", action: "redact"}`,
+		`{use: "tracing"}, {use: "security"}`, `{use: "guard", name: "no_passwords", deny: "messages.exists(m, m.content.contains('password'))", message: "no"}`} {
+		t.Run(chain, func(t *testing.T) {
+			body := transcript(t, "anthropic", "interleaved_thinking.sse")
+			g := newGateway(t, chain, nil, []reply{{body: body}, {body: body}})
+			client := g.anthropic(t)
+			params := anthropic.MessageNewParams{
+				Model: "backup", MaxTokens: 4096, Thinking: anthropic.ThinkingConfigParamOfEnabled(2048),
+				Tools:    []anthropic.ToolUnionParam{anthropicWeatherTool},
+				Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Weather in Paris and Lyon?"))},
+			}
+			stream := client.Messages.NewStreaming(context.Background(), params, anthropicoption.WithHeader("anthropic-beta", "interleaved-thinking-2025-05-14"))
+			var streamed anthropic.Message
+			var starts []string
+			for stream.Next() {
+				ev := stream.Current()
+				require.NoError(t, streamed.Accumulate(ev))
+				if ev.Type == "content_block_start" {
+					starts = append(starts, fmt.Sprintf("%d %s", ev.Index, ev.ContentBlock.Type))
+				}
+			}
+			require.NoError(t, stream.Err())
+			assert.Equal(t, []string{"0 thinking", "1 tool_use", "2 thinking", "3 text", "4 tool_use"}, starts)
+			checkInterleavedTurn(t, &streamed)
+			assert.Contains(t, g.an.header(0).Get("anthropic-beta"), "interleaved-thinking-2025-05-14")
+
+			whole, err := client.Messages.New(context.Background(), params)
+			require.NoError(t, err)
+			checkInterleavedTurn(t, whole)
+		})
+	}
+}
+
+// checkInterleavedTurn checks the message of the interleaved_thinking.sse
+// transcript: thinking, tool_use, thinking, text, tool_use, in that order,
+// the thinking whole with its signature.
+func checkInterleavedTurn(t *testing.T, msg *anthropic.Message) {
+	t.Helper()
+	var types []string
+	for _, b := range msg.Content {
+		types = append(types, b.Type)
+	}
+	require.Equal(t, []string{"thinking", "tool_use", "thinking", "text", "tool_use"}, types)
+	assert.Equal(t, "The user wants the weather in Paris and in Lyon. Weather first.", msg.Content[0].Thinking)
+	assert.Equal(t, interleavedSig0, msg.Content[0].Signature)
+	assert.Equal(t, "toolu_01Wx7bQe3RkL9mNpVt2yZc4F", msg.Content[1].ID)
+	assert.JSONEq(t, `{"location": "Paris"}`, string(msg.Content[1].Input))
+	assert.Equal(t, "Paris is asked for; Lyon next, in the same unit.", msg.Content[2].Thinking)
+	assert.Equal(t, interleavedSig1, msg.Content[2].Signature)
+	assert.Equal(t, "And Lyon.", msg.Content[3].Text)
+	assert.Equal(t, "toolu_01Kd4sHn8TfG2jRwXq6vBm9P", msg.Content[4].ID)
+	assert.JSONEq(t, `{"location": "Lyon"}`, string(msg.Content[4].Input))
+	assert.Equal(t, anthropic.StopReasonToolUse, msg.StopReason)
+	assert.EqualValues(t, 214, msg.Usage.OutputTokens)
 }

@@ -2,6 +2,7 @@ package anthropic_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"testing"
 
@@ -74,4 +75,41 @@ func TestReasoningEffortRefused(t *testing.T) {
 	assert.Equal(t, http.StatusBadRequest, ce.Status)
 	assert.Contains(t, ce.Message, "reasoning_effort")
 	assert.Zero(t, s.Requests())
+}
+
+// Interleaved thinking (thinking between tool_use blocks) comes out in the
+// order of the blocks, the thinking indexed by the thinking blocks, the
+// fragments of a call by the tool_use blocks.
+func TestInterleavedThinkingKeepsTheBlockOrder(t *testing.T) {
+	s := ssetest.New(t, ssetest.Reply{Body: ssetest.Transcript(t, "interleaved_thinking.sse")})
+	ds, err := ssetest.Collect(t, client(t, s), hi())
+	require.NoError(t, err)
+	var order []string
+	var b runtime.ThinkingBuilder
+	var calls runtime.ToolCallBuilder
+	for i := range ds {
+		d := &ds[i]
+		b.Add(d)
+		calls.Add(d)
+		switch {
+		case d.Thinking != nil:
+			order = append(order, fmt.Sprintf("thinking %d", d.Thinking.Index))
+		case d.Text != "":
+			order = append(order, "text")
+		case len(d.ToolCalls) > 0 && d.ToolCalls[0].ID != "":
+			order = append(order, fmt.Sprintf("tool %d", d.ToolCalls[0].Index))
+		}
+	}
+	assert.Equal(t, []string{"thinking 0", "thinking 0", "thinking 0", "thinking 0", "tool 0",
+		"thinking 1", "thinking 1", "thinking 1", "text", "tool 1"}, order)
+	blocks := b.Blocks()
+	require.Len(t, blocks, 2)
+	assert.Equal(t, "The user wants the weather in Paris and in Lyon. Weather first.", blocks[0].Text)
+	assert.Equal(t, "EuYBCkQYAiJAQ7nM2kP4sV9hT1cX0bZ8rW3yL6fJ5dA2gE9uK7oN1pR4tS8vY0wB3xC6zD9eF2hG5jI8lM1nO4qP7rU0sA==", blocks[0].Signature)
+	assert.Equal(t, "EpMCCkYIBRgCKkDx4Lr9QmT2vN8cH5kP1sW7yJ3bG6fA0dE9uZ2oX4iR8tV1nM5qC7wL3hK6jS0gY9pB2eF4aU8zD1mI5rO==", blocks[1].Signature)
+	got := calls.ToolCalls()
+	require.Len(t, got, 2)
+	assert.JSONEq(t, `{"location": "Paris"}`, string(got[0].Arguments))
+	assert.JSONEq(t, `{"location": "Lyon"}`, string(got[1].Arguments))
+	assert.Equal(t, runtime.FinishToolCalls, ds[len(ds)-1].FinishReason)
 }
