@@ -55,7 +55,10 @@ func (e *IOError) Unwrap() error { return e.Err }
 
 // ResolvePaths turns a directory (one CUE package) or a list of .cue files
 // into the policy files to load. Test files (*_test.cue) are not part of a
-// policy.
+// policy, and neither are a directory's files whose names begin with "." or
+// "_", which the cue tool ignores too: an editor's lock or backup file
+// (Emacs's ".#policy.cue", a symlink to nowhere while the buffer has unsaved
+// edits) must not break a vet or a reload.
 func ResolvePaths(paths []string) ([]string, error) {
 	if len(paths) == 0 {
 		return nil, &IOError{errors.New("no policy path given")}
@@ -78,7 +81,7 @@ func ResolvePaths(paths []string) ([]string, error) {
 				return nil, &IOError{err}
 			}
 			for _, m := range matches {
-				if !strings.HasSuffix(m, "_test.cue") {
+				if IsPolicyFileName(filepath.Base(m)) {
 					files = append(files, m)
 				}
 			}
@@ -94,6 +97,14 @@ func ResolvePaths(paths []string) ([]string, error) {
 	}
 	sort.Strings(files)
 	return files, nil
+}
+
+// IsPolicyFileName reports whether a file of a policy directory named name
+// is one of the policy's files: a .cue file that is not a test file
+// (*_test.cue) and whose name does not begin with "." or "_".
+func IsPolicyFileName(name string) bool {
+	return strings.HasSuffix(name, ".cue") && !strings.HasSuffix(name, "_test.cue") &&
+		!strings.HasPrefix(name, ".") && !strings.HasPrefix(name, "_")
 }
 
 // Load reads, checks and decodes a policy. paths is a directory (one CUE

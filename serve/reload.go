@@ -54,7 +54,10 @@ func takeFingerprint(files, dirs []string) fingerprint {
 	for _, d := range dirs {
 		entries, _ := os.ReadDir(d)
 		for _, e := range entries {
-			if !e.IsDir() && (strings.HasSuffix(e.Name(), ".cue") || strings.HasSuffix(e.Name(), ".json")) {
+			// An editor's lock or backup file (".#policy.cue") is not
+			// the policy's (dsl.IsPolicyFileName).
+			if name := e.Name(); !e.IsDir() && !strings.HasPrefix(name, ".") && !strings.HasPrefix(name, "_") &&
+				(strings.HasSuffix(name, ".cue") || strings.HasSuffix(name, ".json")) {
 				add(filepath.Join(d, e.Name()))
 			}
 		}

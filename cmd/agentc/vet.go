@@ -192,7 +192,7 @@ func walkPolicyDirs(root string) ([]string, error) {
 		}
 		matches, _ := filepath.Glob(filepath.Join(path, "*.cue"))
 		for _, m := range matches {
-			if !strings.HasSuffix(m, "_test.cue") {
+			if dsl.IsPolicyFileName(filepath.Base(m)) {
 				dirs = append(dirs, path)
 				break
 			}

@@ -143,7 +143,9 @@ func (p *langPage) printf(format string, args ...any) { fmt.Fprintf(&p.b, format
 
 func (p *langPage) render(pol *def, examples map[string]*example) error {
 	p.printf("%s", header("The policy language", "schemas/*.cue, schemas/catalog.json and the builtins' package documentation"))
-	p.printf(`A policy is one CUE package. Its root value is unified with %s, defined in
+	p.printf(`A policy is one CUE package: the .cue files named, or those of a directory except test
+files (*_test.cue) and files whose names begin with "." or "_", which the cue tool ignores too
+(an editor's lock file, ".#policy.cue", is not read). Its root value is unified with %s, defined in
 [schemas/policy.cue](../schemas/policy.cue); each builtin's configuration is a closed definition in
 its own file of [schemas/](../schemas). Definitions are closed: a field they do not list is an
 error (%s). This page lists every section of a policy, every field with its type, bounds and
