@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -403,7 +404,10 @@ func (s *Server) Reload(ctx context.Context) error {
 	g, err := s.load(ctx)
 	if err != nil {
 		s.metrics.reloads.WithLabelValues("failed").Inc()
-		s.log.Error("reload failed; still serving the previous policy", "generation", s.cur.Load().n, "error", err)
+		// The files name what failed: a plan's build errors do not.
+		files := s.watched.paths()
+		slices.Sort(files)
+		s.log.Error("reload failed; still serving the previous policy", "generation", s.cur.Load().n, "files", files, "error", err)
 		return err
 	}
 	s.install(g)

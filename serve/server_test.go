@@ -198,6 +198,7 @@ func TestReloadOnFileChange(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte("package gw\nmodels: one: {usd_per_mtok_in: -1}\n"), 0o644))
 	require.Eventually(t, func() bool { return strings.Contains(s.logs.String(), "reload failed") }, 5*time.Second, 10*time.Millisecond)
 	assert.Contains(t, s.logs.String(), "usd_per_mtok_in")
+	assert.Contains(t, s.logs.String(), "files=["+filepath.Join(dir, "policy.cue")+"]", "the failure names the files")
 	assert.Same(t, old, s.srv.cur.Load())
 	code, _, body := do(t, "GET", s.url+"/v1/models", "", nil)
 	assert.Equal(t, 200, code)
