@@ -28,6 +28,7 @@
 // fresh run and its whole transcript is checked. The text of the chat output is not checked:
 // that would hold the stream back (use a guard with phase "after" or a judge for output). The
 // tool calls the model makes are: their fragments are held until the stream ends (the text
-// passes at once), and a call whose arguments match blocks the response before any of
+// passes at once, except, in a call that asks for thinking, what follows a call:
+// runtime.HoldToolCalls), and a call whose arguments match blocks the response before any of
 // its tool calls reaches the caller.
 package contentfilter

@@ -109,7 +109,8 @@ func (m *Middleware) check(what, text string) error {
 // is. The streamed text is not checked (that would hold the stream back):
 // put a guard with phase "after" or a judge inside the chain to vet it. The
 // tool calls the model requests are checked: their fragments are held until
-// the stream ends (text passes at once), the arguments are checked whole, and
+// the stream ends (text passes at once, except, in a call that asks for
+// thinking, what follows a call: runtime.HoldToolCalls), the arguments are checked whole, and
 // a match blocks the call before any of its tool calls reaches the caller.
 func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {

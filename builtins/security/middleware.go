@@ -384,7 +384,9 @@ func (m *Middleware) verdict(ctx context.Context, text string, document bool) er
 // text the caller changed or added is always scanned. The tool calls the
 // model requests are checked too (an injected model passes the injection on
 // through a tool, a sub-agent's prompt): their fragments are held until the
-// stream ends while text passes at once, and a match in the arguments blocks
+// stream ends while text passes at once (after a call, in a call that asks
+// for thinking, text and thinking are held in their places:
+// runtime.HoldToolCalls), and a match in the arguments blocks
 // the call before any tool call reaches the caller.
 func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
