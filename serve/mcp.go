@@ -90,6 +90,10 @@ type upstreamServer struct {
 	// cancels counts the cancellations of calls being sent (owe): the
 	// session is closed once they are written.
 	cancels sync.WaitGroup
+	// dialing is the connection being opened again (session), stopDial
+	// ends it.
+	dialing  *dial
+	stopDial context.CancelFunc
 }
 
 // watch makes cs the session, noting when it ends. Called with mu held
@@ -104,32 +108,81 @@ func (u *upstreamServer) watch(cs *mcp.ClientSession) {
 }
 
 // session returns a live session, opening a new one if the last ended.
+// One connection is opened at a time, without holding mu (the server's
+// other users, admit and serves among them, do not wait for it): the
+// callers that find the session ended wait for that connection, each as
+// long as its own context lets it.
 func (u *upstreamServer) session(ctx context.Context) (*mcp.ClientSession, error) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if u.closed {
-		return nil, fmt.Errorf("mcp server %q: %w", u.name, mcp.ErrConnectionClosed)
-	}
-	select {
-	case <-u.ended:
-	default:
-		if !u.broken {
-			return u.cs, nil
+	for {
+		u.mu.Lock()
+		if u.closed {
+			u.mu.Unlock()
+			return nil, fmt.Errorf("mcp server %q: %w", u.name, mcp.ErrConnectionClosed)
+		}
+		live := !u.broken
+		select {
+		case <-u.ended:
+			live = false
+		default:
+		}
+		if live {
+			cs := u.cs
+			u.mu.Unlock()
+			return cs, nil
+		}
+		d := u.dialing
+		if d == nil {
+			dctx, cancel := context.WithTimeout(context.Background(), connectTimeout)
+			d = &dial{done: make(chan struct{})}
+			u.dialing, u.stopDial = d, cancel
+			go u.reconnect(dctx, d)
+		}
+		u.mu.Unlock()
+		select {
+		case <-d.done:
+			if d.err != nil {
+				return nil, d.err
+			}
+		case <-ctx.Done():
+			return nil, fmt.Errorf("mcp server %q: waiting for its session to be opened again: %w", u.name, ctx.Err())
 		}
 	}
+}
+
+// dial is a connection being opened again: done is closed once it is
+// (or failed, err).
+type dial struct {
+	done chan struct{}
+	err  error
+}
+
+// reconnect opens a new session in place of the one that ended, on ctx
+// (connectTimeout, ended by close), whoever waits for it.
+func (u *upstreamServer) reconnect(ctx context.Context, d *dial) {
 	u.log.Warn("mcp upstream session ended; connecting again", "server", u.name)
-	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
-	defer cancel()
-	cs, err := u.connect(cctx)
-	if err != nil {
-		return nil, err
+	cs, err := u.connect(ctx)
+	u.mu.Lock()
+	u.stopDial()
+	u.dialing, u.stopDial = nil, nil
+	var old *mcp.ClientSession
+	switch {
+	case err != nil:
+		d.err = err
+	case u.closed:
+		old = cs
+		d.err = fmt.Errorf("mcp server %q: %w", u.name, mcp.ErrConnectionClosed)
+	default:
+		old = u.cs
+		u.watch(cs)
+		// A server that restarted may serve other tools: they are listed
+		// and scanned again before a call reaches one.
+		u.markChanged()
 	}
-	_ = u.cs.Close()
-	u.watch(cs)
-	// A server that restarted may serve other tools: they are listed and
-	// scanned again before a call reaches one.
-	u.markChanged()
-	return cs, nil
+	u.mu.Unlock()
+	close(d.done)
+	if old != nil {
+		_ = old.Close()
+	}
 }
 
 // connect opens a session with the server, following its tool list.
@@ -137,7 +190,7 @@ func (u *upstreamServer) connect(ctx context.Context) (*mcp.ClientSession, error
 	var opts *mcp.ClientOptions
 	if u.onChange != nil {
 		// The handler runs on the session's reader: it does not wait for
-		// mu, which session holds while it connects.
+		// mu there.
 		opts = &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			go func() {
 				u.mu.Lock()
@@ -203,6 +256,9 @@ func (u *upstreamServer) close() {
 		return
 	}
 	u.closed = true
+	if u.stopDial != nil {
+		u.stopDial()
+	}
 	if u.pending != nil {
 		close(u.pending)
 		u.pending = nil
