@@ -330,16 +330,58 @@ func connect(ctx context.Context, name string, s plan.MCPServer, dir string, loo
 	return cs, nil
 }
 
-// UpstreamTools lists every tool of a session, following pagination.
+// The bounds of an upstream's tool list. An upstream that pages without
+// end (a cursor that never runs out, or comes back) or lists more than
+// these would hold the load for connectTimeout while its list grew in
+// memory: its list fails as one that cannot be taken. A definition larger
+// than maxToolDefBytes is withheld (toolTooLarge).
+const (
+	maxUpstreamTools     = 10_000
+	maxUpstreamToolBytes = 16 << 20
+	maxUpstreamPages     = 1_000
+	maxToolDefBytes      = 128 << 10
+)
+
+// UpstreamTools lists every tool of a session, following pagination, within
+// the bounds above (maxUpstreamTools definitions, maxUpstreamToolBytes of
+// their JSON, maxUpstreamPages pages, no cursor twice).
 func UpstreamTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, error) {
 	var out []*mcp.Tool
-	for t, err := range cs.Tools(ctx, nil) {
+	var size int
+	params := &mcp.ListToolsParams{}
+	cursors := map[string]bool{}
+	for page := 1; ; page++ {
+		res, err := cs.ListTools(ctx, params)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, t)
+		for _, t := range res.Tools {
+			if len(out) == maxUpstreamTools {
+				return nil, fmt.Errorf("the server lists more than %d tools, the limit", maxUpstreamTools)
+			}
+			b, err := json.Marshal(t)
+			if err != nil {
+				return nil, fmt.Errorf("tool %q: %w", t.Name, err)
+			}
+			if size += len(b); size > maxUpstreamToolBytes {
+				return nil, fmt.Errorf("the server's tool definitions are over the limit of %d bytes", maxUpstreamToolBytes)
+			}
+			out = append(out, t)
+		}
+		switch {
+		case res.NextCursor == "":
+			return out, nil
+		case cursors[res.NextCursor]:
+			return nil, fmt.Errorf("the server's list gave cursor %.64q again on page %d: it never ends", res.NextCursor, page)
+		case page == maxUpstreamPages:
+			return nil, fmt.Errorf("the server's list goes on past %d pages, the limit", maxUpstreamPages)
+		}
+		if size += len(res.NextCursor); size > maxUpstreamToolBytes {
+			return nil, fmt.Errorf("the server's tool definitions are over the limit of %d bytes", maxUpstreamToolBytes)
+		}
+		cursors[res.NextCursor] = true
+		params.Cursor = res.NextCursor
 	}
-	return out, nil
 }
 
 // connectUpstreams connects to every upstream server and lists its tools.
@@ -457,13 +499,17 @@ type ListedTool struct {
 // serve withholds these. A definition a classifier could not decide is
 // blocked with on_error "closed" (the layer's block says so) and passes,
 // logged, with "open". A tool whose name is not a valid MCP tool name
-// (badToolName) is blocked whatever the layers.
+// (badToolName), or whose definition is too large (toolTooLarge), is
+// blocked whatever the layers.
 func ScanTools(ctx context.Context, pl *runtime.Pipeline, tools []ListedTool, log *slog.Logger) map[string]*runtime.BlockedError {
 	blocked := map[string]*runtime.BlockedError{}
 	for _, t := range tools {
 		if b := badToolName(t.Name); b != nil {
 			blocked[t.Name] = b
 			log.Warn("mcp tool withheld: its name is not a valid MCP tool name", "tool", t.Name, "server", t.Server, "reason", b.Message)
+		} else if b := toolTooLarge(t.Tool); b != nil {
+			blocked[t.Name] = b
+			log.Warn("mcp tool withheld: its definition is too large", "tool", t.Name, "server", t.Server, "reason", b.Message)
 		}
 	}
 	var layers []runtime.LayerInfo
@@ -527,6 +573,22 @@ func badToolName(name string) *runtime.BlockedError {
 			return &runtime.BlockedError{Layer: "mcp", Message: fmt.Sprintf(
 				"tool name %q holds %q, which is not an ASCII letter, a digit or one of \"_-.:/\": a look-alike of another tool's name would escape the rules that name it", name, r)}
 		}
+	}
+	return nil
+}
+
+// toolTooLarge returns the block of a tool whose definition (its JSON) is
+// over maxToolDefBytes, or nil. A client puts every definition listed in
+// front of its model on every turn: a description of a megabyte floods its
+// context (about a quarter of a million tokens) and drowns the other tools.
+func toolTooLarge(t *mcp.Tool) *runtime.BlockedError {
+	b, err := json.Marshal(t)
+	if err != nil {
+		return &runtime.BlockedError{Layer: "mcp", Message: "the tool's definition does not encode as JSON: " + err.Error()}
+	}
+	if len(b) > maxToolDefBytes {
+		return &runtime.BlockedError{Layer: "mcp", Message: fmt.Sprintf(
+			"the tool's definition is %d bytes, over the limit of %d: a client would put it in front of its model on every turn", len(b), maxToolDefBytes)}
 	}
 	return nil
 }

@@ -3,10 +3,13 @@ package serve
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -131,4 +134,124 @@ chains: tool: [{use: "audit", trail: "logical"}]
 	assert.False(t, res.IsError, text(t, res))
 	assert.Less(t, time.Since(start), time.Second, "another server's calls do not wait")
 	assert.EqualValues(t, 1, m.inits.Load(), "one connection is opened at a time")
+}
+
+// pagingUpstream serves ping, and its tools/list, once list is set, answers
+// the pages list makes of each cursor ("" first) instead.
+func pagingUpstream(t *testing.T) (srv *mcp.Server, url string, list *atomic.Value) {
+	t.Helper()
+	list = &atomic.Value{}
+	srv = mcp.NewServer(&mcp.Implementation{Name: "pager", Version: "1"}, nil)
+	var echo countingEcho
+	mcp.AddTool(srv, &mcp.Tool{Name: "ping", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, echo.handle)
+	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			pages, _ := list.Load().(func(cursor string) *mcp.ListToolsResult)
+			if method != "tools/list" || pages == nil {
+				return next(ctx, method, req)
+			}
+			return pages(req.GetParams().(*mcp.ListToolsParams).Cursor), nil
+		}
+	})
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(ts.Close)
+	return srv, ts.URL, list
+}
+
+// tools returns n tools named NAME-i, each described by desc.
+func manyTools(name string, n int, desc string) []*mcp.Tool {
+	out := make([]*mcp.Tool, n)
+	for i := range out {
+		out[i] = &mcp.Tool{Name: fmt.Sprintf("%s-%d", name, i), Description: desc, InputSchema: map[string]any{"type": "object"}}
+	}
+	return out
+}
+
+// endlessLists are tool lists an upstream could page without end or past
+// the bounds, by the error the load fails with.
+var endlessLists = map[string]func(cursor string) *mcp.ListToolsResult{
+	`the server's list goes on past 1000 pages, the limit`: func(cursor string) *mcp.ListToolsResult {
+		return &mcp.ListToolsResult{Tools: []*mcp.Tool{}, NextCursor: cursor + "x"}
+	},
+	`the server's list gave cursor "again" again on page 2: it never ends`: func(string) *mcp.ListToolsResult {
+		return &mcp.ListToolsResult{Tools: manyTools("t", 1, "A tool."), NextCursor: "again"}
+	},
+	`the server lists more than 10000 tools, the limit`: func(cursor string) *mcp.ListToolsResult {
+		return &mcp.ListToolsResult{Tools: manyTools("t"+cursor, 1000, "A tool."), NextCursor: cursor + "x"}
+	},
+	`the server's tool definitions are over the limit of 16777216 bytes`: func(cursor string) *mcp.ListToolsResult {
+		return &mcp.ListToolsResult{Tools: manyTools("t"+cursor, 10, strings.Repeat("d", 100<<10)), NextCursor: cursor + "x"}
+	},
+}
+
+// TestMCPUpstreamListIsBounded: an upstream whose tools/list pages without
+// end, or lists more tools or bytes of definitions than the bounds, fails
+// the load naming the server and the limit, as an upstream whose tools
+// cannot be listed does; its list taken again (list_changed) so refuses
+// its calls until it can be listed.
+func TestMCPUpstreamListIsBounded(t *testing.T) {
+	for want, pages := range endlessLists {
+		t.Run(want, func(t *testing.T) {
+			_, upstream, list := pagingUpstream(t)
+			list.Store(pages)
+			start := time.Now()
+			_, err := New(context.Background(), Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
+
+mcp: servers: pager: url: %q
+`, upstream))), WatchInterval: -1, Logger: slog.New(slog.DiscardHandler), LookupEnv: func(string) (string, bool) { return "", false }})
+			require.Error(t, err)
+			assert.Equal(t, `mcp server "pager": list tools: `+want, err.Error())
+			assert.Less(t, time.Since(start), 10*time.Second)
+		})
+	}
+
+	srv, upstream, list := pagingUpstream(t)
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
+
+mcp: servers: pager: url: %q
+`, upstream))), WatchInterval: -1})
+	cs := connectProxy(t, s.url, "", nil)
+	ctx := context.Background()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ping", Arguments: map[string]any{}})
+	require.NoError(t, err)
+	require.Equal(t, "ran ping", text(t, res))
+
+	list.Store(endlessLists[`the server's list gave cursor "again" again on page 2: it never ends`])
+	srv.AddTool(&mcp.Tool{Name: "other", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
+	require.Eventually(t, func() bool {
+		return strings.Contains(s.logs.String(), "mcp upstream tools could not be listed again")
+	}, 5*time.Second, 10*time.Millisecond)
+	assert.Contains(t, s.logs.String(), `it never ends`)
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "ping", Arguments: map[string]any{}})
+	require.NoError(t, err)
+	assert.True(t, res.IsError)
+	assert.Contains(t, text(t, res), `tool "ping" of mcp server "pager" is not served`)
+}
+
+// TestMCPHugeToolDefinitionWithheld: a tool whose definition is over the
+// limit (a description of a megabyte) is withheld (not listed, its calls
+// refused, logged and counted); the server's other tools are served.
+func TestMCPHugeToolDefinitionWithheld(t *testing.T) {
+	_, upstream, list := pagingUpstream(t)
+	list.Store(func(string) *mcp.ListToolsResult {
+		return &mcp.ListToolsResult{Tools: []*mcp.Tool{
+			{Name: "ping", InputSchema: map[string]any{"type": "object"}},
+			{Name: "flood", Description: strings.Repeat("Use this tool. ", 1<<20/15), InputSchema: map[string]any{"type": "object"}},
+		}}
+	})
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
+
+mcp: servers: pager: url: %q
+`, upstream))), WatchInterval: -1})
+	cs := connectProxy(t, s.url, "", nil)
+	assert.Equal(t, []string{"ping"}, listedTools(t, cs))
+	_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "flood", Arguments: map[string]any{}})
+	require.Error(t, err)
+	assert.Contains(t, s.logs.String(), "mcp tool withheld: its definition is too large")
+	assert.Contains(t, s.logs.String(), "over the limit of 131072")
+	_, _, metrics := do(t, "GET", s.url+"/metrics", "", nil)
+	assert.Contains(t, metrics, `agentc_serve_mcp_tools_withheld{layer="mcp",server="pager"} 1`)
 }
