@@ -649,7 +649,8 @@ func (u *upstreams) toolArgs(host map[string]json.RawMessage) map[string]json.Ra
 
 // call runs the upstream tool. A result the upstream marks as an error is a
 // permanent failure carrying its text; a protocol error from the upstream is
-// permanent. A call that could not be sent (no session, a connection
+// permanent, and marked runtime.NotRun when its code says the request was
+// refused before the tool ran (refusedUnread). A call that could not be sent (no session, a connection
 // refused) is transient and marked runtime.NotRun. A connection that broke
 // after the call was sent is transient for a tool that is read-only or
 // retry_safe, and marked runtime.MayHaveRun (in doubt) for any other: the
@@ -702,7 +703,11 @@ func (t *upstreamTool) call(ctx context.Context, c *runtime.ToolCall) (any, erro
 		var ue *url.Error
 		var we *jsonrpc.Error
 		if !errors.As(err, &ue) && errors.As(err, &we) {
-			return nil, &runtime.CallError{Kind: runtime.KindPermanent, Message: fmt.Sprintf("mcp server %q: %s", t.server, t.up.secrets.scrub(we.Message))}
+			ce := &runtime.CallError{Kind: runtime.KindPermanent, Message: fmt.Sprintf("mcp server %q: %s", t.server, t.up.secrets.scrub(we.Message))}
+			if refusedUnread(we.Code) {
+				return nil, runtime.NotRun(ce)
+			}
+			return nil, ce
 		}
 		if ue == nil && (errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF)) {
 			t.up.lost(cs)
@@ -729,6 +734,18 @@ func (t *upstreamTool) call(ctx context.Context, c *runtime.ToolCall) (any, erro
 		return nil, &runtime.CallError{Kind: runtime.KindPermanent, Message: t.up.secrets.scrub(resultText(res))}
 	}
 	return resultValue(res), nil
+}
+
+// refusedUnread reports whether a JSON-RPC error code says the upstream
+// refused the request before running it: it could not parse it, the request
+// or its method is unknown, or its parameters (the tool's name, its
+// arguments) are invalid. Any other error may come from a tool that ran.
+func refusedUnread(code int64) bool {
+	switch code {
+	case jsonrpc.CodeParseError, jsonrpc.CodeInvalidRequest, jsonrpc.CodeMethodNotFound, jsonrpc.CodeInvalidParams:
+		return true
+	}
+	return false
 }
 
 // textBlobs turns each embedded resource whose blob is text (valid UTF-8

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -254,4 +255,61 @@ mcp: servers: pager: url: %q
 	assert.Contains(t, s.logs.String(), "over the limit of 131072")
 	_, _, metrics := do(t, "GET", s.url+"/metrics", "", nil)
 	assert.Contains(t, metrics, `agentc_serve_mcp_tools_withheld{layer="mcp",server="pager"} 1`)
+}
+
+// TestMCPUpstreamErrorsAreAuditedAndMarked: an upstream's JSON-RPC error
+// and its error result (isError) are both error results for the client,
+// audited failed and counted as errors; a JSON-RPC error saying the request
+// was refused before the tool ran (invalid params, method not found) is marked runtime.NotRun, any other error is not. The proxy
+// answers ping.
+func TestMCPUpstreamErrorsAreAuditedAndMarked(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "failing", Version: "1"}, nil)
+	add := func(name string, h mcp.ToolHandler) {
+		srv.AddTool(&mcp.Tool{Name: name, InputSchema: json.RawMessage(`{"type":"object"}`)}, h)
+	}
+	fail := func(err error) mcp.ToolHandler {
+		return func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return nil, err }
+	}
+	add("invalid", fail(&jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "amount must be positive"}))
+	add("nomethod", fail(&jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not found"}))
+	add("internal", fail(&jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the ledger failed midway"}))
+	add("iserror", func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "the ledger failed midway"}}}, nil
+	})
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(ts.Close)
+	audit := &runtime.MemoryAudit{}
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
+
+mcp: servers: up: url: %q
+chains: tool: [{use: "audit", trail: "logical"}]
+`, ts.URL))), Deps: runtime.Deps{Audit: audit}, WatchInterval: -1})
+	cs := connectProxy(t, s.url, "", nil)
+	ctx := context.Background()
+	require.NoError(t, cs.Ping(ctx, nil))
+
+	notRun := map[string]bool{"invalid": true, "nomethod": true, "internal": false, "iserror": false}
+	g := s.srv.acquire()
+	for name, want := range notRun {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: map[string]any{}})
+		require.NoError(t, err, name)
+		assert.True(t, res.IsError, name)
+		_, err = g.pl.Tool(ctx, runtime.ToolRequest{Name: name, Args: map[string]any{}})
+		require.Error(t, err, name)
+		assert.Equal(t, want, runtime.DidNotRun(err), "%s: %v", name, err)
+		assert.Equal(t, runtime.ClassFailure, runtime.Classify(err), name)
+	}
+	g.release()
+	failed := map[string]int{}
+	for _, r := range audit.Records() {
+		if r.Phase == runtime.PhaseOutcome && r.Decision == runtime.DecisionFailed {
+			failed[r.Tool]++
+		}
+	}
+	assert.Equal(t, map[string]int{"invalid": 2, "nomethod": 2, "internal": 2, "iserror": 2}, failed)
+	require.NoError(t, cs.Close()) // its event stream is a request in flight
+	metrics := scrape(t, s.url)
+	for name := range notRun {
+		assert.Contains(t, metrics, fmt.Sprintf(`agentc_serve_tool_calls_total{outcome="error",tool=%q} 1`, name))
+	}
 }
