@@ -525,7 +525,10 @@ func ScanTools(ctx context.Context, pl *runtime.Pipeline, tools []ListedTool, lo
 	sem := make(chan struct{}, scanConcurrency)
 	var wg sync.WaitGroup
 	for _, t := range tools {
-		if blocked[t.Name] != nil {
+		mu.Lock()
+		named := blocked[t.Name] != nil // by its name or size, above
+		mu.Unlock()
+		if named {
 			continue
 		}
 		wg.Add(1)
