@@ -90,6 +90,10 @@ type upstreamServer struct {
 	// cancels counts the cancellations of calls being sent (owe): the
 	// session is closed once they are written.
 	cancels sync.WaitGroup
+	// dialing is the connection being opened again (session), stopDial
+	// ends it.
+	dialing  *dial
+	stopDial context.CancelFunc
 }
 
 // watch makes cs the session, noting when it ends. Called with mu held
@@ -104,32 +108,81 @@ func (u *upstreamServer) watch(cs *mcp.ClientSession) {
 }
 
 // session returns a live session, opening a new one if the last ended.
+// One connection is opened at a time, without holding mu (the server's
+// other users, admit and serves among them, do not wait for it): the
+// callers that find the session ended wait for that connection, each as
+// long as its own context lets it.
 func (u *upstreamServer) session(ctx context.Context) (*mcp.ClientSession, error) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if u.closed {
-		return nil, fmt.Errorf("mcp server %q: %w", u.name, mcp.ErrConnectionClosed)
-	}
-	select {
-	case <-u.ended:
-	default:
-		if !u.broken {
-			return u.cs, nil
+	for {
+		u.mu.Lock()
+		if u.closed {
+			u.mu.Unlock()
+			return nil, fmt.Errorf("mcp server %q: %w", u.name, mcp.ErrConnectionClosed)
+		}
+		live := !u.broken
+		select {
+		case <-u.ended:
+			live = false
+		default:
+		}
+		if live {
+			cs := u.cs
+			u.mu.Unlock()
+			return cs, nil
+		}
+		d := u.dialing
+		if d == nil {
+			dctx, cancel := context.WithTimeout(context.Background(), connectTimeout)
+			d = &dial{done: make(chan struct{})}
+			u.dialing, u.stopDial = d, cancel
+			go u.reconnect(dctx, d)
+		}
+		u.mu.Unlock()
+		select {
+		case <-d.done:
+			if d.err != nil {
+				return nil, d.err
+			}
+		case <-ctx.Done():
+			return nil, fmt.Errorf("mcp server %q: waiting for its session to be opened again: %w", u.name, ctx.Err())
 		}
 	}
+}
+
+// dial is a connection being opened again: done is closed once it is
+// (or failed, err).
+type dial struct {
+	done chan struct{}
+	err  error
+}
+
+// reconnect opens a new session in place of the one that ended, on ctx
+// (connectTimeout, ended by close), whoever waits for it.
+func (u *upstreamServer) reconnect(ctx context.Context, d *dial) {
 	u.log.Warn("mcp upstream session ended; connecting again", "server", u.name)
-	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
-	defer cancel()
-	cs, err := u.connect(cctx)
-	if err != nil {
-		return nil, err
+	cs, err := u.connect(ctx)
+	u.mu.Lock()
+	u.stopDial()
+	u.dialing, u.stopDial = nil, nil
+	var old *mcp.ClientSession
+	switch {
+	case err != nil:
+		d.err = err
+	case u.closed:
+		old = cs
+		d.err = fmt.Errorf("mcp server %q: %w", u.name, mcp.ErrConnectionClosed)
+	default:
+		old = u.cs
+		u.watch(cs)
+		// A server that restarted may serve other tools: they are listed
+		// and scanned again before a call reaches one.
+		u.markChanged()
 	}
-	_ = u.cs.Close()
-	u.watch(cs)
-	// A server that restarted may serve other tools: they are listed and
-	// scanned again before a call reaches one.
-	u.markChanged()
-	return cs, nil
+	u.mu.Unlock()
+	close(d.done)
+	if old != nil {
+		_ = old.Close()
+	}
 }
 
 // connect opens a session with the server, following its tool list.
@@ -137,7 +190,7 @@ func (u *upstreamServer) connect(ctx context.Context) (*mcp.ClientSession, error
 	var opts *mcp.ClientOptions
 	if u.onChange != nil {
 		// The handler runs on the session's reader: it does not wait for
-		// mu, which session holds while it connects.
+		// mu there.
 		opts = &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			go func() {
 				u.mu.Lock()
@@ -203,6 +256,9 @@ func (u *upstreamServer) close() {
 		return
 	}
 	u.closed = true
+	if u.stopDial != nil {
+		u.stopDial()
+	}
 	if u.pending != nil {
 		close(u.pending)
 		u.pending = nil
@@ -274,16 +330,58 @@ func connect(ctx context.Context, name string, s plan.MCPServer, dir string, loo
 	return cs, nil
 }
 
-// UpstreamTools lists every tool of a session, following pagination.
+// The bounds of an upstream's tool list. An upstream that pages without
+// end (a cursor that never runs out, or comes back) or lists more than
+// these would hold the load for connectTimeout while its list grew in
+// memory: its list fails as one that cannot be taken. A definition larger
+// than maxToolDefBytes is withheld (toolTooLarge).
+const (
+	maxUpstreamTools     = 10_000
+	maxUpstreamToolBytes = 16 << 20
+	maxUpstreamPages     = 1_000
+	maxToolDefBytes      = 128 << 10
+)
+
+// UpstreamTools lists every tool of a session, following pagination, within
+// the bounds above (maxUpstreamTools definitions, maxUpstreamToolBytes of
+// their JSON, maxUpstreamPages pages, no cursor twice).
 func UpstreamTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, error) {
 	var out []*mcp.Tool
-	for t, err := range cs.Tools(ctx, nil) {
+	var size int
+	params := &mcp.ListToolsParams{}
+	cursors := map[string]bool{}
+	for page := 1; ; page++ {
+		res, err := cs.ListTools(ctx, params)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, t)
+		for _, t := range res.Tools {
+			if len(out) == maxUpstreamTools {
+				return nil, fmt.Errorf("the server lists more than %d tools, the limit", maxUpstreamTools)
+			}
+			b, err := json.Marshal(t)
+			if err != nil {
+				return nil, fmt.Errorf("tool %q: %w", t.Name, err)
+			}
+			if size += len(b); size > maxUpstreamToolBytes {
+				return nil, fmt.Errorf("the server's tool definitions are over the limit of %d bytes", maxUpstreamToolBytes)
+			}
+			out = append(out, t)
+		}
+		switch {
+		case res.NextCursor == "":
+			return out, nil
+		case cursors[res.NextCursor]:
+			return nil, fmt.Errorf("the server's list gave cursor %.64q again on page %d: it never ends", res.NextCursor, page)
+		case page == maxUpstreamPages:
+			return nil, fmt.Errorf("the server's list goes on past %d pages, the limit", maxUpstreamPages)
+		}
+		if size += len(res.NextCursor); size > maxUpstreamToolBytes {
+			return nil, fmt.Errorf("the server's tool definitions are over the limit of %d bytes", maxUpstreamToolBytes)
+		}
+		cursors[res.NextCursor] = true
+		params.Cursor = res.NextCursor
 	}
-	return out, nil
 }
 
 // connectUpstreams connects to every upstream server and lists its tools.
@@ -401,13 +499,17 @@ type ListedTool struct {
 // serve withholds these. A definition a classifier could not decide is
 // blocked with on_error "closed" (the layer's block says so) and passes,
 // logged, with "open". A tool whose name is not a valid MCP tool name
-// (badToolName) is blocked whatever the layers.
+// (badToolName), or whose definition is too large (toolTooLarge), is
+// blocked whatever the layers.
 func ScanTools(ctx context.Context, pl *runtime.Pipeline, tools []ListedTool, log *slog.Logger) map[string]*runtime.BlockedError {
 	blocked := map[string]*runtime.BlockedError{}
 	for _, t := range tools {
 		if b := badToolName(t.Name); b != nil {
 			blocked[t.Name] = b
 			log.Warn("mcp tool withheld: its name is not a valid MCP tool name", "tool", t.Name, "server", t.Server, "reason", b.Message)
+		} else if b := toolTooLarge(t.Tool); b != nil {
+			blocked[t.Name] = b
+			log.Warn("mcp tool withheld: its definition is too large", "tool", t.Name, "server", t.Server, "reason", b.Message)
 		}
 	}
 	var layers []runtime.LayerInfo
@@ -423,7 +525,10 @@ func ScanTools(ctx context.Context, pl *runtime.Pipeline, tools []ListedTool, lo
 	sem := make(chan struct{}, scanConcurrency)
 	var wg sync.WaitGroup
 	for _, t := range tools {
-		if blocked[t.Name] != nil {
+		mu.Lock()
+		named := blocked[t.Name] != nil // by its name or size, above
+		mu.Unlock()
+		if named {
 			continue
 		}
 		wg.Add(1)
@@ -471,6 +576,22 @@ func badToolName(name string) *runtime.BlockedError {
 			return &runtime.BlockedError{Layer: "mcp", Message: fmt.Sprintf(
 				"tool name %q holds %q, which is not an ASCII letter, a digit or one of \"_-.:/\": a look-alike of another tool's name would escape the rules that name it", name, r)}
 		}
+	}
+	return nil
+}
+
+// toolTooLarge returns the block of a tool whose definition (its JSON) is
+// over maxToolDefBytes, or nil. A client puts every definition listed in
+// front of its model on every turn: a description of a megabyte floods its
+// context (about a quarter of a million tokens) and drowns the other tools.
+func toolTooLarge(t *mcp.Tool) *runtime.BlockedError {
+	b, err := json.Marshal(t)
+	if err != nil {
+		return &runtime.BlockedError{Layer: "mcp", Message: "the tool's definition does not encode as JSON: " + err.Error()}
+	}
+	if len(b) > maxToolDefBytes {
+		return &runtime.BlockedError{Layer: "mcp", Message: fmt.Sprintf(
+			"the tool's definition is %d bytes, over the limit of %d: a client would put it in front of its model on every turn", len(b), maxToolDefBytes)}
 	}
 	return nil
 }
@@ -531,7 +652,8 @@ func (u *upstreams) toolArgs(host map[string]json.RawMessage) map[string]json.Ra
 
 // call runs the upstream tool. A result the upstream marks as an error is a
 // permanent failure carrying its text; a protocol error from the upstream is
-// permanent. A call that could not be sent (no session, a connection
+// permanent, and marked runtime.NotRun when its code says the request was
+// refused before the tool ran (refusedUnread). A call that could not be sent (no session, a connection
 // refused) is transient and marked runtime.NotRun. A connection that broke
 // after the call was sent is transient for a tool that is read-only or
 // retry_safe, and marked runtime.MayHaveRun (in doubt) for any other: the
@@ -584,7 +706,11 @@ func (t *upstreamTool) call(ctx context.Context, c *runtime.ToolCall) (any, erro
 		var ue *url.Error
 		var we *jsonrpc.Error
 		if !errors.As(err, &ue) && errors.As(err, &we) {
-			return nil, &runtime.CallError{Kind: runtime.KindPermanent, Message: fmt.Sprintf("mcp server %q: %s", t.server, t.up.secrets.scrub(we.Message))}
+			ce := &runtime.CallError{Kind: runtime.KindPermanent, Message: fmt.Sprintf("mcp server %q: %s", t.server, t.up.secrets.scrub(we.Message))}
+			if refusedUnread(we.Code) {
+				return nil, runtime.NotRun(ce)
+			}
+			return nil, ce
 		}
 		if ue == nil && (errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF)) {
 			t.up.lost(cs)
@@ -611,6 +737,18 @@ func (t *upstreamTool) call(ctx context.Context, c *runtime.ToolCall) (any, erro
 		return nil, &runtime.CallError{Kind: runtime.KindPermanent, Message: t.up.secrets.scrub(resultText(res))}
 	}
 	return resultValue(res), nil
+}
+
+// refusedUnread reports whether a JSON-RPC error code says the upstream
+// refused the request before running it: it could not parse it, the request
+// or its method is unknown, or its parameters (the tool's name, its
+// arguments) are invalid. Any other error may come from a tool that ran.
+func refusedUnread(code int64) bool {
+	switch code {
+	case jsonrpc.CodeParseError, jsonrpc.CodeInvalidRequest, jsonrpc.CodeMethodNotFound, jsonrpc.CodeInvalidParams:
+		return true
+	}
+	return false
 }
 
 // textBlobs turns each embedded resource whose blob is text (valid UTF-8

@@ -391,3 +391,38 @@ chains: tool: [{use: "output_coerce"}]
 	assert.Contains(t, text(t, res), "/status")
 	assert.Nil(t, res.StructuredContent)
 }
+
+// TestMCPResultSchemaChecksJSONText: a tool without an outputSchema that
+// answers JSON as text is checked by the value the text encodes, so a
+// result_schema of type "object" can be written for it; a valid result
+// reaches the client as the upstream's text.
+func TestMCPResultSchemaChecksJSONText(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "shop", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "order", InputSchema: json.RawMessage(`{"type":"object"}`), Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			status := "shipped"
+			if strings.Contains(string(req.Params.Arguments), "bad") {
+				status = "lost"
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: `{"id": "A1", "status": "` + status + `"}`}}}, nil
+		})
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(ts.Close)
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
+
+mcp: servers: shop: url: %q
+tools: order: result_schema: {type: "object", required: ["status"], properties: status: enum: ["open", "shipped"]}
+chains: tool: [{use: "output_coerce"}]
+`, ts.URL))), WatchInterval: -1})
+	cs := connectProxy(t, s.url, "", nil)
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "order", Arguments: map[string]any{"id": "A1"}})
+	require.NoError(t, err)
+	require.False(t, res.IsError, text(t, res))
+	assert.Equal(t, `{"id": "A1", "status": "shipped"}`, text(t, res))
+	assert.Nil(t, res.StructuredContent)
+
+	res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "order", Arguments: map[string]any{"id": "bad"}})
+	require.NoError(t, err)
+	require.True(t, res.IsError)
+	assert.Contains(t, text(t, res), "/status")
+}

@@ -102,7 +102,16 @@
 // not null, as agentc serve passes an upstream's result that is not text
 // only) is validated by its structured content: a tool that declares an
 // outputSchema returns its value there, and a result schema is written for
-// that value; the result passes whole. Mode "enforce" fails an
+// that value; the result passes whole. A string result (raw JSON bytes
+// aside) is checked as a string; when the schema refuses it and it is the
+// JSON text of another value (an object, an array, a number, a boolean,
+// null), that value is checked instead and the result passes unchanged,
+// as the text it was: a tool that answers JSON as text (an MCP server
+// without an outputSchema, whose result agentc serve passes as its text) is
+// checked by what it encodes, so a result schema of type "object" can be
+// written for it. When that value fails too, the diagnostics are its own
+// if the schema refused the string by its type alone, else the string's.
+// Mode "enforce" fails an
 // invalid result with a *ResultError naming the layer and the tool, which
 // unwraps to a permanent *runtime.CallError (the tool has run; running it
 // again would not fix its result and could repeat its effects); mode

@@ -334,16 +334,25 @@ func closingFence(body string) int {
 // sorted diagnostics (none when valid).
 func (c *Coerce) Check(text string) (string, any, []Diagnostic) {
 	clean := StripFences(text)
-	dec := json.NewDecoder(strings.NewReader(clean))
+	v, err := parseJSON(clean)
+	if err != nil {
+		return clean, nil, []Diagnostic{{Message: err.Error()}}
+	}
+	return clean, v, validate(c.schema, v)
+}
+
+// parseJSON parses text as one JSON value (numbers as json.Number).
+func parseJSON(text string) (any, error) {
+	dec := json.NewDecoder(strings.NewReader(text))
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return clean, nil, []Diagnostic{{Message: "not valid JSON: " + strings.TrimPrefix(err.Error(), "json: ")}}
+		return nil, errors.New("not valid JSON: " + strings.TrimPrefix(err.Error(), "json: "))
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return clean, nil, []Diagnostic{{Message: "not valid JSON: trailing data after the value"}}
+		return nil, errors.New("not valid JSON: trailing data after the value")
 	}
-	return clean, v, validate(c.schema, v)
+	return v, nil
 }
 
 // validate returns the sorted diagnostics of v against s (none when valid).

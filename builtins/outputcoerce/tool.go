@@ -96,6 +96,35 @@ func structuredContent(v any) (any, bool) {
 	return sc, ok && sc != nil
 }
 
+// encodedValue checks the value a string result encodes when the schema
+// refused the string (its diagnostics diags, its JSON text): a tool that
+// answers JSON as text (an MCP server without an outputSchema, whose result
+// is text contents only) is checked by what it means, so a result schema
+// of type "object" can be written for it. It returns no diagnostics when
+// str is the JSON text of a value other than a string that s accepts. When
+// that value fails too, its diagnostics are returned (with str as the
+// rejected result) if the schema refused the string by its type alone,
+// else diags and text are.
+func encodedValue(s *jsonschema.Schema, str string, diags []Diagnostic, text string) ([]Diagnostic, string) {
+	v, err := parseJSON(str)
+	if err != nil {
+		return diags, text
+	}
+	if _, ok := v.(string); ok {
+		return diags, text
+	}
+	enc := validate(s, v)
+	if len(enc) == 0 {
+		return nil, text
+	}
+	for _, d := range diags {
+		if d.Path != "" || !strings.HasPrefix(d.Message, "expected ") || !strings.HasSuffix(d.Message, ", but got string") {
+			return diags, text
+		}
+	}
+	return enc, str
+}
+
 // ResultError is a tool result that does not match the tool's result
 // schema (enforce mode). It unwraps to a permanent *runtime.CallError
 // naming the layer: the tool ran, and running it again (it may have side
@@ -145,8 +174,10 @@ func (c *Coerce) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 		var diags []Diagnostic
 		if perr != nil {
 			diags = []Diagnostic{{Message: "not valid JSON: " + strings.TrimPrefix(perr.Error(), "json: ")}}
-		} else {
-			diags = validate(s, data)
+		} else if diags = validate(s, data); len(diags) > 0 {
+			if str, ok := data.(string); ok {
+				diags, text = encodedValue(s, str, diags, text)
+			}
 		}
 		if len(diags) == 0 {
 			return v, nil

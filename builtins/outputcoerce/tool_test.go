@@ -109,3 +109,41 @@ func TestToolResultSchemaReadsStructuredContent(t *testing.T) {
 	require.ErrorAs(t, err, &re, "a result without structured content is checked whole")
 	assert.Equal(t, "", re.Diagnostics[0].Path)
 }
+
+// TestToolResultSchemaReadsJSONText: a string result that the schema
+// refuses and that is the JSON text of another value (an MCP tool without an
+// outputSchema answers JSON as text) is checked by that value; the result
+// passes unchanged, as text. A schema that accepts the string checks it as
+// a string; when both fail, the diagnostics are the encoded value's if the
+// schema refused the string by its type, else the string's.
+func TestToolResultSchemaReadsJSONText(t *testing.T) {
+	ctx := context.Background()
+	call := func(config string, v any) (runtime.ToolResult, error) {
+		return toolPipeline(t, config, map[string]any{"order": v}).Tool(ctx, runtime.ToolRequest{Name: "order"})
+	}
+	res, err := call(`{}`, `{"status": "shipped"}`)
+	require.NoError(t, err)
+	assert.Equal(t, `{"status": "shipped"}`, res.Value, "the result passes as the text it was")
+
+	var re *outputcoerce.ResultError
+	_, err = call(`{}`, `{"status": "lost"}`)
+	require.ErrorAs(t, err, &re)
+	require.Len(t, re.Diagnostics, 1)
+	assert.Equal(t, "/status", re.Diagnostics[0].Path, "the encoded value's diagnostics")
+	assert.Equal(t, `{"status": "lost"}`, re.Result)
+
+	for _, text := range []string{"shipped", `{"status": "shipped"} and more`, `"{\"status\": \"shipped\"}"`} {
+		_, err = call(`{}`, text)
+		require.ErrorAs(t, err, &re, text)
+		assert.Equal(t, []outputcoerce.Diagnostic{{Path: "", Message: "expected object, but got string"}}, re.Diagnostics, text)
+	}
+
+	res, err = call(`{"schema": {"type": "string", "maxLength": 4}}`, `1234`)
+	require.NoError(t, err, "a schema that accepts the string checks it as one")
+	_, err = call(`{"schema": {"type": "string", "maxLength": 4}}`, `12345`)
+	require.ErrorAs(t, err, &re)
+	assert.Equal(t, "length must be <= 4, but got 5", re.Diagnostics[0].Message, "the string's diagnostics")
+	res, err = call(`{"schema": {"anyOf": [{"type": "string", "maxLength": 4}, {"type": "array"}]}}`, `[1, 2, 3]`)
+	require.NoError(t, err, "a value either reading accepts passes")
+	assert.Equal(t, `[1, 2, 3]`, res.Value)
+}

@@ -1,0 +1,315 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/runtime"
+)
+
+// mute is an upstream that can be made to forget its sessions and never
+// answer an initialize again, as a server that restarted into a hang.
+type mute struct {
+	h      atomic.Value
+	silent atomic.Bool
+	// inits counts the initialize requests it left unanswered.
+	inits atomic.Int64
+}
+
+func muteUpstream(t *testing.T) (*mute, string) {
+	t.Helper()
+	m := &mute{}
+	m.h.Store(echoHandler())
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if m.silent.Load() && r.Method == http.MethodPost {
+			b, _ := io.ReadAll(r.Body)
+			if bytes.Contains(b, []byte(`"method":"initialize"`)) {
+				m.inits.Add(1)
+				<-r.Context().Done()
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(b))
+		}
+		m.h.Load().(http.Handler).ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	return m, ts.URL
+}
+
+// hang makes the upstream forget its sessions and answer no initialize.
+func (m *mute) hang() {
+	m.silent.Store(true)
+	m.h.Store(echoHandler())
+}
+
+func echoHandler() http.Handler {
+	var echo countingEcho
+	srv := mcp.NewServer(&mcp.Implementation{Name: "echo", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "ping", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, echo.handle)
+	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+}
+
+// TestMCPUpstreamThatNeverAnswersInitialize: an upstream whose session
+// ended and that never answers the initialize of a new one holds no call
+// past its own deadline: a call with a 1 s deadline ends in about 1 s while
+// another waits for the same connection, the server's other users (the
+// list served) do not wait for it, and another server's calls are served.
+func TestMCPUpstreamThatNeverAnswersInitialize(t *testing.T) {
+	m, upstream := muteUpstream(t)
+	other, _ := inProcessUpstream(t)
+	audit := &runtime.MemoryAudit{}
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
+
+mcp: servers: {mute: {url: %q}, pay: {url: %q}}
+chains: tool: [{use: "audit", trail: "logical"}]
+`, upstream, other))), Deps: runtime.Deps{Audit: audit}, WatchInterval: -1})
+	cs := connectProxy(t, s.url, "", nil)
+	ctx := context.Background()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ping", Arguments: map[string]any{}})
+	require.NoError(t, err)
+	require.Equal(t, "ran ping", text(t, res))
+
+	m.hang()
+	// The call that finds the session gone.
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "ping", Arguments: map[string]any{}})
+	require.NoError(t, err)
+	require.True(t, res.IsError)
+
+	// A call with no deadline of its own starts connecting again.
+	first, cancelFirst := context.WithCancel(ctx)
+	firstDone := make(chan struct{})
+	go func() {
+		defer close(firstDone)
+		_, _ = cs.CallTool(first, &mcp.CallToolParams{Name: "ping", Arguments: map[string]any{}})
+	}()
+	defer func() { cancelFirst(); <-firstDone }()
+	require.Eventually(t, func() bool { return m.inits.Load() == 1 }, 5*time.Second, 10*time.Millisecond)
+
+	outcomes := func() int {
+		n := 0
+		for _, r := range audit.Records() {
+			if r.Phase == runtime.PhaseOutcome && r.Tool == "ping" {
+				n++
+			}
+		}
+		return n
+	}
+	before := outcomes()
+	start := time.Now()
+	dctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	_, err = cs.CallTool(dctx, &mcp.CallToolParams{Name: "ping", Arguments: map[string]any{}})
+	require.Error(t, err)
+	require.Eventually(t, func() bool { return outcomes() == before+1 }, 2*time.Second, 10*time.Millisecond,
+		"the proxy ends the call at its deadline, not when the connection gives up")
+	assert.Less(t, time.Since(start), 2500*time.Millisecond)
+
+	g := s.srv.acquire()
+	served := make(chan bool, 1)
+	go func() { served <- g.mcp.tools["ping"].up.serves(g.mcp.tools["ping"]) }()
+	select {
+	case <-served:
+	case <-time.After(time.Second):
+		t.Fatal("the server's list waits for the connection")
+	}
+	g.release()
+
+	start = time.Now()
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "lookup", Arguments: map[string]any{"order_id": "A1"}})
+	require.NoError(t, err)
+	assert.False(t, res.IsError, text(t, res))
+	assert.Less(t, time.Since(start), time.Second, "another server's calls do not wait")
+	assert.EqualValues(t, 1, m.inits.Load(), "one connection is opened at a time")
+}
+
+// pagingUpstream serves ping, and its tools/list, once list is set, answers
+// the pages list makes of each cursor ("" first) instead.
+func pagingUpstream(t *testing.T) (srv *mcp.Server, url string, list *atomic.Value) {
+	t.Helper()
+	list = &atomic.Value{}
+	srv = mcp.NewServer(&mcp.Implementation{Name: "pager", Version: "1"}, nil)
+	var echo countingEcho
+	mcp.AddTool(srv, &mcp.Tool{Name: "ping", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, echo.handle)
+	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			pages, _ := list.Load().(func(cursor string) *mcp.ListToolsResult)
+			if method != "tools/list" || pages == nil {
+				return next(ctx, method, req)
+			}
+			return pages(req.GetParams().(*mcp.ListToolsParams).Cursor), nil
+		}
+	})
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(ts.Close)
+	return srv, ts.URL, list
+}
+
+// tools returns n tools named NAME-i, each described by desc.
+func manyTools(name string, n int, desc string) []*mcp.Tool {
+	out := make([]*mcp.Tool, n)
+	for i := range out {
+		out[i] = &mcp.Tool{Name: fmt.Sprintf("%s-%d", name, i), Description: desc, InputSchema: map[string]any{"type": "object"}}
+	}
+	return out
+}
+
+// endlessLists are tool lists an upstream could page without end or past
+// the bounds, by the error the load fails with.
+var endlessLists = map[string]func(cursor string) *mcp.ListToolsResult{
+	`the server's list goes on past 1000 pages, the limit`: func(cursor string) *mcp.ListToolsResult {
+		return &mcp.ListToolsResult{Tools: []*mcp.Tool{}, NextCursor: cursor + "x"}
+	},
+	`the server's list gave cursor "again" again on page 2: it never ends`: func(string) *mcp.ListToolsResult {
+		return &mcp.ListToolsResult{Tools: manyTools("t", 1, "A tool."), NextCursor: "again"}
+	},
+	`the server lists more than 10000 tools, the limit`: func(cursor string) *mcp.ListToolsResult {
+		return &mcp.ListToolsResult{Tools: manyTools("t"+cursor, 1000, "A tool."), NextCursor: cursor + "x"}
+	},
+	`the server's tool definitions are over the limit of 16777216 bytes`: func(cursor string) *mcp.ListToolsResult {
+		return &mcp.ListToolsResult{Tools: manyTools("t"+cursor, 10, strings.Repeat("d", 100<<10)), NextCursor: cursor + "x"}
+	},
+}
+
+// TestMCPUpstreamListIsBounded: an upstream whose tools/list pages without
+// end, or lists more tools or bytes of definitions than the bounds, fails
+// the load naming the server and the limit, as an upstream whose tools
+// cannot be listed does; its list taken again (list_changed) so refuses
+// its calls until it can be listed.
+func TestMCPUpstreamListIsBounded(t *testing.T) {
+	for want, pages := range endlessLists {
+		t.Run(want, func(t *testing.T) {
+			_, upstream, list := pagingUpstream(t)
+			list.Store(pages)
+			start := time.Now()
+			_, err := New(context.Background(), Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
+
+mcp: servers: pager: url: %q
+`, upstream))), WatchInterval: -1, Logger: slog.New(slog.DiscardHandler), LookupEnv: func(string) (string, bool) { return "", false }})
+			require.Error(t, err)
+			assert.Equal(t, `mcp server "pager": list tools: `+want, err.Error())
+			assert.Less(t, time.Since(start), 10*time.Second)
+		})
+	}
+
+	srv, upstream, list := pagingUpstream(t)
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
+
+mcp: servers: pager: url: %q
+`, upstream))), WatchInterval: -1})
+	cs := connectProxy(t, s.url, "", nil)
+	ctx := context.Background()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ping", Arguments: map[string]any{}})
+	require.NoError(t, err)
+	require.Equal(t, "ran ping", text(t, res))
+
+	list.Store(endlessLists[`the server's list gave cursor "again" again on page 2: it never ends`])
+	srv.AddTool(&mcp.Tool{Name: "other", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
+	require.Eventually(t, func() bool {
+		return strings.Contains(s.logs.String(), "mcp upstream tools could not be listed again")
+	}, 5*time.Second, 10*time.Millisecond)
+	assert.Contains(t, s.logs.String(), `it never ends`)
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "ping", Arguments: map[string]any{}})
+	require.NoError(t, err)
+	assert.True(t, res.IsError)
+	assert.Contains(t, text(t, res), `tool "ping" of mcp server "pager" is not served`)
+}
+
+// TestMCPHugeToolDefinitionWithheld: a tool whose definition is over the
+// limit (a description of a megabyte) is withheld (not listed, its calls
+// refused, logged and counted); the server's other tools are served.
+func TestMCPHugeToolDefinitionWithheld(t *testing.T) {
+	_, upstream, list := pagingUpstream(t)
+	list.Store(func(string) *mcp.ListToolsResult {
+		return &mcp.ListToolsResult{Tools: []*mcp.Tool{
+			{Name: "ping", InputSchema: map[string]any{"type": "object"}},
+			{Name: "flood", Description: strings.Repeat("Use this tool. ", 1<<20/15), InputSchema: map[string]any{"type": "object"}},
+		}}
+	})
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
+
+mcp: servers: pager: url: %q
+`, upstream))), WatchInterval: -1})
+	cs := connectProxy(t, s.url, "", nil)
+	assert.Equal(t, []string{"ping"}, listedTools(t, cs))
+	_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "flood", Arguments: map[string]any{}})
+	require.Error(t, err)
+	assert.Contains(t, s.logs.String(), "mcp tool withheld: its definition is too large")
+	assert.Contains(t, s.logs.String(), "over the limit of 131072")
+	_, _, metrics := do(t, "GET", s.url+"/metrics", "", nil)
+	assert.Contains(t, metrics, `agentc_serve_mcp_tools_withheld{layer="mcp",server="pager"} 1`)
+}
+
+// TestMCPUpstreamErrorsAreAuditedAndMarked: an upstream's JSON-RPC error
+// and its error result (isError) are both error results for the client,
+// audited failed and counted as errors; a JSON-RPC error saying the request
+// was refused before the tool ran (invalid params, method not found) is marked runtime.NotRun, any other error is not. The proxy
+// answers ping.
+func TestMCPUpstreamErrorsAreAuditedAndMarked(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "failing", Version: "1"}, nil)
+	add := func(name string, h mcp.ToolHandler) {
+		srv.AddTool(&mcp.Tool{Name: name, InputSchema: json.RawMessage(`{"type":"object"}`)}, h)
+	}
+	fail := func(err error) mcp.ToolHandler {
+		return func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return nil, err }
+	}
+	add("invalid", fail(&jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "amount must be positive"}))
+	add("nomethod", fail(&jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not found"}))
+	add("internal", fail(&jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the ledger failed midway"}))
+	add("iserror", func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "the ledger failed midway"}}}, nil
+	})
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(ts.Close)
+	audit := &runtime.MemoryAudit{}
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
+
+mcp: servers: up: url: %q
+chains: tool: [{use: "audit", trail: "logical"}]
+`, ts.URL))), Deps: runtime.Deps{Audit: audit}, WatchInterval: -1})
+	cs := connectProxy(t, s.url, "", nil)
+	ctx := context.Background()
+	require.NoError(t, cs.Ping(ctx, nil))
+
+	notRun := map[string]bool{"invalid": true, "nomethod": true, "internal": false, "iserror": false}
+	g := s.srv.acquire()
+	for name, want := range notRun {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: map[string]any{}})
+		require.NoError(t, err, name)
+		assert.True(t, res.IsError, name)
+		_, err = g.pl.Tool(ctx, runtime.ToolRequest{Name: name, Args: map[string]any{}})
+		require.Error(t, err, name)
+		assert.Equal(t, want, runtime.DidNotRun(err), "%s: %v", name, err)
+		assert.Equal(t, runtime.ClassFailure, runtime.Classify(err), name)
+	}
+	g.release()
+	failed := map[string]int{}
+	for _, r := range audit.Records() {
+		if r.Phase == runtime.PhaseOutcome && r.Decision == runtime.DecisionFailed {
+			failed[r.Tool]++
+		}
+	}
+	assert.Equal(t, map[string]int{"invalid": 2, "nomethod": 2, "internal": 2, "iserror": 2}, failed)
+	require.NoError(t, cs.Close()) // its event stream is a request in flight
+	metrics := scrape(t, s.url)
+	for name := range notRun {
+		assert.Contains(t, metrics, fmt.Sprintf(`agentc_serve_tool_calls_total{outcome="error",tool=%q} 1`, name))
+	}
+}
