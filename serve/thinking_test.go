@@ -465,3 +465,26 @@ func TestBlocksAfterToolUseKeepTheirPlace(t *testing.T) {
 	require.Equal(t, http.StatusOK, code, resp)
 	assert.Contains(t, g.an.body(0), assistant)
 }
+
+// An interleaved turn sent back to an OpenAI model: the order is not the
+// API's to keep; its text is the message's content, its calls its
+// tool_calls, its thinking left out.
+func TestInterleavedTurnSentToOpenAIModel(t *testing.T) {
+	g := newGateway(t, `{use: "tracing"}`, []reply{{body: transcript(t, "openai", "text.sse")}}, nil)
+	const user = `{"role": "user", "content": "hi"}`
+	assistant := `{"role":"assistant","content":[{"type":"thinking","thinking":"x","signature":"s"},{"type":"tool_use","id":"t1","name":"get_weather","input":{"location":"Paris"}},` +
+		`{"type":"thinking","thinking":"y","signature":"s2"},{"type":"text","text":"And Lyon."},{"type":"tool_use","id":"t2","name":"get_weather","input":{}}]}`
+	results := `{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "18C"}, {"type": "tool_result", "tool_use_id": "t2", "content": "16C"}]}`
+	code, _, resp := do(t, "POST", g.url+"/v1/messages", clientKey, []byte(`{"model": "primary", "max_tokens": 256, "messages": [`+user+`, `+assistant+`, `+results+`]}`),
+		"anthropic-version", "2023-06-01")
+	require.Equal(t, http.StatusOK, code, resp)
+	msgs := sentTo(t, g.oa, 0)["messages"].([]any)
+	require.Len(t, msgs, 4)
+	sent := msgs[1].(map[string]any)
+	assert.Equal(t, "And Lyon.", sent["content"])
+	calls := sent["tool_calls"].([]any)
+	require.Len(t, calls, 2)
+	assert.Equal(t, "t1", calls[0].(map[string]any)["id"])
+	assert.Equal(t, "t2", calls[1].(map[string]any)["id"])
+	assert.NotContains(t, g.oa.body(0), `"s2"`)
+}
