@@ -178,11 +178,7 @@ func BenchmarkBody(b *testing.B) {
 // A tool message whose text is in text parts reaches Claude with that text,
 // not as an empty tool_result.
 func TestToolMessageTextParts(t *testing.T) {
-	c, err := New(Config{Model: "m"})
-	require.NoError(t, err)
-	req := bodyCases()["result parts"]
-	got, err := c.body(&req)
-	require.NoError(t, err)
+	got := caseBody(t, "result parts")
 	var body struct {
 		Messages []struct {
 			Role    string            `json:"role"`
@@ -197,11 +193,7 @@ func TestToolMessageTextParts(t *testing.T) {
 // An assistant message of interleaved thinking goes upstream in its order,
 // each block byte for byte: thinking, tool_use, thinking, text, tool_use.
 func TestInterleavedThinkingSentInItsOrder(t *testing.T) {
-	c, err := New(Config{Model: "claude-sonnet-4-5"})
-	require.NoError(t, err)
-	req := bodyCases()["interleaved"]
-	b, err := c.body(&req)
-	require.NoError(t, err)
+	b := caseBody(t, "interleaved")
 	assert.Contains(t, string(b), `{"role":"assistant","content":[`+
 		`{"type":"thinking","thinking":"Paris first.","signature":"EuYBCkQYAiJAQ7nM=="},`+
 		`{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{"location":"Paris"}},`+
@@ -210,4 +202,16 @@ func TestInterleavedThinkingSentInItsOrder(t *testing.T) {
 		`{"type":"tool_use","id":"toolu_2","name":"get_weather","input":{"location":"Lyon"},"cache_control":{"type":"ephemeral"}}]}`)
 	assert.Contains(t, string(b), `{"role":"assistant","content":[`+
 		`{"type":"tool_use","id":"toolu_3","name":"get_weather","input":{}},{"type":"thinking","thinking":"Both known.","signature":"EqQB=="}]}`)
+}
+
+// caseBody returns the body the client encodes for the request of
+// bodyCases named name.
+func caseBody(t *testing.T, name string) []byte {
+	t.Helper()
+	c, err := New(Config{Model: "claude-sonnet-4-5"})
+	require.NoError(t, err)
+	req := bodyCases()[name]
+	b, err := c.body(&req)
+	require.NoError(t, err)
+	return b
 }
