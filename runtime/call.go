@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"math"
 	"slices"
 	"strings"
@@ -97,7 +98,9 @@ type Message struct {
 	Name string `json:"name,omitempty"`
 	// ToolCallID is, for a tool message, the id of the call it answers.
 	ToolCallID string `json:"tool_call_id,omitempty"`
-	// ToolCalls are, for an assistant message, the tool calls it requested.
+	// ToolCalls are, for an assistant message, the tool calls it requested,
+	// after its parts unless their PartsAfter places them among the parts.
+	// A layer that removes parts keeps the calls in place (DeleteParts).
 	ToolCalls []ToolUse `json:"tool_calls,omitempty"`
 	// Metadata holds the host's annotations of the message; it is never
 	// sent to a provider. Compaction keeps a message whose "pin" is "true".
@@ -129,6 +132,83 @@ func (m *Message) Text() string {
 		b.WriteString(m.Parts[i].Text)
 	}
 	return b.String()
+}
+
+// CallPlace returns the place of tool call k among the message's parts:
+// the number of parts before it (see ToolUse.PartsAfter).
+func (m *Message) CallPlace(k int) int {
+	return len(m.Parts) - min(max(m.ToolCalls[k].PartsAfter, 0), len(m.Parts))
+}
+
+// Interleaved reports whether a tool call sits before one of the
+// message's parts rather than after them all.
+func (m *Message) Interleaved() bool {
+	for k := range m.ToolCalls {
+		if m.CallPlace(k) < len(m.Parts) {
+			return true
+		}
+	}
+	return false
+}
+
+// Blocks yields the message's parts and tool calls in their order: a
+// part's index and -1, or -1 and a call's index. A call goes before the
+// part its place names (CallPlace), after the calls before it; Content,
+// when set, comes before them all.
+func (m *Message) Blocks() iter.Seq2[int, int] {
+	return func(yield func(part, call int) bool) {
+		k := 0
+		for j := 0; j <= len(m.Parts); j++ {
+			for ; k < len(m.ToolCalls) && (j == len(m.Parts) || m.CallPlace(k) <= j); k++ {
+				if !yield(-1, k) {
+					return
+				}
+			}
+			if j < len(m.Parts) && !yield(j, -1) {
+				return
+			}
+		}
+	}
+}
+
+// DeleteParts returns m without the parts del reports, each tool call
+// kept in its place among the parts left (ToolUse.PartsAfter). m is not
+// modified: its slices are copied before they change.
+func (m Message) DeleteParts(del func(ContentPart) bool) Message {
+	gone := make([]bool, len(m.Parts))
+	n := 0
+	for j := range m.Parts {
+		if gone[j] = del(m.Parts[j]); gone[j] {
+			n++
+		}
+	}
+	if n == 0 {
+		return m
+	}
+	out := m
+	out.Parts = make([]ContentPart, 0, len(m.Parts)-n)
+	for j := range m.Parts {
+		if !gone[j] {
+			out.Parts = append(out.Parts, m.Parts[j])
+		}
+	}
+	cloned := false
+	for k := range m.ToolCalls {
+		after := 0
+		for j := m.CallPlace(k); j < len(m.Parts); j++ {
+			if !gone[j] {
+				after++
+			}
+		}
+		if after == m.ToolCalls[k].PartsAfter {
+			continue
+		}
+		if !cloned {
+			out.ToolCalls, cloned = slices.Clone(m.ToolCalls), true
+		}
+		out.ToolCalls[k].PartsAfter = after
+	}
+	return out
 }
 
 // ToolResults returns the tool results the message carries: the text of its
@@ -232,6 +312,14 @@ type ToolUse struct {
 	// CacheControl marks a prompt-cache breakpoint after the call, in a
 	// transcript sent back to the model (see CacheControl).
 	CacheControl *CacheControl `json:"cache_control,omitempty"`
+	// PartsAfter places the call, in an assistant message, among the
+	// message's parts: it is the number of parts that follow it. The zero
+	// value puts it after every part; Anthropic's interleaved thinking puts
+	// thinking between tool_use blocks, and the message goes back to the
+	// model in that order (Message.Blocks). A value above the number of
+	// parts puts the call before them all. The calls keep their order among
+	// themselves. A provider without an order of blocks (OpenAI) ignores it.
+	PartsAfter int `json:"parts_after,omitempty"`
 }
 
 // Args decodes the arguments. Empty arguments decode to an empty map; any

@@ -351,7 +351,8 @@ func systemMessage(raw json.RawMessage) (runtime.Message, error) {
 }
 
 // anthropicMessage maps one message: a string, or blocks of text, image,
-// tool_use (assistant) and tool_result (user).
+// tool_use (assistant, each in its place among the other blocks) and
+// tool_result (user).
 func anthropicMessage(in *antMessage) (runtime.Message, error) {
 	m := runtime.Message{Role: in.Role}
 	if in.Role != "user" && in.Role != "assistant" {
@@ -407,7 +408,9 @@ func anthropicMessage(in *antMessage) (runtime.Message, error) {
 			if args == nil {
 				args = json.RawMessage("{}")
 			}
-			m.ToolCalls = append(m.ToolCalls, runtime.ToolUse{ID: bl.ID, Name: bl.Name, Arguments: args, CacheControl: cc})
+			// PartsAfter holds the parts before it until the parts are
+			// all known (below).
+			m.ToolCalls = append(m.ToolCalls, runtime.ToolUse{ID: bl.ID, Name: bl.Name, Arguments: args, CacheControl: cc, PartsAfter: len(m.Parts)})
 		case "tool_result":
 			if in.Role != "user" {
 				return m, fmt.Errorf("content[%d]: a tool_result block belongs in a user message", j)
@@ -430,15 +433,13 @@ func anthropicMessage(in *antMessage) (runtime.Message, error) {
 			m.Parts = append(m.Parts, runtime.ContentPart{Type: runtime.PartToolResult, Text: result, ToolCallID: bl.ToolUseID, IsError: bl.IsError, CacheControl: cc})
 		case "thinking", "redacted_thinking":
 			// Sent back upstream as the model returned it, in its
-			// place: before the text and the tool calls, which the
-			// upstream message lists after the parts.
+			// place, between tool_use blocks when it came so
+			// (interleaved thinking).
 			switch {
 			case in.Role != "assistant":
 				return m, fmt.Errorf("content[%d]: a %s block belongs in an assistant message", j, bl.Type)
 			case cc != nil:
 				return m, fmt.Errorf("content[%d].cache_control: a %s block takes no prompt-cache breakpoint", j, bl.Type)
-			case len(m.ToolCalls) > 0:
-				return m, fmt.Errorf("content[%d]: a %s block after a tool_use block cannot keep its place; thinking comes first in a message", j, bl.Type)
 			}
 			if bl.Type == "thinking" {
 				if bl.Signature == "" {
@@ -455,9 +456,14 @@ func anthropicMessage(in *antMessage) (runtime.Message, error) {
 			return m, fmt.Errorf(`content[%d].type: want "text", "image", "tool_use", "tool_result", "thinking" or "redacted_thinking", got %q`, j, bl.Type)
 		}
 	}
-	// Text alone rides in Content; with other parts, or a prompt-cache
-	// breakpoint, it stays a part, in its place.
-	if len(text) == len(m.Parts) && !cached {
+	// Each tool call's place: the number of parts after it.
+	for k := range m.ToolCalls {
+		m.ToolCalls[k].PartsAfter = len(m.Parts) - m.ToolCalls[k].PartsAfter
+	}
+	// Text alone rides in Content; with other parts, a prompt-cache
+	// breakpoint or a tool call between the texts, it stays a part, in
+	// its place.
+	if len(text) == len(m.Parts) && !cached && !m.Interleaved() {
 		m.Content, m.Parts = strings.Join(text, "\n"), nil
 	}
 	return m, nil

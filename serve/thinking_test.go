@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -185,8 +186,6 @@ func TestThinkingRequestsRefused(t *testing.T) {
 			"messages[1]: content[0].signature: required"},
 		{"redacted without data", `"messages": [` + user + `, {"role": "assistant", "content": [{"type": "redacted_thinking"}]}, ` + user + `]`,
 			"messages[1]: content[0].data: required"},
-		{"thinking after tool_use", `"messages": [` + user + `, {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "get_weather", "input": {}}, {"type": "thinking", "thinking": "x", "signature": "s"}]}, ` + user + `]`,
-			"messages[1]: content[1]: a thinking block after a tool_use block"},
 		{"thinking block with cache_control", `"messages": [` + user + `, {"role": "assistant", "content": [{"type": "thinking", "thinking": "x", "signature": "s", "cache_control": {"type": "ephemeral"}}]}, ` + user + `]`,
 			"messages[1]: content[0].cache_control"},
 		{"thinking block field not carried", `"messages": [` + user + `, {"role": "assistant", "content": [{"type": "thinking", "thinking": "x", "signature": "s", "citations": [1]}]}, ` + user + `]`,
@@ -246,9 +245,9 @@ func TestThinkingRelayedThroughOutputScanning(t *testing.T) {
 }
 
 // streamAnthropic streams params and returns the message accumulated.
-func streamAnthropic(t *testing.T, client *anthropic.Client, params anthropic.MessageNewParams) anthropic.Message {
+func streamAnthropic(t *testing.T, client *anthropic.Client, params anthropic.MessageNewParams, opts ...anthropicoption.RequestOption) anthropic.Message {
 	t.Helper()
-	stream := client.Messages.NewStreaming(context.Background(), params)
+	stream := client.Messages.NewStreaming(context.Background(), params, opts...)
 	var msg anthropic.Message
 	for stream.Next() {
 		require.NoError(t, msg.Accumulate(stream.Current()))
@@ -391,4 +390,101 @@ func checkInterleavedTurn(t *testing.T, msg *anthropic.Message) {
 	assert.JSONEq(t, `{"location": "Lyon"}`, string(msg.Content[4].Input))
 	assert.Equal(t, anthropic.StopReasonToolUse, msg.StopReason)
 	assert.EqualValues(t, 214, msg.Usage.OutputTokens)
+}
+
+// interleavedSent is the assistant message of interleaved_thinking.sse as
+// the upstream gets it back: every block in the model's order, the
+// thinking and signatures byte for byte.
+const interleavedSent = `{"role":"assistant","content":[` +
+	`{"type":"thinking","thinking":"The user wants the weather in Paris and in Lyon. Weather first.","signature":"` + interleavedSig0 + `"},` +
+	`{"type":"tool_use","id":"toolu_01Wx7bQe3RkL9mNpVt2yZc4F","name":"get_weather","input":{"location":"Paris"}},` +
+	`{"type":"thinking","thinking":"Paris is asked for; Lyon next, in the same unit.","signature":"` + interleavedSig1 + `"},` +
+	`{"type":"text","text":"And Lyon."},` +
+	`{"type":"tool_use","id":"toolu_01Kd4sHn8TfG2jRwXq6vBm9P","name":"get_weather","input":{"location":"Lyon"}}]}`
+
+// A tool loop of interleaved thinking goes through the gateway: the client
+// sends the assistant turn back with the tool results, and the upstream
+// gets its blocks in the model's order, each thinking block with its
+// signature, through every layer that reads or rewrites the transcript;
+// the turn streamed then sent back whole, and the other way round.
+func TestInterleavedThinkingTurnSentBack(t *testing.T) {
+	for _, chain := range []string{`{use: "tracing"}`, `{use: "redact"}`, `{use: "pii"}`, `{use: "pii", action: "redact"}`,
+		`{use: "tracing"}, {use: "security"}`, `{use: "guard", name: "no_passwords", deny: "messages.exists(m, m.content.contains('password'))", message: "no"}`} {
+		t.Run(chain, func(t *testing.T) {
+			turn, text := transcript(t, "anthropic", "interleaved_thinking.sse"), transcript(t, "anthropic", "text.sse")
+			g := newGateway(t, chain, nil, []reply{{body: turn}, {body: text}, {body: turn}, {body: text}})
+			client := g.anthropic(t)
+			beta := anthropicoption.WithHeader("anthropic-beta", "interleaved-thinking-2025-05-14")
+			params := anthropic.MessageNewParams{
+				Model: "backup", MaxTokens: 4096, Thinking: anthropic.ThinkingConfigParamOfEnabled(2048),
+				Tools:    []anthropic.ToolUnionParam{anthropicWeatherTool},
+				Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Weather in Paris and Lyon?"))},
+			}
+			results := anthropic.NewUserMessage(anthropic.NewToolResultBlock("toolu_01Wx7bQe3RkL9mNpVt2yZc4F", "18C, sunny", false),
+				anthropic.NewToolResultBlock("toolu_01Kd4sHn8TfG2jRwXq6vBm9P", "16C, cloudy", false))
+			back := func(msg *anthropic.Message) anthropic.MessageNewParams {
+				p := params
+				p.Messages = append(slices.Clone(params.Messages), msg.ToParam(), results)
+				return p
+			}
+
+			// Streamed, then sent back whole.
+			streamed := streamAnthropic(t, client, params, beta)
+			checkInterleavedTurn(t, &streamed)
+			answer, err := client.Messages.New(context.Background(), back(&streamed), beta)
+			require.NoError(t, err, g.an.body(1))
+			assert.Equal(t, "Hello! How can I help you today?", answer.Content[0].Text)
+			assert.Contains(t, g.an.body(1), interleavedSent)
+			msgs := sentTo(t, g.an, 1)["messages"].([]any)
+			require.Len(t, msgs, 3)
+			assert.Len(t, msgs[2].(map[string]any)["content"], 2, "the results follow")
+
+			// Whole, then sent back streamed.
+			whole, err := client.Messages.New(context.Background(), params, beta)
+			require.NoError(t, err)
+			checkInterleavedTurn(t, whole)
+			again := streamAnthropic(t, client, back(whole), beta)
+			assert.Equal(t, "Hello! How can I help you today?", again.Content[0].Text)
+			assert.Contains(t, g.an.body(3), interleavedSent)
+			assert.Contains(t, g.an.header(3).Get("anthropic-beta"), "interleaved-thinking-2025-05-14")
+		})
+	}
+}
+
+// A tool_use block first, thinking after it, and text after a tool_use
+// block (once refused or moved) reach the upstream in their place.
+func TestBlocksAfterToolUseKeepTheirPlace(t *testing.T) {
+	g := newGateway(t, `{use: "tracing"}`, nil, []reply{{body: transcript(t, "anthropic", "text.sse")}})
+	const user = `{"role": "user", "content": "hi"}`
+	assistant := `{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"get_weather","input":{"location":"Paris"}},` +
+		`{"type":"thinking","thinking":"x","signature":"s"},{"type":"text","text":"a"},` +
+		`{"type":"tool_use","id":"t2","name":"get_weather","input":{}},{"type":"text","text":"b"}]}`
+	results := `{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "18C"}, {"type": "tool_result", "tool_use_id": "t2", "content": "16C"}]}`
+	code, _, resp := do(t, "POST", g.url+"/v1/messages", clientKey, []byte(`{"model": "backup", "max_tokens": 4096, "messages": [`+user+`, `+assistant+`, `+results+`]}`),
+		"anthropic-version", "2023-06-01")
+	require.Equal(t, http.StatusOK, code, resp)
+	assert.Contains(t, g.an.body(0), assistant)
+}
+
+// An interleaved turn sent back to an OpenAI model: the order is not the
+// API's to keep; its text is the message's content, its calls its
+// tool_calls, its thinking left out.
+func TestInterleavedTurnSentToOpenAIModel(t *testing.T) {
+	g := newGateway(t, `{use: "tracing"}`, []reply{{body: transcript(t, "openai", "text.sse")}}, nil)
+	const user = `{"role": "user", "content": "hi"}`
+	assistant := `{"role":"assistant","content":[{"type":"thinking","thinking":"x","signature":"s"},{"type":"tool_use","id":"t1","name":"get_weather","input":{"location":"Paris"}},` +
+		`{"type":"thinking","thinking":"y","signature":"s2"},{"type":"text","text":"And Lyon."},{"type":"tool_use","id":"t2","name":"get_weather","input":{}}]}`
+	results := `{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "18C"}, {"type": "tool_result", "tool_use_id": "t2", "content": "16C"}]}`
+	code, _, resp := do(t, "POST", g.url+"/v1/messages", clientKey, []byte(`{"model": "primary", "max_tokens": 256, "messages": [`+user+`, `+assistant+`, `+results+`]}`),
+		"anthropic-version", "2023-06-01")
+	require.Equal(t, http.StatusOK, code, resp)
+	msgs := sentTo(t, g.oa, 0)["messages"].([]any)
+	require.Len(t, msgs, 4)
+	sent := msgs[1].(map[string]any)
+	assert.Equal(t, "And Lyon.", sent["content"])
+	calls := sent["tool_calls"].([]any)
+	require.Len(t, calls, 2)
+	assert.Equal(t, "t1", calls[0].(map[string]any)["id"])
+	assert.Equal(t, "t2", calls[1].(map[string]any)["id"])
+	assert.NotContains(t, g.oa.body(0), `"s2"`)
 }

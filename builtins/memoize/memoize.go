@@ -249,9 +249,10 @@ func withoutBreakpoints(req *runtime.ChatRequest) runtime.ChatRequest {
 					m.Parts[k].CacheControl = nil
 					text = text && m.Parts[k].Type == runtime.PartText
 				}
-				if text && len(m.Parts) > 0 {
+				if text && len(m.Parts) > 0 && !m.Interleaved() {
 					// Text blocks a breakpoint kept apart are the
-					// message's text without it.
+					// message's text without it (unless a tool call
+					// sits between them: then they stay apart).
 					m.Content, m.Parts = m.Text(), nil
 				}
 				m.ToolCalls = slices.Clone(m.ToolCalls)

@@ -51,3 +51,20 @@ func TestChatKeyInputCoversThinking(t *testing.T) {
 		seen[k] = name
 	}
 }
+
+// Where a tool call sits among its message's texts is what the model
+// reads: it keys the call, a breakpoint on one of the texts does not.
+func TestChatKeyKeepsTheOrderOfCalls(t *testing.T) {
+	key := func(after int, bp *runtime.CacheControl) string {
+		req := runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: "hi"},
+			{Role: "assistant", Parts: []runtime.ContentPart{{Type: runtime.PartText, Text: "a", CacheControl: bp}, {Type: runtime.PartText, Text: "b"}},
+				ToolCalls: []runtime.ToolUse{{ID: "c1", Name: "search", Arguments: []byte(`{}`), PartsAfter: after}}}}}
+		b, err := memoize.ChatKeyInput(&req)
+		require.NoError(t, err)
+		return string(b)
+	}
+	bp := &runtime.CacheControl{Type: "ephemeral"}
+	assert.Equal(t, key(1, nil), key(1, bp), "a breakpoint changes no key")
+	assert.NotEqual(t, key(1, nil), key(0, nil), "a call between the texts is another request")
+	assert.NotEqual(t, key(1, bp), key(0, bp))
+}

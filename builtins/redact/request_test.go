@@ -115,6 +115,30 @@ func TestChatThinkingBlocksSentBack(t *testing.T) {
 		assert.Equal(t, msgs[5], sent[5], "a clean block goes on byte for byte")
 		assert.Equal(t, transcript(), msgs, "the caller's messages are untouched")
 	})
+	t.Run("an earlier interleaved turn keeps its calls in place", func(t *testing.T) {
+		model := &requestModel{}
+		msgs := transcript()
+		// thinking, t1, secret thinking, text, t1b: left out, the
+		// secret block leaves t1 between the clean block and the text.
+		msgs[1].Parts = []runtime.ContentPart{cleanThinking, secretThinking, {Type: runtime.PartText, Text: "and"}}
+		msgs[1].ToolCalls = append(call("t1"), call("t1b")...)
+		msgs[1].ToolCalls[0].PartsAfter = 2
+		msgs[2].Parts = append(msgs[2].Parts, runtime.ContentPart{Type: runtime.PartToolResult, ToolCallID: "t1b", Text: "found"})
+		_, err := redactPipeline(t, model).Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: msgs, Thinking: enabled})
+		require.NoError(t, err)
+		require.Len(t, model.seen, 1)
+		sent := model.seen[0].Messages[1]
+		var order []string
+		for j, k := range sent.Blocks() {
+			if k >= 0 {
+				order = append(order, sent.ToolCalls[k].ID)
+			} else {
+				order = append(order, sent.Parts[j].Signature+sent.Parts[j].Text)
+			}
+		}
+		assert.Equal(t, []string{"sig-2look it up first", "t1", "and", "t1b"}, order)
+		assert.Equal(t, 2, msgs[1].ToolCalls[0].PartsAfter, "the caller's messages are untouched")
+	})
 	t.Run("the turn going on cannot lose its block", func(t *testing.T) {
 		model := &requestModel{}
 		msgs := transcript()

@@ -41,14 +41,16 @@ func (m *Middleware) thinking(run string, req *runtime.ChatRequest, msgs []runti
 		if on && i == last {
 			return nil, false, m.thinkingError(i, first, "the turn it belongs to cannot go on without it")
 		}
-		keep := slices.DeleteFunc(slices.Clone(msg.Parts), func(p runtime.ContentPart) bool { return m.heldSecret(run, p) })
-		if msg.Content == "" && len(keep) == 0 && len(msg.ToolCalls) == 0 {
+		// The tool calls stay in their place among the parts left
+		// (interleaved thinking sits between them).
+		kept := msg.DeleteParts(func(p runtime.ContentPart) bool { return m.heldSecret(run, p) })
+		if kept.Content == "" && len(kept.Parts) == 0 && len(kept.ToolCalls) == 0 {
 			return nil, false, m.thinkingError(i, first, "the message is nothing else")
 		}
 		if out == nil {
 			out = slices.Clone(msgs)
 		}
-		out[i].Parts = keep
+		out[i] = kept
 	}
 	if out == nil {
 		return msgs, false, nil

@@ -368,8 +368,18 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 				sep()
 				b = appendText(b, m.Content, nil)
 			}
-			for _, p := range m.Parts {
-				switch {
+			// The parts and the tool calls go in the message's order:
+			// interleaved thinking sits between tool_use blocks.
+			for j, k := range m.Blocks() {
+				if k >= 0 {
+					sep()
+					var err error
+					if b, err = appendToolUse(b, &m.ToolCalls[k]); err != nil {
+						return b, fmt.Errorf("messages[%d]: %w", i, err)
+					}
+					continue
+				}
+				switch p := &m.Parts[j]; {
 				case p.Type == runtime.PartText && p.Text != "":
 					sep()
 					b = appendText(b, p.Text, p.CacheControl)
@@ -389,26 +399,6 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 					b = append(b, '}')
 				}
 			}
-			for _, tc := range m.ToolCalls {
-				sep()
-				b = append(b, `{"type":"tool_use","id":`...)
-				b = wire.AppendString(b, tc.ID)
-				b = append(b, `,"name":`...)
-				b = wire.AppendString(b, tc.Name)
-				b = append(b, `,"input":`...)
-				if len(tc.Arguments) == 0 {
-					b = append(b, "{}"...)
-				} else {
-					var err error
-					if b, err = wire.AppendRaw(b, tc.Arguments); err != nil {
-						return b, fmt.Errorf("messages[%d]: tool call %s: arguments are not JSON: %w", i, tc.ID, err)
-					}
-				}
-				if tc.CacheControl != nil {
-					b = appendCacheControl(b, tc.CacheControl)
-				}
-				b = append(b, '}')
-			}
 			b = append(b, "]}"...)
 		default:
 			return b, fmt.Errorf("messages[%d]: unknown role %q", i, m.Role)
@@ -416,6 +406,27 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 	}
 	closeResults()
 	return append(b, ']'), nil
+}
+
+// appendToolUse appends a tool_use block.
+func appendToolUse(b []byte, tc *runtime.ToolUse) ([]byte, error) {
+	b = append(b, `{"type":"tool_use","id":`...)
+	b = wire.AppendString(b, tc.ID)
+	b = append(b, `,"name":`...)
+	b = wire.AppendString(b, tc.Name)
+	b = append(b, `,"input":`...)
+	if len(tc.Arguments) == 0 {
+		b = append(b, "{}"...)
+	} else {
+		var err error
+		if b, err = wire.AppendRaw(b, tc.Arguments); err != nil {
+			return b, fmt.Errorf("tool call %s: arguments are not JSON: %w", tc.ID, err)
+		}
+	}
+	if tc.CacheControl != nil {
+		b = appendCacheControl(b, tc.CacheControl)
+	}
+	return append(b, '}'), nil
 }
 
 // appendText appends a text block.

@@ -56,7 +56,25 @@ func bodyCases() map[string]runtime.ChatRequest {
 			ToolCalls: []runtime.ToolUse{{ID: "toolu_1", Name: "get_weather", Arguments: json.RawMessage(`{"location":"Paris"}`)}}},
 		{Role: "tool", ToolCallID: "toolu_1", Content: "18C"},
 	}
+	// Interleaved thinking: thinking, a call, thinking, text, a call; and
+	// a call before every part.
+	interleaved := []runtime.Message{
+		{Role: "user", Content: "Weather in Paris and Lyon?"},
+		{Role: "assistant", Parts: []runtime.ContentPart{
+			{Type: runtime.PartThinking, Text: "Paris first.", Signature: "EuYBCkQYAiJAQ7nM=="},
+			{Type: runtime.PartThinking, Text: "Lyon next.", Signature: "EpMCCkYIBRgCKkDx=="},
+			{Type: runtime.PartText, Text: "And Lyon."}},
+			ToolCalls: []runtime.ToolUse{
+				{ID: "toolu_1", Name: "get_weather", Arguments: json.RawMessage(`{"location":"Paris"}`), PartsAfter: 2},
+				{ID: "toolu_2", Name: "get_weather", Arguments: json.RawMessage(`{"location":"Lyon"}`), CacheControl: cc}}},
+		{Role: "tool", ToolCallID: "toolu_1", Content: "18C"},
+		{Role: "tool", ToolCallID: "toolu_2", Content: "16C"},
+		{Role: "assistant", Parts: []runtime.ContentPart{{Type: runtime.PartThinking, Text: "Both known.", Signature: "EqQB=="}},
+			ToolCalls: []runtime.ToolUse{{ID: "toolu_3", Name: "get_weather", PartsAfter: 1}}},
+		{Role: "tool", ToolCallID: "toolu_3", Content: "20C"},
+	}
 	return map[string]runtime.ChatRequest{
+		"interleaved":    {Messages: interleaved, MaxTokens: 4096, Thinking: &runtime.Thinking{Type: "enabled", BudgetTokens: 2048}, Tools: []runtime.ToolDef{weather}},
 		"plain":          {Messages: hello},
 		"empty user":     {Messages: []runtime.Message{{Role: "user"}}},
 		"results last":   {Messages: transcript[:6]},
@@ -160,11 +178,7 @@ func BenchmarkBody(b *testing.B) {
 // A tool message whose text is in text parts reaches Claude with that text,
 // not as an empty tool_result.
 func TestToolMessageTextParts(t *testing.T) {
-	c, err := New(Config{Model: "m"})
-	require.NoError(t, err)
-	req := bodyCases()["result parts"]
-	got, err := c.body(&req)
-	require.NoError(t, err)
+	got := caseBody(t, "result parts")
 	var body struct {
 		Messages []struct {
 			Role    string            `json:"role"`
@@ -174,4 +188,30 @@ func TestToolMessageTextParts(t *testing.T) {
 	require.NoError(t, json.Unmarshal(got, &body))
 	require.Len(t, body.Messages, 3)
 	assert.JSONEq(t, `{"type":"tool_result","tool_use_id":"toolu_5","is_error":false,"content":[{"type":"text","text":"18C\nsunny"}]}`, string(body.Messages[2].Content[0]))
+}
+
+// An assistant message of interleaved thinking goes upstream in its order,
+// each block byte for byte: thinking, tool_use, thinking, text, tool_use.
+func TestInterleavedThinkingSentInItsOrder(t *testing.T) {
+	b := caseBody(t, "interleaved")
+	assert.Contains(t, string(b), `{"role":"assistant","content":[`+
+		`{"type":"thinking","thinking":"Paris first.","signature":"EuYBCkQYAiJAQ7nM=="},`+
+		`{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{"location":"Paris"}},`+
+		`{"type":"thinking","thinking":"Lyon next.","signature":"EpMCCkYIBRgCKkDx=="},`+
+		`{"type":"text","text":"And Lyon."},`+
+		`{"type":"tool_use","id":"toolu_2","name":"get_weather","input":{"location":"Lyon"},"cache_control":{"type":"ephemeral"}}]}`)
+	assert.Contains(t, string(b), `{"role":"assistant","content":[`+
+		`{"type":"tool_use","id":"toolu_3","name":"get_weather","input":{}},{"type":"thinking","thinking":"Both known.","signature":"EqQB=="}]}`)
+}
+
+// caseBody returns the body the client encodes for the request of
+// bodyCases named name.
+func caseBody(t *testing.T, name string) []byte {
+	t.Helper()
+	c, err := New(Config{Model: "claude-sonnet-4-5"})
+	require.NoError(t, err)
+	req := bodyCases()[name]
+	b, err := c.body(&req)
+	require.NoError(t, err)
+	return b
 }

@@ -210,8 +210,17 @@ func sdkMessages(in []runtime.Message) ([]anthropic.TextBlockParam, []anthropic.
 			if m.Content != "" {
 				blocks = append(blocks, anthropic.NewTextBlock(m.Content))
 			}
-			for _, p := range m.Parts {
-				switch {
+			for j, k := range m.Blocks() {
+				if k >= 0 {
+					tc := m.ToolCalls[k]
+					input := json.RawMessage(tc.Arguments)
+					if len(input) == 0 {
+						input = json.RawMessage("{}")
+					}
+					blocks = append(blocks, withCache(anthropic.NewToolUseBlock(tc.ID, input, tc.Name), tc.CacheControl))
+					continue
+				}
+				switch p := m.Parts[j]; {
 				case p.Type == runtime.PartText && p.Text != "":
 					blocks = append(blocks, withCache(anthropic.NewTextBlock(p.Text), p.CacheControl))
 				case p.Type == runtime.PartThinking:
@@ -219,13 +228,6 @@ func sdkMessages(in []runtime.Message) ([]anthropic.TextBlockParam, []anthropic.
 				case p.Type == runtime.PartRedactedThinking:
 					blocks = append(blocks, anthropic.NewRedactedThinkingBlock(p.Signature))
 				}
-			}
-			for _, tc := range m.ToolCalls {
-				input := json.RawMessage(tc.Arguments)
-				if len(input) == 0 {
-					input = json.RawMessage("{}")
-				}
-				blocks = append(blocks, withCache(anthropic.NewToolUseBlock(tc.ID, input, tc.Name), tc.CacheControl))
 			}
 			out = append(out, anthropic.NewAssistantMessage(blocks...))
 		default:

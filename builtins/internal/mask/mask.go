@@ -58,8 +58,9 @@ func (t Transcript) Messages(run string, msgs []runtime.Message) ([]runtime.Mess
 // part goes on as a text part when it is masked), the arguments of its
 // tool calls (Args), and the names it carries (scanned.NamesText: its
 // author, its tool calls' names and ids, its results' call ids; an id is
-// masked alike wherever it is, so a call and its result still pair). msg is
-// never modified.
+// masked alike wherever it is, so a call and its result still pair). The
+// parts keep their number and order, so each tool call keeps its place
+// among them (runtime.ToolUse.PartsAfter). msg is never modified.
 func (t Transcript) Message(run string, msg *runtime.Message) (runtime.Message, bool) {
 	out := *msg
 	changed := false

@@ -152,3 +152,24 @@ func TestArgsKeepNumbers(t *testing.T) {
 		assert.JSONEq(t, `{"n":"[N]"}`, string(got), n)
 	}
 }
+
+// Masking an interleaved turn (thinking, a call, text, a call) keeps each
+// call in its place among the parts: a masked attachment stays a part, in
+// its place, and a masked call keeps its PartsAfter.
+func TestMessageKeepsCallsInPlace(t *testing.T) {
+	msg := runtime.Message{Role: "assistant",
+		Parts: []runtime.ContentPart{{Type: runtime.PartThinking, Text: "think", Signature: "sig"}, attachment("a s3cret"), {Type: runtime.PartText, Text: "s3cret text"}},
+		ToolCalls: []runtime.ToolUse{{ID: "c1", Name: "f", Arguments: json.RawMessage(`{"q":"s3cret"}`), PartsAfter: 2},
+			{ID: "c2", Name: "f", Arguments: json.RawMessage(`{"q":"s3cret"}`)}}}
+	s := &secret{}
+	got, changed := mask.Transcript{Mask: s.mask}.Message("", &msg)
+	require.True(t, changed)
+	require.Len(t, got.Parts, 3)
+	assert.Equal(t, msg.Parts[0], got.Parts[0], "the thinking is not touched")
+	assert.Equal(t, "a [S]", got.Parts[1].Text)
+	assert.Equal(t, "[S] text", got.Parts[2].Text)
+	assert.Equal(t, 2, got.ToolCalls[0].PartsAfter)
+	assert.Zero(t, got.ToolCalls[1].PartsAfter)
+	assert.JSONEq(t, `{"q":"[S]"}`, string(got.ToolCalls[0].Arguments))
+	assert.JSONEq(t, `{"q":"s3cret"}`, string(msg.ToolCalls[0].Arguments), "the caller's message is untouched")
+}
