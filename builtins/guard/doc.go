@@ -25,6 +25,23 @@
 // outside stores the block as the call's outcome, so that a duplicate gets
 // it without running the tool again.
 //
+// `result` in the tool stage is the result as the tool chain holds it,
+// read as the value the tool's result_schema describes, as output_coerce
+// checks it: for a declared tool with a result_schema, the structured
+// content of an MCP result that has one, the value raw JSON bytes
+// ([]byte, json.RawMessage) hold, and, when the schema refuses a string,
+// the value a string result is the JSON text of (most MCP servers, and
+// many HTTP tools, answer JSON as text), so `result.status` reads the
+// status of `{"status": "failed"}` sent as text. Text that is not JSON,
+// or is the JSON text of a string, stays a string. That value is only
+// read: the result returned is the tool's, unchanged. A tool without a
+// result_schema (or whose schema accepts a string) gives `result` as the
+// chain holds it, a string for text: `result` is dyn, so a predicate may read
+// it whole (result.contains('failed')), and reading a field of it fails
+// (vet warns: cel/untyped-args); decoding it would break such reads. A result_schema the
+// guard cannot compile (a remote reference) is an error when the pipeline
+// is built.
+//
 // `on_error` decides what a predicate evaluation error (a missing key, a cost
 // limit) does: "closed" (the default) blocks, with the evaluation error as the
 // BlockedError's cause; "open" lets the call through and logs a warning

@@ -5,7 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 
+	"github.com/santhosh-tekuri/jsonschema/v5"
+
+	"github.com/agentc-dev/agentc/internal/resultjson"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
@@ -37,6 +42,9 @@ type Guard struct {
 	pred   *runtime.Predicate
 	deny   bool
 	logger *slog.Logger
+	// results are the compiled result schemas of the tools an after-phase
+	// guard of the tool stage applies to, by tool name.
+	results map[string]*jsonschema.Schema
 }
 
 // Provision compiles the predicate.
@@ -61,6 +69,11 @@ func (g *Guard) Provision(b *runtime.BuildContext) error {
 		}
 	}
 	g.pred = p
+	if b.Stage == plan.StageTool && g.Phase == "after" {
+		if g.results, err = resultSchemas(b); err != nil {
+			return err
+		}
+	}
 	if g.Message == "" {
 		if g.deny {
 			g.Message = "denied: " + src
@@ -69,6 +82,29 @@ func (g *Guard) Provision(b *runtime.BuildContext) error {
 		}
 	}
 	return nil
+}
+
+// resultSchemas compiles the result_schema of each declared tool the layer
+// applies to (every declared tool when it is not scoped), so that `result`
+// is the value the schema describes, as output_coerce checks it.
+func resultSchemas(b *runtime.BuildContext) (map[string]*jsonschema.Schema, error) {
+	names := b.Layer.Tools
+	if len(names) == 0 {
+		names = slices.Sorted(maps.Keys(b.Plan.Tools))
+	}
+	out := map[string]*jsonschema.Schema{}
+	for _, name := range names {
+		raw := b.Plan.Tools[name].ResultSchema
+		if len(raw) == 0 {
+			continue
+		}
+		s, err := resultjson.Compile(raw)
+		if err != nil {
+			return nil, fmt.Errorf("tools.%s.result_schema: %w", name, err)
+		}
+		out[name] = s
+	}
+	return out, nil
 }
 
 // Validate checks phase and on_error.
@@ -143,7 +179,8 @@ func (g *Guard) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 		if err != nil {
 			return res, err
 		}
-		v, eerr := g.pred.EvalTool(ctx, c, res, true)
+		// The value read is a view of res; res is what is returned.
+		v, eerr := g.pred.EvalTool(ctx, c, resultjson.Value(g.results[c.Name], res), true)
 		if err := g.decide(ctx, v, eerr); err != nil {
 			var b *runtime.BlockedError
 			if errors.As(err, &b) {

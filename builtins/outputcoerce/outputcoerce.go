@@ -6,13 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"sort"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 
+	"github.com/agentc-dev/agentc/internal/resultjson"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
@@ -131,39 +131,9 @@ func (c *Coerce) Validate() error {
 	return nil
 }
 
-var errRemoteRef = errors.New("remote references are not allowed")
-
-// Compile compiles a JSON Schema given as a JSON object (or as a JSON string
-// holding one). Remote $refs are refused.
-func Compile(raw json.RawMessage) (*jsonschema.Schema, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return nil, errors.New("a JSON Schema object is required")
-	}
-	if raw[0] == '"' {
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, err
-		}
-		if !strings.HasPrefix(strings.TrimSpace(s), "{") {
-			return nil, fmt.Errorf("%q is a file path: compile the policy so that the file is read into the plan", s)
-		}
-		raw = json.RawMessage(s)
-	}
-	if raw[0] != '{' {
-		return nil, errors.New("the schema must be a JSON object")
-	}
-	comp := jsonschema.NewCompiler()
-	comp.Draft = jsonschema.Draft2020
-	comp.LoadURL = func(u string) (io.ReadCloser, error) {
-		return nil, fmt.Errorf("%w: %s", errRemoteRef, u)
-	}
-	const url = "agentc:output_coerce.schema.json"
-	if err := comp.AddResource(url, bytes.NewReader(raw)); err != nil {
-		return nil, err
-	}
-	return comp.Compile(url)
-}
+// Compile compiles a JSON Schema (draft 2020-12). A JSON string holding
+// the schema's text is unwrapped; remote references are refused.
+func Compile(raw json.RawMessage) (*jsonschema.Schema, error) { return resultjson.Compile(raw) }
 
 // Diagnostic is one reason the output does not match the schema.
 type Diagnostic struct {
@@ -342,18 +312,7 @@ func (c *Coerce) Check(text string) (string, any, []Diagnostic) {
 }
 
 // parseJSON parses text as one JSON value (numbers as json.Number).
-func parseJSON(text string) (any, error) {
-	dec := json.NewDecoder(strings.NewReader(text))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, errors.New("not valid JSON: " + strings.TrimPrefix(err.Error(), "json: "))
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("not valid JSON: trailing data after the value")
-	}
-	return v, nil
-}
+func parseJSON(text string) (any, error) { return resultjson.Parse(text) }
 
 // validate returns the sorted diagnostics of v against s (none when valid).
 func validate(s *jsonschema.Schema, v any) []Diagnostic {

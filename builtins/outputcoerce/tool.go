@@ -3,13 +3,13 @@ package outputcoerce
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 
+	"github.com/agentc-dev/agentc/internal/resultjson"
 	"github.com/agentc-dev/agentc/runtime"
 )
 
@@ -47,55 +47,6 @@ func (c *Coerce) provisionTool(b *runtime.BuildContext) error {
 	return nil
 }
 
-// resultValue is a tool result as JSON data: raw JSON bytes are parsed, any
-// other value is marshalled and parsed back (numbers as json.Number).
-func resultValue(v any) (any, string, error) {
-	var raw []byte
-	switch r := v.(type) {
-	case json.RawMessage:
-		raw = r
-	case []byte:
-		raw = r
-	default:
-		b, err := json.Marshal(v)
-		if err != nil {
-			return nil, "", err
-		}
-		raw = b
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var out any
-	if err := dec.Decode(&out); err != nil {
-		return nil, string(raw), err
-	}
-	if sc, ok := structuredContent(out); ok {
-		b, err := json.Marshal(sc)
-		if err != nil {
-			return nil, "", err
-		}
-		return sc, string(b), nil
-	}
-	return out, string(raw), nil
-}
-
-// structuredContent returns the structured content of an MCP tool result
-// (an object holding a "content" list and a "structuredContent" value that
-// is not null), and whether v is one. A tool that declares an outputSchema
-// returns its value there, the contents being its text rendering for
-// clients that do not read it, so a result schema is written for it.
-func structuredContent(v any) (any, bool) {
-	m, ok := v.(map[string]any)
-	if !ok {
-		return nil, false
-	}
-	if _, ok := m["content"].([]any); !ok {
-		return nil, false
-	}
-	sc, ok := m["structuredContent"]
-	return sc, ok && sc != nil
-}
-
 // encodedValue checks the value a string result encodes when the schema
 // refused the string (its diagnostics diags, its JSON text): a tool that
 // answers JSON as text (an MCP server without an outputSchema, whose result
@@ -106,11 +57,8 @@ func structuredContent(v any) (any, bool) {
 // rejected result) if the schema refused the string by its type alone,
 // else diags and text are.
 func encodedValue(s *jsonschema.Schema, str string, diags []Diagnostic, text string) ([]Diagnostic, string) {
-	v, err := parseJSON(str)
-	if err != nil {
-		return diags, text
-	}
-	if _, ok := v.(string); ok {
+	v, ok := resultjson.Encoded(str)
+	if !ok {
 		return diags, text
 	}
 	enc := validate(s, v)
@@ -170,7 +118,7 @@ func (c *Coerce) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 		if s == nil {
 			return v, nil
 		}
-		data, text, perr := resultValue(v)
+		data, text, perr := resultjson.Data(v)
 		var diags []Diagnostic
 		if perr != nil {
 			diags = []Diagnostic{{Message: "not valid JSON: " + strings.TrimPrefix(perr.Error(), "json: ")}}

@@ -1,0 +1,100 @@
+package guard_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
+)
+
+const statusSchema = `{"type":"object","required":["status"],"properties":{"status":{"type":"string"}}}`
+
+// resultGuard builds a pipeline whose tool "order" (result_schema schema,
+// none when empty) answers value, behind an after-phase guard denying deny.
+func resultGuard(t *testing.T, schema, deny string, value any) (runtime.ToolResult, error) {
+	t.Helper()
+	p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Named("failed", rt.Layer("guard", `{"deny":"`+deny+`","phase":"after"}`))}})
+	p.Tools = map[string]plan.Tool{"order": {}}
+	if schema != "" {
+		p.Tools["order"] = plan.Tool{ResultSchema: json.RawMessage(schema)}
+	}
+	tool := rt.NewTool(rt.ToolResult{Value: value})
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"order": tool.Func()}})
+	require.NoError(t, err)
+	return pl.Tool(context.Background(), runtime.ToolRequest{Name: "order", Args: map[string]any{}})
+}
+
+// TestAfterGuardReadsJSONTextByItsValue: a tool whose result_schema
+// refuses a string and that answers JSON as text (a string, raw JSON
+// bytes) is read as the value the text encodes, as output_coerce checks
+// it, and the result returned is the tool's own, unchanged.
+func TestAfterGuardReadsJSONTextByItsValue(t *testing.T) {
+	const deny = "result.status == 'failed'"
+	for _, tc := range []struct {
+		name    string
+		ok, bad any
+	}{
+		{"string", `{"id": "A1", "status": "ok"}`, `{"id": "A1", "status": "failed"}`},
+		{"raw JSON", json.RawMessage(`{"status":"ok"}`), json.RawMessage(`{"status":"failed"}`)},
+		{"bytes", []byte(`{"status":"ok"}`), []byte(`{"status":"failed"}`)},
+		{"raw JSON of a string", json.RawMessage(`"{\"status\":\"ok\"}"`), json.RawMessage(`"{\"status\":\"failed\"}"`)},
+		{"MCP structured content", map[string]any{"content": []any{map[string]any{"type": "text", "text": "ok"}}, "structuredContent": map[string]any{"status": "ok"}},
+			map[string]any{"content": []any{}, "structuredContent": map[string]any{"status": "failed"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := resultGuard(t, statusSchema, deny, tc.ok)
+			require.NoError(t, err)
+			assert.Equal(t, tc.ok, res.Value, "the result returned is the tool's, unchanged")
+
+			_, err = resultGuard(t, statusSchema, deny, tc.bad)
+			var b *runtime.BlockedError
+			require.ErrorAs(t, err, &b)
+			assert.Equal(t, "failed", b.Layer)
+			assert.NoError(t, b.Err, "blocked by the predicate, not by an evaluation error")
+		})
+	}
+}
+
+// TestAfterGuardKeepsTextTheSchemaDoesNotRefuse: without a result_schema,
+// or with one that accepts a string, a string result is read as the
+// string; text that is not JSON is read as text.
+func TestAfterGuardKeepsTextTheSchemaDoesNotRefuse(t *testing.T) {
+	const text = `{"status": "failed"}`
+	for _, tc := range []struct {
+		name, schema, deny string
+		value              any
+	}{
+		{"no schema", "", "result.contains('failed')", text},
+		{"a schema that accepts a string", `{"type":["object","string"]}`, "type(result) == string", text},
+		{"text that is not JSON", statusSchema, "result.startsWith('status: failed')", "status: failed"},
+		{"JSON text of a string", statusSchema, "result == '\\\"failed\\\"'", `"failed"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := resultGuard(t, tc.schema, tc.deny, tc.value)
+			var b *runtime.BlockedError
+			require.ErrorAs(t, err, &b)
+			assert.NoError(t, b.Err, "blocked by the predicate, not by an evaluation error")
+		})
+	}
+	// Without a result_schema, a read of a field of JSON text fails as
+	// before (vet warns of it: cel/untyped-args).
+	_, err := resultGuard(t, "", "result.status == 'failed'", `{"status": "ok"}`)
+	var b *runtime.BlockedError
+	require.ErrorAs(t, err, &b)
+	assert.Error(t, b.Err, "an evaluation error, failing closed")
+}
+
+// TestAfterGuardRefusesAnUncompilableResultSchema: a result_schema the
+// guard cannot compile is an error naming it when the pipeline is built.
+func TestAfterGuardRefusesAnUncompilableResultSchema(t *testing.T) {
+	p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("guard", `{"deny":"result.status == 'failed'","phase":"after"}`)}})
+	p.Tools = map[string]plan.Tool{"order": {ResultSchema: json.RawMessage(`{"$ref":"https://example.com/s.json"}`)}}
+	_, err := runtime.Build(context.Background(), p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"order": rt.NewTool().Func()}})
+	require.ErrorContains(t, err, "tools.order.result_schema")
+}
