@@ -99,6 +99,11 @@ type AgentResult struct {
 // call runs through the tool chain (up to MaxParallel at once) and its
 // result is appended as a tool message; then the model is called again,
 // until it answers without tool calls or MaxSteps model calls were made.
+// Each answer is appended as one assistant message, as the model streamed
+// it: with thinking, its thinking blocks (signatures intact) and its text
+// are parts and each tool call sits in its place among them (ToolUse.
+// PartsAfter), which an Anthropic model requires to go on with a tool-use
+// turn; without, its text is Content.
 // A panic of a tool call (run on a goroutine of its own) is raised again
 // on the caller's goroutine once the step's other calls have returned.
 //
@@ -229,7 +234,7 @@ type agentTurn struct {
 
 func (t *agentTurn) run(ctx context.Context, maxSteps int) error {
 	for step := 1; step <= maxSteps; step++ {
-		resp, err := t.chat(ctx, step)
+		resp, msg, err := t.chat(ctx, step)
 		t.res.Steps = step
 		t.res.Usage.Add(resp.Usage)
 		t.res.FinishReason = resp.FinishReason
@@ -237,8 +242,9 @@ func (t *agentTurn) run(ctx context.Context, maxSteps int) error {
 		if err != nil {
 			return err
 		}
-		calls := ownIDs(resp.ToolCalls)
-		t.msgs = append(t.msgs, Message{Role: "assistant", Content: resp.Text, ToolCalls: calls})
+		calls := ownIDs(msg.ToolCalls)
+		msg.ToolCalls = calls
+		t.msgs = append(t.msgs, msg)
 		if len(calls) == 0 {
 			t.res.Stop = StopDone
 			return nil
@@ -682,26 +688,35 @@ func recordAnswer(call ToolUse, r ToolRecord) Message {
 		Parts: []ContentPart{{Type: PartToolResult, ToolCallID: call.ID, Text: text, IsError: isErr}}}
 }
 
-// chat makes the model call of one step.
-func (t *agentTurn) chat(ctx context.Context, step int) (ChatResponse, error) {
+// chat makes the model call of one step and returns its response and the
+// assistant message that carries the answer back to the model: its
+// thinking blocks, text and tool calls in the order they began
+// (answerBlocks.message).
+func (t *agentTurn) chat(ctx context.Context, step int) (ChatResponse, Message, error) {
 	creq := t.req.Params
 	creq.Model, creq.Messages = t.req.Model, t.msgs
 	var acc struct {
-		text  strings.Builder
-		calls ToolCallBuilder
+		text     strings.Builder
+		calls    ToolCallBuilder
+		thinking ThinkingBuilder
+		order    answerBlocks
 	}
 	onDelta := t.req.OnDelta
 	resp, err := t.pl.Stream(ctx, creq, func(d Delta) bool {
 		acc.text.WriteString(d.Text)
 		acc.calls.Add(&d)
+		acc.thinking.Add(&d)
+		acc.order.add(&d)
 		if onDelta != nil {
 			onDelta(step, d)
 		}
 		return true
 	})
 	resp.Text = acc.text.String()
+	resp.Thinking = acc.thinking.Blocks()
 	resp.ToolCalls = acc.calls.ToolCalls()
-	return resp, err
+	msg := acc.order.message(resp.Text, resp.Thinking, slices.Clone(resp.ToolCalls))
+	return resp, msg, err
 }
 
 // tools runs the calls of one step through the tool chain, at most
