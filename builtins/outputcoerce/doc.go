@@ -38,7 +38,12 @@
 // mode it is released as it came, still marked, unchecked and without an
 // annotation, as the Chat Completions API delivers a refusal under a
 // response format: outside the schema, in its refusal field. The caller
-// tells it from an answer by the mark (ChatResponse.Refusal).
+// tells it from an answer by the mark (ChatResponse.Refusal). Nor is a turn
+// the provider paused (finish reason pause_turn, runtime.FinishPauseTurn:
+// Anthropic pauses a turn that runs a long server tool, and the client
+// continues it by sending the response back): its text is released as it
+// came, unchecked and without an annotation, and no retry re-asks the model
+// for it.
 //
 // With `partial: true` (chat stage only) the layer streams while it parses:
 // each delta is fed to an incremental JSON parser and forwarded as soon as
@@ -92,7 +97,7 @@
 // reached the caller is a mid-stream failure: a retry outside re-asks only
 // when the refused delta was the first. Once a delta carries a tool call, or
 // text marked a refusal, the response is not the final output and the rest
-// streams unchecked.
+// streams unchecked; a paused turn is not checked whole at its end.
 //
 // In the tool stage the layer checks tool results: each successful result
 // (raw JSON bytes parsed, any other value marshalled to JSON) is validated

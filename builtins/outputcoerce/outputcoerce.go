@@ -369,10 +369,25 @@ func holdsRefusal(held []runtime.Delta) bool {
 	return false
 }
 
+// holdsPause reports whether held ends a turn the provider paused
+// (runtime.FinishPauseTurn): the text so far is not the answer, and the
+// client continues the turn by sending the response back.
+func holdsPause(held []runtime.Delta) bool {
+	for i := range held {
+		if held[i].FinishReason == runtime.FinishPauseTurn {
+			return true
+		}
+	}
+	return false
+}
+
 // WrapChat implements runtime.ChatWrapper. A response that requests tool
 // calls is not the final output: it is released unchecked (the model answers
 // once it has the results). Nor is a refusal an output: it is released as
-// it came, marked, unchecked. With set_response_format a request without a
+// it came, marked, unchecked. Nor is a turn the provider paused
+// (runtime.FinishPauseTurn, a long-running server tool): it is released
+// unchecked and not annotated, and no retry re-asks the model, which would
+// start again the turn the client is to continue. With set_response_format a request without a
 // response_format carries the schema on the call's own copy.
 func (c *Coerce) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	return func(ctx context.Context, call *runtime.ChatCall, yield func(runtime.Delta) bool) error {
@@ -387,7 +402,7 @@ func (c *Coerce) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		if err != nil {
 			return err
 		}
-		if len(buf.ToolCalls) > 0 || holdsRefusal(buf.Held) {
+		if len(buf.ToolCalls) > 0 || holdsRefusal(buf.Held) || holdsPause(buf.Held) {
 			buf.Release(call, yield)
 			return nil
 		}

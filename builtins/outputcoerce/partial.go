@@ -684,7 +684,8 @@ func (p *prefixChecker) expand(schemas []*jsonschema.Schema) []*jsonschema.Schem
 // stopped and the call fails (enforce) or is annotated invalid while the rest
 // streams through (annotate). Once a delta carries a tool call, or text
 // marked a refusal, the response is not the final output and the rest
-// streams unchecked.
+// streams unchecked; a turn that ends paused (runtime.FinishPauseTurn) is
+// not checked whole at its end nor annotated.
 func (c *Coerce) stream(ctx context.Context, call *runtime.ChatCall, next runtime.ChatHandler, yield func(runtime.Delta) bool) error {
 	chk := &prefixChecker{root: c.schema}
 	var text strings.Builder
@@ -713,7 +714,7 @@ func (c *Coerce) stream(ctx context.Context, call *runtime.ChatCall, next runtim
 		call.Stopped = false
 		return newCoercionError(c.name, text.String(), chk.diags)
 	}
-	if err != nil || consumerStopped || unchecked {
+	if err != nil || consumerStopped || unchecked || call.FinishReason == runtime.FinishPauseTurn {
 		return err
 	}
 	chk.finish()

@@ -2,6 +2,7 @@ package outputcoerce_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -238,6 +239,55 @@ func TestRefusalPassesThroughMarked(t *testing.T) {
 					assert.Equal(t, want, resp.Text)
 				})
 			}
+		}
+	}
+}
+
+// pauser is a model whose turn the provider paused (Anthropic's pause_turn:
+// a long-running server tool): the text so far is not the answer, and the
+// client continues the turn by sending the response back.
+type pauser struct {
+	chunks []string
+	calls  int
+}
+
+func (m *pauser) Stream(_ context.Context, _ *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+	m.calls++
+	for _, c := range m.chunks {
+		if !yield(runtime.Delta{Text: c}) {
+			return nil
+		}
+	}
+	yield(runtime.Delta{FinishReason: runtime.FinishPauseTurn})
+	return nil
+}
+
+// A paused turn is not the final output either: in every mode, with or
+// without partial, its text reaches the caller as it came, unchecked, and a
+// retry outside does not re-ask the model (which would restart the turn the
+// client is to continue) because the schema's value is not there yet.
+func TestPausedTurnPassesUnchecked(t *testing.T) {
+	for _, partial := range []bool{false, true} {
+		for _, mode := range []string{"enforce", "annotate"} {
+			t.Run(fmt.Sprintf("%s/partial=%v", mode, partial), func(t *testing.T) {
+				cfg := `{"mode":"` + mode + `","schema":` + answerSchema
+				if partial {
+					cfg += `,"partial":true`
+				}
+				p := rt.Plan(plan.Chains{Chat: []plan.Layer{
+					rt.Layer("retry", `{"max_attempts":3,"initial_delay":"1ms","max_delay":"1ms"}`),
+					rt.Named("shape", rt.Layer("output_coerce", cfg+`}`)),
+				}})
+				m := &pauser{chunks: []string{`{"answer":"the order `, `shipped on`}}
+				pl := build(t, p, m)
+				resp, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: userMsg})
+				require.NoError(t, err)
+				assert.Equal(t, 1, m.calls, "the model is not re-asked")
+				assert.Equal(t, `{"answer":"the order shipped on`, resp.Text)
+				assert.Equal(t, runtime.FinishPauseTurn, resp.FinishReason)
+				_, annotated := outputcoerce.AnnotationOf(resp, "shape")
+				assert.False(t, annotated, "a paused turn is not annotated as output")
+			})
 		}
 	}
 }
