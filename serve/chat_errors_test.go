@@ -362,6 +362,23 @@ func TestStalledUpstreamIsCutAtTheResponseDeadline(t *testing.T) {
 	}
 }
 
+// TestNegativeWriteTimeoutIsNoBound: a negative WriteTimeout lifts the
+// bound (as a negative WatchInterval turns watching off); it used to set
+// every response's deadline in the past, so no answer could be written.
+func TestNegativeWriteTimeoutIsNoBound(t *testing.T) {
+	g := newGateway(t, typicalChain, []reply{{body: transcript(t, "openai", "text.sse")}}, nil,
+		func(o *Options) { o.WriteTimeout = -1 })
+	req, _ := http.NewRequest("POST", g.url+"/v1/chat/completions", bytes.NewReader(chatBody("primary", "Hello", true)))
+	req.Header.Set("Authorization", "Bearer "+clientKey)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	assert.Equal(t, 200, resp.StatusCode)
+	assert.Contains(t, string(body), "[DONE]")
+}
+
 // TestThousandConcurrentStreams holds 1,000 streams open at once: the
 // upstream answers none until all have arrived.
 func TestThousandConcurrentStreams(t *testing.T) {

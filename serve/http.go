@@ -97,7 +97,7 @@ func (x *exchange) Unwrap() http.ResponseWriter { return x.ResponseWriter }
 func (s *Server) handle(pattern, route string, a api, fn func(x *exchange)) {
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		if a != apiMCP {
+		if a != apiMCP && s.opts.WriteTimeout > 0 {
 			// The write deadline below cuts a response only at its next
 			// write: an upstream that stalls would hold the request (its
 			// upstream call, its goroutine, its connection) for as long
@@ -112,7 +112,9 @@ func (s *Server) handle(pattern, route string, a api, fn func(x *exchange)) {
 		}
 		s.metrics.inflight.Inc()
 		rc := http.NewResponseController(w)
-		_ = rc.SetWriteDeadline(start.Add(s.opts.WriteTimeout))
+		if s.opts.WriteTimeout > 0 {
+			_ = rc.SetWriteDeadline(start.Add(s.opts.WriteTimeout))
+		}
 		if r.Body != nil && r.Body != http.NoBody {
 			// The body must arrive within BodyTimeout (a client trickling
 			// it must not pin the connection); the deadline is lifted

@@ -86,8 +86,9 @@ type Options struct {
 	ReadHeaderTimeout time.Duration
 	// BodyTimeout bounds the reading of a request body (default 30s).
 	BodyTimeout time.Duration
-	// WriteTimeout bounds a whole response, streams included (default 10m);
-	// a chat or count call is cancelled when it is reached.
+	// WriteTimeout bounds a whole response, streams included (default 10m;
+	// negative: no bound); a chat or count call is cancelled when it is
+	// reached.
 	WriteTimeout time.Duration
 	// IdleTimeout bounds an idle keep-alive connection (default 2m).
 	IdleTimeout time.Duration
