@@ -231,9 +231,13 @@ its error, absent on a step that did not fail, or an audit record's tool,
 absent on the records of a turn), where no presence test guards the read.
 On a run with a record that lacks the field the read fails, and prove
 reports the invariant violated with the evaluation error, unless the rest
-of the invariant decides it: steps.all(s, s.outcome == 'ok') is violated
-by every run with an admit step. has(s.error.kind) reads s.error and fails
-the same way. Test
+of the invariant decides it: steps.all(s, s.error.kind != 'in_doubt') is
+violated by every run with a step that succeeded. has(s.error.kind) reads
+s.error and fails the same way. The fields are those the trace's types
+may leave out: the runs prove makes today have only chat, tool and
+concurrent steps, each with an outcome, and audit records of the tool
+stage, each with its tool, so reading those cannot fail yet, but an
+invariant that tests them stays right when a run has other steps. Test
 the field first, steps.all(s, !has(s.outcome) || s.outcome == 'ok') or
 has(s.outcome) && ...; an invariant cannot use the optional syntax
 (s.?outcome).`},
