@@ -59,10 +59,10 @@ invariants: custom: {
 	name:     "target.name != 'refnd' || size(audit) <= 1"
 	in_keys:  "!('refnd' in executions.tools)"
 	record:   "audit.all(a, a.tol != 'x')"
-	tool:     "audit.exists(a, a.tool in ['refund', 'refnd'])"
+	tool:     "audit.exists(a, has(a.tool) && a.tool in ['refund', 'refnd'])"
 	step:     "steps.all(s, !has(s.error) || s.error.knd != 'timeout')"
 	stage:    "target.stage == 'turn' || meter.usd <= 1.0 && meter.cals <= 3"
-	fine:     "target.name != 'refund' || executions.tools.refund <= 1 && executions.models['primary'] >= 0 && steps.all(s, s.outcome != 'in_doubt' && s.steps.all(n, n.attempts <= 3)) && audit.all(a, a.tool == 'refund' && a.decision != 'failed')"
+	fine:     "target.name != 'refund' || executions.tools.refund <= 1 && executions.models['primary'] >= 0 && steps.all(s, (!has(s.outcome) || s.outcome != 'in_doubt') && (!has(s.steps) || s.steps.all(n, !has(n.attempts) || n.attempts <= 3))) && audit.all(a, has(a.tool) && a.tool == 'refund' && a.decision != 'failed')"
 }
 `)
 	_, got := compileDiagnostics(t, dir, "", true)
@@ -72,10 +72,34 @@ invariants: custom: {
 		"8:28 cel/unknown-value: invariant: target.name is never 'refnd': it is one of the declared models and tools ('primary', 'refund'; prove calls no other), so target.name != 'refnd' is always true; did you mean 'refund'?",
 		"9:15 cel/unknown-value: invariant: 'refnd' in executions.tools is always false: its keys are the declared tools (refund); did you mean 'refund'?",
 		"10:28 cel/type: invariant: audit[] has no field 'tol' (its fields: attempts, decision, error_message, error_type, grounding, layer, stage, tool): the read fails on every run, and prove reports the invariant violated; did you mean 'tool'?",
-		"11:50 cel/unknown-value: invariant: audit[].tool is never 'refnd': it is one of the declared tools ('refund'; prove calls no other), so 'refnd' in the list never matches (its other values may); did you mean 'refund'?",
+		"11:65 cel/unknown-value: invariant: audit[].tool is never 'refnd': it is one of the declared tools ('refund'; prove calls no other), so 'refnd' in the list never matches (its other values may); did you mean 'refund'?",
 		"12:51 cel/type: invariant: steps[].error has no field 'knd' (its fields: kind, layer, message): the read fails on every run, and prove reports the invariant violated; did you mean 'kind'?",
 		"13:29 cel/unknown-value: invariant: target.stage is never 'turn': it is one of the stages prove calls ('chat', 'tool'), so target.stage == 'turn' is always false",
 		"13:65 cel/type: invariant: meter has no field 'cals' (its fields: calls, input_tokens, output_tokens, usd): the read fails on every run, and prove reports the invariant violated; did you mean 'calls'?",
+	}, got)
+}
+
+func TestInvariantsReadOmittedFields(t *testing.T) {
+	dir := writePolicy(t, `package p
+
+tools: refund: side_effecting: true
+invariants: custom: {
+	select:  "steps.all(s, s.outcome == 'ok' && s.outcome != 'crash')"
+	index:   "audit.all(a, a['tool'] != 'refund')"
+	first:   "size(steps) == 0 || steps[0].error.kind != 'timeout'"
+	last:    "size(steps) == 0 || steps[size(steps) - 1].attempts <= 3"
+	shadow:  "steps.all(s, has(s.outcome) && steps.all(s, s.outcome == 'ok'))"
+	guarded: "steps.all(s, (has(s.outcome) ? s.outcome == 'ok' : true) && (!('error' in s) || s.error.kind != 'timeout'))"
+}
+`)
+	_, got := compileDiagnostics(t, dir, ruleUncheckedKey, true)
+	fails := "fails, and prove reports the invariant violated (evaluation failed), unless the rest of the invariant decides it; test it first"
+	assert.Equal(t, []string{
+		"5:27 cel/unchecked-key: invariant: the trace leaves steps[].outcome out where it is empty: where a record lacks it, reading s.outcome " + fails + ": has(s.outcome) && ... or !has(s.outcome) || ...",
+		"6:28 cel/unchecked-key: invariant: the trace leaves audit[].tool out where it is empty: where a record lacks it, reading a.tool " + fails + ": has(a.tool) && ... or !has(a.tool) || ...",
+		"7:41 cel/unchecked-key: invariant: the trace leaves steps[].error out where it is empty: where a record lacks it, reading steps[0].error " + fails + ": has(steps[0].error) && ... or !has(steps[0].error) || ...",
+		"8:55 cel/unchecked-key: invariant: the trace leaves steps[].attempts out where it is empty: where a record lacks it, reading it " + fails + " with has()",
+		"9:58 cel/unchecked-key: invariant: the trace leaves steps[].outcome out where it is empty: where a record lacks it, reading s.outcome " + fails + ": has(s.outcome) && ... or !has(s.outcome) || ...",
 	}, got)
 }
 

@@ -205,7 +205,7 @@ tool with an undeclared tool, target.stage with anything but chat or tool,
 or 'refnd' in executions.tools: prove calls only what the policy declares,
 so target.name != 'refnd' || ... is always true and the invariant never
 fires.`},
-	{ruleUncheckedKey, dsl.Warning, "a predicate reads a key of an optional map without testing it first", `
+	{ruleUncheckedKey, dsl.Warning, "a predicate reads a key of an optional map, or an invariant a field the trace may leave out, without testing it first", `
 A predicate reads a key of a map whose keys nothing guarantees, where no
 presence test guards the read: item.metadata.KEY in admit (whatever the
 retriever attached), run.meta.KEY (what the host gave the run),
@@ -222,7 +222,25 @@ value. That holds unless the rest of the predicate decides it (in
 item.metadata.tier == 'gold' || item.score > 0.9 an item without a tier
 is admitted when its score is above 0.9, and refused otherwise). Test the
 key first, !has(run.meta.tier) || ... or 'tier' in run.meta && ..., or
-read it with a default, run.meta.?tier.orValue('').`},
+read it with a default, run.meta.?tier.orValue('').
+
+A custom invariant is warned about the same way when it reads a field that
+the run's trace leaves out where it is empty (the fields agentc run -json
+omits, such as a step's outcome, absent on an admit step that succeeded,
+its error, absent on a step that did not fail, or an audit record's tool,
+absent on the records of a turn), where no presence test guards the read.
+On a run with a record that lacks the field the read fails, and prove
+reports the invariant violated with the evaluation error, unless the rest
+of the invariant decides it: steps.all(s, s.error.kind != 'in_doubt') is
+violated by every run with a step that succeeded. has(s.error.kind) reads
+s.error and fails the same way. The fields are those the trace's types
+may leave out: the runs prove makes today have only chat, tool and
+concurrent steps, each with an outcome, and audit records of the tool
+stage, each with its tool, so reading those cannot fail yet, but an
+invariant that tests them stays right when a run has other steps. Test
+the field first, steps.all(s, !has(s.outcome) || s.outcome == 'ok') or
+has(s.outcome) && ...; an invariant cannot use the optional syntax
+(s.?outcome).`},
 }
 
 // Rules lists every rule id the compiler reports, with its severity, title

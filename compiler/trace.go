@@ -35,6 +35,9 @@ type traceShape struct {
 	// names says what a map's keys name ("tools", "models"), "" for keys
 	// that may be anything.
 	names string
+	// omitted are the object's fields that the trace leaves out where they
+	// are empty (omitempty or omitzero): a record may lack them.
+	omitted map[string]bool
 }
 
 var (
@@ -100,14 +103,14 @@ func shapeOf(t reflect.Type, seen map[reflect.Type]*traceShape) *traceShape {
 		s.elem = shapeOf(t.Elem(), seen)
 		return s
 	case reflect.Struct:
-		s := &traceShape{fields: map[string]*traceShape{}}
+		s := &traceShape{fields: map[string]*traceShape{}, omitted: map[string]bool{}}
 		seen[t] = s
 		for i := range t.NumField() {
 			f := t.Field(i)
 			if !f.IsExported() {
 				continue
 			}
-			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
 			if name == "-" {
 				continue
 			}
@@ -115,6 +118,7 @@ func shapeOf(t reflect.Type, seen map[reflect.Type]*traceShape) *traceShape {
 				if inner := shapeOf(f.Type, seen); inner != nil {
 					for k, v := range inner.fields {
 						s.fields[k] = v
+						s.omitted[k] = inner.omitted[k]
 					}
 				}
 				continue
@@ -123,6 +127,11 @@ func shapeOf(t reflect.Type, seen map[reflect.Type]*traceShape) *traceShape {
 				name = f.Name
 			}
 			s.fields[name] = shapeOf(f.Type, seen)
+			for _, o := range strings.Split(opts, ",") {
+				if o == "omitempty" || o == "omitzero" {
+					s.omitted[name] = true
+				}
+			}
 		}
 		return s
 	}
@@ -144,6 +153,11 @@ type invariantWalker struct {
 	info     *ast.SourceInfo
 	literals []predicate.Literal
 	lists    int
+	// facts are the reads, as the invariant writes them (s.outcome), that
+	// a presence test guarantees wherever the part being walked decides
+	// the result; warned the trace paths of the reads already warned about.
+	facts  []string
+	warned []string
 }
 
 // checkInvariantReads reports each field an invariant reads that the trace
@@ -256,7 +270,11 @@ func (w *invariantWalker) resolve(e ast.Expr, locals map[string]traceLocal) (*tr
 		if path == "" {
 			return nil, ""
 		}
-		return w.member(s, path, sel.FieldName(), w.nameAfter(e, sel.FieldName()), sel.IsTestOnly())
+		off := w.nameAfter(e, sel.FieldName())
+		if !sel.IsTestOnly() {
+			w.checkOmitted(s, sel.FieldName(), path, e, off)
+		}
+		return w.member(s, path, sel.FieldName(), off, sel.IsTestOnly())
 	case ast.CallKind:
 		call := e.AsCall()
 		if fn := call.FunctionName(); (fn == operators.Index || fn == operators.OptIndex) && len(call.Args()) == 2 {
@@ -270,6 +288,9 @@ func (w *invariantWalker) resolve(e ast.Expr, locals map[string]traceLocal) (*tr
 				return s.elem, path + "[]"
 			}
 			if k, ok := stringLiteral(key); ok {
+				if fn == operators.Index {
+					w.checkOmitted(s, k, path, e, w.nameAfter(key, k))
+				}
 				return w.member(s, path, k, w.nameAfter(key, k), false)
 			}
 			return nil, ""
@@ -277,6 +298,117 @@ func (w *invariantWalker) resolve(e ast.Expr, locals map[string]traceLocal) (*tr
 	}
 	w.visit(e, locals)
 	return nil, ""
+}
+
+// checkOmitted warns about a read of the field key of a value of shape s
+// at path, read (s.outcome or s['outcome']), that the trace leaves out
+// where it is empty, unless a presence test guards the read: where a record
+// lacks the field, the read fails, and prove reports the invariant violated
+// (evaluation failed).
+func (w *invariantWalker) checkOmitted(s *traceShape, key, path string, read ast.Expr, off int) {
+	if s == nil || !s.omitted[key] || slices.Contains(w.warned, path+"."+key) {
+		return
+	}
+	written, ok := writtenRead(read)
+	if ok && slices.Contains(w.facts, written) {
+		return
+	}
+	w.warned = append(w.warned, path+"."+key)
+	fix := "test it first with has()"
+	if ok {
+		fix = fmt.Sprintf("test it first: has(%s) && ... or !has(%s) || ...", written, written)
+	} else {
+		written = "it"
+	}
+	w.c.report(dsl.Warnf(w.x.PosAt(off), ruleUncheckedKey,
+		"invariant: the trace leaves %s.%s out where it is empty: where a record lacks it, reading %s fails, and prove reports the invariant violated (evaluation failed), unless the rest of the invariant decides it; %s",
+		path, key, written, fix))
+}
+
+// writtenRead renders a read as the invariant would write it in has():
+// s.outcome for s.outcome and s['outcome'], steps[0].error.kind.
+func writtenRead(e ast.Expr) (string, bool) {
+	switch e.Kind() {
+	case ast.IdentKind:
+		return e.AsIdent(), true
+	case ast.SelectKind:
+		sel := e.AsSelect()
+		op, ok := writtenRead(sel.Operand())
+		return op + "." + sel.FieldName(), ok
+	case ast.CallKind:
+		call := e.AsCall()
+		args := call.Args()
+		if call.FunctionName() != operators.Index || len(args) != 2 {
+			return "", false
+		}
+		op, ok := writtenRead(args[0])
+		if k, isString := stringLiteral(args[1]); isString && isIdent(k) {
+			return op + "." + k, ok
+		}
+		if args[1].Kind() == ast.LiteralKind {
+			if n, isInt := args[1].AsLiteral().(types.Int); isInt {
+				return fmt.Sprintf("%s[%d]", op, n), ok
+			}
+		}
+	}
+	return "", false
+}
+
+// present lists the reads (as writtenRead renders them) that are present
+// wherever e evaluates to when: has(s.error.kind) true guarantees
+// s.error.kind and s.error, 'outcome' in s true s.outcome, and !, && and
+// || combine them.
+func present(e ast.Expr, when bool) []string {
+	switch e.Kind() {
+	case ast.SelectKind:
+		if !when || !e.AsSelect().IsTestOnly() {
+			return nil
+		}
+		var out []string
+		for cur := e; cur.Kind() == ast.SelectKind; cur = cur.AsSelect().Operand() {
+			if p, ok := writtenRead(cur); ok {
+				out = append(out, p)
+			}
+		}
+		return out
+	case ast.CallKind:
+		call := e.AsCall()
+		args := call.Args()
+		switch fn := call.FunctionName(); fn {
+		case operators.LogicalNot:
+			return present(args[0], !when)
+		case operators.LogicalAnd, operators.LogicalOr:
+			// a && b true (a || b false) needs both; else either will do.
+			if (fn == operators.LogicalAnd) == when {
+				var out []string
+				for _, a := range args {
+					out = append(out, present(a, when)...)
+				}
+				return out
+			}
+			out := present(args[0], when)
+			for _, a := range args[1:] {
+				next := present(a, when)
+				out = slices.DeleteFunc(out, func(p string) bool { return !slices.Contains(next, p) })
+			}
+			return out
+		case operators.In:
+			if k, ok := stringLiteral(args[0]); ok && when && isIdent(k) {
+				if m, ok := writtenRead(args[1]); ok {
+					return []string{m + "." + k}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// visitWith walks e with the facts that hold where it decides the result.
+func (w *invariantWalker) visitWith(e ast.Expr, locals map[string]traceLocal, facts []string) {
+	saved := w.facts
+	w.facts = facts
+	w.visit(e, locals)
+	w.facts = saved
 }
 
 // stringLiteral returns the value of a string constant.
@@ -298,6 +430,24 @@ func (w *invariantWalker) visit(e ast.Expr, locals map[string]traceLocal) {
 		call := e.AsCall()
 		args := call.Args()
 		switch fn := call.FunctionName(); {
+		case fn == operators.LogicalAnd || fn == operators.LogicalOr:
+			// An operand decides the result only where the others are true
+			// (&&) or false (||): false and true absorb its failure.
+			for i, a := range args {
+				facts := slices.Clone(w.facts)
+				for j, b := range args {
+					if j != i {
+						facts = append(facts, present(b, fn == operators.LogicalAnd)...)
+					}
+				}
+				w.visitWith(a, locals, facts)
+			}
+			return
+		case fn == operators.Conditional && len(args) == 3:
+			w.visit(args[0], locals)
+			w.visitWith(args[1], locals, append(slices.Clone(w.facts), present(args[0], true)...))
+			w.visitWith(args[2], locals, append(slices.Clone(w.facts), present(args[0], false)...))
+			return
 		case fn == operators.Index || fn == operators.OptIndex:
 			w.resolve(e, locals)
 			return
@@ -367,8 +517,14 @@ func (w *invariantWalker) visit(e ast.Expr, locals map[string]traceLocal) {
 		}
 		w.visit(comp.AccuInit(), locals)
 		inner[comp.AccuVar()] = traceLocal{}
-		w.visit(comp.LoopCondition(), inner)
-		w.visit(comp.LoopStep(), inner)
-		w.visit(comp.Result(), inner)
+		// The facts about the names the comprehension shadows do not hold
+		// inside it.
+		facts := slices.DeleteFunc(slices.Clone(w.facts), func(p string) bool {
+			root := p[:strings.IndexFunc(p+".", func(r rune) bool { return r == '.' || r == '[' })]
+			return root == comp.IterVar() || root == comp.IterVar2() || root == comp.AccuVar()
+		})
+		w.visitWith(comp.LoopCondition(), inner, facts)
+		w.visitWith(comp.LoopStep(), inner, facts)
+		w.visitWith(comp.Result(), inner, facts)
 	}
 }
