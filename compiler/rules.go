@@ -226,21 +226,18 @@ read it with a default, run.meta.?tier.orValue('').
 
 A custom invariant is warned about the same way when it reads a field that
 the run's trace leaves out where it is empty (the fields agentc run -json
-omits, such as a step's outcome, absent on an admit step that succeeded,
-its error, absent on a step that did not fail, or an audit record's tool,
-absent on the records of a turn), where no presence test guards the read.
+omits, such as a step's error, absent on a step that did not fail, or the
+attempts of a concurrent step), where no presence test guards the read.
 On a run with a record that lacks the field the read fails, and prove
 reports the invariant violated with the evaluation error, unless the rest
 of the invariant decides it: steps.all(s, s.error.kind != 'in_doubt') is
 violated by every run with a step that succeeded. has(s.error.kind) reads
-s.error and fails the same way. The fields are those the trace's types
-may leave out: the runs prove makes today have only chat, tool and
-concurrent steps, each with an outcome, and audit records of the tool
-stage, each with its tool, so reading those cannot fail yet, but an
-invariant that tests them stays right when a run has other steps. Test
-the field first, steps.all(s, !has(s.outcome) || s.outcome == 'ok') or
-has(s.outcome) && ...; an invariant cannot use the optional syntax
-(s.?outcome).`},
+s.error and fails the same way. A step's outcome and an audit record's
+tool are read freely: the trace leaves them out only on records prove
+does not make (an admit step that succeeded, the audit records of a
+turn). Test the field first, steps.all(s, !has(s.error) ||
+s.error.kind != 'in_doubt') or has(s.error) && ...; an invariant cannot
+use the optional syntax (s.?error).`},
 }
 
 // Rules lists every rule id the compiler reports, with its severity, title

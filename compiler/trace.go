@@ -128,7 +128,7 @@ func shapeOf(t reflect.Type, seen map[reflect.Type]*traceShape) *traceShape {
 			}
 			s.fields[name] = shapeOf(f.Type, seen)
 			for _, o := range strings.Split(opts, ",") {
-				if o == "omitempty" || o == "omitzero" {
+				if (o == "omitempty" || o == "omitzero") && !writtenByProve[t][name] {
 					s.omitted[name] = true
 				}
 			}
@@ -136,6 +136,17 @@ func shapeOf(t reflect.Type, seen map[reflect.Type]*traceShape) *traceShape {
 		return s
 	}
 	return &traceShape{}
+}
+
+// writtenByProve are the fields the trace types leave out where empty that
+// every run prove makes writes all the same: a step's outcome (prove makes
+// chat, tool and parallel steps, which always have one; only an admit step
+// that succeeded lacks it) and an audit record's tool (prove's records come
+// from the tool stage). Warning of an unguarded read of them would flag
+// invariants that cannot fail on those runs.
+var writtenByProve = map[reflect.Type]map[string]bool{
+	reflect.TypeFor[scenario.StepResult](): {"outcome": true},
+	reflect.TypeFor[scenario.AuditEntry](): {"tool": true},
 }
 
 // traceLocal is a comprehension variable of an invariant: its shape and how
