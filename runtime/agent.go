@@ -691,7 +691,7 @@ func recordAnswer(call ToolUse, r ToolRecord) Message {
 // chat makes the model call of one step and returns its response and the
 // assistant message that carries the answer back to the model: its
 // thinking blocks, text and tool calls in the order they began
-// (answerBlocks.message).
+// (BlockOrder.message).
 func (t *agentTurn) chat(ctx context.Context, step int) (ChatResponse, Message, error) {
 	creq := t.req.Params
 	creq.Model, creq.Messages = t.req.Model, t.msgs
@@ -699,14 +699,14 @@ func (t *agentTurn) chat(ctx context.Context, step int) (ChatResponse, Message, 
 		text     strings.Builder
 		calls    ToolCallBuilder
 		thinking ThinkingBuilder
-		order    answerBlocks
+		order    BlockOrder
 	}
 	onDelta := t.req.OnDelta
 	resp, err := t.pl.Stream(ctx, creq, func(d Delta) bool {
 		acc.text.WriteString(d.Text)
 		acc.calls.Add(&d)
 		acc.thinking.Add(&d)
-		acc.order.add(&d)
+		acc.order.Add(&d)
 		if onDelta != nil {
 			onDelta(step, d)
 		}

@@ -516,125 +516,71 @@ func appendAnthropicUsage(b []byte, u runtime.Usage) []byte {
 	return append(b, '}')
 }
 
-// Kinds of a response's block (blockOrder).
-const (
-	blockThinking = iota
-	blockText
-	blockToolUse
-)
-
-// orderedBlock is one block of a whole response, in the order the stream
-// delivered it: a thinking block (index: runtime.ThinkingDelta.Index), a
-// text (resp.Text[from:to], refusal: text marked a refusal) or a tool call
-// (index: runtime.ToolCallDelta.Index).
-type orderedBlock struct {
-	kind, index, from, to int
-	refusal               bool
-}
-
-// blockOrder records the order of a response's blocks as its deltas pass:
-// Anthropic's interleaved thinking puts thinking between tool_use blocks,
-// and a client sends the message back in its order (a thinking block's
-// signature covers what came before it).
-type blockOrder struct {
-	blocks []orderedBlock
-	text   int // the bytes of text seen
-}
-
-// complete runs req as Pipeline.Complete does, recording the order of its
-// blocks.
-func (o *blockOrder) complete(ctx context.Context, pl *runtime.Pipeline, req runtime.ChatRequest) (runtime.ChatResponse, error) {
+// completeOrdered runs req as Pipeline.Complete does, recording the order
+// of its blocks in o.
+func completeOrdered(ctx context.Context, o *runtime.BlockOrder, pl *runtime.Pipeline, req runtime.ChatRequest) (runtime.ChatResponse, error) {
 	st := pl.Chat(ctx, req)
 	for d, err := range st.All() {
 		if err == nil {
-			o.add(&d)
+			o.Add(&d)
 		}
 	}
 	return st.Response(), st.Err()
 }
 
-// add records the blocks of d: its thinking, its text, its tool calls (the
-// order the stream writers write a delta in). A block's place is that of
-// its first fragment; text runs on in one block until another block or a
-// refusal's text begins.
-func (o *blockOrder) add(d *runtime.Delta) {
-	if t := d.Thinking; t != nil && !o.seen(blockThinking, t.Index) {
-		o.blocks = append(o.blocks, orderedBlock{kind: blockThinking, index: t.Index})
-	}
-	if d.Text != "" {
-		n := len(o.blocks)
-		if n == 0 || o.blocks[n-1].kind != blockText || o.blocks[n-1].refusal != d.Refusal {
-			o.blocks = append(o.blocks, orderedBlock{kind: blockText, from: o.text, to: o.text, refusal: d.Refusal})
-			n++
-		}
-		o.text += len(d.Text)
-		o.blocks[n-1].to = o.text
-	}
-	for _, f := range d.ToolCalls {
-		if !o.seen(blockToolUse, f.Index) {
-			o.blocks = append(o.blocks, orderedBlock{kind: blockToolUse, index: f.Index})
-		}
-	}
-}
-
-// seen reports whether a block of kind and index was recorded.
-func (o *blockOrder) seen(kind, index int) bool {
-	return slices.ContainsFunc(o.blocks, func(b orderedBlock) bool { return b.kind == kind && b.index == index })
-}
-
-// order returns the blocks of resp in the order recorded, a tool call's
+// blocksOf returns the blocks of resp in the order recorded, a tool call's
 // index turned into its place among resp.ToolCalls (the k-th smallest
 // index is the k-th call), a thinking block's into its place among
 // resp.Thinking. What was not recorded (a response made without the
 // order) follows in the usual order: thinking, text, tool calls. A
 // response of neither text nor tool calls has an empty text block.
-func (o *blockOrder) order(resp *runtime.ChatResponse) []orderedBlock {
-	var out []orderedBlock
+func blocksOf(o *runtime.BlockOrder, resp *runtime.ChatResponse) []runtime.OrderedBlock {
+	var out []runtime.OrderedBlock
 	var indexes []int
-	for _, b := range o.blocks {
-		if b.kind == blockToolUse {
-			indexes = append(indexes, b.index)
+	for _, b := range o.Blocks {
+		if b.Kind == runtime.BlockToolCall {
+			indexes = append(indexes, b.Index)
 		}
 	}
 	slices.Sort(indexes)
 	thinking := make([]bool, len(resp.Thinking))
 	calls := make([]bool, len(resp.ToolCalls))
 	text := 0
-	for _, b := range o.blocks {
-		switch b.kind {
-		case blockThinking:
-			if b.index < 0 || b.index >= len(thinking) || thinking[b.index] {
+	for _, b := range o.Blocks {
+		switch b.Kind {
+		case runtime.BlockThinking:
+			if b.Index < 0 || b.Index >= len(thinking) || thinking[b.Index] {
 				continue
 			}
-			thinking[b.index] = true
-		case blockText:
-			if b.to > len(resp.Text) {
+			thinking[b.Index] = true
+		case runtime.BlockText:
+			if b.To > len(resp.Text) {
 				continue
 			}
-			text = b.to
-		case blockToolUse:
-			k, _ := slices.BinarySearch(indexes, b.index)
+			text = b.To
+		case runtime.BlockToolCall:
+			k, _ := slices.BinarySearch(indexes, b.Index)
 			if k >= len(calls) || calls[k] {
 				continue
 			}
 			calls[k] = true
-			b.index = k
+			b.Index = k
 		}
 		out = append(out, b)
 	}
-	var head []orderedBlock
+	var head []runtime.OrderedBlock
 	for i, done := range thinking {
 		if !done {
-			head = append(head, orderedBlock{kind: blockThinking, index: i})
+			head = append(head, runtime.OrderedBlock{Kind: runtime.BlockThinking, Index: i})
 		}
 	}
 	out = append(head, out...)
 	if text < len(resp.Text) || resp.Text == "" && len(resp.ToolCalls) == 0 {
-		out = append(out, orderedBlock{kind: blockText, from: text, to: len(resp.Text)})
+		out = append(out, runtime.OrderedBlock{Kind: runtime.BlockText, From: text, To: len(resp.Text)})
 	}
 	for k, done := range calls {
 		if !done {
-			out = append(out, orderedBlock{kind: blockToolUse, index: k})
+			out = append(out, runtime.OrderedBlock{Kind: runtime.BlockToolCall, Index: k})
 		}
 	}
 	return out
@@ -649,19 +595,19 @@ func completeAnthropic(x *exchange, p *chatParams, resp *runtime.ChatResponse) {
 	b = append(b, `,"type":"message","role":"assistant","model":`...)
 	b = wire.AppendString(b, servedName(resp, p))
 	b = append(b, `,"content":[`...)
-	for n, bl := range p.blocks.order(resp) {
+	for n, bl := range blocksOf(&p.blocks, resp) {
 		if n > 0 {
 			b = append(b, ',')
 		}
-		switch bl.kind {
-		case blockThinking:
-			b = appendThinkingBlock(b, &resp.Thinking[bl.index])
-		case blockText:
+		switch bl.Kind {
+		case runtime.BlockThinking:
+			b = appendThinkingBlock(b, &resp.Thinking[bl.Index])
+		case runtime.BlockText:
 			b = append(b, `{"type":"text","text":`...)
-			b = wire.AppendString(b, resp.Text[bl.from:bl.to])
+			b = wire.AppendString(b, resp.Text[bl.From:bl.To])
 			b = append(b, '}')
-		case blockToolUse:
-			tc := &resp.ToolCalls[bl.index]
+		case runtime.BlockToolCall:
+			tc := &resp.ToolCalls[bl.Index]
 			b = append(b, `{"type":"tool_use","id":`...)
 			b = wire.AppendString(b, tc.ID)
 			b = append(b, `,"name":`...)

@@ -25,7 +25,7 @@ type chatParams struct {
 	includeUsage bool
 	// blocks is the order of a whole response's blocks, for a wire format
 	// that lists them (chatAPI.ordered).
-	blocks blockOrder
+	blocks runtime.BlockOrder
 }
 
 // chatAPI is one wire format of the chat routes.
@@ -99,7 +99,7 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 	if !p.stream {
 		var resp runtime.ChatResponse
 		if a.ordered {
-			resp, err = p.blocks.complete(ctx, x.g.pl, p.req)
+			resp, err = completeOrdered(ctx, &p.blocks, x.g.pl, p.req)
 		} else {
 			resp, err = x.g.pl.Complete(ctx, p.req)
 		}
