@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -42,9 +43,12 @@ type SharedLeaser interface {
 // side-effecting call the run has no result for through the tool chain,
 // instead of ending in doubt, only when such a layer covers its tool: the
 // layer then answers for the call (VouchNeverStarted) when its store holds
-// no claim of it, replays its outcome when the store holds one, and fails
-// in doubt otherwise. A call that reaches the tool without a layer having
-// answered for it does not run (in doubt).
+// no claim of it, replays its outcome when the store holds one
+// (VouchReplayed), and fails in doubt otherwise. A call that reaches the
+// tool without a layer having answered for it does not run (in doubt), and
+// one that a layer outside refuses or fails before the layer answered is in
+// doubt too (resumedUnanswered): it may have run before, so its refusal
+// now is not what happened then.
 type ClaimVoucher interface {
 	// VouchesFor reports whether the layer claims calls of tool in a
 	// SharedLeaser.
@@ -55,9 +59,10 @@ type ClaimVoucher interface {
 // may have started before: only a ClaimVoucher's answer lets it reach the
 // tool.
 type resumedCall struct {
-	tool    string
-	since   time.Time
-	vouched atomic.Bool
+	tool     string
+	since    time.Time
+	vouched  atomic.Bool // it never started, and runs now
+	replayed atomic.Bool // its outcome was replayed from the store
 }
 
 type resumedCallKey struct{}
@@ -83,6 +88,33 @@ func VouchNeverStarted(ctx context.Context) {
 	if r, ok := ctx.Value(resumedCallKey{}).(*resumedCall); ok {
 		r.vouched.Store(true)
 	}
+}
+
+// VouchReplayed is called by a ClaimVoucher that answers the resumed call
+// of ctx with the outcome its store holds (a result or an error): the call
+// ran before, and that outcome is its answer.
+func VouchReplayed(ctx context.Context) {
+	if r, ok := ctx.Value(resumedCallKey{}).(*resumedCall); ok {
+		r.replayed.Store(true)
+	}
+}
+
+// resumedUnanswered returns, for a resumed call of tool that may have
+// started before and that failed (err) before a ClaimVoucher answered for
+// it, the error it ends with: in doubt, nothing having run now. A guard, a
+// rate limit or a budget outside the layer that refuses it now (a policy
+// reloaded since, a limit the first execution used up), a store that could
+// not be asked: telling the model so would say a call did not happen that
+// may have. Any other error is returned as it is.
+func resumedUnanswered(ctx context.Context, tool, key string, err error) error {
+	if err == nil || resumesInFlight.Load() == 0 {
+		return err
+	}
+	r, ok := ctx.Value(resumedCallKey{}).(*resumedCall)
+	if !ok || r.tool != tool || r.vouched.Load() || r.replayed.Load() || Classify(err) == ClassInDoubt {
+		return err
+	}
+	return NotRun(errors.Join(&InDoubtError{Layer: LayerCheckpoint, Tool: tool, IdempotencyKey: key}, err))
 }
 
 // resumedGate refuses, without running it, a resumed call of the tool that

@@ -442,7 +442,11 @@ func (pl *Pipeline) Tool(ctx context.Context, req ToolRequest) (ToolResult, erro
 	if err != nil {
 		// The refusal is recorded like any outcome: a resumed agent turn
 		// answers the call from it instead of taking it for a call that
-		// may have run.
+		// may have run (unless it is such a call, resumed: in doubt).
+		if resumesInFlight.Load() != 0 {
+			c := ToolCall{Name: req.Name, Args: req.Args, Meta: Meta{Run: RunOf(ctx), IdempotencyKey: req.IdempotencyKey}}
+			err = resumedUnanswered(ctx, req.Name, c.IdempotencyKey(), err)
+		}
 		return ToolResult{}, pl.recordOutcome(ctx, req.Name, nil, err)
 	}
 	c := toolCalls.Get().(*ToolCall)
@@ -454,6 +458,9 @@ func (pl *Pipeline) Tool(ctx context.Context, req ToolRequest) (ToolResult, erro
 	v, err := pl.tool(ctx, c)
 	if err != nil && ctx.Err() != nil && atomic.LoadInt32(&c.interrupted) != 0 {
 		err = interrupted(&e.info, err)
+	}
+	if err != nil && resumesInFlight.Load() != 0 {
+		err = resumedUnanswered(ctx, req.Name, c.IdempotencyKey(), err)
 	}
 	if e.taint != nil && err == nil && !c.tainted {
 		// The terminal taints the raw result; a result a layer served

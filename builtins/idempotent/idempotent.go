@@ -196,6 +196,8 @@ func (m *Idempotent) settle(ctx context.Context, c *runtime.ToolCall, key string
 		}
 		switch g.Status {
 		case runtime.LeaseDone:
+			// A resumed call that ran before: its stored outcome answers it.
+			runtime.VouchReplayed(ctx)
 			if err, ok := m.storedErr(g.Result); ok {
 				c.Meta.Deduped, c.Meta.Cached = true, true
 				return nil, err

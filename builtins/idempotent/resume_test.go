@@ -2,6 +2,7 @@ package idempotent_test
 
 import (
 	"context"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -48,9 +49,9 @@ type resumeWorker struct {
 	refunds *atomic.Int64
 }
 
-func newResumeWorker(t *testing.T, cp runtime.Checkpoint, shared runtime.StoreBackend, layer plan.Layer, refunds *atomic.Int64) resumeWorker {
+func newResumeWorker(t *testing.T, cp runtime.Checkpoint, shared runtime.StoreBackend, layer plan.Layer, refunds *atomic.Int64, outer ...plan.Layer) resumeWorker {
 	t.Helper()
-	p := rt.Plan(plan.Chains{Turn: []plan.Layer{rt.Layer("checkpoint", `{"after_tool": true}`)}, Tool: []plan.Layer{layer}})
+	p := rt.Plan(plan.Chains{Turn: []plan.Layer{rt.Layer("checkpoint", `{"after_tool": true}`)}, Tool: append(outer, layer)})
 	p.Tools = map[string]plan.Tool{"refund": {SideEffecting: true}, "other": {SideEffecting: true}}
 	p.Stores = map[string]plan.Store{"shared": {Kind: "memory"}}
 	store := runtime.NewMemoryCheckpoints()
@@ -115,6 +116,41 @@ func TestResumedCallThatNeverStartedRuns(t *testing.T) {
 				assert.EqualValues(t, 1, refunds.Load(), "the refund does not run twice")
 				sent := w.model.Requests()[0].Messages
 				require.Equal(t, "tool", sent[len(sent)-1].Role)
+				assert.Equal(t, "R1", sent[len(sent)-1].Parts[0].Text, "the stored result answers the call")
+			})
+			t.Run("refused outside the layer: in doubt", func(t *testing.T) {
+				shared := storeOf(t, name)
+				var refunds atomic.Int64
+				_, err := newResumeWorker(t, cp, shared, layer, &refunds).resume(t)
+				require.NoError(t, err)
+				require.EqualValues(t, 1, refunds.Load())
+
+				// The next worker to resume the same version runs a policy
+				// whose guard, outside the idempotent layer, now refuses
+				// refunds: the refund ran, so the model must not be told
+				// it was refused; nor when the guard fails to evaluate.
+				for _, deny := range []string{`tool.name == "refund"`, `args.missing == "x"`} {
+					guard := rt.Layer("guard", `{"deny": `+strconv.Quote(deny)+`, "message": "refunds are paused"}`)
+					w := newResumeWorker(t, cp, shared, layer, &refunds, guard)
+					_, err = w.resume(t)
+					var doubt *runtime.InDoubtError
+					require.ErrorAs(t, err, &doubt, "refused before the layer answered: it may have run")
+					assert.Equal(t, runtime.LayerCheckpoint, doubt.Layer)
+					assert.True(t, runtime.DidNotRun(err), "nothing ran now")
+					assert.EqualValues(t, 1, refunds.Load())
+					assert.Zero(t, w.model.Calls(), "the model is not told the refund was refused")
+					msgs := w.pl.Transcript(ctx1)
+					assert.Equal(t, "assistant", msgs[len(msgs)-1].Role, "the call is left unanswered")
+				}
+
+				// Inside the layer, the same guard is never reached: the
+				// layer answers with the stored result.
+				inner := rt.Layer("guard", `{"deny": "tool.name == \"refund\"", "message": "refunds are paused"}`)
+				w := newResumeWorker(t, cp, shared, inner, &refunds, layer)
+				_, err = w.resume(t)
+				require.NoError(t, err)
+				assert.EqualValues(t, 1, refunds.Load())
+				sent := w.model.Requests()[0].Messages
 				assert.Equal(t, "R1", sent[len(sent)-1].Parts[0].Text, "the stored result answers the call")
 			})
 			t.Run("claim held: in doubt", func(t *testing.T) {
