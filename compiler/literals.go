@@ -17,6 +17,10 @@ const ruleUnknownValue = "cel/unknown-value"
 // finishReasons are the values of response.finish_reason.
 var finishReasons = []string{"", "content_filter", "length", "pause_turn", "stop", "tool_calls"}
 
+// responseFormats are the values of request.params.response_format: the
+// format's type, "" when the request sets none.
+var responseFormats = []string{"", "json_object", "json_schema", "text"}
+
 // roles are the values of a message's role.
 var roles = []string{"assistant", "system", "tool", "user"}
 
@@ -57,6 +61,11 @@ func (c *Compilation) knownValues(path string, stage predicate.Stage, tools []st
 			// A provider passes a finish reason it does not map through as
 			// it is, and a host's model client may send any: a warning.
 			return valueSet{values: finishReasons, what: "the finish reasons", sev: dsl.Warning}, true
+		}
+	case "request.params.response_format":
+		if stage == predicate.Chat {
+			// A host's request may carry another type: a warning.
+			return valueSet{values: responseFormats, what: "the response format types", sev: dsl.Warning}, true
 		}
 	case "status":
 		if stage == predicate.Turn {

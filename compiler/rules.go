@@ -186,9 +186,11 @@ the declared tools, as a call of another is refused (nothing is said when
 settings.allow_undeclared_tools or MCP servers let others be called). A
 warning for request.model and response.model with a model the policy does
 not declare, response.finish_reason with anything but stop, length,
-tool_calls, content_filter, pause_turn or '', and a message's role with anything but
-system, user, assistant or tool: a host may register an undeclared model
-client, send another finish reason or build messages of another role. ==
+tool_calls, content_filter, pause_turn or '', request.params.response_format
+with anything but text, json_object, json_schema or '' (none set), and a
+message's role with anything but system, user, assistant or tool: a host
+may register an undeclared model client, send another finish reason or
+format type, or build messages of another role. ==
 and != compare, and so does in with a list of constants (a constant of a
 list that also holds a possible value is a warning: it is dead, the test
 is not); inside a macro the variable stands for the list's elements

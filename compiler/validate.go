@@ -29,6 +29,10 @@ func checkConstraintIDs(c *Compilation) {
 	}
 }
 
+// elementPath turns a list element of a message ("allow[2]") into the path
+// of its position ("allow.2").
+var elementPath = strings.NewReplacer("[", ".", "]", "")
+
 // validateConfigs runs each linked module's own config validation, so that
 // a config the schema accepts but the middleware refuses (a zero ttl, an
 // initial delay above the maximum, an invalid regular expression) is a vet
@@ -45,10 +49,11 @@ func validateConfigs(_ context.Context, c *Compilation) error {
 			}
 			msg := err.Error()
 			pos := e.Pos
-			// Messages name the field first ("ttl must be positive"), or
-			// a nested one ("classifier.timeout: ...").
+			// Messages name the field first ("ttl must be positive"), a
+			// nested one ("classifier.timeout: ...") or an element of a
+			// list ("allow[2]: ...", positioned as allow.2).
 			if f, _, ok := strings.Cut(msg, " "); ok {
-				f = strings.TrimRight(f, ":,")
+				f = elementPath.Replace(strings.TrimRight(f, ":,"))
 				top, _, _ := strings.Cut(f, ".")
 				if _, has := e.Fields[top]; has {
 					if pos = e.FieldPos(f); pos == e.Pos {

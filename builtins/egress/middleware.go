@@ -59,10 +59,18 @@ func (m *Middleware) Provision(b *runtime.BuildContext) error {
 }
 
 // Validate requires the allow list (an empty list permits no host; write
-// "*" to rely on the address checks alone).
+// "*" to rely on the address checks alone) and parses each entry as
+// Provision does, so that one the checker refuses ("localhost", "*.10.0.0.1")
+// is a vet error at the entry rather than a failure to build.
 func (m *Middleware) Validate() error {
 	if m.Allow == nil {
 		return errors.New(`allow is required (write ["*"] to allow any public host)`)
+	}
+	c := &Checker{exact: map[string][]int{}}
+	for i, entry := range m.Allow {
+		if err := c.addAllow(entry); err != nil {
+			return fmt.Errorf("allow[%d]: %q can never be allowed: %w", i, entry, err)
+		}
 	}
 	return nil
 }

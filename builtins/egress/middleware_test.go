@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"regexp"
+	"strconv"
 	"sync/atomic"
 	"testing"
 
@@ -367,4 +368,27 @@ func TestALookupFailureProvesTheToolDidNotRun(t *testing.T) {
 	assert.Equal(t, "posted", res.Value)
 	assert.Equal(t, 2, res.Attempts)
 	assert.Equal(t, 1, tool.Calls())
+}
+
+// An allow entry the checker refuses is refused by Validate, which agentc vet
+// runs, naming the entry: not first by Build.
+func TestValidateRefusesAllowEntries(t *testing.T) {
+	for entry, reason := range map[string]string{
+		"localhost":        "localhost name",
+		"*.localhost":      "localhost name",
+		"*.10.0.0.1":       "a wildcard cannot name an ip address",
+		"2130706433":       "ambiguous numeric host",
+		"api..example":     "invalid host name",
+		"api.example:0":    "invalid port",
+		"[::ffff:1.2.3.4]": "ipv4-mapped",
+	} {
+		known, err := runtime.ValidateConfig("egress", []byte(`{"allow":["api.example.com",`+strconv.Quote(entry)+`]}`))
+		assert.True(t, known)
+		if assert.Error(t, err, entry) {
+			assert.Contains(t, err.Error(), `allow[1]: `+strconv.Quote(entry)+` can never be allowed: `+reason, entry)
+		}
+	}
+	known, err := runtime.ValidateConfig("egress", []byte(`{"allow":["api.example.com:8443","*.example.org","93.184.216.34","[2001:db8::1]","*"]}`))
+	assert.True(t, known)
+	assert.NoError(t, err)
 }

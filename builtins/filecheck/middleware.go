@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/agentc-dev/agentc/internal/argpath"
 	"github.com/agentc-dev/agentc/runtime"
@@ -58,10 +59,17 @@ func (m *Middleware) Provision(b *runtime.BuildContext) error {
 	return nil
 }
 
-// Validate requires at least one root.
+// Validate requires at least one root, none of them beginning with "~".
 func (m *Middleware) Validate() error {
 	if len(m.Roots) == 0 {
 		return errors.New("roots: at least one root is required")
+	}
+	for i, r := range m.Roots {
+		// No shell expands it: "~/work" names a directory "~" beside the
+		// policy, and Build fails when it does not exist.
+		if strings.HasPrefix(r, "~") {
+			return fmt.Errorf("roots[%d]: %q: a leading ~ is not expanded; write the home directory's path", i, r)
+		}
 	}
 	if m.MaxBytes < 0 {
 		return fmt.Errorf("max_bytes must not be negative, got %d", m.MaxBytes)

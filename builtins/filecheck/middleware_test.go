@@ -143,3 +143,14 @@ func TestMiddlewareNestedAndSeveralPaths(t *testing.T) {
 		assert.Nil(t, seen, name)
 	}
 }
+
+// A root beginning with "~" is refused by Validate, which agentc vet runs:
+// nothing expands it, and Build would look for a directory named "~".
+func TestValidateRefusesTildeRoot(t *testing.T) {
+	known, err := runtime.ValidateConfig("file_check", []byte(`{"roots":["/srv","~/work"]}`))
+	assert.True(t, known)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `roots[1]: "~/work": a leading ~ is not expanded`)
+	_, err = runtime.ValidateConfig("file_check", []byte(`{"roots":["/srv","./work~"]}`))
+	assert.NoError(t, err)
+}

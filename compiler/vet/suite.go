@@ -11,6 +11,7 @@ var Suite = []*Rule{
 	NestedRetry,
 	RateLimitOutsideRetry,
 	CoerceOutsideRetry,
+	RedactOutsideTruncate,
 	GuardInsideCache,
 	TracingOutermost,
 	OwnCallRecursion,

@@ -26,6 +26,7 @@ var designRules = map[string]dsl.Severity{
 	"order/nested-retry":            dsl.Warning,
 	"order/ratelimit-outside-retry": dsl.Warning,
 	"order/coerce-outside-retry":    dsl.Warning,
+	"order/redact-outside-truncate": dsl.Error,
 	"order/guard-inside-cache":      dsl.Warning,
 	"order/tracing-outermost":       dsl.Warning,
 	"order/own-call-recursion":      dsl.Error,
@@ -96,7 +97,7 @@ func TestBuiltinConstraints(t *testing.T) {
 		assert.True(t, pos.IsValid(), "no source position for %s", c.Key())
 		assert.True(t, strings.HasPrefix(pos.File, "schemas/"), "%s at %s", c.Key(), pos)
 	}
-	for _, id := range []string{"compaction-before-meter", "audit-trail", "ratelimit-outside-retry", "coerce-outside-retry", "guard-inside-cache"} {
+	for _, id := range []string{"compaction-before-meter", "audit-trail", "ratelimit-outside-retry", "coerce-outside-retry", "redact-outside-truncate", "guard-inside-cache"} {
 		assert.True(t, ids[id], "the plain-ordering rule %s is data: it needs builtin constraints", id)
 	}
 	a := vet.Analyze(&dsl.Policy{}, cs)
