@@ -110,54 +110,102 @@ func fit(w, h, s float64) (float64, float64) {
 // charges an abandoned stream, or reserves a call, for much less than the
 // provider bills. Counted in quarter tokens (textQuarters): a word of
 // ASCII letters a token for its first four letters and a quarter a letter
-// after; letters that do not begin a word (after a digit, a case change, or
-// a letter that did not) more, as in base64, hex and random strings; a token
-// each three digits of a run, and a quarter more; a token a punctuation
-// mark; a quarter a space; and a rune beyond ASCII by its UTF-8 length: a
-// token for two bytes (Cyrillic, Greek, Arabic, Hebrew), a token and a
-// quarter for three (CJK, Devanagari, Thai, Hangul), three and a half for
-// four (emoji). English prose is counted about 1.4 times what those
-// tokenizers make of it; Chinese 1.2 (cl100k) to 1.8 (o200k) times.
+// after, two quarters after its tenth; a letter that follows one it seldom
+// follows in English (commonPairs) a token, as in random strings, which
+// the tokenizers cut every two or three letters; letters that do not begin
+// a word (after a digit, a case change, or a letter that did not) more, as
+// in base64 and hex; a token each three digits of a run, and a quarter
+// more, and a token for the space before a number (the tokenizers never
+// join the two); a token a punctuation mark; a quarter a space; and a rune
+// beyond ASCII by its UTF-8 length and script: a token and a quarter for
+// two bytes (Cyrillic, Greek, Arabic, Hebrew), as much for three of CJK
+// and Hangul, a token and three quarters for the other scripts of three
+// bytes (Devanagari, Thai, Khmer...), three and a half for four (emoji).
+// English prose is counted about 1.4 times what those tokenizers make of
+// it; Chinese 1.2 (cl100k) to 1.8 (o200k) times.
 func EstimateTokens(s string) int64 { return (textQuarters(s) + 3) / 4 }
 
 // Quarter-token costs of textQuarters.
 const (
-	qWordStart    = 4  // an ASCII letter that begins a word or a hump
-	qWordFree     = 3  // lowercase letters after a word's first that cost nothing
-	qWordLetter   = 1  // a lowercase letter after those
-	qOtherLetter  = 2  // a letter in a hump that does not begin a word, or an uppercase after an uppercase
-	qDigitGroup   = 5  // the first digit of each group of three in a run
-	qSpace        = 1  // a space, tab or line break
-	qPunctuation  = 4  // any other ASCII character
-	qTwoByteRune  = 4  // a rune of two UTF-8 bytes
-	qThreeByteRun = 5  // of three
-	qFourByteRune = 14 // of four
+	qWordStart      = 4  // an ASCII letter that begins a word or a hump
+	qWordFree       = 3  // lowercase letters after a word's first that cost nothing
+	qWordLetter     = 1  // a lowercase letter after those
+	qLongWordLetter = 2  // a lowercase letter after a word's tenth
+	qLongWord       = 10 // the letters of a word counted at qWordLetter at most
+	qRarePair       = 4  // a letter after one it seldom follows (commonPairs)
+	qOtherLetter    = 2  // a letter in a hump that does not begin a word, or an uppercase after an uppercase
+	qDigitGroup     = 5  // the first digit of each group of three in a run
+	qSpaceDigit     = 3  // a space before a digit, beyond qSpace: a token of its own
+	qSpace          = 1  // a space, tab or line break
+	qPunctuation    = 4  // any other ASCII character
+	qTwoByteRune    = 5  // a rune of two UTF-8 bytes
+	qThreeByteCJK   = 5  // of three, CJK or Hangul (cjk)
+	qThreeByteRune  = 7  // of three, any other script
+	qFourByteRune   = 14 // of four
 )
+
+// commonPairs[a] holds, as bits, the letters that commonly follow the letter
+// a inside English words: the letter pairs that make 98% of the pairs in
+// English prompts and documentation. The tokenizers' vocabularies are made
+// of such text, so a word whose letters pair otherwise (random strings,
+// keys, consonant runs) is cut into tokens of two or three letters.
+var commonPairs = func() (t [26]uint32) {
+	for i, next := range [26]string{
+		"bcdfgiklmnprstuvwy", "aeiloruy", "acehiklorstuy", "adegilorsu", "acdefgilmnopqrstvwxy",
+		"aefilortu", "aehinoprsu", "aeiortuy", "abcdefgklmnoprstvz", "e",
+		"eins", "adefilostuwy", "abeimopsuy", "acdefgiklnopstuvy", "abcdefgiklmnoprstuvw",
+		"aehiloprstu", "u", "acdegiklmnoprstuvy", "acehikopstuwy", "aceghiloprstuwy",
+		"abcdegilmnprst", "aeio", "aehinor", "apt", "eiopst", "e",
+	} {
+		for _, c := range next {
+			t[i] |= 1 << (c - 'a')
+		}
+	}
+	return t
+}()
+
+// rarePair reports whether the letter b seldom follows the letter a in
+// English words, whatever their case. A letter repeated is not: the
+// tokenizers hold runs of one letter.
+func rarePair(a, b byte) bool {
+	a, b = a|0x20, b|0x20
+	return a != b && commonPairs[a-'a']&(1<<(b-'a')) == 0
+}
+
+// cjk reports whether r, a rune of three UTF-8 bytes, is of the CJK or
+// Hangul blocks (or a fullwidth form), which the tokenizers' vocabularies
+// hold many of.
+func cjk(r rune) bool {
+	return r >= 0x3000 && r <= 0x9fff || r >= 0xac00 && r <= 0xd7af || r >= 0xf900 && r <= 0xfaff || r >= 0xff00 && r <= 0xffef
+}
 
 // textQuarters returns the estimate of s in quarter tokens (see
 // EstimateTokens); any non-empty text is more than zero.
 func textQuarters(s string) int64 {
 	var (
-		q      int64
-		prev   byte = ' ' // the previous byte; utf8.RuneSelf after a rune beyond ASCII
-		digits int        // the length of the run of digits so far
-		free   int        // the free letters left in the word
-		word   bool       // the hump began a word: after a space, punctuation or the start
+		q       int64
+		prev    byte = ' ' // the previous byte; utf8.RuneSelf after a rune beyond ASCII
+		digits  int        // the length of the run of digits so far
+		free    int        // the free letters left in the word
+		word    bool       // the hump began a word: after a space, punctuation or the start
+		letters int        // the length of the run of ASCII letters so far
 	)
 	for i := 0; i < len(s); {
 		b := s[i]
 		if b >= utf8.RuneSelf {
-			_, n := utf8.DecodeRuneInString(s[i:])
-			switch n {
-			case 1, 2: // 1: an invalid byte
+			r, n := utf8.DecodeRuneInString(s[i:])
+			switch {
+			case n <= 2: // 1: an invalid byte
 				q += qTwoByteRune
-			case 3:
-				q += qThreeByteRun
+			case n == 3 && cjk(r):
+				q += qThreeByteCJK
+			case n == 3:
+				q += qThreeByteRune
 			default:
 				q += qFourByteRune
 			}
 			i += n
-			prev, digits = utf8.RuneSelf, 0
+			prev, digits, letters = utf8.RuneSelf, 0, 0
 			continue
 		}
 		switch {
@@ -165,22 +213,34 @@ func textQuarters(s string) int64 {
 			if digits%3 == 0 {
 				q += qDigitGroup
 			}
+			if prev == ' ' || prev == '\t' || prev == '\n' || prev == '\r' {
+				q += qSpaceDigit
+			}
 			digits++
 		case b >= 'a' && b <= 'z':
 			switch {
 			case !isLetter(prev):
 				q += qWordStart
 				free, word = qWordFree, !isDigit(prev) && prev < utf8.RuneSelf
+			case rarePair(prev, b):
+				q += qRarePair
+				free = 0
 			case word && free > 0:
 				free--
-			case word:
+			case word && letters < qLongWord:
 				q += qWordLetter
+			case word:
+				q += qLongWordLetter
 			default:
 				q += qOtherLetter
 			}
 		case b >= 'A' && b <= 'Z':
 			if prev >= 'A' && prev <= 'Z' {
-				q += qOtherLetter
+				if rarePair(prev, b) {
+					q += qRarePair
+				} else {
+					q += qOtherLetter
+				}
 			} else {
 				q += qWordStart
 			}
@@ -192,6 +252,11 @@ func textQuarters(s string) int64 {
 		}
 		if !isDigit(b) {
 			digits = 0
+		}
+		if isLetter(b) {
+			letters++
+		} else {
+			letters = 0
 		}
 		prev = b
 		i++

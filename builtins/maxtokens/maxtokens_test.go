@@ -19,14 +19,22 @@ func TestMaxTokens(t *testing.T) {
 	pl, err := runtime.Build(context.Background(), rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("max_tokens", `{"limit":100}`)}}),
 		runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
 	require.NoError(t, err)
+	// The longest run of words a request of 100 tokens holds, by the
+	// estimate the layer reads, and one word more.
+	words := func(n int) string { return strings.Repeat("hello ", n) }
+	n := 1
+	for runtime.EstimateRequest(&runtime.ChatRequest{Messages: []runtime.Message{{Role: "user", Content: words(n + 1)}}}) <= 100 {
+		n++
+	}
+	require.Greater(t, n, 50)
 	tests := []struct {
 		name    string
 		content string
 		blocked bool
 	}{
 		{"small", "hello", false},
-		{"at the limit", strings.Repeat("x", 4*96), false},
-		{"over", strings.Repeat("x", 4*97), true},
+		{"at the limit", words(n), false},
+		{"over", words(n + 1), true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

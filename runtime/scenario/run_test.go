@@ -150,7 +150,7 @@ func TestScenarios(t *testing.T) {
 			`{"models": {"primary": [{"deltas": ["aaaa", "bbbb", "cccc"], "usage": {"input_tokens": 99, "output_tokens": 99}}]},
 			  "steps": [{"chat": {"model": "primary", "messages": [{"role": "user", "content": "hi"}], "consume": 2}}]}`,
 			`{"steps": [{"outcome": "ok", "text": "aaaabbbb", "model": "primary"}],
-			  "meter": {"input_tokens": 17, "output_tokens": 2, "calls": 1}}`}, // the message (5) and the tool the step offers (12)
+			  "meter": {"input_tokens": 18, "output_tokens": 2, "calls": 1}}`}, // the message (5) and the tool the step offers (13)
 		{"mid-stream failure is not retried", designPlan(),
 			`{"models": {"primary": [{"deltas": ["he", "llo"], "fail_after": 1}], "backup": [{"text": "unused"}]},
 			  "steps": [{"chat": {"model": "primary"}}]}`,
