@@ -840,7 +840,7 @@ const nowUS = `(extract(epoch FROM now()) * 1000000)::bigint`
 func (s *Store) Allow(ctx context.Context, key string, interval time.Duration, burst int64, maxWait time.Duration) (time.Duration, bool, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	iv := max(interval.Microseconds(), 1)
+	iv := runtime.IntervalMicros(interval)
 	tol := (burst - 1) * iv
 	mw := maxWait.Microseconds()
 	var (

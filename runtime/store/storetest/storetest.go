@@ -396,6 +396,51 @@ func RateLimiter(t *testing.T, r runtime.RateLimiter) {
 	assert.True(t, ok, "after the interval")
 }
 
+// RateLimiterExact checks that a limiter admits no more than one call per
+// interval when the interval is not a whole number of its time unit: a
+// store that rounded 1000.999 µs down to 1000 µs let one call in a
+// thousand more through than the limit, and one that rounded 1.9 µs down
+// to 1 µs nearly twice as many. Calls made faster than the interval, each
+// willing to wait, are queued one interval apart: the last one's wait,
+// with the time they all took, covers every interval.
+// A store that keeps a call a millisecond or more (postgres commits each)
+// cannot make enough calls in a test's time to show a microsecond.
+func RateLimiterExact(t *testing.T, r runtime.RateLimiter) {
+	const (
+		n        = 10000
+		interval = 1000999 * time.Nanosecond
+	)
+	ctx := context.Background()
+	k := Key(t, "exact")
+	var (
+		mu      sync.Mutex
+		longest time.Duration
+		next    atomic.Int64
+		wg      sync.WaitGroup
+	)
+	start := time.Now()
+	for range 16 {
+		wg.Go(func() {
+			for next.Add(1) <= n {
+				wait, ok, err := r.Allow(ctx, k, interval, 1, time.Hour)
+				if !assert.NoError(t, err) || !assert.True(t, ok) {
+					return
+				}
+				mu.Lock()
+				longest = max(longest, wait)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	took := time.Since(start)
+	if took >= (n-1)*interval {
+		t.Skipf("the calls took %s, longer than the intervals they queue for", took)
+	}
+	assert.GreaterOrEqual(t, longest+took, (n-1)*interval,
+		"%d calls one interval (%s) apart: the last waits %s after %s", n, interval, longest, took)
+}
+
 // BudgeterExpiry checks a store whose ledgers expire: a ledger idle for
 // its ttl starts afresh for Reserve and Settle, as for LedgerOf, its charges
 // and pending calls gone, whether or not the store has purged it yet.
