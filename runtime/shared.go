@@ -263,6 +263,19 @@ func GCRA(tat, now time.Time, interval time.Duration, burst int64, maxWait time.
 	return tat.Add(interval), wait, true
 }
 
+// IntervalMicros is a rate limiter's interval in whole microseconds, rounded
+// up and at least 1, for a store that keeps its times in microseconds
+// (redis, postgres). Rounded down, 1000.999 µs would count as 1000 and let
+// one call in a thousand more through than the limit, and 1.9 µs as 1
+// nearly twice as many.
+func IntervalMicros(interval time.Duration) int64 {
+	us := interval / time.Microsecond
+	if interval%time.Microsecond != 0 {
+		us++
+	}
+	return max(int64(us), 1)
+}
+
 // MemoryRateLimiter is an in-process RateLimiter, safe for concurrent use.
 type MemoryRateLimiter struct {
 	mu   sync.Mutex

@@ -21,12 +21,14 @@ import (
 // A claim whose answer was lost (the store applied it, the connection
 // failed before the reply) fails the call closed without running it; the
 // next attempt gets the claim back and runs the call once, instead of
-// finding it held and then in doubt.
+// finding it held and then in doubt. A postgres store asks again itself,
+// on another connection, so the first attempt runs the call.
 func TestARetryAfterALostClaimRunsTheCall(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		open func(t *testing.T, p *storetest.Proxy) runtime.StoreBackend
-		env  string
+		name      string
+		open      func(t *testing.T, p *storetest.Proxy) runtime.StoreBackend
+		env       string
+		asksAgain bool
 	}{
 		{"redis", func(t *testing.T, p *storetest.Proxy) runtime.StoreBackend {
 			direct := storetest.Redis(t)
@@ -34,14 +36,14 @@ func TestARetryAfterALostClaimRunsTheCall(t *testing.T) {
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = s.Close() })
 			return s
-		}, storetest.RedisEnv},
+		}, storetest.RedisEnv, false},
 		{"postgres", func(t *testing.T, p *storetest.Proxy) runtime.StoreBackend {
 			direct := storetest.Postgres(t)
 			s, err := postgres.Open(context.Background(), p.URL, direct.Schema(), postgres.WithTimeout(2*time.Second))
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = s.Close() })
 			return s
-		}, storetest.PostgresEnv},
+		}, storetest.PostgresEnv, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := storetest.NewProxy(t, storetest.ServerURL(t, tc.env))
@@ -61,10 +63,12 @@ func TestARetryAfterALostClaimRunsTheCall(t *testing.T) {
 			_, err := b.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "warm"}})
 			require.NoError(t, err)
 			p.LoseNextReply()
-			_, err = b.Tool(ctx1, req)
-			require.ErrorContains(t, err, "the call did not run")
-			assert.EqualValues(t, 1, calls.Load(), "the lost claim ran nothing")
 			r, err := b.Tool(ctx1, req)
+			if !tc.asksAgain {
+				require.ErrorContains(t, err, "the call did not run")
+				assert.EqualValues(t, 1, calls.Load(), "the lost claim ran nothing")
+				r, err = b.Tool(ctx1, req)
+			}
 			require.NoError(t, err, "the retry gets its claim back: not held, not in doubt")
 			assert.Equal(t, "R1", r.Value)
 			assert.False(t, r.Deduped)

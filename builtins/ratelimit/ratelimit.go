@@ -138,7 +138,13 @@ func (r *RateLimit) Validate() error {
 	case r.Scope != "global" && r.Scope != "run" && r.Scope != "key":
 		return fmt.Errorf(`scope must be "global", "run" or "key", got %q`, r.Scope)
 	}
-	r.interval = max(r.Per.D()/time.Duration(r.Rate), 1)
+	// Rounded up: an interval a fraction of a nanosecond short would let
+	// more than rate calls through per per.
+	r.interval = r.Per.D() / time.Duration(r.Rate)
+	if r.Per.D()%time.Duration(r.Rate) != 0 {
+		r.interval++
+	}
+	r.interval = max(r.interval, 1)
 	return nil
 }
 

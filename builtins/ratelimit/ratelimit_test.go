@@ -196,3 +196,29 @@ func TestBlockModeValidates(t *testing.T) {
 }
 
 func turnFn(context.Context) (string, error) { return "ok", nil }
+
+// An interval that is not a whole number of nanoseconds (5ns / 3) was
+// rounded down, to 1ns: the limiter let 5 calls through where its rate
+// allows 3. Rounded up, over any time it admits at most rate·t/per + burst.
+func TestAFractionalIntervalIsRoundedUp(t *testing.T) {
+	clock := runtime.NewVirtualClock(time.Unix(0, 0))
+	tool := rt.NewTool(rt.ToolResult{Value: 1})
+	pl, err := runtime.Build(context.Background(), rt.Plan(plan.Chains{Tool: []plan.Layer{
+		rt.Layer("rate_limit", `{"rate":3,"per":"5ns","burst":1,"mode":"reject"}`)}}),
+		runtime.Deps{Clock: clock, Tools: map[string]runtime.ToolFunc{"t": tool.Func()}})
+	require.NoError(t, err)
+	admit := func() int {
+		before := tool.Calls()
+		for {
+			if _, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "t"}); err != nil {
+				return tool.Calls() - before
+			}
+		}
+	}
+	n := 0
+	for range 5000 {
+		n += admit()
+		clock.Advance(time.Nanosecond)
+	}
+	assert.LessOrEqual(t, n, 3000+1, "5000ns at 3 per 5ns, and the burst")
+}

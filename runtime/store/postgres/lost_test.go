@@ -97,3 +97,60 @@ func TestAnAuditRecordSurvivesItsBackendTerminated(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, recs, 1)
 }
+
+// A claim's publish, release, doubt or renewal whose connection was cut
+// (a restart, a proxy, a backend terminated) failed with the server up:
+// a call that had run and succeeded left its key in doubt for its ttl, and
+// every duplicate was refused in doubt instead of getting its result. Each
+// is sent again on another connection; a publish whose first answer was
+// lost recognises its own result.
+func TestAClaimsWritesSurviveACutConnection(t *testing.T) {
+	direct, s, p := viaProxy(t, 5*time.Second)
+	ctx := context.Background()
+	claim := func(key string) int64 {
+		g, err := s.Acquire(ctx, key, time.Minute, time.Hour, false)
+		require.NoError(t, err)
+		require.Equal(t, runtime.LeaseAcquired, g.Status)
+		return g.Token
+	}
+	cut := func() { p.Cut(); p.Restore() }
+
+	tok := claim("publish")
+	cut()
+	ok, err := s.Publish(ctx, "publish", tok, []byte(`"R1"`), time.Hour)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	g, err := direct.Acquire(ctx, "publish", time.Minute, time.Hour, false)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.LeaseDone, g.Status)
+	assert.Equal(t, `"R1"`, string(g.Result))
+
+	tok = claim("lost")
+	p.LoseNextReply()
+	ok, err = s.Publish(ctx, "lost", tok, []byte(`"R2"`), time.Hour)
+	require.NoError(t, err)
+	assert.True(t, ok, "the publish sent again finds its own result")
+
+	tok = claim("renew")
+	cut()
+	ok, err = s.Renew(ctx, "renew", tok, time.Minute)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	cut()
+	ok, err = s.Doubt(ctx, "renew", tok, time.Hour)
+	require.NoError(t, err)
+	assert.True(t, ok)
+
+	cut()
+	g, err = s.AcquireAs(ctx, "owned", "attempt-1", time.Minute, time.Hour, false)
+	require.NoError(t, err, "a claim with an owner is asked for again")
+	assert.Equal(t, runtime.LeaseAcquired, g.Status)
+
+	tok = claim("release")
+	cut()
+	require.NoError(t, s.Release(ctx, "release", tok))
+	g, err = direct.Acquire(ctx, "release", time.Minute, time.Hour, false)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.LeaseAcquired, g.Status, "the released key is free")
+	assert.False(t, g.InDoubt)
+}

@@ -741,8 +741,18 @@ func (s *Store) AcquireAs(ctx context.Context, key, owner string, lease, keep ti
 		g         runtime.LeaseGrant
 		remaining int64
 	)
-	err := s.pool.QueryRow(ctx, s.q(`SELECT status, tok, in_doubt, res, remaining_us FROM §.lease_acquire_as($1, $2, $3, $4, $5)`),
-		key, owner, max(lease.Microseconds(), 1), ttlArg(keep), takeover).Scan(&status, &g.Token, &g.InDoubt, &g.Result, &remaining)
+	acquire := func() error {
+		return s.pool.QueryRow(ctx, s.q(`SELECT status, tok, in_doubt, res, remaining_us FROM §.lease_acquire_as($1, $2, $3, $4, $5)`),
+			key, owner, max(lease.Microseconds(), 1), ttlArg(keep), takeover).Scan(&status, &g.Token, &g.InDoubt, &g.Result, &remaining)
+	}
+	err := acquire()
+	// A claim whose connection failed under it (see fenced) is asked for
+	// again on another connection when it has an owner: a claim the first
+	// attempt made is the owner's again. Without an owner it would be
+	// found held, by this caller.
+	for tries := 1; err != nil && owner != "" && tries < appendTries && connectionLost(ctx, err); tries++ {
+		err = acquire()
+	}
 	if err != nil {
 		return runtime.LeaseGrant{}, fmt.Errorf("postgres lease: %w", tooLong(err, indexed{"lease_pkey", "key", len(key)}))
 	}
@@ -755,8 +765,20 @@ func (s *Store) AcquireAs(ctx context.Context, key, owner string, lease, keep ti
 	return g, nil
 }
 
+// fenced runs stmt, a write of a claim fenced by its token, and reports
+// whether it matched the claim. When the connection fails under it
+// (connectionLost: its backend terminated, a proxy or a restart that cut
+// it while it sat in the pool), it is run again on another connection, up
+// to appendTries times within the store's timeout: the claim's call has
+// run by then (or is running), and a publish, release or doubt lost that
+// way would leave its key in doubt, the server being up. Each statement
+// is safe to repeat: a repeat of one that committed before its answer was
+// lost matches as the first did (Publish's recognises its own result).
 func (s *Store) fenced(ctx context.Context, what, stmt string, args ...any) (bool, error) {
 	tag, err := s.pool.Exec(ctx, s.q(stmt), args...)
+	for tries := 1; err != nil && tries < appendTries && connectionLost(ctx, err); tries++ {
+		tag, err = s.pool.Exec(ctx, s.q(stmt), args...)
+	}
 	if err != nil {
 		return false, fmt.Errorf("postgres lease %s: %w", what, err)
 	}
@@ -778,9 +800,13 @@ func (s *Store) Publish(ctx context.Context, key string, token int64, result []b
 	if result == nil {
 		result = []byte{}
 	}
-	return s.fenced(ctx, "publish", `UPDATE §.lease SET state = 'done', result = $3,
+	// One row when the claim is published now, or was by this token
+	// already (a repeat whose first answer was lost): the second SELECT
+	// reads the table as it was before the UPDATE.
+	return s.fenced(ctx, "publish", `WITH p AS (UPDATE §.lease SET state = 'done', result = $3,
 		expires = CASE WHEN $4::bigint > 0 THEN now() + $4::bigint * interval '1 microsecond' END
-		WHERE key = $1 AND token = $2 AND state = 'pending'`, key, token, result, ttlArg(keep))
+		WHERE key = $1 AND token = $2 AND state = 'pending' RETURNING 1)
+		SELECT FROM p UNION ALL SELECT FROM §.lease WHERE key = $1 AND token = $2 AND state = 'done'`, key, token, result, ttlArg(keep))
 }
 
 // Release implements runtime.Leaser.
@@ -814,7 +840,7 @@ const nowUS = `(extract(epoch FROM now()) * 1000000)::bigint`
 func (s *Store) Allow(ctx context.Context, key string, interval time.Duration, burst int64, maxWait time.Duration) (time.Duration, bool, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	iv := max(interval.Microseconds(), 1)
+	iv := runtime.IntervalMicros(interval)
 	tol := (burst - 1) * iv
 	mw := maxWait.Microseconds()
 	var (
@@ -1003,7 +1029,8 @@ func auditValues(r runtime.AuditRecord) ([]any, error) {
 		r.ErrorMessage, r.Attempts, r.RunID, r.IdempotencyKey, int64(r.Duration), r.ArgsDigest, args}, nil
 }
 
-// appendTries bounds the INSERTs of one Append whose connection failed.
+// appendTries bounds the statements of one Append, or one fenced write of a
+// claim, whose connection failed.
 const appendTries = 3
 
 // connectionLost reports whether err is the failure of the connection

@@ -537,7 +537,7 @@ func (s *Store) Doubt(ctx context.Context, key string, token int64, keep time.Du
 
 // Allow implements runtime.RateLimiter in one script call.
 func (s *Store) Allow(ctx context.Context, key string, interval time.Duration, burst int64, maxWait time.Duration) (time.Duration, bool, error) {
-	v, err := gcraScript.Run(ctx, s.c, []string{s.k(key)}, max(interval.Microseconds(), 1), burst, maxWait.Microseconds()).Slice()
+	v, err := gcraScript.Run(ctx, s.c, []string{s.k(key)}, runtime.IntervalMicros(interval), burst, maxWait.Microseconds()).Slice()
 	if err != nil {
 		return 0, false, fmt.Errorf("redis rate limit: %w", err)
 	}

@@ -1,0 +1,86 @@
+package crossproc_test
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
+	"github.com/agentc-dev/agentc/runtime/store/storetest"
+)
+
+// killConns ends, on the server, every connection the replicas opened
+// under name: pg_terminate_backend in PostgreSQL, CLIENT KILL in Redis.
+func killConns(t *testing.T, b backend, name string) {
+	ctx := context.Background()
+	if b.kind == "postgres" {
+		c, err := pgx.Connect(ctx, storetest.ServerURL(t, storetest.PostgresEnv))
+		require.NoError(t, err)
+		defer c.Close(ctx)
+		var n int
+		require.NoError(t, c.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1`, name).Scan(&n))
+		require.Positive(t, n)
+		return
+	}
+	opt, err := goredis.ParseURL(storetest.ServerURL(t, storetest.RedisEnv))
+	require.NoError(t, err)
+	c := goredis.NewClient(opt)
+	defer c.Close()
+	list, err := c.ClientList(ctx).Result()
+	require.NoError(t, err)
+	n := 0
+	for _, line := range strings.Split(list, "\n") {
+		if strings.Contains(line, " name="+name+" ") {
+			require.NoError(t, c.Do(ctx, "CLIENT", "KILL", "ID", strings.TrimPrefix(strings.Fields(line)[0], "id=")).Err())
+			n++
+		}
+	}
+	require.Positive(t, n)
+}
+
+// TestKilledConnectionsLeaveNoCallInDoubt: the server ends a replica's
+// connections while a side-effecting tool runs under its claim (an
+// administrator, a pooler or a failover; the server stays up). The call
+// succeeds, its result is published, and a duplicate on another replica
+// gets it. In PostgreSQL the publish on a terminated pooled connection
+// failed, and the key stayed in doubt for its ttl.
+func TestKilledConnectionsLeaveNoCallInDoubt(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.kind, func(t *testing.T) {
+			name := storetest.Prefix(t)
+			sep := "?"
+			if strings.Contains(b.url, "?") {
+				sep = "&"
+			}
+			b.url += sep + map[string]string{"postgres": "application_name=", "redis": "client_name="}[b.kind] + name
+			var runs atomic.Int32
+			pay := func(context.Context, *runtime.ToolCall) (any, error) {
+				runs.Add(1)
+				time.Sleep(300 * time.Millisecond)
+				return "paid", nil
+			}
+			pls := replicas(t, b, 2, plan.Chains{Tool: []plan.Layer{rt.Layer("idempotent", `{"store": "shared", "lease_ttl": "1s"}`)}},
+				map[string]runtime.ToolFunc{"pay": pay})
+			req := runtime.ToolRequest{Name: "pay", Args: map[string]any{"order_id": "A1"}}
+			done := make(chan error, 1)
+			go func() { _, err := pls[0].Tool(tenantCtx("acme", "r1"), req); done <- err }()
+			require.Eventually(t, func() bool { return runs.Load() == 1 }, 5*time.Second, time.Millisecond)
+			killConns(t, b, name)
+			require.NoError(t, <-done)
+			r, err := pls[1].Tool(tenantCtx("acme", "r1"), req)
+			require.NoError(t, err, "the duplicate gets the published result")
+			assert.Equal(t, "paid", r.Value)
+			assert.True(t, r.Deduped)
+			assert.Equal(t, int32(1), runs.Load())
+		})
+	}
+}
