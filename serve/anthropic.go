@@ -197,6 +197,9 @@ func decodeAnthropic(body []byte, p *chatParams) error {
 			if tc.Name == "" {
 				return errors.New("tool_choice.name: required for type tool")
 			}
+			if err := forcedTool("tool_choice.name", tc.Name); err != nil {
+				return err
+			}
 			req.ToolChoice = tc.Name
 		default:
 			return fmt.Errorf(`tool_choice.type: want "auto", "any", "tool" or "none", got %q`, tc.Type)

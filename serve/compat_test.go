@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -537,4 +538,49 @@ func TestJSONObjectFormatOnAClaudeModelIsRefused(t *testing.T) {
 	assert.Equal(t, "permanent", oe.Code)
 	assert.Contains(t, oe.Message, "response_format json_object without a schema")
 	assert.Zero(t, g.an.requests())
+}
+
+// TestToolChoiceOfAToolNamedAsAModeIsRefused: a tool choice forcing a tool
+// whose name is a tool choice mode (a tool called "none", "auto" or
+// "required") is a 400 naming tool_choice, on both routes, rather than
+// reaching the model as that mode (forcing the tool "none" forbade every
+// tool call); a named choice of another type than function is refused too.
+func TestToolChoiceOfAToolNamedAsAModeIsRefused(t *testing.T) {
+	g := newGatewayWith(t, `settings: allow_undeclared_tools: true`, `{use: "tracing"}`,
+		[]reply{{body: transcript(t, "openai", "text.sse")}}, []reply{{body: transcript(t, "anthropic", "text.sse")}})
+	ctx := context.Background()
+	for _, name := range []string{"none", "auto", "required"} {
+		for _, model := range []string{"primary", "backup"} {
+			_, err := g.openai(t).Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: shared.ChatModel(model),
+				Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")},
+				Tools: []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
+					Name: name, Parameters: shared.FunctionParameters{"type": "object"}})},
+				ToolChoice: openai.ToolChoiceOptionFunctionToolChoice(openai.ChatCompletionNamedToolChoiceFunctionParam{Name: name})})
+			status, body := apiError(t, err)
+			assert.Equal(t, http.StatusBadRequest, status, "%s on %s", name, model)
+			assert.Contains(t, body["error"].(map[string]any)["message"], "tool_choice.function.name: "+strconv.Quote(name))
+
+			_, err = g.anthropic(t).Messages.New(ctx, anthropic.MessageNewParams{Model: anthropic.Model(model), MaxTokens: 64,
+				Messages:   []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hi"))},
+				Tools:      []anthropic.ToolUnionParam{{OfTool: &anthropic.ToolParam{Name: name, InputSchema: anthropic.ToolInputSchemaParam{}}}},
+				ToolChoice: anthropic.ToolChoiceParamOfTool(name)})
+			status, body = apiError(t, err)
+			assert.Equal(t, http.StatusBadRequest, status, "%s on %s", name, model)
+			assert.Equal(t, "invalid_request_error", body["error"].(map[string]any)["type"])
+			assert.Contains(t, body["error"].(map[string]any)["message"], "tool_choice.name: "+strconv.Quote(name))
+		}
+	}
+	code, _, resp := do(t, "POST", g.url+"/v1/chat/completions", clientKey, []byte(`{"model": "primary", "messages": [{"role": "user", "content": "hi"}],
+		"tools": [{"type": "function", "function": {"name": "get_weather"}}], "tool_choice": {"type": "custom", "function": {"name": "get_weather"}}}`))
+	requireInvalidRequest(t, code, resp, "tool_choice.type")
+	assert.Zero(t, g.oa.requests()+g.an.requests(), "no refused request reached an upstream")
+
+	// A tool named "any" (Anthropic's mode, not the call model's) is forced
+	// as itself.
+	_, err := g.anthropic(t).Messages.New(ctx, anthropic.MessageNewParams{Model: "backup", MaxTokens: 64,
+		Messages:   []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hi"))},
+		Tools:      []anthropic.ToolUnionParam{{OfTool: &anthropic.ToolParam{Name: "any", InputSchema: anthropic.ToolInputSchemaParam{}}}},
+		ToolChoice: anthropic.ToolChoiceParamOfTool("any")})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"type": "tool", "name": "any"}, sentTo(t, g.an, 0)["tool_choice"])
 }

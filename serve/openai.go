@@ -170,6 +170,12 @@ func decodeOpenAI(body []byte, p *chatParams) error {
 			if err := json.Unmarshal(in.ToolChoice, &named); err != nil || named.Function.Name == "" {
 				return errors.New(`tool_choice: want "auto", "none", "required" or {"type":"function","function":{"name":...}}`)
 			}
+			if named.Type != "function" {
+				return fmt.Errorf(`tool_choice.type: want "function", got %q`, named.Type)
+			}
+			if err := forcedTool("tool_choice.function.name", named.Function.Name); err != nil {
+				return err
+			}
 			req.ToolChoice = named.Function.Name
 		}
 	}
