@@ -296,3 +296,21 @@ func TestCountTokensUpstreamFailure(t *testing.T) {
 	assert.Contains(t, body["error"].(map[string]any)["message"], "prompt is too long")
 	g.noLeak(t, fmt.Sprint(body))
 }
+
+// TestCountTokensCarriesThinking: the thinking parameter, which the
+// counting endpoint takes (with it, earlier turns' thinking blocks are not
+// counted), reaches the provider's count as sent, rather than the count of
+// a request without it.
+func TestCountTokensCarriesThinking(t *testing.T) {
+	an := newCountUpstream(t, 200, `{"input_tokens": 412}`)
+	g := countGateway(t, `{use: "tracing"}`, an)
+	params := countParams
+	params.Thinking = anthropic.ThinkingConfigParamOfEnabled(2048)
+	_, err := g.anthropic(t).Messages.CountTokens(context.Background(), params)
+	require.NoError(t, err)
+	_, bodies := an.received()
+	require.Len(t, bodies, 1)
+	var sent map[string]any
+	require.NoError(t, json.Unmarshal(bodies[0], &sent))
+	assert.Equal(t, map[string]any{"type": "enabled", "budget_tokens": float64(2048)}, sent["thinking"])
+}
