@@ -584,3 +584,36 @@ func TestToolChoiceOfAToolNamedAsAModeIsRefused(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, map[string]any{"type": "tool", "name": "any"}, sentTo(t, g.an, 0)["tool_choice"])
 }
+
+// TestOpenAIMetadataStaysAtTheGateway: an OpenAI client's metadata is the
+// policy's, never sent upstream; a user_id key in it, which the providers
+// would send on as the end user's id (OpenAI's user, Anthropic's
+// metadata.user_id), is a 400 naming it unless it is the request's user.
+func TestOpenAIMetadataStaysAtTheGateway(t *testing.T) {
+	g := newGateway(t, `{use: "tracing"}`, []reply{{body: transcript(t, "openai", "text.sse")}}, []reply{{body: transcript(t, "anthropic", "text.sse")}})
+	ctx := context.Background()
+	user := []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}
+	for _, p := range []openai.ChatCompletionNewParams{
+		{Model: "primary", Messages: user, Metadata: shared.Metadata{"user_id": "crm-7731", "team": "billing"}},
+		{Model: "backup", Messages: user, Metadata: shared.Metadata{"user_id": "crm-7731"}},
+		{Model: "primary", Messages: user, Metadata: shared.Metadata{"user_id": "crm-7731"}, User: openai.String("u-42")},
+	} {
+		_, err := g.openai(t).Chat.Completions.New(ctx, p)
+		status, body := apiError(t, err)
+		assert.Equal(t, http.StatusBadRequest, status)
+		assert.Contains(t, body["error"].(map[string]any)["message"], "metadata.user_id")
+	}
+	assert.Zero(t, g.oa.requests()+g.an.requests(), "no refused request reached an upstream")
+
+	for _, model := range []string{"primary", "backup"} {
+		_, err := g.openai(t).Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: shared.ChatModel(model), Messages: user,
+			Metadata: shared.Metadata{"user_id": "u-42", "team": "billing"}, User: openai.String("u-42")})
+		require.NoError(t, err, model)
+	}
+	oa, an := g.oa.body(0), g.an.body(0)
+	assert.Equal(t, "u-42", sentTo(t, g.oa, 0)["user"])
+	assert.Equal(t, map[string]any{"user_id": "u-42"}, sentTo(t, g.an, 0)["metadata"])
+	for _, sent := range []string{oa, an} {
+		assert.NotContains(t, sent, "billing", "the metadata is not sent")
+	}
+}
