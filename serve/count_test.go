@@ -314,3 +314,33 @@ func TestCountTokensCarriesThinking(t *testing.T) {
 	require.NoError(t, json.Unmarshal(bodies[0], &sent))
 	assert.Equal(t, map[string]any{"type": "enabled", "budget_tokens": float64(2048)}, sent["thinking"])
 }
+
+// TestCountTokensTakesTheKeysRateLimit: a count the provider answers is an
+// upstream request on the gateway's key, so it takes a token of the chat
+// chain's rate limit per key, from the same bucket as the key's chat
+// calls: past the limit it is a 429 with Retry-After, and the provider is
+// not asked.
+func TestCountTokensTakesTheKeysRateLimit(t *testing.T) {
+	an := newCountUpstream(t, 200, `{"input_tokens": 412}`)
+	g := countGateway(t, `{use: "tracing"}, {use: "rate_limit", rate: 1, per: "1h", burst: 2, mode: "reject", scope: "key"}`, an)
+	ctx := context.Background()
+	for range 2 {
+		_, err := g.anthropic(t).Messages.CountTokens(ctx, countParams)
+		require.NoError(t, err)
+	}
+	var raw *http.Response
+	_, err := g.anthropic(t).Messages.CountTokens(ctx, countParams, anthropicoption.WithResponseInto(&raw))
+	status, body := apiError(t, err)
+	assert.Equal(t, http.StatusTooManyRequests, status)
+	assert.Equal(t, "rate_limit_error", body["error"].(map[string]any)["type"])
+	assert.Equal(t, "rate_limit", body["error"].(map[string]any)["layer"])
+	reqs, _ := an.received()
+	assert.Len(t, reqs, 2, "the provider is not asked past the limit")
+
+	// The chat calls of the key share the bucket the counts emptied.
+	code, header, resp := do(t, "POST", g.url+"/v1/messages", clientKey,
+		[]byte(`{"model": "backup", "max_tokens": 16, "messages": [{"role": "user", "content": "hi"}]}`), "anthropic-version", "2023-06-01")
+	assert.Equal(t, http.StatusTooManyRequests, code, resp)
+	assert.NotEmpty(t, header.Get("Retry-After"))
+	assert.Zero(t, g.an.requests())
+}
