@@ -274,6 +274,12 @@ func openAIMessage(in *oaMessage) (runtime.Message, error) {
 				case "text", "refusal":
 					text := p.Text
 					if p.Type == "refusal" {
+						if in.Role != "assistant" {
+							// The model's refusal, sent back: the API
+							// refuses one elsewhere, and it would reach
+							// the model as the user's (or a tool's) text.
+							return m, fmt.Errorf("content[%d]: a refusal part belongs in an assistant message, not a %s message", j, in.Role)
+						}
 						text = p.Refusal
 					}
 					// Adjacent text parts are one text, joined by a line
