@@ -619,3 +619,47 @@ func TestOpenAIMetadataStaysAtTheGateway(t *testing.T) {
 		assert.NotContains(t, sent, "billing", "the metadata is not sent")
 	}
 }
+
+// TestWhatAModelCannotHonourFallsOver: a call asking what the model's
+// provider cannot honour (extended thinking or beta features of an OpenAI
+// model; reasoning_effort or a json_object format of a Claude model) fails
+// with a 400 permanent, and behind fallback the next model, which can,
+// serves it.
+func TestWhatAModelCannotHonourFallsOver(t *testing.T) {
+	text := func(p string) reply { return reply{body: transcript(t, p, "text.sse")} }
+	g := newGateway(t, `{use: "fallback", models: ["primary", "backup"], when: "request.model == 'primary'"}`,
+		nil, []reply{text("anthropic"), text("anthropic")})
+	for _, tt := range []struct {
+		name, body string
+		header     []string
+	}{
+		{"thinking", `"thinking": {"type": "enabled", "budget_tokens": 1024}`, nil},
+		{"beta", "", []string{"anthropic-beta", "interleaved-thinking-2025-05-14"}},
+	} {
+		body := `{"model": "primary", "max_tokens": 2048, "messages": [{"role": "user", "content": "hi"}]`
+		if tt.body != "" {
+			body += ", " + tt.body
+		}
+		code, _, resp := do(t, "POST", g.url+"/v1/messages", clientKey, []byte(body+"}"), append([]string{"anthropic-version", "2023-06-01"}, tt.header...)...)
+		require.Equal(t, http.StatusOK, code, "%s: %s", tt.name, resp)
+		assert.Contains(t, resp, `"model":"backup"`, tt.name)
+	}
+	assert.Contains(t, g.an.body(0), `"thinking":{"type":"enabled","budget_tokens":1024}`)
+	assert.Equal(t, "interleaved-thinking-2025-05-14", g.an.header(1).Get("anthropic-beta"))
+	assert.Zero(t, g.oa.requests())
+
+	g = newGateway(t, `{use: "fallback", models: ["backup", "primary"], when: "request.model == 'backup'"}`,
+		[]reply{text("openai"), text("openai")}, nil)
+	for _, p := range []openai.ChatCompletionNewParams{
+		{ReasoningEffort: shared.ReasoningEffortLow},
+		{ResponseFormat: openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONObject: &shared.ResponseFormatJSONObjectParam{}}},
+	} {
+		p.Model, p.Messages = "backup", []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}
+		c, err := g.openai(t).Chat.Completions.New(context.Background(), p)
+		require.NoError(t, err)
+		assert.Equal(t, "primary", c.Model)
+	}
+	assert.Contains(t, g.oa.body(0), `"reasoning_effort":"low"`)
+	assert.Contains(t, g.oa.body(1), `"response_format":{"type":"json_object"}`)
+	assert.Zero(t, g.an.requests())
+}
