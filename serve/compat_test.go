@@ -620,6 +620,43 @@ func TestOpenAIMetadataStaysAtTheGateway(t *testing.T) {
 	}
 }
 
+// TestTrailingAssistantMessageAcrossProviders: a conversation ending with an
+// assistant message means another thing to each API: an Anthropic model
+// continues it (a prefill: the answer is the rest of that message), an
+// OpenAI model answers it with a message of its own. Across providers the
+// call fails with a 400 permanent naming it (behind fallback, the next
+// model is tried), rather than an answer the client would join wrongly to
+// its prefill; to the client's own provider it is relayed as sent.
+func TestTrailingAssistantMessageAcrossProviders(t *testing.T) {
+	g := newGateway(t, `{use: "fallback", models: ["primary", "backup"], when: "request.model == 'primary'"}`,
+		[]reply{{body: transcript(t, "openai", "text.sse")}}, []reply{{body: transcript(t, "anthropic", "text.sse")}, {body: transcript(t, "anthropic", "text.sse")}})
+	ctx := context.Background()
+	prefill := []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("The answer, as JSON?")),
+		anthropic.NewAssistantMessage(anthropic.NewTextBlock(`{"answer":`))}
+	msg, err := g.anthropic(t).Messages.New(ctx, anthropic.MessageNewParams{Model: "primary", MaxTokens: 64, Messages: prefill})
+	require.NoError(t, err)
+	assert.Equal(t, "backup", msg.Model, "the OpenAI model cannot continue the prefill: the next model serves it")
+	assert.Zero(t, g.oa.requests())
+	assert.Contains(t, g.an.body(0), `{\"answer\":`)
+
+	params := openai.ChatCompletionNewParams{Model: "backup", Messages: []openai.ChatCompletionMessageParamUnion{
+		openai.UserMessage("Say more."), openai.AssistantMessage("Here is more"), openai.SystemMessage("Be brief.")}}
+	_, err = g.openai(t).Chat.Completions.New(ctx, params)
+	status, body := apiError(t, err)
+	assert.Equal(t, http.StatusBadRequest, status)
+	assert.Equal(t, "permanent", body["error"].(map[string]any)["code"])
+	assert.Contains(t, body["error"].(map[string]any)["message"], "ends with an assistant message")
+	assert.Equal(t, 1, g.an.requests(), "the Anthropic model was not asked")
+
+	params.Model = "primary"
+	_, err = g.openai(t).Chat.Completions.New(ctx, params)
+	require.NoError(t, err)
+	assert.Contains(t, g.oa.body(0), `"content":"Here is more"`)
+	_, err = g.anthropic(t).Messages.New(ctx, anthropic.MessageNewParams{Model: "backup", MaxTokens: 64, Messages: prefill})
+	require.NoError(t, err)
+	assert.Equal(t, 2, g.an.requests())
+}
+
 // TestWhatAModelCannotHonourFallsOver: a call asking what the model's
 // provider cannot honour (extended thinking or beta features of an OpenAI
 // model; reasoning_effort or a json_object format of a Claude model) fails

@@ -15,7 +15,7 @@ import (
 
 // openAIChat is POST /v1/chat/completions: OpenAI's Chat Completions wire
 // format.
-var openAIChat = chatAPI{decode: decodeOpenAI, complete: completeOpenAI, stream: newOpenAIStream, requestIDHeader: "X-Request-Id"}
+var openAIChat = chatAPI{decode: decodeOpenAI, complete: completeOpenAI, stream: newOpenAIStream, requestIDHeader: "X-Request-Id", wire: "openai"}
 
 // The request body of the Chat Completions API: the fields the gateway
 // maps. Any other field, at any depth, is refused by checkFields unless it
