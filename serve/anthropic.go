@@ -16,7 +16,7 @@ import (
 
 // anthropicChat is POST /v1/messages: Anthropic's Messages wire format.
 var anthropicChat = chatAPI{decode: decodeMessages, headers: anthropicHeaders, complete: completeAnthropic, stream: newAnthropicStream,
-	requestIDHeader: "Request-Id", ordered: true}
+	requestIDHeader: "Request-Id", ordered: true, wire: "anthropic"}
 
 // anthropicHeaders carries the beta features a request asks for (the
 // anthropic-beta header, repeated or comma-separated) to the model, which
@@ -196,6 +196,9 @@ func decodeAnthropic(body []byte, p *chatParams) error {
 		case "tool":
 			if tc.Name == "" {
 				return errors.New("tool_choice.name: required for type tool")
+			}
+			if err := forcedTool("tool_choice.name", tc.Name); err != nil {
+				return err
 			}
 			req.ToolChoice = tc.Name
 		default:

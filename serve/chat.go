@@ -45,6 +45,10 @@ type chatAPI struct {
 	// ordered asks for the order in which a whole response's thinking,
 	// text and tool calls arrived (chatParams.blocks), for complete.
 	ordered bool
+	// wire names the provider whose API the route speaks ("openai",
+	// "anthropic"): a model of another reads some requests otherwise
+	// (servedModel.Stream).
+	wire string
 }
 
 // chatStream writes a streamed response. Nothing is sent until the first
@@ -96,6 +100,7 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 	x.run = runtime.RunOf(ctx).ID
 	served := &servedSlot{idHeader: a.requestIDHeader}
 	ctx = runtime.WithUpstreamRequestID(ctx, served)
+	ctx = context.WithValue(ctx, clientWireKey{}, a.wire)
 	if !p.stream {
 		var resp runtime.ChatResponse
 		if a.ordered {
@@ -312,12 +317,48 @@ func (s *servedSlot) get(def string) string {
 type servedModel struct {
 	name   string
 	client runtime.ModelClient
+	// wire is the provider of a client built from the model's provider
+	// ("openai", "anthropic"); "" for a client the host passed.
+	wire string
 }
 
-// Stream implements runtime.ModelClient.
+// clientWireKey is the context key of the API a chat route's client speaks
+// (chatAPI.wire).
+type clientWireKey struct{}
+
+// Stream implements runtime.ModelClient. A conversation ending with an
+// assistant message, which the client's API and the model's read
+// otherwise, fails as a permanent 400 (behind fallback, the next model is
+// tried): an Anthropic model continues the message (a prefill, the answer
+// being the rest of it), an OpenAI model answers it with a message of its
+// own.
 func (m *servedModel) Stream(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
 	runtime.ReportServedModel(ctx, m.name)
+	if wire, _ := ctx.Value(clientWireKey{}).(string); wire != "" && m.wire != "" && wire != m.wire && endsWithAssistantText(req.Messages) {
+		read := "the client's API answers with a message of its own and an Anthropic model would continue (a prefill)"
+		if wire == "anthropic" {
+			read = "the client's API continues (a prefill) and an OpenAI model would answer with a message of its own"
+		}
+		return &runtime.CallError{Kind: runtime.KindPermanent, Status: http.StatusBadRequest, Message: "model " + m.name,
+			Err: runtime.ProviderRefused(fmt.Errorf("the conversation ends with an assistant message, which %s; end it with a user message, or call a model of the client's API", read))}
+	}
 	return m.client.Stream(ctx, req, yield)
+}
+
+// endsWithAssistantText reports whether the last message of msgs, system
+// messages aside (a provider may move them), is an assistant message
+// without tool calls.
+func endsWithAssistantText(msgs []runtime.Message) bool {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		switch msgs[i].Role {
+		case "system", "developer":
+			continue
+		case "assistant":
+			return len(msgs[i].ToolCalls) == 0
+		}
+		return false
+	}
+	return false
 }
 
 // responseID returns a fresh response id with prefix.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -244,6 +245,8 @@ func TestNestedFieldsNotCarriedAreRefused(t *testing.T) {
 		{"anthropic document block", "messages", `"messages": [{"role": "user", "content": [{"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "x"}}]}]`, `messages[0]: content[0].type: want "text", "image", "tool_use", "tool_result", "thinking" or "redacted_thinking", got "document"`},
 		{"anthropic message field", "messages", `"messages": [{"role": "user", "content": "hi", "name": "ann"}]`, "messages[0].name"},
 		{"openai user refusal", "chat", `"messages": [{"role": "user", "content": "hi", "refusal": "I can't."}]`, "messages[0].refusal"},
+		{"openai user refusal part", "chat", `"messages": [{"role": "user", "content": [{"type": "refusal", "refusal": "I can't."}]}]`, "messages[0]: content[0]: a refusal part belongs in an assistant message, not a user message"},
+		{"openai tool refusal part", "chat", `"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}, {"role": "tool", "tool_call_id": "c1", "content": [{"type": "refusal", "refusal": "no"}]}]`, "messages[2]: content[0]: a refusal part belongs in an assistant message, not a tool message"},
 		{"openai assistant audio", "chat", `"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "audio": {"id": "audio_1"}}, {"role": "user", "content": "again"}]`, "messages[1].audio"},
 		{"openai assistant function_call", "chat", `"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "function_call": {"name": "f", "arguments": "{}"}}, {"role": "function", "name": "f", "content": "x"}]`, "messages[1].function_call"},
 		{"openai tool message name", "chat", `"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}, {"role": "tool", "tool_call_id": "c1", "content": "x", "name": "f"}]`, "messages[2].name"},
@@ -536,5 +539,164 @@ func TestJSONObjectFormatOnAClaudeModelIsRefused(t *testing.T) {
 	assert.Equal(t, http.StatusBadRequest, oe.StatusCode)
 	assert.Equal(t, "permanent", oe.Code)
 	assert.Contains(t, oe.Message, "response_format json_object without a schema")
+	assert.Zero(t, g.an.requests())
+}
+
+// TestToolChoiceOfAToolNamedAsAModeIsRefused: a tool choice forcing a tool
+// whose name is a tool choice mode (a tool called "none", "auto" or
+// "required") is a 400 naming tool_choice, on both routes, rather than
+// reaching the model as that mode (forcing the tool "none" forbade every
+// tool call); a named choice of another type than function is refused too.
+func TestToolChoiceOfAToolNamedAsAModeIsRefused(t *testing.T) {
+	g := newGatewayWith(t, `settings: allow_undeclared_tools: true`, `{use: "tracing"}`,
+		[]reply{{body: transcript(t, "openai", "text.sse")}}, []reply{{body: transcript(t, "anthropic", "text.sse")}})
+	ctx := context.Background()
+	for _, name := range []string{"none", "auto", "required"} {
+		for _, model := range []string{"primary", "backup"} {
+			_, err := g.openai(t).Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: shared.ChatModel(model),
+				Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")},
+				Tools: []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
+					Name: name, Parameters: shared.FunctionParameters{"type": "object"}})},
+				ToolChoice: openai.ToolChoiceOptionFunctionToolChoice(openai.ChatCompletionNamedToolChoiceFunctionParam{Name: name})})
+			status, body := apiError(t, err)
+			assert.Equal(t, http.StatusBadRequest, status, "%s on %s", name, model)
+			assert.Contains(t, body["error"].(map[string]any)["message"], "tool_choice.function.name: "+strconv.Quote(name))
+
+			_, err = g.anthropic(t).Messages.New(ctx, anthropic.MessageNewParams{Model: anthropic.Model(model), MaxTokens: 64,
+				Messages:   []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hi"))},
+				Tools:      []anthropic.ToolUnionParam{{OfTool: &anthropic.ToolParam{Name: name, InputSchema: anthropic.ToolInputSchemaParam{}}}},
+				ToolChoice: anthropic.ToolChoiceParamOfTool(name)})
+			status, body = apiError(t, err)
+			assert.Equal(t, http.StatusBadRequest, status, "%s on %s", name, model)
+			assert.Equal(t, "invalid_request_error", body["error"].(map[string]any)["type"])
+			assert.Contains(t, body["error"].(map[string]any)["message"], "tool_choice.name: "+strconv.Quote(name))
+		}
+	}
+	code, _, resp := do(t, "POST", g.url+"/v1/chat/completions", clientKey, []byte(`{"model": "primary", "messages": [{"role": "user", "content": "hi"}],
+		"tools": [{"type": "function", "function": {"name": "get_weather"}}], "tool_choice": {"type": "custom", "function": {"name": "get_weather"}}}`))
+	requireInvalidRequest(t, code, resp, "tool_choice.type")
+	assert.Zero(t, g.oa.requests()+g.an.requests(), "no refused request reached an upstream")
+
+	// A tool named "any" (Anthropic's mode, not the call model's) is forced
+	// as itself.
+	_, err := g.anthropic(t).Messages.New(ctx, anthropic.MessageNewParams{Model: "backup", MaxTokens: 64,
+		Messages:   []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hi"))},
+		Tools:      []anthropic.ToolUnionParam{{OfTool: &anthropic.ToolParam{Name: "any", InputSchema: anthropic.ToolInputSchemaParam{}}}},
+		ToolChoice: anthropic.ToolChoiceParamOfTool("any")})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"type": "tool", "name": "any"}, sentTo(t, g.an, 0)["tool_choice"])
+}
+
+// TestOpenAIMetadataStaysAtTheGateway: an OpenAI client's metadata is the
+// policy's, never sent upstream; a user_id key in it, which the providers
+// would send on as the end user's id (OpenAI's user, Anthropic's
+// metadata.user_id), is a 400 naming it unless it is the request's user.
+func TestOpenAIMetadataStaysAtTheGateway(t *testing.T) {
+	g := newGateway(t, `{use: "tracing"}`, []reply{{body: transcript(t, "openai", "text.sse")}}, []reply{{body: transcript(t, "anthropic", "text.sse")}})
+	ctx := context.Background()
+	user := []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}
+	for _, p := range []openai.ChatCompletionNewParams{
+		{Model: "primary", Messages: user, Metadata: shared.Metadata{"user_id": "crm-7731", "team": "billing"}},
+		{Model: "backup", Messages: user, Metadata: shared.Metadata{"user_id": "crm-7731"}},
+		{Model: "primary", Messages: user, Metadata: shared.Metadata{"user_id": "crm-7731"}, User: openai.String("u-42")},
+	} {
+		_, err := g.openai(t).Chat.Completions.New(ctx, p)
+		status, body := apiError(t, err)
+		assert.Equal(t, http.StatusBadRequest, status)
+		assert.Contains(t, body["error"].(map[string]any)["message"], "metadata.user_id")
+	}
+	assert.Zero(t, g.oa.requests()+g.an.requests(), "no refused request reached an upstream")
+
+	for _, model := range []string{"primary", "backup"} {
+		_, err := g.openai(t).Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: shared.ChatModel(model), Messages: user,
+			Metadata: shared.Metadata{"user_id": "u-42", "team": "billing"}, User: openai.String("u-42")})
+		require.NoError(t, err, model)
+	}
+	oa, an := g.oa.body(0), g.an.body(0)
+	assert.Equal(t, "u-42", sentTo(t, g.oa, 0)["user"])
+	assert.Equal(t, map[string]any{"user_id": "u-42"}, sentTo(t, g.an, 0)["metadata"])
+	for _, sent := range []string{oa, an} {
+		assert.NotContains(t, sent, "billing", "the metadata is not sent")
+	}
+}
+
+// TestTrailingAssistantMessageAcrossProviders: a conversation ending with an
+// assistant message means another thing to each API: an Anthropic model
+// continues it (a prefill: the answer is the rest of that message), an
+// OpenAI model answers it with a message of its own. Across providers the
+// call fails with a 400 permanent naming it (behind fallback, the next
+// model is tried), rather than an answer the client would join wrongly to
+// its prefill; to the client's own provider it is relayed as sent.
+func TestTrailingAssistantMessageAcrossProviders(t *testing.T) {
+	g := newGateway(t, `{use: "fallback", models: ["primary", "backup"], when: "request.model == 'primary'"}`,
+		[]reply{{body: transcript(t, "openai", "text.sse")}}, []reply{{body: transcript(t, "anthropic", "text.sse")}, {body: transcript(t, "anthropic", "text.sse")}})
+	ctx := context.Background()
+	prefill := []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("The answer, as JSON?")),
+		anthropic.NewAssistantMessage(anthropic.NewTextBlock(`{"answer":`))}
+	msg, err := g.anthropic(t).Messages.New(ctx, anthropic.MessageNewParams{Model: "primary", MaxTokens: 64, Messages: prefill})
+	require.NoError(t, err)
+	assert.Equal(t, "backup", msg.Model, "the OpenAI model cannot continue the prefill: the next model serves it")
+	assert.Zero(t, g.oa.requests())
+	assert.Contains(t, g.an.body(0), `{\"answer\":`)
+
+	params := openai.ChatCompletionNewParams{Model: "backup", Messages: []openai.ChatCompletionMessageParamUnion{
+		openai.UserMessage("Say more."), openai.AssistantMessage("Here is more"), openai.SystemMessage("Be brief.")}}
+	_, err = g.openai(t).Chat.Completions.New(ctx, params)
+	status, body := apiError(t, err)
+	assert.Equal(t, http.StatusBadRequest, status)
+	assert.Equal(t, "permanent", body["error"].(map[string]any)["code"])
+	assert.Contains(t, body["error"].(map[string]any)["message"], "ends with an assistant message")
+	assert.Equal(t, 1, g.an.requests(), "the Anthropic model was not asked")
+
+	params.Model = "primary"
+	_, err = g.openai(t).Chat.Completions.New(ctx, params)
+	require.NoError(t, err)
+	assert.Contains(t, g.oa.body(0), `"content":"Here is more"`)
+	_, err = g.anthropic(t).Messages.New(ctx, anthropic.MessageNewParams{Model: "backup", MaxTokens: 64, Messages: prefill})
+	require.NoError(t, err)
+	assert.Equal(t, 2, g.an.requests())
+}
+
+// TestWhatAModelCannotHonourFallsOver: a call asking what the model's
+// provider cannot honour (extended thinking or beta features of an OpenAI
+// model; reasoning_effort or a json_object format of a Claude model) fails
+// with a 400 permanent, and behind fallback the next model, which can,
+// serves it.
+func TestWhatAModelCannotHonourFallsOver(t *testing.T) {
+	text := func(p string) reply { return reply{body: transcript(t, p, "text.sse")} }
+	g := newGateway(t, `{use: "fallback", models: ["primary", "backup"], when: "request.model == 'primary'"}`,
+		nil, []reply{text("anthropic"), text("anthropic")})
+	for _, tt := range []struct {
+		name, body string
+		header     []string
+	}{
+		{"thinking", `"thinking": {"type": "enabled", "budget_tokens": 1024}`, nil},
+		{"beta", "", []string{"anthropic-beta", "interleaved-thinking-2025-05-14"}},
+	} {
+		body := `{"model": "primary", "max_tokens": 2048, "messages": [{"role": "user", "content": "hi"}]`
+		if tt.body != "" {
+			body += ", " + tt.body
+		}
+		code, _, resp := do(t, "POST", g.url+"/v1/messages", clientKey, []byte(body+"}"), append([]string{"anthropic-version", "2023-06-01"}, tt.header...)...)
+		require.Equal(t, http.StatusOK, code, "%s: %s", tt.name, resp)
+		assert.Contains(t, resp, `"model":"backup"`, tt.name)
+	}
+	assert.Contains(t, g.an.body(0), `"thinking":{"type":"enabled","budget_tokens":1024}`)
+	assert.Equal(t, "interleaved-thinking-2025-05-14", g.an.header(1).Get("anthropic-beta"))
+	assert.Zero(t, g.oa.requests())
+
+	g = newGateway(t, `{use: "fallback", models: ["backup", "primary"], when: "request.model == 'backup'"}`,
+		[]reply{text("openai"), text("openai")}, nil)
+	for _, p := range []openai.ChatCompletionNewParams{
+		{ReasoningEffort: shared.ReasoningEffortLow},
+		{ResponseFormat: openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONObject: &shared.ResponseFormatJSONObjectParam{}}},
+	} {
+		p.Model, p.Messages = "backup", []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}
+		c, err := g.openai(t).Chat.Completions.New(context.Background(), p)
+		require.NoError(t, err)
+		assert.Equal(t, "primary", c.Model)
+	}
+	assert.Contains(t, g.oa.body(0), `"reasoning_effort":"low"`)
+	assert.Contains(t, g.oa.body(1), `"response_format":{"type":"json_object"}`)
 	assert.Zero(t, g.an.requests())
 }

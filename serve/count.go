@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/agentc-dev/agentc/builtins/ratelimit"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
@@ -55,6 +56,11 @@ func (s *Server) countTokens(x *exchange) {
 	if counter := x.g.counter(p.req.Model); counter != nil && len(countChecks(x.g.pl)) == 0 {
 		served := &servedSlot{idHeader: anthropicChat.requestIDHeader}
 		ctx := runtime.WithUpstreamRequestID(x.r.Context(), served)
+		if err = takeCountRate(ctx, x); err != nil {
+			s.observeRefusal(plan.StageChat, err)
+			x.failErr(err)
+			return
+		}
 		if n, err = counter.CountTokens(ctx, &p.req); err != nil {
 			x.failErr(err)
 			return
@@ -126,4 +132,26 @@ func countChecks(pl *runtime.Pipeline) []string {
 		}
 	}
 	return names
+}
+
+// takeCountRate takes, for a count the provider answers (an upstream
+// request on the gateway's key), a token of each rate_limit layer of the
+// chat chain that bounds a tenant's or every caller's calls (scope key or
+// global) whatever they ask (no when): the count shares the bucket of the
+// chat calls it bounds, and is refused (or waits) as a chat call would be.
+// A layer with a when, whose condition reads a chat call, and one of scope
+// run (a count belongs to no run) take none.
+func takeCountRate(ctx context.Context, x *exchange) error {
+	chain := x.g.plan.Chains.Of(plan.StageChat)
+	run := runtime.Run{Agent: "serve", Tenant: x.caller.tenant}
+	for _, l := range x.g.pl.Layers(plan.StageChat) {
+		rl, ok := l.Middleware.(*ratelimit.RateLimit)
+		if !ok || rl.Scope == "run" || l.Index >= len(chain) || chain[l.Index].When != nil {
+			continue
+		}
+		if err := rl.Take(ctx, run); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -296,3 +296,51 @@ func TestCountTokensUpstreamFailure(t *testing.T) {
 	assert.Contains(t, body["error"].(map[string]any)["message"], "prompt is too long")
 	g.noLeak(t, fmt.Sprint(body))
 }
+
+// TestCountTokensCarriesThinking: the thinking parameter, which the
+// counting endpoint takes (with it, earlier turns' thinking blocks are not
+// counted), reaches the provider's count as sent, rather than the count of
+// a request without it.
+func TestCountTokensCarriesThinking(t *testing.T) {
+	an := newCountUpstream(t, 200, `{"input_tokens": 412}`)
+	g := countGateway(t, `{use: "tracing"}`, an)
+	params := countParams
+	params.Thinking = anthropic.ThinkingConfigParamOfEnabled(2048)
+	_, err := g.anthropic(t).Messages.CountTokens(context.Background(), params)
+	require.NoError(t, err)
+	_, bodies := an.received()
+	require.Len(t, bodies, 1)
+	var sent map[string]any
+	require.NoError(t, json.Unmarshal(bodies[0], &sent))
+	assert.Equal(t, map[string]any{"type": "enabled", "budget_tokens": float64(2048)}, sent["thinking"])
+}
+
+// TestCountTokensTakesTheKeysRateLimit: a count the provider answers is an
+// upstream request on the gateway's key, so it takes a token of the chat
+// chain's rate limit per key, from the same bucket as the key's chat
+// calls: past the limit it is a 429 with Retry-After, and the provider is
+// not asked.
+func TestCountTokensTakesTheKeysRateLimit(t *testing.T) {
+	an := newCountUpstream(t, 200, `{"input_tokens": 412}`)
+	g := countGateway(t, `{use: "tracing"}, {use: "rate_limit", rate: 1, per: "1h", burst: 2, mode: "reject", scope: "key"}`, an)
+	ctx := context.Background()
+	for range 2 {
+		_, err := g.anthropic(t).Messages.CountTokens(ctx, countParams)
+		require.NoError(t, err)
+	}
+	var raw *http.Response
+	_, err := g.anthropic(t).Messages.CountTokens(ctx, countParams, anthropicoption.WithResponseInto(&raw))
+	status, body := apiError(t, err)
+	assert.Equal(t, http.StatusTooManyRequests, status)
+	assert.Equal(t, "rate_limit_error", body["error"].(map[string]any)["type"])
+	assert.Equal(t, "rate_limit", body["error"].(map[string]any)["layer"])
+	reqs, _ := an.received()
+	assert.Len(t, reqs, 2, "the provider is not asked past the limit")
+
+	// The chat calls of the key share the bucket the counts emptied.
+	code, header, resp := do(t, "POST", g.url+"/v1/messages", clientKey,
+		[]byte(`{"model": "backup", "max_tokens": 16, "messages": [{"role": "user", "content": "hi"}]}`), "anthropic-version", "2023-06-01")
+	assert.Equal(t, http.StatusTooManyRequests, code, resp)
+	assert.NotEmpty(t, header.Get("Retry-After"))
+	assert.Zero(t, g.an.requests())
+}

@@ -383,3 +383,16 @@ func compactEqual(v []byte, want string) bool {
 	}
 	return j == len(want)
 }
+
+// forcedTool refuses a tool choice forcing the tool name when the call
+// model would read the name as a tool choice mode (runtime.ChatRequest's
+// ToolChoice holds a mode or a tool's name): forcing a tool named "none"
+// would reach the model as forbidding every tool call. field is the
+// name's path in the request.
+func forcedTool(field, name string) error {
+	switch name {
+	case "auto", "none", "required":
+		return fmt.Errorf("%s: %q: the gateway cannot force a tool so named, which it would pass on as the tool choice %q; rename the tool, or send the tool choice \"required\" with this tool alone", field, name, name)
+	}
+	return nil
+}

@@ -15,7 +15,7 @@ import (
 
 // openAIChat is POST /v1/chat/completions: OpenAI's Chat Completions wire
 // format.
-var openAIChat = chatAPI{decode: decodeOpenAI, complete: completeOpenAI, stream: newOpenAIStream, requestIDHeader: "X-Request-Id"}
+var openAIChat = chatAPI{decode: decodeOpenAI, complete: completeOpenAI, stream: newOpenAIStream, requestIDHeader: "X-Request-Id", wire: "openai"}
 
 // The request body of the Chat Completions API: the fields the gateway
 // maps. Any other field, at any depth, is refused by checkFields unless it
@@ -170,6 +170,12 @@ func decodeOpenAI(body []byte, p *chatParams) error {
 			if err := json.Unmarshal(in.ToolChoice, &named); err != nil || named.Function.Name == "" {
 				return errors.New(`tool_choice: want "auto", "none", "required" or {"type":"function","function":{"name":...}}`)
 			}
+			if named.Type != "function" {
+				return fmt.Errorf(`tool_choice.type: want "function", got %q`, named.Type)
+			}
+			if err := forcedTool("tool_choice.function.name", named.Function.Name); err != nil {
+				return err
+			}
 			req.ToolChoice = named.Function.Name
 		}
 	}
@@ -204,6 +210,12 @@ func decodeOpenAI(body []byte, p *chatParams) error {
 		default:
 			return fmt.Errorf(`response_format.type: want "text", "json_object" or "json_schema", got %q`, rf.Type)
 		}
+	}
+	if id, ok := in.Metadata["user_id"]; ok && id != in.User {
+		// The providers send metadata's user_id on as the end user's id
+		// (OpenAI's user, Anthropic's metadata.user_id): the client's
+		// metadata, which stays at the gateway, would reach the provider.
+		return errors.New("metadata.user_id: the gateway would send it to the model's provider as the end user's id, and metadata stays at the gateway; send the end user's id as user, or name the key otherwise")
 	}
 	req.Metadata = in.Metadata
 	if in.User != "" {
@@ -262,6 +274,12 @@ func openAIMessage(in *oaMessage) (runtime.Message, error) {
 				case "text", "refusal":
 					text := p.Text
 					if p.Type == "refusal" {
+						if in.Role != "assistant" {
+							// The model's refusal, sent back: the API
+							// refuses one elsewhere, and it would reach
+							// the model as the user's (or a tool's) text.
+							return m, fmt.Errorf("content[%d]: a refusal part belongs in an assistant message, not a %s message", j, in.Role)
+						}
 						text = p.Refusal
 					}
 					// Adjacent text parts are one text, joined by a line

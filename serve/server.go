@@ -283,7 +283,11 @@ func (s *Server) build(ctx context.Context, ld *Loaded) (*generation, error) {
 	maps.Copy(models, provided)
 	deps.Models = make(map[string]runtime.ModelClient, len(models))
 	for name, c := range models {
-		deps.Models[name] = &servedModel{name: name, client: c}
+		sm := &servedModel{name: name, client: c}
+		if _, ok := provided[name]; ok {
+			sm.wire = p.Models[name].Provider
+		}
+		deps.Models[name] = sm
 	}
 	ups, err := connectUpstreams(ctx, p.MCPServers, ld.Dir, s.opts.LookupEnv, s.log, s.opts.MaxToolResultBytes, s.refreshMCP)
 	if err != nil {

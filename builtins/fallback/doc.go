@@ -4,8 +4,10 @@
 // transient error (runtime.IsTransient), an open circuit breaker
 // (*runtime.BreakerOpenError) or the provider's refusal to serve the call
 // (runtime.ErrProviderRefused: a rejected key, an account without credit or
-// permission, a model the provider does not know; the provider clients mark
-// 401, 402, 403, 404 and insufficient_quota so). Any other permanent error, the caller's cancellation
+// permission, a model the provider does not know, a request it cannot honour;
+// the provider clients mark 401, 402, 403, 404 and insufficient_quota so, and
+// the requests they refuse before sending for asking what their provider
+// lacks, such as extended thinking of an OpenAI model). Any other permanent error, the caller's cancellation
 // and any failure after the first delta end the call: once a delta flows the
 // stream is committed to that model. Any delta counts, a tool-call fragment
 // or a finish-only delta too (see runtime.Delta). The model that served the call is

@@ -32,7 +32,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -124,7 +123,9 @@ func New(cfg Config) (*Client, error) {
 func (c *Client) Stream(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
 	body, err := c.body(req)
 	if err != nil {
-		return &runtime.CallError{Kind: runtime.KindPermanent, Status: http.StatusBadRequest, Message: fmt.Sprintf("anthropic %s: %v", c.cfg.Model, err)}
+		// A request the model cannot honour (ErrProviderRefused) may be
+		// another provider's to serve: a fallback falls over.
+		return &runtime.CallError{Kind: runtime.KindPermanent, Status: http.StatusBadRequest, Message: "anthropic " + c.cfg.Model, Err: err}
 	}
 	// The SDK sends the request (the body the client encoded, in place of
 	// its parameters' own encoding) and frames the events (pings and error

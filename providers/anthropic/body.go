@@ -19,12 +19,12 @@ func (c *Client) body(req *runtime.ChatRequest) ([]byte, error) {
 	if req.ReasoningEffort != "" {
 		// OpenAI's reasoning control: an Anthropic model thinks on a
 		// token budget (thinking), which no effort level names.
-		return nil, fmt.Errorf("the request sets reasoning_effort %q, which an Anthropic model cannot honour (ask for extended thinking with thinking: {type: enabled, budget_tokens: N})", req.ReasoningEffort)
+		return nil, runtime.ProviderRefused(fmt.Errorf("the request sets reasoning_effort %q, which an Anthropic model cannot honour (ask for extended thinking with thinking: {type: enabled, budget_tokens: N})", req.ReasoningEffort))
 	}
 	if rf := req.ResponseFormat; rf != nil && (rf.Type == runtime.FormatJSONObject || rf.Type == runtime.FormatJSONSchema && len(rf.Schema) == 0) {
 		// An Anthropic model's structured output follows a JSON schema;
 		// served without one, the answer need not be JSON at all.
-		return nil, fmt.Errorf("the request sets response_format %s without a schema, which an Anthropic model cannot honour (send json_schema with a schema)", rf.Type)
+		return nil, runtime.ProviderRefused(fmt.Errorf("the request sets response_format %s without a schema, which an Anthropic model cannot honour (send json_schema with a schema)", rf.Type))
 	}
 	b := make([]byte, 0, 256+sizeHint(req))
 	b = append(b, `{"stream":true,"model":`...)

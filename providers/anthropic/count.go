@@ -13,9 +13,10 @@ import (
 )
 
 // countFields are the members of a Messages request body that the token
-// counting endpoint takes; the others (stream, max_tokens, sampling,
-// stop sequences, metadata) change no count and the endpoint refuses them.
-var countFields = []string{"model", "messages", "system", "tools", "tool_choice", "cache_control", "output_config"}
+// counting endpoint takes (thinking too: with it, earlier turns' thinking
+// blocks are not counted); the others (stream, max_tokens, sampling, stop
+// sequences, metadata) change no count and the endpoint refuses them.
+var countFields = []string{"model", "messages", "system", "tools", "tool_choice", "cache_control", "output_config", "thinking"}
 
 // CountTokens returns the number of input tokens req would cost the model,
 // as the API's token counting endpoint (POST /v1/messages/count_tokens)

@@ -57,7 +57,8 @@ func TestSchemalessJSONFormatRefused(t *testing.T) {
 		require.ErrorAs(t, err, &ce)
 		assert.Equal(t, runtime.KindPermanent, ce.Kind)
 		assert.Equal(t, http.StatusBadRequest, ce.Status)
-		assert.Contains(t, ce.Message, "response_format "+rf.Type+" without a schema")
+		assert.Contains(t, ce.Error(), "response_format "+rf.Type+" without a schema")
+		assert.ErrorIs(t, err, runtime.ErrProviderRefused, "another provider may serve it: a fallback falls over")
 		assert.Zero(t, s.Requests())
 	}
 }
@@ -73,7 +74,8 @@ func TestReasoningEffortRefused(t *testing.T) {
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, runtime.KindPermanent, ce.Kind)
 	assert.Equal(t, http.StatusBadRequest, ce.Status)
-	assert.Contains(t, ce.Message, "reasoning_effort")
+	assert.Contains(t, ce.Error(), "reasoning_effort")
+	assert.ErrorIs(t, err, runtime.ErrProviderRefused, "another provider may serve it: a fallback falls over")
 	assert.Zero(t, s.Requests())
 }
 

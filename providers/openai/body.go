@@ -20,13 +20,13 @@ func (c *Client) body(req *runtime.ChatRequest) ([]byte, error) {
 	if len(req.Betas) > 0 {
 		// Beta features of Anthropic's API: an OpenAI-shaped model cannot
 		// honour them, and the call must not be served without them.
-		return nil, fmt.Errorf("the request asks for Anthropic beta features (anthropic-beta: %s), which an OpenAI-shaped model cannot honour", strings.Join(req.Betas, ","))
+		return nil, runtime.ProviderRefused(fmt.Errorf("the request asks for Anthropic beta features (anthropic-beta: %s), which an OpenAI-shaped model cannot honour", strings.Join(req.Betas, ",")))
 	}
 	if req.Thinking != nil {
 		// Anthropic's extended thinking, on a token budget: an
 		// OpenAI-shaped model reasons by effort level, and the call must
 		// not be served without what it asked for.
-		return nil, fmt.Errorf("the request asks for extended thinking (thinking type %q), which an OpenAI-shaped model cannot honour (use reasoning_effort)", req.Thinking.Type)
+		return nil, runtime.ProviderRefused(fmt.Errorf("the request asks for extended thinking (thinking type %q), which an OpenAI-shaped model cannot honour (use reasoning_effort)", req.Thinking.Type))
 	}
 	b := make([]byte, 0, 256+c.sizeHint(req))
 	b = append(b, `{"stream":true,"model":`...)

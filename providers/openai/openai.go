@@ -26,7 +26,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"math"
 	"net/http"
 	"strconv"
@@ -124,7 +123,9 @@ func New(cfg Config) (*Client, error) {
 func (c *Client) Stream(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
 	body, err := c.body(req)
 	if err != nil {
-		return &runtime.CallError{Kind: runtime.KindPermanent, Status: http.StatusBadRequest, Message: fmt.Sprintf("openai %s: %v", c.cfg.Model, err)}
+		// A request the model cannot honour (ErrProviderRefused) may be
+		// another provider's to serve: a fallback falls over.
+		return &runtime.CallError{Kind: runtime.KindPermanent, Status: http.StatusBadRequest, Message: "openai " + c.cfg.Model, Err: err}
 	}
 	// The request goes out as the SDK's client sends it (its URL, headers,
 	// key and error type), with the body the client encoded; the client
