@@ -210,6 +210,9 @@ func (c *Compilation) checkPredicate(x *dsl.Expr, stage predicate.Stage, phase p
 	if checked.ReadsUntypedArgs && len(tools) == 0 && c.checkUndeclaredArgs(x, checked) {
 		return
 	}
+	if checked.ReadsUntypedArgs && len(tools) == 0 {
+		c.checkUnscopedArgKeys(x, checked, keyFailure(kind, field, onError))
+	}
 	if checked.ReadsUntypedArgs {
 		at := identOffset(x.Source, "args")
 		why := "no tool schema types it"

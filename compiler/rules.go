@@ -233,6 +233,14 @@ is admitted when its score is above 0.9, and refused otherwise). Test the
 key first, !has(run.meta.tier) || ... or 'tier' in run.meta && ..., or
 read it with a default, run.meta.?tier.orValue('').
 
+So is a read of an argument, in a tool-stage entry not scoped to tools,
+that a declared tool's args schema does not require: on that tool's calls the
+argument may be absent (deny: "args.amount > 100.0" blocks every call of
+a search tool, "no such key: amount"). Scope the entry with tools:, or
+test the argument first. A predicate that reads tool.name is not
+reported: it may decide before the read (tool.name == 'refund' && ...),
+and nothing is said where undeclared or MCP tools may be called.
+
 A custom invariant is warned about the same way when it reads a field that
 the run's trace leaves out where it is empty (the fields agentc run -json
 omits, such as a step's error, absent on a step that did not fail, or the
