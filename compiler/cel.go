@@ -200,12 +200,18 @@ func (c *Compilation) checkPredicate(x *dsl.Expr, stage predicate.Stage, phase p
 	}
 	c.checkOptionalKeys(x, checked, keyFailure(kind, field, onError))
 	c.checkLiterals(x, stage, tools, checked.Literals)
+	if stage == predicate.Tool && len(tools) == 0 && checked.ReadsUntypedArgs {
+		c.checkUnscopedArgLiterals(x, checked.Literals)
+	}
 	if stage == predicate.Tool && phase == predicate.After && slices.Contains(checked.Reads, "result") {
 		c.checkResultReads(x, tools)
 	}
 	c.checkConstant(x, env, checked, kind, field)
 	if checked.ReadsUntypedArgs && len(tools) == 0 && c.checkUndeclaredArgs(x, checked) {
 		return
+	}
+	if checked.ReadsUntypedArgs && len(tools) == 0 {
+		c.checkUnscopedArgKeys(x, checked, keyFailure(kind, field, onError))
 	}
 	if checked.ReadsUntypedArgs {
 		at := identOffset(x.Source, "args")

@@ -127,3 +127,40 @@ func nameList(names []string) string {
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(names[:maxListed], ", "), len(names)-maxListed)
 }
+
+// checkUnscopedArgKeys warns, for a tool-stage predicate of an entry not
+// scoped to tools (args untyped), about each argument it reads untested
+// that a declared tool's args schema does not require: on that tool's calls the argument
+// may be absent, the read fails, and the predicate fails as failure says
+// (an unscoped deny: "args.amount > 100.0" blocks every call of a search
+// tool, with a "no such key" error). A predicate that reads tool.name is
+// left alone: it may decide before the read (tool.name == 'refund' && ...).
+func (c *Compilation) checkUnscopedArgKeys(x *dsl.Expr, checked *predicate.Checked, failure string) {
+	p := c.Policy
+	if len(p.Tools) == 0 || p.AllowUndeclaredTools || len(p.MCPServers) > 0 || slices.Contains(checked.Reads, "tool") {
+		return
+	}
+	var seen []string
+	for _, r := range checked.KeyReads {
+		if r.Map != "args" || r.Tested || slices.Contains(seen, r.Key) {
+			continue
+		}
+		seen = append(seen, r.Key)
+		var lacking []string
+		for _, name := range sortedNames(p.Tools) {
+			if t := p.Tools[name]; len(t.Args) > 0 && !slices.Contains(t.RequiredArgNames(), r.Key) {
+				lacking = append(lacking, name)
+			}
+		}
+		if len(lacking) == 0 {
+			continue
+		}
+		do, their := "does", "its"
+		if len(lacking) > 1 {
+			do, their = "do", "their"
+		}
+		c.report(dsl.Warnf(x.PosAt(r.Offset), ruleUncheckedKey,
+			"the entry is not scoped to tools, and %s %s not require %q: on %s calls without it, reading args.%s fails, and %s, unless the rest of the predicate decides it; scope the entry with tools:, or test it first (has(args.%s) && ...)",
+			"`"+strings.Join(lacking, "`, `")+"`", do, r.Key, their, r.Key, failure, r.Key))
+	}
+}

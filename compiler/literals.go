@@ -1,8 +1,10 @@
 package compiler
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/agentc-dev/agentc/dsl"
 	"github.com/agentc-dev/agentc/internal/textdist"
@@ -140,4 +142,123 @@ func (c *Compilation) checkLiterals(x *dsl.Expr, stage predicate.Stage, tools []
 		}
 		c.report(dsl.Diagnostic{Pos: x.PosAt(l.Offset), Severity: sev, Rule: ruleUnknownValue, Message: msg})
 	}
+}
+
+// checkUnscopedArgLiterals reports each comparison of an argument with a
+// string constant, in a predicate not scoped to tools (args is untyped),
+// where every declared tool whose schema lists the argument types it as
+// something else: a call's arguments are checked against its tool's schema
+// before any layer, so args.amount is a number whenever it is there, and
+// args.amount == '100' is always false (a deny with it never fires). Tools
+// that do not list it are not counted; nothing is said where a tool may be
+// called that the policy does not declare.
+func (c *Compilation) checkUnscopedArgLiterals(x *dsl.Expr, literals []predicate.Literal) {
+	p := c.Policy
+	if len(p.Tools) == 0 || p.AllowUndeclaredTools || len(p.MCPServers) > 0 {
+		return
+	}
+	var reported []int // in lists
+	for _, l := range literals {
+		path, ok := strings.CutPrefix(l.Path, "args.")
+		if !ok || strings.ContainsAny(path, "[]") {
+			continue
+		}
+		var types, declaring []string
+		for _, name := range sortedNames(p.Tools) {
+			t, found := argType(p.Tools[name].Args, strings.Split(path, "."))
+			if !found {
+				continue
+			}
+			if t == "" || t == "string" {
+				types = nil // untyped there, or a string
+				break
+			}
+			declaring = append(declaring, "`"+name+"`")
+			if !slices.Contains(types, t) {
+				types = append(types, t)
+			}
+		}
+		if len(types) == 0 {
+			continue
+		}
+		if l.List > 0 && slices.Contains(reported, l.List) {
+			continue // one diagnostic per in list
+		}
+		outcome := fmt.Sprintf("%s == '%s' is always false", l.Path, l.Value)
+		switch l.Op {
+		case "!=":
+			outcome = fmt.Sprintf("%s != '%s' is always true", l.Path, l.Value)
+		case "in":
+			outcome = "the in test is always false"
+			reported = append(reported, l.List)
+		}
+		verb := "types"
+		if len(declaring) > 1 {
+			verb = "type"
+		}
+		c.report(dsl.Errorf(x.PosAt(l.Offset), predicate.RuleType,
+			"%s is never a string: %s %s it as %s, and a call's arguments are checked against its tool's schema, so %s; compare it with %s (the entry is not scoped to tools, so args is not typed: scope it with tools: to have every read checked)",
+			l.Path, strings.Join(declaring, ", "), verb, strings.Join(types, " or "), outcome, jsonKindPhrase(types)))
+	}
+}
+
+// jsonKindPhrase names a value of the JSON Schema types, for a message:
+// "a number (100.0)".
+func jsonKindPhrase(types []string) string {
+	if len(types) > 1 && !slices.ContainsFunc(types, func(t string) bool { return t != "number" && t != "integer" }) {
+		types = []string{"number"}
+	}
+	switch types[0] {
+	case "number":
+		return "a number (100.0)"
+	case "integer":
+		return "an integer (100)"
+	case "boolean":
+		return "a boolean (true)"
+	case "object":
+		return "an object, or compare one of its fields"
+	case "array":
+		return "a list, or test an element"
+	}
+	return "a value of its type"
+}
+
+// argType returns the JSON Schema type an args schema gives the argument
+// at path ("" when it gives none or several, or a list of types that holds
+// "string"), and whether the schema lists the argument.
+func argType(schema json.RawMessage, path []string) (string, bool) {
+	for _, name := range path {
+		var s struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+		}
+		if json.Unmarshal(schema, &s) != nil {
+			return "", false
+		}
+		sub, ok := s.Properties[name]
+		if !ok {
+			return "", false
+		}
+		schema = sub
+	}
+	var s struct {
+		Type any `json:"type"`
+	}
+	if json.Unmarshal(schema, &s) != nil {
+		return "", true
+	}
+	switch t := s.Type.(type) {
+	case string:
+		return t, true
+	case []any:
+		var named []string
+		for _, v := range t {
+			if n, ok := v.(string); ok && n != "null" {
+				named = append(named, n)
+			}
+		}
+		if len(named) == 1 {
+			return named[0], true
+		}
+	}
+	return "", true
 }

@@ -6,65 +6,11 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/google/cel-go/common/ast"
-	"github.com/google/cel-go/common/operators"
-	"github.com/google/cel-go/common/types"
-
+	"github.com/agentc-dev/agentc/compiler/vet"
 	"github.com/agentc-dev/agentc/dsl"
 	"github.com/agentc-dev/agentc/internal/textdist"
 	"github.com/agentc-dev/agentc/runtime/predicate"
 )
-
-// A resultRead is a read of one field of a tool's result in a predicate:
-// result.status, has(result.status) or result['status'].
-type resultRead struct {
-	field string
-	// offset is the byte offset of the field's name in the source.
-	offset int
-}
-
-// resultReads returns the fields a predicate reads off result, in source
-// order. The predicate has type-checked: it parses.
-func resultReads(src string) []resultRead {
-	tree, ok := parseCEL(src)
-	if !ok {
-		return nil
-	}
-	// bytesAt returns the byte offset of e's first token.
-	bytesAt := folder{src: src, info: tree.SourceInfo()}.offset
-	isResult := func(e ast.Expr) bool { return e.Kind() == ast.IdentKind && e.AsIdent() == "result" }
-	var out []resultRead
-	ast.PostOrderVisit(tree.Expr(), ast.NewExprVisitor(func(e ast.Expr) {
-		switch e.Kind() {
-		case ast.SelectKind:
-			s := e.AsSelect()
-			if !isResult(s.Operand()) {
-				return
-			}
-			off := bytesAt(e)
-			if i := strings.Index(src[off:], s.FieldName()); i >= 0 {
-				off += i
-			}
-			out = append(out, resultRead{field: s.FieldName(), offset: off})
-		case ast.CallKind:
-			c := e.AsCall()
-			if c.FunctionName() != operators.Index && c.FunctionName() != operators.OptIndex || len(c.Args()) != 2 || !isResult(c.Args()[0]) {
-				return
-			}
-			if k := c.Args()[1]; k.Kind() == ast.LiteralKind {
-				if s, ok := k.AsLiteral().(types.String); ok {
-					off := bytesAt(k)
-					if i := strings.Index(src[off:], string(s)); i >= 0 && i <= 3 {
-						off += i // past the quote
-					}
-					out = append(out, resultRead{field: string(s), offset: off})
-				}
-			}
-		}
-	}))
-	slices.SortStableFunc(out, func(a, b resultRead) int { return a.offset - b.offset })
-	return out
-}
 
 // resultFields returns the properties a tool's result_schema gives its
 // result: ok is false when the schema lets the result hold fields it does
@@ -115,7 +61,7 @@ func resultFields(raw json.RawMessage) (fields []string, ok bool) {
 // cannot be caught. Nothing is said when the policy lets undeclared tools
 // run, or a schema leaves the result open.
 func (c *Compilation) checkResultReads(x *dsl.Expr, tools []string) {
-	reads := resultReads(x.Source)
+	reads := vet.ResultReads(x.Source)
 	if len(reads) == 0 {
 		return
 	}
@@ -148,21 +94,21 @@ func (c *Compilation) checkResultReads(x *dsl.Expr, tools []string) {
 		}
 	}
 	if len(untyped) > 0 {
-		c.report(dsl.Warnf(x.PosAt(reads[0].offset), predicate.RuleUntypedArgs,
+		c.report(dsl.Warnf(x.PosAt(reads[0].Offset), predicate.RuleUntypedArgs,
 			"predicate reads result.%s, but %s declares no result_schema: a misspelt field is not caught, and a read of one the result lacks fails at run time (an evaluation error, after the tool ran); declare the tool's result_schema",
-			reads[0].field, "`"+strings.Join(untyped, "`, `")+"`"))
+			reads[0].Field, "`"+strings.Join(untyped, "`, `")+"`"))
 		return
 	}
 	var seen []string
 	for _, r := range reads {
-		if slices.Contains(fields, r.field) || slices.Contains(seen, r.field) {
+		if slices.Contains(fields, r.Field) || slices.Contains(seen, r.Field) {
 			continue
 		}
-		seen = append(seen, r.field)
-		msg := fmt.Sprintf("undefined field '%s': the result_schema of %s does not list it: the read fails whenever the result lacks it (an evaluation error, after the tool ran), and has() of it is always false", r.field, "`"+strings.Join(names, "`, `")+"`")
-		if best := textdist.Closest(r.field, fields); best != "" {
+		seen = append(seen, r.Field)
+		msg := fmt.Sprintf("undefined field '%s': the result_schema of %s does not list it: the read fails whenever the result lacks it (an evaluation error, after the tool ran), and has() of it is always false", r.Field, "`"+strings.Join(names, "`, `")+"`")
+		if best := textdist.Closest(r.Field, fields); best != "" {
 			msg += fmt.Sprintf("; did you mean '%s'?", best)
 		}
-		c.report(dsl.Errorf(x.PosAt(r.offset), predicate.RuleType, "%s", msg))
+		c.report(dsl.Errorf(x.PosAt(r.Offset), predicate.RuleType, "%s", msg))
 	}
 }

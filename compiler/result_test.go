@@ -7,18 +7,6 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-func TestResultReads(t *testing.T) {
-	src := "result.note == 'é' && has(result.ok) || result['code'] == 1 || result.contains('x') || [1].exists(r, r == 1)"
-	got := resultReads(src)
-	var fields []string
-	for _, r := range got {
-		fields = append(fields, r.field)
-		assert.Equal(t, r.field, src[r.offset:r.offset+len(r.field)], "the offset of %s", r.field)
-	}
-	assert.Equal(t, []string{"note", "ok", "code"}, fields)
-	assert.Empty(t, resultReads("type(result) == string"))
-}
-
 func TestResultFields(t *testing.T) {
 	for _, tc := range []struct {
 		schema string

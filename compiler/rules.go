@@ -125,7 +125,14 @@ reported. Nothing is said when a tool may send arguments no schema lists:
 a declared tool whose args schema is not closed (no properties,
 additionalProperties not false, patternProperties, allOf, anyOf, oneOf,
 $ref, if, dependentSchemas or unevaluatedProperties at its top level),
-settings.allow_undeclared_tools, or MCP servers. A phase "after"
+settings.allow_undeclared_tools, or MCP servers. Comparing an argument
+with a string constant (args.amount == '100', != or in) in an entry not
+scoped to tools is an error where every declared tool whose schema lists
+the argument types it otherwise (a number, an integer, a boolean): a
+call's arguments are checked against its tool's schema before any layer,
+so the comparison is always false and a deny with it never fires, the
+refund of 100 running (nothing is said where undeclared or MCP tools may
+be called). A phase "after"
 predicate's result is checked the same way against the result_schema of
 the tools its entry applies to (every declared tool when it is unscoped):
 result.stauts, result['stauts'] or has(result.stauts) where no schema
@@ -225,6 +232,14 @@ item.metadata.tier == 'gold' || item.score > 0.9 an item without a tier
 is admitted when its score is above 0.9, and refused otherwise). Test the
 key first, !has(run.meta.tier) || ... or 'tier' in run.meta && ..., or
 read it with a default, run.meta.?tier.orValue('').
+
+So is a read of an argument, in a tool-stage entry not scoped to tools,
+that a declared tool's args schema does not require: on that tool's calls the
+argument may be absent (deny: "args.amount > 100.0" blocks every call of
+a search tool, "no such key: amount"). Scope the entry with tools:, or
+test the argument first. A predicate that reads tool.name is not
+reported: it may decide before the read (tool.name == 'refund' && ...),
+and nothing is said where undeclared or MCP tools may be called.
 
 A custom invariant is warned about the same way when it reads a field that
 the run's trace leaves out where it is empty (the fields agentc run -json

@@ -150,6 +150,19 @@ func (t *Tool) ArgNames() (names []string, known bool) {
 	return keys(s.Properties), true
 }
 
+// RequiredArgNames returns the arguments the tool's schema requires (every
+// call has them: arguments are checked against the schema before any
+// layer); none when it declares no schema.
+func (t *Tool) RequiredArgNames() []string {
+	var s struct {
+		Required []string `json:"required"`
+	}
+	if len(t.Args) == 0 || json.Unmarshal(t.Args, &s) != nil {
+		return nil
+	}
+	return s.Required
+}
+
 // ClosedArgNames returns the tool's argument names when its schema lists
 // every argument the tool may be sent: properties, with additionalProperties
 // false and no patternProperties nor keyword that could admit more (allOf,

@@ -11,7 +11,11 @@
 // model reads them, not the six of "\u003c"); when that is too long the
 // result becomes a string holding the first max_chars characters of the
 // JSON text followed by the same marker (the truncated JSON is no longer
-// valid JSON, which the marker makes plain). A result with no JSON form (a
+// valid JSON, which the marker makes plain). A layer outside truncate that
+// checks the result's structure (an output_coerce against an object
+// schema, a phase "after" guard reading result.status) then sees that
+// string, not the object: place such checks inside truncate
+// (order/check-outside-truncate). A result with no JSON form (a
 // host's Go value holding a NaN or a channel) cannot be measured: the call
 // fails closed with a permanent *runtime.CallError naming the layer,
 // marked runtime.Ran (the tool ran; its effect stands), rather than

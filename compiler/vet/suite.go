@@ -12,6 +12,7 @@ var Suite = []*Rule{
 	RateLimitOutsideRetry,
 	CoerceOutsideRetry,
 	RedactOutsideTruncate,
+	CheckOutsideTruncate,
 	GuardInsideCache,
 	TracingOutermost,
 	OwnCallRecursion,

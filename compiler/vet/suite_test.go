@@ -27,6 +27,7 @@ var designRules = map[string]dsl.Severity{
 	"order/ratelimit-outside-retry": dsl.Warning,
 	"order/coerce-outside-retry":    dsl.Warning,
 	"order/redact-outside-truncate": dsl.Error,
+	"order/check-outside-truncate":  dsl.Error,
 	"order/guard-inside-cache":      dsl.Warning,
 	"order/tracing-outermost":       dsl.Warning,
 	"order/own-call-recursion":      dsl.Error,
