@@ -154,11 +154,13 @@ func MayHaveRun(err error) error {
 var ErrShutdown = errors.New("the process is shutting down")
 
 // ErrProviderRefused is in the error of a model call its provider refused to
-// serve for reasons of its own, not of the request: the key (401), the
-// account's permissions or billing (402, 403, OpenAI's insufficient_quota),
-// a model it does not know (404). The error stays permanent (a retry would
-// meet the same refusal), but another provider may serve the call: a
-// fallback falls over to its next model. A layer or provider client marks
+// serve for reasons of its own: the key (401), the account's permissions or
+// billing (402, 403, OpenAI's insufficient_quota), a model it does not know
+// (404), or a feature of the request that provider's client cannot send and
+// another provider's can (thinking or a prefilled answer for an OpenAI
+// model, reasoning_effort for a Claude one). The error stays permanent (a
+// retry would meet the same refusal), but another provider may serve the
+// call: a fallback falls over to its next model. A layer or provider client marks
 // such an error with ProviderRefused.
 var ErrProviderRefused = errors.New("the provider refused to serve the call")
 

@@ -71,8 +71,26 @@ func (m *Middleware) Validate() error {
 		if err := c.addAllow(entry); err != nil {
 			return fmt.Errorf("allow[%d]: %q can never be allowed: %w", i, entry, err)
 		}
+		if reason := literalReason(entry); reason != "" {
+			return fmt.Errorf("allow[%d]: %q can never be allowed: %s, which egress refuses whatever the list says", i, entry, reason)
+		}
 	}
 	return nil
+}
+
+// literalReason reports why an allow entry that is an IP address (with or
+// without a port) names no public address, or "" (a name, a wildcard, a
+// public address).
+func literalReason(entry string) string {
+	host, _, err := splitAllowEntry(strings.TrimSpace(entry))
+	if err != nil || host == "*" || strings.HasPrefix(host, "*.") {
+		return ""
+	}
+	h, reason := normalizeHost(host)
+	if reason != "" || !h.isIP() {
+		return ""
+	}
+	return AddrReason(h.addr)
 }
 
 // Checker returns the layer's checker (nil before Provision).

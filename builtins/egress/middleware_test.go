@@ -381,6 +381,12 @@ func TestValidateRefusesAllowEntries(t *testing.T) {
 		"api..example":     "invalid host name",
 		"api.example:0":    "invalid port",
 		"[::ffff:1.2.3.4]": "ipv4-mapped",
+		// Addresses refused whatever the list says: an internal service
+		// named by its address is never reached.
+		"10.0.0.5":           "private address",
+		"169.254.169.254:80": "cloud metadata address",
+		"[::1]":              "loopback address",
+		"192.168.1.10:8443":  "private address",
 	} {
 		known, err := runtime.ValidateConfig("egress", []byte(`{"allow":["api.example.com",`+strconv.Quote(entry)+`]}`))
 		assert.True(t, known)
@@ -388,7 +394,7 @@ func TestValidateRefusesAllowEntries(t *testing.T) {
 			assert.Contains(t, err.Error(), `allow[1]: `+strconv.Quote(entry)+` can never be allowed: `+reason, entry)
 		}
 	}
-	known, err := runtime.ValidateConfig("egress", []byte(`{"allow":["api.example.com:8443","*.example.org","93.184.216.34","[2001:db8::1]","*"]}`))
+	known, err := runtime.ValidateConfig("egress", []byte(`{"allow":["api.example.com:8443","*.example.org","93.184.216.34","93.184.216.34:8443","[2606:4700::1111]","*"]}`))
 	assert.True(t, known)
 	assert.NoError(t, err)
 }
