@@ -7,7 +7,8 @@
 // cloud metadata and other special ranges are refused, including IPv4 addresses embedded in
 // IPv4-mapped, NAT64 and 6to4 IPv6 addresses). Numeric host spellings that some resolvers
 // map to an address (2130706433, 0x7f000001, 0177.0.0.1, 127.1, 0) and non-ASCII hosts are
-// refused before any lookup.
+// refused before any lookup. Config.AllowPrivate (the layer's allow_private) exempts the
+// internal networks a deployment deliberately reaches, never a cloud metadata address.
 //
 // A URL check alone cannot stop DNS rebinding: the name may resolve to another address when
 // the connection is made. Dialer returns a net.Dialer whose ControlContext re-checks the

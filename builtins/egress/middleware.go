@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,6 +39,10 @@ type Middleware struct {
 	// ScanArgs checks every URL written out anywhere in a call's
 	// arguments as well (nil means true).
 	ScanArgs *bool `json:"scan_args,omitempty"`
+	// AllowPrivate lists the internal networks (CIDR prefixes or single
+	// addresses) a tool may reach although their addresses are not public
+	// (Config.AllowPrivate).
+	AllowPrivate []string `json:"allow_private,omitempty"`
 
 	name    string
 	checker *Checker
@@ -49,7 +54,11 @@ type Middleware struct {
 // host names up with the pipeline's resolver (runtime.Deps.Resolver).
 func (m *Middleware) Provision(b *runtime.BuildContext) error {
 	m.name = b.Name()
-	c, err := New(Config{Allow: m.Allow, Resolver: b.Resolver()})
+	private, err := privatePrefixes(m.AllowPrivate)
+	if err != nil {
+		return err
+	}
+	c, err := New(Config{Allow: m.Allow, AllowPrivate: private, Resolver: b.Resolver()})
 	if err != nil {
 		return fmt.Errorf("allow: %w", err)
 	}
@@ -66,22 +75,26 @@ func (m *Middleware) Validate() error {
 	if m.Allow == nil {
 		return errors.New(`allow is required (write ["*"] to allow any public host)`)
 	}
-	c := &Checker{exact: map[string][]int{}}
+	private, err := privatePrefixes(m.AllowPrivate)
+	if err != nil {
+		return err
+	}
+	c := &Checker{exact: map[string][]int{}, allowPrivate: private}
 	for i, entry := range m.Allow {
 		if err := c.addAllow(entry); err != nil {
 			return fmt.Errorf("allow[%d]: %q can never be allowed: %w", i, entry, err)
 		}
-		if reason := literalReason(entry); reason != "" {
-			return fmt.Errorf("allow[%d]: %q can never be allowed: %s, which egress refuses whatever the list says", i, entry, reason)
+		if reason := c.literalReason(entry); reason != "" {
+			return fmt.Errorf("allow[%d]: %q can never be allowed: %s, which egress refuses unless allow_private holds it", i, entry, reason)
 		}
 	}
 	return nil
 }
 
 // literalReason reports why an allow entry that is an IP address (with or
-// without a port) names no public address, or "" (a name, a wildcard, a
-// public address).
-func literalReason(entry string) string {
+// without a port) names an address c refuses, or "" (a name, a wildcard,
+// a public address, one inside allow_private).
+func (c *Checker) literalReason(entry string) string {
 	host, _, err := splitAllowEntry(strings.TrimSpace(entry))
 	if err != nil || host == "*" || strings.HasPrefix(host, "*.") {
 		return ""
@@ -90,7 +103,44 @@ func literalReason(entry string) string {
 	if reason != "" || !h.isIP() {
 		return ""
 	}
-	return AddrReason(h.addr)
+	return c.addrReason(h.addr)
+}
+
+// privatePrefixes parses allow_private: CIDR prefixes or single
+// addresses. A prefix must name a network, not a large part of the
+// address space (at least /8 for IPv4, /16 for IPv6), and may not hold a
+// cloud metadata address or the unspecified address, which no tool should
+// reach.
+func privatePrefixes(entries []string) ([]netip.Prefix, error) {
+	out := make([]netip.Prefix, 0, len(entries))
+	for i, e := range entries {
+		p, err := netip.ParsePrefix(strings.TrimSpace(e))
+		if err != nil {
+			a, aerr := netip.ParseAddr(strings.TrimSpace(e))
+			if aerr != nil || a.Zone() != "" {
+				return nil, fmt.Errorf("allow_private[%d]: %q is neither a CIDR prefix (10.20.0.0/16) nor an address", i, e)
+			}
+			p = netip.PrefixFrom(a, a.BitLen())
+		}
+		p = p.Masked()
+		if a := p.Addr(); a.Is4In6() {
+			p = netip.PrefixFrom(a.Unmap(), max(p.Bits()-96, 0))
+		}
+		minBits := 16
+		if p.Addr().Is4() {
+			minBits = 8
+		}
+		if p.Bits() < minBits {
+			return nil, fmt.Errorf("allow_private[%d]: %q is wider than /%d: name the internal network a tool reaches", i, e, minBits)
+		}
+		for _, r := range slices.Concat(v4Rules, v6Rules) {
+			if (r.reason == "cloud metadata address" || r.reason == "unspecified address") && p.Overlaps(r.prefix) {
+				return nil, fmt.Errorf("allow_private[%d]: %q holds the %s %s, which no tool may reach", i, e, r.reason, r.prefix.Addr())
+			}
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 // Checker returns the layer's checker (nil before Provision).

@@ -398,3 +398,69 @@ func TestValidateRefusesAllowEntries(t *testing.T) {
 	assert.True(t, known)
 	assert.NoError(t, err)
 }
+
+// internalResolver answers for two internal names: crm.internal inside the
+// network allow_private names, hr.internal outside it.
+type internalResolver struct{}
+
+func (internalResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	switch host {
+	case "crm.internal":
+		return []netip.Addr{netip.MustParseAddr("10.20.3.4")}, nil
+	case "hr.internal":
+		return []netip.Addr{netip.MustParseAddr("10.30.0.9")}, nil
+	}
+	return nil, errors.New("no such host")
+}
+
+// allow_private lets a tool reach one internal network, by name or address,
+// when allow lists the host too; every other private or special address
+// stays refused, the metadata endpoint among them.
+func TestAllowPrivateReachesOneInternalNetwork(t *testing.T) {
+	tool := rt.NewTool(rt.ToolResult{Value: "ok"})
+	cfg := `{"allow":["crm.internal","hr.internal","10.20.0.7:8443","*"],"allow_private":["10.20.0.0/16"]}`
+	known, err := runtime.ValidateConfig("egress", []byte(cfg))
+	require.True(t, known)
+	require.NoError(t, err)
+	p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Named("net_policy", rt.Layer("egress", cfg))}})
+	p.Tools = map[string]plan.Tool{"fetch_page": {URLArg: "url"}}
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Resolver: internalResolver{},
+		Tools: map[string]runtime.ToolFunc{"fetch_page": tool.Func()}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = pl.Close() })
+	for url, blocked := range map[string]string{
+		"https://crm.internal/accounts":            "",
+		"https://10.20.0.7:8443/":                  "",
+		"https://10.20.9.9/":                       "",
+		"https://hr.internal/salaries":             "10.30.0.9",
+		"http://10.0.0.8/":                         "private address",
+		"http://169.254.169.254/latest/meta-data/": "cloud metadata",
+		"http://127.0.0.1:6379/":                   "loopback",
+	} {
+		before := tool.Calls()
+		_, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "fetch_page", Args: map[string]any{"url": url}})
+		if blocked == "" {
+			require.NoError(t, err, url)
+			assert.Equal(t, before+1, tool.Calls(), url)
+			continue
+		}
+		var b *runtime.BlockedError
+		require.ErrorAs(t, err, &b, url)
+		assert.Contains(t, b.Message, blocked, url)
+		assert.Equal(t, before, tool.Calls(), url)
+	}
+
+	for cfg, want := range map[string]string{
+		`{"allow":["*"],"allow_private":["10.0.0.0/4"]}`:           `allow_private[0]: "10.0.0.0/4" is wider than /8`,
+		`{"allow":["*"],"allow_private":["169.254.0.0/16"]}`:       `holds the cloud metadata address 169.254.169.254`,
+		`{"allow":["*"],"allow_private":["fd00::/8"]}`:             `wider than /16`,
+		`{"allow":["*"],"allow_private":["fd00:ec2::/32"]}`:        `holds the cloud metadata address fd00:ec2::254`,
+		`{"allow":["*"],"allow_private":["intranet"]}`:             `is neither a CIDR prefix`,
+		`{"allow":["10.30.0.9"],"allow_private":["10.20.0.0/16"]}`: `allow[0]: "10.30.0.9" can never be allowed: private address, which egress refuses unless allow_private holds it`,
+	} {
+		_, err := runtime.ValidateConfig("egress", []byte(cfg))
+		if assert.Error(t, err, cfg) {
+			assert.Contains(t, err.Error(), want, cfg)
+		}
+	}
+}
