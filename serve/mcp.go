@@ -87,6 +87,9 @@ type upstreamServer struct {
 	dirty   bool
 	running bool
 	stale   bool
+	// relisted is when a call of a tool not listed last had the tools
+	// listed again (relist).
+	relisted time.Time
 	// cancels counts the cancellations of calls being sent (owe): the
 	// session is closed once they are written.
 	cancels sync.WaitGroup
@@ -943,6 +946,7 @@ func (p *mcpProxy) boundTo(ctx context.Context, h http.Header) (context.Context,
 func newMCPProxy(s *Server) *mcpProxy {
 	p := &mcpProxy{s: s, listed: map[string]bool{}, sessions: sessionCap{max: s.opts.MaxSessions}}
 	p.server = mcp.NewServer(&mcp.Implementation{Name: "agentc", Version: Version}, &mcp.ServerOptions{Logger: s.log})
+	p.server.AddReceivingMiddleware(p.listsUnknown)
 	p.handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return p.server },
 		&mcp.StreamableHTTPOptions{Logger: s.log, MaxRequestBodyBytes: s.opts.MaxBodyBytes, SessionTimeout: s.opts.RunIdle})
 	// The key was checked by the time a request gets here (authenticate);
