@@ -97,6 +97,10 @@ type upstreamServer struct {
 	// ends it.
 	dialing  *dial
 	stopDial context.CancelFunc
+	// progress holds, by the token the proxy gave an upstream call, the
+	// relay of the call's progress to its client (mcp_progress.go).
+	progress     sync.Map
+	nextProgress atomic.Uint64
 }
 
 // watch makes cs the session, noting when it ends. Called with mu held
@@ -190,17 +194,17 @@ func (u *upstreamServer) reconnect(ctx context.Context, d *dial) {
 
 // connect opens a session with the server, following its tool list.
 func (u *upstreamServer) connect(ctx context.Context) (*mcp.ClientSession, error) {
-	var opts *mcp.ClientOptions
+	opts := &mcp.ClientOptions{ProgressNotificationHandler: u.relayProgress}
 	if u.onChange != nil {
 		// The handler runs on the session's reader: it does not wait for
 		// mu there.
-		opts = &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+		opts.ToolListChangedHandler = func(context.Context, *mcp.ToolListChangedRequest) {
 			go func() {
 				u.mu.Lock()
 				defer u.mu.Unlock()
 				u.markChanged()
 			}()
-		}}
+		}
 	}
 	return connect(ctx, u.name, u.spec, u.dir, u.secrets.lookup(u.lookupEnv), &u.secrets, opts)
 }
@@ -679,7 +683,9 @@ func (t *upstreamTool) call(ctx context.Context, c *runtime.ToolCall) (any, erro
 		return nil, err
 	}
 	nctx, note := noting(ctx)
-	res, err := cs.CallTool(nctx, &mcp.CallToolParams{Name: t.name, Arguments: args})
+	params := &mcp.CallToolParams{Name: t.name, Arguments: args}
+	defer t.up.following(ctx, params)()
+	res, err := cs.CallTool(nctx, params)
 	if notSent(err) {
 		// The session was ending as the call started (the upstream's
 		// process had just exited): the call was refused before it was
@@ -690,7 +696,7 @@ func (t *upstreamTool) call(ctx context.Context, c *runtime.ToolCall) (any, erro
 		if err := t.up.admit(ctx, t); err != nil {
 			return nil, err
 		}
-		res, err = cs.CallTool(nctx, &mcp.CallToolParams{Name: t.name, Arguments: args})
+		res, err = cs.CallTool(nctx, params)
 	}
 	if !notSent(err) {
 		t.calls.Add(1)
@@ -1035,7 +1041,7 @@ func (p *mcpProxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	if req.Extra != nil {
 		h = req.Extra.Header
 	}
-	ctx, cancel := p.boundTo(ctx, h)
+	ctx, cancel := p.boundTo(withProgress(ctx, req), h)
 	defer cancel()
 	c := caller{}
 	if !g.keys.open() {
