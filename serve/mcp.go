@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"mime"
 	"net/http"
 	"net/url"
 	"os"
@@ -326,7 +327,7 @@ func connect(ctx context.Context, name string, s plan.MCPServer, dir string, loo
 			}
 			rt = headerTransport{header: h, base: rt}
 		}
-		t = &mcp.StreamableClientTransport{Endpoint: s.URL, MaxRetries: -1, HTTPClient: &http.Client{Transport: noteTransport{base: rt}}}
+		t = &mcp.StreamableClientTransport{Endpoint: s.URL, MaxRetries: -1, HTTPClient: &http.Client{Transport: noteTransport{base: boundTransport{base: rt}}}}
 	default:
 		return nil, fmt.Errorf("mcp server %q has neither command nor url", name)
 	}
@@ -335,6 +336,49 @@ func connect(ctx context.Context, name string, s plan.MCPServer, dir string, loo
 		return nil, fmt.Errorf("mcp server %q: connect: %w", name, sec.err(err))
 	}
 	return cs, nil
+}
+
+// maxUpstreamMessageBytes bounds one message an upstream sends: the SDK
+// bounds a stdio line and an event of an event stream so (its
+// DefaultMaxLineLength and DefaultMaxEventSize), and reads a JSON body
+// whole, which boundTransport bounds alike. A message over it ends the
+// session, as one the SDK refuses does.
+const maxUpstreamMessageBytes = mcp.DefaultMaxEventSize
+
+// boundTransport bounds each response body of an HTTP upstream that is not
+// an event stream (a JSON answer, an error's body) to
+// maxUpstreamMessageBytes: the SDK reads it whole before any limit of the
+// proxy applies, so an upstream answering a list with a gigabyte would
+// hold it in memory.
+type boundTransport struct{ base http.RoundTripper }
+
+func (t boundTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(r)
+	if err != nil || resp.Body == nil {
+		return resp, err
+	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
+		resp.Body = &boundBody{ReadCloser: resp.Body, left: maxUpstreamMessageBytes + 1}
+	}
+	return resp, nil
+}
+
+// boundBody fails a read past maxUpstreamMessageBytes.
+type boundBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *boundBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, fmt.Errorf("the server's message is over the limit of %d bytes", maxUpstreamMessageBytes)
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
 }
 
 // The bounds of an upstream's tool list. An upstream that pages without
