@@ -551,7 +551,8 @@ type ListedTool struct {
 // blocked with on_error "closed" (the layer's block says so) and passes,
 // logged, with "open". A tool whose name is not a valid MCP tool name
 // (badToolName), or whose definition is too large (toolTooLarge), is
-// blocked whatever the layers.
+// blocked whatever the layers, and so is one whose input schema is not a
+// JSON Schema the tool chain compiles (badInputSchema).
 func ScanTools(ctx context.Context, pl *runtime.Pipeline, tools []ListedTool, log *slog.Logger) map[string]*runtime.BlockedError {
 	blocked := map[string]*runtime.BlockedError{}
 	for _, t := range tools {
@@ -561,6 +562,9 @@ func ScanTools(ctx context.Context, pl *runtime.Pipeline, tools []ListedTool, lo
 		} else if b := toolTooLarge(t.Tool); b != nil {
 			blocked[t.Name] = b
 			log.Warn("mcp tool withheld: its definition is too large", "tool", t.Name, "server", t.Server, "reason", b.Message)
+		} else if b := badInputSchema(t.Tool); b != nil {
+			blocked[t.Name] = b
+			log.Warn("mcp tool withheld: its input schema is not a valid JSON Schema", "tool", t.Name, "server", t.Server, "reason", b.Message)
 		}
 	}
 	var layers []runtime.LayerInfo
@@ -647,6 +651,21 @@ func toolTooLarge(t *mcp.Tool) *runtime.BlockedError {
 	return nil
 }
 
+// badInputSchema returns the block of a tool whose input schema is not a
+// JSON Schema the tool chain compiles to check a call's arguments, or
+// nil. Its arguments could not be checked: the tool is withheld, the
+// server's other tools served (toolArgs gives the chain no schema for it).
+func badInputSchema(t *mcp.Tool) *runtime.BlockedError {
+	b, err := json.Marshal(t.InputSchema)
+	if err == nil {
+		err = runtime.CheckArgsSchema(b)
+	}
+	if err != nil {
+		return &runtime.BlockedError{Layer: "mcp", Message: "the tool's input schema is not a valid JSON Schema: " + err.Error()}
+	}
+	return nil
+}
+
 // toolDef is the definition of an upstream tool as an MCP client's model
 // reads it: the name it is served under, its titles and description, its
 // input schema.
@@ -692,8 +711,10 @@ func (u *upstreams) toolArgs(host map[string]json.RawMessage) map[string]json.Ra
 	out := map[string]json.RawMessage{}
 	for exposed, t := range u.tools {
 		b, err := json.Marshal(t.tool.InputSchema)
-		if err != nil {
-			b = nil // an unencodable schema checks nothing; the tool still counts as declared
+		if err != nil || runtime.CheckArgsSchema(b) != nil {
+			// A schema that cannot be compiled checks nothing: the tool
+			// still counts as declared, and is withheld (badInputSchema).
+			b = nil
 		}
 		out[exposed] = b
 	}

@@ -372,3 +372,35 @@ mcp: servers: huge: url: %q
 	assert.Contains(t, err.Error(), fmt.Sprintf("over the limit of %d bytes", maxUpstreamMessageBytes))
 	assert.Less(t, written.Load(), int64(48<<20), "the proxy stopped reading the body")
 }
+
+// TestMCPInvalidInputSchemaWithheld: a tool whose input schema is not a
+// JSON Schema (a type that is a number) is withheld as a poisoned one is
+// (not listed, its calls refused, logged and counted), where it failed
+// the whole load; the server's other tools are served.
+func TestMCPInvalidInputSchemaWithheld(t *testing.T) {
+	_, upstream, list := pagingUpstream(t)
+	list.Store(func(string) *mcp.ListToolsResult {
+		return &mcp.ListToolsResult{Tools: []*mcp.Tool{
+			{Name: "ping", InputSchema: map[string]any{"type": "object"}},
+			{Name: "broken", InputSchema: map[string]any{"type": "object", "properties": map[string]any{"a": map[string]any{"type": 12}}}},
+		}}
+	})
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
+
+mcp: servers: pager: url: %q
+`, upstream))), WatchInterval: -1})
+	cs := connectProxy(t, s.url, "", nil)
+	assert.Equal(t, []string{"ping"}, listedTools(t, cs))
+	_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "broken", Arguments: map[string]any{"a": 1}})
+	require.ErrorContains(t, err, `unknown tool "broken"`)
+	old := s.srv.acquire()
+	defer old.release()
+	_, err = old.pl.Tool(context.Background(), runtime.ToolRequest{Name: "broken", Args: map[string]any{"a": 1}})
+	var b *runtime.BlockedError
+	require.ErrorAs(t, err, &b)
+	assert.Equal(t, LayerMCP, b.Layer)
+	assert.Contains(t, s.logs.String(), "mcp tool withheld: its input schema is not a valid JSON Schema")
+	assert.Contains(t, s.logs.String(), "/properties/a/type")
+	_, _, metrics := do(t, "GET", s.url+"/metrics", "", nil)
+	assert.Contains(t, metrics, `agentc_serve_mcp_tools_withheld{layer="mcp",server="pager"} 1`)
+}
