@@ -23,24 +23,31 @@ import (
 // requests.
 func silentUpstream(t *testing.T, srv *mcp.Server) (string, *atomic.Int64) {
 	t.Helper()
-	lists := &atomic.Int64{}
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return counted(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet {
 			http.Error(w, "no event stream", http.StatusMethodNotAllowed)
 			return
 		}
-		if r.Body != nil {
-			b, _ := io.ReadAll(r.Body)
-			if bytes.Contains(b, []byte(`"tools/list"`)) {
-				lists.Add(1)
-			}
-			r.Body = io.NopCloser(bytes.NewReader(b))
+		h.ServeHTTP(w, r)
+	}), `"tools/list"`)
+}
+
+// counted serves h on a loopback port, counting the requests whose body
+// holds needle.
+func counted(t *testing.T, h http.Handler, needle string) (string, *atomic.Int64) {
+	t.Helper()
+	n := &atomic.Int64{}
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if bytes.Contains(b, []byte(needle)) {
+			n.Add(1)
 		}
+		r.Body = io.NopCloser(bytes.NewReader(b))
 		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(ts.Close)
-	return ts.URL, lists
+	return ts.URL, n
 }
 
 // TestMCPUnknownToolListsAgain: a call of a tool the proxy does not list
