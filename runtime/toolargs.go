@@ -57,6 +57,13 @@ func compileArgs(raw json.RawMessage) (*jsonschema.Schema, error) {
 	return s, nil
 }
 
+// CheckArgsSchema reports why raw is not a tool args schema Build
+// compiles (a declaration's args, Deps.ToolArgs), or nil.
+func CheckArgsSchema(raw json.RawMessage) error {
+	_, err := compileArgs(raw)
+	return err
+}
+
 // checkArgs validates a call's arguments against the tool's schema. It
 // returns the refusal, naming each field that does not match, or nil.
 func checkArgs(tool string, s *jsonschema.Schema, args map[string]any) error {

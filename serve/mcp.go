@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"mime"
 	"net/http"
 	"net/url"
 	"os"
@@ -87,6 +88,9 @@ type upstreamServer struct {
 	dirty   bool
 	running bool
 	stale   bool
+	// relisted is when a call of a tool not listed last had the tools
+	// listed again (relist).
+	relisted time.Time
 	// cancels counts the cancellations of calls being sent (owe): the
 	// session is closed once they are written.
 	cancels sync.WaitGroup
@@ -94,6 +98,10 @@ type upstreamServer struct {
 	// ends it.
 	dialing  *dial
 	stopDial context.CancelFunc
+	// progress holds, by the token the proxy gave an upstream call, the
+	// relay of the call's progress to its client (mcp_progress.go).
+	progress     sync.Map
+	nextProgress atomic.Uint64
 }
 
 // watch makes cs the session, noting when it ends. Called with mu held
@@ -187,17 +195,17 @@ func (u *upstreamServer) reconnect(ctx context.Context, d *dial) {
 
 // connect opens a session with the server, following its tool list.
 func (u *upstreamServer) connect(ctx context.Context) (*mcp.ClientSession, error) {
-	var opts *mcp.ClientOptions
+	opts := &mcp.ClientOptions{ProgressNotificationHandler: u.relayProgress}
 	if u.onChange != nil {
 		// The handler runs on the session's reader: it does not wait for
 		// mu there.
-		opts = &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+		opts.ToolListChangedHandler = func(context.Context, *mcp.ToolListChangedRequest) {
 			go func() {
 				u.mu.Lock()
 				defer u.mu.Unlock()
 				u.markChanged()
 			}()
-		}}
+		}
 	}
 	return connect(ctx, u.name, u.spec, u.dir, u.secrets.lookup(u.lookupEnv), &u.secrets, opts)
 }
@@ -319,7 +327,7 @@ func connect(ctx context.Context, name string, s plan.MCPServer, dir string, loo
 			}
 			rt = headerTransport{header: h, base: rt}
 		}
-		t = &mcp.StreamableClientTransport{Endpoint: s.URL, MaxRetries: -1, HTTPClient: &http.Client{Transport: noteTransport{base: rt}}}
+		t = &mcp.StreamableClientTransport{Endpoint: s.URL, MaxRetries: -1, HTTPClient: &http.Client{Transport: noteTransport{base: boundTransport{base: rt}}}}
 	default:
 		return nil, fmt.Errorf("mcp server %q has neither command nor url", name)
 	}
@@ -328,6 +336,49 @@ func connect(ctx context.Context, name string, s plan.MCPServer, dir string, loo
 		return nil, fmt.Errorf("mcp server %q: connect: %w", name, sec.err(err))
 	}
 	return cs, nil
+}
+
+// maxUpstreamMessageBytes bounds one message an upstream sends: the SDK
+// bounds a stdio line and an event of an event stream so (its
+// DefaultMaxLineLength and DefaultMaxEventSize), and reads a JSON body
+// whole, which boundTransport bounds alike. A message over it ends the
+// session, as one the SDK refuses does.
+const maxUpstreamMessageBytes = mcp.DefaultMaxEventSize
+
+// boundTransport bounds each response body of an HTTP upstream that is not
+// an event stream (a JSON answer, an error's body) to
+// maxUpstreamMessageBytes: the SDK reads it whole before any limit of the
+// proxy applies, so an upstream answering a list with a gigabyte would
+// hold it in memory.
+type boundTransport struct{ base http.RoundTripper }
+
+func (t boundTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(r)
+	if err != nil || resp.Body == nil {
+		return resp, err
+	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
+		resp.Body = &boundBody{ReadCloser: resp.Body, left: maxUpstreamMessageBytes + 1}
+	}
+	return resp, nil
+}
+
+// boundBody fails a read past maxUpstreamMessageBytes.
+type boundBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *boundBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, fmt.Errorf("the server's message is over the limit of %d bytes", maxUpstreamMessageBytes)
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
 }
 
 // The bounds of an upstream's tool list. An upstream that pages without
@@ -500,7 +551,8 @@ type ListedTool struct {
 // blocked with on_error "closed" (the layer's block says so) and passes,
 // logged, with "open". A tool whose name is not a valid MCP tool name
 // (badToolName), or whose definition is too large (toolTooLarge), is
-// blocked whatever the layers.
+// blocked whatever the layers, and so is one whose input schema is not a
+// JSON Schema the tool chain compiles (badInputSchema).
 func ScanTools(ctx context.Context, pl *runtime.Pipeline, tools []ListedTool, log *slog.Logger) map[string]*runtime.BlockedError {
 	blocked := map[string]*runtime.BlockedError{}
 	for _, t := range tools {
@@ -510,6 +562,9 @@ func ScanTools(ctx context.Context, pl *runtime.Pipeline, tools []ListedTool, lo
 		} else if b := toolTooLarge(t.Tool); b != nil {
 			blocked[t.Name] = b
 			log.Warn("mcp tool withheld: its definition is too large", "tool", t.Name, "server", t.Server, "reason", b.Message)
+		} else if b := badInputSchema(t.Tool); b != nil {
+			blocked[t.Name] = b
+			log.Warn("mcp tool withheld: its input schema is not a valid JSON Schema", "tool", t.Name, "server", t.Server, "reason", b.Message)
 		}
 	}
 	var layers []runtime.LayerInfo
@@ -596,6 +651,21 @@ func toolTooLarge(t *mcp.Tool) *runtime.BlockedError {
 	return nil
 }
 
+// badInputSchema returns the block of a tool whose input schema is not a
+// JSON Schema the tool chain compiles to check a call's arguments, or
+// nil. Its arguments could not be checked: the tool is withheld, the
+// server's other tools served (toolArgs gives the chain no schema for it).
+func badInputSchema(t *mcp.Tool) *runtime.BlockedError {
+	b, err := json.Marshal(t.InputSchema)
+	if err == nil {
+		err = runtime.CheckArgsSchema(b)
+	}
+	if err != nil {
+		return &runtime.BlockedError{Layer: "mcp", Message: "the tool's input schema is not a valid JSON Schema: " + err.Error()}
+	}
+	return nil
+}
+
 // toolDef is the definition of an upstream tool as an MCP client's model
 // reads it: the name it is served under, its titles and description, its
 // input schema.
@@ -641,8 +711,10 @@ func (u *upstreams) toolArgs(host map[string]json.RawMessage) map[string]json.Ra
 	out := map[string]json.RawMessage{}
 	for exposed, t := range u.tools {
 		b, err := json.Marshal(t.tool.InputSchema)
-		if err != nil {
-			b = nil // an unencodable schema checks nothing; the tool still counts as declared
+		if err != nil || runtime.CheckArgsSchema(b) != nil {
+			// A schema that cannot be compiled checks nothing: the tool
+			// still counts as declared, and is withheld (badInputSchema).
+			b = nil
 		}
 		out[exposed] = b
 	}
@@ -676,7 +748,9 @@ func (t *upstreamTool) call(ctx context.Context, c *runtime.ToolCall) (any, erro
 		return nil, err
 	}
 	nctx, note := noting(ctx)
-	res, err := cs.CallTool(nctx, &mcp.CallToolParams{Name: t.name, Arguments: args})
+	params := &mcp.CallToolParams{Name: t.name, Arguments: args}
+	defer t.up.following(ctx, params)()
+	res, err := cs.CallTool(nctx, params)
 	if notSent(err) {
 		// The session was ending as the call started (the upstream's
 		// process had just exited): the call was refused before it was
@@ -687,7 +761,7 @@ func (t *upstreamTool) call(ctx context.Context, c *runtime.ToolCall) (any, erro
 		if err := t.up.admit(ctx, t); err != nil {
 			return nil, err
 		}
-		res, err = cs.CallTool(nctx, &mcp.CallToolParams{Name: t.name, Arguments: args})
+		res, err = cs.CallTool(nctx, params)
 	}
 	if !notSent(err) {
 		t.calls.Add(1)
@@ -943,6 +1017,7 @@ func (p *mcpProxy) boundTo(ctx context.Context, h http.Header) (context.Context,
 func newMCPProxy(s *Server) *mcpProxy {
 	p := &mcpProxy{s: s, listed: map[string]bool{}, sessions: sessionCap{max: s.opts.MaxSessions}}
 	p.server = mcp.NewServer(&mcp.Implementation{Name: "agentc", Version: Version}, &mcp.ServerOptions{Logger: s.log})
+	p.server.AddReceivingMiddleware(p.listsUnknown)
 	p.handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return p.server },
 		&mcp.StreamableHTTPOptions{Logger: s.log, MaxRequestBodyBytes: s.opts.MaxBodyBytes, SessionTimeout: s.opts.RunIdle})
 	// The key was checked by the time a request gets here (authenticate);
@@ -1031,7 +1106,7 @@ func (p *mcpProxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	if req.Extra != nil {
 		h = req.Extra.Header
 	}
-	ctx, cancel := p.boundTo(ctx, h)
+	ctx, cancel := p.boundTo(withProgress(ctx, req), h)
 	defer cancel()
 	c := caller{}
 	if !g.keys.open() {

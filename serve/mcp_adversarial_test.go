@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -538,7 +537,6 @@ mcp: servers: pay: url: %q
 // notification happened to win the race).
 func TestMCPShutdownCancelsUpstreamCalls(t *testing.T) {
 	t.Run("http", func(t *testing.T) {
-		var cancels atomic.Int64
 		started, release := make(chan struct{}, 1), make(chan struct{})
 		srv := mcp.NewServer(&mcp.Implementation{Name: "slow", Version: "1"}, nil)
 		mcp.AddTool(srv, &mcp.Tool{Name: "hang"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
@@ -549,21 +547,12 @@ func TestMCPShutdownCancelsUpstreamCalls(t *testing.T) {
 			}
 			return nil, nil, errors.New("stopped")
 		})
-		h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
-		ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			b, _ := io.ReadAll(r.Body)
-			if bytes.Contains(b, []byte(`"notifications/cancelled"`)) {
-				cancels.Add(1)
-			}
-			r.Body = io.NopCloser(bytes.NewReader(b))
-			h.ServeHTTP(w, r)
-		}))
-		t.Cleanup(ts.Close)
+		url, cancels := counted(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil), `"notifications/cancelled"`)
 		t.Cleanup(func() { close(release) })
 		s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
 
 mcp: servers: slow: url: %q
-`, ts.URL))), ShutdownTimeout: 100 * time.Millisecond, WatchInterval: -1})
+`, url))), ShutdownTimeout: 100 * time.Millisecond, WatchInterval: -1})
 		cs := connectProxy(t, s.url, "", nil)
 		go func() { _, _ = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "hang"}) }()
 		<-started

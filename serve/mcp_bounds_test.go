@@ -313,3 +313,94 @@ chains: tool: [{use: "audit", trail: "logical"}]
 		assert.Contains(t, metrics, fmt.Sprintf(`agentc_serve_tool_calls_total{outcome="error",tool=%q} 1`, name))
 	}
 }
+
+// hugeBody is an upstream that answers a request of method with a JSON
+// body of size bytes, written as it is read (a tool whose description is
+// that long), and passes the others to a server with one tool, ping.
+func hugeBody(t *testing.T, method string, size int) (string, *atomic.Int64) {
+	t.Helper()
+	h := echoHandler()
+	var written atomic.Int64
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			h.ServeHTTP(w, r)
+			return
+		}
+		b, _ := io.ReadAll(r.Body)
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if json.Unmarshal(b, &req) != nil || req.Method != method {
+			r.Body = io.NopCloser(bytes.NewReader(b))
+			h.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Mcp-Session-Id", r.Header.Get("Mcp-Session-Id"))
+		head := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"big","inputSchema":{"type":"object"},"description":"`, req.ID)
+		if _, err := io.WriteString(w, head); err != nil {
+			return
+		}
+		chunk := bytes.Repeat([]byte("a"), 64<<10)
+		for n := 0; n < size; n += len(chunk) {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+			written.Add(int64(len(chunk)))
+		}
+		_, _ = io.WriteString(w, `"}]}}`)
+	}))
+	t.Cleanup(ts.Close)
+	return ts.URL, &written
+}
+
+// TestMCPUpstreamHugeMessageIsBounded: an upstream answering with a JSON
+// body far over any list or result the proxy takes (the SDK reads such a
+// body whole, unlike an event stream's events or a stdio line, which it
+// bounds) is read no further than maxUpstreamMessageBytes: its list cannot
+// be taken and the load fails, naming the limit, without the body held in
+// memory.
+func TestMCPUpstreamHugeMessageIsBounded(t *testing.T) {
+	url, written := hugeBody(t, "tools/list", 64<<20)
+	_, err := New(context.Background(), Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
+
+mcp: servers: huge: url: %q
+`, url))), WatchInterval: -1, Logger: slog.New(slog.DiscardHandler), LookupEnv: func(string) (string, bool) { return "", false }})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `mcp server "huge": list tools: `)
+	assert.Contains(t, err.Error(), fmt.Sprintf("over the limit of %d bytes", maxUpstreamMessageBytes))
+	assert.Less(t, written.Load(), int64(48<<20), "the proxy stopped reading the body")
+}
+
+// TestMCPInvalidInputSchemaWithheld: a tool whose input schema is not a
+// JSON Schema (a type that is a number) is withheld as a poisoned one is
+// (not listed, its calls refused, logged and counted), where it failed
+// the whole load; the server's other tools are served.
+func TestMCPInvalidInputSchemaWithheld(t *testing.T) {
+	_, upstream, list := pagingUpstream(t)
+	list.Store(func(string) *mcp.ListToolsResult {
+		return &mcp.ListToolsResult{Tools: []*mcp.Tool{
+			{Name: "ping", InputSchema: map[string]any{"type": "object"}},
+			{Name: "broken", InputSchema: map[string]any{"type": "object", "properties": map[string]any{"a": map[string]any{"type": 12}}}},
+		}}
+	})
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
+
+mcp: servers: pager: url: %q
+`, upstream))), WatchInterval: -1})
+	cs := connectProxy(t, s.url, "", nil)
+	assert.Equal(t, []string{"ping"}, listedTools(t, cs))
+	_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "broken", Arguments: map[string]any{"a": 1}})
+	require.ErrorContains(t, err, `unknown tool "broken"`)
+	old := s.srv.acquire()
+	defer old.release()
+	_, err = old.pl.Tool(context.Background(), runtime.ToolRequest{Name: "broken", Args: map[string]any{"a": 1}})
+	var b *runtime.BlockedError
+	require.ErrorAs(t, err, &b)
+	assert.Equal(t, LayerMCP, b.Layer)
+	assert.Contains(t, s.logs.String(), "mcp tool withheld: its input schema is not a valid JSON Schema")
+	assert.Contains(t, s.logs.String(), "/properties/a/type")
+	_, _, metrics := do(t, "GET", s.url+"/metrics", "", nil)
+	assert.Contains(t, metrics, `agentc_serve_mcp_tools_withheld{layer="mcp",server="pager"} 1`)
+}

@@ -1,0 +1,100 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// A client that gives a tools/call a progressToken is sent the progress
+// the upstream reports for the call. The upstream is given a token of the
+// proxy's own (one per call: the client's token means nothing to it, and
+// two clients may use the same), and each notifications/progress it sends
+// with that token is relayed to the client with the client's token. Only
+// the numbers pass: the progress and the total. The message is upstream
+// text that no layer of the tool chain read (redact, for one, reads the
+// result only), so it is left out. A progress that does not increase is
+// dropped (the specification says it must), and so is one that comes
+// within progressEvery of the last relayed: an upstream cannot flood the
+// client's stream.
+
+// progressEvery is the least time between two progress notifications
+// relayed for a call.
+const progressEvery = 100 * time.Millisecond
+
+// progressRelay sends a client's call its progress.
+type progressRelay struct {
+	// ctx is the client's call: the SDK sends a notification on it to the
+	// call's stream.
+	ctx     context.Context
+	session *mcp.ServerSession
+	token   any
+
+	mu   sync.Mutex
+	last float64
+	at   time.Time
+}
+
+type progressKey struct{}
+
+// withProgress returns ctx carrying the relay of req's progress, if its
+// client asked for it.
+func withProgress(ctx context.Context, req *mcp.CallToolRequest) context.Context {
+	if req.Params == nil || req.Session == nil {
+		return ctx
+	}
+	tok := req.Params.GetProgressToken()
+	if tok == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, progressKey{}, &progressRelay{ctx: ctx, session: req.Session, token: tok})
+}
+
+// send relays the progress of p, unless it does not increase or comes too
+// soon after the last.
+func (r *progressRelay) send(p *mcp.ProgressNotificationParams) {
+	if math.IsNaN(p.Progress) || math.IsInf(p.Progress, 0) || math.IsNaN(p.Total) || math.IsInf(p.Total, 0) {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := time.Now()
+	if !r.at.IsZero() && (p.Progress <= r.last || now.Sub(r.at) < progressEvery) {
+		return
+	}
+	r.last, r.at = p.Progress, now
+	_ = r.session.NotifyProgress(r.ctx, &mcp.ProgressNotificationParams{ProgressToken: r.token, Progress: p.Progress, Total: p.Total})
+}
+
+// following gives params a progress token of u's when ctx carries a
+// relay, and returns the func that stops relaying the call's progress.
+func (u *upstreamServer) following(ctx context.Context, params *mcp.CallToolParams) func() {
+	r, ok := ctx.Value(progressKey{}).(*progressRelay)
+	if !ok {
+		return func() {}
+	}
+	token := fmt.Sprintf("agentc-%d", u.nextProgress.Add(1))
+	u.progress.Store(token, r)
+	params.SetProgressToken(token)
+	return func() { u.progress.Delete(token) }
+}
+
+// relayProgress is the session's handler of the upstream's progress
+// notifications: one with the token of a call in flight is relayed to its
+// client, any other dropped.
+func (u *upstreamServer) relayProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+	if req.Params == nil {
+		return
+	}
+	token, ok := req.Params.ProgressToken.(string)
+	if !ok {
+		return
+	}
+	if r, ok := u.progress.Load(token); ok {
+		r.(*progressRelay).send(req.Params)
+	}
+}

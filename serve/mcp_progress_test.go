@@ -1,0 +1,110 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// progressUpstream serves one tool, work, that reports the progress given
+// in its steps argument (a step every progressEvery and a bit, with a
+// message) before it answers; tokens records the progress token of each
+// call (nil: none).
+func progressUpstream(t *testing.T) (string, func() []any) {
+	t.Helper()
+	var mu sync.Mutex
+	var tokens []any
+	srv := mcp.NewServer(&mcp.Implementation{Name: "slow", Version: "1"}, nil)
+	type in struct {
+		Steps []float64 `json:"steps"`
+	}
+	mcp.AddTool(srv, &mcp.Tool{Name: "work", Description: "Works a while.", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(ctx context.Context, req *mcp.CallToolRequest, in in) (*mcp.CallToolResult, any, error) {
+			tok := req.Params.GetProgressToken()
+			mu.Lock()
+			tokens = append(tokens, tok)
+			mu.Unlock()
+			for _, p := range in.Steps {
+				if tok != nil {
+					require.NoError(t, req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+						ProgressToken: tok, Progress: p, Total: 3, Message: fmt.Sprintf("reading customer 4111-1111-1111-%04.0f", p)}))
+				}
+				time.Sleep(progressEvery + 20*time.Millisecond)
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil, nil
+		})
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(ts.Close)
+	return ts.URL, func() []any {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]any(nil), tokens...)
+	}
+}
+
+// TestMCPProgressIsRelayed: an upstream's progress notifications during a
+// call reach the client that asked for them (its progressToken), with the
+// client's token; their messages, upstream text no layer of the tool chain
+// read, are left out; a progress that does not increase is dropped; a call
+// without a token gives the upstream none.
+func TestMCPProgressIsRelayed(t *testing.T) {
+	t.Setenv("AGENTC_TEST_OPENAI_KEY", "sk-test")
+	url, tokens := progressUpstream(t)
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(scanPolicy, sha("agent-key"), url, ""))), WatchInterval: -1})
+	var mu sync.Mutex
+	var got []*mcp.ProgressNotificationParams
+	cs := connectProxyWith(t, s.url, "agent-key", nil, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			defer mu.Unlock()
+			got = append(got, req.Params)
+		}})
+	ctx := context.Background()
+
+	params := &mcp.CallToolParams{Name: "work", Arguments: map[string]any{"steps": []float64{1, 2, 1.5, 3}}}
+	params.SetProgressToken("client-7")
+	res, err := cs.CallTool(ctx, params)
+	require.NoError(t, err)
+	assert.Equal(t, "done", text(t, res))
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(got) >= 3
+	}, 5*time.Second, 10*time.Millisecond)
+	mu.Lock()
+	var progress []float64
+	for _, p := range got {
+		progress = append(progress, p.Progress)
+		assert.Equal(t, "client-7", p.ProgressToken)
+		assert.Equal(t, 3.0, p.Total)
+		assert.Empty(t, p.Message, "the upstream's message passed no layer of the tool chain")
+	}
+	mu.Unlock()
+	assert.Equal(t, []float64{1, 2, 3}, progress)
+	up := tokens()
+	require.Len(t, up, 1)
+	assert.NotNil(t, up[0], "the upstream was given a token")
+	assert.NotEqual(t, "client-7", up[0], "the upstream gets a token of the proxy's, not the client's")
+
+	// Without a token, none is sent upstream and nothing is relayed.
+	mu.Lock()
+	got = nil
+	mu.Unlock()
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "work", Arguments: map[string]any{"steps": []float64{1}}})
+	require.NoError(t, err)
+	assert.Equal(t, "done", text(t, res))
+	up = tokens()
+	require.Len(t, up, 2)
+	assert.Nil(t, up[1])
+	mu.Lock()
+	assert.Empty(t, got)
+	mu.Unlock()
+}
