@@ -249,6 +249,12 @@ func TestResumedCallInAnotherStoreIsInDoubt(t *testing.T) {
 				{name: "another namespace", layer: "idempotent",
 					resumeIn: func(t *testing.T, _ runtime.StoreBackend) runtime.StoreBackend { return storeOf(t, name) }},
 				{name: "emptied", layer: "idempotent", resumeIn: emptied},
+				{name: "unreachable", layer: runtime.LayerCheckpoint,
+					resumeIn: func(t *testing.T, killed runtime.StoreBackend) runtime.StoreBackend {
+						s := reopened(t, killed)
+						require.NoError(t, s.(interface{ Close() error }).Close())
+						return s
+					}},
 				{name: "recorded by an earlier version", layer: runtime.LayerCheckpoint,
 					resumeIn: func(_ *testing.T, killed runtime.StoreBackend) runtime.StoreBackend { return killed },
 					edit:     func(cp *runtime.Checkpoint) { cp.Calls.Stores = nil }},
