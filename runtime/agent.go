@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 )
 
 // What an agent turn does when a guard blocks one of the model's tool calls
@@ -227,9 +226,9 @@ type agentTurn struct {
 	msgs     []Message
 	res      *AgentResult
 	// resumed holds the calls settle runs although they may have started
-	// before (by record key), with the time their turn recorded them: a
+	// before (by record key), with what their turn recorded of them: a
 	// layer's shared store says whether they did (ClaimVoucher).
-	resumed map[string]time.Time
+	resumed map[string]ResumedIntent
 }
 
 func (t *agentTurn) run(ctx context.Context, maxSteps int) error {
@@ -324,12 +323,12 @@ func (t *agentTurn) settle(ctx context.Context, at int, pending []int) error {
 		r, ok := lastRecord(records, key, call.Name)
 		recorded := ok && r.InDoubt
 		if err := t.pl.callInDoubt(ctx, call, recorded); err != nil {
-			if since, ok := t.pl.resumable(ctx, call, key, recorded); ok {
+			if intent, ok := t.pl.resumable(ctx, call, key, recorded); ok {
 				// A layer's shared store knows whether it ever started.
 				if t.resumed == nil {
-					t.resumed = map[string]time.Time{}
+					t.resumed = map[string]ResumedIntent{}
 				}
-				t.resumed[key] = since
+				t.resumed[key] = intent
 				run = append(run, i)
 				continue
 			}
@@ -754,9 +753,9 @@ func (t *agentTurn) tools(ctx context.Context, at int, calls []ToolUse, rep []in
 			}()
 			key := agentCallKey(at, calls[i])
 			cctx := context.WithValue(ctx, agentCallCtxKey{}, key)
-			if since, ok := t.resumed[key]; ok {
+			if intent, ok := t.resumed[key]; ok {
 				var done func()
-				cctx, done = withResumedCall(cctx, calls[i].Name, since)
+				cctx, done = withResumedCall(cctx, calls[i].Name, intent)
 				defer done()
 			}
 			out[i], blocked[i], errs[i] = t.tool(cctx, calls[i])

@@ -2,7 +2,10 @@ package runtime
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
+	"maps"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -11,13 +14,23 @@ import (
 )
 
 // CallIntent records an agent turn's tool calls as it recorded them, before
-// any of them ran: when (Time, this process's clock) and which (Calls, each
-// call's record key, ToolRecord.Call). A checkpoint saves it with the
-// transcript, so that a resumed turn knows since when a call without a
-// result could have been claimed in a store (ClaimVoucher).
+// any of them ran: when (Time, this process's clock), which (Calls, each
+// call's record key, ToolRecord.Call) and in which store each would be
+// claimed (Stores). A checkpoint saves it with the transcript, so that a
+// resumed turn knows since when, and where, a call without a result could
+// have been claimed (ClaimVoucher).
 type CallIntent struct {
 	Time  time.Time `json:"time"`
 	Calls []string  `json:"calls"`
+	// Stores maps the record key of a call of Calls to the identity
+	// (SharedLeaser.StoreID) of the store the outermost layer covering its
+	// tool claims it in (ClaimVoucher), read when the calls were recorded.
+	// A resumed call is answered only by a store of that identity: one
+	// flushed, dropped and created again, or another one the layer was
+	// pointed at since, never saw its claim. A call without one (no layer
+	// covered it, the store could not be read, or an earlier version
+	// recorded the calls) is in doubt.
+	Stores map[string]string `json:"stores,omitempty"`
 }
 
 // ResumeClockSkew is how far apart the clocks of the process that recorded
@@ -29,13 +42,20 @@ const ResumeClockSkew = time.Minute
 
 // SharedLeaser is a Leaser whose claims outlive the process that made them
 // and are seen by every process that may resume its runs (a redis or
-// postgres store): a claim absent from it was never made, or has expired.
-// A memory store's claims die with their process, and a sqlite file is not
-// shared across hosts: neither can say a call never started.
+// postgres store): a claim absent from it was never made, or has expired,
+// as long as it is the store the claim would have been made in
+// (StoreID). A memory store's claims die with their process, and a sqlite
+// file is not shared across hosts: neither can say a call never started.
 type SharedLeaser interface {
 	Leaser
-	// SharesClaims marks the port; it does nothing.
-	SharesClaims()
+	// StoreID returns the store's identity: a random id written into the
+	// store itself the first time it is asked for (atomically: every
+	// process gets the same one), and read from it each time after. A
+	// store that lost it (a Redis flushed, a PostgreSQL schema dropped and
+	// created again) gets a new one, as does another database, prefix,
+	// schema or server: the identity changes whenever the claims may have
+	// been lost with it.
+	StoreID(ctx context.Context) (string, error)
 }
 
 // ClaimVoucher is a tool layer that claims the calls it covers in a
@@ -53,6 +73,23 @@ type ClaimVoucher interface {
 	// VouchesFor reports whether the layer claims calls of tool in a
 	// SharedLeaser.
 	VouchesFor(tool *ToolInfo) bool
+	// ClaimStore returns the SharedLeaser the layer claims calls in (nil
+	// when its store is not one): a turn records its identity with its
+	// calls (CallIntent.Stores), and the layer answers a resumed call only
+	// when its store still has that identity (ResumedIntent.Store).
+	ClaimStore() SharedLeaser
+}
+
+// ResumedIntent is what the turn of a resumed call recorded of it before
+// it could start (CallIntent).
+type ResumedIntent struct {
+	// Since is when the call was recorded: it could have been claimed
+	// from then on.
+	Since time.Time
+	// Store is the identity of the store it would have been claimed in
+	// (SharedLeaser.StoreID): a layer whose store has another identity
+	// now cannot say it never started.
+	Store string
 }
 
 // resumedCall marks the context of a call a resumed turn runs although it
@@ -60,7 +97,7 @@ type ClaimVoucher interface {
 // tool.
 type resumedCall struct {
 	tool     string
-	since    time.Time
+	intent   ResumedIntent
 	vouched  atomic.Bool // it never started, and runs now
 	replayed atomic.Bool // its outcome was replayed from the store
 }
@@ -72,18 +109,19 @@ type resumedCallKey struct{}
 var resumesInFlight atomic.Int64
 
 // ResumedCall reports whether the call of ctx is a resumed call that may
-// have started before, and since when it could have been claimed: the time
-// its turn recorded it, before it could start.
-func ResumedCall(ctx context.Context) (since time.Time, ok bool) {
+// have started before, and what its turn recorded of it: since when it
+// could have been claimed, and in which store.
+func ResumedCall(ctx context.Context) (ResumedIntent, bool) {
 	if r, ok := ctx.Value(resumedCallKey{}).(*resumedCall); ok {
-		return r.since, true
+		return r.intent, true
 	}
-	return time.Time{}, false
+	return ResumedIntent{}, false
 }
 
 // VouchNeverStarted is called by a ClaimVoucher that found no claim of the
 // resumed call of ctx in its store, within its ttl of ResumedCall's time,
-// and has now claimed it: the call never started, and runs.
+// its store having the identity the turn recorded, and has now claimed it:
+// the call never started, and runs.
 func VouchNeverStarted(ctx context.Context) {
 	if r, ok := ctx.Value(resumedCallKey{}).(*resumedCall); ok {
 		r.vouched.Store(true)
@@ -131,15 +169,16 @@ func resumedGate(ctx context.Context, c *ToolCall) error {
 	return NotRun(&InDoubtError{Layer: LayerCheckpoint, Tool: c.Name, IdempotencyKey: c.IdempotencyKey()})
 }
 
-// withResumedCall marks ctx for a resumed call of tool recorded at since;
-// done unmarks the count once the call returned.
-func withResumedCall(ctx context.Context, tool string, since time.Time) (context.Context, func()) {
+// withResumedCall marks ctx for a resumed call of tool its turn recorded
+// so; done unmarks the count once the call returned.
+func withResumedCall(ctx context.Context, tool string, intent ResumedIntent) (context.Context, func()) {
 	resumesInFlight.Add(1)
-	return context.WithValue(ctx, resumedCallKey{}, &resumedCall{tool: tool, since: since}), func() { resumesInFlight.Add(-1) }
+	return context.WithValue(ctx, resumedCallKey{}, &resumedCall{tool: tool, intent: intent}), func() { resumesInFlight.Add(-1) }
 }
 
 // recordIntent records, for the run of ctx, that its turn's tool calls of
-// the assistant message at were recorded now.
+// the assistant message at were recorded now, and the identity of the
+// store each would be claimed in (claimStores).
 func (pl *Pipeline) recordIntent(ctx context.Context, at int, calls []ToolUse) {
 	id := RunOf(ctx).ID
 	if id == "" {
@@ -149,35 +188,81 @@ func (pl *Pipeline) recordIntent(ctx context.Context, at int, calls []ToolUse) {
 	for i, c := range calls {
 		keys[i] = agentCallKey(at, c)
 	}
+	intent := &CallIntent{Time: pl.now(), Calls: keys, Stores: pl.claimStores(ctx, keys, calls)}
 	s := pl.runState(id)
 	s.mu.Lock()
-	s.intent = &CallIntent{Time: pl.now(), Calls: keys}
+	s.intent = intent
 	s.mu.Unlock()
 }
 
-// intentOf returns when the run of ctx recorded the call of key, if it did.
-func (pl *Pipeline) intentOf(ctx context.Context, key string) (time.Time, bool) {
+// claimStores returns, by record key, the identity of the store each call
+// of calls would be claimed in by the outermost layer covering its tool
+// (claimLayer), each store asked once. A store that cannot be read is
+// logged and its calls left out: resumed, they are in doubt.
+func (pl *Pipeline) claimStores(ctx context.Context, keys []string, calls []ToolUse) map[string]string {
+	var out map[string]string
+	var ids map[SharedLeaser]string
+	for i, c := range calls {
+		e := pl.toolEntry(c.Name)
+		if e == nil || !e.known {
+			continue
+		}
+		v := pl.claimLayer(e)
+		if v == nil {
+			continue
+		}
+		l := v.ClaimStore()
+		if l == nil {
+			continue
+		}
+		sid, ok := ids[l]
+		if !ok {
+			var err error
+			if sid, err = l.StoreID(ctx); err != nil {
+				pl.logger.WarnContext(ctx, "checkpoint: the identity of the idempotency store could not be read; a resumed turn finds the calls it would claim in doubt",
+					"tool", c.Name, "error", err)
+			}
+			if ids == nil {
+				ids = map[SharedLeaser]string{}
+			}
+			ids[l] = sid
+		}
+		if sid == "" {
+			continue
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[keys[i]] = sid
+	}
+	return out
+}
+
+// intentOf returns what the run of ctx recorded of the call of key, if it
+// recorded the call.
+func (pl *Pipeline) intentOf(ctx context.Context, key string) (ResumedIntent, bool) {
 	id := RunOf(ctx).ID
 	if id == "" {
-		return time.Time{}, false
+		return ResumedIntent{}, false
 	}
 	s := pl.lookupRunState(id)
 	if s == nil {
-		return time.Time{}, false
+		return ResumedIntent{}, false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.intent == nil || s.intent.Time.IsZero() || !slices.Contains(s.intent.Calls, key) {
-		return time.Time{}, false
+		return ResumedIntent{}, false
 	}
-	return s.intent.Time, true
+	return ResumedIntent{Since: s.intent.Time, Store: s.intent.Stores[key]}, true
 }
 
-// vouchable reports whether a layer of the tool chain may answer for a
-// resumed call of the declared tool e (ClaimVoucher): one that covers the
-// tool (its tools list names it or is empty). A layer skipped by its when
-// predicate never answers: the call then stops at the tool, in doubt.
-func (pl *Pipeline) vouchable(e *toolEntry) bool {
+// claimLayer returns the outermost layer of the tool chain that may answer
+// for a resumed call of the declared tool e (ClaimVoucher): one that covers
+// the tool (its tools list names it or is empty), or nil. A layer skipped
+// by its when predicate never answers: the call then stops at the tool, in
+// doubt, or reaches a layer inside whose store is not the one recorded.
+func (pl *Pipeline) claimLayer(e *toolEntry) ClaimVoucher {
 	layers := pl.plan.Chains.Tool
 	for _, li := range pl.layers[plan.StageTool] {
 		v, ok := li.Middleware.(ClaimVoucher)
@@ -189,27 +274,41 @@ func (pl *Pipeline) vouchable(e *toolEntry) bool {
 				continue
 			}
 		}
-		return true
+		return v
 	}
-	return false
+	return nil
 }
 
 // resumable reports whether a resumed call without a result that may have
 // run (callInDoubt) runs through the tool chain instead of ending in doubt,
-// and since when it could have been claimed: a call of a declared tool, not
-// recorded in doubt, that the run's latest turn recorded (CallIntent) and
-// that a layer of the tool chain may answer for (vouchable).
-func (pl *Pipeline) resumable(ctx context.Context, call ToolUse, key string, recorded bool) (time.Time, bool) {
+// and what its turn recorded of it: a call of a declared tool, not recorded
+// in doubt, that the run's latest turn recorded (CallIntent) with the
+// identity of the store it would be claimed in, and that a layer of the
+// tool chain may answer for (claimLayer).
+func (pl *Pipeline) resumable(ctx context.Context, call ToolUse, key string, recorded bool) (ResumedIntent, bool) {
 	e := pl.toolEntry(call.Name)
 	if recorded || e == nil || !e.known {
-		return time.Time{}, false
+		return ResumedIntent{}, false
 	}
 	if _, err := call.Request(); err != nil {
-		return time.Time{}, false
+		return ResumedIntent{}, false
 	}
-	since, ok := pl.intentOf(ctx, key)
-	if !ok || !pl.vouchable(e) {
-		return time.Time{}, false
+	intent, ok := pl.intentOf(ctx, key)
+	if !ok || intent.Store == "" || pl.claimLayer(e) == nil {
+		return ResumedIntent{}, false
 	}
-	return since, true
+	return intent, true
+}
+
+// clone returns a copy of c that shares no memory with it.
+func (c *CallIntent) clone() *CallIntent {
+	return &CallIntent{Time: c.Time, Calls: slices.Clone(c.Calls), Stores: maps.Clone(c.Stores)}
+}
+
+// NewStoreID returns a new random store identity (SharedLeaser.StoreID):
+// 128 bits, hex.
+func NewStoreID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails
+	return hex.EncodeToString(b)
 }

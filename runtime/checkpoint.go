@@ -453,7 +453,7 @@ func (c *Checkpointer) Resume(ctx context.Context, runID string) (Checkpoint, er
 	s.tools = slices.Clone(cp.Tools)
 	s.intent = nil
 	if cp.Calls != nil {
-		s.intent = &CallIntent{Time: cp.Calls.Time, Calls: slices.Clone(cp.Calls.Calls)}
+		s.intent = cp.Calls.clone()
 	}
 	s.version, s.status = cp.Version, cp.Status
 	s.mu.Unlock()
@@ -651,7 +651,7 @@ func (pl *Pipeline) snapshot(runID string, s *RunState, status RunStatus) (Check
 	cp := Checkpoint{RunID: runID, Status: status, Time: pl.now(), Transcript: slices.Clone(s.transcript),
 		Tools: slices.Clone(s.tools)}
 	if s.intent != nil {
-		cp.Calls = &CallIntent{Time: s.intent.Time, Calls: slices.Clone(s.intent.Calls)}
+		cp.Calls = s.intent.clone()
 	}
 	if len(s.fields) > 0 {
 		cp.Fields = map[string]any{}

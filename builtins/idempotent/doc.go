@@ -88,9 +88,13 @@
 // in doubt (*runtime.InDoubtError naming the layer). When more than `ttl`
 // less runtime.ResumeClockSkew (a minute) has passed since the turn
 // recorded the call, a claim could have expired: the call is in doubt
-// without asking the store. A memory store (lost with its process) or a
-// sqlite file (one host's) cannot tell, and the call stays in doubt as
-// before.
+// without asking the store. The turn recorded, with the call, the identity
+// of the store it would be claimed in (runtime.SharedLeaser.StoreID): a
+// store that has another identity now (flushed, dropped and created again,
+// or another database, prefix, schema or server the layer points at since)
+// never saw the claim, and the call is in doubt. A memory store (lost with
+// its process) or a sqlite file (one host's) cannot tell, and the call
+// stays in doubt as before.
 //
 // Store failures before the call fail closed: the call does not run and
 // returns a *runtime.CallError naming the layer (unclassified, so a retry

@@ -176,11 +176,16 @@ func (m *Idempotent) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 // the same idempotency key), any other returns an *runtime.InDoubtError.
 func (m *Idempotent) settle(ctx context.Context, c *runtime.ToolCall, key string, next runtime.ToolHandler) (any, error) {
 	d := m.pollMin
-	since, resumed := runtime.ResumedCall(ctx)
-	if resumed && !m.answers(since) {
+	intent, resumed := runtime.ResumedCall(ctx)
+	if resumed && !m.answers(intent.Since) {
 		// A resumed call that may have started, which the store cannot
 		// answer for: in doubt, without touching the store.
 		return nil, &runtime.InDoubtError{Layer: m.name, Tool: c.Name, IdempotencyKey: c.IdempotencyKey()}
+	}
+	if resumed {
+		if err := m.sameStore(ctx, c, intent.Store); err != nil {
+			return nil, err
+		}
 	}
 	owner := m.owners.take(key)
 	for {
@@ -237,6 +242,35 @@ func (m *Idempotent) settle(ctx context.Context, c *runtime.ToolCall, key string
 func (m *Idempotent) VouchesFor(tool *runtime.ToolInfo) bool {
 	_, shared := m.leaser.(runtime.SharedLeaser)
 	return shared && tool.SideEffecting
+}
+
+// ClaimStore implements runtime.ClaimVoucher: the layer's store, when it is
+// shared by every process.
+func (m *Idempotent) ClaimStore() runtime.SharedLeaser {
+	l, _ := m.leaser.(runtime.SharedLeaser)
+	return l
+}
+
+// sameStore checks, for a resumed call, that the layer's store is the one
+// its turn recorded it would be claimed in (recorded, its identity): a
+// store flushed since, a schema dropped and created again, or another
+// database or server the layer is pointed at now has another identity, and
+// its lack of a claim says nothing. The call is then in doubt; a store that
+// cannot be read fails as a claim would.
+func (m *Idempotent) sameStore(ctx context.Context, c *runtime.ToolCall, recorded string) error {
+	id, err := m.ClaimStore().StoreID(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return m.storeErr("read the store's identity", err)
+	}
+	if id == recorded {
+		return nil
+	}
+	m.logger.WarnContext(ctx, "idempotent: the store is not the one the resumed call would have been claimed in (flushed, dropped and created again, or another one since); the call is in doubt",
+		"tool", c.Name, "idempotency_key", c.IdempotencyKey(), "recorded_store", recorded, "store", id)
+	return &runtime.InDoubtError{Layer: m.name, Tool: c.Name, IdempotencyKey: c.IdempotencyKey()}
 }
 
 // answers reports whether the store can say that a resumed call recorded at

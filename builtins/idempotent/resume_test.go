@@ -3,6 +3,7 @@ package idempotent_test
 import (
 	"context"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,18 +15,28 @@ import (
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
+	"github.com/agentc-dev/agentc/runtime/store/postgres"
+	"github.com/agentc-dev/agentc/runtime/store/redis"
 	"github.com/agentc-dev/agentc/runtime/store/storetest"
 )
 
 // intentCheckpoint returns the checkpoint an agent turn saves once the
 // model asked for the refund of A1, before the refund runs: the version a
-// worker killed right then leaves.
-func intentCheckpoint(t *testing.T) runtime.Checkpoint {
+// worker killed right then leaves. The worker's idempotency table is in
+// shared (nil: in process memory); a guard outside it stands for the kill,
+// stopping the refund before it is claimed.
+func intentCheckpoint(t *testing.T, shared runtime.StoreBackend) runtime.Checkpoint {
 	t.Helper()
-	p := rt.Plan(plan.Chains{Turn: []plan.Layer{rt.Layer("checkpoint", `{"after_tool": true}`)}})
+	if shared == nil {
+		shared = runtime.NewMemoryStore()
+	}
+	killed := rt.Layer("guard", `{"deny": "tool.name == \"refund\"", "message": "killed"}`)
+	p := rt.Plan(plan.Chains{Turn: []plan.Layer{rt.Layer("checkpoint", `{"after_tool": true}`)},
+		Tool: []plan.Layer{killed, rt.Layer("idempotent", `{"store": "shared"}`)}})
 	p.Tools = map[string]plan.Tool{"refund": {SideEffecting: true}}
+	p.Stores = map[string]plan.Store{"shared": {Kind: "memory"}}
 	store := runtime.NewMemoryCheckpoints()
-	pl := rt.Build(t, p, runtime.Deps{Checkpoints: store,
+	pl := rt.Build(t, p, runtime.Deps{Checkpoints: store, Backends: map[string]runtime.StoreBackend{"shared": shared},
 		Models: map[string]runtime.ModelClient{"primary": rt.NewModel(refundCall("c1", `{"order_id":"A1"}`), rt.Response{Deltas: []string{"ok"}})},
 		Tools:  map[string]runtime.ToolFunc{"refund": func(context.Context, *runtime.ToolCall) (any, error) { return "never kept", nil }}})
 	_, err := pl.RunAgent(ctx1, runtime.AgentRequest{Model: "primary", Input: "refund A1"})
@@ -83,7 +94,6 @@ func (w resumeWorker) resume(t *testing.T) (runtime.AgentResult, error) {
 // stored means the result is replayed. Without a shared store, or once
 // the claim would have expired, the call stays in doubt.
 func TestResumedCallThatNeverStartedRuns(t *testing.T) {
-	cp := intentCheckpoint(t)
 	layer := rt.Layer("idempotent", `{"store": "shared", "lease_ttl": "300ms"}`)
 	for _, name := range []string{"memory", "redis", "postgres"} {
 		t.Run(name, func(t *testing.T) {
@@ -91,7 +101,7 @@ func TestResumedCallThatNeverStartedRuns(t *testing.T) {
 				// Process memory died with the worker: it cannot say the
 				// call never started.
 				var refunds atomic.Int64
-				w := newResumeWorker(t, cp, runtime.NewMemoryStore(), layer, &refunds)
+				w := newResumeWorker(t, intentCheckpoint(t, nil), runtime.NewMemoryStore(), layer, &refunds)
 				_, err := w.resume(t)
 				var doubt *runtime.InDoubtError
 				require.ErrorAs(t, err, &doubt)
@@ -102,6 +112,7 @@ func TestResumedCallThatNeverStartedRuns(t *testing.T) {
 			}
 			t.Run("no claim: runs once", func(t *testing.T) {
 				shared := storeOf(t, name)
+				cp := intentCheckpoint(t, shared)
 				var refunds atomic.Int64
 				res, err := newResumeWorker(t, cp, shared, layer, &refunds).resume(t)
 				require.NoError(t, err)
@@ -120,6 +131,7 @@ func TestResumedCallThatNeverStartedRuns(t *testing.T) {
 			})
 			t.Run("refused outside the layer: in doubt", func(t *testing.T) {
 				shared := storeOf(t, name)
+				cp := intentCheckpoint(t, shared)
 				var refunds atomic.Int64
 				_, err := newResumeWorker(t, cp, shared, layer, &refunds).resume(t)
 				require.NoError(t, err)
@@ -155,6 +167,7 @@ func TestResumedCallThatNeverStartedRuns(t *testing.T) {
 			})
 			t.Run("claim held: in doubt", func(t *testing.T) {
 				shared := storeOf(t, name)
+				cp := intentCheckpoint(t, shared)
 				// The killed worker had claimed the refund.
 				c := &runtime.ToolCall{Name: "refund", Args: map[string]any{"order_id": "A1"}, Meta: runtime.Meta{Run: runtime.Run{ID: "run-1"}}}
 				g, err := shared.(runtime.Leaser).Acquire(context.Background(), idempotent.Key(c), 300*time.Millisecond, time.Hour, false)
@@ -169,10 +182,11 @@ func TestResumedCallThatNeverStartedRuns(t *testing.T) {
 				assert.Zero(t, w.model.Calls())
 			})
 			t.Run("claim could have expired: in doubt", func(t *testing.T) {
-				old := cp
-				old.Calls = &runtime.CallIntent{Time: cp.Calls.Time.Add(-24 * time.Hour), Calls: cp.Calls.Calls}
+				shared := storeOf(t, name)
+				old := intentCheckpoint(t, shared)
+				old.Calls.Time = old.Calls.Time.Add(-24 * time.Hour)
 				var refunds atomic.Int64
-				_, err := newResumeWorker(t, old, storeOf(t, name), layer, &refunds).resume(t)
+				_, err := newResumeWorker(t, old, shared, layer, &refunds).resume(t)
 				var doubt *runtime.InDoubtError
 				require.ErrorAs(t, err, &doubt, "a claim made then would be gone after the ttl (24h)")
 				assert.Zero(t, refunds.Load())
@@ -180,8 +194,9 @@ func TestResumedCallThatNeverStartedRuns(t *testing.T) {
 			t.Run("layer not on the tool: in doubt", func(t *testing.T) {
 				other := rt.Layer("idempotent", `{"store": "shared"}`)
 				other.Tools = []string{"other"}
+				shared := storeOf(t, name)
 				var refunds atomic.Int64
-				_, err := newResumeWorker(t, cp, storeOf(t, name), other, &refunds).resume(t)
+				_, err := newResumeWorker(t, intentCheckpoint(t, shared), shared, other, &refunds).resume(t)
 				var doubt *runtime.InDoubtError
 				require.ErrorAs(t, err, &doubt)
 				assert.Equal(t, runtime.LayerCheckpoint, doubt.Layer)
@@ -190,8 +205,9 @@ func TestResumedCallThatNeverStartedRuns(t *testing.T) {
 			t.Run("layer skipped by when: the tool is not reached", func(t *testing.T) {
 				skipped := rt.Layer("idempotent", `{"store": "shared"}`)
 				skipped.When = &plan.Predicate{Stage: plan.StageTool, Source: `args.order_id == "B2"`}
+				shared := storeOf(t, name)
 				var refunds atomic.Int64
-				w := newResumeWorker(t, cp, storeOf(t, name), skipped, &refunds)
+				w := newResumeWorker(t, intentCheckpoint(t, shared), shared, skipped, &refunds)
 				_, err := w.resume(t)
 				var doubt *runtime.InDoubtError
 				require.ErrorAs(t, err, &doubt, "no layer answered for the call")
@@ -209,4 +225,114 @@ func storeOf(t *testing.T, name string) runtime.StoreBackend {
 		return storetest.Redis(t)
 	}
 	return storetest.Postgres(t)
+}
+
+// A resumed call is answered only by the store its turn would have claimed
+// it in. Pointed, between the kill and the resume, at another namespace of
+// the server (a config change, a failover to an empty replica), or at the
+// same one emptied (a Redis flushed, a PostgreSQL schema dropped and
+// created again), the layer finds no claim of the refund, which may have
+// run all the same: it is in doubt, and does not run. So is a call whose
+// checkpoint an earlier version saved, without the store's identity.
+func TestResumedCallInAnotherStoreIsInDoubt(t *testing.T) {
+	layer := rt.Layer("idempotent", `{"store": "shared", "lease_ttl": "300ms"}`)
+	for _, name := range []string{"redis", "postgres"} {
+		t.Run(name, func(t *testing.T) {
+			cases := []struct {
+				name string
+				// resumeIn returns the store the resumed worker's layer
+				// claims in, given the killed worker's.
+				resumeIn func(t *testing.T, killed runtime.StoreBackend) runtime.StoreBackend
+				edit     func(cp *runtime.Checkpoint)
+				layer    string
+			}{
+				{name: "another namespace", layer: "idempotent",
+					resumeIn: func(t *testing.T, _ runtime.StoreBackend) runtime.StoreBackend { return storeOf(t, name) }},
+				{name: "emptied", layer: "idempotent", resumeIn: emptied},
+				{name: "unreachable", layer: runtime.LayerCheckpoint,
+					resumeIn: func(t *testing.T, killed runtime.StoreBackend) runtime.StoreBackend {
+						s := reopened(t, killed)
+						require.NoError(t, s.(interface{ Close() error }).Close())
+						return s
+					}},
+				{name: "recorded by an earlier version", layer: runtime.LayerCheckpoint,
+					resumeIn: func(_ *testing.T, killed runtime.StoreBackend) runtime.StoreBackend { return killed },
+					edit:     func(cp *runtime.Checkpoint) { cp.Calls.Stores = nil }},
+			}
+			for _, tc := range cases {
+				t.Run(tc.name, func(t *testing.T) {
+					killed := storeOf(t, name)
+					cp := intentCheckpoint(t, killed)
+					require.Len(t, cp.Calls.Stores, 1, "the turn recorded the store's identity")
+					if tc.edit != nil {
+						tc.edit(&cp)
+					}
+					var refunds atomic.Int64
+					w := newResumeWorker(t, cp, tc.resumeIn(t, killed), layer, &refunds)
+					_, err := w.resume(t)
+					var doubt *runtime.InDoubtError
+					require.ErrorAs(t, err, &doubt, "no claim in this store says nothing of the refund")
+					assert.Equal(t, tc.layer, doubt.Layer)
+					assert.Equal(t, runtime.ClassInDoubt, runtime.Classify(err))
+					assert.Zero(t, refunds.Load(), "the refund does not run")
+					assert.Zero(t, w.model.Calls())
+				})
+			}
+			t.Run("the same store, reopened", func(t *testing.T) {
+				// Another process opening the same namespace is the same
+				// store: the refund never started, and runs once.
+				killed := storeOf(t, name)
+				cp := intentCheckpoint(t, killed)
+				var refunds atomic.Int64
+				res, err := newResumeWorker(t, cp, reopened(t, killed), layer, &refunds).resume(t)
+				require.NoError(t, err)
+				assert.Equal(t, "refunded", res.Output)
+				assert.EqualValues(t, 1, refunds.Load())
+			})
+		})
+	}
+}
+
+// emptied empties the namespace of s as FLUSHDB would (Redis: every key of
+// its prefix deleted) or as an operator who drops the schema and lets the
+// next process create it again (PostgreSQL), and returns the store the
+// next process opens there.
+func emptied(t *testing.T, s runtime.StoreBackend) runtime.StoreBackend {
+	t.Helper()
+	ctx := context.Background()
+	switch s := s.(type) {
+	case *redis.Store:
+		keys, err := s.Client().Keys(ctx, s.Prefix()+"*").Result()
+		require.NoError(t, err)
+		require.NotEmpty(t, keys, "the identity is there")
+		require.NoError(t, s.Client().Del(ctx, keys...).Err())
+		return s
+	case *postgres.Store:
+		_, err := s.Pool().Exec(ctx, "DROP SCHEMA "+s.Schema()+" CASCADE")
+		require.NoError(t, err)
+		return reopened(t, s)
+	}
+	t.Fatalf("no server store: %T", s)
+	return nil
+}
+
+// reopened opens the namespace of s again, as another process does.
+func reopened(t *testing.T, s runtime.StoreBackend) runtime.StoreBackend {
+	t.Helper()
+	ctx := context.Background()
+	var (
+		out runtime.StoreBackend
+		err error
+	)
+	switch s := s.(type) {
+	case *redis.Store:
+		out, err = redis.Open(ctx, storetest.ServerURL(t, storetest.RedisEnv), strings.TrimSuffix(s.Prefix(), ":"))
+	case *postgres.Store:
+		out, err = postgres.Open(ctx, storetest.ServerURL(t, storetest.PostgresEnv), s.Schema())
+	default:
+		t.Fatalf("no server store: %T", s)
+	}
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = out.(interface{ Close() error }).Close() })
+	return out
 }

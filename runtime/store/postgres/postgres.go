@@ -29,7 +29,7 @@ const Kind = "postgres"
 const DefaultSchema = "agentc"
 
 // SchemaVersion is the version of the tables this package creates.
-const SchemaVersion = 6
+const SchemaVersion = 7
 
 // CompatibleSince is the oldest schema version whose code still works on
 // tables at SchemaVersion: it is stored next to the version, so an older
@@ -451,6 +451,16 @@ BEGIN
 		expires = CASE WHEN ttl_us > 0 THEN t + ttl_us * interval '1 microsecond' END
 		WHERE key = k;
 END $$;
+`, `
+-- The store's identity (Store.StoreID): a random id, inserted by the first
+-- process that asks for it. A resumed agent turn compares it with the one
+-- its checkpoint recorded when the turn made its calls: a schema dropped
+-- and created again has another, and its empty claims table says nothing
+-- about whether a call started.
+CREATE TABLE %[1]s.identity (
+	one boolean PRIMARY KEY DEFAULT true CHECK (one),
+	id  text NOT NULL
+);
 `}
 
 // Open connects to the database at url, creates or migrates the tables of
@@ -817,9 +827,29 @@ func (s *Store) Release(ctx context.Context, key string, token int64) error {
 	return err
 }
 
-// SharesClaims implements runtime.SharedLeaser: every process that opens
-// the store sees its claims, and they outlive the process that made them.
-func (s *Store) SharesClaims() {}
+// StoreID implements runtime.SharedLeaser: every process that opens the
+// store sees its claims, and they outlive the process that made them. The
+// identity is the one row of the schema's identity table, inserted by the
+// first process to ask; a schema dropped and created again, or another
+// schema, database or server, has another one.
+func (s *Store) StoreID(ctx context.Context) (string, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	var id string
+	// A row another session inserts at the same time is not seen by the
+	// statement that waited for it: the second round reads it.
+	for range 2 {
+		err := s.pool.QueryRow(ctx, s.q(`WITH i AS (INSERT INTO §.identity (id) VALUES ($1) ON CONFLICT (one) DO NOTHING RETURNING id)
+			SELECT id FROM i UNION ALL SELECT id FROM §.identity`), runtime.NewStoreID()).Scan(&id)
+		if !errors.Is(err, pgx.ErrNoRows) {
+			if err != nil {
+				return "", fmt.Errorf("postgres store identity: %w", err)
+			}
+			return id, nil
+		}
+	}
+	return "", errors.New("postgres store identity: the identity row was inserted and is not visible")
+}
 
 // Doubt implements runtime.Leaser: the claim's lease ends now, its owner's
 // match with it, and the row lives keep from now.

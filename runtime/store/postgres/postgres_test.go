@@ -288,3 +288,23 @@ func TestVectorIndexNonFinite(t *testing.T) {
 	require.Len(t, got, 1)
 	assert.Equal(t, "a", got[0].ID)
 }
+
+// TestStoreIdentity: the processes that open a schema share one identity;
+// another schema is another store, and so is the schema dropped and
+// created again by the next process to open it.
+func TestStoreIdentity(t *testing.T) {
+	s := open(t)
+	ctx := context.Background()
+	url := storetest.ServerURL(t, storetest.PostgresEnv)
+	reopen := func() runtime.SharedLeaser {
+		o, err := postgres.Open(ctx, url, s.Schema())
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = o.Close() })
+		return o
+	}
+	storetest.StoreID(t, s, reopen, open(t), func() runtime.SharedLeaser {
+		_, err := s.Pool().Exec(ctx, "DROP SCHEMA "+s.Schema()+" CASCADE")
+		require.NoError(t, err)
+		return reopen()
+	})
+}

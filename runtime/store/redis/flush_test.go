@@ -2,13 +2,19 @@ package redis_test
 
 import (
 	"context"
+	"fmt"
+	neturl "net/url"
+	"strings"
 	"testing"
 	"time"
+
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/store/redis"
 	"github.com/agentc-dev/agentc/runtime/store/storetest"
 )
 
@@ -48,4 +54,37 @@ func TestAClaimFromBeforeAFlushMatchesNoneAfterIt(t *testing.T) {
 	g, err = s.Acquire(ctx, key, time.Minute, time.Hour, true)
 	require.NoError(t, err)
 	assert.Equal(t, `"after"`, string(g.Result))
+}
+
+// TestStoreIdentity: the processes that open a prefix of a server's
+// database share one identity; the same prefix in another database is
+// another store, and so is the prefix once flushed.
+func TestStoreIdentity(t *testing.T) {
+	s := storetest.Redis(t)
+	ctx := context.Background()
+	url := storetest.ServerURL(t, storetest.RedisEnv)
+	prefix := strings.TrimSuffix(s.Prefix(), ":")
+	open := func(url string) *redis.Store {
+		o, err := redis.Open(ctx, url, prefix)
+		require.NoError(t, err)
+		t.Cleanup(func() {
+			_ = o.Client().Del(ctx, o.Prefix()+"store-identity").Err()
+			_ = o.Close()
+		})
+		return o
+	}
+	opt, err := goredis.ParseURL(url)
+	require.NoError(t, err)
+	u, err := neturl.Parse(url)
+	require.NoError(t, err)
+	u.Path = fmt.Sprintf("/%d", (opt.DB+1)%16)
+	storetest.StoreID(t, s,
+		func() runtime.SharedLeaser { return open(url) },
+		open(u.String()),
+		func() runtime.SharedLeaser {
+			keys, err := s.Client().Keys(ctx, s.Prefix()+"*").Result()
+			require.NoError(t, err)
+			require.NoError(t, s.Client().Del(ctx, keys...).Err())
+			return s
+		})
 }

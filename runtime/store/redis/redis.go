@@ -526,9 +526,33 @@ func (s *Store) Release(ctx context.Context, key string, token int64) error {
 	return err
 }
 
-// SharesClaims implements runtime.SharedLeaser: every process that opens
-// the store sees its claims, and they outlive the process that made them.
-func (s *Store) SharesClaims() {}
+// identityKey is the key, under the prefix, of the store's identity.
+const identityKey = "store-identity"
+
+// identityScript returns the value of KEYS[1], setting it to ARGV[1] first
+// when it has none.
+var identityScript = goredis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if v then return v end
+redis.call('SET', KEYS[1], ARGV[1])
+return ARGV[1]
+`)
+
+// StoreID implements runtime.SharedLeaser: every process that opens the
+// store sees its claims, and they outlive the process that made them. The
+// identity is kept under the prefix without an expiry, created by the first
+// process to ask; a server flushed (or restarted without persistence, or
+// failed over to a replica that never had it), another database or another
+// prefix has another one. Only a maxmemory policy that evicts keys without
+// an expiry (allkeys-*) could drop it: a new one is then made, and resumed
+// calls are in doubt rather than run.
+func (s *Store) StoreID(ctx context.Context) (string, error) {
+	id, err := identityScript.Run(ctx, s.c, []string{s.k(identityKey)}, runtime.NewStoreID()).Text()
+	if err != nil {
+		return "", fmt.Errorf("redis store identity: %w", err)
+	}
+	return id, nil
+}
 
 // Doubt implements runtime.Leaser in one script call.
 func (s *Store) Doubt(ctx context.Context, key string, token int64, keep time.Duration) (bool, error) {

@@ -816,3 +816,49 @@ func Audit(t *testing.T, s runtime.AuditSink, records func(ctx context.Context, 
 	}
 	assert.Equal(t, in, got)
 }
+
+// StoreID checks the identity of a shared store (runtime.SharedLeaser):
+// every process that opens its namespace (reopen) gets the same one,
+// created once however many ask at once; another namespace (other) has
+// another; and the namespace emptied (empty, which returns the store the
+// next process opens there) gets a new one, which it keeps.
+func StoreID(t *testing.T, s runtime.SharedLeaser, reopen func() runtime.SharedLeaser, other runtime.SharedLeaser, empty func() runtime.SharedLeaser) {
+	ctx := context.Background()
+	procs := make([]runtime.SharedLeaser, 8)
+	for i := range procs {
+		procs[i] = reopen()
+	}
+	ids := make([]string, len(procs))
+	var wg sync.WaitGroup
+	for i, p := range procs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id, err := p.StoreID(ctx)
+			assert.NoError(t, err)
+			ids[i] = id
+		}()
+	}
+	wg.Wait()
+	id, err := s.StoreID(ctx)
+	require.NoError(t, err)
+	require.NotEmpty(t, id)
+	for _, got := range ids {
+		assert.Equal(t, id, got, "every process of the namespace has one identity")
+	}
+	again, err := s.StoreID(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, id, again)
+
+	o, err := other.StoreID(ctx)
+	require.NoError(t, err)
+	assert.NotEqual(t, id, o, "another namespace is another store")
+
+	e := empty()
+	after, err := e.StoreID(ctx)
+	require.NoError(t, err)
+	assert.NotEqual(t, id, after, "an emptied store is another store")
+	again, err = reopen().StoreID(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, after, again, "and keeps its new identity")
+}
