@@ -31,6 +31,11 @@ type CallIntent struct {
 	// covered it, the store could not be read, or an earlier version
 	// recorded the calls) is in doubt.
 	Stores map[string]string `json:"stores,omitempty"`
+	// Keys maps the record key of a call of Calls to the key the same
+	// layer claims it under (ClaimVoucher.ClaimKey). A resumed call is
+	// answered only under that key: a layer whose key_args, or whose
+	// tenant, changed since would look for another claim and find none.
+	Keys map[string]string `json:"keys,omitempty"`
 }
 
 // ResumeClockSkew is how far apart the clocks of the process that recorded
@@ -78,6 +83,9 @@ type ClaimVoucher interface {
 	// calls (CallIntent.Stores), and the layer answers a resumed call only
 	// when its store still has that identity (ResumedIntent.Store).
 	ClaimStore() SharedLeaser
+	// ClaimKey returns the key the layer claims c under in its store
+	// (recorded as CallIntent.Keys), or an error when it would refuse c.
+	ClaimKey(c *ToolCall) (string, error)
 }
 
 // ResumedIntent is what the turn of a resumed call recorded of it before
@@ -90,6 +98,10 @@ type ResumedIntent struct {
 	// (SharedLeaser.StoreID): a layer whose store has another identity
 	// now cannot say it never started.
 	Store string
+	// Key is the key it would have been claimed under
+	// (ClaimVoucher.ClaimKey): a layer that claims it under another key now
+	// cannot say it never started.
+	Key string
 }
 
 // resumedCall marks the context of a call a resumed turn runs although it
@@ -188,7 +200,8 @@ func (pl *Pipeline) recordIntent(ctx context.Context, at int, calls []ToolUse) {
 	for i, c := range calls {
 		keys[i] = agentCallKey(at, c)
 	}
-	intent := &CallIntent{Time: pl.now(), Calls: keys, Stores: pl.claimStores(ctx, keys, calls)}
+	intent := &CallIntent{Time: pl.now(), Calls: keys}
+	intent.Stores, intent.Keys = pl.claimStores(ctx, keys, calls)
 	s := pl.runState(id)
 	s.mu.Lock()
 	s.intent = intent
@@ -197,9 +210,10 @@ func (pl *Pipeline) recordIntent(ctx context.Context, at int, calls []ToolUse) {
 
 // claimStores returns, by record key, the identity of the store each call
 // of calls would be claimed in by the outermost layer covering its tool
-// (claimLayer), each store asked once. A store that cannot be read is
-// logged and its calls left out: resumed, they are in doubt.
-func (pl *Pipeline) claimStores(ctx context.Context, keys []string, calls []ToolUse) map[string]string {
+// (claimLayer), each store asked once, and the key the layer would claim
+// it under. A store that cannot be read is logged and its calls left out,
+// as is a call the layer would refuse: resumed, they are in doubt.
+func (pl *Pipeline) claimStores(ctx context.Context, keys []string, calls []ToolUse) (stores, claims map[string]string) {
 	var out map[string]string
 	var ids map[SharedLeaser]string
 	for i, c := range calls {
@@ -213,6 +227,14 @@ func (pl *Pipeline) claimStores(ctx context.Context, keys []string, calls []Tool
 		}
 		l := v.ClaimStore()
 		if l == nil {
+			continue
+		}
+		req, err := c.Request()
+		if err != nil {
+			continue
+		}
+		claim, err := v.ClaimKey(&ToolCall{Name: req.Name, Args: req.Args, Tool: &e.info, Meta: Meta{Run: RunOf(ctx)}})
+		if err != nil {
 			continue
 		}
 		sid, ok := ids[l]
@@ -231,11 +253,11 @@ func (pl *Pipeline) claimStores(ctx context.Context, keys []string, calls []Tool
 			continue
 		}
 		if out == nil {
-			out = map[string]string{}
+			out, claims = map[string]string{}, map[string]string{}
 		}
-		out[keys[i]] = sid
+		out[keys[i]], claims[keys[i]] = sid, claim
 	}
-	return out
+	return out, claims
 }
 
 // intentOf returns what the run of ctx recorded of the call of key, if it
@@ -254,7 +276,7 @@ func (pl *Pipeline) intentOf(ctx context.Context, key string) (ResumedIntent, bo
 	if s.intent == nil || s.intent.Time.IsZero() || !slices.Contains(s.intent.Calls, key) {
 		return ResumedIntent{}, false
 	}
-	return ResumedIntent{Since: s.intent.Time, Store: s.intent.Stores[key]}, true
+	return ResumedIntent{Since: s.intent.Time, Store: s.intent.Stores[key], Key: s.intent.Keys[key]}, true
 }
 
 // claimLayer returns the outermost layer of the tool chain that may answer
@@ -302,7 +324,7 @@ func (pl *Pipeline) resumable(ctx context.Context, call ToolUse, key string, rec
 
 // clone returns a copy of c that shares no memory with it.
 func (c *CallIntent) clone() *CallIntent {
-	return &CallIntent{Time: c.Time, Calls: slices.Clone(c.Calls), Stores: maps.Clone(c.Stores)}
+	return &CallIntent{Time: c.Time, Calls: slices.Clone(c.Calls), Stores: maps.Clone(c.Stores), Keys: maps.Clone(c.Keys)}
 }
 
 // NewStoreID returns a new random store identity (SharedLeaser.StoreID):

@@ -186,6 +186,13 @@ func (m *Idempotent) settle(ctx context.Context, c *runtime.ToolCall, key string
 		if err := m.sameStore(ctx, c, intent.Store); err != nil {
 			return nil, err
 		}
+		if key != intent.Key {
+			// Claimed under another key then (key_args, or the tenant,
+			// changed since): no claim under this one says nothing.
+			m.logger.WarnContext(ctx, "idempotent: the resumed call would have been claimed under another key (key_args or the tenant changed since); the call is in doubt",
+				"tool", c.Name, "idempotency_key", c.IdempotencyKey())
+			return nil, &runtime.InDoubtError{Layer: m.name, Tool: c.Name, IdempotencyKey: c.IdempotencyKey()}
+		}
 	}
 	owner := m.owners.take(key)
 	for {
@@ -271,6 +278,15 @@ func (m *Idempotent) sameStore(ctx context.Context, c *runtime.ToolCall, recorde
 	m.logger.WarnContext(ctx, "idempotent: the store is not the one the resumed call would have been claimed in (flushed, dropped and created again, or another one since); the call is in doubt",
 		"tool", c.Name, "idempotency_key", c.IdempotencyKey(), "recorded_store", recorded, "store", id)
 	return &runtime.InDoubtError{Layer: m.name, Tool: c.Name, IdempotencyKey: c.IdempotencyKey()}
+}
+
+// ClaimKey implements runtime.ClaimVoucher: the key the layer claims c
+// under.
+func (m *Idempotent) ClaimKey(c *runtime.ToolCall) (string, error) {
+	if _, err := c.ArgsDigestErr(); err != nil {
+		return "", err
+	}
+	return m.key(c)
 }
 
 // answers reports whether the store can say that a resumed call recorded at

@@ -245,6 +245,9 @@ func TestResumedCallInAnotherStoreIsInDoubt(t *testing.T) {
 				resumeIn func(t *testing.T, killed runtime.StoreBackend) runtime.StoreBackend
 				edit     func(cp *runtime.Checkpoint)
 				layer    string
+				// config is the resumed worker's layer's, when it is not
+				// the killed worker's.
+				config string
 			}{
 				{name: "another namespace", layer: "idempotent",
 					resumeIn: func(t *testing.T, _ runtime.StoreBackend) runtime.StoreBackend { return storeOf(t, name) }},
@@ -258,17 +261,28 @@ func TestResumedCallInAnotherStoreIsInDoubt(t *testing.T) {
 				{name: "recorded by an earlier version", layer: runtime.LayerCheckpoint,
 					resumeIn: func(_ *testing.T, killed runtime.StoreBackend) runtime.StoreBackend { return killed },
 					edit:     func(cp *runtime.Checkpoint) { cp.Calls.Stores = nil }},
+				// The same store, but the layer now keys calls on their
+				// arguments: a claim made then is under another key.
+				{name: "key_args changed", layer: "idempotent", config: `{"store": "shared", "lease_ttl": "300ms", "key_args": ["order_id"]}`,
+					resumeIn: reopened},
+				{name: "claim key not recorded", layer: "idempotent", resumeIn: reopened,
+					edit: func(cp *runtime.Checkpoint) { cp.Calls.Keys = nil }},
 			}
 			for _, tc := range cases {
 				t.Run(tc.name, func(t *testing.T) {
 					killed := storeOf(t, name)
 					cp := intentCheckpoint(t, killed)
 					require.Len(t, cp.Calls.Stores, 1, "the turn recorded the store's identity")
+					require.Len(t, cp.Calls.Keys, 1, "and the key of the claim")
 					if tc.edit != nil {
 						tc.edit(&cp)
 					}
 					var refunds atomic.Int64
-					w := newResumeWorker(t, cp, tc.resumeIn(t, killed), layer, &refunds)
+					l := layer
+					if tc.config != "" {
+						l = rt.Layer("idempotent", tc.config)
+					}
+					w := newResumeWorker(t, cp, tc.resumeIn(t, killed), l, &refunds)
 					_, err := w.resume(t)
 					var doubt *runtime.InDoubtError
 					require.ErrorAs(t, err, &doubt, "no claim in this store says nothing of the refund")
