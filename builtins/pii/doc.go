@@ -1,7 +1,7 @@
 // Package pii detects and redacts personal data in text and in JSON-like values: email
 // addresses (internationalized ones included), phone numbers, US social security numbers,
 // payment card numbers (12 to 19 digits that pass the Luhn check and start like a card,
-// written in groups joined by spaces or dashes, or by a line break where the groups wrap over
+// written in groups joined by spaces, dashes, dots or slashes, or by a line break where the groups wrap over
 // lines: "4111 1111\n1111 1111"), and IPv4 (with an optional CIDR prefix length) and IPv6
 // addresses.
 //
@@ -22,11 +22,14 @@
 // 16-digit numbers that fail the Luhn check.
 //
 // The text is read folded so that an item cannot be hidden by the way its characters are
-// written: zero-width and other invisible format characters are skipped, full-width digits and
-// signs and look-alike letters read as ASCII, no-break and other Unicode spaces as spaces,
-// dashes as hyphens: a card number grouped by no-break spaces, "１２３-４５-６７８９" and an
-// address with a zero-width space before its "@" are found. Offsets are always those of the
-// text as given.
+// written: zero-width and other invisible characters are skipped, full-width digits and
+// signs, the decimal digits of every script and look-alike letters read as ASCII, no-break
+// and other Unicode spaces as spaces, dashes as hyphens, an underscore between two digits as
+// a hyphen: a card number grouped by no-break spaces, "١٢٣-٤٥-٦٧٨٩" and an address with a
+// zero-width space before its "@" are found. A text holding escapes is read decoded too
+// (percent-encoding, HTML character references, JSON's \uXXXX): "jane%40example.com" and
+// "jane&#64;example.com" are found, the escapes masked with the value. Offsets are always
+// those of the text as given.
 //
 // A Scanner is immutable after New and safe for concurrent use.
 //

@@ -376,7 +376,7 @@ func (m *Middleware) EndRun(runID string) { m.seen.EndRun(runID) }
 // released: up to the last line break, but when the text before that break
 // ends in a digit, not past the start of the line that holds the last
 // maxCardDigits-1 digits of the run of digit groups it ends (joined by
-// spaces, dashes and line breaks), from which a card number could run on
+// the separators of a card's groups and line breaks), from which a card number could run on
 // into the lines still to come. The text is read folded as the detectors
 // read it (textnorm.FoldSeparators): full-width and other digits they take
 // for ASCII ones count as digits, Unicode spaces and dashes as separators,
@@ -401,7 +401,7 @@ func releasable(buf string) int {
 		b := text[k-1]
 		if isDigit(b) {
 			digits++
-		} else if b != ' ' && b != '-' && b != '\n' && b != '\r' {
+		} else if !isCardSep(b) && b != '_' && b != '\n' && b != '\r' {
 			break
 		}
 		k--

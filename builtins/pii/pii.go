@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/agentc-dev/agentc/builtins/internal/jsonvalue"
-	"github.com/agentc-dev/agentc/builtins/internal/textnorm"
 	"github.com/agentc-dev/agentc/internal/jsonpointer"
 )
 
@@ -102,14 +101,10 @@ var detectors = map[Kind]detector{
 // before it). Offsets are those of the text as given; a span covers the characters skipped
 // inside it.
 func (s *Scanner) Find(text string) []Match {
-	forms := []textnorm.Folded{textnorm.FoldSeparators(text, false)}
-	if kept := textnorm.FoldSeparators(text, true); kept.Text != forms[0].Text {
-		forms = append(forms, kept)
-	}
 	var found []Match
-	for _, f := range forms {
-		s.detect(f.Text, func(k Kind, start, end int) {
-			start, end = f.Span(start, end)
+	for _, f := range forms(text) {
+		s.detect(f.text, func(k Kind, start, end int) {
+			start, end = f.span(start, end)
 			found = append(found, Match{Kind: k, Start: start, End: end})
 		})
 	}
