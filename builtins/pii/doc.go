@@ -49,7 +49,8 @@
 // the model's own text through the layer, is recorded for the run, so an agent loop's
 // history is not scanned again at every step (a call without a run id is a fresh run). With
 // `action: "redact"` the inner layers see a redacted copy: every message of the transcript
-// (the caller keeps the raw transcript and resends it), the tool definitions and the response
+// (the caller keeps the raw transcript and resends it; an item cut across two text parts of a
+// message, which the model reads run together, is masked too), the tool definitions and the response
 // format (their schemas still valid JSON), or the arguments. Arguments a Go host
 // passes in other shapes than decoded JSON (a struct, a []map[string]any, a map of numbers)
 // are read as their JSON form, which is what the tool is sent; arguments with none (a NaN)
