@@ -2,8 +2,10 @@
 // addresses (internationalized ones included), phone numbers, US social security numbers,
 // payment card numbers (12 to 19 digits that pass the Luhn check and start like a card,
 // written in groups joined by spaces, dashes, dots or slashes, or by a line break where the groups wrap over
-// lines: "4111 1111\n1111 1111"), and IPv4 (with an optional CIDR prefix length) and IPv6
-// addresses.
+// lines: "4111 1111\n1111 1111"), IBANs (ISO 13616, compact or printed in groups of four:
+// a country code of the SWIFT IBAN Registry, that country's length and the mod-97 check), and
+// IPv4 (with an optional CIDR prefix length) and IPv6 addresses. Every kind is detected unless
+// Config.Kinds names some.
 //
 // Phone numbers follow libphonenumber's rules (github.com/nyaruka/phonenumbers): a number in
 // international form ("+" or a region's international call prefix) is recognised whatever its

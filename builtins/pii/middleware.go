@@ -25,7 +25,7 @@ func init() {
 		ID:     ID,
 		Stages: []plan.Stage{plan.StageChat, plan.StageTool},
 		Traits: []runtime.Trait{runtime.TraitGuards, runtime.TraitRewritesMessages},
-		Doc:    "finds email, phone, SSN, card numbers and IPs in every message the model reads, in its output or in tool arguments; blocks or redacts",
+		Doc:    "finds email, phone, SSN, card numbers, IBANs and IPs in every message the model reads, in its output or in tool arguments; blocks or redacts",
 		New: func() runtime.Middleware {
 			return &Middleware{Action: ActionBlock, OnError: "closed", System: true, Output: true}
 		},
@@ -43,8 +43,8 @@ const (
 type Middleware struct {
 	// Action is "block" (the default) or "redact".
 	Action string `json:"action"`
-	// Kinds selects what to detect: "email", "phone", "ssn", "card", "ip"
-	// (IPv4 and IPv6); empty means all.
+	// Kinds selects what to detect: "email", "phone", "ssn", "card",
+	// "iban", "ip" (IPv4 and IPv6); empty means all.
 	Kinds []string `json:"kinds,omitempty"`
 	// Regions are the regions whose national phone formats are recognised; empty means
 	// DefaultRegions.

@@ -22,10 +22,11 @@ const (
 	KindCard  Kind = "card"
 	KindIPv4  Kind = "ipv4"
 	KindIPv6  Kind = "ipv6"
+	KindIBAN  Kind = "iban"
 )
 
 // kindOrder is also the tie-break priority when two detectors claim the same span.
-var kindOrder = []Kind{KindCard, KindSSN, KindEmail, KindIPv6, KindIPv4, KindPhone}
+var kindOrder = []Kind{KindCard, KindIBAN, KindSSN, KindEmail, KindIPv6, KindIPv4, KindPhone}
 
 // AllKinds returns every kind, in a stable order.
 func AllKinds() []Kind { return slices.Clone(kindOrder) }
@@ -85,21 +86,24 @@ var detectors = map[Kind]detector{
 	KindEmail: findEmails,
 	KindSSN:   findSSNs,
 	KindCard:  findCards,
+	KindIBAN:  findIBANs,
 	KindIPv4:  findIPv4s,
 	KindIPv6:  findIPv6s,
 }
 
 // Find returns the personal data in text, sorted by position and never overlapping: when two
 // detections overlap, the one that starts first wins, then the longer, then the more specific
-// kind (card, ssn, email, ipv6, ipv4, phone).
+// kind (card, iban, ssn, email, ipv6, ipv4, phone).
 //
 // The detectors read the text folded (textnorm.FoldSeparators), so that a number or an
 // address cannot be hidden by invisible characters or written in look-alikes: full-width
-// digits and signs ("４１１１", "＠", "＋") read as ASCII, no-break and other space
-// separators as spaces, dashes as hyphens, and zero-width and other format characters are
-// skipped (the text is also read with them kept, so that one never glues an item to the word
-// before it). Offsets are those of the text as given; a span covers the characters skipped
-// inside it.
+// digits and signs ("４１１１", "＠", "＋") and the digits of other scripts read as ASCII,
+// no-break and other space separators as spaces, dashes as hyphens, an underscore between
+// digits as a hyphen, and zero-width and other invisible characters are skipped (the text is
+// also read with the format characters kept, so that one never glues an item to the word
+// before it). A text holding escapes is also read decoded (decodeEscapes). Offsets are those
+// of the text as given; a span covers the characters skipped inside it, and the whole escape
+// a decoded character came from.
 func (s *Scanner) Find(text string) []Match {
 	var found []Match
 	for _, f := range forms(text) {
