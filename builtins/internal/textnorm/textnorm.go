@@ -190,6 +190,9 @@ func foldSeparator(r rune) rune {
 // (adjacent ones merged), so a digit's value is its distance from the start of its range,
 // modulo ten.
 func digitValue(r rune) (rune, bool) {
+	if !unicode.IsDigit(r) {
+		return 0, false
+	}
 	for _, rg := range unicode.Nd.R16 {
 		if lo, hi := rune(rg.Lo), rune(rg.Hi); r >= lo && r <= hi {
 			return (r - lo) % 10, rg.Stride == 1
