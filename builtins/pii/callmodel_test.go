@@ -45,3 +45,47 @@ func TestChatScansTextPartsAndToolCallArguments(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, string(orig), string(after), "the caller's messages are untouched")
 }
+
+// TestChatRedactAcrossParts: with redact, a value cut across two text parts
+// of a message (which the model reads run together) is masked, the text
+// around it kept; a card wrapped over two parts as over two lines too.
+func TestChatRedactAcrossParts(t *testing.T) {
+	text := func(s string) runtime.ContentPart { return runtime.ContentPart{Type: runtime.PartText, Text: s} }
+	for _, tt := range []struct {
+		name    string
+		msg     runtime.Message
+		content string
+		parts   []string
+	}{
+		{"card cut in two parts", runtime.Message{Role: "user", Parts: []runtime.ContentPart{text("my card is 4111 1111"), text(" 1111 1111, thanks")}},
+			"", []string{"my card is [REDACTED:card]", ", thanks"}},
+		{"email cut at the at sign", runtime.Message{Role: "user", Content: "write to jane.doe", Parts: []runtime.ContentPart{text("@example.com please")}},
+			"write to [REDACTED:email]", []string{" please"}},
+		{"card over three parts", runtime.Message{Role: "tool", ToolCallID: "c1", Parts: []runtime.ContentPart{text("pan 4111"), text("1111"), text("11111111 end")}},
+			"", []string{"pan [REDACTED:card]", "", " end"}},
+		{"card wrapped over two parts", runtime.Message{Role: "user", Parts: []runtime.ContentPart{text("card 4111 1111"), text("1111 1111")}},
+			"", []string{"card [REDACTED:card]", ""}},
+		{"each part on its own", runtime.Message{Role: "user", Parts: []runtime.ContentPart{text("ssn 123-45-6789"), text("ok")}},
+			"", []string{"ssn [REDACTED:ssn]", "ok"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			msgs := []runtime.Message{tt.msg}
+			orig, err := json.Marshal(msgs)
+			require.NoError(t, err)
+			model := &recordingModel{}
+			_, err = chatPipeline(t, `{"action":"redact"}`, model).Complete(context.Background(),
+				runtime.ChatRequest{Model: "primary", Messages: msgs})
+			require.NoError(t, err)
+			got := model.seen[0][0]
+			assert.Equal(t, tt.content, got.Content)
+			var parts []string
+			for _, p := range got.Parts {
+				parts = append(parts, p.Text)
+			}
+			assert.Equal(t, tt.parts, parts)
+			after, err := json.Marshal(msgs)
+			require.NoError(t, err)
+			assert.Equal(t, string(orig), string(after), "the caller's messages are untouched")
+		})
+	}
+}

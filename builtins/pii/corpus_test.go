@@ -33,6 +33,7 @@ var corpusKind = map[string]string{
 	"US_SSN":        "ssn",
 	"EMAIL_ADDRESS": "email",
 	"IP_ADDRESS":    "ip",
+	"IBAN_CODE":     "iban",
 }
 
 func scoredKind(k Kind) string {
@@ -144,7 +145,7 @@ var corpusRegions = append(slices.Clone(DefaultRegions),
 var corpusFloors = map[string]map[string]float64{
 	// presidio-research's synthetic sets (testdata/presidio/README.md): the corpus writes
 	// national numbers of some forty regions, most without a phone word beside them
-	"testdata/presidio/sample.jsonl": {"card": 0.90, "email": 0.90, "ip": 0.90, "ssn": 0.90,
+	"testdata/presidio/sample.jsonl": {"card": 0.90, "email": 0.90, "iban": 0.90, "ip": 0.90, "ssn": 0.90,
 		"phone": 0.80, "phone (wide regions)": 0.95},
 	// Recognizers-Text's test specifications (testdata/recognizers/README.md): its IP
 	// addresses include forms the scanner leaves alone on purpose ("::1", "1::", zero-padded

@@ -189,8 +189,8 @@ func validEmailDomain(d string) bool {
 	return true
 }
 
-// --- US social security numbers: AAA-GG-SSSS (dashes, spaces or dots), or AAAGGSSSS next
-// to a context word ---
+// --- US social security numbers: AAA-GG-SSSS (dashes, spaces, dots or slashes; an
+// underscore between digits reads as a dash), or AAAGGSSSS next to a context word ---
 
 func findSSNs(text string, add func(Kind, int, int)) {
 	for i := 0; i+9 <= len(text); i++ {
@@ -200,7 +200,7 @@ func findSSNs(text string, add func(Kind, int, int)) {
 		end := 0
 		if i+11 <= len(text) {
 			sep := text[i+3]
-			if (sep == '-' || sep == ' ' || sep == '.') && text[i+6] == sep &&
+			if isSSNSep(sep) && text[i+6] == sep &&
 				digitsAt(text, i, 3) && digitsAt(text, i+4, 2) && digitsAt(text, i+7, 4) {
 				end = i + 11
 			}
@@ -211,7 +211,10 @@ func findSSNs(text string, add func(Kind, int, int)) {
 		if end == 0 || !leftOK(text, i) || !rightOK(text, end) {
 			continue
 		}
-		digits := strings.NewReplacer("-", "", " ", "", ".", "").Replace(text[i:end])
+		digits := text[i:end]
+		if len(digits) == 11 {
+			digits = digits[:3] + digits[4:6] + digits[7:]
+		}
 		area, group, serial := digits[:3], digits[3:5], digits[5:]
 		if area == "000" || area == "666" || area[0] == '9' || group == "00" || serial == "0000" {
 			continue
@@ -220,6 +223,9 @@ func findSSNs(text string, add func(Kind, int, int)) {
 		i = end - 1
 	}
 }
+
+// isSSNSep reports whether c may join the three groups of a social security number.
+func isSSNSep(c byte) bool { return c == '-' || c == ' ' || c == '.' || c == '/' }
 
 // contextWindow is how far before a candidate a context word may end.
 const contextWindow = 32
@@ -282,7 +288,8 @@ const (
 )
 
 // cardGroups appends to groups the digit runs starting at i that are joined by one repeated
-// separator (a space or a dash), and returns them with the offset just past the last one. A
+// separator (a space, a dash, a dot or a slash; an underscore between digits reads as a
+// dash), and returns them with the offset just past the last one. A
 // line break ("\n" or "\r\n") may stand for the separator, as where a card written in groups
 // wraps over lines ("4111 1111\n1111 1111"); groups joined by line breaks alone are a column
 // of numbers, not a card, so a run with no separator ends at its first line break.
@@ -307,7 +314,7 @@ func cardGroups(groups []digitGroup, text string, i int) ([]digitGroup, int) {
 			break
 		}
 		c := text[j]
-		if c != ' ' && c != '-' {
+		if !isCardSep(c) {
 			break
 		}
 		if sep == 0 {
@@ -320,8 +327,16 @@ func cardGroups(groups []digitGroup, text string, i int) ([]digitGroup, int) {
 	if sep == 0 && wrap > 0 {
 		groups = groups[:wrap]
 	}
+	if (sep == '.' || sep == '/') && !cardLayout(groups) {
+		// a dot or a slash joins the groups of a card written in groups, not a card to
+		// something else: "4111111111111111.25" is an amount
+		groups = groups[:1]
+	}
 	return groups, groups[len(groups)-1].end
 }
+
+// isCardSep reports whether c may join the digit groups of a card number.
+func isCardSep(c byte) bool { return c == ' ' || c == '-' || c == '.' || c == '/' }
 
 // lineBreak returns the length of the line break at text[j] ("\n" or "\r\n"), or 0.
 func lineBreak(text string, j int) int {
@@ -957,7 +972,7 @@ func possibleInternational(raw string) bool {
 
 // ssnShaped reports whether s is laid out as a US social security number (3-2-4 digits).
 func ssnShaped(s string) bool {
-	return len(s) == 11 && (s[3] == '-' || s[3] == ' ' || s[3] == '.') && s[6] == s[3] &&
+	return len(s) == 11 && isSSNSep(s[3]) && s[6] == s[3] &&
 		digitsAt(s, 0, 3) && digitsAt(s, 4, 2) && digitsAt(s, 7, 4)
 }
 

@@ -1,9 +1,11 @@
 // Package pii detects and redacts personal data in text and in JSON-like values: email
 // addresses (internationalized ones included), phone numbers, US social security numbers,
 // payment card numbers (12 to 19 digits that pass the Luhn check and start like a card,
-// written in groups joined by spaces or dashes, or by a line break where the groups wrap over
-// lines: "4111 1111\n1111 1111"), and IPv4 (with an optional CIDR prefix length) and IPv6
-// addresses.
+// written in groups joined by spaces, dashes, dots or slashes, or by a line break where the groups wrap over
+// lines: "4111 1111\n1111 1111"), IBANs (ISO 13616, compact or printed in groups of four:
+// a country code of the SWIFT IBAN Registry, that country's length and the mod-97 check), and
+// IPv4 (with an optional CIDR prefix length) and IPv6 addresses. Every kind is detected unless
+// Config.Kinds names some.
 //
 // Phone numbers follow libphonenumber's rules (github.com/nyaruka/phonenumbers): a number in
 // international form ("+" or a region's international call prefix) is recognised whatever its
@@ -22,11 +24,14 @@
 // 16-digit numbers that fail the Luhn check.
 //
 // The text is read folded so that an item cannot be hidden by the way its characters are
-// written: zero-width and other invisible format characters are skipped, full-width digits and
-// signs and look-alike letters read as ASCII, no-break and other Unicode spaces as spaces,
-// dashes as hyphens: a card number grouped by no-break spaces, "１２３-４５-６７８９" and an
-// address with a zero-width space before its "@" are found. Offsets are always those of the
-// text as given.
+// written: zero-width and other invisible characters are skipped, full-width digits and
+// signs, the decimal digits of every script and look-alike letters read as ASCII, no-break
+// and other Unicode spaces as spaces, dashes as hyphens, an underscore between two digits as
+// a hyphen: a card number grouped by no-break spaces, "١٢٣-٤٥-٦٧٨٩" and an address with a
+// zero-width space before its "@" are found. A text holding escapes is read decoded too
+// (percent-encoding, HTML character references, JSON's \uXXXX): "jane%40example.com" and
+// "jane&#64;example.com" are found, the escapes masked with the value. Offsets are always
+// those of the text as given.
 //
 // A Scanner is immutable after New and safe for concurrent use.
 //
@@ -46,7 +51,8 @@
 // the model's own text through the layer, is recorded for the run, so an agent loop's
 // history is not scanned again at every step (a call without a run id is a fresh run). With
 // `action: "redact"` the inner layers see a redacted copy: every message of the transcript
-// (the caller keeps the raw transcript and resends it), the tool definitions and the response
+// (the caller keeps the raw transcript and resends it; an item cut across two text parts of a
+// message, which the model reads run together, is masked too), the tool definitions and the response
 // format (their schemas still valid JSON), or the arguments. Arguments a Go host
 // passes in other shapes than decoded JSON (a struct, a []map[string]any, a map of numbers)
 // are read as their JSON form, which is what the tool is sent; arguments with none (a NaN)

@@ -25,7 +25,7 @@ func init() {
 		ID:     ID,
 		Stages: []plan.Stage{plan.StageChat, plan.StageTool},
 		Traits: []runtime.Trait{runtime.TraitGuards, runtime.TraitRewritesMessages},
-		Doc:    "finds email, phone, SSN, card numbers and IPs in every message the model reads, in its output or in tool arguments; blocks or redacts",
+		Doc:    "finds email, phone, SSN, card numbers, IBANs and IPs in every message the model reads, in its output or in tool arguments; blocks or redacts",
 		New: func() runtime.Middleware {
 			return &Middleware{Action: ActionBlock, OnError: "closed", System: true, Output: true}
 		},
@@ -43,8 +43,8 @@ const (
 type Middleware struct {
 	// Action is "block" (the default) or "redact".
 	Action string `json:"action"`
-	// Kinds selects what to detect: "email", "phone", "ssn", "card", "ip"
-	// (IPv4 and IPv6); empty means all.
+	// Kinds selects what to detect: "email", "phone", "ssn", "card",
+	// "iban", "ip" (IPv4 and IPv6); empty means all.
 	Kinds []string `json:"kinds,omitempty"`
 	// Regions are the regions whose national phone formats are recognised; empty means
 	// DefaultRegions.
@@ -196,7 +196,9 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
 		run := c.Meta.Run.ID
 		tr := mask.Transcript{Mask: m.scanner.Redact, System: m.System, Seen: &m.seen}
-		msgs, masked := tr.Messages(run, c.Request.Messages)
+		joined, split := m.maskAcrossParts(c.Request.Messages)
+		msgs, masked := tr.Messages(run, joined)
+		masked = masked || split
 		tools, format, defsMasked := c.Request.Tools, c.Request.ResponseFormat, false
 		if m.System {
 			tools, format, defsMasked = tr.Definitions(run, &c.Request)
@@ -376,7 +378,7 @@ func (m *Middleware) EndRun(runID string) { m.seen.EndRun(runID) }
 // released: up to the last line break, but when the text before that break
 // ends in a digit, not past the start of the line that holds the last
 // maxCardDigits-1 digits of the run of digit groups it ends (joined by
-// spaces, dashes and line breaks), from which a card number could run on
+// the separators of a card's groups and line breaks), from which a card number could run on
 // into the lines still to come. The text is read folded as the detectors
 // read it (textnorm.FoldSeparators): full-width and other digits they take
 // for ASCII ones count as digits, Unicode spaces and dashes as separators,
@@ -401,7 +403,7 @@ func releasable(buf string) int {
 		b := text[k-1]
 		if isDigit(b) {
 			digits++
-		} else if b != ' ' && b != '-' && b != '\n' && b != '\r' {
+		} else if !isCardSep(b) && b != '_' && b != '\n' && b != '\r' {
 			break
 		}
 		k--

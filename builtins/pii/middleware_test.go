@@ -65,6 +65,8 @@ func TestChatBlock(t *testing.T) {
 			{Type: runtime.PartImage, ImageURL: "data:text/plain;base64,bWFpbCBhbm5AZXhhbXBsZS5jb20="}}}}, "message 0 attachment contains personal data (email)"},
 		{"kinds filter skips email", `{"kinds":["ssn"]}`, []runtime.Message{{Role: "user", Content: "ann@example.com"}}, ""},
 		{"kinds filter ip", `{"kinds":["ip"]}`, []runtime.Message{{Role: "user", Content: "server 203.0.113.9 is down"}}, "ipv4"},
+		{"iban by default", `{}`, []runtime.Message{{Role: "user", Content: "refund to DE89 3704 0044 0532 0130 00"}}, "message 0 contains personal data (iban)"},
+		{"kinds filter leaves iban out", `{"kinds":["card"]}`, []runtime.Message{{Role: "user", Content: "refund to GB29NWBK60161331926819"}}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

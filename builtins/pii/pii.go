@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/agentc-dev/agentc/builtins/internal/jsonvalue"
-	"github.com/agentc-dev/agentc/builtins/internal/textnorm"
 	"github.com/agentc-dev/agentc/internal/jsonpointer"
 )
 
@@ -23,10 +22,11 @@ const (
 	KindCard  Kind = "card"
 	KindIPv4  Kind = "ipv4"
 	KindIPv6  Kind = "ipv6"
+	KindIBAN  Kind = "iban"
 )
 
 // kindOrder is also the tie-break priority when two detectors claim the same span.
-var kindOrder = []Kind{KindCard, KindSSN, KindEmail, KindIPv6, KindIPv4, KindPhone}
+var kindOrder = []Kind{KindCard, KindIBAN, KindSSN, KindEmail, KindIPv6, KindIPv4, KindPhone}
 
 // AllKinds returns every kind, in a stable order.
 func AllKinds() []Kind { return slices.Clone(kindOrder) }
@@ -86,30 +86,29 @@ var detectors = map[Kind]detector{
 	KindEmail: findEmails,
 	KindSSN:   findSSNs,
 	KindCard:  findCards,
+	KindIBAN:  findIBANs,
 	KindIPv4:  findIPv4s,
 	KindIPv6:  findIPv6s,
 }
 
 // Find returns the personal data in text, sorted by position and never overlapping: when two
 // detections overlap, the one that starts first wins, then the longer, then the more specific
-// kind (card, ssn, email, ipv6, ipv4, phone).
+// kind (card, iban, ssn, email, ipv6, ipv4, phone).
 //
 // The detectors read the text folded (textnorm.FoldSeparators), so that a number or an
 // address cannot be hidden by invisible characters or written in look-alikes: full-width
-// digits and signs ("４１１１", "＠", "＋") read as ASCII, no-break and other space
-// separators as spaces, dashes as hyphens, and zero-width and other format characters are
-// skipped (the text is also read with them kept, so that one never glues an item to the word
-// before it). Offsets are those of the text as given; a span covers the characters skipped
-// inside it.
+// digits and signs ("４１１１", "＠", "＋") and the digits of other scripts read as ASCII,
+// no-break and other space separators as spaces, dashes as hyphens, an underscore between
+// digits as a hyphen, and zero-width and other invisible characters are skipped (the text is
+// also read with the format characters kept, so that one never glues an item to the word
+// before it). A text holding escapes is also read decoded (decodeEscapes). Offsets are those
+// of the text as given; a span covers the characters skipped inside it, and the whole escape
+// a decoded character came from.
 func (s *Scanner) Find(text string) []Match {
-	forms := []textnorm.Folded{textnorm.FoldSeparators(text, false)}
-	if kept := textnorm.FoldSeparators(text, true); kept.Text != forms[0].Text {
-		forms = append(forms, kept)
-	}
 	var found []Match
-	for _, f := range forms {
-		s.detect(f.Text, func(k Kind, start, end int) {
-			start, end = f.Span(start, end)
+	for _, f := range forms(text) {
+		s.detect(f.text, func(k Kind, start, end int) {
+			start, end = f.span(start, end)
 			found = append(found, Match{Kind: k, Start: start, End: end})
 		})
 	}

@@ -217,7 +217,7 @@ func TestKindsSelection(t *testing.T) {
 
 	_, err := New(Config{Kinds: []Kind{"passport"}})
 	assert.ErrorContains(t, err, `unknown kind "passport"`)
-	assert.Len(t, AllKinds(), 6)
+	assert.Len(t, AllKinds(), 7)
 }
 
 func TestRegions(t *testing.T) {

@@ -155,6 +155,9 @@ func randomPIIText(r *rand.Rand) string {
 		},
 		func() string { return "2001:db8::" + strconv.FormatInt(int64(r.IntN(65536)), 16) },
 		func() string {
+			return []string{"DE89 3704 0044 0532 0130 00", "GB29NWBK60161331926819", "fr1420041010050500013m02606", "٤١١١ ١١١١ ١١١١ ١١١١", "jane%40example.com"}[r.IntN(5)]
+		},
+		func() string {
 			return []string{"the", "card", "SSN", "call", "ORD", "v", "x", "de ad be ef", "0000:"}[r.IntN(9)]
 		},
 	}

@@ -138,11 +138,15 @@ type Folded struct {
 // other rune with FoldRune. Case, spacing and punctuation are kept.
 func Fold(text string) Folded { return foldWith(text, dropFormat(FoldRune)) }
 
-// FoldSeparators is Fold that also writes every space separator (Unicode category Zs: the
-// no-break, narrow no-break, thin and figure spaces) as an ASCII space and every dash
-// (category Pd, and the minus sign) as an ASCII hyphen, for detectors that read digits
-// grouped by spaces or hyphens ("4111 1111 1111 1111", "123-45-6789"). With keepFormat
-// the format characters are kept as they are instead of dropped.
+// FoldSeparators is Fold for detectors that read digits grouped by spaces or hyphens
+// ("4111 1111 1111 1111", "123-45-6789"): it also writes every decimal digit of another
+// script (Unicode category Nd: Arabic-Indic "٤١١١", Devanagari "४१११"...) as its ASCII
+// digit, every space separator (category Zs: the no-break, narrow no-break, thin and figure
+// spaces) as an ASCII space, the line and paragraph separators as a line break, every dash
+// (category Pd, and the minus sign) as an ASCII hyphen and the small commercial at ("﹫") as
+// "@", and it drops the other characters Unicode says to ignore when they cannot be shown
+// (the combining grapheme joiner, variation selectors, Hangul fillers). With keepFormat the
+// format characters (category Cf) are kept as they are instead of dropped.
 func FoldSeparators(text string, keepFormat bool) Folded {
 	if keepFormat {
 		return foldWith(text, foldSeparator)
@@ -166,10 +170,40 @@ func foldSeparator(r rune) rune {
 		return r
 	case unicode.Is(unicode.Zs, r):
 		return ' '
+	case r == '\u2028' || r == '\u2029':
+		return '\n'
 	case r == '\u2212' || unicode.Is(unicode.Pd, r):
 		return '-'
+	case r == '\ufe6b':
+		return '@'
+	case unicode.Is(unicode.Variation_Selector, r) || unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r):
+		return -1
+	}
+	if d, ok := digitValue(r); ok {
+		return '0' + d
 	}
 	return FoldRune(r)
+}
+
+// digitValue returns the value of a decimal digit (Unicode category Nd). Unicode encodes the
+// digits of each script as a run of ten from zero to nine, and the ranges of Nd are such runs
+// (adjacent ones merged), so a digit's value is its distance from the start of its range,
+// modulo ten.
+func digitValue(r rune) (rune, bool) {
+	if !unicode.IsDigit(r) {
+		return 0, false
+	}
+	for _, rg := range unicode.Nd.R16 {
+		if lo, hi := rune(rg.Lo), rune(rg.Hi); r >= lo && r <= hi {
+			return (r - lo) % 10, rg.Stride == 1
+		}
+	}
+	for _, rg := range unicode.Nd.R32 {
+		if lo, hi := rune(rg.Lo), rune(rg.Hi); r >= lo && r <= hi {
+			return (r - lo) % 10, rg.Stride == 1
+		}
+	}
+	return 0, false
 }
 
 // foldWith maps each non-ASCII rune of text with fold, dropping those it maps to -1.

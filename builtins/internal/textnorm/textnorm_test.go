@@ -85,6 +85,10 @@ func TestFoldSeparators(t *testing.T) {
 		{"full-width", "４１１１＠＋", false, "4111@+"},
 		{"format characters dropped", "41\u200b11", false, "4111"},
 		{"format characters kept", "41\u200b11\u00a0", true, "41\u200b11 "},
+		{"digits of other scripts", "٤١١١ ۱۲۳ ४१११ ௧௨ 𝟒𝟏", false, "4111 123 4111 12 41"},
+		{"ignorable characters dropped", "41\u034f11\ufe0f1\u3164", true, "41111"},
+		{"line separators", "4111\u20281111\u2029", false, "4111\n1111\n"},
+		{"small commercial at", "jane\ufe6bexample.com", false, "jane@example.com"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
