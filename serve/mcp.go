@@ -552,9 +552,12 @@ type ListedTool struct {
 // logged, with "open". A tool whose name is not a valid MCP tool name
 // (badToolName), or whose definition is too large (toolTooLarge), is
 // blocked whatever the layers, and so is one whose input schema is not a
-// JSON Schema the tool chain compiles (badInputSchema).
+// JSON Schema the tool chain compiles (badInputSchema), and one whose name
+// differs only in case or form from the name of a tool pl's policy names
+// or of another tool of tools (lookAlikes).
 func ScanTools(ctx context.Context, pl *runtime.Pipeline, tools []ListedTool, log *slog.Logger) map[string]*runtime.BlockedError {
 	blocked := map[string]*runtime.BlockedError{}
+	lookAlike := lookAlikes(tools, policyToolNames(pl.Plan()))
 	for _, t := range tools {
 		if b := badToolName(t.Name); b != nil {
 			blocked[t.Name] = b
@@ -565,6 +568,12 @@ func ScanTools(ctx context.Context, pl *runtime.Pipeline, tools []ListedTool, lo
 		} else if b := badInputSchema(t.Tool); b != nil {
 			blocked[t.Name] = b
 			log.Warn("mcp tool withheld: its input schema is not a valid JSON Schema", "tool", t.Name, "server", t.Server, "reason", b.Message)
+		}
+	}
+	for _, t := range tools {
+		if b := lookAlike[t.Name]; b != nil && blocked[t.Name] == nil {
+			blocked[t.Name] = b
+			log.Warn("mcp tool withheld: its name differs from another tool's only in case or form", "tool", t.Name, "server", t.Server, "reason", b.Message)
 		}
 	}
 	var layers []runtime.LayerInfo

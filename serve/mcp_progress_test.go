@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -107,4 +109,83 @@ func TestMCPProgressIsRelayed(t *testing.T) {
 	mu.Lock()
 	assert.Empty(t, got)
 	mu.Unlock()
+}
+
+// TestMCPProgressAfterAnswerLeaksNothing: 1,000 calls with progress, of
+// an upstream that goes on reporting each call's progress after its
+// answer, leave no goroutine or relay behind them.
+func TestMCPProgressAfterAnswerLeaksNothing(t *testing.T) {
+	t.Setenv("AGENTC_TEST_OPENAI_KEY", "sk-test")
+	var late sync.WaitGroup
+	var lateSent atomic.Int64
+	srv := mcp.NewServer(&mcp.Implementation{Name: "late", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "work", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ map[string]any) (*mcp.CallToolResult, any, error) {
+			tok := req.Params.GetProgressToken()
+			require.NoError(t, req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1}))
+			late.Go(func() {
+				// After the answer, on the session's own stream.
+				time.Sleep(time.Millisecond)
+				if req.Session.NotifyProgress(context.Background(), &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 99}) == nil {
+					lateSent.Add(1)
+				}
+			})
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil, nil
+		})
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(ts.Close)
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(scanPolicy, sha("agent-key"), ts.URL, ""))), WatchInterval: -1})
+	var mu sync.Mutex
+	got := map[float64]int{}
+	cs := connectProxyWith(t, s.url, "agent-key", nil, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			defer mu.Unlock()
+			got[req.Params.Progress]++
+		}})
+	ctx := context.Background()
+	call := func(i int) {
+		params := &mcp.CallToolParams{Name: "work", Arguments: map[string]any{}}
+		params.SetProgressToken(fmt.Sprintf("client-%d", i))
+		res, err := cs.CallTool(ctx, params)
+		require.NoError(t, err)
+		require.Equal(t, "done", text(t, res))
+	}
+	settled := func() int {
+		late.Wait()
+		time.Sleep(100 * time.Millisecond)
+		runtime.GC()
+		return runtime.NumGoroutine()
+	}
+	call(0) // the sessions and their streams are open
+	before := settled()
+	const calls = 1000
+	for i := 1; i <= calls; i++ {
+		call(i)
+	}
+	// A leak of one goroutine a call would be a thousand; the slack is
+	// the keep-alive connections between the client, the proxy and the
+	// upstream (three goroutines each, as many as the calls' overlap
+	// needed, within the transports' idle bounds).
+	const slack = 9
+	after := settled()
+	for deadline := time.Now().Add(10 * time.Second); after > before+slack && time.Now().Before(deadline); {
+		after = settled()
+	}
+	assert.LessOrEqual(t, after, before+slack, "goroutines: %d before %d calls, %d after", before, calls, after)
+	t.Logf("goroutines: %d before %d calls, %d after; %d progress notifications sent after their answers", before, calls, after, lateSent.Load())
+
+	g := s.srv.acquire()
+	relays := 0
+	g.mcp.servers["up"].progress.Range(func(any, any) bool { relays++; return true })
+	g.release()
+	assert.Zero(t, relays, "no call's relay outlives it")
+	mu.Lock()
+	defer mu.Unlock()
+	// The SDK hands a notification to its handler in a goroutine of its
+	// own and a response to the call at once, so a progress read just
+	// before the answer, or one sent after it on another stream, may find
+	// its relay gone or not yet gone: the counts are logged, not held.
+	t.Logf("relayed: %d of %d progress notifications sent before their answers, %d of %d sent after",
+		got[1], calls+1, got[99], lateSent.Load())
 }

@@ -1,0 +1,113 @@
+package serve
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"unicode"
+
+	"golang.org/x/text/cases"
+	"golang.org/x/text/unicode/norm"
+
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+)
+
+// The layers of the tool chain name tools exactly: a guard scoped to
+// "refund" does not apply to "Refund". An upstream listing "Refund" next
+// to "refund", or instead of the "refund" a policy declares and guards,
+// offers the client's model a tool it reads as the guarded one while its
+// calls skip the guard. Such a tool is withheld (lookAlikes), as a
+// poisoned one is.
+
+// foldToolName is the form under which two tool names read as the same
+// tool: name in Unicode NFKC (full-width letters are their ASCII letters),
+// without default-ignorable code points (zero-width spaces, joiners, soft
+// hyphens, variation selectors) or surrounding white space, case-folded.
+// A name outside ASCII is withheld before it is compared (badToolName),
+// and a policy's names are ASCII: the fold does not rely on either.
+func foldToolName(name string) string {
+	s := norm.NFKC.String(name)
+	s = strings.Map(func(r rune) rune {
+		if defaultIgnorable(r) {
+			return -1
+		}
+		return r
+	}, s)
+	s = strings.TrimFunc(s, unicode.IsSpace)
+	return norm.NFKC.String(cases.Fold().String(s))
+}
+
+// defaultIgnorable reports whether r is a Default_Ignorable_Code_Point as
+// Unicode derives it (Other_Default_Ignorable_Code_Point, format
+// characters and variation selectors, less white space and prepended
+// concatenation marks), up to a few format controls of scripts no tool
+// name is written in.
+func defaultIgnorable(r rune) bool {
+	return unicode.In(r, unicode.Other_Default_Ignorable_Code_Point, unicode.Cf, unicode.Variation_Selector) &&
+		!unicode.In(r, unicode.White_Space, unicode.Prepended_Concatenation_Mark)
+}
+
+// policyToolNames returns the tool names p writes rules for: its tools
+// declarations, the tools scopes of its tool layers and the allow and deny
+// lists of its tool_policy layers.
+func policyToolNames(p *plan.Plan) map[string]bool {
+	names := map[string]bool{}
+	if p == nil {
+		return names
+	}
+	for name := range p.Tools {
+		names[name] = true
+	}
+	for _, l := range p.Chains.Of(plan.StageTool) {
+		for _, name := range l.Tools {
+			names[name] = true
+		}
+		if l.Use == "tool_policy" {
+			var cfg struct{ Allow, Deny []string }
+			if json.Unmarshal(l.Config, &cfg) == nil {
+				for _, name := range slices.Concat(cfg.Allow, cfg.Deny) {
+					names[name] = true
+				}
+			}
+		}
+	}
+	return names
+}
+
+// lookAlikes returns, by name, the block of each tool of tools whose name
+// folds (foldToolName) to the name of a tool the policy names (named), or
+// of another tool listed, without being that name. A name the policy
+// names itself is not withheld so; nor is a tool whose name is withheld
+// already (badToolName), which no other tool is then compared with.
+func lookAlikes(tools []ListedTool, named map[string]bool) map[string]*runtime.BlockedError {
+	type origin struct{ name, what string }
+	byFold := map[string][]origin{}
+	for name := range named {
+		f := foldToolName(name)
+		byFold[f] = append(byFold[f], origin{name, "a tool the policy names"})
+	}
+	for _, t := range tools {
+		if badToolName(t.Name) == nil && !named[t.Name] {
+			f := foldToolName(t.Name)
+			byFold[f] = append(byFold[f], origin{t.Name, "another tool listed"})
+		}
+	}
+	blocked := map[string]*runtime.BlockedError{}
+	for _, t := range tools {
+		if named[t.Name] || badToolName(t.Name) != nil {
+			continue
+		}
+		others := byFold[foldToolName(t.Name)]
+		slices.SortFunc(others, func(a, b origin) int { return strings.Compare(a.what+a.name, b.what+b.name) })
+		for _, o := range others {
+			if o.name != t.Name {
+				blocked[t.Name] = &runtime.BlockedError{Layer: LayerMCP, Message: fmt.Sprintf(
+					"tool name %q differs from %q, the name of %s, only in case or form: a rule naming one would not apply to the other", t.Name, o.name, o.what)}
+				break
+			}
+		}
+	}
+	return blocked
+}

@@ -1,0 +1,127 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// namesUpstream serves, on a loopback port, a tool under each of names that
+// answers "done"; calls counts the calls of each.
+func namesUpstream(t *testing.T, names ...string) (string, func(string) int) {
+	t.Helper()
+	var mu sync.Mutex
+	calls := map[string]int{}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "pay", Version: "1"}, nil)
+	for _, name := range names {
+		srv.AddTool(&mcp.Tool{Name: name, InputSchema: json.RawMessage(`{"type":"object"}`)},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				mu.Lock()
+				calls[name]++
+				mu.Unlock()
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
+			})
+	}
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(ts.Close)
+	return ts.URL, func(name string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return calls[name]
+	}
+}
+
+const variantPolicy = `package gw
+
+keys: agent: {sha256: %q}
+mcp: servers: pay: {url: %q%s}
+tools: %s: {side_effecting: true, args: {type: "object"}}
+chains: tool: [
+	{use: "guard", name: "refund_limit", tools: [%[4]q], deny: "has(args.amount) && args.amount > 100.0", message: "refunds over 100 need an approver"},
+	{use: "audit", trail: "logical"},
+]
+`
+
+// TestMCPCaseVariantToolNamesWithheld: an upstream tool whose name is the
+// name of a tool the policy names (here guards) in another case, or the
+// name of another tool listed in another case, is withheld: not listed,
+// its calls refused before the upstream sees them, logged and counted. A
+// call of "Refund" would otherwise skip the guard written for "refund".
+func TestMCPCaseVariantToolNamesWithheld(t *testing.T) {
+	// Next to the tool the policy guards, and two variants of a tool the
+	// policy does not name.
+	upstream, calls := namesUpstream(t, "refund", "Refund", "REFUND", "lookup", "Lookup", "stock",
+		"\uff52efund", "refund\u200b", "refund ")
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(variantPolicy, sha("agent-key"), upstream, "", "refund"))), WatchInterval: -1})
+	cs := connectProxy(t, s.url, "agent-key", nil)
+	assert.Equal(t, []string{"refund", "stock"}, listedTools(t, cs))
+	ctx := context.Background()
+	for _, name := range []string{"Refund", "REFUND", "lookup", "Lookup", "\uff52efund", "refund\u200b", "refund "} {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: map[string]any{"amount": 250}})
+		if err == nil {
+			assert.True(t, res.IsError, "%q is refused", name)
+		}
+		assert.Zero(t, calls(name), "the upstream never sees a call of %q", name)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "refund", Arguments: map[string]any{"amount": 250}})
+	require.NoError(t, err)
+	assert.Contains(t, text(t, res), "blocked by refund_limit")
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "stock", Arguments: map[string]any{}})
+	require.NoError(t, err)
+	assert.Equal(t, "done", text(t, res))
+	logs := s.logs.String()
+	assert.Contains(t, logs, "mcp tool withheld: its name differs from another tool's only in case or form")
+	assert.Contains(t, logs, `tool=Refund server=pay`)
+	_, _, metrics := do(t, "GET", s.url+"/metrics", "", nil)
+	assert.Contains(t, metrics, `agentc_serve_mcp_tools_withheld{layer="mcp",server="pay"} 7`)
+
+	// Instead of it, behind a prefix: the policy guards "pay_refund", the
+	// upstream lists only "Refund".
+	upstream, calls = namesUpstream(t, "Refund", "stock")
+	s = startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(variantPolicy, sha("agent-key"), upstream, `, prefix: "pay_"`, "pay_refund"))), WatchInterval: -1})
+	cs = connectProxy(t, s.url, "agent-key", nil)
+	assert.Equal(t, []string{"pay_stock"}, listedTools(t, cs))
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "pay_Refund", Arguments: map[string]any{"amount": 250}})
+	if err == nil {
+		assert.True(t, res.IsError)
+	}
+	assert.Zero(t, calls("Refund"))
+}
+
+func TestFoldToolName(t *testing.T) {
+	for _, name := range []string{"refund", "Refund", "REFUND", "\uff52efund", "\uff32\uff45\uff46\uff55\uff4e\uff44",
+		"refund\u200b", "re\u00adfund", "\u2060refund", "refund ", " refund\u3000", "refund\ufe0f"} {
+		assert.Equal(t, "refund", foldToolName(name), "%q", name)
+	}
+	assert.Equal(t, "pay_refund", foldToolName("Pay_Refund"))
+	assert.NotEqual(t, "refund", foldToolName("r\u0435fund"), "a Cyrillic look-alike is not a case or form variant (badToolName withholds it)")
+	assert.NotEqual(t, "refund", foldToolName("re fund"))
+}
+
+// TestLookAlikes: a name the policy names is kept, and so are the names no
+// other folds to; a variant says which name it differs from.
+func TestLookAlikes(t *testing.T) {
+	var tools []ListedTool
+	for _, name := range []string{"refund", "Refund", "lookup", "Lookup", "stock", "Stock\u200b"} {
+		tools = append(tools, ListedTool{Name: name})
+	}
+	blocked := lookAlikes(tools, map[string]bool{"refund": true, "CHARGE": true})
+	var names []string
+	for name := range blocked {
+		names = append(names, name)
+	}
+	assert.ElementsMatch(t, []string{"Refund", "lookup", "Lookup"}, names)
+	assert.Equal(t, `tool name "Refund" differs from "refund", the name of a tool the policy names, only in case or form: a rule naming one would not apply to the other`,
+		blocked["Refund"].Message)
+	assert.Contains(t, blocked["lookup"].Message, `differs from "Lookup", the name of another tool listed`)
+	assert.Equal(t, LayerMCP, blocked["Lookup"].Layer)
+	assert.Empty(t, lookAlikes([]ListedTool{{Name: "charge"}}, map[string]bool{"Charge": true, "charge": true}), "a name the policy names is kept")
+}
