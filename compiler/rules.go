@@ -126,13 +126,17 @@ a declared tool whose args schema is not closed (no properties,
 additionalProperties not false, patternProperties, allOf, anyOf, oneOf,
 $ref, if, dependentSchemas or unevaluatedProperties at its top level),
 settings.allow_undeclared_tools, or MCP servers. Comparing an argument
-with a string constant (args.amount == '100', != or in) in an entry not
-scoped to tools is an error where every declared tool whose schema lists
-the argument types it otherwise (a number, an integer, a boolean): a
-call's arguments are checked against its tool's schema before any layer,
-so the comparison is always false and a deny with it never fires, the
-refund of 100 running (nothing is said where undeclared or MCP tools may
-be called). A phase "after"
+with a constant of another kind than its schema's in an entry not scoped
+to tools is an error at the constant where every declared tool whose
+schema lists the argument types it otherwise: a call's arguments are
+checked against its tool's schema before any layer, so args.amount ==
+'100' (!=, in) where amount is a number, or args.query == 5 where query is
+a string, is always false and a deny with it never fires, the refund of
+100 running; args.amount > '100' (<, <=, >=) cannot be evaluated, and
+the guard fails as its on_error says on every call that reaches it, with
+a message about overloads (nothing is said where undeclared or MCP tools
+may be called). In an entry scoped to tools, args is typed and these are
+overload errors of CEL's. A phase "after"
 predicate's result is checked the same way against the result_schema of
 the tools its entry applies to (every declared tool when it is unscoped):
 result.stauts, result['stauts'] or has(result.stauts) where no schema

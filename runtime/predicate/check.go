@@ -35,7 +35,8 @@ type Checked struct {
 	// KeyReads lists the reads of keys of map-typed inputs (args when untyped, item.metadata,
 	// session.meta, ...), in source order.
 	KeyReads []KeyRead
-	// Literals lists the comparisons of a field with a string constant, in source order.
+	// Literals lists the comparisons of a field with a constant (a string, a number or a bool),
+	// in source order.
 	Literals []Literal
 
 	env *Env
@@ -56,20 +57,28 @@ type KeyRead struct {
 	Tested bool
 }
 
-// Literal is a comparison of a field with a string constant: path == 'v', path != 'v',
-// path in ['v', ...] (one Literal per constant of the list).
+// Literal is a comparison of a field with a constant: path == 'v', path != 'v', path in ['v',
+// ...] (one Literal per constant of the list), path < 5 (either side may hold the constant).
 type Literal struct {
 	// Path is the field's path ("tool.name", "response.finish_reason"); a comprehension's
 	// variable stands for an element of its range, written range[] ("response.tool_calls[].name"
 	// in response.tool_calls.exists(c, c.name == 'refund')).
 	Path string
-	// Op is "==", "!=" or "in"; List numbers the in lists from 1 (0 for == and !=), so the
-	// constants of one list share it.
+	// Op is "==", "!=", "in", "<", "<=", ">" or ">="; List numbers the in lists from 1 (0 for
+	// the others), so the constants of one list share it.
 	Op   string
 	List int
-	// Value is the constant, Offset the byte offset of its opening quote in the source.
+	// Kind is the constant's CEL type: "string", "int", "uint", "double" or "bool".
+	Kind string
+	// Value is the constant (a number or bool as CEL prints it), Offset the byte offset of its
+	// first character (a string's opening quote, a number's sign) in the source.
 	Value  string
 	Offset int
+}
+
+// IsString reports whether l compares the field with a string for equality (==, != or in).
+func (l Literal) IsString() bool {
+	return l.Kind == "string" && (l.Op == "==" || l.Op == "!=" || l.Op == "in")
 }
 
 // Env returns the environment the predicate was checked in.
@@ -362,6 +371,12 @@ func (w *walker) visitCall(e ast.Expr, facts, locals []string) {
 			w.literal(op, args[0], args[1])
 			w.literal(op, args[1], args[0])
 		}
+	case operators.Less, operators.LessEquals, operators.Greater, operators.GreaterEquals:
+		if len(args) == 2 {
+			op := strings.Trim(call.FunctionName(), "_")
+			w.literal(op, args[0], args[1])
+			w.literal(op, args[1], args[0])
+		}
 	case operators.In:
 		if len(args) == 2 && args[1].Kind() == ast.ListKind {
 			w.lists++
@@ -522,17 +537,22 @@ func rootOf(e ast.Expr) ast.Expr {
 	}
 }
 
-// literal records field == value when field is a path and value a string constant.
+// literal records field op value when field is a path and value a constant.
 func (w *walker) literal(op string, field, value ast.Expr) {
 	if value.Kind() != ast.LiteralKind {
 		return
 	}
-	v, ok := value.AsLiteral().(types.String)
-	if !ok {
+	var kind, v string
+	switch c := value.AsLiteral().(type) {
+	case types.String:
+		kind, v = "string", string(c)
+	case types.Int, types.Uint, types.Double, types.Bool:
+		kind, v = c.Type().TypeName(), fmt.Sprint(c.Value())
+	default:
 		return
 	}
 	if path, ok := w.renderBound(field); ok {
-		l := Literal{Path: path, Op: op, Value: string(v), Offset: w.offsetOf(value)}
+		l := Literal{Path: path, Op: op, Kind: kind, Value: v, Offset: w.offsetOf(value)}
 		if op == "in" {
 			l.List = w.lists
 		}

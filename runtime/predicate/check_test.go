@@ -561,3 +561,23 @@ func TestCheckListsLiteralComparisons(t *testing.T) {
 		"response.tool_calls[].nameinrefund", "response.tool_calls[].nameinlookup", "response.tool_calls[].id!=x",
 		"request.messages[].role==usr"}, got)
 }
+
+func TestCheckListsConstantsOfEveryKind(t *testing.T) {
+	env, err := NewEnv(EnvConfig{Stage: Tool})
+	require.NoError(t, err)
+	src := `args.a == 5 || args.b > '100' || -2.5 <= args.c || args.d != true || args.e in [1u, 'x'] || args.f == tool.name`
+	c, issues := env.Check(src)
+	require.Empty(t, issues)
+	var got []string
+	for _, l := range c.Literals {
+		constant := l.Value
+		if l.Kind == "string" {
+			constant = "'" + l.Value + "'"
+		}
+		assert.True(t, strings.HasPrefix(src[l.Offset:], constant), l.Path)
+		got = append(got, l.Path+" "+l.Op+" "+l.Kind+":"+l.Value)
+		assert.Equal(t, l.Kind == "string" && l.Op != ">", l.IsString(), l.Path)
+	}
+	assert.Equal(t, []string{"args.a == int:5", "args.b > string:100", "args.c <= double:-2.5",
+		"args.d != bool:true", "args.e in uint:1", "args.e in string:x"}, got)
+}
