@@ -101,7 +101,10 @@ var celRules = []Rule{
 	{"cel/syntax", dsl.Error, "CEL parse error", `
 A CEL predicate (a guard's deny or require, an entry's when, the policy's
 admit, a constraint's when) does not parse, is longer than 4 KiB, nests
-deeper than 48 levels, or holds an invalid regular expression. The column
+deeper than 48 levels, or holds an invalid regular expression, or a
+duration or timestamp constant CEL cannot convert (duration('1d') or
+duration('10 minutes'): '24h', '10m'; timestamp('2025-01-31'): an RFC 3339
+time with its zone), which fails every evaluation that reaches it. The column
 points inside the CUE string, at the offending token. A habit of another
 language gets what CEL writes instead: = for ==, and, or and not for &&,
 || and !, <> for !=, and a regular expression's ` + "`\\.`" + ` in a CEL string

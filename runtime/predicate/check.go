@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/google/cel-go/cel"
@@ -390,6 +391,10 @@ func (w *walker) visitCall(e ast.Expr, facts, locals []string) {
 				w.keyRead(args[0], string(key), w.offsetOf(args[1]), false, facts, locals)
 			}
 		}
+	case "duration", "timestamp":
+		if !call.IsMemberFunction() && len(args) == 1 {
+			w.checkTimeLiteral(args[0], call.FunctionName())
+		}
 	case "matches_any":
 		if len(args) == 2 && args[1].Kind() == ast.ListKind {
 			for _, el := range args[1].AsList().Elements() {
@@ -417,6 +422,34 @@ func (w *walker) checkRegexLiteral(e ast.Expr, fn string) {
 		w.issues = append(w.issues, w.pos.issue(RuleSyntax, w.offsetOf(e),
 			fmt.Sprintf("invalid regular expression in %s: %v", fn, err)))
 	}
+}
+
+// checkTimeLiteral reports a string constant that fn (duration or timestamp) cannot convert:
+// evaluation would fail on every call that reaches it.
+func (w *walker) checkTimeLiteral(e ast.Expr, fn string) {
+	if e.Kind() != ast.LiteralKind {
+		return
+	}
+	s, ok := e.AsLiteral().(types.String)
+	if !ok {
+		return
+	}
+	to, want := types.DurationType, "a duration such as '90s', '1h30m' or '500ms' (units h, m, s, ms, us, ns; no days)"
+	if fn == "timestamp" {
+		to, want = types.TimestampType, "an RFC 3339 timestamp such as '2025-01-31T12:00:00Z' (a date, a time and a zone)"
+	}
+	v := s.ConvertToType(to)
+	if !types.IsError(v) {
+		return
+	}
+	why := cleanMessage(fmt.Sprint(v))
+	if fn == "duration" {
+		if _, err := time.ParseDuration(string(s)); err != nil {
+			why = strings.TrimPrefix(err.Error(), "time: ")
+		}
+	}
+	w.issues = append(w.issues, w.pos.issue(RuleSyntax, w.offsetOf(e),
+		fmt.Sprintf("invalid %s in %s(): %s; write %s, or every evaluation that reaches it fails", fn, fn, why, want)))
 }
 
 // checkOptional reports a read of an args field that the schema does not require, unless a

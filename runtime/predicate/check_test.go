@@ -86,6 +86,9 @@ func TestCheckIssues(t *testing.T) {
 		{"bad regex in matches", "tool.name.matches('[a-')", RuleSyntax, 1, 19, "invalid regular expression in matches()"},
 		{"bad regex in global matches", "matches(tool.name, '(x')", RuleSyntax, 1, 20, "invalid regular expression in matches()"},
 		{"bad regex in matches_any", "matches_any(tool.name, ['a', '(b'])", RuleSyntax, 1, 30, "invalid regular expression in matches_any()"},
+		{"bad duration", "tool.name == 'x' && duration('1d') > duration('1h')", RuleSyntax, 1, 30, `invalid duration in duration(): unknown unit "d"`},
+		{"spelt-out duration", "tool.name == 'x' && duration('10 minutes') > duration('1h')", RuleSyntax, 1, 30, "invalid duration in duration()"},
+		{"bad timestamp", "tool.name == 'x' && timestamp('2025-01-31') < timestamp('2025-02-01T00:00:00Z')", RuleSyntax, 1, 31, "invalid timestamp in timestamp()"},
 		{"constructing an input type", "agentc.tool{name: 'x'} == tool", RuleType, 1, 1, "cannot construct agentc.tool"},
 	}
 	for _, tt := range tests {
