@@ -116,7 +116,8 @@ named as such, with the variables the stage has; a misspelt one, such as
 arg or valeu, with the closest variable: args, value), a field its type does not have (args is typed from the
 tool's JSON Schema, so a misspelt argument is caught here), an optional
 field read without has(), or an operator applied to the wrong types
-(len(x) and 'sub' in s get the CEL for them: size(x), s.contains('sub')). A
+(len(x), 'sub' in s and list.contains(x) get the CEL for them: size(x),
+s.contains('sub'), x in list). A
 constraint's when is checked against the config types of the layers its
 outer and inner designate (outer.trial for an audit layer is caught, with
 the closest field: trail); the map idioms evaluation accepts over a config
