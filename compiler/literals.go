@@ -278,18 +278,9 @@ func jsonKindPhrase(types []string, constant string) string {
 // at path ("" when it gives none or several, or a list of types that holds
 // "string"), and whether the schema lists the argument.
 func argType(schema json.RawMessage, path []string) (string, bool) {
-	for _, name := range path {
-		var s struct {
-			Properties map[string]json.RawMessage `json:"properties"`
-		}
-		if json.Unmarshal(schema, &s) != nil {
-			return "", false
-		}
-		sub, ok := s.Properties[name]
-		if !ok {
-			return "", false
-		}
-		schema = sub
+	schema, ok := subSchema(schema, path)
+	if !ok {
+		return "", false
 	}
 	var s struct {
 		Type any `json:"type"`
@@ -312,4 +303,24 @@ func argType(schema json.RawMessage, path []string) (string, bool) {
 		}
 	}
 	return "", true
+}
+
+// subSchema returns the schema an args schema gives the argument at path
+// (the schema itself for an empty path), following properties, and
+// whether it lists the argument.
+func subSchema(schema json.RawMessage, path []string) (json.RawMessage, bool) {
+	for _, name := range path {
+		var s struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+		}
+		if json.Unmarshal(schema, &s) != nil {
+			return nil, false
+		}
+		sub, ok := s.Properties[name]
+		if !ok {
+			return nil, false
+		}
+		schema = sub
+	}
+	return schema, true
 }

@@ -122,11 +122,14 @@ constraint's when is checked against the config types of the layers its
 outer and inner designate (outer.trial for an audit layer is caught, with
 the closest field: trail); the map idioms evaluation accepts over a config
 ('k' in inner, inner['k'], size(inner)) are not refused. In an entry not scoped to tools, args is
-untyped, but reading an argument that no declared tool's schema has is an
-error too: the read would fail, and a guard block, on every call. A read
-guarded by a presence test (has(args.x) && ...) cannot fail and is not
-reported. Nothing is said when a tool may send arguments no schema lists:
-a declared tool whose args schema is not closed (no properties,
+untyped, but reading an argument that no declared tool's schema has, or a
+field of an object argument that no schema of the object has
+(args.shipping.zipp), is an error too: the read would fail, and a guard
+block, on every call. A read guarded by a presence test (has(args.x) &&
+...) cannot fail and is not reported, but the test, has(args.x) of an
+argument no schema has, is always false and is. Nothing is said when a
+tool may send arguments no schema lists: a declared tool whose args
+schema (or the object's) is not closed (no properties,
 additionalProperties not false, patternProperties, allOf, anyOf, oneOf,
 $ref, if, dependentSchemas or unevaluatedProperties at its top level),
 settings.allow_undeclared_tools, or MCP servers. Comparing an argument

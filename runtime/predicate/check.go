@@ -56,6 +56,8 @@ type KeyRead struct {
 	// Tested is set when the read cannot fail on an absent key: it is itself a presence test
 	// (has(m.key)), or a presence test of the key (has(m.key), 'key' in m) guards it.
 	Tested bool
+	// Test is set when the read is itself a presence test, has(m.key).
+	Test bool
 }
 
 // Literal is a comparison of a field with a constant: path == 'v', path != 'v', path in ['v',
@@ -502,10 +504,10 @@ func fieldOffset(w *walker, e ast.Expr) int {
 }
 
 // keyRead records a read of key in the value m when m is a map-typed path rooted at a variable
-// (not a comprehension variable).
+// (not a comprehension variable), or a dyn-typed one below untyped args (args.shipping).
 func (w *walker) keyRead(m ast.Expr, key string, off int, test bool, facts, locals []string) {
 	t := w.ast.GetType(m.ID())
-	if t == nil || t.Kind() != types.MapKind {
+	if t == nil {
 		return
 	}
 	path, ok := render(m)
@@ -514,10 +516,15 @@ func (w *walker) keyRead(m ast.Expr, key string, off int, test bool, facts, loca
 	}
 	root, _, _ := strings.Cut(path, ".")
 	root, _, _ = strings.Cut(root, "[")
-	if slices.Contains(locals, root) {
+	switch {
+	case slices.Contains(locals, root):
+		return
+	case t.Kind() == types.MapKind:
+	case t.Kind() == types.DynKind && root == "args" && strings.HasPrefix(path, "args.") && !strings.Contains(path, "["):
+	default:
 		return
 	}
-	w.keyReads = append(w.keyReads, KeyRead{Map: path, Key: key, Offset: off, Tested: test || slices.Contains(facts, path+"."+key)})
+	w.keyReads = append(w.keyReads, KeyRead{Map: path, Key: key, Offset: off, Tested: test || slices.Contains(facts, path+"."+key), Test: test})
 }
 
 func optionalForm(path string) string {

@@ -517,16 +517,16 @@ func TestCheckKeyReads(t *testing.T) {
 		{admit, "item.metadata.tier != 'inferred'", []KeyRead{{Map: "item.metadata", Key: "tier", Offset: 14}}},
 		{admit, "item.metadata['tier'] != 'x'", []KeyRead{{Map: "item.metadata", Key: "tier", Offset: 14}}},
 		{admit, "!has(item.metadata.tier) || item.metadata.tier != 'x'", []KeyRead{
-			{Map: "item.metadata", Key: "tier", Offset: 19, Tested: true},
+			{Map: "item.metadata", Key: "tier", Offset: 19, Tested: true, Test: true},
 			{Map: "item.metadata", Key: "tier", Offset: 42, Tested: true},
 		}},
 		{admit, "!('tier' in item.metadata) || item.metadata.tier != 'x'", []KeyRead{{Map: "item.metadata", Key: "tier", Offset: 44, Tested: true}}},
 		{admit, "item.metadata.tier != 'x' && has(item.metadata.tier)", []KeyRead{
 			{Map: "item.metadata", Key: "tier", Offset: 14, Tested: true},
-			{Map: "item.metadata", Key: "tier", Offset: 47, Tested: true},
+			{Map: "item.metadata", Key: "tier", Offset: 47, Tested: true, Test: true},
 		}},
 		{admit, "has(item.metadata.a) && item.metadata.b == 'x'", []KeyRead{
-			{Map: "item.metadata", Key: "a", Offset: 18, Tested: true},
+			{Map: "item.metadata", Key: "a", Offset: 18, Tested: true, Test: true},
 			{Map: "item.metadata", Key: "b", Offset: 38},
 		}},
 		{admit, "item.metadata.?tier.orValue('') != 'x'", nil},
@@ -534,8 +534,17 @@ func TestCheckKeyReads(t *testing.T) {
 		{admit, "item.score > 0.5", nil},
 		{tool, "args.amount > 100.0", []KeyRead{{Map: "args", Key: "amount", Offset: 5}}},
 		{tool, "has(args.a) && args.a.b == 1", []KeyRead{
-			{Map: "args", Key: "a", Offset: 9, Tested: true},
+			{Map: "args", Key: "a", Offset: 9, Tested: true, Test: true},
 			{Map: "args", Key: "a", Offset: 20, Tested: true},
+			{Map: "args.a", Key: "b", Offset: 22},
+		}},
+		{tool, "has(args.a) && has(args.a.b) && args.a.b.c == 1", []KeyRead{
+			{Map: "args", Key: "a", Offset: 9, Tested: true, Test: true},
+			{Map: "args", Key: "a", Offset: 24, Tested: true},
+			{Map: "args.a", Key: "b", Offset: 26, Tested: true, Test: true},
+			{Map: "args", Key: "a", Offset: 37, Tested: true},
+			{Map: "args.a", Key: "b", Offset: 39, Tested: true},
+			{Map: "args.a.b", Key: "c", Offset: 41},
 		}},
 	}
 	for _, tt := range tests {
