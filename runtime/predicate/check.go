@@ -412,11 +412,17 @@ func (w *walker) visitCall(e ast.Expr, facts, locals []string) {
 	}
 }
 
-func (w *walker) checkRegexLiteral(e ast.Expr, fn string) {
+// stringConstant returns the value of a string constant.
+func stringConstant(e ast.Expr) (types.String, bool) {
 	if e.Kind() != ast.LiteralKind {
-		return
+		return "", false
 	}
 	s, ok := e.AsLiteral().(types.String)
+	return s, ok
+}
+
+func (w *walker) checkRegexLiteral(e ast.Expr, fn string) {
+	s, ok := stringConstant(e)
 	if !ok {
 		return
 	}
@@ -429,10 +435,7 @@ func (w *walker) checkRegexLiteral(e ast.Expr, fn string) {
 // checkTimeLiteral reports a string constant that fn (duration or timestamp) cannot convert:
 // evaluation would fail on every call that reaches it.
 func (w *walker) checkTimeLiteral(e ast.Expr, fn string) {
-	if e.Kind() != ast.LiteralKind {
-		return
-	}
-	s, ok := e.AsLiteral().(types.String)
+	s, ok := stringConstant(e)
 	if !ok {
 		return
 	}
