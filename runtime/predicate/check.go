@@ -33,8 +33,8 @@ type Checked struct {
 	ReadsUntypedArgs bool
 	// Reads lists the variables the predicate reads, sorted.
 	Reads []string
-	// KeyReads lists the reads of keys of map-typed inputs (args when untyped, item.metadata,
-	// session.meta, ...), in source order.
+	// KeyReads lists the reads of keys of map-typed inputs (args when untyped, and the objects
+	// below it, item.metadata, session.meta, ...), in source order.
 	KeyReads []KeyRead
 	// Literals lists the comparisons of a field with a constant (a string, a number or a bool),
 	// in source order.
