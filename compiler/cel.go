@@ -201,7 +201,7 @@ func (c *Compilation) checkPredicate(x *dsl.Expr, stage predicate.Stage, phase p
 	c.checkOptionalKeys(x, checked, keyFailure(kind, field, onError))
 	c.checkLiterals(x, stage, tools, checked.Literals)
 	if stage == predicate.Tool && len(tools) == 0 && checked.ReadsUntypedArgs {
-		c.checkUnscopedArgLiterals(x, checked.Literals)
+		c.checkUnscopedArgLiterals(x, checked.Literals, keyFailure(kind, field, onError))
 	}
 	if stage == predicate.Tool && phase == predicate.After && slices.Contains(checked.Reads, "result") {
 		c.checkResultReads(x, tools)

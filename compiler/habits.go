@@ -14,8 +14,8 @@ const celEscapes = `\'"?abfnrtvxuU01234567` + "`"
 var unexpectedWordRE = regexp.MustCompile(`unexpected '(and|or|not|AND|OR|NOT)'|extraneous input '(and|or|not|AND|OR|NOT)'|mismatched input '(and|or|not|AND|OR|NOT)'`)
 
 // habitHint completes a CEL issue caused by another language's habit (=
-// for ==, and for &&, len() for size(), a regular expression's \. in a
-// string) with what CEL writes instead. offset is the issue's byte offset
+// for ==, and for &&, len() for size(), list.contains(x) for x in list, a
+// regular expression's \. in a string) with what CEL writes instead. offset is the issue's byte offset
 // in src.
 func habitHint(src string, offset int, msg string) string {
 	at := func(i int) byte {
@@ -49,6 +49,10 @@ func habitHint(src string, offset int, msg string) string {
 		return "; CEL writes true and false in lower case"
 	case msg == "undeclared reference to 'None'" || msg == "undeclared reference to 'nil'":
 		return "; CEL writes null"
+	case strings.HasPrefix(msg, "found no matching overload for 'contains' applied to 'list("):
+		return "; contains() looks for a substring of a string: for an element of a list write x in list, or list.exists(e, e.contains('...')) for a substring of an element"
+	case strings.HasPrefix(msg, "found no matching overload for 'contains' applied to 'map("):
+		return "; contains() looks for a substring of a string: for a key of a map write 'key' in map"
 	case strings.HasPrefix(msg, "found no matching overload for '@in' applied to '(string, string)'"):
 		return "; `in` tests membership in a list or map: for a substring write s.contains('...')"
 	}

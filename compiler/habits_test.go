@@ -12,7 +12,7 @@ import (
 // A CEL predicate written with another language's habit gets a message
 // that says what CEL writes instead.
 func TestHabitHints(t *testing.T) {
-	const tools = `tools: send_email: {side_effecting: true, args: {type: "object", required: ["to", "body"], properties: {to: {type: "string"}, body: {type: "string"}}}}
+	const tools = `tools: send_email: {side_effecting: true, args: {type: "object", required: ["to", "body"], properties: {to: {type: "string"}, body: {type: "string"}, cc: {type: "array", items: type: "string"}}}}
 `
 	tests := []struct{ name, pred, rule, want string }{
 		{"assignment", `args.to = 'a'`, "cel/syntax", "CEL compares with ==, not ="},
@@ -20,6 +20,7 @@ func TestHabitHints(t *testing.T) {
 		{"not equal", `args.to <> 'a'`, "cel/syntax", "CEL writes != for not equal"},
 		{"len", `len(args.body) > 100`, "cel/type", "CEL writes size(x)"},
 		{"substring in", `'evil.com' in args.to`, "cel/type", "for a substring write s.contains('...')"},
+		{"list contains", `has(args.cc) && args.cc.contains('boss@example.com')`, "cel/type", "for an element of a list write x in list"},
 		{"look-alike letter", "args.tо == 'a'", "cel/syntax", "'о' (U+043E, a Cyrillic letter) is not ASCII: CEL names and operators are, so retype it"},
 		{"regex escape", `args.to.matches('@evil\.com$')`, "cel/syntax",
 			"`\\.` is not an escape of a CEL string: the CEL text needs `\\\\.`, written `\\\\\\\\.` in a CUE \"...\" string or `\\\\.` in a #\"...\"# one"},

@@ -77,11 +77,14 @@ func isIdent(s string) bool {
 
 // checkUndeclaredArgs reports, for a tool-stage predicate of an entry not
 // scoped to tools (args untyped), each argument it reads, untested, that no
-// declared tool's schema has. Such a read fails on every call (a guard then
-// blocks every call): it is a typo. A read that a presence test guards
-// (has(args.x) && args.x ...) cannot fail and is left alone. Nothing is said
-// when a tool may send arguments no schema lists: a declared tool whose
-// schema is not closed (no properties, additionalProperties not false,
+// declared tool's schema has, at the top (args.x) or inside an object
+// argument (args.shipping.x). Such a read fails on every call that reaches
+// it (a guard then blocks the call): it is a typo. A read that a presence
+// test guards (has(args.x) && args.x ...) cannot fail and is left alone,
+// but the test itself, has(args.x) of an argument no schema has, is always
+// false, and reported. Nothing is said when a tool may send arguments no
+// schema lists: a declared tool whose schema (or the object's) is not
+// closed (no properties, additionalProperties not false,
 // patternProperties, a composition), undeclared tools allowed, or MCP
 // servers' tools. It reports whether it found one.
 func (c *Compilation) checkUndeclaredArgs(x *dsl.Expr, checked *predicate.Checked) bool {
@@ -89,31 +92,65 @@ func (c *Compilation) checkUndeclaredArgs(x *dsl.Expr, checked *predicate.Checke
 	if len(p.Tools) == 0 || p.AllowUndeclaredTools || len(p.MCPServers) > 0 {
 		return false
 	}
-	var declared []string
-	for _, name := range sortedNames(p.Tools) {
-		props, ok := p.Tools[name].ClosedArgNames()
-		if !ok {
-			return false
-		}
-		for _, prop := range props {
-			if !slices.Contains(declared, prop) {
-				declared = append(declared, prop)
-			}
-		}
-	}
 	var found []string
 	for _, r := range checked.KeyReads {
-		if r.Map != "args" || r.Tested || slices.Contains(declared, r.Key) || slices.Contains(found, r.Key) {
+		object, ok := strings.CutPrefix(r.Map, "args")
+		if !ok || object != "" && object[0] != '.' || r.Tested && !r.Test || slices.Contains(found, r.Map+"."+r.Key) {
 			continue
 		}
-		found = append(found, r.Key)
-		msg := fmt.Sprintf("undefined field '%s': no declared tool's args schema has it (tools: %s)", r.Key, nameList(sortedNames(p.Tools)))
+		declared, ok := c.closedArgNames(strings.Split(strings.TrimPrefix(object, "."), "."))
+		if !ok || slices.Contains(declared, r.Key) {
+			continue
+		}
+		found = append(found, r.Map+"."+r.Key)
+		schema := "args schema"
+		if object != "" {
+			schema = "schema of " + r.Map
+		}
+		msg := fmt.Sprintf("undefined field '%s': no declared tool's %s has it (tools: %s)", r.Key, schema, nameList(sortedNames(p.Tools)))
+		if r.Test {
+			msg = fmt.Sprintf("has(%s.%s) is always false: no declared tool's %s has %s (tools: %s)", r.Map, r.Key, schema, r.Key, nameList(sortedNames(p.Tools)))
+		}
 		if best := textdist.Closest(r.Key, declared); best != "" {
 			msg += fmt.Sprintf("; did you mean '%s'?", best)
 		}
 		c.report(dsl.Errorf(x.PosAt(r.Offset), predicate.RuleType, "%s", msg))
 	}
 	return len(found) > 0
+}
+
+// closedArgNames returns the names the declared tools' args schemas give
+// the object at path (none: the arguments themselves), when every tool
+// whose schema has that object lists all its fields (see
+// dsl.Tool.ClosedArgNames); false when one does not, a tool declares no
+// schema, or none has the object.
+func (c *Compilation) closedArgNames(path []string) ([]string, bool) {
+	if len(path) == 1 && path[0] == "" {
+		path = nil
+	}
+	var names []string
+	has := false
+	for _, name := range sortedNames(c.Policy.Tools) {
+		args := c.Policy.Tools[name].Args
+		if len(args) == 0 {
+			return nil, false
+		}
+		sub, ok := subSchema(args, path)
+		if !ok {
+			continue
+		}
+		props, ok := (&dsl.Tool{Args: sub}).ClosedArgNames()
+		if !ok {
+			return nil, false
+		}
+		has = true
+		for _, prop := range props {
+			if !slices.Contains(names, prop) {
+				names = append(names, prop)
+			}
+		}
+	}
+	return names, has
 }
 
 // maxListed is the most names a message lists.

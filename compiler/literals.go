@@ -105,6 +105,7 @@ func (c *Compilation) knownValues(path string, stage predicate.Stage, tools []st
 // an in list that also holds a value the field may take is a warning: it
 // is dead, the test is not.
 func (c *Compilation) checkLiterals(x *dsl.Expr, stage predicate.Stage, tools []string, literals []predicate.Literal) {
+	literals = slices.DeleteFunc(slices.Clone(literals), func(l predicate.Literal) bool { return !l.IsString() })
 	live := map[int]bool{} // in lists with a constant the field may hold
 	for _, l := range literals {
 		if set, ok := c.knownValues(l.Path, stage, tools); ok && l.List > 0 && slices.Contains(set.values, l.Value) {
@@ -145,66 +146,114 @@ func (c *Compilation) checkLiterals(x *dsl.Expr, stage predicate.Stage, tools []
 }
 
 // checkUnscopedArgLiterals reports each comparison of an argument with a
-// string constant, in a predicate not scoped to tools (args is untyped),
-// where every declared tool whose schema lists the argument types it as
-// something else: a call's arguments are checked against its tool's schema
-// before any layer, so args.amount is a number whenever it is there, and
-// args.amount == '100' is always false (a deny with it never fires). Tools
-// that do not list it are not counted; nothing is said where a tool may be
-// called that the policy does not declare.
-func (c *Compilation) checkUnscopedArgLiterals(x *dsl.Expr, literals []predicate.Literal) {
+// constant, in a predicate not scoped to tools (args is untyped), where
+// every declared tool whose schema lists the argument types it so that the
+// constant is never of its type: a call's arguments are checked against its
+// tool's schema before any layer, so args.amount is a number whenever it is
+// there, args.amount == '100' is always false (a deny with it never fires)
+// and args.amount > '100' an evaluation error (the predicate fails as
+// failure says). Tools that do not list it are not counted; nothing is said
+// where a tool may be called that the policy does not declare.
+func (c *Compilation) checkUnscopedArgLiterals(x *dsl.Expr, literals []predicate.Literal, failure string) {
 	p := c.Policy
 	if len(p.Tools) == 0 || p.AllowUndeclaredTools || len(p.MCPServers) > 0 {
 		return
 	}
-	var reported []int // in lists
-	for _, l := range literals {
+	type argTypes struct {
+		types, declaring []string
+	}
+	typesOf := func(l predicate.Literal) (argTypes, bool) {
 		path, ok := strings.CutPrefix(l.Path, "args.")
 		if !ok || strings.ContainsAny(path, "[]") {
-			continue
+			return argTypes{}, false
 		}
-		var types, declaring []string
+		var a argTypes
 		for _, name := range sortedNames(p.Tools) {
 			t, found := argType(p.Tools[name].Args, strings.Split(path, "."))
 			if !found {
 				continue
 			}
-			if t == "" || t == "string" {
-				types = nil // untyped there, or a string
-				break
+			if t == "" {
+				return argTypes{}, false // untyped there
 			}
-			declaring = append(declaring, "`"+name+"`")
-			if !slices.Contains(types, t) {
-				types = append(types, t)
+			a.declaring = append(a.declaring, "`"+name+"`")
+			if !slices.Contains(a.types, t) {
+				a.types = append(a.types, t)
 			}
 		}
-		if len(types) == 0 {
+		return a, len(a.types) > 0
+	}
+	matches := func(l predicate.Literal) bool {
+		a, ok := typesOf(l)
+		return !ok || slices.ContainsFunc(a.types, func(t string) bool { return jsonKind(t) == celKind(l.Kind) })
+	}
+	var reported []int // in lists
+	for _, l := range literals {
+		a, ok := typesOf(l)
+		if !ok || matches(l) || l.List > 0 && slices.Contains(reported, l.List) {
 			continue
 		}
-		if l.List > 0 && slices.Contains(reported, l.List) {
-			continue // one diagnostic per in list
+		if l.List > 0 {
+			reported = append(reported, l.List)
+			if slices.ContainsFunc(literals, func(o predicate.Literal) bool { return o.List == l.List && matches(o) }) {
+				continue // the list holds a constant the argument may equal
+			}
 		}
-		outcome := fmt.Sprintf("%s == '%s' is always false", l.Path, l.Value)
+		constant := l.Value
+		if l.Kind == "string" {
+			constant = "'" + l.Value + "'"
+		}
+		var outcome string
 		switch l.Op {
+		case "==":
+			outcome = fmt.Sprintf("%s == %s is always false", l.Path, constant)
 		case "!=":
-			outcome = fmt.Sprintf("%s != '%s' is always true", l.Path, l.Value)
+			outcome = fmt.Sprintf("%s != %s is always true", l.Path, constant)
 		case "in":
 			outcome = "the in test is always false"
-			reported = append(reported, l.List)
+		default:
+			outcome = fmt.Sprintf("ordering it against %s (%s) is an evaluation error on each call that reaches it, and %s", celKindPhrase(l.Kind), constant, failure)
 		}
 		verb := "types"
-		if len(declaring) > 1 {
+		if len(a.declaring) > 1 {
 			verb = "type"
 		}
 		c.report(dsl.Errorf(x.PosAt(l.Offset), predicate.RuleType,
-			"%s is never a string: %s %s it as %s, and a call's arguments are checked against its tool's schema, so %s; compare it with %s (the entry is not scoped to tools, so args is not typed: scope it with tools: to have every read checked)",
-			l.Path, strings.Join(declaring, ", "), verb, strings.Join(types, " or "), outcome, jsonKindPhrase(types)))
+			"%s is never %s: %s %s it as %s, and a call's arguments are checked against its tool's schema, so %s; compare it with %s (the entry is not scoped to tools, so args is not typed: scope it with tools: to have every read checked)",
+			l.Path, celKindPhrase(l.Kind), strings.Join(a.declaring, ", "), verb, strings.Join(a.types, " or "), outcome, jsonKindPhrase(a.types, l.Value)))
 	}
 }
 
+// jsonKind is the kind of value a JSON Schema type holds, as celKind names
+// a CEL constant's: "number" for number and integer.
+func jsonKind(t string) string {
+	if t == "integer" {
+		return "number"
+	}
+	return t
+}
+
+// celKind is the JSON Schema kind of a CEL constant of the given type:
+// "string", "number" (int, uint, double: CEL compares numbers across them)
+// or "boolean".
+func celKind(kind string) string {
+	switch kind {
+	case "int", "uint", "double":
+		return "number"
+	case "bool":
+		return "boolean"
+	}
+	return kind
+}
+
+// celKindPhrase names a CEL constant's kind in a message: "a string".
+func celKindPhrase(kind string) string {
+	return "a " + celKind(kind)
+}
+
 // jsonKindPhrase names a value of the JSON Schema types, for a message:
-// "a number (100.0)".
-func jsonKindPhrase(types []string) string {
+// "a number (100.0)", "a string ('5')" where the constant was 5.
+func jsonKindPhrase(types []string, constant string) string {
 	if len(types) > 1 && !slices.ContainsFunc(types, func(t string) bool { return t != "number" && t != "integer" }) {
 		types = []string{"number"}
 	}
@@ -215,6 +264,8 @@ func jsonKindPhrase(types []string) string {
 		return "an integer (100)"
 	case "boolean":
 		return "a boolean (true)"
+	case "string":
+		return "a string ('" + constant + "')"
 	case "object":
 		return "an object, or compare one of its fields"
 	case "array":
@@ -227,18 +278,9 @@ func jsonKindPhrase(types []string) string {
 // at path ("" when it gives none or several, or a list of types that holds
 // "string"), and whether the schema lists the argument.
 func argType(schema json.RawMessage, path []string) (string, bool) {
-	for _, name := range path {
-		var s struct {
-			Properties map[string]json.RawMessage `json:"properties"`
-		}
-		if json.Unmarshal(schema, &s) != nil {
-			return "", false
-		}
-		sub, ok := s.Properties[name]
-		if !ok {
-			return "", false
-		}
-		schema = sub
+	schema, ok := subSchema(schema, path)
+	if !ok {
+		return "", false
 	}
 	var s struct {
 		Type any `json:"type"`
@@ -261,4 +303,24 @@ func argType(schema json.RawMessage, path []string) (string, bool) {
 		}
 	}
 	return "", true
+}
+
+// subSchema returns the schema an args schema gives the argument at path
+// (the schema itself for an empty path), following properties, and
+// whether it lists the argument.
+func subSchema(schema json.RawMessage, path []string) (json.RawMessage, bool) {
+	for _, name := range path {
+		var s struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+		}
+		if json.Unmarshal(schema, &s) != nil {
+			return nil, false
+		}
+		sub, ok := s.Properties[name]
+		if !ok {
+			return nil, false
+		}
+		schema = sub
+	}
+	return schema, true
 }

@@ -101,7 +101,10 @@ var celRules = []Rule{
 	{"cel/syntax", dsl.Error, "CEL parse error", `
 A CEL predicate (a guard's deny or require, an entry's when, the policy's
 admit, a constraint's when) does not parse, is longer than 4 KiB, nests
-deeper than 48 levels, or holds an invalid regular expression. The column
+deeper than 48 levels, or holds an invalid regular expression, or a
+duration or timestamp constant CEL cannot convert (duration('1d') or
+duration('10 minutes'): '24h', '10m'; timestamp('2025-01-31'): an RFC 3339
+time with its zone), which fails every evaluation that reaches it. The column
 points inside the CUE string, at the offending token. A habit of another
 language gets what CEL writes instead: = for ==, and, or and not for &&,
 || and !, <> for !=, and a regular expression's ` + "`\\.`" + ` in a CEL string
@@ -113,26 +116,34 @@ named as such, with the variables the stage has; a misspelt one, such as
 arg or valeu, with the closest variable: args, value), a field its type does not have (args is typed from the
 tool's JSON Schema, so a misspelt argument is caught here), an optional
 field read without has(), or an operator applied to the wrong types
-(len(x) and 'sub' in s get the CEL for them: size(x), s.contains('sub')). A
+(len(x), 'sub' in s and list.contains(x) get the CEL for them: size(x),
+s.contains('sub'), x in list). A
 constraint's when is checked against the config types of the layers its
 outer and inner designate (outer.trial for an audit layer is caught, with
 the closest field: trail); the map idioms evaluation accepts over a config
 ('k' in inner, inner['k'], size(inner)) are not refused. In an entry not scoped to tools, args is
-untyped, but reading an argument that no declared tool's schema has is an
-error too: the read would fail, and a guard block, on every call. A read
-guarded by a presence test (has(args.x) && ...) cannot fail and is not
-reported. Nothing is said when a tool may send arguments no schema lists:
-a declared tool whose args schema is not closed (no properties,
+untyped, but reading an argument that no declared tool's schema has, or a
+field of an object argument that no schema of the object has
+(args.shipping.zipp), is an error too: the read would fail, and a guard
+block, on every call. A read guarded by a presence test (has(args.x) &&
+...) cannot fail and is not reported, but the test, has(args.x) of an
+argument no schema has, is always false and is. Nothing is said when a
+tool may send arguments no schema lists: a declared tool whose args
+schema (or the object's) is not closed (no properties,
 additionalProperties not false, patternProperties, allOf, anyOf, oneOf,
 $ref, if, dependentSchemas or unevaluatedProperties at its top level),
 settings.allow_undeclared_tools, or MCP servers. Comparing an argument
-with a string constant (args.amount == '100', != or in) in an entry not
-scoped to tools is an error where every declared tool whose schema lists
-the argument types it otherwise (a number, an integer, a boolean): a
-call's arguments are checked against its tool's schema before any layer,
-so the comparison is always false and a deny with it never fires, the
-refund of 100 running (nothing is said where undeclared or MCP tools may
-be called). A phase "after"
+with a constant of another kind than its schema's in an entry not scoped
+to tools is an error at the constant where every declared tool whose
+schema lists the argument types it otherwise: a call's arguments are
+checked against its tool's schema before any layer, so args.amount ==
+'100' (!=, in) where amount is a number, or args.query == 5 where query is
+a string, is always false and a deny with it never fires, the refund of
+100 running; args.amount > '100' (<, <=, >=) cannot be evaluated, and
+the guard fails as its on_error says on every call that reaches it, with
+a message about overloads (nothing is said where undeclared or MCP tools
+may be called). In an entry scoped to tools, args is typed and these are
+overload errors of CEL's. A phase "after"
 predicate's result is checked the same way against the result_schema of
 the tools its entry applies to (every declared tool when it is unscoped):
 result.stauts, result['stauts'] or has(result.stauts) where no schema

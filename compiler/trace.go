@@ -470,7 +470,7 @@ func (w *invariantWalker) visit(e ast.Expr, locals map[string]traceLocal) {
 			for i, side := range args {
 				_, path := w.resolve(side, locals)
 				if v, ok := stringLiteral(args[1-i]); ok && path != "" {
-					w.literals = append(w.literals, predicate.Literal{Path: path, Op: op, Value: v, Offset: w.byteOffset(args[1-i])})
+					w.literals = append(w.literals, predicate.Literal{Path: path, Op: op, Kind: "string", Value: v, Offset: w.byteOffset(args[1-i])})
 				}
 			}
 			return
@@ -490,7 +490,7 @@ func (w *invariantWalker) visit(e ast.Expr, locals map[string]traceLocal) {
 				w.lists++
 				for _, el := range args[1].AsList().Elements() {
 					if v, ok := stringLiteral(el); ok {
-						w.literals = append(w.literals, predicate.Literal{Path: path, Op: "in", List: w.lists, Value: v, Offset: w.byteOffset(el)})
+						w.literals = append(w.literals, predicate.Literal{Path: path, Op: "in", List: w.lists, Kind: "string", Value: v, Offset: w.byteOffset(el)})
 					}
 				}
 			}

@@ -74,12 +74,11 @@ schema that accepts a string are not reported.`,
 
 // coercesStructure reports whether the output_coerce entry e refuses a
 // string where a tool result reaches both e and the truncate t: its schema,
-// or else the result_schema of one of those tools, does not accept one.
+// or else the result_schema of one of those tools, does not accept one. A
+// schema given as a file path has been read by the loader, its content
+// standing in the entry's fields for the path.
 func (a *Analysis) coercesStructure(e, t *dsl.Entry) bool {
 	if s, set := e.Fields["schema"]; set {
-		if _, path := s.(string); path {
-			return true // a file: taken to describe a structure
-		}
 		raw, err := json.Marshal(s)
 		return err == nil && !acceptsString(raw)
 	}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/google/cel-go/cel"
@@ -32,10 +33,11 @@ type Checked struct {
 	ReadsUntypedArgs bool
 	// Reads lists the variables the predicate reads, sorted.
 	Reads []string
-	// KeyReads lists the reads of keys of map-typed inputs (args when untyped, item.metadata,
-	// session.meta, ...), in source order.
+	// KeyReads lists the reads of keys of map-typed inputs (args when untyped, and the objects
+	// below it, item.metadata, session.meta, ...), in source order.
 	KeyReads []KeyRead
-	// Literals lists the comparisons of a field with a string constant, in source order.
+	// Literals lists the comparisons of a field with a constant (a string, a number or a bool),
+	// in source order.
 	Literals []Literal
 
 	env *Env
@@ -54,22 +56,32 @@ type KeyRead struct {
 	// Tested is set when the read cannot fail on an absent key: it is itself a presence test
 	// (has(m.key)), or a presence test of the key (has(m.key), 'key' in m) guards it.
 	Tested bool
+	// Test is set when the read is itself a presence test, has(m.key).
+	Test bool
 }
 
-// Literal is a comparison of a field with a string constant: path == 'v', path != 'v',
-// path in ['v', ...] (one Literal per constant of the list).
+// Literal is a comparison of a field with a constant: path == 'v', path != 'v', path in ['v',
+// ...] (one Literal per constant of the list), path < 5 (either side may hold the constant).
 type Literal struct {
 	// Path is the field's path ("tool.name", "response.finish_reason"); a comprehension's
 	// variable stands for an element of its range, written range[] ("response.tool_calls[].name"
 	// in response.tool_calls.exists(c, c.name == 'refund')).
 	Path string
-	// Op is "==", "!=" or "in"; List numbers the in lists from 1 (0 for == and !=), so the
-	// constants of one list share it.
+	// Op is "==", "!=", "in", "<", "<=", ">" or ">="; List numbers the in lists from 1 (0 for
+	// the others), so the constants of one list share it.
 	Op   string
 	List int
-	// Value is the constant, Offset the byte offset of its opening quote in the source.
+	// Kind is the constant's CEL type: "string", "int", "uint", "double" or "bool".
+	Kind string
+	// Value is the constant (a number or bool as CEL prints it), Offset the byte offset of its
+	// first character (a string's opening quote, a number's sign) in the source.
 	Value  string
 	Offset int
+}
+
+// IsString reports whether l compares the field with a string for equality (==, != or in).
+func (l Literal) IsString() bool {
+	return l.Kind == "string" && (l.Op == "==" || l.Op == "!=" || l.Op == "in")
 }
 
 // Env returns the environment the predicate was checked in.
@@ -362,6 +374,12 @@ func (w *walker) visitCall(e ast.Expr, facts, locals []string) {
 			w.literal(op, args[0], args[1])
 			w.literal(op, args[1], args[0])
 		}
+	case operators.Less, operators.LessEquals, operators.Greater, operators.GreaterEquals:
+		if len(args) == 2 {
+			op := strings.Trim(call.FunctionName(), "_")
+			w.literal(op, args[0], args[1])
+			w.literal(op, args[1], args[0])
+		}
 	case operators.In:
 		if len(args) == 2 && args[1].Kind() == ast.ListKind {
 			w.lists++
@@ -374,6 +392,10 @@ func (w *walker) visitCall(e ast.Expr, facts, locals []string) {
 			if key, ok := args[1].AsLiteral().(types.String); ok {
 				w.keyRead(args[0], string(key), w.offsetOf(args[1]), false, facts, locals)
 			}
+		}
+	case "duration", "timestamp":
+		if !call.IsMemberFunction() && len(args) == 1 {
+			w.checkTimeLiteral(args[0], call.FunctionName())
 		}
 	case "matches_any":
 		if len(args) == 2 && args[1].Kind() == ast.ListKind {
@@ -390,11 +412,17 @@ func (w *walker) visitCall(e ast.Expr, facts, locals []string) {
 	}
 }
 
-func (w *walker) checkRegexLiteral(e ast.Expr, fn string) {
+// stringConstant returns the value of a string constant.
+func stringConstant(e ast.Expr) (types.String, bool) {
 	if e.Kind() != ast.LiteralKind {
-		return
+		return "", false
 	}
 	s, ok := e.AsLiteral().(types.String)
+	return s, ok
+}
+
+func (w *walker) checkRegexLiteral(e ast.Expr, fn string) {
+	s, ok := stringConstant(e)
 	if !ok {
 		return
 	}
@@ -402,6 +430,31 @@ func (w *walker) checkRegexLiteral(e ast.Expr, fn string) {
 		w.issues = append(w.issues, w.pos.issue(RuleSyntax, w.offsetOf(e),
 			fmt.Sprintf("invalid regular expression in %s: %v", fn, err)))
 	}
+}
+
+// checkTimeLiteral reports a string constant that fn (duration or timestamp) cannot convert:
+// evaluation would fail on every call that reaches it.
+func (w *walker) checkTimeLiteral(e ast.Expr, fn string) {
+	s, ok := stringConstant(e)
+	if !ok {
+		return
+	}
+	to, want := types.DurationType, "a duration such as '90s', '1h30m' or '500ms' (units h, m, s, ms, us, ns; no days)"
+	if fn == "timestamp" {
+		to, want = types.TimestampType, "an RFC 3339 timestamp such as '2025-01-31T12:00:00Z' (a date, a time and a zone)"
+	}
+	v := s.ConvertToType(to)
+	if !types.IsError(v) {
+		return
+	}
+	why := cleanMessage(fmt.Sprint(v))
+	if fn == "duration" {
+		if _, err := time.ParseDuration(string(s)); err != nil {
+			why = strings.TrimPrefix(err.Error(), "time: ")
+		}
+	}
+	w.issues = append(w.issues, w.pos.issue(RuleSyntax, w.offsetOf(e),
+		fmt.Sprintf("invalid %s in %s(): %s; write %s, or every evaluation that reaches it fails", fn, fn, why, want)))
 }
 
 // checkOptional reports a read of an args field that the schema does not require, unless a
@@ -454,10 +507,10 @@ func fieldOffset(w *walker, e ast.Expr) int {
 }
 
 // keyRead records a read of key in the value m when m is a map-typed path rooted at a variable
-// (not a comprehension variable).
+// (not a comprehension variable), or a dyn-typed one below untyped args (args.shipping).
 func (w *walker) keyRead(m ast.Expr, key string, off int, test bool, facts, locals []string) {
 	t := w.ast.GetType(m.ID())
-	if t == nil || t.Kind() != types.MapKind {
+	if t == nil {
 		return
 	}
 	path, ok := render(m)
@@ -466,10 +519,15 @@ func (w *walker) keyRead(m ast.Expr, key string, off int, test bool, facts, loca
 	}
 	root, _, _ := strings.Cut(path, ".")
 	root, _, _ = strings.Cut(root, "[")
-	if slices.Contains(locals, root) {
+	switch {
+	case slices.Contains(locals, root):
+		return
+	case t.Kind() == types.MapKind:
+	case t.Kind() == types.DynKind && root == "args" && strings.HasPrefix(path, "args.") && !strings.Contains(path, "["):
+	default:
 		return
 	}
-	w.keyReads = append(w.keyReads, KeyRead{Map: path, Key: key, Offset: off, Tested: test || slices.Contains(facts, path+"."+key)})
+	w.keyReads = append(w.keyReads, KeyRead{Map: path, Key: key, Offset: off, Tested: test || slices.Contains(facts, path+"."+key), Test: test})
 }
 
 func optionalForm(path string) string {
@@ -522,17 +580,22 @@ func rootOf(e ast.Expr) ast.Expr {
 	}
 }
 
-// literal records field == value when field is a path and value a string constant.
+// literal records field op value when field is a path and value a constant.
 func (w *walker) literal(op string, field, value ast.Expr) {
 	if value.Kind() != ast.LiteralKind {
 		return
 	}
-	v, ok := value.AsLiteral().(types.String)
-	if !ok {
+	var kind, v string
+	switch c := value.AsLiteral().(type) {
+	case types.String:
+		kind, v = "string", string(c)
+	case types.Int, types.Uint, types.Double, types.Bool:
+		kind, v = c.Type().TypeName(), fmt.Sprint(c.Value())
+	default:
 		return
 	}
 	if path, ok := w.renderBound(field); ok {
-		l := Literal{Path: path, Op: op, Value: string(v), Offset: w.offsetOf(value)}
+		l := Literal{Path: path, Op: op, Kind: kind, Value: v, Offset: w.offsetOf(value)}
 		if op == "in" {
 			l.List = w.lists
 		}

@@ -86,6 +86,9 @@ func TestCheckIssues(t *testing.T) {
 		{"bad regex in matches", "tool.name.matches('[a-')", RuleSyntax, 1, 19, "invalid regular expression in matches()"},
 		{"bad regex in global matches", "matches(tool.name, '(x')", RuleSyntax, 1, 20, "invalid regular expression in matches()"},
 		{"bad regex in matches_any", "matches_any(tool.name, ['a', '(b'])", RuleSyntax, 1, 30, "invalid regular expression in matches_any()"},
+		{"bad duration", "tool.name == 'x' && duration('1d') > duration('1h')", RuleSyntax, 1, 30, `invalid duration in duration(): unknown unit "d"`},
+		{"spelt-out duration", "tool.name == 'x' && duration('10 minutes') > duration('1h')", RuleSyntax, 1, 30, "invalid duration in duration()"},
+		{"bad timestamp", "tool.name == 'x' && timestamp('2025-01-31') < timestamp('2025-02-01T00:00:00Z')", RuleSyntax, 1, 31, "invalid timestamp in timestamp()"},
 		{"constructing an input type", "agentc.tool{name: 'x'} == tool", RuleType, 1, 1, "cannot construct agentc.tool"},
 	}
 	for _, tt := range tests {
@@ -514,16 +517,16 @@ func TestCheckKeyReads(t *testing.T) {
 		{admit, "item.metadata.tier != 'inferred'", []KeyRead{{Map: "item.metadata", Key: "tier", Offset: 14}}},
 		{admit, "item.metadata['tier'] != 'x'", []KeyRead{{Map: "item.metadata", Key: "tier", Offset: 14}}},
 		{admit, "!has(item.metadata.tier) || item.metadata.tier != 'x'", []KeyRead{
-			{Map: "item.metadata", Key: "tier", Offset: 19, Tested: true},
+			{Map: "item.metadata", Key: "tier", Offset: 19, Tested: true, Test: true},
 			{Map: "item.metadata", Key: "tier", Offset: 42, Tested: true},
 		}},
 		{admit, "!('tier' in item.metadata) || item.metadata.tier != 'x'", []KeyRead{{Map: "item.metadata", Key: "tier", Offset: 44, Tested: true}}},
 		{admit, "item.metadata.tier != 'x' && has(item.metadata.tier)", []KeyRead{
 			{Map: "item.metadata", Key: "tier", Offset: 14, Tested: true},
-			{Map: "item.metadata", Key: "tier", Offset: 47, Tested: true},
+			{Map: "item.metadata", Key: "tier", Offset: 47, Tested: true, Test: true},
 		}},
 		{admit, "has(item.metadata.a) && item.metadata.b == 'x'", []KeyRead{
-			{Map: "item.metadata", Key: "a", Offset: 18, Tested: true},
+			{Map: "item.metadata", Key: "a", Offset: 18, Tested: true, Test: true},
 			{Map: "item.metadata", Key: "b", Offset: 38},
 		}},
 		{admit, "item.metadata.?tier.orValue('') != 'x'", nil},
@@ -531,8 +534,17 @@ func TestCheckKeyReads(t *testing.T) {
 		{admit, "item.score > 0.5", nil},
 		{tool, "args.amount > 100.0", []KeyRead{{Map: "args", Key: "amount", Offset: 5}}},
 		{tool, "has(args.a) && args.a.b == 1", []KeyRead{
-			{Map: "args", Key: "a", Offset: 9, Tested: true},
+			{Map: "args", Key: "a", Offset: 9, Tested: true, Test: true},
 			{Map: "args", Key: "a", Offset: 20, Tested: true},
+			{Map: "args.a", Key: "b", Offset: 22},
+		}},
+		{tool, "has(args.a) && has(args.a.b) && args.a.b.c == 1", []KeyRead{
+			{Map: "args", Key: "a", Offset: 9, Tested: true, Test: true},
+			{Map: "args", Key: "a", Offset: 24, Tested: true},
+			{Map: "args.a", Key: "b", Offset: 26, Tested: true, Test: true},
+			{Map: "args", Key: "a", Offset: 37, Tested: true},
+			{Map: "args.a", Key: "b", Offset: 39, Tested: true},
+			{Map: "args.a.b", Key: "c", Offset: 41},
 		}},
 	}
 	for _, tt := range tests {
@@ -560,4 +572,24 @@ func TestCheckListsLiteralComparisons(t *testing.T) {
 	assert.Equal(t, []string{"response.finish_reason==lenght", "response.model!=gpt",
 		"response.tool_calls[].nameinrefund", "response.tool_calls[].nameinlookup", "response.tool_calls[].id!=x",
 		"request.messages[].role==usr"}, got)
+}
+
+func TestCheckListsConstantsOfEveryKind(t *testing.T) {
+	env, err := NewEnv(EnvConfig{Stage: Tool})
+	require.NoError(t, err)
+	src := `args.a == 5 || args.b > '100' || -2.5 <= args.c || args.d != true || args.e in [1u, 'x'] || args.f == tool.name`
+	c, issues := env.Check(src)
+	require.Empty(t, issues)
+	var got []string
+	for _, l := range c.Literals {
+		constant := l.Value
+		if l.Kind == "string" {
+			constant = "'" + l.Value + "'"
+		}
+		assert.True(t, strings.HasPrefix(src[l.Offset:], constant), l.Path)
+		got = append(got, l.Path+" "+l.Op+" "+l.Kind+":"+l.Value)
+		assert.Equal(t, l.Kind == "string" && l.Op != ">", l.IsString(), l.Path)
+	}
+	assert.Equal(t, []string{"args.a == int:5", "args.b > string:100", "args.c <= double:-2.5",
+		"args.d != bool:true", "args.e in uint:1", "args.e in string:x"}, got)
 }
