@@ -215,7 +215,8 @@ var errResponseDeadline = errors.New("the response reached its time limit (Write
 
 // ended returns the status to log for a request whose context has ended
 // before its answer: StatusClientClosedRequest when the client went away,
-// 504 when the response reached WriteTimeout; 0 while it runs.
+// 504 when the response reached WriteTimeout, 503 when the shutdown's grace
+// period ended; 0 while it runs.
 func (x *exchange) ended() int {
 	ctx := x.r.Context()
 	switch {
@@ -223,16 +224,19 @@ func (x *exchange) ended() int {
 		return 0
 	case context.Cause(ctx) == errResponseDeadline:
 		return http.StatusGatewayTimeout
+	case context.Cause(ctx) == errShutdownCut:
+		return http.StatusServiceUnavailable
 	}
 	return StatusClientClosedRequest
 }
 
 // cut records the status of a request whose context has ended before its
 // answer (ended), and for a response cut at WriteTimeout the cause, for
-// the access log; false while the request runs.
+// the access log; false while the request runs, and for a request cut by
+// the shutdown, which is still answered (shutdownCut).
 func (x *exchange) cut() bool {
 	status := x.ended()
-	if status == 0 {
+	if status == 0 || status == http.StatusServiceUnavailable {
 		return false
 	}
 	x.status = status
@@ -320,10 +324,21 @@ func (x *exchange) failErr(err error) {
 	if x.cut() {
 		return
 	}
+	err = x.shutdownCut(err)
 	x.err = err
 	status, retryAfter := StatusOf(err)
 	SetRetryAfter(x.Header(), retryAfter)
-	x.failLayer(status, runtime.KindOf(err), runtime.LayerOf(err), clientMessage(err))
+	x.failLayer(status, errorCode(err), runtime.LayerOf(err), clientMessage(err))
+}
+
+// shutdownCut returns errShutdownCut for the error of a call the end of
+// the shutdown's grace period cancelled (its connection is still open, so
+// the client is told why), else err.
+func (x *exchange) shutdownCut(err error) error {
+	if x.ended() == http.StatusServiceUnavailable {
+		return errShutdownCut
+	}
+	return err
 }
 
 // clientMessage is the text of a call's error for the client. A failure

@@ -22,8 +22,8 @@ const StatusClientClosedRequest = 499
 // breaker 503 (both with the delay when one is known), a layer's store that
 // failed or did not answer within its `timeout` 503 with StoreRetryAfter
 // (runtime.ErrStoreUnavailable: the gateway's state, not the model,
-// failed), an
-// upstream timeout 504 and any other failure 502.
+// failed), a call cut at the end of the shutdown's grace 503 with one
+// second, an upstream timeout 504 and any other failure 502.
 func StatusOf(err error) (int, time.Duration) {
 	switch runtime.Classify(err) {
 	case runtime.ClassBlocked:
@@ -40,6 +40,10 @@ func StatusOf(err error) (int, time.Duration) {
 	if errors.Is(err, runtime.ErrStoreUnavailable) {
 		return http.StatusServiceUnavailable, StoreRetryAfter
 	}
+	if errors.Is(err, errShutdownCut) {
+		// Another replica, or this one restarted, takes the retry.
+		return http.StatusServiceUnavailable, time.Second
+	}
 	switch runtime.KindOf(err) {
 	case string(runtime.KindRateLimited):
 		d, _ := runtime.RetryAfterOf(err)
@@ -54,6 +58,15 @@ func StatusOf(err error) (int, time.Duration) {
 		return http.StatusBadRequest, 0
 	}
 	return http.StatusBadGateway, 0
+}
+
+// errorCode names the error of a call in an error body's code: its kind
+// (runtime.KindOf), or unavailable for a call the shutdown cut.
+func errorCode(err error) string {
+	if errors.Is(err, errShutdownCut) {
+		return string(errUnavailable)
+	}
+	return runtime.KindOf(err)
 }
 
 // StoreRetryAfter is the Retry-After of a call refused because a layer's
