@@ -345,29 +345,60 @@ func (x *exchange) shutdownCut(err error) error {
 // to reach an upstream names what failed (the provider and model, refused,
 // reset, timed out) but not the transport's own text, which holds the
 // upstream's URL, its address and the gateway's DNS resolver: where the
-// gateway's network leads is not the client's to learn. The access log
-// keeps the whole error.
+// gateway's network leads is not the client's to learn. Nor does an
+// upstream's refusal of the gateway itself (its key, its account's credit,
+// its project's permissions: 401, 402, 403, 407) pass on the upstream's
+// text, which describes the gateway's credentials (a provider echoes a
+// hint of the key it was sent); the client learns the status. The access
+// log keeps the whole error.
 func clientMessage(err error) string {
 	msg := err.Error()
-	var cause string
-	var ue *url.Error
-	var oe *net.OpError
-	var de *net.DNSError
-	switch {
-	case errors.As(err, &ue):
-		cause = ue.Error()
-	case errors.As(err, &oe):
-		cause = oe.Error()
-	case errors.As(err, &de):
-		cause = de.Error()
-	default:
-		return msg
+	var causes, withheld []string
+	var walk func(error)
+	walk = func(e error) {
+		switch e := e.(type) {
+		case nil:
+			return
+		case *url.Error, *net.OpError, *net.DNSError:
+			causes, withheld = append(causes, e.Error()), append(withheld, transportWithheld)
+			return
+		case *runtime.CallError:
+			if e.Layer == "" && e.Err != nil && refusesTheGateway(e.Status) {
+				causes = append(causes, e.Err.Error())
+				withheld = append(withheld, fmt.Sprintf("the upstream refused the gateway's credentials (%d %s) %s",
+					e.Status, http.StatusText(e.Status), transportWithheld))
+				return
+			}
+		}
+		switch u := e.(type) {
+		case interface{ Unwrap() error }:
+			walk(u.Unwrap())
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				walk(e)
+			}
+		}
 	}
-	if i := strings.Index(msg, cause); i >= 0 {
-		return msg[:i] + transportWithheld + msg[i+len(cause):]
+	walk(err)
+	for i, cause := range causes {
+		at := strings.Index(msg, cause)
+		if at < 0 {
+			// The text is not where it was expected: fail closed.
+			return "the upstream could not be reached: " + transportWithheld
+		}
+		msg = msg[:at] + withheld[i] + msg[at+len(cause):]
 	}
-	// The text is not where it was expected: fail closed.
-	return "the upstream could not be reached: " + transportWithheld
+	return msg
+}
+
+// refusesTheGateway reports whether an upstream's status refuses the
+// gateway's own credentials or account rather than the request.
+func refusesTheGateway(status int) bool {
+	switch status {
+	case http.StatusUnauthorized, http.StatusPaymentRequired, http.StatusForbidden, http.StatusProxyAuthRequired:
+		return true
+	}
+	return false
 }
 
 // transportWithheld stands for the transport's text in a client message.
