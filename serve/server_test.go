@@ -532,3 +532,42 @@ func TestDrainKeepsServingWhileUnready(t *testing.T) {
 	assert.Equal(t, 0, get("/healthz"), "the listener is closed after the drain")
 	assert.Contains(t, s.logs.String(), "draining")
 }
+
+// TestClientInputNeverNamesAMetricSeries: the metrics' labels take only
+// what the policy declares (models, tenants, layers) and the gateway's own
+// names (routes, codes): a client sending requests with names of its own
+// (unknown models, paths, keys, run ids, tools) adds no series, so it
+// cannot grow the process's memory or the scraper's by inventing them.
+func TestClientInputNeverNamesAMetricSeries(t *testing.T) {
+	ok := reply{body: transcript(t, "openai", "text.sse")}
+	g := newGateway(t, typicalChain, []reply{ok, ok, ok, ok}, nil)
+	series := func() []string {
+		var out []string
+		for _, line := range strings.Split(g.metrics(t), "\n") {
+			if strings.HasPrefix(line, "agentc_serve_") {
+				out = append(out, line[:strings.LastIndexByte(line, ' ')])
+			}
+		}
+		return out
+	}
+	round := func(i int) {
+		name := fmt.Sprintf("invented-%d", i)
+		do(t, "POST", g.url+"/v1/chat/completions", clientKey, chatBody(name, "hi", false))
+		do(t, "POST", g.url+"/v1/messages", clientKey, messagesBody(name, "hi", true))
+		do(t, "POST", g.url+"/v1/messages/count_tokens", clientKey, []byte(`{"model":"`+name+`","messages":[{"role":"user","content":"hi"}]}`))
+		do(t, "GET", g.url+"/v1/models/"+name, clientKey, nil)
+		do(t, "GET", g.url+"/"+name, clientKey, nil)
+		do(t, "POST", g.url+"/v1/chat/completions", name, chatBody("primary", "hi", false))
+		do(t, "POST", g.url+"/v1/chat/completions", clientKey, chatBody("primary", "hi", false), RunHeader, name)
+		do(t, "POST", g.url+"/v1/chat/completions", clientKey, []byte(`{"model":"primary","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"`+name+`"}}]}`))
+	}
+	round(0)
+	round(1)
+	before := series()
+	for i := 2; i < 4; i++ {
+		round(i)
+	}
+	after := series()
+	assert.Equal(t, before, after, "no series named by a client")
+	assert.NotContains(t, strings.Join(after, "\n"), "invented")
+}
