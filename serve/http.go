@@ -128,6 +128,10 @@ func (s *Server) handle(pattern, route string, a api, fn func(x *exchange)) {
 			s.metrics.inflight.Dec()
 			s.record(x, start)
 		}()
+		if s.closed.Load() {
+			x.failErr(errClosed)
+			return
+		}
 		if route != "unknown" && !s.authenticate(x) {
 			return
 		}

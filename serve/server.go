@@ -340,12 +340,14 @@ func (s *Server) assemble(ctx context.Context, p *plan.Plan, kr *keyring, deps r
 	return g, nil
 }
 
-// acquire returns the current generation, held until release.
+// acquire returns the current generation, held until release. Once the
+// server is closed no generation replaces the last one, which it returns
+// (retired, perhaps closed): the caller refuses the request.
 func (s *Server) acquire() *generation {
 	for {
 		g := s.cur.Load()
 		g.active.Add(1)
-		if !g.retired.Load() {
+		if !g.retired.Load() || s.closed.Load() {
 			return g
 		}
 		g.release()
@@ -427,7 +429,8 @@ func (s *Server) Reload(ctx context.Context) error {
 }
 
 // Close retires the current generation and waits until it is closed (its
-// requests have finished). Serve calls it at shutdown.
+// requests have finished). Serve calls it at shutdown. A request that
+// arrives after it is a 503.
 func (s *Server) Close() error {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
@@ -547,10 +550,22 @@ func (s *Server) Abort() { s.abort() }
 // end, and for the pipeline to close.
 var cutWait = time.Second
 
-// errShutdownCut is the cause of the end of a request's context when the
-// shutdown's grace period is over: it answers 503 (a stream under way ends
-// with an error event).
-var errShutdownCut = errors.New("the server is shutting down and the grace period for requests in flight is over; retry the request")
+// shuttingDown refuses a request, or ends one, because the server is
+// shutting down: a 503 with Retry-After (a stream under way ends with an
+// error event).
+type shuttingDown struct{ detail string }
+
+func (e *shuttingDown) Error() string {
+	return "the server is shutting down" + e.detail + "; retry the request"
+}
+
+var (
+	// errShutdownCut is the cause of the end of a request's context when
+	// the shutdown's grace period is over.
+	errShutdownCut error = &shuttingDown{" and the grace period for requests in flight is over"}
+	// errClosed refuses a request that arrives once the server is closed.
+	errClosed error = &shuttingDown{}
+)
 
 // HTTPServer returns an http.Server for s with the configured timeouts.
 // The body deadline and the response deadline are set per request.

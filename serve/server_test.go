@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -570,4 +571,34 @@ func TestClientInputNeverNamesAMetricSeries(t *testing.T) {
 	after := series()
 	assert.Equal(t, before, after, "no series named by a client")
 	assert.NotContains(t, strings.Join(after, "\n"), "invented")
+}
+
+// TestRequestAfterCloseIsRefused: a request that reached the server after
+// Close (a host serving the handler on a server of its own, or a call an
+// MCP session dispatched as the shutdown cut its connection) looped for
+// ever looking for a generation that was not retired, spinning a CPU. It
+// is now a 503 in the route's format.
+func TestRequestAfterCloseIsRefused(t *testing.T) {
+	srv, err := New(context.Background(), Options{Source: cueSource(writePolicy(t, "package gw\nmodels: m: {}\n")),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), WatchInterval: -1})
+	require.NoError(t, err)
+	require.NoError(t, srv.Close())
+	for _, path := range []string{"/v1/models", "/v1/chat/completions", "/v1/messages"} {
+		rec := httptest.NewRecorder()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			srv.ServeHTTP(rec, httptest.NewRequest("POST", path, strings.NewReader(string(chatBody("m", "hi", false)))))
+		}()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: a request after Close did not return", path)
+		}
+		assert.Equal(t, http.StatusServiceUnavailable, rec.Code, path)
+		assert.Contains(t, rec.Body.String(), "shutting down", path)
+	}
+	code := httptest.NewRecorder()
+	srv.ServeHTTP(code, httptest.NewRequest("GET", "/readyz", nil))
+	assert.Equal(t, http.StatusServiceUnavailable, code.Code)
 }

@@ -22,8 +22,8 @@ const StatusClientClosedRequest = 499
 // breaker 503 (both with the delay when one is known), a layer's store that
 // failed or did not answer within its `timeout` 503 with StoreRetryAfter
 // (runtime.ErrStoreUnavailable: the gateway's state, not the model,
-// failed), a call cut at the end of the shutdown's grace 503 with one
-// second, an upstream timeout 504 and any other failure 502.
+// failed), a call refused or cut by the shutdown 503 with one second, an
+// upstream timeout 504 and any other failure 502.
 func StatusOf(err error) (int, time.Duration) {
 	switch runtime.Classify(err) {
 	case runtime.ClassBlocked:
@@ -40,7 +40,8 @@ func StatusOf(err error) (int, time.Duration) {
 	if errors.Is(err, runtime.ErrStoreUnavailable) {
 		return http.StatusServiceUnavailable, StoreRetryAfter
 	}
-	if errors.Is(err, errShutdownCut) {
+	var sd *shuttingDown
+	if errors.As(err, &sd) {
 		// Another replica, or this one restarted, takes the retry.
 		return http.StatusServiceUnavailable, time.Second
 	}
@@ -61,9 +62,10 @@ func StatusOf(err error) (int, time.Duration) {
 }
 
 // errorCode names the error of a call in an error body's code: its kind
-// (runtime.KindOf), or unavailable for a call the shutdown cut.
+// (runtime.KindOf), or unavailable for a call the shutdown refused or cut.
 func errorCode(err error) string {
-	if errors.Is(err, errShutdownCut) {
+	var sd *shuttingDown
+	if errors.As(err, &sd) {
 		return string(errUnavailable)
 	}
 	return runtime.KindOf(err)
