@@ -129,6 +129,9 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 			w.release()
 		}
 	}
+	if err != nil {
+		err = x.shutdownCut(err)
+	}
 	switch {
 	case x.cut():
 	case err != nil && !w.started():

@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -755,4 +756,68 @@ func TestRunIDOfAnMCPSessionIsRefused(t *testing.T) {
 	typ, _, _, msg := openAIError(t, body)
 	assert.Equal(t, "invalid_request_error", typ)
 	assert.Contains(t, msg, `X-Agentc-Run may not start with "mcp-"`)
+}
+
+// TestUpstreamRefusingTheGatewayIsNotDescribed: an upstream that refuses
+// the gateway itself (its key: 401; its account's credit: 402; its
+// project's permissions: 403) wrote why in its error's text, and the
+// client read it whole: the provider's hint of the gateway's key ("sk-upst
+// ****4b1d"), its project's id, its credit. The client now learns that the
+// upstream refused the gateway's credentials, and its status; the
+// access log keeps the upstream's text.
+func TestUpstreamRefusingTheGatewayIsNotDescribed(t *testing.T) {
+	hint := openAIKey[:7] + "*********" + openAIKey[len(openAIKey)-4:]
+	oa401 := `{"error":{"message":"Incorrect API key provided: ` + hint + `. You can find your API key at https://platform.openai.com/account/api-keys.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`
+	oa403 := `{"error":{"message":"Project proj_Q7wT2ce9Zr does not have access to model gpt-4.1-mini","type":"invalid_request_error","param":null,"code":"model_not_found"}}`
+	for _, tt := range []struct {
+		name   string
+		oa, an []reply
+		status int
+		leak   string
+	}{
+		{"openai key", []reply{{status: 401, body: oa401}}, nil, 401, hint},
+		{"openai project", []reply{{status: 403, body: oa403}}, nil, 403, "proj_Q7wT2ce9Zr"},
+		{"anthropic key", nil, []reply{{status: 401, body: transcript(t, "anthropic", "401.json")}}, 401, "invalid x-api-key"},
+		{"anthropic credit", nil, []reply{{status: 402, body: transcript(t, "anthropic", "402_billing.json")}}, 402, "credit balance"},
+	} {
+		for _, stream := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s stream=%v", tt.name, stream), func(t *testing.T) {
+				g := newGateway(t, `{use: "tracing"}`, tt.oa, tt.an)
+				var err error
+				if tt.oa != nil {
+					params := openai.ChatCompletionNewParams{Model: "primary", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hello")}}
+					if stream {
+						s := g.openai(t).Chat.Completions.NewStreaming(context.Background(), params)
+						for s.Next() {
+						}
+						err = s.Err()
+					} else {
+						_, err = g.openai(t).Chat.Completions.New(context.Background(), params)
+					}
+				} else {
+					params := anthropic.MessageNewParams{Model: "backup", MaxTokens: 64,
+						Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Hello"))}}
+					if stream {
+						s := g.anthropic(t).Messages.NewStreaming(context.Background(), params)
+						for s.Next() {
+						}
+						err = s.Err()
+					} else {
+						_, err = g.anthropic(t).Messages.New(context.Background(), params)
+					}
+				}
+				require.Error(t, err)
+				msg := err.Error()
+				if oe := (*openai.Error)(nil); errors.As(err, &oe) {
+					msg = fmt.Sprintf("%d %s", oe.StatusCode, oe.Message)
+				}
+				assert.Contains(t, msg, "502", "the gateway's failure, not the caller's")
+				assert.Contains(t, msg, "refused the gateway's credentials")
+				assert.Contains(t, msg, fmt.Sprintf("%d %s", tt.status, http.StatusText(tt.status)))
+				assert.Contains(t, msg, "the cause is in the gateway's log")
+				assert.NotContains(t, msg, tt.leak)
+				assert.Contains(t, g.logs.String(), tt.leak, "the log has the whole error")
+			})
+		}
+	}
 }

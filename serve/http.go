@@ -128,6 +128,10 @@ func (s *Server) handle(pattern, route string, a api, fn func(x *exchange)) {
 			s.metrics.inflight.Dec()
 			s.record(x, start)
 		}()
+		if s.closed.Load() {
+			x.failErr(errClosed)
+			return
+		}
 		if route != "unknown" && !s.authenticate(x) {
 			return
 		}
@@ -215,7 +219,8 @@ var errResponseDeadline = errors.New("the response reached its time limit (Write
 
 // ended returns the status to log for a request whose context has ended
 // before its answer: StatusClientClosedRequest when the client went away,
-// 504 when the response reached WriteTimeout; 0 while it runs.
+// 504 when the response reached WriteTimeout, 503 when the shutdown's grace
+// period ended; 0 while it runs.
 func (x *exchange) ended() int {
 	ctx := x.r.Context()
 	switch {
@@ -223,16 +228,19 @@ func (x *exchange) ended() int {
 		return 0
 	case context.Cause(ctx) == errResponseDeadline:
 		return http.StatusGatewayTimeout
+	case context.Cause(ctx) == errShutdownCut:
+		return http.StatusServiceUnavailable
 	}
 	return StatusClientClosedRequest
 }
 
 // cut records the status of a request whose context has ended before its
 // answer (ended), and for a response cut at WriteTimeout the cause, for
-// the access log; false while the request runs.
+// the access log; false while the request runs, and for a request cut by
+// the shutdown, which is still answered (shutdownCut).
 func (x *exchange) cut() bool {
 	status := x.ended()
-	if status == 0 {
+	if status == 0 || status == http.StatusServiceUnavailable {
 		return false
 	}
 	x.status = status
@@ -320,39 +328,81 @@ func (x *exchange) failErr(err error) {
 	if x.cut() {
 		return
 	}
+	err = x.shutdownCut(err)
 	x.err = err
 	status, retryAfter := StatusOf(err)
 	SetRetryAfter(x.Header(), retryAfter)
-	x.failLayer(status, runtime.KindOf(err), runtime.LayerOf(err), clientMessage(err))
+	x.failLayer(status, errorCode(err), runtime.LayerOf(err), clientMessage(err))
+}
+
+// shutdownCut returns errShutdownCut for the error of a call the end of
+// the shutdown's grace period cancelled (its connection is still open, so
+// the client is told why), else err.
+func (x *exchange) shutdownCut(err error) error {
+	if x.ended() == http.StatusServiceUnavailable {
+		return errShutdownCut
+	}
+	return err
 }
 
 // clientMessage is the text of a call's error for the client. A failure
 // to reach an upstream names what failed (the provider and model, refused,
 // reset, timed out) but not the transport's own text, which holds the
 // upstream's URL, its address and the gateway's DNS resolver: where the
-// gateway's network leads is not the client's to learn. The access log
-// keeps the whole error.
+// gateway's network leads is not the client's to learn. Nor does an
+// upstream's refusal of the gateway itself (its key, its account's credit,
+// its project's permissions: 401, 402, 403, 407) pass on the upstream's
+// text, which describes the gateway's credentials (a provider echoes a
+// hint of the key it was sent); the client learns the status. The access
+// log keeps the whole error.
 func clientMessage(err error) string {
 	msg := err.Error()
-	var cause string
-	var ue *url.Error
-	var oe *net.OpError
-	var de *net.DNSError
-	switch {
-	case errors.As(err, &ue):
-		cause = ue.Error()
-	case errors.As(err, &oe):
-		cause = oe.Error()
-	case errors.As(err, &de):
-		cause = de.Error()
-	default:
-		return msg
+	var causes, withheld []string
+	var walk func(error)
+	walk = func(e error) {
+		switch e := e.(type) {
+		case nil:
+			return
+		case *url.Error, *net.OpError, *net.DNSError:
+			causes, withheld = append(causes, e.Error()), append(withheld, transportWithheld)
+			return
+		case *runtime.CallError:
+			if e.Layer == "" && e.Err != nil && refusesTheGateway(e.Status) {
+				causes = append(causes, e.Err.Error())
+				withheld = append(withheld, fmt.Sprintf("the upstream refused the gateway's credentials (%d %s) %s",
+					e.Status, http.StatusText(e.Status), transportWithheld))
+				return
+			}
+		}
+		switch u := e.(type) {
+		case interface{ Unwrap() error }:
+			walk(u.Unwrap())
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				walk(e)
+			}
+		}
 	}
-	if i := strings.Index(msg, cause); i >= 0 {
-		return msg[:i] + transportWithheld + msg[i+len(cause):]
+	walk(err)
+	for i, cause := range causes {
+		at := strings.Index(msg, cause)
+		if at < 0 {
+			// The text is not where it was expected: fail closed.
+			return "the upstream could not be reached: " + transportWithheld
+		}
+		msg = msg[:at] + withheld[i] + msg[at+len(cause):]
 	}
-	// The text is not where it was expected: fail closed.
-	return "the upstream could not be reached: " + transportWithheld
+	return msg
+}
+
+// refusesTheGateway reports whether an upstream's status refuses the
+// gateway's own credentials or account rather than the request.
+func refusesTheGateway(status int) bool {
+	switch status {
+	case http.StatusUnauthorized, http.StatusPaymentRequired, http.StatusForbidden, http.StatusProxyAuthRequired:
+		return true
+	}
+	return false
 }
 
 // transportWithheld stands for the transport's text in a client message.

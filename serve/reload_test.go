@@ -3,13 +3,16 @@ package serve
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -182,4 +185,100 @@ func TestSlowUpstreamReloadDoesNotHoldRequests(t *testing.T) {
 	require.NoError(t, <-reloaded)
 	_, _, body = do(t, "GET", s.url+"/readyz", "", nil)
 	assert.Contains(t, body, "generation 2")
+}
+
+// TestReloadRemovingAKey: a key the new policy drops is refused from the
+// first request after the reload, while a stream it opened before finishes
+// on the generation it started on; a key the reload adds is admitted.
+func TestReloadRemovingAKey(t *testing.T) {
+	gate := make(chan struct{})
+	text := transcript(t, "openai", "text.sse")
+	g := newGateway(t, typicalChain, []reply{{body: text, gate: gate, holdAfter: 2}, {body: text}}, nil)
+	req, _ := http.NewRequest("POST", g.url+"/v1/chat/completions", strings.NewReader(string(chatBody("primary", "Hello", true))))
+	req.Header.Set("Authorization", "Bearer "+clientKey)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, 200, resp.StatusCode)
+
+	policy := filepath.Join(g.dir, "policy.cue")
+	src, err := os.ReadFile(policy)
+	require.NoError(t, err)
+	old := fmt.Sprintf(`keys: app: {sha256: "%s", tenant: "acme"}`, sha(clientKey))
+	require.Contains(t, string(src), old)
+	require.NoError(t, os.WriteFile(policy, []byte(strings.Replace(string(src), old, fmt.Sprintf(`keys: next: {sha256: "%s", tenant: "acme"}`, sha("next-key")), 1)), 0o644))
+	require.NoError(t, g.srv.Reload(context.Background()))
+
+	code, _, body := do(t, "POST", g.url+"/v1/chat/completions", clientKey, chatBody("primary", "Hello", false))
+	assert.Equal(t, 401, code, body)
+	assert.Contains(t, body, "unknown API key")
+	code, _, body = do(t, "POST", g.url+"/v1/chat/completions", "next-key", chatBody("primary", "Hello", false))
+	assert.Equal(t, 200, code, body)
+
+	close(gate)
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), "data: [DONE]", "the stream opened before the reload finishes")
+}
+
+// TestReloadsUnderThousandStreamsLeaveNoGoroutine: 1,000 streams held open
+// across 50 reloads all finish, and once they have, the process runs no
+// more goroutines than before them: no generation, stream or upstream
+// connection leaves one behind.
+func TestReloadsUnderThousandStreamsLeaveNoGoroutine(t *testing.T) {
+	const n = 1000
+	text := events(transcript(t, "openai", "text.sse"))
+	var hold atomic.Bool
+	var held atomic.Int64
+	release := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, text[0])
+		w.(http.Flusher).Flush()
+		if hold.Load() {
+			held.Add(1)
+			<-release
+		}
+		for _, ev := range text[1:] {
+			_, _ = io.WriteString(w, ev)
+		}
+	}))
+	s, client := streamingGateway(t, up, n)
+	settle := func() {
+		client.CloseIdleConnections()
+		up.CloseClientConnections()
+		runtime.GC()
+	}
+	require.Empty(t, streamHello(client, s.url))
+	settle()
+	time.Sleep(100 * time.Millisecond)
+	before := runtime.NumGoroutine()
+
+	hold.Store(true)
+	var wg sync.WaitGroup
+	errs := make(chan string, n)
+	for range n {
+		wg.Go(func() {
+			if e := streamHello(client, s.url); e != "" {
+				errs <- e
+			}
+		})
+	}
+	require.Eventually(t, func() bool { return held.Load() == n }, 60*time.Second, 10*time.Millisecond)
+	for range 50 {
+		require.NoError(t, s.srv.Reload(context.Background()))
+	}
+	close(release)
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Fatal(e)
+	}
+	var now int
+	assert.Eventually(t, func() bool {
+		settle()
+		now = runtime.NumGoroutine()
+		return now <= before+5
+	}, 10*time.Second, 50*time.Millisecond, "goroutines: %d before the streams, %d after", before, now)
 }

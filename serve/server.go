@@ -174,10 +174,14 @@ type Server struct {
 	watchDirs []string
 	closed    atomic.Bool
 
-	// stopNow is cancelled by Abort: it is the base of every request's
-	// context, and it cuts the drain and the grace of a shutdown short.
+	// stopNow is cancelled by Abort: it cuts the drain and the grace of a
+	// shutdown short.
 	stopNow context.Context
 	abort   context.CancelFunc
+	// requests is the base of every request's context: it ends with
+	// stopNow, or with errShutdownCut at the end of the grace.
+	requests    context.Context
+	cutRequests context.CancelCauseFunc
 }
 
 // ErrAborted is returned by Serve when Abort cut the shutdown short.
@@ -193,6 +197,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	s := &Server{opts: opts, log: opts.Logger, metrics: newMetrics(opts.Registry),
 		memory: opts.Deps.Memory}
 	s.stopNow, s.abort = context.WithCancel(context.Background())
+	s.requests, s.cutRequests = context.WithCancelCause(s.stopNow)
 	if s.memory == nil {
 		s.memory = runtime.NewMemoryStore()
 	}
@@ -335,12 +340,14 @@ func (s *Server) assemble(ctx context.Context, p *plan.Plan, kr *keyring, deps r
 	return g, nil
 }
 
-// acquire returns the current generation, held until release.
+// acquire returns the current generation, held until release. Once the
+// server is closed no generation replaces the last one, which it returns
+// (retired, perhaps closed): the caller refuses the request.
 func (s *Server) acquire() *generation {
 	for {
 		g := s.cur.Load()
 		g.active.Add(1)
-		if !g.retired.Load() {
+		if !g.retired.Load() || s.closed.Load() {
 			return g
 		}
 		g.release()
@@ -422,7 +429,8 @@ func (s *Server) Reload(ctx context.Context) error {
 }
 
 // Close retires the current generation and waits until it is closed (its
-// requests have finished). Serve calls it at shutdown.
+// requests have finished). Serve calls it at shutdown. A request that
+// arrives after it is a 503.
 func (s *Server) Close() error {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
@@ -453,6 +461,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	wg.Go(func() { s.watch(bg) })
 	wg.Go(func() { s.sweepRuns(bg) })
 	shutdownDone := make(chan error, 1)
+	// cutAt is when the requests cut at the shutdown deadline must have
+	// ended; it is set before shutdownDone is sent.
+	var cutAt time.Time
 	go func() {
 		<-bg.Done()
 		s.ready.Store(false)
@@ -468,6 +479,19 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		sctx, cancel := context.WithTimeout(s.stopNow, s.opts.ShutdownTimeout)
 		defer cancel()
 		err := hs.Shutdown(sctx)
+		if err != nil {
+			cutAt = time.Now().Add(cutWait)
+		}
+		if err != nil && s.stopNow.Err() == nil {
+			// The grace is over: cancel the requests still open, so that
+			// each ends as a failure does (a stream with an error event,
+			// a call with a 503) rather than with its connection cut, and
+			// let them write that end until cutAt.
+			s.cutRequests(errShutdownCut)
+			wctx, wcancel := context.WithDeadline(s.stopNow, cutAt)
+			_ = hs.Shutdown(wctx)
+			wcancel()
+		}
 		if err != nil {
 			// The deadline passed, or Abort: cut the streams still open.
 			_ = hs.Close()
@@ -496,7 +520,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		// The requests cut end as their contexts are cancelled; one
 		// that ignores it (a host tool, a store without a timeout) must
 		// not keep the process past its deadline.
-		cut = time.After(cutWait)
+		if cutAt.IsZero() {
+			cutAt = time.Now().Add(cutWait)
+		}
+		cut = time.After(time.Until(cutAt))
 	}
 	select {
 	case cerr := <-closed:
@@ -519,8 +546,26 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 func (s *Server) Abort() { s.abort() }
 
 // cutWait bounds the wait, after the shutdown deadline cut the requests
-// still open, for them to end and the pipeline to close.
+// still open, for them to write their end (an error event, a 503) and to
+// end, and for the pipeline to close.
 var cutWait = time.Second
+
+// shuttingDown refuses a request, or ends one, because the server is
+// shutting down: a 503 with Retry-After (a stream under way ends with an
+// error event).
+type shuttingDown struct{ detail string }
+
+func (e *shuttingDown) Error() string {
+	return "the server is shutting down" + e.detail + "; retry the request"
+}
+
+var (
+	// errShutdownCut is the cause of the end of a request's context when
+	// the shutdown's grace period is over.
+	errShutdownCut error = &shuttingDown{" and the grace period for requests in flight is over"}
+	// errClosed refuses a request that arrives once the server is closed.
+	errClosed error = &shuttingDown{}
+)
 
 // HTTPServer returns an http.Server for s with the configured timeouts.
 // The body deadline and the response deadline are set per request.
@@ -531,8 +576,8 @@ func (s *Server) HTTPServer() *http.Server {
 		IdleTimeout:       s.opts.IdleTimeout,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-		// Abort cancels every request.
-		BaseContext: func(net.Listener) context.Context { return s.stopNow },
+		// Abort, and the end of the grace, cancel every request.
+		BaseContext: func(net.Listener) context.Context { return s.requests },
 	}
 	// An MCP session's standalone event stream carries no call: it ends
 	// when the shutdown starts, or it would hold it for the whole grace.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -531,4 +532,73 @@ func TestDrainKeepsServingWhileUnready(t *testing.T) {
 	assert.GreaterOrEqual(t, time.Since(start), drain, "the listener stayed open for the drain delay")
 	assert.Equal(t, 0, get("/healthz"), "the listener is closed after the drain")
 	assert.Contains(t, s.logs.String(), "draining")
+}
+
+// TestClientInputNeverNamesAMetricSeries: the metrics' labels take only
+// what the policy declares (models, tenants, layers) and the gateway's own
+// names (routes, codes): a client sending requests with names of its own
+// (unknown models, paths, keys, run ids, tools) adds no series, so it
+// cannot grow the process's memory or the scraper's by inventing them.
+func TestClientInputNeverNamesAMetricSeries(t *testing.T) {
+	ok := reply{body: transcript(t, "openai", "text.sse")}
+	g := newGateway(t, typicalChain, []reply{ok, ok, ok, ok}, nil)
+	series := func() []string {
+		var out []string
+		for _, line := range strings.Split(g.metrics(t), "\n") {
+			if strings.HasPrefix(line, "agentc_serve_") {
+				out = append(out, line[:strings.LastIndexByte(line, ' ')])
+			}
+		}
+		return out
+	}
+	round := func(i int) {
+		name := fmt.Sprintf("invented-%d", i)
+		do(t, "POST", g.url+"/v1/chat/completions", clientKey, chatBody(name, "hi", false))
+		do(t, "POST", g.url+"/v1/messages", clientKey, messagesBody(name, "hi", true))
+		do(t, "POST", g.url+"/v1/messages/count_tokens", clientKey, []byte(`{"model":"`+name+`","messages":[{"role":"user","content":"hi"}]}`))
+		do(t, "GET", g.url+"/v1/models/"+name, clientKey, nil)
+		do(t, "GET", g.url+"/"+name, clientKey, nil)
+		do(t, "POST", g.url+"/v1/chat/completions", name, chatBody("primary", "hi", false))
+		do(t, "POST", g.url+"/v1/chat/completions", clientKey, chatBody("primary", "hi", false), RunHeader, name)
+		do(t, "POST", g.url+"/v1/chat/completions", clientKey, []byte(`{"model":"primary","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"`+name+`"}}]}`))
+	}
+	round(0)
+	round(1)
+	before := series()
+	for i := 2; i < 4; i++ {
+		round(i)
+	}
+	after := series()
+	assert.Equal(t, before, after, "no series named by a client")
+	assert.NotContains(t, strings.Join(after, "\n"), "invented")
+}
+
+// TestRequestAfterCloseIsRefused: a request that reached the server after
+// Close (a host serving the handler on a server of its own, or a call an
+// MCP session dispatched as the shutdown cut its connection) looped for
+// ever looking for a generation that was not retired, spinning a CPU. It
+// is now a 503 in the route's format.
+func TestRequestAfterCloseIsRefused(t *testing.T) {
+	srv, err := New(context.Background(), Options{Source: cueSource(writePolicy(t, "package gw\nmodels: m: {}\n")),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), WatchInterval: -1})
+	require.NoError(t, err)
+	require.NoError(t, srv.Close())
+	for _, path := range []string{"/v1/models", "/v1/chat/completions", "/v1/messages"} {
+		rec := httptest.NewRecorder()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			srv.ServeHTTP(rec, httptest.NewRequest("POST", path, strings.NewReader(string(chatBody("m", "hi", false)))))
+		}()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: a request after Close did not return", path)
+		}
+		assert.Equal(t, http.StatusServiceUnavailable, rec.Code, path)
+		assert.Contains(t, rec.Body.String(), "shutting down", path)
+	}
+	code := httptest.NewRecorder()
+	srv.ServeHTTP(code, httptest.NewRequest("GET", "/readyz", nil))
+	assert.Equal(t, http.StatusServiceUnavailable, code.Code)
 }

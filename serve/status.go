@@ -22,7 +22,7 @@ const StatusClientClosedRequest = 499
 // breaker 503 (both with the delay when one is known), a layer's store that
 // failed or did not answer within its `timeout` 503 with StoreRetryAfter
 // (runtime.ErrStoreUnavailable: the gateway's state, not the model,
-// failed), an
+// failed), a call refused or cut by the shutdown 503 with one second, an
 // upstream timeout 504 and any other failure 502.
 func StatusOf(err error) (int, time.Duration) {
 	switch runtime.Classify(err) {
@@ -40,6 +40,11 @@ func StatusOf(err error) (int, time.Duration) {
 	if errors.Is(err, runtime.ErrStoreUnavailable) {
 		return http.StatusServiceUnavailable, StoreRetryAfter
 	}
+	var sd *shuttingDown
+	if errors.As(err, &sd) {
+		// Another replica, or this one restarted, takes the retry.
+		return http.StatusServiceUnavailable, time.Second
+	}
 	switch runtime.KindOf(err) {
 	case string(runtime.KindRateLimited):
 		d, _ := runtime.RetryAfterOf(err)
@@ -54,6 +59,16 @@ func StatusOf(err error) (int, time.Duration) {
 		return http.StatusBadRequest, 0
 	}
 	return http.StatusBadGateway, 0
+}
+
+// errorCode names the error of a call in an error body's code: its kind
+// (runtime.KindOf), or unavailable for a call the shutdown refused or cut.
+func errorCode(err error) string {
+	var sd *shuttingDown
+	if errors.As(err, &sd) {
+		return string(errUnavailable)
+	}
+	return runtime.KindOf(err)
 }
 
 // StoreRetryAfter is the Retry-After of a call refused because a layer's
