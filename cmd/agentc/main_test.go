@@ -15,6 +15,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/santhosh-tekuri/jsonschema/v5"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/agentc-dev/agentc/internal/initgc"
 )
@@ -216,5 +217,22 @@ func TestReadmeCommandsMatchUsage(t *testing.T) {
 				assert.ElementsMatch(t, flagRE.FindAllString(synopses[ms[0][1]], -1), rows, "the flag table of %s against agentc %s's usage", filepath.Base(doc), ms[0][1])
 			}
 		}
+	}
+}
+
+// TestDirectoryWithoutPolicyIsAUsageError: every command that takes a
+// policy path exits 2 on a directory holding no policy file, as README.md
+// says, agentc test included (a directory of test cases alone is no
+// policy).
+func TestDirectoryWithoutPolicyIsAUsageError(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "tests"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "tests", "case.json"), []byte("{}"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "p_test.cue"), []byte("package p\n"), 0o644))
+	for _, args := range [][]string{{"vet", dir}, {"build", dir}, {"explain", dir}, {"prove", dir}, {"test", dir}} {
+		var stdout, stderr strings.Builder
+		code := Main(context.Background(), args, &stdout, &stderr)
+		assert.Equal(t, exitUsage, code, "agentc %s", args[0])
+		assert.Contains(t, stderr.String(), "no .cue files in directory", "agentc %s", args[0])
 	}
 }
