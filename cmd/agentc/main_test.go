@@ -182,6 +182,14 @@ func TestReadmeCommandsMatchUsage(t *testing.T) {
 		}
 		assert.True(t, strings.HasPrefix(string(line[1]), c.synopsis), "README.md gives agentc %s as %q, its usage as %q", c.name, line[1], c.synopsis)
 	}
+	// So is the command list of the package comment.
+	src, err := os.ReadFile("main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range commands {
+		assert.Regexp(t, `(?m)^//\tagentc `+regexp.QuoteMeta(c.name)+` *`+regexp.QuoteMeta(c.synopsis)+`$`, string(src), "the package comment's agentc %s", c.name)
+	}
 	// A synopsis line in docs/ (one starting "agentc CMD [") is held to the
 	// usage too.
 	docs, err := filepath.Glob(filepath.Join(filepath.Dir(examplesDir(t)), "docs", "*.md"))
