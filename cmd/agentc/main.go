@@ -1,17 +1,18 @@
 // Command agentc checks, compiles, explains and runs agentc policies.
 //
 //	agentc vet     [-format text|json|sarif] [-json] [-strict] [-rules] PATH...
-//	agentc build   [-o plan.json] PATH
+//	agentc build   [-o FILE] PATH
 //	agentc explain [-format text|dot|mermaid] PATH
-//	agentc prove   [-k N] [-json] [-o DIR] PATH...
+//	agentc prove   [-k N] [-maxstates N] [-timeout D] [-json] [-o DIR] PATH...
 //	agentc run     [-json] [-trace] POLICY SCENARIO
 //	agentc test    [-run REGEX] [-v] PATH...
 //	agentc serve   [-listen ADDR] [-watch D] [-grace D] [-drain D] [-idle D] [-maxbody N] [-maxresult N] [-maxruns N] [-maxsessions N] [-log text|json] [-metrics ADDR] POLICY|plan.json
 //	agentc mcp-tools [-url URL] POLICY [SERVER...]
 //	agentc version
 //
-// Exit codes: 0 ok, 1 problems found, 2 usage or I/O failure (README.md
-// lists which).
+// Exit codes: 0 ok, 1 problems found, 2 usage or I/O failure, 3 a prove
+// stopped by -maxstates or -timeout before it finished (README.md lists
+// which).
 package main
 
 import (

@@ -15,6 +15,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/santhosh-tekuri/jsonschema/v5"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/agentc-dev/agentc/internal/initgc"
 )
@@ -181,6 +182,14 @@ func TestReadmeCommandsMatchUsage(t *testing.T) {
 		}
 		assert.True(t, strings.HasPrefix(string(line[1]), c.synopsis), "README.md gives agentc %s as %q, its usage as %q", c.name, line[1], c.synopsis)
 	}
+	// So is the command list of the package comment.
+	src, err := os.ReadFile("main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range commands {
+		assert.Regexp(t, `(?m)^//\tagentc `+regexp.QuoteMeta(c.name)+` *`+regexp.QuoteMeta(c.synopsis)+`$`, string(src), "the package comment's agentc %s", c.name)
+	}
 	// A synopsis line in docs/ (one starting "agentc CMD [") is held to the
 	// usage too.
 	docs, err := filepath.Glob(filepath.Join(filepath.Dir(examplesDir(t)), "docs", "*.md"))
@@ -216,5 +225,22 @@ func TestReadmeCommandsMatchUsage(t *testing.T) {
 				assert.ElementsMatch(t, flagRE.FindAllString(synopses[ms[0][1]], -1), rows, "the flag table of %s against agentc %s's usage", filepath.Base(doc), ms[0][1])
 			}
 		}
+	}
+}
+
+// TestDirectoryWithoutPolicyIsAUsageError: every command that takes a
+// policy path exits 2 on a directory holding no policy file, as README.md
+// says, agentc test included (a directory of test cases alone is no
+// policy).
+func TestDirectoryWithoutPolicyIsAUsageError(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "tests"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "tests", "case.json"), []byte("{}"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "p_test.cue"), []byte("package p\n"), 0o644))
+	for _, args := range [][]string{{"vet", dir}, {"build", dir}, {"explain", dir}, {"prove", dir}, {"test", dir}} {
+		var stdout, stderr strings.Builder
+		code := Main(context.Background(), args, &stdout, &stderr)
+		assert.Equal(t, exitUsage, code, "agentc %s", args[0])
+		assert.Contains(t, stderr.String(), "no .cue files in directory", "agentc %s", args[0])
 	}
 }

@@ -47,6 +47,11 @@ func cmdTest(ctx context.Context, env *cliEnv, args []string) int {
 				return fail(env, "test %s: not a .cue file: agentc test takes the policy, whose test cases live beside it", f)
 			}
 		}
+		// A directory without a policy is a wrong path, as for vet, not a
+		// policy without tests.
+		if _, err := dsl.ResolvePaths(paths); err != nil {
+			return fail(env, "%v", err)
+		}
 	}
 	passed, failed := 0, 0
 	for _, paths := range policies {
