@@ -85,7 +85,19 @@ func (s *Store) SaveCheckpoint(ctx context.Context, cp runtime.Checkpoint) (int,
 	}
 	for range maxSaveRetries {
 		var v int
-		err = s.pool.QueryRow(ctx, s.q(`WITH ins AS (INSERT INTO §.checkpoints (run_id, version, time, status, data)
+		// The saves of one run take turns (a transaction-scoped advisory
+		// lock on the schema and run), so the statement below reads the
+		// run as the save before it left it. Without them, a statement that
+		// read the run before the others inserted and pruned it could
+		// insert a version they had already pruned, which no conflict was
+		// left to refuse: its version reported twice, its checkpoint lost
+		// at the next prune, a conditional save let through over a run
+		// another process had moved on.
+		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, "agentc checkpoints "+s.schema+" "+cp.RunID); err != nil {
+				return err
+			}
+			return tx.QueryRow(ctx, s.q(`WITH ins AS (INSERT INTO §.checkpoints (run_id, version, time, status, data)
 			SELECT $1, next, $2, $3, $4 FROM (SELECT COALESCE(MAX(version), 0) + 1 AS next FROM §.checkpoints WHERE run_id = $1) n
 			WHERE NOT EXISTS (SELECT 1 FROM §.checkpoints WHERE run_id = $1 AND version = next - 1
 				AND status IN ('done', 'failed', 'cancelled'))
@@ -94,6 +106,7 @@ func (s *Store) SaveCheckpoint(ctx context.Context, cp runtime.Checkpoint) (int,
 			pruned AS (DELETE FROM §.checkpoints c USING ins
 				WHERE $6::integer > 0 AND c.run_id = $1 AND c.version <= ins.version - $6::integer)
 			SELECT version FROM ins`), cp.RunID, cp.Time, string(cp.Status), string(data), cp.Version, cp.Keep).Scan(&v)
+		})
 		var pe *pgconn.PgError
 		if errors.Is(err, pgx.ErrNoRows) || errors.As(err, &pe) && pe.Code == "23505" && cp.Version > 0 {
 			return 0, s.refused(ctx, cp)

@@ -2,7 +2,11 @@ package postgres_test
 
 import (
 	"context"
+	"slices"
+	"strconv"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -47,4 +51,40 @@ func TestCheckpointTableFromJSONB(t *testing.T) {
 		Transcript: []runtime.Message{{Role: "assistant", Content: "a\x00b"}}})
 	require.NoError(t, err)
 	assert.Equal(t, 2, v)
+}
+
+// Concurrent saves of one run that prune it: a save whose statement read
+// the run before the others inserted and pruned it could insert a version
+// they had already pruned (no conflict was left to find), reporting a
+// version another save had reported and losing its checkpoint at the next
+// prune; a conditional save could so succeed over a run another process had
+// moved on. Saves of one run are serialised, and each reads the run as the
+// last one left it.
+func TestConcurrentPrunedSavesGetDistinctVersions(t *testing.T) {
+	s := open(t)
+	ctx := context.Background()
+	for round := range 30 {
+		run := storetest.Key(t, "race-"+strconv.Itoa(round))
+		const n = 24
+		got := make([]int, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				v, err := s.SaveCheckpoint(ctx, runtime.Checkpoint{RunID: run, Keep: 1, Status: runtime.RunRunning, Time: time.Now(),
+					Transcript: []runtime.Message{{Role: "user", Content: "turn"}}})
+				assert.NoError(t, err)
+				got[i] = v
+			})
+		}
+		wg.Wait()
+		slices.Sort(got)
+		want := make([]int, n)
+		for i := range want {
+			want[i] = i + 1
+		}
+		require.Equal(t, want, got, "round %d: each save its own version", round)
+		vs, err := s.CheckpointVersions(ctx, run)
+		require.NoError(t, err)
+		require.Equal(t, []int{n}, vs, "round %d: the latest kept", round)
+	}
 }
