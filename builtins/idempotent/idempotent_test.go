@@ -498,19 +498,21 @@ func TestAnExpiredClaimIsInDoubt(t *testing.T) {
 // and its duplicate on another while it runs, over every shared store: the
 // claim lives as long as its lease, so the duplicate waits for the result
 // instead of claiming the key again, whether the lease is renewed before
-// ttl ends (lease_ttl 600ms) or not (5s).
+// it ends (lease_ttl 1.5s, the call taking 2s) or not (10s). The margins are
+// wide so that a loaded machine cannot fail it: the lease is renewed every
+// 500ms, a second before it would end, and the result outlives the
+// duplicate's longest poll (200ms) by 800ms.
 func TestCallLongerThanTTLRunsOnce(t *testing.T) {
 	for _, st := range storetest.SharedStores(t) {
-		for _, leaseTTL := range []string{"600ms", "5s"} {
+		for _, leaseTTL := range []string{"1500ms", "10s"} {
 			t.Run(st.Name+"/lease_ttl="+leaseTTL, func(t *testing.T) {
-				// The result lives longer than the duplicate's longest
-				// poll (200ms), so it cannot expire unseen.
-				tool := &slowTool{delay: 800 * time.Millisecond}
-				p := toolPlan(rt.Layer("idempotent", `{"ttl": "300ms", "lease_ttl": "`+leaseTTL+`"}`))
+				t.Parallel()
+				tool := &slowTool{delay: 2 * time.Second}
+				p := toolPlan(rt.Layer("idempotent", `{"ttl": "1s", "lease_ttl": "`+leaseTTL+`"}`))
 				deps := runtime.Deps{KV: st.KV, Tools: map[string]runtime.ToolFunc{"refund": tool.fn}}
 				a, b := rt.Build(t, p, deps), rt.Build(t, p, deps)
 				req := runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": t.Name()}}
-				_, rb := rt.Staggered(t, ctx1, a, b, req, 400*time.Millisecond) // b calls past ttl, while a runs
+				_, rb := rt.Staggered(t, ctx1, a, b, req, 1200*time.Millisecond) // b calls past ttl, while a runs
 				assert.Equal(t, int64(1), tool.calls.Load(), "one execution across both replicas")
 				assert.True(t, rb.Deduped, "the duplicate replays the first call's result")
 			})
