@@ -6,8 +6,14 @@
 // the expression has a capture group named "secret", only that group is replaced, so
 // "password=hunter2" becomes "password=[REDACTED:password-assignment]" and the surrounding
 // structure stays readable. Redacting already redacted text changes nothing. The text is
-// also read folded, so a secret with zero-width characters inside or written in full-width or
-// look-alike letters is masked whole. In a JSON-like value the object keys are redacted too:
+// also read folded, so a secret with zero-width characters, variation selectors or the
+// combining grapheme joiner inside, written in full-width or look-alike letters or with
+// another dash, or spaced by a no-break or other Unicode space ("Bearer\u00a0...") is masked
+// whole; and a text holding escapes is also read decoded: percent-encoding
+// ("access_token%3D..."), HTML character references ("&#115;k-..."), JSON's \uXXXX and its
+// two-character escapes ("\/" in a key, a JSON document quoted in a string:
+// {\"password\":\"...\"}), as a tool result from a URL, a web page or a log carries them;
+// the whole escaped span of the secret is masked. In a JSON-like value the object keys are redacted too:
 // a key holding a secret ({"sk-live-...": 1}) is renamed to its masked form, followed by "#2",
 // "#3"... when two keys mask alike or the name is taken, so no value is lost; an integral
 // number is read as its digits, and one a rule matches (an account number a configured pattern

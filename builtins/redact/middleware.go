@@ -246,10 +246,12 @@ func (r *Redactor) releasable(buf string) int {
 var continuation = strings.Repeat("Aa0", 22)
 
 // continuedMatch returns where a match starts that runs from text into a
-// continuation appended to it, or -1 when none does.
+// continuation appended to it, or -1 when none does; text is read as Redact
+// reads it (folded, and decoded), so "Bearer" and a no-break space ending a
+// line is held with the next.
 func (r *Redactor) continuedMatch(text string) int {
 	from := -1
-	for _, sp := range r.spans(text + continuation) {
+	for _, sp := range r.readings(text + continuation) {
 		if sp.match < len(text) && sp.end > len(text) && (from < 0 || sp.match < from) {
 			from = sp.match
 		}
