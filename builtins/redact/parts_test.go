@@ -43,22 +43,13 @@ func TestChatSecretAcrossParts(t *testing.T) {
 			"", []string{"key [REDACTED:openai-key]", " ok"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			msgs := []runtime.Message{tt.msg}
-			orig, err := json.Marshal(msgs)
-			require.NoError(t, err)
-			model := &recordingModel{}
-			_, err = redactPipeline(t, model).Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: msgs})
-			require.NoError(t, err)
-			got := model.seen[0][0]
+			got := sendThrough(t, []runtime.Message{tt.msg})[0]
 			assert.Equal(t, tt.content, got.Content)
-			var parts []string
-			for _, p := range got.Parts {
-				parts = append(parts, p.Text)
+			parts := make([]string, len(got.Parts))
+			for i := range got.Parts {
+				parts[i] = got.Parts[i].Text
 			}
 			assert.Equal(t, tt.parts, parts)
-			after, err := json.Marshal(msgs)
-			require.NoError(t, err)
-			assert.Equal(t, string(orig), string(after), "the caller's messages are untouched")
 		})
 	}
 }
@@ -77,18 +68,26 @@ func TestChatSecretAcrossMessages(t *testing.T) {
 		{Role: "tool", ToolCallID: "c1", Content: "password="},
 		{Role: "tool", ToolCallID: "c2", Content: "hunter22x"},
 	}
-	orig, err := json.Marshal(msgs)
-	require.NoError(t, err)
-	model := &recordingModel{}
-	_, err = redactPipeline(t, model).Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: msgs})
-	require.NoError(t, err)
-	got := model.seen[0]
+	got := sendThrough(t, msgs)
 	assert.Equal(t, "deploy with token=", got[0].Content)
 	assert.Equal(t, "[REDACTED:password-assignment]", got[1].Content)
 	assert.Equal(t, "my key is [REDACTED:openai-key]", got[2].Content)
 	assert.Equal(t, []runtime.ContentPart{{Type: runtime.PartText}, {Type: runtime.PartText, Text: " thanks"}}, got[3].Parts)
 	assert.Equal(t, msgs[4:], got[4:], "different roles and separate results are read each on its own")
-	after, err := json.Marshal(msgs)
+}
+
+// sendThrough sends msgs through a redact layer and returns the messages the model read,
+// checking that the caller's are untouched.
+func sendThrough(t *testing.T, msgs []runtime.Message) []runtime.Message {
+	t.Helper()
+	before, err := json.Marshal(msgs)
 	require.NoError(t, err)
-	assert.Equal(t, string(orig), string(after), "the caller's messages are untouched")
+	model := &recordingModel{}
+	_, err = redactPipeline(t, model).Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: msgs})
+	require.NoError(t, err)
+	require.Len(t, model.seen, 1)
+	kept, err := json.Marshal(msgs)
+	require.NoError(t, err)
+	assert.JSONEq(t, string(before), string(kept), "the caller's messages are untouched")
+	return model.seen[0]
 }
