@@ -20,18 +20,17 @@ type Item struct {
 type Find func(text string) []Item
 
 // AcrossParts returns msgs with the items that run across two text pieces of a message (its
-// content and its text parts) masked, and whether anything was. A provider sends the pieces
-// as separate blocks, which a model reads run together (a tool message's pieces as one result,
+// content and its text parts) masked, and whether anything was. A provider sends the pieces as
+// separate blocks, which a model reads run together (a tool message's pieces as one result,
 // joined by line breaks), so a value cut in two ("4111 1111" and " 1111 1111", "sk-proj-abc"
 // and "def...") reaches it whole though neither piece holds it; the pieces are read run
 // together and joined by line breaks. With turns, the pieces of consecutive messages of one
-// role (user, assistant or system) are read so too: Anthropic's API merges consecutive user
-// or assistant messages into one turn, and sends the system messages as the blocks of one
-// system prompt (the layer reads consecutive ones together). The
-// placeholder takes the place of the masked part of the item in the first piece it starts in;
-// its parts in the pieces after it are removed, and the rest of every piece is kept. Messages
-// of role "system" are read as Messages reads them (t.System). msgs is never modified; a
-// message that changed is a copy.
+// role (user, assistant or system) are read so too: Anthropic's API merges consecutive user or
+// assistant messages into one turn, and sends the system messages as the blocks of one system
+// prompt (the layer reads consecutive ones together). The placeholder takes the place of the
+// masked part of the item in the first piece it starts in; its parts in the pieces after it
+// are removed, and the rest of every piece is kept. Messages of role "system" are read as
+// Messages reads them (t.System). msgs is never modified; a message that changed is a copy.
 func (t Transcript) AcrossParts(msgs []runtime.Message, find Find, turns bool) ([]runtime.Message, bool) {
 	var out []runtime.Message
 	for i := 0; i < len(msgs); {
