@@ -196,7 +196,7 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
 		run := c.Meta.Run.ID
 		tr := mask.Transcript{Mask: m.scanner.Redact, System: m.System, Seen: &m.seen}
-		joined, split := m.maskAcrossParts(c.Request.Messages)
+		joined, split := tr.AcrossParts(c.Request.Messages, m.items, false)
 		msgs, masked := tr.Messages(run, joined)
 		masked = masked || split
 		tools, format, defsMasked := c.Request.Tools, c.Request.ResponseFormat, false

@@ -101,7 +101,7 @@ var detectors = map[Kind]detector{
 // no-break and other space separators as spaces, dashes as hyphens, an underscore between
 // digits as a hyphen, and zero-width and other invisible characters are skipped (the text is
 // also read with the format characters kept, so that one never glues an item to the word
-// before it). A text holding escapes is also read decoded (decodeEscapes). Offsets are those
+// before it). A text holding escapes is also read decoded (textnorm.Unescape). Offsets are those
 // of the text as given; a span covers the characters skipped inside it, and the whole escape
 // a decoded character came from.
 func (s *Scanner) Find(text string) []Match {

@@ -5,13 +5,19 @@
 // Each rule is an RE2 expression with an id. A match is replaced by "[REDACTED:<id>]"; when
 // the expression has a capture group named "secret", only that group is replaced, so
 // "password=hunter2" becomes "password=[REDACTED:password-assignment]" and the surrounding
-// structure stays readable. Redacting already redacted text changes nothing. The text is
-// also read folded, so a secret with zero-width characters inside or written in full-width or
-// look-alike letters is masked whole. In a JSON-like value the object keys are redacted too:
-// a key holding a secret ({"sk-live-...": 1}) is renamed to its masked form, followed by "#2",
-// "#3"... when two keys mask alike or the name is taken, so no value is lost; an integral
-// number is read as its digits, and one a rule matches (an account number a configured pattern
-// masks, sent as a JSON number) becomes its masked string.
+// structure stays readable. Redacting already redacted text changes nothing. The text is also
+// read folded, so a secret with zero-width characters, variation selectors or the combining
+// grapheme joiner inside, written in full-width or look-alike letters or with another dash, or
+// spaced by a no-break or other Unicode space ("Bearer\u00a0...") is masked whole; and a text
+// holding escapes is also read decoded: percent-encoding ("access_token%3D..."), HTML
+// character references ("&#115;k-..."), JSON's \uXXXX and its two-character escapes ("\/" in a
+// key, a JSON document quoted in a string: {\"password\":\"...\"}), as a tool result from a
+// URL, a web page or a log carries them; the whole escaped span of the secret is masked. In a
+// JSON-like value the object keys are redacted too: a key holding a secret ({"sk-live-...":
+// 1}) is renamed to its masked form, followed by "#2", "#3"... when two keys mask alike or the
+// name is taken, so no value is lost; an integral number is read as its digits, and one a rule
+// matches (an account number a configured pattern masks, sent as a JSON number) becomes its
+// masked string.
 //
 // A Redactor is immutable after New and safe for concurrent use.
 //
@@ -56,10 +62,16 @@
 // anything of the response went out; a response without tool calls goes out whole at its end,
 // without the block (the API does not need a finished turn's thinking).
 //
-// Each text is masked on its own. A secret split across two text parts of one message, or
-// across two consecutive messages of one role, which a Claude model reads run together (its
-// API merges consecutive messages of one role into one turn), is not masked: the layer keeps
-// secrets a text carries from the model, not one a client assembles on purpose from pieces,
-// which an encoding (base64) would carry past it as well. Messages of different roles are not
-// read run together by any model: each opens with its role's markers.
+// Each text is masked on its own, and the texts a model reads run together are also read so:
+// the content and text parts of a message, which a provider sends as separate blocks, and
+// those of consecutive messages of one role (user, assistant or system), which Anthropic's API
+// merges into one turn, read run together and joined by line breaks
+// (mask.Transcript.AcrossParts). A secret cut across two of them ("sk-proj-abc" and "def...",
+// "password=" and "hunter2", a private key's BEGIN line and its body) is masked: the
+// placeholder takes the place of the secret's part in the first text it starts in, its parts
+// in the texts after it are removed, and the rest of every text is kept; text glued to a
+// secret across two parts is read, as the model reads it, as the secret's tail. Messages of
+// different roles are not read run together by any model (each opens with its role's markers),
+// nor are two tool results (each its own block, naming its call). A secret a client assembles
+// on purpose in an encoding (base64) gets past the layer.
 package redact

@@ -151,7 +151,10 @@ func (m *Middleware) redactResult(v any) (any, error) {
 // result (tool messages and tool_result parts; a gateway client sends the
 // results of its own tools) and the arguments of earlier tool calls (still
 // valid JSON), and the tool definitions and the response format's schema
-// the call carries (mask.Transcript.Tools and Format). A thinking block sent
+// the call carries (mask.Transcript.Tools and Format). The text pieces a
+// model reads run together (a message's content and text parts, consecutive
+// messages of one role) are also read so, and a secret cut across them is
+// masked (mask.Transcript.AcrossParts). A thinking block sent
 // back is signed and cannot be masked: one holding a secret is left out, or
 // the call fails when the turn cannot go on without it (see thinking). The
 // caller's messages are never modified; it resends the raw text with the
@@ -190,7 +193,9 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
 		run := c.Meta.Run.ID
 		tr := mask.Transcript{Mask: m.redactor.Redact, System: true, Seen: &m.seen}
-		msgs, masked := tr.Messages(run, c.Request.Messages)
+		joined, split := tr.AcrossParts(c.Request.Messages, m.redactor.items, true)
+		msgs, masked := tr.Messages(run, joined)
+		masked = masked || split
 		msgs, dropped, err := m.thinking(run, &c.Request, msgs)
 		if err != nil {
 			return err
@@ -213,6 +218,16 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 			},
 		})
 	}
+}
+
+// items returns the secrets of text as items to mask (mask.Transcript.AcrossParts): the
+// whole match of a rule, of which its "secret" group is masked.
+func (r *Redactor) items(text string) []mask.Item {
+	var out []mask.Item
+	for _, sp := range r.find(text) {
+		out = append(out, mask.Item{From: sp.match, To: sp.matchE, Start: sp.start, End: sp.end, With: r.rules[sp.rule].placeholder})
+	}
+	return out
 }
 
 // EndRun implements runtime.RunEnder: it forgets the run's clean texts.
@@ -246,10 +261,12 @@ func (r *Redactor) releasable(buf string) int {
 var continuation = strings.Repeat("Aa0", 22)
 
 // continuedMatch returns where a match starts that runs from text into a
-// continuation appended to it, or -1 when none does.
+// continuation appended to it, or -1 when none does; text is read as Redact
+// reads it (folded, and decoded), so "Bearer" and a no-break space ending a
+// line is held with the next.
 func (r *Redactor) continuedMatch(text string) int {
 	from := -1
-	for _, sp := range r.spans(text + continuation) {
+	for _, sp := range r.readings(text + continuation) {
 		if sp.match < len(text) && sp.end > len(text) && (from < 0 || sp.match < from) {
 			from = sp.match
 		}

@@ -121,6 +121,8 @@ func TestChatOutputSplitAcrossDeltas(t *testing.T) {
 		{"value after blank lines", []string{"api_key:\n\n", "zzzzsecretzzzz\n"}, []string{"zzzzsecretzzzz"}},
 		{"basic credentials on the next line", []string{"Authorization: Basic\n", "dXNlcjpwYXNzd29yZA==\n"}, []string{"dXNlcjpwYXNzd29yZA=="}},
 		{"bearer token on the next line", []string{"Bearer\n", "abcdefghijklmnopqrstu\n"}, []string{"abcdefghijklmnopqrstu"}},
+		{"no-break space before the next line", []string{"Bearer\u00a0\n", "abcdefghijklmnopqrstu\n"}, []string{"abcdefghijklmnopqrstu"}},
+		{"escaped key split mid-token", []string{"key sk%2Dproj-abcdefghij", "klmnopqrstuvwx and more\n"}, []string{"proj-abcdefghijklmnopqrstuvwx"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -117,28 +117,41 @@ func compileRule(p Pattern, re *regexp.Regexp, needles []string) rule {
 func Placeholder(id string) string { return "[REDACTED:" + id + "]" }
 
 type span struct {
-	start, end int // the masked part: the "secret" group, or the whole match
-	match      int // where the whole match starts
-	rule       int
+	start, end    int // the masked part: the "secret" group, or the whole match
+	match, matchE int // the whole match
+	rule          int
 }
 
 // Redact returns text with every secret replaced by its placeholder, and the number of
 // replacements. Overlapping matches are resolved in favour of the one that starts first, then
-// the longer, then the rule listed first. The text is also read folded (textnorm.Fold), so
-// that a secret cannot be hidden by zero-width or other invisible characters inside it, or
-// written in full-width or look-alike letters: what matches there masks the span of the text
-// as given that it came from.
+// the longer, then the rule listed first. The text is also read folded
+// (textnorm.FoldSeparators), so that a secret cannot be hidden by zero-width or other
+// invisible characters inside it, written in full-width or look-alike letters, or spaced by
+// another space than the ASCII one, and, when it holds escapes, decoded
+// (textnorm.Unescape: percent-encoding, HTML character references, JSON's escapes): what
+// matches there masks the span of the text as given that it came from, escapes and all.
 func (r *Redactor) Redact(text string) (string, int) {
-	spans := r.spans(text)
-	if f := textnorm.Fold(text); f.Text != text {
-		for _, sp := range r.spans(f.Text) {
-			sp.start, sp.end = f.Span(sp.start, sp.end)
-			sp.match = sp.start
-			spans = append(spans, sp)
-		}
-	}
+	spans := r.find(text)
 	if len(spans) == 0 {
 		return text, 0
+	}
+	var b strings.Builder
+	b.Grow(len(text))
+	last := 0
+	for _, sp := range spans {
+		b.WriteString(text[last:sp.start])
+		b.WriteString(r.rules[sp.rule].placeholder)
+		last = sp.end
+	}
+	b.WriteString(text[last:])
+	return b.String(), len(spans)
+}
+
+// find returns the secrets of text Redact masks, in order and not overlapping.
+func (r *Redactor) find(text string) []span {
+	spans := r.readings(text)
+	if len(spans) == 0 {
+		return nil
 	}
 	slices.SortFunc(spans, func(a, b span) int {
 		if a.start != b.start {
@@ -149,20 +162,35 @@ func (r *Redactor) Redact(text string) (string, int) {
 		}
 		return a.rule - b.rule
 	})
-	var b strings.Builder
-	b.Grow(len(text))
-	last, n := 0, 0
+	out, last := spans[:0], 0
 	for _, sp := range spans {
-		if sp.start < last {
-			continue
+		if sp.start >= last {
+			out = append(out, sp)
+			last = sp.end
 		}
-		b.WriteString(text[last:sp.start])
-		b.WriteString(r.rules[sp.rule].placeholder)
-		last = sp.end
-		n++
 	}
-	b.WriteString(text[last:])
-	return b.String(), n
+	return out
+}
+
+// readings returns the matches of every rule in text, in text folded and in text decoded
+// and folded, as spans of text, unordered and possibly overlapping.
+func (r *Redactor) readings(text string) []span {
+	spans := r.spans(text)
+	add := func(form string, mapSpan func(start, end int) (int, int)) {
+		for _, sp := range r.spans(form) {
+			sp.start, sp.end = mapSpan(sp.start, sp.end)
+			sp.match, sp.matchE = mapSpan(sp.match, sp.matchE)
+			spans = append(spans, sp)
+		}
+	}
+	if f := textnorm.FoldSeparators(text, false); f.Text != text {
+		add(f.Text, f.Span)
+	}
+	if d, ok := textnorm.Unescape(text, true); ok {
+		f := textnorm.FoldSeparators(d.Text, false)
+		add(f.Text, func(start, end int) (int, int) { return d.Span(f.Span(start, end)) })
+	}
+	return spans
 }
 
 // spans returns the matches of every rule in text, unordered.
@@ -204,7 +232,7 @@ func (ru *rule) appendSpan(spans []span, loc []int, offset, i int) []span {
 	if s < 0 || s == e {
 		return spans
 	}
-	return append(spans, span{start: offset + s, end: offset + e, match: offset + loc[0], rule: i})
+	return append(spans, span{start: offset + s, end: offset + e, match: offset + loc[0], matchE: offset + loc[1], rule: i})
 }
 
 // keyWindow bounds the text an anchored rule is first tried on; a match that reaches the end

@@ -6,5 +6,7 @@
 // results (tool messages and tool_result parts) and the arguments of the
 // tool calls assistant messages carry (their strings, their object keys and
 // their integral numbers, still valid JSON). The caller's messages are never
-// modified: what changes is a copy.
+// modified: what changes is a copy. AcrossParts masks what a layer finds
+// in the text pieces a model reads run together (a message's content and
+// text parts), which each piece on its own does not hold.
 package mask

@@ -3,6 +3,7 @@ package mask_test
 import (
 	"encoding/base64"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -172,4 +173,46 @@ func TestMessageKeepsCallsInPlace(t *testing.T) {
 	assert.Zero(t, got.ToolCalls[1].PartsAfter)
 	assert.JSONEq(t, `{"q":"[S]"}`, string(got.ToolCalls[0].Arguments))
 	assert.JSONEq(t, `{"q":"s3cret"}`, string(msg.ToolCalls[0].Arguments), "the caller's message is untouched")
+}
+
+// keyValue finds each "k=" followed by letters, masking the letters.
+func keyValue(text string) []mask.Item {
+	var out []mask.Item
+	for _, loc := range regexp.MustCompile(`k=([a-z]+)`).FindAllStringSubmatchIndex(text, -1) {
+		out = append(out, mask.Item{From: loc[0], To: loc[1], Start: loc[2], End: loc[3], With: "[K]"})
+	}
+	return out
+}
+
+// TestAcrossParts: an item cut across two text pieces of a message is masked, its masked
+// part placed in the first piece it starts in; an item within one piece is left to the piece
+// itself; with turns, consecutive messages of one role are read together, and only those.
+func TestAcrossParts(t *testing.T) {
+	text := func(s string) runtime.ContentPart { return runtime.ContentPart{Type: runtime.PartText, Text: s} }
+	msgs := []runtime.Message{
+		{Role: "user", Content: "a k", Parts: []runtime.ContentPart{text("=abc"), text("def b"), text("k=own ")}},
+		{Role: "user", Content: "c k="},
+		{Role: "user", Content: "xyz d"},
+		{Role: "assistant", Content: "k="},
+		{Role: "system", Content: "k=", Parts: []runtime.ContentPart{text("sys")}},
+	}
+	tr := mask.Transcript{}
+	got, ok := tr.AcrossParts(msgs, keyValue, false)
+	require.True(t, ok)
+	assert.Equal(t, "a k", got[0].Content)
+	assert.Equal(t, []runtime.ContentPart{text("=[K]"), text(" b"), text("k=own ")}, got[0].Parts,
+		"the value goes in the first piece it starts in; an item within one piece is left as it is")
+	assert.Equal(t, msgs[1:], got[1:], "each message on its own; system messages left without System")
+
+	got, ok = tr.AcrossParts(msgs, keyValue, true)
+	require.True(t, ok)
+	assert.Equal(t, "c k=", got[1].Content)
+	assert.Equal(t, "[K] d", got[2].Content, "consecutive user messages are read together")
+	assert.Equal(t, "k=", got[3].Content, "a message of another role is not")
+	assert.Equal(t, "k=own ", msgs[0].Parts[2].Text, "the caller's messages are untouched")
+
+	got, ok = mask.Transcript{System: true}.AcrossParts(msgs[4:], keyValue, true)
+	require.True(t, ok)
+	assert.Equal(t, "k=", got[0].Content)
+	assert.Equal(t, "[K]", got[0].Parts[0].Text)
 }

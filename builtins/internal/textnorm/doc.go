@@ -1,6 +1,8 @@
 // Package textnorm folds text for the builtins that match words against user input, so that
 // invisible format characters, full-width forms, mathematical, circled and squared letters
 // and common Cyrillic, Greek and small-capital look-alike letters do not hide a word: security matches its patterns against Normalize, content_filter
-// its keywords against Fold, pii its detectors against FoldSeparators. Both keep, for every byte of the result, the offset in the
-// original text of the character it came from, so that matches are reported in the original.
+// its keywords against Fold, pii and redact their detectors and rules against FoldSeparators
+// and, for a text holding escapes, against Unescape's decoding folded. Each keeps, for every
+// byte of the result, the offset in the original text of the character it came from, so that
+// matches are reported in the original.
 package textnorm

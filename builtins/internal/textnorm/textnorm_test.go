@@ -147,3 +147,36 @@ func TestFoldPattern(t *testing.T) {
 		assert.Equal(t, tt.want, FoldPattern(tt.in), tt.in)
 	}
 }
+
+func TestUnescape(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		in    string
+		short bool
+		want  string // "" when nothing is decoded
+		span  [2]int // a span of the decoded text
+		orig  string // what it maps to
+	}{
+		{"percent", "a%2Db%zz", false, "a-b%zz", [2]int{1, 3}, "%2Db"},
+		{"html references", "&#115;k&amp;&nosuch;", false, "sk&&nosuch;", [2]int{0, 1}, "&#115;"},
+		{"json unicode escape", `\u0073k \ud835\udfd2`, false, "sk 𝟒", [2]int{3, 7}, `\ud835\udfd2`},
+		{"short escapes only with short", `a\/b\"`, false, "", [2]int{}, ""},
+		{"short escapes", `a\/b\"\\u0041\n`, true, `a/b"\u0041` + "\n", [2]int{1, 3}, `\/b`},
+		{"nothing to decode", "plain text", true, "", [2]int{}, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d, ok := Unescape(tt.in, tt.short)
+			if tt.want == "" {
+				assert.False(t, ok)
+				return
+			}
+			assert.True(t, ok)
+			assert.Equal(t, tt.want, d.Text)
+			s, e := d.Span(tt.span[0], tt.span[1])
+			assert.Equal(t, tt.orig, tt.in[s:e])
+		})
+	}
+	d, _ := Unescape("a%41", false)
+	s, e := d.Span(2, 2)
+	assert.Equal(t, [2]int{4, 4}, [2]int{s, e}, "a span at the end maps to the end")
+}
