@@ -89,3 +89,40 @@ func TestChatRedactAcrossParts(t *testing.T) {
 		})
 	}
 }
+
+// A value cut across two consecutive user messages reaches a model whole:
+// Anthropic's API merges them into one turn. Redact reads them run
+// together, as it reads the parts of one message.
+func TestChatRedactAcrossConsecutiveMessages(t *testing.T) {
+	msgs := []runtime.Message{
+		{Role: "user", Content: "my card is 4111 1111"},
+		{Role: "user", Content: "1111 1111, thanks"},
+		{Role: "assistant", Content: "noted 4111"},
+		{Role: "user", Content: "1111 is not a card"},
+	}
+	model := &recordingModel{}
+	_, err := chatPipeline(t, `{"action":"redact"}`, model).Complete(context.Background(),
+		runtime.ChatRequest{Model: "primary", Messages: msgs})
+	require.NoError(t, err)
+	got := model.seen[0]
+	require.Len(t, got, 4)
+	assert.Equal(t, "my card is [REDACTED:card]", got[0].Content)
+	assert.Equal(t, ", thanks", got[1].Content)
+	assert.Equal(t, "noted 4111", got[2].Content, "messages of other roles are not read together")
+	assert.Equal(t, "1111 is not a card", got[3].Content)
+}
+
+// A value cut across two consecutive user messages is refused in block
+// mode, as it is read in redact mode, before the model runs.
+func TestChatBlockAcrossConsecutiveMessages(t *testing.T) {
+	msgs := []runtime.Message{
+		{Role: "user", Content: "my card is 4111 1111"},
+		{Role: "user", Content: "1111 1111, thanks"},
+	}
+	model := &recordingModel{}
+	_, err := chatPipeline(t, `{"action":"block"}`, model).Complete(context.Background(),
+		runtime.ChatRequest{Model: "primary", Messages: msgs})
+	var b *runtime.BlockedError
+	require.ErrorAs(t, err, &b)
+	assert.Empty(t, model.seen, "the model does not run")
+}

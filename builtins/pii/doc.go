@@ -42,9 +42,10 @@
 // results, the arguments (numbers included) and the names and ids of earlier tool calls, the
 // call ids of tool results, a message's author (name, which an OpenAI model reads), and,
 // unless `system: false`, the system messages, the definitions of the tools offered and the
-// schema of the response format. With "block" the text parts of a message
-// are read run together as well as joined by line breaks (a model reads separate text blocks
-// run together).
+// schema of the response format. The text parts of a message, and those of consecutive
+// messages of one role (Anthropic's API merges them into one turn), are read run together
+// as well as joined by line breaks (a model reads separate text blocks run together): with
+// "block" an item cut across two of them blocks the call, with "redact" it is masked.
 // With `action: "block"` a match in the transcript (chat) or in any argument (tool; object
 // keys included) blocks the call with a *runtime.BlockedError that names the kinds and the
 // message's index or the argument's JSON Pointer, never the data; each text found clean, and
@@ -52,7 +53,7 @@
 // history is not scanned again at every step (a call without a run id is a fresh run). With
 // `action: "redact"` the inner layers see a redacted copy: every message of the transcript
 // (the caller keeps the raw transcript and resends it; an item cut across two text parts of a
-// message, which the model reads run together, is masked too), the tool definitions and the response
+// message, or of consecutive messages of one role, is masked too), the tool definitions and the response
 // format (their schemas still valid JSON), or the arguments. Arguments a Go host
 // passes in other shapes than decoded JSON (a struct, a []map[string]any, a map of numbers)
 // are read as their JSON form, which is what the tool is sent; arguments with none (a NaN)

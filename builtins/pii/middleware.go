@@ -154,6 +154,14 @@ func kindsOf(ms []Match) string {
 func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	if m.Action == ActionBlock {
 		return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
+			// A value cut across two pieces of one message, or across
+			// consecutive messages of one role, which the model reads run
+			// together, is in no text Scan reads whole.
+			tr := mask.Transcript{Mask: m.scanner.Redact, System: m.System}
+			if _, split := tr.AcrossParts(c.Request.Messages, m.items, true); split {
+				return &runtime.BlockedError{Layer: m.name,
+					Message: "personal data cut across the parts of a message, or across consecutive messages of one role, which the model reads run together"}
+			}
 			if err := m.seen.Scan(c, m.System, m.System, func(i int, kind, text string) error {
 				ms := m.scanner.Find(text)
 				if len(ms) == 0 {
@@ -196,7 +204,7 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
 		run := c.Meta.Run.ID
 		tr := mask.Transcript{Mask: m.scanner.Redact, System: m.System, Seen: &m.seen}
-		joined, split := tr.AcrossParts(c.Request.Messages, m.items, false)
+		joined, split := tr.AcrossParts(c.Request.Messages, m.items, true)
 		msgs, masked := tr.Messages(run, joined)
 		masked = masked || split
 		tools, format, defsMasked := c.Request.Tools, c.Request.ResponseFormat, false
