@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/agentc-dev/agentc/internal/wire"
 	"github.com/agentc-dev/agentc/runtime"
@@ -269,6 +270,8 @@ func openAIMessage(in *oaMessage) (runtime.Message, error) {
 				// The API's schema wants at least one part.
 				return m, errors.New("content: an empty array; want a string or at least one content part")
 			}
+			// run holds the texts of the adjacent text parts read last.
+			var run []string
 			for j, p := range parts {
 				switch p.Type {
 				case "text", "refusal":
@@ -285,13 +288,13 @@ func openAIMessage(in *oaMessage) (runtime.Message, error) {
 					// Adjacent text parts are one text, joined by a line
 					// break as the policy's layers read them: sent as
 					// separate blocks, a Claude model would read them run
-					// together, a word split across two parts whole.
-					if n := len(m.Parts); n > 0 && m.Parts[n-1].Type == runtime.PartText {
-						m.Parts[n-1].Text += "\n" + text
-						continue
-					}
-					m.Parts = append(m.Parts, runtime.ContentPart{Type: runtime.PartText, Text: text})
+					// together, a word split across two parts whole. They
+					// are joined once the run ends (appending each to
+					// the text so far would copy it at every part).
+					run = append(run, text)
 				case "image_url":
+					m.Parts = joinText(m.Parts, run)
+					run = run[:0]
 					if m.Role != "user" {
 						// The API takes images from the user alone; the
 						// providers would drop one elsewhere.
@@ -308,6 +311,7 @@ func openAIMessage(in *oaMessage) (runtime.Message, error) {
 					return m, fmt.Errorf(`content[%d].type: want "text", "image_url" or "refusal", got %q`, j, p.Type)
 				}
 			}
+			m.Parts = joinText(m.Parts, run)
 			if len(m.Parts) == 1 && m.Parts[0].Type == runtime.PartText {
 				m.Content, m.Parts = m.Parts[0].Text, nil
 			}
@@ -606,6 +610,15 @@ func unmarshal(b []byte, v any) error {
 		return fmt.Errorf("%s: want %s, got JSON %s (at byte %d)", field, te.Type, te.Value, te.Offset)
 	}
 	return fmt.Errorf("malformed JSON: %v", err)
+}
+
+// joinText appends to parts the text part of the adjacent texts run,
+// joined by line breaks, if any.
+func joinText(parts []runtime.ContentPart, run []string) []runtime.ContentPart {
+	if len(run) == 0 {
+		return parts
+	}
+	return append(parts, runtime.ContentPart{Type: runtime.PartText, Text: strings.Join(run, "\n")})
 }
 
 // position returns the 1-based line and column of byte offset off.
