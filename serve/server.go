@@ -77,6 +77,13 @@ type Options struct {
 
 	// MaxBodyBytes bounds a request body (default 4 MiB; larger: 413).
 	MaxBodyBytes int64
+	// MaxMessages bounds the messages of a chat or token count request
+	// (default DefaultMaxMessages; negative: no bound; more: 400).
+	MaxMessages int
+	// MaxParts bounds the content parts, blocks and tool calls of a chat
+	// or token count request, over all its messages and its system prompt
+	// (default DefaultMaxParts; negative: no bound; more: 400).
+	MaxParts int
 	// MaxToolResultBytes bounds the result of an upstream MCP tool call
 	// (default 4 MiB): a larger result is an error result naming the
 	// limit (see upstreamTool.call).
@@ -132,6 +139,12 @@ func (o *Options) defaults() {
 	}
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = 4 << 20
+	}
+	if o.MaxMessages == 0 {
+		o.MaxMessages = DefaultMaxMessages
+	}
+	if o.MaxParts == 0 {
+		o.MaxParts = DefaultMaxParts
 	}
 	if o.MaxSessions <= 0 {
 		o.MaxSessions = 1000
