@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"time"
 	"unicode/utf8"
 )
 
@@ -19,6 +20,55 @@ const (
 	// passes every model's context window.
 	DefaultMaxParts = 100_000
 )
+
+// DefaultMaxInFlight is the default of Options.MaxInFlight. In flight
+// are the arrival rate times the time a request takes (a streamed answer
+// lasts seconds): 1,024 serve 100 calls a second of 10 s each with room to
+// spare. Each may hold what its body decodes to (about ten times the
+// body: 42 MB for a body of 4 MiB at the limit of messages), so a host
+// admitting callers it does not trust sets it to its memory over ten
+// times MaxBodyBytes.
+const DefaultMaxInFlight = 1024
+
+// bounded reports whether a request of route counts against MaxInFlight:
+// the routes that decode a body and call upstreams. An MCP session's
+// event stream (GET /mcp), open for the session's life, and its end
+// (DELETE) do not; nor do the models routes and the probes.
+func bounded(route string, r *http.Request) bool {
+	switch route {
+	case "chat_completions", "messages", "count_tokens":
+		return true
+	case "mcp":
+		return r.Method == http.MethodPost
+	}
+	return false
+}
+
+// takeSlot admits a request under MaxInFlight, or answers a 503 with
+// Retry-After in the route's format and returns false: a request is never
+// queued, so a burst cannot hold more than the bound.
+func (s *Server) takeSlot(x *exchange) bool {
+	if s.slots == nil {
+		return true
+	}
+	select {
+	case s.slots <- struct{}{}:
+		return true
+	default:
+	}
+	x.err = fmt.Errorf("over the limit of %d requests in flight (MaxInFlight)", cap(s.slots))
+	SetRetryAfter(x.Header(), time.Second)
+	x.fail(http.StatusServiceUnavailable, errOverloaded,
+		fmt.Sprintf("the gateway is serving its limit of %d requests at once; retry the request", cap(s.slots)))
+	return false
+}
+
+// leaveSlot ends a request admitted by takeSlot.
+func (s *Server) leaveSlot() {
+	if s.slots != nil {
+		<-s.slots
+	}
+}
 
 // items are the messages and parts of a request body (countItems).
 type items struct {

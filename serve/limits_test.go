@@ -7,10 +7,14 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	goruntime "runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -230,4 +234,122 @@ func TestMessageAndPartLimits(t *testing.T) {
 	code, resp = post(srv, "/v1/chat/completions", []byte(over[:len(over)-2]))
 	assert.Equal(t, http.StatusBadRequest, code)
 	assert.Contains(t, resp, "malformed JSON")
+}
+
+// gatedModels is a model that answers once gate is closed, counting the
+// calls it holds.
+func gatedModels(gate chan struct{}, held *atomic.Int64) func(*Options) {
+	model := runtime.ModelFunc(func(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+		held.Add(1)
+		defer held.Add(-1)
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		yield(runtime.Delta{Text: "ok"})
+		yield(runtime.Delta{FinishReason: runtime.FinishStop, Usage: runtime.Usage{InputTokens: 1, OutputTokens: 1}})
+		return nil
+	})
+	return func(o *Options) {
+		o.Models = func(context.Context, *plan.Plan) (map[string]runtime.ModelClient, error) {
+			return map[string]runtime.ModelClient{"primary": model, "backup": model}, nil
+		}
+	}
+}
+
+// TestInFlightLimit: with MaxInFlight requests held by a slow upstream,
+// one more chat, count or MCP call is refused at once, a 503 with
+// Retry-After in its route's format, not queued; the probes, the metrics
+// and the models answer; once a call ends the next one is served.
+func TestInFlightLimit(t *testing.T) {
+	gate := make(chan struct{})
+	var held atomic.Int64
+	const n = 3
+	srv := inProcess(t, `{use: "tracing"}`, gatedModels(gate, &held), func(o *Options) { o.MaxInFlight = n })
+	chat := []byte(`{"model":"primary","messages":[{"role":"user","content":"hi"}]}`)
+	results := make(chan int, n)
+	for range n {
+		go func() {
+			code, _ := post(srv, "/v1/chat/completions", chat)
+			results <- code
+		}()
+	}
+	require.Eventually(t, func() bool { return held.Load() == n }, 10*time.Second, time.Millisecond)
+
+	req, _ := http.NewRequest("POST", "/v1/chat/completions", bytes.NewReader(chat))
+	req.Header.Set("Authorization", "Bearer "+clientKey)
+	rec := httptest.NewRecorder()
+	srv.ServeHTTP(rec, req)
+	assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
+	assert.Equal(t, "1", rec.Header().Get("Retry-After"))
+	assert.JSONEq(t, `{"error": {"message": "the gateway is serving its limit of 3 requests at once; retry the request",
+		"type": "server_error", "code": "overloaded", "param": null}}`, rec.Body.String())
+
+	code, resp := post(srv, "/v1/messages", []byte(`{"model":"primary","max_tokens":8,"messages":[{"role":"user","content":"hi"}]}`))
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.JSONEq(t, `{"type": "error", "error": {"type": "overloaded_error", "code": "overloaded",
+		"message": "the gateway is serving its limit of 3 requests at once; retry the request"}}`, resp)
+	code, _ = post(srv, "/v1/messages/count_tokens", []byte(`{"model":"primary","messages":[{"role":"user","content":"hi"}]}`))
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	code, resp = post(srv, "/mcp", []byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Contains(t, resp, `"code":"overloaded"`)
+
+	for _, path := range []string{"/healthz", "/readyz", "/metrics", "/v1/models"} {
+		req, _ := http.NewRequest("GET", path, nil)
+		req.Header.Set("Authorization", "Bearer "+clientKey)
+		rec := httptest.NewRecorder()
+		srv.ServeHTTP(rec, req)
+		assert.Equal(t, http.StatusOK, rec.Code, path)
+	}
+	assert.Equal(t, int64(n), held.Load(), "nothing was queued behind the calls held")
+
+	close(gate)
+	for range n {
+		assert.Equal(t, http.StatusOK, <-results)
+	}
+	code, resp = post(srv, "/v1/chat/completions", chat)
+	assert.Equal(t, http.StatusOK, code, resp)
+}
+
+// TestMemoryBoundedUnderManyLargeRequests: 32 concurrent requests of
+// 99,000 messages (4 MiB bodies, each decoding to some 40 MB) against a
+// slow upstream hold no more than MaxInFlight of them decoded: the heap
+// stays within a few of them, and returns to where it was once they end.
+func TestMemoryBoundedUnderManyLargeRequests(t *testing.T) {
+	gate := make(chan struct{})
+	var held atomic.Int64
+	const slots, clients = 4, 32
+	srv := inProcess(t, `{use: "tracing"}`, gatedModels(gate, &held), func(o *Options) { o.MaxInFlight = slots })
+	body := manyMessages("openai", 99_000)
+	heap := func() uint64 {
+		goruntime.GC()
+		var m goruntime.MemStats
+		goruntime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	before := heap()
+	codes := make(chan int, clients)
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Go(func() {
+			code, _ := post(srv, "/v1/chat/completions", body)
+			codes <- code
+		})
+	}
+	require.Eventually(t, func() bool { return held.Load() == slots && len(codes) == clients-slots }, 30*time.Second, time.Millisecond)
+	during := heap()
+	close(gate)
+	wg.Wait()
+	close(codes)
+	count := map[int]int{}
+	for c := range codes {
+		count[c]++
+	}
+	assert.Equal(t, map[int]int{http.StatusOK: slots, http.StatusServiceUnavailable: clients - slots}, count)
+	after := heap()
+	t.Logf("heap: %d MB before, %d MB with %d requests held, %d MB after", before>>20, during>>20, slots, after>>20)
+	assert.Less(t, during, before+slots*64<<20, "the heap holds at most the requests in flight")
+	assert.Less(t, after, before+16<<20, "nothing is kept once they end")
 }
