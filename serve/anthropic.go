@@ -128,7 +128,8 @@ func decodeMessages(body []byte, p *chatParams) error {
 // decodeAnthropic maps a Messages request onto the call model (the token
 // counting route's too, where max_tokens is optional).
 func decodeAnthropic(body []byte, p *chatParams) error {
-	var in antRequest
+	// The messages' slice is sized once (decodeOpenAI).
+	in := antRequest{Messages: make([]antMessage, 0, p.items.messages)}
 	if err := unmarshal(body, &in); err != nil {
 		return err
 	}
@@ -284,8 +285,7 @@ func cacheControl(raw json.RawMessage) (*runtime.CacheControl, error) {
 // textBlocks decodes a string or an array of text blocks.
 func textBlocks(raw json.RawMessage) (string, []antBlock, error) {
 	if raw[0] == '"' {
-		var s string
-		err := json.Unmarshal(raw, &s)
+		s, err := jsonString(raw)
 		return s, nil, err
 	}
 	var blocks []antBlock
@@ -366,10 +366,12 @@ func anthropicMessage(in *antMessage) (runtime.Message, error) {
 		return m, errors.New("content: required")
 	}
 	if c[0] == '"' {
-		err := json.Unmarshal(c, &m.Content)
+		var err error
+		m.Content, err = jsonString(c)
 		return m, err
 	}
-	var blocks []antBlock
+	// Sized once, as decodeOpenAI sizes the messages.
+	blocks := make([]antBlock, 0, arrayLen(c))
 	if err := json.Unmarshal(c, &blocks); err != nil {
 		return m, errors.New("content: want a string or an array of content blocks")
 	}

@@ -26,6 +26,9 @@ type chatParams struct {
 	// blocks is the order of a whole response's blocks, for a wire format
 	// that lists them (chatAPI.ordered).
 	blocks runtime.BlockOrder
+	// items are the messages and parts the body holds (countItems), which
+	// size the decoding's slices; zero when not counted.
+	items items
 }
 
 // chatAPI is one wire format of the chat routes.
@@ -75,20 +78,8 @@ type chatStream interface {
 // resolves the model, attaches the run, runs the chat chain and encodes the
 // outcome.
 func (s *Server) chat(x *exchange, a *chatAPI) {
-	body, ok := x.readBody()
-	if !ok {
-		return
-	}
 	var p chatParams
-	err := a.decode(body, &p)
-	if err == nil && a.headers != nil {
-		err = a.headers(x.r.Header, &p)
-	}
-	if err != nil {
-		x.fail(http.StatusBadRequest, errBadRequest, err.Error())
-		return
-	}
-	if !s.admitRequest(x, &p) {
+	if !s.readChat(x, &p, a.decode, a.headers) || !s.admitRequest(x, &p) {
 		return
 	}
 	ctx, finish, err := s.withRun(x.r.Context(), x, x.r, x.g, x.caller)

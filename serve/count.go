@@ -36,31 +36,20 @@ const (
 // (runtime.EstimateRequest) and nothing leaves the gateway. The header
 // X-Agentc-Token-Count tells which.
 func (s *Server) countTokens(x *exchange) {
-	body, ok := x.readBody()
-	if !ok {
-		return
-	}
 	var p chatParams
-	err := decodeAnthropic(body, &p)
-	if err == nil {
-		err = anthropicHeaders(x.r.Header, &p)
-	}
-	if err != nil {
-		x.fail(http.StatusBadRequest, errBadRequest, err.Error())
-		return
-	}
-	if !s.admitRequest(x, &p) {
+	if !s.readChat(x, &p, decodeAnthropic, anthropicHeaders) || !s.admitRequest(x, &p) {
 		return
 	}
 	source, n := tokenCountEstimate, runtime.EstimateRequest(&p.req)
 	if counter := x.g.counter(p.req.Model); counter != nil && len(countChecks(x.g.pl)) == 0 {
 		served := &servedSlot{idHeader: anthropicChat.requestIDHeader}
 		ctx := runtime.WithUpstreamRequestID(x.r.Context(), served)
-		if err = takeCountRate(ctx, x); err != nil {
+		if err := takeCountRate(ctx, x); err != nil {
 			s.observeRefusal(plan.StageChat, err)
 			x.failErr(err)
 			return
 		}
+		var err error
 		if n, err = counter.CountTokens(ctx, &p.req); err != nil {
 			x.failErr(err)
 			return

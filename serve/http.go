@@ -43,6 +43,7 @@ const (
 	errTooLarge     errCode = "body_too_large"
 	errBodyTimeout  errCode = "body_timeout"
 	errUnavailable  errCode = "unavailable"
+	errOverloaded   errCode = "overloaded"
 )
 
 // exchange is one request in flight: the response writer, recording what
@@ -134,6 +135,12 @@ func (s *Server) handle(pattern, route string, a api, fn func(x *exchange)) {
 		}
 		if route != "unknown" && !s.authenticate(x) {
 			return
+		}
+		if bounded(route, r) {
+			if !s.takeSlot(x) {
+				return
+			}
+			defer s.leaveSlot()
 		}
 		fn(x)
 	})

@@ -1103,7 +1103,8 @@ func objectSchema(s any) bool {
 }
 
 // callTool runs one tools/call through the current generation's tool
-// chain. A call the chain refuses (blocked, budget) or that fails is an
+// chain; after Close, a JSON-RPC error saying the server is shutting
+// down. A call the chain refuses (blocked, budget) or that fails is an
 // error result, so the model sees why; a refused call does not reach the
 // tool. A call in doubt (it may have run, or ran with its outcome not
 // recorded) is an error result that says so ("in_doubt by LAYER: ...").
@@ -1111,6 +1112,11 @@ func (p *mcpProxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	s := p.s
 	g := s.acquire()
 	defer g.release()
+	if s.closed.Load() {
+		// g is the last generation, retired and perhaps closed: the call
+		// is refused as a request reaching the server after Close is.
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: errClosed.Error()}
+	}
 	var h http.Header
 	if req.Extra != nil {
 		h = req.Extra.Header

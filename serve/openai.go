@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/agentc-dev/agentc/internal/wire"
 	"github.com/agentc-dev/agentc/runtime"
@@ -96,7 +97,9 @@ const maxStop = 4
 
 // decodeOpenAI maps a Chat Completions request onto the call model.
 func decodeOpenAI(body []byte, p *chatParams) error {
-	var in oaRequest
+	// The messages' slice is sized once rather than grown by the decoding
+	// (which copies it at each growth).
+	in := oaRequest{Messages: make([]oaMessage, 0, p.items.messages)}
 	if err := unmarshal(body, &in); err != nil {
 		return err
 	}
@@ -257,11 +260,14 @@ func openAIMessage(in *oaMessage) (runtime.Message, error) {
 	}
 	if c := bytes.TrimSpace(in.Content); len(c) > 0 && string(c) != "null" {
 		if c[0] == '"' {
-			if err := json.Unmarshal(c, &m.Content); err != nil {
+			s, err := jsonString(c)
+			if err != nil {
 				return m, fmt.Errorf("content: %v", err)
 			}
+			m.Content = s
 		} else {
-			var parts []oaPart
+			// Sized once, as decodeOpenAI sizes the messages.
+			parts := make([]oaPart, 0, arrayLen(c))
 			if err := json.Unmarshal(c, &parts); err != nil {
 				return m, errors.New("content: want a string or an array of content parts")
 			}
@@ -269,6 +275,8 @@ func openAIMessage(in *oaMessage) (runtime.Message, error) {
 				// The API's schema wants at least one part.
 				return m, errors.New("content: an empty array; want a string or at least one content part")
 			}
+			// run joins the texts of the adjacent text parts read last.
+			var run textRun
 			for j, p := range parts {
 				switch p.Type {
 				case "text", "refusal":
@@ -285,13 +293,12 @@ func openAIMessage(in *oaMessage) (runtime.Message, error) {
 					// Adjacent text parts are one text, joined by a line
 					// break as the policy's layers read them: sent as
 					// separate blocks, a Claude model would read them run
-					// together, a word split across two parts whole.
-					if n := len(m.Parts); n > 0 && m.Parts[n-1].Type == runtime.PartText {
-						m.Parts[n-1].Text += "\n" + text
-						continue
-					}
-					m.Parts = append(m.Parts, runtime.ContentPart{Type: runtime.PartText, Text: text})
+					// together, a word split across two parts whole. They
+					// are joined as they come (appending each to the
+					// text so far would copy it at every part).
+					run.add(text)
 				case "image_url":
+					m.Parts = run.flush(m.Parts)
 					if m.Role != "user" {
 						// The API takes images from the user alone; the
 						// providers would drop one elsewhere.
@@ -308,6 +315,7 @@ func openAIMessage(in *oaMessage) (runtime.Message, error) {
 					return m, fmt.Errorf(`content[%d].type: want "text", "image_url" or "refusal", got %q`, j, p.Type)
 				}
 			}
+			m.Parts = run.flush(m.Parts)
 			if len(m.Parts) == 1 && m.Parts[0].Type == runtime.PartText {
 				m.Content, m.Parts = m.Parts[0].Text, nil
 			}
@@ -606,6 +614,42 @@ func unmarshal(b []byte, v any) error {
 		return fmt.Errorf("%s: want %s, got JSON %s (at byte %d)", field, te.Type, te.Value, te.Offset)
 	}
 	return fmt.Errorf("malformed JSON: %v", err)
+}
+
+// textRun joins the texts of adjacent text parts by line breaks.
+type textRun struct {
+	first string
+	b     strings.Builder
+	n     int
+}
+
+func (r *textRun) add(s string) {
+	switch r.n {
+	case 0:
+		r.first = s
+	case 1:
+		r.b.WriteString(r.first)
+		fallthrough
+	default:
+		r.b.WriteByte('\n')
+		r.b.WriteString(s)
+	}
+	r.n++
+}
+
+// flush appends the run's text, if any, to parts as a text part, and
+// empties the run.
+func (r *textRun) flush(parts []runtime.ContentPart) []runtime.ContentPart {
+	text := r.first
+	switch r.n {
+	case 0:
+		return parts
+	case 1:
+	default:
+		text = r.b.String()
+	}
+	*r = textRun{}
+	return append(parts, runtime.ContentPart{Type: runtime.PartText, Text: text})
 }
 
 // position returns the 1-based line and column of byte offset off.

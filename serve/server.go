@@ -77,6 +77,19 @@ type Options struct {
 
 	// MaxBodyBytes bounds a request body (default 4 MiB; larger: 413).
 	MaxBodyBytes int64
+	// MaxMessages bounds the messages of a chat or token count request
+	// (default DefaultMaxMessages; negative: no bound; more: 400).
+	MaxMessages int
+	// MaxParts bounds the content parts, blocks and tool calls of a chat
+	// or token count request, over all its messages and its system prompt
+	// (default DefaultMaxParts; negative: no bound; more: 400).
+	MaxParts int
+	// MaxInFlight bounds the requests served at once on the routes that
+	// decode a body and call upstreams: the chat and token count routes
+	// and MCP's POST /mcp (default DefaultMaxInFlight; negative: no
+	// bound). A request past it is refused at once, a 503 with
+	// Retry-After: it never waits.
+	MaxInFlight int
 	// MaxToolResultBytes bounds the result of an upstream MCP tool call
 	// (default 4 MiB): a larger result is an error result naming the
 	// limit (see upstreamTool.call).
@@ -133,6 +146,15 @@ func (o *Options) defaults() {
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = 4 << 20
 	}
+	if o.MaxInFlight == 0 {
+		o.MaxInFlight = DefaultMaxInFlight
+	}
+	if o.MaxMessages == 0 {
+		o.MaxMessages = DefaultMaxMessages
+	}
+	if o.MaxParts == 0 {
+		o.MaxParts = DefaultMaxParts
+	}
 	if o.MaxSessions <= 0 {
 		o.MaxSessions = 1000
 	}
@@ -164,6 +186,9 @@ type Server struct {
 	runs    *runTracker
 	ready   atomic.Bool
 	mcp     *mcpProxy
+	// slots holds a token for each request in flight on a bounded route
+	// (Options.MaxInFlight); nil: no bound.
+	slots chan struct{}
 	// memory is the in-process state every generation shares (budgets,
 	// rate limits, idempotency records, caches), so a reload keeps it.
 	memory *runtime.MemoryStore
@@ -196,6 +221,9 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	opts.defaults()
 	s := &Server{opts: opts, log: opts.Logger, metrics: newMetrics(opts.Registry),
 		memory: opts.Deps.Memory}
+	if opts.MaxInFlight > 0 {
+		s.slots = make(chan struct{}, opts.MaxInFlight)
+	}
 	s.stopNow, s.abort = context.WithCancel(context.Background())
 	s.requests, s.cutRequests = context.WithCancelCause(s.stopNow)
 	if s.memory == nil {

@@ -602,3 +602,39 @@ func TestRequestAfterCloseIsRefused(t *testing.T) {
 	srv.ServeHTTP(code, httptest.NewRequest("GET", "/readyz", nil))
 	assert.Equal(t, http.StatusServiceUnavailable, code.Code)
 }
+
+// TestToolCallAfterCloseIsRefused: a tools/call an MCP session dispatched
+// after Close (its connection cut by the shutdown, the call still queued
+// in the session) ran on the last generation, retired and closed, its
+// pipeline and stores shut. It is now refused as the other routes refuse
+// a request after Close: an MCP error saying the server is shutting down,
+// and the tool does not run.
+func TestToolCallAfterCloseIsRefused(t *testing.T) {
+	policy := `package gw
+
+tools: echo: {description: "Echoes.", args: {type: "object"}}
+`
+	ran := 0
+	srv, err := New(context.Background(), Options{Source: cueSource(writePolicy(t, policy)), WatchInterval: -1,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Tools: map[string]runtime.ToolFunc{"echo": func(context.Context, *runtime.ToolCall) (any, error) {
+			ran++
+			return "echo", nil
+		}}})
+	require.NoError(t, err)
+	call := func() (*mcp.CallToolResult, error) {
+		return srv.mcp.callTool(context.Background(), &mcp.CallToolRequest{
+			Params: &mcp.CallToolParamsRaw{Name: "echo", Arguments: []byte(`{}`)},
+			Extra:  &mcp.RequestExtra{Header: http.Header{RunHeader: {"r1"}}}})
+	}
+	res, err := call()
+	require.NoError(t, err)
+	require.False(t, res.IsError)
+	require.Equal(t, 1, ran)
+
+	require.NoError(t, srv.Close())
+	res, err = call()
+	require.Error(t, err, "a call after Close is refused, not run: %+v", res)
+	assert.Contains(t, err.Error(), "shutting down")
+	assert.Equal(t, 1, ran, "the tool did not run")
+}

@@ -33,6 +33,9 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 	runIdle := fs.Duration("idle", 15*time.Minute, "end a named run after this long without a request")
 	maxBody := fs.Int64("maxbody", 4<<20, "largest request body, in bytes")
 	maxResult := fs.Int64("maxresult", 4<<20, "largest result of an upstream MCP tool call, in bytes")
+	maxMessages := fs.Int("maxmessages", serve.DefaultMaxMessages, "most messages of a chat request (more: 400; 0: no bound)")
+	maxParts := fs.Int("maxparts", serve.DefaultMaxParts, "most content parts, blocks and tool calls of a chat request (more: 400; 0: no bound)")
+	maxInFlight := fs.Int("maxinflight", serve.DefaultMaxInFlight, "most chat, token count and MCP calls served at once (more: 503 with Retry-After; 0: no bound)")
 	maxRuns := fs.Int("maxruns", 10000, "named runs a tenant keeps (more: its runs idle the longest end)")
 	maxSessions := fs.Int("maxsessions", 1000, "MCP sessions a key keeps open (more: those used the longest ago are closed)")
 	logFormat := fs.String("log", "text", "access and server log format: text or json")
@@ -49,6 +52,16 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	if *maxRuns < 1 || *maxSessions < 1 {
 		return fail(env, "serve: -maxruns and -maxsessions must be at least 1")
+	}
+	if *maxMessages < 0 || *maxParts < 0 || *maxInFlight < 0 {
+		return fail(env, "serve: -maxmessages, -maxparts and -maxinflight must not be negative (0: no bound)")
+	}
+	// 0 is no bound, which Options reads as the default.
+	unbounded := func(n int) int {
+		if n == 0 {
+			return -1
+		}
+		return n
 	}
 	var handler slog.Handler
 	switch *logFormat {
@@ -95,6 +108,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 		Source: policySource(fs.Arg(0), env, logger), Logger: logger,
 		ShutdownTimeout: *shutdown, DrainDelay: *drain, WatchInterval: *watch, RunIdle: *runIdle, MaxBodyBytes: *maxBody,
 		MaxToolResultBytes: *maxResult, MaxRuns: *maxRuns, MaxSessions: *maxSessions,
+		MaxMessages: unbounded(*maxMessages), MaxParts: unbounded(*maxParts), MaxInFlight: unbounded(*maxInFlight),
 		MetricsElsewhere: *metricsAddr != "",
 	})
 	if err != nil {

@@ -124,6 +124,13 @@ func TestServeCapsFlags(t *testing.T) {
 	assert.Equal(t, exitOK, rc)
 	assert.Contains(t, stderr.String(), "-maxruns")
 	assert.Contains(t, stderr.String(), "-maxsessions")
+	for _, f := range []string{"-maxmessages", "-maxparts", "-maxinflight"} {
+		assert.Contains(t, stderr.String(), f)
+		stderr := &lockedBuffer{}
+		rc := cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: t.TempDir()}, []string{f, "-1", "p"})
+		assert.Equal(t, exitUsage, rc, f)
+		assert.Contains(t, stderr.String(), "must not be negative (0: no bound)")
+	}
 }
 
 // A negative drain delay is refused; the flag is in the usage.

@@ -1,0 +1,208 @@
+package serve
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+	"unicode/utf8"
+)
+
+// Default bounds of what one chat request may hold (Options.MaxMessages,
+// Options.MaxParts).
+const (
+	// DefaultMaxMessages is Anthropic's documented limit of the messages
+	// of one request (OpenAI's API refuses more than 2,048): no provider
+	// serves a longer conversation.
+	DefaultMaxMessages = 100_000
+	// DefaultMaxParts bounds the content parts, blocks and tool calls of
+	// one request, as many as the messages: a conversation that long
+	// passes every model's context window.
+	DefaultMaxParts = 100_000
+)
+
+// DefaultMaxInFlight is the default of Options.MaxInFlight. In flight
+// are the arrival rate times the time a request takes (a streamed answer
+// lasts seconds): 1,024 serve 100 calls a second of 10 s each with room to
+// spare. Each may hold what its body decodes to (about ten times the
+// body: 42 MB for a body of 4 MiB at the limit of messages), so a host
+// admitting callers it does not trust sets it to its memory over ten
+// times MaxBodyBytes.
+const DefaultMaxInFlight = 1024
+
+// bounded reports whether a request of route counts against MaxInFlight:
+// the routes that decode a body and call upstreams. An MCP session's
+// event stream (GET /mcp), open for the session's life, and its end
+// (DELETE) do not; nor do the models routes and the probes.
+func bounded(route string, r *http.Request) bool {
+	switch route {
+	case "chat_completions", "messages", "count_tokens":
+		return true
+	case "mcp":
+		return r.Method == http.MethodPost
+	}
+	return false
+}
+
+// takeSlot admits a request under MaxInFlight, or answers a 503 with
+// Retry-After in the route's format and returns false: a request is never
+// queued, so a burst cannot hold more than the bound.
+func (s *Server) takeSlot(x *exchange) bool {
+	if s.slots == nil {
+		return true
+	}
+	select {
+	case s.slots <- struct{}{}:
+		return true
+	default:
+	}
+	x.err = fmt.Errorf("over the limit of %d requests in flight (MaxInFlight)", cap(s.slots))
+	SetRetryAfter(x.Header(), time.Second)
+	x.fail(http.StatusServiceUnavailable, errOverloaded,
+		fmt.Sprintf("the gateway is serving its limit of %d requests at once; retry the request", cap(s.slots)))
+	return false
+}
+
+// leaveSlot ends a request admitted by takeSlot.
+func (s *Server) leaveSlot() {
+	if s.slots != nil {
+		<-s.slots
+	}
+}
+
+// items are the messages and parts of a request body (countItems).
+type items struct {
+	messages, parts int
+}
+
+// countItems counts the messages of the well-formed request body, and
+// their parts: the elements of each message's content and tool_calls,
+// those of a content block's content (a tool result's blocks), and the
+// system prompt's blocks. It allocates nothing.
+func countItems(body []byte) items {
+	var n items
+	c := fieldCheck{b: body}
+	i := c.ws(0)
+	if i >= len(body) || body[i] != '{' {
+		return n
+	}
+	for k, val := c.member(c.ws(i + 1)); val >= 0; k, val = c.member(c.after(val)) {
+		if body[val] != '[' {
+			continue
+		}
+		switch string(unescaped(k)) {
+		case "messages":
+			c.elements(val, func(m int) {
+				n.messages++
+				n.parts += c.nested(m, func(k []byte) bool { return string(k) == "content" || string(k) == "tool_calls" }, 1)
+			})
+		case "system":
+			n.parts += c.count(val)
+		}
+	}
+	return n
+}
+
+// arrayLen returns the number of elements of the well-formed JSON array
+// raw (0 for another value).
+func arrayLen(raw []byte) int {
+	c := fieldCheck{b: raw}
+	i := c.ws(0)
+	if i >= len(raw) || raw[i] != '[' {
+		return 0
+	}
+	return c.count(i)
+}
+
+// elements calls f with the offset of each object of the array at b[i].
+func (c *fieldCheck) elements(i int, f func(int)) {
+	for i = c.ws(i + 1); i < len(c.b) && c.b[i] != ']'; i = c.after(i) {
+		if c.b[i] == '{' {
+			f(i)
+		}
+	}
+}
+
+// count returns the number of elements of the array at b[i].
+func (c *fieldCheck) count(i int) int {
+	n := 0
+	for i = c.ws(i + 1); i < len(c.b) && c.b[i] != ']'; i = c.after(i) {
+		n++
+	}
+	return n
+}
+
+// nested returns the number of elements of the arrays that are members of
+// the object at b[i] under a key match accepts, and, depth levels down, of
+// their objects' content arrays.
+func (c *fieldCheck) nested(i int, match func(key []byte) bool, depth int) int {
+	n := 0
+	for k, val := c.member(c.ws(i + 1)); val >= 0; k, val = c.member(c.after(val)) {
+		if c.b[val] != '[' || !match(unescaped(k)) {
+			continue
+		}
+		n += c.count(val)
+		if depth > 0 {
+			c.elements(val, func(e int) {
+				n += c.nested(e, func(k []byte) bool { return string(k) == "content" }, depth-1)
+			})
+		}
+	}
+	return n
+}
+
+// readChat reads and decodes the body of a chat (or token count) request
+// with decode and headers: the body within MaxBodyBytes, its messages and
+// parts within MaxMessages and MaxParts, checked before it is decoded. On
+// failure it has answered (400, 408, 413) and returns false.
+func (s *Server) readChat(x *exchange, p *chatParams, decode func([]byte, *chatParams) error, headers func(http.Header, *chatParams) error) bool {
+	body, ok := x.readBody()
+	if !ok {
+		return false
+	}
+	var err error
+	// A malformed body is reported by the decoding, at its position.
+	if json.Valid(body) {
+		p.items = countItems(body)
+		err = s.checkItems(p.items)
+	}
+	if err == nil {
+		err = decode(body, p)
+	}
+	if err == nil && headers != nil {
+		err = headers(x.r.Header, p)
+	}
+	if err != nil {
+		x.fail(http.StatusBadRequest, errBadRequest, err.Error())
+		return false
+	}
+	return true
+}
+
+// checkItems refuses a request over MaxMessages or MaxParts.
+func (s *Server) checkItems(n items) error {
+	if limit := s.opts.MaxMessages; limit > 0 && n.messages > limit {
+		return fmt.Errorf("messages: %d messages, over the limit of %d per request", n.messages, limit)
+	}
+	if limit := s.opts.MaxParts; limit > 0 && n.parts > limit {
+		return fmt.Errorf("messages: %d content parts, blocks and tool calls, over the limit of %d per request", n.parts, limit)
+	}
+	return nil
+}
+
+// jsonString decodes the JSON string raw (well-formed, quotes included):
+// a string without escapes, control characters or invalid UTF-8 (most
+// texts) is its inside, any other is decoded as json.Unmarshal does.
+func jsonString(raw []byte) (string, error) {
+	in := raw[1 : len(raw)-1]
+	plain := utf8.Valid(in)
+	for i := 0; plain && i < len(in); i++ {
+		plain = in[i] >= 0x20 && in[i] != '\\' && in[i] != '"'
+	}
+	if plain {
+		return string(in), nil
+	}
+	var s string
+	err := json.Unmarshal(raw, &s)
+	return s, err
+}
