@@ -155,6 +155,25 @@ func stageHint(msg string, stage predicate.Stage) string {
 	return fmt.Sprintf(": %s is a variable of %s; a %s predicate reads %s", name, where, stage, reads)
 }
 
+// costHint is what the policy can do about an estimate over the limit: in
+// the chat stage, a regular expression over the messages belongs in the
+// content_filter builtin, whose patterns scan every message outside CEL;
+// anywhere, the limit is settings.cel_cost_limit. An unbounded estimate
+// gets nothing: no limit admits it.
+func costHint(msg string, stage predicate.Stage) string {
+	if !strings.Contains(msg, "exceeds the limit") {
+		return ""
+	}
+	h := ""
+	if stage == predicate.Chat && strings.Contains(msg, "matches()") {
+		h = "; content_filter's patterns match every message the model reads with no cost limit"
+	}
+	if strings.Contains(msg+h, "; ") {
+		return h + "; or raise settings.cel_cost_limit"
+	}
+	return h + "; raise settings.cel_cost_limit"
+}
+
 // checkPredicate checks one predicate of an entry (kind names its builtin,
 // or is "when"; field is the config field holding it, onError the entry's
 // on_error) or the policy's admit (kind "", field "admit").
@@ -191,6 +210,9 @@ func (c *Compilation) checkPredicate(x *dsl.Expr, stage predicate.Stage, phase p
 				}
 				msg += referenceHint(msg, names)
 			}
+		}
+		if is.Rule == predicate.RuleCost {
+			msg += costHint(msg, stage)
 		}
 		msg += habitHint(x.Source, is.Offset, msg)
 		c.report(dsl.Errorf(x.PosAt(is.Offset), is.Rule, "%s", msg))

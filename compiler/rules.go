@@ -165,7 +165,13 @@ args.amount > 100.0), so it could never decide.`},
 The static cost estimate of a predicate is unbounded (a comprehension over
 an untyped value) or above settings.cel_cost_limit (default 1,000,000).
 Sizes come from the schema's maxLength and maxItems; give them to bound a
-scan over a string or a list.`},
+scan over a string or a list. Where no schema can (the chat, turn and
+admit variables), strings are assumed 32 KiB, lists 256 elements and a
+message's content 16 KiB, so a scan of the transcript is estimated for
+4 MiB, the request body agentc serve admits by default. The message names
+the sizes assumed and what lowers the estimate: contains() instead of
+matches(), content_filter for regular expressions over the messages, or a
+higher settings.cel_cost_limit.`},
 	{"cel/untyped-args", dsl.Warning, "a predicate reads args, or a field of a result, where no tool schema types it", `
 A predicate reads args in an entry that is not scoped with tools: to tools
 whose JSON Schema types them, so a misspelt argument cannot be caught at

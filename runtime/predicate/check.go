@@ -170,7 +170,7 @@ func (e *Env) Check(src string) (c *Checked, issues []Issue) {
 	}
 	if lenient.Max > e.cfg.CostLimit {
 		return nil, []Issue{pos.issue(RuleCost, firstNonSpace(src),
-			fmt.Sprintf("estimated cost %d exceeds the limit %d (declare maxLength/maxItems in the schema or iterate less)", lenient.Max, e.cfg.CostLimit))}
+			fmt.Sprintf("estimated cost %d exceeds the limit %d%s", lenient.Max, e.cfg.CostLimit, w.costAdvice()))}
 	}
 	strict, err := e.cel.EstimateCost(checked, &costEstimator{strict: true})
 	c.bounded = err == nil && strict.Max <= e.cfg.CostLimit
@@ -224,6 +224,8 @@ type walker struct {
 	literals []Literal
 	lists    int
 	binds    map[string]string
+	// regex is set when the expression calls matches() or matches_any().
+	regex bool
 }
 
 // isInputType reports whether a struct type name (as written, or resolved by the checker) is
@@ -355,6 +357,7 @@ func (w *walker) visitCall(e ast.Expr, facts, locals []string) {
 			return
 		}
 	case "matches":
+		w.regex = true
 		pattern := -1
 		switch {
 		case call.IsMemberFunction() && len(args) == 1:
@@ -398,6 +401,7 @@ func (w *walker) visitCall(e ast.Expr, facts, locals []string) {
 			w.checkTimeLiteral(args[0], call.FunctionName())
 		}
 	case "matches_any":
+		w.regex = true
 		if len(args) == 2 && args[1].Kind() == ast.ListKind {
 			for _, el := range args[1].AsList().Elements() {
 				w.checkRegexLiteral(el, "matches_any()")
@@ -560,6 +564,47 @@ func (w *walker) unboundedRange() (int, string) {
 		return w.offsetOf(r), "it iterates over a value whose size is unknown"
 	}
 	return -1, "it works on input whose size is unknown (declare maxLength/maxItems in the schema)"
+}
+
+// costAdvice explains an estimate over the limit: the sizes it assumed where nothing declares
+// one, and what would lower it. Only a tool schema can declare a size (maxLength, maxItems);
+// the other inputs have the sizes of doc.go.
+func (w *walker) costAdvice() string {
+	var parts []string
+	est := &costEstimator{hints: w.env.hints}
+	seen := map[string]bool{}
+	str := fmt.Sprintf("%d characters in a string", DefaultStringSize)
+	for _, r := range w.ranges {
+		path, ok := render(r)
+		if !ok || seen[path] || strings.HasPrefix(path, "args.") {
+			continue
+		}
+		seen[path] = true
+		if h, ok := est.hints[path]; ok && h.declared == nil && h.assumed != nil {
+			parts = append(parts, fmt.Sprintf("%d elements in %s", h.assumed.Max, path))
+		}
+		if c, ok := est.hints[path+".@items.content"]; ok && c.assumed == assumedContent {
+			str = fmt.Sprintf("%d characters in a message's content", DefaultContentSize)
+		}
+	}
+	var advice []string
+	if w.env.argsTyped && w.reads["args"] {
+		advice = append(advice, "declare maxLength/maxItems in the tool's schema")
+	}
+	if len(parts) > 0 || len(advice) == 0 {
+		parts = append(parts, str)
+	}
+	if w.regex {
+		advice = append(advice, "contains() with a fixed string costs less than matches()")
+	}
+	var msg string
+	if len(parts) > 0 {
+		msg = " (it assumes " + strings.Join(parts, " and ") + ")"
+	}
+	for _, a := range advice {
+		msg += "; " + a
+	}
+	return msg
 }
 
 // rootOf returns the innermost operand of a select/index chain, where its text starts.

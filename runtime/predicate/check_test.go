@@ -186,6 +186,18 @@ func TestCheckCost(t *testing.T) {
 		require.Empty(t, iss)
 		assert.LessOrEqual(t, c.Cost.Max, DefaultCostLimit)
 	})
+	t.Run("a scan of the transcript is estimated for the 4 MiB the gateway admits", func(t *testing.T) {
+		env := mustEnv(t, EnvConfig{Stage: Chat})
+		for _, src := range []string{
+			"request.messages.exists(m, m.content.matches('secret'))",
+			"messages.exists(m, m.content.contains('ignore previous'))",
+		} {
+			c, iss := env.Check(src)
+			require.Empty(t, iss, src)
+			assert.LessOrEqual(t, c.Cost.Max, DefaultCostLimit, src)
+		}
+		assert.Equal(t, 4<<20, DefaultListSize*DefaultContentSize)
+	})
 	t.Run("nested comprehensions exceed the limit", func(t *testing.T) {
 		env := mustEnv(t, EnvConfig{Stage: Chat})
 		_, iss := env.Check("messages.all(m, messages.all(n, m.content == n.content))")
