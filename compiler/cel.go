@@ -222,14 +222,14 @@ func (c *Compilation) checkPredicate(x *dsl.Expr, stage predicate.Stage, phase p
 	}
 	c.checkOptionalKeys(x, checked, keyFailure(kind, field, onError))
 	c.checkLiterals(x, stage, tools, checked.Literals)
-	if stage == predicate.Tool && len(tools) == 0 && checked.ReadsUntypedArgs {
-		c.checkUnscopedArgLiterals(x, checked.Literals, keyFailure(kind, field, onError))
+	if stage == predicate.Tool && (len(tools) == 0 && checked.ReadsUntypedArgs || schemas != nil) {
+		c.checkUnscopedArgLiterals(x, checked.Literals, tools, keyFailure(kind, field, onError))
 	}
 	if stage == predicate.Tool && phase == predicate.After && slices.Contains(checked.Reads, "result") {
 		c.checkResultReads(x, tools)
 	}
 	c.checkConstant(x, env, checked, kind, field)
-	if checked.ReadsUntypedArgs && len(tools) == 0 && c.checkUndeclaredArgs(x, checked) {
+	if checked.ReadsUntypedArgs && len(tools) == 0 && c.checkUndeclaredArgs(x, checked, keyFailure(kind, field, onError)) {
 		return
 	}
 	if checked.ReadsUntypedArgs && len(tools) == 0 {

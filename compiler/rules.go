@@ -127,7 +127,10 @@ field of an object argument that no schema of the object has
 (args.shipping.zipp), is an error too: the read would fail, and a guard
 block, on every call. A read guarded by a presence test (has(args.x) &&
 ...) cannot fail and is not reported, but the test, has(args.x) of an
-argument no schema has, is always false and is. Nothing is said when a
+argument no schema has, is always false and is. So is a field of an
+argument every schema that lists it types as no object (args.amount.x,
+amount a number): the read fails on each call with amount, has() of it is
+always false (an evaluation error for a list). Nothing is said when a
 tool may send arguments no schema lists: a declared tool whose args
 schema (or the object's) is not closed (no properties,
 additionalProperties not false, patternProperties, allOf, anyOf, oneOf,
@@ -139,7 +142,8 @@ schema lists the argument types it otherwise: a call's arguments are
 checked against its tool's schema before any layer, so args.amount ==
 '100' (!=, in) where amount is a number, or args.query == 5 where query is
 a string, is always false and a deny with it never fires, the refund of
-100 running; args.amount > '100' (<, <=, >=) cannot be evaluated, and
+100 running, and args.amount == null is always false where no schema
+lets amount be null (a type list with "null", nullable: true); args.amount > '100' (<, <=, >=) cannot be evaluated, and
 the guard fails as its on_error says on every call that reaches it, with
 a message about overloads (nothing is said where undeclared or MCP tools
 may be called). In an entry scoped to tools, args is typed and these are
@@ -218,7 +222,11 @@ format type, or build messages of another role. ==
 and != compare, and so does in with a list of constants (a constant of a
 list that also holds a possible value is a warning: it is dead, the test
 is not); inside a macro the variable stands for the list's elements
-(request.messages.exists(m, m.role == 'usr')). The names in
+(request.messages.exists(m, m.role == 'usr')). An argument tested against
+a list mixing kinds (args.amount in ['1', 2], amount a number in every
+schema that lists it) gets the warning at each constant of another kind:
+a call's arguments are checked against its tool's schema, and the list
+holds dyn values, so CEL accepts it even where args is typed. The names in
 response.tool_calls and request.tools are not checked: the tools a request
 offers are the caller's. A constraint's when is checked the same way
 against the schemas of the layers its outer and inner designate: a config

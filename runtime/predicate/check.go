@@ -71,7 +71,7 @@ type Literal struct {
 	// the others), so the constants of one list share it.
 	Op   string
 	List int
-	// Kind is the constant's CEL type: "string", "int", "uint", "double" or "bool".
+	// Kind is the constant's CEL type: "string", "int", "uint", "double", "bool" or "null".
 	Kind string
 	// Value is the constant (a number or bool as CEL prints it), Offset the byte offset of its
 	// first character (a string's opening quote, a number's sign) in the source.
@@ -636,6 +636,8 @@ func (w *walker) literal(op string, field, value ast.Expr) {
 		kind, v = "string", string(c)
 	case types.Int, types.Uint, types.Double, types.Bool:
 		kind, v = c.Type().TypeName(), fmt.Sprint(c.Value())
+	case types.Null:
+		kind, v = "null", "null"
 	default:
 		return
 	}
