@@ -167,7 +167,9 @@ A predicate type-checks but does not yield a bool (args.amount rather than
 args.amount > 100.0), so it could never decide.`},
 	{"cel/cost", dsl.Error, "estimated cost unbounded or above the limit", `
 The static cost estimate of a predicate is unbounded (a comprehension over
-an untyped value) or above settings.cel_cost_limit (default 1,000,000).
+an untyped value, or a membership test in one: 'x' in item.metadata.tags,
+reported at the value; no schema sizes a meta or metadata value, so no
+limit admits it) or above settings.cel_cost_limit (default 1,000,000).
 Sizes come from the schema's maxLength and maxItems; give them to bound a
 scan over a string or a list. Where no schema can (the chat, turn and
 admit variables), strings are assumed 32 KiB, lists 256 elements and a
@@ -200,7 +202,11 @@ field (or of its size()) with numbers that cannot all hold (args.amount
 (args.amount >= 0.0 || args.amount < 0.0), equalities of one field with
 two strings (tool.name == 'a' && tool.name == 'b'), or inequalities
 joined by || (tool.name != 'a' || tool.name != 'b', always true), or a
-membership in an empty list (tool.name in []). The parts that read the call
+membership in an empty list (tool.name in []). So is an after-phase turn
+guard that reads status alone and has one value for both statuses it
+sees, ok and failed (status != 'ok' && status != 'failed',
+status.startsWith('block')): a turn that ended blocked, over budget or in
+doubt is returned without running it. The parts that read the call
 are dead: an error where the value leaves the layer inert (an admit
 always true admits every item), a warning where it makes the layer act
 on every call (a deny that blocks every call, a when always true, an

@@ -126,6 +126,7 @@ func (e *Env) Check(src string) (c *Checked, issues []Issue) {
 				out[i] = pos.issue(out[i].Rule, off, out[i].Message)
 			}
 			e.suggestField(src, &out[i])
+			e.suggestTextOperand(&out[i])
 		}
 		return nil, sortIssues(out)
 	}
@@ -384,6 +385,10 @@ func (w *walker) visitCall(e ast.Expr, facts, locals []string) {
 			w.literal(op, args[1], args[0])
 		}
 	case operators.In:
+		if len(args) == 2 && args[1].Kind() != ast.ListKind && args[1].Kind() != ast.MapKind {
+			// A membership test scans its list: a range too.
+			w.ranges = append(w.ranges, args[1])
+		}
 		if len(args) == 2 && args[1].Kind() == ast.ListKind {
 			w.lists++
 			for _, el := range args[1].AsList().Elements() {
@@ -555,15 +560,26 @@ func (w *walker) unboundedRange() (int, string) {
 			if est.sizeOfPath(strings.Split(path, ".")) != nil {
 				continue
 			}
-			advice := "dyn values have no size bound; iterate over a typed list"
-			if strings.HasPrefix(path, "args.") {
-				advice = "declare maxItems in the tool's schema"
-			}
-			return w.offsetOf(rootOf(r)), fmt.Sprintf("it iterates over %s, whose size is unknown (%s)", path, advice)
+			return w.offsetOf(rootOf(r)), fmt.Sprintf("it iterates over %s, whose size is unknown (%s)", path, w.unboundedAdvice(path))
 		}
 		return w.offsetOf(r), "it iterates over a value whose size is unknown"
 	}
-	return -1, "it works on input whose size is unknown (declare maxLength/maxItems in the schema)"
+	if w.env.argsTyped {
+		return -1, "it works on input whose size is unknown (declare maxLength/maxItems in the schema)"
+	}
+	return -1, "it works on input whose size is unknown"
+}
+
+// unboundedAdvice says how to give the value at path, which a predicate scans, a size: only a
+// tool's schema declares one.
+func (w *walker) unboundedAdvice(path string) string {
+	switch {
+	case strings.HasPrefix(path, "args.") && w.env.argsTyped:
+		return "declare maxItems in the tool's schema"
+	case strings.HasPrefix(path, "args."):
+		return "scope the entry to tools whose schema declares it with maxItems"
+	}
+	return "a dyn value, which no schema sizes: no cost limit admits a scan of it; test a string instead, one the host joins the list into"
 }
 
 // costAdvice explains an estimate over the limit: the sizes it assumed where nothing declares

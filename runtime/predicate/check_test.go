@@ -215,6 +215,34 @@ func TestCheckCost(t *testing.T) {
 		assert.Contains(t, iss[0].Message, "session.meta.tags")
 		assert.Equal(t, strings.Index(src, "session.meta"), iss[0].Offset)
 	})
+	t.Run("membership in a dyn list is unbounded, at the list, with advice that fits", func(t *testing.T) {
+		env := mustEnv(t, EnvConfig{Stage: Admit})
+		src := "item.score > 0.5 && 'vetted' in item.metadata.tags"
+		_, iss := env.Check(src)
+		require.Len(t, iss, 1)
+		assert.Equal(t, RuleCost, iss[0].Rule)
+		assert.Equal(t, strings.Index(src, "item.metadata"), iss[0].Offset)
+		assert.Contains(t, iss[0].Message, "it iterates over item.metadata.tags")
+		assert.NotContains(t, iss[0].Message, "schema sizes it") // no schema to declare a size in
+		assert.NotContains(t, iss[0].Message, "maxItems")
+		// A key of the metadata map is a lookup.
+		_, iss = env.Check("'tags' in item.metadata")
+		assert.Empty(t, iss)
+		// Untyped args: scope the entry.
+		_, iss = mustEnv(t, EnvConfig{Stage: Tool}).Check("'x' in args.items")
+		require.Len(t, iss, 1)
+		assert.Contains(t, iss[0].Message, "scope the entry to tools whose schema declares it with maxItems")
+	})
+	t.Run("over the limit, the message names the sizes assumed and what lowers the estimate", func(t *testing.T) {
+		env := mustEnv(t, EnvConfig{Stage: Chat, CostLimit: 1000})
+		_, iss := env.Check("messages.exists(m, m.content.matches('secret'))")
+		require.Len(t, iss, 1)
+		assert.Contains(t, iss[0].Message, "(it assumes 256 elements in messages and 16384 characters in a message's content); contains() with a fixed string costs less than matches()")
+		assert.NotContains(t, iss[0].Message, "schema")
+		_, iss = mustEnv(t, EnvConfig{Stage: Turn, CostLimit: 1000}).Check("input.text.contains('secret')")
+		require.Len(t, iss, 1)
+		assert.True(t, strings.HasSuffix(iss[0].Message, "(it assumes 32768 characters in a string)"), iss[0].Message)
+	})
 	t.Run("comprehension over an untyped args list is unbounded", func(t *testing.T) {
 		env := mustEnv(t, EnvConfig{Stage: Tool})
 		_, iss := env.Check("args.items.all(i, i.qty > 0)")
