@@ -143,7 +143,8 @@ checked against its tool's schema before any layer, so args.amount ==
 '100' (!=, in) where amount is a number, or args.query == 5 where query is
 a string, is always false and a deny with it never fires, the refund of
 100 running, and args.amount == null is always false where no schema
-lets amount be null (a type list with "null", nullable: true); args.amount > '100' (<, <=, >=) cannot be evaluated, and
+lets amount be null (a type list with "null", nullable: true);
+args.amount > '100' (<, <=, >=) cannot be evaluated, and
 the guard fails as its on_error says on every call that reaches it, with
 a message about overloads (nothing is said where undeclared or MCP tools
 may be called). In an entry scoped to tools, args is typed and these are
