@@ -155,6 +155,25 @@ func stageHint(msg string, stage predicate.Stage) string {
 	return fmt.Sprintf(": %s is a variable of %s; a %s predicate reads %s", name, where, stage, reads)
 }
 
+// costHint is what the policy can do about an estimate over the limit: in
+// the chat stage, a regular expression over the messages belongs in the
+// content_filter builtin, whose patterns scan every message outside CEL;
+// anywhere, the limit is settings.cel_cost_limit. An unbounded estimate
+// gets nothing: no limit admits it.
+func costHint(msg string, stage predicate.Stage) string {
+	if !strings.Contains(msg, "exceeds the limit") {
+		return ""
+	}
+	h := ""
+	if stage == predicate.Chat && strings.Contains(msg, "matches()") {
+		h = "; content_filter's patterns match every message the model reads with no cost limit"
+	}
+	if strings.Contains(msg+h, "; ") {
+		return h + "; or raise settings.cel_cost_limit"
+	}
+	return h + "; raise settings.cel_cost_limit"
+}
+
 // checkPredicate checks one predicate of an entry (kind names its builtin,
 // or is "when"; field is the config field holding it, onError the entry's
 // on_error) or the policy's admit (kind "", field "admit").
@@ -192,6 +211,9 @@ func (c *Compilation) checkPredicate(x *dsl.Expr, stage predicate.Stage, phase p
 				msg += referenceHint(msg, names)
 			}
 		}
+		if is.Rule == predicate.RuleCost {
+			msg += costHint(msg, stage)
+		}
 		msg += habitHint(x.Source, is.Offset, msg)
 		c.report(dsl.Errorf(x.PosAt(is.Offset), is.Rule, "%s", msg))
 	}
@@ -200,14 +222,14 @@ func (c *Compilation) checkPredicate(x *dsl.Expr, stage predicate.Stage, phase p
 	}
 	c.checkOptionalKeys(x, checked, keyFailure(kind, field, onError))
 	c.checkLiterals(x, stage, tools, checked.Literals)
-	if stage == predicate.Tool && len(tools) == 0 && checked.ReadsUntypedArgs {
-		c.checkUnscopedArgLiterals(x, checked.Literals, keyFailure(kind, field, onError))
+	if stage == predicate.Tool && (len(tools) == 0 && checked.ReadsUntypedArgs || schemas != nil) {
+		c.checkUnscopedArgLiterals(x, checked.Literals, tools, keyFailure(kind, field, onError))
 	}
 	if stage == predicate.Tool && phase == predicate.After && slices.Contains(checked.Reads, "result") {
 		c.checkResultReads(x, tools)
 	}
 	c.checkConstant(x, env, checked, kind, field)
-	if checked.ReadsUntypedArgs && len(tools) == 0 && c.checkUndeclaredArgs(x, checked) {
+	if checked.ReadsUntypedArgs && len(tools) == 0 && c.checkUndeclaredArgs(x, checked, keyFailure(kind, field, onError)) {
 		return
 	}
 	if checked.ReadsUntypedArgs && len(tools) == 0 {
@@ -316,7 +338,9 @@ func (c *Compilation) checkConstant(x *dsl.Expr, env *predicate.Env, checked *pr
 		return
 	}
 	if len(checked.Reads) > 0 {
-		c.checkDeadTerm(x, kind, field)
+		if !c.checkDeadTerm(x, kind, field) {
+			c.checkStatusOnly(x, env, checked, kind, field)
+		}
 		return
 	}
 	if field == "admit" {
@@ -352,38 +376,81 @@ func (c *Compilation) checkConstant(x *dsl.Expr, env *predicate.Env, checked *pr
 // A value that leaves the layer inert is an error; one that makes it act
 // on every call (a when always true, a deny that blocks every call) a
 // warning, since the policy still fails closed.
-func (c *Compilation) checkDeadTerm(x *dsl.Expr, kind, field string) {
+func (c *Compilation) checkDeadTerm(x *dsl.Expr, kind, field string) bool {
 	d, ok := constantValue(x.Source)
 	if !ok {
-		return
+		return false
 	}
-	var what string
-	inert := true
-	switch {
-	case field == "when" && !d.value:
-		what = "when is always false: the layer never runs"
-	case field == "when":
-		what, inert = "when is always true: the layer runs for every call, whatever the condition says", false
-	case field == "admit" && d.value:
-		what = "admit is always true: every retrieved item is admitted"
-	case field == "admit":
-		what, inert = "admit is always false: every retrieved item is dropped", false
-	case field == "deny" && !d.value && kind == "state":
-		what = "deny is always false: the handler never vetoes"
-	case field == "deny" && !d.value:
-		what = "deny is always false: the guard never blocks"
-	case field == "deny" && kind == "state":
-		what, inert = "deny is always true: the handler vetoes every value", false
-	case field == "deny":
-		what, inert = "deny is always true: the guard blocks every call it sees", false
-	case field == "require" && d.value:
-		what = "require is always true: the guard never blocks"
-	default:
-		what, inert = "require is always false: the guard blocks every call it sees", false
-	}
+	what, inert := constantOutcome(kind, field, d.value)
 	diag := dsl.Errorf
 	if !inert {
 		diag = dsl.Warnf
 	}
 	c.report(diag(x.PosAt(d.offset), ruleConstant, "%s (%s, whatever its variables hold); fix the condition", what, d.why))
+	return true
+}
+
+// constantOutcome says what a predicate of the layer field is in (kind
+// names its builtin) does when it always has the value given, and whether
+// that leaves the layer inert.
+func constantOutcome(kind, field string, value bool) (what string, inert bool) {
+	switch {
+	case field == "when" && !value:
+		return "when is always false: the layer never runs", true
+	case field == "when":
+		return "when is always true: the layer runs for every call, whatever the condition says", false
+	case field == "admit" && value:
+		return "admit is always true: every retrieved item is admitted", true
+	case field == "admit":
+		return "admit is always false: every retrieved item is dropped", false
+	case field == "deny" && !value && kind == "state":
+		return "deny is always false: the handler never vetoes", true
+	case field == "deny" && !value:
+		return "deny is always false: the guard never blocks", true
+	case field == "deny" && kind == "state":
+		return "deny is always true: the handler vetoes every value", false
+	case field == "deny":
+		return "deny is always true: the guard blocks every call it sees", false
+	case field == "require" && value:
+		return "require is always true: the guard never blocks", true
+	}
+	return "require is always false: the guard blocks every call it sees", false
+}
+
+// checkStatusOnly reports an after-phase turn guard that reads status and
+// nothing else, and has the same value for each status it can see ("ok"
+// and "failed": a turn that ended blocked, over budget or in doubt is
+// returned without running it), as checkDeadTerm does: status != 'ok' &&
+// status != 'failed', !(status in ['ok', 'failed']) or
+// status.startsWith('block') never hold. A comparison with a status it
+// never sees is left to checkLiterals.
+func (c *Compilation) checkStatusOnly(x *dsl.Expr, env *predicate.Env, checked *predicate.Checked, kind, field string) {
+	cfg := env.Config()
+	if cfg.Stage != predicate.Turn || cfg.Phase != predicate.After || !slices.Equal(checked.Reads, []string{"status"}) {
+		return
+	}
+	for _, l := range checked.Literals {
+		if l.Path == "status" && l.IsString() && !slices.Contains(turnStatuses, l.Value) {
+			return // checkLiterals names the status it never is
+		}
+	}
+	prog, err := env.Program(checked)
+	if err != nil {
+		return
+	}
+	var first bool
+	for i, s := range turnStatuses {
+		v, err := prog.Eval(context.Background(), &predicate.TurnVars{HasOutput: true, Status: s})
+		if err != nil || i > 0 && v != first {
+			return
+		}
+		first = v
+	}
+	what, inert := constantOutcome(kind, field, first)
+	diag := dsl.Errorf
+	if !inert {
+		diag = dsl.Warnf
+	}
+	c.report(diag(x.Pos, ruleConstant, "%s (it is %t for each status a turn guard sees, '%s'; a turn that ended blocked, over budget or in doubt is returned as it ended, without running the guard); fix the condition",
+		what, first, strings.Join(turnStatuses, "' and '")))
 }

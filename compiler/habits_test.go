@@ -86,3 +86,41 @@ func TestMisspeltVariableHint(t *testing.T) {
 		})
 	}
 }
+
+// An estimate over the limit says what the policy can do about it in its
+// stage: a chat predicate has no schema to declare sizes in.
+func TestCostHint(t *testing.T) {
+	tests := []struct {
+		name, chains string
+		want         []string
+		not          []string
+	}{
+		{"chat regex", `chains: chat: [{use: "guard", deny: "messages.exists(m, m.content.matches('ignore (all )?previous instructions'))"}]`,
+			[]string{"256 elements in messages and 16384 characters in a message's content", "contains() with a fixed string costs less than matches()",
+				"content_filter's patterns", "or raise settings.cel_cost_limit"},
+			[]string{"schema"}},
+		{"chat nested", `chains: chat: [{use: "guard", deny: "messages.exists(m, messages.exists(n, m.content == n.content))"}]`,
+			[]string{"256 elements in messages", "; raise settings.cel_cost_limit"},
+			[]string{"schema", "content_filter", "matches()"}},
+		{"turn regex", "settings: cel_cost_limit: 1000\nchains: turn: [{use: \"guard\", deny: \"input.text.matches('secret')\"}]",
+			[]string{"32768 characters in a string", "contains() with a fixed string", "or raise settings.cel_cost_limit"},
+			[]string{"schema", "content_filter"}},
+		{"typed args", "tools: t: {args: {type: \"object\", properties: {q: type: \"string\"}}}\nsettings: cel_cost_limit: 1000\nchains: tool: [{use: \"guard\", tools: [\"t\"], deny: \"has(args.q) && args.q.contains('secret')\"}]",
+			[]string{"declare maxLength/maxItems in the tool's schema", "or raise settings.cel_cost_limit"},
+			[]string{"content_filter"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Compile(context.Background(), []string{writePolicy(t, "package p\n"+tt.chains+"\n")}, Options{})
+			require.NoError(t, err)
+			require.Len(t, c.Diagnostics, 1)
+			assert.Equal(t, "cel/cost", c.Diagnostics[0].Rule)
+			for _, w := range tt.want {
+				assert.Contains(t, c.Diagnostics[0].Message, w)
+			}
+			for _, n := range tt.not {
+				assert.NotContains(t, c.Diagnostics[0].Message, n)
+			}
+		})
+	}
+}

@@ -87,7 +87,7 @@ func isIdent(s string) bool {
 // closed (no properties, additionalProperties not false,
 // patternProperties, a composition), undeclared tools allowed, or MCP
 // servers' tools. It reports whether it found one.
-func (c *Compilation) checkUndeclaredArgs(x *dsl.Expr, checked *predicate.Checked) bool {
+func (c *Compilation) checkUndeclaredArgs(x *dsl.Expr, checked *predicate.Checked, failure string) bool {
 	p := c.Policy
 	if len(p.Tools) == 0 || p.AllowUndeclaredTools || len(p.MCPServers) > 0 {
 		return false
@@ -99,7 +99,13 @@ func (c *Compilation) checkUndeclaredArgs(x *dsl.Expr, checked *predicate.Checke
 			continue
 		}
 		declared, ok := c.closedArgNames(strings.Split(strings.TrimPrefix(object, "."), "."))
-		if !ok || slices.Contains(declared, r.Key) {
+		if !ok {
+			if c.checkFieldOfScalar(x, r, failure) {
+				found = append(found, r.Map+"."+r.Key)
+			}
+			continue
+		}
+		if slices.Contains(declared, r.Key) {
 			continue
 		}
 		found = append(found, r.Map+"."+r.Key)
@@ -117,6 +123,37 @@ func (c *Compilation) checkUndeclaredArgs(x *dsl.Expr, checked *predicate.Checke
 		c.report(dsl.Errorf(x.PosAt(r.Offset), predicate.RuleType, "%s", msg))
 	}
 	return len(found) > 0
+}
+
+// checkFieldOfScalar reports a read of a field of an argument that every
+// declared tool listing it types as no object (args.amount.x, amount a
+// number): the read fails on each call with the argument, and failure
+// says what follows; has() of it is always false for a number, a string or
+// a boolean, and an evaluation error for a list. It reports whether it
+// found one.
+func (c *Compilation) checkFieldOfScalar(x *dsl.Expr, r predicate.KeyRead, failure string) bool {
+	object, ok := strings.CutPrefix(r.Map, "args.")
+	if !ok {
+		return false
+	}
+	a, ok := c.argTypesAt(object, nil)
+	if !ok || slices.Contains(a.types, "object") {
+		return false
+	}
+	verb := "types"
+	if len(a.declaring) > 1 {
+		verb = "type"
+	}
+	outcome := fmt.Sprintf("reading %s.%s fails on each call with %s, and %s", r.Map, r.Key, r.Map, failure)
+	switch {
+	case r.Test && slices.Contains(a.types, "array"):
+		outcome = fmt.Sprintf("has(%s.%s) is an evaluation error on each call with %s, and %s", r.Map, r.Key, r.Map, failure)
+	case r.Test:
+		outcome = fmt.Sprintf("has(%s.%s) is always false", r.Map, r.Key)
+	}
+	c.report(dsl.Errorf(x.PosAt(r.Offset), predicate.RuleType, "%s has no field '%s': %s %s it as %s, and a call's arguments are checked against its tool's schema, so %s",
+		r.Map, r.Key, strings.Join(a.declaring, ", "), verb, strings.Join(a.types, " or "), outcome))
+	return true
 }
 
 // closedArgNames returns the names the declared tools' args schemas give

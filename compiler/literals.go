@@ -145,71 +145,104 @@ func (c *Compilation) checkLiterals(x *dsl.Expr, stage predicate.Stage, tools []
 	}
 }
 
+// argTypes are the JSON Schema types the declared tools give one argument:
+// types, the tools that list it (declaring, quoted), and whether one of them
+// lets it be null.
+type argTypes struct {
+	types, declaring []string
+	nullable         bool
+}
+
+// argTypesAt returns the types the declared tools (those of scope when it
+// is not empty) give the argument at path ("amount", "shipping.zip"); false
+// when none lists it, or one lists it without a single type.
+func (c *Compilation) argTypesAt(path string, scope []string) (argTypes, bool) {
+	if strings.ContainsAny(path, "[]") {
+		return argTypes{}, false
+	}
+	var a argTypes
+	for _, name := range sortedNames(c.Policy.Tools) {
+		if len(scope) > 0 && !slices.Contains(scope, name) {
+			continue
+		}
+		t, nullable, found := argType(c.Policy.Tools[name].Args, strings.Split(path, "."))
+		if !found {
+			continue
+		}
+		if t == "" {
+			return argTypes{}, false // untyped there
+		}
+		a.declaring = append(a.declaring, "`"+name+"`")
+		a.nullable = a.nullable || nullable
+		if !slices.Contains(a.types, t) {
+			a.types = append(a.types, t)
+		}
+	}
+	return a, len(a.types) > 0
+}
+
+// holds reports whether an argument of types a may equal a constant of the
+// CEL kind given.
+func (a argTypes) holds(kind string) bool {
+	if kind == "null" {
+		return a.nullable
+	}
+	return slices.ContainsFunc(a.types, func(t string) bool { return jsonKind(t) == celKind(kind) })
+}
+
 // checkUnscopedArgLiterals reports each comparison of an argument with a
-// constant, in a predicate not scoped to tools (args is untyped), where
-// every declared tool whose schema lists the argument types it so that the
-// constant is never of its type: a call's arguments are checked against its
-// tool's schema before any layer, so args.amount is a number whenever it is
-// there, args.amount == '100' is always false (a deny with it never fires)
-// and args.amount > '100' an evaluation error (the predicate fails as
-// failure says). Tools that do not list it are not counted; nothing is said
-// where a tool may be called that the policy does not declare.
-func (c *Compilation) checkUnscopedArgLiterals(x *dsl.Expr, literals []predicate.Literal, failure string) {
+// constant where every declared tool whose schema lists the argument types
+// it so that the constant is never of its type: a call's arguments are
+// checked against its tool's schema before any layer, so args.amount is a
+// number whenever it is there, args.amount == '100' (or == null) is always
+// false (a deny with it never fires) and args.amount > '100' an evaluation
+// error (the predicate fails as failure says). Tools that do not list it
+// are not counted; nothing is said where a tool may be called that the
+// policy does not declare. A constant of an in list that holds another the
+// argument may equal is dead, the test is not: a warning. scope is the
+// entry's tools: a scoped entry's args are typed, so its comparisons are
+// checked already, all but such an in list.
+func (c *Compilation) checkUnscopedArgLiterals(x *dsl.Expr, literals []predicate.Literal, scope []string, failure string) {
 	p := c.Policy
 	if len(p.Tools) == 0 || p.AllowUndeclaredTools || len(p.MCPServers) > 0 {
 		return
 	}
-	type argTypes struct {
-		types, declaring []string
-	}
 	typesOf := func(l predicate.Literal) (argTypes, bool) {
 		path, ok := strings.CutPrefix(l.Path, "args.")
-		if !ok || strings.ContainsAny(path, "[]") {
+		if !ok {
 			return argTypes{}, false
 		}
-		var a argTypes
-		for _, name := range sortedNames(p.Tools) {
-			t, found := argType(p.Tools[name].Args, strings.Split(path, "."))
-			if !found {
-				continue
-			}
-			if t == "" {
-				return argTypes{}, false // untyped there
-			}
-			a.declaring = append(a.declaring, "`"+name+"`")
-			if !slices.Contains(a.types, t) {
-				a.types = append(a.types, t)
-			}
-		}
-		return a, len(a.types) > 0
+		return c.argTypesAt(path, scope)
 	}
 	matches := func(l predicate.Literal) bool {
 		a, ok := typesOf(l)
-		return !ok || slices.ContainsFunc(a.types, func(t string) bool { return jsonKind(t) == celKind(l.Kind) })
+		return !ok || a.holds(l.Kind)
 	}
-	var reported []int // in lists
 	for _, l := range literals {
 		a, ok := typesOf(l)
-		if !ok || matches(l) || l.List > 0 && slices.Contains(reported, l.List) {
+		if !ok || matches(l) {
 			continue
 		}
-		if l.List > 0 {
-			reported = append(reported, l.List)
-			if slices.ContainsFunc(literals, func(o predicate.Literal) bool { return o.List == l.List && matches(o) }) {
-				continue // the list holds a constant the argument may equal
-			}
+		live := l.List > 0 && slices.ContainsFunc(literals, func(o predicate.Literal) bool { return o.List == l.List && matches(o) })
+		if len(scope) > 0 && !live {
+			continue // the type checker reports it
 		}
 		constant := l.Value
 		if l.Kind == "string" {
 			constant = "'" + l.Value + "'"
 		}
 		var outcome string
-		switch l.Op {
-		case "==":
+		switch {
+		case live:
+			outcome = fmt.Sprintf("%s in the list never matches (its other values may)", constant)
+		case l.Op == "==":
 			outcome = fmt.Sprintf("%s == %s is always false", l.Path, constant)
-		case "!=":
+		case l.Op == "!=":
 			outcome = fmt.Sprintf("%s != %s is always true", l.Path, constant)
-		case "in":
+		case l.Op == "in":
+			if slices.ContainsFunc(literals, func(o predicate.Literal) bool { return o.List == l.List && o.Offset < l.Offset }) {
+				continue // reported at the list's first constant
+			}
 			outcome = "the in test is always false"
 		default:
 			outcome = fmt.Sprintf("ordering it against %s (%s) is an evaluation error on each call that reaches it, and %s", celKindPhrase(l.Kind), constant, failure)
@@ -218,9 +251,18 @@ func (c *Compilation) checkUnscopedArgLiterals(x *dsl.Expr, literals []predicate
 		if len(a.declaring) > 1 {
 			verb = "type"
 		}
+		advice := "compare it with " + jsonKindPhrase(a.types, l.Value)
+		if l.Kind == "null" {
+			advice = fmt.Sprintf("test whether it is there with has(%s)", l.Path)
+		}
+		if live {
+			c.report(dsl.Warnf(x.PosAt(l.Offset), ruleUnknownValue, "%s is never %s: %s %s it as %s, and a call's arguments are checked against its tool's schema, so %s",
+				l.Path, celKindPhrase(l.Kind), strings.Join(a.declaring, ", "), verb, strings.Join(a.types, " or "), outcome))
+			continue
+		}
 		c.report(dsl.Errorf(x.PosAt(l.Offset), predicate.RuleType,
-			"%s is never %s: %s %s it as %s, and a call's arguments are checked against its tool's schema, so %s; compare it with %s (the entry is not scoped to tools, so args is not typed: scope it with tools: to have every read checked)",
-			l.Path, celKindPhrase(l.Kind), strings.Join(a.declaring, ", "), verb, strings.Join(a.types, " or "), outcome, jsonKindPhrase(a.types, l.Value)))
+			"%s is never %s: %s %s it as %s, and a call's arguments are checked against its tool's schema, so %s; %s (the entry is not scoped to tools, so args is not typed: scope it with tools: to have every read checked)",
+			l.Path, celKindPhrase(l.Kind), strings.Join(a.declaring, ", "), verb, strings.Join(a.types, " or "), outcome, advice))
 	}
 }
 
@@ -246,8 +288,12 @@ func celKind(kind string) string {
 	return kind
 }
 
-// celKindPhrase names a CEL constant's kind in a message: "a string".
+// celKindPhrase names a CEL constant's kind in a message: "a string",
+// "null".
 func celKindPhrase(kind string) string {
+	if kind == "null" {
+		return kind
+	}
 	return "a " + celKind(kind)
 }
 
@@ -276,21 +322,27 @@ func jsonKindPhrase(types []string, constant string) string {
 
 // argType returns the JSON Schema type an args schema gives the argument
 // at path ("" when it gives none or several, or a list of types that holds
-// "string"), and whether the schema lists the argument.
-func argType(schema json.RawMessage, path []string) (string, bool) {
+// "string"), whether the argument may be null (a type list with "null",
+// nullable: true, or no single type), and whether the schema lists the
+// argument.
+func argType(schema json.RawMessage, path []string) (string, bool, bool) {
 	schema, ok := subSchema(schema, path)
 	if !ok {
-		return "", false
+		return "", false, false
 	}
 	var s struct {
-		Type any `json:"type"`
+		Type     any  `json:"type"`
+		Nullable bool `json:"nullable"`
 	}
 	if json.Unmarshal(schema, &s) != nil {
-		return "", true
+		return "", true, true
 	}
 	switch t := s.Type.(type) {
 	case string:
-		return t, true
+		if t == "null" {
+			return "", true, true
+		}
+		return t, s.Nullable, true
 	case []any:
 		var named []string
 		for _, v := range t {
@@ -299,10 +351,10 @@ func argType(schema json.RawMessage, path []string) (string, bool) {
 			}
 		}
 		if len(named) == 1 {
-			return named[0], true
+			return named[0], s.Nullable || len(t) > 1, true
 		}
 	}
-	return "", true
+	return "", true, true
 }
 
 // subSchema returns the schema an args schema gives the argument at path

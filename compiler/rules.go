@@ -127,7 +127,10 @@ field of an object argument that no schema of the object has
 (args.shipping.zipp), is an error too: the read would fail, and a guard
 block, on every call. A read guarded by a presence test (has(args.x) &&
 ...) cannot fail and is not reported, but the test, has(args.x) of an
-argument no schema has, is always false and is. Nothing is said when a
+argument no schema has, is always false and is. So is a field of an
+argument every schema that lists it types as no object (args.amount.x,
+amount a number): the read fails on each call with amount, has() of it is
+always false (an evaluation error for a list). Nothing is said when a
 tool may send arguments no schema lists: a declared tool whose args
 schema (or the object's) is not closed (no properties,
 additionalProperties not false, patternProperties, allOf, anyOf, oneOf,
@@ -139,7 +142,9 @@ schema lists the argument types it otherwise: a call's arguments are
 checked against its tool's schema before any layer, so args.amount ==
 '100' (!=, in) where amount is a number, or args.query == 5 where query is
 a string, is always false and a deny with it never fires, the refund of
-100 running; args.amount > '100' (<, <=, >=) cannot be evaluated, and
+100 running, and args.amount == null is always false where no schema
+lets amount be null (a type list with "null", nullable: true);
+args.amount > '100' (<, <=, >=) cannot be evaluated, and
 the guard fails as its on_error says on every call that reaches it, with
 a message about overloads (nothing is said where undeclared or MCP tools
 may be called). In an entry scoped to tools, args is typed and these are
@@ -163,9 +168,17 @@ A predicate type-checks but does not yield a bool (args.amount rather than
 args.amount > 100.0), so it could never decide.`},
 	{"cel/cost", dsl.Error, "estimated cost unbounded or above the limit", `
 The static cost estimate of a predicate is unbounded (a comprehension over
-an untyped value) or above settings.cel_cost_limit (default 1,000,000).
+an untyped value, or a membership test in one: 'x' in item.metadata.tags,
+reported at the value; no schema sizes a meta or metadata value, so no
+limit admits it) or above settings.cel_cost_limit (default 1,000,000).
 Sizes come from the schema's maxLength and maxItems; give them to bound a
-scan over a string or a list.`},
+scan over a string or a list. Where no schema can (the chat, turn and
+admit variables), strings are assumed 32 KiB, lists 256 elements and a
+message's content 16 KiB, so a scan of the transcript is estimated for
+4 MiB, the request body agentc serve admits by default. The message names
+the sizes assumed and what lowers the estimate: contains() instead of
+matches(), content_filter for regular expressions over the messages, or a
+higher settings.cel_cost_limit.`},
 	{"cel/untyped-args", dsl.Warning, "a predicate reads args, or a field of a result, where no tool schema types it", `
 A predicate reads args in an entry that is not scoped with tools: to tools
 whose JSON Schema types them, so a misspelt argument cannot be caught at
@@ -190,7 +203,11 @@ field (or of its size()) with numbers that cannot all hold (args.amount
 (args.amount >= 0.0 || args.amount < 0.0), equalities of one field with
 two strings (tool.name == 'a' && tool.name == 'b'), or inequalities
 joined by || (tool.name != 'a' || tool.name != 'b', always true), or a
-membership in an empty list (tool.name in []). The parts that read the call
+membership in an empty list (tool.name in []). So is an after-phase turn
+guard that reads status alone and has one value for both statuses it
+sees, ok and failed (status != 'ok' && status != 'failed',
+status.startsWith('block')): a turn that ended blocked, over budget or in
+doubt is returned without running it. The parts that read the call
 are dead: an error where the value leaves the layer inert (an admit
 always true admits every item), a warning where it makes the layer act
 on every call (a deny that blocks every call, a when always true, an
@@ -212,7 +229,11 @@ format type, or build messages of another role. ==
 and != compare, and so does in with a list of constants (a constant of a
 list that also holds a possible value is a warning: it is dead, the test
 is not); inside a macro the variable stands for the list's elements
-(request.messages.exists(m, m.role == 'usr')). The names in
+(request.messages.exists(m, m.role == 'usr')). An argument tested against
+a list mixing kinds (args.amount in ['1', 2], amount a number in every
+schema that lists it) gets the warning at each constant of another kind:
+a call's arguments are checked against its tool's schema, and the list
+holds dyn values, so CEL accepts it even where args is typed. The names in
 response.tool_calls and request.tools are not checked: the tools a request
 offers are the caller's. A constraint's when is checked the same way
 against the schemas of the layers its outer and inner designate: a config

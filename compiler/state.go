@@ -64,6 +64,9 @@ func (c *Compilation) checkStateExpr(x *dsl.Expr, op string, valueSchema, stateS
 		if is.Rule == predicate.RuleType && habitHint(x.Source, is.Offset, msg) == "" {
 			msg += referenceHint(msg, names)
 		}
+		if is.Rule == predicate.RuleCost {
+			msg += costHint(msg, predicate.State)
+		}
 		msg += habitHint(x.Source, is.Offset, msg)
 		c.report(dsl.Errorf(x.PosAt(is.Offset), is.Rule, "%s", msg))
 		if is.Rule == predicate.RuleSyntax {

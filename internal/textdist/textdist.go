@@ -2,6 +2,8 @@
 // "did you mean" hints of the policy loader and the CEL checker.
 package textdist
 
+import "strings"
+
 // Distance is the optimal string alignment distance between a and b
 // (bytes): insertions, deletions, substitutions and transpositions of
 // neighbours each cost 1.
@@ -30,12 +32,16 @@ func Distance(a, b string) int {
 }
 
 // Closest returns the candidate nearest to name, or "" when none is within
-// a third of its length plus one edits. name itself is no candidate.
+// a third of its length plus one edits; a candidate that differs from name
+// in case only is nearest ('OK' for 'ok'). name itself is no candidate.
 func Closest(name string, candidates []string) string {
 	best, bestD := "", len(name)/3+2
 	for _, c := range candidates {
 		if c == name {
 			continue
+		}
+		if strings.EqualFold(c, name) {
+			return c
 		}
 		if d := Distance(name, c); d < bestD {
 			best, bestD = c, d

@@ -26,6 +26,7 @@ func TestClosest(t *testing.T) {
 		{"x", []string{"amount"}, ""},
 		{"amount", []string{"amount"}, ""}, // the name itself is no suggestion
 		{"trial", []string{"include_args", "sink", "trail"}, "trail"},
+		{"OK", []string{"failed", "ok"}, "ok"}, // case only: too many edits for a name this short
 	} {
 		if got := Closest(tc.name, tc.candidates); got != tc.want {
 			t.Errorf("Closest(%q, %q) = %q, want %q", tc.name, tc.candidates, got, tc.want)

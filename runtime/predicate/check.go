@@ -71,7 +71,7 @@ type Literal struct {
 	// the others), so the constants of one list share it.
 	Op   string
 	List int
-	// Kind is the constant's CEL type: "string", "int", "uint", "double" or "bool".
+	// Kind is the constant's CEL type: "string", "int", "uint", "double", "bool" or "null".
 	Kind string
 	// Value is the constant (a number or bool as CEL prints it), Offset the byte offset of its
 	// first character (a string's opening quote, a number's sign) in the source.
@@ -126,6 +126,7 @@ func (e *Env) Check(src string) (c *Checked, issues []Issue) {
 				out[i] = pos.issue(out[i].Rule, off, out[i].Message)
 			}
 			e.suggestField(src, &out[i])
+			e.suggestTextOperand(&out[i])
 		}
 		return nil, sortIssues(out)
 	}
@@ -170,7 +171,7 @@ func (e *Env) Check(src string) (c *Checked, issues []Issue) {
 	}
 	if lenient.Max > e.cfg.CostLimit {
 		return nil, []Issue{pos.issue(RuleCost, firstNonSpace(src),
-			fmt.Sprintf("estimated cost %d exceeds the limit %d (declare maxLength/maxItems in the schema or iterate less)", lenient.Max, e.cfg.CostLimit))}
+			fmt.Sprintf("estimated cost %d exceeds the limit %d%s", lenient.Max, e.cfg.CostLimit, w.costAdvice()))}
 	}
 	strict, err := e.cel.EstimateCost(checked, &costEstimator{strict: true})
 	c.bounded = err == nil && strict.Max <= e.cfg.CostLimit
@@ -224,6 +225,8 @@ type walker struct {
 	literals []Literal
 	lists    int
 	binds    map[string]string
+	// regex is set when the expression calls matches() or matches_any().
+	regex bool
 }
 
 // isInputType reports whether a struct type name (as written, or resolved by the checker) is
@@ -355,6 +358,7 @@ func (w *walker) visitCall(e ast.Expr, facts, locals []string) {
 			return
 		}
 	case "matches":
+		w.regex = true
 		pattern := -1
 		switch {
 		case call.IsMemberFunction() && len(args) == 1:
@@ -381,6 +385,10 @@ func (w *walker) visitCall(e ast.Expr, facts, locals []string) {
 			w.literal(op, args[1], args[0])
 		}
 	case operators.In:
+		if len(args) == 2 && args[1].Kind() != ast.ListKind && args[1].Kind() != ast.MapKind {
+			// A membership test scans its list: a range too.
+			w.ranges = append(w.ranges, args[1])
+		}
 		if len(args) == 2 && args[1].Kind() == ast.ListKind {
 			w.lists++
 			for _, el := range args[1].AsList().Elements() {
@@ -398,6 +406,7 @@ func (w *walker) visitCall(e ast.Expr, facts, locals []string) {
 			w.checkTimeLiteral(args[0], call.FunctionName())
 		}
 	case "matches_any":
+		w.regex = true
 		if len(args) == 2 && args[1].Kind() == ast.ListKind {
 			for _, el := range args[1].AsList().Elements() {
 				w.checkRegexLiteral(el, "matches_any()")
@@ -551,15 +560,67 @@ func (w *walker) unboundedRange() (int, string) {
 			if est.sizeOfPath(strings.Split(path, ".")) != nil {
 				continue
 			}
-			advice := "dyn values have no size bound; iterate over a typed list"
-			if strings.HasPrefix(path, "args.") {
-				advice = "declare maxItems in the tool's schema"
-			}
-			return w.offsetOf(rootOf(r)), fmt.Sprintf("it iterates over %s, whose size is unknown (%s)", path, advice)
+			return w.offsetOf(rootOf(r)), fmt.Sprintf("it iterates over %s, whose size is unknown (%s)", path, w.unboundedAdvice(path))
 		}
 		return w.offsetOf(r), "it iterates over a value whose size is unknown"
 	}
-	return -1, "it works on input whose size is unknown (declare maxLength/maxItems in the schema)"
+	if w.env.argsTyped {
+		return -1, "it works on input whose size is unknown (declare maxLength/maxItems in the schema)"
+	}
+	return -1, "it works on input whose size is unknown"
+}
+
+// unboundedAdvice says how to give the value at path, which a predicate scans, a size: only a
+// tool's schema declares one.
+func (w *walker) unboundedAdvice(path string) string {
+	switch {
+	case strings.HasPrefix(path, "args.") && w.env.argsTyped:
+		return "declare maxItems in the tool's schema"
+	case strings.HasPrefix(path, "args."):
+		return "scope the entry to tools whose schema declares it with maxItems"
+	}
+	return "a dyn value, which no schema sizes: no cost limit admits a scan of it; test a string instead, one the host joins the list into"
+}
+
+// costAdvice explains an estimate over the limit: the sizes it assumed where nothing declares
+// one, and what would lower it. Only a tool schema can declare a size (maxLength, maxItems);
+// the other inputs have the sizes of doc.go.
+func (w *walker) costAdvice() string {
+	var parts []string
+	est := &costEstimator{hints: w.env.hints}
+	seen := map[string]bool{}
+	str := fmt.Sprintf("%d characters in a string", DefaultStringSize)
+	for _, r := range w.ranges {
+		path, ok := render(r)
+		if !ok || seen[path] || strings.HasPrefix(path, "args.") {
+			continue
+		}
+		seen[path] = true
+		if h, ok := est.hints[path]; ok && h.declared == nil && h.assumed != nil {
+			parts = append(parts, fmt.Sprintf("%d elements in %s", h.assumed.Max, path))
+		}
+		if c, ok := est.hints[path+".@items.content"]; ok && c.assumed == assumedContent {
+			str = fmt.Sprintf("%d characters in a message's content", DefaultContentSize)
+		}
+	}
+	var advice []string
+	if w.env.argsTyped && w.reads["args"] {
+		advice = append(advice, "declare maxLength/maxItems in the tool's schema")
+	}
+	if len(parts) > 0 || len(advice) == 0 {
+		parts = append(parts, str)
+	}
+	if w.regex {
+		advice = append(advice, "contains() with a fixed string costs less than matches()")
+	}
+	var msg string
+	if len(parts) > 0 {
+		msg = " (it assumes " + strings.Join(parts, " and ") + ")"
+	}
+	for _, a := range advice {
+		msg += "; " + a
+	}
+	return msg
 }
 
 // rootOf returns the innermost operand of a select/index chain, where its text starts.
@@ -591,6 +652,8 @@ func (w *walker) literal(op string, field, value ast.Expr) {
 		kind, v = "string", string(c)
 	case types.Int, types.Uint, types.Double, types.Bool:
 		kind, v = c.Type().TypeName(), fmt.Sprint(c.Value())
+	case types.Null:
+		kind, v = "null", "null"
 	default:
 		return
 	}

@@ -186,6 +186,18 @@ func TestCheckCost(t *testing.T) {
 		require.Empty(t, iss)
 		assert.LessOrEqual(t, c.Cost.Max, DefaultCostLimit)
 	})
+	t.Run("a scan of the transcript is estimated for the 4 MiB the gateway admits", func(t *testing.T) {
+		env := mustEnv(t, EnvConfig{Stage: Chat})
+		for _, src := range []string{
+			"request.messages.exists(m, m.content.matches('secret'))",
+			"messages.exists(m, m.content.contains('ignore previous'))",
+		} {
+			c, iss := env.Check(src)
+			require.Empty(t, iss, src)
+			assert.LessOrEqual(t, c.Cost.Max, DefaultCostLimit, src)
+		}
+		assert.Equal(t, 4<<20, DefaultListSize*DefaultContentSize)
+	})
 	t.Run("nested comprehensions exceed the limit", func(t *testing.T) {
 		env := mustEnv(t, EnvConfig{Stage: Chat})
 		_, iss := env.Check("messages.all(m, messages.all(n, m.content == n.content))")
@@ -193,15 +205,38 @@ func TestCheckCost(t *testing.T) {
 		assert.Equal(t, RuleCost, iss[0].Rule)
 		assert.Regexp(t, `^estimated cost \d+ exceeds the limit 1000000`, iss[0].Message)
 	})
-	t.Run("comprehension over a dyn list is unbounded", func(t *testing.T) {
-		env := mustEnv(t, EnvConfig{Stage: Turn})
-		src := "session.id == 's' && session.meta.tags.exists(t, t == 'vip')"
-		_, iss := env.Check(src)
+	t.Run("a scan of a dyn list is unbounded, reported at the list", func(t *testing.T) {
+		for _, tt := range []struct {
+			stage     Stage
+			src, list string
+		}{
+			{Turn, "session.id == 's' && session.meta.tags.exists(t, t == 'vip')", "session.meta.tags"},
+			{Admit, "item.score > 0.5 && 'vetted' in item.metadata.tags", "item.metadata.tags"},
+		} {
+			_, iss := mustEnv(t, EnvConfig{Stage: tt.stage}).Check(tt.src)
+			require.Len(t, iss, 1, tt.src)
+			assert.Equal(t, RuleCost, iss[0].Rule)
+			assert.Contains(t, iss[0].Message, "unbounded: it iterates over "+tt.list)
+			assert.NotContains(t, iss[0].Message, "maxItems") // no schema to declare a size in
+			assert.Equal(t, strings.Index(tt.src, tt.list), iss[0].Offset)
+		}
+		// A key of the metadata map is a lookup.
+		_, iss := mustEnv(t, EnvConfig{Stage: Admit}).Check("'tags' in item.metadata")
+		assert.Empty(t, iss)
+		// Untyped args: scope the entry.
+		_, iss = mustEnv(t, EnvConfig{Stage: Tool}).Check("'x' in args.items")
 		require.Len(t, iss, 1)
-		assert.Equal(t, RuleCost, iss[0].Rule)
-		assert.Contains(t, iss[0].Message, "unbounded")
-		assert.Contains(t, iss[0].Message, "session.meta.tags")
-		assert.Equal(t, strings.Index(src, "session.meta"), iss[0].Offset)
+		assert.Contains(t, iss[0].Message, "scope the entry to tools whose schema declares it with maxItems")
+	})
+	t.Run("over the limit, the message names the sizes assumed and what lowers the estimate", func(t *testing.T) {
+		env := mustEnv(t, EnvConfig{Stage: Chat, CostLimit: 1000})
+		_, iss := env.Check("messages.exists(m, m.content.matches('secret'))")
+		require.Len(t, iss, 1)
+		assert.Contains(t, iss[0].Message, "(it assumes 256 elements in messages and 16384 characters in a message's content); contains() with a fixed string costs less than matches()")
+		assert.NotContains(t, iss[0].Message, "schema")
+		_, iss = mustEnv(t, EnvConfig{Stage: Turn, CostLimit: 1000}).Check("input.text.contains('secret')")
+		require.Len(t, iss, 1)
+		assert.True(t, strings.HasSuffix(iss[0].Message, "(it assumes 32768 characters in a string)"), iss[0].Message)
 	})
 	t.Run("comprehension over an untyped args list is unbounded", func(t *testing.T) {
 		env := mustEnv(t, EnvConfig{Stage: Tool})

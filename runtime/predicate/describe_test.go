@@ -16,9 +16,9 @@ func TestVariables(t *testing.T) {
 		return m
 	}
 	chat := byName(Variables(Chat))
-	assert.Equal(t, VariableDoc{Name: "request", Type: "agentc.request"}, chat["request"])
-	assert.Equal(t, VariableDoc{Name: "messages", Type: "list(agentc.message)"}, chat["messages"])
-	assert.Equal(t, VariableDoc{Name: "response", Type: "agentc.response", AfterOnly: true}, chat["response"])
+	assert.Equal(t, VariableDoc{Name: "request", Type: "agentc.request", Doc: "the request to the model"}, chat["request"])
+	assert.Equal(t, VariableDoc{Name: "messages", Type: "list(agentc.message)", Doc: "request.messages"}, chat["messages"])
+	assert.Equal(t, VariableDoc{Name: "response", Type: "agentc.response", AfterOnly: true, Doc: "the model's answer"}, chat["response"])
 	tool := byName(Variables(Tool))
 	assert.Equal(t, "map(string, dyn)", tool["args"].Type)
 	assert.True(t, tool["result"].AfterOnly)
@@ -27,6 +27,13 @@ func TestVariables(t *testing.T) {
 	assert.True(t, turn["output"].AfterOnly)
 	assert.True(t, turn["status"].AfterOnly)
 	assert.Len(t, Variables(Admit), 1)
+
+	// Every variable is documented.
+	for _, s := range []Stage{Chat, Tool, Turn, Admit, State} {
+		for _, v := range Variables(s) {
+			assert.NotEmpty(t, v.Doc, string(s)+"."+v.Name)
+		}
+	}
 
 	// Every variable a check accepts is listed, and nothing more: a
 	// predicate reading each listed variable type-checks in its phase.
@@ -58,6 +65,16 @@ func TestObjectFields(t *testing.T) {
 	assert.Contains(t, got, "input_tokens:int")
 	_, ok = ObjectFields("agentc.nothing")
 	assert.False(t, ok)
+	// Every field of every type is documented, and no documentation names a field that is gone.
+	documented := 0
+	for _, name := range names {
+		fs, _ := ObjectFields(name)
+		for _, f := range fs {
+			assert.NotEmpty(t, f.Doc, name+"."+f.Name)
+			documented++
+		}
+	}
+	assert.Len(t, fieldDocs, documented)
 	// Every listed field type-checks where its type is reachable.
 	env, err := NewEnv(EnvConfig{Stage: Chat, Phase: After})
 	require.NoError(t, err)

@@ -119,12 +119,13 @@
 //
 // Check estimates the cost with cel-go's estimator. Sizes come from the schema (maxLength,
 // maxItems, maxProperties, the longest enum value); where nothing is declared it assumes
-// DefaultStringSize characters per string, DefaultListSize elements per list (messages
-// included) and DefaultMapSize entries per meta map. A dyn value (run.meta.x, result, untyped
-// args) used as a string counts as DefaultStringSize; iterating over one is unbounded. An
+// DefaultStringSize characters per string (DefaultContentSize for a message's content, so that
+// the transcript assumed is the 4 MiB the gateway admits by default), DefaultListSize elements
+// per list (messages included) and DefaultMapSize entries per meta map. A dyn value
+// (run.meta.x, result, untyped args) used as a string counts as DefaultStringSize; iterating over one is unbounded. An
 // unbounded estimate (a comprehension over a dyn value) or one above the limit
 // (EnvConfig.CostLimit, default DefaultCostLimit = 1,000,000) is a cel/cost issue naming the
-// estimate, placed at the offending range when there is one.
+// estimate and the sizes it assumed, placed at the offending range when there is one.
 //
 // The assumed sizes are not trusted at runtime. Check also estimates the cost knowing no input
 // size at all; when that estimate is within the limit (the refund guard, comparisons of fields

@@ -20,12 +20,18 @@ const (
 	DefaultListSize = 256
 	// DefaultMapSize is the size assumed for the meta and metadata maps.
 	DefaultMapSize = 64
+	// DefaultContentSize is the size assumed for a message's content: DefaultListSize messages
+	// of it make 4 MiB, the largest request body agentc serve admits by default (-maxbody), so
+	// a scan of the transcript is estimated at what a scan of the largest one the gateway
+	// passes on costs, however it is split into messages.
+	DefaultContentSize = (4 << 20) / DefaultListSize
 )
 
 var (
-	assumedString = &checker.SizeEstimate{Min: 0, Max: DefaultStringSize}
-	assumedList   = &checker.SizeEstimate{Min: 0, Max: DefaultListSize}
-	assumedMap    = &checker.SizeEstimate{Min: 0, Max: DefaultMapSize}
+	assumedString  = &checker.SizeEstimate{Min: 0, Max: DefaultStringSize}
+	assumedList    = &checker.SizeEstimate{Min: 0, Max: DefaultListSize}
+	assumedMap     = &checker.SizeEstimate{Min: 0, Max: DefaultMapSize}
+	assumedContent = &checker.SizeEstimate{Min: 0, Max: DefaultContentSize}
 )
 
 // The type names of the fixed object types. They live under the "agentc." prefix, which is no
@@ -95,6 +101,12 @@ func stringField[T any](name string, get func(*T) string) *field {
 	}
 }
 
+// withAssumed sets the size f is assumed to have.
+func withAssumed(f *field, size *checker.SizeEstimate) *field {
+	f.assumed = size
+	return f
+}
+
 func intField[T any](name string, get func(*T) int64) *field {
 	return &field{
 		name: name,
@@ -162,7 +174,7 @@ func runFields() []*field {
 func messageFields() []*field {
 	return []*field{
 		stringField[Message]("role", func(v *Message) string { return v.Role }),
-		stringField[Message]("content", func(v *Message) string { return v.Content }),
+		withAssumed(stringField[Message]("content", func(v *Message) string { return v.Content }), assumedContent),
 		stringField[Message]("name", func(v *Message) string { return v.Name }),
 		stringField[Message]("tool_call_id", func(v *Message) string { return v.ToolCallID }),
 		listField[Message]("tool_calls", toolCallsType, func(p *Message) any { return &p.ToolCalls },

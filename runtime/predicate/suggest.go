@@ -3,6 +3,7 @@ package predicate
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/google/cel-go/common/types"
@@ -60,8 +61,55 @@ func (e *Env) suggestField(src string, is *Issue) {
 	if !ok {
 		return
 	}
-	if best := textdist.Closest(name, names); best != "" {
+	best := textdist.Closest(name, names)
+	if best == "" && slices.Contains(textNames, name) {
+		best = textField(names)
+	}
+	if best != "" {
 		is.Message += fmt.Sprintf("; did you mean '%s'?", best)
+	}
+}
+
+// textNames are the names a field holding an object's text goes by: input
+// and output call it text, a message and an item content.
+var textNames = []string{"body", "content", "message", "text"}
+
+// textField returns the field of names that holds the text ("text" or
+// "content"), or "".
+func textField(names []string) string {
+	for _, n := range names {
+		if n == "text" || n == "content" {
+			return n
+		}
+	}
+	return ""
+}
+
+var objectOperandRE = regexp.MustCompile(`applied to '(?:\((?:(agentc\.[a-z_]+), string|string, (agentc\.[a-z_]+))\)|(agentc\.[a-z_]+)\.\(string(?:, string)?\))'`)
+
+// suggestTextOperand adds a hint to a "no matching overload" issue whose
+// operands are an object and a string (input == 'hi', item.contains('x')):
+// the object's text is one of its fields.
+func (e *Env) suggestTextOperand(is *Issue) {
+	m := objectOperandRE.FindStringSubmatch(is.Message)
+	if m == nil {
+		return
+	}
+	typ := m[1] + m[2] + m[3]
+	o, ok := fixedObjects[typ]
+	if !ok {
+		return
+	}
+	f := textField(o.names)
+	if f == "" {
+		return
+	}
+	is.Message += fmt.Sprintf("; %s is an object: its text is its field %s", typ, f)
+	for _, v := range stageVariables(e.cfg.Stage, e.cfg.Phase) {
+		if v.typ.TypeName() == typ {
+			is.Message += fmt.Sprintf(" (%s.%s)", v.name, f)
+			break
+		}
 	}
 }
 

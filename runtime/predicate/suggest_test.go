@@ -13,6 +13,8 @@ import (
 func TestSuggestField(t *testing.T) {
 	tool := toolEnv(t, "refund")
 	chat := mustEnv(t, EnvConfig{Stage: Chat, Phase: After})
+	turn := mustEnv(t, EnvConfig{Stage: Turn, Phase: After})
+	admit := mustEnv(t, EnvConfig{Stage: Admit})
 	for _, tt := range []struct {
 		env  *Env
 		src  string
@@ -29,6 +31,15 @@ func TestSuggestField(t *testing.T) {
 		{chat, "response.usage.input_tokns > 10", "undefined field 'input_tokns'; did you mean 'input_tokens'?"},
 		// The innermost comprehension binding the name types it.
 		{chat, "request.tools.exists(x, request.messages.exists(x, x.rol == 'user'))", "undefined field 'rol'; did you mean 'role'?"},
+		// An object's text goes by text or content: the other name finds it.
+		{chat, "messages.exists(m, m.text == 'x')", "undefined field 'text'; did you mean 'content'?"},
+		{admit, "item.text.contains('x')", "undefined field 'text'; did you mean 'content'?"},
+		{turn, "input.content == 'hi'", "undefined field 'content'; did you mean 'text'?"},
+		// An object compared with a string, or given a string method, is told its text field.
+		{admit, "item == 'x'", "found no matching overload for '_==_' applied to '(agentc.item, string)'; agentc.item is an object: its text is its field content (item.content)"},
+		{turn, "'hi' == input", "found no matching overload for '_==_' applied to '(string, agentc.input)'; agentc.input is an object: its text is its field text (input.text)"},
+		{turn, "output.contains('x')", "found no matching overload for 'contains' applied to 'agentc.output.(string)'; agentc.output is an object: its text is its field text (output.text)"},
+		{chat, "response.startsWith('x')", "found no matching overload for 'startsWith' applied to 'agentc.response.(string)'; agentc.response is an object: its text is its field text (response.text)"},
 	} {
 		_, iss := tt.env.Check(tt.src)
 		if assert.NotEmpty(t, iss, tt.src) {

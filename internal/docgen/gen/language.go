@@ -461,7 +461,7 @@ func (p *langPage) celSection() {
 		"typed from the field's JSON Schema, and `state`, an object of the run's fields typed from theirs (a field not set is absent: test it with `has`); " +
 		"`set` computes a value of the field's type instead of a bool. " +
 		"The functions beyond CEL's standard library are listed in the [README](../README.md#cel-predicates).\n\n")
-	p.printf("### CEL variables\n\n| stage | variable | type | available |\n|---|---|---|---|\n")
+	p.printf("### CEL variables\n\n| stage | variable | type | available | holds |\n|---|---|---|---|---|\n")
 	for _, st := range []predicate.Stage{predicate.Chat, predicate.Tool, predicate.Turn, predicate.Admit, predicate.State} {
 		for _, v := range predicate.Variables(st) {
 			when := "before and after the call"
@@ -473,15 +473,15 @@ func (p *langPage) celSection() {
 			case st == predicate.State:
 				when = "on each set or append"
 			}
-			p.printf("| %s | `%s` | %s | %s |\n", st, v.Name, cell(celTypeLink(v.Type)), when)
+			p.printf("| %s | `%s` | %s | %s | %s |\n", st, v.Name, cell(celTypeLink(v.Type)), when, cell(v.Doc))
 		}
 	}
 	p.printf("\n### CEL types\n\n")
 	for _, name := range predicate.ObjectTypes() {
 		fs, _ := predicate.ObjectFields(name)
-		p.printf("#### `%s`\n\n| field | type |\n|---|---|\n", name)
+		p.printf("#### `%s`\n\n| field | type | holds |\n|---|---|---|\n", name)
 		for _, f := range fs {
-			p.printf("| `%s` | %s |\n", f.Name, cell(celTypeLink(f.Type)))
+			p.printf("| `%s` | %s | %s |\n", f.Name, cell(celTypeLink(f.Type)), cell(f.Doc))
 		}
 		p.printf("\n")
 	}
