@@ -91,14 +91,14 @@ var keySettings = map[string][]string{
 	"fallback":         {"models"},
 	"hedge":            {"models", "delay"},
 	"audit":            {"trail", "sink"},
-	"meter":            {"budget", "scope"},
+	"meter":            {"budget", "scope", "on_cross"},
 	"rate_limit":       {"rate", "per", "burst", "mode", "scope"},
 	"compaction":       {"strategy", "max_tokens", "keep_recent"},
 	"guard":            {"deny", "require", "phase", "on_error"},
 	"memoize":          {"scope", "ttl", "single_flight"},
 	"semantic_memoize": {"scope", "threshold"},
-	"idempotent":       {"ttl"},
-	"egress":           {"allow"},
+	"idempotent":       {"ttl", "key_args"},
+	"egress":           {"allow", "allow_private"},
 	"tool_policy":      {"allow", "deny"},
 	"judge":            {"model", "on_error"},
 	"output_coerce":    {"mode"},
@@ -108,6 +108,7 @@ var keySettings = map[string][]string{
 	"max_tokens":       {"limit"},
 	"file_check":       {"roots"},
 	"truncate":         {"max_chars"},
+	"checkpoint":       {"after_tool", "keep"},
 }
 
 var callees = map[string]string{"chat": "model call", "tool": "tool call", "turn": "agent turn"}
@@ -143,7 +144,7 @@ func layer(a *vet.Analysis, p *dsl.Policy, e *dsl.Entry) *Layer {
 		}
 	}
 	for _, f := range keySettings[e.Use] {
-		if v, ok := e.Fields[f]; ok {
+		if v, ok := e.Fields[f]; ok && (f != "on_cross" || crossable(e)) {
 			l.Settings = append(l.Settings, f+": "+format(v))
 		}
 	}
@@ -176,6 +177,15 @@ func layer(a *vet.Analysis, p *dsl.Policy, e *dsl.Entry) *Layer {
 		l.Held = append(l.Held, h)
 	}
 	return l
+}
+
+// crossable reports whether a meter has a tokens or usd ceiling, which
+// on_cross decides the crossing of (a calls ceiling is never crossed).
+func crossable(e *dsl.Entry) bool {
+	budget, _ := e.Fields["budget"].(map[string]any)
+	_, tokens := budget["tokens"]
+	_, usd := budget["usd"]
+	return tokens || usd
 }
 
 // stateLine says where one part of a layer's state lives: the store, its

@@ -150,6 +150,40 @@ func TestManyRetriesSaturate(t *testing.T) {
 	assert.Equal(t, "a failing call reaches the model up to more than 1,000,000 times (r0 (retry) 3 attempts × r1 (retry) 3 attempts × r2 (retry) 3 attempts × … (50 layers))", chat.Consequences[0])
 }
 
+// TestSettingsAReviewerNeeds checks that explain shows the settings that
+// change what a layer does to a call (an idempotency key on chosen
+// arguments, a budget refused before it is crossed, the internal networks
+// egress lets a tool reach, a checkpoint before tools run) and calls a
+// checkpoint layer's state by its name.
+func TestSettingsAReviewerNeeds(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte(`package p
+
+models: m: {usd_per_mtok_in: 1, usd_per_mtok_out: 2}
+stores: runs: {kind: "sqlite", path: "runs.db"}
+tools: {
+	refund: {side_effecting: true, args: {type: "object", properties: order_id: type: "string"}}
+	fetch: {url_arg: "url"}
+}
+chains: {
+	chat: [{use: "meter", budget: usd: 5, on_cross: "refuse"}]
+	tool: [
+		{use: "egress", allow: ["svc.internal.example"], allow_private: ["10.20.0.0/16"], tools: ["fetch"]},
+		{use: "idempotent", key_args: ["order_id"], tools: ["refund"]},
+	]
+	turn: [{use: "checkpoint", store: "runs", after_tool: true, keep: 3}]
+}
+`), 0o644))
+	x := build(t, dir)
+	require.Len(t, x.Stages, 3)
+	chat, tool, turn := x.Stages[0], x.Stages[1], x.Stages[2]
+	assert.Contains(t, chat.Layers[0].Settings, "on_cross: refuse")
+	assert.Contains(t, tool.Layers[0].Settings, "allow_private: 10.20.0.0/16")
+	assert.Contains(t, tool.Layers[1].Settings, "key_args: order_id")
+	assert.Equal(t, []string{"after_tool: true", "keep: 3"}, turn.Layers[0].Settings)
+	assert.Equal(t, []string{`state: checkpoints in store "runs" (sqlite file runs.db): shared by the processes on this host, each host has its own`}, turn.Layers[0].State)
+}
+
 // TestStateLocations checks that each stateful layer names where its state
 // lives, that a URL written in the policy loses its credentials, and that
 // a layer without state says nothing.

@@ -221,6 +221,8 @@ func stateNoun(e *dsl.Entry) string {
 		return "idempotency table"
 	case "audit":
 		return "audit trail"
+	case "checkpoint":
+		return "checkpoints"
 	default:
 		return "cache"
 	}

@@ -239,7 +239,13 @@ func Run(ctx context.Context, p *plan.Plan, s *Scenario, opts Options) (*Result,
 	models := f.models()
 	// A seeded source of jitter: the run replays exactly.
 	deps := runtime.Deps{Models: models, Tools: f.tools(), Audit: audit, Logger: logger, Dir: opts.Dir, Clock: clock,
-		Random: runtime.NewSeededRandom(1), Backends: standIns}
+		Random: runtime.NewSeededRandom(1), Backends: standIns, AuditSinks: map[string]runtime.AuditSink{}}
+	// Every store's trail is the run's own sink too, so that the result
+	// lists each record an audit layer, a grounding or a state sink wrote,
+	// whichever store it names, in the order they were written.
+	for name := range p.Stores {
+		deps.AuditSinks[name] = audit
+	}
 	if len(s.Retrieval) > 0 {
 		deps.Retriever = f.retriever()
 	}

@@ -292,3 +292,22 @@ func TestSqliteStoreIsTheRunsOwn(t *testing.T) {
 	assert.Empty(t, entries)
 	assert.Equal(t, "cache.db", p.Stores["cache"].Path, "the caller's plan is left as it is")
 }
+
+// An audit layer that names a store writes its trail there, and the result
+// lists it as it lists the default sink's: a want of `audit: []` does not
+// pass over records written to a sqlite file or a postgres stand-in, and a
+// crash freezes every trail alike.
+func TestAuditOfNamedSinksIsListed(t *testing.T) {
+	p := &plan.Plan{Version: plan.Version, Policy: "p",
+		Stores: map[string]plan.Store{"trail": {Kind: "sqlite", Path: "audit.db"}, "ledger": {Kind: "postgres", URLEnv: "AGENTC_SCENARIO_UNSET_URL"}},
+		Tools:  map[string]plan.Tool{"refund": {SideEffecting: true, RetrySafe: true}},
+		Chains: plan.Chains{Tool: []plan.Layer{layer("audit", `{"sink": "trail"}`), layer("audit", `{"sink": "ledger"}`)}}}
+	p.Chains.Tool[0].Name, p.Chains.Tool[1].Name = "outer", "inner"
+	res, _ := run(t, p, `{"tools": {"refund": [{"result": 1}, {"crash": true}]},
+		"steps": [{"tool": {"name": "refund"}}, {"tool": {"name": "refund", "args": {"n": 2}}}]}`, scenario.Options{Dir: t.TempDir()})
+	require.Len(t, res.Audit, 2)
+	assert.Equal(t, "inner", res.Audit[0].Layer)
+	assert.Equal(t, "outer", res.Audit[1].Layer)
+	assert.Equal(t, "ok", res.Audit[1].Decision)
+	assert.True(t, res.Crashed)
+}
