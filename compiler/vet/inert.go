@@ -5,6 +5,7 @@ import (
 	"maps"
 	"path"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/agentc-dev/agentc/dsl"
@@ -31,7 +32,9 @@ side_effecting is an error (its calls run again on every delivery), and so
 is a key_args entry naming an argument that a side-effecting tool it
 applies to does not declare (every call of that tool is refused); one
 naming an argument the tool declares but does not require is a warning
-(a call without it is refused). An
+(a call without it is refused). So is a url_arg or path_arg naming an
+argument the tool declares but does not require, for a tool an egress or
+file_check checks: the layer refuses a call without the URL or path. An
 unscoped file_check or egress (scan_args false) when no declared tool has
 the argument, or an
 unscoped idempotent when no declared tool is side_effecting, checks
@@ -81,7 +84,12 @@ or place the hedge outside the retry.`,
 				p.inertHedge(e, p.Policy.Chains["chat"][:i])
 			}
 		}
+		optional := map[string]bool{}
 		for _, e := range p.Policy.Chains["tool"] {
+			switch e.Use {
+			case "egress", "file_check":
+				p.inertOptionalArg(e, optional)
+			}
 			switch e.Use {
 			case "output_coerce":
 				if _, ok := e.Fields["schema"]; !ok {
@@ -229,6 +237,42 @@ func (p *Pass) inertArgCheck(e *dsl.Entry, field string, arg func(*dsl.Tool) str
 	}
 	p.Report(dsl.Diagnostic{Pos: e.UsePos, Severity: dsl.Warning, Related: rel,
 		Message: fmt.Sprintf("%s checks nothing: no declared tool has %s, so every call passes it unchecked; declare %s on the tools it should check", e.Ref(), field, field)})
+}
+
+// inertOptionalArg reports a tool an egress or file_check layer checks
+// whose url_arg or path_arg names an argument its args schema declares but
+// does not require: the layer refuses a call without the argument (a
+// missing URL or path is refused), so every call that leaves it out is
+// blocked. Each tool and field is reported once (seen).
+func (p *Pass) inertOptionalArg(e *dsl.Entry, seen map[string]bool) {
+	field, arg, pos := "url_arg", func(t *dsl.Tool) string { return t.URLArg }, func(t *dsl.Tool) dsl.Pos { return t.URLArgPos }
+	fix := "leave url_arg out, and the layer's scan_args checks a URL wherever a call writes one"
+	if e.Use == "file_check" {
+		field, arg, pos = "path_arg", func(t *dsl.Tool) string { return t.PathArg }, func(t *dsl.Tool) dsl.Pos { return t.PathArgPos }
+		fix = "split the calls with a path and those without into two tools"
+	}
+	tools := e.Tools
+	if len(tools) == 0 {
+		tools = p.toolNames()
+	}
+	for _, name := range tools {
+		t := p.Policy.Tools[name]
+		if t == nil || seen[field+" "+name] {
+			continue
+		}
+		a := arg(t)
+		if a == "" || strings.HasPrefix(a, "/") || len(t.URLArgs) > 1 && field == "url_arg" || len(t.PathArgs) > 1 && field == "path_arg" {
+			continue
+		}
+		if has, known := t.HasArg(a); !known || !has || t.RequiresArg(a) {
+			continue
+		}
+		seen[field+" "+name] = true
+		p.Report(dsl.Diagnostic{Pos: pos(t), Severity: dsl.Warning,
+			Related: []dsl.Related{{Pos: e.UsePos, Message: fmt.Sprintf("%s checks the calls of `%s`", e.Ref(), name)}},
+			Message: fmt.Sprintf("%s names argument %q, which the args of `%s` do not require: %s refuses a call without it (a missing %s is refused), so every call that leaves it out is blocked; list it in required, or %s",
+				field, a, name, e.Use, map[string]string{"url_arg": "URL", "path_arg": "path"}[field], fix)})
+	}
 }
 
 // inertArgPatterns reports arg_patterns entries naming an argument that no
