@@ -118,9 +118,10 @@ type Counterexample struct {
 	// Trace is the run's trace, one line per event.
 	Trace []string
 
-	// Interleaving is set when a replay of the scenario did not violate
-	// the invariant again: the concurrent copies must interleave as they
-	// did in the run found.
+	// Interleaving is set when the scenario run with its concurrent copies
+	// in the other order explored (one after the other, admitted
+	// together) does not violate the invariant: the copies must
+	// interleave as they did in the run found.
 	Interleaving bool
 
 	// of is the stage and name of the target (the stage of a chat target:
@@ -152,9 +153,11 @@ type target struct {
 	name   string
 	args   map[string]any
 	copies int
-	// together: the copies are admitted together (gate).
-	together bool
-	label    string
+	// together: the copies are admitted together, else they run one after
+	// the other (gate); free: as the scheduler runs them, as agentc run
+	// does (Replay).
+	together, free bool
+	label          string
 }
 
 // explorer holds the state of one Explore.
@@ -470,10 +473,10 @@ func (e *explorer) targets() []target {
 						out = append(out, target{stage: plan.StageTool, name: name, args: args, copies: c, label: label})
 						continue
 					}
-					// Concurrent copies in the order the scheduler gives
-					// them, and admitted together.
+					// Concurrent copies one after the other, and admitted
+					// together.
 					label += fmt.Sprintf(" x%d concurrent", c)
-					out = append(out, target{stage: plan.StageTool, name: name, args: args, copies: c, label: label},
+					out = append(out, target{stage: plan.StageTool, name: name, args: args, copies: c, label: label + ", one after the other"},
 						target{stage: plan.StageTool, name: name, args: args, copies: c, together: true, label: label + ", admitted together"})
 				}
 			}
@@ -736,8 +739,8 @@ func (e *explorer) run(ctx context.Context, t target, script []string) (*outcome
 
 func (e *explorer) runScenario(ctx context.Context, t target, script []string, sc *scenario.Scenario) (*outcome, error) {
 	rec := &recorder{billInput: e.usage.InputTokens}
-	if t.together {
-		rec.gate = newGate(t.copies)
+	if t.copies > 1 && !t.free {
+		rec.gate = newGate(t.copies, t.together)
 	}
 	clock := runtime.NewVirtualClock(scenario.Epoch)
 	o := &outcome{sc: sc, timed: e.clocked}
