@@ -811,12 +811,19 @@ func (o *outcome) fingerprint() string {
 	var step func(s scenario.StepResult) string
 	step = func(s scenario.StepResult) string {
 		var b strings.Builder
-		fmt.Fprintf(&b, "%s:%s:%d", s.Stage, s.Outcome, s.Attempts)
-		if s.Deduped != nil && *s.Deduped {
-			b.WriteString(":d")
-		}
-		if s.Error != nil {
-			b.WriteString(":" + s.Error.Kind + ":" + s.Error.Layer)
+		switch {
+		case s.Stage == "parallel":
+			// A concurrent step's outcome is that of its first copy that
+			// failed: its copies, sorted below, say it but for their order.
+			b.WriteString(s.Stage)
+		default:
+			fmt.Fprintf(&b, "%s:%s:%d", s.Stage, s.Outcome, s.Attempts)
+			if s.Deduped != nil && *s.Deduped {
+				b.WriteString(":d")
+			}
+			if s.Error != nil {
+				b.WriteString(":" + s.Error.Kind + ":" + s.Error.Layer)
+			}
 		}
 		if s.Text != nil {
 			b.WriteString(":" + *s.Text)
