@@ -811,12 +811,11 @@ func (o *outcome) fingerprint() string {
 	var step func(s scenario.StepResult) string
 	step = func(s scenario.StepResult) string {
 		var b strings.Builder
-		switch {
-		case s.Stage == "parallel":
+		if s.Stage == "parallel" {
 			// A concurrent step's outcome is that of its first copy that
 			// failed: its copies, sorted below, say it but for their order.
 			b.WriteString(s.Stage)
-		default:
+		} else {
 			fmt.Fprintf(&b, "%s:%s:%d", s.Stage, s.Outcome, s.Attempts)
 			if s.Deduped != nil && *s.Deduped {
 				b.WriteString(":d")

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/agentc-dev/agentc/runtime/scenario"
 )
 
 // The wait of a copy admitted together for the others at the tool ends when
@@ -52,14 +50,14 @@ type gate struct {
 	steps    map[string]*stepGate
 }
 
-// stepGate is the gate of one step, by copy: at holds the copies that
-// reached the tool or ended their call, ended those that ended it, waiting
-// those at the tool waiting for their turn; turn is the copy running the
-// tool (-1: none).
+// stepGate is the gate of one step, by copy: entered holds the copies that
+// entered the chain, at those that reached the tool or ended their call,
+// ended those that ended it, waiting those at the tool waiting for their
+// turn; turn is the copy running the tool (-1: none).
 type stepGate struct {
-	at, ended, waiting map[int]bool
-	turn               int
-	changed            chan struct{}
+	entered, at, ended, waiting map[int]bool
+	turn                        int
+	changed                     chan struct{}
 }
 
 func newGate(copies int, together bool) *gate {
@@ -77,17 +75,18 @@ func copyOf(path string) (step string, i int, ok bool) {
 	return path[:at], i, err == nil
 }
 
-// of returns the gate of the step the copy of ctx belongs to and the copy's
-// index; nil for a call that is not a copy of a concurrent step. The caller
-// holds g.mu.
-func (g *gate) of(ctx context.Context) (*stepGate, int) {
-	step, i, ok := copyOf(scenario.StepPath(ctx))
+// of returns the gate of the step the call at path belongs to and the
+// copy's index; nil for a call that is not a copy of a concurrent step. The
+// caller holds g.mu.
+func (g *gate) of(path string) (*stepGate, int) {
+	step, i, ok := copyOf(path)
 	if !ok {
 		return nil, 0
 	}
 	s := g.steps[step]
 	if s == nil {
-		s = &stepGate{at: map[int]bool{}, ended: map[int]bool{}, waiting: map[int]bool{}, turn: -1, changed: make(chan struct{})}
+		s = &stepGate{entered: map[int]bool{}, at: map[int]bool{}, ended: map[int]bool{}, waiting: map[int]bool{}, turn: -1,
+			changed: make(chan struct{})}
 		g.steps[step] = s
 	}
 	return s, i
@@ -98,22 +97,23 @@ func (s *stepGate) signal() {
 	s.changed = make(chan struct{})
 }
 
-// enter is called when the copy of ctx enters the chain: it returns once
-// the copies before it are out of its way (ended their call, or, admitted
-// together, reached the tool).
-func (g *gate) enter(ctx context.Context) {
+// enter is called when the call at path (scenario.StepPath) enters the
+// chain: it returns once the copies before it are out of its way (ended
+// their call, or, admitted together, reached the tool).
+func (g *gate) enter(ctx context.Context, path string) {
 	if g == nil {
 		return
 	}
 	g.mu.Lock()
-	s, i := g.of(ctx)
+	s, i := g.of(path)
 	g.mu.Unlock()
 	if s == nil {
 		return
 	}
 	// The copies before it have the chain to themselves: nothing of this
-	// copy can hold them, there is no grace.
-	g.wait(ctx, s, 0, func() bool {
+	// copy holds them. The grace only keeps a call that never ends (that
+	// never entered the chain) from holding the run for good.
+	g.wait(ctx, s, turnGrace, func() bool {
 		for j := range i {
 			if !s.ended[j] && !(g.together && s.at[j]) {
 				return false
@@ -121,16 +121,20 @@ func (g *gate) enter(ctx context.Context) {
 		}
 		return true
 	})
+	g.mu.Lock()
+	s.entered[i] = true
+	s.signal()
+	g.mu.Unlock()
 }
 
-// arrive is called when the copy of ctx reaches the tool: it returns once
-// the copy may run it.
-func (g *gate) arrive(ctx context.Context) {
+// arrive is called when the call at path reaches the tool: it returns once
+// it may run it.
+func (g *gate) arrive(ctx context.Context, path string) {
 	if g == nil {
 		return
 	}
 	g.mu.Lock()
-	s, i := g.of(ctx)
+	s, i := g.of(path)
 	if s == nil {
 		g.mu.Unlock()
 		return
@@ -139,6 +143,10 @@ func (g *gate) arrive(ctx context.Context) {
 	s.signal()
 	g.mu.Unlock()
 	if g.together {
+		// The others enter the chain now that this copy is at the tool,
+		// however late their goroutines are scheduled; once in, one that
+		// does nothing for barrierGrace is held.
+		g.wait(ctx, s, turnGrace, func() bool { return len(s.entered) >= g.copies })
 		g.wait(ctx, s, barrierGrace, func() bool { return len(s.at) >= g.copies })
 	}
 	g.wait(ctx, s, turnGrace, func() bool {
@@ -177,15 +185,15 @@ func (g *gate) progress(path string) {
 	g.mu.Unlock()
 }
 
-// end is called when the call of the copy of ctx ends: the next copy may
-// enter the chain, or run the tool.
-func (g *gate) end(ctx context.Context) {
+// end is called when the call at path ends: the next copy may enter the
+// chain, or run the tool.
+func (g *gate) end(path string) {
 	if g == nil {
 		return
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	s, i := g.of(ctx)
+	s, i := g.of(path)
 	if s == nil {
 		return
 	}
@@ -198,15 +206,10 @@ func (g *gate) end(ctx context.Context) {
 }
 
 // wait returns once ready holds (read under g.mu), ctx ended, or grace
-// passed without an event of the step (0: no grace).
+// passed without an event of the step.
 func (g *gate) wait(ctx context.Context, s *stepGate, grace time.Duration, ready func() bool) {
-	var timer *time.Timer
-	var expired <-chan time.Time // nil: never
-	if grace > 0 {
-		timer = time.NewTimer(grace)
-		defer timer.Stop()
-		expired = timer.C
-	}
+	timer := time.NewTimer(grace)
+	defer timer.Stop()
 	for {
 		g.mu.Lock()
 		ok, ch := ready(), s.changed
@@ -218,10 +221,8 @@ func (g *gate) wait(ctx context.Context, s *stepGate, grace time.Duration, ready
 		case <-ch:
 			// Something happened in the step: the copies waited for are
 			// not held.
-			if timer != nil {
-				timer.Reset(grace)
-			}
-		case <-expired:
+			timer.Reset(grace)
+		case <-timer.C:
 			return
 		case <-ctx.Done():
 			return

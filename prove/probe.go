@@ -167,16 +167,16 @@ func (p *probe) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 	return func(ctx context.Context, c *runtime.ToolCall) (any, error) {
 		rec := recorderOf(ctx)
 		if p.Pos == 0 && rec != nil {
-			rec.gate.enter(ctx)
+			rec.gate.enter(ctx, scenario.StepPath(ctx))
 		}
 		rec.add(ctx, event{Kind: evEnter, Stage: p.Stage, Pos: p.Pos})
 		if p.Last && rec != nil {
-			rec.gate.arrive(ctx)
+			rec.gate.arrive(ctx, scenario.StepPath(ctx))
 		}
 		v, err := next(ctx, c)
 		p.exit(ctx, err)
 		if p.Pos == 0 && rec != nil {
-			rec.gate.end(ctx)
+			rec.gate.end(scenario.StepPath(ctx))
 		}
 		return v, err
 	}
