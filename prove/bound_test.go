@@ -48,7 +48,7 @@ func TestMaxStatesStopsTheExploration(t *testing.T) {
 	assert.Equal(t, full.Targets, full.Done)
 
 	// The first level of the three targets (one call, two concurrent copies
-	// in the scheduler's order and admitted together) is 3 × 6 states (a
+	// one after the other and admitted together) is 3 × 6 states (a
 	// tool's alphabet); a bound a little above it finishes k = 1 and stops
 	// inside k = 2.
 	r, err := prove.Explore(context.Background(), p, prove.Options{Depth: 3, Dir: dir, MaxStates: 20})

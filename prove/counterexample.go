@@ -45,28 +45,19 @@ func (e *explorer) counterexample(ctx context.Context, t target, script []string
 		Copies: t.copies, Scenario: &sc, Trace: e.trace(best), of: of}
 	if t.copies > 1 {
 		// Concurrent copies race for the script's items: replay the
-		// scenario as agentc run does (the copies in the order the
-		// scheduler gives them) to see whether the violation needs one
-		// interleaving.
-		free := t
-		free.together = false
-		for range replayChecks {
-			r, err := e.runScenario(ctx, free, script, &sc)
-			if err != nil {
-				break
-			}
+		// scenario with the copies in the other order explored to see
+		// whether the violation needs this one.
+		other := t
+		other.together = !t.together
+		r, err := e.runScenario(ctx, other, script, &sc)
+		if err == nil {
 			if _, ok := e.violates(t, r, v.id); !ok {
 				c.Interleaving = true
-				break
 			}
 		}
 	}
 	return c
 }
-
-// replayChecks is how many times a counterexample with concurrent copies is
-// replayed to see whether it depends on their interleaving.
-const replayChecks = 3
 
 func (e *explorer) violates(t target, o *outcome, id string) (violation, bool) {
 	for _, w := range e.inv.check(e, t, o) {
@@ -307,9 +298,9 @@ func targetOf(sc *scenario.Scenario) (target, error) {
 	}
 	switch {
 	case st.Tool != nil:
-		return target{stage: plan.StageTool, name: st.Tool.Name, args: st.Tool.Args, copies: copies, label: "tool " + st.Tool.Name}, nil
+		return target{stage: plan.StageTool, name: st.Tool.Name, args: st.Tool.Args, copies: copies, free: true, label: "tool " + st.Tool.Name}, nil
 	case st.Chat != nil:
-		return target{stage: plan.StageChat, name: st.Chat.Model, copies: copies, label: "chat " + st.Chat.Model}, nil
+		return target{stage: plan.StageChat, name: st.Chat.Model, copies: copies, free: true, label: "chat " + st.Chat.Model}, nil
 	}
 	return target{}, fmt.Errorf("prove: the scenario's first step is neither a chat nor a tool call")
 }

@@ -9,10 +9,12 @@
 // timeout, permanent, refused (a model provider's 401), a failure after one
 // delta, a consumer stop after one delta, a slow response (where a hedge or an attempt timeout reacts to
 // time), and a process crash while a tool runs, with one and two concurrent
-// deliveries of each tool call; the two deliveries in the order the
-// scheduler gives them, and admitted together (each waits at the tool until
-// the other has passed the layers above it, then they run it one after the
-// other: gate). Scripts are explored breadth first; a script
+// deliveries of each tool call; the two deliveries one after the other, and
+// admitted together (the first waits at the tool until the second has
+// passed the layers above it, then they run it one after the other), moving
+// one at a time in a fixed order whatever the scheduler does (gate), so that
+// an exploration comes out the same every time. Scripts are explored
+// breadth first; a script
 // whose run ends in a state already seen, or that did not reach its last
 // outcome, is not extended, and a target that is the image of one already
 // explored under renaming is skipped. Targets advance one depth at a time,

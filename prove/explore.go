@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	goruntime "runtime"
 	"slices"
 	"sort"
@@ -33,7 +34,9 @@ type Options struct {
 	// Dir resolves the plan's relative paths (file_check roots).
 	Dir string
 	// MaxStates stops the exploration once this many states (runs) were
-	// run, over every target (0: no bound).
+	// run, over every target (0: no bound): at each depth the targets take
+	// what is left in their order, so that the same states are run every
+	// time.
 	MaxStates int
 	// Timeout stops the exploration once this much wall time has passed
 	// (0: no bound).
@@ -115,9 +118,10 @@ type Counterexample struct {
 	// Trace is the run's trace, one line per event.
 	Trace []string
 
-	// Interleaving is set when a replay of the scenario did not violate
-	// the invariant again: the concurrent copies must interleave as they
-	// did in the run found.
+	// Interleaving is set when the scenario run with its concurrent copies
+	// in the other order explored (one after the other, admitted
+	// together) does not violate the invariant: the copies must
+	// interleave as they did in the run found.
 	Interleaving bool
 
 	// of is the stage and name of the target (the stage of a chat target:
@@ -149,9 +153,11 @@ type target struct {
 	name   string
 	args   map[string]any
 	copies int
-	// together: the copies are admitted together (gate).
-	together bool
-	label    string
+	// together: the copies are admitted together, else they run one after
+	// the other (gate); free: as the scheduler runs them, as agentc run
+	// does (Replay).
+	together, free bool
+	label          string
 }
 
 // explorer holds the state of one Explore.
@@ -171,8 +177,9 @@ type explorer struct {
 	// prompt is the user message of a chat step (promptFor).
 	prompt string
 
-	// start, states, done and stopped track the bounds of the exploration
-	// (Options.MaxStates, Timeout) over every target.
+	// start, states, done and stopped track the exploration over every
+	// target, for its progress and its bounds (Options.Timeout; the state
+	// bound is shared among the targets by quotas).
 	start   time.Time
 	states  atomic.Int64
 	done    atomic.Int64
@@ -185,10 +192,13 @@ type explorer struct {
 	lastProgress time.Time
 }
 
-// admit reserves the next state's slot, or returns the bound that stops the
-// exploration.
-func (e *explorer) admit(ctx context.Context) string {
-	if b, _ := e.stopped.Load().(string); b != "" {
+// admit counts the next state, or returns the bound that stops the
+// exploration: an interrupt, the timeout, or the target's share of
+// Options.MaxStates at this depth (quota) used up after ran states.
+func (e *explorer) admit(ctx context.Context, ran, quota int) string {
+	// A target that used its share of the state bound does not stop the
+	// others before they used theirs.
+	if b, _ := e.stopped.Load().(string); b != "" && b != BoundMaxStates {
 		return b
 	}
 	b := ""
@@ -197,19 +207,39 @@ func (e *explorer) admit(ctx context.Context) string {
 		b = BoundInterrupted
 	case e.opts.Timeout > 0 && time.Since(e.start) >= e.opts.Timeout:
 		b = BoundTimeout
+	case ran >= quota:
+		b = BoundMaxStates
 	default:
-		if n := e.states.Add(1); e.opts.MaxStates > 0 && n > int64(e.opts.MaxStates) {
-			e.states.Add(-1)
-			b = BoundMaxStates
-		}
-	}
-	if b == "" {
+		e.states.Add(1)
 		return ""
 	}
 	// The first bound reached is the one reported.
 	e.stopped.CompareAndSwap(nil, b)
 	b, _ = e.stopped.Load().(string)
 	return b
+}
+
+// quotas shares what is left of Options.MaxStates among the targets for
+// the scripts of the next depth, in the order of the targets: each takes
+// what its level needs while some is left. So a bound stops the
+// exploration at the same scripts whichever target's goroutine runs first.
+func (e *explorer) quotas(states []*targetState) []int {
+	left := math.MaxInt
+	if e.opts.MaxStates > 0 {
+		left = e.opts.MaxStates
+		for _, ts := range states {
+			left -= ts.rep.States
+		}
+	}
+	out := make([]int, len(states))
+	for i, ts := range states {
+		if ts.done {
+			continue
+		}
+		out[i] = min(len(ts.frontier)*len(ts.alph), left)
+		left -= out[i]
+	}
+	return out
 }
 
 // progress calls Options.Progress when it is due.
@@ -306,8 +336,9 @@ func Explore(ctx context.Context, p *plan.Plan, opts Options) (*Report, error) {
 		e.depth.Store(int64(depth))
 		g, gctx := errgroup.WithContext(ctx)
 		g.SetLimit(goruntime.GOMAXPROCS(0))
-		for _, ts := range states {
-			g.Go(func() error { return e.level(gctx, ts, depth) })
+		quota := e.quotas(states)
+		for i, ts := range states {
+			g.Go(func() error { return e.level(gctx, ts, depth, quota[i]) })
 		}
 		if err := g.Wait(); err != nil {
 			return nil, err
@@ -442,10 +473,10 @@ func (e *explorer) targets() []target {
 						out = append(out, target{stage: plan.StageTool, name: name, args: args, copies: c, label: label})
 						continue
 					}
-					// Concurrent copies in the order the scheduler gives
-					// them, and admitted together.
+					// Concurrent copies one after the other, and admitted
+					// together.
 					label += fmt.Sprintf(" x%d concurrent", c)
-					out = append(out, target{stage: plan.StageTool, name: name, args: args, copies: c, label: label},
+					out = append(out, target{stage: plan.StageTool, name: name, args: args, copies: c, label: label + ", one after the other"},
 						target{stage: plan.StageTool, name: name, args: args, copies: c, together: true, label: label + ", admitted together"})
 				}
 			}
@@ -520,20 +551,22 @@ func (e *explorer) newTargetState(t target) *targetState {
 }
 
 // level runs every script of length depth that extends the frontier of ts,
-// and keeps the first (shortest) counterexample of each invariant. When a
-// bound of the exploration is reached it returns, leaving the level
-// unfinished.
-func (e *explorer) level(ctx context.Context, ts *targetState, depth int) error {
+// at most quota of them, and keeps the first (shortest) counterexample of
+// each invariant. When a bound of the exploration is reached it returns,
+// leaving the level unfinished.
+func (e *explorer) level(ctx context.Context, ts *targetState, depth, quota int) error {
 	if ts.done {
 		return nil
 	}
 	t, rep := ts.t, ts.rep
 	var next [][]string
+	ran := 0
 	for _, prefix := range ts.frontier {
 		for _, o := range ts.alph {
-			if e.admit(ctx) != "" {
+			if e.admit(ctx, ran, quota) != "" {
 				return nil
 			}
+			ran++
 			script := append(slices.Clone(prefix), o)
 			r, err := e.run(ctx, t, script)
 			if err != nil {
@@ -706,8 +739,8 @@ func (e *explorer) run(ctx context.Context, t target, script []string) (*outcome
 
 func (e *explorer) runScenario(ctx context.Context, t target, script []string, sc *scenario.Scenario) (*outcome, error) {
 	rec := &recorder{billInput: e.usage.InputTokens}
-	if t.together {
-		rec.gate = newGate(t.copies)
+	if t.copies > 1 && !t.free {
+		rec.gate = newGate(t.copies, t.together)
 	}
 	clock := runtime.NewVirtualClock(scenario.Epoch)
 	o := &outcome{sc: sc, timed: e.clocked}
@@ -778,12 +811,18 @@ func (o *outcome) fingerprint() string {
 	var step func(s scenario.StepResult) string
 	step = func(s scenario.StepResult) string {
 		var b strings.Builder
-		fmt.Fprintf(&b, "%s:%s:%d", s.Stage, s.Outcome, s.Attempts)
-		if s.Deduped != nil && *s.Deduped {
-			b.WriteString(":d")
-		}
-		if s.Error != nil {
-			b.WriteString(":" + s.Error.Kind + ":" + s.Error.Layer)
+		if s.Stage == "parallel" {
+			// A concurrent step's outcome is that of its first copy that
+			// failed: its copies, sorted below, say it but for their order.
+			b.WriteString(s.Stage)
+		} else {
+			fmt.Fprintf(&b, "%s:%s:%d", s.Stage, s.Outcome, s.Attempts)
+			if s.Deduped != nil && *s.Deduped {
+				b.WriteString(":d")
+			}
+			if s.Error != nil {
+				b.WriteString(":" + s.Error.Kind + ":" + s.Error.Layer)
+			}
 		}
 		if s.Text != nil {
 			b.WriteString(":" + *s.Text)

@@ -2,19 +2,18 @@ package prove
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/agentc-dev/agentc/runtime/scenario"
 )
 
-// The waits of a gate end when the copies waited for have done nothing for
-// a while: a copy that does not come (a layer above the tool holds it
-// until another copy's call ends, as an idempotent layer holds a duplicate)
-// must not hold the run for good. Every event of a copy (a layer entered or
-// left) starts the wait again. They are real time: the layers run on real
-// goroutines.
+// The wait of a copy admitted together for the others at the tool ends when
+// they have done nothing for a while: a copy that does not come (a layer
+// above the tool holds it until another copy's call ends, as an idempotent
+// layer holds a duplicate) must not hold the run for good. Every event of a
+// copy (a layer entered or left) starts the wait again. It is real time:
+// the layers run on real goroutines.
 var (
 	// barrierGrace is how long a copy at the tool waits for the others to
 	// come after their last event. A variable so that a test on a loaded
@@ -29,46 +28,68 @@ const (
 	turnGrace = 200 * time.Millisecond
 )
 
-// gate orders the concurrent copies of a step (admitted together): each
-// copy that reaches the tool waits there until every copy of its step has
-// passed the layers above the tool (or ended its call), then the copies
-// run the tool one at a time, in the order they came, each to the end of
-// its call before the next runs it. So every layer above the tool admits
-// every copy before it sees the outcome of any: a check made before the
-// call and an update made after it (a hand-written dedupe table, a budget
-// read then charged) interleave as they do for calls of an agent's turn
-// that arrive together.
+// gate orders the concurrent copies of a step so that a run does not
+// depend on how their goroutines are scheduled: the copies move one at a
+// time, lowest index first, in one of two orders.
+//
+//   - One after the other: a copy enters the chain once every copy before
+//     it has ended its call.
+//   - Admitted together: a copy enters the chain once every copy before it
+//     has reached the tool (or ended its call); a copy at the tool waits
+//     there until every copy of its step has reached it or ended its call,
+//     then the copies run the tool one at a time, lowest index first, each
+//     to the end of its call before the next runs it. So every layer above
+//     the tool admits every copy before it sees the outcome of any: a check
+//     made before the call and an update made after it (a hand-written
+//     dedupe table, a budget read then charged) interleave as they do for
+//     calls of an agent's turn that arrive together.
 type gate struct {
-	copies int
-	mu     sync.Mutex
-	steps  map[string]*stepGate
+	copies   int
+	together bool
+	mu       sync.Mutex
+	steps    map[string]*stepGate
 }
 
-// stepGate is the gate of one step: at holds the copies that reached the
-// tool or ended their call; turn the copy running the tool.
+// stepGate is the gate of one step, by copy: entered holds the copies that
+// entered the chain, at those that reached the tool or ended their call,
+// ended those that ended it, waiting those at the tool waiting for their
+// turn; turn is the copy running the tool (-1: none).
 type stepGate struct {
-	at      map[string]bool
-	turn    string
-	changed chan struct{}
+	entered, at, ended, waiting map[int]bool
+	turn                        int
+	changed                     chan struct{}
 }
 
-func newGate(copies int) *gate {
-	return &gate{copies: copies, steps: map[string]*stepGate{}}
+func newGate(copies int, together bool) *gate {
+	return &gate{copies: copies, together: together, steps: map[string]*stepGate{}}
 }
 
-// of returns the gate of the step the copy at path belongs to; nil for a
-// call that is not a copy of a concurrent step. The caller holds g.mu.
-func (g *gate) of(path string) *stepGate {
-	i := strings.LastIndexByte(path, '/')
-	if i < 0 {
-		return nil
+// copyOf splits the path of a copy of a concurrent step into the step's
+// path and the copy's index; ok is false for a call that is not a copy.
+func copyOf(path string) (step string, i int, ok bool) {
+	at := strings.LastIndexByte(path, '/')
+	if at < 0 {
+		return "", 0, false
 	}
-	s := g.steps[path[:i]]
+	i, err := strconv.Atoi(path[at+1:])
+	return path[:at], i, err == nil
+}
+
+// of returns the gate of the step the call at path belongs to and the
+// copy's index; nil for a call that is not a copy of a concurrent step. The
+// caller holds g.mu.
+func (g *gate) of(path string) (*stepGate, int) {
+	step, i, ok := copyOf(path)
+	if !ok {
+		return nil, 0
+	}
+	s := g.steps[step]
 	if s == nil {
-		s = &stepGate{at: map[string]bool{}, changed: make(chan struct{})}
-		g.steps[path[:i]] = s
+		s = &stepGate{entered: map[int]bool{}, at: map[int]bool{}, ended: map[int]bool{}, waiting: map[int]bool{}, turn: -1,
+			changed: make(chan struct{})}
+		g.steps[step] = s
 	}
-	return s
+	return s, i
 }
 
 func (s *stepGate) signal() {
@@ -76,28 +97,74 @@ func (s *stepGate) signal() {
 	s.changed = make(chan struct{})
 }
 
-// arrive is called when the copy of ctx reaches the tool: it returns once
-// the copy may run it.
-func (g *gate) arrive(ctx context.Context) {
+// enter is called when the call at path (scenario.StepPath) enters the
+// chain: it returns once the copies before it are out of its way (ended
+// their call, or, admitted together, reached the tool).
+func (g *gate) enter(ctx context.Context, path string) {
 	if g == nil {
 		return
 	}
-	path := scenario.StepPath(ctx)
 	g.mu.Lock()
-	s := g.of(path)
+	s, i := g.of(path)
+	g.mu.Unlock()
+	if s == nil {
+		return
+	}
+	// The copies before it have the chain to themselves: nothing of this
+	// copy holds them. The grace only keeps a call that never ends (that
+	// never entered the chain) from holding the run for good.
+	g.wait(ctx, s, turnGrace, func() bool {
+		for j := range i {
+			if !s.ended[j] && !(g.together && s.at[j]) {
+				return false
+			}
+		}
+		return true
+	})
+	g.mu.Lock()
+	s.entered[i] = true
+	s.signal()
+	g.mu.Unlock()
+}
+
+// arrive is called when the call at path reaches the tool: it returns once
+// it may run it.
+func (g *gate) arrive(ctx context.Context, path string) {
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	s, i := g.of(path)
 	if s == nil {
 		g.mu.Unlock()
 		return
 	}
-	s.at[path] = true
+	s.at[i], s.waiting[i] = true, true
 	s.signal()
 	g.mu.Unlock()
-	g.wait(ctx, s, barrierGrace, func() bool { return len(s.at) >= g.copies })
-	g.wait(ctx, s, turnGrace, func() bool { return s.turn == "" || s.turn == path })
-	g.mu.Lock()
-	if s.turn == "" {
-		s.turn = path
+	if g.together {
+		// The others enter the chain now that this copy is at the tool,
+		// however late their goroutines are scheduled; once in, one that
+		// does nothing for barrierGrace is held.
+		g.wait(ctx, s, turnGrace, func() bool { return len(s.entered) >= g.copies })
+		g.wait(ctx, s, barrierGrace, func() bool { return len(s.at) >= g.copies })
 	}
+	g.wait(ctx, s, turnGrace, func() bool {
+		if s.turn >= 0 {
+			return s.turn == i
+		}
+		for j := range s.waiting {
+			if j < i {
+				return false
+			}
+		}
+		return true
+	})
+	g.mu.Lock()
+	if s.turn < 0 {
+		s.turn = i
+	}
+	delete(s.waiting, i)
 	g.mu.Unlock()
 }
 
@@ -107,33 +174,33 @@ func (g *gate) progress(path string) {
 	if g == nil {
 		return
 	}
-	i := strings.LastIndexByte(path, '/')
-	if i < 0 {
+	step, _, ok := copyOf(path)
+	if !ok {
 		return
 	}
 	g.mu.Lock()
-	if s := g.steps[path[:i]]; s != nil {
+	if s := g.steps[step]; s != nil {
 		s.signal()
 	}
 	g.mu.Unlock()
 }
 
-// end is called when the call of the copy of ctx ends: the next copy may
-// run the tool.
-func (g *gate) end(ctx context.Context) {
+// end is called when the call at path ends: the next copy may enter the
+// chain, or run the tool.
+func (g *gate) end(path string) {
 	if g == nil {
 		return
 	}
-	path := scenario.StepPath(ctx)
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	s := g.of(path)
+	s, i := g.of(path)
 	if s == nil {
 		return
 	}
-	s.at[path] = true
-	if s.turn == path {
-		s.turn = ""
+	s.at[i], s.ended[i] = true, true
+	delete(s.waiting, i)
+	if s.turn == i {
+		s.turn = -1
 	}
 	s.signal()
 }

@@ -12,21 +12,30 @@ import (
 
 	"github.com/agentc-dev/agentc/compiler"
 	"github.com/agentc-dev/agentc/prove"
+	"github.com/agentc-dev/agentc/runtime/plan"
 	"github.com/agentc-dev/agentc/runtime/scenario"
 )
 
 // explorePolicy writes src as a policy and explores it at depth k.
 func explorePolicy(t *testing.T, src string, k int) *prove.Report {
 	t.Helper()
+	p, dir := policyPlan(t, src)
+	r, err := prove.Explore(context.Background(), p, prove.Options{Depth: k, Dir: dir})
+	require.NoError(t, err)
+	require.Positive(t, r.Targets)
+	return r
+}
+
+// policyPlan writes src as a policy and compiles it (its layer order
+// unchecked); it returns the plan and the policy's directory.
+func policyPlan(t *testing.T, src string) (*plan.Plan, string) {
+	t.Helper()
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte("package p\n\n"+src), 0o644))
 	comp, err := compiler.Compile(context.Background(), []string{dir}, compiler.Options{NoOrderCheck: true})
 	require.NoError(t, err)
 	require.NotNil(t, comp.Plan, "%v", comp.Diagnostics)
-	r, err := prove.Explore(context.Background(), comp.Plan, prove.Options{Depth: k, Dir: dir})
-	require.NoError(t, err)
-	require.Positive(t, r.Targets)
-	return r
+	return comp.Plan, dir
 }
 
 func violated(r *prove.Report) []string {

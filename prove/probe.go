@@ -70,8 +70,8 @@ type recorder struct {
 	// billInput is the input the scripted provider bills a request
 	// cancelled after it went out (see probe.WrapChat).
 	billInput int64
-	// gate, when set, orders the concurrent copies of a step at the tool
-	// (admitted together).
+	// gate, when set, orders the concurrent copies of a step (one after
+	// the other, or admitted together).
 	gate *gate
 }
 
@@ -166,14 +166,17 @@ func (p *probe) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 func (p *probe) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 	return func(ctx context.Context, c *runtime.ToolCall) (any, error) {
 		rec := recorderOf(ctx)
+		if p.Pos == 0 && rec != nil {
+			rec.gate.enter(ctx, scenario.StepPath(ctx))
+		}
 		rec.add(ctx, event{Kind: evEnter, Stage: p.Stage, Pos: p.Pos})
 		if p.Last && rec != nil {
-			rec.gate.arrive(ctx)
+			rec.gate.arrive(ctx, scenario.StepPath(ctx))
 		}
 		v, err := next(ctx, c)
 		p.exit(ctx, err)
 		if p.Pos == 0 && rec != nil {
-			rec.gate.end(ctx)
+			rec.gate.end(scenario.StepPath(ctx))
 		}
 		return v, err
 	}

@@ -67,8 +67,8 @@ const oneDeliveryRuns = `invariants: custom: one_delivery_runs: "steps.all(s, !h
 
 // Two deliveries of a refund that arrive together both pass the dedupe
 // table before either fills it, and both run the refund: prove finds it by
-// admitting the copies together, whatever order the scheduler would give
-// them, and says that the counterexample needs that interleaving.
+// admitting the copies together (one after the other, the table does its
+// job), and says that the counterexample needs that interleaving.
 func TestConcurrentCopiesAdmittedTogether(t *testing.T) {
 	// Copies that are not held both reach the barrier: a long grace only
 	// makes sure a loaded machine schedules the second before the first
@@ -81,6 +81,7 @@ func TestConcurrentCopiesAdmittedTogether(t *testing.T) {
 			found = append(found, v.Target)
 			assert.Equal(t, []string{"ok", "ok"}, v.Script[:2], "both deliveries of step 0 succeed")
 			assert.Equal(t, 2, v.Copies)
+			assert.True(t, v.Interleaving, "one after the other, the copies run the refund once")
 		}
 	}
 	require.Len(t, found, 1, "%s", strings.Join(violated(r), "\n"))
