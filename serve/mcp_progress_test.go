@@ -17,7 +17,8 @@ import (
 )
 
 // progressUpstream serves one tool, work, that reports the progress given
-// in its steps argument (a step every progressEvery and a bit, with a
+// in its steps argument (a step every three progressEvery, so that a late
+// notification on a loaded machine is not taken for a flood, with a
 // message) before it answers; tokens records the progress token of each
 // call (nil: none).
 func progressUpstream(t *testing.T) (string, func() []any) {
@@ -39,7 +40,7 @@ func progressUpstream(t *testing.T) (string, func() []any) {
 					require.NoError(t, req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
 						ProgressToken: tok, Progress: p, Total: 3, Message: fmt.Sprintf("reading customer 4111-1111-1111-%04.0f", p)}))
 				}
-				time.Sleep(progressEvery + 20*time.Millisecond)
+				time.Sleep(3 * progressEvery)
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil, nil
 		})
