@@ -338,7 +338,7 @@ func (c *Compilation) checkConstant(x *dsl.Expr, env *predicate.Env, checked *pr
 		return
 	}
 	if len(checked.Reads) > 0 {
-		if !c.checkDeadTerm(x, kind, field) {
+		if !c.checkDeadTerm(x, checked, kind, field) {
 			c.checkStatusOnly(x, env, checked, kind, field)
 		}
 		return
@@ -372,12 +372,13 @@ func (c *Compilation) checkConstant(x *dsl.Expr, env *predicate.Env, checked *pr
 
 // checkDeadTerm reports a predicate that reads variables and yet has one
 // value for every call, as a term fixes it (x || true, x && false,
-// x < 0.0 && x > 10.0, x >= 0.0 || x < 0.0): the parts it reads are dead.
+// x < 0.0 && x > 10.0, n >= 0 || n < 0 for an int n): the parts it reads
+// are dead.
 // A value that leaves the layer inert is an error; one that makes it act
 // on every call (a when always true, a deny that blocks every call) a
 // warning, since the policy still fails closed.
-func (c *Compilation) checkDeadTerm(x *dsl.Expr, kind, field string) bool {
-	d, ok := constantValue(x.Source)
+func (c *Compilation) checkDeadTerm(x *dsl.Expr, checked *predicate.Checked, kind, field string) bool {
+	d, ok := constantValue(x.Source, neverNaN(checked))
 	if !ok {
 		return false
 	}

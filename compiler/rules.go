@@ -199,8 +199,10 @@ is not reported. A predicate that reads variables has one value too when
 a term decides it whatever they hold: a constant that absorbs its && or
 || (args.amount > 100.0 || true, ... && false), or comparisons of one
 field (or of its size()) with numbers that cannot all hold (args.amount
-< 0.0 && args.amount > 10.0) or whose alternatives cover every number
-(args.amount >= 0.0 || args.amount < 0.0), equalities of one field with
+< 0.0 && args.amount > 10.0) or, for an int or a size(), whose
+alternatives cover every number (args.count >= 0 || args.count < 0; a
+double or dyn field may hold NaN, which satisfies no comparison, so
+item.score >= 0.0 || item.score < 0.0 is not reported), equalities of one field with
 two strings (tool.name == 'a' && tool.name == 'b'), or inequalities
 joined by || (tool.name != 'a' || tool.name != 'b', always true), or a
 membership in an empty list (tool.name in []). So is an after-phase turn
