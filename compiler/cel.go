@@ -221,7 +221,7 @@ func (c *Compilation) checkPredicate(x *dsl.Expr, stage predicate.Stage, phase p
 		return
 	}
 	c.checkOptionalKeys(x, checked, keyFailure(kind, field, onError))
-	c.checkLiterals(x, stage, tools, checked.Literals)
+	c.checkLiterals(x, stage, tools, checked.Reads, checked.Literals)
 	if stage == predicate.Tool && (len(tools) == 0 && checked.ReadsUntypedArgs || schemas != nil) {
 		c.checkUnscopedArgLiterals(x, checked.Literals, tools, keyFailure(kind, field, onError))
 	}
@@ -423,15 +423,17 @@ func constantOutcome(kind, field string, value bool) (what string, inert bool) {
 // and "failed": a turn that ended blocked, over budget or in doubt is
 // returned without running it), as checkDeadTerm does: status != 'ok' &&
 // status != 'failed', !(status in ['ok', 'failed']) or
-// status.startsWith('block') never hold. A comparison with a status it
-// never sees is left to checkLiterals.
+// status.startsWith('block') never hold. A predicate that tests equality
+// with a status it never sees is left to checkLiterals; one that tests
+// inequality with it (status != ”) is not, since its outcome decides
+// whether that fails closed.
 func (c *Compilation) checkStatusOnly(x *dsl.Expr, env *predicate.Env, checked *predicate.Checked, kind, field string) {
 	cfg := env.Config()
 	if cfg.Stage != predicate.Turn || cfg.Phase != predicate.After || !slices.Equal(checked.Reads, []string{"status"}) {
 		return
 	}
 	for _, l := range checked.Literals {
-		if l.Path == "status" && l.IsString() && !slices.Contains(turnStatuses, l.Value) {
+		if l.Path == "status" && l.IsString() && l.Op != "!=" && !slices.Contains(turnStatuses, l.Value) {
 			return // checkLiterals names the status it never is
 		}
 	}

@@ -227,7 +227,11 @@ tool_calls, content_filter, pause_turn or '', request.params.response_format
 with anything but text, json_object, json_schema or '' (none set), and a
 message's role with anything but system, user, assistant or tool: a host
 may register an undeclared model client, send another finish reason or
-format type, or build messages of another role. ==
+format type, or build messages of another role. An after-phase turn
+guard that reads status alone and tests status != with a status it never
+sees gets a warning: the test is always true, and cel/constant says what
+that makes of the guard (a deny that blocks every turn fails closed, a
+warning; a require that never blocks, an error). ==
 and != compare, and so does in with a list of constants (a constant of a
 list that also holds a possible value is a warning: it is dead, the test
 is not); inside a macro the variable stands for the list's elements
