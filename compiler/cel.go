@@ -221,7 +221,7 @@ func (c *Compilation) checkPredicate(x *dsl.Expr, stage predicate.Stage, phase p
 		return
 	}
 	c.checkOptionalKeys(x, checked, keyFailure(kind, field, onError))
-	c.checkLiterals(x, stage, tools, checked.Literals)
+	c.checkLiterals(x, stage, tools, checked.Reads, checked.Literals)
 	if stage == predicate.Tool && (len(tools) == 0 && checked.ReadsUntypedArgs || schemas != nil) {
 		c.checkUnscopedArgLiterals(x, checked.Literals, tools, keyFailure(kind, field, onError))
 	}
@@ -338,7 +338,7 @@ func (c *Compilation) checkConstant(x *dsl.Expr, env *predicate.Env, checked *pr
 		return
 	}
 	if len(checked.Reads) > 0 {
-		if !c.checkDeadTerm(x, kind, field) {
+		if !c.checkDeadTerm(x, checked, kind, field) {
 			c.checkStatusOnly(x, env, checked, kind, field)
 		}
 		return
@@ -372,12 +372,13 @@ func (c *Compilation) checkConstant(x *dsl.Expr, env *predicate.Env, checked *pr
 
 // checkDeadTerm reports a predicate that reads variables and yet has one
 // value for every call, as a term fixes it (x || true, x && false,
-// x < 0.0 && x > 10.0, x >= 0.0 || x < 0.0): the parts it reads are dead.
+// x < 0.0 && x > 10.0, n >= 0 || n < 0 for an int n): the parts it reads
+// are dead.
 // A value that leaves the layer inert is an error; one that makes it act
 // on every call (a when always true, a deny that blocks every call) a
 // warning, since the policy still fails closed.
-func (c *Compilation) checkDeadTerm(x *dsl.Expr, kind, field string) bool {
-	d, ok := constantValue(x.Source)
+func (c *Compilation) checkDeadTerm(x *dsl.Expr, checked *predicate.Checked, kind, field string) bool {
+	d, ok := constantValue(x.Source, neverNaN(checked))
 	if !ok {
 		return false
 	}
@@ -422,15 +423,17 @@ func constantOutcome(kind, field string, value bool) (what string, inert bool) {
 // and "failed": a turn that ended blocked, over budget or in doubt is
 // returned without running it), as checkDeadTerm does: status != 'ok' &&
 // status != 'failed', !(status in ['ok', 'failed']) or
-// status.startsWith('block') never hold. A comparison with a status it
-// never sees is left to checkLiterals.
+// status.startsWith('block') never hold. A predicate that tests equality
+// with a status it never sees is left to checkLiterals; one that tests
+// inequality with it (status != ”) is not, since its outcome decides
+// whether that fails closed.
 func (c *Compilation) checkStatusOnly(x *dsl.Expr, env *predicate.Env, checked *predicate.Checked, kind, field string) {
 	cfg := env.Config()
 	if cfg.Stage != predicate.Turn || cfg.Phase != predicate.After || !slices.Equal(checked.Reads, []string{"status"}) {
 		return
 	}
 	for _, l := range checked.Literals {
-		if l.Path == "status" && l.IsString() && !slices.Contains(turnStatuses, l.Value) {
+		if l.Path == "status" && l.IsString() && l.Op != "!=" && !slices.Contains(turnStatuses, l.Value) {
 			return // checkLiterals names the status it never is
 		}
 	}

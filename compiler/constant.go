@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/agentc-dev/agentc/runtime/predicate"
 	"github.com/google/cel-go/common"
 	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
@@ -17,7 +18,8 @@ import (
 // A deadTerm is a part of a predicate that fixes its value whatever the
 // variables it reads hold: a constant absorbing its && or || (x || true),
 // or comparisons of one field with constants that cannot all hold
-// (x < 0.0 && x > 10.0) or that cover every value (x >= 0.0 || x < 0.0).
+// (x < 0.0 && x > 10.0) or that cover every value (n >= 0 || n < 0, for a
+// field n that cannot be NaN).
 type deadTerm struct {
 	value bool
 	// why describes the term ("|| true", "args.amount < 0.0 && args.amount
@@ -30,13 +32,28 @@ type deadTerm struct {
 // constantValue finds whether src, a predicate that reads variables, has
 // one value for every call. It only parses src: comparisons are read as
 // real numbers, so it reports a range only when it is empty over them.
-func constantValue(src string) (deadTerm, bool) {
+// Alternatives that cover every number (x >= 0.0 || x < 0.0) are read so
+// only for the fields exact names (ints, sizes): a double (or dyn) field
+// may hold NaN, for which every comparison is false.
+func constantValue(src string, exact map[string]bool) (deadTerm, bool) {
 	tree, ok := parseCEL(src)
 	if !ok {
 		return deadTerm{}, false
 	}
-	f := folder{src: src, info: tree.SourceInfo()}
+	f := folder{src: src, info: tree.SourceInfo(), exact: exact}
 	return f.fold(tree.Expr())
+}
+
+// neverNaN lists the fields a checked predicate compares with constants
+// whose type cannot hold NaN (int, uint).
+func neverNaN(checked *predicate.Checked) map[string]bool {
+	out := map[string]bool{}
+	for _, l := range checked.Literals {
+		if l.FieldKind == "int" || l.FieldKind == "uint" {
+			out[l.Path] = true
+		}
+	}
+	return out
 }
 
 // parseCEL parses a predicate without checking it, with the macros and
@@ -56,6 +73,8 @@ func parseCEL(src string) (*ast.AST, bool) {
 type folder struct {
 	src  string
 	info *ast.SourceInfo
+	// exact holds the fields that cannot be NaN (size(...) never is).
+	exact map[string]bool
 }
 
 // offset returns the byte offset of the first token of e.
@@ -173,6 +192,10 @@ func (f folder) foldJunction(e ast.Expr, or bool) (deadTerm, bool) {
 			continue
 		}
 		if or {
+			// NaN satisfies neither x < c nor its negation x >= c.
+			if !f.exact[cmp.field] && !strings.HasPrefix(cmp.field, "size(") {
+				continue
+			}
 			if cmp, ok = cmp.negate(); !ok {
 				continue
 			}
@@ -220,8 +243,9 @@ type comparison struct {
 
 func (c comparison) String() string { return c.field + " " + c.op + " " + c.num }
 
-// negate returns the comparison that holds where c does not (over numbers
-// that are not NaN); == has no single negation.
+// negate returns the comparison that holds where c does not, over numbers
+// that are not NaN (a caller checks the field cannot be); == has no single
+// negation.
 func (c comparison) negate() (comparison, bool) {
 	n, ok := map[string]string{"<": ">=", "<=": ">", ">": "<=", ">=": "<"}[c.op]
 	c.op = n

@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -129,4 +130,29 @@ func compileDiagnostics(t *testing.T, dir, rule string, withMessage bool) (*Comp
 		got = append(got, line)
 	}
 	return c, got
+}
+
+// A turn guard that reads status alone and tests it against a status it
+// never sees with != is always true: a deny blocks every turn and fails
+// closed (warnings), a require never blocks (an error, cel/constant's).
+func TestTurnStatusInequalityFollowsOutcome(t *testing.T) {
+	dir := writePolicy(t, `package p
+
+chains: turn: [
+	{use: "guard", name: "closed", phase: "after", deny: "status != ''"},
+	{use: "guard", name: "open", phase: "after", require: "status != ''"},
+	{use: "guard", name: "mixed", phase: "after", deny: "status != '' || run.meta.?tier.orValue('') == 'trial'"},
+]
+`)
+	c, err := Compile(context.Background(), []string{dir}, Options{})
+	require.NoError(t, err)
+	var got []string
+	for _, d := range c.Diagnostics {
+		got = append(got, fmt.Sprintf("%d %s %s", d.Pos.Line, d.Severity, d.Rule))
+	}
+	assert.ElementsMatch(t, []string{
+		"4 warning cel/unknown-value", "4 warning cel/constant",
+		"5 warning cel/unknown-value", "5 error cel/constant",
+		"6 error cel/unknown-value",
+	}, got)
 }

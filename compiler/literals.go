@@ -103,8 +103,8 @@ func (c *Compilation) knownValues(path string, stage predicate.Stage, tools []st
 // false, and a guard that denies with it never fires. tools is the entry's
 // scope: a tool-stage entry scoped to tools sees those only. A constant of
 // an in list that also holds a value the field may take is a warning: it
-// is dead, the test is not.
-func (c *Compilation) checkLiterals(x *dsl.Expr, stage predicate.Stage, tools []string, literals []predicate.Literal) {
+// is dead, the test is not. reads are the variables the predicate reads.
+func (c *Compilation) checkLiterals(x *dsl.Expr, stage predicate.Stage, tools, reads []string, literals []predicate.Literal) {
 	literals = slices.DeleteFunc(slices.Clone(literals), func(l predicate.Literal) bool { return !l.IsString() })
 	live := map[int]bool{} // in lists with a constant the field may hold
 	for _, l := range literals {
@@ -124,6 +124,12 @@ func (c *Compilation) checkLiterals(x *dsl.Expr, stage predicate.Stage, tools []
 		sev := set.sev
 		var outcome string
 		switch {
+		case l.Op == "!=" && l.Path == "status" && slices.Equal(reads, []string{"status"}):
+			// Always true in a predicate that reads status alone: the
+			// test is dead, and what the guard does then is for
+			// checkStatusOnly to say (a deny that blocks every turn
+			// fails closed, a warning).
+			outcome, sev = fmt.Sprintf("%s != '%s' is always true", l.Path, l.Value), dsl.Warning
 		case l.Op == "!=":
 			outcome = fmt.Sprintf("%s != '%s' is always true", l.Path, l.Value)
 		case l.Op == "in" && live[l.List]:

@@ -199,8 +199,10 @@ is not reported. A predicate that reads variables has one value too when
 a term decides it whatever they hold: a constant that absorbs its && or
 || (args.amount > 100.0 || true, ... && false), or comparisons of one
 field (or of its size()) with numbers that cannot all hold (args.amount
-< 0.0 && args.amount > 10.0) or whose alternatives cover every number
-(args.amount >= 0.0 || args.amount < 0.0), equalities of one field with
+< 0.0 && args.amount > 10.0) or, for an int or a size(), whose
+alternatives cover every number (args.count >= 0 || args.count < 0; a
+double or dyn field may hold NaN, which satisfies no comparison, so
+item.score >= 0.0 || item.score < 0.0 is not reported), equalities of one field with
 two strings (tool.name == 'a' && tool.name == 'b'), or inequalities
 joined by || (tool.name != 'a' || tool.name != 'b', always true), or a
 membership in an empty list (tool.name in []). So is an after-phase turn
@@ -225,7 +227,11 @@ tool_calls, content_filter, pause_turn or '', request.params.response_format
 with anything but text, json_object, json_schema or '' (none set), and a
 message's role with anything but system, user, assistant or tool: a host
 may register an undeclared model client, send another finish reason or
-format type, or build messages of another role. ==
+format type, or build messages of another role. An after-phase turn
+guard that reads status alone and tests status != with a status it never
+sees gets a warning: the test is always true, and cel/constant says what
+that makes of the guard (a deny that blocks every turn fails closed, a
+warning; a require that never blocks, an error). ==
 and != compare, and so does in with a list of constants (a constant of a
 list that also holds a possible value is a warning: it is dead, the test
 is not); inside a macro the variable stands for the list's elements

@@ -73,6 +73,9 @@ type Literal struct {
 	List int
 	// Kind is the constant's CEL type: "string", "int", "uint", "double", "bool" or "null".
 	Kind string
+	// FieldKind is the field's type as checked ("int", "double", "dyn", ...): a field of type
+	// double or dyn may hold NaN, which no comparison holds for.
+	FieldKind string
 	// Value is the constant (a number or bool as CEL prints it), Offset the byte offset of its
 	// first character (a string's opening quote, a number's sign) in the source.
 	Value  string
@@ -658,7 +661,7 @@ func (w *walker) literal(op string, field, value ast.Expr) {
 		return
 	}
 	if path, ok := w.renderBound(field); ok {
-		l := Literal{Path: path, Op: op, Kind: kind, Value: v, Offset: w.offsetOf(value)}
+		l := Literal{Path: path, Op: op, Kind: kind, FieldKind: w.ast.GetType(field.ID()).String(), Value: v, Offset: w.offsetOf(value)}
 		if op == "in" {
 			l.List = w.lists
 		}

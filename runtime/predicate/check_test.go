@@ -628,3 +628,16 @@ func TestCheckListsConstantsOfEveryKind(t *testing.T) {
 	assert.Equal(t, []string{"args.a == int:5", "args.b > string:100", "args.c <= double:-2.5",
 		"args.d != bool:true", "args.e in uint:1", "args.e in string:x"}, got)
 }
+
+func TestCheckLiteralsTypeTheirField(t *testing.T) {
+	env, err := NewEnv(EnvConfig{Stage: Tool, ArgsSchemas: []json.RawMessage{json.RawMessage(
+		`{"type":"object","required":["n","x"],"properties":{"n":{"type":"integer"},"x":{"type":"number"}}}`)}})
+	require.NoError(t, err)
+	c, issues := env.Check(`args.n >= 0 || args.x < 0.0 || tool.name == 'refund'`)
+	require.Empty(t, issues)
+	var got []string
+	for _, l := range c.Literals {
+		got = append(got, l.Path+":"+l.FieldKind)
+	}
+	assert.Equal(t, []string{"args.n:int", "args.x:double", "tool.name:string"}, got)
+}
