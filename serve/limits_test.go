@@ -353,3 +353,130 @@ func TestMemoryBoundedUnderManyLargeRequests(t *testing.T) {
 	assert.Less(t, during, before+slots*64<<20, "the heap holds at most the requests in flight")
 	assert.Less(t, after, before+16<<20, "nothing is kept once they end")
 }
+
+// chatOf returns a chat request body of about size bytes.
+func chatOf(size int) []byte {
+	return []byte(`{"model":"primary","messages":[{"role":"user","content":"` + strings.Repeat("a", size) + `"}]}`)
+}
+
+// chunkedRequest is a request whose body has no Content-Length, as a
+// chunked one arrives.
+func chunkedRequest(ctx context.Context, path string, body []byte) *http.Request {
+	req, _ := http.NewRequestWithContext(ctx, "POST", path, io.NopCloser(bytes.NewReader(body)))
+	req.ContentLength = -1
+	return req
+}
+
+// serveAsync serves req in the background and returns its status.
+func serveAsync(srv *Server, req *http.Request) <-chan int {
+	req.Header.Set("Authorization", "Bearer "+clientKey)
+	code := make(chan int, 1)
+	go func() {
+		w := &recordingWriter{h: http.Header{}}
+		srv.ServeHTTP(w, req)
+		code <- w.code
+	}()
+	return code
+}
+
+// TestInFlightBytesLimit: with large requests holding MaxInFlightBytes of
+// bodies against a slow upstream, one more large chat, chunked chat or MCP
+// call is refused at once, a 503 with Retry-After, while a small one is
+// still served; once they end the budget is whole again.
+func TestInFlightBytesLimit(t *testing.T) {
+	gate := make(chan struct{})
+	var held atomic.Int64
+	const budget = 64 << 10
+	srv := inProcess(t, `{use: "tracing"}`, gatedModels(gate, &held), func(o *Options) { o.MaxInFlightBytes = budget })
+	open := sync.OnceFunc(func() { close(gate) })
+	t.Cleanup(open)
+	large := chatOf(30 << 10)
+	var results []<-chan int
+	for range 2 {
+		req, _ := http.NewRequest("POST", "/v1/chat/completions", bytes.NewReader(large))
+		results = append(results, serveAsync(srv, req))
+	}
+	require.Eventually(t, func() bool { return held.Load() == 2 }, 10*time.Second, time.Millisecond)
+	assert.Equal(t, 2*int64(len(large)), srv.bodyBytes.Load())
+
+	req, _ := http.NewRequest("POST", "/v1/chat/completions", bytes.NewReader(large))
+	req.Header.Set("Authorization", "Bearer "+clientKey)
+	rec := httptest.NewRecorder()
+	srv.ServeHTTP(rec, req)
+	assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
+	assert.Equal(t, "1", rec.Header().Get("Retry-After"))
+	assert.JSONEq(t, `{"error": {"message": "the gateway is holding its limit of 65536 bytes of request bodies at once; retry the request",
+		"type": "server_error", "code": "overloaded", "param": null}}`, rec.Body.String())
+
+	for _, path := range []string{"/v1/chat/completions", "/mcp"} {
+		body := large
+		if path == "/mcp" {
+			body = []byte(`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"` + strings.Repeat("a", 30<<10) + `"}}`)
+		}
+		// Chunked: charged as it is read.
+		req := chunkedRequest(context.Background(), path, body)
+		req.Header.Set("Authorization", "Bearer "+clientKey)
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		rec := httptest.NewRecorder()
+		srv.ServeHTTP(rec, req)
+		assert.Equal(t, http.StatusServiceUnavailable, rec.Code, path)
+		assert.Equal(t, "1", rec.Header().Get("Retry-After"), path)
+		assert.Contains(t, rec.Body.String(), "bytes of request bodies at once", path)
+	}
+	assert.Equal(t, 2*int64(len(large)), srv.bodyBytes.Load(), "a refused body is not kept charged")
+
+	small, _ := http.NewRequest("POST", "/v1/chat/completions", bytes.NewReader(chatOf(10)))
+	results = append(results, serveAsync(srv, small))
+	results = append(results, serveAsync(srv, chunkedRequest(context.Background(), "/v1/chat/completions", chatOf(10))))
+	require.Eventually(t, func() bool { return held.Load() == 4 }, 10*time.Second, time.Millisecond, "the small calls are served")
+
+	open()
+	for _, r := range results {
+		assert.Equal(t, http.StatusOK, <-r)
+	}
+	assert.Zero(t, srv.bodyBytes.Load())
+	code, resp := post(srv, "/v1/chat/completions", large)
+	assert.Equal(t, http.StatusOK, code, resp)
+	assert.Zero(t, srv.bodyBytes.Load())
+}
+
+// panickingWriter panics when the response is written.
+type panickingWriter struct{ recordingWriter }
+
+func (w *panickingWriter) WriteHeader(int) { panic("writing the response") }
+
+// TestInFlightBytesReturned: the bytes a request charged are returned
+// however it ends: refused (a malformed body, one over MaxBodyBytes, one
+// whose chunked body is over it), cut by its client, or a panic.
+func TestInFlightBytesReturned(t *testing.T) {
+	gate := make(chan struct{})
+	var held atomic.Int64
+	srv := inProcess(t, `{use: "tracing"}`, gatedModels(gate, &held), func(o *Options) {
+		o.MaxInFlightBytes = 64 << 10
+		o.MaxBodyBytes = 16 << 10
+	})
+	t.Cleanup(func() { close(gate) })
+	code, _ := post(srv, "/v1/chat/completions", []byte(`{"model":`+strings.Repeat(" ", 1000)))
+	assert.Equal(t, http.StatusBadRequest, code)
+	assert.Zero(t, srv.bodyBytes.Load())
+	code, _ = post(srv, "/v1/chat/completions", chatOf(20<<10))
+	assert.Equal(t, http.StatusRequestEntityTooLarge, code)
+	assert.Zero(t, srv.bodyBytes.Load())
+	assert.Equal(t, http.StatusRequestEntityTooLarge, <-serveAsync(srv, chunkedRequest(context.Background(), "/v1/chat/completions", chatOf(20<<10))))
+	assert.Zero(t, srv.bodyBytes.Load())
+
+	// Cut by its client while its call is held.
+	ctx, cancel := context.WithCancel(context.Background())
+	cut := serveAsync(srv, chunkedRequest(ctx, "/v1/chat/completions", chatOf(10<<10)))
+	require.Eventually(t, func() bool { return held.Load() == 1 }, 10*time.Second, time.Millisecond)
+	assert.Greater(t, srv.bodyBytes.Load(), int64(10<<10))
+	cancel()
+	<-cut
+	assert.Zero(t, srv.bodyBytes.Load())
+
+	// A panic while it is answered.
+	req, _ := http.NewRequest("POST", "/v1/chat/completions", bytes.NewReader([]byte(`{`)))
+	req.Header.Set("Authorization", "Bearer "+clientKey)
+	assert.Panics(t, func() { srv.ServeHTTP(&panickingWriter{recordingWriter{h: http.Header{}}}, req) })
+	assert.Zero(t, srv.bodyBytes.Load())
+}
