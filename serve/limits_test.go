@@ -258,6 +258,19 @@ func gatedModels(gate chan struct{}, held *atomic.Int64) func(*Options) {
 	}
 }
 
+// assertOverloaded posts the chat body and asserts it is refused with a
+// 503 overloaded, Retry-After: 1 and the message msg.
+func assertOverloaded(t *testing.T, srv *Server, body []byte, msg string) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", "/v1/chat/completions", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+clientKey)
+	rec := httptest.NewRecorder()
+	srv.ServeHTTP(rec, req)
+	assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
+	assert.Equal(t, "1", rec.Header().Get("Retry-After"))
+	assert.JSONEq(t, `{"error": {"message": "`+msg+`", "type": "server_error", "code": "overloaded", "param": null}}`, rec.Body.String())
+}
+
 // TestInFlightLimit: with MaxInFlight requests held by a slow upstream,
 // one more chat, count or MCP call is refused at once, a 503 with
 // Retry-After in its route's format, not queued; the probes, the metrics
@@ -277,14 +290,7 @@ func TestInFlightLimit(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return held.Load() == n }, 10*time.Second, time.Millisecond)
 
-	req, _ := http.NewRequest("POST", "/v1/chat/completions", bytes.NewReader(chat))
-	req.Header.Set("Authorization", "Bearer "+clientKey)
-	rec := httptest.NewRecorder()
-	srv.ServeHTTP(rec, req)
-	assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
-	assert.Equal(t, "1", rec.Header().Get("Retry-After"))
-	assert.JSONEq(t, `{"error": {"message": "the gateway is serving its limit of 3 requests at once; retry the request",
-		"type": "server_error", "code": "overloaded", "param": null}}`, rec.Body.String())
+	assertOverloaded(t, srv, chat, "the gateway is serving its limit of 3 requests at once; retry the request")
 
 	code, resp := post(srv, "/v1/messages", []byte(`{"model":"primary","max_tokens":8,"messages":[{"role":"user","content":"hi"}]}`))
 	assert.Equal(t, http.StatusServiceUnavailable, code)
@@ -399,14 +405,7 @@ func TestInFlightBytesLimit(t *testing.T) {
 	require.Eventually(t, func() bool { return held.Load() == 2 }, 10*time.Second, time.Millisecond)
 	assert.Equal(t, 2*int64(len(large)), srv.bodyBytes.Load())
 
-	req, _ := http.NewRequest("POST", "/v1/chat/completions", bytes.NewReader(large))
-	req.Header.Set("Authorization", "Bearer "+clientKey)
-	rec := httptest.NewRecorder()
-	srv.ServeHTTP(rec, req)
-	assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
-	assert.Equal(t, "1", rec.Header().Get("Retry-After"))
-	assert.JSONEq(t, `{"error": {"message": "the gateway is holding its limit of 65536 bytes of request bodies at once; retry the request",
-		"type": "server_error", "code": "overloaded", "param": null}}`, rec.Body.String())
+	assertOverloaded(t, srv, large, "the gateway is holding its limit of 65536 bytes of request bodies at once; retry the request")
 
 	for _, path := range []string{"/v1/chat/completions", "/mcp"} {
 		body := large
