@@ -27,9 +27,8 @@ const (
 // are the arrival rate times the time a request takes (a streamed answer
 // lasts seconds): 1,024 serve 100 calls a second of 10 s each with room to
 // spare. Each may hold what its body decodes to (about ten times the
-// body: 42 MB for a body of 4 MiB at the limit of messages), so a host
-// admitting callers it does not trust sets it to its memory over ten
-// times MaxBodyBytes.
+// body: 42 MB for a body of 4 MiB at the limit of messages): what they
+// hold together is bounded by MaxInFlightBytes.
 const DefaultMaxInFlight = 1024
 
 // DefaultMaxInFlightBytes is the default of Options.MaxInFlightBytes: 64
