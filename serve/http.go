@@ -60,6 +60,8 @@ type exchange struct {
 	run    string
 	status int
 	bytes  int64
+	// bodyBytes is what the request's body charged to MaxInFlightBytes.
+	bodyBytes int64
 	// err is the failure the response reported, for the access log.
 	err error
 }
@@ -141,6 +143,10 @@ func (s *Server) handle(pattern, route string, a api, fn func(x *exchange)) {
 				return
 			}
 			defer s.leaveSlot()
+			defer s.leaveBody(x)
+			if !s.takeBody(x) {
+				return
+			}
 		}
 		fn(x)
 	})
@@ -279,6 +285,8 @@ func (x *exchange) readBody() ([]byte, bool) {
 		var tooLarge *http.MaxBytesError
 		var ne net.Error
 		switch {
+		case errors.Is(err, errBodyBudget):
+			x.s.refuseBody(x)
 		case errors.As(err, &tooLarge):
 			x.fail(http.StatusRequestEntityTooLarge, errTooLarge, fmt.Sprintf("request body is over the limit of %d bytes", limit))
 		case errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()):

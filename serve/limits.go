@@ -2,7 +2,9 @@ package serve
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"time"
 	"unicode/utf8"
@@ -25,15 +27,20 @@ const (
 // are the arrival rate times the time a request takes (a streamed answer
 // lasts seconds): 1,024 serve 100 calls a second of 10 s each with room to
 // spare. Each may hold what its body decodes to (about ten times the
-// body: 42 MB for a body of 4 MiB at the limit of messages), so a host
-// admitting callers it does not trust sets it to its memory over ten
-// times MaxBodyBytes.
+// body: 42 MB for a body of 4 MiB at the limit of messages): what they
+// hold together is bounded by MaxInFlightBytes.
 const DefaultMaxInFlight = 1024
 
-// bounded reports whether a request of route counts against MaxInFlight:
-// the routes that decode a body and call upstreams. An MCP session's
-// event stream (GET /mcp), open for the session's life, and its end
-// (DELETE) do not; nor do the models routes and the probes.
+// DefaultMaxInFlightBytes is the default of Options.MaxInFlightBytes: 64
+// bodies at the default MaxBodyBytes, which hold some 0.8 GB while their
+// calls run (about three times the body) and some 2.7 GB at worst while
+// they are decoded (about ten times).
+const DefaultMaxInFlightBytes = 256 << 20
+
+// bounded reports whether a request of route counts against MaxInFlight
+// and MaxInFlightBytes: the routes that decode a body and call upstreams.
+// An MCP session's event stream (GET /mcp), open for the session's life,
+// and its end (DELETE) do not; nor do the models routes and the probes.
 func bounded(route string, r *http.Request) bool {
 	switch route {
 	case "chat_completions", "messages", "count_tokens":
@@ -56,10 +63,8 @@ func (s *Server) takeSlot(x *exchange) bool {
 		return true
 	default:
 	}
-	x.err = fmt.Errorf("over the limit of %d requests in flight (MaxInFlight)", cap(s.slots))
-	SetRetryAfter(x.Header(), time.Second)
-	x.fail(http.StatusServiceUnavailable, errOverloaded,
-		fmt.Sprintf("the gateway is serving its limit of %d requests at once; retry the request", cap(s.slots)))
+	x.overloaded(fmt.Errorf("over the limit of %d requests in flight (MaxInFlight)", cap(s.slots)),
+		fmt.Sprintf("the gateway is serving its limit of %d requests at once", cap(s.slots)))
 	return false
 }
 
@@ -68,6 +73,82 @@ func (s *Server) leaveSlot() {
 	if s.slots != nil {
 		<-s.slots
 	}
+}
+
+// overloaded answers a request refused by a bound of the gateway's own
+// load: a 503 with Retry-After, in the route's format.
+func (x *exchange) overloaded(err error, msg string) {
+	x.err = err
+	SetRetryAfter(x.Header(), time.Second)
+	x.fail(http.StatusServiceUnavailable, errOverloaded, msg+"; retry the request")
+}
+
+// errBodyBudget is the error of a body read past MaxInFlightBytes.
+var errBodyBudget = errors.New("over the limit of request body bytes in flight (MaxInFlightBytes)")
+
+// takeBody charges the request's body to MaxInFlightBytes: a body of known
+// size (Content-Length) at once, refused with a 503 as takeSlot does; one
+// of unknown size (chunked) as it is read, its read failing with
+// errBodyBudget past the bound. What was charged is returned by leaveBody,
+// which the caller defers.
+func (s *Server) takeBody(x *exchange) bool {
+	if s.opts.MaxInFlightBytes <= 0 {
+		return true
+	}
+	r := x.r
+	switch {
+	case r.ContentLength > s.opts.MaxBodyBytes:
+		// Refused with a 413 unread.
+	case r.ContentLength > 0:
+		if !s.chargeBody(x, r.ContentLength) {
+			s.refuseBody(x)
+			return false
+		}
+	case r.ContentLength < 0 && r.Body != nil && r.Body != http.NoBody:
+		r.Body = &budgetBody{ReadCloser: r.Body, x: x}
+	}
+	return true
+}
+
+// chargeBody adds n bytes to the bodies in flight, or nothing and returns
+// false when that would pass MaxInFlightBytes.
+func (s *Server) chargeBody(x *exchange, n int64) bool {
+	if s.bodyBytes.Add(n) > s.opts.MaxInFlightBytes {
+		s.bodyBytes.Add(-n)
+		return false
+	}
+	x.bodyBytes += n
+	return true
+}
+
+// refuseBody answers a request whose body would pass MaxInFlightBytes.
+func (s *Server) refuseBody(x *exchange) {
+	limit := s.opts.MaxInFlightBytes
+	x.overloaded(fmt.Errorf("over the limit of %d bytes of request bodies in flight (MaxInFlightBytes)", limit),
+		fmt.Sprintf("the gateway is holding its limit of %d bytes of request bodies at once", limit))
+}
+
+// leaveBody returns what takeBody charged.
+func (s *Server) leaveBody(x *exchange) {
+	if x.bodyBytes != 0 {
+		s.bodyBytes.Add(-x.bodyBytes)
+		x.bodyBytes = 0
+	}
+}
+
+// budgetBody charges a body of unknown size to MaxInFlightBytes as it is
+// read.
+type budgetBody struct {
+	io.ReadCloser
+	x *exchange
+}
+
+func (b *budgetBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 && !b.x.s.chargeBody(b.x, int64(n)) {
+		return 0, errBodyBudget
+	}
+	return n, err
 }
 
 // items are the messages and parts of a request body (countItems).

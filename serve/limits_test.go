@@ -258,6 +258,19 @@ func gatedModels(gate chan struct{}, held *atomic.Int64) func(*Options) {
 	}
 }
 
+// assertOverloaded posts the chat body and asserts it is refused with a
+// 503 overloaded, Retry-After: 1 and the message msg.
+func assertOverloaded(t *testing.T, srv *Server, body []byte, msg string) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", "/v1/chat/completions", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+clientKey)
+	rec := httptest.NewRecorder()
+	srv.ServeHTTP(rec, req)
+	assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
+	assert.Equal(t, "1", rec.Header().Get("Retry-After"))
+	assert.JSONEq(t, `{"error": {"message": "`+msg+`", "type": "server_error", "code": "overloaded", "param": null}}`, rec.Body.String())
+}
+
 // TestInFlightLimit: with MaxInFlight requests held by a slow upstream,
 // one more chat, count or MCP call is refused at once, a 503 with
 // Retry-After in its route's format, not queued; the probes, the metrics
@@ -277,14 +290,7 @@ func TestInFlightLimit(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return held.Load() == n }, 10*time.Second, time.Millisecond)
 
-	req, _ := http.NewRequest("POST", "/v1/chat/completions", bytes.NewReader(chat))
-	req.Header.Set("Authorization", "Bearer "+clientKey)
-	rec := httptest.NewRecorder()
-	srv.ServeHTTP(rec, req)
-	assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
-	assert.Equal(t, "1", rec.Header().Get("Retry-After"))
-	assert.JSONEq(t, `{"error": {"message": "the gateway is serving its limit of 3 requests at once; retry the request",
-		"type": "server_error", "code": "overloaded", "param": null}}`, rec.Body.String())
+	assertOverloaded(t, srv, chat, "the gateway is serving its limit of 3 requests at once; retry the request")
 
 	code, resp := post(srv, "/v1/messages", []byte(`{"model":"primary","max_tokens":8,"messages":[{"role":"user","content":"hi"}]}`))
 	assert.Equal(t, http.StatusServiceUnavailable, code)
@@ -352,4 +358,124 @@ func TestMemoryBoundedUnderManyLargeRequests(t *testing.T) {
 	t.Logf("heap: %d MB before, %d MB with %d requests held, %d MB after", before>>20, during>>20, slots, after>>20)
 	assert.Less(t, during, before+slots*64<<20, "the heap holds at most the requests in flight")
 	assert.Less(t, after, before+16<<20, "nothing is kept once they end")
+}
+
+// chatOf returns a chat request body of about size bytes.
+func chatOf(size int) []byte {
+	return []byte(`{"model":"primary","messages":[{"role":"user","content":"` + strings.Repeat("a", size) + `"}]}`)
+}
+
+// chunkedRequest is a request whose body has no Content-Length, as a
+// chunked one arrives.
+func chunkedRequest(ctx context.Context, path string, body []byte) *http.Request {
+	req, _ := http.NewRequestWithContext(ctx, "POST", path, io.NopCloser(bytes.NewReader(body)))
+	req.ContentLength = -1
+	return req
+}
+
+// serveAsync serves req in the background and returns its status.
+func serveAsync(srv *Server, req *http.Request) <-chan int {
+	req.Header.Set("Authorization", "Bearer "+clientKey)
+	code := make(chan int, 1)
+	go func() {
+		w := &recordingWriter{h: http.Header{}}
+		srv.ServeHTTP(w, req)
+		code <- w.code
+	}()
+	return code
+}
+
+// TestInFlightBytesLimit: with large requests holding MaxInFlightBytes of
+// bodies against a slow upstream, one more large chat, chunked chat or MCP
+// call is refused at once, a 503 with Retry-After, while a small one is
+// still served; once they end the budget is whole again.
+func TestInFlightBytesLimit(t *testing.T) {
+	gate := make(chan struct{})
+	var held atomic.Int64
+	const budget = 64 << 10
+	srv := inProcess(t, `{use: "tracing"}`, gatedModels(gate, &held), func(o *Options) { o.MaxInFlightBytes = budget })
+	open := sync.OnceFunc(func() { close(gate) })
+	t.Cleanup(open)
+	large := chatOf(30 << 10)
+	var results []<-chan int
+	for range 2 {
+		req, _ := http.NewRequest("POST", "/v1/chat/completions", bytes.NewReader(large))
+		results = append(results, serveAsync(srv, req))
+	}
+	require.Eventually(t, func() bool { return held.Load() == 2 }, 10*time.Second, time.Millisecond)
+	assert.Equal(t, 2*int64(len(large)), srv.bodyBytes.Load())
+
+	assertOverloaded(t, srv, large, "the gateway is holding its limit of 65536 bytes of request bodies at once; retry the request")
+
+	for _, path := range []string{"/v1/chat/completions", "/mcp"} {
+		body := large
+		if path == "/mcp" {
+			body = []byte(`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"` + strings.Repeat("a", 30<<10) + `"}}`)
+		}
+		// Chunked: charged as it is read.
+		req := chunkedRequest(context.Background(), path, body)
+		req.Header.Set("Authorization", "Bearer "+clientKey)
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		rec := httptest.NewRecorder()
+		srv.ServeHTTP(rec, req)
+		assert.Equal(t, http.StatusServiceUnavailable, rec.Code, path)
+		assert.Equal(t, "1", rec.Header().Get("Retry-After"), path)
+		assert.Contains(t, rec.Body.String(), "bytes of request bodies at once", path)
+	}
+	assert.Equal(t, 2*int64(len(large)), srv.bodyBytes.Load(), "a refused body is not kept charged")
+
+	small, _ := http.NewRequest("POST", "/v1/chat/completions", bytes.NewReader(chatOf(10)))
+	results = append(results, serveAsync(srv, small))
+	results = append(results, serveAsync(srv, chunkedRequest(context.Background(), "/v1/chat/completions", chatOf(10))))
+	require.Eventually(t, func() bool { return held.Load() == 4 }, 10*time.Second, time.Millisecond, "the small calls are served")
+
+	open()
+	for _, r := range results {
+		assert.Equal(t, http.StatusOK, <-r)
+	}
+	assert.Zero(t, srv.bodyBytes.Load())
+	code, resp := post(srv, "/v1/chat/completions", large)
+	assert.Equal(t, http.StatusOK, code, resp)
+	assert.Zero(t, srv.bodyBytes.Load())
+}
+
+// panickingWriter panics when the response is written.
+type panickingWriter struct{ recordingWriter }
+
+func (w *panickingWriter) WriteHeader(int) { panic("writing the response") }
+
+// TestInFlightBytesReturned: the bytes a request charged are returned
+// however it ends: refused (a malformed body, one over MaxBodyBytes, one
+// whose chunked body is over it), cut by its client, or a panic.
+func TestInFlightBytesReturned(t *testing.T) {
+	gate := make(chan struct{})
+	var held atomic.Int64
+	srv := inProcess(t, `{use: "tracing"}`, gatedModels(gate, &held), func(o *Options) {
+		o.MaxInFlightBytes = 64 << 10
+		o.MaxBodyBytes = 16 << 10
+	})
+	t.Cleanup(func() { close(gate) })
+	code, _ := post(srv, "/v1/chat/completions", []byte(`{"model":`+strings.Repeat(" ", 1000)))
+	assert.Equal(t, http.StatusBadRequest, code)
+	assert.Zero(t, srv.bodyBytes.Load())
+	code, _ = post(srv, "/v1/chat/completions", chatOf(20<<10))
+	assert.Equal(t, http.StatusRequestEntityTooLarge, code)
+	assert.Zero(t, srv.bodyBytes.Load())
+	assert.Equal(t, http.StatusRequestEntityTooLarge, <-serveAsync(srv, chunkedRequest(context.Background(), "/v1/chat/completions", chatOf(20<<10))))
+	assert.Zero(t, srv.bodyBytes.Load())
+
+	// Cut by its client while its call is held.
+	ctx, cancel := context.WithCancel(context.Background())
+	cut := serveAsync(srv, chunkedRequest(ctx, "/v1/chat/completions", chatOf(10<<10)))
+	require.Eventually(t, func() bool { return held.Load() == 1 }, 10*time.Second, time.Millisecond)
+	assert.Greater(t, srv.bodyBytes.Load(), int64(10<<10))
+	cancel()
+	<-cut
+	assert.Zero(t, srv.bodyBytes.Load())
+
+	// A panic while it is answered.
+	req, _ := http.NewRequest("POST", "/v1/chat/completions", bytes.NewReader([]byte(`{`)))
+	req.Header.Set("Authorization", "Bearer "+clientKey)
+	assert.Panics(t, func() { srv.ServeHTTP(&panickingWriter{recordingWriter{h: http.Header{}}}, req) })
+	assert.Zero(t, srv.bodyBytes.Load())
 }

@@ -1210,6 +1210,15 @@ func (s *Server) mcpHandler(x *exchange) {
 		return
 	}
 	r := x.r
+	if r.Method == http.MethodPost && r.ContentLength < 0 {
+		// A chunked body is read here, so that one past MaxInFlightBytes
+		// is refused as one with a Content-Length is.
+		body, ok := x.readBody()
+		if !ok {
+			return
+		}
+		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	}
 	r.Header.Del(requestHeader)
 	if r.Method == http.MethodPost {
 		token := fmt.Sprint(s.mcp.nextReq.Add(1))

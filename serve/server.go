@@ -90,6 +90,13 @@ type Options struct {
 	// bound). A request past it is refused at once, a 503 with
 	// Retry-After: it never waits.
 	MaxInFlight int
+	// MaxInFlightBytes bounds the bytes of request bodies held at once on
+	// the routes MaxInFlight bounds (default DefaultMaxInFlightBytes;
+	// negative: no bound). A body is charged when its size is known: at
+	// once for one with a Content-Length, as it is read for a chunked
+	// one; it is returned when the request ends. A request past it is
+	// refused at once, as one past MaxInFlight is.
+	MaxInFlightBytes int64
 	// MaxToolResultBytes bounds the result of an upstream MCP tool call
 	// (default 4 MiB): a larger result is an error result naming the
 	// limit (see upstreamTool.call).
@@ -149,6 +156,9 @@ func (o *Options) defaults() {
 	if o.MaxInFlight == 0 {
 		o.MaxInFlight = DefaultMaxInFlight
 	}
+	if o.MaxInFlightBytes == 0 {
+		o.MaxInFlightBytes = DefaultMaxInFlightBytes
+	}
 	if o.MaxMessages == 0 {
 		o.MaxMessages = DefaultMaxMessages
 	}
@@ -189,6 +199,9 @@ type Server struct {
 	// slots holds a token for each request in flight on a bounded route
 	// (Options.MaxInFlight); nil: no bound.
 	slots chan struct{}
+	// bodyBytes are the bytes of request bodies charged to
+	// Options.MaxInFlightBytes.
+	bodyBytes atomic.Int64
 	// memory is the in-process state every generation shares (budgets,
 	// rate limits, idempotency records, caches), so a reload keeps it.
 	memory *runtime.MemoryStore

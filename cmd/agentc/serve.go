@@ -36,6 +36,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 	maxMessages := fs.Int("maxmessages", serve.DefaultMaxMessages, "most messages of a chat request (more: 400; 0: no bound)")
 	maxParts := fs.Int("maxparts", serve.DefaultMaxParts, "most content parts, blocks and tool calls of a chat request (more: 400; 0: no bound)")
 	maxInFlight := fs.Int("maxinflight", serve.DefaultMaxInFlight, "most chat, token count and MCP calls served at once (more: 503 with Retry-After; 0: no bound)")
+	maxInFlightBytes := fs.Int64("maxinflightbytes", serve.DefaultMaxInFlightBytes, "most bytes of request bodies held at once by chat, token count and MCP calls (more: 503 with Retry-After; 0: no bound)")
 	maxRuns := fs.Int("maxruns", 10000, "named runs a tenant keeps (more: its runs idle the longest end)")
 	maxSessions := fs.Int("maxsessions", 1000, "MCP sessions a key keeps open (more: those used the longest ago are closed)")
 	logFormat := fs.String("log", "text", "access and server log format: text or json")
@@ -53,8 +54,11 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 	if *maxRuns < 1 || *maxSessions < 1 {
 		return fail(env, "serve: -maxruns and -maxsessions must be at least 1")
 	}
-	if *maxMessages < 0 || *maxParts < 0 || *maxInFlight < 0 {
-		return fail(env, "serve: -maxmessages, -maxparts and -maxinflight must not be negative (0: no bound)")
+	if *maxMessages < 0 || *maxParts < 0 || *maxInFlight < 0 || *maxInFlightBytes < 0 {
+		return fail(env, "serve: -maxmessages, -maxparts, -maxinflight and -maxinflightbytes must not be negative (0: no bound)")
+	}
+	if *maxInFlightBytes > 0 && *maxInFlightBytes < *maxBody {
+		return fail(env, "serve: -maxinflightbytes (%d) must be at least -maxbody (%d), or a body at the limit is never served", *maxInFlightBytes, *maxBody)
 	}
 	// 0 is no bound, which Options reads as the default.
 	unbounded := func(n int) int {
@@ -62,6 +66,9 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 			return -1
 		}
 		return n
+	}
+	if *maxInFlightBytes == 0 {
+		*maxInFlightBytes = -1 // no bound
 	}
 	var handler slog.Handler
 	switch *logFormat {
@@ -109,6 +116,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 		ShutdownTimeout: *shutdown, DrainDelay: *drain, WatchInterval: *watch, RunIdle: *runIdle, MaxBodyBytes: *maxBody,
 		MaxToolResultBytes: *maxResult, MaxRuns: *maxRuns, MaxSessions: *maxSessions,
 		MaxMessages: unbounded(*maxMessages), MaxParts: unbounded(*maxParts), MaxInFlight: unbounded(*maxInFlight),
+		MaxInFlightBytes: *maxInFlightBytes,
 		MetricsElsewhere: *metricsAddr != "",
 	})
 	if err != nil {

@@ -120,11 +120,15 @@ func TestServeCapsFlags(t *testing.T) {
 		assert.Contains(t, stderr.String(), "-maxruns and -maxsessions must be at least 1")
 	}
 	stderr := &lockedBuffer{}
-	rc := cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: t.TempDir()}, []string{"-h"})
+	rc := cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: t.TempDir()}, []string{"-maxbody", "2048", "-maxinflightbytes", "1024", "p"})
+	assert.Equal(t, exitUsage, rc)
+	assert.Contains(t, stderr.String(), "-maxinflightbytes (1024) must be at least -maxbody (2048)")
+	stderr = &lockedBuffer{}
+	rc = cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: t.TempDir()}, []string{"-h"})
 	assert.Equal(t, exitOK, rc)
 	assert.Contains(t, stderr.String(), "-maxruns")
 	assert.Contains(t, stderr.String(), "-maxsessions")
-	for _, f := range []string{"-maxmessages", "-maxparts", "-maxinflight"} {
+	for _, f := range []string{"-maxmessages", "-maxparts", "-maxinflight", "-maxinflightbytes"} {
 		assert.Contains(t, stderr.String(), f)
 		stderr := &lockedBuffer{}
 		rc := cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: t.TempDir()}, []string{f, "-1", "p"})
