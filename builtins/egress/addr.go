@@ -10,13 +10,20 @@ type addrRule struct {
 	reason string
 }
 
+// Reasons of the ranges no deployment may reach, allow_private or not
+// (privatePrefixes).
+const (
+	reasonMetadata    = "cloud metadata address"
+	reasonUnspecified = "unspecified address"
+)
+
 // v4Rules lists the IPv4 ranges that are never a valid egress destination. More specific
 // ranges come first so that the reason names the most precise category.
 var v4Rules = []addrRule{
-	{netip.MustParsePrefix("169.254.169.254/32"), "cloud metadata address"},
-	{netip.MustParsePrefix("169.254.170.2/32"), "cloud metadata address"},
-	{netip.MustParsePrefix("100.100.100.200/32"), "cloud metadata address"},
-	{netip.MustParsePrefix("0.0.0.0/32"), "unspecified address"},
+	{netip.MustParsePrefix("169.254.169.254/32"), reasonMetadata},
+	{netip.MustParsePrefix("169.254.170.2/32"), reasonMetadata},
+	{netip.MustParsePrefix("100.100.100.200/32"), reasonMetadata},
+	{netip.MustParsePrefix("0.0.0.0/32"), reasonUnspecified},
 	{netip.MustParsePrefix("0.0.0.0/8"), "this-network address"},
 	{netip.MustParsePrefix("10.0.0.0/8"), "private address"},
 	{netip.MustParsePrefix("100.64.0.0/10"), "carrier-grade nat address"},
@@ -41,7 +48,7 @@ var v4Rules = []addrRule{
 // v6Rules lists the IPv6 ranges that are refused outright. Ranges that embed an IPv4 address
 // (NAT64 64:ff9b::/96, 6to4 2002::/16) are handled in v6Reason, not here.
 var v6Rules = []addrRule{
-	{netip.MustParsePrefix("::/128"), "unspecified address"},
+	{netip.MustParsePrefix("::/128"), reasonUnspecified},
 	{netip.MustParsePrefix("::1/128"), "loopback address"},
 	{netip.MustParsePrefix("::/96"), "ipv4-compatible ipv6 address"},
 	{netip.MustParsePrefix("::ffff:0:0:0/96"), "ipv4-translated ipv6 address"},
@@ -51,7 +58,7 @@ var v6Rules = []addrRule{
 	{netip.MustParsePrefix("2001:db8::/32"), "documentation address"},
 	{netip.MustParsePrefix("2001::/23"), "ietf protocol assignment address"},
 	{netip.MustParsePrefix("3fff::/20"), "documentation address"},
-	{netip.MustParsePrefix("fd00:ec2::254/128"), "cloud metadata address"},
+	{netip.MustParsePrefix("fd00:ec2::254/128"), reasonMetadata},
 	{netip.MustParsePrefix("fc00::/7"), "unique local address"},
 	{netip.MustParsePrefix("fe80::/10"), "link-local address"},
 	{netip.MustParsePrefix("fec0::/10"), "site-local address"},

@@ -134,7 +134,7 @@ func privatePrefixes(entries []string) ([]netip.Prefix, error) {
 			return nil, fmt.Errorf("allow_private[%d]: %q is wider than /%d: name the internal network a tool reaches", i, e, minBits)
 		}
 		for _, r := range slices.Concat(v4Rules, v6Rules) {
-			if (r.reason == "cloud metadata address" || r.reason == "unspecified address") && p.Overlaps(r.prefix) {
+			if (r.reason == reasonMetadata || r.reason == reasonUnspecified) && p.Overlaps(r.prefix) {
 				return nil, fmt.Errorf("allow_private[%d]: %q holds the %s %s, which no tool may reach", i, e, r.reason, r.prefix.Addr())
 			}
 		}
