@@ -1,11 +1,80 @@
 package agentc_test
 
 import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/compiler"
+	"github.com/agentc-dev/agentc/dsl"
 	"github.com/agentc-dev/agentc/internal/docgen/gen"
+	"github.com/agentc-dev/agentc/policytest"
 )
 
 // TestDocsUpToDate fails when a change here leaves the generated pages
 // (docs/language.md, docs/rules.md) stale.
 func TestDocsUpToDate(t *testing.T) { gen.AssertUpToDate(t, ".") }
+
+// cueBlockRE finds a fenced CUE block, indented (in a list item) or not:
+// its indentation, and its text up to the closing fence.
+var cueBlockRE = regexp.MustCompile("(?ms)^([ \t]*)```cue\n(.*?)^[ \t]*```[ \t]*$")
+
+// testsRE tells a block of test cases (a `*_test.cue` file) from a policy.
+var testsRE = regexp.MustCompile(`(?m)^tests:`)
+
+// TestDocsCUEExamplesVet vets every CUE block of the pages written by hand
+// (README.md and docs/), as a reader who copies one into a policy would:
+// a policy, or a fragment of one, alone in a package, must have no error;
+// a block of test cases must be cases `agentc test` reads. The generated
+// pages quote vetted policies already.
+func TestDocsCUEExamplesVet(t *testing.T) {
+	pages, err := filepath.Glob(filepath.Join("docs", "*.md"))
+	require.NoError(t, err)
+	pages = append(pages, "README.md")
+	n := 0
+	for _, page := range pages {
+		if slices.Contains(gen.Pages, filepath.ToSlash(page)) {
+			continue
+		}
+		b, err := os.ReadFile(page)
+		require.NoError(t, err)
+		text := string(b)
+		for _, m := range cueBlockRE.FindAllStringSubmatchIndex(text, -1) {
+			n++
+			indent, block := text[m[2]:m[3]], text[m[4]:m[5]]
+			block = strings.ReplaceAll("\n"+block, "\n"+indent, "\n")[1:]
+			line := strings.Count(text[:m[0]], "\n") + 1
+			t.Run(fmt.Sprintf("%s:%d", filepath.ToSlash(page), line), func(t *testing.T) {
+				vetDocBlock(t, block)
+			})
+		}
+	}
+	assert.Greater(t, n, 10, "the CUE blocks found")
+}
+
+func vetDocBlock(t *testing.T, block string) {
+	dir := t.TempDir()
+	if !regexp.MustCompile(`(?m)^package `).MatchString(block) {
+		block = "package doc\n\n" + block
+	}
+	ctx := context.Background()
+	if testsRE.MatchString(block) {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "doc_test.cue"), []byte(block), 0o644))
+		cases, err := policytest.Discover(ctx, dir, dsl.DataOptions{})
+		require.NoError(t, err)
+		assert.NotEmpty(t, cases)
+		return
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte(block), 0o644))
+	c, err := compiler.Compile(ctx, []string{dir}, compiler.Options{})
+	require.NoError(t, err)
+	assert.False(t, c.Diagnostics.HasErrors(), "%v\n%s", c.Diagnostics, block)
+}

@@ -70,3 +70,15 @@ func TestWithDeadline(t *testing.T) {
 	close(block)
 	require.Eventually(t, func() bool { return abandoned.Load() == 0 }, time.Second, time.Millisecond)
 }
+
+// TestTooLargeSizes: a file just over a limit is not said to be as large
+// as the limit ("4.0 MiB, larger than the 4.0 MiB limit"); the sizes are
+// then given in bytes.
+func TestTooLargeSizes(t *testing.T) {
+	assert.Equal(t, "file is 10.0 MiB, larger than the 4.0 MiB limit",
+		(&TooLargeError{Size: 10 << 20, Limit: MaxFileSize}).Error())
+	assert.Equal(t, "file is 4194319 bytes, larger than the 4.0 MiB (4194304 bytes) limit",
+		(&TooLargeError{Size: MaxFileSize + 15, Limit: MaxFileSize}).Error())
+	assert.Equal(t, "file is 1048577 bytes, larger than the 1.0 MiB (1048576 bytes) limit",
+		(&TooLargeError{Size: MaxSchemaFileSize + 1, Limit: MaxSchemaFileSize}).Error())
+}

@@ -725,7 +725,7 @@ func (l *loader) readSchemaFile(rel string) ([]byte, error) {
 		var big *TooLargeError
 		switch {
 		case errors.As(err, &big):
-			return nil, fmt.Errorf("file is %s, larger than the %s limit for a JSON Schema file", sizeString(big.Size), sizeString(MaxSchemaFileSize))
+			return nil, fmt.Errorf("%v for a JSON Schema file", big)
 		case strings.Contains(err.Error(), "path escapes from parent"):
 			return nil, errors.New("the path leads out of the policy directory")
 		}

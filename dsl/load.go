@@ -187,7 +187,7 @@ func (l *loader) parse() ([]*ast.File, bool) {
 		if err != nil {
 			var big *TooLargeError
 			if errors.As(err, &big) {
-				l.errorf(at, "cue/syntax", "file is %s, larger than the %s limit for a policy file", sizeString(big.Size), sizeString(MaxFileSize))
+				l.errorf(at, "cue/syntax", "%v for a policy file", big)
 			} else {
 				l.errorf(at, "cue/syntax", "cannot read file: %s", readErrorText(err))
 			}

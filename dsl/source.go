@@ -30,7 +30,19 @@ type TooLargeError struct {
 }
 
 func (e *TooLargeError) Error() string {
-	return fmt.Sprintf("file is %s, larger than the %s limit", sizeString(e.Size), sizeString(e.Limit))
+	size, limit := e.sizes()
+	return fmt.Sprintf("file is %s, larger than the %s limit", size, limit)
+}
+
+// sizes renders the size and the limit for a message. A file just over
+// the limit rounds to the limit's own figure ("4.0 MiB, larger than the
+// 4.0 MiB limit"); the two are then given in bytes.
+func (e *TooLargeError) sizes() (size, limit string) {
+	size, limit = sizeString(e.Size), sizeString(e.Limit)
+	if size == limit {
+		return fmt.Sprintf("%d bytes", e.Size), fmt.Sprintf("%s (%d bytes)", limit, e.Limit)
+	}
+	return size, limit
 }
 
 // ReadFile reads the regular file at path, at most limit bytes. The file is
@@ -117,7 +129,7 @@ func LoadData(ctx context.Context, path string, opts DataOptions) ([]byte, error
 	if err != nil {
 		var big *TooLargeError
 		if errors.As(err, &big) {
-			return nil, fmt.Errorf("%s: file is %s, larger than the %s limit", path, sizeString(big.Size), sizeString(opts.MaxSize))
+			return nil, fmt.Errorf("%s: %w", path, big)
 		}
 		return nil, fmt.Errorf("%s: %s", path, readErrorText(err))
 	}
