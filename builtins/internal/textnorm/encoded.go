@@ -29,6 +29,9 @@ const (
 	minWrapped = 16
 )
 
+// smallRun is the length of run decoded without allocating.
+const smallRun = 256
+
 // b64 marks the bytes of the base64 alphabets, standard ("+/") and URL-safe ("-_").
 var b64 = func() (t [256]bool) {
 	for _, c := range "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_" {
@@ -122,7 +125,8 @@ func decodeRun(run string) string {
 		return strings.Join(pieces, "\n")
 	}
 	// Read the URL-safe alphabet as the standard one: a run may mix them only by chance.
-	std := []byte(run)
+	var stdBuf [smallRun]byte
+	std := append(stdBuf[:0], run...)
 	if strings.ContainsAny(run, "-_") {
 		for i, c := range std {
 			switch c {
@@ -133,7 +137,13 @@ func decodeRun(run string) string {
 			}
 		}
 	}
-	dec := make([]byte, base64.RawStdEncoding.DecodedLen(len(std)))
+	var decBuf [smallRun]byte
+	dec := decBuf[:0]
+	if n := base64.RawStdEncoding.DecodedLen(len(std)); n > len(decBuf) {
+		dec = make([]byte, n)
+	} else {
+		dec = decBuf[:n]
+	}
 	for k := 0; k < 4 && len(std)-k >= minBase64; k++ {
 		s := std[k:]
 		if len(s)%4 == 1 {
@@ -154,7 +164,13 @@ func decodeRun(run string) string {
 // decodeHex appends the printable pieces of run decoded as hex, at either alignment, to
 // pieces, and reports whether one decoding is all printable.
 func decodeHex(run string, pieces []string) ([]string, bool) {
-	dec := make([]byte, len(run)/2)
+	var decBuf [smallRun]byte
+	dec := decBuf[:0]
+	if len(run)/2 > len(decBuf) {
+		dec = make([]byte, len(run)/2)
+	} else {
+		dec = decBuf[:len(run)/2]
+	}
 	for k := 0; k < 2; k++ {
 		n := (len(run) - k) / 2
 		if _, err := hex.Decode(dec[:n], []byte(run[k:k+2*n])); err != nil {

@@ -74,3 +74,16 @@ func BenchmarkEncodingsImage(b *testing.B) {
 		Encodings(text)
 	}
 }
+
+// BenchmarkEncodingsIDs: identifiers of the URL-safe alphabet (UUIDs, order numbers) are
+// decoded and found binary, without allocating.
+func BenchmarkEncodingsIDs(b *testing.B) {
+	text := strings.Repeat("order ORD-2024-118234, trace 7f3a9c1e-55b2-4f0e-9d0a-1c2b3c4d5e6f; ", 24)
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if len(Encodings(text)) != 0 {
+			b.Fatal("an identifier read as text")
+		}
+	}
+}
