@@ -2,8 +2,6 @@ package pii_test
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -12,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentc-dev/agentc/builtins/internal/textnorm/textnormtest"
 	"github.com/agentc-dev/agentc/runtime"
 	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
 )
@@ -25,16 +24,8 @@ var probeItems = map[string]string{
 	"iban":  "DE89 3704 0044 0532 0130 00",
 }
 
-// probeSpellings write an item as a tool or a model may hand it over: plain, and encoded in
-// base64 (either alphabet, with and without padding, behind a path) and hex.
-var probeSpellings = map[string]func(string) string{
-	"plain":          func(s string) string { return s },
-	"base64":         func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) },
-	"base64 url raw": func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) },
-	"base64 in path": func(s string) string { return "/v1/blobs/" + base64.RawURLEncoding.EncodeToString([]byte("to: "+s)) },
-	"hex":            func(s string) string { return hex.EncodeToString([]byte(s)) },
-	"0x hex":         func(s string) string { return "0x" + strings.ToUpper(hex.EncodeToString([]byte(s))) },
-}
+// probeSpellings are the spellings the probes write a value in.
+var probeSpellings = textnormtest.Encodings()
 
 // probePositions run a text through a pii layer configured with config in one place personal
 // data can reach the model, a tool or the caller, and return what got through, or the error.

@@ -2,8 +2,6 @@ package redact_test
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -12,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentc-dev/agentc/builtins/internal/textnorm/textnormtest"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
@@ -26,19 +25,8 @@ var probeSecrets = map[string]string{
 	"password":     "password=Hunter22!x",
 }
 
-// probeSpellings write a secret as a tool or a model may hand it over: plain, and encoded in
-// base64 (either alphabet, with and without padding, behind a path) and hex.
-var probeSpellings = map[string]func(string) string{
-	"plain":          func(s string) string { return s },
-	"base64":         func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) },
-	"base64 url raw": func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) },
-	"base64 in path": func(s string) string { return "/v1/blobs/" + base64.RawURLEncoding.EncodeToString([]byte("key: "+s)) },
-	"hex":            func(s string) string { return hex.EncodeToString([]byte(s)) },
-	"0x hex":         func(s string) string { return "0x" + strings.ToUpper(hex.EncodeToString([]byte(s))) },
-	"base64 of base64": func(s string) string {
-		return base64.StdEncoding.EncodeToString([]byte(base64.StdEncoding.EncodeToString([]byte(s))))
-	},
-}
+// probeSpellings are the spellings the probes write a value in.
+var probeSpellings = textnormtest.Encodings()
 
 // probePositions run a text through a redact layer in one place a secret can reach the
 // model or the caller, and return what got through.
