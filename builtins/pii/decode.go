@@ -11,20 +11,25 @@ import (
 type form struct {
 	text string
 	span func(start, end int) (int, int)
+	// encoded: the base64 and hex runs of the form are read too (textnorm.Encodings).
+	encoded bool
 }
 
 // forms returns the readings of text the detectors run on: the text folded
 // (textnorm.FoldSeparators) with format characters dropped, and with them kept when that
 // differs; and, when text holds escapes, the text decoded (textnorm.Unescape:
-// percent-encoding, HTML character references, JSON's \uXXXX) and folded.
+// percent-encoding, HTML character references, JSON's \uXXXX) and folded. The base64 and hex
+// runs of the folded and decoded forms are read as the text they decode to (Find).
 func forms(text string) []form {
 	f := textnorm.FoldSeparators(text, false)
 	out := []form{foldedForm(f, nil)}
+	out[0].encoded = true
 	if kept := textnorm.FoldSeparators(text, true); kept.Text != f.Text {
 		out = append(out, foldedForm(kept, nil))
 	}
 	if d, ok := textnorm.Unescape(text, false); ok {
 		out = append(out, foldedForm(textnorm.FoldSeparators(d.Text, false), d.Span))
+		out[len(out)-1].encoded = true
 	}
 	return out
 }

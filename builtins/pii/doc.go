@@ -30,8 +30,11 @@
 // a hyphen: a card number grouped by no-break spaces, "١٢٣-٤٥-٦٧٨٩" and an address with a
 // zero-width space before its "@" are found. A text holding escapes is read decoded too
 // (percent-encoding, HTML character references, JSON's \uXXXX): "jane%40example.com" and
-// "jane&#64;example.com" are found, the escapes masked with the value. Offsets are always
-// those of the text as given.
+// "jane&#64;example.com" are found, the escapes masked with the value. A run of base64
+// (standard or URL-safe, padded or not, wrapped over lines) or hex whose decoding is text is
+// read as that text too: a card number or an address written in base64 is found as the whole
+// run; an image, a hash or a UUID decodes to binary and is left alone (docs/detection.md,
+// Encoded values). Offsets are always those of the text as given.
 //
 // A Scanner is immutable after New and safe for concurrent use.
 //

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/agentc-dev/agentc/builtins/internal/jsonvalue"
+	"github.com/agentc-dev/agentc/builtins/internal/textnorm"
 	"github.com/agentc-dev/agentc/internal/jsonpointer"
 )
 
@@ -103,14 +104,31 @@ var detectors = map[Kind]detector{
 // also read with the format characters kept, so that one never glues an item to the word
 // before it). A text holding escapes is also read decoded (textnorm.Unescape). Offsets are those
 // of the text as given; a span covers the characters skipped inside it, and the whole escape
-// a decoded character came from.
-func (s *Scanner) Find(text string) []Match {
+// a decoded character came from. A run of base64 (standard or URL-safe) or hex whose decoding
+// is text (textnorm.Encodings) is read as that text too: when it holds an item, the match is
+// the whole run, of the most specific kind found in it.
+func (s *Scanner) Find(text string) []Match { return s.find(text, 0) }
+
+// maxEncodedDepth bounds the encodings read inside one another: base64 of base64 is read, a
+// third layer is not.
+const maxEncodedDepth = 2
+
+func (s *Scanner) find(text string, depth int) []Match {
 	var found []Match
 	for _, f := range forms(text) {
 		s.detect(f.text, func(k Kind, start, end int) {
 			start, end = f.span(start, end)
 			found = append(found, Match{Kind: k, Start: start, End: end})
 		})
+		if !f.encoded || depth >= maxEncodedDepth {
+			continue
+		}
+		for _, e := range textnorm.Encodings(f.text) {
+			if inner := s.find(e.Text, depth+1); len(inner) > 0 {
+				start, end := f.span(e.Start, e.End)
+				found = append(found, Match{Kind: firstKind(inner), Start: start, End: end})
+			}
+		}
 	}
 	if len(found) < 2 {
 		return found
@@ -144,6 +162,17 @@ func (s *Scanner) detect(text string, add func(Kind, int, int)) {
 			detectors[k](text, add)
 		}
 	}
+}
+
+// firstKind returns the most specific kind of ms, in kindOrder.
+func firstKind(ms []Match) Kind {
+	best := ms[0].Kind
+	for _, m := range ms[1:] {
+		if slices.Index(kindOrder, m.Kind) < slices.Index(kindOrder, best) {
+			best = m.Kind
+		}
+	}
+	return best
 }
 
 // Placeholder returns the text that replaces an item of kind k: "[REDACTED:<kind>]".

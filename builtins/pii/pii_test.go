@@ -1,6 +1,8 @@
 package pii
 
 import (
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -355,5 +357,32 @@ func BenchmarkScan2KB(b *testing.B) {
 		if len(s.Find(ticket2KB)) == 0 {
 			b.Fatal("nothing found")
 		}
+	}
+}
+
+// TestFindEncoded: a value written in base64 or hex is found as the whole run; a JWT's
+// payload is read, and masked when its claims carry personal data; binary payloads and
+// claims without any are left alone.
+func TestFindEncoded(t *testing.T) {
+	s := newScanner(t)
+	b64 := func(v string) string { return base64.RawURLEncoding.EncodeToString([]byte(v)) }
+	header := b64(`{"alg":"HS256","typ":"JWT"}`)
+	withEmail := b64(`{"sub":"u-42","email":"jane.doe@example.com"}`)
+	plain := b64(`{"sub":"1234567890","iat":1516239022}`)
+	sig := "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+	for _, tt := range []struct {
+		name, in string
+		want     []string
+	}{
+		{"card in base64", "card=" + base64.StdEncoding.EncodeToString([]byte("4111 1111 1111 1111")),
+			[]string{"card:" + base64.StdEncoding.EncodeToString([]byte("4111 1111 1111 1111"))}},
+		{"ssn in hex", "v " + hex.EncodeToString([]byte("ssn 078-05-1120")), []string{"ssn:" + hex.EncodeToString([]byte("ssn 078-05-1120"))}},
+		{"jwt carrying an email", header + "." + withEmail + "." + sig, []string{"email:" + withEmail}},
+		{"jwt without personal data", header + "." + plain + "." + sig, []string{}},
+		{"image", "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==", []string{}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, found(tt.in, s.Find(tt.in)))
+		})
 	}
 }

@@ -1,6 +1,8 @@
 package pii
 
 import (
+	"encoding/base64"
+	"encoding/hex"
 	oldrand "math/rand"
 	"math/rand/v2"
 	"reflect"
@@ -208,8 +210,29 @@ func TestRedactLeavesNoDetectedValue(t *testing.T) {
 		},
 	}
 	require.NoError(t, quick.Check(check, cfg))
+	// and on texts carrying one in base64 or hex
+	cfg.Values = func(args []reflect.Value, _ *oldrand.Rand) {
+		args[0] = reflect.ValueOf(randomPIIText(r) + " data=" + randomEncoding(r, randomPIIText(r)) + " end")
+	}
+	require.NoError(t, quick.Check(check, cfg))
 	// and on arbitrary strings
 	require.NoError(t, quick.Check(check, &quick.Config{MaxCount: 2000}))
+}
+
+// randomEncoding writes text in one of the encodings Find reads.
+func randomEncoding(r *rand.Rand, text string) string {
+	b := []byte(text)
+	switch r.IntN(5) {
+	case 0:
+		return base64.StdEncoding.EncodeToString(b)
+	case 1:
+		return base64.RawURLEncoding.EncodeToString(b)
+	case 2:
+		return hex.EncodeToString(b)
+	case 3:
+		return "/files/" + base64.RawStdEncoding.EncodeToString(b)
+	}
+	return base64.StdEncoding.EncodeToString([]byte(base64.StdEncoding.EncodeToString(b)))
 }
 
 // strayOccurrences counts the occurrences of v in text that overlap no match.

@@ -12,7 +12,11 @@
 // holding escapes is also read decoded: percent-encoding ("access_token%3D..."), HTML
 // character references ("&#115;k-..."), JSON's \uXXXX and its two-character escapes ("\/" in a
 // key, a JSON document quoted in a string: {\"password\":\"...\"}), as a tool result from a
-// URL, a web page or a log carries them; the whole escaped span of the secret is masked. In a
+// URL, a web page or a log carries them; the whole escaped span of the secret is masked. A
+// run of base64 (standard or URL-safe, padded or not, wrapped over lines) or hex whose decoding
+// is text is read as that text too, and masked whole when it holds a secret: an AWS key or a
+// "password=..." written in base64 in a tool result is masked; an image, a hash or a UUID
+// decodes to binary and is left alone (docs/detection.md, Encoded values). In a
 // JSON-like value the object keys are redacted too: a key holding a secret ({"sk-live-...":
 // 1}) is renamed to its masked form, followed by "#2", "#3"... when two keys mask alike or the
 // name is taken, so no value is lost; an integral number is read as its digits, and one a rule

@@ -1,6 +1,8 @@
 package redact
 
 import (
+	"encoding/base64"
+	"encoding/hex"
 	"strings"
 	"testing"
 
@@ -22,6 +24,8 @@ func TestSecretCutAnywhereIsMasked(t *testing.T) {
 		"gh " + githubToken, "jwt " + jwt + " end", "Authorization: Bearer abcdefghijklmnopqrstu",
 		"https://bob:pa55word@example.com/x", "password: hunter22x!", pemBlock,
 		"k=sk%2D" + openAIKey[3:], `{\"password\":\"hunter22x\"}`,
+		"b64 " + base64.StdEncoding.EncodeToString([]byte("key "+awsKeyID)) + " ok",
+		"hex " + hex.EncodeToString([]byte(githubToken)),
 	} {
 		var secrets []string
 		for _, sp := range r.find(text) {

@@ -129,7 +129,9 @@ type span struct {
 // invisible characters inside it, written in full-width or look-alike letters, or spaced by
 // another space than the ASCII one, and, when it holds escapes, decoded
 // (textnorm.Unescape: percent-encoding, HTML character references, JSON's escapes): what
-// matches there masks the span of the text as given that it came from, escapes and all.
+// matches there masks the span of the text as given that it came from, escapes and all. A
+// run of base64 (standard or URL-safe) or hex whose decoding is text is read as that text
+// too (textnorm.Encodings), and masked whole when it holds a secret.
 func (r *Redactor) Redact(text string) (string, int) {
 	spans := r.find(text)
 	if len(spans) == 0 {
@@ -172,9 +174,16 @@ func (r *Redactor) find(text string) []span {
 	return out
 }
 
-// readings returns the matches of every rule in text, in text folded and in text decoded
-// and folded, as spans of text, unordered and possibly overlapping.
-func (r *Redactor) readings(text string) []span {
+// readings returns the matches of every rule in text, in text folded, in text decoded and
+// folded, and in the text its base64 and hex runs decode to (textnorm.Encodings), as spans of
+// text, unordered and possibly overlapping.
+func (r *Redactor) readings(text string) []span { return r.readingsAt(text, 0) }
+
+// maxEncodedDepth bounds the encodings read inside one another: base64 of base64 is read,
+// a third layer is not.
+const maxEncodedDepth = 2
+
+func (r *Redactor) readingsAt(text string, depth int) []span {
 	spans := r.spans(text)
 	add := func(form string, mapSpan func(start, end int) (int, int)) {
 		for _, sp := range r.spans(form) {
@@ -183,12 +192,38 @@ func (r *Redactor) readings(text string) []span {
 			spans = append(spans, sp)
 		}
 	}
-	if f := textnorm.FoldSeparators(text, false); f.Text != text {
+	f := textnorm.FoldSeparators(text, false)
+	if f.Text != text {
 		add(f.Text, f.Span)
 	}
+	spans = r.encoded(spans, f.Text, f.Span, depth)
 	if d, ok := textnorm.Unescape(text, true); ok {
 		f := textnorm.FoldSeparators(d.Text, false)
-		add(f.Text, func(start, end int) (int, int) { return d.Span(f.Span(start, end)) })
+		mapSpan := func(start, end int) (int, int) { return d.Span(f.Span(start, end)) }
+		add(f.Text, mapSpan)
+		spans = r.encoded(spans, f.Text, mapSpan, depth)
+	}
+	return spans
+}
+
+// encoded appends to spans each base64 or hex run of form whose decoding holds a secret,
+// mapped by mapSpan: the whole run is masked, with the placeholder of the first rule that
+// matched in it.
+func (r *Redactor) encoded(spans []span, form string, mapSpan func(start, end int) (int, int), depth int) []span {
+	if depth >= maxEncodedDepth {
+		return spans
+	}
+	for _, e := range textnorm.Encodings(form) {
+		inner := r.readingsAt(e.Text, depth+1)
+		if len(inner) == 0 {
+			continue
+		}
+		rule := inner[0].rule
+		for _, sp := range inner[1:] {
+			rule = min(rule, sp.rule)
+		}
+		s, end := mapSpan(e.Start, e.End)
+		spans = append(spans, span{start: s, end: end, match: s, matchE: end, rule: rule})
 	}
 	return spans
 }

@@ -1,0 +1,264 @@
+package textnorm
+
+import (
+	"encoding/base64"
+	"encoding/hex"
+	"strings"
+	"unicode/utf8"
+)
+
+// Encoded is a run of a text written in base64 or hex whose decoding holds printable text.
+type Encoded struct {
+	// Start and End are the byte offsets of the run in the text (End exclusive), its padding
+	// included.
+	Start, End int
+	// Text is the printable pieces of the run's decoding, MinDecoded bytes or more each,
+	// joined by line breaks.
+	Text string
+}
+
+const (
+	// MinDecoded is the fewest printable bytes a piece of a decoding must hold to be read: an
+	// e-mail address or an SSN is about that long.
+	MinDecoded = 8
+	// minBase64 and minHex are the shortest runs decoded: those that can hold MinDecoded bytes.
+	minBase64 = 4 * MinDecoded / 3
+	minHex    = 2 * MinDecoded
+	// minWrapped is the shortest line a base64 run wrapped over lines (MIME's 76 characters,
+	// PEM's 64) may have before its line break.
+	minWrapped = 16
+)
+
+// smallRun is the length of run decoded without allocating.
+const smallRun = 256
+
+// b64 marks the bytes of the base64 alphabets, standard ("+/") and URL-safe ("-_").
+var b64 = func() (t [256]bool) {
+	for _, c := range "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_" {
+		t[c] = true
+	}
+	return t
+}()
+
+// Encodings returns the runs of text written in base64 (standard or URL-safe, padded or not,
+// wrapped over lines of a multiple of four characters) or hex whose decoding holds printable
+// text, in order: a value a tool hands over encoded is read as the text it stands for. A run
+// is decoded at each of its alignments (the characters before a value's encoding may belong
+// to the run: a path, a key glued to it), and the printable pieces of each decoding are kept;
+// a decoding that is binary (an image, a hash, random bytes) gives none, and no run is
+// returned for it. Text without a run of 12 characters of the alphabet costs one pass and no
+// allocation.
+func Encodings(text string) []Encoded {
+	var out []Encoded
+	var buf []byte
+	for i := 0; i < len(text); {
+		if !b64[text[i]] {
+			i++
+			continue
+		}
+		start := i
+		buf = buf[:0]
+		line := i // where the current line of the run starts
+		for {
+			for i < len(text) && b64[text[i]] {
+				i++
+			}
+			// A run wrapped over lines goes on after a line break when the line before it
+			// is long enough and a multiple of four characters.
+			brk := 0
+			if i < len(text) && text[i] == '\n' {
+				brk = 1
+			} else if i+1 < len(text) && text[i] == '\r' && text[i+1] == '\n' {
+				brk = 2
+			}
+			if brk == 0 || i-line < minWrapped || (i-line)%4 != 0 || i+brk >= len(text) || !b64[text[i+brk]] {
+				break
+			}
+			buf = append(buf, text[line:i]...)
+			i += brk
+			line = i
+		}
+		end := i
+		for k := 0; k < 2 && i < len(text) && text[i] == '='; k++ {
+			i++
+		}
+		if end-start < minBase64 {
+			continue
+		}
+		var run string
+		if len(buf) > 0 {
+			buf = append(buf, text[line:end]...)
+			run = string(buf)
+		} else {
+			run = text[start:end]
+		}
+		if pieces := decodeRun(run); pieces != "" {
+			out = append(out, Encoded{Start: start, End: i, Text: pieces})
+		}
+	}
+	return out
+}
+
+// decodeRun returns the printable pieces of run's decodings as hex and as base64, joined by
+// line breaks, or "".
+func decodeRun(run string) string {
+	var pieces []string
+	// The runs of hex digits within the run ("0x" or "id_" before one).
+	for i := 0; i+minHex <= len(run); {
+		if !isHex(run[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(run) && isHex(run[j]) {
+			j++
+		}
+		if j-i >= minHex {
+			var whole bool
+			if pieces, whole = decodeHex(run[i:j], pieces); whole && j-i == len(run) {
+				return strings.Join(pieces, "\n")
+			}
+		}
+		i = j
+	}
+	if len(run) < minBase64 {
+		return strings.Join(pieces, "\n")
+	}
+	// Read the URL-safe alphabet as the standard one: a run may mix them only by chance.
+	var stdBuf [smallRun]byte
+	std := append(stdBuf[:0], run...)
+	if strings.ContainsAny(run, "-_") {
+		for i, c := range std {
+			switch c {
+			case '-':
+				std[i] = '+'
+			case '_':
+				std[i] = '/'
+			}
+		}
+	}
+	var decBuf [smallRun]byte
+	dec := decBuf[:0]
+	if n := base64.RawStdEncoding.DecodedLen(len(std)); n > len(decBuf) {
+		dec = make([]byte, n)
+	} else {
+		dec = decBuf[:n]
+	}
+	for k := 0; k < 4 && len(std)-k >= minBase64; k++ {
+		s := std[k:]
+		if len(s)%4 == 1 {
+			s = s[:len(s)-1]
+		}
+		n, err := base64.RawStdEncoding.Decode(dec, s)
+		if err != nil {
+			continue
+		}
+		var whole bool
+		if pieces, whole = printable(dec[:n], pieces); whole {
+			break
+		}
+	}
+	return strings.Join(pieces, "\n")
+}
+
+// decodeHex appends the printable pieces of run decoded as hex, at either alignment, to
+// pieces, and reports whether one decoding is all printable.
+func decodeHex(run string, pieces []string) ([]string, bool) {
+	var decBuf [smallRun]byte
+	dec := decBuf[:0]
+	if len(run)/2 > len(decBuf) {
+		dec = make([]byte, len(run)/2)
+	} else {
+		dec = decBuf[:len(run)/2]
+	}
+	for k := 0; k < 2; k++ {
+		n := (len(run) - k) / 2
+		if _, err := hex.Decode(dec[:n], []byte(run[k:k+2*n])); err != nil {
+			continue
+		}
+		var whole bool
+		if pieces, whole = printable(dec[:n], pieces); whole {
+			return pieces, true
+		}
+	}
+	return pieces, false
+}
+
+// printable appends to pieces what of dec is text: all of it, when it is all printable (text,
+// tabs and line breaks, and UTF-8 characters other than control ones) and MinDecoded bytes
+// or longer, and reports true; else, when three quarters of it are printable ASCII, its runs
+// of printable ASCII of minPiece bytes or longer (text behind a few bytes of another
+// encoding, or read past the start of its run). A decoding mostly binary (an image, or a text
+// read at the wrong alignment) gives nothing.
+func printable(dec []byte, pieces []string) ([]string, bool) {
+	if len(dec) >= MinDecoded && allPrintable(dec) {
+		return append(pieces, string(dec)), true
+	}
+	text := 0
+	for _, c := range dec {
+		text += int(asciiCount[c])
+	}
+	if text < minPiece || text < len(dec)*3/4 {
+		return pieces, false
+	}
+	from := 0
+	for i, c := range dec {
+		if asciiText[c] {
+			continue
+		}
+		if i-from >= minPiece {
+			pieces = append(pieces, string(dec[from:i]))
+		}
+		from = i + 1
+	}
+	if len(dec)-from >= minPiece {
+		pieces = append(pieces, string(dec[from:]))
+	}
+	return pieces, false
+}
+
+// asciiText marks printable ASCII, tabs and line breaks.
+var asciiText = func() (t [256]bool) {
+	for c := 0x20; c < 0x7f; c++ {
+		t[c] = true
+	}
+	t['\t'], t['\n'], t['\r'] = true, true, true
+	return t
+}()
+
+// asciiCount is asciiText as counts.
+var asciiCount = func() (t [256]uint8) {
+	for c, ok := range asciiText {
+		if ok {
+			t[c] = 1
+		}
+	}
+	return t
+}()
+
+// minPiece is the shortest printable piece read from a decoding that is not all text.
+const minPiece = 16
+
+func allPrintable(dec []byte) bool {
+	for i := 0; i < len(dec); {
+		if asciiText[dec[i]] {
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(dec[i:])
+		if r < 0xa0 || r == utf8.RuneError {
+			return false
+		}
+		i += size
+	}
+	return true
+}
+
+func isHexRun(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !isHex(s[i]) {
+			return false
+		}
+	}
+	return true
+}

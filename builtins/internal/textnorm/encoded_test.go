@@ -1,0 +1,89 @@
+package textnorm
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// TestEncodings: a run of base64 (either alphabet, padded or not, behind text of its alphabet,
+// wrapped over lines) or hex is read as the text it decodes to; binary decodings and ordinary
+// words give nothing.
+func TestEncodings(t *testing.T) {
+	secret := "AKIAIOSFODNN7EXAMPLE"
+	std := base64.StdEncoding.EncodeToString([]byte(secret + "?>"))
+	url := base64.URLEncoding.EncodeToString([]byte(secret + "?>"))
+	raw := base64.RawStdEncoding.EncodeToString([]byte(secret + "!"))
+	long := base64.StdEncoding.EncodeToString([]byte(strings.Repeat("the card is 4111 1111 1111 1111. ", 4)))
+	wrapped := long[:64] + "\n" + long[64:128] + "\r\n" + long[128:]
+	hx := hex.EncodeToString([]byte(secret))
+	for _, tt := range []struct {
+		name, text string
+		want       []Encoded
+	}{
+		{"standard", "key: " + std + " end", []Encoded{{5, 5 + len(std), secret + "?>"}}},
+		{"url-safe", "k=" + url, []Encoded{{2, 2 + len(url), secret + "?>"}}},
+		{"unpadded", raw + ".", []Encoded{{0, len(raw), secret + "!"}}},
+		{"behind a path", "/v1/x/" + raw, []Encoded{{0, 6 + len(raw), secret + "!"}}},
+		{"wrapped", "data:\n" + wrapped + "\n. next line", []Encoded{{6, 6 + len(wrapped), strings.Repeat("the card is 4111 1111 1111 1111. ", 4)}}},
+		{"hex", "0x" + hx + " and " + strings.ToUpper(hx), []Encoded{{0, 2 + len(hx), secret}, {7 + len(hx), 7 + 2*len(hx), secret}}},
+		{"words", "internationalization responsibilities Supercalifragilistic", nil},
+		{"hash", "sha256:" + hex.EncodeToString(sha256.New().Sum(nil)) + " " + base64.StdEncoding.EncodeToString(sha256.New().Sum(nil)), nil},
+		{"short", base64.StdEncoding.EncodeToString([]byte("a@b.c")), nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, Encodings(tt.text))
+		})
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	bin := make([]byte, 1<<16)
+	for i := range bin {
+		bin[i] = byte(r.Uint32())
+	}
+	got := Encodings(base64.StdEncoding.EncodeToString(bin))
+	assert.LessOrEqual(t, len(got), 1)
+	for _, e := range got {
+		assert.Less(t, len(e.Text), 64, "random bytes hold short printable pieces only")
+	}
+}
+
+func BenchmarkEncodingsProse(b *testing.B) {
+	text := strings.Repeat("The order shipped on Monday; the customer asked about the delivery window and a refund. ", 24)
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		Encodings(text)
+	}
+}
+
+func BenchmarkEncodingsImage(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	bin := make([]byte, 48<<10)
+	for i := range bin {
+		bin[i] = byte(r.Uint32())
+	}
+	text := base64.StdEncoding.EncodeToString(bin)
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		Encodings(text)
+	}
+}
+
+// BenchmarkEncodingsIDs: identifiers of the URL-safe alphabet (UUIDs, order numbers) are
+// decoded and found binary, without allocating.
+func BenchmarkEncodingsIDs(b *testing.B) {
+	text := strings.Repeat("order ORD-2024-118234, trace 7f3a9c1e-55b2-4f0e-9d0a-1c2b3c4d5e6f; ", 24)
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if len(Encodings(text)) != 0 {
+			b.Fatal("an identifier read as text")
+		}
+	}
+}
