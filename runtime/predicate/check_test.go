@@ -238,6 +238,22 @@ func TestCheckCost(t *testing.T) {
 		require.Len(t, iss, 1)
 		assert.True(t, strings.HasSuffix(iss[0].Message, "(it assumes 32768 characters in a string)"), iss[0].Message)
 	})
+	t.Run("an equality of two dyn values counts each as an assumed string", func(t *testing.T) {
+		for _, tt := range []struct {
+			stage Stage
+			src   string
+		}{
+			{Tool, "args.from == args.to"},
+			{Tool, "args.owner != run.meta.?user.orValue('')"},
+			{Turn, "session.meta.?owner.orValue('') == run.meta.?user.orValue('')"},
+		} {
+			c, iss := mustEnv(t, EnvConfig{Stage: tt.stage}).Check(tt.src)
+			require.Empty(t, iss, tt.src)
+			assert.LessOrEqual(t, c.Cost.Max, uint64(DefaultStringSize), tt.src)
+			// Nothing bounds the sizes at run time: the cost tracker runs.
+			assert.False(t, c.bounded, tt.src)
+		}
+	})
 	t.Run("comprehension over an untyped args list is unbounded", func(t *testing.T) {
 		env := mustEnv(t, EnvConfig{Stage: Tool})
 		_, iss := env.Check("args.items.all(i, i.qty > 0)")
