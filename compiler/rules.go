@@ -231,7 +231,13 @@ format type, or build messages of another role. An after-phase turn
 guard that reads status alone and tests status != with a status it never
 sees gets a warning: the test is always true, and cel/constant says what
 that makes of the guard (a deny that blocks every turn fails closed, a
-warning; a require that never blocks, an error). ==
+warning; a require that never blocks, an error). Elsewhere a != with a
+value the field never holds is always true too, and its severity follows
+what that makes of the predicate: a warning where it can only make it
+fail closed, in a deny or a when (tool.name != 'serch' && ... blocks
+more calls than written, never fewer), an error where it can let calls
+through (a require, an admit, an invariant, a deny under a negation) or
+where its effect is not known (an argument of a function). ==
 and != compare, and so does in with a list of constants (a constant of a
 list that also holds a possible value is a warning: it is dead, the test
 is not); inside a macro the variable stands for the list's elements
