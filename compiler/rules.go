@@ -117,7 +117,9 @@ arg or valeu, with the closest variable: args, value), a field its type does not
 tool's JSON Schema, so a misspelt argument is caught here), an optional
 field read without has(), or an operator applied to the wrong types
 (len(x), 'sub' in s and list.contains(x) get the CEL for them: size(x),
-s.contains('sub'), x in list). A
+s.contains('sub'), x in list; a comparison of a field with a constant of
+another type, args.amount == 0 where amount is a JSON Schema number, a
+double, is placed at the constant, with the one to write: 0.0). A
 constraint's when is checked against the config types of the layers its
 outer and inner designate (outer.trial for an audit layer is caught, with
 the closest field: trail); the map idioms evaluation accepts over a config
