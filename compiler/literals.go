@@ -33,6 +33,39 @@ var roles = []string{"assistant", "system", "tool", "user"}
 // ended, without running the guard.
 var turnStatuses = []string{"failed", "ok"}
 
+// providerWords are the words of a provider's API for a value agentc
+// reports under another name, by field: Anthropic's stop reasons, the
+// developer role agentc serve passes on as system.
+var providerWords = map[string]map[string]string{
+	"response.finish_reason": {
+		"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length",
+		"model_context_window_exceeded": "length", "tool_use": "tool_calls", "refusal": "content_filter",
+		"function_call": "tool_calls",
+	},
+	"messages[].role":         {"developer": "system", "function": "tool"},
+	"request.messages[].role": {"developer": "system", "function": "tool"},
+}
+
+// valueAlias returns the value a field holds where a predicate wrote
+// another name for it, and why: a declared model's provider id for its
+// name (request.model == 'gpt-4.1-mini'), a provider's word for a finish
+// reason or a role agentc reports under its own. "" when there is none.
+func (c *Compilation) valueAlias(path, value string) (alias, why string) {
+	switch path {
+	case "request.model", "response.model":
+		for _, name := range sortedNames(c.Policy.Models) {
+			if m := c.Policy.Models[name]; m.ID == value {
+				return name, fmt.Sprintf("'%s' is the provider's id of the model `%s`, and %s holds the name the policy gives it", value, name, path)
+			}
+		}
+	default:
+		if w, ok := providerWords[path][value]; ok {
+			return w, fmt.Sprintf("agentc reports the API's '%s' as '%s'", value, w)
+		}
+	}
+	return "", ""
+}
+
 // valueSet is what a field of known values may hold.
 type valueSet struct {
 	values []string
@@ -153,7 +186,9 @@ func (c *Compilation) checkLiterals(x *dsl.Expr, stage predicate.Stage, tools, r
 		if stage == invariantStage {
 			msg = "invariant: " + msg
 		}
-		if best := textdist.Closest(l.Value, set.values); best != "" {
+		if alias, why := c.valueAlias(l.Path, l.Value); alias != "" {
+			msg += fmt.Sprintf("; %s: did you mean '%s'?", why, alias)
+		} else if best := textdist.Closest(l.Value, set.values); best != "" {
 			msg += fmt.Sprintf("; did you mean '%s'?", best)
 		}
 		c.report(dsl.Diagnostic{Pos: x.PosAt(l.Offset), Severity: sev, Rule: ruleUnknownValue, Message: msg})

@@ -74,3 +74,22 @@ func TestComparisonPolarity(t *testing.T) {
 		assert.Equal(t, tt.want, comparisonPolarity(tt.src, strings.Index(tt.src, "'x'")), tt.src)
 	}
 }
+
+// A model's provider id, a provider's stop reason or an API's role, where
+// agentc reports another name, gets that name as its did-you-mean.
+func TestUnknownValueProviderWords(t *testing.T) {
+	dir := writePolicy(t, `package p
+
+models: fast: {provider: "openai", model: "gpt-4.1-mini", api_key_env: "OPENAI_API_KEY"}
+chains: chat: [
+	{use: "guard", name: "a", deny: "request.model == 'gpt-4.1-mini'"},
+	{use: "guard", name: "b", phase: "after", deny: "response.finish_reason == 'max_tokens'"},
+	{use: "guard", name: "c", deny: "messages.exists(m, m.role == 'developer')"},
+]
+`)
+	_, got := compileDiagnostics(t, dir, ruleUnknownValue, true)
+	require.Len(t, got, 3)
+	assert.True(t, strings.HasSuffix(got[0], "; 'gpt-4.1-mini' is the provider's id of the model `fast`, and request.model holds the name the policy gives it: did you mean 'fast'?"), got[0])
+	assert.True(t, strings.HasSuffix(got[1], "; agentc reports the API's 'max_tokens' as 'length': did you mean 'length'?"), got[1])
+	assert.True(t, strings.HasSuffix(got[2], "; agentc reports the API's 'developer' as 'system': did you mean 'system'?"), got[2])
+}

@@ -229,7 +229,11 @@ tool_calls, content_filter, pause_turn or '', request.params.response_format
 with anything but text, json_object, json_schema or '' (none set), and a
 message's role with anything but system, user, assistant or tool: a host
 may register an undeclared model client, send another finish reason or
-format type, or build messages of another role. An after-phase turn
+format type, or build messages of another role. A model's provider id
+(request.model == 'gpt-4.1-mini' where the policy names that model fast),
+or an API's word for what agentc reports under its own (a finish reason
+'max_tokens' or 'end_turn', a role 'developer'), gets the value the field
+holds as its did-you-mean (fast; length, stop; system). An after-phase turn
 guard that reads status alone and tests status != with a status it never
 sees gets a warning: the test is always true, and cel/constant says what
 that makes of the guard (a deny that blocks every turn fails closed, a
