@@ -220,8 +220,15 @@ func TestCheckCost(t *testing.T) {
 			assert.NotContains(t, iss[0].Message, "maxItems") // no schema to declare a size in
 			assert.Equal(t, strings.Index(tt.src, tt.list), iss[0].Offset)
 		}
+		// A list read with a default is not a path: the advice is its variable's.
+		_, iss := mustEnv(t, EnvConfig{Stage: Admit}).Check("'public' in item.metadata.?tags.orValue([])")
+		require.Len(t, iss, 1)
+		assert.Contains(t, iss[0].Message, "unbounded: it iterates over a value whose size is unknown (a dyn value, which no schema sizes")
+		_, iss = mustEnv(t, EnvConfig{Stage: Tool}).Check("'x' in args.?items.orValue([])")
+		require.Len(t, iss, 1)
+		assert.Contains(t, iss[0].Message, "(scope the entry to tools whose schema declares it with maxItems)")
 		// A key of the metadata map is a lookup.
-		_, iss := mustEnv(t, EnvConfig{Stage: Admit}).Check("'tags' in item.metadata")
+		_, iss = mustEnv(t, EnvConfig{Stage: Admit}).Check("'tags' in item.metadata")
 		assert.Empty(t, iss)
 		// Untyped args: scope the entry.
 		_, iss = mustEnv(t, EnvConfig{Stage: Tool}).Check("'x' in args.items")
