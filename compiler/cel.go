@@ -198,7 +198,9 @@ func (c *Compilation) checkPredicate(x *dsl.Expr, stage predicate.Stage, phase p
 			syntax = true
 		}
 		msg := is.Message
-		if is.Rule == predicate.RuleType {
+		if at, h, ok := mismatchHint(x.Source, is.Offset, msg); ok && is.Rule == predicate.RuleType {
+			is.Offset, msg = at, msg+h
+		} else if is.Rule == predicate.RuleType {
 			if h := phaseHint(msg, stage, phase, kind); h != "" {
 				msg += h
 			} else if h := stageHint(msg, stage); h != "" {
@@ -221,7 +223,7 @@ func (c *Compilation) checkPredicate(x *dsl.Expr, stage predicate.Stage, phase p
 		return
 	}
 	c.checkOptionalKeys(x, checked, keyFailure(kind, field, onError))
-	c.checkLiterals(x, stage, tools, checked.Reads, checked.Literals)
+	c.checkLiterals(x, stage, tools, checked.Reads, checked.Literals, field)
 	if stage == predicate.Tool && (len(tools) == 0 && checked.ReadsUntypedArgs || schemas != nil) {
 		c.checkUnscopedArgLiterals(x, checked.Literals, tools, keyFailure(kind, field, onError))
 	}

@@ -102,9 +102,14 @@ func (f folder) offset(e ast.Expr) int {
 	if start < 0 {
 		return 0
 	}
-	// Code points to bytes.
+	return f.byteOffset(start)
+}
+
+// byteOffset converts an offset in code points, as the source info gives
+// it, to one in bytes.
+func (f folder) byteOffset(points int) int {
 	b := 0
-	for i := 0; i < start && b < len(f.src); i++ {
+	for i := 0; i < points && b < len(f.src); i++ {
 		_, n := utf8.DecodeRuneInString(f.src[b:])
 		b += n
 	}

@@ -9,6 +9,8 @@ import (
 	"github.com/agentc-dev/agentc/dsl"
 	"github.com/agentc-dev/agentc/internal/textdist"
 	"github.com/agentc-dev/agentc/runtime/predicate"
+	"github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/operators"
 )
 
 // ruleUnknownValue reports a comparison of a field with a string constant
@@ -30,6 +32,39 @@ var roles = []string{"assistant", "system", "tool", "user"}
 // turn that ended blocked, over budget or in doubt is returned as it
 // ended, without running the guard.
 var turnStatuses = []string{"failed", "ok"}
+
+// providerWords are the words of a provider's API for a value agentc
+// reports under another name, by field: Anthropic's stop reasons, the
+// developer role agentc serve passes on as system.
+var providerWords = map[string]map[string]string{
+	"response.finish_reason": {
+		"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length",
+		"model_context_window_exceeded": "length", "tool_use": "tool_calls", "refusal": "content_filter",
+		"function_call": "tool_calls",
+	},
+	"messages[].role":         {"developer": "system", "function": "tool"},
+	"request.messages[].role": {"developer": "system", "function": "tool"},
+}
+
+// valueAlias returns the value a field holds where a predicate wrote
+// another name for it, and why: a declared model's provider id for its
+// name (request.model == 'gpt-4.1-mini'), a provider's word for a finish
+// reason or a role agentc reports under its own. "" when there is none.
+func (c *Compilation) valueAlias(path, value string) (alias, why string) {
+	switch path {
+	case "request.model", "response.model":
+		for _, name := range sortedNames(c.Policy.Models) {
+			if m := c.Policy.Models[name]; m.ID == value {
+				return name, fmt.Sprintf("'%s' is the provider's id of the model `%s`, and %s holds the name the policy gives it", value, name, path)
+			}
+		}
+	default:
+		if w, ok := providerWords[path][value]; ok {
+			return w, fmt.Sprintf("agentc reports the API's '%s' as '%s'", value, w)
+		}
+	}
+	return "", ""
+}
 
 // valueSet is what a field of known values may hold.
 type valueSet struct {
@@ -104,7 +139,11 @@ func (c *Compilation) knownValues(path string, stage predicate.Stage, tools []st
 // scope: a tool-stage entry scoped to tools sees those only. A constant of
 // an in list that also holds a value the field may take is a warning: it
 // is dead, the test is not. reads are the variables the predicate reads.
-func (c *Compilation) checkLiterals(x *dsl.Expr, stage predicate.Stage, tools, reads []string, literals []predicate.Literal) {
+// field is what the predicate is ("deny", "require", "when", "admit",
+// "invariant"): a != that is always true where that can only make the
+// predicate fail closed (a deny blocking more calls, never fewer) is a
+// warning, as cel/constant's dead terms are.
+func (c *Compilation) checkLiterals(x *dsl.Expr, stage predicate.Stage, tools, reads []string, literals []predicate.Literal, field string) {
 	literals = slices.DeleteFunc(slices.Clone(literals), func(l predicate.Literal) bool { return !l.IsString() })
 	live := map[int]bool{} // in lists with a constant the field may hold
 	for _, l := range literals {
@@ -132,6 +171,9 @@ func (c *Compilation) checkLiterals(x *dsl.Expr, stage predicate.Stage, tools, r
 			outcome, sev = fmt.Sprintf("%s != '%s' is always true", l.Path, l.Value), dsl.Warning
 		case l.Op == "!=":
 			outcome = fmt.Sprintf("%s != '%s' is always true", l.Path, l.Value)
+			if closed := closedWhenTrue(field, comparisonPolarity(x.Source, l.Offset)); closed != "" {
+				outcome, sev = outcome+": "+closed, dsl.Warning
+			}
 		case l.Op == "in" && live[l.List]:
 			outcome, sev = fmt.Sprintf("'%s' in the list never matches (its other values may)", l.Value), dsl.Warning
 		case l.Op == "in":
@@ -144,7 +186,9 @@ func (c *Compilation) checkLiterals(x *dsl.Expr, stage predicate.Stage, tools, r
 		if stage == invariantStage {
 			msg = "invariant: " + msg
 		}
-		if best := textdist.Closest(l.Value, set.values); best != "" {
+		if alias, why := c.valueAlias(l.Path, l.Value); alias != "" {
+			msg += fmt.Sprintf("; %s: did you mean '%s'?", why, alias)
+		} else if best := textdist.Closest(l.Value, set.values); best != "" {
 			msg += fmt.Sprintf("; did you mean '%s'?", best)
 		}
 		c.report(dsl.Diagnostic{Pos: x.PosAt(l.Offset), Severity: sev, Rule: ruleUnknownValue, Message: msg})
@@ -381,4 +425,118 @@ func subSchema(schema json.RawMessage, path []string) (json.RawMessage, bool) {
 		schema = sub
 	}
 	return schema, true
+}
+
+// closedWhenTrue says what a term that is always true makes of a predicate
+// of the field given (see checkLiterals), where it sits with polarity pol
+// (comparisonPolarity), when that can only make the predicate fail closed:
+// a deny or a when that holds for more calls, a require, an admit or an
+// invariant (under a negation) for fewer. "" when it may fail open, or
+// when the polarity is not known.
+func closedWhenTrue(field string, pol int) string {
+	switch {
+	case pol > 0 && field == "deny":
+		return "it can only make the deny block more calls, never fewer"
+	case pol > 0 && field == "when":
+		return "it can only make the layer apply to more calls, never fewer"
+	case pol < 0 && field == "require":
+		return "it can only make the require block more calls, never fewer"
+	case pol < 0 && field == "admit":
+		return "it can only make admit drop more items, never fewer"
+	case pol < 0 && field == "invariant":
+		return "it can only make the invariant fail more runs, never fewer"
+	}
+	return ""
+}
+
+// comparisonPolarity returns the polarity, in the predicate src, of the
+// comparison (==, != or in) whose constant starts at byte offset: 1 where
+// the predicate is true for more values when the comparison is (under &&,
+// || and the branches of a ternary, in the body of exists() and all()), -1
+// under a negation, 0 where neither holds (an argument of a function, a
+// ternary's condition, the body of filter() or exists_one()) or the
+// comparison is not found.
+func comparisonPolarity(src string, offset int) int {
+	tree, ok := parseCEL(src)
+	if !ok {
+		return 0
+	}
+	f := folder{src: src, info: tree.SourceInfo()}
+	isConstant := func(e ast.Expr) bool {
+		if e.Kind() == ast.LiteralKind {
+			return f.offset(e) == offset
+		}
+		if e.Kind() == ast.ListKind {
+			return slices.ContainsFunc(e.AsList().Elements(), func(el ast.Expr) bool {
+				return el.Kind() == ast.LiteralKind && f.offset(el) == offset
+			})
+		}
+		return false
+	}
+	var walk func(e ast.Expr, pol int) (int, bool)
+	walkAll := func(pol int, es ...ast.Expr) (int, bool) {
+		for _, e := range es {
+			if p, ok := walk(e, pol); ok {
+				return p, true
+			}
+		}
+		return 0, false
+	}
+	walk = func(e ast.Expr, pol int) (int, bool) {
+		switch e.Kind() {
+		case ast.CallKind:
+			c := e.AsCall()
+			args := c.Args()
+			switch c.FunctionName() {
+			case operators.Equals, operators.NotEquals, operators.In:
+				if slices.ContainsFunc(args, isConstant) {
+					return pol, true
+				}
+			case operators.LogicalNot:
+				return walkAll(-pol, args...)
+			case operators.LogicalAnd, operators.LogicalOr:
+				return walkAll(pol, args...)
+			case operators.Conditional:
+				if p, ok := walk(args[0], 0); ok {
+					return p, true
+				}
+				return walkAll(pol, args[1:]...)
+			}
+			if c.IsMemberFunction() {
+				if p, ok := walk(c.Target(), 0); ok {
+					return p, true
+				}
+			}
+			return walkAll(0, args...)
+		case ast.ComprehensionKind:
+			comp := e.AsComprehension()
+			step := comp.LoopStep()
+			// exists() and all() join the accumulator with the body by ||
+			// or && and return it: the body keeps its polarity.
+			body := 0
+			if step.Kind() == ast.CallKind && comp.Result().Kind() == ast.IdentKind {
+				if fn := step.AsCall().FunctionName(); fn == operators.LogicalOr || fn == operators.LogicalAnd {
+					body = pol
+				}
+			}
+			if p, ok := walkAll(0, comp.IterRange(), comp.AccuInit(), comp.LoopCondition(), comp.Result()); ok {
+				return p, true
+			}
+			return walk(step, body)
+		case ast.SelectKind:
+			return walk(e.AsSelect().Operand(), 0)
+		case ast.ListKind:
+			return walkAll(0, e.AsList().Elements()...)
+		case ast.MapKind:
+			for _, en := range e.AsMap().Entries() {
+				m := en.AsMapEntry()
+				if p, ok := walkAll(0, m.Key(), m.Value()); ok {
+					return p, true
+				}
+			}
+		}
+		return 0, false
+	}
+	p, _ := walk(tree.Expr(), 1)
+	return p
 }

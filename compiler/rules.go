@@ -117,7 +117,9 @@ arg or valeu, with the closest variable: args, value), a field its type does not
 tool's JSON Schema, so a misspelt argument is caught here), an optional
 field read without has(), or an operator applied to the wrong types
 (len(x), 'sub' in s and list.contains(x) get the CEL for them: size(x),
-s.contains('sub'), x in list). A
+s.contains('sub'), x in list; a comparison of a field with a constant of
+another type, args.amount == 0 where amount is a JSON Schema number, a
+double, is placed at the constant, with the one to write: 0.0). A
 constraint's when is checked against the config types of the layers its
 outer and inner designate (outer.trial for an audit layer is caught, with
 the closest field: trail); the map idioms evaluation accepts over a config
@@ -227,11 +229,21 @@ tool_calls, content_filter, pause_turn or '', request.params.response_format
 with anything but text, json_object, json_schema or '' (none set), and a
 message's role with anything but system, user, assistant or tool: a host
 may register an undeclared model client, send another finish reason or
-format type, or build messages of another role. An after-phase turn
+format type, or build messages of another role. A model's provider id
+(request.model == 'gpt-4.1-mini' where the policy names that model fast),
+or an API's word for what agentc reports under its own (a finish reason
+'max_tokens' or 'end_turn', a role 'developer'), gets the value the field
+holds as its did-you-mean (fast; length, stop; system). An after-phase turn
 guard that reads status alone and tests status != with a status it never
 sees gets a warning: the test is always true, and cel/constant says what
 that makes of the guard (a deny that blocks every turn fails closed, a
-warning; a require that never blocks, an error). ==
+warning; a require that never blocks, an error). Elsewhere a != with a
+value the field never holds is always true too, and its severity follows
+what that makes of the predicate: a warning where it can only make it
+fail closed, in a deny or a when (tool.name != 'serch' && ... blocks
+more calls than written, never fewer), an error where it can let calls
+through (a require, an admit, an invariant, a deny under a negation) or
+where its effect is not known (an argument of a function). ==
 and != compare, and so does in with a list of constants (a constant of a
 list that also holds a possible value is a warning: it is dead, the test
 is not); inside a macro the variable stands for the list's elements

@@ -184,7 +184,7 @@ func (c *Compilation) checkInvariantReads(x *dsl.Expr) {
 	}
 	w := &invariantWalker{c: c, x: x, info: tree.SourceInfo()}
 	w.visit(tree.Expr(), nil)
-	c.checkLiterals(x, invariantStage, nil, nil, w.literals)
+	c.checkLiterals(x, invariantStage, nil, nil, w.literals, "invariant")
 }
 
 // byteOffset returns the byte offset in the source of e's own position

@@ -565,7 +565,25 @@ func (w *walker) unboundedRange() (int, string) {
 			}
 			return w.offsetOf(rootOf(r)), fmt.Sprintf("it iterates over %s, whose size is unknown (%s)", path, w.unboundedAdvice(path))
 		}
-		return w.offsetOf(r), "it iterates over a value whose size is unknown"
+		// args.?items.orValue([]): the advice is the variable's.
+		root := r
+		for done := false; !done; {
+			switch {
+			case root.Kind() == ast.SelectKind:
+				root = root.AsSelect().Operand()
+			case root.Kind() == ast.CallKind && root.AsCall().IsMemberFunction():
+				root = root.AsCall().Target()
+			case root.Kind() == ast.CallKind && len(root.AsCall().Args()) > 0:
+				root = root.AsCall().Args()[0]
+			default:
+				done = true
+			}
+		}
+		name := ""
+		if root.Kind() == ast.IdentKind {
+			name = root.AsIdent() + "."
+		}
+		return w.offsetOf(r), fmt.Sprintf("it iterates over a value whose size is unknown (%s)", w.unboundedAdvice(name))
 	}
 	if w.env.argsTyped {
 		return -1, "it works on input whose size is unknown (declare maxLength/maxItems in the schema)"

@@ -220,8 +220,15 @@ func TestCheckCost(t *testing.T) {
 			assert.NotContains(t, iss[0].Message, "maxItems") // no schema to declare a size in
 			assert.Equal(t, strings.Index(tt.src, tt.list), iss[0].Offset)
 		}
+		// A list read with a default is not a path: the advice is its variable's.
+		_, iss := mustEnv(t, EnvConfig{Stage: Admit}).Check("'public' in item.metadata.?tags.orValue([])")
+		require.Len(t, iss, 1)
+		assert.Contains(t, iss[0].Message, "unbounded: it iterates over a value whose size is unknown (a dyn value, which no schema sizes")
+		_, iss = mustEnv(t, EnvConfig{Stage: Tool}).Check("'x' in args.?items.orValue([])")
+		require.Len(t, iss, 1)
+		assert.Contains(t, iss[0].Message, "(scope the entry to tools whose schema declares it with maxItems)")
 		// A key of the metadata map is a lookup.
-		_, iss := mustEnv(t, EnvConfig{Stage: Admit}).Check("'tags' in item.metadata")
+		_, iss = mustEnv(t, EnvConfig{Stage: Admit}).Check("'tags' in item.metadata")
 		assert.Empty(t, iss)
 		// Untyped args: scope the entry.
 		_, iss = mustEnv(t, EnvConfig{Stage: Tool}).Check("'x' in args.items")
@@ -237,6 +244,22 @@ func TestCheckCost(t *testing.T) {
 		_, iss = mustEnv(t, EnvConfig{Stage: Turn, CostLimit: 1000}).Check("input.text.contains('secret')")
 		require.Len(t, iss, 1)
 		assert.True(t, strings.HasSuffix(iss[0].Message, "(it assumes 32768 characters in a string)"), iss[0].Message)
+	})
+	t.Run("an equality of two dyn values counts each as an assumed string", func(t *testing.T) {
+		for _, tt := range []struct {
+			stage Stage
+			src   string
+		}{
+			{Tool, "args.from == args.to"},
+			{Tool, "args.owner != run.meta.?user.orValue('')"},
+			{Turn, "session.meta.?owner.orValue('') == run.meta.?user.orValue('')"},
+		} {
+			c, iss := mustEnv(t, EnvConfig{Stage: tt.stage}).Check(tt.src)
+			require.Empty(t, iss, tt.src)
+			assert.LessOrEqual(t, c.Cost.Max, uint64(DefaultStringSize), tt.src)
+			// Nothing bounds the sizes at run time: the cost tracker runs.
+			assert.False(t, c.bounded, tt.src)
+		}
 	})
 	t.Run("comprehension over an untyped args list is unbounded", func(t *testing.T) {
 		env := mustEnv(t, EnvConfig{Stage: Tool})

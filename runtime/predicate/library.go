@@ -390,7 +390,25 @@ func staticCostOptions() []checker.CostOption {
 		size := strSize(est, args[0]).Add(strSize(est, args[1]))
 		return &checker.CallEstimate{CostEstimate: size.MultiplyByCostFactor(traversalFactor), ResultSize: &size}
 	}
+	// equality: O(min(n, m)) in the sizes of its operands, as cel-go counts it, but an operand
+	// of unknown size (a dyn value: run.meta.x, untyped args) counts as the assumed string size
+	// for the lenient estimate, where cel-go's own would call the comparison of two of them
+	// (args.from == run.meta.?home.orValue('')) unbounded.
+	equality := func(est checker.CostEstimator, target *checker.AstNode, args []checker.AstNode) *checker.CallEstimate {
+		if len(args) != 2 {
+			return nil
+		}
+		l, r := strSize(est, args[0]), strSize(est, args[1])
+		smallest := min(l.Max, r.Max)
+		var lo uint64
+		if smallest > 0 {
+			lo = 1
+		}
+		return &checker.CallEstimate{CostEstimate: checker.CostEstimate{Min: lo, Max: smallest}.MultiplyByCostFactor(traversalFactor)}
+	}
 	opts := []checker.CostOption{
+		checker.OverloadCostEstimate(overloads.Equals, equality),
+		checker.OverloadCostEstimate(overloads.NotEquals, equality),
 		checker.OverloadCostEstimate(overloads.ContainsString, containsCost),
 		checker.OverloadCostEstimate(overloads.MatchesString, matchesCost),
 		checker.OverloadCostEstimate(overloads.Matches, matchesCost),
