@@ -94,7 +94,11 @@
 // or another database, prefix, schema or server the layer points at since)
 // never saw the claim, and the call is in doubt. A memory store (lost with
 // its process) or a sqlite file (one host's) cannot tell, and the call
-// stays in doubt as before.
+// stays in doubt as before. These checks come before step 1: a resumed
+// call that passes them and finds a duplicate of its key running in this
+// process is answered as the duplicate's claim was (a claim made where
+// none was: it never started; a published outcome: replayed) and shares
+// its outcome, an error included.
 //
 // Store failures before the call fail closed: the call does not run and
 // returns a *runtime.CallError naming the layer (unclassified, so a retry

@@ -162,38 +162,96 @@ func (m *Idempotent) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 		if err != nil {
 			return nil, err
 		}
-		v, err, shared := m.flights.Do(ctx, key, func() (any, error) { return m.settle(ctx, c, key, next) })
-		if shared && (err == nil || errors.Is(err, runtime.ErrRan)) {
-			c.Meta.Deduped, c.Meta.Cached = true, true
+		if err := m.resumable(ctx, c, key); err != nil {
+			return nil, err
 		}
-		return v, err
+		v, err, shared := m.flights.Do(ctx, key, func() (any, error) {
+			var a answer
+			v, err := m.settle(ctx, c, key, next, &a)
+			return flightOutcome{v: v, answer: a}, err
+		})
+		out, _ := v.(flightOutcome)
+		if shared {
+			if err == nil || errors.Is(err, runtime.ErrRan) {
+				c.Meta.Deduped, c.Meta.Cached = true, true
+			}
+			// A resumed call that joined a duplicate is answered as the
+			// duplicate's claim answered it: no claim had been made of
+			// the key (it never started), or its stored outcome.
+			switch out.answer {
+			case answerNeverStarted:
+				runtime.VouchNeverStarted(ctx)
+			case answerReplayed:
+				runtime.VouchReplayed(ctx)
+			}
+		}
+		return out.v, err
 	}
+}
+
+// answer is how the store answered a call's claim, for a resumed call
+// that shares the outcome of a duplicate's (runtime.ClaimVoucher).
+type answer int
+
+const (
+	// answerNone: the call was not answered for (in doubt, a store
+	// failure, or a claim in doubt taken again by a retry_safe tool).
+	answerNone answer = iota
+	// answerNeverStarted: no claim had been made of the key; it was
+	// claimed now and the call ran.
+	answerNeverStarted
+	// answerReplayed: the key's stored outcome answered the call.
+	answerReplayed
+)
+
+// flightOutcome is what the leader of a flight shares with the duplicates
+// in this process that wait for it: its result and how the store answered
+// its claim.
+type flightOutcome struct {
+	v      any
+	answer answer
+}
+
+// resumable checks, for a resumed call (runtime.ResumedCall), that the
+// layer can answer for it: within its ttl of when its turn recorded it
+// (answers), in the store (sameStore) and under the key (key) its turn
+// recorded. Otherwise the call is in doubt, without touching the store
+// for a claim. Done before the call joins a duplicate in this process, so
+// that a resumed call never takes the answer of a claim it could not have
+// been answered by, and a duplicate never shares a resumed call's doubt.
+func (m *Idempotent) resumable(ctx context.Context, c *runtime.ToolCall, key string) error {
+	intent, resumed := runtime.ResumedCall(ctx)
+	if !resumed {
+		return nil
+	}
+	if !m.answers(intent.Since) {
+		// A resumed call that may have started, which the store cannot
+		// answer for: in doubt, without touching the store.
+		return &runtime.InDoubtError{Layer: m.name, Tool: c.Name, IdempotencyKey: c.IdempotencyKey()}
+	}
+	if err := m.sameStore(ctx, c, intent.Store); err != nil {
+		return err
+	}
+	if key != intent.Key {
+		// Claimed under another key then (key_args, or the tenant,
+		// changed since): no claim under this one says nothing.
+		m.logger.WarnContext(ctx, "idempotent: the resumed call would have been claimed under another key (key_args or the tenant changed since); the call is in doubt",
+			"tool", c.Name, "idempotency_key", c.IdempotencyKey())
+		return &runtime.InDoubtError{Layer: m.name, Tool: c.Name, IdempotencyKey: c.IdempotencyKey()}
+	}
+	return nil
 }
 
 // settle replays the published result of key, waits for a lease held
 // elsewhere, or takes the lease and runs the call. A lease whose holder
 // stopped without an outcome is in doubt: a retry-safe tool runs again (with
 // the same idempotency key), any other returns an *runtime.InDoubtError.
-func (m *Idempotent) settle(ctx context.Context, c *runtime.ToolCall, key string, next runtime.ToolHandler) (any, error) {
+//
+// a records how the store answered the claim, for duplicates that share
+// the outcome.
+func (m *Idempotent) settle(ctx context.Context, c *runtime.ToolCall, key string, next runtime.ToolHandler, a *answer) (any, error) {
 	d := m.pollMin
-	intent, resumed := runtime.ResumedCall(ctx)
-	if resumed && !m.answers(intent.Since) {
-		// A resumed call that may have started, which the store cannot
-		// answer for: in doubt, without touching the store.
-		return nil, &runtime.InDoubtError{Layer: m.name, Tool: c.Name, IdempotencyKey: c.IdempotencyKey()}
-	}
-	if resumed {
-		if err := m.sameStore(ctx, c, intent.Store); err != nil {
-			return nil, err
-		}
-		if key != intent.Key {
-			// Claimed under another key then (key_args, or the tenant,
-			// changed since): no claim under this one says nothing.
-			m.logger.WarnContext(ctx, "idempotent: the resumed call would have been claimed under another key (key_args or the tenant changed since); the call is in doubt",
-				"tool", c.Name, "idempotency_key", c.IdempotencyKey())
-			return nil, &runtime.InDoubtError{Layer: m.name, Tool: c.Name, IdempotencyKey: c.IdempotencyKey()}
-		}
-	}
+	_, resumed := runtime.ResumedCall(ctx)
 	owner := m.owners.take(key)
 	for {
 		g, err := m.leaser.AcquireAs(ctx, key, owner, m.LeaseTTL.D(), m.TTL.D(), c.Tool.RetrySafe)
@@ -209,6 +267,7 @@ func (m *Idempotent) settle(ctx context.Context, c *runtime.ToolCall, key string
 		switch g.Status {
 		case runtime.LeaseDone:
 			// A resumed call that ran before: its stored outcome answers it.
+			*a = answerReplayed
 			runtime.VouchReplayed(ctx)
 			if err, ok := m.storedErr(g.Result); ok {
 				c.Meta.Deduped, c.Meta.Cached = true, true
@@ -224,9 +283,13 @@ func (m *Idempotent) settle(ctx context.Context, c *runtime.ToolCall, key string
 		case runtime.LeaseInDoubt:
 			return nil, &runtime.InDoubtError{Layer: m.name, Tool: c.Name, IdempotencyKey: c.IdempotencyKey()}
 		case runtime.LeaseAcquired:
+			if !g.InDoubt {
+				// No claim was made of the call (since its turn recorded
+				// it, for a resumed call): it never started, and runs now
+				// under this claim.
+				*a = answerNeverStarted
+			}
 			if resumed && !g.InDoubt {
-				// No claim was made of the call since its turn recorded
-				// it: it never started, and runs now under this claim.
 				runtime.VouchNeverStarted(ctx)
 			}
 			if g.InDoubt {

@@ -58,6 +58,9 @@ type resumeWorker struct {
 	pl      *runtime.Pipeline
 	model   *rt.Model
 	refunds *atomic.Int64
+	// refund is the refund tool, which counts its calls in refunds and
+	// returns "R1" unless a test replaces it before the worker runs.
+	refund *runtime.ToolFunc
 }
 
 func newResumeWorker(t *testing.T, cp runtime.Checkpoint, shared runtime.StoreBackend, layer plan.Layer, refunds *atomic.Int64, outer ...plan.Layer) resumeWorker {
@@ -69,13 +72,16 @@ func newResumeWorker(t *testing.T, cp runtime.Checkpoint, shared runtime.StoreBa
 	_, err := store.SaveCheckpoint(context.Background(), cp)
 	require.NoError(t, err)
 	model := rt.NewModel(rt.Response{Deltas: []string{"refunded"}})
+	refund := runtime.ToolFunc(func(context.Context, *runtime.ToolCall) (any, error) {
+		refunds.Add(1)
+		return "R1", nil
+	})
 	pl := rt.Build(t, p, runtime.Deps{Checkpoints: store, Backends: map[string]runtime.StoreBackend{"shared": shared},
 		Models: map[string]runtime.ModelClient{"primary": model},
-		Tools: map[string]runtime.ToolFunc{"refund": func(context.Context, *runtime.ToolCall) (any, error) {
-			refunds.Add(1)
-			return "R1", nil
+		Tools: map[string]runtime.ToolFunc{"refund": func(ctx context.Context, c *runtime.ToolCall) (any, error) {
+			return refund(ctx, c)
 		}}})
-	return resumeWorker{pl: pl, model: model, refunds: refunds}
+	return resumeWorker{pl: pl, model: model, refunds: refunds, refund: &refund}
 }
 
 func (w resumeWorker) resume(t *testing.T) (runtime.AgentResult, error) {
@@ -349,4 +355,41 @@ func reopened(t *testing.T, s runtime.StoreBackend) runtime.StoreBackend {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = out.(interface{ Close() error }).Close() })
 	return out
+}
+
+// A resumed call that never started, whose key a duplicate in the same
+// process is running when it arrives, shares that duplicate's outcome: an
+// error the tool returned is its answer, not a doubt, since the duplicate
+// claimed the key, so no claim of it had been made. The refund runs once.
+func TestResumedCallJoiningAFailedDuplicate(t *testing.T) {
+	layer := rt.Layer("idempotent", `{"store": "shared", "lease_ttl": "300ms"}`)
+	for _, name := range []string{"redis", "postgres"} {
+		t.Run(name, func(t *testing.T) {
+			shared := storeOf(t, name)
+			cp := intentCheckpoint(t, shared)
+			var refunds atomic.Int64
+			w := newResumeWorker(t, cp, shared, layer, &refunds)
+			entered, release := make(chan struct{}), make(chan struct{})
+			*w.refund = func(context.Context, *runtime.ToolCall) (any, error) {
+				refunds.Add(1)
+				close(entered)
+				<-release
+				return nil, &runtime.CallError{Kind: runtime.KindPermanent, Message: "order A1 cannot be refunded"}
+			}
+			dup := make(chan error, 1)
+			go func() {
+				_, err := w.pl.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1"}})
+				dup <- err
+			}()
+			<-entered
+			time.AfterFunc(300*time.Millisecond, func() { close(release) })
+			_, err := w.resume(t)
+			require.NoError(t, err, "the call never started before: the duplicate's outcome answers it")
+			assert.ErrorContains(t, <-dup, "cannot be refunded")
+			assert.EqualValues(t, 1, refunds.Load(), "the resumed call joined the duplicate")
+			sent := w.model.Requests()[0].Messages
+			require.Equal(t, "tool", sent[len(sent)-1].Role)
+			assert.Contains(t, sent[len(sent)-1].Parts[0].Text, "cannot be refunded", "the model is told the refund failed")
+		})
+	}
 }
