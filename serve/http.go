@@ -143,6 +143,8 @@ func (s *Server) handle(pattern, route string, a api, fn func(x *exchange)) {
 				return
 			}
 			defer s.leaveSlot()
+			s.metrics.calls.Inc()
+			defer s.metrics.calls.Dec()
 			defer s.leaveBody(x)
 			if !s.takeBody(x) {
 				return

@@ -95,7 +95,9 @@ type Options struct {
 	// negative: no bound). A body is charged when its size is known: at
 	// once for one with a Content-Length, as it is read for a chunked
 	// one; it is returned when the request ends. A request past it is
-	// refused at once, as one past MaxInFlight is.
+	// refused at once, as one past MaxInFlight is. It must be at least
+	// MaxBodyBytes (New fails otherwise), or a body at the limit is never
+	// served.
 	MaxInFlightBytes int64
 	// MaxToolResultBytes bounds the result of an upstream MCP tool call
 	// (default 4 MiB): a larger result is an error result naming the
@@ -226,14 +228,19 @@ type Server struct {
 var ErrAborted = errors.New("serve: stopped at once; the requests in flight were cut")
 
 // New loads the first generation of the policy and returns the server. A
-// policy that does not load or build fails New.
+// policy that does not load or build fails New, and so do options that
+// cannot serve (MaxInFlightBytes below MaxBodyBytes).
 func New(ctx context.Context, opts Options) (*Server, error) {
 	if opts.Source == nil {
 		return nil, errors.New("serve: Options.Source is required")
 	}
 	opts.defaults()
-	s := &Server{opts: opts, log: opts.Logger, metrics: newMetrics(opts.Registry),
-		memory: opts.Deps.Memory}
+	if opts.MaxInFlightBytes > 0 && opts.MaxInFlightBytes < opts.MaxBodyBytes {
+		return nil, fmt.Errorf("serve: Options.MaxInFlightBytes (%d) must be at least Options.MaxBodyBytes (%d), or a body at the limit is never served (negative: no bound)",
+			opts.MaxInFlightBytes, opts.MaxBodyBytes)
+	}
+	s := &Server{opts: opts, log: opts.Logger, memory: opts.Deps.Memory}
+	s.metrics = newMetrics(opts.Registry, s.bodyBytes.Load)
 	if opts.MaxInFlight > 0 {
 		s.slots = make(chan struct{}, opts.MaxInFlight)
 	}
