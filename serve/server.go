@@ -579,7 +579,14 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			err = cerr
 		}
 	case <-cut:
-		s.log.Error("requests still running after the shutdown cut; returning without closing the pipeline", "waited", cutWait)
+		// The grace they had (none at Abort), and how long they have run
+		// since they were cut: not the whole shutdown's wait.
+		grace := s.opts.ShutdownTimeout
+		if aborted {
+			grace = 0
+		}
+		s.log.Error("requests still running after the shutdown cut; returning without closing the pipeline",
+			"running", s.cur.Load().active.Load(), "grace", grace, "since_cut", time.Since(cutAt.Add(-cutWait)).Round(time.Millisecond))
 	}
 	if aborted && err == nil {
 		err = ErrAborted
