@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -492,8 +493,28 @@ func (s *Server) Close() error {
 	return nil
 }
 
-// ServeHTTP implements http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+// ServeHTTP implements http.Handler. It refuses, 403 in the client's
+// format, a browser's request made for another site (a page posting a
+// form or text to the gateway: its Sec-Fetch-Site or Origin says so),
+// which a policy without keys would serve on the operator's providers.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := crossOrigin.Check(r); err != nil {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		_ = json.NewEncoder(w).Encode(errorBody(clientAPI(r), http.StatusForbidden, errForeignOrigin, "",
+			fmt.Sprintf("a browser's request from another site is refused (%v)", err)))
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// errForeignOrigin is the code of a request crossOrigin refuses.
+const errForeignOrigin = "cross_origin"
+
+// crossOrigin detects a browser's cross-origin request of a method that is
+// not safe. Clients other than browsers send neither Sec-Fetch-Site nor
+// Origin, and pass.
+var crossOrigin = http.NewCrossOriginProtection()
 
 // Serve serves on ln until ctx ends, reloading the policy when its files
 // change, and ending idle runs. Then it turns unready (/readyz answers 503),
