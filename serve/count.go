@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"reflect"
+	"strings"
 
 	"github.com/agentc-dev/agentc/builtins/ratelimit"
 	"github.com/agentc-dev/agentc/runtime"
@@ -102,14 +104,17 @@ func (g *generation) counter(name string) tokenCounter {
 // countChecks returns the layers of pl's chat chain that could refuse or
 // rewrite a request before the model reads it: those of a module that
 // guards or rewrites messages (security, pii, guard, redact, judge,
-// content_filter, compaction...), and those of a module the runtime does
-// not describe. Counting through the provider would send it a request none
+// content_filter, compaction...), and those of a custom middleware,
+// whatever its traits. Counting through the provider would send it a request none
 // of them has seen.
 func countChecks(pl *runtime.Pipeline) []string {
 	var names []string
 	for _, l := range pl.Layers(plan.StageChat) {
 		m, ok := runtime.LookupModule(l.Use)
-		if !ok {
+		if !ok || !builtin(m) {
+			// A custom middleware's traits say how vet orders it, not
+			// all it does: it may refuse a call (a rate limit, a quota of
+			// its own) that the count would not pass through.
 			names = append(names, l.Name)
 			continue
 		}
@@ -123,6 +128,19 @@ func countChecks(pl *runtime.Pipeline) []string {
 	return names
 }
 
+// builtin reports whether m is one of agentc's builtins (its middleware
+// is a type of the builtins' packages), whose behaviour the gateway knows.
+func builtin(m runtime.Module) bool {
+	t := reflect.TypeOf(m.New())
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t != nil && strings.HasPrefix(t.PkgPath(), builtinsPkg)
+}
+
+// builtinsPkg is the path prefix of the builtins' packages.
+const builtinsPkg = "github.com/agentc-dev/agentc/builtins/"
+
 // takeCountRate takes, for a count the provider answers (an upstream
 // request on the gateway's key), a token of each rate_limit layer of the
 // chat chain that bounds a tenant's or every caller's calls (scope key or
@@ -134,8 +152,16 @@ func takeCountRate(ctx context.Context, x *exchange) error {
 	chain := x.g.plan.Chains.Of(plan.StageChat)
 	run := runtime.Run{Agent: "serve", Tenant: x.caller.tenant}
 	for _, l := range x.g.pl.Layers(plan.StageChat) {
+		if l.Use != ratelimit.ID {
+			continue
+		}
 		rl, ok := l.Middleware.(*ratelimit.RateLimit)
-		if !ok || rl.Scope == "run" || l.Index >= len(chain) || chain[l.Index].When != nil {
+		if !ok {
+			// Not the builtin's shape: its bucket cannot be taken, and
+			// the count must not pass it untaken.
+			return fmt.Errorf("rate limit layer %q is a %T, whose bucket a token count cannot take", l.Name, l.Middleware)
+		}
+		if rl.Scope == "run" || l.Index >= len(chain) || chain[l.Index].When != nil {
 			continue
 		}
 		if err := rl.Take(ctx, run); err != nil {

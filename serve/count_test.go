@@ -17,6 +17,9 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
 )
 
 // countUpstream is a loopback Anthropic API that answers the token
@@ -343,4 +346,67 @@ func TestCountTokensTakesTheKeysRateLimit(t *testing.T) {
 	assert.Equal(t, http.StatusTooManyRequests, code, resp)
 	assert.NotEmpty(t, header.Get("Retry-After"))
 	assert.Zero(t, g.an.requests())
+}
+
+// quotaLayer is a custom chat middleware that refuses every call, as a
+// host's own quota or rate limit would; its traits say nothing of guarding.
+type quotaLayer struct{}
+
+func (quotaLayer) WrapChat(runtime.ChatHandler) runtime.ChatHandler {
+	return func(context.Context, *runtime.ChatCall, func(runtime.Delta) bool) error {
+		return runtime.NotRun(&runtime.CallError{Kind: runtime.KindRateLimited, Layer: "quota", Message: "host quota exhausted"})
+	}
+}
+
+func init() {
+	runtime.Register(runtime.Module{ID: "serve_test_quota", Stages: []plan.Stage{plan.StageChat},
+		Traits: []runtime.Trait{runtime.TraitShortCircuits}, Doc: "test layer refusing every chat call",
+		New: func() runtime.Middleware { return &quotaLayer{} }})
+}
+
+// TestCountTokensEstimatesBehindACustomMiddleware: the provider counted a
+// request behind a custom middleware whose traits did not say it guards,
+// though such a layer may refuse every chat call (a host's own quota or
+// rate limit, which the count does not pass): the count went upstream on
+// the gateway's key regardless. A custom middleware in the chat chain now
+// makes the answer an estimate, as the documentation says.
+func TestCountTokensEstimatesBehindACustomMiddleware(t *testing.T) {
+	an := newCountUpstream(t, 200, `{"input_tokens": 412}`)
+	g := countGateway(t, `{use: "tracing"}`, an)
+	src := cueSource(g.dir)
+	g.served = startServer(t, Options{WatchInterval: -1, Source: SourceFunc(func(ctx context.Context) (*Loaded, error) {
+		ld, err := src.Load(ctx)
+		if err == nil {
+			ld.Plan.Chains.Chat = append(ld.Plan.Chains.Chat, plan.Layer{Use: "serve_test_quota", Name: "quota"})
+		}
+		return ld, err
+	})})
+	code, _, resp := do(t, "POST", g.url+"/v1/messages", clientKey,
+		[]byte(`{"model": "backup", "max_tokens": 16, "messages": [{"role": "user", "content": "hi"}]}`), "anthropic-version", "2023-06-01")
+	require.Equal(t, http.StatusTooManyRequests, code, "the layer refuses the chat calls: %s", resp)
+
+	var raw *http.Response
+	res, err := g.anthropic(t).Messages.CountTokens(context.Background(), countParams, anthropicoption.WithResponseInto(&raw))
+	require.NoError(t, err)
+	assert.Equal(t, "estimate", raw.Header.Get("X-Agentc-Token-Count"))
+	assert.Positive(t, res.InputTokens)
+	reqs, _ := an.received()
+	assert.Empty(t, reqs, "nothing is sent to the provider")
+}
+
+// TestEveryBuiltinIsKnownAsOne: the count through the provider trusts the
+// builtins by their traits; each registered builtin module is recognised
+// as one (a builtin taken for a custom middleware would only turn counts
+// into estimates, never the reverse).
+func TestEveryBuiltinIsKnownAsOne(t *testing.T) {
+	n := 0
+	for _, m := range runtime.Modules() {
+		if strings.HasPrefix(m.ID, "serve_test_") {
+			assert.False(t, builtin(m), m.ID)
+			continue
+		}
+		assert.True(t, builtin(m), m.ID)
+		n++
+	}
+	assert.Greater(t, n, 20)
 }

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -62,6 +63,11 @@ type exchange struct {
 	bytes  int64
 	// bodyBytes is what the request's body charged to MaxInFlightBytes.
 	bodyBytes int64
+	// rpc is set on a POST /mcp until the MCP server takes the message:
+	// the gateway's own refusals are JSON-RPC error responses, to the
+	// request's id (rpcID) when it could be read.
+	rpc   bool
+	rpcID json.RawMessage
 	// err is the failure the response reported, for the access log.
 	err error
 }
@@ -109,7 +115,7 @@ func (s *Server) handle(pattern, route string, a api, fn func(x *exchange)) {
 			defer cancel()
 			r = r.WithContext(ctx)
 		}
-		x := &exchange{ResponseWriter: w, r: r, s: s, api: a, route: route}
+		x := &exchange{ResponseWriter: w, r: r, s: s, api: a, route: route, rpc: a == apiMCP && r.Method == http.MethodPost}
 		if a == apiClient {
 			x.api = clientAPI(r)
 		}
@@ -143,6 +149,8 @@ func (s *Server) handle(pattern, route string, a api, fn func(x *exchange)) {
 				return
 			}
 			defer s.leaveSlot()
+			s.metrics.calls.Inc()
+			defer s.metrics.calls.Dec()
 			defer s.leaveBody(x)
 			if !s.takeBody(x) {
 				return
@@ -282,6 +290,9 @@ func (x *exchange) readBody() ([]byte, bool) {
 	}
 	b, err := readAll(http.MaxBytesReader(x.ResponseWriter, x.r.Body, limit), x.r.ContentLength)
 	if err != nil {
+		if x.rpc {
+			x.rpcID = requestID(bytes.NewReader(b))
+		}
 		var tooLarge *http.MaxBytesError
 		var ne net.Error
 		switch {
@@ -424,6 +435,10 @@ func refusesTheGateway(status int) bool {
 const transportWithheld = "(the cause is in the gateway's log)"
 
 func (x *exchange) failLayer(status int, code, layer, msg string) {
+	if x.rpc {
+		x.writeJSON(status, rpcErrorBody(x.rpcID, status, code, layer, msg))
+		return
+	}
 	x.writeJSON(status, errorBody(x.api, status, code, layer, msg))
 }
 

@@ -90,11 +90,9 @@ var errBodyBudget = errors.New("over the limit of request body bytes in flight (
 // size (Content-Length) at once, refused with a 503 as takeSlot does; one
 // of unknown size (chunked) as it is read, its read failing with
 // errBodyBudget past the bound. What was charged is returned by leaveBody,
-// which the caller defers.
+// which the caller defers. Without a bound the bytes are still counted,
+// for the metric of the bytes in flight.
 func (s *Server) takeBody(x *exchange) bool {
-	if s.opts.MaxInFlightBytes <= 0 {
-		return true
-	}
 	r := x.r
 	switch {
 	case r.ContentLength > s.opts.MaxBodyBytes:
@@ -113,7 +111,7 @@ func (s *Server) takeBody(x *exchange) bool {
 // chargeBody adds n bytes to the bodies in flight, or nothing and returns
 // false when that would pass MaxInFlightBytes.
 func (s *Server) chargeBody(x *exchange, n int64) bool {
-	if s.bodyBytes.Add(n) > s.opts.MaxInFlightBytes {
+	if limit := s.opts.MaxInFlightBytes; s.bodyBytes.Add(n) > limit && limit > 0 {
 		s.bodyBytes.Add(-n)
 		return false
 	}

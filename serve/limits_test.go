@@ -393,7 +393,10 @@ func TestInFlightBytesLimit(t *testing.T) {
 	gate := make(chan struct{})
 	var held atomic.Int64
 	const budget = 64 << 10
-	srv := inProcess(t, `{use: "tracing"}`, gatedModels(gate, &held), func(o *Options) { o.MaxInFlightBytes = budget })
+	srv := inProcess(t, `{use: "tracing"}`, gatedModels(gate, &held), func(o *Options) {
+		o.MaxInFlightBytes = budget
+		o.MaxBodyBytes = budget
+	})
 	open := sync.OnceFunc(func() { close(gate) })
 	t.Cleanup(open)
 	large := chatOf(30 << 10)
@@ -478,4 +481,75 @@ func TestInFlightBytesReturned(t *testing.T) {
 	req.Header.Set("Authorization", "Bearer "+clientKey)
 	assert.Panics(t, func() { srv.ServeHTTP(&panickingWriter{recordingWriter{h: http.Header{}}}, req) })
 	assert.Zero(t, srv.bodyBytes.Load())
+}
+
+// inFlightGauges returns the values of the gauges of the calls and the
+// request-body bytes in flight on srv's /metrics.
+func inFlightGauges(t *testing.T, srv *Server) (calls, bytes string) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", "/metrics", nil)
+	rec := httptest.NewRecorder()
+	srv.ServeHTTP(rec, req)
+	require.Equal(t, http.StatusOK, rec.Code)
+	for _, line := range strings.Split(rec.Body.String(), "\n") {
+		if v, ok := strings.CutPrefix(line, "agentc_serve_calls_in_flight "); ok {
+			calls = v
+		}
+		if v, ok := strings.CutPrefix(line, "agentc_serve_request_body_bytes_in_flight "); ok {
+			bytes = v
+		}
+	}
+	return calls, bytes
+}
+
+// TestInFlightGauges: the calls in flight and the bytes of their bodies,
+// which MaxInFlight and MaxInFlightBytes bound, had no metric, so an
+// operator could not see how near the limits the gateway runs. Both are
+// gauges now, the bytes counted with a chunked body too and without a
+// bound; they are back at zero once the calls end.
+func TestInFlightGauges(t *testing.T) {
+	for name, limit := range map[string]int64{"bounded": 4 << 20, "no bound": -1} {
+		t.Run(name, func(t *testing.T) {
+			gate := make(chan struct{})
+			var held atomic.Int64
+			srv := inProcess(t, `{use: "tracing"}`, gatedModels(gate, &held), func(o *Options) { o.MaxInFlightBytes = limit })
+			open := sync.OnceFunc(func() { close(gate) })
+			t.Cleanup(open)
+			calls, bytes := inFlightGauges(t, srv)
+			assert.Equal(t, "0", calls)
+			assert.Equal(t, "0", bytes)
+
+			body := chatOf(1000)
+			req, _ := http.NewRequest("POST", "/v1/chat/completions", strings.NewReader(string(body)))
+			results := []<-chan int{serveAsync(srv, req),
+				serveAsync(srv, chunkedRequest(context.Background(), "/v1/chat/completions", body))}
+			require.Eventually(t, func() bool { return held.Load() == 2 }, 10*time.Second, time.Millisecond)
+			calls, bytes = inFlightGauges(t, srv)
+			assert.Equal(t, "2", calls)
+			assert.Equal(t, fmt.Sprint(2*len(body)), bytes)
+
+			open()
+			for _, r := range results {
+				assert.Equal(t, http.StatusOK, <-r)
+			}
+			calls, bytes = inFlightGauges(t, srv)
+			assert.Equal(t, "0", calls)
+			assert.Equal(t, "0", bytes)
+		})
+	}
+}
+
+// TestNewRefusesInFlightBytesBelowBodyLimit: MaxInFlightBytes below
+// MaxBodyBytes, which never serves a body at the limit, was refused by the
+// command's flags only; a host passing the options got a server that
+// answered such bodies 503 forever. New refuses it.
+func TestNewRefusesInFlightBytesBelowBodyLimit(t *testing.T) {
+	_, err := New(context.Background(), Options{Source: cueSource(writePolicy(t, "package gw\nmodels: m: {}\n")),
+		MaxBodyBytes: 2048, MaxInFlightBytes: 1024})
+	require.Error(t, err)
+	assert.Equal(t, "serve: Options.MaxInFlightBytes (1024) must be at least Options.MaxBodyBytes (2048), or a body at the limit is never served (negative: no bound)", err.Error())
+	_, err = New(context.Background(), Options{Source: cueSource(writePolicy(t, "package gw\nmodels: m: {}\n")),
+		MaxInFlightBytes: 1 << 20})
+	require.Error(t, err, "against the default MaxBodyBytes (4 MiB)")
+	assert.Contains(t, err.Error(), "MaxBodyBytes (4194304)")
 }

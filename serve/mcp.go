@@ -1205,11 +1205,14 @@ func (s *Server) observeRefusal(stage string, err error) {
 
 // mcpHandler serves the MCP endpoint (streamable HTTP).
 func (s *Server) mcpHandler(x *exchange) {
-	if x.r.ContentLength > s.opts.MaxBodyBytes {
+	r := x.r
+	if r.ContentLength > s.opts.MaxBodyBytes {
+		if x.rpc {
+			x.rpcID = requestID(io.LimitReader(r.Body, maxIDPrefix))
+		}
 		x.fail(http.StatusRequestEntityTooLarge, errTooLarge, fmt.Sprintf("request body is over the limit of %d bytes", s.opts.MaxBodyBytes))
 		return
 	}
-	r := x.r
 	if r.Method == http.MethodPost && r.ContentLength < 0 {
 		// A chunked body is read here, so that one past MaxInFlightBytes
 		// is refused as one with a Content-Length is.
@@ -1219,6 +1222,10 @@ func (s *Server) mcpHandler(x *exchange) {
 		}
 		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 	}
+	// The MCP server answers from here: its JSON-RPC errors are its own,
+	// and its HTTP-level refusals are turned into the JSON error format of
+	// the other routes (mcpWriter).
+	x.rpc = false
 	r.Header.Del(requestHeader)
 	if r.Method == http.MethodPost {
 		token := fmt.Sprint(s.mcp.nextReq.Add(1))
@@ -1254,6 +1261,91 @@ func (s *Server) mcpHandler(x *exchange) {
 	r = r.WithContext(context.WithValue(r.Context(), sessionUserKey{}, x.caller.key))
 	s.mcp.keyed.ServeHTTP(w, r)
 }
+
+// maxIDPrefix bounds what is read of a body refused unread (over
+// MaxBodyBytes) to find its JSON-RPC id.
+const maxIDPrefix = 64 << 10
+
+// requestID returns the id of the JSON-RPC request r holds (a string or a
+// number, as JSON), found before r ends or its JSON does; nil when there is
+// none.
+func requestID(r io.Reader) json.RawMessage {
+	dec := json.NewDecoder(r)
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil
+	}
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		if k != "id" {
+			if skipValue(dec) != nil {
+				return nil
+			}
+			continue
+		}
+		var id json.RawMessage
+		if dec.Decode(&id) != nil || (id[0] != '"' && id[0] != '-' && (id[0] < '0' || id[0] > '9')) {
+			return nil
+		}
+		return id
+	}
+	return nil
+}
+
+// skipValue reads the next value of dec, token by token.
+func skipValue(dec *json.Decoder) error {
+	depth := 0
+	for {
+		t, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		switch t {
+		case json.Delim('{'), json.Delim('['):
+			depth++
+		case json.Delim('}'), json.Delim(']'):
+			depth--
+		}
+		if depth == 0 {
+			return nil
+		}
+	}
+}
+
+// rpcErrorBody is the JSON-RPC error response of a POST /mcp the gateway
+// refuses before the MCP server reads it (over a limit, unauthenticated):
+// to the request's id when it was read, else to null. Its data holds the
+// code and layer of the other routes' errors and the HTTP status.
+func rpcErrorBody(id json.RawMessage, status int, code, layer, msg string) any {
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	rc := int64(jsonrpc.CodeInvalidRequest)
+	if status >= 500 {
+		rc = codeServerError
+	}
+	type data struct {
+		Status int    `json:"status"`
+		Code   string `json:"code"`
+		Layer  string `json:"layer,omitempty"`
+	}
+	type rpcError struct {
+		Code    int64  `json:"code"`
+		Message string `json:"message"`
+		Data    data   `json:"data"`
+	}
+	return struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   rpcError        `json:"error"`
+	}{"2.0", id, rpcError{rc, msg, data{status, code, layer}}}
+}
+
+// codeServerError is JSON-RPC's implementation-defined server error, for a
+// request refused by the server's load or state.
+const codeServerError = -32000
 
 // mcpWriter answers the SDK's HTTP-level refusals (plain text: a session
 // opened with another key, a session not found, a bad Accept header) in the

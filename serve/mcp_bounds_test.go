@@ -404,3 +404,68 @@ mcp: servers: pager: url: %q
 	_, _, metrics := do(t, "GET", s.url+"/metrics", "", nil)
 	assert.Contains(t, metrics, `agentc_serve_mcp_tools_withheld{layer="mcp",server="pager"} 1`)
 }
+
+// TestMCPBodyOverTheLimitIsAJSONRPCError: a POST /mcp the gateway refused
+// for its body (over MaxBodyBytes, over the bytes or calls in flight) was
+// answered with the chat routes' error body, which an MCP client cannot
+// read: the go-sdk client took a 413 without a JSON-RPC error for a broken
+// connection and failed every later call of the session. The refusal is a
+// JSON-RPC error response to the request's id, with the same status: the
+// client reports the call's error and the session goes on.
+func TestMCPBodyOverTheLimitIsAJSONRPCError(t *testing.T) {
+	upstream, _ := inProcessUpstream(t)
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(proxyPolicy, sha("agent-key"), upstream))),
+		MaxBodyBytes: 8 << 10})
+	cs := connectProxy(t, s.url, "agent-key", nil)
+	ctx := context.Background()
+
+	_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "lookup", Arguments: map[string]any{"order_id": strings.Repeat("a", 16<<10)}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "request body is over the limit of 8192 bytes")
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "lookup", Arguments: map[string]any{"order_id": "A1"}})
+	require.NoError(t, err, "the session goes on")
+	assert.False(t, res.IsError, text(t, res))
+
+	hdr := []string{"Content-Type", "application/json", "Accept", "application/json, text/event-stream"}
+	big := `{"jsonrpc":"2.0","id":"call-7","method":"tools/call","params":{"name":"lookup","arguments":{"order_id":"` + strings.Repeat("a", 16<<10) + `"}}}`
+	code, _, body := do(t, "POST", s.url+"/mcp", "agent-key", []byte(big), hdr...)
+	assert.Equal(t, http.StatusRequestEntityTooLarge, code)
+	assert.JSONEq(t, `{"jsonrpc":"2.0","id":"call-7","error":{"code":-32600,"message":"request body is over the limit of 8192 bytes",
+		"data":{"status":413,"code":"body_too_large"}}}`, body)
+
+	// Chunked: the id is read from what arrived before the limit.
+	req, err := http.NewRequest("POST", s.url+"/mcp", io.MultiReader(strings.NewReader(strings.Replace(big, `"call-7"`, `12`, 1))))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer agent-key")
+	for i := 0; i < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
+	assert.Contains(t, string(b), `"id":12,`)
+
+	// Without a key the refusal has the request's format too (its id is
+	// not read: the body of a caller not admitted is not).
+	code, _, body = do(t, "POST", s.url+"/mcp", "", []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`), hdr...)
+	assert.Equal(t, http.StatusUnauthorized, code)
+	assert.Contains(t, body, `"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"missing API key`)
+}
+
+func TestRequestID(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"jsonrpc":"2.0","id":5,"method":"ping"}`:                       `5`,
+		`{"method":"tools/call","params":{"a":[1,{"id":9}]},"id":"x-1"}`: `"x-1"`,
+		` {"id": -3.5}`:  `-3.5`,
+		`{"id":null}`:    ``,
+		`{"id":{"a":1}}`: ``,
+		`{"method":"tools/call","params":{"a":"aaaaaaa`: ``,
+		`[{"id":1}]`: ``,
+		``:           ``,
+		`{"id"`:      ``,
+	} {
+		assert.Equal(t, want, string(requestID(strings.NewReader(body))), body)
+	}
+}

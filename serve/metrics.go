@@ -11,6 +11,7 @@ type metrics struct {
 	requests   *prometheus.CounterVec
 	latency    *prometheus.HistogramVec
 	inflight   prometheus.Gauge
+	calls      prometheus.Gauge
 	blocks     *prometheus.CounterVec
 	retries    *prometheus.CounterVec
 	fallbacks  *prometheus.CounterVec
@@ -24,7 +25,9 @@ type metrics struct {
 	generation prometheus.Gauge
 }
 
-func newMetrics(reg *prometheus.Registry) *metrics {
+// newMetrics registers the server's collectors on reg; bodyBytes reads
+// the bytes of request bodies in flight (Server.bodyBytes).
+func newMetrics(reg *prometheus.Registry, bodyBytes func() int64) *metrics {
 	m := &metrics{
 		registry: reg,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentc_serve_requests_total",
@@ -35,6 +38,8 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 			[]string{"route", "model"}),
 		inflight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "agentc_serve_requests_in_flight",
 			Help: "HTTP requests being served."}),
+		calls: prometheus.NewGauge(prometheus.GaugeOpts{Name: "agentc_serve_calls_in_flight",
+			Help: "Chat, token count and MCP calls (POST /mcp) being served: the requests Options.MaxInFlight bounds."}),
 		blocks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentc_serve_blocks_total",
 			Help: "Calls blocked by a policy layer, by stage and layer."}, []string{"stage", "layer"}),
 		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentc_serve_budget_refusals_total",
@@ -60,7 +65,10 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 		generation: prometheus.NewGauge(prometheus.GaugeOpts{Name: "agentc_serve_policy_generation",
 			Help: "The number of the policy generation being served (1 at start, +1 per successful reload)."}),
 	}
-	reg.MustRegister(m.requests, m.latency, m.inflight, m.blocks, m.refusals, m.retries, m.fallbacks,
+	bodies := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "agentc_serve_request_body_bytes_in_flight",
+		Help: "Bytes of request bodies held by the calls in flight: what Options.MaxInFlightBytes bounds."},
+		func() float64 { return float64(bodyBytes()) })
+	reg.MustRegister(m.requests, m.latency, m.inflight, m.calls, bodies, m.blocks, m.refusals, m.retries, m.fallbacks,
 		m.spendUSD, m.tokens, m.toolCalls, m.withheld, m.reloads, m.generation,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reloads.WithLabelValues("ok")

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -95,7 +96,9 @@ type Options struct {
 	// negative: no bound). A body is charged when its size is known: at
 	// once for one with a Content-Length, as it is read for a chunked
 	// one; it is returned when the request ends. A request past it is
-	// refused at once, as one past MaxInFlight is.
+	// refused at once, as one past MaxInFlight is. It must be at least
+	// MaxBodyBytes (New fails otherwise), or a body at the limit is never
+	// served.
 	MaxInFlightBytes int64
 	// MaxToolResultBytes bounds the result of an upstream MCP tool call
 	// (default 4 MiB): a larger result is an error result naming the
@@ -226,14 +229,19 @@ type Server struct {
 var ErrAborted = errors.New("serve: stopped at once; the requests in flight were cut")
 
 // New loads the first generation of the policy and returns the server. A
-// policy that does not load or build fails New.
+// policy that does not load or build fails New, and so do options that
+// cannot serve (MaxInFlightBytes below MaxBodyBytes).
 func New(ctx context.Context, opts Options) (*Server, error) {
 	if opts.Source == nil {
 		return nil, errors.New("serve: Options.Source is required")
 	}
 	opts.defaults()
-	s := &Server{opts: opts, log: opts.Logger, metrics: newMetrics(opts.Registry),
-		memory: opts.Deps.Memory}
+	if opts.MaxInFlightBytes > 0 && opts.MaxInFlightBytes < opts.MaxBodyBytes {
+		return nil, fmt.Errorf("serve: Options.MaxInFlightBytes (%d) must be at least Options.MaxBodyBytes (%d), or a body at the limit is never served (negative: no bound)",
+			opts.MaxInFlightBytes, opts.MaxBodyBytes)
+	}
+	s := &Server{opts: opts, log: opts.Logger, memory: opts.Deps.Memory}
+	s.metrics = newMetrics(opts.Registry, s.bodyBytes.Load)
 	if opts.MaxInFlight > 0 {
 		s.slots = make(chan struct{}, opts.MaxInFlight)
 	}
@@ -485,8 +493,28 @@ func (s *Server) Close() error {
 	return nil
 }
 
-// ServeHTTP implements http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+// ServeHTTP implements http.Handler. It refuses, 403 in the client's
+// format, a browser's request made for another site (a page posting a
+// form or text to the gateway: its Sec-Fetch-Site or Origin says so),
+// which a policy without keys would serve on the operator's providers.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := crossOrigin.Check(r); err != nil {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		_ = json.NewEncoder(w).Encode(errorBody(clientAPI(r), http.StatusForbidden, errForeignOrigin, "",
+			fmt.Sprintf("a browser's request from another site is refused (%v)", err)))
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// errForeignOrigin is the code of a request crossOrigin refuses.
+const errForeignOrigin = "cross_origin"
+
+// crossOrigin detects a browser's cross-origin request of a method that is
+// not safe. Clients other than browsers send neither Sec-Fetch-Site nor
+// Origin, and pass.
+var crossOrigin = http.NewCrossOriginProtection()
 
 // Serve serves on ln until ctx ends, reloading the policy when its files
 // change, and ending idle runs. Then it turns unready (/readyz answers 503),
@@ -572,7 +600,14 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			err = cerr
 		}
 	case <-cut:
-		s.log.Error("requests still running after the shutdown cut; returning without closing the pipeline", "waited", cutWait)
+		// The grace they had (none at Abort), and how long they have run
+		// since they were cut: not the whole shutdown's wait.
+		grace := s.opts.ShutdownTimeout
+		if aborted {
+			grace = 0
+		}
+		s.log.Error("requests still running after the shutdown cut; returning without closing the pipeline",
+			"running", s.cur.Load().active.Load(), "grace", grace, "since_cut", time.Since(cutAt.Add(-cutWait)).Round(time.Millisecond))
 	}
 	if aborted && err == nil {
 		err = ErrAborted

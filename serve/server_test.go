@@ -359,7 +359,13 @@ tools: stuck: {description: "Ignores its cancellation.", args: {type: "object"}}
 	start := time.Now()
 	require.NoError(t, s.stop())
 	assert.Less(t, time.Since(start), 300*time.Millisecond+cutWait+time.Second, "Serve returned soon after the cut")
-	assert.Contains(t, s.logs.String(), "requests still running after the shutdown cut")
+	logs := s.logs.String()
+	assert.Contains(t, logs, "requests still running after the shutdown cut")
+	// The line said waited=1s, the wait after the cut alone, which read as
+	// the whole shutdown's; it names the requests, the grace they had and
+	// the time since the cut.
+	assert.Contains(t, logs, "running=1 grace=300ms since_cut=1")
+	assert.NotContains(t, logs, "waited=")
 }
 
 // TestTenantsNeverShareARun: a tenant whose name holds a slash and another
