@@ -53,8 +53,10 @@ func resultsUpstream(t *testing.T) string {
 	return ts.URL
 }
 
-// pngLike is binary data (not UTF-8) holding leak.
-var pngLike = []byte("\x89PNG\r\n\x1a\n" + leak)
+// pngLike is binary data (not UTF-8, mostly not text) holding leak, as a
+// PNG's text chunk among its compressed pixels would. (Data that is mostly
+// text decodes as text and is read: see docs/detection.md, Encoded values.)
+var pngLike = []byte("\x89PNG\r\n\x1a\n" + strings.Repeat("\x00\x9c\xfe\x07", 16) + leak + strings.Repeat("\x81\x00\xd3\x1f", 16))
 
 // TestMCPToolResultsAreRedacted: a redact layer of the tool chain masks
 // every text of an upstream's result that the client reads: its text
