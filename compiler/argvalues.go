@@ -134,12 +134,12 @@ func schemaAt(schema json.RawMessage, steps []string) (json.RawMessage, bool) {
 // allows other values too says neither.
 func schemaValues(schema json.RawMessage) (strs []string, strsOK bool, num numDomain, numOK bool) {
 	var s struct {
-		Const            json.RawMessage `json:"const"`
+		Const            json.RawMessage   `json:"const"`
 		Enum             []json.RawMessage `json:"enum"`
-		Minimum          *float64 `json:"minimum"`
-		Maximum          *float64 `json:"maximum"`
-		ExclusiveMinimum any      `json:"exclusiveMinimum"`
-		ExclusiveMaximum any      `json:"exclusiveMaximum"`
+		Minimum          *float64          `json:"minimum"`
+		Maximum          *float64          `json:"maximum"`
+		ExclusiveMinimum any               `json:"exclusiveMinimum"`
+		ExclusiveMaximum any               `json:"exclusiveMaximum"`
 	}
 	if json.Unmarshal(schema, &s) != nil {
 		return nil, false, numDomain{}, false
