@@ -115,10 +115,13 @@ func schemaAt(schema json.RawMessage, steps []string) (json.RawMessage, bool) {
 			return nil, false
 		}
 		for range (len(step) - len(name)) / 2 {
+			// A macro over an object ranges over its keys: the list must
+			// be one.
 			var arr struct {
+				Type  any             `json:"type"`
 				Items json.RawMessage `json:"items"`
 			}
-			if json.Unmarshal(s, &arr) != nil || !bytes.HasPrefix(bytes.TrimSpace(arr.Items), []byte("{")) {
+			if json.Unmarshal(s, &arr) != nil || arr.Type != "array" || !bytes.HasPrefix(bytes.TrimSpace(arr.Items), []byte("{")) {
 				return nil, false
 			}
 			s = arr.Items
