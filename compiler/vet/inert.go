@@ -310,8 +310,13 @@ func (p *Pass) inertArgPatterns(e *dsl.Entry) {
 		if declared {
 			continue
 		}
+		var names []string
+		for _, name := range tools {
+			args, _ := p.Policy.Tools[name].ArgNames()
+			names = append(names, args...)
+		}
 		p.Report(dsl.Diagnostic{Pos: e.FieldPos(fmt.Sprintf("arg_patterns.%d.arg", i)), Severity: dsl.Error, Related: rel,
-			Message: fmt.Sprintf("%s arg_patterns[%d] names argument %q, which no tool it applies to declares: the pattern never matches", e.Ref(), i, arg)})
+			Message: fmt.Sprintf("%s arg_patterns[%d] names argument %q, which no tool it applies to declares: the pattern never matches%s", e.Ref(), i, arg, dsl.SuggestName(arg, names))})
 	}
 }
 
@@ -357,11 +362,11 @@ func (p *Pass) inertIdempotent(e *dsl.Entry) {
 			if t == nil || !t.SideEffecting {
 				continue
 			}
-			has, known := t.HasArg(arg)
+			args, known := t.ArgNames()
 			if !known {
 				continue
 			}
-			if has {
+			if slices.Contains(args, arg) {
 				if !t.RequiresArg(arg) {
 					p.Report(dsl.Diagnostic{Pos: e.FieldPos(fmt.Sprintf("key_args.%d", i)), Severity: dsl.Warning,
 						Related: []dsl.Related{{Pos: t.ArgsPos, Message: fmt.Sprintf("the args of `%s` do not require %q", name, arg)}},
@@ -371,7 +376,7 @@ func (p *Pass) inertIdempotent(e *dsl.Entry) {
 			}
 			p.Report(dsl.Diagnostic{Pos: e.FieldPos(fmt.Sprintf("key_args.%d", i)), Severity: dsl.Error,
 				Related: []dsl.Related{{Pos: t.ArgsPos, Message: fmt.Sprintf("the args of `%s` have no %q", name, arg)}},
-				Message: fmt.Sprintf("%s key_args[%d] names argument %q, which side-effecting tool `%s` does not declare: a call lacking a key argument is refused, so no call of it would run", e.Ref(), i, arg, name)})
+				Message: fmt.Sprintf("%s key_args[%d] names argument %q, which side-effecting tool `%s` does not declare: a call lacking a key argument is refused, so no call of it would run%s", e.Ref(), i, arg, name, dsl.SuggestName(arg, args))})
 		}
 	}
 }
