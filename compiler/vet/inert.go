@@ -32,7 +32,9 @@ side_effecting is an error (its calls run again on every delivery), and so
 is a key_args entry naming an argument that a side-effecting tool it
 applies to does not declare (every call of that tool is refused); one
 naming an argument the tool declares but does not require is a warning
-(a call without it is refused). So is a url_arg or path_arg naming an
+(a call without it is refused). A key_args or arg_patterns name gets the
+closest argument the tools declare as its did-you-mean (orderid:
+order_id). So is a url_arg or path_arg naming an
 argument the tool declares but does not require, for a tool an egress or
 file_check checks: the layer refuses a call without the URL or path. An
 unscoped file_check or egress (scan_args false) when no declared tool has
