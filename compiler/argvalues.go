@@ -18,6 +18,10 @@ import (
 // predicate sees.
 const argsChecked = "a call's arguments are checked against its tool's schema before any layer"
 
+// maxExact is the largest magnitude up to which a float64 holds every
+// integer: numbers beyond it are not compared, as rounding could decide.
+const maxExact = 1 << 53
+
 // argValues are the values the args schemas of the tools a predicate sees
 // let one argument hold.
 type argValues struct {
@@ -173,7 +177,7 @@ func schemaValues(schema json.RawMessage) (strs []string, strsOK bool, num numDo
 			}
 			strsOK = false
 			var n float64
-			if json.Unmarshal(raw, &n) != nil || math.Abs(n) > 1<<53 {
+			if json.Unmarshal(raw, &n) != nil || math.Abs(n) > maxExact {
 				numOK = false
 				continue
 			}
@@ -198,6 +202,9 @@ func schemaValues(schema json.RawMessage) (strs []string, strsOK bool, num numDo
 			return
 		}
 		words = append(words, name+": "+strconv.FormatFloat(*v, 'g', -1, 64))
+		if math.Abs(*v) > maxExact {
+			return // a float64 may not hold it: no bound is surer than a wrong one
+		}
 		if tighter(*v, *at) || *v == *at && isOpen {
 			*at, *open = *v, isOpen
 		}
@@ -347,7 +354,7 @@ func (c *Compilation) checkArgNumbers(x *dsl.Expr, scope []string, literals []pr
 			continue
 		}
 		v, err := strconv.ParseFloat(l.Value, 64)
-		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		if err != nil || math.IsNaN(v) || math.Abs(v) > maxExact {
 			continue
 		}
 		never, always := a.test(l.Op, v)
