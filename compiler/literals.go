@@ -152,9 +152,11 @@ func (c *Compilation) knownValues(path string, stage predicate.Stage, tools []st
 // an in list that also holds a value the field may take is a warning: it
 // is dead, the test is not. reads are the variables the predicate reads.
 // field is what the predicate is ("deny", "require", "when", "admit",
-// "invariant"): a != that is always true where that can only make the
-// predicate fail closed (a deny blocking more calls, never fewer) is a
-// warning, as cel/constant's dead terms are.
+// "invariant"): a != that is always true, or an == that is always false,
+// where that can only make the predicate fail closed (a deny blocking more
+// calls, never fewer) is a warning, as cel/constant's dead terms are. In
+// the tool stage an argument's values are those its tools' args schemas
+// allow (argValuesAt).
 func (c *Compilation) checkLiterals(x *dsl.Expr, stage predicate.Stage, tools, reads []string, literals []predicate.Literal, field string) {
 	literals = slices.DeleteFunc(slices.Clone(literals), func(l predicate.Literal) bool { return !l.IsString() })
 	live := map[int]bool{} // in lists with a constant the field may hold
