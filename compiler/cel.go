@@ -224,6 +224,9 @@ func (c *Compilation) checkPredicate(x *dsl.Expr, stage predicate.Stage, phase p
 	}
 	c.checkOptionalKeys(x, checked, keyFailure(kind, field, onError))
 	c.checkLiterals(x, stage, tools, checked.Reads, checked.Literals, field)
+	if stage == predicate.Tool {
+		c.checkArgNumbers(x, tools, checked.Literals, field)
+	}
 	if stage == predicate.Tool && (len(tools) == 0 && checked.ReadsUntypedArgs || schemas != nil) {
 		c.checkUnscopedArgLiterals(x, checked.Literals, tools, keyFailure(kind, field, onError))
 	}

@@ -75,7 +75,7 @@ invariants: custom: {
 		"10:28 cel/type: invariant: audit[] has no field 'tol' (its fields: attempts, decision, error_message, error_type, grounding, layer, stage, tool): the read fails on every run, and prove reports the invariant violated; did you mean 'tool'?",
 		"11:65 cel/unknown-value: invariant: audit[].tool is never 'refnd': it is one of the declared tools ('refund'; prove calls no other), so 'refnd' in the list never matches (its other values may); did you mean 'refund'?",
 		"12:51 cel/type: invariant: steps[].error has no field 'knd' (its fields: kind, layer, message): the read fails on every run, and prove reports the invariant violated; did you mean 'kind'?",
-		"13:29 cel/unknown-value: invariant: target.stage is never 'turn': it is one of the stages prove calls ('chat', 'tool'), so target.stage == 'turn' is always false",
+		"13:29 cel/unknown-value: invariant: target.stage is never 'turn': it is one of the stages prove calls ('chat', 'tool'), so target.stage == 'turn' is always false: it can only make the invariant fail more runs, never fewer",
 		"13:65 cel/type: invariant: meter has no field 'cals' (its fields: calls, input_tokens, output_tokens, usd): the read fails on every run, and prove reports the invariant violated; did you mean 'calls'?",
 	}, got)
 }

@@ -128,6 +128,18 @@ func (c *Compilation) knownValues(path string, stage predicate.Stage, tools []st
 			// A host may build messages of other roles: a warning.
 			return valueSet{values: roles, what: "the roles", sev: dsl.Warning}, true
 		}
+	default:
+		if arg, ok := strings.CutPrefix(path, "args."); ok && stage == predicate.Tool {
+			a, ok := c.argValuesAt(arg, tools)
+			if !ok || !a.strsKnown || len(a.strs) == 0 {
+				break
+			}
+			what := "the values the args schema of " + a.tools[0] + " allows"
+			if len(a.tools) > 1 {
+				what = "the values the args schemas of " + strings.Join(a.tools, ", ") + " allow"
+			}
+			return valueSet{values: a.strs, what: what, why: "; " + argsChecked, sev: dsl.Error}, true
+		}
 	}
 	return valueSet{}, false
 }
@@ -140,9 +152,11 @@ func (c *Compilation) knownValues(path string, stage predicate.Stage, tools []st
 // an in list that also holds a value the field may take is a warning: it
 // is dead, the test is not. reads are the variables the predicate reads.
 // field is what the predicate is ("deny", "require", "when", "admit",
-// "invariant"): a != that is always true where that can only make the
-// predicate fail closed (a deny blocking more calls, never fewer) is a
-// warning, as cel/constant's dead terms are.
+// "invariant"): a != that is always true, or an == that is always false,
+// where that can only make the predicate fail closed (a deny blocking more
+// calls, never fewer) is a warning, as cel/constant's dead terms are. In
+// the tool stage an argument's values are those its tools' args schemas
+// allow (argValuesAt).
 func (c *Compilation) checkLiterals(x *dsl.Expr, stage predicate.Stage, tools, reads []string, literals []predicate.Literal, field string) {
 	literals = slices.DeleteFunc(slices.Clone(literals), func(l predicate.Literal) bool { return !l.IsString() })
 	live := map[int]bool{} // in lists with a constant the field may hold
@@ -169,17 +183,16 @@ func (c *Compilation) checkLiterals(x *dsl.Expr, stage predicate.Stage, tools, r
 			// checkStatusOnly to say (a deny that blocks every turn
 			// fails closed, a warning).
 			outcome, sev = fmt.Sprintf("%s != '%s' is always true", l.Path, l.Value), dsl.Warning
-		case l.Op == "!=":
-			outcome = fmt.Sprintf("%s != '%s' is always true", l.Path, l.Value)
-			if closed := closedWhenTrue(field, comparisonPolarity(x.Source, l.Offset)); closed != "" {
-				outcome, sev = outcome+": "+closed, dsl.Warning
-			}
 		case l.Op == "in" && live[l.List]:
 			outcome, sev = fmt.Sprintf("'%s' in the list never matches (its other values may)", l.Value), dsl.Warning
-		case l.Op == "in":
-			outcome = "the in test is always false"
 		default:
-			outcome = fmt.Sprintf("%s == '%s' is always false", l.Path, l.Value)
+			outcome = fmt.Sprintf("%s %s '%s' is always %t", l.Path, l.Op, l.Value, l.Op == "!=")
+			if l.Op == "in" {
+				outcome = "the in test is always false"
+			}
+			if s, note := deadSeverity(field, x.Source, l.Offset, l.Op == "!="); s == dsl.Warning {
+				outcome, sev = outcome+note, s
+			}
 		}
 		msg := fmt.Sprintf("%s is never '%s': it is one of %s (%s%s), so %s",
 			l.Path, l.Value, set.what, nameList(quoted), set.why, outcome)
@@ -450,7 +463,7 @@ func closedWhenTrue(field string, pol int) string {
 }
 
 // comparisonPolarity returns the polarity, in the predicate src, of the
-// comparison (==, != or in) whose constant starts at byte offset: 1 where
+// comparison (==, !=, in or an ordering) whose constant starts at byte offset: 1 where
 // the predicate is true for more values when the comparison is (under &&,
 // || and the branches of a ternary, in the body of exists() and all()), -1
 // under a negation, 0 where neither holds (an argument of a function, a
@@ -488,7 +501,8 @@ func comparisonPolarity(src string, offset int) int {
 			c := e.AsCall()
 			args := c.Args()
 			switch c.FunctionName() {
-			case operators.Equals, operators.NotEquals, operators.In:
+			case operators.Equals, operators.NotEquals, operators.In, operators.Less, operators.LessEquals,
+				operators.Greater, operators.GreaterEquals:
 				if slices.ContainsFunc(args, isConstant) {
 					return pol, true
 				}

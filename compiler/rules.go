@@ -217,8 +217,8 @@ always true admits every item), a warning where it makes the layer act
 on every call (a deny that blocks every call, a when always true, an
 admit that drops every item).`},
 	{ruleUnknownValue, dsl.Error, "a field compared with a value it never holds", `
-A predicate compares a field whose values are known with a string constant
-that is not one of them, so the comparison never holds and a guard that
+A predicate compares a field whose values are known with a constant that
+is not one of them, so the comparison never holds and a guard that
 denies with it never fires. An error for tool.name in the tool stage: the
 tools an entry scoped with tools: sees are those, an unscoped entry's are
 the declared tools, as a call of another is refused (nothing is said when
@@ -238,12 +238,13 @@ guard that reads status alone and tests status != with a status it never
 sees gets a warning: the test is always true, and cel/constant says what
 that makes of the guard (a deny that blocks every turn fails closed, a
 warning; a require that never blocks, an error). Elsewhere a != with a
-value the field never holds is always true too, and its severity follows
-what that makes of the predicate: a warning where it can only make it
-fail closed, in a deny or a when (tool.name != 'serch' && ... blocks
-more calls than written, never fewer), an error where it can let calls
-through (a require, an admit, an invariant, a deny under a negation) or
-where its effect is not known (an argument of a function). ==
+value the field never holds is always true too, an == always false, and
+the severity follows what that makes of the predicate: a warning where it
+can only make it fail closed, a != in a deny or a when (tool.name !=
+'serch' && ... blocks more calls than written, never fewer) or an == in a
+require (it blocks more calls), an error where it can let calls through
+(an == in a deny; a != in a require, an admit, an invariant; either under
+a negation) or where its effect is not known (an argument of a function). ==
 and != compare, and so does in with a list of constants (a constant of a
 list that also holds a possible value is a warning: it is dead, the test
 is not); inside a macro the variable stands for the list's elements
@@ -251,7 +252,26 @@ is not); inside a macro the variable stands for the list's elements
 a list mixing kinds (args.amount in ['1', 2], amount a number in every
 schema that lists it) gets the warning at each constant of another kind:
 a call's arguments are checked against its tool's schema, and the list
-holds dyn values, so CEL accepts it even where args is typed. The names in
+holds dyn values, so CEL accepts it even where args is typed. In the tool
+stage an argument's values are those its tool's args schema allows, since
+a call's arguments are checked against it before any layer: an enum or a
+const of strings (args.currency == 'JPY' where its enum is EUR and USD
+never holds; 'usd' gets 'USD' as its did-you-mean), one of numbers
+(args.level == 7), and a number's minimum, maximum, exclusiveMinimum and
+exclusiveMaximum (args.amount > 10000.0 where its maximum is 5000 never
+holds, whichever side the constant is on; args.amount <= 5000.0 always
+does), with the severities above. An entry scoped to several tools sees
+the union of their values, an unscoped one the union over the declared
+tools. Nothing is said where a call may carry a value no schema lists:
+undeclared tools allowed, a tool in scope without an args schema, an
+unscoped entry where another tool's schema lets the argument in without
+describing it (additionalProperties not false), an enum holding null or
+values of another kind, an argument a file_check path_arg names (the
+layer hands the layers inside it the resolved real path). Nor for a test
+that can only make the predicate fail open and restates a bound or checks
+a sign (args.amount <= 0.0 where its exclusiveMinimum is 0, args.top_k >
+50 where its maximum is 50, args.amount < 0.0): a policy may hold
+whatever the schema says. The names in
 response.tool_calls and request.tools are not checked: the tools a request
 offers are the caller's. A constraint's when is checked the same way
 against the schemas of the layers its outer and inner designate: a config

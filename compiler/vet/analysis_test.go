@@ -322,3 +322,27 @@ chains: chat: [
 	require.Len(t, ds[0].Related, 1)
 	assert.Equal(t, [2]int{4, 34}, [2]int{ds[0].Related[0].Pos.Line, ds[0].Related[0].Pos.Col})
 }
+
+// A key_args or arg_patterns entry naming an argument its tools do not
+// declare gets the closest argument they do as its did-you-mean.
+func TestInertArgNamesSuggest(t *testing.T) {
+	a := analyze(t, `package p
+stores: s: {kind: "memory"}
+tools: {
+	refund: {side_effecting: true, args: {type: "object", required: ["order_id"], properties: order_id: type: "string"}}
+	fetch: {args: {type: "object", properties: url: type: "string"}}
+}
+chains: tool: [
+	{use: "idempotent", ttl: "1h", store: "s", tools: ["refund"], key_args: ["orderid"]},
+	{use: "tool_policy", tools: ["fetch"], arg_patterns: [{arg: "uri", pattern: "^file:"}]},
+]
+`)
+	var got []string
+	for _, d := range vet.Run(a, vet.Inert) {
+		got = append(got, d.Message)
+	}
+	assert.Equal(t, []string{
+		"idempotent key_args[0] names argument \"orderid\", which side-effecting tool `refund` does not declare: a call lacking a key argument is refused, so no call of it would run; did you mean \"order_id\"?",
+		"tool_policy arg_patterns[0] names argument \"uri\", which no tool it applies to declares: the pattern never matches; did you mean \"url\"?",
+	}, got)
+}

@@ -32,7 +32,9 @@ side_effecting is an error (its calls run again on every delivery), and so
 is a key_args entry naming an argument that a side-effecting tool it
 applies to does not declare (every call of that tool is refused); one
 naming an argument the tool declares but does not require is a warning
-(a call without it is refused). So is a url_arg or path_arg naming an
+(a call without it is refused). A key_args or arg_patterns name gets the
+closest argument the tools declare as its did-you-mean (orderid:
+order_id). So is a url_arg or path_arg naming an
 argument the tool declares but does not require, for a tool an egress or
 file_check checks: the layer refuses a call without the URL or path. An
 unscoped file_check or egress (scan_args false) when no declared tool has
@@ -310,8 +312,13 @@ func (p *Pass) inertArgPatterns(e *dsl.Entry) {
 		if declared {
 			continue
 		}
+		var names []string
+		for _, name := range tools {
+			args, _ := p.Policy.Tools[name].ArgNames()
+			names = append(names, args...)
+		}
 		p.Report(dsl.Diagnostic{Pos: e.FieldPos(fmt.Sprintf("arg_patterns.%d.arg", i)), Severity: dsl.Error, Related: rel,
-			Message: fmt.Sprintf("%s arg_patterns[%d] names argument %q, which no tool it applies to declares: the pattern never matches", e.Ref(), i, arg)})
+			Message: fmt.Sprintf("%s arg_patterns[%d] names argument %q, which no tool it applies to declares: the pattern never matches%s", e.Ref(), i, arg, dsl.SuggestName(arg, names))})
 	}
 }
 
@@ -357,11 +364,11 @@ func (p *Pass) inertIdempotent(e *dsl.Entry) {
 			if t == nil || !t.SideEffecting {
 				continue
 			}
-			has, known := t.HasArg(arg)
+			args, known := t.ArgNames()
 			if !known {
 				continue
 			}
-			if has {
+			if slices.Contains(args, arg) {
 				if !t.RequiresArg(arg) {
 					p.Report(dsl.Diagnostic{Pos: e.FieldPos(fmt.Sprintf("key_args.%d", i)), Severity: dsl.Warning,
 						Related: []dsl.Related{{Pos: t.ArgsPos, Message: fmt.Sprintf("the args of `%s` do not require %q", name, arg)}},
@@ -371,7 +378,7 @@ func (p *Pass) inertIdempotent(e *dsl.Entry) {
 			}
 			p.Report(dsl.Diagnostic{Pos: e.FieldPos(fmt.Sprintf("key_args.%d", i)), Severity: dsl.Error,
 				Related: []dsl.Related{{Pos: t.ArgsPos, Message: fmt.Sprintf("the args of `%s` have no %q", name, arg)}},
-				Message: fmt.Sprintf("%s key_args[%d] names argument %q, which side-effecting tool `%s` does not declare: a call lacking a key argument is refused, so no call of it would run", e.Ref(), i, arg, name)})
+				Message: fmt.Sprintf("%s key_args[%d] names argument %q, which side-effecting tool `%s` does not declare: a call lacking a key argument is refused, so no call of it would run%s", e.Ref(), i, arg, name, dsl.SuggestName(arg, args))})
 		}
 	}
 }

@@ -67,7 +67,8 @@ type Literal struct {
 	// variable stands for an element of its range, written range[] ("response.tool_calls[].name"
 	// in response.tool_calls.exists(c, c.name == 'refund')).
 	Path string
-	// Op is "==", "!=", "in", "<", "<=", ">" or ">="; List numbers the in lists from 1 (0 for
+	// Op is "==", "!=", "in", "<", "<=", ">" or ">=", read with the field first (10 < x is
+	// x > 10); List numbers the in lists from 1 (0 for
 	// the others), so the constants of one list share it.
 	Op   string
 	List int
@@ -385,7 +386,8 @@ func (w *walker) visitCall(e ast.Expr, facts, locals []string) {
 		if len(args) == 2 {
 			op := strings.Trim(call.FunctionName(), "_")
 			w.literal(op, args[0], args[1])
-			w.literal(op, args[1], args[0])
+			// 10 < x is x > 10.
+			w.literal(map[string]string{"<": ">", "<=": ">=", ">": "<", ">=": "<="}[op], args[1], args[0])
 		}
 	case operators.In:
 		if len(args) == 2 && args[1].Kind() != ast.ListKind && args[1].Kind() != ast.MapKind {

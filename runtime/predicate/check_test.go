@@ -648,7 +648,7 @@ func TestCheckListsConstantsOfEveryKind(t *testing.T) {
 		got = append(got, l.Path+" "+l.Op+" "+l.Kind+":"+l.Value)
 		assert.Equal(t, l.Kind == "string" && l.Op != ">", l.IsString(), l.Path)
 	}
-	assert.Equal(t, []string{"args.a == int:5", "args.b > string:100", "args.c <= double:-2.5",
+	assert.Equal(t, []string{"args.a == int:5", "args.b > string:100", "args.c >= double:-2.5",
 		"args.d != bool:true", "args.e in uint:1", "args.e in string:x"}, got)
 }
 
