@@ -18,6 +18,11 @@ import (
 // predicate sees.
 const argsChecked = "a call's arguments are checked against its tool's schema before any layer"
 
+// schemaRefuses says why a dead comparison of an argument is a warning
+// where it would otherwise be an error: it fails to catch only calls the
+// schema refuses anyway.
+const schemaRefuses = "no call gets through by it (the schema refuses those values), but the test is dead"
+
 // maxExact is the largest magnitude up to which a float64 holds every
 // integer: numbers beyond it are not compared, as rounding could decide.
 const maxExact = 1 << 53
@@ -385,6 +390,11 @@ func (c *Compilation) checkArgNumbers(x *dsl.Expr, scope []string, literals []pr
 		}
 		if note == "" && f.a.atBound(f.v) {
 			continue // it restates a bound, or tests a sign
+		}
+		if sev == dsl.Error {
+			// Dead where it was meant to catch calls: the schema
+			// refuses them before it (see checkLiterals).
+			sev, note = dsl.Warning, ": "+schemaRefuses
 		}
 		c.report(dsl.Diagnostic{Pos: x.PosAt(l.Offset), Severity: sev, Rule: ruleUnknownValue,
 			Message: fmt.Sprintf("%s: %s, and %s%s", outcome, f.a.schemaWords(l.Path), argsChecked, strings.Replace(note, ": ", "; ", 1))})

@@ -62,10 +62,10 @@ func TestArgEnumValues(t *testing.T) {
 		"15 error: args.currency is never 'usd': " + schema + ", so args.currency == 'usd' is always false; did you mean 'USD'?",
 		"16 warning: args.currency is never 'JPY': " + schema + ", so 'JPY' in the list never matches (its other values may)",
 		"17 warning: args.currency is never 'JPY': " + schema + ", so args.currency != 'JPY' is always true: it can only make the deny block more calls, never fewer",
-		"18 error: args.currency is never 'JPY': " + schema + ", so args.currency != 'JPY' is always true",
+		"18 warning: args.currency is never 'JPY': " + schema + ", so args.currency != 'JPY' is always true; " + schemaRefuses,
 		"19 warning: args.currency is never 'JPY': " + schema + ", so args.currency == 'JPY' is always false: it can only make the require block more calls, never fewer",
-		"20 error: args.currency is never 'CHF': it is one of the values the args schemas of `pay`, `refund` allow ('EUR', 'GBP', 'USD'; a call's arguments are checked against its tool's schema before any layer), so args.currency == 'CHF' is always false",
-		"21 error: args.tags[] is never 'urgent': it is one of the values the args schema of `pay` allows ('fast', 'slow'; a call's arguments are checked against its tool's schema before any layer), so args.tags[] == 'urgent' is always false",
+		"20 warning: args.currency is never 'CHF': it is one of the values the args schemas of `pay`, `refund` allow ('EUR', 'GBP', 'USD'; a call's arguments are checked against its tool's schema before any layer), so args.currency == 'CHF' is always false; " + schemaRefuses,
+		"21 warning: args.tags[] is never 'urgent': it is one of the values the args schema of `pay` allows ('fast', 'slow'; a call's arguments are checked against its tool's schema before any layer), so args.tags[] == 'urgent' is always false; " + schemaRefuses,
 	}, got)
 }
 
@@ -87,9 +87,9 @@ func TestArgNumberBounds(t *testing.T) {
 ]
 `)
 	assert.Equal(t, []string{
-		"15 error: args.amount > 10000.0 is always false: the args schema of `pay` gives args.amount exclusiveMinimum: 0, maximum: 5000, and a call's arguments are checked against its tool's schema before any layer",
-		"16 error: args.amount > 10000.0 is always false: the args schema of `pay` gives args.amount exclusiveMinimum: 0, maximum: 5000, and a call's arguments are checked against its tool's schema before any layer",
-		"17 error: args.level == 7 is always false: the args schema of `pay` gives args.level enum: [1, 2, 3], and a call's arguments are checked against its tool's schema before any layer",
+		"15 warning: args.amount > 10000.0 is always false: the args schema of `pay` gives args.amount exclusiveMinimum: 0, maximum: 5000, and a call's arguments are checked against its tool's schema before any layer; " + schemaRefuses,
+		"16 warning: args.amount > 10000.0 is always false: the args schema of `pay` gives args.amount exclusiveMinimum: 0, maximum: 5000, and a call's arguments are checked against its tool's schema before any layer; " + schemaRefuses,
+		"17 warning: args.level == 7 is always false: the args schema of `pay` gives args.level enum: [1, 2, 3], and a call's arguments are checked against its tool's schema before any layer; " + schemaRefuses,
 		"18 warning: 9 in the list never matches (its other values may): the args schema of `pay` gives args.level enum: [1, 2, 3], and a call's arguments are checked against its tool's schema before any layer",
 		"19 warning: args.amount <= 5000.0 is always true: the args schema of `pay` gives args.amount exclusiveMinimum: 0, maximum: 5000, and a call's arguments are checked against its tool's schema before any layer; it can only make the deny block more calls, never fewer",
 	}, got)
@@ -139,5 +139,6 @@ chains: tool: [
 ]
 `)
 	require.Len(t, got, 1)
-	assert.Contains(t, got[0], "8 error: args.currency is never 'JPY'")
+	assert.Contains(t, got[0], "8 warning: args.currency is never 'JPY'")
+	assert.Contains(t, got[0], schemaRefuses)
 }

@@ -72,6 +72,9 @@ type valueSet struct {
 	what   string // "the declared tools"
 	why    string // a note after the values, or ""
 	sev    dsl.Severity
+	// schema: the values are those a tool's args schema allows, and a
+	// call with any other is refused before the layers run.
+	schema bool
 }
 
 // knownValues returns the values the field at path may hold in a predicate
@@ -138,7 +141,7 @@ func (c *Compilation) knownValues(path string, stage predicate.Stage, tools []st
 			if len(a.tools) > 1 {
 				what = "the values the args schemas of " + strings.Join(a.tools, ", ") + " allow"
 			}
-			return valueSet{values: a.strs, what: what, why: "; " + argsChecked, sev: dsl.Error}, true
+			return valueSet{values: a.strs, what: what, why: "; " + argsChecked, sev: dsl.Error, schema: true}, true
 		}
 	}
 	return valueSet{}, false
@@ -203,6 +206,11 @@ func (c *Compilation) checkLiterals(x *dsl.Expr, stage predicate.Stage, tools, r
 			msg += fmt.Sprintf("; %s: did you mean '%s'?", why, alias)
 		} else if best := textdist.Closest(l.Value, set.values); best != "" {
 			msg += fmt.Sprintf("; did you mean '%s'?", best)
+		} else if set.schema && sev == dsl.Error {
+			// Nothing the schema allows is near the constant: the test
+			// is dead, but what it was written to catch is refused by
+			// the schema already, so no call gets through by it.
+			msg, sev = msg+"; "+schemaRefuses, dsl.Warning
 		}
 		c.report(dsl.Diagnostic{Pos: x.PosAt(l.Offset), Severity: sev, Rule: ruleUnknownValue, Message: msg})
 	}

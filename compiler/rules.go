@@ -260,7 +260,11 @@ never holds; 'usd' gets 'USD' as its did-you-mean), one of numbers
 (args.level == 7), and a number's minimum, maximum, exclusiveMinimum and
 exclusiveMaximum (args.amount > 10000.0 where its maximum is 5000 never
 holds, whichever side the constant is on; args.amount <= 5000.0 always
-does), with the severities above. An entry scoped to several tools sees
+does), with the severities above, but for one case: where the severity
+would be an error and no allowed value is near the constant (no
+did-you-mean), it is a warning, as the calls the test misses carry values
+the schema refuses and none gets through by it ('usd' stays an error: the
+test was likely meant for 'USD'). An entry scoped to several tools sees
 the union of their values, an unscoped one the union over the declared
 tools. Nothing is said where a call may carry a value no schema lists:
 undeclared tools allowed, a tool in scope without an args schema, an
