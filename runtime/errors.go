@@ -66,17 +66,17 @@ func (e *BudgetError) Error() string {
 // Message returns the error text without the layer, for reports that name the
 // layer separately.
 func (e *BudgetError) Message() string {
+	var pending string
+	if e.Pending > 0 {
+		pending = ", " + strconv.FormatFloat(e.Pending, 'g', -1, 64) + " reserved by calls in flight"
+	}
 	if e.Estimate > 0 {
-		var pending string
-		if e.Pending > 0 {
-			pending = ", " + strconv.FormatFloat(e.Pending, 'g', -1, 64) + " reserved by calls in flight"
-		}
 		return fmt.Sprintf("%s ceiling %s would be crossed (spent %s%s, the call is estimated at %s)", e.Resource,
 			strconv.FormatFloat(e.Limit, 'g', -1, 64), strconv.FormatFloat(e.Spent, 'g', -1, 64), pending,
 			strconv.FormatFloat(e.Estimate, 'g', -1, 64))
 	}
-	return fmt.Sprintf("%s ceiling %s reached (spent %s)", e.Resource,
-		strconv.FormatFloat(e.Limit, 'g', -1, 64), strconv.FormatFloat(e.Spent, 'g', -1, 64))
+	return fmt.Sprintf("%s ceiling %s reached (spent %s%s)", e.Resource,
+		strconv.FormatFloat(e.Limit, 'g', -1, 64), strconv.FormatFloat(e.Spent, 'g', -1, 64), pending)
 }
 
 // InDoubtError reports a side-effecting call whose earlier execution may or

@@ -21,6 +21,7 @@ import (
 	"github.com/agentc-dev/agentc/dsl"
 	_ "github.com/agentc-dev/agentc/providers/all" // the model providers of the policy's models
 	"github.com/agentc-dev/agentc/runtime/plan"
+	"github.com/agentc-dev/agentc/runtime/store/redis"
 	"github.com/agentc-dev/agentc/serve"
 )
 
@@ -80,6 +81,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 		return fail(env, "serve: -log must be text or json, got %q", *logFormat)
 	}
 	logger := slog.New(handler)
+	redis.LogTo(logger)
 	if *watch == 0 {
 		*watch = -1
 	}

@@ -321,3 +321,31 @@ chains: chat: [{use: "memoize", store: "db", ttl: "1h"}]
 	assert.FileExists(t, filepath.Join(src, "state.db"))
 	assert.FileExists(t, filepath.Join(out, "state.db"), "the plan's relative paths resolve against its directory")
 }
+
+// With -log json every line serve writes is JSON, the Redis client
+// library's own messages included: a store that cannot be dialled made it
+// print a line of its own on standard error ("redis: ... pool.go:770:
+// redis: connection pool: failed to dial after 5 attempts"), at start and
+// on every call during an outage.
+func TestServeJSONLogCarriesTheRedisClientsMessages(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte(`package p
+
+models: primary: {provider: "openai", model: "m", api_key_env: "AGENTC_TEST_SERVE_KEY"}
+stores: shared: {kind: "redis", url: "redis://`+freeAddr(t)+`/0", prefix: "p", timeout: "1s"}
+chains: chat: [{use: "rate_limit", rate: 1, per: "1s", store: "shared"}]
+`), 0o644))
+	t.Setenv("AGENTC_TEST_SERVE_KEY", "k")
+	stderr := &lockedBuffer{}
+	rc := cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: dir},
+		[]string{"-listen", freeAddr(t), "-watch", "0", "-log", "json", dir})
+	assert.Equal(t, exitUsage, rc, "the store cannot be opened")
+	out := stderr.String()
+	assert.Contains(t, out, "failed to dial")
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if strings.HasPrefix(line, "agentc: ") {
+			continue // the error serve exits with
+		}
+		assert.True(t, json.Valid([]byte(line)), "a log line that is not JSON: %s", line)
+	}
+}
