@@ -391,7 +391,9 @@ func (m *Middleware) EndRun(runID string) { m.seen.EndRun(runID) }
 // read it (textnorm.FoldSeparators): full-width and other digits they take
 // for ASCII ones count as digits, Unicode spaces and dashes as separators,
 // and a zero-width character at the end of a line does not hide the digit
-// before it.
+// before it. A line ending in a run of base64 that the next line may go on
+// with is held with the lines to come too (linehold.HoldEncoded), so that a
+// value's encoding wrapped over lines is read whole.
 func releasable(buf string) int {
 	cut := linehold.LastLine(buf)
 	if cut == 0 {
@@ -404,7 +406,7 @@ func releasable(buf string) int {
 		end--
 	}
 	if end <= 0 || !isDigit(text[end-1]) {
-		return cut
+		return linehold.HoldEncoded(buf, cut)
 	}
 	k, digits := end, 0
 	for k > 0 && digits < maxCardDigits-1 {
@@ -422,7 +424,7 @@ func releasable(buf string) int {
 	}
 	// The line break before line is an ASCII one of buf: release up to it.
 	_, at := f.Span(line-1, line)
-	return at
+	return linehold.HoldEncoded(buf, at)
 }
 
 // unchecked is the refusal of arguments that cannot be scanned.

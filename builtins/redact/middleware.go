@@ -235,7 +235,9 @@ func (m *Middleware) EndRun(runID string) { m.seen.EndRun(runID) }
 
 // releasable returns how many bytes of buf may be released: up to the last
 // line break, but not past an unterminated PEM block, nor past the start of a
-// line from which a rule could match on into the lines still to come.
+// line from which a rule could match on into the lines still to come, nor
+// past the start of a base64 run the next lines may go on with
+// (linehold.HoldEncoded).
 func (r *Redactor) releasable(buf string) int {
 	cut := strings.LastIndexByte(buf, '\n') + 1
 	if cut == 0 {
@@ -246,7 +248,11 @@ func (r *Redactor) releasable(buf string) int {
 		cut = strings.LastIndexByte(buf[:b], '\n') + 1
 	}
 	for cut > 0 {
-		from := r.continuedMatch(buf[:cut])
+		cut = linehold.HoldEncoded(buf, cut)
+		from := -1
+		if cut > 0 {
+			from = r.continuedMatch(buf[:cut])
+		}
 		if from < 0 {
 			break
 		}
