@@ -158,7 +158,7 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 			// consecutive messages of one role, which the model reads run
 			// together, is in no text Scan reads whole.
 			tr := mask.Transcript{Mask: m.scanner.Redact, System: m.System}
-			if _, split := tr.AcrossParts(c.Request.Messages, m.items, true); split {
+			if _, split := tr.AcrossParts(c.Request.Messages, m.scanner.items, true); split {
 				return &runtime.BlockedError{Layer: m.name,
 					Message: "personal data cut across the parts of a message, or across consecutive messages of one role, which the model reads run together"}
 			}
@@ -203,8 +203,8 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	}
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
 		run := c.Meta.Run.ID
-		tr := mask.Transcript{Mask: m.scanner.Redact, System: m.System, Seen: &m.seen}
-		joined, split := tr.AcrossParts(c.Request.Messages, m.items, true)
+		tr := mask.Transcript{Mask: m.scanner.Redact, Find: m.scanner.items, System: m.System, Seen: &m.seen}
+		joined, split := tr.AcrossParts(c.Request.Messages, m.scanner.items, true)
 		msgs, masked := tr.Messages(run, joined)
 		masked = masked || split
 		tools, format, defsMasked := c.Request.Tools, c.Request.ResponseFormat, false
@@ -256,7 +256,7 @@ func (m *Middleware) output(ctx context.Context, c *runtime.ChatCall, next runti
 // refusal names the tool and the argument's JSON Pointer, never the data.
 func (m *Middleware) cleanCalls(calls []runtime.ToolUse) ([]runtime.ToolUse, error) {
 	if m.Action == ActionRedact {
-		return mask.Calls(m.scanner.Redact)(calls)
+		return mask.Calls(m.scanner.Redact, m.scanner.items)(calls)
 	}
 	for _, tc := range calls {
 		dec := json.NewDecoder(bytes.NewReader(tc.Arguments))

@@ -188,11 +188,11 @@ func (m *Middleware) redactResult(v any) (any, error) {
 // redacted as text.
 func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	inner := func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
-		return runtime.HoldToolCalls(ctx, c, next, yield, mask.Calls(m.redactor.Redact))
+		return runtime.HoldToolCalls(ctx, c, next, yield, mask.Calls(m.redactor.Redact, m.redactor.items))
 	}
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
 		run := c.Meta.Run.ID
-		tr := mask.Transcript{Mask: m.redactor.Redact, System: true, Seen: &m.seen}
+		tr := mask.Transcript{Mask: m.redactor.Redact, Find: m.redactor.items, System: true, Seen: &m.seen}
 		joined, split := tr.AcrossParts(c.Request.Messages, m.redactor.items, true)
 		msgs, masked := tr.Messages(run, joined)
 		masked = masked || split

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/agentc-dev/agentc/builtins/internal/jsonvalue"
+	"github.com/agentc-dev/agentc/builtins/internal/mask"
 	"github.com/agentc-dev/agentc/builtins/internal/textnorm"
 )
 
@@ -257,9 +257,12 @@ func (r *Redactor) spans(text string) []span {
 // "#3"... when that name is taken, so no value is lost. An integral number is read as its
 // digits, and becomes its redacted string when a rule matches them (an account number a
 // pattern masks, sent as a JSON number). Other values (other numbers, booleans, nil) are
-// returned unchanged. v itself is never modified: containers are always copied.
+// returned unchanged. The consecutive strings of an array are also read side by side, as
+// the model reads a list of lines, and a secret cut across them (a private key sent as its
+// lines) is masked in every element it runs over, its placeholder in the first
+// (mask.Elements). v itself is never modified: containers are always copied.
 func (r *Redactor) RedactValue(v any) (any, int) {
-	return jsonvalue.MapText(v, r.Redact)
+	return mask.Value(v, r.Redact, r.items)
 }
 
 func (ru *rule) appendSpan(spans []span, loc []int, offset, i int) []span {
