@@ -46,6 +46,9 @@ type keyRef struct {
 // Redactor masks secrets.
 type Redactor struct {
 	rules []rule
+	// keyRule is the index of the default rule "private-key", which also masks the body
+	// of a key without its BEGIN line (keyBodySpans); -1 without the defaults.
+	keyRule int
 	// keysByFirst indexes the keys of keyed rules by their first letter.
 	keysByFirst [26][]keyRef
 	keyed       bool
@@ -67,12 +70,12 @@ func DefaultPatterns() []Pattern {
 // New compiles the rules. An empty ID or an invalid regular expression is an error naming
 // the rule.
 func New(cfg Config) (*Redactor, error) {
-	r := &Redactor{}
+	r := &Redactor{keyRule: -1}
 	if !cfg.DisableDefaults {
 		// The compiled defaults are read-only: share them, and copy the
 		// rule list that user patterns extend.
 		def := defaultRedactor()
-		r.keysByFirst, r.keyed, r.rules = def.keysByFirst, def.keyed, slices.Clone(def.rules)
+		r.keysByFirst, r.keyed, r.rules, r.keyRule = def.keysByFirst, def.keyed, slices.Clone(def.rules), def.keyRule
 	}
 	for i, p := range cfg.Patterns {
 		if p.ID == "" {
@@ -89,7 +92,7 @@ func New(cfg Config) (*Redactor, error) {
 
 // defaultRedactor compiles the built-in rules once per process.
 var defaultRedactor = sync.OnceValue(func() *Redactor {
-	r := &Redactor{}
+	r := &Redactor{keyRule: -1}
 	for _, b := range builtinPatterns {
 		ru := compileRule(b.Pattern, regexp.MustCompile(b.Regex), b.needles)
 		if len(b.keys) > 0 || b.anchor != "" {
@@ -99,6 +102,9 @@ var defaultRedactor = sync.OnceValue(func() *Redactor {
 		for _, k := range b.keys {
 			r.keysByFirst[k[0]-'a'] = append(r.keysByFirst[k[0]-'a'], keyRef{key: k, rule: len(r.rules)})
 			r.keyed = true
+		}
+		if b.ID == "private-key" {
+			r.keyRule = len(r.rules)
 		}
 		r.rules = append(r.rules, ru)
 	}
@@ -233,6 +239,9 @@ func (r *Redactor) spans(text string) []span {
 	var spans []span
 	if r.keyed {
 		spans = r.keyedSpans(text, spans)
+	}
+	if r.keyRule >= 0 {
+		spans = keyBodySpans(text, r.keyRule, spans)
 	}
 	for i, ru := range r.rules {
 		if ru.anchored != nil {

@@ -57,7 +57,7 @@ func Encodings(text string) []Encoded {
 			continue
 		}
 		start := i
-		end, padded, wrapped := Base64Run(text, i)
+		end, padded, wrapped := base64Run(text, i)
 		i = padded
 		if end-start < minBase64 {
 			continue
@@ -90,13 +90,13 @@ func Encodings(text string) []Encoded {
 	return out
 }
 
-// Base64Run returns the end of the run of the base64 alphabets (either one) that starts at
+// base64Run returns the end of the run of the base64 alphabets (either one) that starts at
 // start in text, as Encodings reads it: a run wrapped over lines goes on after a line break
 // when the line before it (from the run's start on its first line) is 16 characters or more
 // and a multiple of four, and the next line starts with a character of the alphabet. padded
 // is the end after the run's padding ("=" or "=="), and wrapped tells whether the run holds
 // line breaks.
-func Base64Run(text string, start int) (end, padded int, wrapped bool) {
+func base64Run(text string, start int) (end, padded int, wrapped bool) {
 	i := start
 	line := i // where the current line of the run starts
 	for {
@@ -134,7 +134,7 @@ func lineBreak(text string, i int) int {
 func wrapsOn(n int) bool { return n >= minWrapped && n%4 == 0 }
 
 // WrappedRunStart returns, for a text that ends in a line break, where the base64 run that
-// ends its last line starts when that run may go on over the line break (Base64Run: the text
+// ends its last line starts when that run may go on over the line break (base64Run: the text
 // still to come may continue it), or -1. A stream released line by line holds the text from
 // there, so that the run is read whole once it ends. The run may start lines before the last
 // one, which it is wrapped over.

@@ -62,7 +62,7 @@ func TestEncodings(t *testing.T) {
 }
 
 // TestWrappedRunStart: a text released line by line is held from the start of the base64 run
-// that ends its last line when the next line may go on with it, as Base64Run reads a wrapped
+// that ends its last line when the next line may go on with it, as base64Run reads a wrapped
 // run; the lines of a wrapped run are held from its first.
 func TestWrappedRunStart(t *testing.T) {
 	line := strings.Repeat("QUJD", 4) // 16 characters
@@ -84,7 +84,7 @@ func TestWrappedRunStart(t *testing.T) {
 	} {
 		assert.Equal(t, tt.want, WrappedRunStart(tt.text), "%q", tt.text)
 		if tt.want >= 0 {
-			end, _, _ := Base64Run(tt.text+line, tt.want)
+			end, _, _ := base64Run(tt.text+line, tt.want)
 			assert.Equal(t, len(tt.text)+len(line), end, "the run goes on over the line break: %q", tt.text)
 		}
 	}
