@@ -150,7 +150,11 @@ func kindsOf(ms []Match) string {
 // response format are masked as mask.Transcript.Tools and Format mask them,
 // their schemas still valid JSON). The caller's transcript still
 // holds the raw text and resends it with the next call, so earlier messages
-// are redacted again; the caller's messages are never modified.
+// are redacted again; the caller's messages are never modified. A thinking
+// block sent back is signed and cannot be masked: with "block" one holding
+// personal data blocks the call; with "redact" it is left out of the call's
+// copy, or the call fails when the turn going on cannot do without it
+// (mask.Transcript.Thinking), as redact does with a secret.
 func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	if m.Action == ActionBlock {
 		return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
@@ -161,6 +165,9 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 			if _, split := tr.AcrossParts(c.Request.Messages, m.scanner.items, true); split {
 				return &runtime.BlockedError{Layer: m.name,
 					Message: "personal data cut across the parts of a message, or across consecutive messages of one role, which the model reads run together"}
+			}
+			if err := m.blockThinking(c); err != nil {
+				return err
 			}
 			if err := m.seen.Scan(c, m.System, m.System, func(i int, kind, text string) error {
 				ms := m.scanner.Find(text)
@@ -206,7 +213,11 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		tr := mask.Transcript{Mask: m.scanner.Redact, Find: m.scanner.items, System: m.System, Seen: &m.seen}
 		joined, split := tr.AcrossParts(c.Request.Messages, m.scanner.items, true)
 		msgs, masked := tr.Messages(run, joined)
-		masked = masked || split
+		msgs, dropped, err := tr.Thinking(run, &c.Request, msgs, m.name, "personal data")
+		if err != nil {
+			return err
+		}
+		masked = masked || split || dropped
 		tools, format, defsMasked := c.Request.Tools, c.Request.ResponseFormat, false
 		if m.System {
 			tools, format, defsMasked = tr.Definitions(run, &c.Request)
@@ -221,6 +232,26 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		}()
 		return m.output(ctx, c, next, yield)
 	}
+}
+
+// blockThinking returns the refusal of action "block" for a thinking block
+// sent back whose text holds personal data: it is signed and reaches the
+// model as it is. A text found clean is recorded for the run.
+func (m *Middleware) blockThinking(c *runtime.ChatCall) error {
+	run := c.Meta.Run.ID
+	for i := range c.Request.Messages {
+		for _, p := range c.Request.Messages[i].Parts {
+			if p.Type != runtime.PartThinking || p.Text == "" || (run != "" && m.seen.Has(run, p.Text)) {
+				continue
+			}
+			if ms := m.scanner.Find(p.Text); len(ms) > 0 {
+				return &runtime.BlockedError{Layer: m.name,
+					Message: fmt.Sprintf("message %d thinking contains personal data (%s)", i, kindsOf(ms))}
+			}
+			m.seen.Add(run, p.Text)
+		}
+	}
+	return nil
 }
 
 // output runs next with the model's streamed text scanned (unless Output is

@@ -156,7 +156,8 @@ func (m *Middleware) redactResult(v any) (any, error) {
 // messages of one role) are also read so, and a secret cut across them is
 // masked (mask.Transcript.AcrossParts). A thinking block sent
 // back is signed and cannot be masked: one holding a secret is left out, or
-// the call fails when the turn cannot go on without it (see thinking). The
+// the call fails when the turn cannot go on without it
+// (mask.Transcript.Thinking). The
 // caller's messages are never modified; it resends the raw text with the
 // next call, which is masked again. A text found clean is recorded for the
 // run and not scanned again.
@@ -196,7 +197,7 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		joined, split := tr.AcrossParts(c.Request.Messages, m.redactor.items, true)
 		msgs, masked := tr.Messages(run, joined)
 		masked = masked || split
-		msgs, dropped, err := m.thinking(run, &c.Request, msgs)
+		msgs, dropped, err := tr.Thinking(run, &c.Request, msgs, m.name, "a secret")
 		if err != nil {
 			return err
 		}
