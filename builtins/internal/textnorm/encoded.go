@@ -57,11 +57,21 @@ func Encodings(text string) []Encoded {
 			continue
 		}
 		start := i
-		end, padded, wrapped := base64Run(text, i)
-		i = padded
-		if end-start < minBase64 {
-			continue
+		for i < len(text) && b64[text[i]] {
+			i++
 		}
+		if i-start < minBase64 {
+			continue // too short to decode, and to go on over a line break
+		}
+		end, padded, wrapped := i, i, false
+		if lineBreak(text, i) > 0 {
+			end, padded, wrapped = base64Run(text, start)
+		} else {
+			for k := 0; k < 2 && padded < len(text) && text[padded] == '='; k++ {
+				padded++
+			}
+		}
+		i = padded
 		if !wrapped {
 			if pieces := decodeRun(text[start:end]); pieces != "" {
 				out = append(out, Encoded{Start: start, End: padded, Text: pieces})

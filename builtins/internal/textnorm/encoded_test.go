@@ -35,6 +35,7 @@ func TestEncodings(t *testing.T) {
 		{"words", "internationalization responsibilities Supercalifragilistic", nil},
 		{"hash", "sha256:" + hex.EncodeToString(sha256.New().Sum(nil)) + " " + base64.StdEncoding.EncodeToString(sha256.New().Sum(nil)), nil},
 		{"short", base64.StdEncoding.EncodeToString([]byte("a@b.c")), nil},
+		{"shortest", "k " + base64.RawStdEncoding.EncodeToString([]byte("jo@ex.io")) + ".", []Encoded{{2, 13, "jo@ex.io"}}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			assert.Equal(t, tt.want, Encodings(tt.text))
