@@ -48,7 +48,13 @@
 // schema of the response format. The text parts of a message, and those of consecutive
 // messages of one role (Anthropic's API merges them into one turn), are read run together
 // as well as joined by line breaks (a model reads separate text blocks run together): with
-// "block" an item cut across two of them blocks the call, with "redact" it is masked.
+// "block" an item cut across two of them blocks the call, with "redact" it is masked. The
+// consecutive strings of an array (in arguments, and in the arguments of the tool calls sent
+// back or made by the model) are read joined by line breaks, as a list of lines: a card
+// wrapped after a group over two elements is found. A thinking block sent back is signed and
+// cannot be masked: with "block" one holding personal data blocks the call, with "redact" it
+// is left out of the call's copy, or the call fails with a permanent error naming the message
+// and the part when the turn going on cannot do without it (as redact does with a secret).
 // With `action: "block"` a match in the transcript (chat) or in any argument (tool; object
 // keys included) blocks the call with a *runtime.BlockedError that names the kinds and the
 // message's index or the argument's JSON Pointer, never the data; each text found clean, and
@@ -63,7 +69,8 @@
 // cannot be checked and block the call, with either action. The model's streamed
 // text is scanned too (`output`, on by default), released by whole lines (a line ending in
 // digit groups is held with the next, so a card wrapped over lines or cut anywhere by the
-// stream is found as in a whole text): with "block" a line
+// stream is found as in a whole text, and a line ending in a run of base64 the next line may
+// go on with is held with the lines of that run): with "block" a line
 // holding personal data ends the call with a *runtime.BlockedError and is never released,
 // with "redact" it is released redacted (a model that echoes a card number does not get it
 // to the caller). The tool calls it makes are output too: their fragments are held until the

@@ -150,7 +150,11 @@ func kindsOf(ms []Match) string {
 // response format are masked as mask.Transcript.Tools and Format mask them,
 // their schemas still valid JSON). The caller's transcript still
 // holds the raw text and resends it with the next call, so earlier messages
-// are redacted again; the caller's messages are never modified.
+// are redacted again; the caller's messages are never modified. A thinking
+// block sent back is signed and cannot be masked: with "block" one holding
+// personal data blocks the call; with "redact" it is left out of the call's
+// copy, or the call fails when the turn going on cannot do without it
+// (mask.Transcript.Thinking), as redact does with a secret.
 func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	if m.Action == ActionBlock {
 		return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
@@ -158,9 +162,12 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 			// consecutive messages of one role, which the model reads run
 			// together, is in no text Scan reads whole.
 			tr := mask.Transcript{Mask: m.scanner.Redact, System: m.System}
-			if _, split := tr.AcrossParts(c.Request.Messages, m.items, true); split {
+			if _, split := tr.AcrossParts(c.Request.Messages, m.scanner.items, true); split {
 				return &runtime.BlockedError{Layer: m.name,
 					Message: "personal data cut across the parts of a message, or across consecutive messages of one role, which the model reads run together"}
+			}
+			if err := m.blockThinking(c); err != nil {
+				return err
 			}
 			if err := m.seen.Scan(c, m.System, m.System, func(i int, kind, text string) error {
 				ms := m.scanner.Find(text)
@@ -203,10 +210,14 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	}
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
 		run := c.Meta.Run.ID
-		tr := mask.Transcript{Mask: m.scanner.Redact, System: m.System, Seen: &m.seen}
-		joined, split := tr.AcrossParts(c.Request.Messages, m.items, true)
+		tr := mask.Transcript{Mask: m.scanner.Redact, Find: m.scanner.items, System: m.System, Seen: &m.seen}
+		joined, split := tr.AcrossParts(c.Request.Messages, m.scanner.items, true)
 		msgs, masked := tr.Messages(run, joined)
-		masked = masked || split
+		msgs, dropped, err := tr.Thinking(run, &c.Request, msgs, m.name, "personal data")
+		if err != nil {
+			return err
+		}
+		masked = masked || split || dropped
 		tools, format, defsMasked := c.Request.Tools, c.Request.ResponseFormat, false
 		if m.System {
 			tools, format, defsMasked = tr.Definitions(run, &c.Request)
@@ -221,6 +232,26 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		}()
 		return m.output(ctx, c, next, yield)
 	}
+}
+
+// blockThinking returns the refusal of action "block" for a thinking block
+// sent back whose text holds personal data: it is signed and reaches the
+// model as it is. A text found clean is recorded for the run.
+func (m *Middleware) blockThinking(c *runtime.ChatCall) error {
+	run := c.Meta.Run.ID
+	for i := range c.Request.Messages {
+		for _, p := range c.Request.Messages[i].Parts {
+			if p.Type != runtime.PartThinking || p.Text == "" || (run != "" && m.seen.Has(run, p.Text)) {
+				continue
+			}
+			if ms := m.scanner.Find(p.Text); len(ms) > 0 {
+				return &runtime.BlockedError{Layer: m.name,
+					Message: fmt.Sprintf("message %d thinking contains personal data (%s)", i, kindsOf(ms))}
+			}
+			m.seen.Add(run, p.Text)
+		}
+	}
+	return nil
 }
 
 // output runs next with the model's streamed text scanned (unless Output is
@@ -256,7 +287,7 @@ func (m *Middleware) output(ctx context.Context, c *runtime.ChatCall, next runti
 // refusal names the tool and the argument's JSON Pointer, never the data.
 func (m *Middleware) cleanCalls(calls []runtime.ToolUse) ([]runtime.ToolUse, error) {
 	if m.Action == ActionRedact {
-		return mask.Calls(m.scanner.Redact)(calls)
+		return mask.Calls(m.scanner.Redact, m.scanner.items)(calls)
 	}
 	for _, tc := range calls {
 		dec := json.NewDecoder(bytes.NewReader(tc.Arguments))
@@ -391,7 +422,9 @@ func (m *Middleware) EndRun(runID string) { m.seen.EndRun(runID) }
 // read it (textnorm.FoldSeparators): full-width and other digits they take
 // for ASCII ones count as digits, Unicode spaces and dashes as separators,
 // and a zero-width character at the end of a line does not hide the digit
-// before it.
+// before it. A line ending in a run of base64 that the next line may go on
+// with is held with the lines to come too (linehold.HoldEncoded), so that a
+// value's encoding wrapped over lines is read whole.
 func releasable(buf string) int {
 	cut := linehold.LastLine(buf)
 	if cut == 0 {
@@ -404,7 +437,7 @@ func releasable(buf string) int {
 		end--
 	}
 	if end <= 0 || !isDigit(text[end-1]) {
-		return cut
+		return linehold.HoldEncoded(buf, cut)
 	}
 	k, digits := end, 0
 	for k > 0 && digits < maxCardDigits-1 {
@@ -422,7 +455,7 @@ func releasable(buf string) int {
 	}
 	// The line break before line is an ASCII one of buf: release up to it.
 	_, at := f.Span(line-1, line)
-	return at
+	return linehold.HoldEncoded(buf, at)
 }
 
 // unchecked is the refusal of arguments that cannot be scanned.

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/agentc-dev/agentc/builtins/internal/jsonvalue"
+	"github.com/agentc-dev/agentc/builtins/internal/mask"
 	"github.com/agentc-dev/agentc/builtins/internal/textnorm"
 	"github.com/agentc-dev/agentc/internal/jsonpointer"
 )
@@ -221,7 +222,9 @@ func (s *Scanner) redactOnce(text string) (string, int) {
 // returns the matches in its strings, each with the JSON Pointer of its string. Map keys are
 // scanned too (an object keyed by email address carries the addresses): a match in a key
 // has the pointer of the object that holds it, so that the pointer never quotes the data. Maps are walked in key order so the result is
-// deterministic. Other types are ignored.
+// deterministic. The consecutive strings of an array are also read side by side (as
+// RedactValue reads them): an item cut across them has the pointer of the array, and
+// offsets in its elements joined. Other types are ignored.
 func (s *Scanner) ScanValue(v any) []Match {
 	var out []Match
 	s.walk(v, "", func(path, text string) {
@@ -229,18 +232,25 @@ func (s *Scanner) ScanValue(v any) []Match {
 			m.Path = path
 			out = append(out, m)
 		}
+	}, func(path string, run []string) {
+		_, found := mask.AcrossElements(run, s.items)
+		for _, it := range found {
+			out = append(out, Match{Kind: Kind(it.Label), Start: it.From, End: it.To, Path: path})
+		}
 	})
 	return out
 }
 
-func (s *Scanner) walk(v any, path string, visit func(path, text string)) {
+// walk calls visit with each string of v and its pointer, and across with each run of two
+// or more consecutive strings of an array (jsonvalue.StringRuns) and the array's pointer.
+func (s *Scanner) walk(v any, path string, visit func(path, text string), across func(path string, run []string)) {
 	switch x := v.(type) {
 	case string:
 		visit(path, x)
 	case map[string]any:
 		for _, k := range sortedKeys(x) {
 			visit(path, k)
-			s.walk(x[k], path+"/"+jsonpointer.Escape(k), visit)
+			s.walk(x[k], path+"/"+jsonpointer.Escape(k), visit, across)
 		}
 	case map[string]string:
 		for _, k := range sortedKeys(x) {
@@ -249,11 +259,21 @@ func (s *Scanner) walk(v any, path string, visit func(path, text string)) {
 		}
 	case []any:
 		for i, e := range x {
-			s.walk(e, path+"/"+strconv.Itoa(i), visit)
+			s.walk(e, path+"/"+strconv.Itoa(i), visit, across)
+		}
+		for _, r := range jsonvalue.StringRuns(x) {
+			run := make([]string, r[1]-r[0])
+			for i := range run {
+				run[i] = x[r[0]+i].(string)
+			}
+			across(path, run)
 		}
 	case []string:
 		for i, e := range x {
 			visit(path+"/"+strconv.Itoa(i), e)
+		}
+		if len(x) > 1 {
+			across(path, x)
 		}
 	default:
 		if text, ok := jsonvalue.NumberText(v); ok {
@@ -266,10 +286,12 @@ func (s *Scanner) walk(v any, path string, visit func(path, text string)) {
 // and the number of replacements. A number that holds personal data (a card number sent as a
 // JSON number) becomes its redacted string. An object key holding personal data is renamed
 // to its redacted form, followed by "#2", "#3"... when that name is taken, so no value is
-// lost. v itself is never modified; parts without
+// lost. The consecutive strings of an array are also read side by side, and an item cut
+// across them ("4111 1111" and "1111 1111") is masked in every element it runs over, its
+// placeholder in the first (mask.Elements). v itself is never modified; parts without
 // personal data may be shared with the result.
 func (s *Scanner) RedactValue(v any) (any, int) {
-	return jsonvalue.MapText(v, s.Redact)
+	return mask.Value(v, s.Redact, s.items)
 }
 
 func sortedKeys[V any](m map[string]V) []string {

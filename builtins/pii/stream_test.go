@@ -2,6 +2,7 @@ package pii_test
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"strings"
 	"testing"
@@ -139,4 +140,34 @@ func TestOutputToolCalls(t *testing.T) {
 	_, err = chatPipeline(t, `{"output":false}`, model).Stream(context.Background(), req, collect)
 	require.NoError(t, err, "output false leaves the calls alone")
 	assert.Contains(t, args.String(), "ann@example.com")
+}
+
+// A value whose base64 the model wraps over two lines of its output is held until the run
+// ends and read whole.
+func TestOutputEncodingWrappedOverLines(t *testing.T) {
+	enc := base64.StdEncoding.EncodeToString([]byte("write to jane.doe@example.com about it"))
+	wrapped := enc[:16] + "\n" + enc[16:]
+	for _, deltas := range [][]string{
+		{"here:\n" + wrapped + "\n\nbye\n"},
+		{"here:\n" + enc[:16] + "\n", enc[16:] + "\n\nbye\n"},
+		{"here:\n" + enc[:16] + "\r\n", enc[16:30], enc[30:] + " ok\n\nbye\n"},
+	} {
+		model := &chunkModel{deltas: deltas}
+		var got strings.Builder
+		_, err := chatPipeline(t, `{"action":"redact"}`, model).Stream(context.Background(), runtime.ChatRequest{Model: "primary",
+			Messages: []runtime.Message{{Role: "user", Content: "hi"}}}, func(d runtime.Delta) bool { got.WriteString(d.Text); return true })
+		require.NoError(t, err)
+		assert.Contains(t, got.String(), "[REDACTED:email]")
+		assert.NotContains(t, got.String(), enc[:16])
+		assert.NotContains(t, got.String(), enc[20:])
+		assert.True(t, strings.HasPrefix(got.String(), "here:\n"))
+		assert.True(t, strings.HasSuffix(got.String(), "\n\nbye\n"))
+
+		got.Reset()
+		_, err = chatPipeline(t, `{}`, model).Stream(context.Background(), runtime.ChatRequest{Model: "primary",
+			Messages: []runtime.Message{{Role: "user", Content: "hi"}}}, func(d runtime.Delta) bool { got.WriteString(d.Text); return true })
+		var b *runtime.BlockedError
+		require.ErrorAs(t, err, &b)
+		assert.NotContains(t, got.String(), enc[:16])
+	}
 }

@@ -16,8 +16,15 @@
 // run of base64 (standard or URL-safe, padded or not, wrapped over lines) or hex whose decoding
 // is text is read as that text too, and masked whole when it holds a secret: an AWS key or a
 // "password=..." written in base64 in a tool result is masked; an image, a hash or a UUID
-// decodes to binary and is left alone (docs/detection.md, Encoded values). In a
-// JSON-like value the object keys are redacted too: a key holding a secret ({"sk-live-...":
+// decodes to binary and is left alone (docs/detection.md, Encoded values). The body of a
+// private key without its BEGIN line (the next page of a paged file) is masked too: lines of
+// base64 that run into a private key's END line, and a run of base64 (on one line, or wrapped
+// as PEM and OpenSSH wrap it) that decodes as the DER of a private key (a SEQUENCE opening
+// with a small version INTEGER: PKCS #1, SEC 1, PKCS #8) or as an OpenSSH private key; the
+// body of a certificate or of a public key is left alone, as their PEM blocks are. In a
+// JSON-like value the consecutive strings of an array are also read joined by line breaks, so
+// a private key sent as its lines is masked in every element it runs over; the object keys
+// are redacted too: a key holding a secret ({"sk-live-...":
 // 1}) is renamed to its masked form, followed by "#2", "#3"... when two keys mask alike or the
 // name is taken, so no value is lost; an integral number is read as its digits, and one a rule
 // matches (an account number a configured pattern masks, sent as a JSON number) becomes its
@@ -43,8 +50,9 @@
 // schemas: a client may paste a key into a description or an enum) and the JSON Schema of its
 // response format (each schema still valid JSON), and streamed model output. Chat
 // output is released line by line, each line redacted whole, so that a secret split across
-// deltas is still caught; a PEM block is held from its BEGIN line to its END line, and a line
-// ending where a value may follow ("password:", "Bearer") with the lines that complete it.
+// deltas is still caught; a PEM block is held from its BEGIN line to its END line, a line
+// ending where a value may follow ("password:", "Bearer") with the lines that complete it, and
+// a line ending in a run of base64 the next line may go on with with the lines of that run.
 // See Middleware.WrapChat.
 //
 // Thinking blocks are signed by the model that wrote them, which refuses one whose text

@@ -156,7 +156,8 @@ func (m *Middleware) redactResult(v any) (any, error) {
 // messages of one role) are also read so, and a secret cut across them is
 // masked (mask.Transcript.AcrossParts). A thinking block sent
 // back is signed and cannot be masked: one holding a secret is left out, or
-// the call fails when the turn cannot go on without it (see thinking). The
+// the call fails when the turn cannot go on without it
+// (mask.Transcript.Thinking). The
 // caller's messages are never modified; it resends the raw text with the
 // next call, which is masked again. A text found clean is recorded for the
 // run and not scanned again.
@@ -188,15 +189,15 @@ func (m *Middleware) redactResult(v any) (any, error) {
 // redacted as text.
 func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	inner := func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
-		return runtime.HoldToolCalls(ctx, c, next, yield, mask.Calls(m.redactor.Redact))
+		return runtime.HoldToolCalls(ctx, c, next, yield, mask.Calls(m.redactor.Redact, m.redactor.items))
 	}
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
 		run := c.Meta.Run.ID
-		tr := mask.Transcript{Mask: m.redactor.Redact, System: true, Seen: &m.seen}
+		tr := mask.Transcript{Mask: m.redactor.Redact, Find: m.redactor.items, System: true, Seen: &m.seen}
 		joined, split := tr.AcrossParts(c.Request.Messages, m.redactor.items, true)
 		msgs, masked := tr.Messages(run, joined)
 		masked = masked || split
-		msgs, dropped, err := m.thinking(run, &c.Request, msgs)
+		msgs, dropped, err := tr.Thinking(run, &c.Request, msgs, m.name, "a secret")
 		if err != nil {
 			return err
 		}
@@ -235,7 +236,9 @@ func (m *Middleware) EndRun(runID string) { m.seen.EndRun(runID) }
 
 // releasable returns how many bytes of buf may be released: up to the last
 // line break, but not past an unterminated PEM block, nor past the start of a
-// line from which a rule could match on into the lines still to come.
+// line from which a rule could match on into the lines still to come, nor
+// past the start of a base64 run the next lines may go on with
+// (linehold.HoldEncoded).
 func (r *Redactor) releasable(buf string) int {
 	cut := strings.LastIndexByte(buf, '\n') + 1
 	if cut == 0 {
@@ -246,7 +249,11 @@ func (r *Redactor) releasable(buf string) int {
 		cut = strings.LastIndexByte(buf[:b], '\n') + 1
 	}
 	for cut > 0 {
-		from := r.continuedMatch(buf[:cut])
+		cut = linehold.HoldEncoded(buf, cut)
+		from := -1
+		if cut > 0 {
+			from = r.continuedMatch(buf[:cut])
+		}
 		if from < 0 {
 			break
 		}

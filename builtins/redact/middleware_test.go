@@ -295,3 +295,21 @@ func TestToolErrorTextIsMasked(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "plain failure", "an error without a secret is left as it is")
 }
+
+// A secret whose base64 the model wraps over two lines of its output is held until the run
+// ends and read whole.
+func TestOutputEncodingWrappedOverLines(t *testing.T) {
+	enc := base64.StdEncoding.EncodeToString([]byte("the key is " + awsKey + " keep it"))
+	for _, deltas := range [][]runtime.Delta{
+		{{Text: "here:\n" + enc[:16] + "\n" + enc[16:] + "\n\nbye\n"}},
+		{{Text: "here:\n" + enc[:16] + "\n"}, {Text: enc[16:] + "\n\nbye\n"}},
+		{{Text: "here:\n" + enc[:32] + "\r\n"}, {Text: enc[32:40]}, {Text: enc[40:] + " ok\n\nbye\n"}},
+	} {
+		got, _ := streamThrough(t, deltas)
+		assert.Contains(t, got, "[REDACTED:")
+		assert.NotContains(t, got, enc[:16])
+		assert.NotContains(t, got, enc[20:])
+		assert.True(t, strings.HasPrefix(got, "here:\n"))
+		assert.True(t, strings.HasSuffix(got, "\n\nbye\n"))
+	}
+}

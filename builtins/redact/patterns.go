@@ -13,7 +13,9 @@ type builtinPattern struct {
 }
 
 var builtinPatterns = []builtinPattern{
-	{Pattern: Pattern{"private-key", `-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|[\s\S]*$)`},
+	// A block from its BEGIN line (to its END line, or to the end of the text when it is cut
+	// off), or the body of one cut off before, the lines of base64 that run into its END line.
+	{Pattern: Pattern{"private-key", `-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|[\s\S]*$)|[A-Za-z0-9+/]{16,}={0,2}\r?\n(?:[A-Za-z0-9+/]*={0,2}\r?\n)*-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----`},
 		needles: []string{"PRIVATE KEY"}},
 	{Pattern: Pattern{"anthropic-key", `\bsk-ant-[A-Za-z0-9_-]{20,}`},
 		needles: []string{"sk-ant-"}},

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/agentc-dev/agentc/builtins/internal/jsonvalue"
+	"github.com/agentc-dev/agentc/builtins/internal/mask"
 	"github.com/agentc-dev/agentc/builtins/internal/textnorm"
 )
 
@@ -46,6 +46,9 @@ type keyRef struct {
 // Redactor masks secrets.
 type Redactor struct {
 	rules []rule
+	// keyRule is the index of the default rule "private-key", which also masks the body
+	// of a key without its BEGIN line (keyBodySpans); -1 without the defaults.
+	keyRule int
 	// keysByFirst indexes the keys of keyed rules by their first letter.
 	keysByFirst [26][]keyRef
 	keyed       bool
@@ -67,12 +70,12 @@ func DefaultPatterns() []Pattern {
 // New compiles the rules. An empty ID or an invalid regular expression is an error naming
 // the rule.
 func New(cfg Config) (*Redactor, error) {
-	r := &Redactor{}
+	r := &Redactor{keyRule: -1}
 	if !cfg.DisableDefaults {
 		// The compiled defaults are read-only: share them, and copy the
 		// rule list that user patterns extend.
 		def := defaultRedactor()
-		r.keysByFirst, r.keyed, r.rules = def.keysByFirst, def.keyed, slices.Clone(def.rules)
+		r.keysByFirst, r.keyed, r.rules, r.keyRule = def.keysByFirst, def.keyed, slices.Clone(def.rules), def.keyRule
 	}
 	for i, p := range cfg.Patterns {
 		if p.ID == "" {
@@ -89,7 +92,7 @@ func New(cfg Config) (*Redactor, error) {
 
 // defaultRedactor compiles the built-in rules once per process.
 var defaultRedactor = sync.OnceValue(func() *Redactor {
-	r := &Redactor{}
+	r := &Redactor{keyRule: -1}
 	for _, b := range builtinPatterns {
 		ru := compileRule(b.Pattern, regexp.MustCompile(b.Regex), b.needles)
 		if len(b.keys) > 0 || b.anchor != "" {
@@ -99,6 +102,9 @@ var defaultRedactor = sync.OnceValue(func() *Redactor {
 		for _, k := range b.keys {
 			r.keysByFirst[k[0]-'a'] = append(r.keysByFirst[k[0]-'a'], keyRef{key: k, rule: len(r.rules)})
 			r.keyed = true
+		}
+		if b.ID == "private-key" {
+			r.keyRule = len(r.rules)
 		}
 		r.rules = append(r.rules, ru)
 	}
@@ -234,6 +240,9 @@ func (r *Redactor) spans(text string) []span {
 	if r.keyed {
 		spans = r.keyedSpans(text, spans)
 	}
+	if r.keyRule >= 0 {
+		spans = keyBodySpans(text, r.keyRule, spans)
+	}
 	for i, ru := range r.rules {
 		if ru.anchored != nil {
 			if ru.anchor != "" {
@@ -257,9 +266,12 @@ func (r *Redactor) spans(text string) []span {
 // "#3"... when that name is taken, so no value is lost. An integral number is read as its
 // digits, and becomes its redacted string when a rule matches them (an account number a
 // pattern masks, sent as a JSON number). Other values (other numbers, booleans, nil) are
-// returned unchanged. v itself is never modified: containers are always copied.
+// returned unchanged. The consecutive strings of an array are also read side by side, as
+// the model reads a list of lines, and a secret cut across them (a private key sent as its
+// lines) is masked in every element it runs over, its placeholder in the first
+// (mask.Elements). v itself is never modified: containers are always copied.
 func (r *Redactor) RedactValue(v any) (any, int) {
-	return jsonvalue.MapText(v, r.Redact)
+	return mask.Value(v, r.Redact, r.items)
 }
 
 func (ru *rule) appendSpan(spans []span, loc []int, offset, i int) []span {

@@ -213,3 +213,21 @@ func BenchmarkRedact4KBEscaped(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRedactValue4KB: a tool's result of 34 rows of a few strings each, about 4 KB, no
+// secret.
+func BenchmarkRedactValue4KB(b *testing.B) {
+	r := newRedactor(b, Config{})
+	var rows []any
+	for i := range 34 {
+		rows = append(rows, map[string]any{"id": float64(i), "status": "shipped", "tags": []any{"priority", "eu-west", "gift"},
+			"note": "customer asked about the delivery window", "url": "https://api.example.com/orders/42"})
+	}
+	v := map[string]any{"rows": rows, "lines": strings.Split(strings.Repeat("the order shipped on time and the customer was told\n", 20), "\n")}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, n := r.RedactValue(v); n != 0 {
+			b.Fatal("false positive")
+		}
+	}
+}

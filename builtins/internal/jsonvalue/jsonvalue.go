@@ -33,6 +33,10 @@ func MapStrings(v any, f func(string) (string, int)) (any, int) {
 // []any (or v itself) reach other: map[string]string and []string hold only
 // strings.
 func MapLeaves(v any, f func(string) (string, int), other func(any) (any, int)) (any, int) {
+	return mapLeaves(v, f, other, nil)
+}
+
+func mapLeaves(v any, f func(string) (string, int), other func(any) (any, int), joined func([]string) ([]string, int)) (any, int) {
 	switch x := v.(type) {
 	case string:
 		return f(x)
@@ -40,16 +44,30 @@ func MapLeaves(v any, f func(string) (string, int), other func(any) (any, int)) 
 		out := make(map[string]any, len(x))
 		total := 0
 		for k, e := range x {
-			r, n := MapLeaves(e, f, other)
+			r, n := mapLeaves(e, f, other, joined)
 			out[k] = r
 			total += n
 		}
 		return renameKeys(out, f, total)
 	case []any:
 		out := make([]any, len(x))
+		copy(out, x)
 		total := 0
-		for i, e := range x {
-			r, n := MapLeaves(e, f, other)
+		if joined != nil {
+			for _, r := range StringRuns(x) {
+				run := make([]string, r[1]-r[0])
+				for i := range run {
+					run[i] = x[r[0]+i].(string)
+				}
+				red, n := joined(run)
+				for i := range red {
+					out[r[0]+i] = red[i]
+				}
+				total += n
+			}
+		}
+		for i, e := range out {
+			r, n := mapLeaves(e, f, other, joined)
 			out[i] = r
 			total += n
 		}
@@ -64,9 +82,12 @@ func MapLeaves(v any, f func(string) (string, int), other func(any) (any, int)) 
 		}
 		return renameKeys(out, f, total)
 	case []string:
-		out := make([]string, len(x))
+		out := slices.Clone(x)
 		total := 0
-		for i, e := range x {
+		if joined != nil && len(x) > 1 {
+			out, total = joined(out)
+		}
+		for i, e := range out {
 			r, n := f(e)
 			out[i] = r
 			total += n
@@ -80,20 +101,51 @@ func MapLeaves(v any, f func(string) (string, int), other func(any) (any, int)) 
 	}
 }
 
+// StringRuns returns the runs of two or more consecutive strings of an array, as the
+// [start, end) indices of each, in order.
+func StringRuns(x []any) [][2]int {
+	var out [][2]int
+	for i := 0; i < len(x); {
+		if _, ok := x[i].(string); !ok {
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(x) {
+			if _, ok := x[j].(string); !ok {
+				break
+			}
+			j++
+		}
+		if j-i > 1 {
+			out = append(out, [2]int{i, j})
+		}
+		i = j
+	}
+	return out
+}
+
 // MapText is MapStrings that also reads the integral numbers of v as text
 // (NumberText): f is applied to the digits of each, and a number f changes
 // becomes the string f returns (a card or account number sent as a JSON
 // number is masked like one sent as a string). Other numbers are left as
 // they are.
-func MapText(v any, f func(string) (string, int)) (any, int) {
-	return MapLeaves(v, f, func(v any) (any, int) {
+func MapText(v any, f func(string) (string, int)) (any, int) { return MapTextJoined(v, f, nil) }
+
+// MapTextJoined is MapText that also reads the strings of an array side by side: each run of
+// two or more consecutive strings of an array ([]any or []string; StringRuns) is handed to
+// joined first, which returns it rewritten (a value cut across its elements masked) with a
+// count, and f is then applied to each element as MapText applies it. A nil joined is
+// MapText.
+func MapTextJoined(v any, f func(string) (string, int), joined func([]string) ([]string, int)) (any, int) {
+	return mapLeaves(v, f, func(v any) (any, int) {
 		if text, ok := NumberText(v); ok {
 			if r, n := f(text); n > 0 {
 				return r, n
 			}
 		}
 		return v, 0
-	})
+	}, joined)
 }
 
 // NumberText renders an integral number as its decimal digits: a

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/agentc-dev/agentc/builtins/internal/textnorm"
 	"github.com/agentc-dev/agentc/runtime"
 )
 
@@ -28,6 +29,17 @@ type Filter struct {
 // LastLine releases up to the last line break of buf: the default of
 // Filter.Releasable.
 func LastLine(buf string) int { return strings.LastIndexByte(buf, '\n') + 1 }
+
+// HoldEncoded returns cut, or, when buf[:cut] ends in a line break after a run of base64 that
+// the lines still to come may go on with (textnorm.WrappedRunStart: a value's encoding
+// wrapped over lines), the start of the line that run starts in, so that the run is released
+// whole, read as one, once it ends.
+func HoldEncoded(buf string, cut int) int {
+	if k := textnorm.WrappedRunStart(buf[:cut]); k >= 0 {
+		return strings.LastIndexByte(buf[:k], '\n') + 1
+	}
+	return cut
+}
 
 // Stream runs next on c and passes its streamed text on to yield through
 // f: text is held until f.Releasable lets a part of it go, and each part

@@ -8,5 +8,7 @@
 // their integral numbers, still valid JSON). The caller's messages are never
 // modified: what changes is a copy. AcrossParts masks what a layer finds
 // in the text pieces a model reads run together (a message's content and
-// text parts), which each piece on its own does not hold.
+// text parts), which each piece on its own does not hold; Elements does so
+// for the consecutive strings of an array. Thinking leaves out the signed
+// thinking blocks that hold what a layer masks, which cannot be masked.
 package mask

@@ -17,6 +17,9 @@ type Func func(text string) (string, int)
 // Transcript masks the texts of a chat call's transcript with Mask.
 type Transcript struct {
 	Mask Func
+	// Find, when not nil, finds the items Mask masks, for the values cut across the strings
+	// of an array in a tool call's arguments or a schema (Args).
+	Find Find
 	// System masks the messages of role "system" too; without it they are
 	// left as they are, except the grounding block (scanned.IsGrounding),
 	// which is retrieved text and always masked.
@@ -104,7 +107,7 @@ func (t Transcript) Message(run string, msg *runtime.Message) (runtime.Message, 
 	}
 	cloned = false
 	for j, tc := range msg.ToolCalls {
-		args, ok := Args(tc.Arguments, t.Mask)
+		args, ok := Args(tc.Arguments, t.Mask, t.Find)
 		name, nameMasked := t.text(run, tc.Name)
 		id, idMasked := t.text(run, tc.ID)
 		if !ok && !nameMasked && !idMasked {
@@ -144,11 +147,11 @@ func (t Transcript) text(run, s string) (string, bool) {
 }
 
 // Args returns the arguments of a tool call masked, and whether anything
-// was. JSON arguments are masked as a value (Value) and stay valid JSON,
-// their numbers written back as they were sent (a 20-digit id is not
-// rounded to a float64's precision); arguments that are not JSON are masked
-// as text, as the model reads them.
-func Args(raw json.RawMessage, f Func) (json.RawMessage, bool) {
+// was. JSON arguments are masked as a value (Value, with find) and stay
+// valid JSON, their numbers written back as they were sent (a 20-digit id
+// is not rounded to a float64's precision); arguments that are not JSON are
+// masked as text, as the model reads them.
+func Args(raw json.RawMessage, f Func, find Find) (json.RawMessage, bool) {
 	var v any
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
@@ -159,7 +162,7 @@ func Args(raw json.RawMessage, f Func) (json.RawMessage, bool) {
 		}
 		return json.RawMessage(red), true
 	}
-	red, n := Value(v, f)
+	red, n := Value(v, f, find)
 	if n == 0 {
 		return raw, false
 	}
@@ -172,10 +175,10 @@ func Args(raw json.RawMessage, f Func) (json.RawMessage, bool) {
 
 // Calls masks the arguments of calls in place (Args) and returns calls; its
 // signature is that of runtime.HoldToolCalls' rewrite.
-func Calls(f Func) func(calls []runtime.ToolUse) ([]runtime.ToolUse, error) {
+func Calls(f Func, find Find) func(calls []runtime.ToolUse) ([]runtime.ToolUse, error) {
 	return func(calls []runtime.ToolUse) ([]runtime.ToolUse, error) {
 		for i := range calls {
-			if args, ok := Args(calls[i].Arguments, f); ok {
+			if args, ok := Args(calls[i].Arguments, f, find); ok {
 				calls[i].Arguments = args
 			}
 		}
@@ -187,5 +190,9 @@ func Calls(f Func) func(calls []runtime.ToolUse) ([]runtime.ToolUse, error) {
 // masked: its strings, its object keys (a key that changes is renamed, with
 // "#2", "#3"... when the name is taken, so no value is lost) and its
 // integral numbers, read as their digits (one that changes becomes the
-// masked string). See jsonvalue.MapText. v is never modified.
-func Value(v any, f Func) (any, int) { return jsonvalue.MapText(v, f) }
+// masked string). With find, the consecutive strings of an array are also
+// read side by side, and a value cut across them is masked (Elements). See
+// jsonvalue.MapTextJoined. v is never modified.
+func Value(v any, f Func, find Find) (any, int) {
+	return jsonvalue.MapTextJoined(v, f, Elements(find))
+}

@@ -122,17 +122,17 @@ func TestMessagesUnchanged(t *testing.T) {
 func TestArgsAndCalls(t *testing.T) {
 	s := &secret{}
 	raw := json.RawMessage(`{"a":"x"}`)
-	got, ok := mask.Args(raw, s.mask)
+	got, ok := mask.Args(raw, s.mask, nil)
 	assert.False(t, ok)
 	assert.Equal(t, raw, got)
 
 	calls := []runtime.ToolUse{{Name: "a", Arguments: json.RawMessage(`{"k":["s3cret",41110]}`)}, {Name: "b", Arguments: raw}}
-	out, err := mask.Calls(s.mask)(calls)
+	out, err := mask.Calls(s.mask, nil)(calls)
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"k":["[S]","[N]0"]}`, string(out[0].Arguments))
 	assert.Equal(t, raw, out[1].Arguments)
 
-	v, n := mask.Value(map[string]string{"s3cret": "s3cret", "[S]": "x"}, s.mask)
+	v, n := mask.Value(map[string]string{"s3cret": "s3cret", "[S]": "x"}, s.mask, nil)
 	assert.Equal(t, map[string]string{"[S]": "x", "[S]#2": "[S]"}, v)
 	assert.Equal(t, 2, n)
 }
@@ -142,13 +142,13 @@ func TestArgsAndCalls(t *testing.T) {
 // is read as the integer it stands for.
 func TestArgsKeepNumbers(t *testing.T) {
 	s := &secret{}
-	got, ok := mask.Args(json.RawMessage(`{"q":"s3cret","id":12345678901234567891,"f":1.25,"e":2e3}`), s.mask)
+	got, ok := mask.Args(json.RawMessage(`{"q":"s3cret","id":12345678901234567891,"f":1.25,"e":2e3}`), s.mask, nil)
 	require.True(t, ok)
 	assert.JSONEq(t, `{"q":"[S]","id":12345678901234567891,"f":1.25,"e":2e3}`, string(got))
 	assert.Contains(t, string(got), `12345678901234567891`)
 
 	for _, n := range []string{`4111`, `4111.0`, `4.111e3`, `41110e-1`} {
-		got, ok = mask.Args(json.RawMessage(`{"n":`+n+`}`), s.mask)
+		got, ok = mask.Args(json.RawMessage(`{"n":`+n+`}`), s.mask, nil)
 		require.True(t, ok, n)
 		assert.JSONEq(t, `{"n":"[N]"}`, string(got), n)
 	}
@@ -215,4 +215,44 @@ func TestAcrossParts(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, "k=", got[0].Content)
 	assert.Equal(t, "[K]", got[0].Parts[0].Text)
+}
+
+// bracketed finds each "<...>" of letters and line breaks, masking what it holds.
+func bracketed(text string) []mask.Item {
+	var out []mask.Item
+	for _, loc := range regexp.MustCompile(`<([a-z\n]+)>`).FindAllStringSubmatchIndex(text, -1) {
+		out = append(out, mask.Item{From: loc[0], To: loc[1], Start: loc[2], End: loc[3], With: "[K]"})
+	}
+	return out
+}
+
+// With a find, the consecutive strings of an array are read side by side, as a list of
+// lines: a value cut across them is masked in every element it runs over, in a value, in a
+// tool call's arguments and in a transcript's. Strings of other arrays or other values, and
+// strings with a number between them, are read apart.
+func TestValueAcrossArrayElements(t *testing.T) {
+	s := &secret{}
+	v := map[string]any{"a": []any{"x <ab", "cd", "e> y"}, "b": []string{"<", "ab>"}, "c": []any{"<a", 1, "b>"},
+		"d": []any{"<a"}, "e": "b>"}
+	got, n := mask.Value(v, s.mask, bracketed)
+	assert.Equal(t, 2, n)
+	assert.Equal(t, map[string]any{"a": []any{"x <[K]", "", "> y"}, "b": []string{"<", "[K]>"}, "c": []any{"<a", 1, "b>"},
+		"d": []any{"<a"}, "e": "b>"}, got)
+	assert.Equal(t, []any{"x <ab", "cd", "e> y"}, v["a"], "v is untouched")
+
+	got, n = mask.Value(v, s.mask, nil)
+	assert.Zero(t, n, "without a find each string is read on its own")
+	assert.Equal(t, v, got)
+
+	args, ok := mask.Args(json.RawMessage(`{"lines":["<ab","cd>"],"n":2}`), s.mask, bracketed)
+	require.True(t, ok)
+	assert.JSONEq(t, `{"lines":["<[K]",">"],"n":2}`, string(args))
+
+	msgs := []runtime.Message{{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "c1", Name: "f", Arguments: json.RawMessage(`{"lines":["<ab","cd>"]}`)}}}}
+	out, ok := mask.Transcript{Mask: s.mask, Find: bracketed}.Messages("", msgs)
+	require.True(t, ok)
+	assert.JSONEq(t, `{"lines":["<[K]",">"]}`, string(out[0].ToolCalls[0].Arguments))
+	calls, err := mask.Calls(s.mask, bracketed)([]runtime.ToolUse{{Name: "f", Arguments: json.RawMessage(`["<ab","cd>"]`)}})
+	require.NoError(t, err)
+	assert.JSONEq(t, `["<[K]",">"]`, string(calls[0].Arguments))
 }

@@ -10,10 +10,12 @@ import (
 
 // Item is what a layer found in a text: the text [From, To) its rule matched, of which the
 // part [Start, End) is replaced by With (a password's value is masked, "password=" kept).
+// Label is what the layer calls it (pii: its kind); mask does not read it.
 type Item struct {
 	From, To   int
 	Start, End int
 	With       string
+	Label      string
 }
 
 // Find returns the items of a text, in order, their masked parts not overlapping.
@@ -58,13 +60,8 @@ func (t Transcript) AcrossParts(msgs []runtime.Message, find Find, turns bool) (
 		if nonEmpty(pieces) < 2 {
 			continue
 		}
-		changed := false
-		for _, sep := range []string{"", "\n"} {
-			if edited, ok := maskJoined(pieces, sep, find); ok {
-				pieces, changed = edited, true
-			}
-		}
-		if !changed {
+		pieces, found := Across(pieces, find, "", "\n")
+		if len(found) == 0 {
 			continue
 		}
 		if out == nil {
@@ -121,9 +118,45 @@ func withPieces(msg *runtime.Message, pieces []string) runtime.Message {
 	return out
 }
 
+// Across returns pieces with the items find finds in them read together, joined by each of
+// seps in turn, that run across two pieces or more masked, and those items (their offsets
+// are those of the joined text); without any, it returns pieces itself. The placeholder
+// takes the place of the masked part of an item in the first piece it starts in, its parts
+// in the pieces after it are removed, and the rest of every piece is kept.
+func Across(pieces []string, find Find, seps ...string) ([]string, []Item) {
+	var found []Item
+	for _, sep := range seps {
+		var items []Item
+		pieces, items = maskJoined(pieces, sep, find)
+		found = append(found, items...)
+	}
+	return pieces, found
+}
+
+// AcrossElements is Across for the consecutive strings of an array (jsonvalue.StringRuns),
+// read as a list of lines: joined by line breaks. A value a tool hands over as its lines (a
+// private key, a card number wrapped after a group) is found whole. They are not read run
+// together: the model reads quotes and commas between them, and an item ending one element
+// would otherwise take in the start of the next ("bob@example.com", "ok").
+func AcrossElements(elems []string, find Find) ([]string, []Item) {
+	return Across(elems, find, "\n")
+}
+
+// Elements returns the function jsonvalue.MapTextJoined reads the runs of consecutive strings
+// of an array with: AcrossElements, counting the items masked; nil for a nil find.
+func Elements(find Find) func([]string) ([]string, int) {
+	if find == nil {
+		return nil
+	}
+	return func(elems []string) ([]string, int) {
+		out, found := AcrossElements(elems, find)
+		return out, len(found)
+	}
+}
+
 // maskJoined finds the items of pieces joined by sep that run across two pieces or more, and
-// returns the pieces with them masked.
-func maskJoined(pieces []string, sep string, find Find) ([]string, bool) {
+// returns the pieces with them masked, and the items.
+func maskJoined(pieces []string, sep string, find Find) ([]string, []Item) {
 	starts := make([]int, len(pieces))
 	var b strings.Builder
 	for k, p := range pieces {
@@ -138,7 +171,7 @@ func maskJoined(pieces []string, sep string, find Find) ([]string, bool) {
 		with       string
 	}
 	edits := make([][]edit, len(pieces))
-	found := false
+	var found []Item
 	for _, it := range find(b.String()) {
 		// An item within one piece is masked with the piece itself.
 		first := -1
@@ -162,11 +195,13 @@ func maskJoined(pieces []string, sep string, find Find) ([]string, bool) {
 				with, placed = it.With, true
 			}
 			edits[k] = append(edits[k], edit{s - starts[k], e - starts[k], with})
-			found = true
+		}
+		if placed {
+			found = append(found, it)
 		}
 	}
-	if !found {
-		return pieces, false
+	if len(found) == 0 {
+		return pieces, nil
 	}
 	out := slices.Clone(pieces)
 	for k, es := range edits {
@@ -174,5 +209,5 @@ func maskJoined(pieces []string, sep string, find Find) ([]string, bool) {
 			out[k] = out[k][:es[j].start] + es[j].with + out[k][es[j].end:]
 		}
 	}
-	return out, true
+	return out, found
 }

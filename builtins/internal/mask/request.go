@@ -69,7 +69,7 @@ func (t Transcript) json(run string, raw json.RawMessage) (json.RawMessage, bool
 	if len(raw) == 0 || (t.Seen != nil && t.Seen.Has(run, string(raw))) {
 		return raw, false
 	}
-	red, ok := Args(raw, t.Mask)
+	red, ok := Args(raw, t.Mask, t.Find)
 	if !ok && t.Seen != nil {
 		t.Seen.Add(run, string(raw))
 	}

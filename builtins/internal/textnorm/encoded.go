@@ -57,46 +57,124 @@ func Encodings(text string) []Encoded {
 			continue
 		}
 		start := i
-		buf = buf[:0]
-		line := i // where the current line of the run starts
-		for {
-			for i < len(text) && b64[text[i]] {
-				i++
-			}
-			// A run wrapped over lines goes on after a line break when the line before it
-			// is long enough and a multiple of four characters.
-			brk := 0
-			if i < len(text) && text[i] == '\n' {
-				brk = 1
-			} else if i+1 < len(text) && text[i] == '\r' && text[i+1] == '\n' {
-				brk = 2
-			}
-			if brk == 0 || i-line < minWrapped || (i-line)%4 != 0 || i+brk >= len(text) || !b64[text[i+brk]] {
-				break
-			}
-			buf = append(buf, text[line:i]...)
-			i += brk
-			line = i
-		}
-		end := i
-		for k := 0; k < 2 && i < len(text) && text[i] == '='; k++ {
+		for i < len(text) && b64[text[i]] {
 			i++
 		}
-		if end-start < minBase64 {
+		if i-start < minBase64 {
+			continue // too short to decode, and to go on over a line break
+		}
+		end, padded, wrapped := i, i, false
+		if lineBreak(text, i) > 0 {
+			end, padded, wrapped = base64Run(text, start)
+		} else {
+			for k := 0; k < 2 && padded < len(text) && text[padded] == '='; k++ {
+				padded++
+			}
+		}
+		i = padded
+		if !wrapped {
+			if pieces := decodeRun(text[start:end]); pieces != "" {
+				out = append(out, Encoded{Start: start, End: padded, Text: pieces})
+			}
 			continue
 		}
-		var run string
-		if len(buf) > 0 {
-			buf = append(buf, text[line:end]...)
-			run = string(buf)
-		} else {
-			run = text[start:end]
+		buf = buf[:0]
+		for k := start; k < end; k++ {
+			if c := text[k]; c != '\n' && c != '\r' {
+				buf = append(buf, c)
+			}
 		}
-		if pieces := decodeRun(run); pieces != "" {
-			out = append(out, Encoded{Start: start, End: i, Text: pieces})
+		run := string(buf)
+		pieces := decodeRun(run)
+		// A short last line may be a word of the text after the run, glued to it ("done"
+		// under a value's encoding): the run is read without it too.
+		if last := end - strings.LastIndexByte(text[start:end], '\n') - start - 1; last < minWrapped {
+			if more := decodeRun(run[:len(run)-last]); more != "" && more != pieces {
+				pieces = strings.TrimPrefix(pieces+"\n"+more, "\n")
+			}
+		}
+		if pieces != "" {
+			out = append(out, Encoded{Start: start, End: padded, Text: pieces})
 		}
 	}
 	return out
+}
+
+// base64Run returns the end of the run of the base64 alphabets (either one) that starts at
+// start in text, as Encodings reads it: a run wrapped over lines goes on after a line break
+// when the line before it (from the run's start on its first line) is 16 characters or more
+// and a multiple of four, and the next line starts with a character of the alphabet. padded
+// is the end after the run's padding ("=" or "=="), and wrapped tells whether the run holds
+// line breaks.
+func base64Run(text string, start int) (end, padded int, wrapped bool) {
+	i := start
+	line := i // where the current line of the run starts
+	for {
+		for i < len(text) && b64[text[i]] {
+			i++
+		}
+		brk := lineBreak(text, i)
+		if brk == 0 || !wrapsOn(i-line) || i+brk >= len(text) || !b64[text[i+brk]] {
+			break
+		}
+		i += brk
+		line = i
+		wrapped = true
+	}
+	end = i
+	for k := 0; k < 2 && i < len(text) && text[i] == '='; k++ {
+		i++
+	}
+	return end, i, wrapped
+}
+
+// lineBreak returns the length of the line break at i in text ("\n" or "\r\n"), or 0.
+func lineBreak(text string, i int) int {
+	if i < len(text) && text[i] == '\n' {
+		return 1
+	}
+	if i+1 < len(text) && text[i] == '\r' && text[i+1] == '\n' {
+		return 2
+	}
+	return 0
+}
+
+// wrapsOn reports whether a line of n characters of a base64 run may be followed by more of
+// the run after its line break.
+func wrapsOn(n int) bool { return n >= minWrapped && n%4 == 0 }
+
+// WrappedRunStart returns, for a text that ends in a line break, where the base64 run that
+// ends its last line starts when that run may go on over the line break (base64Run: the text
+// still to come may continue it), or -1. A stream released line by line holds the text from
+// there, so that the run is read whole once it ends. The run may start lines before the last
+// one, which it is wrapped over.
+func WrappedRunStart(text string) int {
+	end := len(text) - 1
+	if end < 0 || text[end] != '\n' {
+		return -1
+	}
+	if end > 0 && text[end-1] == '\r' {
+		end--
+	}
+	from := -1
+	for {
+		k := end
+		for k > 0 && b64[text[k-1]] {
+			k--
+		}
+		if !wrapsOn(end - k) {
+			return from
+		}
+		from = k
+		// A run that starts its line may go on from the line before.
+		if k == 0 || text[k-1] != '\n' {
+			return from
+		}
+		end = k - 1
+		if end > 0 && text[end-1] == '\r' {
+			end--
+		}
+	}
 }
 
 // decodeRun returns the printable pieces of run's decodings as hex and as base64, joined by

@@ -35,20 +35,59 @@ func TestEncodings(t *testing.T) {
 		{"words", "internationalization responsibilities Supercalifragilistic", nil},
 		{"hash", "sha256:" + hex.EncodeToString(sha256.New().Sum(nil)) + " " + base64.StdEncoding.EncodeToString(sha256.New().Sum(nil)), nil},
 		{"short", base64.StdEncoding.EncodeToString([]byte("a@b.c")), nil},
+		{"shortest", "k " + base64.RawStdEncoding.EncodeToString([]byte("jo@ex.io")) + ".", []Encoded{{2, 13, "jo@ex.io"}}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			assert.Equal(t, tt.want, Encodings(tt.text))
 		})
 	}
+	// A word of the next line glued to a wrapped run as its last line does not hide the
+	// run's value.
+	enc := base64.StdEncoding.EncodeToString([]byte("SSN 078-05-1120")) // 20 characters
+	got := Encodings("sure:\n" + enc + "\ndone")
+	if assert.Len(t, got, 1) {
+		assert.Contains(t, strings.Split(got[0].Text, "\n"), "SSN 078-05-1120")
+		assert.Equal(t, len("sure:\n"+enc+"\ndone"), got[0].End)
+	}
+
 	r := rand.New(rand.NewPCG(1, 2))
 	bin := make([]byte, 1<<16)
 	for i := range bin {
 		bin[i] = byte(r.Uint32())
 	}
-	got := Encodings(base64.StdEncoding.EncodeToString(bin))
+	got = Encodings(base64.StdEncoding.EncodeToString(bin))
 	assert.LessOrEqual(t, len(got), 1)
 	for _, e := range got {
 		assert.Less(t, len(e.Text), 64, "random bytes hold short printable pieces only")
+	}
+}
+
+// TestWrappedRunStart: a text released line by line is held from the start of the base64 run
+// that ends its last line when the next line may go on with it, as base64Run reads a wrapped
+// run; the lines of a wrapped run are held from its first.
+func TestWrappedRunStart(t *testing.T) {
+	line := strings.Repeat("QUJD", 4) // 16 characters
+	for _, tt := range []struct {
+		text string
+		want int
+	}{
+		{"here:\n" + line + "\n", 6},
+		{"here: " + line + "\r\n", 6},
+		{"x\n" + line + line + "\n" + line + "\n", 2},
+		{"x\n" + line + "ab\n" + line + "\n", 2 + len(line) + 3},
+		{"x\n" + line[:12] + "\n", -1},
+		{"x\n" + line + "a\n", -1},
+		{"x\n" + line + ".\n", -1},
+		{"x\n" + line, -1},
+		{"", -1},
+		{"\n", -1},
+		{line + "\n", 0},
+	} {
+		assert.Equal(t, tt.want, WrappedRunStart(tt.text), "%q", tt.text)
+		if tt.want >= 0 {
+			end, _, _ := base64Run(tt.text+line, tt.want)
+			assert.Equal(t, len(tt.text)+len(line), end, "the run goes on over the line break: %q", tt.text)
+		}
 	}
 }
 
