@@ -4,6 +4,7 @@ package vet
 var Suite = []*Rule{
 	Cycle,
 	CompactionBeforeMeter,
+	CompactionBeforeMaxTokens,
 	AuditTrail,
 	RetrySideEffect,
 	RetryUnknownEffects,
