@@ -249,7 +249,7 @@ func changedFields(old, next StateSite, tool string, w identified) (fields, was,
 	}
 	if nk := n[tool]; nk.Store == w.Store && nk.id != w.id {
 		fields = append(fields, "stores."+StoreName(w.Store))
-		was, now = append(was, describeStore(old.Plan, w.Store)), append(now, describeStore(next.Plan, nk.Store))
+		was, now = append(was, storeAttrs(old.Plan.Stores[w.Store])), append(now, storeAttrs(next.Plan.Stores[nk.Store]))
 	}
 	return fields, was, now
 }
@@ -326,7 +326,7 @@ func storeIdentity(p *plan.Plan, name string) string {
 	return strings.Join([]string{s.Kind, url, prefix, s.Path}, "\x00")
 }
 
-// describeStore names store name of p in words: `store "shared" (redis,
+// describeStore names store name of p in words: `in store "shared" (redis,
 // url_env REDIS_URL, prefix billing)`, "in process memory".
 func describeStore(p *plan.Plan, name string) string {
 	s, declared := p.Stores[name]
@@ -336,6 +336,12 @@ func describeStore(p *plan.Plan, name string) string {
 		}
 		return fmt.Sprintf("in store %q", name)
 	}
+	return fmt.Sprintf("in store %q (%s)", name, storeAttrs(s))
+}
+
+// storeAttrs describes where s keeps its data: "redis, url_env REDIS_URL,
+// prefix billing" (never a URL's credentials).
+func storeAttrs(s plan.Store) string {
 	parts := []string{s.Kind}
 	switch {
 	case s.URL != "":
@@ -349,7 +355,7 @@ func describeStore(p *plan.Plan, name string) string {
 	if s.Prefix != "" {
 		parts = append(parts, "prefix "+s.Prefix)
 	}
-	return fmt.Sprintf("in store %q (%s)", name, strings.Join(parts, ", "))
+	return strings.Join(parts, ", ")
 }
 
 // RedactURL keeps a server URL's scheme, host and path, dropping the user,
