@@ -492,7 +492,9 @@ func (s *Server) install(g *generation) {
 // pipeline in when that succeeds. Requests in flight finish on the old
 // pipeline, which is closed after the last of them. On failure the old
 // pipeline stays and the error (with the diagnostics) is logged and
-// returned.
+// returned. Each layer whose state the change leaves behind is logged; a
+// change that starts idempotency records afresh is refused (ErrStateReset)
+// unless Options.AllowStateReset.
 func (s *Server) Reload(ctx context.Context) error {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
