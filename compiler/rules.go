@@ -338,5 +338,6 @@ func Rules() []Rule {
 	out = append(out, loadRules...)
 	out = append(out, celRules...)
 	out = append(out, orderRules()...)
+	out = append(out, baselineRules...)
 	return out
 }

@@ -32,6 +32,9 @@ type Case struct {
 	// has no want/prove. ProveK is the exploration's depth.
 	WantProve []string
 	ProveK    int
+	// Baseline is set when the case has baseline/ files: the policy
+	// deployed before, vetted against as agentc vet -baseline does.
+	Baseline bool
 }
 
 // DefaultProveK is the depth of a want/prove case without a k= line.
@@ -68,6 +71,8 @@ func ParseFile(path, root string) (*Case, error) {
 		switch {
 		case strings.HasPrefix(f.Name, "policy/"):
 			hasPolicy = true
+		case strings.HasPrefix(f.Name, "baseline/"):
+			c.Baseline = true
 		case f.Name == "want/vet":
 			c.WantVet = []string{}
 			sc := bufio.NewScanner(strings.NewReader(string(f.Data)))
@@ -121,6 +126,9 @@ func ParseFile(path, root string) (*Case, error) {
 	if c.WantVet == nil && c.Scenario == nil && c.WantProve == nil {
 		return nil, fmt.Errorf("%s: neither want/vet, scenario.json nor want/prove", path)
 	}
+	if c.Baseline && c.WantVet == nil {
+		return nil, fmt.Errorf("%s: baseline/ goes with want/vet", path)
+	}
 	if (c.Scenario == nil) != (c.WantRun == nil) {
 		return nil, fmt.Errorf("%s: scenario.json and want/run.json go together", path)
 	}
@@ -142,11 +150,11 @@ func checkVetLine(line string) error {
 	return nil
 }
 
-// Extract writes the policy files into dir and returns the policy
-// directory.
+// Extract writes the policy files (and the baseline's) into dir and
+// returns the policy directory; the baseline's is beside it, "baseline".
 func (c *Case) Extract(dir string) (string, error) {
 	for _, f := range c.Archive.Files {
-		if !strings.HasPrefix(f.Name, "policy/") {
+		if !strings.HasPrefix(f.Name, "policy/") && !strings.HasPrefix(f.Name, "baseline/") {
 			continue
 		}
 		p := filepath.Join(dir, filepath.FromSlash(f.Name))

@@ -35,6 +35,11 @@ func TestConformance(t *testing.T) {
 			require.NoError(t, err)
 			comp, err := compiler.Compile(context.Background(), []string{dir}, compiler.Options{})
 			require.NoError(t, err)
+			if c.Baseline {
+				old, err := compiler.LoadBaseline(context.Background(), filepath.Join(filepath.Dir(dir), "baseline"), compiler.Options{})
+				require.NoError(t, err)
+				comp.CompareBaseline(old)
+			}
 			if c.WantVet != nil {
 				got := []string{}
 				for _, d := range comp.Diagnostics {

@@ -209,7 +209,7 @@ func (pl *Pipeline) Checkpointer(store string) (*Checkpointer, error) {
 		return nil, err
 	}
 	pl.recordRuns.Store(true)
-	return &Checkpointer{pl: pl, store: cs, name: storeName(store), keep: -1}, nil
+	return &Checkpointer{pl: pl, store: cs, name: StoreName(store), keep: -1}, nil
 }
 
 // Checkpoints returns the checkpointer of the store named store, resolved
@@ -220,7 +220,7 @@ func (b *BuildContext) Checkpoints(store string) (*Checkpointer, error) {
 		return nil, err
 	}
 	b.p.recordRuns.Store(true)
-	return &Checkpointer{pl: b.p, store: cs, name: storeName(store), keep: -1}, nil
+	return &Checkpointer{pl: b.p, store: cs, name: StoreName(store), keep: -1}, nil
 }
 
 // KeepCheckpoints declares that the saves of the pipeline's runs in the
@@ -232,11 +232,11 @@ func (b *BuildContext) KeepCheckpoints(store string, n int) {
 	if b.p.checkpointKeep == nil {
 		b.p.checkpointKeep = map[string]int{}
 	}
-	b.p.checkpointKeep[storeName(store)] = n
+	b.p.checkpointKeep[StoreName(store)] = n
 }
 
-// storeName is the name of a store, "" being the default store.
-func storeName(store string) string {
+// StoreName is the name of a store, "" being the default store.
+func StoreName(store string) string {
 	if store == "" {
 		return DefaultStore
 	}

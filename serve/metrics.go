@@ -61,7 +61,7 @@ func newMetrics(reg *prometheus.Registry, bodyBytes func() int64) *metrics {
 			Help: "Upstream MCP tools the policy generation served withholds, their definition blocked by a security layer, by server and layer."},
 			[]string{"server", "layer"}),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentc_serve_reloads_total",
-			Help: "Policy reloads by result (ok, failed)."}, []string{"result"}),
+			Help: "Policy reloads by result (ok, failed, refused)."}, []string{"result"}),
 		generation: prometheus.NewGauge(prometheus.GaugeOpts{Name: "agentc_serve_policy_generation",
 			Help: "The number of the policy generation being served (1 at start, +1 per successful reload)."}),
 	}
@@ -73,5 +73,6 @@ func newMetrics(reg *prometheus.Registry, bodyBytes func() int64) *metrics {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reloads.WithLabelValues("ok")
 	m.reloads.WithLabelValues("failed")
+	m.reloads.WithLabelValues("refused")
 	return m
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -136,6 +137,12 @@ type Options struct {
 	// changes (default 1s; negative: never). A change is reloaded once the
 	// files have stood still for one interval.
 	WatchInterval time.Duration
+	// AllowStateReset applies a reload whose change starts idempotency
+	// records afresh (runtime.StateChanges: a side-effecting call made
+	// before the change would run again if repeated). Without it such a
+	// reload is refused (ErrStateReset), the previous policy serving on.
+	// Every other state a change leaves behind is logged, not refused.
+	AllowStateReset bool
 }
 
 func (o *Options) defaults() {
@@ -283,8 +290,38 @@ func (s *Server) load(ctx context.Context) (*generation, error) {
 	s.watched, s.watchDirs = takeFingerprint(ld.Files, ld.WatchDirs), ld.WatchDirs
 	if !first {
 		s.watched = s.watched.asBefore(before)
+		if err := s.checkStateChanges(s.cur.Load().plan, ld.Plan); err != nil {
+			return nil, err
+		}
 	}
 	return s.build(ctx, ld)
+}
+
+// ErrStateReset marks a reload refused because its change would start
+// idempotency records afresh (Options.AllowStateReset).
+var ErrStateReset = errors.New("serve: the change starts idempotency records afresh")
+
+// checkStateChanges logs each layer whose state the change from old to
+// next leaves behind (runtime.StateChanges), and refuses the change when
+// it leaves idempotency records behind, unless AllowStateReset.
+func (s *Server) checkStateChanges(old, next *plan.Plan) error {
+	var repeats []string
+	for _, c := range runtime.StateChanges(old, next) {
+		s.log.Warn("the policy change leaves shared state behind", "stage", c.Stage, "layer", c.Layer, "pos", c.Pos,
+			"fields", c.Fields, "tool", c.Tool, "detail", c.Message())
+		if c.Repeats {
+			repeats = append(repeats, fmt.Sprintf("%s (%s)", c.Tool, strings.Join(c.Fields, ", ")))
+		}
+	}
+	if len(repeats) == 0 {
+		return nil
+	}
+	if s.opts.AllowStateReset {
+		s.log.Warn("applying a change that starts idempotency records afresh, as allowed (-allowreset)", "tools", repeats)
+		return nil
+	}
+	return fmt.Errorf("%w for %s: calls made before it would run again if repeated; keep the keys as deployed, or apply it by restarting (or with -allowreset)",
+		ErrStateReset, strings.Join(repeats, "; "))
 }
 
 // generation is one loaded policy: its plan, pipeline, keys and upstream
@@ -455,7 +492,9 @@ func (s *Server) install(g *generation) {
 // pipeline in when that succeeds. Requests in flight finish on the old
 // pipeline, which is closed after the last of them. On failure the old
 // pipeline stays and the error (with the diagnostics) is logged and
-// returned.
+// returned. Each layer whose state the change leaves behind is logged; a
+// change that starts idempotency records afresh is refused (ErrStateReset)
+// unless Options.AllowStateReset.
 func (s *Server) Reload(ctx context.Context) error {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
@@ -463,6 +502,11 @@ func (s *Server) Reload(ctx context.Context) error {
 		return errors.New("serve: server is closed")
 	}
 	g, err := s.load(ctx)
+	if errors.Is(err, ErrStateReset) {
+		s.metrics.reloads.WithLabelValues("refused").Inc()
+		s.log.Error("reload refused; still serving the previous policy", "generation", s.cur.Load().n, "error", err)
+		return err
+	}
 	if err != nil {
 		s.metrics.reloads.WithLabelValues("failed").Inc()
 		// The files name what failed: a plan's build errors do not.

@@ -144,6 +144,29 @@ func (m *Idempotent) key(c *runtime.ToolCall) (string, error) {
 	return k, nil
 }
 
+// StateKeys implements runtime.StateKeyer: for each side-effecting tool the
+// layer applies to, the key of a sample call of it (its key arguments,
+// each with a value of its own).
+func (m *Idempotent) StateKeys(at runtime.StateSite) []runtime.StateKey {
+	m.name = at.Name()
+	var out []runtime.StateKey
+	for _, tool := range at.SideEffectingTools() {
+		args := map[string]any{}
+		for _, a := range m.KeyArgs {
+			args[a] = "sample-" + a
+		}
+		c := &runtime.ToolCall{Name: tool, Args: args, Meta: runtime.Meta{Run: runtime.SampleRun}}
+		key, err := m.key(c)
+		if err != nil {
+			continue
+		}
+		out = append(out, runtime.StateKey{Store: runtime.StoreName(m.Store), Key: key, Tool: tool, Repeats: true,
+			What: "idempotency records of " + tool,
+			Then: "calls of " + tool + " made before the change run again if repeated"})
+	}
+	return out
+}
+
 // WrapTool implements runtime.ToolWrapper.
 func (m *Idempotent) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 	return func(ctx context.Context, c *runtime.ToolCall) (any, error) {

@@ -126,6 +126,13 @@ func (m *Memoize) key(stage string, run runtime.Run, target string, input []byte
 	return "agentc/memoize/" + hex.EncodeToString(h.Sum(nil))
 }
 
+// StateKeys implements runtime.StateKeyer: the entry of a sample call.
+func (m *Memoize) StateKeys(at runtime.StateSite) []runtime.StateKey {
+	m.name = at.Name()
+	return []runtime.StateKey{{Store: runtime.StoreName(m.Store), Key: m.key(string(at.Stage), runtime.SampleRun, "sample-target", []byte("sample-input")),
+		What: "cached entries", Then: "every call misses until the cache fills again, and the old entries stay until their ttl"}}
+}
+
 func (m *Memoize) get(ctx context.Context, key string) ([]byte, bool) {
 	b, ok, err := m.kv.Get(ctx, key)
 	if err != nil {

@@ -89,7 +89,7 @@ const runLedgerTTL = 24 * time.Hour
 // Provision records the model rates and resolves the ledgers.
 func (m *Meter) Provision(b *runtime.BuildContext) error {
 	m.name = b.Name()
-	m.prefix = "agentc/meter/" + string(b.Stage) + "/" + m.name + "/"
+	m.prefix = keyPrefix(b.Stage, m.name)
 	m.rates = b.Plan.Models
 	m.logger = b.Logger
 	m.clock = b.Clock()
@@ -117,6 +117,19 @@ func (m *Meter) Validate() error {
 		return fmt.Errorf("lease must be positive, got %s", m.Lease.D())
 	}
 	return nil
+}
+
+// keyPrefix is the start of the ledger keys of the meter named name in the
+// stage's chain.
+func keyPrefix(stage plan.Stage, name string) string {
+	return "agentc/meter/" + string(stage) + "/" + name + "/"
+}
+
+// StateKeys implements runtime.StateKeyer: the ledger of the sample run.
+func (m *Meter) StateKeys(at runtime.StateSite) []runtime.StateKey {
+	m.prefix = keyPrefix(at.Stage, at.Name())
+	return []runtime.StateKey{{Store: m.Store, Key: m.key(runtime.SampleRun), What: "budget ledgers",
+		Then: "what was spent before the change no longer counts against the budget"}}
 }
 
 // key returns the ledger key of run: its own (scope "run"), its tenant's

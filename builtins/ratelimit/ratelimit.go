@@ -57,7 +57,7 @@ type RateLimit struct {
 func (r *RateLimit) Provision(b *runtime.BuildContext) error {
 	r.name = b.Name()
 	r.clock = b.Clock()
-	r.prefix = "agentc/rate/" + string(b.Stage) + "/" + r.name + "/" + r.Scope + "/"
+	r.prefix = r.keyPrefix(b.Stage, r.name)
 	if r.Limiter == "" {
 		l, err := b.RateLimiter(r.Store)
 		if err != nil {
@@ -70,7 +70,6 @@ func (r *RateLimit) Provision(b *runtime.BuildContext) error {
 	if err := r.checkShared(b.Plan); err != nil {
 		return err
 	}
-	r.prefix = "agentc/rate/limiter/" + r.Limiter + "/" + r.Scope + "/"
 	var err error
 	v := b.Shared(ID+"/limiter/"+r.Limiter, func() any {
 		var l runtime.RateLimiter
@@ -83,6 +82,22 @@ func (r *RateLimit) Provision(b *runtime.BuildContext) error {
 	r.limiter = v.(runtime.RateLimiter)
 	r.shared = !runtime.InProcess(r.limiter)
 	return nil
+}
+
+// keyPrefix is the start of the bucket keys of the layer named name in the
+// stage's chain: its shared limiter's when it names one.
+func (r *RateLimit) keyPrefix(stage plan.Stage, name string) string {
+	if r.Limiter != "" {
+		return "agentc/rate/limiter/" + r.Limiter + "/" + r.Scope + "/"
+	}
+	return "agentc/rate/" + string(stage) + "/" + name + "/" + r.Scope + "/"
+}
+
+// StateKeys implements runtime.StateKeyer: the bucket of the sample run.
+func (r *RateLimit) StateKeys(at runtime.StateSite) []runtime.StateKey {
+	r.prefix = r.keyPrefix(at.Stage, at.Name())
+	return []runtime.StateKey{{Store: r.Store, Key: r.key(runtime.SampleRun), What: "rate-limit buckets",
+		Then: "they start full, so callers get a whole burst again at once"}}
 }
 
 // shape is what every layer of a shared limiter must agree on.

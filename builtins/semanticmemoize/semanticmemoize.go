@@ -103,6 +103,13 @@ func (m *SemanticMemoize) partition(stage string, run runtime.Run, target string
 	return part
 }
 
+// StateKeys implements runtime.StateKeyer: the partition of a sample call.
+func (m *SemanticMemoize) StateKeys(at runtime.StateSite) []runtime.StateKey {
+	m.name = at.Name()
+	return []runtime.StateKey{{Store: runtime.StoreName(m.Index), Key: m.partition(string(at.Stage), runtime.SampleRun, "sample-target"),
+		What: "cached entries", Then: "every call misses until the index fills again, and the old entries stay until their ttl"}}
+}
+
 // toolCandidates is how many nearest entries a tool call's lookup examines
 // for one whose arguments equal the call's.
 const toolCandidates = 8

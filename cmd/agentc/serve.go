@@ -41,6 +41,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 	maxRuns := fs.Int("maxruns", 10000, "named runs a tenant keeps (more: its runs idle the longest end)")
 	maxSessions := fs.Int("maxsessions", 1000, "MCP sessions a key keeps open (more: those used the longest ago are closed)")
 	logFormat := fs.String("log", "text", "access and server log format: text or json")
+	allowReset := fs.Bool("allowreset", false, "apply a reload whose change starts idempotency records afresh (calls made before it would run again if repeated); without it such a reload is refused")
 	metricsAddr := fs.String("metrics", "", "serve /metrics, /healthz and /readyz on this address (an internal one), and /metrics no longer on -listen")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
@@ -119,7 +120,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 		MaxToolResultBytes: *maxResult, MaxRuns: *maxRuns, MaxSessions: *maxSessions,
 		MaxMessages: unbounded(*maxMessages), MaxParts: unbounded(*maxParts), MaxInFlight: unbounded(*maxInFlight),
 		MaxInFlightBytes: *maxInFlightBytes,
-		MetricsElsewhere: *metricsAddr != "",
+		MetricsElsewhere: *metricsAddr != "", AllowStateReset: *allowReset,
 	})
 	if err != nil {
 		return fail(env, "serve %s: %v", fs.Arg(0), err)

@@ -15,6 +15,7 @@ import (
 	"github.com/agentc-dev/agentc/compiler"
 	"github.com/agentc-dev/agentc/compiler/sarif"
 	"github.com/agentc-dev/agentc/dsl"
+	"github.com/agentc-dev/agentc/runtime/plan"
 )
 
 func cmdVet(ctx context.Context, env *cliEnv, args []string) int {
@@ -23,6 +24,7 @@ func cmdVet(ctx context.Context, env *cliEnv, args []string) int {
 	format := fs.String("format", "text", "output `format`: text (lines on standard error), json or sarif (SARIF 2.1.0; both on standard output)")
 	strict := fs.Bool("strict", false, "exit 1 on warnings too")
 	rules := fs.Bool("rules", false, "list every rule id with its title")
+	baseline := fs.String("baseline", "", "compare with the deployed policy at `OLD` (a policy directory, .cue file or plan.json) and warn of each layer whose shared state the change leaves behind (state/reset)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -54,12 +56,23 @@ func cmdVet(ctx context.Context, env *cliEnv, args []string) int {
 	if err != nil {
 		return fail(env, "%v", err)
 	}
+	var old *plan.Plan
+	if *baseline != "" {
+		if len(policies) != 1 {
+			fmt.Fprintln(env.stderr, "agentc vet: -baseline compares one policy: give one directory, or its .cue files")
+			return exitUsage
+		}
+		if old, err = compiler.LoadBaseline(ctx, *baseline, compiler.Options{Timeout: env.timeout}); err != nil {
+			return fail(env, "-baseline: %v", err)
+		}
+	}
 	var all dsl.Diagnostics
 	for _, paths := range policies {
 		c, err := compiler.Compile(ctx, paths, compiler.Options{Timeout: env.timeout})
 		if err != nil {
 			return fail(env, "%v", err)
 		}
+		c.CompareBaseline(old)
 		all = append(all, c.Diagnostics...)
 	}
 	all = all.Relative(env.wd).Sort()

@@ -2,13 +2,13 @@ package explain
 
 import (
 	"fmt"
-	"net/url"
 	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/agentc-dev/agentc/compiler/vet"
 	"github.com/agentc-dev/agentc/dsl"
+	"github.com/agentc-dev/agentc/runtime"
 )
 
 // Explanation is what agentc explain shows about a policy.
@@ -208,7 +208,7 @@ func stateLine(u vet.StateUse) string {
 		if u.Decl.URLEnv != "" {
 			where = append(where, "url_env "+u.Decl.URLEnv)
 		} else if u.Decl.URL != "" {
-			where = append(where, "url "+redactURL(u.Decl.URL))
+			where = append(where, "url "+runtime.RedactURL(u.Decl.URL))
 		}
 		if u.Decl.Prefix != "" {
 			where = append(where, "prefix "+u.Decl.Prefix)
@@ -224,16 +224,6 @@ func stateLine(u vet.StateUse) string {
 		who = "a kind the host registers: who shares it depends on that kind"
 	}
 	return fmt.Sprintf("state: %s in store %q (%s): %s", u.What, u.Store, strings.Join(where, ", "), who)
-}
-
-// redactURL keeps a server URL's scheme, host and path, dropping the user,
-// password and query (which may hold a password).
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return "(set in the policy)"
-	}
-	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
 }
 
 // relPos formats pos as file:line with the file relative to the policy

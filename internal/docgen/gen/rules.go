@@ -176,7 +176,11 @@ func writePolicy(b *strings.Builder, e *policyExample) {
 			lang = "json"
 		}
 		if len(e.Files) > 1 {
-			fmt.Fprintf(b, "`%s`:\n\n", filepath.Base(f.Name))
+			name := "`" + filepath.Base(f.Name) + "`"
+			if strings.HasPrefix(f.Name, "baseline/") {
+				name = "The deployed policy (`-baseline`), " + name
+			}
+			fmt.Fprintf(b, "%s:\n\n", name)
 		}
 		fmt.Fprintf(b, "```%s\n%s\n```\n\n", lang, strings.TrimRight(string(f.Data), "\n"))
 	}
@@ -186,7 +190,7 @@ func writePolicy(b *strings.Builder, e *policyExample) {
 // in its archive under compiler/vet/testdata; for the others, among the
 // conformance cases.
 func ruleExamples(root string, r compiler.Rule, cases []*conformance.Case) (fail, pass *policyExample, more []string, err error) {
-	if strings.HasPrefix(r.ID, "order/") || strings.HasPrefix(r.ID, "guard/") || strings.HasPrefix(r.ID, "state/") {
+	if (strings.HasPrefix(r.ID, "order/") || strings.HasPrefix(r.ID, "guard/") || strings.HasPrefix(r.ID, "state/")) && r.ID != compiler.RuleStateReset {
 		if f, p, err := vetExamples(root, r.ID); err != nil || f != nil {
 			return f, p, nil, err
 		}
@@ -250,6 +254,11 @@ func caseExample(c *conformance.Case, rule string) *policyExample {
 		}
 	}
 	for _, f := range c.Archive.Files {
+		if strings.HasPrefix(f.Name, "baseline/") {
+			// The deployed policy a baseline case compares with.
+			e.Files = append(e.Files, f)
+			continue
+		}
 		if !strings.HasPrefix(f.Name, "policy/") {
 			continue
 		}

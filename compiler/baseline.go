@@ -1,0 +1,106 @@
+package compiler
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/agentc-dev/agentc/dsl"
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+)
+
+// RuleStateReset is the rule of a layer whose shared state a policy change
+// leaves behind (agentc vet -baseline).
+const RuleStateReset = "state/reset"
+
+// baselineRules are the rules that compare a policy with what is deployed.
+var baselineRules = []Rule{
+	{RuleStateReset, dsl.Warning, "a change from the deployed policy (vet -baseline) leaves a layer's shared state behind", `
+Reported only by agentc vet -baseline OLD, OLD being what is deployed (a
+policy directory or .cue files, or a plan.json): the state of a layer
+(idempotency records, budget ledgers, rate-limit buckets, cached entries)
+is keyed by what the layer names, not by the policy's version, so a
+change that moves the key leaves the state the deployed version kept
+behind, and the new version starts afresh. Changing an idempotent layer's
+key_args from ["order_id"] to ["order_id", "amount"] runs a refund made
+before the change again when it is retried after it; renaming a meter, or
+changing its scope, gives every tenant its whole budget again; renaming a
+rate_limit, or changing its scope or limiter, gives every caller a full
+burst; a memoize's scope or single_flight, or a store pointed elsewhere
+(another store, or the same name with another kind, address or prefix),
+empties the cache. The warning is at the field that changed in the new
+policy, and names the tool, what starts afresh and the store that keeps
+the old state. A layer is compared with the layer of its chain with its
+kind and name, else with the only one of its kind in both versions; a
+layer added or removed is not reported, nor are changes that keep the
+keys (ttl, budget, rate, a store renamed with the same declaration).
+agentc serve compares a reload the same way (docs/serve.md).`},
+}
+
+// LoadBaseline returns the plan of the policy at path, what is deployed: a
+// plan (.json) as it is, or the policy (a directory or .cue file) compiled,
+// which must compile without errors.
+func LoadBaseline(ctx context.Context, path string, opts Options) (*plan.Plan, error) {
+	if strings.HasSuffix(path, ".json") {
+		return plan.Load(path)
+	}
+	c, err := Compile(ctx, []string{path}, opts)
+	if err != nil {
+		return nil, err
+	}
+	if c.Plan == nil {
+		var first string
+		for _, d := range c.Diagnostics.Sort() {
+			if d.Severity == dsl.Error {
+				first = d.String()
+				break
+			}
+		}
+		return nil, fmt.Errorf("baseline %s does not compile: %s", path, first)
+	}
+	return c.Plan, nil
+}
+
+// CompareBaseline reports, as state/reset warnings, each layer whose state
+// the policy, changed from old (the deployed plan), leaves behind
+// (runtime.StateChanges), each at the field that changed. A policy that did
+// not compile to a plan is not compared.
+func (c *Compilation) CompareBaseline(old *plan.Plan) {
+	if c.Plan == nil || c.Policy == nil || old == nil {
+		return
+	}
+	for _, ch := range runtime.StateChanges(old, c.Plan) {
+		c.report(dsl.Warnf(c.changePos(ch), RuleStateReset, "%s", ch.Message()))
+	}
+}
+
+// changePos is the position of the first field of ch in the policy: the
+// layer's field, its name, or the declaration of the store it names.
+func (c *Compilation) changePos(ch runtime.StateChange) dsl.Pos {
+	var entry *dsl.Entry
+	for _, e := range c.Policy.Chains[string(ch.Stage)] {
+		if e.Name == ch.Layer {
+			entry = e
+			break
+		}
+	}
+	if entry == nil {
+		return dsl.Pos{}
+	}
+	if len(ch.Fields) == 0 {
+		return entry.Pos
+	}
+	f := ch.Fields[0]
+	switch {
+	case f == "name" && entry.NamePos.IsValid():
+		return entry.NamePos
+	case f == "name":
+		return entry.Pos
+	case strings.HasPrefix(f, "stores."):
+		if s := c.Policy.Stores[strings.TrimPrefix(f, "stores.")]; s != nil {
+			return s.Pos
+		}
+	}
+	return entry.FieldPos(f)
+}
