@@ -195,7 +195,6 @@ type Span struct {
 	Depth      int            `json:"depth"`
 	Status     string         `json:"status,omitempty"`
 	Attributes map[string]any `json:"attributes,omitempty"`
-	Duration   time.Duration  `json:"-"`
 }
 
 // scenarioGrace is the most real time a scenario's virtual clock grants the
@@ -1208,7 +1207,7 @@ func spans(ended []sdktrace.ReadOnlySpan) []Span {
 			}
 		}
 		depth[s.SpanContext().SpanID().String()] = d
-		sp := Span{Name: s.Name(), Depth: d, Duration: s.EndTime().Sub(s.StartTime())}
+		sp := Span{Name: s.Name(), Depth: d}
 		if st := s.Status(); st.Code.String() == "Error" {
 			sp.Status = "error: " + st.Description
 		}
@@ -1224,7 +1223,8 @@ func spans(ended []sdktrace.ReadOnlySpan) []Span {
 }
 
 // WriteTrace prints the recorded spans as an indented tree, one per line:
-// name, duration, status and attributes.
+// name, status and attributes. No duration: a span's times are the wall
+// clock's, not the run's, and would make two runs of a scenario differ.
 func (r *Result) WriteTrace(w io.Writer) error {
 	for _, s := range r.Trace {
 		keys := make([]string, 0, len(s.Attributes))
@@ -1233,7 +1233,7 @@ func (r *Result) WriteTrace(w io.Writer) error {
 		}
 		sort.Strings(keys)
 		var b strings.Builder
-		fmt.Fprintf(&b, "%s%s %s", strings.Repeat("  ", s.Depth), s.Name, s.Duration.Round(time.Microsecond))
+		fmt.Fprintf(&b, "%s%s", strings.Repeat("  ", s.Depth), s.Name)
 		if s.Status != "" {
 			fmt.Fprintf(&b, " [%s]", s.Status)
 		}

@@ -197,8 +197,14 @@ func TestTraceOption(t *testing.T) {
 	assert.NotNil(t, got.(map[string]any)["trace"])
 	var buf bytes.Buffer
 	require.NoError(t, res.WriteTrace(&buf))
-	assert.Contains(t, buf.String(), "agentc.chat ")
+	assert.Contains(t, buf.String(), "agentc.chat agentc.attempts=1 ")
 	assert.Contains(t, buf.String(), "agentc.tool=refund")
+	// The text is the same at every run: no wall-clock duration.
+	var again bytes.Buffer
+	res, _ = run(t, designPlan(), `{"models": {"primary": [{"text": "hi"}]}, "tools": {"refund": [{"result": 1}]},
+		"steps": [{"chat": {"model": "primary"}}, {"tool": {"name": "refund"}}]}`, scenario.Options{Trace: true})
+	require.NoError(t, res.WriteTrace(&again))
+	assert.Equal(t, buf.String(), again.String())
 
 	_, got = run(t, designPlan(), `{"models": {"primary": [{"text": "hi"}]}, "steps": [{"chat": {"model": "primary"}}]}`, scenario.Options{})
 	assert.NotContains(t, got.(map[string]any), "trace")
