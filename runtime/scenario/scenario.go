@@ -276,7 +276,8 @@ func parse(data []byte, positions bool) (*Scenario, error) {
 	dec.DisallowUnknownFields()
 	var s Scenario
 	if err := dec.Decode(&s); err != nil {
-		if strings.HasPrefix(err.Error(), "json: unknown field ") {
+		var te *json.UnmarshalTypeError
+		if strings.HasPrefix(err.Error(), "json: unknown field ") || errors.As(err, &te) {
 			if u := findUnknown(data); u != nil {
 				if positions {
 					return nil, fmt.Errorf("scenario: %s: %s", lineCol(data, int(u.off)), u.message())
