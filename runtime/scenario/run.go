@@ -288,7 +288,7 @@ func Run(ctx context.Context, p *plan.Plan, s *Scenario, opts Options) (*Result,
 		runID = "run-1"
 	}
 	rctx = runtime.WithRun(rctx, runtime.Run{ID: runID})
-	r := &runner{pl: pl, f: f, grounding: p.Grounding != nil, rebuild: rebuild}
+	r := &runner{pl: pl, f: f, grounding: p.Grounding != nil, rebuild: rebuild, hold: s.HoldBackground}
 	if p.State != nil {
 		r.stateFields = slices.Sorted(maps.Keys(p.State.Fields))
 	}
@@ -509,6 +509,9 @@ type runner struct {
 	stateFields []string
 	// rebuild builds the pipeline again after a crash step.
 	rebuild func(context.Context) (*runtime.Pipeline, error)
+	// hold is set when the background sinks deliver nothing until the
+	// steps are done (hold_background).
+	hold bool
 
 	// transcript is the run's transcript an agent step with continue
 	// starts from: what the last agent step left, or what a resume

@@ -317,3 +317,21 @@ func TestAuditOfNamedSinksIsListed(t *testing.T) {
 	assert.Equal(t, "ok", res.Audit[1].Decision)
 	assert.True(t, res.Crashed)
 }
+
+// A crash step lets the background sinks catch up before the process
+// dies: the events of the steps before it are delivered at every run, not
+// as the scheduler happens to order the queue's goroutine and the crash.
+// Held (hold_background), they are dropped at every run.
+func TestCrashDeliversTheBackgroundEventsBeforeIt(t *testing.T) {
+	p := &plan.Plan{Version: plan.Version, Policy: "p", State: &plan.State{Fields: map[string]plan.StateField{
+		"limit": {Background: []plan.StateSink{{Sink: "audit"}}},
+	}}}
+	const steps = `"steps": [{"state": {"set": "limit", "value": 5}}, {"state": {"set": "limit", "value": 6}}, {"crash": {}}]`
+	for range 20 {
+		res, _ := run(t, p, `{`+steps+`}`, scenario.Options{})
+		require.Len(t, res.Audit, 2)
+		assert.Equal(t, "state.limit", res.Audit[0].Layer)
+		res, _ = run(t, p, `{"hold_background": true, `+steps+`}`, scenario.Options{})
+		assert.Empty(t, res.Audit)
+	}
+}
