@@ -3,6 +3,7 @@ package scenario_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -75,6 +76,15 @@ func TestDesignExample(t *testing.T) {
 
 // An evaluated scenario (CUE, a test case) names its errors' places by
 // path: a line and column would count in the generated JSON.
+// Several problems are listed in the scenario's order: steps[2] before
+// steps[10], not as their texts sort.
+func TestParseErrorsInOrder(t *testing.T) {
+	ok := `{"tool": {"name": "t"}}, `
+	_, err := scenario.Parse([]byte(`{"steps": [{"tool": {}}, ` + ok + `{"tool": {}}, ` + strings.Repeat(ok, 7) + `{"chat": {"consume": -1}}]}`))
+	require.Error(t, err)
+	assert.Equal(t, "scenario: steps[0].tool: name is required\nsteps[2].tool: name is required\nsteps[10].chat: consume must not be negative", err.Error())
+}
+
 func TestParseEvaluatedErrors(t *testing.T) {
 	_, err := scenario.ParseEvaluated([]byte(`{"steps": [{"chat": {}}, {"tool": {"nme": "x"}}]}`))
 	require.Error(t, err)
