@@ -152,16 +152,7 @@ tests: a: {
 }
 `
 	run := func(t *testing.T, deny string) string {
-		dir := write(t, map[string]string{"p.cue": strings.ReplaceAll(policy, "DENY", deny), "a_test.cue": tests})
-		cases, err := Discover(context.Background(), dir, dsl.DataOptions{})
-		require.NoError(t, err)
-		require.Len(t, cases, 1)
-		c, err := compiler.Compile(context.Background(), []string{filepath.Join(dir, "p.cue")}, compiler.Options{})
-		require.NoError(t, err)
-		require.NotNil(t, c.Plan, "%v", c.Diagnostics)
-		diff, _, err := cases[0].Run(context.Background(), c.Plan, dir)
-		require.NoError(t, err)
-		return diff
+		return runOnlyCase(t, strings.ReplaceAll(policy, "DENY", deny), tests)
 	}
 	// refund is denied: it never runs, and nothing else happens.
 	assert.Equal(t, "", run(t, `"refund"`))
@@ -177,20 +168,26 @@ tools: lookup: {args: type: "object"}
 chains: tool: [{use: "tracing"}]
 `
 	run := func(t *testing.T, want string) string {
-		tests := "package p\ntests: a: {\n\tscenario: {tools: lookup: [{result: 1}], steps: [{tool: {name: \"lookup\", args: {}}}]}\n\twant: " + want + "\n}\n"
-		dir := write(t, map[string]string{"p.cue": policy, "a_test.cue": tests})
-		cases, err := Discover(context.Background(), dir, dsl.DataOptions{})
-		require.NoError(t, err)
-		require.Len(t, cases, 1)
-		c, err := compiler.Compile(context.Background(), []string{filepath.Join(dir, "p.cue")}, compiler.Options{})
-		require.NoError(t, err)
-		require.NotNil(t, c.Plan, "%v", c.Diagnostics)
-		diff, _, err := cases[0].Run(context.Background(), c.Plan, dir)
-		require.NoError(t, err)
-		return diff
+		return runOnlyCase(t, policy, "package p\ntests: a: {\n\tscenario: {tools: lookup: [{result: 1}], steps: [{tool: {name: \"lookup\", args: {}}}]}\n\twant: "+want+"\n}\n")
 	}
 	assert.Contains(t, run(t, "trace: []"), "$.trace: want 0 elements, got 1")
 	assert.Equal(t, "", run(t, `trace: [{name: "agentc.tool", attributes: "agentc.tool": "lookup"}]`))
 	// Without trace in want, the result has none.
 	assert.Equal(t, "", run(t, `steps: [{outcome: "ok"}]`))
+}
+
+// runOnlyCase runs the one case of the test file tests against the policy
+// p.cue and returns the first difference.
+func runOnlyCase(t *testing.T, policy, tests string) string {
+	t.Helper()
+	dir := write(t, map[string]string{"p.cue": policy, "a_test.cue": tests})
+	cases, err := Discover(context.Background(), dir, dsl.DataOptions{})
+	require.NoError(t, err)
+	require.Len(t, cases, 1)
+	c, err := compiler.Compile(context.Background(), []string{filepath.Join(dir, "p.cue")}, compiler.Options{})
+	require.NoError(t, err)
+	require.NotNil(t, c.Plan, "%v", c.Diagnostics)
+	diff, _, err := cases[0].Run(context.Background(), c.Plan, dir)
+	require.NoError(t, err)
+	return diff
 }
