@@ -115,7 +115,8 @@ type DataOptions struct {
 // LoadData reads a data file that is not a policy (a scenario, a test file)
 // under the same bounds as a policy: a regular file of at most MaxSize
 // bytes, UTF-8, nesting at most MaxNesting levels, and for CUE an
-// evaluation within Timeout. A .json file is returned as read; a .cue file
+// evaluation within Timeout. A .json file is returned as read, once it is
+// known to hold one JSON value that repeats no key of an object; a .cue file
 // is evaluated on its own (no package, no schema) and returned as JSON.
 // Errors name the file, and the position when there is one.
 func LoadData(ctx context.Context, path string, opts DataOptions) ([]byte, error) {
@@ -137,6 +138,9 @@ func LoadData(ctx context.Context, path string, opts DataOptions) ([]byte, error
 		return nil, fmt.Errorf("%s: file is not UTF-8 text", p)
 	}
 	if filepath.Ext(path) != ".cue" {
+		if err := checkJSON(path, src); err != nil {
+			return nil, err
+		}
 		return src, nil
 	}
 	if sh := checkShape(path, src); sh.depth > MaxNesting {

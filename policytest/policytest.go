@@ -109,10 +109,10 @@ func readFile(ctx context.Context, path string, opts dsl.DataOptions) ([]*Case, 
 				path, k, dsl.SuggestName(k, []string{"tests"}), k, k)
 		}
 	}
-	var tests map[string]map[string]json.RawMessage
+	var tests map[string]json.RawMessage
 	if raw, ok := doc["tests"]; ok {
 		if err := json.Unmarshal(raw, &tests); err != nil {
-			return nil, fmt.Errorf("%s: tests: %v", path, err)
+			return nil, fmt.Errorf("%s: tests: %s", path, typeProblem(err, "a struct of named cases"))
 		}
 	}
 	if len(tests) == 0 {
@@ -120,14 +120,21 @@ func readFile(ctx context.Context, path string, opts dsl.DataOptions) ([]*Case, 
 	}
 	cases := map[string]testCase{}
 	for _, name := range sortedKeys(tests) {
-		t, err := decodeCase(tests[name])
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(tests[name], &fields); err != nil {
+			return nil, fmt.Errorf("%s: test %q: %s", path, name, typeProblem(err, "a struct of "+strings.Join(caseFields, ", ")))
+		}
+		t, err := decodeCase(fields)
 		if err != nil {
 			return nil, fmt.Errorf("%s: test %q: %v", path, name, err)
 		}
 		cases[name] = t
 	}
 	var out []*Case
-	for name, t := range cases {
+	// In name order, so that of two faulty cases the same is reported
+	// every time.
+	for _, name := range sortedKeys(cases) {
+		t := cases[name]
 		hasScenario := len(t.Scenario) > 0 && string(t.Scenario) != "null"
 		c := &Case{Name: name, File: path}
 		if t.WantVet != nil {
@@ -194,11 +201,17 @@ func decodeCase(fields map[string]json.RawMessage) (testCase, error) {
 				err = json.Unmarshal(raw, &t.Want)
 			}
 		case "want_vet":
-			err = json.Unmarshal(raw, &t.WantVet)
+			if err = json.Unmarshal(raw, &t.WantVet); err != nil {
+				err = errors.New(typeProblem(err, "a list of rule ids"))
+			}
 		case "want_prove":
-			err = json.Unmarshal(raw, &t.WantProve)
+			if err = json.Unmarshal(raw, &t.WantProve); err != nil {
+				err = errors.New(typeProblem(err, "a list of invariants"))
+			}
 		case "prove_k":
-			err = json.Unmarshal(raw, &t.ProveK)
+			if err = json.Unmarshal(raw, &t.ProveK); err != nil {
+				err = errors.New(typeProblem(err, "an integer"))
+			}
 		default:
 			return t, fmt.Errorf("unknown field %q%s (a case has %s)", k, dsl.SuggestName(k, caseFields), strings.Join(caseFields, ", "))
 		}
@@ -207,6 +220,30 @@ func decodeCase(fields map[string]json.RawMessage) (testCase, error) {
 		}
 	}
 	return t, nil
+}
+
+// typeProblem says what a value that did not decode is, and that want is
+// expected instead, rather than naming Go types.
+func typeProblem(err error, want string) string {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) {
+		return strings.TrimPrefix(err.Error(), "json: ")
+	}
+	got := te.Value
+	switch {
+	case got == "array":
+		got = "a list"
+	case got == "object":
+		got = "an object"
+	case got == "string" || got == "bool":
+		got = "a " + got
+	case strings.HasPrefix(got, "number"):
+		got = "a number"
+	}
+	if te.Field != "" {
+		return fmt.Sprintf("%s: %s, where %s is expected", te.Field, got, want)
+	}
+	return fmt.Sprintf("%s, where %s is expected", got, want)
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -282,7 +319,11 @@ func (c *Case) Run(ctx context.Context, p *plan.Plan, dir string) (diff string, 
 	if err != nil {
 		return "", nil, err
 	}
-	res, err := scenario.Run(ctx, p, sc, scenario.Options{Dir: dir})
+	// A want that lists the spans records them, as `agentc run -trace`
+	// does: without them `trace: []` would pass unchecked.
+	w, _ := c.Want.(map[string]any)
+	_, trace := w["trace"]
+	res, err := scenario.Run(ctx, p, sc, scenario.Options{Dir: dir, Trace: trace})
 	if err != nil {
 		return "", nil, err
 	}

@@ -50,7 +50,15 @@ func TestDiscoverErrors(t *testing.T) {
 		{"misspelt want", "package p\ntests: a: {want_vet: [], scenario: steps: [], wnat: steps: []}\n", `test "a": unknown field "wnat"; did you mean "want"?`},
 		{"misspelt scenario", "package p\ntests: a: {want_vet: [], scenarios: steps: []}\n", `test "a": unknown field "scenarios"; did you mean "scenario"?`},
 		{"another case", "package p\ntests: a: {want_vet: [], Want_Prove: []}\n", `test "a": unknown field "Want_Prove"; did you mean "want_prove"?`},
-		{"want_vet not a list", "package p\ntests: a: want_vet: \"cel/type\"\n", `test "a": want_vet: cannot unmarshal`},
+		{"want_vet not a list", "package p\ntests: a: want_vet: \"cel/type\"\n", `test "a": want_vet: a string, where a list of rule ids is expected`},
+		{"prove_k not an integer", "package p\ntests: a: {want_prove: [], prove_k: 1.5}\n", `test "a": prove_k: a number, where an integer is expected`},
+		{"a case not a struct", "package p\ntests: a: 5\n", `test "a": a number, where a struct of scenario, want, want_vet, want_prove, prove_k is expected`},
+		{"tests not a struct", "package p\ntests: [1]\n", `tests: a list, where a struct of named cases is expected`},
+		// A field of want matches the result's field exactly: Audit: []
+		// would assert nothing about the result's audit.
+		{"a want field in another case", "package p\ntests: a: {scenario: steps: [], want: {Audit: []}}\n", `test "a": want: unknown field "Audit"; did you mean "audit"?`},
+		{"a nested want field in another case", "package p\ntests: a: {scenario: steps: [], want: steps: [{Outcome: \"ok\"}]}\n", `test "a": want: steps[0]: unknown field "Outcome"; did you mean "outcome"?`},
+		{"want not an object", "package p\ntests: a: {scenario: steps: [], want: [{outcome: \"ok\"}]}\n", `test "a": want: a list, where an object is expected`},
 		{"nothing to check", "package p\ntests: a: {}\n", "neither scenario and want nor want_vet"},
 		{"scenario without want", "package p\ntests: a: scenario: steps: []\n", "scenario and want go together"},
 		{"empty want", "package p\ntests: a: {scenario: steps: [], want: {}}\n", "want is empty"},
@@ -71,6 +79,31 @@ func TestDiscoverErrors(t *testing.T) {
 			assert.Contains(t, err.Error(), tt.want)
 		})
 	}
+}
+
+// Of two faulty cases the first by name is reported, at every run.
+func TestDiscoverErrorsInOrder(t *testing.T) {
+	src := "package p\n"
+	for _, n := range []string{"e", "b", "d", "a", "c"} {
+		src += "tests: " + n + ": {want_vet: [], prove_k: 2}\n"
+	}
+	dir := write(t, map[string]string{"a_test.cue": src})
+	for range 10 {
+		_, err := Discover(context.Background(), dir, dsl.DataOptions{})
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), `test "a": prove_k goes with want_prove`)
+	}
+}
+
+// A JSON test file that repeats a key is refused: the second want would
+// replace the first unseen.
+func TestDiscoverRepeatedKey(t *testing.T) {
+	dir := write(t, map[string]string{"tests/a.json": `{"tests": {"a": {"scenario": {"steps": [{"tool": {"name": "t"}}]},
+		"want": {"steps": [{"outcome": "blocked"}]},
+		"want": {"steps": [{}]}}}}`})
+	_, err := Discover(context.Background(), dir, dsl.DataOptions{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `a.json:3:3: key "want" repeats a key of the same object`)
 }
 
 func TestCheckVet(t *testing.T) {
@@ -119,19 +152,42 @@ tests: a: {
 }
 `
 	run := func(t *testing.T, deny string) string {
-		dir := write(t, map[string]string{"p.cue": strings.ReplaceAll(policy, "DENY", deny), "a_test.cue": tests})
-		cases, err := Discover(context.Background(), dir, dsl.DataOptions{})
-		require.NoError(t, err)
-		require.Len(t, cases, 1)
-		c, err := compiler.Compile(context.Background(), []string{filepath.Join(dir, "p.cue")}, compiler.Options{})
-		require.NoError(t, err)
-		require.NotNil(t, c.Plan, "%v", c.Diagnostics)
-		diff, _, err := cases[0].Run(context.Background(), c.Plan, dir)
-		require.NoError(t, err)
-		return diff
+		return runOnlyCase(t, strings.ReplaceAll(policy, "DENY", deny), tests)
 	}
 	// refund is denied: it never runs, and nothing else happens.
 	assert.Equal(t, "", run(t, `"refund"`))
 	// lookup is denied instead: refund is called, unscripted, and fails.
 	assert.Equal(t, "$.executions.tools.refund: want 0, got 1", run(t, `"lookup"`))
+}
+
+// A want that lists trace spans records them: `trace: []` fails when the
+// policy traces, and listed spans are compared.
+func TestWantTrace(t *testing.T) {
+	policy := `package p
+tools: lookup: {args: type: "object"}
+chains: tool: [{use: "tracing"}]
+`
+	run := func(t *testing.T, want string) string {
+		return runOnlyCase(t, policy, "package p\ntests: a: {\n\tscenario: {tools: lookup: [{result: 1}], steps: [{tool: {name: \"lookup\", args: {}}}]}\n\twant: "+want+"\n}\n")
+	}
+	assert.Contains(t, run(t, "trace: []"), "$.trace: want 0 elements, got 1")
+	assert.Equal(t, "", run(t, `trace: [{name: "agentc.tool", attributes: "agentc.tool": "lookup"}]`))
+	// Without trace in want, the result has none.
+	assert.Equal(t, "", run(t, `steps: [{outcome: "ok"}]`))
+}
+
+// runOnlyCase runs the one case of the test file tests against the policy
+// p.cue and returns the first difference.
+func runOnlyCase(t *testing.T, policy, tests string) string {
+	t.Helper()
+	dir := write(t, map[string]string{"p.cue": policy, "a_test.cue": tests})
+	cases, err := Discover(context.Background(), dir, dsl.DataOptions{})
+	require.NoError(t, err)
+	require.Len(t, cases, 1)
+	c, err := compiler.Compile(context.Background(), []string{filepath.Join(dir, "p.cue")}, compiler.Options{})
+	require.NoError(t, err)
+	require.NotNil(t, c.Plan, "%v", c.Diagnostics)
+	diff, _, err := cases[0].Run(context.Background(), c.Plan, dir)
+	require.NoError(t, err)
+	return diff
 }

@@ -25,6 +25,9 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 		fs.Usage()
 		return exitUsage
 	}
+	if err := scenarioApart(fs.Arg(0), fs.Arg(1)); err != nil {
+		return fail(env, "%v", err)
+	}
 	p, code := loadPlan(ctx, env, fs.Arg(0))
 	if p == nil {
 		return code
@@ -108,4 +111,27 @@ func readScenario(ctx context.Context, env *cliEnv, path string) (*scenario.Scen
 		return nil, fmt.Errorf("%s: %s", path, strings.TrimPrefix(err.Error(), "scenario: "))
 	}
 	return s, nil
+}
+
+// scenarioApart refuses a CUE scenario that is one of the policy's own
+// files, as one in the policy's directory is: compiled into the policy, it
+// would break it with errors that do not name the mistake.
+func scenarioApart(policy, scenarioPath string) error {
+	if filepath.Ext(scenarioPath) != ".cue" || strings.HasSuffix(policy, ".json") {
+		return nil
+	}
+	files, err := dsl.ResolvePaths([]string{policy})
+	if err != nil {
+		return nil // loadPlan reports it
+	}
+	sc, err := filepath.Abs(scenarioPath)
+	if err != nil {
+		return nil
+	}
+	for _, f := range files {
+		if abs, err := filepath.Abs(f); err == nil && abs == sc {
+			return fmt.Errorf("%s: the scenario is a file of the policy (every .cue file in its directory is, but *_test.cue and names starting with _ or .): move it out of the directory, or name it _%s", scenarioPath, filepath.Base(scenarioPath))
+		}
+	}
+	return nil
 }

@@ -99,6 +99,13 @@ func (r *runner) resume(ctx context.Context, i int, rs *ResumeStep) StepResult {
 // sqlite files) remain.
 func (r *runner) crash(ctx context.Context, i int) StepResult {
 	sr := StepResult{Index: i, Stage: "crash"}
+	if !r.hold {
+		// The process dies between two calls, once the background sinks
+		// caught up: whether they had would otherwise be the scheduler's
+		// choice, and two runs of the scenario would differ. Held, the
+		// events are dropped, as deterministically.
+		_ = r.pl.DrainState(ctx)
+	}
 	_ = r.pl.Close()
 	r.setTranscript(nil)
 	pl, err := r.rebuild(context.WithoutCancel(ctx))

@@ -195,7 +195,6 @@ type Span struct {
 	Depth      int            `json:"depth"`
 	Status     string         `json:"status,omitempty"`
 	Attributes map[string]any `json:"attributes,omitempty"`
-	Duration   time.Duration  `json:"-"`
 }
 
 // scenarioGrace is the most real time a scenario's virtual clock grants the
@@ -289,7 +288,7 @@ func Run(ctx context.Context, p *plan.Plan, s *Scenario, opts Options) (*Result,
 		runID = "run-1"
 	}
 	rctx = runtime.WithRun(rctx, runtime.Run{ID: runID})
-	r := &runner{pl: pl, f: f, grounding: p.Grounding != nil, rebuild: rebuild}
+	r := &runner{pl: pl, f: f, grounding: p.Grounding != nil, rebuild: rebuild, hold: s.HoldBackground}
 	if p.State != nil {
 		r.stateFields = slices.Sorted(maps.Keys(p.State.Fields))
 	}
@@ -510,6 +509,9 @@ type runner struct {
 	stateFields []string
 	// rebuild builds the pipeline again after a crash step.
 	rebuild func(context.Context) (*runtime.Pipeline, error)
+	// hold is set when the background sinks deliver nothing until the
+	// steps are done (hold_background).
+	hold bool
 
 	// transcript is the run's transcript an agent step with continue
 	// starts from: what the last agent step left, or what a resume
@@ -1208,7 +1210,7 @@ func spans(ended []sdktrace.ReadOnlySpan) []Span {
 			}
 		}
 		depth[s.SpanContext().SpanID().String()] = d
-		sp := Span{Name: s.Name(), Depth: d, Duration: s.EndTime().Sub(s.StartTime())}
+		sp := Span{Name: s.Name(), Depth: d}
 		if st := s.Status(); st.Code.String() == "Error" {
 			sp.Status = "error: " + st.Description
 		}
@@ -1224,7 +1226,8 @@ func spans(ended []sdktrace.ReadOnlySpan) []Span {
 }
 
 // WriteTrace prints the recorded spans as an indented tree, one per line:
-// name, duration, status and attributes.
+// name, status and attributes. No duration: a span's times are the wall
+// clock's, not the run's, and would make two runs of a scenario differ.
 func (r *Result) WriteTrace(w io.Writer) error {
 	for _, s := range r.Trace {
 		keys := make([]string, 0, len(s.Attributes))
@@ -1233,7 +1236,7 @@ func (r *Result) WriteTrace(w io.Writer) error {
 		}
 		sort.Strings(keys)
 		var b strings.Builder
-		fmt.Fprintf(&b, "%s%s %s", strings.Repeat("  ", s.Depth), s.Name, s.Duration.Round(time.Microsecond))
+		fmt.Fprintf(&b, "%s%s", strings.Repeat("  ", s.Depth), s.Name)
 		if s.Status != "" {
 			fmt.Fprintf(&b, " [%s]", s.Status)
 		}

@@ -197,8 +197,14 @@ func TestTraceOption(t *testing.T) {
 	assert.NotNil(t, got.(map[string]any)["trace"])
 	var buf bytes.Buffer
 	require.NoError(t, res.WriteTrace(&buf))
-	assert.Contains(t, buf.String(), "agentc.chat ")
+	assert.Contains(t, buf.String(), "agentc.chat agentc.attempts=1 ")
 	assert.Contains(t, buf.String(), "agentc.tool=refund")
+	// The text is the same at every run: no wall-clock duration.
+	var again bytes.Buffer
+	res, _ = run(t, designPlan(), `{"models": {"primary": [{"text": "hi"}]}, "tools": {"refund": [{"result": 1}]},
+		"steps": [{"chat": {"model": "primary"}}, {"tool": {"name": "refund"}}]}`, scenario.Options{Trace: true})
+	require.NoError(t, res.WriteTrace(&again))
+	assert.Equal(t, buf.String(), again.String())
 
 	_, got = run(t, designPlan(), `{"models": {"primary": [{"text": "hi"}]}, "steps": [{"chat": {"model": "primary"}}]}`, scenario.Options{})
 	assert.NotContains(t, got.(map[string]any), "trace")
@@ -310,4 +316,22 @@ func TestAuditOfNamedSinksIsListed(t *testing.T) {
 	assert.Equal(t, "outer", res.Audit[1].Layer)
 	assert.Equal(t, "ok", res.Audit[1].Decision)
 	assert.True(t, res.Crashed)
+}
+
+// A crash step lets the background sinks catch up before the process
+// dies: the events of the steps before it are delivered at every run, not
+// as the scheduler happens to order the queue's goroutine and the crash.
+// Held (hold_background), they are dropped at every run.
+func TestCrashDeliversTheBackgroundEventsBeforeIt(t *testing.T) {
+	p := &plan.Plan{Version: plan.Version, Policy: "p", State: &plan.State{Fields: map[string]plan.StateField{
+		"limit": {Background: []plan.StateSink{{Sink: "audit"}}},
+	}}}
+	const steps = `"steps": [{"state": {"set": "limit", "value": 5}}, {"state": {"set": "limit", "value": 6}}, {"crash": {}}]`
+	for range 20 {
+		res, _ := run(t, p, `{`+steps+`}`, scenario.Options{})
+		require.Len(t, res.Audit, 2)
+		assert.Equal(t, "state.limit", res.Audit[0].Layer)
+		res, _ = run(t, p, `{"hold_background": true, `+steps+`}`, scenario.Options{})
+		assert.Empty(t, res.Audit)
+	}
 }

@@ -61,6 +61,7 @@ package scenario
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -276,7 +277,8 @@ func parse(data []byte, positions bool) (*Scenario, error) {
 	dec.DisallowUnknownFields()
 	var s Scenario
 	if err := dec.Decode(&s); err != nil {
-		if strings.HasPrefix(err.Error(), "json: unknown field ") {
+		var te *json.UnmarshalTypeError
+		if strings.HasPrefix(err.Error(), "json: unknown field ") || errors.As(err, &te) {
 			if u := findUnknown(data); u != nil {
 				if positions {
 					return nil, fmt.Errorf("scenario: %s: %s", lineCol(data, int(u.off)), u.message())
@@ -588,10 +590,41 @@ func checkMessages(p string, msgs []runtime.Message) []error {
 	return errs
 }
 
+// sortErrors orders errs by their text, numbers by value: steps[5] comes
+// before steps[13], as in the scenario.
 func sortErrors(errs []error) {
-	for i := 1; i < len(errs); i++ {
-		for j := i; j > 0 && errs[j].Error() < errs[j-1].Error(); j-- {
-			errs[j], errs[j-1] = errs[j-1], errs[j]
+	slices.SortStableFunc(errs, func(a, b error) int { return naturalCompare(a.Error(), b.Error()) })
+}
+
+// naturalCompare compares a and b as strings whose runs of digits compare
+// as numbers.
+func naturalCompare(a, b string) int {
+	for a != "" && b != "" {
+		da, db := digitRun(a), digitRun(b)
+		if da > 0 && db > 0 {
+			na, nb := strings.TrimLeft(a[:da], "0"), strings.TrimLeft(b[:db], "0")
+			if c := cmp.Compare(len(na), len(nb)); c != 0 {
+				return c
+			}
+			if c := strings.Compare(na, nb); c != 0 {
+				return c
+			}
+			a, b = a[da:], b[db:]
+			continue
 		}
+		if a[0] != b[0] {
+			return cmp.Compare(a[0], b[0])
+		}
+		a, b = a[1:], b[1:]
 	}
+	return cmp.Compare(len(a), len(b))
+}
+
+// digitRun is the length of the run of ASCII digits s starts with.
+func digitRun(s string) int {
+	n := 0
+	for n < len(s) && s[n] >= '0' && s[n] <= '9' {
+		n++
+	}
+	return n
 }

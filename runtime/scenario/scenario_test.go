@@ -3,6 +3,7 @@ package scenario_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -75,13 +76,22 @@ func TestDesignExample(t *testing.T) {
 
 // An evaluated scenario (CUE, a test case) names its errors' places by
 // path: a line and column would count in the generated JSON.
+// Several problems are listed in the scenario's order: steps[2] before
+// steps[10], not as their texts sort.
+func TestParseErrorsInOrder(t *testing.T) {
+	ok := `{"tool": {"name": "t"}}, `
+	_, err := scenario.Parse([]byte(`{"steps": [{"tool": {}}, ` + ok + `{"tool": {}}, ` + strings.Repeat(ok, 7) + `{"chat": {"consume": -1}}]}`))
+	require.Error(t, err)
+	assert.Equal(t, "scenario: steps[0].tool: name is required\nsteps[2].tool: name is required\nsteps[10].chat: consume must not be negative", err.Error())
+}
+
 func TestParseEvaluatedErrors(t *testing.T) {
 	_, err := scenario.ParseEvaluated([]byte(`{"steps": [{"chat": {}}, {"tool": {"nme": "x"}}]}`))
 	require.Error(t, err)
 	assert.Equal(t, `scenario: steps[1].tool: unknown field "nme"; did you mean "name"?`, err.Error())
 	_, err = scenario.ParseEvaluated([]byte(`{"steps": [{"chat": {"model": 1}}]}`))
 	require.Error(t, err)
-	assert.Equal(t, `scenario: steps.chat.model: cannot use number as string`, err.Error())
+	assert.Equal(t, `scenario: steps[0].chat.model: a number (1), where a string is expected`, err.Error())
 }
 
 func TestParseErrors(t *testing.T) {
@@ -95,7 +105,14 @@ func TestParseErrors(t *testing.T) {
 		{"unknown field in a script", `{"models": {"m": [{"text": "a", "usage": {"input_token": 3}}]}, "steps": [{"chat": {}}]}`, []string{`models.m[0].usage: unknown field "input_token"; did you mean "input_tokens"?`}},
 		{"unknown field in a message", `{"steps": [{"chat": {"messages": [{"role": "user", "parts": [{"type": "text", "txt": "x"}]}]}}]}`, []string{`steps[0].chat.messages[0].parts[0]: unknown field "txt"; did you mean "text"?`}},
 		{"unknown field past open values", `{"tools": {"t": [{"result": {"any": {"thing": [1, {"x": 2}]}}}]}, "steps": [{"tool": {"name": "t", "args": {"a": {"b": 1}}}}], "stpes": []}`, []string{`line 1, col 128: unknown field "stpes"; did you mean "steps"?`}},
-		{"type", `{"steps": [{"chat": {"model": 1}}]}`, []string{"steps.chat.model", "line 1"}},
+		{"type", `{"steps": [{"chat": {"model": 1}}]}`, []string{`line 1, col 31: steps[0].chat.model: a number (1), where a string is expected`}},
+		// A value of the wrong type is placed by its full path, in the
+		// scenario's terms rather than Go's.
+		{"type in a later step", `{"steps": [{"chat": {}}, {"tool": {"name": "t", "args": [1]}}]}`, []string{`line 1, col 57: steps[1].tool.args: a list, where an object is expected`}},
+		{"type in a script", `{"models": {"m": [{"text": "a"}, {"text": "b", "fail_after": 0.5}]}, "steps": [{"chat": {}}]}`, []string{`models.m[1].fail_after: a number (0.5), where an integer is expected`}},
+		{"script not a list", `{"models": {"m": {"text": "a"}}, "steps": [{"chat": {}}]}`, []string{`models.m: an object, where a list is expected`}},
+		{"type of a flag", `{"hold_background": "yes", "steps": [{"chat": {}}]}`, []string{`hold_background: a string ("yes"), where true or false is expected`}},
+		{"not an object", `[{"chat": {}}]`, []string{`line 1, col 1: the scenario is a list, where an object is expected`}},
 		{"no steps", `{"steps": []}`, []string{"steps: at least one step is required"}},
 		{"empty parallel", `{"steps": [{"parallel": []}]}`, []string{"steps[0].parallel: at least one step is required"}},
 		{"two kinds", `{"steps": [{"chat": {}, "tool": {"name": "x"}}]}`, []string{"steps[0]: a step has exactly one of chat, tool, admit, turn, agent, parallel, state, checkpoint, crash, resume (found 2)"}},

@@ -9,12 +9,14 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/agentc-dev/agentc/internal/textdist"
 )
 
-// unknownField is where a scenario names a field its format does not have.
+// unknownField is where a scenario names a field its format does not have,
+// or gives a value of the wrong type.
 type unknownField struct {
 	// path is the object holding the field ("steps[1].tool"; "" at the top
 	// level), off the offset of the field's name in the input.
@@ -23,11 +25,20 @@ type unknownField struct {
 	name string
 	// known are the fields the object may have.
 	known []string
+	// For a value of the wrong type, path is its place, got what it is
+	// ("a number (5)") and want what the place takes ("a string").
+	got, want string
 }
 
 // message says what is unknown and, when one is close, which field was
-// meant.
+// meant; or what the value is and what is expected instead.
 func (u *unknownField) message() string {
+	if u.want != "" {
+		if u.path == "" {
+			return fmt.Sprintf("the scenario is %s, where %s is expected", u.got, u.want)
+		}
+		return fmt.Sprintf("%s: %s, where %s is expected", u.path, u.got, u.want)
+	}
 	msg := fmt.Sprintf("unknown field %q", u.name)
 	if best := textdist.Closest(u.name, u.known); best != "" {
 		msg += fmt.Sprintf("; did you mean %q?", best)
@@ -39,25 +50,47 @@ func (u *unknownField) message() string {
 }
 
 // findUnknown walks data along the scenario's types and returns the first
-// field that none of them has (encoding/json reports only the name).
+// field that none of them has, or the first value of the wrong type, with
+// its full path (encoding/json reports only the name, or a path without
+// list indices and map keys, in terms of Go types).
 func findUnknown(data []byte) *unknownField {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	u, _ := walkUnknown(dec, reflect.TypeFor[Scenario](), "")
+	w := walker{dec: json.NewDecoder(bytes.NewReader(data)), data: data, types: true}
+	w.dec.UseNumber()
+	u, _ := w.walk(reflect.TypeFor[Scenario](), "")
 	return u
 }
 
 var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
 
-// walkUnknown reads one value of type t from dec.
-func walkUnknown(dec *json.Decoder, t reflect.Type, path string) (*unknownField, error) {
+// walker reads a JSON document along a Go type.
+type walker struct {
+	dec  *json.Decoder
+	data []byte
+	// exact matches field names exactly; else, as encoding/json decodes,
+	// regardless of case.
+	exact bool
+	// types reports a value of the wrong type.
+	types bool
+}
+
+// walk reads one value of type t.
+func (w *walker) walk(t reflect.Type, path string) (*unknownField, error) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
 	opaque := t.Kind() == reflect.Interface || t == reflect.TypeFor[json.RawMessage]() || reflect.PointerTo(t).Implements(unmarshalerType)
-	tok, err := dec.Token()
+	start := w.dec.InputOffset()
+	for start < int64(len(w.data)) && bytes.IndexByte([]byte(" \t\r\n,:"), w.data[start]) >= 0 {
+		start++
+	}
+	tok, err := w.dec.Token()
 	if err != nil {
 		return nil, err
+	}
+	if w.types && !opaque && tok != nil {
+		if got, want := mismatch(tok, t); want != "" {
+			return &unknownField{path: path, off: start, got: got, want: want}, nil
+		}
 	}
 	d, ok := tok.(json.Delim)
 	if !ok {
@@ -66,14 +99,14 @@ func walkUnknown(dec *json.Decoder, t reflect.Type, path string) (*unknownField,
 	switch {
 	case d == '{' && !opaque && t.Kind() == reflect.Struct:
 		fields := jsonFields(t)
-		for dec.More() {
-			kt, err := dec.Token()
+		for w.dec.More() {
+			kt, err := w.dec.Token()
 			if err != nil {
 				return nil, err
 			}
 			key, _ := kt.(string)
 			ft, ok := fields[key]
-			if !ok {
+			if !ok && !w.exact {
 				for name, f := range fields {
 					if strings.EqualFold(name, key) {
 						ft, ok = f, true
@@ -87,34 +120,34 @@ func walkUnknown(dec *json.Decoder, t reflect.Type, path string) (*unknownField,
 					known = append(known, name)
 				}
 				sort.Strings(known)
-				off := dec.InputOffset() - int64(len(key)) - 2
+				off := w.dec.InputOffset() - int64(len(key)) - 2
 				return &unknownField{path: path, off: max(off, 0), name: key, known: known}, nil
 			}
-			if u, err := walkUnknown(dec, ft, joinPath(path, key)); u != nil || err != nil {
+			if u, err := w.walk(ft, joinPath(path, key)); u != nil || err != nil {
 				return u, err
 			}
 		}
 	case d == '{' && !opaque && t.Kind() == reflect.Map:
-		for dec.More() {
-			kt, err := dec.Token()
+		for w.dec.More() {
+			kt, err := w.dec.Token()
 			if err != nil {
 				return nil, err
 			}
 			key, _ := kt.(string)
-			if u, err := walkUnknown(dec, t.Elem(), joinPath(path, key)); u != nil || err != nil {
+			if u, err := w.walk(t.Elem(), joinPath(path, key)); u != nil || err != nil {
 				return u, err
 			}
 		}
 	case d == '[' && !opaque && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array):
-		for i := 0; dec.More(); i++ {
-			if u, err := walkUnknown(dec, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); u != nil || err != nil {
+		for i := 0; w.dec.More(); i++ {
+			if u, err := w.walk(t.Elem(), fmt.Sprintf("%s[%d]", path, i)); u != nil || err != nil {
 				return u, err
 			}
 		}
 	default:
 		// A value the types leave open: skip it.
 		for depth := 1; depth > 0; {
-			tok, err := dec.Token()
+			tok, err := w.dec.Token()
 			if err != nil {
 				return nil, err
 			}
@@ -127,8 +160,73 @@ func walkUnknown(dec *json.Decoder, t reflect.Type, path string) (*unknownField,
 		}
 		return nil, nil
 	}
-	_, err = dec.Token() // the closing delimiter
+	_, err = w.dec.Token() // the closing delimiter
 	return nil, err
+}
+
+// mismatch describes a JSON token that a value of type t cannot take (got,
+// with the value when it is short) and what t takes (want); want is ""
+// when t takes it.
+func mismatch(tok json.Token, t reflect.Type) (got, want string) {
+	switch t.Kind() {
+	case reflect.String:
+		want = "a string"
+	case reflect.Bool:
+		want = "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		want = "an integer"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		want = "a non-negative integer"
+	case reflect.Float32, reflect.Float64:
+		want = "a number"
+	case reflect.Struct, reflect.Map:
+		want = "an object"
+	case reflect.Slice, reflect.Array:
+		want = "a list"
+	default:
+		return "", ""
+	}
+	switch v := tok.(type) {
+	case json.Delim:
+		if v == '{' && want == "an object" || v == '[' && want == "a list" {
+			return "", ""
+		}
+		if v == '{' {
+			return "an object", want
+		}
+		return "a list", want
+	case string:
+		if want == "a string" {
+			return "", ""
+		}
+		if len(v) > 40 {
+			v = v[:37] + "..."
+		}
+		return fmt.Sprintf("a string (%q)", v), want
+	case bool:
+		if want == "true or false" {
+			return "", ""
+		}
+		return fmt.Sprintf("%t", v), want
+	case json.Number:
+		var ok bool
+		switch want {
+		case "a number":
+			_, err := v.Float64()
+			ok = err == nil
+		case "an integer":
+			_, err := strconv.ParseInt(string(v), 10, t.Bits())
+			ok = err == nil
+		case "a non-negative integer":
+			_, err := strconv.ParseUint(string(v), 10, t.Bits())
+			ok = err == nil
+		}
+		if ok {
+			return "", ""
+		}
+		return fmt.Sprintf("a number (%s)", v), want
+	}
+	return "", ""
 }
 
 func joinPath(path, key string) string {
@@ -180,9 +278,19 @@ func jsonFields(t reflect.Type) map[string]reflect.Type {
 // field would otherwise be compared as missing, or, with null or [],
 // pass as an absence that was never checked.
 func CheckWant(want []byte) error {
+	// A want that is not an object compares with nothing of the result.
 	dec := json.NewDecoder(bytes.NewReader(want))
 	dec.UseNumber()
-	u, err := walkUnknown(dec, reflect.TypeFor[Result](), "")
+	if tok, err := dec.Token(); err == nil && tok != nil {
+		if got, _ := mismatch(tok, reflect.TypeFor[Result]()); got != "" {
+			return fmt.Errorf("%s, where an object is expected: the fields of the run's result to compare", got)
+		}
+	}
+	// The result's fields are compared as named: Audit would not be
+	// the result's audit, and [] or null there would assert nothing.
+	wk := walker{dec: json.NewDecoder(bytes.NewReader(want)), data: want, exact: true}
+	wk.dec.UseNumber()
+	u, err := wk.walk(reflect.TypeFor[Result](), "")
 	if err != nil {
 		return err
 	}

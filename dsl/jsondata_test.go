@@ -1,0 +1,44 @@
+package dsl
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A JSON scenario or test file gets the bounds of a policy file and is
+// refused, at its place, when encoding/json would read it differently
+// from how it reads: a repeated key (the last would silently win), trailing
+// data, an empty file.
+func TestLoadDataJSON(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct{ name, src, want string }{
+		{"ok", `{"a": {"b": [1, {"c": 2}]}, "d": []}`, ""},
+		{"empty", " \n", "x.json: the file is empty: it must hold a JSON object"},
+		{"syntax", "{\"a\": [}", "x.json:1:8: not JSON: invalid character '}' looking for beginning of value"},
+		{"truncated", "{\"a\": [1,\n", "x.json:2:1: not JSON: the file ends before the value does (truncated?)"},
+		{"trailing", "{\"a\": 1}\n{}", "x.json:2:1: more data after the JSON value: a file holds one value"},
+		{"repeated key", "{\"tests\": {\"x\": {\"want\": 1,\n \"want\": 2}}}", `x.json:2:2: key "want" repeats a key of the same object (only the last would count)`},
+		{"same key in two objects", `{"a": {"k": 1}, "b": {"k": 1}, "c": [{"k": 1}, {"k": 2}]}`, ""},
+		{"deep", `{"a": ` + strings.Repeat("[", 250) + strings.Repeat("]", 250) + "}", "x.json:1:206: nesting deeper than 200 levels"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(dir, "x.json")
+			require.NoError(t, os.WriteFile(path, []byte(tc.src), 0o600))
+			data, err := LoadData(context.Background(), path, DataOptions{})
+			if tc.want == "" {
+				require.NoError(t, err)
+				assert.Equal(t, tc.src, string(data))
+				return
+			}
+			require.Error(t, err)
+			assert.Equal(t, tc.want, strings.ReplaceAll(err.Error(), dir+string(filepath.Separator), ""))
+		})
+	}
+}
