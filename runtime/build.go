@@ -127,7 +127,8 @@ type Deps struct {
 	// new version of the policy (a reload) passes the same one, so a
 	// declared memory store keeps its data (idempotency records, budgets,
 	// rate limits, caches) and a networked store its connections, as long
-	// as the store's name and declaration stay the same (StorePool).
+	// as the store's name and declaration stay the same (a memory store:
+	// its name; see StorePool).
 	StorePool *StorePool
 	// StateHold, when set, holds the state's background sinks: they deliver
 	// nothing until it is closed (or DrainState is called), so that a test

@@ -151,9 +151,10 @@ type storeSet struct {
 // builds for its versions (a reload): a pipeline built with the pool takes
 // a declared store from it when a pipeline still open has it open under the
 // same name and declaration (kind, path as resolved, url, url_env, prefix,
-// timeout), and opens it otherwise. A store is closed when the last
-// pipeline holding it closes, so the pipeline a reload replaces does not
-// close a store its successor uses, and a store whose declaration changed is
+// timeout; a memory store, which has no settings, under the same name), and
+// opens it otherwise. A store is closed when the last pipeline holding it
+// closes, so the pipeline a reload replaces does not close a store its
+// successor uses, and a store whose declaration changed is
 // opened afresh while the old one serves the old pipeline to its end. A
 // memory store so keeps its data across the versions, and a sqlite file, a
 // redis or a postgres store its connections. The zero value is not usable:
@@ -179,8 +180,12 @@ func (sp *StorePool) Open() int {
 }
 
 // poolKey is the identity under which store name, declared as ps (its path
-// resolved), is shared: its name and declaration.
+// resolved), is shared: its name and declaration; for a memory store, which
+// has no settings, its name (as StateChanges identifies it).
 func poolKey(name string, ps plan.Store) string {
+	if ps.Kind == "memory" {
+		return name + "\x00memory"
+	}
 	return strings.Join([]string{name, ps.Kind, ps.Path, ps.URL, ps.URLEnv, ps.Prefix, ps.Timeout}, "\x00")
 }
 

@@ -279,13 +279,21 @@ func TestStorePoolKeepsStoresAcrossBuilds(t *testing.T) {
 	assert.Equal(t, "done", string(v))
 	assert.Equal(t, 2, pool.Open())
 
-	changed := map[string]plan.Store{"shared": {Kind: "test.counting", Timeout: "1s"}, "mem": {Kind: "memory"}}
+	changed := map[string]plan.Store{"shared": {Kind: "test.counting", Timeout: "1s"}, "mem": {Kind: "memory", Timeout: "1s"}}
 	third := build(pool, changed)
 	assert.Equal(t, int64(2), storeOpens.Load()-opens, "a changed declaration is opened afresh")
 	assert.Equal(t, int64(0), storeCloses.Load()-closes, "the old one serves its pipeline to its end")
+	_, found, err = statefulLayers(t, third)[1].kv.Get(context.Background(), "refund/A1")
+	require.NoError(t, err)
+	assert.True(t, found, "a memory store has no settings: it is its name")
 	require.NoError(t, next.Close())
 	assert.Equal(t, int64(1), storeCloses.Load()-closes, "and closes with it")
 	require.NoError(t, third.Close())
 	assert.Equal(t, int64(2), storeCloses.Load()-closes)
 	assert.Equal(t, 0, pool.Open(), "nothing is left open")
+	fresh := build(pool, map[string]plan.Store{"shared": {Kind: "test.counting"}, "mem": {Kind: "memory"}})
+	defer fresh.Close()
+	_, found, err = statefulLayers(t, fresh)[1].kv.Get(context.Background(), "refund/A1")
+	require.NoError(t, err)
+	assert.False(t, found, "a store no pipeline held was closed: built again, it starts empty")
 }
