@@ -122,6 +122,14 @@ type Deps struct {
 	// neither refunds a budget, nor resets a rate limit, nor forgets which
 	// side-effecting calls ran. It follows the real clock, whatever Clock.
 	Memory *MemoryStore
+	// StorePool, when set, holds the declared stores open across the
+	// pipelines built with it: a host that builds the pipeline again for a
+	// new version of the policy (a reload) passes the same one, so a
+	// declared memory store keeps its data (idempotency records, budgets,
+	// rate limits, caches) and a networked store its connections, as long
+	// as the store's name and declaration stay the same (a memory store:
+	// its name; see StorePool).
+	StorePool *StorePool
 	// StateHold, when set, holds the state's background sinks: they deliver
 	// nothing until it is closed (or DrainState is called), so that a test
 	// fills the queue deterministically.

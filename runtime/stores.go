@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/agentc-dev/agentc/runtime/plan"
@@ -141,6 +142,95 @@ type storeSet struct {
 	mu    sync.Mutex
 	open  map[string]StoreBackend
 	order []string
+	// pooled are the pool keys of the backends taken from Deps.StorePool,
+	// by store name: closing the pipeline releases them.
+	pooled map[string]string
+}
+
+// StorePool keeps the stores of a policy open across the pipelines a host
+// builds for its versions (a reload): a pipeline built with the pool takes
+// a declared store from it when a pipeline still open has it open under the
+// same name and declaration (kind, path as resolved, url, url_env, prefix,
+// timeout; a memory store, which has no settings, under the same name), and
+// opens it otherwise. A store is closed when the last pipeline holding it
+// closes, so the pipeline a reload replaces does not close a store its
+// successor uses, and a store whose declaration changed is
+// opened afresh while the old one serves the old pipeline to its end. A
+// memory store so keeps its data across the versions, and a sqlite file, a
+// redis or a postgres store its connections. The zero value is not usable:
+// NewStorePool.
+type StorePool struct {
+	mu   sync.Mutex
+	open map[string]*pooledStore
+}
+
+type pooledStore struct {
+	b    StoreBackend
+	refs int
+}
+
+// NewStorePool returns an empty pool.
+func NewStorePool() *StorePool { return &StorePool{open: map[string]*pooledStore{}} }
+
+// Open reports the number of stores the pool holds open.
+func (sp *StorePool) Open() int {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	return len(sp.open)
+}
+
+// poolKey is the identity under which store name, declared as ps (its path
+// resolved), is shared: its name and declaration; for a memory store, which
+// has no settings, its name (as StateChanges identifies it).
+func poolKey(name string, ps plan.Store) string {
+	if ps.Kind == "memory" {
+		return name + "\x00memory"
+	}
+	return strings.Join([]string{name, ps.Kind, ps.Path, ps.URL, ps.URLEnv, ps.Prefix, ps.Timeout}, "\x00")
+}
+
+// take returns the backend open under key, holding it once more, or nil.
+func (sp *StorePool) take(key string) StoreBackend {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if e := sp.open[key]; e != nil {
+		e.refs++
+		return e.b
+	}
+	return nil
+}
+
+// add holds b, just opened, under key, and returns the backend to use: b,
+// or the one another build opened under key meanwhile (b is then closed).
+func (sp *StorePool) add(key string, b StoreBackend) StoreBackend {
+	sp.mu.Lock()
+	if e := sp.open[key]; e != nil {
+		e.refs++
+		sp.mu.Unlock()
+		_ = b.Close()
+		return e.b
+	}
+	sp.open[key] = &pooledStore{b: b, refs: 1}
+	sp.mu.Unlock()
+	return b
+}
+
+// release lets go of the backend held under key, closing it when no
+// pipeline holds it any more.
+func (sp *StorePool) release(key string) error {
+	sp.mu.Lock()
+	e := sp.open[key]
+	if e == nil {
+		sp.mu.Unlock()
+		return nil
+	}
+	if e.refs--; e.refs > 0 {
+		sp.mu.Unlock()
+		return nil
+	}
+	delete(sp.open, key)
+	sp.mu.Unlock()
+	return e.b.Close()
 }
 
 // backend returns the opened backend of store name, opening it on first use:
@@ -181,19 +271,41 @@ func (pl *Pipeline) backend(ctx context.Context, name string) (StoreBackend, err
 		ctx = context.Background()
 	}
 	ps.Path = pl.resolvePath(ps.Path)
-	b, err := open(ctx, name, ps)
-	if err != nil {
-		return nil, fmt.Errorf("open store %q (%s): %w", name, ps.Kind, err)
+	pool, key := pl.deps.StorePool, poolKey(name, ps)
+	var b StoreBackend
+	if pool != nil && declared {
+		b = pool.take(key)
 	}
-	if m, ok := b.(*MemoryStore); ok && pl.deps.Clock != nil {
-		// In-memory TTLs follow the pipeline's clock.
-		m.MemoryKV.now, m.MemoryVectorIndex.now, m.MemoryRateLimiter.now, m.MemoryBudgeter.now = pl.deps.Clock.Now, pl.deps.Clock.Now, pl.deps.Clock.Now, pl.deps.Clock.Now
+	if b == nil {
+		var err error
+		if b, err = open(ctx, name, ps); err != nil {
+			return nil, fmt.Errorf("open store %q (%s): %w", name, ps.Kind, err)
+		}
+		if m, ok := b.(*MemoryStore); ok && pl.deps.Clock != nil {
+			// In-memory TTLs follow the pipeline's clock.
+			m.MemoryKV.now, m.MemoryVectorIndex.now, m.MemoryRateLimiter.now, m.MemoryBudgeter.now = pl.deps.Clock.Now, pl.deps.Clock.Now, pl.deps.Clock.Now, pl.deps.Clock.Now
+		}
+		if pool != nil && declared {
+			b = pool.add(key, b)
+		}
 	}
+	closeIt := b.Close
+	if pool != nil && declared {
+		closeIt = func() error { return pool.release(key) }
+	}
+	// A store taken from the pool is claimed again: the new version of
+	// the policy may have another package name.
 	if err := pl.claimStore(ctx, name, ps, b); err != nil {
-		_ = b.Close()
+		_ = closeIt()
 		return nil, err
 	}
 	pl.openStore(name, b)
+	if pool != nil && declared {
+		if pl.stores.pooled == nil {
+			pl.stores.pooled = map[string]string{}
+		}
+		pl.stores.pooled[name] = key
+	}
 	return b, nil
 }
 
@@ -254,11 +366,15 @@ func (pl *Pipeline) closeStores() error {
 	defer pl.stores.mu.Unlock()
 	var errs []error
 	for _, name := range slices.Backward(pl.stores.order) {
-		if err := pl.stores.open[name].Close(); err != nil {
+		closeIt := pl.stores.open[name].Close
+		if key, ok := pl.stores.pooled[name]; ok {
+			closeIt = func() error { return pl.deps.StorePool.release(key) }
+		}
+		if err := closeIt(); err != nil {
 			errs = append(errs, fmt.Errorf("close store %q: %w", name, err))
 		}
 	}
-	pl.stores.open, pl.stores.order = nil, nil
+	pl.stores.open, pl.stores.order, pl.stores.pooled = nil, nil, nil
 	return errors.Join(errs...)
 }
 

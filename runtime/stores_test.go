@@ -248,3 +248,52 @@ func TestStoresFromDepsMemory(t *testing.T) {
 	defer pl.Close()
 	assert.NotSame(t, mem, statefulLayers(t, pl)[0].kv, "the policy's own default store")
 }
+
+// TestStorePoolKeepsStoresAcrossBuilds: pipelines built with one StorePool
+// share a declared store of the same name and declaration, closed when the
+// last of them closes; a store whose declaration changed is opened afresh,
+// the old one closed with the pipeline that used it.
+func TestStorePoolKeepsStoresAcrossBuilds(t *testing.T) {
+	build := func(pool *runtime.StorePool, stores map[string]plan.Store) *runtime.Pipeline {
+		p := rt.Plan(plan.Chains{Tool: []plan.Layer{
+			rt.Named("a", rt.Layer("test.stateful", `{"store": "shared", "index": "-"}`)),
+			rt.Named("b", rt.Layer("test.stateful", `{"store": "mem", "index": "-"}`)),
+		}})
+		p.Stores = stores
+		pl, err := runtime.Build(context.Background(), p, runtime.Deps{StorePool: pool})
+		require.NoError(t, err)
+		return pl
+	}
+	decl := map[string]plan.Store{"shared": {Kind: "test.counting"}, "mem": {Kind: "memory"}}
+	pool := runtime.NewStorePool()
+	opens, closes := storeOpens.Load(), storeCloses.Load()
+	old := build(pool, decl)
+	require.NoError(t, statefulLayers(t, old)[1].kv.Set(context.Background(), "refund/A1", []byte("done"), 0))
+	next := build(pool, decl)
+	assert.Equal(t, int64(1), storeOpens.Load()-opens, "the second build took the open store")
+	require.NoError(t, old.Close())
+	assert.Equal(t, int64(0), storeCloses.Load()-closes, "closing the old pipeline leaves the store its successor uses")
+	v, found, err := statefulLayers(t, next)[1].kv.Get(context.Background(), "refund/A1")
+	require.NoError(t, err)
+	assert.True(t, found, "the memory store kept its data")
+	assert.Equal(t, "done", string(v))
+	assert.Equal(t, 2, pool.Open())
+
+	changed := map[string]plan.Store{"shared": {Kind: "test.counting", Timeout: "1s"}, "mem": {Kind: "memory", Timeout: "1s"}}
+	third := build(pool, changed)
+	assert.Equal(t, int64(2), storeOpens.Load()-opens, "a changed declaration is opened afresh")
+	assert.Equal(t, int64(0), storeCloses.Load()-closes, "the old one serves its pipeline to its end")
+	_, found, err = statefulLayers(t, third)[1].kv.Get(context.Background(), "refund/A1")
+	require.NoError(t, err)
+	assert.True(t, found, "a memory store has no settings: it is its name")
+	require.NoError(t, next.Close())
+	assert.Equal(t, int64(1), storeCloses.Load()-closes, "and closes with it")
+	require.NoError(t, third.Close())
+	assert.Equal(t, int64(2), storeCloses.Load()-closes)
+	assert.Equal(t, 0, pool.Open(), "nothing is left open")
+	fresh := build(pool, map[string]plan.Store{"shared": {Kind: "test.counting"}, "mem": {Kind: "memory"}})
+	defer fresh.Close()
+	_, found, err = statefulLayers(t, fresh)[1].kv.Get(context.Background(), "refund/A1")
+	require.NoError(t, err)
+	assert.False(t, found, "a store no pipeline held was closed: built again, it starts empty")
+}

@@ -215,6 +215,10 @@ type Server struct {
 	// memory is the in-process state every generation shares (budgets,
 	// rate limits, idempotency records, caches), so a reload keeps it.
 	memory *runtime.MemoryStore
+	// stores holds the declared stores open across generations: a reload
+	// that leaves a store's declaration alone keeps its data (a memory
+	// store) and its connections.
+	stores *runtime.StorePool
 
 	// reloadMu serializes loads; it guards the watched files.
 	reloadMu  sync.Mutex
@@ -256,6 +260,9 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	s.requests, s.cutRequests = context.WithCancelCause(s.stopNow)
 	if s.memory == nil {
 		s.memory = runtime.NewMemoryStore()
+	}
+	if s.stores = opts.Deps.StorePool; s.stores == nil {
+		s.stores = runtime.NewStorePool()
 	}
 	s.runs = newRunTracker(opts.RunIdle, opts.MaxRuns, s.endRuns)
 	s.mcp = newMCPProxy(s)
@@ -357,6 +364,7 @@ func (s *Server) build(ctx context.Context, ld *Loaded) (*generation, error) {
 	deps.Logger = s.log
 	deps.Dir = ld.Dir
 	deps.Memory = s.memory
+	deps.StorePool = s.stores
 	models := map[string]runtime.ModelClient{}
 	if s.opts.Models != nil {
 		host, err := s.opts.Models(ctx, p)

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -34,13 +33,7 @@ func TestReloadThatResetsIdempotencyIsRefused(t *testing.T) {
 			upstream, refunds := inProcessUpstream(t)
 			dir := writePolicy(t, keyArgsPolicy(upstream, `["order_id"]`))
 			s := startServer(t, Options{Source: cueSource(dir), WatchInterval: -1, AllowStateReset: allow})
-			refund := func(run string) {
-				cs := connectProxy(t, s.url, "agent-key", map[string]string{RunHeader: run})
-				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "refund", Arguments: map[string]any{"order_id": "A1", "amount": 40}})
-				require.NoError(t, err)
-				require.False(t, res.IsError, text(t, res))
-				require.NoError(t, cs.Close())
-			}
+			refund := func(run string) { refundOnce(t, s.url, run) }
 			refund("first")
 			require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte(keyArgsPolicy(upstream, `["order_id", "amount"]`)), 0o644))
 			err := s.srv.Reload(context.Background())
