@@ -31,7 +31,9 @@
 // order/own-call-rerouted, when those leave out `model`), a tracing layer inside
 // gives it a span of its own, a cache inside may serve it. Layers outside
 // the judge do not see it: a meter outside charges only the response it
-// judged. A failure after those layers (retries spent, a budget refusal)
+// judged (vet reports it, order/judge-before-meter: an error when the meter
+// has a budget, which the verdicts escape, a warning otherwise). A
+// rate_limit outside admits the verdict call without a token. A failure after those layers (retries spent, a budget refusal)
 // follows `on_error`. Its usage is not reported on the call's response.
 // Place the meter, retry and fallback meant for judging inside the judge;
 // scope a layer with `when` (request.model) to keep it off the judge's calls.
