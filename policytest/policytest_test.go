@@ -191,3 +191,20 @@ func runOnlyCase(t *testing.T, policy, tests string) string {
 	require.NoError(t, err)
 	return diff
 }
+
+// A want of false holds of a flag the result leaves out because it is
+// false, and still fails where the flag is true.
+func TestWantFalseFlags(t *testing.T) {
+	policy := `package p
+models: primary: {provider: "openai", model: "m", api_key_env: "K"}
+tools: lookup: {args: type: "object"}
+`
+	run := func(t *testing.T, item, want string) string {
+		return runOnlyCase(t, policy, "package p\ntests: a: {\n\tscenario: {models: primary: [{text: \"hi\"}], tools: lookup: ["+item+"], steps: [{chat: {model: \"primary\", messages: [{role: \"user\", content: \"hi\"}]}}, {tool: {name: \"lookup\", args: {}}}]}\n\twant: "+want+"\n}\n")
+	}
+	assert.Equal(t, "", run(t, "{result: 1}", "crashed: false"))
+	assert.Equal(t, "", run(t, "{result: 1}", "steps: [{refusal: false}, {deduped: false}]"))
+	assert.Equal(t, "$.crashed: want true, got false", run(t, "{result: 1}", "crashed: true"))
+	assert.Equal(t, "$.crashed: want false, got true", run(t, "{crash: true}", "crashed: false"))
+	assert.Equal(t, "$.steps[0].refusal: want true, got false", run(t, "{result: 1}", "steps: [{refusal: true}, {}]"))
+}

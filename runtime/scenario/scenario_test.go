@@ -211,3 +211,13 @@ func TestParseThinkingParts(t *testing.T) {
 	require.NotNil(t, sc.Steps[0].Chat.Thinking)
 	assert.Equal(t, 1024, int(sc.Steps[0].Chat.Thinking.BudgetTokens))
 }
+
+// FillFalse fills in the bools the result omits when false, and nothing
+// that is absent for another reason.
+func TestFillFalse(t *testing.T) {
+	var want, got any
+	require.NoError(t, json.Unmarshal([]byte(`{"crashed": false, "steps": [{"refusal": false, "deduped": false, "result": false}], "nope": false}`), &want))
+	require.NoError(t, json.Unmarshal([]byte(`{"steps": [{"outcome": "ok"}]}`), &got))
+	scenario.FillFalse(want, got)
+	assert.Equal(t, map[string]any{"crashed": false, "steps": []any{map[string]any{"outcome": "ok", "refusal": false}}}, got)
+}
