@@ -208,3 +208,37 @@ tools: lookup: {args: type: "object"}
 	assert.Equal(t, "$.crashed: want false, got true", run(t, "{crash: true}", "crashed: false"))
 	assert.Equal(t, "$.steps[0].refusal: want true, got false", run(t, "{result: 1}", "steps: [{refusal: true}, {}]"))
 }
+
+// A want_vet rule or a want_prove invariant that cannot be reported is an
+// error naming the file, the case and the id, with a did-you-mean.
+func TestCheckIDs(t *testing.T) {
+	policy := `package p
+tools: refund: {side_effecting: true, args: type: "object"}
+constraints: [{id: "pii-first", outer: "pii", inner: "audit", why: "w"}]
+invariants: {off: ["budget_overshoot"], custom: one_refund: "executions.tools.refund <= 1"}
+`
+	check := func(t *testing.T, tests string) error {
+		t.Helper()
+		dir := write(t, map[string]string{"p.cue": policy, "a_test.cue": "package p\n" + tests})
+		cases, err := Discover(context.Background(), dir, dsl.DataOptions{})
+		require.NoError(t, err)
+		c, err := compiler.Compile(context.Background(), []string{filepath.Join(dir, "p.cue")}, compiler.Options{})
+		require.NoError(t, err)
+		return CheckIDs(cases, c)
+	}
+	require.NoError(t, check(t, `tests: a: want_vet: ["cel/unknown-value", "order/pii-first", "order/duplicate"]
+tests: b: want_prove: ["max_executions", "one_refund"]`))
+	err := check(t, `tests: ok: want_vet: []
+tests: typo: want_vet: ["cel/unkown-value"]`)
+	require.Error(t, err)
+	assert.Regexp(t, `a_test.cue: test "typo": want_vet: no rule "cel/unkown-value"; did you mean "cel/unknown-value"\?`, err.Error())
+	err = check(t, `tests: c: want_vet: ["order/pii-frst"]`)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `no rule "order/pii-frst"; did you mean "order/pii-first"?`)
+	err = check(t, `tests: d: want_prove: ["one_refnd"]`)
+	require.Error(t, err)
+	assert.Regexp(t, `a_test.cue: test "d": want_prove: the policy checks no invariant "one_refnd"; did you mean "one_refund"\?`, err.Error())
+	err = check(t, `tests: e: want_prove: ["budget_overshoot"]`)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `test "e": want_prove: invariant "budget_overshoot" is turned off (invariants.off)`)
+}
