@@ -371,7 +371,7 @@ func (c *Case) Run(ctx context.Context, p *plan.Plan, dir string) (diff string, 
 	// errors name their place by path.
 	sc, err := scenario.ParseEvaluated(c.Scenario)
 	if err != nil {
-		return "", nil, err
+		return "", nil, caseProblems(err)
 	}
 	// A want that lists the spans records them, as `agentc run -trace`
 	// does: without them `trace: []` would pass unchecked.
@@ -379,7 +379,7 @@ func (c *Case) Run(ctx context.Context, p *plan.Plan, dir string) (diff string, 
 	_, trace := w["trace"]
 	res, err := scenario.Run(ctx, p, sc, scenario.Options{Dir: dir, Trace: trace})
 	if err != nil {
-		return "", nil, err
+		return "", nil, caseProblems(err)
 	}
 	out, err := json.Marshal(res)
 	if err != nil {
@@ -393,6 +393,16 @@ func (c *Case) Run(ctx context.Context, p *plan.Plan, dir string) (diff string, 
 	// holds of a run that did not crash.
 	scenario.FillFalse(c.Want, got)
 	return conformance.Subset(c.Want, got, ""), out, nil
+}
+
+// caseProblems puts the problems of a case's scenario on one line, each
+// at its path in the scenario (a case's report is a line).
+func caseProblems(err error) error {
+	var se *scenario.Error
+	if errors.As(err, &se) {
+		return errors.New("scenario: " + strings.Join(se.Messages(), "; "))
+	}
+	return err
 }
 
 // Prove explores p at depth k (resolving its relative paths against dir)

@@ -242,3 +242,20 @@ tests: typo: want_vet: ["cel/unkown-value"]`)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `test "e": want_prove: invariant "budget_overshoot" is turned off (invariants.off)`)
 }
+
+// A case whose scenario is refused reports every problem on its line, at
+// its path in the scenario.
+func TestRunRefusedScenario(t *testing.T) {
+	dir := write(t, map[string]string{
+		"p.cue":      "package p\nmodels: primary: {provider: \"openai\", model: \"m\", api_key_env: \"K\"}\n",
+		"a_test.cue": "package p\ntests: a: {scenario: {tools: refnd: [{result: 1}], steps: [{chat: {model: \"primry\", messages: []}}]}, want: steps: [{}]}\n",
+	})
+	cases, err := Discover(context.Background(), dir, dsl.DataOptions{})
+	require.NoError(t, err)
+	c, err := compiler.Compile(context.Background(), []string{filepath.Join(dir, "p.cue")}, compiler.Options{})
+	require.NoError(t, err)
+	_, _, err = cases[0].Run(context.Background(), c.Plan, dir)
+	require.Error(t, err)
+	assert.Equal(t, `scenario: steps[0].chat.model: the policy declares no model "primry" and the scenario scripts none, so the call can only fail; did you mean "primary"? (it declares primary); `+
+		`tools.refnd: the policy declares no tool "refnd" and no step calls it, so the script is never used (the policy declares no tools)`, err.Error())
+}
