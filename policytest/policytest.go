@@ -40,6 +40,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/agentc-dev/agentc/compiler"
 	"github.com/agentc-dev/agentc/conformance"
 	"github.com/agentc-dev/agentc/dsl"
 	"github.com/agentc-dev/agentc/prove"
@@ -275,6 +276,59 @@ func (c *Case) CheckVet(rules []string) string {
 	return setDiff(c.WantVet, rules, "vet did not report ", "vet also reported ")
 }
 
+// CheckIDs refuses a case that wants what can never be: a want_vet rule
+// id that no rule reports (a misspelt cel/unkown-value would only ever read
+// "vet did not report"), or a want_prove invariant the policy c compiled
+// from does not check (not a built-in, turned off, or not among its
+// custom invariants). The error names the file, the case and the id, with
+// a did-you-mean.
+func CheckIDs(cases []*Case, c *compiler.Compilation) error {
+	rules := map[string]bool{}
+	for _, r := range compiler.Rules() {
+		if !strings.Contains(r.ID, "<") { // order/<id> stands for the constraints below
+			rules[r.ID] = true
+		}
+	}
+	for _, d := range c.Diagnostics {
+		rules[d.Rule] = true // a registered middleware's constraint included
+	}
+	var invariants, off []string
+	if c.Policy != nil {
+		for _, k := range c.Policy.Constraints {
+			rules["order/"+k.ID] = true
+		}
+		invariants = slices.Clone(prove.Builtins)
+		if in := c.Policy.Invariants; in != nil {
+			off = in.Off
+			invariants = slices.DeleteFunc(invariants, func(id string) bool { return slices.Contains(off, id) })
+			invariants = append(invariants, sortedKeys(in.Custom)...)
+		}
+	}
+	known := sortedKeys(rules)
+	for _, tc := range cases {
+		for _, id := range tc.WantVet {
+			// Without the policy its own constraints are not known.
+			if rules[id] || c.Policy == nil && strings.HasPrefix(id, "order/") {
+				continue
+			}
+			return fmt.Errorf("%s: test %q: want_vet: no rule %q%s: vet can never report it (agentc vet -rules lists them)", tc.File, tc.Name, id, dsl.SuggestName(id, known))
+		}
+		if c.Policy == nil {
+			continue
+		}
+		for _, id := range tc.WantProve {
+			switch {
+			case slices.Contains(invariants, id):
+			case slices.Contains(off, id):
+				return fmt.Errorf("%s: test %q: want_prove: invariant %q is turned off (invariants.off): prove can never find it violated", tc.File, tc.Name, id)
+			default:
+				return fmt.Errorf("%s: test %q: want_prove: the policy checks no invariant %q%s: prove can never find it violated (it checks %s)", tc.File, tc.Name, id, dsl.SuggestName(id, invariants), strings.Join(invariants, ", "))
+			}
+		}
+	}
+	return nil
+}
+
 // setDiff describes how the set got differs from the set want.
 func setDiff(wantList, gotList []string, missingText, extraText string) string {
 	got := map[string]bool{}
@@ -317,7 +371,7 @@ func (c *Case) Run(ctx context.Context, p *plan.Plan, dir string) (diff string, 
 	// errors name their place by path.
 	sc, err := scenario.ParseEvaluated(c.Scenario)
 	if err != nil {
-		return "", nil, err
+		return "", nil, caseProblems(err)
 	}
 	// A want that lists the spans records them, as `agentc run -trace`
 	// does: without them `trace: []` would pass unchecked.
@@ -325,7 +379,7 @@ func (c *Case) Run(ctx context.Context, p *plan.Plan, dir string) (diff string, 
 	_, trace := w["trace"]
 	res, err := scenario.Run(ctx, p, sc, scenario.Options{Dir: dir, Trace: trace})
 	if err != nil {
-		return "", nil, err
+		return "", nil, caseProblems(err)
 	}
 	out, err := json.Marshal(res)
 	if err != nil {
@@ -335,7 +389,20 @@ func (c *Case) Run(ctx context.Context, p *plan.Plan, dir string) (diff string, 
 	if err := json.Unmarshal(out, &got); err != nil {
 		return "", nil, err
 	}
+	// A flag the result leaves out when false is false: `crashed: false`
+	// holds of a run that did not crash.
+	scenario.FillFalse(c.Want, got)
 	return conformance.Subset(c.Want, got, ""), out, nil
+}
+
+// caseProblems puts the problems of a case's scenario on one line, each
+// at its path in the scenario (a case's report is a line).
+func caseProblems(err error) error {
+	var se *scenario.Error
+	if errors.As(err, &se) {
+		return errors.New("scenario: " + strings.Join(se.Messages(), "; "))
+	}
+	return err
 }
 
 // Prove explores p at depth k (resolving its relative paths against dir)

@@ -191,3 +191,71 @@ func runOnlyCase(t *testing.T, policy, tests string) string {
 	require.NoError(t, err)
 	return diff
 }
+
+// A want of false holds of a flag the result leaves out because it is
+// false, and still fails where the flag is true.
+func TestWantFalseFlags(t *testing.T) {
+	policy := `package p
+models: primary: {provider: "openai", model: "m", api_key_env: "K"}
+tools: lookup: {args: type: "object"}
+`
+	run := func(t *testing.T, item, want string) string {
+		return runOnlyCase(t, policy, "package p\ntests: a: {\n\tscenario: {models: primary: [{text: \"hi\"}], tools: lookup: ["+item+"], steps: [{chat: {model: \"primary\", messages: [{role: \"user\", content: \"hi\"}]}}, {tool: {name: \"lookup\", args: {}}}]}\n\twant: "+want+"\n}\n")
+	}
+	assert.Equal(t, "", run(t, "{result: 1}", "crashed: false"))
+	assert.Equal(t, "", run(t, "{result: 1}", "steps: [{refusal: false}, {deduped: false}]"))
+	assert.Equal(t, "$.crashed: want true, got false", run(t, "{result: 1}", "crashed: true"))
+	assert.Equal(t, "$.crashed: want false, got true", run(t, "{crash: true}", "crashed: false"))
+	assert.Equal(t, "$.steps[0].refusal: want true, got false", run(t, "{result: 1}", "steps: [{refusal: true}, {}]"))
+}
+
+// A want_vet rule or a want_prove invariant that cannot be reported is an
+// error naming the file, the case and the id, with a did-you-mean.
+func TestCheckIDs(t *testing.T) {
+	policy := `package p
+tools: refund: {side_effecting: true, args: type: "object"}
+constraints: [{id: "pii-first", outer: "pii", inner: "audit", why: "w"}]
+invariants: {off: ["budget_overshoot"], custom: one_refund: "executions.tools.refund <= 1"}
+`
+	check := func(t *testing.T, tests string) error {
+		t.Helper()
+		dir := write(t, map[string]string{"p.cue": policy, "a_test.cue": "package p\n" + tests})
+		cases, err := Discover(context.Background(), dir, dsl.DataOptions{})
+		require.NoError(t, err)
+		c, err := compiler.Compile(context.Background(), []string{filepath.Join(dir, "p.cue")}, compiler.Options{})
+		require.NoError(t, err)
+		return CheckIDs(cases, c)
+	}
+	require.NoError(t, check(t, `tests: a: want_vet: ["cel/unknown-value", "order/pii-first", "order/duplicate"]
+tests: b: want_prove: ["max_executions", "one_refund"]`))
+	err := check(t, `tests: ok: want_vet: []
+tests: typo: want_vet: ["cel/unkown-value"]`)
+	require.Error(t, err)
+	assert.Regexp(t, `a_test.cue: test "typo": want_vet: no rule "cel/unkown-value"; did you mean "cel/unknown-value"\?`, err.Error())
+	err = check(t, `tests: c: want_vet: ["order/pii-frst"]`)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `no rule "order/pii-frst"; did you mean "order/pii-first"?`)
+	err = check(t, `tests: d: want_prove: ["one_refnd"]`)
+	require.Error(t, err)
+	assert.Regexp(t, `a_test.cue: test "d": want_prove: the policy checks no invariant "one_refnd"; did you mean "one_refund"\?`, err.Error())
+	err = check(t, `tests: e: want_prove: ["budget_overshoot"]`)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `test "e": want_prove: invariant "budget_overshoot" is turned off (invariants.off)`)
+}
+
+// A case whose scenario is refused reports every problem on its line, at
+// its path in the scenario.
+func TestRunRefusedScenario(t *testing.T) {
+	dir := write(t, map[string]string{
+		"p.cue":      "package p\nmodels: primary: {provider: \"openai\", model: \"m\", api_key_env: \"K\"}\n",
+		"a_test.cue": "package p\ntests: a: {scenario: {tools: refnd: [{result: 1}], steps: [{chat: {model: \"primry\", messages: []}}]}, want: steps: [{}]}\n",
+	})
+	cases, err := Discover(context.Background(), dir, dsl.DataOptions{})
+	require.NoError(t, err)
+	c, err := compiler.Compile(context.Background(), []string{filepath.Join(dir, "p.cue")}, compiler.Options{})
+	require.NoError(t, err)
+	_, _, err = cases[0].Run(context.Background(), c.Plan, dir)
+	require.Error(t, err)
+	assert.Equal(t, `scenario: steps[0].chat.model: the policy declares no model "primry" and the scenario scripts none, so the call can only fail; did you mean "primary"? (it declares primary); `+
+		`tools.refnd: the policy declares no tool "refnd" and no step calls it, so the script is never used (the policy declares no tools)`, err.Error())
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -33,10 +34,21 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 		return code
 	}
 	sc, err := readScenario(ctx, env, fs.Arg(1))
+	if se := (*scenarioError)(nil); errors.As(err, &se) {
+		fmt.Fprintln(env.stderr, se.Error())
+		return exitUsage
+	}
 	if err != nil {
 		return fail(env, "%v", err)
 	}
 	res, err := scenario.Run(ctx, p, sc, scenario.Options{Trace: *trace, Dir: policyDir(fs.Arg(0))})
+	var se *scenario.Error
+	if errors.As(err, &se) {
+		// The scenario names what the policy does not have: each
+		// problem at its place, as vet's diagnostics are.
+		fmt.Fprintln(env.stderr, se.In(fs.Arg(1)))
+		return exitUsage
+	}
 	if err != nil {
 		// The error may be the plan's (a layer that does not build) or
 		// the scenario's: name both.
@@ -106,12 +118,20 @@ func readScenario(ctx context.Context, env *cliEnv, path string) (*scenario.Scen
 		parse = scenario.ParseEvaluated
 	}
 	s, err := parse(data)
+	var se *scenario.Error
+	if errors.As(err, &se) {
+		return nil, &scenarioError{se.In(path)}
+	}
 	if err != nil {
-		// Parse's errors start with "scenario: ".
-		return nil, fmt.Errorf("%s: %s", path, strings.TrimPrefix(err.Error(), "scenario: "))
+		return nil, fmt.Errorf("%s: %v", path, err)
 	}
 	return s, nil
 }
+
+// scenarioError is a scenario's problems, each a line at its place.
+type scenarioError struct{ lines string }
+
+func (e *scenarioError) Error() string { return e.lines }
 
 // scenarioApart refuses a CUE scenario that is one of the policy's own
 // files, as one in the policy's directory is: compiled into the policy, it

@@ -71,6 +71,11 @@ func cmdTest(ctx context.Context, env *cliEnv, args []string) int {
 		if err != nil {
 			return fail(env, "%v", err)
 		}
+		// A want no run can meet stops the run as a test file that does
+		// not read does.
+		if err := policytest.CheckIDs(cases, c); err != nil {
+			return fail(env, "%v", err)
+		}
 		var rules []string
 		for _, d := range c.Diagnostics {
 			rules = append(rules, d.Rule)

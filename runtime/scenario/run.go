@@ -439,14 +439,27 @@ func (r stubResolver) LookupNetIP(ctx context.Context, network, host string) ([]
 	return out, nil
 }
 
-// checkScripts refuses a script for a model or tool that the policy does
-// not declare and that no step or scripted tool call of the scenario names:
-// no call would ever take its items (a misspelt `refnd` leaves the declared
-// refund unscripted and the test exercising nothing). A script for an
-// undeclared name the scenario calls stands for a host that registers it.
+// checkScripts refuses a scenario with a call or a script that names what
+// does not exist. A script for a model or tool that the policy does not
+// declare and that no step or scripted tool call of the scenario names:
+// no call would ever take its items (a misspelt `refnd` leaves the
+// declared refund unscripted and the test exercising nothing). A script
+// for an undeclared name the scenario calls stands for a host that
+// registers it. A step calling a model that is neither declared nor
+// scripted, under a policy without a fallback or hedge layer to serve it
+// with another, or a tool, where the policy lets undeclared tools run,
+// could only fail as not registered.
 func checkScripts(p *plan.Plan, s *Scenario) error {
+	var calls []call
+	callsIn("steps", s.Steps, &calls)
 	models, tools := map[string]bool{}, map[string]bool{}
-	calledIn(s.Steps, models, tools)
+	for _, c := range calls {
+		if c.model {
+			models[c.name] = true
+		} else {
+			tools[c.name] = true
+		}
+	}
 	for _, items := range s.Models {
 		for _, it := range items {
 			for _, c := range it.ToolCalls {
@@ -454,50 +467,86 @@ func checkScripts(p *plan.Plan, s *Scenario) error {
 			}
 		}
 	}
+	declaredModels, declaredTools := slices.Sorted(maps.Keys(p.Models)), slices.Sorted(maps.Keys(p.Tools))
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(s.Models)) {
 		if _, ok := p.Models[name]; !ok && !models[name] {
-			errs = append(errs, uncalled("models", "model", name, slices.Sorted(maps.Keys(p.Models))))
+			errs = append(errs, uncalled("models", "model", name, declaredModels))
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(s.Tools)) {
 		if _, ok := p.Tools[name]; !ok && !tools[name] {
-			errs = append(errs, uncalled("tools", "tool", name, slices.Sorted(maps.Keys(p.Tools))))
+			errs = append(errs, uncalled("tools", "tool", name, declaredTools))
+		}
+	}
+	// A fallback or hedge layer calls the models it lists, whatever the
+	// call names.
+	routed := slices.ContainsFunc(p.Chains.Chat, func(l plan.Layer) bool { return l.Use == "fallback" || l.Use == "hedge" })
+	for _, c := range calls {
+		_, isModel := p.Models[c.name]
+		_, isTool := p.Tools[c.name]
+		_, modelScript := s.Models[c.name]
+		_, toolScript := s.Tools[c.name]
+		switch {
+		case c.model && !isModel && !modelScript && !routed:
+			errs = append(errs, unknownCall(c, "model", declaredModels))
+		case !c.model && p.Settings.AllowUndeclaredTools && !isTool && !toolScript:
+			// Without allow_undeclared_tools the policy refuses the
+			// call, which a case may assert.
+			errs = append(errs, unknownCall(c, "tool", declaredTools))
 		}
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("scenario: %w", errors.Join(errs...))
+		sortErrors(errs)
+		return problems(s.src, errs)
 	}
 	return nil
 }
 
-// calledIn collects the models and tools the steps call by name.
-func calledIn(steps []Step, models, tools map[string]bool) {
-	for _, st := range steps {
+// call is a step's call of a model or tool by name, at path.
+type call struct {
+	path, name string
+	model      bool
+}
+
+// callsIn collects the models and tools the steps call by name.
+func callsIn(path string, steps []Step, out *[]call) {
+	for i, st := range steps {
+		p := fmt.Sprintf("%s[%d]", path, i)
 		switch {
 		case st.Chat != nil:
-			models[st.Chat.Model] = true
+			*out = append(*out, call{p + ".chat.model", st.Chat.Model, true})
 		case st.Agent != nil:
-			models[st.Agent.Model] = true
+			*out = append(*out, call{p + ".agent.model", st.Agent.Model, true})
 		case st.Tool != nil:
-			tools[st.Tool.Name] = true
+			*out = append(*out, call{p + ".tool.name", st.Tool.Name, false})
 		case st.Turn != nil:
-			calledIn(st.Turn.Steps, models, tools)
+			callsIn(p+".turn.steps", st.Turn.Steps, out)
 		case st.Parallel != nil:
-			calledIn(st.Parallel, models, tools)
+			callsIn(p+".parallel", st.Parallel, out)
 		}
 	}
 }
 
 func uncalled(field, kind, name string, declared []string) error {
-	msg := fmt.Sprintf("%s.%s: the policy declares no %s %q and no step calls it, so the script is never used", field, name, kind, name)
+	return fmt.Errorf("%s.%s: the policy declares no %s %q and no step calls it, so the script is never used%s", field, name, kind, name, suggestDeclared(name, kind, declared))
+}
+
+func unknownCall(c call, kind string, declared []string) error {
+	return fmt.Errorf("%s: the policy declares no %s %q and the scenario scripts none, so the call can only fail%s", c.path, kind, c.name, suggestDeclared(c.name, kind, declared))
+}
+
+// suggestDeclared names the declared name closest to name, and those
+// declared.
+func suggestDeclared(name, kind string, declared []string) string {
 	if len(declared) == 0 {
-		return fmt.Errorf("%s (the policy declares no %ss)", msg, kind)
+		return fmt.Sprintf(" (the policy declares no %ss)", kind)
 	}
+	msg := ""
 	if best := textdist.Closest(name, declared); best != "" {
-		msg += fmt.Sprintf("; did you mean %q?", best)
+		msg = fmt.Sprintf("; did you mean %q?", best)
 	}
-	return fmt.Errorf("%s (it declares %s)", msg, strings.Join(declared, ", "))
+	return fmt.Sprintf("%s (it declares %s)", msg, strings.Join(declared, ", "))
 }
 
 type runner struct {

@@ -211,7 +211,7 @@ func TestTraceOption(t *testing.T) {
 }
 
 func TestRunReportsBuildErrors(t *testing.T) {
-	s, err := scenario.Parse([]byte(`{"steps": [{"chat": {}}]}`))
+	s, err := scenario.Parse([]byte(`{"models": {"m": [{"text": "hi"}]}, "steps": [{"chat": {"model": "m"}}]}`))
 	require.NoError(t, err)
 	_, err = scenario.Run(context.Background(), planWith(plan.Chains{Chat: []plan.Layer{layer("nope", "")}}), s, scenario.Options{})
 	assert.ErrorContains(t, err, `unknown middleware "nope"`)

@@ -96,6 +96,10 @@ type Scenario struct {
 	// addresses. A name it does not list is not found; no lookup reaches a
 	// real DNS server.
 	DNS map[string][]string `json:"dns,omitempty"`
+
+	// src is the JSON text the scenario was parsed from, which places
+	// the problems Run finds (nil for an evaluated scenario).
+	src []byte
 }
 
 // The fake error kinds.
@@ -273,6 +277,10 @@ func Parse(data []byte) (*Scenario, error) { return parse(data, true) }
 func ParseEvaluated(data []byte) (*Scenario, error) { return parse(data, false) }
 
 func parse(data []byte, positions bool) (*Scenario, error) {
+	src := data
+	if !positions {
+		src = nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var s Scenario
@@ -280,31 +288,31 @@ func parse(data []byte, positions bool) (*Scenario, error) {
 		var te *json.UnmarshalTypeError
 		if strings.HasPrefix(err.Error(), "json: unknown field ") || errors.As(err, &te) {
 			if u := findUnknown(data); u != nil {
+				p := Problem{Message: u.message()}
 				if positions {
-					return nil, fmt.Errorf("scenario: %s: %s", lineCol(data, int(u.off)), u.message())
+					p.Line, p.Col = lineColOf(data, int(u.off))
 				}
-				return nil, fmt.Errorf("scenario: %s", u.message())
+				return nil, &Error{Problems: []Problem{p}}
 			}
 		}
-		msg := jsonError(data, dec, err)
+		p := jsonError(data, dec, err)
 		if !positions {
-			if _, rest, ok := strings.Cut(msg, ": "); ok && strings.HasPrefix(msg, "line ") {
-				msg = rest
-			}
+			p.Line, p.Col = 0, 0
 		}
-		return nil, fmt.Errorf("scenario: %s", msg)
+		return nil, &Error{Problems: []Problem{p}}
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("scenario: trailing data after the scenario object")
+		return nil, &Error{Problems: []Problem{{Message: "trailing data after the scenario object"}}}
 	}
-	if err := s.check(); err != nil {
-		return nil, fmt.Errorf("scenario: %w", err)
+	if errs := s.check(); len(errs) > 0 {
+		return nil, problems(src, errs)
 	}
+	s.src = src
 	return &s, nil
 }
 
 // jsonError places a decoding error at a line and column.
-func jsonError(data []byte, dec *json.Decoder, err error) string {
+func jsonError(data []byte, dec *json.Decoder, err error) Problem {
 	off := -1
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
@@ -319,22 +327,15 @@ func jsonError(data []byte, dec *json.Decoder, err error) string {
 	default:
 		off = int(dec.InputOffset())
 	}
-	msg := strings.TrimPrefix(err.Error(), "json: ")
-	if off < 0 || off > len(data) {
-		return msg
+	p := Problem{Message: strings.TrimPrefix(err.Error(), "json: ")}
+	if off >= 0 && off <= len(data) {
+		p.Line, p.Col = lineColOf(data, off)
 	}
-	return fmt.Sprintf("%s: %s", lineCol(data, off), msg)
+	return p
 }
 
-// lineCol places an offset of data at its line and column.
-func lineCol(data []byte, off int) string {
-	off = min(max(off, 0), len(data))
-	line := 1 + bytes.Count(data[:off], []byte("\n"))
-	col := off - bytes.LastIndexByte(data[:off], '\n')
-	return fmt.Sprintf("line %d, col %d", line, col)
-}
-
-func (s *Scenario) check() error {
+// check returns the scenario's problems, in the scenario's order.
+func (s *Scenario) check() []error {
 	var errs []error
 	for name, items := range s.Models {
 		for i, it := range items {
@@ -390,7 +391,7 @@ func (s *Scenario) check() error {
 	}
 	errs = append(errs, checkSteps("steps", s.Steps)...)
 	sortErrors(errs)
-	return errors.Join(errs...)
+	return errs
 }
 
 func (it ModelItem) check() error {

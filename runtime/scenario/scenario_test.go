@@ -82,7 +82,7 @@ func TestParseErrorsInOrder(t *testing.T) {
 	ok := `{"tool": {"name": "t"}}, `
 	_, err := scenario.Parse([]byte(`{"steps": [{"tool": {}}, ` + ok + `{"tool": {}}, ` + strings.Repeat(ok, 7) + `{"chat": {"consume": -1}}]}`))
 	require.Error(t, err)
-	assert.Equal(t, "scenario: steps[0].tool: name is required\nsteps[2].tool: name is required\nsteps[10].chat: consume must not be negative", err.Error())
+	assert.Equal(t, "scenario: line 1, col 13: steps[0].tool: name is required\nline 1, col 52: steps[2].tool: name is required\nline 1, col 241: steps[10].chat: consume must not be negative", err.Error())
 }
 
 func TestParseEvaluatedErrors(t *testing.T) {
@@ -210,4 +210,57 @@ func TestParseThinkingParts(t *testing.T) {
 	assert.Equal(t, "enc", parts[1].Signature)
 	require.NotNil(t, sc.Steps[0].Chat.Thinking)
 	assert.Equal(t, 1024, int(sc.Steps[0].Chat.Thinking.BudgetTokens))
+}
+
+// FillFalse fills in the bools the result omits when false, and nothing
+// that is absent for another reason.
+func TestFillFalse(t *testing.T) {
+	var want, got any
+	require.NoError(t, json.Unmarshal([]byte(`{"crashed": false, "steps": [{"refusal": false, "deduped": false, "result": false}], "nope": false}`), &want))
+	require.NoError(t, json.Unmarshal([]byte(`{"steps": [{"outcome": "ok"}]}`), &got))
+	scenario.FillFalse(want, got)
+	assert.Equal(t, map[string]any{"crashed": false, "steps": []any{map[string]any{"outcome": "ok", "refusal": false}}}, got)
+}
+
+// A step calling a model the policy does not declare and the scenario
+// does not script could only fail: it is refused before the run, at its
+// place, with a did-you-mean; so is a tool, where the policy lets
+// undeclared tools run. Every problem is placed in the JSON text.
+func TestRunRefusesUnknownCalls(t *testing.T) {
+	refused := func(t *testing.T, p *plan.Plan, src string) *scenario.Error {
+		t.Helper()
+		s, err := scenario.Parse([]byte(src))
+		require.NoError(t, err)
+		_, err = scenario.Run(context.Background(), p, s, scenario.Options{})
+		var se *scenario.Error
+		require.ErrorAs(t, err, &se)
+		return se
+	}
+	bare := planWith(plan.Chains{})
+	se := refused(t, bare, "{\"tools\": {\"refnd\": [{\"result\": 1}]},\n \"steps\": [{\"tool\": {\"name\": \"refund\", \"args\": {}}},\n  {\"parallel\": [{\"chat\": {\"model\": \"primry\", \"messages\": []}}]}]}")
+	assert.Equal(t, `s.json:1:12: tools.refnd: the policy declares no tool "refnd" and no step calls it, so the script is never used; did you mean "refund"? (it declares refund)
+s.json:3:27: steps[1].parallel[0].chat.model: the policy declares no model "primry" and the scenario scripts none, so the call can only fail; did you mean "primary"? (it declares backup, primary)`, se.In("s.json"))
+	se = refused(t, bare, `{"steps": [{"agent": {"model": "bakup", "input": "x"}}]}`)
+	assert.Contains(t, se.Error(), `scenario: line 1, col 23: steps[0].agent.model: the policy declares no model "bakup"`)
+
+	open := planWith(plan.Chains{})
+	open.Settings.AllowUndeclaredTools = true
+	se = refused(t, open, `{"steps": [{"tool": {"name": "refnd", "args": {}}}]}`)
+	assert.Contains(t, se.Error(), `steps[0].tool.name: the policy declares no tool "refnd" and the scenario scripts none, so the call can only fail; did you mean "refund"?`)
+
+	for _, tt := range []struct {
+		p   *plan.Plan
+		src string
+	}{
+		// Without allow_undeclared_tools the policy refuses the call, as a
+		// case may assert.
+		{designPlan(), `{"steps": [{"tool": {"name": "refnd", "args": {}}}]}`},
+		// A fallback serves the call with the models it lists.
+		{planWith(plan.Chains{Chat: []plan.Layer{layer("fallback", `{"models":["primary"]}`)}}), `{"models": {"primary": [{"text": "hi"}]}, "steps": [{"chat": {"model": "any", "messages": []}}]}`},
+	} {
+		s, err := scenario.Parse([]byte(tt.src))
+		require.NoError(t, err)
+		_, err = scenario.Run(context.Background(), tt.p, s, scenario.Options{})
+		require.NoError(t, err, tt.src)
+	}
 }

@@ -321,3 +321,62 @@ func CheckWant(want []byte) error {
 	}
 	return nil
 }
+
+// FillFalse adds to got, a run's result in its JSON form, as false each
+// flag that want, the expected subset, gives and that the result leaves
+// out: a Go bool the result omits when it is false (crashed, a step's
+// refusal) is false when absent, so that a want of false passes where the
+// flag is not set, and a want of true fails with "want true, got false"
+// rather than "missing". A flag absent for another reason (a *bool left
+// unset) is not filled in.
+func FillFalse(want, got any) {
+	fillFalse(reflect.TypeFor[Result](), want, got)
+}
+
+func fillFalse(t reflect.Type, want, got any) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if reflect.PointerTo(t).Implements(marshalerType) || t.Implements(marshalerType) {
+		return // its JSON form is its own
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		w, _ := want.(map[string]any)
+		g, _ := got.(map[string]any)
+		if w == nil || g == nil {
+			return
+		}
+		fields := jsonFields(t)
+		for k, wv := range w {
+			ft, ok := fields[k]
+			if !ok {
+				continue
+			}
+			gv, present := g[k]
+			if _, isBool := wv.(bool); isBool && ft.Kind() == reflect.Bool && !present {
+				g[k] = false
+				continue
+			}
+			if present {
+				fillFalse(ft, wv, gv)
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		w, _ := want.([]any)
+		g, _ := got.([]any)
+		for i := range min(len(w), len(g)) {
+			fillFalse(t.Elem(), w[i], g[i])
+		}
+	case reflect.Map:
+		w, _ := want.(map[string]any)
+		g, _ := got.(map[string]any)
+		for k, wv := range w {
+			if gv, ok := g[k]; ok {
+				fillFalse(t.Elem(), wv, gv)
+			}
+		}
+	}
+}
+
+var marshalerType = reflect.TypeFor[json.Marshaler]()

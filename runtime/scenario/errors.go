@@ -1,0 +1,185 @@
+package scenario
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Error is a scenario refused (by Parse, or by Run before any step runs):
+// each problem with its place.
+type Error struct {
+	Problems []Problem
+}
+
+// Problem is one thing wrong with a scenario. Message starts with the path
+// of its place ("steps[1].tool: name is required"); Line and Col, from 1,
+// place it in the JSON text (0 for a scenario evaluated from another
+// source, a CUE file or a case of a test file, whose place is its path).
+type Problem struct {
+	Line, Col int
+	Message   string
+}
+
+// Error lists the problems, one a line, each at its line and column when
+// known.
+func (e *Error) Error() string {
+	lines := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		lines[i] = p.Message
+		if p.Line > 0 {
+			lines[i] = fmt.Sprintf("line %d, col %d: %s", p.Line, p.Col, p.Message)
+		}
+	}
+	return "scenario: " + strings.Join(lines, "\n")
+}
+
+// In lists the problems of the scenario in file, one a line, as
+// file:line:col: problem (file: problem without a position).
+func (e *Error) In(file string) string {
+	lines := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		lines[i] = fmt.Sprintf("%s: %s", file, p.Message)
+		if p.Line > 0 {
+			lines[i] = fmt.Sprintf("%s:%d:%d: %s", file, p.Line, p.Col, p.Message)
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Messages lists the problems' messages, without their positions.
+func (e *Error) Messages() []string {
+	out := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		out[i] = p.Message
+	}
+	return out
+}
+
+// problems places each of errs, whose text starts with the path of its
+// place, in src (the scenario's JSON text; nil when it was evaluated).
+func problems(src []byte, errs []error) *Error {
+	e := &Error{}
+	for _, err := range errs {
+		p := Problem{Message: err.Error()}
+		if path, _, ok := strings.Cut(p.Message, ": "); ok && src != nil {
+			if off, ok := locate(src, path); ok {
+				p.Line, p.Col = lineColOf(src, off)
+			}
+		}
+		e.Problems = append(e.Problems, p)
+	}
+	// In the order of the text, where they are placed.
+	slices.SortStableFunc(e.Problems, func(a, b Problem) int {
+		return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Col, b.Col))
+	})
+	return e
+}
+
+// lineColOf places an offset of data at its line and column.
+func lineColOf(data []byte, off int) (line, col int) {
+	off = min(max(off, 0), len(data))
+	return 1 + bytes.Count(data[:off], []byte("\n")), off - bytes.LastIndexByte(data[:off], '\n')
+}
+
+// locate returns the offset in data of the place a path such as
+// "steps[1].tool" names: the member's key for an object's field, the
+// element for a list's. ok is false when the path is not there.
+func locate(data []byte, path string) (off int, ok bool) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	for _, part := range strings.Split(path, ".") {
+		key, rest, _ := strings.Cut(part, "[")
+		if key != "" {
+			o, found := member(dec, data, key)
+			if !found {
+				return 0, false
+			}
+			off = o
+		}
+		for rest != "" {
+			n, after, found := strings.Cut(rest, "]")
+			i, err := strconv.Atoi(n)
+			if !found || err != nil {
+				return 0, false
+			}
+			o, found := element(dec, data, i)
+			if !found {
+				return 0, false
+			}
+			off, rest = o, strings.TrimPrefix(after, "[")
+		}
+	}
+	return off, true
+}
+
+// member reads an object up to its member key and returns the key's
+// offset, leaving the decoder before the member's value.
+func member(dec *json.Decoder, data []byte, key string) (int, bool) {
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return 0, false
+	}
+	for dec.More() {
+		start := valueStart(dec, data)
+		kt, err := dec.Token()
+		if err != nil {
+			return 0, false
+		}
+		if kt == key {
+			return start, true
+		}
+		if !skipValue(dec) {
+			return 0, false
+		}
+	}
+	return 0, false
+}
+
+// element reads a list up to its element i and returns the element's
+// offset, leaving the decoder before it.
+func element(dec *json.Decoder, data []byte, i int) (int, bool) {
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
+		return 0, false
+	}
+	for k := 0; dec.More(); k++ {
+		if k == i {
+			return valueStart(dec, data), true
+		}
+		if !skipValue(dec) {
+			return 0, false
+		}
+	}
+	return 0, false
+}
+
+// valueStart is the offset of the next token, past the separators.
+func valueStart(dec *json.Decoder, data []byte) int {
+	start := int(dec.InputOffset())
+	for start < len(data) && bytes.IndexByte([]byte(" \t\r\n,:"), data[start]) >= 0 {
+		start++
+	}
+	return start
+}
+
+// skipValue reads one value, however nested.
+func skipValue(dec *json.Decoder) bool {
+	for depth := 0; ; {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			depth++
+		case json.Delim('}'), json.Delim(']'):
+			depth--
+		}
+		if depth == 0 {
+			return true
+		}
+	}
+}
