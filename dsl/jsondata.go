@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/agentc-dev/agentc/runtime/plan"
 )
 
 // checkJSON checks that src, the text of JSON data file name, is one JSON
@@ -17,9 +19,8 @@ func checkJSON(name string, src []byte) error {
 		return fmt.Errorf("%s: the file is empty: it must hold a JSON object", name)
 	}
 	at := func(off int64) Pos {
-		off = min(max(off, 0), int64(len(src)))
-		before := src[:off]
-		return Pos{File: name, Line: 1 + bytes.Count(before, []byte{'\n'}), Col: int(off) - bytes.LastIndexByte(before, '\n')}
+		line, col := plan.Position(src, off)
+		return Pos{File: name, Line: line, Col: col}
 	}
 	type frame struct {
 		obj, wantKey bool
@@ -30,10 +31,7 @@ func checkJSON(name string, src []byte) error {
 	var stack []*frame
 	done := false
 	for {
-		start := dec.InputOffset()
-		for start < int64(len(src)) && bytes.IndexByte([]byte(" \t\r\n,:"), src[start]) >= 0 {
-			start++
-		}
+		start := plan.ValueStart(src, dec.InputOffset())
 		tok, err := dec.Token()
 		var se *json.SyntaxError
 		switch {

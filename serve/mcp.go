@@ -1280,7 +1280,7 @@ func requestID(r io.Reader) json.RawMessage {
 			return nil
 		}
 		if k != "id" {
-			if skipValue(dec) != nil {
+			if dec.Decode(new(json.RawMessage)) != nil {
 				return nil
 			}
 			continue
@@ -1292,26 +1292,6 @@ func requestID(r io.Reader) json.RawMessage {
 		return id
 	}
 	return nil
-}
-
-// skipValue reads the next value of dec, token by token.
-func skipValue(dec *json.Decoder) error {
-	depth := 0
-	for {
-		t, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		switch t {
-		case json.Delim('{'), json.Delim('['):
-			depth++
-		case json.Delim('}'), json.Delim(']'):
-			depth--
-		}
-		if depth == 0 {
-			return nil
-		}
-	}
 }
 
 // rpcErrorBody is the JSON-RPC error response of a POST /mcp the gateway

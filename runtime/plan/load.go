@@ -66,7 +66,7 @@ func Decode(source string, data []byte) (*Plan, error) {
 		return nil, &Error{Source: source, Problems: []string{syntaxProblem(data, err)}}
 	}
 	if dec.More() {
-		off := valueStart(data, dec.InputOffset())
+		off := ValueStart(data, dec.InputOffset())
 		return nil, &Error{Source: source, Problems: []string{at(data, off) + ": trailing data after the plan object"}}
 	}
 	if obj, ok := doc.(map[string]any); ok {

@@ -62,7 +62,7 @@ func walk(data []byte, visit func(ptr []byte, start int64) bool) (problems []str
 	var stack []*frame
 	path := make([]byte, 0, 256)
 	for {
-		start := valueStart(data, dec.InputOffset())
+		start := ValueStart(data, dec.InputOffset())
 		tok, err := dec.Token()
 		if err != nil {
 			// data was decoded whole before: io.EOF, the end.
@@ -148,10 +148,10 @@ func isLayerPointer(ptr string) bool {
 	return err == nil
 }
 
-// valueStart returns the offset of the next token at or after off: past
+// ValueStart returns the offset of the next token at or after off: past
 // white space and the separators that encoding/json's offset leaves before
 // it.
-func valueStart(data []byte, off int64) int64 {
+func ValueStart(data []byte, off int64) int64 {
 	for off < int64(len(data)) {
 		switch data[off] {
 		case ' ', '\t', '\r', '\n', ',', ':':

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/agentc-dev/agentc/runtime/plan"
 )
 
 // Error is a scenario refused (by Parse, or by Run before any step runs):
@@ -82,8 +84,7 @@ func problems(src []byte, errs []error) *Error {
 
 // lineColOf places an offset of data at its line and column.
 func lineColOf(data []byte, off int) (line, col int) {
-	off = min(max(off, 0), len(data))
-	return 1 + bytes.Count(data[:off], []byte("\n")), off - bytes.LastIndexByte(data[:off], '\n')
+	return plan.Position(data, int64(off))
 }
 
 // locate returns the offset in data of the place a path such as
@@ -158,28 +159,10 @@ func element(dec *json.Decoder, data []byte, i int) (int, bool) {
 
 // valueStart is the offset of the next token, past the separators.
 func valueStart(dec *json.Decoder, data []byte) int {
-	start := int(dec.InputOffset())
-	for start < len(data) && bytes.IndexByte([]byte(" \t\r\n,:"), data[start]) >= 0 {
-		start++
-	}
-	return start
+	return int(plan.ValueStart(data, dec.InputOffset()))
 }
 
 // skipValue reads one value, however nested.
 func skipValue(dec *json.Decoder) bool {
-	for depth := 0; ; {
-		tok, err := dec.Token()
-		if err != nil {
-			return false
-		}
-		switch tok {
-		case json.Delim('{'), json.Delim('['):
-			depth++
-		case json.Delim('}'), json.Delim(']'):
-			depth--
-		}
-		if depth == 0 {
-			return true
-		}
-	}
+	return dec.Decode(new(json.RawMessage)) == nil
 }
