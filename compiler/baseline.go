@@ -76,14 +76,29 @@ func (c *Compilation) CompareBaseline(old *plan.Plan) {
 }
 
 // changePos is the position of the first field of ch in the policy: the
-// layer's field, its name, or the declaration of the store it names.
+// layer's field, its name, the declaration of the store it names or of the
+// MCP server whose prefix changed; for a layer removed, the start of its
+// chain (its first entry), else the declaration of the tool left without
+// it.
 func (c *Compilation) changePos(ch runtime.StateChange) dsl.Pos {
+	chain := c.Policy.Chains[string(ch.Stage)]
 	var entry *dsl.Entry
-	for _, e := range c.Policy.Chains[string(ch.Stage)] {
+	for _, e := range chain {
 		if e.Name == ch.Layer {
 			entry = e
 			break
 		}
+	}
+	if ch.Removed && len(ch.Fields) == 0 {
+		switch {
+		case len(chain) > 0:
+			return chain[0].Pos
+		case c.Policy.Tools[ch.Tool] != nil:
+			return c.Policy.Tools[ch.Tool].Pos
+		case c.Policy.MCPServers[ch.Server] != nil:
+			return c.Policy.MCPServers[ch.Server].Pos
+		}
+		return dsl.Pos{}
 	}
 	if entry == nil {
 		return dsl.Pos{}
@@ -101,6 +116,13 @@ func (c *Compilation) changePos(ch runtime.StateChange) dsl.Pos {
 		if s := c.Policy.Stores[strings.TrimPrefix(f, "stores.")]; s != nil {
 			return s.Pos
 		}
+	case strings.HasPrefix(f, "mcp_servers."):
+		name := strings.TrimSuffix(strings.TrimPrefix(f, "mcp_servers."), ".prefix")
+		if s := c.Policy.MCPServers[name]; s != nil {
+			return s.Pos
+		}
+	case f == "tools" && len(entry.ToolsPos) > 0:
+		return entry.ToolsPos[0]
 	}
 	return entry.FieldPos(f)
 }
