@@ -29,13 +29,18 @@ changing its scope, gives every tenant its whole budget again; renaming a
 rate_limit, or changing its scope or limiter, gives every caller a full
 burst; a memoize's scope or single_flight, or a store pointed elsewhere
 (another store, or the same name with another kind, address or prefix),
-empties the cache. The warning is at the field that changed in the new
-policy, and names the tool, what starts afresh and the store that keeps
-the old state. A layer is compared with the layer of its chain with its
-kind and name, else with the only one of its kind in both versions; a
-layer added or removed is not reported, nor are changes that keep the
-keys (ttl, budget, rate, a store renamed with the same declaration).
-agentc serve compares a reload the same way (docs/serve.md).`},
+empties the cache; a checkpoint's store pointed elsewhere leaves the runs
+saved before unresumable; an MCP server's prefix changed renames its tools,
+whose names key the idempotency records of their calls. The warning is at
+the field that changed in the new policy, and names the tool, what starts
+afresh and the store that keeps the old state. A layer is compared with
+the layer of its chain with its kind and name, else with the only one of
+its kind in both versions; a layer added or removed is not reported,
+except an idempotent layer removed (or no longer covering a tool) while
+its tool is still side-effecting: its records are left behind and a
+retried call runs again. Changes that keep the keys (ttl, budget, rate, a
+store renamed with the same declaration) are not reported. agentc serve
+compares a reload the same way (docs/serve.md).`},
 }
 
 // LoadBaseline returns the plan of the policy at path, what is deployed: a

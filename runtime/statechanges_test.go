@@ -222,7 +222,7 @@ func TestStateChangesCheckpoint(t *testing.T) {
 	assert.Equal(t, [][]string{{"", "store"}}, fields(cs))
 	require.Len(t, cs, 1)
 	assert.False(t, cs[0].Repeats)
-	assert.Contains(t, cs[0].Message(), "runs saved before the change are not found: they cannot be resumed")
+	assert.Contains(t, cs[0].Message(), "runs saved before the change are not found, so they cannot be resumed")
 
 	kept := resetPlan(plan.Chains{Turn: []plan.Layer{rt.Named("saves", rt.Layer("checkpoint", `{"store":"shared","keep":0,"after_tool":true}`))}})
 	assert.Empty(t, runtime.StateChanges(old, kept))

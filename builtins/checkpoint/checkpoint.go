@@ -101,7 +101,7 @@ func (c *Checkpoint) unsaved(err error, ran bool) error {
 // where a run saved before is found.
 func (c *Checkpoint) StateKeys(runtime.StateSite) []runtime.StateKey {
 	return []runtime.StateKey{{Store: runtime.StoreName(c.Store), Key: runtime.SampleRun.ID, What: "saved runs",
-		Then: "runs saved before the change are not found: they cannot be resumed (runtime.ErrNoCheckpoint), and what their turns recorded of the calls that ran is lost to them"}}
+		Then: "runs saved before the change are not found, so they cannot be resumed"}}
 }
 
 // Checkpointer returns the layer's checkpointer.
