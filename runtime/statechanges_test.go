@@ -445,27 +445,24 @@ func TestStateChangesEveryField(t *testing.T) {
 		}
 		// The declaration of the store the layer names: where it is, not
 		// how long an operation may take.
-		for field, keyed := range map[string]bool{"kind": true, "url": true, "url_env": true, "prefix": true, "path": true, "timeout": false} {
+		for field, change := range map[string]struct {
+			set   func(*plan.Store)
+			keyed bool
+		}{
+			"kind":    {func(s *plan.Store) { s.Kind = "postgres" }, true},
+			"url":     {func(s *plan.Store) { s.URL = "redis://127.0.0.1:6379/1" }, true},
+			"url_env": {func(s *plan.Store) { s.URLEnv = "REDIS2_URL" }, true},
+			"prefix":  {func(s *plan.Store) { s.Prefix = "billing2" }, true},
+			"path":    {func(s *plan.Store) { s.Path = "state.db" }, true},
+			"timeout": {func(s *plan.Store) { s.Timeout = "9s" }, false},
+		} {
 			t.Run(tc.use+"/stores.shared."+field, func(t *testing.T) {
 				next := chain(rt.Layer(tc.use, tc.config))
 				s := next.Stores["shared"]
-				switch field {
-				case "kind":
-					s.Kind = "postgres"
-				case "url":
-					s.URL = "redis://127.0.0.1:6379/1"
-				case "url_env":
-					s.URLEnv = "REDIS2_URL"
-				case "prefix":
-					s.Prefix = "billing2"
-				case "path":
-					s.Path = "state.db"
-				case "timeout":
-					s.Timeout = "9s"
-				}
+				change.set(&s)
 				next.Stores["shared"] = s
 				cs := runtime.StateChanges(old, next)
-				if !keyed {
+				if !change.keyed {
 					assert.Empty(t, cs)
 					return
 				}
