@@ -29,13 +29,18 @@ changing its scope, gives every tenant its whole budget again; renaming a
 rate_limit, or changing its scope or limiter, gives every caller a full
 burst; a memoize's scope or single_flight, or a store pointed elsewhere
 (another store, or the same name with another kind, address or prefix),
-empties the cache. The warning is at the field that changed in the new
-policy, and names the tool, what starts afresh and the store that keeps
-the old state. A layer is compared with the layer of its chain with its
-kind and name, else with the only one of its kind in both versions; a
-layer added or removed is not reported, nor are changes that keep the
-keys (ttl, budget, rate, a store renamed with the same declaration).
-agentc serve compares a reload the same way (docs/serve.md).`},
+empties the cache; a checkpoint's store pointed elsewhere leaves the runs
+saved before unresumable; an MCP server's prefix changed renames its tools,
+whose names key the idempotency records of their calls. The warning is at
+the field that changed in the new policy, and names the tool, what starts
+afresh and the store that keeps the old state. A layer is compared with
+the layer of its chain with its kind and name, else with the only one of
+its kind in both versions; a layer added or removed is not reported,
+except an idempotent layer removed (or no longer covering a tool) while
+its tool is still side-effecting: its records are left behind and a
+retried call runs again. Changes that keep the keys (ttl, budget, rate, a
+store renamed with the same declaration) are not reported. agentc serve
+compares a reload the same way (docs/serve.md).`},
 }
 
 // LoadBaseline returns the plan of the policy at path, what is deployed: a
@@ -76,14 +81,29 @@ func (c *Compilation) CompareBaseline(old *plan.Plan) {
 }
 
 // changePos is the position of the first field of ch in the policy: the
-// layer's field, its name, or the declaration of the store it names.
+// layer's field, its name, the declaration of the store it names or of the
+// MCP server whose prefix changed; for a layer removed, the start of its
+// chain (its first entry), else the declaration of the tool left without
+// it.
 func (c *Compilation) changePos(ch runtime.StateChange) dsl.Pos {
+	chain := c.Policy.Chains[string(ch.Stage)]
 	var entry *dsl.Entry
-	for _, e := range c.Policy.Chains[string(ch.Stage)] {
+	for _, e := range chain {
 		if e.Name == ch.Layer {
 			entry = e
 			break
 		}
+	}
+	if ch.Removed && len(ch.Fields) == 0 {
+		switch {
+		case len(chain) > 0:
+			return chain[0].Pos
+		case c.Policy.Tools[ch.Tool] != nil:
+			return c.Policy.Tools[ch.Tool].Pos
+		case c.Policy.MCPServers[ch.Server] != nil:
+			return c.Policy.MCPServers[ch.Server].Pos
+		}
+		return dsl.Pos{}
 	}
 	if entry == nil {
 		return dsl.Pos{}
@@ -101,6 +121,13 @@ func (c *Compilation) changePos(ch runtime.StateChange) dsl.Pos {
 		if s := c.Policy.Stores[strings.TrimPrefix(f, "stores.")]; s != nil {
 			return s.Pos
 		}
+	case strings.HasPrefix(f, "mcp_servers."):
+		name := strings.TrimSuffix(strings.TrimPrefix(f, "mcp_servers."), ".prefix")
+		if s := c.Policy.MCPServers[name]; s != nil {
+			return s.Pos
+		}
+	case f == "tools" && len(entry.ToolsPos) > 0:
+		return entry.ToolsPos[0]
 	}
 	return entry.FieldPos(f)
 }

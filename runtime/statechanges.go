@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/agentc-dev/agentc/runtime/plan"
@@ -31,13 +32,66 @@ type StateSite struct {
 // Name returns the layer's name (its use when unnamed).
 func (s StateSite) Name() string { return layerName(s.Layer) }
 
-// SideEffectingTools returns the declared side-effecting tools the layer
-// applies to (its tools, when scoped), sorted.
-func (s StateSite) SideEffectingTools() []string {
-	var out []string
+// CoveredTool is a side-effecting tool a layer applies to, as the tool
+// chain sees its calls.
+type CoveredTool struct {
+	// Name is the name its calls have in the tool chain: a declared
+	// tool's, or an MCP server's prefix before the tool's own name
+	// (SampleMCPTool for every tool of the server).
+	Name string
+	// Label names it in messages: its name, or `the tools of mcp server
+	// "fs"`.
+	Label string
+	// Server is the MCP server that serves it ("" for a declared tool),
+	// and Upstream its own name there ("" for every tool of the server).
+	Server, Upstream string
+}
+
+// SampleMCPTool is the name, after its server's prefix, of the sample call
+// that stands for every tool of an MCP server.
+const SampleMCPTool = "sample_tool"
+
+// SideEffectingTools returns the side-effecting tools the layer applies
+// to, sorted: the declared ones (its tools, when scoped), and the tools of
+// the policy's MCP servers, which the policy does not list and which are
+// side-effecting unless their server says otherwise. An unscoped layer
+// covers every tool of each server (one sample call each); a scoped one
+// the names of its tools that the policy does not declare, each the tool
+// of the server whose prefix starts it (the longest such prefix, when one
+// server has it).
+func (s StateSite) SideEffectingTools() []CoveredTool {
+	var out []CoveredTool
 	for _, name := range slices.Sorted(maps.Keys(s.Plan.Tools)) {
 		if s.Plan.Tools[name].SideEffecting && (len(s.Layer.Tools) == 0 || slices.Contains(s.Layer.Tools, name)) {
-			out = append(out, name)
+			out = append(out, CoveredTool{Name: name, Label: name})
+		}
+	}
+	servers := slices.Sorted(maps.Keys(s.Plan.MCPServers))
+	if len(s.Layer.Tools) == 0 {
+		for _, sv := range servers {
+			out = append(out, CoveredTool{Name: s.Plan.MCPServers[sv].Prefix + SampleMCPTool,
+				Label: fmt.Sprintf("the tools of mcp server %q", sv), Server: sv})
+		}
+		return out
+	}
+	for _, name := range s.Layer.Tools {
+		if _, declared := s.Plan.Tools[name]; declared {
+			continue
+		}
+		var by []string
+		for _, sv := range servers {
+			prefix := s.Plan.MCPServers[sv].Prefix
+			switch {
+			case !strings.HasPrefix(name, prefix) || len(name) == len(prefix):
+			case len(by) == 0 || len(prefix) > len(s.Plan.MCPServers[by[0]].Prefix):
+				by = []string{sv}
+			case len(prefix) == len(s.Plan.MCPServers[by[0]].Prefix):
+				by = append(by, sv)
+			}
+		}
+		if len(by) == 1 {
+			out = append(out, CoveredTool{Name: name, Label: name, Server: by[0],
+				Upstream: name[len(s.Plan.MCPServers[by[0]].Prefix):]})
 		}
 	}
 	return out
@@ -60,27 +114,42 @@ type StateKey struct {
 	What string
 	// Then says what follows when the state starts afresh.
 	Then string
+	// Server and Upstream are, for a tool of an MCP server, the server
+	// and the tool's own name there ("" for every tool of the server)
+	// (CoveredTool).
+	Server, Upstream string
 	// Repeats marks records of calls that ran: losing them runs a
-	// repeated call again.
+	// repeated call again. Such records are left behind by the layer
+	// removed too, or no longer applying to the tool, while the tool is
+	// still called.
 	Repeats bool
 }
 
 // StateChange is the state a new version of a policy leaves behind: a layer
 // of both versions that keys its state under another key (or in another
-// store) now, so that the state kept before is not found and starts afresh.
+// store) now, so that the state kept before is not found and starts afresh;
+// or records of calls that ran (StateKey.Repeats) that no layer keeps any
+// more while their tool is still called (Removed).
 type StateChange struct {
 	Stage plan.Stage
 	// Layer is the layer's name in the new version, Use its kind and Pos
-	// its position.
+	// its position (the baseline's, for a layer removed).
 	Layer, Use, Pos string
+	// Removed is set when the layer was removed (Fields empty), or no
+	// longer applies to Tool (Fields says why: "tools", or a field of its
+	// MCP server), rather than keying it differently.
+	Removed bool
 	// Fields are what changed, as written in the new version: the layer's
-	// config fields ("key_args", "scope", "store"), "name", or
-	// "stores.NAME" for the declaration of the store it names.
+	// config fields ("key_args", "scope", "store"), "name", "tools" (its
+	// scope), "stores.NAME" for the declaration of the store it names, or
+	// "mcp_servers.NAME.prefix" for the prefix of the MCP server that
+	// serves Tool.
 	Fields []string
 	// Was and Now are the values of Fields before and after, as JSON.
 	Was, Now []string
-	// Tool is the tool whose records start afresh ("" for every call).
-	Tool string
+	// Tool is the tool whose records start afresh ("" for every call),
+	// and Server the MCP server that serves it ("" for a declared tool).
+	Tool, Server string
 	// What, Then and Repeats are the key's (StateKey).
 	What, Then string
 	Repeats    bool
@@ -98,6 +167,13 @@ func (c StateChange) Message() string {
 	if c.Layer != c.Use {
 		ref += " (" + c.Use + ")"
 	}
+	switch {
+	case c.Removed && len(c.Fields) == 0:
+		return fmt.Sprintf("%s of the baseline is removed: its %s, kept %s, are left behind: %s", ref, c.What, c.Where, c.Then)
+	case c.Removed:
+		return fmt.Sprintf("%s no longer covers %s (%s): its %s, kept %s, are left behind: %s",
+			ref, c.Tool, strings.Join(changed, ", "), c.What, c.Where, c.Then)
+	}
 	return fmt.Sprintf("%s keys its state differently from the baseline (%s): its %s, kept %s, start afresh: %s",
 		ref, strings.Join(changed, ", "), c.What, c.Where, c.Then)
 }
@@ -106,20 +182,101 @@ func (c StateChange) Message() string {
 // policy, sharing their stores (a reload, a rollout), and returns the state
 // old kept that next leaves behind. A layer is compared with the layer of
 // the same chain and kind that has its name, else with the only one of its
-// kind in both versions of the chain; a layer removed or added is not a
-// change of state. Layers whose middleware is not registered, or whose
-// config does not decode, are skipped.
+// kind in both versions of the chain. A layer added is not a change of
+// state, nor is one removed, except for records of calls that ran
+// (StateKey.Repeats): those a layer removed, or no longer applying to a
+// tool, kept are reported while the tool is still side-effecting and no
+// layer of the chain keeps them under the same key. The tools of an MCP
+// server are paired across versions by the server's name, else by its
+// command or URL (a server renamed). Layers whose middleware is not
+// registered, or whose config does not decode, are skipped.
 func StateChanges(old, next *plan.Plan) []StateChange {
 	var out []StateChange
+	renamed := serverRenames(old, next)
 	for _, stage := range []plan.Stage{plan.StageChat, plan.StageTool, plan.StageTurn} {
 		olds, news := old.Chains.Of(stage), next.Chains.Of(stage)
+		var kept []map[string]identified
+		for _, l := range news {
+			ks, _ := keysAt(StateSite{Plan: next, Stage: stage, Layer: l}, nil)
+			kept = append(kept, ks)
+		}
+		paired := map[int]bool{}
 		for _, pair := range pairLayers(olds, news) {
+			paired[pair[0]] = true
 			out = append(out, layerStateChanges(
 				StateSite{Plan: old, Stage: stage, Layer: olds[pair[0]]},
-				StateSite{Plan: next, Stage: stage, Layer: news[pair[1]]})...)
+				StateSite{Plan: next, Stage: stage, Layer: news[pair[1]]}, renamed, kept)...)
+		}
+		for i, l := range olds {
+			if !paired[i] {
+				out = append(out, removedLayer(StateSite{Plan: old, Stage: stage, Layer: l}, next, renamed, kept)...)
+			}
 		}
 	}
 	return out
+}
+
+// serverRenames maps the name of each MCP server of old to its name in
+// next: its own when next has it, else that of the only server new in
+// next with its command or URL; a server next does not have maps to "".
+func serverRenames(old, next *plan.Plan) map[string]string {
+	out := map[string]string{}
+	for name, s := range old.MCPServers {
+		if _, ok := next.MCPServers[name]; ok {
+			out[name] = name
+			continue
+		}
+		var same []string
+		for n, ns := range next.MCPServers {
+			if _, before := old.MCPServers[n]; !before && ns.URL == s.URL && slices.Equal(ns.Command, s.Command) {
+				same = append(same, n)
+			}
+		}
+		if len(same) == 1 {
+			out[name] = same[0]
+		}
+	}
+	return out
+}
+
+// removedLayer returns the records of calls that ran that old's layer,
+// which next does not have, leaves behind.
+func removedLayer(old StateSite, next *plan.Plan, renamed map[string]string, kept []map[string]identified) []StateChange {
+	was, ok := keysAt(old, renamed)
+	if !ok {
+		return nil
+	}
+	var out []StateChange
+	for _, id := range slices.Sorted(maps.Keys(was)) {
+		if w := was[id]; leftBehind(w, next, renamed, kept) {
+			out = append(out, StateChange{Stage: old.Stage, Layer: old.Name(), Use: old.Layer.Use, Pos: old.Layer.Pos, Removed: true,
+				Tool: w.Tool, Server: w.Server, What: w.What, Then: w.Then, Repeats: true, Where: describeStore(old.Plan, w.Store)})
+		}
+	}
+	return out
+}
+
+// leftBehind reports whether w holds records of calls that ran whose tool
+// next still has side-effecting, which no layer of the chain (kept, the
+// keys of each) keeps under the same key in the same store.
+func leftBehind(w identified, next *plan.Plan, renamed map[string]string, kept []map[string]identified) bool {
+	if !w.Repeats {
+		return false
+	}
+	if w.Server == "" && !next.Tools[w.Tool].SideEffecting {
+		return false
+	}
+	if w.Server != "" && renamed[w.Server] == "" {
+		return false
+	}
+	for _, ks := range kept {
+		for _, k := range ks {
+			if k.id == w.id && k.Key == w.Key {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // pairLayers pairs the layers of two versions of a chain: by kind and name,
@@ -165,17 +322,35 @@ type identified struct {
 }
 
 // keysAt returns the state keys of the layer at s, each with its store's
-// identity; ok is false when the layer keeps no state or cannot be decoded.
-func keysAt(s StateSite) (keys map[string]identified, ok bool) {
+// identity, by the tool they are of (toolID); ok is false when the layer
+// keeps no state or cannot be decoded. renamed maps the names of s's MCP
+// servers to those of the version they are compared with (nil: as they
+// are).
+func keysAt(s StateSite, renamed map[string]string) (keys map[string]identified, ok bool) {
 	ks, ok := layerStateKeys(s)
 	if !ok {
 		return nil, false
 	}
 	keys = map[string]identified{}
 	for _, k := range ks {
-		keys[k.Tool] = identified{StateKey: k, id: storeIdentity(s.Plan, k.Store)}
+		keys[toolID(k, renamed)] = identified{StateKey: k, id: storeIdentity(s.Plan, k.Store)}
 	}
 	return keys, true
+}
+
+// toolID names the tool of k across versions: a declared tool by its name,
+// an MCP server's tool by its server (renamed) and its own name there.
+func toolID(k StateKey, renamed map[string]string) string {
+	if k.Server == "" {
+		return k.Tool
+	}
+	server := k.Server
+	if renamed != nil {
+		if server = renamed[k.Server]; server == "" {
+			server = "\x00gone " + k.Server // pairs with none
+		}
+	}
+	return "mcp\x00" + server + "\x00" + k.Upstream
 }
 
 // LayerStateKeys returns the state keys of the layer at s, decoded as Build
@@ -199,62 +374,78 @@ func layerStateKeys(s StateSite) ([]StateKey, bool) {
 	return sk.StateKeys(s), true
 }
 
-// layerStateChanges compares one layer's keys in two versions.
-func layerStateChanges(old, next StateSite) []StateChange {
-	was, ok := keysAt(old)
+// layerStateChanges compares one layer's keys in two versions: the keys
+// it moved, and the records of calls that ran it no longer keeps (kept:
+// the keys of each layer of next's chain).
+func layerStateChanges(old, next StateSite, renamed map[string]string, kept []map[string]identified) []StateChange {
+	was, ok := keysAt(old, renamed)
 	if !ok {
 		return nil
 	}
-	now, ok := keysAt(next)
+	now, ok := keysAt(next, nil)
 	if !ok {
 		return nil
 	}
 	var out []StateChange
-	for _, tool := range slices.Sorted(maps.Keys(now)) {
-		w, both := was[tool]
-		n := now[tool]
-		if !both || (w.id == n.id && w.Key == n.Key) {
+	for _, id := range slices.Sorted(maps.Keys(unionKeys(was, now))) {
+		w, before := was[id]
+		n, after := now[id]
+		var c StateChange
+		switch {
+		case before && after && (w.id != n.id || w.Key != n.Key):
+			c = StateChange{Tool: n.Tool, Server: n.Server, What: n.What, Then: n.Then}
+		case before && !after && leftBehind(w, next.Plan, renamed, kept):
+			c = StateChange{Tool: w.Tool, Server: w.Server, What: w.What, Then: w.Then, Removed: true}
+		default:
 			continue
 		}
-		c := StateChange{Stage: next.Stage, Layer: next.Name(), Use: next.Layer.Use, Pos: next.Layer.Pos,
-			Tool: tool, What: n.What, Then: n.Then, Repeats: w.Repeats, Where: describeStore(old.Plan, w.Store)}
-		c.Fields, c.Was, c.Now = changedFields(old, next, tool, w)
+		c.Stage, c.Layer, c.Use, c.Pos = next.Stage, next.Name(), next.Layer.Use, next.Layer.Pos
+		c.Repeats, c.Where = w.Repeats, describeStore(old.Plan, w.Store)
+		c.Fields, c.Was, c.Now = changedFields(old, next, id, w, renamed)
 		out = append(out, c)
 	}
 	return out
 }
 
-// changedFields returns the fields whose change moves the key of tool
-// away from w: each field that differs between the versions and whose old
-// value, put back alone into the new layer, brings back w's key or store.
-// A store whose name stays while its declaration changes is "stores.NAME".
-func changedFields(old, next StateSite, tool string, w identified) (fields, was, now []string) {
-	oldCfg, newCfg := configFields(old.Layer), configFields(next.Layer)
-	oldCfg["name"], _ = json.Marshal(old.Name())
-	newCfg["name"], _ = json.Marshal(next.Name())
-	n, _ := keysAt(next)
+// changedFields returns the fields whose change moves the key of the tool
+// id away from w (or drops it): each field that differs between the
+// versions and whose old value, put back alone into the new layer, brings
+// back w's key or store, or drops the key the tool has now. A store whose
+// name stays while its declaration changes is "stores.NAME", an MCP server
+// whose prefix changed "mcp_servers.NAME.prefix".
+func changedFields(old, next StateSite, id string, w identified, renamed map[string]string) (fields, was, now []string) {
+	oldCfg, newCfg := layerFields(old.Layer), layerFields(next.Layer)
+	n, _ := keysAt(next, nil)
+	nk, has := n[id]
 	for _, f := range slices.Sorted(maps.Keys(unionKeys(oldCfg, newCfg))) {
 		if bytes.Equal(oldCfg[f], newCfg[f]) {
 			continue
 		}
 		h := next
 		h.Layer = withField(next.Layer, f, oldCfg[f])
-		hk, ok := keysAt(h)
+		hk, ok := keysAt(h, nil)
 		if !ok {
 			continue
 		}
-		if k := hk[tool]; k.Key != n[tool].Key || k.id != n[tool].id {
+		if k, hhas := hk[id]; hhas != has || k.Key != nk.Key || k.id != nk.id {
 			fields, was, now = append(fields, f), append(was, jsonOr(oldCfg[f])), append(now, jsonOr(newCfg[f]))
 		}
 	}
-	if nk := n[tool]; nk.Store == w.Store && nk.id != w.id {
+	if has && nk.Store == w.Store && nk.id != w.id {
 		fields = append(fields, "stores."+StoreName(w.Store))
 		was, now = append(was, storeAttrs(old.Plan.Stores[w.Store])), append(now, storeAttrs(next.Plan.Stores[nk.Store]))
+	}
+	if w.Server != "" && renamed[w.Server] != "" {
+		server := renamed[w.Server]
+		if p, q := old.Plan.MCPServers[w.Server].Prefix, next.Plan.MCPServers[server].Prefix; p != q {
+			fields = append(fields, "mcp_servers."+server+".prefix")
+			was, now = append(was, strconv.Quote(p)), append(now, strconv.Quote(q))
+		}
 	}
 	return fields, was, now
 }
 
-func unionKeys(a, b map[string]json.RawMessage) map[string]bool {
+func unionKeys[V any](a, b map[string]V) map[string]bool {
 	out := map[string]bool{}
 	for k := range a {
 		out[k] = true
@@ -272,6 +463,17 @@ func jsonOr(b json.RawMessage) string {
 	return string(b)
 }
 
+// layerFields returns the top-level fields of l's config, with its
+// "name" and, when scoped, its "tools".
+func layerFields(l plan.Layer) map[string]json.RawMessage {
+	out := configFields(l)
+	out["name"], _ = json.Marshal(layerName(l))
+	if len(l.Tools) > 0 {
+		out["tools"], _ = json.Marshal(l.Tools)
+	}
+	return out
+}
+
 // configFields returns the top-level fields of l's config.
 func configFields(l plan.Layer) map[string]json.RawMessage {
 	out := map[string]json.RawMessage{}
@@ -283,10 +485,15 @@ func configFields(l plan.Layer) map[string]json.RawMessage {
 }
 
 // withField returns l with its field f set to v (removed when v is empty;
-// "name" is the layer's name).
+// "name" is the layer's name, "tools" its scope).
 func withField(l plan.Layer, f string, v json.RawMessage) plan.Layer {
-	if f == "name" {
+	switch f {
+	case "name":
 		_ = json.Unmarshal(v, &l.Name)
+		return l
+	case "tools":
+		l.Tools = nil
+		_ = json.Unmarshal(v, &l.Tools)
 		return l
 	}
 	cfg := configFields(l)

@@ -2,12 +2,17 @@ package runtime_test
 
 import (
 	"context"
+	"encoding/json"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	_ "github.com/agentc-dev/agentc/builtins/checkpoint"
+	_ "github.com/agentc-dev/agentc/builtins/guard"
 	_ "github.com/agentc-dev/agentc/builtins/idempotent"
 	_ "github.com/agentc-dev/agentc/builtins/memoize"
 	_ "github.com/agentc-dev/agentc/builtins/meter"
@@ -67,7 +72,8 @@ func TestStateChangesIdempotent(t *testing.T) {
 	t.Run("scoped to one tool", func(t *testing.T) {
 		l := rt.Layer("idempotent", `{"store":"shared","key_args":["order_id","amount"]}`)
 		l.Tools = []string{"refund"}
-		assert.Equal(t, [][]string{{"refund", "key_args"}}, fields(runtime.StateChanges(old, resetPlan(toolChain(l)))))
+		// payout is no longer deduped at all: its records are left behind.
+		assert.Equal(t, [][]string{{"payout", "tools"}, {"refund", "key_args"}}, fields(runtime.StateChanges(old, resetPlan(toolChain(l)))))
 	})
 	t.Run("another store", func(t *testing.T) {
 		next := resetPlan(toolChain(rt.Layer("idempotent", `{"store":"other","key_args":["order_id"]}`)))
@@ -85,12 +91,142 @@ func TestStateChangesIdempotent(t *testing.T) {
 		cs := runtime.StateChanges(old, next)
 		assert.Equal(t, [][]string{{"payout", "stores.shared"}, {"refund", "stores.shared"}}, fields(cs))
 	})
-	t.Run("removed or a tool no longer side-effecting", func(t *testing.T) {
-		assert.Empty(t, runtime.StateChanges(old, resetPlan(toolChain())))
+	t.Run("a tool no longer side-effecting", func(t *testing.T) {
 		next := resetPlan(toolChain(rt.Layer("idempotent", `{"store":"shared","key_args":["order_id","amount"]}`)))
 		next.Tools = map[string]plan.Tool{"refund": {}, "payout": {}}
 		assert.Empty(t, runtime.StateChanges(old, next))
 	})
+}
+
+// TestStateChangesRemoved: an idempotent layer removed, or no longer
+// covering a side-effecting tool, leaves its records behind: a call
+// repeated after the change runs again.
+func TestStateChangesRemoved(t *testing.T) {
+	old := resetPlan(toolChain(rt.Layer("log", ""), rt.Layer("idempotent", `{"store":"shared","key_args":["order_id"]}`)))
+
+	t.Run("the layer removed", func(t *testing.T) {
+		cs := runtime.StateChanges(old, resetPlan(toolChain(rt.Layer("log", ""))))
+		assert.Equal(t, [][]string{{"payout"}, {"refund"}}, fields(cs))
+		require.Len(t, cs, 2)
+		c := cs[1]
+		assert.True(t, c.Repeats)
+		assert.True(t, c.Removed)
+		assert.Equal(t, "idempotent", c.Layer)
+		assert.Equal(t, old.Chains.Tool[1].Pos, c.Pos)
+		assert.Equal(t, "idempotent of the baseline is removed: its idempotency records of refund, kept in store \"shared\" (redis, url_env REDIS_URL, prefix billing), are left behind: calls of refund made before the change run again if repeated", c.Message())
+	})
+	t.Run("scoped to fewer tools", func(t *testing.T) {
+		l := rt.Layer("idempotent", `{"store":"shared","key_args":["order_id"]}`)
+		l.Tools = []string{"refund"}
+		cs := runtime.StateChanges(old, resetPlan(toolChain(l)))
+		assert.Equal(t, [][]string{{"payout", "tools"}}, fields(cs))
+		require.Len(t, cs, 1)
+		assert.True(t, cs[0].Repeats)
+		assert.Equal(t, []string{"unset"}, cs[0].Was)
+		assert.Equal(t, []string{`["refund"]`}, cs[0].Now)
+		assert.Contains(t, cs[0].Message(), "idempotent no longer covers payout (tools unset → [\"refund\"])")
+	})
+	t.Run("another layer keeps the same records", func(t *testing.T) {
+		next := resetPlan(toolChain(
+			rt.Named("refunds", rt.Layer("idempotent", `{"store":"shared","key_args":["order_id"]}`)),
+			rt.Named("payouts", rt.Layer("idempotent", `{"store":"shared","key_args":["order_id"]}`))))
+		next.Chains.Tool[0].Tools, next.Chains.Tool[1].Tools = []string{"refund"}, []string{"payout"}
+		assert.Empty(t, runtime.StateChanges(old, next))
+	})
+	t.Run("the tool no longer side-effecting or gone", func(t *testing.T) {
+		next := resetPlan(toolChain())
+		next.Tools = map[string]plan.Tool{"refund": {}}
+		assert.Empty(t, runtime.StateChanges(old, next))
+	})
+	t.Run("a meter, a rate limit or a cache removed", func(t *testing.T) {
+		old := resetPlan(plan.Chains{Chat: []plan.Layer{
+			rt.Layer("meter", `{"store":"shared","scope":"key"}`),
+			rt.Layer("rate_limit", `{"store":"shared","rate":6,"per":"1m"}`),
+			rt.Layer("memoize", `{"store":"shared"}`),
+		}})
+		assert.Empty(t, runtime.StateChanges(old, resetPlan(plan.Chains{})))
+	})
+	t.Run("a declared tool renamed", func(t *testing.T) {
+		// A call of the old name is refused as an unknown tool after the
+		// change: it does not run again.
+		next := resetPlan(old.Chains)
+		next.Tools = map[string]plan.Tool{"refund_order": {SideEffecting: true}, "payout": {SideEffecting: true}}
+		assert.Empty(t, runtime.StateChanges(old, next))
+	})
+}
+
+// mcpPlan is resetPlan with an MCP server fs (prefix fs_) whose tools an
+// unscoped idempotent layer covers.
+func mcpPlan(servers map[string]plan.MCPServer) *plan.Plan {
+	p := resetPlan(toolChain(rt.Layer("idempotent", `{"store":"shared"}`)))
+	p.MCPServers = servers
+	return p
+}
+
+func TestStateChangesMCPPrefix(t *testing.T) {
+	old := mcpPlan(map[string]plan.MCPServer{"fs": {Command: []string{"fs-server"}, Prefix: "fs_"}})
+	t.Run("prefix changed", func(t *testing.T) {
+		next := mcpPlan(map[string]plan.MCPServer{"fs": {Command: []string{"fs-server"}, Prefix: "files_"}})
+		cs := runtime.StateChanges(old, next)
+		require.Len(t, cs, 1)
+		c := cs[0]
+		assert.Equal(t, `the tools of mcp server "fs"`, c.Tool)
+		assert.Equal(t, "fs", c.Server)
+		assert.Equal(t, []string{"mcp_servers.fs.prefix"}, c.Fields)
+		assert.Equal(t, []string{`"fs_"`}, c.Was)
+		assert.Equal(t, []string{`"files_"`}, c.Now)
+		assert.True(t, c.Repeats)
+	})
+	t.Run("renamed with another prefix", func(t *testing.T) {
+		next := mcpPlan(map[string]plan.MCPServer{"files": {Command: []string{"fs-server"}, Prefix: "files_"}})
+		cs := runtime.StateChanges(old, next)
+		require.Len(t, cs, 1)
+		assert.Equal(t, []string{"mcp_servers.files.prefix"}, cs[0].Fields)
+	})
+	t.Run("renamed, its prefix kept", func(t *testing.T) {
+		next := mcpPlan(map[string]plan.MCPServer{"files": {Command: []string{"fs-server"}, Prefix: "fs_"}})
+		assert.Empty(t, runtime.StateChanges(old, next))
+	})
+	t.Run("its command changed, name and prefix kept", func(t *testing.T) {
+		next := mcpPlan(map[string]plan.MCPServer{"fs": {Command: []string{"fs-server", "-v"}, Prefix: "fs_"}})
+		assert.Empty(t, runtime.StateChanges(old, next))
+	})
+	t.Run("removed", func(t *testing.T) {
+		assert.Empty(t, runtime.StateChanges(old, mcpPlan(nil)))
+	})
+	t.Run("the layer removed", func(t *testing.T) {
+		next := mcpPlan(old.MCPServers)
+		next.Chains.Tool = nil
+		cs := runtime.StateChanges(old, next)
+		assert.Equal(t, [][]string{{`the tools of mcp server "fs"`}, {"payout"}, {"refund"}}, fields(cs))
+	})
+	t.Run("scoped to a tool of it", func(t *testing.T) {
+		scoped := func(prefix string) *plan.Plan {
+			p := mcpPlan(map[string]plan.MCPServer{"fs": {URL: "http://127.0.0.1:9/mcp", Prefix: prefix}})
+			p.Chains.Tool[0].Tools = []string{prefix + "write"}
+			return p
+		}
+		cs := runtime.StateChanges(scoped("fs_"), scoped("files_"))
+		require.Len(t, cs, 1)
+		assert.Equal(t, "files_write", cs[0].Tool)
+		assert.Equal(t, []string{"tools", "mcp_servers.fs.prefix"}, cs[0].Fields)
+	})
+}
+
+// TestStateChangesCheckpoint: a checkpoint layer pointed at another store
+// leaves the runs saved before behind: they cannot be resumed.
+func TestStateChangesCheckpoint(t *testing.T) {
+	old := resetPlan(plan.Chains{Turn: []plan.Layer{rt.Layer("checkpoint", `{"store":"shared","keep":10}`)}})
+	next := resetPlan(plan.Chains{Turn: []plan.Layer{rt.Layer("checkpoint", `{"store":"other","keep":10}`)}})
+	cs := runtime.StateChanges(old, next)
+	assert.Equal(t, [][]string{{"", "store"}}, fields(cs))
+	require.Len(t, cs, 1)
+	assert.False(t, cs[0].Repeats)
+	assert.Contains(t, cs[0].Message(), "runs saved before the change are not found, so they cannot be resumed")
+
+	kept := resetPlan(plan.Chains{Turn: []plan.Layer{rt.Named("saves", rt.Layer("checkpoint", `{"store":"shared","keep":0,"after_tool":true}`))}})
+	assert.Empty(t, runtime.StateChanges(old, kept))
+	assert.Empty(t, runtime.StateChanges(old, resetPlan(plan.Chains{})), "a run saved before can still be resumed by a host")
 }
 
 func TestStateChangesMeter(t *testing.T) {
@@ -183,4 +319,193 @@ func TestStateKeysAreTheRuntimes(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, found, "the call's record is under the key StateKeys gives")
 	assert.Equal(t, "refund", keys["idempotent"].Tool)
+}
+
+// TestStateChangesEveryField changes each config field of every layer that
+// keeps state, one at a time, and asserts a change is reported exactly for
+// the fields the layer's keys (or its store's identity) are made of. The
+// table must name every field the layer decodes, so that a field added to
+// a layer is decided on here.
+func TestStateChangesEveryField(t *testing.T) {
+	type mutation struct {
+		value json.RawMessage // the field's new value (JSON)
+		keyed bool            // the layer's keys read it
+	}
+	for _, tc := range []struct {
+		stage  plan.Stage
+		use    string
+		config string
+		fields map[string]mutation
+	}{
+		{plan.StageTool, "idempotent", `{"store":"shared","ttl":"24h","key_args":["order_id"]}`, map[string]mutation{
+			"ttl":       {value: json.RawMessage(`"1h"`)},
+			"lease_ttl": {value: json.RawMessage(`"5s"`)},
+			"store":     {value: json.RawMessage(`"other"`), keyed: true},
+			"key_args":  {value: json.RawMessage(`["order_id","amount"]`), keyed: true},
+			"name":      {value: json.RawMessage(`"once"`)},
+			"tools":     {value: json.RawMessage(`["refund"]`), keyed: true},
+		}},
+		{plan.StageChat, "meter", `{"store":"shared","scope":"key","budget":{"usd":5}}`, map[string]mutation{
+			"budget":   {value: json.RawMessage(`{"usd":50}`)},
+			"on_error": {value: json.RawMessage(`"open"`)},
+			"on_cross": {value: json.RawMessage(`"refuse"`)},
+			"lease":    {value: json.RawMessage(`"1m"`)},
+			"scope":    {value: json.RawMessage(`"global"`), keyed: true},
+			"store":    {value: json.RawMessage(`"other"`), keyed: true},
+			"name":     {value: json.RawMessage(`"spend"`), keyed: true},
+		}},
+		{plan.StageTurn, "rate_limit", `{"store":"shared","rate":6,"per":"1m","scope":"key"}`, map[string]mutation{
+			"rate":    {value: json.RawMessage(`60`)},
+			"per":     {value: json.RawMessage(`"1h"`)},
+			"burst":   {value: json.RawMessage(`3`)},
+			"mode":    {value: json.RawMessage(`"reject"`)},
+			"scope":   {value: json.RawMessage(`"run"`), keyed: true},
+			"store":   {value: json.RawMessage(`"other"`), keyed: true},
+			"limiter": {value: json.RawMessage(`"all"`), keyed: true},
+			"name":    {value: json.RawMessage(`"turns"`), keyed: true},
+		}},
+		{plan.StageChat, "memoize", `{"store":"shared","scope":"key","ttl":"10m"}`, map[string]mutation{
+			"ttl":           {value: json.RawMessage(`"1h"`)},
+			"lease_ttl":     {value: json.RawMessage(`"5s"`)},
+			"scope":         {value: json.RawMessage(`"global"`), keyed: true},
+			"store":         {value: json.RawMessage(`"other"`), keyed: true},
+			"single_flight": {value: json.RawMessage(`true`), keyed: true},
+			"name":          {value: json.RawMessage(`"cache"`), keyed: true},
+		}},
+		{plan.StageChat, "semantic_memoize", `{"index":"shared","scope":"key","threshold":0.9,"ttl":"10m"}`, map[string]mutation{
+			"threshold": {value: json.RawMessage(`0.8`)},
+			"ttl":       {value: json.RawMessage(`"1h"`)},
+			"scope":     {value: json.RawMessage(`"run"`), keyed: true},
+			"index":     {value: json.RawMessage(`"other"`), keyed: true},
+			"name":      {value: json.RawMessage(`"near"`), keyed: true},
+		}},
+		{plan.StageTurn, "checkpoint", `{"store":"shared","keep":10}`, map[string]mutation{
+			"keep":       {value: json.RawMessage(`0`)},
+			"after_tool": {value: json.RawMessage(`true`)},
+			"store":      {value: json.RawMessage(`"other"`), keyed: true},
+			"name":       {value: json.RawMessage(`"saves"`)},
+		}},
+		{plan.StageTool, "guard", `{"deny":"tool.name == 'refund'","message":"no refunds"}`, map[string]mutation{
+			"message":  {value: json.RawMessage(`"refunds are closed"`)},
+			"require":  {value: json.RawMessage(`"tool.name != 'refund'"`)},
+			"deny":     {value: json.RawMessage(`"tool.name == 'payout'"`)},
+			"phase":    {value: json.RawMessage(`"after"`)},
+			"on_error": {value: json.RawMessage(`"open"`)},
+			"name":     {value: json.RawMessage(`"no_refunds"`)},
+		}},
+	} {
+		m, ok := runtime.LookupModule(tc.use)
+		require.True(t, ok, tc.use)
+		for _, f := range configFieldNames(m.New()) {
+			assert.Contains(t, tc.fields, f, "%s decodes field %s: decide here whether its keys read it", tc.use, f)
+		}
+		layer := func(field string, v json.RawMessage) plan.Layer {
+			l := rt.Layer(tc.use, tc.config)
+			switch field {
+			case "name":
+				require.NoError(t, json.Unmarshal(v, &l.Name))
+			case "tools":
+				require.NoError(t, json.Unmarshal(v, &l.Tools))
+			default:
+				cfg := map[string]json.RawMessage{}
+				require.NoError(t, json.Unmarshal(l.Config, &cfg))
+				cfg[field] = v
+				l.Config, _ = json.Marshal(cfg)
+			}
+			return l
+		}
+		chain := func(l plan.Layer) *plan.Plan {
+			var c plan.Chains
+			switch tc.stage {
+			case plan.StageChat:
+				c.Chat = []plan.Layer{l}
+			case plan.StageTool:
+				c.Tool = []plan.Layer{l}
+			default:
+				c.Turn = []plan.Layer{l}
+			}
+			return resetPlan(c)
+		}
+		old := chain(rt.Layer(tc.use, tc.config))
+		for field, mu := range tc.fields {
+			t.Run(tc.use+"/"+field, func(t *testing.T) {
+				cs := runtime.StateChanges(old, chain(layer(field, mu.value)))
+				if !mu.keyed {
+					assert.Empty(t, cs)
+					return
+				}
+				require.NotEmpty(t, cs)
+				for _, c := range cs {
+					assert.Equal(t, field, c.Fields[0])
+				}
+			})
+		}
+		if tc.use == "guard" {
+			continue
+		}
+		// The declaration of the store the layer names: where it is, not
+		// how long an operation may take.
+		for field, change := range map[string]struct {
+			set   func(*plan.Store)
+			keyed bool
+		}{
+			"kind":    {func(s *plan.Store) { s.Kind = "postgres" }, true},
+			"url":     {func(s *plan.Store) { s.URL = "redis://127.0.0.1:6379/1" }, true},
+			"url_env": {func(s *plan.Store) { s.URLEnv = "REDIS2_URL" }, true},
+			"prefix":  {func(s *plan.Store) { s.Prefix = "billing2" }, true},
+			"path":    {func(s *plan.Store) { s.Path = "state.db" }, true},
+			"timeout": {func(s *plan.Store) { s.Timeout = "9s" }, false},
+		} {
+			t.Run(tc.use+"/stores.shared."+field, func(t *testing.T) {
+				next := chain(rt.Layer(tc.use, tc.config))
+				s := next.Stores["shared"]
+				change.set(&s)
+				next.Stores["shared"] = s
+				cs := runtime.StateChanges(old, next)
+				if !change.keyed {
+					assert.Empty(t, cs)
+					return
+				}
+				require.NotEmpty(t, cs)
+				assert.Equal(t, []string{"stores.shared"}, cs[0].Fields)
+			})
+		}
+	}
+}
+
+// configFieldNames returns the JSON names of mw's config fields (its
+// exported fields).
+func configFieldNames(mw any) []string {
+	var out []string
+	v := reflect.TypeOf(mw).Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// TestStateKeysOfMCPTools: the key of an MCP server's sample call is the
+// key of a call of the tool the chain sees under the server's prefix, as
+// for any tool of that name.
+func TestStateKeysOfMCPTools(t *testing.T) {
+	l := rt.Layer("idempotent", `{"key_args":["order_id"]}`)
+	viaServer := resetPlan(toolChain(l))
+	viaServer.Tools = nil
+	viaServer.MCPServers = map[string]plan.MCPServer{"fs": {Command: []string{"fs-server"}, Prefix: "fs_"}}
+	declared := resetPlan(toolChain(l))
+	declared.Tools = map[string]plan.Tool{"fs_" + runtime.SampleMCPTool: {SideEffecting: true}}
+
+	ks := runtime.LayerStateKeys(runtime.StateSite{Plan: viaServer, Stage: plan.StageTool, Layer: l})
+	require.Len(t, ks, 1)
+	assert.Equal(t, "fs", ks[0].Server)
+	want := runtime.LayerStateKeys(runtime.StateSite{Plan: declared, Stage: plan.StageTool, Layer: l})
+	require.Len(t, want, 1)
+	assert.Equal(t, want[0].Key, ks[0].Key)
 }

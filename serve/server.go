@@ -310,13 +310,17 @@ var ErrStateReset = errors.New("serve: the change starts idempotency records afr
 
 // checkStateChanges logs each layer whose state the change from old to
 // next leaves behind (runtime.StateChanges), and refuses the change when
-// it leaves idempotency records behind, unless AllowStateReset.
+// it leaves idempotency records behind (keyed differently, or no longer
+// kept by any layer: an idempotent layer removed), unless AllowStateReset.
 func (s *Server) checkStateChanges(old, next *plan.Plan) error {
 	var repeats []string
 	for _, c := range runtime.StateChanges(old, next) {
 		s.log.Warn("the policy change leaves shared state behind", "stage", c.Stage, "layer", c.Layer, "pos", c.Pos,
 			"fields", c.Fields, "tool", c.Tool, "detail", c.Message())
-		if c.Repeats {
+		switch {
+		case c.Repeats && c.Removed && len(c.Fields) == 0:
+			repeats = append(repeats, fmt.Sprintf("%s (%s removed)", c.Tool, c.Layer))
+		case c.Repeats:
 			repeats = append(repeats, fmt.Sprintf("%s (%s)", c.Tool, strings.Join(c.Fields, ", ")))
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -71,4 +72,68 @@ func TestReloadKeepingTheKeysIsQuiet(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte(src), 0o644))
 	require.NoError(t, s.srv.Reload(context.Background()))
 	assert.NotContains(t, s.logs.String(), "shared state")
+}
+
+// prefixedRefundPolicy is a policy serving the refunds of an MCP server under
+// prefix, its side-effecting tool declared as tool, with chain as its
+// tool chain.
+func prefixedRefundPolicy(upstream, prefix, tool, chain string) string {
+	return fmt.Sprintf(`package gw
+
+keys: agent: {sha256: "%s", tenant: "shop"}
+mcp: servers: pay: {url: "%s", prefix: "%s"}
+tools: %s: side_effecting: true
+chains: tool: %s
+`, sha("agent-key"), upstream, prefix, tool, chain)
+}
+
+// callRefund refunds order A1 through the tool named tool in run.
+func callRefund(t *testing.T, base, run, tool string) {
+	t.Helper()
+	cs := connectProxy(t, base, "agent-key", map[string]string{RunHeader: run})
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"order_id": "A1", "amount": 40}})
+	require.NoError(t, err)
+	require.False(t, res.IsError, text(t, res))
+	require.NoError(t, cs.Close())
+}
+
+// TestReloadThatLeavesIdempotencyBehindIsRefused: a reload that removes
+// the idempotent layer, or changes the prefix of the MCP server whose tool
+// it dedupes (the tool's name in its key), would run a refund made before
+// it again when it is retried; it is refused like a change of key_args,
+// unless AllowStateReset, which applies it (and the retry runs again).
+func TestReloadThatLeavesIdempotencyBehindIsRefused(t *testing.T) {
+	const dedup = `[{use: "log"}, {use: "idempotent", key_args: ["order_id"]}]`
+	for _, tc := range []struct {
+		name                string
+		prefix, tool, chain string
+		refusal, logged     string
+	}{
+		{"layer removed", "pay_", "pay_refund", `[{use: "log"}]`, "pay_refund (idempotent removed)", "idempotent of the baseline is removed"},
+		{"prefix changed", "shop_", "shop_refund", dedup, `the tools of mcp server "pay" (mcp_servers.pay.prefix)`, `mcp_servers.pay.prefix \"pay_\" → \"shop_\"`},
+	} {
+		for _, allow := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/allow=%v", tc.name, allow), func(t *testing.T) {
+				upstream, refunds := inProcessUpstream(t)
+				dir := writePolicy(t, prefixedRefundPolicy(upstream, "pay_", "pay_refund", dedup))
+				s := startServer(t, Options{Source: cueSource(dir), WatchInterval: -1, AllowStateReset: allow})
+				callRefund(t, s.url, "first", "pay_refund")
+				require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte(prefixedRefundPolicy(upstream, tc.prefix, tc.tool, tc.chain)), 0o644))
+				err := s.srv.Reload(context.Background())
+				logs := s.logs.String()
+				assert.Contains(t, logs, "the policy change leaves shared state behind")
+				assert.Contains(t, logs, tc.logged)
+				if !allow {
+					require.ErrorIs(t, err, ErrStateReset)
+					assert.Contains(t, err.Error(), tc.refusal)
+					callRefund(t, s.url, "retry", "pay_refund")
+					assert.EqualValues(t, 1, refunds.Load(), "the retry was deduplicated by the policy still serving")
+					return
+				}
+				require.NoError(t, err)
+				callRefund(t, s.url, "retry", tc.tool)
+				assert.EqualValues(t, 2, refunds.Load(), "after the change the retry ran again")
+			})
+		}
+	}
 }

@@ -95,6 +95,15 @@ func (c *Checkpoint) unsaved(err error, ran bool) error {
 	return &runtime.CallError{Layer: c.name, Message: "the run is not saved", Err: runtime.StoreUnavailable(err)}
 }
 
+// StateKeys implements runtime.StateKeyer: the sample run's versions, which
+// a runtime.CheckpointStore keeps under the run's id alone (neither the
+// layer's name nor its keep or after_tool), so that only the store decides
+// where a run saved before is found.
+func (c *Checkpoint) StateKeys(runtime.StateSite) []runtime.StateKey {
+	return []runtime.StateKey{{Store: runtime.StoreName(c.Store), Key: runtime.SampleRun.ID, What: "saved runs",
+		Then: "runs saved before the change are not found, so they cannot be resumed"}}
+}
+
 // Checkpointer returns the layer's checkpointer.
 func (c *Checkpoint) Checkpointer() *runtime.Checkpointer { return c.cp }
 

@@ -145,8 +145,9 @@ func (m *Idempotent) key(c *runtime.ToolCall) (string, error) {
 }
 
 // StateKeys implements runtime.StateKeyer: for each side-effecting tool the
-// layer applies to, the key of a sample call of it (its key arguments,
-// each with a value of its own).
+// layer applies to (the tools of an MCP server by a sample one, named as
+// the tool chain sees it), the key of a sample call of it (its key
+// arguments, each with a value of its own).
 func (m *Idempotent) StateKeys(at runtime.StateSite) []runtime.StateKey {
 	m.name = at.Name()
 	var out []runtime.StateKey
@@ -155,14 +156,15 @@ func (m *Idempotent) StateKeys(at runtime.StateSite) []runtime.StateKey {
 		for _, a := range m.KeyArgs {
 			args[a] = "sample-" + a
 		}
-		c := &runtime.ToolCall{Name: tool, Args: args, Meta: runtime.Meta{Run: runtime.SampleRun}}
+		c := &runtime.ToolCall{Name: tool.Name, Args: args, Meta: runtime.Meta{Run: runtime.SampleRun}}
 		key, err := m.key(c)
 		if err != nil {
 			continue
 		}
-		out = append(out, runtime.StateKey{Store: runtime.StoreName(m.Store), Key: key, Tool: tool, Repeats: true,
-			What: "idempotency records of " + tool,
-			Then: "calls of " + tool + " made before the change run again if repeated"})
+		out = append(out, runtime.StateKey{Store: runtime.StoreName(m.Store), Key: key, Tool: tool.Label,
+			Server: tool.Server, Upstream: tool.Upstream, Repeats: true,
+			What: "idempotency records of " + tool.Label,
+			Then: "calls of " + tool.Label + " made before the change run again if repeated"})
 	}
 	return out
 }
