@@ -1,6 +1,12 @@
 package vet
 
-import "github.com/agentc-dev/agentc/dsl"
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/agentc-dev/agentc/dsl"
+)
 
 // reportConstraint reports the violated pairs of the builtin constraints
 // with id, phrased by say, at the constraint's severity. It is the Run of
@@ -20,13 +26,44 @@ func reportConstraint(p *Pass, id string, say func(v *Pair) (pos dsl.Pos, relate
 		if v.WhenErr != nil {
 			msg += " (when could not be evaluated: " + v.WhenErr.Error() + ")"
 		}
-		d := &dsl.Diagnostic{Pos: pos, Severity: v.Constraint.Severity, Message: msg, Related: related}
+		sev := v.Constraint.Severity
+		if v.Depends {
+			sev = dsl.Warning
+			msg += dependsNote(v.Outer, v.Inner)
+		}
+		d := &dsl.Diagnostic{Pos: pos, Severity: sev, Message: msg, Related: related}
 		byPos[pos] = d
 		out = append(out, d)
 	}
 	for _, d := range out {
 		p.Report(*d)
 	}
+}
+
+// warningRule is the rule of the builtin constraint id, of severity
+// warning, whose violations say phrases.
+func warningRule(id, doc string, say func(v *Pair) (dsl.Pos, []dsl.Related, string)) *Rule {
+	return &Rule{
+		Name:     "order/" + id,
+		Severity: dsl.Warning,
+		Doc:      doc,
+		Run:      func(p *Pass) { reportConstraint(p, id, say) },
+	}
+}
+
+// dependsNote says that whether a finding about chat layers happens
+// depends on their `when`s, quoting them in chain order, for a finding
+// reported as a warning on that account.
+func dependsNote(entries ...*dsl.Entry) string {
+	entries = slices.Clone(entries)
+	slices.SortFunc(entries, func(x, y *dsl.Entry) int { return x.Index - y.Index })
+	var whens []string
+	for _, e := range entries {
+		if e.When != nil {
+			whens = append(whens, fmt.Sprintf("%s when %q", e.Ref(), e.When.Source))
+		}
+	}
+	return " (a warning: whether it happens depends on " + strings.Join(whens, " and ") + ", beyond the model called)"
 }
 
 // reaching names what a layer of stage wraps, for messages.

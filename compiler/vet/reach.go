@@ -126,11 +126,15 @@ func (a *Analysis) sideEffectingReaching(e *dsl.Entry) ([]*dsl.Tool, []dsl.Relat
 	return bad, rel
 }
 
-// Overlap reports whether x and y can see the same call: always in the chat
-// and turn chains; in the tool chain when some tool, declared or not, has
-// calls both apply to.
+// Overlap reports whether x and y can see the same call: always in the turn
+// chain; in the chat chain unless their `when`s keep them apart (ChatMeet);
+// in the tool chain when some tool, declared or not, has calls both apply
+// to.
 func (a *Analysis) Overlap(x, y *dsl.Entry) bool {
 	a.overlaps++
+	if x.Stage == "chat" && y.Stage == "chat" {
+		return a.ChatMeet(x, y) != Never
+	}
 	if x.Stage != "tool" || y.Stage != "tool" {
 		return x.Stage == y.Stage
 	}
