@@ -1,6 +1,7 @@
 package vet_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -65,17 +66,17 @@ chains: chat: [
 	assert.Equal(t, vet.Depends, a.ChatMeet(chain[0], chain[1]), "with no model declared, a call's model is unknown")
 }
 
-// TestDependsIsAWarning checks that an error-severity ordering whose
-// layers' whens decide whether they meet is reported as a warning, and
-// one whose whens keep them apart not at all.
-func TestDependsIsAWarning(t *testing.T) {
+// TestDependsKeepsTheSeverity checks that an error-severity ordering whose
+// layers' whens decide whether they meet is still an error, saying so, and
+// one whose whens keep them apart is not reported at all.
+func TestDependsKeepsTheSeverity(t *testing.T) {
 	for _, tc := range []struct {
 		name, chain string
 		want        dsl.Severity // "" for none
 	}{
 		{"no whens", `{use: "meter", budget: {tokens: 10}}, {use: "compaction"}`, dsl.Error},
 		{"disjoint", `{use: "meter", when: "request.model == 'a'", budget: {tokens: 10}}, {use: "compaction", when: "request.model == 'b'"}`, ""},
-		{"depends", `{use: "meter", when: "size(messages) > 2", budget: {tokens: 10}}, {use: "compaction", when: "run.agent == 'x'"}`, dsl.Warning},
+		{"depends", `{use: "meter", when: "size(messages) > 2", budget: {tokens: 10}}, {use: "compaction", when: "run.agent == 'x'"}`, dsl.Error},
 		{"model and messages", `{use: "meter", when: "request.model == 'a'", budget: {tokens: 10}}, {use: "compaction", when: "size(messages) > 2"}`, dsl.Error},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -92,7 +93,9 @@ func TestDependsIsAWarning(t *testing.T) {
 			}
 			require.Len(t, got, 1)
 			assert.Equal(t, tc.want, got[0].Severity)
-			assert.Equal(t, tc.want == dsl.Warning, len(a.Pairs) == 1 && a.Pairs[0].Depends)
+			depends := tc.name == "depends"
+			assert.Equal(t, depends, len(a.Pairs) == 1 && a.Pairs[0].Depends)
+			assert.Equal(t, depends, strings.Contains(got[0].Message, "whether it happens depends on"), got[0].Message)
 		})
 	}
 }

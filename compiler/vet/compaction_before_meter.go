@@ -6,7 +6,6 @@ import "github.com/agentc-dev/agentc/dsl"
 var CompactionBeforeMeter = &Rule{
 	Name:     "order/compaction-before-meter",
 	Severity: dsl.Error,
-	Warns:    true,
 	Doc: `meter sits outside compaction in the chat chain.
 
 Compaction bounds the transcript before the model sees it; a meter outside it

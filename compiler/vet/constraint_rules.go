@@ -26,12 +26,12 @@ func reportConstraint(p *Pass, id string, say func(v *Pair) (pos dsl.Pos, relate
 		if v.WhenErr != nil {
 			msg += " (when could not be evaluated: " + v.WhenErr.Error() + ")"
 		}
-		sev := v.Constraint.Severity
 		if v.Depends {
-			sev = dsl.Warning
-			msg += dependsNote(v.Outer, v.Inner)
+			// The rule keeps its severity: the layers are not known to
+			// meet, but nothing shows that they never do.
+			msg += dependsNote(false, v.Outer, v.Inner)
 		}
-		d := &dsl.Diagnostic{Pos: pos, Severity: sev, Message: msg, Related: related}
+		d := &dsl.Diagnostic{Pos: pos, Severity: v.Constraint.Severity, Message: msg, Related: related}
 		byPos[pos] = d
 		out = append(out, d)
 	}
@@ -52,9 +52,9 @@ func warningRule(id, doc string, say func(v *Pair) (dsl.Pos, []dsl.Related, stri
 }
 
 // dependsNote says that whether a finding about chat layers happens
-// depends on their `when`s, quoting them in chain order, for a finding
-// reported as a warning on that account.
-func dependsNote(entries ...*dsl.Entry) string {
+// depends on their `when`s, quoting them in chain order, and, when warning
+// is set, that the finding is a warning on that account.
+func dependsNote(warning bool, entries ...*dsl.Entry) string {
 	entries = slices.Clone(entries)
 	slices.SortFunc(entries, func(x, y *dsl.Entry) int { return x.Index - y.Index })
 	var whens []string
@@ -63,7 +63,11 @@ func dependsNote(entries ...*dsl.Entry) string {
 			whens = append(whens, fmt.Sprintf("%s when %q", e.Ref(), e.When.Source))
 		}
 	}
-	return " (a warning: whether it happens depends on " + strings.Join(whens, " and ") + ", beyond the model called)"
+	note := "whether it happens depends on " + strings.Join(whens, " and ") + ", beyond the model called"
+	if warning {
+		note = "a warning: " + note
+	}
+	return " (" + note + ")"
 }
 
 // reaching names what a layer of stage wraps, for messages.

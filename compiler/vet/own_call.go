@@ -58,7 +58,7 @@ makes the finding a warning.`,
 						inner.Ref(), outer.Ref(), letThrough(inner), inner.Ref(), scopeAdvice(inner, outer))}
 				if meet == Depends {
 					d.Severity = dsl.Warning
-					d.Message += dependsNote(inner)
+					d.Message += dependsNote(true, inner)
 				}
 				p.Report(d)
 			}
@@ -138,7 +138,7 @@ for the layer's model, or move it outside the layer.`,
 				msg := fmt.Sprintf("%s sits inside %s %s: it sends %s's own model calls to its models instead of %q; list %q in its models, %s, or move it outside %s",
 					r.Ref(), own.Ref(), scope, own.Ref(), model, model, scopeAdvice(r, own), own.Ref())
 				if p.OwnCallMeet(own, r) == Depends {
-					msg += dependsNote(r)
+					msg += dependsNote(false, r)
 				}
 				p.Reportf(r.Pos, []dsl.Related{at(own, "%s is here, outside %s", own.Ref(), r.Ref())}, "%s", msg)
 			}
