@@ -48,8 +48,9 @@
 // through the chat chain below the compaction layer as a call of its own in the same run
 // (runtime.OwnCall): a meter inside compaction charges the summary (and a budget covers it), a
 // retry or fallback inside retries or fails it over, a tracing layer inside traces it;
-// compaction itself never sees it. Called from Go outside a pipeline, Compact asks the model
-// client directly. A failed or empty summary, or one that does not fit the budget
+// compaction itself never sees it, nor does a rate_limit outside, which admits it without a
+// token (vet warns, order/ratelimit-outside-compaction). Called from Go outside a pipeline,
+// Compact asks the model client directly. A failed or empty summary, or one that does not fit the budget
 // (ErrSummaryTooLong: a model that runs on writes one longer than what it summarizes), falls back to
 // KeepRecent, which drops the same messages without a summary: the budget is never exceeded for
 // a summary.

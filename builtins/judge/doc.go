@@ -33,7 +33,7 @@
 // the judge do not see it: a meter outside charges only the response it
 // judged (vet reports it, order/judge-before-meter: an error when the meter
 // has a budget, which the verdicts escape, a warning otherwise). A
-// rate_limit outside admits the verdict call without a token. A failure after those layers (retries spent, a budget refusal)
+// rate_limit outside admits the verdict call without a token (vet warns, order/ratelimit-outside-judge). A failure after those layers (retries spent, a budget refusal)
 // follows `on_error`. Its usage is not reported on the call's response.
 // Place the meter, retry and fallback meant for judging inside the judge;
 // scope a layer with `when` (request.model) to keep it off the judge's calls.

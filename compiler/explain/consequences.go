@@ -43,7 +43,7 @@ func ownCalls(a *vet.Analysis, stage string, chain []*dsl.Entry) []string {
 		if e.Index > 0 {
 			line += fmt.Sprintf("; %s outside it %s not see it", list(refs(chain[:e.Index])), plural(e.Index, "does", "do"))
 		}
-		if r := vet.OwnCallRerouter(chain, e); r != nil {
+		if r := a.OwnCallRerouter(chain, e); r != nil {
 			model, _ := e.Fields["model"].(string)
 			line += fmt.Sprintf("; %s sends it to its models instead of `%s`", r.Ref(), model)
 		}

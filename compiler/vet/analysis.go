@@ -28,12 +28,13 @@ type Analysis struct {
 	// that does not compile.
 	Problems dsl.Diagnostics
 
-	whens    map[*dsl.Constraint]*whenProgram
-	static   map[string]*staticPredicate // by source
-	applies  map[appliesKey]bool
-	blockers map[string]*dsl.Entry    // by tool name; nil entries cached too
-	reinvoke map[string]reinvocations // by stage and scope (scopeKey)
-	overlaps int                      // Overlap evaluations, for the scaling tests
+	whens     map[*dsl.Constraint]*whenProgram
+	static    map[string]*staticPredicate // by source
+	applies   map[appliesKey]bool
+	chatWhens map[chatWhenKey]Meet
+	blockers  map[string]*dsl.Entry    // by tool name; nil entries cached too
+	reinvoke  map[string]reinvocations // by stage and scope (scopeKey)
+	overlaps  int                      // Overlap evaluations, for the scaling tests
 }
 
 // reinvocations is a memoised result of Reinvocations.
@@ -58,6 +59,10 @@ type Pair struct {
 	// WhenErr is set when the constraint's `when` could not be evaluated
 	// for this pair; the pair is then checked as if it held.
 	WhenErr error
+	// Depends marks a pair of chat layers whose `when`s decide whether
+	// they see one call, from more than its model: a violation is then at
+	// most a warning.
+	Depends bool
 	// InCycle marks a pair whose constraint is part of a reported cycle:
 	// no order satisfies it, so its violation is reported as the cycle.
 	InCycle bool
@@ -101,6 +106,7 @@ func Analyze(p *dsl.Policy, builtin []*dsl.Constraint) *Analysis {
 		whens:       map[*dsl.Constraint]*whenProgram{},
 		static:      map[string]*staticPredicate{},
 		applies:     map[appliesKey]bool{},
+		chatWhens:   map[chatWhenKey]Meet{},
 		reinvoke:    map[string]reinvocations{},
 		blockers:    map[string]*dsl.Entry{},
 		Constraints: append(append([]*dsl.Constraint{}, builtin...), p.Constraints...),
@@ -147,14 +153,18 @@ func Analyze(p *dsl.Policy, builtin []*dsl.Constraint) *Analysis {
 					continue
 				}
 				for _, i := range chain {
-					if i == o || !matches(i, c, c.Inner) || !a.Overlap(o, i) {
+					if i == o || !matches(i, c, c.Inner) {
+						continue
+					}
+					meet := a.pairMeet(c, o, i)
+					if meet == Never {
 						continue
 					}
 					w, ok := when(c)
 					if !ok {
 						continue
 					}
-					pair := &Pair{Constraint: c, Outer: o, Inner: i, Holds: o.Index < i.Index}
+					pair := &Pair{Constraint: c, Outer: o, Inner: i, Holds: o.Index < i.Index, Depends: meet == Depends}
 					if w != nil {
 						ok, err := w.eval(o, i)
 						if !ok {

@@ -1,6 +1,10 @@
 package vet
 
-import "github.com/agentc-dev/agentc/dsl"
+import (
+	"fmt"
+
+	"github.com/agentc-dev/agentc/dsl"
+)
 
 // OwnCaller reports whether e makes model calls of its own: a judge (its
 // verdict) or a compaction with strategy "summarize" (its summary). Such a
@@ -21,7 +25,8 @@ func OwnCaller(e *dsl.Entry) bool {
 var OwnCallRecursion = &Rule{
 	Name:     "order/own-call-recursion",
 	Severity: dsl.Error,
-	Doc: `a judge or summarizing compaction sits, without a when, inside another one.
+	Warns:    true,
+	Doc: `a judge or summarizing compaction sits inside another one whose calls its when lets through.
 
 A judge's verdict call and a summarizing compaction's summary call run
 through the chat chain below their own layer, so that the meter, retry,
@@ -30,7 +35,10 @@ would run on those calls too and make a model call of its own about each:
 a judge judging the other judge's verdicts, or a judge judging each
 summary, calls made about calls. Scope the inner layer with a when on
 request.model (when: "request.model == 'primary'") to keep it off the
-outer layer's calls, or keep one of the two.`,
+outer layer's calls, or keep one of the two. A when that is false for
+calls of the outer layer's model keeps it off; one that is true for them
+does not; one that depends on more than the model (the messages, the run)
+makes the finding a warning.`,
 	Run: func(p *Pass) {
 		chain := p.Policy.Chains["chat"]
 		for _, outer := range chain {
@@ -38,24 +46,52 @@ outer layer's calls, or keep one of the two.`,
 				continue
 			}
 			for _, inner := range chain[outer.Index+1:] {
-				if !OwnCaller(inner) || inner.When != nil {
+				if !OwnCaller(inner) {
 					continue
 				}
-				p.Reportf(inner.Pos, []dsl.Related{at(outer, "%s is here, outside %s", outer.Ref(), inner.Ref())},
-					"%s sits inside %s, whose own model calls run through the chain below it: %s would make a model call of its own about each of them; scope %s with a when on request.model, or remove one",
-					inner.Ref(), outer.Ref(), inner.Ref(), inner.Ref())
+				meet := p.OwnCallMeet(outer, inner)
+				if meet == Never {
+					continue
+				}
+				d := dsl.Diagnostic{Pos: inner.Pos, Related: []dsl.Related{at(outer, "%s is here, outside %s", outer.Ref(), inner.Ref())},
+					Message: fmt.Sprintf("%s sits inside %s, whose own model calls run through the chain below it%s: %s would make a model call of its own about each of them; %s, or remove one",
+						inner.Ref(), outer.Ref(), letThrough(inner), inner.Ref(), scopeAdvice(inner, outer))}
+				if meet == Depends {
+					d.Severity = dsl.Warning
+					d.Message += dependsNote(true, inner)
+				}
+				p.Report(d)
 			}
 		}
 	},
 }
 
-// OwnCallRerouter returns the unscoped fallback or hedge below own, an own
-// caller, whose models do not include own's model: it sends own's calls to
-// other models (nil: none does).
-func OwnCallRerouter(chain []*dsl.Entry, own *dsl.Entry) *dsl.Entry {
+// letThrough says that e's when lets an own caller's calls through, for
+// messages ("" for an entry without one).
+func letThrough(e *dsl.Entry) string {
+	if e.When == nil {
+		return ""
+	}
+	return fmt.Sprintf(", and the when of %s (%q) lets them through", e.Ref(), e.When.Source)
+}
+
+// scopeAdvice tells how to keep e off own's calls: give it a when on
+// request.model, or make the one it has false for own's model.
+func scopeAdvice(e, own *dsl.Entry) string {
+	model, _ := own.Fields["model"].(string)
+	if e.When == nil {
+		return fmt.Sprintf("scope %s with a when on request.model", e.Ref())
+	}
+	return fmt.Sprintf("make its when false for calls of %q", model)
+}
+
+// OwnCallRerouter returns the fallback or hedge below own, an own caller,
+// whose models do not include own's model and whose when does not keep it
+// off own's calls: it sends them to other models (nil: none does).
+func (a *Analysis) OwnCallRerouter(chain []*dsl.Entry, own *dsl.Entry) *dsl.Entry {
 	model, _ := own.Fields["model"].(string)
 	for _, e := range chain[own.Index+1:] {
-		if (e.Use != "fallback" && e.Use != "hedge") || e.When != nil {
+		if (e.Use != "fallback" && e.Use != "hedge") || a.OwnCallMeet(own, e) == Never {
 			continue
 		}
 		models, _ := e.Fields["models"].([]any)
@@ -77,7 +113,7 @@ func OwnCallRerouter(chain []*dsl.Entry, own *dsl.Entry) *dsl.Entry {
 var OwnCallRerouted = &Rule{
 	Name:     "order/own-call-rerouted",
 	Severity: dsl.Warning,
-	Doc: `a fallback or hedge without a when, inside a judge or summarizing compaction, sends its calls to other models.
+	Doc: `a fallback or hedge inside a judge or summarizing compaction sends its calls to other models.
 
 A judge's verdict call and a summarizing compaction's summary call run
 through the chat chain below their own layer. A fallback or hedge there
@@ -85,19 +121,26 @@ replaces the request's model with each of its own models in turn, so when
 its models do not include the layer's model, the verdict or summary is
 asked of those models and the layer's model is never called: the reply
 model judges its own replies. List the layer's model in the fallback's
-models, scope the fallback with a when on request.model, or move it
-outside the layer.`,
+models, scope the fallback with a when on request.model that is false
+for the layer's model, or move it outside the layer.`,
 	Run: func(p *Pass) {
 		chain := p.Policy.Chains["chat"]
 		for _, own := range chain {
 			if !OwnCaller(own) {
 				continue
 			}
-			if r := OwnCallRerouter(chain, own); r != nil {
+			if r := p.OwnCallRerouter(chain, own); r != nil {
 				model, _ := own.Fields["model"].(string)
-				p.Reportf(r.Pos, []dsl.Related{at(own, "%s is here, outside %s", own.Ref(), r.Ref())},
-					"%s sits inside %s without a when: it sends %s's own model calls to its models instead of %q; list %q in its models, scope it with a when on request.model, or move it outside %s",
-					r.Ref(), own.Ref(), own.Ref(), model, model, own.Ref())
+				scope := "without a when"
+				if r.When != nil {
+					scope = fmt.Sprintf("with a when (%q) that lets them through", r.When.Source)
+				}
+				msg := fmt.Sprintf("%s sits inside %s %s: it sends %s's own model calls to its models instead of %q; list %q in its models, %s, or move it outside %s",
+					r.Ref(), own.Ref(), scope, own.Ref(), model, model, scopeAdvice(r, own), own.Ref())
+				if p.OwnCallMeet(own, r) == Depends {
+					msg += dependsNote(false, r)
+				}
+				p.Reportf(r.Pos, []dsl.Related{at(own, "%s is here, outside %s", own.Ref(), r.Ref())}, "%s", msg)
 			}
 		}
 	},

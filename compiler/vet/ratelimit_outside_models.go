@@ -32,23 +32,15 @@ The rule is the builtin constraint ratelimit-outside-fallback
 // ratelimit-outside-<use>: a rate_limit outside a layer that calls several
 // models for one call (hedge, fallback).
 func rateLimitOutsideModels(use, doc, how string) *Rule {
-	id := "ratelimit-outside-" + use
-	return &Rule{
-		Name:     "order/" + id,
-		Severity: dsl.Warning,
-		Doc:      doc,
-		Run: func(p *Pass) {
-			reportConstraint(p, id, func(v *Pair) (dsl.Pos, []dsl.Related, string) {
-				limit, outer := v.Inner, v.Outer
-				n := Attempts(outer)
-				calls := "calls"
-				if n == 2 {
-					calls = "call"
-				}
-				return limit.Pos, []dsl.Related{at(outer, "%s (%s models) is here, inside %s", outer.Ref(), count(n), limit.Ref())},
-					fmt.Sprintf("%s sits outside %s: %s, so up to %s more model %s per call reach the models unthrottled; move %s inside %s",
-						limit.Ref(), outer.Ref(), how, count(n-1), calls, limit.Ref(), outer.Ref())
-			})
-		},
-	}
+	return warningRule("ratelimit-outside-"+use, doc, func(v *Pair) (dsl.Pos, []dsl.Related, string) {
+		limit, outer := v.Inner, v.Outer
+		n := Attempts(outer)
+		calls := "calls"
+		if n == 2 {
+			calls = "call"
+		}
+		return limit.Pos, []dsl.Related{at(outer, "%s (%s models) is here, inside %s", outer.Ref(), count(n), limit.Ref())},
+			fmt.Sprintf("%s sits outside %s: %s, so up to %s more model %s per call reach the models unthrottled; move %s inside %s",
+				limit.Ref(), outer.Ref(), how, count(n-1), calls, limit.Ref(), outer.Ref())
+	})
 }

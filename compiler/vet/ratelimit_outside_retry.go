@@ -21,9 +21,13 @@ inside retry. The rule is the builtin constraint ratelimit-outside-retry
 		reportConstraint(p, "ratelimit-outside-retry", func(v *Pair) (dsl.Pos, []dsl.Related, string) {
 			limit, retry := v.Inner, v.Outer
 			extra := Attempts(retry) - 1
+			attempts := "attempts"
+			if extra == 1 {
+				attempts = "attempt"
+			}
 			return limit.Pos, []dsl.Related{at(retry, "%s (max_attempts %d) is here, inside %s", retry.Ref(), Attempts(retry), limit.Ref())},
-				fmt.Sprintf("%s sits outside %s: only the first attempt takes a token, so up to %s more attempts per call reach %s unthrottled; move %s inside %s",
-					limit.Ref(), retry.Ref(), count(extra), callee(retry.Stage), limit.Ref(), retry.Ref())
+				fmt.Sprintf("%s sits outside %s: only the first attempt takes a token, so up to %s more %s per call reach %s unthrottled; move %s inside %s",
+					limit.Ref(), retry.Ref(), count(extra), attempts, callee(retry.Stage), limit.Ref(), retry.Ref())
 		})
 	},
 }

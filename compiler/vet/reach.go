@@ -126,23 +126,41 @@ func (a *Analysis) sideEffectingReaching(e *dsl.Entry) ([]*dsl.Tool, []dsl.Relat
 	return bad, rel
 }
 
-// Overlap reports whether x and y can see the same call: always in the chat
-// and turn chains; in the tool chain when some tool, declared or not, has
-// calls both apply to.
+// Overlap reports whether x and y can see the same call: always in the turn
+// chain; in the chat chain unless their `when`s keep them apart (ChatMeet);
+// in the tool chain when some tool has calls both apply to: a declared
+// one, or, when undeclared tools can run (settings.allow_undeclared_tools,
+// an mcp server's tools, or a policy that declares none), any other.
 func (a *Analysis) Overlap(x, y *dsl.Entry) bool {
 	a.overlaps++
+	if x.Stage == "chat" && y.Stage == "chat" {
+		return a.ChatMeet(x, y) != Never
+	}
 	if x.Stage != "tool" || y.Stage != "tool" {
 		return x.Stage == y.Stage
 	}
-	candidates := append(a.toolNames(), "")
-	candidates = append(candidates, x.Tools...)
-	candidates = append(candidates, y.Tools...)
+	candidates := a.toolNames()
+	if a.UndeclaredToolsRun() {
+		candidates = append(candidates, "")
+		candidates = append(candidates, x.Tools...)
+		candidates = append(candidates, y.Tools...)
+	}
 	for _, t := range candidates {
 		if a.Applies(x, t) && a.Applies(y, t) {
 			return true
 		}
 	}
 	return false
+}
+
+// UndeclaredToolsRun reports whether calls of tools the policy does not
+// declare can reach its tool chain: with settings.allow_undeclared_tools,
+// with an mcp server (whose tools agentc serve lets through), or when the
+// policy declares no tools at all, and nothing is known of them. Otherwise
+// the runtime refuses such a call on entry to the chain.
+func (a *Analysis) UndeclaredToolsRun() bool {
+	p := a.Policy
+	return p.AllowUndeclaredTools || len(p.MCPServers) > 0 || len(p.Tools) == 0
 }
 
 // SharedTools returns the declared tools whose calls can reach both x and

@@ -14,6 +14,8 @@ var Suite = []*Rule{
 	RateLimitOutsideRetry,
 	RateLimitOutsideHedge,
 	RateLimitOutsideFallback,
+	RateLimitOutsideJudge,
+	RateLimitOutsideCompaction,
 	CoerceOutsideRetry,
 	RedactOutsideTruncate,
 	CheckOutsideTruncate,

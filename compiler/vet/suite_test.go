@@ -29,6 +29,8 @@ var designRules = map[string]dsl.Severity{
 	"order/ratelimit-outside-retry":      dsl.Warning,
 	"order/ratelimit-outside-hedge":      dsl.Warning,
 	"order/ratelimit-outside-fallback":   dsl.Warning,
+	"order/ratelimit-outside-judge":      dsl.Warning,
+	"order/ratelimit-outside-compaction": dsl.Warning,
 	"order/coerce-outside-retry":         dsl.Warning,
 	"order/redact-outside-truncate":      dsl.Error,
 	"order/check-outside-truncate":       dsl.Error,
@@ -108,7 +110,7 @@ func TestBuiltinConstraints(t *testing.T) {
 		assert.True(t, pos.IsValid(), "no source position for %s", c.Key())
 		assert.True(t, strings.HasPrefix(pos.File, "schemas/"), "%s at %s", c.Key(), pos)
 	}
-	for _, id := range []string{"compaction-before-meter", "judge-before-meter", "audit-trail", "ratelimit-outside-retry", "ratelimit-outside-hedge", "ratelimit-outside-fallback", "coerce-outside-retry", "redact-outside-truncate", "guard-inside-cache"} {
+	for _, id := range []string{"compaction-before-meter", "judge-before-meter", "audit-trail", "ratelimit-outside-retry", "ratelimit-outside-hedge", "ratelimit-outside-fallback", "ratelimit-outside-judge", "ratelimit-outside-compaction", "coerce-outside-retry", "redact-outside-truncate", "guard-inside-cache"} {
 		assert.True(t, ids[id], "the plain-ordering rule %s is data: it needs builtin constraints", id)
 	}
 	a := vet.Analyze(&dsl.Policy{}, cs)
