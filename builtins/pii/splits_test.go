@@ -16,8 +16,8 @@ import (
 // A card or an IBAN cut across consecutive string elements of an array, after a group or
 // inside one, is found: masked in every element it runs over with "redact", refused with
 // "block". Elements of different arrays or values are read apart; read run together, numbers
-// of one length are a list, not a card, and an address ending one element takes in a word
-// starting the next (a key cut in two would otherwise keep its end).
+// of one length are a list, not a card, and an address whole where its element ends keeps
+// a word starting the next.
 func TestCardAcrossArrayElements(t *testing.T) {
 	for name, parts := range map[string][]any{
 		"groups over elements":       {"card 4111 1111", "1111 1111 thanks"},
@@ -82,7 +82,7 @@ func TestCardAcrossArrayElements(t *testing.T) {
 		_, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "lookup", Args: args})
 		require.NoError(t, err)
 		want := maps.Clone(args)
-		want["e"] = []any{"write to [REDACTED:email]", ""} // "bob@example.comok", read run together
+		want["e"] = []any{"write to [REDACTED:email]", "ok"} // whole where its element ends
 		want["g"] = []any{"[REDACTED:email]", "42"}
 		assert.Equal(t, want, seen)
 	})

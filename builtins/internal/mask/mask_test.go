@@ -269,7 +269,7 @@ func (d *digitsOrAddress) find(text string) []mask.Item {
 		case text[loc[0]] >= '0' && text[loc[0]] <= '9' && loc[1]-loc[0] == 8:
 			out = append(out, mask.Item{From: loc[0], To: loc[1], Start: loc[0], End: loc[1], With: "[D]"})
 		case strings.Contains(text[loc[0]:loc[1]], "@"):
-			out = append(out, mask.Item{From: loc[0], To: loc[1], Start: loc[0], End: loc[1], With: "[E]"})
+			out = append(out, mask.Item{From: loc[0], To: loc[1], Start: loc[0], End: loc[1], With: "[E]", Label: "email", EndsAtBreak: true})
 		}
 	}
 	return out
@@ -290,7 +290,7 @@ func TestReadElements(t *testing.T) {
 		{"cut in three", []string{"x 12", "3456", "78"}, []string{"x [D]", "", ""}, []any{-1}},
 		{"digits of other lengths", []string{"12345", "678"}, []string{"[D]", ""}, []any{-1}},
 		{"a list of numbers", []string{"1234", "5678"}, []string{"1234", "5678"}, nil},
-		{"an address ending an element takes in a word starting the next", []string{"to bob@ex.com", "ok"}, []string{"to [E]", ""}, []any{0, -1}},
+		{"an address whole where its element ends keeps a word starting the next", []string{"to bob@ex.com", "ok"}, []string{"to [E]", "ok"}, []any{0}},
 		{"but not a word after a space", []string{"to bob@ex.com", " ok"}, []string{"to [E]", " ok"}, []any{0}},
 		{"an address cut", []string{"to bob@ex", ".com ok"}, []string{"to [E]", " ok"}, []any{-1}},
 		{"nothing", []string{"a", "b"}, []string{"a", "b"}, nil},

@@ -10,12 +10,17 @@ import (
 
 // Item is what a layer found in a text: the text [From, To) its rule matched, of which the
 // part [Start, End) is replaced by With (a password's value is masked, "password=" kept).
-// Label is what the layer calls it (pii: its kind); mask does not read it.
+// Label is what the layer calls it (pii: its kind). EndsAtBreak says that an item ending where
+// a string ends is whole: a value of its kind does not run on into the next element of an array
+// (an address, a phone number, a card), so ReadElements does not take an item of the same label
+// found over it with the next element run together ("bob@example.com", "ok" is an address and
+// a word); a secret, which may be cut anywhere (a key in two), leaves it false.
 type Item struct {
-	From, To   int
-	Start, End int
-	With       string
-	Label      string
+	From, To    int
+	Start, End  int
+	With        string
+	Label       string
+	EndsAtBreak bool
 }
 
 // Find returns the items of a text, in order, their masked parts not overlapping.
@@ -277,8 +282,10 @@ func readJoined(reads []elementRead, elems []string, starts []int, find Find, se
 			continue
 		}
 		if together && (numberList(elems, match) || slices.ContainsFunc(reads, func(r elementRead) bool {
-			// read already; or, within one element, where the lines found something
-			return slices.Equal(r.match, match) && slices.Equal(r.masked, masked) || len(match) == 1 && overlaps(match, r.match)
+			// read already; or, within one element, where the lines found something; or the
+			// same value, whole where its element ends, run on into the next
+			return slices.Equal(r.match, match) && slices.Equal(r.masked, masked) || len(match) == 1 && overlaps(match, r.match) ||
+				r.EndsAtBreak && r.Label == it.Label && len(r.match) == 1 && r.match[0].end == len(elems[r.match[0].k]) && overlaps(match, r.match)
 		})) {
 			continue
 		}
