@@ -50,8 +50,8 @@
 // as well as joined by line breaks (a model reads separate text blocks run together): with
 // "block" an item cut across two of them blocks the call, with "redact" it is masked. The
 // consecutive strings of an array (in arguments, and in the arguments of the tool calls sent
-// back or made by the model) are read joined by line breaks, as a list of lines: a card
-// wrapped after a group over two elements is found. A thinking block sent back is signed and
+// back or made by the model) are read together, joined by line breaks (a list of lines) and
+// run together: a card wrapped after a group or cut inside one over two elements is found. A thinking block sent back is signed and
 // cannot be masked: with "block" one holding personal data blocks the call, with "redact" it
 // is left out of the call's copy, or the call fails with a permanent error naming the message
 // and the part when the turn going on cannot do without it (as redact does with a secret).

@@ -26,8 +26,9 @@ const (
 )
 
 // findIBANs finds IBANs written compact ("DE89370400440532013000") or printed in groups of
-// four ("DE89 3704 0044 0532 0130 00"; a dash may stand for the space, one kind throughout),
-// in either case: a registered country code, the check digits, and as many letters and
+// four ("DE89 3704 0044 0532 0130 00"; a dash may stand for the space, one kind throughout,
+// and a line break for it or after a group of the compact form, where the number wraps over
+// lines or is handed over as the lines of an array), in either case: a registered country code, the check digits, and as many letters and
 // digits as that country's IBANs have, which pass the ISO 7064 mod 97-10 check. A look-alike
 // of another length, with an unknown country code or a wrong check, is left alone.
 func findIBANs(text string, add func(Kind, int, int)) {
@@ -47,6 +48,11 @@ func findIBANs(text string, add func(Kind, int, int)) {
 			if isAlnum(c) {
 				buf[n] = upper(c)
 				n, j = n+1, j+1
+				continue
+			}
+			if lb := lineBreak(text, j); lb > 0 && n%4 == 0 && j+lb < len(text) && isAlnum(text[j+lb]) {
+				// wrapped over lines after a group
+				j += lb
 				continue
 			}
 			if (c != ' ' && c != '-') || n%4 != 0 || j+1 >= len(text) || !isAlnum(text[j+1]) || (sep != 0 && c != sep) {

@@ -30,6 +30,10 @@ func TestFindIBAN(t *testing.T) {
 		{"glued to a word", "xDE89370400440532013000", []string{}},
 		{"groups not of four", "DE8 93704 0044 0532 0130 00", []string{}},
 		{"mixed separators", "DE89 3704-0044 0532 0130 00", []string{}},
+		{"wrapped after a group", "IBAN DE89 3704 0044\n0532 0130 00", []string{"iban:DE89 3704 0044\n0532 0130 00"}},
+		{"compact, wrapped", "GB29NWBK6016\r\n1331926819", []string{"iban:GB29NWBK6016\r\n1331926819"}},
+		{"wrapped inside a group", "DE89 37\n04 0044 0532 0130 00", []string{}},
+		{"two line breaks", "DE89 3704 0044\n\n0532 0130 00", []string{}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			assert.Equal(t, tt.want, found(tt.in, s.Find(tt.in)))

@@ -222,9 +222,10 @@ func (s *Scanner) redactOnce(text string) (string, int) {
 // returns the matches in its strings, each with the JSON Pointer of its string. Map keys are
 // scanned too (an object keyed by email address carries the addresses): a match in a key
 // has the pointer of the object that holds it, so that the pointer never quotes the data. Maps are walked in key order so the result is
-// deterministic. The consecutive strings of an array are also read side by side (as
-// RedactValue reads them): an item cut across them has the pointer of the array, and
-// offsets in its elements joined. Other types are ignored.
+// deterministic. The consecutive strings of an array are read side by side (as RedactValue
+// reads them, mask.ReadElements): an item in one of them has the pointer of that element,
+// and one cut across them the pointer of the array and offsets in its elements joined.
+// Other types are ignored.
 func (s *Scanner) ScanValue(v any) []Match {
 	var out []Match
 	s.walk(v, "", func(path, text string) {
@@ -233,16 +234,21 @@ func (s *Scanner) ScanValue(v any) []Match {
 			out = append(out, m)
 		}
 	}, func(path string, run []string) {
-		_, found := mask.AcrossElements(run, s.items)
+		_, found := mask.ReadElements(run, s.items)
 		for _, it := range found {
-			out = append(out, Match{Kind: Kind(it.Label), Start: it.From, End: it.To, Path: path})
+			m := Match{Kind: Kind(it.Label), Start: it.From, End: it.To, Path: path}
+			if it.Elem >= 0 {
+				m.Path += "/" + strconv.Itoa(it.Elem)
+			}
+			out = append(out, m)
 		}
 	})
 	return out
 }
 
 // walk calls visit with each string of v and its pointer, and across with each run of two
-// or more consecutive strings of an array (jsonvalue.StringRuns) and the array's pointer.
+// or more consecutive strings of an array (jsonvalue.StringRuns) and the array's pointer;
+// the strings of a run are not visited.
 func (s *Scanner) walk(v any, path string, visit func(path, text string), across func(path string, run []string)) {
 	switch x := v.(type) {
 	case string:
@@ -258,22 +264,24 @@ func (s *Scanner) walk(v any, path string, visit func(path, text string), across
 			visit(path+"/"+jsonpointer.Escape(k), x[k])
 		}
 	case []any:
-		for i, e := range x {
-			s.walk(e, path+"/"+strconv.Itoa(i), visit, across)
-		}
-		for _, r := range jsonvalue.StringRuns(x) {
-			run := make([]string, r[1]-r[0])
-			for i := range run {
-				run[i] = x[r[0]+i].(string)
+		runs := jsonvalue.StringRuns(x)
+		for i := 0; i < len(x); i++ {
+			if len(runs) > 0 && i == runs[0][0] {
+				r := runs[0]
+				runs = runs[1:]
+				across(path, jsonvalue.RunStrings(x, r))
+				i = r[1] - 1
+				continue
 			}
-			across(path, run)
+			s.walk(x[i], path+"/"+strconv.Itoa(i), visit, across)
 		}
 	case []string:
-		for i, e := range x {
-			visit(path+"/"+strconv.Itoa(i), e)
-		}
 		if len(x) > 1 {
 			across(path, x)
+			return
+		}
+		for i, e := range x {
+			visit(path+"/"+strconv.Itoa(i), e)
 		}
 	default:
 		if text, ok := jsonvalue.NumberText(v); ok {

@@ -268,7 +268,7 @@ func TestScanValue(t *testing.T) {
 	for _, m := range s.ScanValue(args) {
 		got = append(got, m.Path+"="+string(m.Kind))
 	}
-	assert.Equal(t, []string{"/a~1b=ipv4", "/body/text=phone", "/card=card", "/to/0=email"}, got)
+	assert.Equal(t, []string{"/a~1b=ipv4", "/body/text=phone", "/card=card", "/to/0=email"}, got, `"bob@example.com" is whole where its element ends`)
 	assert.Empty(t, s.ScanValue(map[string]string{"x": "fine"}))
 	keyed := map[string]any{"recipients": map[string]any{"ann@example.com": "cc", "ok": "bob@example.com"}}
 	got = []string{}
@@ -296,7 +296,7 @@ func TestRedactValueDoesNotMutate(t *testing.T) {
 	out, n := s.RedactValue(in)
 	assert.Equal(t, 5, n)
 	assert.Equal(t, map[string]any{
-		"to":   []any{"[REDACTED:email]", "ok"},
+		"to":   []any{"[REDACTED:email]", "ok"}, // an address whole where its element ends keeps the next
 		"meta": map[string]any{"ip": "[REDACTED:ipv4]", "n": 2.0},
 		"card": "[REDACTED:card]",
 		"tags": []string{"x", "[REDACTED:phone]"},

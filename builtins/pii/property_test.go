@@ -219,6 +219,51 @@ func TestRedactLeavesNoDetectedValue(t *testing.T) {
 	require.NoError(t, quick.Check(check, &quick.Config{MaxCount: 2000}))
 }
 
+// TestRedactValueLeavesNoValueCutAcrossElements is a property test: a text cut at random
+// points into consecutive strings of an array, nested in objects, holds after RedactValue
+// none of the values Find reports in the whole text, read run together or joined by line
+// breaks, where the value does not also occur outside every match.
+func TestRedactValueLeavesNoValueCutAcrossElements(t *testing.T) {
+	s := newScanner(t)
+	r := rand.New(rand.NewPCG(14, 3))
+	for iter := 0; iter < 3000; iter++ {
+		text := randomPIIText(r)
+		if iter%4 == 3 {
+			text += " data=" + randomEncoding(r, randomPIIText(r))
+		}
+		ms := s.Find(text)
+		if len(ms) == 0 || len(text) < 2 {
+			continue
+		}
+		// Consecutive elements differ in length: whole elements of digits of one length are
+		// a list of numbers (mask.ReadElements), not a value cut.
+		var elems []any
+		for rest, last := text, 0; rest != ""; {
+			n := 1 + r.IntN(12)
+			if n == last {
+				n++
+			}
+			n = min(len(rest), n)
+			elems, rest, last = append(elems, rest[:n]), rest[n:], n
+		}
+		v := map[string]any{"rows": []any{map[string]any{"id": 7.0, "text": elems}}}
+		red, _ := s.RedactValue(v)
+		out := red.(map[string]any)["rows"].([]any)[0].(map[string]any)["text"].([]any)
+		pieces := make([]string, len(out))
+		for i, e := range out {
+			pieces[i] = e.(string)
+		}
+		for _, sep := range []string{"", "\n"} {
+			got := strings.Join(pieces, sep)
+			for _, m := range ms {
+				val := text[m.Start:m.End]
+				require.LessOrEqual(t, strings.Count(got, val), strayOccurrences(text, val, ms),
+					"iteration %d: %q survives in %q, cut into %q", iter, val, got, elems)
+			}
+		}
+	}
+}
+
 // randomEncoding writes text in one of the encodings Find reads.
 func randomEncoding(r *rand.Rand, text string) string {
 	b := []byte(text)

@@ -13,14 +13,22 @@ import (
 	"github.com/agentc-dev/agentc/runtime"
 )
 
-// A card cut across consecutive string elements of an array, read as a list of lines, is
-// found: masked in every element it runs over with "redact", refused with "block". Elements
-// of different arrays or values are read apart, and elements are not read run together: an
-// address ending one does not take in the next.
+// A card or an IBAN cut across consecutive string elements of an array, after a group or
+// inside one, is found: masked in every element it runs over with "redact", refused with
+// "block". Elements of different arrays or values are read apart; read run together, numbers
+// of one length are a list, not a card, and an address whole where its element ends keeps
+// a word starting the next.
 func TestCardAcrossArrayElements(t *testing.T) {
 	for name, parts := range map[string][]any{
 		"groups over elements":       {"card 4111 1111", "1111 1111 thanks"},
 		"after a number in the list": {7.0, "4111 1111", "1111 1111"},
+		"cut inside a group":         {"card 4111 11", "11 1111 1111"},
+		"digits cut":                 {"4111111111", "111111"},
+		"cut after a space":          {"card 4111 1111 ", "1111 1111"},
+		"fixed-size chunks":          {"the card is 4", "111 1111 111", "1 1111, than", "ks"},
+		"iban in groups":             {"IBAN GB29 NWBK 6016", "1331 9268 19"},
+		"iban cut":                   {"IBAN GB29NWBK60", "161331926819"},
+		"iban cut inside a group":    {"GB29 NWBK 60", "16 1331 9268 19"},
 	} {
 		t.Run(name+"/tool arguments", func(t *testing.T) {
 			var seen map[string]any
@@ -32,8 +40,7 @@ func TestCardAcrossArrayElements(t *testing.T) {
 			require.NoError(t, err)
 			got := fmt.Sprint(seen)
 			assert.Contains(t, got, "[REDACTED:")
-			assert.NotContains(t, got, "1111 1111")
-			assert.NotContains(t, got, "6016")
+			assertNoPiece(t, got)
 
 			pl = toolPipeline(t, `{}`, func(context.Context, *runtime.ToolCall) (any, error) { return "done", nil })
 			_, err = pl.Tool(context.Background(), runtime.ToolRequest{Name: "lookup", Args: map[string]any{"lines": parts}})
@@ -47,8 +54,7 @@ func TestCardAcrossArrayElements(t *testing.T) {
 			got, err := seenByModel(t, `{"action":"redact"}`, []runtime.Message{{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "c1", Name: "f", Arguments: args}}}})
 			require.NoError(t, err)
 			assert.Contains(t, got, "[REDACTED:")
-			assert.NotContains(t, got, "1111 1111")
-			assert.NotContains(t, got, "6016")
+			assertNoPiece(t, got)
 		})
 		t.Run(name+"/model tool call", func(t *testing.T) {
 			args, err := json.Marshal(map[string]any{"lines": parts})
@@ -58,8 +64,7 @@ func TestCardAcrossArrayElements(t *testing.T) {
 			_, calls, err := streamPII(t, `{"action":"redact"}`, deltas)
 			require.NoError(t, err)
 			assert.Contains(t, calls, "[REDACTED:")
-			assert.NotContains(t, calls, "1111 1111")
-			assert.NotContains(t, calls, "6016")
+			assertNoPiece(t, calls)
 			_, _, err = streamPII(t, `{}`, deltas)
 			var b *runtime.BlockedError
 			require.ErrorAs(t, err, &b)
@@ -72,11 +77,22 @@ func TestCardAcrossArrayElements(t *testing.T) {
 			return "done", nil
 		})
 		args := map[string]any{"a": []any{"4111 1111"}, "b": []any{"1111 1111"}, "c": []any{"4111 1111", 7.0, "1111 1111"},
-			"d": []any{"4111 11", "11 1111 1111"}, "e": []any{"write to bob@example.com", "ok"}}
+			"d": []any{"1234", "5678", "9012", "3456"}, "e": []any{"write to bob@example.com", "ok"},
+			"f": []any{"4111", "1111", "1111", "1111"}, "g": []any{"jane@example.com", "42"}}
 		_, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "lookup", Args: args})
 		require.NoError(t, err)
 		want := maps.Clone(args)
-		want["e"] = []any{"write to [REDACTED:email]", "ok"}
+		want["e"] = []any{"write to [REDACTED:email]", "ok"} // whole where its element ends
+		want["g"] = []any{"[REDACTED:email]", "42"}
 		assert.Equal(t, want, seen)
 	})
+}
+
+// assertNoPiece checks that no piece of the card or the IBAN of TestCardAcrossArrayElements
+// is in got.
+func assertNoPiece(t *testing.T, got string) {
+	t.Helper()
+	for _, piece := range []string{"1111 1", "1111,", "111 1111", "111111", "6016", "1331", "9268"} {
+		assert.NotContains(t, got, piece)
+	}
 }

@@ -22,8 +22,9 @@
 // as PEM and OpenSSH wrap it) that decodes as the DER of a private key (a SEQUENCE opening
 // with a small version INTEGER: PKCS #1, SEC 1, PKCS #8) or as an OpenSSH private key; the
 // body of a certificate or of a public key is left alone, as their PEM blocks are. In a
-// JSON-like value the consecutive strings of an array are also read joined by line breaks, so
-// a private key sent as its lines is masked in every element it runs over; the object keys
+// JSON-like value the consecutive strings of an array are read together, joined by line
+// breaks and run together, so a private key sent as its lines, or a key cut inside it over
+// two elements, is masked in every element it runs over; the object keys
 // are redacted too: a key holding a secret ({"sk-live-...":
 // 1}) is renamed to its masked form, followed by "#2", "#3"... when two keys mask alike or the
 // name is taken, so no value is lost; an integral number is read as its digits, and one a rule

@@ -3,19 +3,24 @@ package redact
 import (
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/agentc-dev/agentc/builtins/internal/mask"
 	"github.com/agentc-dev/agentc/runtime"
 )
 
 // TestSecretCutAnywhereIsMasked: a text holding a secret, cut at every point into two text
-// parts of a message, or into two consecutive user messages, reaches the model with no
-// secret the whole text holds, nor a piece of one, read run together or joined by a line
-// break.
+// parts of a message, into two consecutive user messages, or into two consecutive strings of
+// an array (in a value, nested in objects, or in a tool call's arguments), reaches the model
+// with no secret the whole text holds, nor a piece of one, read run together or joined by a
+// line break.
 func TestSecretCutAnywhereIsMasked(t *testing.T) {
 	r := newRedactor(t, Config{})
 	tr := mask.Transcript{Mask: r.Redact, System: true}
@@ -36,6 +41,17 @@ func TestSecretCutAnywhereIsMasked(t *testing.T) {
 		}
 		for cut := 1; cut < len(text); cut++ {
 			a, b := text[:cut], text[cut:]
+			// as the strings of an array, in a value and in a tool call's arguments
+			for _, v := range []any{[]any{a, b}, []string{a, b}, map[string]any{"rows": []any{map[string]any{"text": []any{a, b, "x"}}, 7}}} {
+				red, _ := r.RedactValue(v)
+				args, err := json.Marshal(v)
+				require.NoError(t, err)
+				out, _ := mask.Args(args, r.Redact, r.items)
+				var pieces []string
+				collectStrings(red, &pieces)
+				assertNoSecretPiece(t, pieces, secrets, "%q cut at %d into %T", text, cut, v)
+				assertNoSecretPiece(t, []string{string(out)}, secrets, "%q cut at %d into %T, arguments", text, cut, v)
+			}
 			for _, msgs := range [][]runtime.Message{
 				{{Role: "user", Content: a, Parts: []runtime.ContentPart{{Type: runtime.PartText, Text: b}}}},
 				{{Role: "user", Content: a}, {Role: "user", Content: b}},
@@ -49,16 +65,42 @@ func TestSecretCutAnywhereIsMasked(t *testing.T) {
 						pieces = append(pieces, p.Text)
 					}
 				}
-				for _, sep := range []string{"", "\n"} {
-					got := strings.Join(pieces, sep)
-					for _, s := range secrets {
-						// Nor any piece of it (eight bytes of it in a row).
-						for k := 0; k+min(8, len(s)) <= len(s); k++ {
-							assert.NotContains(t, got, s[k:k+min(8, len(s))], "%q cut at %d", text, cut)
-						}
-					}
-				}
+				assertNoSecretPiece(t, pieces, secrets, "%q cut at %d", text, cut)
 			}
+		}
+	}
+}
+
+// assertNoSecretPiece checks that pieces, read run together or joined by line breaks, hold
+// none of secrets, nor a piece of one (eight bytes of it in a row).
+func assertNoSecretPiece(t *testing.T, pieces, secrets []string, msgAndArgs ...any) {
+	t.Helper()
+	for _, sep := range []string{"", "\n"} {
+		got := strings.Join(pieces, sep)
+		for _, s := range secrets {
+			for k := 0; k+min(8, len(s)) <= len(s); k++ {
+				assert.NotContains(t, got, s[k:k+min(8, len(s))], msgAndArgs...)
+			}
+		}
+	}
+}
+
+// collectStrings appends the strings of a JSON-like value to out, in order (object keys
+// sorted).
+func collectStrings(v any, out *[]string) {
+	switch x := v.(type) {
+	case string:
+		*out = append(*out, x)
+	case []string:
+		*out = append(*out, x...)
+	case []any:
+		for _, e := range x {
+			collectStrings(e, out)
+		}
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			*out = append(*out, k)
+			collectStrings(x[k], out)
 		}
 	}
 }

@@ -53,21 +53,24 @@ func mapLeaves(v any, f func(string) (string, int), other func(any) (any, int), 
 		out := make([]any, len(x))
 		copy(out, x)
 		total := 0
+		var runs [][2]int
 		if joined != nil {
-			for _, r := range StringRuns(x) {
-				run := make([]string, r[1]-r[0])
-				for i := range run {
-					run[i] = x[r[0]+i].(string)
-				}
-				red, n := joined(run)
-				for i := range red {
-					out[r[0]+i] = red[i]
+			runs = StringRuns(x)
+		}
+		for i := 0; i < len(out); i++ {
+			if len(runs) > 0 && i == runs[0][0] {
+				// The strings of a run are read by joined alone.
+				r := runs[0]
+				runs = runs[1:]
+				red, n := joined(RunStrings(x, r))
+				for k := range red {
+					out[r[0]+k] = red[k]
 				}
 				total += n
+				i = r[1] - 1
+				continue
 			}
-		}
-		for i, e := range out {
-			r, n := mapLeaves(e, f, other, joined)
+			r, n := mapLeaves(out[i], f, other, joined)
 			out[i] = r
 			total += n
 		}
@@ -85,7 +88,7 @@ func mapLeaves(v any, f func(string) (string, int), other func(any) (any, int), 
 		out := slices.Clone(x)
 		total := 0
 		if joined != nil && len(x) > 1 {
-			out, total = joined(out)
+			return joined(out)
 		}
 		for i, e := range out {
 			r, n := f(e)
@@ -125,6 +128,15 @@ func StringRuns(x []any) [][2]int {
 	return out
 }
 
+// RunStrings returns the strings of x in the run r of StringRuns.
+func RunStrings(x []any, r [2]int) []string {
+	run := make([]string, r[1]-r[0])
+	for k := range run {
+		run[k] = x[r[0]+k].(string)
+	}
+	return run
+}
+
 // MapText is MapStrings that also reads the integral numbers of v as text
 // (NumberText): f is applied to the digits of each, and a number f changes
 // becomes the string f returns (a card or account number sent as a JSON
@@ -132,10 +144,10 @@ func StringRuns(x []any) [][2]int {
 // they are.
 func MapText(v any, f func(string) (string, int)) (any, int) { return MapTextJoined(v, f, nil) }
 
-// MapTextJoined is MapText that also reads the strings of an array side by side: each run of
-// two or more consecutive strings of an array ([]any or []string; StringRuns) is handed to
-// joined first, which returns it rewritten (a value cut across its elements masked) with a
-// count, and f is then applied to each element as MapText applies it. A nil joined is
+// MapTextJoined is MapText that reads the strings of an array side by side: each run of two
+// or more consecutive strings of an array ([]any or []string; StringRuns) is handed to joined
+// instead of f, which returns it rewritten (what it found in the elements, or across them,
+// masked) with a count. A string of an array that is in no run is read by f. A nil joined is
 // MapText.
 func MapTextJoined(v any, f func(string) (string, int), joined func([]string) ([]string, int)) (any, int) {
 	return mapLeaves(v, f, func(v any) (any, int) {

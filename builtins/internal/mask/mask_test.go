@@ -256,3 +256,96 @@ func TestValueAcrossArrayElements(t *testing.T) {
 	require.NoError(t, err)
 	assert.JSONEq(t, `["<[K]",">"]`, string(calls[0].Arguments))
 }
+
+// digitsOrAddress finds each run of exactly eight digits, masked "[D]", and each word@word.word,
+// masked "[E]", counting its calls.
+type digitsOrAddress struct{ calls int }
+
+func (d *digitsOrAddress) find(text string) []mask.Item {
+	d.calls++
+	var out []mask.Item
+	for _, loc := range regexp.MustCompile(`[0-9]+|[a-z]+@[a-z]+\.[a-z]+`).FindAllStringIndex(text, -1) {
+		switch {
+		case text[loc[0]] >= '0' && text[loc[0]] <= '9' && loc[1]-loc[0] == 8:
+			out = append(out, mask.Item{From: loc[0], To: loc[1], Start: loc[0], End: loc[1], With: "[D]"})
+		case strings.Contains(text[loc[0]:loc[1]], "@"):
+			out = append(out, mask.Item{From: loc[0], To: loc[1], Start: loc[0], End: loc[1], With: "[E]", Label: "email", EndsAtBreak: true})
+		}
+	}
+	return out
+}
+
+// The strings of an array are read in one text as lines, and run together: an item within
+// an element is masked in it, one cut across elements, at a line break or inside a word, in
+// every element it runs over. Read run together, an item takes the place of the items of the
+// lines it covers; numbers of a list (whole elements of digits of one length) are not taken.
+func TestReadElements(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		in, want []string
+		elem     []any
+	}{
+		{"within an element", []string{"a 12345678 b", "c"}, []string{"a [D] b", "c"}, []any{0}},
+		{"cut inside a word", []string{"ab12", "345678 c"}, []string{"ab[D]", " c"}, []any{-1}},
+		{"cut in three", []string{"x 12", "3456", "78"}, []string{"x [D]", "", ""}, []any{-1}},
+		{"digits of other lengths", []string{"12345", "678"}, []string{"[D]", ""}, []any{-1}},
+		{"a list of numbers", []string{"1234", "5678"}, []string{"1234", "5678"}, nil},
+		{"an address whole where its element ends keeps a word starting the next", []string{"to bob@ex.com", "ok"}, []string{"to [E]", "ok"}, []any{0}},
+		{"but not a word after a space", []string{"to bob@ex.com", " ok"}, []string{"to [E]", " ok"}, []any{0}},
+		{"an address cut", []string{"to bob@ex", ".com ok"}, []string{"to [E]", " ok"}, []any{-1}},
+		{"nothing", []string{"a", "b"}, []string{"a", "b"}, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d := &digitsOrAddress{}
+			got, found := mask.ReadElements(tt.in, d.find)
+			assert.Equal(t, tt.want, got)
+			if len(tt.elem) == 0 {
+				assert.Equal(t, 2, d.calls, "the elements are read once as lines and once run together")
+			}
+			var elem []any
+			for _, it := range found {
+				elem = append(elem, it.Elem)
+			}
+			assert.Equal(t, tt.elem, elem)
+		})
+	}
+	_, found := mask.ReadElements([]string{"a 12345678 b", "c"}, (&digitsOrAddress{}).find)
+	require.Len(t, found, 1)
+	assert.Equal(t, [2]int{2, 10}, [2]int{found[0].From, found[0].To}, "offsets of the element")
+
+	// An item of the lines that ends its element: read a third time, run together only
+	// there, the element before not glued to it.
+	glued := func(text string) []mask.Item {
+		var out []mask.Item
+		for _, loc := range regexp.MustCompile(`(?:^|\n)(key=[a-z]+)`).FindAllStringSubmatchIndex(text, -1) {
+			out = append(out, mask.Item{From: loc[2], To: loc[3], Start: loc[2], End: loc[3], With: "[K]"})
+		}
+		return out
+	}
+	got, found := mask.ReadElements([]string{"x", "key=abc", "def"}, glued)
+	assert.Equal(t, []string{"x", "[K]", ""}, got, "one placeholder for the item of the lines and the longer one over it")
+	require.Len(t, found, 2)
+	assert.Equal(t, []int{1, -1}, []int{found[0].Elem, found[1].Elem})
+}
+
+// The strings of a run are read by the find of Value alone: the mask is not run on them one
+// by one, only on the strings of no run.
+func TestValueReadsRunsOnce(t *testing.T) {
+	d := &digitsOrAddress{}
+	var masked []string
+	f := func(text string) (string, int) {
+		masked = append(masked, text)
+		return text, 0
+	}
+	got, n := mask.Value(map[string]any{"lines": []any{"a", "b", "c", 7, "d"}}, f, d.find)
+	assert.Zero(t, n)
+	assert.Equal(t, map[string]any{"lines": []any{"a", "b", "c", 7, "d"}}, got)
+	assert.Equal(t, []string{"7", "d", "lines"}, masked, "the number, the string in no run and the key")
+	assert.Equal(t, 2, d.calls, "one run, read as lines and run together")
+
+	s := &secret{}
+
+	got, n = mask.Value([]string{"12345", "678", "x 87654321"}, s.mask, d.find)
+	assert.Equal(t, 2, n)
+	assert.Equal(t, []string{"[D]", "", "x [D]"}, got)
+}

@@ -10,12 +10,17 @@ import (
 
 // Item is what a layer found in a text: the text [From, To) its rule matched, of which the
 // part [Start, End) is replaced by With (a password's value is masked, "password=" kept).
-// Label is what the layer calls it (pii: its kind); mask does not read it.
+// Label is what the layer calls it (pii: its kind). EndsAtBreak says that an item ending where
+// a string ends is whole: a value of its kind does not run on into the next element of an array
+// (an address, a phone number, a card), so ReadElements does not take an item of the same label
+// found over it with the next element run together ("bob@example.com", "ok" is an address and
+// a word); a secret, which may be cut anywhere (a key in two), leaves it false.
 type Item struct {
-	From, To   int
-	Start, End int
-	With       string
-	Label      string
+	From, To    int
+	Start, End  int
+	With        string
+	Label       string
+	EndsAtBreak bool
 }
 
 // Find returns the items of a text, in order, their masked parts not overlapping.
@@ -133,25 +138,231 @@ func Across(pieces []string, find Find, seps ...string) ([]string, []Item) {
 	return pieces, found
 }
 
-// AcrossElements is Across for the consecutive strings of an array (jsonvalue.StringRuns),
-// read as a list of lines: joined by line breaks. A value a tool hands over as its lines (a
-// private key, a card number wrapped after a group) is found whole. They are not read run
-// together: the model reads quotes and commas between them, and an item ending one element
-// would otherwise take in the start of the next ("bob@example.com", "ok").
-func AcrossElements(elems []string, find Find) ([]string, []Item) {
-	return Across(elems, find, "\n")
-}
+// maxElementPasses bounds the readings of a run of elements Elements makes: each masks what
+// the one before found, which can leave a neighbour that now reads as an item of its own.
+const maxElementPasses = 8
 
 // Elements returns the function jsonvalue.MapTextJoined reads the runs of consecutive strings
-// of an array with: AcrossElements, counting the items masked; nil for a nil find.
+// of an array with: ReadElements, again on what it returns until it finds nothing, counting
+// the items masked; nil for a nil find. The elements of a run are read only so, not also one
+// by one.
 func Elements(find Find) func([]string) ([]string, int) {
 	if find == nil {
 		return nil
 	}
 	return func(elems []string) ([]string, int) {
-		out, found := AcrossElements(elems, find)
-		return out, len(found)
+		total := 0
+		for range maxElementPasses {
+			out, found := ReadElements(elems, find)
+			if len(found) == 0 {
+				break
+			}
+			elems, total = out, total+len(found)
+		}
+		return elems, total
 	}
+}
+
+// ElementItem is an item ReadElements found: in the element Elem, its offsets that
+// element's, or, with Elem -1, across two elements or more, its offsets those of the text
+// the elements were read in (joined by line breaks, run together, or some of each).
+type ElementItem struct {
+	Item
+	Elem int
+}
+
+// ReadElements returns elems (the consecutive strings of an array) with every item find
+// finds in them masked, and the items; without any, it returns elems itself. The elements are
+// read in one text, as a list of lines (joined by line breaks): an item within an element is
+// masked in it, and one that runs across elements (a private key sent as its lines, a card
+// wrapped after a group) in every element it runs over, the placeholder in the first, its
+// parts in the others removed. They are also read run together, for a value cut inside a
+// word or a group ("4111 11", "11 1111 1111"; "sk-proj-abc", "def..."; fixed-size chunks of
+// a text): an item found so that runs across elements is masked too, with the items of the
+// lines it overlaps (the start of a key cut in two is a key of its own) in one placeholder.
+// When an item of the lines ends where its element ends, the elements are read a third time,
+// run together only there, so that the element before it does not glue itself to the start
+// of the item ("x", "password=hun", "ter2"). Not taken when read run together: an item made
+// of whole elements of digits of one length (a list of numbers, "1234", "5678", "9012",
+// "3456", as a card's groups joined by line breaks alone are a column of numbers).
+func ReadElements(elems []string, find Find) ([]string, []ElementItem) {
+	var (
+		reads  []elementRead
+		starts = make([]int, len(elems))
+	)
+	reads = readJoined(reads, elems, starts, find, func(int) string { return "\n" }, false)
+	lines := len(reads)
+	reads = readJoined(reads, elems, starts, find, func(int) string { return "" }, true)
+	// glued[k]: an item of the lines ends where element k-1 ends, which is read run together
+	// with element k.
+	var glued []bool
+	for _, r := range reads[:lines] {
+		if last := r.match[len(r.match)-1]; last.end == len(elems[last.k]) && last.k+1 < len(elems) {
+			if glued == nil {
+				glued = make([]bool, len(elems))
+			}
+			glued[last.k+1] = true
+		}
+	}
+	if glued != nil {
+		reads = readJoined(reads, elems, starts, find, func(k int) string {
+			if glued[k] {
+				return ""
+			}
+			return "\n"
+		}, true)
+	}
+	var (
+		edits [][]edit
+		found []ElementItem
+	)
+	for _, r := range reads {
+		if edits == nil {
+			edits = make([][]edit, len(elems))
+		}
+		for j, sp := range r.masked {
+			with := ""
+			if j == 0 {
+				with = r.With
+			}
+			edits[sp.k] = append(edits[sp.k], edit{sp.start, sp.end, with})
+		}
+		found = append(found, r.ElementItem)
+	}
+	if len(found) == 0 {
+		return elems, nil
+	}
+	out := slices.Clone(elems)
+	for k, es := range edits {
+		es = mergeEdits(es)
+		for j := len(es) - 1; j >= 0; j-- {
+			out[k] = out[k][:es[j].start] + es[j].with + out[k][es[j].end:]
+		}
+	}
+	return out, found
+}
+
+// mergeEdits returns the edits of one element in order, those that overlap merged into one
+// that takes the place of them all, with the placeholders of each (the readings of the
+// elements may find an item and a longer one over it).
+func mergeEdits(es []edit) []edit {
+	slices.SortFunc(es, func(a, b edit) int { return a.start - b.start })
+	out := es[:0]
+	for _, e := range es {
+		if n := len(out); n > 0 && e.start < out[n-1].end {
+			last := &out[n-1]
+			last.end = max(last.end, e.end)
+			if !strings.Contains(last.with, e.with) {
+				last.with += e.with
+			}
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// elementRead is an item of ReadElements with the parts of the elements its match and its
+// masked part cover.
+type elementRead struct {
+	ElementItem
+	match, masked []piece
+}
+
+// readJoined appends to reads the items find finds in elems joined by sep(k) before each
+// element k > 0: all of them, or, together, those that do not join a list of numbers
+// (numberList), were not read already and, within one element, overlap no item read (the
+// text around an element changes what is read in it: "+182476793" and "@123-45-..." read run
+// together hold a phone number the lines do not).
+func readJoined(reads []elementRead, elems []string, starts []int, find Find, sep func(k int) string, together bool) []elementRead {
+	text := joinAt(elems, sep, starts)
+	for _, it := range find(text) {
+		match, masked := pieceSpans(elems, starts, it.From, it.To), pieceSpans(elems, starts, it.Start, it.End)
+		if len(match) == 0 || len(masked) == 0 {
+			continue
+		}
+		if together && (numberList(elems, match) || slices.ContainsFunc(reads, func(r elementRead) bool {
+			// read already; or, within one element, where the lines found something; or the
+			// same value, whole where its element ends, run on into the next
+			return slices.Equal(r.match, match) && slices.Equal(r.masked, masked) || len(match) == 1 && overlaps(match, r.match) ||
+				r.EndsAtBreak && r.Label == it.Label && len(r.match) == 1 && r.match[0].end == len(elems[r.match[0].k]) && overlaps(match, r.match)
+		})) {
+			continue
+		}
+		fi := ElementItem{Item: it, Elem: -1}
+		if len(match) == 1 {
+			k := match[0].k
+			fi.Elem = k
+			fi.From, fi.To, fi.Start, fi.End = it.From-starts[k], it.To-starts[k], it.Start-starts[k], it.End-starts[k]
+		}
+		reads = append(reads, elementRead{fi, match, masked})
+	}
+	return reads
+}
+
+type edit struct {
+	start, end int
+	with       string
+}
+
+// piece is the part [start, end) of the element k.
+type piece struct{ k, start, end int }
+
+// joinAt returns elems joined, sep(k) before each element k > 0, and sets starts to the
+// offset of each in it.
+func joinAt(elems []string, sep func(k int) string, starts []int) string {
+	n := len(elems) - 1
+	for _, e := range elems {
+		n += len(e)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for k, e := range elems {
+		if k > 0 {
+			b.WriteString(sep(k))
+		}
+		starts[k] = b.Len()
+		b.WriteString(e)
+	}
+	return b.String()
+}
+
+// pieceSpans returns the parts of the elements that [from, to) of their joined text covers,
+// element offsets, in order; a separator it covers is in none.
+func pieceSpans(elems []string, starts []int, from, to int) []piece {
+	var out []piece
+	for k, e := range elems {
+		s, en := max(from, starts[k]), min(to, starts[k]+len(e))
+		if s < en {
+			out = append(out, piece{k, s - starts[k], en - starts[k]})
+		}
+	}
+	return out
+}
+
+// overlaps reports whether a part of spans overlaps one of others.
+func overlaps(spans, others []piece) bool {
+	for _, a := range spans {
+		for _, b := range others {
+			if a.k == b.k && a.start < b.end && b.start < a.end {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// numberList reports whether spans cover whole elements only, each of them digits, all of
+// one length: numbers of a list, read together.
+func numberList(elems []string, spans []piece) bool {
+	n := len(elems[spans[0].k])
+	for _, sp := range spans {
+		e := elems[sp.k]
+		if sp.start != 0 || sp.end != len(e) || len(e) != n || strings.IndexFunc(e, func(r rune) bool { return r < '0' || r > '9' }) >= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // maskJoined finds the items of pieces joined by sep that run across two pieces or more, and
@@ -165,10 +376,6 @@ func maskJoined(pieces []string, sep string, find Find) ([]string, []Item) {
 		}
 		starts[k] = b.Len()
 		b.WriteString(p)
-	}
-	type edit struct {
-		start, end int
-		with       string
 	}
 	edits := make([][]edit, len(pieces))
 	var found []Item
