@@ -709,6 +709,14 @@ var (
 	errClosed error = &shuttingDown{}
 )
 
+// MaxHeaderBytes bounds a request's head, its request line and headers
+// together: a longer one is refused with a 431.
+const MaxHeaderBytes = 64 << 10
+
+// headerSlack is what net/http reads of a request's head past its
+// http.Server.MaxHeaderBytes.
+const headerSlack = 4096
+
 // HTTPServer returns an http.Server for s with the configured timeouts.
 // The body deadline and the response deadline are set per request.
 func (s *Server) HTTPServer() *http.Server {
@@ -716,8 +724,11 @@ func (s *Server) HTTPServer() *http.Server {
 		Handler:           s,
 		ReadHeaderTimeout: s.opts.ReadHeaderTimeout,
 		IdleTimeout:       s.opts.IdleTimeout,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		// net/http reads up to MaxHeaderBytes and 4 KiB more (room for
+		// its buffer) before it refuses a request's head: without them,
+		// the bound is MaxHeaderBytes to the byte.
+		MaxHeaderBytes: MaxHeaderBytes - headerSlack,
+		ErrorLog:       slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		// Abort, and the end of the grace, cancel every request.
 		BaseContext: func(net.Listener) context.Context { return s.requests },
 	}
