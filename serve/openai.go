@@ -125,15 +125,11 @@ func decodeOpenAI(body []byte, p *chatParams) error {
 		}
 		req.Messages = append(req.Messages, m)
 	}
-	for _, f := range []struct {
-		name string
-		v    *int
-	}{{"max_tokens", in.MaxTokens}, {"max_completion_tokens", in.MaxCompletionTokens}} {
-		// 0 is not "no bound": the API refuses it, and read as unset it
-		// would be served without one.
-		if f.v != nil && *f.v < 1 {
-			return fmt.Errorf("%s: must be at least 1, got %d", f.name, *f.v)
-		}
+	if err := outputBound("max_tokens", in.MaxTokens); err != nil {
+		return err
+	}
+	if err := outputBound("max_completion_tokens", in.MaxCompletionTokens); err != nil {
+		return err
 	}
 	switch {
 	case in.MaxCompletionTokens != nil:
