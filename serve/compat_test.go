@@ -765,3 +765,25 @@ func TestAbsurdOutputBoundsAreRefused(t *testing.T) {
 	require.NoError(t, stream.Err())
 	assert.EqualValues(t, MaxOutputTokens, sentTo(t, g.an, 0)["max_tokens"])
 }
+
+// TestTwoDifferentOutputBoundsAreRefused: max_tokens and
+// max_completion_tokens both sent, with different values, were served
+// with the second alone, the first dropped although the client may have
+// meant it; they are a 400 naming both. The same value twice is one bound.
+func TestTwoDifferentOutputBoundsAreRefused(t *testing.T) {
+	g := newGateway(t, typicalChain, []reply{{body: transcript(t, "openai", "text.sse")}}, nil)
+	ctx := context.Background()
+	user := []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}
+	_, err := g.openai(t).Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "primary", Messages: user,
+		MaxTokens: openai.Int(50), MaxCompletionTokens: openai.Int(4000)})
+	var oe *openai.Error
+	require.ErrorAs(t, err, &oe)
+	assert.Equal(t, http.StatusBadRequest, oe.StatusCode)
+	assert.Contains(t, oe.Message, "max_tokens (50) and max_completion_tokens (4000)")
+	assert.Zero(t, g.oa.requests(), "no model was called")
+
+	_, err = g.openai(t).Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "primary", Messages: user,
+		MaxTokens: openai.Int(50), MaxCompletionTokens: openai.Int(50)})
+	require.NoError(t, err)
+	assert.EqualValues(t, 50, sentTo(t, g.oa, 0)["max_tokens"])
+}

@@ -131,6 +131,11 @@ func decodeOpenAI(body []byte, p *chatParams) error {
 	if err := outputBound("max_completion_tokens", in.MaxCompletionTokens); err != nil {
 		return err
 	}
+	if a, b := in.MaxTokens, in.MaxCompletionTokens; a != nil && b != nil && *a != *b {
+		// One would be served, the other dropped: the client may have
+		// meant either.
+		return fmt.Errorf("max_tokens (%d) and max_completion_tokens (%d): two different output bounds; send one (max_tokens is the older name of max_completion_tokens)", *a, *b)
+	}
 	switch {
 	case in.MaxCompletionTokens != nil:
 		req.MaxTokens = *in.MaxCompletionTokens
