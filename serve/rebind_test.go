@@ -3,7 +3,6 @@ package serve
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -79,12 +78,8 @@ func sendAs(t *testing.T, base, host, key, method, path, body string, header ...
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return resp.StatusCode, string(b)
+	code, _, b := roundTrip(t, req)
+	return code, b
 }
 
 // TestRebindingPageIsRefused: a page at http://evil.example:8080 whose name

@@ -33,15 +33,7 @@ func freeAddr(t *testing.T) string {
 	return addr
 }
 
-func get(url string) (int, string, error) {
-	resp, err := http.Get(url)
-	if err != nil {
-		return 0, "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b), err
-}
+func get(url string) (int, string, error) { return getAs(url, "") }
 
 // serve -metrics ADDR serves the metrics and the health endpoints there, and
 // not on -listen, where callers are.
@@ -81,6 +73,16 @@ func TestServeMetricsListener(t *testing.T) {
 	assert.Equal(t, 404, code, "the callers' listener does not serve the metrics")
 	assert.NotContains(t, body, "agentc_serve")
 
+	stopServe(t, cancel, done)
+	_, _, err = get("http://" + metrics + "/metrics")
+	assert.Error(t, err, "the metrics listener is closed with the server")
+	assert.Contains(t, stderr.String(), "serving metrics")
+}
+
+// stopServe ends the context of a cmdServe running in a goroutine (cancel)
+// and waits for its exit code on done: exitOK.
+func stopServe(t *testing.T, cancel context.CancelFunc, done <-chan int) {
+	t.Helper()
 	cancel()
 	select {
 	case rc := <-done:
@@ -88,9 +90,6 @@ func TestServeMetricsListener(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("serve did not stop within 30s of its context ending")
 	}
-	_, _, err = get("http://" + metrics + "/metrics")
-	assert.Error(t, err, "the metrics listener is closed with the server")
-	assert.Contains(t, stderr.String(), "serving metrics")
 }
 
 // lockedBuffer is a buffer safe for the server's goroutines.
@@ -350,7 +349,8 @@ chains: chat: [{use: "rate_limit", rate: 1, per: "1s", store: "shared"}]
 	}
 }
 
-// getAs sends GET url with host as its Host header.
+// getAs sends GET url with host as its Host header (the URL's host when
+// empty).
 func getAs(url, host string) (int, string, error) {
 	req, err := http.NewRequest("GET", url, nil)
 	if err != nil {
@@ -395,13 +395,7 @@ func TestServeAllowHostFlag(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, http.StatusMisdirectedRequest, code)
 	assert.Contains(t, body, "-allowhost NAME")
-	cancel()
-	select {
-	case rc := <-done:
-		assert.Equal(t, exitOK, rc)
-	case <-time.After(30 * time.Second):
-		t.Fatal("serve did not stop within 30s of its context ending")
-	}
+	stopServe(t, cancel, done)
 
 	stderr := &lockedBuffer{}
 	rc := cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: dir}, []string{"-allowhost", "gw.example:8080", "-watch", "0", dir})
