@@ -487,8 +487,8 @@ type Usage struct {
 	CacheWriteInputTokens int64 `json:"cache_write_input_tokens,omitempty"`
 }
 
-// Total returns input plus output tokens.
-func (u Usage) Total() int64 { return u.InputTokens + u.OutputTokens }
+// Total returns input plus output tokens, clamped as Ledger.Tokens.
+func (u Usage) Total() int64 { return clampedSum(u.InputTokens, u.OutputTokens) }
 
 // IsZero reports whether u counts nothing.
 func (u Usage) IsZero() bool { return u == Usage{} }

@@ -139,8 +139,8 @@ func decodeAnthropic(body []byte, p *chatParams) error {
 	if len(in.Messages) == 0 {
 		return errors.New("messages: at least one message is required")
 	}
-	if in.MaxTokens != nil && *in.MaxTokens < 1 {
-		return fmt.Errorf("max_tokens: must be at least 1, got %d", *in.MaxTokens)
+	if err := outputBound("max_tokens", in.MaxTokens); err != nil {
+		return err
 	}
 	if err := checkFields(body, anthropicShape); err != nil {
 		return err
@@ -244,6 +244,9 @@ func thinking(t *antThinking) (*runtime.Thinking, error) {
 	case "enabled":
 		if t.BudgetTokens == nil || *t.BudgetTokens <= 0 {
 			return nil, errors.New("thinking.budget_tokens: required for type enabled, and positive")
+		}
+		if err := outputBound("thinking.budget_tokens", t.BudgetTokens); err != nil {
+			return nil, err
 		}
 		out.BudgetTokens = *t.BudgetTokens
 	case "adaptive", "between_tools":

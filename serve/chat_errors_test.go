@@ -231,7 +231,7 @@ func TestBadRequests(t *testing.T) {
 		conn, err := net.Dial("tcp", strings.TrimPrefix(g.url, "http://"))
 		require.NoError(t, err)
 		defer conn.Close()
-		fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: 100\r\n\r\n{\"model\":", clientKey)
+		fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\nContent-Length: 100\r\n\r\n{\"model\":", clientKey)
 		start := time.Now()
 		require.NoError(t, conn.SetReadDeadline(time.Now().Add(5*time.Second)))
 		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)

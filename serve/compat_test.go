@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -699,4 +700,90 @@ func TestWhatAModelCannotHonourFallsOver(t *testing.T) {
 	assert.Contains(t, g.oa.body(0), `"reasoning_effort":"low"`)
 	assert.Contains(t, g.oa.body(1), `"response_format":{"type":"json_object"}`)
 	assert.Zero(t, g.an.requests())
+}
+
+// TestAbsurdOutputBoundsAreRefused: an output bound no model can honour
+// (2^63-1, or anything over MaxOutputTokens) is a 400 naming the field, not
+// passed upstream (nor into a budget's estimate of the call, where
+// 2^63-1 plus the input's tokens wraps around to a negative count); a
+// bound that is not an integer is a 400 naming the field too.
+func TestAbsurdOutputBoundsAreRefused(t *testing.T) {
+	g := newGateway(t, typicalChain, nil, nil)
+	ctx := context.Background()
+	user := []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}
+	huge := int64(math.MaxInt64)
+	for _, n := range []int64{huge, MaxOutputTokens + 1} {
+		for _, p := range []openai.ChatCompletionNewParams{
+			{Model: "primary", Messages: user, MaxTokens: openai.Int(n)},
+			{Model: "primary", Messages: user, MaxCompletionTokens: openai.Int(n)},
+		} {
+			_, err := g.openai(t).Chat.Completions.New(ctx, p)
+			var oe *openai.Error
+			require.ErrorAs(t, err, &oe)
+			assert.Equal(t, http.StatusBadRequest, oe.StatusCode)
+			assert.Equal(t, "invalid_request_error", oe.Type)
+			assert.Regexp(t, fmt.Sprintf(`^max_(completion_)?tokens: at most %d, got %d`, MaxOutputTokens, n), oe.Message)
+		}
+		antUser := []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hi"))}
+		// (The SDK asks for a stream when the bound is this large.)
+		stream := g.anthropic(t).Messages.NewStreaming(ctx, anthropic.MessageNewParams{Model: "backup", MaxTokens: n, Messages: antUser})
+		for stream.Next() {
+		}
+		var ae *anthropic.Error
+		require.ErrorAs(t, stream.Err(), &ae)
+		assert.Equal(t, http.StatusBadRequest, ae.StatusCode)
+		assert.Contains(t, ae.RawJSON(), fmt.Sprintf("max_tokens: at most %d, got %d", MaxOutputTokens, n))
+		_, err := g.anthropic(t).Messages.CountTokens(ctx, anthropic.MessageCountTokensParams{Model: "backup", Messages: antUser,
+			Thinking: anthropic.ThinkingConfigParamOfEnabled(n)})
+		require.ErrorAs(t, err, &ae)
+		assert.Equal(t, http.StatusBadRequest, ae.StatusCode)
+		assert.Contains(t, ae.RawJSON(), fmt.Sprintf("thinking.budget_tokens: at most %d, got %d", MaxOutputTokens, n))
+		_, err = g.anthropic(t).Messages.New(ctx, anthropic.MessageNewParams{Model: "backup", MaxTokens: 1024, Messages: antUser,
+			Thinking: anthropic.ThinkingConfigParamOfEnabled(n)})
+		require.ErrorAs(t, err, &ae)
+		assert.Equal(t, http.StatusBadRequest, ae.StatusCode)
+		assert.Contains(t, ae.RawJSON(), "thinking.budget_tokens: at most")
+	}
+	for _, bad := range []string{`1.5`, `1e3`, `"100"`, `9223372036854775808`} {
+		code, _, body := do(t, "POST", g.url+"/v1/chat/completions", clientKey,
+			[]byte(`{"model": "primary", "messages": [{"role": "user", "content": "hi"}], "max_completion_tokens": `+bad+`}`))
+		requireInvalidRequest(t, code, body, "max_completion_tokens")
+		code, _, body = do(t, "POST", g.url+"/v1/messages", clientKey,
+			[]byte(`{"model": "backup", "messages": [{"role": "user", "content": "hi"}], "max_tokens": `+bad+`}`), "anthropic-version", "2023-06-01")
+		requireInvalidRequest(t, code, body, "max_tokens")
+	}
+	assert.Zero(t, g.oa.requests()+g.an.requests(), "no model was called")
+
+	g = newGateway(t, typicalChain, []reply{{body: transcript(t, "openai", "text.sse")}}, []reply{{body: transcript(t, "anthropic", "text.sse")}})
+	_, err := g.openai(t).Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "primary", Messages: user, MaxCompletionTokens: openai.Int(MaxOutputTokens)})
+	require.NoError(t, err)
+	assert.EqualValues(t, MaxOutputTokens, sentTo(t, g.oa, 0)["max_tokens"], "the bound itself is served")
+	stream := g.anthropic(t).Messages.NewStreaming(ctx, anthropic.MessageNewParams{Model: "backup", MaxTokens: MaxOutputTokens,
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hi"))}})
+	for stream.Next() {
+	}
+	require.NoError(t, stream.Err())
+	assert.EqualValues(t, MaxOutputTokens, sentTo(t, g.an, 0)["max_tokens"])
+}
+
+// TestTwoDifferentOutputBoundsAreRefused: max_tokens and
+// max_completion_tokens both sent, with different values, were served
+// with the second alone, the first dropped although the client may have
+// meant it; they are a 400 naming both. The same value twice is one bound.
+func TestTwoDifferentOutputBoundsAreRefused(t *testing.T) {
+	g := newGateway(t, typicalChain, []reply{{body: transcript(t, "openai", "text.sse")}}, nil)
+	ctx := context.Background()
+	user := []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}
+	_, err := g.openai(t).Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "primary", Messages: user,
+		MaxTokens: openai.Int(50), MaxCompletionTokens: openai.Int(4000)})
+	var oe *openai.Error
+	require.ErrorAs(t, err, &oe)
+	assert.Equal(t, http.StatusBadRequest, oe.StatusCode)
+	assert.Contains(t, oe.Message, "max_tokens (50) and max_completion_tokens (4000)")
+	assert.Zero(t, g.oa.requests(), "no model was called")
+
+	_, err = g.openai(t).Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "primary", Messages: user,
+		MaxTokens: openai.Int(50), MaxCompletionTokens: openai.Int(50)})
+	require.NoError(t, err)
+	assert.EqualValues(t, 50, sentTo(t, g.oa, 0)["max_tokens"])
 }

@@ -384,6 +384,28 @@ func compactEqual(v []byte, want string) bool {
 	return j == len(want)
 }
 
+// MaxOutputTokens bounds a request's output bound (max_tokens,
+// max_completion_tokens, thinking.budget_tokens): no model writes that
+// much in one answer (the largest take 128,000 tokens), so a larger bound
+// is a client's mistake or a probe, refused rather than passed upstream or
+// into a budget's estimate of the call.
+const MaxOutputTokens = 1_000_000
+
+// outputBound refuses an output bound below 1 (0 is not "no bound": the
+// APIs refuse it, and read as unset it would be served without one) or
+// over MaxOutputTokens. field is its path in the request; nil is unset.
+func outputBound(field string, v *int) error {
+	switch {
+	case v == nil:
+		return nil
+	case *v < 1:
+		return fmt.Errorf("%s: must be at least 1, got %d", field, *v)
+	case *v > MaxOutputTokens:
+		return fmt.Errorf("%s: at most %d, got %d: no model writes more in one answer", field, MaxOutputTokens, *v)
+	}
+	return nil
+}
+
 // forcedTool refuses a tool choice forcing the tool name when the call
 // model would read the name as a tool choice mode (runtime.ChatRequest's
 // ToolChoice holds a mode or a tool's name): forcing a tool named "none"

@@ -140,6 +140,12 @@ func do(t *testing.T, method, url, key string, body []byte, header ...string) (i
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
+	return roundTrip(t, req)
+}
+
+// roundTrip sends req and returns the status, the headers and the body.
+func roundTrip(t *testing.T, req *http.Request) (int, http.Header, string) {
+	t.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()

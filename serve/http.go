@@ -141,6 +141,11 @@ func (s *Server) handle(pattern, route string, a api, fn func(x *exchange)) {
 			x.failErr(errClosed)
 			return
 		}
+		if err := s.foreignHost(r, x.g.keys.open()); err != nil {
+			x.err = err
+			x.fail(http.StatusMisdirectedRequest, errForeignHost, err.Error())
+			return
+		}
 		if route != "unknown" && !s.authenticate(x) {
 			return
 		}
@@ -468,7 +473,7 @@ func errorBody(a api, status int, code, layer, msg string) any {
 
 func openAIErrorType(status int) string {
 	switch status {
-	case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusRequestTimeout:
+	case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusRequestTimeout, http.StatusMisdirectedRequest:
 		return "invalid_request_error"
 	case http.StatusUnauthorized:
 		return "authentication_error"
@@ -488,7 +493,7 @@ func openAIErrorType(status int) string {
 
 func anthropicErrorType(status int) string {
 	switch status {
-	case http.StatusBadRequest, http.StatusRequestTimeout:
+	case http.StatusBadRequest, http.StatusRequestTimeout, http.StatusMisdirectedRequest:
 		return "invalid_request_error"
 	case http.StatusUnauthorized:
 		return "authentication_error"

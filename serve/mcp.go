@@ -1028,7 +1028,11 @@ func newMCPProxy(s *Server) *mcpProxy {
 	p.server = mcp.NewServer(&mcp.Implementation{Name: "agentc", Version: Version}, &mcp.ServerOptions{Logger: s.log})
 	p.server.AddReceivingMiddleware(p.listsUnknown)
 	p.handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return p.server },
-		&mcp.StreamableHTTPOptions{Logger: s.log, MaxRequestBodyBytes: s.opts.MaxBodyBytes, SessionTimeout: s.opts.RunIdle})
+		// The gateway checks the Host of every route itself (hostRule), the
+		// names the operator allowed included, which the handler's own
+		// check of loopback connections would refuse.
+		&mcp.StreamableHTTPOptions{Logger: s.log, MaxRequestBodyBytes: s.opts.MaxBodyBytes, SessionTimeout: s.opts.RunIdle,
+			DisableLocalhostProtection: true})
 	// The key was checked by the time a request gets here (authenticate);
 	// the user is the key's name, so a session is bound to the key that
 	// opened it.

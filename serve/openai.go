@@ -125,15 +125,16 @@ func decodeOpenAI(body []byte, p *chatParams) error {
 		}
 		req.Messages = append(req.Messages, m)
 	}
-	for _, f := range []struct {
-		name string
-		v    *int
-	}{{"max_tokens", in.MaxTokens}, {"max_completion_tokens", in.MaxCompletionTokens}} {
-		// 0 is not "no bound": the API refuses it, and read as unset it
-		// would be served without one.
-		if f.v != nil && *f.v < 1 {
-			return fmt.Errorf("%s: must be at least 1, got %d", f.name, *f.v)
-		}
+	if err := outputBound("max_tokens", in.MaxTokens); err != nil {
+		return err
+	}
+	if err := outputBound("max_completion_tokens", in.MaxCompletionTokens); err != nil {
+		return err
+	}
+	if a, b := in.MaxTokens, in.MaxCompletionTokens; a != nil && b != nil && *a != *b {
+		// One would be served, the other dropped: the client may have
+		// meant either.
+		return fmt.Errorf("max_tokens (%d) and max_completion_tokens (%d): two different output bounds; send one (max_tokens is the older name of max_completion_tokens)", *a, *b)
 	}
 	switch {
 	case in.MaxCompletionTokens != nil:

@@ -1,18 +1,13 @@
 package serve
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/agentc-dev/agentc/runtime"
-	"github.com/agentc-dev/agentc/runtime/plan"
 )
 
 // TestBrowsersOfOtherSitesAreRefused: under a policy without keys, a web
@@ -22,17 +17,8 @@ import (
 // a 403; SDK clients, which send neither Sec-Fetch-Site nor Origin, are
 // served.
 func TestBrowsersOfOtherSitesAreRefused(t *testing.T) {
-	var calls atomic.Int64
-	model := runtime.ModelFunc(func(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
-		calls.Add(1)
-		yield(runtime.Delta{Text: "ok"})
-		yield(runtime.Delta{FinishReason: runtime.FinishStop, Usage: runtime.Usage{InputTokens: 1, OutputTokens: 1}})
-		return nil
-	})
-	s := startServer(t, Options{Source: cueSource(writePolicy(t, "package gw\nmodels: m: {}\n")), WatchInterval: -1,
-		Models: func(context.Context, *plan.Plan) (map[string]runtime.ModelClient, error) {
-			return map[string]runtime.ModelClient{"m": model}, nil
-		}})
+	g := newRebindGateway(t, false)
+	s, calls := g.served, g.calls
 	chat := `{"model":"m","messages":[{"role":"user","content":"hi"}]}`
 	send := func(host string, header ...string) (int, string) {
 		req, err := http.NewRequest("POST", s.url+"/v1/chat/completions", strings.NewReader(chat))

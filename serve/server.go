@@ -143,6 +143,14 @@ type Options struct {
 	// reload is refused (ErrStateReset), the previous policy serving on.
 	// Every other state a change leaves behind is logged, not refused.
 	AllowStateReset bool
+	// AllowHosts are the host names, besides localhost and IP addresses,
+	// a request's Host may name where it is checked: on a connection
+	// that arrived at a loopback address, and on every connection while
+	// the policy declares no keys. A request naming another host is
+	// refused with a 421 (DNS rebinding: a web page whose name was
+	// pointed at the gateway). A name is matched without its port and
+	// regardless of case; /healthz and /readyz are served to any Host.
+	AllowHosts []string
 }
 
 func (o *Options) defaults() {
@@ -206,6 +214,8 @@ type Server struct {
 	runs    *runTracker
 	ready   atomic.Bool
 	mcp     *mcpProxy
+	// hosts checks a request's Host (Options.AllowHosts).
+	hosts *hostRule
 	// slots holds a token for each request in flight on a bounded route
 	// (Options.MaxInFlight); nil: no bound.
 	slots chan struct{}
@@ -251,7 +261,11 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("serve: Options.MaxInFlightBytes (%d) must be at least Options.MaxBodyBytes (%d), or a body at the limit is never served (negative: no bound)",
 			opts.MaxInFlightBytes, opts.MaxBodyBytes)
 	}
-	s := &Server{opts: opts, log: opts.Logger, memory: opts.Deps.Memory}
+	hosts, err := newHostRule(opts.AllowHosts)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{opts: opts, log: opts.Logger, memory: opts.Deps.Memory, hosts: hosts}
 	s.metrics = newMetrics(opts.Registry, s.bodyBytes.Load)
 	if opts.MaxInFlight > 0 {
 		s.slots = make(chan struct{}, opts.MaxInFlight)
@@ -699,6 +713,14 @@ var (
 	errClosed error = &shuttingDown{}
 )
 
+// MaxHeaderBytes bounds a request's head, its request line and headers
+// together: a longer one is refused with a 431.
+const MaxHeaderBytes = 64 << 10
+
+// headerSlack is what net/http reads of a request's head past its
+// http.Server.MaxHeaderBytes.
+const headerSlack = 4096
+
 // HTTPServer returns an http.Server for s with the configured timeouts.
 // The body deadline and the response deadline are set per request.
 func (s *Server) HTTPServer() *http.Server {
@@ -706,8 +728,11 @@ func (s *Server) HTTPServer() *http.Server {
 		Handler:           s,
 		ReadHeaderTimeout: s.opts.ReadHeaderTimeout,
 		IdleTimeout:       s.opts.IdleTimeout,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		// net/http reads up to MaxHeaderBytes and 4 KiB more (room for
+		// its buffer) before it refuses a request's head: without them,
+		// the bound is MaxHeaderBytes to the byte.
+		MaxHeaderBytes: MaxHeaderBytes - headerSlack,
+		ErrorLog:       slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		// Abort, and the end of the grace, cancel every request.
 		BaseContext: func(net.Listener) context.Context { return s.requests },
 	}
@@ -781,7 +806,7 @@ func (s *Server) metricsHandler() http.Handler {
 // callers do not (see Options.MetricsElsewhere). Any other path is 404.
 func (s *Server) OpsHandler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", s.metricsHandler())
+	mux.Handle("GET /metrics", s.guardHost(s.metricsHandler()))
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
 	return mux
@@ -793,7 +818,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.HandleFunc("GET /readyz", s.readyz)
 	if !s.opts.MetricsElsewhere {
-		s.mux.Handle("GET /metrics", s.metricsHandler())
+		s.mux.Handle("GET /metrics", s.guardHost(s.metricsHandler()))
 	}
 	s.handle("GET /v1/models", "models", apiClient, s.listModels)
 	s.handle("GET /v1/models/{model...}", "model", apiClient, s.getModel)

@@ -43,6 +43,8 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 	logFormat := fs.String("log", "text", "access and server log format: text or json")
 	allowReset := fs.Bool("allowreset", false, "apply a reload whose change starts idempotency records afresh (calls made before it would run again if repeated); without it such a reload is refused")
 	metricsAddr := fs.String("metrics", "", "serve /metrics, /healthz and /readyz on this address (an internal one), and /metrics no longer on -listen")
+	var allowHosts hostNames
+	fs.Var(&allowHosts, "allowhost", "a host name requests may name in their Host header besides localhost and IP addresses, checked on loopback connections and, under a policy without keys, on every connection (repeatable)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -120,7 +122,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 		MaxToolResultBytes: *maxResult, MaxRuns: *maxRuns, MaxSessions: *maxSessions,
 		MaxMessages: unbounded(*maxMessages), MaxParts: unbounded(*maxParts), MaxInFlight: unbounded(*maxInFlight),
 		MaxInFlightBytes: *maxInFlightBytes,
-		MetricsElsewhere: *metricsAddr != "", AllowStateReset: *allowReset,
+		MetricsElsewhere: *metricsAddr != "", AllowStateReset: *allowReset, AllowHosts: allowHosts,
 	})
 	if err != nil {
 		return fail(env, "serve %s: %v", fs.Arg(0), err)
@@ -171,6 +173,16 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 		return fail(env, "serve: %v", err)
 	}
 	return exitOK
+}
+
+// hostNames is a repeatable flag's values.
+type hostNames []string
+
+func (h *hostNames) String() string { return strings.Join(*h, ",") }
+
+func (h *hostNames) Set(v string) error {
+	*h = append(*h, v)
+	return nil
 }
 
 // policySource loads the policy at path for the server: a compiled plan

@@ -33,15 +33,7 @@ func freeAddr(t *testing.T) string {
 	return addr
 }
 
-func get(url string) (int, string, error) {
-	resp, err := http.Get(url)
-	if err != nil {
-		return 0, "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b), err
-}
+func get(url string) (int, string, error) { return getAs(url, "") }
 
 // serve -metrics ADDR serves the metrics and the health endpoints there, and
 // not on -listen, where callers are.
@@ -81,6 +73,16 @@ func TestServeMetricsListener(t *testing.T) {
 	assert.Equal(t, 404, code, "the callers' listener does not serve the metrics")
 	assert.NotContains(t, body, "agentc_serve")
 
+	stopServe(t, cancel, done)
+	_, _, err = get("http://" + metrics + "/metrics")
+	assert.Error(t, err, "the metrics listener is closed with the server")
+	assert.Contains(t, stderr.String(), "serving metrics")
+}
+
+// stopServe ends the context of a cmdServe running in a goroutine (cancel)
+// and waits for its exit code on done: exitOK.
+func stopServe(t *testing.T, cancel context.CancelFunc, done <-chan int) {
+	t.Helper()
 	cancel()
 	select {
 	case rc := <-done:
@@ -88,9 +90,6 @@ func TestServeMetricsListener(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("serve did not stop within 30s of its context ending")
 	}
-	_, _, err = get("http://" + metrics + "/metrics")
-	assert.Error(t, err, "the metrics listener is closed with the server")
-	assert.Contains(t, stderr.String(), "serving metrics")
 }
 
 // lockedBuffer is a buffer safe for the server's goroutines.
@@ -348,4 +347,62 @@ chains: chat: [{use: "rate_limit", rate: 1, per: "1s", store: "shared"}]
 		}
 		assert.True(t, json.Valid([]byte(line)), "a log line that is not JSON: %s", line)
 	}
+}
+
+// getAs sends GET url with host as its Host header (the URL's host when
+// empty).
+func getAs(url, host string) (int, string, error) {
+	req, err := http.NewRequest("GET", url, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	req.Host = host
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
+}
+
+// serve -allowhost NAME (repeatable) names the hosts a request's Host may
+// name besides localhost and IP addresses; another name is a 421 on
+// loopback. A value that is not a host name is refused.
+func TestServeAllowHostFlag(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"),
+		[]byte("package p\n\nmodels: primary: {provider: \"openai\", model: \"m\", api_key_env: \"AGENTC_TEST_SERVE_KEY\"}\n"), 0o644))
+	t.Setenv("AGENTC_TEST_SERVE_KEY", "k")
+	listen := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	env := &cliEnv{stdout: io.Discard, stderr: &lockedBuffer{}, wd: dir}
+	done := make(chan int, 1)
+	go func() {
+		done <- cmdServe(ctx, env, []string{"-listen", listen, "-allowhost", "gw.one.example", "-allowhost", "gw.two.example", "-watch", "0", dir})
+	}()
+	require.Eventually(t, func() bool {
+		code, _, err := get("http://" + listen + "/healthz")
+		return err == nil && code == 200
+	}, 30*time.Second, 10*time.Millisecond, "the listener did not come up")
+	for _, host := range []string{"gw.one.example", "gw.two.example:8080", listen, "localhost"} {
+		code, body, err := getAs("http://"+listen+"/metrics", host)
+		require.NoError(t, err)
+		assert.Equal(t, 200, code, "%s: %s", host, body)
+	}
+	code, body, err := getAs("http://"+listen+"/metrics", "evil.example:8080")
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusMisdirectedRequest, code)
+	assert.Contains(t, body, "-allowhost NAME")
+	stopServe(t, cancel, done)
+
+	stderr := &lockedBuffer{}
+	rc := cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: dir}, []string{"-allowhost", "gw.example:8080", "-watch", "0", dir})
+	assert.NotEqual(t, exitOK, rc)
+	assert.Contains(t, stderr.String(), `"gw.example:8080" is not a host name`)
+	stderr = &lockedBuffer{}
+	rc = cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: dir}, []string{"-h"})
+	assert.Equal(t, exitOK, rc)
+	assert.Contains(t, stderr.String(), "-allowhost")
 }
