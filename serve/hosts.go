@@ -31,12 +31,21 @@ type hostRule struct {
 func newHostRule(names []string) (*hostRule, error) {
 	h := &hostRule{allowed: make(map[string]bool, len(names))}
 	for _, n := range names {
-		if n == "" || strings.ContainsAny(n, ":/ \t[]@") {
-			return nil, fmt.Errorf("serve: Options.AllowHosts: %q is not a host name (a name alone, without a scheme or a port)", n)
+		if err := CheckHostName(n); err != nil {
+			return nil, fmt.Errorf("serve: Options.AllowHosts: %w", err)
 		}
 		h.allowed[strings.ToLower(n)] = true
 	}
 	return h, nil
+}
+
+// CheckHostName reports whether n can be an allowed host name
+// (Options.AllowHosts): a name alone, without a scheme, a port or a path.
+func CheckHostName(n string) error {
+	if n == "" || strings.ContainsAny(n, ":/ \t[]@") {
+		return fmt.Errorf("%q is not a host name (a name alone, without a scheme or a port)", n)
+	}
+	return nil
 }
 
 // applies reports whether the Host of r is checked: it arrived at a

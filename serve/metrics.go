@@ -23,6 +23,9 @@ type metrics struct {
 	withheld   *prometheus.GaugeVec
 	registry   *prometheus.Registry
 	generation prometheus.Gauge
+	// own lists the server's collectors, without the Go and process
+	// ones: the metrics docs/serve.md lists.
+	own []prometheus.Collector
 }
 
 // newMetrics registers the server's collectors on reg; bodyBytes reads
@@ -68,9 +71,10 @@ func newMetrics(reg *prometheus.Registry, bodyBytes func() int64) *metrics {
 	bodies := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "agentc_serve_request_body_bytes_in_flight",
 		Help: "Bytes of request bodies held by the calls in flight: what Options.MaxInFlightBytes bounds."},
 		func() float64 { return float64(bodyBytes()) })
-	reg.MustRegister(m.requests, m.latency, m.inflight, m.calls, bodies, m.blocks, m.refusals, m.retries, m.fallbacks,
-		m.spendUSD, m.tokens, m.toolCalls, m.withheld, m.reloads, m.generation,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.own = []prometheus.Collector{m.requests, m.latency, m.inflight, m.calls, bodies, m.blocks, m.refusals, m.retries,
+		m.fallbacks, m.spendUSD, m.tokens, m.toolCalls, m.withheld, m.reloads, m.generation}
+	reg.MustRegister(m.own...)
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reloads.WithLabelValues("ok")
 	m.reloads.WithLabelValues("failed")
 	m.reloads.WithLabelValues("refused")

@@ -44,7 +44,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 	allowReset := fs.Bool("allowreset", false, "apply a reload whose change starts idempotency records afresh (calls made before it would run again if repeated); without it such a reload is refused")
 	metricsAddr := fs.String("metrics", "", "serve /metrics, /healthz and /readyz on this address (an internal one), and /metrics no longer on -listen")
 	var allowHosts hostNames
-	fs.Var(&allowHosts, "allowhost", "a host name requests may name in their Host header besides localhost and IP addresses, checked on loopback connections and, under a policy without keys, on every connection (repeatable)")
+	fs.Var(&allowHosts, "allowhost", "a host `NAME` requests may name in their Host header besides localhost and IP addresses, checked on loopback connections and, under a policy without keys, on every connection (repeatable)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -181,6 +181,9 @@ type hostNames []string
 func (h *hostNames) String() string { return strings.Join(*h, ",") }
 
 func (h *hostNames) Set(v string) error {
+	if err := serve.CheckHostName(v); err != nil {
+		return err
+	}
 	*h = append(*h, v)
 	return nil
 }

@@ -401,8 +401,16 @@ func TestServeAllowHostFlag(t *testing.T) {
 	rc := cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: dir}, []string{"-allowhost", "gw.example:8080", "-watch", "0", dir})
 	assert.NotEqual(t, exitOK, rc)
 	assert.Contains(t, stderr.String(), `"gw.example:8080" is not a host name`)
+	// A bad -allowhost is a usage error named by its flag, found before
+	// the policy is read (here a path that does not exist).
+	stderr = &lockedBuffer{}
+	rc = cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: dir}, []string{"-allowhost", "https://gw.example", filepath.Join(dir, "missing")})
+	assert.Equal(t, exitUsage, rc)
+	assert.Contains(t, stderr.String(), `invalid value "https://gw.example" for flag -allowhost: "https://gw.example" is not a host name`)
+	assert.NotContains(t, stderr.String(), "missing")
+	assert.NotContains(t, stderr.String(), "Options.AllowHosts")
 	stderr = &lockedBuffer{}
 	rc = cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: dir}, []string{"-h"})
 	assert.Equal(t, exitOK, rc)
-	assert.Contains(t, stderr.String(), "-allowhost")
+	assert.Contains(t, stderr.String(), "-allowhost NAME")
 }
