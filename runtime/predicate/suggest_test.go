@@ -97,3 +97,34 @@ func TestSplitField(t *testing.T) {
 	_, iss := env.Check("has(dyn(args).reason) && dyn(args).reason == 'x'")
 	assert.Empty(t, iss, "the read the note suggests type-checks")
 }
+
+// TestCheckGiven checks that the paths a layer's when proves present (its
+// PresentIfTrue) make a read of them need no test of its own, and that
+// CompileSpec honours them as the runtime builds a plan.
+func TestCheckGiven(t *testing.T) {
+	tool := toolEnv(t, "refund")
+	when, iss := tool.Check("has(args.approved_by) && args.amount > 1.0")
+	require.Empty(t, iss)
+	given := when.PresentIfTrue()
+	assert.Contains(t, given, "args.approved_by")
+
+	_, iss = tool.Check("args.approved_by == 'bob'")
+	require.NotEmpty(t, iss, "without the when, the optional read needs a test")
+	_, iss = tool.CheckGiven("args.approved_by == 'bob'", given)
+	assert.Empty(t, iss)
+
+	turn := mustEnv(t, EnvConfig{Stage: Turn})
+	w, iss := turn.Check("has(session.meta.tier)")
+	require.Empty(t, iss)
+	c, iss := turn.CheckGiven("session.meta.tier == 'banned'", w.PresentIfTrue())
+	require.Empty(t, iss)
+	require.Len(t, c.KeyReads, 1)
+	assert.True(t, c.KeyReads[0].Tested, "a key the when tests is read tested")
+
+	spec := Spec{Stage: Tool, Source: "args.approved_by == 'bob'", ArgsSchemas: []json.RawMessage{schema(t, "refund")}}
+	_, err := CompileSpec(spec)
+	require.Error(t, err)
+	spec.Given = given
+	_, err = CompileSpec(spec)
+	assert.NoError(t, err)
+}
