@@ -47,6 +47,32 @@ func TestLoadReportsPolicyErrors(t *testing.T) {
 	assert.Contains(t, err.Error(), "p.cue:2:")
 }
 
+// A policy that vets clean builds: a guard's deny is compiled with the
+// policy's cel_cost_limit, and a read of an argument its when tests
+// present needs no test of its own, at run time as at vet time.
+func TestLoadBuildsGuardsAsVetted(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "p.cue"), []byte(`package p
+settings: cel_cost_limit: 100000000
+tools: note: {args: {type: "object", required: ["text"], properties: {text: {type: "string", maxLength: 50000000}, tag: type: "string"}}}
+chains: tool: [
+	{use: "guard", name: "big", tools: ["note"], deny: "args.text.contains('DROP TABLE')"},
+	{use: "guard", name: "tagged", tools: ["note"], when: "has(args.tag)", deny: "args.tag == 'x'"},
+]
+`), 0o644))
+	ctx := context.Background()
+	note := func(context.Context, *runtime.ToolCall) (any, error) { return "ok", nil }
+	pipe, err := agentc.Load(ctx, dir, runtime.Deps{Tools: map[string]runtime.ToolFunc{"note": note}})
+	require.NoError(t, err)
+	defer pipe.Close()
+	_, err = pipe.Tool(ctx, runtime.ToolRequest{Name: "note", Args: map[string]any{"text": "hi"}})
+	require.NoError(t, err, "without a tag the guard is skipped")
+	_, err = pipe.Tool(ctx, runtime.ToolRequest{Name: "note", Args: map[string]any{"text": "DROP TABLE x"}})
+	assert.Equal(t, runtime.ClassBlocked, runtime.Classify(err), "%v", err)
+	_, err = pipe.Tool(ctx, runtime.ToolRequest{Name: "note", Args: map[string]any{"text": "hi", "tag": "x"}})
+	assert.Equal(t, runtime.ClassBlocked, runtime.Classify(err), "%v", err)
+}
+
 func ExampleLoad() {
 	ctx := context.Background()
 	model := runtime.ModelFunc(func(_ context.Context, _ *runtime.ChatRequest, yield func(runtime.Delta) bool) error {

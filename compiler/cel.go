@@ -24,7 +24,7 @@ import (
 func compileCEL(_ context.Context, c *Compilation) error {
 	p := c.Policy
 	if p.Admit != nil {
-		c.checkPredicate(p.Admit, predicate.Admit, predicate.Before, nil, "", "admit", "")
+		c.checkPredicate(p.Admit, predicate.Admit, predicate.Before, nil, "", "admit", "", nil)
 	}
 	if p.Invariants != nil {
 		for _, name := range sortedNames(p.Invariants.Custom) {
@@ -34,8 +34,13 @@ func compileCEL(_ context.Context, c *Compilation) error {
 	c.checkState()
 	for _, stage := range dsl.Stages {
 		for _, e := range p.Chains[stage] {
+			// The layer's predicates run only where its when holds:
+			// what when tests present needs no test of their own.
+			var given []string
 			if e.When != nil {
-				c.checkPredicate(e.When, predicate.Stage(stage), predicate.Before, e.Tools, "when", "when", "")
+				if w := c.checkPredicate(e.When, predicate.Stage(stage), predicate.Before, e.Tools, "when", "when", "", nil); w != nil {
+					given = w.PresentIfTrue()
+				}
 			}
 			phase := predicate.Before
 			if ph, ok := e.Fields["phase"].(string); ok && ph != "" {
@@ -44,7 +49,7 @@ func compileCEL(_ context.Context, c *Compilation) error {
 			for _, f := range predicateFields[e.Use] {
 				if x := e.Expr(f); x != nil {
 					onError, _ := e.Fields["on_error"].(string)
-					c.checkPredicate(x, predicate.Stage(stage), phase, e.Tools, e.Use, f, onError)
+					c.checkPredicate(x, predicate.Stage(stage), phase, e.Tools, e.Use, f, onError, given)
 				}
 			}
 		}
@@ -177,7 +182,7 @@ func costHint(msg string, stage predicate.Stage) string {
 // checkPredicate checks one predicate of an entry (kind names its builtin,
 // or is "when"; field is the config field holding it, onError the entry's
 // on_error) or the policy's admit (kind "", field "admit").
-func (c *Compilation) checkPredicate(x *dsl.Expr, stage predicate.Stage, phase predicate.Phase, tools []string, kind, field, onError string) {
+func (c *Compilation) checkPredicate(x *dsl.Expr, stage predicate.Stage, phase predicate.Phase, tools []string, kind, field, onError string, given []string) *predicate.Checked {
 	var schemas []json.RawMessage
 	if stage == predicate.Tool {
 		schemas = c.argsSchemas(tools)
@@ -185,9 +190,9 @@ func (c *Compilation) checkPredicate(x *dsl.Expr, stage predicate.Stage, phase p
 	env, err := predicate.NewEnv(predicate.EnvConfig{Stage: stage, Phase: phase, ArgsSchemas: schemas, CostLimit: c.Policy.CELCostLimit})
 	if err != nil {
 		c.report(dsl.Errorf(x.Pos, predicate.RuleType, "%v", err))
-		return
+		return nil
 	}
-	checked, issues := env.Check(x.Source)
+	checked, issues := env.CheckGiven(x.Source, given)
 	syntax := false
 	for _, is := range issues {
 		if is.Rule == predicate.RuleSyntax {
@@ -220,7 +225,7 @@ func (c *Compilation) checkPredicate(x *dsl.Expr, stage predicate.Stage, phase p
 		c.report(dsl.Errorf(x.PosAt(is.Offset), is.Rule, "%s", msg))
 	}
 	if checked == nil {
-		return
+		return nil
 	}
 	c.checkOptionalKeys(x, checked, keyFailure(kind, field, onError))
 	c.checkLiterals(x, stage, tools, checked.Reads, checked.Literals, field)
@@ -235,7 +240,7 @@ func (c *Compilation) checkPredicate(x *dsl.Expr, stage predicate.Stage, phase p
 	}
 	c.checkConstant(x, env, checked, kind, field)
 	if checked.ReadsUntypedArgs && len(tools) == 0 && c.checkUndeclaredArgs(x, checked, keyFailure(kind, field, onError)) {
-		return
+		return checked
 	}
 	if checked.ReadsUntypedArgs && len(tools) == 0 {
 		c.checkUnscopedArgKeys(x, checked, keyFailure(kind, field, onError))
@@ -252,10 +257,11 @@ func (c *Compilation) checkPredicate(x *dsl.Expr, stage predicate.Stage, phase p
 	if schemas == nil {
 		pt = nil
 	}
-	c.Predicates[x] = &plan.Predicate{Stage: string(stage), Phase: string(phase), Source: x.Source, Tools: pt, CostLimit: c.Policy.CELCostLimit}
+	c.Predicates[x] = &plan.Predicate{Stage: string(stage), Phase: string(phase), Source: x.Source, Tools: pt, CostLimit: c.Policy.CELCostLimit, Given: given}
 	if stage == predicate.Admit {
 		c.Predicates[x].Phase = ""
 	}
+	return checked
 }
 
 // identOffset returns the byte offset of the first use of the identifier

@@ -169,3 +169,30 @@ func TestIdentOffset(t *testing.T) {
 		assert.Equal(t, tt.want, identOffset(tt.src, "args"), tt.src)
 	}
 }
+
+// A guard's predicates are lowered as vet checked them: with the policy's
+// cel_cost_limit, and with what the entry's when proves present, so that
+// the runtime builds the plan of a policy vet accepted (agentc_test.go
+// runs it).
+func TestGuardPredicateLoweredAsChecked(t *testing.T) {
+	dir := writePolicy(t, `package p
+
+settings: cel_cost_limit: 100000000
+tools: note: {args: {type: "object", required: ["text"], properties: {text: {type: "string", maxLength: 50000000}, tag: type: "string"}}}
+chains: tool: [
+	{use: "guard", name: "big", tools: ["note"], deny: "args.text.contains('DROP TABLE')"},
+	{use: "guard", name: "tagged", tools: ["note"], when: "has(args.tag)", deny: "args.tag == 'x'"},
+]
+`)
+	c, err := Compile(context.Background(), []string{dir}, Options{})
+	require.NoError(t, err)
+	require.Empty(t, c.Diagnostics, "a read of args.tag where when tests it present needs no test of its own")
+	require.NotNil(t, c.Plan)
+	b, err := plan.Encode(c.Plan)
+	require.NoError(t, err)
+	back, err := plan.Decode("mem", b)
+	require.NoError(t, err, "the plan validates against the plan schema")
+	assert.Equal(t, uint64(100000000), back.Chains.Tool[0].Predicates["deny"].CostLimit)
+	assert.Equal(t, []string{"args.tag"}, back.Chains.Tool[1].Predicates["deny"].Given)
+
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -112,7 +113,15 @@ func (c *Compilation) lowerEntry(e *dsl.Entry) plan.Layer {
 		if l.Predicates == nil {
 			l.Predicates = map[string]*plan.Predicate{}
 		}
-		l.Predicates[f] = c.predicate(x, e.Stage, phase, e.Tools)
+		pr := c.predicate(x, e.Stage, phase, e.Tools)
+		if !slices.Equal(pr.Tools, e.Tools) {
+			// A layer's predicates name the layer's tools (the plan
+			// checks it); a tool without a schema leaves args untyped.
+			cp := *pr
+			cp.Tools = e.Tools
+			pr = &cp
+		}
+		l.Predicates[f] = pr
 	}
 	return l
 }
@@ -131,10 +140,27 @@ func (c *Compilation) planPos(p dsl.Pos) string {
 // predicate returns the checked predicate of x, or an unchecked one when
 // compile-cel has not produced it.
 func (c *Compilation) predicate(x *dsl.Expr, stage, phase string, tools []string) *plan.Predicate {
-	if p, ok := c.Predicates[x]; ok {
+	if p, ok := c.checkedPredicate(x); ok {
 		return p
 	}
 	return &plan.Predicate{Stage: stage, Phase: phase, Source: x.Source, Tools: tools}
+}
+
+// checkedPredicate returns what compile-cel made of x. An entry's config
+// field (a guard's deny) is a new *dsl.Expr each time it is read, so it is
+// found by its place and source: lowered as written, it would lose the
+// policy's cel_cost_limit and what its `when` proves present, and the
+// runtime would refuse a predicate vet accepted.
+func (c *Compilation) checkedPredicate(x *dsl.Expr) (*plan.Predicate, bool) {
+	if p, ok := c.Predicates[x]; ok {
+		return p, true
+	}
+	for y, p := range c.Predicates {
+		if y.Pos == x.Pos && y.Source == x.Source {
+			return p, true
+		}
+	}
+	return nil, false
 }
 
 // several returns refs when it holds more than one reference, else nil (the

@@ -129,7 +129,7 @@ func (c *Compilation) lowerStateHandlers(hs []*dsl.StateHandler) []plan.StateHan
 }
 
 func (c *Compilation) statePredicate(x *dsl.Expr, op string) *plan.Predicate {
-	if p, ok := c.Predicates[x]; ok {
+	if p, ok := c.checkedPredicate(x); ok {
 		return p
 	}
 	return &plan.Predicate{Stage: plan.StageState, Phase: op, Source: x.Source}

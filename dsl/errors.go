@@ -129,6 +129,14 @@ func (l *loader) addCUEErrors(err error, user cue.Value, skip ...string) {
 				r.pos = p
 			}
 		}
+		if listLenRE.MatchString(msg) && l.pos != nil && !(len(path) == 2 && path[0] == "chains") {
+			// A list shorter than its minimum: CUE places the error at
+			// an enclosing list (a chain, for an entry's field), not at
+			// the list the user wrote.
+			if p, ok := l.pos.value[strings.Join(path, ".")]; ok && p.IsValid() {
+				r.pos = p
+			}
+		}
 		if r.rule == "schema/unknown-field" && len(path) > 0 && nameMaps[strings.Join(path[:len(path)-1], ".")] {
 			// A map of names refuses a label that is not a name: say
 			// so, rather than call it an unknown field whose closest

@@ -149,3 +149,24 @@ func TestDeclarationNotAName(t *testing.T) {
 	assert.Equal(t, `tools: "2fa" is not a name: a name is ASCII letters, digits and _ . : / -, and starts with a letter or _`, diags[1].Message)
 	assert.Equal(t, 3, diags[1].Pos.Line-diags[0].Pos.Line, "each at its label")
 }
+
+// An empty list where the schema wants at least one element is placed at
+// that list, not at the chain that holds its entry.
+func TestEmptyListPlacedAtTheList(t *testing.T) {
+	for _, tt := range []struct{ src, want string }{
+		{`models: a: {}
+chains: chat: [{use: "fallback", models: []}]`, "4:42 schema/invalid-value"},
+		{`tools: t: {args: {type: "object"}}
+chains: tool: [{use: "file_check", roots: []}]`, "4:43 schema/invalid-value"},
+		{`tools: t: {args: {type: "object"}}
+chains: tool: [
+	{use: "idempotent", key_args: []},
+]`, "5:32 schema/invalid-value"},
+		{`tools: t: {url_arg: [], args: {type: "object"}}`, "3:21 schema/invalid-value"},
+	} {
+		_, diags, got := loadSnippet(t, tt.src)
+		require.Len(t, diags, 1, "%v", diags)
+		assert.Equal(t, []string{tt.want}, got)
+		assert.Contains(t, diags[0].Message, "has 0 elements, needs at least 1")
+	}
+}

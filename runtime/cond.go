@@ -32,6 +32,7 @@ func compilePredicate(p *plan.Plan, pr *plan.Predicate, stage plan.Stage) (*Pred
 		Phase:     predicate.Phase(pr.Phase),
 		Source:    pr.Source,
 		CostLimit: pr.CostLimit,
+		Given:     pr.Given,
 	}
 	if pr.Stage == plan.StageTool {
 		// An undeclared tool, or one without a schema, leaves args untyped.

@@ -353,4 +353,8 @@ type Predicate struct {
 	// CostLimit is the runtime cost limit; 0 when the static estimate
 	// already proves the bound.
 	CostLimit uint64 `json:"cost_limit,omitempty"`
+	// Given are the paths the entry's `when` proves present wherever the
+	// predicate runs ("args.reason" for when: "has(args.reason)"): a read
+	// of one needs no presence test of its own.
+	Given []string `json:"given,omitempty"`
 }

@@ -108,6 +108,15 @@ func (c *Checked) Spec() Spec {
 // nil and at least one issue (rules cel/syntax, cel/type, cel/not-bool, cel/cost), sorted by
 // offset.
 func (e *Env) Check(src string) (c *Checked, issues []Issue) {
+	return e.CheckGiven(src, nil)
+}
+
+// CheckGiven checks src as Check does, where the paths of given (as
+// Checked.PresentIfTrue renders them: "args.reason", "session.meta.tier")
+// are known to be present: the predicate of a layer whose `when` tests
+// them runs only where it holds, so a read of them needs no test of its
+// own.
+func (e *Env) CheckGiven(src string, given []string) (c *Checked, issues []Issue) {
 	pos := newPositions(src)
 	if iss := checkText(pos, src); iss != nil {
 		return nil, iss
@@ -135,7 +144,7 @@ func (e *Env) Check(src string) (c *Checked, issues []Issue) {
 		return nil, sortIssues(out)
 	}
 	w := &walker{env: e, ast: checked.NativeRep(), pos: pos, reads: map[string]bool{}}
-	w.visit(w.ast.Expr(), nil, nil)
+	w.visit(w.ast.Expr(), slices.Clip(given), nil)
 	if len(w.issues) > 0 {
 		return nil, sortIssues(w.issues)
 	}
@@ -727,6 +736,13 @@ func render(e ast.Expr) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// PresentIfTrue lists the paths (such as "args.reason") that are present
+// wherever the predicate evaluates to true: those its has() tests, and its
+// 'key' in map tests, prove there.
+func (c *Checked) PresentIfTrue() []string {
+	return presentIfTrue(c.ast.NativeRep().Expr())
 }
 
 // presentIfTrue lists the paths that are present whenever e evaluates to true.

@@ -60,7 +60,9 @@
 //     has(args.x) in the same conjunction (has(args.x) && args.x > 1), its negation in the same
 //     disjunction (!has(args.x) || args.x > 1), or the condition of a ternary
 //     (has(args.x) ? args.x : 0). The optional syntax args.?x.orValue(d) needs no test. This
-//     turns the runtime "no such key" error of a missing argument into a vet error.
+//     turns the runtime "no such key" error of a missing argument into a vet error. A layer's
+//     predicates run only where its when holds, so what the when proves present (its
+//     Checked.PresentIfTrue, given to CheckGiven and carried in Spec.Given) needs no test.
 //   - A JSON null reads as absent: has() is false and a read is a "no such key" error.
 //   - Numbers arrive as float64 or json.Number. A field typed int is converted to int when it is
 //     read (an integral float64 or json.Number; a fraction is an evaluation error), a double

@@ -89,7 +89,13 @@ func (e *Env) Program(c *Checked) (p *Program, err error) {
 
 // Compile checks src and builds its program.
 func (e *Env) Compile(src string) (*Program, []Issue) {
-	c, iss := e.Check(src)
+	return e.compile(src, nil)
+}
+
+// compile checks src where the paths of given are present (CheckGiven) and
+// builds its program.
+func (e *Env) compile(src string, given []string) (*Program, []Issue) {
+	c, iss := e.CheckGiven(src, given)
 	if len(iss) > 0 {
 		return nil, iss
 	}
@@ -161,6 +167,8 @@ type Spec struct {
 	ValueSchema json.RawMessage `json:"value_schema,omitempty"`
 	StateSchema json.RawMessage `json:"state_schema,omitempty"`
 	Value       bool            `json:"value,omitempty"`
+	// Given are the paths known present where the predicate runs (CheckGiven).
+	Given []string `json:"given,omitempty"`
 }
 
 // CompileSpec rebuilds the environment of a spec and compiles its source, as the runtime does
@@ -172,7 +180,7 @@ func CompileSpec(spec Spec) (*Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, iss := env.Compile(spec.Source)
+	p, iss := env.compile(spec.Source, spec.Given)
 	if len(iss) > 0 {
 		msgs := make([]string, len(iss))
 		for i, is := range iss {

@@ -40,6 +40,10 @@ func (e *Env) suggestField(src string, is *Issue) {
 	if operand == "" || !isIdentByte(operand[0]) || operand[0] >= '0' && operand[0] <= '9' {
 		return
 	}
+	if note := e.splitField(operand, name); note != "" {
+		is.Message += note
+		return
+	}
 	t := e.typeOf(operand)
 	if t == nil {
 		// A comprehension variable: `xs.exists(x, x.f)` types x as an
@@ -68,6 +72,83 @@ func (e *Env) suggestField(src string, is *Issue) {
 	if best != "" {
 		is.Message += fmt.Sprintf("; did you mean '%s'?", best)
 	}
+}
+
+// splitField explains an undefined field of args (or of an object under
+// it) that some of the schemas the entry is scoped to declare: args holds
+// only the fields every one declares with one type, so a field two tools
+// type differently (a number and an integer amount), or that one of them
+// lacks, is not there. It returns "" when no schema declares the field.
+func (e *Env) splitField(operand, name string) string {
+	if e.cfg.Stage != Tool || len(e.cfg.ArgsSchemas) < 2 {
+		return ""
+	}
+	path := strings.Split(operand, ".")
+	if path[0] != "args" {
+		return ""
+	}
+	var kinds []string
+	declared := 0
+	for _, raw := range e.cfg.ArgsSchemas {
+		n, typed, err := parseArgsSchema(raw)
+		if err != nil || !typed {
+			return "" // args would be untyped: not this case
+		}
+		for _, p := range path[1:] {
+			if n == nil || n.kind != kindObject {
+				n = nil
+				break
+			}
+			n = n.props[p]
+		}
+		if n == nil || n.kind != kindObject || n.props[name] == nil {
+			continue
+		}
+		declared++
+		if k := kindName(n.props[name].kind); !slices.Contains(kinds, k) {
+			kinds = append(kinds, k)
+		}
+	}
+	if declared == 0 {
+		return ""
+	}
+	field := operand + "." + name
+	if declared < len(e.cfg.ArgsSchemas) {
+		verb := "declare"
+		if declared == 1 {
+			verb = "declares"
+		}
+		return fmt.Sprintf(": only %d of the %d tools the entry is scoped to %s %s, and args holds the fields every one of them declares with one type; give the others their own entry, or read dyn(args).%s behind has(dyn(args).%s)",
+			declared, len(e.cfg.ArgsSchemas), verb, field, name, name)
+	}
+	slices.Sort(kinds)
+	types := strings.Join(kinds, ", ")
+	if len(kinds) == 1 {
+		types = kinds[0] + "s of different elements"
+	}
+	return fmt.Sprintf(": the tools the entry is scoped to declare %s with different types (%s), and args holds only the fields they all declare with one type; give the tools one type for it, or one entry each",
+		field, types)
+}
+
+// kindName is the CEL type a schema node of kind k becomes.
+func kindName(k schemaKind) string {
+	switch k {
+	case kindString:
+		return "string"
+	case kindInt:
+		return "int"
+	case kindDouble:
+		return "double"
+	case kindBool:
+		return "bool"
+	case kindObject:
+		return "object"
+	case kindMap:
+		return "map"
+	case kindList:
+		return "list"
+	}
+	return "dyn"
 }
 
 // textNames are the names a field holding an object's text goes by: input

@@ -1,6 +1,7 @@
 package predicate
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -67,4 +68,63 @@ func TestHasFieldPosition(t *testing.T) {
 			assert.Equal(t, tt.want, iss[0].String(), tt.src)
 		}
 	}
+}
+
+// TestSplitField checks the note of an undefined field that some of the
+// tools an entry is scoped to declare: args holds the fields all of them
+// declare with one type, so a field typed differently, or that one of them
+// lacks, is undefined, and the message says why rather than nothing.
+func TestSplitField(t *testing.T) {
+	refund := `{"type":"object","required":["amount"],"properties":{"amount":{"type":"number"},"reason":{"type":"string"},
+		"tags":{"type":"array","items":{"type":"string"}},"ship":{"type":"object","properties":{"zip":{"type":"string"}}}}}`
+	credit := `{"type":"object","required":["amount"],"properties":{"amount":{"type":"integer"},
+		"tags":{"type":"array","items":{"type":"integer"}},"ship":{"type":"object","properties":{"zip":{"type":"integer"}}}}}`
+	env := mustEnv(t, EnvConfig{Stage: Tool, ArgsSchemas: []json.RawMessage{json.RawMessage(refund), json.RawMessage(credit)}})
+	for _, tt := range []struct{ src, want string }{
+		{"args.amount > 100.0", "undefined field 'amount': the tools the entry is scoped to declare args.amount with different types (double, int), and args holds only the fields they all declare with one type; give the tools one type for it, or one entry each"},
+		{"has(args.reason) && args.reason == 'x'", "undefined field 'reason': only 1 of the 2 tools the entry is scoped to declares args.reason, and args holds the fields every one of them declares with one type; give the others their own entry, or read dyn(args).reason behind has(dyn(args).reason)"},
+		{"size(args.tags) > 3", "undefined field 'tags': the tools the entry is scoped to declare args.tags with different types (lists of different elements), and args holds only the fields they all declare with one type; give the tools one type for it, or one entry each"},
+		{"has(args.ship) && has(args.ship.zip)", "undefined field 'zip': the tools the entry is scoped to declare args.ship.zip with different types (int, string), and args holds only the fields they all declare with one type; give the tools one type for it, or one entry each"},
+		// A field no tool declares keeps its did-you-mean.
+		{"args.amont > 1.0", "undefined field 'amont'"},
+	} {
+		_, iss := env.Check(tt.src)
+		if assert.NotEmpty(t, iss, tt.src) {
+			require.Equal(t, RuleType, iss[0].Rule, tt.src)
+			assert.Equal(t, tt.want, iss[0].Message, tt.src)
+		}
+	}
+	_, iss := env.Check("has(dyn(args).reason) && dyn(args).reason == 'x'")
+	assert.Empty(t, iss, "the read the note suggests type-checks")
+}
+
+// TestCheckGiven checks that the paths a layer's when proves present (its
+// PresentIfTrue) make a read of them need no test of its own, and that
+// CompileSpec honours them as the runtime builds a plan.
+func TestCheckGiven(t *testing.T) {
+	tool := toolEnv(t, "refund")
+	when, iss := tool.Check("has(args.approved_by) && args.amount > 1.0")
+	require.Empty(t, iss)
+	given := when.PresentIfTrue()
+	assert.Contains(t, given, "args.approved_by")
+
+	_, iss = tool.Check("args.approved_by == 'bob'")
+	require.NotEmpty(t, iss, "without the when, the optional read needs a test")
+	_, iss = tool.CheckGiven("args.approved_by == 'bob'", given)
+	assert.Empty(t, iss)
+
+	turn := mustEnv(t, EnvConfig{Stage: Turn})
+	w, iss := turn.Check("has(session.meta.tier)")
+	require.Empty(t, iss)
+	c, iss := turn.CheckGiven("session.meta.tier == 'banned'", w.PresentIfTrue())
+	require.Empty(t, iss)
+	require.Len(t, c.KeyReads, 1)
+	assert.True(t, c.KeyReads[0].Tested, "a key the when tests is read tested")
+
+	spec := Spec{Stage: Tool, Source: "args.approved_by == 'bob'", ArgsSchemas: []json.RawMessage{schema(t, "refund")}}
+	_, err := CompileSpec(spec)
+	require.Error(t, err)
+	spec.Given = given
+	_, err = CompileSpec(spec)
+	assert.NoError(t, err)
 }
