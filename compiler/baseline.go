@@ -31,11 +31,16 @@ burst; a memoize's scope or single_flight, or a store pointed elsewhere
 (another store, or the same name with another kind, address or prefix),
 empties the cache; a checkpoint's store pointed elsewhere leaves the runs
 saved before unresumable; an MCP server's prefix changed renames its tools,
-whose names key the idempotency records of their calls. The warning is at
+whose names key the idempotency records of their calls; a virtual key
+given another tenant (or renamed while its tenant is its name) leaves the
+records, ledgers and buckets of its calls under the old tenant, reported
+at the key's tenant for each layer keyed by the tenant. The warning is at
 the field that changed in the new policy, and names the tool, what starts
 afresh and the store that keeps the old state. A layer is compared with
 the layer of its chain with its kind and name, else with the only one of
-its kind in both versions; a layer added or removed is not reported,
+its kind in both versions, else with the only one of its kind and name
+another chain adds (a meter moved to another chain starts afresh, its
+keys naming the chain); a layer added or removed is not reported,
 except an idempotent layer removed (or no longer covering a tool) while
 its tool is still side-effecting: its records are left behind and a
 retried call runs again. Changes that keep the keys (ttl, budget, rate, a
@@ -82,10 +87,17 @@ func (c *Compilation) CompareBaseline(old *plan.Plan) {
 
 // changePos is the position of the first field of ch in the policy: the
 // layer's field, its name, the declaration of the store it names or of the
-// MCP server whose prefix changed; for a layer removed, the start of its
-// chain (its first entry), else the declaration of the tool left without
-// it.
+// MCP server whose prefix changed, the tenant of the key whose calls it
+// keys differently (the key, when its tenant is its name); for a layer
+// removed, the start of its chain (its first entry), else the declaration
+// of the tool left without it.
 func (c *Compilation) changePos(ch runtime.StateChange) dsl.Pos {
+	if k := c.Policy.Keys[ch.Key]; k != nil {
+		if k.TenantPos.IsValid() {
+			return k.TenantPos
+		}
+		return k.Pos
+	}
 	chain := c.Policy.Chains[string(ch.Stage)]
 	var entry *dsl.Entry
 	for _, e := range chain {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/openai/openai-go/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -136,4 +137,66 @@ func TestReloadThatLeavesIdempotencyBehindIsRefused(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestReloadThatMovesAKeyToAnotherTenantIsRefused: the tenant of a
+// virtual key is part of every key its calls' records are kept under; a
+// reload that gives the key another tenant would run a refund made before
+// it again when it is retried. It is refused like a change of key_args,
+// unless AllowStateReset, which applies it (and the retry runs again).
+func TestReloadThatMovesAKeyToAnotherTenantIsRefused(t *testing.T) {
+	for _, allow := range []bool{false, true} {
+		t.Run(fmt.Sprintf("allow=%v", allow), func(t *testing.T) {
+			upstream, refunds := inProcessUpstream(t)
+			dir := writePolicy(t, keyArgsPolicy(upstream, `["order_id"]`))
+			s := startServer(t, Options{Source: cueSource(dir), WatchInterval: -1, AllowStateReset: allow})
+			refundOnce(t, s.url, "first")
+			moved := strings.Replace(keyArgsPolicy(upstream, `["order_id"]`), `tenant: "shop"`, `tenant: "store"`, 1)
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte(moved), 0o644))
+			err := s.srv.Reload(context.Background())
+			logs := s.logs.String()
+			assert.Contains(t, logs, "the policy change leaves shared state behind")
+			assert.Contains(t, logs, `keys.agent.tenant \"shop\" → \"store\"`)
+			refundOnce(t, s.url, "retry")
+			if !allow {
+				require.ErrorIs(t, err, ErrStateReset)
+				assert.Contains(t, err.Error(), "refund (keys.agent.tenant)")
+				assert.EqualValues(t, 1, refunds.Load(), "the retry was deduplicated by the policy still serving")
+				return
+			}
+			require.NoError(t, err)
+			assert.EqualValues(t, 2, refunds.Load(), "under the new tenant the retry ran again")
+		})
+	}
+}
+
+// TestReloadThatMovesAKeyToAnotherTenantResetsItsBudget: a meter with
+// scope "key" keeps a ledger per tenant; a reload that gives the key
+// another tenant starts its ledger at 0, so a spent budget is spent again.
+// The reload is applied (a budget is not refused), and logged at the key's
+// tenant.
+func TestReloadThatMovesAKeyToAnotherTenantResetsItsBudget(t *testing.T) {
+	txt := transcript(t, "openai", "text.sse")
+	g := newGateway(t, `{use: "meter", scope: "key", budget: calls: 1}`, []reply{{body: txt}, {body: txt}, {body: txt}}, nil)
+	ask := func() error {
+		_, err := g.openai(t).Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "primary",
+			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}})
+		return err
+	}
+	require.NoError(t, ask())
+	var oe *openai.Error
+	require.ErrorAs(t, ask(), &oe)
+	require.Equal(t, 402, oe.StatusCode, "the tenant's budget is spent")
+	src, err := os.ReadFile(filepath.Join(g.dir, "policy.cue"))
+	require.NoError(t, err)
+	moved := strings.Replace(string(src), `tenant: "acme"`, `tenant: "acme-eu"`, 1)
+	require.NotEqual(t, string(src), moved)
+	require.NoError(t, os.WriteFile(filepath.Join(g.dir, "policy.cue"), []byte(moved), 0o644))
+	require.NoError(t, g.srv.Reload(context.Background()), "a budget started afresh is logged, not refused")
+	logs := g.logs.String()
+	assert.Contains(t, logs, "the policy change leaves shared state behind")
+	assert.Contains(t, logs, `keys.app.tenant \"acme\" → \"acme-eu\"`)
+	assert.Contains(t, logs, "what was spent before the change no longer counts against the budget")
+	require.NoError(t, ask(), "under the new tenant the ledger starts at 0")
+	assert.Equal(t, 2, g.oa.requests())
 }
