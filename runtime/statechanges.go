@@ -231,9 +231,28 @@ func (c StateChange) Message() string {
 // skipped.
 func StateChanges(old, next *plan.Plan) []StateChange {
 	renamed, moves := serverRenames(old, next), tenantMoves(old, next)
-	kept := map[plan.Stage][]map[string]identified{}
-	var pairs [][2]StateSite
-	var removed, added []StateSite
+	pairs, removed, kept := pairSites(old, next)
+	var out []StateChange
+	for _, p := range pairs {
+		out = append(out, layerStateChanges(p[0], p[1], renamed, kept[p[1].Stage])...)
+		out = append(out, tenantStateChanges(p[0], p[1], moves, renamed)...)
+	}
+	for _, s := range removed {
+		out = append(out, removedLayer(s, next, renamed, kept[s.Stage])...)
+	}
+	slices.SortStableFunc(out, func(a, b StateChange) int {
+		return slices.Index(stages, a.Stage) - slices.Index(stages, b.Stage)
+	})
+	return out
+}
+
+// pairSites pairs the layers of old and next as StateChanges compares
+// them: within a chain (pairLayers), then across chains (movedLayers). It
+// returns the pairs, the layers of old left unpaired, and the state keys
+// of each layer of next's chains.
+func pairSites(old, next *plan.Plan) (pairs [][2]StateSite, removed []StateSite, kept map[plan.Stage][]map[string]identified) {
+	kept = map[plan.Stage][]map[string]identified{}
+	var added []StateSite
 	for _, stage := range stages {
 		olds, news := old.Chains.Of(stage), next.Chains.Of(stage)
 		for _, l := range news {
@@ -257,17 +276,73 @@ func StateChanges(old, next *plan.Plan) []StateChange {
 		}
 	}
 	moved, removed := movedLayers(removed, added)
-	var out []StateChange
-	for _, p := range append(pairs, moved...) {
-		out = append(out, layerStateChanges(p[0], p[1], renamed, kept[p[1].Stage])...)
-		out = append(out, tenantStateChanges(p[0], p[1], moves, renamed)...)
+	return append(pairs, moved...), removed, kept
+}
+
+// CoverageChange is a layer keeping records of calls that ran (an
+// idempotent layer) whose `when` may cover fewer calls in the new version
+// of a policy: a call the old `when` covered and the new one does not is
+// no longer deduplicated, so one made before the change runs again when it
+// is repeated. No stored state is lost (StateChange): the records stay,
+// and are not read for those calls.
+type CoverageChange struct {
+	Stage plan.Stage
+	// Layer is the layer's name in the new version, Use its kind and Pos
+	// its position.
+	Layer, Use, Pos string
+	// Was and Now are the sources of the `when` before and after ("":
+	// unset, every call).
+	Was, Now string
+	// Tools are the tools whose records the layer keeps, sorted.
+	Tools []string
+}
+
+// Message describes c in one sentence.
+func (c CoverageChange) Message() string {
+	ref := c.Layer
+	if c.Layer != c.Use {
+		ref += " (" + c.Use + ")"
 	}
-	for _, s := range removed {
-		out = append(out, removedLayer(s, next, renamed, kept[s.Stage])...)
+	src := func(s string) string {
+		if s == "" {
+			return "unset"
+		}
+		return strconv.Quote(s)
 	}
-	slices.SortStableFunc(out, func(a, b StateChange) int {
-		return slices.Index(stages, a.Stage) - slices.Index(stages, b.Stage)
-	})
+	return fmt.Sprintf("%s covers calls by another when than the baseline (when %s → %s): a call of %s that the baseline's when covered and this one does not is no longer deduplicated: one made before the change runs again if repeated",
+		ref, src(c.Was), src(c.Now), strings.Join(c.Tools, ", "))
+}
+
+// CoverageChanges returns the layers of next, paired with old's as
+// StateChanges pairs them, that keep records of calls that ran and whose
+// `when` may cover fewer calls than old's: set where it was unset, or
+// changed (which calls two predicates cover is not compared; a `when`
+// removed covers every call, and is not reported).
+func CoverageChanges(old, next *plan.Plan) []CoverageChange {
+	pairs, _, _ := pairSites(old, next)
+	var out []CoverageChange
+	for _, p := range pairs {
+		was, now := p[0].Layer.When, p[1].Layer.When
+		if now == nil || (was != nil && was.Source == now.Source) {
+			continue
+		}
+		ks, _ := keysAt(p[1], nil)
+		var tools []string
+		for _, id := range slices.Sorted(maps.Keys(ks)) {
+			if ks[id].Repeats {
+				tools = append(tools, ks[id].Tool)
+			}
+		}
+		if len(tools) == 0 {
+			continue
+		}
+		c := CoverageChange{Stage: p[1].Stage, Layer: p[1].Name(), Use: p[1].Layer.Use, Pos: p[1].Layer.Pos, Now: now.Source}
+		if was != nil {
+			c.Was = was.Source
+		}
+		c.Tools = tools
+		out = append(out, c)
+	}
 	return out
 }
 

@@ -658,3 +658,44 @@ func TestStateChangesPairing(t *testing.T) {
 		})
 	}
 }
+
+// TestCoverageChanges: an idempotent layer given a when, or another when,
+// may no longer deduplicate calls its baseline did; a when removed, or
+// kept, and a when on a layer that keeps no records of calls that ran,
+// are not reported. No stored state is lost: StateChanges says nothing.
+func TestCoverageChanges(t *testing.T) {
+	when := func(src string, l plan.Layer) plan.Layer {
+		if src != "" {
+			l.When = &plan.Predicate{Stage: plan.StageTool, Source: src}
+		}
+		return l
+	}
+	dedup := func(src string) plan.Layer {
+		return when(src, rt.Layer("idempotent", `{"store":"shared","key_args":["order_id"]}`))
+	}
+	for name, tc := range map[string]struct {
+		was, now string
+		layer    func(string) plan.Layer
+		want     []string
+	}{
+		"when set":     {"", "args.amount > 100.0", dedup, []string{"unset", `"args.amount > 100.0"`}},
+		"when changed": {"args.amount > 0.0", "args.amount > 100.0", dedup, []string{`"args.amount > 0.0"`, `"args.amount > 100.0"`}},
+		"when removed": {"args.amount > 0.0", "", dedup, nil},
+		"when kept":    {"args.amount > 0.0", "args.amount > 0.0", dedup, nil},
+		"a meter's":    {"", "args.amount > 100.0", func(src string) plan.Layer { return when(src, sharedMeter("key")) }, nil},
+	} {
+		t.Run(name, func(t *testing.T) {
+			old, next := resetPlan(toolChain(tc.layer(tc.was))), resetPlan(toolChain(tc.layer(tc.now)))
+			assert.Empty(t, runtime.StateChanges(old, next))
+			cs := runtime.CoverageChanges(old, next)
+			if tc.want == nil {
+				assert.Empty(t, cs)
+				return
+			}
+			require.Len(t, cs, 1)
+			assert.Equal(t, []string{"payout", "refund"}, cs[0].Tools)
+			assert.Contains(t, cs[0].Message(), "(when "+strings.Join(tc.want, " → ")+")")
+			assert.Contains(t, cs[0].Message(), "is no longer deduplicated: one made before the change runs again if repeated")
+		})
+	}
+}

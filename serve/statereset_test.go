@@ -200,3 +200,23 @@ func TestReloadThatMovesAKeyToAnotherTenantResetsItsBudget(t *testing.T) {
 	require.NoError(t, ask(), "under the new tenant the ledger starts at 0")
 	assert.Equal(t, 2, g.oa.requests())
 }
+
+// TestReloadThatNarrowsIdempotentsWhenIsLogged: an idempotent layer given
+// a when that no longer covers a refund of 40 runs that refund again when
+// it is retried after the reload. The reload is applied (a narrowing is not
+// told from a widening) and logged, naming the layer and the tools.
+func TestReloadThatNarrowsIdempotentsWhenIsLogged(t *testing.T) {
+	upstream, refunds := inProcessUpstream(t)
+	dir := writePolicy(t, keyArgsPolicy(upstream, `["order_id"]`))
+	s := startServer(t, Options{Source: cueSource(dir), WatchInterval: -1})
+	refundOnce(t, s.url, "first")
+	narrowed := strings.Replace(keyArgsPolicy(upstream, `["order_id"]`), `use: "idempotent",`, `use: "idempotent", when: "args.amount > 100.0",`, 1)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte(narrowed), 0o644))
+	require.NoError(t, s.srv.Reload(context.Background()))
+	logs := s.logs.String()
+	assert.Contains(t, logs, "the policy change may narrow what a layer deduplicates")
+	assert.Contains(t, logs, `when unset → \"args.amount > 100.0\"`)
+	assert.NotContains(t, logs, "leaves shared state behind")
+	refundOnce(t, s.url, "retry")
+	assert.EqualValues(t, 2, refunds.Load(), "the refund of 40, no longer covered, ran again")
+}
