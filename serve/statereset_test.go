@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -25,6 +26,20 @@ chains: tool: [{use: "idempotent", key_args: %s}]
 `, sha("agent-key"), upstream, keyArgs)
 }
 
+// refundThenReload serves keyArgsPolicy deduplicating on order_id, refunds
+// order A1 once in run "first", writes the policy edit makes of it and
+// reloads; it returns the server, the upstream's count of refunds and the
+// reload's error.
+func refundThenReload(t *testing.T, allow bool, edit func(string) string) (*served, *atomic.Int64, error) {
+	t.Helper()
+	upstream, refunds := inProcessUpstream(t)
+	dir := writePolicy(t, keyArgsPolicy(upstream, `["order_id"]`))
+	s := startServer(t, Options{Source: cueSource(dir), WatchInterval: -1, AllowStateReset: allow})
+	refundOnce(t, s.url, "first")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte(edit(keyArgsPolicy(upstream, `["order_id"]`))), 0o644))
+	return s, refunds, s.srv.Reload(context.Background())
+}
+
 // TestReloadThatResetsIdempotencyIsRefused: a reload that changes
 // idempotent's key_args would run a refund made before it again when it is
 // retried; it is refused, counted and logged, the running policy serving
@@ -32,13 +47,10 @@ chains: tool: [{use: "idempotent", key_args: %s}]
 func TestReloadThatResetsIdempotencyIsRefused(t *testing.T) {
 	for _, allow := range []bool{false, true} {
 		t.Run(fmt.Sprintf("allow=%v", allow), func(t *testing.T) {
-			upstream, refunds := inProcessUpstream(t)
-			dir := writePolicy(t, keyArgsPolicy(upstream, `["order_id"]`))
-			s := startServer(t, Options{Source: cueSource(dir), WatchInterval: -1, AllowStateReset: allow})
+			s, refunds, err := refundThenReload(t, allow, func(src string) string {
+				return strings.Replace(src, `key_args: ["order_id"]`, `key_args: ["order_id", "amount"]`, 1)
+			})
 			refund := func(run string) { refundOnce(t, s.url, run) }
-			refund("first")
-			require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte(keyArgsPolicy(upstream, `["order_id", "amount"]`)), 0o644))
-			err := s.srv.Reload(context.Background())
 			metrics := scrape(t, s.url)
 			logs := s.logs.String()
 			assert.Contains(t, logs, "the policy change leaves shared state behind")
@@ -147,13 +159,9 @@ func TestReloadThatLeavesIdempotencyBehindIsRefused(t *testing.T) {
 func TestReloadThatMovesAKeyToAnotherTenantIsRefused(t *testing.T) {
 	for _, allow := range []bool{false, true} {
 		t.Run(fmt.Sprintf("allow=%v", allow), func(t *testing.T) {
-			upstream, refunds := inProcessUpstream(t)
-			dir := writePolicy(t, keyArgsPolicy(upstream, `["order_id"]`))
-			s := startServer(t, Options{Source: cueSource(dir), WatchInterval: -1, AllowStateReset: allow})
-			refundOnce(t, s.url, "first")
-			moved := strings.Replace(keyArgsPolicy(upstream, `["order_id"]`), `tenant: "shop"`, `tenant: "store"`, 1)
-			require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte(moved), 0o644))
-			err := s.srv.Reload(context.Background())
+			s, refunds, err := refundThenReload(t, allow, func(src string) string {
+				return strings.Replace(src, `tenant: "shop"`, `tenant: "store"`, 1)
+			})
 			logs := s.logs.String()
 			assert.Contains(t, logs, "the policy change leaves shared state behind")
 			assert.Contains(t, logs, `keys.agent.tenant \"shop\" → \"store\"`)
@@ -206,13 +214,10 @@ func TestReloadThatMovesAKeyToAnotherTenantResetsItsBudget(t *testing.T) {
 // it is retried after the reload. The reload is applied (a narrowing is not
 // told from a widening) and logged, naming the layer and the tools.
 func TestReloadThatNarrowsIdempotentsWhenIsLogged(t *testing.T) {
-	upstream, refunds := inProcessUpstream(t)
-	dir := writePolicy(t, keyArgsPolicy(upstream, `["order_id"]`))
-	s := startServer(t, Options{Source: cueSource(dir), WatchInterval: -1})
-	refundOnce(t, s.url, "first")
-	narrowed := strings.Replace(keyArgsPolicy(upstream, `["order_id"]`), `use: "idempotent",`, `use: "idempotent", when: "args.amount > 100.0",`, 1)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte(narrowed), 0o644))
-	require.NoError(t, s.srv.Reload(context.Background()))
+	s, refunds, err := refundThenReload(t, false, func(src string) string {
+		return strings.Replace(src, `use: "idempotent",`, `use: "idempotent", when: "args.amount > 100.0",`, 1)
+	})
+	require.NoError(t, err)
 	logs := s.logs.String()
 	assert.Contains(t, logs, "the policy change may narrow what a layer deduplicates")
 	assert.Contains(t, logs, `when unset → \"args.amount > 100.0\"`)
