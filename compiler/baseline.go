@@ -14,6 +14,10 @@ import (
 // leaves behind (agentc vet -baseline).
 const RuleStateReset = "state/reset"
 
+// RuleStateCoverage is the rule of an idempotent layer whose `when` may
+// cover fewer calls than the deployed policy's (agentc vet -baseline).
+const RuleStateCoverage = "state/coverage"
+
 // baselineRules are the rules that compare a policy with what is deployed.
 var baselineRules = []Rule{
 	{RuleStateReset, dsl.Warning, "a change from the deployed policy (vet -baseline) leaves a layer's shared state behind", `
@@ -31,16 +35,31 @@ burst; a memoize's scope or single_flight, or a store pointed elsewhere
 (another store, or the same name with another kind, address or prefix),
 empties the cache; a checkpoint's store pointed elsewhere leaves the runs
 saved before unresumable; an MCP server's prefix changed renames its tools,
-whose names key the idempotency records of their calls. The warning is at
+whose names key the idempotency records of their calls; a virtual key
+given another tenant (or renamed while its tenant is its name) leaves the
+records, ledgers and buckets of its calls under the old tenant, reported
+at the key's tenant for each layer keyed by the tenant. The warning is at
 the field that changed in the new policy, and names the tool, what starts
 afresh and the store that keeps the old state. A layer is compared with
 the layer of its chain with its kind and name, else with the only one of
-its kind in both versions; a layer added or removed is not reported,
+its kind in both versions, else with the only one of its kind and name
+another chain adds (a meter moved to another chain starts afresh, its
+keys naming the chain); a layer added or removed is not reported,
 except an idempotent layer removed (or no longer covering a tool) while
 its tool is still side-effecting: its records are left behind and a
 retried call runs again. Changes that keep the keys (ttl, budget, rate, a
 store renamed with the same declaration) are not reported. agentc serve
 compares a reload the same way (docs/serve.md).`},
+	{RuleStateCoverage, dsl.Warning, "a change from the deployed policy (vet -baseline) may narrow the calls an idempotent layer deduplicates", `
+Reported only by agentc vet -baseline OLD: an idempotent layer given a
+when, or another when, than the deployed one. A call the deployed when
+covered and the new one does not is no longer deduplicated, so a refund
+made before the change runs again when it is retried after it. No stored
+state is lost (that is state/reset): the records stay, and are not read
+for those calls. Which calls two predicates cover is not compared, so
+every change of when is reported, at the new when; a when removed covers
+every call and is not. agentc serve logs such a reload and applies it
+(docs/serve.md).`},
 }
 
 // LoadBaseline returns the plan of the policy at path, what is deployed: a
@@ -69,8 +88,10 @@ func LoadBaseline(ctx context.Context, path string, opts Options) (*plan.Plan, e
 
 // CompareBaseline reports, as state/reset warnings, each layer whose state
 // the policy, changed from old (the deployed plan), leaves behind
-// (runtime.StateChanges), each at the field that changed. A policy that did
-// not compile to a plan is not compared.
+// (runtime.StateChanges), each at the field that changed, and, as
+// state/coverage warnings, each idempotent layer whose when may cover fewer
+// calls (runtime.CoverageChanges), at its when. A policy that did not
+// compile to a plan is not compared.
 func (c *Compilation) CompareBaseline(old *plan.Plan) {
 	if c.Plan == nil || c.Policy == nil || old == nil {
 		return
@@ -78,22 +99,42 @@ func (c *Compilation) CompareBaseline(old *plan.Plan) {
 	for _, ch := range runtime.StateChanges(old, c.Plan) {
 		c.report(dsl.Warnf(c.changePos(ch), RuleStateReset, "%s", ch.Message()))
 	}
+	for _, ch := range runtime.CoverageChanges(old, c.Plan) {
+		pos := dsl.Pos{}
+		if e := c.entry(ch.Stage, ch.Layer); e != nil && e.When != nil {
+			pos = e.When.Pos
+		} else if e != nil {
+			pos = e.Pos
+		}
+		c.report(dsl.Warnf(pos, RuleStateCoverage, "%s", ch.Message()))
+	}
+}
+
+// entry returns the layer called name of the policy's chain of stage.
+func (c *Compilation) entry(stage plan.Stage, name string) *dsl.Entry {
+	for _, e := range c.Policy.Chains[string(stage)] {
+		if e.Name == name {
+			return e
+		}
+	}
+	return nil
 }
 
 // changePos is the position of the first field of ch in the policy: the
 // layer's field, its name, the declaration of the store it names or of the
-// MCP server whose prefix changed; for a layer removed, the start of its
-// chain (its first entry), else the declaration of the tool left without
-// it.
+// MCP server whose prefix changed, the tenant of the key whose calls it
+// keys differently (the key, when its tenant is its name); for a layer
+// removed, the start of its chain (its first entry), else the declaration
+// of the tool left without it.
 func (c *Compilation) changePos(ch runtime.StateChange) dsl.Pos {
-	chain := c.Policy.Chains[string(ch.Stage)]
-	var entry *dsl.Entry
-	for _, e := range chain {
-		if e.Name == ch.Layer {
-			entry = e
-			break
+	if k := c.Policy.Keys[ch.Key]; k != nil {
+		if k.TenantPos.IsValid() {
+			return k.TenantPos
 		}
+		return k.Pos
 	}
+	chain := c.Policy.Chains[string(ch.Stage)]
+	entry := c.entry(ch.Stage, ch.Layer)
 	if ch.Removed && len(ch.Fields) == 0 {
 		switch {
 		case len(chain) > 0:

@@ -62,8 +62,10 @@ type Key struct {
 	Pos    Pos
 	SHA256 string
 	Env    string
-	// Tenant defaults to the key's name.
-	Tenant string
+	// Tenant defaults to the key's name; TenantPos is where it is set
+	// (invalid when it is not).
+	Tenant    string
+	TenantPos Pos
 }
 
 // MCPServer is an upstream MCP server of `agentc serve`: exactly one of
@@ -90,7 +92,7 @@ func (l *loader) decodeServe(p *Policy, v cue.Value) {
 		k.SHA256, _ = kv.LookupPath(cue.ParsePath("sha256")).String()
 		k.Env, _ = kv.LookupPath(cue.ParsePath("env")).String()
 		if t, err := kv.LookupPath(cue.ParsePath("tenant")).String(); err == nil {
-			k.Tenant = t
+			k.Tenant, k.TenantPos = t, l.userPos([]string{"keys", name, "tenant"})
 		}
 		hasSHA, hasEnv := kv.LookupPath(cue.ParsePath("sha256")).Exists(), kv.LookupPath(cue.ParsePath("env")).Exists()
 		if hasEnv && KeyShaped(k.Env) {

@@ -27,10 +27,36 @@ type StateSite struct {
 	Plan  *plan.Plan
 	Stage plan.Stage
 	Layer plan.Layer
+	// Tenant is the tenant of the sample calls ("": SampleRun's).
+	Tenant string
 }
 
 // Name returns the layer's name (its use when unnamed).
 func (s StateSite) Name() string { return layerName(s.Layer) }
+
+// Run returns the run of the sample calls whose keys StateKeys returns:
+// SampleRun, or, under Tenant when set, a run of that tenant's named as
+// agentc serve names it (TenantRunID).
+func (s StateSite) Run() Run {
+	r := SampleRun
+	if s.Tenant != "" {
+		r.Tenant, r.ID = s.Tenant, TenantRunID(s.Tenant, SampleRun.ID)
+	}
+	return r
+}
+
+// TenantRunID returns the id of the run a caller of tenant names name, as
+// agentc serve keeps tenants' runs apart: the tenant before name, so that
+// two tenants naming the same run never share its state. A slash in the
+// tenant is escaped (%2F, as in a URL path), so the prefix ends at the
+// first slash: tenant "bank" naming run "retail/r1" never reaches the run
+// "r1" of tenant "bank/retail". No tenant keeps name as it is.
+func TenantRunID(tenant, name string) string {
+	if tenant == "" {
+		return name
+	}
+	return url.PathEscape(tenant) + "/" + name
+}
 
 // CoveredTool is a side-effecting tool a layer applies to, as the tool
 // chain sees its calls.
@@ -97,7 +123,8 @@ func (s StateSite) SideEffectingTools() []CoveredTool {
 	return out
 }
 
-// SampleRun is the run of the sample calls whose keys StateKeys returns.
+// SampleRun is the run of the sample calls whose keys StateKeys returns
+// (StateSite.Run).
 var SampleRun = Run{ID: "sample-run", Tenant: "sample-tenant"}
 
 // StateKey is one key a layer keeps state under.
@@ -141,15 +168,19 @@ type StateChange struct {
 	Removed bool
 	// Fields are what changed, as written in the new version: the layer's
 	// config fields ("key_args", "scope", "store"), "name", "tools" (its
-	// scope), "stores.NAME" for the declaration of the store it names, or
+	// scope), "chain" (the layer moved to another chain), "stores.NAME"
+	// for the declaration of the store it names,
 	// "mcp_servers.NAME.prefix" for the prefix of the MCP server that
-	// serves Tool.
+	// serves Tool, or "keys.KEY.tenant" for the tenant of a virtual key.
 	Fields []string
 	// Was and Now are the values of Fields before and after, as JSON.
 	Was, Now []string
 	// Tool is the tool whose records start afresh ("" for every call),
 	// and Server the MCP server that serves it ("" for a declared tool).
 	Tool, Server string
+	// Key is the virtual key whose calls alone start afresh (its tenant
+	// changed: Fields is "keys.KEY.tenant"), "" for every caller's.
+	Key string
 	// What, Then and Repeats are the key's (StateKey).
 	What, Then string
 	Repeats    bool
@@ -173,6 +204,9 @@ func (c StateChange) Message() string {
 	case c.Removed:
 		return fmt.Sprintf("%s no longer covers %s (%s): its %s, kept %s, are left behind: %s",
 			ref, c.Tool, strings.Join(changed, ", "), c.What, c.Where, c.Then)
+	case c.Key != "":
+		return fmt.Sprintf("%s keys the calls of key %q differently from the baseline (%s): its %s, kept %s, start afresh for them: %s",
+			ref, c.Key, strings.Join(changed, ", "), c.What, c.Where, c.Then)
 	}
 	return fmt.Sprintf("%s keys its state differently from the baseline (%s): its %s, kept %s, start afresh: %s",
 		ref, strings.Join(changed, ", "), c.What, c.Where, c.Then)
@@ -182,35 +216,222 @@ func (c StateChange) Message() string {
 // policy, sharing their stores (a reload, a rollout), and returns the state
 // old kept that next leaves behind. A layer is compared with the layer of
 // the same chain and kind that has its name, else with the only one of its
-// kind in both versions of the chain. A layer added is not a change of
-// state, nor is one removed, except for records of calls that ran
-// (StateKey.Repeats): those a layer removed, or no longer applying to a
-// tool, kept are reported while the tool is still side-effecting and no
-// layer of the chain keeps them under the same key. The tools of an MCP
-// server are paired across versions by the server's name, else by its
-// command or URL (a server renamed). Layers whose middleware is not
-// registered, or whose config does not decode, are skipped.
+// kind in both versions of the chain, else with the only layer of its kind
+// and name that another chain of next adds (a layer moved to another
+// chain). A layer added is not a change of state, nor is one removed,
+// except for records of calls that ran (StateKey.Repeats): those a layer
+// removed, or no longer applying to a tool, kept are reported while the
+// tool is still side-effecting and no layer of the chain keeps them under
+// the same key. The tools of an MCP server are paired across versions by
+// the server's name, else by its command or URL (a server renamed). A
+// virtual key whose tenant changed (paired by name, else by its secret: a
+// key renamed) moves its callers' state, for each layer keyed by the
+// tenant, to keys under the new tenant: reported once per key (Key). Layers
+// whose middleware is not registered, or whose config does not decode, are
+// skipped.
 func StateChanges(old, next *plan.Plan) []StateChange {
+	renamed, moves := serverRenames(old, next), tenantMoves(old, next)
+	pairs, removed, kept := pairSites(old, next)
 	var out []StateChange
-	renamed := serverRenames(old, next)
-	for _, stage := range []plan.Stage{plan.StageChat, plan.StageTool, plan.StageTurn} {
+	for _, p := range pairs {
+		out = append(out, layerStateChanges(p[0], p[1], renamed, kept[p[1].Stage])...)
+		out = append(out, tenantStateChanges(p[0], p[1], moves, renamed)...)
+	}
+	for _, s := range removed {
+		out = append(out, removedLayer(s, next, renamed, kept[s.Stage])...)
+	}
+	slices.SortStableFunc(out, func(a, b StateChange) int {
+		return slices.Index(stages, a.Stage) - slices.Index(stages, b.Stage)
+	})
+	return out
+}
+
+// pairSites pairs the layers of old and next as StateChanges compares
+// them: within a chain (pairLayers), then across chains (movedLayers). It
+// returns the pairs, the layers of old left unpaired, and the state keys
+// of each layer of next's chains.
+func pairSites(old, next *plan.Plan) (pairs [][2]StateSite, removed []StateSite, kept map[plan.Stage][]map[string]identified) {
+	kept = map[plan.Stage][]map[string]identified{}
+	var added []StateSite
+	for _, stage := range stages {
 		olds, news := old.Chains.Of(stage), next.Chains.Of(stage)
-		var kept []map[string]identified
 		for _, l := range news {
 			ks, _ := keysAt(StateSite{Plan: next, Stage: stage, Layer: l}, nil)
-			kept = append(kept, ks)
+			kept[stage] = append(kept[stage], ks)
 		}
-		paired := map[int]bool{}
+		pairedOld, pairedNew := map[int]bool{}, map[int]bool{}
 		for _, pair := range pairLayers(olds, news) {
-			paired[pair[0]] = true
-			out = append(out, layerStateChanges(
-				StateSite{Plan: old, Stage: stage, Layer: olds[pair[0]]},
-				StateSite{Plan: next, Stage: stage, Layer: news[pair[1]]}, renamed, kept)...)
+			pairedOld[pair[0]], pairedNew[pair[1]] = true, true
+			pairs = append(pairs, [2]StateSite{{Plan: old, Stage: stage, Layer: olds[pair[0]]}, {Plan: next, Stage: stage, Layer: news[pair[1]]}})
 		}
 		for i, l := range olds {
-			if !paired[i] {
-				out = append(out, removedLayer(StateSite{Plan: old, Stage: stage, Layer: l}, next, renamed, kept)...)
+			if !pairedOld[i] {
+				removed = append(removed, StateSite{Plan: old, Stage: stage, Layer: l})
 			}
+		}
+		for j, l := range news {
+			if !pairedNew[j] {
+				added = append(added, StateSite{Plan: next, Stage: stage, Layer: l})
+			}
+		}
+	}
+	moved, removed := movedLayers(removed, added)
+	return append(pairs, moved...), removed, kept
+}
+
+// CoverageChange is a layer keeping records of calls that ran (an
+// idempotent layer) whose `when` may cover fewer calls in the new version
+// of a policy: a call the old `when` covered and the new one does not is
+// no longer deduplicated, so one made before the change runs again when it
+// is repeated. No stored state is lost (StateChange): the records stay,
+// and are not read for those calls.
+type CoverageChange struct {
+	Stage plan.Stage
+	// Layer is the layer's name in the new version, Use its kind and Pos
+	// its position.
+	Layer, Use, Pos string
+	// Was and Now are the sources of the `when` before and after ("":
+	// unset, every call).
+	Was, Now string
+	// Tools are the tools whose records the layer keeps, sorted.
+	Tools []string
+}
+
+// Message describes c in one sentence.
+func (c CoverageChange) Message() string {
+	ref := c.Layer
+	if c.Layer != c.Use {
+		ref += " (" + c.Use + ")"
+	}
+	src := func(s string) string {
+		if s == "" {
+			return "unset"
+		}
+		return strconv.Quote(s)
+	}
+	return fmt.Sprintf("%s covers calls by another when than the baseline (when %s → %s): a call of %s that the baseline's when covered and this one does not is no longer deduplicated: one made before the change runs again if repeated",
+		ref, src(c.Was), src(c.Now), strings.Join(c.Tools, ", "))
+}
+
+// CoverageChanges returns the layers of next, paired with old's as
+// StateChanges pairs them, that keep records of calls that ran and whose
+// `when` may cover fewer calls than old's: set where it was unset, or
+// changed (which calls two predicates cover is not compared; a `when`
+// removed covers every call, and is not reported).
+func CoverageChanges(old, next *plan.Plan) []CoverageChange {
+	pairs, _, _ := pairSites(old, next)
+	var out []CoverageChange
+	for _, p := range pairs {
+		was, now := p[0].Layer.When, p[1].Layer.When
+		if now == nil || (was != nil && was.Source == now.Source) {
+			continue
+		}
+		ks, _ := keysAt(p[1], nil)
+		var tools []string
+		for _, id := range slices.Sorted(maps.Keys(ks)) {
+			if ks[id].Repeats {
+				tools = append(tools, ks[id].Tool)
+			}
+		}
+		if len(tools) == 0 {
+			continue
+		}
+		c := CoverageChange{Stage: p[1].Stage, Layer: p[1].Name(), Use: p[1].Layer.Use, Pos: p[1].Layer.Pos, Now: now.Source}
+		if was != nil {
+			c.Was = was.Source
+		}
+		c.Tools = tools
+		out = append(out, c)
+	}
+	return out
+}
+
+// stages are the chains in the order StateChanges reports them.
+var stages = []plan.Stage{plan.StageChat, plan.StageTool, plan.StageTurn}
+
+// movedLayers pairs each layer of removed (layers of old no layer of their
+// chain in next pairs with) with the only layer of added (those of next
+// unpaired) of its kind and name in another chain, when it is the only one
+// of removed with that kind and name; it returns the pairs and the layers
+// of removed left unpaired.
+func movedLayers(removed, added []StateSite) (pairs [][2]StateSite, rest []StateSite) {
+	same := func(ss []StateSite, o StateSite) []StateSite {
+		var out []StateSite
+		for _, s := range ss {
+			if s.Layer.Use == o.Layer.Use && s.Name() == o.Name() {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	for _, o := range removed {
+		if to := same(added, o); len(to) == 1 && to[0].Stage != o.Stage && len(same(removed, o)) == 1 {
+			pairs = append(pairs, [2]StateSite{o, to[0]})
+			continue
+		}
+		rest = append(rest, o)
+	}
+	return pairs, rest
+}
+
+// tenantMove is a virtual key of next whose calls had another tenant in
+// old.
+type tenantMove struct{ key, was, now string }
+
+// tenantMoves returns the keys of next whose tenant differs from theirs in
+// old, sorted by name: a key is paired with old's key of its name, else
+// with the only key old has and next does not with its sha256 or env (a
+// key renamed, whose tenant defaults to its name).
+func tenantMoves(old, next *plan.Plan) []tenantMove {
+	var out []tenantMove
+	for _, name := range slices.Sorted(maps.Keys(next.Keys)) {
+		k := next.Keys[name]
+		was, ok := old.Keys[name]
+		wasName := name
+		if !ok {
+			var same []string
+			for n, o := range old.Keys {
+				if _, kept := next.Keys[n]; !kept && ((k.SHA256 != "" && o.SHA256 == k.SHA256) || (k.Env != "" && o.Env == k.Env)) {
+					same = append(same, n)
+				}
+			}
+			if len(same) != 1 {
+				continue
+			}
+			wasName, was = same[0], old.Keys[same[0]]
+		}
+		if t, u := was.TenantOf(wasName), k.TenantOf(name); t != u {
+			out = append(out, tenantMove{key: name, was: t, now: u})
+		}
+	}
+	return out
+}
+
+// tenantStateChanges returns, for each key whose tenant changed (moves),
+// the state of the paired layers old and next that its calls kept under
+// the old tenant and keep under another key now. A tool whose key changed
+// for every caller (layerStateChanges) is not reported again.
+func tenantStateChanges(old, next StateSite, moves []tenantMove, renamed map[string]string) []StateChange {
+	was, ok := keysAt(old, renamed)
+	if !ok || len(moves) == 0 {
+		return nil
+	}
+	now, _ := keysAt(next, nil)
+	var out []StateChange
+	for _, m := range moves {
+		o, n := old, next
+		o.Tenant, n.Tenant = m.was, m.now
+		wt, _ := keysAt(o, renamed)
+		nt, _ := keysAt(n, nil)
+		for _, id := range slices.Sorted(maps.Keys(wt)) {
+			w, before := wt[id]
+			k, after := nt[id]
+			if !before || !after || was[id].id != now[id].id || was[id].Key != now[id].Key || w.Key == k.Key {
+				continue
+			}
+			out = append(out, StateChange{Stage: next.Stage, Layer: next.Name(), Use: next.Layer.Use, Pos: next.Layer.Pos,
+				Key: m.key, Fields: []string{"keys." + m.key + ".tenant"}, Was: []string{strconv.Quote(m.was)}, Now: []string{strconv.Quote(m.now)},
+				Tool: k.Tool, Server: k.Server, What: k.What, Then: k.Then, Repeats: k.Repeats, Where: describeStore(old.Plan, w.Store)})
 		}
 	}
 	return out
@@ -429,6 +650,13 @@ func changedFields(old, next StateSite, id string, w identified, renamed map[str
 		}
 		if k, hhas := hk[id]; hhas != has || k.Key != nk.Key || k.id != nk.id {
 			fields, was, now = append(fields, f), append(was, jsonOr(oldCfg[f])), append(now, jsonOr(newCfg[f]))
+		}
+	}
+	if old.Stage != next.Stage {
+		h := next
+		h.Stage = old.Stage
+		if hk, _ := keysAt(h, nil); hk[id].Key != nk.Key || hk[id].id != nk.id {
+			fields, was, now = append(fields, "chain"), append(was, strconv.Quote(string(old.Stage))), append(now, strconv.Quote(string(next.Stage)))
 		}
 	}
 	if has && nk.Store == w.Store && nk.id != w.id {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -508,4 +509,193 @@ func TestStateKeysOfMCPTools(t *testing.T) {
 	want := runtime.LayerStateKeys(runtime.StateSite{Plan: declared, Stage: plan.StageTool, Layer: l})
 	require.Len(t, want, 1)
 	assert.Equal(t, want[0].Key, ks[0].Key)
+}
+
+// sharedMeter returns a meter of scope in the shared store.
+func sharedMeter(scope string) plan.Layer {
+	return rt.Layer("meter", `{"store":"shared","scope":"`+scope+`","budget":{"usd":50}}`)
+}
+
+// withKeys returns p with the virtual keys keys.
+func withKeys(p *plan.Plan, keys map[string]plan.Key) *plan.Plan {
+	p.Keys = keys
+	return p
+}
+
+// TestStateChangesTenant: the tenant of a virtual key is part of the keys of
+// every layer keyed by the tenant (idempotent, meter and rate_limit with
+// scope "key", memoize with scope "key"); a key given another tenant, or a
+// key renamed whose tenant is its name, leaves its calls' state behind,
+// reported at the key's tenant for those layers only.
+func TestStateChangesTenant(t *testing.T) {
+	chains := func() plan.Chains {
+		return plan.Chains{
+			Chat: []plan.Layer{
+				rt.Layer("meter", `{"store":"shared","scope":"key","budget":{"usd":50}}`),
+				rt.Named("total", rt.Layer("meter", `{"store":"shared","scope":"global","budget":{"usd":500}}`)),
+				rt.Layer("rate_limit", `{"store":"shared","rate":6,"per":"1m","scope":"key"}`),
+			},
+			Tool: []plan.Layer{rt.Layer("idempotent", `{"store":"shared","key_args":["order_id"]}`)},
+		}
+	}
+	old := withKeys(resetPlan(chains()), map[string]plan.Key{
+		"agent": {SHA256: "aa", Tenant: "shop"},
+		"ops":   {Env: "OPS_KEY", Tenant: "ops"},
+	})
+	tenantFields := func(cs []runtime.StateChange) [][]string {
+		var out [][]string
+		for _, c := range cs {
+			out = append(out, append([]string{c.Layer, c.Tool, c.Key}, append(c.Fields, c.Was[0], c.Now[0])...))
+		}
+		return out
+	}
+
+	t.Run("key moved to another tenant", func(t *testing.T) {
+		next := withKeys(resetPlan(chains()), map[string]plan.Key{
+			"agent": {SHA256: "aa", Tenant: "store"},
+			"ops":   {Env: "OPS_KEY", Tenant: "ops"},
+		})
+		cs := runtime.StateChanges(old, next)
+		assert.Equal(t, [][]string{
+			{"meter", "", "agent", "keys.agent.tenant", `"shop"`, `"store"`},
+			{"rate_limit", "", "agent", "keys.agent.tenant", `"shop"`, `"store"`},
+			{"idempotent", "payout", "agent", "keys.agent.tenant", `"shop"`, `"store"`},
+			{"idempotent", "refund", "agent", "keys.agent.tenant", `"shop"`, `"store"`},
+		}, tenantFields(cs))
+		require.Len(t, cs, 4)
+		assert.False(t, cs[0].Repeats)
+		assert.True(t, cs[3].Repeats)
+		assert.Equal(t, `idempotent keys the calls of key "agent" differently from the baseline (keys.agent.tenant "shop" → "store"): `+
+			`its idempotency records of refund, kept in store "shared" (redis, url_env REDIS_URL, prefix billing), start afresh for them: `+
+			`calls of refund made before the change run again if repeated`, cs[3].Message())
+	})
+	t.Run("key renamed, its tenant its name", func(t *testing.T) {
+		o := withKeys(resetPlan(chains()), map[string]plan.Key{"agent": {SHA256: "aa"}})
+		n := withKeys(resetPlan(chains()), map[string]plan.Key{"bot": {SHA256: "aa"}})
+		cs := runtime.StateChanges(o, n)
+		require.Len(t, cs, 4)
+		assert.Equal(t, []string{"idempotent", "refund", "bot", "keys.bot.tenant", `"agent"`, `"bot"`}, tenantFields(cs)[3])
+	})
+	t.Run("key renamed keeping its tenant, tenant renamed on no key, key added or removed", func(t *testing.T) {
+		next := withKeys(resetPlan(chains()), map[string]plan.Key{
+			"shop_agent": {SHA256: "aa", Tenant: "shop"},
+			"audit":      {SHA256: "bb", Tenant: "audit"},
+		})
+		assert.Empty(t, runtime.StateChanges(old, next))
+	})
+	t.Run("a key with a new secret is another caller", func(t *testing.T) {
+		next := withKeys(resetPlan(chains()), map[string]plan.Key{"bot": {SHA256: "cc"}, "ops": {Env: "OPS_KEY", Tenant: "ops"}})
+		assert.Empty(t, runtime.StateChanges(old, next))
+	})
+	t.Run("a run's state, its id named by its tenant", func(t *testing.T) {
+		o := withKeys(resetPlan(plan.Chains{Chat: []plan.Layer{sharedMeter("run"), rt.Named("total", sharedMeter("global"))}}), map[string]plan.Key{"agent": {SHA256: "aa", Tenant: "shop"}})
+		n := withKeys(resetPlan(plan.Chains{Chat: []plan.Layer{sharedMeter("run"), rt.Named("total", sharedMeter("global"))}}), map[string]plan.Key{"agent": {SHA256: "aa", Tenant: "store"}})
+		assert.Equal(t, [][]string{{"meter", "", "agent", "keys.agent.tenant", `"shop"`, `"store"`}}, tenantFields(runtime.StateChanges(o, n)))
+	})
+	t.Run("a layer keyed differently anyway is reported once", func(t *testing.T) {
+		c := chains()
+		c.Tool = []plan.Layer{rt.Layer("idempotent", `{"store":"shared","key_args":["order_id","amount"]}`)}
+		next := withKeys(resetPlan(c), map[string]plan.Key{
+			"agent": {SHA256: "aa", Tenant: "store"},
+			"ops":   {Env: "OPS_KEY", Tenant: "ops"},
+		})
+		assert.Equal(t, [][]string{{"", "keys.agent.tenant"}, {"", "keys.agent.tenant"}, {"payout", "key_args"}, {"refund", "key_args"}},
+			fields(runtime.StateChanges(old, next)))
+	})
+}
+
+// TestStateChangesPairing: a layer is paired by kind and name, else as the
+// only one of its kind, else with the layer of its kind and name another
+// chain adds. Naming a layer whose keys do not hold its name reports
+// nothing; naming one whose keys do, or moving a meter to another chain,
+// reports the reset; a shared limiter moved keeps its buckets.
+func TestStateChangesPairing(t *testing.T) {
+	meter := sharedMeter
+	for name, tc := range map[string]struct {
+		old, next plan.Chains
+		want      [][]string
+	}{
+		"idempotent named": {
+			toolChain(rt.Layer("idempotent", `{"store":"shared"}`)),
+			toolChain(rt.Named("once", rt.Layer("idempotent", `{"store":"shared"}`))),
+			nil,
+		},
+		"one of two meters named": {
+			plan.Chains{Chat: []plan.Layer{meter("key"), rt.Named("total", meter("global"))}},
+			plan.Chains{Chat: []plan.Layer{rt.Named("total", meter("global")), rt.Named("per_key", meter("key"))}},
+			[][]string{{"", "name"}},
+		},
+		"a meter moved to the tool chain": {
+			plan.Chains{Chat: []plan.Layer{meter("key")}},
+			plan.Chains{Tool: []plan.Layer{meter("key")}},
+			[][]string{{"", "chain"}},
+		},
+		"a meter moved and renamed is another meter": {
+			plan.Chains{Chat: []plan.Layer{meter("key")}},
+			plan.Chains{Tool: []plan.Layer{rt.Named("spend", meter("key"))}},
+			nil,
+		},
+		"a shared limiter moved": {
+			plan.Chains{Chat: []plan.Layer{rt.Layer("rate_limit", `{"store":"shared","rate":6,"per":"1m","scope":"key","limiter":"all"}`)}},
+			plan.Chains{Turn: []plan.Layer{rt.Layer("rate_limit", `{"store":"shared","rate":6,"per":"1m","scope":"key","limiter":"all"}`)}},
+			nil,
+		},
+		"a rate limit moved": {
+			plan.Chains{Chat: []plan.Layer{rt.Layer("rate_limit", `{"store":"shared","rate":6,"per":"1m","scope":"key"}`)}},
+			plan.Chains{Turn: []plan.Layer{rt.Layer("rate_limit", `{"store":"shared","rate":6,"per":"1m","scope":"run"}`)}},
+			[][]string{{"", "scope", "chain"}},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cs := runtime.StateChanges(resetPlan(tc.old), resetPlan(tc.next))
+			assert.Equal(t, tc.want, fields(cs))
+			for _, c := range cs {
+				if slices.Contains(c.Fields, "chain") {
+					assert.Contains(t, c.Message(), `chain "chat" → "`)
+					assert.Equal(t, tc.next.Tool == nil, c.Stage == plan.StageTurn)
+				}
+			}
+		})
+	}
+}
+
+// TestCoverageChanges: an idempotent layer given a when, or another when,
+// may no longer deduplicate calls its baseline did; a when removed, or
+// kept, and a when on a layer that keeps no records of calls that ran,
+// are not reported. No stored state is lost: StateChanges says nothing.
+func TestCoverageChanges(t *testing.T) {
+	when := func(src string, l plan.Layer) plan.Layer {
+		if src != "" {
+			l.When = &plan.Predicate{Stage: plan.StageTool, Source: src}
+		}
+		return l
+	}
+	dedup := func(src string) plan.Layer {
+		return when(src, rt.Layer("idempotent", `{"store":"shared","key_args":["order_id"]}`))
+	}
+	for name, tc := range map[string]struct {
+		was, now string
+		layer    func(string) plan.Layer
+		want     []string
+	}{
+		"when set":     {"", "args.amount > 100.0", dedup, []string{"unset", `"args.amount > 100.0"`}},
+		"when changed": {"args.amount > 0.0", "args.amount > 100.0", dedup, []string{`"args.amount > 0.0"`, `"args.amount > 100.0"`}},
+		"when removed": {"args.amount > 0.0", "", dedup, nil},
+		"when kept":    {"args.amount > 0.0", "args.amount > 0.0", dedup, nil},
+		"a meter's":    {"", "args.amount > 100.0", func(src string) plan.Layer { return when(src, sharedMeter("key")) }, nil},
+	} {
+		t.Run(name, func(t *testing.T) {
+			old, next := resetPlan(toolChain(tc.layer(tc.was))), resetPlan(toolChain(tc.layer(tc.now)))
+			assert.Empty(t, runtime.StateChanges(old, next))
+			cs := runtime.CoverageChanges(old, next)
+			if tc.want == nil {
+				assert.Empty(t, cs)
+				return
+			}
+			require.Len(t, cs, 1)
+			assert.Equal(t, []string{"payout", "refund"}, cs[0].Tools)
+			assert.Contains(t, cs[0].Message(), "(when "+strings.Join(tc.want, " → ")+")")
+			assert.Contains(t, cs[0].Message(), "is no longer deduplicated: one made before the change runs again if repeated")
+		})
+	}
 }

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
@@ -107,17 +109,55 @@ type MemoryStore struct {
 	*MemoryRateLimiter
 	*MemoryBudgeter
 	*MemoryCheckpoints
+
+	// clock is the clock the store's times follow (followClock).
+	clock     atomic.Pointer[Clock]
+	clockOnce sync.Once
 }
 
 // NewMemoryStore returns an empty in-memory backend (with a
 // MemoryCheckpoints, the checkpoint port).
 func NewMemoryStore() *MemoryStore {
-	return &MemoryStore{MemoryKV: NewMemoryKV(), MemoryAudit: &MemoryAudit{}, MemoryVectorIndex: NewMemoryVectorIndex(),
+	m := &MemoryStore{MemoryKV: NewMemoryKV(), MemoryAudit: &MemoryAudit{}, MemoryVectorIndex: NewMemoryVectorIndex(),
 		MemoryRateLimiter: NewMemoryRateLimiter(), MemoryBudgeter: NewMemoryBudgeter(), MemoryCheckpoints: NewMemoryCheckpoints()}
+	m.clockOnce.Do(m.wireClock)
+	return m
 }
 
 // Close implements StoreBackend; it keeps the data.
 func (*MemoryStore) Close() error { return nil }
+
+// followClock makes the times of m's entries, buckets and ledgers those of
+// c: the clock of the latest pipeline built on m. A store a StorePool keeps
+// across builds, or a host passes to several, serves the pipelines of
+// every version of the policy from one set of data, which has one time:
+// the newest's, so that a reload onto another clock (a virtual one in a
+// test) expires entries and refills buckets as that clock moves. A nil c
+// leaves a store that never followed a clock on the wall clock, and puts
+// back on it one that did.
+func (m *MemoryStore) followClock(c Clock) {
+	if c == nil {
+		if m.clock.Load() == nil {
+			return
+		}
+		c = RealClock{}
+	}
+	m.clockOnce.Do(m.wireClock)
+	m.clock.Store(&c)
+}
+
+// wireClock points the times of m's ports at its clock (the wall clock
+// until it follows one): done once, when NewMemoryStore makes it, so that
+// followClock later swaps the clock alone while pipelines use the store.
+func (m *MemoryStore) wireClock() {
+	now := func() time.Time {
+		if c := m.clock.Load(); c != nil {
+			return (*c).Now()
+		}
+		return time.Now()
+	}
+	m.MemoryKV.now, m.MemoryVectorIndex.now, m.MemoryRateLimiter.now, m.MemoryBudgeter.now = now, now, now, now
+}
 
 // InProcess reports whether port, a store backend or one of its ports, keeps
 // its state in this process's memory (the memory kinds of this package).
@@ -157,8 +197,9 @@ type storeSet struct {
 // successor uses, and a store whose declaration changed is
 // opened afresh while the old one serves the old pipeline to its end. A
 // memory store so keeps its data across the versions, and a sqlite file, a
-// redis or a postgres store its connections. The zero value is not usable:
-// NewStorePool.
+// redis or a postgres store its connections; a memory store's times follow
+// the clock (Deps.Clock) of the latest pipeline built on it. The zero value
+// is not usable: NewStorePool.
 type StorePool struct {
 	mu   sync.Mutex
 	open map[string]*pooledStore
@@ -244,8 +285,8 @@ func (pl *Pipeline) backend(ctx context.Context, name string) (StoreBackend, err
 	}
 	ps, declared := pl.plan.Stores[name]
 	if b := pl.deps.Backends[name]; b != nil && declared {
-		if m, ok := b.(*MemoryStore); ok && pl.deps.Clock != nil {
-			m.MemoryKV.now, m.MemoryVectorIndex.now, m.MemoryRateLimiter.now, m.MemoryBudgeter.now = pl.deps.Clock.Now, pl.deps.Clock.Now, pl.deps.Clock.Now, pl.deps.Clock.Now
+		if m, ok := b.(*MemoryStore); ok {
+			m.followClock(pl.deps.Clock)
 		}
 		pl.openStore(name, b)
 		return b, nil
@@ -281,13 +322,14 @@ func (pl *Pipeline) backend(ctx context.Context, name string) (StoreBackend, err
 		if b, err = open(ctx, name, ps); err != nil {
 			return nil, fmt.Errorf("open store %q (%s): %w", name, ps.Kind, err)
 		}
-		if m, ok := b.(*MemoryStore); ok && pl.deps.Clock != nil {
-			// In-memory TTLs follow the pipeline's clock.
-			m.MemoryKV.now, m.MemoryVectorIndex.now, m.MemoryRateLimiter.now, m.MemoryBudgeter.now = pl.deps.Clock.Now, pl.deps.Clock.Now, pl.deps.Clock.Now, pl.deps.Clock.Now
-		}
 		if pool != nil && declared {
 			b = pool.add(key, b)
 		}
+	}
+	if m, ok := b.(*MemoryStore); ok {
+		// In-memory TTLs follow the pipeline's clock: the latest
+		// pipeline's, for a store taken from the pool.
+		m.followClock(pl.deps.Clock)
 	}
 	closeIt := b.Close
 	if pool != nil && declared {

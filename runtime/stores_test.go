@@ -297,3 +297,39 @@ func TestStorePoolKeepsStoresAcrossBuilds(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, found, "a store no pipeline held was closed: built again, it starts empty")
 }
+
+// TestStorePoolMemoryStoreFollowsTheLatestClock: a memory store a pool
+// keeps across builds reads the time of the latest pipeline built on it,
+// not the first one's: after a reload onto another clock its TTLs expire,
+// and its buckets refill, as that clock moves.
+func TestStorePoolMemoryStoreFollowsTheLatestClock(t *testing.T) {
+	start := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	build := func(pool *runtime.StorePool, clock runtime.Clock) *runtime.Pipeline {
+		p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("test.stateful", `{"store": "mem", "index": "-"}`)}})
+		p.Stores = map[string]plan.Store{"mem": {Kind: "memory"}}
+		pl, err := runtime.Build(context.Background(), p, runtime.Deps{StorePool: pool, Clock: clock})
+		require.NoError(t, err)
+		return pl
+	}
+	ctx := context.Background()
+	pool := runtime.NewStorePool()
+	first, second := runtime.NewVirtualClock(start), runtime.NewVirtualClock(start)
+	old := build(pool, first)
+	next := build(pool, second)
+	require.NoError(t, old.Close())
+	kv := statefulLayers(t, next)[0].kv
+	require.NoError(t, kv.Set(ctx, "cache/A1", []byte("v"), time.Minute))
+	second.Advance(2 * time.Minute)
+	_, found, err := kv.Get(ctx, "cache/A1")
+	require.NoError(t, err)
+	assert.False(t, found, "the entry expired on the clock of the pipeline that serves")
+
+	require.NoError(t, kv.Set(ctx, "cache/A2", []byte("v"), time.Minute))
+	third := build(pool, nil)
+	defer third.Close()
+	require.NoError(t, next.Close())
+	second.Advance(time.Hour)
+	_, found, err = statefulLayers(t, third)[0].kv.Get(ctx, "cache/A2")
+	require.NoError(t, err)
+	assert.True(t, found, "built with no clock, the store is back on the wall clock, on which a minute has not passed")
+}

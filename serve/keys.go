@@ -37,10 +37,7 @@ func newKeyring(keys map[string]plan.Key, lookup func(string) (string, bool)) (*
 	kr := &keyring{}
 	for _, name := range names {
 		k := keys[name]
-		vk := virtualKey{name: name, tenant: k.Tenant}
-		if vk.tenant == "" {
-			vk.tenant = name
-		}
+		vk := virtualKey{name: name, tenant: k.TenantOf(name)}
 		switch {
 		case k.SHA256 != "":
 			b, err := hex.DecodeString(k.SHA256)

@@ -104,13 +104,10 @@ func TestReloadsKeepOneConnectionPool(t *testing.T) {
 // keeps its idempotency records in the process's memory, which a reload
 // keeps too.
 func TestReloadKeepsTheUndeclaredDefaultStore(t *testing.T) {
-	upstream, refunds := inProcessUpstream(t)
-	dir := writePolicy(t, keyArgsPolicy(upstream, `["order_id"]`))
-	s := startServer(t, Options{Source: cueSource(dir), WatchInterval: -1})
-	refundOnce(t, s.url, "first")
-	src := strings.Replace(keyArgsPolicy(upstream, `["order_id"]`), `use: "idempotent",`, `use: "idempotent", ttl: "1h",`, 1)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte(src), 0o644))
-	require.NoError(t, s.srv.Reload(context.Background()))
+	s, refunds, err := refundThenReload(t, false, func(src string) string {
+		return strings.Replace(src, `use: "idempotent",`, `use: "idempotent", ttl: "1h",`, 1)
+	})
+	require.NoError(t, err)
 	refundOnce(t, s.url, "retry")
 	assert.EqualValues(t, 1, refunds.Load(), "the retry after the reload replayed the first refund")
 }

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"fmt"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -161,17 +160,9 @@ func (t *runTracker) sweep(now time.Time) []string {
 }
 
 // runID returns the pipeline's run id for a request and the id the client
-// sees. A tenant's runs are kept apart from other tenants' by a prefix, so
-// two tenants naming the same run never share its state. A slash in the
-// tenant is escaped (%2F, as in a URL path), so the prefix ends at the first
-// slash: tenant "bank" naming run "retail/r1" never reaches the run "r1" of
-// tenant "bank/retail".
-func runID(c caller, header string) string {
-	if c.tenant == "" {
-		return header
-	}
-	return url.PathEscape(c.tenant) + "/" + header
-}
+// sees: a tenant's runs are kept apart from other tenants' by a prefix
+// (runtime.TenantRunID).
+func runID(c caller, header string) string { return runtime.TenantRunID(c.tenant, header) }
 
 // validRunID reports whether a client's run id is usable: 1 to 128
 // printable ASCII characters.

@@ -323,7 +323,9 @@ func (s *Server) load(ctx context.Context) (*generation, error) {
 var ErrStateReset = errors.New("serve: the change starts idempotency records afresh")
 
 // checkStateChanges logs each layer whose state the change from old to
-// next leaves behind (runtime.StateChanges), and refuses the change when
+// next leaves behind (runtime.StateChanges), and each idempotent layer
+// whose when may cover fewer calls (runtime.CoverageChanges: not refused,
+// a narrowing not being told from a widening), and refuses the change when
 // it leaves idempotency records behind (keyed differently, or no longer
 // kept by any layer: an idempotent layer removed), unless AllowStateReset.
 func (s *Server) checkStateChanges(old, next *plan.Plan) error {
@@ -337,6 +339,10 @@ func (s *Server) checkStateChanges(old, next *plan.Plan) error {
 		case c.Repeats:
 			repeats = append(repeats, fmt.Sprintf("%s (%s)", c.Tool, strings.Join(c.Fields, ", ")))
 		}
+	}
+	for _, c := range runtime.CoverageChanges(old, next) {
+		s.log.Warn("the policy change may narrow what a layer deduplicates", "stage", c.Stage, "layer", c.Layer, "pos", c.Pos,
+			"tools", c.Tools, "detail", c.Message())
 	}
 	if len(repeats) == 0 {
 		return nil

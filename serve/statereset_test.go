@@ -6,9 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/openai/openai-go/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -24,6 +26,20 @@ chains: tool: [{use: "idempotent", key_args: %s}]
 `, sha("agent-key"), upstream, keyArgs)
 }
 
+// refundThenReload serves keyArgsPolicy deduplicating on order_id, refunds
+// order A1 once in run "first", writes the policy edit makes of it and
+// reloads; it returns the server, the upstream's count of refunds and the
+// reload's error.
+func refundThenReload(t *testing.T, allow bool, edit func(string) string) (*served, *atomic.Int64, error) {
+	t.Helper()
+	upstream, refunds := inProcessUpstream(t)
+	dir := writePolicy(t, keyArgsPolicy(upstream, `["order_id"]`))
+	s := startServer(t, Options{Source: cueSource(dir), WatchInterval: -1, AllowStateReset: allow})
+	refundOnce(t, s.url, "first")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte(edit(keyArgsPolicy(upstream, `["order_id"]`))), 0o644))
+	return s, refunds, s.srv.Reload(context.Background())
+}
+
 // TestReloadThatResetsIdempotencyIsRefused: a reload that changes
 // idempotent's key_args would run a refund made before it again when it is
 // retried; it is refused, counted and logged, the running policy serving
@@ -31,13 +47,10 @@ chains: tool: [{use: "idempotent", key_args: %s}]
 func TestReloadThatResetsIdempotencyIsRefused(t *testing.T) {
 	for _, allow := range []bool{false, true} {
 		t.Run(fmt.Sprintf("allow=%v", allow), func(t *testing.T) {
-			upstream, refunds := inProcessUpstream(t)
-			dir := writePolicy(t, keyArgsPolicy(upstream, `["order_id"]`))
-			s := startServer(t, Options{Source: cueSource(dir), WatchInterval: -1, AllowStateReset: allow})
+			s, refunds, err := refundThenReload(t, allow, func(src string) string {
+				return strings.Replace(src, `key_args: ["order_id"]`, `key_args: ["order_id", "amount"]`, 1)
+			})
 			refund := func(run string) { refundOnce(t, s.url, run) }
-			refund("first")
-			require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte(keyArgsPolicy(upstream, `["order_id", "amount"]`)), 0o644))
-			err := s.srv.Reload(context.Background())
 			metrics := scrape(t, s.url)
 			logs := s.logs.String()
 			assert.Contains(t, logs, "the policy change leaves shared state behind")
@@ -136,4 +149,79 @@ func TestReloadThatLeavesIdempotencyBehindIsRefused(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestReloadThatMovesAKeyToAnotherTenantIsRefused: the tenant of a
+// virtual key is part of every key its calls' records are kept under; a
+// reload that gives the key another tenant would run a refund made before
+// it again when it is retried. It is refused like a change of key_args,
+// unless AllowStateReset, which applies it (and the retry runs again).
+func TestReloadThatMovesAKeyToAnotherTenantIsRefused(t *testing.T) {
+	for _, allow := range []bool{false, true} {
+		t.Run(fmt.Sprintf("allow=%v", allow), func(t *testing.T) {
+			s, refunds, err := refundThenReload(t, allow, func(src string) string {
+				return strings.Replace(src, `tenant: "shop"`, `tenant: "store"`, 1)
+			})
+			logs := s.logs.String()
+			assert.Contains(t, logs, "the policy change leaves shared state behind")
+			assert.Contains(t, logs, `keys.agent.tenant \"shop\" → \"store\"`)
+			refundOnce(t, s.url, "retry")
+			if !allow {
+				require.ErrorIs(t, err, ErrStateReset)
+				assert.Contains(t, err.Error(), "refund (keys.agent.tenant)")
+				assert.EqualValues(t, 1, refunds.Load(), "the retry was deduplicated by the policy still serving")
+				return
+			}
+			require.NoError(t, err)
+			assert.EqualValues(t, 2, refunds.Load(), "under the new tenant the retry ran again")
+		})
+	}
+}
+
+// TestReloadThatMovesAKeyToAnotherTenantResetsItsBudget: a meter with
+// scope "key" keeps a ledger per tenant; a reload that gives the key
+// another tenant starts its ledger at 0, so a spent budget is spent again.
+// The reload is applied (a budget is not refused), and logged at the key's
+// tenant.
+func TestReloadThatMovesAKeyToAnotherTenantResetsItsBudget(t *testing.T) {
+	txt := transcript(t, "openai", "text.sse")
+	g := newGateway(t, `{use: "meter", scope: "key", budget: calls: 1}`, []reply{{body: txt}, {body: txt}, {body: txt}}, nil)
+	ask := func() error {
+		_, err := g.openai(t).Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "primary",
+			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}})
+		return err
+	}
+	require.NoError(t, ask())
+	var oe *openai.Error
+	require.ErrorAs(t, ask(), &oe)
+	require.Equal(t, 402, oe.StatusCode, "the tenant's budget is spent")
+	src, err := os.ReadFile(filepath.Join(g.dir, "policy.cue"))
+	require.NoError(t, err)
+	moved := strings.Replace(string(src), `tenant: "acme"`, `tenant: "acme-eu"`, 1)
+	require.NotEqual(t, string(src), moved)
+	require.NoError(t, os.WriteFile(filepath.Join(g.dir, "policy.cue"), []byte(moved), 0o644))
+	require.NoError(t, g.srv.Reload(context.Background()), "a budget started afresh is logged, not refused")
+	logs := g.logs.String()
+	assert.Contains(t, logs, "the policy change leaves shared state behind")
+	assert.Contains(t, logs, `keys.app.tenant \"acme\" → \"acme-eu\"`)
+	assert.Contains(t, logs, "what was spent before the change no longer counts against the budget")
+	require.NoError(t, ask(), "under the new tenant the ledger starts at 0")
+	assert.Equal(t, 2, g.oa.requests())
+}
+
+// TestReloadThatNarrowsIdempotentsWhenIsLogged: an idempotent layer given
+// a when that no longer covers a refund of 40 runs that refund again when
+// it is retried after the reload. The reload is applied (a narrowing is not
+// told from a widening) and logged, naming the layer and the tools.
+func TestReloadThatNarrowsIdempotentsWhenIsLogged(t *testing.T) {
+	s, refunds, err := refundThenReload(t, false, func(src string) string {
+		return strings.Replace(src, `use: "idempotent",`, `use: "idempotent", when: "args.amount > 100.0",`, 1)
+	})
+	require.NoError(t, err)
+	logs := s.logs.String()
+	assert.Contains(t, logs, "the policy change may narrow what a layer deduplicates")
+	assert.Contains(t, logs, `when unset → \"args.amount > 100.0\"`)
+	assert.NotContains(t, logs, "leaves shared state behind")
+	refundOnce(t, s.url, "retry")
+	assert.EqualValues(t, 2, refunds.Load(), "the refund of 40, no longer covered, ran again")
 }

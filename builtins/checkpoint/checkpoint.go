@@ -99,8 +99,8 @@ func (c *Checkpoint) unsaved(err error, ran bool) error {
 // a runtime.CheckpointStore keeps under the run's id alone (neither the
 // layer's name nor its keep or after_tool), so that only the store decides
 // where a run saved before is found.
-func (c *Checkpoint) StateKeys(runtime.StateSite) []runtime.StateKey {
-	return []runtime.StateKey{{Store: runtime.StoreName(c.Store), Key: runtime.SampleRun.ID, What: "saved runs",
+func (c *Checkpoint) StateKeys(at runtime.StateSite) []runtime.StateKey {
+	return []runtime.StateKey{{Store: runtime.StoreName(c.Store), Key: at.Run().ID, What: "saved runs",
 		Then: "runs saved before the change are not found, so they cannot be resumed"}}
 }
 

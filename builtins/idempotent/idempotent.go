@@ -156,7 +156,7 @@ func (m *Idempotent) StateKeys(at runtime.StateSite) []runtime.StateKey {
 		for _, a := range m.KeyArgs {
 			args[a] = "sample-" + a
 		}
-		c := &runtime.ToolCall{Name: tool.Name, Args: args, Meta: runtime.Meta{Run: runtime.SampleRun}}
+		c := &runtime.ToolCall{Name: tool.Name, Args: args, Meta: runtime.Meta{Run: at.Run()}}
 		key, err := m.key(c)
 		if err != nil {
 			continue

@@ -128,7 +128,7 @@ func keyPrefix(stage plan.Stage, name string) string {
 // StateKeys implements runtime.StateKeyer: the ledger of the sample run.
 func (m *Meter) StateKeys(at runtime.StateSite) []runtime.StateKey {
 	m.prefix = keyPrefix(at.Stage, at.Name())
-	return []runtime.StateKey{{Store: m.Store, Key: m.key(runtime.SampleRun), What: "budget ledgers",
+	return []runtime.StateKey{{Store: m.Store, Key: m.key(at.Run()), What: "budget ledgers",
 		Then: "what was spent before the change no longer counts against the budget"}}
 }
 

@@ -96,7 +96,7 @@ func (r *RateLimit) keyPrefix(stage plan.Stage, name string) string {
 // StateKeys implements runtime.StateKeyer: the bucket of the sample run.
 func (r *RateLimit) StateKeys(at runtime.StateSite) []runtime.StateKey {
 	r.prefix = r.keyPrefix(at.Stage, at.Name())
-	return []runtime.StateKey{{Store: r.Store, Key: r.key(runtime.SampleRun), What: "rate-limit buckets",
+	return []runtime.StateKey{{Store: r.Store, Key: r.key(at.Run()), What: "rate-limit buckets",
 		Then: "they start full, so callers get a whole burst again at once"}}
 }
 

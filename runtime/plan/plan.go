@@ -180,6 +180,15 @@ type Key struct {
 	Tenant string `json:"tenant"`
 }
 
+// TenantOf returns the tenant of the key called name: Tenant, else the
+// key's name.
+func (k Key) TenantOf(name string) string {
+	if k.Tenant == "" {
+		return name
+	}
+	return k.Tenant
+}
+
 // MCPServer is an upstream MCP server: a command speaking MCP on its
 // standard input and output, or the URL of a streamable HTTP endpoint.
 type MCPServer struct {
