@@ -53,8 +53,8 @@ var (
 // Error is a text that is not one JSON value (nesting at most
 // Walker.MaxDepth levels).
 type Error struct {
-	// Offset is where the fault is: the offset a *json.SyntaxError
-	// reports, the end of a text that ends inside the value, the start of
+	// Offset is where the fault is: the offending byte of a syntax
+	// error, the end of a text that ends inside the value, the start of
 	// the token after the value or of the container nesting too deep.
 	Offset int64
 	// Err is the *json.SyntaxError, io.ErrUnexpectedEOF (the text ends
@@ -188,6 +188,15 @@ func walkError(data []byte, err error, done bool) error {
 	case err == io.EOF && done:
 		return nil
 	case errors.As(err, &se):
+		// The decoder's tokens count the offset of a fault inside a
+		// literal, a number or a string from the value's start, and of
+		// one after the value from its end. A check of the whole text
+		// stops at the same byte and counts it from the text's start
+		// (the offending byte included).
+		var whole *json.SyntaxError
+		if errors.As(json.Unmarshal(data, new(json.RawMessage)), &whole) {
+			return &Error{Offset: whole.Offset - 1, Err: whole}
+		}
 		return &Error{Offset: se.Offset, Err: se}
 	}
 	return &Error{Offset: int64(len(data)), Err: io.ErrUnexpectedEOF}

@@ -91,7 +91,9 @@ func TestWalkRepeats(t *testing.T) {
 	}, got)
 }
 
-// A text that is not one JSON value is an *Error with the fault's offset.
+// A text that is not one JSON value is an *Error with the fault's offset:
+// of a syntax error, the offending byte's, wherever the decoder's tokens
+// count it from.
 func TestWalkFaults(t *testing.T) {
 	tests := []struct {
 		name, src string
@@ -100,6 +102,9 @@ func TestWalkFaults(t *testing.T) {
 	}{
 		{"syntax", `{"a": [}`, nil, 7},
 		{"a key that is not a string", `{1: 2}`, nil, 1},
+		{"in a literal", `{"a": tru}`, nil, 9},
+		{"in a string", "{\"a\": \"x\x01\"}", nil, 8},
+		{"after the value", "{}\n x", nil, 4},
 		{"truncated", "{\"a\": [1,\n", io.ErrUnexpectedEOF, 10},
 		{"empty", "", io.ErrUnexpectedEOF, 0},
 		{"trailing", "{\"a\": 1}\n {}", ErrTrailing, 10},
