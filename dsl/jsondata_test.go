@@ -22,6 +22,12 @@ func TestLoadDataJSON(t *testing.T) {
 		{"empty", " \n", "x.json: the file is empty: it must hold a JSON object"},
 		{"syntax", "{\"a\": [}", "x.json:1:8: not JSON: invalid character '}' looking for beginning of value"},
 		{"truncated", "{\"a\": [1,\n", "x.json:2:1: not JSON: the file ends before the value does (truncated?)"},
+		// encoding/json's token reader counts the offset of a fault inside
+		// a literal, a number or a string from the value's start, and of
+		// one after the value from its end: the place is the byte's own.
+		{"syntax in a literal", "{\"a\": 1,\n \"b\": tru}", "x.json:2:10: not JSON: invalid character '}' in literal true (expecting 'e')"},
+		{"syntax in a number", "{\n\"a\": -}", "x.json:2:7: not JSON: invalid character '}' in numeric literal"},
+		{"syntax after the value", "{}\n x", "x.json:2:2: not JSON: invalid character 'x' after top-level value"},
 		{"trailing", "{\"a\": 1}\n{}", "x.json:2:1: more data after the JSON value: a file holds one value"},
 		{"repeated key", "{\"tests\": {\"x\": {\"want\": 1,\n \"want\": 2}}}", `x.json:2:2: key "want" repeats a key of the same object (only the last would count)`},
 		{"same key in two objects", `{"a": {"k": 1}, "b": {"k": 1}, "c": [{"k": 1}, {"k": 2}]}`, ""},

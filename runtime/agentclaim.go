@@ -263,20 +263,17 @@ func (pl *Pipeline) claimStores(ctx context.Context, keys []string, calls []Tool
 // intentOf returns what the run of ctx recorded of the call of key, if it
 // recorded the call.
 func (pl *Pipeline) intentOf(ctx context.Context, key string) (ResumedIntent, bool) {
-	id := RunOf(ctx).ID
-	if id == "" {
-		return ResumedIntent{}, false
+	type found struct {
+		in ResumedIntent
+		ok bool
 	}
-	s := pl.lookupRunState(id)
-	if s == nil {
-		return ResumedIntent{}, false
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.intent == nil || s.intent.Time.IsZero() || !slices.Contains(s.intent.Calls, key) {
-		return ResumedIntent{}, false
-	}
-	return ResumedIntent{Since: s.intent.Time, Store: s.intent.Stores[key], Key: s.intent.Keys[key]}, true
+	f, _ := readRunState(pl, RunOf(ctx).ID, func(s *RunState) found {
+		if s.intent == nil || s.intent.Time.IsZero() || !slices.Contains(s.intent.Calls, key) {
+			return found{}
+		}
+		return found{ResumedIntent{Since: s.intent.Time, Store: s.intent.Stores[key], Key: s.intent.Keys[key]}, true}
+	})
+	return f.in, f.ok
 }
 
 // claimLayer returns the outermost layer of the tool chain that may answer

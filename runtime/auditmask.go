@@ -52,20 +52,17 @@ func (pl *Pipeline) maskRecord(r AuditRecord) AuditRecord {
 
 // runTaint returns the secret strings of run runID, longest first.
 func (pl *Pipeline) runTaint(runID string) []string {
-	if runID == "" {
-		return nil
-	}
-	s := pl.lookupRunState(runID)
-	if s == nil {
-		return nil
-	}
-	s.mu.Lock()
-	taint := slices.Collect(maps.Keys(s.taint))
-	s.mu.Unlock()
+	taint, _ := readRunState(pl, runID, (*RunState).secrets)
 	slices.SortFunc(taint, func(a, b string) int {
 		return cmp.Or(cmp.Compare(len(b), len(a)), strings.Compare(a, b))
 	})
 	return taint
+}
+
+// secrets returns the secret strings of the run, in no order. The caller
+// holds s.mu.
+func (s *RunState) secrets() []string {
+	return slices.Collect(maps.Keys(s.taint))
 }
 
 // maskText returns s with each occurrence of a secret string (taint, longest

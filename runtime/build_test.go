@@ -440,6 +440,25 @@ func TestIdempotencyKeyIsStablePerLogicalCall(t *testing.T) {
 	assert.Equal(t, "job-7", keys[5])
 }
 
+// TestStatusNamesEachClass: Status names an outcome as its class does,
+// but for a failure, which it calls "failed" (as after-phase predicates
+// read a turn's status).
+func TestStatusNamesEachClass(t *testing.T) {
+	for _, tt := range []struct {
+		err           error
+		class, status string
+	}{
+		{nil, "ok", "ok"},
+		{&runtime.BlockedError{Layer: "g", Message: "no"}, "blocked", "blocked"},
+		{&runtime.BudgetError{Layer: "m", Resource: "usd", Spent: 2, Limit: 2}, "budget", "budget"},
+		{runtime.ErrOutcomeUnrecorded, "in_doubt", "in_doubt"},
+		{errors.New("boom"), "failure", "failed"},
+	} {
+		assert.Equal(t, tt.class, runtime.Classify(tt.err).String(), "%v", tt.err)
+		assert.Equal(t, tt.status, runtime.Status(tt.err), "%v", tt.err)
+	}
+}
+
 func TestClassify(t *testing.T) {
 	blocked := &runtime.BlockedError{Layer: "g", Message: "no"}
 	budget := &runtime.BudgetError{Layer: "m", Resource: "usd", Spent: 2, Limit: 2}

@@ -1107,15 +1107,8 @@ type Item struct {
 // outcome was not recorded: not a failure to try again, a person settles
 // it) or "failed".
 func Status(err error) string {
-	switch Classify(err) {
-	case ClassOK:
-		return "ok"
-	case ClassBlocked:
-		return "blocked"
-	case ClassBudget:
-		return "budget"
-	case ClassInDoubt:
-		return "in_doubt"
+	if c := Classify(err); c != ClassFailure {
+		return c.String()
 	}
 	return "failed"
 }

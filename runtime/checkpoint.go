@@ -494,17 +494,8 @@ func (pl *Pipeline) RecordTranscript(ctx context.Context, msgs []Message) {
 // Transcript returns the recorded transcript of the run ctx carries (after
 // a Resume, the checkpoint's).
 func (pl *Pipeline) Transcript(ctx context.Context) []Message {
-	id := RunOf(ctx).ID
-	if id == "" {
-		return nil
-	}
-	s := pl.lookupRunState(id)
-	if s == nil {
-		return nil
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.transcript)
+	t, _ := readRunState(pl, RunOf(ctx).ID, func(s *RunState) []Message { return slices.Clone(s.transcript) })
+	return t
 }
 
 // recordTool records a tool result of a run, as the tool chain returned it.
@@ -551,17 +542,8 @@ func (b *BuildContext) OnToolCalls(fn func(ctx context.Context) error) {
 
 // toolRecords returns the recorded tool results of the run ctx carries.
 func (pl *Pipeline) toolRecords(ctx context.Context) []ToolRecord {
-	id := RunOf(ctx).ID
-	if id == "" {
-		return nil
-	}
-	s := pl.lookupRunState(id)
-	if s == nil {
-		return nil
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.tools)
+	r, _ := readRunState(pl, RunOf(ctx).ID, func(s *RunState) []ToolRecord { return slices.Clone(s.tools) })
+	return r
 }
 
 // SecretMasker returns a function that masks the secrets of a run in a
@@ -576,16 +558,10 @@ func (b *BuildContext) SecretMasker() func(runID string, args map[string]any) ma
 }
 
 func (pl *Pipeline) maskSecrets(runID string, args map[string]any) map[string]any {
-	if runID == "" || len(args) == 0 {
+	if len(args) == 0 {
 		return args
 	}
-	s := pl.lookupRunState(runID)
-	if s == nil {
-		return args
-	}
-	s.mu.Lock()
-	taint := slices.Collect(maps.Keys(s.taint))
-	s.mu.Unlock()
+	taint, _ := readRunState(pl, runID, (*RunState).secrets)
 	if len(taint) == 0 {
 		return args
 	}

@@ -111,6 +111,13 @@ type Module struct {
 	Stages []plan.Stage
 	// Traits describe the middleware's behaviour to vet rules.
 	Traits []Trait
+	// Builtin marks agentc's own middlewares (the builtins packages),
+	// whose traits say all they may do to a call. A host's middleware
+	// leaves it false: its traits say how vet orders it, not all it does
+	// (a quota of its own may refuse any call), so agentc serve answers a
+	// token count behind it with an estimate rather than asking the
+	// model's provider.
+	Builtin bool
 	// Repeatable modules may appear more than once in a chain.
 	Repeatable bool
 	// Doc is a one-line description.

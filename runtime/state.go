@@ -226,6 +226,23 @@ func (pl *Pipeline) lookupRunState(id string) *RunState {
 	return pl.states.m[id]
 }
 
+// readRunState returns what read returns of the state of run id, read
+// under the state's lock, and false when id is "" or the run has no state
+// in this process.
+func readRunState[T any](pl *Pipeline, id string, read func(s *RunState) T) (T, bool) {
+	var zero T
+	if id == "" {
+		return zero, false
+	}
+	s := pl.lookupRunState(id)
+	if s == nil {
+		return zero, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return read(s), true
+}
+
 // dropRunState forgets the state of run id.
 func (pl *Pipeline) dropRunState(id string) {
 	pl.states.mu.Lock()

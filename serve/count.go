@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"reflect"
-	"strings"
 
 	"github.com/agentc-dev/agentc/builtins/ratelimit"
 	"github.com/agentc-dev/agentc/runtime"
@@ -102,44 +100,28 @@ func (g *generation) counter(name string) tokenCounter {
 }
 
 // countChecks returns the layers of pl's chat chain that could refuse or
-// rewrite a request before the model reads it: those of a module that
+// rewrite a request before the model reads it: those of a builtin that
 // guards or rewrites messages (security, pii, guard, redact, judge,
-// content_filter, compaction...), and those of a custom middleware,
-// whatever its traits. Counting through the provider would send it a request none
-// of them has seen.
+// content_filter, compaction...), and those of a module not marked
+// Builtin (a custom middleware), whatever its traits. Counting through the
+// provider would send it a request none of them has seen.
 func countChecks(pl *runtime.Pipeline) []string {
 	var names []string
 	for _, l := range pl.Layers(plan.StageChat) {
 		m, ok := runtime.LookupModule(l.Use)
-		if !ok || !builtin(m) {
+		if !ok || !m.Builtin {
 			// A custom middleware's traits say how vet orders it, not
 			// all it does: it may refuse a call (a rate limit, a quota of
 			// its own) that the count would not pass through.
 			names = append(names, l.Name)
 			continue
 		}
-		for _, t := range m.Traits {
-			if t == runtime.TraitGuards || t == runtime.TraitRewritesMessages {
-				names = append(names, l.Name)
-				break
-			}
+		if m.HasTrait(runtime.TraitGuards) || m.HasTrait(runtime.TraitRewritesMessages) {
+			names = append(names, l.Name)
 		}
 	}
 	return names
 }
-
-// builtin reports whether m is one of agentc's builtins (its middleware
-// is a type of the builtins' packages), whose behaviour the gateway knows.
-func builtin(m runtime.Module) bool {
-	t := reflect.TypeOf(m.New())
-	for t != nil && t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	return t != nil && strings.HasPrefix(t.PkgPath(), builtinsPkg)
-}
-
-// builtinsPkg is the path prefix of the builtins' packages.
-const builtinsPkg = "github.com/agentc-dev/agentc/builtins/"
 
 // takeCountRate takes, for a count the provider answers (an upstream
 // request on the gateway's key), a token of each rate_limit layer of the

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	logmw "github.com/agentc-dev/agentc/builtins/log"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
@@ -362,6 +363,40 @@ func init() {
 	runtime.Register(runtime.Module{ID: "serve_test_quota", Stages: []plan.Stage{plan.StageChat},
 		Traits: []runtime.Trait{runtime.TraitShortCircuits}, Doc: "test layer refusing every chat call",
 		New: func() runtime.Middleware { return &quotaLayer{} }})
+	// A host may register a builtin's middleware type under an id of its
+	// own, with traits of its choosing: it is the host's middleware.
+	runtime.Register(runtime.Module{ID: "serve_test_hostlog", Stages: []plan.Stage{plan.StageChat},
+		Doc: "test layer built on the log builtin's type", New: func() runtime.Middleware { return &logmw.Log{Level: "info"} }})
+}
+
+// countGatewayWith is countGateway with a tracing layer and then layer in
+// the chat chain: a layer of a custom middleware, which a policy source
+// cannot name.
+func countGatewayWith(t *testing.T, an *countUpstream, layer plan.Layer) *gateway {
+	t.Helper()
+	g := countGateway(t, `{use: "tracing"}`, an)
+	src := cueSource(g.dir)
+	g.served = startServer(t, Options{WatchInterval: -1, Source: SourceFunc(func(ctx context.Context) (*Loaded, error) {
+		ld, err := src.Load(ctx)
+		if err == nil {
+			ld.Plan.Chains.Chat = append(ld.Plan.Chains.Chat, layer)
+		}
+		return ld, err
+	})})
+	return g
+}
+
+// assertEstimated asserts that g answers countParams with an estimate,
+// sending nothing to an.
+func assertEstimated(t *testing.T, g *gateway, an *countUpstream) {
+	t.Helper()
+	var raw *http.Response
+	res, err := g.anthropic(t).Messages.CountTokens(context.Background(), countParams, anthropicoption.WithResponseInto(&raw))
+	require.NoError(t, err)
+	assert.Equal(t, "estimate", raw.Header.Get("X-Agentc-Token-Count"))
+	assert.Positive(t, res.InputTokens)
+	reqs, _ := an.received()
+	assert.Empty(t, reqs, "nothing is sent to the provider")
 }
 
 // TestCountTokensEstimatesBehindACustomMiddleware: the provider counted a
@@ -372,40 +407,35 @@ func init() {
 // makes the answer an estimate, as the documentation says.
 func TestCountTokensEstimatesBehindACustomMiddleware(t *testing.T) {
 	an := newCountUpstream(t, 200, `{"input_tokens": 412}`)
-	g := countGateway(t, `{use: "tracing"}`, an)
-	src := cueSource(g.dir)
-	g.served = startServer(t, Options{WatchInterval: -1, Source: SourceFunc(func(ctx context.Context) (*Loaded, error) {
-		ld, err := src.Load(ctx)
-		if err == nil {
-			ld.Plan.Chains.Chat = append(ld.Plan.Chains.Chat, plan.Layer{Use: "serve_test_quota", Name: "quota"})
-		}
-		return ld, err
-	})})
+	g := countGatewayWith(t, an, plan.Layer{Use: "serve_test_quota", Name: "quota"})
 	code, _, resp := do(t, "POST", g.url+"/v1/messages", clientKey,
 		[]byte(`{"model": "backup", "max_tokens": 16, "messages": [{"role": "user", "content": "hi"}]}`), "anthropic-version", "2023-06-01")
 	require.Equal(t, http.StatusTooManyRequests, code, "the layer refuses the chat calls: %s", resp)
+	assertEstimated(t, g, an)
+}
 
-	var raw *http.Response
-	res, err := g.anthropic(t).Messages.CountTokens(context.Background(), countParams, anthropicoption.WithResponseInto(&raw))
-	require.NoError(t, err)
-	assert.Equal(t, "estimate", raw.Header.Get("X-Agentc-Token-Count"))
-	assert.Positive(t, res.InputTokens)
-	reqs, _ := an.received()
-	assert.Empty(t, reqs, "nothing is sent to the provider")
+// TestCountTokensEstimatesBehindAHostsModuleOfABuiltinsType: a module a
+// host registered with a builtin's middleware type was taken for the
+// builtin, by the package of its type, and its traits (the host's) were
+// trusted: the count went to the provider. Only the modules the builtins
+// register are known as theirs; behind this one the count is an estimate.
+func TestCountTokensEstimatesBehindAHostsModuleOfABuiltinsType(t *testing.T) {
+	an := newCountUpstream(t, 200, `{"input_tokens": 412}`)
+	assertEstimated(t, countGatewayWith(t, an, plan.Layer{Use: "serve_test_hostlog", Name: "hostlog"}), an)
 }
 
 // TestEveryBuiltinIsKnownAsOne: the count through the provider trusts the
-// builtins by their traits; each registered builtin module is recognised
-// as one (a builtin taken for a custom middleware would only turn counts
-// into estimates, never the reverse).
+// builtins by their traits; each registered builtin module is marked as
+// one, and no module of the host's (a builtin taken for a custom
+// middleware would only turn counts into estimates, never the reverse).
 func TestEveryBuiltinIsKnownAsOne(t *testing.T) {
 	n := 0
 	for _, m := range runtime.Modules() {
 		if strings.HasPrefix(m.ID, "serve_test_") {
-			assert.False(t, builtin(m), m.ID)
+			assert.False(t, m.Builtin, m.ID)
 			continue
 		}
-		assert.True(t, builtin(m), m.ID)
+		assert.True(t, m.Builtin, m.ID)
 		n++
 	}
 	assert.Greater(t, n, 20)

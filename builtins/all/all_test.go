@@ -38,7 +38,11 @@ func TestModulesMatchSchemas(t *testing.T) {
 			assert.Equal(t, slices.Sorted(slices.Values(k.Traits)), traits)
 			assert.Equal(t, k.Repeatable, m.Repeatable)
 			assert.NotEmpty(t, m.Doc)
+			assert.True(t, m.Builtin, "marked a builtin")
 		})
+	}
+	for _, m := range runtime.Modules() {
+		assert.Equal(t, cat.Lookup(m.ID) != nil, m.Builtin, "%s is marked a builtin when the schemas have it", m.ID)
 	}
 }
 

@@ -20,6 +20,7 @@ const ID = "audit"
 func init() {
 	runtime.Register(runtime.Module{
 		ID:         ID,
+		Builtin:    true,
 		Stages:     []plan.Stage{plan.StageTool, plan.StageTurn},
 		Traits:     []runtime.Trait{runtime.TraitRecords},
 		Repeatable: true,

@@ -14,10 +14,11 @@ const ID = "checkpoint"
 
 func init() {
 	runtime.Register(runtime.Module{
-		ID:     ID,
-		Stages: []plan.Stage{plan.StageTurn},
-		Doc:    "saves the run (transcript, tool results, state fields) as a numbered version after each turn",
-		New:    func() runtime.Middleware { return &Checkpoint{Keep: runtime.DefaultCheckpointKeep} },
+		ID:      ID,
+		Builtin: true,
+		Stages:  []plan.Stage{plan.StageTurn},
+		Doc:     "saves the run (transcript, tool results, state fields) as a numbered version after each turn",
+		New:     func() runtime.Middleware { return &Checkpoint{Keep: runtime.DefaultCheckpointKeep} },
 	})
 }
 

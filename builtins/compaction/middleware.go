@@ -15,10 +15,11 @@ const ID = "compaction"
 
 func init() {
 	runtime.Register(runtime.Module{
-		ID:     ID,
-		Stages: []rplan.Stage{rplan.StageChat},
-		Traits: []runtime.Trait{runtime.TraitRewritesMessages},
-		Doc:    "bounds the transcript before the model sees it, never orphaning a tool call from its result nor dropping a call to a side-effecting tool",
+		ID:      ID,
+		Builtin: true,
+		Stages:  []rplan.Stage{rplan.StageChat},
+		Traits:  []runtime.Trait{runtime.TraitRewritesMessages},
+		Doc:     "bounds the transcript before the model sees it, never orphaning a tool call from its result nor dropping a call to a side-effecting tool",
 		New: func() runtime.Middleware {
 			return &Middleware{Strategy: StrategyKeepRecent, MaxTokens: 12000, KeepRecent: 6}
 		},

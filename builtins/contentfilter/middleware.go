@@ -16,11 +16,12 @@ const ID = "content_filter"
 
 func init() {
 	runtime.Register(runtime.Module{
-		ID:     ID,
-		Stages: []plan.Stage{plan.StageChat, plan.StageTurn},
-		Traits: []runtime.Trait{runtime.TraitGuards, runtime.TraitShortCircuits},
-		Doc:    "blocks banned keywords and regexes in every message the model reads and in the tool calls it makes",
-		New:    func() runtime.Middleware { return &Middleware{OnError: "closed", System: true} },
+		ID:      ID,
+		Builtin: true,
+		Stages:  []plan.Stage{plan.StageChat, plan.StageTurn},
+		Traits:  []runtime.Trait{runtime.TraitGuards, runtime.TraitShortCircuits},
+		Doc:     "blocks banned keywords and regexes in every message the model reads and in the tool calls it makes",
+		New:     func() runtime.Middleware { return &Middleware{OnError: "closed", System: true} },
 	})
 }
 

@@ -23,11 +23,12 @@ const ID = "egress"
 
 func init() {
 	runtime.Register(runtime.Module{
-		ID:     ID,
-		Stages: []plan.Stage{plan.StageTool},
-		Traits: []runtime.Trait{runtime.TraitGuards},
-		Doc:    "checks the URLs in a tool call's arguments: http/https only, host allowlist, no private or special addresses",
-		New:    func() runtime.Middleware { return &Middleware{} },
+		ID:      ID,
+		Builtin: true,
+		Stages:  []plan.Stage{plan.StageTool},
+		Traits:  []runtime.Trait{runtime.TraitGuards},
+		Doc:     "checks the URLs in a tool call's arguments: http/https only, host allowlist, no private or special addresses",
+		New:     func() runtime.Middleware { return &Middleware{} },
 	})
 }
 

@@ -13,11 +13,12 @@ const ID = "fallback"
 
 func init() {
 	runtime.Register(runtime.Module{
-		ID:     ID,
-		Stages: []plan.Stage{plan.StageChat},
-		Traits: []runtime.Trait{runtime.TraitReinvokes},
-		Doc:    "falls over to the next model on a pre-stream transient failure or an open breaker",
-		New:    func() runtime.Middleware { return &Fallback{} },
+		ID:      ID,
+		Builtin: true,
+		Stages:  []plan.Stage{plan.StageChat},
+		Traits:  []runtime.Trait{runtime.TraitReinvokes},
+		Doc:     "falls over to the next model on a pre-stream transient failure or an open breaker",
+		New:     func() runtime.Middleware { return &Fallback{} },
 	})
 }
 

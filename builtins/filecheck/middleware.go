@@ -16,11 +16,12 @@ const ID = "file_check"
 
 func init() {
 	runtime.Register(runtime.Module{
-		ID:     ID,
-		Stages: []plan.Stage{plan.StageTool},
-		Traits: []runtime.Trait{runtime.TraitGuards, runtime.TraitShortCircuits},
-		Doc:    "confines file-path arguments to allowed roots, extensions and sizes",
-		New:    func() runtime.Middleware { return &Middleware{} },
+		ID:      ID,
+		Builtin: true,
+		Stages:  []plan.Stage{plan.StageTool},
+		Traits:  []runtime.Trait{runtime.TraitGuards, runtime.TraitShortCircuits},
+		Doc:     "confines file-path arguments to allowed roots, extensions and sizes",
+		New:     func() runtime.Middleware { return &Middleware{} },
 	})
 }
 

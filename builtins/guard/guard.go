@@ -21,6 +21,7 @@ const ID = "guard"
 func init() {
 	runtime.Register(runtime.Module{
 		ID:         ID,
+		Builtin:    true,
 		Stages:     []plan.Stage{plan.StageChat, plan.StageTool, plan.StageTurn},
 		Traits:     []runtime.Trait{runtime.TraitGuards, runtime.TraitShortCircuits},
 		Repeatable: true,

@@ -16,11 +16,12 @@ const ID = "hedge"
 
 func init() {
 	runtime.Register(runtime.Module{
-		ID:     ID,
-		Stages: []plan.Stage{plan.StageChat},
-		Traits: []runtime.Trait{runtime.TraitReinvokes},
-		Doc:    "races backup models after a delay; the first to deliver (or, with win first_success, to succeed) wins and the rest are cancelled; a racer blocked, refused by a budget or in doubt ends the race",
-		New:    func() runtime.Middleware { return &Hedge{Delay: runtime.Duration(2 * time.Second), Win: WinFirstDelta} },
+		ID:      ID,
+		Builtin: true,
+		Stages:  []plan.Stage{plan.StageChat},
+		Traits:  []runtime.Trait{runtime.TraitReinvokes},
+		Doc:     "races backup models after a delay; the first to deliver (or, with win first_success, to succeed) wins and the rest are cancelled; a racer blocked, refused by a budget or in doubt ends the race",
+		New:     func() runtime.Middleware { return &Hedge{Delay: runtime.Duration(2 * time.Second), Win: WinFirstDelta} },
 	})
 }
 

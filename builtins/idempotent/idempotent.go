@@ -28,11 +28,12 @@ const DefaultLease = 30 * time.Second
 
 func init() {
 	runtime.Register(runtime.Module{
-		ID:     ID,
-		Stages: []plan.Stage{plan.StageTool},
-		Traits: []runtime.Trait{runtime.TraitCaches, runtime.TraitShortCircuits},
-		Doc:    "dedupes side-effecting tool calls on tenant, run id (or chosen arguments), tool and canonical arguments",
-		New:    New,
+		ID:      ID,
+		Builtin: true,
+		Stages:  []plan.Stage{plan.StageTool},
+		Traits:  []runtime.Trait{runtime.TraitCaches, runtime.TraitShortCircuits},
+		Doc:     "dedupes side-effecting tool calls on tenant, run id (or chosen arguments), tool and canonical arguments",
+		New:     New,
 	})
 }
 

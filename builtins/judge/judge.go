@@ -17,10 +17,11 @@ const ID = "judge"
 
 func init() {
 	runtime.Register(runtime.Module{
-		ID:     ID,
-		Stages: []plan.Stage{plan.StageChat},
-		Traits: []runtime.Trait{runtime.TraitGuards},
-		Doc:    "a second model classifies the output; fails closed unless on_error is \"open\"",
+		ID:      ID,
+		Builtin: true,
+		Stages:  []plan.Stage{plan.StageChat},
+		Traits:  []runtime.Trait{runtime.TraitGuards},
+		Doc:     "a second model classifies the output; fails closed unless on_error is \"open\"",
 		New: func() runtime.Middleware {
 			return &Judge{Timeout: runtime.Duration(10 * time.Second), OnError: "closed"}
 		},

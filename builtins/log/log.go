@@ -17,6 +17,7 @@ const ID = "log"
 func init() {
 	runtime.Register(runtime.Module{
 		ID:         ID,
+		Builtin:    true,
 		Stages:     []plan.Stage{plan.StageChat, plan.StageTool, plan.StageTurn},
 		Repeatable: true,
 		Doc:        "one structured log line per call",

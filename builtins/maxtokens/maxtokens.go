@@ -14,11 +14,12 @@ const ID = "max_tokens"
 
 func init() {
 	runtime.Register(runtime.Module{
-		ID:     ID,
-		Stages: []plan.Stage{plan.StageChat},
-		Traits: []runtime.Trait{runtime.TraitGuards, runtime.TraitShortCircuits},
-		Doc:    "refuses input over a token budget before the model runs",
-		New:    func() runtime.Middleware { return &MaxTokens{} },
+		ID:      ID,
+		Builtin: true,
+		Stages:  []plan.Stage{plan.StageChat},
+		Traits:  []runtime.Trait{runtime.TraitGuards, runtime.TraitShortCircuits},
+		Doc:     "refuses input over a token budget before the model runs",
+		New:     func() runtime.Middleware { return &MaxTokens{} },
 	})
 }
 

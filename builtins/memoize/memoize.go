@@ -24,11 +24,12 @@ const ID = "memoize"
 
 func init() {
 	runtime.Register(runtime.Module{
-		ID:     ID,
-		Stages: []plan.Stage{plan.StageChat, plan.StageTool},
-		Traits: []runtime.Trait{runtime.TraitCaches, runtime.TraitShortCircuits, runtime.TraitSideEffectSensitive},
-		Doc:    "exact-match cache on stage, model or tool, canonical input and scope; never for side-effecting tools",
-		New:    New,
+		ID:      ID,
+		Builtin: true,
+		Stages:  []plan.Stage{plan.StageChat, plan.StageTool},
+		Traits:  []runtime.Trait{runtime.TraitCaches, runtime.TraitShortCircuits, runtime.TraitSideEffectSensitive},
+		Doc:     "exact-match cache on stage, model or tool, canonical input and scope; never for side-effecting tools",
+		New:     New,
 	})
 }
 

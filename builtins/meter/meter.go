@@ -19,10 +19,11 @@ const ID = "meter"
 
 func init() {
 	runtime.Register(runtime.Module{
-		ID:     ID,
-		Stages: []plan.Stage{plan.StageChat, plan.StageTool},
-		Traits: []runtime.Trait{runtime.TraitRecords, runtime.TraitCountsTokens, runtime.TraitShortCircuits},
-		Doc:    "records usage and cost and refuses calls once a budget ceiling is reached",
+		ID:      ID,
+		Builtin: true,
+		Stages:  []plan.Stage{plan.StageChat, plan.StageTool},
+		Traits:  []runtime.Trait{runtime.TraitRecords, runtime.TraitCountsTokens, runtime.TraitShortCircuits},
+		Doc:     "records usage and cost and refuses calls once a budget ceiling is reached",
 		New: func() runtime.Middleware {
 			return &Meter{Scope: "run", OnError: "closed", OnCross: "allow", Lease: runtime.Duration(runtime.DefaultReservationLease)}
 		},

@@ -22,11 +22,12 @@ const ID = "output_coerce"
 
 func init() {
 	runtime.Register(runtime.Module{
-		ID:     ID,
-		Stages: []plan.Stage{plan.StageChat, plan.StageTool},
-		Traits: []runtime.Trait{runtime.TraitGuards},
-		Doc:    "validates model output against a JSON Schema (a retry outside it re-asks with the diagnostics), or tool results against the tools' result_schema",
-		New:    func() runtime.Middleware { return &Coerce{Mode: ModeEnforce} },
+		ID:      ID,
+		Builtin: true,
+		Stages:  []plan.Stage{plan.StageChat, plan.StageTool},
+		Traits:  []runtime.Trait{runtime.TraitGuards},
+		Doc:     "validates model output against a JSON Schema (a retry outside it re-asks with the diagnostics), or tool results against the tools' result_schema",
+		New:     func() runtime.Middleware { return &Coerce{Mode: ModeEnforce} },
 	})
 }
 

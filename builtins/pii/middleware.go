@@ -22,10 +22,11 @@ const ID = "pii"
 
 func init() {
 	runtime.Register(runtime.Module{
-		ID:     ID,
-		Stages: []plan.Stage{plan.StageChat, plan.StageTool},
-		Traits: []runtime.Trait{runtime.TraitGuards, runtime.TraitRewritesMessages},
-		Doc:    "finds email, phone, SSN, card numbers, IBANs and IPs in every message the model reads, in its output or in tool arguments; blocks or redacts",
+		ID:      ID,
+		Builtin: true,
+		Stages:  []plan.Stage{plan.StageChat, plan.StageTool},
+		Traits:  []runtime.Trait{runtime.TraitGuards, runtime.TraitRewritesMessages},
+		Doc:     "finds email, phone, SSN, card numbers, IBANs and IPs in every message the model reads, in its output or in tool arguments; blocks or redacts",
 		New: func() runtime.Middleware {
 			return &Middleware{Action: ActionBlock, OnError: "closed", System: true, Output: true}
 		},

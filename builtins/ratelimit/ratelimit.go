@@ -17,10 +17,11 @@ const ID = "rate_limit"
 
 func init() {
 	runtime.Register(runtime.Module{
-		ID:     ID,
-		Stages: []plan.Stage{plan.StageChat, plan.StageTool, plan.StageTurn},
-		Traits: []runtime.Trait{runtime.TraitShortCircuits},
-		Doc:    "GCRA rate limit per process, run or tenant, shared through a store or by several layers; waits (respecting cancellation), rejects or blocks",
+		ID:      ID,
+		Builtin: true,
+		Stages:  []plan.Stage{plan.StageChat, plan.StageTool, plan.StageTurn},
+		Traits:  []runtime.Trait{runtime.TraitShortCircuits},
+		Doc:     "GCRA rate limit per process, run or tenant, shared through a store or by several layers; waits (respecting cancellation), rejects or blocks",
 		New: func() runtime.Middleware {
 			return &RateLimit{Per: runtime.Duration(time.Second), Burst: 1, Mode: "wait", Scope: "global"}
 		},

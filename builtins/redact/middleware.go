@@ -20,11 +20,12 @@ const ID = "redact"
 
 func init() {
 	runtime.Register(runtime.Module{
-		ID:     ID,
-		Stages: []plan.Stage{plan.StageChat, plan.StageTool},
-		Traits: []runtime.Trait{runtime.TraitRewritesMessages},
-		Doc:    "masks secret patterns in tool results, in the transcript sent to the model and in its output",
-		New:    func() runtime.Middleware { return &Middleware{Defaults: true} },
+		ID:      ID,
+		Builtin: true,
+		Stages:  []plan.Stage{plan.StageChat, plan.StageTool},
+		Traits:  []runtime.Trait{runtime.TraitRewritesMessages},
+		Doc:     "masks secret patterns in tool results, in the transcript sent to the model and in its output",
+		New:     func() runtime.Middleware { return &Middleware{Defaults: true} },
 	})
 }
 

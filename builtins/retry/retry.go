@@ -21,6 +21,7 @@ const ID = "retry"
 func init() {
 	runtime.Register(runtime.Module{
 		ID:         ID,
+		Builtin:    true,
 		Stages:     []plan.Stage{plan.StageChat, plan.StageTool},
 		Traits:     []runtime.Trait{runtime.TraitReinvokes},
 		Repeatable: true,

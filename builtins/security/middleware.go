@@ -22,11 +22,12 @@ const ID = "security"
 
 func init() {
 	runtime.Register(runtime.Module{
-		ID:     ID,
-		Stages: []plan.Stage{plan.StageChat, plan.StageTurn},
-		Traits: []runtime.Trait{runtime.TraitGuards, runtime.TraitShortCircuits},
-		Doc:    "blocks prompt-injection patterns in every message the model reads",
-		New:    func() runtime.Middleware { return &Middleware{Defaults: true, OnError: "closed"} },
+		ID:      ID,
+		Builtin: true,
+		Stages:  []plan.Stage{plan.StageChat, plan.StageTurn},
+		Traits:  []runtime.Trait{runtime.TraitGuards, runtime.TraitShortCircuits},
+		Doc:     "blocks prompt-injection patterns in every message the model reads",
+		New:     func() runtime.Middleware { return &Middleware{Defaults: true, OnError: "closed"} },
 	})
 }
 

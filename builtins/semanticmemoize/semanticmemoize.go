@@ -24,11 +24,12 @@ const ID = "semantic_memoize"
 
 func init() {
 	runtime.Register(runtime.Module{
-		ID:     ID,
-		Stages: []plan.Stage{plan.StageChat, plan.StageTool},
-		Traits: []runtime.Trait{runtime.TraitCaches, runtime.TraitShortCircuits, runtime.TraitSideEffectSensitive},
-		Doc:    "near-duplicate reuse over a vector index; read-only calls only",
-		New:    New,
+		ID:      ID,
+		Builtin: true,
+		Stages:  []plan.Stage{plan.StageChat, plan.StageTool},
+		Traits:  []runtime.Trait{runtime.TraitCaches, runtime.TraitShortCircuits, runtime.TraitSideEffectSensitive},
+		Doc:     "near-duplicate reuse over a vector index; read-only calls only",
+		New:     New,
 	})
 }
 

@@ -18,11 +18,12 @@ const ID = "tool_policy"
 
 func init() {
 	runtime.Register(runtime.Module{
-		ID:     ID,
-		Stages: []plan.Stage{plan.StageTool},
-		Traits: []runtime.Trait{runtime.TraitGuards, runtime.TraitShortCircuits},
-		Doc:    "tool allow and deny lists and blocked argument patterns",
-		New:    func() runtime.Middleware { return &Policy{} },
+		ID:      ID,
+		Builtin: true,
+		Stages:  []plan.Stage{plan.StageTool},
+		Traits:  []runtime.Trait{runtime.TraitGuards, runtime.TraitShortCircuits},
+		Doc:     "tool allow and deny lists and blocked argument patterns",
+		New:     func() runtime.Middleware { return &Policy{} },
 	})
 }
 

@@ -24,10 +24,11 @@ const InstrumentationName = "github.com/agentc-dev/agentc/builtins/tracing"
 
 func init() {
 	runtime.Register(runtime.Module{
-		ID:     ID,
-		Stages: []plan.Stage{plan.StageChat, plan.StageTool, plan.StageTurn},
-		Doc:    "an OpenTelemetry span per call and stage, held across the whole stream",
-		New:    func() runtime.Middleware { return &Tracing{} },
+		ID:      ID,
+		Builtin: true,
+		Stages:  []plan.Stage{plan.StageChat, plan.StageTool, plan.StageTurn},
+		Doc:     "an OpenTelemetry span per call and stage, held across the whole stream",
+		New:     func() runtime.Middleware { return &Tracing{} },
 	})
 }
 

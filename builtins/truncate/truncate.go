@@ -18,11 +18,12 @@ const ID = "truncate"
 
 func init() {
 	runtime.Register(runtime.Module{
-		ID:     ID,
-		Stages: []plan.Stage{plan.StageTool},
-		Traits: []runtime.Trait{runtime.TraitRewritesMessages},
-		Doc:    "trims an over-long tool result",
-		New:    func() runtime.Middleware { return &Truncate{MaxChars: 8000} },
+		ID:      ID,
+		Builtin: true,
+		Stages:  []plan.Stage{plan.StageTool},
+		Traits:  []runtime.Trait{runtime.TraitRewritesMessages},
+		Doc:     "trims an over-long tool result",
+		New:     func() runtime.Middleware { return &Truncate{MaxChars: 8000} },
 	})
 }
 

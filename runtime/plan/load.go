@@ -14,6 +14,8 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 
+	"github.com/agentc-dev/agentc/internal/jsonpointer"
+	"github.com/agentc-dev/agentc/internal/jsonwalk"
 	"github.com/agentc-dev/agentc/schemas"
 )
 
@@ -66,7 +68,7 @@ func Decode(source string, data []byte) (*Plan, error) {
 		return nil, &Error{Source: source, Problems: []string{syntaxProblem(data, err)}}
 	}
 	if dec.More() {
-		off := ValueStart(data, dec.InputOffset())
+		off := jsonwalk.ValueStart(data, dec.InputOffset())
 		return nil, &Error{Source: source, Problems: []string{at(data, off) + ": trailing data after the plan object"}}
 	}
 	if obj, ok := doc.(map[string]any); ok {
@@ -76,7 +78,7 @@ func Decode(source string, data []byte) (*Plan, error) {
 				"/version: plan format %s; this agentc reads format %d (build the plan again with the agentc that loads it)", v, Version)}, data)}
 		}
 	}
-	if dups := walk(data, nil); len(dups) > 0 {
+	if dups := duplicateKeys(data); len(dups) > 0 {
 		return nil, &Error{Source: source, Problems: dups}
 	}
 	if err := s.Validate(doc); err != nil {
@@ -231,7 +233,7 @@ func references(p *Plan) []string {
 	}
 	if p.Invariants != nil {
 		for _, name := range slices.Sorted(maps.Keys(p.Invariants.MaxExecutions)) {
-			tool("/invariants/max_executions/"+escapePointer(name), name)
+			tool("/invariants/max_executions/"+jsonpointer.Escape(name), name)
 		}
 	}
 	for _, stage := range Stages {
@@ -255,7 +257,7 @@ func references(p *Plan) []string {
 			}
 			for _, key := range slices.Sorted(maps.Keys(l.Predicates)) {
 				pr := l.Predicates[key]
-				ploc := fmt.Sprintf("%s/predicates/%s", loc, escapePointer(key))
+				ploc := fmt.Sprintf("%s/predicates/%s", loc, jsonpointer.Escape(key))
 				var src string
 				if raw, ok := config[key]; !ok || json.Unmarshal(raw, &src) != nil {
 					out = append(out, fmt.Sprintf("%s: the config holds no string %s for this predicate", ploc, key))

@@ -140,3 +140,18 @@ func TestLoadRefusesWhatItCannotRead(t *testing.T) {
 	require.ErrorAs(t, err, &pe)
 	assert.Equal(t, []string{"larger than 64 MiB"}, pe.Problems)
 }
+
+// TestDecodeListsEveryRepeatedKey: each repeat of a key is a problem that
+// names the first, keys are escaped in the pointer, and below a layer's
+// config (tools' args here) keys compare exactly.
+func TestDecodeListsEveryRepeatedKey(t *testing.T) {
+	in := `{"version":1,"policy":"p","chains":{},"models":{"a/b":{},"a/b":{},"a/b":{}},"tools":{"t":{"args":{"x":1,"x":2,"X":3}}}}`
+	_, err := Decode("bad.json", []byte(in))
+	var pe *Error
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, []string{
+		`/models/a~1b (line 1, col 58): duplicate key "a/b" (also at line 1, col 49)`,
+		`/models/a~1b (line 1, col 67): duplicate key "a/b" (also at line 1, col 49)`,
+		`/tools/t/args/x (line 1, col 105): duplicate key "x" (also at line 1, col 99)`,
+	}, pe.Problems)
+}

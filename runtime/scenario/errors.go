@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/agentc-dev/agentc/runtime/plan"
+	"github.com/agentc-dev/agentc/internal/jsonwalk"
 )
 
 // Error is a scenario refused (by Parse, or by Run before any step runs):
@@ -84,7 +84,7 @@ func problems(src []byte, errs []error) *Error {
 
 // lineColOf places an offset of data at its line and column.
 func lineColOf(data []byte, off int) (line, col int) {
-	return plan.Position(data, int64(off))
+	return jsonwalk.Position(data, int64(off))
 }
 
 // locate returns the offset in data of the place a path such as
@@ -159,7 +159,7 @@ func element(dec *json.Decoder, data []byte, i int) (int, bool) {
 
 // valueStart is the offset of the next token, past the separators.
 func valueStart(dec *json.Decoder, data []byte) int {
-	return int(plan.ValueStart(data, dec.InputOffset()))
+	return int(jsonwalk.ValueStart(data, dec.InputOffset()))
 }
 
 // skipValue reads one value, however nested.

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentc-dev/agentc/internal/jsonwalk"
 	"github.com/agentc-dev/agentc/internal/textdist"
 )
 
@@ -79,10 +80,7 @@ func (w *walker) walk(t reflect.Type, path string) (*unknownField, error) {
 		t = t.Elem()
 	}
 	opaque := t.Kind() == reflect.Interface || t == reflect.TypeFor[json.RawMessage]() || reflect.PointerTo(t).Implements(unmarshalerType)
-	start := w.dec.InputOffset()
-	for start < int64(len(w.data)) && bytes.IndexByte([]byte(" \t\r\n,:"), w.data[start]) >= 0 {
-		start++
-	}
+	start := jsonwalk.ValueStart(w.data, w.dec.InputOffset())
 	tok, err := w.dec.Token()
 	if err != nil {
 		return nil, err
