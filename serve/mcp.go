@@ -1241,6 +1241,13 @@ func (s *Server) mcpHandler(x *exchange) {
 	r, done = s.mcp.live.begin(r)
 	defer done()
 	w := &mcpWriter{exchange: x}
+	if r.Method == http.MethodPost && r.Body != nil {
+		w.body = &prefixReader{r: r.Body}
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{w.body, r.Body}
+	}
 	defer w.finish()
 	if id := r.Header.Get("Mcp-Session-Id"); id != "" {
 		s.mcp.sessions.used(x.caller.key, id, time.Now())
@@ -1342,7 +1349,27 @@ type mcpWriter struct {
 	plain  bool
 	status int
 	text   []byte
+	// body keeps the start of a POST's body, where the request's id is.
+	body *prefixReader
 }
+
+// prefixReader reads r and keeps its first maxIDPrefix bytes.
+type prefixReader struct {
+	r      io.Reader
+	prefix []byte
+}
+
+func (p *prefixReader) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	if keep := min(n, maxIDPrefix-len(p.prefix)); keep > 0 {
+		p.prefix = append(p.prefix, b[:keep]...)
+	}
+	return n, err
+}
+
+// notHandled starts the SDK's refusal of a method it does not know
+// (jsonrpc2.ErrNotHandled).
+const notHandled = "JSON RPC not handled: "
 
 // maxPlainError bounds the text of an SDK error kept.
 const maxPlainError = 1024
@@ -1370,6 +1397,21 @@ func (w *mcpWriter) finish() {
 		return
 	}
 	msg := strings.TrimSpace(string(w.text))
+	if w.status == http.StatusBadRequest && strings.HasPrefix(msg, notHandled) && w.body != nil {
+		// A request of a method the server does not know: JSON-RPC's
+		// "method not found" to its id, which a client reads as the
+		// call's error. A refusal that is not JSON-RPC has the go-sdk
+		// client close its connection, failing every call after.
+		if id := requestID(bytes.NewReader(w.body.prefix)); id != nil {
+			method := strings.TrimSuffix(strings.TrimPrefix(msg, notHandled), " unsupported")
+			w.exchange.writeJSON(http.StatusOK, struct {
+				JSONRPC string          `json:"jsonrpc"`
+				ID      json.RawMessage `json:"id"`
+				Error   jsonrpc.Error   `json:"error"`
+			}{"2.0", id, jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not found: " + method}})
+			return
+		}
+	}
 	code := errCode("mcp_" + strings.ToLower(strings.ReplaceAll(http.StatusText(w.status), " ", "_")))
 	switch {
 	case w.status == http.StatusForbidden && msg == "session user mismatch":

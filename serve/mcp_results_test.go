@@ -324,10 +324,7 @@ func TestMCPArgumentsThatAreNotAnObject(t *testing.T) {
 // base64 blob; a text file so read is served as its text, which redact
 // reads.
 func TestMCPFilesystemMediaFileIsRedacted(t *testing.T) {
-	bin := os.Getenv("AGENTC_MCP_FILESYSTEM")
-	if bin == "" {
-		t.Skip("set AGENTC_MCP_FILESYSTEM to the mcp-server-filesystem binary (.ci/run installs it: npm ci --prefix .ci/node) to run this test")
-	}
+	bin := fsBinary(t)
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(root, "deploy.env"), []byte("AWS_KEY="+leak+"\n"), 0o644))

@@ -187,10 +187,7 @@ func TestMCPProxyInProcessUpstream(t *testing.T) {
 // npm: file_check refuses a path outside the root before the server sees
 // it.
 func TestMCPProxyFilesystemServer(t *testing.T) {
-	bin := os.Getenv("AGENTC_MCP_FILESYSTEM")
-	if bin == "" {
-		t.Skip("set AGENTC_MCP_FILESYSTEM to the mcp-server-filesystem binary (.ci/run installs it: npm ci --prefix .ci/node) to run this test")
-	}
+	bin := fsBinary(t)
 	root := t.TempDir()
 	root, err := filepath.EvalSymlinks(root)
 	require.NoError(t, err)

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -13,6 +15,8 @@ import (
 	"cuelang.org/go/cue/ast"
 	"cuelang.org/go/cue/cuecontext"
 	"cuelang.org/go/cue/format"
+	"cuelang.org/go/cue/token"
+	cuejson "cuelang.org/go/encoding/json"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentc-dev/agentc/runtime"
@@ -167,39 +171,75 @@ func (s scanner) note(blocked map[string]*runtime.BlockedError) func(name string
 	}
 }
 
-// pathArgNames and urlArgNames are the argument names mcp-tools declares as
-// path_arg and url_arg.
+// pathArgs and urlArgs are the argument names mcp-tools declares as
+// path_arg and url_arg: these names, and names with one of these endings
+// (target_path, outputDir, callback_url...).
 var (
-	pathArgNames = []string{"path", "paths", "file", "files", "filename", "filepath", "file_path", "dir", "directory"}
-	urlArgNames  = []string{"url", "urls", "uri", "href", "link", "endpoint", "webhook_url", "callback_url"}
+	pathArgs = argNames{
+		names:  []string{"path", "paths", "file", "files", "filename", "filepath", "file_path", "dir", "directory", "source", "destination", "src", "dst", "dest"},
+		ending: []string{"_path", "Path", "_paths", "Paths", "_file", "File", "_files", "Files", "_filename", "Filename", "_dir", "Dir", "_directory", "Directory"},
+	}
+	urlArgs = argNames{
+		names:  []string{"url", "urls", "uri", "href", "link", "endpoint", "webhook_url", "callback_url"},
+		ending: []string{"_url", "Url", "URL", "_urls", "Urls", "URLs", "_uri", "Uri", "URI", "_endpoint", "Endpoint"},
+	}
 )
 
-// argRefsNamed returns a reference to every property among names that
+// argNames is a set of argument names: some names, and the names with
+// one of some endings.
+type argNames struct{ names, ending []string }
+
+// rank orders the names of a set: a name listed by its place in the list,
+// a name with one of the endings after them; ok is false for other names.
+func (a argNames) rank(name string) (rank int, ok bool) {
+	if i := slices.Index(a.names, name); i >= 0 {
+		return i, true
+	}
+	for _, e := range a.ending {
+		if len(name) > len(e) && strings.HasSuffix(name, e) {
+			return len(a.names), true
+		}
+	}
+	return 0, false
+}
+
+// argRefsNamed returns a reference to every property named as in set that
 // holds a string ("name") or an array of strings ("/name/*"), as a string
 // when there is one, a list when there are several, nil when none.
-func argRefsNamed(props map[string]any, names []string) any {
-	var refs []string
-	for _, name := range names {
-		p, ok := props[name].(map[string]any)
-		if !ok {
+func argRefsNamed(props map[string]any, set argNames) any {
+	type ref struct {
+		rank int
+		name string
+		ref  string
+	}
+	var refs []ref
+	for name, p := range props {
+		p, ok := p.(map[string]any)
+		rank, named := set.rank(name)
+		if !ok || !named {
 			continue
 		}
 		switch {
 		case typeAllows(p["type"], "string"):
-			refs = append(refs, name)
+			refs = append(refs, ref{rank, name, name})
 		case typeAllows(p["type"], "array"):
 			if items, _ := p["items"].(map[string]any); items != nil && typeAllows(items["type"], "string") {
-				refs = append(refs, "/"+name+"/*")
+				refs = append(refs, ref{rank, name, "/" + name + "/*"})
 			}
 		}
 	}
+	slices.SortFunc(refs, func(a, b ref) int { return cmp.Or(cmp.Compare(a.rank, b.rank), strings.Compare(a.name, b.name)) })
 	switch len(refs) {
 	case 0:
 		return nil
 	case 1:
-		return refs[0]
+		return refs[0].ref
 	}
-	return refs
+	out := make([]string, len(refs))
+	for i, r := range refs {
+		out[i] = r.ref
+	}
+	return out
 }
 
 // typeAllows reports whether a JSON Schema "type" (absent, a name or a list
@@ -238,35 +278,44 @@ func writeToolsCUE(w io.Writer, server, prefix string, tools []*mcp.Tool, withhe
 			fields = append(fields, &ast.CommentGroup{Doc: true, List: []*ast.Comment{{Text: "// " + strconv.Quote(prefix+t.Name) + ": " + note}}})
 			continue
 		}
-		schema := map[string]any{}
-		if b, err := json.Marshal(t.InputSchema); err == nil {
-			_ = json.Unmarshal(b, &schema)
+		raw, err := json.MarshalIndent(t.InputSchema, "", "\t")
+		if err != nil {
+			return fmt.Errorf("tool %q: input schema: %v", t.Name, err)
 		}
+		schema := map[string]any{}
+		_ = json.Unmarshal(raw, &schema)
+		// The schema is printed from its JSON text, not encoded from the
+		// map, whose numbers CUE would print as floats (minItems: 1.0).
+		args, err := cuejson.Extract(t.Name, raw)
+		if err != nil {
+			return fmt.Errorf("tool %q: input schema: %v", t.Name, err)
+		}
+		compactLists(args)
 		entry := map[string]any{"side_effecting": t.Annotations == nil || !t.Annotations.ReadOnlyHint}
 		props, _ := schema["properties"].(map[string]any)
-		if refs := argRefsNamed(props, pathArgNames); refs != nil {
+		if refs := argRefsNamed(props, pathArgs); refs != nil {
 			entry["path_arg"] = refs
 		}
-		if refs := argRefsNamed(props, urlArgNames); refs != nil {
+		if refs := argRefsNamed(props, urlArgs); refs != nil {
 			entry["url_arg"] = refs
 		}
 		if t.Annotations != nil && t.Annotations.IdempotentHint && entry["side_effecting"] == true {
 			entry["retry_safe"] = true
 		}
-		entry["args"] = schema
 		v := ctx.Encode(entry)
 		if v.Err() != nil {
 			return fmt.Errorf("tool %q: %v", t.Name, v.Err())
 		}
-		expr, ok := v.Syntax().(ast.Expr)
+		expr, ok := v.Syntax().(*ast.StructLit)
 		if !ok {
-			return fmt.Errorf("tool %q: schema is not a struct", t.Name)
+			return fmt.Errorf("tool %q: entry is not a struct", t.Name)
 		}
+		expr.Elts = append([]ast.Decl{&ast.Field{Label: ast.NewIdent("args"), Value: args}}, expr.Elts...)
 		f := &ast.Field{Label: ast.NewStringLabel(prefix + t.Name), Value: expr}
 		if d := strings.TrimSpace(t.Description); d != "" {
 			var lines []*ast.Comment
-			for _, l := range strings.Split(d, "\n") {
-				lines = append(lines, &ast.Comment{Text: "// " + strings.TrimRight(l, " \t")})
+			for _, l := range strings.Split(strings.NewReplacer("\r\n", "\n", "\r", "\n").Replace(d), "\n") {
+				lines = append(lines, &ast.Comment{Text: strings.TrimRight("// "+l, " \t")})
 			}
 			ast.AddComment(f, &ast.CommentGroup{Doc: true, List: lines})
 		}
@@ -280,4 +329,29 @@ func writeToolsCUE(w io.Writer, server, prefix string, tools []*mcp.Tool, withhe
 	}
 	_, err = w.Write(b)
 	return err
+}
+
+// compactLists lays a list of scalars (required, enum) out on one line, as
+// the indented JSON it was extracted from has it on one line per element.
+func compactLists(n ast.Node) {
+	ast.Walk(n, func(n ast.Node) bool {
+		l, ok := n.(*ast.ListLit)
+		if !ok {
+			return true
+		}
+		for _, e := range l.Elts {
+			if _, scalar := e.(*ast.BasicLit); !scalar {
+				return true
+			}
+		}
+		for i, e := range l.Elts {
+			pos := token.Blank
+			if i == 0 {
+				pos = token.NoSpace
+			}
+			ast.SetRelPos(e, pos)
+		}
+		l.Rbrack = token.NoPos
+		return false
+	}, nil)
 }

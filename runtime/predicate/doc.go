@@ -44,8 +44,11 @@
 // double, "boolean" is bool, "array" is list(T) of its items, an object with properties is a
 // nested object type (named agentc.args.<path>, e.g. agentc.args.shipping), an object without
 // properties is map(string, T) of its additionalProperties; a type list of one type plus "null"
-// is that type, nullable; anything else (no type, several types, $ref, anyOf, ...) is dyn.
-// Nesting deeper than 16 levels is dyn.
+// is that type, nullable; a node holding a $ref to a place in the same schema ("#/$defs/addr")
+// and no type, properties, items, additionalProperties, enum or const of its own is typed as
+// the schema it references (a recursive definition to the depth bound, and 10,000 nodes at
+// most through references); anything else (no type, several types, another document's $ref,
+// anyOf, ...) is dyn. Nesting deeper than 16 levels is dyn.
 //
 // Several schemas are intersected: args gets the fields every schema declares with the same
 // type (recursively for nested objects and lists); a field is required only where every schema

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/google/cel-go/checker"
@@ -73,7 +75,106 @@ func parseArgsSchema(raw json.RawMessage) (node *schemaNode, typed bool, err err
 	return n, true, nil
 }
 
+// parseSchemaNode derives the schema node of raw, a whole schema document
+// (the root its local references start from).
 func parseSchemaNode(raw json.RawMessage, depth int, path string) (*schemaNode, error) {
+	p := &schemaParser{root: raw, budget: maxRefNodes}
+	return p.node(raw, depth, path)
+}
+
+// maxRefNodes bounds the nodes derived through references in one schema: a
+// definition referenced from many places is derived at each, and nested
+// definitions so multiply; past the bound a reference types nothing (dyn).
+const maxRefNodes = 10000
+
+// schemaParser derives schema nodes within one schema document.
+type schemaParser struct {
+	root json.RawMessage
+	// refs is how many references are being followed; budget the nodes
+	// they may still derive.
+	refs   int
+	budget int
+}
+
+// refKeywords are the keywords that type a node by themselves: a node with
+// a $ref and none of them is typed as the schema it references.
+var refKeywords = []string{"type", "properties", "items", "additionalProperties", "enum", "const"}
+
+// resolve returns the schema a local reference ("#", "#/$defs/addr")
+// points to within the document; ok is false for any other reference (an
+// anchor, another document) or a pointer to nothing.
+func (p *schemaParser) resolve(ref string) (json.RawMessage, bool) {
+	frag, ok := strings.CutPrefix(ref, "#")
+	if !ok {
+		return nil, false
+	}
+	frag, err := url.PathUnescape(frag)
+	if err != nil || (frag != "" && !strings.HasPrefix(frag, "/")) {
+		return nil, false
+	}
+	cur := p.root
+	if frag == "" {
+		return cur, true
+	}
+	for _, tok := range strings.Split(frag[1:], "/") {
+		tok = strings.NewReplacer("~1", "/", "~0", "~").Replace(tok)
+		cur = bytes.TrimSpace(cur)
+		switch {
+		case len(cur) > 0 && cur[0] == '{':
+			var m map[string]json.RawMessage
+			if json.Unmarshal(cur, &m) != nil {
+				return nil, false
+			}
+			if cur, ok = m[tok]; !ok {
+				return nil, false
+			}
+		case len(cur) > 0 && cur[0] == '[':
+			var l []json.RawMessage
+			i, err := strconv.Atoi(tok)
+			if json.Unmarshal(cur, &l) != nil || err != nil || i < 0 || i >= len(l) {
+				return nil, false
+			}
+			cur = l[i]
+		default:
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+// ref types a node that holds a $ref and no keyword that types it by
+// itself as the schema the reference points to: dyn when it is not a local
+// reference, or when following it would go past the depth or the budget.
+func (p *schemaParser) ref(raw json.RawMessage, depth int, path string) (n *schemaNode, followed bool, err error) {
+	var s map[string]json.RawMessage
+	if json.Unmarshal(raw, &s) != nil || s["$ref"] == nil {
+		return nil, false, nil
+	}
+	for _, k := range refKeywords {
+		if _, ok := s[k]; ok {
+			return nil, false, nil
+		}
+	}
+	var ref string
+	target, ok := json.RawMessage(nil), false
+	if json.Unmarshal(s["$ref"], &ref) == nil {
+		target, ok = p.resolve(ref)
+	}
+	if !ok || p.budget <= 0 {
+		return dynNode, true, nil
+	}
+	p.refs++
+	defer func() { p.refs-- }()
+	n, err = p.node(target, depth+1, path)
+	return n, true, err
+}
+
+func (p *schemaParser) node(raw json.RawMessage, depth int, path string) (*schemaNode, error) {
+	if p.refs > 0 {
+		if p.budget--; p.budget < 0 {
+			return dynNode, nil
+		}
+	}
 	raw = bytes.TrimSpace(raw)
 	if depth > maxSchemaDepth || len(raw) == 0 || raw[0] != '{' {
 		// true, false, absent or too deep: accepts anything.
@@ -81,6 +182,9 @@ func parseSchemaNode(raw json.RawMessage, depth int, path string) (*schemaNode, 
 			return nil, fmt.Errorf("schema%s: want an object or a boolean", pathSuffix(path))
 		}
 		return dynNode, nil
+	}
+	if n, followed, err := p.ref(raw, depth, path); followed {
+		return n, err
 	}
 	var s rawSchema
 	if err := json.Unmarshal(raw, &s); err != nil {
@@ -100,7 +204,7 @@ func parseSchemaNode(raw json.RawMessage, depth int, path string) (*schemaNode, 
 			}
 		}
 	}
-	n, err := schemaNodeOf(typ, &s, depth, path)
+	n, err := p.nodeOf(typ, &s, depth, path)
 	if err != nil || n == dynNode || !nullable {
 		return n, err
 	}
@@ -109,7 +213,7 @@ func parseSchemaNode(raw json.RawMessage, depth int, path string) (*schemaNode, 
 	return &c, nil
 }
 
-func schemaNodeOf(typ string, s *rawSchema, depth int, path string) (*schemaNode, error) {
+func (p *schemaParser) nodeOf(typ string, s *rawSchema, depth int, path string) (*schemaNode, error) {
 	var err error
 	switch typ {
 	case "string":
@@ -130,7 +234,7 @@ func schemaNodeOf(typ string, s *rawSchema, depth int, path string) (*schemaNode
 	case "array":
 		elem := dynNode
 		if len(s.Items) > 0 {
-			if elem, err = parseSchemaNode(s.Items, depth+1, path+"[]"); err != nil {
+			if elem, err = p.node(s.Items, depth+1, path+"[]"); err != nil {
 				return nil, err
 			}
 		}
@@ -141,7 +245,7 @@ func schemaNodeOf(typ string, s *rawSchema, depth int, path string) (*schemaNode
 			// A free-form object: a map whose values follow additionalProperties.
 			elem := dynNode
 			if len(s.AdditionalProperties) > 0 {
-				if elem, err = parseSchemaNode(s.AdditionalProperties, depth+1, path+".*"); err != nil {
+				if elem, err = p.node(s.AdditionalProperties, depth+1, path+".*"); err != nil {
 					return nil, err
 				}
 			}
@@ -154,7 +258,7 @@ func schemaNodeOf(typ string, s *rawSchema, depth int, path string) (*schemaNode
 			bound:    -1,
 		}
 		for name, sub := range s.Properties {
-			c, err := parseSchemaNode(sub, depth+1, path+"."+name)
+			c, err := p.node(sub, depth+1, path+"."+name)
 			if err != nil {
 				return nil, err
 			}

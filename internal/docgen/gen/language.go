@@ -452,7 +452,7 @@ func (p *langPage) celSection() {
 		"every other predicate runs before the call. A message's `content` is its whole text: a string, or its text and `tool_result` parts joined by line breaks, " +
 		"so a guard reads a message sent as parts as it reads one sent as a string. In the tool stage, `args` is typed from the JSON Schema of the tools " +
 		"an entry is scoped to with `tools:`; unscoped, it is an untyped map ([`cel/untyped-args`](rules.md#cel-untyped-args)), " +
-		"but reading an argument no declared tool's closed schema has, or a field of an object argument its closed schema lacks (`args.shipping.zipp`), is still a `cel/type` error, and so is testing it with has(), which is always false (a read that has() guards is not). " +
+		"but reading an argument no declared tool's closed schema has, or a field of an object argument its closed schema lacks (`args.shipping.zipp`), is still a `cel/type` error, and so is testing it with has(), which is always false (a read that has() guards is not). An argument whose schema is a `$ref` to a definition of the same schema (`\"$ref\": \"#/$defs/addr\"`, as schemas generated from typed models write nested objects) is typed as that definition. " +
 		"A predicate reading a key of an optional map (`item.metadata.KEY` in `admit`, `run.meta.KEY`, `session.meta.KEY`, `request.params.metadata.KEY`) without testing the key first is warned about " +
 		"([`cel/unchecked-key`](rules.md#cel-unchecked-key)): where the key is absent the read fails, and unless the rest of the predicate decides it, `admit` refuses the item, a guard follows its `on_error` (blocking by default), a `when` applies its layer. " +
 		"A constraint's `when` reads `outer` and `inner`, the configs of the two entries it orders, " +
