@@ -116,6 +116,9 @@ func (l *loader) addCUEErrors(err error, user cue.Value, skip ...string) {
 			r.others = l.ownConflict(e, r.pos)
 		}
 		r.rule, r.msg = classify(msg, path)
+		if r.rule == "schema/missing-field" && strings.Contains(msg, "field is required but not present") && len(path) > 0 {
+			r.msg += l.requiredNote(path[:len(path)-1], path[len(path)-1])
+		}
 		if r.rule == "schema/missing-field" && l.pos != nil && len(path) > 0 {
 			// Point at the struct that lacks the field: the error's path
 			// is the field's ("field is required but not present") or
@@ -157,7 +160,11 @@ func (l *loader) addCUEErrors(err error, user cue.Value, skip ...string) {
 					others = append(others, f)
 				}
 			}
-			r.msg += suggestName(name, others)
+			if c, ok := conditionFor(name, others); ok {
+				r.msg += l.conditionNote(path[:len(path)-1], c)
+			} else {
+				r.msg += suggestName(name, others)
+			}
 		}
 		if m := conflictRE.FindStringSubmatch(msg); m != nil {
 			r.conflict = [2]string{m[1], m[2]}
@@ -542,6 +549,38 @@ func (l *loader) allowedFields(path []string) []string {
 		}
 	}
 	return names
+}
+
+// conditionNote explains a field that the struct at path allows only
+// under condition c, which its value does not meet: `: model is a field
+// only where kind is "chat", and kind here is "text" (its default)`.
+func (l *loader) conditionNote(path []string, c condField) string {
+	note := fmt.Sprintf(": it is a field only where %s is %q", c.On, c.Value)
+	on := append(slices.Clone(path), c.On)
+	v := l.unified.LookupPath(selPath(on))
+	if got, err := v.String(); err == nil && got != c.Value {
+		note += fmt.Sprintf(", and %s here is %q", c.On, got)
+		if _, written := l.userLiteral(on); !written {
+			note += " (its default)"
+		}
+		note += fmt.Sprintf(": set %s: %q, or remove the field", c.On, c.Value)
+	}
+	return note
+}
+
+// requiredNote says which setting of the struct at path requires the field
+// name, when the schema requires it only under a condition: `: strategy
+// "summarize" needs it`.
+func (l *loader) requiredNote(path []string, name string) string {
+	c, ok := conditionFor(name, l.allowedFields(path))
+	if !ok {
+		return ""
+	}
+	v := l.unified.LookupPath(selPath(append(slices.Clone(path), c.On)))
+	if got, err := v.String(); err != nil || got != c.Value {
+		return ""
+	}
+	return fmt.Sprintf(": %s %q needs it", c.On, c.Value)
 }
 
 // nameMaps are the maps of the policy whose labels are names
