@@ -404,11 +404,11 @@ func classify(msg string, path []string) (rule, out string) {
 					return "schema/invalid-value", fmt.Sprintf("%s: %s: a duration has no spaces; write %q", name, m[1], packed)
 				}
 			}
-			if n, ok := strings.CutSuffix(v, "d"); ok && isCount(n) {
-				return "schema/invalid-value", fmt.Sprintf("%s: %s: a duration has no day unit; write hours, as in \"%dh\"", name, m[1], atoi(n)*24)
+			if d := dayWordRE.FindStringSubmatch(v); d != nil && isCount(d[1]) {
+				return "schema/invalid-value", fmt.Sprintf("%s: %s: a duration has no day unit; write hours, as in \"%dh\"", name, m[1], atoi(d[1])*24)
 			}
-			if n, ok := strings.CutSuffix(v, "w"); ok && isCount(n) {
-				return "schema/invalid-value", fmt.Sprintf("%s: %s: a duration has no week unit; write hours, as in \"%dh\"", name, m[1], atoi(n)*24*7)
+			if w := weekWordRE.FindStringSubmatch(v); w != nil && isCount(w[1]) {
+				return "schema/invalid-value", fmt.Sprintf("%s: %s: a duration has no week unit; write hours, as in \"%dh\"", name, m[1], atoi(w[1])*24*7)
 			}
 			if _, err := strconv.ParseFloat(v, 64); err == nil {
 				return "schema/invalid-value", fmt.Sprintf("%s: %s has no unit: write it with one, such as \"%sms\" or \"%ss\"", name, m[1], v, v)
@@ -675,6 +675,13 @@ const (
 // unitWordRE matches a number followed by a unit spelt out ("5min",
 // "30 seconds").
 var unitWordRE = regexp.MustCompile(`(?i)^([0-9]+(?:\.[0-9]+)?) ?(sec|secs|second|seconds|min|mins|minute|minutes|hr|hrs|hour|hours|msec|millis|milliseconds)$`)
+
+// dayWordRE and weekWordRE match a count of days or weeks ("2d", "1 day",
+// "3 weeks"), units a duration does not have.
+var (
+	dayWordRE  = regexp.MustCompile(`(?i)^([0-9]+) ?(d|day|days)$`)
+	weekWordRE = regexp.MustCompile(`(?i)^([0-9]+) ?(w|wk|wks|week|weeks)$`)
+)
 
 // unitWords maps the units unitWordRE matches to a duration's.
 var unitWords = map[string]string{
