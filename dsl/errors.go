@@ -116,6 +116,9 @@ func (l *loader) addCUEErrors(err error, user cue.Value, skip ...string) {
 			r.others = l.ownConflict(e, r.pos)
 		}
 		r.rule, r.msg = classify(msg, path)
+		if r.rule == "schema/missing-field" && strings.Contains(msg, "field is required but not present") && len(path) > 0 {
+			r.msg += l.requiredNote(path[:len(path)-1], path[len(path)-1])
+		}
 		if r.rule == "schema/missing-field" && l.pos != nil && len(path) > 0 {
 			// Point at the struct that lacks the field: the error's path
 			// is the field's ("field is required but not present") or
@@ -157,7 +160,11 @@ func (l *loader) addCUEErrors(err error, user cue.Value, skip ...string) {
 					others = append(others, f)
 				}
 			}
-			r.msg += suggestName(name, others)
+			if c, ok := conditionFor(name, others); ok {
+				r.msg += l.conditionNote(path[:len(path)-1], c)
+			} else {
+				r.msg += suggestName(name, others)
+			}
 		}
 		if m := conflictRE.FindStringSubmatch(msg); m != nil {
 			r.conflict = [2]string{m[1], m[2]}
@@ -397,11 +404,11 @@ func classify(msg string, path []string) (rule, out string) {
 					return "schema/invalid-value", fmt.Sprintf("%s: %s: a duration has no spaces; write %q", name, m[1], packed)
 				}
 			}
-			if n, ok := strings.CutSuffix(v, "d"); ok && isCount(n) {
-				return "schema/invalid-value", fmt.Sprintf("%s: %s: a duration has no day unit; write hours, as in \"%dh\"", name, m[1], atoi(n)*24)
+			if d := dayWordRE.FindStringSubmatch(v); d != nil && isCount(d[1]) {
+				return "schema/invalid-value", fmt.Sprintf("%s: %s: a duration has no day unit; write hours, as in \"%dh\"", name, m[1], atoi(d[1])*24)
 			}
-			if n, ok := strings.CutSuffix(v, "w"); ok && isCount(n) {
-				return "schema/invalid-value", fmt.Sprintf("%s: %s: a duration has no week unit; write hours, as in \"%dh\"", name, m[1], atoi(n)*24*7)
+			if w := weekWordRE.FindStringSubmatch(v); w != nil && isCount(w[1]) {
+				return "schema/invalid-value", fmt.Sprintf("%s: %s: a duration has no week unit; write hours, as in \"%dh\"", name, m[1], atoi(w[1])*24*7)
 			}
 			if _, err := strconv.ParseFloat(v, 64); err == nil {
 				return "schema/invalid-value", fmt.Sprintf("%s: %s has no unit: write it with one, such as \"%sms\" or \"%ss\"", name, m[1], v, v)
@@ -544,6 +551,38 @@ func (l *loader) allowedFields(path []string) []string {
 	return names
 }
 
+// conditionNote explains a field that the struct at path allows only
+// under condition c, which its value does not meet: `: model is a field
+// only where kind is "chat", and kind here is "text" (its default)`.
+func (l *loader) conditionNote(path []string, c condField) string {
+	note := fmt.Sprintf(": it is a field only where %s is %q", c.On, c.Value)
+	on := append(slices.Clone(path), c.On)
+	v := l.unified.LookupPath(selPath(on))
+	if got, err := v.String(); err == nil && got != c.Value {
+		note += fmt.Sprintf(", and %s here is %q", c.On, got)
+		if _, written := l.userLiteral(on); !written {
+			note += " (its default)"
+		}
+		note += fmt.Sprintf(": set %s: %q, or remove the field", c.On, c.Value)
+	}
+	return note
+}
+
+// requiredNote says which setting of the struct at path requires the field
+// name, when the schema requires it only under a condition: `: strategy
+// "summarize" needs it`.
+func (l *loader) requiredNote(path []string, name string) string {
+	c, ok := conditionFor(name, l.allowedFields(path))
+	if !ok {
+		return ""
+	}
+	v := l.unified.LookupPath(selPath(append(slices.Clone(path), c.On)))
+	if got, err := v.String(); err != nil || got != c.Value {
+		return ""
+	}
+	return fmt.Sprintf(": %s %q needs it", c.On, c.Value)
+}
+
 // nameMaps are the maps of the policy whose labels are names
 // (#Identifier).
 var nameMaps = map[string]bool{
@@ -636,6 +675,13 @@ const (
 // unitWordRE matches a number followed by a unit spelt out ("5min",
 // "30 seconds").
 var unitWordRE = regexp.MustCompile(`(?i)^([0-9]+(?:\.[0-9]+)?) ?(sec|secs|second|seconds|min|mins|minute|minutes|hr|hrs|hour|hours|msec|millis|milliseconds)$`)
+
+// dayWordRE and weekWordRE match a count of days or weeks ("2d", "1 day",
+// "3 weeks"), units a duration does not have.
+var (
+	dayWordRE  = regexp.MustCompile(`(?i)^([0-9]+) ?(d|day|days)$`)
+	weekWordRE = regexp.MustCompile(`(?i)^([0-9]+) ?(w|wk|wks|week|weeks)$`)
+)
 
 // unitWords maps the units unitWordRE matches to a duration's.
 var unitWords = map[string]string{

@@ -36,6 +36,10 @@ func TestInvalidValueHints(t *testing.T) {
 			`tools.t.args.properties.item.required[0]: required names "sku", which properties does not describe (it describes id)`},
 		{"days", `chains: tool: [{use: "memoize", ttl: "2d"}]`,
 			`chains.tool[0].ttl: "2d": a duration has no day unit; write hours, as in "48h"`},
+		{"days spelt out", `settings: run_idle: "1 day"`,
+			`settings.run_idle: "1 day": a duration has no day unit; write hours, as in "24h"`},
+		{"weeks spelt out", `chains: tool: [{use: "idempotent", ttl: "2 weeks"}]`,
+			`chains.tool[0].ttl: "2 weeks": a duration has no week unit; write hours, as in "336h"`},
 		{"empty tools", `chains: tool: [{use: "log", tools: []}]`,
 			`chains.tool[0].tools: an empty tools list does not scope the entry to no tool: the entry applies to every tool, as without tools`},
 		{"url in url_env", `stores: s: {kind: "redis", url_env: "redis://127.0.0.1:6379/0"}`,
@@ -168,5 +172,38 @@ chains: tool: [
 		require.Len(t, diags, 1, "%v", diags)
 		assert.Equal(t, []string{tt.want}, got)
 		assert.Contains(t, diags[0].Message, "has 0 elements, needs at least 1")
+	}
+}
+
+// A field the schema declares only under a setting of another field is
+// explained by that setting, not reported as a plain unknown or missing
+// field.
+func TestConditionalFields(t *testing.T) {
+	tests := []struct {
+		name, src, rule, want string
+	}{
+		{"classifier model without kind", `models: g: {}
+chains: chat: [{use: "security", classifier: {model: "g"}}]`, "schema/unknown-field",
+			`unknown field "model": it is a field only where kind is "chat", and kind here is "text" (its default): set kind: "chat", or remove the field`},
+		{"text threshold on a chat classifier", `models: g: {}
+chains: chat: [{use: "security", classifier: {kind: "chat", model: "g", threshold: 0.9}}]`, "schema/unknown-field",
+			`unknown field "threshold": it is a field only where kind is "text", and kind here is "chat": set kind: "text", or remove the field`},
+		{"summary model on keep_recent", `models: s: {}
+chains: chat: [{use: "compaction", model: "s"}]`, "schema/unknown-field",
+			`unknown field "model": it is a field only where strategy is "summarize", and strategy here is "keep_recent" (its default): set strategy: "summarize", or remove the field`},
+		{"summarize without model", `chains: chat: [{use: "compaction", strategy: "summarize"}]`, "schema/missing-field",
+			`missing required field "model": strategy "summarize" needs it`},
+		{"chat classifier without model", `chains: chat: [{use: "security", classifier: {kind: "chat"}}]`, "schema/missing-field",
+			`missing required field "model": kind "chat" needs it`},
+		{"sqlite without path", `stores: s: {kind: "sqlite"}`, "schema/missing-field",
+			`missing required field "path": kind "sqlite" needs it`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, diags, _ := loadSnippet(t, tt.src)
+			require.Len(t, diags, 1, "%v", diags)
+			assert.Equal(t, tt.rule, diags[0].Rule)
+			assert.Equal(t, tt.want, diags[0].Message)
+		})
 	}
 }

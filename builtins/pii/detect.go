@@ -631,17 +631,38 @@ func (r *phoneRegion) possible(raw string, n int) bool {
 // names none.
 var DefaultRegions = []string{"US", "CA", "GB", "IE", "DE", "FR", "ES", "IT", "NL", "BE", "CH", "AT", "IN", "AU", "BR"}
 
+// regionAliases are codes that are not ISO 3166-1 alpha-2 but are often
+// written for one, with the code meant.
+var regionAliases = map[string]string{"UK": "GB", "EL": "GR"}
+
+// CheckRegions reports the first of regions that names no region with phone
+// numbering metadata: "UK" is not a region code ("GB" is), and a phone
+// number of such a region would never be recognised as national.
+func CheckRegions(regions []string) error {
+	supported := phonenumbers.GetSupportedRegions()
+	for i, r := range regions {
+		u := strings.ToUpper(r)
+		if supported[u] {
+			continue
+		}
+		if meant, ok := regionAliases[u]; ok {
+			return fmt.Errorf("regions[%d] %q is not an ISO 3166-1 alpha-2 region code: write %q", i, r, meant)
+		}
+		return fmt.Errorf("regions[%d] %q is not an ISO 3166-1 alpha-2 region code with a phone numbering plan (such as \"US\", \"GB\" or \"DE\")", i, r)
+	}
+	return nil
+}
+
 func newPhoneFinder(regions []string) (*phoneFinder, error) {
 	if len(regions) == 0 {
 		regions = DefaultRegions
 	}
-	supported := phonenumbers.GetSupportedRegions()
+	if err := CheckRegions(regions); err != nil {
+		return nil, fmt.Errorf("pii: %w", err)
+	}
 	f := &phoneFinder{}
 	for _, r := range regions {
 		r = strings.ToUpper(r)
-		if !supported[r] {
-			return nil, fmt.Errorf("pii: unknown region %q (want an ISO 3166-1 alpha-2 code)", r)
-		}
 		reg := phoneRegion{code: r}
 		if md := regionMetadata()[r]; md != nil {
 			reg.trunk = md.GetNationalPrefix()

@@ -91,8 +91,11 @@ func (m *Middleware) Provision(b *runtime.BuildContext) error {
 	return nil
 }
 
-// Validate checks action and on_error.
+// Validate checks action, on_error and regions.
 func (m *Middleware) Validate() error {
+	if err := CheckRegions(m.Regions); err != nil {
+		return err
+	}
 	if m.Action != ActionBlock && m.Action != ActionRedact {
 		return fmt.Errorf(`action must be "block" or "redact", got %q`, m.Action)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	_ "github.com/agentc-dev/agentc/builtins/pii"
+	"github.com/agentc-dev/agentc/builtins/pii"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
@@ -351,4 +351,19 @@ func TestChatRedactToolDefinitionsAndResponseFormat(t *testing.T) {
 	require.Len(t, model.seen, 1)
 	assert.Equal(t, req.Tools, model.seen[0].Tools)
 	assert.Equal(t, req.ResponseFormat, model.seen[0].ResponseFormat)
+}
+
+// A region without a phone numbering plan is refused by Validate, which vet
+// runs, not only when the layer is provisioned.
+func TestValidateRegions(t *testing.T) {
+	m := &pii.Middleware{Action: pii.ActionRedact, OnError: "closed", Regions: []string{"us", "UK"}}
+	err := m.Validate()
+	require.Error(t, err)
+	assert.Equal(t, `regions[1] "UK" is not an ISO 3166-1 alpha-2 region code: write "GB"`, err.Error())
+
+	m.Regions = []string{"ZZ"}
+	require.ErrorContains(t, m.Validate(), `regions[0] "ZZ" is not an ISO 3166-1 alpha-2 region code with a phone numbering plan`)
+
+	m.Regions = []string{"gb", "DE"}
+	assert.NoError(t, m.Validate())
 }

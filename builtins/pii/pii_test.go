@@ -236,7 +236,7 @@ func TestRegions(t *testing.T) {
 	intl := "+49 30 901820"
 	assert.Equal(t, []string{"phone:" + intl}, found(intl, us.Find(intl)), "international format whatever the regions")
 	_, err = New(Config{Regions: []string{"XX"}})
-	assert.ErrorContains(t, err, `unknown region "XX"`)
+	assert.ErrorContains(t, err, `regions[0] "XX" is not an ISO 3166-1 alpha-2 region code`)
 }
 
 func TestRedact(t *testing.T) {

@@ -80,3 +80,16 @@ func callee(stage string) string {
 	}
 	return "the turn"
 }
+
+// scopeApart says how two layers of one stage are kept from wrapping the
+// same calls: tools: in the tool chain, a when on the model elsewhere
+// (tools: is refused outside the tool chain).
+func scopeApart(stage string) string {
+	switch stage {
+	case "tool":
+		return "scope them with tools: to different tools"
+	case "chat":
+		return "scope them with when: to different models (request.model)"
+	}
+	return "scope them with when: to different turns"
+}

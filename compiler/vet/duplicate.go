@@ -12,7 +12,9 @@ Kinds that are not repeatable (meter, tracing, memoize, rate_limit, ...) do
 their job once per call; a second entry doubles it: a call metered twice
 spends the budget twice, a second cache or rate limit adds nothing but a
 second state. Entries scoped with tools: to different tools never see the
-same call and are not duplicates: that is how one limit per tool is written.`,
+same call and are not duplicates: that is how one limit per tool is written;
+in the chat chain, entries whose when tells the models apart
+(request.model == 'a', request.model == 'b') are not duplicates either.`,
 	Run: func(p *Pass) {
 		for _, stage := range dsl.Stages {
 			chain := p.Policy.Chains[stage]
@@ -26,8 +28,8 @@ same call and are not duplicates: that is how one limit per tool is written.`,
 						continue
 					}
 					p.Reportf(e.Pos, []dsl.Related{at(o, "%s is already here", o.Ref())},
-						"%s appears twice in the %s chain and is not repeatable: every call that reaches both goes through %s twice; remove one, or scope them with tools: to different tools",
-						e.Use, stage, e.Use)
+						"%s appears twice in the %s chain and is not repeatable: every call that reaches both goes through %s twice; remove one, or %s",
+						e.Use, stage, e.Use, scopeApart(stage))
 					break
 				}
 			}

@@ -45,8 +45,8 @@ never runs a call again.`,
 				}
 				n, factors := p.Reinvocations(chain, e)
 				p.Reportf(e.Pos, []dsl.Related{at(near, "%s (max_attempts %d) is here, outside %s", near.Ref(), Attempts(near), e.Ref())},
-					"%s (max_attempts %d) sits inside %s (max_attempts %d): a failing call reaches %s up to %s times (%s); keep one retry, or scope them with tools: to different tools",
-					e.Ref(), Attempts(e), near.Ref(), Attempts(near), callee(stage), Calls(n), factors)
+					"%s (max_attempts %d) sits inside %s (max_attempts %d): a failing call reaches %s up to %s times (%s); keep one retry, or %s",
+					e.Ref(), Attempts(e), near.Ref(), Attempts(near), callee(stage), Calls(n), factors, scopeApart(stage))
 			}
 		}
 	},

@@ -308,6 +308,10 @@ func (p *langPage) table(fs []field, withBounds bool) {
 		case f.Default == "":
 			dflt = ""
 		}
+		if f.Cond != "" && !f.Required {
+			// A field declared only under a condition is refused elsewhere.
+			dflt = strings.TrimSpace(dflt + " only when " + f.Cond)
+		}
 		p.printf("| `%s` | %s | %s | %s | %s |\n", f.Path, cell(f.Type), cell(f.Bounds), cell(dflt), cell(f.Doc))
 	}
 	p.printf("\n")
