@@ -170,3 +170,33 @@ chains: tool: [
 		assert.Contains(t, diags[0].Message, "has 0 elements, needs at least 1")
 	}
 }
+
+// A field named as other gateways name it gets agentc's field as its
+// did-you-mean, where the struct has that field; a misspelling still gets
+// the closest field.
+func TestUnknownFieldAliases(t *testing.T) {
+	tests := []struct{ name, src, at, want string }{
+		{"rps", `chains: tool: [{use: "rate_limit", rps: 10}]`,
+			"3:36", `unknown field "rps"; did you mean "rate"? (rate is the calls let through each per, "1s" by default)`},
+		{"max_retries", `chains: chat: [{use: "retry", max_retries: 2}]`,
+			"3:31", `unknown field "max_retries"; did you mean "max_attempts"? (max_attempts counts the first attempt too: 2 retries are max_attempts: 3)`},
+		{"window", `chains: chat: [{use: "rate_limit", rate: 5, window: "1m"}]`,
+			"3:45", `unknown field "window"; did you mean "per"?`},
+		{"alias of a field the struct has not", `chains: chat: [{use: "log", rps: 10}]`,
+			"3:29", `unknown field "rps"`},
+		{"misspelling", `chains: chat: [{use: "rate_limit", rat: 5}]`,
+			"3:36", `unknown field "rat"; did you mean "rate"?`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, diags, got := loadSnippet(t, tt.src)
+			require.NotEmpty(t, diags)
+			assert.Equal(t, tt.at+" schema/unknown-field", got[0])
+			if tt.name == "alias of a field the struct has not" {
+				assert.Equal(t, tt.want, diags[0].Message)
+				return
+			}
+			assert.Contains(t, diags[0].Message, tt.want)
+		})
+	}
+}
