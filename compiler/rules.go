@@ -322,7 +322,9 @@ argument may be absent (deny: "args.amount > 100.0" blocks every call of
 a search tool, "no such key: amount"). Scope the entry with tools:, or
 test the argument first. A predicate that reads tool.name is not
 reported: it may decide before the read (tool.name == 'refund' && ...),
-and nothing is said where undeclared or MCP tools may be called.
+nor is a tool the entry's when leaves out whatever the call (when:
+"tool.url_arg != ''" for a tool without url_arg): the when runs first.
+Nothing is said where undeclared or MCP tools may be called.
 
 A custom invariant is warned about the same way when it reads a field that
 the run's trace leaves out where it is empty (the fields agentc run -json
