@@ -24,7 +24,7 @@ import (
 func compileCEL(_ context.Context, c *Compilation) error {
 	p := c.Policy
 	if p.Admit != nil {
-		c.checkPredicate(p.Admit, predicate.Admit, predicate.Before, nil, "", "admit", "", nil)
+		c.checkPredicate(p.Admit, predicate.Admit, predicate.Before, nil, "", "admit", "", nil, nil)
 	}
 	if p.Invariants != nil {
 		for _, name := range sortedNames(p.Invariants.Custom) {
@@ -38,7 +38,7 @@ func compileCEL(_ context.Context, c *Compilation) error {
 			// what when tests present needs no test of their own.
 			var given []string
 			if e.When != nil {
-				if w := c.checkPredicate(e.When, predicate.Stage(stage), predicate.Before, e.Tools, "when", "when", "", nil); w != nil {
+				if w := c.checkPredicate(e.When, predicate.Stage(stage), predicate.Before, e.Tools, "when", "when", "", nil, nil); w != nil {
 					given = w.PresentIfTrue()
 				}
 			}
@@ -49,7 +49,7 @@ func compileCEL(_ context.Context, c *Compilation) error {
 			for _, f := range predicateFields[e.Use] {
 				if x := e.Expr(f); x != nil {
 					onError, _ := e.Fields["on_error"].(string)
-					c.checkPredicate(x, predicate.Stage(stage), phase, e.Tools, e.Use, f, onError, given)
+					c.checkPredicate(x, predicate.Stage(stage), phase, e.Tools, e.Use, f, onError, given, e.When)
 				}
 			}
 		}
@@ -181,8 +181,9 @@ func costHint(msg string, stage predicate.Stage) string {
 
 // checkPredicate checks one predicate of an entry (kind names its builtin,
 // or is "when"; field is the config field holding it, onError the entry's
-// on_error) or the policy's admit (kind "", field "admit").
-func (c *Compilation) checkPredicate(x *dsl.Expr, stage predicate.Stage, phase predicate.Phase, tools []string, kind, field, onError string, given []string) *predicate.Checked {
+// on_error, when the entry's when, which the runtime evaluates first) or
+// the policy's admit (kind "", field "admit").
+func (c *Compilation) checkPredicate(x *dsl.Expr, stage predicate.Stage, phase predicate.Phase, tools []string, kind, field, onError string, given []string, when *dsl.Expr) *predicate.Checked {
 	var schemas []json.RawMessage
 	if stage == predicate.Tool {
 		schemas = c.argsSchemas(tools)
@@ -243,7 +244,7 @@ func (c *Compilation) checkPredicate(x *dsl.Expr, stage predicate.Stage, phase p
 		return checked
 	}
 	if checked.ReadsUntypedArgs && len(tools) == 0 {
-		c.checkUnscopedArgKeys(x, checked, keyFailure(kind, field, onError))
+		c.checkUnscopedArgKeys(x, checked, keyFailure(kind, field, onError), when)
 	}
 	if checked.ReadsUntypedArgs {
 		at := identOffset(x.Source, "args")

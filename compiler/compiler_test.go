@@ -88,6 +88,9 @@ func (s *sentiment) Validate() error {
 	if s.Threshold == 0.42 {
 		return errors.New("threshold 0.42 is reserved")
 	}
+	if s.Threshold == 0.43 {
+		return errors.New("threshold: 0.43 is reserved")
+	}
 	return nil
 }
 
@@ -117,9 +120,18 @@ func TestCustomMiddlewareIsVetted(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, c.Diagnostics, 1)
 	assert.Equal(t, "schema/invalid-value", c.Diagnostics[0].Rule)
-	assert.Contains(t, c.Diagnostics[0].Message, "reserved")
+	assert.Equal(t, "chains.chat[0]: threshold 0.42 is reserved", c.Diagnostics[0].Message)
 	assert.Equal(t, 2, c.Diagnostics[0].Pos.Line)
 	assert.Equal(t, 51, c.Diagnostics[0].Pos.Col)
+
+	// A message that starts with the field's path continues the entry's,
+	// as the schema's own messages do.
+	refused = writePolicy(t, "package p\nchains: chat: [{use: \"log\"}, {use: \"test_sentiment\", threshold: 0.43}]\n")
+	c, err = Compile(context.Background(), []string{refused}, Options{})
+	require.NoError(t, err)
+	require.Len(t, c.Diagnostics, 1)
+	assert.Equal(t, "chains.chat[1].threshold: 0.43 is reserved", c.Diagnostics[0].Message)
+	assert.Equal(t, 65, c.Diagnostics[0].Pos.Col)
 }
 
 func BenchmarkCompileExample(b *testing.B) {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentc-dev/agentc/compiler/vet"
 	"github.com/agentc-dev/agentc/dsl"
 	"github.com/agentc-dev/agentc/internal/textdist"
 	"github.com/agentc-dev/agentc/runtime/predicate"
@@ -208,11 +209,18 @@ func nameList(names []string) string {
 // may be absent, the read fails, and the predicate fails as failure says
 // (an unscoped deny: "args.amount > 100.0" blocks every call of a search
 // tool, with a "no such key" error). A predicate that reads tool.name is
-// left alone: it may decide before the read (tool.name == 'refund' && ...).
-func (c *Compilation) checkUnscopedArgKeys(x *dsl.Expr, checked *predicate.Checked, failure string) {
+// left alone: it may decide before the read (tool.name == 'refund' && ...),
+// and so is a tool the entry's when leaves out whatever the call
+// (tool.url_arg != "" for a tool without one): the runtime evaluates
+// the when first.
+func (c *Compilation) checkUnscopedArgKeys(x *dsl.Expr, checked *predicate.Checked, failure string, when *dsl.Expr) {
 	p := c.Policy
 	if len(p.Tools) == 0 || p.AllowUndeclaredTools || len(p.MCPServers) > 0 || slices.Contains(checked.Reads, "tool") {
 		return
+	}
+	excluded := func(*dsl.Tool) bool { return false }
+	if when != nil {
+		excluded = vet.WhenExcludes(when.Source)
 	}
 	var seen []string
 	for _, r := range checked.KeyReads {
@@ -222,7 +230,7 @@ func (c *Compilation) checkUnscopedArgKeys(x *dsl.Expr, checked *predicate.Check
 		seen = append(seen, r.Key)
 		var lacking []string
 		for _, name := range sortedNames(p.Tools) {
-			if t := p.Tools[name]; len(t.Args) > 0 && !slices.Contains(t.RequiredArgNames(), r.Key) {
+			if t := p.Tools[name]; len(t.Args) > 0 && !slices.Contains(t.RequiredArgNames(), r.Key) && !excluded(t) {
 				lacking = append(lacking, name)
 			}
 		}

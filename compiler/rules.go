@@ -31,7 +31,9 @@ did you mean "retry"?).`},
 	{"schema/unknown-field", dsl.Error, "a field the closed definition does not allow", `
 Every definition is closed: a field the policy, an entry's builtin or a
 tool declaration does not define is an error at the field, with the
-closest allowed name when one is near. A misspelt field would otherwise be
+closest allowed name when one is near, or the field other gateways'
+names stand for (rps: rate, max_retries: max_attempts, window: per). A
+misspelt field would otherwise be
 ignored and its layer run with the default. A model, tool, store, key, MCP
 server or state field declared under a label that is not a name ("my
 model", "2fa") is reported here too, as not a name.`},
@@ -65,9 +67,16 @@ names an environment variable, one chain declared twice (two lists,
 in one file or two, that CUE joins entry by entry), a name holding a
 character outside ASCII, such as a Cyrillic look-alike of a Latin letter
 or an invisible one (the character and its code point: U+0430, a Cyrillic
-letter; a CEL predicate's cel/syntax error names it too).
+letter; a CEL predicate's cel/syntax error names it too), a JSON Schema
+keyword's value outside its enumeration (type: "nubmer": "number", "int":
+"integer"), and a regular expression's construct that RE2 syntax does not
+have, placed at it: a lookbehind or lookahead ((?<=, (?!), a
+backreference (\1), an atomic group or a possessive quantifier.
 
 A value the schema accepts but that is almost surely a slip is a warning:
+a JSON Schema format close to one JSON Schema defines but not one of them
+("urii", "date_time"), which validators take for a format of the
+policy's own;
 a usd_per_mtok_* price below 0.001, a price per token written where the
 field wants the price of one million tokens (0.000003 for 3,
 which makes the meter count a millionth of the spend); a retry with
@@ -313,7 +322,9 @@ argument may be absent (deny: "args.amount > 100.0" blocks every call of
 a search tool, "no such key: amount"). Scope the entry with tools:, or
 test the argument first. A predicate that reads tool.name is not
 reported: it may decide before the read (tool.name == 'refund' && ...),
-and nothing is said where undeclared or MCP tools may be called.
+nor is a tool the entry's when leaves out whatever the call (when:
+"tool.url_arg != ''" for a tool without url_arg): the when runs first.
+Nothing is said where undeclared or MCP tools may be called.
 
 A custom invariant is warned about the same way when it reads a field that
 the run's trace leaves out where it is empty (the fields agentc run -json

@@ -51,17 +51,23 @@ func validateConfigs(_ context.Context, c *Compilation) error {
 			pos := e.Pos
 			// Messages name the field first ("ttl must be positive"), a
 			// nested one ("classifier.timeout: ...") or an element of a
-			// list ("allow[2]: ...", positioned as allow.2).
-			if f, _, ok := strings.Cut(msg, " "); ok {
-				f = elementPath.Replace(strings.TrimRight(f, ":,"))
+			// list ("allow[2]: ...", positioned as allow.2). A message
+			// that starts with the field's path continues the entry's,
+			// as the schema's messages do: "chains.tool[0].allow[2]: ...".
+			sep := ": "
+			if word, _, ok := strings.Cut(msg, " "); ok {
+				f := elementPath.Replace(strings.TrimRight(word, ":,"))
 				top, _, _ := strings.Cut(f, ".")
 				if _, has := e.Fields[top]; has {
 					if pos = e.FieldPos(f); pos == e.Pos {
 						pos = e.FieldPos(top)
 					}
+					if strings.HasSuffix(word, ":") {
+						sep = "."
+					}
 				}
 			}
-			c.report(dsl.Errorf(pos, "schema/invalid-value", "%s: %s", e.Ref(), msg))
+			c.report(dsl.Errorf(pos, "schema/invalid-value", "%s%s%s", e.Path(), sep, msg))
 		}
 	}
 	return nil

@@ -509,39 +509,6 @@ func where(p, from Pos) string {
 	return fmt.Sprintf("%s:%d", filepath.Base(p.File), p.Line)
 }
 
-// regexpFields lists the config fields that hold RE2 regular expressions:
-// a list of patterns, or a list of structs with a "pattern" field.
-var regexpFields = map[string]string{
-	"security":       "patterns",
-	"content_filter": "patterns",
-	"redact":         "patterns",
-	"tool_policy":    "arg_patterns",
-}
-
-// checkRegexps compiles the entry's regular expressions, so that a pattern
-// Go's RE2 engine refuses is a vet error at the pattern.
-func (l *loader) checkRegexps(e *Entry, path []string) {
-	field, ok := regexpFields[e.Use]
-	if !ok {
-		return
-	}
-	list, _ := e.Fields[field].([]any)
-	for i, item := range list {
-		pat, ok := item.(string)
-		at := append(append([]string{}, path...), field, fmt.Sprint(i))
-		if m, isMap := item.(map[string]any); isMap {
-			pat, ok = m["pattern"].(string)
-			at = append(at, "pattern")
-		}
-		if !ok {
-			continue
-		}
-		if _, err := regexp.Compile(pat); err != nil {
-			l.errorf(l.userPos(at), "schema/invalid-value", "%s[%d]: not an RE2 regular expression: %v", field, i, strings.TrimPrefix(err.Error(), "error parsing regexp: "))
-		}
-	}
-}
-
 // checkConstraintRefs reports a constraint whose outer or inner names
 // neither a known kind nor an entry name, and resolves the kinds each can
 // designate.

@@ -163,7 +163,7 @@ func (l *loader) addCUEErrors(err error, user cue.Value, skip ...string) {
 			if c, ok := conditionFor(name, others); ok {
 				r.msg += l.conditionNote(path[:len(path)-1], c)
 			} else {
-				r.msg += suggestName(name, others)
+				r.msg += suggestField(name, others)
 			}
 		}
 		if m := conflictRE.FindStringSubmatch(msg); m != nil {
@@ -362,6 +362,41 @@ func fieldName(path []string) string {
 		return "policy"
 	}
 	return b.String()
+}
+
+// fieldAliases are the names other gateways give a field of agentc's,
+// which no spelling mistake explains ("rps" for rate), with what to know
+// when writing agentc's field instead.
+var fieldAliases = map[string]struct{ field, note string }{
+	"rps":                 {"rate", `rate is the calls let through each per, "1s" by default`},
+	"requests_per_second": {"rate", `rate is the calls let through each per, "1s" by default`},
+	"rpm":                 {"rate", `rate is the calls let through each per: write per: "1m" with it`},
+	"requests_per_minute": {"rate", `rate is the calls let through each per: write per: "1m" with it`},
+	"window":              {"per", "per is the period over which rate calls are let through"},
+	"period":              {"per", "per is the period over which rate calls are let through"},
+	"interval":            {"per", "per is the period over which rate calls are let through"},
+	"burst_size":          {"burst", ""},
+	"capacity":            {"burst", "burst is the bucket size"},
+	"retries":             {"max_attempts", "max_attempts counts the first attempt too: 2 retries are max_attempts: 3"},
+	"max_retries":         {"max_attempts", "max_attempts counts the first attempt too: 2 retries are max_attempts: 3"},
+	"num_retries":         {"max_attempts", "max_attempts counts the first attempt too: 2 retries are max_attempts: 3"},
+	"per_try_timeout":     {"attempt_timeout", ""},
+	"backoff":             {"initial_delay", "the backoff starts at initial_delay and grows by multiplier up to max_delay"},
+	"initial_backoff":     {"initial_delay", ""},
+	"max_backoff":         {"max_delay", ""},
+}
+
+// suggestField returns "; did you mean X?" for an unknown field name: the
+// field of fields that other gateways call name (fieldAliases), else the
+// closest in spelling.
+func suggestField(name string, fields []string) string {
+	if a, ok := fieldAliases[name]; ok && slices.Contains(fields, a.field) {
+		if a.note == "" {
+			return fmt.Sprintf("; did you mean %q?", a.field)
+		}
+		return fmt.Sprintf("; did you mean %q? (%s)", a.field, a.note)
+	}
+	return suggestName(name, fields)
 }
 
 // classify maps a CUE message to a rule id and a user-facing message.

@@ -23,6 +23,8 @@ grounding: {
 		{"field typo, placed on the field", `grounding: render: template: "ok {{range .Items}}{{.Contnet}}{{end}}"`, []string{"3:52 schema/invalid-value"}},
 		{"field typo in a multi-line string", "grounding: render: template: \"\"\"\n\tSources:\n\t{{range .Items}}[{{.Sourc}}]{{end}}\n\t\"\"\"", []string{"5:21 schema/invalid-value"}},
 		{"parse error", `grounding: render: template: "{{range .Items}}"`, []string{"3:31 schema/invalid-value"}},
+		{"parse error placed at its action", `grounding: render: template: "{{range .Items}}<doc>{{.Content}}</doc>{{end}"`, []string{"3:70 schema/invalid-value"}},
+		{"parse error in a multi-line string", "grounding: render: template: \"\"\"\n\t{{range .Items}}\n\t<doc>{{.Content}</doc>\n\t{{end}}\n\t\"\"\"", []string{"5:7 schema/invalid-value"}},
 		{"unknown placement", `grounding: render: {template: "x", placement: "top"}`, []string{"3:47 schema/invalid-value"}},
 		{"budget out of bounds", `grounding: render: {template: "x", max_tokens: 0}`, []string{"3:48 schema/invalid-value"}},
 		{"undeclared sink", `grounding: sink: "logs"`, []string{"3:18 schema/bad-reference"}},

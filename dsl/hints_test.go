@@ -2,6 +2,7 @@ package dsl
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -206,4 +207,63 @@ chains: chat: [{use: "compaction", model: "s"}]`, "schema/unknown-field",
 			assert.Equal(t, tt.want, diags[0].Message)
 		})
 	}
+}
+
+// A field named as other gateways name it gets agentc's field as its
+// did-you-mean, where the struct has that field; a misspelling still gets
+// the closest field.
+func TestUnknownFieldAliases(t *testing.T) {
+	tests := []struct{ name, src, at, want string }{
+		{"rps", `chains: tool: [{use: "rate_limit", rps: 10}]`,
+			"3:36", `unknown field "rps"; did you mean "rate"? (rate is the calls let through each per, "1s" by default)`},
+		{"max_retries", `chains: chat: [{use: "retry", max_retries: 2}]`,
+			"3:31", `unknown field "max_retries"; did you mean "max_attempts"? (max_attempts counts the first attempt too: 2 retries are max_attempts: 3)`},
+		{"window", `chains: chat: [{use: "rate_limit", rate: 5, window: "1m"}]`,
+			"3:45", `unknown field "window"; did you mean "per"?`},
+		{"alias of a field the struct has not", `chains: chat: [{use: "log", rps: 10}]`,
+			"3:29", `unknown field "rps"`},
+		{"misspelling", `chains: chat: [{use: "rate_limit", rat: 5}]`,
+			"3:36", `unknown field "rat"; did you mean "rate"?`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, diags, got := loadSnippet(t, tt.src)
+			require.NotEmpty(t, diags)
+			assert.Equal(t, tt.at+" schema/unknown-field", got[0])
+			if tt.name == "alias of a field the struct has not" {
+				assert.Equal(t, tt.want, diags[0].Message)
+				return
+			}
+			assert.Contains(t, diags[0].Message, tt.want)
+		})
+	}
+}
+
+// A value of a JSON Schema keyword outside its enumeration gets the
+// closest allowed value as its did-you-mean, at the value; so does a
+// misspelt format, which validators would take for a format of one's own.
+func TestSchemaValueSuggestions(t *testing.T) {
+	tests := []struct{ name, src, at, want string }{
+		{"type typo", `tools: t: {args: {type: "object", properties: n: {type: "nubmer"}}}`,
+			"3:57 error", `tools.t.args.properties.n.type: not valid JSON Schema: value must be one of "array", "boolean", "integer", "null", "number", "object", "string"; did you mean "number"?`},
+		{"type named as in a language, in a list", `tools: t: {args: {type: "object", properties: n: {type: ["null", "int"]}}}`,
+			"3:66 error", `tools.t.args.properties.n.type[1]: not valid JSON Schema: value must be one of "array", "boolean", "integer", "null", "number", "object", "string"; did you mean "integer"?`},
+		{"format typo", `tools: t: {args: {type: "object", properties: u: {type: "string", format: "urii"}}}`,
+			"3:75 warning", `tools.t.args.properties.u.format: "urii" is not a format JSON Schema defines, so no validator knows it; did you mean "uri"?`},
+		{"nested format", `tools: t: {args: {type: "object", properties: d: {type: "array", items: {type: "string", format: "date_time"}}}}`,
+			"3:98 warning", `tools.t.args.properties.d.items.format: "date_time" is not a format JSON Schema defines, so no validator knows it; did you mean "date-time"?`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, diags, got := loadSnippet(t, tt.src)
+			require.Len(t, diags, 1, "%v", got)
+			assert.Equal(t, tt.at, fmt.Sprintf("%d:%d %s", diags[0].Pos.Line, diags[0].Pos.Col, diags[0].Severity))
+			assert.Equal(t, "schema/invalid-value", diags[0].Rule)
+			assert.Equal(t, tt.want, diags[0].Message)
+		})
+	}
+
+	// A format of one's own, near no defined one, is left alone.
+	_, diags, _ := loadSnippet(t, `tools: t: {args: {type: "object", properties: c: {type: "string", format: "iso4217-currency"}}}`)
+	assert.Empty(t, diags)
 }

@@ -3,6 +3,7 @@ package dsl
 import (
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 
 	"cuelang.org/go/cue"
@@ -261,6 +262,15 @@ func (e *Entry) Expr(field string) *Expr {
 	x.lit = ""
 	x.Pos = e.FieldPos(field)
 	return x
+}
+
+// Path returns where the entry is written, as messages name a field:
+// "chains.tool[0]".
+func (e *Entry) Path() string {
+	if len(e.path) == 0 {
+		return fieldName([]string{"chains", e.Stage, strconv.Itoa(e.Index)})
+	}
+	return fieldName(e.path)
 }
 
 // Ref returns how constraints and messages name the entry:

@@ -3,7 +3,6 @@ package dsl
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -86,10 +85,7 @@ func (l *loader) decodeStateHandler(list []string, op string, i int, hv cue.Valu
 		h.IsRedact, h.Redact = true, []string{}
 		_ = rv.Decode(&h.Redact)
 		for j, pat := range h.Redact {
-			if _, err := regexp.Compile(pat); err != nil {
-				l.errorf(l.userPos(append(append([]string{}, path...), "redact", fmt.Sprint(j))), "schema/invalid-value",
-					"%s.redact[%d]: not a regular expression: %v", dotted(path), j, err)
-			}
+			l.checkRegexp(append(append([]string{}, path...), "redact", fmt.Sprint(j)), pat)
 		}
 		kinds = append(kinds, "redact")
 	}

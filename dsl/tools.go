@@ -67,12 +67,85 @@ func (l *loader) checkSchema(path []string, raw []byte, at Pos, fromFile bool) {
 		if !fromFile {
 			pos = l.userPos(append(slices.Clone(path), jsonpointer.Tokens(f.at)...))
 		}
-		where := name
-		if f.at != "" {
-			where += strings.ReplaceAll(f.at, "/", ".")
-		}
-		l.errorf(pos, "schema/invalid-value", "%s: not valid JSON Schema: %s", where, f.msg)
+		where := fieldName(append(slices.Clone(path), jsonpointer.Tokens(f.at)...))
+		l.errorf(pos, "schema/invalid-value", "%s: not valid JSON Schema: %s%s", where, f.msg, suggestKeywordValue(raw, f))
 	}
+}
+
+// typeAliases are the names programming languages give JSON Schema's
+// types, which no spelling mistake explains ("int" for "integer").
+var typeAliases = map[string]string{
+	"int": "integer", "float": "number", "double": "number", "decimal": "number",
+	"bool": "boolean", "str": "string", "text": "string",
+	"list": "array", "dict": "object", "map": "object",
+}
+
+// suggestKeywordValue returns "; did you mean X?" for a value the
+// metaschema refuses as none of an enumeration ("nubmer" for a type): the
+// closest of the values it allows, or the type other languages name so.
+func suggestKeywordValue(raw []byte, f schemaFault) string {
+	allowed, ok := strings.CutPrefix(f.msg, "value must be one of ")
+	if !ok {
+		return ""
+	}
+	var doc any
+	if json.Unmarshal(raw, &doc) != nil {
+		return ""
+	}
+	for _, tok := range jsonpointer.Tokens(f.at) {
+		switch v := doc.(type) {
+		case map[string]any:
+			doc = v[tok]
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(v) {
+				return ""
+			}
+			doc = v[i]
+		default:
+			return ""
+		}
+	}
+	got, ok := doc.(string)
+	if !ok {
+		return ""
+	}
+	var values []string
+	for _, q := range strings.Split(allowed, ", ") {
+		if v, err := strconv.Unquote(q); err == nil {
+			values = append(values, v)
+		}
+	}
+	if t, ok := typeAliases[strings.ToLower(got)]; ok && slices.Contains(values, t) {
+		return fmt.Sprintf("; did you mean %q?", t)
+	}
+	return suggestName(got, values)
+}
+
+// formats are the formats JSON Schema (2020-12) and OpenAPI define.
+var formats = []string{"date-time", "date", "time", "duration", "email", "idn-email", "hostname",
+	"idn-hostname", "ipv4", "ipv6", "uri", "uri-reference", "iri", "iri-reference", "uuid",
+	"uri-template", "json-pointer", "relative-json-pointer", "regex",
+	"int32", "int64", "float", "double", "byte", "binary", "password"}
+
+// checkFormat warns at a format that JSON Schema does not define but that
+// lies close to one that it does ("urii", "date_time"): a format of one's own is
+// allowed, and ignored by every validator, so a misspelt one is silently
+// no format at all.
+func (l *loader) checkFormat(where []string, m map[string]any, at Pos, fromFile bool) {
+	f, ok := m["format"].(string)
+	if !ok || slices.Contains(formats, f) {
+		return
+	}
+	best := textdist.Closest(f, formats)
+	if best == "" {
+		return
+	}
+	pos := at
+	if !fromFile {
+		pos = l.userPos(where)
+	}
+	l.warnf(pos, "schema/invalid-value", "%s: %q is not a format JSON Schema defines, so no validator knows it; did you mean %q?", fieldName(where), f, best)
 }
 
 // schemaKeywords are the keywords of JSON Schema (2020-12 and the drafts
@@ -127,6 +200,7 @@ func (l *loader) checkKeywords(path []string, schema any, sub []string, at Pos, 
 				fieldName(where), k, k)
 		}
 	}
+	l.checkFormat(slices.Concat(path, sub, []string{"format"}), m, at, fromFile)
 	for _, k := range subschemaKeywords {
 		l.checkKeywords(path, m[k], slices.Concat(sub, []string{k}), at, fromFile)
 	}
@@ -174,6 +248,12 @@ func schemaFaults(ve *jsonschema.ValidationError) []schemaFault {
 		}
 	}
 	walk(ve)
+	// A failure inside a value explains the value's own: a type list
+	// holding "nubmer" fails as a list at "nubmer", and as a string of
+	// the enumeration at the list.
+	out = slices.DeleteFunc(out, func(f schemaFault) bool {
+		return slices.ContainsFunc(out, func(g schemaFault) bool { return strings.HasPrefix(g.at, f.at+"/") })
+	})
 	sort.Slice(out, func(i, j int) bool { return out[i].at < out[j].at })
 	return out
 }

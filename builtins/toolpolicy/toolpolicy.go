@@ -72,11 +72,12 @@ func (p *Policy) Provision(b *runtime.BuildContext) error {
 	return nil
 }
 
-// Validate refuses a tool that is both allowed and denied.
+// Validate refuses a tool that is both allowed and denied, naming its
+// place in deny.
 func (p *Policy) Validate() error {
-	for _, d := range p.Deny {
-		if slices.Contains(p.Allow, d) {
-			return fmt.Errorf("tool %q is both in allow and in deny", d)
+	for i, d := range p.Deny {
+		if j := slices.Index(p.Allow, d); j >= 0 {
+			return fmt.Errorf("deny[%d]: tool %q is also allow[%d]; deny wins, so the allow entry has no effect: list the tool in one of them", i, d, j)
 		}
 	}
 	return nil

@@ -83,7 +83,7 @@ func TestConfigErrors(t *testing.T) {
 	tests := []struct{ cfg, want string }{
 		{`{"arg_patterns":[{"arg":"q","pattern":"ok"},{"arg":"q","pattern":"(bad"}]}`, "arg_patterns[1].pattern"},
 		{`{"arg_patterns":[{"arg":"","pattern":"x"}]}`, "arg_patterns[0].arg"},
-		{`{"allow":["a"],"deny":["a"]}`, "both"},
+		{`{"allow":["b","a"],"deny":["c","a"]}`, `deny[1]: tool "a" is also allow[1]`},
 		{`{"arg_patterns":[{"arg":"q","pattern":"x","flags":"i"}]}`, "unknown field"},
 	}
 	for _, tt := range tests {

@@ -132,7 +132,9 @@ func executions(a *vet.Analysis, stage string, chain []*dsl.Entry) []string {
 			if t.RetrySafe {
 				notes = append(notes, fmt.Sprintf("`%s` is side-effecting and retry_safe: its idempotency key keeps the repeats from repeating the effect", name))
 			} else {
-				notes = append(notes, fmt.Sprintf("`%s` is side-effecting and not retry_safe: a repeat can repeat its effect", name))
+				// As the retry builtin runs it: again only after a failure
+				// that proves it did not act (runtime.DidNotRun).
+				notes = append(notes, fmt.Sprintf("`%s` is side-effecting and not retry_safe: a failed call of it runs again only when the failure proves it did not act (refused before it ran, an open breaker, a connection refused); a failure after it may have acted is returned without a retry", name))
 			}
 		}
 	}

@@ -94,7 +94,8 @@ func TestViolationsAreShown(t *testing.T) {
 
 	joined := strings.Join(tool.Consequences, "\n")
 	assert.Contains(t, joined, "audit writes one record per attempt: up to 3 for one logical tool call")
-	assert.Contains(t, joined, "`send_email` is side-effecting and not retry_safe")
+	assert.Contains(t, joined, "`send_email` is side-effecting and not retry_safe: a failed call of it runs again only when the failure proves it did not act")
+	assert.NotContains(t, joined, "repeat its effect", "the retry does not run a call that may have acted again")
 	assert.Contains(t, joined, "a hit in memoize skips no_bulk (guard) and the tool call")
 
 	var b bytes.Buffer

@@ -334,6 +334,17 @@ func compileStatic(src string) *staticPredicate {
 	return &staticPredicate{prg: prg}
 }
 
+// WhenExcludes returns whether an entry's `when` src is false for every
+// call of a declared tool, as Applies decides it (evaluated with tool
+// bound to its declaration, the call unknown).
+func WhenExcludes(src string) func(t *dsl.Tool) bool {
+	s := compileStatic(src)
+	return func(t *dsl.Tool) bool {
+		v, known := s.eval(t)
+		return known && !v
+	}
+}
+
 // eval evaluates the predicate for calls of tool t (nil: a tool the policy
 // does not declare, about which nothing is known). known is false when the
 // result depends on the call (its arguments, the run) or cannot be

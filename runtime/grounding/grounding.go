@@ -241,7 +241,9 @@ func noValueEmpty(v any) any {
 }
 
 // parseError turns a text/template parse error ("template: render:3: ...")
-// into an *Error at the start of the line it names.
+// into an *Error at the place it names: text/template gives the line, and
+// the column only sometimes; without it the place is found on the line
+// (errorAt).
 func parseError(src string, err error) *Error {
 	msg := err.Error()
 	rest, ok := strings.CutPrefix(msg, "template: render:")
@@ -271,7 +273,38 @@ func parseError(src string, err error) *Error {
 	}
 	text := strings.TrimSpace(strings.TrimPrefix(rest[i:], ":"))
 	off := lineOffset(src, line) + col
+	if col == 0 && text != "unexpected EOF" {
+		off = errorAt(src, off)
+	}
 	return &Error{Offset: min(off, len(src)), Message: "template: " + text}
+}
+
+// maxErrorScan bounds the parses errorAt makes.
+const maxErrorScan = 2048
+
+// errorAt returns the offset of the action holding the parse error on the
+// line of src that starts at lineStart: parsing stops at the error, and
+// the longest prefix of src that parses, but for its unclosed blocks
+// ("unexpected EOF"), ends where the action begins. lineStart when that
+// prefix is not found on the line within maxErrorScan parses.
+func errorAt(src string, lineStart int) int {
+	end := strings.IndexByte(src[lineStart:], '\n')
+	if end < 0 {
+		end = len(src)
+	} else {
+		end += lineStart
+	}
+	for n := end - 1; n > lineStart && end-n <= maxErrorScan; n-- {
+		_, err := template.New("render").Funcs(funcs).Parse(src[:n])
+		if err != nil && !strings.HasSuffix(err.Error(), ": unexpected EOF") {
+			continue
+		}
+		if strings.HasSuffix(src[:n], "{") && strings.HasPrefix(src[n:], "{") {
+			n-- // the prefix ends inside the action's {{
+		}
+		return n
+	}
+	return lineStart
 }
 
 // lineOffset returns the offset of the start of 1-based line n of src.

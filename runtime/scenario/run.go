@@ -706,7 +706,11 @@ func (r *runner) agent(ctx context.Context, i int, as *AgentStep) StepResult {
 		// result before the step's messages and input.
 		msgs = append(r.lastTranscript(), as.Messages...)
 	}
-	req := runtime.AgentRequest{Model: as.Model, Messages: msgs, Input: as.Input, Session: as.Session,
+	var input string
+	if as.Input != nil {
+		input = *as.Input
+	}
+	req := runtime.AgentRequest{Model: as.Model, Messages: msgs, Input: input, Session: as.Session,
 		MaxSteps: as.MaxSteps, MaxParallel: as.MaxParallel, OnBlock: as.OnBlock}
 	if as.Params != nil {
 		req.Params = as.Params.request()

@@ -230,7 +230,7 @@ type AgentStep struct {
 	Model    string            `json:"model"`
 	Messages []runtime.Message `json:"messages,omitempty"`
 	// Input, when set, is appended as a user message.
-	Input   string          `json:"input,omitempty"`
+	Input   *string         `json:"input,omitempty"`
 	Session runtime.Session `json:"session,omitzero"`
 	// Params is the template of every model call (tools, tool_choice,
 	// sampling parameters, max_tokens...); its model and messages are
@@ -526,8 +526,12 @@ func checkAgent(p string, a *AgentStep) []error {
 	if a.Model == "" {
 		errs = append(errs, fmt.Errorf("%s: model is required", p))
 	}
-	if a.Input == "" && len(a.Messages) == 0 && !a.Continue {
-		errs = append(errs, fmt.Errorf("%s: input or messages is required", p))
+	if (a.Input == nil || *a.Input == "") && len(a.Messages) == 0 && !a.Continue {
+		if a.Input != nil {
+			errs = append(errs, fmt.Errorf("%s.input: the input is empty, and the step has no messages: write the user's message", p))
+		} else {
+			errs = append(errs, fmt.Errorf("%s: input or messages is required", p))
+		}
 	}
 	if a.MaxSteps < 0 {
 		errs = append(errs, fmt.Errorf("%s: max_steps must not be negative", p))

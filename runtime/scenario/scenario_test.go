@@ -126,6 +126,7 @@ func TestParseErrors(t *testing.T) {
 		{"fail_after past tool calls", `{"models": {"m": [{"text": "a", "tool_calls": [{"name": "t"}], "fail_after": 4}]}, "steps": [{"chat": {}}]}`, []string{"fail_after 4 is past the 3 deltas"}},
 		{"agent without model", `{"steps": [{"agent": {"input": "hi"}}]}`, []string{"steps[0].agent: model is required"}},
 		{"agent without input", `{"steps": [{"agent": {"model": "m"}}]}`, []string{"steps[0].agent: input or messages is required"}},
+		{"agent with an empty input", `{"steps": [{"agent": {"model": "m", "input": ""}}]}`, []string{"line 1, col 37: steps[0].agent.input: the input is empty, and the step has no messages: write the user's message"}},
 		{"agent on_block", `{"steps": [{"agent": {"model": "m", "input": "x", "on_block": "ignore"}}]}`, []string{`steps[0].agent: on_block "ignore" is not "tell_model" or "end_turn"`}},
 		{"agent params model", `{"steps": [{"agent": {"model": "m", "input": "x", "params": {"model": "n"}}}]}`, []string{"steps[0].agent.params: model and messages are the agent step's own"}},
 		{"agent in a turn", `{"steps": [{"turn": {"input": "x", "steps": [{"agent": {"input": "x"}}]}}]}`, []string{"steps[0].turn.steps[0].agent: model is required"}},
