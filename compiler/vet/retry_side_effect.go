@@ -18,7 +18,11 @@ failure (a timeout, a dropped connection) often comes after the effect
 happened: the refund was made, the email sent, and then the answer was lost.
 Running it again repeats the effect. Only the tool can prevent that, by
 passing the call's idempotency key downstream; retry_safe: true declares it
-does.
+does. Without it the runtime does not run such a call again after a failure
+that may have followed the effect, so for that tool the retry covers only
+failures that prove the call did not act (refused by an inner layer, a
+connection refused before the request was sent): the policy reads as
+retrying the tool and does not.
 
 The rule fires only for tools whose calls can actually reach the retry: a
 retry scoped with tools: to other tools, or whose when is false for the tool,
@@ -45,8 +49,8 @@ failure, so the second attempt finds nothing stored and runs the tool again.`,
 				continue
 			}
 			n := Attempts(e)
-			msg := fmt.Sprintf("%s can re-invoke side-effecting %s %s, not declared retry_safe: an attempt that fails after the effect happened is run again, so one call can repeat the effect %s times; scope %s with tools: to other tools, or pass the idempotency key downstream and declare retry_safe: true",
-				e.Ref(), plural(len(bad), "tool", "tools"), toolList(bad), count(n), e.Ref())
+			msg := fmt.Sprintf("%s can re-invoke side-effecting %s %s, not declared retry_safe: run again after a failure that came after the effect (a timeout, a lost answer), one call would repeat the effect up to %s times, so the runtime does not retry such a failure and %s retries %s only where the failure proves the call did not act; scope %s with tools: to other tools, or pass the idempotency key downstream and declare retry_safe: true",
+				e.Ref(), plural(len(bad), "tool", "tools"), toolList(bad), count(n), e.Ref(), plural(len(bad), "it", "them"), e.Ref())
 			for _, o := range p.Policy.Chains["tool"] {
 				if o.Use == "idempotent" && o.Index > e.Index && p.Overlap(o, e) {
 					msg += fmt.Sprintf(" (%s inside it does not help: it stores only successes, and a retry follows a failure)", o.Ref())
