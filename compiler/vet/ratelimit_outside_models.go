@@ -35,12 +35,12 @@ func rateLimitOutsideModels(use, doc, how string) *Rule {
 	return warningRule("ratelimit-outside-"+use, doc, func(v *Pair) (dsl.Pos, []dsl.Related, string) {
 		limit, outer := v.Inner, v.Outer
 		n := Attempts(outer)
-		calls := "calls"
+		calls, reach := "calls", "reach"
 		if n == 2 {
-			calls = "call"
+			calls, reach = "call", "reaches"
 		}
 		return limit.Pos, []dsl.Related{at(outer, "%s (%s models) is here, inside %s", outer.Ref(), count(n), limit.Ref())},
-			fmt.Sprintf("%s sits outside %s: %s, so up to %s more model %s per call reach the models unthrottled; move %s inside %s",
-				limit.Ref(), outer.Ref(), how, count(n-1), calls, limit.Ref(), outer.Ref())
+			fmt.Sprintf("%s sits outside %s: %s, so up to %s more model %s per call %s the models unthrottled; move %s inside %s",
+				limit.Ref(), outer.Ref(), how, count(n-1), calls, reach, limit.Ref(), outer.Ref())
 	})
 }
