@@ -696,6 +696,8 @@ func patternHint(lit, pattern string) string {
 		return "is not a two-letter region code such as \"US\" or \"GB\""
 	case `^[a-z0-9][a-z0-9-]*$`:
 		return "is not a constraint id: lower-case letters, digits and -, such as \"pii-before-log\""
+	case `[^\s\v\x{85}\p{Z}]`:
+		return "is blank: a keyword holds at least one character that is not white space; remove it"
 	}
 	return ""
 }

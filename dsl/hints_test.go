@@ -91,6 +91,8 @@ func TestInvalidValueHints(t *testing.T) {
 			`models.m.base_url: "api.openai.com/v1" is not a URL starting with http:// or https://`},
 		{"three-letter region", `chains: chat: [{use: "pii", regions: ["USA"]}]`,
 			`chains.chat[0].regions[0]: "USA" is not a two-letter region code such as "US" or "GB"`},
+		{"blank keyword", `chains: chat: [{use: "content_filter", keywords: ["ok", " "]}]`,
+			`chains.chat[0].keywords[1]: " " is blank: a keyword holds at least one character that is not white space; remove it`},
 		{"constraint id in capitals", `constraints: [{id: "No-Log", outer: "retry", inner: "log", why: "w"}]`,
 			`constraints[0].id: "No-Log" is not a constraint id: lower-case letters, digits and -, such as "pii-before-log"`},
 		{"invisible character in a scope", `tools: pay: {}
