@@ -71,6 +71,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentc-dev/agentc/internal/jsonwalk"
 	"github.com/agentc-dev/agentc/runtime"
 )
 
@@ -304,11 +305,30 @@ func parse(data []byte, positions bool) (*Scenario, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, &Error{Problems: []Problem{{Message: "trailing data after the scenario object"}}}
 	}
+	if positions {
+		if p := repeatedKey(data); p != nil {
+			return nil, &Error{Problems: []Problem{*p}}
+		}
+	}
 	if errs := s.check(); len(errs) > 0 {
 		return nil, problems(src, errs)
 	}
 	s.src = src
 	return &s, nil
+}
+
+// repeatedKey returns the first key of data that repeats a key of the same
+// object, placed at it: encoding/json keeps the last of two, so a script's
+// first answers or a step's first field would be dropped unseen.
+func repeatedKey(data []byte) *Problem {
+	var p *Problem
+	w := jsonwalk.Walker{Repeat: func(_ []byte, key string, start, _ int64) bool {
+		line, col := jsonwalk.Position(data, start)
+		p = &Problem{Line: line, Col: col, Message: fmt.Sprintf("key %q repeats a key of the same object (only the last would count)", key)}
+		return false
+	}}
+	_ = w.Walk(data) // the text decoded: it is one JSON value
+	return p
 }
 
 // jsonError places a decoding error at a line and column.
