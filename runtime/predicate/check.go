@@ -140,6 +140,7 @@ func (e *Env) CheckGiven(src string, given []string) (c *Checked, issues []Issue
 			}
 			e.suggestField(src, &out[i])
 			e.suggestTextOperand(&out[i])
+			suggestNullOperand(src, &out[i])
 		}
 		return nil, sortIssues(out)
 	}

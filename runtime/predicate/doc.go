@@ -43,12 +43,24 @@
 // field: "string" (or an enum/const of strings) is string, "integer" is int, "number" is
 // double, "boolean" is bool, "array" is list(T) of its items, an object with properties is a
 // nested object type (named agentc.args.<path>, e.g. agentc.args.shipping), an object without
-// properties is map(string, T) of its additionalProperties; a type list of one type plus "null"
-// is that type, nullable; a node holding a $ref to a place in the same schema ("#/$defs/addr")
-// and no type, properties, items, additionalProperties, enum or const of its own is typed as
-// the schema it references (a recursive definition to the depth bound, and 10,000 nodes at
-// most through references); anything else (no type, several types, another document's $ref,
-// anyOf, ...) is dyn. Nesting deeper than 16 levels is dyn.
+// properties is map(string, T) of its additionalProperties; a type list of one type plus "null",
+// OpenAPI 3.0's nullable: true, and an anyOf or oneOf whose other branches are {"type": "null"}
+// (pydantic's Optional[X]) are that type, nullable; an enum or const without a type is typed by
+// its values (strings a string, integers an int, numbers a double, booleans a bool; a null
+// among them makes it nullable), and a number whose enum lists only integers is an int; a
+// tuple (prefixItems, or items as a list) is list(dyn). A node holding a $ref to a place in the
+// same schema ("#/$defs/addr", "#/definitions/Addr", "#/properties/ship") is typed as the
+// schema it references (a recursive definition to the depth bound, and 10,000 nodes at most
+// through references); its own keywords, the $ref and each allOf branch all hold (pydantic's
+// {"allOf": [{"$ref": ...}], "description": ...}): their objects' fields are merged, required
+// where any requires them; an integer that is a number is an int; kinds that exclude each other
+// are dyn, and so is an object combined with anything that types nothing it can see (another
+// document's $ref). anyOf and oneOf hold one branch: objects get the fields of every branch
+// (typed where the branches agree, dyn where not), required only where every branch requires
+// them, so a field one branch of a discriminated union lacks needs has(); branches of different
+// kinds are dyn. Anything else (no type, several types) is dyn. Nesting deeper than 16 levels
+// is dyn. In a list or a map, a scalar the schema lets be null is dyn, so that m['k'] == null
+// checks.
 //
 // Several schemas are intersected: args gets the fields every schema declares with the same
 // type (recursively for nested objects and lists); a field is required only where every schema
@@ -66,7 +78,9 @@
 //     turns the runtime "no such key" error of a missing argument into a vet error. A layer's
 //     predicates run only where its when holds, so what the when proves present (its
 //     Checked.PresentIfTrue, given to CheckGiven and carried in Spec.Given) needs no test.
-//   - A JSON null reads as absent: has() is false and a read is a "no such key" error.
+//   - A JSON null reads as absent: has() is false and a read is a "no such key" error. Comparing
+//     a typed scalar field with null (args.note == null) is a cel/type issue whose message names
+//     the test to write instead (!has(args.note)).
 //   - Numbers arrive as float64 or json.Number. A field typed int is converted to int when it is
 //     read (an integral float64 or json.Number; a fraction is an evaluation error), a double
 //     field from json.Number to double; lists and maps of numbers are converted the same way.

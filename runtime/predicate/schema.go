@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"net/url"
 	"slices"
@@ -56,6 +57,19 @@ type rawSchema struct {
 	MaxLength            *float64                   `json:"maxLength"`
 	MaxItems             *float64                   `json:"maxItems"`
 	MaxProperties        *float64                   `json:"maxProperties"`
+	PrefixItems          json.RawMessage            `json:"prefixItems"`
+	Ref                  json.RawMessage            `json:"$ref"`
+	AllOf                json.RawMessage            `json:"allOf"`
+	AnyOf                json.RawMessage            `json:"anyOf"`
+	OneOf                json.RawMessage            `json:"oneOf"`
+	Nullable             json.RawMessage            `json:"nullable"`
+}
+
+// typesItself reports whether the schema holds a keyword that types it by
+// itself, besides $ref, allOf, anyOf and oneOf.
+func (s *rawSchema) typesItself() bool {
+	return len(s.Type) > 0 || s.Properties != nil || len(s.Items) > 0 || len(s.PrefixItems) > 0 ||
+		len(s.AdditionalProperties) > 0 || len(s.Enum) > 0 || len(s.Const) > 0
 }
 
 // parseArgsSchema derives the schema node of a tool's args. typed is false when the schema types
@@ -95,10 +109,6 @@ type schemaParser struct {
 	refs   int
 	budget int
 }
-
-// refKeywords are the keywords that type a node by themselves: a node with
-// a $ref and none of them is typed as the schema it references.
-var refKeywords = []string{"type", "properties", "items", "additionalProperties", "enum", "const"}
 
 // resolve returns the schema a local reference ("#", "#/$defs/addr")
 // points to within the document; ok is false for any other reference (an
@@ -142,31 +152,48 @@ func (p *schemaParser) resolve(ref string) (json.RawMessage, bool) {
 	return cur, true
 }
 
-// ref types a node that holds a $ref and no keyword that types it by
-// itself as the schema the reference points to: dyn when it is not a local
-// reference, or when following it would go past the depth or the budget.
-func (p *schemaParser) ref(raw json.RawMessage, depth int, path string) (n *schemaNode, followed bool, err error) {
+// typingKeywords are the keywords that say something of a value's type;
+// a schema with none of them (only a title, a description, a default)
+// accepts anything and adds nothing to the schemas it is combined with.
+var typingKeywords = []string{"type", "properties", "items", "prefixItems", "additionalProperties",
+	"enum", "const", "$ref", "allOf", "anyOf", "oneOf"}
+
+// typing reports whether raw is a schema object holding a typing keyword,
+// or anything but an object (a boolean schema, or a malformed one, which
+// node reports).
+func typing(raw json.RawMessage) bool {
 	var s map[string]json.RawMessage
-	if json.Unmarshal(raw, &s) != nil || s["$ref"] == nil {
-		return nil, false, nil
+	if json.Unmarshal(raw, &s) != nil {
+		return true
 	}
-	for _, k := range refKeywords {
+	for _, k := range typingKeywords {
 		if _, ok := s[k]; ok {
-			return nil, false, nil
+			return true
 		}
 	}
+	return false
+}
+
+// schemaList reads a keyword holding a list of schemas (allOf, anyOf,
+// oneOf); ok is false when it holds something else.
+func schemaList(raw json.RawMessage) (l []json.RawMessage, ok bool) {
+	return l, json.Unmarshal(raw, &l) == nil
+}
+
+// ref types a $ref as the schema it points to: dyn when it is not a local
+// reference, or when following it would go past the depth or the budget.
+func (p *schemaParser) ref(raw json.RawMessage, depth int, path string) (*schemaNode, error) {
 	var ref string
 	target, ok := json.RawMessage(nil), false
-	if json.Unmarshal(s["$ref"], &ref) == nil {
+	if json.Unmarshal(raw, &ref) == nil {
 		target, ok = p.resolve(ref)
 	}
 	if !ok || p.budget <= 0 {
-		return dynNode, true, nil
+		return dynNode, nil
 	}
 	p.refs++
 	defer func() { p.refs-- }()
-	n, err = p.node(target, depth+1, path)
-	return n, true, err
+	return p.node(target, depth+1, path)
 }
 
 func (p *schemaParser) node(raw json.RawMessage, depth int, path string) (*schemaNode, error) {
@@ -183,13 +210,131 @@ func (p *schemaParser) node(raw json.RawMessage, depth int, path string) (*schem
 		}
 		return dynNode, nil
 	}
-	if n, followed, err := p.ref(raw, depth, path); followed {
-		return n, err
-	}
 	var s rawSchema
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return nil, fmt.Errorf("schema%s: %w", pathSuffix(path), err)
 	}
+	// The node's own keywords, a $ref beside them and each allOf branch
+	// all hold of the value (as draft 2020-12 reads a $ref with siblings);
+	// anyOf and oneOf hold one of their branches.
+	var parts []*schemaNode
+	if s.typesItself() {
+		n, err := p.own(&s, depth, path)
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, n)
+	}
+	if len(s.Ref) > 0 {
+		n, err := p.ref(s.Ref, depth, path)
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, n)
+	}
+	if len(s.AllOf) > 0 {
+		branches, ok := schemaList(s.AllOf)
+		if !ok {
+			return dynNode, nil
+		}
+		for _, b := range branches {
+			if !typing(b) {
+				continue
+			}
+			n, err := p.node(b, depth+1, path)
+			if err != nil {
+				return nil, err
+			}
+			parts = append(parts, n)
+		}
+	}
+	for _, kw := range []json.RawMessage{s.AnyOf, s.OneOf} {
+		if len(kw) == 0 {
+			continue
+		}
+		n, err := p.union(kw, depth, path)
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, n)
+	}
+	if len(parts) == 0 {
+		return dynNode, nil
+	}
+	n := parts[0]
+	for _, o := range parts[1:] {
+		n = conjoin(n, o)
+	}
+	if n != dynNode && !n.nullable && bytes.Equal(bytes.TrimSpace(s.Nullable), []byte("true")) {
+		// OpenAPI 3.0 marks a field that may be null with nullable: true.
+		c := *n
+		c.nullable = true
+		n = &c
+	}
+	return n, nil
+}
+
+// union types anyOf or oneOf: the value holds one of the branches. A
+// branch that is null makes the result nullable (pydantic writes an
+// Optional[str] as anyOf [{type: string}, {type: null}]); the others are
+// joined.
+func (p *schemaParser) union(raw json.RawMessage, depth int, path string) (*schemaNode, error) {
+	branches, ok := schemaList(raw)
+	if !ok || len(branches) == 0 {
+		return dynNode, nil
+	}
+	var n *schemaNode
+	nullable := false
+	for _, b := range branches {
+		if isNullSchema(b) {
+			nullable = true
+			continue
+		}
+		c, err := p.node(b, depth+1, path)
+		if err != nil {
+			return nil, err
+		}
+		if n == nil {
+			n = c
+		} else {
+			n = join(n, c)
+		}
+	}
+	if n == nil || n == dynNode || !nullable || n.nullable {
+		if n == nil {
+			return dynNode, nil
+		}
+		return n, nil
+	}
+	c := *n
+	c.nullable = true
+	return &c, nil
+}
+
+// isNullSchema reports whether raw admits only null: {"type": "null"}, or
+// an enum or const of null alone.
+func isNullSchema(raw json.RawMessage) bool {
+	var s struct {
+		Type  *string           `json:"type"`
+		Enum  []json.RawMessage `json:"enum"`
+		Const json.RawMessage   `json:"const"`
+	}
+	if json.Unmarshal(raw, &s) != nil {
+		return false
+	}
+	null := []byte("null")
+	switch {
+	case s.Type != nil:
+		return *s.Type == "null"
+	case len(s.Enum) == 1:
+		return bytes.Equal(bytes.TrimSpace(s.Enum[0]), null)
+	}
+	return bytes.Equal(bytes.TrimSpace(s.Const), null)
+}
+
+// own types a node by its own keywords: type, properties, items,
+// additionalProperties, enum and const.
+func (p *schemaParser) own(s *rawSchema, depth int, path string) (*schemaNode, error) {
 	typ, nullable, err := schemaType(s.Type)
 	if err != nil {
 		return nil, fmt.Errorf("schema%s: %w", pathSuffix(path), err)
@@ -199,12 +344,10 @@ func (p *schemaParser) node(raw json.RawMessage, depth int, path string) (*schem
 		case s.Properties != nil:
 			typ = "object"
 		case len(s.Enum) > 0 || len(s.Const) > 0:
-			if bound, ok := stringValuesBound(s.Enum, s.Const); ok {
-				return &schemaNode{kind: kindString, bound: bound}, nil
-			}
+			return valuesNode(s.Enum, s.Const), nil
 		}
 	}
-	n, err := p.nodeOf(typ, &s, depth, path)
+	n, err := p.nodeOf(typ, s, depth, path)
 	if err != nil || n == dynNode || !nullable {
 		return n, err
 	}
@@ -228,12 +371,23 @@ func (p *schemaParser) nodeOf(typ string, s *rawSchema, depth int, path string) 
 	case "integer":
 		return &schemaNode{kind: kindInt, bound: -1}, nil
 	case "number":
+		if len(s.Enum) > 0 || len(s.Const) > 0 {
+			// A number that can only be one of some integers (zod writes
+			// z.union([z.literal(1), z.literal(2)]) as type number, enum
+			// [1, 2]) is an int: guards compare it with 1, not 1.0.
+			if v := valuesNode(s.Enum, s.Const); v.kind == kindInt {
+				return &schemaNode{kind: kindInt, bound: -1}, nil
+			}
+		}
 		return &schemaNode{kind: kindDouble, bound: -1}, nil
 	case "boolean":
 		return &schemaNode{kind: kindBool, bound: -1}, nil
 	case "array":
 		elem := dynNode
-		if len(s.Items) > 0 {
+		// A tuple (prefixItems, or items as a list in drafts before
+		// 2020-12, as zod-to-json-schema writes z.tuple) holds elements
+		// of several schemas: its elements are dyn.
+		if len(s.PrefixItems) == 0 && len(s.Items) > 0 && bytes.TrimSpace(s.Items)[0] != '[' {
 			if elem, err = p.node(s.Items, depth+1, path+"[]"); err != nil {
 				return nil, err
 			}
@@ -309,6 +463,66 @@ func schemaType(raw json.RawMessage) (typ string, nullable bool, err error) {
 	return "", nullable, nil
 }
 
+// valuesNode types an enum or a const without a type by the values it
+// lists: strings are a string (bounded by the longest), integers an int,
+// numbers a double (pydantic writes an IntEnum as enum [1, 2] and the
+// values arrive as JSON numbers), booleans a bool; a null among them makes
+// it nullable. Values of several kinds, or objects and arrays, are dyn.
+func valuesNode(enum []json.RawMessage, konst json.RawMessage) *schemaNode {
+	values := slices.Clone(enum)
+	if len(konst) > 0 {
+		values = append(values, konst)
+	}
+	n := &schemaNode{kind: kindDyn, bound: -1}
+	for _, v := range values {
+		var k schemaKind
+		switch x := decodeValue(v).(type) {
+		case nil:
+			n.nullable = true
+			continue
+		case string:
+			k = kindString
+			n.bound = max(n.bound, int64(utf8.RuneCountInString(x)))
+		case bool:
+			k = kindBool
+		case json.Number:
+			k = kindDouble
+			if _, err := x.Int64(); err == nil {
+				k = kindInt
+			}
+		default:
+			return dynNode
+		}
+		switch {
+		case n.kind == kindDyn || n.kind == k:
+			n.kind = k
+		case n.kind == kindInt && k == kindDouble || n.kind == kindDouble && k == kindInt:
+			n.kind = kindDouble
+		default:
+			return dynNode
+		}
+	}
+	if n.kind == kindDyn {
+		return dynNode
+	}
+	if n.kind != kindString {
+		n.bound = -1
+	}
+	return n
+}
+
+// decodeValue decodes one JSON value, numbers as json.Number; an invalid
+// value decodes as a struct{} (of no JSON kind).
+func decodeValue(raw json.RawMessage) any {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var v any
+	if d.Decode(&v) != nil {
+		return struct{}{}
+	}
+	return v
+}
+
 // stringValuesBound reports the longest value when enum/const hold only strings.
 func stringValuesBound(enum []json.RawMessage, konst json.RawMessage) (int64, bool) {
 	values := slices.Clone(enum)
@@ -370,6 +584,95 @@ func intersect(a, b *schemaNode) *schemaNode {
 	return n
 }
 
+// conjoin returns the schema node of a value that satisfies both a and b
+// (allOf, a $ref with siblings): an object has the fields of both, required
+// where either requires them; an integer that is a number is an integer;
+// kinds that exclude each other are dyn. A node that types nothing (dyn)
+// leaves a scalar as it is, but makes an object, a map or a list dyn: what
+// it does not say may declare more fields.
+func conjoin(a, b *schemaNode) *schemaNode {
+	if a.kind == kindDyn || b.kind == kindDyn {
+		if a.kind == kindDyn {
+			a, b = b, a
+		}
+		if a.kind == kindObject || a.kind == kindMap || a.kind == kindList {
+			return dynNode
+		}
+		return a
+	}
+	if a.kind == kindMap && b.kind == kindObject {
+		a, b = b, a
+	}
+	if a.kind == kindObject && b.kind == kindMap && b.elem == dynNode {
+		// type: object beside the properties an allOf branch declares.
+		b = a
+	}
+	if a.kind != b.kind {
+		if a.kind == kindInt && b.kind == kindDouble || a.kind == kindDouble && b.kind == kindInt {
+			return &schemaNode{kind: kindInt, bound: -1, nullable: a.nullable && b.nullable}
+		}
+		return dynNode
+	}
+	n := &schemaNode{kind: a.kind, bound: a.bound, nullable: a.nullable && b.nullable}
+	if n.bound < 0 || b.bound >= 0 && b.bound < n.bound {
+		n.bound = b.bound
+	}
+	switch a.kind {
+	case kindObject:
+		n.props = mergeProps(a.props, b.props, conjoin)
+		n.required = map[string]bool{}
+		for name, p := range n.props {
+			n.required[name] = (a.required[name] || b.required[name]) && !p.nullable
+		}
+	case kindList, kindMap:
+		n.elem = conjoin(a.elem, b.elem)
+	}
+	return n
+}
+
+// join returns the schema node of a value that satisfies a or b (anyOf,
+// oneOf): an object has the fields of either (so a typo in any of them is
+// caught), each typed where both agree on its type and dyn where they do
+// not, and required only where both require it: a field one branch lacks
+// must be tested with has(). Kinds that differ are dyn.
+func join(a, b *schemaNode) *schemaNode {
+	if a.kind == kindDyn || b.kind == kindDyn || a.kind != b.kind {
+		return dynNode
+	}
+	n := &schemaNode{kind: a.kind, bound: max(a.bound, b.bound), nullable: a.nullable || b.nullable}
+	if a.bound < 0 || b.bound < 0 {
+		n.bound = -1
+	}
+	switch a.kind {
+	case kindObject:
+		n.props = mergeProps(a.props, b.props, join)
+		n.required = map[string]bool{}
+		for name, p := range n.props {
+			n.required[name] = a.required[name] && b.required[name] && !p.nullable
+		}
+	case kindList, kindMap:
+		n.elem = join(a.elem, b.elem)
+	}
+	return n
+}
+
+// mergeProps returns the fields of a and b, a field both declare combined
+// by both.
+func mergeProps(a, b map[string]*schemaNode, both func(a, b *schemaNode) *schemaNode) map[string]*schemaNode {
+	out := maps.Clone(a)
+	if out == nil {
+		out = make(map[string]*schemaNode, len(b))
+	}
+	for name, pb := range b {
+		if pa, ok := out[name]; ok {
+			out[name] = both(pa, pb)
+		} else {
+			out[name] = pb
+		}
+	}
+	return out
+}
+
 // argsTypes is the result of deriving the args types from a set of schemas.
 type argsTypes struct {
 	root    *types.Type            // nil when args is untyped
@@ -423,9 +726,9 @@ func (a *argsTypes) build(n *schemaNode, name string) *types.Type {
 	case kindBool:
 		return types.BoolType
 	case kindList:
-		return types.NewListType(a.build(n.elem, name))
+		return types.NewListType(a.buildElem(n.elem, name))
 	case kindMap:
-		return types.NewMapType(types.StringType, a.build(n.elem, name+".value"))
+		return types.NewMapType(types.StringType, a.buildElem(n.elem, name+".value"))
 	case kindObject:
 		names := make([]string, 0, len(n.props))
 		for p := range n.props {
@@ -462,6 +765,16 @@ func (a *argsTypes) build(n *schemaNode, name string) *types.Type {
 		return o.typ
 	}
 	return types.DynType
+}
+
+// buildElem types the elements of a list or the values of a map. A
+// scalar the schema lets be null is dyn there: no has() tests an element,
+// so m['k'] == null is how a guard reads it.
+func (a *argsTypes) buildElem(n *schemaNode, name string) *types.Type {
+	if n.nullable && n.kind != kindObject && n.kind != kindList && n.kind != kindMap {
+		return types.DynType
+	}
+	return a.build(n, name)
 }
 
 // argIsSet is the presence test of an args field: the key is present and not null.
@@ -528,10 +841,7 @@ func converter(n *schemaNode) func(any) (any, error) {
 			return nil, fmt.Errorf("want an object, got %s", jsonKind(v))
 		}
 	case kindList:
-		elem := converter(n.elem)
-		if n.elem.kind != kindInt && n.elem.kind != kindDouble && n.elem.kind != kindList {
-			elem = nil
-		}
+		elem := elemConverter(n.elem)
 		return func(v any) (any, error) {
 			l, ok := v.([]any)
 			if !ok {
@@ -543,10 +853,7 @@ func converter(n *schemaNode) func(any) (any, error) {
 			return convertElems(l, elem)
 		}
 	case kindMap:
-		elem := converter(n.elem)
-		if n.elem.kind != kindInt && n.elem.kind != kindDouble && n.elem.kind != kindList {
-			elem = nil
-		}
+		elem := elemConverter(n.elem)
 		return func(v any) (any, error) {
 			m, ok := v.(map[string]any)
 			if !ok {
@@ -567,6 +874,25 @@ func converter(n *schemaNode) func(any) (any, error) {
 		}
 	}
 	return nil
+}
+
+// elemConverter returns the conversion of the elements of a list or the
+// values of a map, or nil when they can be handed over as they are. A null
+// where the schema allows one stays null.
+func elemConverter(n *schemaNode) func(any) (any, error) {
+	conv := converter(n)
+	if n.kind != kindInt && n.kind != kindDouble && n.kind != kindList || conv == nil {
+		return nil
+	}
+	if !n.nullable {
+		return conv
+	}
+	return func(v any) (any, error) {
+		if v == nil {
+			return nil, nil
+		}
+		return conv(v)
+	}
 }
 
 // convertElems converts the elements of a JSON array, copying it (the caller's value is never

@@ -194,6 +194,45 @@ func (e *Env) suggestTextOperand(is *Issue) {
 	}
 }
 
+var nullOperandRE = regexp.MustCompile(`for '_[!=]=_' applied to '\((?:null, [^)]+|[^)]+, null)\)'`)
+
+// suggestNullOperand adds a hint to a "no matching overload" issue
+// comparing a typed value with null (args.note == null): a JSON null reads
+// as absent, so has() is the test for it.
+func suggestNullOperand(src string, is *Issue) {
+	if !nullOperandRE.MatchString(is.Message) {
+		return
+	}
+	// is.Offset is the operator's: the operand is the selector chain
+	// before it, or after it for null == args.note.
+	operand := ""
+	if is.Offset >= 0 && is.Offset <= len(src) {
+		before := strings.TrimRight(src[:is.Offset], " \t\r\n")
+		start := len(before)
+		for start > 0 && (isIdentByte(before[start-1]) || before[start-1] == '.') {
+			start--
+		}
+		operand = before[start:]
+		if operand == "null" && is.Offset+2 <= len(src) {
+			after := strings.TrimLeft(src[is.Offset+2:], " \t\r\n")
+			end := 0
+			for end < len(after) && (isIdentByte(after[end]) || after[end] == '.') {
+				end++
+			}
+			operand = after[:end]
+		}
+	}
+	test, when := "!has(%s)", "true when it is null or missing"
+	if strings.Contains(is.Message, "'_!=_'") {
+		test, when = "has(%s)", "false when it is null or missing"
+	}
+	if operand == "" || operand == "null" || !strings.Contains(operand, ".") {
+		is.Message += "; a JSON null reads as absent, never as null: test the field with has() instead"
+		return
+	}
+	is.Message += fmt.Sprintf("; a JSON null reads as absent, never as null: test "+test+" instead (%s)", operand, when)
+}
+
 // typeOf returns the type of a selector chain in the environment, or nil.
 func (e *Env) typeOf(expr string) *types.Type {
 	a, iss := e.cel.Compile(expr)
