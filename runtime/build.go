@@ -252,6 +252,9 @@ type Pipeline struct {
 	deps   Deps
 	logger *slog.Logger
 	models map[string]ModelClient
+	// builtModels are the clients Build made for the models that declare
+	// a provider: Close closes them (a host's Deps.Models are its own).
+	builtModels []ModelClient
 	// modelList holds the models when there are few (nil otherwise).
 	modelList []namedModel
 	tools     map[string]*toolEntry
@@ -377,6 +380,22 @@ func Build(ctx context.Context, p *plan.Plan, deps Deps) (*Pipeline, error) {
 		return nil, fmt.Errorf("build models: %w", err)
 	}
 	maps.Copy(pl.models, provided)
+	for _, name := range slices.Sorted(maps.Keys(provided)) {
+		pl.builtModels = append(pl.builtModels, provided[name])
+	}
+	// A failed or panicking build cleans up what it provisioned (opened
+	// stores and the clients it made included); a panic is then re-raised.
+	done := false
+	defer func() {
+		if done {
+			return
+		}
+		r := recover()
+		_ = pl.cleanup()
+		if r != nil {
+			panic(r)
+		}
+	}()
 	if len(pl.models) <= 8 {
 		pl.modelList = make([]namedModel, 0, len(pl.models))
 		for name, m := range pl.models {
@@ -439,19 +458,6 @@ func Build(ctx context.Context, p *plan.Plan, deps Deps) (*Pipeline, error) {
 			pl.toolList = append(pl.toolList, e)
 		}
 	}
-	// A failed or panicking build cleans up what it provisioned (opened
-	// stores included); a panic is then re-raised.
-	done := false
-	defer func() {
-		if done {
-			return
-		}
-		r := recover()
-		_ = pl.cleanup()
-		if r != nil {
-			panic(r)
-		}
-	}()
 	if err := pl.build(ctx); err != nil {
 		return nil, err
 	}
@@ -698,7 +704,9 @@ var ErrClosed = errors.New("the pipeline is closed")
 var errClosedCall = NotRun(ErrClosed)
 
 // Close cleans up every layer (innermost last built first), then closes the
-// stores the layers opened. It returns the joined cleanup errors; calling it
+// stores the layers opened and the model clients Build made (those that
+// implement io.Closer; the providers' close their idle connections), not
+// the host's Deps.Models. It returns the joined cleanup errors; calling it
 // again returns the same result. A call started after Close fails with
 // ErrClosed. Close does not wait for the calls in flight: one still running
 // may find its stores closed (an outcome its audit or idempotent layer can no
@@ -728,6 +736,13 @@ func (pl *Pipeline) cleanup() error {
 	}
 	if err := pl.closeStores(); err != nil {
 		errs = append(errs, err)
+	}
+	for _, m := range pl.builtModels {
+		if c, ok := m.(io.Closer); ok {
+			if err := c.Close(); err != nil {
+				errs = append(errs, err)
+			}
+		}
 	}
 	return errors.Join(errs...)
 }

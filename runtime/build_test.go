@@ -537,15 +537,19 @@ type statusErr int
 func (e statusErr) Error() string   { return fmt.Sprintf("http %d", int(e)) }
 func (e statusErr) StatusCode() int { return int(e) }
 
-// TestRuntimeDoesNotLinkCUE enforces the one-way data flow: the runtime and
-// the builtins never import CUE, the DSL or the compiler.
+// TestRuntimeDoesNotLinkCUE enforces the one-way data flow: the runtime,
+// the builtins and the providers (what a service that loads a compiled plan
+// imports, docs/embedding.md) never import CUE, the DSL or the compiler.
 func TestRuntimeDoesNotLinkCUE(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list")
 	}
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("go is not on PATH")
+	}
 	cmd := exec.Command("go", "list", "-deps",
 		"github.com/agentc-dev/agentc/runtime/...", "github.com/agentc-dev/agentc/builtins/all",
-		"github.com/agentc-dev/agentc/examples/service")
+		"github.com/agentc-dev/agentc/providers/...", "github.com/agentc-dev/agentc/examples/service")
 	out, err := cmd.Output()
 	require.NoError(t, err, "go list: %s", out)
 	deps := strings.Fields(string(out))

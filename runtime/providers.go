@@ -26,7 +26,8 @@ type ProviderModel struct {
 
 // ProviderFactory builds the client of a declared model. It runs during
 // Build (ctx is Build's) and must not keep ctx; it should not contact the
-// provider.
+// provider. A client that holds resources (an HTTP transport of its own)
+// implements io.Closer: Pipeline.Close, and a failed Build, close it.
 type ProviderFactory func(ctx context.Context, m ProviderModel) (ModelClient, error)
 
 var (

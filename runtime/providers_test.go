@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -90,4 +91,48 @@ func TestRegisterProviderRefusesDuplicates(t *testing.T) {
 		runtime.RegisterProvider("key_echo", func(context.Context, runtime.ProviderModel) (runtime.ModelClient, error) { return nil, nil })
 	})
 	assert.Panics(t, func() { runtime.RegisterProvider("Bad Name", nil) })
+}
+
+// closingModel is a model client that counts its Close calls.
+type closingModel struct {
+	runtime.ModelFunc
+	closed *atomic.Int64
+}
+
+func (m closingModel) Close() error { m.closed.Add(1); return nil }
+
+var providerCloses atomic.Int64
+
+func init() {
+	runtime.RegisterProvider("closing", func(_ context.Context, _ runtime.ProviderModel) (runtime.ModelClient, error) {
+		return closingModel{ModelFunc: func(_ context.Context, _ *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+			yield(runtime.Delta{Text: "ok"})
+			return nil
+		}, closed: &providerCloses}, nil
+	})
+}
+
+// Close closes the clients Build made (their idle connections), once, and
+// leaves the host's own clients open; a failed Build closes those it made.
+func TestCloseClosesTheClientsBuildMade(t *testing.T) {
+	providerCloses.Store(0)
+	var hostCloses atomic.Int64
+	host := closingModel{ModelFunc: func(context.Context, *runtime.ChatRequest, func(runtime.Delta) bool) error { return nil }, closed: &hostCloses}
+	p := providerPlan(map[string]plan.Model{"a": {Provider: "closing", ID: "x"}, "b": {Provider: "closing", ID: "y"}, "mine": {Provider: "closing", ID: "z"}})
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Models: map[string]runtime.ModelClient{"mine": host}})
+	require.NoError(t, err)
+	resp, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "a"})
+	require.NoError(t, err)
+	assert.Equal(t, "ok", resp.Text)
+	assert.Zero(t, providerCloses.Load())
+	require.NoError(t, pl.Close())
+	require.NoError(t, pl.Close())
+	assert.Equal(t, int64(2), providerCloses.Load(), "each client Build made is closed once")
+	assert.Zero(t, hostCloses.Load(), "a host's client is the host's to close")
+
+	providerCloses.Store(0)
+	p.Settings.RunIdle = "soon"
+	_, err = runtime.Build(context.Background(), p, runtime.Deps{})
+	require.ErrorContains(t, err, "settings.run_idle")
+	assert.Equal(t, int64(3), providerCloses.Load(), "a failed build closes the clients it made")
 }

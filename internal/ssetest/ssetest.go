@@ -55,10 +55,15 @@ type Server struct {
 	// Gone receives one value when a HoldOpen reply sees its client leave.
 	Gone  chan struct{}
 	conns atomic.Int64
+	open  atomic.Int64
 }
 
 // Conns returns the number of connections the server accepted.
 func (s *Server) Conns() int { return int(s.conns.Load()) }
+
+// Open returns the number of connections accepted and not yet closed (an
+// idle keep-alive connection counts).
+func (s *Server) Open() int { return int(s.open.Load()) }
 
 // New starts a loopback server that serves replies; it closes at the end of
 // the test. A request beyond the replies fails the test.
@@ -66,8 +71,12 @@ func New(t testing.TB, replies ...Reply) *Server {
 	s := &Server{t: t, replies: replies, Gone: make(chan struct{}, len(replies)+1)}
 	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
 	s.Config.ConnState = func(_ net.Conn, st http.ConnState) {
-		if st == http.StateNew {
+		switch st {
+		case http.StateNew:
 			s.conns.Add(1)
+			s.open.Add(1)
+		case http.StateClosed, http.StateHijacked:
+			s.open.Add(-1)
 		}
 	}
 	s.Start()

@@ -167,3 +167,23 @@ models: primary: {provider: "openai", model: "gpt-4.1-mini", api_key_env: "AGENT
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `model "primary": environment variable AGENTC_TEST_NEVER_SET_KEY (its api_key_env) is not set`)
 }
+
+// Close closes the idle connections of the clients Build made: without it
+// each provider's transport kept its keep-alive connection, and the two
+// goroutines serving it, until the transport's idle timeout (90s), for
+// every pipeline a host built and closed (a reload, a test).
+func TestCloseReleasesProviderConnections(t *testing.T) {
+	oa := ssetest.New(t, ssetest.Reply{Body: transcript(t, "openai", "text.sse")})
+	an := ssetest.New(t, ssetest.Reply{Body: transcript(t, "anthropic", "text.sse")})
+	pl := load(t, oa, an, `[{use: "meter"}]`)
+	for _, model := range []string{"primary", "backup"} {
+		resp, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: model, Messages: []runtime.Message{{Role: "user", Content: "hi"}}})
+		require.NoError(t, err)
+		assert.Equal(t, "Hello! How can I help you today?", resp.Text)
+	}
+	assert.Equal(t, 1, oa.Open(), "the openai client keeps its connection alive")
+	assert.Equal(t, 1, an.Open(), "the anthropic client keeps its connection alive")
+	require.NoError(t, pl.Close())
+	assert.Eventually(t, func() bool { return oa.Open() == 0 && an.Open() == 0 }, 5*time.Second, 10*time.Millisecond,
+		"open connections after Close: openai %d, anthropic %d", oa.Open(), an.Open())
+}

@@ -74,6 +74,8 @@ type Client struct {
 	cfg  Config
 	msgs anthropic.MessageService
 	call wire.Call
+	// own is the HTTP client New made (nil: the host's Config.HTTPClient).
+	own *http.Client
 }
 
 func init() {
@@ -98,9 +100,10 @@ func New(cfg Config) (*Client, error) {
 	if !strings.HasSuffix(base, "/") {
 		base += "/"
 	}
-	hc := cfg.HTTPClient
+	hc, own := cfg.HTTPClient, (*http.Client)(nil)
 	if hc == nil {
 		hc = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		own = hc
 	}
 	opts := []option.RequestOption{
 		option.WithBaseURL(base),
@@ -112,7 +115,7 @@ func New(cfg Config) (*Client, error) {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
 	}
 	return &Client{cfg: cfg, msgs: anthropic.NewMessageService(opts...),
-		call: wire.Call{Provider: "anthropic", Model: cfg.Model, Key: cfg.APIKey}}, nil
+		call: wire.Call{Provider: "anthropic", Model: cfg.Model, Key: cfg.APIKey}, own: own}, nil
 }
 
 // Stream implements runtime.ModelClient: it sends req and pushes each text
@@ -483,4 +486,16 @@ func capErrorBody(req *http.Request, next option.MiddlewareNext) (*http.Response
 type limitedBody struct {
 	io.Reader
 	io.Closer
+}
+
+// Close closes the idle connections of the HTTP client New made, whose
+// transport is the client's own: without it they stay open, each with two
+// goroutines, until the transport's idle timeout. A request in flight is
+// not interrupted. A Config.HTTPClient is the host's and is left alone.
+// Pipeline.Close calls it for the clients Build made.
+func (c *Client) Close() error {
+	if c.own != nil {
+		c.own.CloseIdleConnections()
+	}
+	return nil
 }

@@ -70,6 +70,8 @@ type Client struct {
 	sendErr  error // why there is no sender
 	call     wire.Call
 	official bool
+	// own is the HTTP client New made (nil: the host's Config.HTTPClient).
+	own *http.Client
 }
 
 func init() {
@@ -91,9 +93,10 @@ func New(cfg Config) (*Client, error) {
 	if !strings.HasSuffix(base, "/") {
 		base += "/"
 	}
-	hc := cfg.HTTPClient
+	hc, own := cfg.HTTPClient, (*http.Client)(nil)
 	if hc == nil {
 		hc = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		own = hc
 	}
 	opts := []option.RequestOption{
 		option.WithBaseURL(base),
@@ -112,6 +115,7 @@ func New(cfg Config) (*Client, error) {
 		sendErr:  sendErr,
 		call:     wire.Call{Provider: "openai", Model: cfg.Model, Key: cfg.APIKey},
 		official: strings.HasPrefix(base, DefaultBaseURL),
+		own:      own,
 	}, nil
 }
 
@@ -417,4 +421,16 @@ func imageURL(p runtime.ContentPart) string {
 		return p.ImageURL
 	}
 	return "data:" + p.MediaType + ";base64," + wire.Base64(p.Data)
+}
+
+// Close closes the idle connections of the HTTP client New made, whose
+// transport is the client's own: without it they stay open, each with two
+// goroutines, until the transport's idle timeout. A request in flight is
+// not interrupted. A Config.HTTPClient is the host's and is left alone.
+// Pipeline.Close calls it for the clients Build made.
+func (c *Client) Close() error {
+	if c.own != nil {
+		c.own.CloseIdleConnections()
+	}
+	return nil
 }
