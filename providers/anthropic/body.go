@@ -422,6 +422,12 @@ func appendToolUse(b []byte, tc *runtime.ToolUse) ([]byte, error) {
 		if b, err = wire.AppendRaw(b, tc.Arguments); err != nil {
 			return b, fmt.Errorf("tool call %s: arguments are not JSON: %w", tc.ID, err)
 		}
+		if !wire.IsObject(tc.Arguments) {
+			// OpenAI's API takes any string as an earlier call's
+			// arguments; a tool_use input is an object, and the call
+			// would be refused upstream, or read as another call.
+			return b, runtime.ProviderRefused(fmt.Errorf("tool call %s: arguments are JSON but not an object, which an Anthropic model's tool_use input must be", tc.ID))
+		}
 	}
 	if tc.CacheControl != nil {
 		b = appendCacheControl(b, tc.CacheControl)

@@ -147,6 +147,16 @@ func TestBodyErrors(t *testing.T) {
 	assert.ErrorContains(t, err, "temperature: not a finite number")
 	_, err = c.body(&runtime.ChatRequest{Messages: []runtime.Message{{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "x", Name: "t", Arguments: json.RawMessage(`{"a":`)}}}}})
 	assert.ErrorContains(t, err, "arguments are not JSON")
+	// Arguments that are JSON but no object (OpenAI's API takes any
+	// string) cannot be a tool_use input: the request is refused as one
+	// the model cannot honour, not sent to be refused upstream.
+	for _, args := range []string{`["Lyon"]`, `"Lyon"`, `null`, ` 42`} {
+		_, err = c.body(&runtime.ChatRequest{Messages: []runtime.Message{{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "call_1", Name: "t", Arguments: json.RawMessage(args)}}}}})
+		assert.ErrorIs(t, err, runtime.ErrProviderRefused, args)
+		assert.ErrorContains(t, err, "tool call call_1: arguments are JSON but not an object", args)
+	}
+	_, err = c.body(&runtime.ChatRequest{Messages: []runtime.Message{{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "call_1", Name: "t", Arguments: json.RawMessage(` {"a": 1}`)}}}}})
+	assert.NoError(t, err)
 }
 
 func BenchmarkBody(b *testing.B) {

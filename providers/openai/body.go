@@ -217,20 +217,17 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 				open()
 				b = append(b, `{"role":"user","content":[`...)
 				sep := false
-				if text != "" {
-					b = append(b, `{"type":"text","text":`...)
-					b = wire.AppendString(b, text)
-					b = append(b, '}')
-					sep = true
-				}
-				for _, p := range rest {
-					if p.Type != runtime.PartImage {
-						continue
-					}
+				for _, p := range userParts(m) {
 					if sep {
 						b = append(b, ',')
 					}
 					sep = true
+					if p.Type == runtime.PartText {
+						b = append(b, `{"type":"text","text":`...)
+						b = wire.AppendString(b, p.Text)
+						b = append(b, '}')
+						continue
+					}
 					b = append(b, `{"type":"image_url","image_url":{"url":`...)
 					b = wire.AppendString(b, imageURL(p))
 					b = append(b, "}}"...)

@@ -54,6 +54,11 @@ func bodyCases() map[string]runtime.ChatRequest {
 				{Type: runtime.PartImage, ImageURL: "https://example.com/a.png"},
 				{Type: runtime.PartImage, MediaType: "image/png", Data: []byte{0x89, 'P', 'N', 'G', 0, 1, 2}}}},
 			{Role: "user", Parts: []runtime.ContentPart{{Type: runtime.PartImage, ImageURL: "data:image/gif;base64,R0lG"}}}}},
+		"images among texts": {Messages: []runtime.Message{{Role: "user", Content: "Two pictures.", Parts: []runtime.ContentPart{
+			{Type: runtime.PartText, Text: "Image A:"}, {Type: runtime.PartImage, ImageURL: "https://example.com/a.png"},
+			{Type: runtime.PartText, Text: "Image B:"}, {Type: runtime.PartText, Text: "(a photo)"},
+			{Type: runtime.PartImage, MediaType: "image/png", Data: []byte{0x89, 'P'}},
+			{Type: runtime.PartImage, ImageURL: "https://example.com/c.png"}, {Type: runtime.PartText, Text: "Which is larger?"}}}}},
 		"tool round": {Messages: []runtime.Message{
 			{Role: "user", Content: "weather?"},
 			{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "call_1", Name: "get_weather", Arguments: json.RawMessage(`{"city":"Paris"}`)},
@@ -102,6 +107,35 @@ func TestBodyNames(t *testing.T) {
 	}
 	assert.Equal(t, []any{"system", "moderator", "system", "compaction_summary", "user", "alice", "user", "bob",
 		"tool", nil, "assistant", "planner", "tool", nil, "assistant", "critic"}, names, "sent %s", got)
+}
+
+// TestBodyKeepsImagesAmongTheirTexts: a user message's texts and images
+// are sent in the message's order, so the text that labels an image stays
+// next to it (all the text first, then the images, left the model unable
+// to tell which label was whose).
+func TestBodyKeepsImagesAmongTheirTexts(t *testing.T) {
+	c, err := New(Config{Model: "gpt-4.1-mini"})
+	require.NoError(t, err)
+	req := bodyCases()["images among texts"]
+	got, err := c.body(&req)
+	require.NoError(t, err)
+	var body struct {
+		Messages []struct {
+			Content []struct {
+				Type     string
+				Text     string
+				ImageURL struct{ URL string } `json:"image_url"`
+			}
+		}
+	}
+	require.NoError(t, json.Unmarshal(got, &body), "%s", got)
+	require.Len(t, body.Messages, 1)
+	var parts []string
+	for _, p := range body.Messages[0].Content {
+		parts = append(parts, p.Type+" "+p.Text+p.ImageURL.URL)
+	}
+	assert.Equal(t, []string{"text Two pictures.\nImage A:", "image_url https://example.com/a.png", "text Image B:\n(a photo)",
+		"image_url data:image/png;base64,iVA=", "image_url https://example.com/c.png", "text Which is larger?"}, parts)
 }
 
 // TestBodyMatchesSDK: the body the client encodes holds the same JSON as

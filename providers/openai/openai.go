@@ -414,6 +414,36 @@ func textOf(m *runtime.Message) (string, []runtime.ContentPart) {
 	return b.String(), rest
 }
 
+// userParts returns the text and image parts of a user message with
+// images, in the message's order (Content first): the text that labels an
+// image stays next to it. Adjacent texts are one part, joined by line
+// breaks, as textOf joins them.
+func userParts(m *runtime.Message) []runtime.ContentPart {
+	out := make([]runtime.ContentPart, 0, len(m.Parts)+1)
+	var run strings.Builder
+	run.WriteString(m.Content)
+	flush := func() {
+		if run.Len() > 0 {
+			out = append(out, runtime.ContentPart{Type: runtime.PartText, Text: run.String()})
+			run.Reset()
+		}
+	}
+	for _, p := range m.Parts {
+		switch p.Type {
+		case runtime.PartText:
+			if run.Len() > 0 {
+				run.WriteString("\n")
+			}
+			run.WriteString(p.Text)
+		case runtime.PartImage:
+			flush()
+			out = append(out, p)
+		}
+	}
+	flush()
+	return out
+}
+
 // imageURL returns the URL of an image part: its URL, or a data: URL of
 // its bytes.
 func imageURL(p runtime.ContentPart) string {

@@ -119,20 +119,38 @@ func sdkMessages(in []runtime.Message) ([]openai.ChatCompletionMessageParamUnion
 			}
 			out = append(out, sm)
 		case "user":
-			var parts []openai.ChatCompletionContentPartUnionParam
+			images := false
 			for _, p := range rest {
 				switch p.Type {
 				case runtime.PartToolResult:
 					out = append(out, openai.ToolMessage(toolResultText(p), p.ToolCallID))
 				case runtime.PartImage:
-					parts = append(parts, openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: imageURL(p)}))
+					images = true
 				}
 			}
 			var um openai.ChatCompletionMessageParamUnion
 			switch {
-			case parts != nil:
-				if text != "" {
-					parts = append([]openai.ChatCompletionContentPartUnionParam{openai.TextContentPart(text)}, parts...)
+			case images:
+				// The parts in their order, adjacent texts joined.
+				var parts []openai.ChatCompletionContentPartUnionParam
+				pending := m.Content
+				for _, p := range m.Parts {
+					switch p.Type {
+					case runtime.PartText:
+						if pending != "" {
+							pending += "\n"
+						}
+						pending += p.Text
+					case runtime.PartImage:
+						if pending != "" {
+							parts = append(parts, openai.TextContentPart(pending))
+							pending = ""
+						}
+						parts = append(parts, openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: imageURL(p)}))
+					}
+				}
+				if pending != "" {
+					parts = append(parts, openai.TextContentPart(pending))
 				}
 				um = openai.UserMessage(parts)
 			case text != "" || len(rest) == 0:
