@@ -148,11 +148,20 @@ func (m jsonObject) Find(key ref.Val) (ref.Val, bool) {
 	if !ok {
 		return types.ValOrErr(key, "no such key: %v", key), false
 	}
-	v := m[string(k)]
-	if v == nil {
+	switch v := m[string(k)].(type) {
+	case nil:
 		return nil, false
+	case string: // the kinds encoding/json decodes to, without the adapter's type switch
+		return types.String(v), true
+	case float64:
+		return types.Double(v), true
+	case bool:
+		return types.Bool(v), true
+	case map[string]any:
+		return jsonObject(v), true
+	default:
+		return typeAdapter.NativeToValue(v), true
 	}
-	return typeAdapter.NativeToValue(v), true
 }
 
 // Iterator implements traits.Iterable: the keys whose values are not null.
