@@ -253,10 +253,11 @@ func (c *Compilation) argTypesAt(path string, scope []string) (argTypes, bool) {
 }
 
 // holds reports whether an argument of types a may equal a constant of the
-// CEL kind given.
+// CEL kind given. It never equals null: a null reads as absent, so where
+// the schema lets it be null the read is a "no such key" error.
 func (a argTypes) holds(kind string) bool {
 	if kind == "null" {
-		return a.nullable
+		return false
 	}
 	return slices.ContainsFunc(a.types, func(t string) bool { return jsonKind(t) == celKind(kind) })
 }
@@ -321,6 +322,12 @@ func (c *Compilation) checkUnscopedArgLiterals(x *dsl.Expr, literals []predicate
 		verb := "types"
 		if len(a.declaring) > 1 {
 			verb = "type"
+		}
+		if l.Kind == "null" && a.nullable && !live {
+			c.report(dsl.Errorf(x.PosAt(l.Offset), predicate.RuleType,
+				"%s is never null: a null argument reads as absent (has(%s) is false for it), so it never equals null: where it is there it is not null, and where it is null or missing the read is a \"no such key\" error; test whether it is there with has(%s) (the entry is not scoped to tools, so args is not typed: scope it with tools: to have every read checked)",
+				l.Path, l.Path, l.Path))
+			continue
 		}
 		advice := "compare it with " + jsonKindPhrase(a.types, l.Value)
 		if l.Kind == "null" {

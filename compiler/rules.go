@@ -153,8 +153,10 @@ schema lists the argument types it otherwise: a call's arguments are
 checked against its tool's schema before any layer, so args.amount ==
 '100' (!=, in) where amount is a number, or args.query == 5 where query is
 a string, is always false and a deny with it never fires, the refund of
-100 running, and args.amount == null is always false where no schema
-lets amount be null (a type list with "null", nullable: true);
+100 running, and args.amount == null never holds (a null reads as
+absent: where a schema lets amount be null, a type list with "null" or
+nullable: true, has(args.amount) is false for it and the read a "no
+such key" error; test has(args.amount) instead);
 args.amount > '100' (<, <=, >=) cannot be evaluated, and
 the guard fails as its on_error says on every call that reaches it, with
 a message about overloads (nothing is said where undeclared or MCP tools

@@ -205,3 +205,42 @@ func TestAfterTurnGuardKeepsAFinalReason(t *testing.T) {
 		})
 	}
 }
+
+// TestToolGuardNullReason: a deny refusing a refund without a reason blocks one whose reason is
+// null, scoped to the tool (args typed) or not: a null reads as absent, so the optional read
+// gives its default.
+func TestToolGuardNullReason(t *testing.T) {
+	const deny = "args.?reason.orValue('') == ''"
+	const schema = `{"type":"object","required":["order_id"],"properties":{"order_id":{"type":"string"},
+		"reason":{"type":["string","null"]}}}`
+	for _, tools := range [][]string{{"refund"}, nil} {
+		l := rt.Named("reason_required", rt.Layer("guard", `{"deny":"`+deny+`","message":"a refund needs a reason"}`))
+		l.Tools = tools
+		l.Predicates = map[string]*plan.Predicate{"deny": {Stage: plan.StageTool, Phase: "before", Source: deny, Tools: tools}}
+		p := rt.Plan(plan.Chains{Tool: []plan.Layer{l}})
+		p.Tools = map[string]plan.Tool{"refund": {SideEffecting: true, Args: json.RawMessage(schema)}}
+		tool := rt.NewTool(rt.ToolResult{Value: map[string]any{"ok": true}})
+		pl, err := runtime.Build(context.Background(), p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
+		require.NoError(t, err)
+		for args, blocked := range map[string]bool{
+			`{"order_id":"A1","reason":null}`:   true,
+			`{"order_id":"A1"}`:                 true,
+			`{"order_id":"A1","reason":""}`:     true,
+			`{"order_id":"A1","reason":"late"}`: false,
+		} {
+			var m map[string]any
+			require.NoError(t, json.Unmarshal([]byte(args), &m))
+			before := tool.Calls()
+			_, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "refund", Args: m})
+			if !blocked {
+				require.NoError(t, err, "%v %s", tools, args)
+				assert.Equal(t, before+1, tool.Calls())
+				continue
+			}
+			var b *runtime.BlockedError
+			require.ErrorAs(t, err, &b, "%v %s", tools, args)
+			assert.Equal(t, "a refund needs a reason", b.Message)
+			assert.Equal(t, before, tool.Calls(), "a blocked call never runs")
+		}
+	}
+}

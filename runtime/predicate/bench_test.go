@@ -91,3 +91,22 @@ func BenchmarkNewEnv(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkUntypedReads measures reads of an untyped args map and of run.meta, plain, optional
+// and presence tests, over values without nulls.
+func BenchmarkUntypedReads(b *testing.B) {
+	env, err := NewEnv(EnvConfig{Stage: Tool})
+	require.NoError(b, err)
+	prg, iss := env.Compile("args.amount > 100.0 && args.?reason.orValue('') != '' && has(args.ship.zip) && run.meta.?tier.orValue('') == 'gold'")
+	require.Empty(b, iss)
+	var args map[string]any
+	require.NoError(b, json.Unmarshal([]byte(`{"amount":150,"reason":"late","ship":{"zip":"94107"}}`), &args))
+	vars := &ToolVars{Args: args, Run: RunInfo{ID: "run-1", Meta: map[string]any{"tier": "gold"}}}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if ok, err := prg.Eval(ctx, vars); err != nil || !ok {
+			b.Fatal(ok, err)
+		}
+	}
+}

@@ -59,8 +59,8 @@
 // (typed where the branches agree, dyn where not), required only where every branch requires
 // them, so a field one branch of a discriminated union lacks needs has(); branches of different
 // kinds are dyn. Anything else (no type, several types) is dyn. Nesting deeper than 16 levels
-// is dyn. In a list or a map, a scalar the schema lets be null is dyn, so that m['k'] == null
-// checks.
+// is dyn. In a list, a scalar the schema lets be null is dyn, so that l[0] == null checks; a
+// map's values are typed as they are, since a null value reads as absent.
 //
 // Several schemas are intersected: args gets the fields every schema declares with the same
 // type (recursively for nested objects and lists); a field is required only where every schema
@@ -78,9 +78,13 @@
 //     turns the runtime "no such key" error of a missing argument into a vet error. A layer's
 //     predicates run only where its when holds, so what the when proves present (its
 //     Checked.PresentIfTrue, given to CheckGiven and carried in Spec.Given) needs no test.
-//   - A JSON null reads as absent: has() is false and a read is a "no such key" error. Comparing
-//     a typed scalar field with null (args.note == null) is a cel/type issue whose message names
-//     the test to write instead (!has(args.note)).
+//   - A JSON null reads as absent, in args, in every object inside it and in a map's values, typed
+//     or not (and so in run.meta, session.meta, item.metadata, a tool result and a tool call's
+//     args): has() is false, an optional read (args.?x, m[?'k']) is empty and orValue gives its
+//     default, 'k' in m is false, size and iteration skip it, and a plain read is a "no such
+//     key" error. Only a list keeps its nulls, as elements. Comparing a typed scalar field with
+//     null (args.note == null) is a cel/type issue whose message names the test to write
+//     instead (!has(args.note)).
 //   - Numbers arrive as float64 or json.Number. A field typed int is converted to int when it is
 //     read (an integral float64 or json.Number; a fraction is an evaluation error), a double
 //     field from json.Number to double; lists and maps of numbers are converted the same way.

@@ -145,8 +145,8 @@ func metaField[T any](name string, get func(*T) map[string]any) *field {
 		name: name,
 		ft: types.FieldType{
 			Type:    metaType,
-			GetFrom: fixedGetter(func(p *T) any { return get(p) }),
-			IsSet:   fixedTester(func(p *T) bool { return len(get(p)) != 0 }),
+			GetFrom: fixedGetter(func(p *T) any { return jsonObject(get(p)) }),
+			IsSet:   fixedTester(func(p *T) bool { return jsonObject(get(p)).size() != 0 }),
 		},
 		assumed: assumedMap,
 	}
@@ -284,7 +284,7 @@ func decodeToolArgs(p *ToolCall) ref.Val {
 			return types.NewErr("tool call %q (%s): arguments are not a JSON object", p.ID, p.Name)
 		}
 	}
-	return types.NewStringInterfaceMap(typeAdapter, args)
+	return jsonObject(args)
 }
 
 func usageFields() []*field {

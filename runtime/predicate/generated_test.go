@@ -267,13 +267,16 @@ func TestCheckSchemaShapes(t *testing.T) {
 	}
 }
 
-// TestEvalNullElements: a null in a list or a map whose values the schema
-// lets be null stays null; the numbers around it are still converted.
+// TestEvalNullElements: a null in a list whose elements the schema lets be
+// null stays null; a null value of a map reads as absent; the numbers
+// around them are still converted.
 func TestEvalNullElements(t *testing.T) {
 	env := mustEnv(t, EnvConfig{Stage: Tool, ArgsSchemas: []json.RawMessage{json.RawMessage(`{"type": "object", "required": ["m", "l"],
 		"properties": {"m": {"type": "object", "additionalProperties": {"anyOf": [{"type": "integer"}, {"type": "null"}]}},
 		"l": {"type": "array", "maxItems": 4, "items": {"type": ["integer", "null"]}}}}`)}})
-	p := mustCompile(t, env, "args.m['a'] == 2 && args.m['b'] == null && args.l[0] == 1 && args.l[1] == null")
+	p := mustCompile(t, env, "args.m['a'] == 2 && !has(args.m.b) && args.m[?'b'].orValue(7) == 7 && size(args.m) == 1 && args.l[0] == 1 && args.l[1] == null")
+	_, iss := env.Check("args.m['b'] == null")
+	require.NotEmpty(t, iss, "a map's null value reads as absent: comparing it with null is refused")
 	for _, args := range []map[string]any{
 		jsonArgs(t, `{"m": {"a": 2, "b": null}, "l": [1, null]}`),
 		jsonNumberArgs(t, `{"m": {"a": 2, "b": null}, "l": [1, null]}`),

@@ -111,8 +111,9 @@ func (p *provider) NewValue(structType string, fields map[string]ref.Val) ref.Va
 }
 
 // adapter converts the Go values of activations into CEL values. It wraps the fixed object types,
-// converts json.Number to double, and keeps itself as the adapter of nested JSON maps and lists
-// so that numbers deep inside dyn values are converted too.
+// converts json.Number to double, hands JSON objects over as jsonObject (a null member reads as
+// absent) and keeps itself as the adapter of nested JSON lists so that numbers and objects deep
+// inside dyn values are converted too.
 type adapter struct {
 	base types.Adapter
 }
@@ -123,7 +124,7 @@ func (a *adapter) NativeToValue(value any) ref.Val {
 	case ref.Val:
 		return v
 	case map[string]any:
-		return types.NewStringInterfaceMap(a, v)
+		return jsonObject(v)
 	case []any:
 		return types.NewDynamicList(a, v)
 	case json.Number:

@@ -728,7 +728,7 @@ func (a *argsTypes) build(n *schemaNode, name string) *types.Type {
 	case kindList:
 		return types.NewListType(a.buildElem(n.elem, name))
 	case kindMap:
-		return types.NewMapType(types.StringType, a.buildElem(n.elem, name+".value"))
+		return types.NewMapType(types.StringType, a.build(n.elem, name+".value"))
 	case kindObject:
 		names := make([]string, 0, len(n.props))
 		for p := range n.props {
@@ -767,9 +767,10 @@ func (a *argsTypes) build(n *schemaNode, name string) *types.Type {
 	return types.DynType
 }
 
-// buildElem types the elements of a list or the values of a map. A
-// scalar the schema lets be null is dyn there: no has() tests an element,
-// so m['k'] == null is how a guard reads it.
+// buildElem types the elements of a list. A scalar the schema lets be null
+// is dyn there: an element cannot be absent, so l[0] == null is how a guard
+// reads it. (A map's values are typed as they are: a null value reads as
+// absent, tested with m[?'k'] or has(m.k).)
 func (a *argsTypes) buildElem(n *schemaNode, name string) *types.Type {
 	if n.nullable && n.kind != kindObject && n.kind != kindList && n.kind != kindMap {
 		return types.DynType
@@ -780,19 +781,19 @@ func (a *argsTypes) buildElem(n *schemaNode, name string) *types.Type {
 // argIsSet is the presence test of an args field: the key is present and not null.
 func argIsSet(name string) func(any) bool {
 	return func(target any) bool {
-		m, _ := target.(map[string]any)
-		v, ok := m[name]
-		return ok && v != nil
+		m, _ := asObject(target)
+		return m[name] != nil
 	}
 }
 
 // argGetter reads one args field from its JSON object and converts it to the field's CEL type:
-// integers decoded as float64 or json.Number become int, numbers become double. Conversion
-// happens at access, so arguments that a predicate never reads cost nothing.
+// integers decoded as float64 or json.Number become int, numbers become double, objects and maps
+// are jsonObjects (a null member reads as absent). Conversion happens at access, so arguments
+// that a predicate never reads cost nothing.
 func argGetter(name string, n *schemaNode) func(any) (any, error) {
 	conv := converter(n)
 	return func(target any) (any, error) {
-		m, ok := target.(map[string]any)
+		m, ok := asObject(target)
 		if !ok && target != nil {
 			return nil, fmt.Errorf("args: want a JSON object holding %s, got %T", name, target)
 		}
@@ -801,7 +802,7 @@ func argGetter(name string, n *schemaNode) func(any) (any, error) {
 			return nil, fmt.Errorf("no such key: %s", name)
 		}
 		if conv == nil {
-			return v, nil
+			return jsonValue(v), nil
 		}
 		out, err := conv(v)
 		if err != nil {
@@ -835,22 +836,32 @@ func converter(n *schemaNode) func(any) (any, error) {
 		}
 	case kindObject:
 		return func(v any) (any, error) {
-			if _, ok := v.(map[string]any); ok {
-				return v, nil
+			if m, ok := v.(map[string]any); ok {
+				return jsonObject(m), nil
 			}
 			return nil, fmt.Errorf("want an object, got %s", jsonKind(v))
 		}
 	case kindList:
 		elem := elemConverter(n.elem)
+		// A list whose elements may be objects is handed over as a CEL list, whose elements the
+		// adapter makes jsonObjects; a list of scalars as it is, so indexing it allocates nothing.
+		scalars := n.elem.kind == kindString || n.elem.kind == kindInt || n.elem.kind == kindDouble || n.elem.kind == kindBool
 		return func(v any) (any, error) {
 			l, ok := v.([]any)
 			if !ok {
 				return nil, fmt.Errorf("want an array, got %s", jsonKind(v))
 			}
-			if elem == nil {
+			if elem != nil {
+				c, err := convertElems(l, elem)
+				if err != nil {
+					return nil, err
+				}
+				l = c
+			}
+			if scalars {
 				return l, nil
 			}
-			return convertElems(l, elem)
+			return types.NewDynamicList(typeAdapter, l), nil
 		}
 	case kindMap:
 		elem := elemConverter(n.elem)
@@ -860,17 +871,20 @@ func converter(n *schemaNode) func(any) (any, error) {
 				return nil, fmt.Errorf("want an object, got %s", jsonKind(v))
 			}
 			if elem == nil {
-				return m, nil
+				return jsonObject(m), nil
 			}
 			out := make(map[string]any, len(m))
 			for k, e := range m {
+				if e == nil {
+					continue // a null reads as absent
+				}
 				c, err := elem(e)
 				if err != nil {
 					return nil, fmt.Errorf("%s: %w", k, err)
 				}
 				out[k] = c
 			}
-			return out, nil
+			return jsonObject(out), nil
 		}
 	}
 	return nil

@@ -60,9 +60,9 @@ type StateVars struct {
 func (v *StateVars) ResolveName(name string) (any, bool) {
 	switch name {
 	case "value":
-		return v.Value, true
+		return jsonValue(v.Value), true
 	case "state":
-		return v.State, true
+		return jsonObject(v.State), true
 	case "field":
 		return v.Field, true
 	case "run":
@@ -125,6 +125,21 @@ func jsonOf(v ref.Val, depth int) (any, error) {
 		return float64(x), nil
 	case types.String:
 		return string(x), nil
+	case jsonObject:
+		// Every member is kept, nulls included: a value set whole is not changed.
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			if e == nil {
+				out[k] = nil
+				continue
+			}
+			j, err := jsonOf(typeAdapter.NativeToValue(e), depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = j
+		}
+		return out, nil
 	case *object:
 		// A schema-typed object is its JSON map; a fixed object (run) its Go value.
 		if m, ok := x.v.(map[string]any); ok {

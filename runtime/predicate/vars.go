@@ -162,14 +162,14 @@ type ToolVars struct {
 func (v *ToolVars) ResolveName(name string) (any, bool) {
 	switch name {
 	case "args":
-		return v.Args, true
+		return jsonObject(v.Args), true
 	case "tool":
 		return &v.Tool, true
 	case "run":
 		return &v.Run, true
 	case "result":
 		if v.HasResult {
-			return v.Result, true
+			return jsonValue(v.Result), true
 		}
 	}
 	return nil, false

@@ -1,0 +1,198 @@
+package predicate
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/cel-go/common/types"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// nullSchema types the arguments of TestNullReadsAbsent: an optional string, an object with an
+// optional string, a map of strings and a map of integers.
+const nullSchema = `{"type": "object", "required": ["ship", "labels", "counts"], "properties": {
+	"reason": {"type": ["string", "null"]},
+	"ship": {"type": "object", "required": ["country"], "properties": {"zip": {"type": "string"}, "country": {"type": "string"}}},
+	"labels": {"type": "object", "additionalProperties": {"type": "string"}},
+	"counts": {"type": "object", "additionalProperties": {"type": "integer"}}}}`
+
+// nullArgs holds a null at each depth a predicate reads: a top-level argument, a field of an
+// object argument, a map value.
+const nullArgs = `{"reason": null, "ship": {"zip": null, "country": "FR"},
+	"labels": {"env": null, "team": "ops"}, "counts": {"a": null, "b": 2}}`
+
+// nullReads are the ways of reading a null, each true when the null reads as absent.
+var nullReads = []string{
+	"!has(args.reason)",
+	"!args.?reason.hasValue()",
+	"args.?reason.orValue('none') == 'none'",
+	"args.?reason.orValue('') == ''",
+	"!has(args.ship.zip)",
+	"args.?ship.?zip.orValue('none') == 'none'",
+	"args.ship.?zip.orValue('none') == 'none'",
+	"args.?ship.zip.orValue('none') == 'none'",
+	"args.ship.country == 'FR'",
+	"args.labels[?'env'].orValue('none') == 'none'",
+	"args.?labels[?'env'].orValue('none') == 'none'",
+	"!has(args.labels.env)",
+	"args.counts[?'a'].orValue(0) == 0 && args.counts['b'] == 2",
+}
+
+// untypedNullReads are more ways of reading a null, which only an untyped args map admits.
+var untypedNullReads = []string{
+	"!('reason' in args)",
+	"size(args) == 3",
+	"args.labels == {'team': 'ops'}",
+	"size(args.labels) == 1",
+	"args.?ship.?zip.orValue('none') == 'none' && !has(args.ship.zip)",
+}
+
+// TestNullReadsAbsent: every way of reading a JSON null agrees that it is absent, typed or
+// untyped: has() is false, an optional read is empty, orValue gives the default, `in` is false,
+// iteration and size skip it.
+func TestNullReadsAbsent(t *testing.T) {
+	envs := map[string]*Env{
+		"typed":   mustEnv(t, EnvConfig{Stage: Tool, ArgsSchemas: []json.RawMessage{json.RawMessage(nullSchema)}}),
+		"untyped": mustEnv(t, EnvConfig{Stage: Tool}),
+	}
+	for name, env := range envs {
+		srcs := nullReads
+		if name == "untyped" {
+			srcs = append(slices.Clone(nullReads), untypedNullReads...)
+		}
+		for _, src := range srcs {
+			if name == "untyped" && src == "args.counts[?'a'].orValue(0) == 0 && args.counts['b'] == 2" {
+				src = "args.counts[?'a'].orValue(0.0) == 0.0 && args.counts['b'] == 2.0"
+			}
+			p := mustCompile(t, env, src)
+			for _, args := range []map[string]any{jsonArgs(t, nullArgs), jsonNumberArgs(t, nullArgs)} {
+				got, err := p.Eval(context.Background(), &ToolVars{Args: args})
+				require.NoError(t, err, "%s: %s", name, src)
+				assert.True(t, got, "%s: %s", name, src)
+			}
+		}
+	}
+}
+
+// TestNullReadIsError: a plain read of a null is the error a plain read of an absent key is,
+// typed or untyped.
+func TestNullReadIsError(t *testing.T) {
+	for name, cfg := range map[string]EnvConfig{
+		"typed":   {Stage: Tool, ArgsSchemas: []json.RawMessage{json.RawMessage(nullSchema)}},
+		"untyped": {Stage: Tool},
+	} {
+		env := mustEnv(t, cfg)
+		srcs := []string{"args.reason == ''", "args.ship.zip == ''", "args.labels['env'] == ''", "args.labels.env == ''"}
+		if name == "typed" {
+			// Typed, an optional field is read after has(), or through dyn.
+			srcs = []string{"dyn(args).reason == ''", "has(args.ship) && dyn(args.ship).zip == ''",
+				"has(args.labels) && args.labels['env'] == ''", "has(args.labels) && args.labels.env == ''"}
+		}
+		for _, src := range srcs {
+			p := mustCompile(t, env, src)
+			_, err := p.Eval(context.Background(), &ToolVars{Args: jsonArgs(t, nullArgs)})
+			require.Error(t, err, "%s: %s", name, src)
+			assert.Contains(t, err.Error(), "no such key", "%s: %s", name, src)
+		}
+	}
+}
+
+// TestNullRefundGuard: a deny that refuses a refund without a reason blocks one whose reason
+// is null, as it blocks one without the key; before, the optional read saw the null as a value
+// and the deny let the call through.
+func TestNullRefundGuard(t *testing.T) {
+	const deny = "args.?reason.orValue('') == ''"
+	for _, cfg := range []EnvConfig{
+		{Stage: Tool, ArgsSchemas: []json.RawMessage{json.RawMessage(nullSchema)}},
+		{Stage: Tool},
+	} {
+		p := mustCompile(t, mustEnv(t, cfg), deny)
+		for args, want := range map[string]bool{`{"reason": null}`: true, `{}`: true, `{"reason": ""}`: true, `{"reason": "late"}`: false} {
+			got, err := p.Eval(context.Background(), &ToolVars{Args: jsonArgs(t, args)})
+			require.NoError(t, err, args)
+			assert.Equal(t, want, got, args)
+		}
+	}
+}
+
+// TestNullInOtherValues: run.meta, session.meta, item.metadata, a tool result and a tool
+// call's arguments read a null as absent too.
+func TestNullInOtherValues(t *testing.T) {
+	meta := map[string]any{"tier": nil, "nested": map[string]any{"k": nil}}
+	reads := []string{"!has(%s.tier)", "%s.?tier.orValue('x') == 'x'", "!('tier' in %s)", "%s[?'tier'].orValue('x') == 'x'",
+		"%s.?nested.?k.orValue('x') == 'x'", "!has(%s.nested.k)", "size(%s) == 1"}
+	type stage struct {
+		cfg  EnvConfig
+		root string
+		vars Activation
+	}
+	result := map[string]any{"tier": nil, "nested": map[string]any{"k": nil}}
+	stages := []stage{
+		{EnvConfig{Stage: Chat}, "run.meta", &ChatVars{Run: RunInfo{Meta: meta}}},
+		{EnvConfig{Stage: Tool}, "run.meta", &ToolVars{Run: RunInfo{Meta: meta}}},
+		{EnvConfig{Stage: Turn}, "session.meta", &TurnVars{Session: SessionInfo{Meta: meta}}},
+		{EnvConfig{Stage: Admit}, "item.metadata", &AdmitVars{Item: Item{Metadata: meta}}},
+		{EnvConfig{Stage: Tool, Phase: After}, "result", &ToolVars{Result: result, HasResult: true}},
+		{EnvConfig{Stage: Chat, Phase: After}, "response.tool_calls[0].args", &ChatVars{HasResponse: true,
+			Response: ChatResponse{ToolCalls: []ToolCall{{ID: "c1", Name: "t", Arguments: json.RawMessage(`{"tier": null, "nested": {"k": null}}`)}}}}},
+	}
+	for _, s := range stages {
+		env := mustEnv(t, s.cfg)
+		for _, r := range reads {
+			if s.root == "result" && strings.Contains(r, " in ") {
+				continue // a scan of a dyn result has no cost bound
+			}
+			src := fmt.Sprintf(r, s.root)
+			p, iss := env.Compile(src)
+			require.Empty(t, iss, src)
+			got, err := p.Eval(context.Background(), s.vars)
+			require.NoError(t, err, src)
+			assert.True(t, got, src)
+		}
+	}
+}
+
+// TestJSONObjectSkipsNulls: iteration, size, equality and conversion of a JSON object skip its
+// null members; its Go value keeps them.
+func TestJSONObjectSkipsNulls(t *testing.T) {
+	m := jsonObject{"a": nil, "b": 1.0, "c": "x"}
+	var keys []string
+	for it := m.Iterator(); it.HasNext() == types.True; {
+		keys = append(keys, string(it.Next().(types.String)))
+	}
+	slices.Sort(keys)
+	assert.Equal(t, []string{"b", "c"}, keys)
+	assert.Equal(t, types.Int(2), m.Size())
+	assert.False(t, m.IsZeroValue())
+	assert.True(t, jsonObject{"a": nil}.IsZeroValue())
+	assert.Equal(t, types.True, m.Equal(jsonObject{"b": 1.0, "c": "x"}))
+	assert.Equal(t, types.True, m.Equal(jsonObject{"b": 1.0, "c": "x", "d": nil}))
+	assert.Equal(t, types.False, m.Equal(jsonObject{"b": 2.0, "c": "x"}))
+	assert.Equal(t, types.False, m.Equal(jsonObject{"b": 1.0}))
+	assert.Equal(t, types.False, m.Contains(types.String("a")))
+	assert.Equal(t, types.True, m.Contains(types.String("b")))
+	assert.True(t, types.IsError(m.Get(types.String("a"))))
+	assert.True(t, types.IsError(m.Contains(types.Int(1))))
+	native, err := m.ConvertToNative(reflect.TypeFor[map[string]any]())
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"b": 1.0, "c": "x"}, native)
+	assert.Equal(t, map[string]any{"a": nil, "b": 1.0, "c": "x"}, m.Value())
+}
+
+// TestEvalValueKeepsNulls: a state set transform that returns an object whole keeps its null
+// members; a null reads as absent, it is not dropped from data.
+func TestEvalValueKeepsNulls(t *testing.T) {
+	env := mustEnv(t, EnvConfig{Stage: State, Value: true})
+	p := mustCompile(t, env, "value")
+	vars, err := p.StateActivation(RunInfo{}, "f", map[string]any{"a": nil, "b": map[string]any{"c": nil, "d": 1.0}}, nil)
+	require.NoError(t, err)
+	got, err := p.EvalValue(context.Background(), vars)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"a": nil, "b": map[string]any{"c": nil, "d": 1.0}}, got)
+}
