@@ -846,7 +846,7 @@ func (s *anthropicStream) end(resp *runtime.ChatResponse) {
 // fail sends an error event, as the API does when a stream fails.
 func (s *anthropicStream) fail(err error) {
 	status, _ := StatusOf(err)
-	body, _ := json.Marshal(errorBody(apiAnthropic, status, errorCode(err), runtime.LayerOf(err), clientMessage(err)))
+	body, _ := json.Marshal(callError(apiAnthropic, status, err).body(apiAnthropic))
 	s.event("error")
 	s.buf = append(s.buf, body...)
 	s.buf = append(s.buf, "\n\n"...)

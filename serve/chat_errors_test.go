@@ -81,7 +81,7 @@ func TestErrorMapping(t *testing.T) {
 			want:     502, typ: "server_error", code: "transient", msg: "500 Internal Server Error"},
 		{name: "upstream refuses", chain: `{use: "tracing"}`,
 			upstream: []reply{{status: 400, body: transcript(t, "openai", "400_context_length.json")}},
-			want:     400, typ: "invalid_request_error", code: "permanent", msg: "context"},
+			want:     400, typ: "invalid_request_error", code: "context_length_exceeded", msg: "context"},
 		{name: "upstream timeout", chain: `{use: "retry", max_attempts: 1, attempt_timeout: "50ms"}`,
 			upstream: []reply{{body: transcript(t, "openai", "text.sse"), gate: make(chan struct{})}},
 			want:     504, typ: "timeout_error", code: "timeout", layer: "retry"},

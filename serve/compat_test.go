@@ -334,7 +334,7 @@ func TestUpstreamErrorsParseInTheSDKs(t *testing.T) {
 	var ae *anthropic.Error
 	require.ErrorAs(t, err, &ae)
 	assert.Equal(t, http.StatusBadGateway, ae.StatusCode)
-	assert.Contains(t, ae.Error(), "api_error")
+	assert.Equal(t, anthropic.ErrorType("overloaded_error"), ae.Type(), "the upstream's own type: it was overloaded")
 }
 
 // A strict tool and one tool call at a time (openai-agents sends strict

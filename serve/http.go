@@ -349,7 +349,7 @@ func (x *exchange) writeJSON(status int, v any) {
 
 // fail answers an error in the route's own error format.
 func (x *exchange) fail(status int, code errCode, msg string) {
-	x.failLayer(status, string(code), "", msg)
+	x.failWith(ownError(status, string(code), "", msg))
 }
 
 // failErr answers the error of a call: the status StatusOf maps it to,
@@ -363,7 +363,7 @@ func (x *exchange) failErr(err error) {
 	x.err = err
 	status, retryAfter := StatusOf(err)
 	SetRetryAfter(x.Header(), retryAfter)
-	x.failLayer(status, errorCode(err), runtime.LayerOf(err), clientMessage(err))
+	x.failWith(callError(x.api, status, err))
 }
 
 // shutdownCut returns errShutdownCut for the error of a call the end of
@@ -439,36 +439,19 @@ func refusesTheGateway(status int) bool {
 // transportWithheld stands for the transport's text in a client message.
 const transportWithheld = "(the cause is in the gateway's log)"
 
-func (x *exchange) failLayer(status int, code, layer, msg string) {
+// failWith answers e in the route's own error format.
+func (x *exchange) failWith(e errDoc) {
 	if x.rpc {
-		x.writeJSON(status, rpcErrorBody(x.rpcID, status, code, layer, msg))
+		x.writeJSON(e.status, rpcErrorBody(x.rpcID, e.status, e.kind, e.layer, e.msg))
 		return
 	}
-	x.writeJSON(status, errorBody(x.api, status, code, layer, msg))
+	x.writeJSON(e.status, e.body(x.api))
 }
 
-// errorBody is the error document of each API: OpenAI's
-// {"error":{"message","type","code"}} and Anthropic's
-// {"type":"error","error":{"type","message"}}, both with the layer that
-// refused the call when there is one.
+// errorBody is the error document of API a for an error of the gateway's
+// own (see errDoc.body).
 func errorBody(a api, status int, code, layer, msg string) any {
-	type openAIError struct {
-		Message string  `json:"message"`
-		Type    string  `json:"type"`
-		Code    string  `json:"code"`
-		Param   *string `json:"param"`
-		Layer   string  `json:"layer,omitempty"`
-	}
-	type anthropicError struct {
-		Type    string `json:"type"`
-		Message string `json:"message"`
-		Code    string `json:"code,omitempty"`
-		Layer   string `json:"layer,omitempty"`
-	}
-	if a == apiAnthropic {
-		return map[string]any{"type": "error", "error": anthropicError{Type: anthropicErrorType(status), Message: msg, Code: code, Layer: layer}}
-	}
-	return map[string]any{"error": openAIError{Message: msg, Type: openAIErrorType(status), Code: code, Layer: layer}}
+	return ownError(status, code, layer, msg).body(a)
 }
 
 func openAIErrorType(status int) string {

@@ -193,12 +193,12 @@ func TestMessageAndPartLimits(t *testing.T) {
 	alloc := allocated(func() { code, resp = post(srv, "/v1/chat/completions", body) })
 	assert.Equal(t, http.StatusBadRequest, code)
 	assert.JSONEq(t, `{"error": {"message": "messages: 100001 messages, over the limit of 100000 per request",
-		"type": "invalid_request_error", "code": "bad_request", "param": null}}`, resp)
+		"type": "invalid_request_error", "code": "bad_request", "kind": "bad_request", "param": null}}`, resp)
 	assert.Less(t, alloc, uint64(2*len(body)), "refused before it is decoded")
 
 	code, resp = post(srv, "/v1/messages", manyMessages("anthropic", DefaultMaxMessages+1))
 	assert.Equal(t, http.StatusBadRequest, code)
-	assert.JSONEq(t, `{"type": "error", "error": {"type": "invalid_request_error", "code": "bad_request",
+	assert.JSONEq(t, `{"type": "error", "error": {"type": "invalid_request_error", "code": "bad_request", "kind": "bad_request",
 		"message": "messages: 100001 messages, over the limit of 100000 per request"}}`, resp)
 	code, resp = post(srv, "/v1/messages/count_tokens", manyMessages("anthropic", DefaultMaxMessages+1))
 	assert.Equal(t, http.StatusBadRequest, code)
@@ -268,7 +268,7 @@ func assertOverloaded(t *testing.T, srv *Server, body []byte, msg string) {
 	srv.ServeHTTP(rec, req)
 	assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
 	assert.Equal(t, "1", rec.Header().Get("Retry-After"))
-	assert.JSONEq(t, `{"error": {"message": "`+msg+`", "type": "server_error", "code": "overloaded", "param": null}}`, rec.Body.String())
+	assert.JSONEq(t, `{"error": {"message": "`+msg+`", "type": "server_error", "code": "overloaded", "kind": "overloaded", "param": null}}`, rec.Body.String())
 }
 
 // TestInFlightLimit: with MaxInFlight requests held by a slow upstream,
@@ -294,7 +294,7 @@ func TestInFlightLimit(t *testing.T) {
 
 	code, resp := post(srv, "/v1/messages", []byte(`{"model":"primary","max_tokens":8,"messages":[{"role":"user","content":"hi"}]}`))
 	assert.Equal(t, http.StatusServiceUnavailable, code)
-	assert.JSONEq(t, `{"type": "error", "error": {"type": "overloaded_error", "code": "overloaded",
+	assert.JSONEq(t, `{"type": "error", "error": {"type": "overloaded_error", "code": "overloaded", "kind": "overloaded",
 		"message": "the gateway is serving its limit of 3 requests at once; retry the request"}}`, resp)
 	code, _ = post(srv, "/v1/messages/count_tokens", []byte(`{"model":"primary","messages":[{"role":"user","content":"hi"}]}`))
 	assert.Equal(t, http.StatusServiceUnavailable, code)

@@ -152,7 +152,7 @@ mcp: servers: pay: url: %q
 	assert.Equal(t, http.StatusForbidden, code, body)
 	// The refusal is in the JSON error format of the other routes.
 	assert.JSONEq(t, `{"error":{"message":"the MCP session was opened with another API key; a key uses the sessions it opened",
-		"type":"permission_error","code":"session_key_mismatch","param":null}}`, body)
+		"type":"permission_error","code":"session_key_mismatch","kind":"session_key_mismatch","param":null}}`, body)
 	code, _, body = do(t, "DELETE", s.url+"/mcp", "bob-key", nil, hdr...)
 	assert.Equal(t, http.StatusForbidden, code, body)
 	assert.Contains(t, body, `"code":"session_key_mismatch"`)
@@ -161,7 +161,7 @@ mcp: servers: pay: url: %q
 	unknown[1] = "no-such-session"
 	code, _, body = do(t, "POST", s.url+"/mcp", "alice-key", []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/list"}`), unknown...)
 	assert.Equal(t, http.StatusNotFound, code, body)
-	assert.JSONEq(t, `{"error":{"message":"session not found","type":"not_found_error","code":"not_found","param":null}}`, body)
+	assert.JSONEq(t, `{"error":{"message":"session not found","type":"not_found_error","code":"not_found","kind":"not_found","param":null}}`, body)
 	// An x-api-key client is the same key as a bearer one.
 	code, _, body = do(t, "POST", s.url+"/mcp", "", []byte(`{"jsonrpc":"2.0","id":6,"method":"tools/list"}`), append(hdr, "x-api-key", "alice-key")...)
 	assert.Equal(t, http.StatusOK, code, body)

@@ -584,7 +584,7 @@ func (s *openAIStream) end(resp *runtime.ChatResponse) {
 // API sends when a stream fails), and no [DONE].
 func (s *openAIStream) fail(err error) {
 	status, _ := StatusOf(err)
-	body, _ := json.Marshal(errorBody(apiOpenAI, status, errorCode(err), runtime.LayerOf(err), clientMessage(err)))
+	body, _ := json.Marshal(callError(apiOpenAI, status, err).body(apiOpenAI))
 	s.buf = append(s.buf, "data: "...)
 	s.buf = append(s.buf, body...)
 	s.buf = append(s.buf, "\n\n"...)

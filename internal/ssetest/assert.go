@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentc-dev/agentc/internal/wire"
 	"github.com/agentc-dev/agentc/runtime"
 )
 
@@ -71,11 +72,20 @@ type StatusCase struct {
 	// ProviderRefused is whether the error is marked
 	// runtime.ErrProviderRefused (a fallback falls over on it).
 	ProviderRefused bool
+	// Detail, when set, is the provider's account the error carries.
+	Detail *wire.Detail
 }
 
 // Refused returns the case with ProviderRefused set.
 func (c StatusCase) Refused() StatusCase {
 	c.ProviderRefused = true
+	return c
+}
+
+// Says sets the provider's account of the failure the error must carry
+// (wire.DetailOf).
+func (c StatusCase) Says(d wire.Detail) StatusCase {
+	c.Detail = &d
 	return c
 }
 
@@ -97,6 +107,9 @@ func RunStatusCases(t *testing.T, key string, newClient func(testing.TB, *Server
 			assert.Equal(t, tc.RetryAfter, ce.RetryAfter)
 			assert.Contains(t, err.Error(), tc.Message)
 			assert.Equal(t, tc.ProviderRefused, errors.Is(err, runtime.ErrProviderRefused), "marked a refusal of the provider's own")
+			if tc.Detail != nil {
+				assert.Equal(t, tc.Detail, wire.DetailOf(err), "the provider's account of the failure")
+			}
 			assert.Equal(t, 1, s.Requests(), "the SDK's own retries are off")
 		})
 	}

@@ -43,8 +43,71 @@ func (c Call) scrub(s string) string {
 // Error is an error of the provider's SDK behind a message that names the
 // call and holds no key; errors.As still finds the SDK's error through it.
 type Error struct {
-	msg string
-	err error
+	msg    string
+	err    error
+	detail *Detail
+}
+
+// Body is what a provider's error body or stream error event says of a
+// failure: OpenAI's error.type, error.code and error.param, Anthropic's
+// error.type, and the message ("" when absent). Code is an HTTP status in
+// digits where a server sends a number in its place (OpenRouter, vLLM).
+type Body struct {
+	Type, Code, Param, Message string
+}
+
+// class is what the failure is classified by: the code when there is one
+// (it says more than OpenAI's type: context_length_exceeded), else the
+// type.
+func (b Body) class() string {
+	if b.Code != "" {
+		return b.Code
+	}
+	return b.Type
+}
+
+// Detail is a provider's own account of a failed call, as its error body
+// or error event gave it, scrubbed of the key: what a client of the same
+// API acts on (OpenAI's code, type and param; Anthropic's error type), and
+// the well-known failures any client's API has a word for.
+type Detail struct {
+	// Provider is the client's provider: "openai" (the API, or a server
+	// that speaks it) or "anthropic".
+	Provider string
+	// Type, Code and Param are the body's; Code is "" where the body's
+	// is a number (an HTTP status, not a code).
+	Type, Code, Param string
+	// ContextLength reports an error that says the request is longer than
+	// the model's context.
+	ContextLength bool
+	// Overloaded reports a provider that said it is overloaded
+	// (Anthropic's overloaded_error, its 529; OpenAI's 503).
+	Overloaded bool
+}
+
+// DetailOf returns the provider's account of the failed call err holds
+// (its first, when err joins several), or nil when no provider client
+// classified it from an error body or event.
+func DetailOf(err error) *Detail {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.detail
+	}
+	return nil
+}
+
+// detail is b's Detail for a failure of the given status (0 for a stream's
+// error event).
+func (c Call) detail(status int, b Body) *Detail {
+	d := &Detail{Provider: c.Provider, Type: c.scrub(b.Type), Param: c.scrub(b.Param),
+		ContextLength: contextLength(b.class(), b.Message)}
+	if n, err := strconv.Atoi(b.Code); err != nil {
+		d.Code = c.scrub(b.Code)
+	} else if status == 0 {
+		status = n
+	}
+	d.Overloaded = status == 529 || status == http.StatusServiceUnavailable || strings.Contains(strings.ToLower(b.Type), "overloaded")
+	return d
 }
 
 // Error returns the scrubbed message.
@@ -66,9 +129,10 @@ func (c Call) wrap(err error, format string, args ...any) *Error {
 // the provider's own (401, 402, 403, 404, and a 429 or error of type
 // insufficient_quota or billing_error: an account out of credit, which
 // waiting does not cure) is permanent and marked runtime.ProviderRefused,
-// so that a fallback tries its next model. apiType and apiMessage are the
-// provider's error type and message from the body ("" when absent).
-func (c Call) HTTP(err error, status int, h http.Header, apiType, apiMessage string) *runtime.CallError {
+// so that a fallback tries its next model. b is what the body says; the
+// error carries it as a Detail (DetailOf).
+func (c Call) HTTP(err error, status int, h http.Header, b Body) *runtime.CallError {
+	apiType, apiMessage := b.class(), b.Message
 	ce := &runtime.CallError{Status: status, Kind: statusKind(status)}
 	refused := providerRefusal(status, apiType)
 	if refused {
@@ -99,7 +163,9 @@ func (c Call) HTTP(err error, status int, h http.Header, apiType, apiMessage str
 	if detail != "" {
 		text += ": " + detail
 	}
-	ce.Err = c.wrap(err, "%s %s: %s", c.Provider, c.Model, text)
+	we := c.wrap(err, "%s %s: %s", c.Provider, c.Model, text)
+	we.detail = c.detail(status, b)
+	ce.Err = we
 	if refused && ce.Kind == runtime.KindPermanent {
 		ce.Err = runtime.ProviderRefused(ce.Err)
 	}
@@ -138,7 +204,7 @@ func statusKind(status int) runtime.ErrorKind {
 
 func contextLength(apiType, msg string) bool {
 	s := strings.ToLower(apiType + " " + msg)
-	for _, p := range []string{"context_length_exceeded", "context length", "context window", "prompt is too long", "maximum context", "too many tokens"} {
+	for _, p := range []string{"context_length_exceeded", "context length", "context window", "prompt is too long", "maximum context", "too many tokens", "exceed context limit"} {
 		if strings.Contains(s, p) {
 			return true
 		}
@@ -174,8 +240,10 @@ func RetryAfter(h http.Header, now time.Time) time.Duration {
 // an HTTP status in its place (OpenRouter's and vLLM's numeric error code:
 // "429", "502"). After deltas is the number of deltas already delivered: a
 // failure after the first is a mid-stream failure, which the runtime never
-// retries (the first-delta commit rule); the message says so.
-func (c Call) Event(err error, apiType, apiMessage string, afterDeltas int) *runtime.CallError {
+// retries (the first-delta commit rule); the message says so. The error
+// carries b as a Detail (DetailOf).
+func (c Call) Event(err error, b Body, afterDeltas int) *runtime.CallError {
+	apiType, apiMessage := b.class(), b.Message
 	kind := eventKind(apiType)
 	if contextLength(apiType, apiMessage) {
 		kind = runtime.KindPermanent
@@ -188,7 +256,9 @@ func (c Call) Event(err error, apiType, apiMessage string, afterDeltas int) *run
 	if afterDeltas > 0 {
 		where = fmt.Sprintf("stream failed mid-stream after %d deltas", afterDeltas)
 	}
-	ce := &runtime.CallError{Kind: kind, Err: c.wrap(err, "%s %s: %s: %s", c.Provider, c.Model, where, detail)}
+	we := c.wrap(err, "%s %s: %s: %s", c.Provider, c.Model, where, detail)
+	we.detail = c.detail(0, b)
+	ce := &runtime.CallError{Kind: kind, Err: we}
 	if eventRefusal(apiType) && !contextLength(apiType, apiMessage) {
 		ce.Kind = runtime.KindPermanent
 		ce.Err = runtime.ProviderRefused(ce.Err)

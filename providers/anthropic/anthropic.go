@@ -423,12 +423,12 @@ func (c *Client) failure(ctx context.Context, err error, deltas int) error {
 			if apiErr.Response != nil {
 				h = apiErr.Response.Header
 			}
-			return c.call.HTTP(err, apiErr.StatusCode, h, string(apiErr.Type()), apiErr.Message)
+			return c.call.HTTP(err, apiErr.StatusCode, h, wire.Body{Type: string(apiErr.Type()), Message: apiErr.Message})
 		}
-		return c.call.Event(err, string(apiErr.Type()), apiErr.Message, deltas)
+		return c.call.Event(err, wire.Body{Type: string(apiErr.Type()), Message: apiErr.Message}, deltas)
 	}
 	if strings.HasPrefix(err.Error(), "received error while streaming") {
-		return c.call.Event(err, "", strings.TrimPrefix(err.Error(), "received error while streaming: "), deltas)
+		return c.call.Event(err, wire.Body{Message: strings.TrimPrefix(err.Error(), "received error while streaming: ")}, deltas)
 	}
 	return c.call.Transport(ctx, err, deltas)
 }

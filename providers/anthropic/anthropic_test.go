@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentc-dev/agentc/internal/ssetest"
+	"github.com/agentc-dev/agentc/internal/wire"
 	"github.com/agentc-dev/agentc/providers/anthropic"
 	"github.com/agentc-dev/agentc/runtime"
 )
@@ -88,13 +89,18 @@ func TestErrorEventBeforeOutput(t *testing.T) {
 	assert.Equal(t, runtime.KindTransient, ce.Kind)
 	assert.Contains(t, err.Error(), "stream error before any output: overloaded_error: Overloaded")
 	assert.Equal(t, runtime.Usage{InputTokens: 12}, ce.Usage, "the input message_start announced is billed: the error carries it")
+	assert.Equal(t, &wire.Detail{Provider: "anthropic", Type: "overloaded_error", Overloaded: true}, wire.DetailOf(err), "the event's own type")
 }
 
 func TestHTTPErrorsAreClassified(t *testing.T) {
 	ssetest.RunStatusCases(t, testKey, func(t testing.TB, s *ssetest.Server) runtime.ModelClient { return client(t, s) }, hi(), []ssetest.StatusCase{
-		ssetest.Case("529 overloaded", 529, map[string]string{"Retry-After": "3"}, "529.json", runtime.KindTransient, 3*time.Second, "anthropic claude-sonnet-4-5: 529 Overloaded: overloaded_error: Overloaded"),
+		ssetest.Case("529 overloaded", 529, map[string]string{"Retry-After": "3"}, "529.json", runtime.KindTransient, 3*time.Second, "anthropic claude-sonnet-4-5: 529 Overloaded: overloaded_error: Overloaded").
+			Says(wire.Detail{Provider: "anthropic", Type: "overloaded_error", Overloaded: true}),
+		ssetest.Case("400 context limit", 400, nil, "400_context_limit.json", runtime.KindPermanent, 0, "exceed context limit").
+			Says(wire.Detail{Provider: "anthropic", Type: "invalid_request_error", ContextLength: true}),
 		ssetest.Case("429", 429, map[string]string{"Retry-After": "12"}, "429.json", runtime.KindRateLimited, 12*time.Second, "429 Too Many Requests: rate_limit_error: This request would exceed"),
-		ssetest.Case("400 prompt too long", 400, nil, "400_prompt_too_long.json", runtime.KindPermanent, 0, "prompt is too long"),
+		ssetest.Case("400 prompt too long", 400, nil, "400_prompt_too_long.json", runtime.KindPermanent, 0, "prompt is too long").
+			Says(wire.Detail{Provider: "anthropic", Type: "invalid_request_error", ContextLength: true}),
 		ssetest.Case("401", 401, nil, "401.json", runtime.KindPermanent, 0, "authentication_error: invalid x-api-key").Refused(),
 		ssetest.Case("402 billing", 402, nil, "402_billing.json", runtime.KindPermanent, 0, "billing_error: Your credit balance is too low").Refused(),
 		ssetest.Case("403 permission", 403, nil, "403_permission.json", runtime.KindPermanent, 0, "permission_error").Refused(),

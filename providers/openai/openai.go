@@ -349,11 +349,7 @@ func (c *Client) failure(ctx context.Context, err error, deltas int) error {
 		if apiErr.Response != nil {
 			h = apiErr.Response.Header
 		}
-		typ := apiErr.Type
-		if apiErr.Code != "" {
-			typ = apiErr.Code
-		}
-		return c.call.HTTP(err, apiErr.StatusCode, h, typ, apiErr.Message)
+		return c.call.HTTP(err, apiErr.StatusCode, h, wire.Body{Type: apiErr.Type, Code: apiErr.Code, Param: apiErr.Param, Message: apiErr.Message})
 	}
 	var se *ssestream.StreamError
 	if errors.As(err, &se) {
@@ -362,23 +358,25 @@ func (c *Client) failure(ctx context.Context, err error, deltas int) error {
 				Message string `json:"message"`
 				Type    string `json:"type"`
 				Code    any    `json:"code"`
+				Param   any    `json:"param"`
 			} `json:"error"`
 		}
 		_ = json.Unmarshal(se.Event.Data, &body)
-		typ := body.Error.Type
+		b := wire.Body{Type: body.Error.Type, Message: body.Error.Message}
+		if p, ok := body.Error.Param.(string); ok {
+			b.Param = p
+		}
 		switch code := body.Error.Code.(type) {
 		case string:
-			if code != "" {
-				typ = code
-			}
+			b.Code = code
 		case float64:
 			// An HTTP status (OpenRouter, vLLM), which says more than
 			// their types ("BadRequestError").
 			if code == math.Trunc(code) && code >= 100 && code < 600 {
-				typ = strconv.Itoa(int(code))
+				b.Code = strconv.Itoa(int(code))
 			}
 		}
-		return c.call.Event(err, typ, body.Error.Message, deltas)
+		return c.call.Event(err, b, deltas)
 	}
 	return c.call.Transport(ctx, err, deltas)
 }

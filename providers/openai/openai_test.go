@@ -127,12 +127,44 @@ func TestErrorEventBeforeOutput(t *testing.T) {
 	assert.Contains(t, err.Error(), "stream error before any output")
 }
 
+// TestErrorEventsCarryTheProvidersDetail: a stream's error event carries
+// its type, code and param; a number in place of the code is a status,
+// not a code, and a 503 status there says the server is overloaded.
+func TestErrorEventsCarryTheProvidersDetail(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		want wire.Detail
+	}{
+		{ssetest.Transcript(t, "error_first.sse"), wire.Detail{Provider: "openai", Type: "server_error"}},
+		{ssetest.Transcript(t, "error_status_first.sse"), wire.Detail{Provider: "openai"}},
+		{`data: {"error":{"message":"This model's maximum context length is 8192 tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}` + "\n\n",
+			wire.Detail{Provider: "openai", Type: "invalid_request_error", Code: "context_length_exceeded", Param: "messages", ContextLength: true}},
+		{`data: {"error":{"code":503,"message":"upstream busy"}}` + "\n\n", wire.Detail{Provider: "openai", Overloaded: true}},
+	} {
+		s := ssetest.New(t, ssetest.Reply{Body: tc.body})
+		_, err := ssetest.Collect(t, client(t, s), hi())
+		require.Error(t, err)
+		assert.Equal(t, &tc.want, wire.DetailOf(err), tc.body)
+	}
+}
+
 func TestHTTPErrorsAreClassified(t *testing.T) {
 	ssetest.RunStatusCases(t, testKey, func(t testing.TB, s *ssetest.Server) runtime.ModelClient { return client(t, s) }, hi(), []ssetest.StatusCase{
 		ssetest.Case("429 retry-after-ms", 429, map[string]string{"Retry-After-Ms": "20", "Retry-After": "1"}, "429.json", runtime.KindRateLimited, 20*time.Millisecond,
 			"openai gpt-4.1-mini: 429 Too Many Requests: rate_limit_exceeded: Rate limit reached"),
 		ssetest.Case("429 retry-after seconds", 429, map[string]string{"Retry-After": "2"}, "429.json", runtime.KindRateLimited, 2*time.Second, "429 Too Many Requests"),
-		ssetest.Case("400 context length", 400, nil, "400_context_length.json", runtime.KindPermanent, 0, "context_length_exceeded: This model's maximum context length"),
+		ssetest.Case("400 context length", 400, nil, "400_context_length.json", runtime.KindPermanent, 0, "context_length_exceeded: This model's maximum context length").
+			Says(wire.Detail{Provider: "openai", Type: "invalid_request_error", Code: "context_length_exceeded", Param: "messages", ContextLength: true}),
+		ssetest.Case("400 unsupported parameter", 400, nil, "400_unsupported_parameter.json", runtime.KindPermanent, 0, "unsupported_parameter: Unsupported parameter").
+			Says(wire.Detail{Provider: "openai", Type: "invalid_request_error", Code: "unsupported_parameter", Param: "max_tokens"}),
+		ssetest.Case("400 echoing the key", 400, nil, `{"error":{"message":"bad `+testKey+`","type":"invalid_request_error","param":"`+testKey+`","code":"`+testKey+`"}}`,
+			runtime.KindPermanent, 0, "[redacted]: bad [redacted]").
+			Says(wire.Detail{Provider: "openai", Type: "invalid_request_error", Code: "[redacted]", Param: "[redacted]"}),
+		ssetest.Case("503 overloaded", 503, nil, "503_overloaded.json", runtime.KindTransient, 0, "server_error: The engine is currently overloaded").
+			Says(wire.Detail{Provider: "openai", Type: "server_error", Overloaded: true}),
+		ssetest.Case("vLLM numeric code", 400, nil, `{"error":{"message":"This model's maximum context length is 4096 tokens.","type":"BadRequestError","param":null,"code":400}}`,
+			runtime.KindPermanent, 0, "maximum context length").
+			Says(wire.Detail{Provider: "openai", Type: "BadRequestError", ContextLength: true}),
 		ssetest.Case("401 echoing the key", 401, nil, "401.json", runtime.KindPermanent, 0, "Incorrect API key provided: [redacted]").Refused(),
 		// Out of credit: waiting does not cure it (a 429 of its own kind).
 		ssetest.Case("429 insufficient_quota", 429, map[string]string{"Retry-After": "20"}, "429_insufficient_quota.json", runtime.KindPermanent, 0, "insufficient_quota: You exceeded your current quota").Refused(),
