@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"regexp"
 	"regexp/syntax"
 	"strings"
@@ -52,12 +51,7 @@ func FuzzRegexpField(f *testing.F) {
 		`é(?<=x)`, "a\n(?=b)", `\p{Foo}`, `[z-a]`, `x{2,1}`, `a**`, `(?P<n>a)(?P<n>b)`, `\8`, `ok`, `\Q(?=\E(?=`} {
 		f.Add(s)
 	}
-	schema, err := DefaultSchema()
-	if err != nil {
-		f.Fatal(err)
-	}
-	dir := f.TempDir()
-	path := filepath.Join(dir, "p.cue")
+	schema, dir, path := fuzzPolicy(f)
 	const prefix = `chains: chat: [{use: "redact", patterns: [`
 	f.Fuzz(func(t *testing.T, pat string) {
 		if !utf8.ValidString(pat) || strings.ContainsRune(pat, '\r') {
