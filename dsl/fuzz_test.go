@@ -9,6 +9,17 @@ import (
 	"time"
 )
 
+// fuzzPolicy returns the schema a fuzz target loads with, and the
+// directory and the path of the policy file it writes each input to.
+func fuzzPolicy(f *testing.F) (*Schema, string, string) {
+	schema, err := DefaultSchema()
+	if err != nil {
+		f.Fatal(err)
+	}
+	dir := f.TempDir()
+	return schema, dir, filepath.Join(dir, "p.cue")
+}
+
 // FuzzLoad: any text as a policy file ends in a policy or in diagnostics
 // positioned in that file (or unpositioned), never in a panic or an error
 // (errors are for paths that cannot be used).
@@ -26,12 +37,7 @@ func FuzzLoad(f *testing.F) {
 	} {
 		f.Add(s)
 	}
-	schema, err := DefaultSchema()
-	if err != nil {
-		f.Fatal(err)
-	}
-	dir := f.TempDir()
-	path := filepath.Join(dir, "p.cue")
+	schema, dir, path := fuzzPolicy(f)
 	f.Fuzz(func(t *testing.T, src string) {
 		if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
 			t.Fatal(err)

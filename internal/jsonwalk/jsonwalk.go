@@ -66,8 +66,12 @@ func (e *Error) Error() string { return e.Err.Error() }
 
 func (e *Error) Unwrap() error { return e.Err }
 
+// jsonMaxDepth is the deepest nesting encoding/json decodes (its scanner's
+// limit): a text nesting deeper is not JSON to it.
+const jsonMaxDepth = 10000
+
 // Walker walks the tokens of one JSON value. Its zero value checks that
-// the text is one JSON value.
+// the text is one JSON value, as encoding/json decodes it.
 type Walker struct {
 	// MaxDepth, when above 0, is the deepest nesting of objects and lists
 	// the text may have.
@@ -154,6 +158,11 @@ func (w *Walker) Walk(data []byte) error {
 		}
 		if isDelim && w.MaxDepth > 0 && len(stack) == w.MaxDepth {
 			return &Error{Offset: start, Err: ErrTooDeep}
+		}
+		if isDelim && len(stack) == jsonMaxDepth {
+			// The decoder's tokens count no depth; encoding/json refuses
+			// the text.
+			return walkError(data, &json.SyntaxError{}, false)
 		}
 		path = path[:0]
 		if top != nil {

@@ -143,3 +143,21 @@ func TestWalkDepth(t *testing.T) {
 	require.NoError(t, (&Walker{}).Walk(nest(300)))
 	require.NoError(t, (&Walker{}).Walk([]byte(" \"s\"\n")), "a scalar with space around")
 }
+
+// A text nesting deeper than encoding/json decodes is refused as it
+// refuses it, though the decoder's tokens count no depth.
+func TestWalkRefusesWhatEncodingJSONRefuses(t *testing.T) {
+	deep := []byte(strings.Repeat("[", jsonMaxDepth+1) + strings.Repeat("]", jsonMaxDepth+1))
+	require.False(t, json.Valid(deep))
+	var se *json.SyntaxError
+	err := (&Walker{}).Walk(deep)
+	require.ErrorAs(t, err, &se)
+	assert.Contains(t, se.Error(), "exceeded max depth")
+	var we *Error
+	require.ErrorAs(t, err, &we)
+	assert.Equal(t, int64(jsonMaxDepth), we.Offset, "at the bracket past the limit")
+
+	limit := []byte(strings.Repeat("[", jsonMaxDepth) + strings.Repeat("]", jsonMaxDepth))
+	require.True(t, json.Valid(limit))
+	assert.NoError(t, (&Walker{}).Walk(limit))
+}

@@ -274,35 +274,53 @@ func parseError(src string, err error) *Error {
 	text := strings.TrimSpace(strings.TrimPrefix(rest[i:], ":"))
 	off := lineOffset(src, line) + col
 	if col == 0 && text != "unexpected EOF" {
-		off = errorAt(src, off)
+		off = errorAt(src, off, msg)
 	}
 	return &Error{Offset: min(off, len(src)), Message: "template: " + text}
 }
 
-// maxErrorScan bounds the parses errorAt makes.
-const maxErrorScan = 2048
+// maxErrorScan bounds the parses errorAt makes after its search.
+const maxErrorScan = 64
 
-// errorAt returns the offset of the action holding the parse error on the
-// line of src that starts at lineStart: parsing stops at the error, and
+// errorAt returns the offset of the action holding the parse error msg on
+// the line of src that starts at lineStart: parsing stops at the error, so
 // the longest prefix of src that parses, but for its unclosed blocks
-// ("unexpected EOF"), ends where the action begins. lineStart when that
-// prefix is not found on the line within maxErrorScan parses.
-func errorAt(src string, lineStart int) int {
+// ("unexpected EOF"), ends where that action begins. The prefixes tried end
+// where an action may begin ({{) on the line: a search finds the first
+// that holds the whole action and fails with msg, and the one before it
+// that parses is the answer; lineStart when none is found within
+// maxErrorScan parses. Each parse reads the prefix up to its end or its
+// error, so the parses are a few per action whatever the line's length.
+func errorAt(src string, lineStart int, msg string) int {
 	end := strings.IndexByte(src[lineStart:], '\n')
 	if end < 0 {
 		end = len(src)
 	} else {
 		end += lineStart
 	}
-	for n := end - 1; n > lineStart && end-n <= maxErrorScan; n-- {
+	var starts []int
+	for i := lineStart; i < end; {
+		j := strings.Index(src[i:end], "{{")
+		if j < 0 {
+			break
+		}
+		starts = append(starts, i+j)
+		i += j + 1
+	}
+	parse := func(n int) error {
 		_, err := template.New("render").Funcs(funcs).Parse(src[:n])
-		if err != nil && !strings.HasSuffix(err.Error(), ": unexpected EOF") {
-			continue
+		return err
+	}
+	// The prefixes that end past the action fail with msg; those that
+	// end before it do not.
+	after := sort.Search(len(starts), func(i int) bool {
+		err := parse(starts[i])
+		return err != nil && err.Error() == msg
+	})
+	for i := after - 1; i >= 0 && after-i <= maxErrorScan; i-- {
+		if err := parse(starts[i]); err == nil || strings.HasSuffix(err.Error(), ": unexpected EOF") {
+			return starts[i]
 		}
-		if strings.HasSuffix(src[:n], "{") && strings.HasPrefix(src[n:], "{") {
-			n-- // the prefix ends inside the action's {{
-		}
-		return n
 	}
 	return lineStart
 }

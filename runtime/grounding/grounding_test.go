@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -69,6 +70,23 @@ func TestParseChecksFields(t *testing.T) {
 			assert.Equal(t, tt.offset, ge.Offset)
 		})
 	}
+}
+
+// A parse error without a column on a long line of actions is placed at
+// its action after a few parses: one per byte of the line after the error
+// took seconds for a template within MaxTemplateBytes.
+func TestParseErrorOnALongLine(t *testing.T) {
+	head := strings.Repeat("{{.Query}}", 3000)
+	src := head + "{{end}}" + strings.Repeat("{{.Query}}x", 2500)
+	require.LessOrEqual(t, len(src), grounding.MaxTemplateBytes)
+	start := time.Now()
+	_, err := grounding.Parse(src)
+	elapsed := time.Since(start)
+	var ge *grounding.Error
+	require.ErrorAs(t, err, &ge)
+	assert.Equal(t, "template: unexpected {{end}}", ge.Message)
+	assert.Equal(t, len(head), ge.Offset)
+	assert.Less(t, elapsed, time.Second)
 }
 
 func estimate(s string) int64 { return int64(len(s)+3) / 4 }
