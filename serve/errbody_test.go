@@ -55,7 +55,8 @@ func (g *gateway) anthropicErrorOf(t *testing.T, model string) sdkError {
 // and param of a request it refused; an Anthropic client of a Claude model
 // its error type; across providers, a context too long is
 // context_length_exceeded for an OpenAI client and "prompt is too long"
-// for an Anthropic one, an overloaded upstream overloaded_error. An
+// for an Anthropic one, an overloaded upstream overloaded_error; a vLLM
+// server's error without OpenAI's wrapping keeps its message. An
 // upstream that refused the gateway itself (its key, its account's quota
 // or credit, its model id) passes none of its details on.
 func TestUpstreamErrorDetailsReachTheSDKs(t *testing.T) {
@@ -82,6 +83,10 @@ func TestUpstreamErrorDetailsReachTheSDKs(t *testing.T) {
 			oa: sdkError{status: 400, typ: "invalid_request_error", code: "invalid_value", param: "[redacted]", kind: "permanent",
 				text: "Invalid value for 'user': [redacted]"},
 			an: sdkError{status: 400, typ: "invalid_request_error", code: "permanent", kind: "permanent", text: "[redacted]"}},
+		{name: "vLLM unwrapped error", model: "primary", reply: reply{status: 400, body: `{"object":"error","message":"max_tokens must be at least 1, got 0 (` + openAIKey + `)","type":"BadRequestError","param":null,"code":400}`},
+			oa:       sdkError{status: 400, typ: "BadRequestError", code: "permanent", kind: "permanent", text: "max_tokens must be at least 1, got 0 ([redacted])"},
+			an:       sdkError{status: 400, typ: "invalid_request_error", code: "permanent", kind: "permanent", text: "max_tokens must be at least 1, got 0 ([redacted])"},
+			anPrefix: "openai gpt-4.1-mini: 400 Bad Request"},
 		{name: "anthropic prompt too long", model: "backup", reply: reply{status: 400, body: transcript(t, "anthropic", "400_prompt_too_long.json")},
 			oa: sdkError{status: 400, typ: "invalid_request_error", code: "context_length_exceeded", kind: "permanent",
 				text: "prompt is too long: 210364 tokens > 200000 maximum"},

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -133,8 +134,56 @@ func (s *sender) post(ctx context.Context, body []byte) (*http.Response, error) 
 	}
 	res.Body = io.NopCloser(bytes.NewReader(contents))
 	apiErr := &openai.Error{Request: req, Response: res, StatusCode: res.StatusCode}
-	if err := apiErr.UnmarshalJSON([]byte(gjson.GetBytes(contents, "error").Raw)); err != nil {
+	if err := readError(apiErr, contents); err != nil {
 		return nil, err
 	}
 	return nil, apiErr
+}
+
+// maxErrorText is the most of a plain-text error body kept as the error's
+// message (a proxy's HTML page says what it is in its first lines).
+const maxErrorText = 512
+
+// readError reads an error body into e. OpenAI's {"error":{...}} is read
+// as the SDK reads it. The shapes of other servers that speak the API,
+// which the SDK reads nothing of, keep their message: an "error" that is a
+// string; vLLM's unwrapped error object ({"object":"error","message":...,
+// "type":...,"code":400}), read as OpenAI's; FastAPI's {"detail":...} (its
+// text, or the JSON of a detail that is not one); a body that is no JSON
+// object, its text cut at maxErrorText bytes.
+func readError(e *openai.Error, contents []byte) error {
+	if wrapped := gjson.GetBytes(contents, "error"); wrapped.IsObject() {
+		return e.UnmarshalJSON([]byte(wrapped.Raw))
+	} else if wrapped.Type == gjson.String {
+		e.Message = wrapped.Str
+		return nil
+	}
+	if !gjson.ValidBytes(contents) || !gjson.ParseBytes(contents).IsObject() {
+		e.Message = plainText(contents)
+		return nil
+	}
+	if gjson.GetBytes(contents, "message").Type == gjson.String {
+		return e.UnmarshalJSON(contents)
+	}
+	switch detail := gjson.GetBytes(contents, "detail"); {
+	case detail.Type == gjson.String:
+		e.Message = detail.Str
+	case detail.Exists() && detail.Type != gjson.Null:
+		e.Message = plainText([]byte(detail.Raw))
+	}
+	return nil
+}
+
+// plainText is b as a message: valid UTF-8, trimmed, cut at maxErrorText
+// bytes on a character's boundary.
+func plainText(b []byte) string {
+	s := strings.TrimSpace(strings.ToValidUTF8(string(b[:min(len(b), maxErrorText+utf8.UTFMax)]), "\uFFFD"))
+	if len(s) > maxErrorText {
+		cut := maxErrorText
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return s
 }

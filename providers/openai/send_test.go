@@ -2,9 +2,12 @@ package openai
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -14,18 +17,20 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentc-dev/agentc/internal/ssetest"
+	"github.com/agentc-dev/agentc/internal/wire"
 	"github.com/agentc-dev/agentc/runtime"
 )
 
 // TestFailedRequestErrorMatchesSDK: a status of 400 or more comes back as
 // the SDK's streaming call returns it: an *openai.Error of the same
 // status, type, code, message and text, with the response's headers.
+// (The SDK reads nothing of a body of another shape, whose message the
+// client keeps: TestUnwrappedErrorBodiesKeepTheirMessage.)
 func TestFailedRequestErrorMatchesSDK(t *testing.T) {
 	for name, body := range map[string]string{
 		"error":      `{"error":{"message":"Rate limit reached","type":"requests","param":null,"code":"rate_limit_exceeded"}}`,
-		"no error":   `{"detail":"busy"}`,
-		"not json":   `upstream busy`,
 		"empty body": ``,
+		"empty json": `{}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -114,4 +119,65 @@ func TestEndlessErrorBodyIsCut(t *testing.T) {
 	assert.Equal(t, http.StatusBadGateway, e.StatusCode)
 	body, _ := io.ReadAll(e.Response.Body)
 	assert.Len(t, body, maxErrorBody, "the error keeps what was read")
+}
+
+// TestUnwrappedErrorBodiesKeepTheirMessage: the error bodies of servers
+// that speak the API without OpenAI's {"error":{...}} wrapping (vLLM's
+// bare error object, a string "error", FastAPI's "detail", plain text)
+// keep their message, scrubbed of the key, with vLLM's type and param;
+// its numeric code is the status, not a code. The *openai.Error's text is
+// still the SDK's status summary.
+func TestUnwrappedErrorBodiesKeepTheirMessage(t *testing.T) {
+	const errKey = "sk-test-0123456789abcdef"
+	long := strings.Repeat("é", maxErrorText)
+	for _, tc := range []struct {
+		name, body, message string
+		detail              wire.Detail
+	}{
+		{"vLLM", `{"object":"error","message":"This model's maximum context length is 4096 tokens. However, you requested 5000 tokens.","type":"BadRequestError","param":"messages","code":%d}`,
+			"This model's maximum context length is 4096 tokens. However, you requested 5000 tokens.",
+			wire.Detail{Provider: "openai", Type: "BadRequestError", Param: "messages", ContextLength: true}},
+		{"vLLM echoing the key", `{"object":"error","message":"bad key ` + errKey + `","type":"BadRequestError","param":null,"code":%d}`,
+			"bad key [redacted]", wire.Detail{Provider: "openai", Type: "BadRequestError"}},
+		{"error string", `{"error":"model 'llama3' not found, try pulling it first"}`,
+			"model 'llama3' not found, try pulling it first", wire.Detail{Provider: "openai"}},
+		{"FastAPI detail", `{"detail":"Model qwen2 is not served here"}`, "Model qwen2 is not served here", wire.Detail{Provider: "openai"}},
+		{"FastAPI validation", `{"detail":[{"loc":["body","messages"],"msg":"field required","type":"value_error.missing"}]}`,
+			`[{"loc":["body","messages"],"msg":"field required","type":"value_error.missing"}]`, wire.Detail{Provider: "openai"}},
+		{"plain text", "\nupstream connect error: key=" + errKey + "\n", "upstream connect error: key=[redacted]", wire.Detail{Provider: "openai"}},
+		{"long plain text", long + "tail", long[:maxErrorText] + "…", wire.Detail{Provider: "openai"}},
+	} {
+		for _, status := range []int{http.StatusBadRequest, http.StatusNotFound, http.StatusInternalServerError} {
+			t.Run(fmt.Sprintf("%s %d", tc.name, status), func(t *testing.T) {
+				body := tc.body
+				if strings.Contains(body, "%d") {
+					body = fmt.Sprintf(body, status)
+				}
+				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					w.WriteHeader(status)
+					_, _ = io.WriteString(w, body)
+				}))
+				defer srv.Close()
+				c, err := New(Config{Model: "llama3", APIKey: errKey, BaseURL: srv.URL + "/v1"})
+				require.NoError(t, err)
+
+				_, err = c.send.post(context.Background(), []byte(`{"stream":true}`))
+				var e *oa.Error
+				require.ErrorAs(t, err, &e)
+				assert.Equal(t, status, e.StatusCode)
+				assert.Equal(t, fmt.Sprintf("OpenAI API error: %d %s", status, http.StatusText(status)), e.Error())
+
+				err = c.Stream(context.Background(), &runtime.ChatRequest{Messages: []runtime.Message{{Role: "user", Content: "hi"}}},
+					func(runtime.Delta) bool { return true })
+				ce := ssetest.CallError(t, err, errKey)
+				assert.Equal(t, status, ce.Status)
+				text := fmt.Sprintf("openai llama3: %d %s: ", status, http.StatusText(status))
+				if tc.detail.Type != "" {
+					text += strconv.Itoa(status) + ": "
+				}
+				assert.Equal(t, text+tc.message, err.Error())
+				assert.Equal(t, &tc.detail, wire.DetailOf(err))
+			})
+		}
+	}
 }
