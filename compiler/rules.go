@@ -128,7 +128,13 @@ field read without has(), or an operator applied to the wrong types
 (len(x), 'sub' in s and list.contains(x) get the CEL for them: size(x),
 s.contains('sub'), x in list; a comparison of a field with a constant of
 another type, args.amount == 0 where amount is a JSON Schema number, a
-double, is placed at the constant, with the one to write: 0.0). A
+double, is placed at the constant, with the one to write: 0.0), or a
+comparison of a field with null: a JSON null reads as absent, so where a
+field is null the read is a "no such key" error and has() is false, and
+args.note == null (a string), args.tags == null (a list) or args.ship ==
+null (an object, even one the schema requires, which CEL's own checker
+lets through) never holds and a deny with it never fires; the error names
+the test to write: !has(args.ship). A
 constraint's when is checked against the config types of the layers its
 outer and inner designate (outer.trial for an audit layer is caught, with
 the closest field: trail); the map idioms evaluation accepts over a config

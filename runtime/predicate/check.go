@@ -391,6 +391,8 @@ func (w *walker) visitCall(e ast.Expr, facts, locals []string) {
 			}
 			w.literal(op, args[0], args[1])
 			w.literal(op, args[1], args[0])
+			w.checkNullObject(e, op, args[0], args[1])
+			w.checkNullObject(e, op, args[1], args[0])
 		}
 	case operators.Less, operators.LessEquals, operators.Greater, operators.GreaterEquals:
 		if len(args) == 2 {
@@ -697,6 +699,40 @@ func (w *walker) literal(op string, field, value ast.Expr) {
 		}
 		w.literals = append(w.literals, l)
 	}
+}
+
+// checkNullObject reports field op value where value is null and field a field typed as an
+// object by a schema. The type checker admits the comparison (an object type may be null in
+// CEL), but it never decides anything: a JSON null reads as absent, so the read of a null field
+// is a "no such key" error, and a field that is there is an object. A comparison of a scalar
+// with null is a type error of the checker's own (see suggestNullOperand). Only a field read is
+// checked: an element of a list may be null.
+func (w *walker) checkNullObject(e ast.Expr, op string, field, value ast.Expr) {
+	if value.Kind() != ast.LiteralKind || field.Kind() != ast.SelectKind || field.AsSelect().IsTestOnly() {
+		return
+	}
+	if _, ok := value.AsLiteral().(types.Null); !ok {
+		return
+	}
+	t := w.ast.GetType(field.ID())
+	if t == nil || t.Kind() != types.StructKind {
+		return
+	}
+	if o, ok := w.env.prov.lookup(t.TypeName()); !ok || !o.json {
+		return
+	}
+	path, ok := w.renderBound(field)
+	if !ok {
+		return
+	}
+	test, when := nullTest(op == "!=")
+	never := "true"
+	if op == "!=" {
+		never = "false"
+	}
+	w.issues = append(w.issues, w.pos.issue(RuleType, w.offsetOf(e), fmt.Sprintf(
+		"%s is an object, never null: a JSON null reads as absent, never as null, so where it is null reading it is a \"no such key\" error, and %s %s null is never %s; test "+test+" instead (%s)",
+		path, path, op, never, path, when)))
 }
 
 // renderBound renders e as render does, a comprehension variable in scope standing for the

@@ -105,6 +105,9 @@ func TestCheckGeneratedSchemas(t *testing.T) {
 			"has(args.tags) && 1 in args.tags":                        "'@in' applied to '(int, list(string))'",
 			"args.note == null":                                       "test !has(args.note) instead",
 			"has(args.count) && args.count != null && args.count > 1": "test has(args.count) instead",
+			"args.ship == null":                                       "test !has(args.ship) instead",
+			"has(args.bill) && args.bill == null":                     "test !has(args.bill) instead",
+			"has(args.tags) && args.tags == null":                     "test !has(args.tags) instead",
 		} {
 			_, iss := env.Check(src)
 			require.NotEmpty(t, iss, "%s: %s", name, src)

@@ -196,3 +196,62 @@ func TestEvalValueKeepsNulls(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, map[string]any{"a": nil, "b": map[string]any{"c": nil, "d": 1.0}}, got)
 }
+
+// TestNullObjectComparison: a field typed as an object never equals null, whether the schema
+// requires it, makes it optional or lets it be null: a null reads as absent, so the read of a
+// null one is a "no such key" error, and one that is there is an object. args.ship == null is
+// never true (a deny with it never fires), args.ship != null never false; the check refuses
+// both, naming the has() test that does what they were written for.
+func TestNullObjectComparison(t *testing.T) {
+	// The evaluation, untyped: the same reads the typed environment makes of the JSON.
+	untyped := mustEnv(t, EnvConfig{Stage: Tool})
+	for _, src := range []string{"args.ship == null", "args.ship.addr == null", "null == args.ship"} {
+		p := mustCompile(t, untyped, src)
+		for _, args := range []string{`{"ship": null}`, `{"ship": {"addr": null}}`, `{}`} {
+			got, err := p.Eval(context.Background(), &ToolVars{Args: jsonArgs(t, args)})
+			if err == nil {
+				assert.False(t, got, "%s on %s", src, args)
+				continue
+			}
+			assert.Contains(t, err.Error(), "no such key", "%s on %s", src, args)
+		}
+		got, err := p.Eval(context.Background(), &ToolVars{Args: jsonArgs(t, `{"ship": {"addr": {"zip": "1"}}}`)})
+		require.NoError(t, err, src)
+		assert.False(t, got, src)
+	}
+
+	const schema = `{"type": "object", "required": ["ship"], "properties": {
+		"ship": {"type": "object", "required": ["addr"], "properties": {"addr": {"type": "object", "properties": {"zip": {"type": "string"}}}}},
+		"bill": {"type": "object", "properties": {"zip": {"type": "string"}}},
+		"alt": {"anyOf": [{"type": "object", "properties": {"zip": {"type": "string"}}}, {"type": "null"}]},
+		"books": {"type": "object", "additionalProperties": {"type": "object", "properties": {"zip": {"type": "string"}}}},
+		"lines": {"type": "array", "items": {"type": ["object", "null"], "properties": {"sku": {"type": "string"}}}}}}`
+	env := mustEnv(t, EnvConfig{Stage: Tool, ArgsSchemas: []json.RawMessage{json.RawMessage(schema)}})
+	for _, c := range []struct{ src, path, test, op string }{
+		{"args.ship == null", "args.ship", "!has(args.ship)", "=="},
+		{"null == args.ship", "args.ship", "!has(args.ship)", "=="},
+		{"args.ship != null && has(args.ship.addr.zip)", "args.ship", "has(args.ship)", "!="},
+		{"args.ship.addr == null", "args.ship.addr", "!has(args.ship.addr)", "=="},
+		{"has(args.bill) && args.bill == null", "args.bill", "!has(args.bill)", "=="},
+		{"has(args.alt) && args.alt == null", "args.alt", "!has(args.alt)", "=="},
+		{"has(args.books) && args.books.home == null", "args.books.home", "!has(args.books.home)", "=="},
+		{"has(args.lines) && args.lines.exists(l, l != null && has(l.sku) && l.sku == 'x')", "", "", ""},
+	} {
+		_, iss := env.Check(c.src)
+		if c.path == "" {
+			assert.Empty(t, iss, c.src)
+			continue
+		}
+		require.Len(t, iss, 1, c.src)
+		assert.Equal(t, RuleType, iss[0].Rule, c.src)
+		assert.Equal(t, strings.Index(c.src, c.op), iss[0].Offset, c.src)
+		assert.Contains(t, iss[0].Message, c.path+" is an object, never null", c.src)
+		assert.Contains(t, iss[0].Message, "a JSON null reads as absent", c.src)
+		assert.Contains(t, iss[0].Message, "test "+c.test+" instead", c.src)
+	}
+	// An element of a list may be null, and compares equal to it.
+	p := mustCompile(t, env, "has(args.lines) && args.lines.exists(l, l == null)")
+	got, err := p.Eval(context.Background(), &ToolVars{Args: jsonArgs(t, `{"ship": {"addr": {}}, "lines": [null, {"sku": "x"}]}`)})
+	require.NoError(t, err)
+	assert.True(t, got)
+}

@@ -194,7 +194,7 @@ func (e *Env) suggestTextOperand(is *Issue) {
 	}
 }
 
-var nullOperandRE = regexp.MustCompile(`for '_[!=]=_' applied to '\((?:null, [^)]+|[^)]+, null)\)'`)
+var nullOperandRE = regexp.MustCompile(`for '_[!=]=_' applied to '\((?:null, .+|.+, null)\)'`)
 
 // suggestNullOperand adds a hint to a "no matching overload" issue
 // comparing a typed value with null (args.note == null): a JSON null reads
@@ -222,15 +222,21 @@ func suggestNullOperand(src string, is *Issue) {
 			operand = after[:end]
 		}
 	}
-	test, when := "!has(%s)", "true when it is null or missing"
-	if strings.Contains(is.Message, "'_!=_'") {
-		test, when = "has(%s)", "false when it is null or missing"
-	}
+	test, when := nullTest(strings.Contains(is.Message, "'_!=_'"))
 	if operand == "" || operand == "null" || !strings.Contains(operand, ".") {
 		is.Message += "; a JSON null reads as absent, never as null: test the field with has() instead"
 		return
 	}
 	is.Message += fmt.Sprintf("; a JSON null reads as absent, never as null: test "+test+" instead (%s)", operand, when)
+}
+
+// nullTest is the presence test (a format taking the field) that does what a comparison with
+// null was written for, and when it is true: !has() for ==, has() for != (ne).
+func nullTest(ne bool) (test, when string) {
+	if ne {
+		return "has(%s)", "false when it is null or missing"
+	}
+	return "!has(%s)", "true when it is null or missing"
 }
 
 // typeOf returns the type of a selector chain in the environment, or nil.
