@@ -43,6 +43,16 @@ type Compilation struct {
 	Stages []string
 
 	opts Options
+	// byPlace indexes Predicates by place and source (checkedPredicate),
+	// when Predicates held indexed of them.
+	byPlace map[exprPlace]*plan.Predicate
+	indexed int
+}
+
+// exprPlace is where an expression is written, and what it says.
+type exprPlace struct {
+	pos    dsl.Pos
+	source string
 }
 
 // Stage is one step of the compiler.

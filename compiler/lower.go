@@ -155,12 +155,14 @@ func (c *Compilation) checkedPredicate(x *dsl.Expr) (*plan.Predicate, bool) {
 	if p, ok := c.Predicates[x]; ok {
 		return p, true
 	}
-	for y, p := range c.Predicates {
-		if y.Pos == x.Pos && y.Source == x.Source {
-			return p, true
+	if c.byPlace == nil || c.indexed != len(c.Predicates) {
+		c.byPlace, c.indexed = make(map[exprPlace]*plan.Predicate, len(c.Predicates)), len(c.Predicates)
+		for y, p := range c.Predicates {
+			c.byPlace[exprPlace{y.Pos, y.Source}] = p
 		}
 	}
-	return nil, false
+	p, ok := c.byPlace[exprPlace{x.Pos, x.Source}]
+	return p, ok
 }
 
 // several returns refs when it holds more than one reference, else nil (the
