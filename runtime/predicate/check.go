@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -391,8 +392,8 @@ func (w *walker) visitCall(e ast.Expr, facts, locals []string) {
 			}
 			w.literal(op, args[0], args[1])
 			w.literal(op, args[1], args[0])
-			w.checkNullObject(e, op, args[0], args[1])
-			w.checkNullObject(e, op, args[1], args[0])
+			w.checkNullObject(e, op, args[0], args[1], locals)
+			w.checkNullObject(e, op, args[1], args[0], locals)
 		}
 	case operators.Less, operators.LessEquals, operators.Greater, operators.GreaterEquals:
 		if len(args) == 2 {
@@ -705,10 +706,11 @@ func (w *walker) literal(op string, field, value ast.Expr) {
 // object by a schema. The type checker admits the comparison (an object type may be null in
 // CEL), but it never decides anything: a JSON null reads as absent, so the read of a null field
 // is a "no such key" error, and a field that is there is an object. A comparison of a scalar
-// with null is a type error of the checker's own (see suggestNullOperand). Only a field read is
-// checked: an element of a list may be null.
-func (w *walker) checkNullObject(e ast.Expr, op string, field, value ast.Expr) {
-	if value.Kind() != ast.LiteralKind || field.Kind() != ast.SelectKind || field.AsSelect().IsTestOnly() {
+// with null is a type error of the checker's own (see suggestNullOperand). Field reads, map
+// entries read by a literal key and the variables themselves are checked: an element of a list
+// may be null.
+func (w *walker) checkNullObject(e ast.Expr, op string, field, value ast.Expr, locals []string) {
+	if value.Kind() != ast.LiteralKind || !nullComparable(field, locals) {
 		return
 	}
 	if _, ok := value.AsLiteral().(types.Null); !ok {
@@ -721,18 +723,64 @@ func (w *walker) checkNullObject(e ast.Expr, op string, field, value ast.Expr) {
 	if o, ok := w.env.prov.lookup(t.TypeName()); !ok || !o.json {
 		return
 	}
-	path, ok := w.renderBound(field)
-	if !ok {
-		return
-	}
-	test, when := nullTest(op == "!=")
 	never := "true"
 	if op == "!=" {
 		never = "false"
 	}
+	if field.Kind() == ast.IdentKind {
+		name := field.AsIdent()
+		w.issues = append(w.issues, w.pos.issue(RuleType, w.offsetOf(e), fmt.Sprintf(
+			"%s is always an object, never null, so %s %s null is never %s; test one of its fields with has(%s.name) instead",
+			name, name, op, never, name)))
+		return
+	}
+	test, when := nullTest(op == "!=")
+	var path string
+	if field.Kind() == ast.CallKind { // a map entry: args.books["home"]
+		args := field.AsCall().Args()
+		m, ok := w.renderBound(args[0])
+		if !ok {
+			return
+		}
+		key := strconv.Quote(string(args[1].AsLiteral().(types.String)))
+		path = m + "[" + key + "]"
+		test = "!(" + key + " in %s)"
+		if op == "!=" {
+			test = key + " in %s"
+		}
+		test = fmt.Sprintf(test, m)
+	} else {
+		p, ok := w.renderBound(field)
+		if !ok {
+			return
+		}
+		path = p
+		test = fmt.Sprintf(test, path)
+	}
 	w.issues = append(w.issues, w.pos.issue(RuleType, w.offsetOf(e), fmt.Sprintf(
-		"%s is an object, never null: a JSON null reads as absent, never as null, so where it is null reading it is a \"no such key\" error, and %s %s null is never %s; test "+test+" instead (%s)",
-		path, path, op, never, path, when)))
+		"%s is an object, never null: a JSON null reads as absent, never as null, so where it is null reading it is a \"no such key\" error, and %s %s null is never %s; test %s instead (%s)",
+		path, path, op, never, test, when)))
+}
+
+// nullComparable reports whether e is a read checkNullObject judges: a field read (args.ship),
+// a map entry read with a string key (args.books["home"]), or a variable of the stage (args
+// itself). A comprehension's variable (locals) may stand for a list element, which may be null,
+// and so may an element read by its index.
+func nullComparable(e ast.Expr, locals []string) bool {
+	switch e.Kind() {
+	case ast.IdentKind:
+		return !slices.Contains(locals, e.AsIdent())
+	case ast.SelectKind:
+		return !e.AsSelect().IsTestOnly()
+	case ast.CallKind:
+		call := e.AsCall()
+		if call.FunctionName() != operators.Index || len(call.Args()) != 2 || call.Args()[1].Kind() != ast.LiteralKind {
+			return false
+		}
+		_, str := call.Args()[1].AsLiteral().(types.String)
+		return str
+	}
+	return false
 }
 
 // renderBound renders e as render does, a comprehension variable in scope standing for the

@@ -235,6 +235,8 @@ func TestNullObjectComparison(t *testing.T) {
 		{"has(args.bill) && args.bill == null", "args.bill", "!has(args.bill)", "=="},
 		{"has(args.alt) && args.alt == null", "args.alt", "!has(args.alt)", "=="},
 		{"has(args.books) && args.books.home == null", "args.books.home", "!has(args.books.home)", "=="},
+		{"has(args.books) && args.books['home'] == null", `args.books["home"]`, `!("home" in args.books)`, "=="},
+		{"has(args.books) && args.books['home'] != null", `args.books["home"]`, `"home" in args.books`, "!="},
 		{"has(args.lines) && args.lines.exists(l, l != null && has(l.sku) && l.sku == 'x')", "", "", ""},
 	} {
 		_, iss := env.Check(c.src)
@@ -248,6 +250,21 @@ func TestNullObjectComparison(t *testing.T) {
 		assert.Contains(t, iss[0].Message, c.path+" is an object, never null", c.src)
 		assert.Contains(t, iss[0].Message, "a JSON null reads as absent", c.src)
 		assert.Contains(t, iss[0].Message, "test "+c.test+" instead", c.src)
+	}
+	// The variable itself is an object, never null.
+	for _, src := range []string{"args == null", "null != args"} {
+		_, iss := env.Check(src)
+		require.Len(t, iss, 1, src)
+		assert.Equal(t, RuleType, iss[0].Rule, src)
+		assert.Contains(t, iss[0].Message, "args is always an object, never null", src)
+	}
+	// An element of a list may be null, whether read by its index or bound by a macro.
+	for _, src := range []string{
+		"has(args.lines) && size(args.lines) > 0 && args.lines[0] == null",
+		"has(args.lines) && args.lines.all(l, l != null)",
+	} {
+		_, iss := env.Check(src)
+		assert.Empty(t, iss, src)
 	}
 	// An element of a list may be null, and compares equal to it.
 	p := mustCompile(t, env, "has(args.lines) && args.lines.exists(l, l == null)")
