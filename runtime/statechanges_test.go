@@ -241,6 +241,7 @@ func TestStateChangesMeter(t *testing.T) {
 		"scope changed":   {rt.Layer("meter", `{"store":"shared","scope":"global","budget":{"usd":50}}`), [][]string{{"", "scope"}}},
 		"in the process":  {rt.Layer("meter", `{"scope":"key","budget":{"usd":50}}`), [][]string{{"", "store"}}},
 		"renamed, scoped": {rt.Named("spend", rt.Layer("meter", `{"store":"shared","scope":"run"}`)), [][]string{{"", "name", "scope"}}},
+		"windowed":        {rt.Layer("meter", `{"store":"shared","scope":"key","budget":{"usd":50},"window":"24h"}`), [][]string{{"", "window"}}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			cs := runtime.StateChanges(old, resetPlan(plan.Chains{Chat: []plan.Layer{tc.layer}}))
@@ -354,6 +355,7 @@ func TestStateChangesEveryField(t *testing.T) {
 			"scope":    {value: json.RawMessage(`"global"`), keyed: true},
 			"store":    {value: json.RawMessage(`"other"`), keyed: true},
 			"name":     {value: json.RawMessage(`"spend"`), keyed: true},
+			"window":   {value: json.RawMessage(`"24h"`), keyed: true},
 		}},
 		{plan.StageTurn, "rate_limit", `{"store":"shared","rate":6,"per":"1m","scope":"key"}`, map[string]mutation{
 			"rate":    {value: json.RawMessage(`60`)},
