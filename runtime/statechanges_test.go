@@ -254,6 +254,23 @@ func TestStateChangesMeter(t *testing.T) {
 	}
 }
 
+// Two meters of one chain are two ledgers: a change to one's window
+// starts that one afresh and leaves the other's spend standing.
+func TestStateChangesTwoMeters(t *testing.T) {
+	daily := func(window string) plan.Layer {
+		return rt.Named("tenant_daily", rt.Layer("meter", `{"store":"shared","scope":"key","window":"`+window+`","budget":{"usd":20}}`))
+	}
+	perRun := rt.Named("per_run", rt.Layer("meter", `{"store":"shared","scope":"run","budget":{"usd":2}}`))
+	old := resetPlan(plan.Chains{Chat: []plan.Layer{daily("24h"), perRun}})
+	assert.Empty(t, runtime.StateChanges(old, resetPlan(plan.Chains{Chat: []plan.Layer{daily("86400s"), perRun}})),
+		"the same window written another way")
+	cs := runtime.StateChanges(old, resetPlan(plan.Chains{Chat: []plan.Layer{daily("month"), perRun}}))
+	require.Len(t, cs, 1)
+	assert.Equal(t, "tenant_daily", cs[0].Layer)
+	assert.Equal(t, [][]string{{"", "window"}}, fields(cs))
+	assert.Contains(t, cs[0].Message(), `window "24h" → "month"`)
+}
+
 func TestStateChangesRateLimit(t *testing.T) {
 	old := resetPlan(plan.Chains{Turn: []plan.Layer{rt.Layer("rate_limit", `{"store":"shared","rate":6,"per":"1m","scope":"key"}`)}})
 	for name, tc := range map[string]struct {
