@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentc-dev/agentc/builtins/meter"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
@@ -152,4 +153,52 @@ func TestWindowValidate(t *testing.T) {
 		_, err := runtime.Build(context.Background(), rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("meter", `{"window":"`+ok+`"}`)}}), runtime.Deps{})
 		assert.NoError(t, err, ok)
 	}
+}
+
+// A tenant's daily budget beside a per-run one, in one chain: each keeps
+// its own ledger and refuses with its own error; a call the inner meter
+// refuses is not charged to the outer one.
+func TestADailyTenantBudgetBesideARunBudget(t *testing.T) {
+	day := time.Date(2031, 5, 6, 9, 0, 0, 0, time.UTC)
+	clock := runtime.NewVirtualClock(day)
+	p := rt.Plan(plan.Chains{Chat: []plan.Layer{
+		rt.Named("tenant_daily", rt.Layer("meter", `{"budget":{"calls":3},"scope":"key","window":"24h"}`)),
+		rt.Named("per_run", rt.Layer("meter", `{"budget":{"calls":2},"scope":"run"}`)),
+	}})
+	model := rt.NewModel(rt.Response{Deltas: []string{"x"}, Usage: runtime.Usage{InputTokens: 7}})
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}, Clock: clock})
+	require.NoError(t, err)
+	daily := pl.Layers(plan.StageChat)[0].Middleware.(*meter.Meter)
+	perRun := pl.Layers(plan.StageChat)[1].Middleware.(*meter.Meter)
+	call := func(tenant, run string) error {
+		// Runs named as agentc serve names them: each tenant's apart.
+		ctx := runtime.WithRun(context.Background(), runtime.Run{ID: runtime.TenantRunID(tenant, run), Tenant: tenant})
+		_, _, err := rt.Collect(ctx, pl, runtime.ChatRequest{Model: "primary"}, 0)
+		return err
+	}
+	var be *runtime.BudgetError
+	require.NoError(t, call("acme", "r1"))
+	require.NoError(t, call("acme", "r1"))
+	require.ErrorAs(t, call("acme", "r1"), &be)
+	assert.Equal(t, "per_run", be.Layer)
+	assert.Equal(t, "run", be.Scope)
+	assert.Empty(t, be.Window)
+	assert.Equal(t, int64(2), daily.Ledger("acme/r1").Calls, "the call the run's budget refused is not charged to the tenant's day")
+
+	require.NoError(t, call("acme", "r2"))
+	require.ErrorAs(t, call("acme", "r2"), &be)
+	assert.Equal(t, "tenant_daily", be.Layer)
+	assert.Equal(t, "key", be.Scope)
+	assert.Equal(t, "24h", be.Window)
+	assert.Contains(t, be.Message(), "calls ceiling 3 reached (spent 3); per-key budget of the 24h window that resets at 2031-05-07T00:00:00Z")
+	assert.Equal(t, int64(3), daily.Ledger("acme/r2").Calls)
+	assert.Equal(t, int64(1), perRun.Ledger("acme/r2").Calls)
+	require.NoError(t, call("globex", "r1"), "another tenant has its own day, and its run r1 its own budget")
+
+	clock.Advance(15 * time.Hour) // 00:00 UTC the next day
+	require.NoError(t, call("acme", "r2"), "the tenant's day starts afresh")
+	assert.Equal(t, int64(1), daily.Ledger("acme/r2").Calls)
+	assert.Equal(t, int64(2), perRun.Ledger("acme/r2").Calls, "a run's budget without a window is kept")
+	require.ErrorAs(t, call("acme", "r2"), &be)
+	assert.Equal(t, "per_run", be.Layer)
 }
