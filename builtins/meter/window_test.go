@@ -13,6 +13,8 @@ import (
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
+	"github.com/agentc-dev/agentc/runtime/store/postgres"
+	"github.com/agentc-dev/agentc/runtime/store/redis"
 	"github.com/agentc-dev/agentc/runtime/store/storetest"
 )
 
@@ -95,6 +97,24 @@ func TestADailyBudgetStartsAfreshAtMidnightUTC(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, [2]int64{2, 30}, [2]int64{l2.Calls, l2.Tokens()})
 
+			// A shared store expires a day's ledger an hour after the day
+			// ends (its ttl counted on the pipeline's clock from each write).
+			switch s := store.(type) {
+			case *redis.Store:
+				d1, err := s.Client().PTTL(context.Background(), s.Prefix()+key(day1)).Result()
+				require.NoError(t, err)
+				assert.InDelta(t, time.Hour.Seconds(), d1.Seconds(), 60, "day one: an hour after its end (written at 00:01)")
+				d2, err := s.Client().PTTL(context.Background(), s.Prefix()+key(day1.Add(24*time.Hour))).Result()
+				require.NoError(t, err)
+				assert.InDelta(t, (24*time.Hour + 59*time.Minute).Seconds(), d2.Seconds(), 60, "day two: an hour after its end")
+			case *postgres.Store:
+				for day, want := range map[time.Time]time.Duration{day1: time.Hour, day1.Add(24 * time.Hour): 24*time.Hour + 59*time.Minute} {
+					var secs float64
+					require.NoError(t, s.Pool().QueryRow(context.Background(),
+						"SELECT extract(epoch FROM expires - now()) FROM "+s.Schema()+".ledger WHERE key = $1", key(day)).Scan(&secs))
+					assert.InDelta(t, want.Seconds(), secs, 60, day)
+				}
+			}
 			if name == "memory" {
 				clock.Advance(time.Hour)
 				l1, err = ledgers.LedgerOf(context.Background(), key(day1))
