@@ -28,7 +28,7 @@ func DefaultSchema() (*dsl.Schema, error) {
 		if base.Catalog().Lookup(m.ID) != nil {
 			continue // a builtin's implementation; its schema is embedded
 		}
-		k := dsl.CustomKind{ID: m.ID, Repeatable: m.Repeatable, Doc: m.Doc, Schema: m.ConfigSchema}
+		k := dsl.CustomKind{ID: m.ID, Repeatable: m.Repeatable, DistinctBy: m.DistinctBy, Doc: m.Doc, Schema: m.ConfigSchema}
 		for _, s := range m.Stages {
 			k.Stages = append(k.Stages, string(s))
 		}

@@ -24,6 +24,10 @@ type Kind struct {
 	Traits []string
 	// Repeatable kinds may appear more than once in a chain.
 	Repeatable bool
+	// DistinctBy lists config fields that tell apart two entries of a kind
+	// that is not repeatable: entries of one chain that differ in any of
+	// them keep separate state and are not duplicates (order/duplicate).
+	DistinctBy []string
 	// Doc is a one-line description.
 	Doc string
 	// Def is the CUE expression of the config struct: a definition of the
@@ -87,6 +91,7 @@ type builtinMeta struct {
 	Stages     []string `json:"stages"`
 	Traits     []string `json:"traits"`
 	Repeatable bool     `json:"repeatable"`
+	DistinctBy []string `json:"distinct_by,omitempty"`
 	Doc        string   `json:"doc"`
 }
 

@@ -38,6 +38,9 @@ type CustomKind struct {
 	Stages     []string
 	Traits     []string
 	Repeatable bool
+	// DistinctBy lists config fields whose values tell two entries of
+	// the kind apart (Kind.DistinctBy).
+	DistinctBy []string
 	Doc        string
 	Schema     string
 	// Constraints are the ordering rules the middleware ships; they are
@@ -80,7 +83,7 @@ func NewSchema(custom []CustomKind) (*Schema, error) {
 	// Each schema gets its own copies.
 	raw := builtinCatalog
 	for id, m := range raw.Builtins {
-		k := &Kind{ID: id, Stages: slices.Clone(m.Stages), Traits: slices.Clone(m.Traits), Repeatable: m.Repeatable, Doc: m.Doc, Def: defName(id), Builtin: true,
+		k := &Kind{ID: id, Stages: slices.Clone(m.Stages), Traits: slices.Clone(m.Traits), Repeatable: m.Repeatable, DistinctBy: slices.Clone(m.DistinctBy), Doc: m.Doc, Def: defName(id), Builtin: true,
 			Config: maps.Clone(raw.Configs[id]), Enums: cloneEnums(raw.Enums[id])}
 		if err := s.catalog.add(k); err != nil {
 			return nil, err
@@ -121,7 +124,7 @@ func NewSchema(custom []CustomKind) (*Schema, error) {
 		name := fmt.Sprintf("schemas/custom_%d.cue", i)
 		s.sources[name] = []byte(fmt.Sprintf("package schemas\n\n%s: %s\n", def, body))
 		s.kindFiles[ck.ID] = name
-		if err := s.catalog.add(&Kind{ID: ck.ID, Stages: ck.Stages, Traits: ck.Traits, Repeatable: ck.Repeatable, Doc: ck.Doc, Def: def}); err != nil {
+		if err := s.catalog.add(&Kind{ID: ck.ID, Stages: ck.Stages, Traits: ck.Traits, Repeatable: ck.Repeatable, DistinctBy: ck.DistinctBy, Doc: ck.Doc, Def: def}); err != nil {
 			return nil, err
 		}
 		for _, c := range ck.Constraints {

@@ -1,10 +1,14 @@
 package runtime_test
 
 import (
+	"context"
+	"fmt"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/agentc-dev/agentc/runtime"
 )
@@ -33,4 +37,47 @@ func TestHugeEstimateIsNotWrappedAround(t *testing.T) {
 	}
 	assert.Equal(t, int64(math.MaxInt64), runtime.Hold(est).InputTokens)
 	assert.Equal(t, int64(math.MaxInt64), runtime.Usage{InputTokens: 5, OutputTokens: math.MaxInt64}.Total())
+}
+
+// A refusal names the budget it comes from, so that two meters of one
+// chain (a tenant's daily budget, a run's) are told apart.
+func TestBudgetErrorNamesTheBudget(t *testing.T) {
+	e := &runtime.BudgetError{Layer: "daily", Resource: "usd", Spent: 20, Limit: 20, Scope: "key", Window: "24h",
+		Resets: time.Date(2031, 3, 11, 0, 0, 0, 0, time.UTC)}
+	assert.Equal(t, "budget exhausted at daily: usd ceiling 20 reached (spent 20); per-key budget of the 24h window that resets at 2031-03-11T00:00:00Z", e.Error())
+	e = &runtime.BudgetError{Layer: "per_run", Resource: "calls", Spent: 3, Limit: 3, Scope: "run"}
+	assert.Equal(t, "budget exhausted at per_run: calls ceiling 3 reached (spent 3); per-run budget", e.Error())
+	e.Scope = "global"
+	assert.Equal(t, "budget exhausted at per_run: calls ceiling 3 reached (spent 3); global budget", e.Error())
+}
+
+// A ledger written with a ttl expires once idle for it, and the expired
+// ledgers are swept as new ones come, so the ledgers of past windows are
+// not kept for good; one written without a ttl stays.
+func TestMemoryBudgeterExpiresLedgers(t *testing.T) {
+	b := runtime.NewMemoryBudgeter()
+	now := time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)
+	runtime.SetMemoryBudgeterClock(b, func() time.Time { return now })
+	ctx := context.Background()
+	one := int64(1)
+	require.NoError(t, b.Settle(ctx, "kept", "", runtime.Ledger{Calls: 1}, 0))
+	e, err := b.Reserve(ctx, "w0", "r", runtime.BudgetLimits{Calls: &one}, time.Minute)
+	require.NoError(t, err)
+	require.Nil(t, e)
+	require.NoError(t, b.Settle(ctx, "w0", "r", runtime.Ledger{Calls: 1}, time.Minute))
+	e, err = b.Reserve(ctx, "w0", "r2", runtime.BudgetLimits{Calls: &one}, time.Minute)
+	require.NoError(t, err)
+	require.NotNil(t, e, "spent while it lives")
+	now = now.Add(time.Minute)
+	l, err := b.LedgerOf(ctx, "w0")
+	require.NoError(t, err)
+	assert.Equal(t, runtime.Ledger{}, l, "expired")
+	for i := range 1000 {
+		now = now.Add(time.Second)
+		require.NoError(t, b.Settle(ctx, fmt.Sprintf("w%d", i+1), "", runtime.Ledger{Calls: 1}, 10*time.Second))
+	}
+	assert.LessOrEqual(t, runtime.MemoryBudgeterLen(b), 64, "expired ledgers are swept")
+	l, err = b.LedgerOf(ctx, "kept")
+	require.NoError(t, err)
+	assert.Equal(t, runtime.Ledger{Calls: 1}, l, "a ledger without a ttl stays")
 }

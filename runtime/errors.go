@@ -56,6 +56,13 @@ type BudgetError struct {
 	// estimates' tokens or cost, or their number for calls): counted
 	// against the ceiling with Spent until they settle.
 	Pending float64
+	// Scope is the scope of the refusing meter's ledger ("run", "key",
+	// "global"; "" when unknown), and Window its window ("24h", "month";
+	// "" for a ledger kept for good), which ends, its budget starting
+	// afresh, at Resets. They tell apart the budgets of two meters of one
+	// chain.
+	Scope, Window string
+	Resets        time.Time
 }
 
 // Error names the layer, the resource, the ceiling and the spend.
@@ -71,12 +78,28 @@ func (e *BudgetError) Message() string {
 		pending = ", " + strconv.FormatFloat(e.Pending, 'g', -1, 64) + " reserved by calls in flight"
 	}
 	if e.Estimate > 0 {
-		return fmt.Sprintf("%s ceiling %s would be crossed (spent %s%s, the call is estimated at %s)", e.Resource,
+		return fmt.Sprintf("%s ceiling %s would be crossed (spent %s%s, the call is estimated at %s)%s", e.Resource,
 			strconv.FormatFloat(e.Limit, 'g', -1, 64), strconv.FormatFloat(e.Spent, 'g', -1, 64), pending,
-			strconv.FormatFloat(e.Estimate, 'g', -1, 64))
+			strconv.FormatFloat(e.Estimate, 'g', -1, 64), e.budget())
 	}
-	return fmt.Sprintf("%s ceiling %s reached (spent %s%s)", e.Resource,
-		strconv.FormatFloat(e.Limit, 'g', -1, 64), strconv.FormatFloat(e.Spent, 'g', -1, 64), pending)
+	return fmt.Sprintf("%s ceiling %s reached (spent %s%s)%s", e.Resource,
+		strconv.FormatFloat(e.Limit, 'g', -1, 64), strconv.FormatFloat(e.Spent, 'g', -1, 64), pending, e.budget())
+}
+
+// budget names the budget refused: "; per-key budget of the 24h window
+// that resets at 2026-01-02T00:00:00Z" ("" when Scope is unknown).
+func (e *BudgetError) budget() string {
+	if e.Scope == "" {
+		return ""
+	}
+	s := "; per-" + e.Scope + " budget"
+	if e.Scope == "global" {
+		s = "; global budget"
+	}
+	if e.Window != "" {
+		s += " of the " + e.Window + " window that resets at " + e.Resets.UTC().Format(time.RFC3339)
+	}
+	return s
 }
 
 // InDoubtError reports a side-effecting call whose earlier execution may or

@@ -26,3 +26,13 @@ func UnmaskedSink(s AuditSink) AuditSink {
 	}
 	return s
 }
+
+// SetMemoryBudgeterClock sets the clock of b.
+func SetMemoryBudgeterClock(b *MemoryBudgeter, now func() time.Time) { b.now = now }
+
+// MemoryBudgeterLen returns how many ledgers b holds, expired ones included.
+func MemoryBudgeterLen(b *MemoryBudgeter) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.m)
+}

@@ -120,6 +120,11 @@ type Module struct {
 	Builtin bool
 	// Repeatable modules may appear more than once in a chain.
 	Repeatable bool
+	// DistinctBy lists config fields (their JSON names) that tell apart
+	// two layers of a module that is not repeatable: layers of one chain
+	// that differ in any of them keep separate state, and vet does not
+	// report them as duplicates (order/duplicate).
+	DistinctBy []string
 	// Doc is a one-line description.
 	Doc string
 	// ConfigSchema is the CUE source of the config struct body (the fields

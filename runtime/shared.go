@@ -315,17 +315,23 @@ func (r *MemoryRateLimiter) ForgetRate(_ context.Context, key string) error {
 	return nil
 }
 
-// MemoryBudgeter is an in-process Budgeter, safe for concurrent use. Its
-// ledgers do not expire; ForgetLedger drops one. Its reservations' leases
-// follow its clock.
+// MemoryBudgeter is an in-process Budgeter, safe for concurrent use. A
+// ledger written with a ttl expires when it has been idle for it (a new
+// ledger starts under its key, as in a shared store), and expired ledgers
+// are swept once the map has doubled since the last sweep; one written
+// without is kept until ForgetLedger drops it. Its reservations' leases and
+// its ledgers' expiry follow its clock.
 type MemoryBudgeter struct {
-	mu  sync.Mutex
-	m   map[string]*memLedger
-	now func() time.Time
+	mu      sync.Mutex
+	m       map[string]*memLedger
+	now     func() time.Time
+	sweepAt int
 }
 
 type memLedger struct {
 	Ledger
+	// expires is when the ledger expires (zero: never).
+	expires time.Time
 	// res are the reservations not settled yet, by id.
 	res map[string]memReservation
 	// done are the reservations settled or lapsed in the last
@@ -347,16 +353,44 @@ type memDone struct {
 
 // NewMemoryBudgeter returns an empty MemoryBudgeter.
 func NewMemoryBudgeter() *MemoryBudgeter {
-	return &MemoryBudgeter{m: map[string]*memLedger{}, now: time.Now}
+	return &MemoryBudgeter{m: map[string]*memLedger{}, now: time.Now, sweepAt: minSweep}
 }
 
-func (b *MemoryBudgeter) get(key string) *memLedger {
+// live returns the ledger of key unless it is absent or has expired at
+// now (then it is dropped).
+func (b *MemoryBudgeter) live(key string, now time.Time) *memLedger {
 	l := b.m[key]
+	if l != nil && !l.expires.IsZero() && !now.Before(l.expires) {
+		delete(b.m, key)
+		return nil
+	}
+	return l
+}
+
+// get returns the live ledger of key, a new one when there is none; adding
+// one sweeps the expired ledgers once the map has doubled since the last
+// sweep.
+func (b *MemoryBudgeter) get(key string, now time.Time) *memLedger {
+	l := b.live(key, now)
 	if l == nil {
 		l = &memLedger{res: map[string]memReservation{}, done: map[string]memDone{}}
 		b.m[key] = l
+		if len(b.m) >= b.sweepAt {
+			for k := range b.m {
+				b.live(k, now)
+			}
+			b.sweepAt = max(2*len(b.m), minSweep)
+		}
 	}
 	return l
+}
+
+// keep sets when l expires: ttl from now, never when ttl is not positive.
+func (l *memLedger) keep(now time.Time, ttl time.Duration) {
+	l.expires = time.Time{}
+	if ttl > 0 {
+		l.expires = now.Add(ttl)
+	}
 }
 
 // charge adds c to l.
@@ -403,14 +437,15 @@ func (l *memLedger) pending(now time.Time) Ledger {
 }
 
 // Reserve implements Budgeter.
-func (b *MemoryBudgeter) Reserve(_ context.Context, key, id string, lim BudgetLimits, _ time.Duration) (*BudgetError, error) {
+func (b *MemoryBudgeter) Reserve(_ context.Context, key, id string, lim BudgetLimits, ttl time.Duration) (*BudgetError, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := b.now()
-	l := b.get(key)
+	l := b.get(key, now)
 	if e := CheckBudget(l.Ledger, l.pending(now), lim); e != nil {
 		return e, nil
 	}
+	l.keep(now, ttl)
 	r := memReservation{until: now.Add(lim.LeaseOf())}
 	if est := lim.Estimate; est != nil {
 		r.est = Ledger{InputTokens: max(est.Tokens(), 0), USD: max(est.USD, 0)}
@@ -425,7 +460,7 @@ func (b *MemoryBudgeter) RenewReservation(_ context.Context, key, id string, lea
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := b.now()
-	l := b.m[key]
+	l := b.live(key, now)
 	if l == nil {
 		return false, nil
 	}
@@ -439,11 +474,12 @@ func (b *MemoryBudgeter) RenewReservation(_ context.Context, key, id string, lea
 }
 
 // Settle implements Budgeter.
-func (b *MemoryBudgeter) Settle(_ context.Context, key, id string, c Ledger, _ time.Duration) error {
+func (b *MemoryBudgeter) Settle(_ context.Context, key, id string, c Ledger, ttl time.Duration) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := b.now()
-	l := b.get(key)
+	l := b.get(key, now)
+	l.keep(now, ttl)
 	l.lapse(now)
 	if id != "" {
 		d, seen := l.done[id]
@@ -464,8 +500,9 @@ func (b *MemoryBudgeter) Settle(_ context.Context, key, id string, c Ledger, _ t
 func (b *MemoryBudgeter) LedgerOf(_ context.Context, key string) (Ledger, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if l := b.m[key]; l != nil {
-		l.lapse(b.now())
+	now := b.now()
+	if l := b.live(key, now); l != nil {
+		l.lapse(now)
 		return l.Ledger, nil
 	}
 	return Ledger{}, nil

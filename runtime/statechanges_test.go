@@ -241,6 +241,7 @@ func TestStateChangesMeter(t *testing.T) {
 		"scope changed":   {rt.Layer("meter", `{"store":"shared","scope":"global","budget":{"usd":50}}`), [][]string{{"", "scope"}}},
 		"in the process":  {rt.Layer("meter", `{"scope":"key","budget":{"usd":50}}`), [][]string{{"", "store"}}},
 		"renamed, scoped": {rt.Named("spend", rt.Layer("meter", `{"store":"shared","scope":"run"}`)), [][]string{{"", "name", "scope"}}},
+		"windowed":        {rt.Layer("meter", `{"store":"shared","scope":"key","budget":{"usd":50},"window":"24h"}`), [][]string{{"", "window"}}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			cs := runtime.StateChanges(old, resetPlan(plan.Chains{Chat: []plan.Layer{tc.layer}}))
@@ -251,6 +252,23 @@ func TestStateChangesMeter(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Two meters of one chain are two ledgers: a change to one's window
+// starts that one afresh and leaves the other's spend standing.
+func TestStateChangesTwoMeters(t *testing.T) {
+	daily := func(window string) plan.Layer {
+		return rt.Named("tenant_daily", rt.Layer("meter", `{"store":"shared","scope":"key","window":"`+window+`","budget":{"usd":20}}`))
+	}
+	perRun := rt.Named("per_run", rt.Layer("meter", `{"store":"shared","scope":"run","budget":{"usd":2}}`))
+	old := resetPlan(plan.Chains{Chat: []plan.Layer{daily("24h"), perRun}})
+	assert.Empty(t, runtime.StateChanges(old, resetPlan(plan.Chains{Chat: []plan.Layer{daily("86400s"), perRun}})),
+		"the same window written another way")
+	cs := runtime.StateChanges(old, resetPlan(plan.Chains{Chat: []plan.Layer{daily("month"), perRun}}))
+	require.Len(t, cs, 1)
+	assert.Equal(t, "tenant_daily", cs[0].Layer)
+	assert.Equal(t, [][]string{{"", "window"}}, fields(cs))
+	assert.Contains(t, cs[0].Message(), `window "24h" → "month"`)
 }
 
 func TestStateChangesRateLimit(t *testing.T) {
@@ -354,6 +372,7 @@ func TestStateChangesEveryField(t *testing.T) {
 			"scope":    {value: json.RawMessage(`"global"`), keyed: true},
 			"store":    {value: json.RawMessage(`"other"`), keyed: true},
 			"name":     {value: json.RawMessage(`"spend"`), keyed: true},
+			"window":   {value: json.RawMessage(`"24h"`), keyed: true},
 		}},
 		{plan.StageTurn, "rate_limit", `{"store":"shared","rate":6,"per":"1m","scope":"key"}`, map[string]mutation{
 			"rate":    {value: json.RawMessage(`60`)},

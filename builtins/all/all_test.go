@@ -37,6 +37,10 @@ func TestModulesMatchSchemas(t *testing.T) {
 			assert.Equal(t, slices.Sorted(slices.Values(k.Stages)), stages)
 			assert.Equal(t, slices.Sorted(slices.Values(k.Traits)), traits)
 			assert.Equal(t, k.Repeatable, m.Repeatable)
+			assert.Equal(t, k.DistinctBy, m.DistinctBy)
+			for _, f := range k.DistinctBy {
+				assert.Contains(t, k.Config, f, "distinct_by names a config field")
+			}
 			assert.NotEmpty(t, m.Doc)
 			assert.True(t, m.Builtin, "marked a builtin")
 		})

@@ -91,10 +91,38 @@
 // settlements still waiting once more, within 2 seconds all together,
 // before the stores close.
 //
-// Scope "run" keeps one ledger per run id (runtime.WithRun); "global" one for
-// the layer. Without `store` ledgers live in memory for the pipeline's
-// lifetime, and Forget (Pipeline.EndRun, settings.run_idle) drops a
-// finished run's ledger. In a shared store a run's ledger expires a day
-// after its last call and is never dropped before: a replica that sees the
-// run end or go idle cannot tell that no other replica serves it.
+// Scope "run" keeps one ledger per run id (runtime.WithRun); "key" one per
+// tenant (runtime.Run.Tenant, the caller's key under agentc serve);
+// "global" one for the layer. Without `store` ledgers live in memory for
+// the pipeline's lifetime, and Forget (Pipeline.EndRun, settings.run_idle)
+// drops a finished run's ledger. In a shared store a run's ledger expires a
+// day after its last call and is never dropped before: a replica that sees
+// the run end or go idle cannot tell that no other replica serves it.
+//
+// Windows: without `window` a tenant's and the process's ledgers are kept
+// for good. With one, the budget starts afresh at the start of each window,
+// in UTC: a duration (whole seconds, from 1s to 366 days) cuts time into
+// fixed spans counted from the Unix epoch, so "24h" starts a ledger at
+// 00:00 UTC each day and "1h" on each hour; "month" starts one at 00:00 UTC
+// on the first of each calendar month. Each window is a ledger of its own,
+// its key holding the window's length and start
+// (agentc/meter/<stage>/<name>/window/86400s/<start, Unix seconds>/key/<tenant>).
+// A call is charged to the window it was admitted in, read on the
+// pipeline's clock (runtime.Clock) when it is reserved: its renewals and
+// its settlement, and the settlement's resends, address that window's
+// ledger even when the call ends after the window did, so a call that
+// straddles a boundary takes nothing from the next window. A refusal's
+// *runtime.BudgetError names the scope, the window and when it resets. A
+// window's ledger expires an hour (runtime.SettleMemory) after its window
+// ends, in a shared store as in process memory; with scope "run" at most
+// a day after the run's last call. With scope "run" each run has a budget
+// per window. A window is fixed: a replica whose clock is off by a few
+// seconds charges a call made around a boundary to the window its clock
+// reads.
+//
+// Two meters of one chain (each with its own `name`) keep separate
+// ledgers, their keys holding their names: a tenant's daily budget beside a
+// run's budget is two budgets, each refusing with its own error. Vet
+// reports two meters alike in scope, window and store as duplicates
+// (order/duplicate), not others.
 package meter

@@ -23,7 +23,10 @@ func init() {
 		Builtin: true,
 		Stages:  []plan.Stage{plan.StageChat, plan.StageTool},
 		Traits:  []runtime.Trait{runtime.TraitRecords, runtime.TraitCountsTokens, runtime.TraitShortCircuits},
-		Doc:     "records usage and cost and refuses calls once a budget ceiling is reached",
+		// Each meter keeps its own ledgers (their keys hold its name): two
+		// meters that differ in scope, window or store are two budgets.
+		DistinctBy: []string{"scope", "window", "store"},
+		Doc:        "records usage and cost and refuses calls once a budget ceiling is reached",
 		New: func() runtime.Middleware {
 			return &Meter{Scope: "run", OnError: "closed", OnCross: "allow", Lease: runtime.Duration(runtime.DefaultReservationLease)}
 		},
@@ -58,9 +61,15 @@ type Meter struct {
 	// default); a call with a deadline holds it until the deadline and
 	// leaseGrace after.
 	Lease runtime.Duration `json:"lease,omitempty"`
+	// Window, when set, starts the ledgers afresh at each window's
+	// start: a duration of whole seconds (every span of it from the Unix
+	// epoch, in UTC) or "month" (each calendar month in UTC). Empty keeps
+	// a tenant's and the process's ledgers for good.
+	Window string `json:"window,omitempty"`
 
 	name    string
 	prefix  string
+	win     window
 	rates   map[string]plan.Model
 	logger  *slog.Logger
 	clock   runtime.Clock
@@ -91,6 +100,11 @@ const runLedgerTTL = 24 * time.Hour
 func (m *Meter) Provision(b *runtime.BuildContext) error {
 	m.name = b.Name()
 	m.prefix = keyPrefix(b.Stage, m.name)
+	w, err := parseWindow(m.Window)
+	if err != nil {
+		return err
+	}
+	m.win = w
 	m.rates = b.Plan.Models
 	m.logger = b.Logger
 	m.clock = b.Clock()
@@ -117,7 +131,8 @@ func (m *Meter) Validate() error {
 	if m.Lease <= 0 {
 		return fmt.Errorf("lease must be positive, got %s", m.Lease.D())
 	}
-	return nil
+	_, err := parseWindow(m.Window)
+	return err
 }
 
 // keyPrefix is the start of the ledger keys of the meter named name in the
@@ -126,41 +141,79 @@ func keyPrefix(stage plan.Stage, name string) string {
 	return "agentc/meter/" + string(stage) + "/" + name + "/"
 }
 
-// StateKeys implements runtime.StateKeyer: the ledger of the sample run.
+// StateKeys implements runtime.StateKeyer: the ledger of the sample run
+// (in the window that starts at the Unix epoch, so that only a change of
+// the window itself moves the key).
 func (m *Meter) StateKeys(at runtime.StateSite) []runtime.StateKey {
 	m.prefix = keyPrefix(at.Stage, at.Name())
-	return []runtime.StateKey{{Store: m.Store, Key: m.key(at.Run()), What: "budget ledgers",
+	m.win, _ = parseWindow(m.Window)
+	return []runtime.StateKey{{Store: m.Store, Key: m.key(at.Run(), time.Unix(0, 0)).key, What: "budget ledgers",
 		Then: "what was spent before the change no longer counts against the budget"}}
 }
 
-// key returns the ledger key of run: its own (scope "run"), its tenant's
-// (scope "key": the caller's key) or the process's (scope "global").
-func (m *Meter) key(run runtime.Run) string {
-	switch m.Scope {
-	case "global":
-		return m.prefix + "global"
-	case "key":
-		return m.prefix + "key/" + run.Tenant
-	}
-	return m.prefix + "run/" + run.ID
+// ledgerRef is the ledger a call is charged to: its key, and the end of
+// its window (zero without a window). A call's reservation, renewals and
+// settlement all address the ledger of the window it was admitted in.
+type ledgerRef struct {
+	key string
+	end time.Time
 }
 
-// keyOf returns the ledger key of a call of run, noting the run's tenant
-// (scope "key") so that Ledger finds it by the run's id.
-func (m *Meter) keyOf(run runtime.Run) string {
+// key returns the ledger of run at t: its own (scope "run"), its tenant's
+// (scope "key": the caller's key) or the process's (scope "global"); with
+// a window, that of the window t falls in, whose key holds the window's
+// length and start.
+func (m *Meter) key(run runtime.Run, t time.Time) ledgerRef {
+	var ref ledgerRef
+	k := m.prefix
+	if m.win.on() {
+		var start time.Time
+		start, ref.end = m.win.at(t)
+		k += "window/" + m.win.label() + "/" + strconv.FormatInt(start.Unix(), 10) + "/"
+	}
+	switch m.Scope {
+	case "global":
+		k += "global"
+	case "key":
+		k += "key/" + run.Tenant
+	default:
+		k += "run/" + run.ID
+	}
+	ref.key = k
+	return ref
+}
+
+// keyOf returns the ledger a call of run is charged to, noting the run's
+// tenant (scope "key") so that Ledger finds it by the run's id.
+func (m *Meter) keyOf(run runtime.Run) ledgerRef {
 	if m.Scope == "key" && run.ID != "" {
 		m.tenants.Store(run.ID, run.Tenant)
 	}
-	return m.key(run)
+	return m.key(run, m.clock.Now())
 }
 
-// ttl is how long an idle ledger is kept: a run's for runLedgerTTL, a
-// tenant's and the process's for good.
-func (m *Meter) ttl() time.Duration {
-	if m.Scope == "run" {
-		return runLedgerTTL
+// windowKeep is how long a window's ledger is kept after the window
+// ends: a settlement of one of its calls sent again within
+// runtime.SettleMemory still finds it.
+const windowKeep = runtime.SettleMemory
+
+// ttl is how long an idle ledger ref is kept: a window's until windowKeep
+// after the window ends (a run's at most runLedgerTTL after its last
+// call); without a window, a run's in a shared store for runLedgerTTL, a
+// run's in process memory until the run ends (Forget), a tenant's and the
+// process's for good.
+func (m *Meter) ttl(ref ledgerRef) time.Duration {
+	if ref.end.IsZero() {
+		if m.Scope == "run" && m.shared {
+			return runLedgerTTL
+		}
+		return 0
 	}
-	return 0
+	t := max(ref.end.Sub(m.clock.Now()), 0) + windowKeep
+	if m.Scope == "run" {
+		t = min(t, runLedgerTTL)
+	}
+	return t
 }
 
 // Ledger implements runtime.LedgerReader: the ledger a call of the run
@@ -174,7 +227,7 @@ func (m *Meter) Ledger(runID string) runtime.Ledger {
 	if t, ok := m.tenants.Load(runID); ok {
 		run.Tenant = t.(string)
 	}
-	l, err := m.budgets.LedgerOf(ctx, m.key(run))
+	l, err := m.budgets.LedgerOf(ctx, m.key(run, m.clock.Now()).key)
 	if err != nil {
 		m.logger.Warn("meter: reading the ledger failed", "error", err)
 	}
@@ -194,7 +247,7 @@ func (m *Meter) Forget(runID string) {
 	if m.Scope != "run" || m.shared {
 		return
 	}
-	if err := m.budgets.ForgetLedger(context.Background(), m.key(runtime.Run{ID: runID})); err != nil {
+	if err := m.budgets.ForgetLedger(context.Background(), m.key(runtime.Run{ID: runID}, m.clock.Now()).key); err != nil {
 		m.logger.Warn("meter: dropping the ledger of an ended run failed", "run", runID, "error", err)
 	}
 }
@@ -353,23 +406,26 @@ func (m *Meter) renew() {
 // which the store may have made all the same (only its answer was lost),
 // is released in the background (retrySettle), or else would be charged
 // its hold when its lease ends.
-func (m *Meter) reserve(ctx context.Context, key string, est *runtime.Ledger) (string, error) {
+func (m *Meter) reserve(ctx context.Context, at ledgerRef, est *runtime.Ledger) (string, error) {
 	b := m.Budget
 	if b == nil {
 		return "", nil
 	}
 	id := newID()
-	refusal, err := m.budgets.Reserve(ctx, key, id, runtime.BudgetLimits{Tokens: b.Tokens, USD: b.USD, Calls: b.Calls, Estimate: est,
-		Lease: m.reservationLease(ctx)}, m.ttl())
+	refusal, err := m.budgets.Reserve(ctx, at.key, id, runtime.BudgetLimits{Tokens: b.Tokens, USD: b.USD, Calls: b.Calls, Estimate: est,
+		Lease: m.reservationLease(ctx)}, m.ttl(at))
 	if err != nil {
-		m.retrySettle(context.WithoutCancel(ctx), key, id, runtime.Ledger{}, m.clock.Now().Add(settleRetryFor), 0)
+		m.retrySettle(context.WithoutCancel(ctx), at, id, runtime.Ledger{}, m.clock.Now().Add(settleRetryFor), 0)
 		if ctx.Err() != nil {
 			return "", ctx.Err()
 		}
 		return "", &runtime.CallError{Layer: m.name, Message: "budget store unavailable; the call did not run", Err: runtime.StoreUnavailable(err)}
 	}
 	if refusal != nil {
-		refusal.Layer = m.name
+		refusal.Layer, refusal.Scope = m.name, m.Scope
+		if m.win.on() {
+			refusal.Window, refusal.Resets = m.Window, at.end
+		}
 		return "", refusal
 	}
 	return id, nil
@@ -396,7 +452,7 @@ const (
 // own, so that it too can be sent again safely. A store failure is logged
 // and the settlement sent again in the background (retrySettle); the
 // caller does not wait for it.
-func (m *Meter) settle(ctx context.Context, key, id string, charge bool, u runtime.Usage, usd float64) {
+func (m *Meter) settle(ctx context.Context, at ledgerRef, id string, charge bool, u runtime.Usage, usd float64) {
 	if id == "" && !charge {
 		return
 	}
@@ -408,9 +464,9 @@ func (m *Meter) settle(ctx context.Context, key, id string, charge bool, u runti
 		id = newID()
 	}
 	ctx = context.WithoutCancel(ctx)
-	if err := m.budgets.Settle(ctx, key, id, c, m.ttl()); err != nil {
+	if err := m.budgets.Settle(ctx, at.key, id, c, m.ttl(at)); err != nil {
 		m.logger.WarnContext(ctx, "meter: settling the call in the ledger store failed; sending it again", "error", err)
-		m.retrySettle(ctx, key, id, c, m.clock.Now().Add(settleRetryFor), settleBackoff)
+		m.retrySettle(ctx, at, id, c, m.clock.Now().Add(settleRetryFor), settleBackoff)
 	}
 }
 
@@ -423,11 +479,11 @@ func (m *Meter) settle(ctx context.Context, key, id string, charge bool, u runti
 // call's estimate with on_cross "refuse") when its lease ends, so the
 // calls ceiling holds and the tokens and usd ceilings miss only what the
 // call charged beyond its estimate.
-func (m *Meter) retrySettle(ctx context.Context, key, id string, c runtime.Ledger, until time.Time, wait time.Duration) {
+func (m *Meter) retrySettle(ctx context.Context, at ledgerRef, id string, c runtime.Ledger, until time.Time, wait time.Duration) {
 	if !m.shared || id == "" {
 		return // process memory does not fail
 	}
-	r := &resend{ctx: ctx, key: key, id: id, charge: c}
+	r := &resend{ctx: ctx, at: at, id: id, charge: c}
 	if !m.resends.add(r) {
 		m.resendLost(r, errors.New("the meter was closed"))
 		return
@@ -436,7 +492,7 @@ func (m *Meter) retrySettle(ctx context.Context, key, id string, c runtime.Ledge
 		if !m.resends.take(r) {
 			return // Cleanup sent it
 		}
-		err := m.budgets.Settle(ctx, key, id, c, m.ttl())
+		err := m.budgets.Settle(ctx, at.key, id, c, m.ttl(at))
 		if err == nil {
 			return
 		}
@@ -445,7 +501,7 @@ func (m *Meter) retrySettle(ctx context.Context, key, id string, c runtime.Ledge
 			m.resendLost(r, err)
 			return
 		}
-		m.retrySettle(ctx, key, id, c, until, next)
+		m.retrySettle(ctx, at, id, c, until, next)
 	})
 }
 
@@ -457,9 +513,10 @@ func (m *Meter) resendLost(r *resend, err error) {
 
 // resend is a settlement waiting to be sent again (retrySettle).
 type resend struct {
-	ctx     context.Context
-	key, id string
-	charge  runtime.Ledger
+	ctx    context.Context
+	at     ledgerRef
+	id     string
+	charge runtime.Ledger
 }
 
 // resends holds the settlements waiting to be sent again, so that Cleanup
@@ -523,7 +580,7 @@ func (m *Meter) Cleanup() error {
 	deadline := time.Now().Add(cleanupSettleTimeout)
 	for _, r := range pending {
 		ctx, cancel := context.WithDeadline(r.ctx, deadline)
-		err := m.budgets.Settle(ctx, r.key, r.id, r.charge, m.ttl())
+		err := m.budgets.Settle(ctx, r.at.key, r.id, r.charge, m.ttl(r.at))
 		cancel()
 		if err != nil {
 			m.resendLost(r, err)
@@ -565,7 +622,7 @@ func (m *Meter) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		if err != nil {
 			return err
 		}
-		release := m.hold(ctx, l, reserved)
+		release := m.hold(ctx, l.key, reserved)
 		settled := false
 		defer func() {
 			if !settled { // next panicked: release the reservation
@@ -660,7 +717,7 @@ func absurd(u runtime.Usage) string {
 // back). Closed: the ledger is charged up to its ceilings, so no further call
 // of the ledger is admitted, and the call fails with a machinery error. Open:
 // the clamped usage is charged, logged, and the call's own outcome stands.
-func (m *Meter) absurdUsage(ctx context.Context, key string, reserved string, model string, u runtime.Usage, bad string, callErr error) error {
+func (m *Meter) absurdUsage(ctx context.Context, at ledgerRef, reserved string, model string, u runtime.Usage, bad string, callErr error) error {
 	clamp := func(n int64) int64 {
 		if n < 0 || n > MaxCallTokens {
 			return MaxCallTokens
@@ -674,7 +731,7 @@ func (m *Meter) absurdUsage(ctx context.Context, key string, reserved string, mo
 	usd := m.Cost(model, u)
 	if m.OnError == "open" {
 		m.logger.WarnContext(ctx, "meter: the model reported absurd usage; charged at the per-call cap", "model", model, "usage", bad)
-		m.settle(ctx, key, reserved, true, u, usd)
+		m.settle(ctx, at, reserved, true, u, usd)
 		return callErr
 	}
 	if b := m.Budget; b != nil {
@@ -685,7 +742,7 @@ func (m *Meter) absurdUsage(ctx context.Context, key string, reserved string, mo
 			usd = max(usd, *b.USD)
 		}
 	}
-	m.settle(ctx, key, reserved, true, u, usd)
+	m.settle(ctx, at, reserved, true, u, usd)
 	m.logger.ErrorContext(ctx, "meter: the model reported absurd usage; the call fails and the ledger is charged to its ceiling", "model", model, "usage", bad)
 	return &runtime.CallError{Kind: runtime.KindPermanent, Layer: m.name,
 		Message: fmt.Sprintf("model %s reported absurd usage (%s; at most %d per call)", model, bad, MaxCallTokens)}
@@ -699,7 +756,7 @@ func (m *Meter) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 		if err != nil {
 			return nil, err
 		}
-		release := m.hold(ctx, l, reserved)
+		release := m.hold(ctx, l.key, reserved)
 		settled := false
 		ended := ctx.Err() != nil // the tool is never started then
 		defer func() {

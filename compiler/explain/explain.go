@@ -91,7 +91,7 @@ var keySettings = map[string][]string{
 	"fallback":         {"models"},
 	"hedge":            {"models", "delay"},
 	"audit":            {"trail", "sink"},
-	"meter":            {"budget", "scope", "on_cross"},
+	"meter":            {"budget", "scope", "window", "on_cross"},
 	"rate_limit":       {"rate", "per", "burst", "mode", "scope"},
 	"compaction":       {"strategy", "max_tokens", "keep_recent"},
 	"guard":            {"deny", "require", "phase", "on_error"},

@@ -1,6 +1,11 @@
 package vet
 
-import "github.com/agentc-dev/agentc/dsl"
+import (
+	"reflect"
+	"strings"
+
+	"github.com/agentc-dev/agentc/dsl"
+)
 
 // Duplicate reports a non-repeatable builtin used twice in one chain.
 var Duplicate = &Rule{
@@ -14,7 +19,10 @@ spends the budget twice, a second cache or rate limit adds nothing but a
 second state. Entries scoped with tools: to different tools never see the
 same call and are not duplicates: that is how one limit per tool is written;
 in the chat chain, entries whose when tells the models apart
-(request.model == 'a', request.model == 'b') are not duplicates either.`,
+(request.model == 'a', request.model == 'b') are not duplicates either. Nor
+are entries that differ in a field the kind keeps separate state by (its
+distinct_by: a meter's scope, window and store), since each does its own
+job: a per-tenant daily budget beside a per-run one is two budgets.`,
 	Run: func(p *Pass) {
 		for _, stage := range dsl.Stages {
 			chain := p.Policy.Chains[stage]
@@ -24,15 +32,40 @@ in the chat chain, entries whose when tells the models apart
 				}
 				for i := j - 1; i >= 0; i-- {
 					o := chain[i]
-					if o.Use != e.Use || !p.Overlap(o, e) {
+					if o.Use != e.Use || distinct(o, e) || !p.Overlap(o, e) {
 						continue
 					}
 					p.Reportf(e.Pos, []dsl.Related{at(o, "%s is already here", o.Ref())},
-						"%s appears twice in the %s chain and is not repeatable: every call that reaches both goes through %s twice; remove one, or %s",
-						e.Use, stage, e.Use, scopeApart(stage))
+						"%s appears twice in the %s chain and is not repeatable: every call that reaches both goes through %s twice; remove one, or %s%s",
+						e.Use, stage, e.Use, scopeApart(stage), distinctApart(e.Kind))
 					break
 				}
 			}
 		}
 	},
+}
+
+// distinct reports whether two entries of one kind differ in a field of
+// its DistinctBy (defaults applied; a field set in one and not in the
+// other differs): each then keeps its own state.
+func distinct(a, b *dsl.Entry) bool {
+	for _, f := range a.Kind.DistinctBy {
+		if !reflect.DeepEqual(a.Fields[f], b.Fields[f]) {
+			return true
+		}
+	}
+	return false
+}
+
+// distinctApart is the advice to tell two entries of kind apart by its
+// DistinctBy ("" when it has none).
+func distinctApart(kind *dsl.Kind) string {
+	fs := kind.DistinctBy
+	switch len(fs) {
+	case 0:
+		return ""
+	case 1:
+		return ", or give them a different " + fs[0]
+	}
+	return ", or give them a different " + strings.Join(fs[:len(fs)-1], ", ") + " or " + fs[len(fs)-1]
 }

@@ -44,6 +44,7 @@ type catalog struct {
 		Stages     []string `json:"stages"`
 		Traits     []string `json:"traits"`
 		Repeatable bool     `json:"repeatable"`
+		DistinctBy []string `json:"distinct_by"`
 		Doc        string   `json:"doc"`
 	} `json:"builtins"`
 	Constraints map[string]struct {
@@ -333,6 +334,14 @@ func (p *langPage) builtin(id string, ex *example) error {
 		traits = []string{"none"}
 	}
 	rep := "no: at most once per chain ([`order/duplicate`](rules.md#order-duplicate))"
+	if len(m.DistinctBy) > 0 {
+		var fs []string
+		for _, f := range m.DistinctBy {
+			fs = append(fs, "`"+f+"`")
+		}
+		rep = fmt.Sprintf("once per chain with the same %s ([`order/duplicate`](rules.md#order-duplicate)); entries that differ in one of them keep separate state and may share a chain (give each a `name`)",
+			orList(fs))
+	}
 	if m.Repeatable {
 		rep = "yes: it may appear more than once in a chain (give each a `name`)"
 	}
