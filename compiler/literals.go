@@ -143,8 +143,54 @@ func (c *Compilation) knownValues(path string, stage predicate.Stage, tools []st
 			}
 			return valueSet{values: a.strs, what: what, why: "; " + argsChecked, sev: dsl.Error, schema: true}, true
 		}
+		if field, ok := strings.CutPrefix(path, "result."); ok && stage == predicate.Tool {
+			return c.resultValuesAt(field, tools)
+		}
 	}
 	return valueSet{}, false
+}
+
+// resultValuesAt returns the strings the result_schemas of the tools a
+// phase "after" tool predicate of an entry scoped to scope sees give the
+// result's field at path ("status", "items[].state"), when each gives it
+// an enum or const of strings; false when a tool may answer without such a
+// schema (one not declared, or declaring none). A warning: the result is
+// not checked against the schema before the predicate reads it, though
+// the schema is what the policy says the tool answers.
+func (c *Compilation) resultValuesAt(path string, scope []string) (valueSet, bool) {
+	p := c.Policy
+	tools := scope
+	if len(tools) == 0 {
+		if len(p.Tools) == 0 || p.AllowUndeclaredTools || len(p.MCPServers) > 0 {
+			return valueSet{}, false
+		}
+		tools = sortedNames(p.Tools)
+	}
+	var strs []string
+	for _, name := range tools {
+		t := p.Tools[name]
+		if t == nil || len(t.ResultSchema) == 0 {
+			return valueSet{}, false
+		}
+		s, found := schemaAt(t.ResultSchema, strings.Split(path, "."))
+		if !found {
+			return valueSet{}, false
+		}
+		vals, ok, _, _ := schemaValues(s)
+		if !ok {
+			return valueSet{}, false
+		}
+		for _, v := range vals {
+			if !slices.Contains(strs, v) {
+				strs = append(strs, v)
+			}
+		}
+	}
+	what := "the values the result_schema of `" + tools[0] + "` declares"
+	if len(tools) > 1 {
+		what = "the values the result_schemas of `" + strings.Join(slices.Sorted(slices.Values(tools)), "`, `") + "` declare"
+	}
+	return valueSet{values: slices.Sorted(slices.Values(strs)), what: what, sev: dsl.Warning}, true
 }
 
 // checkLiterals reports each comparison of a field whose values are known

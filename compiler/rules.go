@@ -246,7 +246,12 @@ tool_calls, content_filter, pause_turn or '', request.params.response_format
 with anything but text, json_object, json_schema or '' (none set), and a
 message's role with anything but system, user, assistant or tool: a host
 may register an undeclared model client, send another finish reason or
-format type, or build messages of another role. A model's provider id
+format type, or build messages of another role. A warning, too, for a
+field of a tool's result in a phase "after" predicate, compared with a
+string its tools' result_schemas never declare (result.status == 'error'
+where the enum is ok and failed): the result is not checked against the
+schema before the predicate reads it, but a deny with it never fires on
+the results the tool declares. A model's provider id
 (request.model == 'gpt-4.1-mini' where the policy names that model fast),
 or an API's word for what agentc reports under its own (a finish reason
 'max_tokens' or 'end_turn', a role 'developer'), gets the value the field
