@@ -126,6 +126,12 @@ func (c *Compilation) knownValues(path string, stage predicate.Stage, tools []st
 		if stage == invariantStage {
 			return valueSet{values: sortedNames(p.Tools), what: "the declared tools", why: "; prove calls no other", sev: dsl.Error}, true
 		}
+	case "request.tools[].name", "response.tool_calls[].name", "messages[].tool_calls[].name", "request.messages[].tool_calls[].name":
+		if stage == predicate.Chat && len(p.Tools) > 0 && !p.AllowUndeclaredTools && len(p.MCPServers) == 0 {
+			// A host may offer a tool the policy does not declare, and a
+			// model may name one: a warning.
+			return valueSet{values: sortedNames(p.Tools), what: "the declared tools", why: "; the tool chain refuses a call of another", sev: dsl.Warning}, true
+		}
 	case "messages[].role", "request.messages[].role":
 		if stage == predicate.Chat {
 			// A host may build messages of other roles: a warning.

@@ -246,7 +246,11 @@ tool_calls, content_filter, pause_turn or '', request.params.response_format
 with anything but text, json_object, json_schema or '' (none set), and a
 message's role with anything but system, user, assistant or tool: a host
 may register an undeclared model client, send another finish reason or
-format type, or build messages of another role. A warning, too, for a
+format type, or build messages of another role. The same holds of the
+name of a tool offered (request.tools), called (response.tool_calls) or
+called earlier (a message's tool_calls) in the chat stage, compared with a
+name no declared tool has where only declared tools run: a warning, as a
+host may offer another and a model may name one. A warning, too, for a
 field of a tool's result in a phase "after" predicate, compared with a
 string its tools' result_schemas never declare (result.status == 'error'
 where the enum is ok and failed): the result is not checked against the
