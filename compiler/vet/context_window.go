@@ -92,7 +92,7 @@ replaces never reads the transcript, and is not held to it.`,
 func (a *Analysis) modelsReadingTranscript(e *dsl.Entry) (models []string, known bool) {
 	chain := a.Policy.Chains["chat"]
 	set := a.reroute(chain[:e.Index], a.chatModels())
-	kept := set[:0]
+	var kept []string
 	for _, m := range set {
 		switch a.ChatWhen(e, m) {
 		case Depends:
@@ -102,6 +102,22 @@ func (a *Analysis) modelsReadingTranscript(e *dsl.Entry) (models []string, known
 		}
 	}
 	return a.reroute(chain[e.Index+1:], kept), true
+}
+
+// modelsAt lists the models whose calls reach the chat entry e: the
+// declared ones as rerouted by the fallback and hedge layers outside e,
+// and the own calls' models of a judge or summarizing compaction outside
+// e, as rerouted by those between it and e.
+func (a *Analysis) modelsAt(e *dsl.Entry) []string {
+	chain := a.Policy.Chains["chat"]
+	set := a.reroute(chain[:e.Index], a.chatModels())
+	for _, o := range chain[:e.Index] {
+		if m, _ := o.Fields["model"].(string); OwnCaller(o) && m != "" {
+			set = append(set, a.reroute(chain[o.Index+1:e.Index], []string{m})...)
+		}
+	}
+	slices.Sort(set)
+	return slices.Compact(set)
 }
 
 // reroute maps the models calls can name through the fallback and hedge
