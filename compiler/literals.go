@@ -149,6 +149,15 @@ func (c *Compilation) knownValues(path string, stage predicate.Stage, tools []st
 			}
 			return valueSet{values: a.strs, what: what, why: "; " + argsChecked, sev: dsl.Error, schema: true}, true
 		}
+		if stage == predicate.State && len(c.stateValue) > 0 && (path == "value" || strings.HasPrefix(path, "value.")) {
+			steps := strings.Split(path, ".")[1:]
+			if s, found := schemaAt(c.stateValue, steps); found {
+				if strs, ok, _, _ := schemaValues(s); ok && len(strs) > 0 {
+					return valueSet{values: slices.Sorted(slices.Values(strs)), what: "the values the field's schema allows",
+						why: "; a value is checked against the field's schema before the handlers", sev: dsl.Error, schema: true}, true
+				}
+			}
+		}
 		if field, ok := strings.CutPrefix(path, "result."); ok && stage == predicate.Tool {
 			return c.resultValuesAt(field, tools)
 		}
@@ -262,7 +271,11 @@ func (c *Compilation) checkLiterals(x *dsl.Expr, stage predicate.Stage, tools, r
 			// Nothing the schema allows is near the constant: the test
 			// is dead, but what it was written to catch is refused by
 			// the schema already, so no call gets through by it.
-			msg, sev = msg+"; "+schemaRefuses, dsl.Warning
+			refuses := schemaRefuses
+			if stage == predicate.State {
+				refuses = strings.Replace(refuses, "no call", "no value", 1)
+			}
+			msg, sev = msg+"; "+refuses, dsl.Warning
 		}
 		c.report(dsl.Diagnostic{Pos: x.PosAt(l.Offset), Severity: sev, Rule: ruleUnknownValue, Message: msg})
 	}

@@ -290,7 +290,11 @@ does), with the severities above, but for one case: where the severity
 would be an error and no allowed value is near the constant (no
 did-you-mean), it is a warning, as the calls the test misses carry values
 the schema refuses and none gets through by it ('usd' stays an error: the
-test was likely meant for 'USD'). An entry scoped to several tools sees
+test was likely meant for 'USD'). A state handler's deny reads the value
+the same way: a value is checked against its field's schema before the
+handlers, so value.tier == 'platinum' where the enum is gold and std is a
+warning, and 'gld' an error with 'gold' as its did-you-mean. An entry
+scoped to several tools sees
 the union of their values, an unscoped one the union over the declared
 tools. Nothing is said where a call may carry a value no schema lists:
 undeclared tools allowed, a tool in scope without an args schema, an
