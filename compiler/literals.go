@@ -174,12 +174,9 @@ func (c *Compilation) knownValues(path string, stage predicate.Stage, tools []st
 // the schema is what the policy says the tool answers.
 func (c *Compilation) resultValuesAt(path string, scope []string) (valueSet, bool) {
 	p := c.Policy
-	tools := scope
-	if len(tools) == 0 {
-		if len(p.Tools) == 0 || p.AllowUndeclaredTools || len(p.MCPServers) > 0 {
-			return valueSet{}, false
-		}
-		tools = sortedNames(p.Tools)
+	tools, ok := c.toolsSeen(scope)
+	if !ok {
+		return valueSet{}, false
 	}
 	var strs []string
 	for _, name := range tools {
