@@ -67,12 +67,9 @@ type numDomain struct {
 // carry it.
 func (c *Compilation) argValuesAt(path string, scope []string) (argValues, bool) {
 	p := c.Policy
-	tools := scope
-	if len(tools) == 0 {
-		if len(p.Tools) == 0 || p.AllowUndeclaredTools || len(p.MCPServers) > 0 {
-			return argValues{}, false
-		}
-		tools = sortedNames(p.Tools)
+	tools, ok := c.toolsSeen(scope)
+	if !ok {
+		return argValues{}, false
 	}
 	steps := strings.Split(path, ".")
 	top := strings.TrimRight(steps[0], "[]")
@@ -110,6 +107,20 @@ func (c *Compilation) argValuesAt(path string, scope []string) (argValues, bool)
 	}
 	slices.Sort(v.strs)
 	return v, len(v.tools) > 0
+}
+
+// toolsSeen returns the tools a tool-stage predicate of an entry scoped to
+// scope sees: those, or, unscoped, every declared tool; false when tools
+// the policy does not declare may be called too.
+func (c *Compilation) toolsSeen(scope []string) ([]string, bool) {
+	p := c.Policy
+	if len(scope) > 0 {
+		return scope, true
+	}
+	if len(p.Tools) == 0 || p.AllowUndeclaredTools || len(p.MCPServers) > 0 {
+		return nil, false
+	}
+	return sortedNames(p.Tools), true
 }
 
 // schemaAt returns the schema an args schema gives the value at steps, a

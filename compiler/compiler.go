@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -47,6 +48,9 @@ type Compilation struct {
 	// when Predicates held indexed of them.
 	byPlace map[exprPlace]*plan.Predicate
 	indexed int
+	// stateValue is the schema of the value a state handler's predicate
+	// reads, while checkStateExpr checks one (knownValues).
+	stateValue json.RawMessage
 }
 
 // exprPlace is where an expression is written, and what it says.

@@ -126,6 +126,12 @@ func (c *Compilation) knownValues(path string, stage predicate.Stage, tools []st
 		if stage == invariantStage {
 			return valueSet{values: sortedNames(p.Tools), what: "the declared tools", why: "; prove calls no other", sev: dsl.Error}, true
 		}
+	case "request.tools[].name", "response.tool_calls[].name", "messages[].tool_calls[].name", "request.messages[].tool_calls[].name":
+		if stage == predicate.Chat && len(p.Tools) > 0 && !p.AllowUndeclaredTools && len(p.MCPServers) == 0 {
+			// A host may offer a tool the policy does not declare, and a
+			// model may name one: a warning.
+			return valueSet{values: sortedNames(p.Tools), what: "the declared tools", why: "; the tool chain refuses a call of another", sev: dsl.Warning}, true
+		}
 	case "messages[].role", "request.messages[].role":
 		if stage == predicate.Chat {
 			// A host may build messages of other roles: a warning.
@@ -143,8 +149,60 @@ func (c *Compilation) knownValues(path string, stage predicate.Stage, tools []st
 			}
 			return valueSet{values: a.strs, what: what, why: "; " + argsChecked, sev: dsl.Error, schema: true}, true
 		}
+		if stage == predicate.State && len(c.stateValue) > 0 && (path == "value" || strings.HasPrefix(path, "value.")) {
+			steps := strings.Split(path, ".")[1:]
+			if s, found := schemaAt(c.stateValue, steps); found {
+				if strs, ok, _, _ := schemaValues(s); ok && len(strs) > 0 {
+					return valueSet{values: slices.Sorted(slices.Values(strs)), what: "the values the field's schema allows",
+						why: "; a value is checked against the field's schema before the handlers", sev: dsl.Error, schema: true}, true
+				}
+			}
+		}
+		if field, ok := strings.CutPrefix(path, "result."); ok && stage == predicate.Tool {
+			return c.resultValuesAt(field, tools)
+		}
 	}
 	return valueSet{}, false
+}
+
+// resultValuesAt returns the strings the result_schemas of the tools a
+// phase "after" tool predicate of an entry scoped to scope sees give the
+// result's field at path ("status", "items[].state"), when each gives it
+// an enum or const of strings; false when a tool may answer without such a
+// schema (one not declared, or declaring none). A warning: the result is
+// not checked against the schema before the predicate reads it, though
+// the schema is what the policy says the tool answers.
+func (c *Compilation) resultValuesAt(path string, scope []string) (valueSet, bool) {
+	p := c.Policy
+	tools, ok := c.toolsSeen(scope)
+	if !ok {
+		return valueSet{}, false
+	}
+	var strs []string
+	for _, name := range tools {
+		t := p.Tools[name]
+		if t == nil || len(t.ResultSchema) == 0 {
+			return valueSet{}, false
+		}
+		s, found := schemaAt(t.ResultSchema, strings.Split(path, "."))
+		if !found {
+			return valueSet{}, false
+		}
+		vals, ok, _, _ := schemaValues(s)
+		if !ok {
+			return valueSet{}, false
+		}
+		for _, v := range vals {
+			if !slices.Contains(strs, v) {
+				strs = append(strs, v)
+			}
+		}
+	}
+	what := "the values the result_schema of `" + tools[0] + "` declares"
+	if len(tools) > 1 {
+		what = "the values the result_schemas of `" + strings.Join(slices.Sorted(slices.Values(tools)), "`, `") + "` declare"
+	}
+	return valueSet{values: slices.Sorted(slices.Values(strs)), what: what, sev: dsl.Warning}, true
 }
 
 // checkLiterals reports each comparison of a field whose values are known
@@ -210,7 +268,11 @@ func (c *Compilation) checkLiterals(x *dsl.Expr, stage predicate.Stage, tools, r
 			// Nothing the schema allows is near the constant: the test
 			// is dead, but what it was written to catch is refused by
 			// the schema already, so no call gets through by it.
-			msg, sev = msg+"; "+schemaRefuses, dsl.Warning
+			refuses := schemaRefuses
+			if stage == predicate.State {
+				refuses = strings.Replace(refuses, "no call", "no value", 1)
+			}
+			msg, sev = msg+"; "+refuses, dsl.Warning
 		}
 		c.report(dsl.Diagnostic{Pos: x.PosAt(l.Offset), Severity: sev, Rule: ruleUnknownValue, Message: msg})
 	}

@@ -246,7 +246,16 @@ tool_calls, content_filter, pause_turn or '', request.params.response_format
 with anything but text, json_object, json_schema or '' (none set), and a
 message's role with anything but system, user, assistant or tool: a host
 may register an undeclared model client, send another finish reason or
-format type, or build messages of another role. A model's provider id
+format type, or build messages of another role. The same holds of the
+name of a tool offered (request.tools), called (response.tool_calls) or
+called earlier (a message's tool_calls) in the chat stage, compared with a
+name no declared tool has where only declared tools run: a warning, as a
+host may offer another and a model may name one. A warning, too, for a
+field of a tool's result in a phase "after" predicate, compared with a
+string its tools' result_schemas never declare (result.status == 'error'
+where the enum is ok and failed): the result is not checked against the
+schema before the predicate reads it, but a deny with it never fires on
+the results the tool declares. A model's provider id
 (request.model == 'gpt-4.1-mini' where the policy names that model fast),
 or an API's word for what agentc reports under its own (a finish reason
 'max_tokens' or 'end_turn', a role 'developer'), gets the value the field
@@ -281,7 +290,11 @@ does), with the severities above, but for one case: where the severity
 would be an error and no allowed value is near the constant (no
 did-you-mean), it is a warning, as the calls the test misses carry values
 the schema refuses and none gets through by it ('usd' stays an error: the
-test was likely meant for 'USD'). An entry scoped to several tools sees
+test was likely meant for 'USD'). A state handler's deny reads the value
+the same way: a value is checked against its field's schema before the
+handlers, so value.tier == 'platinum' where the enum is gold and std is a
+warning, and 'gld' an error with 'gold' as its did-you-mean. An entry
+scoped to several tools sees
 the union of their values, an unscoped one the union over the declared
 tools. Nothing is said where a call may carry a value no schema lists:
 undeclared tools allowed, a tool in scope without an args schema, an

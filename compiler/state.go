@@ -83,6 +83,9 @@ func (c *Compilation) checkStateExpr(x *dsl.Expr, op string, valueSchema, stateS
 	c.checkOptionalKeys(x, checked, keyFailure("state", field, ""))
 	if !value {
 		c.checkConstant(x, env, checked, "state", "deny")
+		c.stateValue = valueSchema
+		c.checkLiterals(x, predicate.State, nil, checked.Reads, checked.Literals, "deny")
+		c.stateValue = nil
 	}
 	c.Predicates[x] = &plan.Predicate{Stage: plan.StageState, Phase: op, Source: x.Source, CostLimit: c.Policy.CELCostLimit}
 }

@@ -21,7 +21,11 @@ func init() {
 		Builtin: true,
 		Stages:  []plan.Stage{plan.StageChat, plan.StageTool, plan.StageTurn},
 		Traits:  []runtime.Trait{runtime.TraitShortCircuits},
-		Doc:     "GCRA rate limit per process, run or tenant, shared through a store or by several layers; waits (respecting cancellation), rejects or blocks",
+		// Each layer keeps its own buckets (their keys hold its name, or
+		// its shared limiter's): two that differ in scope, period, store
+		// or limiter are two limits.
+		DistinctBy: []string{"scope", "per", "store", "limiter"},
+		Doc:        "GCRA rate limit per process, run or tenant, shared through a store or by several layers; waits (respecting cancellation), rejects or blocks",
 		New: func() runtime.Middleware {
 			return &RateLimit{Per: runtime.Duration(time.Second), Burst: 1, Mode: "wait", Scope: "global"}
 		},

@@ -21,8 +21,10 @@ same call and are not duplicates: that is how one limit per tool is written;
 in the chat chain, entries whose when tells the models apart
 (request.model == 'a', request.model == 'b') are not duplicates either. Nor
 are entries that differ in a field the kind keeps separate state by (its
-distinct_by: a meter's scope, window and store), since each does its own
-job: a per-tenant daily budget beside a per-run one is two budgets.`,
+distinct_by: a meter's scope, window and store; a rate_limit's scope, per,
+store and limiter), since each does its own job: a per-tenant daily budget
+beside a per-run one is two budgets, a burst limit per second beside a
+sustained one per hour two limits.`,
 	Run: func(p *Pass) {
 		for _, stage := range dsl.Stages {
 			chain := p.Policy.Chains[stage]

@@ -71,7 +71,15 @@ the race with it, once its attempt_timeout has passed without a delta. A
 backup due no sooner than that never races a slow model: the hedge moves
 on only when a model fails at once. A warning at the hedge's delay, with
 the retry's attempt_timeout as the related position; make delay shorter,
-or place the hedge outside the retry.`,
+or place the hedge outside the retry.
+
+A chat-chain layer of any kind whose when holds for the calls of some
+declared model but of none that reaches it never acts: a fallback or hedge
+outside it replaces the model a call names with its own models
+(request.model == 'local' inside a fallback to primary and backup), and
+only the own calls of a judge or summarizing compaction outside it keep
+theirs. An error at the when; make it hold for the models the layer is
+meant for, or move the layer outside the fallback or hedge.`,
 	Run: func(p *Pass) {
 		for _, stage := range dsl.Stages {
 			for _, e := range p.Policy.Chains[stage] {
@@ -79,6 +87,7 @@ or place the hedge outside the retry.`,
 			}
 		}
 		for i, e := range p.Policy.Chains["chat"] {
+			p.inertChatWhen(e)
 			switch e.Use {
 			case "meter":
 				p.inertMeterUSD(e)
@@ -113,6 +122,39 @@ or place the hedge outside the retry.`,
 			}
 		}
 	},
+}
+
+// inertChatWhen reports a chat entry whose when holds for calls of some
+// declared model, but of none that reaches it: the fallback and hedge
+// layers outside it replace the model a call names with their own (a
+// judge's or a summarizing compaction's own calls outside it keep theirs),
+// so the layer never acts.
+func (p *Pass) inertChatWhen(e *dsl.Entry) {
+	if e.When == nil {
+		return
+	}
+	live := false
+	for _, m := range p.chatModels() {
+		live = live || p.ChatWhen(e, m) != Never
+	}
+	if !live {
+		return // never, whatever the placement: cel/constant or cel/unknown-value
+	}
+	models := p.modelsAt(e)
+	var rel []dsl.Related
+	for _, m := range models {
+		if p.ChatWhen(e, m) != Never {
+			return
+		}
+	}
+	for _, o := range p.Policy.Chains["chat"][:e.Index] {
+		if o.Use == "fallback" || o.Use == "hedge" {
+			rel = append(rel, at(o, "%s is here, outside %s: it calls %s", o.Ref(), e.Ref(), andList(stringList(o.Fields["models"]))))
+		}
+	}
+	p.Report(dsl.Diagnostic{Pos: e.FieldPos("when"), Severity: dsl.Error, Related: rel,
+		Message: fmt.Sprintf("the when of %s is false for the calls of every model that reaches it (%s): the layers outside it replace the model a call names, so %s never acts; make its when hold for the models it is meant for, or move it outside the fallback or hedge",
+			e.Ref(), andList(models), e.Ref())})
 }
 
 // inertMeterUSD reports a chat meter whose usd ceiling counts calls that
