@@ -271,6 +271,11 @@ type ContentPart struct {
 	MediaType string `json:"media_type,omitempty"`
 	// Data holds raw image bytes (base64 in JSON).
 	Data []byte `json:"data,omitempty"`
+	// Detail is an image's resolution hint for an OpenAI model (its
+	// image_url.detail: low, high or auto); "" leaves the model's default.
+	// A provider without one leaves it out: it changes how finely the
+	// image is read, not what is asked.
+	Detail string `json:"detail,omitempty"`
 	// ToolCallID is, for a tool result, the id of the call it answers.
 	ToolCallID string `json:"tool_call_id,omitempty"`
 	// IsError reports, for a tool result, that the tool failed.
@@ -432,11 +437,34 @@ type ChatRequest struct {
 	TopP        *float64 `json:"top_p,omitempty"`
 	Stop        []string `json:"stop,omitempty"`
 	Seed        *int64   `json:"seed,omitempty"`
+	// FrequencyPenalty, PresencePenalty and LogitBias are OpenAI's
+	// sampling penalties (-2 to 2) and token biases (a token id of the
+	// model's tokenizer to -100..100); nil leaves none. Only the openai
+	// provider can honour them: another fails the call when one asks for
+	// something (a penalty other than 0, a bias), since its model would
+	// answer otherwise.
+	FrequencyPenalty *float64       `json:"frequency_penalty,omitempty"`
+	PresencePenalty  *float64       `json:"presence_penalty,omitempty"`
+	LogitBias        map[string]int `json:"logit_bias,omitempty"`
+	// TopK is Anthropic's top_k sampling parameter; nil leaves the
+	// provider's default. Only the anthropic provider can honour it;
+	// another fails the call.
+	TopK *int `json:"top_k,omitempty"`
 	// ResponseFormat constrains the output; nil is free text.
 	ResponseFormat *ResponseFormat `json:"response_format,omitempty"`
 	// Metadata is free caller metadata (request.params.metadata in CEL);
 	// providers that accept metadata forward it.
 	Metadata map[string]string `json:"metadata,omitempty"`
+	// SafetyIdentifier is OpenAI's safety_identifier: an id of the end
+	// user for the provider's abuse monitoring, as Metadata's user_id is
+	// (the openai provider sends both, as safety_identifier and user; the
+	// anthropic provider sends it as metadata.user_id, in place of
+	// Metadata's).
+	SafetyIdentifier string `json:"safety_identifier,omitempty"`
+	// PromptCacheKey is OpenAI's prompt_cache_key: a hint that routes
+	// requests sharing a prefix to the same prompt cache. It changes no
+	// output; a provider without it leaves it out.
+	PromptCacheKey string `json:"prompt_cache_key,omitempty"`
 	// ParallelToolCalls, when set, says whether the model may propose
 	// several tool calls in one response (OpenAI's parallel_tool_calls,
 	// the negation of Anthropic's disable_parallel_tool_use); nil leaves

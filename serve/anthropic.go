@@ -44,6 +44,7 @@ type antRequest struct {
 	ToolChoice    *antToolChoice  `json:"tool_choice"`
 	Temperature   *float64        `json:"temperature"`
 	TopP          *float64        `json:"top_p"`
+	TopK          *int            `json:"top_k"`
 	StopSequences []string        `json:"stop_sequences"`
 	Stream        bool            `json:"stream"`
 	Metadata      *struct {
@@ -207,6 +208,12 @@ func decodeAnthropic(body []byte, p *chatParams) error {
 		}
 	}
 	req.Temperature, req.TopP, req.Stop = in.Temperature, in.TopP, in.StopSequences
+	if in.TopK != nil && *in.TopK < 0 {
+		return fmt.Errorf("top_k: must be at least 0, got %d", *in.TopK)
+	}
+	// A sampling parameter: for an OpenAI model, whose API has none, the
+	// call fails (runtime.ChatRequest.TopK).
+	req.TopK = in.TopK
 	if in.Metadata != nil && in.Metadata.UserID != "" {
 		req.Metadata = map[string]string{"user_id": in.Metadata.UserID}
 	}

@@ -274,9 +274,9 @@ func TestCountTokensRefusals(t *testing.T) {
 	assert.Equal(t, http.StatusNotFound, status)
 	assert.Equal(t, "not_found_error", body["error"].(map[string]any)["type"])
 
-	code, _, resp = do(t, "POST", g.url+"/v1/messages/count_tokens", clientKey, []byte(`{"model": "backup", "top_k": 5, `+msgs+`}`))
+	code, _, resp = do(t, "POST", g.url+"/v1/messages/count_tokens", clientKey, []byte(`{"model": "backup", "mcp_servers": [{"type": "url", "url": "https://mcp.example.com", "name": "x"}], `+msgs+`}`))
 	assert.Equal(t, http.StatusBadRequest, code)
-	assert.Contains(t, resp, "top_k")
+	assert.Contains(t, resp, "mcp_servers")
 
 	code, _, resp = do(t, "POST", g.url+"/v1/messages/count_tokens", clientKey,
 		[]byte(`{"model": "backup", `+msgs+`, "tools": [{"name": "wire_money", "input_schema": {"type": "object"}}]}`))

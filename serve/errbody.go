@@ -3,6 +3,7 @@ package serve
 import (
 	"errors"
 	"net/http"
+	"regexp"
 	"strings"
 
 	"github.com/agentc-dev/agentc/internal/wire"
@@ -34,7 +35,29 @@ func ownError(status int, code, layer, msg string) errDoc {
 func callError(a api, status int, err error) errDoc {
 	e := ownError(status, errorCode(err), runtime.LayerOf(err), clientMessage(err))
 	e.upstreamDetail(a, err)
+	e.msg, e.typ, e.param = withoutAccount(e.msg), withoutAccount(e.typ), withoutAccount(e.param)
+	if e.code != e.kind {
+		e.code = withoutAccount(e.code)
+	}
 	return e
+}
+
+// accountIDs are the ids of the gateway's upstream account that an
+// upstream's message may hold: OpenAI's organization (org-...) and project
+// (proj_...), as its rate limit messages name them ("Rate limit reached
+// for gpt-4o in organization org-... on tokens per min"), Anthropic's
+// workspace (wrkspc_...) and its organization's UUID ("the rate limit for
+// your organization (UUID)").
+var accountIDs = regexp.MustCompile(`\b(?:org-[A-Za-z0-9]{6,}|proj_[A-Za-z0-9]{6,}|wrkspc_[A-Za-z0-9]{6,})\b|(?i:(organi[sz]ation\W{1,3})[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b)`)
+
+// withoutAccount returns an upstream's message without the ids of the
+// gateway's account (accountIDs), the rest kept: they are the gateway's,
+// and tell a client nothing it can act on.
+func withoutAccount(msg string) string {
+	if !strings.Contains(msg, "org-") && !strings.Contains(msg, "proj_") && !strings.Contains(msg, "wrkspc_") && !strings.Contains(msg, "rgani") {
+		return msg
+	}
+	return accountIDs.ReplaceAllString(msg, "${1}[redacted]")
 }
 
 // upstreamDetail carries the upstream's own account of a failed call

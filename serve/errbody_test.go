@@ -199,3 +199,83 @@ func TestUpstreamErrorDetailsBehindTheLayers(t *testing.T) {
 	assert.Equal(t, 1, g.oa.requests())
 	assert.Zero(t, g.an.requests())
 }
+
+// The 429 bodies OpenAI and Anthropic answer when the gateway's account is
+// over its rate limit: their messages name the account.
+const (
+	openAIRateLimitBody = `{
+    "error": {
+        "message": "Rate limit reached for gpt-4o in organization org-AbC123dEf456GhI789jKl on tokens per min (TPM): Limit 30000, Used 29760, Requested 1542. Please try again in 2.604s. Visit https://platform.openai.com/account/rate-limits to learn more.",
+        "type": "tokens",
+        "param": null,
+        "code": "rate_limit_exceeded"
+    }
+}`
+	openAIProjectRateLimitBody = `{"error": {"message": "Rate limit reached for gpt-4o in project proj_Q8rTn2VxW5yZ0aB3cD6eF9gH on requests per min (RPM): Limit 500, Used 500, Requested 1. Please try again in 120ms.", "type": "requests", "param": null, "code": "rate_limit_exceeded"}}`
+	anthropicRateLimitBody     = `{"type":"error","error":{"type":"rate_limit_error","message":"This request would exceed the rate limit for your organization (ba4ee1f1-7b46-4de8-a6cd-6e7c9ca1e2a4) of 50,000 input tokens per minute. For details, refer to: https://docs.claude.com/en/api/rate-limits. You can see the response headers for current usage. Please reduce the prompt length or the maximum tokens requested, or try again later."}}`
+)
+
+// TestUpstreamAccountIDsAreNotRelayed: an upstream's rate limit message
+// reaches the client (of either API, streamed or not) without the ids of
+// the gateway's account it names (OpenAI's organization and project,
+// Anthropic's organization), the rest of the message kept.
+func TestUpstreamAccountIDsAreNotRelayed(t *testing.T) {
+	limited := func(body string) []reply {
+		r := reply{status: http.StatusTooManyRequests, header: map[string]string{"Retry-After": "3"}, body: body}
+		return []reply{r, r, r, r}
+	}
+	for _, tt := range []struct {
+		name, model, body, secret string
+		kept                      []string
+	}{
+		{"openai organization", "primary", openAIRateLimitBody, "org-AbC123dEf456GhI789jKl",
+			[]string{"Rate limit reached for gpt-4o in organization [redacted] on tokens per min (TPM): Limit 30000, Used 29760, Requested 1542."}},
+		{"openai project", "primary", openAIProjectRateLimitBody, "proj_Q8rTn2VxW5yZ0aB3cD6eF9gH",
+			[]string{"Rate limit reached for gpt-4o in project [redacted] on requests per min (RPM)"}},
+		{"anthropic organization", "backup", anthropicRateLimitBody, "ba4ee1f1-7b46-4de8-a6cd-6e7c9ca1e2a4",
+			[]string{"This request would exceed the rate limit for your organization ([redacted]) of 50,000 input tokens per minute."}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			oa, an := limited(tt.body), []reply(nil)
+			if tt.model == "backup" {
+				oa, an = nil, limited(tt.body)
+			}
+			g := newGateway(t, `{use: "tracing"}`, oa, an)
+			for _, stream := range []bool{false, true} {
+				code, _, resp := do(t, "POST", g.url+"/v1/chat/completions", clientKey, chatBody(tt.model, "hi", stream))
+				assert.Equal(t, http.StatusTooManyRequests, code, resp)
+				code, _, resp2 := do(t, "POST", g.url+"/v1/messages", clientKey, messagesBody(tt.model, "hi", stream), "anthropic-version", "2023-06-01")
+				assert.Equal(t, http.StatusTooManyRequests, code, resp2)
+				for _, r := range []string{resp, resp2} {
+					assert.NotContains(t, r, tt.secret)
+					for _, k := range tt.kept {
+						assert.Contains(t, r, k)
+					}
+				}
+			}
+			// The gateway's own log keeps the whole message, for its operator.
+			assert.Contains(t, g.logs.String(), tt.secret)
+		})
+	}
+	// Through the SDK: the message an OpenAI client reads.
+	g := newGateway(t, `{use: "tracing"}`, limited(openAIRateLimitBody), nil)
+	_, err := g.openai(t).Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
+		Model: "primary", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}})
+	var oe *openai.Error
+	require.ErrorAs(t, err, &oe)
+	assert.Equal(t, http.StatusTooManyRequests, oe.StatusCode)
+	assert.Contains(t, oe.Message, "in organization [redacted] on tokens per min")
+	assert.NotContains(t, oe.RawJSON(), "org-AbC123")
+}
+
+func TestWithoutAccount(t *testing.T) {
+	for in, want := range map[string]string{
+		"no ids here": "no ids here",
+		"the org-chart, organization of the team":                "the org-chart, organization of the team",
+		"org-AbC123dEf456 and proj_abcdef123 in wrkspc_01AbCdEf": "[redacted] and [redacted] in [redacted]",
+		"Organisation: 0f0f0f0f-1111-2222-3333-444455556666.":    "Organisation: [redacted].",
+		"request 0f0f0f0f-1111-2222-3333-444455556666 failed":    "request 0f0f0f0f-1111-2222-3333-444455556666 failed",
+	} {
+		assert.Equal(t, want, withoutAccount(in), in)
+	}
+}

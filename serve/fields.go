@@ -97,7 +97,9 @@ var openAIShape = func() *shape {
 		// include_obfuscation pads the chunks against a side channel; the
 		// gateway sends none, which either value allows.
 		{"stream_options", obj("include_usage", "include_obfuscation")},
-		{"metadata", nil}, {"n", nil}, {"user", nil}, {"parallel_tool_calls", nil}, {"reasoning_effort", nil}}}
+		{"metadata", nil}, {"n", nil}, {"user", nil}, {"parallel_tool_calls", nil}, {"reasoning_effort", nil},
+		{"safety_identifier", nil}, {"prompt_cache_key", nil},
+		{"frequency_penalty", nil}, {"presence_penalty", nil}, {"logit_bias", nil}}}
 }()
 
 // The Messages request.
@@ -117,7 +119,7 @@ var anthropicShape = func() *shape {
 	tool := &shape{fields: fields("type"), by: "type", variants: []variant{{"", toolFields}, {"custom", toolFields}}}
 	return &shape{fields: []field{{"model", nil}, {"max_tokens", nil}, {"system", block}, {"messages", message},
 		{"tools", tool}, {"tool_choice", obj("type", "name", "disable_parallel_tool_use")},
-		{"temperature", nil}, {"top_p", nil}, {"stop_sequences", nil}, {"stream", nil},
+		{"temperature", nil}, {"top_p", nil}, {"top_k", nil}, {"stop_sequences", nil}, {"stream", nil},
 		{"metadata", obj("user_id")},
 		{"output_config", &shape{fields: []field{{"effort", nil}, {"format", obj("type", "schema")}}}},
 		{"cache_control", cc},

@@ -40,6 +40,11 @@ type oaRequest struct {
 	Metadata          map[string]string `json:"metadata"`
 	N                 *int              `json:"n"`
 	User              string            `json:"user"`
+	SafetyIdentifier  string            `json:"safety_identifier"`
+	PromptCacheKey    string            `json:"prompt_cache_key"`
+	FrequencyPenalty  *float64          `json:"frequency_penalty"`
+	PresencePenalty   *float64          `json:"presence_penalty"`
+	LogitBias         map[string]int    `json:"logit_bias"`
 	ParallelToolCalls *bool             `json:"parallel_tool_calls"`
 	ReasoningEffort   string            `json:"reasoning_effort"`
 }
@@ -184,6 +189,13 @@ func decodeOpenAI(body []byte, p *chatParams) error {
 		}
 	}
 	req.Temperature, req.TopP, req.Seed = in.Temperature, in.TopP, in.Seed
+	if err := penalties(&in, req); err != nil {
+		return err
+	}
+	// The end user's id for abuse monitoring, as user is, and a prompt
+	// cache hint: to an OpenAI model as sent; for a Claude model, the
+	// first as its metadata.user_id, the second left out.
+	req.SafetyIdentifier, req.PromptCacheKey = in.SafetyIdentifier, in.PromptCacheKey
 	switch in.ReasoningEffort {
 	case "", "none", "minimal", "low", "medium", "high", "xhigh", "max":
 		req.ReasoningEffort = in.ReasoningEffort
@@ -237,6 +249,31 @@ func decodeOpenAI(body []byte, p *chatParams) error {
 	}
 	p.stream = in.Stream
 	p.includeUsage = in.StreamOptions != nil && in.StreamOptions.IncludeUsage
+	return nil
+}
+
+// penalties checks and maps the frequency and presence penalties (-2 to 2)
+// and the logit bias (token ids in digits, biases from -100 to 100), as
+// the API bounds them, so that a model of either provider gets the same
+// 400. At their neutral values (0, no bias) they ask for nothing.
+func penalties(in *oaRequest, req *runtime.ChatRequest) error {
+	for _, p := range [...]struct {
+		name string
+		v    *float64
+	}{{"frequency_penalty", in.FrequencyPenalty}, {"presence_penalty", in.PresencePenalty}} {
+		if p.v != nil && !(*p.v >= -2 && *p.v <= 2) {
+			return fmt.Errorf("%s: from -2 to 2, got %g", p.name, *p.v)
+		}
+	}
+	for token, bias := range in.LogitBias {
+		if token == "" || strings.Trim(token, "0123456789") != "" {
+			return fmt.Errorf("logit_bias: a key is a token id, in digits, got %q", token)
+		}
+		if bias < -100 || bias > 100 {
+			return fmt.Errorf("logit_bias[%q]: from -100 to 100, got %d", token, bias)
+		}
+	}
+	req.FrequencyPenalty, req.PresencePenalty, req.LogitBias = in.FrequencyPenalty, in.PresencePenalty, in.LogitBias
 	return nil
 }
 
@@ -308,10 +345,19 @@ func openAIMessage(in *oaMessage) (runtime.Message, error) {
 					if p.ImageURL == nil || p.ImageURL.URL == "" {
 						return m, fmt.Errorf("content[%d].image_url.url: required", j)
 					}
-					if d := p.ImageURL.Detail; d != "" && d != "auto" {
-						return m, notCarried(fmt.Sprintf("content[%d].image_url.detail", j))
+					switch p.ImageURL.Detail {
+					case "", "auto", "low", "high":
+						// A resolution hint: to an OpenAI model as sent, left
+						// out for a Claude model, whose API has none.
+					case "original":
+						// Read at full size, beyond the resize the gateway's
+						// estimate of the image's tokens (a meter's
+						// reservation) counts on.
+						return m, fmt.Errorf(`content[%d].image_url.detail: "original" is not served (the gateway's estimate of an image's tokens assumes the model's resize); send "auto", "low" or "high"`, j)
+					default:
+						return m, fmt.Errorf(`content[%d].image_url.detail: want "auto", "low" or "high", got %q`, j, p.ImageURL.Detail)
 					}
-					m.Parts = append(m.Parts, runtime.ContentPart{Type: runtime.PartImage, ImageURL: p.ImageURL.URL})
+					m.Parts = append(m.Parts, runtime.ContentPart{Type: runtime.PartImage, ImageURL: p.ImageURL.URL, Detail: p.ImageURL.Detail})
 				default:
 					return m, fmt.Errorf(`content[%d].type: want "text", "image_url" or "refusal", got %q`, j, p.Type)
 				}

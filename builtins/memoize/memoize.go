@@ -225,12 +225,13 @@ func (m *Memoize) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 // ChatKeyInput returns the canonical input a chat call is keyed on: the
 // request as JSON (model, messages, max_tokens, tools, tool_choice,
 // sampling parameters, stop sequences, response format, parallel tool
-// calls, betas, thinking, reasoning effort), without the caller's metadata and its prompt-cache
-// breakpoints, which do not change the output. Two requests with equal
-// inputs ask the model the same thing and constrain its answer the same way.
+// calls, betas, thinking, reasoning effort), without the caller's metadata
+// and end-user id (safety_identifier) and its prompt-cache breakpoints and
+// key, which do not change the output. Two requests with equal inputs ask
+// the model the same thing and constrain its answer the same way.
 func ChatKeyInput(req *runtime.ChatRequest) ([]byte, error) {
 	keyed := withoutBreakpoints(req)
-	keyed.Metadata = nil
+	keyed.Metadata, keyed.SafetyIdentifier, keyed.PromptCacheKey = nil, "", ""
 	return json.Marshal(&keyed)
 }
 

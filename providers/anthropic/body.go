@@ -2,6 +2,7 @@ package anthropic
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -25,6 +26,9 @@ func (c *Client) body(req *runtime.ChatRequest) ([]byte, error) {
 		// An Anthropic model's structured output follows a JSON schema;
 		// served without one, the answer need not be JSON at all.
 		return nil, runtime.ProviderRefused(fmt.Errorf("the request sets response_format %s without a schema, which an Anthropic model cannot honour (send json_schema with a schema)", rf.Type))
+	}
+	if err := penalties(req); err != nil {
+		return nil, err
 	}
 	b := make([]byte, 0, 256+sizeHint(req))
 	b = append(b, `{"stream":true,"model":`...)
@@ -87,6 +91,10 @@ func (c *Client) body(req *runtime.ChatRequest) ([]byte, error) {
 	if b, err = wire.AppendSampling(b, req.Temperature, req.TopP); err != nil {
 		return nil, err
 	}
+	if req.TopK != nil {
+		b = append(b, `,"top_k":`...)
+		b = wire.AppendInt(b, int64(*req.TopK))
+	}
 	if len(req.Stop) > 0 {
 		b = append(b, `,"stop_sequences":`...)
 		b = wire.AppendStrings(b, req.Stop)
@@ -106,7 +114,7 @@ func (c *Client) body(req *runtime.ChatRequest) ([]byte, error) {
 		}
 		b = append(b, "}}"...)
 	}
-	if id := req.Metadata["user_id"]; id != "" {
+	if id := endUser(req); id != "" {
 		b = append(b, `,"metadata":{"user_id":`...)
 		b = wire.AppendString(b, id)
 		b = append(b, '}')
@@ -125,6 +133,37 @@ func (c *Client) body(req *runtime.ChatRequest) ([]byte, error) {
 		b = append(b, '}')
 	}
 	return append(b, '}'), nil
+}
+
+// penalties refuses OpenAI's sampling penalties and logit bias when they
+// ask for something: the API has neither, and the model would answer
+// otherwise than asked. At their neutral values (0, no bias) they ask for
+// nothing.
+func penalties(req *runtime.ChatRequest) error {
+	for _, p := range [...]struct {
+		name string
+		v    *float64
+	}{{"frequency_penalty", req.FrequencyPenalty}, {"presence_penalty", req.PresencePenalty}} {
+		if p.v != nil && *p.v != 0 {
+			return runtime.ProviderRefused(fmt.Errorf("the request sets %s %g, which an Anthropic model cannot honour", p.name, *p.v))
+		}
+	}
+	for _, bias := range req.LogitBias {
+		if bias != 0 {
+			return runtime.ProviderRefused(errors.New("the request sets logit_bias, which an Anthropic model cannot honour (its token ids are another tokenizer's)"))
+		}
+	}
+	return nil
+}
+
+// endUser is the end user's id sent as metadata.user_id: OpenAI's
+// safety_identifier, which names the user for abuse monitoring as the API's
+// user_id does, else Metadata's user_id (OpenAI's user).
+func endUser(req *runtime.ChatRequest) string {
+	if req.SafetyIdentifier != "" {
+		return req.SafetyIdentifier
+	}
+	return req.Metadata["user_id"]
 }
 
 // sizeHint estimates the encoded size of req's texts.

@@ -74,26 +74,31 @@ func bodyCases() map[string]runtime.ChatRequest {
 		{Role: "tool", ToolCallID: "toolu_3", Content: "20C"},
 	}
 	return map[string]runtime.ChatRequest{
-		"interleaved":    {Messages: interleaved, MaxTokens: 4096, Thinking: &runtime.Thinking{Type: "enabled", BudgetTokens: 2048}, Tools: []runtime.ToolDef{weather}},
-		"plain":          {Messages: hello},
-		"empty user":     {Messages: []runtime.Message{{Role: "user"}}},
-		"results last":   {Messages: transcript[:6]},
-		"result parts":   {Messages: partsResult},
-		"transcript":     {Messages: transcript, Tools: []runtime.ToolDef{weather}},
-		"tools":          {Messages: hello, Tools: []runtime.ToolDef{weather, {Name: "now", Strict: true, CacheControl: cc}, {Name: "noschema", Parameters: json.RawMessage(`{"properties":null,"required":"x"}`)}}},
-		"choice auto":    {Messages: hello, Tools: []runtime.ToolDef{weather}, ToolChoice: "auto"},
-		"choice none":    {Messages: hello, Tools: []runtime.ToolDef{weather}, ToolChoice: "none", ParallelToolCalls: ptr(false)},
-		"choice any":     {Messages: hello, Tools: []runtime.ToolDef{weather}, ToolChoice: "required"},
-		"choice tool":    {Messages: hello, Tools: []runtime.ToolDef{weather}, ToolChoice: "get_weather"},
-		"serial":         {Messages: hello, Tools: []runtime.ToolDef{weather}, ParallelToolCalls: ptr(false)},
-		"serial any":     {Messages: hello, Tools: []runtime.ToolDef{weather}, ToolChoice: "required", ParallelToolCalls: ptr(false)},
-		"serial tool":    {Messages: hello, Tools: []runtime.ToolDef{weather}, ToolChoice: "get_weather", ParallelToolCalls: ptr(false)},
-		"serial auto":    {Messages: hello, Tools: []runtime.ToolDef{weather}, ToolChoice: "auto", ParallelToolCalls: ptr(false)},
-		"parallel":       {Messages: hello, Tools: []runtime.ToolDef{weather}, ParallelToolCalls: ptr(true)},
-		"no tools":       {Messages: hello, ParallelToolCalls: ptr(false)},
-		"cache":          {Messages: hello, CacheControl: hour},
-		"sampling":       {Messages: hello, MaxTokens: 77, Temperature: ptr(0.25), TopP: ptr(1.0), Stop: []string{"\n\nHuman:", "END"}},
-		"metadata":       {Messages: hello, Metadata: map[string]string{"user_id": "u-1", "other": "x"}},
+		"interleaved":       {Messages: interleaved, MaxTokens: 4096, Thinking: &runtime.Thinking{Type: "enabled", BudgetTokens: 2048}, Tools: []runtime.ToolDef{weather}},
+		"plain":             {Messages: hello},
+		"empty user":        {Messages: []runtime.Message{{Role: "user"}}},
+		"results last":      {Messages: transcript[:6]},
+		"result parts":      {Messages: partsResult},
+		"transcript":        {Messages: transcript, Tools: []runtime.ToolDef{weather}},
+		"tools":             {Messages: hello, Tools: []runtime.ToolDef{weather, {Name: "now", Strict: true, CacheControl: cc}, {Name: "noschema", Parameters: json.RawMessage(`{"properties":null,"required":"x"}`)}}},
+		"choice auto":       {Messages: hello, Tools: []runtime.ToolDef{weather}, ToolChoice: "auto"},
+		"choice none":       {Messages: hello, Tools: []runtime.ToolDef{weather}, ToolChoice: "none", ParallelToolCalls: ptr(false)},
+		"choice any":        {Messages: hello, Tools: []runtime.ToolDef{weather}, ToolChoice: "required"},
+		"choice tool":       {Messages: hello, Tools: []runtime.ToolDef{weather}, ToolChoice: "get_weather"},
+		"serial":            {Messages: hello, Tools: []runtime.ToolDef{weather}, ParallelToolCalls: ptr(false)},
+		"serial any":        {Messages: hello, Tools: []runtime.ToolDef{weather}, ToolChoice: "required", ParallelToolCalls: ptr(false)},
+		"serial tool":       {Messages: hello, Tools: []runtime.ToolDef{weather}, ToolChoice: "get_weather", ParallelToolCalls: ptr(false)},
+		"serial auto":       {Messages: hello, Tools: []runtime.ToolDef{weather}, ToolChoice: "auto", ParallelToolCalls: ptr(false)},
+		"parallel":          {Messages: hello, Tools: []runtime.ToolDef{weather}, ParallelToolCalls: ptr(true)},
+		"no tools":          {Messages: hello, ParallelToolCalls: ptr(false)},
+		"cache":             {Messages: hello, CacheControl: hour},
+		"sampling":          {Messages: hello, MaxTokens: 77, Temperature: ptr(0.25), TopP: ptr(1.0), Stop: []string{"\n\nHuman:", "END"}},
+		"metadata":          {Messages: hello, Metadata: map[string]string{"user_id": "u-1", "other": "x"}},
+		"safety identifier": {Messages: hello, Metadata: map[string]string{"user_id": "u-1"}, SafetyIdentifier: "h-9f2c", PromptCacheKey: "tenant-7"},
+		"top_k":             {Messages: hello, TopK: ptr(5), Temperature: ptr(0.5)},
+		"neutral penalties": {Messages: hello, FrequencyPenalty: ptr(0.0), PresencePenalty: ptr(0.0), LogitBias: map[string]int{"50256": 0}},
+		"image detail": {Messages: []runtime.Message{{Role: "user", Parts: []runtime.ContentPart{
+			{Type: runtime.PartImage, ImageURL: "https://example.com/a.png", Detail: "high"}}}}},
 		"format":         {Messages: hello, ResponseFormat: &runtime.ResponseFormat{Type: runtime.FormatJSONSchema, Name: "out", Schema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"number"}}}`)}},
 		"format text":    {Messages: hello, ResponseFormat: &runtime.ResponseFormat{Type: runtime.FormatText}},
 		"thinking":       {Messages: thinking, MaxTokens: 4096, Thinking: &runtime.Thinking{Type: "enabled", BudgetTokens: 2048}, Tools: []runtime.ToolDef{weather}},
@@ -121,6 +126,9 @@ func TestBodyMatchesSDK(t *testing.T) {
 			}
 			if req.TopP != nil {
 				set["top_p"] = *req.TopP
+			}
+			if req.TopK != nil {
+				set["top_k"] = float64(*req.TopK)
 			}
 			ssetest.AssertSameBody(t, got, p, set)
 		})
@@ -157,6 +165,17 @@ func TestBodyErrors(t *testing.T) {
 	}
 	_, err = c.body(&runtime.ChatRequest{Messages: []runtime.Message{{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "call_1", Name: "t", Arguments: json.RawMessage(` {"a": 1}`)}}}}})
 	assert.NoError(t, err)
+	// OpenAI's penalties and logit bias would change the answer, and the
+	// API has neither: refused, naming the field and its value.
+	for req, want := range map[*runtime.ChatRequest]string{
+		{FrequencyPenalty: ptr(0.5)}:               "frequency_penalty 0.5",
+		{PresencePenalty: ptr(-1.0)}:               "presence_penalty -1",
+		{LogitBias: map[string]int{"50256": -100}}: "logit_bias",
+	} {
+		_, err = c.body(req)
+		assert.ErrorIs(t, err, runtime.ErrProviderRefused, want)
+		assert.ErrorContains(t, err, want)
+	}
 }
 
 func BenchmarkBody(b *testing.B) {

@@ -75,6 +75,9 @@ func (c *Client) sdkParams(req *runtime.ChatRequest) (anthropic.MessageNewParams
 	if req.TopP != nil {
 		opts = append(opts, option.WithJSONSet("top_p", *req.TopP))
 	}
+	if req.TopK != nil {
+		opts = append(opts, option.WithJSONSet("top_k", *req.TopK))
+	}
 	if len(req.Stop) > 0 {
 		p.StopSequences = req.Stop
 	}
@@ -85,9 +88,10 @@ func (c *Client) sdkParams(req *runtime.ChatRequest) (anthropic.MessageNewParams
 		}
 		p.OutputConfig.Format = anthropic.JSONOutputFormatParam{Schema: schema}
 	}
-	if id := req.Metadata["user_id"]; id != "" {
+	if id := endUser(req); id != "" {
 		p.Metadata.UserID = anthropic.String(id)
 	}
+
 	if t := req.Thinking; t != nil {
 		switch t.Type {
 		case "enabled":

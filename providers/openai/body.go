@@ -3,6 +3,8 @@ package openai
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -21,6 +23,11 @@ func (c *Client) body(req *runtime.ChatRequest) ([]byte, error) {
 		// Beta features of Anthropic's API: an OpenAI-shaped model cannot
 		// honour them, and the call must not be served without them.
 		return nil, runtime.ProviderRefused(fmt.Errorf("the request asks for Anthropic beta features (anthropic-beta: %s), which an OpenAI-shaped model cannot honour", strings.Join(req.Betas, ",")))
+	}
+	if req.TopK != nil {
+		// Anthropic's sampling parameter: the API has none, and the
+		// model would sample otherwise than asked.
+		return nil, runtime.ProviderRefused(fmt.Errorf("the request sets top_k %d, which an OpenAI-shaped model cannot honour", *req.TopK))
 	}
 	if req.Thinking != nil {
 		// Anthropic's extended thinking, on a token budget: an
@@ -97,10 +104,21 @@ func (c *Client) body(req *runtime.ChatRequest) ([]byte, error) {
 		b = append(b, `,"seed":`...)
 		b = wire.AppendInt(b, *req.Seed)
 	}
+	if b, err = appendPenalties(b, req); err != nil {
+		return nil, err
+	}
 	if id := req.Metadata["user_id"]; id != "" {
 		// The end user's id, as the Anthropic client forwards it.
 		b = append(b, `,"user":`...)
 		b = wire.AppendString(b, id)
+	}
+	if id := req.SafetyIdentifier; id != "" {
+		b = append(b, `,"safety_identifier":`...)
+		b = wire.AppendString(b, id)
+	}
+	if k := req.PromptCacheKey; k != "" {
+		b = append(b, `,"prompt_cache_key":`...)
+		b = wire.AppendString(b, k)
 	}
 	if len(req.Stop) > 0 {
 		b = append(b, `,"stop":`...)
@@ -132,6 +150,40 @@ func (c *Client) body(req *runtime.ChatRequest) ([]byte, error) {
 		default:
 			return nil, fmt.Errorf("unknown response format %q", rf.Type)
 		}
+	}
+	return append(b, '}'), nil
+}
+
+// appendPenalties appends the frequency and presence penalties and the
+// logit bias, when set (its token ids in order, as the SDK's encoding of
+// a map sorts them).
+func appendPenalties(b []byte, req *runtime.ChatRequest) ([]byte, error) {
+	var err error
+	for _, p := range [...]struct {
+		name string
+		v    *float64
+	}{{"frequency_penalty", req.FrequencyPenalty}, {"presence_penalty", req.PresencePenalty}} {
+		if p.v == nil {
+			continue
+		}
+		b = append(b, `,"`...)
+		b = append(b, p.name...)
+		b = append(b, `":`...)
+		if b, err = wire.AppendFloat(b, *p.v); err != nil {
+			return b, fmt.Errorf("%s: %w", p.name, err)
+		}
+	}
+	if len(req.LogitBias) == 0 {
+		return b, nil
+	}
+	b = append(b, `,"logit_bias":{`...)
+	for i, token := range slices.Sorted(maps.Keys(req.LogitBias)) {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = wire.AppendString(b, token)
+		b = append(b, ':')
+		b = wire.AppendInt(b, int64(req.LogitBias[token]))
 	}
 	return append(b, '}'), nil
 }
@@ -230,6 +282,10 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 					}
 					b = append(b, `{"type":"image_url","image_url":{"url":`...)
 					b = wire.AppendString(b, imageURL(p))
+					if p.Detail != "" {
+						b = append(b, `,"detail":`...)
+						b = wire.AppendString(b, p.Detail)
+					}
 					b = append(b, "}}"...)
 				}
 				b = append(b, ']')

@@ -42,7 +42,14 @@ func bodyCases() map[string]runtime.ChatRequest {
 		"reasoning effort":        {ReasoningEffort: "high", Messages: []runtime.Message{{Role: "user", Content: "hi"}}},
 		"thinking left out": {Messages: []runtime.Message{{Role: "user", Content: "hi"}, {Role: "assistant", Parts: []runtime.ContentPart{
 			{Type: runtime.PartRedactedThinking, Signature: "EmwK"}, {Type: runtime.PartThinking, Text: "hmm", Signature: "EqQB"}, {Type: runtime.PartText, Text: "Hello."}}}}},
-		"end user":    {Metadata: map[string]string{"user_id": "u-42", "team": "ops"}},
+		"end user":                   {Metadata: map[string]string{"user_id": "u-42", "team": "ops"}},
+		"end user ids and cache key": {Metadata: map[string]string{"user_id": "u-42"}, SafetyIdentifier: "h-9f2c", PromptCacheKey: "tenant-7/support"},
+		"penalties and bias":         {FrequencyPenalty: ptr(0.5), PresencePenalty: ptr(-1.25), LogitBias: map[string]int{"50256": -100, "1000": 5, "200": 0}},
+		"zero penalties":             {FrequencyPenalty: ptr(0.0), PresencePenalty: ptr(0.0), LogitBias: map[string]int{}},
+		"image detail": {Messages: []runtime.Message{{Role: "user", Content: "What is this?", Parts: []runtime.ContentPart{
+			{Type: runtime.PartImage, ImageURL: "https://example.com/a.png", Detail: "low"},
+			{Type: runtime.PartImage, MediaType: "image/png", Data: []byte{0x89, 'P'}, Detail: "high"},
+			{Type: runtime.PartImage, ImageURL: "https://example.com/c.png"}}}}},
 		"format text": {ResponseFormat: &runtime.ResponseFormat{Type: runtime.FormatText}},
 		"format json": {ResponseFormat: &runtime.ResponseFormat{Type: runtime.FormatJSONObject}},
 		"format schema": {ResponseFormat: &runtime.ResponseFormat{Type: runtime.FormatJSONSchema, Name: "answer", Strict: true,
@@ -184,6 +191,10 @@ func TestBodyErrors(t *testing.T) {
 	// rather than run without them.
 	_, err = c.body(&runtime.ChatRequest{Betas: []string{"interleaved-thinking-2025-05-14"}})
 	assert.ErrorContains(t, err, "anthropic-beta: interleaved-thinking-2025-05-14")
+	// Nor Anthropic's top_k.
+	_, err = c.body(&runtime.ChatRequest{TopK: ptr(5)})
+	assert.ErrorIs(t, err, runtime.ErrProviderRefused)
+	assert.ErrorContains(t, err, "top_k 5")
 	// Nor can extended thinking, a token budget: the call fails.
 	_, err = c.body(&runtime.ChatRequest{Thinking: &runtime.Thinking{Type: "enabled", BudgetTokens: 2048}})
 	assert.ErrorContains(t, err, `extended thinking (thinking type "enabled")`)

@@ -72,8 +72,26 @@ func (c *Client) sdkParams(req *runtime.ChatRequest) (openai.ChatCompletionNewPa
 	if req.Seed != nil {
 		p.Seed = openai.Int(*req.Seed)
 	}
+	if req.FrequencyPenalty != nil {
+		p.FrequencyPenalty = openai.Float(*req.FrequencyPenalty)
+	}
+	if req.PresencePenalty != nil {
+		p.PresencePenalty = openai.Float(*req.PresencePenalty)
+	}
+	for token, bias := range req.LogitBias {
+		if p.LogitBias == nil {
+			p.LogitBias = map[string]int64{}
+		}
+		p.LogitBias[token] = int64(bias)
+	}
 	if id := req.Metadata["user_id"]; id != "" {
 		p.User = openai.String(id)
+	}
+	if req.SafetyIdentifier != "" {
+		p.SafetyIdentifier = openai.String(req.SafetyIdentifier)
+	}
+	if req.PromptCacheKey != "" {
+		p.PromptCacheKey = openai.String(req.PromptCacheKey)
 	}
 	if len(req.Stop) > 0 {
 		p.Stop = openai.ChatCompletionNewParamsStopUnion{OfStringArray: req.Stop}
@@ -146,7 +164,7 @@ func sdkMessages(in []runtime.Message) ([]openai.ChatCompletionMessageParamUnion
 							parts = append(parts, openai.TextContentPart(pending))
 							pending = ""
 						}
-						parts = append(parts, openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: imageURL(p)}))
+						parts = append(parts, openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: imageURL(p), Detail: p.Detail}))
 					}
 				}
 				if pending != "" {

@@ -1176,24 +1176,25 @@ func copyRequest(req *runtime.ChatRequest) runtime.ChatRequest {
 	}
 	r.Stop = slices.Clone(req.Stop)
 	r.Metadata = maps.Clone(req.Metadata)
-	if req.Temperature != nil {
-		v := *req.Temperature
-		r.Temperature = &v
-	}
-	if req.TopP != nil {
-		v := *req.TopP
-		r.TopP = &v
-	}
-	if req.Seed != nil {
-		v := *req.Seed
-		r.Seed = &v
-	}
+	r.Temperature, r.TopP, r.Seed = clonePtr(req.Temperature), clonePtr(req.TopP), clonePtr(req.Seed)
+	r.FrequencyPenalty, r.PresencePenalty = clonePtr(req.FrequencyPenalty), clonePtr(req.PresencePenalty)
+	r.TopK = clonePtr(req.TopK)
+	r.LogitBias = maps.Clone(req.LogitBias)
 	if req.ResponseFormat != nil {
 		rf := *req.ResponseFormat
 		rf.Schema = slices.Clone(rf.Schema)
 		r.ResponseFormat = &rf
 	}
 	return r
+}
+
+// clonePtr returns a pointer to a copy of *p, or nil.
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
 }
 
 // copyCalls copies tool calls; arguments that are not valid JSON become a

@@ -211,6 +211,15 @@ type ChatStep struct {
 	Betas             []string              `json:"betas,omitempty"`
 	Thinking          *runtime.Thinking     `json:"thinking,omitempty"`
 	ReasoningEffort   string                `json:"reasoning_effort,omitempty"`
+	// FrequencyPenalty, PresencePenalty, LogitBias, TopK,
+	// SafetyIdentifier and PromptCacheKey are the provider-specific
+	// sampling parameters and hints (runtime.ChatRequest).
+	FrequencyPenalty *float64       `json:"frequency_penalty,omitempty"`
+	PresencePenalty  *float64       `json:"presence_penalty,omitempty"`
+	LogitBias        map[string]int `json:"logit_bias,omitempty"`
+	TopK             *int           `json:"top_k,omitempty"`
+	SafetyIdentifier string         `json:"safety_identifier,omitempty"`
+	PromptCacheKey   string         `json:"prompt_cache_key,omitempty"`
 	// Consume, when set, abandons the stream after that many deltas.
 	Consume *int `json:"consume,omitempty"`
 }
@@ -220,7 +229,9 @@ func (cs *ChatStep) request() runtime.ChatRequest {
 	return runtime.ChatRequest{Model: cs.Model, Messages: cs.Messages, MaxTokens: cs.MaxTokens, Tools: cs.Tools,
 		ToolChoice: cs.ToolChoice, Temperature: cs.Temperature, TopP: cs.TopP, Stop: cs.Stop, Seed: cs.Seed,
 		ResponseFormat: cs.ResponseFormat, Metadata: cs.Metadata, ParallelToolCalls: cs.ParallelToolCalls,
-		CacheControl: cs.CacheControl, Betas: cs.Betas, Thinking: cs.Thinking, ReasoningEffort: cs.ReasoningEffort}
+		CacheControl: cs.CacheControl, Betas: cs.Betas, Thinking: cs.Thinking, ReasoningEffort: cs.ReasoningEffort,
+		FrequencyPenalty: cs.FrequencyPenalty, PresencePenalty: cs.PresencePenalty, LogitBias: cs.LogitBias, TopK: cs.TopK,
+		SafetyIdentifier: cs.SafetyIdentifier, PromptCacheKey: cs.PromptCacheKey}
 }
 
 // AgentStep is one function-calling agent turn (runtime.AgentRequest): the
