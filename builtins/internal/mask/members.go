@@ -6,9 +6,11 @@ import "strings"
 // "hunter2"`.
 const memberSep = `": `
 
-// memberProbe stands for a value after a key: letters and digits, which a rule that starts
-// with a key word ("password", "api_key", "token") takes for the secret it masks.
-var memberProbe = strings.Repeat("Aa0", 22)
+// memberProbe stands for a value after a key: letters, digits and "=", which a rule that
+// starts with a key word ("password", "api_key", "aws_secret_access_key") takes for the secret
+// it masks, and which holds no run of base64 long enough to be decoded (the probe costs one
+// plain reading).
+var memberProbe = strings.Repeat("Aa0=", 11)
 
 // Members returns the function jsonvalue.MapTextJoined reads an object's members with: the
 // value of a key is read after it, as the model reads the member (`"password": "hunter2"`,

@@ -5,13 +5,20 @@ import (
 	"strings"
 )
 
-// hexPrefixes are the marks that may stand before each byte of hex written with separators:
-// "\x41\x4b" (a C or Python string), "0x41, 0x4b" (an array of bytes).
-var hexPrefixes = []string{`\x`, `\X`, "0x", "0X"}
+// A prefix may stand before each byte of hex written with separators: "\x41\x4b" (a C or
+// Python string), "0x41, 0x4b" (an array of bytes), "\X" and "0X" too.
 
 // hexSeps are the separators read between the bytes of hex: "41 4b" (a hex dump), "41:4b"
 // (a fingerprint), "41-4b", "41,4b", "0x41, 0x4b".
 var hexSeps = []string{", ", " ", ":", "-", ","}
+
+// hexSep marks the bytes a separator of hexSeps starts with.
+var hexSep = func() (t [256]bool) {
+	for _, s := range hexSeps {
+		t[s[0]] = true
+	}
+	return t
+}()
 
 // separatedHex returns out with the runs of text written as hex bytes with separators or
 // prefixes ("73 6b 2d", "73:6b:2d", "\x73\x6b\x2d", "0x73,0x6b") added, those whose decoding
@@ -20,19 +27,15 @@ var hexSeps = []string{", ", " ", ":", "-", ","}
 func separatedHex(text string, out []Encoded) []Encoded {
 	added := false
 	for i := 0; i+2*MinDecoded <= len(text); i++ {
-		c := text[i]
-		if c != '\\' && !isHex(c) {
-			continue
-		}
-		if c != '\\' && i > 0 && isHexWordByte(text[i-1]) {
-			continue // inside a word or a run of hex
-		}
+		c, next := text[i], text[i+1]|0x20
 		prefix := ""
-		for _, p := range hexPrefixes {
-			if strings.HasPrefix(text[i:], p) {
-				prefix = p
-				break
-			}
+		switch {
+		case (c == '\\' || c == '0') && next == 'x':
+			prefix = text[i : i+2]
+		case c == '\\' || !isHex(c) || !isHex(next) || isHex(text[i+2]) || !hexSep[text[i+2]]:
+			continue // neither a prefix nor a byte followed by a separator
+		case i > 0 && isHexWordByte(text[i-1]):
+			continue // inside a word or a run of hex
 		}
 		end, n, sep := hexUnits(text, i, prefix)
 		if n < MinDecoded {
