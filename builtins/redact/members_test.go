@@ -32,15 +32,7 @@ func TestSecretUnderItsKey(t *testing.T) {
 	args, err := json.Marshal(value)
 	require.NoError(t, err)
 
-	p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("redact", "")}})
-	tool := rt.NewTool(rt.ToolResult{Value: value})
-	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"t": tool.Func()}})
-	require.NoError(t, err)
-	res, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "t"})
-	require.NoError(t, err)
-	got, err := json.Marshal(res.Value)
-	require.NoError(t, err)
-	assert.JSONEq(t, want, string(got), "tool result")
+	assert.JSONEq(t, want, toolResultThrough(t, value), "tool result")
 
 	sent := sendThrough(t, []runtime.Message{{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "c1", Name: "f", Arguments: args}}}})
 	assert.JSONEq(t, want, string(sent[0].ToolCalls[0].Arguments), "tool call sent back")
@@ -49,4 +41,18 @@ func TestSecretUnderItsKey(t *testing.T) {
 		{ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: "c1", Name: "post", Arguments: string(args)}}},
 		{FinishReason: runtime.FinishToolCalls}})
 	assert.JSONEq(t, want, calls, "tool call the model makes")
+}
+
+// toolResultThrough returns, as JSON, the result of a tool returning v through a redact layer.
+func toolResultThrough(t *testing.T, v any) string {
+	t.Helper()
+	p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("redact", "")}})
+	tool := rt.NewTool(rt.ToolResult{Value: v})
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"t": tool.Func()}})
+	require.NoError(t, err)
+	res, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "t"})
+	require.NoError(t, err)
+	got, err := json.Marshal(res.Value)
+	require.NoError(t, err)
+	return string(got)
 }

@@ -189,41 +189,14 @@ func WrappedRunStart(text string) int {
 // line breaks, or "".
 func decodeRun(run string) string {
 	var pieces []string
-	// The runs of hex digits within the run ("0x" or "id_" before one).
-	for i := 0; i+minHex <= len(run); {
-		if !isHex(run[i]) {
-			i++
-			continue
-		}
-		j := i
-		for j < len(run) && isHex(run[j]) {
-			j++
-		}
-		if j-i >= minHex {
-			var whole bool
-			if pieces, whole = decodeHex(run[i:j], pieces); whole && j-i == len(run) {
-				return strings.Join(pieces, "\n")
-			}
-		}
-		i = j
+	var whole bool
+	// The runs of hex digits within the run ("0x" or "id_" before one), and of the base32
+	// alphabet (upper-case letters and 2 to 7).
+	if pieces, whole = subRuns(run, minHex, isHex, decodeHex, pieces); whole {
+		return strings.Join(pieces, "\n")
 	}
-	// The runs of the base32 alphabet within the run (upper-case letters and 2 to 7).
-	for i := 0; i+minBase32 <= len(run); {
-		if !isBase32(run[i]) {
-			i++
-			continue
-		}
-		j := i
-		for j < len(run) && isBase32(run[j]) {
-			j++
-		}
-		if j-i >= minBase32 {
-			var whole bool
-			if pieces, whole = decodeBase32(run[i:j], pieces); whole && j-i == len(run) {
-				return strings.Join(pieces, "\n")
-			}
-		}
-		i = j
+	if pieces, whole = subRuns(run, minBase32, isBase32, decodeBase32, pieces); whole {
+		return strings.Join(pieces, "\n")
 	}
 	if len(run) < minBase64 {
 		return strings.Join(pieces, "\n")
@@ -263,6 +236,30 @@ func decodeRun(run string) string {
 		}
 	}
 	return strings.Join(pieces, "\n")
+}
+
+// subRuns appends to pieces what decode reads in each run of min characters or more of run
+// that are all of an alphabet (in), and reports whether run is one such run whose decoding is
+// all printable.
+func subRuns(run string, min int, in func(byte) bool, decode func(string, []string) ([]string, bool), pieces []string) ([]string, bool) {
+	for i := 0; i+min <= len(run); {
+		if !in(run[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(run) && in(run[j]) {
+			j++
+		}
+		if j-i >= min {
+			var whole bool
+			if pieces, whole = decode(run[i:j], pieces); whole && j-i == len(run) {
+				return pieces, true
+			}
+		}
+		i = j
+	}
+	return pieces, false
 }
 
 // decodeBase32 appends the printable pieces of run decoded as base32 (RFC 4648's alphabet,
