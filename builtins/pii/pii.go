@@ -105,8 +105,8 @@ var detectors = map[Kind]detector{
 // also read with the format characters kept, so that one never glues an item to the word
 // before it). A text holding escapes is also read decoded (textnorm.Unescape). Offsets are those
 // of the text as given; a span covers the characters skipped inside it, and the whole escape
-// a decoded character came from. A run of base64 (standard or URL-safe) or hex whose decoding
-// is text (textnorm.Encodings) is read as that text too: when it holds an item, the match is
+// a decoded character came from. A run of base64 (standard or URL-safe), base32 or hex (also
+// with its bytes separated) whose decoding is text (textnorm.Encodings) is read as that text too: when it holds an item, the match is
 // the whole run, of the most specific kind found in it.
 func (s *Scanner) Find(text string) []Match { return s.find(text, 0) }
 

@@ -13,7 +13,8 @@
 // character references ("&#115;k-..."), JSON's \uXXXX and its two-character escapes ("\/" in a
 // key, a JSON document quoted in a string: {\"password\":\"...\"}), as a tool result from a
 // URL, a web page or a log carries them; the whole escaped span of the secret is masked. A
-// run of base64 (standard or URL-safe, padded or not, wrapped over lines) or hex whose decoding
+// run of base64 (standard or URL-safe, padded or not, wrapped over lines), base32 or hex (also
+// with its bytes separated: "73 6b 2d", "73:6b:2d", "\x73\x6b\x2d") whose decoding
 // is text is read as that text too, and masked whole when it holds a secret: an AWS key or a
 // "password=..." written in base64 in a tool result is masked; an image, a hash or a UUID
 // decodes to binary and is left alone (docs/detection.md, Encoded values). The body of a
@@ -29,7 +30,9 @@
 // 1}) is renamed to its masked form, followed by "#2", "#3"... when two keys mask alike or the
 // name is taken, so no value is lost; an integral number is read as its digits, and one a rule
 // matches (an account number a configured pattern masks, sent as a JSON number) becomes its
-// masked string.
+// masked string. The value of a key is also read after its key, as the model reads the
+// member, so a secret named by its key ({"password": "hunter22x"}, {"api_key": "..."}) is
+// masked in the value, the key kept.
 //
 // A Redactor is immutable after New and safe for concurrent use.
 //

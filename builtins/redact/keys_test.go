@@ -1,7 +1,6 @@
 package redact_test
 
 import (
-	"context"
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/elliptic"
@@ -22,8 +21,6 @@ import (
 
 	"github.com/agentc-dev/agentc/builtins/redact"
 	"github.com/agentc-dev/agentc/runtime"
-	"github.com/agentc-dev/agentc/runtime/plan"
-	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
 )
 
 // testKeys are real keys in PEM, generated once: an RSA key (PKCS #1), an EC key (SEC 1), an
@@ -100,17 +97,10 @@ func TestPrivateKeyAsArrayOfLines(t *testing.T) {
 		}
 		t.Run(name+"/tool result", func(t *testing.T) {
 			for _, v := range []any{anyLines, lines} {
-				p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("redact", "")}})
-				tool := rt.NewTool(rt.ToolResult{Value: map[string]any{"lines": v, "path": "id_rsa"}})
-				pl, err := runtime.Build(context.Background(), p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"t": tool.Func()}})
-				require.NoError(t, err)
-				res, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "t"})
-				require.NoError(t, err)
-				got, err := json.Marshal(res.Value)
-				require.NoError(t, err)
-				assertNoKeyBody(t, string(got), block)
-				assert.Contains(t, string(got), `"path":"id_rsa"`)
-				assert.Contains(t, string(got), "[REDACTED:private-key]")
+				got := toolResultThrough(t, map[string]any{"lines": v, "path": "id_rsa"})
+				assertNoKeyBody(t, got, block)
+				assert.Contains(t, got, `"path":"id_rsa"`)
+				assert.Contains(t, got, "[REDACTED:private-key]")
 			}
 		})
 		t.Run(name+"/tool call arguments sent back", func(t *testing.T) {

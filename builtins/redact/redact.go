@@ -136,8 +136,9 @@ type span struct {
 // another space than the ASCII one, and, when it holds escapes, decoded
 // (textnorm.Unescape: percent-encoding, HTML character references, JSON's escapes): what
 // matches there masks the span of the text as given that it came from, escapes and all. A
-// run of base64 (standard or URL-safe) or hex whose decoding is text is read as that text
-// too (textnorm.Encodings), and masked whole when it holds a secret.
+// run of base64 (standard or URL-safe), base32 or hex (also with its bytes separated) whose
+// decoding is text is read as that text too (textnorm.Encodings), and masked whole when it
+// holds a secret.
 func (r *Redactor) Redact(text string) (string, int) {
 	spans := r.find(text)
 	if len(spans) == 0 {

@@ -33,10 +33,36 @@ func MapStrings(v any, f func(string) (string, int)) (any, int) {
 // []any (or v itself) reach other: map[string]string and []string hold only
 // strings.
 func MapLeaves(v any, f func(string) (string, int), other func(any) (any, int)) (any, int) {
-	return mapLeaves(v, f, other, nil)
+	return mapLeaves(v, f, other, readers{})
 }
 
-func mapLeaves(v any, f func(string) (string, int), other func(any) (any, int), joined func([]string) ([]string, int)) (any, int) {
+// readers are the hooks of MapTextJoined that read strings together.
+type readers struct {
+	joined func([]string) ([]string, int)
+	pair   func(key, value string) (string, int)
+}
+
+// member returns the value e of the key k of an object read with its key by pair (a string,
+// or an integral number as its digits), and the count pair returned: e itself with 0 when
+// pair changes nothing or e is neither.
+func (rd readers) member(k string, e any) (any, int) {
+	if rd.pair == nil {
+		return e, 0
+	}
+	text, ok := e.(string)
+	if !ok {
+		if text, ok = NumberText(e); !ok {
+			return e, 0
+		}
+	}
+	if red, n := rd.pair(k, text); n > 0 {
+		return red, n
+	}
+	return e, 0
+}
+
+func mapLeaves(v any, f func(string) (string, int), other func(any) (any, int), rd readers) (any, int) {
+	joined := rd.joined
 	switch x := v.(type) {
 	case string:
 		return f(x)
@@ -44,9 +70,10 @@ func mapLeaves(v any, f func(string) (string, int), other func(any) (any, int), 
 		out := make(map[string]any, len(x))
 		total := 0
 		for k, e := range x {
-			r, n := mapLeaves(e, f, other, joined)
+			e, m := rd.member(k, e)
+			r, n := mapLeaves(e, f, other, rd)
 			out[k] = r
-			total += n
+			total += m + n
 		}
 		return renameKeys(out, f, total)
 	case []any:
@@ -70,7 +97,7 @@ func mapLeaves(v any, f func(string) (string, int), other func(any) (any, int), 
 				i = r[1] - 1
 				continue
 			}
-			r, n := mapLeaves(out[i], f, other, joined)
+			r, n := mapLeaves(out[i], f, other, rd)
 			out[i] = r
 			total += n
 		}
@@ -79,9 +106,10 @@ func mapLeaves(v any, f func(string) (string, int), other func(any) (any, int), 
 		out := make(map[string]string, len(x))
 		total := 0
 		for k, e := range x {
-			r, n := f(e)
+			p, m := rd.member(k, e)
+			r, n := f(p.(string))
 			out[k] = r
-			total += n
+			total += m + n
 		}
 		return renameKeys(out, f, total)
 	case []string:
@@ -142,14 +170,17 @@ func RunStrings(x []any, r [2]int) []string {
 // becomes the string f returns (a card or account number sent as a JSON
 // number is masked like one sent as a string). Other numbers are left as
 // they are.
-func MapText(v any, f func(string) (string, int)) (any, int) { return MapTextJoined(v, f, nil) }
+func MapText(v any, f func(string) (string, int)) (any, int) { return MapTextJoined(v, f, nil, nil) }
 
 // MapTextJoined is MapText that reads the strings of an array side by side: each run of two
 // or more consecutive strings of an array ([]any or []string; StringRuns) is handed to joined
 // instead of f, which returns it rewritten (what it found in the elements, or across them,
-// masked) with a count. A string of an array that is in no run is read by f. A nil joined is
-// MapText.
-func MapTextJoined(v any, f func(string) (string, int), joined func([]string) ([]string, int)) (any, int) {
+// masked) with a count. A string of an array that is in no run is read by f. With pair, the
+// value of each object key that is a string or an integral number (read as its digits) is
+// first read with its key: pair returns the value rewritten (what runs from the key into it
+// masked, "password" and "hunter2") with a count, and a number it changes becomes the string
+// it returns; f then reads what pair returned. A nil joined and pair is MapText.
+func MapTextJoined(v any, f func(string) (string, int), joined func([]string) ([]string, int), pair func(key, value string) (string, int)) (any, int) {
 	return mapLeaves(v, f, func(v any) (any, int) {
 		if text, ok := NumberText(v); ok {
 			if r, n := f(text); n > 0 {
@@ -157,7 +188,7 @@ func MapTextJoined(v any, f func(string) (string, int), joined func([]string) ([
 			}
 		}
 		return v, 0
-	}, joined)
+	}, readers{joined, pair})
 }
 
 // NumberText renders an integral number as its decimal digits: a

@@ -191,8 +191,10 @@ func Calls(f Func, find Find) func(calls []runtime.ToolUse) ([]runtime.ToolUse, 
 // "#2", "#3"... when the name is taken, so no value is lost) and its
 // integral numbers, read as their digits (one that changes becomes the
 // masked string). With find, the consecutive strings of an array are also
-// read side by side, and a value cut across them is masked (Elements). See
-// jsonvalue.MapTextJoined. v is never modified.
+// read side by side, and a value cut across them is masked (Elements), and
+// the value of an object key is read with its key, and what runs from the
+// key into it is masked (Members). See jsonvalue.MapTextJoined. v is never
+// modified.
 func Value(v any, f Func, find Find) (any, int) {
-	return jsonvalue.MapTextJoined(v, f, Elements(find))
+	return jsonvalue.MapTextJoined(v, f, Elements(find), Members(find))
 }

@@ -1,6 +1,7 @@
 package textnorm
 
 import (
+	"encoding/base32"
 	"encoding/base64"
 	"encoding/hex"
 	"strings"
@@ -24,6 +25,7 @@ const (
 	// minBase64 and minHex are the shortest runs decoded: those that can hold MinDecoded bytes.
 	minBase64 = 4 * MinDecoded / 3
 	minHex    = 2 * MinDecoded
+	minBase32 = (8*MinDecoded + 4) / 5
 	// minWrapped is the shortest line a base64 run wrapped over lines (MIME's 76 characters,
 	// PEM's 64) may have before its line break.
 	minWrapped = 16
@@ -41,8 +43,9 @@ var b64 = func() (t [256]bool) {
 }()
 
 // Encodings returns the runs of text written in base64 (standard or URL-safe, padded or not,
-// wrapped over lines of a multiple of four characters) or hex whose decoding holds printable
-// text, in order: a value a tool hands over encoded is read as the text it stands for. A run
+// wrapped over lines of a multiple of four characters), base32 (RFC 4648's upper-case alphabet,
+// padded or not) or hex (contiguous, or its bytes separated: separatedHex) whose decoding holds
+// printable text, in order: a value a tool hands over encoded is read as the text it stands for. A run
 // is decoded at each of its alignments (the characters before a value's encoding may belong
 // to the run: a path, a key glued to it), and the printable pieces of each decoding are kept;
 // a decoding that is binary (an image, a hash, random bytes) gives none, and no run is
@@ -67,7 +70,12 @@ func Encodings(text string) []Encoded {
 		if lineBreak(text, i) > 0 {
 			end, padded, wrapped = base64Run(text, start)
 		} else {
-			for k := 0; k < 2 && padded < len(text) && text[padded] == '='; k++ {
+			// base32 pads with up to six "=", base64 with two.
+			pad := 2
+			if isBase32(text[end-1]) {
+				pad = 6
+			}
+			for k := 0; k < pad && padded < len(text) && text[padded] == '='; k++ {
 				padded++
 			}
 		}
@@ -97,7 +105,7 @@ func Encodings(text string) []Encoded {
 			out = append(out, Encoded{Start: start, End: padded, Text: pieces})
 		}
 	}
-	return out
+	return separatedHex(text, out)
 }
 
 // base64Run returns the end of the run of the base64 alphabets (either one) that starts at
@@ -181,23 +189,14 @@ func WrappedRunStart(text string) int {
 // line breaks, or "".
 func decodeRun(run string) string {
 	var pieces []string
-	// The runs of hex digits within the run ("0x" or "id_" before one).
-	for i := 0; i+minHex <= len(run); {
-		if !isHex(run[i]) {
-			i++
-			continue
-		}
-		j := i
-		for j < len(run) && isHex(run[j]) {
-			j++
-		}
-		if j-i >= minHex {
-			var whole bool
-			if pieces, whole = decodeHex(run[i:j], pieces); whole && j-i == len(run) {
-				return strings.Join(pieces, "\n")
-			}
-		}
-		i = j
+	var whole bool
+	// The runs of hex digits within the run ("0x" or "id_" before one), and of the base32
+	// alphabet (upper-case letters and 2 to 7).
+	if pieces, whole = subRuns(run, minHex, isHex, decodeHex, pieces); whole {
+		return strings.Join(pieces, "\n")
+	}
+	if pieces, whole = subRuns(run, minBase32, isBase32, decodeBase32, pieces); whole {
+		return strings.Join(pieces, "\n")
 	}
 	if len(run) < minBase64 {
 		return strings.Join(pieces, "\n")
@@ -237,6 +236,60 @@ func decodeRun(run string) string {
 		}
 	}
 	return strings.Join(pieces, "\n")
+}
+
+// subRuns appends to pieces what decode reads in each run of min characters or more of run
+// that are all of an alphabet (in), and reports whether run is one such run whose decoding is
+// all printable.
+func subRuns(run string, min int, in func(byte) bool, decode func(string, []string) ([]string, bool), pieces []string) ([]string, bool) {
+	for i := 0; i+min <= len(run); {
+		if !in(run[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(run) && in(run[j]) {
+			j++
+		}
+		if j-i >= min {
+			var whole bool
+			if pieces, whole = decode(run[i:j], pieces); whole && j-i == len(run) {
+				return pieces, true
+			}
+		}
+		i = j
+	}
+	return pieces, false
+}
+
+// decodeBase32 appends the printable pieces of run decoded as base32 (RFC 4648's alphabet,
+// without its padding), at each of its eight alignments until one is all printable, to pieces,
+// and reports whether one decoding is all printable.
+func decodeBase32(run string, pieces []string) ([]string, bool) {
+	var decBuf, srcBuf [smallRun]byte
+	dec := decBuf[:0]
+	if n := base32.StdEncoding.WithPadding(base32.NoPadding).DecodedLen(len(run)); n > len(decBuf) {
+		dec = make([]byte, n)
+	} else {
+		dec = decBuf[:n]
+	}
+	src := append(srcBuf[:0], run...)
+	for k := 0; k < 8 && len(src)-k >= minBase32; k++ {
+		s := src[k:]
+		// A length of 1, 3 or 6 past a whole number of blocks is no base32: drop its tail.
+		for len(s)%8 == 1 || len(s)%8 == 3 || len(s)%8 == 6 {
+			s = s[:len(s)-1]
+		}
+		n, err := base32.StdEncoding.WithPadding(base32.NoPadding).Decode(dec, s)
+		if err != nil {
+			continue
+		}
+		var whole bool
+		if pieces, whole = printable(dec[:n], pieces); whole {
+			return pieces, true
+		}
+	}
+	return pieces, false
 }
 
 // decodeHex appends the printable pieces of run decoded as hex, at either alignment, to
@@ -331,6 +384,9 @@ func allPrintable(dec []byte) bool {
 	}
 	return true
 }
+
+// isBase32 reports whether c is of RFC 4648's base32 alphabet: upper-case letters and 2 to 7.
+func isBase32(c byte) bool { return (c >= 'A' && c <= 'Z') || (c >= '2' && c <= '7') }
 
 func isHexRun(s string) bool {
 	for i := 0; i < len(s); i++ {

@@ -2,6 +2,7 @@ package textnorm
 
 import (
 	"crypto/sha256"
+	"encoding/base32"
 	"encoding/base64"
 	"encoding/hex"
 	"math/rand/v2"
@@ -22,6 +23,7 @@ func TestEncodings(t *testing.T) {
 	long := base64.StdEncoding.EncodeToString([]byte(strings.Repeat("the card is 4111 1111 1111 1111. ", 4)))
 	wrapped := long[:64] + "\n" + long[64:128] + "\r\n" + long[128:]
 	hx := hex.EncodeToString([]byte(secret))
+	xhex := `\x` + strings.ReplaceAll(spaced(hx, " "), " ", `\x`)
 	for _, tt := range []struct {
 		name, text string
 		want       []Encoded
@@ -32,6 +34,13 @@ func TestEncodings(t *testing.T) {
 		{"behind a path", "/v1/x/" + raw, []Encoded{{0, 6 + len(raw), secret + "!"}}},
 		{"wrapped", "data:\n" + wrapped + "\n. next line", []Encoded{{6, 6 + len(wrapped), strings.Repeat("the card is 4111 1111 1111 1111. ", 4)}}},
 		{"hex", "0x" + hx + " and " + strings.ToUpper(hx), []Encoded{{0, 2 + len(hx), secret}, {7 + len(hx), 7 + 2*len(hx), secret}}},
+		{"hex spaced", "dump: " + spaced(hx, " ") + " end", []Encoded{{6, 6 + len(spaced(hx, " ")), secret}}},
+		{"hex colons", spaced(strings.ToUpper(hx), ":"), []Encoded{{0, len(spaced(hx, ":")), secret}}},
+		{`\x hex`, `s = "` + xhex + `"`, []Encoded{{5, 5 + len(xhex), secret}}},
+		{"0x bytes", "{" + "0x" + strings.ReplaceAll(spaced(hx, " "), " ", ", 0x") + "}", []Encoded{{1, 1 + len("0x"+strings.ReplaceAll(spaced(hx, " "), " ", ", 0x")), secret}}},
+		{"base32", "k: " + base32.StdEncoding.EncodeToString([]byte(secret+"!")) + ".", []Encoded{{3, 3 + len(base32.StdEncoding.EncodeToString([]byte(secret+"!"))), secret + "!"}}},
+		{"upper-case words", "PLEASE READ THE TERMS AND CONDITIONS CAREFULLY BEFORE SIGNING", nil},
+		{"fingerprint", "SHA256 " + spaced(hex.EncodeToString(sha256.New().Sum(nil)), ":") + " MAC 00:1a:2b:3c:4d:5e", nil},
 		{"words", "internationalization responsibilities Supercalifragilistic", nil},
 		{"hash", "sha256:" + hex.EncodeToString(sha256.New().Sum(nil)) + " " + base64.StdEncoding.EncodeToString(sha256.New().Sum(nil)), nil},
 		{"short", base64.StdEncoding.EncodeToString([]byte("a@b.c")), nil},
@@ -60,6 +69,15 @@ func TestEncodings(t *testing.T) {
 	for _, e := range got {
 		assert.Less(t, len(e.Text), 64, "random bytes hold short printable pieces only")
 	}
+}
+
+// spaced writes the hex run hx as its bytes separated by sep.
+func spaced(hx, sep string) string {
+	var parts []string
+	for i := 0; i+2 <= len(hx); i += 2 {
+		parts = append(parts, hx[i:i+2])
+	}
+	return strings.Join(parts, sep)
 }
 
 // TestWrappedRunStart: a text released line by line is held from the start of the base64 run

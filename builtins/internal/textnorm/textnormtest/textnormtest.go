@@ -2,14 +2,16 @@
 package textnormtest
 
 import (
+	"encoding/base32"
 	"encoding/base64"
 	"encoding/hex"
 	"strings"
 )
 
 // Encodings write a value as a tool or a model may hand it over: plain, and encoded in base64
-// (either alphabet, with and without padding, behind a path, twice) and hex (bare, and upper
-// case after "0x"), the encodings textnorm.Encodings reads.
+// (either alphabet, with and without padding, behind a path, twice), hex (bare, upper case
+// after "0x", and its bytes separated by spaces or colons or each after "\x") and base32
+// (RFC 4648, padded), the encodings textnorm.Encodings reads.
 func Encodings() map[string]func(string) string {
 	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
 	return map[string]func(string) string{
@@ -20,5 +22,18 @@ func Encodings() map[string]func(string) string {
 		"base64 of base64": func(s string) string { return b64(b64(s)) },
 		"hex":              func(s string) string { return hex.EncodeToString([]byte(s)) },
 		"0x hex":           func(s string) string { return "0x" + strings.ToUpper(hex.EncodeToString([]byte(s))) },
+		"hex spaced":       func(s string) string { return hexBytes(s, "", " ") },
+		"hex colons":       func(s string) string { return hexBytes(s, "", ":") },
+		`\x hex`:           func(s string) string { return hexBytes(s, `\x`, "") },
+		"base32":           func(s string) string { return base32.StdEncoding.EncodeToString([]byte(s)) },
 	}
+}
+
+// hexBytes writes s as its bytes in hex, each after prefix, separated by sep.
+func hexBytes(s, prefix, sep string) string {
+	parts := make([]string, len(s))
+	for i := range len(s) {
+		parts[i] = prefix + hex.EncodeToString([]byte{s[i]})
+	}
+	return strings.Join(parts, sep)
 }

@@ -1,0 +1,110 @@
+package textnorm
+
+import (
+	"slices"
+	"strings"
+)
+
+// A prefix may stand before each byte of hex written with separators: "\x41\x4b" (a C or
+// Python string), "0x41, 0x4b" (an array of bytes), "\X" and "0X" too.
+
+// hexSeps are the separators read between the bytes of hex: "41 4b" (a hex dump), "41:4b"
+// (a fingerprint), "41-4b", "41,4b", "0x41, 0x4b".
+var hexSeps = []string{", ", " ", ":", "-", ","}
+
+// hexSep marks the bytes a separator of hexSeps starts with.
+var hexSep = func() (t [256]bool) {
+	for _, s := range hexSeps {
+		t[s[0]] = true
+	}
+	return t
+}()
+
+// separatedHex returns out with the runs of text written as hex bytes with separators or
+// prefixes ("73 6b 2d", "73:6b:2d", "\x73\x6b\x2d", "0x73,0x6b") added, those whose decoding
+// holds printable text (MinDecoded bytes or more), in order. A run is one separator and one
+// prefix throughout, or none of either.
+func separatedHex(text string, out []Encoded) []Encoded {
+	added := false
+	for i := 0; i+2*MinDecoded <= len(text); i++ {
+		c, next := text[i], text[i+1]|0x20
+		prefix := ""
+		switch {
+		case (c == '\\' || c == '0') && next == 'x':
+			prefix = text[i : i+2]
+		case c == '\\' || !isHex(c) || !isHex(next) || isHex(text[i+2]) || !hexSep[text[i+2]]:
+			continue // neither a prefix nor a byte followed by a separator
+		case i > 0 && isHexWordByte(text[i-1]):
+			continue // inside a word or a run of hex
+		}
+		end, n, sep := hexUnits(text, i, prefix)
+		if n < MinDecoded {
+			continue
+		}
+		if sep == "" && prefix == "" {
+			i = end - 1 // a contiguous run: Encodings reads it
+			continue
+		}
+		dec := make([]byte, 0, n)
+		for k := i; k < end; {
+			k += len(prefix)
+			dec = append(dec, unhex(text[k])<<4|unhex(text[k+1]))
+			k += 2 + len(sep)
+		}
+		if pieces, _ := printable(dec, nil); len(pieces) > 0 {
+			out = append(out, Encoded{Start: i, End: end, Text: strings.Join(pieces, "\n")})
+			added = true
+		}
+		i = end - 1
+	}
+	if added {
+		slices.SortStableFunc(out, func(a, b Encoded) int { return a.Start - b.Start })
+	}
+	return out
+}
+
+// hexUnits reads the bytes of hex from i in text, each prefix and two hex digits, separated
+// by one of hexSeps (the same throughout) or by nothing, and returns the end of the last, their
+// number and the separator.
+func hexUnits(text string, i int, prefix string) (end, n int, sep string) {
+	unit := func(k int) bool {
+		if k > len(text) || !strings.HasPrefix(text[k:], prefix) {
+			return false
+		}
+		k += len(prefix)
+		return k+2 <= len(text) && isHex(text[k]) && isHex(text[k+1]) && (k+2 == len(text) || !isHex(text[k+2]))
+	}
+	if !unit(i) {
+		return i, 0, ""
+	}
+	end, n = i+len(prefix)+2, 1
+	for _, s := range hexSeps {
+		if strings.HasPrefix(text[end:], s) && unit(end+len(s)) {
+			sep = s
+			break
+		}
+	}
+	if sep == "" && (prefix == "" || !unit(end)) {
+		return end, n, ""
+	}
+	for unit(end + len(sep)) {
+		end += len(sep) + len(prefix) + 2
+		n++
+	}
+	return end, n, sep
+}
+
+// isHexWordByte reports whether c, before a run, makes it part of a word: a letter or digit.
+func isHexWordByte(c byte) bool {
+	return (c >= '0' && c <= '9') || (c|0x20 >= 'a' && c|0x20 <= 'z') || c == '_'
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0'
+	case c|0x20 >= 'a' && c|0x20 <= 'f':
+		return c | 0x20 - 'a' + 10
+	}
+	return 0
+}

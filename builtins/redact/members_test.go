@@ -1,0 +1,58 @@
+package redact_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
+)
+
+// TestSecretUnderItsKey: the value of an object key that names a secret ("password",
+// "api_key", "aws_secret_access_key") is read with its key, as the model reads the member
+// (`"password": "hunter22x"`), and masked, in a tool's result, in the arguments of a tool call
+// sent back and in those the model makes; the key, a value under another key and a value
+// under a key word that is no secret are kept.
+func TestSecretUnderItsKey(t *testing.T) {
+	value := map[string]any{
+		"password": "hunter22x",
+		"user":     "bob",
+		"db":       map[string]any{"api_key": "Zq81mNb0Xc7", "host": "db.internal", "pin": json.Number("12345678")},
+		"aws":      map[string]string{"aws_secret_access_key": "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCYEXAMPLEKEY"},
+		"passport": "X1234567",
+	}
+	want := `{"password": "[REDACTED:password-assignment]", "user": "bob",
+		"db": {"api_key": "[REDACTED:password-assignment]", "host": "db.internal", "pin": 12345678},
+		"aws": {"aws_secret_access_key": "[REDACTED:aws-secret-access-key]"}, "passport": "X1234567"}`
+	args, err := json.Marshal(value)
+	require.NoError(t, err)
+
+	assert.JSONEq(t, want, toolResultThrough(t, value), "tool result")
+
+	sent := sendThrough(t, []runtime.Message{{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "c1", Name: "f", Arguments: args}}}})
+	assert.JSONEq(t, want, string(sent[0].ToolCalls[0].Arguments), "tool call sent back")
+
+	_, calls := streamThrough(t, []runtime.Delta{
+		{ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: "c1", Name: "post", Arguments: string(args)}}},
+		{FinishReason: runtime.FinishToolCalls}})
+	assert.JSONEq(t, want, calls, "tool call the model makes")
+}
+
+// toolResultThrough returns, as JSON, the result of a tool returning v through a redact layer.
+func toolResultThrough(t *testing.T, v any) string {
+	t.Helper()
+	p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("redact", "")}})
+	tool := rt.NewTool(rt.ToolResult{Value: v})
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"t": tool.Func()}})
+	require.NoError(t, err)
+	res, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "t"})
+	require.NoError(t, err)
+	got, err := json.Marshal(res.Value)
+	require.NoError(t, err)
+	return string(got)
+}
