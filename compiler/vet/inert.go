@@ -79,7 +79,14 @@ outside it replaces the model a call names with its own models
 (request.model == 'local' inside a fallback to primary and backup), and
 only the own calls of a judge or summarizing compaction outside it keep
 theirs. An error at the when; make it hold for the models the layer is
-meant for, or move the layer outside the fallback or hedge.`,
+meant for, or move the layer outside the fallback or hedge.
+
+A tool-chain layer scoped with tools: to a tool that a tool_policy outside
+it (without a when) refuses, by its deny list or by leaving the tool out of
+its allow list, never sees that tool's calls: they are blocked before they
+reach it. An error at the name when every tool the layer is scoped to is
+refused, as the layer never acts; a warning when only some are. A layer
+outside the tool_policy sees every call and is not reported.`,
 	Run: func(p *Pass) {
 		for _, stage := range dsl.Stages {
 			for _, e := range p.Policy.Chains[stage] {
@@ -96,7 +103,8 @@ meant for, or move the layer outside the fallback or hedge.`,
 			}
 		}
 		optional := map[string]bool{}
-		for _, e := range p.Policy.Chains["tool"] {
+		for i, e := range p.Policy.Chains["tool"] {
+			p.inertRefusedTools(e, p.Policy.Chains["tool"][:i])
 			switch e.Use {
 			case "egress", "file_check":
 				p.inertOptionalArg(e, optional)
@@ -122,6 +130,57 @@ meant for, or move the layer outside the fallback or hedge.`,
 			}
 		}
 	},
+}
+
+// inertRefusedTools reports a tool-chain entry scoped with tools: to tools
+// that a tool_policy outside it (without a when) refuses, by its deny list
+// or by leaving them out of its allow list: their calls are blocked before
+// they reach the entry. All of them refused is an error, as the entry never
+// acts; some of them a warning at each refused name.
+func (p *Pass) inertRefusedTools(e *dsl.Entry, outside []*dsl.Entry) {
+	if len(e.Tools) == 0 {
+		return
+	}
+	refusedBy := make([]*dsl.Entry, len(e.Tools))
+	why := make([]string, len(e.Tools))
+	n := 0
+	for i, name := range e.Tools {
+		for _, o := range outside {
+			if o.Use != "tool_policy" || o.When != nil || len(o.Tools) > 0 && !slices.Contains(o.Tools, name) {
+				continue
+			}
+			deny := stringList(o.Fields["deny"])
+			allow, hasAllow := o.Fields["allow"]
+			switch {
+			case slices.Contains(deny, name):
+				why[i] = "its deny lists it"
+			case hasAllow && !slices.Contains(stringList(allow), name):
+				why[i] = "its allow leaves it out"
+			default:
+				continue
+			}
+			refusedBy[i] = o
+			n++
+			break
+		}
+	}
+	if n == 0 {
+		return
+	}
+	sev, verdict := dsl.Warning, "those calls never reach it"
+	if n == len(e.Tools) {
+		sev, verdict = dsl.Error, "no call it is scoped to reaches it, so it never acts"
+	}
+	for i, name := range e.Tools {
+		o := refusedBy[i]
+		if o == nil {
+			continue
+		}
+		p.Report(dsl.Diagnostic{Pos: e.ToolsPos[i], Severity: sev,
+			Related: []dsl.Related{{Pos: o.UsePos, Message: fmt.Sprintf("%s refuses `%s`: %s", o.Ref(), name, why[i])}},
+			Message: fmt.Sprintf("%s is scoped to `%s`, which %s outside it refuses before the call gets here (%s): %s; remove it from tools:, or let %s allow it",
+				e.Ref(), name, o.Ref(), why[i], verdict, o.Ref())})
+	}
 }
 
 // inertChatWhen reports a chat entry whose when holds for calls of some
