@@ -173,6 +173,9 @@ func TestRunRefusesUncalledScripts(t *testing.T) {
 			[]string{`models.primry: the policy declares no model "primry"`, `did you mean "primary"? (it declares backup, primary)`}},
 		{"several", `{"models": {"bakup": [{"text": "hi"}]}, "tools": {"rfund": [{"result": 1}]}, "steps": [{"chat": {"model": "primary", "messages": []}}]}`,
 			[]string{`models.bakup:`, `tools.rfund:`}},
+		// Only a grounding section retrieves.
+		{"retrieval without grounding", "{\"steps\": [{\"chat\": {\"model\": \"primary\", \"messages\": []}}],\n \"retrieval\": [{\"items\": []}]}",
+			[]string{`line 2, col 2: retrieval: the policy has no grounding section, so nothing retrieves and the script is never used`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
