@@ -142,8 +142,8 @@ func TestParseErrors(t *testing.T) {
 		{"missing role", `{"steps": [{"agent": {"model": "m", "messages": [{"content": "hi"}]}}]}`, []string{`steps[0].agent.messages[0]: role "" is not one of`}},
 		{"misspelt part type", `{"steps": [{"chat": {"messages": [{"role": "user", "parts": [{"type": "txt", "text": "x"}]}]}}]}`, []string{`steps[0].chat.messages[0].parts[0]: type "txt" is not one of text, image, tool_result, thinking, redacted_thinking`}},
 		{"misspelt format", `{"steps": [{"agent": {"model": "m", "input": "x", "params": {"response_format": {"type": "json"}}}}]}`, []string{`steps[0].agent.params.response_format: type "json" is not one of text, json_object, json_schema`}},
-		{"dns address", `{"dns": {"api.example.com": ["93.184.216.300"]}, "steps": [{"chat": {}}]}`, []string{`dns.api.example.com[0]: "93.184.216.300" is not an IP address`}},
-		{"dns without address", `{"dns": {"api.example.com": []}, "steps": [{"chat": {}}]}`, []string{"dns.api.example.com: at least one address is required"}},
+		{"dns address", `{"dns": {"api.example.com": ["93.184.216.300"]}, "steps": [{"chat": {}}]}`, []string{`line 1, col 30: dns.api.example.com[0]: "93.184.216.300" is not an IP address`}},
+		{"dns without address", `{"dns": {"api.example.com": []}, "steps": [{"chat": {}}]}`, []string{"line 1, col 10: dns.api.example.com: at least one address is required"}},
 		{"dns url", `{"dns": {"https://api.example.com": ["93.184.216.34"]}, "steps": [{"chat": {}}]}`, []string{`dns: "https://api.example.com" is not a host name`}},
 		{"repeated key", "{\"models\": {\"m\": [{\"text\": \"a\"}]},\n \"models\": {\"m\": []}, \"steps\": [{\"chat\": {}}]}", []string{`line 2, col 2: key "models" repeats a key of the same object (only the last would count)`}},
 	}
