@@ -89,21 +89,19 @@ func lineColOf(data []byte, off int) (line, col int) {
 
 // locate returns the offset in data of the place a path such as
 // "steps[1].tool" names: the member's key for an object's field, the
-// element for a list's. ok is false when the path is not there.
+// element for a list's. A key may hold dots ("dns.api.example.com[0]"):
+// a member is matched by its whole key, up to a dot or a bracket of the
+// path. ok is false when the path is not there.
 func locate(data []byte, path string) (off int, ok bool) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	for _, part := range strings.Split(path, ".") {
-		key, rest, _ := strings.Cut(part, "[")
-		if key != "" {
-			o, found := member(dec, data, key)
-			if !found {
-				return 0, false
-			}
-			off = o
-		}
-		for rest != "" {
-			n, after, found := strings.Cut(rest, "]")
+	rest := path
+	for rest != "" {
+		switch rest[0] {
+		case '.':
+			rest = rest[1:]
+		case '[':
+			n, after, found := strings.Cut(rest[1:], "]")
 			i, err := strconv.Atoi(n)
 			if !found || err != nil {
 				return 0, false
@@ -112,32 +110,40 @@ func locate(data []byte, path string) (off int, ok bool) {
 			if !found {
 				return 0, false
 			}
-			off, rest = o, strings.TrimPrefix(after, "[")
+			off, rest = o, after
+		default:
+			o, key, found := member(dec, data, rest)
+			if !found {
+				return 0, false
+			}
+			off, rest = o, rest[len(key):]
 		}
 	}
 	return off, true
 }
 
-// member reads an object up to its member key and returns the key's
-// offset, leaving the decoder before the member's value.
-func member(dec *json.Decoder, data []byte, key string) (int, bool) {
+// member reads an object up to the member whose key begins path, followed
+// by the path's end, a dot or a bracket, and returns the key's offset and
+// the key, leaving the decoder before the member's value.
+func member(dec *json.Decoder, data []byte, path string) (int, string, bool) {
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return 0, false
+		return 0, "", false
 	}
 	for dec.More() {
 		start := valueStart(dec, data)
 		kt, err := dec.Token()
 		if err != nil {
-			return 0, false
+			return 0, "", false
 		}
-		if kt == key {
-			return start, true
+		if key, _ := kt.(string); key != "" && strings.HasPrefix(path, key) &&
+			(len(path) == len(key) || path[len(key)] == '.' || path[len(key)] == '[') {
+			return start, key, true
 		}
 		if !skipValue(dec) {
-			return 0, false
+			return 0, "", false
 		}
 	}
-	return 0, false
+	return 0, "", false
 }
 
 // element reads a list up to its element i and returns the element's

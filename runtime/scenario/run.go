@@ -162,8 +162,9 @@ type ErrorSummary struct {
 type Executions struct {
 	Models map[string]int `json:"models"`
 	Tools  map[string]int `json:"tools"`
-	// Retrievals counts the scripted retrievals.
-	Retrievals int `json:"retrievals,omitempty"`
+	// Retrievals counts the scripted retrievals; it is there, 0 when
+	// nothing was retrieved, when the policy has a grounding section.
+	Retrievals *int `json:"retrievals,omitempty"`
 }
 
 // AuditEntry is an outcome record of the audit sink.
@@ -318,7 +319,10 @@ func Run(ctx context.Context, p *plan.Plan, s *Scenario, opts Options) (*Result,
 		res.State = &StateSummary{Fields: pl.StateFields(rctx), Background: pl.StateStats()}
 	}
 	res.Executions = f.executions()
-	res.Executions.Retrievals = f.retrievals.next
+	if p.Grounding != nil {
+		n := f.retrievals.next
+		res.Executions.Retrievals = &n
+	}
 	res.Audit = auditEntries(audit.Records())
 	res.Meter = meterOf(pl, runID)
 	pl.EndRun(runID)
@@ -478,6 +482,11 @@ func checkScripts(p *plan.Plan, s *Scenario) error {
 		if _, ok := p.Tools[name]; !ok && !tools[name] {
 			errs = append(errs, uncalled("tools", "tool", name, declaredTools))
 		}
+	}
+	// Only a grounding section retrieves: without one the items scripted
+	// would never reach a request.
+	if len(s.Retrieval) > 0 && p.Grounding == nil {
+		errs = append(errs, errors.New("retrieval: the policy has no grounding section, so nothing retrieves and the script is never used"))
 	}
 	// A fallback or hedge layer calls the models it lists, whatever the
 	// call names.

@@ -448,6 +448,11 @@ func (it ModelItem) check() error {
 		return fmt.Errorf("finish_reason %q is not one of %s", it.FinishReason, strings.Join(finishReasons, ", "))
 	case it.FinishReason != "" && it.Error != "" && it.FailAfter == nil:
 		return errors.New("finish_reason needs a response (an error alone fails before the first delta)")
+	case it.Usage != nil && it.Error != "" && it.FailAfter == nil:
+		return errors.New("usage needs a response (an error alone fails before the first delta, reporting none)")
+	case it.FailAfter != nil && (it.Usage != nil || it.FinishReason != ""):
+		// The stream fails where its last delta would carry them.
+		return errors.New("fail_after fails the stream instead of ending it: usage and finish_reason are never reported")
 	case it.FailAfter != nil && *it.FailAfter < 0:
 		return errors.New("fail_after must not be negative")
 	case it.DelayMS < 0:

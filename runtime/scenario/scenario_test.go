@@ -123,6 +123,9 @@ func TestParseErrors(t *testing.T) {
 		{"tool call without name", `{"models": {"m": [{"tool_calls": [{"args": {}}]}]}, "steps": [{"chat": {}}]}`, []string{"models.m[0]: tool_calls[0]: name is required"}},
 		{"bad finish reason", `{"models": {"m": [{"text": "a", "finish_reason": "done"}]}, "steps": [{"chat": {}}]}`, []string{`models.m[0]: finish_reason "done" is not one of stop, length, tool_calls, content_filter, pause_turn`}},
 		{"finish reason on an error", `{"models": {"m": [{"error": "transient", "finish_reason": "stop"}]}, "steps": [{"chat": {}}]}`, []string{"models.m[0]: finish_reason needs a response"}},
+		{"usage on an error", `{"models": {"m": [{"error": "timeout", "usage": {"input_tokens": 5}}]}, "steps": [{"chat": {}}]}`, []string{"models.m[0]: usage needs a response"}},
+		{"usage with fail_after", `{"models": {"m": [{"deltas": ["a", "b"], "fail_after": 1, "usage": {"input_tokens": 5}}]}, "steps": [{"chat": {}}]}`, []string{"models.m[0]: fail_after fails the stream instead of ending it"}},
+		{"finish reason with fail_after", `{"models": {"m": [{"text": "a", "fail_after": 1, "finish_reason": "stop"}]}, "steps": [{"chat": {}}]}`, []string{"models.m[0]: fail_after fails the stream instead of ending it"}},
 		{"fail_after past tool calls", `{"models": {"m": [{"text": "a", "tool_calls": [{"name": "t"}], "fail_after": 4}]}, "steps": [{"chat": {}}]}`, []string{"fail_after 4 is past the 3 deltas"}},
 		{"agent without model", `{"steps": [{"agent": {"input": "hi"}}]}`, []string{"steps[0].agent: model is required"}},
 		{"agent without input", `{"steps": [{"agent": {"model": "m"}}]}`, []string{"steps[0].agent: input or messages is required"}},
@@ -139,8 +142,8 @@ func TestParseErrors(t *testing.T) {
 		{"missing role", `{"steps": [{"agent": {"model": "m", "messages": [{"content": "hi"}]}}]}`, []string{`steps[0].agent.messages[0]: role "" is not one of`}},
 		{"misspelt part type", `{"steps": [{"chat": {"messages": [{"role": "user", "parts": [{"type": "txt", "text": "x"}]}]}}]}`, []string{`steps[0].chat.messages[0].parts[0]: type "txt" is not one of text, image, tool_result, thinking, redacted_thinking`}},
 		{"misspelt format", `{"steps": [{"agent": {"model": "m", "input": "x", "params": {"response_format": {"type": "json"}}}}]}`, []string{`steps[0].agent.params.response_format: type "json" is not one of text, json_object, json_schema`}},
-		{"dns address", `{"dns": {"api.example.com": ["93.184.216.300"]}, "steps": [{"chat": {}}]}`, []string{`dns.api.example.com[0]: "93.184.216.300" is not an IP address`}},
-		{"dns without address", `{"dns": {"api.example.com": []}, "steps": [{"chat": {}}]}`, []string{"dns.api.example.com: at least one address is required"}},
+		{"dns address", `{"dns": {"api.example.com": ["93.184.216.300"]}, "steps": [{"chat": {}}]}`, []string{`line 1, col 30: dns.api.example.com[0]: "93.184.216.300" is not an IP address`}},
+		{"dns without address", `{"dns": {"api.example.com": []}, "steps": [{"chat": {}}]}`, []string{"line 1, col 10: dns.api.example.com: at least one address is required"}},
 		{"dns url", `{"dns": {"https://api.example.com": ["93.184.216.34"]}, "steps": [{"chat": {}}]}`, []string{`dns: "https://api.example.com" is not a host name`}},
 		{"repeated key", "{\"models\": {\"m\": [{\"text\": \"a\"}]},\n \"models\": {\"m\": []}, \"steps\": [{\"chat\": {}}]}", []string{`line 2, col 2: key "models" repeats a key of the same object (only the last would count)`}},
 	}
@@ -170,6 +173,9 @@ func TestRunRefusesUncalledScripts(t *testing.T) {
 			[]string{`models.primry: the policy declares no model "primry"`, `did you mean "primary"? (it declares backup, primary)`}},
 		{"several", `{"models": {"bakup": [{"text": "hi"}]}, "tools": {"rfund": [{"result": 1}]}, "steps": [{"chat": {"model": "primary", "messages": []}}]}`,
 			[]string{`models.bakup:`, `tools.rfund:`}},
+		// Only a grounding section retrieves.
+		{"retrieval without grounding", "{\"steps\": [{\"chat\": {\"model\": \"primary\", \"messages\": []}}],\n \"retrieval\": [{\"items\": []}]}",
+			[]string{`line 2, col 2: retrieval: the policy has no grounding section, so nothing retrieves and the script is never used`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

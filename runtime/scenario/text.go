@@ -23,8 +23,8 @@ func (r *Result) WriteText(w io.Writer) error {
 	var b strings.Builder
 	writeSteps(&b, r.Steps, "")
 	fmt.Fprintf(&b, "executions: models %s; tools %s", counts(r.Executions.Models), counts(r.Executions.Tools))
-	if r.Executions.Retrievals > 0 {
-		fmt.Fprintf(&b, "; retrievals %d", r.Executions.Retrievals)
+	if n := r.Executions.Retrievals; n != nil && *n > 0 {
+		fmt.Fprintf(&b, "; retrievals %d", *n)
 	}
 	b.WriteByte('\n')
 	for _, a := range r.Audit {
