@@ -322,7 +322,7 @@ func CheckIDs(cases []*Case, c *compiler.Compilation) error {
 			case slices.Contains(off, id):
 				return fmt.Errorf("%s: test %q: want_prove: invariant %q is turned off (invariants.off): prove can never find it violated", tc.File, tc.Name, id)
 			default:
-				return fmt.Errorf("%s: test %q: want_prove: the policy checks no invariant %q%s: prove can never find it violated (it checks %s)", tc.File, tc.Name, id, dsl.SuggestName(id, invariants), strings.Join(invariants, ", "))
+				return fmt.Errorf("%s: test %q: want_prove: the policy checks no invariant %q, so prove can never find it violated (it checks %s)%s", tc.File, tc.Name, id, strings.Join(invariants, ", "), dsl.SuggestName(id, invariants))
 			}
 		}
 	}
