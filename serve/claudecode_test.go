@@ -119,7 +119,10 @@ func TestClaudeCodeFirstRequest(t *testing.T) {
 
 	require.Equal(t, 1, g.an.requests())
 	assert.Equal(t, claudeCodeBetas, g.an.header(0).Get("anthropic-beta"))
-	assert.NotContains(t, g.an.header(0).Get("x-api-key"), clientKey, "the client's key stays at the gateway")
+	for _, h := range []string{"x-api-key", "Authorization"} {
+		assert.NotContains(t, g.an.header(0).Get(h), clientKey, "the client's key stays at the gateway")
+	}
+	assert.Empty(t, g.an.header(0).Get("x-app"), "the client's own headers stay at the gateway")
 	sent := sentTo(t, g.an, 0)
 	var want map[string]any
 	require.NoError(t, json.Unmarshal([]byte(claudeCodeFirstRequest), &want))
