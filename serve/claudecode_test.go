@@ -48,48 +48,12 @@ const claudeCodeFirstRequest = `{"model": "backup", "max_tokens": 32000, "stream
 // claudeCodeBetas is the anthropic-beta header Claude Code sends.
 const claudeCodeBetas = "claude-code-20250219,interleaved-thinking-2025-05-14,context-management-2025-06-27,effort-2025-11-24,extended-cache-ttl-2025-04-11"
 
-// bashTurn is the model's answer: a thinking block, then a Bash call.
-const bashTurn = `event: message_start
-data: {"type":"message_start","message":{"id":"msg_01Bash","type":"message","role":"assistant","content":[],"model":"claude-sonnet-4-5-20250929","stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":12,"cache_creation_input_tokens":9800,"cache_read_input_tokens":0,"output_tokens":1}}}
-
-event: content_block_start
-data: {"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}
-
-event: content_block_delta
-data: {"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"I should list the directory."}}
-
-event: content_block_delta
-data: {"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"EqQBCgIYAhIMbash=="}}
-
-event: content_block_stop
-data: {"type":"content_block_stop","index":0}
-
-event: content_block_start
-data: {"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_01Bash","name":"Bash","input":{}}}
-
-event: content_block_delta
-data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"command\": \"ls -la\", "}}
-
-event: content_block_delta
-data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"\"description\": \"List files\"}"}}
-
-event: content_block_stop
-data: {"type":"content_block_stop","index":1}
-
-event: message_delta
-data: {"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"context_management":{"applied_edits":[]},"usage":{"output_tokens":61}}
-
-event: message_stop
-data: {"type":"message_stop"}
-
-`
-
 // A coding agent's first request, as Claude Code sends it through a
 // gateway in front of a Claude model, is served streamed: every field
 // reaches the upstream as sent, beta features included, and the model's
 // thinking and Bash call reach the client, which would run the command.
 func TestClaudeCodeFirstRequest(t *testing.T) {
-	g := newGatewayWith(t, claudeCodeDecl, `{use: "tracing"}, {use: "meter", budget: usd: 100}`, nil, []reply{{body: bashTurn}})
+	g := newGatewayWith(t, claudeCodeDecl, `{use: "tracing"}, {use: "meter", budget: usd: 100}`, nil, []reply{{body: transcript(t, "anthropic", "bash_tool_use.sse")}})
 	req, err := http.NewRequest("POST", g.url+"/v1/messages?beta=true", strings.NewReader(claudeCodeFirstRequest))
 	require.NoError(t, err)
 	for k, v := range map[string]string{"Authorization": "Bearer " + clientKey, "Content-Type": "application/json",
