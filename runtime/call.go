@@ -486,6 +486,64 @@ type ChatRequest struct {
 	// medium, high, xhigh); "" leaves the model's default. Only the
 	// openai provider can honour it; another fails the call.
 	ReasoningEffort string `json:"reasoning_effort,omitempty"`
+	// Effort is Anthropic's output_config.effort (low, medium, high,
+	// xhigh, max): how many tokens the model spends on its answer, its
+	// text and tool calls as much as its thinking; "" leaves the model's
+	// default. Only the anthropic provider can honour it; another fails
+	// the call (OpenAI's reasoning_effort bounds the reasoning alone).
+	Effort string `json:"effort,omitempty"`
+	// ContextEdits are Anthropic's context management edits
+	// (context_management.edits), which the API applies to the transcript
+	// before the model reads it, leaving out earlier thinking blocks or
+	// tool results. Only the anthropic provider sends them; another
+	// leaves out ClearThinking (it never sends thinking blocks) and fails
+	// the call on any other edit, whose model would read what the client
+	// asked to clear.
+	ContextEdits []ContextEdit `json:"context_edits,omitempty"`
+}
+
+// The context management edits the runtime carries (ContextEdit.Type).
+const (
+	// ClearThinking leaves out the thinking blocks of earlier turns.
+	ClearThinking = "clear_thinking_20251015"
+	// ClearToolUses leaves out the oldest tool results (and, asked, the
+	// tool calls' inputs) once the input passes a threshold.
+	ClearToolUses = "clear_tool_uses_20250919"
+)
+
+// ContextEdit is one context management edit: its JSON is the edit's
+// object as Anthropic's API takes it, its parameters relayed as sent.
+type ContextEdit struct {
+	// Type is the strategy (ClearThinking, ClearToolUses).
+	Type string `json:"type"`
+	// Params is the edit's whole object, type included (compact JSON).
+	Params json.RawMessage `json:"-"`
+}
+
+// MarshalJSON returns the edit's object.
+func (e ContextEdit) MarshalJSON() ([]byte, error) {
+	if len(e.Params) > 0 {
+		return e.Params, nil
+	}
+	return json.Marshal(struct {
+		Type string `json:"type"`
+	}{e.Type})
+}
+
+// UnmarshalJSON reads an edit's object, keeping it whole in Params.
+func (e *ContextEdit) UnmarshalJSON(b []byte) error {
+	var head struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return err
+	}
+	var c bytes.Buffer
+	if err := json.Compact(&c, b); err != nil {
+		return err
+	}
+	e.Type, e.Params = head.Type, c.Bytes()
+	return nil
 }
 
 // Thinking configures extended thinking (Anthropic's thinking parameter).

@@ -59,6 +59,9 @@ type antRequest struct {
 			Schema json.RawMessage `json:"schema"`
 		} `json:"format"`
 	} `json:"output_config"`
+	ContextManagement *struct {
+		Edits []json.RawMessage `json:"edits"`
+	} `json:"context_management"`
 }
 
 // antThinking is the thinking parameter.
@@ -173,7 +176,11 @@ func decodeAnthropic(body []byte, p *chatParams) error {
 	req.Tools = make([]runtime.ToolDef, 0, len(in.Tools))
 	for i, t := range in.Tools {
 		if t.Type != "" && t.Type != "custom" {
-			return fmt.Errorf("tools[%d].type: only client tools are served, got %q", i, t.Type)
+			// A server tool (web_search, web_fetch, code_execution) runs
+			// at the provider, outside the policy's tool chain; an
+			// Anthropic-defined client tool (bash, text_editor) has no
+			// schema the call model could carry to another provider.
+			return fmt.Errorf(`tools[%d].type: only custom tools (a name and an input_schema, type "custom" or none) are served, got %q: a server tool would run at the provider, out of the policy's reach`, i, t.Type)
 		}
 		if t.Name == "" {
 			return fmt.Errorf("tools[%d].name: required", i)
@@ -218,8 +225,11 @@ func decodeAnthropic(body []byte, p *chatParams) error {
 		req.Metadata = map[string]string{"user_id": in.Metadata.UserID}
 	}
 	if oc := in.OutputConfig; oc != nil {
-		if oc.Effort != "" {
-			return notCarried("output_config.effort")
+		switch oc.Effort {
+		case "", "low", "medium", "high", "xhigh", "max":
+			req.Effort = oc.Effort
+		default:
+			return fmt.Errorf(`output_config.effort: want "low", "medium", "high", "xhigh" or "max", got %q`, oc.Effort)
 		}
 		if f := oc.Format; f != nil {
 			if f.Type != runtime.FormatJSONSchema || nullIsEmpty(f.Schema) == nil {
@@ -230,6 +240,11 @@ func decodeAnthropic(body []byte, p *chatParams) error {
 	}
 	if req.Thinking, err = thinking(in.Thinking); err != nil {
 		return err
+	}
+	if cm := in.ContextManagement; cm != nil {
+		if req.ContextEdits, err = contextEdits(cm.Edits, req.Thinking != nil); err != nil {
+			return err
+		}
 	}
 	p.stream = in.Stream
 	p.includeUsage = true
@@ -272,6 +287,34 @@ func thinking(t *antThinking) (*runtime.Thinking, error) {
 		return nil, fmt.Errorf(`thinking.display: want "summarized" or "omitted", got %q`, t.Display)
 	}
 	return out, nil
+}
+
+// contextEdits maps context_management.edits: clearing earlier thinking
+// blocks (with thinking on, as the API requires) and clearing old tool
+// results, each relayed as sent. Compaction, which has the API rewrite
+// the transcript into a summary the policy's layers never read and answer
+// with a block the gateway does not decode, is refused.
+func contextEdits(raw []json.RawMessage, thinking bool) ([]runtime.ContextEdit, error) {
+	edits := make([]runtime.ContextEdit, 0, len(raw))
+	for i, r := range raw {
+		var e runtime.ContextEdit
+		if r = nullIsEmpty(r); r == nil || !bytes.HasPrefix(bytes.TrimSpace(r), []byte("{")) || e.UnmarshalJSON(r) != nil {
+			return nil, fmt.Errorf(`context_management.edits[%d]: want an object {"type": ...}`, i)
+		}
+		switch e.Type {
+		case runtime.ClearThinking:
+			if !thinking {
+				return nil, fmt.Errorf("context_management.edits[%d]: %s needs thinking on (enabled or adaptive), as the API requires", i, e.Type)
+			}
+		case runtime.ClearToolUses:
+		case "compact_20260112":
+			return nil, fmt.Errorf("context_management.edits[%d].type: %s is not served: the API would replace the transcript with a summary of its own, which the policy's layers never read, and answer with a compaction block the gateway does not carry", i, e.Type)
+		default:
+			return nil, fmt.Errorf("context_management.edits[%d].type: want %q or %q, got %q", i, runtime.ClearThinking, runtime.ClearToolUses, e.Type)
+		}
+		edits = append(edits, e)
+	}
+	return edits, nil
 }
 
 // cacheControl decodes a prompt-cache breakpoint (nil for none).

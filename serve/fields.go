@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/agentc-dev/agentc/runtime"
 )
 
 // The fields of a request body, at the top level and nested (messages,
@@ -123,7 +125,13 @@ var anthropicShape = func() *shape {
 		{"metadata", obj("user_id")},
 		{"output_config", &shape{fields: []field{{"effort", nil}, {"format", obj("type", "schema")}}}},
 		{"cache_control", cc},
-		{"thinking", obj("type", "budget_tokens", "display")}}}
+		{"thinking", obj("type", "budget_tokens", "display")},
+		// An edit's parameters (keep, trigger...) are relayed as sent,
+		// the API checks them; compaction is refused by the decoding.
+		{"context_management", &shape{fields: []field{{"edits", &shape{fields: fields("type"), by: "type", variants: []variant{
+			{runtime.ClearThinking, fields("keep")},
+			{runtime.ClearToolUses, fields("trigger", "keep", "clear_at_least", "exclude_tools", "clear_tool_inputs")},
+		}}}}}}}}
 }()
 
 // fieldDefaults are, for the fields whose default is not their JSON zero

@@ -99,20 +99,52 @@ func (c *Client) body(req *runtime.ChatRequest) ([]byte, error) {
 		b = append(b, `,"stop_sequences":`...)
 		b = wire.AppendStrings(b, req.Stop)
 	}
-	if rf := req.ResponseFormat; rf != nil && rf.Type == runtime.FormatJSONSchema && len(rf.Schema) > 0 {
-		if !wire.IsObject(rf.Schema) {
-			var schema map[string]any
-			err := json.Unmarshal(rf.Schema, &schema)
-			if err == nil {
-				err = fmt.Errorf("not an object")
+	rf := req.ResponseFormat
+	schema := rf != nil && rf.Type == runtime.FormatJSONSchema && len(rf.Schema) > 0
+	if schema && !wire.IsObject(rf.Schema) {
+		var v map[string]any
+		err := json.Unmarshal(rf.Schema, &v)
+		if err == nil {
+			err = fmt.Errorf("not an object")
+		}
+		return nil, fmt.Errorf("response_format schema is not a JSON object: %w", err)
+	}
+	if schema || req.Effort != "" {
+		b = append(b, `,"output_config":{`...)
+		if req.Effort != "" {
+			b = append(b, `"effort":`...)
+			b = wire.AppendString(b, req.Effort)
+			if schema {
+				b = append(b, ',')
 			}
-			return nil, fmt.Errorf("response_format schema is not a JSON object: %w", err)
 		}
-		b = append(b, `,"output_config":{"format":{"type":"json_schema","schema":`...)
-		if b, err = wire.AppendRaw(b, rf.Schema); err != nil {
-			return nil, fmt.Errorf("response_format schema is not a JSON object: %w", err)
+		if schema {
+			b = append(b, `"format":{"type":"json_schema","schema":`...)
+			if b, err = wire.AppendRaw(b, rf.Schema); err != nil {
+				return nil, fmt.Errorf("response_format schema is not a JSON object: %w", err)
+			}
+			b = append(b, '}')
 		}
-		b = append(b, "}}"...)
+		b = append(b, '}')
+	}
+	if len(req.ContextEdits) > 0 {
+		b = append(b, `,"context_management":{"edits":[`...)
+		for i, e := range req.ContextEdits {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			edit, err := e.MarshalJSON()
+			if err == nil && !wire.IsObject(edit) {
+				err = errors.New("not a JSON object")
+			}
+			if err != nil {
+				return nil, fmt.Errorf("context edit %d (%s): %w", i, e.Type, err)
+			}
+			if b, err = wire.AppendRaw(b, edit); err != nil {
+				return nil, fmt.Errorf("context edit %d (%s): %w", i, e.Type, err)
+			}
+		}
+		b = append(b, "]}"...)
 	}
 	if id := endUser(req); id != "" {
 		b = append(b, `,"metadata":{"user_id":`...)

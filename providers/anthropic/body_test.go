@@ -105,7 +105,25 @@ func bodyCases() map[string]runtime.ChatRequest {
 		"thinking shown": {Messages: hello, Thinking: &runtime.Thinking{Type: "enabled", BudgetTokens: 1024, Display: "omitted"}},
 		"adaptive":       {Messages: hello, Thinking: &runtime.Thinking{Type: "adaptive", Display: "summarized"}},
 		"between tools":  {Messages: hello, Thinking: &runtime.Thinking{Type: "between_tools"}},
+		"effort":         {Messages: hello, Effort: "xhigh", Thinking: &runtime.Thinking{Type: "adaptive"}},
+		"effort format": {Messages: hello, Effort: "low", ResponseFormat: &runtime.ResponseFormat{Type: runtime.FormatJSONSchema, Name: "out",
+			Schema: json.RawMessage(`{"type":"object"}`)}},
+		"context edits": {Messages: hello, Thinking: &runtime.Thinking{Type: "adaptive"}, ContextEdits: contextEdits(
+			`{"type": "clear_thinking_20251015", "keep": "all"}`,
+			`{"type": "clear_tool_uses_20250919", "trigger": {"type": "input_tokens", "value": 30000}, "keep": {"type": "tool_uses", "value": 3},
+			  "clear_at_least": {"type": "input_tokens", "value": 5000}, "exclude_tools": ["web_search"], "clear_tool_inputs": true}`)},
 	}
+}
+
+// contextEdits decodes context management edits from their JSON objects.
+func contextEdits(objects ...string) []runtime.ContextEdit {
+	edits := make([]runtime.ContextEdit, len(objects))
+	for i, o := range objects {
+		if err := edits[i].UnmarshalJSON([]byte(o)); err != nil {
+			panic(err)
+		}
+	}
+	return edits
 }
 
 // TestBodyMatchesSDK: the body the client encodes is, member for member,

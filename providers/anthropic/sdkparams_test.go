@@ -88,6 +88,22 @@ func (c *Client) sdkParams(req *runtime.ChatRequest) (anthropic.MessageNewParams
 		}
 		p.OutputConfig.Format = anthropic.JSONOutputFormatParam{Schema: schema}
 	}
+	if req.Effort != "" {
+		p.OutputConfig.Effort = anthropic.OutputConfigEffort(req.Effort)
+	}
+	if len(req.ContextEdits) > 0 {
+		// A beta parameter: the SDK's beta type, as an extra field of the
+		// request.
+		var cm anthropic.BetaContextManagementConfigParam
+		for _, e := range req.ContextEdits {
+			var edit anthropic.BetaContextManagementConfigEditUnionParam
+			if err := json.Unmarshal(e.Params, &edit); err != nil {
+				return p, nil, err
+			}
+			cm.Edits = append(cm.Edits, edit)
+		}
+		p.SetExtraFields(map[string]any{"context_management": cm})
+	}
 	if id := endUser(req); id != "" {
 		p.Metadata.UserID = anthropic.String(id)
 	}

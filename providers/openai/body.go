@@ -35,6 +35,20 @@ func (c *Client) body(req *runtime.ChatRequest) ([]byte, error) {
 		// not be served without what it asked for.
 		return nil, runtime.ProviderRefused(fmt.Errorf("the request asks for extended thinking (thinking type %q), which an OpenAI-shaped model cannot honour (use reasoning_effort)", req.Thinking.Type))
 	}
+	if req.Effort != "" {
+		// Anthropic's effort bounds the whole answer (text, tool calls,
+		// thinking); OpenAI's reasoning_effort bounds the reasoning
+		// alone, and a model that does not reason refuses it.
+		return nil, runtime.ProviderRefused(fmt.Errorf("the request sets output_config.effort %q, which an OpenAI-shaped model cannot honour (use reasoning_effort)", req.Effort))
+	}
+	for _, e := range req.ContextEdits {
+		// Clearing thinking blocks asks for nothing here: they are never
+		// sent to an OpenAI-shaped model. Any other edit would leave out
+		// what the model is sent.
+		if e.Type != runtime.ClearThinking {
+			return nil, runtime.ProviderRefused(fmt.Errorf("the request asks for the context management edit %s, which an OpenAI-shaped model cannot honour: it would read what the edit clears", e.Type))
+		}
+	}
 	b := make([]byte, 0, 256+c.sizeHint(req))
 	b = append(b, `{"stream":true,"model":`...)
 	b = wire.AppendString(b, c.cfg.Model)

@@ -198,6 +198,24 @@ func TestBodyErrors(t *testing.T) {
 	// Nor can extended thinking, a token budget: the call fails.
 	_, err = c.body(&runtime.ChatRequest{Thinking: &runtime.Thinking{Type: "enabled", BudgetTokens: 2048}})
 	assert.ErrorContains(t, err, `extended thinking (thinking type "enabled")`)
+	// Nor Anthropic's effort, which bounds the whole answer.
+	_, err = c.body(&runtime.ChatRequest{Effort: "high"})
+	assert.ErrorIs(t, err, runtime.ErrProviderRefused)
+	assert.ErrorContains(t, err, `output_config.effort "high"`)
+	// Clearing old tool results would leave out what the model reads:
+	// refused. Clearing thinking blocks, which never reach the model,
+	// asks for nothing and is left out.
+	clearTools := runtime.ContextEdit{Type: runtime.ClearToolUses, Params: json.RawMessage(`{"type":"clear_tool_uses_20250919"}`)}
+	clearThinking := runtime.ContextEdit{Type: runtime.ClearThinking, Params: json.RawMessage(`{"type":"clear_thinking_20251015","keep":"all"}`)}
+	_, err = c.body(&runtime.ChatRequest{ContextEdits: []runtime.ContextEdit{clearThinking, clearTools}})
+	assert.ErrorIs(t, err, runtime.ErrProviderRefused)
+	assert.ErrorContains(t, err, "clear_tool_uses_20250919")
+	hello := []runtime.Message{{Role: "user", Content: "hi"}}
+	plain, err := c.body(&runtime.ChatRequest{Messages: hello})
+	require.NoError(t, err)
+	got, err := c.body(&runtime.ChatRequest{Messages: hello, ContextEdits: []runtime.ContextEdit{clearThinking}})
+	require.NoError(t, err)
+	assert.Equal(t, string(plain), string(got))
 }
 
 func BenchmarkBody(b *testing.B) {

@@ -1189,6 +1189,14 @@ func copyRequest(req *runtime.ChatRequest) runtime.ChatRequest {
 	r.FrequencyPenalty, r.PresencePenalty = clonePtr(req.FrequencyPenalty), clonePtr(req.PresencePenalty)
 	r.TopK = clonePtr(req.TopK)
 	r.LogitBias = maps.Clone(req.LogitBias)
+	r.Betas = slices.Clone(req.Betas)
+	if req.ContextEdits != nil {
+		r.ContextEdits = make([]runtime.ContextEdit, len(req.ContextEdits))
+		for i, e := range req.ContextEdits {
+			e.Params = slices.Clone(e.Params)
+			r.ContextEdits[i] = e
+		}
+	}
 	if req.ResponseFormat != nil {
 		rf := *req.ResponseFormat
 		rf.Schema = slices.Clone(rf.Schema)

@@ -211,6 +211,10 @@ type ChatStep struct {
 	Betas             []string              `json:"betas,omitempty"`
 	Thinking          *runtime.Thinking     `json:"thinking,omitempty"`
 	ReasoningEffort   string                `json:"reasoning_effort,omitempty"`
+	// Effort and ContextEdits are Anthropic's output_config.effort and
+	// context_management.edits (runtime.ChatRequest).
+	Effort       string                `json:"effort,omitempty"`
+	ContextEdits []runtime.ContextEdit `json:"context_edits,omitempty"`
 	// FrequencyPenalty, PresencePenalty, LogitBias, TopK,
 	// SafetyIdentifier and PromptCacheKey are the provider-specific
 	// sampling parameters and hints (runtime.ChatRequest).
@@ -231,7 +235,7 @@ func (cs *ChatStep) request() runtime.ChatRequest {
 		ResponseFormat: cs.ResponseFormat, Metadata: cs.Metadata, ParallelToolCalls: cs.ParallelToolCalls,
 		CacheControl: cs.CacheControl, Betas: cs.Betas, Thinking: cs.Thinking, ReasoningEffort: cs.ReasoningEffort,
 		FrequencyPenalty: cs.FrequencyPenalty, PresencePenalty: cs.PresencePenalty, LogitBias: cs.LogitBias, TopK: cs.TopK,
-		SafetyIdentifier: cs.SafetyIdentifier, PromptCacheKey: cs.PromptCacheKey}
+		SafetyIdentifier: cs.SafetyIdentifier, PromptCacheKey: cs.PromptCacheKey, Effort: cs.Effort, ContextEdits: cs.ContextEdits}
 }
 
 // AgentStep is one function-calling agent turn (runtime.AgentRequest): the
