@@ -38,7 +38,10 @@ saved before unresumable; an MCP server's prefix changed renames its tools,
 whose names key the idempotency records of their calls; a virtual key
 given another tenant (or renamed while its tenant is its name) leaves the
 records, ledgers and buckets of its calls under the old tenant, reported
-at the key's tenant for each layer keyed by the tenant. The warning is at
+at the key's tenant for each layer keyed by the tenant; keys declared
+where there were none (every caller without a tenant), or all removed,
+move every caller's state the same way, reported at keys (at the layer
+when they are removed). The warning is at
 the field that changed in the new policy, and names the tool, what starts
 afresh and the store that keeps the old state. A layer is compared with
 the layer of its chain with its kind and name, else with the only one of
@@ -123,7 +126,8 @@ func (c *Compilation) entry(stage plan.Stage, name string) *dsl.Entry {
 // changePos is the position of the first field of ch in the policy: the
 // layer's field, its name, the declaration of the store it names or of the
 // MCP server whose prefix changed, the tenant of the key whose calls it
-// keys differently (the key, when its tenant is its name); for a layer
+// keys differently (the key, when its tenant is its name), the keys
+// declared where the baseline had none (the layer, keys removed); for a layer
 // removed, the start of its chain (its first entry), else the declaration
 // of the tool left without it.
 func (c *Compilation) changePos(ch runtime.StateChange) dsl.Pos {
@@ -167,6 +171,8 @@ func (c *Compilation) changePos(ch runtime.StateChange) dsl.Pos {
 		if s := c.Policy.MCPServers[name]; s != nil {
 			return s.Pos
 		}
+	case f == "keys" && c.Policy.KeysPos.IsValid():
+		return c.Policy.KeysPos
 	case f == "tools" && len(entry.ToolsPos) > 0:
 		return entry.ToolsPos[0]
 	}

@@ -535,6 +535,9 @@ func sharedMeter(scope string) plan.Layer {
 	return rt.Layer("meter", `{"store":"shared","scope":"`+scope+`","budget":{"usd":50}}`)
 }
 
+// noTenant describes a policy without keys in a StateChange.
+const noTenant = "unset, calls without a tenant"
+
 // withKeys returns p with the virtual keys keys.
 func withKeys(p *plan.Plan, keys map[string]plan.Key) *plan.Plan {
 	p.Keys = keys
@@ -610,6 +613,24 @@ func TestStateChangesTenant(t *testing.T) {
 		o := withKeys(resetPlan(plan.Chains{Chat: []plan.Layer{sharedMeter("run"), rt.Named("total", sharedMeter("global"))}}), map[string]plan.Key{"agent": {SHA256: "aa", Tenant: "shop"}})
 		n := withKeys(resetPlan(plan.Chains{Chat: []plan.Layer{sharedMeter("run"), rt.Named("total", sharedMeter("global"))}}), map[string]plan.Key{"agent": {SHA256: "aa", Tenant: "store"}})
 		assert.Equal(t, [][]string{{"meter", "", "agent", "keys.agent.tenant", `"shop"`, `"store"`}}, tenantFields(runtime.StateChanges(o, n)))
+	})
+	t.Run("keys declared where there were none, and none where there were some", func(t *testing.T) {
+		none := resetPlan(chains())
+		cs := runtime.StateChanges(none, old)
+		assert.Equal(t, [][]string{
+			{"meter", "", "", "keys", noTenant, `set, calls under their key's tenant ("ops", "shop")`},
+			{"rate_limit", "", "", "keys", noTenant, `set, calls under their key's tenant ("ops", "shop")`},
+			{"idempotent", "payout", "", "keys", noTenant, `set, calls under their key's tenant ("ops", "shop")`},
+			{"idempotent", "refund", "", "keys", noTenant, `set, calls under their key's tenant ("ops", "shop")`},
+		}, tenantFields(cs))
+		require.Len(t, cs, 4)
+		assert.True(t, cs[3].Repeats)
+		assert.Equal(t, `idempotent keys its state differently from the baseline (keys unset, calls without a tenant → set, calls under their key's tenant ("ops", "shop")): `+
+			`its idempotency records of refund, kept in store "shared" (redis, url_env REDIS_URL, prefix billing), start afresh: `+
+			`calls of refund made before the change run again if repeated`, cs[3].Message())
+		back := runtime.StateChanges(old, none)
+		require.Len(t, back, 4)
+		assert.Equal(t, []string{"idempotent", "refund", "", "keys", `set, calls under their key's tenant ("ops", "shop")`, noTenant}, tenantFields(back)[3])
 	})
 	t.Run("a layer keyed differently anyway is reported once", func(t *testing.T) {
 		c := chains()
