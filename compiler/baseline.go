@@ -44,9 +44,10 @@ move every caller's state the same way, reported at keys (at the layer
 when they are removed). The warning is at
 the field that changed in the new policy, and names the tool, what starts
 afresh and the store that keeps the old state. A layer is compared with
-the layer of its chain with its kind and name, else with the only one of
-its kind in both versions, else with the only one of its kind and name
-another chain adds (a meter moved to another chain starts afresh, its
+the layer of its chain with its kind and name, else, when the chain has
+as many of its kind unpaired in both versions (one each, or several
+renamed), with the one most like it, else with the only one of its kind
+and name another chain adds (a meter moved to another chain starts afresh, its
 keys naming the chain); a layer added or removed is not reported,
 except an idempotent layer removed (or no longer covering a tool) while
 its tool is still side-effecting: its records are left behind and a

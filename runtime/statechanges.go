@@ -169,6 +169,9 @@ type StateChange struct {
 	// Layer is the layer's name in the new version, Use its kind and Pos
 	// its position (the baseline's, for a layer removed).
 	Layer, Use, Pos string
+	// WasLayer is the layer's name in the baseline when it had another
+	// one that Fields does not list (its keys do not hold it).
+	WasLayer string
 	// Removed is set when the layer was removed (Fields empty), or no
 	// longer applies to Tool (Fields says why: "tools", or a field of its
 	// MCP server), rather than keying it differently.
@@ -205,7 +208,12 @@ func (c StateChange) Message() string {
 		changed = append(changed, fmt.Sprintf("%s %s → %s", f, c.Was[i], c.Now[i]))
 	}
 	ref := c.Layer
-	if c.Layer != c.Use {
+	switch {
+	case c.WasLayer == c.Use:
+		ref += " (" + c.Use + ", unnamed in the baseline)"
+	case c.WasLayer != "":
+		ref += fmt.Sprintf(" (%s, %q in the baseline)", c.Use, c.WasLayer)
+	case c.Layer != c.Use:
 		ref += " (" + c.Use + ")"
 	}
 	switch {
@@ -225,8 +233,9 @@ func (c StateChange) Message() string {
 // StateChanges compares the state keys of the layers of two versions of a
 // policy, sharing their stores (a reload, a rollout), and returns the state
 // old kept that next leaves behind. A layer is compared with the layer of
-// the same chain and kind that has its name, else with the only one of its
-// kind in both versions of the chain, else with the only layer of its kind
+// the same chain and kind that has its name, else, when the chain has as
+// many layers of its kind unpaired in both versions, with the one most like
+// it (pairLayers), else with the only layer of its kind
 // and name that another chain of next adds (a layer moved to another
 // chain). A layer added is not a change of state, nor is one removed,
 // except for records of calls that ran (StateKey.Repeats): those a layer
@@ -483,10 +492,21 @@ func tenantStateChanges(old, next StateSite, moves []tenantMove, renamed map[str
 			}
 			out = append(out, StateChange{Stage: next.Stage, Layer: next.Name(), Use: next.Layer.Use, Pos: next.Layer.Pos,
 				Key: m.key, Fields: []string{m.field}, Was: []string{m.wasText}, Now: []string{m.nowText},
-				Tool: k.Tool, Server: k.Server, What: k.What, Then: k.Then, Repeats: k.Repeats, Where: describeStore(old.Plan, w.Store)})
+				Tool: k.Tool, Server: k.Server, What: k.What, Then: k.Then, Repeats: k.Repeats, Where: describeStore(old.Plan, w.Store),
+				WasLayer: wasLayer(old, next, nil)})
 		}
 	}
 	return out
+}
+
+// wasLayer returns the name old's layer had when next's has another and
+// fields (what moved its keys) do not list it: a layer paired as renamed,
+// whose keys do not hold its name.
+func wasLayer(old, next StateSite, fields []string) string {
+	if old.Name() == next.Name() || slices.Contains(fields, "name") {
+		return ""
+	}
+	return old.Name()
 }
 
 // serverRenames maps the name of each MCP server of old to its name in
@@ -553,7 +573,9 @@ func leftBehind(w identified, next *plan.Plan, renamed map[string]string, kept [
 }
 
 // pairLayers pairs the layers of two versions of a chain: by kind and name,
-// then the only unpaired layer of a kind on both sides.
+// then, for a kind with as many unpaired layers on both sides (one each, or
+// several renamed), each with the one most like it (the most fields alike,
+// name aside; the first in the chain on a tie).
 func pairLayers(olds, news []plan.Layer) [][2]int {
 	var pairs [][2]int
 	usedOld, usedNew := map[int]bool{}, map[int]bool{}
@@ -580,12 +602,37 @@ func pairLayers(olds, news []plan.Layer) [][2]int {
 			continue
 		}
 		o, nn := unpaired(olds, usedOld, n.Use), unpaired(news, usedNew, n.Use)
-		if len(o) == 1 && len(nn) == 1 {
-			pairs = append(pairs, [2]int{o[0], j})
-			usedOld[o[0]], usedNew[j] = true, true
+		if len(o) != len(nn) {
+			continue
+		}
+		for len(o) > 0 {
+			bi, bj, best := 0, 0, -1
+			for a, i := range o {
+				for b, k := range nn {
+					if alike := fieldsAlike(olds[i], news[k]); alike > best {
+						bi, bj, best = a, b, alike
+					}
+				}
+			}
+			pairs = append(pairs, [2]int{o[bi], nn[bj]})
+			usedOld[o[bi]], usedNew[nn[bj]] = true, true
+			o, nn = slices.Delete(o, bi, bi+1), slices.Delete(nn, bj, bj+1)
 		}
 	}
+	slices.SortFunc(pairs, func(a, b [2]int) int { return a[1] - b[1] })
 	return pairs
+}
+
+// fieldsAlike counts the fields, name aside, that a and b set alike.
+func fieldsAlike(a, b plan.Layer) int {
+	fa, fb := layerFields(a), layerFields(b)
+	n := 0
+	for f, v := range fa {
+		if f != "name" && bytes.Equal(v, fb[f]) {
+			n++
+		}
+	}
+	return n
 }
 
 // identified is a state key with its store's identity.
@@ -675,6 +722,7 @@ func layerStateChanges(old, next StateSite, renamed map[string]string, kept []ma
 		c.Stage, c.Layer, c.Use, c.Pos = next.Stage, next.Name(), next.Layer.Use, next.Layer.Pos
 		c.Repeats, c.Where = w.Repeats, describeStore(old.Plan, w.Store)
 		c.Fields, c.Was, c.Now = changedFields(old, next, id, w, renamed)
+		c.WasLayer = wasLayer(old, next, c.Fields)
 		out = append(out, c)
 	}
 	return out
