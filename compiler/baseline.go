@@ -38,12 +38,16 @@ saved before unresumable; an MCP server's prefix changed renames its tools,
 whose names key the idempotency records of their calls; a virtual key
 given another tenant (or renamed while its tenant is its name) leaves the
 records, ledgers and buckets of its calls under the old tenant, reported
-at the key's tenant for each layer keyed by the tenant. The warning is at
+at the key's tenant for each layer keyed by the tenant; keys declared
+where there were none (every caller without a tenant), or all removed,
+move every caller's state the same way, reported at keys (at the layer
+when they are removed). The warning is at
 the field that changed in the new policy, and names the tool, what starts
 afresh and the store that keeps the old state. A layer is compared with
-the layer of its chain with its kind and name, else with the only one of
-its kind in both versions, else with the only one of its kind and name
-another chain adds (a meter moved to another chain starts afresh, its
+the layer of its chain with its kind and name, else, when the chain has
+as many of its kind unpaired in both versions (one each, or several
+renamed), with the one most like it, else with the only one of its kind
+and name another chain adds (a meter moved to another chain starts afresh, its
 keys naming the chain); a layer added or removed is not reported,
 except an idempotent layer removed (or no longer covering a tool) while
 its tool is still side-effecting: its records are left behind and a
@@ -123,7 +127,8 @@ func (c *Compilation) entry(stage plan.Stage, name string) *dsl.Entry {
 // changePos is the position of the first field of ch in the policy: the
 // layer's field, its name, the declaration of the store it names or of the
 // MCP server whose prefix changed, the tenant of the key whose calls it
-// keys differently (the key, when its tenant is its name); for a layer
+// keys differently (the key, when its tenant is its name), the keys
+// declared where the baseline had none (the layer, keys removed); for a layer
 // removed, the start of its chain (its first entry), else the declaration
 // of the tool left without it.
 func (c *Compilation) changePos(ch runtime.StateChange) dsl.Pos {
@@ -167,6 +172,8 @@ func (c *Compilation) changePos(ch runtime.StateChange) dsl.Pos {
 		if s := c.Policy.MCPServers[name]; s != nil {
 			return s.Pos
 		}
+	case f == "keys" && c.Policy.KeysPos.IsValid():
+		return c.Policy.KeysPos
 	case f == "tools" && len(entry.ToolsPos) > 0:
 		return entry.ToolsPos[0]
 	}

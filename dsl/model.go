@@ -44,8 +44,10 @@ type Policy struct {
 	// RunIdle is settings.run_idle as written ("24h" by default).
 	RunIdle string
 	// Keys are the virtual API keys and MCPServers the upstream MCP
-	// servers of `agentc serve`, by name.
+	// servers of `agentc serve`, by name; KeysPos is where keys is
+	// written (invalid without keys).
 	Keys       map[string]*Key
+	KeysPos    Pos
 	MCPServers map[string]*MCPServer
 	// Invariants is the invariants section (nil when absent).
 	Invariants *Invariants

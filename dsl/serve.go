@@ -106,6 +106,9 @@ func (l *loader) decodeServe(p *Policy, v cue.Value) {
 		}
 		p.Keys[name] = k
 	})
+	if len(p.Keys) > 0 {
+		p.KeysPos, _ = l.pos.lookup([]string{"keys"}, true)
+	}
 	// Two keys with one secret: the server takes a caller presenting it
 	// for the last of them by name, with its tenant.
 	byName := make([]string, 0, len(p.Keys))

@@ -29,6 +29,9 @@ type StateSite struct {
 	Layer plan.Layer
 	// Tenant is the tenant of the sample calls ("": SampleRun's).
 	Tenant string
+	// NoTenant makes the sample calls those of a caller without a tenant
+	// (agentc serve without keys, a host that sets no Run.Tenant).
+	NoTenant bool
 }
 
 // Name returns the layer's name (its use when unnamed).
@@ -36,10 +39,14 @@ func (s StateSite) Name() string { return layerName(s.Layer) }
 
 // Run returns the run of the sample calls whose keys StateKeys returns:
 // SampleRun, or, under Tenant when set, a run of that tenant's named as
-// agentc serve names it (TenantRunID).
+// agentc serve names it (TenantRunID); with NoTenant, SampleRun's id
+// without a tenant.
 func (s StateSite) Run() Run {
 	r := SampleRun
-	if s.Tenant != "" {
+	switch {
+	case s.NoTenant:
+		r.Tenant = ""
+	case s.Tenant != "":
 		r.Tenant, r.ID = s.Tenant, TenantRunID(s.Tenant, SampleRun.ID)
 	}
 	return r
@@ -162,6 +169,9 @@ type StateChange struct {
 	// Layer is the layer's name in the new version, Use its kind and Pos
 	// its position (the baseline's, for a layer removed).
 	Layer, Use, Pos string
+	// WasLayer is the layer's name in the baseline when it had another
+	// one that Fields does not list (its keys do not hold it).
+	WasLayer string
 	// Removed is set when the layer was removed (Fields empty), or no
 	// longer applies to Tool (Fields says why: "tools", or a field of its
 	// MCP server), rather than keying it differently.
@@ -171,9 +181,12 @@ type StateChange struct {
 	// scope), "chain" (the layer moved to another chain), "stores.NAME"
 	// for the declaration of the store it names,
 	// "mcp_servers.NAME.prefix" for the prefix of the MCP server that
-	// serves Tool, or "keys.KEY.tenant" for the tenant of a virtual key.
+	// serves Tool, "keys.KEY.tenant" for the tenant of a virtual key, or
+	// "keys" for keys declared where there were none, or none where there
+	// were some (every caller's tenant changed).
 	Fields []string
-	// Was and Now are the values of Fields before and after, as JSON.
+	// Was and Now are the values of Fields before and after, as JSON
+	// ("keys": in words).
 	Was, Now []string
 	// Tool is the tool whose records start afresh ("" for every call),
 	// and Server the MCP server that serves it ("" for a declared tool).
@@ -195,7 +208,12 @@ func (c StateChange) Message() string {
 		changed = append(changed, fmt.Sprintf("%s %s → %s", f, c.Was[i], c.Now[i]))
 	}
 	ref := c.Layer
-	if c.Layer != c.Use {
+	switch {
+	case c.WasLayer == c.Use:
+		ref += " (" + c.Use + ", unnamed in the baseline)"
+	case c.WasLayer != "":
+		ref += fmt.Sprintf(" (%s, %q in the baseline)", c.Use, c.WasLayer)
+	case c.Layer != c.Use:
 		ref += " (" + c.Use + ")"
 	}
 	switch {
@@ -215,8 +233,9 @@ func (c StateChange) Message() string {
 // StateChanges compares the state keys of the layers of two versions of a
 // policy, sharing their stores (a reload, a rollout), and returns the state
 // old kept that next leaves behind. A layer is compared with the layer of
-// the same chain and kind that has its name, else with the only one of its
-// kind in both versions of the chain, else with the only layer of its kind
+// the same chain and kind that has its name, else, when the chain has as
+// many layers of its kind unpaired in both versions, with the one most like
+// it (pairLayers), else with the only layer of its kind
 // and name that another chain of next adds (a layer moved to another
 // chain). A layer added is not a change of state, nor is one removed,
 // except for records of calls that ran (StateKey.Repeats): those a layer
@@ -226,8 +245,10 @@ func (c StateChange) Message() string {
 // the server's name, else by its command or URL (a server renamed). A
 // virtual key whose tenant changed (paired by name, else by its secret: a
 // key renamed) moves its callers' state, for each layer keyed by the
-// tenant, to keys under the new tenant: reported once per key (Key). Layers
-// whose middleware is not registered, or whose config does not decode, are
+// tenant, to keys under the new tenant: reported once per key (Key); keys
+// declared where there were none, or none where there were some, move
+// every caller between no tenant and its key's: reported once, at "keys".
+// Layers whose middleware is not registered, or whose config does not decode, are
 // skipped.
 func StateChanges(old, next *plan.Plan) []StateChange {
 	renamed, moves := serverRenames(old, next), tenantMoves(old, next)
@@ -375,14 +396,33 @@ func movedLayers(removed, added []StateSite) (pairs [][2]StateSite, rest []State
 }
 
 // tenantMove is a virtual key of next whose calls had another tenant in
-// old.
-type tenantMove struct{ key, was, now string }
+// old, or every caller when old or next alone declares keys (key "",
+// field "keys"): a policy without keys gives every call no tenant.
+type tenantMove struct {
+	key, field string
+	// was and now are the tenants before and after; wasNone and nowNone
+	// mark calls without a tenant.
+	was, now         string
+	wasNone, nowNone bool
+	// wasText and nowText describe the field before and after.
+	wasText, nowText string
+}
 
 // tenantMoves returns the keys of next whose tenant differs from theirs in
 // old, sorted by name: a key is paired with old's key of its name, else
 // with the only key old has and next does not with its sha256 or env (a
-// key renamed, whose tenant defaults to its name).
+// key renamed, whose tenant defaults to its name). Keys declared where
+// there were none, or none where there were some, move every caller
+// between no tenant and its key's: one move, at "keys".
 func tenantMoves(old, next *plan.Plan) []tenantMove {
+	switch {
+	case len(old.Keys) == 0 && len(next.Keys) > 0:
+		tenant, text := keyTenants(next)
+		return []tenantMove{{field: "keys", wasNone: true, now: tenant, wasText: noTenant, nowText: text}}
+	case len(old.Keys) > 0 && len(next.Keys) == 0:
+		tenant, text := keyTenants(old)
+		return []tenantMove{{field: "keys", was: tenant, nowNone: true, wasText: text, nowText: noTenant}}
+	}
 	var out []tenantMove
 	for _, name := range slices.Sorted(maps.Keys(next.Keys)) {
 		k := next.Keys[name]
@@ -401,16 +441,37 @@ func tenantMoves(old, next *plan.Plan) []tenantMove {
 			wasName, was = same[0], old.Keys[same[0]]
 		}
 		if t, u := was.TenantOf(wasName), k.TenantOf(name); t != u {
-			out = append(out, tenantMove{key: name, was: t, now: u})
+			out = append(out, tenantMove{key: name, field: "keys." + name + ".tenant", was: t, now: u,
+				wasText: strconv.Quote(t), nowText: strconv.Quote(u)})
 		}
 	}
 	return out
 }
 
-// tenantStateChanges returns, for each key whose tenant changed (moves),
-// the state of the paired layers old and next that its calls kept under
-// the old tenant and keep under another key now. A tool whose key changed
-// for every caller (layerStateChanges) is not reported again.
+// noTenant describes a policy without keys in a tenantMove.
+const noTenant = "unset, calls without a tenant"
+
+// keyTenants returns the tenant of p's first key by name, and describes
+// p's keys in a tenantMove: `set, calls under their key's tenant ("ops",
+// "shop")`.
+func keyTenants(p *plan.Plan) (first string, text string) {
+	var tenants []string
+	for _, name := range slices.Sorted(maps.Keys(p.Keys)) {
+		t := p.Keys[name].TenantOf(name)
+		if first == "" {
+			first = t
+		}
+		tenants = append(tenants, strconv.Quote(t))
+	}
+	slices.Sort(tenants)
+	return first, "set, calls under their key's tenant (" + strings.Join(slices.Compact(tenants), ", ") + ")"
+}
+
+// tenantStateChanges returns, for each move of a key's calls to another
+// tenant (moves), the state of the paired layers old and next that those
+// calls kept under the old tenant and keep under another key now. A tool
+// whose key changed for every caller (layerStateChanges) is not reported
+// again.
 func tenantStateChanges(old, next StateSite, moves []tenantMove, renamed map[string]string) []StateChange {
 	was, ok := keysAt(old, renamed)
 	if !ok || len(moves) == 0 {
@@ -420,7 +481,7 @@ func tenantStateChanges(old, next StateSite, moves []tenantMove, renamed map[str
 	var out []StateChange
 	for _, m := range moves {
 		o, n := old, next
-		o.Tenant, n.Tenant = m.was, m.now
+		o.Tenant, o.NoTenant, n.Tenant, n.NoTenant = m.was, m.wasNone, m.now, m.nowNone
 		wt, _ := keysAt(o, renamed)
 		nt, _ := keysAt(n, nil)
 		for _, id := range slices.Sorted(maps.Keys(wt)) {
@@ -430,11 +491,22 @@ func tenantStateChanges(old, next StateSite, moves []tenantMove, renamed map[str
 				continue
 			}
 			out = append(out, StateChange{Stage: next.Stage, Layer: next.Name(), Use: next.Layer.Use, Pos: next.Layer.Pos,
-				Key: m.key, Fields: []string{"keys." + m.key + ".tenant"}, Was: []string{strconv.Quote(m.was)}, Now: []string{strconv.Quote(m.now)},
-				Tool: k.Tool, Server: k.Server, What: k.What, Then: k.Then, Repeats: k.Repeats, Where: describeStore(old.Plan, w.Store)})
+				Key: m.key, Fields: []string{m.field}, Was: []string{m.wasText}, Now: []string{m.nowText},
+				Tool: k.Tool, Server: k.Server, What: k.What, Then: k.Then, Repeats: k.Repeats, Where: describeStore(old.Plan, w.Store),
+				WasLayer: wasLayer(old, next, nil)})
 		}
 	}
 	return out
+}
+
+// wasLayer returns the name old's layer had when next's has another and
+// fields (what moved its keys) do not list it: a layer paired as renamed,
+// whose keys do not hold its name.
+func wasLayer(old, next StateSite, fields []string) string {
+	if old.Name() == next.Name() || slices.Contains(fields, "name") {
+		return ""
+	}
+	return old.Name()
 }
 
 // serverRenames maps the name of each MCP server of old to its name in
@@ -501,7 +573,9 @@ func leftBehind(w identified, next *plan.Plan, renamed map[string]string, kept [
 }
 
 // pairLayers pairs the layers of two versions of a chain: by kind and name,
-// then the only unpaired layer of a kind on both sides.
+// then, for a kind with as many unpaired layers on both sides (one each, or
+// several renamed), each with the one most like it (the most fields alike,
+// name aside; the first in the chain on a tie).
 func pairLayers(olds, news []plan.Layer) [][2]int {
 	var pairs [][2]int
 	usedOld, usedNew := map[int]bool{}, map[int]bool{}
@@ -528,12 +602,37 @@ func pairLayers(olds, news []plan.Layer) [][2]int {
 			continue
 		}
 		o, nn := unpaired(olds, usedOld, n.Use), unpaired(news, usedNew, n.Use)
-		if len(o) == 1 && len(nn) == 1 {
-			pairs = append(pairs, [2]int{o[0], j})
-			usedOld[o[0]], usedNew[j] = true, true
+		if len(o) != len(nn) {
+			continue
+		}
+		for len(o) > 0 {
+			bi, bj, best := 0, 0, -1
+			for a, i := range o {
+				for b, k := range nn {
+					if alike := fieldsAlike(olds[i], news[k]); alike > best {
+						bi, bj, best = a, b, alike
+					}
+				}
+			}
+			pairs = append(pairs, [2]int{o[bi], nn[bj]})
+			usedOld[o[bi]], usedNew[nn[bj]] = true, true
+			o, nn = slices.Delete(o, bi, bi+1), slices.Delete(nn, bj, bj+1)
 		}
 	}
+	slices.SortFunc(pairs, func(a, b [2]int) int { return a[1] - b[1] })
 	return pairs
+}
+
+// fieldsAlike counts the fields, name aside, that a and b set alike.
+func fieldsAlike(a, b plan.Layer) int {
+	fa, fb := layerFields(a), layerFields(b)
+	n := 0
+	for f, v := range fa {
+		if f != "name" && bytes.Equal(v, fb[f]) {
+			n++
+		}
+	}
+	return n
 }
 
 // identified is a state key with its store's identity.
@@ -623,6 +722,7 @@ func layerStateChanges(old, next StateSite, renamed map[string]string, kept []ma
 		c.Stage, c.Layer, c.Use, c.Pos = next.Stage, next.Name(), next.Layer.Use, next.Layer.Pos
 		c.Repeats, c.Where = w.Repeats, describeStore(old.Plan, w.Store)
 		c.Fields, c.Was, c.Now = changedFields(old, next, id, w, renamed)
+		c.WasLayer = wasLayer(old, next, c.Fields)
 		out = append(out, c)
 	}
 	return out

@@ -535,6 +535,9 @@ func sharedMeter(scope string) plan.Layer {
 	return rt.Layer("meter", `{"store":"shared","scope":"`+scope+`","budget":{"usd":50}}`)
 }
 
+// noTenant describes a policy without keys in a StateChange.
+const noTenant = "unset, calls without a tenant"
+
 // withKeys returns p with the virtual keys keys.
 func withKeys(p *plan.Plan, keys map[string]plan.Key) *plan.Plan {
 	p.Keys = keys
@@ -611,6 +614,24 @@ func TestStateChangesTenant(t *testing.T) {
 		n := withKeys(resetPlan(plan.Chains{Chat: []plan.Layer{sharedMeter("run"), rt.Named("total", sharedMeter("global"))}}), map[string]plan.Key{"agent": {SHA256: "aa", Tenant: "store"}})
 		assert.Equal(t, [][]string{{"meter", "", "agent", "keys.agent.tenant", `"shop"`, `"store"`}}, tenantFields(runtime.StateChanges(o, n)))
 	})
+	t.Run("keys declared where there were none, and none where there were some", func(t *testing.T) {
+		none := resetPlan(chains())
+		cs := runtime.StateChanges(none, old)
+		assert.Equal(t, [][]string{
+			{"meter", "", "", "keys", noTenant, `set, calls under their key's tenant ("ops", "shop")`},
+			{"rate_limit", "", "", "keys", noTenant, `set, calls under their key's tenant ("ops", "shop")`},
+			{"idempotent", "payout", "", "keys", noTenant, `set, calls under their key's tenant ("ops", "shop")`},
+			{"idempotent", "refund", "", "keys", noTenant, `set, calls under their key's tenant ("ops", "shop")`},
+		}, tenantFields(cs))
+		require.Len(t, cs, 4)
+		assert.True(t, cs[3].Repeats)
+		assert.Equal(t, `idempotent keys its state differently from the baseline (keys unset, calls without a tenant → set, calls under their key's tenant ("ops", "shop")): `+
+			`its idempotency records of refund, kept in store "shared" (redis, url_env REDIS_URL, prefix billing), start afresh: `+
+			`calls of refund made before the change run again if repeated`, cs[3].Message())
+		back := runtime.StateChanges(old, none)
+		require.Len(t, back, 4)
+		assert.Equal(t, []string{"idempotent", "refund", "", "keys", `set, calls under their key's tenant ("ops", "shop")`, noTenant}, tenantFields(back)[3])
+	})
 	t.Run("a layer keyed differently anyway is reported once", func(t *testing.T) {
 		c := chains()
 		c.Tool = []plan.Layer{rt.Layer("idempotent", `{"store":"shared","key_args":["order_id","amount"]}`)}
@@ -644,6 +665,25 @@ func TestStateChangesPairing(t *testing.T) {
 			plan.Chains{Chat: []plan.Layer{rt.Named("total", meter("global")), rt.Named("per_key", meter("key"))}},
 			[][]string{{"", "name"}},
 		},
+		"two meters renamed, each paired with the one most like it": {
+			plan.Chains{Chat: []plan.Layer{rt.Named("daily", meter("key")), rt.Named("per_run", meter("run"))}},
+			plan.Chains{Chat: []plan.Layer{rt.Named("run_budget", meter("run")), rt.Named("tenant_daily", meter("key"))}},
+			[][]string{{"", "name"}, {"", "name"}},
+		},
+		"two rate limits renamed": {
+			plan.Chains{Chat: []plan.Layer{
+				rt.Named("fast", rt.Layer("rate_limit", `{"store":"shared","rate":6,"per":"1m","scope":"key"}`)),
+				rt.Named("slow", rt.Layer("rate_limit", `{"store":"shared","rate":60,"per":"1h","scope":"key"}`))}},
+			plan.Chains{Chat: []plan.Layer{
+				rt.Named("minute", rt.Layer("rate_limit", `{"store":"shared","rate":6,"per":"1m","scope":"key"}`)),
+				rt.Named("hour", rt.Layer("rate_limit", `{"store":"shared","rate":60,"per":"1h","scope":"key"}`))}},
+			[][]string{{"", "name"}, {"", "name"}},
+		},
+		"two meters, one removed and two added, are not paired": {
+			plan.Chains{Chat: []plan.Layer{rt.Named("daily", meter("key"))}},
+			plan.Chains{Chat: []plan.Layer{rt.Named("run_budget", meter("run")), rt.Named("tenant_daily", meter("key"))}},
+			nil,
+		},
 		"a meter moved to the tool chain": {
 			plan.Chains{Chat: []plan.Layer{meter("key")}},
 			plan.Chains{Tool: []plan.Layer{meter("key")}},
@@ -669,6 +709,10 @@ func TestStateChangesPairing(t *testing.T) {
 			cs := runtime.StateChanges(resetPlan(tc.old), resetPlan(tc.next))
 			assert.Equal(t, tc.want, fields(cs))
 			for _, c := range cs {
+				if slices.Contains(c.Fields, "name") {
+					assert.Contains(t, [][2]string{{`"daily"`, `"tenant_daily"`}, {`"per_run"`, `"run_budget"`}, {`"fast"`, `"minute"`}, {`"slow"`, `"hour"`}, {`"meter"`, `"per_key"`}},
+						[2]string{c.Was[0], c.Now[0]}, "paired with the layer most like it")
+				}
 				if slices.Contains(c.Fields, "chain") {
 					assert.Contains(t, c.Message(), `chain "chat" → "`)
 					assert.Equal(t, tc.next.Tool == nil, c.Stage == plan.StageTurn)
@@ -717,4 +761,36 @@ func TestCoverageChanges(t *testing.T) {
 			assert.Contains(t, cs[0].Message(), "is no longer deduplicated: one made before the change runs again if repeated")
 		})
 	}
+}
+
+// TestStateChangesRenamedIdempotent: two idempotent layers renamed, each
+// with its key_args changed, are paired with the ones they were (not
+// reported as removed), and name the baseline's layer, whose name their
+// keys do not hold.
+func TestStateChangesRenamedIdempotent(t *testing.T) {
+	old := resetPlan(toolChain(
+		rt.Named("refunds", scoped(rt.Layer("idempotent", `{"store":"shared","key_args":["order_id"]}`), "refund")),
+		rt.Named("payouts", scoped(rt.Layer("idempotent", `{"store":"shared","key_args":["payee"]}`), "payout"))))
+	next := resetPlan(toolChain(
+		rt.Named("once_payout", scoped(rt.Layer("idempotent", `{"store":"shared","key_args":["payee","amount"]}`), "payout")),
+		rt.Named("once_refund", scoped(rt.Layer("idempotent", `{"store":"shared","key_args":["order_id","amount"]}`), "refund"))))
+	cs := runtime.StateChanges(old, next)
+	require.Len(t, cs, 2)
+	assert.Equal(t, [][]string{{"payout", "key_args"}, {"refund", "key_args"}}, fields(cs))
+	assert.False(t, cs[1].Removed)
+	assert.Equal(t, `once_refund (idempotent, "refunds" in the baseline) keys its state differently from the baseline (key_args ["order_id"] → ["order_id","amount"]): `+
+		`its idempotency records of refund, kept in store "shared" (redis, url_env REDIS_URL, prefix billing), start afresh: `+
+		`calls of refund made before the change run again if repeated`, cs[1].Message())
+
+	unnamed := resetPlan(toolChain(rt.Layer("idempotent", `{"store":"shared","key_args":["order_id"]}`)))
+	named := resetPlan(toolChain(rt.Named("once", rt.Layer("idempotent", `{"store":"shared","key_args":["order_id","amount"]}`))))
+	cs = runtime.StateChanges(unnamed, named)
+	require.Len(t, cs, 2)
+	assert.Contains(t, cs[0].Message(), "once (idempotent, unnamed in the baseline) keys its state")
+}
+
+// scoped returns l applied to tools only.
+func scoped(l plan.Layer, tools ...string) plan.Layer {
+	l.Tools = tools
+	return l
 }

@@ -178,6 +178,37 @@ func TestReloadThatMovesAKeyToAnotherTenantIsRefused(t *testing.T) {
 	}
 }
 
+// TestReloadThatDeclaresKeysIsRefused: a policy without keys gives every
+// caller no tenant; a reload that declares keys puts each caller's calls
+// under its key's tenant, so a refund made before it runs again when it is
+// retried after it. It is refused like a key given another tenant, unless
+// AllowStateReset, which applies it (and the retry runs again).
+func TestReloadThatDeclaresKeysIsRefused(t *testing.T) {
+	for _, allow := range []bool{false, true} {
+		t.Run(fmt.Sprintf("allow=%v", allow), func(t *testing.T) {
+			upstream, refunds := inProcessUpstream(t)
+			keyed := keyArgsPolicy(upstream, `["order_id"]`)
+			open := strings.Replace(keyed, fmt.Sprintf("keys: agent: {sha256: %q, tenant: \"shop\"}\n", sha("agent-key")), "", 1)
+			require.NotEqual(t, keyed, open)
+			dir := writePolicy(t, open)
+			s := startServer(t, Options{Source: cueSource(dir), WatchInterval: -1, AllowStateReset: allow})
+			refundOnce(t, s.url, "first")
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte(keyed), 0o644))
+			err := s.srv.Reload(context.Background())
+			assert.Contains(t, s.logs.String(), `keys unset, calls without a tenant → set, calls under their key's tenant (\"shop\")`)
+			refundOnce(t, s.url, "retry")
+			if !allow {
+				require.ErrorIs(t, err, ErrStateReset)
+				assert.Contains(t, err.Error(), "refund (keys)")
+				assert.EqualValues(t, 1, refunds.Load(), "the retry was deduplicated by the policy still serving")
+				return
+			}
+			require.NoError(t, err)
+			assert.EqualValues(t, 2, refunds.Load(), "under the key's tenant the retry ran again")
+		})
+	}
+}
+
 // TestReloadThatMovesAKeyToAnotherTenantResetsItsBudget: a meter with
 // scope "key" keeps a ledger per tenant; a reload that gives the key
 // another tenant starts its ledger at 0, so a spent budget is spent again.
