@@ -18,7 +18,22 @@ import (
 // its own bound.
 func TestHeaderLimitIsExact(t *testing.T) {
 	s := startServer(t, Options{Source: cueSource(writePolicy(t, "package gw\nmodels: m: {}\n")), WatchInterval: -1})
-	addr := strings.TrimPrefix(s.url, "http://")
+	headerLimitIsExact(t, strings.TrimPrefix(s.url, "http://"))
+}
+
+// TestOpsHeaderLimitIsExact: the operations listener (-metrics) bounds
+// request heads as the main one does, not at net/http's 1 MiB.
+func TestOpsHeaderLimitIsExact(t *testing.T) {
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, "package gw\nmodels: m: {}\n")), WatchInterval: -1})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ops := s.srv.OpsHTTPServer()
+	go func() { _ = ops.Serve(ln) }()
+	t.Cleanup(func() { _ = ops.Close() })
+	headerLimitIsExact(t, ln.Addr().String())
+}
+
+func headerLimitIsExact(t *testing.T, addr string) {
 	status := func(size int) int {
 		t.Helper()
 		head := "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nX-Pad: "

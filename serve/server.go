@@ -748,6 +748,19 @@ func (s *Server) HTTPServer() *http.Server {
 	return hs
 }
 
+// OpsHTTPServer returns an http.Server for the operations listener
+// (OpsHandler: /metrics, /healthz, /readyz), with the request heads and
+// timeouts of HTTPServer's.
+func (s *Server) OpsHTTPServer() *http.Server {
+	return &http.Server{
+		Handler:           s.OpsHandler(),
+		ReadHeaderTimeout: s.opts.ReadHeaderTimeout,
+		IdleTimeout:       s.opts.IdleTimeout,
+		MaxHeaderBytes:    MaxHeaderBytes - headerSlack,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+}
+
 // sweepRuns ends the runs idle for longer than RunIdle on the current
 // generation.
 func (s *Server) sweepRuns(ctx context.Context) {

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"maps"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -139,8 +138,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 			_ = srv.Close()
 			return fail(env, "serve: -metrics: %v", err)
 		}
-		ops := &http.Server{Handler: srv.OpsHandler(), ReadHeaderTimeout: 5 * time.Second,
-			ErrorLog: slog.NewLogLogger(handler, slog.LevelWarn)}
+		ops := srv.OpsHTTPServer()
 		logger.Info("serving metrics", "addr", mln.Addr().String())
 		go func() { _ = ops.Serve(mln) }()
 		defer ops.Close()
