@@ -177,3 +177,19 @@ func TestTopKReachesAClaudeModel(t *testing.T) {
 	requireInvalidRequest(t, code, resp, "top_k: must be at least 0")
 	assert.Equal(t, 1, g.an.requests())
 }
+
+// TestFallbackToAModelThatCannotHonourAPenalty: an OpenAI model down, and
+// a Claude model behind it that cannot honour the request's penalty: the
+// client gets the outage (a transient 502 it may retry), not a 400 telling
+// it that its request, sound for the model it asked for, is at fault.
+func TestFallbackToAModelThatCannotHonourAPenalty(t *testing.T) {
+	g := newGateway(t, `{use: "fallback", models: ["primary", "backup"], when: "request.model == 'primary'"}`,
+		[]reply{{status: http.StatusServiceUnavailable, body: `{"error":{"message":"overloaded","type":"server_error"}}`}}, nil)
+	code, _, resp := do(t, "POST", g.url+"/v1/chat/completions", clientKey,
+		[]byte(`{"model": "primary", "messages": [{"role": "user", "content": "hi"}], "frequency_penalty": 0.5}`))
+	assert.Equal(t, http.StatusBadGateway, code, resp)
+	assert.Contains(t, resp, `"kind":"transient"`)
+	assert.NotContains(t, resp, "frequency_penalty")
+	assert.Equal(t, 1, g.oa.requests())
+	assert.Zero(t, g.an.requests())
+}

@@ -54,7 +54,10 @@ var accountIDs = regexp.MustCompile(`\b(?:org-[A-Za-z0-9]{6,}|proj_[A-Za-z0-9]{6
 // gateway's account (accountIDs), the rest kept: they are the gateway's,
 // and tell a client nothing it can act on.
 func withoutAccount(msg string) string {
-	if !strings.Contains(msg, "org-") && !strings.Contains(msg, "proj_") && !strings.Contains(msg, "wrkspc_") && !strings.Contains(msg, "rgani") {
+	// The word before a UUID is matched in any case ("ORGANIZATION"), as
+	// accountIDs does.
+	if !strings.Contains(msg, "org-") && !strings.Contains(msg, "proj_") && !strings.Contains(msg, "wrkspc_") &&
+		!strings.Contains(strings.ToLower(msg), "rgani") {
 		return msg
 	}
 	return accountIDs.ReplaceAllString(msg, "${1}[redacted]")

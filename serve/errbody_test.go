@@ -271,10 +271,11 @@ func TestUpstreamAccountIDsAreNotRelayed(t *testing.T) {
 func TestWithoutAccount(t *testing.T) {
 	for in, want := range map[string]string{
 		"no ids here": "no ids here",
-		"the org-chart, organization of the team":                "the org-chart, organization of the team",
-		"org-AbC123dEf456 and proj_abcdef123 in wrkspc_01AbCdEf": "[redacted] and [redacted] in [redacted]",
-		"Organisation: 0f0f0f0f-1111-2222-3333-444455556666.":    "Organisation: [redacted].",
-		"request 0f0f0f0f-1111-2222-3333-444455556666 failed":    "request 0f0f0f0f-1111-2222-3333-444455556666 failed",
+		"the org-chart, organization of the team":                                 "the org-chart, organization of the team",
+		"org-AbC123dEf456 and proj_abcdef123 in wrkspc_01AbCdEf":                  "[redacted] and [redacted] in [redacted]",
+		"Organisation: 0f0f0f0f-1111-2222-3333-444455556666.":                     "Organisation: [redacted].",
+		"request 0f0f0f0f-1111-2222-3333-444455556666 failed":                     "request 0f0f0f0f-1111-2222-3333-444455556666 failed",
+		"RATE LIMIT FOR YOUR ORGANIZATION (0F0F0F0F-1111-2222-3333-444455556666)": "RATE LIMIT FOR YOUR ORGANIZATION ([redacted])",
 	} {
 		assert.Equal(t, want, withoutAccount(in), in)
 	}

@@ -12,5 +12,8 @@
 // stream is committed to that model. Any delta counts, a tool-call fragment
 // or a finish-only delta too (see runtime.Delta). The model that served the call is
 // reported in ChatCall.Served (and ChatResponse.Model). When every model
-// fails, the last error is returned.
+// fails, the last error is returned that is not a provider's refusal (a
+// model down, then another that cannot honour the request, is the outage,
+// which a retry may get past, not a request at fault), else the last
+// refusal.
 package fallback

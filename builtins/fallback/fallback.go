@@ -42,7 +42,7 @@ func (f *Fallback) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	models := f.Models
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
 		start := c.Deltas
-		var err error
+		var err, outage error
 		for _, m := range models {
 			c.Request.Model = m
 			err = next(ctx, c, yield)
@@ -52,6 +52,12 @@ func (f *Fallback) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 			if !FallsOver(err) {
 				return err
 			}
+			if !errors.Is(err, runtime.ErrProviderRefused) {
+				outage = err
+			}
+		}
+		if outage != nil {
+			return outage
 		}
 		return err
 	}

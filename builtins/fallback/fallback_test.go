@@ -50,3 +50,34 @@ func TestEveryModelFailsReturnsTheLastError(t *testing.T) {
 	assert.Equal(t, 1, b.Calls())
 	assert.Zero(t, c.Calls(), "the list replaces the requested model")
 }
+
+// TestARefusalAfterAnOutageReturnsTheOutage: a model that fails with a
+// transient error, then one whose provider refuses the call (a request it
+// cannot honour, a key it rejects), return the first failure: the call
+// the client asked for is sound and may be tried again; the later model's
+// refusal would tell it, wrongly, that its request is at fault.
+func TestARefusalAfterAnOutageReturnsTheOutage(t *testing.T) {
+	refused := &runtime.CallError{Kind: runtime.KindPermanent, Status: 400,
+		Err: runtime.ProviderRefused(errors.New("backup cannot honour frequency_penalty"))}
+	for _, models := range [][]string{{"primary", "backup"}, {"backup", "primary"}} {
+		a := rt.NewModel(rt.Response{Err: rt.Transient("primary down")})
+		b := rt.NewModel(rt.Response{Err: refused})
+		pl, err := runtime.Build(context.Background(), rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("fallback", `{"models":["`+models[0]+`","`+models[1]+`"]}`)}}),
+			runtime.Deps{Models: map[string]runtime.ModelClient{"primary": a, "backup": b}})
+		require.NoError(t, err)
+		_, _, err = rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary"}, 0)
+		require.ErrorContains(t, err, "primary down", "%v", models)
+		assert.True(t, runtime.IsTransient(err), "%v", models)
+		assert.Equal(t, 1, a.Calls())
+		assert.Equal(t, 1, b.Calls())
+	}
+
+	// Every model refusing: the last refusal.
+	a := rt.NewModel(rt.Response{Err: refused})
+	b := rt.NewModel(rt.Response{Err: &runtime.CallError{Kind: runtime.KindPermanent, Status: 401, Err: runtime.ProviderRefused(errors.New("backup key rejected"))}})
+	pl, err := runtime.Build(context.Background(), rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("fallback", `{"models":["primary","backup"]}`)}}),
+		runtime.Deps{Models: map[string]runtime.ModelClient{"primary": a, "backup": b}})
+	require.NoError(t, err)
+	_, _, err = rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary"}, 0)
+	require.ErrorContains(t, err, "backup key rejected")
+}

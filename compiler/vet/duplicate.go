@@ -3,6 +3,7 @@ package vet
 import (
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/agentc-dev/agentc/dsl"
 )
@@ -49,14 +50,31 @@ sustained one per hour two limits.`,
 
 // distinct reports whether two entries of one kind differ in a field of
 // its DistinctBy (defaults applied; a field set in one and not in the
-// other differs): each then keeps its own state.
+// other differs; one duration written two ways, "60s" and "1m", does
+// not): each then keeps its own state.
 func distinct(a, b *dsl.Entry) bool {
 	for _, f := range a.Kind.DistinctBy {
-		if !reflect.DeepEqual(a.Fields[f], b.Fields[f]) {
+		x, y := a.Fields[f], b.Fields[f]
+		if dx, ok := duration(x); ok {
+			if dy, ok := duration(y); ok && dx == dy {
+				continue
+			}
+		}
+		if !reflect.DeepEqual(x, y) {
 			return true
 		}
 	}
 	return false
+}
+
+// duration reads v as a duration string ("1m", "24h").
+func duration(v any) (time.Duration, bool) {
+	s, ok := v.(string)
+	if !ok {
+		return 0, false
+	}
+	d, err := time.ParseDuration(s)
+	return d, err == nil
 }
 
 // distinctApart is the advice to tell two entries of kind apart by its
