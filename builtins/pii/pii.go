@@ -95,7 +95,7 @@ var detectors = map[Kind]detector{
 
 // Find returns the personal data in text, sorted by position and never overlapping: when two
 // detections overlap, the one that starts first wins, then the longer, then the more specific
-// kind (card, iban, ssn, email, ipv6, ipv4, phone).
+// kind (card, iban, ssn, email, ipv6, ipv4, phone), and one that runs past its end extends it.
 //
 // The detectors read the text folded (textnorm.FoldSeparators), so that a number or an
 // address cannot be hidden by invisible characters or written in look-alikes: full-width
@@ -131,6 +131,13 @@ func (s *Scanner) find(text string, depth int) []Match {
 			}
 		}
 	}
+	return resolve(found)
+}
+
+// resolve sorts found by position and resolves overlaps: the match that starts first wins,
+// then the longer, then the more specific kind; one that starts inside it and runs past its end
+// extends it, as what runs past is part of an item that must not survive.
+func resolve(found []Match) []Match {
 	if len(found) < 2 {
 		return found
 	}
@@ -145,8 +152,11 @@ func (s *Scanner) find(text string, depth int) []Match {
 	})
 	out := found[:1]
 	for _, m := range found[1:] {
-		if m.Start >= out[len(out)-1].End {
+		switch prev := &out[len(out)-1]; {
+		case m.Start >= prev.End:
 			out = append(out, m)
+		case m.End > prev.End:
+			prev.End = m.End
 		}
 	}
 	return out

@@ -130,7 +130,8 @@ type span struct {
 
 // Redact returns text with every secret replaced by its placeholder, and the number of
 // replacements. Overlapping matches are resolved in favour of the one that starts first, then
-// the longer, then the rule listed first. The text is also read folded
+// the longer, then the rule listed first; one that starts inside it and runs past its end
+// extends it, so no part of either is left. The text is also read folded
 // (textnorm.FoldSeparators), so that a secret cannot be hidden by zero-width or other
 // invisible characters inside it, written in full-width or look-alike letters, or spaced by
 // another space than the ASCII one, and, when it holds escapes, decoded
@@ -173,8 +174,15 @@ func (r *Redactor) find(text string) []span {
 	})
 	out, last := spans[:0], 0
 	for _, sp := range spans {
-		if sp.start >= last {
+		switch {
+		case sp.start >= last:
 			out = append(out, sp)
+			last = sp.end
+		case sp.end > last:
+			// It starts inside the previous one and runs past its end: what runs past is
+			// part of this secret, so the previous placeholder covers both.
+			prev := &out[len(out)-1]
+			prev.end, prev.matchE = sp.end, max(prev.matchE, sp.matchE)
 			last = sp.end
 		}
 	}
