@@ -13,6 +13,8 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/runtime"
 )
 
 // rsWeatherTool is get_weather as a Responses function tool.
@@ -256,4 +258,128 @@ func TestResponsesRefusals(t *testing.T) {
 	assert.Contains(t, body, `"code":"budget"`)
 	assert.Contains(t, body, "calls ceiling 1 reached")
 	assert.Equal(t, 1, g.oa.requests(), "only the call served reached the model")
+}
+
+func TestResponsesBadRequests(t *testing.T) {
+	g := newGateway(t, typicalChain, nil, nil)
+	tests := []struct{ name, body, want string }{
+		{"malformed", `{"model": "primary", "input": "hi"`, "malformed JSON at line 1"},
+		{"no input", `{"model": "primary"}`, "input: required"},
+		{"empty input", `{"model": "primary", "input": []}`, "input: an empty list"},
+		{"previous response", `{"model": "primary", "input": "hi", "previous_response_id": "resp_1"}`, "previous_response_id: the gateway keeps no responses"},
+		{"store", `{"model": "primary", "input": "hi", "store": true}`, "store: true is not served"},
+		{"built-in tool", `{"model": "primary", "input": "hi", "tools": [{"type": "web_search"}]}`, `tools[0].type: "web_search" is a built-in tool, which runs outside the policy's tool chain`},
+		{"built-in tool choice", `{"model": "primary", "input": "hi", "tool_choice": {"type": "file_search"}}`, `tool_choice.type: "file_search" is a built-in tool`},
+		{"item reference", `{"model": "primary", "input": [{"type": "item_reference", "id": "msg_1"}]}`, "input[0]: an item_reference is not served"},
+		{"built-in call item", `{"model": "primary", "input": [{"type": "computer_call_output", "call_id": "c"}]}`, `input[0].type: want "message"`},
+		{"role", `{"model": "primary", "input": [{"role": "tool", "content": "x"}]}`, `input[0].role: want "user"`},
+		{"call without id", `{"model": "primary", "input": [{"type": "function_call", "name": "get_weather", "arguments": "{}"}]}`, "input[0].call_id: required"},
+		{"call arguments", `{"model": "primary", "input": [{"type": "function_call", "call_id": "c", "name": "get_weather", "arguments": "{"}]}`, "input[0].arguments: not valid JSON"},
+		{"image from the assistant", `{"model": "primary", "input": [{"role": "assistant", "content": [{"type": "input_image", "image_url": "https://x/y.png"}]}]}`, "input[0].content[0]: an input_image part belongs in a user message"},
+		{"file", `{"model": "primary", "input": [{"role": "user", "content": [{"type": "input_file", "file_id": "file-1"}]}]}`, `input[0].content[0].type: want "input_text"`},
+		{"reasoning without content", `{"model": "primary", "input": [{"type": "reasoning", "id": "rs_1", "summary": []}]}`, "input[0].encrypted_content: required"},
+		{"field not carried", `{"model": "primary", "input": "hi", "background": true}`, "background: not carried by the gateway"},
+		{"nested field not carried", `{"model": "primary", "input": "hi", "text": {"verbosity": "low"}}`, "text.verbosity: not carried"},
+		{"include", `{"model": "primary", "input": "hi", "include": ["message.output_text.logprobs"]}`, `include[0]: "message.output_text.logprobs" is not served`},
+		{"truncation", `{"model": "primary", "input": "hi", "truncation": "auto"}`, `truncation: "auto" is not served`},
+		{"summary", `{"model": "primary", "input": "hi", "reasoning": {"summary": "detailed"}}`, "reasoning.summary: \"detailed\": reasoning summaries are not carried"},
+		{"max output", `{"model": "primary", "input": "hi", "max_output_tokens": 0}`, "max_output_tokens: must be at least 1"},
+		{"schema", `{"model": "primary", "input": "hi", "text": {"format": {"type": "json_schema"}}}`, "text.format: type json_schema needs a name and a schema"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, body := do(t, "POST", g.url+"/v1/responses", clientKey, []byte(tt.body))
+			require.Equal(t, http.StatusBadRequest, code, body)
+			typ, ecode, _, msg := openAIError(t, body)
+			assert.Equal(t, "invalid_request_error", typ)
+			assert.Equal(t, "bad_request", ecode)
+			assert.Contains(t, msg, tt.want)
+		})
+	}
+	assert.Zero(t, g.oa.requests(), "no model was called")
+
+	// Through the SDK: previous_response_id is a 400 the client reads.
+	_, err := g.openai(t).Responses.New(context.Background(), responses.ResponseNewParams{Model: "primary", Input: rsText("hi"),
+		PreviousResponseID: openai.String("resp_123")})
+	var oe *openai.Error
+	require.True(t, errors.As(err, &oe), "got %v", err)
+	assert.Equal(t, http.StatusBadRequest, oe.StatusCode)
+	assert.Contains(t, oe.Message, "previous_response_id")
+}
+
+// TestResponsesOnAClaudeModel: the route translates at the edge; a Claude
+// model answers through the Anthropic provider, streamed or not, a tool
+// call included.
+func TestResponsesOnAClaudeModel(t *testing.T) {
+	g := newGateway(t, typicalChain, nil, []reply{{body: transcript(t, "anthropic", "text.sse")}, {body: transcript(t, "anthropic", "tool_use.sse")}})
+	client := g.openai(t)
+	resp, err := client.Responses.New(context.Background(), responses.ResponseNewParams{Model: "backup", Input: rsText("Hello"),
+		Instructions: openai.String("Be brief."), MaxOutputTokens: openai.Int(100)})
+	require.NoError(t, err)
+	assert.Equal(t, "Hello! How can I help you today?", resp.OutputText())
+	assert.Equal(t, "backup", resp.Model)
+	assert.Equal(t, int64(472), resp.Usage.InputTokens)
+	up := g.an.body(0)
+	assert.Contains(t, up, `"system":[{"type":"text","text":"Be brief."}]`)
+	assert.Contains(t, up, `"max_tokens":100`)
+
+	stream := client.Responses.NewStreaming(context.Background(), responses.ResponseNewParams{Model: "backup",
+		Input: rsText("Weather in Paris and London?"), Tools: []responses.ToolUnionParam{rsWeatherTool}, MaxOutputTokens: openai.Int(100)})
+	acc, _, err := rsStream(t, stream)
+	require.NoError(t, err)
+	final, err := acc.ReconstructedResponse()
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(final.Output), 2, final.RawJSON())
+	assert.Equal(t, "message", final.Output[0].Type)
+	assert.Equal(t, "I'll check the weather in both cities.", final.OutputText())
+	for _, it := range final.Output[1:] {
+		assert.Equal(t, "function_call", it.Type)
+		assert.Equal(t, "get_weather", it.Name)
+		assert.True(t, strings.HasPrefix(it.CallID, "toolu_"), it.CallID)
+	}
+	assert.Zero(t, g.oa.requests())
+}
+
+// TestResponsesMidStreamFailure: an upstream failing after output ends
+// the stream with an error event and response.failed.
+func TestResponsesMidStreamFailure(t *testing.T) {
+	g := newGateway(t, typicalChain, []reply{{body: transcript(t, "openai", "error_mid_stream.sse")}}, nil)
+	stream := g.openai(t).Responses.NewStreaming(context.Background(), responses.ResponseNewParams{Model: "primary", Input: rsText("Hello")})
+	acc, types, err := rsStream(t, stream)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "mid-stream")
+	assert.Equal(t, []string{"error", "response.failed"}, types[len(types)-2:])
+	snap := acc.Snapshot()
+	assert.Equal(t, "response.failed", snap.TerminalEvent)
+	assert.Equal(t, "The answer is", snap.OutputText(), "the deltas before the failure arrive")
+	assert.Equal(t, 1, g.oa.requests(), "a failure after output is never retried")
+}
+
+// TestResponsesAssistantTurn: the items of one assistant turn (a
+// reasoning item the gateway returned, a message, function calls) are one
+// assistant message, each part in its place.
+func TestResponsesAssistantTurn(t *testing.T) {
+	var p chatParams
+	require.NoError(t, decodeResponses([]byte(`{"model": "backup", "input": [
+		{"role": "user", "content": [{"type": "input_text", "text": "a"}, {"type": "input_text", "text": "b"}]},
+		{"type": "reasoning", "id": "rs_1", "summary": [], "content": [{"type": "reasoning_text", "text": "think"}], "encrypted_content": "sig"},
+		{"type": "function_call", "call_id": "c1", "name": "get_weather", "arguments": ""},
+		{"type": "reasoning", "id": "rs_2", "summary": [], "encrypted_content": "redacted_thinking:data"},
+		{"type": "message", "role": "assistant", "status": "completed", "content": [{"type": "output_text", "text": "done", "annotations": []}]},
+		{"type": "function_call_output", "call_id": "c1", "output": [{"type": "input_text", "text": "18C"}]}
+	]}`), &p))
+	msgs := p.req.Messages
+	require.Len(t, msgs, 3)
+	assert.Equal(t, runtime.Message{Role: "user", Content: "a\nb"}, msgs[0])
+	a := msgs[1]
+	assert.Equal(t, "assistant", a.Role)
+	require.Len(t, a.Parts, 3)
+	assert.Equal(t, runtime.ContentPart{Type: runtime.PartThinking, Text: "think", Signature: "sig"}, a.Parts[0])
+	assert.Equal(t, runtime.ContentPart{Type: runtime.PartRedactedThinking, Signature: "data"}, a.Parts[1])
+	assert.Equal(t, runtime.ContentPart{Type: runtime.PartText, Text: "done"}, a.Parts[2])
+	require.Len(t, a.ToolCalls, 1)
+	assert.Equal(t, "c1", a.ToolCalls[0].ID)
+	assert.JSONEq(t, "{}", string(a.ToolCalls[0].Arguments))
+	assert.Equal(t, 2, a.ToolCalls[0].PartsAfter, "the call came after the first reasoning item")
+	assert.Equal(t, runtime.Message{Role: "tool", ToolCallID: "c1", Content: "18C"}, msgs[2])
 }
