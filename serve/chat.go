@@ -29,6 +29,8 @@ type chatParams struct {
 	// items are the messages and parts the body holds (countItems), which
 	// size the decoding's slices; zero when not counted.
 	items items
+	// rs holds what the Responses route's answer repeats of the request.
+	rs *rsParams
 }
 
 // chatAPI is one wire format of the chat routes.

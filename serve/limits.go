@@ -43,7 +43,7 @@ const DefaultMaxInFlightBytes = 256 << 20
 // and its end (DELETE) do not; nor do the models routes and the probes.
 func bounded(route string, r *http.Request) bool {
 	switch route {
-	case "chat_completions", "messages", "count_tokens":
+	case "chat_completions", "messages", "count_tokens", "responses":
 		return true
 	case "mcp":
 		return r.Method == http.MethodPost
@@ -157,7 +157,8 @@ type items struct {
 // countItems counts the messages of the well-formed request body, and
 // their parts: the elements of each message's content and tool_calls,
 // those of a content block's content (a tool result's blocks), and the
-// system prompt's blocks. It allocates nothing.
+// system prompt's blocks; the items of a Responses request's input, and
+// their content and output parts. It allocates nothing.
 func countItems(body []byte) items {
 	var n items
 	c := fieldCheck{b: body}
@@ -177,6 +178,13 @@ func countItems(body []byte) items {
 			})
 		case "system":
 			n.parts += c.count(val)
+		case "input":
+			// The Responses API's items: a message's content, a function
+			// call's output.
+			c.elements(val, func(m int) {
+				n.messages++
+				n.parts += c.nested(m, func(k []byte) bool { return string(k) == "content" || string(k) == "output" }, 0)
+			})
 		}
 	}
 	return n

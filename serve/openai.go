@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 	"strconv"
 	"strings"
@@ -227,21 +226,8 @@ func decodeOpenAI(body []byte, p *chatParams) error {
 			return fmt.Errorf(`response_format.type: want "text", "json_object" or "json_schema", got %q`, rf.Type)
 		}
 	}
-	if id, ok := in.Metadata["user_id"]; ok && id != in.User {
-		// The providers send metadata's user_id on as the end user's id
-		// (OpenAI's user, Anthropic's metadata.user_id): the client's
-		// metadata, which stays at the gateway, would reach the provider.
-		return errors.New("metadata.user_id: the gateway would send it to the model's provider as the end user's id, and metadata stays at the gateway; send the end user's id as user, or name the key otherwise")
-	}
-	req.Metadata = in.Metadata
-	if in.User != "" {
-		// The end user's id: the Anthropic client forwards it as
-		// metadata.user_id, the OpenAI client as user.
-		req.Metadata = maps.Clone(req.Metadata)
-		if req.Metadata == nil {
-			req.Metadata = map[string]string{}
-		}
-		req.Metadata["user_id"] = in.User
+	if err := endUser(req, in.Metadata, in.User); err != nil {
+		return err
 	}
 	if in.StreamOptions != nil && !in.Stream {
 		// The API refuses it rather than ignore it (its 400).

@@ -1,0 +1,546 @@
+package serve
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+
+	"github.com/agentc-dev/agentc/runtime"
+)
+
+// responsesChat is POST /v1/responses: OpenAI's Responses wire format,
+// stateless. The gateway keeps no responses: a request carries its whole
+// conversation in input (previous_response_id, conversation and
+// item_reference are refused), and a response says store false.
+var responsesChat = chatAPI{decode: decodeResponses, complete: completeResponses, stream: newResponsesStream,
+	requestIDHeader: "X-Request-Id", ordered: true, wire: "openai"}
+
+// rsParams is what a Responses request holds beyond the call model: the
+// fields its response object repeats.
+type rsParams struct {
+	instructions *string
+	metadata     map[string]string
+	user         string
+}
+
+// The request body of the Responses API: the fields the gateway maps.
+// Any other field, at any depth, is refused by checkFields unless it is at
+// its default.
+type rsRequest struct {
+	Model              string            `json:"model"`
+	Input              json.RawMessage   `json:"input"`
+	Instructions       *string           `json:"instructions"`
+	Tools              []rsTool          `json:"tools"`
+	ToolChoice         json.RawMessage   `json:"tool_choice"`
+	MaxOutputTokens    *int              `json:"max_output_tokens"`
+	Temperature        *float64          `json:"temperature"`
+	TopP               *float64          `json:"top_p"`
+	ParallelToolCalls  *bool             `json:"parallel_tool_calls"`
+	Stream             bool              `json:"stream"`
+	StreamOptions      json.RawMessage   `json:"stream_options"`
+	Metadata           map[string]string `json:"metadata"`
+	User               string            `json:"user"`
+	SafetyIdentifier   string            `json:"safety_identifier"`
+	PromptCacheKey     string            `json:"prompt_cache_key"`
+	Store              *bool             `json:"store"`
+	PreviousResponseID string            `json:"previous_response_id"`
+	Include            []string          `json:"include"`
+	Truncation         string            `json:"truncation"`
+	Text               *struct {
+		Format *struct {
+			Type   string          `json:"type"`
+			Name   string          `json:"name"`
+			Schema json.RawMessage `json:"schema"`
+			Strict bool            `json:"strict"`
+		} `json:"format"`
+	} `json:"text"`
+	Reasoning *struct {
+		Effort          string `json:"effort"`
+		Summary         string `json:"summary"`
+		GenerateSummary string `json:"generate_summary"`
+	} `json:"reasoning"`
+}
+
+// rsItem is an item of input: a message (type "message" or none), a
+// function_call, a function_call_output or a reasoning item.
+type rsItem struct {
+	Type      string          `json:"type"`
+	Role      string          `json:"role"`
+	Content   json.RawMessage `json:"content"`
+	CallID    string          `json:"call_id"`
+	Name      string          `json:"name"`
+	Arguments string          `json:"arguments"`
+	Output    json.RawMessage `json:"output"`
+	// EncryptedContent is a reasoning item's: the signature of the
+	// thinking block it holds (rsRedacted marks a redacted one's data).
+	EncryptedContent string `json:"encrypted_content"`
+}
+
+// rsPart is a content part of a message, of a function_call_output's
+// output, or of a reasoning item's content.
+type rsPart struct {
+	Type     string `json:"type"`
+	Text     string `json:"text"`
+	Refusal  string `json:"refusal"`
+	ImageURL string `json:"image_url"`
+	FileID   string `json:"file_id"`
+	Detail   string `json:"detail"`
+}
+
+type rsTool struct {
+	Type        string          `json:"type"`
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+	Strict      *bool           `json:"strict"`
+}
+
+// rsRedacted opens the encrypted_content of a reasoning item that holds a
+// redacted thinking block (its data follows); any other encrypted_content
+// is a thinking block's signature.
+const rsRedacted = "redacted_thinking:"
+
+// The Responses request.
+var responsesShape = func() *shape {
+	part := &shape{fields: fields("type"), by: "type", variants: []variant{
+		{"input_text", fields("text")},
+		// An earlier answer's annotations and logprobs describe it; the
+		// model reads its text alone.
+		{"output_text", fields("text", "annotations", "logprobs")},
+		{"refusal", fields("refusal")},
+		{"input_image", fields("image_url", "detail")},
+	}}
+	// An item's id and status describe it as the API returned it.
+	common := []field{{"type", nil}, {"id", nil}, {"status", nil}}
+	message := append(fields("role"), field{"content", part})
+	item := &shape{fields: common, by: "type", variants: []variant{
+		{"", message}, {"message", message},
+		{"function_call", fields("call_id", "name", "arguments")},
+		{"function_call_output", []field{{"call_id", nil}, {"output", part}}},
+		{"reasoning", []field{{"summary", obj("type", "text")}, {"content", obj("type", "text")}, {"encrypted_content", nil}}},
+	}}
+	tool := &shape{fields: fields("type"), by: "type", variants: []variant{{"function", fields("name", "description", "parameters", "strict")}}}
+	return &shape{fields: []field{{"model", nil}, {"input", item}, {"instructions", nil}, {"tools", tool},
+		{"tool_choice", obj("type", "name")}, {"max_output_tokens", nil}, {"temperature", nil}, {"top_p", nil},
+		{"parallel_tool_calls", nil}, {"stream", nil},
+		// include_obfuscation pads the events against a side channel; the
+		// gateway sends none, which either value allows.
+		{"stream_options", obj("include_obfuscation")},
+		{"metadata", nil}, {"user", nil}, {"safety_identifier", nil}, {"prompt_cache_key", nil},
+		{"store", nil}, {"previous_response_id", nil}, {"include", nil}, {"truncation", nil},
+		{"text", &shape{fields: []field{{"format", obj("type", "name", "schema", "strict")}}}},
+		{"reasoning", obj("effort", "summary", "generate_summary")}}}
+}()
+
+// builtinTools are the Responses API's tools that run at the provider (or
+// at the client, for computer use, on the provider's actions), outside the
+// policy's tool chain.
+var builtinTools = []string{"web_search", "web_search_preview", "file_search", "computer", "computer_use_preview",
+	"code_interpreter", "image_generation", "mcp", "local_shell", "shell", "apply_patch", "tool_search"}
+
+// decodeResponses maps a Responses request onto the call model.
+func decodeResponses(body []byte, p *chatParams) error {
+	var in rsRequest
+	if err := unmarshal(body, &in); err != nil {
+		return err
+	}
+	if in.Model == "" {
+		return errors.New("model: required")
+	}
+	if in.PreviousResponseID != "" {
+		return errors.New("previous_response_id: the gateway keeps no responses; send the whole conversation in input (the earlier input items, then the output items of each response)")
+	}
+	if in.Store != nil && *in.Store {
+		return errors.New("store: true is not served: the gateway keeps no responses; send store false, or leave it out (a response says store false)")
+	}
+	if err := checkFields(body, responsesShape); err != nil {
+		return err
+	}
+	req := &p.req
+	req.Model = in.Model
+	rs := &rsParams{instructions: in.Instructions, metadata: in.Metadata, user: in.User}
+	p.rs = rs
+	req.Messages = make([]runtime.Message, 0, p.items.messages+1)
+	if in.Instructions != nil && *in.Instructions != "" {
+		req.Messages = append(req.Messages, runtime.Message{Role: "system", Content: *in.Instructions})
+	}
+	var err error
+	if req.Messages, err = responsesInput(in.Input, req.Messages); err != nil {
+		return err
+	}
+	if err := outputBound("max_output_tokens", in.MaxOutputTokens); err != nil {
+		return err
+	}
+	if in.MaxOutputTokens != nil {
+		req.MaxTokens = *in.MaxOutputTokens
+	}
+	// The client offers the tools: none offered is none, not the policy's.
+	req.Tools = make([]runtime.ToolDef, 0, len(in.Tools))
+	for i, t := range in.Tools {
+		if t.Type != "function" {
+			return fmt.Errorf("tools[%d].type: %w", i, builtinRefused(t.Type))
+		}
+		if t.Name == "" {
+			return fmt.Errorf("tools[%d].name: required", i)
+		}
+		// The API's default is strict.
+		strict := t.Strict == nil || *t.Strict
+		req.Tools = append(req.Tools, runtime.ToolDef{Name: t.Name, Description: t.Description, Parameters: nullIsEmpty(t.Parameters), Strict: strict})
+	}
+	if req.ToolChoice, err = responsesToolChoice(in.ToolChoice); err != nil {
+		return err
+	}
+	req.ParallelToolCalls, req.Temperature, req.TopP = in.ParallelToolCalls, in.Temperature, in.TopP
+	req.SafetyIdentifier, req.PromptCacheKey = in.SafetyIdentifier, in.PromptCacheKey
+	if r := in.Reasoning; r != nil {
+		switch r.Effort {
+		case "", "none", "minimal", "low", "medium", "high", "xhigh":
+			req.ReasoningEffort = r.Effort
+		default:
+			return fmt.Errorf(`reasoning.effort: want "none", "minimal", "low", "medium", "high" or "xhigh", got %q`, r.Effort)
+		}
+		for _, s := range [...]struct{ field, v string }{{"reasoning.summary", r.Summary}, {"reasoning.generate_summary", r.GenerateSummary}} {
+			switch s.v {
+			case "", "auto":
+				// The model's choice, which may be no summary: the gateway
+				// returns none.
+			case "concise", "detailed":
+				return fmt.Errorf("%s: %q: reasoning summaries are not carried by the gateway; leave it out, or send \"auto\"", s.field, s.v)
+			default:
+				return fmt.Errorf(`%s: want "auto", "concise" or "detailed", got %q`, s.field, s.v)
+			}
+		}
+	}
+	if t := in.Text; t != nil && t.Format != nil {
+		f := t.Format
+		switch f.Type {
+		case runtime.FormatText, runtime.FormatJSONObject:
+			req.ResponseFormat = &runtime.ResponseFormat{Type: f.Type}
+		case runtime.FormatJSONSchema:
+			if f.Name == "" || nullIsEmpty(f.Schema) == nil {
+				return errors.New("text.format: type json_schema needs a name and a schema")
+			}
+			req.ResponseFormat = &runtime.ResponseFormat{Type: f.Type, Name: f.Name, Schema: f.Schema, Strict: f.Strict}
+		default:
+			return fmt.Errorf(`text.format.type: want "text", "json_object" or "json_schema", got %q`, f.Type)
+		}
+	}
+	for i, inc := range in.Include {
+		if inc != "reasoning.encrypted_content" {
+			// The others ask for logprobs, or for what built-in tools
+			// return, which the gateway does not serve.
+			return fmt.Errorf(`include[%d]: %q is not served; the gateway serves "reasoning.encrypted_content" alone (and returns it whether asked or not)`, i, inc)
+		}
+	}
+	switch in.Truncation {
+	case "", "disabled":
+	case "auto":
+		return errors.New(`truncation: "auto" is not served: the gateway does not drop input items to fit the model's context; send "disabled", or leave it out`)
+	default:
+		return fmt.Errorf(`truncation: want "auto" or "disabled", got %q`, in.Truncation)
+	}
+	if err := endUser(req, in.Metadata, in.User); err != nil {
+		return err
+	}
+	if len(nullIsEmpty(in.StreamOptions)) > 0 && !in.Stream {
+		return errors.New("stream_options: only allowed when stream is true")
+	}
+	p.stream = in.Stream
+	return nil
+}
+
+// endUser sets req's metadata, and the end user's id as its user_id: the
+// Anthropic client forwards it as metadata.user_id, the OpenAI client as
+// user. A user_id of the client's own metadata, which stays at the
+// gateway, would reach the provider as the end user's id: it is refused.
+func endUser(req *runtime.ChatRequest, metadata map[string]string, user string) error {
+	if id, ok := metadata["user_id"]; ok && id != user {
+		return errors.New("metadata.user_id: the gateway would send it to the model's provider as the end user's id, and metadata stays at the gateway; send the end user's id as user, or name the key otherwise")
+	}
+	req.Metadata = metadata
+	if user != "" {
+		req.Metadata = maps.Clone(req.Metadata)
+		if req.Metadata == nil {
+			req.Metadata = map[string]string{}
+		}
+		req.Metadata["user_id"] = user
+	}
+	return nil
+}
+
+// builtinRefused is the error of a tool (or tool choice) of type typ that
+// is not a function.
+func builtinRefused(typ string) error {
+	for _, b := range builtinTools {
+		if typ == b {
+			return fmt.Errorf("%q is a built-in tool, which runs outside the policy's tool chain: only function tools are served", typ)
+		}
+	}
+	return fmt.Errorf("only function tools are served, got %q", typ)
+}
+
+// responsesToolChoice maps tool_choice: a mode, or a function to call.
+func responsesToolChoice(raw json.RawMessage) (string, error) {
+	if nullIsEmpty(raw) == nil {
+		return "", nil
+	}
+	var mode string
+	if json.Unmarshal(raw, &mode) == nil {
+		switch mode {
+		case "auto", "none", "required":
+			return mode, nil
+		}
+		return "", fmt.Errorf(`tool_choice: want "auto", "none", "required" or {"type": "function", "name": ...}, got %q`, mode)
+	}
+	var named struct {
+		Type string `json:"type"`
+		Name string `json:"name"`
+	}
+	if err := json.Unmarshal(raw, &named); err != nil {
+		return "", errors.New(`tool_choice: want "auto", "none", "required" or {"type": "function", "name": ...}`)
+	}
+	if named.Type != "function" {
+		return "", fmt.Errorf("tool_choice.type: %w", builtinRefused(named.Type))
+	}
+	if named.Name == "" {
+		return "", errors.New("tool_choice.name: required for type function")
+	}
+	if err := forcedTool("tool_choice.name", named.Name); err != nil {
+		return "", err
+	}
+	return named.Name, nil
+}
+
+// responsesInput appends the messages of input (a string, the user's
+// message, or a list of items) to msgs. The items of one assistant turn
+// (its reasoning, its messages, its function calls, in their order) are
+// one assistant message.
+func responsesInput(raw json.RawMessage, msgs []runtime.Message) ([]runtime.Message, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, errors.New("input: required (a string, or a list of items)")
+	}
+	if raw[0] == '"' {
+		s, err := jsonString(raw)
+		if err != nil {
+			return nil, fmt.Errorf("input: %v", err)
+		}
+		return append(msgs, runtime.Message{Role: "user", Content: s}), nil
+	}
+	items := make([]rsItem, 0, arrayLen(raw))
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, errors.New("input: want a string or a list of items")
+	}
+	if len(items) == 0 {
+		return nil, errors.New("input: an empty list; want at least one item")
+	}
+	// turn is the index of the assistant message the items of the current
+	// assistant turn go into; -1 when none is open.
+	turn := -1
+	assistant := func() *runtime.Message {
+		if turn < 0 {
+			msgs = append(msgs, runtime.Message{Role: "assistant"})
+			turn = len(msgs) - 1
+		}
+		return &msgs[turn]
+	}
+	for i := range items {
+		it := &items[i]
+		var err error
+		switch typ := it.Type; {
+		case typ == "message" || typ == "" && it.Role != "":
+			if it.Role == "assistant" {
+				err = rsContent(assistant(), it.Content)
+				break
+			}
+			turn = -1
+			var m runtime.Message
+			switch it.Role {
+			case "system", "developer":
+				m.Role = "system"
+			case "user":
+				m.Role = "user"
+			default:
+				return nil, fmt.Errorf(`input[%d].role: want "user", "assistant", "system" or "developer", got %q`, i, it.Role)
+			}
+			if err = rsContent(&m, it.Content); err == nil {
+				msgs = append(msgs, m)
+			}
+		case typ == "function_call":
+			err = rsCall(assistant(), it)
+		case typ == "function_call_output":
+			turn = -1
+			var m runtime.Message
+			m, err = rsCallOutput(it)
+			msgs = append(msgs, m)
+		case typ == "reasoning":
+			err = rsReasoning(assistant(), it)
+		case typ == "item_reference":
+			return nil, fmt.Errorf("input[%d]: an item_reference is not served: the gateway keeps no items; send the item itself", i)
+		case typ == "":
+			return nil, fmt.Errorf("input[%d]: want a message (with a role) or an item with a type", i)
+		default:
+			return nil, fmt.Errorf(`input[%d].type: want "message", "function_call", "function_call_output" or "reasoning", got %q (the items of built-in tools are not served: those tools run outside the policy)`, i, typ)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("input[%d]%w", i, err)
+		}
+	}
+	for k := range msgs {
+		m := &msgs[k]
+		// Each tool call's place: the number of parts after it.
+		for c := range m.ToolCalls {
+			m.ToolCalls[c].PartsAfter = len(m.Parts) - m.ToolCalls[c].PartsAfter
+		}
+		if len(m.Parts) == 1 && m.Parts[0].Type == runtime.PartText && len(m.ToolCalls) == 0 {
+			m.Content, m.Parts = m.Parts[0].Text, nil
+		}
+	}
+	return msgs, nil
+}
+
+// rsContent appends a message's content (a string, or a list of parts,
+// adjacent text parts joined by line breaks) to m's parts. The errors
+// begin with the field's path (".content...").
+func rsContent(m *runtime.Message, raw json.RawMessage) error {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return errors.New(".content: required")
+	}
+	if raw[0] == '"' {
+		s, err := jsonString(raw)
+		if err != nil {
+			return fmt.Errorf(".content: %v", err)
+		}
+		m.Parts = append(m.Parts, runtime.ContentPart{Type: runtime.PartText, Text: s})
+		return nil
+	}
+	parts := make([]rsPart, 0, arrayLen(raw))
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return errors.New(".content: want a string or a list of content parts")
+	}
+	if len(parts) == 0 {
+		return errors.New(".content: an empty list; want a string or at least one content part")
+	}
+	var run textRun
+	for j, p := range parts {
+		switch p.Type {
+		case "input_text", "output_text":
+			run.add(p.Text)
+		case "refusal":
+			if m.Role != "assistant" {
+				return fmt.Errorf(".content[%d]: a refusal part belongs in an assistant message, not a %s message", j, m.Role)
+			}
+			run.add(p.Refusal)
+		case "input_image":
+			m.Parts = run.flush(m.Parts)
+			if m.Role != "user" {
+				return fmt.Errorf(".content[%d]: an input_image part belongs in a user message, not a %s message", j, m.Role)
+			}
+			if p.FileID != "" || p.ImageURL == "" {
+				return fmt.Errorf(".content[%d].image_url: required (a URL or a data URL; the gateway keeps no files, so file_id is not served)", j)
+			}
+			switch p.Detail {
+			case "", "auto", "low", "high":
+			default:
+				return fmt.Errorf(`.content[%d].detail: want "auto", "low" or "high", got %q`, j, p.Detail)
+			}
+			m.Parts = append(m.Parts, runtime.ContentPart{Type: runtime.PartImage, ImageURL: p.ImageURL, Detail: p.Detail})
+		default:
+			return fmt.Errorf(`.content[%d].type: want "input_text", "output_text", "refusal" or "input_image", got %q`, j, p.Type)
+		}
+	}
+	m.Parts = run.flush(m.Parts)
+	return nil
+}
+
+// rsCall appends a function_call item to the assistant message m.
+func rsCall(m *runtime.Message, it *rsItem) error {
+	if it.CallID == "" {
+		return errors.New(".call_id: required")
+	}
+	if it.Name == "" {
+		return errors.New(".name: required")
+	}
+	args := json.RawMessage(it.Arguments)
+	if len(bytes.TrimSpace(args)) == 0 {
+		args = json.RawMessage("{}")
+	} else if !json.Valid(args) {
+		return errors.New(".arguments: not valid JSON")
+	}
+	// PartsAfter holds the parts before the call until responsesInput
+	// turns it into those after.
+	m.ToolCalls = append(m.ToolCalls, runtime.ToolUse{ID: it.CallID, Name: it.Name, Arguments: args, PartsAfter: len(m.Parts)})
+	return nil
+}
+
+// rsCallOutput maps a function_call_output item: its output is a string,
+// or a list of input_text parts.
+func rsCallOutput(it *rsItem) (runtime.Message, error) {
+	m := runtime.Message{Role: "tool", ToolCallID: it.CallID}
+	if it.CallID == "" {
+		return m, errors.New(".call_id: required")
+	}
+	out := bytes.TrimSpace(it.Output)
+	if len(out) == 0 || string(out) == "null" {
+		return m, errors.New(".output: required")
+	}
+	if out[0] == '"' {
+		var err error
+		if m.Content, err = jsonString(out); err != nil {
+			return m, fmt.Errorf(".output: %v", err)
+		}
+		return m, nil
+	}
+	var parts []rsPart
+	if err := json.Unmarshal(out, &parts); err != nil {
+		return m, errors.New(".output: want a string or a list of input_text parts")
+	}
+	var run textRun
+	for j, p := range parts {
+		if p.Type != "input_text" {
+			// The call models a tool's result as text.
+			return m, fmt.Errorf(`.output[%d].type: want "input_text", got %q: a function's output is carried as text`, j, p.Type)
+		}
+		run.add(p.Text)
+	}
+	if ps := run.flush(nil); len(ps) > 0 {
+		m.Content = ps[0].Text
+	}
+	return m, nil
+}
+
+// rsReasoning appends a reasoning item, as the gateway returned it (a
+// thinking block of a Claude model: its text in content, its signature
+// in encrypted_content), to the assistant message m.
+func rsReasoning(m *runtime.Message, it *rsItem) error {
+	if it.EncryptedContent == "" {
+		return errors.New(".encrypted_content: required: the gateway keeps no reasoning, and reads back a reasoning item it returned by its encrypted_content")
+	}
+	if data, ok := strings.CutPrefix(it.EncryptedContent, rsRedacted); ok {
+		m.Parts = append(m.Parts, runtime.ContentPart{Type: runtime.PartRedactedThinking, Signature: data})
+		return nil
+	}
+	var text textRun
+	if c := nullIsEmpty(it.Content); c != nil {
+		var parts []rsPart
+		if err := json.Unmarshal(c, &parts); err != nil {
+			return errors.New(".content: want a list of reasoning_text parts")
+		}
+		for j, p := range parts {
+			if p.Type != "reasoning_text" {
+				return fmt.Errorf(`.content[%d].type: want "reasoning_text", got %q`, j, p.Type)
+			}
+			text.add(p.Text)
+		}
+	}
+	var t string
+	if ps := text.flush(nil); len(ps) > 0 {
+		t = ps[0].Text
+	}
+	m.Parts = append(m.Parts, runtime.ContentPart{Type: runtime.PartThinking, Text: t, Signature: it.EncryptedContent})
+	return nil
+}
