@@ -259,3 +259,31 @@ func TestRunRefusedScenario(t *testing.T) {
 	assert.Equal(t, `scenario: steps[0].chat.model: the policy declares no model "primry" and the scenario scripts none, so the call can only fail; did you mean "primary"? (it declares primary); `+
 		`tools.refnd: the policy declares no tool "refnd" and no step calls it, so the script is never used (the policy declares no tools)`, err.Error())
 }
+
+// A case whose scenario stands for what the policy never reads (a dns stub
+// under a policy whose layers look no host name up) or names what it lacks
+// (a checkpoint store, a tool choice that is no mode nor tool) fails with
+// each problem at its path, rather than passing as if it tested them.
+func TestRunScenarioOfWhatThePolicyLacks(t *testing.T) {
+	dir := write(t, map[string]string{
+		"p.cue": "package p\nmodels: primary: {provider: \"openai\", model: \"m\", api_key_env: \"K\"}\n",
+		"a_test.cue": "package p\ntests: a: {scenario: {dns: \"api.example.com\": [\"93.184.216.34\"], models: primary: [{text: \"hi\"}], " +
+			"steps: [{chat: {model: \"primary\", messages: [], tool_choice: \"any\"}}, {resume: {store: \"defualt\"}}]}, want: steps: [{}, {}]}\n",
+	})
+	cases, err := Discover(context.Background(), dir, dsl.DataOptions{})
+	require.NoError(t, err)
+	c, err := compiler.Compile(context.Background(), []string{filepath.Join(dir, "p.cue")}, compiler.Options{})
+	require.NoError(t, err)
+	_, _, err = cases[0].Run(context.Background(), c.Plan, dir)
+	require.Error(t, err)
+	assert.Equal(t, `scenario: steps[0].chat.tool_choice: "any" is neither auto, none nor required, nor a tool the policy declares; did you mean "required"? (the policy declares no tools); `+
+		`steps[1].resume.store: the policy declares no store "defualt", so the step can only fail; did you mean "default"? (the stores are default)`, err.Error())
+	// The names are right: the stub is left, which nothing reads.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a_test.cue"), []byte("package p\ntests: a: {scenario: {dns: \"api.example.com\": [\"93.184.216.34\"], models: primary: [{text: \"hi\"}], "+
+		"steps: [{chat: {model: \"primary\", messages: [], tool_choice: \"required\"}}, {resume: {store: \"default\"}}]}, want: steps: [{}, {}]}\n"), 0o644))
+	cases, err = Discover(context.Background(), dir, dsl.DataOptions{})
+	require.NoError(t, err)
+	_, _, err = cases[0].Run(context.Background(), c.Plan, dir)
+	require.Error(t, err)
+	assert.Equal(t, `scenario: dns: no layer of the policy looks host names up (egress does), so the stub is never consulted`, err.Error())
+}
