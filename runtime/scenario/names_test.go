@@ -47,6 +47,11 @@ func TestRunRefusesWhatThePolicyLacks(t *testing.T) {
 			`s.json:1:2: hold_background: the policy's state has no background sinks, so nothing is held`},
 		{"admit query without grounding", designPlan(), `{"steps": [{"admit": {"query": "refunds", "items": []}}]}`,
 			`s.json:1:23: steps[0].admit.query: the policy has no grounding section, so nothing is grounded and the query is never used`},
+		{"continue from nothing", designPlan(), `{"models": {"primary": [{"text": "hi"}]}, "steps": [{"agent": {"model": "primary", "continue": true, "input": "x"}}]}`,
+			`s.json:1:84: steps[0].agent.continue: no agent or resume step before it left a transcript (a crash loses it), so the turn would start from nothing`},
+		{"continue after a crash", designPlan(), `{"models": {"primary": [{"text": "hi"}, {"text": "again"}]}, "steps": [{"agent": {"model": "primary", "input": "x"}}, {"crash": {}},
+			{"turn": {"input": "x", "steps": [{"agent": {"model": "primary", "continue": true, "input": "y"}}]}}]}`,
+			`steps[2].turn.steps[0].agent.continue: no agent or resume step before it left a transcript`},
 		// Checked under egress too, where dns is read.
 		{"tool_choice under egress", egress, chat(`, "tool_choice": "any"`), `steps[0].chat.tool_choice: "any"`},
 	}
@@ -72,6 +77,10 @@ func TestRunRefusesWhatThePolicyLacks(t *testing.T) {
 		// A tool the step offers, declared or not.
 		{designPlan(), chat(`, "tools": [{"name": "wipe"}], "tool_choice": "wipe"`)},
 		{withLedger, `{"steps": [{"checkpoint": {"store": "ledger"}}, {"resume": {"store": "ledger"}}, {"resume": {"store": "default"}}]}`},
+		// A transcript to continue: an agent step's, or a resume's after a crash.
+		{designPlan(), `{"models": {"primary": [{"text": "hi"}, {"text": "again"}]}, "steps": [{"agent": {"model": "primary", "input": "x"}},
+			{"agent": {"model": "primary", "continue": true, "input": "y"}}]}`},
+		{designPlan(), `{"steps": [{"checkpoint": {}}, {"crash": {}}, {"resume": {}}, {"agent": {"model": "primary", "continue": true}}]}`},
 		// egress looks host names up with the stub.
 		{egress, `{"dns": {"api.example.com": ["93.184.216.34"]}, "steps": [{"tool": {"name": "refund", "args": {}}}]}`},
 	} {

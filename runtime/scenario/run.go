@@ -558,7 +558,8 @@ func eachStep(path string, steps []Step, fn func(p string, st Step)) {
 // the policy does not have, or that act on what it lacks: a tool choice
 // that is neither a mode nor a tool the call offers (a provider would be
 // told to call a tool that does not exist), a checkpoint store it does not
-// declare, an admit step's query where nothing grounds,
+// declare, an agent step continuing a transcript no step left, an admit
+// step's query where nothing grounds,
 // background sinks to hold where it has none.
 func checkNames(p *plan.Plan, s *Scenario) []error {
 	var errs []error
@@ -567,7 +568,19 @@ func checkNames(p *plan.Plan, s *Scenario) []error {
 	if !slices.Contains(stores, runtime.DefaultStore) {
 		stores = append([]string{runtime.DefaultStore}, stores...)
 	}
+	// Whether a transcript is there for an agent step to continue: what
+	// an agent step before it left or a resume restored, until a crash.
+	transcript := false
 	eachStep("steps", s.Steps, func(path string, st Step) {
+		switch {
+		case st.Agent != nil && st.Agent.Continue && !transcript:
+			errs = append(errs, fmt.Errorf("%s.agent.continue: no agent or resume step before it left a transcript (a crash loses it), so the turn would start from nothing", path))
+		case st.Crash != nil:
+			transcript = false
+		}
+		if st.Agent != nil || st.Resume != nil {
+			transcript = true
+		}
 		switch {
 		case st.Chat != nil:
 			errs = append(errs, checkToolChoice(path+".chat", st.Chat, declaredTools)...)
