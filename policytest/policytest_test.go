@@ -243,19 +243,43 @@ tests: typo: want_vet: ["cel/unkown-value"]`)
 	assert.Contains(t, err.Error(), `test "e": want_prove: invariant "budget_overshoot" is turned off (invariants.off)`)
 }
 
-// A case whose scenario is refused reports every problem on its line, at
-// its path in the scenario.
-func TestRunRefusedScenario(t *testing.T) {
+// runCase runs the case of a_test.cue, the scenario given, against a
+// policy declaring the model primary, and returns its error.
+func runCase(t *testing.T, scenario, want string) error {
+	t.Helper()
 	dir := write(t, map[string]string{
 		"p.cue":      "package p\nmodels: primary: {provider: \"openai\", model: \"m\", api_key_env: \"K\"}\n",
-		"a_test.cue": "package p\ntests: a: {scenario: {tools: refnd: [{result: 1}], steps: [{chat: {model: \"primry\", messages: []}}]}, want: steps: [{}]}\n",
+		"a_test.cue": "package p\ntests: a: {scenario: {" + scenario + "}, want: " + want + "}\n",
 	})
 	cases, err := Discover(context.Background(), dir, dsl.DataOptions{})
 	require.NoError(t, err)
 	c, err := compiler.Compile(context.Background(), []string{filepath.Join(dir, "p.cue")}, compiler.Options{})
 	require.NoError(t, err)
 	_, _, err = cases[0].Run(context.Background(), c.Plan, dir)
+	return err
+}
+
+// A case whose scenario is refused reports every problem on its line, at
+// its path in the scenario.
+func TestRunRefusedScenario(t *testing.T) {
+	err := runCase(t, `tools: refnd: [{result: 1}], steps: [{chat: {model: "primry", messages: []}}]`, `steps: [{}]`)
 	require.Error(t, err)
 	assert.Equal(t, `scenario: steps[0].chat.model: the policy declares no model "primry" and the scenario scripts none, so the call can only fail; did you mean "primary"? (it declares primary); `+
 		`tools.refnd: the policy declares no tool "refnd" and no step calls it, so the script is never used (the policy declares no tools)`, err.Error())
+}
+
+// A case whose scenario stands for what the policy never reads (a dns stub
+// under a policy whose layers look no host name up) or names what it lacks
+// (a checkpoint store, a tool choice that is no mode nor tool) fails with
+// each problem at its path, rather than passing as if it tested them.
+func TestRunScenarioOfWhatThePolicyLacks(t *testing.T) {
+	const dns = `dns: "api.example.com": ["93.184.216.34"], models: primary: [{text: "hi"}], `
+	err := runCase(t, dns+`steps: [{chat: {model: "primary", messages: [], tool_choice: "any"}}, {resume: {store: "defualt"}}]`, `steps: [{}, {}]`)
+	require.Error(t, err)
+	assert.Equal(t, `scenario: steps[0].chat.tool_choice: "any" is neither auto, none nor required, nor a tool the policy declares; did you mean "required"? (the policy declares no tools); `+
+		`steps[1].resume.store: the policy declares no store "defualt", so the step can only fail; did you mean "default"? (the stores are default)`, err.Error())
+	// The names are right: the stub is left, which nothing reads.
+	err = runCase(t, dns+`steps: [{chat: {model: "primary", messages: [], tool_choice: "required"}}, {resume: {store: "default"}}]`, `steps: [{}, {}]`)
+	require.Error(t, err)
+	assert.Equal(t, `scenario: dns: no layer of the policy looks host names up (egress does), so the stub is never consulted`, err.Error())
 }

@@ -152,7 +152,15 @@ type Resolver interface {
 
 // Resolver returns the pipeline's resolver (Deps.Resolver; nil: the
 // system's).
-func (b *BuildContext) Resolver() Resolver { return b.p.deps.Resolver }
+func (b *BuildContext) Resolver() Resolver {
+	b.p.resolverAsked.Store(true)
+	return b.p.deps.Resolver
+}
+
+// AsksResolver reports whether a layer asked for the resolver
+// (BuildContext.Resolver) while the pipeline was built: without one, no
+// lookup of the pipeline reaches Deps.Resolver.
+func (pl *Pipeline) AsksResolver() bool { return pl.resolverAsked.Load() }
 
 // BuildContext is what a middleware's Provision sees: the plan, its own layer
 // and the pipeline's dependencies.
@@ -309,6 +317,9 @@ type Pipeline struct {
 	// checkpointKeep is how many versions of a run the saves in each
 	// checkpoint store leave, by store name (BuildContext.KeepCheckpoints).
 	checkpointKeep map[string]int
+	// resolverAsked is set once a layer asked for the resolver
+	// (BuildContext.Resolver).
+	resolverAsked atomic.Bool
 }
 
 // LayerInfo describes one built layer.

@@ -283,6 +283,12 @@ func Run(ctx context.Context, p *plan.Plan, s *Scenario, opts Options) (*Result,
 	if err != nil {
 		return nil, err
 	}
+	if len(s.DNS) > 0 && !pl.AsksResolver() {
+		// No layer looks a host name up: the stub would stand for
+		// nothing, and a case relying on it would test nothing.
+		_ = pl.Close()
+		return nil, problems(s.src, []error{errors.New("dns: no layer of the policy looks host names up (egress does), so the stub is never consulted")})
+	}
 
 	runID := s.RunID
 	if runID == "" {
@@ -505,6 +511,7 @@ func checkScripts(p *plan.Plan, s *Scenario) error {
 			errs = append(errs, unknownCall(c, "tool", declaredTools))
 		}
 	}
+	errs = append(errs, checkNames(p, s)...)
 	if len(errs) > 0 {
 		sortErrors(errs)
 		return problems(s.src, errs)
@@ -520,8 +527,7 @@ type call struct {
 
 // callsIn collects the models and tools the steps call by name.
 func callsIn(path string, steps []Step, out *[]call) {
-	for i, st := range steps {
-		p := fmt.Sprintf("%s[%d]", path, i)
+	eachStep(path, steps, func(p string, st Step) {
 		switch {
 		case st.Chat != nil:
 			*out = append(*out, call{p + ".chat.model", st.Chat.Model, true})
@@ -529,12 +535,130 @@ func callsIn(path string, steps []Step, out *[]call) {
 			*out = append(*out, call{p + ".agent.model", st.Agent.Model, true})
 		case st.Tool != nil:
 			*out = append(*out, call{p + ".tool.name", st.Tool.Name, false})
+		}
+	})
+}
+
+// eachStep calls fn with each of steps, and each step nested in a turn or
+// a parallel step, and its path.
+func eachStep(path string, steps []Step, fn func(p string, st Step)) {
+	for i, st := range steps {
+		p := fmt.Sprintf("%s[%d]", path, i)
+		fn(p, st)
+		switch {
 		case st.Turn != nil:
-			callsIn(p+".turn.steps", st.Turn.Steps, out)
+			eachStep(p+".turn.steps", st.Turn.Steps, fn)
 		case st.Parallel != nil:
-			callsIn(p+".parallel", st.Parallel, out)
+			eachStep(p+".parallel", st.Parallel, fn)
 		}
 	}
+}
+
+// checkNames returns the problems of the steps and settings that name what
+// the policy does not have, or that act on what it lacks: a tool choice
+// that is neither a mode nor a tool the call offers (a provider would be
+// told to call a tool that does not exist), a checkpoint store it does not
+// declare, an agent step continuing a transcript no step left, an admit
+// step's query where nothing grounds,
+// background sinks to hold where it has none.
+func checkNames(p *plan.Plan, s *Scenario) []error {
+	var errs []error
+	declaredTools := slices.Sorted(maps.Keys(p.Tools))
+	stores := slices.Sorted(maps.Keys(p.Stores))
+	if !slices.Contains(stores, runtime.DefaultStore) {
+		stores = append([]string{runtime.DefaultStore}, stores...)
+	}
+	// Whether a transcript is there for an agent step to continue: what
+	// an agent step before it left or a resume restored, until a crash.
+	transcript := false
+	eachStep("steps", s.Steps, func(path string, st Step) {
+		switch {
+		case st.Agent != nil && st.Agent.Continue && !transcript:
+			errs = append(errs, fmt.Errorf("%s.agent.continue: no agent or resume step before it left a transcript (a crash loses it), so the turn would start from nothing", path))
+		case st.Crash != nil:
+			transcript = false
+		}
+		if st.Agent != nil || st.Resume != nil {
+			transcript = true
+		}
+		switch {
+		case st.Chat != nil:
+			errs = append(errs, checkToolChoice(path+".chat", st.Chat, declaredTools)...)
+		case st.Agent != nil && st.Agent.Params != nil:
+			errs = append(errs, checkToolChoice(path+".agent.params", st.Agent.Params, declaredTools)...)
+		case st.Checkpoint != nil:
+			errs = append(errs, checkStore(path+".checkpoint", st.Checkpoint.Store, stores)...)
+		case st.Resume != nil:
+			errs = append(errs, checkStore(path+".resume", st.Resume.Store, stores)...)
+		case st.Admit != nil && p.Grounding == nil && st.Admit.Query != "":
+			errs = append(errs, fmt.Errorf("%s.admit.query: the policy has no grounding section, so nothing is grounded and the query is never used", path))
+		}
+	})
+	if s.HoldBackground && !hasBackground(p) {
+		errs = append(errs, errors.New("hold_background: the policy's state has no background sinks, so nothing is held"))
+	}
+	return errs
+}
+
+// The tool choice modes (runtime.ChatRequest.ToolChoice); any other value
+// names the tool the model must call.
+var toolChoiceModes = []string{"auto", "none", "required"}
+
+// checkToolChoice refuses a tool choice that is neither a mode nor a tool
+// the request offers: its tools, else the policy's declared tools.
+func checkToolChoice(path string, cs *ChatStep, declared []string) []error {
+	choice := cs.ToolChoice
+	if choice == "" || slices.Contains(toolChoiceModes, choice) {
+		return nil
+	}
+	offered, whose := declared, "the policy declares"
+	if cs.Tools != nil {
+		offered, whose = nil, "the step offers"
+		for _, t := range cs.Tools {
+			offered = append(offered, t.Name)
+		}
+	}
+	if slices.Contains(offered, choice) {
+		return nil
+	}
+	msg := fmt.Sprintf("%s.tool_choice: %q is neither auto, none nor required, nor a tool %s", path, choice, whose)
+	switch best := textdist.Closest(choice, append(slices.Clone(toolChoiceModes), offered...)); {
+	case choice == "any":
+		// Anthropic's name of the mode.
+		msg += `; did you mean "required"?`
+	case best != "":
+		msg += fmt.Sprintf("; did you mean %q?", best)
+	}
+	if len(offered) == 0 {
+		return []error{fmt.Errorf("%s (%s no tools)", msg, whose)}
+	}
+	return []error{fmt.Errorf("%s (%s %s)", msg, whose, strings.Join(offered, ", "))}
+}
+
+// checkStore refuses a checkpoint store the policy does not declare (the
+// default store always exists): the step could only fail.
+func checkStore(path, store string, stores []string) []error {
+	if store == "" || slices.Contains(stores, store) {
+		return nil
+	}
+	msg := fmt.Sprintf("%s.store: the policy declares no store %q, so the step can only fail", path, store)
+	if best := textdist.Closest(store, stores); best != "" {
+		msg += fmt.Sprintf("; did you mean %q?", best)
+	}
+	return []error{fmt.Errorf("%s (the stores are %s)", msg, strings.Join(stores, ", "))}
+}
+
+// hasBackground reports whether a state field of p has a background sink.
+func hasBackground(p *plan.Plan) bool {
+	if p.State == nil {
+		return false
+	}
+	for _, f := range p.State.Fields {
+		if len(f.Background) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func uncalled(field, kind, name string, declared []string) error {
@@ -720,7 +844,7 @@ func (r *runner) agent(ctx context.Context, i int, as *AgentStep) StepResult {
 		input = *as.Input
 	}
 	req := runtime.AgentRequest{Model: as.Model, Messages: msgs, Input: input, Session: as.Session,
-		MaxSteps: as.MaxSteps, MaxParallel: as.MaxParallel, OnBlock: as.OnBlock}
+		MaxSteps: deref(as.MaxSteps), MaxParallel: deref(as.MaxParallel), OnBlock: as.OnBlock}
 	if as.Params != nil {
 		req.Params = as.Params.request()
 	}
@@ -1203,6 +1327,15 @@ func copyRequest(req *runtime.ChatRequest) runtime.ChatRequest {
 		r.ResponseFormat = &rf
 	}
 	return r
+}
+
+// deref is *p, or the zero value when p is nil.
+func deref[T any](p *T) T {
+	var v T
+	if p != nil {
+		v = *p
+	}
+	return v
 }
 
 // clonePtr returns a pointer to a copy of *p, or nil.

@@ -51,7 +51,9 @@
 //
 // DNS. Host names (egress's URL check) resolve from the scenario's `dns`
 // stub, a name it does not list is not found: no lookup reaches a DNS
-// server.
+// server. A stub under a pipeline none of whose layers asked for the
+// resolver (runtime.Pipeline.AsksResolver) is refused: nothing would read
+// it.
 //
 // Every step's result lists the `requests` its fake models received, in
 // order of arrival, as the models saw them: after every layer of the chat
@@ -251,9 +253,11 @@ type AgentStep struct {
 	// Params is the template of every model call (tools, tool_choice,
 	// sampling parameters, max_tokens...); its model and messages are
 	// ignored.
-	Params      *ChatStep `json:"params,omitempty"`
-	MaxSteps    int       `json:"max_steps,omitempty"`
-	MaxParallel int       `json:"max_parallel,omitempty"`
+	Params *ChatStep `json:"params,omitempty"`
+	// MaxSteps bounds the model calls (absent: 8), MaxParallel the tool
+	// calls of one step running at once (absent: 4); each is at least 1.
+	MaxSteps    *int `json:"max_steps,omitempty"`
+	MaxParallel *int `json:"max_parallel,omitempty"`
 	// OnBlock is "tell_model" (default) or "end_turn".
 	OnBlock string `json:"on_block,omitempty"`
 	// Continue starts from the run's recorded transcript (after a resume,
@@ -573,11 +577,16 @@ func checkAgent(p string, a *AgentStep) []error {
 			errs = append(errs, fmt.Errorf("%s: input or messages is required", p))
 		}
 	}
-	if a.MaxSteps < 0 {
-		errs = append(errs, fmt.Errorf("%s: max_steps must not be negative", p))
-	}
-	if a.MaxParallel < 0 {
-		errs = append(errs, fmt.Errorf("%s: max_parallel must not be negative", p))
+	// The runtime reads 0 as its default: a turn of no model call, or of
+	// no tool call at once, would silently be one of 8 or 4.
+	for _, b := range []struct {
+		field string
+		v     *int
+		dflt  int
+	}{{"max_steps", a.MaxSteps, runtime.DefaultAgentMaxSteps}, {"max_parallel", a.MaxParallel, runtime.DefaultAgentMaxParallel}} {
+		if b.v != nil && *b.v < 1 {
+			errs = append(errs, fmt.Errorf("%s.%s: %d is not a bound (at least 1; leave it out for the default of %d)", p, b.field, *b.v, b.dflt))
+		}
 	}
 	switch a.OnBlock {
 	case "", runtime.OnBlockTellModel, runtime.OnBlockEndTurn:

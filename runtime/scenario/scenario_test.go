@@ -130,6 +130,11 @@ func TestParseErrors(t *testing.T) {
 		{"agent without model", `{"steps": [{"agent": {"input": "hi"}}]}`, []string{"steps[0].agent: model is required"}},
 		{"agent without input", `{"steps": [{"agent": {"model": "m"}}]}`, []string{"steps[0].agent: input or messages is required"}},
 		{"agent with an empty input", `{"steps": [{"agent": {"model": "m", "input": ""}}]}`, []string{"line 1, col 37: steps[0].agent.input: the input is empty, and the step has no messages: write the user's message"}},
+		// The runtime reads 0 as its default: a bound of 0 would silently
+		// be one of 8 (or 4).
+		{"agent max_steps 0", `{"steps": [{"agent": {"model": "m", "input": "x", "max_steps": 0}}]}`, []string{"line 1, col 51: steps[0].agent.max_steps: 0 is not a bound (at least 1; leave it out for the default of 8)"}},
+		{"agent max_steps negative", `{"steps": [{"agent": {"model": "m", "input": "x", "max_steps": -2}}]}`, []string{"steps[0].agent.max_steps: -2 is not a bound (at least 1; leave it out for the default of 8)"}},
+		{"agent max_parallel 0", `{"steps": [{"agent": {"model": "m", "input": "x", "max_parallel": 0}}]}`, []string{"steps[0].agent.max_parallel: 0 is not a bound (at least 1; leave it out for the default of 4)"}},
 		{"agent on_block", `{"steps": [{"agent": {"model": "m", "input": "x", "on_block": "ignore"}}]}`, []string{`steps[0].agent: on_block "ignore" is not "tell_model" or "end_turn"`}},
 		{"agent params model", `{"steps": [{"agent": {"model": "m", "input": "x", "params": {"model": "n"}}}]}`, []string{"steps[0].agent.params: model and messages are the agent step's own"}},
 		{"agent in a turn", `{"steps": [{"turn": {"input": "x", "steps": [{"agent": {"input": "x"}}]}}]}`, []string{"steps[0].turn.steps[0].agent: model is required"}},

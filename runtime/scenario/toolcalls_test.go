@@ -187,6 +187,20 @@ func TestAgentStepEndTurn(t *testing.T) {
 	require.NoError(t, subset("$", w, got))
 }
 
+// max_steps and max_parallel reach the agent loop: a bound of 1 stops
+// after the first model call with its tool call run.
+func TestAgentStepBounds(t *testing.T) {
+	_, got := run(t, agentPlan(), `{
+	  "models": {"primary": [{"tool_calls": [{"name": "lookup", "args": {"order_id": "B2"}}]}]},
+	  "tools": {"lookup": [{"result": {"amount": 5}}]},
+	  "steps": [{"agent": {"model": "primary", "input": "look B2 up", "max_steps": 1, "max_parallel": 1}}]}`, scenario.Options{})
+	want := `{"steps": [{"stage": "agent", "outcome": "ok", "agent": {"steps": 1, "tool_calls": 1, "stop": "max_steps"}}],
+	  "executions": {"models": {"primary": 1}, "tools": {"lookup": 1}}}`
+	var w any
+	require.NoError(t, json.Unmarshal([]byte(want), &w))
+	require.NoError(t, subset("$", w, got))
+}
+
 // A chat step's provider-specific parameters reach the request.
 func TestChatStepProviderParameters(t *testing.T) {
 	res, _ := run(t, agentPlan(), `{
