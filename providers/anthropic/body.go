@@ -355,7 +355,7 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 		}
 		results++
 	}
-	result := func(id, text string, isError bool, cc *runtime.CacheControl) {
+	result := func(id, text string, isError bool, cc *runtime.CacheControl, images []runtime.ContentPart) {
 		if results == 0 {
 			open("user")
 		}
@@ -363,7 +363,20 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 		b = append(b, `{"type":"tool_result","tool_use_id":`...)
 		b = wire.AppendString(b, id)
 		b = append(b, `,"content":[`...)
-		b = appendText(b, text, nil)
+		// A result of images alone has no text block: the API refuses
+		// an empty one beside them.
+		if text != "" || len(images) == 0 {
+			b = appendText(b, text, nil)
+			if len(images) > 0 {
+				b = append(b, ',')
+			}
+		}
+		for k := range images {
+			if k > 0 {
+				b = append(b, ',')
+			}
+			b = appendImage(b, images[k])
+		}
 		b = append(b, `],"is_error":`...)
 		b = strconv.AppendBool(b, isError)
 		if cc != nil {
@@ -386,20 +399,26 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 			// text (content and text parts, as the layers read it)
 			// answering ToolCallID.
 			n := results
-			for _, p := range m.Parts {
+			if err := resultImagesPaired(m.Parts); err != nil {
+				return b, fmt.Errorf("messages[%d]: %w", i, err)
+			}
+			for j, p := range m.Parts {
 				if p.Type == runtime.PartToolResult {
-					result(p.ToolCallID, p.Text, p.IsError, p.CacheControl)
+					result(p.ToolCallID, p.Text, p.IsError, p.CacheControl, resultImages(m.Parts, j))
 				}
 			}
 			if results == n && m.ToolCallID != "" {
-				result(m.ToolCallID, m.Text(), false, nil)
+				result(m.ToolCallID, m.Text(), false, nil, nil)
 			}
 		case "user":
 			// The results pending and the message's own come first, in
 			// the same user message.
-			for _, p := range m.Parts {
+			if err := resultImagesPaired(m.Parts); err != nil {
+				return b, fmt.Errorf("messages[%d]: %w", i, err)
+			}
+			for j, p := range m.Parts {
 				if p.Type == runtime.PartToolResult {
-					result(p.ToolCallID, p.Text, p.IsError, p.CacheControl)
+					result(p.ToolCallID, p.Text, p.IsError, p.CacheControl, resultImages(m.Parts, j))
 				}
 			}
 			if results == 0 {
@@ -416,8 +435,10 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 					block()
 					b = appendText(b, p.Text, p.CacheControl)
 				case runtime.PartImage:
-					block()
-					b = appendImage(b, p)
+					if p.ToolCallID == "" { // else in its result, above
+						block()
+						b = appendImage(b, p)
+					}
 				}
 			}
 			if results == 0 && had == 0 {
@@ -477,6 +498,36 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 	}
 	closeResults()
 	return append(b, ']'), nil
+}
+
+// resultImages returns the image parts of the tool result parts[j]: those
+// that follow it answering the same call (runtime.ContentPart.ToolCallID).
+func resultImages(parts []runtime.ContentPart, j int) []runtime.ContentPart {
+	k := j + 1
+	for k < len(parts) && parts[k].Type == runtime.PartImage && parts[k].ToolCallID == parts[j].ToolCallID {
+		k++
+	}
+	return parts[j+1 : k]
+}
+
+// resultImagesPaired checks that each image part of a tool result follows
+// its result (resultImages): one whose result is not there (a layer left it
+// out) would otherwise be lost.
+func resultImagesPaired(parts []runtime.ContentPart) error {
+	for k := range parts {
+		p := &parts[k]
+		if p.Type != runtime.PartImage || p.ToolCallID == "" {
+			continue
+		}
+		j := k - 1
+		for j >= 0 && parts[j].Type == runtime.PartImage && parts[j].ToolCallID == p.ToolCallID {
+			j--
+		}
+		if j < 0 || parts[j].Type != runtime.PartToolResult || parts[j].ToolCallID != p.ToolCallID {
+			return fmt.Errorf("an image of the result of tool call %s does not follow that result", p.ToolCallID)
+		}
+	}
+	return nil
 }
 
 // appendToolUse appends a tool_use block.

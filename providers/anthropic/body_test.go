@@ -73,30 +73,48 @@ func bodyCases() map[string]runtime.ChatRequest {
 			ToolCalls: []runtime.ToolUse{{ID: "toolu_3", Name: "get_weather", PartsAfter: 1}}},
 		{Role: "tool", ToolCallID: "toolu_3", Content: "20C"},
 	}
+	// The images a tool returned ride in its result: alone, after its
+	// text; a user image after the results stays the user's.
+	screenshot := []runtime.Message{
+		{Role: "user", Content: "What does it show?"},
+		{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "toolu_1", Name: "Read"}, {ID: "toolu_2", Name: "Read"}}},
+		{Role: "user", Parts: []runtime.ContentPart{
+			{Type: runtime.PartToolResult, ToolCallID: "toolu_1"},
+			{Type: runtime.PartImage, ToolCallID: "toolu_1", ImageURL: "data:image/png;base64,iVBORw0KGgo="},
+			{Type: runtime.PartToolResult, ToolCallID: "toolu_2", Text: "page 1", CacheControl: cc},
+			{Type: runtime.PartImage, ToolCallID: "toolu_2", ImageURL: "https://example.com/a.png"},
+			{Type: runtime.PartImage, ToolCallID: "toolu_2", MediaType: "image/jpeg", Data: []byte{0xff, 0xd8, 0xff}},
+			{Type: runtime.PartImage, ImageURL: "https://example.com/b.png"},
+			{Type: runtime.PartText, Text: "Compare."}}},
+		{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "toolu_3", Name: "Read"}}},
+		{Role: "tool", Parts: []runtime.ContentPart{{Type: runtime.PartToolResult, ToolCallID: "toolu_3"},
+			{Type: runtime.PartImage, ToolCallID: "toolu_3", ImageURL: "https://example.com/c.png"}}},
+	}
 	return map[string]runtime.ChatRequest{
-		"interleaved":       {Messages: interleaved, MaxTokens: 4096, Thinking: &runtime.Thinking{Type: "enabled", BudgetTokens: 2048}, Tools: []runtime.ToolDef{weather}},
-		"plain":             {Messages: hello},
-		"empty user":        {Messages: []runtime.Message{{Role: "user"}}},
-		"results last":      {Messages: transcript[:6]},
-		"result parts":      {Messages: partsResult},
-		"transcript":        {Messages: transcript, Tools: []runtime.ToolDef{weather}},
-		"tools":             {Messages: hello, Tools: []runtime.ToolDef{weather, {Name: "now", Strict: true, CacheControl: cc}, {Name: "noschema", Parameters: json.RawMessage(`{"properties":null,"required":"x"}`)}}},
-		"choice auto":       {Messages: hello, Tools: []runtime.ToolDef{weather}, ToolChoice: "auto"},
-		"choice none":       {Messages: hello, Tools: []runtime.ToolDef{weather}, ToolChoice: "none", ParallelToolCalls: ptr(false)},
-		"choice any":        {Messages: hello, Tools: []runtime.ToolDef{weather}, ToolChoice: "required"},
-		"choice tool":       {Messages: hello, Tools: []runtime.ToolDef{weather}, ToolChoice: "get_weather"},
-		"serial":            {Messages: hello, Tools: []runtime.ToolDef{weather}, ParallelToolCalls: ptr(false)},
-		"serial any":        {Messages: hello, Tools: []runtime.ToolDef{weather}, ToolChoice: "required", ParallelToolCalls: ptr(false)},
-		"serial tool":       {Messages: hello, Tools: []runtime.ToolDef{weather}, ToolChoice: "get_weather", ParallelToolCalls: ptr(false)},
-		"serial auto":       {Messages: hello, Tools: []runtime.ToolDef{weather}, ToolChoice: "auto", ParallelToolCalls: ptr(false)},
-		"parallel":          {Messages: hello, Tools: []runtime.ToolDef{weather}, ParallelToolCalls: ptr(true)},
-		"no tools":          {Messages: hello, ParallelToolCalls: ptr(false)},
-		"cache":             {Messages: hello, CacheControl: hour},
-		"sampling":          {Messages: hello, MaxTokens: 77, Temperature: ptr(0.25), TopP: ptr(1.0), Stop: []string{"\n\nHuman:", "END"}},
-		"metadata":          {Messages: hello, Metadata: map[string]string{"user_id": "u-1", "other": "x"}},
-		"safety identifier": {Messages: hello, Metadata: map[string]string{"user_id": "u-1"}, SafetyIdentifier: "h-9f2c", PromptCacheKey: "tenant-7"},
-		"top_k":             {Messages: hello, TopK: ptr(5), Temperature: ptr(0.5)},
-		"neutral penalties": {Messages: hello, FrequencyPenalty: ptr(0.0), PresencePenalty: ptr(0.0), LogitBias: map[string]int{"50256": 0}},
+		"tool result images": {Messages: screenshot},
+		"interleaved":        {Messages: interleaved, MaxTokens: 4096, Thinking: &runtime.Thinking{Type: "enabled", BudgetTokens: 2048}, Tools: []runtime.ToolDef{weather}},
+		"plain":              {Messages: hello},
+		"empty user":         {Messages: []runtime.Message{{Role: "user"}}},
+		"results last":       {Messages: transcript[:6]},
+		"result parts":       {Messages: partsResult},
+		"transcript":         {Messages: transcript, Tools: []runtime.ToolDef{weather}},
+		"tools":              {Messages: hello, Tools: []runtime.ToolDef{weather, {Name: "now", Strict: true, CacheControl: cc}, {Name: "noschema", Parameters: json.RawMessage(`{"properties":null,"required":"x"}`)}}},
+		"choice auto":        {Messages: hello, Tools: []runtime.ToolDef{weather}, ToolChoice: "auto"},
+		"choice none":        {Messages: hello, Tools: []runtime.ToolDef{weather}, ToolChoice: "none", ParallelToolCalls: ptr(false)},
+		"choice any":         {Messages: hello, Tools: []runtime.ToolDef{weather}, ToolChoice: "required"},
+		"choice tool":        {Messages: hello, Tools: []runtime.ToolDef{weather}, ToolChoice: "get_weather"},
+		"serial":             {Messages: hello, Tools: []runtime.ToolDef{weather}, ParallelToolCalls: ptr(false)},
+		"serial any":         {Messages: hello, Tools: []runtime.ToolDef{weather}, ToolChoice: "required", ParallelToolCalls: ptr(false)},
+		"serial tool":        {Messages: hello, Tools: []runtime.ToolDef{weather}, ToolChoice: "get_weather", ParallelToolCalls: ptr(false)},
+		"serial auto":        {Messages: hello, Tools: []runtime.ToolDef{weather}, ToolChoice: "auto", ParallelToolCalls: ptr(false)},
+		"parallel":           {Messages: hello, Tools: []runtime.ToolDef{weather}, ParallelToolCalls: ptr(true)},
+		"no tools":           {Messages: hello, ParallelToolCalls: ptr(false)},
+		"cache":              {Messages: hello, CacheControl: hour},
+		"sampling":           {Messages: hello, MaxTokens: 77, Temperature: ptr(0.25), TopP: ptr(1.0), Stop: []string{"\n\nHuman:", "END"}},
+		"metadata":           {Messages: hello, Metadata: map[string]string{"user_id": "u-1", "other": "x"}},
+		"safety identifier":  {Messages: hello, Metadata: map[string]string{"user_id": "u-1"}, SafetyIdentifier: "h-9f2c", PromptCacheKey: "tenant-7"},
+		"top_k":              {Messages: hello, TopK: ptr(5), Temperature: ptr(0.5)},
+		"neutral penalties":  {Messages: hello, FrequencyPenalty: ptr(0.0), PresencePenalty: ptr(0.0), LogitBias: map[string]int{"50256": 0}},
 		"image detail": {Messages: []runtime.Message{{Role: "user", Parts: []runtime.ContentPart{
 			{Type: runtime.PartImage, ImageURL: "https://example.com/a.png", Detail: "high"}}}}},
 		"format":         {Messages: hello, ResponseFormat: &runtime.ResponseFormat{Type: runtime.FormatJSONSchema, Name: "out", Schema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"number"}}}`)}},
@@ -183,6 +201,11 @@ func TestBodyErrors(t *testing.T) {
 	}
 	_, err = c.body(&runtime.ChatRequest{Messages: []runtime.Message{{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "call_1", Name: "t", Arguments: json.RawMessage(` {"a": 1}`)}}}}})
 	assert.NoError(t, err)
+	// An image of a tool result whose result is not before it (a layer
+	// left the result out) fails the call rather than be lost.
+	_, err = c.body(&runtime.ChatRequest{Messages: []runtime.Message{{Role: "user", Parts: []runtime.ContentPart{
+		{Type: runtime.PartText, Text: "a"}, {Type: runtime.PartImage, ToolCallID: "toolu_1", ImageURL: "https://example.com/a.png"}}}}})
+	assert.ErrorContains(t, err, "messages[0]: an image of the result of tool call toolu_1 does not follow that result")
 	// OpenAI's penalties and logit bias would change the answer, and the
 	// API has neither: refused, naming the field and its value.
 	for req, want := range map[*runtime.ChatRequest]string{

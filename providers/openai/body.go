@@ -260,6 +260,13 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 	}
 	for i := range in {
 		m := &in[i]
+		for _, p := range m.Parts {
+			if p.Type == runtime.PartImage && p.ToolCallID != "" {
+				// A tool message holds text alone; sent as a user
+				// message, the image would be read as the user's.
+				return nil, runtime.ProviderRefused(fmt.Errorf("messages[%d]: the result of tool call %s holds an image, which an OpenAI-shaped model cannot read in a tool result (its tool messages hold text alone)", i, p.ToolCallID))
+			}
+		}
 		text, rest := textOf(m)
 		switch m.Role {
 		case "system", "developer":

@@ -191,6 +191,11 @@ func TestBodyErrors(t *testing.T) {
 	// rather than run without them.
 	_, err = c.body(&runtime.ChatRequest{Betas: []string{"interleaved-thinking-2025-05-14"}})
 	assert.ErrorContains(t, err, "anthropic-beta: interleaved-thinking-2025-05-14")
+	// Nor an image a tool returned: a tool message holds text alone.
+	_, err = c.body(&runtime.ChatRequest{Messages: []runtime.Message{{Role: "user", Parts: []runtime.ContentPart{
+		{Type: runtime.PartToolResult, ToolCallID: "toolu_1"}, {Type: runtime.PartImage, ToolCallID: "toolu_1", ImageURL: "https://example.com/a.png"}}}}})
+	assert.ErrorIs(t, err, runtime.ErrProviderRefused)
+	assert.ErrorContains(t, err, "messages[0]: the result of tool call toolu_1 holds an image")
 	// Nor Anthropic's top_k.
 	_, err = c.body(&runtime.ChatRequest{TopK: ptr(5)})
 	assert.ErrorIs(t, err, runtime.ErrProviderRefused)
