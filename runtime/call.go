@@ -1239,16 +1239,20 @@ func digest(kind, run string, b []byte) string {
 // detail, or a 32-pixel patch a token times gpt-4.1-nano's 2.46) and
 // Anthropic's (width x height / 750, after its resize to 2576 pixels and
 // 3.75 megapixels at most); an image known only by an http(s) URL, or whose
-// header cannot be read, counts MaxImageTokens.
+// header cannot be read, counts MaxImageTokens. A PDF document counts
+// DocumentPageTokens a page.
 func EstimateMessages(msgs []Message) int64 {
 	var n int64
 	for i := range msgs {
 		m := &msgs[i]
 		n += EstimateTokens(m.Content) + 4
 		for j := range m.Parts {
-			if m.Parts[j].Type == PartImage {
+			switch m.Parts[j].Type {
+			case PartImage:
 				n += imageTokens(&m.Parts[j])
-			} else {
+			case PartDocument:
+				n += documentTokens(&m.Parts[j])
+			default:
 				n += EstimateTokens(m.Parts[j].Text)
 			}
 		}

@@ -172,6 +172,7 @@ func decodeAnthropic(body []byte, p *chatParams) error {
 			return fmt.Errorf("messages[%d]: %w", i, err)
 		}
 		req.Messages = append(req.Messages, m)
+		p.noteDocuments(&m, fmt.Sprintf("messages[%d]", i))
 	}
 	req.Tools = make([]runtime.ToolDef, 0, len(in.Tools))
 	for i, t := range in.Tools {
@@ -410,6 +411,36 @@ func imagePart(bl *antBlock) (runtime.ContentPart, error) {
 	return runtime.ContentPart{}, errors.New("source: want {type: base64, media_type, data} or {type: url, url}")
 }
 
+// documentPart maps a document block's source: plain text, read by every
+// layer as the message's text, or a PDF (base64 data, as a data: URL, or
+// a URL), which no layer reads (runtime.PartDocument). The error names the
+// field from source on.
+func documentPart(bl *antBlock) (runtime.ContentPart, error) {
+	src := bl.Source
+	switch {
+	case src == nil:
+	case src.Type == "text" && (src.MediaType == "" || src.MediaType == "text/plain"):
+		return runtime.ContentPart{Type: runtime.PartText, Text: src.Data, Document: true}, nil
+	case src.Type == "base64" && src.MediaType == "application/pdf" && src.Data != "":
+		return runtime.ContentPart{Type: runtime.PartDocument, MediaType: src.MediaType,
+			ImageURL: "data:application/pdf;base64," + src.Data}, nil
+	case src.Type == "url" && src.URL != "":
+		return runtime.ContentPart{Type: runtime.PartDocument, MediaType: "application/pdf", ImageURL: src.URL}, nil
+	}
+	return runtime.ContentPart{}, errors.New(`source: want {type: text, media_type: text/plain, data}, {type: base64, media_type: application/pdf, data} or {type: url, url}`)
+}
+
+// hasDocument reports whether parts hold a document: a text one stays a
+// part, to reach a Claude model as a document again.
+func hasDocument(parts []runtime.ContentPart) bool {
+	for i := range parts {
+		if parts[i].Document || parts[i].Type == runtime.PartDocument {
+			return true
+		}
+	}
+	return false
+}
+
 // resultContent decodes a tool result's content: a string, or an array of
 // text and image blocks (a tool that returns a screenshot). It returns the
 // text, joined by line breaks, the images, each an image part of the
@@ -505,6 +536,19 @@ func anthropicMessage(in *antMessage) (runtime.Message, error) {
 			}
 			p.CacheControl = cc
 			m.Parts = append(m.Parts, p)
+		case "document":
+			if in.Role != "user" {
+				return m, fmt.Errorf("content[%d]: a document belongs in a user message", j)
+			}
+			p, err := documentPart(bl)
+			if err != nil {
+				return m, fmt.Errorf("content[%d].%w", j, err)
+			}
+			p.CacheControl = cc
+			if p.Type == runtime.PartText {
+				text = append(text, p.Text)
+			}
+			m.Parts = append(m.Parts, p)
 		case "tool_use":
 			if in.Role != "assistant" {
 				return m, fmt.Errorf("content[%d]: a tool_use block belongs in an assistant message", j)
@@ -563,7 +607,7 @@ func anthropicMessage(in *antMessage) (runtime.Message, error) {
 				m.Parts = append(m.Parts, runtime.ContentPart{Type: runtime.PartRedactedThinking, Signature: bl.Data})
 			}
 		default:
-			return m, fmt.Errorf(`content[%d].type: want "text", "image", "tool_use", "tool_result", "thinking" or "redacted_thinking", got %q`, j, bl.Type)
+			return m, fmt.Errorf(`content[%d].type: want "text", "image", "document", "tool_use", "tool_result", "thinking" or "redacted_thinking", got %q`, j, bl.Type)
 		}
 	}
 	// Each tool call's place: the number of parts after it.
@@ -573,7 +617,7 @@ func anthropicMessage(in *antMessage) (runtime.Message, error) {
 	// Text alone rides in Content; with other parts, a prompt-cache
 	// breakpoint or a tool call between the texts, it stays a part, in
 	// its place.
-	if len(text) == len(m.Parts) && !cached && !m.Interleaved() {
+	if len(text) == len(m.Parts) && !cached && !m.Interleaved() && !hasDocument(m.Parts) {
 		m.Content, m.Parts = strings.Join(text, "\n"), nil
 	}
 	return m, nil

@@ -433,7 +433,14 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 				switch p.Type {
 				case runtime.PartText:
 					block()
-					b = appendText(b, p.Text, p.CacheControl)
+					if p.Document {
+						b = appendDocument(b, p)
+					} else {
+						b = appendText(b, p.Text, p.CacheControl)
+					}
+				case runtime.PartDocument:
+					block()
+					b = appendDocument(b, p)
 				case runtime.PartImage:
 					if p.ToolCallID == "" { // else in its result, above
 						block()
@@ -563,6 +570,31 @@ func appendText(b []byte, text string, cc *runtime.CacheControl) []byte {
 	b = wire.AppendString(b, text)
 	if cc != nil {
 		b = appendCacheControl(b, cc)
+	}
+	return append(b, '}')
+}
+
+// appendDocument appends a document block: a plain-text document (a text
+// part), or a PDF from a URL or base64 data (a data: URL).
+func appendDocument(b []byte, p runtime.ContentPart) []byte {
+	b = append(b, `{"type":"document","source":`...)
+	switch {
+	case p.Type == runtime.PartText:
+		b = append(b, `{"type":"text","media_type":"text/plain","data":`...)
+		b = wire.AppendString(b, p.Text)
+	case strings.HasPrefix(p.ImageURL, "data:"):
+		media, data, _ := strings.Cut(strings.TrimPrefix(p.ImageURL, "data:"), ",")
+		b = append(b, `{"type":"base64","media_type":`...)
+		b = wire.AppendString(b, strings.TrimSuffix(media, ";base64"))
+		b = append(b, `,"data":`...)
+		b = wire.AppendString(b, data)
+	default:
+		b = append(b, `{"type":"url","url":`...)
+		b = wire.AppendString(b, p.ImageURL)
+	}
+	b = append(b, '}')
+	if p.CacheControl != nil {
+		b = appendCacheControl(b, p.CacheControl)
 	}
 	return append(b, '}')
 }

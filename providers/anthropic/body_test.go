@@ -92,6 +92,10 @@ func bodyCases() map[string]runtime.ChatRequest {
 	}
 	return map[string]runtime.ChatRequest{
 		"tool result images": {Messages: screenshot},
+		"documents": {Messages: []runtime.Message{{Role: "user", Content: "Summarize.", Parts: []runtime.ContentPart{
+			{Type: runtime.PartText, Text: "Notes of Q3.", Document: true, CacheControl: cc},
+			{Type: runtime.PartDocument, MediaType: "application/pdf", ImageURL: "data:application/pdf;base64,JVBERi0="},
+			{Type: runtime.PartDocument, MediaType: "application/pdf", ImageURL: "https://example.com/q3.pdf", CacheControl: hour}}}}},
 		"interleaved":        {Messages: interleaved, MaxTokens: 4096, Thinking: &runtime.Thinking{Type: "enabled", BudgetTokens: 2048}, Tools: []runtime.ToolDef{weather}},
 		"plain":              {Messages: hello},
 		"empty user":         {Messages: []runtime.Message{{Role: "user"}}},

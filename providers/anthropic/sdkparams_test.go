@@ -211,7 +211,17 @@ func sdkMessages(in []runtime.Message) ([]anthropic.TextBlockParam, []anthropic.
 			for _, p := range m.Parts {
 				switch p.Type {
 				case runtime.PartText:
-					blocks = append(blocks, withCache(anthropic.NewTextBlock(p.Text), p.CacheControl))
+					if p.Document {
+						blocks = append(blocks, withCache(anthropic.NewDocumentBlock(anthropic.PlainTextSourceParam{Data: p.Text}), p.CacheControl))
+					} else {
+						blocks = append(blocks, withCache(anthropic.NewTextBlock(p.Text), p.CacheControl))
+					}
+				case runtime.PartDocument:
+					if data, ok := strings.CutPrefix(p.ImageURL, "data:application/pdf;base64,"); ok {
+						blocks = append(blocks, withCache(anthropic.NewDocumentBlock(anthropic.Base64PDFSourceParam{Data: data}), p.CacheControl))
+					} else {
+						blocks = append(blocks, withCache(anthropic.NewDocumentBlock(anthropic.URLPDFSourceParam{URL: p.ImageURL}), p.CacheControl))
+					}
 				case runtime.PartImage:
 					if p.ToolCallID == "" {
 						blocks = append(blocks, withCache(sdkImage(p), p.CacheControl))
