@@ -526,21 +526,15 @@ func anthropicMessage(in *antMessage) (runtime.Message, error) {
 		case "text":
 			text = append(text, bl.Text)
 			m.Parts = append(m.Parts, runtime.ContentPart{Type: runtime.PartText, Text: bl.Text, CacheControl: cc})
-		case "image":
+		case "image", "document":
 			if in.Role != "user" {
-				return m, fmt.Errorf("content[%d]: an image belongs in a user message", j)
+				return m, fmt.Errorf("content[%d]: a block of type %s belongs in a user message", j, bl.Type)
 			}
-			p, err := imagePart(bl)
-			if err != nil {
-				return m, fmt.Errorf("content[%d].%w", j, err)
+			part := imagePart
+			if bl.Type == "document" {
+				part = documentPart
 			}
-			p.CacheControl = cc
-			m.Parts = append(m.Parts, p)
-		case "document":
-			if in.Role != "user" {
-				return m, fmt.Errorf("content[%d]: a document belongs in a user message", j)
-			}
-			p, err := documentPart(bl)
+			p, err := part(bl)
 			if err != nil {
 				return m, fmt.Errorf("content[%d].%w", j, err)
 			}
