@@ -254,20 +254,28 @@ const (
 	// PartRedactedThinking is a redacted_thinking block of an assistant
 	// message: Signature holds its encrypted data.
 	PartRedactedThinking = "redacted_thinking"
+	// PartDocument is a document of a user message whose content no layer
+	// reads as text (a PDF): MediaType names it, ImageURL locates it (a
+	// data: URL holding its bytes, or an http(s) URL), Filename names it
+	// when the client did. A plain-text document is a text part instead
+	// (ContentPart.Document), which every layer reads.
+	PartDocument = "document"
 )
 
 // ContentPart is one part of a multi-part message.
 type ContentPart struct {
-	// Type is PartText, PartImage, PartToolResult, PartThinking or
-	// PartRedactedThinking.
+	// Type is PartText, PartImage, PartToolResult, PartThinking,
+	// PartRedactedThinking or PartDocument.
 	Type string `json:"type"`
 	// Text is the text of a text part, a tool result's content, or the
 	// thinking of a thinking part. Message.Text leaves thinking out: it is
 	// not part of the message's visible text.
 	Text string `json:"text,omitempty"`
-	// ImageURL locates an image: an http(s) URL or a data: URL.
+	// ImageURL locates an image or a document: an http(s) URL or a data:
+	// URL.
 	ImageURL string `json:"image_url,omitempty"`
-	// MediaType is the image's media type (image/png...) when Data holds it.
+	// MediaType is the image's media type (image/png...) when Data holds
+	// it, or a document's (application/pdf).
 	MediaType string `json:"media_type,omitempty"`
 	// Data holds raw image bytes (base64 in JSON).
 	Data []byte `json:"data,omitempty"`
@@ -277,7 +285,20 @@ type ContentPart struct {
 	// image is read, not what is asked.
 	Detail string `json:"detail,omitempty"`
 	// ToolCallID is, for a tool result, the id of the call it answers.
+	// An image part that has one is part of that result (an image a tool
+	// returned, as a screenshot): it follows the result's part, which holds
+	// the result's text, in the same message. An Anthropic model reads it
+	// inside the result; an OpenAI-shaped model, whose tool messages hold
+	// text alone, refuses the call.
 	ToolCallID string `json:"tool_call_id,omitempty"`
+	// Document marks a text part the client sent as a plain-text document
+	// (Anthropic's document block with a text source): an Anthropic model
+	// gets it back as one, another model reads it as text. Layers read and
+	// rewrite it as any text part.
+	Document bool `json:"document,omitempty"`
+	// Filename names a PartDocument, when the client named it (an OpenAI
+	// file part's filename).
+	Filename string `json:"filename,omitempty"`
 	// IsError reports, for a tool result, that the tool failed.
 	IsError bool `json:"is_error,omitempty"`
 	// Signature is a thinking part's signature, or a redacted_thinking
@@ -1218,16 +1239,20 @@ func digest(kind, run string, b []byte) string {
 // detail, or a 32-pixel patch a token times gpt-4.1-nano's 2.46) and
 // Anthropic's (width x height / 750, after its resize to 2576 pixels and
 // 3.75 megapixels at most); an image known only by an http(s) URL, or whose
-// header cannot be read, counts MaxImageTokens.
+// header cannot be read, counts MaxImageTokens. A PDF document counts
+// DocumentPageTokens a page.
 func EstimateMessages(msgs []Message) int64 {
 	var n int64
 	for i := range msgs {
 		m := &msgs[i]
 		n += EstimateTokens(m.Content) + 4
 		for j := range m.Parts {
-			if m.Parts[j].Type == PartImage {
+			switch m.Parts[j].Type {
+			case PartImage:
 				n += imageTokens(&m.Parts[j])
-			} else {
+			case PartDocument:
+				n += documentTokens(&m.Parts[j])
+			default:
 				n += EstimateTokens(m.Parts[j].Text)
 			}
 		}

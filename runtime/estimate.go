@@ -20,6 +20,46 @@ import (
 // reservation never counts such an image for less than a provider may bill.
 const MaxImageTokens = 5000
 
+// The estimate of a document no layer reads (a PDF, PartDocument). A
+// provider reads each page as its text and as an image of the page, so a
+// page counts DocumentPageTokens. The pages are counted from the PDF's page
+// objects ("/Type /Page"), and at least one every DocumentPageBytes of its
+// data (page objects packed in compressed streams are not seen); a document
+// known only by its URL counts DocumentURLPages pages. It is an estimate,
+// not a bound: a page of dense text may cost more.
+const (
+	DocumentPageTokens = 3000 + MaxImageTokens
+	DocumentPageBytes  = 20 << 10
+	DocumentURLPages   = 20
+)
+
+// documentTokens estimates a PDF document's tokens (see DocumentPageTokens).
+func documentTokens(p *ContentPart) int64 {
+	data := p.Data
+	if rest, ok := strings.CutPrefix(p.ImageURL, "data:"); ok {
+		_, body, _ := strings.Cut(rest, ",")
+		var err error
+		if data, err = base64.StdEncoding.DecodeString(body); err != nil {
+			data = []byte(body)
+		}
+	} else if p.ImageURL != "" {
+		return DocumentURLPages * DocumentPageTokens
+	}
+	pages := 0
+	for rest := data; ; {
+		i := bytes.Index(rest, []byte("/Type"))
+		if i < 0 {
+			break
+		}
+		rest = bytes.TrimLeft(rest[i+len("/Type"):], " \t\r\n")
+		if bytes.HasPrefix(rest, []byte("/Page")) && !bytes.HasPrefix(rest, []byte("/Pages")) {
+			pages++
+		}
+	}
+	pages = max(pages, 1, (len(data)+DocumentPageBytes-1)/DocumentPageBytes)
+	return int64(pages) * DocumentPageTokens
+}
+
 // Image token figures of the providers (see imageTokensOf).
 const (
 	// OpenAI's tiled images: the image fits in 2048 x 2048, then its

@@ -171,3 +171,18 @@ func TestEstimateTokensIsNeverBelowTheTokenizers(t *testing.T) {
 	assert.Zero(t, EstimateTokens(""))
 	assert.Equal(t, int64(1), EstimateTokens("a"))
 }
+
+// A PDF counts a page's tokens for each page object, at least one a
+// DocumentPageBytes of its data; one known by its URL, DocumentURLPages.
+func TestEstimateDocuments(t *testing.T) {
+	doc := func(url string) []Message {
+		return []Message{{Role: "user", Parts: []ContentPart{{Type: PartDocument, MediaType: "application/pdf", ImageURL: url}}}}
+	}
+	empty := EstimateMessages([]Message{{Role: "user"}})
+	pages := "%PDF-1.4\n<< /Type /Pages /Count 3 >>\n<< /Type /Page >>\n<< /Type/Page >>\n<</Type\n/Page>>\n"
+	data := "data:application/pdf;base64," + base64.StdEncoding.EncodeToString([]byte(pages))
+	assert.Equal(t, empty+3*DocumentPageTokens, EstimateMessages(doc(data)))
+	big := "data:application/pdf;base64," + base64.StdEncoding.EncodeToString(make([]byte, 5*DocumentPageBytes))
+	assert.Equal(t, empty+5*DocumentPageTokens, EstimateMessages(doc(big)), "page objects hidden in compressed streams: by size")
+	assert.Equal(t, empty+DocumentURLPages*DocumentPageTokens, EstimateMessages(doc("https://example.com/q3.pdf")))
+}

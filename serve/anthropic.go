@@ -172,6 +172,7 @@ func decodeAnthropic(body []byte, p *chatParams) error {
 			return fmt.Errorf("messages[%d]: %w", i, err)
 		}
 		req.Messages = append(req.Messages, m)
+		p.noteDocuments(&m, fmt.Sprintf("messages[%d]", i))
 	}
 	req.Tools = make([]runtime.ToolDef, 0, len(in.Tools))
 	for i, t := range in.Tools {
@@ -353,16 +354,6 @@ func textBlocks(raw json.RawMessage) (string, []antBlock, error) {
 	return "", blocks, nil
 }
 
-// blocksText returns the text of a string or of an array of text blocks,
-// and the last prompt-cache breakpoint among the blocks.
-func blocksText(raw json.RawMessage) (string, *runtime.CacheControl, error) {
-	s, blocks, err := textBlocks(raw)
-	if err != nil || blocks == nil {
-		return s, nil, err
-	}
-	return joinBlocks(blocks)
-}
-
 // joinBlocks returns the text of text blocks, and the last prompt-cache
 // breakpoint among them.
 func joinBlocks(blocks []antBlock) (string, *runtime.CacheControl, error) {
@@ -406,6 +397,100 @@ func systemMessage(raw json.RawMessage) (runtime.Message, error) {
 	return m, nil
 }
 
+// imagePart maps an image block's source: base64 data (as a data: URL)
+// or a URL. The error names the field from source on.
+func imagePart(bl *antBlock) (runtime.ContentPart, error) {
+	src := bl.Source
+	switch {
+	case src != nil && src.Type == "base64" && src.Data != "":
+		return runtime.ContentPart{Type: runtime.PartImage, MediaType: src.MediaType,
+			ImageURL: "data:" + src.MediaType + ";base64," + src.Data}, nil
+	case src != nil && src.Type == "url" && src.URL != "":
+		return runtime.ContentPart{Type: runtime.PartImage, ImageURL: src.URL}, nil
+	}
+	return runtime.ContentPart{}, errors.New("source: want {type: base64, media_type, data} or {type: url, url}")
+}
+
+// documentPart maps a document block's source: plain text, read by every
+// layer as the message's text, or a PDF (base64 data, as a data: URL, or
+// a URL), which no layer reads (runtime.PartDocument). The error names the
+// field from source on.
+func documentPart(bl *antBlock) (runtime.ContentPart, error) {
+	src := bl.Source
+	switch {
+	case src == nil:
+	case src.Type == "text" && (src.MediaType == "" || src.MediaType == "text/plain"):
+		return runtime.ContentPart{Type: runtime.PartText, Text: src.Data, Document: true}, nil
+	case src.Type == "base64" && src.MediaType == "application/pdf" && src.Data != "":
+		return runtime.ContentPart{Type: runtime.PartDocument, MediaType: src.MediaType,
+			ImageURL: "data:application/pdf;base64," + src.Data}, nil
+	case src.Type == "url" && src.URL != "":
+		return runtime.ContentPart{Type: runtime.PartDocument, MediaType: "application/pdf", ImageURL: src.URL}, nil
+	}
+	return runtime.ContentPart{}, errors.New(`source: want {type: text, media_type: text/plain, data}, {type: base64, media_type: application/pdf, data} or {type: url, url}`)
+}
+
+// hasDocument reports whether parts hold a document: a text one stays a
+// part, to reach a Claude model as a document again.
+func hasDocument(parts []runtime.ContentPart) bool {
+	for i := range parts {
+		if parts[i].Document || parts[i].Type == runtime.PartDocument {
+			return true
+		}
+	}
+	return false
+}
+
+// resultContent decodes a tool result's content: a string, or an array of
+// text and image blocks (a tool that returns a screenshot). It returns the
+// text, joined by line breaks, the images, each an image part of the
+// result (ToolCallID id), and the last prompt-cache breakpoint among the
+// blocks (an image's breakpoint is the result's, as a text block's is).
+// The error names the field after "content".
+func resultContent(raw json.RawMessage, id string) (string, []runtime.ContentPart, *runtime.CacheControl, error) {
+	if raw[0] == '"' {
+		s, err := jsonString(raw)
+		if err != nil {
+			err = fmt.Errorf(": %w", err)
+		}
+		return s, nil, nil, err
+	}
+	var blocks []antBlock
+	if err := json.Unmarshal(raw, &blocks); err != nil {
+		return "", nil, nil, errors.New(": want a string or an array of text and image blocks")
+	}
+	var images []runtime.ContentPart
+	var text strings.Builder
+	var last *runtime.CacheControl
+	for i := range blocks {
+		bl := &blocks[i]
+		cc, err := cacheControl(bl.CacheControl)
+		if err != nil {
+			return "", nil, nil, fmt.Errorf("[%d].cache_control: %w", i, err)
+		}
+		if cc != nil {
+			last = cc
+		}
+		switch bl.Type {
+		case "text":
+			if text.Len() > 0 {
+				text.WriteByte('\n')
+			}
+			text.WriteString(bl.Text)
+		case "image":
+			p, err := imagePart(bl)
+			if err != nil {
+				return "", nil, nil, fmt.Errorf("[%d].%w", i, err)
+			}
+			p.ToolCallID = id
+			images = append(images, p)
+		default:
+			return "", nil, nil, fmt.Errorf(`[%d].type: want "text" or "image", got %q`, i, bl.Type)
+		}
+	}
+	return text.String(), images, last, nil
+}
+
 // anthropicMessage maps one message: a string, or blocks of text, image,
 // tool_use (assistant, each in its place among the other blocks) and
 // tool_result (user).
@@ -441,20 +526,23 @@ func anthropicMessage(in *antMessage) (runtime.Message, error) {
 		case "text":
 			text = append(text, bl.Text)
 			m.Parts = append(m.Parts, runtime.ContentPart{Type: runtime.PartText, Text: bl.Text, CacheControl: cc})
-		case "image":
+		case "image", "document":
 			if in.Role != "user" {
-				return m, fmt.Errorf("content[%d]: an image belongs in a user message", j)
+				return m, fmt.Errorf("content[%d]: a block of type %s belongs in a user message", j, bl.Type)
 			}
-			src := bl.Source
-			switch {
-			case src != nil && src.Type == "base64" && src.Data != "":
-				m.Parts = append(m.Parts, runtime.ContentPart{Type: runtime.PartImage, MediaType: src.MediaType,
-					ImageURL: "data:" + src.MediaType + ";base64," + src.Data, CacheControl: cc})
-			case src != nil && src.Type == "url" && src.URL != "":
-				m.Parts = append(m.Parts, runtime.ContentPart{Type: runtime.PartImage, ImageURL: src.URL, CacheControl: cc})
-			default:
-				return m, fmt.Errorf("content[%d].source: want {type: base64, media_type, data} or {type: url, url}", j)
+			part := imagePart
+			if bl.Type == "document" {
+				part = documentPart
 			}
+			p, err := part(bl)
+			if err != nil {
+				return m, fmt.Errorf("content[%d].%w", j, err)
+			}
+			p.CacheControl = cc
+			if p.Type == runtime.PartText {
+				text = append(text, p.Text)
+			}
+			m.Parts = append(m.Parts, p)
 		case "tool_use":
 			if in.Role != "assistant" {
 				return m, fmt.Errorf("content[%d]: a tool_use block belongs in an assistant message", j)
@@ -477,10 +565,11 @@ func anthropicMessage(in *antMessage) (runtime.Message, error) {
 				return m, fmt.Errorf("content[%d].tool_use_id: required", j)
 			}
 			var result string
+			var images []runtime.ContentPart
 			if r := nullIsEmpty(bl.Content); r != nil {
 				var inner *runtime.CacheControl
-				if result, inner, err = blocksText(r); err != nil {
-					return m, fmt.Errorf("content[%d].content: %w", j, err)
+				if result, images, inner, err = resultContent(r, bl.ToolUseID); err != nil {
+					return m, fmt.Errorf("content[%d].content%w", j, err)
 				}
 				// A breakpoint inside the result caches at its end: the
 				// result is one block upstream.
@@ -489,6 +578,7 @@ func anthropicMessage(in *antMessage) (runtime.Message, error) {
 				}
 			}
 			m.Parts = append(m.Parts, runtime.ContentPart{Type: runtime.PartToolResult, Text: result, ToolCallID: bl.ToolUseID, IsError: bl.IsError, CacheControl: cc})
+			m.Parts = append(m.Parts, images...)
 		case "thinking", "redacted_thinking":
 			// Sent back upstream as the model returned it, in its
 			// place, between tool_use blocks when it came so
@@ -511,7 +601,7 @@ func anthropicMessage(in *antMessage) (runtime.Message, error) {
 				m.Parts = append(m.Parts, runtime.ContentPart{Type: runtime.PartRedactedThinking, Signature: bl.Data})
 			}
 		default:
-			return m, fmt.Errorf(`content[%d].type: want "text", "image", "tool_use", "tool_result", "thinking" or "redacted_thinking", got %q`, j, bl.Type)
+			return m, fmt.Errorf(`content[%d].type: want "text", "image", "document", "tool_use", "tool_result", "thinking" or "redacted_thinking", got %q`, j, bl.Type)
 		}
 	}
 	// Each tool call's place: the number of parts after it.
@@ -521,7 +611,7 @@ func anthropicMessage(in *antMessage) (runtime.Message, error) {
 	// Text alone rides in Content; with other parts, a prompt-cache
 	// breakpoint or a tool call between the texts, it stays a part, in
 	// its place.
-	if len(text) == len(m.Parts) && !cached && !m.Interleaved() {
+	if len(text) == len(m.Parts) && !cached && !m.Interleaved() && !hasDocument(m.Parts) {
 		m.Content, m.Parts = strings.Join(text, "\n"), nil
 	}
 	return m, nil

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,6 +27,9 @@ type chatParams struct {
 	// blocks is the order of a whole response's blocks, for a wire format
 	// that lists them (chatAPI.ordered).
 	blocks runtime.BlockOrder
+	// documents names the messages that hold a document no layer reads
+	// (a PDF: runtime.PartDocument), as the client's fields.
+	documents []string
 	// items are the messages and parts the body holds (countItems), which
 	// size the decoding's slices; zero when not counted.
 	items items
@@ -474,4 +478,30 @@ func PoolUpstreamConnections(n int) {
 		t.MaxIdleConnsPerHost = n
 		t.MaxIdleConns = max(t.MaxIdleConns, 4*n)
 	}
+}
+
+// noteDocuments records field when m holds a document no layer reads.
+func (p *chatParams) noteDocuments(m *runtime.Message, field string) {
+	for i := range m.Parts {
+		if m.Parts[i].Type == runtime.PartDocument {
+			p.documents = append(p.documents, field)
+			return
+		}
+	}
+}
+
+// unreadDocuments refuses a request holding a document no layer reads (a
+// PDF) when the chat chain has a layer that reads what the model is sent
+// (countChecks: security, pii, redact, content_filter, guard...): the
+// layer would pass what it never read.
+func unreadDocuments(pl *runtime.Pipeline, p *chatParams) error {
+	if len(p.documents) == 0 {
+		return nil
+	}
+	layers := countChecks(pl)
+	if len(layers) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s: a PDF document is not served by this policy: its chat layers %s read the text of what the model is sent, and cannot read a PDF's (send the document's text as a text document, or a text part)",
+		p.documents[0], strings.Join(layers, ", "))
 }

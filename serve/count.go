@@ -76,6 +76,11 @@ func (s *Server) admitRequest(x *exchange, p *chatParams) bool {
 		return false
 	}
 	p.req.Model, x.model = name, name
+	if err := unreadDocuments(x.g.pl, p); err != nil {
+		x.err = err
+		x.fail(http.StatusBadRequest, errBadRequest, err.Error())
+		return false
+	}
 	// A tool the request offers must be one the policy lets run: the
 	// model would propose calls to it that could only be refused.
 	for _, t := range p.req.Tools {

@@ -80,6 +80,7 @@ var openAIShape = func() *shape {
 		{"text", fields("text")},
 		{"refusal", fields("refusal")},
 		{"image_url", []field{{"image_url", obj("url", "detail")}}},
+		{"file", []field{{"file", obj("file_data", "filename")}}},
 	}}
 	call := &shape{fields: []field{{"id", nil}, {"type", nil}, {"function", obj("name", "arguments")}}}
 	// A message's name (its author) is carried, but not on a tool message:
@@ -111,6 +112,10 @@ var anthropicShape = func() *shape {
 	block.variants = []variant{
 		{"text", fields("text")},
 		{"image", []field{{"source", obj("type", "media_type", "data", "url")}}},
+		// A document's title and context are text the model reads that
+		// the policy's layers do not; citations answer with blocks the
+		// gateway does not carry.
+		{"document", []field{{"source", obj("type", "media_type", "data", "url")}}},
 		{"tool_use", fields("id", "name", "input")},
 		{"tool_result", []field{{"tool_use_id", nil}, {"content", block}, {"is_error", nil}}},
 		{"thinking", fields("thinking", "signature")},

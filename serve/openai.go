@@ -66,6 +66,11 @@ type oaPart struct {
 		URL    string `json:"url"`
 		Detail string `json:"detail"`
 	} `json:"image_url"`
+	File *struct {
+		FileData string `json:"file_data"`
+		FileID   string `json:"file_id"`
+		Filename string `json:"filename"`
+	} `json:"file"`
 }
 
 type oaToolCall struct {
@@ -128,6 +133,7 @@ func decodeOpenAI(body []byte, p *chatParams) error {
 			return fmt.Errorf("messages[%d]: %w", i, err)
 		}
 		req.Messages = append(req.Messages, m)
+		p.noteDocuments(&m, fmt.Sprintf("messages[%d]", i))
 	}
 	if err := outputBound("max_tokens", in.MaxTokens); err != nil {
 		return err
@@ -344,8 +350,23 @@ func openAIMessage(in *oaMessage) (runtime.Message, error) {
 						return m, fmt.Errorf(`content[%d].image_url.detail: want "auto", "low" or "high", got %q`, j, p.ImageURL.Detail)
 					}
 					m.Parts = append(m.Parts, runtime.ContentPart{Type: runtime.PartImage, ImageURL: p.ImageURL.URL, Detail: p.ImageURL.Detail})
+				case "file":
+					m.Parts = run.flush(m.Parts)
+					if m.Role != "user" {
+						return m, fmt.Errorf("content[%d]: a file part belongs in a user message, not a %s message", j, in.Role)
+					}
+					// A file uploaded to OpenAI (file_id) is read where
+					// the gateway cannot; the data of a PDF is carried.
+					f := p.File
+					if f == nil || f.FileData == "" {
+						return m, fmt.Errorf("content[%d].file.file_data: required (a file_id names a file stored at OpenAI, which the gateway cannot read or send to another model)", j)
+					}
+					if !strings.HasPrefix(f.FileData, "data:application/pdf;base64,") {
+						return m, fmt.Errorf("content[%d].file.file_data: want a PDF as a data: URL (data:application/pdf;base64,...)", j)
+					}
+					m.Parts = append(m.Parts, runtime.ContentPart{Type: runtime.PartDocument, MediaType: "application/pdf", ImageURL: f.FileData, Filename: f.Filename})
 				default:
-					return m, fmt.Errorf(`content[%d].type: want "text", "image_url" or "refusal", got %q`, j, p.Type)
+					return m, fmt.Errorf(`content[%d].type: want "text", "image_url", "file" or "refusal", got %q`, j, p.Type)
 				}
 			}
 			m.Parts = run.flush(m.Parts)

@@ -269,22 +269,6 @@ func TestImagesAcrossProviders(t *testing.T) {
 	assert.Equal(t, map[string]any{"type": "url", "url": "https://example.com/b.png"}, blocks[2].(map[string]any)["source"])
 }
 
-// TestPDFDocumentIsRefused: a PDF document block is a 400 naming it, never
-// a request served without the document.
-func TestPDFDocumentIsRefused(t *testing.T) {
-	g := newGateway(t, `{use: "tracing"}`, nil, nil)
-	for _, model := range []string{"primary", "backup"} {
-		_, err := g.anthropic(t).Messages.New(context.Background(), anthropic.MessageNewParams{Model: anthropic.Model(model), MaxTokens: 64,
-			Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Summarize."),
-				anthropic.NewDocumentBlock(anthropic.Base64PDFSourceParam{Data: "JVBERi0xLjQK"}))}})
-		var ae *anthropic.Error
-		require.ErrorAs(t, err, &ae)
-		assert.Equal(t, http.StatusBadRequest, ae.StatusCode)
-		assert.Contains(t, ae.RawJSON(), `got \"document\"`)
-	}
-	assert.Zero(t, g.oa.requests()+g.an.requests())
-}
-
 // TestSystemPromptsAcrossProviders: OpenAI system and developer messages
 // reach a Claude model as its system prompt; a system message in the
 // middle of the conversation, which a Claude model has no place for, joins

@@ -169,8 +169,8 @@ func (m *SemanticMemoize) store(ctx context.Context, part, text string, vec []fl
 // one "role: content" line per message ("role (name): content" for a message
 // naming its author, so that two group chats differing only in who said what
 // are told apart), its content the message's text (Content and text parts),
-// then its images (by a digest of their URL: a data: URL holds the whole
-// image), tool calls and tool results.
+// then its images and PDF documents (by a digest of their URL: a data: URL
+// holds the whole image or document), tool calls and tool results.
 func Transcript(msgs []runtime.Message) string {
 	var b strings.Builder
 	for i := range msgs {
@@ -193,10 +193,12 @@ func Transcript(msgs []runtime.Message) string {
 		}
 		for _, p := range msg.Parts {
 			switch p.Type {
-			case runtime.PartImage:
+			case runtime.PartImage, runtime.PartDocument:
 				sum := sha256.Sum256([]byte(p.ImageURL))
 				item()
-				b.WriteString("[image ")
+				b.WriteByte('[')
+				b.WriteString(p.Type)
+				b.WriteByte(' ')
 				b.WriteString(hex.EncodeToString(sum[:8]))
 				b.WriteByte(']')
 			case runtime.PartToolResult:

@@ -193,6 +193,14 @@ func TestTranscript(t *testing.T) {
 	mallory := semanticmemoize.Transcript([]runtime.Message{{Role: "user", Name: "mallory", Content: "approve it"}})
 	assert.Equal(t, "user (alice): approve it\n", alice)
 	assert.NotEqual(t, alice, mallory)
+	// Two questions about two PDFs embed apart: the same question about
+	// another document is not the same request.
+	pdf := func(data string) string {
+		return semanticmemoize.Transcript([]runtime.Message{{Role: "user", Content: "summarize", Parts: []runtime.ContentPart{
+			{Type: runtime.PartDocument, MediaType: "application/pdf", ImageURL: "data:application/pdf;base64," + data}}}})
+	}
+	assert.Contains(t, pdf("JVBERi0="), "user: summarize [document ")
+	assert.NotEqual(t, pdf("JVBERi0="), pdf("JVBERi1="))
 }
 
 func BenchmarkToolLookup(b *testing.B) {

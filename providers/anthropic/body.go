@@ -355,7 +355,7 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 		}
 		results++
 	}
-	result := func(id, text string, isError bool, cc *runtime.CacheControl) {
+	result := func(id, text string, isError bool, cc *runtime.CacheControl, images []runtime.ContentPart) {
 		if results == 0 {
 			open("user")
 		}
@@ -363,7 +363,20 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 		b = append(b, `{"type":"tool_result","tool_use_id":`...)
 		b = wire.AppendString(b, id)
 		b = append(b, `,"content":[`...)
-		b = appendText(b, text, nil)
+		// A result of images alone has no text block: the API refuses
+		// an empty one beside them.
+		if text != "" || len(images) == 0 {
+			b = appendText(b, text, nil)
+			if len(images) > 0 {
+				b = append(b, ',')
+			}
+		}
+		for k := range images {
+			if k > 0 {
+				b = append(b, ',')
+			}
+			b = appendImage(b, images[k])
+		}
 		b = append(b, `],"is_error":`...)
 		b = strconv.AppendBool(b, isError)
 		if cc != nil {
@@ -386,20 +399,26 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 			// text (content and text parts, as the layers read it)
 			// answering ToolCallID.
 			n := results
-			for _, p := range m.Parts {
+			if err := resultImagesPaired(m.Parts); err != nil {
+				return b, fmt.Errorf("messages[%d]: %w", i, err)
+			}
+			for j, p := range m.Parts {
 				if p.Type == runtime.PartToolResult {
-					result(p.ToolCallID, p.Text, p.IsError, p.CacheControl)
+					result(p.ToolCallID, p.Text, p.IsError, p.CacheControl, resultImages(m.Parts, j))
 				}
 			}
 			if results == n && m.ToolCallID != "" {
-				result(m.ToolCallID, m.Text(), false, nil)
+				result(m.ToolCallID, m.Text(), false, nil, nil)
 			}
 		case "user":
 			// The results pending and the message's own come first, in
 			// the same user message.
-			for _, p := range m.Parts {
+			if err := resultImagesPaired(m.Parts); err != nil {
+				return b, fmt.Errorf("messages[%d]: %w", i, err)
+			}
+			for j, p := range m.Parts {
 				if p.Type == runtime.PartToolResult {
-					result(p.ToolCallID, p.Text, p.IsError, p.CacheControl)
+					result(p.ToolCallID, p.Text, p.IsError, p.CacheControl, resultImages(m.Parts, j))
 				}
 			}
 			if results == 0 {
@@ -414,10 +433,19 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 				switch p.Type {
 				case runtime.PartText:
 					block()
-					b = appendText(b, p.Text, p.CacheControl)
-				case runtime.PartImage:
+					if p.Document {
+						b = appendDocument(b, p)
+					} else {
+						b = appendText(b, p.Text, p.CacheControl)
+					}
+				case runtime.PartDocument:
 					block()
-					b = appendImage(b, p)
+					b = appendDocument(b, p)
+				case runtime.PartImage:
+					if p.ToolCallID == "" { // else in its result, above
+						block()
+						b = appendImage(b, p)
+					}
 				}
 			}
 			if results == 0 && had == 0 {
@@ -479,6 +507,36 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 	return append(b, ']'), nil
 }
 
+// resultImages returns the image parts of the tool result parts[j]: those
+// that follow it answering the same call (runtime.ContentPart.ToolCallID).
+func resultImages(parts []runtime.ContentPart, j int) []runtime.ContentPart {
+	k := j + 1
+	for k < len(parts) && parts[k].Type == runtime.PartImage && parts[k].ToolCallID == parts[j].ToolCallID {
+		k++
+	}
+	return parts[j+1 : k]
+}
+
+// resultImagesPaired checks that each image part of a tool result follows
+// its result (resultImages): one whose result is not there (a layer left it
+// out) would otherwise be lost.
+func resultImagesPaired(parts []runtime.ContentPart) error {
+	for k := range parts {
+		p := &parts[k]
+		if p.Type != runtime.PartImage || p.ToolCallID == "" {
+			continue
+		}
+		j := k - 1
+		for j >= 0 && parts[j].Type == runtime.PartImage && parts[j].ToolCallID == p.ToolCallID {
+			j--
+		}
+		if j < 0 || parts[j].Type != runtime.PartToolResult || parts[j].ToolCallID != p.ToolCallID {
+			return fmt.Errorf("an image of the result of tool call %s does not follow that result", p.ToolCallID)
+		}
+	}
+	return nil
+}
+
 // appendToolUse appends a tool_use block.
 func appendToolUse(b []byte, tc *runtime.ToolUse) ([]byte, error) {
 	b = append(b, `{"type":"tool_use","id":`...)
@@ -512,6 +570,31 @@ func appendText(b []byte, text string, cc *runtime.CacheControl) []byte {
 	b = wire.AppendString(b, text)
 	if cc != nil {
 		b = appendCacheControl(b, cc)
+	}
+	return append(b, '}')
+}
+
+// appendDocument appends a document block: a plain-text document (a text
+// part), or a PDF from a URL or base64 data (a data: URL).
+func appendDocument(b []byte, p runtime.ContentPart) []byte {
+	b = append(b, `{"type":"document","source":`...)
+	switch {
+	case p.Type == runtime.PartText:
+		b = append(b, `{"type":"text","media_type":"text/plain","data":`...)
+		b = wire.AppendString(b, p.Text)
+	case strings.HasPrefix(p.ImageURL, "data:"):
+		media, data, _ := strings.Cut(strings.TrimPrefix(p.ImageURL, "data:"), ",")
+		b = append(b, `{"type":"base64","media_type":`...)
+		b = wire.AppendString(b, strings.TrimSuffix(media, ";base64"))
+		b = append(b, `,"data":`...)
+		b = wire.AppendString(b, data)
+	default:
+		b = append(b, `{"type":"url","url":`...)
+		b = wire.AppendString(b, p.ImageURL)
+	}
+	b = append(b, '}')
+	if p.CacheControl != nil {
+		b = appendCacheControl(b, p.CacheControl)
 	}
 	return append(b, '}')
 }

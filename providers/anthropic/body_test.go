@@ -73,7 +73,29 @@ func bodyCases() map[string]runtime.ChatRequest {
 			ToolCalls: []runtime.ToolUse{{ID: "toolu_3", Name: "get_weather", PartsAfter: 1}}},
 		{Role: "tool", ToolCallID: "toolu_3", Content: "20C"},
 	}
+	// The images a tool returned ride in its result: alone, after its
+	// text; a user image after the results stays the user's.
+	screenshot := []runtime.Message{
+		{Role: "user", Content: "What does it show?"},
+		{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "toolu_1", Name: "Read"}, {ID: "toolu_2", Name: "Read"}}},
+		{Role: "user", Parts: []runtime.ContentPart{
+			{Type: runtime.PartToolResult, ToolCallID: "toolu_1"},
+			{Type: runtime.PartImage, ToolCallID: "toolu_1", ImageURL: "data:image/png;base64,iVBORw0KGgo="},
+			{Type: runtime.PartToolResult, ToolCallID: "toolu_2", Text: "page 1", CacheControl: cc},
+			{Type: runtime.PartImage, ToolCallID: "toolu_2", ImageURL: "https://example.com/a.png"},
+			{Type: runtime.PartImage, ToolCallID: "toolu_2", MediaType: "image/jpeg", Data: []byte{0xff, 0xd8, 0xff}},
+			{Type: runtime.PartImage, ImageURL: "https://example.com/b.png"},
+			{Type: runtime.PartText, Text: "Compare."}}},
+		{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "toolu_3", Name: "Read"}}},
+		{Role: "tool", Parts: []runtime.ContentPart{{Type: runtime.PartToolResult, ToolCallID: "toolu_3"},
+			{Type: runtime.PartImage, ToolCallID: "toolu_3", ImageURL: "https://example.com/c.png"}}},
+	}
 	return map[string]runtime.ChatRequest{
+		"tool result images": {Messages: screenshot},
+		"documents": {Messages: []runtime.Message{{Role: "user", Content: "Summarize.", Parts: []runtime.ContentPart{
+			{Type: runtime.PartText, Text: "Notes of Q3.", Document: true, CacheControl: cc},
+			{Type: runtime.PartDocument, MediaType: "application/pdf", ImageURL: "data:application/pdf;base64,JVBERi0="},
+			{Type: runtime.PartDocument, MediaType: "application/pdf", ImageURL: "https://example.com/q3.pdf", CacheControl: hour}}}}},
 		"interleaved":       {Messages: interleaved, MaxTokens: 4096, Thinking: &runtime.Thinking{Type: "enabled", BudgetTokens: 2048}, Tools: []runtime.ToolDef{weather}},
 		"plain":             {Messages: hello},
 		"empty user":        {Messages: []runtime.Message{{Role: "user"}}},
@@ -183,6 +205,11 @@ func TestBodyErrors(t *testing.T) {
 	}
 	_, err = c.body(&runtime.ChatRequest{Messages: []runtime.Message{{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "call_1", Name: "t", Arguments: json.RawMessage(` {"a": 1}`)}}}}})
 	assert.NoError(t, err)
+	// An image of a tool result whose result is not before it (a layer
+	// left the result out) fails the call rather than be lost.
+	_, err = c.body(&runtime.ChatRequest{Messages: []runtime.Message{{Role: "user", Parts: []runtime.ContentPart{
+		{Type: runtime.PartText, Text: "a"}, {Type: runtime.PartImage, ToolCallID: "toolu_1", ImageURL: "https://example.com/a.png"}}}}})
+	assert.ErrorContains(t, err, "messages[0]: an image of the result of tool call toolu_1 does not follow that result")
 	// OpenAI's penalties and logit bias would change the answer, and the
 	// API has neither: refused, naming the field and its value.
 	for req, want := range map[*runtime.ChatRequest]string{

@@ -190,9 +190,9 @@ func sdkMessages(in []runtime.Message) ([]anthropic.TextBlockParam, []anthropic.
 			// The results are the message's tool_result parts, or else its
 			// text answering ToolCallID.
 			n := len(results)
-			for _, p := range m.Parts {
+			for j, p := range m.Parts {
 				if p.Type == runtime.PartToolResult {
-					results = append(results, withCache(anthropic.NewToolResultBlock(p.ToolCallID, p.Text, p.IsError), p.CacheControl))
+					results = append(results, sdkResult(m.Parts, j))
 				}
 			}
 			if len(results) == n && m.ToolCallID != "" {
@@ -200,9 +200,9 @@ func sdkMessages(in []runtime.Message) ([]anthropic.TextBlockParam, []anthropic.
 			}
 		case "user":
 			var blocks []anthropic.ContentBlockParamUnion
-			for _, p := range m.Parts {
+			for j, p := range m.Parts {
 				if p.Type == runtime.PartToolResult {
-					results = append(results, withCache(anthropic.NewToolResultBlock(p.ToolCallID, p.Text, p.IsError), p.CacheControl))
+					results = append(results, sdkResult(m.Parts, j))
 				}
 			}
 			if m.Content != "" {
@@ -211,9 +211,21 @@ func sdkMessages(in []runtime.Message) ([]anthropic.TextBlockParam, []anthropic.
 			for _, p := range m.Parts {
 				switch p.Type {
 				case runtime.PartText:
-					blocks = append(blocks, withCache(anthropic.NewTextBlock(p.Text), p.CacheControl))
+					if p.Document {
+						blocks = append(blocks, withCache(anthropic.NewDocumentBlock(anthropic.PlainTextSourceParam{Data: p.Text}), p.CacheControl))
+					} else {
+						blocks = append(blocks, withCache(anthropic.NewTextBlock(p.Text), p.CacheControl))
+					}
+				case runtime.PartDocument:
+					if data, ok := strings.CutPrefix(p.ImageURL, "data:application/pdf;base64,"); ok {
+						blocks = append(blocks, withCache(anthropic.NewDocumentBlock(anthropic.Base64PDFSourceParam{Data: data}), p.CacheControl))
+					} else {
+						blocks = append(blocks, withCache(anthropic.NewDocumentBlock(anthropic.URLPDFSourceParam{URL: p.ImageURL}), p.CacheControl))
+					}
 				case runtime.PartImage:
-					blocks = append(blocks, withCache(sdkImage(p), p.CacheControl))
+					if p.ToolCallID == "" {
+						blocks = append(blocks, withCache(sdkImage(p), p.CacheControl))
+					}
 				}
 			}
 			if len(blocks) == 0 && results == nil {
@@ -256,6 +268,28 @@ func sdkMessages(in []runtime.Message) ([]anthropic.TextBlockParam, []anthropic.
 	}
 	flush()
 	return sys, out, nil
+}
+
+// sdkResult maps the tool result parts[j] and the images that follow it
+// answering the same call: its text, unless it is empty beside images,
+// then its images.
+func sdkResult(parts []runtime.ContentPart, j int) anthropic.ContentBlockParamUnion {
+	p := parts[j]
+	block := anthropic.NewToolResultBlock(p.ToolCallID, p.Text, p.IsError)
+	var images []anthropic.ToolResultBlockParamContentUnion
+	for _, q := range parts[j+1:] {
+		if q.Type != runtime.PartImage || q.ToolCallID != p.ToolCallID {
+			break
+		}
+		images = append(images, anthropic.ToolResultBlockParamContentUnion{OfImage: sdkImage(q).OfImage})
+	}
+	if len(images) > 0 {
+		if p.Text == "" {
+			block.OfToolResult.Content = nil
+		}
+		block.OfToolResult.Content = append(block.OfToolResult.Content, images...)
+	}
+	return withCache(block, p.CacheControl)
 }
 
 // sdkImage maps an image part: a URL source, or base64 data.

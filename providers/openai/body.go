@@ -260,6 +260,18 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 	}
 	for i := range in {
 		m := &in[i]
+		for _, p := range m.Parts {
+			if p.Type == runtime.PartImage && p.ToolCallID != "" {
+				// A tool message holds text alone; sent as a user
+				// message, the image would be read as the user's.
+				return nil, runtime.ProviderRefused(fmt.Errorf("messages[%d]: the result of tool call %s holds an image, which an OpenAI-shaped model cannot read in a tool result (its tool messages hold text alone)", i, p.ToolCallID))
+			}
+			if p.Type == runtime.PartDocument && !strings.HasPrefix(p.ImageURL, "data:") {
+				// The API takes a file's data or the id of a file
+				// uploaded to it, not a URL.
+				return nil, runtime.ProviderRefused(fmt.Errorf("messages[%d]: a document known by its URL, which an OpenAI-shaped model cannot fetch (send its data)", i))
+			}
+		}
 		text, rest := textOf(m)
 		switch m.Role {
 		case "system", "developer":
@@ -274,7 +286,7 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 				switch p.Type {
 				case runtime.PartToolResult:
 					toolMessage(toolResultText(p), p.ToolCallID)
-				case runtime.PartImage:
+				case runtime.PartImage, runtime.PartDocument:
 					images++
 				}
 			}
@@ -292,6 +304,16 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 						b = append(b, `{"type":"text","text":`...)
 						b = wire.AppendString(b, p.Text)
 						b = append(b, '}')
+						continue
+					}
+					if p.Type == runtime.PartDocument {
+						b = append(b, `{"type":"file","file":{"file_data":`...)
+						b = wire.AppendString(b, p.ImageURL)
+						if p.Filename != "" {
+							b = append(b, `,"filename":`...)
+							b = wire.AppendString(b, p.Filename)
+						}
+						b = append(b, "}}"...)
 						continue
 					}
 					b = append(b, `{"type":"image_url","image_url":{"url":`...)

@@ -61,6 +61,10 @@ func bodyCases() map[string]runtime.ChatRequest {
 				{Type: runtime.PartImage, ImageURL: "https://example.com/a.png"},
 				{Type: runtime.PartImage, MediaType: "image/png", Data: []byte{0x89, 'P', 'N', 'G', 0, 1, 2}}}},
 			{Role: "user", Parts: []runtime.ContentPart{{Type: runtime.PartImage, ImageURL: "data:image/gif;base64,R0lG"}}}}},
+		"documents": {Messages: []runtime.Message{{Role: "user", Content: "Summarize.", Parts: []runtime.ContentPart{
+			{Type: runtime.PartText, Text: "Notes of Q3.", Document: true},
+			{Type: runtime.PartDocument, MediaType: "application/pdf", ImageURL: "data:application/pdf;base64,JVBERi0=", Filename: "q3.pdf"},
+			{Type: runtime.PartDocument, MediaType: "application/pdf", ImageURL: "data:application/pdf;base64,JVBERi0x"}}}}},
 		"images among texts": {Messages: []runtime.Message{{Role: "user", Content: "Two pictures.", Parts: []runtime.ContentPart{
 			{Type: runtime.PartText, Text: "Image A:"}, {Type: runtime.PartImage, ImageURL: "https://example.com/a.png"},
 			{Type: runtime.PartText, Text: "Image B:"}, {Type: runtime.PartText, Text: "(a photo)"},
@@ -191,6 +195,11 @@ func TestBodyErrors(t *testing.T) {
 	// rather than run without them.
 	_, err = c.body(&runtime.ChatRequest{Betas: []string{"interleaved-thinking-2025-05-14"}})
 	assert.ErrorContains(t, err, "anthropic-beta: interleaved-thinking-2025-05-14")
+	// Nor an image a tool returned: a tool message holds text alone.
+	_, err = c.body(&runtime.ChatRequest{Messages: []runtime.Message{{Role: "user", Parts: []runtime.ContentPart{
+		{Type: runtime.PartToolResult, ToolCallID: "toolu_1"}, {Type: runtime.PartImage, ToolCallID: "toolu_1", ImageURL: "https://example.com/a.png"}}}}})
+	assert.ErrorIs(t, err, runtime.ErrProviderRefused)
+	assert.ErrorContains(t, err, "messages[0]: the result of tool call toolu_1 holds an image")
 	// Nor Anthropic's top_k.
 	_, err = c.body(&runtime.ChatRequest{TopK: ptr(5)})
 	assert.ErrorIs(t, err, runtime.ErrProviderRefused)

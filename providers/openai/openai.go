@@ -412,8 +412,8 @@ func textOf(m *runtime.Message) (string, []runtime.ContentPart) {
 	return b.String(), rest
 }
 
-// userParts returns the text and image parts of a user message with
-// images, in the message's order (Content first): the text that labels an
+// userParts returns the text, image and document parts of a user message
+// with images or documents, in the message's order (Content first): the text that labels an
 // image stays next to it. Adjacent texts are one part, joined by line
 // breaks, as textOf joins them.
 func userParts(m *runtime.Message) []runtime.ContentPart {
@@ -433,7 +433,7 @@ func userParts(m *runtime.Message) []runtime.ContentPart {
 				run.WriteString("\n")
 			}
 			run.WriteString(p.Text)
-		case runtime.PartImage:
+		case runtime.PartImage, runtime.PartDocument:
 			flush()
 			out = append(out, p)
 		}

@@ -142,7 +142,7 @@ func sdkMessages(in []runtime.Message) ([]openai.ChatCompletionMessageParamUnion
 				switch p.Type {
 				case runtime.PartToolResult:
 					out = append(out, openai.ToolMessage(toolResultText(p), p.ToolCallID))
-				case runtime.PartImage:
+				case runtime.PartImage, runtime.PartDocument:
 					images = true
 				}
 			}
@@ -165,6 +165,16 @@ func sdkMessages(in []runtime.Message) ([]openai.ChatCompletionMessageParamUnion
 							pending = ""
 						}
 						parts = append(parts, openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: imageURL(p), Detail: p.Detail}))
+					case runtime.PartDocument:
+						if pending != "" {
+							parts = append(parts, openai.TextContentPart(pending))
+							pending = ""
+						}
+						f := openai.ChatCompletionContentPartFileFileParam{FileData: openai.String(p.ImageURL)}
+						if p.Filename != "" {
+							f.Filename = openai.String(p.Filename)
+						}
+						parts = append(parts, openai.FileContentPart(f))
 					}
 				}
 				if pending != "" {

@@ -615,7 +615,7 @@ func checkAgent(p string, a *AgentStep) []error {
 // looks for the real one.
 var (
 	roles       = []string{"system", "user", "assistant", "tool"}
-	partTypes   = []string{runtime.PartText, runtime.PartImage, runtime.PartToolResult, runtime.PartThinking, runtime.PartRedactedThinking}
+	partTypes   = []string{runtime.PartText, runtime.PartImage, runtime.PartToolResult, runtime.PartThinking, runtime.PartRedactedThinking, runtime.PartDocument}
 	formatTypes = []string{runtime.FormatText, runtime.FormatJSONObject, runtime.FormatJSONSchema}
 )
 

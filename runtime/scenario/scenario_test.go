@@ -145,13 +145,25 @@ func TestParseErrors(t *testing.T) {
 		{"trailing", `{"steps": [{"chat": {}}]} {}`, []string{"trailing data"}},
 		{"misspelt role", `{"steps": [{"chat": {"messages": [{"role": "usr", "content": "hi"}]}}]}`, []string{`steps[0].chat.messages[0]: role "usr" is not one of system, user, assistant, tool`}},
 		{"missing role", `{"steps": [{"agent": {"model": "m", "messages": [{"content": "hi"}]}}]}`, []string{`steps[0].agent.messages[0]: role "" is not one of`}},
-		{"misspelt part type", `{"steps": [{"chat": {"messages": [{"role": "user", "parts": [{"type": "txt", "text": "x"}]}]}}]}`, []string{`steps[0].chat.messages[0].parts[0]: type "txt" is not one of text, image, tool_result, thinking, redacted_thinking`}},
+		{"misspelt part type", `{"steps": [{"chat": {"messages": [{"role": "user", "parts": [{"type": "txt", "text": "x"}]}]}}]}`, []string{`steps[0].chat.messages[0].parts[0]: type "txt" is not one of text, image, tool_result, thinking, redacted_thinking, document`}},
 		{"misspelt format", `{"steps": [{"agent": {"model": "m", "input": "x", "params": {"response_format": {"type": "json"}}}}]}`, []string{`steps[0].agent.params.response_format: type "json" is not one of text, json_object, json_schema`}},
 		{"dns address", `{"dns": {"api.example.com": ["93.184.216.300"]}, "steps": [{"chat": {}}]}`, []string{`line 1, col 30: dns.api.example.com[0]: "93.184.216.300" is not an IP address`}},
 		{"dns without address", `{"dns": {"api.example.com": []}, "steps": [{"chat": {}}]}`, []string{"line 1, col 10: dns.api.example.com: at least one address is required"}},
 		{"dns url", `{"dns": {"https://api.example.com": ["93.184.216.34"]}, "steps": [{"chat": {}}]}`, []string{`dns: "https://api.example.com" is not a host name`}},
 		{"repeated key", "{\"models\": {\"m\": [{\"text\": \"a\"}]},\n \"models\": {\"m\": []}, \"steps\": [{\"chat\": {}}]}", []string{`line 2, col 2: key "models" repeats a key of the same object (only the last would count)`}},
 	}
+	// A document, a text document and an image a tool returned are parts
+	// a chat step holds as the gateway decodes them.
+	s, err := scenario.Parse([]byte(`{"steps": [{"chat": {"messages": [{"role": "user", "parts": [
+		{"type": "tool_result", "tool_call_id": "t1"}, {"type": "image", "tool_call_id": "t1", "image_url": "https://example.com/a.png"},
+		{"type": "text", "text": "notes", "document": true},
+		{"type": "document", "media_type": "application/pdf", "image_url": "data:application/pdf;base64,JVBERi0=", "filename": "q3.pdf"}]}]}}]}`))
+	require.NoError(t, err)
+	assert.Equal(t, []runtime.ContentPart{
+		{Type: runtime.PartToolResult, ToolCallID: "t1"}, {Type: runtime.PartImage, ToolCallID: "t1", ImageURL: "https://example.com/a.png"},
+		{Type: runtime.PartText, Text: "notes", Document: true},
+		{Type: runtime.PartDocument, MediaType: "application/pdf", ImageURL: "data:application/pdf;base64,JVBERi0=", Filename: "q3.pdf"},
+	}, s.Steps[0].Chat.Messages[0].Parts)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := scenario.Parse([]byte(tt.in))

@@ -88,7 +88,8 @@ func (t Transcript) Message(run string, msg *runtime.Message) (runtime.Message, 
 			red, ok = t.text(run, p.Text)
 		}
 		id, idMasked := "", false
-		if p.Type == runtime.PartToolResult {
+		if p.Type == runtime.PartToolResult || p.ToolCallID != "" {
+			// An image of a tool result carries its call's id too.
 			id, idMasked = t.text(run, p.ToolCallID)
 		}
 		if !ok && !idMasked {

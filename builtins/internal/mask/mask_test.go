@@ -80,7 +80,8 @@ func TestMessagesMasksNames(t *testing.T) {
 		{Role: "user", Name: "s3cret", Content: "hi"},
 		{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "call_s3cret", Name: "get_s3cret", Arguments: json.RawMessage(`{}`)}}},
 		{Role: "tool", ToolCallID: "call_s3cret", Content: "ok"},
-		{Role: "user", Parts: []runtime.ContentPart{{Type: runtime.PartToolResult, ToolCallID: "call_s3cret", Text: "ok"}}},
+		{Role: "user", Parts: []runtime.ContentPart{{Type: runtime.PartToolResult, ToolCallID: "call_s3cret", Text: "ok"},
+			{Type: runtime.PartImage, ToolCallID: "call_s3cret", ImageURL: "https://example.com/a.png"}}},
 	}
 	s := &secret{}
 	got, ok := mask.Transcript{Mask: s.mask}.Messages("", msgs)
@@ -89,6 +90,8 @@ func TestMessagesMasksNames(t *testing.T) {
 	assert.Equal(t, runtime.ToolUse{ID: "call_[S]", Name: "get_[S]", Arguments: json.RawMessage(`{}`)}, got[1].ToolCalls[0])
 	assert.Equal(t, "call_[S]", got[2].ToolCallID)
 	assert.Equal(t, runtime.ContentPart{Type: runtime.PartToolResult, ToolCallID: "call_[S]", Text: "ok"}, got[3].Parts[0])
+	assert.Equal(t, runtime.ContentPart{Type: runtime.PartImage, ToolCallID: "call_[S]", ImageURL: "https://example.com/a.png"}, got[3].Parts[1],
+		"an image of the result keeps its pairing")
 	assert.Equal(t, "s3cret", msgs[0].Name, "the caller's messages are untouched")
 	assert.Equal(t, "call_s3cret", msgs[1].ToolCalls[0].ID)
 }
