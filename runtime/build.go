@@ -707,6 +707,23 @@ func (pl *Pipeline) Layers(stage plan.Stage) []LayerInfo {
 	return slices.Clone(pl.layers[stage])
 }
 
+// ContentLayers returns the names of the layers of a stage's chain that
+// could refuse or rewrite a call on what it carries before it reaches the
+// model or tool: those of a builtin that guards or rewrites messages
+// (security, pii, guard, redact, judge, content_filter, compaction...), and
+// those of a module not marked Builtin (a custom middleware), whatever its
+// traits, which say how vet orders it, not all it does.
+func (pl *Pipeline) ContentLayers(stage plan.Stage) []string {
+	var names []string
+	for _, l := range pl.layers[stage] {
+		m, ok := LookupModule(l.Use)
+		if !ok || !m.Builtin || m.HasTrait(TraitGuards) || m.HasTrait(TraitRewritesMessages) {
+			names = append(names, l.Name)
+		}
+	}
+	return names
+}
+
 // ErrClosed is in the error of a call (Stream, Complete, Chat, Tool, Turn,
 // RunAgent, AdmitTool, Admit, Ground, SetState, AppendState) started after
 // Close: nothing runs, and DidNotRun holds.

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"unicode/utf8"
+
+	"github.com/agentc-dev/agentc/runtime/plan"
 )
 
 // model returns the client named name. A linear scan beats hashing for the
@@ -264,6 +266,9 @@ func (pl *Pipeline) Stream(ctx context.Context, req ChatRequest, yield func(Delt
 	if pl.closed.Load() {
 		return ChatResponse{}, errClosedCall
 	}
+	if err := pl.unreadDocuments(&req); err != nil {
+		return ChatResponse{}, err
+	}
 	ctx, fresh, err := ownRun(ctx)
 	if err != nil {
 		return ChatResponse{}, err
@@ -291,6 +296,28 @@ func (pl *Pipeline) Stream(ctx context.Context, req ChatRequest, yield func(Delt
 	}
 	releaseChatCall(c)
 	return resp, err
+}
+
+// unreadDocuments refuses a request holding a document no layer reads (a
+// PDF, PartDocument) when the chat chain has a layer that reads what the
+// model is sent (ContentLayers): that layer would pass what it never read.
+// The refusal is a *BlockedError of the first such layer, and nothing runs.
+func (pl *Pipeline) unreadDocuments(req *ChatRequest) error {
+	for i := range req.Messages {
+		for j := range req.Messages[i].Parts {
+			if req.Messages[i].Parts[j].Type != PartDocument {
+				continue
+			}
+			layers := pl.ContentLayers(plan.StageChat)
+			if len(layers) == 0 {
+				return nil
+			}
+			return &BlockedError{Layer: layers[0], Message: fmt.Sprintf(
+				"messages[%d].parts[%d] is a PDF document, whose content no layer reads, and layers %s read what the model is sent: send the document's text instead",
+				i, j, strings.Join(layers, ", "))}
+		}
+	}
+	return nil
 }
 
 // Complete runs one chat call and collects the streamed text and tool calls

@@ -105,28 +105,10 @@ func (g *generation) counter(name string) tokenCounter {
 }
 
 // countChecks returns the layers of pl's chat chain that could refuse or
-// rewrite a request before the model reads it: those of a builtin that
-// guards or rewrites messages (security, pii, guard, redact, judge,
-// content_filter, compaction...), and those of a module not marked
-// Builtin (a custom middleware), whatever its traits. Counting through the
-// provider would send it a request none of them has seen.
-func countChecks(pl *runtime.Pipeline) []string {
-	var names []string
-	for _, l := range pl.Layers(plan.StageChat) {
-		m, ok := runtime.LookupModule(l.Use)
-		if !ok || !m.Builtin {
-			// A custom middleware's traits say how vet orders it, not
-			// all it does: it may refuse a call (a rate limit, a quota of
-			// its own) that the count would not pass through.
-			names = append(names, l.Name)
-			continue
-		}
-		if m.HasTrait(runtime.TraitGuards) || m.HasTrait(runtime.TraitRewritesMessages) {
-			names = append(names, l.Name)
-		}
-	}
-	return names
-}
+// rewrite a request before the model reads it (runtime's ContentLayers):
+// counting through the provider would send it a request none of them has
+// seen.
+func countChecks(pl *runtime.Pipeline) []string { return pl.ContentLayers(plan.StageChat) }
 
 // takeCountRate takes, for a count the provider answers (an upstream
 // request on the gateway's key), a token of each rate_limit layer of the
