@@ -159,6 +159,9 @@ func checkFields(body []byte, s *shape) error {
 		return nil // the typed decoding reports it
 	}
 	c.object(i, s)
+	if len(c.twice) > 0 {
+		return fmt.Errorf("%s: given twice; send it once", c.twice[0])
+	}
 	if len(c.refused) == 0 {
 		return nil
 	}
@@ -174,6 +177,8 @@ func notCarried(fields string) error {
 type fieldCheck struct {
 	b       []byte
 	refused []string
+	// twice are the paths of the variant fields (shape.by) given twice.
+	twice []string
 	// at is the path to the value checked: a field of an object, or an
 	// element of an array (index >= 0).
 	at    [16]step
@@ -211,11 +216,23 @@ func (c *fieldCheck) path(name []byte) string {
 func (c *fieldCheck) object(i int, s *shape) {
 	var v *variant
 	if s.by != "" {
+		// The variant is the one the typed decoding reads: its key may be
+		// spelt with escapes, and given twice it is refused, since
+		// encoding/json reads the last and a parser upstream (of an object
+		// relayed as sent) may read the first.
 		var sel []byte
+		found := false
 		for k, val := c.member(c.ws(i + 1)); val >= 0; k, val = c.member(c.after(val)) {
-			if string(k) == s.by && c.b[val] == '"' {
+			if string(unescaped(k)) != s.by {
+				continue
+			}
+			if found {
+				c.twice = append(c.twice, c.path([]byte(s.by)))
+				return
+			}
+			found = true
+			if c.b[val] == '"' {
 				sel = unescaped(c.b[val+1 : c.skip(val)-1])
-				break
 			}
 		}
 		for n := range s.variants {
