@@ -507,6 +507,11 @@ type ChatRequest struct {
 	// medium, high, xhigh); "" leaves the model's default. Only the
 	// openai provider can honour it; another fails the call.
 	ReasoningEffort string `json:"reasoning_effort,omitempty"`
+	// Verbosity is OpenAI's verbosity (low, medium, high): how long the
+	// answer runs; "" leaves the model's default. Only the openai provider
+	// can honour it; another fails the call rather than answer at a
+	// length the client did not ask for.
+	Verbosity string `json:"verbosity,omitempty"`
 	// Effort is Anthropic's output_config.effort (low, medium, high,
 	// xhigh, max): how many tokens the model spends on its answer, its
 	// text and tool calls as much as its thinking; "" leaves the model's

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"strings"
 
 	"github.com/agentc-dev/agentc/runtime"
@@ -17,6 +18,15 @@ import (
 // item_reference are refused), and a response says store false.
 var responsesChat = chatAPI{decode: decodeResponses, complete: completeResponses, stream: newResponsesStream,
 	requestIDHeader: "X-Request-Id", ordered: true, wire: "openai"}
+
+// storedResponseRoutes are the Responses API's routes of a stored
+// response, which the gateway, keeping none, answers with a 404 saying so.
+var storedResponseRoutes = []string{"GET /v1/responses/{id}", "DELETE /v1/responses/{id}",
+	"GET /v1/responses/{id}/input_items", "POST /v1/responses/{id}/cancel"}
+
+func storedResponse(x *exchange) {
+	x.fail(http.StatusNotFound, errNotFound, fmt.Sprintf("response %q: the gateway keeps no responses (each is answered with store false and forgotten), so none can be retrieved, listed, deleted or cancelled", x.r.PathValue("id")))
+}
 
 // rsParams is what a Responses request holds beyond the call model: the
 // fields its response object repeats.
@@ -49,8 +59,12 @@ type rsRequest struct {
 	PreviousResponseID string            `json:"previous_response_id"`
 	Include            []string          `json:"include"`
 	Truncation         string            `json:"truncation"`
-	Text               *struct {
-		Format *struct {
+	// ClientMetadata is the client's own description of itself (Codex
+	// sends its installation's id): it stays at the gateway.
+	ClientMetadata map[string]string `json:"client_metadata"`
+	Text           *struct {
+		Verbosity string `json:"verbosity"`
+		Format    *struct {
 			Type   string          `json:"type"`
 			Name   string          `json:"name"`
 			Schema json.RawMessage `json:"schema"`
@@ -115,7 +129,9 @@ var responsesShape = func() *shape {
 	}}
 	// An item's id and status describe it as the API returned it.
 	common := []field{{"type", nil}, {"id", nil}, {"status", nil}}
-	message := append(fields("role"), field{"content", part})
+	// A message's phase (commentary, final_answer) describes an earlier
+	// answer, as its id and status do.
+	message := append(fields("role", "phase"), field{"content", part})
 	item := &shape{fields: common, by: "type", variants: []variant{
 		{"", message}, {"message", message},
 		{"function_call", fields("call_id", "name", "arguments")},
@@ -130,8 +146,8 @@ var responsesShape = func() *shape {
 		// gateway sends none, which either value allows.
 		{"stream_options", obj("include_obfuscation")},
 		{"metadata", nil}, {"user", nil}, {"safety_identifier", nil}, {"prompt_cache_key", nil},
-		{"store", nil}, {"previous_response_id", nil}, {"include", nil}, {"truncation", nil},
-		{"text", &shape{fields: []field{{"format", obj("type", "name", "schema", "strict")}}}},
+		{"store", nil}, {"previous_response_id", nil}, {"include", nil}, {"truncation", nil}, {"client_metadata", nil},
+		{"text", &shape{fields: []field{{"verbosity", nil}, {"format", obj("type", "name", "schema", "strict")}}}},
 		{"reasoning", obj("effort", "summary", "generate_summary")}}}
 }()
 
@@ -139,7 +155,7 @@ var responsesShape = func() *shape {
 // at the client, for computer use, on the provider's actions), outside the
 // policy's tool chain.
 var builtinTools = []string{"web_search", "web_search_preview", "file_search", "computer", "computer_use_preview",
-	"code_interpreter", "image_generation", "mcp", "local_shell", "shell", "apply_patch", "tool_search"}
+	"code_interpreter", "image_generation", "mcp", "shell", "apply_patch", "tool_search"}
 
 // decodeResponses maps a Responses request onto the call model.
 func decodeResponses(body []byte, p *chatParams) error {
@@ -181,7 +197,7 @@ func decodeResponses(body []byte, p *chatParams) error {
 	req.Tools = make([]runtime.ToolDef, 0, len(in.Tools))
 	for i, t := range in.Tools {
 		if t.Type != "function" {
-			return fmt.Errorf("tools[%d].type: %w", i, builtinRefused(t.Type))
+			return fmt.Errorf("tools[%d].type: %w", i, toolRefused(t.Type))
 		}
 		if t.Name == "" {
 			return fmt.Errorf("tools[%d].name: required", i)
@@ -204,14 +220,23 @@ func decodeResponses(body []byte, p *chatParams) error {
 		}
 		for _, s := range [...]struct{ field, v string }{{"reasoning.summary", r.Summary}, {"reasoning.generate_summary", r.GenerateSummary}} {
 			switch s.v {
-			case "", "auto":
-				// The model's choice, which may be no summary: the gateway
-				// returns none.
-			case "concise", "detailed":
-				return fmt.Errorf("%s: %q: reasoning summaries are not carried by the gateway; leave it out, or send \"auto\"", s.field, s.v)
+			case "", "auto", "concise", "detailed":
+				// A summary of the model's reasoning, beside the answer,
+				// which it leaves as it is: the gateway returns none (the
+				// Chat Completions API has none to return).
 			default:
 				return fmt.Errorf(`%s: want "auto", "concise" or "detailed", got %q`, s.field, s.v)
 			}
+		}
+	}
+	if t := in.Text; t != nil {
+		switch t.Verbosity {
+		case "", "low", "medium", "high":
+			// To an OpenAI model as its verbosity; a Claude model fails
+			// the call, as the answer's length is the client's to set.
+			req.Verbosity = t.Verbosity
+		default:
+			return fmt.Errorf(`text.verbosity: want "low", "medium" or "high", got %q`, t.Verbosity)
 		}
 	}
 	if t := in.Text; t != nil && t.Format != nil {
@@ -271,9 +296,21 @@ func endUser(req *runtime.ChatRequest, metadata map[string]string, user string) 
 	return nil
 }
 
-// builtinRefused is the error of a tool (or tool choice) of type typ that
-// is not a function.
-func builtinRefused(typ string) error {
+// toolRefused is the error of a tool (or tool choice) of type typ that is
+// not a function.
+func toolRefused(typ string) error {
+	switch typ {
+	case "custom":
+		// Its input is free text (held to a grammar, when it has one), its
+		// calls custom_tool_call items: the call model carries function
+		// calls, whose JSON arguments the tool chain checks.
+		return errors.New(`"custom" (free-form) tools are not served: the gateway carries function tools, whose JSON arguments the policy's tool chain checks; offer the tool as a function (Codex: apply_patch as a function tool)`)
+	case "local_shell":
+		// A tool the client runs, but one of the provider's making: its
+		// calls are local_shell_call items with the provider's own action
+		// schema, which no function the client declared describes.
+		return errors.New(`"local_shell" is not served: its calls are the provider's local_shell_call items, not function calls the policy's tool chain checks; offer the shell as a function tool (Codex does for its current models)`)
+	}
 	for _, b := range builtinTools {
 		if typ == b {
 			return fmt.Errorf("%q is a built-in tool, which runs outside the policy's tool chain: only function tools are served", typ)
@@ -303,7 +340,7 @@ func responsesToolChoice(raw json.RawMessage) (string, error) {
 		return "", errors.New(`tool_choice: want "auto", "none", "required" or {"type": "function", "name": ...}`)
 	}
 	if named.Type != "function" {
-		return "", fmt.Errorf("tool_choice.type: %w", builtinRefused(named.Type))
+		return "", fmt.Errorf("tool_choice.type: %w", toolRefused(named.Type))
 	}
 	if named.Name == "" {
 		return "", errors.New("tool_choice.name: required for type function")

@@ -40,6 +40,9 @@ type rsOut struct {
 	// one's data (redacted).
 	signature string
 	redacted  bool
+	// cut marks the item that was being written when the response
+	// failed, or was cut short: its status is incomplete.
+	cut bool
 }
 
 type rsKind uint8
@@ -59,7 +62,10 @@ func newRSOut(kind rsKind) rsOut {
 // appendItem appends the item, whole (done) or as it begins.
 func appendItem(b []byte, it *rsOut, done bool) []byte {
 	status := `"in_progress"`
-	if done {
+	switch {
+	case done && it.cut:
+		status = `"incomplete"`
+	case done:
 		status = `"completed"`
 	}
 	b = append(b, `{"id":`...)
@@ -323,13 +329,16 @@ func (r *rsResponse) rsStatus(resp *runtime.ChatResponse) {
 	}
 	u := resp.Usage
 	r.usage = &u
+	if r.status == "incomplete" && len(r.output) > 0 {
+		// The last item is the one the cut ended.
+		r.output[len(r.output)-1].cut = true
+	}
 }
 
 // completeResponses answers a response object, its output items in the
 // order the model sent them.
 func completeResponses(x *exchange, p *chatParams, resp *runtime.ChatResponse) {
 	r := rsResponse{id: responseID("resp_"), created: unixNow(), model: servedName(resp, p), p: p}
-	r.rsStatus(resp)
 	for _, bl := range blocksOf(&p.blocks, resp) {
 		switch bl.Kind {
 		case runtime.BlockThinking:
@@ -348,6 +357,7 @@ func completeResponses(x *exchange, p *chatParams, resp *runtime.ChatResponse) {
 			r.output = append(r.output, it)
 		}
 	}
+	r.rsStatus(resp)
 	b := r.append(make([]byte, 0, 512+len(resp.Text)))
 	writeRaw(x, http.StatusOK, append(b, '\n'))
 }
@@ -570,8 +580,9 @@ func (s *responsesStream) end(resp *runtime.ChatResponse) {
 		// An answer of nothing is an empty message, as a whole response's.
 		s.add(newRSOut(rsMessage))
 	}
-	s.done()
+	// The status first: an item the answer's cut ended is done incomplete.
 	s.r.rsStatus(resp)
+	s.done()
 	s.r.model = servedName(resp, s.r.p)
 	if s.r.status == "incomplete" {
 		s.responseEvent("response.incomplete")
@@ -594,6 +605,10 @@ func (s *responsesStream) fail(err error) {
 	s.buf = wire.AppendString(s.buf, e.msg)
 	s.buf = append(s.buf, `,"param":null`...)
 	s.endEvent()
+	if s.open >= 0 {
+		// The item being written when the call failed: never done.
+		s.r.output[s.open].cut = true
+	}
 	s.r.status, s.r.failure = "failed", &e
 	s.responseEvent("response.failed")
 	s.flush()

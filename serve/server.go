@@ -843,6 +843,9 @@ func (s *Server) routes() {
 	s.handle("GET /v1/models/{model...}", "model", apiClient, s.getModel)
 	s.handle("POST /v1/chat/completions", "chat_completions", apiOpenAI, func(x *exchange) { s.chat(x, &openAIChat) })
 	s.handle("POST /v1/responses", "responses", apiOpenAI, func(x *exchange) { s.chat(x, &responsesChat) })
+	for _, p := range storedResponseRoutes {
+		s.handle(p, "responses_stored", apiOpenAI, storedResponse)
+	}
 	s.handle("POST /v1/messages", "messages", apiAnthropic, func(x *exchange) { s.chat(x, &anthropicChat) })
 	s.handle("POST /v1/messages/count_tokens", "count_tokens", apiAnthropic, s.countTokens)
 	s.handle("/mcp", "mcp", apiMCP, s.mcpHandler)

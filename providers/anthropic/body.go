@@ -22,6 +22,12 @@ func (c *Client) body(req *runtime.ChatRequest) ([]byte, error) {
 		// token budget (thinking), which no effort level names.
 		return nil, runtime.ProviderRefused(fmt.Errorf("the request sets reasoning_effort %q, which an Anthropic model cannot honour (ask for extended thinking with thinking: {type: enabled, budget_tokens: N})", req.ReasoningEffort))
 	}
+	if req.Verbosity != "" {
+		// OpenAI's control of the answer's length, which no parameter of
+		// the Messages API sets: served without it, the answer would run
+		// at a length the client did not ask for.
+		return nil, runtime.ProviderRefused(fmt.Errorf("the request sets verbosity %q, which an Anthropic model cannot honour", req.Verbosity))
+	}
 	if rf := req.ResponseFormat; rf != nil && (rf.Type == runtime.FormatJSONObject || rf.Type == runtime.FormatJSONSchema && len(rf.Schema) == 0) {
 		// An Anthropic model's structured output follows a JSON schema;
 		// served without one, the answer need not be JSON at all.

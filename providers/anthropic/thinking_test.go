@@ -63,20 +63,25 @@ func TestSchemalessJSONFormatRefused(t *testing.T) {
 	}
 }
 
-// reasoning_effort is OpenAI's: an Anthropic model fails the call, which
-// reaches no upstream.
+// reasoning_effort and verbosity are OpenAI's: an Anthropic model fails
+// the call, which reaches no upstream.
 func TestReasoningEffortRefused(t *testing.T) {
-	s := ssetest.New(t)
-	req := hi()
-	req.ReasoningEffort = "high"
-	err := client(t, s).Stream(context.Background(), &req, func(runtime.Delta) bool { return true })
-	var ce *runtime.CallError
-	require.ErrorAs(t, err, &ce)
-	assert.Equal(t, runtime.KindPermanent, ce.Kind)
-	assert.Equal(t, http.StatusBadRequest, ce.Status)
-	assert.Contains(t, ce.Error(), "reasoning_effort")
-	assert.ErrorIs(t, err, runtime.ErrProviderRefused, "another provider may serve it: a fallback falls over")
-	assert.Zero(t, s.Requests())
+	for field, set := range map[string]func(*runtime.ChatRequest){
+		"reasoning_effort": func(r *runtime.ChatRequest) { r.ReasoningEffort = "high" },
+		"verbosity":        func(r *runtime.ChatRequest) { r.Verbosity = "low" },
+	} {
+		s := ssetest.New(t)
+		req := hi()
+		set(&req)
+		err := client(t, s).Stream(context.Background(), &req, func(runtime.Delta) bool { return true })
+		var ce *runtime.CallError
+		require.ErrorAs(t, err, &ce, field)
+		assert.Equal(t, runtime.KindPermanent, ce.Kind)
+		assert.Equal(t, http.StatusBadRequest, ce.Status)
+		assert.Contains(t, ce.Error(), field)
+		assert.ErrorIs(t, err, runtime.ErrProviderRefused, "another provider may serve it: a fallback falls over")
+		assert.Zero(t, s.Requests())
+	}
 }
 
 // Interleaved thinking (thinking between tool_use blocks) comes out in the

@@ -114,6 +114,10 @@ func (c *Client) body(req *runtime.ChatRequest) ([]byte, error) {
 		b = append(b, `,"reasoning_effort":`...)
 		b = wire.AppendString(b, req.ReasoningEffort)
 	}
+	if req.Verbosity != "" {
+		b = append(b, `,"verbosity":`...)
+		b = wire.AppendString(b, req.Verbosity)
+	}
 	if req.Seed != nil {
 		b = append(b, `,"seed":`...)
 		b = wire.AppendInt(b, *req.Seed)

@@ -40,6 +40,7 @@ func bodyCases() map[string]runtime.ChatRequest {
 		"zero sampling":           {Temperature: ptr(0.0), TopP: ptr(1e21), Seed: ptr(int64(0))},
 		"big float":               {Temperature: ptr(123456789.125)},
 		"reasoning effort":        {ReasoningEffort: "high", Messages: []runtime.Message{{Role: "user", Content: "hi"}}},
+		"verbosity":               {Verbosity: "low", Messages: []runtime.Message{{Role: "user", Content: "hi"}}},
 		"thinking left out": {Messages: []runtime.Message{{Role: "user", Content: "hi"}, {Role: "assistant", Parts: []runtime.ContentPart{
 			{Type: runtime.PartRedactedThinking, Signature: "EmwK"}, {Type: runtime.PartThinking, Text: "hmm", Signature: "EqQB"}, {Type: runtime.PartText, Text: "Hello."}}}}},
 		"end user":                   {Metadata: map[string]string{"user_id": "u-42", "team": "ops"}},

@@ -69,6 +69,9 @@ func (c *Client) sdkParams(req *runtime.ChatRequest) (openai.ChatCompletionNewPa
 	if req.ReasoningEffort != "" {
 		p.ReasoningEffort = shared.ReasoningEffort(req.ReasoningEffort)
 	}
+	if req.Verbosity != "" {
+		p.Verbosity = openai.ChatCompletionNewParamsVerbosity(req.Verbosity)
+	}
 	if req.Seed != nil {
 		p.Seed = openai.Int(*req.Seed)
 	}
