@@ -217,6 +217,8 @@ type ChatStep struct {
 	// context_management.edits (runtime.ChatRequest).
 	Effort       string                `json:"effort,omitempty"`
 	ContextEdits []runtime.ContextEdit `json:"context_edits,omitempty"`
+	// Verbosity is OpenAI's verbosity of the answer (runtime.ChatRequest).
+	Verbosity string `json:"verbosity,omitempty"`
 	// FrequencyPenalty, PresencePenalty, LogitBias, TopK,
 	// SafetyIdentifier and PromptCacheKey are the provider-specific
 	// sampling parameters and hints (runtime.ChatRequest).
@@ -237,7 +239,8 @@ func (cs *ChatStep) request() runtime.ChatRequest {
 		ResponseFormat: cs.ResponseFormat, Metadata: cs.Metadata, ParallelToolCalls: cs.ParallelToolCalls,
 		CacheControl: cs.CacheControl, Betas: cs.Betas, Thinking: cs.Thinking, ReasoningEffort: cs.ReasoningEffort,
 		FrequencyPenalty: cs.FrequencyPenalty, PresencePenalty: cs.PresencePenalty, LogitBias: cs.LogitBias, TopK: cs.TopK,
-		SafetyIdentifier: cs.SafetyIdentifier, PromptCacheKey: cs.PromptCacheKey, Effort: cs.Effort, ContextEdits: cs.ContextEdits}
+		SafetyIdentifier: cs.SafetyIdentifier, PromptCacheKey: cs.PromptCacheKey, Effort: cs.Effort, ContextEdits: cs.ContextEdits,
+		Verbosity: cs.Verbosity}
 }
 
 // AgentStep is one function-calling agent turn (runtime.AgentRequest): the
