@@ -37,9 +37,11 @@ func TestOpenAIHintsAndPenaltiesReachAnOpenAIModel(t *testing.T) {
 		User:             openai.String("u-42"),
 		SafetyIdentifier: openai.String("h-9f2c"),
 		PromptCacheKey:   openai.String("tenant-7/support"),
+		Verbosity:        openai.ChatCompletionNewParamsVerbosityLow,
 	})
 	require.NoError(t, err)
 	got := sentTo(t, g.oa, 0)
+	assert.Equal(t, "low", got["verbosity"])
 	assert.EqualValues(t, 0.5, got["frequency_penalty"])
 	assert.EqualValues(t, -0.25, got["presence_penalty"])
 	assert.Equal(t, map[string]any{"50256": float64(-100), "1734": float64(3)}, got["logit_bias"])
@@ -86,6 +88,7 @@ func TestOpenAIHintsOnAClaudeModel(t *testing.T) {
 		"frequency_penalty 0.5": `"frequency_penalty": 0.5`,
 		"presence_penalty 1.5":  `"presence_penalty": 1.5`,
 		"logit_bias":            `"logit_bias": {"50256": -100}`,
+		"verbosity":             `"verbosity": "low"`,
 	} {
 		code, _, resp := do(t, "POST", g.url+"/v1/chat/completions", clientKey,
 			[]byte(`{"model": "backup", "messages": [{"role": "user", "content": "hi"}], `+body+`}`))
@@ -108,6 +111,7 @@ func TestOpenAIHintsOutOfBoundsAreRefused(t *testing.T) {
 		{`"presence_penalty": -3`, "presence_penalty: from -2 to 2, got -3"},
 		{`"logit_bias": {"50256": -101}`, `logit_bias["50256"]: from -100 to 100, got -101`},
 		{`"logit_bias": {"hello": 1}`, `logit_bias: a key is a token id, in digits, got "hello"`},
+		{`"verbosity": "terse"`, `verbosity: want "low", "medium" or "high", got "terse"`},
 		{`"logit_bias": {"1": 0.5}`, "logit_bias"},
 		{image("ultra"), `messages[0]: content[0].image_url.detail: want "auto", "low" or "high", got "ultra"`},
 		{image("original"), `messages[0]: content[0].image_url.detail: "original" is not served`},

@@ -101,7 +101,7 @@ var openAIShape = func() *shape {
 		// gateway sends none, which either value allows.
 		{"stream_options", obj("include_usage", "include_obfuscation")},
 		{"metadata", nil}, {"n", nil}, {"user", nil}, {"parallel_tool_calls", nil}, {"reasoning_effort", nil},
-		{"safety_identifier", nil}, {"prompt_cache_key", nil},
+		{"verbosity", nil}, {"safety_identifier", nil}, {"prompt_cache_key", nil},
 		{"frequency_penalty", nil}, {"presence_penalty", nil}, {"logit_bias", nil}}}
 }()
 

@@ -46,6 +46,7 @@ type oaRequest struct {
 	LogitBias         map[string]int    `json:"logit_bias"`
 	ParallelToolCalls *bool             `json:"parallel_tool_calls"`
 	ReasoningEffort   string            `json:"reasoning_effort"`
+	Verbosity         string            `json:"verbosity"`
 }
 
 type oaMessage struct {
@@ -201,6 +202,14 @@ func decodeOpenAI(body []byte, p *chatParams) error {
 	// cache hint: to an OpenAI model as sent; for a Claude model, the
 	// first as its metadata.user_id, the second left out.
 	req.SafetyIdentifier, req.PromptCacheKey = in.SafetyIdentifier, in.PromptCacheKey
+	switch in.Verbosity {
+	case "", "low", "medium", "high":
+		// To an OpenAI model as sent; a Claude model fails the call, as
+		// the answer's length is the client's to set.
+		req.Verbosity = in.Verbosity
+	default:
+		return fmt.Errorf(`verbosity: want "low", "medium" or "high", got %q`, in.Verbosity)
+	}
 	switch in.ReasoningEffort {
 	case "", "none", "minimal", "low", "medium", "high", "xhigh", "max":
 		req.ReasoningEffort = in.ReasoningEffort
