@@ -402,7 +402,8 @@ func appendAnswers(msgs, results []Message) []Message {
 // pendingCalls returns the index of the transcript's last assistant
 // message, the indices of its tool calls that no message after it answers,
 // and the index where their answers go: after the results that follow it
-// (tool messages, and user messages of tool_result parts alone), before any
+// (tool messages, and user messages of tool_result parts alone, with the
+// images of those results), before any
 // other message a caller added after them (a resumed transcript followed
 // by new messages). Calls that share an id of which some but not all are
 // answered are an error wrapping ErrUnansweredToolCall, returned with the
@@ -428,7 +429,10 @@ func pendingCalls(msgs []Message) (at int, pending []int, ins int, err error) {
 		countAnswers(answers, m)
 		results := m.Role == "tool"
 		if !results && m.Role == "user" && len(m.Parts) > 0 && m.Content == "" {
-			results = !slices.ContainsFunc(m.Parts, func(p ContentPart) bool { return p.Type != PartToolResult })
+			// The images a tool returned are parts of its result.
+			results = !slices.ContainsFunc(m.Parts, func(p ContentPart) bool {
+				return p.Type != PartToolResult && (p.Type != PartImage || p.ToolCallID == "")
+			})
 		}
 		if results && ins == at+1+i {
 			ins++

@@ -367,3 +367,27 @@ func TestRunAgentRefusesAnEarlierUnansweredCall(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "done", res.Output)
 }
+
+// TestRunAgentPendingCallAnsweredAfterResultImages: a user message of tool
+// results holds the images a tool returned beside them (a screenshot, an
+// image part of the result): it is a message of results, and the answer of
+// a call still pending goes after it, not before it, between the call and
+// the results that answer the calls made with it.
+func TestRunAgentPendingCallAnsweredAfterResultImages(t *testing.T) {
+	p := rt.Plan(plan.Chains{})
+	p.Tools = map[string]plan.Tool{"lookup": {}}
+	model := rt.NewModel(rt.Response{Deltas: []string{"done"}})
+	pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model},
+		Tools: map[string]runtime.ToolFunc{"lookup": func(context.Context, *runtime.ToolCall) (any, error) { return "found", nil }}})
+	shot := runtime.Message{Role: "user", Parts: []runtime.ContentPart{{Type: runtime.PartToolResult, ToolCallID: "s1"},
+		{Type: runtime.PartImage, ToolCallID: "s1", ImageURL: "https://example.com/s.png"}}}
+	msgs := []runtime.Message{{Role: "user", Content: "look"},
+		{Role: "assistant", ToolCalls: []runtime.ToolUse{use("s1", "screenshot", `{}`), use("l1", "lookup", `{}`)}}, shot}
+	_, err := pl.RunAgent(context.Background(), runtime.AgentRequest{Model: "primary", Messages: msgs})
+	require.NoError(t, err)
+	require.Equal(t, 1, model.Calls())
+	sent := model.Requests()[0].Messages
+	require.Len(t, sent, 4)
+	assert.Equal(t, shot, sent[2], "the results of the screenshot stay next to its call")
+	assert.Equal(t, "l1", sent[3].ToolCallID)
+}

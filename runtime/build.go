@@ -712,7 +712,8 @@ func (pl *Pipeline) Layers(stage plan.Stage) []LayerInfo {
 // model or tool: those of a builtin that guards or rewrites messages
 // (security, pii, guard, redact, judge, content_filter, compaction...), and
 // those of a module not marked Builtin (a custom middleware), whatever its
-// traits, which say how vet orders it, not all it does.
+// traits, which say how vet orders it, not all it does. A layer is listed
+// whatever its when: that is decided on a call as it reaches the layer.
 func (pl *Pipeline) ContentLayers(stage plan.Stage) []string {
 	var names []string
 	for _, l := range pl.layers[stage] {

@@ -42,3 +42,16 @@ func TestChatKeyCoversResultImagesAndDocuments(t *testing.T) {
 		assert.NotEqual(t, first, key(r), name)
 	}
 }
+
+// A breakpoint on a text document is a cost hint, but the document is
+// not plain text: the key of one is not the key of the other.
+func TestChatKeyKeepsTextDocumentWithBreakpoint(t *testing.T) {
+	key := func(doc bool) string {
+		b, err := memoize.ChatKeyInput(&runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Parts: []runtime.ContentPart{
+			{Type: runtime.PartText, Text: "Summarize."},
+			{Type: runtime.PartText, Text: "notes", Document: doc, CacheControl: &runtime.CacheControl{Type: "ephemeral"}}}}}})
+		require.NoError(t, err)
+		return string(b)
+	}
+	assert.NotEqual(t, key(false), key(true))
+}

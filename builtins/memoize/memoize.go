@@ -256,12 +256,13 @@ func withoutBreakpoints(req *runtime.ChatRequest) runtime.ChatRequest {
 				text := m.Content == ""
 				for k := range m.Parts {
 					m.Parts[k].CacheControl = nil
-					text = text && m.Parts[k].Type == runtime.PartText
+					text = text && m.Parts[k].Type == runtime.PartText && !m.Parts[k].Document
 				}
 				if text && len(m.Parts) > 0 && !m.Interleaved() {
 					// Text blocks a breakpoint kept apart are the
 					// message's text without it (unless a tool call
-					// sits between them: then they stay apart).
+					// sits between them: then they stay apart; nor a
+					// text document, which a Claude model reads as one).
 					m.Content, m.Parts = m.Text(), nil
 				}
 				m.ToolCalls = slices.Clone(m.ToolCalls)

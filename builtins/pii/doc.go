@@ -42,7 +42,8 @@
 // The pii builtin (Middleware, stages chat and tool) uses a Scanner built once from `kinds`
 // ("ip" selects IPv4 and IPv6). In the chat stage every text of the transcript the model
 // reads is scanned, wherever it sits: user and assistant text, text carried in place of an
-// image (an image part whose data: URL holds text; redacted, it goes on as a text part), tool
+// image (an image part whose data: URL holds text; redacted, it goes on as a text part, or,
+// when a tool returned it, as the image of its result holding the redacted text), tool
 // results, the arguments (numbers included) and the names and ids of earlier tool calls, the
 // call ids of tool results, a message's author (name, which an OpenAI model reads), and,
 // unless `system: false`, the system messages, the definitions of the tools offered and the

@@ -45,7 +45,8 @@
 // 500), is masked too, and the error still tells its kind, its layer and whether the tool
 // ran), the transcript a chat call sends to the model (every
 // text on the call's own copy: system, user and assistant text, text carried in place of an
-// image (an image part whose data: URL holds text goes on as a text part when it is masked),
+// image (an image part whose data: URL holds text goes on as a text part when it is masked,
+// or, when a tool returned it, as the image of its result holding the masked text),
 // tool results, which a gateway
 // client supplies itself, the arguments of earlier tool calls, and the names a message
 // carries: its author, its tool calls' names and ids, its results' call ids, an id masked

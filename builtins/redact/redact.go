@@ -180,9 +180,10 @@ func (r *Redactor) find(text string) []span {
 			last = sp.end
 		case sp.end > last:
 			// It starts inside the previous one and runs past its end: what runs past is
-			// part of this secret, so the previous placeholder covers both.
+			// part of this secret, so the previous placeholder covers both, and the match
+			// runs over both matches (this one's may start first: a rule's "secret" group).
 			prev := &out[len(out)-1]
-			prev.end, prev.matchE = sp.end, max(prev.matchE, sp.matchE)
+			prev.end, prev.match, prev.matchE = sp.end, min(prev.match, sp.match), max(prev.matchE, sp.matchE)
 			last = sp.end
 		}
 	}

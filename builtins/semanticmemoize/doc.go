@@ -17,7 +17,11 @@
 // messages): the model, the system prompt, the tools offered (names,
 // descriptions, schemas, strict), tool_choice, parallel_tool_calls,
 // response_format and its schema, temperature, top_p, seed, stop sequences,
-// max_tokens and the Anthropic betas. Only the caller's metadata and the
+// max_tokens and the Anthropic betas; and the conversation's images and
+// PDF documents, whole, in their messages: the embedded digest of one is a
+// word among the others, which an embedder that reads meaning scores
+// alike, so the same question about another screenshot or another PDF
+// would get this one's answer. Only the caller's metadata and the
 // prompt-cache breakpoints are left out. So a near-duplicate question is
 // answered only with an answer made under the same instructions, tools,
 // output format and limits: never a truncated answer for a request allowing

@@ -227,7 +227,8 @@ func Transcript(msgs []runtime.Message) string {
 // the text that is embedded. The exact part is the digest of memoize's key
 // input (memoize.ChatKeyInput) of the request with only its system messages:
 // the model, the instructions, the tools offered, tool_choice, the response
-// format, sampling, stop sequences, max_tokens and the other parameters. The
+// format, sampling, stop sequences, max_tokens and the other parameters;
+// and of the conversation's images and documents (attachments). The
 // embedded text is the transcript of the other messages (of all of them when
 // there are no others): a long system prompt shared by two requests would
 // otherwise make any two questions look alike.
@@ -246,11 +247,41 @@ func chatKey(req *runtime.ChatRequest) (exact, text string, err error) {
 	if err != nil {
 		return "", "", err
 	}
-	sum := sha256.Sum256(input)
 	if len(conversation) == 0 {
 		conversation = req.Messages
 	}
-	return hex.EncodeToString(sum[:]), Transcript(conversation), nil
+	attached, err := json.Marshal(attachments(conversation))
+	if err != nil {
+		return "", "", err
+	}
+	h := sha256.New()
+	h.Write(input)
+	h.Write(attached)
+	return hex.EncodeToString(h.Sum(nil)), Transcript(conversation), nil
+}
+
+// attachment is an image or a document of a conversation as the exact part
+// of a chat key holds it: the message it is in and all it is.
+type attachment struct {
+	Message int                 `json:"m"`
+	Part    runtime.ContentPart `json:"p"`
+}
+
+// attachments returns the images and documents of msgs, which must match
+// exactly: the embedding reads one as a digest among the words, which an
+// embedder that reads meaning scores alike, so the same question about
+// another screenshot or another PDF would otherwise get this one's answer.
+func attachments(msgs []runtime.Message) []attachment {
+	var out []attachment
+	for i := range msgs {
+		for _, p := range msgs[i].Parts {
+			if p.Type == runtime.PartImage || p.Type == runtime.PartDocument {
+				p.CacheControl = nil
+				out = append(out, attachment{i, p})
+			}
+		}
+	}
+	return out
 }
 
 // WrapChat implements runtime.ChatWrapper.

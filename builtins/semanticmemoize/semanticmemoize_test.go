@@ -279,3 +279,37 @@ func TestTranscriptOfParts(t *testing.T) {
 	})
 	assert.Regexp(t, `^user: What is this\? \[image [0-9a-f]{16}\]\nassistant: \[call lookup \{"q":"a"\}\]\nuser: \[result c1: a cat\]\n$`, got)
 }
+
+// The same question about another screenshot or another PDF is another
+// request: the attachments, which the embedding reads as a digest among
+// the words, must match exactly, or a near-duplicate question would get the
+// answer about the other attachment.
+func TestChatAttachmentsMatchExactly(t *testing.T) {
+	model := rt.NewModel(rt.Response{Deltas: []string{"A cat."}}, rt.Response{Deltas: []string{"A dog."}},
+		rt.Response{Deltas: []string{"Q3."}}, rt.Response{Deltas: []string{"Q4."}}, rt.Response{Deltas: []string{"A cow."}})
+	// An embedder that reads meaning scores the two requests alike (here,
+	// every text alike): a digest among the words is no identity.
+	pl := rt.Build(t, rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("semantic_memoize", `{"index": "vec"}`)}}),
+		runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}, Embedder: fixedEmbedder{},
+			Indexes: map[string]runtime.VectorIndex{"vec": runtime.NewMemoryVectorIndex()}})
+	ask := func(parts ...runtime.ContentPart) string {
+		text, _, err := rt.Collect(ctx1, pl, runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user",
+			Content: "What does it show?", Parts: parts}}}, 0)
+		require.NoError(t, err)
+		return text
+	}
+	image := func(data string) runtime.ContentPart {
+		return runtime.ContentPart{Type: runtime.PartImage, ImageURL: "data:image/png;base64," + data}
+	}
+	assert.Equal(t, "A cat.", ask(image("iVBORw0KGgoAAAA")))
+	assert.Equal(t, "A dog.", ask(image("iVBORw0KGgoBBBB")), "another image")
+	assert.Equal(t, "A cat.", ask(image("iVBORw0KGgoAAAA")), "the same image hits")
+	pdf := func(data string) runtime.ContentPart {
+		return runtime.ContentPart{Type: runtime.PartDocument, MediaType: "application/pdf", Data: []byte(data)}
+	}
+	assert.Equal(t, "Q3.", ask(pdf("%PDF-1.7 third quarter")))
+	assert.Equal(t, "Q4.", ask(pdf("%PDF-1.7 fourth quarter")), "another PDF given by its bytes")
+	bytes := runtime.ContentPart{Type: runtime.PartImage, MediaType: "image/png", Data: []byte("\x89PNG cow")}
+	assert.Equal(t, "A cow.", ask(bytes), "an image given by its bytes")
+	assert.Equal(t, 5, model.Calls())
+}

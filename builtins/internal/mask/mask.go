@@ -2,8 +2,10 @@ package mask
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"slices"
+	"strings"
 
 	"github.com/agentc-dev/agentc/builtins/internal/jsonvalue"
 	"github.com/agentc-dev/agentc/builtins/internal/scanned"
@@ -58,7 +60,8 @@ func (t Transcript) Messages(run string, msgs []runtime.Message) ([]runtime.Mess
 // Message returns msg with its texts masked (whatever its role), and whether
 // anything was: its content, its text and tool_result parts, the text its
 // image parts carry in place of an image (scanned.AttachmentText; such a
-// part goes on as a text part when it is masked), the arguments of its
+// part goes on as a text part when it is masked, or, when a tool returned
+// it, as the image part of its result holding the masked text), the arguments of its
 // tool calls (Args), and the names it carries (scanned.NamesText: its
 // author, its tool calls' names and ids, its results' call ids; an id is
 // masked alike wherever it is, so a call and its result still pair). The
@@ -79,9 +82,14 @@ func (t Transcript) Message(run string, msg *runtime.Message) (runtime.Message, 
 	cloned := false
 	for j, p := range msg.Parts {
 		var red string
-		var ok bool
+		var ok, inResult bool
 		if att := scanned.AttachmentText(p); att != "" {
-			if red, ok = t.text(run, att); ok {
+			if red, ok = t.text(run, att); ok && p.ToolCallID != "" {
+				// A tool returned it: it stays in its result, as the
+				// result's text does, rather than reach the model as the
+				// user's words.
+				p, ok, inResult = withAttachmentText(p, red), false, true
+			} else if ok {
 				p = runtime.ContentPart{Type: runtime.PartText}
 			}
 		} else if p.Type == runtime.PartText || p.Type == runtime.PartToolResult {
@@ -92,7 +100,7 @@ func (t Transcript) Message(run string, msg *runtime.Message) (runtime.Message, 
 			// An image of a tool result carries its call's id too.
 			id, idMasked = t.text(run, p.ToolCallID)
 		}
-		if !ok && !idMasked {
+		if !ok && !idMasked && !inResult {
 			continue
 		}
 		if !cloned {
@@ -129,6 +137,19 @@ func (t Transcript) Message(run string, msg *runtime.Message) (runtime.Message, 
 		changed = true
 	}
 	return out, changed
+}
+
+// withAttachmentText returns the image part p (whose data is text:
+// scanned.AttachmentText) holding text in place of its data, its media type
+// and its other fields kept.
+func withAttachmentText(p runtime.ContentPart, text string) runtime.ContentPart {
+	if rest, ok := strings.CutPrefix(p.ImageURL, "data:"); ok {
+		head, _, _ := strings.Cut(rest, ",")
+		p.ImageURL = "data:" + strings.TrimSuffix(head, ";base64") + ";base64," + base64.StdEncoding.EncodeToString([]byte(text))
+		return p
+	}
+	p.Data = []byte(text)
+	return p
 }
 
 // text returns s masked and whether anything was; a text Mask finds nothing

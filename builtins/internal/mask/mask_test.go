@@ -352,3 +352,23 @@ func TestValueReadsRunsOnce(t *testing.T) {
 	assert.Equal(t, 2, n)
 	assert.Equal(t, []string{"[D]", "", "x [D]"}, got)
 }
+
+// TestMessageMasksResultAttachmentInItsResult: text a tool returned in place
+// of an image, once masked, stays an image part of that result, its call's
+// id masked alike: as a text part it would reach the model as the user's
+// words (an OpenAI model, which refuses an image in a tool result, would
+// take it so).
+func TestMessageMasksResultAttachmentInItsResult(t *testing.T) {
+	att := attachment("att s3cret")
+	att.ToolCallID, att.Detail = "call_s3cret", "low"
+	bytes := runtime.ContentPart{Type: runtime.PartImage, ToolCallID: "call_1", MediaType: "text/csv", Data: []byte("id,s3cret")}
+	msg := runtime.Message{Role: "user", Parts: []runtime.ContentPart{{Type: runtime.PartToolResult, ToolCallID: "call_s3cret", Text: "ok"}, att,
+		{Type: runtime.PartToolResult, ToolCallID: "call_1"}, bytes}}
+	got, ok := mask.Transcript{Mask: (&secret{}).mask}.Message("", &msg)
+	require.True(t, ok)
+	want := attachment("att [S]")
+	want.ToolCallID, want.Detail = "call_[S]", "low"
+	assert.Equal(t, want, got.Parts[1])
+	assert.Equal(t, runtime.ContentPart{Type: runtime.PartImage, ToolCallID: "call_1", MediaType: "text/csv", Data: []byte("id,[S]")}, got.Parts[3])
+	assert.Equal(t, "att s3cret", scanned.AttachmentText(msg.Parts[1]), "the caller's message is untouched")
+}
