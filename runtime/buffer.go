@@ -225,4 +225,3 @@ func WholeToolCalls(held []Delta, calls []ToolUse) {
 		held[lastBegun].ToolCalls = append(held[lastBegun].ToolCalls, wholeCall(k, calls[k]))
 	}
 }
-
