@@ -18,8 +18,9 @@ import (
 
 // customFormat maps a custom tool's input format: type "text" or
 // "grammar" (with its syntax, lark or regex, and its definition), or none
-// (the API's default, free text). at is the format's path in the request.
-func customFormat(at, typ, syntax, definition string) (*runtime.CustomTool, error) {
+// (the API's default, free text). at is the format's path in the request,
+// grammarAt that of the object holding the syntax and the definition.
+func customFormat(at, grammarAt, typ, syntax, definition string) (*runtime.CustomTool, error) {
 	switch typ {
 	case "", runtime.CustomText:
 		if syntax != "" || definition != "" {
@@ -28,10 +29,10 @@ func customFormat(at, typ, syntax, definition string) (*runtime.CustomTool, erro
 		return &runtime.CustomTool{Format: typ}, nil
 	case runtime.CustomGrammar:
 		if syntax != "lark" && syntax != "regex" {
-			return nil, fmt.Errorf(`%s.syntax: want "lark" or "regex", got %q`, at, syntax)
+			return nil, fmt.Errorf(`%s.syntax: want "lark" or "regex", got %q`, grammarAt, syntax)
 		}
 		if definition == "" {
-			return nil, fmt.Errorf("%s.definition: required for a grammar", at)
+			return nil, fmt.Errorf("%s.definition: required for a grammar", grammarAt)
 		}
 		return &runtime.CustomTool{Format: runtime.CustomGrammar, Syntax: syntax, Definition: definition}, nil
 	}

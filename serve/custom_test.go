@@ -217,6 +217,22 @@ func TestCustomToolChatCompletions(t *testing.T) {
 	assert.Equal(t, "custom", typ)
 	assert.Equal(t, "apply_patch", name)
 	assert.Equal(t, patchOK, input.String())
+
+	for body, want := range map[string]string{
+		`"tools": [{"type": "custom", "custom": {"name": "apply_patch", "format": {"type": "grammar", "grammar": {"definition": "x", "syntax": "ebnf"}}}}]`:                                                      `tools[0].custom.format.grammar.syntax: want "lark" or "regex", got "ebnf"`,
+		`"tools": [{"type": "custom", "custom": {"name": "apply_patch", "format": {"type": "text", "grammar": {"definition": "x"}}}}]`:                                                                           `tools[0].custom.format: a syntax and a definition belong to a format of type grammar`,
+		`"tools": [{"type": "custom", "function": {"name": "apply_patch"}, "custom": {"name": "apply_patch"}}]`:                                                                                                  `tools[0].function: belongs to a tool of type function, not custom`,
+		`"tools": [{"type": "custom", "custom": {"name": "apply_patch", "defer_loading": true}}]`:                                                                                                                `tools[0].custom.defer_loading`,
+		`"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}, "custom": {"input": "rm -rf /"}}]}]`: `messages[1]: tool_calls[0]: a call holds the member of its type alone`,
+	} {
+		req := `{"model": "primary", ` + body + `}`
+		if !strings.Contains(body, `"messages"`) {
+			req = `{"model": "primary", "messages": [{"role": "user", "content": "hi"}], ` + body + `}`
+		}
+		code, _, resp := do(t, "POST", g.url+"/v1/chat/completions", clientKey, []byte(req))
+		requireInvalidRequest(t, code, resp, want)
+	}
+	assert.Equal(t, 2, g.oa.requests(), "no refused request reached the model")
 }
 
 // TestCustomToolOnAClaudeModel: a Claude model has no custom tools;

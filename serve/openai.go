@@ -832,7 +832,8 @@ func oaCustomTool(i int, t *oaTool) (*runtime.ToolDef, error) {
 	if f := c.Format; f != nil {
 		typ, syntax, definition = f.Type, f.Grammar.Syntax, f.Grammar.Definition
 	}
-	format, err := customFormat(fmt.Sprintf("tools[%d].custom.format", i), typ, syntax, definition)
+	at := fmt.Sprintf("tools[%d].custom.format", i)
+	format, err := customFormat(at, at+".grammar", typ, syntax, definition)
 	if err != nil {
 		return nil, err
 	}

@@ -220,7 +220,8 @@ func decodeResponses(body []byte, p *chatParams) error {
 			if t.Format != nil {
 				f.typ, f.syntax, f.definition = t.Format.Type, t.Format.Syntax, t.Format.Definition
 			}
-			c, err := customFormat(fmt.Sprintf("tools[%d].format", i), f.typ, f.syntax, f.definition)
+			at := fmt.Sprintf("tools[%d].format", i)
+			c, err := customFormat(at, at, f.typ, f.syntax, f.definition)
 			if err != nil {
 				return err
 			}
