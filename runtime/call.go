@@ -1342,14 +1342,17 @@ func EstimateMessages(msgs []Message) int64 {
 }
 
 // EstimateRequest estimates the input tokens of a whole request: its
-// messages (EstimateMessages), the tools it offers (names, descriptions and
-// parameter schemas) and its response format's schema, all of which the
+// messages (EstimateMessages), the tools it offers (names, descriptions,
+// parameter schemas and custom tools' grammars) and its response format's schema, all of which the
 // provider reads and bills.
 func EstimateRequest(req *ChatRequest) int64 {
 	n := EstimateMessages(req.Messages)
 	for i := range req.Tools {
 		t := &req.Tools[i]
 		n += EstimateTokens(t.Name) + EstimateTokens(t.Description) + EstimateTokens(string(t.Parameters))
+		if t.Custom != nil {
+			n += EstimateTokens(t.Custom.Definition)
+		}
 	}
 	if f := req.ResponseFormat; f != nil {
 		n += EstimateTokens(f.Name) + EstimateTokens(string(f.Schema))
