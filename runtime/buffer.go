@@ -225,8 +225,3 @@ func WholeToolCalls(held []Delta, calls []ToolUse) {
 		held[lastBegun].ToolCalls = append(held[lastBegun].ToolCalls, wholeCall(k, calls[k]))
 	}
 }
-
-// wholeCall is the one fragment of call, the k-th.
-func wholeCall(k int, call ToolUse) ToolCallDelta {
-	return ToolCallDelta{Index: k, ID: call.ID, Name: call.Name, Arguments: string(call.Arguments)}
-}

@@ -346,6 +346,30 @@ type ToolUse struct {
 	// parts puts the call before them all. The calls keep their order among
 	// themselves. A provider without an order of blocks (OpenAI) ignores it.
 	PartsAfter int `json:"parts_after,omitempty"`
+	// Custom marks the call of a custom tool (ToolDef.Custom): the model
+	// called it with free text, which Arguments holds as the object
+	// {"input": TEXT}, so that the tool chain reads it as it reads any
+	// call's arguments (args.input). CustomInput returns the text.
+	Custom bool `json:"custom,omitempty"`
+}
+
+// CustomArgs returns the arguments of a custom tool's call of input:
+// the JSON object {"input": input}.
+func CustomArgs(input string) json.RawMessage {
+	b, _ := json.Marshal(map[string]string{"input": input})
+	return b
+}
+
+// CustomInput returns the text of a custom tool's call: its arguments'
+// one member, the string input. Arguments of any other shape (a layer
+// rewrote them into one no custom call has) are an error naming the call.
+func (t ToolUse) CustomInput() (string, error) {
+	var args map[string]json.RawMessage
+	var in string
+	if err := json.Unmarshal(t.Arguments, &args); err != nil || len(args) != 1 || args["input"] == nil || json.Unmarshal(args["input"], &in) != nil {
+		return "", fmt.Errorf("tool call %q (%s): a custom tool's call holds its text as the arguments {\"input\": TEXT}, got %.200s", t.ID, t.Name, t.Arguments)
+	}
+	return in, nil
 }
 
 // Args decodes the arguments. Empty arguments decode to an empty map; any
@@ -413,6 +437,30 @@ type ToolDef struct {
 	// CacheControl marks a prompt-cache breakpoint after the tool (see
 	// CacheControl).
 	CacheControl *CacheControl `json:"cache_control,omitempty"`
+	// Custom, when set, makes the tool a custom (free-form) tool, as
+	// OpenAI's API has them: the model calls it with text (ToolUse.Custom),
+	// held to Custom's grammar when it has one, and Parameters is unused.
+	// A provider without custom tools refuses the request.
+	Custom *CustomTool `json:"custom,omitempty"`
+}
+
+// Custom tool formats.
+const (
+	// CustomText is free text, unconstrained.
+	CustomText = "text"
+	// CustomGrammar is text held to a grammar.
+	CustomGrammar = "grammar"
+)
+
+// CustomTool is the input format of a custom tool.
+type CustomTool struct {
+	// Format is CustomText, CustomGrammar, or "" (the provider's default:
+	// free text).
+	Format string `json:"format,omitempty"`
+	// Syntax is the grammar's syntax: "lark" or "regex".
+	Syntax string `json:"syntax,omitempty"`
+	// Definition is the grammar.
+	Definition string `json:"definition,omitempty"`
 }
 
 // Response format types.
@@ -658,11 +706,29 @@ const (
 // repeating the whole name so far is read once: some OpenAI-compatible
 // servers send the name with every fragment. A later ID replaces an
 // earlier one, as in OpenAI's libraries.
+//
+// The fragments of a custom tool's call (ToolUse.Custom) are marked Custom
+// (one of them is enough): their Arguments chunks are then the call's
+// text, which ToolCallBuilder makes the arguments {"input": TEXT}.
 type ToolCallDelta struct {
 	Index     int    `json:"index"`
 	ID        string `json:"id,omitempty"`
 	Name      string `json:"name,omitempty"`
 	Arguments string `json:"arguments,omitempty"`
+	Custom    bool   `json:"custom,omitempty"`
+}
+
+// wholeCall is the one fragment of call, the k-th: a custom call's holds
+// its text. Arguments of a custom call that hold no text (see
+// ToolUse.CustomInput) are passed on as they are, unmarked, for the
+// consumer to refuse as arguments of no custom call.
+func wholeCall(k int, call ToolUse) ToolCallDelta {
+	if call.Custom {
+		if in, err := call.CustomInput(); err == nil {
+			return ToolCallDelta{Index: k, ID: call.ID, Name: call.Name, Arguments: in, Custom: true}
+		}
+	}
+	return ToolCallDelta{Index: k, ID: call.ID, Name: call.Name, Arguments: string(call.Arguments)}
 }
 
 // Delta is one streamed piece of a model response: text, tool-call
@@ -768,6 +834,7 @@ type toolCallParts struct {
 	index    int
 	id, name string
 	args     []byte
+	custom   bool
 }
 
 // Add adds the fragments of d.
@@ -797,6 +864,7 @@ func (b *ToolCallBuilder) AddFragment(f ToolCallDelta) {
 		p.name += f.Name
 	}
 	p.args = append(p.args, f.Arguments...)
+	p.custom = p.custom || f.Custom
 }
 
 // Len returns the number of calls begun.
@@ -805,7 +873,8 @@ func (b *ToolCallBuilder) Len() int { return len(b.calls) }
 // ToolCalls returns the assembled calls ordered by index (nil when no
 // fragment arrived). A call whose arguments never arrived has the arguments
 // {}. The arguments are returned as they arrived, even when they are not
-// valid JSON (a stream cut short): ToolUse.Args reports that.
+// valid JSON (a stream cut short): ToolUse.Args reports that. A custom
+// tool's call has the arguments {"input": TEXT} of the text that arrived.
 func (b *ToolCallBuilder) ToolCalls() []ToolUse {
 	if len(b.calls) == 0 {
 		return nil
@@ -816,6 +885,10 @@ func (b *ToolCallBuilder) ToolCalls() []ToolUse {
 	}
 	out := make([]ToolUse, len(b.calls))
 	for i, p := range b.calls {
+		if p.custom {
+			out[i] = ToolUse{ID: p.id, Name: p.name, Arguments: CustomArgs(string(p.args)), Custom: true}
+			continue
+		}
 		args := p.args
 		if len(bytes.TrimSpace(args)) == 0 {
 			args = []byte("{}")
@@ -837,7 +910,7 @@ func ToolCallDeltas(calls []ToolUse) []ToolCallDelta {
 	}
 	out := make([]ToolCallDelta, len(calls))
 	for i, t := range calls {
-		out[i] = ToolCallDelta{Index: i, ID: t.ID, Name: t.Name, Arguments: string(t.Arguments)}
+		out[i] = wholeCall(i, t)
 	}
 	return out
 }
@@ -1269,14 +1342,17 @@ func EstimateMessages(msgs []Message) int64 {
 }
 
 // EstimateRequest estimates the input tokens of a whole request: its
-// messages (EstimateMessages), the tools it offers (names, descriptions and
-// parameter schemas) and its response format's schema, all of which the
+// messages (EstimateMessages), the tools it offers (names, descriptions,
+// parameter schemas and custom tools' grammars) and its response format's schema, all of which the
 // provider reads and bills.
 func EstimateRequest(req *ChatRequest) int64 {
 	n := EstimateMessages(req.Messages)
 	for i := range req.Tools {
 		t := &req.Tools[i]
 		n += EstimateTokens(t.Name) + EstimateTokens(t.Description) + EstimateTokens(string(t.Parameters))
+		if t.Custom != nil {
+			n += EstimateTokens(t.Custom.Definition)
+		}
 	}
 	if f := req.ResponseFormat; f != nil {
 		n += EstimateTokens(f.Name) + EstimateTokens(string(f.Schema))

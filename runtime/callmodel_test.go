@@ -410,3 +410,33 @@ func TestFirstDeltaCommitCountsToolCallsAndFinish(t *testing.T) {
 	assert.Equal(t, runtime.FinishToolCalls, resp.FinishReason)
 	assert.Equal(t, int64(60), resp.Usage.CachedInputTokens, "the clone's usage is adopted whole")
 }
+
+// TestToolCallBuilderCustomCall: the fragments of a custom tool's call
+// carry its text; the call's arguments are {"input": TEXT}, and it
+// streams back whole as its text.
+func TestToolCallBuilderCustomCall(t *testing.T) {
+	var b runtime.ToolCallBuilder
+	b.Add(&runtime.Delta{ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: "call_1", Name: "apply_patch", Arguments: `*** Begin "`, Custom: true}}})
+	b.Add(&runtime.Delta{ToolCalls: []runtime.ToolCallDelta{{Index: 0, Arguments: `Patch"`}}})
+	calls := b.ToolCalls()
+	require.Len(t, calls, 1)
+	assert.True(t, calls[0].Custom)
+	assert.JSONEq(t, `{"input": "*** Begin \"Patch\""}`, string(calls[0].Arguments))
+	in, err := calls[0].CustomInput()
+	require.NoError(t, err)
+	assert.Equal(t, `*** Begin "Patch"`, in)
+	req, err := calls[0].Request()
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"input": `*** Begin "Patch"`}, req.Args, "the tool chain reads the text as args.input")
+
+	whole := runtime.ToolCallDeltas(calls)
+	assert.Equal(t, []runtime.ToolCallDelta{{Index: 0, ID: "call_1", Name: "apply_patch", Arguments: `*** Begin "Patch"`, Custom: true}}, whole)
+	var again runtime.ToolCallBuilder
+	again.Add(&runtime.Delta{ToolCalls: whole})
+	assert.Equal(t, calls, again.ToolCalls())
+
+	for _, args := range []string{`{"input": 5}`, `{"input": "a", "more": "b"}`, `{}`, `"text"`} {
+		_, err := runtime.ToolUse{ID: "c", Name: "apply_patch", Arguments: json.RawMessage(args), Custom: true}.CustomInput()
+		assert.ErrorContains(t, err, `holds its text as the arguments {"input": TEXT}`, args)
+	}
+}

@@ -186,3 +186,11 @@ func TestEstimateDocuments(t *testing.T) {
 	assert.Equal(t, empty+5*DocumentPageTokens, EstimateMessages(doc(big)), "page objects hidden in compressed streams: by size")
 	assert.Equal(t, empty+DocumentURLPages*DocumentPageTokens, EstimateMessages(doc("https://example.com/q3.pdf")))
 }
+
+// A custom tool's grammar is read, and billed, as a schema is.
+func TestEstimateRequestCountsACustomToolsGrammar(t *testing.T) {
+	grammar := `start: "*** Begin Patch" LF hunk+ "*** End Patch"` + strings.Repeat(` | "x"`, 50)
+	req := &ChatRequest{Tools: []ToolDef{{Name: "apply_patch", Custom: &CustomTool{Format: CustomGrammar, Syntax: "lark", Definition: grammar}}}}
+	assert.Equal(t, EstimateTokens("apply_patch")+EstimateTokens(grammar), EstimateRequest(req))
+	assert.Greater(t, EstimateTokens(grammar), int64(50))
+}

@@ -145,10 +145,19 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 // relayed to the client, which runs them: each must pass the tool chain's
 // checks that need no execution (runtime.Pipeline.AdmitTool). The first
 // refusal is returned and counted; arguments that are not a JSON object
-// are refused.
+// are refused, and so is a custom tool's call whose arguments hold no
+// text (see customFormat).
 func (s *Server) admitProposals(ctx context.Context, pl *runtime.Pipeline, calls []runtime.ToolUse) error {
 	for _, call := range calls {
 		req, err := call.Request()
+		if _, cerr := call.CustomInput(); call.Custom && cerr != nil {
+			// A layer rewrote a custom call's arguments into an object
+			// that holds no text: the client would run other text than
+			// the chain checked, or none.
+			err = &runtime.BlockedError{Layer: runtime.LayerTools, Message: fmt.Sprintf("the call of the custom tool %s holds no text (its arguments are not {\"input\": TEXT})", call.Name)}
+			s.observeRefusal(plan.StageTool, err)
+			return err
+		}
 		if err == nil {
 			err = pl.AdmitTool(ctx, req)
 		} else {

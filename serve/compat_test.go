@@ -575,7 +575,12 @@ func TestToolChoiceOfAToolNamedAsAModeIsRefused(t *testing.T) {
 	}
 	code, _, resp := do(t, "POST", g.url+"/v1/chat/completions", clientKey, []byte(`{"model": "primary", "messages": [{"role": "user", "content": "hi"}],
 		"tools": [{"type": "function", "function": {"name": "get_weather"}}], "tool_choice": {"type": "custom", "function": {"name": "get_weather"}}}`))
-	requireInvalidRequest(t, code, resp, "tool_choice.type")
+	requireInvalidRequest(t, code, resp, "tool_choice.custom.name: required")
+	// A custom choice of a function tool: the provider would be asked to
+	// force another tool.
+	code, _, resp = do(t, "POST", g.url+"/v1/chat/completions", clientKey, []byte(`{"model": "primary", "messages": [{"role": "user", "content": "hi"}],
+		"tools": [{"type": "function", "function": {"name": "get_weather"}}], "tool_choice": {"type": "custom", "custom": {"name": "get_weather"}}}`))
+	requireInvalidRequest(t, code, resp, `tool_choice.type: "custom" forces a custom tool`)
 	assert.Zero(t, g.oa.requests()+g.an.requests(), "no refused request reached an upstream")
 
 	// A tool named "any" (Anthropic's mode, not the call model's) is forced

@@ -82,7 +82,7 @@ var openAIShape = func() *shape {
 		{"image_url", []field{{"image_url", obj("url", "detail")}}},
 		{"file", []field{{"file", obj("file_data", "filename")}}},
 	}}
-	call := &shape{fields: []field{{"id", nil}, {"type", nil}, {"function", obj("name", "arguments")}}}
+	call := &shape{fields: []field{{"id", nil}, {"type", nil}, {"function", obj("name", "arguments")}, {"custom", obj("name", "input")}}}
 	// A message's name (its author) is carried, but not on a tool message:
 	// the API has none there.
 	name := field{"name", nil}
@@ -91,9 +91,11 @@ var openAIShape = func() *shape {
 		{"assistant", []field{name, {"tool_calls", call}, {"refusal", nil}}},
 		{"tool", fields("tool_call_id")},
 	}}
-	tool := &shape{fields: []field{{"type", nil}, {"function", obj("name", "description", "parameters", "strict")}}}
+	custom := obj("name", "description")
+	custom.fields = append(custom.fields, field{"format", &shape{fields: []field{{"type", nil}, {"grammar", obj("definition", "syntax")}}}})
+	tool := &shape{fields: []field{{"type", nil}, {"function", obj("name", "description", "parameters", "strict")}, {"custom", custom}}}
 	return &shape{fields: []field{{"model", nil}, {"messages", message}, {"max_tokens", nil}, {"max_completion_tokens", nil},
-		{"tools", tool}, {"tool_choice", &shape{fields: []field{{"type", nil}, {"function", obj("name")}}}},
+		{"tools", tool}, {"tool_choice", &shape{fields: []field{{"type", nil}, {"function", obj("name")}, {"custom", obj("name")}}}},
 		{"temperature", nil}, {"top_p", nil}, {"stop", nil}, {"seed", nil},
 		{"response_format", &shape{fields: []field{{"type", nil}, {"json_schema", obj("name", "schema", "strict")}}}},
 		{"stream", nil},

@@ -81,6 +81,11 @@ type oaToolCall struct {
 		Name      string `json:"name"`
 		Arguments string `json:"arguments"`
 	} `json:"function"`
+	// Custom is a custom tool's call (type custom).
+	Custom struct {
+		Name  string `json:"name"`
+		Input string `json:"input"`
+	} `json:"custom"`
 }
 
 type oaTool struct {
@@ -91,6 +96,18 @@ type oaTool struct {
 		Parameters  json.RawMessage `json:"parameters"`
 		Strict      bool            `json:"strict"`
 	} `json:"function"`
+	// Custom is a custom tool (type custom).
+	Custom struct {
+		Name        string `json:"name"`
+		Description string `json:"description"`
+		Format      *struct {
+			Type    string `json:"type"`
+			Grammar struct {
+				Definition string `json:"definition"`
+				Syntax     string `json:"syntax"`
+			} `json:"grammar"`
+		} `json:"format"`
+	} `json:"custom"`
 }
 
 type oaResponseFormat struct {
@@ -156,8 +173,19 @@ func decodeOpenAI(body []byte, p *chatParams) error {
 	// The client offers the tools: none offered is none, not the policy's.
 	req.Tools = make([]runtime.ToolDef, 0, len(in.Tools))
 	for i, t := range in.Tools {
+		if t.Type == "custom" {
+			c, err := oaCustomTool(i, &t)
+			if err != nil {
+				return err
+			}
+			req.Tools = append(req.Tools, *c)
+			continue
+		}
 		if t.Type != "" && t.Type != "function" {
-			return fmt.Errorf("tools[%d].type: only function tools are served, got %q", i, t.Type)
+			return fmt.Errorf(`tools[%d].type: only function and custom tools are served, got %q`, i, t.Type)
+		}
+		if t.Custom.Name != "" || t.Custom.Format != nil {
+			return fmt.Errorf("tools[%d].custom: belongs to a tool of type custom, not function", i)
 		}
 		if t.Function.Name == "" {
 			return fmt.Errorf("tools[%d].function.name: required", i)
@@ -177,21 +205,32 @@ func decodeOpenAI(body []byte, p *chatParams) error {
 			}
 		} else {
 			var named struct {
-				Type     string `json:"type"`
-				Function struct {
+				Type             string `json:"type"`
+				Function, Custom struct {
 					Name string `json:"name"`
-				} `json:"function"`
+				}
 			}
-			if err := json.Unmarshal(in.ToolChoice, &named); err != nil || named.Function.Name == "" {
+			if err := json.Unmarshal(in.ToolChoice, &named); err != nil {
 				return errors.New(`tool_choice: want "auto", "none", "required" or {"type":"function","function":{"name":...}}`)
 			}
-			if named.Type != "function" {
-				return fmt.Errorf(`tool_choice.type: want "function", got %q`, named.Type)
+			name := named.Function.Name
+			switch named.Type {
+			case "function":
+			case "custom":
+				name = named.Custom.Name
+			default:
+				return fmt.Errorf(`tool_choice.type: want "function" or "custom", got %q`, named.Type)
 			}
-			if err := forcedTool("tool_choice.function.name", named.Function.Name); err != nil {
+			if name == "" {
+				return fmt.Errorf(`tool_choice.%s.name: required`, named.Type)
+			}
+			if err := forcedTool(fmt.Sprintf("tool_choice.%s.name", named.Type), name); err != nil {
 				return err
 			}
-			req.ToolChoice = named.Function.Name
+			if err := choiceKind("tool_choice.type", named.Type, req.Tools, name); err != nil {
+				return err
+			}
+			req.ToolChoice = name
 		}
 	}
 	req.Temperature, req.TopP, req.Seed = in.Temperature, in.TopP, in.Seed
@@ -400,6 +439,17 @@ func openAIMessage(in *oaMessage) (runtime.Message, error) {
 			m.Parts = append(m.Parts, runtime.ContentPart{Type: runtime.PartText, Text: in.Refusal})
 		}
 		for j, tc := range in.ToolCalls {
+			if custom, function := tc.Custom.Name != "" || tc.Custom.Input != "", tc.Function.Name != "" || tc.Function.Arguments != ""; tc.Type == "custom" && function || tc.Type != "custom" && custom {
+				return m, fmt.Errorf("tool_calls[%d]: a call holds the member of its type alone (function for type function, custom for type custom)", j)
+			}
+			if tc.Type == "custom" {
+				call, err := customCall(tc.ID, tc.Custom.Name, tc.Custom.Input)
+				if err != nil {
+					return m, fmt.Errorf("tool_calls[%d]%w", j, err)
+				}
+				m.ToolCalls = append(m.ToolCalls, call)
+				continue
+			}
 			if tc.Function.Name == "" {
 				return m, fmt.Errorf("tool_calls[%d].function.name: required", j)
 			}
@@ -443,6 +493,14 @@ func completeOpenAI(x *exchange, p *chatParams, resp *runtime.ChatResponse) {
 			}
 			b = append(b, `{"id":`...)
 			b = wire.AppendString(b, tc.ID)
+			if tc.Custom {
+				b = append(b, `,"type":"custom","custom":{"name":`...)
+				b = wire.AppendString(b, tc.Name)
+				b = append(b, `,"input":`...)
+				b = wire.AppendString(b, customInput(&tc))
+				b = append(b, `}}`...)
+				continue
+			}
 			b = append(b, `,"type":"function","function":{"name":`...)
 			b = wire.AppendString(b, tc.Name)
 			b = append(b, `,"arguments":`...)
@@ -589,17 +647,29 @@ func (s *openAIStream) delta(d runtime.Delta) bool {
 				b = append(b, `,"id":`...)
 				b = wire.AppendString(b, tc.ID)
 			}
-			if !s.begun(tc.Index) {
-				b = append(b, `,"type":"function"`...)
+			typ, member, text := "function", "arguments", tc.Arguments
+			if tc.Custom {
+				// As the API streams a custom tool's call: its text in
+				// custom.input.
+				typ, member = "custom", "input"
 			}
-			b = append(b, `,"function":{`...)
+			if !s.begun(tc.Index) {
+				b = append(b, `,"type":"`...)
+				b = append(b, typ...)
+				b = append(b, '"')
+			}
+			b = append(b, `,"`...)
+			b = append(b, typ...)
+			b = append(b, `":{`...)
 			if tc.Name != "" {
 				b = append(b, `"name":`...)
 				b = wire.AppendString(b, tc.Name)
 				b = append(b, ',')
 			}
-			b = append(b, `"arguments":`...)
-			b = wire.AppendString(b, tc.Arguments)
+			b = append(b, '"')
+			b = append(b, member...)
+			b = append(b, `":`...)
+			b = wire.AppendString(b, text)
 			b = append(b, "}}"...)
 		}
 		b = append(b, ']')
@@ -747,4 +817,25 @@ func writeRaw(x *exchange, status int, b []byte) {
 	h["Content-Length"] = []string{strconv.Itoa(len(b))}
 	x.WriteHeader(status)
 	_, _ = x.Write(b)
+}
+
+// oaCustomTool maps the custom tool tools[i] of a Chat Completions request.
+func oaCustomTool(i int, t *oaTool) (*runtime.ToolDef, error) {
+	c := &t.Custom
+	if t.Function.Name != "" || t.Function.Parameters != nil {
+		return nil, fmt.Errorf("tools[%d].function: belongs to a tool of type function, not custom", i)
+	}
+	if c.Name == "" {
+		return nil, fmt.Errorf("tools[%d].custom.name: required", i)
+	}
+	var typ, syntax, definition string
+	if f := c.Format; f != nil {
+		typ, syntax, definition = f.Type, f.Grammar.Syntax, f.Grammar.Definition
+	}
+	at := fmt.Sprintf("tools[%d].custom.format", i)
+	format, err := customFormat(at, at+".grammar", typ, syntax, definition)
+	if err != nil {
+		return nil, err
+	}
+	return &runtime.ToolDef{Name: c.Name, Description: c.Description, Custom: format}, nil
 }

@@ -88,6 +88,8 @@ type rsItem struct {
 	Name      string          `json:"name"`
 	Arguments string          `json:"arguments"`
 	Output    json.RawMessage `json:"output"`
+	// Input is a custom_tool_call's text.
+	Input string `json:"input"`
 	// EncryptedContent is a reasoning item's: the signature of the
 	// thinking block it holds (rsRedacted marks a redacted one's data).
 	EncryptedContent string `json:"encrypted_content"`
@@ -110,6 +112,12 @@ type rsTool struct {
 	Description string          `json:"description"`
 	Parameters  json.RawMessage `json:"parameters"`
 	Strict      *bool           `json:"strict"`
+	// Format is a custom tool's input format.
+	Format *struct {
+		Type       string `json:"type"`
+		Syntax     string `json:"syntax"`
+		Definition string `json:"definition"`
+	} `json:"format"`
 }
 
 // rsRedacted opens the encrypted_content of a reasoning item that holds a
@@ -136,9 +144,14 @@ var responsesShape = func() *shape {
 		{"", message}, {"message", message},
 		{"function_call", fields("call_id", "name", "arguments")},
 		{"function_call_output", []field{{"call_id", nil}, {"output", part}}},
+		{"custom_tool_call", fields("call_id", "name", "input")},
+		{"custom_tool_call_output", []field{{"call_id", nil}, {"output", part}}},
 		{"reasoning", []field{{"summary", obj("type", "text")}, {"content", obj("type", "text")}, {"encrypted_content", nil}}},
 	}}
-	tool := &shape{fields: fields("type"), by: "type", variants: []variant{{"function", fields("name", "description", "parameters", "strict")}}}
+	tool := &shape{fields: fields("type"), by: "type", variants: []variant{
+		{"function", fields("name", "description", "parameters", "strict")},
+		{"custom", []field{{"name", nil}, {"description", nil}, {"format", obj("type", "syntax", "definition")}}},
+	}}
 	return &shape{fields: []field{{"model", nil}, {"input", item}, {"instructions", nil}, {"tools", tool},
 		{"tool_choice", obj("type", "name")}, {"max_output_tokens", nil}, {"temperature", nil}, {"top_p", nil},
 		{"parallel_tool_calls", nil}, {"stream", nil},
@@ -196,17 +209,30 @@ func decodeResponses(body []byte, p *chatParams) error {
 	// The client offers the tools: none offered is none, not the policy's.
 	req.Tools = make([]runtime.ToolDef, 0, len(in.Tools))
 	for i, t := range in.Tools {
-		if t.Type != "function" {
+		if t.Type != "function" && t.Type != "custom" {
 			return fmt.Errorf("tools[%d].type: %w", i, toolRefused(t.Type))
 		}
 		if t.Name == "" {
 			return fmt.Errorf("tools[%d].name: required", i)
 		}
+		if t.Type == "custom" {
+			var f struct{ typ, syntax, definition string }
+			if t.Format != nil {
+				f.typ, f.syntax, f.definition = t.Format.Type, t.Format.Syntax, t.Format.Definition
+			}
+			at := fmt.Sprintf("tools[%d].format", i)
+			c, err := customFormat(at, at, f.typ, f.syntax, f.definition)
+			if err != nil {
+				return err
+			}
+			req.Tools = append(req.Tools, runtime.ToolDef{Name: t.Name, Description: t.Description, Custom: c})
+			continue
+		}
 		// The API's default is strict.
 		strict := t.Strict == nil || *t.Strict
 		req.Tools = append(req.Tools, runtime.ToolDef{Name: t.Name, Description: t.Description, Parameters: nullIsEmpty(t.Parameters), Strict: strict})
 	}
-	if req.ToolChoice, err = responsesToolChoice(in.ToolChoice); err != nil {
+	if req.ToolChoice, err = responsesToolChoice(in.ToolChoice, req.Tools); err != nil {
 		return err
 	}
 	req.ParallelToolCalls, req.Temperature, req.TopP = in.ParallelToolCalls, in.Temperature, in.TopP
@@ -300,11 +326,6 @@ func endUser(req *runtime.ChatRequest, metadata map[string]string, user string) 
 // not a function.
 func toolRefused(typ string) error {
 	switch typ {
-	case "custom":
-		// Its input is free text (held to a grammar, when it has one), its
-		// calls custom_tool_call items: the call model carries function
-		// calls, whose JSON arguments the tool chain checks.
-		return errors.New(`"custom" (free-form) tools are not served: the gateway carries function tools, whose JSON arguments the policy's tool chain checks; offer the tool as a function (Codex: apply_patch as a function tool)`)
 	case "local_shell":
 		// A tool the client runs, but one of the provider's making: its
 		// calls are local_shell_call items with the provider's own action
@@ -313,14 +334,14 @@ func toolRefused(typ string) error {
 	}
 	for _, b := range builtinTools {
 		if typ == b {
-			return fmt.Errorf("%q is a built-in tool, which runs outside the policy's tool chain: only function tools are served", typ)
+			return fmt.Errorf("%q is a built-in tool, which runs outside the policy's tool chain: only function and custom tools are served", typ)
 		}
 	}
-	return fmt.Errorf("only function tools are served, got %q", typ)
+	return fmt.Errorf("only function and custom tools are served, got %q", typ)
 }
 
 // responsesToolChoice maps tool_choice: a mode, or a function to call.
-func responsesToolChoice(raw json.RawMessage) (string, error) {
+func responsesToolChoice(raw json.RawMessage, tools []runtime.ToolDef) (string, error) {
 	if nullIsEmpty(raw) == nil {
 		return "", nil
 	}
@@ -339,13 +360,16 @@ func responsesToolChoice(raw json.RawMessage) (string, error) {
 	if err := json.Unmarshal(raw, &named); err != nil {
 		return "", errors.New(`tool_choice: want "auto", "none", "required" or {"type": "function", "name": ...}`)
 	}
-	if named.Type != "function" {
+	if named.Type != "function" && named.Type != "custom" {
 		return "", fmt.Errorf("tool_choice.type: %w", toolRefused(named.Type))
 	}
 	if named.Name == "" {
-		return "", errors.New("tool_choice.name: required for type function")
+		return "", fmt.Errorf("tool_choice.name: required for type %s", named.Type)
 	}
 	if err := forcedTool("tool_choice.name", named.Name); err != nil {
+		return "", err
+	}
+	if err := choiceKind("tool_choice.type", named.Type, tools, named.Name); err != nil {
 		return "", err
 	}
 	return named.Name, nil
@@ -408,7 +432,13 @@ func responsesInput(raw json.RawMessage, msgs []runtime.Message) ([]runtime.Mess
 			}
 		case typ == "function_call":
 			err = rsCall(assistant(), it)
-		case typ == "function_call_output":
+		case typ == "custom_tool_call":
+			var call runtime.ToolUse
+			if call, err = customCall(it.CallID, it.Name, it.Input); err == nil {
+				call.PartsAfter = len(assistant().Parts)
+				msgs[turn].ToolCalls = append(msgs[turn].ToolCalls, call)
+			}
+		case typ == "function_call_output" || typ == "custom_tool_call_output":
 			turn = -1
 			var m runtime.Message
 			m, err = rsCallOutput(it)
@@ -420,7 +450,7 @@ func responsesInput(raw json.RawMessage, msgs []runtime.Message) ([]runtime.Mess
 		case typ == "":
 			return nil, fmt.Errorf("input[%d]: want a message (with a role) or an item with a type", i)
 		default:
-			return nil, fmt.Errorf(`input[%d].type: want "message", "function_call", "function_call_output" or "reasoning", got %q (the items of built-in tools are not served: those tools run outside the policy)`, i, typ)
+			return nil, fmt.Errorf(`input[%d].type: want "message", "function_call", "function_call_output", "custom_tool_call", "custom_tool_call_output" or "reasoning", got %q (the items of built-in tools are not served: those tools run outside the policy)`, i, typ)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("input[%d]%w", i, err)

@@ -151,13 +151,6 @@ func TestResponsesCodexRequests(t *testing.T) {
 	assert.Contains(t, an, `"tool_use_id":"toolu_01A"`)
 	assert.NotContains(t, an, "commentary", "a message's phase describes it")
 
-	// Codex's default tools for an OpenAI model hold apply_patch as a
-	// free-form tool and web search, which the tool chain cannot check.
-	code, _, body := do(t, "POST", g.url+"/v1/responses", clientKey, rsFixture(t, "codex_default_tools.json"))
-	require.Equal(t, http.StatusBadRequest, code, body)
-	_, _, _, msg := openAIError(t, body)
-	assert.Contains(t, msg, `tools[2].type: "custom" (free-form) tools are not served`)
-	assert.Equal(t, 1, g.oa.requests())
 }
 
 // TestResponsesStoredRoutes: the routes of a stored response answer that

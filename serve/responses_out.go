@@ -25,7 +25,8 @@ type rsResponse struct {
 	p       *chatParams
 }
 
-// rsOut is an output item: a message, a function call or a reasoning item.
+// rsOut is an output item: a message, a function call, a custom tool's
+// call or a reasoning item.
 type rsOut struct {
 	kind rsKind
 	id   string
@@ -33,7 +34,8 @@ type rsOut struct {
 	// reasoning item's thinking.
 	text    []byte
 	refusal bool
-	// callID, name and args are a function call's.
+	// callID, name and args are a function call's (args the text of a
+	// custom tool's call).
 	callID, name string
 	args         []byte
 	// signature is a reasoning item's thinking signature, or a redacted
@@ -51,11 +53,13 @@ const (
 	rsMessage rsKind = iota
 	rsFunctionCall
 	rsReasoningItem
+	// rsCustomCall is a custom tool's call: its args are its text.
+	rsCustomCall
 )
 
 // newRSOut returns an output item of kind with a fresh id.
 func newRSOut(kind rsKind) rsOut {
-	prefix := [...]string{rsMessage: "msg_", rsFunctionCall: "fc_", rsReasoningItem: "rs_"}[kind]
+	prefix := [...]string{rsMessage: "msg_", rsFunctionCall: "fc_", rsReasoningItem: "rs_", rsCustomCall: "ctc_"}[kind]
 	return rsOut{kind: kind, id: responseID(prefix)}
 }
 
@@ -87,6 +91,18 @@ func appendItem(b []byte, it *rsOut, done bool) []byte {
 		b = append(b, `,"name":`...)
 		b = wire.AppendString(b, it.name)
 		b = append(b, `,"arguments":`...)
+		if done {
+			b = wire.AppendString(b, string(it.args))
+		} else {
+			b = append(b, `""`...)
+		}
+	case rsCustomCall:
+		// The API's custom_tool_call has no status.
+		b = append(b, `,"type":"custom_tool_call","call_id":`...)
+		b = wire.AppendString(b, it.callID)
+		b = append(b, `,"name":`...)
+		b = wire.AppendString(b, it.name)
+		b = append(b, `,"input":`...)
 		if done {
 			b = wire.AppendString(b, string(it.args))
 		} else {
@@ -199,7 +215,13 @@ func (r *rsResponse) append(b []byte) []byte {
 	case "auto", "none", "required":
 		b = wire.AppendString(b, req.ToolChoice)
 	default:
-		b = append(b, `{"type":"function","name":`...)
+		typ := "function"
+		if isCustom(req.Tools, req.ToolChoice) {
+			typ = "custom"
+		}
+		b = append(b, `{"type":"`...)
+		b = append(b, typ...)
+		b = append(b, `","name":`...)
 		b = wire.AppendString(b, req.ToolChoice)
 		b = append(b, '}')
 	}
@@ -207,6 +229,10 @@ func (r *rsResponse) append(b []byte) []byte {
 	for i, t := range req.Tools {
 		if i > 0 {
 			b = append(b, ',')
+		}
+		if t.Custom != nil {
+			b = appendRSCustomTool(b, &t)
+			continue
 		}
 		b = append(b, `{"type":"function","name":`...)
 		b = wire.AppendString(b, t.Name)
@@ -245,6 +271,27 @@ func (r *rsResponse) append(b []byte) []byte {
 		b = wire.AppendString(b, rs.user)
 	} else {
 		b = append(b, "null"...)
+	}
+	return append(b, '}')
+}
+
+// appendRSCustomTool appends a custom tool, as the request offered it.
+func appendRSCustomTool(b []byte, t *runtime.ToolDef) []byte {
+	b = append(b, `{"type":"custom","name":`...)
+	b = wire.AppendString(b, t.Name)
+	if t.Description != "" {
+		b = append(b, `,"description":`...)
+		b = wire.AppendString(b, t.Description)
+	}
+	switch c := t.Custom; c.Format {
+	case runtime.CustomGrammar:
+		b = append(b, `,"format":{"type":"grammar","syntax":`...)
+		b = wire.AppendString(b, c.Syntax)
+		b = append(b, `,"definition":`...)
+		b = wire.AppendString(b, c.Definition)
+		b = append(b, '}')
+	default:
+		b = append(b, `,"format":{"type":"text"}`...)
 	}
 	return append(b, '}')
 }
@@ -353,7 +400,12 @@ func completeResponses(x *exchange, p *chatParams, resp *runtime.ChatResponse) {
 		case runtime.BlockToolCall:
 			tc := &resp.ToolCalls[bl.Index]
 			it := newRSOut(rsFunctionCall)
-			it.callID, it.name, it.args = tc.ID, tc.Name, tc.Arguments
+			it.args = tc.Arguments
+			if tc.Custom {
+				it = newRSOut(rsCustomCall)
+				it.args = []byte(customInput(tc))
+			}
+			it.callID, it.name = tc.ID, tc.Name
 			r.output = append(r.output, it)
 		}
 	}
@@ -486,6 +538,11 @@ func (s *responsesStream) done() {
 		s.buf = append(s.buf, `,"arguments":`...)
 		s.buf = wire.AppendString(s.buf, string(it.args))
 		s.endEvent()
+	case rsCustomCall:
+		s.itemEvent("response.custom_tool_call_input.done", i, true)
+		s.buf = append(s.buf, `,"input":`...)
+		s.buf = wire.AppendString(s.buf, string(it.args))
+		s.endEvent()
 	case rsReasoningItem:
 		if !it.redacted {
 			s.itemEvent("response.reasoning_text.done", i, true)
@@ -560,12 +617,19 @@ func (s *responsesStream) delta(d runtime.Delta) bool {
 	for _, tc := range d.ToolCalls {
 		i, _ := s.item(&s.calls, tc.Index, func() rsOut {
 			it := newRSOut(rsFunctionCall)
+			if tc.Custom {
+				it = newRSOut(rsCustomCall)
+			}
 			it.callID, it.name = tc.ID, tc.Name
 			return it
 		})
 		if tc.Arguments != "" {
 			s.r.output[i].args = append(s.r.output[i].args, tc.Arguments...)
-			s.itemEvent("response.function_call_arguments.delta", i, true)
+			event := "response.function_call_arguments.delta"
+			if s.r.output[i].kind == rsCustomCall {
+				event = "response.custom_tool_call_input.delta"
+			}
+			s.itemEvent(event, i, true)
 			s.buf = append(s.buf, `,"delta":`...)
 			s.buf = wire.AppendString(s.buf, tc.Arguments)
 			s.endEvent()

@@ -367,3 +367,36 @@ func TestValidateRegions(t *testing.T) {
 	m.Regions = []string{"gb", "DE"}
 	assert.NoError(t, m.Validate())
 }
+
+// toolsModel records the tools each call offers.
+type toolsModel struct{ tools [][]runtime.ToolDef }
+
+func (m *toolsModel) Stream(_ context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+	m.tools = append(m.tools, req.Tools)
+	yield(runtime.Delta{Text: "ok"})
+	return nil
+}
+
+// TestChatCustomToolGrammar: a custom tool's grammar is text the model
+// reads (and may write back): "block" refuses one with personal data,
+// "redact" masks it, leaving the tool offered.
+func TestChatCustomToolGrammar(t *testing.T) {
+	grammar := `start: "To: ann@example.com" LF body`
+	req := runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: "hi"}},
+		Tools: []runtime.ToolDef{{Name: "mail", Custom: &runtime.CustomTool{Format: runtime.CustomGrammar, Syntax: "lark", Definition: grammar}}}}
+	_, err := chatPipeline(t, `{}`, &toolsModel{}).Complete(context.Background(), req)
+	var b *runtime.BlockedError
+	require.ErrorAs(t, err, &b)
+	assert.Contains(t, b.Message, "the definition of tool mail contains personal data (email)")
+
+	m := &toolsModel{}
+	_, err = chatPipeline(t, `{"action":"redact"}`, m).Complete(context.Background(), req)
+	require.NoError(t, err)
+	require.Len(t, m.tools, 1)
+	c := m.tools[0][0].Custom
+	require.NotNil(t, c)
+	assert.NotContains(t, c.Definition, "ann@example.com")
+	assert.Contains(t, c.Definition, `start: "To: `)
+	assert.Equal(t, "lark", c.Syntax)
+	assert.Equal(t, grammar, req.Tools[0].Custom.Definition, "the caller's request is not modified")
+}

@@ -36,6 +36,9 @@ func (c *Client) body(req *runtime.ChatRequest) ([]byte, error) {
 	if err := penalties(req); err != nil {
 		return nil, err
 	}
+	if err := customTools(req); err != nil {
+		return nil, err
+	}
 	b := make([]byte, 0, 256+sizeHint(req))
 	b = append(b, `{"stream":true,"model":`...)
 	b = wire.AppendString(b, c.cfg.Model)
@@ -631,4 +634,24 @@ func appendImage(b []byte, p runtime.ContentPart) []byte {
 		b = appendCacheControl(b, p.CacheControl)
 	}
 	return append(b, '}')
+}
+
+// customTools refuses OpenAI's custom (free-form) tools and their calls:
+// the Messages API has none. Offered as a tool of one string parameter,
+// the tool's grammar would bind nothing (a model could call it with any
+// text, which the client would run as if the grammar held it).
+func customTools(req *runtime.ChatRequest) error {
+	for i := range req.Tools {
+		if req.Tools[i].Custom != nil {
+			return runtime.ProviderRefused(fmt.Errorf("the request offers the custom (free-form) tool %s, which an Anthropic model cannot honour: it has no custom tools, and would not hold its input to the tool's format", req.Tools[i].Name))
+		}
+	}
+	for i := range req.Messages {
+		for _, tc := range req.Messages[i].ToolCalls {
+			if tc.Custom {
+				return runtime.ProviderRefused(fmt.Errorf("messages[%d]: the call %s of the custom (free-form) tool %s, which an Anthropic model cannot read: it has no custom tools", i, tc.ID, tc.Name))
+			}
+		}
+	}
+	return nil
 }

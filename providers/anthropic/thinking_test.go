@@ -63,12 +63,20 @@ func TestSchemalessJSONFormatRefused(t *testing.T) {
 	}
 }
 
-// reasoning_effort and verbosity are OpenAI's: an Anthropic model fails
-// the call, which reaches no upstream.
+// reasoning_effort, verbosity and custom tools are OpenAI's: an Anthropic
+// model fails the call, which reaches no upstream.
 func TestReasoningEffortRefused(t *testing.T) {
 	for field, set := range map[string]func(*runtime.ChatRequest){
 		"reasoning_effort": func(r *runtime.ChatRequest) { r.ReasoningEffort = "high" },
 		"verbosity":        func(r *runtime.ChatRequest) { r.Verbosity = "low" },
+		// A custom tool, and an earlier call of one: the Messages API has
+		// none, and a tool of one string would not hold its grammar.
+		"custom (free-form) tool apply_patch": func(r *runtime.ChatRequest) {
+			r.Tools = []runtime.ToolDef{{Name: "apply_patch", Custom: &runtime.CustomTool{Format: runtime.CustomGrammar, Syntax: "lark", Definition: "start: x"}}}
+		},
+		"call call_1 of the custom (free-form) tool apply_patch": func(r *runtime.ChatRequest) {
+			r.Messages = append(r.Messages, runtime.Message{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "call_1", Name: "apply_patch", Arguments: runtime.CustomArgs("x"), Custom: true}}})
+		},
 	} {
 		s := ssetest.New(t)
 		req := hi()

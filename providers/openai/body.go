@@ -74,6 +74,10 @@ func (c *Client) body(req *runtime.ChatRequest) ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
+			if t.Custom != nil {
+				b = appendCustomTool(b, &t)
+				continue
+			}
 			b = append(b, `{"type":"function","function":{"name":`...)
 			b = wire.AppendString(b, t.Name)
 			if t.Description != "" {
@@ -103,7 +107,15 @@ func (c *Client) body(req *runtime.ChatRequest) ([]byte, error) {
 		b = append(b, `,"tool_choice":`...)
 		b = wire.AppendString(b, req.ToolChoice)
 	default:
-		b = append(b, `,"tool_choice":{"type":"function","function":{"name":`...)
+		typ := "function"
+		if i := slices.IndexFunc(req.Tools, func(t runtime.ToolDef) bool { return t.Name == req.ToolChoice }); i >= 0 && req.Tools[i].Custom != nil {
+			typ = "custom"
+		}
+		b = append(b, `,"tool_choice":{"type":"`...)
+		b = append(b, typ...)
+		b = append(b, `","`...)
+		b = append(b, typ...)
+		b = append(b, `":{"name":`...)
 		b = wire.AppendString(b, req.ToolChoice)
 		b = append(b, "}}"...)
 	}
@@ -352,6 +364,20 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 					if k > 0 {
 						b = append(b, ',')
 					}
+					if tc.Custom {
+						in, err := tc.CustomInput()
+						if err != nil {
+							return nil, fmt.Errorf("messages[%d]: %w", i, err)
+						}
+						b = append(b, `{"type":"custom","id":`...)
+						b = wire.AppendString(b, tc.ID)
+						b = append(b, `,"custom":{"name":`...)
+						b = wire.AppendString(b, tc.Name)
+						b = append(b, `,"input":`...)
+						b = wire.AppendString(b, in)
+						b = append(b, "}}"...)
+						continue
+					}
 					args := string(tc.Arguments)
 					if args == "" {
 						args = "{}"
@@ -401,6 +427,28 @@ func toolResultText(p runtime.ContentPart) string {
 
 func hasPrefixFold(s, prefix string) bool {
 	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+}
+
+// appendCustomTool appends a custom tool: its name, description and
+// input format (the grammar as the client sent it).
+func appendCustomTool(b []byte, t *runtime.ToolDef) []byte {
+	b = append(b, `{"type":"custom","custom":{"name":`...)
+	b = wire.AppendString(b, t.Name)
+	if t.Description != "" {
+		b = append(b, `,"description":`...)
+		b = wire.AppendString(b, t.Description)
+	}
+	switch c := t.Custom; c.Format {
+	case runtime.CustomText:
+		b = append(b, `,"format":{"type":"text"}`...)
+	case runtime.CustomGrammar:
+		b = append(b, `,"format":{"type":"grammar","grammar":{"definition":`...)
+		b = wire.AppendString(b, c.Definition)
+		b = append(b, `,"syntax":`...)
+		b = wire.AppendString(b, c.Syntax)
+		b = append(b, "}}"...)
+	}
+	return append(b, "}}"...)
 }
 
 // appendName appends a message's name field, when it has one.

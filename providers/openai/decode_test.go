@@ -37,6 +37,9 @@ func FuzzChunkDecode(f *testing.F) {
 		`{"x":{"a":[1,-2.5e+3,true,false,null,"s\u00e9\n",{}],"b":[]},"choices":[{"index":0,"delta":{"content":"a"}}]}`,
 		`{"choices":[{"index":0,"delta":{"content":"a","content":"b"}}]}`,
 		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c","function":{"name":"n","arguments":"{\"a\":1}"}}]}}]}`,
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c","type":"custom","custom":{"name":"apply_patch","input":"*** Begin"}}]}}]}`,
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"custom":{"input":"\n*** End"}},{"index":1,"custom":null}]}}]}`,
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"custom":{"input":1}}]}}]}`,
 		`{"usage":{"prompt_tokens":1,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":3},"completion_tokens_details":{"reasoning_tokens":4}}}`,
 		`{"Usage":{"prompt_tokens":1}}`, `{"usage":{"prompt_tokens":1}} x`, `{"x":"\q"}`, `{"x":01}`, `{"x":1.}`, `{"x":tru}`,
 	} {

@@ -187,9 +187,20 @@ type chunkChoice struct {
 				Name      string `json:"name"`
 				Arguments string `json:"arguments"`
 			} `json:"function"`
+			// Custom is a fragment of a custom tool's call: its name,
+			// and a piece of its text.
+			Custom *chunkCustom `json:"custom"`
 		} `json:"tool_calls"`
 	} `json:"delta"`
 	FinishReason string `json:"finish_reason"`
+}
+
+// chunkCustom is a fragment of a custom tool's call, as the API streams
+// it: {"type": "custom", "custom": {"name": ..., "input": ...}} beside the
+// index and id of a tool call.
+type chunkCustom struct {
+	Name  string `json:"name"`
+	Input string `json:"input"`
 }
 
 // chunkUsage is what the client reads of a chunk's usage.
@@ -299,6 +310,9 @@ func (c *Client) consume(ctx context.Context, events *wire.Events, drain func(),
 						idx = 0 // a provider's single call at -1
 					}
 					d.ToolCalls[k] = runtime.ToolCallDelta{Index: idx, ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}
+					if c := tc.Custom; c != nil {
+						d.ToolCalls[k] = runtime.ToolCallDelta{Index: idx, ID: tc.ID, Name: c.Name, Arguments: c.Input, Custom: true}
+					}
 				}
 			}
 			if d.Text == "" && d.ToolCalls == nil {

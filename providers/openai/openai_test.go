@@ -384,3 +384,26 @@ func TestRefusalEndsAsContentFilter(t *testing.T) {
 	}
 	assert.Equal(t, runtime.Delta{FinishReason: runtime.FinishContentFilter, Usage: runtime.Usage{InputTokens: 9, OutputTokens: 5}}, ds[len(ds)-1])
 }
+
+// TestCustomToolCallFragments: a custom tool's call streams as
+// custom.name and custom.input fragments; the deltas carry its text,
+// marked custom, and the call's arguments are {"input": TEXT}.
+func TestCustomToolCallFragments(t *testing.T) {
+	chunk := func(delta, finish string) string {
+		return `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-5","choices":[{"index":0,"delta":` + delta + `,"finish_reason":` + finish + `}]}` + "\n\n"
+	}
+	body := chunk(`{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_P1","type":"custom","custom":{"name":"apply_patch","input":"*** Begin"}}]}`, "null") +
+		chunk(`{"tool_calls":[{"index":0,"custom":{"input":" Patch\n\"é\""}}]}`, "null") +
+		chunk(`{}`, `"tool_calls"`) + "data: [DONE]\n\n"
+	s := ssetest.New(t, ssetest.Reply{Body: body})
+	ds, err := ssetest.Collect(t, client(t, s), hi())
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(ds), 2)
+	assert.Equal(t, []runtime.ToolCallDelta{{Index: 0, ID: "call_P1", Name: "apply_patch", Arguments: "*** Begin", Custom: true}}, ds[0].ToolCalls)
+	calls := ssetest.ToolCalls(ds)
+	require.Len(t, calls, 1)
+	assert.True(t, calls[0].Custom)
+	in, err := calls[0].CustomInput()
+	require.NoError(t, err)
+	assert.Equal(t, "*** Begin Patch\n\"é\"", in)
+}

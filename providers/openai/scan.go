@@ -37,7 +37,8 @@ var (
 	topKeys      = []string{"choices", "usage", "error"}
 	choiceKeys   = []string{"index", "delta", "finish_reason"}
 	deltaKeys    = []string{"content", "refusal", "tool_calls"}
-	toolKeys     = []string{"index", "id", "function"}
+	toolKeys     = []string{"index", "id", "function", "custom"}
+	customKeys   = []string{"name", "input"}
 	functionKeys = []string{"name", "arguments"}
 	usageKeys    = []string{"prompt_tokens", "completion_tokens", "prompt_tokens_details", "completion_tokens_details"}
 	cachedKeys   = []string{"cached_tokens"}
@@ -130,6 +131,17 @@ func (c *chunk) toolCalls(s *scanner, ch *chunkChoice) bool {
 				return s.int(&tc.Index)
 			case 1:
 				return s.str(&tc.ID)
+			case 3:
+				if s.null() {
+					return true
+				}
+				tc.Custom = new(chunkCustom)
+				return s.object(customKeys, func(i int) bool {
+					if i == 0 {
+						return s.str(&tc.Custom.Name)
+					}
+					return s.str(&tc.Custom.Input)
+				})
 			}
 			return s.object(functionKeys, func(i int) bool {
 				if i == 0 {

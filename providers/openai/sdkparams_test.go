@@ -36,6 +36,21 @@ func (c *Client) sdkParams(req *runtime.ChatRequest) (openai.ChatCompletionNewPa
 		}
 	}
 	for _, t := range req.Tools {
+		if c := t.Custom; c != nil {
+			cp := openai.ChatCompletionCustomToolCustomParam{Name: t.Name}
+			if t.Description != "" {
+				cp.Description = openai.String(t.Description)
+			}
+			switch c.Format {
+			case runtime.CustomText:
+				cp.Format.OfText = &openai.ChatCompletionCustomToolCustomFormatTextParam{}
+			case runtime.CustomGrammar:
+				cp.Format.OfGrammar = &openai.ChatCompletionCustomToolCustomFormatGrammarParam{
+					Grammar: openai.ChatCompletionCustomToolCustomFormatGrammarGrammarParam{Definition: c.Definition, Syntax: c.Syntax}}
+			}
+			p.Tools = append(p.Tools, openai.ChatCompletionCustomTool(cp))
+			continue
+		}
 		fd := shared.FunctionDefinitionParam{Name: t.Name}
 		if t.Description != "" {
 			fd.Description = openai.String(t.Description)
@@ -59,6 +74,12 @@ func (c *Client) sdkParams(req *runtime.ChatRequest) (openai.ChatCompletionNewPa
 		p.ToolChoice = openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String(req.ToolChoice)}
 	default:
 		p.ToolChoice = openai.ToolChoiceOptionFunctionToolChoice(openai.ChatCompletionNamedToolChoiceFunctionParam{Name: req.ToolChoice})
+		for _, t := range req.Tools {
+			if t.Name == req.ToolChoice && t.Custom != nil {
+				p.ToolChoice = openai.ChatCompletionToolChoiceOptionUnionParam{OfCustomToolChoice: &openai.ChatCompletionNamedToolChoiceCustomParam{
+					Custom: openai.ChatCompletionNamedToolChoiceCustomCustomParam{Name: req.ToolChoice}}}
+			}
+		}
 	}
 	if req.Temperature != nil {
 		p.Temperature = openai.Float(*req.Temperature)
@@ -202,6 +223,16 @@ func sdkMessages(in []runtime.Message) ([]openai.ChatCompletionMessageParamUnion
 				a.Content.OfString = openai.String(text)
 			}
 			for _, tc := range m.ToolCalls {
+				if tc.Custom {
+					in, err := tc.CustomInput()
+					if err != nil {
+						return nil, err
+					}
+					a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
+						OfCustom: &openai.ChatCompletionMessageCustomToolCallParam{ID: tc.ID,
+							Custom: openai.ChatCompletionMessageCustomToolCallCustomParam{Name: tc.Name, Input: in}}})
+					continue
+				}
 				args := string(tc.Arguments)
 				if args == "" {
 					args = "{}"

@@ -12,7 +12,9 @@ import (
 // (masked as a tool call's name is, so that a call and its definition still
 // pair), its description and its parameters' schema (its strings, object
 // keys and integral numbers: the descriptions of the parameters, an enum's
-// values, a default; still valid JSON, see Args). A client may paste a key
+// values, a default; still valid JSON, see Args), and a custom tool's
+// grammar, as text (a grammar's literal may hold a key as an enum may: the
+// model reads it, and may write it). A client may paste a key
 // into a description or an enum. Without a change it returns defs itself;
 // defs is never modified.
 func (t Transcript) Tools(run string, defs []runtime.ToolDef) ([]runtime.ToolDef, bool) {
@@ -21,13 +23,23 @@ func (t Transcript) Tools(run string, defs []runtime.ToolDef) ([]runtime.ToolDef
 		name, nameMasked := t.text(run, d.Name)
 		desc, descMasked := t.text(run, d.Description)
 		params, paramsMasked := t.json(run, d.Parameters)
-		if !nameMasked && !descMasked && !paramsMasked {
+		var grammar string
+		grammarMasked := false
+		if d.Custom != nil {
+			grammar, grammarMasked = t.text(run, d.Custom.Definition)
+		}
+		if !nameMasked && !descMasked && !paramsMasked && !grammarMasked {
 			continue
 		}
 		if out == nil {
 			out = slices.Clone(defs)
 		}
 		out[i].Name, out[i].Description, out[i].Parameters = name, desc, params
+		if grammarMasked {
+			c := *d.Custom
+			c.Definition = grammar
+			out[i].Custom = &c
+		}
 	}
 	if out == nil {
 		return defs, false

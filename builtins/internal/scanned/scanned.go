@@ -255,13 +255,16 @@ func AttachmentText(p runtime.ContentPart) string {
 // EachTool calls visit with the text of each tool definition, which the
 // model reads as it reads the transcript: its name, its description and
 // the keys, strings and numbers of its parameters' schema (the descriptions
-// of the parameters among them), one a line; kind is KindToolDef and i the
-// tool's index.
+// of the parameters among them), and a custom tool's grammar, one a line;
+// kind is KindToolDef and i the tool's index.
 func EachTool(tools []runtime.ToolDef, visit func(i int, kind, text string) error) error {
 	for i, td := range tools {
 		text := td.Name + "\n" + td.Description
 		if params := ArgsText(runtime.ToolUse{Arguments: td.Parameters}); params != "" {
 			text += "\n" + params
+		}
+		if c := td.Custom; c != nil && c.Definition != "" {
+			text += "\n" + c.Definition
 		}
 		if err := visit(i, KindToolDef, text); err != nil {
 			return err
