@@ -534,7 +534,7 @@ func unsentParts(m *runtime.Message) error {
 		p := &m.Parts[j]
 		switch {
 		case p.Type == runtime.PartDocument:
-			return fmt.Errorf("parts[%d]: a PDF document in a %s message, which an Anthropic model reads in a user message alone", j, m.Role)
+			return fmt.Errorf("parts[%d]: a PDF document in a message of role %s, which an Anthropic model reads in a user message alone", j, m.Role)
 		case p.Type == runtime.PartImage && m.Role == "tool" && p.ToolCallID == "":
 			return fmt.Errorf("parts[%d]: an image in a tool message that is part of no tool result (its tool_call_id is empty)", j)
 		}

@@ -141,9 +141,9 @@ func TestUnsentPartsFailTheCall(t *testing.T) {
 	for want, m := range map[string]runtime.Message{
 		"messages[2]: parts[1]: an image in a tool message that is part of no tool result": {Role: "tool", Parts: []runtime.ContentPart{result, img}},
 		"messages[2]: parts[0]: an image in a tool message that is part of no tool result": {Role: "tool", ToolCallID: "toolu_1", Parts: []runtime.ContentPart{img}},
-		"messages[2]: parts[1]: a PDF document in a tool message":                          {Role: "tool", Parts: []runtime.ContentPart{result, pdf}},
-		"messages[2]: parts[0]: a PDF document in a assistant message":                     {Role: "assistant", Parts: []runtime.ContentPart{pdf, {Type: runtime.PartText, Text: "a"}}},
-		"messages[2]: parts[0]: a PDF document in a system message":                        {Role: "system", Parts: []runtime.ContentPart{pdf}},
+		"messages[2]: parts[1]: a PDF document in a message of role tool":                  {Role: "tool", Parts: []runtime.ContentPart{result, pdf}},
+		"messages[2]: parts[0]: a PDF document in a message of role assistant":             {Role: "assistant", Parts: []runtime.ContentPart{pdf, {Type: runtime.PartText, Text: "a"}}},
+		"messages[2]: parts[0]: a PDF document in a message of role system":                {Role: "system", Parts: []runtime.ContentPart{pdf}},
 	} {
 		s := ssetest.New(t)
 		req := runtime.ChatRequest{Messages: []runtime.Message{{Role: "user", Content: "go"}, call, m}}
