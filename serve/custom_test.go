@@ -277,3 +277,33 @@ func TestCodexDefaultTools(t *testing.T) {
 	assert.Contains(t, g.oa.body(0), `{"type":"custom","custom":{"name":"apply_patch","description":"Use the `+"`apply_patch`"+` tool to edit files.`)
 	assert.Contains(t, g.oa.body(0), `"format":{"type":"grammar","grammar":{"definition":"start: begin_patch hunk+ end_patch`)
 }
+
+// TestCallOfTheOtherKindRefused: a call whose kind is not that of the
+// tool the request offers under its name (a function call of a custom
+// tool, as an OpenAI-compatible upstream without custom tools makes one,
+// or a custom call of a function tool) is refused before any of it
+// reaches the client, which would run it as the other kind's.
+func TestCallOfTheOtherKindRefused(t *testing.T) {
+	fn := oaToolCallSSE("apply_patch", `{"input":"`+strings.ReplaceAll(patchOK, "\n", `\n`)+`"}`)
+	custom := oaCustomCallSSE("get_weather", "Paris")
+	g := newGatewayWith(t, customDecls+"\ntools: get_weather: args: {type: \"object\"}", typicalChain,
+		[]reply{{body: fn}, {body: fn}, {body: custom}}, nil)
+
+	code, _, body := do(t, "POST", g.url+"/v1/responses", clientKey, rsCustomBody(false))
+	require.Equal(t, http.StatusForbidden, code, body)
+	_, _, _, msg := openAIError(t, body)
+	assert.Contains(t, msg, "the model proposed a function call of apply_patch, which the request offers as a custom tool")
+
+	// Streamed, the text before the call went out: the stream fails.
+	_, _, body = do(t, "POST", g.url+"/v1/responses", clientKey, rsCustomBody(true))
+	assert.Contains(t, body, "event: response.failed")
+	assert.Contains(t, body, "a function call of apply_patch, which the request offers as a custom tool")
+	assert.NotContains(t, body, "README", "no fragment of the refused call")
+
+	chat := `{"model": "primary", "stream": true, "messages": [{"role": "user", "content": "hi"}],
+		"tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]}`
+	code, _, body = do(t, "POST", g.url+"/v1/chat/completions", clientKey, []byte(chat))
+	require.Equal(t, http.StatusForbidden, code, body)
+	assert.Contains(t, body, "a custom call of get_weather, which the request offers as a function tool")
+	assert.NotContains(t, body, "Paris")
+}
