@@ -107,7 +107,7 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 		}
 		s.observeChat(x, &p, &resp, err)
 		if err == nil {
-			err = s.admitProposals(ctx, x.g.pl, resp.ToolCalls)
+			err = s.admitProposals(ctx, x.g.pl, p.req.Tools, resp.ToolCalls)
 		}
 		if err != nil {
 			x.failErr(err)
@@ -122,7 +122,7 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 	resp, err := x.g.pl.Stream(ctx, p.req, w.hold)
 	s.observeChat(x, &p, &resp, err)
 	if err == nil {
-		if err = s.admitProposals(ctx, x.g.pl, w.calls.ToolCalls()); err == nil {
+		if err = s.admitProposals(ctx, x.g.pl, p.req.Tools, w.calls.ToolCalls()); err == nil {
 			w.release()
 		}
 	}
@@ -146,9 +146,14 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 // checks that need no execution (runtime.Pipeline.AdmitTool). The first
 // refusal is returned and counted; arguments that are not a JSON object
 // are refused, and so is a custom tool's call whose arguments hold no
-// text (see customFormat).
-func (s *Server) admitProposals(ctx context.Context, pl *runtime.Pipeline, calls []runtime.ToolUse) error {
+// text (see customFormat), and a call of a tool the request offers whose
+// kind (custom or function) is not the tool's (see callKind).
+func (s *Server) admitProposals(ctx context.Context, pl *runtime.Pipeline, offered []runtime.ToolDef, calls []runtime.ToolUse) error {
 	for _, call := range calls {
+		if err := callKind(offered, &call); err != nil {
+			s.observeRefusal(plan.StageTool, err)
+			return err
+		}
 		req, err := call.Request()
 		if _, cerr := call.CustomInput(); call.Custom && cerr != nil {
 			// A layer rewrote a custom call's arguments into an object

@@ -3,6 +3,7 @@ package serve
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/agentc-dev/agentc/runtime"
 )
@@ -76,4 +77,21 @@ func choiceKind(at, typ string, tools []runtime.ToolDef, name string) error {
 		return fmt.Errorf("%s: %q forces a %s tool, and no tool of that type named %q is offered in tools", at, typ, typ, name)
 	}
 	return nil
+}
+
+// callKind refuses a proposed call of a tool the request offers that is
+// not of the tool's kind: a function call of a custom tool (an upstream
+// that has none, or a layer's rewrite that left no {"input": TEXT}), or a
+// custom call of a function tool. The client would run its arguments as
+// the other kind's, or fail on an item it has no tool for.
+func callKind(offered []runtime.ToolDef, call *runtime.ToolUse) error {
+	i := slices.IndexFunc(offered, func(t runtime.ToolDef) bool { return t.Name == call.Name })
+	if i < 0 || (offered[i].Custom != nil) == call.Custom {
+		return nil
+	}
+	kind, offeredAs := "function", "custom"
+	if call.Custom {
+		kind, offeredAs = "custom", "function"
+	}
+	return &runtime.BlockedError{Layer: runtime.LayerTools, Message: fmt.Sprintf("the model proposed a %s call of %s, which the request offers as a %s tool", kind, call.Name, offeredAs)}
 }

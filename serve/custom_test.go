@@ -222,6 +222,8 @@ func TestCustomToolChatCompletions(t *testing.T) {
 		`"tools": [{"type": "custom", "custom": {"name": "apply_patch", "format": {"type": "grammar", "grammar": {"definition": "x", "syntax": "ebnf"}}}}]`:                                                      `tools[0].custom.format.grammar.syntax: want "lark" or "regex", got "ebnf"`,
 		`"tools": [{"type": "custom", "custom": {"name": "apply_patch", "format": {"type": "text", "grammar": {"definition": "x"}}}}]`:                                                                           `tools[0].custom.format: a syntax and a definition belong to a format of type grammar`,
 		`"tools": [{"type": "custom", "function": {"name": "apply_patch"}, "custom": {"name": "apply_patch"}}]`:                                                                                                  `tools[0].function: belongs to a tool of type function, not custom`,
+		`"tools": [{"type": "custom", "custom": {"name": "apply_patch"}}], "tool_choice": {"type": "custom", "custom": {"name": "apply_patch"}, "function": {"name": "get_weather"}}`:                            `tool_choice.function: belongs to a tool choice of type function, not custom`,
+		`"tools": [{"type": "custom", "custom": {"name": "apply_patch"}}], "tool_choice": {"type": "function", "function": {"name": "apply_patch"}, "custom": {"name": "apply_patch"}}`:                          `tool_choice.custom: belongs to a tool choice of type custom, not function`,
 		`"tools": [{"type": "custom", "custom": {"name": "apply_patch", "defer_loading": true}}]`:                                                                                                                `tools[0].custom.defer_loading`,
 		`"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}, "custom": {"input": "rm -rf /"}}]}]`: `messages[1]: tool_calls[0]: a call holds the member of its type alone`,
 	} {
@@ -276,4 +278,34 @@ func TestCodexDefaultTools(t *testing.T) {
 	assert.Equal(t, "Hello! How can I help you today?", final.OutputText())
 	assert.Contains(t, g.oa.body(0), `{"type":"custom","custom":{"name":"apply_patch","description":"Use the `+"`apply_patch`"+` tool to edit files.`)
 	assert.Contains(t, g.oa.body(0), `"format":{"type":"grammar","grammar":{"definition":"start: begin_patch hunk+ end_patch`)
+}
+
+// TestCallOfTheOtherKindRefused: a call whose kind is not that of the
+// tool the request offers under its name (a function call of a custom
+// tool, as an OpenAI-compatible upstream without custom tools makes one,
+// or a custom call of a function tool) is refused before any of it
+// reaches the client, which would run it as the other kind's.
+func TestCallOfTheOtherKindRefused(t *testing.T) {
+	fn := oaToolCallSSE("apply_patch", `{"input":"`+strings.ReplaceAll(patchOK, "\n", `\n`)+`"}`)
+	custom := oaCustomCallSSE("get_weather", "Paris")
+	g := newGatewayWith(t, customDecls+"\ntools: get_weather: args: {type: \"object\"}", typicalChain,
+		[]reply{{body: fn}, {body: fn}, {body: custom}}, nil)
+
+	code, _, body := do(t, "POST", g.url+"/v1/responses", clientKey, rsCustomBody(false))
+	require.Equal(t, http.StatusForbidden, code, body)
+	_, _, _, msg := openAIError(t, body)
+	assert.Contains(t, msg, "the model proposed a function call of apply_patch, which the request offers as a custom tool")
+
+	// Streamed, the text before the call went out: the stream fails.
+	_, _, body = do(t, "POST", g.url+"/v1/responses", clientKey, rsCustomBody(true))
+	assert.Contains(t, body, "event: response.failed")
+	assert.Contains(t, body, "a function call of apply_patch, which the request offers as a custom tool")
+	assert.NotContains(t, body, "README", "no fragment of the refused call")
+
+	chat := `{"model": "primary", "stream": true, "messages": [{"role": "user", "content": "hi"}],
+		"tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]}`
+	code, _, body = do(t, "POST", g.url+"/v1/chat/completions", clientKey, []byte(chat))
+	require.Equal(t, http.StatusForbidden, code, body)
+	assert.Contains(t, body, "a custom call of get_weather, which the request offers as a function tool")
+	assert.NotContains(t, body, "Paris")
 }

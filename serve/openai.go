@@ -213,16 +213,20 @@ func decodeOpenAI(body []byte, p *chatParams) error {
 			if err := json.Unmarshal(in.ToolChoice, &named); err != nil {
 				return errors.New(`tool_choice: want "auto", "none", "required" or {"type":"function","function":{"name":...}}`)
 			}
-			name := named.Function.Name
+			name, other, otherName := named.Function.Name, "custom", named.Custom.Name
 			switch named.Type {
 			case "function":
 			case "custom":
-				name = named.Custom.Name
+				name, other, otherName = named.Custom.Name, "function", named.Function.Name
 			default:
 				return fmt.Errorf(`tool_choice.type: want "function" or "custom", got %q`, named.Type)
 			}
 			if name == "" {
 				return fmt.Errorf(`tool_choice.%s.name: required`, named.Type)
+			}
+			if otherName != "" {
+				// Read as the type says, the other tool would go unforced.
+				return fmt.Errorf(`tool_choice.%s: belongs to a tool choice of type %s, not %s`, other, other, named.Type)
 			}
 			if err := forcedTool(fmt.Sprintf("tool_choice.%s.name", named.Type), name); err != nil {
 				return err

@@ -316,6 +316,11 @@ func appendTool(b []byte, t *runtime.ToolDef) ([]byte, error) {
 // tool_result parts become tool_result blocks, and consecutive results
 // share one user message, as the API wants them.
 func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
+	for i := range in {
+		if err := unsentParts(&in[i]); err != nil {
+			return b, fmt.Errorf("messages[%d]: %w", i, err)
+		}
+	}
 	// The system blocks, first.
 	sys := false
 	sysBlock := func(text string, cc *runtime.CacheControl) {
@@ -514,6 +519,27 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 	}
 	closeResults()
 	return append(b, ']'), nil
+}
+
+// unsentParts refuses a part the message's role has no block for, which
+// would otherwise be left out of the request: an image or a PDF in a tool
+// message that is not an image of one of its results, a PDF in a message
+// that is not the user's. The Messages API takes them in a user message
+// alone, and a model not sent them would answer without them.
+func unsentParts(m *runtime.Message) error {
+	if m.Role == "user" {
+		return nil
+	}
+	for j := range m.Parts {
+		p := &m.Parts[j]
+		switch {
+		case p.Type == runtime.PartDocument:
+			return fmt.Errorf("parts[%d]: a PDF document in a message of role %s, which an Anthropic model reads in a user message alone", j, m.Role)
+		case p.Type == runtime.PartImage && m.Role == "tool" && p.ToolCallID == "":
+			return fmt.Errorf("parts[%d]: an image in a tool message that is part of no tool result (its tool_call_id is empty)", j)
+		}
+	}
+	return nil
 }
 
 // resultImages returns the image parts of the tool result parts[j]: those

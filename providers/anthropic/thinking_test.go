@@ -2,6 +2,7 @@ package anthropic_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"testing"
@@ -127,4 +128,36 @@ func TestInterleavedThinkingKeepsTheBlockOrder(t *testing.T) {
 	assert.JSONEq(t, `{"location": "Paris"}`, string(got[0].Arguments))
 	assert.JSONEq(t, `{"location": "Lyon"}`, string(got[1].Arguments))
 	assert.Equal(t, runtime.FinishToolCalls, ds[len(ds)-1].FinishReason)
+}
+
+// A part the Messages API takes in a user message alone (an image that is
+// no result's, a PDF) fails the call, naming the message and the part,
+// rather than be left out of what the model reads; no request is sent.
+func TestUnsentPartsFailTheCall(t *testing.T) {
+	pdf := runtime.ContentPart{Type: runtime.PartDocument, MediaType: "application/pdf", ImageURL: "data:application/pdf;base64,JVBERi0x"}
+	img := runtime.ContentPart{Type: runtime.PartImage, ImageURL: "https://example.com/a.png"}
+	result := runtime.ContentPart{Type: runtime.PartToolResult, ToolCallID: "toolu_1", Text: "done"}
+	call := runtime.Message{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "toolu_1", Name: "t", Arguments: json.RawMessage(`{}`)}}}
+	for want, m := range map[string]runtime.Message{
+		"messages[2]: parts[1]: an image in a tool message that is part of no tool result": {Role: "tool", Parts: []runtime.ContentPart{result, img}},
+		"messages[2]: parts[0]: an image in a tool message that is part of no tool result": {Role: "tool", ToolCallID: "toolu_1", Parts: []runtime.ContentPart{img}},
+		"messages[2]: parts[1]: a PDF document in a message of role tool":                  {Role: "tool", Parts: []runtime.ContentPart{result, pdf}},
+		"messages[2]: parts[0]: a PDF document in a message of role assistant":             {Role: "assistant", Parts: []runtime.ContentPart{pdf, {Type: runtime.PartText, Text: "a"}}},
+		"messages[2]: parts[0]: a PDF document in a message of role system":                {Role: "system", Parts: []runtime.ContentPart{pdf}},
+	} {
+		s := ssetest.New(t)
+		req := runtime.ChatRequest{Messages: []runtime.Message{{Role: "user", Content: "go"}, call, m}}
+		err := client(t, s).Stream(context.Background(), &req, func(runtime.Delta) bool { return true })
+		var ce *runtime.CallError
+		require.ErrorAs(t, err, &ce, want)
+		assert.Equal(t, runtime.KindPermanent, ce.Kind, want)
+		assert.ErrorContains(t, err, want)
+		assert.Zero(t, s.Requests(), want)
+	}
+	// The image of a result, and a user's PDF, are sent.
+	s := ssetest.New(t, ssetest.Reply{Body: ssetest.Transcript(t, "text.sse")})
+	err := client(t, s).Stream(context.Background(), &runtime.ChatRequest{Messages: []runtime.Message{{Role: "user", Parts: []runtime.ContentPart{pdf}}, call,
+		{Role: "tool", Parts: []runtime.ContentPart{result, {Type: runtime.PartImage, ToolCallID: "toolu_1", ImageURL: "https://example.com/a.png"}}}}}, func(runtime.Delta) bool { return true })
+	require.NoError(t, err)
+	assert.Equal(t, 1, s.Requests())
 }

@@ -1359,7 +1359,7 @@ func copyCalls(calls []runtime.ToolUse) []runtime.ToolUse {
 		if !json.Valid(args) {
 			args, _ = json.Marshal(string(c.Arguments))
 		}
-		out[i] = runtime.ToolUse{ID: c.ID, Name: c.Name, Arguments: args, PartsAfter: c.PartsAfter, CacheControl: c.CacheControl}
+		out[i] = runtime.ToolUse{ID: c.ID, Name: c.Name, Arguments: args, PartsAfter: c.PartsAfter, CacheControl: c.CacheControl, Custom: c.Custom}
 	}
 	return out
 }

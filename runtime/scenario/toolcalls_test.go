@@ -218,3 +218,24 @@ func TestChatStepProviderParameters(t *testing.T) {
 	assert.Equal(t, "enabled", req.Thinking.Type)
 	assert.Equal(t, "low", req.ReasoningEffort)
 }
+
+// An assistant message's call of a custom tool (`custom`: its arguments
+// are {"input": TEXT}) reaches the model marked, and is recorded so.
+func TestChatStepCustomToolCall(t *testing.T) {
+	res, got := run(t, agentPlan(), `{
+	  "models": {"primary": [{"text": "done"}]},
+	  "steps": [{"chat": {"model": "primary", "tools": [{"name": "apply_patch", "custom": {"format": "text"}}], "messages": [
+	    {"role": "user", "content": "fix it"},
+	    {"role": "assistant", "tool_calls": [{"id": "c1", "name": "apply_patch", "arguments": {"input": "*** Begin Patch"}, "custom": true}]},
+	    {"role": "tool", "tool_call_id": "c1", "content": "Done."}]}}]}`, scenario.Options{})
+	require.Len(t, res.Steps, 1)
+	require.Len(t, res.Steps[0].Requests, 1)
+	call := res.Steps[0].Requests[0].Messages[1].ToolCalls[0]
+	assert.True(t, call.Custom, "the call is recorded as the custom call the model was sent")
+	in, err := call.CustomInput()
+	require.NoError(t, err)
+	assert.Equal(t, "*** Begin Patch", in)
+	var w any
+	require.NoError(t, json.Unmarshal([]byte(`{"steps": [{"outcome": "ok", "requests": [{"messages": [{}, {"tool_calls": [{"id": "c1", "custom": true}]}, {}]}]}]}`), &w))
+	require.NoError(t, subset("$", w, got))
+}
