@@ -821,3 +821,17 @@ func TestUpstreamRefusingTheGatewayIsNotDescribed(t *testing.T) {
 		}
 	}
 }
+
+// A run id is printable ASCII without spaces: a space, which is printable,
+// is refused with a message that says so.
+func TestRunIDWithASpaceIsRefused(t *testing.T) {
+	g := newGateway(t, `{use: "tracing"}`, nil, nil)
+	code, _, body := do(t, "POST", g.url+"/v1/chat/completions", clientKey, chatBody("primary", "hi", false), RunHeader, "run 1")
+	require.Equal(t, 400, code, body)
+	_, _, _, msg := openAIError(t, body)
+	assert.Contains(t, msg, "X-Agentc-Run holds a space")
+	code, _, body = do(t, "POST", g.url+"/v1/chat/completions", clientKey, chatBody("primary", "hi", false), RunHeader, "run\u00e9")
+	require.Equal(t, 400, code, body)
+	_, _, _, msg = openAIError(t, body)
+	assert.Contains(t, msg, "not printable ASCII")
+}

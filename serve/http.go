@@ -456,7 +456,8 @@ func errorBody(a api, status int, code, layer, msg string) any {
 
 func openAIErrorType(status int) string {
 	switch status {
-	case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusRequestTimeout, http.StatusMisdirectedRequest:
+	case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusRequestTimeout, http.StatusMisdirectedRequest,
+		http.StatusMethodNotAllowed, http.StatusNotAcceptable, http.StatusUnsupportedMediaType:
 		return "invalid_request_error"
 	case http.StatusUnauthorized:
 		return "authentication_error"
@@ -476,7 +477,8 @@ func openAIErrorType(status int) string {
 
 func anthropicErrorType(status int) string {
 	switch status {
-	case http.StatusBadRequest, http.StatusRequestTimeout, http.StatusMisdirectedRequest:
+	case http.StatusBadRequest, http.StatusRequestTimeout, http.StatusMisdirectedRequest,
+		http.StatusMethodNotAllowed, http.StatusNotAcceptable, http.StatusUnsupportedMediaType:
 		return "invalid_request_error"
 	case http.StatusUnauthorized:
 		return "authentication_error"

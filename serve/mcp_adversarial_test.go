@@ -577,3 +577,20 @@ mcp: servers: stdio: {command: [%q, "-test.run=^TestMCPStdioHelper$"], env: {AGE
 		assert.Contains(t, string(b), `"notifications/cancelled"`, "the upstream was told of the cancellation before its stdin closed")
 	})
 }
+
+// The MCP transport's own refusals of a request (a method /mcp does not
+// take, a body that is not JSON) are the client's errors, typed so in the
+// JSON error format of the other routes, not as the server's.
+func TestMCPTransportRefusalsAreClientErrors(t *testing.T) {
+	upstream, _ := inProcessUpstream(t)
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf("package gw\n\nmcp: servers: pay: url: %q\n", upstream))), WatchInterval: -1})
+	code, h, body := do(t, "PUT", s.url+"/mcp", "", []byte(`{}`))
+	assert.Equal(t, http.StatusMethodNotAllowed, code, body)
+	assert.Equal(t, "GET, POST, DELETE", h.Get("Allow"))
+	assert.JSONEq(t, `{"error":{"message":"Method Not Allowed","type":"invalid_request_error","code":"mcp_method_not_allowed","kind":"mcp_method_not_allowed","param":null}}`, body)
+	code, _, body = do(t, "POST", s.url+"/mcp", "", []byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}`),
+		"Content-Type", "text/plain", "Accept", "application/json, text/event-stream")
+	assert.Equal(t, http.StatusUnsupportedMediaType, code, body)
+	assert.Contains(t, body, `"type":"invalid_request_error"`)
+	assert.Contains(t, body, `"code":"mcp_unsupported_media_type"`)
+}

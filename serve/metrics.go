@@ -66,7 +66,7 @@ func newMetrics(reg *prometheus.Registry, bodyBytes func() int64) *metrics {
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentc_serve_reloads_total",
 			Help: "Policy reloads by result (ok, failed, refused)."}, []string{"result"}),
 		generation: prometheus.NewGauge(prometheus.GaugeOpts{Name: "agentc_serve_policy_generation",
-			Help: "The number of the policy generation being served (1 at start, +1 per successful reload)."}),
+			Help: "The number of the policy generation being served (1 at start, +1 per successful reload and per change of an upstream MCP server's tool list)."}),
 	}
 	bodies := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "agentc_serve_request_body_bytes_in_flight",
 		Help: "Bytes of request bodies held by the calls in flight: what Options.MaxInFlightBytes bounds."},

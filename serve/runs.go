@@ -165,12 +165,15 @@ func (t *runTracker) sweep(now time.Time) []string {
 func runID(c caller, header string) string { return runtime.TenantRunID(c.tenant, header) }
 
 // validRunID reports whether a client's run id is usable: 1 to 128
-// printable ASCII characters.
+// printable ASCII characters other than the space.
 func validRunID(id string) error {
 	if len(id) > maxRunID {
 		return fmt.Errorf("%s is longer than %d characters", RunHeader, maxRunID)
 	}
 	for i := 0; i < len(id); i++ {
+		if id[i] == ' ' {
+			return fmt.Errorf("%s holds a space: a run id is printable ASCII without spaces", RunHeader)
+		}
 		if id[i] < 0x21 || id[i] > 0x7e {
 			return fmt.Errorf("%s holds a character that is not printable ASCII", RunHeader)
 		}

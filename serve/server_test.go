@@ -220,6 +220,8 @@ func TestReloadOnFileChange(t *testing.T) {
 	assert.Contains(t, metrics, `agentc_serve_reloads_total{result="ok"} 1`)
 	assert.Contains(t, metrics, `agentc_serve_reloads_total{result="failed"} 1`)
 	assert.Contains(t, metrics, `agentc_serve_policy_generation 2`)
+	// Its help says what else counts, as docs/serve.md does.
+	assert.Contains(t, metrics, "# HELP agentc_serve_policy_generation The number of the policy generation being served (1 at start, +1 per successful reload and per change of an upstream MCP server's tool list).")
 
 	// A file added to the policy directory is seen too.
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "more.cue"), []byte("package gw\nmodels: three: {}\n"), 0o644))

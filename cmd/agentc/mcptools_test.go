@@ -134,3 +134,11 @@ func TestMCPToolsMarksPoisonedTools(t *testing.T) {
 		}
 	}
 }
+
+// -url lists one server without a policy: given with a POLICY it is a usage
+// error, and the usage says the two are alternatives.
+func TestMCPToolsURLTakesNoPolicy(t *testing.T) {
+	var stdout, stderr strings.Builder
+	assert.Equal(t, exitUsage, Main(context.Background(), []string{"mcp-tools", "-url", "http://127.0.0.1:1/mcp", t.TempDir()}, &stdout, &stderr))
+	assert.Contains(t, stderr.String(), "usage: agentc mcp-tools POLICY [SERVER...] | -url URL\n")
+}
