@@ -92,3 +92,27 @@ func TestCheckRefsAreBounded(t *testing.T) {
 	require.NotEmpty(t, iss)
 	assert.Contains(t, iss[0].Message, "undefined field 'q0'")
 }
+
+// TestCheckRefsBudgetIsDeterministic: where the reference budget runs out, what is typed
+// does not depend on the order Go iterates a map in: the properties are typed in the
+// order of their names, so the same policy vets the same way every time.
+func TestCheckRefsBudgetIsDeterministic(t *testing.T) {
+	var defs []string
+	for i := range 20 {
+		var props []string
+		for j := range 10 {
+			props = append(props, fmt.Sprintf(`"p%d": {"$ref": "#/$defs/d%d"}`, j, i+1))
+		}
+		defs = append(defs, fmt.Sprintf(`"d%d": {"type": "object", "properties": {%s}}`, i, strings.Join(props, ",")))
+	}
+	defs = append(defs, `"d20": {"type": "string"}`)
+	src := fmt.Sprintf(`{"type": "object", "$defs": {%s}, "properties": {"root": {"$ref": "#/$defs/d0"}}, "required": ["root"]}`, strings.Join(defs, ","))
+	for range 8 {
+		env := mustEnv(t, EnvConfig{Stage: Tool, ArgsSchemas: []json.RawMessage{json.RawMessage(src)}})
+		_, iss := env.Check("has(args.root.p0) && has(args.root.p0.qq)")
+		require.NotEmpty(t, iss, "the first property is typed")
+		assert.Contains(t, iss[0].Message, "undefined field 'qq'")
+		_, iss = env.Check("has(args.root.p3) && has(args.root.p3.qq)")
+		assert.Empty(t, iss, "a property met once the budget ran out is dyn")
+	}
+}

@@ -411,7 +411,11 @@ func (p *schemaParser) nodeOf(typ string, s *rawSchema, depth int, path string) 
 			required: make(map[string]bool, len(s.Required)),
 			bound:    -1,
 		}
-		for name, sub := range s.Properties {
+		// In the order of the names, not the map's: the reference budget
+		// types the properties met first, and what is typed must not vary
+		// from one vet of the same policy to the next.
+		for _, name := range slices.Sorted(maps.Keys(s.Properties)) {
+			sub := s.Properties[name]
 			c, err := p.node(sub, depth+1, path+"."+name)
 			if err != nil {
 				return nil, err
