@@ -301,6 +301,31 @@ func Upstream(ctx context.Context, name string, s plan.MCPServer, dir string) (*
 	return connect(ctx, name, s, dir, sec.lookup(os.LookupEnv), &sec, nil)
 }
 
+// ListUpstream connects to one upstream MCP server of a plan as Upstream
+// does, lists its tools (UpstreamTools) and closes the session. The
+// values of the server's headers are scrubbed from its errors as a
+// policy's credentials are, those written out as well (agentc mcp-tools
+// -header takes them from its command line).
+func ListUpstream(ctx context.Context, name string, s plan.MCPServer, dir string) ([]*mcp.Tool, error) {
+	var sec secrets
+	for _, v := range s.Headers {
+		if lit, err := envtmpl.Expand(v, func(string) (string, bool) { return "", false }); err == nil {
+			sec.add(lit)
+			sec.add(lit[strings.LastIndexAny(lit, " \t")+1:])
+		}
+	}
+	cs, err := connect(ctx, name, s, dir, sec.lookup(os.LookupEnv), &sec, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = cs.Close() }()
+	tools, err := UpstreamTools(ctx, cs)
+	if err != nil {
+		return nil, fmt.Errorf("mcp server %q: list tools: %w", name, sec.err(err))
+	}
+	return tools, nil
+}
+
 func connect(ctx context.Context, name string, s plan.MCPServer, dir string, lookupEnv func(string) (string, bool), sec *secrets, opts *mcp.ClientOptions) (*mcp.ClientSession, error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "agentc-serve", Version: Version}, opts)
 	var t mcp.Transport
