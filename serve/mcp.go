@@ -301,6 +301,31 @@ func Upstream(ctx context.Context, name string, s plan.MCPServer, dir string) (*
 	return connect(ctx, name, s, dir, sec.lookup(os.LookupEnv), &sec, nil)
 }
 
+// ListUpstream connects to one upstream MCP server of a plan as Upstream
+// does, lists its tools (UpstreamTools) and closes the session. The
+// values of the server's headers are scrubbed from its errors as a
+// policy's credentials are, those written out as well (agentc mcp-tools
+// -header takes them from its command line).
+func ListUpstream(ctx context.Context, name string, s plan.MCPServer, dir string) ([]*mcp.Tool, error) {
+	var sec secrets
+	for _, v := range s.Headers {
+		if lit, err := envtmpl.Expand(v, func(string) (string, bool) { return "", false }); err == nil {
+			sec.add(lit)
+			sec.add(lit[strings.LastIndexAny(lit, " \t")+1:])
+		}
+	}
+	cs, err := connect(ctx, name, s, dir, sec.lookup(os.LookupEnv), &sec, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = cs.Close() }()
+	tools, err := UpstreamTools(ctx, cs)
+	if err != nil {
+		return nil, fmt.Errorf("mcp server %q: list tools: %w", name, sec.err(err))
+	}
+	return tools, nil
+}
+
 func connect(ctx context.Context, name string, s plan.MCPServer, dir string, lookupEnv func(string) (string, bool), sec *secrets, opts *mcp.ClientOptions) (*mcp.ClientSession, error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "agentc-serve", Version: Version}, opts)
 	var t mcp.Transport
@@ -1027,6 +1052,7 @@ func newMCPProxy(s *Server) *mcpProxy {
 	p := &mcpProxy{s: s, listed: map[string]bool{}, sessions: sessionCap{max: s.opts.MaxSessions}}
 	p.server = mcp.NewServer(&mcp.Implementation{Name: "agentc", Version: Version}, &mcp.ServerOptions{Logger: s.log})
 	p.server.AddReceivingMiddleware(p.listsUnknown)
+	p.server.AddSendingMiddleware(p.quietNoStream)
 	p.handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return p.server },
 		// The gateway checks the Host of every route itself (hostRule), the
 		// names the operator allowed included, which the handler's own
@@ -1045,6 +1071,29 @@ func newMCPProxy(s *Server) *mcpProxy {
 	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(p.handler)
 	return p
 }
+
+// quietNoStream logs at debug level, rather than the SDK's warning, a
+// notifications/tools/list_changed the transport could not deliver because
+// the session has no event stream (a client that never opened GET /mcp,
+// or whose stream ended): such a session cannot be told, which is normal,
+// and it lists the tools again when it wants them. Other failures are the
+// SDK's to log as warnings.
+func (p *mcpProxy) quietNoStream(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		var wire *jsonrpc.Error
+		if err != nil && method == "notifications/tools/list_changed" && errors.As(err, &wire) && wire.Code == codeRejected &&
+			strings.Contains(err.Error(), "stream not connected") {
+			p.s.log.Debug("mcp client not told the tools changed: its session has no event stream", "session", req.GetSession().ID())
+			return res, nil
+		}
+		return res, err
+	}
+}
+
+// codeRejected is the code of the SDK's error for a message its transport
+// would not send (jsonrpc2.ErrRejected, which it does not export).
+const codeRejected = -32005
 
 // sync makes the MCP server list g's tools: the upstream tools and the
 // host tools. Sessions are told the list changed.

@@ -21,15 +21,24 @@ type secrets struct {
 func (s *secrets) lookup(lookupEnv func(string) (string, bool)) func(string) (string, bool) {
 	return func(name string) (string, bool) {
 		v, ok := lookupEnv(name)
-		if ok && len(v) >= 4 {
-			s.mu.Lock()
-			if !slices.Contains(s.values, v) {
-				s.values = append(s.values, v)
-			}
-			s.mu.Unlock()
+		if ok {
+			s.add(v)
 		}
 		return v, ok
 	}
+}
+
+// add records v, unless it is too short to scrub without scrubbing
+// everything else.
+func (s *secrets) add(v string) {
+	if len(v) < 4 {
+		return
+	}
+	s.mu.Lock()
+	if !slices.Contains(s.values, v) {
+		s.values = append(s.values, v)
+	}
+	s.mu.Unlock()
 }
 
 // scrub replaces the recorded values in msg.

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -19,6 +21,7 @@ import (
 	cuejson "cuelang.org/go/encoding/json"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentc-dev/agentc/internal/envtmpl"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 	"github.com/agentc-dev/agentc/serve"
@@ -30,8 +33,21 @@ import (
 func cmdMCPTools(ctx context.Context, env *cliEnv, args []string) int {
 	fs := newFlags(env, "mcp-tools")
 	url := fs.String("url", "", "list the tools of the MCP server at this URL instead of a policy's")
+	var headers headerFlags
+	fs.Var(&headers, "header", "send the header `Name: value` with every request to the -url server (repeatable; ${NAME} in the value reads the environment variable NAME, $$ writes a $)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
+	}
+	if len(headers) > 0 && *url == "" {
+		fmt.Fprintln(env.stderr, "agentc: mcp-tools: -header applies to -url; a policy's servers send the headers it declares")
+		fs.Usage()
+		return exitUsage
+	}
+	h, err := headers.parse()
+	if err != nil {
+		fmt.Fprintf(env.stderr, "agentc: mcp-tools: %v\n", err)
+		fs.Usage()
+		return exitUsage
 	}
 	servers := map[string]plan.MCPServer{}
 	dir := "."
@@ -42,7 +58,7 @@ func cmdMCPTools(ctx context.Context, env *cliEnv, args []string) int {
 			fs.Usage()
 			return exitUsage
 		}
-		servers["url"] = plan.MCPServer{URL: *url}
+		servers["url"] = plan.MCPServer{URL: *url, Headers: h}
 	case fs.NArg() >= 1:
 		p, code := loadPlan(ctx, env, fs.Arg(0))
 		if p == nil {
@@ -88,14 +104,9 @@ func cmdMCPTools(ctx context.Context, env *cliEnv, args []string) int {
 	defer func() { _ = scanner.pl.Close() }()
 	for i, name := range names {
 		s := servers[name]
-		cs, err := serve.Upstream(ctx, name, s, dir)
+		tools, err := serve.ListUpstream(ctx, name, s, dir)
 		if err != nil {
 			return fail(env, "mcp-tools: %v", err)
-		}
-		tools, err := serve.UpstreamTools(ctx, cs)
-		_ = cs.Close()
-		if err != nil {
-			return fail(env, "mcp-tools: mcp server %q: list tools: %v", name, err)
 		}
 		listed := make([]serve.ListedTool, len(tools))
 		for i, t := range tools {
@@ -110,6 +121,56 @@ func cmdMCPTools(ctx context.Context, env *cliEnv, args []string) int {
 		}
 	}
 	return exitOK
+}
+
+// headerFlags are the -header flags of mcp-tools, each "Name: value".
+type headerFlags []string
+
+func (h *headerFlags) String() string { return "" }
+
+func (h *headerFlags) Set(v string) error {
+	*h = append(*h, v)
+	return nil
+}
+
+// headerName is a header name, an HTTP token (as the policy schema's
+// headers have it).
+var headerName = regexp.MustCompile("^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")
+
+// parse returns the headers as an MCP server's headers, whose values the
+// connection expands as a policy's. A malformed one is an error naming it
+// (by its name, or its place when it has none), never its value, which is
+// often a credential.
+func (h headerFlags) parse() (map[string]string, error) {
+	if len(h) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]string, len(h))
+	seen := map[string]string{}
+	for i, arg := range h {
+		name, value, ok := strings.Cut(arg, ":")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" {
+			return nil, fmt.Errorf("-header %d of %d is not \"Name: value\"", i+1, len(h))
+		}
+		if !headerName.MatchString(name) {
+			return nil, fmt.Errorf("-header %d of %d: its name %q is not a header name (letters, digits and !#$%%&'*+.^_`|~-)", i+1, len(h), name)
+		}
+		value = strings.TrimSpace(value)
+		if strings.ContainsAny(value, "\r\n") {
+			return nil, fmt.Errorf("-header %s: its value holds a line break", name)
+		}
+		if _, err := envtmpl.Vars(value); err != nil {
+			return nil, fmt.Errorf("-header %s: its value holds a $ that is neither ${NAME} (an environment variable) nor $$ (a $)", name)
+		}
+		canon := http.CanonicalHeaderKey(name)
+		if first, dup := seen[canon]; dup {
+			return nil, fmt.Errorf("-header %s is given twice (as %s before); give it once", name, first)
+		}
+		seen[canon] = name
+		out[name] = value
+	}
+	return out, nil
 }
 
 // scanner is the pipeline whose chat chain checks the tools' definitions

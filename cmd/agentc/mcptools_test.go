@@ -140,5 +140,5 @@ func TestMCPToolsMarksPoisonedTools(t *testing.T) {
 func TestMCPToolsURLTakesNoPolicy(t *testing.T) {
 	var stdout, stderr strings.Builder
 	assert.Equal(t, exitUsage, Main(context.Background(), []string{"mcp-tools", "-url", "http://127.0.0.1:1/mcp", t.TempDir()}, &stdout, &stderr))
-	assert.Contains(t, stderr.String(), "usage: agentc mcp-tools POLICY [SERVER...] | -url URL\n")
+	assert.Contains(t, stderr.String(), "usage: agentc mcp-tools POLICY [SERVER...] | -url URL [-header 'NAME: VALUE']...\n")
 }
