@@ -75,16 +75,7 @@ func TestCheckFollowsLocalRefs(t *testing.T) {
 // many times over (each expanded where it is referenced) types what it can
 // within a bound and does not blow up.
 func TestCheckRefsAreBounded(t *testing.T) {
-	var defs []string
-	for i := range 20 {
-		var props []string
-		for j := range 10 {
-			props = append(props, fmt.Sprintf(`"p%d": {"$ref": "#/$defs/d%d"}`, j, i+1))
-		}
-		defs = append(defs, fmt.Sprintf(`"d%d": {"type": "object", "properties": {%s}}`, i, strings.Join(props, ",")))
-	}
-	defs = append(defs, `"d20": {"type": "string"}`)
-	src := fmt.Sprintf(`{"type": "object", "$defs": {%s}, "properties": {"root": {"$ref": "#/$defs/d0"}}, "required": ["root"]}`, strings.Join(defs, ","))
+	src := refChainSchema()
 	env := mustEnv(t, EnvConfig{Stage: Tool, ArgsSchemas: []json.RawMessage{json.RawMessage(src)}})
 	_, iss := env.Check("has(args.root.p0) && has(args.root.p0.p1) && args.root.p0.p1.p2 != null")
 	assert.Empty(t, iss)
@@ -97,6 +88,20 @@ func TestCheckRefsAreBounded(t *testing.T) {
 // does not depend on the order Go iterates a map in: the properties are typed in the
 // order of their names, so the same policy vets the same way every time.
 func TestCheckRefsBudgetIsDeterministic(t *testing.T) {
+	src := refChainSchema()
+	for range 8 {
+		env := mustEnv(t, EnvConfig{Stage: Tool, ArgsSchemas: []json.RawMessage{json.RawMessage(src)}})
+		_, iss := env.Check("has(args.root.p0) && has(args.root.p0.qq)")
+		require.NotEmpty(t, iss, "the first property is typed")
+		assert.Contains(t, iss[0].Message, "undefined field 'qq'")
+		_, iss = env.Check("has(args.root.p3) && has(args.root.p3.qq)")
+		assert.Empty(t, iss, "a property met once the budget ran out is dyn")
+	}
+}
+
+// refChainSchema is a schema whose 20 definitions each reference the next ten times over (each
+// expanded where it is referenced): far more nodes than the reference budget types.
+func refChainSchema() string {
 	var defs []string
 	for i := range 20 {
 		var props []string
@@ -106,13 +111,5 @@ func TestCheckRefsBudgetIsDeterministic(t *testing.T) {
 		defs = append(defs, fmt.Sprintf(`"d%d": {"type": "object", "properties": {%s}}`, i, strings.Join(props, ",")))
 	}
 	defs = append(defs, `"d20": {"type": "string"}`)
-	src := fmt.Sprintf(`{"type": "object", "$defs": {%s}, "properties": {"root": {"$ref": "#/$defs/d0"}}, "required": ["root"]}`, strings.Join(defs, ","))
-	for range 8 {
-		env := mustEnv(t, EnvConfig{Stage: Tool, ArgsSchemas: []json.RawMessage{json.RawMessage(src)}})
-		_, iss := env.Check("has(args.root.p0) && has(args.root.p0.qq)")
-		require.NotEmpty(t, iss, "the first property is typed")
-		assert.Contains(t, iss[0].Message, "undefined field 'qq'")
-		_, iss = env.Check("has(args.root.p3) && has(args.root.p3.qq)")
-		assert.Empty(t, iss, "a property met once the budget ran out is dyn")
-	}
+	return fmt.Sprintf(`{"type": "object", "$defs": {%s}, "properties": {"root": {"$ref": "#/$defs/d0"}}, "required": ["root"]}`, strings.Join(defs, ","))
 }
