@@ -181,6 +181,13 @@ var transportHeaders = map[string]bool{
 	"Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
 }
 
+// TransportHeader reports whether the MCP transport sets the header name
+// itself (any case), so that a value given for it would break the protocol
+// or the connection.
+func TransportHeader(name string) bool {
+	return transportHeaders[http.CanonicalHeaderKey(name)]
+}
+
 // credentialHeader matches the name of a header that carries a credential.
 var credentialHeader = regexp.MustCompile(`(?i)(auth|token|secret|key|cookie|passw|credential|signature)`)
 
@@ -189,7 +196,7 @@ var credentialHeader = regexp.MustCompile(`(?i)(auth|token|secret|key|cookie|pas
 // variable rather than written out.
 func (l *loader) checkMCPHeader(server string, path []string, name, value string) {
 	pos := l.userPos(path)
-	if transportHeaders[http.CanonicalHeaderKey(name)] {
+	if TransportHeader(name) {
 		l.errorf(pos, "schema/invalid-value", "mcp server %q: header %s is set by the MCP transport itself; remove it", server, name)
 		return
 	}

@@ -21,6 +21,7 @@ import (
 	cuejson "cuelang.org/go/encoding/json"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentc-dev/agentc/dsl"
 	"github.com/agentc-dev/agentc/internal/envtmpl"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
@@ -155,6 +156,9 @@ func (h headerFlags) parse() (map[string]string, error) {
 		}
 		if !headerName.MatchString(name) {
 			return nil, fmt.Errorf("-header %d of %d: its name %q is not a header name (letters, digits and !#$%%&'*+.^_`|~-)", i+1, len(h), name)
+		}
+		if dsl.TransportHeader(name) {
+			return nil, fmt.Errorf("-header %s is set by the MCP transport itself; remove it", name)
 		}
 		value = strings.TrimSpace(value)
 		if strings.ContainsAny(value, "\r\n") {

@@ -86,6 +86,8 @@ func TestMCPToolsHeaderMalformed(t *testing.T) {
 		{[]string{"-url", "http://127.0.0.1:1/mcp", "-header", "Authorization: Bearer s3cret-key-1$"}, "-header Authorization: its value holds a $ that is neither ${NAME}"},
 		{[]string{"-url", "http://127.0.0.1:1/mcp", "-header", "Authorization: s3cret-key-1\r\nX: y"}, "-header Authorization: its value holds a line break"},
 		{[]string{"-url", "http://127.0.0.1:1/mcp", "-header", "authorization: s3cret-key-1", "-header", "Authorization: s3cret-key-1"}, "-header Authorization is given twice (as authorization before)"},
+		{[]string{"-url", "http://127.0.0.1:1/mcp", "-header", "mcp-session-id: s3cret-key-1"}, "-header mcp-session-id is set by the MCP transport itself"},
+		{[]string{"-url", "http://127.0.0.1:1/mcp", "-header", "Content-Type: text/plain"}, "-header Content-Type is set by the MCP transport itself"},
 		{[]string{"-header", "Authorization: s3cret-key-1", t.TempDir()}, "-header applies to -url"},
 	} {
 		var stdout, stderr strings.Builder
