@@ -150,8 +150,9 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 // refusal is returned and counted; arguments that are not a JSON object
 // are refused, and so are arguments that give a key twice (see
 // repeatedKey), a custom tool's call whose arguments hold no text (see
-// customFormat), and a call of a tool the request offers whose kind
-// (custom or function) is not the tool's (see callKind).
+// customFormat), a call of a tool the request offers whose kind (custom
+// or function) is not the tool's (see callKind), and, once the chain
+// admitted it, a call of a tool the request does not offer.
 func (s *Server) admitProposals(ctx context.Context, pl *runtime.Pipeline, offered []runtime.ToolDef, calls []runtime.ToolUse) error {
 	for _, call := range calls {
 		if err := callKind(offered, &call); err != nil {
@@ -176,6 +177,12 @@ func (s *Server) admitProposals(ctx context.Context, pl *runtime.Pipeline, offer
 			err = pl.AdmitTool(ctx, req)
 		} else {
 			err = &runtime.BlockedError{Layer: runtime.LayerTools, Message: fmt.Sprintf("the model proposed a call of %s whose arguments are not a JSON object", call.Name)}
+		}
+		if err == nil && !slices.ContainsFunc(offered, func(t runtime.ToolDef) bool { return t.Name == call.Name }) {
+			// A tool the policy lets run, for another client: this one
+			// may run what it is handed by name, though it never
+			// offered it.
+			err = &runtime.BlockedError{Layer: runtime.LayerTools, Message: fmt.Sprintf("the model proposed a call of %s, which the request does not offer", call.Name)}
 		}
 		if err != nil {
 			s.observeRefusal(plan.StageTool, err)

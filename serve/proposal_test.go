@@ -382,3 +382,49 @@ func TestRepeatedKey(t *testing.T) {
 		assert.Equal(t, want != "", ok, args)
 	}
 }
+
+// TestProposedCallOfAToolNotOfferedIsRefused: a call the model proposes
+// of a tool the request does not offer (one the policy declares and lets
+// run, for another client) was admitted and relayed, for a client that
+// dispatches calls by name to run a tool it never offered. It is refused
+// by layer tools, streamed or not, on every route.
+func TestProposedCallOfAToolNotOfferedIsRefused(t *testing.T) {
+	body := oaToolCallSSE("refund", `{"amount":5}`)
+	oa := make([]reply, 6)
+	for i := range oa {
+		oa[i] = reply{body: body}
+	}
+	g := newGatewayWith(t, proposalDecls, typicalChain, oa, []reply{{body: anToolUseSSE("refund", `{"amount":5}`)}})
+	ctx := context.Background()
+	for _, tools := range [][]openai.ChatCompletionToolUnionParam{{proposalTool("get_weather")}, nil} {
+		params := openai.ChatCompletionNewParams{Model: "primary",
+			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("go")}, Tools: tools}
+		_, err := g.openai(t).Chat.Completions.New(ctx, params)
+		var oerr *openai.Error
+		require.True(t, errors.As(err, &oerr), "%v", err)
+		assert.Equal(t, http.StatusForbidden, oerr.StatusCode)
+		assert.Contains(t, oerr.RawJSON(), `"layer":"tools"`)
+		assert.Contains(t, oerr.Message, "refund, which the request does not offer")
+
+		stream := g.openai(t).Chat.Completions.NewStreaming(ctx, params)
+		for stream.Next() {
+			for _, c := range stream.Current().Choices {
+				assert.Empty(t, c.Delta.ToolCalls, "no fragment of the call is sent")
+			}
+		}
+		require.Error(t, stream.Err())
+		assert.Contains(t, stream.Err().Error(), "does not offer")
+	}
+
+	msg, err := anStreamProposal(t, g, "backup", "send_note")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "does not offer")
+	for _, b := range msg.Content {
+		assert.NotEqual(t, "tool_use", b.Type)
+	}
+
+	code, _, resp := do(t, "POST", g.url+"/v1/responses", clientKey, []byte(`{"model": "primary", "input": "go", "tools": [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}}]}`))
+	assert.Equal(t, http.StatusForbidden, code, resp)
+	assert.Contains(t, resp, "does not offer")
+	assert.Contains(t, g.metrics(t), `agentc_serve_blocks_total{layer="tools",stage="tool"} 6`)
+}
