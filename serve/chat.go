@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	"github.com/agentc-dev/agentc/builtins/meter"
+	"github.com/agentc-dev/agentc/internal/jsonpointer"
+	"github.com/agentc-dev/agentc/internal/jsonwalk"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
@@ -145,12 +148,19 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 // relayed to the client, which runs them: each must pass the tool chain's
 // checks that need no execution (runtime.Pipeline.AdmitTool). The first
 // refusal is returned and counted; arguments that are not a JSON object
-// are refused, and so is a custom tool's call whose arguments hold no
-// text (see customFormat), and a call of a tool the request offers whose
-// kind (custom or function) is not the tool's (see callKind).
+// are refused, and so are arguments that give a key twice (see
+// repeatedKey), a custom tool's call whose arguments hold no text (see
+// customFormat), a call of a tool the request offers whose kind (custom
+// or function) is not the tool's (see callKind), and, once the chain
+// admitted it, a call of a tool the request does not offer.
 func (s *Server) admitProposals(ctx context.Context, pl *runtime.Pipeline, offered []runtime.ToolDef, calls []runtime.ToolUse) error {
 	for _, call := range calls {
 		if err := callKind(offered, &call); err != nil {
+			s.observeRefusal(plan.StageTool, err)
+			return err
+		}
+		if key, ok := repeatedKey(call.Arguments); ok {
+			err := &runtime.BlockedError{Layer: runtime.LayerTools, Message: fmt.Sprintf("the model proposed a call of %s whose arguments give the key %s twice: the tool chain reads the last, and the client's parser may run the call on the first", call.Name, key)}
 			s.observeRefusal(plan.StageTool, err)
 			return err
 		}
@@ -168,12 +178,37 @@ func (s *Server) admitProposals(ctx context.Context, pl *runtime.Pipeline, offer
 		} else {
 			err = &runtime.BlockedError{Layer: runtime.LayerTools, Message: fmt.Sprintf("the model proposed a call of %s whose arguments are not a JSON object", call.Name)}
 		}
+		if err == nil && !slices.ContainsFunc(offered, func(t runtime.ToolDef) bool { return t.Name == call.Name }) {
+			// A tool the policy lets run, for another client: this one
+			// may run what it is handed by name, though it never
+			// offered it.
+			err = &runtime.BlockedError{Layer: runtime.LayerTools, Message: fmt.Sprintf("the model proposed a call of %s, which the request does not offer", call.Name)}
+		}
 		if err != nil {
 			s.observeRefusal(plan.StageTool, err)
 			return err
 		}
 	}
 	return nil
+}
+
+// repeatedKey returns the first key an object of the JSON args gives
+// twice, as a JSON pointer, keys that differ only in case counting as one:
+// the tool chain reads args as encoding/json does, the last of them (and
+// of keys that match a Go struct's field whatever their case), while the
+// client that runs the call may read the first. Arguments that are not
+// JSON have none.
+func repeatedKey(args json.RawMessage) (string, bool) {
+	var key string
+	w := jsonwalk.Walker{
+		Fold: func([]byte) bool { return true },
+		Repeat: func(obj []byte, k string, _, _ int64) bool {
+			key = strconv.Quote(string(obj) + "/" + jsonpointer.Escape(k))
+			return false
+		},
+	}
+	_ = w.Walk(args)
+	return key, key != ""
 }
 
 // heldStream passes a stream's deltas to its writer until the first

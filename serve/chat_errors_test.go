@@ -285,47 +285,58 @@ func TestMidStreamFailureIsAnErrorEvent(t *testing.T) {
 }
 
 // TestClientDisconnectMidStream: the upstream request is cancelled, and the
-// call is charged for what was delivered, not for the whole response.
+// call is charged for what was delivered, not for the whole response, on
+// every chat route.
 func TestClientDisconnectMidStream(t *testing.T) {
-	gate := make(chan struct{})
-	defer close(gate)
-	g := newGateway(t, typicalChain, []reply{{body: transcript(t, "openai", "text.sse"), gate: gate, holdAfter: 4}}, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, "POST", g.url+"/v1/chat/completions", bytes.NewReader(chatBody("primary", "Hello", true)))
-	req.Header.Set("Authorization", "Bearer "+clientKey)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	require.Equal(t, 200, resp.StatusCode)
-	r := bufio.NewReader(resp.Body)
-	for {
-		line, err := r.ReadString('\n')
-		require.NoError(t, err)
-		if strings.Contains(line, `"content":"Hello"`) {
-			break
-		}
+	for _, route := range []struct{ path, body, hello string }{
+		{"/v1/chat/completions", string(chatBody("primary", "Hello", true)), `"content":"Hello"`},
+		{"/v1/responses", `{"model": "primary", "input": "Hello", "stream": true}`, `"delta":"Hello"`},
+		{"/v1/messages", string(messagesBody("primary", "Hello", true)), `"text":"Hello"`},
+	} {
+		t.Run(route.path, func(t *testing.T) {
+			gate := make(chan struct{})
+			defer close(gate)
+			g := newGateway(t, typicalChain, []reply{{body: transcript(t, "openai", "text.sse"), gate: gate, holdAfter: 4}}, nil)
+			ctx, cancel := context.WithCancel(context.Background())
+			req, _ := http.NewRequestWithContext(ctx, "POST", g.url+route.path, strings.NewReader(route.body))
+			req.Header.Set("Authorization", "Bearer "+clientKey)
+			req.Header.Set("anthropic-version", "2023-06-01")
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			require.Equal(t, 200, resp.StatusCode)
+			r := bufio.NewReader(resp.Body)
+			for {
+				line, err := r.ReadString('\n')
+				require.NoError(t, err)
+				if strings.Contains(line, route.hello) {
+					break
+				}
+			}
+			cancel()
+			resp.Body.Close()
+			select {
+			case <-g.oa.gone:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the upstream request was not cancelled")
+			}
+			var out float64
+			require.Eventually(t, func() bool {
+				m := regexp.MustCompile(`agentc_serve_tokens_total\{direction="output",model="primary",tenant="acme"\} (\S+)`).FindStringSubmatch(g.metrics(t))
+				if m == nil {
+					return false
+				}
+				out, _ = strconv.ParseFloat(m[1], 64)
+				return true
+			}, 5*time.Second, 10*time.Millisecond)
+			// The upstream would have reported 10 output tokens at the end; the
+			// chunks that arrived ("Hello", "!", " How", perhaps the next) are
+			// estimated conservatively (runtime.EstimateTokens): 2 to 5.
+			assert.GreaterOrEqual(t, out, 1.0)
+			assert.LessOrEqual(t, out, 5.0)
+			assert.Contains(t, g.metrics(t), `agentc_serve_budget_spend_usd_total{model="primary",tenant="acme"}`)
+			assert.Eventually(t, func() bool { return strings.Contains(g.logs.String(), "status=499") }, 5*time.Second, 10*time.Millisecond)
+		})
 	}
-	cancel()
-	resp.Body.Close()
-	select {
-	case <-g.oa.gone:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the upstream request was not cancelled")
-	}
-	var out float64
-	require.Eventually(t, func() bool {
-		m := regexp.MustCompile(`agentc_serve_tokens_total\{direction="output",model="primary",tenant="acme"\} (\S+)`).FindStringSubmatch(g.metrics(t))
-		if m == nil {
-			return false
-		}
-		out, _ = strconv.ParseFloat(m[1], 64)
-		return true
-	}, 5*time.Second, 10*time.Millisecond)
-	// The upstream would have reported 10 output tokens at the end; the
-	// chunks that arrived ("Hello", "!", " How", perhaps the next) are
-	// estimated conservatively (runtime.EstimateTokens): 2 to 5.
-	assert.GreaterOrEqual(t, out, 1.0)
-	assert.LessOrEqual(t, out, 5.0)
-	assert.Eventually(t, func() bool { return strings.Contains(g.logs.String(), "status=499") }, 5*time.Second, 10*time.Millisecond)
 }
 
 // TestStalledUpstreamIsCutAtTheResponseDeadline: the write deadline

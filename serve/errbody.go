@@ -47,17 +47,17 @@ func callError(a api, status int, err error) errDoc {
 // (proj_...), as its rate limit messages name them ("Rate limit reached
 // for gpt-4o in organization org-... on tokens per min"), Anthropic's
 // workspace (wrkspc_...) and its organization's UUID ("the rate limit for
-// your organization (UUID)").
-var accountIDs = regexp.MustCompile(`\b(?:org-[A-Za-z0-9]{6,}|proj_[A-Za-z0-9]{6,}|wrkspc_[A-Za-z0-9]{6,})\b|(?i:(organi[sz]ation\W{1,3})[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b)`)
+// your organization (UUID)", "your organization's rate limit ... (org:
+// UUID, model: ...)").
+var accountIDs = regexp.MustCompile(`\b(?:org-[A-Za-z0-9]{6,}|proj_[A-Za-z0-9]{6,}|wrkspc_[A-Za-z0-9]{6,})\b|(?i:((?:organi[sz]ation|\borg)\W{1,3})[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b)`)
 
 // withoutAccount returns an upstream's message without the ids of the
 // gateway's account (accountIDs), the rest kept: they are the gateway's,
 // and tell a client nothing it can act on.
 func withoutAccount(msg string) string {
-	// The word before a UUID is matched in any case ("ORGANIZATION"), as
-	// accountIDs does.
-	if !strings.Contains(msg, "org-") && !strings.Contains(msg, "proj_") && !strings.Contains(msg, "wrkspc_") &&
-		!strings.Contains(strings.ToLower(msg), "rgani") {
+	// The word before a UUID ("organization", "org") is matched in any
+	// case, as accountIDs does.
+	if !strings.Contains(msg, "proj_") && !strings.Contains(msg, "wrkspc_") && !strings.Contains(strings.ToLower(msg), "org") {
 		return msg
 	}
 	return accountIDs.ReplaceAllString(msg, "${1}[redacted]")

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -213,6 +214,8 @@ const (
 }`
 	openAIProjectRateLimitBody = `{"error": {"message": "Rate limit reached for gpt-4o in project proj_Q8rTn2VxW5yZ0aB3cD6eF9gH on requests per min (RPM): Limit 500, Used 500, Requested 1. Please try again in 120ms.", "type": "requests", "param": null, "code": "rate_limit_exceeded"}}`
 	anthropicRateLimitBody     = `{"type":"error","error":{"type":"rate_limit_error","message":"This request would exceed the rate limit for your organization (ba4ee1f1-7b46-4de8-a6cd-6e7c9ca1e2a4) of 50,000 input tokens per minute. For details, refer to: https://docs.claude.com/en/api/rate-limits. You can see the response headers for current usage. Please reduce the prompt length or the maximum tokens requested, or try again later."}}`
+	// Anthropic's later wording names the organization after "org:".
+	anthropicOrgRateLimitBody = `{"type":"error","error":{"type":"rate_limit_error","message":"This request would exceed your organization's rate limit of 30,000 input tokens per minute (org: 80162711-722b-4454-ae75-c6334e6796f2, model: claude-sonnet-4-5). For details, refer to: https://docs.claude.com/en/api/rate-limits."}}`
 )
 
 // TestUpstreamAccountIDsAreNotRelayed: an upstream's rate limit message
@@ -222,7 +225,7 @@ const (
 func TestUpstreamAccountIDsAreNotRelayed(t *testing.T) {
 	limited := func(body string) []reply {
 		r := reply{status: http.StatusTooManyRequests, header: map[string]string{"Retry-After": "3"}, body: body}
-		return []reply{r, r, r, r}
+		return []reply{r, r, r, r, r, r}
 	}
 	for _, tt := range []struct {
 		name, model, body, secret string
@@ -234,6 +237,8 @@ func TestUpstreamAccountIDsAreNotRelayed(t *testing.T) {
 			[]string{"Rate limit reached for gpt-4o in project [redacted] on requests per min (RPM)"}},
 		{"anthropic organization", "backup", anthropicRateLimitBody, "ba4ee1f1-7b46-4de8-a6cd-6e7c9ca1e2a4",
 			[]string{"This request would exceed the rate limit for your organization ([redacted]) of 50,000 input tokens per minute."}},
+		{"anthropic org", "backup", anthropicOrgRateLimitBody, "80162711-722b-4454-ae75-c6334e6796f2",
+			[]string{"This request would exceed your organization's rate limit of 30,000 input tokens per minute (org: [redacted], model: claude-sonnet-4-5)."}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			oa, an := limited(tt.body), []reply(nil)
@@ -246,7 +251,9 @@ func TestUpstreamAccountIDsAreNotRelayed(t *testing.T) {
 				assert.Equal(t, http.StatusTooManyRequests, code, resp)
 				code, _, resp2 := do(t, "POST", g.url+"/v1/messages", clientKey, messagesBody(tt.model, "hi", stream), "anthropic-version", "2023-06-01")
 				assert.Equal(t, http.StatusTooManyRequests, code, resp2)
-				for _, r := range []string{resp, resp2} {
+				code, _, resp3 := do(t, "POST", g.url+"/v1/responses", clientKey, []byte(fmt.Sprintf(`{"model": %q, "input": "hi", "stream": %v}`, tt.model, stream)))
+				assert.Equal(t, http.StatusTooManyRequests, code, resp3)
+				for _, r := range []string{resp, resp2, resp3} {
 					assert.NotContains(t, r, tt.secret)
 					for _, k := range tt.kept {
 						assert.Contains(t, r, k)
@@ -276,6 +283,9 @@ func TestWithoutAccount(t *testing.T) {
 		"Organisation: 0f0f0f0f-1111-2222-3333-444455556666.":                     "Organisation: [redacted].",
 		"request 0f0f0f0f-1111-2222-3333-444455556666 failed":                     "request 0f0f0f0f-1111-2222-3333-444455556666 failed",
 		"RATE LIMIT FOR YOUR ORGANIZATION (0F0F0F0F-1111-2222-3333-444455556666)": "RATE LIMIT FOR YOUR ORGANIZATION ([redacted])",
+		"per minute (org: 0f0f0f0f-1111-2222-3333-444455556666, model: m)":        "per minute (org: [redacted], model: m)",
+		"(ORG:0f0f0f0f-1111-2222-3333-444455556666)":                              "(ORG:[redacted])",
+		"the org 0f0f0f0f-1111-2222-3333-444455556666 is":                         "the org [redacted] is",
 	} {
 		assert.Equal(t, want, withoutAccount(in), in)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/responses"
 	"github.com/openai/openai-go/v3/shared"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -103,6 +104,11 @@ var proposals = []struct{ name, tool, args, layer string }{
 	// pii redact cannot mask a call the client runs: the call is refused,
 	// not relayed with the card number in clear nor with it masked.
 	{"pii redact", "send_note", `{"text":"pay with 4111 1111 1111 1111"}`, "pii"},
+	// The chain reads the last amount (encoding/json), a client's parser
+	// may run the first: a key given twice, at any depth, is refused.
+	{"key twice", "refund", `{"amount":500,"amount":5}`, "tools"},
+	{"nested key twice", "send_note", `{"text":"hi","meta":[{"to":"x","to":"y"}]}`, "tools"},
+	{"key twice in another case", "refund", `{"amount":5,"Amount":500}`, "tools"},
 }
 
 // TestProposedToolCallsAreAdmittedBeforeTheyAreRelayed: a tool call the
@@ -328,4 +334,97 @@ func TestRelayedToolCallsAreIndexedByPlace(t *testing.T) {
 		assert.Equal(t, "get_weather", calls[i].Function.Name)
 		assert.JSONEq(t, want.args, calls[i].Function.Arguments)
 	}
+}
+
+// TestProposedToolCallsOnTheResponsesRoute: the Responses route admits a
+// proposed call as the other routes do: a whole response is a 403 naming
+// the layer, a stream sends the text before the call, then an error
+// event and response.failed, and no item of the call.
+func TestProposedToolCallsOnTheResponsesRoute(t *testing.T) {
+	for _, tc := range proposals {
+		t.Run(tc.name, func(t *testing.T) {
+			body := oaToolCallSSE(tc.tool, tc.args)
+			g := newGatewayWith(t, proposalDecls, typicalChain, []reply{{body: body}, {body: body}}, nil)
+			params := responses.ResponseNewParams{Model: "primary", Input: rsText("go"),
+				Tools: []responses.ToolUnionParam{{OfFunction: &responses.FunctionToolParam{Name: tc.tool,
+					Parameters: map[string]any{"type": "object"}, Strict: openai.Bool(false)}}}}
+
+			_, err := g.openai(t).Responses.New(context.Background(), params)
+			var oerr *openai.Error
+			require.True(t, errors.As(err, &oerr), "%v", err)
+			assert.Equal(t, http.StatusForbidden, oerr.StatusCode)
+			assert.Contains(t, oerr.RawJSON(), `"layer":"`+tc.layer+`"`)
+
+			acc, types, err := rsStream(t, g.openai(t).Responses.NewStreaming(context.Background(), params))
+			require.Error(t, err)
+			assert.Contains(t, types, "response.failed")
+			for _, ty := range types {
+				assert.NotContains(t, ty, "function_call", "no event of a refused call is sent")
+			}
+			assert.Equal(t, "Let me check.", acc.Snapshot().OutputText(), "the text before the call streams")
+			assert.Contains(t, g.metrics(t), `agentc_serve_blocks_total{layer="`+tc.layer+`",stage="tool"} 2`)
+		})
+	}
+}
+
+func TestRepeatedKey(t *testing.T) {
+	for args, want := range map[string]string{
+		`{"amount":500,"amount":5}`:         `"/amount"`,
+		`{"a":{"b":1,"B":2}}`:               `"/a/B"`,
+		`{"a":[{"x":1},{"x/y":1,"X/Y":2}]}`: `"/a/1/X~1Y"`,
+		`{"task":1,"ta\u017fk":2}`:          `"/taſk"`,
+		`{"a":1,"b":{"a":2}}`:               ``,
+		`[{"x":1},{"x":2}]`:                 ``,
+		`{"a":`:                             ``,
+	} {
+		key, ok := repeatedKey([]byte(args))
+		assert.Equal(t, want, key, args)
+		assert.Equal(t, want != "", ok, args)
+	}
+}
+
+// TestProposedCallOfAToolNotOfferedIsRefused: a call the model proposes
+// of a tool the request does not offer (one the policy declares and lets
+// run, for another client) was admitted and relayed, for a client that
+// dispatches calls by name to run a tool it never offered. It is refused
+// by layer tools, streamed or not, on every route.
+func TestProposedCallOfAToolNotOfferedIsRefused(t *testing.T) {
+	body := oaToolCallSSE("refund", `{"amount":5}`)
+	oa := make([]reply, 6)
+	for i := range oa {
+		oa[i] = reply{body: body}
+	}
+	g := newGatewayWith(t, proposalDecls, typicalChain, oa, []reply{{body: anToolUseSSE("refund", `{"amount":5}`)}})
+	ctx := context.Background()
+	for _, tools := range [][]openai.ChatCompletionToolUnionParam{{proposalTool("get_weather")}, nil} {
+		params := openai.ChatCompletionNewParams{Model: "primary",
+			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("go")}, Tools: tools}
+		_, err := g.openai(t).Chat.Completions.New(ctx, params)
+		var oerr *openai.Error
+		require.True(t, errors.As(err, &oerr), "%v", err)
+		assert.Equal(t, http.StatusForbidden, oerr.StatusCode)
+		assert.Contains(t, oerr.RawJSON(), `"layer":"tools"`)
+		assert.Contains(t, oerr.Message, "refund, which the request does not offer")
+
+		stream := g.openai(t).Chat.Completions.NewStreaming(ctx, params)
+		for stream.Next() {
+			for _, c := range stream.Current().Choices {
+				assert.Empty(t, c.Delta.ToolCalls, "no fragment of the call is sent")
+			}
+		}
+		require.Error(t, stream.Err())
+		assert.Contains(t, stream.Err().Error(), "does not offer")
+	}
+
+	msg, err := anStreamProposal(t, g, "backup", "send_note")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "does not offer")
+	for _, b := range msg.Content {
+		assert.NotEqual(t, "tool_use", b.Type)
+	}
+
+	code, _, resp := do(t, "POST", g.url+"/v1/responses", clientKey, []byte(`{"model": "primary", "input": "go", "tools": [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}}]}`))
+	assert.Equal(t, http.StatusForbidden, code, resp)
+	assert.Contains(t, resp, "does not offer")
+	assert.Contains(t, g.metrics(t), `agentc_serve_blocks_total{layer="tools",stage="tool"} 6`)
 }

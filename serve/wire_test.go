@@ -333,7 +333,8 @@ func TestOpenAIUsageDetailsReachBothSDKs(t *testing.T) {
 		}
 	}
 	m, err := g.anthropic(t).Messages.New(ctx, anthropic.MessageNewParams{Model: "primary", MaxTokens: 64,
-		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hi"))}})
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hi"))},
+		Tools:    []anthropic.ToolUnionParam{anthropicWeatherTool}})
 	require.NoError(t, err)
 	assert.EqualValues(t, 64, m.Usage.CacheReadInputTokens)
 	assert.EqualValues(t, 82-64, m.Usage.InputTokens)

@@ -13,6 +13,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/agentc-dev/agentc/internal/jsonpointer"
 )
@@ -99,7 +100,7 @@ type frame struct {
 	key string
 	// plen is the length of the container's pointer in the walk's path.
 	plen int
-	// seen holds the offset of each key (lower-cased when fold) of an
+	// seen holds the offset of each key (folded when fold: foldKey) of an
 	// object.
 	seen map[string]int64
 }
@@ -136,7 +137,7 @@ func (w *Walker) Walk(data []byte) error {
 			k, _ := tok.(string)
 			id := k
 			if top.fold {
-				id = strings.ToLower(k)
+				id = foldKey(k)
 			}
 			if first, dup := top.seen[id]; dup {
 				if w.Repeat != nil && !w.Repeat(path[:top.plen], k, start, first) {
@@ -209,4 +210,19 @@ func walkError(data []byte, err error, done bool) error {
 		return &Error{Offset: se.Offset, Err: se}
 	}
 	return &Error{Offset: int64(len(data)), Err: io.ErrUnexpectedEOF}
+}
+
+// foldKey returns k with each rune replaced by the least rune of its case
+// folding orbit, as encoding/json folds a key to match a struct's field:
+// "ſ" (U+017F) is an s, "K" (U+212A) a k, and "ı" (U+0131) no i.
+func foldKey(k string) string {
+	return strings.Map(func(r rune) rune {
+		for {
+			f := unicode.SimpleFold(r)
+			if f <= r {
+				return f
+			}
+			r = f
+		}
+	}, k)
 }

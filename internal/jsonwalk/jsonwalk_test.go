@@ -161,3 +161,21 @@ func TestWalkRefusesWhatEncodingJSONRefuses(t *testing.T) {
 	require.True(t, json.Valid(limit))
 	assert.NoError(t, (&Walker{}).Walk(limit))
 }
+
+// Under Fold, keys repeat as encoding/json matches them to a struct's
+// field: "ſ" (U+017F) is an s and "K" (U+212A) a k there too.
+func TestWalkFoldsAsEncodingJSON(t *testing.T) {
+	data := []byte(`{"task": 1, "ta\u017fk": 2, "kind": 3, "\u212aind": 4, "i": 5, "ı": 6}`)
+	var st struct{ Task, Kind, I int }
+	require.NoError(t, json.Unmarshal(data, &st))
+	assert.Equal(t, 2, st.Task, "encoding/json reads ſ as s")
+	assert.Equal(t, 4, st.Kind, "encoding/json reads K as k")
+	assert.Equal(t, 5, st.I, "encoding/json does not read ı as i")
+	var got []string
+	w := Walker{Fold: func([]byte) bool { return true }, Repeat: func(_ []byte, key string, _, _ int64) bool {
+		got = append(got, key)
+		return true
+	}}
+	require.NoError(t, w.Walk(data))
+	assert.Equal(t, []string{"ta\u017fk", "\u212aind"}, got)
+}
