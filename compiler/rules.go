@@ -293,7 +293,10 @@ the schema refuses and none gets through by it ('usd' stays an error: the
 test was likely meant for 'USD'). A state handler's deny reads the value
 the same way: a value is checked against its field's schema before the
 handlers, so value.tier == 'platinum' where the enum is gold and std is a
-warning, and 'gld' an error with 'gold' as its did-you-mean. An entry
+warning, and 'gld' an error with 'gold' as its did-you-mean. A field
+read with a default (args.?tier.orValue('') == 'gld') compares as the
+field does, unless the default is the constant or in the list (then the
+test holds where the field is absent). An entry
 scoped to several tools sees
 the union of their values, an unscoped one the union over the declared
 tools. Nothing is said where a call may carry a value no schema lists:

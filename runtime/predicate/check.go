@@ -409,7 +409,11 @@ func (w *walker) visitCall(e ast.Expr, facts, locals []string) {
 		}
 		if len(args) == 2 && args[1].Kind() == ast.ListKind {
 			w.lists++
-			for _, el := range args[1].AsList().Elements() {
+			elems := args[1].AsList().Elements()
+			if _, def, ok := w.renderOrValue(args[0]); ok && slices.ContainsFunc(elems, func(el ast.Expr) bool { return sameString(el, def) }) {
+				break // the list holds the default: it matches where the field is absent
+			}
+			for _, el := range elems {
 				w.literal("in", args[0], el)
 			}
 		}
@@ -693,7 +697,14 @@ func (w *walker) literal(op string, field, value ast.Expr) {
 	default:
 		return
 	}
-	if path, ok := w.renderBound(field); ok {
+	path, ok := w.renderBound(field)
+	if p, def, opt := w.renderOrValue(field); opt {
+		// A field read with a default compares as the field, where the
+		// default is another string: args.?tier.orValue('') == 'gld'
+		// holds only where tier is 'gld'.
+		path, ok = p, kind == "string" && op != "<" && op != "<=" && op != ">" && op != ">=" && stringLiteral(def) && !sameString(value, def)
+	}
+	if ok {
 		l := Literal{Path: path, Op: op, Kind: kind, FieldKind: w.ast.GetType(field.ID()).String(), Value: v, Offset: w.offsetOf(value)}
 		if op == "in" {
 			l.List = w.lists
@@ -798,6 +809,54 @@ func (w *walker) renderBound(e ast.Expr) (string, bool) {
 		return r + "." + rest, true
 	}
 	return path, true
+}
+
+// renderOrValue renders a field read as an optional with a default,
+// x.?a.?b.orValue(d), as the field's path ("x.a.b", with a comprehension
+// variable standing for its range's elements) and returns the default d.
+func (w *walker) renderOrValue(e ast.Expr) (path string, def ast.Expr, ok bool) {
+	if e.Kind() != ast.CallKind {
+		return "", nil, false
+	}
+	call := e.AsCall()
+	if call.FunctionName() != "orValue" || !call.IsMemberFunction() || len(call.Args()) != 1 {
+		return "", nil, false
+	}
+	var steps []string
+	t := call.Target()
+	for t.Kind() == ast.CallKind && t.AsCall().FunctionName() == operators.OptSelect && len(t.AsCall().Args()) == 2 {
+		args := t.AsCall().Args()
+		if !stringLiteral(args[1]) {
+			return "", nil, false
+		}
+		steps = append([]string{string(args[1].AsLiteral().(types.String))}, steps...)
+		t = args[0]
+	}
+	if len(steps) == 0 {
+		return "", nil, false
+	}
+	root, ok := w.renderBound(t)
+	if !ok {
+		return "", nil, false
+	}
+	return root + "." + strings.Join(steps, "."), call.Args()[0], true
+}
+
+// stringLiteral reports whether e is a string constant.
+func stringLiteral(e ast.Expr) bool {
+	if e.Kind() != ast.LiteralKind {
+		return false
+	}
+	_, ok := e.AsLiteral().(types.String)
+	return ok
+}
+
+// sameString reports whether a and b are the same string constant.
+func sameString(a, b ast.Expr) bool {
+	if !stringLiteral(a) || !stringLiteral(b) {
+		return false
+	}
+	return a.AsLiteral().(types.String) == b.AsLiteral().(types.String)
 }
 
 // render prints an identifier/field path ("args.shipping.zip"), or reports false.

@@ -664,3 +664,24 @@ func TestCheckLiteralsTypeTheirField(t *testing.T) {
 	}
 	assert.Equal(t, []string{"args.n:int", "args.x:double", "tool.name:string"}, got)
 }
+
+// A field read as an optional with a default (args.?tier.orValue(”)) is
+// compared as the field is: its constants are listed under the field's
+// path, but not a constant the default equals, nor an in list that holds
+// the default (the comparison holds where the field is absent), nor one
+// compared with a default that is not a string constant.
+func TestCheckListsLiteralsReadThroughOrValue(t *testing.T) {
+	env, err := NewEnv(EnvConfig{Stage: Tool})
+	require.NoError(t, err)
+	src := `args.?tier.orValue('') == 'gld' || 'x' != args.?a.?b.orValue('') || args.?c.orValue('') in ['p', 'q'] ||
+		args.?d.orValue('std') == 'std' || args.?e.orValue('s') in ['s', 't'] || args.?f.orValue(tool.name) == 'y' ||
+		args.?g.orValue(0) == 3`
+	c, issues := env.Check(src)
+	require.Empty(t, issues)
+	var got []string
+	for _, l := range c.Literals {
+		assert.Equal(t, "'"+l.Value+"'", src[l.Offset:l.Offset+len(l.Value)+2], l.Path)
+		got = append(got, l.Path+l.Op+l.Value)
+	}
+	assert.Equal(t, []string{"args.tier==gld", "args.a.b!=x", "args.cinp", "args.cinq"}, got)
+}
