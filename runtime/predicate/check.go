@@ -130,7 +130,13 @@ func (e *Env) CheckGiven(src string, given []string) (c *Checked, issues []Issue
 	}()
 	parsed, iss := e.cel.Parse(src)
 	if iss.Err() != nil {
-		return nil, sortIssues(pos.celIssues(RuleSyntax, iss))
+		out := pos.celIssues(RuleSyntax, iss)
+		for i := range out {
+			if out[i].Message == "invalid argument to has() macro" {
+				out[i].Message += ": has() takes a field read (has(args.reason); a name that is not an identifier goes between backticks: has(args.`x-api-key`)); a map's key is tested with 'key' in map"
+			}
+		}
+		return nil, sortIssues(out)
 	}
 	checked, iss := e.cel.Check(parsed)
 	if iss.Err() != nil {
@@ -142,6 +148,7 @@ func (e *Env) CheckGiven(src string, given []string) (c *Checked, issues []Issue
 			e.suggestField(src, &out[i])
 			e.suggestTextOperand(&out[i])
 			suggestNullOperand(src, &out[i])
+			suggestSchemaObjectIndex(src, &out[i])
 		}
 		return nil, sortIssues(out)
 	}
