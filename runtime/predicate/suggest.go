@@ -320,11 +320,41 @@ func suggestNullOperand(src string, is *Issue) {
 		}
 	}
 	test, when := nullTest(strings.Contains(is.Message, "'_!=_'"))
+	if m, k, ok := mapEntryAround(src, is.Offset); ok {
+		// A map's entry read by its key: the key's presence is the test.
+		test := "!(%s in %s)"
+		if strings.Contains(is.Message, "'_!=_'") {
+			test = "%s in %s"
+		}
+		is.Message += fmt.Sprintf("; a JSON null reads as absent, never as null: test "+test+" instead (%s)", k, m, when)
+		return
+	}
 	if operand == "" || operand == "null" || !strings.Contains(operand, ".") {
 		is.Message += "; a JSON null reads as absent, never as null: test the field with has() instead"
 		return
 	}
 	is.Message += fmt.Sprintf("; a JSON null reads as absent, never as null: test "+test+" instead (%s)", operand, when)
+}
+
+var (
+	entryBeforeRE = regexp.MustCompile(`([A-Za-z_][A-Za-z0-9_.]*)\s*\[\s*('[^'\\]*'|"[^"\\]*")\s*\]\s*$`)
+	entryAfterRE  = regexp.MustCompile(`^\s*([A-Za-z_][A-Za-z0-9_.]*)\s*\[\s*('[^'\\]*'|"[^"\\]*")\s*\]`)
+)
+
+// mapEntryAround returns the map and the quoted key of an entry read by
+// its key (args.books['home']) on either side of the operator at offset.
+func mapEntryAround(src string, offset int) (m, key string, ok bool) {
+	if offset < 0 || offset+2 > len(src) {
+		return "", "", false
+	}
+	g := entryBeforeRE.FindStringSubmatch(src[:offset])
+	if g == nil && strings.HasSuffix(strings.TrimRight(src[:offset], " \t\r\n"), "null") {
+		g = entryAfterRE.FindStringSubmatch(src[offset+2:]) // null == m['k']
+	}
+	if g == nil {
+		return "", "", false
+	}
+	return g[1], g[2], true
 }
 
 // nullTest is the presence test (a format taking the field) that does what a comparison with
