@@ -274,7 +274,10 @@ a negation) or where its effect is not known (an argument of a function). ==
 and != compare, and so does in with a list of constants (a constant of a
 list that also holds a possible value is a warning: it is dead, the test
 is not); inside a macro the variable stands for the list's elements
-(request.messages.exists(m, m.role == 'usr')). An argument tested against
+(request.messages.exists(m, m.role == 'usr')), and a list mapped to a
+field of another's elements holds that field's values ('refnd' in
+response.tool_calls.map(c, c.name)), as a list argument holds its items'
+('fsat' in args.tags). An argument tested against
 a list mixing kinds (args.amount in ['1', 2], amount a number in every
 schema that lists it) gets the warning at each constant of another kind:
 a call's arguments are checked against its tool's schema, and the list

@@ -320,11 +320,11 @@ func (w *walker) visit(e ast.Expr, facts, locals []string) {
 		}
 		innerFacts := dropRoots(facts, inner[len(locals):])
 		prev, bound := w.binds[comp.IterVar()]
-		if r, ok := w.renderBound(comp.IterRange()); ok && !comp.HasIterVar2() {
+		if r, ok := w.elemPath(comp.IterRange()); ok && !comp.HasIterVar2() {
 			if w.binds == nil {
 				w.binds = map[string]string{}
 			}
-			w.binds[comp.IterVar()] = r + "[]"
+			w.binds[comp.IterVar()] = r
 		} else {
 			delete(w.binds, comp.IterVar())
 		}
@@ -413,6 +413,15 @@ func (w *walker) visitCall(e ast.Expr, facts, locals []string) {
 		if len(args) == 2 && args[1].Kind() != ast.ListKind && args[1].Kind() != ast.MapKind {
 			// A membership test scans its list: a range too.
 			w.ranges = append(w.ranges, args[1])
+			// 'refund' in response.tool_calls.map(c, c.name): a
+			// constant equal to one of the field's values.
+			if path, ok := w.mappedElems(args[1]); ok {
+				w.literalAt("==", path, args[0], "string")
+			} else if t := w.ast.GetType(args[1].ID()); t != nil && t.Kind() == types.ListKind {
+				if path, ok := w.renderBound(args[1]); ok { // 'urgent' in args.tags
+					w.literalAt("==", path+"[]", args[0], "string")
+				}
+			}
 		}
 		if len(args) == 2 && args[1].Kind() == ast.ListKind {
 			w.lists++
@@ -718,6 +727,68 @@ func (w *walker) literal(op string, field, value ast.Expr) {
 		}
 		w.literals = append(w.literals, l)
 	}
+}
+
+// literalAt records a comparison of the field at path, of the CEL type
+// fieldKind, with value when value is a string constant.
+func (w *walker) literalAt(op, path string, value ast.Expr, fieldKind string) {
+	if !stringLiteral(value) {
+		return
+	}
+	w.literals = append(w.literals, Literal{Path: path, Op: op, Kind: "string", FieldKind: fieldKind,
+		Value: string(value.AsLiteral().(types.String)), Offset: w.offsetOf(value)})
+}
+
+// elemPath returns the path of the elements of the list e: e's own with
+// [] (response.tool_calls[]), or, for a list mapped to a field of another
+// list's elements, that field (response.tool_calls[].name for
+// response.tool_calls.map(c, c.name)).
+func (w *walker) elemPath(e ast.Expr) (string, bool) {
+	if r, ok := w.renderBound(e); ok {
+		return r + "[]", true
+	}
+	return w.mappedElems(e)
+}
+
+// mappedElems returns the path of the elements of a list a map() or
+// filter() macro builds from another list (l.map(x, x.f), l.filter(x, p),
+// l.map(x, p, x.f)) where each is a path of an element of that list.
+func (w *walker) mappedElems(e ast.Expr) (string, bool) {
+	if e.Kind() != ast.ComprehensionKind {
+		return "", false
+	}
+	comp := e.AsComprehension()
+	isAccu := func(x ast.Expr) bool { return x.Kind() == ast.IdentKind && x.AsIdent() == comp.AccuVar() }
+	if comp.HasIterVar2() || comp.AccuInit().Kind() != ast.ListKind || comp.AccuInit().AsList().Size() != 0 || !isAccu(comp.Result()) {
+		return "", false
+	}
+	step := comp.LoopStep()
+	if step.Kind() == ast.CallKind && step.AsCall().FunctionName() == operators.Conditional && len(step.AsCall().Args()) == 3 && isAccu(step.AsCall().Args()[2]) {
+		step = step.AsCall().Args()[1] // filter, or map with a predicate
+	}
+	if step.Kind() != ast.CallKind || step.AsCall().FunctionName() != operators.Add || len(step.AsCall().Args()) != 2 {
+		return "", false
+	}
+	add := step.AsCall().Args()
+	if !isAccu(add[0]) || add[1].Kind() != ast.ListKind || add[1].AsList().Size() != 1 {
+		return "", false
+	}
+	base, ok := w.elemPath(comp.IterRange())
+	if !ok {
+		return "", false
+	}
+	prev, bound := w.binds[comp.IterVar()]
+	if w.binds == nil {
+		w.binds = map[string]string{}
+	}
+	w.binds[comp.IterVar()] = base
+	path, ok := w.renderBound(add[1].AsList().Elements()[0])
+	if bound {
+		w.binds[comp.IterVar()] = prev
+	} else {
+		delete(w.binds, comp.IterVar())
+	}
+	return path, ok
 }
 
 // checkNullObject reports field op value where value is null and field a field typed as an

@@ -685,3 +685,36 @@ func TestCheckListsLiteralsReadThroughOrValue(t *testing.T) {
 	}
 	assert.Equal(t, []string{"args.tier==gld", "args.a.b!=x", "args.cinp", "args.cinq"}, got)
 }
+
+// The names of a list mapped to one of their fields
+// (response.tool_calls.map(c, c.name)) are that field of the list's
+// elements: a constant tested in the mapped list, or compared with a
+// variable bound to its elements, is listed under the field's path.
+func TestCheckListsLiteralsOfMappedLists(t *testing.T) {
+	env, err := NewEnv(EnvConfig{Stage: Chat, Phase: After})
+	require.NoError(t, err)
+	src := `'refnd' in response.tool_calls.map(c, c.name) || response.tool_calls.map(c, c.name).exists(n, n == 'lokup') ||
+		request.messages.map(m, m.role).exists(r, r != 'usr') || 'x' in request.tools.map(t, t.name + 's') ||
+		'y' in response.tool_calls.filter(c, c.id != '').map(c, c.name)`
+	c, issues := env.Check(src)
+	require.Empty(t, issues)
+	var got []string
+	for _, l := range c.Literals {
+		assert.Equal(t, "'"+l.Value+"'", src[l.Offset:l.Offset+len(l.Value)+2], l.Path)
+		got = append(got, l.Path+l.Op+l.Value)
+	}
+	assert.Equal(t, []string{"response.tool_calls[].name==refnd", "response.tool_calls[].name==lokup",
+		"request.messages[].role!=usr", "response.tool_calls[].name==y", "response.tool_calls[].id!="}, got)
+
+	// A constant tested in a list read from the input, not in a map's keys.
+	tool, err := NewEnv(EnvConfig{Stage: Tool, ArgsSchemas: []json.RawMessage{json.RawMessage(`{"type": "object", "required": ["tags", "labels"],
+		"properties": {"tags": {"type": "array", "items": {"type": "string"}}, "labels": {"type": "object", "additionalProperties": {"type": "string"}}}}`)}})
+	require.NoError(t, err)
+	c, issues = tool.Check(`'urgent' in args.tags || 'env' in args.labels`)
+	require.Empty(t, issues)
+	got = nil
+	for _, l := range c.Literals {
+		got = append(got, l.Path+l.Op+l.Value)
+	}
+	assert.Equal(t, []string{"args.tags[]==urgent"}, got)
+}
