@@ -346,3 +346,22 @@ chains: tool: [
 		"tool_policy arg_patterns[0] names argument \"uri\", which no tool it applies to declares: the pattern never matches; did you mean \"url\"?",
 	}, got)
 }
+
+// A tool_policy with allow: [] refuses every tool, as the runtime does: no
+// call reaches a layer inside it.
+func TestReachEmptyAllow(t *testing.T) {
+	a := analyze(t, `package p
+tools: {
+	refund: {side_effecting: true}
+	search: {}
+}
+chains: tool: [
+	{use: "tool_policy", allow: []},
+	{use: "retry"},
+]
+`)
+	retry := a.Policy.Chains["tool"][1]
+	assert.Equal(t, "tool_policy", a.Blocker("refund").Use)
+	assert.Equal(t, "tool_policy", a.Blocker("search").Use)
+	assert.Empty(t, a.ToolsReaching(retry))
+}

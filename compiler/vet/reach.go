@@ -66,7 +66,8 @@ func (a *Analysis) blocker(tool string) *dsl.Entry {
 		}
 		switch e.Use {
 		case "tool_policy":
-			if allow := stringList(e.Fields["allow"]); len(allow) > 0 && !contains(allow, tool) {
+			// allow: [] refuses every tool.
+			if allow, ok := e.Fields["allow"]; ok && !contains(stringList(allow), tool) {
 				return e
 			}
 			if contains(stringList(e.Fields["deny"]), tool) {
