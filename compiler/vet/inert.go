@@ -8,6 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/operators"
+
 	"github.com/agentc-dev/agentc/dsl"
 )
 
@@ -79,7 +82,14 @@ outside it replaces the model a call names with its own models
 (request.model == 'local' inside a fallback to primary and backup), and
 only the own calls of a judge or summarizing compaction outside it keep
 theirs. An error at the when; make it hold for the models the layer is
-meant for, or move the layer outside the fallback or hedge.
+meant for, or move the layer outside the fallback or hedge. A chat layer
+whose when is false for the calls of every declared model, wherever it
+sits, never acts either: request.model holds the name the policy gives a
+model, so request.model.startsWith('gpt') never holds where the models
+are named primary and backup. A warning at the when, as a host may
+register a model client the policy does not declare, naming the declared
+model whose provider id the when holds for; a when comparing
+request.model with a constant is left to cel/unknown-value.
 
 A tool-chain layer scoped with tools: to a tool that a tool_policy outside
 it (without a when) refuses, by its deny list or by leaving the tool out of
@@ -197,7 +207,8 @@ func (p *Pass) inertChatWhen(e *dsl.Entry) {
 		live = live || p.ChatWhen(e, m) != Never
 	}
 	if !live {
-		return // never, whatever the placement: cel/constant or cel/unknown-value
+		p.inertChatWhenNoModel(e)
+		return
 	}
 	models := p.modelsAt(e)
 	var rel []dsl.Related
@@ -214,6 +225,84 @@ func (p *Pass) inertChatWhen(e *dsl.Entry) {
 	p.Report(dsl.Diagnostic{Pos: e.FieldPos("when"), Severity: dsl.Error, Related: rel,
 		Message: fmt.Sprintf("the when of %s is false for the calls of every model that reaches it (%s): the layers outside it replace the model a call names, so %s never acts; make its when hold for the models it is meant for, or move it outside the fallback or hedge",
 			e.Ref(), andList(models), e.Ref())})
+}
+
+// inertChatWhenNoModel reports a chat entry whose when is false for the
+// calls of every declared model, wherever it sits, unless the when
+// compares request.model with a constant: cel/unknown-value names that
+// constant, and cel/constant a contradiction. A warning: a host may
+// register a model client the policy does not declare. A when that holds
+// for a declared model's provider id is named with it.
+func (p *Pass) inertChatWhenNoModel(e *dsl.Entry) {
+	if reads, compares := modelTest(e.When.Source); len(p.Policy.Models) == 0 || !reads || compares {
+		return // no model, or cel/constant's or cel/unknown-value's to say
+	}
+	var ids []string
+	for _, name := range p.chatModels() {
+		if m := p.Policy.Models[name]; m.ID != "" && evalChatWhen(e.When.Source, m.ID) != Never {
+			ids = append(ids, fmt.Sprintf("'%s', the provider's id of %s", m.ID, name))
+		}
+	}
+	msg := fmt.Sprintf("the when of %s is false for the calls of every declared model (%s): request.model holds the name the policy gives a model, so %s never acts on them",
+		e.Ref(), andList(p.chatModels()), e.Ref())
+	if len(ids) > 0 {
+		msg += fmt.Sprintf("; it holds for %s: test the policy's names instead (request.model == 'name')", strings.Join(ids, ", and "))
+	} else {
+		msg += "; make it hold for the models the layer is meant for"
+	}
+	p.Report(dsl.Diagnostic{Pos: e.FieldPos("when"), Severity: dsl.Warning, Message: msg})
+}
+
+// modelTest reports whether the chat predicate src reads request.model,
+// and whether it compares it with a constant (==, != or in a list).
+func modelTest(src string) (reads, compares bool) {
+	env, err := chatEnvironment()
+	if err != nil {
+		return false, false
+	}
+	parsed, iss := env.Parse(src)
+	if iss.Err() != nil {
+		return false, false
+	}
+	isModel := func(x ast.Expr) bool {
+		return x.Kind() == ast.SelectKind && x.AsSelect().FieldName() == "model" && !x.AsSelect().IsTestOnly() &&
+			x.AsSelect().Operand().Kind() == ast.IdentKind && x.AsSelect().Operand().AsIdent() == "request"
+	}
+	constant := func(x ast.Expr) bool { return x.Kind() == ast.LiteralKind || x.Kind() == ast.ListKind }
+	var walk func(x ast.Expr)
+	walk = func(x ast.Expr) {
+		reads = reads || isModel(x)
+		switch x.Kind() {
+		case ast.CallKind:
+			c := x.AsCall()
+			switch args := c.Args(); c.FunctionName() {
+			case operators.Equals, operators.NotEquals, operators.In:
+				if len(args) == 2 && (isModel(args[0]) && constant(args[1]) || constant(args[0]) && isModel(args[1])) {
+					compares = true
+				}
+			}
+			if c.IsMemberFunction() {
+				walk(c.Target())
+			}
+			for _, a := range c.Args() {
+				walk(a)
+			}
+		case ast.SelectKind:
+			walk(x.AsSelect().Operand())
+		case ast.ListKind:
+			for _, el := range x.AsList().Elements() {
+				walk(el)
+			}
+		case ast.ComprehensionKind:
+			c := x.AsComprehension()
+			walk(c.IterRange())
+			walk(c.LoopCondition())
+			walk(c.LoopStep())
+			walk(c.Result())
+		}
+	}
+	walk(parsed.NativeRep().Expr())
+	return reads, compares
 }
 
 // inertMeterUSD reports a chat meter whose usd ceiling counts calls that
