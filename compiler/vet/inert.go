@@ -96,7 +96,9 @@ it (without a when) refuses, by its deny list or by leaving the tool out of
 its allow list, never sees that tool's calls: they are blocked before they
 reach it. An error at the name when every tool the layer is scoped to is
 refused, as the layer never acts; a warning when only some are. A layer
-outside the tool_policy sees every call and is not reported.`,
+scoped by its when to tools that are all refused (when: "tool.name ==
+'wire'") never acts either: an error at the when. A layer outside the
+tool_policy sees every call and is not reported.`,
 	Run: func(p *Pass) {
 		for _, stage := range dsl.Stages {
 			for _, e := range p.Policy.Chains[stage] {
@@ -149,29 +151,15 @@ outside the tool_policy sees every call and is not reported.`,
 // acts; some of them a warning at each refused name.
 func (p *Pass) inertRefusedTools(e *dsl.Entry, outside []*dsl.Entry) {
 	if len(e.Tools) == 0 {
+		p.inertRefusedWhen(e, outside)
 		return
 	}
 	refusedBy := make([]*dsl.Entry, len(e.Tools))
 	why := make([]string, len(e.Tools))
 	n := 0
 	for i, name := range e.Tools {
-		for _, o := range outside {
-			if o.Use != "tool_policy" || o.When != nil || len(o.Tools) > 0 && !slices.Contains(o.Tools, name) {
-				continue
-			}
-			deny := stringList(o.Fields["deny"])
-			allow, hasAllow := o.Fields["allow"]
-			switch {
-			case slices.Contains(deny, name):
-				why[i] = "its deny lists it"
-			case hasAllow && !slices.Contains(stringList(allow), name):
-				why[i] = "its allow leaves it out"
-			default:
-				continue
-			}
-			refusedBy[i] = o
+		if refusedBy[i], why[i] = refusingPolicy(name, outside); refusedBy[i] != nil {
 			n++
-			break
 		}
 	}
 	if n == 0 {
@@ -191,6 +179,54 @@ func (p *Pass) inertRefusedTools(e *dsl.Entry, outside []*dsl.Entry) {
 			Message: fmt.Sprintf("%s is scoped to `%s`, which %s outside it refuses before the call gets here (%s): %s; remove it from tools:, or let %s allow it",
 				e.Ref(), name, o.Ref(), why[i], verdict, o.Ref())})
 	}
+}
+
+// refusingPolicy returns the tool_policy among outside (without a when)
+// that refuses the named tool, and why, or nil.
+func refusingPolicy(name string, outside []*dsl.Entry) (*dsl.Entry, string) {
+	for _, o := range outside {
+		if o.Use != "tool_policy" || o.When != nil || len(o.Tools) > 0 && !slices.Contains(o.Tools, name) {
+			continue
+		}
+		allow, hasAllow := o.Fields["allow"]
+		switch {
+		case slices.Contains(stringList(o.Fields["deny"]), name):
+			return o, "its deny lists it"
+		case hasAllow && !slices.Contains(stringList(allow), name):
+			return o, "its allow leaves it out"
+		}
+	}
+	return nil, ""
+}
+
+// inertRefusedWhen reports a tool-chain entry scoped by its when to
+// declared tools (when: "tool.name == 'wire'") that a tool_policy outside
+// it refuses, every one of them: it never acts, an error at the when. An
+// entry whose when may hold for an undeclared tool that can run, or for a
+// tool no tool_policy refuses, is not reported.
+func (p *Pass) inertRefusedWhen(e *dsl.Entry, outside []*dsl.Entry) {
+	if e.When == nil || e.Stage != "tool" || p.UndeclaredToolsRun() {
+		return
+	}
+	var names []string
+	var rel []dsl.Related
+	for _, name := range p.toolNames() {
+		if !p.Applies(e, name) {
+			continue
+		}
+		o, why := refusingPolicy(name, outside)
+		if o == nil {
+			return
+		}
+		names = append(names, "`"+name+"`")
+		rel = append(rel, dsl.Related{Pos: o.UsePos, Message: fmt.Sprintf("%s refuses `%s`: %s", o.Ref(), name, why)})
+	}
+	if len(names) == 0 || len(names) == len(p.toolNames()) {
+		return // never applies (cel/constant's), or not scoped by its when
+	}
+	p.Report(dsl.Diagnostic{Pos: e.FieldPos("when"), Severity: dsl.Error, Related: rel,
+		Message: fmt.Sprintf("the when of %s holds only for %s, which the tool_policy outside it refuses before the call gets here: no call it applies to reaches it, so it never acts; make its when hold for tools the policy allows, or let the tool_policy allow them",
+			e.Ref(), andList(names))})
 }
 
 // inertChatWhen reports a chat entry whose when holds for calls of some
