@@ -614,12 +614,11 @@ func TestCheckKeyReads(t *testing.T) {
 	}
 }
 
-func TestCheckListsLiteralComparisons(t *testing.T) {
-	env, err := NewEnv(EnvConfig{Stage: Chat, Phase: After})
-	require.NoError(t, err)
-	src := `response.finish_reason == 'lenght' || 'gpt' != response.model ||
-		response.tool_calls.exists(c, c.name in ['refund', 'lookup'] && response.tool_calls.all(c, c.id != 'x')) ||
-		request.messages.exists(m, m.role == 'usr') || response.text == request.model`
+// stringLiterals checks src and lists its comparisons with string
+// constants as path, op and value run together, each placed at its
+// constant.
+func stringLiterals(t *testing.T, env *Env, src string) []string {
+	t.Helper()
 	c, issues := env.Check(src)
 	require.Empty(t, issues)
 	var got []string
@@ -627,6 +626,16 @@ func TestCheckListsLiteralComparisons(t *testing.T) {
 		assert.Equal(t, "'"+l.Value+"'", src[l.Offset:l.Offset+len(l.Value)+2], l.Path)
 		got = append(got, l.Path+l.Op+l.Value)
 	}
+	return got
+}
+
+func TestCheckListsLiteralComparisons(t *testing.T) {
+	env, err := NewEnv(EnvConfig{Stage: Chat, Phase: After})
+	require.NoError(t, err)
+	src := `response.finish_reason == 'lenght' || 'gpt' != response.model ||
+		response.tool_calls.exists(c, c.name in ['refund', 'lookup'] && response.tool_calls.all(c, c.id != 'x')) ||
+		request.messages.exists(m, m.role == 'usr') || response.text == request.model`
+	got := stringLiterals(t, env, src)
 	assert.Equal(t, []string{"response.finish_reason==lenght", "response.model!=gpt",
 		"response.tool_calls[].nameinrefund", "response.tool_calls[].nameinlookup", "response.tool_calls[].id!=x",
 		"request.messages[].role==usr"}, got)
@@ -676,13 +685,7 @@ func TestCheckListsLiteralsReadThroughOrValue(t *testing.T) {
 	src := `args.?tier.orValue('') == 'gld' || 'x' != args.?a.?b.orValue('') || args.?c.orValue('') in ['p', 'q'] ||
 		args.?d.orValue('std') == 'std' || args.?e.orValue('s') in ['s', 't'] || args.?f.orValue(tool.name) == 'y' ||
 		args.?g.orValue(0) == 3`
-	c, issues := env.Check(src)
-	require.Empty(t, issues)
-	var got []string
-	for _, l := range c.Literals {
-		assert.Equal(t, "'"+l.Value+"'", src[l.Offset:l.Offset+len(l.Value)+2], l.Path)
-		got = append(got, l.Path+l.Op+l.Value)
-	}
+	got := stringLiterals(t, env, src)
 	assert.Equal(t, []string{"args.tier==gld", "args.a.b!=x", "args.cinp", "args.cinq"}, got)
 }
 
@@ -696,13 +699,7 @@ func TestCheckListsLiteralsOfMappedLists(t *testing.T) {
 	src := `'refnd' in response.tool_calls.map(c, c.name) || response.tool_calls.map(c, c.name).exists(n, n == 'lokup') ||
 		request.messages.map(m, m.role).exists(r, r != 'usr') || 'x' in request.tools.map(t, t.name + 's') ||
 		'y' in response.tool_calls.filter(c, c.id != '').map(c, c.name)`
-	c, issues := env.Check(src)
-	require.Empty(t, issues)
-	var got []string
-	for _, l := range c.Literals {
-		assert.Equal(t, "'"+l.Value+"'", src[l.Offset:l.Offset+len(l.Value)+2], l.Path)
-		got = append(got, l.Path+l.Op+l.Value)
-	}
+	got := stringLiterals(t, env, src)
 	assert.Equal(t, []string{"response.tool_calls[].name==refnd", "response.tool_calls[].name==lokup",
 		"request.messages[].role!=usr", "response.tool_calls[].name==y", "response.tool_calls[].id!="}, got)
 
@@ -710,11 +707,5 @@ func TestCheckListsLiteralsOfMappedLists(t *testing.T) {
 	tool, err := NewEnv(EnvConfig{Stage: Tool, ArgsSchemas: []json.RawMessage{json.RawMessage(`{"type": "object", "required": ["tags", "labels"],
 		"properties": {"tags": {"type": "array", "items": {"type": "string"}}, "labels": {"type": "object", "additionalProperties": {"type": "string"}}}}`)}})
 	require.NoError(t, err)
-	c, issues = tool.Check(`'urgent' in args.tags || 'env' in args.labels`)
-	require.Empty(t, issues)
-	got = nil
-	for _, l := range c.Literals {
-		got = append(got, l.Path+l.Op+l.Value)
-	}
-	assert.Equal(t, []string{"args.tags[]==urgent"}, got)
+	assert.Equal(t, []string{"args.tags[]==urgent"}, stringLiterals(t, tool, `'urgent' in args.tags || 'env' in args.labels`))
 }
