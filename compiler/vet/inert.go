@@ -89,7 +89,10 @@ model, so request.model.startsWith('gpt') never holds where the models
 are named primary and backup. A warning at the when, as a host may
 register a model client the policy does not declare, naming the declared
 model whose provider id the when holds for; a when comparing
-request.model with a constant is left to cel/unknown-value.
+request.model with a constant is left to cel/unknown-value. So is a
+tool-chain layer whose when is false for every declared tool it could
+apply to (tool.name.startsWith('refnd') where the tool is refund), where
+only declared tools run: an error at the when, as the layer never acts.
 
 A tool-chain layer scoped with tools: to a tool that a tool_policy outside
 it (without a when) refuses, by its deny list or by leaving the tool out of
@@ -116,6 +119,7 @@ tool_policy sees every call and is not reported.`,
 		}
 		optional := map[string]bool{}
 		for i, e := range p.Policy.Chains["tool"] {
+			p.inertToolWhen(e)
 			p.inertRefusedTools(e, p.Policy.Chains["tool"][:i])
 			switch e.Use {
 			case "egress", "file_check":
@@ -270,7 +274,7 @@ func (p *Pass) inertChatWhen(e *dsl.Entry) {
 // register a model client the policy does not declare. A when that holds
 // for a declared model's provider id is named with it.
 func (p *Pass) inertChatWhenNoModel(e *dsl.Entry) {
-	if reads, compares := modelTest(e.When.Source); len(p.Policy.Models) == 0 || !reads || compares {
+	if reads, compares := fieldTest(e.When.Source, "request", "model"); len(p.Policy.Models) == 0 || !reads || compares {
 		return // no model, or cel/constant's or cel/unknown-value's to say
 	}
 	var ids []string
@@ -289,9 +293,10 @@ func (p *Pass) inertChatWhenNoModel(e *dsl.Entry) {
 	p.Report(dsl.Diagnostic{Pos: e.FieldPos("when"), Severity: dsl.Warning, Message: msg})
 }
 
-// modelTest reports whether the chat predicate src reads request.model,
-// and whether it compares it with a constant (==, != or in a list).
-func modelTest(src string) (reads, compares bool) {
+// fieldTest reports whether the predicate src reads the field of the
+// variable root (request.model, tool.name), and whether it compares it
+// with a constant (==, != or in a list).
+func fieldTest(src, root, field string) (reads, compares bool) {
 	env, err := chatEnvironment()
 	if err != nil {
 		return false, false
@@ -300,20 +305,20 @@ func modelTest(src string) (reads, compares bool) {
 	if iss.Err() != nil {
 		return false, false
 	}
-	isModel := func(x ast.Expr) bool {
-		return x.Kind() == ast.SelectKind && x.AsSelect().FieldName() == "model" && !x.AsSelect().IsTestOnly() &&
-			x.AsSelect().Operand().Kind() == ast.IdentKind && x.AsSelect().Operand().AsIdent() == "request"
+	isField := func(x ast.Expr) bool {
+		return x.Kind() == ast.SelectKind && x.AsSelect().FieldName() == field && !x.AsSelect().IsTestOnly() &&
+			x.AsSelect().Operand().Kind() == ast.IdentKind && x.AsSelect().Operand().AsIdent() == root
 	}
 	constant := func(x ast.Expr) bool { return x.Kind() == ast.LiteralKind || x.Kind() == ast.ListKind }
 	var walk func(x ast.Expr)
 	walk = func(x ast.Expr) {
-		reads = reads || isModel(x)
+		reads = reads || isField(x)
 		switch x.Kind() {
 		case ast.CallKind:
 			c := x.AsCall()
 			switch args := c.Args(); c.FunctionName() {
 			case operators.Equals, operators.NotEquals, operators.In:
-				if len(args) == 2 && (isModel(args[0]) && constant(args[1]) || constant(args[0]) && isModel(args[1])) {
+				if len(args) == 2 && (isField(args[0]) && constant(args[1]) || constant(args[0]) && isField(args[1])) {
 					compares = true
 				}
 			}
@@ -339,6 +344,36 @@ func modelTest(src string) (reads, compares bool) {
 	}
 	walk(parsed.NativeRep().Expr())
 	return reads, compares
+}
+
+// inertToolWhen reports a tool-chain entry whose when reads tool.name
+// and is false for every declared tool it could apply to
+// (tool.name.startsWith('refnd') where the tool is refund), where only
+// declared tools run: it never acts, an error at the when. A when that
+// compares tool.name with a constant is cel/unknown-value's to report.
+func (p *Pass) inertToolWhen(e *dsl.Entry) {
+	if e.When == nil || p.UndeclaredToolsRun() {
+		return
+	}
+	if reads, compares := fieldTest(e.When.Source, "tool", "name"); !reads || compares {
+		return
+	}
+	names := e.Tools
+	if len(names) == 0 {
+		names = p.toolNames()
+	}
+	for _, name := range names {
+		if p.Applies(e, name) {
+			return
+		}
+	}
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = "`" + n + "`"
+	}
+	p.Report(dsl.Diagnostic{Pos: e.FieldPos("when"), Severity: dsl.Error,
+		Message: fmt.Sprintf("the when of %s is false for every tool it could apply to (%s), and a call of a tool the policy does not declare is refused: %s never acts; make its when hold for the tools it is meant for",
+			e.Ref(), andList(quoted), e.Ref())})
 }
 
 // inertMeterUSD reports a chat meter whose usd ceiling counts calls that
