@@ -89,19 +89,20 @@ model, so request.model.startsWith('gpt') never holds where the models
 are named primary and backup. A warning at the when, as a host may
 register a model client the policy does not declare, naming the declared
 model whose provider id the when holds for; a when comparing
-request.model with a constant is left to cel/unknown-value. So is a
-tool-chain layer whose when is false for every declared tool it could
-apply to (tool.name.startsWith('refnd') where the tool is refund), where
-only declared tools run: an error at the when, as the layer never acts.
+request.model with a constant is left to cel/unknown-value. A tool-chain
+layer whose when is false for every declared tool it could apply to
+(tool.name.startsWith('refnd') where the tool is refund) never acts
+either, where only declared tools run: an error at the when.
 
 A tool-chain layer scoped with tools: to a tool that a tool_policy outside
-it (without a when) refuses, by its deny list or by leaving the tool out of
-its allow list, never sees that tool's calls: they are blocked before they
-reach it. An error at the name when every tool the layer is scoped to is
-refused, as the layer never acts; a warning when only some are. A layer
-scoped by its when to tools that are all refused (when: "tool.name ==
-'wire'") never acts either: an error at the when. A layer outside the
-tool_policy sees every call and is not reported.`,
+it refuses (without a when, or with one that holds for every call of the
+tool), by its deny list or by leaving the tool out of its allow list,
+never sees that tool's calls: they are blocked before they reach it. An
+error at the name when every tool the layer is scoped to is refused, as
+the layer never acts; a warning when only some are. A layer scoped by its
+when to tools that are all refused (when: "tool.name == 'wire'") never
+acts either: an error at the when. A layer outside the tool_policy sees
+every call and is not reported.`,
 	Run: func(p *Pass) {
 		for _, stage := range dsl.Stages {
 			for _, e := range p.Policy.Chains[stage] {
@@ -162,7 +163,7 @@ func (p *Pass) inertRefusedTools(e *dsl.Entry, outside []*dsl.Entry) {
 	why := make([]string, len(e.Tools))
 	n := 0
 	for i, name := range e.Tools {
-		if refusedBy[i], why[i] = refusingPolicy(name, outside); refusedBy[i] != nil {
+		if refusedBy[i], why[i] = p.refusingPolicy(name, outside); refusedBy[i] != nil {
 			n++
 		}
 	}
@@ -185,12 +186,18 @@ func (p *Pass) inertRefusedTools(e *dsl.Entry, outside []*dsl.Entry) {
 	}
 }
 
-// refusingPolicy returns the tool_policy among outside (without a when)
-// that refuses the named tool, and why, or nil.
-func refusingPolicy(name string, outside []*dsl.Entry) (*dsl.Entry, string) {
+// refusingPolicy returns the tool_policy among outside that refuses the
+// named tool, and why, or nil. One with a when refuses it only where its
+// when holds for every call of the tool (tool.side_effecting).
+func (p *Pass) refusingPolicy(name string, outside []*dsl.Entry) (*dsl.Entry, string) {
 	for _, o := range outside {
-		if o.Use != "tool_policy" || o.When != nil || len(o.Tools) > 0 && !slices.Contains(o.Tools, name) {
+		if o.Use != "tool_policy" || len(o.Tools) > 0 && !slices.Contains(o.Tools, name) {
 			continue
+		}
+		if o.When != nil {
+			if v, known := p.predicate(o.When.Source).eval(p.Policy.Tools[name]); !known || !v {
+				continue
+			}
 		}
 		allow, hasAllow := o.Fields["allow"]
 		switch {
@@ -218,7 +225,7 @@ func (p *Pass) inertRefusedWhen(e *dsl.Entry, outside []*dsl.Entry) {
 		if !p.Applies(e, name) {
 			continue
 		}
-		o, why := refusingPolicy(name, outside)
+		o, why := p.refusingPolicy(name, outside)
 		if o == nil {
 			return
 		}
