@@ -486,7 +486,12 @@ func classify(msg string, path []string) (rule, out string) {
 				return "schema/invalid-value", fmt.Sprintf("%s: %s: a duration has no day unit; write hours, as in \"%dh\"", name, m[1], atoi(d[1])*24)
 			}
 			if w := weekWordRE.FindStringSubmatch(v); w != nil && isCount(w[1]) {
-				return "schema/invalid-value", fmt.Sprintf("%s: %s: a duration has no week unit; write hours, as in \"%dh\"", name, m[1], atoi(w[1])*24*7)
+				msg := fmt.Sprintf("%s: %s: a duration has no week unit; write hours, as in \"%dh\"", name, m[1], atoi(w[1])*24*7)
+				if len(path) > 0 && path[len(path)-1] == "window" && atoi(w[1]) == 1 {
+					// A meter's window counts its spans from the Unix epoch.
+					msg += ", whose windows start on Thursdays at 00:00 UTC (the Unix epoch was a Thursday)"
+				}
+				return "schema/invalid-value", msg
 			}
 			if _, err := strconv.ParseFloat(v, 64); err == nil {
 				return "schema/invalid-value", fmt.Sprintf("%s: %s has no unit: write it with one, such as \"%sms\" or \"%ss\"", name, m[1], v, v)

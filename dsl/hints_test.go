@@ -33,6 +33,8 @@ func TestInvalidValueHints(t *testing.T) {
 			`chains.chat[0].initial_delay: "soon" is not a duration such as "250ms", "30s" or "1h30m"`},
 		{"window not a duration nor month", `chains: chat: [{use: "meter", window: "monthly"}]`,
 			`chains.chat[0].window: "monthly" is not a duration such as "250ms", "30s" or "1h30m", nor "month"; did you mean "month"?`},
+		{"window of a week", `chains: chat: [{use: "meter", window: "1 week"}]`,
+			`chains.chat[0].window: "1 week": a duration has no week unit; write hours, as in "168h", whose windows start on Thursdays at 00:00 UTC (the Unix epoch was a Thursday)`},
 		{"window far from month", `chains: chat: [{use: "meter", window: "weekly"}]`,
 			`chains.chat[0].window: "weekly" is not a duration such as "250ms", "30s" or "1h30m", nor "month"`},
 		{"required typo", `tools: t: {args: {type: "object", required: ["amout"], properties: amount: type: "number"}}`,
