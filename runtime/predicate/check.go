@@ -426,11 +426,12 @@ func (w *walker) visitCall(e ast.Expr, facts, locals []string) {
 		if len(args) == 2 && args[1].Kind() == ast.ListKind {
 			w.lists++
 			elems := args[1].AsList().Elements()
-			if _, def, ok := w.renderOrValue(args[0]); ok && slices.ContainsFunc(elems, func(el ast.Expr) bool { return sameString(el, def) }) {
-				break // the list holds the default: it matches where the field is absent
-			}
-			for _, el := range elems {
-				w.literal("in", args[0], el)
+			// A list that holds the default matches where the field is absent.
+			_, def, opt := w.renderOrValue(args[0])
+			if !opt || !slices.ContainsFunc(elems, func(el ast.Expr) bool { return sameString(el, def) }) {
+				for _, el := range elems {
+					w.literal("in", args[0], el)
+				}
 			}
 		}
 	case operators.Index:
