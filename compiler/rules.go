@@ -274,7 +274,10 @@ a negation) or where its effect is not known (an argument of a function). ==
 and != compare, and so does in with a list of constants (a constant of a
 list that also holds a possible value is a warning: it is dead, the test
 is not); inside a macro the variable stands for the list's elements
-(request.messages.exists(m, m.role == 'usr')). An argument tested against
+(request.messages.exists(m, m.role == 'usr')), and a list mapped to a
+field of another's elements holds that field's values ('refnd' in
+response.tool_calls.map(c, c.name)), as a list argument holds its items'
+('fsat' in args.tags). An argument tested against
 a list mixing kinds (args.amount in ['1', 2], amount a number in every
 schema that lists it) gets the warning at each constant of another kind:
 a call's arguments are checked against its tool's schema, and the list
@@ -293,7 +296,10 @@ the schema refuses and none gets through by it ('usd' stays an error: the
 test was likely meant for 'USD'). A state handler's deny reads the value
 the same way: a value is checked against its field's schema before the
 handlers, so value.tier == 'platinum' where the enum is gold and std is a
-warning, and 'gld' an error with 'gold' as its did-you-mean. An entry
+warning, and 'gld' an error with 'gold' as its did-you-mean. A field
+read with a default (args.?tier.orValue('') == 'gld') compares as the
+field does, unless the default is the constant or in the list (then the
+test holds where the field is absent). An entry
 scoped to several tools sees
 the union of their values, an unscoped one the union over the declared
 tools. Nothing is said where a call may carry a value no schema lists:

@@ -16,6 +16,8 @@ import (
 	"cuelang.org/go/cue/ast"
 	cueerrors "cuelang.org/go/cue/errors"
 	"cuelang.org/go/cue/token"
+
+	"github.com/agentc-dev/agentc/internal/textdist"
 )
 
 // cuePos converts a CUE position, or returns def when it is invalid.
@@ -204,7 +206,14 @@ func (l *loader) addCUEErrors(err error, user cue.Value, skip ...string) {
 		}
 		if len(others) > 0 {
 			// A default such as *3 | int & <=10 adds "conflicting
-			// values 3 and 20" next to the real bound error.
+			// values 3 and 20" next to the real bound error. A field
+			// that takes a duration or words (a meter's window: a
+			// duration or "month") names the words beside the duration.
+			for _, r := range others {
+				if strings.Contains(r.msg, notDuration) {
+					r.msg = durationOrWords(r.msg, conflicts)
+				}
+			}
 			conflicts = nil
 		}
 		for _, r := range others {
@@ -269,9 +278,43 @@ func conflictMessage(r *rawErr) string {
 		if isZeroDuration(got) {
 			return fmt.Sprintf(zeroDuration, fieldName(r.path), got)
 		}
-		return fmt.Sprintf("%s: %s is not a duration such as \"250ms\", \"30s\" or \"1h30m\"%s", fieldName(r.path), got, bytesNote(got))
+		return fmt.Sprintf("%s: %s"+notDuration+"%s", fieldName(r.path), got, bytesNote(got))
 	}
 	return fmt.Sprintf("%s: %s is not allowed here: want %s%s", fieldName(r.path), got, describeType(want), bytesNote(got))
+}
+
+// notDuration is how a value that is not a duration is described.
+const notDuration = ` is not a duration such as "250ms", "30s" or "1h30m"`
+
+// durationOrWords completes msg, which says got is not a duration, for a
+// field that also takes words (a meter's window: a duration or "month"):
+// it names them, and the one got is close to.
+// The words are the values of the conflicts beside it that are not
+// durations (a default duration is one).
+func durationOrWords(msg string, conflicts []*rawErr) string {
+	var words, names []string
+	got := ""
+	for _, r := range conflicts {
+		w, err := strconv.Unquote(r.conflict[1])
+		if err != nil || !strings.HasPrefix(r.conflict[1], `"`) || slices.Contains(words, r.conflict[1]) {
+			continue
+		}
+		if _, err := time.ParseDuration(w); err == nil {
+			continue
+		}
+		words, names, got = append(words, r.conflict[1]), append(names, w), r.conflict[0]
+	}
+	if len(words) == 0 {
+		return msg
+	}
+	at := strings.Index(msg, notDuration) + len(notDuration)
+	msg = msg[:at] + ", nor " + strings.Join(words, " nor ") + msg[at:]
+	if w, err := strconv.Unquote(got); err == nil {
+		if best := textdist.Closest(w, names); best != "" {
+			msg += fmt.Sprintf("; did you mean %q?", best)
+		}
+	}
+	return msg
 }
 
 // bytesNote explains a value written in single quotes, which CUE reads as
@@ -443,7 +486,12 @@ func classify(msg string, path []string) (rule, out string) {
 				return "schema/invalid-value", fmt.Sprintf("%s: %s: a duration has no day unit; write hours, as in \"%dh\"", name, m[1], atoi(d[1])*24)
 			}
 			if w := weekWordRE.FindStringSubmatch(v); w != nil && isCount(w[1]) {
-				return "schema/invalid-value", fmt.Sprintf("%s: %s: a duration has no week unit; write hours, as in \"%dh\"", name, m[1], atoi(w[1])*24*7)
+				msg := fmt.Sprintf("%s: %s: a duration has no week unit; write hours, as in \"%dh\"", name, m[1], atoi(w[1])*24*7)
+				if len(path) > 0 && path[len(path)-1] == "window" && atoi(w[1]) == 1 {
+					// A meter's window counts its spans from the Unix epoch.
+					msg += ", whose windows start on Thursdays at 00:00 UTC (the Unix epoch was a Thursday)"
+				}
+				return "schema/invalid-value", msg
 			}
 			if _, err := strconv.ParseFloat(v, 64); err == nil {
 				return "schema/invalid-value", fmt.Sprintf("%s: %s has no unit: write it with one, such as \"%sms\" or \"%ss\"", name, m[1], v, v)
@@ -452,7 +500,7 @@ func classify(msg string, path []string) (rule, out string) {
 		if isZeroDuration(m[1]) {
 			return "schema/invalid-value", fmt.Sprintf(zeroDuration, name, m[1])
 		}
-		return "schema/invalid-value", fmt.Sprintf("%s: %s is not a duration such as \"250ms\", \"30s\" or \"1h30m\"", name, m[1])
+		return "schema/invalid-value", fmt.Sprintf("%s: %s"+notDuration, name, m[1])
 	}
 	if m := boundRE.FindStringSubmatch(msg); m != nil && (strings.HasPrefix(m[2], "=~") || strings.HasPrefix(m[2], "!~")) {
 		if hint := patternHint(m[1], strings.TrimLeft(m[2], "=!~")); hint != "" {

@@ -103,7 +103,8 @@
 // for good. With one, the budget starts afresh at the start of each window,
 // in UTC: a duration (whole seconds, from 1s to 366 days) cuts time into
 // fixed spans counted from the Unix epoch, so "24h" starts a ledger at
-// 00:00 UTC each day and "1h" on each hour; "month" starts one at 00:00 UTC
+// 00:00 UTC each day, "1h" on each hour and "168h" each Thursday at 00:00
+// UTC (the epoch was a Thursday); "month" starts one at 00:00 UTC
 // on the first of each calendar month. Each window is a ledger of its own,
 // its key holding the window's length and start
 // (agentc/meter/<stage>/<name>/window/86400s/<start, Unix seconds>/key/<tenant>).

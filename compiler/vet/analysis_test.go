@@ -346,3 +346,46 @@ chains: tool: [
 		"tool_policy arg_patterns[0] names argument \"uri\", which no tool it applies to declares: the pattern never matches; did you mean \"url\"?",
 	}, got)
 }
+
+// A tool_policy with allow: [] refuses every tool, as the runtime does: no
+// call reaches a layer inside it.
+func TestReachEmptyAllow(t *testing.T) {
+	a := analyze(t, `package p
+tools: {
+	refund: {side_effecting: true}
+	search: {}
+}
+chains: tool: [
+	{use: "tool_policy", allow: []},
+	{use: "retry"},
+]
+`)
+	retry := a.Policy.Chains["tool"][1]
+	assert.Equal(t, "tool_policy", a.Blocker("refund").Use)
+	assert.Equal(t, "tool_policy", a.Blocker("search").Use)
+	assert.Empty(t, a.ToolsReaching(retry))
+}
+
+// A layer refuses a tool outright only where its when holds for every
+// call of the tool: a tool_policy or guard whose when depends on the call
+// or the run refuses some calls, and the others reach the layers inside it.
+func TestReachConditionalBlocker(t *testing.T) {
+	a := analyze(t, `package p
+tools: {
+	refund: {side_effecting: true}
+	fetch: {url_arg: "url"}
+	drop: {side_effecting: true}
+}
+chains: tool: [
+	{use: "tool_policy", deny: ["refund"], when: "run.meta.?tier.orValue('') == 'trial'"},
+	{use: "guard", name: "no_fetch", deny: "tool.url_arg != ''", when: "has(run.meta.sandbox)"},
+	{use: "tool_policy", name: "no_drop", deny: ["drop"], when: "tool.side_effecting"},
+	{use: "retry"},
+]
+`)
+	assert.Nil(t, a.Blocker("refund"), "only a trial run's refunds are refused")
+	assert.Nil(t, a.Blocker("fetch"), "only a sandboxed run's fetches are refused")
+	assert.Equal(t, "no_drop", a.Blocker("drop").Name, "a when that holds for every call of the tool")
+	retry := a.Policy.Chains["tool"][3]
+	assert.True(t, a.Reaches(retry, "refund"))
+}

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/operators"
+
 	"github.com/agentc-dev/agentc/dsl"
 )
 
@@ -79,14 +82,27 @@ outside it replaces the model a call names with its own models
 (request.model == 'local' inside a fallback to primary and backup), and
 only the own calls of a judge or summarizing compaction outside it keep
 theirs. An error at the when; make it hold for the models the layer is
-meant for, or move the layer outside the fallback or hedge.
+meant for, or move the layer outside the fallback or hedge. A chat layer
+whose when is false for the calls of every declared model, wherever it
+sits, never acts either: request.model holds the name the policy gives a
+model, so request.model.startsWith('gpt') never holds where the models
+are named primary and backup. A warning at the when, as a host may
+register a model client the policy does not declare, naming the declared
+model whose provider id the when holds for; a when comparing
+request.model with a constant is left to cel/unknown-value. A tool-chain
+layer whose when is false for every declared tool it could apply to
+(tool.name.startsWith('refnd') where the tool is refund) never acts
+either, where only declared tools run: an error at the when.
 
 A tool-chain layer scoped with tools: to a tool that a tool_policy outside
-it (without a when) refuses, by its deny list or by leaving the tool out of
-its allow list, never sees that tool's calls: they are blocked before they
-reach it. An error at the name when every tool the layer is scoped to is
-refused, as the layer never acts; a warning when only some are. A layer
-outside the tool_policy sees every call and is not reported.`,
+it refuses (without a when, or with one that holds for every call of the
+tool), by its deny list or by leaving the tool out of its allow list,
+never sees that tool's calls: they are blocked before they reach it. An
+error at the name when every tool the layer is scoped to is refused, as
+the layer never acts; a warning when only some are. A layer scoped by its
+when to tools that are all refused (when: "tool.name == 'wire'") never
+acts either: an error at the when. A layer outside the tool_policy sees
+every call and is not reported.`,
 	Run: func(p *Pass) {
 		for _, stage := range dsl.Stages {
 			for _, e := range p.Policy.Chains[stage] {
@@ -104,6 +120,7 @@ outside the tool_policy sees every call and is not reported.`,
 		}
 		optional := map[string]bool{}
 		for i, e := range p.Policy.Chains["tool"] {
+			p.inertToolWhen(e)
 			p.inertRefusedTools(e, p.Policy.Chains["tool"][:i])
 			switch e.Use {
 			case "egress", "file_check":
@@ -139,29 +156,15 @@ outside the tool_policy sees every call and is not reported.`,
 // acts; some of them a warning at each refused name.
 func (p *Pass) inertRefusedTools(e *dsl.Entry, outside []*dsl.Entry) {
 	if len(e.Tools) == 0 {
+		p.inertRefusedWhen(e, outside)
 		return
 	}
 	refusedBy := make([]*dsl.Entry, len(e.Tools))
 	why := make([]string, len(e.Tools))
 	n := 0
 	for i, name := range e.Tools {
-		for _, o := range outside {
-			if o.Use != "tool_policy" || o.When != nil || len(o.Tools) > 0 && !slices.Contains(o.Tools, name) {
-				continue
-			}
-			deny := stringList(o.Fields["deny"])
-			allow, hasAllow := o.Fields["allow"]
-			switch {
-			case slices.Contains(deny, name):
-				why[i] = "its deny lists it"
-			case hasAllow && !slices.Contains(stringList(allow), name):
-				why[i] = "its allow leaves it out"
-			default:
-				continue
-			}
-			refusedBy[i] = o
+		if refusedBy[i], why[i] = p.refusingPolicy(name, outside); refusedBy[i] != nil {
 			n++
-			break
 		}
 	}
 	if n == 0 {
@@ -183,6 +186,60 @@ func (p *Pass) inertRefusedTools(e *dsl.Entry, outside []*dsl.Entry) {
 	}
 }
 
+// refusingPolicy returns the tool_policy among outside that refuses the
+// named tool, and why, or nil. One with a when refuses it only where its
+// when holds for every call of the tool (tool.side_effecting).
+func (p *Pass) refusingPolicy(name string, outside []*dsl.Entry) (*dsl.Entry, string) {
+	for _, o := range outside {
+		if o.Use != "tool_policy" || len(o.Tools) > 0 && !slices.Contains(o.Tools, name) {
+			continue
+		}
+		if o.When != nil {
+			if v, known := p.predicate(o.When.Source).eval(p.Policy.Tools[name]); !known || !v {
+				continue
+			}
+		}
+		allow, hasAllow := o.Fields["allow"]
+		switch {
+		case slices.Contains(stringList(o.Fields["deny"]), name):
+			return o, "its deny lists it"
+		case hasAllow && !slices.Contains(stringList(allow), name):
+			return o, "its allow leaves it out"
+		}
+	}
+	return nil, ""
+}
+
+// inertRefusedWhen reports a tool-chain entry scoped by its when to
+// declared tools (when: "tool.name == 'wire'") that a tool_policy outside
+// it refuses, every one of them: it never acts, an error at the when. An
+// entry whose when may hold for an undeclared tool that can run, or for a
+// tool no tool_policy refuses, is not reported.
+func (p *Pass) inertRefusedWhen(e *dsl.Entry, outside []*dsl.Entry) {
+	if e.When == nil || e.Stage != "tool" || p.UndeclaredToolsRun() {
+		return
+	}
+	var names []string
+	var rel []dsl.Related
+	for _, name := range p.toolNames() {
+		if !p.Applies(e, name) {
+			continue
+		}
+		o, why := p.refusingPolicy(name, outside)
+		if o == nil {
+			return
+		}
+		names = append(names, "`"+name+"`")
+		rel = append(rel, dsl.Related{Pos: o.UsePos, Message: fmt.Sprintf("%s refuses `%s`: %s", o.Ref(), name, why)})
+	}
+	if len(names) == 0 || len(names) == len(p.toolNames()) {
+		return // never applies (cel/constant's), or not scoped by its when
+	}
+	p.Report(dsl.Diagnostic{Pos: e.FieldPos("when"), Severity: dsl.Error, Related: rel,
+		Message: fmt.Sprintf("the when of %s holds only for %s, which the tool_policy outside it refuses before the call gets here: no call it applies to reaches it, so it never acts; make its when hold for tools the policy allows, or let the tool_policy allow them",
+			e.Ref(), andList(names))})
+}
+
 // inertChatWhen reports a chat entry whose when holds for calls of some
 // declared model, but of none that reaches it: the fallback and hedge
 // layers outside it replace the model a call names with their own (a
@@ -197,7 +254,8 @@ func (p *Pass) inertChatWhen(e *dsl.Entry) {
 		live = live || p.ChatWhen(e, m) != Never
 	}
 	if !live {
-		return // never, whatever the placement: cel/constant or cel/unknown-value
+		p.inertChatWhenNoModel(e)
+		return
 	}
 	models := p.modelsAt(e)
 	var rel []dsl.Related
@@ -214,6 +272,115 @@ func (p *Pass) inertChatWhen(e *dsl.Entry) {
 	p.Report(dsl.Diagnostic{Pos: e.FieldPos("when"), Severity: dsl.Error, Related: rel,
 		Message: fmt.Sprintf("the when of %s is false for the calls of every model that reaches it (%s): the layers outside it replace the model a call names, so %s never acts; make its when hold for the models it is meant for, or move it outside the fallback or hedge",
 			e.Ref(), andList(models), e.Ref())})
+}
+
+// inertChatWhenNoModel reports a chat entry whose when is false for the
+// calls of every declared model, wherever it sits, unless the when
+// compares request.model with a constant: cel/unknown-value names that
+// constant, and cel/constant a contradiction. A warning: a host may
+// register a model client the policy does not declare. A when that holds
+// for a declared model's provider id is named with it.
+func (p *Pass) inertChatWhenNoModel(e *dsl.Entry) {
+	if reads, compares := fieldTest(e.When.Source, "request", "model"); len(p.Policy.Models) == 0 || !reads || compares {
+		return // no model, or cel/constant's or cel/unknown-value's to say
+	}
+	var ids []string
+	for _, name := range p.chatModels() {
+		if m := p.Policy.Models[name]; m.ID != "" && evalChatWhen(e.When.Source, m.ID) != Never {
+			ids = append(ids, fmt.Sprintf("'%s', the provider's id of %s", m.ID, name))
+		}
+	}
+	msg := fmt.Sprintf("the when of %s is false for the calls of every declared model (%s): request.model holds the name the policy gives a model, so %s never acts on them",
+		e.Ref(), andList(p.chatModels()), e.Ref())
+	if len(ids) > 0 {
+		msg += fmt.Sprintf("; it holds for %s: test the policy's names instead (request.model == 'name')", strings.Join(ids, ", and "))
+	} else {
+		msg += "; make it hold for the models the layer is meant for"
+	}
+	p.Report(dsl.Diagnostic{Pos: e.FieldPos("when"), Severity: dsl.Warning, Message: msg})
+}
+
+// fieldTest reports whether the predicate src reads the field of the
+// variable root (request.model, tool.name), and whether it compares it
+// with a constant (==, != or in a list).
+func fieldTest(src, root, field string) (reads, compares bool) {
+	env, err := chatEnvironment()
+	if err != nil {
+		return false, false
+	}
+	parsed, iss := env.Parse(src)
+	if iss.Err() != nil {
+		return false, false
+	}
+	isField := func(x ast.Expr) bool {
+		return x.Kind() == ast.SelectKind && x.AsSelect().FieldName() == field && !x.AsSelect().IsTestOnly() &&
+			x.AsSelect().Operand().Kind() == ast.IdentKind && x.AsSelect().Operand().AsIdent() == root
+	}
+	constant := func(x ast.Expr) bool { return x.Kind() == ast.LiteralKind || x.Kind() == ast.ListKind }
+	var walk func(x ast.Expr)
+	walk = func(x ast.Expr) {
+		reads = reads || isField(x)
+		switch x.Kind() {
+		case ast.CallKind:
+			c := x.AsCall()
+			switch args := c.Args(); c.FunctionName() {
+			case operators.Equals, operators.NotEquals, operators.In:
+				if len(args) == 2 && (isField(args[0]) && constant(args[1]) || constant(args[0]) && isField(args[1])) {
+					compares = true
+				}
+			}
+			if c.IsMemberFunction() {
+				walk(c.Target())
+			}
+			for _, a := range c.Args() {
+				walk(a)
+			}
+		case ast.SelectKind:
+			walk(x.AsSelect().Operand())
+		case ast.ListKind:
+			for _, el := range x.AsList().Elements() {
+				walk(el)
+			}
+		case ast.ComprehensionKind:
+			c := x.AsComprehension()
+			walk(c.IterRange())
+			walk(c.LoopCondition())
+			walk(c.LoopStep())
+			walk(c.Result())
+		}
+	}
+	walk(parsed.NativeRep().Expr())
+	return reads, compares
+}
+
+// inertToolWhen reports a tool-chain entry whose when reads tool.name
+// and is false for every declared tool it could apply to
+// (tool.name.startsWith('refnd') where the tool is refund), where only
+// declared tools run: it never acts, an error at the when. A when that
+// compares tool.name with a constant is cel/unknown-value's to report.
+func (p *Pass) inertToolWhen(e *dsl.Entry) {
+	if e.When == nil || p.UndeclaredToolsRun() {
+		return
+	}
+	if reads, compares := fieldTest(e.When.Source, "tool", "name"); !reads || compares {
+		return
+	}
+	names := e.Tools
+	if len(names) == 0 {
+		names = p.toolNames()
+	}
+	for _, name := range names {
+		if p.Applies(e, name) {
+			return
+		}
+	}
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = "`" + n + "`"
+	}
+	p.Report(dsl.Diagnostic{Pos: e.FieldPos("when"), Severity: dsl.Error,
+		Message: fmt.Sprintf("the when of %s is false for every tool it could apply to (%s), and a call of a tool the policy does not declare is refused: %s never acts; make its when hold for the tools it is meant for",
+			e.Ref(), andList(quoted), e.Ref())})
 }
 
 // inertMeterUSD reports a chat meter whose usd ceiling counts calls that

@@ -15,7 +15,8 @@ import (
 // unknown). A tool reaches an entry when the entry applies to it and no
 // entry of the chain refuses t outright: a tool_policy whose allow list
 // leaves t out or whose deny list names it, or a "before" guard whose
-// deny is true (or require false) for every call of t. Anything the
+// deny is true (or require false) for every call of t, either with a when
+// that holds for every call of t. Anything the
 // analysis cannot decide statically counts as reaching: the rules warn
 // about what can happen.
 
@@ -64,9 +65,17 @@ func (a *Analysis) blocker(tool string) *dsl.Entry {
 		if !a.Applies(e, tool) {
 			continue
 		}
+		if e.When != nil {
+			// A when that depends on the call or the run lets the
+			// other calls of the tool through.
+			if v, known := a.predicate(e.When.Source).eval(t); !known || !v {
+				continue
+			}
+		}
 		switch e.Use {
 		case "tool_policy":
-			if allow := stringList(e.Fields["allow"]); len(allow) > 0 && !contains(allow, tool) {
+			// allow: [] refuses every tool.
+			if allow, ok := e.Fields["allow"]; ok && !contains(stringList(allow), tool) {
 				return e
 			}
 			if contains(stringList(e.Fields["deny"]), tool) {

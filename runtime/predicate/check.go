@@ -130,7 +130,13 @@ func (e *Env) CheckGiven(src string, given []string) (c *Checked, issues []Issue
 	}()
 	parsed, iss := e.cel.Parse(src)
 	if iss.Err() != nil {
-		return nil, sortIssues(pos.celIssues(RuleSyntax, iss))
+		out := pos.celIssues(RuleSyntax, iss)
+		for i := range out {
+			if out[i].Message == "invalid argument to has() macro" {
+				out[i].Message += ": has() takes a field read (has(args.reason); a name that is not an identifier goes between backticks: has(args.`x-api-key`)); a map's key is tested with 'key' in map"
+			}
+		}
+		return nil, sortIssues(out)
 	}
 	checked, iss := e.cel.Check(parsed)
 	if iss.Err() != nil {
@@ -142,6 +148,7 @@ func (e *Env) CheckGiven(src string, given []string) (c *Checked, issues []Issue
 			e.suggestField(src, &out[i])
 			e.suggestTextOperand(&out[i])
 			suggestNullOperand(src, &out[i])
+			suggestSchemaObjectIndex(src, &out[i])
 		}
 		return nil, sortIssues(out)
 	}
@@ -313,11 +320,11 @@ func (w *walker) visit(e ast.Expr, facts, locals []string) {
 		}
 		innerFacts := dropRoots(facts, inner[len(locals):])
 		prev, bound := w.binds[comp.IterVar()]
-		if r, ok := w.renderBound(comp.IterRange()); ok && !comp.HasIterVar2() {
+		if r, ok := w.elemPath(comp.IterRange()); ok && !comp.HasIterVar2() {
 			if w.binds == nil {
 				w.binds = map[string]string{}
 			}
-			w.binds[comp.IterVar()] = r + "[]"
+			w.binds[comp.IterVar()] = r
 		} else {
 			delete(w.binds, comp.IterVar())
 		}
@@ -406,11 +413,25 @@ func (w *walker) visitCall(e ast.Expr, facts, locals []string) {
 		if len(args) == 2 && args[1].Kind() != ast.ListKind && args[1].Kind() != ast.MapKind {
 			// A membership test scans its list: a range too.
 			w.ranges = append(w.ranges, args[1])
+			// 'refund' in response.tool_calls.map(c, c.name): a
+			// constant equal to one of the field's values.
+			if path, ok := w.mappedElems(args[1]); ok {
+				w.literalAt("==", path, args[0], "string")
+			} else if t := w.ast.GetType(args[1].ID()); t != nil && t.Kind() == types.ListKind {
+				if path, ok := w.renderBound(args[1]); ok { // 'urgent' in args.tags
+					w.literalAt("==", path+"[]", args[0], "string")
+				}
+			}
 		}
 		if len(args) == 2 && args[1].Kind() == ast.ListKind {
 			w.lists++
-			for _, el := range args[1].AsList().Elements() {
-				w.literal("in", args[0], el)
+			elems := args[1].AsList().Elements()
+			// A list that holds the default matches where the field is absent.
+			_, def, opt := w.renderOrValue(args[0])
+			if !opt || !slices.ContainsFunc(elems, func(el ast.Expr) bool { return sameString(el, def) }) {
+				for _, el := range elems {
+					w.literal("in", args[0], el)
+				}
 			}
 		}
 	case operators.Index:
@@ -693,13 +714,82 @@ func (w *walker) literal(op string, field, value ast.Expr) {
 	default:
 		return
 	}
-	if path, ok := w.renderBound(field); ok {
+	path, ok := w.renderBound(field)
+	if p, def, opt := w.renderOrValue(field); opt {
+		// A field read with a default compares as the field, where the
+		// default is another string: args.?tier.orValue('') == 'gld'
+		// holds only where tier is 'gld'.
+		path, ok = p, kind == "string" && op != "<" && op != "<=" && op != ">" && op != ">=" && stringLiteral(def) && !sameString(value, def)
+	}
+	if ok {
 		l := Literal{Path: path, Op: op, Kind: kind, FieldKind: w.ast.GetType(field.ID()).String(), Value: v, Offset: w.offsetOf(value)}
 		if op == "in" {
 			l.List = w.lists
 		}
 		w.literals = append(w.literals, l)
 	}
+}
+
+// literalAt records a comparison of the field at path, of the CEL type
+// fieldKind, with value when value is a string constant.
+func (w *walker) literalAt(op, path string, value ast.Expr, fieldKind string) {
+	if !stringLiteral(value) {
+		return
+	}
+	w.literals = append(w.literals, Literal{Path: path, Op: op, Kind: "string", FieldKind: fieldKind,
+		Value: string(value.AsLiteral().(types.String)), Offset: w.offsetOf(value)})
+}
+
+// elemPath returns the path of the elements of the list e: e's own with
+// [] (response.tool_calls[]), or, for a list mapped to a field of another
+// list's elements, that field (response.tool_calls[].name for
+// response.tool_calls.map(c, c.name)).
+func (w *walker) elemPath(e ast.Expr) (string, bool) {
+	if r, ok := w.renderBound(e); ok {
+		return r + "[]", true
+	}
+	return w.mappedElems(e)
+}
+
+// mappedElems returns the path of the elements of a list a map() or
+// filter() macro builds from another list (l.map(x, x.f), l.filter(x, p),
+// l.map(x, p, x.f)) where each is a path of an element of that list.
+func (w *walker) mappedElems(e ast.Expr) (string, bool) {
+	if e.Kind() != ast.ComprehensionKind {
+		return "", false
+	}
+	comp := e.AsComprehension()
+	isAccu := func(x ast.Expr) bool { return x.Kind() == ast.IdentKind && x.AsIdent() == comp.AccuVar() }
+	if comp.HasIterVar2() || comp.AccuInit().Kind() != ast.ListKind || comp.AccuInit().AsList().Size() != 0 || !isAccu(comp.Result()) {
+		return "", false
+	}
+	step := comp.LoopStep()
+	if step.Kind() == ast.CallKind && step.AsCall().FunctionName() == operators.Conditional && len(step.AsCall().Args()) == 3 && isAccu(step.AsCall().Args()[2]) {
+		step = step.AsCall().Args()[1] // filter, or map with a predicate
+	}
+	if step.Kind() != ast.CallKind || step.AsCall().FunctionName() != operators.Add || len(step.AsCall().Args()) != 2 {
+		return "", false
+	}
+	add := step.AsCall().Args()
+	if !isAccu(add[0]) || add[1].Kind() != ast.ListKind || add[1].AsList().Size() != 1 {
+		return "", false
+	}
+	base, ok := w.elemPath(comp.IterRange())
+	if !ok {
+		return "", false
+	}
+	prev, bound := w.binds[comp.IterVar()]
+	if w.binds == nil {
+		w.binds = map[string]string{}
+	}
+	w.binds[comp.IterVar()] = base
+	path, ok := w.renderBound(add[1].AsList().Elements()[0])
+	if bound {
+		w.binds[comp.IterVar()] = prev
+	} else {
+		delete(w.binds, comp.IterVar())
+	}
+	return path, ok
 }
 
 // checkNullObject reports field op value where value is null and field a field typed as an
@@ -798,6 +888,54 @@ func (w *walker) renderBound(e ast.Expr) (string, bool) {
 		return r + "." + rest, true
 	}
 	return path, true
+}
+
+// renderOrValue renders a field read as an optional with a default,
+// x.?a.?b.orValue(d), as the field's path ("x.a.b", with a comprehension
+// variable standing for its range's elements) and returns the default d.
+func (w *walker) renderOrValue(e ast.Expr) (path string, def ast.Expr, ok bool) {
+	if e.Kind() != ast.CallKind {
+		return "", nil, false
+	}
+	call := e.AsCall()
+	if call.FunctionName() != "orValue" || !call.IsMemberFunction() || len(call.Args()) != 1 {
+		return "", nil, false
+	}
+	var steps []string
+	t := call.Target()
+	for t.Kind() == ast.CallKind && t.AsCall().FunctionName() == operators.OptSelect && len(t.AsCall().Args()) == 2 {
+		args := t.AsCall().Args()
+		if !stringLiteral(args[1]) {
+			return "", nil, false
+		}
+		steps = append([]string{string(args[1].AsLiteral().(types.String))}, steps...)
+		t = args[0]
+	}
+	if len(steps) == 0 {
+		return "", nil, false
+	}
+	root, ok := w.renderBound(t)
+	if !ok {
+		return "", nil, false
+	}
+	return root + "." + strings.Join(steps, "."), call.Args()[0], true
+}
+
+// stringLiteral reports whether e is a string constant.
+func stringLiteral(e ast.Expr) bool {
+	if e.Kind() != ast.LiteralKind {
+		return false
+	}
+	_, ok := e.AsLiteral().(types.String)
+	return ok
+}
+
+// sameString reports whether a and b are the same string constant.
+func sameString(a, b ast.Expr) bool {
+	if !stringLiteral(a) || !stringLiteral(b) {
+		return false
+	}
+	return a.AsLiteral().(types.String) == b.AsLiteral().(types.String)
 }
 
 // render prints an identifier/field path ("args.shipping.zip"), or reports false.

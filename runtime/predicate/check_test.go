@@ -614,12 +614,11 @@ func TestCheckKeyReads(t *testing.T) {
 	}
 }
 
-func TestCheckListsLiteralComparisons(t *testing.T) {
-	env, err := NewEnv(EnvConfig{Stage: Chat, Phase: After})
-	require.NoError(t, err)
-	src := `response.finish_reason == 'lenght' || 'gpt' != response.model ||
-		response.tool_calls.exists(c, c.name in ['refund', 'lookup'] && response.tool_calls.all(c, c.id != 'x')) ||
-		request.messages.exists(m, m.role == 'usr') || response.text == request.model`
+// stringLiterals checks src and lists its comparisons with string
+// constants as path, op and value run together, each placed at its
+// constant.
+func stringLiterals(t *testing.T, env *Env, src string) []string {
+	t.Helper()
 	c, issues := env.Check(src)
 	require.Empty(t, issues)
 	var got []string
@@ -627,6 +626,16 @@ func TestCheckListsLiteralComparisons(t *testing.T) {
 		assert.Equal(t, "'"+l.Value+"'", src[l.Offset:l.Offset+len(l.Value)+2], l.Path)
 		got = append(got, l.Path+l.Op+l.Value)
 	}
+	return got
+}
+
+func TestCheckListsLiteralComparisons(t *testing.T) {
+	env, err := NewEnv(EnvConfig{Stage: Chat, Phase: After})
+	require.NoError(t, err)
+	src := `response.finish_reason == 'lenght' || 'gpt' != response.model ||
+		response.tool_calls.exists(c, c.name in ['refund', 'lookup'] && response.tool_calls.all(c, c.id != 'x')) ||
+		request.messages.exists(m, m.role == 'usr') || response.text == request.model`
+	got := stringLiterals(t, env, src)
 	assert.Equal(t, []string{"response.finish_reason==lenght", "response.model!=gpt",
 		"response.tool_calls[].nameinrefund", "response.tool_calls[].nameinlookup", "response.tool_calls[].id!=x",
 		"request.messages[].role==usr"}, got)
@@ -663,4 +672,40 @@ func TestCheckLiteralsTypeTheirField(t *testing.T) {
 		got = append(got, l.Path+":"+l.FieldKind)
 	}
 	assert.Equal(t, []string{"args.n:int", "args.x:double", "tool.name:string"}, got)
+}
+
+// A field read as an optional with a default (args.?tier.orValue(”)) is
+// compared as the field is: its constants are listed under the field's
+// path, but not a constant the default equals, nor an in list that holds
+// the default (the comparison holds where the field is absent), nor one
+// compared with a default that is not a string constant.
+func TestCheckListsLiteralsReadThroughOrValue(t *testing.T) {
+	env, err := NewEnv(EnvConfig{Stage: Tool})
+	require.NoError(t, err)
+	src := `args.?tier.orValue('') == 'gld' || 'x' != args.?a.?b.orValue('') || args.?c.orValue('') in ['p', 'q'] ||
+		args.?d.orValue('std') == 'std' || args.?e.orValue('s') in ['s', 't'] || args.?f.orValue(tool.name) == 'y' ||
+		args.?g.orValue(0) == 3`
+	got := stringLiterals(t, env, src)
+	assert.Equal(t, []string{"args.tier==gld", "args.a.b!=x", "args.cinp", "args.cinq"}, got)
+}
+
+// The names of a list mapped to one of their fields
+// (response.tool_calls.map(c, c.name)) are that field of the list's
+// elements: a constant tested in the mapped list, or compared with a
+// variable bound to its elements, is listed under the field's path.
+func TestCheckListsLiteralsOfMappedLists(t *testing.T) {
+	env, err := NewEnv(EnvConfig{Stage: Chat, Phase: After})
+	require.NoError(t, err)
+	src := `'refnd' in response.tool_calls.map(c, c.name) || response.tool_calls.map(c, c.name).exists(n, n == 'lokup') ||
+		request.messages.map(m, m.role).exists(r, r != 'usr') || 'x' in request.tools.map(t, t.name + 's') ||
+		'y' in response.tool_calls.filter(c, c.id != '').map(c, c.name)`
+	got := stringLiterals(t, env, src)
+	assert.Equal(t, []string{"response.tool_calls[].name==refnd", "response.tool_calls[].name==lokup",
+		"request.messages[].role!=usr", "response.tool_calls[].name==y", "response.tool_calls[].id!="}, got)
+
+	// A constant tested in a list read from the input, not in a map's keys.
+	tool, err := NewEnv(EnvConfig{Stage: Tool, ArgsSchemas: []json.RawMessage{json.RawMessage(`{"type": "object", "required": ["tags", "labels"],
+		"properties": {"tags": {"type": "array", "items": {"type": "string"}}, "labels": {"type": "object", "additionalProperties": {"type": "string"}}}}`)}})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"args.tags[]==urgent"}, stringLiterals(t, tool, `'urgent' in args.tags || 'env' in args.labels`))
 }

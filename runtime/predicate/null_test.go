@@ -251,6 +251,19 @@ func TestNullObjectComparison(t *testing.T) {
 		assert.Contains(t, iss[0].Message, "a JSON null reads as absent", c.src)
 		assert.Contains(t, iss[0].Message, "test "+c.test+" instead", c.src)
 	}
+	// An entry of a map of scalars read by its key is tested by the key.
+	scalars := mustEnv(t, EnvConfig{Stage: Tool, ArgsSchemas: []json.RawMessage{json.RawMessage(`{"type": "object",
+		"required": ["labels"], "properties": {"labels": {"type": "object", "additionalProperties": {"type": "string"}}}}`)}})
+	for src, want := range map[string]string{
+		"args.labels['env'] == null":    `test !('env' in args.labels) instead (true when it is null or missing)`,
+		`args.labels["env"] != null`:    `test "env" in args.labels instead (false when it is null or missing)`,
+		"null == args.labels [ 'env' ]": `test !('env' in args.labels) instead (true when it is null or missing)`,
+		"args.labels.env == null":       `test !has(args.labels.env) instead (true when it is null or missing)`,
+	} {
+		_, iss := scalars.Check(src)
+		require.Len(t, iss, 1, src)
+		assert.Contains(t, iss[0].Message, "a JSON null reads as absent, never as null: "+want, src)
+	}
 	// The variable itself is an object, never null.
 	for _, src := range []string{"args == null", "null != args"} {
 		_, iss := env.Check(src)

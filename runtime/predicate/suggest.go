@@ -194,6 +194,103 @@ func (e *Env) suggestTextOperand(is *Issue) {
 	}
 }
 
+var (
+	schemaIndexRE = regexp.MustCompile(`for '_\[_\]' applied to '\((agentc\.(?:args|value|state)[^,]*), string\)'`)
+	schemaInRE    = regexp.MustCompile(`for '@in' applied to '\(string, (agentc\.(?:args|value|state)[^)]*)\)'`)
+	bracketKeyRE  = regexp.MustCompile(`^\[\s*(?:'([^'\\]*)'|"([^"\\]*)")\s*\]`)
+	identRE       = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// suggestSchemaObjectIndex adds a hint to a "no matching overload" issue
+// reading an object typed from a schema as a map: by a key in brackets
+// (args['x-api-key']) or with in ('x-api-key' in args). Its fields are read
+// by name, one that is not an identifier between backticks.
+func suggestSchemaObjectIndex(src string, is *Issue) {
+	var typ, operand, key string
+	if m := schemaIndexRE.FindStringSubmatch(is.Message); m != nil && is.Offset >= 0 && is.Offset < len(src) {
+		k := bracketKeyRE.FindStringSubmatch(src[is.Offset:])
+		if k == nil {
+			return
+		}
+		typ, key, operand = m[1], k[1]+k[2], operandBefore(src[:is.Offset])
+	} else if m := schemaInRE.FindStringSubmatch(is.Message); m != nil && is.Offset >= 0 && is.Offset+2 <= len(src) {
+		before := strings.TrimRight(src[:is.Offset], " \t\r\n")
+		if before == "" || before[len(before)-1] != '\'' && before[len(before)-1] != '"' {
+			return
+		}
+		q := before[len(before)-1]
+		start := strings.LastIndexByte(before[:len(before)-1], q)
+		if start < 0 {
+			return
+		}
+		typ, key = m[1], before[start+1:len(before)-1]
+		operand = operandAfter(strings.TrimLeft(src[is.Offset+2:], " \t\r\n"))
+	} else {
+		return
+	}
+	if operand == "" || key == "" {
+		return
+	}
+	from := "its tools' args schemas"
+	switch {
+	case strings.HasPrefix(typ, valueRootName):
+		from = "the field's schema"
+	case strings.HasPrefix(typ, stateRootName):
+		from = "the state fields' schemas"
+	}
+	field, note := operand+"."+key, ""
+	if !identRE.MatchString(key) {
+		field, note = operand+".`"+key+"`", " (a name that is not an identifier goes between backticks)"
+	}
+	if strings.Contains(is.Message, "'@in'") {
+		is.Message += fmt.Sprintf("; %s is an object typed from %s, not a map: test its field with has(%s)%s", operand, from, field, note)
+		return
+	}
+	is.Message += fmt.Sprintf("; %s is an object typed from %s, not a map: read its field as %s%s", operand, from, field, note)
+}
+
+// operandBefore returns the selector chain that ends src (args.ship in
+// "x == args.ship"), backtick-quoted names included, or "".
+func operandBefore(src string) string {
+	src = strings.TrimRight(src, " \t\r\n")
+	start := len(src)
+	for start > 0 {
+		switch b := src[start-1]; {
+		case isIdentByte(b) || b == '.':
+			start--
+		case b == '`':
+			open := strings.LastIndexByte(src[:start-1], '`')
+			if open < 0 {
+				return ""
+			}
+			start = open
+		default:
+			return strings.TrimLeft(src[start:], ".")
+		}
+	}
+	return strings.TrimLeft(src[start:], ".")
+}
+
+// operandAfter returns the selector chain that starts src, or "".
+func operandAfter(src string) string {
+	end := 0
+	for end < len(src) {
+		switch b := src[end]; {
+		case isIdentByte(b) || b == '.':
+			end++
+		case b == '`':
+			close := strings.IndexByte(src[end+1:], '`')
+			if close < 0 {
+				return ""
+			}
+			end += close + 2
+		default:
+			return strings.TrimRight(src[:end], ".")
+		}
+	}
+	return strings.TrimRight(src[:end], ".")
+}
+
 var nullOperandRE = regexp.MustCompile(`for '_[!=]=_' applied to '\((?:null, .+|.+, null)\)'`)
 
 // suggestNullOperand adds a hint to a "no matching overload" issue
@@ -223,11 +320,41 @@ func suggestNullOperand(src string, is *Issue) {
 		}
 	}
 	test, when := nullTest(strings.Contains(is.Message, "'_!=_'"))
+	if m, k, ok := mapEntryAround(src, is.Offset); ok {
+		// A map's entry read by its key: the key's presence is the test.
+		test := "!(%s in %s)"
+		if strings.Contains(is.Message, "'_!=_'") {
+			test = "%s in %s"
+		}
+		is.Message += fmt.Sprintf("; a JSON null reads as absent, never as null: test "+test+" instead (%s)", k, m, when)
+		return
+	}
 	if operand == "" || operand == "null" || !strings.Contains(operand, ".") {
 		is.Message += "; a JSON null reads as absent, never as null: test the field with has() instead"
 		return
 	}
 	is.Message += fmt.Sprintf("; a JSON null reads as absent, never as null: test "+test+" instead (%s)", operand, when)
+}
+
+var (
+	entryBeforeRE = regexp.MustCompile(`([A-Za-z_][A-Za-z0-9_.]*)\s*\[\s*('[^'\\]*'|"[^"\\]*")\s*\]\s*$`)
+	entryAfterRE  = regexp.MustCompile(`^\s*([A-Za-z_][A-Za-z0-9_.]*)\s*\[\s*('[^'\\]*'|"[^"\\]*")\s*\]`)
+)
+
+// mapEntryAround returns the map and the quoted key of an entry read by
+// its key (args.books['home']) on either side of the operator at offset.
+func mapEntryAround(src string, offset int) (m, key string, ok bool) {
+	if offset < 0 || offset+2 > len(src) {
+		return "", "", false
+	}
+	g := entryBeforeRE.FindStringSubmatch(src[:offset])
+	if g == nil && strings.HasSuffix(strings.TrimRight(src[:offset], " \t\r\n"), "null") {
+		g = entryAfterRE.FindStringSubmatch(src[offset+2:]) // null == m['k']
+	}
+	if g == nil {
+		return "", "", false
+	}
+	return g[1], g[2], true
 }
 
 // nullTest is the presence test (a format taking the field) that does what a comparison with

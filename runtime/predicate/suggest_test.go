@@ -128,3 +128,33 @@ func TestCheckGiven(t *testing.T) {
 	_, err = CompileSpec(spec)
 	assert.NoError(t, err)
 }
+
+// TestSuggestSchemaObjectIndex checks the hint of an object typed from a
+// schema read as a map: by a key in brackets (args['x-api-key']) or tested
+// with in ('x-api-key' in args). Its fields are read by name, one that is
+// not an identifier between backticks, and has() tests one.
+func TestSuggestSchemaObjectIndex(t *testing.T) {
+	env := mustEnv(t, EnvConfig{Stage: Tool, ArgsSchemas: []json.RawMessage{json.RawMessage(`{"type": "object",
+		"required": ["x-api-key", "ship"], "properties": {"x-api-key": {"type": "string"}, "order_id": {"type": "string"},
+		"ship": {"type": "object", "properties": {"zip-code": {"type": "string"}}}}}`)}})
+	for _, tt := range []struct{ src, want string }{
+		{"args['x-api-key'] == 'k'", "found no matching overload for '_[_]' applied to '(agentc.args, string)'; args is an object typed from its tools' args schemas, not a map: read its field as args.`x-api-key` (a name that is not an identifier goes between backticks)"},
+		{`args["order_id"] == 'k'`, "found no matching overload for '_[_]' applied to '(agentc.args, string)'; args is an object typed from its tools' args schemas, not a map: read its field as args.order_id"},
+		{"args.ship['zip-code'] == '1'", "found no matching overload for '_[_]' applied to '(agentc.args.ship, string)'; args.ship is an object typed from its tools' args schemas, not a map: read its field as args.ship.`zip-code` (a name that is not an identifier goes between backticks)"},
+		{"'x-api-key' in args", "found no matching overload for '@in' applied to '(string, agentc.args)'; args is an object typed from its tools' args schemas, not a map: test its field with has(args.`x-api-key`) (a name that is not an identifier goes between backticks)"},
+		{"!('order_id' in args)", "found no matching overload for '@in' applied to '(string, agentc.args)'; args is an object typed from its tools' args schemas, not a map: test its field with has(args.order_id)"},
+	} {
+		_, iss := env.Check(tt.src)
+		if assert.NotEmpty(t, iss, tt.src) {
+			assert.Equal(t, tt.want, iss[0].Message, tt.src)
+		}
+	}
+	_, iss := env.Check("has(args['x-api-key'])")
+	require.NotEmpty(t, iss)
+	assert.Equal(t, "invalid argument to has() macro: has() takes a field read (has(args.reason); a name that is not an identifier goes between backticks: has(args.`x-api-key`)); a map's key is tested with 'key' in map", iss[0].Message)
+	// What the hint says to write checks.
+	for _, src := range []string{"args.`x-api-key` == 'k'", "has(args.`x-api-key`) && has(args.order_id)", "has(args.ship.`zip-code`) && args.ship.`zip-code` == '1'"} {
+		_, iss := env.Check(src)
+		assert.Empty(t, iss, src)
+	}
+}
