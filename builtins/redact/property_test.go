@@ -28,7 +28,7 @@ func TestSecretCutAnywhereIsMasked(t *testing.T) {
 		"key " + openAIKey + " ok", "id " + awsKeyID + ".", "aws_secret_access_key=" + awsSecret,
 		"gh " + githubToken, "jwt " + jwt + " end", "Authorization: Bearer abcdefghijklmnopqrstu",
 		"https://bob:pa55word@example.com/x", "password: hunter22x!", pemBlock,
-		"k=sk%2D" + openAIKey[3:], `{\"password\":\"hunter22x\"}`,
+		"k=sk%2D" + openAIKey[3:], `{\"password\":\"hunter22x\"}`, `{\\\"password\\\":\\\"hunter22x\\\"}`,
 		"b64 " + base64.StdEncoding.EncodeToString([]byte("key "+awsKeyID)) + " ok",
 		"hex " + hex.EncodeToString([]byte(githubToken)),
 	} {
