@@ -192,8 +192,9 @@ func (r *Redactor) find(text string) []span {
 }
 
 // readings returns the matches of every rule in text, in text folded, in text decoded and
-// folded (and decoded again while it holds escapes: textnorm.UnescapeNested), and in the text its base64 and hex runs decode to (textnorm.Encodings), as spans of
-// text, unordered and possibly overlapping.
+// folded (and decoded again while it holds escapes: textnorm.UnescapeNested), and in the text
+// its base64 and hex runs and hex dumps decode to (textnorm.Encodings), as spans of text,
+// unordered and possibly overlapping.
 func (r *Redactor) readings(text string) []span { return r.readingsAt(text, 0) }
 
 // maxEncodedDepth bounds the encodings read inside one another: base64 of base64 is read,

@@ -58,9 +58,14 @@ func separatedHex(text string, out []Encoded) []Encoded {
 		i = end - 1
 	}
 	if added {
-		slices.SortStableFunc(out, func(a, b Encoded) int { return a.Start - b.Start })
+		sortEncoded(out)
 	}
 	return out
+}
+
+// sortEncoded sorts runs by their start, keeping the order of those that start together.
+func sortEncoded(out []Encoded) {
+	slices.SortStableFunc(out, func(a, b Encoded) int { return a.Start - b.Start })
 }
 
 // hexUnits reads the bytes of hex from i in text, each prefix and two hex digits, separated
