@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -56,6 +57,19 @@ func TestCardAcrossArrayElements(t *testing.T) {
 			assert.Contains(t, got, "[REDACTED:")
 			assertNoPiece(t, got)
 		})
+		t.Run(name+"/tool message holding JSON", func(t *testing.T) {
+			// a tool result handed over as text in the transcript, as a gateway client sends it
+			content, err := json.Marshal(map[string]any{"lines": parts})
+			require.NoError(t, err)
+			msgs := []runtime.Message{{Role: "tool", ToolCallID: "c1", Content: string(content)}}
+			got, err := seenByModel(t, `{"action":"redact"}`, msgs)
+			require.NoError(t, err)
+			assert.Contains(t, got, "[REDACTED:")
+			assertNoPiece(t, got)
+			_, err = seenByModel(t, `{}`, msgs)
+			var b *runtime.BlockedError
+			require.ErrorAs(t, err, &b)
+		})
 		t.Run(name+"/model tool call", func(t *testing.T) {
 			args, err := json.Marshal(map[string]any{"lines": parts})
 			require.NoError(t, err)
@@ -85,6 +99,18 @@ func TestCardAcrossArrayElements(t *testing.T) {
 		want["e"] = []any{"write to [REDACTED:email]", "ok"} // whole where its element ends
 		want["g"] = []any{"[REDACTED:email]", "42"}
 		assert.Equal(t, want, seen)
+
+		// nor in a tool message holding them as JSON, which keeps its layout when nothing is
+		// cut across strings
+		content := `{"a": ["4111 1111"], "b": ["1111 1111"], "d": ["1234", "5678", "9012", "3456"],  "f": ["4111", "1111", "1111", "1111"]}`
+		got, err := seenByModel(t, `{"action":"redact"}`, []runtime.Message{{Role: "tool", ToolCallID: "c1", Content: content}})
+		require.NoError(t, err)
+		assert.Contains(t, got, strconv.Quote(content)[1:len(strconv.Quote(content))-1])
+
+		_, err = seenByModel(t, `{}`, []runtime.Message{{Role: "tool", ToolCallID: "c1", Content: `{"lines": ["card 4111 1111", "1111 1111 thanks"]}`}})
+		var b *runtime.BlockedError
+		require.ErrorAs(t, err, &b)
+		assert.Equal(t, "message 0 tool result contains personal data (card, cut across the strings of an array)", b.Message)
 	})
 }
 

@@ -65,7 +65,7 @@ func toolResultThrough(t *testing.T, v any) string {
 func TestKeyWordAsStringOfItsOwn(t *testing.T) {
 	for _, tt := range []struct{ name, in, want string }{
 		{"value after its key word", `["user: bob","password=","hunter22x"]`, `["user: bob","password=","[REDACTED:password-assignment]"]`},
-		{"spaced", `["x", "password:", "hunter22x"]`, `["x", "password:", "[REDACTED:password-assignment]"]`},
+		{"layout kept with nothing cut across strings", `{"a": "x", "b": "password: hunter22x"}`, `{"a": "x", "b": "password: [REDACTED:password-assignment]"}`},
 		{"sign with the value", `["xyz","password","=hunter22x"]`, `["xyz","password","=[REDACTED:password-assignment]"]`},
 		{"key holding the sign", `{"password=":"hunter22x"}`, `{"password=":"[REDACTED:password-assignment]"}`},
 		{"key word in a list", `["password","token","user"]`, `["password","token","user"]`},

@@ -18,12 +18,14 @@ import (
 
 // TestSecretCutAnywhereIsMasked: a text holding a secret, cut at every point into two text
 // parts of a message, into two consecutive user messages, or into two consecutive strings of
-// an array (in a value, nested in objects, or in a tool call's arguments), reaches the model
+// an array (in a value, nested in objects, in a tool call's arguments, or in a tool message
+// holding them as JSON text), reaches the model
 // with no secret the whole text holds, nor a piece of one, read run together or joined by a
 // line break.
 func TestSecretCutAnywhereIsMasked(t *testing.T) {
 	r := newRedactor(t, Config{})
 	tr := mask.Transcript{Mask: r.Redact, System: true}
+	trFind := mask.Transcript{Mask: r.Redact, Find: r.items, System: true}
 	for _, text := range []string{
 		"key " + openAIKey + " ok", "id " + awsKeyID + ".", "aws_secret_access_key=" + awsSecret,
 		"gh " + githubToken, "jwt " + jwt + " end", "Authorization: Bearer abcdefghijklmnopqrstu",
@@ -51,6 +53,13 @@ func TestSecretCutAnywhereIsMasked(t *testing.T) {
 				collectStrings(red, &pieces)
 				assertNoSecretPiece(t, pieces, secrets, "%q cut at %d into %T", text, cut, v)
 				assertNoSecretPiece(t, []string{string(out)}, secrets, "%q cut at %d into %T, arguments", text, cut, v)
+				// and as a tool message holding the value as JSON text
+				msgs, _ := trFind.Messages("", []runtime.Message{{Role: "tool", ToolCallID: "c1", Content: string(args)}})
+				var back any
+				require.NoError(t, json.Unmarshal([]byte(msgs[0].Content), &back), msgs[0].Content)
+				pieces = nil
+				collectStrings(back, &pieces)
+				assertNoSecretPiece(t, pieces, secrets, "%q cut at %d into %T, tool message", text, cut, v)
 			}
 			for _, msgs := range [][]runtime.Message{
 				{{Role: "user", Content: a, Parts: []runtime.ContentPart{{Type: runtime.PartText, Text: b}}}},

@@ -159,6 +159,12 @@ func (t Transcript) text(run, s string) (string, bool) {
 		return s, false
 	}
 	red, n := t.Mask(s)
+	if t.Find != nil {
+		// A JSON document's arrays are read as in a value: an item cut across their strings.
+		if js, m := AcrossJSON(s, t.Mask, t.Find); m > 0 {
+			red, n = js, m
+		}
+	}
 	if n == 0 {
 		if t.Seen != nil {
 			t.Seen.Add(run, s)
