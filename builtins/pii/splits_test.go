@@ -122,3 +122,61 @@ func assertNoPiece(t *testing.T, got string) {
 		assert.NotContains(t, got, piece)
 	}
 }
+
+// TestValueAcrossObjectValues: a card or an address cut across the consecutive string values of
+// an object (in the order of its keys, as JSON writes them), in a tool's arguments or in a
+// tool message holding the object as JSON text, is masked in every value it runs over with
+// "redact" and refused with "block"; values apart from each other by another value, and halves
+// of digits alone of one length (as in an array), are left.
+func TestValueAcrossObjectValues(t *testing.T) {
+	for name, obj := range map[string]map[string]any{
+		"card in two values":  {"first": "4111 1111", "last": "1111 1111", "n": 7.0},
+		"card cut in a group": {"a": "card 4111 11", "b": "11 1111 1111"},
+		"address":             {"user": "jane.doe", "zdomain": "@example.com"},
+	} {
+		t.Run(name+"/tool arguments", func(t *testing.T) {
+			var seen map[string]any
+			pl := toolPipeline(t, `{"action":"redact"}`, func(_ context.Context, c *runtime.ToolCall) (any, error) {
+				seen = c.Args
+				return "done", nil
+			})
+			_, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "lookup", Args: map[string]any{"card": obj}})
+			require.NoError(t, err)
+			got := fmt.Sprint(seen)
+			assert.Contains(t, got, "[REDACTED:")
+			assertNoPiece(t, got)
+			assert.NotContains(t, got, "example.com")
+
+			pl = toolPipeline(t, `{}`, func(context.Context, *runtime.ToolCall) (any, error) { return "done", nil })
+			_, err = pl.Tool(context.Background(), runtime.ToolRequest{Name: "lookup", Args: map[string]any{"card": obj}})
+			var b *runtime.BlockedError
+			require.ErrorAs(t, err, &b)
+			assert.Contains(t, b.Message, "/card")
+		})
+		t.Run(name+"/tool message holding JSON", func(t *testing.T) {
+			content, err := json.Marshal(obj)
+			require.NoError(t, err)
+			msgs := []runtime.Message{{Role: "tool", ToolCallID: "c1", Content: string(content)}}
+			got, err := seenByModel(t, `{"action":"redact"}`, msgs)
+			require.NoError(t, err)
+			assert.Contains(t, got, "[REDACTED:")
+			assertNoPiece(t, got)
+			assert.NotContains(t, got, "example.com")
+			_, err = seenByModel(t, `{}`, msgs)
+			var b *runtime.BlockedError
+			require.ErrorAs(t, err, &b)
+		})
+	}
+	t.Run("apart", func(t *testing.T) {
+		var seen map[string]any
+		pl := toolPipeline(t, `{"action":"redact"}`, func(_ context.Context, c *runtime.ToolCall) (any, error) {
+			seen = c.Args
+			return "done", nil
+		})
+		args := map[string]any{"a": map[string]any{"a": "4111 1111", "b": 7.0, "c": "1111 1111"},
+			"b": map[string]any{"x": "41111111", "y": "11111111"}, "c": map[string]any{"zip": "94103", "city": "San Francisco"}}
+		_, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "lookup", Args: args})
+		require.NoError(t, err)
+		assert.Equal(t, args, seen)
+	})
+}

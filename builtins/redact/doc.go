@@ -26,8 +26,9 @@
 // as PEM and OpenSSH wrap it) that decodes as the DER of a private key (a SEQUENCE opening
 // with a small version INTEGER: PKCS #1, SEC 1, PKCS #8) or as an OpenSSH private key; the
 // body of a certificate or of a public key is left alone, as their PEM blocks are. In a
-// JSON-like value the consecutive strings of an array are read together, joined by line
-// breaks and run together, so a private key sent as its lines, or a key cut inside it over
+// JSON-like value the consecutive strings of an array (and the consecutive string values of
+// an object, in the order of its keys) are read together, joined by line breaks and run
+// together, so a private key sent as its lines, or a key cut inside it over
 // two elements, is masked in every element it runs over (and so are those of the arrays of
 // a JSON document a text of the transcript holds, the text then written back as compact
 // JSON); the object keys

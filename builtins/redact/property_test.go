@@ -18,8 +18,8 @@ import (
 
 // TestSecretCutAnywhereIsMasked: a text holding a secret, cut at every point into two text
 // parts of a message, into two consecutive user messages, or into two consecutive strings of
-// an array (in a value, nested in objects, in a tool call's arguments, or in a tool message
-// holding them as JSON text), reaches the model
+// an array or two consecutive values of an object (in a value, nested in objects, in a tool
+// call's arguments, or in a tool message holding them as JSON text), reaches the model
 // with no secret the whole text holds, nor a piece of one, read run together or joined by a
 // line break.
 func TestSecretCutAnywhereIsMasked(t *testing.T) {
@@ -44,7 +44,8 @@ func TestSecretCutAnywhereIsMasked(t *testing.T) {
 		for cut := 1; cut < len(text); cut++ {
 			a, b := text[:cut], text[cut:]
 			// as the strings of an array, in a value and in a tool call's arguments
-			for _, v := range []any{[]any{a, b}, []string{a, b}, map[string]any{"rows": []any{map[string]any{"text": []any{a, b, "x"}}, 7}}} {
+			for _, v := range []any{[]any{a, b}, []string{a, b}, map[string]any{"rows": []any{map[string]any{"text": []any{a, b, "x"}}, 7}},
+				map[string]any{"head": a, "tail": b, "z": 7}, map[string]string{"head": a, "tail": b}} {
 				red, _ := r.RedactValue(v)
 				args, err := json.Marshal(v)
 				require.NoError(t, err)

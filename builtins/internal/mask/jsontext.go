@@ -22,8 +22,8 @@ func jsonText(text string) (any, bool) {
 	return v, true
 }
 
-// SplitInJSON returns the first item find finds cut across the consecutive strings of an array
-// of the JSON object or array text holds (ReadElements), which the text read as it is does not
+// SplitInJSON returns the first item find finds cut across the consecutive strings of an array,
+// or values of an object, of the JSON object or array text holds (ReadElements), which the text read as it is does not
 // hold whole: the model reads the strings one after another, as it reads them in a value. ok
 // is false when text is no such JSON or holds no such item. The runs of strings of the
 // document (jsonRuns) are read in one reading, each apart from the next by runSep, which no
@@ -49,19 +49,24 @@ func SplitInJSON(text string, find Find) (Item, bool) {
 	return Item{}, false
 }
 
-// jsonRuns returns the runs of two or more consecutive strings of the arrays of text, a JSON
-// object or array (its first character other than a space is "{" or "["), decoded; nil for
-// any other text, or one whose brackets do not pair. It reads the text once, without decoding
-// what is not in such a run.
+// jsonRuns returns the runs of two or more consecutive strings of the arrays of text, and of
+// the values of its objects (their keys left out), in the order written, decoded; text is a
+// JSON object or array (its first character other than a space is "{" or "["). It returns nil
+// for any other text, or one whose brackets do not pair. It reads the text once, without
+// decoding what is not in such a run.
 func jsonRuns(text string) [][]string {
 	s := strings.TrimLeft(text, " \t\r\n")
 	if s == "" || (s[0] != '{' && s[0] != '[') {
 		return nil
 	}
+	type open struct {
+		c   byte
+		key bool // in an object, the next string is a key
+	}
 	var (
 		runs  [][]string
 		run   []string
-		stack []byte
+		stack []open
 	)
 	end := func() {
 		if len(run) > 1 {
@@ -73,13 +78,17 @@ func jsonRuns(text string) [][]string {
 		switch c := s[i]; c {
 		case '{', '[':
 			end()
-			stack = append(stack, c)
+			stack = append(stack, open{c, c == '{'})
 		case '}', ']':
 			end()
-			if len(stack) == 0 || stack[len(stack)-1] != c-2 { // '{'+2 == '}', '['+2 == ']'
+			if len(stack) == 0 || stack[len(stack)-1].c != c-2 { // '{'+2 == '}', '['+2 == ']'
 				return nil
 			}
 			stack = stack[:len(stack)-1]
+		case ':', ',':
+			if n := len(stack); n > 0 && stack[n-1].c == '{' {
+				stack[n-1].key = c == ','
+			}
 		case '"':
 			j := i + 1
 			escaped := false
@@ -93,7 +102,7 @@ func jsonRuns(text string) [][]string {
 			if j >= len(s) {
 				return nil
 			}
-			if len(stack) > 0 && stack[len(stack)-1] == '[' {
+			if n := len(stack); n > 0 && !stack[n-1].key {
 				str := s[i+1 : j]
 				if escaped {
 					if json.Unmarshal([]byte(s[i:j+1]), &str) != nil {
@@ -103,7 +112,7 @@ func jsonRuns(text string) [][]string {
 				run = append(run, str)
 			}
 			i = j
-		case ',', ' ', '\t', '\r', '\n':
+		case ' ', '\t', '\r', '\n':
 		default:
 			end() // a number, true, false or null ends a run
 		}

@@ -6,9 +6,9 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-// TestJSONRuns: the runs of consecutive strings of the arrays of a JSON text are read,
-// decoded; strings of objects, strings apart from the next by another value, and texts that
-// are no JSON object or array give none.
+// TestJSONRuns: the runs of consecutive strings of the arrays of a JSON text, and of the
+// values of its objects, are read, decoded; keys, strings apart from the next by another
+// value, and texts that are no JSON object or array give none.
 func TestJSONRuns(t *testing.T) {
 	for _, tt := range []struct {
 		name, text string
@@ -16,8 +16,10 @@ func TestJSONRuns(t *testing.T) {
 	}{
 		{"array", ` ["a", "b\"c", "d\u0041"]`, [][]string{{"a", `b"c`, "dA"}}},
 		{"nested", `{"k": "v", "rows": [{"x": ["1", "2"]}, ["3", "4", 5, "6", "7"]]}`, [][]string{{"1", "2"}, {"3", "4"}, {"6", "7"}}},
+		{"values across a nested object", `{"a": "b", "c": {"d": "e"}, "f": "g"}`, nil},
 		{"one string", `["a", 1, "b"]`, nil},
-		{"object strings", `{"a": "b", "c": "d"}`, nil},
+		{"object values", `{"a": "b", "c": "d", "e": 1, "f": "g", "h": ["i"], "j": "k", "l": "m"}`, [][]string{{"b", "d"}, {"k", "m"}}},
+		{"one value", `{"a": "b"}`, nil},
 		{"brackets in strings", `["[", "}"]`, [][]string{{"[", "}"}}},
 		{"unpaired", `["a", "b"}`, nil},
 		{"unclosed", `["a", "b"`, nil},
