@@ -1,6 +1,7 @@
 package textnorm
 
 import (
+	"encoding/hex"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -106,4 +107,29 @@ func TestLargeAdversarialInputsStayLinear(t *testing.T) {
 			assert.Less(t, large, 16*small+100*time.Millisecond, "256 KiB took %v, 1 MiB %v", small, large)
 		})
 	}
+}
+
+// TestSeparatedHexOverLines: hex with its bytes separated goes on over line breaks, as a byte
+// array in source or a dump without offsets wraps it; lines of other bytes stay apart.
+func TestSeparatedHexOverLines(t *testing.T) {
+	const secret = "AKIAIOSFODNN7EXAMPLE"
+	// od -An -tx1: the bytes, 16 a line, after a space, without offsets
+	var rows []string
+	for off := 0; off < len(secret); off += 16 {
+		rows = append(rows, " "+spaced(hex.EncodeToString([]byte(secret[off:min(off+16, len(secret))])), " "))
+	}
+	cArray := "static const char k[] = {\n    0x41, 0x4b, 0x49, 0x41, 0x49, 0x4f, 0x53, 0x46,\n    0x4f, 0x44, 0x4e, 0x4e, 0x37, 0x45, 0x58, 0x41,\n    0x4d, 0x50, 0x4c, 0x45 };"
+	for name, text := range map[string]string{
+		"spaced bytes over lines": "bytes:\n" + strings.Join(rows, "\n") + "\nend",
+		"a C array":               cArray,
+	} {
+		t.Run(name, func(t *testing.T) {
+			var texts []string
+			for _, e := range Encodings(text) {
+				texts = append(texts, e.Text)
+			}
+			assert.Contains(t, texts, secret)
+		})
+	}
+	assert.Empty(t, Encodings("00:1a:2b:3c:4d:5e\n00:1a:2b:3c:4d:5f\n"), "MAC addresses on two lines")
 }
