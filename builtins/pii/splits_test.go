@@ -32,22 +32,7 @@ func TestCardAcrossArrayElements(t *testing.T) {
 		"iban cut inside a group":    {"GB29 NWBK 60", "16 1331 9268 19"},
 	} {
 		t.Run(name+"/tool arguments", func(t *testing.T) {
-			var seen map[string]any
-			pl := toolPipeline(t, `{"action":"redact"}`, func(_ context.Context, c *runtime.ToolCall) (any, error) {
-				seen = c.Args
-				return "done", nil
-			})
-			_, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "lookup", Args: map[string]any{"lines": parts}})
-			require.NoError(t, err)
-			got := fmt.Sprint(seen)
-			assert.Contains(t, got, "[REDACTED:")
-			assertNoPiece(t, got)
-
-			pl = toolPipeline(t, `{}`, func(context.Context, *runtime.ToolCall) (any, error) { return "done", nil })
-			_, err = pl.Tool(context.Background(), runtime.ToolRequest{Name: "lookup", Args: map[string]any{"lines": parts}})
-			var b *runtime.BlockedError
-			require.ErrorAs(t, err, &b)
-			assert.Contains(t, b.Message, "/lines")
+			assertArgsMaskedAndBlocked(t, map[string]any{"lines": parts}, "/lines")
 		})
 		t.Run(name+"/tool call arguments sent back", func(t *testing.T) {
 			args, err := json.Marshal(map[string]any{"lines": parts})
@@ -58,17 +43,7 @@ func TestCardAcrossArrayElements(t *testing.T) {
 			assertNoPiece(t, got)
 		})
 		t.Run(name+"/tool message holding JSON", func(t *testing.T) {
-			// a tool result handed over as text in the transcript, as a gateway client sends it
-			content, err := json.Marshal(map[string]any{"lines": parts})
-			require.NoError(t, err)
-			msgs := []runtime.Message{{Role: "tool", ToolCallID: "c1", Content: string(content)}}
-			got, err := seenByModel(t, `{"action":"redact"}`, msgs)
-			require.NoError(t, err)
-			assert.Contains(t, got, "[REDACTED:")
-			assertNoPiece(t, got)
-			_, err = seenByModel(t, `{}`, msgs)
-			var b *runtime.BlockedError
-			require.ErrorAs(t, err, &b)
+			assertToolMessageMaskedAndBlocked(t, map[string]any{"lines": parts})
 		})
 		t.Run(name+"/model tool call", func(t *testing.T) {
 			args, err := json.Marshal(map[string]any{"lines": parts})
@@ -114,11 +89,50 @@ func TestCardAcrossArrayElements(t *testing.T) {
 	})
 }
 
-// assertNoPiece checks that no piece of the card or the IBAN of TestCardAcrossArrayElements
-// is in got.
+// assertArgsMaskedAndBlocked checks that a tool's arguments args reach it with no piece of
+// the values of TestCardAcrossArrayElements with "redact", and are refused naming path with
+// "block".
+func assertArgsMaskedAndBlocked(t *testing.T, args map[string]any, path string) {
+	t.Helper()
+	var seen map[string]any
+	pl := toolPipeline(t, `{"action":"redact"}`, func(_ context.Context, c *runtime.ToolCall) (any, error) {
+		seen = c.Args
+		return "done", nil
+	})
+	_, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "lookup", Args: args})
+	require.NoError(t, err)
+	got := fmt.Sprint(seen)
+	assert.Contains(t, got, "[REDACTED:")
+	assertNoPiece(t, got)
+
+	pl = toolPipeline(t, `{}`, func(context.Context, *runtime.ToolCall) (any, error) { return "done", nil })
+	_, err = pl.Tool(context.Background(), runtime.ToolRequest{Name: "lookup", Args: args})
+	var b *runtime.BlockedError
+	require.ErrorAs(t, err, &b)
+	assert.Contains(t, b.Message, path)
+}
+
+// assertToolMessageMaskedAndBlocked checks the same of a tool message holding v as JSON text,
+// a tool result handed over as text in the transcript, as a gateway client sends it.
+func assertToolMessageMaskedAndBlocked(t *testing.T, v any) {
+	t.Helper()
+	content, err := json.Marshal(v)
+	require.NoError(t, err)
+	msgs := []runtime.Message{{Role: "tool", ToolCallID: "c1", Content: string(content)}}
+	got, err := seenByModel(t, `{"action":"redact"}`, msgs)
+	require.NoError(t, err)
+	assert.Contains(t, got, "[REDACTED:")
+	assertNoPiece(t, got)
+	_, err = seenByModel(t, `{}`, msgs)
+	var b *runtime.BlockedError
+	require.ErrorAs(t, err, &b)
+}
+
+// assertNoPiece checks that no piece of the card, the IBAN or the address of
+// TestCardAcrossArrayElements and TestValueAcrossObjectValues is in got.
 func assertNoPiece(t *testing.T, got string) {
 	t.Helper()
-	for _, piece := range []string{"1111 1", "1111,", "111 1111", "111111", "6016", "1331", "9268"} {
+	for _, piece := range []string{"1111 1", "1111,", "111 1111", "111111", "6016", "1331", "9268", "example.com"} {
 		assert.NotContains(t, got, piece)
 	}
 }
@@ -135,36 +149,10 @@ func TestValueAcrossObjectValues(t *testing.T) {
 		"address":             {"user": "jane.doe", "zdomain": "@example.com"},
 	} {
 		t.Run(name+"/tool arguments", func(t *testing.T) {
-			var seen map[string]any
-			pl := toolPipeline(t, `{"action":"redact"}`, func(_ context.Context, c *runtime.ToolCall) (any, error) {
-				seen = c.Args
-				return "done", nil
-			})
-			_, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "lookup", Args: map[string]any{"card": obj}})
-			require.NoError(t, err)
-			got := fmt.Sprint(seen)
-			assert.Contains(t, got, "[REDACTED:")
-			assertNoPiece(t, got)
-			assert.NotContains(t, got, "example.com")
-
-			pl = toolPipeline(t, `{}`, func(context.Context, *runtime.ToolCall) (any, error) { return "done", nil })
-			_, err = pl.Tool(context.Background(), runtime.ToolRequest{Name: "lookup", Args: map[string]any{"card": obj}})
-			var b *runtime.BlockedError
-			require.ErrorAs(t, err, &b)
-			assert.Contains(t, b.Message, "/card")
+			assertArgsMaskedAndBlocked(t, map[string]any{"card": obj}, "/card")
 		})
 		t.Run(name+"/tool message holding JSON", func(t *testing.T) {
-			content, err := json.Marshal(obj)
-			require.NoError(t, err)
-			msgs := []runtime.Message{{Role: "tool", ToolCallID: "c1", Content: string(content)}}
-			got, err := seenByModel(t, `{"action":"redact"}`, msgs)
-			require.NoError(t, err)
-			assert.Contains(t, got, "[REDACTED:")
-			assertNoPiece(t, got)
-			assert.NotContains(t, got, "example.com")
-			_, err = seenByModel(t, `{}`, msgs)
-			var b *runtime.BlockedError
-			require.ErrorAs(t, err, &b)
+			assertToolMessageMaskedAndBlocked(t, obj)
 		})
 	}
 	t.Run("apart", func(t *testing.T) {
