@@ -243,8 +243,12 @@ func (s *Scanner) ScanValue(v any) []Match {
 			m.Path = path
 			out = append(out, m)
 		}
-	}, func(path string, run, names []string) {
-		_, found := mask.ReadElements(run, s.items)
+	}, func(path string, run, names []string, fields bool) {
+		read := mask.ReadElements
+		if fields {
+			read = mask.ReadFields
+		}
+		_, found := read(run, s.items)
 		for _, it := range found {
 			m := Match{Kind: Kind(it.Label), Start: it.From, End: it.To, Path: path}
 			if it.Elem >= 0 {
@@ -260,7 +264,7 @@ func (s *Scanner) ScanValue(v any) []Match {
 // or more consecutive strings of an array, or of the values of an object in the order of its
 // keys (jsonvalue.StringRuns), the pointer of the array or object and the pointer segment of
 // each string; the strings of a run are not visited.
-func (s *Scanner) walk(v any, path string, visit func(path, text string), across func(path string, run, names []string)) {
+func (s *Scanner) walk(v any, path string, visit func(path, text string), across func(path string, run, names []string, fields bool)) {
 	switch x := v.(type) {
 	case string:
 		visit(path, x)
@@ -272,7 +276,7 @@ func (s *Scanner) walk(v any, path string, visit func(path, text string), across
 			visit(path, k)
 			vals[i], names[i] = x[k], jsonpointer.Escape(k)
 		}
-		s.walkRuns(vals, names, path, visit, across)
+		s.walkRuns(vals, names, true, path, visit, across)
 	case map[string]string:
 		keys := jsonvalue.SortedKeys(x)
 		vals := make([]any, len(keys))
@@ -281,20 +285,20 @@ func (s *Scanner) walk(v any, path string, visit func(path, text string), across
 			visit(path, k)
 			vals[i], names[i] = x[k], jsonpointer.Escape(k)
 		}
-		s.walkRuns(vals, names, path, visit, across)
+		s.walkRuns(vals, names, true, path, visit, across)
 	case []any:
 		names := make([]string, len(x))
 		for i := range x {
 			names[i] = strconv.Itoa(i)
 		}
-		s.walkRuns(x, names, path, visit, across)
+		s.walkRuns(x, names, false, path, visit, across)
 	case []string:
 		if len(x) > 1 {
 			names := make([]string, len(x))
 			for i := range x {
 				names[i] = strconv.Itoa(i)
 			}
-			across(path, x, names)
+			across(path, x, names, false)
 			return
 		}
 		for i, e := range x {
@@ -307,15 +311,16 @@ func (s *Scanner) walk(v any, path string, visit func(path, text string), across
 	}
 }
 
-// walkRuns walks the elements of an array, or the values of an object, named by names: each
-// run of two or more consecutive strings goes to across, every other element to walk.
-func (s *Scanner) walkRuns(x []any, names []string, path string, visit func(path, text string), across func(path string, run, names []string)) {
+// walkRuns walks the elements of an array, or the values of an object (fields), named by
+// names: each run of two or more consecutive strings goes to across, every other element to
+// walk.
+func (s *Scanner) walkRuns(x []any, names []string, fields bool, path string, visit func(path, text string), across func(path string, run, names []string, fields bool)) {
 	runs := jsonvalue.StringRuns(x)
 	for i := 0; i < len(x); i++ {
 		if len(runs) > 0 && i == runs[0][0] {
 			r := runs[0]
 			runs = runs[1:]
-			across(path, jsonvalue.RunStrings(x, r), names[r[0]:r[1]])
+			across(path, jsonvalue.RunStrings(x, r), names[r[0]:r[1]], fields)
 			i = r[1] - 1
 			continue
 		}

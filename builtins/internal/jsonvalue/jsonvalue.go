@@ -39,7 +39,7 @@ func MapLeaves(v any, f func(string) (string, int), other func(any) (any, int)) 
 
 // readers are the hooks of MapTextJoined that read strings together.
 type readers struct {
-	joined func([]string) ([]string, int)
+	joined func(run []string, fields bool) ([]string, int)
 	pair   func(key, value string) (string, int)
 }
 
@@ -77,7 +77,7 @@ func mapLeaves(v any, f func(string) (string, int), other func(any) (any, int), 
 				e, m := rd.member(k, x[k])
 				vals[i], total = e, total+m
 			}
-			red, n := mapRuns(vals, f, other, rd)
+			red, n := mapRuns(vals, true, f, other, rd)
 			for i, k := range keys {
 				out[k] = red[i]
 			}
@@ -91,7 +91,7 @@ func mapLeaves(v any, f func(string) (string, int), other func(any) (any, int), 
 		}
 		return renameKeys(out, f, total)
 	case []any:
-		return mapRuns(x, f, other, rd)
+		return mapRuns(x, false, f, other, rd)
 	case map[string]string:
 		out := make(map[string]string, len(x))
 		total := 0
@@ -103,7 +103,7 @@ func mapLeaves(v any, f func(string) (string, int), other func(any) (any, int), 
 				p, m := rd.member(k, x[k])
 				vals[i], total = p.(string), total+m
 			}
-			red, n := joined(vals)
+			red, n := joined(vals, true)
 			for i, k := range keys {
 				out[k] = red[i]
 			}
@@ -120,7 +120,7 @@ func mapLeaves(v any, f func(string) (string, int), other func(any) (any, int), 
 		out := slices.Clone(x)
 		total := 0
 		if joined != nil && len(x) > 1 {
-			return joined(out)
+			return joined(out, false)
 		}
 		for i, e := range out {
 			r, n := f(e)
@@ -139,7 +139,7 @@ func mapLeaves(v any, f func(string) (string, int), other func(any) (any, int), 
 // mapRuns returns a copy of the elements of an array, or of the values of an object in the
 // order of their keys, mapped: each run of two or more consecutive strings (StringRuns) by
 // joined alone (when it is not nil), the others by mapLeaves.
-func mapRuns(x []any, f func(string) (string, int), other func(any) (any, int), rd readers) ([]any, int) {
+func mapRuns(x []any, fields bool, f func(string) (string, int), other func(any) (any, int), rd readers) ([]any, int) {
 	out := make([]any, len(x))
 	copy(out, x)
 	total := 0
@@ -152,7 +152,7 @@ func mapRuns(x []any, f func(string) (string, int), other func(any) (any, int), 
 			// The strings of a run are read by joined alone.
 			r := runs[0]
 			runs = runs[1:]
-			red, n := rd.joined(RunStrings(x, r))
+			red, n := rd.joined(RunStrings(x, r), fields)
 			for k := range red {
 				out[r[0]+k] = red[k]
 			}
@@ -216,13 +216,13 @@ func MapText(v any, f func(string) (string, int)) (any, int) { return MapTextJoi
 // MapTextJoined is MapText that reads the strings of an array side by side: each run of two
 // or more consecutive strings of an array ([]any or []string; StringRuns), or of the values
 // of an object in the order of its keys (as JSON writes them and the model reads them), is
-// handed to joined instead of f, which returns it rewritten (what it found in the elements, or across them,
-// masked) with a count. A string of an array that is in no run is read by f. With pair, the
+// handed to joined instead of f (told whether it is an object's values), which returns it
+// rewritten (what it found in the elements, or across them, masked) with a count. A string of an array that is in no run is read by f. With pair, the
 // value of each object key that is a string or an integral number (read as its digits) is
 // first read with its key: pair returns the value rewritten (what runs from the key into it
 // masked, "password" and "hunter2") with a count, and a number it changes becomes the string
 // it returns; f then reads what pair returned. A nil joined and pair is MapText.
-func MapTextJoined(v any, f func(string) (string, int), joined func([]string) ([]string, int), pair func(key, value string) (string, int)) (any, int) {
+func MapTextJoined(v any, f func(string) (string, int), joined func(run []string, fields bool) ([]string, int), pair func(key, value string) (string, int)) (any, int) {
 	return mapLeaves(v, f, func(v any) (any, int) {
 		if text, ok := NumberText(v); ok {
 			if r, n := f(text); n > 0 {

@@ -30,23 +30,34 @@ func jsonText(text string) (any, bool) {
 // value runs over.
 func SplitInJSON(text string, find Find) (Item, bool) {
 	runs := jsonRuns(text)
-	if len(runs) == 0 {
-		return Item{}, false
-	}
-	var elems []string
-	for _, run := range runs {
-		if len(elems) > 0 {
-			elems = append(elems, runSep)
+	for _, fields := range []bool{false, true} {
+		var elems []string
+		for _, run := range runs {
+			if run.fields != fields {
+				continue
+			}
+			if len(elems) > 0 {
+				elems = append(elems, runSep)
+			}
+			elems = append(elems, run.strings...)
 		}
-		elems = append(elems, run...)
-	}
-	_, items := ReadElements(elems, find)
-	for _, it := range items {
-		if it.Elem < 0 {
-			return it.Item, true
+		if len(elems) == 0 {
+			continue
+		}
+		_, items := readElements(elems, find, fields)
+		for _, it := range items {
+			if it.Elem < 0 {
+				return it.Item, true
+			}
 		}
 	}
 	return Item{}, false
+}
+
+// jsonRun is a run of strings of a JSON text: of an array, or the values of an object (fields).
+type jsonRun struct {
+	strings []string
+	fields  bool
 }
 
 // jsonRuns returns the runs of two or more consecutive strings of the arrays of text, and of
@@ -54,7 +65,7 @@ func SplitInJSON(text string, find Find) (Item, bool) {
 // JSON object or array (its first character other than a space is "{" or "["). It returns nil
 // for any other text, or one whose brackets do not pair. It reads the text once, without
 // decoding what is not in such a run.
-func jsonRuns(text string) [][]string {
+func jsonRuns(text string) []jsonRun {
 	s := strings.TrimLeft(text, " \t\r\n")
 	if s == "" || (s[0] != '{' && s[0] != '[') {
 		return nil
@@ -64,13 +75,13 @@ func jsonRuns(text string) [][]string {
 		key bool // in an object, the next string is a key
 	}
 	var (
-		runs  [][]string
+		runs  []jsonRun
 		run   []string
 		stack []open
 	)
 	end := func() {
 		if len(run) > 1 {
-			runs = append(runs, run)
+			runs = append(runs, jsonRun{run, stack[len(stack)-1].c == '{'})
 		}
 		run = nil
 	}

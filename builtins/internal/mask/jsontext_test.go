@@ -12,15 +12,15 @@ import (
 func TestJSONRuns(t *testing.T) {
 	for _, tt := range []struct {
 		name, text string
-		want       [][]string
+		want       []jsonRun
 	}{
-		{"array", ` ["a", "b\"c", "d\u0041"]`, [][]string{{"a", `b"c`, "dA"}}},
-		{"nested", `{"k": "v", "rows": [{"x": ["1", "2"]}, ["3", "4", 5, "6", "7"]]}`, [][]string{{"1", "2"}, {"3", "4"}, {"6", "7"}}},
+		{"array", ` ["a", "b\"c", "d\u0041"]`, []jsonRun{{[]string{"a", `b"c`, "dA"}, false}}},
+		{"nested", `{"k": "v", "rows": [{"x": ["1", "2"]}, ["3", "4", 5, "6", "7"]]}`, []jsonRun{{[]string{"1", "2"}, false}, {[]string{"3", "4"}, false}, {[]string{"6", "7"}, false}}},
 		{"values across a nested object", `{"a": "b", "c": {"d": "e"}, "f": "g"}`, nil},
 		{"one string", `["a", 1, "b"]`, nil},
-		{"object values", `{"a": "b", "c": "d", "e": 1, "f": "g", "h": ["i"], "j": "k", "l": "m"}`, [][]string{{"b", "d"}, {"k", "m"}}},
+		{"object values", `{"a": "b", "c": "d", "e": 1, "f": "g", "h": ["i"], "j": "k", "l": "m"}`, []jsonRun{{[]string{"b", "d"}, true}, {[]string{"k", "m"}, true}}},
 		{"one value", `{"a": "b"}`, nil},
-		{"brackets in strings", `["[", "}"]`, [][]string{{"[", "}"}}},
+		{"brackets in strings", `["[", "}"]`, []jsonRun{{[]string{"[", "}"}, false}}},
 		{"unpaired", `["a", "b"}`, nil},
 		{"unclosed", `["a", "b"`, nil},
 		{"not json", `say ["a", "b"]`, nil},
