@@ -21,7 +21,10 @@ import (
 // and run together costs in false detections: every text of the corpora in which Find finds
 // nothing, handed over as an array of its words, of its lines and of chunks of 4, 8 and 16
 // bytes, and arrays of numbers written as strings (ids of one length; codes of 4 to 10
-// digits of mixed lengths; years). At most 1% of the arrays of a set may hold a value read
+// digits of mixed lengths; years), and records of codes (an object whose values, read in the
+// order of its keys, are codes of mixed lengths, with an amount and a word among them or
+// alone). At most 1% of the
+// arrays of a set may hold a value read
 // together that none of its elements holds alone (run together, codes of mixed lengths can
 // make a number that passes a card's checks).
 func TestArraysOfBenignTextAreLeftAlone(t *testing.T) {
@@ -85,6 +88,7 @@ func TestArraysOfBenignTextAreLeftAlone(t *testing.T) {
 		}
 	}
 	r := rand.New(rand.NewPCG(14, 4))
+	rr := rand.New(rand.NewPCG(15, 4)) // the records' own, so that the arrays are those measured before
 	for range 2000 {
 		n, width := 2+r.IntN(6), 4+r.IntN(7)
 		var ids, codes, years []any
@@ -96,6 +100,22 @@ func TestArraysOfBenignTextAreLeftAlone(t *testing.T) {
 		try("ids of one length", ids)
 		try("codes of mixed lengths", codes)
 		try("years", years)
+		// a record of codes, read as the values of an object in the order of its keys
+		code := func(lo, hi int) string { return strconv.Itoa(rr.IntN(int(math.Pow10(lo + rr.IntN(hi-lo+1))))) }
+		tryRecord := func(set string, record map[string]any) {
+			total[set]++
+			if slices.ContainsFunc(slices.Collect(maps.Values(record)), func(v any) bool { return len(s.Find(v.(string))) > 0 }) {
+				alone[set]++
+			} else if red, n := s.RedactValue(record); n > 0 {
+				if testing.Verbose() && flagged[set] < 3 {
+					t.Logf("%s: %q -> %q", set, record, red)
+				}
+				flagged[set]++
+			}
+		}
+		tryRecord("records of codes", map[string]any{"account": code(6, 12), "amount": fmt.Sprintf("%d.%02d", rr.IntN(10000), rr.IntN(100)),
+			"id": code(4, 10), "name": "Order", "order": code(4, 10), "zip": fmt.Sprintf("%05d", rr.IntN(100000))})
+		tryRecord("records of codes alone", map[string]any{"id": code(4, 10), "order": code(4, 10), "zip": fmt.Sprintf("%05d", rr.IntN(100000))})
 	}
 	for _, set := range slices.Sorted(maps.Keys(total)) {
 		t.Logf("%-24s %5d arrays, %3d flagged read together (%.1f%%), %3d with an element flagged alone",

@@ -18,7 +18,8 @@ type form struct {
 // forms returns the readings of text the detectors run on: the text folded
 // (textnorm.FoldSeparators) with format characters dropped, and with them kept when that
 // differs; and, when text holds escapes, the text decoded (textnorm.Unescape:
-// percent-encoding, HTML character references, JSON's \uXXXX) and folded. The base64 and hex
+// percent-encoding, HTML character references, JSON's \uXXXX) and folded, and decoded again
+// at each level of escapes escaped (textnorm.UnescapeNested). The base64 and hex
 // runs of the folded and decoded forms are read as the text they decode to (Find).
 func forms(text string) []form {
 	f := textnorm.FoldSeparators(text, false)
@@ -30,6 +31,17 @@ func forms(text string) []form {
 	if d, ok := textnorm.Unescape(text, false); ok {
 		out = append(out, foldedForm(textnorm.FoldSeparators(d.Text, false), d.Span))
 		out[len(out)-1].encoded = true
+		// Escapes escaped again (a JSON document quoted in a JSON string, "%2540",
+		// "&amp;#64;") are read at each level, JSON's "\\" and "\"" decoded there.
+		if !strings.Contains(text, `\\`) && !textnorm.HasEscape(d.Text, false) {
+			return out
+		}
+		if nested := textnorm.UnescapeNested(text, true); len(nested) > 1 {
+			for _, d := range nested[1:] {
+				out = append(out, foldedForm(textnorm.FoldSeparators(d.Text, false), d.Span))
+				out[len(out)-1].encoded = true
+			}
+		}
 	}
 	return out
 }

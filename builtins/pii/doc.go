@@ -30,9 +30,11 @@
 // a hyphen: a card number grouped by no-break spaces, "١٢٣-٤٥-٦٧٨٩" and an address with a
 // zero-width space before its "@" are found. A text holding escapes is read decoded too
 // (percent-encoding, HTML character references, JSON's \uXXXX): "jane%40example.com" and
-// "jane&#64;example.com" are found, the escapes masked with the value. A run of base64
-// (standard or URL-safe, padded or not, wrapped over lines), base32 or hex (also with its bytes
-// separated: "34 31 31 31", "\x34\x31") whose decoding is text is
+// "jane&#64;example.com" are found, the escapes masked with the value; escapes escaped again
+// are decoded at each level, three at most ("jane%2540example.com", "jane&amp;#64;...", a JSON
+// document quoted in a JSON string). A run of base64 (standard or URL-safe, padded or not,
+// wrapped over lines), base32 or hex (also with its bytes separated: "34 31 31 31",
+// "\x34\x31", or the lines of a hex dump, xxd's or hexdump -C's) whose decoding is text is
 // read as that text too: a card number or an address written in base64 is found as the whole
 // run; an image, a hash or a UUID decodes to binary and is left alone (docs/detection.md,
 // Encoded values). Offsets are always those of the text as given.

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/agentc-dev/agentc/builtins/internal/textnorm/textnormtest"
 )
 
 // FuzzRedact: no value the scanner detects survives Redact, and Redact is
@@ -24,6 +26,9 @@ func FuzzRedact(f *testing.F) {
 		"jane&#64;example&period;com 4111&nbsp;1111&nbsp;1111&nbsp;1111 &#x34;111111111111111 &am",
 		`{"to":"jane\u0040example.com","n":"\ud835\udfd2111111111111111\ud835"}`,
 		"jаne@exаmple.com", "4111111111111111.25 %4", "DE89 3704 0044 0532 0130 00 gb42nawi04454264788619",
+		"jane%2540example.com 4111%25201111%25201111%25201111 jane&amp;#64;example.com", `{\"to\":\"jane\\u0040example.com\"}`,
+		textnormtest.Dump("card 4111111111111111 exp 12/29\n", 2, ": ", true), textnormtest.Dump("mail jane.doe@example.com", 1, "  ", true),
+		"00000000 31 31 31 31\n00000004 31 31 31 31\n*\n00000010",
 	} {
 		f.Add(s)
 	}

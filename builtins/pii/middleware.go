@@ -175,7 +175,13 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 			}
 			if err := m.seen.Scan(c, m.System, m.System, func(i int, kind, text string) error {
 				ms := m.scanner.Find(text)
-				if len(ms) == 0 {
+				found := ""
+				if len(ms) > 0 {
+					found = kindsOf(ms)
+				} else if it, split := mask.SplitInJSON(text, m.scanner.items); split {
+					// a JSON document whose array holds a value cut across its strings
+					found = it.Label + ", cut across the strings of an array"
+				} else {
 					return nil
 				}
 				where := fmt.Sprintf("message %d", i)
@@ -196,7 +202,7 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 					hint = `; the operator's own text is scanned with system: true (the default): set system: false to leave it alone`
 				}
 				return &runtime.BlockedError{Layer: m.name,
-					Message: fmt.Sprintf("%s contains personal data (%s)%s", where, kindsOf(ms), hint)}
+					Message: fmt.Sprintf("%s contains personal data (%s)%s", where, found, hint)}
 			}); err != nil {
 				return err
 			}

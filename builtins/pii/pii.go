@@ -3,7 +3,6 @@ package pii
 import (
 	"fmt"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -232,9 +231,10 @@ func (s *Scanner) redactOnce(text string) (string, int) {
 // returns the matches in its strings, each with the JSON Pointer of its string. Map keys are
 // scanned too (an object keyed by email address carries the addresses): a match in a key
 // has the pointer of the object that holds it, so that the pointer never quotes the data. Maps are walked in key order so the result is
-// deterministic. The consecutive strings of an array are read side by side (as RedactValue
-// reads them, mask.ReadElements): an item in one of them has the pointer of that element,
-// and one cut across them the pointer of the array and offsets in its elements joined.
+// deterministic. The consecutive strings of an array, and the consecutive string values of an
+// object in the order of its keys, are read side by side (as RedactValue reads them,
+// mask.ReadElements): an item in one of them has the pointer of that element, and one cut
+// across them the pointer of the array or object and offsets in its strings joined.
 // Other types are ignored.
 func (s *Scanner) ScanValue(v any) []Match {
 	var out []Match
@@ -243,12 +243,16 @@ func (s *Scanner) ScanValue(v any) []Match {
 			m.Path = path
 			out = append(out, m)
 		}
-	}, func(path string, run []string) {
-		_, found := mask.ReadElements(run, s.items)
+	}, func(path string, run, names []string, fields bool) {
+		read := mask.ReadElements
+		if fields {
+			read = mask.ReadFields
+		}
+		_, found := read(run, s.items)
 		for _, it := range found {
 			m := Match{Kind: Kind(it.Label), Start: it.From, End: it.To, Path: path}
 			if it.Elem >= 0 {
-				m.Path += "/" + strconv.Itoa(it.Elem)
+				m.Path += "/" + names[it.Elem]
 			}
 			out = append(out, m)
 		}
@@ -257,37 +261,44 @@ func (s *Scanner) ScanValue(v any) []Match {
 }
 
 // walk calls visit with each string of v and its pointer, and across with each run of two
-// or more consecutive strings of an array (jsonvalue.StringRuns) and the array's pointer;
-// the strings of a run are not visited.
-func (s *Scanner) walk(v any, path string, visit func(path, text string), across func(path string, run []string)) {
+// or more consecutive strings of an array, or of the values of an object in the order of its
+// keys (jsonvalue.StringRuns), the pointer of the array or object and the pointer segment of
+// each string; the strings of a run are not visited.
+func (s *Scanner) walk(v any, path string, visit func(path, text string), across func(path string, run, names []string, fields bool)) {
 	switch x := v.(type) {
 	case string:
 		visit(path, x)
 	case map[string]any:
-		for _, k := range sortedKeys(x) {
+		keys := jsonvalue.SortedKeys(x)
+		vals := make([]any, len(keys))
+		names := make([]string, len(keys))
+		for i, k := range keys {
 			visit(path, k)
-			s.walk(x[k], path+"/"+jsonpointer.Escape(k), visit, across)
+			vals[i], names[i] = x[k], jsonpointer.Escape(k)
 		}
+		s.walkRuns(vals, names, true, path, visit, across)
 	case map[string]string:
-		for _, k := range sortedKeys(x) {
+		keys := jsonvalue.SortedKeys(x)
+		vals := make([]any, len(keys))
+		names := make([]string, len(keys))
+		for i, k := range keys {
 			visit(path, k)
-			visit(path+"/"+jsonpointer.Escape(k), x[k])
+			vals[i], names[i] = x[k], jsonpointer.Escape(k)
 		}
+		s.walkRuns(vals, names, true, path, visit, across)
 	case []any:
-		runs := jsonvalue.StringRuns(x)
-		for i := 0; i < len(x); i++ {
-			if len(runs) > 0 && i == runs[0][0] {
-				r := runs[0]
-				runs = runs[1:]
-				across(path, jsonvalue.RunStrings(x, r))
-				i = r[1] - 1
-				continue
-			}
-			s.walk(x[i], path+"/"+strconv.Itoa(i), visit, across)
+		names := make([]string, len(x))
+		for i := range x {
+			names[i] = strconv.Itoa(i)
 		}
+		s.walkRuns(x, names, false, path, visit, across)
 	case []string:
 		if len(x) > 1 {
-			across(path, x)
+			names := make([]string, len(x))
+			for i := range x {
+				names[i] = strconv.Itoa(i)
+			}
+			across(path, x, names, false)
 			return
 		}
 		for i, e := range x {
@@ -300,23 +311,32 @@ func (s *Scanner) walk(v any, path string, visit func(path, text string), across
 	}
 }
 
+// walkRuns walks the elements of an array, or the values of an object (fields), named by
+// names: each run of two or more consecutive strings goes to across, every other element to
+// walk.
+func (s *Scanner) walkRuns(x []any, names []string, fields bool, path string, visit func(path, text string), across func(path string, run, names []string, fields bool)) {
+	runs := jsonvalue.StringRuns(x)
+	for i := 0; i < len(x); i++ {
+		if len(runs) > 0 && i == runs[0][0] {
+			r := runs[0]
+			runs = runs[1:]
+			across(path, jsonvalue.RunStrings(x, r), names[r[0]:r[1]], fields)
+			i = r[1] - 1
+			continue
+		}
+		s.walk(x[i], path+"/"+names[i], visit, across)
+	}
+}
+
 // RedactValue returns a copy of v with every item in its strings replaced by its Placeholder,
 // and the number of replacements. A number that holds personal data (a card number sent as a
 // JSON number) becomes its redacted string. An object key holding personal data is renamed
 // to its redacted form, followed by "#2", "#3"... when that name is taken, so no value is
-// lost. The consecutive strings of an array are also read side by side, and an item cut
-// across them ("4111 1111" and "1111 1111") is masked in every element it runs over, its
-// placeholder in the first (mask.Elements). v itself is never modified; parts without
+// lost. The consecutive strings of an array, and the consecutive string values of an object
+// in the order of its keys, are also read side by side, and an item cut across them ("4111
+// 1111" and "1111 1111") is masked in every string it runs over, its placeholder in the first
+// (mask.Elements). v itself is never modified; parts without
 // personal data may be shared with the result.
 func (s *Scanner) RedactValue(v any) (any, int) {
 	return mask.Value(v, s.Redact, s.items)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -38,6 +38,10 @@ func TestRedactOtherSpellings(t *testing.T) {
 		{"html no-break spaces", "4111&nbsp;1111&nbsp;1111&nbsp;1111 &amp; more", "[REDACTED:card] &amp; more"},
 		{"json unicode escape", `{"to":"jane\u0040example.com"}`, `{"to":"[REDACTED:email]"}`},
 		{"json surrogate pair digits", `\ud835\udfd2111111111111111`, "[REDACTED:card]"},
+		// escapes escaped again
+		{"json quoted in a json string", `{"log":"{\\\"to\\\":\\\"jane\\u0040example.com\\\"}"}`, `{"log":"{\\\"to\\\":\\\"[REDACTED:email]\\\"}"}`},
+		{"percent-encoded twice", "q=4111%25201111%25201111%25201111&x", "q=[REDACTED:card]&x"},
+		{"html reference escaped", "jane&amp;#64;example.com", "[REDACTED:email]"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			out, n := s.Redact(tt.in)
@@ -59,6 +63,7 @@ func TestOtherSpellingsNotOverread(t *testing.T) {
 		"snake_case_41_11",
 		"path /4111/1111/1111/1112",
 		"%ZZ%4",
+		`C:\\new\\table\\4111`, "100%2525 done",
 	} {
 		assert.Empty(t, found(in, s.Find(in)), in)
 	}

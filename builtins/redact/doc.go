@@ -12,10 +12,13 @@
 // holding escapes is also read decoded: percent-encoding ("access_token%3D..."), HTML
 // character references ("&#115;k-..."), JSON's \uXXXX and its two-character escapes ("\/" in a
 // key, a JSON document quoted in a string: {\"password\":\"...\"}), as a tool result from a
-// URL, a web page or a log carries them; the whole escaped span of the secret is masked. A
-// run of base64 (standard or URL-safe, padded or not, wrapped over lines), base32 or hex (also
-// with its bytes separated: "73 6b 2d", "73:6b:2d", "\x73\x6b\x2d") whose decoding
-// is text is read as that text too, and masked whole when it holds a secret: an AWS key or a
+// URL, a web page or a log carries them; the whole escaped span of the secret is masked.
+// Escapes escaped again are decoded at each level, three at most: a JSON document quoted in a
+// string that is itself in a JSON string ({\\\"password\\\":...}, \\u0073k-...), a URL
+// encoded twice ("sk%252D..."). A run of base64 (standard or URL-safe, padded or not, wrapped
+// over lines), base32 or hex (also with its bytes separated: "73 6b 2d", "73:6b:2d",
+// "\x73\x6b\x2d", or the lines of a hex dump, xxd's or hexdump -C's, masked whole) whose
+// decoding is text is read as that text too, and masked whole when it holds a secret: an AWS key or a
 // "password=..." written in base64 in a tool result is masked; an image, a hash or a UUID
 // decodes to binary and is left alone (docs/detection.md, Encoded values). The body of a
 // private key without its BEGIN line (the next page of a paged file) is masked too: lines of
@@ -23,16 +26,22 @@
 // as PEM and OpenSSH wrap it) that decodes as the DER of a private key (a SEQUENCE opening
 // with a small version INTEGER: PKCS #1, SEC 1, PKCS #8) or as an OpenSSH private key; the
 // body of a certificate or of a public key is left alone, as their PEM blocks are. In a
-// JSON-like value the consecutive strings of an array are read together, joined by line
-// breaks and run together, so a private key sent as its lines, or a key cut inside it over
-// two elements, is masked in every element it runs over; the object keys
+// JSON-like value the consecutive strings of an array (and the consecutive string values of
+// an object, in the order of its keys) are read together, joined by line breaks and run
+// together, so a private key sent as its lines, or a key cut inside it over
+// two elements, is masked in every element it runs over (and so are those of the arrays of
+// a JSON document a text of the transcript holds, the text then written back as compact
+// JSON); the object keys
 // are redacted too: a key holding a secret ({"sk-live-...":
 // 1}) is renamed to its masked form, followed by "#2", "#3"... when two keys mask alike or the
 // name is taken, so no value is lost; an integral number is read as its digits, and one a rule
 // matches (an account number a configured pattern masks, sent as a JSON number) becomes its
 // masked string. The value of a key is also read after its key, as the model reads the
 // member, so a secret named by its key ({"password": "hunter22x"}, {"api_key": "..."}) is
-// masked in the value, the key kept.
+// masked in the value, the key kept. A key word and its value written as strings of their own,
+// as a JSON array or object written out in a text holds them (["password=", "hunter22x"],
+// ["password", "=hunter22x"], {"password=": "hunter22x"}), are read as the assignment the
+// model reads.
 //
 // A Redactor is immutable after New and safe for concurrent use.
 //

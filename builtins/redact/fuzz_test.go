@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/agentc-dev/agentc/builtins/internal/textnorm/textnormtest"
 )
 
 // FuzzRedact: no secret a rule finds survives Redact (a match in the output is never one of
@@ -17,6 +19,9 @@ func FuzzRedact(f *testing.F) {
 		"Bearer\u00a0abcdef0123456789abcdef", "sk\u2011" + openAIKey[3:], "next=%2Fcb%3Faccess_token%3DAbc123%26s%3D1",
 		"&#115;k-" + openAIKey[3:], "password&equals;hunter22x&amp;", `\u0073k-` + openAIKey[3:],
 		`{"aws_secret_access_key":"wJalrXUtnFEMI\/K7MDENG\/bPxRfiCYEXAMPLEKEY"}`, `{\"password\":\"hunter22x\"}`,
+		`{\\\"password\\\":\\\"hunter22x\\\"}`, `\\u0073k-` + openAIKey[3:], "sk%252D" + openAIKey[3:],
+		textnormtest.Dump("key "+openAIKey+"\n", 2, ": ", true), textnormtest.Dump("id "+awsKeyID, 1, "  ", true),
+		`["x","password=","hunter22x"]`, "0x41, 0x4b, 0x49, 0x41,\n  0x49, 0x4f, 0x53, 0x46, 0x4f, 0x44, 0x4e, 0x4e, 0x37, 0x45, 0x58, 0x41,\n  0x4d, 0x50, 0x4c, 0x45",
 		"%zz &#; \\u00 \\", "[REDACTED:openai-key]", "",
 	} {
 		f.Add(s)

@@ -56,3 +56,31 @@ func toolResultThrough(t *testing.T, v any) string {
 	require.NoError(t, err)
 	return string(got)
 }
+
+// TestKeyWordAsStringOfItsOwn: a key word and its value written as strings of their own, in a
+// JSON array or object as a tool message holds it (["password=", "hunter22x"], ["password",
+// "=hunter22x"], {"password=": "hunter22x"}), are read as the assignment the model reads, in
+// the text of a tool message and in a tool's result; a key word with no value after it, and
+// words in a list, are kept.
+func TestKeyWordAsStringOfItsOwn(t *testing.T) {
+	for _, tt := range []struct{ name, in, want string }{
+		{"value after its key word", `["user: bob","password=","hunter22x"]`, `["user: bob","password=","[REDACTED:password-assignment]"]`},
+		{"layout kept with nothing cut across strings", `{"a": "x", "b": "password: hunter22x"}`, `{"a": "x", "b": "password: [REDACTED:password-assignment]"}`},
+		{"sign with the value", `["xyz","password","=hunter22x"]`, `["xyz","password","=[REDACTED:password-assignment]"]`},
+		{"key holding the sign", `{"password=":"hunter22x"}`, `{"password=":"[REDACTED:password-assignment]"}`},
+		{"key word in a list", `["password","token","user"]`, `["password","token","user"]`},
+		{"no value", `{"password":"","user":"bob"}`, `{"password":"","user":"bob"}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := sendThrough(t, []runtime.Message{{Role: "tool", ToolCallID: "c1", Content: tt.in}})
+			assert.Equal(t, tt.want, got[0].Content, "tool message")
+			var v any
+			require.NoError(t, json.Unmarshal([]byte(tt.in), &v))
+			var want any
+			require.NoError(t, json.Unmarshal([]byte(tt.want), &want))
+			wantJSON, err := json.Marshal(want)
+			require.NoError(t, err)
+			assert.JSONEq(t, string(wantJSON), toolResultThrough(t, v), "tool result")
+		})
+	}
+}

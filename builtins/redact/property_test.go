@@ -18,17 +18,19 @@ import (
 
 // TestSecretCutAnywhereIsMasked: a text holding a secret, cut at every point into two text
 // parts of a message, into two consecutive user messages, or into two consecutive strings of
-// an array (in a value, nested in objects, or in a tool call's arguments), reaches the model
+// an array or two consecutive values of an object (in a value, nested in objects, in a tool
+// call's arguments, or in a tool message holding them as JSON text), reaches the model
 // with no secret the whole text holds, nor a piece of one, read run together or joined by a
 // line break.
 func TestSecretCutAnywhereIsMasked(t *testing.T) {
 	r := newRedactor(t, Config{})
 	tr := mask.Transcript{Mask: r.Redact, System: true}
+	trFind := mask.Transcript{Mask: r.Redact, Find: r.items, System: true}
 	for _, text := range []string{
 		"key " + openAIKey + " ok", "id " + awsKeyID + ".", "aws_secret_access_key=" + awsSecret,
 		"gh " + githubToken, "jwt " + jwt + " end", "Authorization: Bearer abcdefghijklmnopqrstu",
 		"https://bob:pa55word@example.com/x", "password: hunter22x!", pemBlock,
-		"k=sk%2D" + openAIKey[3:], `{\"password\":\"hunter22x\"}`,
+		"k=sk%2D" + openAIKey[3:], `{\"password\":\"hunter22x\"}`, `{\\\"password\\\":\\\"hunter22x\\\"}`,
 		"b64 " + base64.StdEncoding.EncodeToString([]byte("key "+awsKeyID)) + " ok",
 		"hex " + hex.EncodeToString([]byte(githubToken)),
 	} {
@@ -42,7 +44,8 @@ func TestSecretCutAnywhereIsMasked(t *testing.T) {
 		for cut := 1; cut < len(text); cut++ {
 			a, b := text[:cut], text[cut:]
 			// as the strings of an array, in a value and in a tool call's arguments
-			for _, v := range []any{[]any{a, b}, []string{a, b}, map[string]any{"rows": []any{map[string]any{"text": []any{a, b, "x"}}, 7}}} {
+			for _, v := range []any{[]any{a, b}, []string{a, b}, map[string]any{"rows": []any{map[string]any{"text": []any{a, b, "x"}}, 7}},
+				map[string]any{"head": a, "tail": b, "z": 7}, map[string]string{"head": a, "tail": b}} {
 				red, _ := r.RedactValue(v)
 				args, err := json.Marshal(v)
 				require.NoError(t, err)
@@ -51,6 +54,13 @@ func TestSecretCutAnywhereIsMasked(t *testing.T) {
 				collectStrings(red, &pieces)
 				assertNoSecretPiece(t, pieces, secrets, "%q cut at %d into %T", text, cut, v)
 				assertNoSecretPiece(t, []string{string(out)}, secrets, "%q cut at %d into %T, arguments", text, cut, v)
+				// and as a tool message holding the value as JSON text
+				msgs, _ := trFind.Messages("", []runtime.Message{{Role: "tool", ToolCallID: "c1", Content: string(args)}})
+				var back any
+				require.NoError(t, json.Unmarshal([]byte(msgs[0].Content), &back), msgs[0].Content)
+				pieces = nil
+				collectStrings(back, &pieces)
+				assertNoSecretPiece(t, pieces, secrets, "%q cut at %d into %T, tool message", text, cut, v)
 			}
 			for _, msgs := range [][]runtime.Message{
 				{{Role: "user", Content: a, Parts: []runtime.ContentPart{{Type: runtime.PartText, Text: b}}}},

@@ -135,7 +135,8 @@ type span struct {
 // (textnorm.FoldSeparators), so that a secret cannot be hidden by zero-width or other
 // invisible characters inside it, written in full-width or look-alike letters, or spaced by
 // another space than the ASCII one, and, when it holds escapes, decoded
-// (textnorm.Unescape: percent-encoding, HTML character references, JSON's escapes): what
+// (textnorm.UnescapeNested: percent-encoding, HTML character references, JSON's escapes, and
+// these escaped again, as a JSON document quoted in a JSON string is): what
 // matches there masks the span of the text as given that it came from, escapes and all. A
 // run of base64 (standard or URL-safe), base32 or hex (also with its bytes separated) whose
 // decoding is text is read as that text too (textnorm.Encodings), and masked whole when it
@@ -191,8 +192,9 @@ func (r *Redactor) find(text string) []span {
 }
 
 // readings returns the matches of every rule in text, in text folded, in text decoded and
-// folded, and in the text its base64 and hex runs decode to (textnorm.Encodings), as spans of
-// text, unordered and possibly overlapping.
+// folded (and decoded again while it holds escapes: textnorm.UnescapeNested), and in the text
+// its base64 and hex runs and hex dumps decode to (textnorm.Encodings), as spans of text,
+// unordered and possibly overlapping.
 func (r *Redactor) readings(text string) []span { return r.readingsAt(text, 0) }
 
 // maxEncodedDepth bounds the encodings read inside one another: base64 of base64 is read,
@@ -213,7 +215,7 @@ func (r *Redactor) readingsAt(text string, depth int) []span {
 		add(f.Text, f.Span)
 	}
 	spans = r.encoded(spans, f.Text, f.Span, depth)
-	if d, ok := textnorm.Unescape(text, true); ok {
+	for _, d := range textnorm.UnescapeNested(text, true) {
 		f := textnorm.FoldSeparators(d.Text, false)
 		mapSpan := func(start, end int) (int, int) { return d.Span(f.Span(start, end)) }
 		add(f.Text, mapSpan)

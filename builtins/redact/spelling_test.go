@@ -27,6 +27,10 @@ func TestRedactOtherSpellings(t *testing.T) {
 		{"json unicode escape in a key", `{"k":"\u0073k-` + openAIKey[3:] + `"}`, `{"k":"[REDACTED:openai-key]"}`},
 		{"json escaped slashes", `{"aws_secret_access_key":"wJalrXUtnFEMI\/K7MDENG\/bPxRfiCYEXAMPLEKEY"}`, `{"aws_secret_access_key":"[REDACTED:aws-secret-access-key]"}`},
 		{"json escaped quotes", `log: {\"password\":\"hunter22x\",\"user\":\"bob\"}`, `log: {\"password\":\"[REDACTED:password-assignment]\",\"user\":\"bob\"}`},
+		// escapes escaped again
+		{"json quoted in a json string", `{"log":"{\\\"password\\\":\\\"hunter22x\\\"}"}`, `{"log":"{\\\"password\\\":\\\"[REDACTED:password-assignment]\\\"}"}`},
+		{"json unicode escape escaped", `{"k":"\\u0073k-` + openAIKey[3:] + `"}`, `{"k":"[REDACTED:openai-key]"}`},
+		{"percent-encoded twice", "next=%252Fcb%253Faccess_token%253DAbc123xyz789", "next=%252Fcb%253Faccess_token%253D[REDACTED:password-assignment]"},
 		// the plain forms are masked as before
 		{"plain key", "key " + openAIKey + " end", "key [REDACTED:openai-key] end"},
 		{"escapes without a secret", "a%20b &amp; c\\u0041 \\/ %zz &#;", "a%20b &amp; c\\u0041 \\/ %zz &#;"},

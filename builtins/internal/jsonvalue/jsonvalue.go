@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -38,7 +39,7 @@ func MapLeaves(v any, f func(string) (string, int), other func(any) (any, int)) 
 
 // readers are the hooks of MapTextJoined that read strings together.
 type readers struct {
-	joined func([]string) ([]string, int)
+	joined func(run []string, fields bool) ([]string, int)
 	pair   func(key, value string) (string, int)
 }
 
@@ -69,6 +70,19 @@ func mapLeaves(v any, f func(string) (string, int), other func(any) (any, int), 
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		total := 0
+		if joined != nil {
+			keys := SortedKeys(x)
+			vals := make([]any, len(keys))
+			for i, k := range keys {
+				e, m := rd.member(k, x[k])
+				vals[i], total = e, total+m
+			}
+			red, n := mapRuns(vals, true, f, other, rd)
+			for i, k := range keys {
+				out[k] = red[i]
+			}
+			return renameKeys(out, f, total+n)
+		}
 		for k, e := range x {
 			e, m := rd.member(k, e)
 			r, n := mapLeaves(e, f, other, rd)
@@ -77,34 +91,24 @@ func mapLeaves(v any, f func(string) (string, int), other func(any) (any, int), 
 		}
 		return renameKeys(out, f, total)
 	case []any:
-		out := make([]any, len(x))
-		copy(out, x)
-		total := 0
-		var runs [][2]int
-		if joined != nil {
-			runs = StringRuns(x)
-		}
-		for i := 0; i < len(out); i++ {
-			if len(runs) > 0 && i == runs[0][0] {
-				// The strings of a run are read by joined alone.
-				r := runs[0]
-				runs = runs[1:]
-				red, n := joined(RunStrings(x, r))
-				for k := range red {
-					out[r[0]+k] = red[k]
-				}
-				total += n
-				i = r[1] - 1
-				continue
-			}
-			r, n := mapLeaves(out[i], f, other, rd)
-			out[i] = r
-			total += n
-		}
-		return out, total
+		return mapRuns(x, false, f, other, rd)
 	case map[string]string:
 		out := make(map[string]string, len(x))
 		total := 0
+		if joined != nil && len(x) > 1 {
+			// the values, one after another in the order of their keys, are a run of strings
+			keys := SortedKeys(x)
+			vals := make([]string, len(keys))
+			for i, k := range keys {
+				p, m := rd.member(k, x[k])
+				vals[i], total = p.(string), total+m
+			}
+			red, n := joined(vals, true)
+			for i, k := range keys {
+				out[k] = red[i]
+			}
+			return renameKeys(out, f, total+n)
+		}
 		for k, e := range x {
 			p, m := rd.member(k, e)
 			r, n := f(p.(string))
@@ -116,7 +120,7 @@ func mapLeaves(v any, f func(string) (string, int), other func(any) (any, int), 
 		out := slices.Clone(x)
 		total := 0
 		if joined != nil && len(x) > 1 {
-			return joined(out)
+			return joined(out, false)
 		}
 		for i, e := range out {
 			r, n := f(e)
@@ -130,6 +134,43 @@ func mapLeaves(v any, f func(string) (string, int), other func(any) (any, int), 
 		}
 		return v, 0
 	}
+}
+
+// mapRuns returns a copy of the elements of an array, or of the values of an object in the
+// order of their keys, mapped: each run of two or more consecutive strings (StringRuns) by
+// joined alone (when it is not nil), the others by mapLeaves.
+func mapRuns(x []any, fields bool, f func(string) (string, int), other func(any) (any, int), rd readers) ([]any, int) {
+	out := make([]any, len(x))
+	copy(out, x)
+	total := 0
+	var runs [][2]int
+	if rd.joined != nil {
+		runs = StringRuns(x)
+	}
+	for i := 0; i < len(out); i++ {
+		if len(runs) > 0 && i == runs[0][0] {
+			// The strings of a run are read by joined alone.
+			r := runs[0]
+			runs = runs[1:]
+			red, n := rd.joined(RunStrings(x, r), fields)
+			for k := range red {
+				out[r[0]+k] = red[k]
+			}
+			total += n
+			i = r[1] - 1
+			continue
+		}
+		r, n := mapLeaves(out[i], f, other, rd)
+		out[i] = r
+		total += n
+	}
+	return out, total
+}
+
+// SortedKeys returns the keys of m in order: the order in which JSON writes an object's
+// members, and in which the model reads them.
+func SortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
 }
 
 // StringRuns returns the runs of two or more consecutive strings of an array, as the
@@ -173,14 +214,15 @@ func RunStrings(x []any, r [2]int) []string {
 func MapText(v any, f func(string) (string, int)) (any, int) { return MapTextJoined(v, f, nil, nil) }
 
 // MapTextJoined is MapText that reads the strings of an array side by side: each run of two
-// or more consecutive strings of an array ([]any or []string; StringRuns) is handed to joined
-// instead of f, which returns it rewritten (what it found in the elements, or across them,
-// masked) with a count. A string of an array that is in no run is read by f. With pair, the
+// or more consecutive strings of an array ([]any or []string; StringRuns), or of the values
+// of an object in the order of its keys (as JSON writes them and the model reads them), is
+// handed to joined instead of f (told whether it is an object's values), which returns it
+// rewritten (what it found in the elements, or across them, masked) with a count. A string of an array that is in no run is read by f. With pair, the
 // value of each object key that is a string or an integral number (read as its digits) is
 // first read with its key: pair returns the value rewritten (what runs from the key into it
 // masked, "password" and "hunter2") with a count, and a number it changes becomes the string
 // it returns; f then reads what pair returned. A nil joined and pair is MapText.
-func MapTextJoined(v any, f func(string) (string, int), joined func([]string) ([]string, int), pair func(key, value string) (string, int)) (any, int) {
+func MapTextJoined(v any, f func(string) (string, int), joined func(run []string, fields bool) ([]string, int), pair func(key, value string) (string, int)) (any, int) {
 	return mapLeaves(v, f, func(v any) (any, int) {
 		if text, ok := NumberText(v); ok {
 			if r, n := f(text); n > 0 {

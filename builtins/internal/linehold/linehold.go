@@ -32,10 +32,14 @@ func LastLine(buf string) int { return strings.LastIndexByte(buf, '\n') + 1 }
 
 // HoldEncoded returns cut, or, when buf[:cut] ends in a line break after a run of base64 that
 // the lines still to come may go on with (textnorm.WrappedRunStart: a value's encoding
-// wrapped over lines), the start of the line that run starts in, so that the run is released
-// whole, read as one, once it ends.
+// wrapped over lines) or after lines of a hex dump (textnorm.DumpRunStart), the start of the
+// line that run starts in, so that the run is released whole, read as one, once it ends.
 func HoldEncoded(buf string, cut int) int {
-	if k := textnorm.WrappedRunStart(buf[:cut]); k >= 0 {
+	k := textnorm.WrappedRunStart(buf[:cut])
+	if d := textnorm.DumpRunStart(buf[:cut]); d >= 0 && (k < 0 || d < k) {
+		k = d
+	}
+	if k >= 0 {
 		return strings.LastIndexByte(buf[:k], '\n') + 1
 	}
 	return cut

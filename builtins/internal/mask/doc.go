@@ -9,6 +9,7 @@
 // modified: what changes is a copy. AcrossParts masks what a layer finds
 // in the text pieces a model reads run together (a message's content and
 // text parts), which each piece on its own does not hold; Elements does so
-// for the consecutive strings of an array. Thinking leaves out the signed
+// for the consecutive strings of an array, and AcrossJSON for those of the
+// arrays of a JSON document a text holds. Thinking leaves out the signed
 // thinking blocks that hold what a layer masks, which cannot be masked.
 package mask

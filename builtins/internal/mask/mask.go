@@ -159,6 +159,12 @@ func (t Transcript) text(run, s string) (string, bool) {
 		return s, false
 	}
 	red, n := t.Mask(s)
+	if t.Find != nil {
+		// A JSON document's arrays are read as in a value: an item cut across their strings.
+		if js, m := AcrossJSON(s, t.Mask, t.Find); m > 0 {
+			red, n = js, m
+		}
+	}
 	if n == 0 {
 		if t.Seen != nil {
 			t.Seen.Add(run, s)
@@ -212,7 +218,8 @@ func Calls(f Func, find Find) func(calls []runtime.ToolUse) ([]runtime.ToolUse, 
 // masked: its strings, its object keys (a key that changes is renamed, with
 // "#2", "#3"... when the name is taken, so no value is lost) and its
 // integral numbers, read as their digits (one that changes becomes the
-// masked string). With find, the consecutive strings of an array are also
+// masked string). With find, the consecutive strings of an array, and the
+// consecutive string values of an object in the order of its keys, are also
 // read side by side, and a value cut across them is masked (Elements), and
 // the value of an object key is read with its key, and what runs from the
 // key into it is masked (Members). See jsonvalue.MapTextJoined. v is never

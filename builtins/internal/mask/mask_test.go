@@ -331,6 +331,20 @@ func TestReadElements(t *testing.T) {
 	assert.Equal(t, []int{1, -1}, []int{found[0].Elem, found[1].Elem})
 }
 
+// The values of an object read together (ReadFields): fields of digits alone are numbers
+// whatever their lengths, and an item made of them is not taken; one cut inside a field with
+// other characters is.
+func TestReadFields(t *testing.T) {
+	for _, tt := range []struct{ in, want []string }{
+		{[]string{"12345", "678"}, []string{"12345", "678"}},
+		{[]string{"id 12345", "678 ok"}, []string{"id [D]", " ok"}},
+		{[]string{"a 12345678 b", "c"}, []string{"a [D] b", "c"}},
+	} {
+		got, _ := mask.ReadFields(tt.in, (&digitsOrAddress{}).find)
+		assert.Equal(t, tt.want, got, "%q", tt.in)
+	}
+}
+
 // The strings of a run are read by the find of Value alone: the mask is not run on them one
 // by one, only on the strings of no run.
 func TestValueReadsRunsOnce(t *testing.T) {

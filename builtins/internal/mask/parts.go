@@ -143,17 +143,18 @@ func Across(pieces []string, find Find, seps ...string) ([]string, []Item) {
 const maxElementPasses = 8
 
 // Elements returns the function jsonvalue.MapTextJoined reads the runs of consecutive strings
-// of an array with: ReadElements, again on what it returns until it finds nothing, counting
-// the items masked; nil for a nil find. The elements of a run are read only so, not also one
+// of an array (or, with fields, of the values of an object: ReadFields) with: ReadElements,
+// again on what it returns until it finds nothing, counting the items masked; nil for a nil
+// find. The elements of a run are read only so, not also one
 // by one.
-func Elements(find Find) func([]string) ([]string, int) {
+func Elements(find Find) func(elems []string, fields bool) ([]string, int) {
 	if find == nil {
 		return nil
 	}
-	return func(elems []string) ([]string, int) {
+	return func(elems []string, fields bool) ([]string, int) {
 		total := 0
 		for range maxElementPasses {
-			out, found := ReadElements(elems, find)
+			out, found := readElements(elems, find, fields)
 			if len(found) == 0 {
 				break
 			}
@@ -186,13 +187,25 @@ type ElementItem struct {
 // of whole elements of digits of one length (a list of numbers, "1234", "5678", "9012",
 // "3456", as a card's groups joined by line breaks alone are a column of numbers).
 func ReadElements(elems []string, find Find) ([]string, []ElementItem) {
+	return readElements(elems, find, false)
+}
+
+// ReadFields is ReadElements for the consecutive string values of an object (in the order of
+// its keys): fields of digits alone are numbers whatever their lengths (an id, an order number
+// and a postal code), and an item made of whole fields of digits is not taken when read run
+// together.
+func ReadFields(elems []string, find Find) ([]string, []ElementItem) {
+	return readElements(elems, find, true)
+}
+
+func readElements(elems []string, find Find, fields bool) ([]string, []ElementItem) {
 	var (
 		reads  []elementRead
 		starts = make([]int, len(elems))
 	)
-	reads = readJoined(reads, elems, starts, find, func(int) string { return "\n" }, false)
+	reads = readJoined(reads, elems, starts, find, func(int) string { return "\n" }, false, fields)
 	lines := len(reads)
-	reads = readJoined(reads, elems, starts, find, func(int) string { return "" }, true)
+	reads = readJoined(reads, elems, starts, find, func(int) string { return "" }, true, fields)
 	// glued[k]: an item of the lines ends where element k-1 ends, which is read run together
 	// with element k.
 	var glued []bool
@@ -210,7 +223,7 @@ func ReadElements(elems []string, find Find) ([]string, []ElementItem) {
 				return ""
 			}
 			return "\n"
-		}, true)
+		}, true, fields)
 	}
 	var (
 		edits [][]edit
@@ -274,14 +287,14 @@ type elementRead struct {
 // (numberList), were not read already and, within one element, overlap no item read (the
 // text around an element changes what is read in it: "+182476793" and "@123-45-..." read run
 // together hold a phone number the lines do not).
-func readJoined(reads []elementRead, elems []string, starts []int, find Find, sep func(k int) string, together bool) []elementRead {
+func readJoined(reads []elementRead, elems []string, starts []int, find Find, sep func(k int) string, together, fields bool) []elementRead {
 	text := joinAt(elems, sep, starts)
 	for _, it := range find(text) {
 		match, masked := pieceSpans(elems, starts, it.From, it.To), pieceSpans(elems, starts, it.Start, it.End)
 		if len(match) == 0 || len(masked) == 0 {
 			continue
 		}
-		if together && (numberList(elems, match) || slices.ContainsFunc(reads, func(r elementRead) bool {
+		if together && (numberList(elems, match, fields) || slices.ContainsFunc(reads, func(r elementRead) bool {
 			// read already; or, within one element, where the lines found something; or the
 			// same value, whole where its element ends, run on into the next
 			return slices.Equal(r.match, match) && slices.Equal(r.masked, masked) || len(match) == 1 && overlaps(match, r.match) ||
@@ -353,12 +366,12 @@ func overlaps(spans, others []piece) bool {
 }
 
 // numberList reports whether spans cover whole elements only, each of them digits, all of
-// one length: numbers of a list, read together.
-func numberList(elems []string, spans []piece) bool {
+// one length (or, with anyLength, of any lengths): numbers of a list, read together.
+func numberList(elems []string, spans []piece, anyLength bool) bool {
 	n := len(elems[spans[0].k])
 	for _, sp := range spans {
 		e := elems[sp.k]
-		if sp.start != 0 || sp.end != len(e) || len(e) != n || strings.IndexFunc(e, func(r rune) bool { return r < '0' || r > '9' }) >= 0 {
+		if sp.start != 0 || sp.end != len(e) || (len(e) != n && !anyLength) || strings.IndexFunc(e, func(r rune) bool { return r < '0' || r > '9' }) >= 0 {
 			return false
 		}
 	}

@@ -44,8 +44,8 @@ var b64 = func() (t [256]bool) {
 
 // Encodings returns the runs of text written in base64 (standard or URL-safe, padded or not,
 // wrapped over lines of a multiple of four characters), base32 (RFC 4648's upper-case alphabet,
-// padded or not) or hex (contiguous, or its bytes separated: separatedHex) whose decoding holds
-// printable text, in order: a value a tool hands over encoded is read as the text it stands for. A run
+// padded or not) or hex (contiguous, or its bytes separated: separatedHex, or the lines of a
+// hex dump: hexDumps) whose decoding holds printable text, in order: a value a tool hands over encoded is read as the text it stands for. A run
 // is decoded at each of its alignments (the characters before a value's encoding may belong
 // to the run: a path, a key glued to it), and the printable pieces of each decoding are kept;
 // a decoding that is binary (an image, a hash, random bytes) gives none, and no run is
@@ -105,7 +105,7 @@ func Encodings(text string) []Encoded {
 			out = append(out, Encoded{Start: start, End: padded, Text: pieces})
 		}
 	}
-	return separatedHex(text, out)
+	return hexDumps(text, separatedHex(text, out))
 }
 
 // base64Run returns the end of the run of the base64 alphabets (either one) that starts at
@@ -332,6 +332,11 @@ func printable(dec []byte, pieces []string) ([]string, bool) {
 	if text < minPiece || text < len(dec)*3/4 {
 		return pieces, false
 	}
+	return textPieces(dec, pieces), false
+}
+
+// textPieces appends to pieces the runs of printable ASCII of dec of minPiece bytes or longer.
+func textPieces(dec []byte, pieces []string) []string {
 	from := 0
 	for i, c := range dec {
 		if asciiText[c] {
@@ -345,7 +350,7 @@ func printable(dec []byte, pieces []string) ([]string, bool) {
 	if len(dec)-from >= minPiece {
 		pieces = append(pieces, string(dec[from:]))
 	}
-	return pieces, false
+	return pieces
 }
 
 // asciiText marks printable ASCII, tabs and line breaks.

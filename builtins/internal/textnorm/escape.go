@@ -75,6 +75,50 @@ func Unescape(text string, short bool) (Decoded, bool) {
 	return d, true
 }
 
+// MaxUnescapeLevels bounds the escapes read inside one another (UnescapeNested): a JSON
+// document quoted in a string that is itself in a JSON string (`{\\\"password\\\":...}`),
+// a percent-encoded URL encoded again (`%2540`), an escaped HTML reference (`&amp;#64;`).
+const MaxUnescapeLevels = 3
+
+// UnescapeNested returns the decodings of text with Unescape, each decoded again, as long as
+// one holds escapes, MaxUnescapeLevels at most: the first is Unescape's, and each after it
+// maps its spans to text itself, not to the decoding before it. It returns nil when text holds
+// no escapes. A decoding that holds no escape costs one pass without allocation.
+func UnescapeNested(text string, short bool) []Decoded {
+	d, ok := Unescape(text, short)
+	if !ok {
+		return nil
+	}
+	out := []Decoded{d}
+	for len(out) < MaxUnescapeLevels && HasEscape(d.Text, short) {
+		inner, ok := Unescape(d.Text, short)
+		if !ok {
+			break
+		}
+		for i := range inner.start {
+			inner.start[i], inner.end[i] = d.start[inner.start[i]], d.end[inner.end[i]-1]
+		}
+		d = inner
+		out = append(out, d)
+	}
+	return out
+}
+
+// HasEscape reports whether text holds an escape Unescape decodes, without allocating.
+func HasEscape(text string, short bool) bool {
+	for i := 0; i < len(text); i++ {
+		k := strings.IndexAny(text[i:], `%&\`)
+		if k < 0 {
+			return false
+		}
+		i += k
+		if _, n := escapeAt(text, i, short); n > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // maxEntity bounds the length of an HTML character reference ("&CounterClockwiseContourIntegral;").
 const maxEntity = 34
 

@@ -47,9 +47,15 @@ func separatedHex(text string, out []Encoded) []Encoded {
 		}
 		dec := make([]byte, 0, n)
 		for k := i; k < end; {
-			k += len(prefix)
-			dec = append(dec, unhex(text[k])<<4|unhex(text[k+1]))
-			k += 2 + len(sep)
+			if prefix != "" && strings.HasPrefix(text[k:], prefix) {
+				k += len(prefix)
+			}
+			if k+1 < end && isHex(text[k]) && isHex(text[k+1]) {
+				dec = append(dec, unhex(text[k])<<4|unhex(text[k+1]))
+				k += 2
+				continue
+			}
+			k++ // a separator, a line break or an indent
 		}
 		if pieces, _ := printable(dec, nil); len(pieces) > 0 {
 			out = append(out, Encoded{Start: i, End: end, Text: strings.Join(pieces, "\n")})
@@ -58,14 +64,19 @@ func separatedHex(text string, out []Encoded) []Encoded {
 		i = end - 1
 	}
 	if added {
-		slices.SortStableFunc(out, func(a, b Encoded) int { return a.Start - b.Start })
+		sortEncoded(out)
 	}
 	return out
 }
 
+// sortEncoded sorts runs by their start, keeping the order of those that start together.
+func sortEncoded(out []Encoded) {
+	slices.SortStableFunc(out, func(a, b Encoded) int { return a.Start - b.Start })
+}
+
 // hexUnits reads the bytes of hex from i in text, each prefix and two hex digits, separated
-// by one of hexSeps (the same throughout) or by nothing, and returns the end of the last, their
-// number and the separator.
+// by one of hexSeps (the same throughout) or by nothing, and over line breaks, and returns the
+// end of the last, their number and the separator.
 func hexUnits(text string, i int, prefix string) (end, n int, sep string) {
 	unit := func(k int) bool {
 		if k > len(text) || !strings.HasPrefix(text[k:], prefix) {
@@ -87,11 +98,38 @@ func hexUnits(text string, i int, prefix string) (end, n int, sep string) {
 	if sep == "" && (prefix == "" || !unit(end)) {
 		return end, n, ""
 	}
-	for unit(end + len(sep)) {
-		end += len(sep) + len(prefix) + 2
+	for {
+		for unit(end + len(sep)) {
+			end += len(sep) + len(prefix) + 2
+			n++
+		}
+		// The bytes may go on over a line break, as a dump or an array wraps them ("41 4b\n42",
+		// "0x41,\n    0x4b"): the separator, or its part before a space, may end the line, and
+		// spaces indent the next.
+		k := end
+		if cut := strings.TrimRight(sep, " "); cut != "" && strings.HasPrefix(text[k:], cut) {
+			k += len(cut)
+		}
+		k = skipBlanks(text, k)
+		br := lineBreak(text, k)
+		if br == 0 {
+			return end, n, sep
+		}
+		k = skipBlanks(text, k+br)
+		if !unit(k) {
+			return end, n, sep
+		}
+		end = k + len(prefix) + 2
 		n++
 	}
-	return end, n, sep
+}
+
+// skipBlanks returns the offset of the first byte of text from k that is no space or tab.
+func skipBlanks(text string, k int) int {
+	for k < len(text) && (text[k] == ' ' || text[k] == '\t') {
+		k++
+	}
+	return k
 }
 
 // isHexWordByte reports whether c, before a run, makes it part of a word: a letter or digit.

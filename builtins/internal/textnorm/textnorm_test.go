@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestNormalize(t *testing.T) {
@@ -179,4 +180,37 @@ func TestUnescape(t *testing.T) {
 	d, _ := Unescape("a%41", false)
 	s, e := d.Span(2, 2)
 	assert.Equal(t, [2]int{4, 4}, [2]int{s, e}, "a span at the end maps to the end")
+}
+
+func TestUnescapeNested(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		in    string
+		short bool
+		want  []string // each level
+		span  [2]int   // a span of the last level
+		orig  string   // what it maps to in the text
+	}{
+		{"json in json", `{\\\"password\\\":\\\"hunter22x\\\"}`, true,
+			[]string{`{\"password\":\"hunter22x\"}`, `{"password":"hunter22x"}`}, [2]int{2, 10}, `password`},
+		{"unicode escape escaped", `x \\u0073k-`, true, []string{`x \u0073k-`, `x sk-`}, [2]int{2, 4}, `\\u0073k`},
+		{"percent twice", "jane%2540example.com", false, []string{"jane%40example.com", "jane@example.com"}, [2]int{4, 5}, "%2540"},
+		{"html escaped", "jane&amp;#64;x", false, []string{"jane&#64;x", "jane@x"}, [2]int{4, 5}, "&amp;#64;"},
+		{"three levels at most", "%25252541", false, []string{"%252541", "%2541", "%41"}, [2]int{0, 3}, "%25252541"},
+		{"one level", "a%41 b", false, []string{"aA b"}, [2]int{1, 2}, "%41"},
+		{"none", "plain", true, nil, [2]int{}, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ds := UnescapeNested(tt.in, tt.short)
+			require.Len(t, ds, len(tt.want))
+			for i, d := range ds {
+				assert.Equal(t, tt.want[i], d.Text)
+			}
+			if len(ds) == 0 {
+				return
+			}
+			s, e := ds[len(ds)-1].Span(tt.span[0], tt.span[1])
+			assert.Equal(t, tt.orig, tt.in[s:e])
+		})
+	}
 }

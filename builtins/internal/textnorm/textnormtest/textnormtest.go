@@ -5,13 +5,16 @@ import (
 	"encoding/base32"
 	"encoding/base64"
 	"encoding/hex"
+	"fmt"
 	"strings"
 )
 
 // Encodings write a value as a tool or a model may hand it over: plain, and encoded in base64
 // (either alphabet, with and without padding, behind a path, twice), hex (bare, upper case
 // after "0x", and its bytes separated by spaces or colons or each after "\x") and base32
-// (RFC 4648, padded), the encodings textnorm.Encodings reads.
+// (RFC 4648, padded), the encodings textnorm.Encodings reads; and its characters escaped
+// twice, as JSON, percent-encoding or HTML references (textnorm.UnescapeNested); and as the
+// lines of a hex dump (Dump).
 func Encodings() map[string]func(string) string {
 	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
 	return map[string]func(string) string{
@@ -26,7 +29,24 @@ func Encodings() map[string]func(string) string {
 		"hex colons":       func(s string) string { return hexBytes(s, "", ":") },
 		`\x hex`:           func(s string) string { return hexBytes(s, `\x`, "") },
 		"base32":           func(s string) string { return base32.StdEncoding.EncodeToString([]byte(s)) },
+		// a hex dump over lines: xxd's, and hexdump -C's
+		"xxd":        func(s string) string { return "\n" + Dump(s, 2, ": ", true) },
+		"hexdump -C": func(s string) string { return "\n" + Dump(s, 1, "  ", true) },
+		// escapes escaped again: a JSON string quoted in a JSON string, a URL encoded twice,
+		// an HTML reference escaped
+		"json escaped twice":    func(s string) string { return escapeEach(s, `\\u%04x`) },
+		"percent-encoded twice": func(s string) string { return escapeEach(s, "%%25%02X") },
+		"html escaped twice":    func(s string) string { return escapeEach(s, "&amp;#%d;") },
 	}
+}
+
+// escapeEach writes each byte of s (ASCII) with format.
+func escapeEach(s, format string) string {
+	var b strings.Builder
+	for i := range len(s) {
+		fmt.Fprintf(&b, format, s[i])
+	}
+	return b.String()
 }
 
 // hexBytes writes s as its bytes in hex, each after prefix, separated by sep.
@@ -36,4 +56,50 @@ func hexBytes(s, prefix, sep string) string {
 		parts[i] = prefix + hex.EncodeToString([]byte{s[i]})
 	}
 	return strings.Join(parts, sep)
+}
+
+// Dump writes s as a hex dump writes a file, 16 bytes a line: the offset, sep, the bytes in
+// groups of group bytes (hexdump -C: 1, with a wider gap in the middle of the line; xxd: 2)
+// and, with chars, the bytes as characters (a dot for those that are not printable; between
+// bars with groups of 1); each
+// line ends in a line break.
+func Dump(s string, group int, sep string, chars bool) string {
+	var b strings.Builder
+	for off := 0; off < len(s); off += 16 {
+		line := s[off:min(off+16, len(s))]
+		fmt.Fprintf(&b, "%08x%s", off, sep)
+		hx := ""
+		for i := 0; i < len(line); i += group {
+			if i > 0 {
+				hx += " "
+				if group == 1 && i == 8 {
+					hx += " "
+				}
+			}
+			hx += hex.EncodeToString([]byte(line[i:min(i+group, len(line))]))
+		}
+		b.WriteString(hx)
+		if chars {
+			width := 16*2 + 16/group - 1
+			if group == 1 {
+				width++
+			}
+			b.WriteString(strings.Repeat(" ", width-len(hx)+2))
+			if group == 1 {
+				b.WriteByte('|')
+			}
+			for i := range len(line) {
+				if c := line[i]; c >= 0x20 && c < 0x7f {
+					b.WriteByte(c)
+				} else {
+					b.WriteByte('.')
+				}
+			}
+			if group == 1 {
+				b.WriteByte('|')
+			}
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
 }

@@ -1,0 +1,163 @@
+package mask
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+)
+
+// jsonText returns the value text holds when it is a JSON object or array, as a tool result
+// handed over as text in a transcript is; ok is false for any other text.
+func jsonText(text string) (any, bool) {
+	s := strings.TrimLeft(text, " \t\r\n")
+	if s == "" || (s[0] != '{' && s[0] != '[') || !json.Valid([]byte(s)) {
+		return nil, false
+	}
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return nil, false
+	}
+	return v, true
+}
+
+// SplitInJSON returns the first item find finds cut across the consecutive strings of an array,
+// or values of an object, of the JSON object or array text holds (ReadElements), which the text read as it is does not
+// hold whole: the model reads the strings one after another, as it reads them in a value. ok
+// is false when text is no such JSON or holds no such item. The runs of strings of the
+// document (jsonRuns) are read in one reading, each apart from the next by runSep, which no
+// value runs over.
+func SplitInJSON(text string, find Find) (Item, bool) {
+	runs := jsonRuns(text)
+	for _, fields := range []bool{false, true} {
+		var elems []string
+		for _, run := range runs {
+			if run.fields != fields {
+				continue
+			}
+			if len(elems) > 0 {
+				elems = append(elems, runSep)
+			}
+			elems = append(elems, run.strings...)
+		}
+		if len(elems) == 0 {
+			continue
+		}
+		_, items := readElements(elems, find, fields)
+		for _, it := range items {
+			if it.Elem < 0 {
+				return it.Item, true
+			}
+		}
+	}
+	return Item{}, false
+}
+
+// jsonRun is a run of strings of a JSON text: of an array, or the values of an object (fields).
+type jsonRun struct {
+	strings []string
+	fields  bool
+}
+
+// jsonRuns returns the runs of two or more consecutive strings of the arrays of text, and of
+// the values of its objects (their keys left out), in the order written, decoded; text is a
+// JSON object or array (its first character other than a space is "{" or "["). It returns nil
+// for any other text, or one whose brackets do not pair. It reads the text once, without
+// decoding what is not in such a run.
+func jsonRuns(text string) []jsonRun {
+	s := strings.TrimLeft(text, " \t\r\n")
+	if s == "" || (s[0] != '{' && s[0] != '[') {
+		return nil
+	}
+	type open struct {
+		c   byte
+		key bool // in an object, the next string is a key
+	}
+	var (
+		runs  []jsonRun
+		run   []string
+		stack []open
+	)
+	end := func() {
+		if len(run) > 1 {
+			runs = append(runs, jsonRun{run, stack[len(stack)-1].c == '{'})
+		}
+		run = nil
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '{', '[':
+			end()
+			stack = append(stack, open{c, c == '{'})
+		case '}', ']':
+			end()
+			if len(stack) == 0 || stack[len(stack)-1].c != c-2 { // '{'+2 == '}', '['+2 == ']'
+				return nil
+			}
+			stack = stack[:len(stack)-1]
+		case ':', ',':
+			if n := len(stack); n > 0 && stack[n-1].c == '{' {
+				stack[n-1].key = c == ','
+			}
+		case '"':
+			j := i + 1
+			escaped := false
+			for j < len(s) && s[j] != '"' {
+				if s[j] == '\\' {
+					escaped = true
+					j++
+				}
+				j++
+			}
+			if j >= len(s) {
+				return nil
+			}
+			if n := len(stack); n > 0 && !stack[n-1].key {
+				str := s[i+1 : j]
+				if escaped {
+					if json.Unmarshal([]byte(s[i:j+1]), &str) != nil {
+						return nil
+					}
+				}
+				run = append(run, str)
+			}
+			i = j
+		case ' ', '\t', '\r', '\n':
+		default:
+			end() // a number, true, false or null ends a run
+		}
+	}
+	if len(stack) != 0 {
+		return nil
+	}
+	return runs
+}
+
+// runSep stands between two runs of strings read together by SplitInJSON: a character that
+// ends every value (an item found over it only costs a reading of the document as a value).
+const runSep = "\x00"
+
+// AcrossJSON returns text, a JSON object or array, masked as a value (Value: f, with the
+// strings of its arrays read together by find) and written back as JSON, then masked as a text
+// by f, with the number of items masked, when the strings of one of its arrays hold an item cut
+// across them (SplitInJSON); otherwise it returns text and 0. The text written back has the
+// JSON's own layout (keys in order, no spaces), which the model reads alike.
+func AcrossJSON(text string, f Func, find Find) (string, int) {
+	if _, ok := SplitInJSON(text, find); !ok {
+		return text, 0
+	}
+	v, ok := jsonText(text)
+	if !ok {
+		return text, 0
+	}
+	red, n := Value(v, f, find)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(red) != nil {
+		return text, 0
+	}
+	out, m := f(strings.TrimSuffix(b.String(), "\n"))
+	return out, n + m
+}
