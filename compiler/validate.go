@@ -51,19 +51,24 @@ func validateConfigs(_ context.Context, c *Compilation) error {
 			pos := e.Pos
 			// Messages name the field first ("ttl must be positive"), a
 			// nested one ("classifier.timeout: ...") or an element of a
-			// list ("allow[2]: ...", positioned as allow.2). A message
-			// that starts with the field's path continues the entry's,
-			// as the schema's messages do: "chains.tool[0].allow[2]: ...".
+			// list ("allow[2]: ...", positioned as allow.2). Where the
+			// field is written, the message is placed at its value and
+			// continues the entry's path with the field's, as the
+			// schema's messages do: "chains.tool[0].allow[2]: ...",
+			// "chains.chat[0].ttl: must be positive".
 			sep := ": "
-			if word, _, ok := strings.Cut(msg, " "); ok {
+			if word, rest, ok := strings.Cut(msg, " "); ok {
 				f := elementPath.Replace(strings.TrimRight(word, ":,"))
 				top, _, _ := strings.Cut(f, ".")
 				if _, has := e.Fields[top]; has {
 					if pos = e.FieldPos(f); pos == e.Pos {
 						pos = e.FieldPos(top)
 					}
-					if strings.HasSuffix(word, ":") {
+					switch {
+					case strings.HasSuffix(word, ":"):
 						sep = "."
+					case !strings.HasSuffix(word, ","):
+						sep, msg = ".", word+": "+rest
 					}
 				}
 			}
