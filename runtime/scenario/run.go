@@ -296,9 +296,6 @@ func Run(ctx context.Context, p *plan.Plan, s *Scenario, opts Options) (*Result,
 	}
 	rctx = runtime.WithRun(rctx, runtime.Run{ID: runID})
 	r := &runner{pl: pl, f: f, grounding: p.Grounding != nil, rebuild: rebuild, hold: s.HoldBackground}
-	if p.State != nil {
-		r.stateFields = slices.Sorted(maps.Keys(p.State.Fields))
-	}
 	// A crash step replaces the pipeline: close the last one.
 	defer func() { _ = r.pl.Close() }()
 	res := &Result{Steps: r.steps(rctx, "", s.Steps)}
@@ -559,7 +556,7 @@ func eachStep(path string, steps []Step, fn func(p string, st Step)) {
 // that is neither a mode nor a tool the call offers (a provider would be
 // told to call a tool that does not exist), a checkpoint store it does not
 // declare, an agent step continuing a transcript no step left, an admit
-// step's query where nothing grounds,
+// step's query where nothing grounds, a state field it does not declare,
 // background sinks to hold where it has none.
 func checkNames(p *plan.Plan, s *Scenario) []error {
 	var errs []error
@@ -567,6 +564,10 @@ func checkNames(p *plan.Plan, s *Scenario) []error {
 	stores := slices.Sorted(maps.Keys(p.Stores))
 	if !slices.Contains(stores, runtime.DefaultStore) {
 		stores = append([]string{runtime.DefaultStore}, stores...)
+	}
+	var fields []string
+	if p.State != nil {
+		fields = slices.Sorted(maps.Keys(p.State.Fields))
 	}
 	// Whether a transcript is there for an agent step to continue: what
 	// an agent step before it left or a resume restored, until a crash.
@@ -592,6 +593,8 @@ func checkNames(p *plan.Plan, s *Scenario) []error {
 			errs = append(errs, checkStore(path+".resume", st.Resume.Store, stores)...)
 		case st.Admit != nil && p.Grounding == nil && st.Admit.Query != "":
 			errs = append(errs, fmt.Errorf("%s.admit.query: the policy has no grounding section, so nothing is grounded and the query is never used", path))
+		case st.State != nil:
+			errs = append(errs, checkStateField(path+".state", st.State, fields)...)
 		}
 	})
 	if s.HoldBackground && !hasBackground(p) {
@@ -648,6 +651,23 @@ func checkStore(path, store string, stores []string) []error {
 	return []error{fmt.Errorf("%s (the stores are %s)", msg, strings.Join(stores, ", "))}
 }
 
+// checkStateField refuses a state step naming a field the policy does not
+// declare: the step could only fail, and a misspelt read would look like a
+// field not yet set.
+func checkStateField(path string, st *StateStep, fields []string) []error {
+	op, field := "set", st.Set
+	switch {
+	case st.Append != "":
+		op, field = "append", st.Append
+	case st.Get != "":
+		op, field = "get", st.Get
+	}
+	if slices.Contains(fields, field) {
+		return nil
+	}
+	return []error{fmt.Errorf("%s.%s: the policy declares no state field %q, so the step can only fail%s", path, op, field, suggestDeclared(field, "state field", fields))}
+}
+
 // hasBackground reports whether a state field of p has a background sink.
 func hasBackground(p *plan.Plan) bool {
 	if p.State == nil {
@@ -687,8 +707,6 @@ type runner struct {
 	f  *fakes
 	// grounding is set when the plan has a grounding section.
 	grounding bool
-	// stateFields are the state fields the policy declares, sorted.
-	stateFields []string
 	// rebuild builds the pipeline again after a crash step.
 	rebuild func(context.Context) (*runtime.Pipeline, error)
 	// hold is set when the background sinks deliver nothing until the

@@ -289,3 +289,28 @@ s.json:3:27: steps[1].parallel[0].chat.model: the policy declares no model "prim
 		require.NoError(t, err, tt.src)
 	}
 }
+
+// A state step naming a field the policy does not declare could only fail:
+// it is refused before the run, at its place, with a did-you-mean, a read
+// as a write (a misspelt get would otherwise pass as a field not yet set).
+func TestRunRefusesUndeclaredStateFields(t *testing.T) {
+	p := &plan.Plan{Version: plan.Version, Policy: "p", State: &plan.State{Fields: map[string]plan.StateField{
+		"limit": {}, "notes": {},
+	}}}
+	s, err := scenario.Parse([]byte("{\"steps\": [{\"state\": {\"set\": \"limit\", \"value\": 2}},\n" +
+		"  {\"state\": {\"get\": \"limt\"}},\n" +
+		"  {\"turn\": {\"steps\": [{\"state\": {\"append\": \"note\", \"value\": 1}}]}}]}"))
+	require.NoError(t, err)
+	_, err = scenario.Run(context.Background(), p, s, scenario.Options{})
+	var se *scenario.Error
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, `s.json:2:14: steps[1].state.get: the policy declares no state field "limt", so the step can only fail; did you mean "limit"? (it declares limit, notes)
+s.json:3:34: steps[2].turn.steps[0].state.append: the policy declares no state field "note", so the step can only fail; did you mean "notes"? (it declares limit, notes)`, se.In("s.json"))
+
+	// Under a policy without state, the step names what is missing.
+	s, err = scenario.Parse([]byte(`{"steps": [{"state": {"get": "limit"}}]}`))
+	require.NoError(t, err)
+	_, err = scenario.Run(context.Background(), &plan.Plan{Version: plan.Version, Policy: "p"}, s, scenario.Options{})
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, []string{`steps[0].state.get: the policy declares no state field "limit", so the step can only fail (the policy declares no state fields)`}, se.Messages())
+}
