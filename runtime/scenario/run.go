@@ -474,6 +474,17 @@ func checkScripts(p *plan.Plan, s *Scenario) error {
 			}
 		}
 	}
+	// An agent step settles the tool calls its transcript left without a
+	// result.
+	eachStep("steps", s.Steps, func(_ string, st Step) {
+		if st.Agent != nil {
+			for _, m := range st.Agent.Messages {
+				for _, c := range m.ToolCalls {
+					tools[c.Name] = true
+				}
+			}
+		}
+	})
 	declaredModels, declaredTools := slices.Sorted(maps.Keys(p.Models)), slices.Sorted(maps.Keys(p.Tools))
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(s.Models)) {
@@ -482,8 +493,14 @@ func checkScripts(p *plan.Plan, s *Scenario) error {
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(s.Tools)) {
-		if _, ok := p.Tools[name]; !ok && !tools[name] {
+		_, declared := p.Tools[name]
+		switch {
+		case !declared && !tools[name]:
 			errs = append(errs, uncalled("tools", "tool", name, declaredTools))
+		case !tools[name] && len(s.Tools[name]) > 0:
+			// Only a step or a scripted model's tool call calls a
+			// tool: no layer does.
+			errs = append(errs, fmt.Errorf("tools.%s: no step calls tool %q and no scripted model item asks for it, so the script is never used", name, name))
 		}
 	}
 	// Only a grounding section retrieves: without one the items scripted

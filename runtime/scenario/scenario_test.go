@@ -190,6 +190,10 @@ func TestRunRefusesUncalledScripts(t *testing.T) {
 			[]string{`models.primry: the policy declares no model "primry"`, `did you mean "primary"? (it declares backup, primary)`}},
 		{"several", `{"models": {"bakup": [{"text": "hi"}]}, "tools": {"rfund": [{"result": 1}]}, "steps": [{"chat": {"model": "primary", "messages": []}}]}`,
 			[]string{`models.bakup:`, `tools.rfund:`}},
+		// A declared tool's script that no step calls and no model item
+		// asks for: no layer calls a tool.
+		{"declared tool nothing calls", `{"tools": {"refund": [{"result": 1}]}, "steps": [{"chat": {"model": "primary", "messages": []}}]}`,
+			[]string{`line 1, col 12: tools.refund: no step calls tool "refund" and no scripted model item asks for it, so the script is never used`}},
 		// Only a grounding section retrieves.
 		{"retrieval without grounding", "{\"steps\": [{\"chat\": {\"model\": \"primary\", \"messages\": []}}],\n \"retrieval\": [{\"items\": []}]}",
 			[]string{`line 2, col 2: retrieval: the policy has no grounding section, so nothing retrieves and the script is never used`}},
@@ -211,6 +215,10 @@ func TestRunRefusesUncalledScripts(t *testing.T) {
 		// Requested by a scripted model.
 		`{"models": {"primary": [{"tool_calls": [{"name": "wipe"}]}, {"text": "done"}]}, "tools": {"wipe": [{"result": 1}]},
 		  "steps": [{"agent": {"model": "primary", "input": "x"}}]}`,
+		// Settled by an agent step: its transcript left the call without
+		// a result.
+		`{"models": {"primary": [{"text": "done"}]}, "tools": {"refund": [{"result": 1}]},
+		  "steps": [{"agent": {"model": "primary", "messages": [{"role": "assistant", "tool_calls": [{"id": "c1", "name": "refund", "arguments": {}}]}]}}]}`,
 		// A model the policy does not declare, called by name, inside a turn.
 		`{"models": {"local": [{"text": "hi"}]}, "steps": [{"turn": {"input": "x", "steps": [{"chat": {"model": "local", "messages": []}}]}}]}`,
 	} {
