@@ -54,6 +54,15 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 		// the scenario's: name both.
 		return fail(env, "run %s with %s: %v", fs.Arg(0), fs.Arg(1), err)
 	}
+	if w := scenario.UnusedWarnings(sc, res); w != nil {
+		// Not a refusal: a scenario may script a call the policy
+		// refuses. Each at its place, after the result.
+		defer func() {
+			for _, line := range strings.Split(w.In(fs.Arg(1)), "\n") {
+				fmt.Fprintln(env.stderr, "warning: "+line)
+			}
+		}()
+	}
 	if *asJSON {
 		if err := writeJSON(env.stdout, res); err != nil {
 			return fail(env, "%v", err)

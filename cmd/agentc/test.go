@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"github.com/agentc-dev/agentc/policytest"
 	"github.com/agentc-dev/agentc/prove"
 	"github.com/agentc-dev/agentc/runtime/plan"
+	"github.com/agentc-dev/agentc/runtime/scenario"
 )
 
 func cmdTest(ctx context.Context, env *cliEnv, args []string) int {
@@ -87,6 +89,7 @@ func cmdTest(ctx context.Context, env *cliEnv, args []string) int {
 				continue
 			}
 			var problem string
+			var runOut []byte
 			if tc.WantVet != nil {
 				problem = tc.CheckVet(rules)
 				if problem != "" && *verbose {
@@ -107,6 +110,7 @@ func cmdTest(ctx context.Context, env *cliEnv, args []string) int {
 					problem = "the policy does not vet"
 				} else {
 					diff, out, err := tc.Run(ctx, c.Plan, dir)
+					runOut = out
 					switch {
 					case err != nil:
 						problem = err.Error()
@@ -126,6 +130,7 @@ func cmdTest(ctx context.Context, env *cliEnv, args []string) int {
 			passed++
 			if *verbose {
 				fmt.Fprintf(env.stdout, "ok    %s  %s\n", rel(env, tc.File), tc.Name)
+				printUnused(env, runOut)
 			}
 		}
 	}
@@ -243,4 +248,19 @@ func indent(s, prefix string) string {
 		lines[i] = prefix + l
 	}
 	return strings.Join(lines, "\n")
+}
+
+// printUnused lists under a case the script items its run left, from the
+// run's JSON output: a warning, as a case may script a call the policy
+// refuses.
+func printUnused(env *cliEnv, out []byte) {
+	var res struct {
+		Unused []scenario.Unused `json:"unused"`
+	}
+	if json.Unmarshal(out, &res) != nil {
+		return
+	}
+	for _, u := range res.Unused {
+		fmt.Fprintf(env.stdout, "      warning: %s\n", u)
+	}
 }

@@ -86,6 +86,56 @@ type Result struct {
 	// (else the default store), when the policy has a checkpoint layer or
 	// a step saved or resumed one.
 	Checkpoints *CheckpointSummary `json:"checkpoints,omitempty"`
+	// Unused lists the scripts some of whose items no call took, unless
+	// a tool crashed the run (the steps after it did not run).
+	Unused []Unused `json:"unused,omitempty"`
+}
+
+// Unused is a script ("models.primary", "tools.refund", "retrieval") of
+// whose Items the run took only the first Taken.
+type Unused struct {
+	Script string `json:"script"`
+	Taken  int    `json:"taken"`
+	Items  int    `json:"items"`
+}
+
+// unused lists the scripts of f with items left, in the order of their
+// paths.
+func (f *fakes) unused() []Unused {
+	var out []Unused
+	add := func(script string, next, items int) {
+		if next < items {
+			out = append(out, Unused{Script: script, Taken: next, Items: items})
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(f.modelScript)) {
+		add("models."+name, f.modelScript[name].next, len(f.modelScript[name].items))
+	}
+	add("retrieval", f.retrievals.next, len(f.retrievals.items))
+	for _, name := range slices.Sorted(maps.Keys(f.toolScript)) {
+		add("tools."+name, f.toolScript[name].next, len(f.toolScript[name].items))
+	}
+	return out
+}
+
+// UnusedWarnings places each script of res.Unused in s at its first item
+// no call took, or returns nil when every item was taken. They are
+// warnings, not refusals: a case may script a tool to show that the
+// policy refuses the call.
+func UnusedWarnings(s *Scenario, res *Result) *Error {
+	if len(res.Unused) == 0 {
+		return nil
+	}
+	errs := make([]error, len(res.Unused))
+	for i, u := range res.Unused {
+		errs[i] = errors.New(u.String())
+	}
+	return problems(s.src, errs)
+}
+
+// String names the first item no call took, and how many the run took.
+func (u Unused) String() string {
+	return fmt.Sprintf("%s[%d]: no call took this item: the run took %d of the script's %d items", u.Script, u.Taken, u.Taken, u.Items)
 }
 
 // StepResult is the outcome of one step.
@@ -311,6 +361,9 @@ func Run(ctx context.Context, p *plan.Plan, s *Scenario, opts Options) (*Result,
 		res.Checkpoints = cs
 	}
 	res.Crashed = f.crashed.Load()
+	if !res.Crashed {
+		res.Unused = f.unused()
+	}
 	if opts.Inspect != nil {
 		opts.Inspect(pl)
 	}

@@ -71,7 +71,8 @@ func TestDesignExample(t *testing.T) {
            {"index": 2, "stage": "admit", "admitted": []}],
  "executions": {"models": {"primary": 2, "backup": 0}, "tools": {"refund": 2}},
  "audit": [],
- "meter": {"input_tokens": 10, "output_tokens": 5, "usd": 0.000105, "calls": 1}}`, string(got))
+ "meter": {"input_tokens": 10, "output_tokens": 5, "usd": 0.000105, "calls": 1},
+ "unused": [{"script": "models.backup", "taken": 0, "items": 1}]}`, string(got))
 }
 
 // An evaluated scenario (CUE, a test case) names its errors' places by
@@ -321,4 +322,32 @@ s.json:3:34: steps[2].turn.steps[0].state.append: the policy declares no state f
 	_, err = scenario.Run(context.Background(), &plan.Plan{Version: plan.Version, Policy: "p"}, s, scenario.Options{})
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, []string{`steps[0].state.get: the policy declares no state field "limit", so the step can only fail (the policy declares no state fields)`}, se.Messages())
+}
+
+// Script items no call took are listed in the result, and placed in the
+// scenario's text at the first of them: a warning, since a case may script
+// a tool to show that the policy refuses it (want executions 0).
+func TestRunListsUnusedItems(t *testing.T) {
+	const src = "{\"models\": {\"primary\": [{\"text\": \"a\"},\n  {\"text\": \"b\"}]},\n" +
+		" \"tools\": {\"refund\": [{\"result\": 1}]},\n" +
+		" \"steps\": [{\"chat\": {\"model\": \"primary\", \"messages\": []}}, {\"tool\": {\"name\": \"refund\", \"args\": {}}}]}"
+	s, err := scenario.Parse([]byte(src))
+	require.NoError(t, err)
+	res, err := scenario.Run(context.Background(), designPlan(), s, scenario.Options{})
+	require.NoError(t, err)
+	assert.Equal(t, []scenario.Unused{{Script: "models.primary", Taken: 1, Items: 2}}, res.Unused)
+	var text strings.Builder
+	require.NoError(t, res.WriteText(&text))
+	assert.Contains(t, text.String(), "\nunused: models.primary took 1 of 2 items\n")
+	w := scenario.UnusedWarnings(s, res)
+	require.NotNil(t, w)
+	assert.Equal(t, `s.json:2:3: models.primary[1]: no call took this item: the run took 1 of the script's 2 items`, w.In("s.json"))
+
+	// Every item taken: nothing is listed.
+	s, err = scenario.Parse([]byte(`{"models": {"primary": [{"text": "a"}]}, "steps": [{"chat": {"model": "primary", "messages": []}}]}`))
+	require.NoError(t, err)
+	res, err = scenario.Run(context.Background(), designPlan(), s, scenario.Options{})
+	require.NoError(t, err)
+	assert.Empty(t, res.Unused)
+	assert.Nil(t, scenario.UnusedWarnings(s, res))
 }
