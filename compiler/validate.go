@@ -41,8 +41,29 @@ var elementPath = strings.NewReplacer("[", ".", "]", "")
 func validateConfigs(_ context.Context, c *Compilation) error {
 	checkConstraintIDs(c)
 	checkModels(c)
+	validateEntries(c, c.Policy, false)
+	return nil
+}
+
+// validateEntries runs each linked module's Validate on its entries of p.
+// With typedOnly (p is a policy with errors, decoded partly) it checks only
+// the entries whose own value has no error and in which no error was
+// reported: the config of another is not what the policy says, or its
+// problem (an invalid pattern) is reported already.
+func validateEntries(c *Compilation, p *dsl.Policy, typedOnly bool) {
+	reported := func(e *dsl.Entry) bool {
+		for _, d := range c.Diagnostics {
+			if d.Severity == dsl.Error && e.Holds(d.Pos) {
+				return true
+			}
+		}
+		return false
+	}
 	for _, stage := range dsl.Stages {
-		for _, e := range c.Policy.Chains[stage] {
+		for _, e := range p.Chains[stage] {
+			if e == nil || (typedOnly && (!e.WellTyped() || reported(e))) {
+				continue
+			}
 			known, err := runtime.ValidateConfig(e.Use, e.Config)
 			if !known || err == nil {
 				continue
@@ -75,5 +96,4 @@ func validateConfigs(_ context.Context, c *Compilation) error {
 			c.report(dsl.Errorf(pos, "schema/invalid-value", "%s%s%s", e.Path(), sep, msg))
 		}
 	}
-	return nil
 }
