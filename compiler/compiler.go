@@ -156,6 +156,7 @@ func loadPolicy(ctx context.Context, c *Compilation) error {
 		// decoded whole are checked by their modules now, so that one
 		// round reports both kinds of error.
 		if p != nil {
+			checkModelsOf(c, p, true)
 			validateEntries(c, p, true)
 		}
 		return nil

@@ -68,6 +68,7 @@ func (l *loader) decode(p *Policy, v cue.Value) {
 			m.MaxTokens = int(n)
 		}
 		l.checkPrices(name, mv)
+		m.WellTyped = mv.Err() == nil && mv.Validate(cue.Concrete(true)) == nil
 		p.Models[name] = m
 	})
 	eachField(l.user, v, "tools", func(name string, tv cue.Value) {

@@ -87,6 +87,8 @@ type Model struct {
 	// FieldPos holds the positions of the provider fields that are set, by
 	// field name ("provider", "model", "api_key_env", "base_url").
 	FieldPos map[string]Pos
+	// WellTyped is set when the model's own value has no error.
+	WellTyped bool
 }
 
 // Tool is a declared tool.
