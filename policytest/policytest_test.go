@@ -66,6 +66,13 @@ func TestDiscoverErrors(t *testing.T) {
 			`test "a": want: steps[0]: unknown field "requets"; did you mean "requests"?`},
 		{"null executions", "package p\ntests: a: {scenario: steps: [], want: executions: tools: refnd: null}\n",
 			`want: executions.tools.refnd: null asserts nothing (every declared name is listed with its count); write 0`},
+		// A value the result never has: the case could never pass.
+		{"misspelt outcome", "package p\ntests: a: {scenario: steps: [], want: steps: [{outcome: \"okay\"}]}\n",
+			`test "a": want: steps[0].outcome: "okay" is not an outcome (ok, blocked, budget, in_doubt, error, crash); did you mean "ok"?`},
+		{"misspelt stage", "package p\ntests: a: {scenario: steps: [], want: steps: [{}, {stage: \"tools\"}]}\n",
+			`test "a": want: steps[1].stage: "tools" is not a stage (chat, tool, admit, turn, agent, parallel, state, checkpoint, crash, resume); did you mean "tool"?`},
+		{"misspelt nested kind", "package p\ntests: a: {scenario: steps: [], want: steps: [{steps: [{error: kind: \"block\"}]}]}\n",
+			`test "a": want: steps[0].steps[0].error.kind: "block" is not an error kind; did you mean "blocked"?`},
 		{"misspelt absence", "package p\ntests: a: {scenario: steps: [], want: {eror: null}}\n", `want: unknown field "eror"`},
 		{"not CUE", "package p\ntests: {\n", "a_test.cue"},
 		{"prove_k alone", "package p\ntests: a: {want_vet: [], prove_k: 2}\n", "prove_k goes with want_prove"},

@@ -295,6 +295,9 @@ func CheckWant(want []byte) error {
 	if u != nil {
 		return errors.New(u.message())
 	}
+	if err := checkWantValues(want); err != nil {
+		return err
+	}
 	// executions lists every declared model and tool with its count: null
 	// there would match a name that is not listed (a misspelt one) and
 	// assert nothing.
@@ -378,3 +381,65 @@ func fillFalse(t reflect.Type, want, got any) {
 }
 
 var marshalerType = reflect.TypeFor[json.Marshaler]()
+
+// The values a step's result takes: a want naming another could never be
+// met.
+var (
+	outcomes = []string{"ok", "blocked", "budget", "in_doubt", "error", "crash"}
+	stages   = []string{"chat", "tool", "admit", "turn", "agent", "parallel", "state", "checkpoint", "crash", "resume"}
+	// errorKinds are runtime.KindOf's; a host's error may carry a kind
+	// of its own, so only a value close to one of these is refused.
+	errorKinds = []string{"blocked", "budget", "in_doubt", "transient", "rate_limited", "timeout", "permanent",
+		"breaker_open", "store_unavailable", "canceled", "failure"}
+)
+
+// checkWantValues refuses a want whose steps expect an outcome or a stage
+// the result never has, or an error kind close to one it has (a misspelt
+// "block"): the case could only fail, with a difference that does not say
+// the want is wrong.
+func checkWantValues(want []byte) error {
+	var w struct {
+		Steps []wantStep `json:"steps"`
+	}
+	if json.Unmarshal(want, &w) != nil {
+		return nil // the walk above reports what is not the result's
+	}
+	return checkWantSteps("steps", w.Steps)
+}
+
+type wantStep struct {
+	Outcome *string `json:"outcome"`
+	Stage   *string `json:"stage"`
+	Error   *struct {
+		Kind *string `json:"kind"`
+	} `json:"error"`
+	Steps []wantStep `json:"steps"`
+}
+
+func checkWantSteps(path string, steps []wantStep) error {
+	for i, st := range steps {
+		at := fmt.Sprintf("%s[%d]", path, i)
+		if v := st.Outcome; v != nil && !slices.Contains(outcomes, *v) {
+			return fmt.Errorf("%s.outcome: %q is not an outcome (%s)%s", at, *v, strings.Join(outcomes, ", "), didYouMean(*v, outcomes))
+		}
+		if v := st.Stage; v != nil && !slices.Contains(stages, *v) {
+			return fmt.Errorf("%s.stage: %q is not a stage (%s)%s", at, *v, strings.Join(stages, ", "), didYouMean(*v, stages))
+		}
+		if st.Error != nil && st.Error.Kind != nil {
+			if v := *st.Error.Kind; !slices.Contains(errorKinds, v) && didYouMean(v, errorKinds) != "" {
+				return fmt.Errorf("%s.error.kind: %q is not an error kind%s", at, v, didYouMean(v, errorKinds))
+			}
+		}
+		if err := checkWantSteps(at+".steps", st.Steps); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func didYouMean(v string, known []string) string {
+	if best := textdist.Closest(v, known); best != "" {
+		return fmt.Sprintf("; did you mean %q?", best)
+	}
+	return ""
+}
