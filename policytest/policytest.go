@@ -375,6 +375,9 @@ func (c *Case) Run(ctx context.Context, p *plan.Plan, dir string) (diff string, 
 	}
 	// A want that lists the spans records them, as `agentc run -trace`
 	// does: without them `trace: []` would pass unchecked.
+	if err := scenario.CheckWantLayers(c.Want, p); err != nil {
+		return "", nil, fmt.Errorf("want: %w", err)
+	}
 	w, _ := c.Want.(map[string]any)
 	_, trace := w["trace"]
 	res, err := scenario.Run(ctx, p, sc, scenario.Options{Dir: dir, Trace: trace})

@@ -290,3 +290,11 @@ func TestRunScenarioOfWhatThePolicyLacks(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, `scenario: dns: no layer of the policy looks host names up (egress does), so the stub is never consulted`, err.Error())
 }
+
+// A want expecting an error from a layer the policy does not have fails
+// the case with the layers and a did-you-mean, before the scenario runs.
+func TestRunWantOfAnUnknownLayer(t *testing.T) {
+	err := runCase(t, `models: primary: [{text: "hi"}], steps: [{chat: {model: "primary", messages: []}}]`, `steps: [{error: layer: "retyr"}]`)
+	require.Error(t, err)
+	assert.Equal(t, `want: steps[0].error.layer: the policy has no layer "retyr", so no error comes from it (its chains have no layers)`, err.Error())
+}

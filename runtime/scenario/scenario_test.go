@@ -351,3 +351,34 @@ func TestRunListsUnusedItems(t *testing.T) {
 	assert.Empty(t, res.Unused)
 	assert.Nil(t, scenario.UnusedWarnings(s, res))
 }
+
+// A want expecting an error from a layer the policy does not have could
+// never pass: it is refused with the layers and a did-you-mean. The names
+// that are no layer of a chain (tools, checkpoint, grounding, a state
+// field's) are known.
+func TestCheckWantLayers(t *testing.T) {
+	p := designPlan()
+	p.Chains.Tool = append(p.Chains.Tool, func() plan.Layer {
+		l := layer("guard", `{}`)
+		l.Name = "refund_limit"
+		return l
+	}())
+	p.State = &plan.State{Fields: map[string]plan.StateField{"limit": {}}}
+	want := func(s string) any {
+		var w any
+		require.NoError(t, json.Unmarshal([]byte(s), &w))
+		return w
+	}
+	err := scenario.CheckWantLayers(want(`{"steps": [{"outcome": "ok"}, {"steps": [{"error": {"layer": "refund_limt"}}]}]}`), p)
+	require.Error(t, err)
+	assert.Equal(t, `steps[1].steps[0].error.layer: the policy has no layer "refund_limt", so no error comes from it; did you mean "refund_limit"? (its layers: tracing, meter, fallback, retry, refund_limit)`, err.Error())
+	for _, ok := range []string{
+		`{"steps": [{"error": {"layer": "refund_limit"}}, {"error": {"layer": "tools"}}, {"error": {"layer": ""}}]}`,
+		`{"steps": [{"error": {"layer": "checkpoint"}}, {"error": {"layer": "grounding"}}]}`,
+		`{"steps": [{"error": {"layer": "state.limit"}}, {"error": {"layer": "state.limit.on_set[0]"}}]}`,
+		`{"steps": [{"error": null}], "audit": []}`,
+	} {
+		assert.NoError(t, scenario.CheckWantLayers(want(ok), p), ok)
+	}
+	assert.Error(t, scenario.CheckWantLayers(want(`{"steps": [{"error": {"layer": "state.limt"}}]}`), p))
+}

@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/agentc-dev/agentc/internal/jsonwalk"
 	"github.com/agentc-dev/agentc/internal/textdist"
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
 )
 
 // unknownField is where a scenario names a field its format does not have,
@@ -442,4 +445,59 @@ func didYouMean(v string, known []string) string {
 		return fmt.Sprintf("; did you mean %q?", best)
 	}
 	return ""
+}
+
+// CheckWantLayers refuses a want (its JSON form decoded) whose steps
+// expect an error from a layer p does not have: a misspelt name would only
+// fail the case with a difference. The layers are the chains' entries, the
+// declarations' check on entry (runtime.LayerTools), the checkpoints and
+// the grounding, and each state field ("state.limit") with its handlers
+// ("state.limit.on_set[0]").
+func CheckWantLayers(want any, p *plan.Plan) error {
+	var names []string
+	for _, chain := range [][]plan.Layer{p.Chains.Chat, p.Chains.Tool, p.Chains.Turn} {
+		for _, l := range chain {
+			name := cmp.Or(l.Name, l.Use)
+			if !slices.Contains(names, name) {
+				names = append(names, name)
+			}
+		}
+	}
+	known := func(layer string) bool {
+		switch layer {
+		case "", runtime.LayerTools, runtime.LayerCheckpoint, runtime.LayerGrounding:
+			return true
+		}
+		if rest, ok := strings.CutPrefix(layer, "state."); ok && p.State != nil {
+			field, _, _ := strings.Cut(rest, ".")
+			_, declared := p.State.Fields[field]
+			return declared
+		}
+		return slices.Contains(names, layer)
+	}
+	w, _ := want.(map[string]any)
+	steps, _ := w["steps"].([]any)
+	return checkLayersIn("steps", steps, known, names)
+}
+
+func checkLayersIn(path string, steps []any, known func(string) bool, names []string) error {
+	for i, s := range steps {
+		st, _ := s.(map[string]any)
+		at := fmt.Sprintf("%s[%d]", path, i)
+		if e, ok := st["error"].(map[string]any); ok {
+			if layer, ok := e["layer"].(string); ok && !known(layer) {
+				list := "its chains have no layers"
+				if len(names) > 0 {
+					list = "its layers: " + strings.Join(names, ", ")
+				}
+				return fmt.Errorf("%s.error.layer: the policy has no layer %q, so no error comes from it%s (%s)",
+					at, layer, didYouMean(layer, names), list)
+			}
+		}
+		nested, _ := st["steps"].([]any)
+		if err := checkLayersIn(at+".steps", nested, known, names); err != nil {
+			return err
+		}
+	}
+	return nil
 }
