@@ -31,6 +31,7 @@
 package policytest
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -38,6 +39,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/agentc-dev/agentc/compiler"
@@ -66,6 +68,72 @@ type Case struct {
 	WantProve []string
 	// ProveK is the depth of the exploration (DefaultProveK when unset).
 	ProveK int
+
+	// idx places the paths of File.
+	idx *dsl.SourceIndex
+}
+
+// At returns where the case's file writes path, a path in the case such
+// as "want.steps[0].outcome" ("" for the case itself), as file:line:col;
+// the file alone when it cannot be placed.
+func (c *Case) At(path string) string {
+	return placeIn(c.idx, c.File, c.Name, path)
+}
+
+// Where places a problem of the case, as reported by Run, CheckVet or
+// CheckIDs: at the path it starts with in the scenario ("scenario:
+// steps[0].chat.model: ...") or in the want ("want: steps[0]...",
+// "$.steps[0].outcome: want ..."), else at the case.
+func (c *Case) Where(problem string) string {
+	switch {
+	case strings.HasPrefix(problem, "$."):
+		path, _, _ := strings.Cut(problem[2:], ": ")
+		return c.At("want." + path)
+	case strings.HasPrefix(problem, "scenario: "), strings.HasPrefix(problem, "want: "):
+		return c.At(leadingPath(problem))
+	}
+	return c.At("")
+}
+
+// leadingPath returns the path a message starts with: its segments up to
+// the first that is not a path ("want: steps[0]: unknown field ..." is
+// want.steps[0]), and a field an "unknown field" names.
+func leadingPath(msg string) string {
+	var segs []string
+	rest := msg
+	for {
+		seg, after, ok := strings.Cut(rest, ": ")
+		if !ok || seg == "" || strings.ContainsAny(seg, " \"'$") {
+			break
+		}
+		segs = append(segs, seg)
+		rest = after
+	}
+	if name, ok := strings.CutPrefix(rest, "unknown field "); ok {
+		if q, err := strconv.QuotedPrefix(name); err == nil {
+			if f, err := strconv.Unquote(q); err == nil {
+				segs = append(segs, f)
+			}
+		}
+	}
+	return strings.Join(segs, ".")
+}
+
+// placeIn returns where idx places path in case name of file, as
+// file:line:col (file when it cannot).
+func placeIn(idx *dsl.SourceIndex, file, name, path string) string {
+	parts := []string{"tests", name}
+	if path != "" {
+		for _, p := range strings.Split(strings.NewReplacer("[", ".", "]", "").Replace(path), ".") {
+			if p != "" {
+				parts = append(parts, p)
+			}
+		}
+	}
+	if pos, ok := idx.Pos(parts...); ok {
+		return fmt.Sprintf("%s:%d:%d", file, pos.Line, pos.Col)
+	}
+	return file
 }
 
 // DefaultProveK is the depth of a want_prove case without prove_k.
@@ -100,6 +168,12 @@ func readFile(ctx context.Context, path string, opts dsl.DataOptions) ([]*Case, 
 	if err != nil {
 		return nil, err
 	}
+	// The file read again, for the places of its cases' problems (within
+	// the bounds LoadData checked).
+	var idx *dsl.SourceIndex
+	if src, err := dsl.ReadFile(path, cmp.Or(opts.MaxSize, dsl.MaxFileSize)); err == nil {
+		idx = dsl.IndexSource(path, src)
+	}
 	var doc map[string]json.RawMessage
 	if err := json.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("%s: %v", path, err)
@@ -123,11 +197,11 @@ func readFile(ctx context.Context, path string, opts dsl.DataOptions) ([]*Case, 
 	for _, name := range sortedKeys(tests) {
 		var fields map[string]json.RawMessage
 		if err := json.Unmarshal(tests[name], &fields); err != nil {
-			return nil, fmt.Errorf("%s: test %q: %s", path, name, typeProblem(err, "a struct of "+strings.Join(caseFields, ", ")))
+			return nil, fmt.Errorf("%s: test %q: %s", placeIn(idx, path, name, ""), name, typeProblem(err, "a struct of "+strings.Join(caseFields, ", ")))
 		}
 		t, err := decodeCase(fields)
 		if err != nil {
-			return nil, fmt.Errorf("%s: test %q: %v", path, name, err)
+			return nil, fmt.Errorf("%s: test %q: %v", placeIn(idx, path, name, leadingPath(err.Error())), name, err)
 		}
 		cases[name] = t
 	}
@@ -137,7 +211,7 @@ func readFile(ctx context.Context, path string, opts dsl.DataOptions) ([]*Case, 
 	for _, name := range sortedKeys(cases) {
 		t := cases[name]
 		hasScenario := len(t.Scenario) > 0 && string(t.Scenario) != "null"
-		c := &Case{Name: name, File: path}
+		c := &Case{Name: name, File: path, idx: idx}
 		if t.WantVet != nil {
 			c.WantVet = append([]string{}, *t.WantVet...)
 			sort.Strings(c.WantVet)
@@ -149,21 +223,21 @@ func readFile(ctx context.Context, path string, opts dsl.DataOptions) ([]*Case, 
 		}
 		if t.ProveK != nil {
 			if t.WantProve == nil {
-				return nil, fmt.Errorf("%s: test %q: prove_k goes with want_prove", path, name)
+				return nil, fmt.Errorf("%s: test %q: prove_k goes with want_prove", c.At("prove_k"), name)
 			}
 			if *t.ProveK < 1 || *t.ProveK > MaxProveK {
-				return nil, fmt.Errorf("%s: test %q: prove_k %d: the depth must be between 1 and %d", path, name, *t.ProveK, MaxProveK)
+				return nil, fmt.Errorf("%s: test %q: prove_k %d: the depth must be between 1 and %d", c.At("prove_k"), name, *t.ProveK, MaxProveK)
 			}
 			c.ProveK = *t.ProveK
 		}
 		switch {
 		case !hasScenario && t.Want == nil && c.WantVet == nil && c.WantProve == nil:
-			return nil, fmt.Errorf("%s: test %q has neither scenario and want nor want_vet nor want_prove", path, name)
+			return nil, fmt.Errorf("%s: test %q has neither scenario and want nor want_vet nor want_prove", c.At(""), name)
 		case hasScenario != (t.Want != nil):
-			return nil, fmt.Errorf("%s: test %q: scenario and want go together", path, name)
+			return nil, fmt.Errorf("%s: test %q: scenario and want go together", c.At(""), name)
 		}
 		if m, ok := t.Want.(map[string]any); ok && len(m) == 0 {
-			return nil, fmt.Errorf("%s: test %q: want is empty, so it would match any run", path, name)
+			return nil, fmt.Errorf("%s: test %q: want is empty, so it would match any run", c.At("want"), name)
 		}
 		if hasScenario {
 			c.Scenario, c.Want = t.Scenario, t.Want
@@ -311,7 +385,7 @@ func CheckIDs(cases []*Case, c *compiler.Compilation) error {
 			if rules[id] || c.Policy == nil && strings.HasPrefix(id, "order/") {
 				continue
 			}
-			return fmt.Errorf("%s: test %q: want_vet: no rule %q%s: vet can never report it (agentc vet -rules lists them)", tc.File, tc.Name, id, dsl.SuggestName(id, known))
+			return fmt.Errorf("%s: test %q: want_vet: no rule %q%s: vet can never report it (agentc vet -rules lists them)", tc.At("want_vet"), tc.Name, id, dsl.SuggestName(id, known))
 		}
 		if c.Policy == nil {
 			continue
@@ -320,9 +394,9 @@ func CheckIDs(cases []*Case, c *compiler.Compilation) error {
 			switch {
 			case slices.Contains(invariants, id):
 			case slices.Contains(off, id):
-				return fmt.Errorf("%s: test %q: want_prove: invariant %q is turned off (invariants.off): prove can never find it violated", tc.File, tc.Name, id)
+				return fmt.Errorf("%s: test %q: want_prove: invariant %q is turned off (invariants.off): prove can never find it violated", tc.At("want_prove"), tc.Name, id)
 			default:
-				return fmt.Errorf("%s: test %q: want_prove: the policy checks no invariant %q, so prove can never find it violated (it checks %s)%s", tc.File, tc.Name, id, strings.Join(invariants, ", "), dsl.SuggestName(id, invariants))
+				return fmt.Errorf("%s: test %q: want_prove: the policy checks no invariant %q, so prove can never find it violated (it checks %s)%s", tc.At("want_prove"), tc.Name, id, strings.Join(invariants, ", "), dsl.SuggestName(id, invariants))
 			}
 		}
 	}

@@ -238,13 +238,13 @@ tests: b: want_prove: ["max_executions", "one_refund"]`))
 	err := check(t, `tests: ok: want_vet: []
 tests: typo: want_vet: ["cel/unkown-value"]`)
 	require.Error(t, err)
-	assert.Regexp(t, `a_test.cue: test "typo": want_vet: no rule "cel/unkown-value"; did you mean "cel/unknown-value"\?`, err.Error())
+	assert.Regexp(t, `a_test.cue:3:14: test "typo": want_vet: no rule "cel/unkown-value"; did you mean "cel/unknown-value"\?`, err.Error())
 	err = check(t, `tests: c: want_vet: ["order/pii-frst"]`)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `no rule "order/pii-frst"; did you mean "order/pii-first"?`)
 	err = check(t, `tests: d: want_prove: ["one_refnd"]`)
 	require.Error(t, err)
-	assert.Regexp(t, `a_test.cue: test "d": want_prove: the policy checks no invariant "one_refnd", so prove can never find it violated \(it checks [^)]*\); did you mean "one_refund"\?$`, err.Error())
+	assert.Regexp(t, `a_test.cue:2:11: test "d": want_prove: the policy checks no invariant "one_refnd", so prove can never find it violated \(it checks [^)]*\); did you mean "one_refund"\?$`, err.Error())
 	err = check(t, `tests: e: want_prove: ["budget_overshoot"]`)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `test "e": want_prove: invariant "budget_overshoot" is turned off (invariants.off)`)
@@ -297,4 +297,27 @@ func TestRunWantOfAnUnknownLayer(t *testing.T) {
 	err := runCase(t, `models: primary: [{text: "hi"}], steps: [{chat: {model: "primary", messages: []}}]`, `steps: [{error: layer: "retyr"}]`)
 	require.Error(t, err)
 	assert.Equal(t, `want: steps[0].error.layer: the policy has no layer "retyr", so no error comes from it (its chains have no layers)`, err.Error())
+}
+
+// A problem of a case is placed where the test file writes it: a want's
+// field, an unknown field of the case, a scenario's step; in a JSON test
+// file as in a CUE one.
+func TestProblemsArePlaced(t *testing.T) {
+	dir := write(t, map[string]string{"a_test.cue": "package p\n\ntests: a: {\n\tscenario: steps: []\n\twant: steps: [{outcome: \"okay\"}]\n}\n"})
+	_, err := Discover(context.Background(), dir, dsl.DataOptions{})
+	require.Error(t, err)
+	assert.Equal(t, filepath.Join(dir, "a_test.cue")+`:5:17: test "a": want: steps[0].outcome: "okay" is not an outcome (ok, blocked, budget, in_doubt, error, crash); did you mean "ok"?`, err.Error())
+
+	dir = write(t, map[string]string{"a_test.cue": "package p\n\ntests: a: {\n\twant_vet: []\n\twnat: steps: []\n}\n"})
+	_, err = Discover(context.Background(), dir, dsl.DataOptions{})
+	require.Error(t, err)
+	assert.True(t, strings.HasPrefix(err.Error(), filepath.Join(dir, "a_test.cue")+`:5:2: test "a": unknown field "wnat"`), err.Error())
+
+	dir = write(t, map[string]string{"tests/c.json": "{\"tests\": {\"b\": {\n  \"scenario\": {\"steps\": [\n    {\"chat\": {\"model\": \"primry\"}}]},\n  \"want\": {\"steps\": [{\"outcome\": \"ok\"}]}}}}"})
+	cases, err := Discover(context.Background(), dir, dsl.DataOptions{})
+	require.NoError(t, err)
+	file := filepath.Join(dir, "tests", "c.json")
+	assert.Equal(t, file+":3:15", cases[0].Where(`scenario: steps[0].chat.model: the policy declares no model "primry"`))
+	assert.Equal(t, file+":4:23", cases[0].Where(`$.steps[0].outcome: want "ok", got "error"`))
+	assert.Equal(t, file+":1:12", cases[0].Where(`the policy does not vet`))
 }

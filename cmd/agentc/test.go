@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -88,16 +89,16 @@ func cmdTest(ctx context.Context, env *cliEnv, args []string) int {
 			if filter != nil && !filter.MatchString(tc.Name) {
 				continue
 			}
-			var problem string
+			var problem, where string
 			var runOut []byte
 			if tc.WantVet != nil {
-				problem = tc.CheckVet(rules)
+				problem, where = tc.CheckVet(rules), tc.At("want_vet")
 				if problem != "" && *verbose {
 					problem += "\n      diagnostics:" + diagnosticLines(env, c.Diagnostics)
 				}
 			}
 			if problem == "" && tc.WantProve != nil {
-				problem = pr.check(ctx, env, tc, *verbose)
+				problem, where = pr.check(ctx, env, tc, *verbose), tc.At("want_prove")
 			}
 			if problem == "" && tc.Scenario != nil {
 				if c.Plan == nil {
@@ -114,8 +115,9 @@ func cmdTest(ctx context.Context, env *cliEnv, args []string) int {
 					switch {
 					case err != nil:
 						problem = err.Error()
+						where = tc.Where(problem)
 					case diff != "":
-						problem = diff
+						problem, where = diff, tc.Where(diff)
 						if *verbose {
 							problem += "\n      output: " + string(out)
 						}
@@ -124,7 +126,8 @@ func cmdTest(ctx context.Context, env *cliEnv, args []string) int {
 			}
 			if problem != "" {
 				failed++
-				fmt.Fprintf(env.stdout, "FAIL  %s  %s: %s\n", rel(env, tc.File), tc.Name, problem)
+				// At the place the problem names in the test file.
+				fmt.Fprintf(env.stdout, "FAIL  %s  %s: %s\n", rel(env, cmp.Or(where, tc.At(""))), tc.Name, problem)
 				continue
 			}
 			passed++
