@@ -220,3 +220,21 @@ func TestEmbeddedSchemaBuilds(t *testing.T) {
 	_, err = s.build(cuecontext.New())
 	require.NoError(t, err, "the generated #Entry must evaluate with every builtin")
 }
+
+// A name used twice in a chain is reported under the entry's path, as the
+// schema's errors are.
+func TestDuplicateNameNamesThePath(t *testing.T) {
+	_, diags, _ := loadSnippet(t, `chains: tool: [
+	{use: "guard", name: "limit", deny: "false"},
+	{use: "guard", name: "limit", deny: "true"},
+]
+chains: chat: [{use: "retry"}, {use: "retry"}]`)
+	var msgs []string
+	for _, d := range diags {
+		msgs = append(msgs, fmt.Sprintf("%d:%d %s", d.Pos.Line, d.Pos.Col, d.Message))
+	}
+	assert.Equal(t, []string{
+		`5:23 chains.tool[1].name: entry name "limit" is already used at line 4; names must be unique in a chain`,
+		`7:32 chains.chat[1]: a second unnamed retry entry (the first is at column 16): an unnamed entry is named after its use, and names must be unique in a chain; give it a name`,
+	}, msgs)
+}
