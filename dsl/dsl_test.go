@@ -238,3 +238,22 @@ chains: chat: [{use: "retry"}, {use: "retry"}]`)
 		`7:32 chains.chat[1]: a second unnamed retry entry (the first is at column 16): an unnamed entry is named after its use, and names must be unique in a chain; give it a name`,
 	}, msgs)
 }
+
+// An entry without use names the kinds of its chain whose config has its
+// fields, with values of their types.
+func TestMissingUseNamesTheKinds(t *testing.T) {
+	_, diags, _ := loadSnippet(t, `chains: tool: [
+	{deny: "args.x > 1"},
+	{deny: ["wipe"]},
+]
+chains: chat: [{ttl: "5m"}]`)
+	var msgs []string
+	for _, d := range diags {
+		msgs = append(msgs, d.Message)
+	}
+	assert.Equal(t, []string{
+		`chains.tool[0]: missing required field "use": its fields are those of guard; write use: "guard"`,
+		`chains.tool[1]: missing required field "use": its fields are those of tool_policy; write use: "tool_policy"`,
+		`chains.chat[0]: missing required field "use": its fields are those of memoize or semantic_memoize; write use: with the one meant`,
+	}, msgs)
+}

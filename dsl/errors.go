@@ -805,17 +805,21 @@ func (l *loader) entriesWithoutUse(raws []*rawErr, user cue.Value) []*rawErr {
 				continue
 			}
 			elem := []string{"chains", stage, strconv.Itoa(n)}
-			var fields []string
+			fields := map[string]string{}
 			if fit, ferr := ev.Fields(cue.Optional(true)); ferr == nil {
 				for fit.Next() {
 					if sel := fit.Selector(); sel.IsString() {
-						fields = append(fields, sel.Unquoted())
+						fields[sel.Unquoted()] = catalogType(fit.Value().IncompleteKind())
 					}
 				}
 			}
 			msg := fmt.Sprintf("%s: missing required field \"use\"", fieldName(elem))
-			if kind := kindOfFields(fields); kind != "" {
-				msg += fmt.Sprintf(": its fields are those of %s; write use: %q", kind, kind)
+			switch kinds := kindsOfFields(fields, stage); len(kinds) {
+			case 0:
+			case 1:
+				msg += fmt.Sprintf(": its fields are those of %s; write use: %q", kinds[0], kinds[0])
+			default:
+				msg += fmt.Sprintf(": its fields are those of %s; write use: with the one meant", orList(kinds))
 			}
 			r := &rawErr{path: elem, rule: "schema/missing-field", msg: msg}
 			if p, ok := l.posOf(elem); ok {
@@ -848,35 +852,68 @@ func (l *loader) posOf(path []string) (Pos, bool) {
 	return l.pos.lookup(path, false)
 }
 
-// kindOfFields returns the one builtin whose config has every field of
-// fields that is not common to all entries ("" when none or several do, or
-// when fields holds none of a config's).
-func kindOfFields(fields []string) string {
+// kindsOfFields returns the builtins of the stage whose config has every
+// field of fields (the common ones aside) with a value of its type, sorted;
+// none when there is no field of a kind's own.
+func kindsOfFields(fields map[string]string, stage string) []string {
 	common := map[string]bool{"name": true, "tools": true, "when": true, "use": true}
-	var own []string
-	for _, f := range fields {
+	var found []string
+	own := 0
+	for f := range fields {
 		if !common[f] {
-			own = append(own, f)
+			own++
 		}
 	}
-	if len(own) == 0 {
-		return ""
+	if own == 0 {
+		return nil
 	}
-	found := ""
 	for id, cfg := range builtinCatalog.Configs {
+		if !slices.Contains(builtinCatalog.Builtins[id].Stages, stage) {
+			continue
+		}
 		all := true
-		for _, f := range own {
-			if _, ok := cfg[f]; !ok {
+		for f, typ := range fields {
+			if common[f] {
+				continue
+			}
+			want, ok := cfg[f]
+			if !ok || (want != "any" && typ != "" && want != typ && (want != "number" || typ != "int")) {
 				all = false
 				break
 			}
 		}
 		if all {
-			if found != "" {
-				return ""
-			}
-			found = id
+			found = append(found, id)
 		}
 	}
+	slices.Sort(found)
 	return found
+}
+
+// catalogType names a value's kind as the catalog's configs do ("" when it
+// is none of theirs, or not known yet).
+func catalogType(k cue.Kind) string {
+	switch k {
+	case cue.StringKind:
+		return "string"
+	case cue.BoolKind:
+		return "bool"
+	case cue.IntKind:
+		return "int"
+	case cue.FloatKind, cue.NumberKind:
+		return "number"
+	case cue.ListKind:
+		return "list"
+	case cue.StructKind:
+		return "struct"
+	}
+	return ""
+}
+
+// orList joins names as "a, b or c".
+func orList(names []string) string {
+	if len(names) == 1 {
+		return names[0]
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
