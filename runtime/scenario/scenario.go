@@ -310,12 +310,16 @@ func parse(data []byte, positions bool) (*Scenario, error) {
 	if err := dec.Decode(&s); err != nil {
 		var te *json.UnmarshalTypeError
 		if strings.HasPrefix(err.Error(), "json: unknown field ") || errors.As(err, &te) {
-			if u := findUnknown(data); u != nil {
-				p := Problem{Message: u.message()}
-				if positions {
-					p.Line, p.Col = lineColOf(data, int(u.off))
+			if us := findUnknown(data); len(us) > 0 {
+				e := &Error{}
+				for _, u := range us {
+					p := Problem{Message: u.message()}
+					if positions {
+						p.Line, p.Col = lineColOf(data, int(u.off))
+					}
+					e.Problems = append(e.Problems, p)
 				}
-				return nil, &Error{Problems: []Problem{p}}
+				return nil, e
 			}
 		}
 		p := jsonError(data, dec, err)

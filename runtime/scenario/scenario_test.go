@@ -384,3 +384,17 @@ func TestCheckWantLayers(t *testing.T) {
 	}
 	assert.Error(t, scenario.CheckWantLayers(want(`{"steps": [{"error": {"layer": "state.limt"}}]}`), p))
 }
+
+// Every unknown field and every value of the wrong type is reported in one
+// round, each at its place, in the order of the text.
+func TestParseReportsEveryUnknownField(t *testing.T) {
+	_, err := scenario.Parse([]byte("{\"models\": {\"primary\": [{\"txt\": \"hi\"}]},\n" +
+		" \"steps\": [{\"chat\": {\"model\": 5, \"mesages\": [{\"role\": \"user\", \"content\": \"hi\"}]}},\n" +
+		"   {\"tool\": {\"nme\": \"refund\", \"args\": {\"anything\": {\"goes\": 1}}}}]}"))
+	var se *scenario.Error
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, `s.json:1:26: models.primary[0]: unknown field "txt"; did you mean "text"?
+s.json:2:31: steps[0].chat.model: a number (5), where a string is expected
+s.json:2:34: steps[0].chat: unknown field "mesages"; did you mean "messages"?
+s.json:3:14: steps[1].tool: unknown field "nme"; did you mean "name"?`, se.In("s.json"))
+}

@@ -53,15 +53,18 @@ func (u *unknownField) message() string {
 	return msg
 }
 
-// findUnknown walks data along the scenario's types and returns the first
-// field that none of them has, or the first value of the wrong type, with
-// its full path (encoding/json reports only the name, or a path without
-// list indices and map keys, in terms of Go types).
-func findUnknown(data []byte) *unknownField {
-	w := walker{dec: json.NewDecoder(bytes.NewReader(data)), data: data, types: true}
+// findUnknown walks data along the scenario's types and returns every
+// field that none of them has, and every value of the wrong type, each with
+// its full path (encoding/json reports only the first, by its name or a
+// path without list indices and map keys, in terms of Go types), so that
+// one round reports them all.
+func findUnknown(data []byte) []*unknownField {
+	w := walker{dec: json.NewDecoder(bytes.NewReader(data)), data: data, types: true, collect: true}
 	w.dec.UseNumber()
-	u, _ := w.walk(reflect.TypeFor[Scenario](), "")
-	return u
+	if _, err := w.walk(reflect.TypeFor[Scenario](), ""); err != nil && len(w.found) == 0 {
+		return nil
+	}
+	return w.found
 }
 
 var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
@@ -75,6 +78,39 @@ type walker struct {
 	exact bool
 	// types reports a value of the wrong type.
 	types bool
+	// collect gathers every problem in found, walking on past each,
+	// rather than returning the first.
+	collect bool
+	found   []*unknownField
+}
+
+// report returns u, or with collect gathers it and returns nil.
+func (w *walker) report(u *unknownField) *unknownField {
+	if !w.collect {
+		return u
+	}
+	w.found = append(w.found, u)
+	return nil
+}
+
+// skipRest reads the rest of a value whose opening token was read.
+func (w *walker) skipRest(tok json.Token) error {
+	if d, ok := tok.(json.Delim); !ok || (d != '{' && d != '[') {
+		return nil
+	}
+	for depth := 1; depth > 0; {
+		tok, err := w.dec.Token()
+		if err != nil {
+			return err
+		}
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			depth++
+		case json.Delim('}'), json.Delim(']'):
+			depth--
+		}
+	}
+	return nil
 }
 
 // walk reads one value of type t.
@@ -90,7 +126,10 @@ func (w *walker) walk(t reflect.Type, path string) (*unknownField, error) {
 	}
 	if w.types && !opaque && tok != nil {
 		if got, want := mismatch(tok, t); want != "" {
-			return &unknownField{path: path, off: start, got: got, want: want}, nil
+			if u := w.report(&unknownField{path: path, off: start, got: got, want: want}); u != nil {
+				return u, nil
+			}
+			return nil, w.skipRest(tok)
 		}
 	}
 	d, ok := tok.(json.Delim)
@@ -122,7 +161,13 @@ func (w *walker) walk(t reflect.Type, path string) (*unknownField, error) {
 				}
 				sort.Strings(known)
 				off := w.dec.InputOffset() - int64(len(key)) - 2
-				return &unknownField{path: path, off: max(off, 0), name: key, known: known}, nil
+				if u := w.report(&unknownField{path: path, off: max(off, 0), name: key, known: known}); u != nil {
+					return u, nil
+				}
+				if err := w.dec.Decode(new(json.RawMessage)); err != nil {
+					return nil, err
+				}
+				continue
 			}
 			if u, err := w.walk(ft, joinPath(path, key)); u != nil || err != nil {
 				return u, err
@@ -147,19 +192,7 @@ func (w *walker) walk(t reflect.Type, path string) (*unknownField, error) {
 		}
 	default:
 		// A value the types leave open: skip it.
-		for depth := 1; depth > 0; {
-			tok, err := w.dec.Token()
-			if err != nil {
-				return nil, err
-			}
-			switch tok {
-			case json.Delim('{'), json.Delim('['):
-				depth++
-			case json.Delim('}'), json.Delim(']'):
-				depth--
-			}
-		}
-		return nil, nil
+		return nil, w.skipRest(tok)
 	}
 	_, err = w.dec.Token() // the closing delimiter
 	return nil, err
