@@ -809,7 +809,7 @@ func (l *loader) entriesWithoutUse(raws []*rawErr, user cue.Value) []*rawErr {
 			if fit, ferr := ev.Fields(cue.Optional(true)); ferr == nil {
 				for fit.Next() {
 					if sel := fit.Selector(); sel.IsString() {
-						fields[sel.Unquoted()] = catalogType(fit.Value().IncompleteKind())
+						fields[sel.Unquoted()] = valueKind(fit.Value().IncompleteKind())
 					}
 				}
 			}
@@ -876,8 +876,7 @@ func kindsOfFields(fields map[string]string, stage string) []string {
 			if common[f] {
 				continue
 			}
-			want, ok := cfg[f]
-			if !ok || (want != "any" && typ != "" && want != typ && (want != "number" || typ != "int")) {
+			if want, ok := cfg[f]; !ok || !kindTakes(want, typ) {
 				all = false
 				break
 			}
@@ -890,24 +889,18 @@ func kindsOfFields(fields map[string]string, stage string) []string {
 	return found
 }
 
-// catalogType names a value's kind as the catalog's configs do ("" when it
-// is none of theirs, or not known yet).
-func catalogType(k cue.Kind) string {
-	switch k {
-	case cue.StringKind:
-		return "string"
-	case cue.BoolKind:
-		return "bool"
-	case cue.IntKind:
-		return "int"
-	case cue.FloatKind, cue.NumberKind:
-		return "number"
-	case cue.ListKind:
-		return "list"
-	case cue.StructKind:
-		return "struct"
+// kindTakes reports whether a config field of kind want (valueKind's
+// names) takes a value of kind got.
+func kindTakes(want, got string) bool {
+	switch {
+	case want == "any" || got == "any" || want == got:
+		return true
+	case want == "number":
+		return got == "int" || got == "float"
+	case want == "float":
+		return got == "int"
 	}
-	return ""
+	return false
 }
 
 // orList joins names as "a, b or c".
