@@ -88,17 +88,25 @@ func TestDiscoverErrors(t *testing.T) {
 	}
 }
 
-// Of two faulty cases the first by name is reported, at every run.
+// Every faulty case is reported, in the order of their names, at every
+// run: a file is fixed in one round.
 func TestDiscoverErrorsInOrder(t *testing.T) {
 	src := "package p\n"
 	for _, n := range []string{"e", "b", "d", "a", "c"} {
 		src += "tests: " + n + ": {want_vet: [], prove_k: 2}\n"
 	}
-	dir := write(t, map[string]string{"a_test.cue": src})
+	dir := write(t, map[string]string{"a_test.cue": src, "b_test.cue": "package p\ntests: z: {}\n"})
 	for range 10 {
 		_, err := Discover(context.Background(), dir, dsl.DataOptions{})
 		require.Error(t, err)
-		assert.Contains(t, err.Error(), `test "a": prove_k goes with want_prove`)
+		var got []string
+		for _, line := range strings.Split(err.Error(), "\n") {
+			_, msg, _ := strings.Cut(line, ": ")
+			got = append(got, msg)
+		}
+		assert.Equal(t, []string{`test "a": prove_k goes with want_prove`, `test "b": prove_k goes with want_prove`,
+			`test "c": prove_k goes with want_prove`, `test "d": prove_k goes with want_prove`, `test "e": prove_k goes with want_prove`,
+			`test "z" has neither scenario and want nor want_vet nor want_prove`}, got)
 	}
 }
 

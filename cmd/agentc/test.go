@@ -64,7 +64,7 @@ func cmdTest(ctx context.Context, env *cliEnv, args []string) int {
 		}
 		cases, err := policytest.Discover(ctx, dir, dsl.DataOptions{Timeout: env.timeout})
 		if err != nil {
-			return fail(env, "%v", err)
+			return failEach(env, err)
 		}
 		if len(cases) == 0 {
 			fmt.Fprintf(env.stdout, "?     %s  [no test files]\n", rel(env, dir))
@@ -77,7 +77,7 @@ func cmdTest(ctx context.Context, env *cliEnv, args []string) int {
 		// A want no run can meet stops the run as a test file that does
 		// not read does.
 		if err := policytest.CheckIDs(cases, c); err != nil {
-			return fail(env, "%v", err)
+			return failEach(env, err)
 		}
 		var rules []string
 		for _, d := range c.Diagnostics {
@@ -266,4 +266,16 @@ func printUnused(env *cliEnv, out []byte) {
 	for _, u := range res.Unused {
 		fmt.Fprintf(env.stdout, "      warning: %s\n", u)
 	}
+}
+
+// failEach reports each error err joins (every faulty case of the test
+// files) as fail does, one to a line.
+func failEach(env *cliEnv, err error) int {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			failEach(env, e)
+		}
+		return exitUsage
+	}
+	return fail(env, "%v", err)
 }
