@@ -463,7 +463,7 @@ func (c *Case) Run(ctx context.Context, p *plan.Plan, dir string) (diff string, 
 	}
 	// A want that lists the spans records them, as `agentc run -trace`
 	// does: without them `trace: []` would pass unchecked.
-	if err := scenario.CheckWantLayers(c.Want, p); err != nil {
+	if err := scenario.CheckWantNames(c.Want, p, sc); err != nil {
 		return "", nil, fmt.Errorf("want: %w", err)
 	}
 	w, _ := c.Want.(map[string]any)

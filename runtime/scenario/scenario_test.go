@@ -358,7 +358,7 @@ func TestRunListsUnusedItems(t *testing.T) {
 // never pass: it is refused with the layers and a did-you-mean. The names
 // that are no layer of a chain (tools, checkpoint, grounding, a state
 // field's) are known.
-func TestCheckWantLayers(t *testing.T) {
+func TestCheckWantNames(t *testing.T) {
 	p := designPlan()
 	p.Chains.Tool = append(p.Chains.Tool, func() plan.Layer {
 		l := layer("guard", `{}`)
@@ -371,7 +371,7 @@ func TestCheckWantLayers(t *testing.T) {
 		require.NoError(t, json.Unmarshal([]byte(s), &w))
 		return w
 	}
-	err := scenario.CheckWantLayers(want(`{"steps": [{"outcome": "ok"}, {"steps": [{"error": {"layer": "refund_limt"}}]}]}`), p)
+	err := scenario.CheckWantNames(want(`{"steps": [{"outcome": "ok"}, {"steps": [{"error": {"layer": "refund_limt"}}]}]}`), p, nil)
 	require.Error(t, err)
 	assert.Equal(t, `steps[1].steps[0].error.layer: the policy has no layer "refund_limt", so no error comes from it; did you mean "refund_limit"? (its layers: tracing, meter, fallback, retry, refund_limit)`, err.Error())
 	for _, ok := range []string{
@@ -380,9 +380,9 @@ func TestCheckWantLayers(t *testing.T) {
 		`{"steps": [{"error": {"layer": "state.limit"}}, {"error": {"layer": "state.limit.on_set[0]"}}]}`,
 		`{"steps": [{"error": null}], "audit": []}`,
 	} {
-		assert.NoError(t, scenario.CheckWantLayers(want(ok), p), ok)
+		assert.NoError(t, scenario.CheckWantNames(want(ok), p, nil), ok)
 	}
-	assert.Error(t, scenario.CheckWantLayers(want(`{"steps": [{"error": {"layer": "state.limt"}}]}`), p))
+	assert.Error(t, scenario.CheckWantNames(want(`{"steps": [{"error": {"layer": "state.limt"}}]}`), p, nil))
 }
 
 // Every unknown field and every value of the wrong type is reported in one
@@ -397,4 +397,19 @@ func TestParseReportsEveryUnknownField(t *testing.T) {
 s.json:2:31: steps[0].chat.model: a number (5), where a string is expected
 s.json:2:34: steps[0].chat: unknown field "mesages"; did you mean "messages"?
 s.json:3:14: steps[1].tool: unknown field "nme"; did you mean "name"?`, se.In("s.json"))
+}
+
+// A want counting the executions of a model or tool the result does not
+// list (neither declared nor scripted) could never pass: it is refused with
+// the names and a did-you-mean.
+func TestCheckWantExecutionNames(t *testing.T) {
+	s, err := scenario.Parse([]byte(`{"tools": {"wipe": [{"result": 1}]}, "steps": [{"tool": {"name": "wipe", "args": {}}}]}`))
+	require.NoError(t, err)
+	var w any
+	require.NoError(t, json.Unmarshal([]byte(`{"executions": {"models": {"primary": 0}, "tools": {"refnd": 0}}}`), &w))
+	err = scenario.CheckWantNames(w, designPlan(), s)
+	require.Error(t, err)
+	assert.Equal(t, `executions.tools.refnd: the result counts no tool "refnd" (it counts the tools the policy declares and those the scenario scripts: refund, wipe); did you mean "refund"?`, err.Error())
+	require.NoError(t, json.Unmarshal([]byte(`{"executions": {"models": {"primary": 0, "backup": 1}, "tools": {"refund": 0, "wipe": 1}}}`), &w))
+	assert.NoError(t, scenario.CheckWantNames(w, designPlan(), s))
 }

@@ -480,13 +480,18 @@ func didYouMean(v string, known []string) string {
 	return ""
 }
 
-// CheckWantLayers refuses a want (its JSON form decoded) whose steps
-// expect an error from a layer p does not have: a misspelt name would only
-// fail the case with a difference. The layers are the chains' entries, the
+// CheckWantNames refuses a want (its JSON form decoded) that names what a
+// run of s (nil: a scenario without scripts) under p cannot report: a
+// misspelt name would only fail the case with a difference. Its steps'
+// errors must come from a layer p has: the chains' entries, the
 // declarations' check on entry (runtime.LayerTools), the checkpoints and
 // the grounding, and each state field ("state.limit") with its handlers
-// ("state.limit.on_set[0]").
-func CheckWantLayers(want any, p *plan.Plan) error {
+// ("state.limit.on_set[0]"). Its executions must count models and tools
+// the result lists: those p declares and those s scripts.
+func CheckWantNames(want any, p *plan.Plan, s *Scenario) error {
+	if err := checkExecutionNames(want, p, s); err != nil {
+		return err
+	}
 	var names []string
 	for _, chain := range [][]plan.Layer{p.Chains.Chat, p.Chains.Tool, p.Chains.Turn} {
 		for _, l := range chain {
@@ -533,4 +538,42 @@ func checkLayersIn(path string, steps []any, known func(string) bool, names []st
 		}
 	}
 	return nil
+}
+
+// checkExecutionNames refuses a count under the want's executions of a
+// model or tool the result does not list.
+func checkExecutionNames(want any, p *plan.Plan, s *Scenario) error {
+	w, _ := want.(map[string]any)
+	ex, _ := w["executions"].(map[string]any)
+	for _, k := range []struct {
+		field, kind string
+		declared    []string
+		scripted    []string
+	}{
+		{"models", "model", slices.Collect(maps.Keys(p.Models)), scriptNames(s, true)},
+		{"tools", "tool", slices.Collect(maps.Keys(p.Tools)), scriptNames(s, false)},
+	} {
+		counts, _ := ex[k.field].(map[string]any)
+		listed := append(k.declared, k.scripted...)
+		slices.Sort(listed)
+		listed = slices.Compact(listed)
+		for _, name := range slices.Sorted(maps.Keys(counts)) {
+			if !slices.Contains(listed, name) {
+				return fmt.Errorf("executions.%s.%s: the result counts no %s %q (it counts the %s the policy declares and those the scenario scripts: %s)%s",
+					k.field, name, k.kind, name, k.field, strings.Join(listed, ", "), didYouMean(name, listed))
+			}
+		}
+	}
+	return nil
+}
+
+// scriptNames lists the models (or tools) s scripts.
+func scriptNames(s *Scenario, models bool) []string {
+	if s == nil {
+		return nil
+	}
+	if models {
+		return slices.Collect(maps.Keys(s.Models))
+	}
+	return slices.Collect(maps.Keys(s.Tools))
 }
