@@ -257,3 +257,11 @@ chains: chat: [{ttl: "5m"}]`)
 		`chains.chat[0]: missing required field "use": its fields are those of memoize or semantic_memoize; write use: with the one meant`,
 	}, msgs)
 }
+
+// An entry whose use is misspelt is told so, with the kind its value names.
+func TestMisspeltUse(t *testing.T) {
+	_, diags, _ := loadSnippet(t, `chains: chat: [{us: "retry", max_attempts: 3}]`)
+	require.Len(t, diags, 1)
+	assert.Equal(t, `chains.chat[0]: missing required field "use": unknown field "us"; did you mean use: "retry"?`, diags[0].Message)
+	assert.Equal(t, 17, diags[0].Pos.Col)
+}

@@ -16,6 +16,8 @@ import (
 	"cuelang.org/go/cue/ast"
 	cueerrors "cuelang.org/go/cue/errors"
 	"cuelang.org/go/cue/token"
+
+	"github.com/agentc-dev/agentc/internal/textdist"
 )
 
 // cuePos converts a CUE position, or returns def when it is invalid.
@@ -814,15 +816,36 @@ func (l *loader) entriesWithoutUse(raws []*rawErr, user cue.Value) []*rawErr {
 				}
 			}
 			msg := fmt.Sprintf("%s: missing required field \"use\"", fieldName(elem))
-			switch kinds := kindsOfFields(fields, stage); len(kinds) {
-			case 0:
-			case 1:
+			// A misspelt use ("us", "uses"): placed at it, with the kind
+			// it names.
+			typo := ""
+			for f := range fields {
+				if f != "name" && textdist.Closest(f, []string{"use"}) != "" {
+					typo = f
+				}
+			}
+			var typoPos Pos
+			switch kinds := kindsOfFields(fields, stage); {
+			case typo != "":
+				delete(fields, typo)
+				msg += fmt.Sprintf(": unknown field %q; did you mean use", typo)
+				if id, err := ev.LookupPath(cue.MakePath(cue.Str(typo))).String(); err == nil {
+					msg += fmt.Sprintf(": %q", id)
+				}
+				msg += "?"
+				if l.pos != nil {
+					typoPos, _ = l.pos.lookup(append(slices.Clone(elem), typo), true)
+				}
+			case len(kinds) == 0:
+			case len(kinds) == 1:
 				msg += fmt.Sprintf(": its fields are those of %s; write use: %q", kinds[0], kinds[0])
 			default:
 				msg += fmt.Sprintf(": its fields are those of %s; write use: with the one meant", orList(kinds))
 			}
 			r := &rawErr{path: elem, rule: "schema/missing-field", msg: msg}
-			if p, ok := l.posOf(elem); ok {
+			if typoPos.IsValid() {
+				r.pos = typoPos
+			} else if p, ok := l.posOf(elem); ok {
 				r.pos = p
 			} else if p := ev.Pos(); p.IsValid() {
 				r.pos = Pos{File: p.Filename(), Line: p.Line(), Col: p.Column()}

@@ -129,15 +129,11 @@ func IndexSource(file string, src []byte) *SourceIndex {
 // Pos returns where the file writes path ("tests", "a", "want", "steps",
 // "0"): the label of a field, the start of a list element. A path the file
 // does not write as such (a value built by a reference) is placed at the
-// deepest of its ancestors that it does; ok is false when none is.
+// value of the deepest of its ancestors that it writes; ok is false when
+// none is.
 func (s *SourceIndex) Pos(path ...string) (p Pos, ok bool) {
 	if s == nil {
 		return Pos{}, false
 	}
-	for n := len(path); n > 0; n-- {
-		if p, ok := s.ps.label[strings.Join(path[:n], ".")]; ok && p.IsValid() {
-			return p, true
-		}
-	}
-	return Pos{}, false
+	return s.ps.lookup(path, true)
 }

@@ -17,7 +17,7 @@ func TestIndexSource(t *testing.T) {
 		{[]string{"tests", "refund case"}, Pos{File: "a_test.cue", Line: 4, Col: 8}},
 		{[]string{"tests", "refund case", "want", "steps", "1", "outcome"}, Pos{File: "a_test.cue", Line: 6, Col: 21}},
 		{[]string{"tests", "refund case", "want", "steps", "1"}, Pos{File: "a_test.cue", Line: 6, Col: 20}},
-		{[]string{"tests", "refund case", "scenario", "steps", "0"}, Pos{File: "a_test.cue", Line: 5, Col: 2}},
+		{[]string{"tests", "refund case", "scenario", "steps", "0"}, Pos{File: "a_test.cue", Line: 5, Col: 12}},
 	} {
 		got, ok := cue.Pos(tt.path...)
 		assert.True(t, ok, tt.path)
