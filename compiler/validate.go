@@ -72,11 +72,12 @@ func validateEntries(c *Compilation, p *dsl.Policy, typedOnly bool) {
 			pos := e.Pos
 			// Messages name the field first ("ttl must be positive"), a
 			// nested one ("classifier.timeout: ...") or an element of a
-			// list ("allow[2]: ...", positioned as allow.2). Where the
-			// field is written, the message is placed at its value and
+			// list ("allow[2]: ...", positioned as allow.2). The message
 			// continues the entry's path with the field's, as the
-			// schema's messages do: "chains.tool[0].allow[2]: ...",
-			// "chains.chat[0].ttl: must be positive".
+			// schema's messages do ("chains.tool[0].allow[2]: ...",
+			// "chains.chat[0].ttl: must be positive"), and is placed at
+			// the field's value where the policy writes it (else at the
+			// entry).
 			sep := ": "
 			if word, rest, ok := strings.Cut(msg, " "); ok {
 				f := elementPath.Replace(strings.TrimRight(word, ":,"))
