@@ -1,6 +1,7 @@
 package dsl
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -136,4 +137,16 @@ func (s *SourceIndex) Pos(path ...string) (p Pos, ok bool) {
 		return Pos{}, false
 	}
 	return s.ps.lookup(path, true)
+}
+
+// At returns where the file writes path, a path such as
+// "steps[1].tool.name" under the keys of prefix, as Pos does.
+func (s *SourceIndex) At(prefix []string, path string) (Pos, bool) {
+	parts := slices.Clone(prefix)
+	for _, p := range strings.Split(strings.NewReplacer("[", ".", "]", "").Replace(path), ".") {
+		if p != "" {
+			parts = append(parts, p)
+		}
+	}
+	return s.Pos(parts...)
 }

@@ -31,6 +31,10 @@ func TestIndexSource(t *testing.T) {
 	assert.True(t, ok)
 	assert.Equal(t, Pos{File: "case.json", Line: 2, Col: 23}, got)
 
+	got, ok = js.At([]string{"tests", "a"}, "want.steps[0].outcome")
+	assert.True(t, ok)
+	assert.Equal(t, Pos{File: "case.json", Line: 2, Col: 23}, got)
+
 	assert.Nil(t, IndexSource("bad.cue", []byte("tests: {")))
 	_, ok = (*SourceIndex)(nil).Pos("tests")
 	assert.False(t, ok)

@@ -122,15 +122,7 @@ func leadingPath(msg string) string {
 // placeIn returns where idx places path in case name of file, as
 // file:line:col (file when it cannot).
 func placeIn(idx *dsl.SourceIndex, file, name, path string) string {
-	parts := []string{"tests", name}
-	if path != "" {
-		for _, p := range strings.Split(strings.NewReplacer("[", ".", "]", "").Replace(path), ".") {
-			if p != "" {
-				parts = append(parts, p)
-			}
-		}
-	}
-	if pos, ok := idx.Pos(parts...); ok {
+	if pos, ok := idx.At([]string{"tests", name}, path); ok {
 		return fmt.Sprintf("%s:%d:%d", file, pos.Line, pos.Col)
 	}
 	return file

@@ -46,6 +46,7 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 	if errors.As(err, &se) {
 		// The scenario names what the policy does not have: each
 		// problem at its place, as vet's diagnostics are.
+		placeCUE(se, fs.Arg(1))
 		fmt.Fprintln(env.stderr, se.In(fs.Arg(1)))
 		return exitUsage
 	}
@@ -129,6 +130,7 @@ func readScenario(ctx context.Context, env *cliEnv, path string) (*scenario.Scen
 	s, err := parse(data)
 	var se *scenario.Error
 	if errors.As(err, &se) {
+		placeCUE(se, path)
 		return nil, &scenarioError{se.In(path)}
 	}
 	if err != nil {
@@ -163,4 +165,22 @@ func scenarioApart(policy, scenarioPath string) error {
 		}
 	}
 	return nil
+}
+
+// placeCUE places the problems of the CUE scenario at path where the file
+// writes what each names (its JSON form, which the problems were found in,
+// has no lines of the file's); a JSON scenario's are placed already.
+func placeCUE(se *scenario.Error, path string) {
+	if filepath.Ext(path) != ".cue" {
+		return
+	}
+	src, err := dsl.ReadFile(path, dsl.MaxFileSize)
+	if err != nil {
+		return
+	}
+	idx := dsl.IndexSource(path, src)
+	se.Place(func(p string) (int, int, bool) {
+		pos, ok := idx.At(nil, p)
+		return pos.Line, pos.Col, ok
+	})
 }

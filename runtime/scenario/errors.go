@@ -62,6 +62,34 @@ func (e *Error) Messages() []string {
 	return out
 }
 
+// Place gives the problems without a line (those of a scenario evaluated
+// from another source) the line and column at returns for their path ("",
+// the scenario itself; the path of an unknown field includes its name), so
+// that a CUE scenario's problems are placed where its file writes them.
+func (e *Error) Place(at func(path string) (line, col int, ok bool)) {
+	for i, p := range e.Problems {
+		if p.Line > 0 {
+			continue
+		}
+		path, rest, found := strings.Cut(p.Message, ": ")
+		if !found || strings.ContainsAny(path, " \"") {
+			path, rest = "", p.Message
+		}
+		if name, ok := strings.CutPrefix(rest, "unknown field "); ok {
+			if f, err := strconv.QuotedPrefix(name); err == nil {
+				f, _ = strconv.Unquote(f)
+				path = strings.TrimPrefix(path+"."+f, ".")
+			}
+		}
+		if line, col, ok := at(path); ok {
+			e.Problems[i].Line, e.Problems[i].Col = line, col
+		}
+	}
+	slices.SortStableFunc(e.Problems, func(a, b Problem) int {
+		return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Col, b.Col))
+	})
+}
+
 // problems places each of errs, whose text starts with the path of its
 // place, in src (the scenario's JSON text; nil when it was evaluated).
 func problems(src []byte, errs []error) *Error {

@@ -413,3 +413,18 @@ func TestCheckWantExecutionNames(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(`{"executions": {"models": {"primary": 0, "backup": 1}, "tools": {"refund": 0, "wipe": 1}}}`), &w))
 	assert.NoError(t, scenario.CheckWantNames(w, designPlan(), s))
 }
+
+// Place gives an evaluated scenario's problems the places a caller finds
+// for their paths, an unknown field's at its name, and orders them.
+func TestErrorPlace(t *testing.T) {
+	_, err := scenario.ParseEvaluated([]byte(`{"steps": [{"tool": {"name": "a"}}, {"tool": {"nme": "b"}}]}`))
+	var se *scenario.Error
+	require.ErrorAs(t, err, &se)
+	var asked []string
+	se.Place(func(path string) (int, int, bool) {
+		asked = append(asked, path)
+		return 7, 3, true
+	})
+	assert.Equal(t, []string{"steps[1].tool.nme"}, asked)
+	assert.Equal(t, `s.cue:7:3: steps[1].tool: unknown field "nme"; did you mean "name"?`, se.In("s.cue"))
+}
