@@ -39,7 +39,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/agentc-dev/agentc/compiler"
@@ -90,33 +89,9 @@ func (c *Case) Where(problem string) string {
 		path, _, _ := strings.Cut(problem[2:], ": ")
 		return c.At("want." + path)
 	case strings.HasPrefix(problem, "scenario: "), strings.HasPrefix(problem, "want: "):
-		return c.At(leadingPath(problem))
+		return c.At(scenario.MessagePath(problem))
 	}
 	return c.At("")
-}
-
-// leadingPath returns the path a message starts with: its segments up to
-// the first that is not a path ("want: steps[0]: unknown field ..." is
-// want.steps[0]), and a field an "unknown field" names.
-func leadingPath(msg string) string {
-	var segs []string
-	rest := msg
-	for {
-		seg, after, ok := strings.Cut(rest, ": ")
-		if !ok || seg == "" || strings.ContainsAny(seg, " \"'$") {
-			break
-		}
-		segs = append(segs, seg)
-		rest = after
-	}
-	if name, ok := strings.CutPrefix(rest, "unknown field "); ok {
-		if q, err := strconv.QuotedPrefix(name); err == nil {
-			if f, err := strconv.Unquote(q); err == nil {
-				segs = append(segs, f)
-			}
-		}
-	}
-	return strings.Join(segs, ".")
 }
 
 // placeIn returns where idx places path in case name of file, as
@@ -216,7 +191,7 @@ func readCase(path string, idx *dsl.SourceIndex, name string, raw json.RawMessag
 	}
 	t, err := decodeCase(fields)
 	if err != nil {
-		return nil, fmt.Errorf("%s: test %q: %v", placeIn(idx, path, name, leadingPath(err.Error())), name, err)
+		return nil, fmt.Errorf("%s: test %q: %v", placeIn(idx, path, name, scenario.MessagePath(err.Error())), name, err)
 	}
 	hasScenario := len(t.Scenario) > 0 && string(t.Scenario) != "null"
 	c := &Case{Name: name, File: path, idx: idx}

@@ -71,23 +71,38 @@ func (e *Error) Place(at func(path string) (line, col int, ok bool)) {
 		if p.Line > 0 {
 			continue
 		}
-		path, rest, found := strings.Cut(p.Message, ": ")
-		if !found || strings.ContainsAny(path, " \"") {
-			path, rest = "", p.Message
-		}
-		if name, ok := strings.CutPrefix(rest, "unknown field "); ok {
-			if f, err := strconv.QuotedPrefix(name); err == nil {
-				f, _ = strconv.Unquote(f)
-				path = strings.TrimPrefix(path+"."+f, ".")
-			}
-		}
-		if line, col, ok := at(path); ok {
+		if line, col, ok := at(MessagePath(p.Message)); ok {
 			e.Problems[i].Line, e.Problems[i].Col = line, col
 		}
 	}
 	slices.SortStableFunc(e.Problems, func(a, b Problem) int {
 		return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Col, b.Col))
 	})
+}
+
+// MessagePath returns the path a problem's message names: its leading
+// segments up to the first that is not a path ("want: steps[0]: unknown
+// field ..." names want.steps[0]), followed by the field an "unknown field"
+// names ("steps[1].tool.nme").
+func MessagePath(msg string) string {
+	var segs []string
+	rest := msg
+	for {
+		seg, after, ok := strings.Cut(rest, ": ")
+		if !ok || seg == "" || strings.ContainsAny(seg, " \"'$") {
+			break
+		}
+		segs = append(segs, seg)
+		rest = after
+	}
+	if name, ok := strings.CutPrefix(rest, "unknown field "); ok {
+		if q, err := strconv.QuotedPrefix(name); err == nil {
+			if f, err := strconv.Unquote(q); err == nil {
+				segs = append(segs, f)
+			}
+		}
+	}
+	return strings.Join(segs, ".")
 }
 
 // problems places each of errs, whose text starts with the path of its
