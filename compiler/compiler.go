@@ -146,12 +146,22 @@ func stageIndex(name string) int {
 func (c *Compilation) report(d ...dsl.Diagnostic) { c.Diagnostics = append(c.Diagnostics, d...) }
 
 func loadPolicy(ctx context.Context, c *Compilation) error {
-	p, diags, err := dsl.Load(ctx, c.Paths, dsl.Options{Schema: c.opts.Schema, Timeout: c.opts.Timeout})
+	p, diags, err := dsl.Load(ctx, c.Paths, dsl.Options{Schema: c.opts.Schema, Timeout: c.opts.Timeout, KeepPartial: true})
 	if err != nil {
 		return err
 	}
-	c.Policy = p
 	c.report(diags...)
+	if diags.HasErrors() {
+		// The stages after this one do not run, but the entries that
+		// decoded whole are checked by their modules now, so that one
+		// round reports both kinds of error.
+		if p != nil {
+			checkModelsOf(c, p, true)
+			validateEntries(c, p, true)
+		}
+		return nil
+	}
+	c.Policy = p
 	return nil
 }
 

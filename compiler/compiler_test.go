@@ -120,7 +120,7 @@ func TestCustomMiddlewareIsVetted(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, c.Diagnostics, 1)
 	assert.Equal(t, "schema/invalid-value", c.Diagnostics[0].Rule)
-	assert.Equal(t, "chains.chat[0]: threshold 0.42 is reserved", c.Diagnostics[0].Message)
+	assert.Equal(t, "chains.chat[0].threshold: 0.42 is reserved", c.Diagnostics[0].Message)
 	assert.Equal(t, 2, c.Diagnostics[0].Pos.Line)
 	assert.Equal(t, 51, c.Diagnostics[0].Pos.Col)
 

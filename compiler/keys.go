@@ -242,7 +242,25 @@ func (c *Compilation) checkUnscopedArgKeys(x *dsl.Expr, checked *predicate.Check
 			do, their = "do", "their"
 		}
 		c.report(dsl.Warnf(x.PosAt(r.Offset), ruleUncheckedKey,
-			"the entry is not scoped to tools, and %s %s not require %q: on %s calls without it, reading args.%s fails, and %s, unless the rest of the predicate decides it; scope the entry with tools:, or test it first (has(args.%s) && ...)",
-			"`"+strings.Join(lacking, "`, `")+"`", do, r.Key, their, r.Key, failure, r.Key))
+			"the entry is not scoped to tools, and %s %s not require %q: on %s calls without it, reading args.%s fails, and %s, unless the rest of the predicate decides it; scope the entry with tools:, or test it first (has(args.%s) && ...)%s",
+			"`"+strings.Join(lacking, "`, `")+"`", do, r.Key, their, r.Key, failure, r.Key, argTypo(p, r.Key)))
 	}
+}
+
+// argTypo names the argument a read of key may have meant, when no
+// declared tool's args schema lists key and one lists a close name (a
+// misspelt amount); "" otherwise.
+func argTypo(p *dsl.Policy, key string) string {
+	var names []string
+	for _, name := range sortedNames(p.Tools) {
+		args, _ := p.Tools[name].ArgNames()
+		if slices.Contains(args, key) {
+			return ""
+		}
+		names = append(names, args...)
+	}
+	if best := textdist.Closest(key, names); best != "" {
+		return fmt.Sprintf("; no declared tool's args has %q: did you mean %q?", key, best)
+	}
+	return ""
 }

@@ -1,9 +1,11 @@
 package compiler
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestNameList(t *testing.T) {
@@ -38,4 +40,22 @@ state: fields: limit: {
 		`12:28 cel/unchecked-key: where run.meta has no key "tier", reading it fails, and the handler fails closed: the value is refused, unless the rest of the predicate decides it; test it first (!has(run.meta.tier) || ...) or read run.meta.?tier.orValue(...)`,
 		`12:62 cel/unchecked-key: where run.meta has no key "cap", reading it fails, and the set handler fails: the value is refused, unless the rest of the predicate decides it; test it first (!has(run.meta.cap) || ...) or read run.meta.?cap.orValue(...)`,
 	}, got, "%v", c.Diagnostics)
+}
+
+// An unscoped guard reading an argument no declared tool has, but close to
+// one a tool has (a misspelt amount), names the argument meant.
+func TestUnscopedArgKeyTypo(t *testing.T) {
+	dir := writePolicy(t, `package p
+
+tools: refund: {args: {type: "object", properties: amount: type: "number"}}
+chains: tool: [
+	{use: "guard", name: "typo", deny: "args.amont > 100.0"},
+	{use: "guard", name: "known", deny: "args.amount > 100.0"},
+]
+`)
+	c, got := compileDiagnostics(t, dir, ruleUncheckedKey, true)
+	require.Len(t, got, 2, "%v", c.Diagnostics)
+	assert.True(t, strings.HasPrefix(got[0], `5:43 cel/unchecked-key: `), got[0])
+	assert.True(t, strings.HasSuffix(got[0], `; no declared tool's args has "amont": did you mean "amount"?`), got[0])
+	assert.NotContains(t, got[1], "did you mean")
 }

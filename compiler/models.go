@@ -24,7 +24,11 @@ var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // api_key_env that names a variable; a base_url without credentials; and a
 // key for a shipped provider at its default endpoint. Messages never repeat
 // the value of api_key_env or base_url, which may hold a secret by mistake.
-func checkModels(c *Compilation) {
+func checkModels(c *Compilation) { checkModelsOf(c, c.Policy, false) }
+
+// checkModelsOf checks the models of p; with typedOnly (p is a policy with
+// errors, decoded partly) only those whose own value has no error.
+func checkModelsOf(c *Compilation, p *dsl.Policy, typedOnly bool) {
 	known := slices.Clone(ShippedProviders)
 	for _, p := range runtime.Providers() {
 		if !slices.Contains(known, p) {
@@ -32,13 +36,16 @@ func checkModels(c *Compilation) {
 		}
 	}
 	sort.Strings(known)
-	names := make([]string, 0, len(c.Policy.Models))
-	for name := range c.Policy.Models {
+	names := make([]string, 0, len(p.Models))
+	for name := range p.Models {
 		names = append(names, name)
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		m := c.Policy.Models[name]
+		m := p.Models[name]
+		if typedOnly && !m.WellTyped {
+			continue
+		}
 		at := func(field string) dsl.Pos {
 			if p, ok := m.FieldPos[field]; ok {
 				return p

@@ -72,6 +72,13 @@ keyword's value outside its enumeration (type: "nubmer": "number", "int":
 "integer"), and a regular expression's construct that RE2 syntax does not
 have, placed at it: a lookbehind or lookahead ((?<=, (?!), a
 backreference (\1), an atomic group or a possessive quantifier.
+A middleware's own check of its config (a rate_limit's per of "0s", a
+retry's max_delay below its initial_delay) is reported at the field, under
+its path (chains.chat[0].per: must be positive), in the same round as the
+schema's errors elsewhere in the policy, and so is the check of a model's
+provider fields (an unknown provider); an entry or a model whose own value
+has an error, or an entry in which one was reported, is checked once that
+is fixed.
 
 A value the schema accepts but that is almost surely a slip is a warning:
 a JSON Schema format close to one JSON Schema defines but not one of them

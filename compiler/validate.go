@@ -41,8 +41,29 @@ var elementPath = strings.NewReplacer("[", ".", "]", "")
 func validateConfigs(_ context.Context, c *Compilation) error {
 	checkConstraintIDs(c)
 	checkModels(c)
+	validateEntries(c, c.Policy, false)
+	return nil
+}
+
+// validateEntries runs each linked module's Validate on its entries of p.
+// With typedOnly (p is a policy with errors, decoded partly) it checks only
+// the entries whose own value has no error and in which no error was
+// reported: the config of another is not what the policy says, or its
+// problem (an invalid pattern) is reported already.
+func validateEntries(c *Compilation, p *dsl.Policy, typedOnly bool) {
+	reported := func(e *dsl.Entry) bool {
+		for _, d := range c.Diagnostics {
+			if d.Severity == dsl.Error && e.Holds(d.Pos) {
+				return true
+			}
+		}
+		return false
+	}
 	for _, stage := range dsl.Stages {
-		for _, e := range c.Policy.Chains[stage] {
+		for _, e := range p.Chains[stage] {
+			if e == nil || (typedOnly && (!e.WellTyped() || reported(e))) {
+				continue
+			}
 			known, err := runtime.ValidateConfig(e.Use, e.Config)
 			if !known || err == nil {
 				continue
@@ -51,24 +72,29 @@ func validateConfigs(_ context.Context, c *Compilation) error {
 			pos := e.Pos
 			// Messages name the field first ("ttl must be positive"), a
 			// nested one ("classifier.timeout: ...") or an element of a
-			// list ("allow[2]: ...", positioned as allow.2). A message
-			// that starts with the field's path continues the entry's,
-			// as the schema's messages do: "chains.tool[0].allow[2]: ...".
+			// list ("allow[2]: ...", positioned as allow.2). The message
+			// continues the entry's path with the field's, as the
+			// schema's messages do ("chains.tool[0].allow[2]: ...",
+			// "chains.chat[0].ttl: must be positive"), and is placed at
+			// the field's value where the policy writes it (else at the
+			// entry).
 			sep := ": "
-			if word, _, ok := strings.Cut(msg, " "); ok {
+			if word, rest, ok := strings.Cut(msg, " "); ok {
 				f := elementPath.Replace(strings.TrimRight(word, ":,"))
 				top, _, _ := strings.Cut(f, ".")
 				if _, has := e.Fields[top]; has {
 					if pos = e.FieldPos(f); pos == e.Pos {
 						pos = e.FieldPos(top)
 					}
-					if strings.HasSuffix(word, ":") {
+					switch {
+					case strings.HasSuffix(word, ":"):
 						sep = "."
+					case !strings.HasSuffix(word, ","):
+						sep, msg = ".", word+": "+rest
 					}
 				}
 			}
 			c.report(dsl.Errorf(pos, "schema/invalid-value", "%s%s%s", e.Path(), sep, msg))
 		}
 	}
-	return nil
 }

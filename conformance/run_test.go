@@ -28,6 +28,7 @@ func runCase(t *testing.T, c *Case, comp *compiler.Compilation, dir string) {
 	wantJSON, err := json.Marshal(c.WantRun)
 	require.NoError(t, err)
 	require.NoError(t, scenario.CheckWant(wantJSON))
+	require.NoError(t, scenario.CheckWantNames(c.WantRun, p, sc))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	_, wantTrace := c.WantRun.(map[string]any)["trace"]

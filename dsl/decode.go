@@ -68,6 +68,7 @@ func (l *loader) decode(p *Policy, v cue.Value) {
 			m.MaxTokens = int(n)
 		}
 		l.checkPrices(name, mv)
+		m.WellTyped = mv.Err() == nil && mv.Validate(cue.Concrete(true)) == nil
 		p.Models[name] = m
 	})
 	eachField(l.user, v, "tools", func(name string, tv cue.Value) {
@@ -175,9 +176,9 @@ func (l *loader) decode(p *Policy, v cue.Value) {
 		for _, d := range plan.Duplicates(layers) {
 			e, prev := p.Chains[stage][d.Index], p.Chains[stage][d.First]
 			if e.ExplicitName {
-				l.errorf(e.NamePos, "schema/invalid-value", "entry name %q is already used at %s; names must be unique in a chain", e.Name, where(prev.Pos, e.NamePos))
+				l.errorf(e.NamePos, "schema/invalid-value", "%s.name: entry name %q is already used at %s; names must be unique in a chain", e.Path(), e.Name, where(prev.Pos, e.NamePos))
 			} else {
-				l.errorf(e.Pos, "schema/invalid-value", "a second unnamed %s entry (the first is at %s): an unnamed entry is named after its use, and names must be unique in a chain; give it a name", e.Use, where(prev.Pos, e.Pos))
+				l.errorf(e.Pos, "schema/invalid-value", "%s: a second unnamed %s entry (the first is at %s): an unnamed entry is named after its use, and names must be unique in a chain; give it a name", e.Path(), e.Use, where(prev.Pos, e.Pos))
 			}
 		}
 	}
@@ -504,6 +505,9 @@ func (l *loader) checkSharedLimiters(p *Policy) {
 // the same file, else "file.cue:7".
 func where(p, from Pos) string {
 	if p.File == from.File {
+		if p.Line == from.Line {
+			return fmt.Sprintf("column %d", p.Col)
+		}
 		return fmt.Sprintf("line %d", p.Line)
 	}
 	return fmt.Sprintf("%s:%d", filepath.Base(p.File), p.Line)

@@ -220,3 +220,48 @@ func TestEmbeddedSchemaBuilds(t *testing.T) {
 	_, err = s.build(cuecontext.New())
 	require.NoError(t, err, "the generated #Entry must evaluate with every builtin")
 }
+
+// A name used twice in a chain is reported under the entry's path, as the
+// schema's errors are.
+func TestDuplicateNameNamesThePath(t *testing.T) {
+	_, diags, _ := loadSnippet(t, `chains: tool: [
+	{use: "guard", name: "limit", deny: "false"},
+	{use: "guard", name: "limit", deny: "true"},
+]
+chains: chat: [{use: "retry"}, {use: "retry"}]`)
+	var msgs []string
+	for _, d := range diags {
+		msgs = append(msgs, fmt.Sprintf("%d:%d %s", d.Pos.Line, d.Pos.Col, d.Message))
+	}
+	assert.Equal(t, []string{
+		`5:23 chains.tool[1].name: entry name "limit" is already used at line 4; names must be unique in a chain`,
+		`7:32 chains.chat[1]: a second unnamed retry entry (the first is at column 16): an unnamed entry is named after its use, and names must be unique in a chain; give it a name`,
+	}, msgs)
+}
+
+// An entry without use names the kinds of its chain whose config has its
+// fields, with values of their types.
+func TestMissingUseNamesTheKinds(t *testing.T) {
+	_, diags, _ := loadSnippet(t, `chains: tool: [
+	{deny: "args.x > 1"},
+	{deny: ["wipe"]},
+]
+chains: chat: [{ttl: "5m"}]`)
+	var msgs []string
+	for _, d := range diags {
+		msgs = append(msgs, d.Message)
+	}
+	assert.Equal(t, []string{
+		`chains.tool[0]: missing required field "use": its fields are those of guard; write use: "guard"`,
+		`chains.tool[1]: missing required field "use": its fields are those of tool_policy; write use: "tool_policy"`,
+		`chains.chat[0]: missing required field "use": its fields are those of memoize or semantic_memoize; write use: with the one meant`,
+	}, msgs)
+}
+
+// An entry whose use is misspelt is told so, with the kind its value names.
+func TestMisspeltUse(t *testing.T) {
+	_, diags, _ := loadSnippet(t, `chains: chat: [{us: "retry", max_attempts: 3}]`)
+	require.Len(t, diags, 1)
+	assert.Equal(t, `chains.chat[0]: missing required field "use": unknown field "us"; did you mean use: "retry"?`, diags[0].Message)
+	assert.Equal(t, 17, diags[0].Pos.Col)
+}

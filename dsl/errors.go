@@ -853,20 +853,45 @@ func (l *loader) entriesWithoutUse(raws []*rawErr, user cue.Value) []*rawErr {
 				continue
 			}
 			elem := []string{"chains", stage, strconv.Itoa(n)}
-			var fields []string
+			fields := map[string]string{}
 			if fit, ferr := ev.Fields(cue.Optional(true)); ferr == nil {
 				for fit.Next() {
 					if sel := fit.Selector(); sel.IsString() {
-						fields = append(fields, sel.Unquoted())
+						fields[sel.Unquoted()] = valueKind(fit.Value().IncompleteKind())
 					}
 				}
 			}
 			msg := fmt.Sprintf("%s: missing required field \"use\"", fieldName(elem))
-			if kind := kindOfFields(fields); kind != "" {
-				msg += fmt.Sprintf(": its fields are those of %s; write use: %q", kind, kind)
+			// A misspelt use ("us", "uses"): placed at it, with the kind
+			// it names.
+			typo := ""
+			for f := range fields {
+				if f != "name" && textdist.Closest(f, []string{"use"}) != "" {
+					typo = f
+				}
+			}
+			var typoPos Pos
+			switch kinds := kindsOfFields(fields, stage); {
+			case typo != "":
+				delete(fields, typo)
+				msg += fmt.Sprintf(": unknown field %q; did you mean use", typo)
+				if id, err := ev.LookupPath(cue.MakePath(cue.Str(typo))).String(); err == nil {
+					msg += fmt.Sprintf(": %q", id)
+				}
+				msg += "?"
+				if l.pos != nil {
+					typoPos, _ = l.pos.lookup(append(slices.Clone(elem), typo), true)
+				}
+			case len(kinds) == 0:
+			case len(kinds) == 1:
+				msg += fmt.Sprintf(": its fields are those of %s; write use: %q", kinds[0], kinds[0])
+			default:
+				msg += fmt.Sprintf(": its fields are those of %s; write use: with the one meant", orList(kinds))
 			}
 			r := &rawErr{path: elem, rule: "schema/missing-field", msg: msg}
-			if p, ok := l.posOf(elem); ok {
+			if typoPos.IsValid() {
+				r.pos = typoPos
+			} else if p, ok := l.posOf(elem); ok {
 				r.pos = p
 			} else if p := ev.Pos(); p.IsValid() {
 				r.pos = Pos{File: p.Filename(), Line: p.Line(), Col: p.Column()}
@@ -896,35 +921,61 @@ func (l *loader) posOf(path []string) (Pos, bool) {
 	return l.pos.lookup(path, false)
 }
 
-// kindOfFields returns the one builtin whose config has every field of
-// fields that is not common to all entries ("" when none or several do, or
-// when fields holds none of a config's).
-func kindOfFields(fields []string) string {
+// kindsOfFields returns the builtins of the stage whose config has every
+// field of fields (the common ones aside) with a value of its type, sorted;
+// none when there is no field of a kind's own.
+func kindsOfFields(fields map[string]string, stage string) []string {
 	common := map[string]bool{"name": true, "tools": true, "when": true, "use": true}
-	var own []string
-	for _, f := range fields {
+	var found []string
+	own := 0
+	for f := range fields {
 		if !common[f] {
-			own = append(own, f)
+			own++
 		}
 	}
-	if len(own) == 0 {
-		return ""
+	if own == 0 {
+		return nil
 	}
-	found := ""
 	for id, cfg := range builtinCatalog.Configs {
+		if !slices.Contains(builtinCatalog.Builtins[id].Stages, stage) {
+			continue
+		}
 		all := true
-		for _, f := range own {
-			if _, ok := cfg[f]; !ok {
+		for f, typ := range fields {
+			if common[f] {
+				continue
+			}
+			if want, ok := cfg[f]; !ok || !kindTakes(want, typ) {
 				all = false
 				break
 			}
 		}
 		if all {
-			if found != "" {
-				return ""
-			}
-			found = id
+			found = append(found, id)
 		}
 	}
+	slices.Sort(found)
 	return found
+}
+
+// kindTakes reports whether a config field of kind want (valueKind's
+// names) takes a value of kind got.
+func kindTakes(want, got string) bool {
+	switch {
+	case want == "any" || got == "any" || want == got:
+		return true
+	case want == "number":
+		return got == "int" || got == "float"
+	case want == "float":
+		return got == "int"
+	}
+	return false
+}
+
+// orList joins names as "a, b or c".
+func orList(names []string) string {
+	if len(names) == 1 {
+		return names[0]
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }

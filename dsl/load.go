@@ -43,6 +43,11 @@ type Options struct {
 	// evaluation goroutine is abandoned to finish on its own (at most
 	// MaxAbandoned at a time; see ErrEvaluationBusy).
 	Timeout time.Duration
+	// KeepPartial returns the policy decoded so far even when a
+	// diagnostic is an error, for checks that are sound on the parts that
+	// decoded (an entry whose own value has no error: Entry.WellTyped).
+	// Such a policy must not be lowered or run.
+	KeepPartial bool
 }
 
 // IOError is a problem with the paths given to Load rather than with the
@@ -110,7 +115,7 @@ func IsPolicyFileName(name string) bool {
 // Load reads, checks and decodes a policy. paths is a directory (one CUE
 // package) or .cue files of one package. It returns an *IOError for unusable
 // paths; every problem with the content is a diagnostic. The policy is nil
-// when any diagnostic is an error.
+// when any diagnostic is an error, unless opts.KeepPartial.
 func Load(ctx context.Context, paths []string, opts Options) (*Policy, Diagnostics, error) {
 	files, err := ResolvePaths(paths)
 	if err != nil {
@@ -150,7 +155,7 @@ func Load(ctx context.Context, paths []string, opts Options) (*Policy, Diagnosti
 		return nil, nil, err
 	}
 	diags := l.diags.Sort()
-	if diags.HasErrors() {
+	if diags.HasErrors() && !opts.KeepPartial {
 		return nil, diags, nil
 	}
 	return p, diags, nil

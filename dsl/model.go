@@ -87,6 +87,8 @@ type Model struct {
 	// FieldPos holds the positions of the provider fields that are set, by
 	// field name ("provider", "model", "api_key_env", "base_url").
 	FieldPos map[string]Pos
+	// WellTyped is set when the model's own value has no error.
+	WellTyped bool
 }
 
 // Tool is a declared tool.
@@ -230,6 +232,31 @@ type Entry struct {
 
 	path []string
 	ps   *positions
+}
+
+// WellTyped reports whether the entry's own value, its config with the
+// defaults applied, has no error: its Config is what the policy says.
+func (e *Entry) WellTyped() bool {
+	return e.Value.Err() == nil && e.Value.Validate(cue.Concrete(true)) == nil
+}
+
+// Holds reports whether p falls within the entry's syntax, from its
+// opening brace to its closing one (false when the entry has no syntax of
+// its own, as when it comes from a reference).
+func (e *Entry) Holds(p Pos) bool {
+	if e.ps == nil {
+		return false
+	}
+	n, ok := e.ps.node[strings.Join(e.path, ".")]
+	if !ok || n == nil {
+		return false
+	}
+	start, end := cuePos(n.Pos(), Pos{}), cuePos(n.End(), Pos{})
+	if !start.IsValid() || !end.IsValid() || p.File != start.File {
+		return false
+	}
+	before := func(a, b Pos) bool { return a.Line < b.Line || (a.Line == b.Line && a.Col <= b.Col) }
+	return before(start, p) && before(p, end)
 }
 
 // FieldPos returns the position of the value of one of the entry's fields

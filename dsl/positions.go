@@ -1,11 +1,13 @@
 package dsl
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
 	"cuelang.org/go/cue/ast"
 	"cuelang.org/go/cue/literal"
+	"cuelang.org/go/cue/parser"
 )
 
 // positions maps a path such as "chains.chat.0.use" to where the user wrote
@@ -106,4 +108,45 @@ func (ps *positions) lookup(path []string, label bool) (Pos, bool) {
 		}
 	}
 	return Pos{}, false
+}
+
+// SourceIndex tells where a CUE or JSON file writes each of its paths, for
+// messages about data read from it (a test file's cases).
+type SourceIndex struct {
+	file string
+	ps   *positions
+}
+
+// IndexSource indexes the paths src writes; it returns nil when src does
+// not parse.
+func IndexSource(file string, src []byte) *SourceIndex {
+	f, err := parser.ParseFile(file, src)
+	if err != nil {
+		return nil
+	}
+	return &SourceIndex{file: file, ps: indexPositions([]*ast.File{f})}
+}
+
+// Pos returns where the file writes path ("tests", "a", "want", "steps",
+// "0"): the label of a field, the start of a list element. A path the file
+// does not write as such (a value built by a reference) is placed at the
+// value of the deepest of its ancestors that it writes; ok is false when
+// none is.
+func (s *SourceIndex) Pos(path ...string) (p Pos, ok bool) {
+	if s == nil {
+		return Pos{}, false
+	}
+	return s.ps.lookup(path, true)
+}
+
+// At returns where the file writes path, a path such as
+// "steps[1].tool.name" under the keys of prefix, as Pos does.
+func (s *SourceIndex) At(prefix []string, path string) (Pos, bool) {
+	parts := slices.Clone(prefix)
+	for _, p := range strings.Split(strings.NewReplacer("[", ".", "]", "").Replace(path), ".") {
+		if p != "" {
+			parts = append(parts, p)
+		}
+	}
+	return s.Pos(parts...)
 }

@@ -62,6 +62,12 @@ func (l *loader) checkSchema(path []string, raw []byte, at Pos, fromFile bool) {
 		l.errorf(at, "schema/invalid-value", "%s: %s", name, strings.TrimPrefix(msg, "jsonschema: "))
 		return
 	}
+	// A misspelt keyword is no fault of the metaschema's: reported in the
+	// same round as the faults.
+	var doc any
+	if json.Unmarshal(raw, &doc) == nil {
+		l.checkKeywords(path, doc, nil, at, fromFile)
+	}
 	for _, f := range schemaFaults(ve) {
 		pos := at
 		if !fromFile {

@@ -31,6 +31,7 @@
 package policytest
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -66,6 +67,40 @@ type Case struct {
 	WantProve []string
 	// ProveK is the depth of the exploration (DefaultProveK when unset).
 	ProveK int
+
+	// idx places the paths of File.
+	idx *dsl.SourceIndex
+}
+
+// At returns where the case's file writes path, a path in the case such
+// as "want.steps[0].outcome" ("" for the case itself), as file:line:col;
+// the file alone when it cannot be placed.
+func (c *Case) At(path string) string {
+	return placeIn(c.idx, c.File, c.Name, path)
+}
+
+// Where places a problem of the case, as reported by Run, CheckVet or
+// CheckIDs: at the path it starts with in the scenario ("scenario:
+// steps[0].chat.model: ...") or in the want ("want: steps[0]...",
+// "$.steps[0].outcome: want ..."), else at the case.
+func (c *Case) Where(problem string) string {
+	switch {
+	case strings.HasPrefix(problem, "$."):
+		path, _, _ := strings.Cut(problem[2:], ": ")
+		return c.At("want." + path)
+	case strings.HasPrefix(problem, "scenario: "), strings.HasPrefix(problem, "want: "):
+		return c.At(scenario.MessagePath(problem))
+	}
+	return c.At("")
+}
+
+// placeIn returns where idx places path in case name of file, as
+// file:line:col (file when it cannot).
+func placeIn(idx *dsl.SourceIndex, file, name, path string) string {
+	if pos, ok := idx.At([]string{"tests", name}, path); ok {
+		return fmt.Sprintf("%s:%d:%d", file, pos.Line, pos.Col)
+	}
+	return file
 }
 
 // DefaultProveK is the depth of a want_prove case without prove_k.
@@ -85,12 +120,17 @@ func Discover(ctx context.Context, dir string, opts dsl.DataOptions) ([]*Case, e
 	}
 	sort.Strings(files)
 	var cases []*Case
+	var errs []error
 	for _, f := range files {
 		cs, err := readFile(ctx, f, opts)
 		if err != nil {
-			return nil, err
+			errs = append(errs, err)
+			continue
 		}
 		cases = append(cases, cs...)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
 	}
 	return cases, nil
 }
@@ -99,6 +139,12 @@ func readFile(ctx context.Context, path string, opts dsl.DataOptions) ([]*Case, 
 	data, err := dsl.LoadData(ctx, path, opts)
 	if err != nil {
 		return nil, err
+	}
+	// The file read again, for the places of its cases' problems (within
+	// the bounds LoadData checked).
+	var idx *dsl.SourceIndex
+	if src, err := dsl.ReadFile(path, cmp.Or(opts.MaxSize, dsl.MaxFileSize)); err == nil {
+		idx = dsl.IndexSource(path, src)
 	}
 	var doc map[string]json.RawMessage
 	if err := json.Unmarshal(data, &doc); err != nil {
@@ -119,59 +165,67 @@ func readFile(ctx context.Context, path string, opts dsl.DataOptions) ([]*Case, 
 	if len(tests) == 0 {
 		return nil, fmt.Errorf("%s: no tests: the file must hold a `tests` struct of named cases", path)
 	}
-	cases := map[string]testCase{}
-	for _, name := range sortedKeys(tests) {
-		var fields map[string]json.RawMessage
-		if err := json.Unmarshal(tests[name], &fields); err != nil {
-			return nil, fmt.Errorf("%s: test %q: %s", path, name, typeProblem(err, "a struct of "+strings.Join(caseFields, ", ")))
-		}
-		t, err := decodeCase(fields)
-		if err != nil {
-			return nil, fmt.Errorf("%s: test %q: %v", path, name, err)
-		}
-		cases[name] = t
-	}
+	// Every faulty case is reported, in the order of their names, so that
+	// a file is fixed in one round and the report is the same every time.
 	var out []*Case
-	// In name order, so that of two faulty cases the same is reported
-	// every time.
-	for _, name := range sortedKeys(cases) {
-		t := cases[name]
-		hasScenario := len(t.Scenario) > 0 && string(t.Scenario) != "null"
-		c := &Case{Name: name, File: path}
-		if t.WantVet != nil {
-			c.WantVet = append([]string{}, *t.WantVet...)
-			sort.Strings(c.WantVet)
-		}
-		if t.WantProve != nil {
-			c.WantProve = append([]string{}, *t.WantProve...)
-			sort.Strings(c.WantProve)
-			c.ProveK = DefaultProveK
-		}
-		if t.ProveK != nil {
-			if t.WantProve == nil {
-				return nil, fmt.Errorf("%s: test %q: prove_k goes with want_prove", path, name)
-			}
-			if *t.ProveK < 1 || *t.ProveK > MaxProveK {
-				return nil, fmt.Errorf("%s: test %q: prove_k %d: the depth must be between 1 and %d", path, name, *t.ProveK, MaxProveK)
-			}
-			c.ProveK = *t.ProveK
-		}
-		switch {
-		case !hasScenario && t.Want == nil && c.WantVet == nil && c.WantProve == nil:
-			return nil, fmt.Errorf("%s: test %q has neither scenario and want nor want_vet nor want_prove", path, name)
-		case hasScenario != (t.Want != nil):
-			return nil, fmt.Errorf("%s: test %q: scenario and want go together", path, name)
-		}
-		if m, ok := t.Want.(map[string]any); ok && len(m) == 0 {
-			return nil, fmt.Errorf("%s: test %q: want is empty, so it would match any run", path, name)
-		}
-		if hasScenario {
-			c.Scenario, c.Want = t.Scenario, t.Want
+	var errs []error
+	for _, name := range sortedKeys(tests) {
+		c, err := readCase(path, idx, name, tests[name])
+		if err != nil {
+			errs = append(errs, err)
+			continue
 		}
 		out = append(out, c)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
 	return out, nil
+}
+
+// readCase reads the case name of the test file path.
+func readCase(path string, idx *dsl.SourceIndex, name string, raw json.RawMessage) (*Case, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return nil, fmt.Errorf("%s: test %q: %s", placeIn(idx, path, name, ""), name, typeProblem(err, "a struct of "+strings.Join(caseFields, ", ")))
+	}
+	t, err := decodeCase(fields)
+	if err != nil {
+		return nil, fmt.Errorf("%s: test %q: %v", placeIn(idx, path, name, scenario.MessagePath(err.Error())), name, err)
+	}
+	hasScenario := len(t.Scenario) > 0 && string(t.Scenario) != "null"
+	c := &Case{Name: name, File: path, idx: idx}
+	if t.WantVet != nil {
+		c.WantVet = append([]string{}, *t.WantVet...)
+		sort.Strings(c.WantVet)
+	}
+	if t.WantProve != nil {
+		c.WantProve = append([]string{}, *t.WantProve...)
+		sort.Strings(c.WantProve)
+		c.ProveK = DefaultProveK
+	}
+	if t.ProveK != nil {
+		if t.WantProve == nil {
+			return nil, fmt.Errorf("%s: test %q: prove_k goes with want_prove", c.At("prove_k"), name)
+		}
+		if *t.ProveK < 1 || *t.ProveK > MaxProveK {
+			return nil, fmt.Errorf("%s: test %q: prove_k %d: the depth must be between 1 and %d", c.At("prove_k"), name, *t.ProveK, MaxProveK)
+		}
+		c.ProveK = *t.ProveK
+	}
+	switch {
+	case !hasScenario && t.Want == nil && c.WantVet == nil && c.WantProve == nil:
+		return nil, fmt.Errorf("%s: test %q has neither scenario and want nor want_vet nor want_prove", c.At(""), name)
+	case hasScenario != (t.Want != nil):
+		return nil, fmt.Errorf("%s: test %q: scenario and want go together", c.At(""), name)
+	}
+	if m, ok := t.Want.(map[string]any); ok && len(m) == 0 {
+		return nil, fmt.Errorf("%s: test %q: want is empty, so it would match any run", c.At("want"), name)
+	}
+	if hasScenario {
+		c.Scenario, c.Want = t.Scenario, t.Want
+	}
+	return c, nil
 }
 
 // testCase is a case as its file writes it.
@@ -305,13 +359,14 @@ func CheckIDs(cases []*Case, c *compiler.Compilation) error {
 		}
 	}
 	known := sortedKeys(rules)
+	var errs []error
 	for _, tc := range cases {
 		for _, id := range tc.WantVet {
 			// Without the policy its own constraints are not known.
 			if rules[id] || c.Policy == nil && strings.HasPrefix(id, "order/") {
 				continue
 			}
-			return fmt.Errorf("%s: test %q: want_vet: no rule %q%s: vet can never report it (agentc vet -rules lists them)", tc.File, tc.Name, id, dsl.SuggestName(id, known))
+			errs = append(errs, fmt.Errorf("%s: test %q: want_vet: no rule %q%s: vet can never report it (agentc vet -rules lists them)", tc.At("want_vet"), tc.Name, id, dsl.SuggestName(id, known)))
 		}
 		if c.Policy == nil {
 			continue
@@ -320,13 +375,13 @@ func CheckIDs(cases []*Case, c *compiler.Compilation) error {
 			switch {
 			case slices.Contains(invariants, id):
 			case slices.Contains(off, id):
-				return fmt.Errorf("%s: test %q: want_prove: invariant %q is turned off (invariants.off): prove can never find it violated", tc.File, tc.Name, id)
+				errs = append(errs, fmt.Errorf("%s: test %q: want_prove: invariant %q is turned off (invariants.off): prove can never find it violated", tc.At("want_prove"), tc.Name, id))
 			default:
-				return fmt.Errorf("%s: test %q: want_prove: the policy checks no invariant %q, so prove can never find it violated (it checks %s)%s", tc.File, tc.Name, id, strings.Join(invariants, ", "), dsl.SuggestName(id, invariants))
+				errs = append(errs, fmt.Errorf("%s: test %q: want_prove: the policy checks no invariant %q, so prove can never find it violated (it checks %s)%s", tc.At("want_prove"), tc.Name, id, strings.Join(invariants, ", "), dsl.SuggestName(id, invariants)))
 			}
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // setDiff describes how the set got differs from the set want.
@@ -375,6 +430,9 @@ func (c *Case) Run(ctx context.Context, p *plan.Plan, dir string) (diff string, 
 	}
 	// A want that lists the spans records them, as `agentc run -trace`
 	// does: without them `trace: []` would pass unchecked.
+	if err := scenario.CheckWantNames(c.Want, p, sc); err != nil {
+		return "", nil, fmt.Errorf("want: %w", err)
+	}
 	w, _ := c.Want.(map[string]any)
 	_, trace := w["trace"]
 	res, err := scenario.Run(ctx, p, sc, scenario.Options{Dir: dir, Trace: trace})

@@ -66,6 +66,13 @@ func TestDiscoverErrors(t *testing.T) {
 			`test "a": want: steps[0]: unknown field "requets"; did you mean "requests"?`},
 		{"null executions", "package p\ntests: a: {scenario: steps: [], want: executions: tools: refnd: null}\n",
 			`want: executions.tools.refnd: null asserts nothing (every declared name is listed with its count); write 0`},
+		// A value the result never has: the case could never pass.
+		{"misspelt outcome", "package p\ntests: a: {scenario: steps: [], want: steps: [{outcome: \"okay\"}]}\n",
+			`test "a": want: steps[0].outcome: "okay" is not an outcome (ok, blocked, budget, in_doubt, error, crash); did you mean "ok"?`},
+		{"misspelt stage", "package p\ntests: a: {scenario: steps: [], want: steps: [{}, {stage: \"tools\"}]}\n",
+			`test "a": want: steps[1].stage: "tools" is not a stage (chat, tool, admit, turn, agent, parallel, state, checkpoint, crash, resume); did you mean "tool"?`},
+		{"misspelt nested kind", "package p\ntests: a: {scenario: steps: [], want: steps: [{steps: [{error: kind: \"block\"}]}]}\n",
+			`test "a": want: steps[0].steps[0].error.kind: "block" is not an error kind; did you mean "blocked"?`},
 		{"misspelt absence", "package p\ntests: a: {scenario: steps: [], want: {eror: null}}\n", `want: unknown field "eror"`},
 		{"not CUE", "package p\ntests: {\n", "a_test.cue"},
 		{"prove_k alone", "package p\ntests: a: {want_vet: [], prove_k: 2}\n", "prove_k goes with want_prove"},
@@ -81,17 +88,25 @@ func TestDiscoverErrors(t *testing.T) {
 	}
 }
 
-// Of two faulty cases the first by name is reported, at every run.
+// Every faulty case is reported, in the order of their names, at every
+// run: a file is fixed in one round.
 func TestDiscoverErrorsInOrder(t *testing.T) {
 	src := "package p\n"
 	for _, n := range []string{"e", "b", "d", "a", "c"} {
 		src += "tests: " + n + ": {want_vet: [], prove_k: 2}\n"
 	}
-	dir := write(t, map[string]string{"a_test.cue": src})
+	dir := write(t, map[string]string{"a_test.cue": src, "b_test.cue": "package p\ntests: z: {}\n"})
 	for range 10 {
 		_, err := Discover(context.Background(), dir, dsl.DataOptions{})
 		require.Error(t, err)
-		assert.Contains(t, err.Error(), `test "a": prove_k goes with want_prove`)
+		var got []string
+		for _, line := range strings.Split(err.Error(), "\n") {
+			_, msg, _ := strings.Cut(line, ": ")
+			got = append(got, msg)
+		}
+		assert.Equal(t, []string{`test "a": prove_k goes with want_prove`, `test "b": prove_k goes with want_prove`,
+			`test "c": prove_k goes with want_prove`, `test "d": prove_k goes with want_prove`, `test "e": prove_k goes with want_prove`,
+			`test "z" has neither scenario and want nor want_vet nor want_prove`}, got)
 	}
 }
 
@@ -231,13 +246,13 @@ tests: b: want_prove: ["max_executions", "one_refund"]`))
 	err := check(t, `tests: ok: want_vet: []
 tests: typo: want_vet: ["cel/unkown-value"]`)
 	require.Error(t, err)
-	assert.Regexp(t, `a_test.cue: test "typo": want_vet: no rule "cel/unkown-value"; did you mean "cel/unknown-value"\?`, err.Error())
+	assert.Regexp(t, `a_test.cue:3:14: test "typo": want_vet: no rule "cel/unkown-value"; did you mean "cel/unknown-value"\?`, err.Error())
 	err = check(t, `tests: c: want_vet: ["order/pii-frst"]`)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `no rule "order/pii-frst"; did you mean "order/pii-first"?`)
 	err = check(t, `tests: d: want_prove: ["one_refnd"]`)
 	require.Error(t, err)
-	assert.Regexp(t, `a_test.cue: test "d": want_prove: the policy checks no invariant "one_refnd", so prove can never find it violated \(it checks [^)]*\); did you mean "one_refund"\?$`, err.Error())
+	assert.Regexp(t, `a_test.cue:2:11: test "d": want_prove: the policy checks no invariant "one_refnd", so prove can never find it violated \(it checks [^)]*\); did you mean "one_refund"\?$`, err.Error())
 	err = check(t, `tests: e: want_prove: ["budget_overshoot"]`)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `test "e": want_prove: invariant "budget_overshoot" is turned off (invariants.off)`)
@@ -282,4 +297,35 @@ func TestRunScenarioOfWhatThePolicyLacks(t *testing.T) {
 	err = runCase(t, dns+`steps: [{chat: {model: "primary", messages: [], tool_choice: "required"}}, {resume: {store: "default"}}]`, `steps: [{}, {}]`)
 	require.Error(t, err)
 	assert.Equal(t, `scenario: dns: no layer of the policy looks host names up (egress does), so the stub is never consulted`, err.Error())
+}
+
+// A want expecting an error from a layer the policy does not have fails
+// the case with the layers and a did-you-mean, before the scenario runs.
+func TestRunWantOfAnUnknownLayer(t *testing.T) {
+	err := runCase(t, `models: primary: [{text: "hi"}], steps: [{chat: {model: "primary", messages: []}}]`, `steps: [{error: layer: "retyr"}]`)
+	require.Error(t, err)
+	assert.Equal(t, `want: steps[0].error.layer: the policy has no layer "retyr", so no error comes from it (its chains have no layers)`, err.Error())
+}
+
+// A problem of a case is placed where the test file writes it: a want's
+// field, an unknown field of the case, a scenario's step; in a JSON test
+// file as in a CUE one.
+func TestProblemsArePlaced(t *testing.T) {
+	dir := write(t, map[string]string{"a_test.cue": "package p\n\ntests: a: {\n\tscenario: steps: []\n\twant: steps: [{outcome: \"okay\"}]\n}\n"})
+	_, err := Discover(context.Background(), dir, dsl.DataOptions{})
+	require.Error(t, err)
+	assert.Equal(t, filepath.Join(dir, "a_test.cue")+`:5:17: test "a": want: steps[0].outcome: "okay" is not an outcome (ok, blocked, budget, in_doubt, error, crash); did you mean "ok"?`, err.Error())
+
+	dir = write(t, map[string]string{"a_test.cue": "package p\n\ntests: a: {\n\twant_vet: []\n\twnat: steps: []\n}\n"})
+	_, err = Discover(context.Background(), dir, dsl.DataOptions{})
+	require.Error(t, err)
+	assert.True(t, strings.HasPrefix(err.Error(), filepath.Join(dir, "a_test.cue")+`:5:2: test "a": unknown field "wnat"`), err.Error())
+
+	dir = write(t, map[string]string{"tests/c.json": "{\"tests\": {\"b\": {\n  \"scenario\": {\"steps\": [\n    {\"chat\": {\"model\": \"primry\"}}]},\n  \"want\": {\"steps\": [{\"outcome\": \"ok\"}]}}}}"})
+	cases, err := Discover(context.Background(), dir, dsl.DataOptions{})
+	require.NoError(t, err)
+	file := filepath.Join(dir, "tests", "c.json")
+	assert.Equal(t, file+":3:15", cases[0].Where(`scenario: steps[0].chat.model: the policy declares no model "primry"`))
+	assert.Equal(t, file+":4:23", cases[0].Where(`$.steps[0].outcome: want "ok", got "error"`))
+	assert.Equal(t, file+":1:12", cases[0].Where(`the policy does not vet`))
 }

@@ -46,6 +46,7 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 	if errors.As(err, &se) {
 		// The scenario names what the policy does not have: each
 		// problem at its place, as vet's diagnostics are.
+		placeCUE(se, fs.Arg(1))
 		fmt.Fprintln(env.stderr, se.In(fs.Arg(1)))
 		return exitUsage
 	}
@@ -53,6 +54,15 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 		// The error may be the plan's (a layer that does not build) or
 		// the scenario's: name both.
 		return fail(env, "run %s with %s: %v", fs.Arg(0), fs.Arg(1), err)
+	}
+	if w := scenario.UnusedWarnings(sc, res); w != nil {
+		// Not a refusal: a scenario may script a call the policy
+		// refuses. Each at its place, after the result.
+		defer func() {
+			for _, line := range strings.Split(w.In(fs.Arg(1)), "\n") {
+				fmt.Fprintln(env.stderr, "warning: "+line)
+			}
+		}()
 	}
 	if *asJSON {
 		if err := writeJSON(env.stdout, res); err != nil {
@@ -120,6 +130,7 @@ func readScenario(ctx context.Context, env *cliEnv, path string) (*scenario.Scen
 	s, err := parse(data)
 	var se *scenario.Error
 	if errors.As(err, &se) {
+		placeCUE(se, path)
 		return nil, &scenarioError{se.In(path)}
 	}
 	if err != nil {
@@ -154,4 +165,22 @@ func scenarioApart(policy, scenarioPath string) error {
 		}
 	}
 	return nil
+}
+
+// placeCUE places the problems of the CUE scenario at path where the file
+// writes what each names (its JSON form, which the problems were found in,
+// has no lines of the file's); a JSON scenario's are placed already.
+func placeCUE(se *scenario.Error, path string) {
+	if filepath.Ext(path) != ".cue" {
+		return
+	}
+	src, err := dsl.ReadFile(path, dsl.MaxFileSize)
+	if err != nil {
+		return
+	}
+	idx := dsl.IndexSource(path, src)
+	se.Place(func(p string) (int, int, bool) {
+		pos, ok := idx.At(nil, p)
+		return pos.Line, pos.Col, ok
+	})
 }

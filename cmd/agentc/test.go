@@ -1,7 +1,9 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +16,7 @@ import (
 	"github.com/agentc-dev/agentc/policytest"
 	"github.com/agentc-dev/agentc/prove"
 	"github.com/agentc-dev/agentc/runtime/plan"
+	"github.com/agentc-dev/agentc/runtime/scenario"
 )
 
 func cmdTest(ctx context.Context, env *cliEnv, args []string) int {
@@ -61,7 +64,7 @@ func cmdTest(ctx context.Context, env *cliEnv, args []string) int {
 		}
 		cases, err := policytest.Discover(ctx, dir, dsl.DataOptions{Timeout: env.timeout})
 		if err != nil {
-			return fail(env, "%v", err)
+			return failEach(env, err)
 		}
 		if len(cases) == 0 {
 			fmt.Fprintf(env.stdout, "?     %s  [no test files]\n", rel(env, dir))
@@ -74,7 +77,7 @@ func cmdTest(ctx context.Context, env *cliEnv, args []string) int {
 		// A want no run can meet stops the run as a test file that does
 		// not read does.
 		if err := policytest.CheckIDs(cases, c); err != nil {
-			return fail(env, "%v", err)
+			return failEach(env, err)
 		}
 		var rules []string
 		for _, d := range c.Diagnostics {
@@ -86,15 +89,16 @@ func cmdTest(ctx context.Context, env *cliEnv, args []string) int {
 			if filter != nil && !filter.MatchString(tc.Name) {
 				continue
 			}
-			var problem string
+			var problem, where string
+			var runOut []byte
 			if tc.WantVet != nil {
-				problem = tc.CheckVet(rules)
+				problem, where = tc.CheckVet(rules), tc.At("want_vet")
 				if problem != "" && *verbose {
 					problem += "\n      diagnostics:" + diagnosticLines(env, c.Diagnostics)
 				}
 			}
 			if problem == "" && tc.WantProve != nil {
-				problem = pr.check(ctx, env, tc, *verbose)
+				problem, where = pr.check(ctx, env, tc, *verbose), tc.At("want_prove")
 			}
 			if problem == "" && tc.Scenario != nil {
 				if c.Plan == nil {
@@ -107,11 +111,13 @@ func cmdTest(ctx context.Context, env *cliEnv, args []string) int {
 					problem = "the policy does not vet"
 				} else {
 					diff, out, err := tc.Run(ctx, c.Plan, dir)
+					runOut = out
 					switch {
 					case err != nil:
 						problem = err.Error()
+						where = tc.Where(problem)
 					case diff != "":
-						problem = diff
+						problem, where = diff, tc.Where(diff)
 						if *verbose {
 							problem += "\n      output: " + string(out)
 						}
@@ -120,12 +126,14 @@ func cmdTest(ctx context.Context, env *cliEnv, args []string) int {
 			}
 			if problem != "" {
 				failed++
-				fmt.Fprintf(env.stdout, "FAIL  %s  %s: %s\n", rel(env, tc.File), tc.Name, problem)
+				// At the place the problem names in the test file.
+				fmt.Fprintf(env.stdout, "FAIL  %s  %s: %s\n", rel(env, cmp.Or(where, tc.At(""))), tc.Name, problem)
 				continue
 			}
 			passed++
 			if *verbose {
 				fmt.Fprintf(env.stdout, "ok    %s  %s\n", rel(env, tc.File), tc.Name)
+				printUnused(env, runOut)
 			}
 		}
 	}
@@ -243,4 +251,31 @@ func indent(s, prefix string) string {
 		lines[i] = prefix + l
 	}
 	return strings.Join(lines, "\n")
+}
+
+// printUnused lists under a case the script items its run left, from the
+// run's JSON output: a warning, as a case may script a call the policy
+// refuses.
+func printUnused(env *cliEnv, out []byte) {
+	var res struct {
+		Unused []scenario.Unused `json:"unused"`
+	}
+	if json.Unmarshal(out, &res) != nil {
+		return
+	}
+	for _, u := range res.Unused {
+		fmt.Fprintf(env.stdout, "      warning: %s\n", u)
+	}
+}
+
+// failEach reports each error err joins (every faulty case of the test
+// files) as fail does, one to a line.
+func failEach(env *cliEnv, err error) int {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			failEach(env, e)
+		}
+		return exitUsage
+	}
+	return fail(env, "%v", err)
 }

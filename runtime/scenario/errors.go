@@ -62,6 +62,49 @@ func (e *Error) Messages() []string {
 	return out
 }
 
+// Place gives the problems without a line (those of a scenario evaluated
+// from another source) the line and column at returns for their path ("",
+// the scenario itself; the path of an unknown field includes its name), so
+// that a CUE scenario's problems are placed where its file writes them.
+func (e *Error) Place(at func(path string) (line, col int, ok bool)) {
+	for i, p := range e.Problems {
+		if p.Line > 0 {
+			continue
+		}
+		if line, col, ok := at(MessagePath(p.Message)); ok {
+			e.Problems[i].Line, e.Problems[i].Col = line, col
+		}
+	}
+	slices.SortStableFunc(e.Problems, func(a, b Problem) int {
+		return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Col, b.Col))
+	})
+}
+
+// MessagePath returns the path a problem's message names: its leading
+// segments up to the first that is not a path ("want: steps[0]: unknown
+// field ..." names want.steps[0]), followed by the field an "unknown field"
+// names ("steps[1].tool.nme").
+func MessagePath(msg string) string {
+	var segs []string
+	rest := msg
+	for {
+		seg, after, ok := strings.Cut(rest, ": ")
+		if !ok || seg == "" || strings.ContainsAny(seg, " \"'$") {
+			break
+		}
+		segs = append(segs, seg)
+		rest = after
+	}
+	if name, ok := strings.CutPrefix(rest, "unknown field "); ok {
+		if q, err := strconv.QuotedPrefix(name); err == nil {
+			if f, err := strconv.Unquote(q); err == nil {
+				segs = append(segs, f)
+			}
+		}
+	}
+	return strings.Join(segs, ".")
+}
+
 // problems places each of errs, whose text starts with the path of its
 // place, in src (the scenario's JSON text; nil when it was evaluated).
 func problems(src []byte, errs []error) *Error {

@@ -86,6 +86,56 @@ type Result struct {
 	// (else the default store), when the policy has a checkpoint layer or
 	// a step saved or resumed one.
 	Checkpoints *CheckpointSummary `json:"checkpoints,omitempty"`
+	// Unused lists the scripts some of whose items no call took, unless
+	// a tool crashed the run (the steps after it did not run).
+	Unused []Unused `json:"unused,omitempty"`
+}
+
+// Unused is a script ("models.primary", "tools.refund", "retrieval") of
+// whose Items the run took only the first Taken.
+type Unused struct {
+	Script string `json:"script"`
+	Taken  int    `json:"taken"`
+	Items  int    `json:"items"`
+}
+
+// unused lists the scripts of f with items left, in the order of their
+// paths.
+func (f *fakes) unused() []Unused {
+	var out []Unused
+	add := func(script string, next, items int) {
+		if next < items {
+			out = append(out, Unused{Script: script, Taken: next, Items: items})
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(f.modelScript)) {
+		add("models."+name, f.modelScript[name].next, len(f.modelScript[name].items))
+	}
+	add("retrieval", f.retrievals.next, len(f.retrievals.items))
+	for _, name := range slices.Sorted(maps.Keys(f.toolScript)) {
+		add("tools."+name, f.toolScript[name].next, len(f.toolScript[name].items))
+	}
+	return out
+}
+
+// UnusedWarnings places each script of res.Unused in s at its first item
+// no call took, or returns nil when every item was taken. They are
+// warnings, not refusals: a case may script a tool to show that the
+// policy refuses the call.
+func UnusedWarnings(s *Scenario, res *Result) *Error {
+	if len(res.Unused) == 0 {
+		return nil
+	}
+	errs := make([]error, len(res.Unused))
+	for i, u := range res.Unused {
+		errs[i] = errors.New(u.String())
+	}
+	return problems(s.src, errs)
+}
+
+// String names the first item no call took, and how many the run took.
+func (u Unused) String() string {
+	return fmt.Sprintf("%s[%d]: no call took this item: the run took %d of the script's %d items", u.Script, u.Taken, u.Taken, u.Items)
 }
 
 // StepResult is the outcome of one step.
@@ -296,9 +346,6 @@ func Run(ctx context.Context, p *plan.Plan, s *Scenario, opts Options) (*Result,
 	}
 	rctx = runtime.WithRun(rctx, runtime.Run{ID: runID})
 	r := &runner{pl: pl, f: f, grounding: p.Grounding != nil, rebuild: rebuild, hold: s.HoldBackground}
-	if p.State != nil {
-		r.stateFields = slices.Sorted(maps.Keys(p.State.Fields))
-	}
 	// A crash step replaces the pipeline: close the last one.
 	defer func() { _ = r.pl.Close() }()
 	res := &Result{Steps: r.steps(rctx, "", s.Steps)}
@@ -314,6 +361,9 @@ func Run(ctx context.Context, p *plan.Plan, s *Scenario, opts Options) (*Result,
 		res.Checkpoints = cs
 	}
 	res.Crashed = f.crashed.Load()
+	if !res.Crashed {
+		res.Unused = f.unused()
+	}
 	if opts.Inspect != nil {
 		opts.Inspect(pl)
 	}
@@ -477,6 +527,17 @@ func checkScripts(p *plan.Plan, s *Scenario) error {
 			}
 		}
 	}
+	// An agent step settles the tool calls its transcript left without a
+	// result.
+	eachStep("steps", s.Steps, func(_ string, st Step) {
+		if st.Agent != nil {
+			for _, m := range st.Agent.Messages {
+				for _, c := range m.ToolCalls {
+					tools[c.Name] = true
+				}
+			}
+		}
+	})
 	declaredModels, declaredTools := slices.Sorted(maps.Keys(p.Models)), slices.Sorted(maps.Keys(p.Tools))
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(s.Models)) {
@@ -485,8 +546,14 @@ func checkScripts(p *plan.Plan, s *Scenario) error {
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(s.Tools)) {
-		if _, ok := p.Tools[name]; !ok && !tools[name] {
+		_, declared := p.Tools[name]
+		switch {
+		case !declared && !tools[name]:
 			errs = append(errs, uncalled("tools", "tool", name, declaredTools))
+		case !tools[name] && len(s.Tools[name]) > 0:
+			// Only a step or a scripted model's tool call calls a
+			// tool: no layer does.
+			errs = append(errs, fmt.Errorf("tools.%s: no step calls tool %q and no scripted model item asks for it, so the script is never used", name, name))
 		}
 	}
 	// Only a grounding section retrieves: without one the items scripted
@@ -559,7 +626,7 @@ func eachStep(path string, steps []Step, fn func(p string, st Step)) {
 // that is neither a mode nor a tool the call offers (a provider would be
 // told to call a tool that does not exist), a checkpoint store it does not
 // declare, an agent step continuing a transcript no step left, an admit
-// step's query where nothing grounds,
+// step's query where nothing grounds, a state field it does not declare,
 // background sinks to hold where it has none.
 func checkNames(p *plan.Plan, s *Scenario) []error {
 	var errs []error
@@ -567,6 +634,10 @@ func checkNames(p *plan.Plan, s *Scenario) []error {
 	stores := slices.Sorted(maps.Keys(p.Stores))
 	if !slices.Contains(stores, runtime.DefaultStore) {
 		stores = append([]string{runtime.DefaultStore}, stores...)
+	}
+	var fields []string
+	if p.State != nil {
+		fields = slices.Sorted(maps.Keys(p.State.Fields))
 	}
 	// Whether a transcript is there for an agent step to continue: what
 	// an agent step before it left or a resume restored, until a crash.
@@ -592,6 +663,8 @@ func checkNames(p *plan.Plan, s *Scenario) []error {
 			errs = append(errs, checkStore(path+".resume", st.Resume.Store, stores)...)
 		case st.Admit != nil && p.Grounding == nil && st.Admit.Query != "":
 			errs = append(errs, fmt.Errorf("%s.admit.query: the policy has no grounding section, so nothing is grounded and the query is never used", path))
+		case st.State != nil:
+			errs = append(errs, checkStateField(path+".state", st.State, fields)...)
 		}
 	})
 	if s.HoldBackground && !hasBackground(p) {
@@ -648,6 +721,23 @@ func checkStore(path, store string, stores []string) []error {
 	return []error{fmt.Errorf("%s (the stores are %s)", msg, strings.Join(stores, ", "))}
 }
 
+// checkStateField refuses a state step naming a field the policy does not
+// declare: the step could only fail, and a misspelt read would look like a
+// field not yet set.
+func checkStateField(path string, st *StateStep, fields []string) []error {
+	op, field := "set", st.Set
+	switch {
+	case st.Append != "":
+		op, field = "append", st.Append
+	case st.Get != "":
+		op, field = "get", st.Get
+	}
+	if slices.Contains(fields, field) {
+		return nil
+	}
+	return []error{fmt.Errorf("%s.%s: the policy declares no state field %q, so the step can only fail%s", path, op, field, suggestDeclared(field, "state field", fields))}
+}
+
 // hasBackground reports whether a state field of p has a background sink.
 func hasBackground(p *plan.Plan) bool {
 	if p.State == nil {
@@ -687,8 +777,6 @@ type runner struct {
 	f  *fakes
 	// grounding is set when the plan has a grounding section.
 	grounding bool
-	// stateFields are the state fields the policy declares, sorted.
-	stateFields []string
 	// rebuild builds the pipeline again after a crash step.
 	rebuild func(context.Context) (*runtime.Pipeline, error)
 	// hold is set when the background sinks deliver nothing until the

@@ -226,6 +226,7 @@ step 1 tool ok attempts=2 result={"ok":true}
 step 2 admit admitted=0
 executions: models backup=0 primary=2; tools refund=2
 meter: input_tokens=10 output_tokens=5 usd=0.000105 calls=1
+unused: models.backup took 0 of 1 items
 `, buf.String())
 }
 

@@ -310,12 +310,16 @@ func parse(data []byte, positions bool) (*Scenario, error) {
 	if err := dec.Decode(&s); err != nil {
 		var te *json.UnmarshalTypeError
 		if strings.HasPrefix(err.Error(), "json: unknown field ") || errors.As(err, &te) {
-			if u := findUnknown(data); u != nil {
-				p := Problem{Message: u.message()}
-				if positions {
-					p.Line, p.Col = lineColOf(data, int(u.off))
+			if us := findUnknown(data); len(us) > 0 {
+				e := &Error{}
+				for _, u := range us {
+					p := Problem{Message: u.message()}
+					if positions {
+						p.Line, p.Col = lineColOf(data, int(u.off))
+					}
+					e.Problems = append(e.Problems, p)
 				}
-				return nil, &Error{Problems: []Problem{p}}
+				return nil, e
 			}
 		}
 		p := jsonError(data, dec, err)
@@ -456,7 +460,7 @@ func (it ModelItem) check() error {
 	case it.FailAfter != nil && !streams:
 		return errors.New("fail_after needs text, deltas, refusal or tool_calls")
 	case it.FinishReason != "" && !slices.Contains(finishReasons, it.FinishReason):
-		return fmt.Errorf("finish_reason %q is not one of %s", it.FinishReason, strings.Join(finishReasons, ", "))
+		return fmt.Errorf("finish_reason %q is not one of %s%s", it.FinishReason, strings.Join(finishReasons, ", "), didYouMean(it.FinishReason, finishReasons))
 	case it.FinishReason != "" && it.Error != "" && it.FailAfter == nil:
 		return errors.New("finish_reason needs a response (an error alone fails before the first delta)")
 	case it.Usage != nil && it.Error != "" && it.FailAfter == nil:
@@ -507,7 +511,8 @@ func checkError(kind string, retryAfter int) error {
 			return errors.New("retry_after_ms must not be negative")
 		}
 	default:
-		return fmt.Errorf("error %q is not one of transient, rate_limited, timeout, permanent, refused", kind)
+		kinds := []string{ErrTransient, ErrRateLimited, ErrTimeout, ErrPermanent, ErrRefused}
+		return fmt.Errorf("error %q is not one of %s%s", kind, strings.Join(kinds, ", "), didYouMean(kind, kinds))
 	}
 	return nil
 }
@@ -627,7 +632,12 @@ var (
 func checkRequest(p string, cs *ChatStep) []error {
 	errs := checkMessages(p+".messages", cs.Messages)
 	if rf := cs.ResponseFormat; rf != nil && !slices.Contains(formatTypes, rf.Type) {
-		errs = append(errs, fmt.Errorf("%s.response_format: type %q is not one of %s", p, rf.Type, strings.Join(formatTypes, ", ")))
+		hint := didYouMean(rf.Type, formatTypes)
+		if rf.Type == "json" {
+			// Too short for the distance, but json_object is meant.
+			hint = fmt.Sprintf("; did you mean %q?", runtime.FormatJSONObject)
+		}
+		errs = append(errs, fmt.Errorf("%s.response_format: type %q is not one of %s%s", p, rf.Type, strings.Join(formatTypes, ", "), hint))
 	}
 	return errs
 }
@@ -636,11 +646,11 @@ func checkMessages(p string, msgs []runtime.Message) []error {
 	var errs []error
 	for i, m := range msgs {
 		if !slices.Contains(roles, m.Role) {
-			errs = append(errs, fmt.Errorf("%s[%d]: role %q is not one of %s", p, i, m.Role, strings.Join(roles, ", ")))
+			errs = append(errs, fmt.Errorf("%s[%d]: role %q is not one of %s%s", p, i, m.Role, strings.Join(roles, ", "), didYouMean(m.Role, roles)))
 		}
 		for j, part := range m.Parts {
 			if !slices.Contains(partTypes, part.Type) {
-				errs = append(errs, fmt.Errorf("%s[%d].parts[%d]: type %q is not one of %s", p, i, j, part.Type, strings.Join(partTypes, ", ")))
+				errs = append(errs, fmt.Errorf("%s[%d].parts[%d]: type %q is not one of %s%s", p, i, j, part.Type, strings.Join(partTypes, ", "), didYouMean(part.Type, partTypes)))
 			}
 		}
 	}

@@ -71,7 +71,8 @@ func TestDesignExample(t *testing.T) {
            {"index": 2, "stage": "admit", "admitted": []}],
  "executions": {"models": {"primary": 2, "backup": 0}, "tools": {"refund": 2}},
  "audit": [],
- "meter": {"input_tokens": 10, "output_tokens": 5, "usd": 0.000105, "calls": 1}}`, string(got))
+ "meter": {"input_tokens": 10, "output_tokens": 5, "usd": 0.000105, "calls": 1},
+ "unused": [{"script": "models.backup", "taken": 0, "items": 1}]}`, string(got))
 }
 
 // An evaluated scenario (CUE, a test case) names its errors' places by
@@ -122,6 +123,8 @@ func TestParseErrors(t *testing.T) {
 		{"empty item", `{"models": {"m": [{}]}, "steps": [{"chat": {}}]}`, []string{"models.m[0]: one of text, deltas, refusal, tool_calls or error is required"}},
 		{"tool call without name", `{"models": {"m": [{"tool_calls": [{"args": {}}]}]}, "steps": [{"chat": {}}]}`, []string{"models.m[0]: tool_calls[0]: name is required"}},
 		{"bad finish reason", `{"models": {"m": [{"text": "a", "finish_reason": "done"}]}, "steps": [{"chat": {}}]}`, []string{`models.m[0]: finish_reason "done" is not one of stop, length, tool_calls, content_filter, pause_turn`}},
+		{"misspelt error kind", `{"models": {"m": [{"error": "transiant"}]}, "steps": [{"chat": {}}]}`, []string{`models.m[0]: error "transiant" is not one of transient, rate_limited, timeout, permanent, refused; did you mean "transient"?`}},
+		{"misspelt finish reason", `{"models": {"m": [{"text": "a", "finish_reason": "stp"}]}, "steps": [{"chat": {}}]}`, []string{`finish_reason "stp" is not one of stop, length, tool_calls, content_filter, pause_turn; did you mean "stop"?`}},
 		{"finish reason on an error", `{"models": {"m": [{"error": "transient", "finish_reason": "stop"}]}, "steps": [{"chat": {}}]}`, []string{"models.m[0]: finish_reason needs a response"}},
 		{"usage on an error", `{"models": {"m": [{"error": "timeout", "usage": {"input_tokens": 5}}]}, "steps": [{"chat": {}}]}`, []string{"models.m[0]: usage needs a response"}},
 		{"usage with fail_after", `{"models": {"m": [{"deltas": ["a", "b"], "fail_after": 1, "usage": {"input_tokens": 5}}]}, "steps": [{"chat": {}}]}`, []string{"models.m[0]: fail_after fails the stream instead of ending it"}},
@@ -143,10 +146,10 @@ func TestParseErrors(t *testing.T) {
 		{"refused tool", `{"tools": {"t": [{"error": "refused"}]}, "steps": [{"chat": {}}]}`, []string{`tools.t[0]: error "refused" is a model provider's`}},
 		{"negative consume", `{"steps": [{"chat": {"consume": -1}}]}`, []string{"steps[0].chat: consume must not be negative"}},
 		{"trailing", `{"steps": [{"chat": {}}]} {}`, []string{"trailing data"}},
-		{"misspelt role", `{"steps": [{"chat": {"messages": [{"role": "usr", "content": "hi"}]}}]}`, []string{`steps[0].chat.messages[0]: role "usr" is not one of system, user, assistant, tool`}},
+		{"misspelt role", `{"steps": [{"chat": {"messages": [{"role": "usr", "content": "hi"}]}}]}`, []string{`steps[0].chat.messages[0]: role "usr" is not one of system, user, assistant, tool; did you mean "user"?`}},
 		{"missing role", `{"steps": [{"agent": {"model": "m", "messages": [{"content": "hi"}]}}]}`, []string{`steps[0].agent.messages[0]: role "" is not one of`}},
-		{"misspelt part type", `{"steps": [{"chat": {"messages": [{"role": "user", "parts": [{"type": "txt", "text": "x"}]}]}}]}`, []string{`steps[0].chat.messages[0].parts[0]: type "txt" is not one of text, image, tool_result, thinking, redacted_thinking, document`}},
-		{"misspelt format", `{"steps": [{"agent": {"model": "m", "input": "x", "params": {"response_format": {"type": "json"}}}}]}`, []string{`steps[0].agent.params.response_format: type "json" is not one of text, json_object, json_schema`}},
+		{"misspelt part type", `{"steps": [{"chat": {"messages": [{"role": "user", "parts": [{"type": "txt", "text": "x"}]}]}}]}`, []string{`steps[0].chat.messages[0].parts[0]: type "txt" is not one of text, image, tool_result, thinking, redacted_thinking, document; did you mean "text"?`}},
+		{"misspelt format", `{"steps": [{"agent": {"model": "m", "input": "x", "params": {"response_format": {"type": "json"}}}}]}`, []string{`steps[0].agent.params.response_format: type "json" is not one of text, json_object, json_schema; did you mean "json_object"?`}},
 		{"dns address", `{"dns": {"api.example.com": ["93.184.216.300"]}, "steps": [{"chat": {}}]}`, []string{`line 1, col 30: dns.api.example.com[0]: "93.184.216.300" is not an IP address`}},
 		{"dns without address", `{"dns": {"api.example.com": []}, "steps": [{"chat": {}}]}`, []string{"line 1, col 10: dns.api.example.com: at least one address is required"}},
 		{"dns url", `{"dns": {"https://api.example.com": ["93.184.216.34"]}, "steps": [{"chat": {}}]}`, []string{`dns: "https://api.example.com" is not a host name`}},
@@ -190,6 +193,10 @@ func TestRunRefusesUncalledScripts(t *testing.T) {
 			[]string{`models.primry: the policy declares no model "primry"`, `did you mean "primary"? (it declares backup, primary)`}},
 		{"several", `{"models": {"bakup": [{"text": "hi"}]}, "tools": {"rfund": [{"result": 1}]}, "steps": [{"chat": {"model": "primary", "messages": []}}]}`,
 			[]string{`models.bakup:`, `tools.rfund:`}},
+		// A declared tool's script that no step calls and no model item
+		// asks for: no layer calls a tool.
+		{"declared tool nothing calls", `{"tools": {"refund": [{"result": 1}]}, "steps": [{"chat": {"model": "primary", "messages": []}}]}`,
+			[]string{`line 1, col 12: tools.refund: no step calls tool "refund" and no scripted model item asks for it, so the script is never used`}},
 		// Only a grounding section retrieves.
 		{"retrieval without grounding", "{\"steps\": [{\"chat\": {\"model\": \"primary\", \"messages\": []}}],\n \"retrieval\": [{\"items\": []}]}",
 			[]string{`line 2, col 2: retrieval: the policy has no grounding section, so nothing retrieves and the script is never used`}},
@@ -211,6 +218,10 @@ func TestRunRefusesUncalledScripts(t *testing.T) {
 		// Requested by a scripted model.
 		`{"models": {"primary": [{"tool_calls": [{"name": "wipe"}]}, {"text": "done"}]}, "tools": {"wipe": [{"result": 1}]},
 		  "steps": [{"agent": {"model": "primary", "input": "x"}}]}`,
+		// Settled by an agent step: its transcript left the call without
+		// a result.
+		`{"models": {"primary": [{"text": "done"}]}, "tools": {"refund": [{"result": 1}]},
+		  "steps": [{"agent": {"model": "primary", "messages": [{"role": "assistant", "tool_calls": [{"id": "c1", "name": "refund", "arguments": {}}]}]}}]}`,
 		// A model the policy does not declare, called by name, inside a turn.
 		`{"models": {"local": [{"text": "hi"}]}, "steps": [{"turn": {"input": "x", "steps": [{"chat": {"model": "local", "messages": []}}]}}]}`,
 	} {
@@ -288,4 +299,132 @@ s.json:3:27: steps[1].parallel[0].chat.model: the policy declares no model "prim
 		_, err = scenario.Run(context.Background(), tt.p, s, scenario.Options{})
 		require.NoError(t, err, tt.src)
 	}
+}
+
+// A state step naming a field the policy does not declare could only fail:
+// it is refused before the run, at its place, with a did-you-mean, a read
+// as a write (a misspelt get would otherwise pass as a field not yet set).
+func TestRunRefusesUndeclaredStateFields(t *testing.T) {
+	p := &plan.Plan{Version: plan.Version, Policy: "p", State: &plan.State{Fields: map[string]plan.StateField{
+		"limit": {}, "notes": {},
+	}}}
+	s, err := scenario.Parse([]byte("{\"steps\": [{\"state\": {\"set\": \"limit\", \"value\": 2}},\n" +
+		"  {\"state\": {\"get\": \"limt\"}},\n" +
+		"  {\"turn\": {\"steps\": [{\"state\": {\"append\": \"note\", \"value\": 1}}]}}]}"))
+	require.NoError(t, err)
+	_, err = scenario.Run(context.Background(), p, s, scenario.Options{})
+	var se *scenario.Error
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, `s.json:2:14: steps[1].state.get: the policy declares no state field "limt", so the step can only fail; did you mean "limit"? (it declares limit, notes)
+s.json:3:34: steps[2].turn.steps[0].state.append: the policy declares no state field "note", so the step can only fail; did you mean "notes"? (it declares limit, notes)`, se.In("s.json"))
+
+	// Under a policy without state, the step names what is missing.
+	s, err = scenario.Parse([]byte(`{"steps": [{"state": {"get": "limit"}}]}`))
+	require.NoError(t, err)
+	_, err = scenario.Run(context.Background(), &plan.Plan{Version: plan.Version, Policy: "p"}, s, scenario.Options{})
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, []string{`steps[0].state.get: the policy declares no state field "limit", so the step can only fail (the policy declares no state fields)`}, se.Messages())
+}
+
+// Script items no call took are listed in the result, and placed in the
+// scenario's text at the first of them: a warning, since a case may script
+// a tool to show that the policy refuses it (want executions 0).
+func TestRunListsUnusedItems(t *testing.T) {
+	const src = "{\"models\": {\"primary\": [{\"text\": \"a\"},\n  {\"text\": \"b\"}]},\n" +
+		" \"tools\": {\"refund\": [{\"result\": 1}]},\n" +
+		" \"steps\": [{\"chat\": {\"model\": \"primary\", \"messages\": []}}, {\"tool\": {\"name\": \"refund\", \"args\": {}}}]}"
+	s, err := scenario.Parse([]byte(src))
+	require.NoError(t, err)
+	res, err := scenario.Run(context.Background(), designPlan(), s, scenario.Options{})
+	require.NoError(t, err)
+	assert.Equal(t, []scenario.Unused{{Script: "models.primary", Taken: 1, Items: 2}}, res.Unused)
+	var text strings.Builder
+	require.NoError(t, res.WriteText(&text))
+	assert.Contains(t, text.String(), "\nunused: models.primary took 1 of 2 items\n")
+	w := scenario.UnusedWarnings(s, res)
+	require.NotNil(t, w)
+	assert.Equal(t, `s.json:2:3: models.primary[1]: no call took this item: the run took 1 of the script's 2 items`, w.In("s.json"))
+
+	// Every item taken: nothing is listed.
+	s, err = scenario.Parse([]byte(`{"models": {"primary": [{"text": "a"}]}, "steps": [{"chat": {"model": "primary", "messages": []}}]}`))
+	require.NoError(t, err)
+	res, err = scenario.Run(context.Background(), designPlan(), s, scenario.Options{})
+	require.NoError(t, err)
+	assert.Empty(t, res.Unused)
+	assert.Nil(t, scenario.UnusedWarnings(s, res))
+}
+
+// A want expecting an error from a layer the policy does not have could
+// never pass: it is refused with the layers and a did-you-mean. The names
+// that are no layer of a chain (tools, checkpoint, grounding, a state
+// field's) are known.
+func TestCheckWantNames(t *testing.T) {
+	p := designPlan()
+	p.Chains.Tool = append(p.Chains.Tool, func() plan.Layer {
+		l := layer("guard", `{}`)
+		l.Name = "refund_limit"
+		return l
+	}())
+	p.State = &plan.State{Fields: map[string]plan.StateField{"limit": {}}}
+	want := func(s string) any {
+		var w any
+		require.NoError(t, json.Unmarshal([]byte(s), &w))
+		return w
+	}
+	err := scenario.CheckWantNames(want(`{"steps": [{"outcome": "ok"}, {"steps": [{"error": {"layer": "refund_limt"}}]}]}`), p, nil)
+	require.Error(t, err)
+	assert.Equal(t, `steps[1].steps[0].error.layer: the policy has no layer "refund_limt", so no error comes from it; did you mean "refund_limit"? (its layers: tracing, meter, fallback, retry, refund_limit)`, err.Error())
+	for _, ok := range []string{
+		`{"steps": [{"error": {"layer": "refund_limit"}}, {"error": {"layer": "tools"}}, {"error": {"layer": ""}}]}`,
+		`{"steps": [{"error": {"layer": "checkpoint"}}, {"error": {"layer": "grounding"}}]}`,
+		`{"steps": [{"error": {"layer": "state.limit"}}, {"error": {"layer": "state.limit.on_set[0]"}}]}`,
+		`{"steps": [{"error": null}], "audit": []}`,
+	} {
+		assert.NoError(t, scenario.CheckWantNames(want(ok), p, nil), ok)
+	}
+	assert.Error(t, scenario.CheckWantNames(want(`{"steps": [{"error": {"layer": "state.limt"}}]}`), p, nil))
+}
+
+// Every unknown field and every value of the wrong type is reported in one
+// round, each at its place, in the order of the text.
+func TestParseReportsEveryUnknownField(t *testing.T) {
+	_, err := scenario.Parse([]byte("{\"models\": {\"primary\": [{\"txt\": \"hi\"}]},\n" +
+		" \"steps\": [{\"chat\": {\"model\": 5, \"mesages\": [{\"role\": \"user\", \"content\": \"hi\"}]}},\n" +
+		"   {\"tool\": {\"nme\": \"refund\", \"args\": {\"anything\": {\"goes\": 1}}}}]}"))
+	var se *scenario.Error
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, `s.json:1:26: models.primary[0]: unknown field "txt"; did you mean "text"?
+s.json:2:31: steps[0].chat.model: a number (5), where a string is expected
+s.json:2:34: steps[0].chat: unknown field "mesages"; did you mean "messages"?
+s.json:3:14: steps[1].tool: unknown field "nme"; did you mean "name"?`, se.In("s.json"))
+}
+
+// A want counting the executions of a model or tool the result does not
+// list (neither declared nor scripted) could never pass: it is refused with
+// the names and a did-you-mean.
+func TestCheckWantExecutionNames(t *testing.T) {
+	s, err := scenario.Parse([]byte(`{"tools": {"wipe": [{"result": 1}]}, "steps": [{"tool": {"name": "wipe", "args": {}}}]}`))
+	require.NoError(t, err)
+	var w any
+	require.NoError(t, json.Unmarshal([]byte(`{"executions": {"models": {"primary": 0}, "tools": {"refnd": 0}}}`), &w))
+	err = scenario.CheckWantNames(w, designPlan(), s)
+	require.Error(t, err)
+	assert.Equal(t, `executions.tools.refnd: the result counts no tool "refnd" (it counts the tools the policy declares and those the scenario scripts: refund, wipe); did you mean "refund"?`, err.Error())
+	require.NoError(t, json.Unmarshal([]byte(`{"executions": {"models": {"primary": 0, "backup": 1}, "tools": {"refund": 0, "wipe": 1}}}`), &w))
+	assert.NoError(t, scenario.CheckWantNames(w, designPlan(), s))
+}
+
+// Place gives an evaluated scenario's problems the places a caller finds
+// for their paths, an unknown field's at its name, and orders them.
+func TestErrorPlace(t *testing.T) {
+	_, err := scenario.ParseEvaluated([]byte(`{"steps": [{"tool": {"name": "a"}}, {"tool": {"nme": "b"}}]}`))
+	var se *scenario.Error
+	require.ErrorAs(t, err, &se)
+	var asked []string
+	se.Place(func(path string) (int, int, bool) {
+		asked = append(asked, path)
+		return 7, 3, true
+	})
+	assert.Equal(t, []string{"steps[1].tool.nme"}, asked)
+	assert.Equal(t, `s.cue:7:3: steps[1].tool: unknown field "nme"; did you mean "name"?`, se.In("s.cue"))
 }

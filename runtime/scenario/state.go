@@ -5,10 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"slices"
 
-	"github.com/agentc-dev/agentc/internal/textdist"
 	"github.com/agentc-dev/agentc/runtime"
 )
 
@@ -58,17 +55,8 @@ func (r *runner) state(ctx context.Context, i int, st *StateStep) StepResult {
 		v   any
 		err error
 	)
-	field := st.Set + st.Append + st.Get
-	if !slices.Contains(r.stateFields, field) {
-		// A read of a field the policy does not declare would pass as
-		// "not set": refused, as a write is.
-		var hint string
-		if best := textdist.Closest(field, r.stateFields); best != "" {
-			hint = fmt.Sprintf("; did you mean %q?", best)
-		}
-		setOutcome(&sr, fmt.Errorf("state field %q is not declared in the policy's state%s", field, hint))
-		return sr
-	}
+	// A field the policy does not declare was refused before the run
+	// (checkStateField).
 	switch {
 	case st.Get != "":
 		v, _ = r.pl.GetState(ctx, st.Get)

@@ -18,7 +18,8 @@ import (
 //	executions: models primary=2 backup=0; tools refund=1
 //	meter: input_tokens=10 output_tokens=5 usd=0.000105 calls=1
 //
-// and, when the run has them, its state fields and its checkpoints.
+// and, when the run has them, its state fields, its checkpoints and the
+// scripts whose items no call took.
 func (r *Result) WriteText(w io.Writer) error {
 	var b strings.Builder
 	writeSteps(&b, r.Steps, "")
@@ -56,6 +57,9 @@ func (r *Result) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, " latest=%d status=%s", c.Latest.Version, c.Latest.Status)
 		}
 		b.WriteByte('\n')
+	}
+	for _, u := range r.Unused {
+		fmt.Fprintf(&b, "unused: %s took %d of %d items\n", u.Script, u.Taken, u.Items)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

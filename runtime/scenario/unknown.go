@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/agentc-dev/agentc/internal/jsonwalk"
 	"github.com/agentc-dev/agentc/internal/textdist"
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
 )
 
 // unknownField is where a scenario names a field its format does not have,
@@ -50,15 +53,18 @@ func (u *unknownField) message() string {
 	return msg
 }
 
-// findUnknown walks data along the scenario's types and returns the first
-// field that none of them has, or the first value of the wrong type, with
-// its full path (encoding/json reports only the name, or a path without
-// list indices and map keys, in terms of Go types).
-func findUnknown(data []byte) *unknownField {
-	w := walker{dec: json.NewDecoder(bytes.NewReader(data)), data: data, types: true}
+// findUnknown walks data along the scenario's types and returns every
+// field that none of them has, and every value of the wrong type, each with
+// its full path (encoding/json reports only the first, by its name or a
+// path without list indices and map keys, in terms of Go types), so that
+// one round reports them all.
+func findUnknown(data []byte) []*unknownField {
+	w := walker{dec: json.NewDecoder(bytes.NewReader(data)), data: data, types: true, collect: true}
 	w.dec.UseNumber()
-	u, _ := w.walk(reflect.TypeFor[Scenario](), "")
-	return u
+	if _, err := w.walk(reflect.TypeFor[Scenario](), ""); err != nil && len(w.found) == 0 {
+		return nil
+	}
+	return w.found
 }
 
 var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
@@ -72,6 +78,39 @@ type walker struct {
 	exact bool
 	// types reports a value of the wrong type.
 	types bool
+	// collect gathers every problem in found, walking on past each,
+	// rather than returning the first.
+	collect bool
+	found   []*unknownField
+}
+
+// report returns u, or with collect gathers it and returns nil.
+func (w *walker) report(u *unknownField) *unknownField {
+	if !w.collect {
+		return u
+	}
+	w.found = append(w.found, u)
+	return nil
+}
+
+// skipRest reads the rest of a value whose opening token was read.
+func (w *walker) skipRest(tok json.Token) error {
+	if d, ok := tok.(json.Delim); !ok || (d != '{' && d != '[') {
+		return nil
+	}
+	for depth := 1; depth > 0; {
+		tok, err := w.dec.Token()
+		if err != nil {
+			return err
+		}
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			depth++
+		case json.Delim('}'), json.Delim(']'):
+			depth--
+		}
+	}
+	return nil
 }
 
 // walk reads one value of type t.
@@ -87,7 +126,10 @@ func (w *walker) walk(t reflect.Type, path string) (*unknownField, error) {
 	}
 	if w.types && !opaque && tok != nil {
 		if got, want := mismatch(tok, t); want != "" {
-			return &unknownField{path: path, off: start, got: got, want: want}, nil
+			if u := w.report(&unknownField{path: path, off: start, got: got, want: want}); u != nil {
+				return u, nil
+			}
+			return nil, w.skipRest(tok)
 		}
 	}
 	d, ok := tok.(json.Delim)
@@ -119,7 +161,13 @@ func (w *walker) walk(t reflect.Type, path string) (*unknownField, error) {
 				}
 				sort.Strings(known)
 				off := w.dec.InputOffset() - int64(len(key)) - 2
-				return &unknownField{path: path, off: max(off, 0), name: key, known: known}, nil
+				if u := w.report(&unknownField{path: path, off: max(off, 0), name: key, known: known}); u != nil {
+					return u, nil
+				}
+				if err := w.dec.Decode(new(json.RawMessage)); err != nil {
+					return nil, err
+				}
+				continue
 			}
 			if u, err := w.walk(ft, joinPath(path, key)); u != nil || err != nil {
 				return u, err
@@ -144,19 +192,7 @@ func (w *walker) walk(t reflect.Type, path string) (*unknownField, error) {
 		}
 	default:
 		// A value the types leave open: skip it.
-		for depth := 1; depth > 0; {
-			tok, err := w.dec.Token()
-			if err != nil {
-				return nil, err
-			}
-			switch tok {
-			case json.Delim('{'), json.Delim('['):
-				depth++
-			case json.Delim('}'), json.Delim(']'):
-				depth--
-			}
-		}
-		return nil, nil
+		return nil, w.skipRest(tok)
 	}
 	_, err = w.dec.Token() // the closing delimiter
 	return nil, err
@@ -295,6 +331,9 @@ func CheckWant(want []byte) error {
 	if u != nil {
 		return errors.New(u.message())
 	}
+	if err := checkWantValues(want); err != nil {
+		return err
+	}
 	// executions lists every declared model and tool with its count: null
 	// there would match a name that is not listed (a misspelt one) and
 	// assert nothing.
@@ -378,3 +417,163 @@ func fillFalse(t reflect.Type, want, got any) {
 }
 
 var marshalerType = reflect.TypeFor[json.Marshaler]()
+
+// The values a step's result takes: a want naming another could never be
+// met.
+var (
+	outcomes = []string{"ok", "blocked", "budget", "in_doubt", "error", "crash"}
+	stages   = []string{"chat", "tool", "admit", "turn", "agent", "parallel", "state", "checkpoint", "crash", "resume"}
+	// errorKinds are runtime.KindOf's; a host's error may carry a kind
+	// of its own, so only a value close to one of these is refused.
+	errorKinds = []string{"blocked", "budget", "in_doubt", "transient", "rate_limited", "timeout", "permanent",
+		"breaker_open", "store_unavailable", "canceled", "failure"}
+)
+
+// checkWantValues refuses a want whose steps expect an outcome or a stage
+// the result never has, or an error kind close to one it has (a misspelt
+// "block"): the case could only fail, with a difference that does not say
+// the want is wrong.
+func checkWantValues(want []byte) error {
+	var w struct {
+		Steps []wantStep `json:"steps"`
+	}
+	if json.Unmarshal(want, &w) != nil {
+		return nil // the walk above reports what is not the result's
+	}
+	return checkWantSteps("steps", w.Steps)
+}
+
+type wantStep struct {
+	Outcome *string `json:"outcome"`
+	Stage   *string `json:"stage"`
+	Error   *struct {
+		Kind *string `json:"kind"`
+	} `json:"error"`
+	Steps []wantStep `json:"steps"`
+}
+
+func checkWantSteps(path string, steps []wantStep) error {
+	for i, st := range steps {
+		at := fmt.Sprintf("%s[%d]", path, i)
+		if v := st.Outcome; v != nil && !slices.Contains(outcomes, *v) {
+			return fmt.Errorf("%s.outcome: %q is not an outcome (%s)%s", at, *v, strings.Join(outcomes, ", "), didYouMean(*v, outcomes))
+		}
+		if v := st.Stage; v != nil && !slices.Contains(stages, *v) {
+			return fmt.Errorf("%s.stage: %q is not a stage (%s)%s", at, *v, strings.Join(stages, ", "), didYouMean(*v, stages))
+		}
+		if st.Error != nil && st.Error.Kind != nil {
+			if v := *st.Error.Kind; !slices.Contains(errorKinds, v) && didYouMean(v, errorKinds) != "" {
+				return fmt.Errorf("%s.error.kind: %q is not an error kind%s", at, v, didYouMean(v, errorKinds))
+			}
+		}
+		if err := checkWantSteps(at+".steps", st.Steps); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func didYouMean(v string, known []string) string {
+	if best := textdist.Closest(v, known); best != "" {
+		return fmt.Sprintf("; did you mean %q?", best)
+	}
+	return ""
+}
+
+// CheckWantNames refuses a want (its JSON form decoded) that names what a
+// run of s (nil: a scenario without scripts) under p cannot report: a
+// misspelt name would only fail the case with a difference. Its steps'
+// errors must come from a layer p has: the chains' entries, the
+// declarations' check on entry (runtime.LayerTools), the checkpoints and
+// the grounding, and each state field ("state.limit") with its handlers
+// ("state.limit.on_set[0]"). Its executions must count models and tools
+// the result lists: those p declares and those s scripts.
+func CheckWantNames(want any, p *plan.Plan, s *Scenario) error {
+	if err := checkExecutionNames(want, p, s); err != nil {
+		return err
+	}
+	var names []string
+	for _, chain := range [][]plan.Layer{p.Chains.Chat, p.Chains.Tool, p.Chains.Turn} {
+		for _, l := range chain {
+			name := cmp.Or(l.Name, l.Use)
+			if !slices.Contains(names, name) {
+				names = append(names, name)
+			}
+		}
+	}
+	known := func(layer string) bool {
+		switch layer {
+		case "", runtime.LayerTools, runtime.LayerCheckpoint, runtime.LayerGrounding:
+			return true
+		}
+		if rest, ok := strings.CutPrefix(layer, "state."); ok && p.State != nil {
+			field, _, _ := strings.Cut(rest, ".")
+			_, declared := p.State.Fields[field]
+			return declared
+		}
+		return slices.Contains(names, layer)
+	}
+	w, _ := want.(map[string]any)
+	steps, _ := w["steps"].([]any)
+	return checkLayersIn("steps", steps, known, names)
+}
+
+func checkLayersIn(path string, steps []any, known func(string) bool, names []string) error {
+	for i, s := range steps {
+		st, _ := s.(map[string]any)
+		at := fmt.Sprintf("%s[%d]", path, i)
+		if e, ok := st["error"].(map[string]any); ok {
+			if layer, ok := e["layer"].(string); ok && !known(layer) {
+				list := "its chains have no layers"
+				if len(names) > 0 {
+					list = "its layers: " + strings.Join(names, ", ")
+				}
+				return fmt.Errorf("%s.error.layer: the policy has no layer %q, so no error comes from it%s (%s)",
+					at, layer, didYouMean(layer, names), list)
+			}
+		}
+		nested, _ := st["steps"].([]any)
+		if err := checkLayersIn(at+".steps", nested, known, names); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkExecutionNames refuses a count under the want's executions of a
+// model or tool the result does not list.
+func checkExecutionNames(want any, p *plan.Plan, s *Scenario) error {
+	w, _ := want.(map[string]any)
+	ex, _ := w["executions"].(map[string]any)
+	for _, k := range []struct {
+		field, kind string
+		declared    []string
+		scripted    []string
+	}{
+		{"models", "model", slices.Collect(maps.Keys(p.Models)), scriptNames(s, true)},
+		{"tools", "tool", slices.Collect(maps.Keys(p.Tools)), scriptNames(s, false)},
+	} {
+		counts, _ := ex[k.field].(map[string]any)
+		listed := append(k.declared, k.scripted...)
+		slices.Sort(listed)
+		listed = slices.Compact(listed)
+		for _, name := range slices.Sorted(maps.Keys(counts)) {
+			if !slices.Contains(listed, name) {
+				return fmt.Errorf("executions.%s.%s: the result counts no %s %q (it counts the %s the policy declares and those the scenario scripts: %s)%s",
+					k.field, name, k.kind, name, k.field, strings.Join(listed, ", "), didYouMean(name, listed))
+			}
+		}
+	}
+	return nil
+}
+
+// scriptNames lists the models (or tools) s scripts.
+func scriptNames(s *Scenario, models bool) []string {
+	if s == nil {
+		return nil
+	}
+	if models {
+		return slices.Collect(maps.Keys(s.Models))
+	}
+	return slices.Collect(maps.Keys(s.Tools))
+}
