@@ -1318,7 +1318,8 @@ func digest(kind, run string, b []byte) string {
 // Anthropic's (width x height / 750, after its resize to 2576 pixels and
 // 3.75 megapixels at most); an image known only by an http(s) URL, or whose
 // header cannot be read, counts MaxImageTokens. A PDF document counts
-// DocumentPageTokens a page.
+// DocumentPageTokens a page, a redacted_thinking block a token every
+// RedactedThinkingBytesPerToken bytes of its encrypted data.
 func EstimateMessages(msgs []Message) int64 {
 	var n int64
 	for i := range msgs {
@@ -1330,6 +1331,8 @@ func EstimateMessages(msgs []Message) int64 {
 				n += imageTokens(&m.Parts[j])
 			case PartDocument:
 				n += documentTokens(&m.Parts[j])
+			case PartRedactedThinking:
+				n += redactedThinkingTokens(&m.Parts[j])
 			default:
 				n += EstimateTokens(m.Parts[j].Text)
 			}
