@@ -61,6 +61,10 @@ type chatAPI struct {
 	// "anthropic"): a model of another reads some requests otherwise
 	// (servedModel.Stream).
 	wire string
+	// param, when set, maps the param of an upstream's error, a field of
+	// the request the gateway sent, to the field of p it came from ("":
+	// none, a null param).
+	param func(p *chatParams, upstream string) string
 }
 
 // chatStream writes a streamed response. Nothing is sent until the first
@@ -97,6 +101,9 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 		return
 	}
 	defer finish()
+	if a.param != nil {
+		x.param = func(upstream string) string { return a.param(&p, upstream) }
+	}
 	x.run = runtime.RunOf(ctx).ID
 	served := &servedSlot{idHeader: a.requestIDHeader}
 	ctx = runtime.WithUpstreamRequestID(ctx, served)
