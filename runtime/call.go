@@ -645,6 +645,11 @@ type Usage struct {
 	// CacheWriteInputTokens is the part of InputTokens written to the
 	// provider's prompt cache (Anthropic's cache_creation_input_tokens).
 	CacheWriteInputTokens int64 `json:"cache_write_input_tokens,omitempty"`
+	// CacheWrite1hInputTokens is the part of CacheWriteInputTokens written
+	// to one-hour cache entries (Anthropic's
+	// cache_creation.ephemeral_1h_input_tokens), which cost more to write
+	// than the five-minute ones that make the rest.
+	CacheWrite1hInputTokens int64 `json:"cache_write_1h_input_tokens,omitempty"`
 }
 
 // Total returns input plus output tokens, clamped as Ledger.Tokens.
@@ -662,6 +667,7 @@ func (u *Usage) Add(v Usage) {
 	u.CachedInputTokens = SaturatingAdd(u.CachedInputTokens, v.CachedInputTokens)
 	u.ReasoningTokens = SaturatingAdd(u.ReasoningTokens, v.ReasoningTokens)
 	u.CacheWriteInputTokens = SaturatingAdd(u.CacheWriteInputTokens, v.CacheWriteInputTokens)
+	u.CacheWrite1hInputTokens = SaturatingAdd(u.CacheWrite1hInputTokens, v.CacheWrite1hInputTokens)
 }
 
 // SaturatingAdd returns a+b for a count: a negative b adds nothing, and the
@@ -680,7 +686,7 @@ func SaturatingAdd(a, b int64) int64 {
 func (u Usage) Sub(v Usage) Usage {
 	return Usage{InputTokens: u.InputTokens - v.InputTokens, OutputTokens: u.OutputTokens - v.OutputTokens,
 		CachedInputTokens: u.CachedInputTokens - v.CachedInputTokens, ReasoningTokens: u.ReasoningTokens - v.ReasoningTokens,
-		CacheWriteInputTokens: u.CacheWriteInputTokens - v.CacheWriteInputTokens}
+		CacheWriteInputTokens: u.CacheWriteInputTokens - v.CacheWriteInputTokens, CacheWrite1hInputTokens: u.CacheWrite1hInputTokens - v.CacheWrite1hInputTokens}
 }
 
 // Finish reasons, in OpenAI's vocabulary; providers map theirs onto these
