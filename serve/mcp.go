@@ -1214,7 +1214,9 @@ func (p *mcpProxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	res, err := g.pl.Tool(runtime.WithRun(ctx, run), runtime.ToolRequest{Name: name, Args: args, IdempotencyKey: h.Get("Idempotency-Key")})
 	s.observeTool(name, res, err)
 	if err != nil {
-		msg := clientMessage(err)
+		// Without the ids of the gateway's accounts, as a chat route's
+		// upstream error (withoutAccount).
+		msg := withoutAccount(clientMessage(err))
 		if msg != err.Error() {
 			s.log.Warn("mcp tool call failed", "tool", name, "run", run.ID, "error", err.Error())
 		}
