@@ -166,8 +166,7 @@ func (s *Server) admitProposals(ctx context.Context, pl *runtime.Pipeline, offer
 			s.observeRefusal(plan.StageTool, err)
 			return err
 		}
-		if key, ok := repeatedKey(call.Arguments); ok {
-			err := &runtime.BlockedError{Layer: runtime.LayerTools, Message: fmt.Sprintf("the model proposed a call of %s whose arguments give the key %s twice: the tool chain reads the last, and the client's parser may run the call on the first", call.Name, key)}
+		if err := repeatedKeyError(call.Arguments, "the model proposed a call of "+call.Name+" whose arguments", "the client's parser"); err != nil {
 			s.observeRefusal(plan.StageTool, err)
 			return err
 		}
@@ -216,6 +215,18 @@ func repeatedKey(args json.RawMessage) (string, bool) {
 	}
 	_ = w.Walk(args)
 	return key, key != ""
+}
+
+// repeatedKeyError returns the refusal, by layer tools, of arguments that
+// give a key twice (repeatedKey), nil when they do not: what names the
+// arguments, reader what runs the call on them.
+func repeatedKeyError(args json.RawMessage, what, reader string) error {
+	key, ok := repeatedKey(args)
+	if !ok {
+		return nil
+	}
+	return &runtime.BlockedError{Layer: runtime.LayerTools, Message: fmt.Sprintf(
+		"%s give the key %s twice: the tool chain reads the last, and %s may run the call on the first", what, key, reader)}
 }
 
 // heldStream passes a stream's deltas to its writer until the first
