@@ -21,6 +21,19 @@ const (
 	orgWords  = "only org-members may run it, an org-wide setting kept in proj_settings"
 )
 
+// frontMCP serves srv on a loopback port and the gateway in front of it,
+// as the MCP server name, for the key agent-key.
+func frontMCP(t *testing.T, name string, srv *mcp.Server) *served {
+	t.Helper()
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(ts.Close)
+	return startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
+
+keys: agent: {sha256: %q}
+mcp: servers: %s: url: %q
+`, sha("agent-key"), name, ts.URL))), WatchInterval: -1})
+}
+
 // TestMCPToolErrorsWithoutAccountIDs: the error of an upstream tool reaches
 // an MCP client without the account ids it names, as an upstream's error
 // reaches a chat client; ordinary words that open as an id does (org-members,
@@ -32,13 +45,7 @@ func TestMCPToolErrorsWithoutAccountIDs(t *testing.T) {
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: failure}}}, nil
 		})
-	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
-	t.Cleanup(ts.Close)
-	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
-
-keys: agent: {sha256: %q}
-mcp: servers: export: url: %q
-`, sha("agent-key"), ts.URL))), WatchInterval: -1})
+	s := frontMCP(t, "export", srv)
 	cs := connectProxy(t, s.url, "agent-key", nil)
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "export"})
 	require.NoError(t, err)

@@ -14,25 +14,8 @@ import (
 // cacheWrites is an Anthropic stream whose prompt wrote 100,000 tokens to
 // one-hour cache entries and 200,000 to five-minute ones, the split its
 // usage reports in cache_creation.
-const cacheWrites = `event: message_start
-data: {"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"model":"claude-sonnet-4-5","stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":1000,"cache_creation_input_tokens":300000,"cache_read_input_tokens":0,"cache_creation":{"ephemeral_5m_input_tokens":200000,"ephemeral_1h_input_tokens":100000},"output_tokens":1}}}
-
-event: content_block_start
-data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}
-
-event: content_block_delta
-data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Done."}}
-
-event: content_block_stop
-data: {"type":"content_block_stop","index":0}
-
-event: message_delta
-data: {"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":10}}
-
-event: message_stop
-data: {"type":"message_stop"}
-
-`
+var cacheWrites = strings.Replace(anthropicStopping("end_turn"), `"usage":{"input_tokens":10,"output_tokens":1}`,
+	`"usage":{"input_tokens":1000,"cache_creation_input_tokens":300000,"cache_read_input_tokens":0,"cache_creation":{"ephemeral_5m_input_tokens":200000,"ephemeral_1h_input_tokens":100000},"output_tokens":1}`, 1)
 
 // TestMeterPricesOneHourCacheWrites: Anthropic bills a write to a one-hour
 // cache entry at twice its input price, a five-minute one at 1.25 times.
@@ -49,8 +32,8 @@ func TestMeterPricesOneHourCacheWrites(t *testing.T) {
 	assert.EqualValues(t, 1000, m.Usage.InputTokens)
 	assert.EqualValues(t, 100000, m.Usage.CacheCreation.Ephemeral1hInputTokens, m.RawJSON())
 	assert.EqualValues(t, 200000, m.Usage.CacheCreation.Ephemeral5mInputTokens, m.RawJSON())
-	// 1,000 input at 3, 200,000 written at 3.75, 100,000 at 6, 10 output at 15.
-	assert.Contains(t, g.metrics(t), `agentc_serve_budget_spend_usd_total{model="backup",tenant="acme"} 1.35315`+"\n")
+	// 1,000 input at 3, 200,000 written at 3.75, 100,000 at 6, 3 output at 15.
+	assert.Contains(t, g.metrics(t), `agentc_serve_budget_spend_usd_total{model="backup",tenant="acme"} 1.353045`+"\n")
 }
 
 // TestOneHourCacheWritesWithoutTheirPrice: a model that declares no
@@ -63,6 +46,6 @@ func TestOneHourCacheWritesWithoutTheirPrice(t *testing.T) {
 	require.Equal(t, 200, code, body)
 	start := strings.SplitN(strings.SplitN(body, "data: ", 2)[1], "\n", 2)[0]
 	assert.EqualValues(t, 100000, gjson.Get(start, "message.usage.cache_creation.ephemeral_1h_input_tokens").Int(), start)
-	// 1,000 input at 3, 300,000 written at 3.75, 10 output at 15.
-	assert.Contains(t, g.metrics(t), `agentc_serve_budget_spend_usd_total{model="backup",tenant="acme"} 1.12815`+"\n")
+	// 1,000 input at 3, 300,000 written at 3.75, 3 output at 15.
+	assert.Contains(t, g.metrics(t), `agentc_serve_budget_spend_usd_total{model="backup",tenant="acme"} 1.128045`+"\n")
 }
