@@ -63,8 +63,10 @@ type chatAPI struct {
 	wire string
 	// param, when set, maps the param of an upstream's error, a field of
 	// the request the gateway sent, to the field of p it came from ("":
-	// none, a null param).
-	param func(p *chatParams, upstream string) string
+	// none, a null param); sent reports that the messages went upstream as
+	// p holds them (no layer of the chat chain may have added, dropped or
+	// rewritten one: rewritesMessages).
+	param func(p *chatParams, sent bool, upstream string) string
 }
 
 // chatStream writes a streamed response. Nothing is sent until the first
@@ -102,7 +104,8 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 	}
 	defer finish()
 	if a.param != nil {
-		x.param = func(upstream string) string { return a.param(&p, upstream) }
+		sent := !rewritesMessages(x.g.pl)
+		x.param = func(upstream string) string { return a.param(&p, sent, upstream) }
 	}
 	x.run = runtime.RunOf(ctx).ID
 	served := &servedSlot{idHeader: a.requestIDHeader}
@@ -215,6 +218,18 @@ func repeatedKey(args json.RawMessage) (string, bool) {
 	}
 	_ = w.Walk(args)
 	return key, key != ""
+}
+
+// rewritesMessages reports whether a layer of pl's chat chain may change
+// the messages of a call (compaction may drop some, redact rewrite them):
+// a builtin that rewrites messages, or a custom middleware.
+func rewritesMessages(pl *runtime.Pipeline) bool {
+	for _, l := range pl.Layers(plan.StageChat) {
+		if m, ok := runtime.LookupModule(l.Use); !ok || !m.Builtin || m.HasTrait(runtime.TraitRewritesMessages) {
+			return true
+		}
+	}
+	return false
 }
 
 // repeatedKeyError returns the refusal, by layer tools, of arguments that

@@ -499,7 +499,6 @@ var rsFields = map[string]string{
 	"temperature": "temperature", "top_p": "top_p", "tool_choice": "tool_choice",
 	"parallel_tool_calls": "parallel_tool_calls", "user": "user", "safety_identifier": "safety_identifier",
 	"prompt_cache_key": "prompt_cache_key", "reasoning_effort": "reasoning.effort", "verbosity": "text.verbosity",
-	"messages": "input",
 }
 
 // rsParamPath matches the paths of rsParam: a message's (messages[i]...)
@@ -514,10 +513,14 @@ var rsParamPath = regexp.MustCompile(`^(messages|tools)\[(\d+)\](?:\.function\.(
 // of a call's output) or of the instructions; else "", a null param: a
 // message made of several items (an assistant turn and its calls), a
 // field of the other API alone (stream_options, response_format), a
-// message beyond the client's.
-func rsParam(p *chatParams, param string) string {
+// message beyond the client's, any message when the chat chain may have
+// changed them (sent false).
+func rsParam(p *chatParams, sent bool, param string) string {
 	if f, ok := rsFields[param]; ok {
 		return f
+	}
+	if param == "messages" && sent {
+		return "input"
 	}
 	m := rsParamPath.FindStringSubmatch(param)
 	if m == nil || p.rs == nil {
@@ -538,7 +541,7 @@ func rsParam(p *chatParams, param string) string {
 		}
 		return ""
 	}
-	if i >= len(p.rs.from) {
+	if i >= len(p.rs.from) || !sent {
 		return ""
 	}
 	o, rest := p.rs.from[i], m[4]

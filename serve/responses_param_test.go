@@ -43,19 +43,35 @@ func TestResponsesUpstreamParamNamesTheClientsField(t *testing.T) {
 		{"stream_options.include_usage", ""},
 		{"response_format", ""},
 	}
+	// A chat chain that may change the messages (redact may rewrite one,
+	// compaction drop some) leaves the messages' params null.
+	rewritten := []struct{ upstream, want string }{{"messages[4].content", ""}, {"messages", ""}, {"temperature", "temperature"}}
 	for _, c := range cases {
 		t.Run(c.upstream, func(t *testing.T) {
-			refused := fmt.Sprintf(`{"error":{"message":"Invalid value.","type":"invalid_request_error","param":%q,"code":"invalid_value"}}`, c.upstream)
-			g := newGateway(t, "", []reply{{status: 400, body: refused}}, nil)
-			code, _, got := do(t, "POST", g.url+"/v1/responses", clientKey, []byte(body))
-			require.Equal(t, 400, code, got)
-			param := gjson.Get(got, "error.param")
-			assert.Equal(t, "invalid_value", gjson.Get(got, "error.code").String(), got)
-			if c.want == "" {
-				assert.Equal(t, gjson.Null, param.Type, "a param that maps to no field of the request is null: %s", got)
-				return
-			}
-			assert.Equal(t, c.want, param.String(), got)
+			assertParam(t, "", body, c.upstream, c.want)
 		})
 	}
+	for _, c := range rewritten {
+		t.Run("redact "+c.upstream, func(t *testing.T) {
+			assertParam(t, `{use: "redact"}`, body, c.upstream, c.want)
+		})
+	}
+}
+
+// assertParam sends body to a gateway with chain whose OpenAI model
+// answers a 400 naming upstream, and checks the param the client gets
+// (want, "" for null).
+func assertParam(t *testing.T, chain, body, upstream, want string) {
+	t.Helper()
+	refused := fmt.Sprintf(`{"error":{"message":"Invalid value.","type":"invalid_request_error","param":%q,"code":"invalid_value"}}`, upstream)
+	g := newGateway(t, chain, []reply{{status: 400, body: refused}}, nil)
+	code, _, got := do(t, "POST", g.url+"/v1/responses", clientKey, []byte(body))
+	require.Equal(t, 400, code, got)
+	param := gjson.Get(got, "error.param")
+	assert.Equal(t, "invalid_value", gjson.Get(got, "error.code").String(), got)
+	if want == "" {
+		assert.Equal(t, gjson.Null, param.Type, "a param that maps to no field of the request is null: %s", got)
+		return
+	}
+	assert.Equal(t, want, param.String(), got)
 }
