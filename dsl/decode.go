@@ -37,14 +37,15 @@ func (l *loader) decode(p *Policy, v cue.Value) {
 		for _, f := range []string{"usd_per_mtok_in", "usd_per_mtok_out"} {
 			m.Priced = m.Priced || l.user.LookupPath(cue.MakePath(cue.Str("models"), cue.Str(name), cue.Str(f))).Exists()
 		}
-		if cv := mv.LookupPath(fieldPath("usd_per_mtok_cached")); cv.Exists() {
-			if f, err := cv.Float64(); err == nil {
-				m.USDPerMTokCached = &f
-			}
-		}
-		if cv := mv.LookupPath(fieldPath("usd_per_mtok_cache_write")); cv.Exists() {
-			if f, err := cv.Float64(); err == nil {
-				m.USDPerMTokCacheWrite = &f
+		for _, f := range []struct {
+			name string
+			dst  **float64
+		}{{"usd_per_mtok_cached", &m.USDPerMTokCached}, {"usd_per_mtok_cache_write", &m.USDPerMTokCacheWrite},
+			{"usd_per_mtok_cache_write_1h", &m.USDPerMTokCacheWrite1h}} {
+			if cv := mv.LookupPath(fieldPath(f.name)); cv.Exists() {
+				if v, err := cv.Float64(); err == nil {
+					*f.dst = &v
+				}
 			}
 		}
 		if ct := mv.LookupPath(fieldPath("context_tokens")); ct.Exists() {

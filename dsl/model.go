@@ -75,7 +75,10 @@ type Model struct {
 	// USDPerMTokCacheWrite prices input tokens written to the prompt
 	// cache (nil: as input).
 	USDPerMTokCacheWrite *float64
-	ContextTokens        int
+	// USDPerMTokCacheWrite1h prices the input tokens written to one-hour
+	// cache entries (nil: as the other writes).
+	USDPerMTokCacheWrite1h *float64
+	ContextTokens          int
 	// Provider, ID (the `model` field), APIKeyEnv, BaseURL and MaxTokens
 	// declare the client that serves the model; Provider is empty when the
 	// host supplies it.

@@ -645,6 +645,11 @@ type Usage struct {
 	// CacheWriteInputTokens is the part of InputTokens written to the
 	// provider's prompt cache (Anthropic's cache_creation_input_tokens).
 	CacheWriteInputTokens int64 `json:"cache_write_input_tokens,omitempty"`
+	// CacheWrite1hInputTokens is the part of CacheWriteInputTokens written
+	// to one-hour cache entries (Anthropic's
+	// cache_creation.ephemeral_1h_input_tokens), which cost more to write
+	// than the five-minute ones that make the rest.
+	CacheWrite1hInputTokens int64 `json:"cache_write_1h_input_tokens,omitempty"`
 }
 
 // Total returns input plus output tokens, clamped as Ledger.Tokens.
@@ -662,6 +667,7 @@ func (u *Usage) Add(v Usage) {
 	u.CachedInputTokens = SaturatingAdd(u.CachedInputTokens, v.CachedInputTokens)
 	u.ReasoningTokens = SaturatingAdd(u.ReasoningTokens, v.ReasoningTokens)
 	u.CacheWriteInputTokens = SaturatingAdd(u.CacheWriteInputTokens, v.CacheWriteInputTokens)
+	u.CacheWrite1hInputTokens = SaturatingAdd(u.CacheWrite1hInputTokens, v.CacheWrite1hInputTokens)
 }
 
 // SaturatingAdd returns a+b for a count: a negative b adds nothing, and the
@@ -680,7 +686,7 @@ func SaturatingAdd(a, b int64) int64 {
 func (u Usage) Sub(v Usage) Usage {
 	return Usage{InputTokens: u.InputTokens - v.InputTokens, OutputTokens: u.OutputTokens - v.OutputTokens,
 		CachedInputTokens: u.CachedInputTokens - v.CachedInputTokens, ReasoningTokens: u.ReasoningTokens - v.ReasoningTokens,
-		CacheWriteInputTokens: u.CacheWriteInputTokens - v.CacheWriteInputTokens}
+		CacheWriteInputTokens: u.CacheWriteInputTokens - v.CacheWriteInputTokens, CacheWrite1hInputTokens: u.CacheWrite1hInputTokens - v.CacheWrite1hInputTokens}
 }
 
 // Finish reasons, in OpenAI's vocabulary; providers map theirs onto these
@@ -1318,7 +1324,8 @@ func digest(kind, run string, b []byte) string {
 // Anthropic's (width x height / 750, after its resize to 2576 pixels and
 // 3.75 megapixels at most); an image known only by an http(s) URL, or whose
 // header cannot be read, counts MaxImageTokens. A PDF document counts
-// DocumentPageTokens a page.
+// DocumentPageTokens a page, a redacted_thinking block a token every
+// RedactedThinkingBytesPerToken bytes of its encrypted data.
 func EstimateMessages(msgs []Message) int64 {
 	var n int64
 	for i := range msgs {
@@ -1330,6 +1337,8 @@ func EstimateMessages(msgs []Message) int64 {
 				n += imageTokens(&m.Parts[j])
 			case PartDocument:
 				n += documentTokens(&m.Parts[j])
+			case PartRedactedThinking:
+				n += redactedThinkingTokens(&m.Parts[j])
 			default:
 				n += EstimateTokens(m.Parts[j].Text)
 			}

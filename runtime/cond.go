@@ -87,7 +87,8 @@ func (p *Predicate) EvalChat(ctx context.Context, c *ChatCall, resp *ChatRespons
 		v.Response = predicate.ChatResponse{Text: resp.Text, Model: resp.Model, FinishReason: resp.FinishReason, Refusal: resp.Refusal,
 			Usage: predicate.Usage{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens,
 				CachedInputTokens: resp.Usage.CachedInputTokens, CacheWriteInputTokens: resp.Usage.CacheWriteInputTokens,
-				ReasoningTokens: resp.Usage.ReasoningTokens}}
+				CacheWrite1hInputTokens: resp.Usage.CacheWrite1hInputTokens,
+				ReasoningTokens:         resp.Usage.ReasoningTokens}}
 		v.Response.ToolCalls = predicateCalls(resp.ToolCalls)
 	}
 	return p.prog.Eval(ctx, v)

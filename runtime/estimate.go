@@ -60,6 +60,20 @@ func documentTokens(p *ContentPart) int64 {
 	return int64(pages) * DocumentPageTokens
 }
 
+// RedactedThinkingBytesPerToken is the estimate of a redacted_thinking
+// block: a token every this many bytes of its encrypted data (base64, in
+// Signature). The model reads the thinking it encrypted back as input, and
+// the data is the only measure of it there is: base64 of the encrypted
+// text is a third longer than the text, which English makes a token of
+// about every four bytes.
+const RedactedThinkingBytesPerToken = 4
+
+// redactedThinkingTokens estimates a redacted_thinking block's tokens
+// (see RedactedThinkingBytesPerToken).
+func redactedThinkingTokens(p *ContentPart) int64 {
+	return (int64(len(p.Signature)) + RedactedThinkingBytesPerToken - 1) / RedactedThinkingBytesPerToken
+}
+
 // Image token figures of the providers (see imageTokensOf).
 const (
 	// OpenAI's tiled images: the image fits in 2048 x 2048, then its

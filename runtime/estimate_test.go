@@ -194,3 +194,12 @@ func TestEstimateRequestCountsACustomToolsGrammar(t *testing.T) {
 	assert.Equal(t, EstimateTokens("apply_patch")+EstimateTokens(grammar), EstimateRequest(req))
 	assert.Greater(t, EstimateTokens(grammar), int64(50))
 }
+
+func TestRedactedThinkingIsEstimatedFromItsData(t *testing.T) {
+	data := strings.Repeat("EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpPkNRj2YsUhSnC", 40)
+	without := EstimateMessages([]Message{{Role: "assistant", Content: "ok"}})
+	with := EstimateMessages([]Message{{Role: "assistant", Content: "ok", Parts: []ContentPart{
+		{Type: PartRedactedThinking, Signature: data}}}})
+	assert.Equal(t, without+int64(len(data)+RedactedThinkingBytesPerToken-1)/RedactedThinkingBytesPerToken, with,
+		"a redacted_thinking block counts its encrypted data, which the model reads back")
+}

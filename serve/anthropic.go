@@ -651,12 +651,19 @@ func appendStopSequence(b []byte, finish, stopSeq string) []byte {
 }
 
 // appendAnthropicUsage appends a usage object; Anthropic's input_tokens
-// excludes the tokens read from the prompt cache and those written to it.
+// excludes the tokens read from the prompt cache and those written to it,
+// and cache_creation splits the writes by the entries' time to live.
 func appendAnthropicUsage(b []byte, u runtime.Usage) []byte {
 	b = append(b, `{"input_tokens":`...)
 	b = appendInt(b, max(u.InputTokens-u.CachedInputTokens-u.CacheWriteInputTokens, 0))
 	b = append(b, `,"cache_creation_input_tokens":`...)
 	b = appendInt(b, u.CacheWriteInputTokens)
+	hour := min(max(u.CacheWrite1hInputTokens, 0), u.CacheWriteInputTokens)
+	b = append(b, `,"cache_creation":{"ephemeral_5m_input_tokens":`...)
+	b = appendInt(b, max(u.CacheWriteInputTokens-hour, 0))
+	b = append(b, `,"ephemeral_1h_input_tokens":`...)
+	b = appendInt(b, hour)
+	b = append(b, '}')
 	b = append(b, `,"cache_read_input_tokens":`...)
 	b = appendInt(b, u.CachedInputTokens)
 	b = append(b, `,"output_tokens":`...)
@@ -841,7 +848,8 @@ func (s *anthropicStream) event(name string) {
 
 func (s *anthropicStream) start(model string, u runtime.Usage) {
 	s.msg = true
-	s.inputIn = runtime.Usage{InputTokens: u.InputTokens, CachedInputTokens: u.CachedInputTokens, CacheWriteInputTokens: u.CacheWriteInputTokens}
+	s.inputIn = runtime.Usage{InputTokens: u.InputTokens, CachedInputTokens: u.CachedInputTokens,
+		CacheWriteInputTokens: u.CacheWriteInputTokens, CacheWrite1hInputTokens: u.CacheWrite1hInputTokens}
 	s.event("message_start")
 	b := append(s.buf, `{"type":"message_start","message":{"id":`...)
 	b = wire.AppendString(b, s.id)

@@ -61,6 +61,12 @@ type chatAPI struct {
 	// "anthropic"): a model of another reads some requests otherwise
 	// (servedModel.Stream).
 	wire string
+	// param, when set, maps the param of an upstream's error, a field of
+	// the request the gateway sent, to the field of p it came from ("":
+	// none, a null param); sent reports that the messages went upstream as
+	// p holds them (no layer of the chat chain may have added, dropped or
+	// rewritten one: rewritesMessages).
+	param func(p *chatParams, sent bool, upstream string) string
 }
 
 // chatStream writes a streamed response. Nothing is sent until the first
@@ -97,6 +103,10 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 		return
 	}
 	defer finish()
+	if a.param != nil {
+		sent := !rewritesMessages(x.g.pl)
+		x.param = func(upstream string) string { return a.param(&p, sent, upstream) }
+	}
 	x.run = runtime.RunOf(ctx).ID
 	served := &servedSlot{idHeader: a.requestIDHeader}
 	ctx = runtime.WithUpstreamRequestID(ctx, served)
@@ -159,8 +169,7 @@ func (s *Server) admitProposals(ctx context.Context, pl *runtime.Pipeline, offer
 			s.observeRefusal(plan.StageTool, err)
 			return err
 		}
-		if key, ok := repeatedKey(call.Arguments); ok {
-			err := &runtime.BlockedError{Layer: runtime.LayerTools, Message: fmt.Sprintf("the model proposed a call of %s whose arguments give the key %s twice: the tool chain reads the last, and the client's parser may run the call on the first", call.Name, key)}
+		if err := repeatedKeyError(call.Arguments, "the model proposed a call of "+call.Name+" whose arguments", "the client's parser"); err != nil {
 			s.observeRefusal(plan.StageTool, err)
 			return err
 		}
@@ -209,6 +218,30 @@ func repeatedKey(args json.RawMessage) (string, bool) {
 	}
 	_ = w.Walk(args)
 	return key, key != ""
+}
+
+// rewritesMessages reports whether a layer of pl's chat chain may change
+// the messages of a call (compaction may drop some, redact rewrite them):
+// a builtin that rewrites messages, or a custom middleware.
+func rewritesMessages(pl *runtime.Pipeline) bool {
+	for _, l := range pl.Layers(plan.StageChat) {
+		if m, ok := runtime.LookupModule(l.Use); !ok || !m.Builtin || m.HasTrait(runtime.TraitRewritesMessages) {
+			return true
+		}
+	}
+	return false
+}
+
+// repeatedKeyError returns the refusal, by layer tools, of arguments that
+// give a key twice (repeatedKey), nil when they do not: what names the
+// arguments, reader what runs the call on them.
+func repeatedKeyError(args json.RawMessage, what, reader string) error {
+	key, ok := repeatedKey(args)
+	if !ok {
+		return nil
+	}
+	return &runtime.BlockedError{Layer: runtime.LayerTools, Message: fmt.Sprintf(
+		"%s give the key %s twice: the tool chain reads the last, and %s may run the call on the first", what, key, reader)}
 }
 
 // heldStream passes a stream's deltas to its writer until the first

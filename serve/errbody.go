@@ -43,13 +43,14 @@ func callError(a api, status int, err error) errDoc {
 }
 
 // accountIDs are the ids of the gateway's upstream account that an
-// upstream's message may hold: OpenAI's organization (org-...) and project
-// (proj_...), as its rate limit messages name them ("Rate limit reached
-// for gpt-4o in organization org-... on tokens per min"), Anthropic's
-// workspace (wrkspc_...) and its organization's UUID ("the rate limit for
-// your organization (UUID)", "your organization's rate limit ... (org:
-// UUID, model: ...)").
-var accountIDs = regexp.MustCompile(`\b(?:org-[A-Za-z0-9]{6,}|proj_[A-Za-z0-9]{6,}|wrkspc_[A-Za-z0-9]{6,})\b|(?i:((?:organi[sz]ation|\borg)\W{1,3})[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b)`)
+// upstream's message may hold: OpenAI's organization (org- and 24 letters
+// and digits) and project (proj_ and 24), as its rate limit messages name
+// them ("Rate limit reached for gpt-4o in organization org-... on tokens
+// per min"), Anthropic's workspace (wrkspc_...) and its organization's
+// UUID ("the rate limit for your organization (UUID)", "your
+// organization's rate limit ... (org: UUID, model: ...)"). Words that open
+// as an id does (org-members, org-wide, proj_settings) are not ids.
+var accountIDs = regexp.MustCompile(`\b(?:org-[A-Za-z0-9]{24}|proj_[A-Za-z0-9]{24}|wrkspc_[A-Za-z0-9]{6,})\b|(?i:((?:organi[sz]ation|\borg)\W{1,3})[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b)`)
 
 // withoutAccount returns an upstream's message without the ids of the
 // gateway's account (accountIDs), the rest kept: they are the gateway's,

@@ -206,7 +206,7 @@ func TestUpstreamErrorDetailsBehindTheLayers(t *testing.T) {
 const (
 	openAIRateLimitBody = `{
     "error": {
-        "message": "Rate limit reached for gpt-4o in organization org-AbC123dEf456GhI789jKl on tokens per min (TPM): Limit 30000, Used 29760, Requested 1542. Please try again in 2.604s. Visit https://platform.openai.com/account/rate-limits to learn more.",
+        "message": "Rate limit reached for gpt-4o in organization org-AbC123dEf456GhI789jKlMnO on tokens per min (TPM): Limit 30000, Used 29760, Requested 1542. Please try again in 2.604s. Visit https://platform.openai.com/account/rate-limits to learn more.",
         "type": "tokens",
         "param": null,
         "code": "rate_limit_exceeded"
@@ -231,7 +231,7 @@ func TestUpstreamAccountIDsAreNotRelayed(t *testing.T) {
 		name, model, body, secret string
 		kept                      []string
 	}{
-		{"openai organization", "primary", openAIRateLimitBody, "org-AbC123dEf456GhI789jKl",
+		{"openai organization", "primary", openAIRateLimitBody, "org-AbC123dEf456GhI789jKlMnO",
 			[]string{"Rate limit reached for gpt-4o in organization [redacted] on tokens per min (TPM): Limit 30000, Used 29760, Requested 1542."}},
 		{"openai project", "primary", openAIProjectRateLimitBody, "proj_Q8rTn2VxW5yZ0aB3cD6eF9gH",
 			[]string{"Rate limit reached for gpt-4o in project [redacted] on requests per min (RPM)"}},
@@ -278,14 +278,15 @@ func TestUpstreamAccountIDsAreNotRelayed(t *testing.T) {
 func TestWithoutAccount(t *testing.T) {
 	for in, want := range map[string]string{
 		"no ids here": "no ids here",
-		"the org-chart, organization of the team":                                 "the org-chart, organization of the team",
-		"org-AbC123dEf456 and proj_abcdef123 in wrkspc_01AbCdEf":                  "[redacted] and [redacted] in [redacted]",
-		"Organisation: 0f0f0f0f-1111-2222-3333-444455556666.":                     "Organisation: [redacted].",
-		"request 0f0f0f0f-1111-2222-3333-444455556666 failed":                     "request 0f0f0f0f-1111-2222-3333-444455556666 failed",
-		"RATE LIMIT FOR YOUR ORGANIZATION (0F0F0F0F-1111-2222-3333-444455556666)": "RATE LIMIT FOR YOUR ORGANIZATION ([redacted])",
-		"per minute (org: 0f0f0f0f-1111-2222-3333-444455556666, model: m)":        "per minute (org: [redacted], model: m)",
-		"(ORG:0f0f0f0f-1111-2222-3333-444455556666)":                              "(ORG:[redacted])",
-		"the org 0f0f0f0f-1111-2222-3333-444455556666 is":                         "the org [redacted] is",
+		"the org-chart, organization of the team":                                           "the org-chart, organization of the team",
+		"org-Y7BYGmWRXNPOjZ7MbShyK4Cg and proj_Q8rTn2VxW5yZ0aB3cD6eF9gH in wrkspc_01AbCdEf": "[redacted] and [redacted] in [redacted]",
+		"org-members, org-wide, org-administrators, proj_settings, proj_abcdef123":          "org-members, org-wide, org-administrators, proj_settings, proj_abcdef123",
+		"Organisation: 0f0f0f0f-1111-2222-3333-444455556666.":                               "Organisation: [redacted].",
+		"request 0f0f0f0f-1111-2222-3333-444455556666 failed":                               "request 0f0f0f0f-1111-2222-3333-444455556666 failed",
+		"RATE LIMIT FOR YOUR ORGANIZATION (0F0F0F0F-1111-2222-3333-444455556666)":           "RATE LIMIT FOR YOUR ORGANIZATION ([redacted])",
+		"per minute (org: 0f0f0f0f-1111-2222-3333-444455556666, model: m)":                  "per minute (org: [redacted], model: m)",
+		"(ORG:0f0f0f0f-1111-2222-3333-444455556666)":                                        "(ORG:[redacted])",
+		"the org 0f0f0f0f-1111-2222-3333-444455556666 is":                                   "the org [redacted] is",
 	} {
 		assert.Equal(t, want, withoutAccount(in), in)
 	}

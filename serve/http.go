@@ -70,6 +70,9 @@ type exchange struct {
 	rpcID json.RawMessage
 	// err is the failure the response reported, for the access log.
 	err error
+	// param, when set, maps the param of an upstream's error to the
+	// route's own field (chatAPI.param).
+	param func(upstream string) string
 }
 
 // WriteHeader records the status.
@@ -363,7 +366,11 @@ func (x *exchange) failErr(err error) {
 	x.err = err
 	status, retryAfter := StatusOf(err)
 	SetRetryAfter(x.Header(), retryAfter)
-	x.failWith(callError(x.api, status, err))
+	e := callError(x.api, status, err)
+	if x.param != nil && e.param != "" {
+		e.param = x.param(e.param)
+	}
+	x.failWith(e)
 }
 
 // shutdownCut returns errShutdownCut for the error of a call the end of

@@ -1211,10 +1211,19 @@ func (p *mcpProxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	run.ID = runID(c, id)
 	s.runs.begin(run.ID, c.tenant)
 	defer func() { s.runs.end(run.ID, time.Now()) }()
-	res, err := g.pl.Tool(runtime.WithRun(ctx, run), runtime.ToolRequest{Name: name, Args: args, IdempotencyKey: h.Get("Idempotency-Key")})
+	// Arguments that give a key twice are refused before the tool chain,
+	// which would check the last, and the upstream, which may run the
+	// first (as a proposed call's are on the chat routes).
+	var res runtime.ToolResult
+	err = repeatedKeyError(req.Params.Arguments, "the arguments of "+name, "the MCP server")
+	if err == nil {
+		res, err = g.pl.Tool(runtime.WithRun(ctx, run), runtime.ToolRequest{Name: name, Args: args, IdempotencyKey: h.Get("Idempotency-Key")})
+	}
 	s.observeTool(name, res, err)
 	if err != nil {
-		msg := clientMessage(err)
+		// Without the ids of the gateway's accounts, as a chat route's
+		// upstream error (withoutAccount).
+		msg := withoutAccount(clientMessage(err))
 		if msg != err.Error() {
 			s.log.Warn("mcp tool call failed", "tool", name, "run", run.ID, "error", err.Error())
 		}

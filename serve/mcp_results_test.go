@@ -257,13 +257,7 @@ func TestMCPUpstreamRequestsAreNotRelayed(t *testing.T) {
 		_ = ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: "p", Message: "progress " + leak, Progress: 1})
 		return "done"
 	})
-	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
-	t.Cleanup(ts.Close)
-	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
-
-keys: agent: {sha256: %q}
-mcp: servers: asker: url: %q
-`, sha("agent-key"), ts.URL))), WatchInterval: -1})
+	s := frontMCP(t, "asker", srv)
 	var relayed atomic.Int64
 	cs := connectProxyWith(t, s.url, "agent-key", nil, &mcp.ClientOptions{
 		CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/agentc-dev/agentc/runtime"
@@ -17,7 +19,7 @@ import (
 // conversation in input (previous_response_id, conversation and
 // item_reference are refused), and a response says store false.
 var responsesChat = chatAPI{decode: decodeResponses, complete: completeResponses, stream: newResponsesStream,
-	requestIDHeader: "X-Request-Id", ordered: true, wire: "openai"}
+	requestIDHeader: "X-Request-Id", ordered: true, wire: "openai", param: rsParam}
 
 // storedResponseRoutes are the Responses API's routes of a stored
 // response, which the gateway, keeping none, answers with a 404 saying so.
@@ -34,6 +36,18 @@ type rsParams struct {
 	instructions *string
 	metadata     map[string]string
 	user         string
+	// from holds, for each message of the request, what of the client's
+	// request it was made of (rsParam maps an upstream's param with it).
+	from []rsOrigin
+}
+
+// rsOrigin is what a message of a Responses request was made of: the
+// instructions, the input string, one input item (item, output when a
+// function or custom tool call's output), or several items (merged).
+type rsOrigin struct {
+	item                       int
+	instructions, text, merged bool
+	output                     bool
 }
 
 // The request body of the Responses API: the fields the gateway maps.
@@ -195,9 +209,10 @@ func decodeResponses(body []byte, p *chatParams) error {
 	req.Messages = make([]runtime.Message, 0, p.items.messages+1)
 	if in.Instructions != nil && *in.Instructions != "" {
 		req.Messages = append(req.Messages, runtime.Message{Role: "system", Content: *in.Instructions})
+		rs.from = append(rs.from, rsOrigin{instructions: true})
 	}
 	var err error
-	if req.Messages, err = responsesInput(in.Input, req.Messages); err != nil {
+	if req.Messages, rs.from, err = responsesInput(in.Input, req.Messages, rs.from); err != nil {
 		return err
 	}
 	if err := outputBound("max_output_tokens", in.MaxOutputTokens); err != nil {
@@ -378,38 +393,43 @@ func responsesToolChoice(raw json.RawMessage, tools []runtime.ToolDef) (string, 
 // responsesInput appends the messages of input (a string, the user's
 // message, or a list of items) to msgs. The items of one assistant turn
 // (its reasoning, its messages, its function calls, in their order) are
-// one assistant message.
-func responsesInput(raw json.RawMessage, msgs []runtime.Message) ([]runtime.Message, error) {
+// one assistant message. It appends to from what each message was made
+// of.
+func responsesInput(raw json.RawMessage, msgs []runtime.Message, from []rsOrigin) ([]runtime.Message, []rsOrigin, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
-		return nil, errors.New("input: required (a string, or a list of items)")
+		return nil, nil, errors.New("input: required (a string, or a list of items)")
 	}
 	if raw[0] == '"' {
 		s, err := jsonString(raw)
 		if err != nil {
-			return nil, fmt.Errorf("input: %v", err)
+			return nil, nil, fmt.Errorf("input: %v", err)
 		}
-		return append(msgs, runtime.Message{Role: "user", Content: s}), nil
+		return append(msgs, runtime.Message{Role: "user", Content: s}), append(from, rsOrigin{text: true}), nil
 	}
 	items := make([]rsItem, 0, arrayLen(raw))
 	if err := json.Unmarshal(raw, &items); err != nil {
-		return nil, errors.New("input: want a string or a list of items")
+		return nil, nil, errors.New("input: want a string or a list of items")
 	}
 	if len(items) == 0 {
-		return nil, errors.New("input: an empty list; want at least one item")
+		return nil, nil, errors.New("input: an empty list; want at least one item")
 	}
 	// turn is the index of the assistant message the items of the current
 	// assistant turn go into; -1 when none is open.
-	turn := -1
+	turn, at := -1, 0
 	assistant := func() *runtime.Message {
 		if turn < 0 {
 			msgs = append(msgs, runtime.Message{Role: "assistant"})
+			from = append(from, rsOrigin{item: at})
 			turn = len(msgs) - 1
+		} else {
+			from[turn].merged = true
 		}
 		return &msgs[turn]
 	}
 	for i := range items {
 		it := &items[i]
+		at = i
 		var err error
 		switch typ := it.Type; {
 		case typ == "message" || typ == "" && it.Role != "":
@@ -425,10 +445,11 @@ func responsesInput(raw json.RawMessage, msgs []runtime.Message) ([]runtime.Mess
 			case "user":
 				m.Role = "user"
 			default:
-				return nil, fmt.Errorf(`input[%d].role: want "user", "assistant", "system" or "developer", got %q`, i, it.Role)
+				return nil, nil, fmt.Errorf(`input[%d].role: want "user", "assistant", "system" or "developer", got %q`, i, it.Role)
 			}
 			if err = rsContent(&m, it.Content); err == nil {
 				msgs = append(msgs, m)
+				from = append(from, rsOrigin{item: i})
 			}
 		case typ == "function_call":
 			err = rsCall(assistant(), it)
@@ -443,17 +464,18 @@ func responsesInput(raw json.RawMessage, msgs []runtime.Message) ([]runtime.Mess
 			var m runtime.Message
 			m, err = rsCallOutput(it)
 			msgs = append(msgs, m)
+			from = append(from, rsOrigin{item: i, output: true})
 		case typ == "reasoning":
 			err = rsReasoning(assistant(), it)
 		case typ == "item_reference":
-			return nil, fmt.Errorf("input[%d]: an item_reference is not served: the gateway keeps no items; send the item itself", i)
+			return nil, nil, fmt.Errorf("input[%d]: an item_reference is not served: the gateway keeps no items; send the item itself", i)
 		case typ == "":
-			return nil, fmt.Errorf("input[%d]: want a message (with a role) or an item with a type", i)
+			return nil, nil, fmt.Errorf("input[%d]: want a message (with a role) or an item with a type", i)
 		default:
-			return nil, fmt.Errorf(`input[%d].type: want "message", "function_call", "function_call_output", "custom_tool_call", "custom_tool_call_output" or "reasoning", got %q (the items of built-in tools are not served: those tools run outside the policy)`, i, typ)
+			return nil, nil, fmt.Errorf(`input[%d].type: want "message", "function_call", "function_call_output", "custom_tool_call", "custom_tool_call_output" or "reasoning", got %q (the items of built-in tools are not served: those tools run outside the policy)`, i, typ)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("input[%d]%w", i, err)
+			return nil, nil, fmt.Errorf("input[%d]%w", i, err)
 		}
 	}
 	for k := range msgs {
@@ -466,7 +488,80 @@ func responsesInput(raw json.RawMessage, msgs []runtime.Message) ([]runtime.Mess
 			m.Content, m.Parts = m.Parts[0].Text, nil
 		}
 	}
-	return msgs, nil
+	return msgs, from, nil
+}
+
+// rsFields maps the fields of a Chat Completions request the gateway sends
+// an OpenAI model to those of the Responses request they came from, for
+// the fields that map one to one (rsParam).
+var rsFields = map[string]string{
+	"max_completion_tokens": "max_output_tokens", "max_tokens": "max_output_tokens",
+	"temperature": "temperature", "top_p": "top_p", "tool_choice": "tool_choice",
+	"parallel_tool_calls": "parallel_tool_calls", "user": "user", "safety_identifier": "safety_identifier",
+	"prompt_cache_key": "prompt_cache_key", "reasoning_effort": "reasoning.effort", "verbosity": "text.verbosity",
+}
+
+// rsParamPath matches the paths of rsParam: a message's (messages[i]...)
+// and a tool's (tools[i] and its function's name, description,
+// parameters and strict).
+var rsParamPath = regexp.MustCompile(`^(messages|tools)\[(\d+)\](?:\.function\.(name|description|parameters|strict)$)?(.*)$`)
+
+// rsParam returns the field of the Responses request p that an OpenAI
+// model's param names in the Chat Completions request the gateway sent:
+// a field the two share or rename (rsFields), a tool's, a message's made
+// of one input item (input[i], input[i].content of a message, input[i].output
+// of a call's output) or of the instructions; else "", a null param: a
+// message made of several items (an assistant turn and its calls), a
+// field of the other API alone (stream_options, response_format), a
+// message beyond the client's, any message when the chat chain may have
+// changed them (sent false).
+func rsParam(p *chatParams, sent bool, param string) string {
+	if f, ok := rsFields[param]; ok {
+		return f
+	}
+	if param == "messages" && sent {
+		return "input"
+	}
+	m := rsParamPath.FindStringSubmatch(param)
+	if m == nil || p.rs == nil {
+		return ""
+	}
+	i, err := strconv.Atoi(m[2])
+	if err != nil {
+		return ""
+	}
+	if m[1] == "tools" {
+		switch {
+		case i >= len(p.req.Tools) || p.req.Tools[i].Custom != nil:
+			return ""
+		case m[3] != "":
+			return fmt.Sprintf("tools[%d].%s", i, m[3])
+		case m[4] == "":
+			return fmt.Sprintf("tools[%d]", i)
+		}
+		return ""
+	}
+	if i >= len(p.rs.from) || !sent {
+		return ""
+	}
+	o, rest := p.rs.from[i], m[4]
+	switch {
+	case o.merged:
+		return ""
+	case o.instructions:
+		return "instructions"
+	case o.text:
+		return "input"
+	case rest == "":
+		return fmt.Sprintf("input[%d]", o.item)
+	case strings.HasPrefix(rest, ".content") && o.output:
+		return fmt.Sprintf("input[%d].output", o.item)
+	case strings.HasPrefix(rest, ".content"):
+		return fmt.Sprintf("input[%d].content", o.item)
+	case rest == ".role" && !o.output:
+		return fmt.Sprintf("input[%d].role", o.item)
+	}
+	return fmt.Sprintf("input[%d]", o.item)
 }
 
 // rsContent appends a message's content (a string, or a list of parts,

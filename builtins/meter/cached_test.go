@@ -2,6 +2,8 @@ package meter_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -50,4 +52,53 @@ func TestCacheWritesArePricedAtTheCacheWriteRate(t *testing.T) {
 		"without usd_per_mtok_cache_write, written tokens are input")
 	over := runtime.Usage{InputTokens: 10, CachedInputTokens: 4, CacheWriteInputTokens: 1_000_000}
 	assert.InDelta(t, (4*0.3+6*3.75)/1e6, meter.Cost(rates, over), 1e-12, "reads and writes never exceed the input tokens")
+}
+
+// A request that asks for cache entries may write its whole prompt to the
+// cache, which costs more than input: the estimate prices it so, a prompt
+// with a one-hour breakpoint at the one-hour price.
+func TestEstimateOfARequestWithCacheBreakpoints(t *testing.T) {
+	write, hour := 3.75, 6.0
+	rates := plan.Model{USDPerMTokIn: 3, USDPerMTokOut: 15, USDPerMTokCacheWrite: &write, USDPerMTokCacheWrite1h: &hour}
+	text := strings.Repeat("a prompt worth caching ", 2000)
+	req := runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Parts: []runtime.ContentPart{{Type: runtime.PartText, Text: text}}}}}
+	plain := meter.Estimate(&req)
+	assert.Zero(t, plain.CacheWriteInputTokens, "no breakpoint: nothing is written")
+	in := plain.InputTokens
+
+	req.Messages[0].Parts[0].CacheControl = &runtime.CacheControl{Type: "ephemeral"}
+	est := meter.Estimate(&req)
+	assert.Equal(t, runtime.Usage{InputTokens: in, CacheWriteInputTokens: in}, est)
+	assert.InDelta(t, float64(in)*3.75/1e6, meter.Cost(rates, est), 1e-12)
+
+	req.CacheControl = &runtime.CacheControl{Type: "ephemeral", TTL: "1h"}
+	est = meter.Estimate(&req)
+	assert.Equal(t, runtime.Usage{InputTokens: in, CacheWriteInputTokens: in, CacheWrite1hInputTokens: in}, est)
+	assert.InDelta(t, float64(in)*6/1e6, meter.Cost(rates, est), 1e-12)
+
+	// Through the chain: a budget the input price fits, the one-hour write
+	// price does not, refuses the call before it runs.
+	p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("meter", fmt.Sprintf(`{"budget":{"usd":%g},"on_cross":"refuse"}`, float64(in)*4/1e6))}})
+	p.Models["primary"] = rates
+	model := rt.NewModel(rt.Response{Deltas: []string{"x"}})
+	pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
+	_, err := pl.Complete(context.Background(), req)
+	var be *runtime.BudgetError
+	require.ErrorAs(t, err, &be)
+	assert.Equal(t, "usd", be.Resource)
+	assert.Equal(t, 0, model.Calls())
+}
+
+func TestOneHourCacheWritesArePricedAtTheirRate(t *testing.T) {
+	write, hour := 3.75, 6.0
+	rates := plan.Model{USDPerMTokIn: 3, USDPerMTokOut: 15, USDPerMTokCacheWrite: &write, USDPerMTokCacheWrite1h: &hour}
+	u := runtime.Usage{InputTokens: 1_000_000, CacheWriteInputTokens: 600_000, CacheWrite1hInputTokens: 200_000}
+	// 400k input at 3, 400k five-minute writes at 3.75, 200k one-hour at 6.
+	assert.InDelta(t, 1.2+1.5+1.2, meter.Cost(rates, u), 1e-9)
+	assert.InDelta(t, 1.2+2.25, meter.Cost(plan.Model{USDPerMTokIn: 3, USDPerMTokCacheWrite: &write}, u), 1e-9,
+		"without usd_per_mtok_cache_write_1h, one-hour writes are priced as the others")
+	assert.InDelta(t, 2.4+1.2, meter.Cost(plan.Model{USDPerMTokIn: 3, USDPerMTokCacheWrite1h: &hour}, u), 1e-9,
+		"without usd_per_mtok_cache_write, five-minute writes are input")
+	over := runtime.Usage{InputTokens: 10, CacheWriteInputTokens: 4, CacheWrite1hInputTokens: 1_000_000}
+	assert.InDelta(t, (6*3+4*6)/1e6, meter.Cost(rates, over), 1e-12, "one-hour writes never exceed the writes")
 }

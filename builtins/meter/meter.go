@@ -597,8 +597,10 @@ func (m *Meter) Cost(model string, u runtime.Usage) float64 {
 }
 
 // Cost returns the cost in US dollars of usage at the rates of r: the
-// input tokens read from the prompt cache at usd_per_mtok_cached and those
-// written to it at usd_per_mtok_cache_write, when r declares them, the
+// input tokens read from the prompt cache at usd_per_mtok_cached, those
+// written to one-hour cache entries at usd_per_mtok_cache_write_1h and the
+// other writes at usd_per_mtok_cache_write, when r declares them (a
+// one-hour write without its own price at the other writes' price), the
 // rest of the input at usd_per_mtok_in.
 func Cost(r plan.Model, u runtime.Usage) float64 {
 	input := max(u.InputTokens, 0)
@@ -607,10 +609,17 @@ func Cost(r plan.Model, u runtime.Usage) float64 {
 	if r.USDPerMTokCached != nil {
 		in += float64(cached) * (*r.USDPerMTokCached - r.USDPerMTokIn)
 	}
+	written := min(max(u.CacheWriteInputTokens, 0), input-cached)
+	hour := min(max(u.CacheWrite1hInputTokens, 0), written)
+	write := r.USDPerMTokIn
 	if r.USDPerMTokCacheWrite != nil {
-		written := float64(min(max(u.CacheWriteInputTokens, 0), input-cached))
-		in += written * (*r.USDPerMTokCacheWrite - r.USDPerMTokIn)
+		write = *r.USDPerMTokCacheWrite
 	}
+	write1h := write
+	if r.USDPerMTokCacheWrite1h != nil {
+		write1h = *r.USDPerMTokCacheWrite1h
+	}
+	in += float64(written-hour)*(write-r.USDPerMTokIn) + float64(hour)*(write1h-r.USDPerMTokIn)
 	return (in + float64(u.OutputTokens)*r.USDPerMTokOut) / 1e6
 }
 
@@ -666,7 +675,7 @@ func (m *Meter) price(charges []runtime.Charge, u runtime.Usage, model string) f
 	}
 	rest = runtime.Usage{InputTokens: max(rest.InputTokens, 0), OutputTokens: max(rest.OutputTokens, 0),
 		CachedInputTokens: max(rest.CachedInputTokens, 0), ReasoningTokens: max(rest.ReasoningTokens, 0),
-		CacheWriteInputTokens: max(rest.CacheWriteInputTokens, 0)}
+		CacheWriteInputTokens: max(rest.CacheWriteInputTokens, 0), CacheWrite1hInputTokens: max(rest.CacheWrite1hInputTokens, 0)}
 	if rest != (runtime.Usage{}) {
 		usd += m.Cost(model, rest)
 	}
@@ -677,9 +686,46 @@ func (m *Meter) price(charges []runtime.Charge, u runtime.Usage, model string) f
 // the request's max_tokens as output (zero when unset: the model's default
 // cannot be known) and runtime.EstimateRequest of the whole request as
 // input: its messages, the tools it offers and its response format's
-// schema, all of which the provider bills.
+// schema, all of which the provider bills. A request that marks a prompt
+// cache breakpoint may write all of its input to the cache, which costs
+// more than input: it is estimated as written (CacheWriteInputTokens), and
+// to one-hour entries (CacheWrite1hInputTokens) when a breakpoint asks for
+// one.
 func Estimate(req *runtime.ChatRequest) runtime.Usage {
-	return runtime.Usage{InputTokens: runtime.EstimateRequest(req), OutputTokens: int64(max(req.MaxTokens, 0))}
+	u := runtime.Usage{InputTokens: runtime.EstimateRequest(req), OutputTokens: int64(max(req.MaxTokens, 0))}
+	if cached, hour := breakpoints(req); cached {
+		u.CacheWriteInputTokens = u.InputTokens
+		if hour {
+			u.CacheWrite1hInputTokens = u.InputTokens
+		}
+	}
+	return u
+}
+
+// breakpoints reports whether req marks a prompt cache breakpoint (at the
+// top, on a part, a tool call or a tool), and whether one asks for a
+// one-hour entry.
+func breakpoints(req *runtime.ChatRequest) (cached, hour bool) {
+	see := func(cc *runtime.CacheControl) {
+		if cc != nil {
+			cached = true
+			hour = hour || cc.TTL == "1h"
+		}
+	}
+	see(req.CacheControl)
+	for i := range req.Tools {
+		see(req.Tools[i].CacheControl)
+	}
+	for i := range req.Messages {
+		m := &req.Messages[i]
+		for j := range m.Parts {
+			see(m.Parts[j].CacheControl)
+		}
+		for j := range m.ToolCalls {
+			see(m.ToolCalls[j].CacheControl)
+		}
+	}
+	return cached, hour
 }
 
 // estimate returns, with on_cross "refuse" and a tokens or usd ceiling,
@@ -704,7 +750,7 @@ func absurd(u runtime.Usage) string {
 		n    int64
 	}{{"input_tokens", u.InputTokens}, {"output_tokens", u.OutputTokens},
 		{"cached_input_tokens", u.CachedInputTokens}, {"reasoning_tokens", u.ReasoningTokens},
-		{"cache_write_input_tokens", u.CacheWriteInputTokens}} {
+		{"cache_write_input_tokens", u.CacheWriteInputTokens}, {"cache_write_1h_input_tokens", u.CacheWrite1hInputTokens}} {
 		if f.n < 0 || f.n > MaxCallTokens {
 			return fmt.Sprintf("%s %d", f.name, f.n)
 		}
@@ -725,9 +771,10 @@ func (m *Meter) absurdUsage(ctx context.Context, at ledgerRef, reserved string, 
 		return n
 	}
 	u = runtime.Usage{InputTokens: clamp(u.InputTokens), OutputTokens: clamp(u.OutputTokens),
-		CachedInputTokens:     min(clamp(u.CachedInputTokens), clamp(u.InputTokens)),
-		CacheWriteInputTokens: min(clamp(u.CacheWriteInputTokens), clamp(u.InputTokens)),
-		ReasoningTokens:       min(clamp(u.ReasoningTokens), clamp(u.OutputTokens))}
+		CachedInputTokens:       min(clamp(u.CachedInputTokens), clamp(u.InputTokens)),
+		CacheWriteInputTokens:   min(clamp(u.CacheWriteInputTokens), clamp(u.InputTokens)),
+		CacheWrite1hInputTokens: min(clamp(u.CacheWrite1hInputTokens), clamp(u.CacheWriteInputTokens), clamp(u.InputTokens)),
+		ReasoningTokens:         min(clamp(u.ReasoningTokens), clamp(u.OutputTokens))}
 	usd := m.Cost(model, u)
 	if m.OnError == "open" {
 		m.logger.WarnContext(ctx, "meter: the model reported absurd usage; charged at the per-call cap", "model", model, "usage", bad)

@@ -168,9 +168,22 @@ type usage struct {
 	OutputTokens             int64 `json:"output_tokens"`
 	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
 	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
-	OutputTokensDetails      struct {
+	// CacheCreation splits the cache writes by the entries' time to live.
+	CacheCreation struct {
+		Ephemeral1hInputTokens int64 `json:"ephemeral_1h_input_tokens"`
+	} `json:"cache_creation"`
+	OutputTokensDetails struct {
 		ThinkingTokens int64 `json:"thinking_tokens"`
 	} `json:"output_tokens_details"`
+}
+
+// input returns the input counts of u: Anthropic's input_tokens leaves
+// out the tokens read from the prompt cache and those written to it, which
+// Usage.InputTokens counts.
+func (u *usage) input() runtime.Usage {
+	return runtime.Usage{InputTokens: u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens,
+		CachedInputTokens: u.CacheReadInputTokens, CacheWriteInputTokens: u.CacheCreationInputTokens,
+		CacheWrite1hInputTokens: min(u.CacheCreation.Ephemeral1hInputTokens, u.CacheCreationInputTokens)}
 }
 
 // event is what the client reads of a stream event.
@@ -249,7 +262,8 @@ func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[event], l
 	)
 	emit := func(d runtime.Delta) bool {
 		if deltas == 0 {
-			d.Usage.InputTokens, d.Usage.CachedInputTokens, d.Usage.CacheWriteInputTokens = input.InputTokens, input.CachedInputTokens, input.CacheWriteInputTokens
+			d.Usage.InputTokens, d.Usage.CachedInputTokens = input.InputTokens, input.CachedInputTokens
+			d.Usage.CacheWriteInputTokens, d.Usage.CacheWrite1hInputTokens = input.CacheWriteInputTokens, input.CacheWrite1hInputTokens
 			sent = input
 		}
 		deltas++
@@ -271,8 +285,7 @@ func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[event], l
 	billed := func(err error) error {
 		var ce *runtime.CallError
 		if errors.As(err, &ce) {
-			ce.Usage = runtime.Usage{InputTokens: input.InputTokens - sent.InputTokens, CachedInputTokens: input.CachedInputTokens - sent.CachedInputTokens,
-				CacheWriteInputTokens: input.CacheWriteInputTokens - sent.CacheWriteInputTokens}
+			ce.Usage = input.Sub(sent)
 			if reported {
 				ce.Usage.OutputTokens, ce.Usage.ReasoningTokens = output.OutputTokens, output.ReasoningTokens
 			}
@@ -307,8 +320,7 @@ func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[event], l
 		switch ev.Type {
 		case "message_start":
 			u := &ev.Message.Usage
-			input = runtime.Usage{InputTokens: u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens,
-				CachedInputTokens: u.CacheReadInputTokens, CacheWriteInputTokens: u.CacheCreationInputTokens}
+			input = u.input()
 			output.OutputTokens = u.OutputTokens
 		case "content_block_start":
 			cb := &ev.ContentBlock
@@ -379,9 +391,10 @@ func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[event], l
 			reported = true
 			output.OutputTokens = u.OutputTokens
 			output.ReasoningTokens = u.OutputTokensDetails.ThinkingTokens
-			if in := u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens; in > input.InputTokens {
-				input = runtime.Usage{InputTokens: in, CachedInputTokens: max(u.CacheReadInputTokens, input.CachedInputTokens),
-					CacheWriteInputTokens: max(u.CacheCreationInputTokens, input.CacheWriteInputTokens)}
+			if in := u.input(); in.InputTokens > input.InputTokens {
+				input = runtime.Usage{InputTokens: in.InputTokens, CachedInputTokens: max(in.CachedInputTokens, input.CachedInputTokens),
+					CacheWriteInputTokens:   max(in.CacheWriteInputTokens, input.CacheWriteInputTokens),
+					CacheWrite1hInputTokens: max(in.CacheWrite1hInputTokens, input.CacheWrite1hInputTokens)}
 			}
 		case "message_stop":
 			stopped = true
@@ -402,9 +415,8 @@ func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[event], l
 	if finish == "" {
 		finish = runtime.FinishStop
 	}
-	last := runtime.Delta{FinishReason: finish, StopSequence: stopSeq, Usage: runtime.Usage{OutputTokens: output.OutputTokens, ReasoningTokens: output.ReasoningTokens,
-		InputTokens: input.InputTokens - sent.InputTokens, CachedInputTokens: input.CachedInputTokens - sent.CachedInputTokens,
-		CacheWriteInputTokens: input.CacheWriteInputTokens - sent.CacheWriteInputTokens}}
+	last := runtime.Delta{FinishReason: finish, StopSequence: stopSeq, Usage: input.Sub(sent)}
+	last.Usage.OutputTokens, last.Usage.ReasoningTokens = output.OutputTokens, output.ReasoningTokens
 	deltas++
 	if la.Yield(last) {
 		la.Flush()

@@ -254,7 +254,11 @@ type Model struct {
 	// USDPerMTokCacheWrite prices input tokens written to the provider's
 	// prompt cache; nil prices them as input.
 	USDPerMTokCacheWrite *float64 `json:"usd_per_mtok_cache_write,omitempty"`
-	ContextTokens        int      `json:"context_tokens,omitempty"`
+	// USDPerMTokCacheWrite1h prices the input tokens of those written to
+	// one-hour cache entries (Usage.CacheWrite1hInputTokens); nil prices
+	// them as the other writes.
+	USDPerMTokCacheWrite1h *float64 `json:"usd_per_mtok_cache_write_1h,omitempty"`
+	ContextTokens          int      `json:"context_tokens,omitempty"`
 	// Provider names the provider that serves the model ("openai",
 	// "anthropic", or one a host registers with runtime.RegisterProvider);
 	// empty when the host supplies the client in Deps.Models.

@@ -167,9 +167,10 @@ var fieldDocs = map[string]string{
 	"agentc.tool_def.description": "the tool's description",
 	"agentc.tool_def.name":        "the tool's name",
 
-	"agentc.usage.cache_write_input_tokens": "the part of input_tokens written to the prompt cache",
-	"agentc.usage.cached_input_tokens":      "the part of input_tokens read from the prompt cache",
-	"agentc.usage.input_tokens":             "the input tokens",
-	"agentc.usage.output_tokens":            "the output tokens",
-	"agentc.usage.reasoning_tokens":         "the part of output_tokens spent reasoning",
+	"agentc.usage.cache_write_1h_input_tokens": "the part of cache_write_input_tokens written to one-hour cache entries",
+	"agentc.usage.cache_write_input_tokens":    "the part of input_tokens written to the prompt cache",
+	"agentc.usage.cached_input_tokens":         "the part of input_tokens read from the prompt cache",
+	"agentc.usage.input_tokens":                "the input tokens",
+	"agentc.usage.output_tokens":               "the output tokens",
+	"agentc.usage.reasoning_tokens":            "the part of output_tokens spent reasoning",
 }

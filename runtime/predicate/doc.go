@@ -27,8 +27,10 @@
 // response_format string (the format's type), metadata map(string, string)}, where has() on
 // temperature, top_p and seed is true when the request sets them, even to zero.
 // response.usage is {input_tokens, output_tokens, cached_input_tokens, cache_write_input_tokens,
-// reasoning_tokens}, the cached and cache-write counts the parts of input_tokens read from and
-// written to the provider's prompt cache (Anthropic's cache_creation_input_tokens);
+// cache_write_1h_input_tokens, reasoning_tokens}, the cached and cache-write counts the parts of
+// input_tokens read from and written to the provider's prompt cache (Anthropic's
+// cache_creation_input_tokens), cache_write_1h_input_tokens the part of the writes to one-hour
+// cache entries (Anthropic's cache_creation.ephemeral_1h_input_tokens);
 // response.tool_calls is list({id, name, args}), args the call's JSON arguments decoded at
 // access as map(string, dyn) (arguments that are not an object are an evaluation error);
 // response.finish_reason is a string; response.refusal is true when the text is the model's

@@ -293,6 +293,7 @@ func usageFields() []*field {
 		intField[Usage]("output_tokens", func(v *Usage) int64 { return v.OutputTokens }),
 		intField[Usage]("cached_input_tokens", func(v *Usage) int64 { return v.CachedInputTokens }),
 		intField[Usage]("cache_write_input_tokens", func(v *Usage) int64 { return v.CacheWriteInputTokens }),
+		intField[Usage]("cache_write_1h_input_tokens", func(v *Usage) int64 { return v.CacheWrite1hInputTokens }),
 		intField[Usage]("reasoning_tokens", func(v *Usage) int64 { return v.ReasoningTokens }),
 	}
 }

@@ -70,7 +70,10 @@ type Usage struct {
 	OutputTokens          int64 // output_tokens
 	CachedInputTokens     int64 // cached_input_tokens, part of input_tokens read from the prompt cache
 	CacheWriteInputTokens int64 // cache_write_input_tokens, part of input_tokens written to the prompt cache
-	ReasoningTokens       int64 // reasoning_tokens, part of output_tokens
+	// cache_write_1h_input_tokens, part of cache_write_input_tokens written
+	// to one-hour cache entries
+	CacheWrite1hInputTokens int64
+	ReasoningTokens         int64 // reasoning_tokens, part of output_tokens
 }
 
 // ChatResponse is the CEL variable `response` of the chat stage, after phase.

@@ -1,0 +1,77 @@
+package serve
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/tidwall/gjson"
+)
+
+// TestResponsesUpstreamParamNamesTheClientsField: an OpenAI model's 400
+// names a field of the Chat Completions request the gateway sent
+// (messages[4].content); a Responses client never sent it. It gets the
+// field of its own request the upstream's maps to (input[3].content), or
+// a null param when none maps cleanly (a message made of several items),
+// never a field of the other API.
+func TestResponsesUpstreamParamNamesTheClientsField(t *testing.T) {
+	// The request: instructions (messages[0]), a user message (input[0],
+	// messages[1]), an assistant message and a function call (input[1]
+	// and input[2], together messages[2]), the call's output (input[3],
+	// messages[3]), a user message (input[4], messages[4]).
+	body := `{"model": "primary", "instructions": "be brief", "max_output_tokens": 64, "temperature": 0.5,
+		"tools": [{"type": "function", "name": "get_weather", "parameters": {"type": "object", "properties": {"location": {"type": "string"}}}}],
+		"input": [
+			{"role": "user", "content": "What is the weather in Paris?"},
+			{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Let me look."}]},
+			{"type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": "{\"location\": \"Paris\"}"},
+			{"type": "function_call_output", "call_id": "call_1", "output": "18C"},
+			{"role": "user", "content": [{"type": "input_text", "text": "And in Rome?"}]}]}`
+	cases := []struct{ upstream, want string }{
+		{"messages[4].content", "input[4].content"},
+		{"messages[4].content[0].text", "input[4].content"},
+		{"messages[1]", "input[0]"},
+		{"messages[3].content", "input[3].output"},
+		{"messages[0].content", "instructions"},
+		{"messages[2].tool_calls[0].function.arguments", ""},
+		{"messages[9]", ""},
+		{"messages", "input"},
+		{"max_completion_tokens", "max_output_tokens"},
+		{"temperature", "temperature"},
+		{"tools[0].function.parameters", "tools[0].parameters"},
+		{"stream_options.include_usage", ""},
+		{"response_format", ""},
+	}
+	// A chat chain that may change the messages (redact may rewrite one,
+	// compaction drop some) leaves the messages' params null.
+	rewritten := []struct{ upstream, want string }{{"messages[4].content", ""}, {"messages", ""}, {"temperature", "temperature"}}
+	for _, c := range cases {
+		t.Run(c.upstream, func(t *testing.T) {
+			assertParam(t, "", body, c.upstream, c.want)
+		})
+	}
+	for _, c := range rewritten {
+		t.Run("redact "+c.upstream, func(t *testing.T) {
+			assertParam(t, `{use: "redact"}`, body, c.upstream, c.want)
+		})
+	}
+}
+
+// assertParam sends body to a gateway with chain whose OpenAI model
+// answers a 400 naming upstream, and checks the param the client gets
+// (want, "" for null).
+func assertParam(t *testing.T, chain, body, upstream, want string) {
+	t.Helper()
+	refused := fmt.Sprintf(`{"error":{"message":"Invalid value.","type":"invalid_request_error","param":%q,"code":"invalid_value"}}`, upstream)
+	g := newGateway(t, chain, []reply{{status: 400, body: refused}}, nil)
+	code, _, got := do(t, "POST", g.url+"/v1/responses", clientKey, []byte(body))
+	require.Equal(t, 400, code, got)
+	param := gjson.Get(got, "error.param")
+	assert.Equal(t, "invalid_value", gjson.Get(got, "error.code").String(), got)
+	if want == "" {
+		assert.Equal(t, gjson.Null, param.Type, "a param that maps to no field of the request is null: %s", got)
+		return
+	}
+	assert.Equal(t, want, param.String(), got)
+}
