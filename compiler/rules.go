@@ -81,7 +81,12 @@ a usd_per_mtok_* price below 0.001, a price per token written where the
 field wants the price of one million tokens (0.000003 for 3,
 which makes the meter count a millionth of the spend); a retry with
 max_attempts: 1 and neither breaker nor attempt_timeout, which never runs
-a call again (max_attempts counts the first attempt); a store url
+a call again (max_attempts counts the first attempt); a rate_limit whose
+burst is below its rate and that lets one call through less often than
+once a minute (per/rate over 1m: rate: 1000, per: "720h" spaces calls 43
+minutes apart, and mode "wait" holds a call that long), which is most
+often meant as a quota: burst equal to rate, or a meter with budget:
+calls and a window, makes one; a store url
 carrying a password (redis://:secret@host, postgres://user:pw@host/db, a
 password= parameter), which agentc explain hides but the plan agentc build
 writes keeps as given: name the variable holding the url with url_env (a
