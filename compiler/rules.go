@@ -301,7 +301,9 @@ the schema refuses and none gets through by it ('usd' stays an error: the
 test was likely meant for 'USD'). A state handler's deny reads the value
 the same way: a value is checked against its field's schema before the
 handlers, so value.tier == 'platinum' where the enum is gold and std is a
-warning, and 'gld' an error with 'gold' as its did-you-mean. A field
+warning, and 'gld' an error with 'gold' as its did-you-mean; its numbers
+are read as an argument's (value.seats > 20 where its maximum is 10 never
+holds, a warning; value.seats <= 10 always does). A field
 read with a default (args.?tier.orValue('') == 'gld') compares as the
 field does, unless the default is the constant or in the list (then the
 test holds where the field is absent). An entry
