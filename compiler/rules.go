@@ -139,7 +139,9 @@ field is null the read is a "no such key" error and has() is false, and
 args.note == null (a string), args.tags == null (a list) or args.ship ==
 null (an object, even one the schema requires, which CEL's own checker
 lets through) never holds and a deny with it never fires; the error names
-the test to write: !has(args.ship). A
+the test to write: !has(args.ship). So does a variable of the stage, or
+an object field of one, compared with null (args == null, request.params
+== null, response.usage != null): it is always there. A
 constraint's when is checked against the config types of the layers its
 outer and inner designate (outer.trial for an audit layer is caught, with
 the closest field: trail); the map idioms evaluation accepts over a config
