@@ -23,6 +23,13 @@ const argsChecked = "a call's arguments are checked against its tool's schema be
 // schema refuses anyway.
 const schemaRefuses = "no call gets through by it (the schema refuses those values), but the test is dead"
 
+// valueChecked and valueRefuses are argsChecked and schemaRefuses for the
+// value of a state handler.
+const (
+	valueChecked = "a value is checked against the field's schema before the handlers"
+	valueRefuses = "no value gets through by it (the schema refuses those values), but the test is dead"
+)
+
 // maxExact is the largest magnitude up to which a float64 holds every
 // integer: numbers beyond it are not compared, as rounding could decide.
 const maxExact = 1 << 53
@@ -40,6 +47,9 @@ type argValues struct {
 	// allows numbers only.
 	nums      []numDomain
 	numsKnown bool
+	// state is set for the value of a state handler, whose field's schema
+	// gives its numbers.
+	state bool
 }
 
 // numDomain is the numbers one schema lets an argument be: the values of
@@ -332,6 +342,9 @@ func (a argValues) atBound(v float64) bool {
 // schema of `refund` gives args.amount maximum: 5000", "the args schemas
 // give args.level enum: [1, 2] (`a`), minimum: 0 (`b`)".
 func (a argValues) schemaWords(path string) string {
+	if a.state {
+		return fmt.Sprintf("the field's schema gives %s %s", path, a.nums[0].desc)
+	}
 	if len(a.nums) == 1 {
 		return fmt.Sprintf("the args schema of %s gives %s %s", a.tools[0], path, a.nums[0].desc)
 	}
@@ -342,11 +355,34 @@ func (a argValues) schemaWords(path string) string {
 	return fmt.Sprintf("the args schemas give %s %s", path, strings.Join(parts, ", "))
 }
 
-// checkArgNumbers reports each comparison of an argument with a number
-// that the args schemas of the tools the predicate sees decide: never true
+// numbersAt returns the numbers the field at path of a predicate may be:
+// an argument's (argValuesAt) in the tool stage, the value's in a state
+// handler (its field's schema, c.stateValue), as either is checked against
+// its schema before the predicate reads it.
+func (c *Compilation) numbersAt(path string, scope []string) (argValues, bool) {
+	if len(c.stateValue) > 0 {
+		if path != "value" && !strings.HasPrefix(path, "value.") {
+			return argValues{}, false
+		}
+		s, found := schemaAt(c.stateValue, strings.Split(path, ".")[1:])
+		if !found {
+			return argValues{}, false
+		}
+		_, _, num, ok := schemaValues(s)
+		return argValues{nums: []numDomain{num}, numsKnown: ok, state: true}, ok
+	}
+	if arg, ok := strings.CutPrefix(path, "args."); ok {
+		return c.argValuesAt(arg, scope)
+	}
+	return argValues{}, false
+}
+
+// checkArgNumbers reports each comparison of an argument, or of a state
+// handler's value (numbersAt), with a number that the args schemas of the
+// tools the predicate sees, or the field's schema, decide: never true
 // (args.amount > 10000 where its maximum is 5000; args.level == 7 where its
-// enum is [1, 2, 3]) or always true (args.amount >= 0 where its minimum is
-// 0). Its severity follows what that makes of the predicate, as
+// enum is [1, 2, 3]; value.seats > 20 where its maximum is 10) or always
+// true (args.amount >= 0 where its minimum is 0). Its severity follows what that makes of the predicate, as
 // checkLiterals' does. A test that can only make the predicate fail open
 // and whose constant sits at a bound (args.amount > 0.0 where its
 // exclusiveMinimum is 0) or is 0 is not reported: it restates what the
@@ -361,11 +397,10 @@ func (c *Compilation) checkArgNumbers(x *dsl.Expr, scope []string, literals []pr
 	var found []finding
 	live := map[int]bool{}
 	for _, l := range literals {
-		path, ok := strings.CutPrefix(l.Path, "args.")
-		if !ok || celKind(l.Kind) != "number" {
+		if celKind(l.Kind) != "number" {
 			continue
 		}
-		a, ok := c.argValuesAt(path, scope)
+		a, ok := c.numbersAt(l.Path, scope)
 		if !ok || !a.numsKnown {
 			continue
 		}
@@ -402,13 +437,17 @@ func (c *Compilation) checkArgNumbers(x *dsl.Expr, scope []string, literals []pr
 		if note == "" && f.a.atBound(f.v) {
 			continue // it restates a bound, or tests a sign
 		}
+		checked, refuses := argsChecked, schemaRefuses
+		if f.a.state {
+			checked, refuses = valueChecked, valueRefuses
+		}
 		if sev == dsl.Error {
 			// Dead where it was meant to catch calls: the schema
 			// refuses them before it (see checkLiterals).
-			sev, note = dsl.Warning, ": "+schemaRefuses
+			sev, note = dsl.Warning, ": "+refuses
 		}
 		c.report(dsl.Diagnostic{Pos: x.PosAt(l.Offset), Severity: sev, Rule: ruleUnknownValue,
-			Message: fmt.Sprintf("%s: %s, and %s%s", outcome, f.a.schemaWords(l.Path), argsChecked, strings.Replace(note, ": ", "; ", 1))})
+			Message: fmt.Sprintf("%s: %s, and %s%s", outcome, f.a.schemaWords(l.Path), checked, strings.Replace(note, ": ", "; ", 1))})
 	}
 }
 

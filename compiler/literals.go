@@ -154,7 +154,7 @@ func (c *Compilation) knownValues(path string, stage predicate.Stage, tools []st
 			if s, found := schemaAt(c.stateValue, steps); found {
 				if strs, ok, _, _ := schemaValues(s); ok && len(strs) > 0 {
 					return valueSet{values: slices.Sorted(slices.Values(strs)), what: "the values the field's schema allows",
-						why: "; a value is checked against the field's schema before the handlers", sev: dsl.Error, schema: true}, true
+						why: "; " + valueChecked, sev: dsl.Error, schema: true}, true
 				}
 			}
 		}

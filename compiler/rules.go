@@ -88,7 +88,12 @@ a usd_per_mtok_* price below 0.001, a price per token written where the
 field wants the price of one million tokens (0.000003 for 3,
 which makes the meter count a millionth of the spend); a retry with
 max_attempts: 1 and neither breaker nor attempt_timeout, which never runs
-a call again (max_attempts counts the first attempt); a store url
+a call again (max_attempts counts the first attempt); a rate_limit whose
+burst is below its rate and that lets one call through less often than
+once a minute (per/rate over 1m: rate: 1000, per: "720h" spaces calls 43
+minutes apart, and mode "wait" holds a call that long), which is most
+often meant as a quota: burst equal to rate, or a meter with budget:
+calls and a window, makes one; a store url
 carrying a password (redis://:secret@host, postgres://user:pw@host/db, a
 password= parameter), which agentc explain hides but the plan agentc build
 writes keeps as given: name the variable holding the url with url_env (a
@@ -141,7 +146,9 @@ field is null the read is a "no such key" error and has() is false, and
 args.note == null (a string), args.tags == null (a list) or args.ship ==
 null (an object, even one the schema requires, which CEL's own checker
 lets through) never holds and a deny with it never fires; the error names
-the test to write: !has(args.ship). A
+the test to write: !has(args.ship). So does a variable of the stage, or
+an object field of one, compared with null (args == null, request.params
+== null, response.usage != null): it is always there. A
 constraint's when is checked against the config types of the layers its
 outer and inner designate (outer.trial for an audit layer is caught, with
 the closest field: trail); the map idioms evaluation accepts over a config
@@ -303,7 +310,9 @@ the schema refuses and none gets through by it ('usd' stays an error: the
 test was likely meant for 'USD'). A state handler's deny reads the value
 the same way: a value is checked against its field's schema before the
 handlers, so value.tier == 'platinum' where the enum is gold and std is a
-warning, and 'gld' an error with 'gold' as its did-you-mean. A field
+warning, and 'gld' an error with 'gold' as its did-you-mean; its numbers
+are read as an argument's (value.seats > 20 where its maximum is 10 never
+holds, a warning; value.seats <= 10 always does). A field
 read with a default (args.?tier.orValue('') == 'gld') compares as the
 field does, unless the default is the constant or in the list (then the
 test holds where the field is absent). An entry

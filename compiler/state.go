@@ -85,6 +85,7 @@ func (c *Compilation) checkStateExpr(x *dsl.Expr, op string, valueSchema, stateS
 		c.checkConstant(x, env, checked, "state", "deny")
 		c.stateValue = valueSchema
 		c.checkLiterals(x, predicate.State, nil, checked.Reads, checked.Literals, "deny")
+		c.checkArgNumbers(x, nil, checked.Literals, "deny")
 		c.stateValue = nil
 	}
 	c.Predicates[x] = &plan.Predicate{Stage: plan.StageState, Phase: op, Source: x.Source, CostLimit: c.Policy.CELCostLimit}

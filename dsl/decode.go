@@ -394,6 +394,9 @@ func (l *loader) decodeEntry(p *Policy, stage string, i int, ev cue.Value) *Entr
 				fieldName(append(append([]string{}, path...), "max_attempts")), e.Ref())
 		}
 	}
+	if e.Use == "rate_limit" {
+		l.checkRateSpacing(ev, stage, path)
+	}
 	if e.Use == "guard" {
 		_, hasDeny := fields["deny"]
 		_, hasReq := fields["require"]
@@ -747,6 +750,41 @@ func suggestName(name string, candidates []string) string {
 // SuggestName returns "; did you mean X?" naming the candidate closest to
 // name, or "" when none is close.
 func SuggestName(name string, candidates []string) string { return suggestName(name, candidates) }
+
+// spacingWarn is the interval between calls (per/rate) above which a
+// rate_limit whose burst is below its rate is warned about: such a layer
+// is most often written as a quota (1000 per 720h), and spaces calls that
+// far apart instead.
+const spacingWarn = time.Minute
+
+// checkRateSpacing warns at a rate_limit's rate when it lets one call
+// through every per/rate, over spacingWarn, and its burst is below its
+// rate: once the burst is spent each call waits (mode "wait") or is
+// refused until its turn, however few calls came in the period.
+func (l *loader) checkRateSpacing(ev cue.Value, stage string, path []string) {
+	rate, errRate := ev.LookupPath(fieldPath("rate")).Int64()
+	burst, errBurst := ev.LookupPath(fieldPath("burst")).Int64()
+	perSrc, errPer := ev.LookupPath(fieldPath("per")).String()
+	if errRate != nil || errBurst != nil || errPer != nil || rate < 1 || burst >= rate {
+		return
+	}
+	per, err := time.ParseDuration(perSrc)
+	if err != nil || per <= 0 {
+		return
+	}
+	spacing := (per + time.Duration(rate) - 1) / time.Duration(rate)
+	if spacing <= spacingWarn {
+		return
+	}
+	meter := ""
+	if stage == "chat" || stage == "tool" {
+		meter = fmt.Sprintf(", or a meter with budget: calls: %d and window: %q", rate, perSrc)
+	}
+	every := spacing.Round(time.Second)
+	l.warnf(l.userPos(append(append([]string{}, path...), "rate")), "schema/invalid-value",
+		"%s: %d per %q with burst %d lets one call through every %s once the burst is spent, however few calls came in the period: mode \"wait\" holds a call up to %s, \"reject\" and \"block\" refuse it; for a quota of %d calls per %q set burst: %d%s; for one call every %s write rate: 1, per: %q",
+		fieldName(path), rate, perSrc, burst, every, every, rate, perSrc, rate, meter, every, every.String())
+}
 
 // fieldPath is the CUE path of regular fields, built without running the
 // CUE parser as cue.ParsePath does.

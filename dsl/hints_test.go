@@ -101,6 +101,10 @@ func TestInvalidValueHints(t *testing.T) {
 			`chains.chat[0].keywords[1]: " " is blank: a keyword holds at least one character that is not white space; remove it`},
 		{"constraint id in capitals", `constraints: [{id: "No-Log", outer: "retry", inner: "log", why: "w"}]`,
 			`constraints[0].id: "No-Log" is not a constraint id: lower-case letters, digits and -, such as "pii-before-log"`},
+		{"rate limit written as a quota", `chains: tool: [{use: "rate_limit", rate: 1000, per: "720h"}]`,
+			`chains.tool[0]: 1000 per "720h" with burst 1 lets one call through every 43m12s once the burst is spent, however few calls came in the period: mode "wait" holds a call up to 43m12s, "reject" and "block" refuse it; for a quota of 1000 calls per "720h" set burst: 1000, or a meter with budget: calls: 1000 and window: "720h"; for one call every 43m12s write rate: 1, per: "43m12s"`},
+		{"rate limit on turns written as a quota", `chains: turn: [{use: "rate_limit", rate: 100, per: "24h", burst: 10, mode: "reject"}]`,
+			`chains.turn[0]: 100 per "24h" with burst 10 lets one call through every 14m24s once the burst is spent, however few calls came in the period: mode "wait" holds a call up to 14m24s, "reject" and "block" refuse it; for a quota of 100 calls per "24h" set burst: 100; for one call`},
 		{"invisible character in a scope", `tools: pay: {}
 chains: tool: [{use: "log", tools: ["pa\u200by"]}]`,
 			`it holds '\u200b' (U+200B, an invisible format character), and names are ASCII`},

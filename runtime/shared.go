@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/bits"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -94,7 +95,9 @@ type RateLimiter interface {
 	// with bursts of burst calls. An admitted call may have to wait first
 	// (wait > 0, its slot is reserved); a call that would wait longer than
 	// maxWait is refused (ok false) without being counted, and wait is then
-	// when to come back.
+	// when to come back. The key's state keeps the interval it counts in:
+	// a call under another rescales it (RescaleTAT), so a changed rate
+	// holds from that call on.
 	Allow(ctx context.Context, key string, interval time.Duration, burst int64, maxWait time.Duration) (wait time.Duration, ok bool, err error)
 	// ForgetRate drops the state of key (a finished run's bucket).
 	ForgetRate(ctx context.Context, key string) error
@@ -263,6 +266,33 @@ func GCRA(tat, now time.Time, interval time.Duration, burst int64, maxWait time.
 	return tat.Add(interval), wait, true
 }
 
+// RescaleTAT carries a theoretical arrival time kept under the interval
+// from over to the interval to: what is left of it past now is a number
+// of calls taken (and reserved) times from, and becomes the same number
+// times to, rounded up. A bucket whose policy changed (a reload, or a
+// replica started with another) thus gives the calls it owes the new rate
+// at once: a raised rate does not keep callers waiting for the old
+// intervals, a lowered one lets no burst of the old rate through. from 0
+// (not recorded) or equal to to, or a tat not after now, is kept.
+func RescaleTAT(tat, now time.Time, from, to time.Duration) time.Time {
+	if from <= 0 || to <= 0 || from == to || !tat.After(now) {
+		return tat
+	}
+	owed := uint64(tat.Sub(now))
+	hi, lo := bits.Mul64(owed, uint64(to))
+	if hi >= uint64(from) {
+		return now.Add(time.Duration(math.MaxInt64))
+	}
+	q, rem := bits.Div64(hi, lo, uint64(from))
+	if rem != 0 {
+		q++
+	}
+	if q > math.MaxInt64 {
+		q = math.MaxInt64
+	}
+	return now.Add(time.Duration(q))
+}
+
 // IntervalMicros is a rate limiter's interval in whole microseconds, rounded
 // up and at least 1, for a store that keeps its times in microseconds
 // (redis, postgres). Rounded down, 1000.999 µs would count as 1000 and let
@@ -277,15 +307,23 @@ func IntervalMicros(interval time.Duration) int64 {
 }
 
 // MemoryRateLimiter is an in-process RateLimiter, safe for concurrent use.
+// Each bucket keeps the interval it was last used with, and is rescaled
+// (RescaleTAT) when a call comes with another.
 type MemoryRateLimiter struct {
 	mu   sync.Mutex
-	tats map[string]time.Time
+	tats map[string]memBucket
 	now  func() time.Time
+}
+
+// memBucket is a MemoryRateLimiter's state of one key.
+type memBucket struct {
+	tat      time.Time
+	interval time.Duration
 }
 
 // NewMemoryRateLimiter returns an empty MemoryRateLimiter.
 func NewMemoryRateLimiter() *MemoryRateLimiter {
-	return &MemoryRateLimiter{tats: map[string]time.Time{}, now: time.Now}
+	return &MemoryRateLimiter{tats: map[string]memBucket{}, now: time.Now}
 }
 
 // Allow implements RateLimiter.
@@ -293,12 +331,14 @@ func (r *MemoryRateLimiter) Allow(_ context.Context, key string, interval time.D
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := r.now()
-	tat, wait, ok := GCRA(r.tats[key], now, interval, burst, maxWait)
-	if ok {
-		r.tats[key] = tat
+	b, had := r.tats[key]
+	tat := RescaleTAT(b.tat, now, b.interval, interval)
+	tat, wait, ok := GCRA(tat, now, interval, burst, maxWait)
+	if ok || (had && b.interval != interval) {
+		r.tats[key] = memBucket{tat, interval}
 		if len(r.tats) > minSweep*16 {
-			for k, t := range r.tats {
-				if !t.After(now) {
+			for k, b := range r.tats {
+				if !b.tat.After(now) {
 					delete(r.tats, k)
 				}
 			}

@@ -19,6 +19,15 @@
 // layer outside does not repeat. A store failure fails closed: the call
 // does not run.
 //
+// A bucket keeps, with its state, the interval (per/rate) it counts in. A
+// layer whose rate or per changed (a policy reloaded, a replica started
+// with the new policy beside the old ones) finds its bucket under the old
+// interval and rescales it: the calls it took and the slots reserved in it
+// count at the new interval from that call on. A raised limit thus takes
+// effect at once instead of keeping callers waiting up to burst times the
+// old interval, and a lowered one lets no burst at the old rate through. A
+// changed burst takes effect at once as it is: it is read at each call.
+//
 // Scope "global" shares one limit; "run" keeps one per run id (dropped at
 // Pipeline.EndRun when it is in process memory; in a shared store it
 // expires once it has refilled); "key" keeps one per tenant (runtime.Run.Tenant, set by

@@ -222,3 +222,30 @@ func TestAFractionalIntervalIsRoundedUp(t *testing.T) {
 	}
 	assert.LessOrEqual(t, n, 3000+1, "5000ns at 3 per 5ns, and the burst")
 }
+
+// TestAReloadThatRaisesTheRateTakesEffectAtOnce: a policy reloaded with a
+// higher rate finds the bucket the old one used (the same store) and
+// spaces calls at the new rate from the next call on, not at the old
+// interval until the bucket drains; reloaded back, the old rate holds again.
+func TestAReloadThatRaisesTheRateTakesEffectAtOnce(t *testing.T) {
+	mem := runtime.NewMemoryStore()
+	ctx := context.Background()
+	load := func(config string) *runtime.Pipeline {
+		pl, err := runtime.Build(ctx, rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("rate_limit", config)}}),
+			runtime.Deps{Tools: map[string]runtime.ToolFunc{"t": rt.NewTool(rt.ToolResult{Value: 1}).Func()}, Memory: mem})
+		require.NoError(t, err)
+		return pl
+	}
+	retryAfter := func(pl *runtime.Pipeline) time.Duration {
+		_, err := pl.Tool(ctx, runtime.ToolRequest{Name: "t"})
+		var ce *runtime.CallError
+		require.ErrorAs(t, err, &ce)
+		return ce.RetryAfter
+	}
+	hourly := load(`{"rate":1,"per":"1h","mode":"reject"}`)
+	_, err := hourly.Tool(ctx, runtime.ToolRequest{Name: "t"})
+	require.NoError(t, err)
+	assert.InDelta(t, time.Hour.Seconds(), retryAfter(hourly).Seconds(), 1)
+	assert.InDelta(t, time.Minute.Seconds(), retryAfter(load(`{"rate":60,"per":"1h","mode":"reject"}`)).Seconds(), 1)
+	assert.InDelta(t, time.Hour.Seconds(), retryAfter(load(`{"rate":1,"per":"1h","mode":"reject"}`)).Seconds(), 1)
+}

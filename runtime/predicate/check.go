@@ -810,12 +810,25 @@ func (w *walker) checkNullObject(e ast.Expr, op string, field, value ast.Expr, l
 	if t == nil || t.Kind() != types.StructKind {
 		return
 	}
-	if o, ok := w.env.prov.lookup(t.TypeName()); !ok || !o.json {
+	o, ok := w.env.prov.lookup(t.TypeName())
+	if !ok {
 		return
 	}
 	never := "true"
 	if op == "!=" {
 		never = "false"
+	}
+	if !o.json {
+		// A variable of a fixed type, or its object field (request,
+		// request.params, response.usage): a Go struct, always there.
+		name, ok := render(field)
+		if !ok || field.Kind() != ast.IdentKind && field.Kind() != ast.SelectKind {
+			return
+		}
+		w.issues = append(w.issues, w.pos.issue(RuleType, w.offsetOf(e), fmt.Sprintf(
+			"%s is always an object, never null, so %s %s null is never %s; test one of its fields instead (%s)",
+			name, name, op, never, fieldExamples(o, name))))
+		return
 	}
 	if field.Kind() == ast.IdentKind {
 		name := field.AsIdent()
@@ -850,6 +863,20 @@ func (w *walker) checkNullObject(e ast.Expr, op string, field, value ast.Expr, l
 	w.issues = append(w.issues, w.pos.issue(RuleType, w.offsetOf(e), fmt.Sprintf(
 		"%s is an object, never null: a JSON null reads as absent, never as null, so where it is null reading it is a \"no such key\" error, and %s %s null is never %s; test %s instead (%s)",
 		path, path, op, never, test, when)))
+}
+
+// fieldExamples names up to three fields of the fixed type o read under path, for a message
+// (request.params.max_tokens, request.params.metadata, ...).
+func fieldExamples(o *objectType, path string) string {
+	names := o.names[:min(len(o.names), 3)]
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = path + "." + n
+	}
+	if len(o.names) > len(names) {
+		out = append(out, "...")
+	}
+	return strings.Join(out, ", ")
 }
 
 // nullComparable reports whether e is a read checkNullObject judges: a field read (args.ship),

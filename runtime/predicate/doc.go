@@ -86,7 +86,8 @@
 //     default, 'k' in m is false, size and iteration skip it, and a plain read is a "no such
 //     key" error. Only a list keeps its nulls, as elements. Comparing a typed scalar field with
 //     null (args.note == null) is a cel/type issue whose message names the test to write
-//     instead (!has(args.note)).
+//     instead (!has(args.note)); so is comparing with null a variable of the stage or an object
+//     field of one (args, request.params), which is always there.
 //   - Numbers arrive as float64 or json.Number. A field typed int is converted to int when it is
 //     read (an integral float64 or json.Number; a fraction is an evaluation error), a double
 //     field from json.Number to double; lists and maps of numbers are converted the same way.

@@ -285,3 +285,29 @@ func TestNullObjectComparison(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, got)
 }
+
+// The variables of fixed types and their object fields (request,
+// request.params, response.usage) are Go structs, always there: compared
+// with null they never decide anything, and the checker says so. Their
+// scalars, and the elements of their lists, are judged as before.
+func TestNullFixedObjectComparison(t *testing.T) {
+	after := mustEnv(t, EnvConfig{Stage: Chat, Phase: After})
+	for src, want := range map[string]string{
+		"request.params == null":                         "request.params is always an object, never null, so request.params == null is never true; test one of its fields instead (request.params.metadata,",
+		"null != request.params":                         "request.params is always an object, never null, so request.params != null is never false",
+		"request == null":                                "request is always an object, never null, so request == null is never true",
+		"response.usage == null && request.model == 'a'": "response.usage is always an object, never null",
+	} {
+		_, iss := after.Check(src)
+		require.Len(t, iss, 1, src)
+		assert.Equal(t, RuleType, iss[0].Rule, src)
+		assert.Contains(t, iss[0].Message, want, src)
+	}
+	for _, src := range []string{
+		"has(request.params.temperature) && request.params.temperature > 1.0",
+		"request.messages.exists(m, m.role == 'tool')",
+	} {
+		_, iss := after.Check(src)
+		assert.Empty(t, iss, src)
+	}
+}

@@ -46,7 +46,11 @@
 //     lapsed (with its hold, which both functions charge, under the lock,
 //     when they find its lease ended).
 //   - runtime.RateLimiter: GCRA as one INSERT ... ON CONFLICT DO UPDATE on
-//     table rate (the row lock serialises the callers of one key).
+//     table rate (the row lock serialises the callers of one key). A row
+//     keeps the interval its tat counts in (column interval_us, added by
+//     schema version 8; NULL in rows of older builds, taken to count in
+//     the interval of the next call), and a call under another interval
+//     rescales the tat (runtime.RescaleTAT).
 //   - runtime.AuditSink: the append-only table audit (the store never
 //     updates or deletes a row), one row per intent and per outcome,
 //     indexed by run, by tool and time, and by time. Every append is its own

@@ -29,7 +29,7 @@ const Kind = "postgres"
 const DefaultSchema = "agentc"
 
 // SchemaVersion is the version of the tables this package creates.
-const SchemaVersion = 7
+const SchemaVersion = 8
 
 // CompatibleSince is the oldest schema version whose code still works on
 // tables at SchemaVersion: it is stored next to the version, so an older
@@ -461,6 +461,12 @@ CREATE TABLE %[1]s.identity (
 	one boolean PRIMARY KEY DEFAULT true CHECK (one),
 	id  text NOT NULL
 );
+`, `
+-- The interval (microseconds) a bucket's tat counts in: a call under
+-- another rescales it (runtime.RescaleTAT). NULL in the rows of older
+-- builds, which the next call takes to count in its own interval; older
+-- builds, which name the columns they write, go on working beside.
+ALTER TABLE %[1]s.rate ADD COLUMN IF NOT EXISTS interval_us bigint;
 `}
 
 // Open connects to the database at url, creates or migrates the tables of
@@ -864,9 +870,22 @@ func (s *Store) Doubt(ctx context.Context, key string, token int64, keep time.Du
 // nowUS is the server's clock in microseconds, fixed for the statement.
 const nowUS = `(extract(epoch FROM now()) * 1000000)::bigint`
 
+// rateTAT is the tat of an existing bucket for a call at interval $2: at
+// least now, and rescaled from the interval it counts in when another
+// (runtime.RescaleTAT, held below 2^62 µs); rateWait is the call's wait
+// for tolerance $3.
+const (
+	rateTAT = `CASE WHEN r.interval_us > 0 AND r.interval_us <> $2 AND r.tat > ` + nowUS + `
+		THEN ` + nowUS + ` + least(ceil((r.tat - ` + nowUS + `)::numeric * $2 / r.interval_us), 4611686018427387904)::bigint
+		ELSE greatest(r.tat, ` + nowUS + `) END`
+	rateWait = `greatest(` + rateTAT + ` - $3 - ` + nowUS + `, 0)`
+)
+
 // Allow implements runtime.RateLimiter: GCRA in one statement. A new key is
 // always admitted; an existing one is updated under its row lock, the
-// decision kept in the row for RETURNING.
+// decision kept in the row for RETURNING. The row keeps the interval its
+// tat counts in; a call under another rescales it, and keeps it rescaled
+// even when refused.
 func (s *Store) Allow(ctx context.Context, key string, interval time.Duration, burst int64, maxWait time.Duration) (time.Duration, bool, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
@@ -878,12 +897,12 @@ func (s *Store) Allow(ctx context.Context, key string, interval time.Duration, b
 		wait int64
 	)
 	err := s.pool.QueryRow(ctx, s.q(`
-		INSERT INTO §.rate AS r (key, tat, ok, wait) VALUES ($1, `+nowUS+` + $2, true, 0)
+		INSERT INTO §.rate AS r (key, tat, ok, wait, interval_us) VALUES ($1, `+nowUS+` + $2, true, 0, $2)
 		ON CONFLICT (key) DO UPDATE SET
-			wait = greatest(greatest(r.tat, `+nowUS+`) - $3 - `+nowUS+`, 0),
-			ok   = greatest(greatest(r.tat, `+nowUS+`) - $3 - `+nowUS+`, 0) <= $4,
-			tat  = CASE WHEN greatest(greatest(r.tat, `+nowUS+`) - $3 - `+nowUS+`, 0) <= $4
-				THEN greatest(r.tat, `+nowUS+`) + $2 ELSE r.tat END
+			wait = `+rateWait+`,
+			ok   = `+rateWait+` <= $4,
+			tat  = CASE WHEN `+rateWait+` <= $4 THEN `+rateTAT+` + $2 ELSE `+rateTAT+` END,
+			interval_us = $2
 		RETURNING ok, wait`), key, iv, tol, mw).Scan(&ok, &wait)
 	if err != nil {
 		return 0, false, fmt.Errorf("postgres rate limit: %w", tooLong(err, indexed{"rate_pkey", "key", len(key)}))

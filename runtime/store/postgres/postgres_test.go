@@ -24,6 +24,7 @@ func TestPorts(t *testing.T) {
 	t.Run("Leaser", func(t *testing.T) { storetest.Leaser(t, s) })
 	t.Run("LeaserOwner", func(t *testing.T) { storetest.LeaserOwner(t, s) })
 	t.Run("RateLimiter", func(t *testing.T) { storetest.RateLimiter(t, s) })
+	t.Run("RateLimiterRescale", func(t *testing.T) { storetest.RateLimiterRescale(t, s) })
 	t.Run("Budgeter", func(t *testing.T) { storetest.Budgeter(t, s) })
 	t.Run("BudgeterReservesEstimates", func(t *testing.T) { storetest.BudgeterReservesEstimates(t, s) })
 	t.Run("BudgeterLeases", func(t *testing.T) { storetest.BudgeterLeases(t, s) })
@@ -307,4 +308,66 @@ func TestStoreIdentity(t *testing.T) {
 		require.NoError(t, err)
 		return reopen()
 	})
+}
+
+// TestUpgradeFromVersion7KeepsRateBuckets opens a schema left at version
+// 7, its bucket without the interval it counts in, from several replicas
+// at once: each opens it (one migrates, the others find it migrated), the
+// bucket keeps the calls it took, counted in the interval of the call
+// that finds it and kept with it from then on, and the statement of an
+// older build still works on the table during a rollout.
+func TestUpgradeFromVersion7KeepsRateBuckets(t *testing.T) {
+	old := open(t)
+	ctx := context.Background()
+	schema := storetest.Prefix(t)
+	script := fmt.Sprintf(`CREATE SCHEMA %[1]s; CREATE TABLE %[1]s.schema_version (version integer NOT NULL);
+		ALTER TABLE %[1]s.schema_version ADD COLUMN compatible integer NOT NULL DEFAULT 0;
+		INSERT INTO %[1]s.schema_version VALUES (7, 1);`, schema)
+	for _, m := range postgres.Migrations[:7] {
+		script += fmt.Sprintf(m, schema)
+	}
+	script += fmt.Sprintf(`INSERT INTO %[1]s.rate (key, tat, ok, wait)
+		VALUES ('b', (extract(epoch FROM now()) * 1000000)::bigint + 60000000, true, 0)`, schema)
+	_, err := old.Pool().Exec(ctx, script)
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = old.Pool().Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE") })
+
+	stores := make([]*postgres.Store, 4)
+	var wg sync.WaitGroup
+	for i := range stores {
+		wg.Go(func() {
+			s, err := postgres.Open(ctx, storetest.ServerURL(t, storetest.PostgresEnv), schema)
+			if assert.NoError(t, err, "replica %d", i) {
+				stores[i] = s
+			}
+		})
+	}
+	wg.Wait()
+	for _, s := range stores {
+		if s != nil {
+			defer s.Close()
+		}
+	}
+	s := stores[0]
+	require.NotNil(t, s)
+	var v int
+	require.NoError(t, s.Pool().QueryRow(ctx, "SELECT version FROM "+schema+".schema_version").Scan(&v))
+	assert.Equal(t, postgres.SchemaVersion, v)
+
+	wait, ok, err := s.Allow(ctx, "b", time.Minute, 1, 0)
+	require.NoError(t, err)
+	assert.False(t, ok, "the call the older build counted is kept")
+	assert.InDelta(t, time.Minute.Seconds(), wait.Seconds(), 2)
+	wait, ok, err = stores[1].Allow(ctx, "b", time.Second, 1, 0)
+	require.NoError(t, err)
+	assert.False(t, ok)
+	assert.InDelta(t, 1, wait.Seconds(), 0.5, "rescaled from the minute it was kept in")
+
+	// An older build's statement, which names the columns it writes.
+	_, err = s.Pool().Exec(ctx, fmt.Sprintf(`INSERT INTO %[1]s.rate AS r (key, tat, ok, wait) VALUES ('c', 1, true, 0)
+		ON CONFLICT (key) DO UPDATE SET tat = r.tat + 1`, schema))
+	require.NoError(t, err)
+	_, ok, err = s.Allow(ctx, "c", time.Second, 1, 0)
+	require.NoError(t, err)
+	assert.True(t, ok, "a row an older build wrote beside")
 }

@@ -16,7 +16,9 @@
 // Ports: runtime.KV (GET, SET PX, SET NX PX, DEL); runtime.Leaser, the
 // runtime.RateLimiter (GCRA) and the runtime.Budgeter as Lua scripts, each
 // one atomic round trip that reads the server's clock (TIME), so replicas
-// with skewed clocks agree; runtime.AuditSink as a stream (XADD to
+// with skewed clocks agree (a rate bucket keeps the interval its tat
+// counts in beside it, under its key followed by "#interval", so a call
+// under another interval rescales it); runtime.AuditSink as a stream (XADD to
 // <prefix>:audit, one entry per record with its JSON in the field "r").
 // Redis offers no vector index: a semantic_memoize layer cannot use a redis
 // store (agentc vet reports it).

@@ -296,18 +296,33 @@ redis.call('HDEL', KEYS[1], 'owner')
 if tonumber(ARGV[2]) > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) else redis.call('PERSIST', KEYS[1]) end
 return 1
 `)
-	// KEYS: tat. ARGV: interval us, burst, max wait us. Returns {ok, wait us}.
+	// KEYS: tat, the interval it counts in. ARGV: interval us, burst, max
+	// wait us. Returns {ok, wait us}. A tat kept under another interval is
+	// rescaled to this one (runtime.RescaleTAT), one without (written by an
+	// older build) is taken to count in this one, and either is kept so with
+	// this interval even when the call is refused.
 	gcraScript = goredis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local interval, maxwait = tonumber(ARGV[1]), tonumber(ARGV[3])
 local tat = tonumber(redis.call('GET', KEYS[1]) or '0')
 if tat < now then tat = now end
+local was = tonumber(redis.call('GET', KEYS[2]) or '0') or 0
+local function keep(v)
+	local px = math.ceil((v - now) / 1000) + 1
+	redis.call('SET', KEYS[1], string.format('%.0f', v), 'PX', px)
+	redis.call('SET', KEYS[2], ARGV[1], 'PX', px)
+end
+if was > 0 and was ~= interval and tat > now then
+	tat = now + math.ceil((tat - now) / was * interval)
+end
 local wait = tat - (tonumber(ARGV[2]) - 1) * interval - now
 if wait < 0 then wait = 0 end
-if wait > maxwait then return {0, tostring(wait - maxwait)} end
-local newtat = tat + interval
-redis.call('SET', KEYS[1], string.format('%.0f', newtat), 'PX', math.ceil((newtat - now) / 1000) + 1)
+if wait > maxwait then
+	if was ~= interval then keep(tat) end
+	return {0, tostring(wait - maxwait)}
+end
+keep(tat + interval)
 return {1, tostring(wait)}
 `)
 	// KEYS: ledger, its reservations (a sorted set of ids by the end of
@@ -561,7 +576,7 @@ func (s *Store) Doubt(ctx context.Context, key string, token int64, keep time.Du
 
 // Allow implements runtime.RateLimiter in one script call.
 func (s *Store) Allow(ctx context.Context, key string, interval time.Duration, burst int64, maxWait time.Duration) (time.Duration, bool, error) {
-	v, err := gcraScript.Run(ctx, s.c, []string{s.k(key)}, runtime.IntervalMicros(interval), burst, maxWait.Microseconds()).Slice()
+	v, err := gcraScript.Run(ctx, s.c, s.rateKeys(key), runtime.IntervalMicros(interval), burst, maxWait.Microseconds()).Slice()
 	if err != nil {
 		return 0, false, fmt.Errorf("redis rate limit: %w", err)
 	}
@@ -575,7 +590,23 @@ func (s *Store) Allow(ctx context.Context, key string, interval time.Duration, b
 }
 
 // ForgetRate implements runtime.RateLimiter.
-func (s *Store) ForgetRate(ctx context.Context, key string) error { return s.Delete(ctx, key) }
+func (s *Store) ForgetRate(ctx context.Context, key string) error {
+	if err := s.c.Del(ctx, s.rateKeys(key)...).Err(); err != nil {
+		return fmt.Errorf("redis rate limit: %w", err)
+	}
+	return nil
+}
+
+// intervalSuffix ends the key of the interval a bucket's tat counts in.
+const intervalSuffix = "#interval"
+
+// rateKeys are the keys of bucket key: its tat, and beside it the
+// interval it counts in (under its key followed by intervalSuffix, escaped
+// as ledger escapes a ledger's, so no bucket's tat is another's interval).
+func (s *Store) rateKeys(key string) []string {
+	k := s.escaped(key, intervalSuffix)
+	return []string{k, k + intervalSuffix}
+}
 
 func limit[T int64 | float64](p *T) string {
 	if p == nil {
@@ -599,10 +630,17 @@ const (
 // reservations of run "x"), a key ending in either suffix followed by any
 // number of '#' gets one '#' more: no two keys, ledgers, reservations or
 // settlements, meet. Every other key is stored where it always was.
-func (s *Store) ledger(key string) string {
+func (s *Store) ledger(key string) string { return s.escaped(key, reservationsSuffix, settledSuffix) }
+
+// escaped is the stored key of key, whose state may have keys beside it
+// ending in one of suffixes: key with one '#' more when it ends in one of
+// them followed by any number of '#'.
+func (s *Store) escaped(key string, suffixes ...string) string {
 	k := strings.TrimRight(key, "#")
-	if strings.HasSuffix(k, reservationsSuffix) || strings.HasSuffix(k, settledSuffix) {
-		return s.k(key) + "#"
+	for _, suf := range suffixes {
+		if strings.HasSuffix(k, suf) {
+			return s.k(key) + "#"
+		}
 	}
 	return s.k(key)
 }

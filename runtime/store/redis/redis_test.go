@@ -21,6 +21,7 @@ func TestPorts(t *testing.T) {
 	t.Run("Leaser", func(t *testing.T) { storetest.Leaser(t, s) })
 	t.Run("LeaserOwner", func(t *testing.T) { storetest.LeaserOwner(t, s) })
 	t.Run("RateLimiter", func(t *testing.T) { storetest.RateLimiter(t, s) })
+	t.Run("RateLimiterRescale", func(t *testing.T) { storetest.RateLimiterRescale(t, s) })
 	t.Run("RateLimiterExact", func(t *testing.T) { storetest.RateLimiterExact(t, s) })
 	t.Run("Budgeter", func(t *testing.T) { storetest.Budgeter(t, s) })
 	t.Run("BudgeterReservesEstimates", func(t *testing.T) { storetest.BudgeterReservesEstimates(t, s) })

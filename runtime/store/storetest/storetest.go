@@ -396,6 +396,46 @@ func RateLimiter(t *testing.T, r runtime.RateLimiter) {
 	assert.True(t, ok, "after the interval")
 }
 
+// RateLimiterRescale checks that a bucket follows the interval of the
+// call that uses it, as after a reload or a replica's restart with another
+// policy: the calls a bucket has taken are counted in intervals, so raising
+// the rate shortens the wait at once, and lowering it lets no burst of the
+// old rate through.
+func RateLimiterRescale(t *testing.T, r runtime.RateLimiter) {
+	ctx := context.Background()
+	k := Key(t, "raised")
+	_, ok, err := r.Allow(ctx, k, time.Hour, 1, 0)
+	require.NoError(t, err)
+	require.True(t, ok)
+	wait, ok, err := r.Allow(ctx, k, time.Minute, 1, 0)
+	require.NoError(t, err)
+	assert.False(t, ok, "one call taken: the next one an interval later")
+	assert.InDelta(t, time.Minute.Seconds(), wait.Seconds(), 2, "the raised rate's interval, not the old hour")
+	wait, ok, err = r.Allow(ctx, k, time.Minute, 1, 2*time.Minute)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.InDelta(t, time.Minute.Seconds(), wait.Seconds(), 2)
+
+	k = Key(t, "lowered")
+	for i := range 3 {
+		_, ok, err := r.Allow(ctx, k, time.Minute, 3, 0)
+		require.NoError(t, err)
+		require.True(t, ok, "burst call %d", i)
+	}
+	wait, ok, err = r.Allow(ctx, k, time.Hour, 3, 0)
+	require.NoError(t, err)
+	assert.False(t, ok, "the burst spent under the old rate is spent under the new one")
+	assert.InDelta(t, time.Hour.Seconds(), wait.Seconds(), 5)
+	wait, ok, err = r.Allow(ctx, k, time.Hour, 3, 0)
+	require.NoError(t, err)
+	assert.False(t, ok, "asked again under the new rate")
+	assert.InDelta(t, time.Hour.Seconds(), wait.Seconds(), 5)
+	wait, ok, err = r.Allow(ctx, k, time.Minute, 3, 0)
+	require.NoError(t, err)
+	assert.False(t, ok, "back to the old rate: the bucket is as it was")
+	assert.InDelta(t, time.Minute.Seconds(), wait.Seconds(), 2)
+}
+
 // RateLimiterExact checks that a limiter admits no more than one call per
 // interval when the interval is not a whole number of its time unit: a
 // store that rounded 1000.999 µs down to 1000 µs let one call in a
