@@ -43,6 +43,6 @@ var builtinPatterns = []builtinPattern{
 		anchor: "://"},
 	// The key word and the value may be strings of their own, as in a JSON array or object
 	// written out: ["password=", "hunter2"], ["password", "=hunter2"], {"password=": "hunter2"}.
-	{Pattern: Pattern{"password-assignment", `(?i)\b(?:password|passwd|passphrase|pwd|pass|secret|secret[_-]?key|api[_-]?key|apikey|access[_-]?token|auth[_-]?token|refresh[_-]?token|client[_-]?secret|private[_-]?key|token)["']?(?:\s*,\s*["'])?\s*[:=]+\s*(?:["']\s*[:,]\s*)?["']?(?P<secret>[^\s"',;&}\]\[:=][^\s"',;&}\]]*)`},
+	{Pattern: Pattern{"password-assignment", `(?i)\b(?:password|passwd|passphrase|pwd|pass|secret|secret[_-]?key|api[_-]?key|apikey|access[_-]?token|auth[_-]?token|refresh[_-]?token|client[_-]?secret|private[_-]?key|token)["']?(?:\s*,\s*["'])?\s*[:=]+\s*(?:["']\s*[:,]\s*)?["']?(?P<secret>[^\s"',;&{}\]\[:=][^\s"',;&}\]]*)`},
 		keys: []string{"pass", "pwd", "secret", "api", "access", "auth", "refresh", "client", "private", "token"}},
 }

@@ -60,6 +60,7 @@ func TestRedactDefaults(t *testing.T) {
 		{"password doubled colon", "password::hunter2 ok", "password::[REDACTED:password-assignment] ok", 1},
 		{"password colon equals", "pass:=hunter2 ok", "pass:=[REDACTED:password-assignment] ok", 1},
 		{"placeholder after a quote and colon is not a value", `pAss:":[REDACTED:password-assignment]`, `pAss:":[REDACTED:password-assignment]`, 0},
+		{"password property of a JSON schema", `{"password": {"type": "string"}}`, `{"password": {"type": "string"}}`, 0},
 		{"api_key env", "API_KEY=abc123xyz", "API_KEY=[REDACTED:password-assignment]", 1},
 		{"client secret", "client-secret: 'q1w2e3'", "client-secret: '[REDACTED:password-assignment]'", 1},
 		{"pem block", "before\n" + pemBlock + "\nafter", "before\n[REDACTED:private-key]\nafter", 1},
