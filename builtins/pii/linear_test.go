@@ -8,13 +8,18 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/agentc-dev/agentc/builtins/internal/mask"
+	"github.com/agentc-dev/agentc/runtime"
 )
 
-// TestColumnsOfNumbersStayLinear: a column of numbers (a tool's output of counts, one a
+// TestLongReadingsStayLinear: a column of numbers (a tool's output of counts, one a
 // line), the same numbers as the strings of an array, and as the values of an object, are
 // read in time proportional to their length: four times as many take under eight times as
-// long (a quadratic reading takes sixteen; 16,000 one-digit lines took seconds).
-func TestColumnsOfNumbersStayLinear(t *testing.T) {
+// long (a quadratic reading takes sixteen; 16,000 one-digit lines took seconds). So is a
+// tool message holding records as JSON text, whose runs of strings are read together (4,000
+// records of an e-mail address each took seconds).
+func TestLongReadingsStayLinear(t *testing.T) {
 	s := newScanner(t)
 	digits := func(n int) []string {
 		out := make([]string, n)
@@ -42,6 +47,16 @@ func TestColumnsOfNumbersStayLinear(t *testing.T) {
 		"array as JSON text": func(n int) {
 			b, _ := json.Marshal(digits(n))
 			s.Redact(string(b))
+		},
+		"records as JSON text of a tool message": func(n int) {
+			recs := make([]map[string]string, n)
+			for i := range recs {
+				recs[i] = map[string]string{"name": "user " + strconv.Itoa(i), "email": "u" + strconv.Itoa(i) + "@example.com"}
+			}
+			b, _ := json.Marshal(recs)
+			tr := mask.Transcript{Mask: s.Redact, Find: s.items, System: true}
+			out, _ := tr.Messages("", []runtime.Message{{Role: "tool", ToolCallID: "c1", Content: string(b)}})
+			assert.NotContains(t, out[0].Content, "@example.com")
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
