@@ -86,12 +86,18 @@ func labelName(l ast.Label) string {
 		if err != nil {
 			return ""
 		}
-		if strings.ContainsAny(s, ".") {
-			return strconv.Quote(s)
-		}
-		return s
+		return labelKey(s)
 	}
 	return ""
+}
+
+// labelKey is the key of a label in a path of positions: a name holding
+// a dot is quoted, so that the dot is not read as a step of the path.
+func labelKey(s string) string {
+	if strings.ContainsAny(s, ".") {
+		return strconv.Quote(s)
+	}
+	return s
 }
 
 // lookup returns the position recorded for path, or of its closest
@@ -136,7 +142,11 @@ func (s *SourceIndex) Pos(path ...string) (p Pos, ok bool) {
 	if s == nil {
 		return Pos{}, false
 	}
-	return s.ps.lookup(path, true)
+	keys := make([]string, len(path))
+	for i, name := range path {
+		keys[i] = labelKey(name) // a test case named "v1.2 ok"
+	}
+	return s.ps.lookup(keys, true)
 }
 
 // At returns where the file writes path, a path such as
