@@ -267,6 +267,7 @@ func (l *loader) decodeEntry(p *Policy, stage string, i int, ev cue.Value) *Entr
 
 	// The kind's own fields, defaults applied.
 	fields := map[string]any{}
+	faulty := map[string]bool{} // written, with a value the schema check reports
 	it, _ := ev.Fields(cue.Optional(false))
 	for it.Next() {
 		sel := it.Selector().String()
@@ -278,6 +279,7 @@ func (l *loader) decodeEntry(p *Policy, stage string, i int, ev cue.Value) *Entr
 		fv := it.Value()
 		if err := fv.Decode(&x); err != nil {
 			// Already reported by the schema check.
+			faulty[sel] = true
 			continue
 		}
 		if e.Use == "output_coerce" && sel == "schema" {
@@ -400,6 +402,8 @@ func (l *loader) decodeEntry(p *Policy, stage string, i int, ev cue.Value) *Entr
 	if e.Use == "guard" {
 		_, hasDeny := fields["deny"]
 		_, hasReq := fields["require"]
+		// One of the wrong type is there all the same, and reported as such.
+		hasDeny, hasReq = hasDeny || faulty["deny"], hasReq || faulty["require"]
 		switch {
 		case hasDeny && hasReq:
 			l.errorf(e.Pos, "schema/invalid-value", "guard %s sets both deny and require; give exactly one", e.Name)

@@ -265,3 +265,17 @@ func TestMisspeltUse(t *testing.T) {
 	assert.Equal(t, `chains.chat[0]: missing required field "use": unknown field "us"; did you mean use: "retry"?`, diags[0].Message)
 	assert.Equal(t, 17, diags[0].Pos.Col)
 }
+
+// A guard whose deny or require is of the wrong type is told so, not that
+// it has neither.
+func TestGuardPredicateOfTheWrongType(t *testing.T) {
+	_, diags, _ := loadSnippet(t, `chains: tool: [{use: "guard", deny: 5}, {use: "guard", name: "g", require: true}]`)
+	var msgs []string
+	for _, d := range diags {
+		msgs = append(msgs, d.Message)
+	}
+	assert.Equal(t, []string{
+		`chains.tool[0].deny: 5 is not allowed here: want a string`,
+		`chains.tool[1].require: true is not allowed here: want a string`,
+	}, msgs)
+}

@@ -86,19 +86,33 @@ func labelName(l ast.Label) string {
 		if err != nil {
 			return ""
 		}
-		if strings.ContainsAny(s, ".") {
-			return strconv.Quote(s)
-		}
-		return s
+		return labelKey(s)
 	}
 	return ""
+}
+
+// labelKey is the key of a label in a path of positions: a name holding
+// a dot is quoted, so that the dot is not read as a step of the path. A
+// selector quoted already (as a CUE error's path gives "gpt-4.1") is kept.
+func labelKey(s string) string {
+	if !strings.Contains(s, ".") {
+		return s
+	}
+	if u, err := strconv.Unquote(s); err == nil && strings.Contains(u, ".") && s[0] == '"' {
+		return s
+	}
+	return strconv.Quote(s)
 }
 
 // lookup returns the position recorded for path, or of its closest
 // ancestor. label selects the field's label rather than its value.
 func (ps *positions) lookup(path []string, label bool) (Pos, bool) {
-	for n := len(path); n > 0; n-- {
-		key := strings.Join(path[:n], ".")
+	keys := make([]string, len(path))
+	for i, name := range path {
+		keys[i] = labelKey(name) // a model named "gpt-4.1", a test case "v1.2 ok"
+	}
+	for n := len(keys); n > 0; n-- {
+		key := strings.Join(keys[:n], ".")
 		m := ps.value
 		if label && n == len(path) {
 			m = ps.label

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // A test file's paths are placed where they are written, in CUE as in
@@ -38,4 +39,22 @@ func TestIndexSource(t *testing.T) {
 	assert.Nil(t, IndexSource("bad.cue", []byte("tests: {")))
 	_, ok = (*SourceIndex)(nil).Pos("tests")
 	assert.False(t, ok)
+}
+
+// A model or a tool whose name holds a dot (gpt-4.1) has its fields placed
+// where they are written, not at its name.
+func TestDottedNamesPlaceTheirFields(t *testing.T) {
+	p, _, _ := loadSnippet(t, `models: "gpt-4.1": {
+	provider: "openai"
+	model:    "gpt-4.1"
+}`)
+	require.NotNil(t, p)
+	assert.Equal(t, 4, p.Models["gpt-4.1"].FieldPos["provider"].Line)
+	_, _, got := loadSnippet(t, `tools: "fs.read": {
+	args: {
+		type: "object"
+		properties: p: type: "strng"
+	}
+}`)
+	assert.Equal(t, []string{"6:24 schema/invalid-value"}, got)
 }

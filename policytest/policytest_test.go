@@ -328,4 +328,14 @@ func TestProblemsArePlaced(t *testing.T) {
 	assert.Equal(t, file+":3:15", cases[0].Where(`scenario: steps[0].chat.model: the policy declares no model "primry"`))
 	assert.Equal(t, file+":4:23", cases[0].Where(`$.steps[0].outcome: want "ok", got "error"`))
 	assert.Equal(t, file+":1:12", cases[0].Where(`the policy does not vet`))
+
+	// A case named with a dot is placed in itself, not at the first case.
+	dir = write(t, map[string]string{"a_test.cue": "package p\n\ntests: first: {\n\tscenario: steps: []\n\twant: steps: []\n}\ntests: \"v1.2 ok\": {\n\tscenario: steps: []\n\twant: steps: [{outcome: \"ok\"}]\n}\n"})
+	cases, err = Discover(context.Background(), dir, dsl.DataOptions{})
+	require.NoError(t, err)
+	require.Len(t, cases, 2)
+	file = filepath.Join(dir, "a_test.cue")
+	assert.Equal(t, "v1.2 ok", cases[1].Name)
+	assert.Equal(t, file+":9:17", cases[1].Where(`$.steps[0].outcome: want "ok", got "error"`))
+	assert.Equal(t, file+":7:8", cases[1].Where(`the policy does not vet`))
 }

@@ -292,10 +292,14 @@ const (
 // dash), and returns them with the offset just past the last one. A
 // line break ("\n" or "\r\n") may stand for the separator, as where a card written in groups
 // wraps over lines ("4111 1111\n1111 1111"); groups joined by line breaks alone are a column
-// of numbers, not a card, so a run with no separator ends at its first line break.
+// of numbers, not a card, so a run with no separator ends at its first line break. Its lines
+// are read on for a separator as far as a card's digits go, not to the column's end: the
+// next call starts at the next line, and a column read to its end from each line would cost
+// the square of its length.
 func cardGroups(groups []digitGroup, text string, i int) ([]digitGroup, int) {
 	var sep byte
 	wrap := 0 // the groups before the first line break, while no separator is known
+	digits := 0
 	j := i
 	for {
 		s := j
@@ -303,6 +307,9 @@ func cardGroups(groups []digitGroup, text string, i int) ([]digitGroup, int) {
 			j++
 		}
 		groups = append(groups, digitGroup{s, j})
+		if digits += j - s; sep == 0 && wrap > 0 && digits > maxCardDigits {
+			break
+		}
 		if n := lineBreak(text, j); n > 0 && j+n < len(text) && isDigit(text[j+n]) {
 			if sep == 0 && wrap == 0 {
 				wrap = len(groups)

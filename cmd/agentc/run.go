@@ -58,6 +58,7 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 	if w := scenario.UnusedWarnings(sc, res); w != nil {
 		// Not a refusal: a scenario may script a call the policy
 		// refuses. Each at its place, after the result.
+		placeCUE(w, fs.Arg(1))
 		defer func() {
 			for _, line := range strings.Split(w.In(fs.Arg(1)), "\n") {
 				fmt.Fprintln(env.stderr, "warning: "+line)

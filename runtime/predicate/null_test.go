@@ -264,6 +264,19 @@ func TestNullObjectComparison(t *testing.T) {
 		require.Len(t, iss, 1, src)
 		assert.Contains(t, iss[0].Message, "a JSON null reads as absent, never as null: "+want, src)
 	}
+	// A field of a list's element read by its index is named whole.
+	items := mustEnv(t, EnvConfig{Stage: Tool, ArgsSchemas: []json.RawMessage{json.RawMessage(`{"type": "object",
+		"required": ["items"], "properties": {"items": {"type": "array", "maxItems": 5, "items": {"type": "object",
+		"required": ["sku"], "properties": {"sku": {"type": "string"}}}}}}`)}})
+	for src, want := range map[string]string{
+		"args.items[0].sku == null":                    `test !has(args.items[0].sku) instead (true when it is null or missing)`,
+		"null != args.items[size(args.items) - 1].sku": `test has(args.items[size(args.items) - 1].sku) instead (false when it is null or missing)`,
+		"(args.items[0]).sku == null":                  `test the field with has() instead`,
+	} {
+		_, iss := items.Check(src)
+		require.Len(t, iss, 1, src)
+		assert.Contains(t, iss[0].Message, "a JSON null reads as absent, never as null: "+want, src)
+	}
 	// The variable itself is an object, never null.
 	for _, src := range []string{"args == null", "null != args"} {
 		_, iss := env.Check(src)

@@ -250,7 +250,8 @@ func suggestSchemaObjectIndex(src string, is *Issue) {
 }
 
 // operandBefore returns the selector chain that ends src (args.ship in
-// "x == args.ship"), backtick-quoted names included, or "".
+// "x == args.ship"), backtick-quoted names and indexes included
+// (args.items[0].sku), or "".
 func operandBefore(src string) string {
 	src = strings.TrimRight(src, " \t\r\n")
 	start := len(src)
@@ -264,6 +265,20 @@ func operandBefore(src string) string {
 				return ""
 			}
 			start = open
+		case b == ']':
+			depth, j := 0, start-1
+			for ; j >= 0 && (src[j] != '[' || depth != 1); j-- {
+				switch src[j] {
+				case ']':
+					depth++
+				case '[':
+					depth--
+				}
+			}
+			if j < 0 {
+				return ""
+			}
+			start = j
 		default:
 			return strings.TrimLeft(src[start:], ".")
 		}
@@ -284,6 +299,20 @@ func operandAfter(src string) string {
 				return ""
 			}
 			end += close + 2
+		case b == '[' && end > 0:
+			depth, j := 0, end
+			for ; j < len(src) && (src[j] != ']' || depth != 1); j++ {
+				switch src[j] {
+				case '[':
+					depth++
+				case ']':
+					depth--
+				}
+			}
+			if j == len(src) {
+				return ""
+			}
+			end = j + 1
 		default:
 			return strings.TrimRight(src[:end], ".")
 		}
@@ -304,19 +333,9 @@ func suggestNullOperand(src string, is *Issue) {
 	// before it, or after it for null == args.note.
 	operand := ""
 	if is.Offset >= 0 && is.Offset <= len(src) {
-		before := strings.TrimRight(src[:is.Offset], " \t\r\n")
-		start := len(before)
-		for start > 0 && (isIdentByte(before[start-1]) || before[start-1] == '.') {
-			start--
-		}
-		operand = before[start:]
+		operand = operandBefore(src[:is.Offset])
 		if operand == "null" && is.Offset+2 <= len(src) {
-			after := strings.TrimLeft(src[is.Offset+2:], " \t\r\n")
-			end := 0
-			for end < len(after) && (isIdentByte(after[end]) || after[end] == '.') {
-				end++
-			}
-			operand = after[:end]
+			operand = operandAfter(strings.TrimLeft(src[is.Offset+2:], " \t\r\n"))
 		}
 	}
 	test, when := nullTest(strings.Contains(is.Message, "'_!=_'"))
@@ -329,7 +348,8 @@ func suggestNullOperand(src string, is *Issue) {
 		is.Message += fmt.Sprintf("; a JSON null reads as absent, never as null: test "+test+" instead (%s)", k, m, when)
 		return
 	}
-	if operand == "" || operand == "null" || !strings.Contains(operand, ".") {
+	if operand == "" || operand == "null" || !strings.Contains(operand, ".") || operand[0] == '[' {
+		// Not a field read from a variable ((args.items[0]).sku).
 		is.Message += "; a JSON null reads as absent, never as null: test the field with has() instead"
 		return
 	}

@@ -2,6 +2,7 @@ package mask
 
 import (
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/agentc-dev/agentc/builtins/internal/scanned"
@@ -289,16 +290,31 @@ type elementRead struct {
 // together hold a phone number the lines do not).
 func readJoined(reads []elementRead, elems []string, starts []int, find Find, sep func(k int) string, together, fields bool) []elementRead {
 	text := joinAt(elems, sep, starts)
+	// byElem lists the reads with a part in each element: a read found before is one of those
+	// of the elements an item runs over, and looking it up there, not among every read, keeps
+	// the cost of a long run of strings (the runs of a JSON document) linear.
+	var byElem map[int][]int
+	if together {
+		byElem = map[int][]int{}
+		for i, r := range reads {
+			for _, p := range r.match {
+				byElem[p.k] = append(byElem[p.k], i)
+			}
+		}
+	}
 	for _, it := range find(text) {
 		match, masked := pieceSpans(elems, starts, it.From, it.To), pieceSpans(elems, starts, it.Start, it.End)
 		if len(match) == 0 || len(masked) == 0 {
 			continue
 		}
-		if together && (numberList(elems, match, fields) || slices.ContainsFunc(reads, func(r elementRead) bool {
-			// read already; or, within one element, where the lines found something; or the
-			// same value, whole where its element ends, run on into the next
-			return slices.Equal(r.match, match) && slices.Equal(r.masked, masked) || len(match) == 1 && overlaps(match, r.match) ||
-				r.EndsAtBreak && r.Label == it.Label && len(r.match) == 1 && r.match[0].end == len(elems[r.match[0].k]) && overlaps(match, r.match)
+		if together && (numberList(elems, match, fields) || slices.ContainsFunc(match, func(p piece) bool {
+			return slices.ContainsFunc(byElem[p.k], func(i int) bool {
+				// read already; or, within one element, where the lines found something; or
+				// the same value, whole where its element ends, run on into the next
+				r := reads[i]
+				return slices.Equal(r.match, match) && slices.Equal(r.masked, masked) || len(match) == 1 && overlaps(match, r.match) ||
+					r.EndsAtBreak && r.Label == it.Label && len(r.match) == 1 && r.match[0].end == len(elems[r.match[0].k]) && overlaps(match, r.match)
+			})
 		})) {
 			continue
 		}
@@ -309,6 +325,11 @@ func readJoined(reads []elementRead, elems []string, starts []int, find Find, se
 			fi.From, fi.To, fi.Start, fi.End = it.From-starts[k], it.To-starts[k], it.Start-starts[k], it.End-starts[k]
 		}
 		reads = append(reads, elementRead{fi, match, masked})
+		if together {
+			for _, p := range match {
+				byElem[p.k] = append(byElem[p.k], len(reads)-1)
+			}
+		}
 	}
 	return reads
 }
@@ -344,8 +365,10 @@ func joinAt(elems []string, sep func(k int) string, starts []int) string {
 // element offsets, in order; a separator it covers is in none.
 func pieceSpans(elems []string, starts []int, from, to int) []piece {
 	var out []piece
-	for k, e := range elems {
-		s, en := max(from, starts[k]), min(to, starts[k]+len(e))
+	// The first element that ends after from: the elements' ends rise with their starts.
+	first := sort.Search(len(elems), func(k int) bool { return starts[k]+len(elems[k]) > from })
+	for k := first; k < len(elems) && starts[k] < to; k++ {
+		s, en := max(from, starts[k]), min(to, starts[k]+len(elems[k]))
 		if s < en {
 			out = append(out, piece{k, s - starts[k], en - starts[k]})
 		}
