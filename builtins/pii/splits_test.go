@@ -155,6 +155,24 @@ func TestValueAcrossObjectValues(t *testing.T) {
 			assertToolMessageMaskedAndBlocked(t, obj)
 		})
 	}
+	// A JSON text is read in the order written, which is not that of its keys: what block
+	// refuses, redact masks.
+	for name, content := range map[string]string{
+		"card in two values":  `{"z": "4111 1111", "a": "1111 1111", "n": 7}`,
+		"card cut in a group": `{"b": "card 4111 11", "a": "11 1111 1111"}`,
+		"address":             `{"user": "jane.doe", "a": "@example.com"}`,
+	} {
+		t.Run(name+"/tool message holding JSON out of key order", func(t *testing.T) {
+			msgs := []runtime.Message{{Role: "tool", ToolCallID: "c1", Content: content}}
+			_, err := seenByModel(t, `{}`, msgs)
+			var b *runtime.BlockedError
+			require.ErrorAs(t, err, &b)
+			got, err := seenByModel(t, `{"action":"redact"}`, msgs)
+			require.NoError(t, err)
+			assert.Contains(t, got, "[REDACTED:")
+			assertNoPiece(t, got)
+		})
+	}
 	t.Run("apart", func(t *testing.T) {
 		var seen map[string]any
 		pl := toolPipeline(t, `{"action":"redact"}`, func(_ context.Context, c *runtime.ToolCall) (any, error) {

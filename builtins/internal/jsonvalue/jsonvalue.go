@@ -92,6 +92,8 @@ func mapLeaves(v any, f func(string) (string, int), other func(any) (any, int), 
 		return renameKeys(out, f, total)
 	case []any:
 		return mapRuns(x, false, f, other, rd)
+	case Object:
+		return mapObject(x, f, other, rd)
 	case map[string]string:
 		out := make(map[string]string, len(x))
 		total := 0
@@ -215,7 +217,8 @@ func MapText(v any, f func(string) (string, int)) (any, int) { return MapTextJoi
 
 // MapTextJoined is MapText that reads the strings of an array side by side: each run of two
 // or more consecutive strings of an array ([]any or []string; StringRuns), or of the values
-// of an object in the order of its keys (as JSON writes them and the model reads them), is
+// of an object in the order of its keys (as JSON writes them and the model reads them; those
+// of an Object in the order written), is
 // handed to joined instead of f (told whether it is an object's values), which returns it
 // rewritten (what it found in the elements, or across them, masked) with a count. A string of an array that is in no run is read by f. With pair, the
 // value of each object key that is a string or an integral number (read as its digits) is

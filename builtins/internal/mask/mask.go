@@ -160,9 +160,19 @@ func (t Transcript) text(run, s string) (string, bool) {
 	}
 	red, n := t.Mask(s)
 	if t.Find != nil {
-		// A JSON document's arrays are read as in a value: an item cut across their strings.
+		// A JSON document's arrays and objects are read as in a value: an item cut across
+		// their strings. What was masked, in the strings or as a text, can leave one that was
+		// not (a placeholder's end read with the string after it), so the result is read
+		// again until it holds none.
 		if js, m := AcrossJSON(s, t.Mask, t.Find); m > 0 {
 			red, n = js, m
+		}
+		for range maxElementPasses {
+			js, m := AcrossJSON(red, t.Mask, t.Find)
+			if m == 0 {
+				break
+			}
+			red, n = js, n+m
 		}
 	}
 	if n == 0 {
