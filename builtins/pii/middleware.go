@@ -433,12 +433,12 @@ func (m *Middleware) EndRun(runID string) { m.seen.EndRun(runID) }
 // for ASCII ones count as digits, Unicode spaces and dashes as separators,
 // and a zero-width character at the end of a line does not hide the digit
 // before it. A line ending in a run of base64 that the next line may go on
-// with is held with the lines to come too (linehold.HoldEncoded), so that a
+// with is held with the lines to come too (linehold.Hold.Encoded), so that a
 // value's encoding wrapped over lines is read whole.
-func releasable(buf string) int {
+func releasable(buf string, h *linehold.Hold) int {
 	cut := linehold.LastLine(buf)
-	if cut == 0 {
-		return 0
+	if cut == 0 || h.Encoded(buf, cut) == 0 {
+		return 0 // a run held from the start of the text: it is not folded again
 	}
 	f := textnorm.FoldSeparators(buf[:cut], false)
 	text := f.Text
@@ -447,7 +447,7 @@ func releasable(buf string) int {
 		end--
 	}
 	if end <= 0 || !isDigit(text[end-1]) {
-		return linehold.HoldEncoded(buf, cut)
+		return h.Encoded(buf, cut)
 	}
 	k, digits := end, 0
 	for k > 0 && digits < maxCardDigits-1 {
@@ -465,7 +465,7 @@ func releasable(buf string) int {
 	}
 	// The line break before line is an ASCII one of buf: release up to it.
 	_, at := f.Span(line-1, line)
-	return linehold.HoldEncoded(buf, at)
+	return h.Encoded(buf, at)
 }
 
 // unchecked is the refusal of arguments that cannot be scanned.

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentc-dev/agentc/builtins/internal/textnorm/textnormtest"
 	"github.com/agentc-dev/agentc/builtins/pii"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
@@ -399,4 +400,32 @@ func TestChatCustomToolGrammar(t *testing.T) {
 	assert.Contains(t, c.Definition, `start: "To: `)
 	assert.Equal(t, "lark", c.Syntax)
 	assert.Equal(t, grammar, req.Tools[0].Custom.Definition, "the caller's request is not modified")
+}
+
+// BenchmarkStreamedDump1MB streams a hex dump of text, 1 MB of it (xxd's layout, about
+// 15,400 lines), through a pii layer a line a delta: the dump is held until it ends.
+func BenchmarkStreamedDump1MB(b *testing.B) {
+	var deltas []runtime.Delta
+	for line := range strings.Lines(textnormtest.ProseDump(1<<20) + "done\n") {
+		deltas = append(deltas, runtime.Delta{Text: line})
+	}
+	model := runtime.ModelFunc(func(_ context.Context, _ *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+		for _, d := range deltas {
+			if !yield(d) {
+				break
+			}
+		}
+		return nil
+	})
+	pl := chatPipeline(b, `{"action":"redact"}`, model)
+	b.ResetTimer()
+	for range b.N {
+		n := 0
+		_, err := pl.Stream(context.Background(), runtime.ChatRequest{Model: "primary"}, func(d runtime.Delta) bool {
+			n += len(d.Text)
+			return true
+		})
+		require.NoError(b, err)
+		require.Positive(b, n)
+	}
 }
