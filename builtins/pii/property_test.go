@@ -323,7 +323,7 @@ func TestObjectTextBlockedIsMasked(t *testing.T) {
 	s := newScanner(t)
 	block, redact := layerPipeline(t, `{}`), layerPipeline(t, `{"action":"redact"}`)
 	r := rand.New(rand.NewPCG(14, 4))
-	refused := 0
+	refused, cuts := 0, 0
 	for iter := 0; iter < 1500; iter++ {
 		text := randomPIIText(r)
 		if len(text) < 2 {
@@ -351,13 +351,27 @@ func TestObjectTextBlockedIsMasked(t *testing.T) {
 					runs = append(runs, nil)
 				}
 			}
-			runs[len(runs)-1] = append(runs[len(runs)-1], v)
 			q, err := json.Marshal(v)
 			require.NoError(t, err)
 			fmt.Fprintf(&b, `"%c%d": %s`, 'z'-rune(i%26), i, q)
+			var read string // as the JSON text holds it: a byte of a character cut is U+FFFD
+			require.NoError(t, json.Unmarshal(q, &read))
+			runs[len(runs)-1] = append(runs[len(runs)-1], read)
 		}
 		b.WriteString("}")
 		content := b.String()
+		// the runs read in one reading find a value cut across values exactly when the runs
+		// read one by one do
+		cut := false
+		for _, run := range runs {
+			_, found := mask.ReadFields(run, s.items)
+			cut = cut || slices.ContainsFunc(found, func(it mask.ElementItem) bool { return it.Elem < 0 })
+		}
+		_, split := mask.SplitInJSON(content, s.items)
+		require.Equal(t, cut, split, "iteration %d: %s", iter, content)
+		if cut {
+			cuts++
+		}
 		msgs := []runtime.Message{{Role: "tool", ToolCallID: "c1", Content: content}}
 		if _, err := seenThrough(block, msgs); err == nil {
 			continue
@@ -387,8 +401,8 @@ func TestObjectTextBlockedIsMasked(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d objects refused by block", refused)
-	require.Positive(t, refused)
+	t.Logf("%d objects refused by block, %d with a value cut across values", refused, cuts)
+	require.Positive(t, cuts)
 }
 
 // splitValues returns the values ReadFields finds cut across vals, as written in them.

@@ -105,14 +105,14 @@ func mapObject(x Object, f func(string) (string, int), other func(any) (any, int
 		e, m := rd.member(k, x.Values[i])
 		vals[i], total = e, total+m
 	}
-	vals, n := mapRuns(vals, true, f, other, rd)
-	total += n
+	total += mapRunsInPlace(vals, true, f, other, rd)
+	key := rd.keyFunc(f)
 	keys := make([]string, len(x.Keys))
 	renamed := make([]bool, len(x.Keys))
 	taken := map[string]bool{}
 	for i, k := range x.Keys {
 		keys[i] = k
-		if nk, n := f(k); n > 0 && nk != k {
+		if nk, n := key(k); n > 0 && nk != k {
 			keys[i], renamed[i] = nk, true
 			total += n
 			continue

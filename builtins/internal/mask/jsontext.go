@@ -27,10 +27,17 @@ func jsonText(text string) (any, bool) {
 // ReadFields), which the text read as it is does not hold whole: the model reads the strings
 // one after another, as it reads them in a value. ok is false when text is no such JSON or
 // holds no such item. Each run of strings of the document (jsonRuns, in the order written) is
-// read on its own, as Value reads it: read together, the end of one run would change what is
-// read at the start of the next.
+// read on its own, as Value reads it: read together, the end of one run could change what is
+// read at the start of the next. The runs are first read all in one reading (those of arrays
+// in one, those of objects in another), each apart from the next by runSep, and read one by
+// one only when that reading finds an item cut across strings: a document without one costs
+// two readings, not two for each run.
 func SplitInJSON(text string, find Find) (Item, bool) {
-	for _, run := range jsonRuns(text) {
+	runs := jsonRuns(text)
+	if !cutInRuns(runs, find) {
+		return Item{}, false
+	}
+	for _, run := range runs {
 		_, items := readElements(run.strings, find, run.fields)
 		for _, it := range items {
 			if it.Elem < 0 {
@@ -40,6 +47,39 @@ func SplitInJSON(text string, find Find) (Item, bool) {
 	}
 	return Item{}, false
 }
+
+// cutInRuns reports whether find finds an item cut across strings in the runs read in one
+// reading, those of arrays and those of objects apart.
+func cutInRuns(runs []jsonRun, find Find) bool {
+	for _, fields := range []bool{false, true} {
+		var elems []string
+		for _, run := range runs {
+			if run.fields != fields {
+				continue
+			}
+			if len(elems) > 0 {
+				elems = append(elems, runSep)
+			}
+			elems = append(elems, run.strings...)
+		}
+		if len(elems) == 0 {
+			continue
+		}
+		_, items := readElements(elems, find, fields)
+		for _, it := range items {
+			if it.Elem < 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// runSep stands between two runs of strings read in one reading by cutInRuns: line breaks
+// around a character that no value holds or runs over ("\x00", which a reading folding
+// invisible characters skips, let the end of one run glue to the start of the next). What the
+// reading finds over it only costs the runs read one by one.
+const runSep = "\n|\n"
 
 // jsonRun is a run of strings of a JSON text: of an array, or the values of an object (fields).
 type jsonRun struct {

@@ -167,7 +167,7 @@ func (t Transcript) text(run, s string) (string, bool) {
 		if js, m := AcrossJSON(s, t.Mask, t.Find); m > 0 {
 			red, n = js, m
 		}
-		for range maxElementPasses {
+		for pass := 0; n > 0 && pass < maxElementPasses; pass++ {
 			js, m := AcrossJSON(red, t.Mask, t.Find)
 			if m == 0 {
 				break
