@@ -76,9 +76,11 @@ func cutInRuns(runs []jsonRun, find Find) bool {
 }
 
 // runSep stands between two runs of strings read in one reading by cutInRuns: line breaks
-// around a character that no value holds or runs over ("\x00", which a reading folding
-// invisible characters skips, let the end of one run glue to the start of the next). What the
-// reading finds over it only costs the runs read one by one.
+// around a "|", which neither glues the end of one run to the start of the next nor is skipped
+// ("\x00", which a reading folding invisible characters skips, let the runs glue). What the
+// reading finds over it (a PEM block's lines, say) only costs the runs read one by one; that
+// it misses nothing a run read alone holds is checked on random objects
+// (TestObjectTextBlockedIsMasked, builtins/pii).
 const runSep = "\n|\n"
 
 // jsonRun is a run of strings of a JSON text: of an array, or the values of an object (fields).
