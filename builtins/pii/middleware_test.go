@@ -405,27 +405,15 @@ func TestChatCustomToolGrammar(t *testing.T) {
 // BenchmarkStreamedDump1MB streams a hex dump of text, 1 MB of it (xxd's layout, about
 // 15,400 lines), through a pii layer a line a delta: the dump is held until it ends.
 func BenchmarkStreamedDump1MB(b *testing.B) {
-	var deltas []runtime.Delta
+	var lines []string
 	for line := range strings.Lines(textnormtest.ProseDump(1<<20) + "done\n") {
-		deltas = append(deltas, runtime.Delta{Text: line})
+		lines = append(lines, line)
 	}
-	model := runtime.ModelFunc(func(_ context.Context, _ *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
-		for _, d := range deltas {
-			if !yield(d) {
-				break
-			}
-		}
-		return nil
-	})
-	pl := chatPipeline(b, `{"action":"redact"}`, model)
+	pl := chatPipeline(b, `{"action":"redact"}`, rt.NewModel(rt.Response{Deltas: lines}))
 	b.ResetTimer()
 	for range b.N {
-		n := 0
-		_, err := pl.Stream(context.Background(), runtime.ChatRequest{Model: "primary"}, func(d runtime.Delta) bool {
-			n += len(d.Text)
-			return true
-		})
+		res, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary"})
 		require.NoError(b, err)
-		require.Positive(b, n)
+		require.True(b, strings.HasSuffix(res.Text, "done\n"))
 	}
 }

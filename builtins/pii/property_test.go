@@ -245,16 +245,9 @@ func TestRedactValueLeavesNoValueCutAcrossElements(t *testing.T) {
 		if len(ms) == 0 || len(text) < 2 {
 			continue
 		}
-		// Consecutive elements differ in length: whole elements of digits of one length are
-		// a list of numbers (mask.ReadElements), not a value cut.
 		var elems []any
-		for rest, last := text, 0; rest != ""; {
-			n := 1 + r.IntN(12)
-			if n == last {
-				n++
-			}
-			n = min(len(rest), n)
-			elems, rest, last = append(elems, rest[:n]), rest[n:], n
+		for _, e := range cutAtRandom(r, text) {
+			elems = append(elems, e)
 		}
 		v := map[string]any{"rows": []any{map[string]any{"id": 7.0, "text": elems}}}
 		red, _ := s.RedactValue(v)
@@ -272,6 +265,22 @@ func TestRedactValueLeavesNoValueCutAcrossElements(t *testing.T) {
 			}
 		}
 	}
+}
+
+// cutAtRandom cuts text into pieces of 1 to 13 bytes, consecutive ones of different lengths:
+// whole elements of digits of one length are a list of numbers (mask.ReadElements), not a
+// value cut.
+func cutAtRandom(r *rand.Rand, text string) []string {
+	var out []string
+	for rest, last := text, 0; rest != ""; {
+		n := 1 + r.IntN(12)
+		if n == last {
+			n++
+		}
+		n = min(len(rest), n)
+		out, rest, last = append(out, rest[:n]), rest[n:], n
+	}
+	return out
 }
 
 // randomEncoding writes text in one of the encodings Find reads.
@@ -329,15 +338,7 @@ func TestObjectTextBlockedIsMasked(t *testing.T) {
 		if len(text) < 2 {
 			continue
 		}
-		var vals []string
-		for rest, last := text, 0; rest != ""; {
-			n := 1 + r.IntN(12)
-			if n == last {
-				n++
-			}
-			n = min(len(rest), n)
-			vals, rest, last = append(vals, rest[:n]), rest[n:], n
-		}
+		vals := cutAtRandom(r, text)
 		// keys in an order other than written; now and then a number between two values,
 		// which ends a run of values read together
 		var b strings.Builder
