@@ -173,6 +173,9 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 			if err := m.blockThinking(c); err != nil {
 				return err
 			}
+			if err := m.blockArgsAcross(c.Request.Messages); err != nil {
+				return err
+			}
 			if err := m.seen.Scan(c, m.System, m.System, func(i int, kind, text string) error {
 				ms := m.scanner.Find(text)
 				found := ""
@@ -264,6 +267,25 @@ func (m *Middleware) blockThinking(c *runtime.ChatCall) error {
 	return nil
 }
 
+// blockArgsAcross refuses msgs when the arguments of a tool call of theirs hold personal data
+// cut across their strings as written (mask.SplitInJSON), which the model reads, and which
+// the reading of their keys and strings (scanned.ArgsText) does not hold: "redact" masks the
+// arguments read so (mask.Args).
+func (m *Middleware) blockArgsAcross(msgs []runtime.Message) error {
+	for i := range msgs {
+		if msgs[i].Role == "system" && !m.System {
+			continue
+		}
+		for _, tc := range msgs[i].ToolCalls {
+			if it, split := mask.SplitInJSON(string(tc.Arguments), m.scanner.items); split {
+				return &runtime.BlockedError{Layer: m.name, Message: fmt.Sprintf(
+					"message %d tool call arguments contains personal data (%s, cut across their strings)", i, it.Label)}
+			}
+		}
+	}
+	return nil
+}
+
 // output runs next with the model's streamed text scanned (unless Output is
 // off) through linehold.Stream. Text is released by whole lines, each
 // scanned before it goes out, and the rest of a line is held until its line
@@ -310,6 +332,11 @@ func (m *Middleware) cleanCalls(calls []runtime.ToolUse) ([]runtime.ToolUse, err
 			ms = m.scanner.Find(string(tc.Arguments))
 		}
 		if len(ms) == 0 {
+			if it, split := mask.SplitInJSON(string(tc.Arguments), m.scanner.items); split {
+				// cut across values adjacent as written, not in the order of their keys
+				return nil, &runtime.BlockedError{Layer: m.name, Message: fmt.Sprintf(
+					"the model's call of tool %s: its arguments contain personal data (%s, cut across their strings)", tc.Name, it.Label)}
+			}
 			continue
 		}
 		where := "argument " + ms[0].Path
