@@ -1,11 +1,15 @@
 package pii
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
+	"github.com/agentc-dev/agentc/builtins/internal/mask"
 	"github.com/agentc-dev/agentc/builtins/internal/textnorm/textnormtest"
+	"github.com/agentc-dev/agentc/runtime"
 )
 
 // FuzzRedact: no value the scanner detects survives Redact, and Redact is
@@ -58,6 +62,53 @@ func FuzzRedact(f *testing.F) {
 		}
 		if again, n2 := s.Redact(out); n2 != 0 || again != out {
 			t.Fatalf("redacting the redacted text changed it: %q -> %q (%d)", out, again, n2)
+		}
+	})
+}
+
+// FuzzObjectText: a tool message holding a JSON object whose string values (the input cut
+// at each "|") are written out of the order of their keys, a number now and then between
+// two, reaches the model from "redact" holding nothing "block" refuses: no value read as a
+// text, nor one cut across its values as they are written.
+func FuzzObjectText(f *testing.F) {
+	for _, s := range []string{"4111 1111|1111 1111", "card 4111 11|11 1111 1111", "jane.doe|@example.com",
+		"x|4111111111|111111", "415-555-8720|)222|222222|222222/", "+|44 20 7|946| 1|728.|#|31|77770|02)10.47",
+		"IBAN GB29 NWBK 6016|1331 9268 19", "a|b", "", "|"} {
+		f.Add(s)
+	}
+	s, err := New(Config{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	tr := mask.Transcript{Mask: s.Redact, Find: s.items}
+	f.Fuzz(func(t *testing.T, in string) {
+		if !utf8.ValidString(in) {
+			return
+		}
+		var b strings.Builder
+		b.WriteString("{")
+		for i, v := range strings.Split(in, "|") {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			if v == "#" {
+				fmt.Fprintf(&b, `"num%d": 7`, i)
+				continue
+			}
+			q, err := json.Marshal(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(&b, `"%c%d": %s`, 'z'-rune(i%26), i, q)
+		}
+		b.WriteString("}")
+		msg := runtime.Message{Role: "tool", ToolCallID: "c1", Content: b.String()}
+		out, _ := tr.Message("", &msg)
+		if ms := s.Find(out.Content); len(ms) > 0 {
+			t.Fatalf("%s reaches the model as %s, which holds %v", msg.Content, out.Content, ms)
+		}
+		if it, split := mask.SplitInJSON(out.Content, s.items); split {
+			t.Fatalf("%s reaches the model as %s, which holds %s cut across its values", msg.Content, out.Content, it.Label)
 		}
 	})
 }

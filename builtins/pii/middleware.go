@@ -173,6 +173,9 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 			if err := m.blockThinking(c); err != nil {
 				return err
 			}
+			if err := m.blockArgsAcross(c.Request.Messages); err != nil {
+				return err
+			}
 			if err := m.seen.Scan(c, m.System, m.System, func(i int, kind, text string) error {
 				ms := m.scanner.Find(text)
 				found := ""
@@ -264,6 +267,25 @@ func (m *Middleware) blockThinking(c *runtime.ChatCall) error {
 	return nil
 }
 
+// blockArgsAcross refuses msgs when the arguments of a tool call of theirs hold personal data
+// cut across their strings as written (mask.SplitInJSON), which the model reads, and which
+// the reading of their keys and strings (scanned.ArgsText) does not hold: "redact" masks the
+// arguments read so (mask.Args).
+func (m *Middleware) blockArgsAcross(msgs []runtime.Message) error {
+	for i := range msgs {
+		if msgs[i].Role == "system" && !m.System {
+			continue
+		}
+		for _, tc := range msgs[i].ToolCalls {
+			if it, split := mask.SplitInJSON(string(tc.Arguments), m.scanner.items); split {
+				return &runtime.BlockedError{Layer: m.name, Message: fmt.Sprintf(
+					"message %d tool call arguments contains personal data (%s, cut across their strings)", i, it.Label)}
+			}
+		}
+	}
+	return nil
+}
+
 // output runs next with the model's streamed text scanned (unless Output is
 // off) through linehold.Stream. Text is released by whole lines, each
 // scanned before it goes out, and the rest of a line is held until its line
@@ -310,6 +332,11 @@ func (m *Middleware) cleanCalls(calls []runtime.ToolUse) ([]runtime.ToolUse, err
 			ms = m.scanner.Find(string(tc.Arguments))
 		}
 		if len(ms) == 0 {
+			if it, split := mask.SplitInJSON(string(tc.Arguments), m.scanner.items); split {
+				// cut across values adjacent as written, not in the order of their keys
+				return nil, &runtime.BlockedError{Layer: m.name, Message: fmt.Sprintf(
+					"the model's call of tool %s: its arguments contain personal data (%s, cut across their strings)", tc.Name, it.Label)}
+			}
 			continue
 		}
 		where := "argument " + ms[0].Path
@@ -433,12 +460,12 @@ func (m *Middleware) EndRun(runID string) { m.seen.EndRun(runID) }
 // for ASCII ones count as digits, Unicode spaces and dashes as separators,
 // and a zero-width character at the end of a line does not hide the digit
 // before it. A line ending in a run of base64 that the next line may go on
-// with is held with the lines to come too (linehold.HoldEncoded), so that a
+// with is held with the lines to come too (linehold.Hold.Encoded), so that a
 // value's encoding wrapped over lines is read whole.
-func releasable(buf string) int {
+func releasable(buf string, h *linehold.Hold) int {
 	cut := linehold.LastLine(buf)
-	if cut == 0 {
-		return 0
+	if cut == 0 || h.Encoded(buf, cut) == 0 {
+		return 0 // a run held from the start of the text: it is not folded again
 	}
 	f := textnorm.FoldSeparators(buf[:cut], false)
 	text := f.Text
@@ -447,7 +474,7 @@ func releasable(buf string) int {
 		end--
 	}
 	if end <= 0 || !isDigit(text[end-1]) {
-		return linehold.HoldEncoded(buf, cut)
+		return h.Encoded(buf, cut)
 	}
 	k, digits := end, 0
 	for k > 0 && digits < maxCardDigits-1 {
@@ -465,7 +492,7 @@ func releasable(buf string) int {
 	}
 	// The line break before line is an ASCII one of buf: release up to it.
 	_, at := f.Span(line-1, line)
-	return linehold.HoldEncoded(buf, at)
+	return h.Encoded(buf, at)
 }
 
 // unchecked is the refusal of arguments that cannot be scanned.

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentc-dev/agentc/builtins/internal/textnorm/textnormtest"
 	"github.com/agentc-dev/agentc/builtins/pii"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
@@ -399,4 +400,20 @@ func TestChatCustomToolGrammar(t *testing.T) {
 	assert.Contains(t, c.Definition, `start: "To: `)
 	assert.Equal(t, "lark", c.Syntax)
 	assert.Equal(t, grammar, req.Tools[0].Custom.Definition, "the caller's request is not modified")
+}
+
+// BenchmarkStreamedDump1MB streams a hex dump of text, 1 MB of it (xxd's layout, about
+// 15,400 lines), through a pii layer a line a delta: the dump is held until it ends.
+func BenchmarkStreamedDump1MB(b *testing.B) {
+	var lines []string
+	for line := range strings.Lines(textnormtest.ProseDump(1<<20) + "done\n") {
+		lines = append(lines, line)
+	}
+	pl := chatPipeline(b, `{"action":"redact"}`, rt.NewModel(rt.Response{Deltas: lines}))
+	b.ResetTimer()
+	for range b.N {
+		res, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary"})
+		require.NoError(b, err)
+		require.True(b, strings.HasSuffix(res.Text, "done\n"))
+	}
 }

@@ -1,11 +1,15 @@
 package pii
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	oldrand "math/rand"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,6 +17,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/builtins/internal/jsonvalue"
+	"github.com/agentc-dev/agentc/builtins/internal/mask"
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
 )
 
 // validCard returns a card number of the given IIN prefix and length that passes Luhn.
@@ -235,16 +245,9 @@ func TestRedactValueLeavesNoValueCutAcrossElements(t *testing.T) {
 		if len(ms) == 0 || len(text) < 2 {
 			continue
 		}
-		// Consecutive elements differ in length: whole elements of digits of one length are
-		// a list of numbers (mask.ReadElements), not a value cut.
 		var elems []any
-		for rest, last := text, 0; rest != ""; {
-			n := 1 + r.IntN(12)
-			if n == last {
-				n++
-			}
-			n = min(len(rest), n)
-			elems, rest, last = append(elems, rest[:n]), rest[n:], n
+		for _, e := range cutAtRandom(r, text) {
+			elems = append(elems, e)
 		}
 		v := map[string]any{"rows": []any{map[string]any{"id": 7.0, "text": elems}}}
 		red, _ := s.RedactValue(v)
@@ -262,6 +265,22 @@ func TestRedactValueLeavesNoValueCutAcrossElements(t *testing.T) {
 			}
 		}
 	}
+}
+
+// cutAtRandom cuts text into pieces of 1 to 13 bytes, consecutive ones of different lengths:
+// whole elements of digits of one length are a list of numbers (mask.ReadElements), not a
+// value cut.
+func cutAtRandom(r *rand.Rand, text string) []string {
+	var out []string
+	for rest, last := text, 0; rest != ""; {
+		n := 1 + r.IntN(12)
+		if n == last {
+			n++
+		}
+		n = min(len(rest), n)
+		out, rest, last = append(out, rest[:n]), rest[n:], n
+	}
+	return out
 }
 
 // randomEncoding writes text in one of the encodings Find reads.
@@ -301,4 +320,158 @@ func strayOccurrences(text, v string, ms []Match) int {
 		}
 		at = s + 1
 	}
+}
+
+// TestObjectTextBlockedIsMasked is a property test through the layer: a text of personal
+// data cut at random points into the string values of an object, written as JSON in a tool
+// message with its keys out of order (the model reads the values as written), is either let
+// through by "block", or refused by it and sent by "redact" with nothing left that "block"
+// refuses, and with no value "block" finds cut across the values in clear, read run together
+// or as lines.
+func TestObjectTextBlockedIsMasked(t *testing.T) {
+	s := newScanner(t)
+	block, redact := layerPipeline(t, `{}`), layerPipeline(t, `{"action":"redact"}`)
+	r := rand.New(rand.NewPCG(14, 4))
+	refused, cuts := 0, 0
+	for iter := 0; iter < 1500; iter++ {
+		text := randomPIIText(r)
+		if len(text) < 2 {
+			continue
+		}
+		vals := cutAtRandom(r, text)
+		// keys in an order other than written; now and then a number between two values,
+		// which ends a run of values read together
+		var b strings.Builder
+		b.WriteString("{")
+		runs := [][]string{nil}
+		for i, v := range vals {
+			if i > 0 {
+				b.WriteString(", ")
+				if r.IntN(8) == 0 {
+					b.WriteString(`"num` + strconv.Itoa(i) + `": 7, `)
+					runs = append(runs, nil)
+				}
+			}
+			q, err := json.Marshal(v)
+			require.NoError(t, err)
+			fmt.Fprintf(&b, `"%c%d": %s`, 'z'-rune(i%26), i, q)
+			var read string // as the JSON text holds it: a byte of a character cut is U+FFFD
+			require.NoError(t, json.Unmarshal(q, &read))
+			runs[len(runs)-1] = append(runs[len(runs)-1], read)
+		}
+		b.WriteString("}")
+		content := b.String()
+		// the runs read in one reading find a value cut across values exactly when the runs
+		// read one by one do
+		cut := false
+		for _, run := range runs {
+			_, found := mask.ReadFields(run, s.items)
+			cut = cut || slices.ContainsFunc(found, func(it mask.ElementItem) bool { return it.Elem < 0 })
+		}
+		_, split := mask.SplitInJSON(content, s.items)
+		require.Equal(t, cut, split, "iteration %d: %s", iter, content)
+		if cut {
+			cuts++
+		}
+		msgs := []runtime.Message{{Role: "tool", ToolCallID: "c1", Content: content}}
+		if _, err := seenThrough(block, msgs); err == nil {
+			continue
+		}
+		refused++
+		seen, err := seenThrough(redact, msgs)
+		require.NoError(t, err)
+		_, err = seenThrough(block, seen)
+		require.NoError(t, err, "iteration %d: %s reached the model as %s", iter, content, seen[0].Content)
+		got, err := jsonvalue.DecodeOrdered(seen[0].Content)
+		if err != nil {
+			got = seen[0].Content // masked as a text, no value cut across
+		}
+		outRuns := [][]string{nil}
+		collectRuns(got, &outRuns)
+		require.Len(t, outRuns, len(runs), "iteration %d: %s reached the model as %s", iter, content, seen[0].Content)
+		for i, run := range runs {
+			for _, val := range splitValues(s, run) {
+				for _, sep := range []string{"", "\n"} {
+					// the value is masked where it was found (it may be written again where no
+					// reading finds it)
+					if in := strings.Count(strings.Join(run, sep), val); in > 0 {
+						assert.Less(t, strings.Count(strings.Join(outRuns[i], sep), val), in,
+							"iteration %d: %q in %s reached the model as %s", iter, val, content, seen[0].Content)
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d objects refused by block, %d with a value cut across values", refused, cuts)
+	require.Positive(t, cuts)
+}
+
+// splitValues returns the values ReadFields finds cut across vals, as written in them.
+func splitValues(s *Scanner, vals []string) []string {
+	var out []string
+	_, found := mask.ReadFields(vals, s.items)
+	lines, together := strings.Join(vals, "\n"), strings.Join(vals, "")
+	for _, it := range found {
+		if it.Elem >= 0 {
+			continue
+		}
+		for _, text := range []string{lines, together} {
+			if it.To <= len(text) && slices.ContainsFunc(s.items(text), func(m mask.Item) bool { return m.From == it.From && m.To == it.To }) {
+				out = append(out, text[it.From:it.To])
+				break
+			}
+		}
+	}
+	return out
+}
+
+// collectRuns appends the strings of a value DecodeOrdered returned to the last run of runs,
+// in order, another value starting a run.
+func collectRuns(v any, runs *[][]string) {
+	switch x := v.(type) {
+	case string:
+		(*runs)[len(*runs)-1] = append((*runs)[len(*runs)-1], x)
+	case []any:
+		for _, e := range x {
+			collectRuns(e, runs)
+		}
+	case jsonvalue.Object:
+		for _, e := range x.Values {
+			collectRuns(e, runs)
+		}
+	default:
+		*runs = append(*runs, nil)
+	}
+}
+
+// layerThrough is a pii layer configured by config in front of a model that keeps what it
+// was sent.
+type layerThrough struct {
+	pl   *runtime.Pipeline
+	last []runtime.Message
+}
+
+func layerPipeline(t *testing.T, config string) *layerThrough {
+	t.Helper()
+	lt := &layerThrough{}
+	p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Named("privacy", rt.Layer("pii", config))}})
+	model := runtime.ModelFunc(func(_ context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+		lt.last = slices.Clone(req.Messages)
+		yield(runtime.Delta{Text: "ok"})
+		return nil
+	})
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = pl.Close() })
+	lt.pl = pl
+	return lt
+}
+
+// seenThrough sends msgs through the layer and returns what its model received.
+func seenThrough(lt *layerThrough, msgs []runtime.Message) ([]runtime.Message, error) {
+	lt.last = nil
+	if _, err := lt.pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: msgs}); err != nil {
+		return nil, err
+	}
+	return lt.last, nil
 }

@@ -155,6 +155,24 @@ func TestValueAcrossObjectValues(t *testing.T) {
 			assertToolMessageMaskedAndBlocked(t, obj)
 		})
 	}
+	// A JSON text is read in the order written, which is not that of its keys: what block
+	// refuses, redact masks.
+	for name, content := range map[string]string{
+		"card in two values":  `{"z": "4111 1111", "a": "1111 1111", "n": 7}`,
+		"card cut in a group": `{"b": "card 4111 11", "a": "11 1111 1111"}`,
+		"address":             `{"user": "jane.doe", "a": "@example.com"}`,
+	} {
+		t.Run(name+"/tool message holding JSON out of key order", func(t *testing.T) {
+			msgs := []runtime.Message{{Role: "tool", ToolCallID: "c1", Content: content}}
+			_, err := seenByModel(t, `{}`, msgs)
+			var b *runtime.BlockedError
+			require.ErrorAs(t, err, &b)
+			got, err := seenByModel(t, `{"action":"redact"}`, msgs)
+			require.NoError(t, err)
+			assert.Contains(t, got, "[REDACTED:")
+			assertNoPiece(t, got)
+		})
+	}
 	t.Run("apart", func(t *testing.T) {
 		var seen map[string]any
 		pl := toolPipeline(t, `{"action":"redact"}`, func(_ context.Context, c *runtime.ToolCall) (any, error) {
@@ -167,4 +185,36 @@ func TestValueAcrossObjectValues(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, args, seen)
 	})
+}
+
+// TestToolCallArgumentsAcrossValues: the arguments of a tool call are a JSON text the model
+// reads as written, sent back in the transcript or made by the model: a card cut across two
+// values of an object, in the order of its keys or not, is refused by "block" and masked by
+// "redact".
+func TestToolCallArgumentsAcrossValues(t *testing.T) {
+	for _, args := range []string{`{"first": "4111 1111", "last": "1111 1111"}`, `{"z": "4111 1111", "a": "1111 1111", "n": 7}`,
+		`{"q": {"b": "card 4111 11", "a": "11 1111 1111"}}`} {
+		t.Run(args+"/sent back", func(t *testing.T) {
+			msgs := []runtime.Message{{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "c1", Name: "f", Arguments: json.RawMessage(args)}}}}
+			_, err := seenByModel(t, `{}`, msgs)
+			var b *runtime.BlockedError
+			require.ErrorAs(t, err, &b)
+			assert.Contains(t, b.Message, "message 0 tool call arguments")
+			got, err := seenByModel(t, `{"action":"redact"}`, msgs)
+			require.NoError(t, err)
+			assert.Contains(t, got, "[REDACTED:card]")
+			assertNoPiece(t, got)
+		})
+		t.Run(args+"/model tool call", func(t *testing.T) {
+			deltas := []runtime.Delta{{ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: "c1", Name: "post", Arguments: args}}},
+				{FinishReason: runtime.FinishToolCalls}}
+			_, calls, err := streamPII(t, `{"action":"redact"}`, deltas)
+			require.NoError(t, err)
+			assert.Contains(t, calls, "[REDACTED:card]")
+			assertNoPiece(t, calls)
+			_, _, err = streamPII(t, `{}`, deltas)
+			var b *runtime.BlockedError
+			require.ErrorAs(t, err, &b)
+		})
+	}
 }

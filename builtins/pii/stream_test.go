@@ -171,3 +171,35 @@ func TestOutputEncodingWrappedOverLines(t *testing.T) {
 		assert.NotContains(t, got.String(), enc[:16])
 	}
 }
+
+// A card written as bytes of hex with separators wrapped over lines of the output (od -An's
+// lines, a byte array in source) is held until the bytes end and read whole, as in a text:
+// masked with "redact", refused with "block", a line at a time or all at once.
+func TestOutputHexWrappedOverLines(t *testing.T) {
+	for _, lines := range [][]string{
+		{"$ od -An -tx1 card.txt\n", " 63 61 72 64 20 34 31 31 31 20 31 31 31 31 20 31\n", " 31 31 31 20 31 31 31 31 0a\n", "bye\n"},
+		{"card = [0x34, 0x31, 0x31, 0x31, 0x31, 0x31, 0x31, 0x31,\n", "        0x31, 0x31, 0x31, 0x31,\n",
+			"        0x31, 0x31, 0x31, 0x31]\n", "bye\n"},
+	} {
+		for _, deltas := range [][]string{lines, {strings.Join(lines, "")}} {
+			model := &chunkModel{deltas: deltas}
+			var got strings.Builder
+			_, err := chatPipeline(t, `{"action":"redact"}`, model).Stream(context.Background(), runtime.ChatRequest{Model: "primary",
+				Messages: []runtime.Message{{Role: "user", Content: "hi"}}}, func(d runtime.Delta) bool { got.WriteString(d.Text); return true })
+			require.NoError(t, err)
+			assert.Contains(t, got.String(), "[REDACTED:card]")
+			assert.NotContains(t, got.String(), "31 31")
+			assert.NotContains(t, got.String(), "0x31, 0x31")
+			assert.True(t, strings.HasPrefix(got.String(), lines[0][:5]))
+			assert.True(t, strings.HasSuffix(got.String(), "bye\n"))
+
+			got.Reset()
+			_, err = chatPipeline(t, `{}`, model).Stream(context.Background(), runtime.ChatRequest{Model: "primary",
+				Messages: []runtime.Message{{Role: "user", Content: "hi"}}}, func(d runtime.Delta) bool { got.WriteString(d.Text); return true })
+			var b *runtime.BlockedError
+			require.ErrorAs(t, err, &b)
+			assert.NotContains(t, got.String(), "31 31")
+			assert.NotContains(t, got.String(), "0x31, 0x31")
+		}
+	}
+}

@@ -29,9 +29,9 @@
 // JSON-like value the consecutive strings of an array (and the consecutive string values of
 // an object, in the order of its keys) are read together, joined by line breaks and run
 // together, so a private key sent as its lines, or a key cut inside it over
-// two elements, is masked in every element it runs over (and so are those of the arrays of
-// a JSON document a text of the transcript holds, the text then written back as compact
-// JSON); the object keys
+// two elements, is masked in every element it runs over (and so are those of the arrays and
+// objects of a JSON document a text of the transcript holds, in the order written, the text
+// then written back so as compact JSON); the object keys
 // are redacted too: a key holding a secret ({"sk-live-...":
 // 1}) is renamed to its masked form, followed by "#2", "#3"... when two keys mask alike or the
 // name is taken, so no value is lost; an integral number is read as its digits, and one a rule

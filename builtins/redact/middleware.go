@@ -238,11 +238,12 @@ func (m *Middleware) EndRun(runID string) { m.seen.EndRun(runID) }
 // releasable returns how many bytes of buf may be released: up to the last
 // line break, but not past an unterminated PEM block, nor past the start of a
 // line from which a rule could match on into the lines still to come, nor
-// past the start of a base64 run the next lines may go on with
-// (linehold.HoldEncoded).
-func (r *Redactor) releasable(buf string) int {
+// past the start of a base64 run, a dump or bytes of hex the next lines may go
+// on with (linehold.Hold.Encoded). A text held from its start for such a run is
+// not read again: each line added to it is walked once.
+func (r *Redactor) releasable(buf string, h *linehold.Hold) int {
 	cut := strings.LastIndexByte(buf, '\n') + 1
-	if cut == 0 {
+	if cut == 0 || h.Encoded(buf, cut) == 0 {
 		return 0
 	}
 	if b := strings.LastIndex(buf[:cut], "-----BEGIN"); b >= 0 && !strings.Contains(buf[b:cut], "-----END") {
@@ -250,7 +251,7 @@ func (r *Redactor) releasable(buf string) int {
 		cut = strings.LastIndexByte(buf[:b], '\n') + 1
 	}
 	for cut > 0 {
-		cut = linehold.HoldEncoded(buf, cut)
+		cut = h.Encoded(buf, cut)
 		from := -1
 		if cut > 0 {
 			from = r.continuedMatch(buf[:cut])

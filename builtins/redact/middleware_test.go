@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentc-dev/agentc/builtins/internal/textnorm/textnormtest"
 	_ "github.com/agentc-dev/agentc/builtins/redact"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
@@ -311,5 +312,54 @@ func TestOutputEncodingWrappedOverLines(t *testing.T) {
 		assert.NotContains(t, got, enc[20:])
 		assert.True(t, strings.HasPrefix(got, "here:\n"))
 		assert.True(t, strings.HasSuffix(got, "\n\nbye\n"))
+	}
+}
+
+// BenchmarkStreamedDump1MB streams a hex dump of text, 1 MB of it (xxd's layout, about
+// 15,400 lines), through a redact layer a line a delta: the dump is held until it ends.
+func BenchmarkStreamedDump1MB(b *testing.B) {
+	var deltas []runtime.Delta
+	for line := range strings.Lines(textnormtest.ProseDump(1<<20) + "done\n") {
+		deltas = append(deltas, runtime.Delta{Text: line})
+	}
+	model := runtime.ModelFunc(func(_ context.Context, _ *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+		for _, d := range deltas {
+			if !yield(d) {
+				break
+			}
+		}
+		return nil
+	})
+	pl := rt.Build(b, rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("redact", "")}}),
+		runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
+	b.ResetTimer()
+	for range b.N {
+		n := 0
+		_, err := pl.Stream(context.Background(), runtime.ChatRequest{Model: "primary"}, func(d runtime.Delta) bool {
+			n += len(d.Text)
+			return true
+		})
+		require.NoError(b, err)
+		require.Positive(b, n)
+	}
+}
+
+// A key written as bytes of hex with separators wrapped over lines of the output (a byte
+// array in source, od -An's lines) is held until the bytes end and read whole, as in a text.
+func TestOutputHexWrappedOverLines(t *testing.T) {
+	for _, lines := range [][]string{
+		{"key = [0x41, 0x4b, 0x49, 0x41,\n", "  0x49, 0x4f, 0x53, 0x46, 0x4f, 0x44, 0x4e, 0x4e,\n", "  0x37, 0x45, 0x58, 0x41, 0x4d, 0x50, 0x4c, 0x45]\n", "bye\n"},
+		{"$ od -An -tx1 key\n", " 41 4b 49 41 49 4f 53 46\n", " 4f 44 4e 4e 37 45 58 41\n", " 4d 50 4c 45 0a\n", "bye\n"},
+	} {
+		var deltas []runtime.Delta
+		for _, l := range lines {
+			deltas = append(deltas, runtime.Delta{Text: l})
+		}
+		got, _ := streamThrough(t, deltas)
+		assert.Contains(t, got, "[REDACTED:aws-access-key-id]")
+		assert.NotContains(t, got, "0x4f, 0x44")
+		assert.NotContains(t, got, "4f 44")
+		assert.True(t, strings.HasPrefix(got, lines[0][:5]))
+		assert.True(t, strings.HasSuffix(got, "bye\n"))
 	}
 }

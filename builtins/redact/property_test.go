@@ -62,6 +62,17 @@ func TestSecretCutAnywhereIsMasked(t *testing.T) {
 				collectStrings(back, &pieces)
 				assertNoSecretPiece(t, pieces, secrets, "%q cut at %d into %T, tool message", text, cut, v)
 			}
+			// and as a tool message holding an object written out of the order of its keys,
+			// which the model reads as written
+			qa, err := json.Marshal(a)
+			require.NoError(t, err)
+			qb, err := json.Marshal(b)
+			require.NoError(t, err)
+			content := `{"tail": ` + string(qa) + `, "head": ` + string(qb) + `, "n": 7}`
+			msgs, _ := trFind.Messages("", []runtime.Message{{Role: "tool", ToolCallID: "c1", Content: content}})
+			assertNoSecretPiece(t, []string{msgs[0].Content}, secrets, "%q cut at %d, written out of key order", text, cut)
+			out, _ := mask.Args(json.RawMessage(content), r.Redact, r.items)
+			assertNoSecretPiece(t, []string{string(out)}, secrets, "%q cut at %d, arguments written out of key order", text, cut)
 			for _, msgs := range [][]runtime.Message{
 				{{Role: "user", Content: a, Parts: []runtime.ContentPart{{Type: runtime.PartText, Text: b}}}},
 				{{Role: "user", Content: a}, {Role: "user", Content: b}},

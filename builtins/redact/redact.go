@@ -359,14 +359,23 @@ func isWordByte(b byte) bool {
 }
 
 // asciiLower lower-cases ASCII letters only, so that byte offsets stay those of text.
+// A text without an upper-case letter is returned as it is, without a copy.
 func asciiLower(text string) string {
-	b := []byte(text)
-	for i, c := range b {
-		if c >= 'A' && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
+	i := strings.IndexFunc(text, func(r rune) bool { return r >= 'A' && r <= 'Z' })
+	if i < 0 {
+		return text
 	}
-	return string(b)
+	var b strings.Builder
+	b.Grow(len(text))
+	b.WriteString(text[:i])
+	for k := i; k < len(text); k++ {
+		c := text[k]
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
 }
 
 func containsAny(s string, needles []string) bool {

@@ -2,11 +2,15 @@ package redact
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/builtins/internal/mask"
+	"github.com/agentc-dev/agentc/runtime"
 )
 
 // Secrets are assembled at run time so that no complete credential-shaped literal sits in
@@ -231,6 +235,25 @@ func BenchmarkRedactValue4KB(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, n := r.RedactValue(v); n != 0 {
+			b.Fatal("false positive")
+		}
+	}
+}
+
+// BenchmarkRedactJSONText5KB: a tool message whose text is a JSON document of about 5 KB, 60
+// records each of a few string fields and a small array of strings, no secret, masked as the
+// layer masks a transcript text (read as a text, and its runs of strings as a value's).
+func BenchmarkRedactJSONText5KB(b *testing.B) {
+	r := newRedactor(b, Config{})
+	var rows []string
+	for i := range 60 {
+		rows = append(rows, fmt.Sprintf(`{"id": %d, "status": "shipped", "note": "asked about the window", "tags": ["priority", "eu-west"], "city": "Lyon"}`, i))
+	}
+	msgs := []runtime.Message{{Role: "tool", ToolCallID: "c1", Content: `{"rows": [` + strings.Join(rows, ", ") + `]}`}}
+	tr := mask.Transcript{Mask: r.Redact, Find: r.items, System: true}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, masked := tr.Messages("", msgs); masked {
 			b.Fatal("false positive")
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -34,13 +33,33 @@ func MapStrings(v any, f func(string) (string, int)) (any, int) {
 // []any (or v itself) reach other: map[string]string and []string hold only
 // strings.
 func MapLeaves(v any, f func(string) (string, int), other func(any) (any, int)) (any, int) {
-	return mapLeaves(v, f, other, readers{})
+	return mapLeaves(v, f, other, readers{key: keyMemo(f)})
 }
 
-// readers are the hooks of MapTextJoined that read strings together.
+// readers are the hooks of MapTextJoined that read strings together, and key, f for the keys
+// of objects (keyMemo).
 type readers struct {
 	joined func(run []string, fields bool) ([]string, int)
 	pair   func(key, value string) (string, int)
+	key    func(string) (string, int)
+}
+
+// keyMemo returns f reading each string once: the objects of an array of records share their
+// keys, which are read once for all of them.
+func keyMemo(f func(string) (string, int)) func(string) (string, int) {
+	type result struct {
+		s string
+		n int
+	}
+	seen := map[string]result{}
+	return func(k string) (string, int) {
+		if r, ok := seen[k]; ok {
+			return r.s, r.n
+		}
+		s, n := f(k)
+		seen[k] = result{s, n}
+		return s, n
+	}
 }
 
 // member returns the value e of the key k of an object read with its key by pair (a string,
@@ -66,7 +85,11 @@ func mapLeaves(v any, f func(string) (string, int), other func(any) (any, int), 
 	joined := rd.joined
 	switch x := v.(type) {
 	case string:
-		return f(x)
+		r, n := f(x)
+		if n == 0 && r == x {
+			return v, 0 // v itself: a string put in an interface is a copy
+		}
+		return r, n
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		total := 0
@@ -77,11 +100,11 @@ func mapLeaves(v any, f func(string) (string, int), other func(any) (any, int), 
 				e, m := rd.member(k, x[k])
 				vals[i], total = e, total+m
 			}
-			red, n := mapRuns(vals, true, f, other, rd)
+			n := mapRunsInPlace(vals, true, f, other, rd)
 			for i, k := range keys {
-				out[k] = red[i]
+				out[k] = vals[i]
 			}
-			return renameKeys(out, f, total+n)
+			return renameKeys(out, rd.keyFunc(f), total+n)
 		}
 		for k, e := range x {
 			e, m := rd.member(k, e)
@@ -89,9 +112,11 @@ func mapLeaves(v any, f func(string) (string, int), other func(any) (any, int), 
 			out[k] = r
 			total += m + n
 		}
-		return renameKeys(out, f, total)
+		return renameKeys(out, rd.keyFunc(f), total)
 	case []any:
 		return mapRuns(x, false, f, other, rd)
+	case Object:
+		return mapObject(x, f, other, rd)
 	case map[string]string:
 		out := make(map[string]string, len(x))
 		total := 0
@@ -107,7 +132,7 @@ func mapLeaves(v any, f func(string) (string, int), other func(any) (any, int), 
 			for i, k := range keys {
 				out[k] = red[i]
 			}
-			return renameKeys(out, f, total+n)
+			return renameKeys(out, rd.keyFunc(f), total+n)
 		}
 		for k, e := range x {
 			p, m := rd.member(k, e)
@@ -115,7 +140,7 @@ func mapLeaves(v any, f func(string) (string, int), other func(any) (any, int), 
 			out[k] = r
 			total += m + n
 		}
-		return renameKeys(out, f, total)
+		return renameKeys(out, rd.keyFunc(f), total)
 	case []string:
 		out := slices.Clone(x)
 		total := 0
@@ -136,41 +161,61 @@ func mapLeaves(v any, f func(string) (string, int), other func(any) (any, int), 
 	}
 }
 
+// keyFunc returns what reads the keys of objects: rd.key, or f.
+func (rd readers) keyFunc(f func(string) (string, int)) func(string) (string, int) {
+	if rd.key != nil {
+		return rd.key
+	}
+	return f
+}
+
 // mapRuns returns a copy of the elements of an array, or of the values of an object in the
-// order of their keys, mapped: each run of two or more consecutive strings (StringRuns) by
+// order of its keys, mapped: each run of two or more consecutive strings (StringRuns) by
 // joined alone (when it is not nil), the others by mapLeaves.
 func mapRuns(x []any, fields bool, f func(string) (string, int), other func(any) (any, int), rd readers) ([]any, int) {
 	out := make([]any, len(x))
 	copy(out, x)
+	return out, mapRunsInPlace(out, fields, f, other, rd)
+}
+
+// mapRunsInPlace is mapRuns mapping the elements of x in place.
+func mapRunsInPlace(x []any, fields bool, f func(string) (string, int), other func(any) (any, int), rd readers) int {
 	total := 0
 	var runs [][2]int
 	if rd.joined != nil {
 		runs = StringRuns(x)
 	}
-	for i := 0; i < len(out); i++ {
+	for i := 0; i < len(x); i++ {
 		if len(runs) > 0 && i == runs[0][0] {
 			// The strings of a run are read by joined alone.
 			r := runs[0]
 			runs = runs[1:]
 			red, n := rd.joined(RunStrings(x, r), fields)
-			for k := range red {
-				out[r[0]+k] = red[k]
+			if n > 0 {
+				for k := range red {
+					x[r[0]+k] = red[k]
+				}
 			}
 			total += n
 			i = r[1] - 1
 			continue
 		}
-		r, n := mapLeaves(out[i], f, other, rd)
-		out[i] = r
+		r, n := mapLeaves(x[i], f, other, rd)
+		x[i] = r
 		total += n
 	}
-	return out, total
+	return total
 }
 
 // SortedKeys returns the keys of m in order: the order in which JSON writes an object's
 // members, and in which the model reads them.
 func SortedKeys[V any](m map[string]V) []string {
-	return slices.Sorted(maps.Keys(m))
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // StringRuns returns the runs of two or more consecutive strings of an array, as the
@@ -215,7 +260,8 @@ func MapText(v any, f func(string) (string, int)) (any, int) { return MapTextJoi
 
 // MapTextJoined is MapText that reads the strings of an array side by side: each run of two
 // or more consecutive strings of an array ([]any or []string; StringRuns), or of the values
-// of an object in the order of its keys (as JSON writes them and the model reads them), is
+// of an object in the order of its keys (as JSON writes them and the model reads them; those
+// of an Object in the order written), is
 // handed to joined instead of f (told whether it is an object's values), which returns it
 // rewritten (what it found in the elements, or across them, masked) with a count. A string of an array that is in no run is read by f. With pair, the
 // value of each object key that is a string or an integral number (read as its digits) is
@@ -230,7 +276,7 @@ func MapTextJoined(v any, f func(string) (string, int), joined func(run []string
 			}
 		}
 		return v, 0
-	}, readers{joined, pair})
+	}, readers{joined, pair, keyMemo(f)})
 }
 
 // NumberText renders an integral number as its decimal digits: a

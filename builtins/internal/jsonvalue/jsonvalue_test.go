@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/agentc-dev/agentc/builtins/internal/jsonvalue"
 )
@@ -148,5 +149,30 @@ func TestNumberText(t *testing.T) {
 	for _, v := range []any{1.5, 1e19, json.Number("1.5"), json.Number("-"), "12", true, nil, float32(1)} {
 		_, ok := jsonvalue.NumberText(v)
 		assert.False(t, ok, "%v", v)
+	}
+}
+
+// TestDecodeOrdered: a JSON text's objects keep their members in the order written, a key
+// written twice included; the values are read in that order, keys renamed in it, and the
+// text written back so, without HTML escapes.
+func TestDecodeOrdered(t *testing.T) {
+	v, err := jsonvalue.DecodeOrdered(` {"z": "a", "m": "b", "a": [1.5, {"k": "<b>"}], "z": null, "A": "c"}`)
+	require.NoError(t, err)
+	var order []string
+	out, n := jsonvalue.MapTextJoined(v, upper, func(run []string, fields bool) ([]string, int) {
+		order = append(order, strings.Join(run, "+"))
+		return run, 0
+	}, nil)
+	assert.Equal(t, []string{"a+b"}, order, "the values read together as written: z, then m")
+	assert.Equal(t, 7, n)
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	require.NoError(t, enc.Encode(out))
+	assert.Equal(t, `{"Z":"a","M":"b","A#2":[1.5,{"K":"<B>"}],"Z#2":null,"A":"C"}`+"\n", b.String())
+
+	for _, bad := range []string{`{"a": 1} x`, `{"a" 1}`, `[1,`, ``} {
+		_, err := jsonvalue.DecodeOrdered(bad)
+		assert.Error(t, err, bad)
 	}
 }

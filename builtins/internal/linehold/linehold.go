@@ -12,9 +12,9 @@ import (
 // Filter is what a layer does to the text Stream holds.
 type Filter struct {
 	// Releasable returns how many bytes of buf, the text held so far, may
-	// be released now; 0 holds all of it. Nil releases up to the last line
-	// break.
-	Releasable func(buf string) int
+	// be released now; 0 holds all of it. h is the stream's Hold, for
+	// Hold.Encoded. Nil releases up to the last line break.
+	Releasable func(buf string, h *Hold) int
 	// Clean returns the text to release in place of text (text itself, or
 	// a rewritten copy). An error ends the stream: the text is never
 	// released and Stream returns the error. A thinking block's text is
@@ -30,14 +30,29 @@ type Filter struct {
 // Filter.Releasable.
 func LastLine(buf string) int { return strings.LastIndexByte(buf, '\n') + 1 }
 
-// HoldEncoded returns cut, or, when buf[:cut] ends in a line break after a run of base64 that
+// Hold is what one stream's hold of encoded runs (Encoded) knows of the text the stream holds:
+// how much of it is the text it held at the last call of Filter.Releasable, unchanged, and
+// where the runs that ended it start (textnorm.Walk), so that a run held over many lines
+// (a dump of a large file, a long base64 payload) has each of its lines walked once while it
+// is held, not once for each line added after it.
+type Hold struct {
+	same                 int // the bytes of the held text held, unchanged, at the last call
+	wrapped, dump, bytes textnorm.Walk
+}
+
+// Encoded returns cut, or, when buf[:cut] ends in a line break after a run of base64 that
 // the lines still to come may go on with (textnorm.WrappedRunStart: a value's encoding
-// wrapped over lines) or after lines of a hex dump (textnorm.DumpRunStart), the start of the
-// line that run starts in, so that the run is released whole, read as one, once it ends.
-func HoldEncoded(buf string, cut int) int {
-	k := textnorm.WrappedRunStart(buf[:cut])
-	if d := textnorm.DumpRunStart(buf[:cut]); d >= 0 && (k < 0 || d < k) {
-		k = d
+// wrapped over lines), after lines of a hex dump (textnorm.DumpRunStart) or after bytes of
+// hex with separators (textnorm.HexRunStart: a byte array wrapped over lines), the start of
+// the line that run starts in, so that the run is released whole, read as one, once it ends.
+func (h *Hold) Encoded(buf string, cut int) int {
+	text := buf[:cut]
+	k := -1
+	for _, from := range []int{h.wrapped.WrappedRunStart(text, h.same), h.dump.DumpRunStart(text, h.same),
+		h.bytes.HexRunStart(text, h.same)} {
+		if from >= 0 && (k < 0 || from < k) {
+			k = from
+		}
 	}
 	if k >= 0 {
 		return strings.LastIndexByte(buf[:k], '\n') + 1
@@ -75,8 +90,9 @@ func HoldEncoded(buf string, cut int) int {
 func Stream(ctx context.Context, c *runtime.ChatCall, next runtime.ChatHandler, yield func(runtime.Delta) bool, f Filter) error {
 	releasable := f.Releasable
 	if releasable == nil {
-		releasable = LastLine
+		releasable = func(buf string, _ *Hold) int { return LastLine(buf) }
 	}
+	var hold Hold
 	start := c.Deltas
 	emitted := 0
 	var pending strings.Builder
@@ -131,6 +147,7 @@ func Stream(ctx context.Context, c *runtime.ChatCall, next runtime.ChatHandler, 
 			}
 			text := pending.String()
 			pending.Reset()
+			hold.same = 0
 			fr := finish
 			finish = ""
 			return release(text, runtime.Delta{ToolCalls: d.ToolCalls, FinishReason: fr})
@@ -139,10 +156,12 @@ func Stream(ctx context.Context, c *runtime.ChatCall, next runtime.ChatHandler, 
 			return true // held to the end: tool calls may still come
 		}
 		buf := pending.String()
-		cut := releasable(buf)
+		cut := releasable(buf, &hold)
 		if cut == 0 {
+			hold.same = len(buf) // held as it is, and appended to
 			return true
 		}
+		hold.same = 0
 		pending.Reset()
 		pending.WriteString(buf[cut:])
 		return release(buf[:cut], runtime.Delta{})

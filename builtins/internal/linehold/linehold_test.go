@@ -52,7 +52,7 @@ func TestStreamReleasesLines(t *testing.T) {
 func TestStreamCleanFails(t *testing.T) {
 	refused := errors.New("refused")
 	f := linehold.Filter{
-		Releasable: func(buf string) int { return strings.LastIndexByte(buf, '.') + 1 },
+		Releasable: func(buf string, _ *linehold.Hold) int { return strings.LastIndexByte(buf, '.') + 1 },
 		Clean: func(s string) (string, error) {
 			if strings.Contains(s, "x") {
 				return "", refused

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
+
+	"github.com/agentc-dev/agentc/builtins/internal/jsonvalue"
 )
 
 // jsonText returns the value text holds when it is a JSON object or array, as a tool result
@@ -13,23 +15,42 @@ func jsonText(text string) (any, bool) {
 	if s == "" || (s[0] != '{' && s[0] != '[') || !json.Valid([]byte(s)) {
 		return nil, false
 	}
-	dec := json.NewDecoder(strings.NewReader(s))
-	dec.UseNumber()
-	var v any
-	if dec.Decode(&v) != nil {
+	v, err := jsonvalue.DecodeOrdered(s)
+	if err != nil {
 		return nil, false
 	}
 	return v, true
 }
 
-// SplitInJSON returns the first item find finds cut across the consecutive strings of an array,
-// or values of an object, of the JSON object or array text holds (ReadElements), which the text read as it is does not
-// hold whole: the model reads the strings one after another, as it reads them in a value. ok
-// is false when text is no such JSON or holds no such item. The runs of strings of the
-// document (jsonRuns) are read in one reading, each apart from the next by runSep, which no
-// value runs over.
+// SplitInJSON returns the first item find finds cut across the consecutive strings of an
+// array, or values of an object, of the JSON object or array text holds (ReadElements,
+// ReadFields), which the text read as it is does not hold whole: the model reads the strings
+// one after another, as it reads them in a value. ok is false when text is no such JSON or
+// holds no such item. Each run of strings of the document (jsonRuns, in the order written) is
+// read on its own, as Value reads it: read together, the end of one run could change what is
+// read at the start of the next. The runs are first read all in one reading (those of arrays
+// in one, those of objects in another), each apart from the next by runSep, and read one by
+// one only when that reading finds an item cut across strings: a document without one costs
+// two readings, not two for each run.
 func SplitInJSON(text string, find Find) (Item, bool) {
 	runs := jsonRuns(text)
+	if !cutInRuns(runs, find) {
+		return Item{}, false
+	}
+	for _, run := range runs {
+		_, items := readElements(run.strings, find, run.fields)
+		for _, it := range items {
+			if it.Elem < 0 {
+				return it.Item, true
+			}
+		}
+	}
+	return Item{}, false
+}
+
+// cutInRuns reports whether find finds an item cut across strings in the runs read in one
+// reading, those of arrays and those of objects apart.
+func cutInRuns(runs []jsonRun, find Find) bool {
 	for _, fields := range []bool{false, true} {
 		var elems []string
 		for _, run := range runs {
@@ -47,12 +68,20 @@ func SplitInJSON(text string, find Find) (Item, bool) {
 		_, items := readElements(elems, find, fields)
 		for _, it := range items {
 			if it.Elem < 0 {
-				return it.Item, true
+				return true
 			}
 		}
 	}
-	return Item{}, false
+	return false
 }
+
+// runSep stands between two runs of strings read in one reading by cutInRuns: line breaks
+// around a "|", which neither glues the end of one run to the start of the next nor is skipped
+// ("\x00", which a reading folding invisible characters skips, let the runs glue). What the
+// reading finds over it (a PEM block's lines, say) only costs the runs read one by one; that
+// it misses nothing a run read alone holds is checked on random objects
+// (TestObjectTextBlockedIsMasked, builtins/pii).
+const runSep = "\n|\n"
 
 // jsonRun is a run of strings of a JSON text: of an array, or the values of an object (fields).
 type jsonRun struct {
@@ -134,15 +163,13 @@ func jsonRuns(text string) []jsonRun {
 	return runs
 }
 
-// runSep stands between two runs of strings read together by SplitInJSON: a character that
-// ends every value (an item found over it only costs a reading of the document as a value).
-const runSep = "\x00"
-
 // AcrossJSON returns text, a JSON object or array, masked as a value (Value: f, with the
-// strings of its arrays read together by find) and written back as JSON, then masked as a text
-// by f, with the number of items masked, when the strings of one of its arrays hold an item cut
-// across them (SplitInJSON); otherwise it returns text and 0. The text written back has the
-// JSON's own layout (keys in order, no spaces), which the model reads alike.
+// strings of its arrays and the values of its objects read together by find, in the order
+// written, as SplitInJSON reads them: its objects are decoded as jsonvalue.Object) and
+// written back as JSON, then masked as a text by f, with the number of items masked, when
+// its strings hold an item cut across them (SplitInJSON); otherwise it returns text and 0.
+// The text written back has JSON's compact layout (the members in the order written, no
+// spaces), which the model reads alike.
 func AcrossJSON(text string, f Func, find Find) (string, int) {
 	if _, ok := SplitInJSON(text, find); !ok {
 		return text, 0

@@ -1,9 +1,9 @@
 package mask
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 
@@ -160,9 +160,19 @@ func (t Transcript) text(run, s string) (string, bool) {
 	}
 	red, n := t.Mask(s)
 	if t.Find != nil {
-		// A JSON document's arrays are read as in a value: an item cut across their strings.
+		// A JSON document's arrays and objects are read as in a value: an item cut across
+		// their strings. What was masked, in the strings or as a text, can leave one that was
+		// not (a placeholder's end read with the string after it), so the result is read
+		// again until it holds none.
 		if js, m := AcrossJSON(s, t.Mask, t.Find); m > 0 {
 			red, n = js, m
+		}
+		for pass := 0; n > 0 && pass < maxElementPasses; pass++ {
+			js, m := AcrossJSON(red, t.Mask, t.Find)
+			if m == 0 {
+				break
+			}
+			red, n = js, n+m
 		}
 	}
 	if n == 0 {
@@ -175,15 +185,19 @@ func (t Transcript) text(run, s string) (string, bool) {
 }
 
 // Args returns the arguments of a tool call masked, and whether anything
-// was. JSON arguments are masked as a value (Value, with find) and stay
-// valid JSON, their numbers written back as they were sent (a 20-digit id
-// is not rounded to a float64's precision); arguments that are not JSON are
-// masked as text, as the model reads them.
+// was. JSON arguments are masked as a value (Value, with find; their objects
+// read in the order written, which is how the model reads them and how
+// SplitInJSON reads them, jsonvalue.DecodeOrdered) and stay valid JSON, their
+// members in that order and their numbers written back as they were sent (a
+// 20-digit id is not rounded to a float64's precision); arguments that are
+// not JSON are masked as text, as the model reads them.
 func Args(raw json.RawMessage, f Func, find Find) (json.RawMessage, bool) {
 	var v any
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if !json.Valid(raw) || dec.Decode(&v) != nil {
+	err := errors.New("not JSON")
+	if json.Valid(raw) {
+		v, err = jsonvalue.DecodeOrdered(string(raw))
+	}
+	if err != nil {
 		red, n := f(string(raw))
 		if n == 0 {
 			return raw, false

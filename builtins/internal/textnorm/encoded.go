@@ -156,16 +156,21 @@ func wrapsOn(n int) bool { return n >= minWrapped && n%4 == 0 }
 // still to come may continue it), or -1. A stream released line by line holds the text from
 // there, so that the run is read whole once it ends. The run may start lines before the last
 // one, which it is wrapped over.
-func WrappedRunStart(text string) int {
+func WrappedRunStart(text string) int { return wrappedRunStart(text, Walk{}) }
+
+func wrappedRunStart(text string, known Walk) int {
 	end := len(text) - 1
 	if end < 0 || text[end] != '\n' {
 		return -1
 	}
-	if end > 0 && text[end-1] == '\r' {
-		end--
-	}
 	from := -1
 	for {
+		if known.reached(end) {
+			return known.after(from)
+		}
+		if end > 0 && text[end-1] == '\r' {
+			end--
+		}
 		k := end
 		for k > 0 && b64[text[k-1]] {
 			k--
@@ -179,9 +184,6 @@ func WrappedRunStart(text string) int {
 			return from
 		}
 		end = k - 1
-		if end > 0 && text[end-1] == '\r' {
-			end--
-		}
 	}
 }
 

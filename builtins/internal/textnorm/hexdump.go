@@ -227,13 +227,18 @@ func lineBytes(offset, next string, have int, squeezed bool) int {
 // dump that ends the text starts, when its last line holds bytes (the dump may go on with the
 // lines still to come), or -1. A stream released line by line holds the text from there, so
 // that the dump is read whole once it ends (hexDumps).
-func DumpRunStart(text string) int {
+func DumpRunStart(text string) int { return dumpRunStart(text, Walk{}) }
+
+func dumpRunStart(text string, known Walk) int {
 	end := len(text) - 1
 	if end < 0 || text[end] != '\n' {
 		return -1
 	}
 	from := -1
 	for end >= 0 {
+		if known.reached(end) {
+			return known.after(from)
+		}
 		start := strings.LastIndexByte(text[:end], '\n') + 1
 		l, ok := parseDumpLine(strings.TrimSuffix(text[start:end], "\r"), start)
 		if !ok || l.groups == l.gEnd {

@@ -103,3 +103,11 @@ func Dump(s string, group int, sep string, chars bool) string {
 	}
 	return b.String()
 }
+
+// ProseDump returns an xxd dump (Dump: bytes in groups of 2, with the characters) of prose,
+// size bytes of dump or a little less, a whole number of lines.
+func ProseDump(size int) string {
+	n := size / 68 * 16 // a line of 68 bytes dumps 16
+	prose := strings.Repeat("the quick brown fox jumps over the lazy dog. ", n/45+1)
+	return Dump(prose[:n], 2, ": ", true)
+}
