@@ -153,11 +153,14 @@ func loadPolicy(ctx context.Context, c *Compilation) error {
 	c.report(diags...)
 	if diags.HasErrors() {
 		// The stages after this one do not run, but the entries that
-		// decoded whole are checked by their modules now, so that one
-		// round reports both kinds of error.
+		// decoded whole are checked by their modules now, and the
+		// predicates that read no part with an error are type-checked,
+		// so that one round reports every kind of error. The ordering
+		// is not checked: its rules reason over whole chains.
 		if p != nil {
 			checkModelsOf(c, p, true)
 			validateEntries(c, p, true)
+			checkCELPartly(c, p)
 		}
 		return nil
 	}

@@ -16,10 +16,28 @@ type positions struct {
 	label map[string]Pos // the field's label
 	value map[string]Pos // the field's value, or the list element
 	node  map[string]ast.Expr
+	// spans holds every place the path is written (CUE joins a field
+	// written twice), from the label, or a list element's start, to the
+	// end of the value.
+	spans map[string][]span
+}
+
+// span is a stretch of one file.
+type span struct{ start, end Pos }
+
+// holds reports whether p falls within one of the places path is written.
+func (ps *positions) holds(path string, p Pos) bool {
+	before := func(a, b Pos) bool { return a.Line < b.Line || (a.Line == b.Line && a.Col <= b.Col) }
+	for _, s := range ps.spans[path] {
+		if s.start.IsValid() && s.end.IsValid() && p.File == s.start.File && before(s.start, p) && before(p, s.end) {
+			return true
+		}
+	}
+	return false
 }
 
 func indexPositions(files []*ast.File) *positions {
-	ps := &positions{label: map[string]Pos{}, value: map[string]Pos{}, node: map[string]ast.Expr{}}
+	ps := &positions{label: map[string]Pos{}, value: map[string]Pos{}, node: map[string]ast.Expr{}, spans: map[string][]span{}}
 	for _, f := range files {
 		ps.decls("", f.Decls)
 	}
@@ -43,6 +61,9 @@ func (ps *positions) decls(prefix string, decls []ast.Decl) {
 		if prefix != "" {
 			path = prefix + "." + name
 		}
+		if f.Value != nil {
+			ps.spans[path] = append(ps.spans[path], span{cuePos(f.Label.Pos(), Pos{}), cuePos(f.Value.End(), Pos{})})
+		}
 		if _, seen := ps.label[path]; !seen {
 			ps.label[path] = cuePos(f.Label.Pos(), Pos{})
 			if f.Value != nil {
@@ -61,6 +82,7 @@ func (ps *positions) expr(path string, x ast.Expr) {
 	case *ast.ListLit:
 		for i, el := range x.Elts {
 			p := path + "." + strconv.Itoa(i)
+			ps.spans[p] = append(ps.spans[p], span{cuePos(el.Pos(), Pos{}), cuePos(el.End(), Pos{})})
 			if _, seen := ps.value[p]; !seen {
 				ps.value[p] = cuePos(el.Pos(), Pos{})
 				ps.label[p] = ps.value[p]
