@@ -70,7 +70,7 @@ type Stage struct {
 
 // Stages is the compiler's stage table, in order.
 var Stages = []Stage{
-	{"load-policy", "parse the files, unify with #Policy, decode the model, check references and stages (needs: paths; gives: Policy)", loadPolicy},
+	{"load-policy", "parse the files, unify with #Policy, decode the model, check references and stages; on errors, also run the config and model checks and the CEL checks of the parts they cannot mislead (needs: paths; gives: Policy)", loadPolicy},
 	{"validate-configs", "decode each entry's config into its registered module and run the module's own Validate, as Build does before it provisions; check the models' provider fields (needs: Policy)", validateConfigs},
 	{"compile-cel", "parse and type-check every CEL predicate against its stage's variables (needs: Policy; gives: Predicates)", compileCEL},
 	{"check-order", "check the ordering constraints and run the vet rule suite (needs: Policy, Predicates)", checkOrder},
