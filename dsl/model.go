@@ -76,7 +76,7 @@ func (p *Policy) Writes(path ...string) bool {
 	if p.ps == nil {
 		return false
 	}
-	return len(p.ps.spans[pathKey(path)]) > 0
+	return len(p.ps.spansOf(pathKey(path))) > 0
 }
 
 // pathKey is the key positions index path by: its labels joined with dots,
