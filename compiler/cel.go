@@ -33,7 +33,8 @@ func (c *Compilation) checkCEL(b *broken) {
 	if p.Admit != nil && (b == nil || !b.all && !b.admit) {
 		c.checkPredicate(p.Admit, predicate.Admit, predicate.Before, nil, "", "admit", "", nil, nil)
 	}
-	if p.Invariants != nil && (b == nil || !b.all && !b.invariants && !b.models && !b.toolList) {
+	// An invariant reads the names of the models and tools.
+	if p.Invariants != nil && (b == nil || !b.all && !b.invariants && !b.modelList && !b.toolList) {
 		for _, name := range sortedNames(p.Invariants.Custom) {
 			c.checkInvariant(p.Invariants.Custom[name])
 		}

@@ -29,8 +29,9 @@ type broken struct {
 	// called too), which leaves the tools a call may name unknown.
 	tools    map[string]bool
 	toolList bool
-	// models: a model, or the models section, has an error.
-	models                   bool
+	// models: a model has an error; modelList: the models section has
+	// one outside every model.
+	models, modelList        bool
 	state, admit, invariants bool
 }
 
@@ -94,13 +95,19 @@ func (b *broken) place(p *dsl.Policy, pos dsl.Pos) {
 			return
 		}
 	}
+	for name := range p.Models {
+		if p.Holds(pos, "models", name) {
+			b.models = true
+			return
+		}
+	}
 	switch {
 	case p.Holds(pos, "chains"):
 		b.chains = true
 	case p.Holds(pos, "tools"), p.Holds(pos, "mcp"):
 		b.toolList = true
 	case p.Holds(pos, "models"):
-		b.models = true
+		b.modelList = true
 	case p.Holds(pos, "state"):
 		b.state = true
 	case p.Holds(pos, "admit"):
@@ -125,7 +132,7 @@ func (b *broken) entry(e *dsl.Entry) bool {
 	}
 	switch predicate.Stage(e.Stage) {
 	case predicate.Chat:
-		return !b.models && !b.toolList
+		return !b.models && !b.modelList && !b.toolList
 	case predicate.Tool:
 		if b.toolList {
 			return false

@@ -37,6 +37,10 @@ tools: search: args: {type: "object", additionalProperties: false, required: ["q
 ` + guards, []string{"8", "11", "12"}},
 		{"a broken model", `models: m: {provider: "openai", max_tokens: "x"}
 ` + tools + guards, []string{"7", "8", "9", "12"}},
+		{"a broken model, an invariant", `models: m: {provider: "openai", max_tokens: "x"}
+` + tools + `invariants: custom: few: "executions.tools.refnd.calls < 2"`, []string{"6"}},
+		{"a misspelt models section, an invariant", `modles: m: {provider: "openai"}
+` + tools + `invariants: custom: few: "executions.tools.refnd.calls < 2"`, nil},
 		{"an error in settings", model + tools + guards + `settings: cel_cost_limt: 5000000`, nil},
 		{"an error in mcp", model + tools + guards + `mcp: fs: {command: 5}`, []string{"12"}},
 	} {
