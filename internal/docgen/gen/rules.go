@@ -110,8 +110,9 @@ MCP servers; in the chat chain, the models and the tools' names; a state handler
 fields; a custom invariant, the models' and the tools' names; the admit predicate, only itself.
 A predicate that reads a part with an error is checked once that is fixed, so that no finding
 follows from what the policy does not yet say: a guard on a tool whose args schema misspells
-properties is not told that the argument it reads is undefined. An error outside these parts,
-such as an unknown top-level field (tols for tools), holds every predicate back. The ordering
+properties is not told that the argument it reads is undefined. An error in the settings, or
+outside every section (an unknown top-level field, such as tols for tools), holds every predicate
+back; one in stores, keys, grounding or constraints, which no predicate reads, holds none. The ordering
 rules, and a constraint's when with them, run only on a policy with no error: they reason over
 whole chains and the tools that reach them, which an entry with an error leaves unknown.
 
