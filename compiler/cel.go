@@ -22,18 +22,31 @@ import (
 // is scoped to. Issues are placed inside the CUE string at the offending
 // token.
 func compileCEL(_ context.Context, c *Compilation) error {
+	c.checkCEL(nil)
+	return nil
+}
+
+// checkCEL checks the predicates of c.Policy, all of them when b is nil,
+// else those that b lets be checked.
+func (c *Compilation) checkCEL(b *broken) {
 	p := c.Policy
-	if p.Admit != nil {
+	if p.Admit != nil && (b == nil || !b.all && !b.admit) {
 		c.checkPredicate(p.Admit, predicate.Admit, predicate.Before, nil, "", "admit", "", nil, nil)
 	}
-	if p.Invariants != nil {
+	// An invariant reads the names of the models and tools.
+	if p.Invariants != nil && (b == nil || !b.all && !b.invariants && !b.modelList && !b.toolList) {
 		for _, name := range sortedNames(p.Invariants.Custom) {
 			c.checkInvariant(p.Invariants.Custom[name])
 		}
 	}
-	c.checkState()
+	if b == nil || !b.all && !b.state {
+		c.checkState()
+	}
 	for _, stage := range dsl.Stages {
 		for _, e := range p.Chains[stage] {
+			if b != nil && !b.entry(e) {
+				continue
+			}
 			// The layer's predicates run only where its when holds:
 			// what when tests present needs no test of their own.
 			var given []string
@@ -54,7 +67,6 @@ func compileCEL(_ context.Context, c *Compilation) error {
 			}
 		}
 	}
-	return nil
 }
 
 // argsSchemas returns the argument schemas of the scoped tools, or nil (args

@@ -70,7 +70,7 @@ type Stage struct {
 
 // Stages is the compiler's stage table, in order.
 var Stages = []Stage{
-	{"load-policy", "parse the files, unify with #Policy, decode the model, check references and stages (needs: paths; gives: Policy)", loadPolicy},
+	{"load-policy", "parse the files, unify with #Policy, decode the model, check references and stages; on errors, also run the config and model checks and the CEL checks of the parts they cannot mislead (needs: paths; gives: Policy)", loadPolicy},
 	{"validate-configs", "decode each entry's config into its registered module and run the module's own Validate, as Build does before it provisions; check the models' provider fields (needs: Policy)", validateConfigs},
 	{"compile-cel", "parse and type-check every CEL predicate against its stage's variables (needs: Policy; gives: Predicates)", compileCEL},
 	{"check-order", "check the ordering constraints and run the vet rule suite (needs: Policy, Predicates)", checkOrder},
@@ -153,11 +153,14 @@ func loadPolicy(ctx context.Context, c *Compilation) error {
 	c.report(diags...)
 	if diags.HasErrors() {
 		// The stages after this one do not run, but the entries that
-		// decoded whole are checked by their modules now, so that one
-		// round reports both kinds of error.
+		// decoded whole are checked by their modules now, and the
+		// predicates that read no part with an error are type-checked,
+		// so that one round reports every kind of error. The ordering
+		// is not checked: its rules reason over whole chains.
 		if p != nil {
 			checkModelsOf(c, p, true)
 			validateEntries(c, p, true)
+			checkCELPartly(c, p)
 		}
 		return nil
 	}

@@ -72,8 +72,8 @@ chains: chat: [{use: "retry", max_attempts: 99, when: "request.modle == 'x'"}]
 	c, err := Compile(context.Background(), []string{dir}, Options{})
 	require.NoError(t, err)
 	assert.Nil(t, c.Plan)
-	assert.Equal(t, []string{"load-policy"}, c.Stages, "CEL is not checked after a schema error")
-	require.Len(t, c.Diagnostics, 1)
+	assert.Equal(t, []string{"load-policy"}, c.Stages, "the stages after a schema error do not run")
+	require.Len(t, c.Diagnostics, 1, "the when of an entry with an error is not checked")
 	assert.Equal(t, "schema/invalid-value", c.Diagnostics[0].Rule)
 
 	_, err = Compile(context.Background(), []string{dir}, Options{StopAfter: "nope"})

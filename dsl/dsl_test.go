@@ -279,3 +279,47 @@ func TestGuardPredicateOfTheWrongType(t *testing.T) {
 		`chains.tool[1].require: true is not allowed here: want a string`,
 	}, msgs)
 }
+
+func TestPolicyHoldsEveryPlaceAFieldIsWritten(t *testing.T) {
+	dir := writePolicy(t, map[string]string{
+		"a.cue": `package p
+
+tools: refund: {side_effecting: true}
+tools: "a.b": {}
+chains: tool: [
+	{use: "retry"},
+	{use: "guard", deny: "false"},
+]
+`,
+		"b.cue": `package p
+
+tools: refund: args: {type: "object"}
+`,
+	})
+	p, diags, err := Load(context.Background(), []string{dir}, Options{KeepPartial: true})
+	require.NoError(t, err)
+	require.NotNil(t, p, "%v", diags)
+	a, b := filepath.Join(dir, "a.cue"), filepath.Join(dir, "b.cue")
+	at := func(file string, line, col int) Pos { return Pos{File: file, Line: line, Col: col} }
+
+	// A tool written in two files holds both, from its label to the end of
+	// its value.
+	assert.True(t, p.Holds(at(a, 3, 8), "tools", "refund"))
+	assert.True(t, p.Holds(at(a, 3, 37), "tools", "refund"), "the closing brace")
+	assert.True(t, p.Holds(at(b, 3, 22), "tools", "refund"))
+	assert.False(t, p.Holds(at(a, 3, 39), "tools", "refund"), "past the closing brace")
+	assert.False(t, p.Holds(at(a, 4, 8), "tools", "refund"))
+	assert.True(t, p.Holds(at(a, 4, 8), "tools", "a.b"), "a label holding a dot")
+	assert.True(t, p.Holds(at(b, 3, 1), "tools"))
+
+	// List elements are indexed by position.
+	assert.True(t, p.Holds(at(a, 7, 20), "chains", "tool", "1"))
+	assert.False(t, p.Holds(at(a, 7, 20), "chains", "tool", "0"))
+	assert.True(t, p.Writes("chains", "tool", "1"))
+	assert.False(t, p.Writes("chains", "tool", "2"))
+	assert.False(t, p.Writes("models"))
+
+	e := p.Chains["tool"][1]
+	assert.True(t, e.Holds(at(a, 7, 20)))
+	assert.False(t, e.Holds(at(a, 6, 4)))
+}

@@ -429,7 +429,7 @@ func (l *loader) evaluate(files []*ast.File) *Policy {
 	l.checkOpenValues(user, v)
 	// Decode even after schema errors: references and stages are
 	// checked on what is there, so one round reports them all.
-	p := &Policy{Package: files[0].PackageName(), Dir: l.dir, Files: l.files, Value: v}
+	p := &Policy{Package: files[0].PackageName(), Dir: l.dir, Files: l.files, Value: v, ps: l.pos}
 	l.decode(p, v)
 	return p
 }

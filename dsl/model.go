@@ -55,6 +55,41 @@ type Policy struct {
 	State *State
 	// Value is the policy unified with #Policy.
 	Value cue.Value
+
+	ps *positions
+}
+
+// Holds reports whether p falls within one of the places the policy's
+// files write the field at path (models, primary): from its label to the
+// end of its value. It is false for a field not written, or written only
+// through a reference.
+func (p *Policy) Holds(at Pos, path ...string) bool {
+	if p.ps == nil {
+		return false
+	}
+	return p.ps.holds(pathKey(path), at)
+}
+
+// Writes reports whether the policy's files write the field at path
+// (chains, chat, 2 for the third entry of the chat chain).
+func (p *Policy) Writes(path ...string) bool {
+	if p.ps == nil {
+		return false
+	}
+	return len(p.ps.spansOf(pathKey(path))) > 0
+}
+
+// pathKey is the key positions index path by: its labels joined with dots,
+// a label holding a dot quoted.
+func pathKey(path []string) string {
+	steps := make([]string, len(path))
+	for i, s := range path {
+		steps[i] = s
+		if strings.Contains(s, ".") {
+			steps[i] = strconv.Quote(s)
+		}
+	}
+	return strings.Join(steps, ".")
 }
 
 // Stages lists the chain stages in order.
@@ -247,19 +282,7 @@ func (e *Entry) WellTyped() bool {
 // opening brace to its closing one (false when the entry has no syntax of
 // its own, as when it comes from a reference).
 func (e *Entry) Holds(p Pos) bool {
-	if e.ps == nil {
-		return false
-	}
-	n, ok := e.ps.node[strings.Join(e.path, ".")]
-	if !ok || n == nil {
-		return false
-	}
-	start, end := cuePos(n.Pos(), Pos{}), cuePos(n.End(), Pos{})
-	if !start.IsValid() || !end.IsValid() || p.File != start.File {
-		return false
-	}
-	before := func(a, b Pos) bool { return a.Line < b.Line || (a.Line == b.Line && a.Col <= b.Col) }
-	return before(start, p) && before(p, end)
+	return e.ps != nil && e.ps.holds(strings.Join(e.path, "."), p)
 }
 
 // FieldPos returns the position of the value of one of the entry's fields

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"cuelang.org/go/cue/ast"
 	"cuelang.org/go/cue/literal"
@@ -16,14 +17,47 @@ type positions struct {
 	label map[string]Pos // the field's label
 	value map[string]Pos // the field's value, or the list element
 	node  map[string]ast.Expr
+	// spans holds every place the path is written (CUE joins a field
+	// written twice), from the label, or a list element's start, to the
+	// end of the value. Only a policy with errors needs them: they are
+	// indexed from files on first use.
+	spans     map[string][]span
+	files     []*ast.File
+	spansOnce sync.Once
+}
+
+// span is a stretch of one file.
+type span struct{ start, end Pos }
+
+// holds reports whether p falls within one of the places path is written.
+func (ps *positions) holds(path string, p Pos) bool {
+	before := func(a, b Pos) bool { return a.Line < b.Line || (a.Line == b.Line && a.Col <= b.Col) }
+	for _, s := range ps.spansOf(path) {
+		if s.start.IsValid() && s.end.IsValid() && p.File == s.start.File && before(s.start, p) && before(p, s.end) {
+			return true
+		}
+	}
+	return false
 }
 
 func indexPositions(files []*ast.File) *positions {
-	ps := &positions{label: map[string]Pos{}, value: map[string]Pos{}, node: map[string]ast.Expr{}}
+	ps := &positions{label: map[string]Pos{}, value: map[string]Pos{}, node: map[string]ast.Expr{}, files: files}
 	for _, f := range files {
 		ps.decls("", f.Decls)
 	}
 	return ps
+}
+
+// spansOf returns the places path is written.
+func (ps *positions) spansOf(path string) []span {
+	ps.spansOnce.Do(func() {
+		all := &positions{label: map[string]Pos{}, value: map[string]Pos{}, node: map[string]ast.Expr{}, spans: map[string][]span{}}
+		for _, f := range ps.files {
+			all.decls("", f.Decls)
+		}
+		ps.spans = all.spans
+	})
+	return ps.spans[path]
 }
 
 func (ps *positions) decls(prefix string, decls []ast.Decl) {
@@ -43,6 +77,9 @@ func (ps *positions) decls(prefix string, decls []ast.Decl) {
 		if prefix != "" {
 			path = prefix + "." + name
 		}
+		if ps.spans != nil && f.Value != nil {
+			ps.spans[path] = append(ps.spans[path], span{cuePos(f.Label.Pos(), Pos{}), cuePos(f.Value.End(), Pos{})})
+		}
 		if _, seen := ps.label[path]; !seen {
 			ps.label[path] = cuePos(f.Label.Pos(), Pos{})
 			if f.Value != nil {
@@ -61,6 +98,9 @@ func (ps *positions) expr(path string, x ast.Expr) {
 	case *ast.ListLit:
 		for i, el := range x.Elts {
 			p := path + "." + strconv.Itoa(i)
+			if ps.spans != nil {
+				ps.spans[p] = append(ps.spans[p], span{cuePos(el.Pos(), Pos{}), cuePos(el.End(), Pos{})})
+			}
 			if _, seen := ps.value[p]; !seen {
 				ps.value[p] = cuePos(el.Pos(), Pos{})
 				ps.label[p] = ps.value[p]

@@ -97,6 +97,25 @@ Each rule below shows a policy that fails it and one that passes, taken from the
 testdata (` + "`compiler/vet/testdata`" + ` for the vet rules, ` + "`conformance/testdata`" + ` for the others);
 the line a diagnostic is reported at carries a ` + "`// vet:`" + ` comment with the rule id.
 
+## Rounds
+
+The compiler checks a policy in stages: the CUE schema and the references (` + "`cue/*`" + `,
+` + "`schema/*`" + `), then the CEL predicates (` + "`cel/*`" + `), then the ordering and the vet suite. A stage
+runs once the ones before it find no error, but what an error cannot mislead is checked in the
+round that reports it: a builtin's own check of its config and a model's provider fields, for an
+entry or a model with no error of its own, and each CEL predicate whose entry has no error and
+whose typing reads no part with one. A predicate reads the settings (the cost limit) and, in the
+tool chain, the tools its entry is scoped to (every declared tool when it is not scoped) and the
+MCP servers; in the chat chain, the models and the tools' names; a state handler, the state's
+fields; a custom invariant, the models' and the tools' names; the admit predicate, only itself.
+A predicate that reads a part with an error is checked once that is fixed, so that no finding
+follows from what the policy does not yet say: a guard on a tool whose args schema misspells
+properties is not told that the argument it reads is undefined. An error in the settings, or
+outside every section (an unknown top-level field, such as tols for tools), holds every predicate
+back; one in stores, keys, grounding or constraints, which no predicate reads, holds none. The ordering
+rules, and a constraint's when with them, run only on a policy with no error: they reason over
+whole chains and the tools that reach them, which an entry with an error leaves unknown.
+
 ## Output formats
 
 ` + "`agentc vet -format FORMAT`" + ` chooses how diagnostics are printed:
