@@ -74,3 +74,24 @@ func TestEvalChatReadsMessagesAsBefore(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkEvalChat is the gateway's typical guard, a cost-tracked
+// predicate over the messages, and a fallback's condition on the model.
+func BenchmarkEvalChat(b *testing.B) {
+	call := &runtime.ChatCall{Request: runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{
+		{Role: "system", Content: "You are a support agent."}, {Role: "user", Content: "Where is my order A1234?"}}}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for _, src := range []string{"messages.exists(m, m.content.contains('password'))", "request.model == 'primary'"} {
+		p, err := runtime.CompileChatPredicate(src)
+		require.NoError(b, err)
+		b.Run(src, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := p.EvalChat(ctx, call, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
