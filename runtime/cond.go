@@ -63,14 +63,16 @@ func runInfo(r *Run) predicate.RunInfo {
 // EvalChat evaluates a chat predicate over c; resp is the response for an
 // after-phase predicate (nil before the call).
 func (p *Predicate) EvalChat(ctx context.Context, c *ChatCall, resp *ChatResponse) (bool, error) {
-	v := &predicate.ChatVars{Run: runInfo(&c.Meta.Run)}
+	v := chatVars.Get().(*predicate.ChatVars)
+	msgs := v.Request.Messages[:0]
+	*v = predicate.ChatVars{Run: runInfo(&c.Meta.Run)}
 	v.Request.Model = c.Request.Model
 	v.Request.MaxTokens = int64(c.Request.MaxTokens)
-	if n := len(c.Request.Messages); n > 0 {
-		msgs := make([]predicate.Message, n)
-		for i, m := range c.Request.Messages {
-			msgs[i] = predicate.Message{Role: m.Role, Content: predicateContent(&m), Name: m.Name, ToolCallID: m.ToolCallID,
-				ToolCalls: predicateCalls(m.ToolCalls)}
+	if len(c.Request.Messages) > 0 {
+		for i := range c.Request.Messages {
+			m := &c.Request.Messages[i]
+			msgs = append(msgs, predicate.Message{Role: m.Role, Content: predicateContent(m), Name: m.Name, ToolCallID: m.ToolCallID,
+				ToolCalls: predicateCalls(m.ToolCalls)})
 		}
 		v.Request.Messages = msgs
 	}
@@ -91,8 +93,20 @@ func (p *Predicate) EvalChat(ctx context.Context, c *ChatCall, resp *ChatRespons
 				ReasoningTokens:         resp.Usage.ReasoningTokens}}
 		v.Response.ToolCalls = predicateCalls(resp.ToolCalls)
 	}
-	return p.prog.Eval(ctx, v)
+	ok, err := p.prog.Eval(ctx, v)
+	// The messages' backing array is kept for the next evaluation, emptied
+	// so that it holds on to no request; a large one is let go.
+	clear(msgs)
+	*v = predicate.ChatVars{}
+	if cap(msgs) <= maxPooledMessages {
+		v.Request.Messages = msgs[:0]
+	}
+	chatVars.Put(v)
+	return ok, err
 }
+
+// maxPooledMessages bounds the messages array an activation kept for reuse.
+const maxPooledMessages = 64
 
 // predicateCalls is tool calls as a predicate reads them (nil for none).
 func predicateCalls(uses []ToolUse) []predicate.ToolCall {
@@ -168,6 +182,7 @@ func (p *Predicate) EvalTool(ctx context.Context, c *ToolCall, result any, hasRe
 // Activations are recycled: an evaluation does not keep its activation.
 var (
 	toolVars  = sync.Pool{New: func() any { return new(predicate.ToolVars) }}
+	chatVars  = sync.Pool{New: func() any { return new(predicate.ChatVars) }}
 	emptyArgs = map[string]any{}
 )
 

@@ -1,6 +1,10 @@
 package runtime
 
-import "time"
+import (
+	"time"
+
+	"github.com/agentc-dev/agentc/runtime/plan"
+)
 
 // SetMemoryKVClock sets the clock of k.
 func SetMemoryKVClock(k *MemoryKV, now func() time.Time) { k.now = now }
@@ -35,4 +39,9 @@ func MemoryBudgeterLen(b *MemoryBudgeter) int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return len(b.m)
+}
+
+// CompileChatPredicate compiles src as a chat predicate of phase before.
+func CompileChatPredicate(src string) (*Predicate, error) {
+	return compilePredicate(&plan.Plan{}, &plan.Predicate{Stage: plan.StageChat, Source: src}, plan.StageChat)
 }

@@ -471,14 +471,21 @@ func (e *sse) begin() {
 	}
 	e.begun = true
 	h := e.x.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
+	// The values are shared by the streams: net/http only reads them, and
+	// Set and Add replace or copy them.
+	h["Content-Type"], h["Cache-Control"], h["X-Accel-Buffering"] = sseContentType, sseNoCache, sseNoBuffering
 	if e.served != nil {
 		e.served.setHeader(h)
 	}
 	e.x.WriteHeader(http.StatusOK)
 }
+
+// The event-stream headers' values.
+var (
+	sseContentType = []string{"text/event-stream"}
+	sseNoCache     = []string{"no-cache"}
+	sseNoBuffering = []string{"no"}
+)
 
 // heldLimit is the most bytes of events sse holds for the next delta.
 const heldLimit = 16 << 10

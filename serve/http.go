@@ -208,8 +208,7 @@ func (s *Server) record(x *exchange, start time.Time) {
 	if model == "" {
 		model = "-"
 	}
-	s.metrics.requests.WithLabelValues(x.route, model, strconv.Itoa(code)).Inc()
-	s.metrics.latency.WithLabelValues(x.route, model).Observe(d.Seconds())
+	s.metrics.observeRequest(x.route, model, code, d.Seconds())
 	attrs := []slog.Attr{
 		slog.String("method", x.r.Method), slog.String("path", x.r.URL.Path), slog.String("route", x.route),
 		slog.Int("status", code), slog.Duration("duration", d), slog.Int64("bytes", x.bytes),

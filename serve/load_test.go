@@ -329,6 +329,8 @@ func BenchmarkGatewayInProcess(b *testing.B) {
 	defer srv.Close()
 	body := []byte(`{"model":"primary","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"system","content":"You are a support agent."},{"role":"user","content":"Where is my order A1234?"}]}`)
 	b.ReportAllocs()
+	cpu0 := processCPU()
+	defer func() { b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N)/1e3, "cpu-µs/op") }()
 	for range b.N {
 		req, _ := http.NewRequest("POST", "/v1/chat/completions", bytes.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+clientKey)

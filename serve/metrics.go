@@ -1,6 +1,10 @@
 package serve
 
 import (
+	"strconv"
+	"sync"
+	"sync/atomic"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -26,6 +30,46 @@ type metrics struct {
 	// own lists the server's collectors, without the Go and process
 	// ones: the metrics docs/serve.md lists.
 	own []prometheus.Collector
+	// served holds the request counter and latency histogram of each
+	// route, model and status seen, up to maxServedSeries of them, so that
+	// a request does not look its series up by their label values.
+	served  sync.Map // servedKey → *servedSeries
+	nServed atomic.Int64
+}
+
+// servedKey names the series of requests a request is counted in.
+type servedKey struct {
+	route, model string
+	code         int
+}
+
+// servedSeries are the series of requests a request is counted in.
+type servedSeries struct {
+	requests prometheus.Counter
+	latency  prometheus.Observer
+}
+
+// maxServedSeries bounds the series metrics.served holds; past it, the
+// series are looked up by their labels.
+const maxServedSeries = 4096
+
+// observeRequest counts a request of route and model (or tool) answered
+// with code, after d seconds.
+func (m *metrics) observeRequest(route, model string, code int, d float64) {
+	k := servedKey{route, model, code}
+	var ss *servedSeries
+	if v, ok := m.served.Load(k); ok {
+		ss = v.(*servedSeries)
+	} else {
+		ss = &servedSeries{m.requests.WithLabelValues(route, model, strconv.Itoa(code)), m.latency.WithLabelValues(route, model)}
+		if m.nServed.Load() < maxServedSeries {
+			if _, loaded := m.served.LoadOrStore(k, ss); !loaded {
+				m.nServed.Add(1)
+			}
+		}
+	}
+	ss.requests.Inc()
+	ss.latency.Observe(d)
 }
 
 // newMetrics registers the server's collectors on reg; bodyBytes reads

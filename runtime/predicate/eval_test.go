@@ -508,3 +508,28 @@ func TestEvalIsInterruptedByItsDeadline(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, ok)
 }
+
+// A cost-tracked evaluation is interrupted while it runs when its caller's
+// context is cancelled, and its error is the cancellation, not the
+// deadline; the next evaluations, cancelled or not, are not disturbed.
+func TestEvalIsInterruptedByItsCaller(t *testing.T) {
+	env := mustEnv(t, EnvConfig{Stage: Turn, CostLimit: 1 << 40})
+	p := mustCompile(t, env, "input.text.split('').all(c, [1, 2, 3, 4, 5, 6, 7, 8].all(x, c == 'a' || x > 0))")
+	require.True(t, p.CostTracked())
+	long := &TurnVars{Input: TurnInput{Text: strings.Repeat("a", 3_000_000)}}
+	for range 3 {
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(20*time.Millisecond, cancel)
+		_, err := p.Eval(ctx, long)
+		require.Error(t, err)
+		assert.ErrorIs(t, err, context.Canceled)
+		assert.NotContains(t, err.Error(), "took longer")
+		for range 100 {
+			ok, err := p.Eval(context.Background(), &TurnVars{Input: TurnInput{Text: "aaa"}})
+			require.NoError(t, err)
+			assert.True(t, ok)
+		}
+	}
+	_, err := p.Eval(context.Background(), long)
+	assert.ErrorContains(t, err, "evaluation took longer than 250ms")
+}

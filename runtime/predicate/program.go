@@ -134,12 +134,12 @@ func (p *Program) eval(ctx context.Context, vars Activation) (ref.Val, error) {
 	if p.tracked {
 		// A cost-tracked evaluation is interrupted by its cost limit, by
 		// the caller's context and by MaxEvalTime, whichever comes first.
-		ectx, cancel := context.WithTimeoutCause(ctx, MaxEvalTime, errEvalTime)
-		v, _, e := p.prg.ContextEval(ectx, vars)
-		if e != nil && errors.Is(context.Cause(ectx), errEvalTime) && ctx.Err() == nil {
+		dl := startDeadline(ctx)
+		v, _, e := p.prg.ContextEval(dl, vars)
+		if e != nil && dl.expired() && ctx.Err() == nil {
 			e = errEvalTime
 		}
-		cancel()
+		dl.release()
 		out, err = v, e
 	} else {
 		v, _, e := p.prg.Eval(vars)

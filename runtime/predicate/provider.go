@@ -144,9 +144,9 @@ func (a *adapter) NativeToValue(value any) ref.Val {
 	case Message:
 		return &object{t: messageType, v: &v}
 	case []Message:
-		return types.NewDynamicList(a, v)
+		return objectList(messageType, v)
 	case *[]Message:
-		return types.NewDynamicList(a, *v)
+		return objectList(messageType, *v)
 	case *ToolInfo:
 		return &object{t: toolType, v: v}
 	case *TurnInput:
@@ -164,15 +164,29 @@ func (a *adapter) NativeToValue(value any) ref.Val {
 	case *ToolDef:
 		return &object{t: toolDefType, v: v}
 	case *[]ToolDef:
-		return types.NewDynamicList(a, *v)
+		return objectList(toolDefType, *v)
 	case ToolCall:
 		return &object{t: toolCallType, v: &v}
 	case *ToolCall:
 		return &object{t: toolCallType, v: v}
 	case *[]ToolCall:
-		return types.NewDynamicList(a, *v)
+		return objectList(toolCallType, *v)
 	}
 	return a.base.NativeToValue(value)
+}
+
+// objectList is the CEL list of elems, each an object of type t over its
+// element: three allocations for the list, where a list of Go structs
+// converted by reflection copies each element it yields into a new object.
+// The list reads elems; it does not copy them.
+func objectList[T any](t *objectType, elems []T) traits.Lister {
+	objs := make([]object, len(elems))
+	vals := make([]ref.Val, len(elems))
+	for i := range elems {
+		objs[i] = object{t: t, v: &elems[i]}
+		vals[i] = &objs[i]
+	}
+	return types.NewRefValList(typeAdapter, vals)
 }
 
 func jsonNumberToDouble(n json.Number) ref.Val {

@@ -1,0 +1,97 @@
+package runtime_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/runtime"
+)
+
+// A chat predicate reads the messages, their parts, their tool calls and
+// the tools offered as it always did, whatever the evaluations before it
+// read: the activations and the lists of messages are reused from one
+// evaluation to the next.
+func TestEvalChatReadsMessagesAsBefore(t *testing.T) {
+	long := &runtime.ChatCall{Request: runtime.ChatRequest{Model: "m",
+		Messages: []runtime.Message{
+			{Role: "system", Content: "be brief"},
+			{Role: "user", Content: "intro", Name: "ann", Parts: []runtime.ContentPart{
+				{Type: runtime.PartText, Text: "the password is x"}, {Type: "image"}, {Type: runtime.PartText, Text: "thanks"}}},
+			{Role: "assistant", ToolCalls: []runtime.ToolUse{
+				{ID: "c1", Name: "get_weather", Arguments: json.RawMessage(`{"location":"Paris","n":null}`)},
+				{ID: "c2", Name: "lookup", Arguments: json.RawMessage(`[1]`)}}},
+			{Role: "tool", ToolCallID: "c1", Parts: []runtime.ContentPart{{Type: runtime.PartToolResult, Text: "sunny"}}},
+		},
+		Tools: []runtime.ToolDef{{Name: "get_weather", Description: "weather"}}}}
+	short := &runtime.ChatCall{Request: runtime.ChatRequest{Model: "m", Messages: []runtime.Message{{Role: "user", Content: "hi"}}}}
+	none := &runtime.ChatCall{Request: runtime.ChatRequest{Model: "m"}}
+	for _, tc := range []struct {
+		src               string
+		long, short, none any // a bool, or "error"
+	}{
+		{"messages.exists(m, m.content.contains('password'))", true, false, false},
+		{"size(messages) == 4", true, false, false},
+		{"size(request.messages) == 1", false, true, false},
+		{"messages[1].content == 'intro\\nthe password is x\\nthanks'", true, "error", "error"},
+		{"messages[0].role == 'system'", true, false, "error"},
+		{"messages[4].role == 'user'", "error", "error", "error"},
+		{"messages[-1].role == 'user'", "error", "error", "error"},
+		{"messages[1].name == 'ann' && !has(messages[0].name) && messages[0].name == ''", true, "error", "error"},
+		{"messages.all(m, m.tool_call_id == '' || m.role == 'tool')", true, true, true},
+		{"messages[3].content == 'sunny' && messages[3].tool_call_id == 'c1'", true, "error", "error"},
+		{"messages.exists(m, has(m.tool_calls) && m.tool_calls.exists(c, c.name == 'get_weather' && c.args.location == 'Paris'))", true, false, false},
+		{"messages.exists(m, m.tool_calls.exists(c, has(c.args.n)))", "error", false, false},
+		{"messages[2].tool_calls[1].args.x == 1", "error", "error", "error"},
+		{"messages[2].tool_calls.map(c, c.id) == ['c1', 'c2']", true, "error", "error"},
+		{"messages.filter(m, m.role == 'user').size() == 1", true, true, false},
+		{"messages[0] in messages && messages == request.messages", true, true, "error"},
+		{"messages + messages == request.messages + request.messages", true, true, true},
+		{"messages[0] == messages[1]", false, "error", "error"},
+		{"request.tools.exists(t, t.name == 'get_weather' && t.description == 'weather')", true, false, false},
+		{"size(request.tools) == 0", false, true, true},
+		{"type(messages[0]) == agentc.message", true, true, "error"},
+	} {
+		p, err := runtime.CompileChatPredicate(tc.src)
+		require.NoError(t, err, tc.src)
+		// Each call twice, in an order where a long transcript comes before
+		// a shorter one and none.
+		for _, c := range []struct {
+			call *runtime.ChatCall
+			want any
+		}{{long, tc.long}, {short, tc.short}, {none, tc.none}, {long, tc.long}, {none, tc.none}, {short, tc.short}} {
+			v, err := p.EvalChat(context.Background(), c.call, nil)
+			if c.want == "error" {
+				assert.Error(t, err, "%s over %d messages", tc.src, len(c.call.Request.Messages))
+				continue
+			}
+			if assert.NoError(t, err, tc.src) {
+				assert.Equal(t, c.want, v, "%s over %d messages", tc.src, len(c.call.Request.Messages))
+			}
+		}
+	}
+}
+
+// BenchmarkEvalChat is the gateway's typical guard, a cost-tracked
+// predicate over the messages, and a fallback's condition on the model.
+func BenchmarkEvalChat(b *testing.B) {
+	call := &runtime.ChatCall{Request: runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{
+		{Role: "system", Content: "You are a support agent."}, {Role: "user", Content: "Where is my order A1234?"}}}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for _, src := range []string{"messages.exists(m, m.content.contains('password'))", "request.model == 'primary'"} {
+		p, err := runtime.CompileChatPredicate(src)
+		require.NoError(b, err)
+		b.Run(src, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := p.EvalChat(ctx, call, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
