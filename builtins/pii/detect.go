@@ -3,6 +3,8 @@ package pii
 import (
 	"fmt"
 	"net/netip"
+	"regexp"
+	"regexp/syntax"
 	"slices"
 	"strconv"
 	"strings"
@@ -610,6 +612,153 @@ type phoneRegion struct {
 	code    string
 	trunk   string       // national (trunk) prefix, "" when none
 	lengths map[int]bool // possible lengths of its national significant numbers
+	screen  *regionScreen
+}
+
+// regionScreen rules out, without parsing, a candidate that cannot be a valid national
+// number of a region. Parsing a candidate with a region as default (libphonenumber's
+// ParseAndKeepRawInput) leaves as national significant number a suffix of its digits
+// (what remains once a trunk prefix, a carrier code or the region's own country code is
+// stripped; leading zeros are kept), unless the digits start with the region's
+// international call prefix (then the country code is read from them) or the region
+// rewrites its national prefix (national_prefix_transform_rule, which is not screened). A
+// valid number has one of the region's possible lengths and matches the pattern of one of
+// its number types, so when no suffix of such a length starts with three digits that
+// pattern accepts for that length, the parse and the validity test can only fail. Parsing costs tens of
+// microseconds a region; a hex dump or a table of numbers holds thousands of candidates,
+// each tried against every region.
+type regionScreen struct {
+	idd     *regexp.Regexp // the international call prefix, anchored at the start
+	lengths []int          // possible lengths of a national significant number, all ≥ 3
+	lead    [1000]uint32   // by its first three digits, the lengths (bits) a number of some type may have
+}
+
+// regionScreens holds the screen of each region, nil where none applies.
+var regionScreens sync.Map // region code -> *regionScreen
+
+func screenFor(md *phonenumbers.PhoneMetadata) *regionScreen {
+	if v, ok := regionScreens.Load(md.GetId()); ok {
+		return v.(*regionScreen)
+	}
+	v, _ := regionScreens.LoadOrStore(md.GetId(), newScreen(md))
+	return v.(*regionScreen)
+}
+
+func newScreen(md *phonenumbers.PhoneMetadata) *regionScreen {
+	var pats []string
+	for _, d := range []*phonenumbers.PhoneNumberDesc{md.GetFixedLine(), md.GetMobile(), md.GetTollFree(),
+		md.GetPremiumRate(), md.GetSharedCost(), md.GetPersonalNumber(), md.GetVoip(), md.GetPager(),
+		md.GetUan(), md.GetVoicemail()} {
+		if p := d.GetNationalNumberPattern(); p != "" {
+			pats = append(pats, "(?:"+p+")")
+		}
+	}
+	ls := md.GetGeneralDesc().GetPossibleLength()
+	if len(pats) == 0 || len(ls) == 0 || md.GetInternationalPrefix() == "" || md.GetNationalPrefixTransformRule() != "" {
+		return nil
+	}
+	sc := &regionScreen{}
+	for _, l := range ls {
+		if l < 3 || l > 31 {
+			return nil
+		}
+		sc.lengths = append(sc.lengths, int(l))
+	}
+	idd, err := regexp.Compile("^(?:" + md.GetInternationalPrefix() + ")")
+	if err != nil {
+		return nil
+	}
+	sc.idd = idd
+	re, err := syntax.Parse(strings.Join(pats, "|"), syntax.Perl)
+	if err != nil {
+		return nil
+	}
+	prog, err := syntax.Compile(re.Simplify())
+	if err != nil {
+		return nil
+	}
+	maxLen := slices.Max(sc.lengths)
+	start := closure(prog, []uint32{uint32(prog.Start)})
+	for a := range 10 {
+		sa := step(prog, start, func(r rune) bool { return r == '0'+rune(a) })
+		for b := range 10 {
+			sb := step(prog, sa, func(r rune) bool { return r == '0'+rune(b) })
+			for c := range 10 {
+				cur := step(prog, sb, func(r rune) bool { return r == '0'+rune(c) })
+				var ok uint32
+				for n := 3; n <= maxLen && len(cur) > 0; n++ {
+					if slices.ContainsFunc(cur, func(pc uint32) bool { return prog.Inst[pc].Op == syntax.InstMatch }) {
+						ok |= 1 << n
+					}
+					cur = step(prog, cur, func(r rune) bool { return r >= '0' && r <= '9' })
+				}
+				sc.lead[a*100+b*10+c] = ok
+			}
+		}
+	}
+	return sc
+}
+
+// step returns the states of prog reached from pcs by reading a digit that digit accepts
+// (one digit, or any), with their closure.
+func step(prog *syntax.Prog, pcs []uint32, digit func(rune) bool) []uint32 {
+	var next []uint32
+	for _, pc := range pcs {
+		in := &prog.Inst[pc]
+		if in.Op == syntax.InstMatch {
+			continue
+		}
+		for r := '0'; r <= '9'; r++ {
+			if digit(r) && in.MatchRune(r) {
+				next = append(next, in.Out)
+				break
+			}
+		}
+	}
+	return closure(prog, next)
+}
+
+// closure returns the states reachable from pcs without reading that read a rune or
+// match. Empty-width assertions are passed as if they held, which only keeps more states
+// alive.
+func closure(prog *syntax.Prog, pcs []uint32) []uint32 {
+	seen := map[uint32]bool{}
+	var out []uint32
+	for len(pcs) > 0 {
+		pc := pcs[len(pcs)-1]
+		pcs = pcs[:len(pcs)-1]
+		if seen[pc] {
+			continue
+		}
+		seen[pc] = true
+		in := &prog.Inst[pc]
+		switch in.Op {
+		case syntax.InstAlt, syntax.InstAltMatch:
+			pcs = append(pcs, in.Out, in.Arg)
+		case syntax.InstCapture, syntax.InstEmptyWidth, syntax.InstNop:
+			pcs = append(pcs, in.Out)
+		case syntax.InstRune, syntax.InstRune1, syntax.InstRuneAny, syntax.InstRuneAnyNotNL, syntax.InstMatch:
+			out = append(out, pc)
+		}
+	}
+	return out
+}
+
+// rulesOut reports whether digits (the candidate's digits only) cannot be a valid number of
+// the region written nationally nor dialled with its international call prefix.
+func (sc *regionScreen) rulesOut(digits string) bool {
+	if sc == nil || sc.idd.MatchString(digits) {
+		return false
+	}
+	for _, l := range sc.lengths {
+		if l <= len(digits) {
+			s := digits[len(digits)-l:]
+			if sc.lead[int(s[0]-'0')*100+int(s[1]-'0')*10+int(s[2]-'0')]&(1<<l) != 0 {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // regionMetadata indexes libphonenumber's territory metadata by region, loaded once.
@@ -673,6 +822,7 @@ func newPhoneFinder(regions []string) (*phoneFinder, error) {
 		reg := phoneRegion{code: r}
 		if md := regionMetadata()[r]; md != nil {
 			reg.trunk = md.GetNationalPrefix()
+			reg.screen = screenFor(md)
 			if ls := md.GetGeneralDesc().GetPossibleLength(); len(ls) > 0 {
 				reg.lengths = map[int]bool{}
 				for _, l := range ls {
@@ -695,7 +845,11 @@ const (
 	maxPhoneDigits         = 15
 )
 
-func (f *phoneFinder) find(text string, add func(Kind, int, int)) {
+// phoneMemo holds whether a national candidate (its text) is a number of a configured
+// region, which depends on that text alone.
+type phoneMemo map[string]bool
+
+func (f *phoneFinder) find(text string, memo phoneMemo, add func(Kind, int, int)) {
 	last := -1 // end of the previous number: a "+" right after it starts the next one
 	for i := 0; i < len(text); i++ {
 		c := text[i]
@@ -710,7 +864,7 @@ func (f *phoneFinder) find(text string, add func(Kind, int, int)) {
 				continue
 			}
 		}
-		if end := f.match(text, i); end > 0 {
+		if end := f.match(text, i, memo); end > 0 {
 			add(KindPhone, i, end)
 			i, last = end-1, end
 		}
@@ -718,7 +872,7 @@ func (f *phoneFinder) find(text string, add func(Kind, int, int)) {
 }
 
 // match returns the end of the phone number starting at i, or 0.
-func (f *phoneFinder) match(text string, i int) int {
+func (f *phoneFinder) match(text string, i int, memo phoneMemo) int {
 	if f.nanp {
 		// the North American layout is decided by the North American rules
 		if e := northAmericanPhone(text, i); e != 0 {
@@ -752,10 +906,29 @@ func (f *phoneFinder) match(text string, i int) int {
 	if q, ok := dottedQuad(raw, 0); ok && q == len(raw) {
 		return 0 // an IPv4 address
 	}
+	valid, seen := memo[raw]
+	if !seen {
+		valid = f.national(raw, digits)
+		memo[raw] = valid
+	}
+	if valid {
+		return e
+	}
+	if phoneContext(text, i, e) && possibleAnywhere(raw, digits) {
+		return e
+	}
+	return 0
+}
+
+// national reports whether raw, a candidate of the given number of digits without a
+// leading "+", is a valid number of a configured region, or a possible number dialled with
+// one's international call prefix.
+func (f *phoneFinder) national(raw string, digits int) bool {
+	ds := digitsOnly(raw)
 	for k := range f.regions {
 		reg := &f.regions[k]
 		idd := raw[0] == '0' && len(raw) > 1 && (raw[1] == '0' || raw[1] == '1')
-		if !idd && !reg.possible(raw, digits) {
+		if !idd && !reg.possible(raw, digits) || reg.screen.rulesOut(ds) {
 			continue
 		}
 		r := reg.code
@@ -766,20 +939,28 @@ func (f *phoneFinder) match(text string, i int) int {
 		if int(n.GetCountryCode()) != phonenumbers.GetCountryCodeForRegion(r) {
 			// dialled with the region's international call prefix ("00 44 ...", "001-253-...")
 			if digits >= minInternationalDigits && phonenumbers.IsPossibleNumber(n) {
-				return e
+				return true
 			}
 			continue
 		}
 		// written nationally, a number keeps the trunk prefix where the region's
 		// formats require it ("030 901820" in Germany, "(11) 4706-6184" in Brazil)
 		if phonenumbers.IsValidNumberForRegion(n, r) && phonenumbers.IsNationalPrefixPresentIfRequired(n) {
-			return e
+			return true
 		}
 	}
-	if phoneContext(text, i, e) && possibleAnywhere(raw, digits) {
-		return e
+	return false
+}
+
+// digitsOnly returns the ASCII digits of s.
+func digitsOnly(s string) string {
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		if isDigit(s[i]) {
+			b = append(b, s[i])
+		}
 	}
-	return 0
+	return string(b)
 }
 
 // phoneWords name a telephone number. A formatted number of a region that is not

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nyaruka/phonenumbers"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -138,4 +140,49 @@ func sortedKeys(m map[string]string) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// TestRegionScreenRulesOutOnlyInvalid: a candidate the screen rules out for a region is
+// never one the parse accepts for it (valid nationally, or dialled with its international
+// call prefix), for every region with numbering metadata, on random digits of the lengths
+// a candidate has, written plain and with a trunk prefix.
+func TestRegionScreenRulesOutOnlyInvalid(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	screened := 0
+	for _, r := range sortedRegions() {
+		sc := screenFor(regionMetadata()[r])
+		if sc == nil {
+			continue
+		}
+		for range 150 {
+			var b strings.Builder
+			if rng.IntN(3) == 0 {
+				b.WriteString(regionMetadata()[r].GetNationalPrefix())
+			}
+			for range minNationalDigits + rng.IntN(maxPhoneDigits-minNationalDigits+1) {
+				b.WriteByte(byte('0' + rng.IntN(10)))
+			}
+			ds := b.String()
+			if len(ds) > maxPhoneDigits || !sc.rulesOut(ds) {
+				continue
+			}
+			screened++
+			n, err := phonenumbers.ParseAndKeepRawInput(ds, r)
+			if err != nil {
+				continue
+			}
+			assert.Equal(t, phonenumbers.GetCountryCodeForRegion(r), int(n.GetCountryCode()), "%s %s", r, ds)
+			assert.False(t, phonenumbers.IsValidNumberForRegion(n, r), "%s %s", r, ds)
+		}
+	}
+	assert.Greater(t, screened, 1000)
+}
+
+func sortedRegions() []string {
+	var out []string
+	for r := range phonenumbers.GetSupportedRegions() {
+		out = append(out, r)
+	}
+	slices.Sort(out)
+	return out
 }
