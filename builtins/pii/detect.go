@@ -617,20 +617,24 @@ type phoneRegion struct {
 
 // regionScreen rules out, without parsing, a candidate that cannot be a valid national
 // number of a region. Parsing a candidate with a region as default (libphonenumber's
-// ParseAndKeepRawInput) leaves as national significant number a suffix of its digits
-// (what remains once a trunk prefix, a carrier code or the region's own country code is
-// stripped; leading zeros are kept), unless the digits start with the region's
-// international call prefix (then the country code is read from them) or the region
-// rewrites its national prefix (national_prefix_transform_rule, which is not screened). A
-// valid number has one of the region's possible lengths and matches the pattern of one of
-// its number types, so when no suffix of such a length starts with three digits that
-// pattern accepts for that length, the parse and the validity test can only fail. Parsing costs tens of
-// microseconds a region; a hex dump or a table of numbers holds thousands of candidates,
-// each tried against every region.
+// ParseAndKeepRawInput) leaves as national significant number its digits, or what remains
+// once the region's own country code, and then a national prefix (with a carrier code), are
+// stripped from their start (the national prefix is what the region's
+// national_prefix_for_parsing pattern matches there; leading zeros are kept), unless the
+// digits start with the region's international call prefix (then the country code is read
+// from them) or the region rewrites its national prefix (national_prefix_transform_rule,
+// which is not screened). A valid number has one of the region's possible lengths and
+// matches the pattern of one of its number types, so when none of those readings does, the
+// parse and the validity test can only fail. Parsing costs microseconds a region; a hex
+// dump or a table of numbers holds thousands of candidates, each tried against every
+// region.
 type regionScreen struct {
 	idd     *regexp.Regexp // the international call prefix, anchored at the start
+	prefix  *regexp.Regexp // the national prefix for parsing, anchored at the start; nil if none
+	cc      string         // the country calling code
 	lengths []int          // possible lengths of a national significant number, all ≥ 3
-	lead    [1000]uint32   // by its first three digits, the lengths (bits) a number of some type may have
+	next    [][10]int32    // the automaton of its number types' patterns on digits: from state 0, -1 dead
+	accept  []bool         // the states where a pattern has matched
 }
 
 // regionScreens holds the screen of each region, nil where none applies.
@@ -669,6 +673,12 @@ func newScreen(md *phonenumbers.PhoneMetadata) *regionScreen {
 		return nil
 	}
 	sc.idd = idd
+	if p := md.GetNationalPrefixForParsing(); p != "" {
+		if sc.prefix, err = regexp.Compile("^(?:" + p + ")"); err != nil {
+			return nil
+		}
+	}
+	sc.cc = strconv.Itoa(int(md.GetCountryCode()))
 	re, err := syntax.Parse(strings.Join(pats, "|"), syntax.Perl)
 	if err != nil {
 		return nil
@@ -677,42 +687,53 @@ func newScreen(md *phonenumbers.PhoneMetadata) *regionScreen {
 	if err != nil {
 		return nil
 	}
-	maxLen := slices.Max(sc.lengths)
-	start := closure(prog, []uint32{uint32(prog.Start)})
-	for a := range 10 {
-		sa := step(prog, start, func(r rune) bool { return r == '0'+rune(a) })
-		for b := range 10 {
-			sb := step(prog, sa, func(r rune) bool { return r == '0'+rune(b) })
-			for c := range 10 {
-				cur := step(prog, sb, func(r rune) bool { return r == '0'+rune(c) })
-				var ok uint32
-				for n := 3; n <= maxLen && len(cur) > 0; n++ {
-					if slices.ContainsFunc(cur, func(pc uint32) bool { return prog.Inst[pc].Op == syntax.InstMatch }) {
-						ok |= 1 << n
-					}
-					cur = step(prog, cur, func(r rune) bool { return r >= '0' && r <= '9' })
-				}
-				sc.lead[a*100+b*10+c] = ok
-			}
+	// the automaton of the pattern on digits, built state by state (the states of the
+	// program a prefix leaves alive); a pattern needing too many is not screened
+	ids := map[string]int32{}
+	var sets [][]uint32
+	state := func(set []uint32) int32 {
+		if len(set) == 0 {
+			return -1
+		}
+		slices.Sort(set)
+		set = slices.Compact(set)
+		var k strings.Builder
+		for _, pc := range set {
+			k.WriteString(strconv.Itoa(int(pc)))
+			k.WriteByte(',')
+		}
+		if id, ok := ids[k.String()]; ok {
+			return id
+		}
+		id := int32(len(sets))
+		ids[k.String()] = id
+		sets = append(sets, set)
+		sc.next = append(sc.next, [10]int32{})
+		sc.accept = append(sc.accept, slices.ContainsFunc(set, func(pc uint32) bool { return prog.Inst[pc].Op == syntax.InstMatch }))
+		return id
+	}
+	state(closure(prog, []uint32{uint32(prog.Start)}))
+	for st := 0; st < len(sets); st++ {
+		if len(sets) > maxScreenStates {
+			return nil
+		}
+		for d := range 10 {
+			to := state(step(prog, sets[st], '0'+rune(d)))
+			sc.next[st][d] = to
 		}
 	}
 	return sc
 }
 
-// step returns the states of prog reached from pcs by reading a digit that digit accepts
-// (one digit, or any), with their closure.
-func step(prog *syntax.Prog, pcs []uint32, digit func(rune) bool) []uint32 {
+// maxScreenStates bounds the automaton of a region's screen.
+const maxScreenStates = 1 << 14
+
+// step returns the states of prog reached from pcs by reading r, with their closure.
+func step(prog *syntax.Prog, pcs []uint32, r rune) []uint32 {
 	var next []uint32
 	for _, pc := range pcs {
-		in := &prog.Inst[pc]
-		if in.Op == syntax.InstMatch {
-			continue
-		}
-		for r := '0'; r <= '9'; r++ {
-			if digit(r) && in.MatchRune(r) {
-				next = append(next, in.Out)
-				break
-			}
+		if in := &prog.Inst[pc]; in.Op != syntax.InstMatch && in.MatchRune(r) {
+			next = append(next, in.Out)
 		}
 	}
 	return closure(prog, next)
@@ -750,12 +771,38 @@ func (sc *regionScreen) rulesOut(digits string) bool {
 	if sc == nil || sc.idd.MatchString(digits) {
 		return false
 	}
-	for _, l := range sc.lengths {
-		if l <= len(digits) {
-			s := digits[len(digits)-l:]
-			if sc.lead[int(s[0]-'0')*100+int(s[1]-'0')*10+int(s[2]-'0')]&(1<<l) != 0 {
-				return false
+	// where the national significant number may start: the digits, past the country
+	// code, and past a national prefix after either (twice after the country code)
+	var starts [6]int
+	n := 1
+	if strings.HasPrefix(digits, sc.cc) {
+		starts[n] = len(sc.cc)
+		n++
+	}
+	for range 2 {
+		for _, k := range starts[:n] {
+			if sc.prefix == nil {
+				break
 			}
+			if loc := sc.prefix.FindStringIndex(digits[k:]); loc != nil && loc[1] > 0 && !slices.Contains(starts[:n], k+loc[1]) {
+				if n == len(starts) {
+					return false
+				}
+				starts[n] = k + loc[1]
+				n++
+			}
+		}
+	}
+	for _, k := range starts[:n] {
+		if !slices.Contains(sc.lengths, len(digits)-k) {
+			continue
+		}
+		st := int32(0)
+		for i := k; i < len(digits) && st >= 0; i++ {
+			st = sc.next[st][digits[i]-'0']
+		}
+		if st >= 0 && sc.accept[st] {
+			return false
 		}
 	}
 	return true

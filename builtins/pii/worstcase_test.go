@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -145,7 +146,8 @@ func sortedKeys(m map[string]string) []string {
 // TestRegionScreenRulesOutOnlyInvalid: a candidate the screen rules out for a region is
 // never one the parse accepts for it (valid nationally, or dialled with its international
 // call prefix), for every region with numbering metadata, on random digits of the lengths
-// a candidate has, written plain and with a trunk prefix.
+// a candidate has, written plain and after the region's trunk prefix, its country code or
+// both.
 func TestRegionScreenRulesOutOnlyInvalid(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	screened := 0
@@ -154,11 +156,11 @@ func TestRegionScreenRulesOutOnlyInvalid(t *testing.T) {
 		if sc == nil {
 			continue
 		}
-		for range 150 {
+		for range 300 {
 			var b strings.Builder
-			if rng.IntN(3) == 0 {
-				b.WriteString(regionMetadata()[r].GetNationalPrefix())
-			}
+			md := regionMetadata()[r]
+			cc := strconv.Itoa(int(md.GetCountryCode()))
+			b.WriteString([]string{"", "", md.GetNationalPrefix(), cc, cc + md.GetNationalPrefix(), "0", "00", "1"}[rng.IntN(8)])
 			for range minNationalDigits + rng.IntN(maxPhoneDigits-minNationalDigits+1) {
 				b.WriteByte(byte('0' + rng.IntN(10)))
 			}
