@@ -623,18 +623,74 @@ type phoneRegion struct {
 // national_prefix_for_parsing pattern matches there; leading zeros are kept), unless the
 // digits start with the region's international call prefix (then the country code is read
 // from them) or the region rewrites its national prefix (national_prefix_transform_rule,
-// which is not screened). A valid number has one of the region's possible lengths and
-// matches the pattern of one of its number types, so when none of those readings does, the
-// parse and the validity test can only fail. Parsing costs microseconds a region; a hex
+// which is not screened). A valid number matches the region's general description and that
+// of one of its number types (a length and a pattern each), so when none of those readings
+// does, the parse and the validity test can only fail. Parsing costs microseconds a region; a hex
 // dump or a table of numbers holds thousands of candidates, each tried against every
 // region.
 type regionScreen struct {
 	idd     *regexp.Regexp // the international call prefix, anchored at the start
 	prefix  *regexp.Regexp // the national prefix for parsing, anchored at the start; nil if none
 	cc      string         // the country calling code
-	lengths []int          // possible lengths of a national significant number, all ≥ 3
-	next    [][10]int32    // the automaton of its number types' patterns on digits: from state 0, -1 dead
-	accept  []bool         // the states where a pattern has matched
+	general *descScreen    // what every number of the region matches
+	types   []*descScreen  // what a number of each type matches (fixed line, mobile, toll free...)
+	formats []formatScreen // the formats of its country code's main region; nil if not screened
+}
+
+// formatScreen is a number format: the number it formats starts with its leading digits
+// and matches its pattern whole, and prefixed says that the number is written nationally
+// with the national prefix (libphonenumber's IsNationalPrefixPresentIfRequired).
+type formatScreen struct {
+	lead     *descScreen // nil when the format has no leading digits
+	pattern  *descScreen
+	prefixed bool
+}
+
+// needsPrefix reports whether the number format chosen for the national significant
+// number nsn requires the national prefix.
+func (sc *regionScreen) needsPrefix(nsn string) bool {
+	for _, f := range sc.formats {
+		if (f.lead == nil || f.lead.startsWith(nsn)) && f.pattern.matches(nsn) {
+			return f.prefixed
+		}
+	}
+	return false
+}
+
+// descScreen is a number description (libphonenumber's PhoneNumberDesc) as an automaton on
+// digits: a national significant number matches it when it has one of its lengths (any,
+// when none is given) and its pattern matches the number whole.
+type descScreen struct {
+	lengths []int32
+	next    [][10]int32 // from state 0; -1 is dead
+	accept  []bool      // the states where the pattern has matched
+}
+
+// matches reports whether the digits s match d.
+func (d *descScreen) matches(s string) bool {
+	if len(d.lengths) > 0 && !slices.Contains(d.lengths, int32(len(s))) {
+		return false
+	}
+	st := int32(0)
+	for i := 0; i < len(s) && st >= 0; i++ {
+		st = d.next[st][s[i]-'0']
+	}
+	return st >= 0 && d.accept[st]
+}
+
+// startsWith reports whether the pattern of d matches a prefix of the digits s.
+func (d *descScreen) startsWith(s string) bool {
+	st := int32(0)
+	for i := 0; st >= 0; i++ {
+		if d.accept[st] {
+			return true
+		}
+		if i == len(s) {
+			return false
+		}
+		st = d.next[st][s[i]-'0']
+	}
+	return false
 }
 
 // regionScreens holds the screen of each region, nil where none applies.
@@ -649,37 +705,67 @@ func screenFor(md *phonenumbers.PhoneMetadata) *regionScreen {
 }
 
 func newScreen(md *phonenumbers.PhoneMetadata) *regionScreen {
-	var pats []string
-	for _, d := range []*phonenumbers.PhoneNumberDesc{md.GetFixedLine(), md.GetMobile(), md.GetTollFree(),
-		md.GetPremiumRate(), md.GetSharedCost(), md.GetPersonalNumber(), md.GetVoip(), md.GetPager(),
-		md.GetUan(), md.GetVoicemail()} {
-		if p := d.GetNationalNumberPattern(); p != "" {
-			pats = append(pats, "(?:"+p+")")
-		}
-	}
-	ls := md.GetGeneralDesc().GetPossibleLength()
-	if len(pats) == 0 || len(ls) == 0 || md.GetInternationalPrefix() == "" || md.GetNationalPrefixTransformRule() != "" {
+	if md.GetInternationalPrefix() == "" || md.GetNationalPrefixTransformRule() != "" {
 		return nil
 	}
-	sc := &regionScreen{}
-	for _, l := range ls {
-		if l < 3 || l > 31 {
-			return nil
-		}
-		sc.lengths = append(sc.lengths, int(l))
-	}
-	idd, err := regexp.Compile("^(?:" + md.GetInternationalPrefix() + ")")
-	if err != nil {
+	sc := &regionScreen{cc: strconv.Itoa(int(md.GetCountryCode()))}
+	var err error
+	if sc.idd, err = regexp.Compile("^(?:" + md.GetInternationalPrefix() + ")"); err != nil {
 		return nil
 	}
-	sc.idd = idd
 	if p := md.GetNationalPrefixForParsing(); p != "" {
 		if sc.prefix, err = regexp.Compile("^(?:" + p + ")"); err != nil {
 			return nil
 		}
 	}
-	sc.cc = strconv.Itoa(int(md.GetCountryCode()))
-	re, err := syntax.Parse(strings.Join(pats, "|"), syntax.Perl)
+	if sc.general = newDescScreen(md.GetGeneralDesc().GetNationalNumberPattern(), md.GetGeneralDesc().GetPossibleLength()); sc.general == nil {
+		return nil
+	}
+	for _, d := range []*phonenumbers.PhoneNumberDesc{md.GetFixedLine(), md.GetMobile(), md.GetTollFree(),
+		md.GetPremiumRate(), md.GetSharedCost(), md.GetPersonalNumber(), md.GetVoip(), md.GetPager(),
+		md.GetUan(), md.GetVoicemail()} {
+		if d.GetNationalNumberPattern() == "" {
+			continue // matches no number
+		}
+		t := newDescScreen(d.GetNationalNumberPattern(), d.GetPossibleLength())
+		if t == nil {
+			return nil
+		}
+		sc.types = append(sc.types, t)
+	}
+	sc.formats = newFormatScreens(regionMetadata()[phonenumbers.GetRegionCodeForCountryCode(int(md.GetCountryCode()))])
+	return sc
+}
+
+// newFormatScreens returns the formats of md, or nil when one cannot be screened.
+func newFormatScreens(md *phonenumbers.PhoneMetadata) []formatScreen {
+	if md == nil {
+		return nil
+	}
+	var out []formatScreen
+	for _, nf := range md.GetNumberFormat() {
+		f := formatScreen{pattern: newDescScreen(nf.GetPattern(), nil)}
+		if lds := nf.GetLeadingDigitsPattern(); len(lds) > 0 {
+			f.lead = newDescScreen(lds[len(lds)-1], nil)
+			if f.lead == nil {
+				return nil
+			}
+		}
+		if f.pattern == nil {
+			return nil
+		}
+		rule := nf.GetNationalPrefixFormattingRule()
+		f.prefixed = rule != "" && !nf.GetNationalPrefixOptionalWhenFormatting() && !phonenumbers.FIRST_GROUP_ONLY_PREFIX_PATTERN.MatchString(rule)
+		out = append(out, f)
+	}
+	return out
+}
+
+// newDescScreen builds the automaton of a pattern (a national number pattern, of numbers of
+// the given lengths) state by state (a state is the set of states of
+// the pattern's program a prefix leaves alive), or returns nil when it needs too many.
+func newDescScreen(pattern string, lengths []int32) *descScreen {
+	re, err := syntax.Parse(pattern, syntax.Perl)
 	if err != nil {
 		return nil
 	}
@@ -687,8 +773,7 @@ func newScreen(md *phonenumbers.PhoneMetadata) *regionScreen {
 	if err != nil {
 		return nil
 	}
-	// the automaton of the pattern on digits, built state by state (the states of the
-	// program a prefix leaves alive); a pattern needing too many is not screened
+	ds := &descScreen{lengths: lengths}
 	ids := map[string]int32{}
 	var sets [][]uint32
 	state := func(set []uint32) int32 {
@@ -708,8 +793,8 @@ func newScreen(md *phonenumbers.PhoneMetadata) *regionScreen {
 		id := int32(len(sets))
 		ids[k.String()] = id
 		sets = append(sets, set)
-		sc.next = append(sc.next, [10]int32{})
-		sc.accept = append(sc.accept, slices.ContainsFunc(set, func(pc uint32) bool { return prog.Inst[pc].Op == syntax.InstMatch }))
+		ds.next = append(ds.next, [10]int32{})
+		ds.accept = append(ds.accept, slices.ContainsFunc(set, func(pc uint32) bool { return prog.Inst[pc].Op == syntax.InstMatch }))
 		return id
 	}
 	state(closure(prog, []uint32{uint32(prog.Start)}))
@@ -719,13 +804,13 @@ func newScreen(md *phonenumbers.PhoneMetadata) *regionScreen {
 		}
 		for d := range 10 {
 			to := state(step(prog, sets[st], '0'+rune(d)))
-			sc.next[st][d] = to
+			ds.next[st][d] = to
 		}
 	}
-	return sc
+	return ds
 }
 
-// maxScreenStates bounds the automaton of a region's screen.
+// maxScreenStates bounds the automaton of a number description.
 const maxScreenStates = 1 << 14
 
 // step returns the states of prog reached from pcs by reading r, with their closure.
@@ -793,15 +878,13 @@ func (sc *regionScreen) rulesOut(digits string) bool {
 			}
 		}
 	}
+	if n == 1 && sc.formats != nil && sc.needsPrefix(digits) {
+		// read with the region's country code as default, without a national prefix,
+		// in a format written with one
+		return true
+	}
 	for _, k := range starts[:n] {
-		if !slices.Contains(sc.lengths, len(digits)-k) {
-			continue
-		}
-		st := int32(0)
-		for i := k; i < len(digits) && st >= 0; i++ {
-			st = sc.next[st][digits[i]-'0']
-		}
-		if st >= 0 && sc.accept[st] {
+		if nsn := digits[k:]; sc.general.matches(nsn) && slices.ContainsFunc(sc.types, func(t *descScreen) bool { return t.matches(nsn) }) {
 			return false
 		}
 	}

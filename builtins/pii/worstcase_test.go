@@ -144,8 +144,8 @@ func sortedKeys(m map[string]string) []string {
 }
 
 // TestRegionScreenRulesOutOnlyInvalid: a candidate the screen rules out for a region is
-// never one the parse accepts for it (valid nationally, or dialled with its international
-// call prefix), for every region with numbering metadata, on random digits of the lengths
+// never one the parse accepts for it (valid nationally and with the national prefix its
+// format requires, or dialled with its international call prefix), for every region with numbering metadata, on random digits of the lengths
 // a candidate has, written plain and after the region's trunk prefix, its country code or
 // both.
 func TestRegionScreenRulesOutOnlyInvalid(t *testing.T) {
@@ -174,7 +174,7 @@ func TestRegionScreenRulesOutOnlyInvalid(t *testing.T) {
 				continue
 			}
 			assert.Equal(t, phonenumbers.GetCountryCodeForRegion(r), int(n.GetCountryCode()), "%s %s", r, ds)
-			assert.False(t, phonenumbers.IsValidNumberForRegion(n, r), "%s %s", r, ds)
+			assert.False(t, phonenumbers.IsValidNumberForRegion(n, r) && phonenumbers.IsNationalPrefixPresentIfRequired(n), "%s %s", r, ds)
 		}
 	}
 	assert.Greater(t, screened, 1000)
