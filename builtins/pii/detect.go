@@ -622,8 +622,8 @@ type phoneRegion struct {
 // stripped from their start (the national prefix is what the region's
 // national_prefix_for_parsing pattern matches there; leading zeros are kept), unless the
 // digits start with the region's international call prefix (then the country code is read
-// from them) or the region rewrites its national prefix (national_prefix_transform_rule,
-// which is not screened). A valid number matches the region's general description and that
+// from them) or the region rewrites its national prefix (national_prefix_transform_rule)
+// otherwise than by keeping its last group (which is not screened). A valid number matches the region's general description and that
 // of one of its number types (a length and a pattern each), so when none of those readings
 // does, the parse and the validity test can only fail. Parsing costs microseconds a region; a hex
 // dump or a table of numbers holds thousands of candidates, each tried against every
@@ -631,6 +631,7 @@ type phoneRegion struct {
 type regionScreen struct {
 	idd     *regexp.Regexp // the international call prefix, anchored at the start
 	prefix  *regexp.Regexp // the national prefix for parsing, anchored at the start; nil if none
+	keep    int            // the group of prefix the national number starts with when it matches (a transform rule "$2"); 0 if none
 	cc      string         // the country calling code
 	general *descScreen    // what every number of the region matches
 	types   []*descScreen  // what a number of each type matches (fixed line, mobile, toll free...)
@@ -705,16 +706,24 @@ func screenFor(md *phonenumbers.PhoneMetadata) *regionScreen {
 }
 
 func newScreen(md *phonenumbers.PhoneMetadata) *regionScreen {
-	if md.GetInternationalPrefix() == "" || md.GetNationalPrefixTransformRule() != "" {
+	if md.GetInternationalPrefix() == "" {
 		return nil
 	}
 	sc := &regionScreen{cc: strconv.Itoa(int(md.GetCountryCode()))}
+	if rule := md.GetNationalPrefixTransformRule(); rule != "" {
+		// only a rule keeping the last group of the prefix, when it ends the prefix, leaves
+		// a suffix of the digits (Brazil's "$2")
+		if len(rule) != 2 || rule[0] != '$' || rule[1] < '1' || rule[1] > '9' {
+			return nil
+		}
+		sc.keep = int(rule[1] - '0')
+	}
 	var err error
 	if sc.idd, err = regexp.Compile("^(?:" + md.GetInternationalPrefix() + ")"); err != nil {
 		return nil
 	}
 	if p := md.GetNationalPrefixForParsing(); p != "" {
-		if sc.prefix, err = regexp.Compile("^(?:" + p + ")"); err != nil {
+		if sc.prefix, err = regexp.Compile("^(?:" + p + ")"); err != nil || sc.keep > sc.prefix.NumSubexp() {
 			return nil
 		}
 	}
@@ -869,16 +878,28 @@ func (sc *regionScreen) rulesOut(digits string) bool {
 			if sc.prefix == nil {
 				break
 			}
-			if loc := sc.prefix.FindStringIndex(digits[k:]); loc != nil && loc[1] > 0 && !slices.Contains(starts[:n], k+loc[1]) {
+			m := sc.prefix.FindStringSubmatchIndex(digits[k:])
+			if m == nil {
+				continue
+			}
+			end := m[1]
+			if last := len(m)/2 - 1; sc.keep > 0 && m[2*last] >= 0 {
+				// the last group matched: the transform rule applies
+				if sc.keep != last || m[2*last+1] != m[1] {
+					return false
+				}
+				end = m[2*last]
+			}
+			if !slices.Contains(starts[:n], k+end) {
 				if n == len(starts) {
 					return false
 				}
-				starts[n] = k + loc[1]
+				starts[n] = k + end
 				n++
 			}
 		}
 	}
-	if n == 1 && sc.formats != nil && sc.needsPrefix(digits) {
+	if sc.formats != nil && !strings.HasPrefix(digits, sc.cc) && (sc.prefix == nil || !sc.prefix.MatchString(digits)) && sc.needsPrefix(digits) {
 		// read with the region's country code as default, without a national prefix,
 		// in a format written with one
 		return true

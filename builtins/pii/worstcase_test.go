@@ -146,8 +146,8 @@ func sortedKeys(m map[string]string) []string {
 // TestRegionScreenRulesOutOnlyInvalid: a candidate the screen rules out for a region is
 // never one the parse accepts for it (valid nationally and with the national prefix its
 // format requires, or dialled with its international call prefix), for every region with numbering metadata, on random digits of the lengths
-// a candidate has, written plain and after the region's trunk prefix, its country code or
-// both.
+// a candidate has, written plain and after the region's trunk prefix, its country code,
+// both, or a trunk prefix and a carrier code (Brazil's "0 15").
 func TestRegionScreenRulesOutOnlyInvalid(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	screened := 0
@@ -160,7 +160,8 @@ func TestRegionScreenRulesOutOnlyInvalid(t *testing.T) {
 			var b strings.Builder
 			md := regionMetadata()[r]
 			cc := strconv.Itoa(int(md.GetCountryCode()))
-			b.WriteString([]string{"", "", md.GetNationalPrefix(), cc, cc + md.GetNationalPrefix(), "0", "00", "1"}[rng.IntN(8)])
+			b.WriteString([]string{"", "", md.GetNationalPrefix(), cc, cc + md.GetNationalPrefix(), "0", "00", "1",
+				"0" + strconv.Itoa(10+rng.IntN(90))}[rng.IntN(9)]) // a trunk prefix and a carrier code
 			for range minNationalDigits + rng.IntN(maxPhoneDigits-minNationalDigits+1) {
 				b.WriteByte(byte('0' + rng.IntN(10)))
 			}
