@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nyaruka/phonenumbers"
 	"github.com/stretchr/testify/assert"
@@ -188,4 +189,34 @@ func sortedRegions() []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// TestWorstShapesStayLinear: the shapes that cost the scanner most (a text of phone-shaped
+// digit groups, hex dumps) are read in time proportional to their length: four times as
+// much text takes under six times as long, with action "block" (Find) and "redact"
+// (Redact).
+func TestWorstShapesStayLinear(t *testing.T) {
+	s := newScanner(t)
+	small, large := worstShapes(8<<10), worstShapes(32<<10)
+	for _, name := range []string{"separated digits", "od", "xxd", "hexdump -C"} {
+		for action, read := range map[string]func(string){
+			"block":  func(text string) { s.Find(text) },
+			"redact": func(text string) { s.Redact(text) },
+		} {
+			t.Run(name+"/"+action, func(t *testing.T) {
+				run := func(text string) time.Duration {
+					best := time.Duration(1 << 62)
+					for range 3 {
+						start := time.Now()
+						read(text)
+						best = min(best, time.Since(start))
+					}
+					return best
+				}
+				run(small[name]) // warm up
+				a, b := run(small[name]), run(large[name])
+				assert.Less(t, b, 6*a+20*time.Millisecond, "8 KB took %v, 32 KB %v", a, b)
+			})
+		}
+	}
 }
