@@ -194,10 +194,12 @@ func sortedRegions() []string {
 // TestWorstShapesStayLinear: the shapes that cost the scanner most (a text of phone-shaped
 // digit groups, hex dumps) are read in time proportional to their length: four times as
 // much text takes under six times as long, with action "block" (Find) and "redact"
-// (Redact).
+// (Redact). The texts are fixed (worstShapes draws from a fixed seed); each time is the best
+// of three readings, and a pair is measured again, up to three times, when another process
+// slowed one of them down (a quadratic reading fails every time).
 func TestWorstShapesStayLinear(t *testing.T) {
 	s := newScanner(t)
-	small, large := worstShapes(8<<10), worstShapes(32<<10)
+	small, large := worstShapes(16<<10), worstShapes(64<<10)
 	for _, name := range []string{"separated digits", "od", "xxd", "hexdump -C"} {
 		for action, read := range map[string]func(string){
 			"block":  func(text string) { s.Find(text) },
@@ -214,8 +216,13 @@ func TestWorstShapesStayLinear(t *testing.T) {
 					return best
 				}
 				run(small[name]) // warm up
-				a, b := run(small[name]), run(large[name])
-				assert.Less(t, b, 6*a+20*time.Millisecond, "8 KB took %v, 32 KB %v", a, b)
+				var a, b time.Duration
+				for range 3 {
+					if a, b = run(small[name]), run(large[name]); b < 6*a+20*time.Millisecond {
+						break
+					}
+				}
+				assert.Less(t, b, 6*a+20*time.Millisecond, "16 KB took %v, 64 KB %v", a, b)
 			})
 		}
 	}
