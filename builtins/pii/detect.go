@@ -623,11 +623,12 @@ type phoneRegion struct {
 // national_prefix_for_parsing pattern matches there; leading zeros are kept), unless the
 // digits start with the region's international call prefix (then the country code is read
 // from them) or the region rewrites its national prefix (national_prefix_transform_rule)
-// otherwise than by keeping its last group (which is not screened). A valid number matches the region's general description and that
-// of one of its number types (a length and a pattern each), so when none of those readings
-// does, the parse and the validity test can only fail. Parsing costs microseconds a region; a hex
-// dump or a table of numbers holds thousands of candidates, each tried against every
-// region.
+// otherwise than by keeping its last group (such a region is not screened). A valid number
+// matches the region's general description and that of one of its number types (a length
+// and a pattern each), and one read without a national prefix must not be of a format that
+// requires it; when none of those readings qualifies, the parse and the validity test can
+// only fail. Parsing costs microseconds a region; a hex dump or a table of numbers holds
+// thousands of candidates, each tried against every region.
 type regionScreen struct {
 	idd     *regexp.Regexp // the international call prefix, anchored at the start
 	prefix  *regexp.Regexp // the national prefix for parsing, anchored at the start; nil if none
@@ -782,6 +783,11 @@ func newDescScreen(pattern string, lengths []int32) *descScreen {
 	if err != nil {
 		return nil
 	}
+	for _, in := range prog.Inst {
+		if in.Op == syntax.InstEmptyWidth {
+			return nil // an assertion (^, $, \b) the automaton does not read
+		}
+	}
 	ds := &descScreen{lengths: lengths}
 	ids := map[string]int32{}
 	var sets [][]uint32
@@ -834,8 +840,7 @@ func step(prog *syntax.Prog, pcs []uint32, r rune) []uint32 {
 }
 
 // closure returns the states reachable from pcs without reading that read a rune or
-// match. Empty-width assertions are passed as if they held, which only keeps more states
-// alive.
+// match.
 func closure(prog *syntax.Prog, pcs []uint32) []uint32 {
 	seen := map[uint32]bool{}
 	var out []uint32
@@ -850,7 +855,7 @@ func closure(prog *syntax.Prog, pcs []uint32) []uint32 {
 		switch in.Op {
 		case syntax.InstAlt, syntax.InstAltMatch:
 			pcs = append(pcs, in.Out, in.Arg)
-		case syntax.InstCapture, syntax.InstEmptyWidth, syntax.InstNop:
+		case syntax.InstCapture, syntax.InstNop:
 			pcs = append(pcs, in.Out)
 		case syntax.InstRune, syntax.InstRune1, syntax.InstRuneAny, syntax.InstRuneAnyNotNL, syntax.InstMatch:
 			out = append(out, pc)
