@@ -3,6 +3,8 @@ package pii
 import (
 	"fmt"
 	"net/netip"
+	"regexp"
+	"regexp/syntax"
 	"slices"
 	"strconv"
 	"strings"
@@ -610,6 +612,309 @@ type phoneRegion struct {
 	code    string
 	trunk   string       // national (trunk) prefix, "" when none
 	lengths map[int]bool // possible lengths of its national significant numbers
+	screen  *regionScreen
+}
+
+// regionScreen rules out, without parsing, a candidate that cannot be a valid national
+// number of a region. Parsing a candidate with a region as default (libphonenumber's
+// ParseAndKeepRawInput) leaves as national significant number its digits, or what remains
+// once the region's own country code, and then a national prefix (with a carrier code), are
+// stripped from their start (the national prefix is what the region's
+// national_prefix_for_parsing pattern matches there; leading zeros are kept), unless the
+// digits start with the region's international call prefix (then the country code is read
+// from them) or the region rewrites its national prefix (national_prefix_transform_rule)
+// otherwise than by keeping its last group (such a region is not screened). A valid number
+// matches the region's general description and that of one of its number types (a length
+// and a pattern each), and one read without a national prefix must not be of a format that
+// requires it; when none of those readings qualifies, the parse and the validity test can
+// only fail. Parsing costs microseconds a region; a hex dump or a table of numbers holds
+// thousands of candidates, each tried against every region.
+type regionScreen struct {
+	idd     *regexp.Regexp // the international call prefix, anchored at the start
+	prefix  *regexp.Regexp // the national prefix for parsing, anchored at the start; nil if none
+	keep    int            // the group of prefix the national number starts with when it matches (a transform rule "$2"); 0 if none
+	cc      string         // the country calling code
+	general *descScreen    // what every number of the region matches
+	types   []*descScreen  // what a number of each type matches (fixed line, mobile, toll free...)
+	formats []formatScreen // the formats of its country code's main region; nil if not screened
+}
+
+// formatScreen is a number format: the number it formats starts with its leading digits
+// and matches its pattern whole, and prefixed says that the number is written nationally
+// with the national prefix (libphonenumber's IsNationalPrefixPresentIfRequired).
+type formatScreen struct {
+	lead     *descScreen // nil when the format has no leading digits
+	pattern  *descScreen
+	prefixed bool
+}
+
+// needsPrefix reports whether the number format chosen for the national significant
+// number nsn requires the national prefix.
+func (sc *regionScreen) needsPrefix(nsn string) bool {
+	for _, f := range sc.formats {
+		if (f.lead == nil || f.lead.startsWith(nsn)) && f.pattern.matches(nsn) {
+			return f.prefixed
+		}
+	}
+	return false
+}
+
+// descScreen is a number description (libphonenumber's PhoneNumberDesc) as an automaton on
+// digits: a national significant number matches it when it has one of its lengths (any,
+// when none is given) and its pattern matches the number whole.
+type descScreen struct {
+	lengths []int32
+	next    [][10]int32 // from state 0; -1 is dead
+	accept  []bool      // the states where the pattern has matched
+}
+
+// matches reports whether the digits s match d.
+func (d *descScreen) matches(s string) bool {
+	if len(d.lengths) > 0 && !slices.Contains(d.lengths, int32(len(s))) {
+		return false
+	}
+	st := int32(0)
+	for i := 0; i < len(s) && st >= 0; i++ {
+		st = d.next[st][s[i]-'0']
+	}
+	return st >= 0 && d.accept[st]
+}
+
+// startsWith reports whether the pattern of d matches a prefix of the digits s.
+func (d *descScreen) startsWith(s string) bool {
+	st := int32(0)
+	for i := 0; st >= 0; i++ {
+		if d.accept[st] {
+			return true
+		}
+		if i == len(s) {
+			return false
+		}
+		st = d.next[st][s[i]-'0']
+	}
+	return false
+}
+
+// regionScreens holds the screen of each region, nil where none applies.
+var regionScreens sync.Map // region code -> *regionScreen
+
+func screenFor(md *phonenumbers.PhoneMetadata) *regionScreen {
+	if v, ok := regionScreens.Load(md.GetId()); ok {
+		return v.(*regionScreen)
+	}
+	v, _ := regionScreens.LoadOrStore(md.GetId(), newScreen(md))
+	return v.(*regionScreen)
+}
+
+func newScreen(md *phonenumbers.PhoneMetadata) *regionScreen {
+	if md.GetInternationalPrefix() == "" {
+		return nil
+	}
+	sc := &regionScreen{cc: strconv.Itoa(int(md.GetCountryCode()))}
+	if rule := md.GetNationalPrefixTransformRule(); rule != "" {
+		// only a rule keeping the last group of the prefix, when it ends the prefix, leaves
+		// a suffix of the digits (Brazil's "$2")
+		if len(rule) != 2 || rule[0] != '$' || rule[1] < '1' || rule[1] > '9' {
+			return nil
+		}
+		sc.keep = int(rule[1] - '0')
+	}
+	var err error
+	if sc.idd, err = regexp.Compile("^(?:" + md.GetInternationalPrefix() + ")"); err != nil {
+		return nil
+	}
+	if p := md.GetNationalPrefixForParsing(); p != "" {
+		if sc.prefix, err = regexp.Compile("^(?:" + p + ")"); err != nil || sc.keep > sc.prefix.NumSubexp() {
+			return nil
+		}
+	}
+	if sc.general = newDescScreen(md.GetGeneralDesc().GetNationalNumberPattern(), md.GetGeneralDesc().GetPossibleLength()); sc.general == nil {
+		return nil
+	}
+	for _, d := range []*phonenumbers.PhoneNumberDesc{md.GetFixedLine(), md.GetMobile(), md.GetTollFree(),
+		md.GetPremiumRate(), md.GetSharedCost(), md.GetPersonalNumber(), md.GetVoip(), md.GetPager(),
+		md.GetUan(), md.GetVoicemail()} {
+		if d.GetNationalNumberPattern() == "" {
+			continue // matches no number
+		}
+		t := newDescScreen(d.GetNationalNumberPattern(), d.GetPossibleLength())
+		if t == nil {
+			return nil
+		}
+		sc.types = append(sc.types, t)
+	}
+	sc.formats = newFormatScreens(regionMetadata()[phonenumbers.GetRegionCodeForCountryCode(int(md.GetCountryCode()))])
+	return sc
+}
+
+// newFormatScreens returns the formats of md, or nil when one cannot be screened.
+func newFormatScreens(md *phonenumbers.PhoneMetadata) []formatScreen {
+	if md == nil {
+		return nil
+	}
+	var out []formatScreen
+	for _, nf := range md.GetNumberFormat() {
+		f := formatScreen{pattern: newDescScreen(nf.GetPattern(), nil)}
+		if lds := nf.GetLeadingDigitsPattern(); len(lds) > 0 {
+			f.lead = newDescScreen(lds[len(lds)-1], nil)
+			if f.lead == nil {
+				return nil
+			}
+		}
+		if f.pattern == nil {
+			return nil
+		}
+		rule := nf.GetNationalPrefixFormattingRule()
+		f.prefixed = rule != "" && !nf.GetNationalPrefixOptionalWhenFormatting() && !phonenumbers.FIRST_GROUP_ONLY_PREFIX_PATTERN.MatchString(rule)
+		out = append(out, f)
+	}
+	return out
+}
+
+// newDescScreen builds the automaton of a pattern (a national number pattern, of numbers of
+// the given lengths) state by state (a state is the set of states of
+// the pattern's program a prefix leaves alive), or returns nil when it needs too many.
+func newDescScreen(pattern string, lengths []int32) *descScreen {
+	re, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil {
+		return nil
+	}
+	prog, err := syntax.Compile(re.Simplify())
+	if err != nil {
+		return nil
+	}
+	for _, in := range prog.Inst {
+		if in.Op == syntax.InstEmptyWidth {
+			return nil // an assertion (^, $, \b) the automaton does not read
+		}
+	}
+	ds := &descScreen{lengths: lengths}
+	ids := map[string]int32{}
+	var sets [][]uint32
+	state := func(set []uint32) int32 {
+		if len(set) == 0 {
+			return -1
+		}
+		slices.Sort(set)
+		set = slices.Compact(set)
+		var k strings.Builder
+		for _, pc := range set {
+			k.WriteString(strconv.Itoa(int(pc)))
+			k.WriteByte(',')
+		}
+		if id, ok := ids[k.String()]; ok {
+			return id
+		}
+		id := int32(len(sets))
+		ids[k.String()] = id
+		sets = append(sets, set)
+		ds.next = append(ds.next, [10]int32{})
+		ds.accept = append(ds.accept, slices.ContainsFunc(set, func(pc uint32) bool { return prog.Inst[pc].Op == syntax.InstMatch }))
+		return id
+	}
+	state(closure(prog, []uint32{uint32(prog.Start)}))
+	for st := 0; st < len(sets); st++ {
+		if len(sets) > maxScreenStates {
+			return nil
+		}
+		for d := range 10 {
+			to := state(step(prog, sets[st], '0'+rune(d)))
+			ds.next[st][d] = to
+		}
+	}
+	return ds
+}
+
+// maxScreenStates bounds the automaton of a number description.
+const maxScreenStates = 1 << 14
+
+// step returns the states of prog reached from pcs by reading r, with their closure.
+func step(prog *syntax.Prog, pcs []uint32, r rune) []uint32 {
+	var next []uint32
+	for _, pc := range pcs {
+		if in := &prog.Inst[pc]; in.Op != syntax.InstMatch && in.MatchRune(r) {
+			next = append(next, in.Out)
+		}
+	}
+	return closure(prog, next)
+}
+
+// closure returns the states reachable from pcs without reading that read a rune or
+// match.
+func closure(prog *syntax.Prog, pcs []uint32) []uint32 {
+	seen := map[uint32]bool{}
+	var out []uint32
+	for len(pcs) > 0 {
+		pc := pcs[len(pcs)-1]
+		pcs = pcs[:len(pcs)-1]
+		if seen[pc] {
+			continue
+		}
+		seen[pc] = true
+		in := &prog.Inst[pc]
+		switch in.Op {
+		case syntax.InstAlt, syntax.InstAltMatch:
+			pcs = append(pcs, in.Out, in.Arg)
+		case syntax.InstCapture, syntax.InstNop:
+			pcs = append(pcs, in.Out)
+		case syntax.InstRune, syntax.InstRune1, syntax.InstRuneAny, syntax.InstRuneAnyNotNL, syntax.InstMatch:
+			out = append(out, pc)
+		}
+	}
+	return out
+}
+
+// rulesOut reports whether digits (the candidate's digits only) cannot be a valid number of
+// the region written nationally nor dialled with its international call prefix.
+func (sc *regionScreen) rulesOut(digits string) bool {
+	if sc == nil || sc.idd.MatchString(digits) {
+		return false
+	}
+	// where the national significant number may start: the digits, past the country
+	// code, and past a national prefix after either (twice after the country code)
+	var starts [6]int
+	n := 1
+	if strings.HasPrefix(digits, sc.cc) {
+		starts[n] = len(sc.cc)
+		n++
+	}
+	for range 2 {
+		for _, k := range starts[:n] {
+			if sc.prefix == nil {
+				break
+			}
+			m := sc.prefix.FindStringSubmatchIndex(digits[k:])
+			if m == nil {
+				continue
+			}
+			end := m[1]
+			if last := len(m)/2 - 1; sc.keep > 0 && m[2*last] >= 0 {
+				// the last group matched: the transform rule applies
+				if sc.keep != last || m[2*last+1] != m[1] {
+					return false
+				}
+				end = m[2*last]
+			}
+			if !slices.Contains(starts[:n], k+end) {
+				if n == len(starts) {
+					return false
+				}
+				starts[n] = k + end
+				n++
+			}
+		}
+	}
+	if sc.formats != nil && !strings.HasPrefix(digits, sc.cc) && (sc.prefix == nil || !sc.prefix.MatchString(digits)) && sc.needsPrefix(digits) {
+		// read with the region's country code as default, without a national prefix,
+		// in a format written with one
+		return true
+	}
+	for _, k := range starts[:n] {
+		if nsn := digits[k:]; sc.general.matches(nsn) && slices.ContainsFunc(sc.types, func(t *descScreen) bool { return t.matches(nsn) }) {
+			return false
+		}
+	}
+	return true
 }
 
 // regionMetadata indexes libphonenumber's territory metadata by region, loaded once.
@@ -673,6 +978,7 @@ func newPhoneFinder(regions []string) (*phoneFinder, error) {
 		reg := phoneRegion{code: r}
 		if md := regionMetadata()[r]; md != nil {
 			reg.trunk = md.GetNationalPrefix()
+			reg.screen = screenFor(md)
 			if ls := md.GetGeneralDesc().GetPossibleLength(); len(ls) > 0 {
 				reg.lengths = map[int]bool{}
 				for _, l := range ls {
@@ -695,7 +1001,11 @@ const (
 	maxPhoneDigits         = 15
 )
 
-func (f *phoneFinder) find(text string, add func(Kind, int, int)) {
+// phoneMemo holds whether a national candidate (its text) is a number of a configured
+// region, which depends on that text alone.
+type phoneMemo map[string]bool
+
+func (f *phoneFinder) find(text string, memo phoneMemo, add func(Kind, int, int)) {
 	last := -1 // end of the previous number: a "+" right after it starts the next one
 	for i := 0; i < len(text); i++ {
 		c := text[i]
@@ -710,7 +1020,7 @@ func (f *phoneFinder) find(text string, add func(Kind, int, int)) {
 				continue
 			}
 		}
-		if end := f.match(text, i); end > 0 {
+		if end := f.match(text, i, memo); end > 0 {
 			add(KindPhone, i, end)
 			i, last = end-1, end
 		}
@@ -718,7 +1028,7 @@ func (f *phoneFinder) find(text string, add func(Kind, int, int)) {
 }
 
 // match returns the end of the phone number starting at i, or 0.
-func (f *phoneFinder) match(text string, i int) int {
+func (f *phoneFinder) match(text string, i int, memo phoneMemo) int {
 	if f.nanp {
 		// the North American layout is decided by the North American rules
 		if e := northAmericanPhone(text, i); e != 0 {
@@ -752,10 +1062,29 @@ func (f *phoneFinder) match(text string, i int) int {
 	if q, ok := dottedQuad(raw, 0); ok && q == len(raw) {
 		return 0 // an IPv4 address
 	}
+	valid, seen := memo[raw]
+	if !seen {
+		valid = f.national(raw, digits)
+		memo[raw] = valid
+	}
+	if valid {
+		return e
+	}
+	if phoneContext(text, i, e) && possibleAnywhere(raw, digits) {
+		return e
+	}
+	return 0
+}
+
+// national reports whether raw, a candidate of the given number of digits without a
+// leading "+", is a valid number of a configured region, or a possible number dialled with
+// one's international call prefix.
+func (f *phoneFinder) national(raw string, digits int) bool {
+	ds := digitsOnly(raw)
 	for k := range f.regions {
 		reg := &f.regions[k]
 		idd := raw[0] == '0' && len(raw) > 1 && (raw[1] == '0' || raw[1] == '1')
-		if !idd && !reg.possible(raw, digits) {
+		if !idd && !reg.possible(raw, digits) || reg.screen.rulesOut(ds) {
 			continue
 		}
 		r := reg.code
@@ -766,20 +1095,28 @@ func (f *phoneFinder) match(text string, i int) int {
 		if int(n.GetCountryCode()) != phonenumbers.GetCountryCodeForRegion(r) {
 			// dialled with the region's international call prefix ("00 44 ...", "001-253-...")
 			if digits >= minInternationalDigits && phonenumbers.IsPossibleNumber(n) {
-				return e
+				return true
 			}
 			continue
 		}
 		// written nationally, a number keeps the trunk prefix where the region's
 		// formats require it ("030 901820" in Germany, "(11) 4706-6184" in Brazil)
 		if phonenumbers.IsValidNumberForRegion(n, r) && phonenumbers.IsNationalPrefixPresentIfRequired(n) {
-			return e
+			return true
 		}
 	}
-	if phoneContext(text, i, e) && possibleAnywhere(raw, digits) {
-		return e
+	return false
+}
+
+// digitsOnly returns the ASCII digits of s.
+func digitsOnly(s string) string {
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		if isDigit(s[i]) {
+			b = append(b, s[i])
+		}
 	}
-	return 0
+	return string(b)
 }
 
 // phoneWords name a telephone number. A formatted number of a region that is not

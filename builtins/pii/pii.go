@@ -107,16 +107,18 @@ var detectors = map[Kind]detector{
 // a decoded character came from. A run of base64 (standard or URL-safe), base32 or hex (also
 // with its bytes separated) whose decoding is text (textnorm.Encodings) is read as that text too: when it holds an item, the match is
 // the whole run, of the most specific kind found in it.
-func (s *Scanner) Find(text string) []Match { return s.find(text, 0) }
+func (s *Scanner) Find(text string) []Match { return s.find(text, 0, phoneMemo{}) }
 
 // maxEncodedDepth bounds the encodings read inside one another: base64 of base64 is read, a
 // third layer is not.
 const maxEncodedDepth = 2
 
-func (s *Scanner) find(text string, depth int) []Match {
+// find reads text with memo, the verdicts on the phone candidates read so far (the same
+// candidate recurs in a table or a dump, and in every pass of Redact).
+func (s *Scanner) find(text string, depth int, memo phoneMemo) []Match {
 	var found []Match
 	for _, f := range forms(text) {
-		s.detect(f.text, func(k Kind, start, end int) {
+		s.detect(f.text, memo, func(k Kind, start, end int) {
 			start, end = f.span(start, end)
 			found = append(found, Match{Kind: k, Start: start, End: end})
 		})
@@ -124,7 +126,7 @@ func (s *Scanner) find(text string, depth int) []Match {
 			continue
 		}
 		for _, e := range textnorm.Encodings(f.text) {
-			if inner := s.find(e.Text, depth+1); len(inner) > 0 {
+			if inner := s.find(e.Text, depth+1, memo); len(inner) > 0 {
 				start, end := f.span(e.Start, e.End)
 				found = append(found, Match{Kind: firstKind(inner), Start: start, End: end})
 			}
@@ -162,12 +164,12 @@ func resolve(found []Match) []Match {
 }
 
 // detect runs the enabled detectors on text.
-func (s *Scanner) detect(text string, add func(Kind, int, int)) {
+func (s *Scanner) detect(text string, memo phoneMemo, add func(Kind, int, int)) {
 	for _, k := range kindOrder {
 		switch {
 		case !s.enabled[k]:
 		case k == KindPhone:
-			s.phones.find(text, add)
+			s.phones.find(text, memo, add)
 		default:
 			detectors[k](text, add)
 		}
@@ -195,8 +197,9 @@ func Placeholder(k Kind) string { return "[REDACTED:" + string(k) + "]" }
 // detectable item survives.
 func (s *Scanner) Redact(text string) (string, int) {
 	total := 0
+	memo := phoneMemo{}
 	for pass := 0; pass < maxRedactPasses; pass++ {
-		out, n := s.redactOnce(text)
+		out, n := s.redactOnce(text, memo)
 		if n == 0 {
 			break
 		}
@@ -209,8 +212,8 @@ func (s *Scanner) Redact(text string) (string, int) {
 // text needs few.
 const maxRedactPasses = 8
 
-func (s *Scanner) redactOnce(text string) (string, int) {
-	ms := s.Find(text)
+func (s *Scanner) redactOnce(text string, memo phoneMemo) (string, int) {
+	ms := s.find(text, 0, memo)
 	if len(ms) == 0 {
 		return text, 0
 	}
