@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/agentc-dev/agentc/dsl"
+	"github.com/agentc-dev/agentc/internal/fieldpath"
 	"github.com/agentc-dev/agentc/runtime"
 )
 
@@ -52,7 +53,7 @@ func checkModelsOf(c *Compilation, p *dsl.Policy, typedOnly bool) {
 			}
 			return m.Pos
 		}
-		ref := "models." + name
+		ref := fieldpath.Join("models", name)
 		if m.Provider == "" {
 			for _, f := range []string{"model", "api_key_env", "base_url"} {
 				if _, set := m.FieldPos[f]; set {

@@ -50,6 +50,8 @@ func TestVetChecksProviderFields(t *testing.T) {
 			"schema/invalid-value", "must name an environment variable", 3, 58},
 		{"hex key in place of a variable", `m: {provider: "openai", model: "x", api_key_env: "d428fc11ed3fc4326beedaad8207f743"}`,
 			"schema/invalid-value", "never hold the key itself", 3, 58},
+		{"a name holding a dot is quoted", `"gpt-4.1": {provider: "opnai", model: "gpt-4.1", api_key_env: "K"}`,
+			"schema/invalid-value", `models."gpt-4.1".provider: unknown provider "opnai"`, 3, 31},
 		{"credentials in base_url", `m: {provider: "openai", model: "x", base_url: "https://user:sk-secret@example.com/v1"}`,
 			"schema/invalid-value", "must not carry credentials", 3, 55},
 	} {

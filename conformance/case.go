@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/rogpeppe/go-internal/txtar"
+
+	"github.com/agentc-dev/agentc/internal/fieldpath"
 )
 
 // Case is one conformance case.
@@ -193,9 +195,9 @@ func Subset(want, got any, path string) string {
 				continue
 			}
 			if !ok {
-				return fmt.Sprintf("%s.%s: missing", orRoot(path), k)
+				return fmt.Sprintf("%s: missing", orRoot(fieldpath.Join(path, k)))
 			}
-			if d := Subset(w[k], gv, path+"."+k); d != "" {
+			if d := Subset(w[k], gv, fieldpath.Join(path, k)); d != "" {
 				return d
 			}
 		}
@@ -236,7 +238,10 @@ func orRoot(p string) string {
 	if p == "" {
 		return "$"
 	}
-	return "$" + p
+	if p[0] == '[' {
+		return "$" + p
+	}
+	return "$." + p
 }
 
 func normalize(v any) any {

@@ -78,6 +78,8 @@ func TestSubset(t *testing.T) {
 		{"null present", map[string]any{"a": nil}, map[string]any{"a": map[string]any{"kind": "blocked"}}, `$.a: want null, got {"kind":"blocked"}`},
 		{"empty list present", map[string]any{"a": []any{}}, map[string]any{"a": []any{1.0}}, "$.a: want 0 elements, got 1: [1]"},
 		{"absent zero", map[string]any{"a": 0.0}, map[string]any{}, "$.a: missing"},
+		{"dotted name", map[string]any{"models": map[string]any{"gpt-4.1": 1.0}}, map[string]any{"models": map[string]any{"gpt-4.1": 2.0}}, `$.models."gpt-4.1": want 1, got 2`},
+		{"dotted name missing", map[string]any{"gpt-4.1": 1.0}, map[string]any{}, `$."gpt-4.1": missing`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -110,17 +110,17 @@ func (l *loader) decode(p *Policy, v cue.Value) {
 		s.Prefix, _ = sv.LookupPath(fieldPath("prefix")).String()
 		if s.URL != "" && s.URLEnv != "" {
 			l.errorf(l.userPos([]string{"stores", name, "url_env"}), "schema/invalid-value",
-				"stores.%s: url and url_env are both given, and the store would read only url_env; give one", name)
+				"%s: url and url_env are both given, and the store would read only url_env; give one", fieldName([]string{"stores", name}))
 		}
 		if s.URL != "" && urlHasPassword(s.URL) {
 			l.warnf(l.userPos([]string{"stores", name, "url"}), "schema/invalid-value",
-				"stores.%s.url holds a password: the plan agentc build writes carries the url as given (only agentc explain hides it), and so does every log or copy of the plan; put the url in an environment variable and name it with url_env", name)
+				"%s holds a password: the plan agentc build writes carries the url as given (only agentc explain hides it), and so does every log or copy of the plan; put the url in an environment variable and name it with url_env", fieldName([]string{"stores", name, "url"}))
 		}
 		if t, err := sv.LookupPath(fieldPath("timeout")).String(); err == nil {
 			s.Timeout = t
 			if d, err := time.ParseDuration(t); err != nil || d <= 0 {
 				l.errorf(l.userPos([]string{"stores", name, "timeout"}), "schema/invalid-value",
-					"stores.%s.timeout: %q is not a positive duration (each operation of the store must be given some time, such as 2s)", name, t)
+					"%s: %q is not a positive duration (each operation of the store must be given some time, such as 2s)", fieldName([]string{"stores", name, "timeout"}), t)
 			}
 		}
 		p.Stores[name] = s
@@ -846,8 +846,8 @@ func (l *loader) checkPrices(model string, mv cue.Value) {
 			continue
 		}
 		l.warnf(l.userPos([]string{"models", model, field}), "schema/invalid-value",
-			"models.%s.%s: %s is a price per token, but the field is the price of one million tokens, so the meter counts a millionth of the spend: did you mean %s (per million)?",
-			model, field, strconv.FormatFloat(f, 'f', -1, 64), strconv.FormatFloat(f*1e6, 'g', 6, 64))
+			"%s: %s is a price per token, but the field is the price of one million tokens, so the meter counts a millionth of the spend: did you mean %s (per million)?",
+			fieldName([]string{"models", model, field}), strconv.FormatFloat(f, 'f', -1, 64), strconv.FormatFloat(f*1e6, 'g', 6, 64))
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	cueerrors "cuelang.org/go/cue/errors"
 	"cuelang.org/go/cue/token"
 
+	"github.com/agentc-dev/agentc/internal/fieldpath"
 	"github.com/agentc-dev/agentc/internal/textdist"
 )
 
@@ -388,7 +389,8 @@ func (l *loader) userLiteral(path []string) (string, bool) {
 	return lit.Value, true
 }
 
-// fieldName renders a path for a message: chains.chat[2].max_attempts.
+// fieldName renders a path for a message: chains.chat[2].max_attempts, a
+// label that is not an identifier quoted (models."gpt-4.1".provider).
 func fieldName(path []string) string {
 	var b strings.Builder
 	for i, p := range path {
@@ -399,7 +401,7 @@ func fieldName(path []string) string {
 		if i > 0 {
 			b.WriteByte('.')
 		}
-		b.WriteString(p)
+		b.WriteString(fieldpath.Label(p))
 	}
 	if b.Len() == 0 {
 		return "policy"

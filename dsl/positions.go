@@ -9,6 +9,8 @@ import (
 	"cuelang.org/go/cue/ast"
 	"cuelang.org/go/cue/literal"
 	"cuelang.org/go/cue/parser"
+
+	"github.com/agentc-dev/agentc/internal/fieldpath"
 )
 
 // positions maps a path such as "chains.chat.0.use" to where the user wrote
@@ -194,13 +196,16 @@ func (s *SourceIndex) Pos(path ...string) (p Pos, ok bool) {
 }
 
 // At returns where the file writes path, a path such as
-// "steps[1].tool.name" under the keys of prefix, as Pos does.
+// "steps[1].tool.name" or models."gpt-4.1"[0] (fieldpath) under the keys
+// of prefix, as Pos does; ok is false for a path that does not read.
 func (s *SourceIndex) At(prefix []string, path string) (Pos, bool) {
+	steps, ok := fieldpath.Split(path)
+	if !ok {
+		return Pos{}, false
+	}
 	parts := slices.Clone(prefix)
-	for _, p := range strings.Split(strings.NewReplacer("[", ".", "]", "").Replace(path), ".") {
-		if p != "" {
-			parts = append(parts, p)
-		}
+	for _, st := range steps {
+		parts = append(parts, st.String())
 	}
 	return s.Pos(parts...)
 }

@@ -57,7 +57,7 @@ func (l *loader) decodeState(p *Policy, v cue.Value) {
 			}
 			if op == "on_append" && len(f.Schema) > 0 && !schemaIsArray(f.Schema) {
 				l.errorf(l.userPos(append(path, op)), "schema/invalid-value",
-					"state.fields.%s.on_append: the field's schema is not an array, so nothing can be appended to it", name)
+					"%s: the field's schema is not an array, so nothing can be appended to it", fieldName([]string{"state", "fields", name, "on_append"}))
 			}
 		}
 		if bl := fv.LookupPath(fieldPath("background")); bl.Exists() {

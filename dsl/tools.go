@@ -282,11 +282,11 @@ func (l *loader) checkArgRefs(t *Tool) {
 			}
 			p, err := argpath.Parse(r)
 			if err != nil {
-				l.errorf(pos, "schema/invalid-value", "tools.%s.%s: %v", t.Name, ref.field, err)
+				l.errorf(pos, "schema/invalid-value", "%s: %v", fieldName([]string{"tools", t.Name, ref.field}), err)
 				continue
 			}
 			if problem := argRefProblem(t, p); problem != "" {
-				l.errorf(pos, "schema/bad-reference", "tools.%s.%s: %s", t.Name, ref.field, problem)
+				l.errorf(pos, "schema/bad-reference", "%s: %s", fieldName([]string{"tools", t.Name, ref.field}), problem)
 			}
 		}
 	}

@@ -338,4 +338,13 @@ func TestProblemsArePlaced(t *testing.T) {
 	assert.Equal(t, "v1.2 ok", cases[1].Name)
 	assert.Equal(t, file+":9:17", cases[1].Where(`$.steps[0].outcome: want "ok", got "error"`))
 	assert.Equal(t, file+":7:8", cases[1].Where(`the policy does not vet`))
+
+	// A problem under a model named with a dot is placed at its field.
+	dir = write(t, map[string]string{"a_test.cue": "package p\n\ntests: a: {\n\tscenario: {\n\t\tmodels: \"gpt-4.1\": [\n\t\t\t{txt: \"hi\"}]\n\t\tsteps: []\n\t}\n\twant: executions: models: \"gpt-4.1\": 1\n}\n"})
+	cases, err = Discover(context.Background(), dir, dsl.DataOptions{})
+	require.NoError(t, err)
+	file = filepath.Join(dir, "a_test.cue")
+	assert.Equal(t, file+":6:5", cases[0].Where(`scenario: models."gpt-4.1"[0]: unknown field "txt"; did you mean "text"?`))
+	assert.Equal(t, file+":6:4", cases[0].Where(`scenario: models."gpt-4.1"[0]: a problem`))
+	assert.Equal(t, file+":9:28", cases[0].Where(`$.executions.models."gpt-4.1": want 1, got 0`))
 }

@@ -1350,6 +1350,49 @@ func EstimateMessages(msgs []Message) int64 {
 	return n
 }
 
+// EstimateInput returns the usage the input of req is expected to bill:
+// EstimateRequest as input tokens. A request that marks a prompt cache
+// breakpoint may write all of its input to the cache, which costs more
+// than input: it is estimated as written (CacheWriteInputTokens), and to
+// one-hour entries (CacheWrite1hInputTokens) when a breakpoint asks for
+// one.
+func EstimateInput(req *ChatRequest) Usage {
+	u := Usage{InputTokens: EstimateRequest(req)}
+	if cached, hour := breakpoints(req); cached {
+		u.CacheWriteInputTokens = u.InputTokens
+		if hour {
+			u.CacheWrite1hInputTokens = u.InputTokens
+		}
+	}
+	return u
+}
+
+// breakpoints reports whether req marks a prompt cache breakpoint (at the
+// top, on a part, a tool call or a tool), and whether one asks for a
+// one-hour entry.
+func breakpoints(req *ChatRequest) (cached, hour bool) {
+	see := func(cc *CacheControl) {
+		if cc != nil {
+			cached = true
+			hour = hour || cc.TTL == "1h"
+		}
+	}
+	see(req.CacheControl)
+	for i := range req.Tools {
+		see(req.Tools[i].CacheControl)
+	}
+	for i := range req.Messages {
+		m := &req.Messages[i]
+		for j := range m.Parts {
+			see(m.Parts[j].CacheControl)
+		}
+		for j := range m.ToolCalls {
+			see(m.ToolCalls[j].CacheControl)
+		}
+	}
+	return cached, hour
+}
+
 // EstimateRequest estimates the input tokens of a whole request: its
 // messages (EstimateMessages), the tools it offers (names, descriptions,
 // parameter schemas and custom tools' grammars) and its response format's schema, all of which the

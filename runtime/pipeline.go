@@ -74,14 +74,15 @@ func (pl *Pipeline) chatTerminal(ctx context.Context, c *ChatCall, yield func(De
 		c.Usage.Add(billedUsage(err))
 	}
 	// A stream that ended without a usage report is charged for what
-	// arrived: the transcript plus the text received. A stream cut short
+	// arrived: the transcript (EstimateInput: written to the prompt cache
+	// when a breakpoint marks one) plus the text received. A stream cut short
 	// (stopped, failed) is estimated on each side it did not report: one
 	// that reports input on its first event and output on its last,
 	// abandoned in between, reported only input. A complete stream's report
 	// is trusted as it is.
 	if c.quarters > beforeQuarters && (c.Usage == beforeUsage || err != nil || c.Stopped) {
 		if c.Usage.InputTokens == beforeUsage.InputTokens {
-			c.Usage.InputTokens += EstimateRequest(&c.Request)
+			c.Usage.Add(EstimateInput(&c.Request))
 		}
 		if c.Usage.OutputTokens == beforeUsage.OutputTokens {
 			c.Usage.OutputTokens += (c.quarters - beforeQuarters + 3) / 4
@@ -93,7 +94,7 @@ func (pl *Pipeline) chatTerminal(ctx context.Context, c *ChatCall, yield func(De
 		// caller that gave up) before anything arrived: the provider has
 		// read, and bills, the prompt. A failure before the stream (a
 		// refusal of the request) is not charged.
-		c.Usage.InputTokens += EstimateRequest(&c.Request)
+		c.Usage.Add(EstimateInput(&c.Request))
 	}
 	if u := c.Usage.Sub(beforeUsage); u != (Usage{}) {
 		c.Charges = append(c.Charges, Charge{Model: c.Request.Model, Usage: u})

@@ -15,7 +15,18 @@ import (
 
 // openAIChat is POST /v1/chat/completions: OpenAI's Chat Completions wire
 // format.
-var openAIChat = chatAPI{decode: decodeOpenAI, complete: completeOpenAI, stream: newOpenAIStream, requestIDHeader: "X-Request-Id", wire: "openai"}
+var openAIChat = chatAPI{decode: decodeOpenAI, complete: completeOpenAI, stream: newOpenAIStream, requestIDHeader: "X-Request-Id", wire: "openai", param: oaParam}
+
+// oaParam maps an upstream's param to the client's field: the client's
+// messages go upstream at their own indexes, so a param is the client's
+// as it is, unless it names the messages and the chat chain may have
+// changed them (sent false), when it is "", a null param.
+func oaParam(_ *chatParams, sent bool, param string) string {
+	if !sent && (param == "messages" || strings.HasPrefix(param, "messages[") || strings.HasPrefix(param, "messages.")) {
+		return ""
+	}
+	return param
+}
 
 // The request body of the Chat Completions API: the fields the gateway
 // maps. Any other field, at any depth, is refused by checkFields unless it

@@ -48,24 +48,52 @@ func TestResponsesUpstreamParamNamesTheClientsField(t *testing.T) {
 	rewritten := []struct{ upstream, want string }{{"messages[4].content", ""}, {"messages", ""}, {"temperature", "temperature"}}
 	for _, c := range cases {
 		t.Run(c.upstream, func(t *testing.T) {
-			assertParam(t, "", body, c.upstream, c.want)
+			assertParam(t, "/v1/responses", "", body, c.upstream, c.want)
 		})
 	}
 	for _, c := range rewritten {
 		t.Run("redact "+c.upstream, func(t *testing.T) {
-			assertParam(t, `{use: "redact"}`, body, c.upstream, c.want)
+			assertParam(t, "/v1/responses", `{use: "redact"}`, body, c.upstream, c.want)
 		})
 	}
 }
 
-// assertParam sends body to a gateway with chain whose OpenAI model
-// answers a 400 naming upstream, and checks the param the client gets
-// (want, "" for null).
-func assertParam(t *testing.T, chain, body, upstream, want string) {
+// TestChatCompletionsUpstreamParamAfterRewrite: a Chat Completions
+// client's messages go upstream at their own indexes, so an upstream's
+// messages[i] is relayed as it is; a chat chain that may change the
+// messages (redact, pii redact, truncate, compaction, a custom middleware)
+// may have moved, dropped or rewritten the one it names, so its param is
+// null then, while a param of another field is still relayed.
+func TestChatCompletionsUpstreamParamAfterRewrite(t *testing.T) {
+	body := `{"model": "primary", "temperature": 0.5, "messages": [
+		{"role": "system", "content": "be brief"},
+		{"role": "user", "content": "What is the weather in Paris?"}]}`
+	for _, c := range []struct{ upstream, want string }{
+		{"messages[1].content", "messages[1].content"}, {"messages", "messages"}, {"temperature", "temperature"},
+	} {
+		t.Run(c.upstream, func(t *testing.T) {
+			assertParam(t, "/v1/chat/completions", "", body, c.upstream, c.want)
+		})
+	}
+	for _, chain := range []string{`{use: "redact"}`} {
+		for _, c := range []struct{ upstream, want string }{
+			{"messages[1].content", ""}, {"messages[1]", ""}, {"messages", ""}, {"temperature", "temperature"},
+		} {
+			t.Run(chain+" "+c.upstream, func(t *testing.T) {
+				assertParam(t, "/v1/chat/completions", chain, body, c.upstream, c.want)
+			})
+		}
+	}
+}
+
+// assertParam sends body to route of a gateway with chain whose OpenAI
+// model answers a 400 naming upstream, and checks the param the client
+// gets (want, "" for null).
+func assertParam(t *testing.T, route, chain, body, upstream, want string) {
 	t.Helper()
 	refused := fmt.Sprintf(`{"error":{"message":"Invalid value.","type":"invalid_request_error","param":%q,"code":"invalid_value"}}`, upstream)
 	g := newGateway(t, chain, []reply{{status: 400, body: refused}}, nil)
-	code, _, got := do(t, "POST", g.url+"/v1/responses", clientKey, []byte(body))
+	code, _, got := do(t, "POST", g.url+route, clientKey, []byte(body))
 	require.Equal(t, 400, code, got)
 	param := gjson.Get(got, "error.param")
 	assert.Equal(t, "invalid_value", gjson.Get(got, "error.code").String(), got)

@@ -102,3 +102,38 @@ func TestOneHourCacheWritesArePricedAtTheirRate(t *testing.T) {
 	over := runtime.Usage{InputTokens: 10, CacheWriteInputTokens: 4, CacheWrite1hInputTokens: 1_000_000}
 	assert.InDelta(t, (6*3+4*6)/1e6, meter.Cost(rates, over), 1e-12, "one-hour writes never exceed the writes")
 }
+
+// TestAStreamWithoutUsageIsChargedItsCacheWrites: a stream that ends
+// without a usage report is charged an estimate of its input; a request
+// that marks a breakpoint may have written all of it to the cache, at the
+// write price (the one-hour one for a one-hour breakpoint), as the
+// estimate before the call prices it.
+func TestAStreamWithoutUsageIsChargedItsCacheWrites(t *testing.T) {
+	write, hour := 3.75, 6.0
+	rates := plan.Model{USDPerMTokIn: 3, USDPerMTokOut: 15, USDPerMTokCacheWrite: &write, USDPerMTokCacheWrite1h: &hour}
+	text := strings.Repeat("a prompt worth caching ", 2000)
+	for _, ttl := range []string{"", "5m", "1h"} {
+		t.Run("ttl "+ttl, func(t *testing.T) {
+			req := runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user",
+				Parts: []runtime.ContentPart{{Type: runtime.PartText, Text: text, CacheControl: &runtime.CacheControl{Type: "ephemeral", TTL: ttl}}}}}}
+			in := meter.Estimate(&req).InputTokens
+			p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("meter", "")}})
+			p.Models["primary"] = rates
+			pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": rt.NewModel(rt.Response{Deltas: []string{"abcd"}})}})
+			ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r"})
+			_, resp, err := rt.Collect(ctx, pl, req, 0)
+			require.NoError(t, err)
+			out := resp.Usage.OutputTokens
+			assert.Positive(t, out, "the text that arrived is estimated as output")
+			want := runtime.Usage{InputTokens: in, OutputTokens: out, CacheWriteInputTokens: in}
+			price := write
+			if ttl == "1h" {
+				want.CacheWrite1hInputTokens = in
+				price = hour
+			}
+			assert.Equal(t, want, resp.Usage)
+			m := pl.Layers(plan.StageChat)[0].Middleware.(*meter.Meter)
+			assert.InDelta(t, (float64(in)*price+float64(out)*15)/1e6, m.Ledger("r").USD, 1e-12)
+		})
+	}
+}

@@ -10,8 +10,9 @@
 // what arrived. A call cancelled after its request went out but before
 // anything arrived (an attempt that timed out, a hedge's losing racer, a
 // caller that gave up) is charged the estimate of its input
-// (runtime.EstimateRequest: its messages, tools and response format), which
-// its provider bills. A failure that carries the usage its provider
+// (runtime.EstimateInput: its messages, tools and response format, as
+// written to the prompt cache when a breakpoint marks one), which its
+// provider bills. A failure that carries the usage its provider
 // reported before it failed (runtime.CallError.Usage: an Anthropic stream
 // that failed after message_start announced its input) is charged that
 // usage. Any other failure before anything arrived (a refusal, a rate

@@ -684,48 +684,15 @@ func (m *Meter) price(charges []runtime.Charge, u runtime.Usage, model string) f
 
 // Estimate returns the usage a model call is expected to charge at most:
 // the request's max_tokens as output (zero when unset: the model's default
-// cannot be known) and runtime.EstimateRequest of the whole request as
+// cannot be known) and runtime.EstimateInput of the whole request as
 // input: its messages, the tools it offers and its response format's
-// schema, all of which the provider bills. A request that marks a prompt
-// cache breakpoint may write all of its input to the cache, which costs
-// more than input: it is estimated as written (CacheWriteInputTokens), and
-// to one-hour entries (CacheWrite1hInputTokens) when a breakpoint asks for
-// one.
+// schema, all of which the provider bills, estimated as written to the
+// prompt cache when a breakpoint marks one (a write costs more than
+// input).
 func Estimate(req *runtime.ChatRequest) runtime.Usage {
-	u := runtime.Usage{InputTokens: runtime.EstimateRequest(req), OutputTokens: int64(max(req.MaxTokens, 0))}
-	if cached, hour := breakpoints(req); cached {
-		u.CacheWriteInputTokens = u.InputTokens
-		if hour {
-			u.CacheWrite1hInputTokens = u.InputTokens
-		}
-	}
+	u := runtime.EstimateInput(req)
+	u.OutputTokens = int64(max(req.MaxTokens, 0))
 	return u
-}
-
-// breakpoints reports whether req marks a prompt cache breakpoint (at the
-// top, on a part, a tool call or a tool), and whether one asks for a
-// one-hour entry.
-func breakpoints(req *runtime.ChatRequest) (cached, hour bool) {
-	see := func(cc *runtime.CacheControl) {
-		if cc != nil {
-			cached = true
-			hour = hour || cc.TTL == "1h"
-		}
-	}
-	see(req.CacheControl)
-	for i := range req.Tools {
-		see(req.Tools[i].CacheControl)
-	}
-	for i := range req.Messages {
-		m := &req.Messages[i]
-		for j := range m.Parts {
-			see(m.Parts[j].CacheControl)
-		}
-		for j := range m.ToolCalls {
-			see(m.ToolCalls[j].CacheControl)
-		}
-	}
-	return cached, hour
 }
 
 // estimate returns, with on_cross "refuse" and a tokens or usd ceiling,

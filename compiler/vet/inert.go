@@ -49,8 +49,7 @@ to a tool without one it is an error, unscoped when no tool has one a
 warning. A content_filter with neither keywords nor patterns, and a
 security or redact layer with defaults: false and nothing of its own
 (patterns, or a security classifier), match nothing: a warning. So do a
-tool_policy with no allow, deny nor arg_patterns (allow: [] refuses every
-tool and is not reported), and a file_check whose roots hold "/" and that
+tool_policy with no allow, deny nor arg_patterns, and a file_check whose roots hold "/" and that
 sets no extensions, max_bytes nor must_exist: every path lies inside "/".
 A tool-chain memoize or semantic_memoize caches the declared tools that are
 neither side_effecting (order/memoize-side-effect) nor secret_result: one
@@ -102,7 +101,12 @@ error at the name when every tool the layer is scoped to is refused, as
 the layer never acts; a warning when only some are. A layer scoped by its
 when to tools that are all refused (when: "tool.name == 'wire'") never
 acts either: an error at the when. A layer outside the tool_policy sees
-every call and is not reported.`,
+every call and is not reported.
+
+A tool_policy with allow: [] refuses every tool call: a warning at its
+allow, unless a when or tools: scopes it to some calls, as meant. A
+tool-chain layer inside it whose when holds for every declared tool never
+acts: an error at the when, as above.`,
 	Run: func(p *Pass) {
 		for _, stage := range dsl.Stages {
 			for _, e := range p.Policy.Chains[stage] {
@@ -232,12 +236,16 @@ func (p *Pass) inertRefusedWhen(e *dsl.Entry, outside []*dsl.Entry) {
 		names = append(names, "`"+name+"`")
 		rel = append(rel, dsl.Related{Pos: o.UsePos, Message: fmt.Sprintf("%s refuses `%s`: %s", o.Ref(), name, why)})
 	}
-	if len(names) == 0 || len(names) == len(p.toolNames()) {
-		return // never applies (cel/constant's), or not scoped by its when
+	if len(names) == 0 {
+		return // never applies: cel/constant's
+	}
+	holds := "holds only for " + andList(names) + ", which"
+	if len(names) == len(p.toolNames()) {
+		holds = "holds for every tool the policy declares, all of which"
 	}
 	p.Report(dsl.Diagnostic{Pos: e.FieldPos("when"), Severity: dsl.Error, Related: rel,
-		Message: fmt.Sprintf("the when of %s holds only for %s, which the tool_policy outside it refuses before the call gets here: no call it applies to reaches it, so it never acts; make its when hold for tools the policy allows, or let the tool_policy allow them",
-			e.Ref(), andList(names))})
+		Message: fmt.Sprintf("the when of %s %s the tool_policy outside it refuses before the call gets here: no call it applies to reaches it, so it never acts; make its when hold for tools the policy allows, or let the tool_policy allow them",
+			e.Ref(), holds)})
 }
 
 // inertChatWhen reports a chat entry whose when holds for calls of some
@@ -665,6 +673,10 @@ func (p *Pass) inertMatchers(e *dsl.Entry) {
 	case "tool_policy":
 		if e.Fields["allow"] == nil && none("deny") && none("arg_patterns") {
 			what = "it has no allow list, no deny list and no arg_patterns"
+		}
+		if allow, ok := e.Fields["allow"].([]any); ok && len(allow) == 0 && e.When == nil && len(e.Tools) == 0 {
+			p.Report(dsl.Diagnostic{Pos: e.FieldPos("allow"), Severity: dsl.Warning,
+				Message: fmt.Sprintf("%s refuses every tool call: its allow is empty, and neither a when nor tools: scopes it; list the tools it lets run, or scope it to the calls it is meant to refuse", e.Ref())})
 		}
 	case "file_check":
 		roots, _ := e.Fields["roots"].([]any)

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentc-dev/agentc/internal/fieldpath"
 	"github.com/agentc-dev/agentc/internal/jsonwalk"
 )
 
@@ -89,7 +90,10 @@ func MessagePath(msg string) string {
 	rest := msg
 	for {
 		seg, after, ok := strings.Cut(rest, ": ")
-		if !ok || seg == "" || strings.ContainsAny(seg, " \"'$") {
+		if !ok || seg == "" {
+			break
+		}
+		if _, ok := fieldpath.Split(seg); !ok {
 			break
 		}
 		segs = append(segs, seg)
@@ -98,7 +102,7 @@ func MessagePath(msg string) string {
 	if name, ok := strings.CutPrefix(rest, "unknown field "); ok {
 		if q, err := strconv.QuotedPrefix(name); err == nil {
 			if f, err := strconv.Unquote(q); err == nil {
-				segs = append(segs, f)
+				segs = append(segs, fieldpath.Label(f))
 			}
 		}
 	}
@@ -132,61 +136,50 @@ func lineColOf(data []byte, off int) (line, col int) {
 
 // locate returns the offset in data of the place a path such as
 // "steps[1].tool" names: the member's key for an object's field, the
-// element for a list's. A key may hold dots ("dns.api.example.com[0]"):
-// a member is matched by its whole key, up to a dot or a bracket of the
-// path. ok is false when the path is not there.
+// element for a list's. A key that is not an identifier is quoted, as
+// fieldpath writes it (dns."api.example.com"[0]). ok is false when the
+// path is not there.
 func locate(data []byte, path string) (off int, ok bool) {
+	steps, ok := fieldpath.Split(path)
+	if !ok {
+		return 0, false
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	rest := path
-	for rest != "" {
-		switch rest[0] {
-		case '.':
-			rest = rest[1:]
-		case '[':
-			n, after, found := strings.Cut(rest[1:], "]")
-			i, err := strconv.Atoi(n)
-			if !found || err != nil {
-				return 0, false
-			}
-			o, found := element(dec, data, i)
-			if !found {
-				return 0, false
-			}
-			off, rest = o, after
-		default:
-			o, key, found := member(dec, data, rest)
-			if !found {
-				return 0, false
-			}
-			off, rest = o, rest[len(key):]
+	for _, st := range steps {
+		var found bool
+		if st.IsIndex {
+			off, found = element(dec, data, st.Index)
+		} else {
+			off, found = member(dec, data, st.Label)
+		}
+		if !found {
+			return 0, false
 		}
 	}
 	return off, true
 }
 
-// member reads an object up to the member whose key begins path, followed
-// by the path's end, a dot or a bracket, and returns the key's offset and
-// the key, leaving the decoder before the member's value.
-func member(dec *json.Decoder, data []byte, path string) (int, string, bool) {
+// member reads an object up to its member key and returns the key's
+// offset, leaving the decoder before the member's value.
+func member(dec *json.Decoder, data []byte, key string) (int, bool) {
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return 0, "", false
+		return 0, false
 	}
 	for dec.More() {
 		start := valueStart(dec, data)
 		kt, err := dec.Token()
 		if err != nil {
-			return 0, "", false
+			return 0, false
 		}
-		if key, _ := kt.(string); key != "" && strings.HasPrefix(path, key) &&
-			(len(path) == len(key) || path[len(key)] == '.' || path[len(key)] == '[') {
-			return start, key, true
+		if k, _ := kt.(string); k == key {
+			return start, true
 		}
 		if !skipValue(dec) {
-			return 0, "", false
+			return 0, false
 		}
 	}
-	return 0, "", false
+	return 0, false
 }
 
 // element reads a list up to its element i and returns the element's

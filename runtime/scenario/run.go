@@ -27,6 +27,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/agentc-dev/agentc/internal/fieldpath"
 	"github.com/agentc-dev/agentc/internal/textdist"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
@@ -109,11 +110,11 @@ func (f *fakes) unused() []Unused {
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(f.modelScript)) {
-		add("models."+name, f.modelScript[name].next, len(f.modelScript[name].items))
+		add(fieldpath.Join("models", name), f.modelScript[name].next, len(f.modelScript[name].items))
 	}
 	add("retrieval", f.retrievals.next, len(f.retrievals.items))
 	for _, name := range slices.Sorted(maps.Keys(f.toolScript)) {
-		add("tools."+name, f.toolScript[name].next, len(f.toolScript[name].items))
+		add(fieldpath.Join("tools", name), f.toolScript[name].next, len(f.toolScript[name].items))
 	}
 	return out
 }
@@ -553,7 +554,7 @@ func checkScripts(p *plan.Plan, s *Scenario) error {
 		case !tools[name] && len(s.Tools[name]) > 0:
 			// Only a step or a scripted model's tool call calls a
 			// tool: no layer does.
-			errs = append(errs, fmt.Errorf("tools.%s: no step calls tool %q and no scripted model item asks for it, so the script is never used", name, name))
+			errs = append(errs, fmt.Errorf("%s: no step calls tool %q and no scripted model item asks for it, so the script is never used", fieldpath.Join("tools", name), name))
 		}
 	}
 	// Only a grounding section retrieves: without one the items scripted
@@ -752,7 +753,7 @@ func hasBackground(p *plan.Plan) bool {
 }
 
 func uncalled(field, kind, name string, declared []string) error {
-	return fmt.Errorf("%s.%s: the policy declares no %s %q and no step calls it, so the script is never used%s", field, name, kind, name, suggestDeclared(name, kind, declared))
+	return fmt.Errorf("%s: the policy declares no %s %q and no step calls it, so the script is never used%s", fieldpath.Join(field, name), kind, name, suggestDeclared(name, kind, declared))
 }
 
 func unknownCall(c call, kind string, declared []string) error {

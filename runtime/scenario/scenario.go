@@ -73,6 +73,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentc-dev/agentc/internal/fieldpath"
 	"github.com/agentc-dev/agentc/internal/jsonwalk"
 	"github.com/agentc-dev/agentc/runtime"
 )
@@ -386,25 +387,25 @@ func (s *Scenario) check() []error {
 	for name, items := range s.Models {
 		for i, it := range items {
 			if err := it.check(); err != nil {
-				errs = append(errs, fmt.Errorf("models.%s[%d]: %w", name, i, err))
+				errs = append(errs, fmt.Errorf("%s[%d]: %w", fieldpath.Join("models", name), i, err))
 			}
 		}
 	}
 	for name, items := range s.Tools {
 		for i, it := range items {
 			if err := checkError(it.Error, it.RetryAfterMS); err != nil {
-				errs = append(errs, fmt.Errorf("tools.%s[%d]: %w", name, i, err))
+				errs = append(errs, fmt.Errorf("%s[%d]: %w", fieldpath.Join("tools", name), i, err))
 			} else if it.Error == ErrRefused {
-				errs = append(errs, fmt.Errorf("tools.%s[%d]: error %q is a model provider's; a tool fails with transient, rate_limited, timeout or permanent", name, i, ErrRefused))
+				errs = append(errs, fmt.Errorf("%s[%d]: error %q is a model provider's; a tool fails with transient, rate_limited, timeout or permanent", fieldpath.Join("tools", name), i, ErrRefused))
 			}
 			if it.Error != "" && it.Result != nil {
-				errs = append(errs, fmt.Errorf("tools.%s[%d]: result and error exclude each other", name, i))
+				errs = append(errs, fmt.Errorf("%s[%d]: result and error exclude each other", fieldpath.Join("tools", name), i))
 			}
 			if it.Crash && (it.Error != "" || it.Result != nil) {
-				errs = append(errs, fmt.Errorf("tools.%s[%d]: crash excludes result and error", name, i))
+				errs = append(errs, fmt.Errorf("%s[%d]: crash excludes result and error", fieldpath.Join("tools", name), i))
 			}
 			if it.DelayMS < 0 {
-				errs = append(errs, fmt.Errorf("tools.%s[%d]: delay_ms must not be negative", name, i))
+				errs = append(errs, fmt.Errorf("%s[%d]: delay_ms must not be negative", fieldpath.Join("tools", name), i))
 			}
 		}
 	}
@@ -424,11 +425,11 @@ func (s *Scenario) check() []error {
 			errs = append(errs, fmt.Errorf("dns: %q is not a host name", host))
 		}
 		if len(addrs) == 0 {
-			errs = append(errs, fmt.Errorf("dns.%s: at least one address is required (a name the stub does not list is not found)", host))
+			errs = append(errs, fmt.Errorf("%s: at least one address is required (a name the stub does not list is not found)", fieldpath.Join("dns", host)))
 		}
 		for i, a := range addrs {
 			if _, err := netip.ParseAddr(a); err != nil {
-				errs = append(errs, fmt.Errorf("dns.%s[%d]: %q is not an IP address", host, i, a))
+				errs = append(errs, fmt.Errorf("%s[%d]: %q is not an IP address", fieldpath.Join("dns", host), i, a))
 			}
 		}
 	}

@@ -150,8 +150,8 @@ func TestParseErrors(t *testing.T) {
 		{"missing role", `{"steps": [{"agent": {"model": "m", "messages": [{"content": "hi"}]}}]}`, []string{`steps[0].agent.messages[0]: role "" is not one of`}},
 		{"misspelt part type", `{"steps": [{"chat": {"messages": [{"role": "user", "parts": [{"type": "txt", "text": "x"}]}]}}]}`, []string{`steps[0].chat.messages[0].parts[0]: type "txt" is not one of text, image, tool_result, thinking, redacted_thinking, document; did you mean "text"?`}},
 		{"misspelt format", `{"steps": [{"agent": {"model": "m", "input": "x", "params": {"response_format": {"type": "json"}}}}]}`, []string{`steps[0].agent.params.response_format: type "json" is not one of text, json_object, json_schema; did you mean "json_object"?`}},
-		{"dns address", `{"dns": {"api.example.com": ["93.184.216.300"]}, "steps": [{"chat": {}}]}`, []string{`line 1, col 30: dns.api.example.com[0]: "93.184.216.300" is not an IP address`}},
-		{"dns without address", `{"dns": {"api.example.com": []}, "steps": [{"chat": {}}]}`, []string{"line 1, col 10: dns.api.example.com: at least one address is required"}},
+		{"dns address", `{"dns": {"api.example.com": ["93.184.216.300"]}, "steps": [{"chat": {}}]}`, []string{`line 1, col 30: dns."api.example.com"[0]: "93.184.216.300" is not an IP address`}},
+		{"dns without address", `{"dns": {"api.example.com": []}, "steps": [{"chat": {}}]}`, []string{`line 1, col 10: dns."api.example.com": at least one address is required`}},
 		{"dns url", `{"dns": {"https://api.example.com": ["93.184.216.34"]}, "steps": [{"chat": {}}]}`, []string{`dns: "https://api.example.com" is not a host name`}},
 		{"repeated key", "{\"models\": {\"m\": [{\"text\": \"a\"}]},\n \"models\": {\"m\": []}, \"steps\": [{\"chat\": {}}]}", []string{`line 2, col 2: key "models" repeats a key of the same object (only the last would count)`}},
 	}
@@ -427,4 +427,23 @@ func TestErrorPlace(t *testing.T) {
 	})
 	assert.Equal(t, []string{"steps[1].tool.nme"}, asked)
 	assert.Equal(t, `s.cue:7:3: steps[1].tool: unknown field "nme"; did you mean "name"?`, se.In("s.cue"))
+}
+
+// A model named with a dot (gpt-4.1) is named in a problem's path as CUE
+// writes it, quoted, and the problem is placed at the field: in the JSON
+// text, and by the path Place asks for.
+func TestProblemsUnderADottedNameArePlaced(t *testing.T) {
+	_, err := scenario.Parse([]byte("{\"models\": {\"gpt-4.1\": [\n  {\"txt\": \"hi\"}]}, \"steps\": []}"))
+	var se *scenario.Error
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, `s.json:2:4: models."gpt-4.1"[0]: unknown field "txt"; did you mean "text"?`, se.In("s.json"))
+
+	_, err = scenario.ParseEvaluated([]byte(`{"models": {"gpt-4.1": [{"txt": "hi"}]}, "steps": []}`))
+	require.ErrorAs(t, err, &se)
+	var asked []string
+	se.Place(func(path string) (int, int, bool) {
+		asked = append(asked, path)
+		return 7, 3, true
+	})
+	assert.Equal(t, []string{`models."gpt-4.1"[0].txt`}, asked)
 }

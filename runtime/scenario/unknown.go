@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentc-dev/agentc/internal/fieldpath"
 	"github.com/agentc-dev/agentc/internal/jsonwalk"
 	"github.com/agentc-dev/agentc/internal/textdist"
 	"github.com/agentc-dev/agentc/runtime"
@@ -169,7 +170,7 @@ func (w *walker) walk(t reflect.Type, path string) (*unknownField, error) {
 				}
 				continue
 			}
-			if u, err := w.walk(ft, joinPath(path, key)); u != nil || err != nil {
+			if u, err := w.walk(ft, fieldpath.Join(path, key)); u != nil || err != nil {
 				return u, err
 			}
 		}
@@ -180,7 +181,7 @@ func (w *walker) walk(t reflect.Type, path string) (*unknownField, error) {
 				return nil, err
 			}
 			key, _ := kt.(string)
-			if u, err := w.walk(t.Elem(), joinPath(path, key)); u != nil || err != nil {
+			if u, err := w.walk(t.Elem(), fieldpath.Join(path, key)); u != nil || err != nil {
 				return u, err
 			}
 		}
@@ -261,13 +262,6 @@ func mismatch(tok json.Token, t reflect.Type) (got, want string) {
 		return fmt.Sprintf("a number (%s)", v), want
 	}
 	return "", ""
-}
-
-func joinPath(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "." + key
 }
 
 // jsonFields maps the JSON names of a struct's fields (those of embedded
@@ -352,7 +346,7 @@ func CheckWant(want []byte) error {
 	}{{"models", w.Executions.Models}, {"tools", w.Executions.Tools}} {
 		for _, name := range slices.Sorted(maps.Keys(m.counts)) {
 			if v := strings.TrimSpace(string(m.counts[name])); v == "null" || strings.ReplaceAll(v, " ", "") == "[]" {
-				return fmt.Errorf("executions.%s.%s: %s asserts nothing (every declared name is listed with its count); write 0 for a call that must not happen", m.what, name, v)
+				return fmt.Errorf("executions.%s: %s asserts nothing (every declared name is listed with its count); write 0 for a call that must not happen", fieldpath.Join(m.what, name), v)
 			}
 		}
 	}
@@ -559,8 +553,8 @@ func checkExecutionNames(want any, p *plan.Plan, s *Scenario) error {
 		listed = slices.Compact(listed)
 		for _, name := range slices.Sorted(maps.Keys(counts)) {
 			if !slices.Contains(listed, name) {
-				return fmt.Errorf("executions.%s.%s: the result counts no %s %q (it counts the %s the policy declares and those the scenario scripts: %s)%s",
-					k.field, name, k.kind, name, k.field, strings.Join(listed, ", "), didYouMean(name, listed))
+				return fmt.Errorf("executions.%s: the result counts no %s %q (it counts the %s the policy declares and those the scenario scripts: %s)%s",
+					fieldpath.Join(k.field, name), k.kind, name, k.field, strings.Join(listed, ", "), didYouMean(name, listed))
 			}
 		}
 	}
