@@ -373,13 +373,17 @@ func (t ToolUse) CustomInput() (string, error) {
 }
 
 // Args decodes the arguments. Empty arguments decode to an empty map; any
-// JSON other than an object is an error naming the call.
+// JSON other than an object is an error naming the call. Numbers decode as
+// encoding/json decodes them, float64, except those float64 cannot hold
+// exactly: an integer int64 holds is an int64 (9007199254740993), any
+// other stays a json.Number of its text, which the tool chain refuses on
+// entry (see DecodeArgs).
 func (t ToolUse) Args() (map[string]any, error) {
 	args := map[string]any{}
 	if len(bytes.TrimSpace(t.Arguments)) == 0 {
 		return args, nil
 	}
-	if err := json.Unmarshal(t.Arguments, &args); err != nil || args == nil {
+	if err := DecodeArgs(t.Arguments, &args); err != nil || args == nil {
 		if err == nil {
 			err = errors.New("null is not an object")
 		}

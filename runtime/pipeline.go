@@ -538,8 +538,12 @@ func (pl *Pipeline) recordOutcome(ctx context.Context, tool string, v any, err e
 
 // enterTool returns the entry of req's tool after the checks made on entry
 // to the tool chain: the tool is declared (or undeclared tools are
-// allowed) and its arguments match its args schema.
+// allowed), its arguments hold no number that cannot be checked exactly
+// (checkNumbers) and they match its args schema.
 func (pl *Pipeline) enterTool(req *ToolRequest) (*toolEntry, error) {
+	if err := checkNumbers(req.Name, req.Args); err != nil {
+		return nil, err
+	}
 	e := pl.toolEntry(req.Name)
 	if e == nil || !e.known {
 		if err := pl.CheckToolDeclared(req.Name); err != nil {
