@@ -2,6 +2,7 @@ package predicate
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -11,6 +12,8 @@ import (
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
+
+	"github.com/agentc-dev/agentc/internal/jsonnum"
 )
 
 // objectType is one CEL object type served by the provider: either a fixed type backed by a Go
@@ -189,10 +192,16 @@ func objectList[T any](t *objectType, elems []T) traits.Lister {
 	return types.NewRefValList(typeAdapter, vals)
 }
 
+// jsonNumberToDouble reads a JSON number as a double; one a double does not
+// hold exactly (more digits, an exponent out of its range) is an error,
+// never a neighbour.
 func jsonNumberToDouble(n json.Number) ref.Val {
-	f, err := strconv.ParseFloat(string(n), 64)
-	if err != nil {
-		return types.NewErr("invalid JSON number %q", string(n))
+	f, ok := jsonnum.ExactFloat(n)
+	if !ok {
+		if _, err := strconv.ParseFloat(string(n), 64); err != nil && !errors.Is(err, strconv.ErrRange) {
+			return types.NewErr("invalid JSON number %q", clipNumber(n))
+		}
+		return types.NewErr("the number %s is not held exactly by a double", clipNumber(n))
 	}
 	return types.Double(f)
 }
