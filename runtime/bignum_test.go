@@ -22,16 +22,21 @@ func numbersPlan(t *testing.T, fn runtime.ToolFunc) *runtime.Pipeline {
 	p := rt.Plan(plan.Chains{Tool: []plan.Layer{
 		rt.Named("no_big_close", rt.Layer("guard", `{"deny": "args.account_id == 9007199254740993", "phase": "before", "on_error": "closed"}`)),
 		rt.Named("no_listed", rt.Layer("guard", `{"deny": "args.account_id in [9007199254740993, 9007199254740995]", "phase": "before", "on_error": "closed"}`)),
+		rt.Layer("tool_policy", `{"arg_patterns": [{"arg": "to", "pattern": "^9007199254740993$"}]}`),
+		rt.Layer("idempotent", `{"key_args": ["to"]}`),
 	}})
 	p.Chains.Tool[0].Tools = []string{"close"}
 	p.Chains.Tool[1].Tools = []string{"close_any"}
+	p.Chains.Tool[2].Tools = []string{"transfer"}
+	p.Chains.Tool[3].Tools = []string{"transfer"}
 	p.Settings = plan.Settings{}
 	p.Tools = map[string]plan.Tool{
 		"close":     {Args: json.RawMessage(`{"type": "object", "required": ["account_id"], "properties": {"account_id": {"type": "integer"}}}`)},
 		"close_any": {},
+		"transfer":  {SideEffecting: true},
 		"pay":       {Args: json.RawMessage(`{"type": "object", "properties": {"cents": {"type": "integer", "maximum": 9007199254740992}, "rate": {"type": "number"}}}`)},
 	}
-	return rt.Build(t, p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"close": fn, "close_any": fn, "pay": fn}})
+	return rt.Build(t, p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"close": fn, "close_any": fn, "pay": fn, "transfer": fn}})
 }
 
 // proposed returns the tool-chain request of the model's call of tool
@@ -61,6 +66,7 @@ func TestBigIntegerArgsAreCheckedAsSent(t *testing.T) {
 		{"untyped guard, in a list", "close_any", `{"account_id": 9007199254740993}`, "no_listed"},
 		{"untyped guard, in a list, other", "close_any", `{"account_id": 9007199254740995}`, "no_listed"},
 		{"schema maximum", "pay", `{"cents": 9007199254740993}`, runtime.LayerTools},
+		{"arg_patterns", "transfer", `{"to": 9007199254740993}`, "tool_policy"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req := proposed(t, tc.tool, tc.args)
@@ -79,6 +85,16 @@ func TestBigIntegerArgsAreCheckedAsSent(t *testing.T) {
 	assert.Equal(t, float64(9007199254740992), got[0]["account_id"], "an integer float64 holds stays a float64")
 	assert.Equal(t, int64(9007199254740997), got[1]["account_id"], "the tool receives the integer sent")
 	assert.Equal(t, float64(5), got[1]["n"])
+
+	// idempotent keyed on the argument: two transfers to accounts float64
+	// cannot tell apart were one call, the second replayed, never run.
+	for _, to := range []string{"9007199254740995", "9007199254740996", "9007199254740995"} {
+		_, err := pl.Tool(ctx, proposed(t, "transfer", `{"to": `+to+`}`))
+		require.NoError(t, err)
+	}
+	require.Len(t, got, 4, "the transfer to 9007199254740996 ran; the repeat of 9007199254740995 did not")
+	assert.Equal(t, int64(9007199254740995), got[2]["to"])
+	assert.Equal(t, float64(9007199254740996), got[3]["to"])
 }
 
 // TestBigIntegerArgsHaveDistinctDigests: two calls that differ only in an
