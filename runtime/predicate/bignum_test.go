@@ -48,15 +48,18 @@ func TestEvalNumbersAreNotRounded(t *testing.T) {
 		_, err := eval(tc.src, tc.args)
 		assert.Error(t, err, "%s on %v", tc.src, tc.args)
 	}
-	// Untyped, a json.Number reads as a double: one a double does not
-	// hold is an error.
+	// Untyped, a json.Number reads as a double, or as an int where only
+	// an int holds it; one neither holds is an error.
 	dyn := mustEnv(t, EnvConfig{Stage: Tool})
-	for _, n := range []string{"9007199254740993", "1e-400", "0.1000000000000000055511151231257827"} {
+	for _, n := range []string{"1e-400", "0.1000000000000000055511151231257827", "9007199254740993.0", "123456789012345678901234567890"} {
 		_, err := mustCompile(t, dyn, "args.x < 1.0").Eval(ctx, &ToolVars{Args: map[string]any{"x": json.Number(n)}})
 		assert.Error(t, err, n)
 	}
+	got, err := mustCompile(t, dyn, "args.x == 9007199254740993 && args.x > 9007199254740992").Eval(ctx, &ToolVars{Args: map[string]any{"x": json.Number("9007199254740993")}})
+	require.NoError(t, err)
+	assert.True(t, got)
 	// Numbers a double holds read as they always did.
-	got, err := eval("has(args.rate) && args.rate == 0.1 && has(args.id) && args.id == 5", map[string]any{
+	got, err = eval("has(args.rate) && args.rate == 0.1 && has(args.id) && args.id == 5", map[string]any{
 		"rate": json.Number("0.1"), "id": json.Number("5")})
 	require.NoError(t, err)
 	assert.True(t, got)
@@ -79,4 +82,19 @@ func TestEvalResponseToolCallArgsAreNotRounded(t *testing.T) {
 	_, err = p.Eval(context.Background(), &ChatVars{HasResponse: true, Response: ChatResponse{
 		ToolCalls: []ToolCall{{ID: "c1", Name: "pay", Arguments: json.RawMessage(`{"rate": 0.1000000000000000055511151231257827}`)}}}})
 	assert.Error(t, err)
+}
+
+// TestEvalResultNumbersAreNotRounded: a tool's result parsed from its JSON
+// text (numbers as json.Number) read a balance of 9007199254740993 as the
+// double 9007199254740992, so an after-phase guard denying balances above
+// 9007199254740992 let the result through to the client, which read the
+// text.
+func TestEvalResultNumbersAreNotRounded(t *testing.T) {
+	env := mustEnv(t, EnvConfig{Stage: Tool, Phase: After})
+	p := mustCompile(t, env, "has(result.balance) && result.balance > 9007199254740992")
+	got, err := p.Eval(context.Background(), &ToolVars{HasResult: true, Result: map[string]any{"balance": json.Number("9007199254740993")}})
+	require.NoError(t, err)
+	assert.True(t, got)
+	_, err = p.Eval(context.Background(), &ToolVars{HasResult: true, Result: map[string]any{"balance": json.Number("9007199254740992.5")}})
+	assert.Error(t, err, "a number neither a double nor an int holds is an error")
 }

@@ -93,11 +93,12 @@
 //     typed int is converted to int when it is read (an integral float64, an int64 or json.Number;
 //     a fraction is an evaluation error), a double field to double; lists and maps of numbers are
 //     converted the same way. Conversion happens at access, so arguments a predicate does not
-//     read cost nothing, and the caller's map is never modified. Inside dyn values, json.Number
-//     reads as double and int64 as int. A number is never read as a neighbour: a json.Number a
-//     double does not hold exactly (0.1000000000000000055511151231257827, 1e400) read as a
-//     double, or 9007199254740993.0 read as an int, and an int64 read as a double where a double
-//     does not hold it, are evaluation errors.
+//     read cost nothing, and the caller's map is never modified. Inside dyn values, an int64 reads as
+//     int and a json.Number as double, or as int where only an int holds it (9007199254740993),
+//     as the runtime decodes arguments. A number is never read as a neighbour: a json.Number
+//     neither holds exactly (0.1000000000000000055511151231257827, 1e400) read in a dyn value or
+//     as a double, 9007199254740993.0 read as an int, and an int64 read as a double where a
+//     double does not hold it, are evaluation errors.
 //
 // Without schemas args is map(string, dyn): nothing is checked, and Checked.ReadsUntypedArgs
 // tells the compiler to warn with cel/untyped-args.

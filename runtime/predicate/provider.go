@@ -131,7 +131,7 @@ func (a *adapter) NativeToValue(value any) ref.Val {
 	case []any:
 		return types.NewDynamicList(a, v)
 	case json.Number:
-		return jsonNumberToDouble(v)
+		return jsonNumberValue(v)
 	case *string:
 		return types.String(*v)
 	case *RunInfo:
@@ -192,18 +192,22 @@ func objectList[T any](t *objectType, elems []T) traits.Lister {
 	return types.NewRefValList(typeAdapter, vals)
 }
 
-// jsonNumberToDouble reads a JSON number as a double; one a double does not
-// hold exactly (more digits, an exponent out of its range) is an error,
-// never a neighbour.
-func jsonNumberToDouble(n json.Number) ref.Val {
-	f, ok := jsonnum.ExactFloat(n)
-	if !ok {
-		if _, err := strconv.ParseFloat(string(n), 64); err != nil && !errors.Is(err, strconv.ErrRange) {
-			return types.NewErr("invalid JSON number %q", clipNumber(n))
-		}
-		return types.NewErr("the number %s is not held exactly by a double", clipNumber(n))
+// jsonNumberValue reads a JSON number as the runtime decodes one
+// (runtime.DecodeArgs): a double when a double holds it exactly, an int
+// when it is an integer only an int holds; any other (more digits, an
+// exponent out of range, an integer beyond int) is an error, never a
+// neighbour.
+func jsonNumberValue(n json.Number) ref.Val {
+	switch x := jsonnum.Number(n).(type) {
+	case float64:
+		return types.Double(x)
+	case int64:
+		return types.Int(x)
 	}
-	return types.Double(f)
+	if _, err := strconv.ParseFloat(string(n), 64); err != nil && !errors.Is(err, strconv.ErrRange) {
+		return types.NewErr("invalid JSON number %q", clipNumber(n))
+	}
+	return types.NewErr("the number %s is held exactly by neither a double nor an int", clipNumber(n))
 }
 
 // object is the CEL value of a fixed object type. v is a pointer to the Go struct; field access
