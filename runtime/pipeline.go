@@ -541,15 +541,17 @@ func (pl *Pipeline) recordOutcome(ctx context.Context, tool string, v any, err e
 // allowed), its arguments hold no number that cannot be checked exactly
 // (checkNumbers) and they match its args schema.
 func (pl *Pipeline) enterTool(req *ToolRequest) (*toolEntry, error) {
-	if err := checkNumbers(req.Name, req.Args); err != nil {
-		return nil, err
-	}
 	e := pl.toolEntry(req.Name)
-	if e == nil || !e.known {
+	declared := e != nil && e.known
+	if !declared {
 		if err := pl.CheckToolDeclared(req.Name); err != nil {
 			return nil, err
 		}
-	} else if e.args != nil {
+	}
+	if err := checkNumbers(req.Name, req.Args); err != nil {
+		return nil, err
+	}
+	if declared && e.args != nil {
 		if err := checkArgs(req.Name, e.args, req.Args); err != nil {
 			return nil, err
 		}
