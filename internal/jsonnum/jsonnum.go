@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -156,12 +157,54 @@ func exactFloat(s string) (float64, bool) {
 	if err != nil {
 		return 0, false
 	}
+	// Two decimals of at most 15 significant digits are further apart
+	// than a float64's spacing, so one that parses to a normal float64
+	// (or to zero, written as zero) is that float64's shortest form.
+	switch n := significant(s); {
+	case n == 0:
+		return f, true
+	case n <= 15 && math.Abs(f) >= smallestNormal:
+		return f, true
+	}
+	return f, sameDecimal(s, f)
+}
+
+// sameDecimal reports whether the JSON number s spells the same number as
+// the shortest decimal form of f.
+func sameDecimal(s string, f float64) bool {
 	want, ok := decimal(s)
 	if !ok {
-		return 0, false
+		return false
 	}
 	got, _ := decimal(strconv.FormatFloat(f, 'e', -1, 64))
-	return f, want == got
+	return want == got
+}
+
+// smallestNormal is the smallest positive normal float64: below it a
+// float64 holds fewer digits.
+const smallestNormal = 0x1p-1022
+
+// significant counts the significant digits of the JSON number s, leading
+// and trailing zeros left out.
+func significant(s string) int {
+	n, zeros, started := 0, 0, false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == 'e' || c == 'E':
+			return n - zeros
+		case c < '0' || c > '9':
+		case c == '0' && !started:
+		case c == '0':
+			n++
+			zeros++
+		default:
+			started = true
+			n++
+			zeros = 0
+		}
+	}
+	return n - zeros
 }
 
 // dec is a decimal number: digits (no leading or trailing zero) times ten

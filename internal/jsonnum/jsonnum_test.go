@@ -2,6 +2,9 @@ package jsonnum
 
 import (
 	"encoding/json"
+	"math/rand/v2"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -62,5 +65,39 @@ func TestDecode(t *testing.T) {
 	assert.Equal(t, float64(12), v)
 	for _, bad := range []string{``, `{`, `{} {}`, `{}]`, `[1,]`} {
 		assert.Error(t, Decode([]byte(bad), &v), bad)
+	}
+}
+
+// TestShortcutAgreesWithTheDigits: the shortcut for numbers of at most 15
+// significant digits decides as comparing the digits does.
+func TestShortcutAgreesWithTheDigits(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 200000 {
+		var b strings.Builder
+		if r.IntN(2) == 0 {
+			b.WriteByte('-')
+		}
+		digits := 1 + r.IntN(20)
+		point := r.IntN(digits + 1)
+		for i := range digits {
+			if i == point && i > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteByte(byte('0' + r.IntN(10)))
+		}
+		if r.IntN(2) == 0 {
+			b.WriteString("e" + strconv.Itoa(r.IntN(660)-330))
+		}
+		s := b.String()
+		f, ok := exactFloat(s)
+		pf, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			require.False(t, ok, s)
+			continue
+		}
+		require.Equal(t, sameDecimal(s, pf), ok, s)
+		if ok {
+			require.Equal(t, pf, f, s)
+		}
 	}
 }
