@@ -89,7 +89,7 @@ func checkNumbers(tool string, args map[string]any) error {
 		faults = append(faults[:maxArgFaults], fmt.Sprintf("and %d more", len(faults)-maxArgFaults))
 	}
 	return &BlockedError{Layer: LayerTools, Message: fmt.Sprintf(
-		"the arguments of %s hold a number that cannot be checked exactly (more digits or a larger exponent than a float64 holds, or an integer beyond 64 bits): %s",
+		"the arguments of %s hold a number that cannot be checked exactly (more digits or a larger exponent than a float64 holds, or an integer beyond int64): %s",
 		tool, strings.Join(faults, "; "))}
 }
 
