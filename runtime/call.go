@@ -373,13 +373,17 @@ func (t ToolUse) CustomInput() (string, error) {
 }
 
 // Args decodes the arguments. Empty arguments decode to an empty map; any
-// JSON other than an object is an error naming the call.
+// JSON other than an object is an error naming the call. Numbers decode as
+// encoding/json decodes them, float64, except those float64 cannot hold
+// exactly: an integer int64 holds is an int64 (9007199254740993), any
+// other stays a json.Number of its text, which the tool chain refuses on
+// entry (see DecodeArgs).
 func (t ToolUse) Args() (map[string]any, error) {
 	args := map[string]any{}
 	if len(bytes.TrimSpace(t.Arguments)) == 0 {
 		return args, nil
 	}
-	if err := json.Unmarshal(t.Arguments, &args); err != nil || args == nil {
+	if err := DecodeArgs(t.Arguments, &args); err != nil || args == nil {
 		if err == nil {
 			err = errors.New("null is not an object")
 		}
@@ -1140,16 +1144,21 @@ type ToolInfo struct {
 	hostEffects bool
 }
 
-// ToolFunc runs one tool call. It reads the arguments from call.Args and
-// should pass call.IdempotencyKey() downstream when the tool has effects. The
-// call pointer is valid only until the func returns.
+// ToolFunc runs one tool call. It reads the arguments from call.Args (numbers
+// are float64, and int64 for an integer a float64 cannot hold exactly, above
+// 2^53: see DecodeArgs) and should pass call.IdempotencyKey() downstream when
+// the tool has effects. The call pointer is valid only until the func
+// returns.
 type ToolFunc func(ctx context.Context, call *ToolCall) (any, error)
 
 // ToolRequest is one tool call as the caller makes it.
 type ToolRequest struct {
 	// Name is the tool (a key of Deps.Tools).
 	Name string `json:"name"`
-	// Args are the arguments as decoded from JSON.
+	// Args are the arguments as decoded from JSON (DecodeArgs: numbers
+	// float64, an integer only int64 holds exactly int64). A number that
+	// neither holds exactly (a json.Number of such text) is refused on
+	// entry to the tool chain by layer tools.
 	Args map[string]any `json:"args"`
 	// IdempotencyKey, when set, is used instead of the derived key (for
 	// example the key of a redelivered job).

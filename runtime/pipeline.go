@@ -538,14 +538,20 @@ func (pl *Pipeline) recordOutcome(ctx context.Context, tool string, v any, err e
 
 // enterTool returns the entry of req's tool after the checks made on entry
 // to the tool chain: the tool is declared (or undeclared tools are
-// allowed) and its arguments match its args schema.
+// allowed), its arguments hold no number that cannot be checked exactly
+// (checkNumbers) and they match its args schema.
 func (pl *Pipeline) enterTool(req *ToolRequest) (*toolEntry, error) {
 	e := pl.toolEntry(req.Name)
-	if e == nil || !e.known {
+	declared := e != nil && e.known
+	if !declared {
 		if err := pl.CheckToolDeclared(req.Name); err != nil {
 			return nil, err
 		}
-	} else if e.args != nil {
+	}
+	if err := checkNumbers(req.Name, req.Args); err != nil {
+		return nil, err
+	}
+	if declared && e.args != nil {
 		if err := checkArgs(req.Name, e.args, req.Args); err != nil {
 			return nil, err
 		}

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"sync"
 	"time"
@@ -69,6 +70,25 @@ type AuditRecord struct {
 	ArgsDigest string `json:"args_digest,omitempty"`
 	// Args holds the raw arguments when the layer includes them.
 	Args map[string]any `json:"args,omitempty"`
+}
+
+// UnmarshalJSON decodes a record as encoding/json does, but its Args as
+// DecodeArgs does: a stored call's integer above 2^53 reads back as the
+// int64 the call carried, not as a float64 neighbour of it.
+func (r *AuditRecord) UnmarshalJSON(b []byte) error {
+	type plain AuditRecord
+	v := struct {
+		*plain
+		Args json.RawMessage `json:"args,omitempty"`
+	}{plain: (*plain)(r)}
+	r.Args = nil
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	if len(v.Args) == 0 || string(v.Args) == "null" {
+		return nil
+	}
+	return DecodeArgs(v.Args, &r.Args)
 }
 
 // AuditSink stores audit records durably. Append must be safe for concurrent

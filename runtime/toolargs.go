@@ -11,6 +11,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 
+	"github.com/agentc-dev/agentc/internal/jsonnum"
 	"github.com/agentc-dev/agentc/internal/jsonpointer"
 )
 
@@ -55,6 +56,41 @@ func compileArgs(raw json.RawMessage) (*jsonschema.Schema, error) {
 		return nil, errors.New(strings.ReplaceAll(strings.TrimPrefix(err.Error(), "jsonschema: "), argsSchemaURL, "args"))
 	}
 	return s, nil
+}
+
+// DecodeArgs decodes JSON arguments into v (a pointer, as for
+// json.Unmarshal) so that every number is the one its text spells: a
+// number float64 holds exactly (its shortest decimal form is the number
+// written: 5, 0.1, 1e300) is a float64, as encoding/json decodes it; an
+// integer written without fraction or exponent that float64 cannot hold
+// but int64 can (9007199254740993) is an int64; any other number (more
+// digits than float64 holds, an exponent out of its range, an integer
+// beyond int64) is a json.Number of its text. encoding/json would round
+// each of the latter to a float64 neighbour, and the tool chain would
+// decide on another number than the one the call carries; it refuses a
+// call whose arguments hold such a json.Number (see ToolRequest).
+func DecodeArgs(data []byte, v any) error { return jsonnum.Decode(data, v) }
+
+// checkNumbers refuses arguments holding a json.Number that neither
+// float64 nor int64 holds exactly (DecodeArgs leaves such numbers so):
+// every check would decide on a rounded value, while the call carries the
+// number written.
+func checkNumbers(tool string, args map[string]any) error {
+	if !jsonnum.HasInexact(args) {
+		return nil
+	}
+	var faults []string
+	jsonnum.Inexact(args, "args", func(path string, n json.Number) bool {
+		faults = append(faults, fmt.Sprintf("%s: %s", path, clip(string(n), 40)))
+		return true
+	})
+	sort.Strings(faults)
+	if len(faults) > maxArgFaults {
+		faults = append(faults[:maxArgFaults], fmt.Sprintf("and %d more", len(faults)-maxArgFaults))
+	}
+	return &BlockedError{Layer: LayerTools, Message: fmt.Sprintf(
+		"the arguments of %s hold a number that cannot be checked exactly (more digits or a larger exponent than a float64 holds, or an integer beyond int64): %s",
+		tool, strings.Join(faults, "; "))}
 }
 
 // CheckArgsSchema reports why raw is not a tool args schema Build

@@ -1191,7 +1191,9 @@ func (p *mcpProxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	name := req.Params.Name
 	var args map[string]any
 	if len(req.Params.Arguments) > 0 && string(req.Params.Arguments) != "null" {
-		if err := json.Unmarshal(req.Params.Arguments, &args); err != nil {
+		// Numbers as written (runtime.DecodeArgs): the chain decides on
+		// the number the client sent, and the upstream is sent it.
+		if err := runtime.DecodeArgs(req.Params.Arguments, &args); err != nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "arguments must be a JSON object: " + err.Error()}
 		}
 	}

@@ -25,6 +25,7 @@ tools: {
 	fetch_page: {url_arg: "url", args: {type: "object", properties: url: type: "string"}}
 	refund: args: {type: "object", required: ["amount"], properties: amount: type: "number"}
 	send_note: args: {type: "object", properties: text: type: "string"}
+	close_account: args: {type: "object", required: ["account_id"], properties: account_id: type: "integer"}
 }
 chains: tool: [
 	{use: "meter", budget: calls: 1},
@@ -32,6 +33,7 @@ chains: tool: [
 	{use: "egress", allow: ["api.example.com"], tools: ["fetch_page"]},
 	{use: "guard", name: "refund_limit", tools: ["refund"], deny: "args.amount > 100.0", message: "refunds over 100 need an approver"},
 	{use: "pii", action: "redact", tools: ["send_note"]},
+	{use: "guard", name: "protected_account", tools: ["close_account"], deny: "args.account_id == 9007199254740993", message: "account 9007199254740993 is protected"},
 	{use: "audit"},
 	{use: "retry", max_attempts: 2},
 ]`
@@ -109,6 +111,12 @@ var proposals = []struct{ name, tool, args, layer string }{
 	{"key twice", "refund", `{"amount":500,"amount":5}`, "tools"},
 	{"nested key twice", "send_note", `{"text":"hi","meta":[{"to":"x","to":"y"}]}`, "tools"},
 	{"key twice in another case", "refund", `{"amount":5,"Amount":500}`, "tools"},
+	// The chain read 9007199254740993 as the float64 9007199254740992 and
+	// let the call through; the client runs it on the number written.
+	{"integer above 2^53", "close_account", `{"account_id":9007199254740993}`, "protected_account"},
+	// A number no float64 or int64 holds cannot be checked as written.
+	{"more digits than float64 holds", "refund", `{"amount":0.1000000000000000055511151231257827}`, "tools"},
+	{"exponent out of range", "refund", `{"amount":1e400}`, "tools"},
 }
 
 // TestProposedToolCallsAreAdmittedBeforeTheyAreRelayed: a tool call the

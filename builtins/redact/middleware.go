@@ -116,8 +116,10 @@ func (m *Middleware) redactResult(v any) (any, error) {
 		}
 		return v, nil
 	case json.RawMessage:
-		var d any
-		if json.Unmarshal(x, &d) != nil {
+		// Numbers as json.Number: the masked value is encoded again, and
+		// a float64 would round an id above 2^53 or a long decimal.
+		d, err := jsonvalue.Decode(x)
+		if err != nil {
 			if red, n := m.redactor.Redact(string(x)); n > 0 {
 				return json.RawMessage(red), nil
 			}

@@ -83,6 +83,15 @@ func TestToolResults(t *testing.T) {
 				assert.NotContains(t, s, "abcdefghijklmnopqrstuv")
 				assert.Len(t, got.(map[string]any)["ok"], 2, "two keys masked alike both keep their values")
 			}},
+		// The numbers of a raw JSON result were decoded to float64 and
+		// re-encoded rounded: the client got account 9007199254740992.
+		{"raw JSON keeps its numbers", `{}`, json.RawMessage(`{"k":"` + awsKey + `","id":9007199254740993,"rate":0.1000000000000000055511151231257827}`), func(t *testing.T, got any) {
+			b, err := json.Marshal(got)
+			require.NoError(t, err)
+			assert.NotContains(t, string(b), awsKey)
+			assert.Contains(t, string(b), `"id":9007199254740993`)
+			assert.Contains(t, string(b), `"rate":0.1000000000000000055511151231257827`)
+		}},
 		{"raw JSON that is not JSON", `{}`, json.RawMessage(`key ` + awsKey), func(t *testing.T, got any) {
 			assert.NotContains(t, fmt.Sprintf("%s", got), awsKey)
 		}},

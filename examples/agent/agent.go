@@ -34,7 +34,12 @@ func (s *shop) tools() map[string]runtime.ToolFunc {
 		},
 		"refund": func(_ context.Context, c *runtime.ToolCall) (any, error) {
 			id, _ := c.Args["order_id"].(string)
-			amount, _ := c.Args["amount"].(float64)
+			// A float64, or an int64 for an integer above 2^53 (which no
+			// refund here holds): refused rather than refunded as 0.
+			amount, ok := c.Args["amount"].(float64)
+			if !ok {
+				return nil, fmt.Errorf("refund: amount %v is not an amount this shop refunds", c.Args["amount"])
+			}
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			s.refunds[c.IdempotencyKey()] = amount // the key makes a replay harmless

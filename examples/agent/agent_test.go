@@ -118,3 +118,14 @@ func TestAgentRefusedRefundReachesTheModel(t *testing.T) {
 	assert.Equal(t, "call_2", refusal["tool_call_id"])
 	assert.Equal(t, "refused: the call was blocked by policy (refund_limit): refunds over 100 need an approver. Do not repeat it unchanged.", refusal["content"])
 }
+
+// TestRefundOfAnAmountNotAFloat: an integer amount above 2^53 reaches a
+// tool as an int64 (runtime.DecodeArgs); the refund read it as 0 and
+// recorded a refund of 0. It is refused now.
+func TestRefundOfAnAmountNotAFloat(t *testing.T) {
+	s := &shop{refunds: map[string]float64{}}
+	call := runtime.ToolCall{Name: "refund", Args: map[string]any{"order_id": "B200", "amount": int64(9007199254740993), "approved_by": "lee"}}
+	_, err := s.tools()["refund"](context.Background(), &call)
+	require.Error(t, err)
+	assert.Empty(t, s.refunds)
+}

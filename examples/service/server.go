@@ -123,14 +123,23 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) tool(w http.ResponseWriter, r *http.Request) {
 	var body struct {
-		Args map[string]any `json:"args"`
+		Args json.RawMessage `json:"args"`
 	}
 	if !decode(w, r, &body) {
 		return
 	}
+	// Numbers as written (runtime.DecodeArgs), not rounded to a float64:
+	// the checks and the tool see the id the client sent.
+	var args map[string]any
+	if len(body.Args) > 0 {
+		if err := runtime.DecodeArgs(body.Args, &args); err != nil {
+			writeJSON(w, http.StatusBadRequest, map[string]any{"error": errorBody{Kind: "bad_request", Message: "args: " + err.Error()}})
+			return
+		}
+	}
 	ctx, end := s.runContext(w, r)
 	defer end()
-	res, err := s.pl.Tool(ctx, runtime.ToolRequest{Name: r.PathValue("name"), Args: body.Args,
+	res, err := s.pl.Tool(ctx, runtime.ToolRequest{Name: r.PathValue("name"), Args: args,
 		IdempotencyKey: r.Header.Get("Idempotency-Key")})
 	if err != nil {
 		writeError(w, r, err, map[string]any{"attempts": res.Attempts})

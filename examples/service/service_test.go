@@ -147,6 +147,9 @@ func TestTools(t *testing.T) {
 		{"undeclared tool refused", "delete_everything", map[string]any{}, http.StatusForbidden, `is not declared in the policy's tools`},
 		{"refund without its order_id refused", "refund", map[string]any{"amount": 5}, http.StatusForbidden, `missing properties: 'order_id'`},
 		{"over-long order id refused", "lookup_order", map[string]any{"order_id": strings.Repeat("x", 65)}, http.StatusForbidden, `args.order_id: length must be \u003c= 64, but got 65`},
+		// 100.0000000000000000001 was decoded as 100, which passed the
+		// guard on amounts over 100.
+		{"amount float64 cannot hold refused", "refund", map[string]any{"order_id": "B7", "amount": json.RawMessage(`100.0000000000000000001`)}, http.StatusForbidden, `args.amount: 100.0000000000000000001`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -189,6 +192,9 @@ func TestBadRequest(t *testing.T) {
 	resp, body := post(t, ts, "/v1/chat", "r", map[string]any{"modle": "x"})
 	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
 	assert.Contains(t, string(body), "unknown field")
+	resp, body = post(t, ts, "/v1/tools/refund", "r", map[string]any{"args": []int{1}})
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	assert.Contains(t, string(body), "args: ")
 }
 
 func TestEndRunDropsTheRunsLedger(t *testing.T) {

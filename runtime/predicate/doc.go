@@ -88,11 +88,17 @@
 //     null (args.note == null) is a cel/type issue whose message names the test to write
 //     instead (!has(args.note)); so is comparing with null a variable of the stage or an object
 //     field of one (args, request.params), which is always there.
-//   - Numbers arrive as float64 or json.Number. A field typed int is converted to int when it is
-//     read (an integral float64 or json.Number; a fraction is an evaluation error), a double
-//     field from json.Number to double; lists and maps of numbers are converted the same way.
-//     Conversion happens at access, so arguments a predicate does not read cost nothing, and the
-//     caller's map is never modified. Inside dyn values, json.Number reads as double.
+//   - Numbers arrive as float64, int64 or json.Number (the runtime decodes arguments to float64,
+//     and to int64 an integer a float64 cannot hold exactly, such as 9007199254740993). A field
+//     typed int is converted to int when it is read (an integral float64, an int64 or json.Number;
+//     a fraction is an evaluation error), a double field to double; lists and maps of numbers are
+//     converted the same way. Conversion happens at access, so arguments a predicate does not
+//     read cost nothing, and the caller's map is never modified. Inside dyn values, an int64 reads as
+//     int and a json.Number as double, or as int where only an int holds it (9007199254740993),
+//     as the runtime decodes arguments. A number is never read as a neighbour: a json.Number
+//     neither holds exactly (0.1000000000000000055511151231257827, 1e400) read in a dyn value or
+//     as a double, 9007199254740993.0 read as an int, and an int64 read as a double where a
+//     double does not hold it, are evaluation errors.
 //
 // Without schemas args is map(string, dyn): nothing is checked, and Checked.ReadsUntypedArgs
 // tells the compiler to warn with cel/untyped-args.

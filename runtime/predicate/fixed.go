@@ -2,12 +2,13 @@ package predicate
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 
 	"github.com/google/cel-go/checker"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
+
+	"github.com/agentc-dev/agentc/internal/jsonnum"
 )
 
 // Default size hints used by the static cost estimate where nothing declares a bound. They are
@@ -280,7 +281,7 @@ func toolCallFields() []*field {
 func decodeToolArgs(p *ToolCall) ref.Val {
 	args := map[string]any{}
 	if len(bytes.TrimSpace(p.Arguments)) > 0 {
-		if err := json.Unmarshal(p.Arguments, &args); err != nil || args == nil {
+		if err := jsonnum.Decode(p.Arguments, &args); err != nil || args == nil {
 			return types.NewErr("tool call %q (%s): arguments are not a JSON object", p.ID, p.Name)
 		}
 	}

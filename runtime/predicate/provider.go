@@ -2,6 +2,7 @@ package predicate
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -11,6 +12,8 @@ import (
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
+
+	"github.com/agentc-dev/agentc/internal/jsonnum"
 )
 
 // objectType is one CEL object type served by the provider: either a fixed type backed by a Go
@@ -128,7 +131,7 @@ func (a *adapter) NativeToValue(value any) ref.Val {
 	case []any:
 		return types.NewDynamicList(a, v)
 	case json.Number:
-		return jsonNumberToDouble(v)
+		return jsonNumberValue(v)
 	case *string:
 		return types.String(*v)
 	case *RunInfo:
@@ -189,12 +192,22 @@ func objectList[T any](t *objectType, elems []T) traits.Lister {
 	return types.NewRefValList(typeAdapter, vals)
 }
 
-func jsonNumberToDouble(n json.Number) ref.Val {
-	f, err := strconv.ParseFloat(string(n), 64)
-	if err != nil {
-		return types.NewErr("invalid JSON number %q", string(n))
+// jsonNumberValue reads a JSON number as the runtime decodes one
+// (runtime.DecodeArgs): a double when a double holds it exactly, an int
+// when it is an integer only an int holds; any other (more digits, an
+// exponent out of range, an integer beyond int) is an error, never a
+// neighbour.
+func jsonNumberValue(n json.Number) ref.Val {
+	switch x := jsonnum.Number(n).(type) {
+	case float64:
+		return types.Double(x)
+	case int64:
+		return types.Int(x)
 	}
-	return types.Double(f)
+	if _, err := strconv.ParseFloat(string(n), 64); err != nil && !errors.Is(err, strconv.ErrRange) {
+		return types.NewErr("invalid JSON number %q", clipNumber(n))
+	}
+	return types.NewErr("the number %s is held exactly by neither a double nor an int", clipNumber(n))
 }
 
 // object is the CEL value of a fixed object type. v is a pointer to the Go struct; field access

@@ -14,6 +14,8 @@ import (
 
 	"github.com/google/cel-go/checker"
 	"github.com/google/cel-go/common/types"
+
+	"github.com/agentc-dev/agentc/internal/jsonnum"
 )
 
 // schemaKind is the CEL-relevant shape of a JSON Schema node.
@@ -938,9 +940,10 @@ func toInt(v any) (any, error) {
 		if i, err := strconv.ParseInt(string(x), 10, 64); err == nil {
 			return types.Int(i), nil
 		}
-		f, err := strconv.ParseFloat(string(x), 64)
-		if err != nil {
-			return nil, fmt.Errorf("want an integer, got %q", string(x))
+		f, ok := jsonnum.ExactFloat(x)
+		if !ok {
+			// 9007199254740993.0 would be read as 9007199254740992.
+			return nil, fmt.Errorf("want an integer, got %s, which is not held exactly", clipNumber(x))
 		}
 		return toInt(f)
 	case int:
@@ -962,15 +965,15 @@ func toDouble(v any) (any, error) {
 	case float64:
 		return types.Double(x), nil
 	case json.Number:
-		f, err := strconv.ParseFloat(string(x), 64)
-		if err != nil {
-			return nil, fmt.Errorf("want a number, got %q", string(x))
+		f, ok := jsonnum.ExactFloat(x)
+		if !ok {
+			return nil, fmt.Errorf("want a number a double holds exactly, got %s", clipNumber(x))
 		}
 		return types.Double(f), nil
 	case int:
-		return types.Double(x), nil
+		return intToDouble(int64(x))
 	case int64:
-		return types.Double(x), nil
+		return intToDouble(x)
 	case int32:
 		return types.Double(x), nil
 	case float32:
@@ -979,6 +982,25 @@ func toDouble(v any) (any, error) {
 		return x, nil
 	}
 	return nil, fmt.Errorf("want a number, got %s", jsonKind(v))
+}
+
+// intToDouble converts an integer to a double, or fails when a double does
+// not hold it exactly (9007199254740993 would be read as
+// 9007199254740992).
+func intToDouble(i int64) (any, error) {
+	f := float64(i)
+	if f < 1<<63 && int64(f) == i {
+		return types.Double(f), nil
+	}
+	return nil, fmt.Errorf("want a number a double holds exactly, got the integer %d", i)
+}
+
+// clipNumber returns the text of n, shortened when long.
+func clipNumber(n json.Number) string {
+	if len(n) > 40 {
+		return string(n[:40]) + "..."
+	}
+	return string(n)
 }
 
 // jsonKind names the JSON kind of a decoded value for error messages.

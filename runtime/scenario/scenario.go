@@ -70,10 +70,12 @@ import (
 	"io"
 	"maps"
 	"net/netip"
+	"reflect"
 	"slices"
 	"strings"
 
 	"github.com/agentc-dev/agentc/internal/fieldpath"
+	"github.com/agentc-dev/agentc/internal/jsonnum"
 	"github.com/agentc-dev/agentc/internal/jsonwalk"
 	"github.com/agentc-dev/agentc/runtime"
 )
@@ -307,6 +309,7 @@ func parse(data []byte, positions bool) (*Scenario, error) {
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
+	dec.UseNumber()
 	var s Scenario
 	if err := dec.Decode(&s); err != nil {
 		var te *json.UnmarshalTypeError
@@ -337,11 +340,71 @@ func parse(data []byte, positions bool) (*Scenario, error) {
 			return nil, &Error{Problems: []Problem{*p}}
 		}
 	}
+	exactNumbers(reflect.ValueOf(&s))
 	if errs := s.check(); len(errs) > 0 {
 		return nil, problems(src, errs)
 	}
 	s.src = src
 	return &s, nil
+}
+
+// exactNumbers turns each json.Number decoded into a free-form value of v
+// (tool arguments, scripted calls and results, metadata) into the value a
+// real call's arguments decode to (runtime.DecodeArgs): a float64, as
+// encoding/json gives it, where float64 holds the number exactly; an int64
+// for an integer only int64 holds; else the json.Number, which the tool
+// chain refuses as it refuses such a number in a real call. A scenario
+// runs with the numbers it writes, never a float64 neighbour of one.
+func exactNumbers(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if !v.IsNil() {
+			exactNumbers(v.Elem())
+		}
+	case reflect.Interface:
+		if !v.IsNil() && v.CanSet() {
+			switch x := v.Interface().(type) {
+			case json.Number, map[string]any, []any:
+				v.Set(reflect.ValueOf(jsonnum.Convert(x)))
+			}
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				exactNumbers(v.Field(i))
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		if holdsAny(v.Type().Elem()) {
+			for i := range v.Len() {
+				exactNumbers(v.Index(i))
+			}
+		}
+	case reflect.Map:
+		if m, ok := v.Interface().(map[string]any); ok {
+			jsonnum.Convert(m)
+			return
+		}
+		if !holdsAny(v.Type().Elem()) {
+			return
+		}
+		for _, k := range v.MapKeys() {
+			e := reflect.New(v.Type().Elem()).Elem()
+			e.Set(v.MapIndex(k))
+			exactNumbers(e)
+			v.SetMapIndex(k, e)
+		}
+	}
+}
+
+// holdsAny reports whether a value of t may hold a free-form value (an
+// interface, or a pointer, struct, slice, array or map that may hold one).
+func holdsAny(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Interface, reflect.Pointer, reflect.Struct, reflect.Slice, reflect.Array, reflect.Map:
+		return true
+	}
+	return false
 }
 
 // repeatedKey returns the first key of data that repeats a key of the same

@@ -3,7 +3,9 @@ package jsonvalue
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"strconv"
@@ -394,6 +396,22 @@ func Plain(v any) bool {
 	return false
 }
 
+// Decode decodes the JSON text b, numbers as json.Number (as written, so
+// that encoding the value again writes them unchanged). Text after the
+// value is an error.
+func Decode(b []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var out any
+	if err := dec.Decode(&out); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("text after the JSON value")
+	}
+	return out, nil
+}
+
 // ToPlain returns v as Plain reads it: v itself when it is Plain, else its
 // JSON form decoded (numbers as json.Number). A value with no JSON form (a
 // NaN, a channel) is an error: it cannot be read.
@@ -405,10 +423,8 @@ func ToPlain(v any) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("it has no JSON form: %w", err)
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var out any
-	if err := dec.Decode(&out); err != nil {
+	out, err := Decode(b)
+	if err != nil {
 		return nil, fmt.Errorf("its JSON form does not decode: %w", err)
 	}
 	return out, nil

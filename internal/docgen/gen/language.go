@@ -471,6 +471,10 @@ func (p *langPage) celSection() {
 		"A null reads as absent in every object a predicate reads, typed or not: in `args` and the objects and maps inside it, `run.meta`, `session.meta`, `item.metadata`, a tool result and a tool call's `args`, `has()` is false for it, an optional read (`args.?reason`, `args.?ship.?zip`, `m[?'k']`) is empty and `orValue` gives its default, `'k' in m` is false, `size()` and iteration skip it, and a plain read is a \"no such key\" error, so `deny: \"args.?reason.orValue('') == ''\"` blocks `{\"reason\": null}` as it blocks a call without a reason; only a list keeps its null elements (`args.tags[0] == null`), and a map's values are typed as the schema types them, a null among them absent. " +
 		"A predicate reading a key of an optional map (`item.metadata.KEY` in `admit`, `run.meta.KEY`, `session.meta.KEY`, `request.params.metadata.KEY`) without testing the key first is warned about " +
 		"([`cel/unchecked-key`](rules.md#cel-unchecked-key)): where the key is absent the read fails, and unless the rest of the predicate decides it, `admit` refuses the item, a guard follows its `on_error` (blocking by default), a `when` applies its layer. " +
+		"A number is read as the call carries it, never as a neighbour: an argument typed `integer` is an int (`9007199254740993` exactly, not the `float64` `9007199254740992`), " +
+		"untyped it is an int where only an int holds it and a double otherwise, and a number the type cannot hold exactly (that integer read where the schema says `number`, a double; " +
+		"a decimal with more digits than a double holds in a tool result) is an evaluation error, decided by `on_error`; a call whose arguments hold a number that neither a `float64` " +
+		"nor an `int64` holds is refused by layer `tools` before any guard runs ([embedding.md](embedding.md#calls)). " +
 		"A constraint's `when` reads `outer` and `inner`, the configs of the two entries it orders, " +
 		"typed from the config fields of their builtins (`outer.trial` for an `audit` layer is a `cel/type` error). " +
 		"A state handler's `deny` and `set` ([`state`](#state)) read `value` (the value set, or the element appended), " +

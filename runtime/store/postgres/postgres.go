@@ -1130,7 +1130,7 @@ func (s *Store) Records(ctx context.Context, runID string) ([]runtime.AuditRecor
 		r.Duration = time.Duration(d)
 		r.Phase, r.Decision = runtime.AuditPhase(phase), runtime.AuditDecision(dc)
 		if args != nil {
-			if err := json.Unmarshal(args, &r.Args); err != nil {
+			if err := runtime.DecodeArgs(args, &r.Args); err != nil {
 				return nil, fmt.Errorf("postgres audit records: args: %w", err)
 			}
 		}

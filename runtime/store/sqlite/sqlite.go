@@ -293,7 +293,7 @@ func (s *Store) Records(ctx context.Context, runID string) ([]runtime.AuditRecor
 		r.Duration = time.Duration(d)
 		r.Phase, r.Decision = runtime.AuditPhase(phase), runtime.AuditDecision(dc)
 		if args.Valid {
-			if err := json.Unmarshal([]byte(args.String), &r.Args); err != nil {
+			if err := runtime.DecodeArgs([]byte(args.String), &r.Args); err != nil {
 				return nil, fmt.Errorf("sqlite audit records: args: %w", err)
 			}
 		}

@@ -830,7 +830,9 @@ func Audit(t *testing.T, s runtime.AuditSink, records func(ctx context.Context, 
 	at := time.Now().UTC().Truncate(time.Microsecond)
 	in := []runtime.AuditRecord{
 		{Time: at, Layer: "audit", Stage: "tool", Tool: "refund", Phase: runtime.PhaseIntent, RunID: run, IdempotencyKey: "k1",
-			ArgsDigest: "d1", Args: map[string]any{"order_id": "A1"}},
+			ArgsDigest: "d1", Args: map[string]any{"order_id": "A1", "amount": 12.5, "n": 3.0,
+				// read back as the call carried it, not as 9007199254740992
+				"account": int64(9007199254740993)}},
 		{Time: at.Add(time.Millisecond), Layer: "audit", Stage: "tool", Tool: "refund", Phase: runtime.PhaseOutcome,
 			Decision: runtime.DecisionFailed, ErrorType: "transient", ErrorMessage: "boom", Attempts: 2, RunID: run,
 			IdempotencyKey: "k1", Duration: time.Millisecond, ArgsDigest: "d1"},

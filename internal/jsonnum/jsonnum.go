@@ -1,0 +1,246 @@
+// Package jsonnum decodes JSON so that each number is the value its text
+// spells, never a neighbour: encoding/json rounds every number to a
+// float64, so 9007199254740993 decodes as 9007199254740992 and
+// 0.1000000000000000055511151231257827 as 0.1, and a check that decides on
+// the decoded value decides on another number than the text carries.
+//
+// A number float64 holds exactly decodes as a float64, as with
+// encoding/json: one whose text spells the same number as the float64's
+// shortest decimal form (5, 0.1, 1.50, 1e300, 100000000000000000000), the
+// form encoding/json writes it back in. An integer written without
+// fraction or exponent that float64 cannot hold so (9007199254740993,
+// 1152921504606846976) but int64 can decodes as an int64. Any other number
+// (more significant digits than float64 holds, an exponent out of its
+// range, an integer beyond int64) stays a json.Number of its text, which
+// Inexact reports.
+package jsonnum
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Decode decodes data into v (a pointer, as for json.Unmarshal), numbers
+// as the package says, and refuses data after the value as json.Unmarshal
+// does.
+func Decode(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		if errors.Is(err, io.EOF) {
+			return io.ErrUnexpectedEOF
+		}
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("invalid character after top-level value")
+	}
+	switch p := v.(type) {
+	case *any:
+		*p = Convert(*p)
+	case *map[string]any:
+		Convert(*p)
+	case *[]any:
+		Convert(*p)
+	}
+	return nil
+}
+
+// Convert replaces, in place, each json.Number in the maps and slices of
+// v by its value (Number), and returns v with its own number converted.
+func Convert(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			switch e.(type) {
+			case json.Number, map[string]any, []any:
+				x[k] = Convert(e)
+			}
+		}
+	case []any:
+		for i, e := range x {
+			switch e.(type) {
+			case json.Number, map[string]any, []any:
+				x[i] = Convert(e)
+			}
+		}
+	case json.Number:
+		return Number(x)
+	}
+	return v
+}
+
+// Number returns the value of n: a float64 when float64 holds it exactly
+// (see the package documentation), an int64 when it is an integer that
+// int64 holds and float64 does not, else n itself.
+func Number(n json.Number) any {
+	s := string(n)
+	if f, ok := exactFloat(s); ok {
+		return f
+	}
+	if !strings.ContainsAny(s, ".eE") {
+		if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+			return i
+		}
+	}
+	return n
+}
+
+// Exact reports whether n is a number Number converts (float64 or int64
+// hold it exactly).
+func Exact(n json.Number) bool {
+	_, ok := Number(n).(json.Number)
+	return !ok
+}
+
+// ExactFloat returns the float64 of n and whether it is exactly the number
+// n spells.
+func ExactFloat(n json.Number) (float64, bool) { return exactFloat(string(n)) }
+
+// HasInexact reports whether v holds a json.Number that Exact refuses, in
+// its maps and slices at any depth. It allocates nothing.
+func HasInexact(v any) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		for _, e := range x {
+			if HasInexact(e) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if HasInexact(e) {
+				return true
+			}
+		}
+	case json.Number:
+		return !Exact(x)
+	}
+	return false
+}
+
+// Inexact calls yield with the path (root, then .KEY or .INDEX per level)
+// and the text of each json.Number in v that Exact refuses, until yield
+// returns false. Map members are visited in no particular order.
+func Inexact(v any, root string, yield func(path string, n json.Number) bool) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if !Inexact(e, root+"."+k, yield) {
+				return false
+			}
+		}
+	case []any:
+		for i, e := range x {
+			if !Inexact(e, root+"."+strconv.Itoa(i), yield) {
+				return false
+			}
+		}
+	case json.Number:
+		if !Exact(x) {
+			return yield(root, x)
+		}
+	}
+	return true
+}
+
+// exactFloat parses the JSON number s and reports whether the float64 is
+// the number s spells: its shortest decimal form has the same digits and
+// exponent.
+func exactFloat(s string) (float64, bool) {
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0, false
+	}
+	// Two decimals of at most 15 significant digits are further apart
+	// than a float64's spacing, so one that parses to a normal float64
+	// (or to zero, written as zero) is that float64's shortest form.
+	switch n := significant(s); {
+	case n == 0:
+		return f, true
+	case n <= 15 && math.Abs(f) >= smallestNormal:
+		return f, true
+	}
+	return f, sameDecimal(s, f)
+}
+
+// sameDecimal reports whether the JSON number s spells the same number as
+// the shortest decimal form of f.
+func sameDecimal(s string, f float64) bool {
+	want, ok := decimal(s)
+	if !ok {
+		return false
+	}
+	got, _ := decimal(strconv.FormatFloat(f, 'e', -1, 64))
+	return want == got
+}
+
+// smallestNormal is the smallest positive normal float64: below it a
+// float64 holds fewer digits.
+const smallestNormal = 0x1p-1022
+
+// significant counts the significant digits of the JSON number s, leading
+// and trailing zeros left out.
+func significant(s string) int {
+	n, zeros, started := 0, 0, false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == 'e' || c == 'E':
+			return n - zeros
+		case c < '0' || c > '9':
+		case c == '0' && !started:
+		case c == '0':
+			n++
+			zeros++
+		default:
+			started = true
+			n++
+			zeros = 0
+		}
+	}
+	return n - zeros
+}
+
+// dec is a decimal number: digits (no leading or trailing zero) times ten
+// to exp, negated when neg; zero is the zero dec.
+type dec struct {
+	neg    bool
+	digits string
+	exp    int
+}
+
+// decimal returns the decimal number of s, a JSON number or a number
+// formatted by strconv in the 'e' format; false when its exponent does not
+// fit an int.
+func decimal(s string) (dec, bool) {
+	var d dec
+	if strings.HasPrefix(s, "-") {
+		d.neg, s = true, s[1:]
+	}
+	mant, exp := s, ""
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		mant, exp = s[:i], s[i+1:]
+	}
+	intPart, frac, _ := strings.Cut(mant, ".")
+	digits := strings.TrimLeft(intPart+frac, "0")
+	trimmed := strings.TrimRight(digits, "0")
+	if trimmed == "" {
+		return dec{}, true
+	}
+	e := 0
+	if exp != "" {
+		var err error
+		if e, err = strconv.Atoi(exp); err != nil {
+			return dec{}, false
+		}
+	}
+	d.digits = trimmed
+	d.exp = e - len(frac) + len(digits) - len(trimmed)
+	return d, true
+}

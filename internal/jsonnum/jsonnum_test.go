@@ -1,0 +1,103 @@
+package jsonnum
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestNumber(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		want any
+	}{
+		{"5", float64(5)},
+		{"-5", float64(-5)},
+		{"0", float64(0)},
+		{"-0", float64(0)},
+		{"0.1", 0.1},
+		{"1.50", 1.5},
+		{"1e2", float64(100)},
+		{"1E+2", float64(100)},
+		{"12.5e-1", 1.25},
+		{"1e300", 1e300},
+		{"0e999999999999999999999", float64(0)},
+		{"5e-324", 5e-324},
+		{"100000000000000000000", 1e20},
+		{"9007199254740992", float64(9007199254740992)},
+		{"9007199254740993", int64(9007199254740993)},
+		{"-9007199254740993", int64(-9007199254740993)},
+		{"9223372036854775807", int64(9223372036854775807)},
+		{"1152921504606846976", int64(1152921504606846976)},
+		{"9223372036854775808", json.Number("9223372036854775808")},
+		{"9223372036854775809", json.Number("9223372036854775809")},
+		{"123456789012345678901234567890", json.Number("123456789012345678901234567890")},
+		{"9007199254740993.0", json.Number("9007199254740993.0")},
+		{"0.1000000000000000055511151231257827", json.Number("0.1000000000000000055511151231257827")},
+		{"1e400", json.Number("1e400")},
+		{"-1e400", json.Number("-1e400")},
+		{"1e-400", json.Number("1e-400")},
+		{"1e-99999999999999999999999", json.Number("1e-99999999999999999999999")},
+		{"3e-324", json.Number("3e-324")},
+	} {
+		got := Number(json.Number(tc.text))
+		assert.Equal(t, tc.want, got, tc.text)
+		_, inexact := tc.want.(json.Number)
+		assert.Equal(t, !inexact, Exact(json.Number(tc.text)), tc.text)
+	}
+}
+
+func TestDecode(t *testing.T) {
+	var m map[string]any
+	require.NoError(t, Decode([]byte(`{"a": [1, 9007199254740993, {"b": 1e400}], "c": "x"}`), &m))
+	assert.Equal(t, map[string]any{"a": []any{float64(1), int64(9007199254740993), map[string]any{"b": json.Number("1e400")}}, "c": "x"}, m)
+	var paths []string
+	Inexact(m, "args", func(p string, n json.Number) bool { paths = append(paths, p+"="+string(n)); return true })
+	assert.Equal(t, []string{"args.a.2.b=1e400"}, paths)
+
+	var v any
+	require.NoError(t, Decode([]byte(` 12 `), &v))
+	assert.Equal(t, float64(12), v)
+	for _, bad := range []string{``, `{`, `{} {}`, `{}]`, `[1,]`} {
+		assert.Error(t, Decode([]byte(bad), &v), bad)
+	}
+}
+
+// TestShortcutAgreesWithTheDigits: the shortcut for numbers of at most 15
+// significant digits decides as comparing the digits does.
+func TestShortcutAgreesWithTheDigits(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 200000 {
+		var b strings.Builder
+		if r.IntN(2) == 0 {
+			b.WriteByte('-')
+		}
+		digits := 1 + r.IntN(20)
+		point := r.IntN(digits + 1)
+		for i := range digits {
+			if i == point && i > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteByte(byte('0' + r.IntN(10)))
+		}
+		if r.IntN(2) == 0 {
+			b.WriteString("e" + strconv.Itoa(r.IntN(660)-330))
+		}
+		s := b.String()
+		f, ok := exactFloat(s)
+		pf, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			require.False(t, ok, s)
+			continue
+		}
+		require.Equal(t, sameDecimal(s, pf), ok, s)
+		if ok {
+			require.Equal(t, pf, f, s)
+		}
+	}
+}

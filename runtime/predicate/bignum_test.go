@@ -1,0 +1,100 @@
+package predicate
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestEvalNumbersAreNotRounded: a number a double cannot hold was read
+// rounded to a neighbour, so a predicate decided on another number than
+// the arguments carry (9007199254740993 read as 9007199254740992, which a
+// deny of ids above 9007199254740992 let through). An integer is read
+// exactly where an int is wanted; where a double is wanted, or in a dyn
+// value, a number a double does not hold exactly is an evaluation error
+// (a guard's on_error decides it: closed by default).
+func TestEvalNumbersAreNotRounded(t *testing.T) {
+	env := mustEnv(t, EnvConfig{Stage: Tool, ArgsSchemas: []json.RawMessage{json.RawMessage(`{"type": "object",
+		"properties": {"id": {"type": "integer"}, "rate": {"type": "number"}, "ids": {"type": "array", "items": {"type": "integer"}}}}`)}})
+	ctx := context.Background()
+	eval := func(src string, args map[string]any) (bool, error) {
+		t.Helper()
+		return mustCompile(t, env, src).Eval(ctx, &ToolVars{Args: args})
+	}
+	for _, tc := range []struct {
+		src  string
+		args map[string]any
+	}{
+		{"has(args.id) && args.id > 9007199254740992", map[string]any{"id": int64(9007199254740993)}},
+		{"has(args.id) && args.id > 9007199254740992", map[string]any{"id": json.Number("9007199254740993")}},
+		{"has(args.ids) && args.ids.exists(i, i == 9007199254740993)", map[string]any{"ids": []any{int64(9007199254740993)}}},
+		{"has(args.id) && args.id == 1152921504606846977", map[string]any{"id": int64(1152921504606846977)}},
+	} {
+		got, err := eval(tc.src, tc.args)
+		require.NoError(t, err, tc.src)
+		assert.True(t, got, "%s on %v", tc.src, tc.args)
+	}
+	for _, tc := range []struct {
+		src  string
+		args map[string]any
+	}{
+		{"has(args.id) && args.id == 9007199254740992", map[string]any{"id": json.Number("9007199254740993.0")}},
+		{"has(args.rate) && args.rate == 9007199254740992.0", map[string]any{"rate": int64(9007199254740993)}},
+		{"has(args.rate) && args.rate == 0.1", map[string]any{"rate": json.Number("0.1000000000000000055511151231257827")}},
+	} {
+		_, err := eval(tc.src, tc.args)
+		assert.Error(t, err, "%s on %v", tc.src, tc.args)
+	}
+	// Untyped, a json.Number reads as a double, or as an int where only
+	// an int holds it; one neither holds is an error.
+	dyn := mustEnv(t, EnvConfig{Stage: Tool})
+	for _, n := range []string{"1e-400", "0.1000000000000000055511151231257827", "9007199254740993.0", "123456789012345678901234567890"} {
+		_, err := mustCompile(t, dyn, "args.x < 1.0").Eval(ctx, &ToolVars{Args: map[string]any{"x": json.Number(n)}})
+		assert.Error(t, err, n)
+	}
+	got, err := mustCompile(t, dyn, "args.x == 9007199254740993 && args.x > 9007199254740992").Eval(ctx, &ToolVars{Args: map[string]any{"x": json.Number("9007199254740993")}})
+	require.NoError(t, err)
+	assert.True(t, got)
+	// Numbers a double holds read as they always did.
+	got, err = eval("has(args.rate) && args.rate == 0.1 && has(args.id) && args.id == 5", map[string]any{
+		"rate": json.Number("0.1"), "id": json.Number("5")})
+	require.NoError(t, err)
+	assert.True(t, got)
+	got, err = mustCompile(t, dyn, "args.x == 2.5").Eval(ctx, &ToolVars{Args: map[string]any{"x": json.Number("2.50")}})
+	require.NoError(t, err)
+	assert.True(t, got)
+}
+
+// TestEvalResponseToolCallArgsAreNotRounded: a chat guard reading a
+// proposed call's arguments (response.tool_calls[i].args) read an integer
+// above 2^53 rounded.
+func TestEvalResponseToolCallArgsAreNotRounded(t *testing.T) {
+	env := mustEnv(t, EnvConfig{Stage: Chat, Phase: After})
+	p := mustCompile(t, env, "response.tool_calls.exists(c, c.args.id > 9007199254740992)")
+	got, err := p.Eval(context.Background(), &ChatVars{HasResponse: true, Response: ChatResponse{
+		ToolCalls: []ToolCall{{ID: "c1", Name: "close", Arguments: json.RawMessage(`{"id": 9007199254740993}`)}}}})
+	require.NoError(t, err)
+	assert.True(t, got)
+	p = mustCompile(t, env, "response.tool_calls.exists(c, c.args.rate == 0.1)")
+	_, err = p.Eval(context.Background(), &ChatVars{HasResponse: true, Response: ChatResponse{
+		ToolCalls: []ToolCall{{ID: "c1", Name: "pay", Arguments: json.RawMessage(`{"rate": 0.1000000000000000055511151231257827}`)}}}})
+	assert.Error(t, err)
+}
+
+// TestEvalResultNumbersAreNotRounded: a tool's result parsed from its JSON
+// text (numbers as json.Number) read a balance of 9007199254740993 as the
+// double 9007199254740992, so an after-phase guard denying balances above
+// 9007199254740992 let the result through to the client, which read the
+// text.
+func TestEvalResultNumbersAreNotRounded(t *testing.T) {
+	env := mustEnv(t, EnvConfig{Stage: Tool, Phase: After})
+	p := mustCompile(t, env, "has(result.balance) && result.balance > 9007199254740992")
+	got, err := p.Eval(context.Background(), &ToolVars{HasResult: true, Result: map[string]any{"balance": json.Number("9007199254740993")}})
+	require.NoError(t, err)
+	assert.True(t, got)
+	_, err = p.Eval(context.Background(), &ToolVars{HasResult: true, Result: map[string]any{"balance": json.Number("9007199254740992.5")}})
+	assert.Error(t, err, "a number neither a double nor an int holds is an error")
+}
