@@ -1189,11 +1189,9 @@ func (p *mcpProxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 		c = caller{key: k.name, tenant: k.tenant}
 	}
 	name := req.Params.Name
-	var args map[string]any
-	if len(req.Params.Arguments) > 0 && string(req.Params.Arguments) != "null" {
-		if err := json.Unmarshal(req.Params.Arguments, &args); err != nil {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "arguments must be a JSON object: " + err.Error()}
-		}
+	args, err := callArgs(req.Params.Arguments)
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "arguments must be a JSON object: " + err.Error()}
 	}
 	run := runtime.Run{Agent: "serve", Tenant: c.tenant}
 	if c.tenant != "" {
@@ -1237,6 +1235,27 @@ func (p *mcpProxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}, nil
 	}
 	return toolResult(res.Value), nil
+}
+
+// callArgs decodes a tools/call's arguments, numbers as json.Number: the
+// tool chain reads them as numbers (runtime/predicate), and the upstream is
+// sent them digit for digit. Decoded as float64, an account number past
+// 2^53 or an amount with more digits than a float64 holds would reach the
+// upstream as another number than the client sent.
+func callArgs(raw json.RawMessage) (map[string]any, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var args map[string]any
+	if err := dec.Decode(&args); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("more than one JSON value")
+	}
+	return args, nil
 }
 
 // observeTool counts a tool call's outcome, retries, blocks and refusals.

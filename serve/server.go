@@ -59,6 +59,8 @@ type Options struct {
 	// call then fails as unregistered). It is called on every load.
 	Models func(ctx context.Context, p *plan.Plan) (map[string]runtime.ModelClient, error)
 	// Tools are host tools, served beside the upstream MCP servers' tools.
+	// The numbers of a call's arguments reach them as json.Number, as the
+	// client wrote them.
 	Tools map[string]runtime.ToolFunc
 	// Deps are further dependencies of the pipeline (stores, tracer...);
 	// Models, Tools, Logger and Dir are set by the server, and Memory

@@ -1,0 +1,82 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// rawEcho serves a go-sdk MCP server whose tool transfer answers the
+// arguments it received, as their JSON text.
+func rawEcho(t *testing.T) string {
+	t.Helper()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "bank", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "transfer", Description: "Move money.", InputSchema: map[string]any{"type": "object"}},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(req.Params.Arguments)}}}, nil
+		})
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(ts.Close)
+	return ts.URL
+}
+
+// TestMCPCallKeepsItsNumbers: the upstream runs the call on the numbers
+// the client sent, digit for digit: an account number past 2^53 or an
+// amount with more digits than a float64 holds is not rounded on the way.
+func TestMCPCallKeepsItsNumbers(t *testing.T) {
+	policy := fmt.Sprintf(`package gw
+
+keys: agent: {sha256: "%s", tenant: "bank"}
+mcp: servers: bank: url: "%s"
+tools: transfer: {side_effecting: true, args: {type: "object", properties: {account: {type: "integer"}, amount: {type: "number"}}}}
+chains: tool: [
+	{use: "guard", name: "limit", deny: "args.amount > 1000.0", message: "over the limit"},
+]
+`, sha("agent-key"), rawEcho(t))
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, policy))})
+	cs := connectProxy(t, s.url, "agent-key", nil)
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "transfer",
+		Arguments: json.RawMessage(`{"account": 12345678901234567891, "amount": 999.99000000000000001}`)})
+	require.NoError(t, err)
+	require.False(t, res.IsError, text(t, res))
+	assert.Contains(t, text(t, res), `12345678901234567891`)
+	assert.Contains(t, text(t, res), `999.99000000000000001`)
+}
+
+// TestMCPGuardReadsExactNumbers: the chain reads the numbers kept exact as
+// numbers: a guard's bound and the args schema still refuse.
+func TestMCPGuardReadsExactNumbers(t *testing.T) {
+	policy := fmt.Sprintf(`package gw
+
+keys: agent: {sha256: "%s", tenant: "bank"}
+mcp: servers: bank: url: "%s"
+tools: transfer: {side_effecting: true, args: {type: "object", properties: {account: {type: "integer"}, amount: {type: "number", minimum: 0}}}}
+chains: tool: [
+	{use: "guard", name: "limit", deny: "args.amount > 1000.0", message: "over the limit"},
+]
+`, sha("agent-key"), rawEcho(t))
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, policy))})
+	cs := connectProxy(t, s.url, "agent-key", nil)
+	for args, want := range map[string]string{
+		`{"account": 1, "amount": 1000.00000000000000001}`:   "",
+		`{"account": 1, "amount": 1000.5}`:                   "blocked by limit",
+		`{"account": 1.5, "amount": 1}`:                      "args.account",
+		`{"account": 1, "amount": -0.000000000000000000001}`: "args.amount",
+	} {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "transfer", Arguments: json.RawMessage(args)})
+		require.NoError(t, err)
+		if want == "" {
+			assert.False(t, res.IsError, "%s: %s", args, text(t, res))
+			continue
+		}
+		assert.True(t, res.IsError, args)
+		assert.Contains(t, text(t, res), want, args)
+	}
+}
