@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -173,7 +174,7 @@ func (s *Server) admitProposals(ctx context.Context, pl *runtime.Pipeline, offer
 			s.observeRefusal(plan.StageTool, err)
 			return err
 		}
-		req, err := call.Request()
+		req, err := proposedRequest(&call)
 		if _, cerr := call.CustomInput(); call.Custom && cerr != nil {
 			// A layer rewrote a custom call's arguments into an object
 			// that holds no text: the client would run other text than
@@ -199,6 +200,21 @@ func (s *Server) admitProposals(ctx context.Context, pl *runtime.Pipeline, offer
 		}
 	}
 	return nil
+}
+
+// proposedRequest returns the tool-chain request of a proposed call, its
+// numbers as written (objectArgs): the client runs the call on them, so the
+// chain checks them, not the float64 next to them. Empty arguments are an
+// empty object.
+func proposedRequest(call *runtime.ToolUse) (runtime.ToolRequest, error) {
+	if len(bytes.TrimSpace(call.Arguments)) == 0 {
+		return runtime.ToolRequest{Name: call.Name, Args: map[string]any{}}, nil
+	}
+	args, err := objectArgs(call.Arguments)
+	if err != nil {
+		return runtime.ToolRequest{}, err
+	}
+	return runtime.ToolRequest{Name: call.Name, Args: args}, nil
 }
 
 // repeatedKey returns the first key an object of the JSON args gives

@@ -1237,20 +1237,30 @@ func (p *mcpProxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	return toolResult(res.Value), nil
 }
 
-// callArgs decodes a tools/call's arguments, numbers as json.Number: the
-// tool chain reads them as numbers (runtime/predicate), and the upstream is
-// sent them digit for digit. Decoded as float64, an account number past
-// 2^53 or an amount with more digits than a float64 holds would reach the
-// upstream as another number than the client sent.
+// callArgs decodes a tools/call's arguments (objectArgs); none, or null,
+// are none.
 func callArgs(raw json.RawMessage) (map[string]any, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
+	return objectArgs(raw)
+}
+
+// objectArgs decodes the arguments of a tool call, a JSON object, numbers
+// as json.Number: the tool chain reads them as numbers
+// (runtime/predicate), and the tool is sent them digit for digit. Decoded
+// as float64, an account number past 2^53 or an amount with more digits
+// than a float64 holds would be checked, and run, as another number than
+// the one written.
+func objectArgs(raw json.RawMessage) (map[string]any, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var args map[string]any
 	if err := dec.Decode(&args); err != nil {
 		return nil, err
+	}
+	if args == nil {
+		return nil, errors.New("null is not an object")
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, errors.New("more than one JSON value")

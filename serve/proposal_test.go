@@ -25,6 +25,7 @@ tools: {
 	fetch_page: {url_arg: "url", args: {type: "object", properties: url: type: "string"}}
 	refund: args: {type: "object", required: ["amount"], properties: amount: type: "number"}
 	send_note: args: {type: "object", properties: text: type: "string"}
+	transfer: args: {type: "object", required: ["to"], properties: to: type: "integer"}
 }
 chains: tool: [
 	{use: "meter", budget: calls: 1},
@@ -32,6 +33,7 @@ chains: tool: [
 	{use: "egress", allow: ["api.example.com"], tools: ["fetch_page"]},
 	{use: "guard", name: "refund_limit", tools: ["refund"], deny: "args.amount > 100.0", message: "refunds over 100 need an approver"},
 	{use: "pii", action: "redact", tools: ["send_note"]},
+	{use: "guard", name: "frozen_accounts", tools: ["transfer"], deny: "args.to in [9007199254740993]", message: "the account is frozen"},
 	{use: "audit"},
 	{use: "retry", max_attempts: 2},
 ]`
@@ -109,6 +111,9 @@ var proposals = []struct{ name, tool, args, layer string }{
 	{"key twice", "refund", `{"amount":500,"amount":5}`, "tools"},
 	{"nested key twice", "send_note", `{"text":"hi","meta":[{"to":"x","to":"y"}]}`, "tools"},
 	{"key twice in another case", "refund", `{"amount":5,"Amount":500}`, "tools"},
+	// The client runs the call on the number as written: the chain reads
+	// it so too, not rounded to the float64 next to it (9007199254740992).
+	{"integer past 2^53", "transfer", `{"to":9007199254740993}`, "frozen_accounts"},
 }
 
 // TestProposedToolCallsAreAdmittedBeforeTheyAreRelayed: a tool call the
