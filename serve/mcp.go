@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -1246,12 +1247,13 @@ func callArgs(raw json.RawMessage) (map[string]any, error) {
 	return objectArgs(raw)
 }
 
-// objectArgs decodes the arguments of a tool call, a JSON object, numbers
-// as json.Number: the tool chain reads them as numbers
-// (runtime/predicate), and the tool is sent them digit for digit. Decoded
-// as float64, an account number past 2^53 or an amount with more digits
-// than a float64 holds would be checked, and run, as another number than
-// the one written.
+// objectArgs decodes the arguments of a tool call, a JSON object, its
+// numbers as written (json.Number) where a float64 could change them: the
+// tool chain reads them as numbers (runtime/predicate), and the tool is
+// sent them digit for digit. Decoded as float64, an account number past
+// 2^53 or an amount with more digits than a float64 holds would be
+// checked, and run, as another number than the one written. See
+// exactNumbers for the numbers that stay float64, and those refused.
 func objectArgs(raw json.RawMessage) (map[string]any, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
@@ -1265,7 +1267,57 @@ func objectArgs(raw json.RawMessage) (map[string]any, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, errors.New("more than one JSON value")
 	}
+	if err := exactNumbers(args); err != nil {
+		return nil, err
+	}
 	return args, nil
+}
+
+// maxExactNumber is the longest number kept as written: the checks on a
+// json.Number (an args schema's bounds) work on its exact value, at a cost
+// that grows with its digits and its exponent.
+const maxExactNumber = 64
+
+// exactNumbers turns the json.Number values of v (a decoded object or
+// array, changed in place) that are longer than maxExactNumber or written
+// with an exponent into float64, as encoding/json decodes them otherwise,
+// and refuses a number out of float64's range, as encoding/json does.
+func exactNumbers(v any) error {
+	var err error
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if x[k], err = exactNumber(e); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for i, e := range x {
+			if x[i], err = exactNumber(e); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// exactNumber returns v, or the float64 exactNumbers turns it into.
+func exactNumber(v any) (any, error) {
+	n, ok := v.(json.Number)
+	if !ok {
+		return v, exactNumbers(v)
+	}
+	f, err := strconv.ParseFloat(string(n), 64)
+	if err != nil {
+		if len(n) > maxExactNumber {
+			n = n[:maxExactNumber] + "..."
+		}
+		return nil, fmt.Errorf("the number %s is out of the range of a float64", n)
+	}
+	if len(n) > maxExactNumber || strings.ContainsAny(string(n), "eE") {
+		return f, nil
+	}
+	return n, nil
 }
 
 // observeTool counts a tool call's outcome, retries, blocks and refusals.

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
@@ -79,4 +81,51 @@ chains: tool: [
 		assert.True(t, res.IsError, args)
 		assert.Contains(t, text(t, res), want, args)
 	}
+}
+
+// TestMCPNumbersTheChecksCannotHoldExactly: a number out of a float64's
+// range is refused, as before; one written with an exponent or longer
+// than maxExactNumber is read as a float64, so the args schema's bounds
+// never work on the exact value of 1e-999999999 (a billion digits) or a
+// megabyte of digits. None of them takes the server down.
+func TestMCPNumbersTheChecksCannotHoldExactly(t *testing.T) {
+	policy := fmt.Sprintf(`package gw
+
+keys: agent: {sha256: "%s", tenant: "bank"}
+mcp: servers: bank: url: "%s"
+tools: transfer: {side_effecting: true, args: {type: "object", properties: {account: {type: "integer"}, amount: {type: "number", minimum: 0}, list: {type: "array", items: {type: "number", maximum: 5}}}}}
+`, sha("agent-key"), rawEcho(t))
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, policy))})
+	cs := connectProxy(t, s.url, "agent-key", nil)
+	long := "0." + strings.Repeat("0", 100_000) + "1"
+	for args, want := range map[string]string{
+		`{"amount": 1e999999999}`:                        "out of the range of a float64",
+		`{"list": [1, [2, {"x": -1e999999999}]]}`:        "out of the range of a float64",
+		`{"amount": 1e-999999999}`:                       "",
+		`{"list": [1e-999999999, 4.999999999e0]}`:        "",
+		`{"amount": ` + long + `}`:                       "",
+		`{"amount": -1` + strings.Repeat("0", 300) + `}`: "args.amount",
+		`{"list": [` + long + `, 5.0000000000001]}`:      "args.list",
+	} {
+		start := time.Now()
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "transfer", Arguments: json.RawMessage(args)})
+		assert.Less(t, time.Since(start), 5*time.Second)
+		name := args[:min(len(args), 60)]
+		if strings.Contains(want, "range") {
+			require.Error(t, err, name)
+			assert.Contains(t, err.Error(), want, name)
+			continue
+		}
+		require.NoError(t, err, name)
+		if want == "" {
+			assert.False(t, res.IsError, "%s: %s", name, text(t, res))
+			continue
+		}
+		assert.True(t, res.IsError, name)
+		assert.Contains(t, text(t, res), want, name)
+	}
+	// The server still serves.
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "transfer", Arguments: json.RawMessage(`{"account": 12345678901234567891}`)})
+	require.NoError(t, err)
+	assert.Contains(t, text(t, res), "12345678901234567891")
 }
