@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"math/big"
 	"mime"
 	"net/http"
 	"net/url"
@@ -1247,13 +1248,13 @@ func callArgs(raw json.RawMessage) (map[string]any, error) {
 	return objectArgs(raw)
 }
 
-// objectArgs decodes the arguments of a tool call, a JSON object, its
-// numbers as written (json.Number) where a float64 could change them: the
-// tool chain reads them as numbers (runtime/predicate), and the tool is
-// sent them digit for digit. Decoded as float64, an account number past
-// 2^53 or an amount with more digits than a float64 holds would be
-// checked, and run, as another number than the one written. See
-// exactNumbers for the numbers that stay float64, and those refused.
+// objectArgs decodes the arguments of a tool call, a JSON object, as
+// encoding/json does, except the numbers a float64 would change (see
+// exactNumbers): those stay as written (json.Number), which the tool chain
+// reads as numbers (runtime/predicate) and the tool is sent digit for
+// digit. Decoded as float64, an account number past 2^53 or an amount with
+// more digits than a float64 holds would be checked, and run, as another
+// number than the one written.
 func objectArgs(raw json.RawMessage) (map[string]any, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
@@ -1278,10 +1279,8 @@ func objectArgs(raw json.RawMessage) (map[string]any, error) {
 // that grows with its digits and its exponent.
 const maxExactNumber = 64
 
-// exactNumbers turns the json.Number values of v (a decoded object or
-// array, changed in place) that are longer than maxExactNumber or written
-// with an exponent into float64, as encoding/json decodes them otherwise,
-// and refuses a number out of float64's range, as encoding/json does.
+// exactNumbers replaces the json.Number values of v (a decoded object or
+// array, changed in place) with what exactNumber makes of them.
 func exactNumbers(v any) error {
 	var err error
 	switch x := v.(type) {
@@ -1301,7 +1300,16 @@ func exactNumbers(v any) error {
 	return nil
 }
 
-// exactNumber returns v, or the float64 exactNumbers turns it into.
+// exactNumber returns the float64 encoding/json would decode the
+// json.Number v to, unless that float64 reads back as another number (its
+// shortest form, 9007199254740992 for 9007199254740993, 999.99 for
+// 999.99000000000000001): then v, written in its shortest decimal form
+// (9007199254740993.0 as 9007199254740993), so that two spellings of one
+// number are one call to the layers that key on the arguments (an
+// idempotent layer's derived key), as two float64 are. A number written
+// with an exponent or longer than maxExactNumber is a float64, and one out
+// of a float64's range is refused, as encoding/json refuses it. Any other
+// value is returned with its numbers replaced.
 func exactNumber(v any) (any, error) {
 	n, ok := v.(json.Number)
 	if !ok {
@@ -1317,7 +1325,16 @@ func exactNumber(v any) (any, error) {
 	if len(n) > maxExactNumber || strings.ContainsAny(string(n), "eE") {
 		return f, nil
 	}
-	return n, nil
+	exact, ok := new(big.Rat).SetString(string(n))
+	short, ok2 := new(big.Rat).SetString(strconv.FormatFloat(f, 'g', -1, 64))
+	if !ok || !ok2 || exact.Cmp(short) == 0 {
+		return f, nil
+	}
+	if exact.IsInt() {
+		return json.Number(exact.Num().String()), nil
+	}
+	_, frac, _ := strings.Cut(string(n), ".")
+	return json.Number(strings.TrimRight(exact.FloatString(len(frac)), "0")), nil
 }
 
 // observeTool counts a tool call's outcome, retries, blocks and refusals.

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,14 +20,23 @@ import (
 // arguments it received, as their JSON text.
 func rawEcho(t *testing.T) string {
 	t.Helper()
+	url, _ := countingRawEcho(t)
+	return url
+}
+
+// countingRawEcho is rawEcho, with the count of the calls it served.
+func countingRawEcho(t *testing.T) (string, *atomic.Int64) {
+	t.Helper()
+	var calls atomic.Int64
 	srv := mcp.NewServer(&mcp.Implementation{Name: "bank", Version: "1"}, nil)
 	srv.AddTool(&mcp.Tool{Name: "transfer", Description: "Move money.", InputSchema: map[string]any{"type": "object"}},
 		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			calls.Add(1)
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(req.Params.Arguments)}}}, nil
 		})
 	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	t.Cleanup(ts.Close)
-	return ts.URL
+	return ts.URL, &calls
 }
 
 // TestMCPCallKeepsItsNumbers: the upstream runs the call on the numbers
@@ -128,4 +138,36 @@ tools: transfer: {side_effecting: true, args: {type: "object", properties: {acco
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "transfer", Arguments: json.RawMessage(`{"account": 12345678901234567891}`)})
 	require.NoError(t, err)
 	assert.Contains(t, text(t, res), "12345678901234567891")
+}
+
+// TestMCPOneNumberTwoSpellingsIsOneCall: a number a float64 holds reaches
+// the chain as a float64, as it did, and one it does not in its shortest
+// decimal form, so two spellings of one number are one call to an
+// idempotent layer's derived key: the second is a duplicate, and the tool
+// runs once.
+func TestMCPOneNumberTwoSpellingsIsOneCall(t *testing.T) {
+	upstream, calls := countingRawEcho(t)
+	policy := fmt.Sprintf(`package gw
+
+keys: agent: {sha256: "%s", tenant: "bank"}
+mcp: servers: bank: url: "%s"
+tools: transfer: {side_effecting: true, args: {type: "object"}}
+chains: tool: [{use: "idempotent"}]
+`, sha("agent-key"), upstream)
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, policy))})
+	for i, spellings := range [][2]string{
+		{`{"to": 1, "amount": 40}`, `{"to": 1.0, "amount": 4e1}`},
+		{`{"to": 9007199254740993, "amount": 0.1}`, `{"to": 9007199254740993.000, "amount": 0.10}`},
+		{`{"to": 2, "amount": 999.99000000000000001}`, `{"to": 2, "amount": 999.990000000000000010}`},
+	} {
+		cs := connectProxy(t, s.url, "agent-key", map[string]string{RunHeader: fmt.Sprintf("run-%d", i)})
+		first, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "transfer", Arguments: json.RawMessage(spellings[0])})
+		require.NoError(t, err)
+		require.False(t, first.IsError, text(t, first))
+		again, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "transfer", Arguments: json.RawMessage(spellings[1])})
+		require.NoError(t, err)
+		assert.Equal(t, text(t, first), text(t, again), spellings[1])
+		assert.EqualValues(t, i+1, calls.Load(), "%s after %s ran the tool again", spellings[1], spellings[0])
+	}
+	assert.EqualValues(t, 3, calls.Load())
 }

@@ -59,8 +59,9 @@ type Options struct {
 	// call then fails as unregistered). It is called on every load.
 	Models func(ctx context.Context, p *plan.Plan) (map[string]runtime.ModelClient, error)
 	// Tools are host tools, served beside the upstream MCP servers' tools.
-	// The numbers of a call's arguments reach them as json.Number, as the
-	// client wrote them.
+	// A number of a call's arguments that a float64 would change (past
+	// 2^53, or with more digits than a float64 holds) reaches them as a
+	// json.Number, as the client wrote it; the others as float64.
 	Tools map[string]runtime.ToolFunc
 	// Deps are further dependencies of the pipeline (stores, tracer...);
 	// Models, Tools, Logger and Dir are set by the server, and Memory
