@@ -112,12 +112,14 @@ func checkArgs(tool string, s *jsonschema.Schema, args map[string]any) error {
 		// Go values of types JSON does not have (an int16, a struct, a
 		// []string), or that it cannot hold (a NaN or infinite number,
 		// which the validator cannot compare with a bound): validate
-		// their JSON form, which refuses the latter.
+		// their JSON form, which refuses the latter. A json.Number the
+		// validator cannot read as a number (1e999999999) fails it on the
+		// JSON form too: the call cannot be checked, and is refused.
 		v, jerr := jsonForm(args)
 		if jerr != nil {
 			return &BlockedError{Layer: LayerTools, Message: fmt.Sprintf("the arguments of %s are not JSON: %v", tool, jerr)}
 		}
-		err = s.Validate(v)
+		err = validateGo(s, v)
 	}
 	if err == nil {
 		return nil

@@ -244,3 +244,22 @@ func TestToolArgsNonFiniteNumbersRefused(t *testing.T) {
 	}
 	assert.Zero(t, tool.Calls())
 }
+
+// A host's arguments may hold a json.Number the schema validator cannot
+// turn into a number (one out of a float64's range, or not a number at
+// all): its bound checks dereferenced a nil big.Rat twice, on the Go value
+// and on its JSON form. The call is refused, and the tool does not run.
+func TestToolArgsNumbersTheValidatorCannotReadRefused(t *testing.T) {
+	tool := rt.NewTool(rt.ToolResult{Value: "refunded"})
+	pl := rt.Build(t, declaredPlan(), runtime.Deps{Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
+	for _, amount := range []json.Number{"1e999999999", "12abc"} {
+		var err error
+		require.NotPanics(t, func() {
+			_, err = pl.Tool(context.Background(), runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1", "amount": amount}})
+		}, amount)
+		b := blockedBy(t, err)
+		assert.Equal(t, runtime.LayerTools, b.Layer)
+		assert.Contains(t, b.Message, "the arguments of refund", amount)
+	}
+	assert.Zero(t, tool.Calls())
+}

@@ -97,6 +97,11 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 	if !s.readChat(x, &p, a.decode, a.headers) || !s.admitRequest(x, &p) {
 		return
 	}
+	if err := unpricedBetas(x.g.pl, &p.req); err != nil {
+		x.err = err
+		x.fail(http.StatusBadRequest, errBadRequest, err.Error())
+		return
+	}
 	ctx, finish, err := s.withRun(x.r.Context(), x, x.r, x.g, x.caller)
 	if err != nil {
 		x.fail(http.StatusBadRequest, errBadRequest, err.Error())
@@ -152,6 +157,28 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 	default:
 		w.end(&resp)
 	}
+}
+
+// longContextBeta opens the names of Anthropic's beta features that bill
+// a request over 200,000 input tokens at a premium (twice the input
+// price, one and a half times the output price).
+const longContextBeta = "context-1m-"
+
+// unpricedBetas refuses the beta features of req that change the price the
+// provider bills when pl's chat chain holds a meter: the meter prices a
+// call at the model's declared rates, so it would count a part of the
+// spend and let a budget be overspent.
+func unpricedBetas(pl *runtime.Pipeline, req *runtime.ChatRequest) error {
+	i := slices.IndexFunc(req.Betas, func(b string) bool { return strings.HasPrefix(b, longContextBeta) })
+	if i < 0 {
+		return nil
+	}
+	for _, l := range pl.Layers(plan.StageChat) {
+		if l.Use == meter.ID {
+			return fmt.Errorf("anthropic-beta: %s bills a request over 200,000 input tokens at a premium the meter layer %s does not price (it counts the model's declared rates), so a budget could be overspent; remove it", req.Betas[i], l.Name)
+		}
+	}
+	return nil
 }
 
 // admitProposals decides the tool calls a model proposed before they are

@@ -844,7 +844,7 @@ func (t *upstreamTool) call(ctx context.Context, c *runtime.ToolCall) (any, erro
 	if res.IsError {
 		return nil, &runtime.CallError{Kind: runtime.KindPermanent, Message: t.up.secrets.scrub(resultText(res))}
 	}
-	return resultValue(res), nil
+	return t.up.secrets.value(resultValue(res)), nil
 }
 
 // refusedUnread reports whether a JSON-RPC error code says the upstream

@@ -51,6 +51,33 @@ func (s *secrets) scrub(msg string) string {
 	return msg
 }
 
+// value returns v, a tool's result as the chain gets it (resultValue: a
+// string, or decoded JSON), with the recorded values scrubbed from its
+// strings (changed in place): an upstream that echoes its credential in an
+// answer (a tool reporting the request it made or the headers it got)
+// would otherwise hand it to the client as an error result would.
+func (s *secrets) value(v any) any {
+	s.mu.Lock()
+	none := len(s.values) == 0
+	s.mu.Unlock()
+	if none {
+		return v
+	}
+	switch x := v.(type) {
+	case string:
+		return s.scrub(x)
+	case map[string]any:
+		for k, e := range x {
+			x[k] = s.value(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = s.value(e)
+		}
+	}
+	return v
+}
+
 // err returns err with the recorded values scrubbed from its message;
 // errors.Is and errors.As still reach err through it.
 func (s *secrets) err(err error) error {
