@@ -90,8 +90,10 @@ register a model client the policy does not declare, naming the declared
 model whose provider id the when holds for; a when comparing
 request.model with a constant is left to cel/unknown-value. A tool-chain
 layer whose when is false for every declared tool it could apply to
-(tool.name.startsWith('refnd') where the tool is refund) never acts
-either, where only declared tools run: an error at the when.
+(tool.name.startsWith('refnd') where the tool is refund, tool.url_arg !=
+'' where no tool declares url_arg, !tool.side_effecting scoped to a
+side-effecting tool) never acts either, where only declared tools run:
+an error at the when.
 
 A tool-chain layer scoped with tools: to a tool that a tool_policy outside
 it refuses (without a when, or with one that holds for every call of the
@@ -361,16 +363,24 @@ func fieldTest(src, root, field string) (reads, compares bool) {
 	return reads, compares
 }
 
-// inertToolWhen reports a tool-chain entry whose when reads tool.name
-// and is false for every declared tool it could apply to
-// (tool.name.startsWith('refnd') where the tool is refund), where only
-// declared tools run: it never acts, an error at the when. A when that
-// compares tool.name with a constant is cel/unknown-value's to report.
+// inertToolWhen reports a tool-chain entry whose when reads a field of
+// tool and is false for every declared tool it could apply to
+// (tool.name.startsWith('refnd') where the tool is refund; tool.url_arg
+// != '' where no tool declares url_arg; !tool.side_effecting scoped to a
+// side-effecting tool), where only declared tools run: it never acts, an
+// error at the when. A when that reads tool only to compare tool.name with
+// a constant is cel/unknown-value's to report.
 func (p *Pass) inertToolWhen(e *dsl.Entry) {
 	if e.When == nil || p.UndeclaredToolsRun() {
 		return
 	}
-	if reads, compares := fieldTest(e.When.Source, "tool", "name"); !reads || compares {
+	readsName, compares := fieldTest(e.When.Source, "tool", "name")
+	readsOther := false
+	for _, f := range []string{"side_effecting", "retry_safe", "url_arg", "path_arg"} {
+		r, _ := fieldTest(e.When.Source, "tool", f)
+		readsOther = readsOther || r
+	}
+	if !readsOther && (!readsName || compares) {
 		return
 	}
 	names := e.Tools
