@@ -365,8 +365,8 @@ func fieldTest(src, root, field string) (reads, compares bool) {
 
 // inertToolWhen reports a tool-chain entry whose when reads a field of
 // tool and is false for every declared tool it could apply to
-// (tool.name.startsWith('refnd') where the tool is refund; tool.url_arg
-// != ” where no tool declares url_arg; !tool.side_effecting scoped to a
+// (tool.name.startsWith('refnd') where the tool is refund; size(tool.url_arg)
+// > 0 where no tool declares url_arg; !tool.side_effecting scoped to a
 // side-effecting tool), where only declared tools run: it never acts, an
 // error at the when. A when that reads tool only to compare tool.name with
 // a constant is cel/unknown-value's to report.
