@@ -84,6 +84,12 @@ func checkArgs(tool string, s *jsonschema.Schema, args map[string]any) error {
 		err = s.Validate(v)
 	}
 	if err == nil {
+		if faults := caseFaults(s, args); len(faults) > 0 {
+			if len(faults) > maxArgFaults {
+				faults = append(faults[:maxArgFaults], fmt.Sprintf("and %d more", len(faults)-maxArgFaults))
+			}
+			return &BlockedError{Layer: LayerTools, Message: fmt.Sprintf("the arguments of %s do not match its args schema: %s", tool, strings.Join(faults, "; "))}
+		}
 		return nil
 	}
 	var ve *jsonschema.ValidationError
@@ -158,4 +164,111 @@ func valueFaults(ve *jsonschema.ValidationError, root string) []string {
 	walk(ve)
 	sort.Strings(out)
 	return out
+}
+
+// maxCaseDepth bounds the nesting caseFaults follows, in the value and
+// through the schema's references.
+const maxCaseDepth = 64
+
+// caseFaults lists the members of the objects of the arguments args whose
+// names differ only in case (Unicode simple folding, as strings.EqualFold
+// and Go's encoding/json compare them) from a property the schema declares
+// for that object, as "args.a.B: ..." sorted. A tool that decodes its
+// arguments case-insensitively, as encoding/json does into a struct, reads
+// such a member as the property, the last one winning: {"amount": 5,
+// "Amount": 500} refunds 500 where a guard reading args.amount saw 5. The
+// schema's properties are found through $ref, allOf, anyOf, oneOf, items
+// and prefixItems.
+func caseFaults(s *jsonschema.Schema, args map[string]any) []string {
+	var out []string
+	var walk func(schemas []*jsonschema.Schema, v any, path string, depth int)
+	walk = func(schemas []*jsonschema.Schema, v any, path string, depth int) {
+		if depth > maxCaseDepth {
+			return
+		}
+		schemas = expandSchemas(schemas)
+		switch v := v.(type) {
+		case map[string]any:
+			props := map[string][]*jsonschema.Schema{}
+			for _, sc := range schemas {
+				for name, ps := range sc.Properties {
+					props[name] = append(props[name], ps)
+				}
+			}
+			for _, k := range sortedNames(v) {
+				if sub, ok := props[k]; ok {
+					walk(sub, v[k], path+"."+k, depth+1)
+					continue
+				}
+				for _, name := range sortedNames(props) {
+					if strings.EqualFold(k, name) {
+						out = append(out, fmt.Sprintf("%s.%s: differs only in case from the declared property %q, which a tool decoding its arguments case-insensitively reads it as", path, k, name))
+						break
+					}
+				}
+			}
+		case []any:
+			for i, el := range v {
+				var sub []*jsonschema.Schema
+				for _, sc := range schemas {
+					if i < len(sc.PrefixItems) {
+						sub = append(sub, sc.PrefixItems[i])
+					} else if sc.Items2020 != nil {
+						sub = append(sub, sc.Items2020)
+					}
+					switch it := sc.Items.(type) {
+					case *jsonschema.Schema:
+						sub = append(sub, it)
+					case []*jsonschema.Schema:
+						if i < len(it) {
+							sub = append(sub, it[i])
+						}
+					}
+				}
+				if len(sub) > 0 {
+					walk(sub, el, fmt.Sprintf("%s.%d", path, i), depth+1)
+				}
+			}
+		}
+	}
+	walk([]*jsonschema.Schema{s}, args, "args", 0)
+	sort.Strings(out)
+	return out
+}
+
+// expandSchemas returns schemas with every schema their $ref, allOf,
+// anyOf and oneOf lead to, each once.
+func expandSchemas(schemas []*jsonschema.Schema) []*jsonschema.Schema {
+	seen := map[*jsonschema.Schema]bool{}
+	var out []*jsonschema.Schema
+	var add func(sc *jsonschema.Schema, depth int)
+	add = func(sc *jsonschema.Schema, depth int) {
+		if sc == nil || seen[sc] || depth > maxCaseDepth {
+			return
+		}
+		seen[sc] = true
+		out = append(out, sc)
+		add(sc.Ref, depth+1)
+		add(sc.DynamicRef, depth+1)
+		add(sc.RecursiveRef, depth+1)
+		for _, list := range [][]*jsonschema.Schema{sc.AllOf, sc.AnyOf, sc.OneOf} {
+			for _, x := range list {
+				add(x, depth+1)
+			}
+		}
+	}
+	for _, sc := range schemas {
+		add(sc, 0)
+	}
+	return out
+}
+
+// sortedNames returns the keys of m, sorted.
+func sortedNames[V any](m map[string]V) []string {
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
 }
