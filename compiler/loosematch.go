@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"fmt"
+	"regexp"
 	"regexp/syntax"
 	"slices"
 	"strings"
@@ -17,7 +18,8 @@ import (
 // a label boundary: it holds for values that merely contain what it reads.
 const ruleLooseMatch = "cel/loose-match"
 
-// A looseTest is a matches(), matches_any() or host endsWith() test of a
+// A looseTest is a matches(), matches_any(), host endsWith() or URL
+// startsWith() test of a
 // predicate whose constant holds for more values than it reads as.
 type looseTest struct {
 	// offset is the byte offset of the constant in the source.
@@ -57,7 +59,8 @@ func (c *Compilation) checkLooseMatches(x *dsl.Expr, field string) {
 // polarity: matches() and matches_any() with a constant pattern that is
 // not anchored (anchored), and a
 // url_host() (or lower() of it) tested with endsWith() against a constant
-// name that does not begin with a dot.
+// name that does not begin with a dot, and startsWith() with a URL that
+// ends at its host ('https://api.example.com').
 func looseTests(src string) []looseTest {
 	tree, ok := parseCEL(src)
 	if !ok {
@@ -68,7 +71,7 @@ func looseTests(src string) []looseTest {
 	pattern := func(e ast.Expr, pol int) {
 		if p, ok := stringLiteral(e); ok && !anchored(p) {
 			out = append(out, looseTest{offset: f.offset(e), pol: pol,
-				why: fmt.Sprintf("the pattern '%s', which is anchored neither at its start nor at its end: it matches a value that merely holds a match anywhere; write '^...$' to match the whole value", p)})
+				why: fmt.Sprintf("the pattern '%s', which is not anchored at its start or end (in every branch of an alternation): it matches a value that merely holds a match anywhere; write '^...$' to match the whole value", p)})
 		}
 	}
 	var walk func(e ast.Expr, pol int)
@@ -106,6 +109,11 @@ func looseTests(src string) []looseTest {
 					out = append(out, looseTest{offset: f.offset(args[0]), pol: pol,
 						why: fmt.Sprintf("endsWith('%s'), which also holds for a host such as evil%s, whose name only ends like it; write == '%s' || endsWith('.%s')", s, s, s, s)})
 				}
+			case fn == "startsWith" && c.IsMemberFunction() && len(args) == 1:
+				if s, ok := stringLiteral(args[0]); ok && bareOrigin.MatchString(s) {
+					out = append(out, looseTest{offset: f.offset(args[0]), pol: pol,
+						why: fmt.Sprintf("startsWith('%s'), which also holds for %s.evil.example/ and %s@evil.example/, URLs to other hosts; write startsWith('%s/'), or test url_host()", s, s, s, s)})
+				}
 			}
 			if c.IsMemberFunction() {
 				walk(c.Target(), 0)
@@ -139,6 +147,10 @@ func looseTests(src string) []looseTest {
 	slices.SortFunc(out, func(a, b looseTest) int { return a.offset - b.offset })
 	return out
 }
+
+// bareOrigin matches a URL that ends with its host (or port), with no
+// path: a prefix of other hosts' URLs.
+var bareOrigin = regexp.MustCompile(`(?i)^[a-z][a-z0-9+.-]*://[^/?#\s]+$`)
 
 // isHost reports whether e is url_host(...), or lower() of it.
 func isHost(e ast.Expr) bool {

@@ -395,7 +395,10 @@ is loose unless it is anchored in every branch of an alternation
 matches ('@corp\\.example$'); one that begins with .* says it matches
 anywhere and is not reported either. A host tested with url_host(...).endsWith('example.com')
 (or lower() of it) lets through evilexample.com: test
-== 'example.com' || endsWith('.example.com'). A warning at the constant,
+== 'example.com' || endsWith('.example.com'). So does a URL tested with
+startsWith('https://api.example.com'), a prefix of
+https://api.example.com.evil.example/ and https://api.example.com@evil.example/:
+write startsWith('https://api.example.com/'). A warning at the constant,
 where the test lets calls through: in a require, or admit (which keeps an
 item), under no negation; in a deny, or a when (which skips its layer),
 under one. The same test on the side that blocks (deny:
