@@ -197,3 +197,24 @@ chains: tool: [{use: "audit", name: "kept"}, {use: "audit", name: "durable", sin
 	assert.Contains(t, logs, "audit trail in process memory")
 	assert.Contains(t, logs, "layers=[tool:kept]", "each layer named with its chain")
 }
+
+// TestTurnChainIsWarned: the gateway serves model calls and tool calls,
+// never an agent turn, so the layers of a turn chain (a guard on the
+// user's input, a rate limit on turns) never act on what it serves. They
+// are named in a warning when the policy is loaded; a policy without a
+// turn chain has none.
+func TestTurnChainIsWarned(t *testing.T) {
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, `package gw
+models: m: {}
+chains: turn: [{use: "guard", name: "no_injection", deny: "input.text.contains('ignore previous')"}, {use: "rate_limit", rate: 5}]
+`)), WatchInterval: -1})
+	logs := s.logs.String()
+	assert.Contains(t, logs, "turn chain not run by the gateway")
+	assert.Contains(t, logs, "layers=\"[no_injection rate_limit]\"")
+
+	s = startServer(t, Options{Source: cueSource(writePolicy(t, `package gw
+models: m: {}
+chains: chat: [{use: "tracing"}]
+`)), WatchInterval: -1})
+	assert.NotContains(t, s.logs.String(), "turn chain")
+}
