@@ -218,3 +218,21 @@ chains: chat: [{use: "tracing"}]
 `)), WatchInterval: -1})
 	assert.NotContains(t, s.logs.String(), "turn chain")
 }
+
+// TestRunOnlyToolLayersAreWarned: without mcp servers the gateway runs no
+// tool: it admits the calls a model proposes, and the client runs them.
+// The tool-chain layers that act only on a call that runs (a redact of
+// results, an audit, a phase "after" guard) never act; they are named in a
+// warning when the policy is loaded. The admission layers (a tool_policy,
+// a guard of phase "before") are not.
+func TestRunOnlyToolLayersAreWarned(t *testing.T) {
+	const chain = `chains: tool: [{use: "tracing"}, {use: "tool_policy", deny: ["wipe"]}, {use: "audit"}, {use: "guard", name: "before", deny: "args.x == 1"}, {use: "guard", name: "after_check", phase: "after", deny: "result == 'x'"}, {use: "redact"}]
+`
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, `package gw
+models: m: {}
+tools: {wipe: {}, look: {}}
+`+chain)), WatchInterval: -1})
+	logs := s.logs.String()
+	assert.Contains(t, logs, "tool-chain layers that act only on a call that runs")
+	assert.Contains(t, logs, "layers=\"[audit after_check redact]\"")
+}
