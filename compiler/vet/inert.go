@@ -107,6 +107,9 @@ every call and is not reported.
 
 A tool_policy with allow: [] refuses every tool call: a warning at its
 allow, unless a when or tools: scopes it to some calls, as meant. A
+tool_policy whose deny names a declared tool it never applies to (tools:
+["fetch"] with deny: ["wipe"], or a when false for every call of wipe)
+never sees that tool's calls, which run: an error at the name. A
 tool-chain layer inside it whose when holds for every declared tool never
 acts: an error at the when, as above.`,
 	Run: func(p *Pass) {
@@ -146,6 +149,7 @@ acts: an error at the when, as above.`,
 				p.inertArgCheck(e, "path_arg", func(t *dsl.Tool) string { return t.PathArg })
 			case "tool_policy":
 				p.inertArgPatterns(e)
+				p.inertPolicyDeny(e)
 			case "idempotent":
 				p.inertIdempotent(e)
 			case "memoize", "semantic_memoize":
@@ -605,6 +609,25 @@ func (p *Pass) inertArgPatterns(e *dsl.Entry) {
 		}
 		p.Report(dsl.Diagnostic{Pos: e.FieldPos(fmt.Sprintf("arg_patterns.%d.arg", i)), Severity: dsl.Error, Related: rel,
 			Message: fmt.Sprintf("%s arg_patterns[%d] names argument %q, which no tool it applies to declares: the pattern never matches%s", e.Ref(), i, arg, dsl.SuggestName(arg, names))})
+	}
+}
+
+// inertPolicyDeny reports each name of a tool_policy's deny list that is a
+// declared tool the layer never applies to: its tools: leaves it out, or
+// its when is false for every call of it. The layer never sees such a
+// call, so the deny never refuses it and the tool runs.
+func (p *Pass) inertPolicyDeny(e *dsl.Entry) {
+	for i, name := range stringList(e.Fields["deny"]) {
+		if _, declared := p.Policy.Tools[name]; !declared || p.Applies(e, name) {
+			continue
+		}
+		why := "its tools: leaves it out"
+		if len(e.Tools) == 0 || contains(e.Tools, name) {
+			why = "its when is false for every call of it"
+		}
+		p.Report(dsl.Diagnostic{Pos: e.FieldPos(fmt.Sprintf("deny.%d", i)), Severity: dsl.Error,
+			Related: []dsl.Related{{Pos: p.Policy.Tools[name].Pos, Message: fmt.Sprintf("`%s` is declared here", name)}},
+			Message: fmt.Sprintf("%s denies `%s`, but never sees its calls (%s): the deny never refuses them, and `%s` runs; deny it in a tool_policy that applies to it", e.Ref(), name, why, name)})
 	}
 }
 
