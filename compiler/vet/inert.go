@@ -109,7 +109,11 @@ A tool_policy with allow: [] refuses every tool call: a warning at its
 allow, unless a when or tools: scopes it to some calls, as meant. A
 tool_policy whose deny names a declared tool it never applies to (tools:
 ["fetch"] with deny: ["wipe"], or a when false for every call of wipe)
-never sees that tool's calls, which run: an error at the name. A
+never sees that tool's calls, which run: an error at the name. A policy
+with an egress (file_check) layer means to check the URLs (paths) its
+tools take: a tool that declares url_arg (path_arg) and that no such
+layer applies to, by their tools: or when, has them go unchecked: a
+warning at the first layer's tools: (when), naming the tool. A
 tool-chain layer inside it whose when holds for every declared tool never
 acts: an error at the when, as above.`,
 	Run: func(p *Pass) {
@@ -127,6 +131,8 @@ acts: an error at the when, as above.`,
 				p.inertHedge(e, p.Policy.Chains["chat"][:i])
 			}
 		}
+		p.inertUncheckedArgs("egress", "url_arg", "URLs", func(t *dsl.Tool) string { return t.URLArg })
+		p.inertUncheckedArgs("file_check", "path_arg", "paths", func(t *dsl.Tool) string { return t.PathArg })
 		optional := map[string]bool{}
 		for i, e := range p.Policy.Chains["tool"] {
 			p.inertToolWhen(e)
@@ -609,6 +615,40 @@ func (p *Pass) inertArgPatterns(e *dsl.Entry) {
 		}
 		p.Report(dsl.Diagnostic{Pos: e.FieldPos(fmt.Sprintf("arg_patterns.%d.arg", i)), Severity: dsl.Error, Related: rel,
 			Message: fmt.Sprintf("%s arg_patterns[%d] names argument %q, which no tool it applies to declares: the pattern never matches%s", e.Ref(), i, arg, dsl.SuggestName(arg, names))})
+	}
+}
+
+// inertUncheckedArgs reports, in a policy whose tool chain has layers of
+// kind (egress, file_check), each declared tool that names an argument
+// with field (url_arg, path_arg) and that none of them applies to: its
+// tools: or when leave it out, so the URLs (paths) it is declared to take
+// go unchecked. A warning at the first such layer's tools: (its when). A
+// tool that a layer refuses outright (Blocker) never runs, and is not
+// reported.
+func (p *Pass) inertUncheckedArgs(kind, field, what string, arg func(*dsl.Tool) string) {
+	var layers []*dsl.Entry
+	for _, e := range p.Policy.Chains["tool"] {
+		if e.Use == kind {
+			layers = append(layers, e)
+		}
+	}
+	if len(layers) == 0 {
+		return
+	}
+	for _, name := range p.toolNames() {
+		t := p.Policy.Tools[name]
+		if arg(t) == "" || p.Blocker(name) != nil || slices.ContainsFunc(layers, func(e *dsl.Entry) bool { return p.Applies(e, name) }) {
+			continue
+		}
+		e := layers[0]
+		at := e.FieldPos("tools")
+		if len(e.Tools) == 0 || contains(e.Tools, name) {
+			at = e.FieldPos("when")
+		}
+		p.Report(dsl.Diagnostic{Pos: at, Severity: dsl.Warning,
+			Related: []dsl.Related{{Pos: t.Pos, Message: fmt.Sprintf("`%s` declares %s %q here", name, field, arg(t))}},
+			Message: fmt.Sprintf("no %s layer applies to `%s`, which declares %s %q: the %s its calls carry go unchecked; add it to the tools: of %s, or give it a layer of its own",
+				kind, name, field, arg(t), what, e.Ref())})
 	}
 }
 
