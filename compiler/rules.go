@@ -246,7 +246,14 @@ doubt is returned without running it. The parts that read the call
 are dead: an error where the value leaves the layer inert (an admit
 always true admits every item), a warning where it makes the layer act
 on every call (a deny that blocks every call, a when always true, an
-admit that drops every item).`},
+admit that drops every item). A custom invariant that reads a part of the
+run's trace nothing in the policy fills is warned about at the read: meter
+(the chat chain's meter's ledger) is all zeros in every run of a policy
+whose chat chain has no meter, and audit empty in every run of one nothing
+of which writes audit records (no audit layer, grounding record_grounding
+nor state sink "audit"), so meter.usd <= 2.5 or audit.all(a, ...)
+decides nothing and prove finds the policy clean whatever it spends or
+records.`},
 	{ruleUnknownValue, dsl.Error, "a field compared with a value it never holds", `
 A predicate compares a field whose values are known with a constant that
 is not one of them, so the comparison never holds and a guard that
