@@ -3,6 +3,7 @@ package scenario_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -409,6 +410,15 @@ func TestCheckWantNoAuditWriter(t *testing.T) {
 	// A record wanted under such a policy fails the run's comparison, as
 	// the case should.
 	assert.NoError(t, scenario.CheckWantNames(want(`{"audit": [{"decision": "ok"}]}`), designPlan(), nil))
+
+	// The result's meter is the chat chain's meter's ledger: all zeros
+	// under a policy whose chat chain has none.
+	p = designPlan()
+	p.Chains.Chat = slices.DeleteFunc(p.Chains.Chat, func(l plan.Layer) bool { return l.Use == "meter" })
+	err := scenario.CheckWantNames(want(`{"meter": {"usd": 0}}`), p, nil)
+	require.Error(t, err)
+	assert.Equal(t, `meter: the policy's chat chain has no meter, so the result's meter is all zeros in every run`, err.Error())
+	assert.NoError(t, scenario.CheckWantNames(want(`{"meter": {"usd": 0}}`), designPlan(), nil))
 }
 
 // Every unknown field and every value of the wrong type is reported in one

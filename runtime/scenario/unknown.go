@@ -483,7 +483,8 @@ func didYouMean(v string, known []string) string {
 // ("state.limit.on_set[0]"). Its executions must count models and tools
 // the result lists: those p declares and those s scripts. An empty audit
 // (audit: [] or null, "no record was written") under a policy nothing of
-// which writes a record would hold for any run, and is refused too.
+// which writes a record would hold for any run, and is refused too, as is
+// a meter under a policy whose chat chain has no meter (all zeros).
 func CheckWantNames(want any, p *plan.Plan, s *Scenario) error {
 	if err := checkExecutionNames(want, p, s); err != nil {
 		return err
@@ -493,6 +494,9 @@ func CheckWantNames(want any, p *plan.Plan, s *Scenario) error {
 			if list, _ := a.([]any); len(list) == 0 {
 				return errors.New(`audit: nothing in the policy writes an audit record (no audit layer, grounding record_grounding nor state sink "audit"), so an empty audit holds for any run`)
 			}
+		}
+		if _, present := w["meter"]; present && !slices.ContainsFunc(p.Chains.Chat, func(l plan.Layer) bool { return l.Use == "meter" }) {
+			return errors.New(`meter: the policy's chat chain has no meter, so the result's meter is all zeros in every run`)
 		}
 	}
 	var names []string
