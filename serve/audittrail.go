@@ -88,3 +88,29 @@ func runOnlyToolLayers(p *plan.Plan) []string {
 	}
 	return out
 }
+
+// runScopedLimits returns the rate_limit layers of p's chat and tool chains
+// of scope "run" (as CHAIN:NAME): the gateway gives a request that names no
+// run a run of its own, so such a limit starts each of them with a full
+// bucket.
+func runScopedLimits(p *plan.Plan) []string {
+	var out []string
+	for _, c := range []struct {
+		stage  string
+		layers []plan.Layer
+	}{{"chat", p.Chains.Chat}, {"tool", p.Chains.Tool}} {
+		for _, l := range c.layers {
+			if l.Use != "rate_limit" {
+				continue
+			}
+			var cfg struct {
+				Scope string `json:"scope"`
+			}
+			_ = json.Unmarshal(l.Config, &cfg)
+			if cfg.Scope == "run" {
+				out = append(out, c.stage+":"+cmp.Or(l.Name, l.Use))
+			}
+		}
+	}
+	return out
+}

@@ -236,3 +236,17 @@ tools: {wipe: {}, look: {}}
 	assert.Contains(t, logs, "tool-chain layers that act only on a call that runs")
 	assert.Contains(t, logs, "layers=\"[audit after_check redact]\"")
 }
+
+// TestRunScopedRateLimitIsWarned: a request without X-Agentc-Run is a
+// run of its own, so a rate_limit of scope "run" gives each such request
+// a fresh bucket and holds back no caller that omits the header. It is
+// named in a warning when the policy is loaded; one of scope "key" is not.
+func TestRunScopedRateLimitIsWarned(t *testing.T) {
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, `package gw
+models: m: {}
+chains: chat: [{use: "rate_limit", name: "per_run", rate: 5, per: "1m", scope: "run"}, {use: "rate_limit", name: "per_key", rate: 50, per: "1m", scope: "key"}]
+`)), WatchInterval: -1})
+	logs := s.logs.String()
+	assert.Contains(t, logs, "rate limit of scope run")
+	assert.Contains(t, logs, "layers=[chat:per_run]")
+}
