@@ -121,17 +121,8 @@ func looseTests(src string) []looseTest {
 			walkAll(0, args...)
 		case ast.ComprehensionKind:
 			comp := e.AsComprehension()
-			step := comp.LoopStep()
-			// exists() and all() keep the body's polarity, as in
-			// comparisonPolarity.
-			body := 0
-			if step.Kind() == ast.CallKind && comp.Result().Kind() == ast.IdentKind {
-				if fn := step.AsCall().FunctionName(); fn == operators.LogicalOr || fn == operators.LogicalAnd {
-					body = pol
-				}
-			}
 			walkAll(0, comp.IterRange(), comp.AccuInit(), comp.LoopCondition(), comp.Result())
-			walk(step, body)
+			walk(comp.LoopStep(), bodyPolarity(comp, pol))
 		case ast.SelectKind:
 			walk(e.AsSelect().Operand(), 0)
 		case ast.ListKind:

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -195,12 +197,12 @@ func caseFaults(s *jsonschema.Schema, args map[string]any) []string {
 					props[name] = append(props[name], ps)
 				}
 			}
-			for _, k := range sortedNames(v) {
+			for _, k := range slices.Sorted(maps.Keys(v)) {
 				if sub, ok := props[k]; ok {
 					walk(sub, v[k], path+"."+k, depth+1)
 					continue
 				}
-				for _, name := range sortedNames(props) {
+				for _, name := range slices.Sorted(maps.Keys(props)) {
 					if strings.EqualFold(k, name) {
 						out = append(out, fmt.Sprintf("%s.%s: differs only in case from the declared property %q, which a tool decoding its arguments case-insensitively reads it as", path, k, name))
 						break
@@ -261,14 +263,4 @@ func expandSchemas(schemas []*jsonschema.Schema) []*jsonschema.Schema {
 		add(sc, 0)
 	}
 	return out
-}
-
-// sortedNames returns the keys of m, sorted.
-func sortedNames[V any](m map[string]V) []string {
-	names := make([]string, 0, len(m))
-	for k := range m {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	return names
 }
