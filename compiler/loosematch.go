@@ -19,8 +19,8 @@ import (
 const ruleLooseMatch = "cel/loose-match"
 
 // A looseTest is a matches(), matches_any(), host endsWith() or URL
-// startsWith() test of a
-// predicate whose constant holds for more values than it reads as.
+// startsWith() test of a predicate whose constant holds for more values
+// than it reads as.
 type looseTest struct {
 	// offset is the byte offset of the constant in the source.
 	offset int
@@ -57,10 +57,9 @@ func (c *Compilation) checkLooseMatches(x *dsl.Expr, field string) {
 
 // looseTests returns the loose tests of the predicate src with their
 // polarity: matches() and matches_any() with a constant pattern that is
-// not anchored (anchored), and a
-// url_host() (or lower() of it) tested with endsWith() against a constant
-// name that does not begin with a dot, and startsWith() with a URL that
-// ends at its host ('https://api.example.com').
+// not anchored (see anchored), url_host() (or lower() of it) tested with
+// endsWith() against a constant name that does not begin with a dot, and
+// startsWith() with a URL that ends at its host ('https://api.example.com').
 func looseTests(src string) []looseTest {
 	tree, ok := parseCEL(src)
 	if !ok {

@@ -197,12 +197,13 @@ func caseFaults(s *jsonschema.Schema, args map[string]any) []string {
 					props[name] = append(props[name], ps)
 				}
 			}
+			names := slices.Sorted(maps.Keys(props))
 			for _, k := range slices.Sorted(maps.Keys(v)) {
 				if sub, ok := props[k]; ok {
 					walk(sub, v[k], path+"."+k, depth+1)
 					continue
 				}
-				for _, name := range slices.Sorted(maps.Keys(props)) {
+				for _, name := range names {
 					if strings.EqualFold(k, name) {
 						out = append(out, fmt.Sprintf("%s.%s: differs only in case from the declared property %q, which a tool decoding its arguments case-insensitively reads it as", path, k, name))
 						break

@@ -107,15 +107,17 @@ every call and is not reported.
 
 A tool_policy with allow: [] refuses every tool call: a warning at its
 allow, unless a when or tools: scopes it to some calls, as meant. A
-tool_policy whose deny names a declared tool it never applies to (tools:
-["fetch"] with deny: ["wipe"], or a when false for every call of wipe)
-never sees that tool's calls, which run: an error at the name. A policy
-with an egress (file_check) layer means to check the URLs (paths) its
-tools take: a tool that declares url_arg (path_arg) and that no such
-layer applies to, by their tools: or when, has them go unchecked: a
-warning at the first layer's tools: (when), naming the tool. A
 tool-chain layer inside it whose when holds for every declared tool never
-acts: an error at the when, as above.`,
+acts: an error at the when, as above. A tool_policy whose deny names a
+declared tool it never applies to (tools: ["fetch"] with deny: ["wipe"],
+or a when false for every call of wipe) never sees that tool's calls,
+which run: an error at the name.
+
+A policy with an egress (file_check) layer means to check the URLs
+(paths) its tools take: a tool that declares url_arg (path_arg) and that
+no such layer applies to, by their tools: or when, has them go
+unchecked: a warning at the first layer's tools: (when), naming the
+tool.`,
 	Run: func(p *Pass) {
 		for _, stage := range dsl.Stages {
 			for _, e := range p.Policy.Chains[stage] {
