@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
@@ -183,35 +183,42 @@ const maxCaseDepth = 64
 // and prefixItems.
 func caseFaults(s *jsonschema.Schema, args map[string]any) []string {
 	var out []string
-	var walk func(schemas []*jsonschema.Schema, v any, path string, depth int)
-	walk = func(schemas []*jsonschema.Schema, v any, path string, depth int) {
+	// path holds the segments down to the value walked; it is joined only
+	// for a fault, so a clean call allocates nothing for it.
+	var path []string
+	var walk func(schemas []*jsonschema.Schema, v any, depth int)
+	walk = func(schemas []*jsonschema.Schema, v any, depth int) {
 		if depth > maxCaseDepth {
 			return
 		}
-		schemas = expandSchemas(schemas)
 		switch v := v.(type) {
 		case map[string]any:
-			props := map[string][]*jsonschema.Schema{}
-			for _, sc := range schemas {
-				for name, ps := range sc.Properties {
-					props[name] = append(props[name], ps)
+			schemas = expandSchemas(schemas)
+			for k, x := range v {
+				var sub []*jsonschema.Schema
+				for _, sc := range schemas {
+					if ps, ok := sc.Properties[k]; ok {
+						sub = append(sub, ps)
+					}
 				}
-			}
-			names := slices.Sorted(maps.Keys(props))
-			for _, k := range slices.Sorted(maps.Keys(v)) {
-				if sub, ok := props[k]; ok {
-					walk(sub, v[k], path+"."+k, depth+1)
+				if len(sub) > 0 {
+					path = append(path, k)
+					walk(sub, x, depth+1)
+					path = path[:len(path)-1]
 					continue
 				}
-				for _, name := range names {
-					if strings.EqualFold(k, name) {
-						out = append(out, fmt.Sprintf("%s.%s: differs only in case from the declared property %q, which a tool decoding its arguments case-insensitively reads it as", path, k, name))
-						break
-					}
+				if name := foldedProperty(schemas, k); name != "" {
+					out = append(out, fmt.Sprintf("%s: differs only in case from the declared property %q, which a tool decoding its arguments case-insensitively reads it as", strings.Join(append(path, k), "."), name))
 				}
 			}
 		case []any:
+			schemas = expandSchemas(schemas)
 			for i, el := range v {
+				switch el.(type) {
+				case map[string]any, []any:
+				default:
+					continue
+				}
 				var sub []*jsonschema.Schema
 				for _, sc := range schemas {
 					if i < len(sc.PrefixItems) {
@@ -229,19 +236,41 @@ func caseFaults(s *jsonschema.Schema, args map[string]any) []string {
 					}
 				}
 				if len(sub) > 0 {
-					walk(sub, el, fmt.Sprintf("%s.%d", path, i), depth+1)
+					path = append(path, strconv.Itoa(i))
+					walk(sub, el, depth+1)
+					path = path[:len(path)-1]
 				}
 			}
 		}
 	}
-	walk([]*jsonschema.Schema{s}, args, "args", 0)
+	path = append(path, "args")
+	walk([]*jsonschema.Schema{s}, args, 0)
 	sort.Strings(out)
 	return out
+}
+
+// foldedProperty returns the first, in sorted order, of the properties the
+// schemas declare whose name differs from k only in case, or "".
+func foldedProperty(schemas []*jsonschema.Schema, k string) string {
+	best := ""
+	for _, sc := range schemas {
+		for name := range sc.Properties {
+			if strings.EqualFold(k, name) && (best == "" || name < best) {
+				best = name
+			}
+		}
+	}
+	return best
 }
 
 // expandSchemas returns schemas with every schema their $ref, allOf,
 // anyOf and oneOf lead to, each once.
 func expandSchemas(schemas []*jsonschema.Schema) []*jsonschema.Schema {
+	if !slices.ContainsFunc(schemas, func(sc *jsonschema.Schema) bool {
+		return sc.Ref != nil || sc.DynamicRef != nil || sc.RecursiveRef != nil || len(sc.AllOf) > 0 || len(sc.AnyOf) > 0 || len(sc.OneOf) > 0
+	}) {
+		return schemas
+	}
 	seen := map[*jsonschema.Schema]bool{}
 	var out []*jsonschema.Schema
 	var add func(sc *jsonschema.Schema, depth int)
