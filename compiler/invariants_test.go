@@ -34,6 +34,7 @@ invariants: {
 func TestInvariantsCELChecked(t *testing.T) {
 	dir := writePolicy(t, `package p
 
+chains: turn: [{use: "audit"}]
 invariants: custom: {
 	syntax: "executions.tools.refund <= "
 	typo:   "crashd || true"
@@ -42,7 +43,7 @@ invariants: custom: {
 }
 `)
 	c, got := compileDiagnostics(t, dir, "", false)
-	assert.Equal(t, []string{"4:38 cel/syntax", "5:11 cel/type", "6:11 cel/type"}, got, "%v", c.Diagnostics)
+	assert.Equal(t, []string{"5:38 cel/syntax", "6:11 cel/type", "7:11 cel/type"}, got, "%v", c.Diagnostics)
 	assert.Nil(t, c.Plan)
 }
 
@@ -54,6 +55,7 @@ func TestInvariantsReadTheTrace(t *testing.T) {
 
 models: primary: {}
 tools: refund: side_effecting: true
+chains: {chat: [{use: "meter"}], tool: [{use: "audit"}]}
 invariants: custom: {
 	field:    "executions.tool.refund <= 1"
 	key:      "executions.tools.refnd <= 1"
@@ -68,15 +70,15 @@ invariants: custom: {
 `)
 	_, got := compileDiagnostics(t, dir, "", true)
 	assert.Equal(t, []string{
-		"6:24 cel/type: invariant: executions has no field 'tool' (its fields: models, retrievals, tools): the read fails on every run, and prove reports the invariant violated; did you mean 'tools'?",
-		"7:30 cel/type: invariant: executions.tools has no key 'refnd': its keys are the declared tools (refund), so the read fails on every run, and prove reports the invariant violated; did you mean 'refund'?",
-		"8:28 cel/unknown-value: invariant: target.name is never 'refnd': it is one of the declared models and tools ('primary', 'refund'; prove calls no other), so target.name != 'refnd' is always true; did you mean 'refund'?",
-		"9:15 cel/unknown-value: invariant: 'refnd' in executions.tools is always false: its keys are the declared tools (refund); did you mean 'refund'?",
-		"10:28 cel/type: invariant: audit[] has no field 'tol' (its fields: attempts, decision, error_message, error_type, grounding, layer, stage, tool): the read fails on every run, and prove reports the invariant violated; did you mean 'tool'?",
-		"11:65 cel/unknown-value: invariant: audit[].tool is never 'refnd': it is one of the declared tools ('refund'; prove calls no other), so 'refnd' in the list never matches (its other values may); did you mean 'refund'?",
-		"12:51 cel/type: invariant: steps[].error has no field 'knd' (its fields: kind, layer, message): the read fails on every run, and prove reports the invariant violated; did you mean 'kind'?",
-		"13:29 cel/unknown-value: invariant: target.stage is never 'turn': it is one of the stages prove calls ('chat', 'tool'), so target.stage == 'turn' is always false: it can only make the invariant fail more runs, never fewer",
-		"13:65 cel/type: invariant: meter has no field 'cals' (its fields: calls, input_tokens, output_tokens, usd): the read fails on every run, and prove reports the invariant violated; did you mean 'calls'?",
+		"7:24 cel/type: invariant: executions has no field 'tool' (its fields: models, retrievals, tools): the read fails on every run, and prove reports the invariant violated; did you mean 'tools'?",
+		"8:30 cel/type: invariant: executions.tools has no key 'refnd': its keys are the declared tools (refund), so the read fails on every run, and prove reports the invariant violated; did you mean 'refund'?",
+		"9:28 cel/unknown-value: invariant: target.name is never 'refnd': it is one of the declared models and tools ('primary', 'refund'; prove calls no other), so target.name != 'refnd' is always true; did you mean 'refund'?",
+		"10:15 cel/unknown-value: invariant: 'refnd' in executions.tools is always false: its keys are the declared tools (refund); did you mean 'refund'?",
+		"11:28 cel/type: invariant: audit[] has no field 'tol' (its fields: attempts, decision, error_message, error_type, grounding, layer, stage, tool): the read fails on every run, and prove reports the invariant violated; did you mean 'tool'?",
+		"12:65 cel/unknown-value: invariant: audit[].tool is never 'refnd': it is one of the declared tools ('refund'; prove calls no other), so 'refnd' in the list never matches (its other values may); did you mean 'refund'?",
+		"13:51 cel/type: invariant: steps[].error has no field 'knd' (its fields: kind, layer, message): the read fails on every run, and prove reports the invariant violated; did you mean 'kind'?",
+		"14:29 cel/unknown-value: invariant: target.stage is never 'turn': it is one of the stages prove calls ('chat', 'tool'), so target.stage == 'turn' is always false: it can only make the invariant fail more runs, never fewer",
+		"14:65 cel/type: invariant: meter has no field 'cals' (its fields: calls, input_tokens, output_tokens, usd): the read fails on every run, and prove reports the invariant violated; did you mean 'calls'?",
 	}, got)
 }
 

@@ -601,19 +601,10 @@ func comparisonPolarity(src string, offset int) int {
 			return walkAll(0, args...)
 		case ast.ComprehensionKind:
 			comp := e.AsComprehension()
-			step := comp.LoopStep()
-			// exists() and all() join the accumulator with the body by ||
-			// or && and return it: the body keeps its polarity.
-			body := 0
-			if step.Kind() == ast.CallKind && comp.Result().Kind() == ast.IdentKind {
-				if fn := step.AsCall().FunctionName(); fn == operators.LogicalOr || fn == operators.LogicalAnd {
-					body = pol
-				}
-			}
 			if p, ok := walkAll(0, comp.IterRange(), comp.AccuInit(), comp.LoopCondition(), comp.Result()); ok {
 				return p, true
 			}
-			return walk(step, body)
+			return walk(comp.LoopStep(), bodyPolarity(comp, pol))
 		case ast.SelectKind:
 			return walk(e.AsSelect().Operand(), 0)
 		case ast.ListKind:
@@ -630,4 +621,18 @@ func comparisonPolarity(src string, offset int) int {
 	}
 	p, _ := walk(tree.Expr(), 1)
 	return p
+}
+
+// bodyPolarity returns the polarity of the loop step of comp, a
+// comprehension of polarity pol: exists() and all() join the accumulator
+// with the body by || or && and return it, so the body keeps its polarity;
+// in another macro (filter(), exists_one()) it has none (0).
+func bodyPolarity(comp ast.ComprehensionExpr, pol int) int {
+	step := comp.LoopStep()
+	if step.Kind() == ast.CallKind && comp.Result().Kind() == ast.IdentKind {
+		if fn := step.AsCall().FunctionName(); fn == operators.LogicalOr || fn == operators.LogicalAnd {
+			return pol
+		}
+	}
+	return 0
 }

@@ -246,7 +246,14 @@ doubt is returned without running it. The parts that read the call
 are dead: an error where the value leaves the layer inert (an admit
 always true admits every item), a warning where it makes the layer act
 on every call (a deny that blocks every call, a when always true, an
-admit that drops every item).`},
+admit that drops every item). A custom invariant that reads a part of the
+run's trace nothing in the policy fills is warned about at the read: meter
+(the chat chain's meter's ledger) is all zeros in every run of a policy
+whose chat chain has no meter, and audit empty in every run of one nothing
+of which writes audit records (no audit layer, grounding record_grounding
+nor state sink "audit"), so meter.usd <= 2.5 or audit.all(a, ...)
+decides nothing and prove finds the policy clean whatever it spends or
+records.`},
 	{ruleUnknownValue, dsl.Error, "a field compared with a value it never holds", `
 A predicate compares a field whose values are known with a constant that
 is not one of them, so the comparison never holds and a guard that
@@ -383,6 +390,27 @@ does not make (an admit step that succeeded, the audit records of a
 turn). Test the field first, steps.all(s, !has(s.error) ||
 s.error.kind != 'in_doubt') or has(s.error) && ...; an invariant cannot
 use the optional syntax (s.?error).`},
+	{ruleLooseMatch, dsl.Warning, "a test that lets a call through holds for values that merely contain what it reads", `
+A predicate lets a call through on a test that holds for more values than
+it reads as. matches() and matches_any() find the pattern anywhere in the
+value: require: "args.path.matches('/srv/data/[a-z]+\\.txt')" lets
+through "/etc/passwd#/srv/data/a.txt", and deny:
+"!args.role.matches('admin|support')" lets through "notadmin". A pattern
+is loose unless it is anchored in every branch of an alternation
+('^/srv/a/|/srv/b/' anchors the first branch only): at its start, ^
+(without the m flag) or \A, or at its end, $ or \z, which says where it
+matches ('@corp\\.example$'); one that begins with .* says it matches
+anywhere and is not reported either. A host tested with url_host(...).endsWith('example.com')
+(or lower() of it) lets through evilexample.com: test
+== 'example.com' || endsWith('.example.com'). So does a URL tested with
+startsWith('https://api.example.com'), a prefix of
+https://api.example.com.evil.example/ and https://api.example.com@evil.example/:
+write startsWith('https://api.example.com/'). A warning at the constant,
+where the test lets calls through: in a require, or admit (which keeps an
+item), under no negation; in a deny, or a when (which skips its layer),
+under one. The same test on the side that blocks (deny:
+"args.cmd.matches('rm -rf')") blocks more values than written, never
+fewer, and is not reported. Write '^...$' to match the whole value.`},
 }
 
 // Rules lists every rule id the compiler reports, with its severity, title

@@ -3,6 +3,7 @@ package compiler
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -185,6 +186,86 @@ func (c *Compilation) checkInvariantReads(x *dsl.Expr) {
 	w := &invariantWalker{c: c, x: x, info: tree.SourceInfo()}
 	w.visit(tree.Expr(), nil)
 	c.checkLiterals(x, invariantStage, nil, nil, w.literals, "invariant")
+	c.checkInvariantSources(x, tree)
+}
+
+// checkInvariantSources reports an invariant's read of a part of the trace
+// that nothing in the policy fills, so that it is the same in every run
+// and the test of it decides nothing: meter (the chat chain's meter's
+// ledger) in a policy whose chat chain has no meter, audit where no layer
+// writes audit records (no audit layer or other recording middleware of
+// the tool and turn chains, no grounding record_grounding, no state sink
+// of kind audit). A warning (cel/constant) at the first read of each.
+func (c *Compilation) checkInvariantSources(x *dsl.Expr, tree *ast.AST) {
+	p := c.Policy
+	filled := map[string]bool{}
+	for _, e := range p.Chains["chat"] {
+		filled["meter"] = filled["meter"] || e.Use == "meter"
+	}
+	for _, stage := range []string{"tool", "turn"} {
+		for _, e := range p.Chains[stage] {
+			filled["audit"] = filled["audit"] || e.Use != "meter" && (e.Use == "audit" || e.Kind == nil || e.Kind.Has("records"))
+		}
+	}
+	if p.Grounding != nil && p.Grounding.Record {
+		filled["audit"] = true
+	}
+	if p.State != nil {
+		for _, f := range p.State.Fields {
+			for _, s := range f.Background {
+				filled["audit"] = filled["audit"] || s.Sink == "audit"
+			}
+		}
+	}
+	why := map[string]string{
+		"meter": "the policy's chat chain has no meter, so meter (its ledger) is all zeros in every run",
+		"audit": "nothing in the policy writes an audit record (no audit layer, grounding record_grounding nor state sink \"audit\"), so audit is empty in every run",
+	}
+	f := folder{src: x.Source, info: tree.SourceInfo()}
+	seen := map[string]bool{}
+	var walk func(e ast.Expr, bound map[string]bool)
+	walk = func(e ast.Expr, bound map[string]bool) {
+		switch e.Kind() {
+		case ast.IdentKind:
+			name := e.AsIdent()
+			if _, ok := why[name]; ok && !bound[name] && !filled[name] && !seen[name] {
+				seen[name] = true
+				c.report(dsl.Warnf(x.PosAt(f.offset(e)), ruleConstant, "invariant: %s: a test of it decides nothing, and prove finds no run that violates it on that account", why[name]))
+			}
+		case ast.CallKind:
+			call := e.AsCall()
+			if call.IsMemberFunction() {
+				walk(call.Target(), bound)
+			}
+			for _, a := range call.Args() {
+				walk(a, bound)
+			}
+		case ast.SelectKind:
+			walk(e.AsSelect().Operand(), bound)
+		case ast.ListKind:
+			for _, el := range e.AsList().Elements() {
+				walk(el, bound)
+			}
+		case ast.MapKind:
+			for _, en := range e.AsMap().Entries() {
+				walk(en.AsMapEntry().Key(), bound)
+				walk(en.AsMapEntry().Value(), bound)
+			}
+		case ast.ComprehensionKind:
+			comp := e.AsComprehension()
+			walk(comp.IterRange(), bound)
+			inner := maps.Clone(bound)
+			if inner == nil {
+				inner = map[string]bool{}
+			}
+			inner[comp.IterVar()] = true
+			inner[comp.AccuVar()] = true
+			for _, sub := range []ast.Expr{comp.AccuInit(), comp.LoopCondition(), comp.LoopStep(), comp.Result()} {
+				walk(sub, inner)
+			}
+		}
+	}
+	walk(tree.Expr(), nil)
 }
 
 // byteOffset returns the byte offset in the source of e's own position

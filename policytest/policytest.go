@@ -221,11 +221,44 @@ func readCase(path string, idx *dsl.SourceIndex, name string, raw json.RawMessag
 	}
 	if m, ok := t.Want.(map[string]any); ok && len(m) == 0 {
 		return nil, fmt.Errorf("%s: test %q: want is empty, so it would match any run", c.At("want"), name)
+	} else if ok && hasScenario && checksNothing(m, t.Scenario) {
+		return nil, fmt.Errorf("%s: test %q: want holds no value to compare (only empty objects), so it would match any run", c.At("want"), name)
 	}
 	if hasScenario {
 		c.Scenario, c.Want = t.Scenario, t.Want
 	}
 	return c, nil
+}
+
+// checksNothing reports whether want, a case's want, holds no expectation
+// a run of the scenario can fail: nothing but objects that hold only
+// objects (executions: tools: {}, meter: {}), and, for a scenario of one
+// step, which the run always reports, steps: [{}].
+func checksNothing(want map[string]any, scenario json.RawMessage) bool {
+	var hollow func(v any) bool
+	hollow = func(v any) bool {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return false
+		}
+		for _, x := range m {
+			if !hollow(x) {
+				return false
+			}
+		}
+		return true
+	}
+	var s struct{ Steps []json.RawMessage }
+	_ = json.Unmarshal(scenario, &s)
+	for k, v := range want {
+		if steps, ok := v.([]any); k == "steps" && ok && len(steps) == 1 && len(s.Steps) == 1 && hollow(steps[0]) {
+			continue
+		}
+		if !hollow(v) {
+			return false
+		}
+	}
+	return true
 }
 
 // testCase is a case as its file writes it.

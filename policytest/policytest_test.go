@@ -62,6 +62,10 @@ func TestDiscoverErrors(t *testing.T) {
 		{"nothing to check", "package p\ntests: a: {}\n", "neither scenario and want nor want_vet"},
 		{"scenario without want", "package p\ntests: a: scenario: steps: []\n", "scenario and want go together"},
 		{"empty want", "package p\ntests: a: {scenario: steps: [], want: {}}\n", "want is empty"},
+		// A want of empty objects: the one step of the scenario is always
+		// reported, executions and meter are always there.
+		{"hollow want", "package p\ntests: a: {scenario: steps: [{tool: name: \"x\"}], want: {steps: [{}], executions: tools: {}, meter: {}}}\n",
+			`test "a": want holds no value to compare (only empty objects), so it would match any run`},
 		{"misspelt want field", "package p\ntests: a: {scenario: steps: [], want: steps: [{outcome: \"ok\", requets: []}]}\n",
 			`test "a": want: steps[0]: unknown field "requets"; did you mean "requests"?`},
 		{"null executions", "package p\ntests: a: {scenario: steps: [], want: executions: tools: refnd: null}\n",
@@ -154,7 +158,7 @@ func TestWantAbsence(t *testing.T) {
 models: primary: {provider: "openai", model: "m", api_key_env: "K"}
 tools: refund: {side_effecting: true, args: type: "object"}
 tools: lookup: {args: type: "object"}
-chains: tool: [{use: "tool_policy", deny: [DENY]}]
+chains: tool: [{use: "tool_policy", deny: [DENY]}, {use: "audit"}]
 `
 	tests := `package p
 tests: a: {
@@ -171,8 +175,9 @@ tests: a: {
 	}
 	// refund is denied: it never runs, and nothing else happens.
 	assert.Equal(t, "", run(t, `"refund"`))
-	// lookup is denied instead: refund is called, unscripted, and fails.
-	assert.Equal(t, "$.executions.tools.refund: want 0, got 1", run(t, `"lookup"`))
+	// lookup is denied instead: refund is called, unscripted, and fails,
+	// and the audit layer records it.
+	assert.Contains(t, run(t, `"lookup"`), "$.audit: want 0 elements, got 1")
 }
 
 // A want that lists trace spans records them: `trace: []` fails when the
@@ -277,7 +282,7 @@ func runCase(t *testing.T, scenario, want string) error {
 // A case whose scenario is refused reports every problem on its line, at
 // its path in the scenario.
 func TestRunRefusedScenario(t *testing.T) {
-	err := runCase(t, `tools: refnd: [{result: 1}], steps: [{chat: {model: "primry", messages: []}}]`, `steps: [{}]`)
+	err := runCase(t, `tools: refnd: [{result: 1}], steps: [{chat: {model: "primry", messages: []}}]`, `steps: [{outcome: "ok"}]`)
 	require.Error(t, err)
 	assert.Equal(t, `scenario: steps[0].chat.model: the policy declares no model "primry" and the scenario scripts none, so the call can only fail; did you mean "primary"? (it declares primary); `+
 		`tools.refnd: the policy declares no tool "refnd" and no step calls it, so the script is never used (the policy declares no tools)`, err.Error())

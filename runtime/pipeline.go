@@ -449,7 +449,9 @@ func toolTerminal(ctx context.Context, c *ToolCall) (any, error) {
 // layer, the call is checked against the policy's tool declarations: a tool
 // the policy does not declare (nor Deps.ToolArgs) is refused unless the
 // policy's settings.allow_undeclared_tools is true, and arguments that do
-// not match the tool's args schema are refused, naming each field; both
+// not match the tool's args schema are refused, naming each field (a member
+// whose name differs only in case from a property the schema declares for
+// its object too: caseFaults); both
 // refusals are a *BlockedError of layer LayerTools, and the tool does not
 // run. A declared tool that is not registered still passes the chain
 // (guards and audits see it) and fails permanently at the end.

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
@@ -122,6 +124,12 @@ func checkArgs(tool string, s *jsonschema.Schema, args map[string]any) error {
 		err = validateGo(s, v)
 	}
 	if err == nil {
+		if faults := caseFaults(s, args); len(faults) > 0 {
+			if len(faults) > maxArgFaults {
+				faults = append(faults[:maxArgFaults], fmt.Sprintf("and %d more", len(faults)-maxArgFaults))
+			}
+			return &BlockedError{Layer: LayerTools, Message: fmt.Sprintf("the arguments of %s do not match its args schema: %s", tool, strings.Join(faults, "; "))}
+		}
 		return nil
 	}
 	var ve *jsonschema.ValidationError
@@ -195,5 +203,132 @@ func valueFaults(ve *jsonschema.ValidationError, root string) []string {
 	}
 	walk(ve)
 	sort.Strings(out)
+	return out
+}
+
+// maxCaseDepth bounds the nesting caseFaults follows, in the value and
+// through the schema's references.
+const maxCaseDepth = 64
+
+// caseFaults lists the members of the objects of the arguments args whose
+// names differ only in case (Unicode simple folding, as strings.EqualFold
+// and Go's encoding/json compare them) from a property the schema declares
+// for that object, as "args.a.B: ..." sorted. A tool that decodes its
+// arguments case-insensitively, as encoding/json does into a struct, reads
+// such a member as the property, the last one winning: {"amount": 5,
+// "Amount": 500} refunds 500 where a guard reading args.amount saw 5. The
+// schema's properties are found through $ref, allOf, anyOf, oneOf, items
+// and prefixItems.
+func caseFaults(s *jsonschema.Schema, args map[string]any) []string {
+	var out []string
+	// path holds the segments down to the value walked; it is joined only
+	// for a fault, so a clean call allocates nothing for it.
+	var path []string
+	var walk func(schemas []*jsonschema.Schema, v any, depth int)
+	walk = func(schemas []*jsonschema.Schema, v any, depth int) {
+		if depth > maxCaseDepth {
+			return
+		}
+		switch v := v.(type) {
+		case map[string]any:
+			schemas = expandSchemas(schemas)
+			for k, x := range v {
+				var sub []*jsonschema.Schema
+				for _, sc := range schemas {
+					if ps, ok := sc.Properties[k]; ok {
+						sub = append(sub, ps)
+					}
+				}
+				if len(sub) > 0 {
+					path = append(path, k)
+					walk(sub, x, depth+1)
+					path = path[:len(path)-1]
+					continue
+				}
+				if name := foldedProperty(schemas, k); name != "" {
+					out = append(out, fmt.Sprintf("%s: differs only in case from the declared property %q, which a tool decoding its arguments case-insensitively reads it as", strings.Join(append(path, k), "."), name))
+				}
+			}
+		case []any:
+			schemas = expandSchemas(schemas)
+			for i, el := range v {
+				switch el.(type) {
+				case map[string]any, []any:
+				default:
+					continue
+				}
+				var sub []*jsonschema.Schema
+				for _, sc := range schemas {
+					if i < len(sc.PrefixItems) {
+						sub = append(sub, sc.PrefixItems[i])
+					} else if sc.Items2020 != nil {
+						sub = append(sub, sc.Items2020)
+					}
+					switch it := sc.Items.(type) {
+					case *jsonschema.Schema:
+						sub = append(sub, it)
+					case []*jsonschema.Schema:
+						if i < len(it) {
+							sub = append(sub, it[i])
+						}
+					}
+				}
+				if len(sub) > 0 {
+					path = append(path, strconv.Itoa(i))
+					walk(sub, el, depth+1)
+					path = path[:len(path)-1]
+				}
+			}
+		}
+	}
+	path = append(path, "args")
+	walk([]*jsonschema.Schema{s}, args, 0)
+	sort.Strings(out)
+	return out
+}
+
+// foldedProperty returns the first, in sorted order, of the properties the
+// schemas declare whose name differs from k only in case, or "".
+func foldedProperty(schemas []*jsonschema.Schema, k string) string {
+	best := ""
+	for _, sc := range schemas {
+		for name := range sc.Properties {
+			if strings.EqualFold(k, name) && (best == "" || name < best) {
+				best = name
+			}
+		}
+	}
+	return best
+}
+
+// expandSchemas returns schemas with every schema their $ref, allOf,
+// anyOf and oneOf lead to, each once.
+func expandSchemas(schemas []*jsonschema.Schema) []*jsonschema.Schema {
+	if !slices.ContainsFunc(schemas, func(sc *jsonschema.Schema) bool {
+		return sc.Ref != nil || sc.DynamicRef != nil || sc.RecursiveRef != nil || len(sc.AllOf) > 0 || len(sc.AnyOf) > 0 || len(sc.OneOf) > 0
+	}) {
+		return schemas
+	}
+	seen := map[*jsonschema.Schema]bool{}
+	var out []*jsonschema.Schema
+	var add func(sc *jsonschema.Schema, depth int)
+	add = func(sc *jsonschema.Schema, depth int) {
+		if sc == nil || seen[sc] || depth > maxCaseDepth {
+			return
+		}
+		seen[sc] = true
+		out = append(out, sc)
+		add(sc.Ref, depth+1)
+		add(sc.DynamicRef, depth+1)
+		add(sc.RecursiveRef, depth+1)
+		for _, list := range [][]*jsonschema.Schema{sc.AllOf, sc.AnyOf, sc.OneOf} {
+			for _, x := range list {
+				add(x, depth+1)
+			}
+		}
+	}
+	for _, sc := range schemas {
+		add(sc, 0)
+	}
 	return out
 }

@@ -263,3 +263,51 @@ func TestToolArgsNumbersTheValidatorCannotReadRefused(t *testing.T) {
 	}
 	assert.Zero(t, tool.Calls())
 }
+
+// A tool that decodes its arguments as Go's encoding/json does matches
+// member names case-insensitively, the last one winning: {"amount": 5,
+// "Amount": 500} refunds 500 where a guard reading args.amount saw 5, and
+// {"order_id": "A1", "AMOUNT": 500} where its has(args.amount) was false.
+// A member whose name differs only in case from a property the schema
+// declares for its object is refused on entry to the chain, at any depth.
+func TestToolArgsCaseVariantRefused(t *testing.T) {
+	const deny = "has(args.amount) && args.amount > 100.0"
+	g := rt.Layer("guard", `{"deny": "`+deny+`", "message": "too much"}`)
+	g.Tools = []string{"refund"}
+	g.Predicates = map[string]*plan.Predicate{"deny": {Stage: plan.StageTool, Source: deny, Tools: []string{"refund"}}}
+	p := declaredPlan(g)
+	p.Tools["refund"] = plan.Tool{SideEffecting: true, RetrySafe: true, Args: json.RawMessage(`{"type": "object", "required": ["order_id"], "properties": {
+		"order_id": {"type": "string"},
+		"amount": {"type": "number"},
+		"ship": {"type": "object", "properties": {"zip": {"type": "string"}}},
+		"lines": {"type": "array", "items": {"$ref": "#/$defs/line"}}},
+		"$defs": {"line": {"type": "object", "properties": {"qty": {"type": "integer"}}}}}`)}
+	tool := rt.NewTool(rt.ToolResult{Value: "paid"})
+	pl := rt.Build(t, p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r"})
+	for _, tt := range []struct {
+		name string
+		args map[string]any
+		want string
+	}{
+		{"beside", map[string]any{"order_id": "A1", "amount": 5.0, "Amount": 500.0}, `args.Amount: differs only in case from the declared property "amount"`},
+		{"instead", map[string]any{"order_id": "A1", "AMOUNT": 500.0}, `args.AMOUNT: differs only in case from the declared property "amount"`},
+		{"nested", map[string]any{"order_id": "A1", "ship": map[string]any{"ZIP": "1"}}, `args.ship.ZIP: differs only in case from the declared property "zip"`},
+		{"through items and $ref", map[string]any{"order_id": "A1", "lines": []any{map[string]any{"qty": 1.0}, map[string]any{"Qty": 9.0}}}, `args.lines.1.Qty: differs only in case`},
+		{"unicode folding", map[string]any{"order_id": "A1", "\u017Fhip": map[string]any{"zip": "1"}}, `differs only in case from the declared property "ship"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := pl.Tool(ctx, runtime.ToolRequest{Name: "refund", Args: tt.args})
+			b := blockedBy(t, err)
+			assert.Equal(t, runtime.LayerTools, b.Layer)
+			assert.Contains(t, b.Message, tt.want)
+		})
+	}
+	assert.Zero(t, tool.Calls(), "a refused call ran")
+
+	// Names the schema declares, in whichever case it declares them, and
+	// members it does not know of another name, pass.
+	_, err := pl.Tool(ctx, runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1", "amount": 5.0, "note": "x", "ship": map[string]any{"zip": "1", "Street": "s"}}})
+	require.NoError(t, err)
+	assert.Equal(t, 1, tool.Calls())
+}

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"cmp"
 	"encoding/json"
 
 	"github.com/agentc-dev/agentc/runtime"
@@ -52,6 +53,63 @@ func memoryTrails(p *plan.Plan, deps runtime.Deps) []string {
 			}
 		} else if (!declared && cfg.Sink == runtime.DefaultStore) || st.Kind == "memory" {
 			out = append(out, l.stage+":"+l.Name)
+		}
+	}
+	return out
+}
+
+// runOnlyToolLayers returns the names of the tool-chain layers of p that
+// act only on a call that runs (an audit record, a result redacted, a
+// phase "after" guard...), when p declares no mcp servers: the gateway
+// then runs no tool, and admits the calls a model proposes with the layers
+// that decide a call alone (tool_policy, egress, file_check, pii, guards
+// of phase "before"). A layer of a middleware the host registers is not
+// named: it may admit calls too.
+func runOnlyToolLayers(p *plan.Plan) []string {
+	if len(p.MCPServers) > 0 {
+		return nil
+	}
+	var out []string
+	for _, l := range p.Chains.Tool {
+		switch l.Use {
+		case "guard":
+			var cfg struct {
+				Phase string `json:"phase"`
+			}
+			_ = json.Unmarshal(l.Config, &cfg)
+			if cfg.Phase != "after" {
+				continue
+			}
+		case "audit", "idempotent", "meter", "rate_limit", "retry", "memoize", "semantic_memoize", "redact", "truncate", "output_coerce":
+		default:
+			continue
+		}
+		out = append(out, cmp.Or(l.Name, l.Use))
+	}
+	return out
+}
+
+// runScopedLimits returns the rate_limit layers of p's chat and tool chains
+// of scope "run" (as CHAIN:NAME): the gateway gives a request that names no
+// run a run of its own, so such a limit starts each of them with a full
+// bucket.
+func runScopedLimits(p *plan.Plan) []string {
+	var out []string
+	for _, c := range []struct {
+		stage  string
+		layers []plan.Layer
+	}{{"chat", p.Chains.Chat}, {"tool", p.Chains.Tool}} {
+		for _, l := range c.layers {
+			if l.Use != "rate_limit" {
+				continue
+			}
+			var cfg struct {
+				Scope string `json:"scope"`
+			}
+			_ = json.Unmarshal(l.Config, &cfg)
+			if cfg.Scope == "run" {
+				out = append(out, c.stage+":"+cmp.Or(l.Name, l.Use))
+			}
 		}
 	}
 	return out

@@ -197,3 +197,56 @@ chains: tool: [{use: "audit", name: "kept"}, {use: "audit", name: "durable", sin
 	assert.Contains(t, logs, "audit trail in process memory")
 	assert.Contains(t, logs, "layers=[tool:kept]", "each layer named with its chain")
 }
+
+// TestTurnChainIsWarned: the gateway serves model calls and tool calls,
+// never an agent turn, so the layers of a turn chain (a guard on the
+// user's input, a rate limit on turns) never act on what it serves. They
+// are named in a warning when the policy is loaded; a policy without a
+// turn chain has none.
+func TestTurnChainIsWarned(t *testing.T) {
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, `package gw
+models: m: {}
+chains: turn: [{use: "guard", name: "no_injection", deny: "input.text.contains('ignore previous')"}, {use: "rate_limit", rate: 5}]
+`)), WatchInterval: -1})
+	logs := s.logs.String()
+	assert.Contains(t, logs, "turn chain not run by the gateway")
+	assert.Contains(t, logs, "layers=\"[no_injection rate_limit]\"")
+
+	s = startServer(t, Options{Source: cueSource(writePolicy(t, `package gw
+models: m: {}
+chains: chat: [{use: "tracing"}]
+`)), WatchInterval: -1})
+	assert.NotContains(t, s.logs.String(), "turn chain")
+}
+
+// TestRunOnlyToolLayersAreWarned: without mcp servers the gateway runs no
+// tool: it admits the calls a model proposes, and the client runs them.
+// The tool-chain layers that act only on a call that runs (a redact of
+// results, an audit, a phase "after" guard) never act; they are named in a
+// warning when the policy is loaded. The admission layers (a tool_policy,
+// a guard of phase "before") are not.
+func TestRunOnlyToolLayersAreWarned(t *testing.T) {
+	const chain = `chains: tool: [{use: "tracing"}, {use: "tool_policy", deny: ["wipe"]}, {use: "audit"}, {use: "guard", name: "before", deny: "args.x == 1"}, {use: "guard", name: "after_check", phase: "after", deny: "result == 'x'"}, {use: "redact"}]
+`
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, `package gw
+models: m: {}
+tools: {wipe: {}, look: {}}
+`+chain)), WatchInterval: -1})
+	logs := s.logs.String()
+	assert.Contains(t, logs, "tool-chain layers that act only on a call that runs")
+	assert.Contains(t, logs, "layers=\"[audit after_check redact]\"")
+}
+
+// TestRunScopedRateLimitIsWarned: a request without X-Agentc-Run is a
+// run of its own, so a rate_limit of scope "run" gives each such request
+// a fresh bucket and holds back no caller that omits the header. It is
+// named in a warning when the policy is loaded; one of scope "key" is not.
+func TestRunScopedRateLimitIsWarned(t *testing.T) {
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, `package gw
+models: m: {}
+chains: chat: [{use: "rate_limit", name: "per_run", rate: 5, per: "1m", scope: "run"}, {use: "rate_limit", name: "per_key", rate: 50, per: "1m", scope: "key"}]
+`)), WatchInterval: -1})
+	logs := s.logs.String()
+	assert.Contains(t, logs, "rate limit of scope run")
+	assert.Contains(t, logs, "layers=[chat:per_run]")
+}

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -509,6 +510,22 @@ func (s *Server) install(g *generation) {
 	if names := memoryTrails(g.plan, g.deps); len(names) > 0 {
 		s.log.Warn("audit trail in process memory: not durable (lost when the process ends), and only the last records are kept; declare a sqlite, redis or postgres store as its sink",
 			"layers", names, "kept", runtime.DefaultMemoryAuditMax)
+	}
+	if turn := g.plan.Chains.Turn; len(turn) > 0 {
+		names := make([]string, len(turn))
+		for i, l := range turn {
+			names[i] = cmp.Or(l.Name, l.Use)
+		}
+		s.log.Warn("turn chain not run by the gateway: it serves model calls through the chat chain and tool calls through the tool chain, never an agent turn, so these layers act only where a host runs turns (runtime.Pipeline.RunAgent, Turn); move a check meant for the gateway's callers to the chat chain",
+			"layers", names)
+	}
+	if names := runScopedLimits(g.plan); len(names) > 0 {
+		s.log.Warn("rate limit of scope run: a request without "+RunHeader+", and each MCP session, is a run of its own with a fresh bucket, so these hold back no caller that omits the header or opens another session; give a caller's limit scope key (or global)",
+			"layers", names)
+	}
+	if names := runOnlyToolLayers(g.plan); len(names) > 0 {
+		s.log.Warn("tool-chain layers that act only on a call that runs: the gateway runs no tool without mcp servers (the client runs the calls the model proposes, which the tool chain only admits), so these never act; clean results in the chat chain, which reads them when the client sends them back",
+			"layers", names)
 	}
 	old := s.cur.Swap(g)
 	// The tools are listed on /mcp once g serves their calls: a client

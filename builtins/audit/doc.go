@@ -72,7 +72,8 @@
 // personal data in clear, as it does for a call a pii layer inside then
 // blocks (recorded "denied"). A call a layer outside audit blocks reaches no
 // audit layer and has no record. A policy whose trail must hold no personal
-// data puts pii outside audit, or leaves include_args off.
+// data puts pii outside audit, or leaves include_args off (vet warns of
+// one with include_args outside pii: order/record-outside-redact).
 //
 // trail states the ordering the user intends, and agentc vet holds the chain
 // to it (order/audit-trail): "logical" (the default) puts retry inside audit

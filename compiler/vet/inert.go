@@ -90,8 +90,10 @@ register a model client the policy does not declare, naming the declared
 model whose provider id the when holds for; a when comparing
 request.model with a constant is left to cel/unknown-value. A tool-chain
 layer whose when is false for every declared tool it could apply to
-(tool.name.startsWith('refnd') where the tool is refund) never acts
-either, where only declared tools run: an error at the when.
+(tool.name.startsWith('refnd') where the tool is refund, tool.url_arg !=
+'' where no tool declares url_arg, !tool.side_effecting scoped to a
+side-effecting tool) never acts either, where only declared tools run:
+an error at the when.
 
 A tool-chain layer scoped with tools: to a tool that a tool_policy outside
 it refuses (without a when, or with one that holds for every call of the
@@ -106,7 +108,16 @@ every call and is not reported.
 A tool_policy with allow: [] refuses every tool call: a warning at its
 allow, unless a when or tools: scopes it to some calls, as meant. A
 tool-chain layer inside it whose when holds for every declared tool never
-acts: an error at the when, as above.`,
+acts: an error at the when, as above. A tool_policy whose deny names a
+declared tool it never applies to (tools: ["fetch"] with deny: ["wipe"],
+or a when false for every call of wipe) never sees that tool's calls,
+which run: an error at the name.
+
+A policy with an egress (file_check) layer means to check the URLs
+(paths) its tools take: a tool that declares url_arg (path_arg) and that
+no such layer applies to, by their tools: or when, has them go
+unchecked: a warning at the first layer's tools: (when), naming the
+tool.`,
 	Run: func(p *Pass) {
 		for _, stage := range dsl.Stages {
 			for _, e := range p.Policy.Chains[stage] {
@@ -122,6 +133,8 @@ acts: an error at the when, as above.`,
 				p.inertHedge(e, p.Policy.Chains["chat"][:i])
 			}
 		}
+		p.inertUncheckedArgs("egress", "url_arg", "URLs", func(t *dsl.Tool) string { return t.URLArg })
+		p.inertUncheckedArgs("file_check", "path_arg", "paths", func(t *dsl.Tool) string { return t.PathArg })
 		optional := map[string]bool{}
 		for i, e := range p.Policy.Chains["tool"] {
 			p.inertToolWhen(e)
@@ -144,6 +157,7 @@ acts: an error at the when, as above.`,
 				p.inertArgCheck(e, "path_arg", func(t *dsl.Tool) string { return t.PathArg })
 			case "tool_policy":
 				p.inertArgPatterns(e)
+				p.inertPolicyDeny(e)
 			case "idempotent":
 				p.inertIdempotent(e)
 			case "memoize", "semantic_memoize":
@@ -361,16 +375,24 @@ func fieldTest(src, root, field string) (reads, compares bool) {
 	return reads, compares
 }
 
-// inertToolWhen reports a tool-chain entry whose when reads tool.name
-// and is false for every declared tool it could apply to
-// (tool.name.startsWith('refnd') where the tool is refund), where only
-// declared tools run: it never acts, an error at the when. A when that
-// compares tool.name with a constant is cel/unknown-value's to report.
+// inertToolWhen reports a tool-chain entry whose when reads a field of
+// tool and is false for every declared tool it could apply to
+// (tool.name.startsWith('refnd') where the tool is refund; size(tool.url_arg)
+// > 0 where no tool declares url_arg; !tool.side_effecting scoped to a
+// side-effecting tool), where only declared tools run: it never acts, an
+// error at the when. A when that reads tool only to compare tool.name with
+// a constant is cel/unknown-value's to report.
 func (p *Pass) inertToolWhen(e *dsl.Entry) {
 	if e.When == nil || p.UndeclaredToolsRun() {
 		return
 	}
-	if reads, compares := fieldTest(e.When.Source, "tool", "name"); !reads || compares {
+	readsName, compares := fieldTest(e.When.Source, "tool", "name")
+	readsOther := false
+	for _, f := range []string{"side_effecting", "retry_safe", "url_arg", "path_arg"} {
+		r, _ := fieldTest(e.When.Source, "tool", f)
+		readsOther = readsOther || r
+	}
+	if !readsOther && (!readsName || compares) {
 		return
 	}
 	names := e.Tools
@@ -595,6 +617,59 @@ func (p *Pass) inertArgPatterns(e *dsl.Entry) {
 		}
 		p.Report(dsl.Diagnostic{Pos: e.FieldPos(fmt.Sprintf("arg_patterns.%d.arg", i)), Severity: dsl.Error, Related: rel,
 			Message: fmt.Sprintf("%s arg_patterns[%d] names argument %q, which no tool it applies to declares: the pattern never matches%s", e.Ref(), i, arg, dsl.SuggestName(arg, names))})
+	}
+}
+
+// inertUncheckedArgs reports, in a policy whose tool chain has layers of
+// kind (egress, file_check), each declared tool that names an argument
+// with field (url_arg, path_arg) and that none of them applies to: its
+// tools: or when leave it out, so the URLs (paths) it is declared to take
+// go unchecked. A warning at the first such layer's tools: (its when). A
+// tool that a layer refuses outright (Blocker) never runs, and is not
+// reported.
+func (p *Pass) inertUncheckedArgs(kind, field, what string, arg func(*dsl.Tool) string) {
+	var layers []*dsl.Entry
+	for _, e := range p.Policy.Chains["tool"] {
+		if e.Use == kind {
+			layers = append(layers, e)
+		}
+	}
+	if len(layers) == 0 {
+		return
+	}
+	for _, name := range p.toolNames() {
+		t := p.Policy.Tools[name]
+		if arg(t) == "" || p.Blocker(name) != nil || slices.ContainsFunc(layers, func(e *dsl.Entry) bool { return p.Applies(e, name) }) {
+			continue
+		}
+		e := layers[0]
+		at := e.FieldPos("tools")
+		if len(e.Tools) == 0 || contains(e.Tools, name) {
+			at = e.FieldPos("when")
+		}
+		p.Report(dsl.Diagnostic{Pos: at, Severity: dsl.Warning,
+			Related: []dsl.Related{{Pos: t.Pos, Message: fmt.Sprintf("`%s` declares %s %q here", name, field, arg(t))}},
+			Message: fmt.Sprintf("no %s layer applies to `%s`, which declares %s %q: the %s its calls carry go unchecked; add it to the tools: of %s, or give it a layer of its own",
+				kind, name, field, arg(t), what, e.Ref())})
+	}
+}
+
+// inertPolicyDeny reports each name of a tool_policy's deny list that is a
+// declared tool the layer never applies to: its tools: leaves it out, or
+// its when is false for every call of it. The layer never sees such a
+// call, so the deny never refuses it and the tool runs.
+func (p *Pass) inertPolicyDeny(e *dsl.Entry) {
+	for i, name := range stringList(e.Fields["deny"]) {
+		if _, declared := p.Policy.Tools[name]; !declared || p.Applies(e, name) {
+			continue
+		}
+		why := "its tools: leaves it out"
+		if len(e.Tools) == 0 || contains(e.Tools, name) {
+			why = "its when is false for every call of it"
+		}
+		p.Report(dsl.Diagnostic{Pos: e.FieldPos(fmt.Sprintf("deny.%d", i)), Severity: dsl.Error,
+			Related: []dsl.Related{{Pos: p.Policy.Tools[name].Pos, Message: fmt.Sprintf("`%s` is declared here", name)}},
+			Message: fmt.Sprintf("%s denies `%s`, but never sees its calls (%s): the deny never refuses them, and `%s` runs; deny it in a tool_policy that applies to it", e.Ref(), name, why, name)})
 	}
 }
 

@@ -19,6 +19,7 @@ var Suite = []*Rule{
 	CoerceOutsideRetry,
 	RedactOutsideTruncate,
 	CheckOutsideTruncate,
+	RecordOutsideRedact,
 	GuardInsideCache,
 	TracingOutermost,
 	OwnCallRecursion,

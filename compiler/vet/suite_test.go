@@ -34,6 +34,7 @@ var designRules = map[string]dsl.Severity{
 	"order/coerce-outside-retry":         dsl.Warning,
 	"order/redact-outside-truncate":      dsl.Error,
 	"order/check-outside-truncate":       dsl.Error,
+	"order/record-outside-redact":        dsl.Warning,
 	"order/guard-inside-cache":           dsl.Warning,
 	"order/tracing-outermost":            dsl.Warning,
 	"order/own-call-recursion":           dsl.Error,
@@ -110,7 +111,7 @@ func TestBuiltinConstraints(t *testing.T) {
 		assert.True(t, pos.IsValid(), "no source position for %s", c.Key())
 		assert.True(t, strings.HasPrefix(pos.File, "schemas/"), "%s at %s", c.Key(), pos)
 	}
-	for _, id := range []string{"compaction-before-meter", "judge-before-meter", "audit-trail", "ratelimit-outside-retry", "ratelimit-outside-hedge", "ratelimit-outside-fallback", "ratelimit-outside-judge", "ratelimit-outside-compaction", "coerce-outside-retry", "redact-outside-truncate", "guard-inside-cache"} {
+	for _, id := range []string{"compaction-before-meter", "judge-before-meter", "audit-trail", "ratelimit-outside-retry", "ratelimit-outside-hedge", "ratelimit-outside-fallback", "ratelimit-outside-judge", "ratelimit-outside-compaction", "coerce-outside-retry", "redact-outside-truncate", "record-outside-redact", "guard-inside-cache"} {
 		assert.True(t, ids[id], "the plain-ordering rule %s is data: it needs builtin constraints", id)
 	}
 	a := vet.Analyze(&dsl.Policy{}, cs)

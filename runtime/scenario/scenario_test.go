@@ -3,6 +3,7 @@ package scenario_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -378,11 +379,46 @@ func TestCheckWantNames(t *testing.T) {
 		`{"steps": [{"error": {"layer": "refund_limit"}}, {"error": {"layer": "tools"}}, {"error": {"layer": ""}}]}`,
 		`{"steps": [{"error": {"layer": "checkpoint"}}, {"error": {"layer": "grounding"}}]}`,
 		`{"steps": [{"error": {"layer": "state.limit"}}, {"error": {"layer": "state.limit.on_set[0]"}}]}`,
-		`{"steps": [{"error": null}], "audit": []}`,
+		`{"steps": [{"error": null}]}`,
 	} {
 		assert.NoError(t, scenario.CheckWantNames(want(ok), p, nil), ok)
 	}
 	assert.Error(t, scenario.CheckWantNames(want(`{"steps": [{"error": {"layer": "state.limt"}}]}`), p, nil))
+}
+
+// A want asserting that no audit record was written (audit: [] or null)
+// under a policy nothing of which writes one (no audit layer, no grounding
+// record, no state sink of kind audit) holds for any run: it is refused.
+// Under a policy that writes records it is an assertion.
+func TestCheckWantNoAuditWriter(t *testing.T) {
+	want := func(s string) any {
+		var w any
+		require.NoError(t, json.Unmarshal([]byte(s), &w))
+		return w
+	}
+	for _, w := range []string{`{"audit": []}`, `{"audit": null, "steps": [{"outcome": "blocked"}]}`} {
+		err := scenario.CheckWantNames(want(w), designPlan(), nil)
+		require.Error(t, err, w)
+		assert.Equal(t, `audit: nothing in the policy writes an audit record (no audit layer, grounding record_grounding nor state sink "audit"), so an empty audit holds for any run`, err.Error())
+	}
+	p := designPlan()
+	p.Chains.Tool = append(p.Chains.Tool, layer("audit", `{}`))
+	assert.NoError(t, scenario.CheckWantNames(want(`{"audit": []}`), p, nil))
+	p = designPlan()
+	p.State = &plan.State{Fields: map[string]plan.StateField{"limit": {Background: []plan.StateSink{{Sink: "audit"}}}}}
+	assert.NoError(t, scenario.CheckWantNames(want(`{"audit": []}`), p, nil))
+	// A record wanted under such a policy fails the run's comparison, as
+	// the case should.
+	assert.NoError(t, scenario.CheckWantNames(want(`{"audit": [{"decision": "ok"}]}`), designPlan(), nil))
+
+	// The result's meter is the chat chain's meter's ledger: all zeros
+	// under a policy whose chat chain has none.
+	p = designPlan()
+	p.Chains.Chat = slices.DeleteFunc(p.Chains.Chat, func(l plan.Layer) bool { return l.Use == "meter" })
+	err := scenario.CheckWantNames(want(`{"meter": {"usd": 0}}`), p, nil)
+	require.Error(t, err)
+	assert.Equal(t, `meter: the policy's chat chain has no meter, so the result's meter is all zeros in every run`, err.Error())
+	assert.NoError(t, scenario.CheckWantNames(want(`{"meter": {"usd": 0}}`), designPlan(), nil))
 }
 
 // Every unknown field and every value of the wrong type is reported in one

@@ -481,10 +481,23 @@ func didYouMean(v string, known []string) string {
 // declarations' check on entry (runtime.LayerTools), the checkpoints and
 // the grounding, and each state field ("state.limit") with its handlers
 // ("state.limit.on_set[0]"). Its executions must count models and tools
-// the result lists: those p declares and those s scripts.
+// the result lists: those p declares and those s scripts. An empty audit
+// (audit: [] or null, "no record was written") under a policy nothing of
+// which writes a record would hold for any run, and is refused too, as is
+// a meter under a policy whose chat chain has no meter (all zeros).
 func CheckWantNames(want any, p *plan.Plan, s *Scenario) error {
 	if err := checkExecutionNames(want, p, s); err != nil {
 		return err
+	}
+	if w, ok := want.(map[string]any); ok {
+		if a, present := w["audit"]; present && !writesAudit(p) {
+			if list, _ := a.([]any); len(list) == 0 {
+				return errors.New(`audit: nothing in the policy writes an audit record (no audit layer, grounding record_grounding nor state sink "audit"), so an empty audit holds for any run`)
+			}
+		}
+		if _, present := w["meter"]; present && !slices.ContainsFunc(p.Chains.Chat, func(l plan.Layer) bool { return l.Use == "meter" }) {
+			return errors.New(`meter: the policy's chat chain has no meter, so the result's meter is all zeros in every run`)
+		}
 	}
 	var names []string
 	for _, chain := range [][]plan.Layer{p.Chains.Chat, p.Chains.Tool, p.Chains.Turn} {
@@ -532,6 +545,34 @@ func checkLayersIn(path string, steps []any, known func(string) bool, names []st
 		}
 	}
 	return nil
+}
+
+// writesAudit reports whether a run under p may write an audit record: p
+// has a layer whose module records (an audit layer, a host's middleware
+// declaring the trait) or that is not registered here, the grounding
+// records, or a state field has a sink of kind audit.
+func writesAudit(p *plan.Plan) bool {
+	for _, chain := range [][]plan.Layer{p.Chains.Chat, p.Chains.Tool, p.Chains.Turn} {
+		for _, l := range chain {
+			m, ok := runtime.LookupModule(l.Use)
+			if !ok || l.Use != "meter" && m.HasTrait(runtime.TraitRecords) {
+				return true
+			}
+		}
+	}
+	if p.Grounding != nil && p.Grounding.Record {
+		return true
+	}
+	if p.State != nil {
+		for _, f := range p.State.Fields {
+			for _, sink := range f.Background {
+				if sink.Sink == "audit" {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // checkExecutionNames refuses a count under the want's executions of a

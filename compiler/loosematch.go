@@ -1,0 +1,212 @@
+package compiler
+
+import (
+	"fmt"
+	"regexp"
+	"regexp/syntax"
+	"slices"
+	"strings"
+
+	"github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/operators"
+
+	"github.com/agentc-dev/agentc/dsl"
+)
+
+// ruleLooseMatch reports a test that lets a call through on a regular
+// expression not anchored at its start, or on a host suffix that is not at
+// a label boundary: it holds for values that merely contain what it reads.
+const ruleLooseMatch = "cel/loose-match"
+
+// A looseTest is a matches(), matches_any(), host endsWith() or URL
+// startsWith() test of a predicate whose constant holds for more values
+// than it reads as.
+type looseTest struct {
+	// offset is the byte offset of the constant in the source.
+	offset int
+	// pol is the test's polarity (comparisonPolarity's).
+	pol int
+	// why names the test and says what it lets through.
+	why string
+}
+
+// checkLooseMatches reports each loose test of the predicate x, of the
+// field given ("deny", "require", "when", "admit"), that sits where it
+// lets calls (or items) through: in a require or an admit, or under a
+// negation in a deny or a when, which then skips its layer.
+func (c *Compilation) checkLooseMatches(x *dsl.Expr, field string) {
+	var lets func(pol int) (string, bool)
+	switch field {
+	case "require":
+		lets = func(pol int) (string, bool) { return "the require lets the call through", pol > 0 }
+	case "admit":
+		lets = func(pol int) (string, bool) { return "admit keeps the item", pol > 0 }
+	case "deny":
+		lets = func(pol int) (string, bool) { return "the deny lets the call through", pol < 0 }
+	case "when":
+		lets = func(pol int) (string, bool) { return "the when skips the layer", pol < 0 }
+	default:
+		return
+	}
+	for _, t := range looseTests(x.Source) {
+		if outcome, ok := lets(t.pol); ok {
+			c.report(dsl.Warnf(x.PosAt(t.offset), ruleLooseMatch, "%s on %s", outcome, t.why))
+		}
+	}
+}
+
+// looseTests returns the loose tests of the predicate src with their
+// polarity: matches() and matches_any() with a constant pattern that is
+// not anchored (see anchored), url_host() (or lower() of it) tested with
+// endsWith() against a constant name that does not begin with a dot, and
+// startsWith() with a URL that ends at its host ('https://api.example.com').
+func looseTests(src string) []looseTest {
+	tree, ok := parseCEL(src)
+	if !ok {
+		return nil
+	}
+	f := folder{src: src, info: tree.SourceInfo()}
+	var out []looseTest
+	pattern := func(e ast.Expr, pol int) {
+		if p, ok := stringLiteral(e); ok && !anchored(p) {
+			out = append(out, looseTest{offset: f.offset(e), pol: pol,
+				why: fmt.Sprintf("the pattern '%s', which is not anchored at its start or end (in every branch of an alternation): it matches a value that merely holds a match anywhere; write '^...$' to match the whole value", p)})
+		}
+	}
+	var walk func(e ast.Expr, pol int)
+	walkAll := func(pol int, es ...ast.Expr) {
+		for _, e := range es {
+			walk(e, pol)
+		}
+	}
+	walk = func(e ast.Expr, pol int) {
+		switch e.Kind() {
+		case ast.CallKind:
+			c := e.AsCall()
+			args := c.Args()
+			switch fn := c.FunctionName(); {
+			case fn == operators.LogicalNot:
+				walkAll(-pol, args...)
+				return
+			case fn == operators.LogicalAnd || fn == operators.LogicalOr:
+				walkAll(pol, args...)
+				return
+			case fn == operators.Conditional:
+				walk(args[0], 0)
+				walkAll(pol, args[1:]...)
+				return
+			case fn == "matches" && c.IsMemberFunction() && len(args) == 1:
+				pattern(args[0], pol)
+			case fn == "matches" && !c.IsMemberFunction() && len(args) == 2:
+				pattern(args[1], pol)
+			case fn == "matches_any" && len(args) == 2 && args[1].Kind() == ast.ListKind:
+				for _, el := range args[1].AsList().Elements() {
+					pattern(el, pol)
+				}
+			case fn == "endsWith" && c.IsMemberFunction() && len(args) == 1 && isHost(c.Target()):
+				if s, ok := stringLiteral(args[0]); ok && s != "" && !strings.HasPrefix(s, ".") && strings.Contains(s, ".") {
+					out = append(out, looseTest{offset: f.offset(args[0]), pol: pol,
+						why: fmt.Sprintf("endsWith('%s'), which also holds for a host such as evil%s, whose name only ends like it; write == '%s' || endsWith('.%s')", s, s, s, s)})
+				}
+			case fn == "startsWith" && c.IsMemberFunction() && len(args) == 1:
+				if s, ok := stringLiteral(args[0]); ok && bareOrigin.MatchString(s) {
+					out = append(out, looseTest{offset: f.offset(args[0]), pol: pol,
+						why: fmt.Sprintf("startsWith('%s'), which also holds for %s.evil.example/ and %s@evil.example/, URLs to other hosts; write startsWith('%s/'), or test url_host()", s, s, s, s)})
+				}
+			}
+			if c.IsMemberFunction() {
+				walk(c.Target(), 0)
+			}
+			walkAll(0, args...)
+		case ast.ComprehensionKind:
+			comp := e.AsComprehension()
+			walkAll(0, comp.IterRange(), comp.AccuInit(), comp.LoopCondition(), comp.Result())
+			walk(comp.LoopStep(), bodyPolarity(comp, pol))
+		case ast.SelectKind:
+			walk(e.AsSelect().Operand(), 0)
+		case ast.ListKind:
+			walkAll(0, e.AsList().Elements()...)
+		case ast.MapKind:
+			for _, en := range e.AsMap().Entries() {
+				m := en.AsMapEntry()
+				walkAll(0, m.Key(), m.Value())
+			}
+		}
+	}
+	walk(tree.Expr(), 1)
+	slices.SortFunc(out, func(a, b looseTest) int { return a.offset - b.offset })
+	return out
+}
+
+// bareOrigin matches a URL that ends with its host (or port), with no
+// path: a prefix of other hosts' URLs.
+var bareOrigin = regexp.MustCompile(`(?i)^[a-z][a-z0-9+.-]*://[^/?#\s]+$`)
+
+// isHost reports whether e is url_host(...), or lower() of it.
+func isHost(e ast.Expr) bool {
+	if e.Kind() != ast.CallKind {
+		return false
+	}
+	c := e.AsCall()
+	switch {
+	case c.FunctionName() == "url_host":
+		return true
+	case c.FunctionName() == "lower" && len(c.Args()) == 1:
+		return isHost(c.Args()[0])
+	case c.FunctionName() == "lowerAscii" && c.IsMemberFunction():
+		return isHost(c.Target())
+	}
+	return false
+}
+
+// anchored reports whether the RE2 pattern p is anchored: at its start,
+// with ^ (without the m flag) or \A, or at its end, with $ or \z, in every
+// branch of an alternation. An end-anchored pattern ('@corp\.example$')
+// says where it matches, as one that begins with .* (or .+) says it
+// matches anywhere: both count as anchored. One that does not parse is
+// left to the runtime's error.
+func anchored(p string) bool {
+	re, err := syntax.Parse(p, syntax.Perl)
+	if err != nil {
+		return true
+	}
+	var atStart, atEnd func(re *syntax.Regexp) bool
+	atStart = func(re *syntax.Regexp) bool {
+		switch re.Op {
+		case syntax.OpBeginText:
+			return true
+		case syntax.OpConcat, syntax.OpCapture:
+			return len(re.Sub) > 0 && atStart(re.Sub[0])
+		case syntax.OpStar, syntax.OpPlus:
+			return re.Sub[0].Op == syntax.OpAnyChar || re.Sub[0].Op == syntax.OpAnyCharNotNL
+		}
+		return false
+	}
+	atEnd = func(re *syntax.Regexp) bool {
+		switch re.Op {
+		case syntax.OpEndText:
+			return true
+		case syntax.OpConcat, syntax.OpCapture:
+			return len(re.Sub) > 0 && atEnd(re.Sub[len(re.Sub)-1])
+		}
+		return false
+	}
+	var whole func(re *syntax.Regexp) bool
+	whole = func(re *syntax.Regexp) bool {
+		switch re.Op {
+		case syntax.OpAlternate:
+			for _, sub := range re.Sub {
+				if !whole(sub) {
+					return false
+				}
+			}
+			return true
+		case syntax.OpCapture:
+			if re.Sub[0].Op == syntax.OpAlternate {
+				return whole(re.Sub[0])
+			}
+		}
+		return atStart(re) || atEnd(re)
+	}
+	return whole(re)
+}
