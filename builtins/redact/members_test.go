@@ -84,3 +84,48 @@ func TestKeyWordAsStringOfItsOwn(t *testing.T) {
 		})
 	}
 }
+
+// TestSecretAcrossKeyAndValue: a secret whose start is written in an object's key and its rest
+// in the key's value (`{"password=hunter": "22xyz"}`, a key cut in two over a key and its
+// value), and a secret under a key word nested one level in an object or an array
+// (`{"password": {"value": "hunter22x"}}`), are masked in the value as in the key, in a tool
+// message holding the JSON, in a tool's result and in a tool call's arguments; other keys and
+// values are kept.
+func TestSecretAcrossKeyAndValue(t *testing.T) {
+	for _, tt := range []struct{ name, in, want string }{
+		{"assignment cut in the value", `{"password=hunter": "22xyz", "user": "bob"}`,
+			`{"password=[REDACTED:password-assignment]": "[REDACTED:password-assignment]", "user": "bob"}`},
+		{"assignment cut in a word", `{"password=hun": "ter22xyz"}`,
+			`{"password=[REDACTED:password-assignment]": "[REDACTED:password-assignment]"}`},
+		{"key cut in two", `{"sk-proj-AbCdEfGh": "IjKlMnOpQrStUvWx0123", "n": "x"}`,
+			`{"[REDACTED:openai-key]": "[REDACTED:openai-key]", "n": "x"}`},
+		{"value nested in an object", `{"password": {"value": "hunter22x"}, "user": "bob"}`,
+			`{"password": {"value": "[REDACTED:password-assignment]"}, "user": "bob"}`},
+		{"values nested in an object", `{"api_key": {"old": "Zq81mNb0Xc7", "new": "Yp72lMa9Wb6", "n": 3}}`,
+			`{"api_key": {"old": "[REDACTED:password-assignment]", "new": "[REDACTED:password-assignment]", "n": 3}}`},
+		{"value nested in an array", `{"password": ["hunter22x"]}`, `{"password": ["[REDACTED:password-assignment]"]}`},
+		{"deeper values are no key's", `{"password": {"policy": {"hint": "pet"}}, "user": {"value": "bob"}}`,
+			`{"password": {"policy": {"hint": "pet"}}, "user": {"value": "bob"}}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var want any
+			require.NoError(t, json.Unmarshal([]byte(tt.want), &want))
+			wantJSON, err := json.Marshal(want)
+			require.NoError(t, err)
+
+			got := sendThrough(t, []runtime.Message{{Role: "tool", ToolCallID: "c1", Content: tt.in},
+				{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "c1", Name: "f", Arguments: json.RawMessage(tt.in)}}}})
+			assert.JSONEq(t, tt.want, got[0].Content, "tool message")
+			assert.JSONEq(t, tt.want, string(got[1].ToolCalls[0].Arguments), "tool call sent back")
+
+			var v any
+			require.NoError(t, json.Unmarshal([]byte(tt.in), &v))
+			assert.JSONEq(t, string(wantJSON), toolResultThrough(t, v), "tool result")
+
+			_, calls := streamThrough(t, []runtime.Delta{
+				{ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: "c1", Name: "post", Arguments: tt.in}}},
+				{FinishReason: runtime.FinishToolCalls}})
+			assert.JSONEq(t, tt.want, calls, "tool call the model makes")
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -64,11 +65,69 @@ func keyMemo(f func(string) (string, int)) func(string) (string, int) {
 
 // member returns the value e of the key k of an object read with its key by pair (a string,
 // or an integral number as its digits), and the count pair returned: e itself with 0 when
-// pair changes nothing or e is neither.
+// pair changes nothing. An object or an array is read one level down: each of its strings
+// (an object's values, an array's elements; not its numbers, counts more often than not) is
+// read with k, as the
+// model reads `"password": {"value": "hunter2"}`, and a copy holding what pair returned for
+// them is returned when it changes one.
 func (rd readers) member(k string, e any) (any, int) {
 	if rd.pair == nil {
 		return e, 0
 	}
+	switch x := e.(type) {
+	case Object:
+		if vals, n := rd.members(k, x.Values); n > 0 {
+			return Object{Keys: x.Keys, Values: vals}, n
+		}
+		return e, 0
+	case []any:
+		if vals, n := rd.members(k, x); n > 0 {
+			return vals, n
+		}
+		return e, 0
+	case map[string]any:
+		var out map[string]any
+		total := 0
+		for ik, v := range x {
+			if _, ok := v.(string); !ok {
+				continue
+			}
+			if red, n := rd.leafMember(k, v); n > 0 {
+				if out == nil {
+					out = maps.Clone(x)
+				}
+				out[ik], total = red, total+n
+			}
+		}
+		if out == nil {
+			return e, 0
+		}
+		return out, total
+	}
+	return rd.leafMember(k, e)
+}
+
+// members returns a copy of vals with each read with the key k (leafMember), when that
+// changes one, and the count.
+func (rd readers) members(k string, vals []any) ([]any, int) {
+	var out []any
+	total := 0
+	for i, v := range vals {
+		if _, ok := v.(string); !ok {
+			continue
+		}
+		if red, n := rd.leafMember(k, v); n > 0 {
+			if out == nil {
+				out = slices.Clone(vals)
+			}
+			out[i], total = red, total+n
+		}
+	}
+	return out, total
+}
+
+// leafMember is member for a string or an integral number: e itself with 0 for any other value.
+func (rd readers) leafMember(k string, e any) (any, int) {
 	text, ok := e.(string)
 	if !ok {
 		if text, ok = NumberText(e); !ok {
@@ -269,6 +328,24 @@ func MapText(v any, f func(string) (string, int)) (any, int) { return MapTextJoi
 // masked, "password" and "hunter2") with a count, and a number it changes becomes the string
 // it returns; f then reads what pair returned. A nil joined and pair is MapText.
 func MapTextJoined(v any, f func(string) (string, int), joined func(run []string, fields bool) ([]string, int), pair func(key, value string) (string, int)) (any, int) {
+	return MapTextReaders(v, f, Readers{Joined: joined, Pair: pair})
+}
+
+// Readers are the hooks of MapTextReaders: Joined and Pair as MapTextJoined takes them, and
+// Key, which reads the keys of objects in place of f (each key once: the objects of an array
+// of records share their keys).
+type Readers struct {
+	Joined func(run []string, fields bool) ([]string, int)
+	Pair   func(key, value string) (string, int)
+	Key    func(string) (string, int)
+}
+
+// MapTextReaders is MapTextJoined with the hooks of r; a nil r.Key reads the keys by f.
+func MapTextReaders(v any, f func(string) (string, int), r Readers) (any, int) {
+	key := r.Key
+	if key == nil {
+		key = f
+	}
 	return mapLeaves(v, f, func(v any) (any, int) {
 		if text, ok := NumberText(v); ok {
 			if r, n := f(text); n > 0 {
@@ -276,7 +353,7 @@ func MapTextJoined(v any, f func(string) (string, int), joined func(run []string
 			}
 		}
 		return v, 0
-	}, readers{joined, pair, keyMemo(f)})
+	}, readers{r.Joined, r.Pair, keyMemo(key)})
 }
 
 // NumberText renders an integral number as its decimal digits: a

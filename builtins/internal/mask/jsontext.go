@@ -33,7 +33,11 @@ func jsonText(text string) (any, bool) {
 // one only when that reading finds an item cut across strings: a document without one costs
 // two readings, not two for each run.
 func SplitInJSON(text string, find Find) (Item, bool) {
-	runs := jsonRuns(text)
+	return splitInRuns(jsonRuns(text), find)
+}
+
+// splitInRuns is SplitInJSON for the runs of a JSON text.
+func splitInRuns(runs []jsonRun, find Find) (Item, bool) {
 	if !cutInRuns(runs, find) {
 		return Item{}, false
 	}
@@ -95,18 +99,33 @@ type jsonRun struct {
 // for any other text, or one whose brackets do not pair. It reads the text once, without
 // decoding what is not in such a run.
 func jsonRuns(text string) []jsonRun {
+	runs, _ := readJSON(text, false)
+	return runs
+}
+
+// jsonMember is a string of a JSON text and the key it is read with: its own, or, for a string
+// in an object or an array that is the value of a key, that key (one level down).
+type jsonMember struct{ key, value string }
+
+// readJSON returns the runs of text (jsonRuns) and, withMembers, its members (jsonMember), in
+// the order written, decoded. It returns nil for a text jsonRuns gives none for.
+func readJSON(text string, withMembers bool) ([]jsonRun, []jsonMember) {
 	s := strings.TrimLeft(text, " \t\r\n")
 	if s == "" || (s[0] != '{' && s[0] != '[') {
-		return nil
+		return nil, nil
 	}
 	type open struct {
 		c   byte
 		key bool // in an object, the next string is a key
+		// last is the key read last in an object; outer the key whose value the object or
+		// array is, or "" (withMembers)
+		last, outer string
 	}
 	var (
-		runs  []jsonRun
-		run   []string
-		stack []open
+		runs    []jsonRun
+		run     []string
+		stack   []open
+		members []jsonMember
 	)
 	end := func() {
 		if len(run) > 1 {
@@ -118,11 +137,15 @@ func jsonRuns(text string) []jsonRun {
 		switch c := s[i]; c {
 		case '{', '[':
 			end()
-			stack = append(stack, open{c, c == '{'})
+			o := open{c: c, key: c == '{'}
+			if n := len(stack); withMembers && n > 0 && stack[n-1].c == '{' {
+				o.outer = stack[n-1].last
+			}
+			stack = append(stack, o)
 		case '}', ']':
 			end()
 			if len(stack) == 0 || stack[len(stack)-1].c != c-2 { // '{'+2 == '}', '['+2 == ']'
-				return nil
+				return nil, nil
 			}
 			stack = stack[:len(stack)-1]
 		case ':', ',':
@@ -140,16 +163,32 @@ func jsonRuns(text string) []jsonRun {
 				j++
 			}
 			if j >= len(s) {
-				return nil
+				return nil, nil
 			}
-			if n := len(stack); n > 0 && !stack[n-1].key {
+			n := len(stack)
+			isKey := n > 0 && stack[n-1].key
+			if !isKey || withMembers {
 				str := s[i+1 : j]
 				if escaped {
 					if json.Unmarshal([]byte(s[i:j+1]), &str) != nil {
-						return nil
+						return nil, nil
 					}
 				}
-				run = append(run, str)
+				switch {
+				case isKey:
+					stack[n-1].last = str
+				case n > 0:
+					run = append(run, str)
+					if !withMembers {
+						break
+					}
+					if top := stack[n-1]; top.c == '{' && top.last != "" {
+						members = append(members, jsonMember{top.last, str})
+					}
+					if top := stack[n-1]; top.outer != "" {
+						members = append(members, jsonMember{top.outer, str})
+					}
+				}
 			}
 			i = j
 		case ' ', '\t', '\r', '\n':
@@ -158,20 +197,22 @@ func jsonRuns(text string) []jsonRun {
 		}
 	}
 	if len(stack) != 0 {
-		return nil
+		return nil, nil
 	}
-	return runs
+	return runs, members
 }
 
 // AcrossJSON returns text, a JSON object or array, masked as a value (Value: f, with the
 // strings of its arrays and the values of its objects read together by find, in the order
 // written, as SplitInJSON reads them: its objects are decoded as jsonvalue.Object) and
 // written back as JSON, then masked as a text by f, with the number of items masked, when
-// its strings hold an item cut across them (SplitInJSON); otherwise it returns text and 0.
+// its strings hold an item cut across them (SplitInJSON) or a member holds one that runs from
+// its key into its value (cutInMembers); otherwise it returns text and 0.
 // The text written back has JSON's compact layout (the members in the order written, no
 // spaces), which the model reads alike.
 func AcrossJSON(text string, f Func, find Find) (string, int) {
-	if _, ok := SplitInJSON(text, find); !ok {
+	runs, members := readJSON(text, true)
+	if _, ok := splitInRuns(runs, find); !ok && !cutInMembers(members, find) {
 		return text, 0
 	}
 	v, ok := jsonText(text)

@@ -239,5 +239,6 @@ func Calls(f Func, find Find) func(calls []runtime.ToolUse) ([]runtime.ToolUse, 
 // key into it is masked (Members). See jsonvalue.MapTextJoined. v is never
 // modified.
 func Value(v any, f Func, find Find) (any, int) {
-	return jsonvalue.MapTextJoined(v, f, Elements(find), Members(find))
+	pair, key := Members(find, f)
+	return jsonvalue.MapTextReaders(v, f, jsonvalue.Readers{Joined: Elements(find), Pair: pair, Key: key})
 }
