@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentc-dev/agentc/builtins/pii"
 	"github.com/agentc-dev/agentc/runtime"
 )
 
@@ -50,5 +51,52 @@ func TestDuplicatedKeyBlockedIsMasked(t *testing.T) {
 				assert.NotContains(t, got, "jane.doe")
 			})
 		}
+	}
+}
+
+// TestCardInGroupFields: a card whose groups are posted as fields of their own, as a payment
+// form's four boxes are ({"cc1": "4111", "cc2": "1111", ...}, or an array of the groups), is
+// refused by "block" and masked by "redact", in a tool's arguments, a tool call's arguments
+// and a tool message holding the JSON. Digits of a card's lengths next to other fields of
+// digits alone are a list of numbers, as are fields of other lengths, and are left.
+func TestCardInGroupFields(t *testing.T) {
+	for name, v := range map[string]any{
+		"fields":        map[string]any{"cc1": "4111", "cc2": "1111", "cc3": "1111", "cc4": "1111", "exp": "12/27", "name": "Jane"},
+		"array":         []any{"4111", "1111", "1111", "1111"},
+		"amex in three": map[string]any{"a": "3782", "b": "822463", "c": "10005"},
+	} {
+		t.Run(name+"/tool arguments", func(t *testing.T) {
+			assertArgsMaskedAndBlocked(t, map[string]any{"card": v}, "/card")
+		})
+		t.Run(name+"/tool message holding JSON", func(t *testing.T) {
+			assertToolMessageMaskedAndBlocked(t, map[string]any{"card": v})
+		})
+		args, err := json.Marshal(map[string]any{"card": v})
+		require.NoError(t, err)
+		t.Run(name+"/tool call arguments sent back", func(t *testing.T) {
+			msgs := []runtime.Message{{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "c1", Name: "f", Arguments: args}}}}
+			_, err := seenByModel(t, `{}`, msgs)
+			var b *runtime.BlockedError
+			require.ErrorAs(t, err, &b)
+			got, err := seenByModel(t, `{"action":"redact"}`, msgs)
+			require.NoError(t, err)
+			assert.Contains(t, got, "[REDACTED:card]")
+			assert.NotContains(t, got, "822463")
+			assert.NotContains(t, got, `"1111"`)
+		})
+	}
+	for name, v := range map[string]any{
+		"longer list":      []any{"4111", "1111", "1111", "1111", "2020"},
+		"digits around":    map[string]any{"a": "4111", "b": "1111", "c": "1111", "d": "1111", "e": "7"},
+		"other lengths":    map[string]any{"a": "41111", "b": "111", "c": "1111", "d": "1111"},
+		"numbers in a row": []any{"1234", "5678", "9012", "3456"},
+	} {
+		t.Run(name+"/left alone", func(t *testing.T) {
+			s, err := pii.New(pii.Config{})
+			require.NoError(t, err)
+			got, n := s.RedactValue(map[string]any{"v": v})
+			assert.Zero(t, n)
+			assert.Equal(t, map[string]any{"v": v}, got)
+		})
 	}
 }

@@ -186,7 +186,10 @@ type ElementItem struct {
 // run together only there, so that the element before it does not glue itself to the start
 // of the item ("x", "password=hun", "ter2"). Not taken when read run together: an item made
 // of whole elements of digits of one length (a list of numbers, "1234", "5678", "9012",
-// "3456", as a card's groups joined by line breaks alone are a column of numbers).
+// "3456", as a card's groups joined by line breaks alone are a column of numbers). Elements of
+// digits alone that are the groups of a card as a payment form posts them ("4111", "1111",
+// "1111", "1111"), with no element of digits alone before or after them, are read a last
+// time joined by spaces (readGroups).
 func ReadElements(elems []string, find Find) ([]string, []ElementItem) {
 	return readElements(elems, find, false)
 }
@@ -226,6 +229,7 @@ func readElements(elems []string, find Find, fields bool) ([]string, []ElementIt
 			return "\n"
 		}, true, fields)
 	}
+	reads = readGroups(reads, elems, find)
 	var (
 		edits [][]edit
 		found []ElementItem
@@ -394,11 +398,99 @@ func numberList(elems []string, spans []piece, anyLength bool) bool {
 	n := len(elems[spans[0].k])
 	for _, sp := range spans {
 		e := elems[sp.k]
-		if sp.start != 0 || sp.end != len(e) || (len(e) != n && !anyLength) || strings.IndexFunc(e, func(r rune) bool { return r < '0' || r > '9' }) >= 0 {
+		if sp.start != 0 || sp.end != len(e) || (len(e) != n && !anyLength) || !allDigits(e) {
 			return false
 		}
 	}
 	return true
+}
+
+// groupLayouts are the lengths of the groups a card number is written in, and a payment form
+// posts in boxes of their own: four groups of four digits, and an American Express or Diners
+// Club number's 4-6-5 and 4-6-4.
+var groupLayouts = [][]int{{4, 4, 4, 4}, {4, 6, 5}, {4, 6, 4}}
+
+// readGroups appends to reads the items find finds in the runs of elements of elems that are
+// the groups of a card (groupLayouts): consecutive elements of digits alone, with no element
+// of digits alone before or after them, read joined by spaces, as the number is written
+// ("4111 1111 1111 1111"), each run apart from the next by runSep. An item is taken when it
+// covers its run whole and no read covers an element of it already. Read together, such
+// elements are a list of numbers (numberList), and as lines a column.
+func readGroups(reads []elementRead, elems []string, find Find) []elementRead {
+	var groups [][2]int
+	for k := 0; k < len(elems); {
+		if !allDigits(elems[k]) {
+			k++
+			continue
+		}
+		j := k + 1
+		for j < len(elems) && allDigits(elems[j]) {
+			j++
+		}
+		if slices.ContainsFunc(groupLayouts, func(layout []int) bool {
+			return len(layout) == j-k && sameLengths(elems[k:j], layout)
+		}) {
+			groups = append(groups, [2]int{k, j})
+		}
+		k = j
+	}
+	if len(groups) == 0 {
+		return reads
+	}
+	var b strings.Builder
+	starts := make([]int, len(groups))
+	for i, g := range groups {
+		if i > 0 {
+			b.WriteString(runSep)
+		}
+		starts[i] = b.Len()
+		for k := g[0]; k < g[1]; k++ {
+			if k > g[0] {
+				b.WriteByte(' ')
+			}
+			b.WriteString(elems[k])
+		}
+	}
+	text := b.String()
+	for _, it := range find(text) {
+		i := sort.Search(len(starts), func(i int) bool { return starts[i] > it.From }) - 1
+		if i < 0 || it.From != starts[i] || it.Start != it.From {
+			continue
+		}
+		g := groups[i]
+		n := g[1] - g[0] - 1
+		for k := g[0]; k < g[1]; k++ {
+			n += len(elems[k])
+		}
+		if it.To != starts[i]+n || it.End != it.To {
+			continue
+		}
+		var spans []piece
+		for k := g[0]; k < g[1]; k++ {
+			spans = append(spans, piece{k, 0, len(elems[k])})
+		}
+		if slices.ContainsFunc(reads, func(r elementRead) bool { return overlaps(spans, r.match) }) {
+			continue
+		}
+		it.From, it.To, it.Start, it.End = 0, n, 0, n // offsets of the run read joined by spaces
+		reads = append(reads, elementRead{ElementItem{it, -1}, spans, spans})
+	}
+	return reads
+}
+
+// sameLengths reports whether the elements have the lengths of layout, one for one.
+func sameLengths(elems []string, layout []int) bool {
+	for i, e := range elems {
+		if len(e) != layout[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// allDigits reports whether e is ASCII digits, one or more.
+func allDigits(e string) bool {
+	return e != "" && strings.IndexFunc(e, func(r rune) bool { return r < '0' || r > '9' }) < 0
 }
 
 // maskJoined finds the items of pieces joined by sep that run across two pieces or more, and
