@@ -1,6 +1,7 @@
 package pii_test
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 
@@ -97,6 +98,34 @@ func TestCardInGroupFields(t *testing.T) {
 			got, n := s.RedactValue(map[string]any{"v": v})
 			assert.Zero(t, n)
 			assert.Equal(t, map[string]any{"v": v}, got)
+		})
+	}
+}
+
+// TestArgumentsReadAsLinesBlockedIsMasked: the arguments of a tool call sent back are refused
+// by "block" when their keys and strings, read one a line in the order written, hold personal
+// data across them (a card begun in a key and ended in its value, or ended in the next key);
+// "redact" masks what "block" refuses, the arguments still valid JSON.
+func TestArgumentsReadAsLinesBlockedIsMasked(t *testing.T) {
+	for _, args := range []string{
+		`{"4111 1111 1111": "1111"}`,
+		`{"note": "4111 1111 1111", "1111": true}`,
+		`["4111 1111 1111", 1111]`,
+		`{"q": {"4111 1111": "1111 1111"}, "n": 1}`,
+	} {
+		t.Run(args, func(t *testing.T) {
+			msgs := []runtime.Message{{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "c1", Name: "f", Arguments: json.RawMessage(args)}}}}
+			_, err := seenByModel(t, `{}`, msgs)
+			var b *runtime.BlockedError
+			require.ErrorAs(t, err, &b, "the test's premise: block refuses it")
+			model := &recordingModel{}
+			_, err = chatPipeline(t, `{"action":"redact"}`, model).Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: msgs})
+			require.NoError(t, err)
+			got := model.seen[0][0].ToolCalls[0].Arguments
+			assert.True(t, json.Valid(got), "%s", got)
+			assert.Contains(t, string(got), "[REDACTED:card]")
+			_, err = seenByModel(t, `{}`, model.seen[0])
+			require.NoError(t, err, "block lets through what redact sent: %s", got)
 		})
 	}
 }

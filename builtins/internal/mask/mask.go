@@ -190,7 +190,8 @@ func (t Transcript) text(run, s string) (string, bool) {
 // SplitInJSON reads them, jsonvalue.DecodeOrdered) and stay valid JSON, their
 // members in that order and their numbers written back as they were sent (a
 // 20-digit id is not rounded to a float64's precision); arguments that are
-// not JSON are masked as text, as the model reads them.
+// not JSON are masked as text, as the model reads them. With find, what their keys and strings
+// read one a line hold across them is masked too (AsLines), as a detector reads them.
 func Args(raw json.RawMessage, f Func, find Find) (json.RawMessage, bool) {
 	var v any
 	err := errors.New("not JSON")
@@ -205,6 +206,11 @@ func Args(raw json.RawMessage, f Func, find Find) (json.RawMessage, bool) {
 		return json.RawMessage(red), true
 	}
 	red, n := Value(v, f, find)
+	if find != nil {
+		var m int
+		red, m = AsLines(red, find)
+		n += m
+	}
 	if n == 0 {
 		return raw, false
 	}
