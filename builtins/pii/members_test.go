@@ -3,6 +3,7 @@ package pii_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -126,6 +127,22 @@ func TestArgumentsReadAsLinesBlockedIsMasked(t *testing.T) {
 			assert.Contains(t, string(got), "[REDACTED:card]")
 			_, err = seenByModel(t, `{}`, model.seen[0])
 			require.NoError(t, err, "block lets through what redact sent: %s", got)
+		})
+	}
+}
+
+// TestValueAfterALabelCutOverElements: a value that starts an element after a label of its own
+// ("card", "id") and is cut over the elements after it is masked by "redact" and refused by
+// "block": read run together, the label glued to its start, and as lines, no element holds it.
+func TestValueAfterALabelCutOverElements(t *testing.T) {
+	for _, parts := range [][]any{
+		{"card", "4111 11", "11 1111", " 1111"},
+		{"Card", "4111 ", "1111 11", "11 1111"},
+		{"id", "card", "4111 1111 ", "1111 ", "1111"},
+	} {
+		t.Run(fmt.Sprint(parts), func(t *testing.T) {
+			assertArgsMaskedAndBlocked(t, map[string]any{"lines": parts}, "/lines")
+			assertToolMessageMaskedAndBlocked(t, map[string]any{"lines": parts})
 		})
 	}
 }

@@ -129,3 +129,24 @@ func TestSecretAcrossKeyAndValue(t *testing.T) {
 		})
 	}
 }
+
+// TestSecretAfterALabelCutOverElements: a key that starts an element after a label of its own
+// and is cut over the elements after it is masked: read run together, the label glued to its
+// start, and as lines, no element holds it.
+func TestSecretAfterALabelCutOverElements(t *testing.T) {
+	for _, in := range []string{
+		`["id", "sk-proj-Ab", "CdEf0hIjKl", "MnOpQrStUvWx"]`,
+		`{"a": "key", "b": "sk-proj-Ab", "c": "CdEf0hIjKl", "d": "MnOpQrStUvWx"}`,
+	} {
+		t.Run(in, func(t *testing.T) {
+			got := sendThrough(t, []runtime.Message{{Role: "tool", ToolCallID: "c1", Content: in}})
+			assert.Contains(t, got[0].Content, "[REDACTED:openai-key]")
+			assert.NotContains(t, got[0].Content, "CdEf0hIjKl")
+			var v any
+			require.NoError(t, json.Unmarshal([]byte(in), &v))
+			res := toolResultThrough(t, v)
+			assert.Contains(t, res, "[REDACTED:openai-key]")
+			assert.NotContains(t, res, "MnOpQrStUvWx")
+		})
+	}
+}

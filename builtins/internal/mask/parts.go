@@ -229,6 +229,14 @@ func readElements(elems []string, find Find, fields bool) ([]string, []ElementIt
 			return "\n"
 		}, true, fields)
 	}
+	if labelled := labelBreaks(elems); labelled != nil {
+		reads = readJoined(reads, elems, starts, find, func(k int) string {
+			if labelled[k] {
+				return "\n"
+			}
+			return ""
+		}, true, fields)
+	}
 	reads = readGroups(reads, elems, find)
 	var (
 		edits [][]edit
@@ -476,6 +484,40 @@ func readGroups(reads []elementRead, elems []string, find Find) []elementRead {
 		reads = append(reads, elementRead{ElementItem{it, -1}, spans, spans})
 	}
 	return reads
+}
+
+// labelBreaks returns, for each element k, whether it is read after a line break in the
+// reading of elems run together but after labels: after an element that is a word (a label:
+// "card", "Id", ASCII letters, lower case after the first), so that a label does not glue
+// itself to the start of a value cut over the elements after it ("id", "sk-proj-Ab",
+// "CdEf...", "..."; "card", "4111 11", "11 1111", " 1111"). Nil when that reading is one of
+// the others (every element, or none, after a break).
+func labelBreaks(elems []string) []bool {
+	var out []bool
+	breaks := 0
+	for k := 1; k < len(elems); k++ {
+		if isWord(elems[k-1]) {
+			if out == nil {
+				out = make([]bool, len(elems))
+			}
+			out[k] = true
+			breaks++
+		}
+	}
+	if breaks == len(elems)-1 {
+		return nil
+	}
+	return out
+}
+
+// isWord reports whether e is a word of ASCII letters, lower case after the first.
+func isWord(e string) bool {
+	for i := 0; i < len(e); i++ {
+		if c := e[i]; !(c >= 'a' && c <= 'z') && !(i == 0 && c >= 'A' && c <= 'Z') {
+			return false
+		}
+	}
+	return e != ""
 }
 
 // sameLengths reports whether the elements have the lengths of layout, one for one.
