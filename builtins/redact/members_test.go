@@ -137,16 +137,19 @@ func TestSecretAfterALabelCutOverElements(t *testing.T) {
 	for _, in := range []string{
 		`["id", "sk-proj-Ab", "CdEf0hIjKl", "MnOpQrStUvWx"]`,
 		`{"a": "key", "b": "sk-proj-Ab", "c": "CdEf0hIjKl", "d": "MnOpQrStUvWx"}`,
+		`["x", "aws_s", "ecret_access_key=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"]`,
 	} {
 		t.Run(in, func(t *testing.T) {
 			got := sendThrough(t, []runtime.Message{{Role: "tool", ToolCallID: "c1", Content: in}})
-			assert.Contains(t, got[0].Content, "[REDACTED:openai-key]")
+			assert.Contains(t, got[0].Content, "[REDACTED:")
 			assert.NotContains(t, got[0].Content, "CdEf0hIjKl")
+			assert.NotContains(t, got[0].Content, "EXAMPLEKEY")
 			var v any
 			require.NoError(t, json.Unmarshal([]byte(in), &v))
 			res := toolResultThrough(t, v)
-			assert.Contains(t, res, "[REDACTED:openai-key]")
+			assert.Contains(t, res, "[REDACTED:")
 			assert.NotContains(t, res, "MnOpQrStUvWx")
+			assert.NotContains(t, res, "EXAMPLEKEY")
 		})
 	}
 }

@@ -170,7 +170,8 @@ func readJSON(text string, withMembers bool) ([]jsonRun, []jsonMember) {
 			if !isKey || withMembers {
 				str := s[i+1 : j]
 				if escaped {
-					if json.Unmarshal([]byte(s[i:j+1]), &str) != nil {
+					var ok bool
+					if str, ok = unquote(s[i : j+1]); !ok {
 						return nil, nil
 					}
 				}
@@ -200,6 +201,16 @@ func readJSON(text string, withMembers bool) ([]jsonRun, []jsonMember) {
 		return nil, nil
 	}
 	return runs, members
+}
+
+// unquote returns the JSON string q decoded. Its own variable, not the caller's, is the one
+// whose address json.Unmarshal takes, so that a string without escapes costs no allocation.
+func unquote(q string) (string, bool) {
+	var out string
+	if json.Unmarshal([]byte(q), &out) != nil {
+		return "", false
+	}
+	return out, true
 }
 
 // AcrossJSON returns text, a JSON object or array, masked as a value (Value: f, with the

@@ -507,7 +507,14 @@ func labelBreaks(elems []string) []bool {
 	if breaks == len(elems)-1 {
 		return nil
 	}
-	return out
+	// The reading finds what the others do not only where a break is followed by an element
+	// read run together with the next (a value cut over two elements after a label or more).
+	for k := 1; k+1 < len(elems); k++ {
+		if out != nil && out[k] && !out[k+1] && elems[k+1] != "" && elems[k+1][0] != '\n' {
+			return out
+		}
+	}
+	return nil
 }
 
 // isWord reports whether e is a word of ASCII letters, lower case after the first.
