@@ -69,18 +69,30 @@ func Members(find Find, f Func) (pair func(key, value string) (string, int), key
 	return pair, key
 }
 
-// readKey reads key followed by the probe, after each of memberSeps.
+// readKey reads key followed by the probe, after each of memberSeps, in one text: the two
+// readings apart by runSep.
 func readKey(find Find, key string) keyReading {
 	r := keyReading{cut: -1}
+	var b strings.Builder
+	at := make([]int, len(memberSeps)) // where each reading starts
 	for i, sep := range memberSeps {
-		start := len(key) + len(sep)
-		for _, it := range find(key + sep + memberProbes[i]) {
-			if it.From >= len(key) || it.End <= start {
+		if i > 0 {
+			b.WriteString(runSep)
+		}
+		at[i] = b.Len()
+		b.WriteString(key)
+		b.WriteString(sep)
+		b.WriteString(memberProbes[i])
+	}
+	for _, it := range find(b.String()) {
+		for i, sep := range memberSeps {
+			from, start := it.From-at[i], it.End-at[i]-len(key)-len(sep)
+			if from < 0 || from >= len(key) || start <= 0 {
 				continue
 			}
 			r.runs = true
-			if sep == "" && it.Start < len(key) && (r.cut < 0 || it.Start < r.cut) {
-				r.cut, r.with = it.Start, it.With
+			if sep == "" && it.Start-at[i] < len(key) && (r.cut < 0 || it.Start-at[i] < r.cut) {
+				r.cut, r.with = max(it.Start-at[i], 0), it.With
 			}
 		}
 	}
