@@ -67,9 +67,8 @@ func keyMemo(f func(string) (string, int)) func(string) (string, int) {
 // or an integral number as its digits), and the count pair returned: e itself with 0 when
 // pair changes nothing. An object or an array is read one level down: each of its strings
 // (an object's values, an array's elements; not its numbers, counts more often than not) is
-// read with k, as the
-// model reads `"password": {"value": "hunter2"}`, and a copy holding what pair returned for
-// them is returned when it changes one.
+// read with k, as the model reads `"password": {"value": "hunter2"}`, and a copy holding what
+// pair returned for them is returned when it changes one.
 func (rd readers) member(k string, e any) (any, int) {
 	if rd.pair == nil {
 		return e, 0
