@@ -153,3 +153,27 @@ func TestSecretAfterALabelCutOverElements(t *testing.T) {
 		})
 	}
 }
+
+// TestSecretInNameValuePair: an object that names a value in a member of its own, as a list of
+// environment variables, a form's fields or a header list writes them (`{"name": "API_KEY",
+// "value": "hunter22x"}`), has its value read after its name, as the member it stands for, and
+// masked; a pair whose name is no key word is kept.
+func TestSecretInNameValuePair(t *testing.T) {
+	for _, tt := range []struct{ name, in, want string }{
+		{"environment", `{"env": [{"name": "API_KEY", "value": "hunter22x"}, {"name": "DB_HOST", "value": "db.internal"}]}`,
+			`{"env": [{"name": "API_KEY", "value": "[REDACTED:password-assignment]"}, {"name": "DB_HOST", "value": "db.internal"}]}`},
+		{"form fields", `[{"name": "user", "value": "bob"}, {"name": "api_key", "value": "Zq81mNb0Xc7"}]`,
+			`[{"name": "user", "value": "bob"}, {"name": "api_key", "value": "[REDACTED:password-assignment]"}]`},
+		{"key and value, out of order", `{"Value": "Zq81mNb0Xc7", "Key": "token"}`, `{"Value": "[REDACTED:password-assignment]", "Key": "token"}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := sendThrough(t, []runtime.Message{{Role: "tool", ToolCallID: "c1", Content: tt.in},
+				{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "c1", Name: "f", Arguments: json.RawMessage(tt.in)}}}})
+			assert.JSONEq(t, tt.want, got[0].Content, "tool message")
+			assert.JSONEq(t, tt.want, string(got[1].ToolCalls[0].Arguments), "tool call sent back")
+			var v any
+			require.NoError(t, json.Unmarshal([]byte(tt.in), &v))
+			assert.JSONEq(t, tt.want, toolResultThrough(t, v), "tool result")
+		})
+	}
+}

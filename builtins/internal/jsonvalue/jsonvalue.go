@@ -125,6 +125,55 @@ func (rd readers) members(k string, vals []any) ([]any, int) {
 	return out, total
 }
 
+// nameKeys and valueKeys are the keys of an object that names a value in a member of its own:
+// `{"name": "API_KEY", "value": "..."}`, as a list of environment variables, a form's fields
+// or a list of headers writes them.
+var (
+	nameKeys  = []string{"name", "Name", "key", "Key"}
+	valueKeys = []string{"value", "Value"}
+)
+
+// NameKey reports whether k names the value of an object that names a value in a member of
+// its own (nameKeys); ValueKey whether it holds the value (valueKeys).
+func NameKey(k string) bool  { return slices.Contains(nameKeys, k) }
+func ValueKey(k string) bool { return slices.Contains(valueKeys, k) }
+
+// NamedValue returns the indices in keys of the name and the value of an object that names a
+// value in a member of its own (nameKeys, valueKeys), both strings (value(i) is the value of
+// keys[i]); ok is false for any other object.
+func NamedValue(keys []string, value func(i int) any) (name, val int, ok bool) {
+	name, val = -1, -1
+	for i, k := range keys {
+		if _, isString := value(i).(string); !isString {
+			continue
+		}
+		if name < 0 && NameKey(k) {
+			name = i
+		} else if val < 0 && ValueKey(k) {
+			val = i
+		}
+	}
+	return name, val, name >= 0 && val >= 0
+}
+
+// named reads the value of an object that names it in a member of its own (NamedValue) with
+// that name by pair, as the member it stands for, and returns the count; vals are the values
+// of keys, rewritten in place.
+func (rd readers) named(keys []string, vals []any) int {
+	if rd.pair == nil || len(keys) < 2 {
+		return 0
+	}
+	name, val, ok := NamedValue(keys, func(i int) any { return vals[i] })
+	if !ok {
+		return 0
+	}
+	red, n := rd.pair(vals[name].(string), vals[val].(string))
+	if n > 0 {
+		vals[val] = red
+	}
+	return n
+}
+
 // leafMember is member for a string or an integral number: e itself with 0 for any other value.
 func (rd readers) leafMember(k string, e any) (any, int) {
 	text, ok := e.(string)
@@ -158,6 +207,7 @@ func mapLeaves(v any, f func(string) (string, int), other func(any) (any, int), 
 				e, m := rd.member(k, x[k])
 				vals[i], total = e, total+m
 			}
+			total += rd.named(keys, vals)
 			n := mapRunsInPlace(vals, true, f, other, rd)
 			for i, k := range keys {
 				out[k] = vals[i]

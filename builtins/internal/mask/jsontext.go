@@ -118,8 +118,10 @@ func readJSON(text string, withMembers bool) ([]jsonRun, []jsonMember) {
 		c   byte
 		key bool // in an object, the next string is a key
 		// last is the key read last in an object; outer the key whose value the object or
-		// array is, or "" (withMembers)
-		last, outer string
+		// array is, or "" (withMembers); name and value the strings of an object that names
+		// a value in a member of its own (jsonvalue.NamedValue), with named and valued
+		last, outer, name, value string
+		named, valued            bool
 	}
 	var (
 		runs    []jsonRun
@@ -146,6 +148,9 @@ func readJSON(text string, withMembers bool) ([]jsonRun, []jsonMember) {
 			end()
 			if len(stack) == 0 || stack[len(stack)-1].c != c-2 { // '{'+2 == '}', '['+2 == ']'
 				return nil, nil
+			}
+			if top := stack[len(stack)-1]; top.named && top.valued {
+				members = append(members, jsonMember{top.name, top.value})
 			}
 			stack = stack[:len(stack)-1]
 		case ':', ',':
@@ -183,8 +188,13 @@ func readJSON(text string, withMembers bool) ([]jsonRun, []jsonMember) {
 					if !withMembers {
 						break
 					}
-					if top := stack[n-1]; top.c == '{' && top.last != "" {
+					if top := &stack[n-1]; top.c == '{' && top.last != "" {
 						members = append(members, jsonMember{top.last, str})
+						if !top.named && jsonvalue.NameKey(top.last) {
+							top.name, top.named = str, true
+						} else if !top.valued && jsonvalue.ValueKey(top.last) {
+							top.value, top.valued = str, true
+						}
 					}
 					if top := stack[n-1]; top.outer != "" {
 						members = append(members, jsonMember{top.outer, str})
