@@ -146,3 +146,44 @@ func TestValueAfterALabelCutOverElements(t *testing.T) {
 		})
 	}
 }
+
+// TestJSONInAString: a JSON document held in a string (a tool's argument or result that is
+// JSON text, escaped in the JSON around it) is read as the model reads it, as JSON: a card cut
+// across its strings is refused by "block" and masked by "redact", in a tool message, in the
+// arguments of a tool call sent back or made by the model, and in a tool's arguments.
+func TestJSONInAString(t *testing.T) {
+	for _, v := range []any{
+		map[string]any{"body": `{"first": "4111 1111", "last": "1111 1111"}`},
+		[]any{`{"a": "4111 1111", "b": "1111 1111"}`},
+		map[string]any{"body": `["card 4111 1111", "1111 1111"]`, "n": 2},
+	} {
+		raw, err := json.Marshal(v)
+		require.NoError(t, err)
+		t.Run(string(raw), func(t *testing.T) {
+			for name, msgs := range map[string][]runtime.Message{
+				"tool message": {{Role: "tool", ToolCallID: "c1", Content: string(raw)}},
+				"sent back":    {{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "c1", Name: "f", Arguments: raw}}}},
+			} {
+				_, err := seenByModel(t, `{}`, msgs)
+				var b *runtime.BlockedError
+				require.ErrorAs(t, err, &b, name)
+				got, err := seenByModel(t, `{"action":"redact"}`, msgs)
+				require.NoError(t, err)
+				assert.Contains(t, got, "[REDACTED:card]", name)
+				assertNoPiece(t, got)
+			}
+			deltas := []runtime.Delta{{ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: "c1", Name: "post", Arguments: string(raw)}}},
+				{FinishReason: runtime.FinishToolCalls}}
+			_, _, err := streamPII(t, `{}`, deltas)
+			var b *runtime.BlockedError
+			require.ErrorAs(t, err, &b, "model tool call")
+			_, calls, err := streamPII(t, `{"action":"redact"}`, deltas)
+			require.NoError(t, err)
+			assert.Contains(t, calls, "[REDACTED:card]")
+			assertNoPiece(t, calls)
+			if args, ok := v.(map[string]any); ok {
+				assertArgsMaskedAndBlocked(t, map[string]any{"q": args}, "/q")
+			}
+		})
+	}
+}

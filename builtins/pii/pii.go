@@ -239,14 +239,23 @@ func (s *Scanner) redactOnce(text string, memo phoneMemo) (string, int) {
 // deterministic. The consecutive strings of an array, and the consecutive string values of an
 // object in the order of its keys, are read side by side (as RedactValue reads them,
 // mask.ReadElements): an item in one of them has the pointer of that element, and one cut
-// across them the pointer of the array or object and offsets in its strings joined.
+// across them the pointer of the array or object and offsets in its strings joined. A string
+// that is itself a JSON object or array is read as one (mask.SplitInJSON): an item cut across
+// its strings has the string's pointer.
 // Other types are ignored.
 func (s *Scanner) ScanValue(v any) []Match {
 	var out []Match
 	s.walk(v, "", func(path, text string) {
-		for _, m := range s.Find(text) {
+		ms := s.Find(text)
+		for _, m := range ms {
 			m.Path = path
 			out = append(out, m)
+		}
+		if len(ms) == 0 {
+			// a string that is JSON text, read as the model reads it (mask.SplitInJSON)
+			if it, ok := mask.SplitInJSON(text, s.items); ok {
+				out = append(out, Match{Kind: Kind(it.Label), Start: it.From, End: it.To, Path: path})
+			}
 		}
 	}, func(path string, run, names []string, fields bool) {
 		read := mask.ReadElements

@@ -31,9 +31,63 @@ func jsonText(text string) (any, bool) {
 // read at the start of the next. The runs are first read all in one reading (those of arrays
 // in one, those of objects in another), each apart from the next by runSep, and read one by
 // one only when that reading finds an item cut across strings: a document without one costs
-// two readings, not two for each run.
+// two readings, not two for each run. A string of the document that is itself a JSON object or
+// array (JSON text escaped in the JSON around it) is read so too (nestedSplit).
 func SplitInJSON(text string, find Find) (Item, bool) {
-	return splitInRuns(jsonRuns(text), find)
+	if it, ok := splitInRuns(jsonRuns(text), find); ok {
+		return it, true
+	}
+	return nestedSplit(text, find)
+}
+
+// nestedSplit returns the first item SplitInJSON finds in a string of the JSON object or array
+// text holds that is itself one (not in its keys, nor in a run of strings, which are read
+// together). Such a string holds a string of its own, so text holds an escaped quote: a text
+// without one is not decoded.
+func nestedSplit(text string, find Find) (Item, bool) {
+	if !strings.Contains(text, `\"`) {
+		return Item{}, false
+	}
+	v, ok := jsonText(text)
+	if !ok {
+		return Item{}, false
+	}
+	var it Item
+	found := false
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case string:
+			if !found && looksJSON(x) {
+				it, found = SplitInJSON(x, find)
+			}
+		case []any:
+			walkLeaves(x, walk)
+		case jsonvalue.Object:
+			walkLeaves(x.Values, walk)
+		}
+	}
+	walk(v)
+	return it, found
+}
+
+// walkLeaves calls walk with each element of x that is in no run of strings (jsonvalue.StringRuns).
+func walkLeaves(x []any, walk func(any)) {
+	runs := jsonvalue.StringRuns(x)
+	for i := 0; i < len(x); i++ {
+		if len(runs) > 0 && i == runs[0][0] {
+			i = runs[0][1] - 1
+			runs = runs[1:]
+			continue
+		}
+		walk(x[i])
+	}
+}
+
+// looksJSON reports whether text starts, after spaces, with "{" or "[".
+func looksJSON(text string) bool {
+	s := strings.TrimLeft(text, " \t\r\n")
+	return s != "" && (s[0] == '{' || s[0] == '[')
 }
 
 // splitInRuns is SplitInJSON for the runs of a JSON text.
@@ -227,14 +281,20 @@ func unquote(q string) (string, bool) {
 // strings of its arrays and the values of its objects read together by find, in the order
 // written, as SplitInJSON reads them: its objects are decoded as jsonvalue.Object) and
 // written back as JSON, then masked as a text by f, with the number of items masked, when
-// its strings hold an item cut across them (SplitInJSON) or a member holds one that runs from
-// its key into its value (cutInMembers); otherwise it returns text and 0.
+// its strings hold an item cut across them (SplitInJSON, also in a string that is itself JSON
+// text: Value reads such a string as AcrossJSON does) or a member holds one that runs from its
+// key into its value (cutInMembers); otherwise it returns text and 0.
 // The text written back has JSON's compact layout (the members in the order written, no
 // spaces), which the model reads alike.
 func AcrossJSON(text string, f Func, find Find) (string, int) {
+	if !looksJSON(text) {
+		return text, 0
+	}
 	runs, members := readJSON(text, true)
 	if _, ok := splitInRuns(runs, find); !ok && !cutInMembers(members, find) {
-		return text, 0
+		if _, ok := nestedSplit(text, find); !ok {
+			return text, 0
+		}
 	}
 	v, ok := jsonText(text)
 	if !ok {

@@ -158,23 +158,7 @@ func (t Transcript) text(run, s string) (string, bool) {
 	if s == "" || (t.Seen != nil && t.Seen.Has(run, s)) {
 		return s, false
 	}
-	red, n := t.Mask(s)
-	if t.Find != nil {
-		// A JSON document's arrays and objects are read as in a value: an item cut across
-		// their strings. What was masked, in the strings or as a text, can leave one that was
-		// not (a placeholder's end read with the string after it), so the result is read
-		// again until it holds none.
-		if js, m := AcrossJSON(s, t.Mask, t.Find); m > 0 {
-			red, n = js, m
-		}
-		for pass := 0; n > 0 && pass < maxElementPasses; pass++ {
-			js, m := AcrossJSON(red, t.Mask, t.Find)
-			if m == 0 {
-				break
-			}
-			red, n = js, n+m
-		}
-	}
+	red, n := maskText(s, t.Mask, t.Find)
 	if n == 0 {
 		if t.Seen != nil {
 			t.Seen.Add(run, s)
@@ -182,6 +166,30 @@ func (t Transcript) text(run, s string) (string, bool) {
 		return s, false
 	}
 	return red, true
+}
+
+// maskText returns s masked by f, and, with find, when it is a JSON document, read as a value
+// (AcrossJSON), with the number of items masked.
+func maskText(s string, f Func, find Find) (string, int) {
+	red, n := f(s)
+	if find == nil || !looksJSON(s) {
+		return red, n
+	}
+	// A JSON document's arrays and objects are read as in a value: an item cut across their
+	// strings. What was masked, in the strings or as a text, can leave one that was not (a
+	// placeholder's end read with the string after it), so the result is read again until it
+	// holds none.
+	if js, m := AcrossJSON(s, f, find); m > 0 {
+		red, n = js, m
+	}
+	for pass := 0; n > 0 && pass < maxElementPasses; pass++ {
+		js, m := AcrossJSON(red, f, find)
+		if m == 0 {
+			break
+		}
+		red, n = js, n+m
+	}
+	return red, n
 }
 
 // Args returns the arguments of a tool call masked, and whether anything
@@ -242,9 +250,15 @@ func Calls(f Func, find Find) func(calls []runtime.ToolUse) ([]runtime.ToolUse, 
 // consecutive string values of an object in the order of its keys, are also
 // read side by side, and a value cut across them is masked (Elements), and
 // the value of an object key is read with its key, and what runs from the
-// key into it is masked (Members). See jsonvalue.MapTextJoined. v is never
-// modified.
+// key into it is masked (Members), and a string that is itself a JSON object or array is
+// read as one (AcrossJSON). See jsonvalue.MapTextJoined. v is never modified.
 func Value(v any, f Func, find Find) (any, int) {
 	pair, key := Members(find, f)
-	return jsonvalue.MapTextReaders(v, f, jsonvalue.Readers{Joined: Elements(find), Pair: pair, Key: key})
+	leaf := f
+	if find != nil {
+		// a string that is a JSON document (JSON text escaped in the JSON around it) is read
+		// as one, as a text of the transcript is
+		leaf = func(s string) (string, int) { return maskText(s, f, find) }
+	}
+	return jsonvalue.MapTextReaders(v, leaf, jsonvalue.Readers{Joined: Elements(find), Pair: pair, Key: key})
 }
