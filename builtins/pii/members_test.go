@@ -187,3 +187,23 @@ func TestJSONInAString(t *testing.T) {
 		})
 	}
 }
+
+// TestArgumentsReadAsJSONLines: the keys and strings of a tool call's arguments, read one a
+// line, can write out a JSON document of their own (a string ending in `"4111 1111"`, the next
+// starting with `"b": "1111 1111"}`); "block" refuses what it holds cut across its strings, and
+// "redact" masks it.
+func TestArgumentsReadAsJSONLines(t *testing.T) {
+	args := `["{\"a\": \"4111 1111\",", "\"b\": \"1111 1111\"}"]`
+	msgs := []runtime.Message{{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "c1", Name: "f", Arguments: json.RawMessage(args)}}}}
+	_, err := seenByModel(t, `{}`, msgs)
+	var b *runtime.BlockedError
+	require.ErrorAs(t, err, &b, "the test's premise: block refuses it")
+	model := &recordingModel{}
+	_, err = chatPipeline(t, `{"action":"redact"}`, model).Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: msgs})
+	require.NoError(t, err)
+	got := model.seen[0][0].ToolCalls[0].Arguments
+	assert.True(t, json.Valid(got), "%s", got)
+	assertNoPiece(t, string(got))
+	_, err = seenByModel(t, `{}`, model.seen[0])
+	require.NoError(t, err, "block lets through what redact sent: %s", got)
+}

@@ -2,6 +2,7 @@ package mask
 
 import (
 	"encoding/json"
+	"strings"
 
 	"github.com/agentc-dev/agentc/builtins/internal/jsonvalue"
 )
@@ -21,8 +22,9 @@ type argToken struct {
 // or more masked, and their number: a value begun in a key and ended in its value or in the
 // next key (`{"4111 1111 1111": "1111"}`). The placeholder takes the place of the masked part
 // of an item in the first key or string it starts in, its parts in the others are removed
-// (a number it runs over becomes a string); an item within one of them is left to Value. v is
-// modified in place.
+// (a number it runs over becomes a string); an item within one of them is left to Value. When
+// the lines write out a JSON document whose strings hold an item cut across them, every key
+// and string is masked. v is modified in place.
 func AsLines(v any, find Find) (any, int) {
 	var strs, nums []argToken
 	var walk func(slot *any)
@@ -60,6 +62,22 @@ func AsLines(v any, find Find) (any, int) {
 			break
 		}
 		total += len(found)
+	}
+	if text := strings.Join(pieces, "\n"); looksJSON(text) {
+		// The lines write out a JSON document of their own (a string ending in `"4111 1111",`,
+		// the next starting with `"b": "1111 1111"}`), which a detector reading them as JSON
+		// text reads so (SplitInJSON): when it holds an item cut across its strings, which no
+		// offset of the lines places, every key and string is masked, the placeholder in the
+		// first.
+		if it, ok := SplitInJSON(text, find); ok {
+			with := it.With
+			for i := range pieces {
+				if i < len(strs) && pieces[i] != "" {
+					pieces[i], with = with, ""
+				}
+			}
+			total++
+		}
 	}
 	if total == 0 {
 		return v, 0
