@@ -18,11 +18,12 @@ type argToken struct {
 
 // AsLines returns v, a JSON value decoded as written, with the items find finds in its keys
 // and strings read one a line in the order written, followed by its numbers one a line (as a
-// detector reads the arguments of a tool call: scanned.ArgsText), that run across two of them
-// or more masked, and their number: a value begun in a key and ended in its value or in the
-// next key (`{"4111 1111 1111": "1111"}`). The placeholder takes the place of the masked part
-// of an item in the first key or string it starts in, its parts in the others are removed
-// (a number it runs over becomes a string); an item within one of them is left to Value. When
+// detector reads the arguments of a tool call: scanned.ArgsText) masked, and their number: a
+// value begun in a key and ended in its value or in the next key (`{"4111 1111 1111":
+// "1111"}`), and one the lines around a key or a string make of it (a phone number read so
+// and not alone). The placeholder takes the place of the masked part of an item in the first
+// key or string it starts in, its parts in the others are removed (a number it runs over
+// becomes a string). When
 // the lines write out a JSON document whose strings hold an item cut across them, every key
 // and string is masked. v is modified in place.
 func AsLines(v any, find Find) (any, int) {
@@ -57,7 +58,7 @@ func AsLines(v any, find Find) (any, int) {
 	total := 0
 	for range maxElementPasses {
 		var found []Item
-		pieces, found = maskJoined(pieces, "\n", find)
+		pieces, found = maskJoined(pieces, "\n", find, true)
 		if len(found) == 0 {
 			break
 		}

@@ -214,9 +214,18 @@ func Args(raw json.RawMessage, f Func, find Find) (json.RawMessage, bool) {
 		return json.RawMessage(red), true
 	}
 	red, n := Value(v, f, find)
-	if find != nil {
+	// What the lines mask can leave a value cut across strings (a placeholder's end read with
+	// the string after it), and what that masks one across the lines: both are read again
+	// until neither finds one.
+	for pass := 0; find != nil && pass < maxElementPasses; pass++ {
 		var m int
-		red, m = AsLines(red, find)
+		if red, m = AsLines(red, find); m == 0 {
+			break
+		}
+		n += m
+		if red, m = Value(red, f, find); m == 0 {
+			break
+		}
 		n += m
 	}
 	if n == 0 {

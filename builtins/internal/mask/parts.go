@@ -133,7 +133,7 @@ func Across(pieces []string, find Find, seps ...string) ([]string, []Item) {
 	var found []Item
 	for _, sep := range seps {
 		var items []Item
-		pieces, items = maskJoined(pieces, sep, find)
+		pieces, items = maskJoined(pieces, sep, find, false)
 		found = append(found, items...)
 	}
 	return pieces, found
@@ -542,9 +542,9 @@ func allDigits(e string) bool {
 	return e != "" && strings.IndexFunc(e, func(r rune) bool { return r < '0' || r > '9' }) < 0
 }
 
-// maskJoined finds the items of pieces joined by sep that run across two pieces or more, and
-// returns the pieces with them masked, and the items.
-func maskJoined(pieces []string, sep string, find Find) ([]string, []Item) {
+// maskJoined finds the items of pieces joined by sep that run across two pieces or more (with
+// within, every item), and returns the pieces with them masked, and the items.
+func maskJoined(pieces []string, sep string, find Find, within bool) ([]string, []Item) {
 	starts := make([]int, len(pieces))
 	var b strings.Builder
 	for k, p := range pieces {
@@ -565,7 +565,7 @@ func maskJoined(pieces []string, sep string, find Find) ([]string, []Item) {
 				break
 			}
 		}
-		if first < 0 || it.To <= starts[first]+len(pieces[first]) {
+		if first < 0 || (!within && it.To <= starts[first]+len(pieces[first])) {
 			continue
 		}
 		placed := false
