@@ -3,6 +3,7 @@ package pii
 import (
 	"encoding/json"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -62,10 +63,13 @@ func randomShape(r *rand.Rand, pieces []string, depth int) string {
 
 // TestShapesBlockedAreMasked is a property test through the layer: a text of personal data
 // cut at random points and written as a JSON document of random shape (randomShape), in a tool
-// message and as the arguments of a tool call sent back, is either let through by "block", or
-// refused by it and sent by "redact" as a transcript "block" lets through.
+// message, as the arguments of a tool call sent back or made by the model, and as a tool's
+// arguments, is either let through by "block", or refused by it and sent by "redact" as
+// something "block" lets through.
 func TestShapesBlockedAreMasked(t *testing.T) {
 	block, redact := layerPipeline(t, `{}`), layerPipeline(t, `{"action":"redact"}`)
+	s := newScanner(t)
+	blockCalls, redactCalls := &Middleware{Action: ActionBlock, scanner: s}, &Middleware{Action: ActionRedact, scanner: s}
 	r := rand.New(rand.NewPCG(21, 7))
 	refused := 0
 	for iter := 0; iter < 1500; iter++ {
@@ -75,6 +79,22 @@ func TestShapesBlockedAreMasked(t *testing.T) {
 		}
 		doc := randomShape(r, cutAtRandom(r, text), 0)
 		require.True(t, json.Valid([]byte(doc)), doc)
+		// the model's own call, and a tool's arguments (decoded into a map: a key written twice
+		// keeps its last member, as the tool receives it)
+		call := []runtime.ToolUse{{ID: "c1", Name: "f", Arguments: json.RawMessage(doc)}}
+		if _, err := blockCalls.cleanCalls(slices.Clone(call)); err != nil {
+			refused++
+			out, err := redactCalls.cleanCalls(slices.Clone(call))
+			require.NoError(t, err)
+			_, err = blockCalls.cleanCalls(out)
+			require.NoError(t, err, "iteration %d: the call %s went out as %s", iter, doc, out[0].Arguments)
+		}
+		var v any
+		require.NoError(t, json.Unmarshal([]byte(doc), &v))
+		if len(s.ScanValue(v)) > 0 {
+			red, _ := s.RedactValue(v)
+			require.Empty(t, s.ScanValue(red), "iteration %d: the arguments %s reached the tool as %v", iter, doc, red)
+		}
 		for _, msgs := range [][]runtime.Message{
 			{{Role: "tool", ToolCallID: "c1", Content: doc}},
 			{{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "c1", Name: "f", Arguments: json.RawMessage(doc)}}}},

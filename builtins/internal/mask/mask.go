@@ -269,5 +269,17 @@ func Value(v any, f Func, find Find) (any, int) {
 		// as one, as a text of the transcript is
 		leaf = func(s string) (string, int) { return maskText(s, f, find) }
 	}
-	return jsonvalue.MapTextReaders(v, leaf, jsonvalue.Readers{Joined: Elements(find), Pair: pair, Key: key})
+	rd := jsonvalue.Readers{Joined: Elements(find), Pair: pair, Key: key}
+	red, n := jsonvalue.MapTextReaders(v, leaf, rd)
+	// What was masked changes what is read: a key renamed to its mask takes another place
+	// among the keys, and its value is read between other values, or alone. The result is
+	// read again until it holds nothing.
+	for pass := 0; find != nil && n > 0 && pass < maxElementPasses; pass++ {
+		again, m := jsonvalue.MapTextReaders(red, leaf, rd)
+		if m == 0 {
+			break
+		}
+		red, n = again, n+m
+	}
+	return red, n
 }
