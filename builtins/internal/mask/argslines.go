@@ -23,9 +23,8 @@ type argToken struct {
 // "1111"}`), and one the lines around a key or a string make of it (a phone number read so
 // and not alone). The placeholder takes the place of the masked part of an item in the first
 // key or string it starts in, its parts in the others are removed (a number it runs over
-// becomes a string). When
-// the lines write out a JSON document whose strings hold an item cut across them, every key
-// and string is masked. v is modified in place.
+// becomes a string). When the lines write out a JSON document whose strings hold an item cut
+// across them, every key and string is masked. v is modified in place.
 func AsLines(v any, find Find) (any, int) {
 	var strs, nums []argToken
 	var walk func(slot *any)
