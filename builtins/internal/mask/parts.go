@@ -508,9 +508,11 @@ func labelBreaks(elems []string) []bool {
 		return nil
 	}
 	// The reading finds what the others do not only where a break is followed by an element
-	// read run together with the next (a value cut over two elements after a label or more).
+	// read run together with the next (a value cut over two elements after a label or more),
+	// neither of them a word (a value is none: a list of tags, "priority", "eu-west", "gift",
+	// is not read so).
 	for k := 1; k+1 < len(elems); k++ {
-		if out != nil && out[k] && !out[k+1] && elems[k+1] != "" && elems[k+1][0] != '\n' {
+		if out != nil && out[k] && !out[k+1] && elems[k+1] != "" && elems[k+1][0] != '\n' && !isWord(elems[k+1]) {
 			return out
 		}
 	}
