@@ -45,7 +45,7 @@ func Members(find Find, f Func) (pair func(key, value string) (string, int), key
 	reading := func(k string) keyReading {
 		r, ok := keyed[k]
 		if !ok {
-			r = readKey(find, k)
+			r = readKeys(find, []string{k})[0]
 			keyed[k] = r
 		}
 		return r
@@ -69,34 +69,50 @@ func Members(find Find, f Func) (pair func(key, value string) (string, int), key
 	return pair, key
 }
 
-// readKey reads key followed by the probe, after each of memberSeps, in one text: the two
-// readings apart by runSep.
-func readKey(find Find, key string) keyReading {
-	r := keyReading{cut: -1}
+// readKeys reads each of keys followed by the probe, after each of memberSeps, all in one
+// text: each reading apart from the next by runSep.
+func readKeys(find Find, keys []string) []keyReading {
+	out := make([]keyReading, len(keys))
+	for i := range out {
+		out[i].cut = -1
+	}
+	n := len(memberSeps)
+	text, starts := joinApart(len(keys)*n, func(b *strings.Builder, j int) {
+		b.WriteString(keys[j/n])
+		b.WriteString(memberSeps[j%n])
+		b.WriteString(memberProbes[j%n])
+	})
+	for _, it := range find(text) {
+		j := sort.Search(len(starts), func(j int) bool { return starts[j] > it.From }) - 1
+		if j < 0 {
+			continue
+		}
+		key, sep, r := keys[j/n], memberSeps[j%n], &out[j/n]
+		from, start := it.From-starts[j], starts[j]+len(key)+len(sep)
+		if from >= len(key) || it.End <= start {
+			continue
+		}
+		r.runs = true
+		if at := it.Start - starts[j]; sep == "" && at < len(key) && (r.cut < 0 || at < r.cut) {
+			r.cut, r.with = max(at, 0), it.With
+		}
+	}
+	return out
+}
+
+// joinApart returns the n texts write writes, each apart from the next by runSep, and where
+// each starts.
+func joinApart(n int, write func(b *strings.Builder, i int)) (string, []int) {
 	var b strings.Builder
-	at := make([]int, len(memberSeps)) // where each reading starts
-	for i, sep := range memberSeps {
+	starts := make([]int, n)
+	for i := range n {
 		if i > 0 {
 			b.WriteString(runSep)
 		}
-		at[i] = b.Len()
-		b.WriteString(key)
-		b.WriteString(sep)
-		b.WriteString(memberProbes[i])
+		starts[i] = b.Len()
+		write(&b, i)
 	}
-	for _, it := range find(b.String()) {
-		for i, sep := range memberSeps {
-			from, start := it.From-at[i], it.End-at[i]-len(key)-len(sep)
-			if from < 0 || from >= len(key) || start <= 0 {
-				continue
-			}
-			r.runs = true
-			if sep == "" && it.Start-at[i] < len(key) && (r.cut < 0 || it.Start-at[i] < r.cut) {
-				r.cut, r.with = max(it.Start-at[i], 0), it.With
-			}
-		}
-	}
-	return r
+	return b.String(), starts
 }
 
 // memberValue returns value with the items find finds in key and value read as a member (after
@@ -128,43 +144,24 @@ func memberValue(find Find, key, value string) (string, int) {
 }
 
 // cutInMembers reports whether a member of a JSON text (readJSON) holds an item that runs from
-// its key into its value, as Members reads it. The keys are first read with the probe all in
-// one reading (after each of memberSeps), each apart from the next by runSep, and only the
-// members of a key an item runs from are read, one by one.
+// its key into its value, as Members reads it. The keys are first read with the probes all in
+// one reading (readKeys), and only the members of a key an item runs from are read, one by
+// one.
 func cutInMembers(members []jsonMember, find Find) bool {
 	if len(members) == 0 {
 		return false
 	}
 	var keys []string
-	seen := map[string]bool{}
+	index := map[string]int{}
 	for _, m := range members {
-		if !seen[m.key] {
-			seen[m.key] = true
+		if _, ok := index[m.key]; !ok {
+			index[m.key] = len(keys)
 			keys = append(keys, m.key)
 		}
 	}
-	runs := map[string]bool{}
-	for p, sep := range memberSeps {
-		var b strings.Builder
-		starts := make([]int, len(keys))
-		for i, k := range keys {
-			if i > 0 {
-				b.WriteString(runSep)
-			}
-			starts[i] = b.Len()
-			b.WriteString(k)
-			b.WriteString(sep)
-			b.WriteString(memberProbes[p])
-		}
-		for _, it := range find(b.String()) {
-			i := sort.Search(len(starts), func(i int) bool { return starts[i] > it.From }) - 1
-			if i >= 0 && it.From < starts[i]+len(keys[i]) && it.End > starts[i]+len(keys[i])+len(sep) {
-				runs[keys[i]] = true
-			}
-		}
-	}
+	readings := readKeys(find, keys)
 	for _, m := range members {
-		if runs[m.key] {
+		if readings[index[m.key]].runs {
 			if _, n := memberValue(find, m.key, m.value); n > 0 {
 				return true
 			}

@@ -445,21 +445,14 @@ func readGroups(reads []elementRead, elems []string, find Find) []elementRead {
 	if len(groups) == 0 {
 		return reads
 	}
-	var b strings.Builder
-	starts := make([]int, len(groups))
-	for i, g := range groups {
-		if i > 0 {
-			b.WriteString(runSep)
-		}
-		starts[i] = b.Len()
-		for k := g[0]; k < g[1]; k++ {
-			if k > g[0] {
+	text, starts := joinApart(len(groups), func(b *strings.Builder, i int) {
+		for k := groups[i][0]; k < groups[i][1]; k++ {
+			if k > groups[i][0] {
 				b.WriteByte(' ')
 			}
 			b.WriteString(elems[k])
 		}
-	}
-	text := b.String()
+	})
 	for _, it := range find(text) {
 		i := sort.Search(len(starts), func(i int) bool { return starts[i] > it.From }) - 1
 		if i < 0 || it.From != starts[i] || it.Start != it.From {
