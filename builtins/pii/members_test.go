@@ -43,14 +43,7 @@ func TestDuplicatedKeyBlockedIsMasked(t *testing.T) {
 			"tool message": {{Role: "tool", ToolCallID: "c1", Content: args}},
 		} {
 			t.Run(args+"/"+name, func(t *testing.T) {
-				_, err := seenByModel(t, `{}`, msgs)
-				var b *runtime.BlockedError
-				require.ErrorAs(t, err, &b)
-				got, err := seenByModel(t, `{"action":"redact"}`, msgs)
-				require.NoError(t, err)
-				assert.Contains(t, got, "[REDACTED:")
-				assertNoPiece(t, got)
-				assert.NotContains(t, got, "jane.doe")
+				assert.NotContains(t, assertMsgsBlockedAndMasked(t, msgs), "jane.doe")
 			})
 		}
 	}
@@ -154,13 +147,7 @@ func TestJSONInAString(t *testing.T) {
 				"tool message": {{Role: "tool", ToolCallID: "c1", Content: string(raw)}},
 				"sent back":    {{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "c1", Name: "f", Arguments: raw}}}},
 			} {
-				_, err := seenByModel(t, `{}`, msgs)
-				var b *runtime.BlockedError
-				require.ErrorAs(t, err, &b, name)
-				got, err := seenByModel(t, `{"action":"redact"}`, msgs)
-				require.NoError(t, err)
-				assert.Contains(t, got, "[REDACTED:card]", name)
-				assertNoPiece(t, got)
+				assert.Contains(t, assertMsgsBlockedAndMasked(t, msgs), "[REDACTED:card]", name)
 			}
 			deltas := []runtime.Delta{{ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: "c1", Name: "post", Arguments: string(raw)}}},
 				{FinishReason: runtime.FinishToolCalls}}
@@ -202,4 +189,19 @@ func argsBlockedAreMasked(t *testing.T, args string) string {
 	_, err = seenByModel(t, `{}`, model.seen[0])
 	require.NoError(t, err, "block lets through what redact sent: %s", got)
 	return string(got)
+}
+
+// assertMsgsBlockedAndMasked checks that "block" refuses msgs and that "redact" sends them with
+// a placeholder and no piece of the values of TestCardAcrossArrayElements; it returns what the
+// model read.
+func assertMsgsBlockedAndMasked(t *testing.T, msgs []runtime.Message) string {
+	t.Helper()
+	_, err := seenByModel(t, `{}`, msgs)
+	var b *runtime.BlockedError
+	require.ErrorAs(t, err, &b)
+	got, err := seenByModel(t, `{"action":"redact"}`, msgs)
+	require.NoError(t, err)
+	assert.Contains(t, got, "[REDACTED:")
+	assertNoPiece(t, got)
+	return got
 }

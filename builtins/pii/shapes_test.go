@@ -99,15 +99,9 @@ func TestShapesBlockedAreMasked(t *testing.T) {
 			{{Role: "tool", ToolCallID: "c1", Content: doc}},
 			{{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "c1", Name: "f", Arguments: json.RawMessage(doc)}}}},
 		} {
-			if _, err := seenThrough(block, msgs); err == nil {
-				continue
+			if _, blocked := blockedIsMasked(t, block, redact, msgs, iter, doc); blocked {
+				refused++
 			}
-			refused++
-			seen, err := seenThrough(redact, msgs)
-			require.NoError(t, err)
-			_, err = seenThrough(block, seen)
-			got, _ := json.Marshal(seen)
-			require.NoError(t, err, "iteration %d: %s reached the model as %s", iter, doc, got)
 		}
 	}
 	t.Logf("%d documents refused by block", refused)

@@ -108,20 +108,7 @@ func TestSecretAcrossKeyAndValue(t *testing.T) {
 			`{"password": {"policy": {"hint": "pet"}}, "user": {"value": "bob"}}`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			var want any
-			require.NoError(t, json.Unmarshal([]byte(tt.want), &want))
-			wantJSON, err := json.Marshal(want)
-			require.NoError(t, err)
-
-			got := sendThrough(t, []runtime.Message{{Role: "tool", ToolCallID: "c1", Content: tt.in},
-				{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "c1", Name: "f", Arguments: json.RawMessage(tt.in)}}}})
-			assert.JSONEq(t, tt.want, got[0].Content, "tool message")
-			assert.JSONEq(t, tt.want, string(got[1].ToolCalls[0].Arguments), "tool call sent back")
-
-			var v any
-			require.NoError(t, json.Unmarshal([]byte(tt.in), &v))
-			assert.JSONEq(t, string(wantJSON), toolResultThrough(t, v), "tool result")
-
+			assertJSONMasked(t, tt.in, tt.want)
 			_, calls := streamThrough(t, []runtime.Delta{
 				{ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: "c1", Name: "post", Arguments: tt.in}}},
 				{FinishReason: runtime.FinishToolCalls}})
@@ -166,14 +153,19 @@ func TestSecretInNameValuePair(t *testing.T) {
 			`[{"name": "user", "value": "bob"}, {"name": "api_key", "value": "[REDACTED:password-assignment]"}]`},
 		{"key and value, out of order", `{"Value": "Zq81mNb0Xc7", "Key": "token"}`, `{"Value": "[REDACTED:password-assignment]", "Key": "token"}`},
 	} {
-		t.Run(tt.name, func(t *testing.T) {
-			got := sendThrough(t, []runtime.Message{{Role: "tool", ToolCallID: "c1", Content: tt.in},
-				{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "c1", Name: "f", Arguments: json.RawMessage(tt.in)}}}})
-			assert.JSONEq(t, tt.want, got[0].Content, "tool message")
-			assert.JSONEq(t, tt.want, string(got[1].ToolCalls[0].Arguments), "tool call sent back")
-			var v any
-			require.NoError(t, json.Unmarshal([]byte(tt.in), &v))
-			assert.JSONEq(t, tt.want, toolResultThrough(t, v), "tool result")
-		})
+		t.Run(tt.name, func(t *testing.T) { assertJSONMasked(t, tt.in, tt.want) })
 	}
+}
+
+// assertJSONMasked checks that the JSON document in reaches the model as want in a tool message
+// and as the arguments of a tool call sent back, and a tool's result decoded from it as want.
+func assertJSONMasked(t *testing.T, in, want string) {
+	t.Helper()
+	got := sendThrough(t, []runtime.Message{{Role: "tool", ToolCallID: "c1", Content: in},
+		{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "c1", Name: "f", Arguments: json.RawMessage(in)}}}})
+	assert.JSONEq(t, want, got[0].Content, "tool message")
+	assert.JSONEq(t, want, string(got[1].ToolCalls[0].Arguments), "tool call sent back")
+	var v any
+	require.NoError(t, json.Unmarshal([]byte(in), &v))
+	assert.JSONEq(t, want, toolResultThrough(t, v), "tool result")
 }
