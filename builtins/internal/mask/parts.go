@@ -486,30 +486,23 @@ func readGroups(reads []elementRead, elems []string, find Find) []elementRead {
 // "CdEf...", "..."; "card", "4111 11", "11 1111", " 1111"). Nil when that reading is one of
 // the others (every element, or none, after a break).
 func labelBreaks(elems []string) []bool {
-	var out []bool
-	breaks := 0
-	for k := 1; k < len(elems); k++ {
-		if isWord(elems[k-1]) {
-			if out == nil {
-				out = make([]bool, len(elems))
-			}
-			out[k] = true
-			breaks++
-		}
-	}
-	if breaks == len(elems)-1 {
-		return nil
-	}
 	// The reading finds what the others do not only where a break is followed by an element
 	// read run together with the next (a value cut over two elements after a label or more),
 	// neither of them a word (a value is none: a list of tags, "priority", "eu-west", "gift",
 	// is not read so).
-	for k := 1; k+1 < len(elems); k++ {
-		if out != nil && out[k] && !out[k+1] && elems[k+1] != "" && elems[k+1][0] != '\n' && !isWord(elems[k+1]) {
-			return out
-		}
+	needed := false
+	for k := 1; k+1 < len(elems) && !needed; k++ {
+		next := elems[k+1]
+		needed = isWord(elems[k-1]) && !isWord(elems[k]) && next != "" && next[0] != '\n' && !isWord(next)
 	}
-	return nil
+	if !needed {
+		return nil
+	}
+	out := make([]bool, len(elems))
+	for k := 1; k < len(elems); k++ {
+		out[k] = isWord(elems[k-1])
+	}
+	return out
 }
 
 // isWord reports whether e is a word of ASCII letters, lower case after the first.
