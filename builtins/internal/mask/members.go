@@ -35,8 +35,8 @@ type keyReading struct {
 // read by f, and, when an item read run together with the probe has its masked part start in
 // the key and f masks nothing in it (`"sk-proj-AbCd"`, the start of a key the value goes on
 // with), it is masked from there. Only the keys from which an item can run on into a value are
-// read with their values: find is first tried on each key once, followed by a probe value, and
-// a key no item runs from is not. Nil functions for a nil find.
+// read with their values: find is first tried on each key once, followed by the probes
+// (readKeys), and a key no item runs from is not. Nil functions for a nil find.
 func Members(find Find, f Func) (pair func(key, value string) (string, int), key func(string) (string, int)) {
 	if find == nil {
 		return nil, nil
