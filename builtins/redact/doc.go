@@ -5,7 +5,10 @@
 // Each rule is an RE2 expression with an id. A match is replaced by "[REDACTED:<id>]"; when
 // the expression has a capture group named "secret", only that group is replaced, so
 // "password=hunter2" becomes "password=[REDACTED:password-assignment]" and the surrounding
-// structure stays readable. Redacting already redacted text changes nothing. The text is also
+// structure stays readable; a key word ending a snake_case name is read as one
+// ("DB_PASSWORD=...", "SLACK_TOKEN: ...", as environment variables are written), one inside a
+// name is not ("password_hint=", "max_tokens="). Redacting already redacted text changes
+// nothing. The text is also
 // read folded, so a secret with zero-width characters, variation selectors or the combining
 // grapheme joiner inside, written in full-width or look-alike letters or with another dash, or
 // spaced by a no-break or other Unicode space ("Bearer\u00a0...") is masked whole; and a text
