@@ -55,7 +55,12 @@
 // "block" an item cut across two of them blocks the call, with "redact" it is masked. The
 // consecutive strings of an array (in arguments, and in the arguments of the tool calls sent
 // back or made by the model) are read together, joined by line breaks (a list of lines) and
-// run together: a card wrapped after a group or cut inside one over two elements is found. A thinking block sent back is signed and
+// run together: a card wrapped after a group or cut inside one over two elements is found, and
+// so is a card posted as its groups in fields of their own ({"cc1": "4111", "cc2": "1111",
+// ...}). A JSON object is read as written (a key written twice holds two members, both read),
+// and a string that is itself a JSON document is read as one; with "redact" the arguments of
+// a tool call are also read as "block" reads them, their keys and strings one a line, and what
+// that reading finds is masked. A thinking block sent back is signed and
 // cannot be masked: with "block" one holding personal data blocks the call, with "redact" it
 // is left out of the call's copy, or the call fails with a permanent error naming the message
 // and the part when the turn going on cannot do without it (as redact does with a secret).

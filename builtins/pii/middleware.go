@@ -1,9 +1,7 @@
 package pii
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -322,11 +320,10 @@ func (m *Middleware) cleanCalls(calls []runtime.ToolUse) ([]runtime.ToolUse, err
 		return mask.Calls(m.scanner.Redact, m.scanner.items)(calls)
 	}
 	for _, tc := range calls {
-		dec := json.NewDecoder(bytes.NewReader(tc.Arguments))
-		dec.UseNumber()
-		var args any
 		var ms []Match
-		if dec.Decode(&args) == nil {
+		// Decoded as written: a key written twice holds two members, which the model reads
+		// both and "redact" masks both (mask.Args), where a decoder into a map keeps the last.
+		if args, err := jsonvalue.DecodeOrdered(string(tc.Arguments)); err == nil {
 			ms = m.scanner.ScanValue(args)
 		} else {
 			ms = m.scanner.Find(string(tc.Arguments))

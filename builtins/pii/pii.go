@@ -233,18 +233,29 @@ func (s *Scanner) redactOnce(text string, memo phoneMemo) (string, int) {
 // string, json.Number and integral numbers, which are scanned as their decimal digits) and
 // returns the matches in its strings, each with the JSON Pointer of its string. Map keys are
 // scanned too (an object keyed by email address carries the addresses): a match in a key
-// has the pointer of the object that holds it, so that the pointer never quotes the data. Maps are walked in key order so the result is
+// has the pointer of the object that holds it, so that the pointer never quotes the data. A
+// jsonvalue.Object (jsonvalue.DecodeOrdered) is walked in the order written, a key written twice
+// read with each of its values. Maps are walked in key order so the result is
 // deterministic. The consecutive strings of an array, and the consecutive string values of an
 // object in the order of its keys, are read side by side (as RedactValue reads them,
 // mask.ReadElements): an item in one of them has the pointer of that element, and one cut
-// across them the pointer of the array or object and offsets in its strings joined.
+// across them the pointer of the array or object and offsets in its strings joined. A string
+// that is itself a JSON object or array is read as one (mask.SplitInJSON): an item cut across
+// its strings has the string's pointer.
 // Other types are ignored.
 func (s *Scanner) ScanValue(v any) []Match {
 	var out []Match
 	s.walk(v, "", func(path, text string) {
-		for _, m := range s.Find(text) {
+		ms := s.Find(text)
+		for _, m := range ms {
 			m.Path = path
 			out = append(out, m)
+		}
+		if len(ms) == 0 {
+			// a string that is JSON text, read as the model reads it (mask.SplitInJSON)
+			if it, ok := mask.SplitInJSON(text, s.items); ok {
+				out = append(out, Match{Kind: Kind(it.Label), Start: it.From, End: it.To, Path: path})
+			}
 		}
 	}, func(path string, run, names []string, fields bool) {
 		read := mask.ReadElements
@@ -280,6 +291,13 @@ func (s *Scanner) walk(v any, path string, visit func(path, text string), across
 			vals[i], names[i] = x[k], jsonpointer.Escape(k)
 		}
 		s.walkRuns(vals, names, true, path, visit, across)
+	case jsonvalue.Object:
+		names := make([]string, len(x.Keys))
+		for i, k := range x.Keys {
+			visit(path, k)
+			names[i] = jsonpointer.Escape(k)
+		}
+		s.walkRuns(x.Values, names, true, path, visit, across)
 	case map[string]string:
 		keys := jsonvalue.SortedKeys(x)
 		vals := make([]any, len(keys))

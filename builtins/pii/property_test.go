@@ -374,14 +374,11 @@ func TestObjectTextBlockedIsMasked(t *testing.T) {
 			cuts++
 		}
 		msgs := []runtime.Message{{Role: "tool", ToolCallID: "c1", Content: content}}
-		if _, err := seenThrough(block, msgs); err == nil {
+		seen, blocked := blockedIsMasked(t, block, redact, msgs, iter, content)
+		if !blocked {
 			continue
 		}
 		refused++
-		seen, err := seenThrough(redact, msgs)
-		require.NoError(t, err)
-		_, err = seenThrough(block, seen)
-		require.NoError(t, err, "iteration %d: %s reached the model as %s", iter, content, seen[0].Content)
 		got, err := jsonvalue.DecodeOrdered(seen[0].Content)
 		if err != nil {
 			got = seen[0].Content // masked as a text, no value cut across
@@ -404,6 +401,22 @@ func TestObjectTextBlockedIsMasked(t *testing.T) {
 	}
 	t.Logf("%d objects refused by block, %d with a value cut across values", refused, cuts)
 	require.Positive(t, cuts)
+}
+
+// blockedIsMasked sends msgs through block and, when it refuses them, through redact, and
+// checks that block lets through what redact sent, which it returns (doc names the input, of
+// iteration iter, in a failure); blocked is false when block let msgs through.
+func blockedIsMasked(t *testing.T, block, redact *layerThrough, msgs []runtime.Message, iter int, doc string) (seen []runtime.Message, blocked bool) {
+	t.Helper()
+	if _, err := seenThrough(block, msgs); err == nil {
+		return nil, false
+	}
+	seen, err := seenThrough(redact, msgs)
+	require.NoError(t, err)
+	_, err = seenThrough(block, seen)
+	got, _ := json.Marshal(seen)
+	require.NoError(t, err, "iteration %d: %s reached the model as %s", iter, doc, got)
+	return seen, true
 }
 
 // splitValues returns the values ReadFields finds cut across vals, as written in them.

@@ -67,7 +67,7 @@ func TestCardAcrossArrayElements(t *testing.T) {
 		})
 		args := map[string]any{"a": []any{"4111 1111"}, "b": []any{"1111 1111"}, "c": []any{"4111 1111", 7.0, "1111 1111"},
 			"d": []any{"1234", "5678", "9012", "3456"}, "e": []any{"write to bob@example.com", "ok"},
-			"f": []any{"4111", "1111", "1111", "1111"}, "g": []any{"jane@example.com", "42"}}
+			"f": []any{"4111", "1111", "1111", "1111", "2027"}, "g": []any{"jane@example.com", "42"}}
 		_, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "lookup", Args: args})
 		require.NoError(t, err)
 		want := maps.Clone(args)
@@ -77,7 +77,7 @@ func TestCardAcrossArrayElements(t *testing.T) {
 
 		// nor in a tool message holding them as JSON, which keeps its layout when nothing is
 		// cut across strings
-		content := `{"a": ["4111 1111"], "b": ["1111 1111"], "d": ["1234", "5678", "9012", "3456"],  "f": ["4111", "1111", "1111", "1111"]}`
+		content := `{"a": ["4111 1111"], "b": ["1111 1111"], "d": ["1234", "5678", "9012", "3456"],  "f": ["4111", "1111", "1111", "1111", "2027"]}`
 		got, err := seenByModel(t, `{"action":"redact"}`, []runtime.Message{{Role: "tool", ToolCallID: "c1", Content: content}})
 		require.NoError(t, err)
 		assert.Contains(t, got, strconv.Quote(content)[1:len(strconv.Quote(content))-1])
@@ -163,14 +163,7 @@ func TestValueAcrossObjectValues(t *testing.T) {
 		"address":             `{"user": "jane.doe", "a": "@example.com"}`,
 	} {
 		t.Run(name+"/tool message holding JSON out of key order", func(t *testing.T) {
-			msgs := []runtime.Message{{Role: "tool", ToolCallID: "c1", Content: content}}
-			_, err := seenByModel(t, `{}`, msgs)
-			var b *runtime.BlockedError
-			require.ErrorAs(t, err, &b)
-			got, err := seenByModel(t, `{"action":"redact"}`, msgs)
-			require.NoError(t, err)
-			assert.Contains(t, got, "[REDACTED:")
-			assertNoPiece(t, got)
+			assertMsgsBlockedAndMasked(t, []runtime.Message{{Role: "tool", ToolCallID: "c1", Content: content}})
 		})
 	}
 	t.Run("apart", func(t *testing.T) {

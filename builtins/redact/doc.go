@@ -5,7 +5,10 @@
 // Each rule is an RE2 expression with an id. A match is replaced by "[REDACTED:<id>]"; when
 // the expression has a capture group named "secret", only that group is replaced, so
 // "password=hunter2" becomes "password=[REDACTED:password-assignment]" and the surrounding
-// structure stays readable. Redacting already redacted text changes nothing. The text is also
+// structure stays readable; a key word ending a snake_case name is read as one
+// ("DB_PASSWORD=...", "SLACK_TOKEN: ...", as environment variables are written), one inside a
+// name is not ("password_hint=", "max_tokens="). Redacting already redacted text changes
+// nothing. The text is also
 // read folded, so a secret with zero-width characters, variation selectors or the combining
 // grapheme joiner inside, written in full-width or look-alike letters or with another dash, or
 // spaced by a no-break or other Unicode space ("Bearer\u00a0...") is masked whole; and a text
@@ -38,10 +41,15 @@
 // matches (an account number a configured pattern masks, sent as a JSON number) becomes its
 // masked string. The value of a key is also read after its key, as the model reads the
 // member, so a secret named by its key ({"password": "hunter22x"}, {"api_key": "..."}) is
-// masked in the value, the key kept. A key word and its value written as strings of their own,
-// as a JSON array or object written out in a text holds them (["password=", "hunter22x"],
-// ["password", "=hunter22x"], {"password=": "hunter22x"}), are read as the assignment the
-// model reads.
+// masked in the value, the key kept; so are the strings of an object or an array that is the
+// value of such a key, one level down ({"password": {"value": "..."}}), the value of an object
+// that names it in a member of its own ({"name": "API_KEY", "value": "..."}), and a secret
+// begun in a key and ended in its value ({"password=hun": "ter22x"}, read run together). A key
+// word and its value written as strings of their own, as a JSON array or object written out in
+// a text holds them (["password=", "hunter22x"], ["password", "=hunter22x"], {"password=":
+// "hunter22x"}), are read as the assignment the model reads. A JSON object is read as written:
+// a key written twice holds two members, both read (raw JSON bytes, json.RawMessage, stay raw
+// JSON); a string that is itself a JSON document is read as one.
 //
 // A Redactor is immutable after New and safe for concurrent use.
 //

@@ -84,3 +84,88 @@ func TestKeyWordAsStringOfItsOwn(t *testing.T) {
 		})
 	}
 }
+
+// TestSecretAcrossKeyAndValue: a secret whose start is written in an object's key and its rest
+// in the key's value (`{"password=hunter": "22xyz"}`, a key cut in two over a key and its
+// value), and a secret under a key word nested one level in an object or an array
+// (`{"password": {"value": "hunter22x"}}`), are masked in the value as in the key, in a tool
+// message holding the JSON, in a tool's result and in a tool call's arguments; other keys and
+// values are kept.
+func TestSecretAcrossKeyAndValue(t *testing.T) {
+	for _, tt := range []struct{ name, in, want string }{
+		{"assignment cut in the value", `{"password=hunter": "22xyz", "user": "bob"}`,
+			`{"password=[REDACTED:password-assignment]": "[REDACTED:password-assignment]", "user": "bob"}`},
+		{"assignment cut in a word", `{"password=hun": "ter22xyz"}`,
+			`{"password=[REDACTED:password-assignment]": "[REDACTED:password-assignment]"}`},
+		{"key cut in two", `{"sk-proj-AbCdEfGh": "IjKlMnOpQrStUvWx0123", "n": "x"}`,
+			`{"[REDACTED:openai-key]": "[REDACTED:openai-key]", "n": "x"}`},
+		{"value nested in an object", `{"password": {"value": "hunter22x"}, "user": "bob"}`,
+			`{"password": {"value": "[REDACTED:password-assignment]"}, "user": "bob"}`},
+		{"values nested in an object", `{"api_key": {"old": "Zq81mNb0Xc7", "new": "Yp72lMa9Wb6", "n": 3}}`,
+			`{"api_key": {"old": "[REDACTED:password-assignment]", "new": "[REDACTED:password-assignment]", "n": 3}}`},
+		{"value nested in an array", `{"password": ["hunter22x"]}`, `{"password": ["[REDACTED:password-assignment]"]}`},
+		{"deeper values are no key's", `{"password": {"policy": {"hint": "pet"}}, "user": {"value": "bob"}}`,
+			`{"password": {"policy": {"hint": "pet"}}, "user": {"value": "bob"}}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			assertJSONMasked(t, tt.in, tt.want)
+			_, calls := streamThrough(t, []runtime.Delta{
+				{ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: "c1", Name: "post", Arguments: tt.in}}},
+				{FinishReason: runtime.FinishToolCalls}})
+			assert.JSONEq(t, tt.want, calls, "tool call the model makes")
+		})
+	}
+}
+
+// TestSecretAfterALabelCutOverElements: a key that starts an element after a label of its own
+// and is cut over the elements after it is masked: read run together, the label glued to its
+// start, and as lines, no element holds it.
+func TestSecretAfterALabelCutOverElements(t *testing.T) {
+	for _, in := range []string{
+		`["id", "sk-proj-Ab", "CdEf0hIjKl", "MnOpQrStUvWx"]`,
+		`{"a": "key", "b": "sk-proj-Ab", "c": "CdEf0hIjKl", "d": "MnOpQrStUvWx"}`,
+		`["x", "aws_s", "ecret_access_key=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"]`,
+	} {
+		t.Run(in, func(t *testing.T) {
+			got := sendThrough(t, []runtime.Message{{Role: "tool", ToolCallID: "c1", Content: in}})
+			assert.Contains(t, got[0].Content, "[REDACTED:")
+			assert.NotContains(t, got[0].Content, "CdEf0hIjKl")
+			assert.NotContains(t, got[0].Content, "EXAMPLEKEY")
+			var v any
+			require.NoError(t, json.Unmarshal([]byte(in), &v))
+			res := toolResultThrough(t, v)
+			assert.Contains(t, res, "[REDACTED:")
+			assert.NotContains(t, res, "MnOpQrStUvWx")
+			assert.NotContains(t, res, "EXAMPLEKEY")
+		})
+	}
+}
+
+// TestSecretInNameValuePair: an object that names a value in a member of its own, as a list of
+// environment variables, a form's fields or a header list writes them (`{"name": "API_KEY",
+// "value": "hunter22x"}`), has its value read after its name, as the member it stands for, and
+// masked; a pair whose name is no key word is kept.
+func TestSecretInNameValuePair(t *testing.T) {
+	for _, tt := range []struct{ name, in, want string }{
+		{"environment", `{"env": [{"name": "API_KEY", "value": "hunter22x"}, {"name": "DB_HOST", "value": "db.internal"}]}`,
+			`{"env": [{"name": "API_KEY", "value": "[REDACTED:password-assignment]"}, {"name": "DB_HOST", "value": "db.internal"}]}`},
+		{"form fields", `[{"name": "user", "value": "bob"}, {"name": "api_key", "value": "Zq81mNb0Xc7"}]`,
+			`[{"name": "user", "value": "bob"}, {"name": "api_key", "value": "[REDACTED:password-assignment]"}]`},
+		{"key and value, out of order", `{"Value": "Zq81mNb0Xc7", "Key": "token"}`, `{"Value": "[REDACTED:password-assignment]", "Key": "token"}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) { assertJSONMasked(t, tt.in, tt.want) })
+	}
+}
+
+// assertJSONMasked checks that the JSON document in reaches the model as want in a tool message
+// and as the arguments of a tool call sent back, and a tool's result decoded from it as want.
+func assertJSONMasked(t *testing.T, in, want string) {
+	t.Helper()
+	got := sendThrough(t, []runtime.Message{{Role: "tool", ToolCallID: "c1", Content: in},
+		{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "c1", Name: "f", Arguments: json.RawMessage(in)}}}})
+	assert.JSONEq(t, want, got[0].Content, "tool message")
+	assert.JSONEq(t, want, string(got[1].ToolCalls[0].Arguments), "tool call sent back")
+	var v any
+	require.NoError(t, json.Unmarshal([]byte(in), &v))
+	assert.JSONEq(t, want, toolResultThrough(t, v), "tool result")
+}

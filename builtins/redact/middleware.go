@@ -68,7 +68,8 @@ func (m *Middleware) Provision(b *runtime.BuildContext) error {
 // WrapTool implements runtime.ToolWrapper: a successful result is returned
 // with its secrets masked. Strings, maps, slices and other JSON-like values
 // are redacted as they are (a copy; the tool's value is never modified);
-// bytes, and raw JSON that is not valid JSON, are redacted as text;
+// bytes, and raw JSON that is not valid JSON, are redacted as text; raw JSON
+// is read as written and stays raw JSON;
 // any other value (a struct, also one nested in a map) is converted to its
 // JSON form first, and returned in that form when it held a secret. A
 // result with no JSON form (a NaN) cannot be checked: the call fails with
@@ -116,16 +117,10 @@ func (m *Middleware) redactResult(v any) (any, error) {
 		}
 		return v, nil
 	case json.RawMessage:
-		// Numbers as json.Number: the masked value is encoded again, and
-		// a float64 would round an id above 2^53 or a long decimal.
-		d, err := jsonvalue.Decode(x)
-		if err != nil {
-			if red, n := m.redactor.Redact(string(x)); n > 0 {
-				return json.RawMessage(red), nil
-			}
-			return v, nil
-		}
-		if red, n := m.redactor.RedactValue(d); n > 0 {
+		// Read as written (a key written twice holds two members, which the model reads
+		// both, where a decoder into a map keeps the last) and returned as raw JSON; text
+		// that is not JSON is read as text (mask.Args).
+		if red, ok := mask.Args(x, m.redactor.Redact, m.redactor.items); ok {
 			return red, nil
 		}
 		return v, nil

@@ -3,7 +3,7 @@ package redact
 // builtinPattern is a default rule with hints that keep redaction fast on large tool results.
 // needles: the rule is skipped unless one of them occurs in the text (case-sensitive). keys:
 // the rule's expression starts with one of these lower-case words; it is tried only where
-// one of them begins a word (case-insensitively), anchored there. anchor: the expression
+// one of them begins a word or follows an underscore (case-insensitively), anchored there. anchor: the expression
 // starts with this exact text; it is tried anchored at each occurrence.
 type builtinPattern struct {
 	Pattern

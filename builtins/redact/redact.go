@@ -309,13 +309,16 @@ func (ru *rule) matchAt(text string, p int) []int {
 }
 
 // keyedSpans walks the word starts of text once and tries, at each word that begins with a
-// key (case-insensitively), the rules of that key anchored there.
+// key (case-insensitively), the rules of that key anchored there. A word of a snake_case name
+// starts one too (DB_PASSWORD=..., SLACK_TOKEN: ..., {"db_password": ...}, as environment
+// variables and configuration keys are written): the rule, anchored, still needs its "=" or
+// ":" right after the key word, so "password_hint=" and "max_tokens=" are none.
 func (r *Redactor) keyedSpans(text string, spans []span) []span {
 	lower := asciiLower(text)
 	var skipUntil []int // per rule: offsets before this are inside its previous match
 	for p := 0; p < len(lower); p++ {
 		c := lower[p]
-		if c < 'a' || c > 'z' || (p > 0 && isWordByte(lower[p-1])) {
+		if c < 'a' || c > 'z' || (p > 0 && isWordByte(lower[p-1]) && lower[p-1] != '_') {
 			continue
 		}
 		for _, ref := range r.keysByFirst[c-'a'] {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -66,11 +67,117 @@ func keyMemo(f func(string) (string, int)) func(string) (string, int) {
 
 // member returns the value e of the key k of an object read with its key by pair (a string,
 // or an integral number as its digits), and the count pair returned: e itself with 0 when
-// pair changes nothing or e is neither.
+// pair changes nothing. An object or an array is read one level down: each of its strings
+// (an object's values, an array's elements; not its numbers, counts more often than not) is
+// read with k, as the model reads `"password": {"value": "hunter2"}`, and a copy holding what
+// pair returned for them is returned when it changes one.
 func (rd readers) member(k string, e any) (any, int) {
 	if rd.pair == nil {
 		return e, 0
 	}
+	switch x := e.(type) {
+	case Object:
+		if vals, n := rd.members(k, x.Values); n > 0 {
+			return Object{Keys: x.Keys, Values: vals}, n
+		}
+		return e, 0
+	case []any:
+		if vals, n := rd.members(k, x); n > 0 {
+			return vals, n
+		}
+		return e, 0
+	case map[string]any:
+		var out map[string]any
+		total := 0
+		for ik, v := range x {
+			if _, ok := v.(string); !ok {
+				continue
+			}
+			if red, n := rd.leafMember(k, v); n > 0 {
+				if out == nil {
+					out = maps.Clone(x)
+				}
+				out[ik], total = red, total+n
+			}
+		}
+		if out == nil {
+			return e, 0
+		}
+		return out, total
+	}
+	return rd.leafMember(k, e)
+}
+
+// members returns a copy of vals with each read with the key k (leafMember), when that
+// changes one, and the count.
+func (rd readers) members(k string, vals []any) ([]any, int) {
+	var out []any
+	total := 0
+	for i, v := range vals {
+		if _, ok := v.(string); !ok {
+			continue
+		}
+		if red, n := rd.leafMember(k, v); n > 0 {
+			if out == nil {
+				out = slices.Clone(vals)
+			}
+			out[i], total = red, total+n
+		}
+	}
+	return out, total
+}
+
+// nameKeys and valueKeys are the keys of an object that names a value in a member of its own:
+// `{"name": "API_KEY", "value": "..."}`, as a list of environment variables, a form's fields
+// or a list of headers writes them.
+var (
+	nameKeys  = []string{"name", "Name", "key", "Key"}
+	valueKeys = []string{"value", "Value"}
+)
+
+// NameKey reports whether k names the value of an object that names a value in a member of
+// its own (nameKeys); ValueKey whether it holds the value (valueKeys).
+func NameKey(k string) bool  { return slices.Contains(nameKeys, k) }
+func ValueKey(k string) bool { return slices.Contains(valueKeys, k) }
+
+// NamedValue returns the indices in keys of the name and the value of an object that names a
+// value in a member of its own (nameKeys, valueKeys), both strings (value(i) is the value of
+// keys[i]); ok is false for any other object.
+func NamedValue(keys []string, value func(i int) any) (name, val int, ok bool) {
+	name, val = -1, -1
+	for i, k := range keys {
+		if _, isString := value(i).(string); !isString {
+			continue
+		}
+		if name < 0 && NameKey(k) {
+			name = i
+		} else if val < 0 && ValueKey(k) {
+			val = i
+		}
+	}
+	return name, val, name >= 0 && val >= 0
+}
+
+// named reads the value of an object that names it in a member of its own (NamedValue) with
+// that name by pair, as the member it stands for, and returns the count; vals are the values
+// of keys, rewritten in place.
+func (rd readers) named(keys []string, vals []any) int {
+	if rd.pair == nil || len(keys) < 2 {
+		return 0
+	}
+	name, val, ok := NamedValue(keys, func(i int) any { return vals[i] })
+	if !ok {
+		return 0
+	}
+	red, n := rd.pair(vals[name].(string), vals[val].(string))
+	if n > 0 {
+		vals[val] = red
+	}
+	return n
+}
+
+// leafMember is member for a string or an integral number: e itself with 0 for any other value.
+func (rd readers) leafMember(k string, e any) (any, int) {
 	text, ok := e.(string)
 	if !ok {
 		if text, ok = NumberText(e); !ok {
@@ -102,6 +209,7 @@ func mapLeaves(v any, f func(string) (string, int), other func(any) (any, int), 
 				e, m := rd.member(k, x[k])
 				vals[i], total = e, total+m
 			}
+			total += rd.named(keys, vals)
 			n := mapRunsInPlace(vals, true, f, other, rd)
 			for i, k := range keys {
 				out[k] = vals[i]
@@ -271,6 +379,24 @@ func MapText(v any, f func(string) (string, int)) (any, int) { return MapTextJoi
 // masked, "password" and "hunter2") with a count, and a number it changes becomes the string
 // it returns; f then reads what pair returned. A nil joined and pair is MapText.
 func MapTextJoined(v any, f func(string) (string, int), joined func(run []string, fields bool) ([]string, int), pair func(key, value string) (string, int)) (any, int) {
+	return MapTextReaders(v, f, Readers{Joined: joined, Pair: pair})
+}
+
+// Readers are the hooks of MapTextReaders: Joined and Pair as MapTextJoined takes them, and
+// Key, which reads the keys of objects in place of f (each key once: the objects of an array
+// of records share their keys).
+type Readers struct {
+	Joined func(run []string, fields bool) ([]string, int)
+	Pair   func(key, value string) (string, int)
+	Key    func(string) (string, int)
+}
+
+// MapTextReaders is MapTextJoined with the hooks of r; a nil r.Key reads the keys by f.
+func MapTextReaders(v any, f func(string) (string, int), r Readers) (any, int) {
+	key := r.Key
+	if key == nil {
+		key = f
+	}
 	return mapLeaves(v, f, func(v any) (any, int) {
 		if text, ok := NumberText(v); ok {
 			if r, n := f(text); n > 0 {
@@ -278,7 +404,7 @@ func MapTextJoined(v any, f func(string) (string, int), joined func(run []string
 			}
 		}
 		return v, 0
-	}, readers{joined, pair, keyMemo(f)})
+	}, readers{r.Joined, r.Pair, keyMemo(key)})
 }
 
 // NumberText renders an integral number as its decimal digits: a

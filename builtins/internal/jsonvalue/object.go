@@ -105,6 +105,7 @@ func mapObject(x Object, f func(string) (string, int), other func(any) (any, int
 		e, m := rd.member(k, x.Values[i])
 		vals[i], total = e, total+m
 	}
+	total += rd.named(x.Keys, vals)
 	total += mapRunsInPlace(vals, true, f, other, rd)
 	key := rd.keyFunc(f)
 	keys := make([]string, len(x.Keys))

@@ -31,9 +31,67 @@ func jsonText(text string) (any, bool) {
 // read at the start of the next. The runs are first read all in one reading (those of arrays
 // in one, those of objects in another), each apart from the next by runSep, and read one by
 // one only when that reading finds an item cut across strings: a document without one costs
-// two readings, not two for each run.
+// two readings, not two for each run. A string of the document that is itself a JSON object or
+// array (JSON text escaped in the JSON around it) is read so too (nestedSplit).
 func SplitInJSON(text string, find Find) (Item, bool) {
-	runs := jsonRuns(text)
+	if it, ok := splitInRuns(jsonRuns(text), find); ok {
+		return it, true
+	}
+	return nestedSplit(text, find)
+}
+
+// nestedSplit returns the first item SplitInJSON finds in a string of the JSON object or array
+// text holds that is itself one (not in its keys, nor in a run of strings, which are read
+// together). Such a string holds a string of its own, so text holds an escaped quote: a text
+// without one is not decoded.
+func nestedSplit(text string, find Find) (Item, bool) {
+	if !strings.Contains(text, `\"`) {
+		return Item{}, false
+	}
+	v, ok := jsonText(text)
+	if !ok {
+		return Item{}, false
+	}
+	var it Item
+	found := false
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case string:
+			if !found && looksJSON(x) {
+				it, found = SplitInJSON(x, find)
+			}
+		case []any:
+			walkLeaves(x, walk)
+		case jsonvalue.Object:
+			walkLeaves(x.Values, walk)
+		}
+	}
+	walk(v)
+	return it, found
+}
+
+// walkLeaves calls walk with each element of x that is in no run of strings (jsonvalue.StringRuns).
+func walkLeaves(x []any, walk func(any)) {
+	runs := jsonvalue.StringRuns(x)
+	for i := 0; i < len(x); i++ {
+		if len(runs) > 0 && i == runs[0][0] {
+			i = runs[0][1] - 1
+			runs = runs[1:]
+			continue
+		}
+		walk(x[i])
+	}
+}
+
+// looksJSON reports whether text starts, after spaces, with "{" or "[".
+func looksJSON(text string) bool {
+	s := strings.TrimLeft(text, " \t\r\n")
+	return s != "" && (s[0] == '{' || s[0] == '[')
+}
+
+// splitInRuns is SplitInJSON for the runs of a JSON text.
+func splitInRuns(runs []jsonRun, find Find) (Item, bool) {
 	if !cutInRuns(runs, find) {
 		return Item{}, false
 	}
@@ -95,18 +153,35 @@ type jsonRun struct {
 // for any other text, or one whose brackets do not pair. It reads the text once, without
 // decoding what is not in such a run.
 func jsonRuns(text string) []jsonRun {
+	runs, _ := readJSON(text, false)
+	return runs
+}
+
+// jsonMember is a string of a JSON text and the key it is read with: its own, or, for a string
+// in an object or an array that is the value of a key, that key (one level down).
+type jsonMember struct{ key, value string }
+
+// readJSON returns the runs of text (jsonRuns) and, withMembers, its members (jsonMember), in
+// the order written, decoded. It returns nil for a text jsonRuns gives none for.
+func readJSON(text string, withMembers bool) ([]jsonRun, []jsonMember) {
 	s := strings.TrimLeft(text, " \t\r\n")
 	if s == "" || (s[0] != '{' && s[0] != '[') {
-		return nil
+		return nil, nil
 	}
 	type open struct {
 		c   byte
 		key bool // in an object, the next string is a key
+		// last is the key read last in an object; outer the key whose value the object or
+		// array is, or "" (withMembers); name and value the strings of an object that names
+		// a value in a member of its own (jsonvalue.NamedValue), with named and valued
+		last, outer, name, value string
+		named, valued            bool
 	}
 	var (
-		runs  []jsonRun
-		run   []string
-		stack []open
+		runs    []jsonRun
+		run     []string
+		stack   []open
+		members []jsonMember
 	)
 	end := func() {
 		if len(run) > 1 {
@@ -118,11 +193,18 @@ func jsonRuns(text string) []jsonRun {
 		switch c := s[i]; c {
 		case '{', '[':
 			end()
-			stack = append(stack, open{c, c == '{'})
+			o := open{c: c, key: c == '{'}
+			if n := len(stack); withMembers && n > 0 && stack[n-1].c == '{' {
+				o.outer = stack[n-1].last
+			}
+			stack = append(stack, o)
 		case '}', ']':
 			end()
 			if len(stack) == 0 || stack[len(stack)-1].c != c-2 { // '{'+2 == '}', '['+2 == ']'
-				return nil
+				return nil, nil
+			}
+			if top := stack[len(stack)-1]; top.named && top.valued {
+				members = append(members, jsonMember{top.name, top.value})
 			}
 			stack = stack[:len(stack)-1]
 		case ':', ',':
@@ -140,16 +222,38 @@ func jsonRuns(text string) []jsonRun {
 				j++
 			}
 			if j >= len(s) {
-				return nil
+				return nil, nil
 			}
-			if n := len(stack); n > 0 && !stack[n-1].key {
+			n := len(stack)
+			isKey := n > 0 && stack[n-1].key
+			if !isKey || withMembers {
 				str := s[i+1 : j]
 				if escaped {
-					if json.Unmarshal([]byte(s[i:j+1]), &str) != nil {
-						return nil
+					var ok bool
+					if str, ok = unquote(s[i : j+1]); !ok {
+						return nil, nil
 					}
 				}
-				run = append(run, str)
+				switch {
+				case isKey:
+					stack[n-1].last = str
+				case n > 0:
+					run = append(run, str)
+					if !withMembers {
+						break
+					}
+					if top := &stack[n-1]; top.c == '{' && top.last != "" {
+						members = append(members, jsonMember{top.last, str})
+						if !top.named && jsonvalue.NameKey(top.last) {
+							top.name, top.named = str, true
+						} else if !top.valued && jsonvalue.ValueKey(top.last) {
+							top.value, top.valued = str, true
+						}
+					}
+					if top := stack[n-1]; top.outer != "" {
+						members = append(members, jsonMember{top.outer, str})
+					}
+				}
 			}
 			i = j
 		case ' ', '\t', '\r', '\n':
@@ -158,21 +262,39 @@ func jsonRuns(text string) []jsonRun {
 		}
 	}
 	if len(stack) != 0 {
-		return nil
+		return nil, nil
 	}
-	return runs
+	return runs, members
+}
+
+// unquote returns the JSON string q decoded. Its own variable, not the caller's, is the one
+// whose address json.Unmarshal takes, so that a string without escapes costs no allocation.
+func unquote(q string) (string, bool) {
+	var out string
+	if json.Unmarshal([]byte(q), &out) != nil {
+		return "", false
+	}
+	return out, true
 }
 
 // AcrossJSON returns text, a JSON object or array, masked as a value (Value: f, with the
 // strings of its arrays and the values of its objects read together by find, in the order
 // written, as SplitInJSON reads them: its objects are decoded as jsonvalue.Object) and
 // written back as JSON, then masked as a text by f, with the number of items masked, when
-// its strings hold an item cut across them (SplitInJSON); otherwise it returns text and 0.
+// its strings hold an item cut across them (SplitInJSON, also in a string that is itself JSON
+// text: Value reads such a string as AcrossJSON does) or a member holds one that runs from its
+// key into its value (cutInMembers); otherwise it returns text and 0.
 // The text written back has JSON's compact layout (the members in the order written, no
 // spaces), which the model reads alike.
 func AcrossJSON(text string, f Func, find Find) (string, int) {
-	if _, ok := SplitInJSON(text, find); !ok {
+	if !looksJSON(text) {
 		return text, 0
+	}
+	runs, members := readJSON(text, true)
+	if _, ok := splitInRuns(runs, find); !ok && !cutInMembers(members, find) {
+		if _, ok := nestedSplit(text, find); !ok {
+			return text, 0
+		}
 	}
 	v, ok := jsonText(text)
 	if !ok {

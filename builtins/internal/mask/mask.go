@@ -158,23 +158,7 @@ func (t Transcript) text(run, s string) (string, bool) {
 	if s == "" || (t.Seen != nil && t.Seen.Has(run, s)) {
 		return s, false
 	}
-	red, n := t.Mask(s)
-	if t.Find != nil {
-		// A JSON document's arrays and objects are read as in a value: an item cut across
-		// their strings. What was masked, in the strings or as a text, can leave one that was
-		// not (a placeholder's end read with the string after it), so the result is read
-		// again until it holds none.
-		if js, m := AcrossJSON(s, t.Mask, t.Find); m > 0 {
-			red, n = js, m
-		}
-		for pass := 0; n > 0 && pass < maxElementPasses; pass++ {
-			js, m := AcrossJSON(red, t.Mask, t.Find)
-			if m == 0 {
-				break
-			}
-			red, n = js, n+m
-		}
-	}
+	red, n := maskText(s, t.Mask, t.Find)
 	if n == 0 {
 		if t.Seen != nil {
 			t.Seen.Add(run, s)
@@ -184,13 +168,38 @@ func (t Transcript) text(run, s string) (string, bool) {
 	return red, true
 }
 
+// maskText returns s masked by f, and, with find, when it is a JSON document, read as a value
+// (AcrossJSON), with the number of items masked.
+func maskText(s string, f Func, find Find) (string, int) {
+	red, n := f(s)
+	if find == nil || !looksJSON(s) {
+		return red, n
+	}
+	// A JSON document's arrays and objects are read as in a value: an item cut across their
+	// strings. What was masked, in the strings or as a text, can leave one that was not (a
+	// placeholder's end read with the string after it), so the result is read again until it
+	// holds none.
+	if js, m := AcrossJSON(s, f, find); m > 0 {
+		red, n = js, m
+	}
+	for pass := 0; n > 0 && pass < maxElementPasses; pass++ {
+		js, m := AcrossJSON(red, f, find)
+		if m == 0 {
+			break
+		}
+		red, n = js, n+m
+	}
+	return red, n
+}
+
 // Args returns the arguments of a tool call masked, and whether anything
 // was. JSON arguments are masked as a value (Value, with find; their objects
 // read in the order written, which is how the model reads them and how
 // SplitInJSON reads them, jsonvalue.DecodeOrdered) and stay valid JSON, their
 // members in that order and their numbers written back as they were sent (a
 // 20-digit id is not rounded to a float64's precision); arguments that are
-// not JSON are masked as text, as the model reads them.
+// not JSON are masked as text, as the model reads them. With find, what their keys and strings
+// read one a line hold across them is masked too (AsLines), as a detector reads them.
 func Args(raw json.RawMessage, f Func, find Find) (json.RawMessage, bool) {
 	var v any
 	err := errors.New("not JSON")
@@ -205,6 +214,20 @@ func Args(raw json.RawMessage, f Func, find Find) (json.RawMessage, bool) {
 		return json.RawMessage(red), true
 	}
 	red, n := Value(v, f, find)
+	// What the lines mask can leave a value cut across strings (a placeholder's end read with
+	// the string after it), and what that masks one across the lines: both are read again
+	// until neither finds one.
+	for pass := 0; find != nil && pass < maxElementPasses; pass++ {
+		var m int
+		if red, m = AsLines(red, find); m == 0 {
+			break
+		}
+		n += m
+		if red, m = Value(red, f, find); m == 0 {
+			break
+		}
+		n += m
+	}
 	if n == 0 {
 		return raw, false
 	}
@@ -236,8 +259,27 @@ func Calls(f Func, find Find) func(calls []runtime.ToolUse) ([]runtime.ToolUse, 
 // consecutive string values of an object in the order of its keys, are also
 // read side by side, and a value cut across them is masked (Elements), and
 // the value of an object key is read with its key, and what runs from the
-// key into it is masked (Members). See jsonvalue.MapTextJoined. v is never
-// modified.
+// key into it is masked (Members), and a string that is itself a JSON object or array is
+// read as one (AcrossJSON). See jsonvalue.MapTextJoined. v is never modified.
 func Value(v any, f Func, find Find) (any, int) {
-	return jsonvalue.MapTextJoined(v, f, Elements(find), Members(find))
+	pair, key := Members(find, f)
+	leaf := f
+	if find != nil {
+		// a string that is a JSON document (JSON text escaped in the JSON around it) is read
+		// as one, as a text of the transcript is
+		leaf = func(s string) (string, int) { return maskText(s, f, find) }
+	}
+	rd := jsonvalue.Readers{Joined: Elements(find), Pair: pair, Key: key}
+	red, n := jsonvalue.MapTextReaders(v, leaf, rd)
+	// What was masked changes what is read: a key renamed to its mask takes another place
+	// among the keys, and its value is read between other values, or alone. The result is
+	// read again until it holds nothing.
+	for pass := 0; find != nil && n > 0 && pass < maxElementPasses; pass++ {
+		again, m := jsonvalue.MapTextReaders(red, leaf, rd)
+		if m == 0 {
+			break
+		}
+		red, n = again, n+m
+	}
+	return red, n
 }

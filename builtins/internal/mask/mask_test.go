@@ -358,7 +358,7 @@ func TestValueReadsRunsOnce(t *testing.T) {
 	assert.Zero(t, n)
 	assert.Equal(t, map[string]any{"lines": []any{"a", "b", "c", 7, "d"}}, got)
 	assert.Equal(t, []string{"7", "d", "lines"}, masked, "the number, the string in no run and the key")
-	assert.Equal(t, 2, d.calls, "one run, read as lines and run together")
+	assert.Equal(t, 3, d.calls, "one run, read as lines and run together, and its key with a probe, after it and run together in one reading (its strings are read with it)")
 
 	s := &secret{}
 

@@ -133,7 +133,7 @@ func Across(pieces []string, find Find, seps ...string) ([]string, []Item) {
 	var found []Item
 	for _, sep := range seps {
 		var items []Item
-		pieces, items = maskJoined(pieces, sep, find)
+		pieces, items = maskJoined(pieces, sep, find, false)
 		found = append(found, items...)
 	}
 	return pieces, found
@@ -186,7 +186,10 @@ type ElementItem struct {
 // run together only there, so that the element before it does not glue itself to the start
 // of the item ("x", "password=hun", "ter2"). Not taken when read run together: an item made
 // of whole elements of digits of one length (a list of numbers, "1234", "5678", "9012",
-// "3456", as a card's groups joined by line breaks alone are a column of numbers).
+// "3456", as a card's groups joined by line breaks alone are a column of numbers). Elements of
+// digits alone that are the groups of a card as a payment form posts them ("4111", "1111",
+// "1111", "1111"), with no element of digits alone before or after them, are read a last
+// time joined by spaces (readGroups).
 func ReadElements(elems []string, find Find) ([]string, []ElementItem) {
 	return readElements(elems, find, false)
 }
@@ -226,6 +229,15 @@ func readElements(elems []string, find Find, fields bool) ([]string, []ElementIt
 			return "\n"
 		}, true, fields)
 	}
+	if labelled := labelBreaks(elems); labelled != nil {
+		reads = readJoined(reads, elems, starts, find, func(k int) string {
+			if labelled[k] {
+				return "\n"
+			}
+			return ""
+		}, true, fields)
+	}
+	reads = readGroups(reads, elems, find)
 	var (
 		edits [][]edit
 		found []ElementItem
@@ -394,16 +406,133 @@ func numberList(elems []string, spans []piece, anyLength bool) bool {
 	n := len(elems[spans[0].k])
 	for _, sp := range spans {
 		e := elems[sp.k]
-		if sp.start != 0 || sp.end != len(e) || (len(e) != n && !anyLength) || strings.IndexFunc(e, func(r rune) bool { return r < '0' || r > '9' }) >= 0 {
+		if sp.start != 0 || sp.end != len(e) || (len(e) != n && !anyLength) || !allDigits(e) {
 			return false
 		}
 	}
 	return true
 }
 
-// maskJoined finds the items of pieces joined by sep that run across two pieces or more, and
-// returns the pieces with them masked, and the items.
-func maskJoined(pieces []string, sep string, find Find) ([]string, []Item) {
+// groupLayouts are the lengths of the groups a card number is written in, and a payment form
+// posts in boxes of their own: four groups of four digits, and an American Express or Diners
+// Club number's 4-6-5 and 4-6-4.
+var groupLayouts = [][]int{{4, 4, 4, 4}, {4, 6, 5}, {4, 6, 4}}
+
+// readGroups appends to reads the items find finds in the runs of elements of elems that are
+// the groups of a card (groupLayouts): consecutive elements of digits alone, with no element
+// of digits alone before or after them, read joined by spaces, as the number is written
+// ("4111 1111 1111 1111"), each run apart from the next by runSep. An item is taken when it
+// covers its run whole and no read covers an element of it already. Read together, such
+// elements are a list of numbers (numberList), and as lines a column.
+func readGroups(reads []elementRead, elems []string, find Find) []elementRead {
+	var groups [][2]int
+	for k := 0; k < len(elems); {
+		if !allDigits(elems[k]) {
+			k++
+			continue
+		}
+		j := k + 1
+		for j < len(elems) && allDigits(elems[j]) {
+			j++
+		}
+		if slices.ContainsFunc(groupLayouts, func(layout []int) bool {
+			return len(layout) == j-k && sameLengths(elems[k:j], layout)
+		}) {
+			groups = append(groups, [2]int{k, j})
+		}
+		k = j
+	}
+	if len(groups) == 0 {
+		return reads
+	}
+	text, starts := joinApart(len(groups), func(b *strings.Builder, i int) {
+		for k := groups[i][0]; k < groups[i][1]; k++ {
+			if k > groups[i][0] {
+				b.WriteByte(' ')
+			}
+			b.WriteString(elems[k])
+		}
+	})
+	for _, it := range find(text) {
+		i := sort.Search(len(starts), func(i int) bool { return starts[i] > it.From }) - 1
+		if i < 0 || it.From != starts[i] || it.Start != it.From {
+			continue
+		}
+		g := groups[i]
+		n := g[1] - g[0] - 1
+		for k := g[0]; k < g[1]; k++ {
+			n += len(elems[k])
+		}
+		if it.To != starts[i]+n || it.End != it.To {
+			continue
+		}
+		var spans []piece
+		for k := g[0]; k < g[1]; k++ {
+			spans = append(spans, piece{k, 0, len(elems[k])})
+		}
+		if slices.ContainsFunc(reads, func(r elementRead) bool { return overlaps(spans, r.match) }) {
+			continue
+		}
+		it.From, it.To, it.Start, it.End = 0, n, 0, n // offsets of the run read joined by spaces
+		reads = append(reads, elementRead{ElementItem{it, -1}, spans, spans})
+	}
+	return reads
+}
+
+// labelBreaks returns, for each element k, whether it is read after a line break in the
+// reading of elems run together but after labels: after an element that is a word (a label:
+// "card", "Id", ASCII letters, lower case after the first), so that a label does not glue
+// itself to the start of a value cut over the elements after it ("id", "sk-proj-Ab",
+// "CdEf...", "..."; "card", "4111 11", "11 1111", " 1111"). Nil when that reading is one of
+// the others (every element, or none, after a break).
+func labelBreaks(elems []string) []bool {
+	// The reading finds what the others do not only where a break is followed by an element
+	// read run together with the next (a value cut over two elements after a label or more),
+	// neither of them a word (a value is none: a list of tags, "priority", "eu-west", "gift",
+	// is not read so).
+	needed := false
+	for k := 1; k+1 < len(elems) && !needed; k++ {
+		next := elems[k+1]
+		needed = isWord(elems[k-1]) && !isWord(elems[k]) && next != "" && next[0] != '\n' && !isWord(next)
+	}
+	if !needed {
+		return nil
+	}
+	out := make([]bool, len(elems))
+	for k := 1; k < len(elems); k++ {
+		out[k] = isWord(elems[k-1])
+	}
+	return out
+}
+
+// isWord reports whether e is a word of ASCII letters, lower case after the first.
+func isWord(e string) bool {
+	for i := 0; i < len(e); i++ {
+		if c := e[i]; !(c >= 'a' && c <= 'z') && !(i == 0 && c >= 'A' && c <= 'Z') {
+			return false
+		}
+	}
+	return e != ""
+}
+
+// sameLengths reports whether the elements have the lengths of layout, one for one.
+func sameLengths(elems []string, layout []int) bool {
+	for i, e := range elems {
+		if len(e) != layout[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// allDigits reports whether e is ASCII digits, one or more.
+func allDigits(e string) bool {
+	return e != "" && strings.IndexFunc(e, func(r rune) bool { return r < '0' || r > '9' }) < 0
+}
+
+// maskJoined finds the items of pieces joined by sep that run across two pieces or more (with
+// within, every item), and returns the pieces with them masked, and the items.
+func maskJoined(pieces []string, sep string, find Find, within bool) ([]string, []Item) {
 	starts := make([]int, len(pieces))
 	var b strings.Builder
 	for k, p := range pieces {
@@ -424,7 +553,7 @@ func maskJoined(pieces []string, sep string, find Find) ([]string, []Item) {
 				break
 			}
 		}
-		if first < 0 || it.To <= starts[first]+len(pieces[first]) {
+		if first < 0 || (!within && it.To <= starts[first]+len(pieces[first])) {
 			continue
 		}
 		placed := false
