@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentc-dev/agentc/builtins/fallback"
+	"github.com/agentc-dev/agentc/builtins/hedge"
 	"github.com/agentc-dev/agentc/builtins/meter"
 	"github.com/agentc-dev/agentc/internal/jsonpointer"
 	"github.com/agentc-dev/agentc/internal/jsonwalk"
@@ -165,20 +167,55 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 const longContextBeta = "context-1m-"
 
 // unpricedBetas refuses the beta features of req that change the price the
-// provider bills when pl's chat chain holds a meter: the meter prices a
-// call at the model's declared rates, so it would count a part of the
-// spend and let a budget be overspent.
+// provider bills when pl's chat chain holds a meter and a model the
+// request can reach does not declare that price: the context-1m beta
+// unless each such model declares its long-context tier (long_context),
+// which the meter prices a call above its threshold at. Otherwise the
+// meter would count a part of the spend and let a budget be overspent.
 func unpricedBetas(pl *runtime.Pipeline, req *runtime.ChatRequest) error {
 	i := slices.IndexFunc(req.Betas, func(b string) bool { return strings.HasPrefix(b, longContextBeta) })
 	if i < 0 {
 		return nil
 	}
-	for _, l := range pl.Layers(plan.StageChat) {
-		if l.Use == meter.ID {
-			return fmt.Errorf("anthropic-beta: %s bills a request over 200,000 input tokens at a premium the meter layer %s does not price (it counts the model's declared rates), so a budget could be overspent; remove it", req.Betas[i], l.Name)
+	layers := pl.Layers(plan.StageChat)
+	at := slices.IndexFunc(layers, func(l runtime.LayerInfo) bool { return l.Use == meter.ID })
+	if at < 0 {
+		return nil
+	}
+	models := pl.Plan().Models
+	for _, name := range reachableModels(req.Model, layers) {
+		if m := models[name]; m.LongContext == nil && m.Provider != "openai" {
+			return fmt.Errorf("anthropic-beta: %s bills a request over 200,000 input tokens at a premium, and model %s, which the request can reach, declares no long-context price for the meter layer %s to count it at, so a budget could be overspent; declare the model's tier in the policy (models: %s: long_context: {above_input_tokens: 200000, usd_per_mtok_in: ..., usd_per_mtok_out: ...}, the provider's prices above the threshold) or remove the beta",
+				req.Betas[i], name, layers[at].Name, name)
 		}
 	}
 	return nil
+}
+
+// reachableModels lists the models a request for model can be served by
+// through the chat chain layers: model itself, and those a fallback or a
+// hedge layer calls in its place (a layer's when decides on each call, so
+// every one counts), each once, in the chain's order. A model the openai
+// provider serves refuses any beta feature before the request is sent
+// (behind a fallback, the next model is tried), so is never billed for
+// one; unpricedBetas leaves it out.
+func reachableModels(model string, layers []runtime.LayerInfo) []string {
+	out := []string{model}
+	for _, l := range layers {
+		var more []string
+		switch mw := l.Middleware.(type) {
+		case *fallback.Fallback:
+			more = mw.Models
+		case *hedge.Hedge:
+			more = mw.Models
+		}
+		for _, m := range more {
+			if !slices.Contains(out, m) {
+				out = append(out, m)
+			}
+		}
+	}
+	return out
 }
 
 // admitProposals decides the tool calls a model proposed before they are
