@@ -23,7 +23,8 @@ const sonnetLongContext = `models: backup: {usd_per_mtok_cached: 0.3, usd_per_mt
 // price) that a meter prices only for a model that declares its
 // long-context tier: a chain with a meter refuses it, before any model is
 // called, while a model the request can reach (its own, a fallback's)
-// declares none, saying how to declare it; without a meter it is carried.
+// declares none, or one from above the beta's 200,000 tokens, saying how
+// to declare it; without a meter it is carried.
 func TestLongContextBetaUnderAMeter(t *testing.T) {
 	body := []byte(`{"model": "backup", "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}`)
 	g := newGateway(t, typicalChain, nil, []reply{{body: transcript(t, "anthropic", "text.sse")}})
@@ -31,7 +32,7 @@ func TestLongContextBetaUnderAMeter(t *testing.T) {
 		"anthropic-version", "2023-06-01", "anthropic-beta", "interleaved-thinking-2025-05-14,context-1m-2025-08-07")
 	require.Equal(t, http.StatusBadRequest, code, resp)
 	assert.Contains(t, resp, "anthropic-beta: context-1m-2025-08-07")
-	assert.Contains(t, resp, "model backup")
+	assert.Contains(t, resp, "model backup, which the request can reach, declares no long_context tier")
 	assert.Contains(t, resp, "meter layer meter")
 	assert.Contains(t, resp, "models: backup: long_context: {above_input_tokens: 200000")
 	assert.Zero(t, g.an.requests(), "the request never reached the upstream")
@@ -46,6 +47,15 @@ models: opus: {provider: "anthropic", model: "claude-opus-4-1", base_url: models
 	code, _, resp = do(t, "POST", g.url+"/v1/messages", clientKey, body, "anthropic-version", "2023-06-01", "anthropic-beta", "context-1m-2025-08-07")
 	require.Equal(t, http.StatusBadRequest, code, resp)
 	assert.Contains(t, resp, "model opus")
+	assert.Zero(t, g.an.requests())
+
+	// A tier that starts above the beta's threshold leaves the requests
+	// between the two priced below their bill.
+	decls = weatherDecl + "\n" + strings.Replace(sonnetLongContext, "above_input_tokens: 200000", "above_input_tokens: 272000", 1)
+	g = newGatewayWith(t, decls, `{use: "meter", budget: usd: 100}`, nil, []reply{{body: transcript(t, "anthropic", "text.sse")}})
+	code, _, resp = do(t, "POST", g.url+"/v1/messages", clientKey, body, "anthropic-version", "2023-06-01", "anthropic-beta", "context-1m-2025-08-07")
+	require.Equal(t, http.StatusBadRequest, code, resp)
+	assert.Contains(t, resp, "model backup, which the request can reach, has its long_context tier only above 272000 input tokens")
 	assert.Zero(t, g.an.requests())
 
 	g = newGateway(t, `{use: "tracing"}`, nil, []reply{{body: transcript(t, "anthropic", "text.sse")}})
