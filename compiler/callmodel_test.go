@@ -14,7 +14,8 @@ func TestCompileLowersCachedRatesAndToolDescriptions(t *testing.T) {
 	dir := writePolicy(t, `package p
 
 models: {
-	cached: {usd_per_mtok_in: 3, usd_per_mtok_out: 15, usd_per_mtok_cached: 0.3, usd_per_mtok_cache_write: 3.75}
+	cached: {usd_per_mtok_in: 3, usd_per_mtok_out: 15, usd_per_mtok_cached: 0.3, usd_per_mtok_cache_write: 3.75,
+		long_context: {above_input_tokens: 200000, usd_per_mtok_in: 6, usd_per_mtok_out: 22.5, usd_per_mtok_cached: 0.6, usd_per_mtok_cache_write: 7.5}}
 	plain: {usd_per_mtok_in: 1}
 }
 tools: search: {description: "searches the web", args: {type: "object", properties: q: type: "string"}}
@@ -32,6 +33,10 @@ tools: search: {description: "searches the web", args: {type: "object", properti
 	assert.Equal(t, 3.75, *back.Models["cached"].USDPerMTokCacheWrite)
 	assert.Nil(t, back.Models["plain"].USDPerMTokCached, "absent stays absent: cached tokens priced as input")
 	assert.Nil(t, back.Models["plain"].USDPerMTokCacheWrite)
+	cached, write := 0.6, 7.5
+	assert.Equal(t, &plan.LongContext{AboveInputTokens: 200000, USDPerMTokIn: 6, USDPerMTokOut: 22.5, USDPerMTokCached: &cached, USDPerMTokCacheWrite: &write},
+		back.Models["cached"].LongContext)
+	assert.Nil(t, back.Models["plain"].LongContext)
 	assert.Equal(t, "searches the web", back.Tools["search"].Description)
 
 	bad := writePolicy(t, `package p

@@ -31,7 +31,7 @@ func lower(_ context.Context, c *Compilation) error {
 		out.Models = map[string]plan.Model{}
 		for name, m := range p.Models {
 			out.Models[name] = plan.Model{USDPerMTokIn: m.USDPerMTokIn, USDPerMTokOut: m.USDPerMTokOut,
-				USDPerMTokCached: m.USDPerMTokCached, USDPerMTokCacheWrite: m.USDPerMTokCacheWrite, USDPerMTokCacheWrite1h: m.USDPerMTokCacheWrite1h, ContextTokens: m.ContextTokens,
+				USDPerMTokCached: m.USDPerMTokCached, USDPerMTokCacheWrite: m.USDPerMTokCacheWrite, USDPerMTokCacheWrite1h: m.USDPerMTokCacheWrite1h, LongContext: m.LongContext, ContextTokens: m.ContextTokens,
 				Provider: m.Provider, ID: m.ID, APIKeyEnv: m.APIKeyEnv, BaseURL: m.BaseURL, MaxTokens: m.MaxTokens}
 		}
 	}

@@ -86,7 +86,11 @@ a JSON Schema format close to one JSON Schema defines but not one of them
 policy's own;
 a usd_per_mtok_* price below 0.001, a price per token written where the
 field wants the price of one million tokens (0.000003 for 3,
-which makes the meter count a millionth of the spend); a retry with
+which makes the meter count a millionth of the spend), on a model or its
+long_context tier; a long_context tier that omits a cache price
+(usd_per_mtok_cached, usd_per_mtok_cache_write,
+usd_per_mtok_cache_write_1h) its model gives, which prices those tokens of
+a long call at the tier's input price; a retry with
 max_attempts: 1 and neither breaker nor attempt_timeout, which never runs
 a call again (max_attempts counts the first attempt); a rate_limit whose
 burst is below its rate and that lets one call through less often than

@@ -37,17 +37,8 @@ func (l *loader) decode(p *Policy, v cue.Value) {
 		for _, f := range []string{"usd_per_mtok_in", "usd_per_mtok_out"} {
 			m.Priced = m.Priced || l.user.LookupPath(cue.MakePath(cue.Str("models"), cue.Str(name), cue.Str(f))).Exists()
 		}
-		for _, f := range []struct {
-			name string
-			dst  **float64
-		}{{"usd_per_mtok_cached", &m.USDPerMTokCached}, {"usd_per_mtok_cache_write", &m.USDPerMTokCacheWrite},
-			{"usd_per_mtok_cache_write_1h", &m.USDPerMTokCacheWrite1h}} {
-			if cv := mv.LookupPath(fieldPath(f.name)); cv.Exists() {
-				if v, err := cv.Float64(); err == nil {
-					*f.dst = &v
-				}
-			}
-		}
+		cachePrices(mv, &m.USDPerMTokCached, &m.USDPerMTokCacheWrite, &m.USDPerMTokCacheWrite1h)
+		m.LongContext = l.longContext(name, mv)
 		if ct := mv.LookupPath(fieldPath("context_tokens")); ct.Exists() {
 			n, _ := ct.Int64()
 			m.ContextTokens = int(n)
@@ -827,12 +818,67 @@ func stringOrList(v cue.Value) []string {
 // about 0.01 to a few hundred dollars.
 const perTokenPrice = 0.001
 
+// cachePrices reads the optional cache prices of a model or of its
+// long-context tier, v.
+func cachePrices(v cue.Value, cached, write, write1h **float64) {
+	for _, f := range []struct {
+		name string
+		dst  **float64
+	}{{"usd_per_mtok_cached", cached}, {"usd_per_mtok_cache_write", write}, {"usd_per_mtok_cache_write_1h", write1h}} {
+		if cv := v.LookupPath(fieldPath(f.name)); cv.Exists() {
+			if v, err := cv.Float64(); err == nil {
+				*f.dst = &v
+			}
+		}
+	}
+}
+
+// longContext reads the long-context tier of the model name (mv), nil
+// when it declares none or the tier is not well formed (the schema
+// reports it). It warns about a cache price the model declares and the
+// tier does not: above the threshold those tokens would be priced at the
+// tier's input price, below what the provider bills for a write.
+func (l *loader) longContext(name string, mv cue.Value) *plan.LongContext {
+	tv := mv.LookupPath(fieldPath("long_context"))
+	if !tv.Exists() {
+		return nil
+	}
+	t := &plan.LongContext{}
+	var err error
+	if t.AboveInputTokens, err = tv.LookupPath(fieldPath("above_input_tokens")).Int64(); err != nil {
+		return nil
+	}
+	if t.USDPerMTokIn, err = tv.LookupPath(fieldPath("usd_per_mtok_in")).Float64(); err != nil {
+		return nil
+	}
+	if t.USDPerMTokOut, err = tv.LookupPath(fieldPath("usd_per_mtok_out")).Float64(); err != nil {
+		return nil
+	}
+	cachePrices(tv, &t.USDPerMTokCached, &t.USDPerMTokCacheWrite, &t.USDPerMTokCacheWrite1h)
+	for _, f := range []string{"usd_per_mtok_cached", "usd_per_mtok_cache_write", "usd_per_mtok_cache_write_1h"} {
+		if mv.LookupPath(fieldPath(f)).Exists() && !tv.LookupPath(fieldPath(f)).Exists() {
+			l.warnf(l.userPos([]string{"models", name, "long_context"}), "schema/invalid-value",
+				"%s gives no %s, which the model gives: a call above %d input tokens has those tokens priced at the tier's usd_per_mtok_in, not at a long-context price of their own; give the tier its %s",
+				fieldName([]string{"models", name, "long_context"}), f, t.AboveInputTokens, f)
+		}
+	}
+	return t
+}
+
 // checkPrices warns about a usd_per_mtok_* price of a model that is so small
 // it is a price per token written into a field per million tokens: the
 // meter would count a millionth of the spend and a budget would never stop
 // anything.
 func (l *loader) checkPrices(model string, mv cue.Value) {
-	it, err := mv.Fields()
+	l.checkPricesAt([]string{"models", model}, mv)
+	if tv := mv.LookupPath(fieldPath("long_context")); tv.Exists() {
+		l.checkPricesAt([]string{"models", model, "long_context"}, tv)
+	}
+}
+
+// checkPricesAt is checkPrices for the prices of v, written at path.
+func (l *loader) checkPricesAt(path []string, v cue.Value) {
+	it, err := v.Fields()
 	if err != nil {
 		return
 	}
@@ -845,9 +891,10 @@ func (l *loader) checkPrices(model string, mv cue.Value) {
 		if err != nil || f <= 0 || f >= perTokenPrice {
 			continue
 		}
-		l.warnf(l.userPos([]string{"models", model, field}), "schema/invalid-value",
+		at := append(slices.Clip(path), field)
+		l.warnf(l.userPos(at), "schema/invalid-value",
 			"%s: %s is a price per token, but the field is the price of one million tokens, so the meter counts a millionth of the spend: did you mean %s (per million)?",
-			fieldName([]string{"models", model, field}), strconv.FormatFloat(f, 'f', -1, 64), strconv.FormatFloat(f*1e6, 'g', 6, 64))
+			fieldName(at), strconv.FormatFloat(f, 'f', -1, 64), strconv.FormatFloat(f*1e6, 'g', 6, 64))
 	}
 }
 

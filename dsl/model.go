@@ -8,6 +8,8 @@ import (
 
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/ast"
+
+	"github.com/agentc-dev/agentc/runtime/plan"
 )
 
 // Policy is a loaded policy: the decoded model with a position for every node
@@ -113,7 +115,9 @@ type Model struct {
 	// USDPerMTokCacheWrite1h prices the input tokens written to one-hour
 	// cache entries (nil: as the other writes).
 	USDPerMTokCacheWrite1h *float64
-	ContextTokens          int
+	// LongContext is the model's long-context tier (nil: none).
+	LongContext   *plan.LongContext
+	ContextTokens int
 	// Provider, ID (the `model` field), APIKeyEnv, BaseURL and MaxTokens
 	// declare the client that serves the model; Provider is empty when the
 	// host supplies it.

@@ -160,7 +160,8 @@ func (c *Counterexample) ScenarioJSON() ([]byte, error) {
 }
 
 // usageFor picks the usage of a scripted model response: 40% of the
-// tightest chat budget on the dearest model, so that a few calls reach a
+// tightest chat budget on the dearest model (at the prices of its
+// long-context tier when it is dearer), so that a few calls reach a
 // ceiling and a double charge shows (two calls charged at once from 80%
 // end 60% over the ceiling, more than the one call a meter may overshoot
 // by); 100 tokens each way without one.
@@ -168,6 +169,9 @@ func usageFor(p *plan.Plan) runtime.Usage {
 	var rate float64
 	for _, m := range p.Models {
 		rate = max(rate, m.USDPerMTokIn+m.USDPerMTokOut)
+		if t := m.LongContext; t != nil {
+			rate = max(rate, t.USDPerMTokIn+t.USDPerMTokOut)
+		}
 	}
 	per := int64(100)
 	first := true

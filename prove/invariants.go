@@ -257,11 +257,18 @@ func (e *explorer) oneCall(o *outcome, pos int) (usd float64, tokens int64) {
 		if ev.Kind != evExit || ev.Stage != plan.StageChat || ev.Pos != pos+1 {
 			continue
 		}
-		m := e.orig.Models[ev.Model]
-		usd = math.Max(usd, (float64(ev.Usage.InputTokens)*m.USDPerMTokIn+float64(ev.Usage.OutputTokens)*m.USDPerMTokOut)/1e6)
+		usd = math.Max(usd, costOf(e.orig.Models[ev.Model], ev.Usage))
 		tokens = max(tokens, ev.Usage.InputTokens+ev.Usage.OutputTokens)
 	}
 	return usd, tokens
+}
+
+// costOf returns what usage u costs on model m, as the meter prices the
+// input and output prove scripts: at the prices of m's long-context tier
+// when the input is above its threshold.
+func costOf(m plan.Model, u runtime.Usage) float64 {
+	m = m.Rates(u.InputTokens)
+	return (float64(u.InputTokens)*m.USDPerMTokIn + float64(u.OutputTokens)*m.USDPerMTokOut) / 1e6
 }
 
 // budgetOvershoot: a meter refuses calls once its ledger has reached a
@@ -317,8 +324,7 @@ func (e *explorer) billed(o *outcome) (usd float64, tokens int64, cancelled int)
 		} else if u.InputTokens == 0 && u.OutputTokens == 0 {
 			continue
 		}
-		m := e.orig.Models[ev.Model]
-		usd += (float64(u.InputTokens)*m.USDPerMTokIn + float64(u.OutputTokens)*m.USDPerMTokOut) / 1e6
+		usd += costOf(e.orig.Models[ev.Model], u)
 		tokens += u.InputTokens + u.OutputTokens
 	}
 	return usd, tokens, cancelled

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentc-dev/agentc/builtins/fallback"
+	"github.com/agentc-dev/agentc/builtins/hedge"
 	"github.com/agentc-dev/agentc/builtins/meter"
 	"github.com/agentc-dev/agentc/internal/jsonpointer"
 	"github.com/agentc-dev/agentc/internal/jsonwalk"
@@ -160,25 +162,75 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 }
 
 // longContextBeta opens the names of Anthropic's beta features that bill
-// a request over 200,000 input tokens at a premium (twice the input
-// price, one and a half times the output price).
-const longContextBeta = "context-1m-"
+// a request over longContextThreshold input tokens at a premium (twice
+// the input price, one and a half times the output price).
+const (
+	longContextBeta      = "context-1m-"
+	longContextThreshold = 200_000
+)
 
 // unpricedBetas refuses the beta features of req that change the price the
-// provider bills when pl's chat chain holds a meter: the meter prices a
-// call at the model's declared rates, so it would count a part of the
-// spend and let a budget be overspent.
+// provider bills when pl's chat chain holds a meter and a model the
+// request can reach (reachableModels) does not declare that price: the
+// context-1m beta unless each such model declares a long-context tier
+// (long_context) from longContextThreshold input tokens or below, which
+// the meter prices a call above its threshold at. Otherwise the meter
+// would count a part of the spend and let a budget be overspent. A model
+// the openai provider serves need not: it refuses any beta feature before
+// the request is sent (behind a fallback, the next model is tried), so it
+// is never billed for one.
 func unpricedBetas(pl *runtime.Pipeline, req *runtime.ChatRequest) error {
 	i := slices.IndexFunc(req.Betas, func(b string) bool { return strings.HasPrefix(b, longContextBeta) })
 	if i < 0 {
 		return nil
 	}
-	for _, l := range pl.Layers(plan.StageChat) {
-		if l.Use == meter.ID {
-			return fmt.Errorf("anthropic-beta: %s bills a request over 200,000 input tokens at a premium the meter layer %s does not price (it counts the model's declared rates), so a budget could be overspent; remove it", req.Betas[i], l.Name)
+	layers := pl.Layers(plan.StageChat)
+	at := slices.IndexFunc(layers, func(l runtime.LayerInfo) bool { return l.Use == meter.ID })
+	if at < 0 {
+		return nil
+	}
+	models := pl.Plan().Models
+	for _, name := range reachableModels(req.Model, layers) {
+		m := models[name]
+		if m.Provider == "openai" {
+			continue
 		}
+		var lacks string
+		switch {
+		case m.LongContext == nil:
+			lacks = "declares no long_context tier"
+		case m.LongContext.AboveInputTokens > longContextThreshold:
+			lacks = fmt.Sprintf("has its long_context tier only above %d input tokens", m.LongContext.AboveInputTokens)
+		default:
+			continue
+		}
+		return fmt.Errorf("anthropic-beta: %s bills a request over %d input tokens at a premium that the meter layer %s counts only for a model that declares it, and model %s, which the request can reach, %s, so a budget could be overspent; declare the model's tier in the policy (models: %s: long_context: {above_input_tokens: %d, usd_per_mtok_in: ..., usd_per_mtok_out: ...}, the provider's prices above the threshold) or remove the beta",
+			req.Betas[i], longContextThreshold, layers[at].Name, name, lacks, name, longContextThreshold)
 	}
 	return nil
+}
+
+// reachableModels lists the models a request for model can be served by
+// through the chat chain layers: model itself, and those a fallback or a
+// hedge layer calls in its place (a layer's when decides on each call, so
+// every one counts), each once, in the chain's order.
+func reachableModels(model string, layers []runtime.LayerInfo) []string {
+	out := []string{model}
+	for _, l := range layers {
+		var more []string
+		switch mw := l.Middleware.(type) {
+		case *fallback.Fallback:
+			more = mw.Models
+		case *hedge.Hedge:
+			more = mw.Models
+		}
+		for _, m := range more {
+			if !slices.Contains(out, m) {
+				out = append(out, m)
+			}
+		}
+	}
+	return out
 }
 
 // admitProposals decides the tool calls a model proposed before they are

@@ -5,7 +5,10 @@
 // the runtime when the stream ended without a report), each model call made
 // for it at its own model's rates (plan.Models; ChatCall.Charges): a retried
 // or fallen-back attempt, a hedge's racer and the model that served are
-// priced each at theirs. It counts as one call. A stream that
+// priced each at theirs; a model call whose input tokens (cache reads and
+// writes included) are above the threshold of its model's long-context
+// tier (plan.Model.LongContext) is priced wholly at the tier's rates, its
+// estimate before the call as well. It counts as one call. A stream that
 // was abandoned by the consumer, cancelled or failed mid-stream is charged for
 // what arrived. A call cancelled after its request went out but before
 // anything arrived (an attempt that timed out, a hedge's losing racer, a

@@ -601,9 +601,12 @@ func (m *Meter) Cost(model string, u runtime.Usage) float64 {
 // written to one-hour cache entries at usd_per_mtok_cache_write_1h and the
 // other writes at usd_per_mtok_cache_write, when r declares them (a
 // one-hour write without its own price at the other writes' price), the
-// rest of the input at usd_per_mtok_in.
+// rest of the input at usd_per_mtok_in. A call whose input tokens are
+// above the threshold of r's long-context tier is priced, whole, at the
+// tier's rates (plan.Model.Rates).
 func Cost(r plan.Model, u runtime.Usage) float64 {
 	input := max(u.InputTokens, 0)
+	r = r.Rates(input)
 	in := float64(u.InputTokens) * r.USDPerMTokIn
 	cached := min(max(u.CachedInputTokens, 0), input)
 	if r.USDPerMTokCached != nil {

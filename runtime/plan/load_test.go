@@ -155,3 +155,35 @@ func TestDecodeListsEveryRepeatedKey(t *testing.T) {
 		`/tools/t/args/x (line 1, col 105): duplicate key "x" (also at line 1, col 99)`,
 	}, pe.Problems)
 }
+
+// TestLongContextTier: a model's long-context tier round-trips; a plan
+// built before the tier existed (no long_context) loads with none, and
+// prices every call at the model's own rates; a tier without its threshold
+// or with a threshold of 0 is refused.
+func TestLongContextTier(t *testing.T) {
+	hour := 12.0
+	p := &Plan{Version: Version, Policy: "p", Models: map[string]Model{"sonnet": {USDPerMTokIn: 3, USDPerMTokOut: 15,
+		LongContext: &LongContext{AboveInputTokens: 200_000, USDPerMTokIn: 6, USDPerMTokOut: 22.5, USDPerMTokCacheWrite1h: &hour}}}}
+	b, err := Encode(p)
+	require.NoError(t, err)
+	got, err := Decode("mem", b)
+	require.NoError(t, err)
+	assert.Equal(t, p.Models, got.Models)
+	assert.Equal(t, 6.0, got.Models["sonnet"].Rates(200_001).USDPerMTokIn)
+	assert.Equal(t, 3.0, got.Models["sonnet"].Rates(200_000).USDPerMTokIn)
+
+	old, err := Decode("old", []byte(`{"version":1,"policy":"p","chains":{},"models":{"sonnet":{"usd_per_mtok_in":3,"usd_per_mtok_out":15,"usd_per_mtok_cache_write_1h":6}}}`))
+	require.NoError(t, err)
+	assert.Nil(t, old.Models["sonnet"].LongContext)
+	assert.Equal(t, old.Models["sonnet"], old.Models["sonnet"].Rates(900_000))
+
+	for in, want := range map[string]string{
+		`{"usd_per_mtok_in":6,"usd_per_mtok_out":22.5}`:                              "missing properties: 'above_input_tokens'",
+		`{"above_input_tokens":0,"usd_per_mtok_in":6,"usd_per_mtok_out":22.5}`:       "/models/m/long_context/above_input_tokens",
+		`{"above_input_tokens":1,"usd_per_mtok_in":6,"usd_per_mtok_out":22.5,"x":1}`: "additionalProperties 'x' not allowed",
+	} {
+		_, err := Decode("bad", []byte(`{"version":1,"policy":"p","chains":{},"models":{"m":{"usd_per_mtok_in":1,"usd_per_mtok_out":1,"long_context":`+in+`}}}`))
+		require.Error(t, err, in)
+		assert.ErrorContains(t, err, want, in)
+	}
+}

@@ -258,7 +258,10 @@ type Model struct {
 	// one-hour cache entries (Usage.CacheWrite1hInputTokens); nil prices
 	// them as the other writes.
 	USDPerMTokCacheWrite1h *float64 `json:"usd_per_mtok_cache_write_1h,omitempty"`
-	ContextTokens          int      `json:"context_tokens,omitempty"`
+	// LongContext prices a call whose input is above its threshold (nil:
+	// every call at the rates above).
+	LongContext   *LongContext `json:"long_context,omitempty"`
+	ContextTokens int          `json:"context_tokens,omitempty"`
 	// Provider names the provider that serves the model ("openai",
 	// "anthropic", or one a host registers with runtime.RegisterProvider);
 	// empty when the host supplies the client in Deps.Models.
@@ -273,6 +276,35 @@ type Model struct {
 	// MaxTokens bounds the output of a request that sets no max_tokens
 	// (0: the provider client's default).
 	MaxTokens int `json:"max_tokens,omitempty"`
+}
+
+// LongContext is a model's long-context tier: the provider bills a call
+// whose input tokens (all of them: those read from and written to the
+// prompt cache included) are above AboveInputTokens at these prices, the
+// whole call, not only the tokens above the threshold. Its cache prices
+// default as the model's do: cached and written tokens as the tier's
+// input, one-hour writes as the tier's other writes.
+type LongContext struct {
+	AboveInputTokens       int64    `json:"above_input_tokens"`
+	USDPerMTokIn           float64  `json:"usd_per_mtok_in"`
+	USDPerMTokOut          float64  `json:"usd_per_mtok_out"`
+	USDPerMTokCached       *float64 `json:"usd_per_mtok_cached,omitempty"`
+	USDPerMTokCacheWrite   *float64 `json:"usd_per_mtok_cache_write,omitempty"`
+	USDPerMTokCacheWrite1h *float64 `json:"usd_per_mtok_cache_write_1h,omitempty"`
+}
+
+// Rates returns the model with the prices a call of inputTokens input
+// tokens is billed at: those of its long-context tier when the input is
+// above the tier's threshold, else its own.
+func (m Model) Rates(inputTokens int64) Model {
+	t := m.LongContext
+	if t == nil || inputTokens <= t.AboveInputTokens {
+		return m
+	}
+	m.USDPerMTokIn, m.USDPerMTokOut = t.USDPerMTokIn, t.USDPerMTokOut
+	m.USDPerMTokCached, m.USDPerMTokCacheWrite, m.USDPerMTokCacheWrite1h = t.USDPerMTokCached, t.USDPerMTokCacheWrite, t.USDPerMTokCacheWrite1h
+	m.LongContext = nil
+	return m
 }
 
 // Tool is a declared tool.

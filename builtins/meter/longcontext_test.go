@@ -1,0 +1,93 @@
+package meter_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/builtins/meter"
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
+)
+
+// longContext are Anthropic's Sonnet rates with the context-1m tier: above
+// 200,000 input tokens twice the input price and 1.5 times the output
+// price, the cache prices scaled likewise.
+func longContext() plan.Model {
+	f := func(v float64) *float64 { return &v }
+	return plan.Model{USDPerMTokIn: 3, USDPerMTokOut: 15, USDPerMTokCached: f(0.3), USDPerMTokCacheWrite: f(3.75), USDPerMTokCacheWrite1h: f(6),
+		LongContext: &plan.LongContext{AboveInputTokens: 200_000, USDPerMTokIn: 6, USDPerMTokOut: 22.5,
+			USDPerMTokCached: f(0.6), USDPerMTokCacheWrite: f(7.5), USDPerMTokCacheWrite1h: f(12)}}
+}
+
+// A call whose input is above the tier's threshold is priced whole at the
+// tier's rates, its cache reads and writes counted in its input as the
+// provider counts them; one at the threshold at the model's own.
+func TestLongContextTierPricesTheWholeCallAboveItsThreshold(t *testing.T) {
+	rates := longContext()
+	at := runtime.Usage{InputTokens: 200_000, OutputTokens: 10_000}
+	assert.InDelta(t, (200_000*3+10_000*15)/1e6, meter.Cost(rates, at), 1e-12, "at the threshold: the model's rates")
+	above := runtime.Usage{InputTokens: 200_001, OutputTokens: 10_000}
+	assert.InDelta(t, (200_001*6+10_000*22.5)/1e6, meter.Cost(rates, above), 1e-12, "above it: the tier's, on every token")
+
+	// 1,000 fresh input, 150,000 read from the cache, 60,000 written (20,000
+	// of them to one-hour entries): 211,000 input, above the threshold.
+	cached := runtime.Usage{InputTokens: 211_000, OutputTokens: 2_000, CachedInputTokens: 150_000, CacheWriteInputTokens: 60_000, CacheWrite1hInputTokens: 20_000}
+	assert.InDelta(t, (1_000*6+150_000*0.6+40_000*7.5+20_000*12+2_000*22.5)/1e6, meter.Cost(rates, cached), 1e-12)
+	cached.InputTokens, cached.CachedInputTokens = 200_000, 139_000
+	assert.InDelta(t, (1_000*3+139_000*0.3+40_000*3.75+20_000*6+2_000*15)/1e6, meter.Cost(rates, cached), 1e-12)
+
+	// The tier's cache prices default as the model's do: as its input.
+	rates.LongContext = &plan.LongContext{AboveInputTokens: 200_000, USDPerMTokIn: 6, USDPerMTokOut: 22.5}
+	assert.InDelta(t, (211_000*6+2_000*22.5)/1e6, meter.Cost(rates, runtime.Usage{InputTokens: 211_000, OutputTokens: 2_000, CachedInputTokens: 150_000}), 1e-12)
+	assert.InDelta(t, (300_000*3)/1e6, meter.Cost(plan.Model{USDPerMTokIn: 3}, runtime.Usage{InputTokens: 300_000}), 1e-12, "without a tier: one price")
+}
+
+// Through the chain: the meter settles a call above the threshold at the
+// tier's rates, and the estimate before a call prices an input above it at
+// the tier's, so on_cross "refuse" refuses a call the model's own rates
+// would fit in the budget.
+func TestLongContextTierInTheLedgerAndTheEstimate(t *testing.T) {
+	rates := longContext()
+	p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("meter", `{"scope":"global"}`)}})
+	p.Models["primary"] = rates
+	u := runtime.Usage{InputTokens: 250_000, OutputTokens: 1_000}
+	model := rt.NewModel(rt.Response{Stream: []runtime.Delta{{Text: "x"}, {FinishReason: runtime.FinishStop, Usage: u}}})
+	pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
+	_, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: "hi"}}})
+	require.NoError(t, err)
+	m := pl.Layers(plan.StageChat)[0].Middleware.(*meter.Meter)
+	assert.InDelta(t, (250_000*6+1_000*22.5)/1e6, m.Ledger("").USD, 1e-12)
+
+	long := runtime.ChatRequest{Model: "primary", MaxTokens: 1_000, Messages: []runtime.Message{{Role: "user", Content: strings.Repeat("a long document ", 60_000)}}}
+	est := meter.Estimate(&long)
+	require.Greater(t, est.InputTokens, int64(200_000), "the request is estimated above the threshold")
+	atTier := (float64(est.InputTokens)*6 + 1_000*22.5) / 1e6
+	assert.InDelta(t, atTier, meter.Cost(rates, est), 1e-12)
+	// A budget the model's own rates fit, the tier's do not.
+	budget := (float64(est.InputTokens)*3+1_000*15)/1e6 + 0.01
+	require.Less(t, budget, atTier)
+	p = rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("meter", fmt.Sprintf(`{"budget":{"usd":%g},"on_cross":"refuse"}`, budget))}})
+	p.Models["primary"] = rates
+	model = rt.NewModel(rt.Response{Deltas: []string{"x"}})
+	pl = rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
+	_, err = pl.Complete(context.Background(), long)
+	var be *runtime.BudgetError
+	require.ErrorAs(t, err, &be)
+	assert.Equal(t, "usd", be.Resource)
+	assert.InDelta(t, atTier, be.Estimate, 1e-9)
+	assert.Equal(t, 0, model.Calls())
+
+	// Without the tier the same budget admits it.
+	rates.LongContext = nil
+	p.Models["primary"] = rates
+	pl = rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
+	_, err = pl.Complete(context.Background(), long)
+	require.NoError(t, err)
+	assert.Equal(t, 1, model.Calls())
+}
