@@ -204,7 +204,7 @@ func unpricedBetas(pl *runtime.Pipeline, req *runtime.ChatRequest) error {
 		default:
 			continue
 		}
-		return fmt.Errorf("anthropic-beta: %s bills a request over %d input tokens at a premium that the meter layer %s counts only for a model that declares it, and model %s, which the request can reach, %s, so a budget could be overspent; declare the model's tier in the policy (models: %s: long_context: {above_input_tokens: %d, usd_per_mtok_in: ..., usd_per_mtok_out: ...}, the provider's prices above the threshold) or remove the beta",
+		return fmt.Errorf("anthropic-beta: %s bills a request over %d input tokens at a premium that the meter layer %s counts only for a model that declares it, and model %s, which the request can reach, %s, so a budget could be overspent; declare the model's tier in the policy (models: %s: long_context: {above_input_tokens: %d, usd_per_mtok_in: ..., usd_per_mtok_out: ...}, the provider's prices above the threshold, its base prices where it bills no premium) or remove the beta",
 			req.Betas[i], longContextThreshold, layers[at].Name, name, lacks, name, longContextThreshold)
 	}
 	return nil
