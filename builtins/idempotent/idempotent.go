@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentc-dev/agentc/builtins/internal/lease"
+	"github.com/agentc-dev/agentc/internal/jsonnum"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
@@ -300,7 +301,7 @@ func (m *Idempotent) settle(ctx context.Context, c *runtime.ToolCall, key string
 				return nil, err
 			}
 			var out any
-			if err := json.Unmarshal(g.Result, &out); err != nil {
+			if err := jsonnum.Decode(g.Result, &out); err != nil {
 				return nil, &runtime.CallError{Kind: runtime.KindPermanent, Layer: m.name,
 					Message: "the stored result of this call does not decode; the call did not run again", Err: err}
 			}

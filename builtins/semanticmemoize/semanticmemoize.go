@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentc-dev/agentc/builtins/internal/chatcache"
 	"github.com/agentc-dev/agentc/builtins/memoize"
+	"github.com/agentc-dev/agentc/internal/jsonnum"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
@@ -341,7 +342,7 @@ func (m *SemanticMemoize) WrapTool(next runtime.ToolHandler) runtime.ToolHandler
 		})
 		if ok {
 			var v any
-			if json.Unmarshal(hit, &v) == nil {
+			if jsonnum.Decode(hit, &v) == nil {
 				c.Meta.Cached = true
 				return v, nil
 			}
