@@ -131,7 +131,9 @@ func (m *Idempotent) key(c *runtime.ToolCall) (string, error) {
 		}
 		picked[i] = v
 	}
-	b, err := json.Marshal(picked)
+	// Equal numbers key alike (0 and -0, a json.Number 7.0 and 7), as in
+	// the arguments' digest.
+	b, err := json.Marshal(jsonnum.Canonical(picked))
 	if err != nil {
 		return "", &runtime.CallError{Kind: runtime.KindPermanent, Layer: m.name,
 			Message: "key arguments cannot be canonicalised; the call did not run", Err: err}

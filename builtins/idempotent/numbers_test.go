@@ -3,6 +3,7 @@ package idempotent_test
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -30,5 +31,28 @@ func TestReplayedResultKeepsItsNumbers(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, r.Deduped)
 	assert.Equal(t, want, r.Value)
+	assert.Equal(t, 1, calls)
+}
+
+// TestKeyArgsAreKeyedOnTheNumbersNotTheirSpelling: key_args were keyed on
+// the arguments' JSON as Go encodes them, so a refund of 0 and one of -0
+// (or a host's json.Number 100.0 and 100) were two refunds. Equal numbers
+// are one key now.
+func TestKeyArgsAreKeyedOnTheNumbersNotTheirSpelling(t *testing.T) {
+	calls := 0
+	pl := rt.Build(t, toolPlan(rt.Layer("idempotent", `{"key_args": ["order_id", "fee"]}`)), runtime.Deps{Tools: map[string]runtime.ToolFunc{
+		"refund": func(context.Context, *runtime.ToolCall) (any, error) {
+			calls++
+			return "ok", nil
+		}}})
+	for i, args := range []map[string]any{
+		{"order_id": 7.0, "fee": 0.0},
+		{"order_id": json.Number("7.0"), "fee": math.Copysign(0, -1)},
+		{"order_id": int64(7), "fee": json.Number("-0")},
+	} {
+		r, err := pl.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: args})
+		require.NoError(t, err)
+		assert.Equal(t, i > 0, r.Deduped, "%v", args)
+	}
 	assert.Equal(t, 1, calls)
 }

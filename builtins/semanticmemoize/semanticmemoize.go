@@ -369,10 +369,11 @@ type toolEntry struct {
 // NormalizedArgsDigest returns the hex SHA-256 of the canonical JSON of a
 // tool call's arguments after normalisation: every string value is trimmed,
 // its runs of white space collapsed to one space and its case folded;
-// object keys, numbers and booleans are kept as they are. Two calls reuse
+// object keys and booleans are kept as they are, numbers as the arguments'
+// digest writes them (runtime.ToolCall.ArgsDigest: 0 and -0 alike). Two calls reuse
 // each other's result only when their digests are equal.
 func NormalizedArgsDigest(args map[string]any) (string, error) {
-	b, err := json.Marshal(normalize(args))
+	b, err := json.Marshal(jsonnum.Canonical(normalize(args)))
 	if err != nil {
 		return "", err
 	}

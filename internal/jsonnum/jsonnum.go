@@ -149,6 +149,62 @@ func Inexact(v any, root string, yield func(path string, n json.Number) bool) bo
 	return true
 }
 
+// Canonical returns v with each number in the form that encodes equal
+// numbers alike, for a value keyed on its JSON text (a digest, an
+// idempotency key): a json.Number as Number converts it (100.0 and 1e2 as
+// 100), a negative zero as zero. v is returned itself when it holds
+// neither, else a copy of its maps and slices; v is never changed.
+func Canonical(v any) any {
+	if !uncanonical(v) {
+		return v
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = Canonical(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = Canonical(e)
+		}
+		return out
+	case json.Number:
+		n := Number(x)
+		if _, ok := n.(json.Number); ok {
+			return x // neither float64 nor int64 holds it: its text
+		}
+		return Canonical(n)
+	}
+	return 0.0 // a negative zero
+}
+
+// uncanonical reports whether v holds a number Canonical changes. It
+// allocates nothing.
+func uncanonical(v any) bool {
+	switch x := v.(type) {
+	case float64:
+		return x == 0 && math.Signbit(x)
+	case map[string]any:
+		for _, e := range x {
+			if uncanonical(e) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if uncanonical(e) {
+				return true
+			}
+		}
+	case json.Number:
+		return true
+	}
+	return false
+}
+
 // exactFloat parses the JSON number s and reports whether the float64 is
 // the number s spells: its shortest decimal form has the same digits and
 // exponent.

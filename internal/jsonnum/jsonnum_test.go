@@ -2,6 +2,7 @@ package jsonnum
 
 import (
 	"encoding/json"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -100,4 +101,23 @@ func TestShortcutAgreesWithTheDigits(t *testing.T) {
 			require.Equal(t, pf, f, s)
 		}
 	}
+}
+
+func TestCanonical(t *testing.T) {
+	negZero := math.Copysign(0, -1)
+	in := map[string]any{"a": json.Number("100.0"), "b": []any{negZero, json.Number("-0"), "x"},
+		"c": map[string]any{"d": json.Number("9007199254740993"), "e": json.Number("1e400")}, "f": 2.5}
+	got := Canonical(in)
+	assert.Equal(t, map[string]any{"a": 100.0, "b": []any{0.0, 0.0, "x"},
+		"c": map[string]any{"d": int64(9007199254740993), "e": json.Number("1e400")}, "f": 2.5}, got)
+	assert.False(t, math.Signbit(got.(map[string]any)["b"].([]any)[0].(float64)))
+	assert.Equal(t, json.Number("100.0"), in["a"], "v is not changed")
+	assert.True(t, math.Signbit(in["b"].([]any)[0].(float64)))
+
+	plain := map[string]any{"a": 1.0, "b": []any{int64(9007199254740993), "x", map[string]any{"c": 0.0}}}
+	assert.Equal(t, 0.0, testing.AllocsPerRun(100, func() {
+		if Canonical(plain) == nil {
+			t.Fatal("nil")
+		}
+	}), "a value holding nothing to change is returned as it is")
 }
