@@ -14,6 +14,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 
+	"github.com/agentc-dev/agentc/internal/jsonnum"
 	"github.com/agentc-dev/agentc/runtime/plan"
 	"github.com/agentc-dev/agentc/runtime/predicate"
 )
@@ -479,6 +480,23 @@ func toJSONValue(v any) (any, error) {
 	}
 	var out any
 	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// exactJSONValue returns the JSON form of v as toJSONValue does, its
+// numbers as DecodeArgs decodes them: an integer above 2^53 an int64, a
+// number neither float64 nor int64 holds a json.Number of its text, never
+// a neighbour (a tool result recorded for a resumed turn, arguments
+// written to an audit record).
+func exactJSONValue(v any) (any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var out any
+	if err := jsonnum.Decode(b, &out); err != nil {
 		return nil, err
 	}
 	return out, nil
