@@ -2,7 +2,9 @@ package jsonnum
 
 import (
 	"encoding/json"
+	"fmt"
 	"math/big"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -81,14 +83,21 @@ func exponent(s string) int {
 // encoding/json accepts or refuses it, and what decodes holds only
 // float64, int64 and the json.Number Number keeps.
 func FuzzDecode(f *testing.F) {
-	for _, s := range []string{`{"a": [1, 9007199254740993, {"b": 1e400}], "c": "x"}`, `-0`, `[1e999999999]`, `{"a":1}{}`, `[`, `"x"`} {
+	for _, s := range []string{`{"a": [1, 9007199254740993, {"b": 1e400}], "c": "x"}`, `-0`, `[1e999999999]`, `{"a":1}{}`, `[`, `"x"`,
+		`{"a": "\\"1234567890123456", "b": 123456789012345}`, `[0.00000000000001, -0.5, 1.5e1]`, `{"a": 1}  `, ``} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var v any
+		var v, slow any
 		err := Decode(data, &v)
 		if (err == nil) != json.Valid(data) {
 			t.Fatalf("%q: Decode error %v, json.Valid %v", data, err, json.Valid(data))
+		}
+		// The shortcut for plain numbers decodes as reading each number
+		// as a json.Number first does.
+		serr := decode(data, &slow)
+		if fmt.Sprint(err) != fmt.Sprint(serr) || !reflect.DeepEqual(v, slow) {
+			t.Fatalf("%q: Decode %#v (%v), every number read as text %#v (%v)", data, v, err, slow, serr)
 		}
 		if err != nil {
 			return

@@ -29,6 +29,63 @@ import (
 // as the package says, and refuses data after the value as json.Unmarshal
 // does.
 func Decode(data []byte, v any) error {
+	switch v.(type) {
+	case *any, *map[string]any, *[]any:
+		// Numbers of at most 15 digits and no exponent are all held
+		// exactly by the float64 encoding/json decodes them to: decoded
+		// so, at its cost (the text is not read twice into json.Number
+		// strings). Invalid text takes the long way, for its error.
+		if plainNumbers(data) && json.Unmarshal(data, v) == nil {
+			return nil
+		}
+	}
+	return decode(data, v)
+}
+
+// plainNumbers reports whether every number of the JSON text data (outside
+// its strings) has at most 15 digits and no exponent: a float64 holds each
+// exactly (see exactFloat). It allocates nothing.
+func plainNumbers(data []byte) bool {
+	inString := false
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		if inString {
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				inString = false
+			}
+			continue
+		}
+		if c == '"' {
+			inString = true
+			continue
+		}
+		if c != '-' && (c < '0' || c > '9') {
+			continue
+		}
+		digits := 0
+		for ; i < len(data); i++ {
+			c = data[i]
+			if c >= '0' && c <= '9' {
+				digits++
+			} else if c == 'e' || c == 'E' || c == '+' {
+				return false
+			} else if c != '.' && c != '-' {
+				break
+			}
+		}
+		if digits > 15 {
+			return false
+		}
+		i-- // the byte after the number is read again
+	}
+	return true
+}
+
+// decode is Decode reading every number as a json.Number first.
+func decode(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	if err := dec.Decode(v); err != nil {
