@@ -584,7 +584,7 @@ func maskTaint(v any, taint []string) any {
 			return secretMark
 		}
 	case float64, int64, json.Number:
-		if t, _ := scalarText(x); holdsTaint(t, taint) {
+		if holdsTaint(scalarText(x), taint) {
 			return secretMark
 		}
 	case []any:
@@ -683,7 +683,7 @@ func findTaint(doc any, path string, taint []string) string {
 			return path
 		}
 	case float64, int64, json.Number:
-		if t, _ := scalarText(x); holdsTaint(t, taint) {
+		if holdsTaint(scalarText(x), taint) {
 			return path
 		}
 	case []any:

@@ -153,25 +153,25 @@ func numberText(x float64) string {
 }
 
 // scalarText is the JSON text of a number of a JSON value (a float64, an
-// int64 or a json.Number, as exactJSONValue decodes them), and whether v
-// is one.
-func scalarText(v any) (string, bool) {
+// int64 or a json.Number, as exactJSONValue decodes them); "" for any
+// other value.
+func scalarText(v any) string {
 	switch x := v.(type) {
 	case float64:
-		return numberText(x), true
+		return numberText(x)
 	case int64:
-		return strconv.FormatInt(x, 10), true
+		return strconv.FormatInt(x, 10)
 	case json.Number:
-		return string(x), true
+		return string(x)
 	}
-	return "", false
+	return ""
 }
 
 // numberTexts returns the texts addTaint records for the number v: its
 // JSON text, and that of the float64 encoding/json would decode it to when
 // that is another.
 func numberTexts(v any) []string {
-	s, _ := scalarText(v)
+	s := scalarText(v)
 	out := []string{s}
 	var f float64
 	switch x := v.(type) {

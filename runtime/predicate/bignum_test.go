@@ -136,6 +136,9 @@ func TestEvalIntAgainstDoubleIsExact(t *testing.T) {
 		{"args.a > 9007199254740992.0", map[string]any{"a": big}, true},
 		{"args.a == 9007199254740992.0", map[string]any{"a": big}, false},
 		{"args.a in [9007199254740992.0]", map[string]any{"a": big}, false},
+		{"args.a in [args.b]", map[string]any{"a": big, "b": near}, false},
+		{"args.b in [args.a]", map[string]any{"a": big, "b": near}, false},
+		{"args.a in [args.b, 1]", map[string]any{"a": int64(1), "b": near}, true},
 		{"[args.b].exists(x, x == args.a)", map[string]any{"a": big, "b": near}, false},
 		// Below 2^53, and for doubles with a fraction, as before.
 		{"args.a == args.b", map[string]any{"a": int64(5), "b": 5.0}, true},

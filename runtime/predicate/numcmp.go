@@ -11,7 +11,8 @@ import (
 )
 
 // exactComparisons is a program decorator: ==, !=, <, <=, > and >= compare
-// an int with a double as the numbers they are. CEL rounds the int to a
+// an int with a double as the numbers they are, and `in` compares a list's
+// elements so. CEL rounds the int to a
 // double first, so 9007199254740993 (an int64 argument or result, above
 // 2^53) equals 9007199254740992.0, and 9223372036854775807 equals
 // 9223372036854775808.0: a guard would decide on a neighbour of the number
@@ -22,7 +23,7 @@ func exactComparisons(i interpreter.InterpretableV2) (interpreter.InterpretableV
 		return i, nil
 	}
 	switch call.Function() {
-	case operators.Equals, operators.NotEquals, operators.Less, operators.LessEquals, operators.Greater, operators.GreaterEquals:
+	case operators.Equals, operators.NotEquals, operators.Less, operators.LessEquals, operators.Greater, operators.GreaterEquals, operators.In:
 	default:
 		return i, nil
 	}
@@ -60,6 +61,9 @@ func (c *exactComparison) Exec(frame *interpreter.ExecutionFrame) ref.Val {
 		return unk
 	}
 	fn := c.Function()
+	if fn == operators.In {
+		return in(l, r)
+	}
 	cmp, mixed := compareIntDouble(l, r)
 	switch fn {
 	case operators.Equals:
@@ -85,11 +89,12 @@ func (c *exactComparison) Exec(frame *interpreter.ExecutionFrame) ref.Val {
 		if !ok {
 			return types.MaybeNoSuchOverloadErr(l)
 		}
-		v, ok := cmpr.Compare(r).(types.Int)
+		v := cmpr.Compare(r)
+		c, ok := v.(types.Int)
 		if !ok {
-			return cmpr.Compare(r)
+			return v // an error: no comparison of these operands
 		}
-		cmp = int(v)
+		cmp = int(c)
 	} else if cmp == unordered {
 		return types.False
 	}
@@ -103,6 +108,29 @@ func (c *exactComparison) Exec(frame *interpreter.ExecutionFrame) ref.Val {
 	default: // operators.GreaterEquals
 		return types.Bool(cmp >= 0)
 	}
+}
+
+// in is CEL's `in` with a list's elements compared as == compares them:
+// an int is not in a list holding only the double next to it.
+func in(elem, container ref.Val) ref.Val {
+	list, ok := container.(traits.Lister)
+	if !ok {
+		if c, ok := container.(traits.Container); ok {
+			return c.Contains(elem)
+		}
+		return types.ValOrErr(container, "no such overload")
+	}
+	for it := list.Iterator(); it.HasNext() == types.True; {
+		e := it.Next()
+		if cmp, mixed := compareIntDouble(elem, e); mixed {
+			if cmp == 0 {
+				return types.True
+			}
+		} else if types.Equal(elem, e) == types.True {
+			return types.True
+		}
+	}
+	return types.False
 }
 
 // unordered is the comparison of a number with NaN.
