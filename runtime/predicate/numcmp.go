@@ -12,11 +12,11 @@ import (
 
 // exactComparisons is a program decorator: ==, !=, <, <=, > and >= compare
 // an int with a double as the numbers they are, and `in` compares a list's
-// elements so. CEL rounds the int to a
-// double first, so 9007199254740993 (an int64 argument or result, above
-// 2^53) equals 9007199254740992.0, and 9223372036854775807 equals
-// 9223372036854775808.0: a guard would decide on a neighbour of the number
-// the call carries. Other operands compare as CEL compares them.
+// elements so. CEL rounds the int to a double first, so 9007199254740993
+// (an int64 argument or result, above 2^53) equals 9007199254740992.0, and
+// 9223372036854775807 equals 9223372036854775808.0: a guard would decide
+// on a neighbour of the number the call carries. Other operands compare as
+// CEL compares them.
 func exactComparisons(i interpreter.InterpretableV2) (interpreter.InterpretableV2, error) {
 	call, ok := i.(interpreter.InterpretableCall)
 	if !ok || len(call.Args()) != 2 {
