@@ -96,7 +96,7 @@ func (b *BuildContext) SecretValue() func(runID string, v any) any {
 		if len(taint) == 0 {
 			return v
 		}
-		jv, err := toJSONValue(v)
+		jv, err := exactJSONValue(v)
 		if err != nil {
 			return secretMark + " (the value has no JSON form; withheld)"
 		}

@@ -140,3 +140,40 @@ func TestNumbersFloat64CannotHoldAreRefused(t *testing.T) {
 		assert.NoError(t, err, args)
 	}
 }
+
+// TestCheckpointedToolResultKeepsItsNumbers: a tool result was recorded
+// in the run's checkpoint as encoding/json decodes it, so a turn resumed
+// after the call answered the model from the record with a balance of
+// 9007199254740992 where the tool had returned 9007199254740993. The
+// record, and the answer made from it, hold the number returned.
+func TestCheckpointedToolResultKeepsItsNumbers(t *testing.T) {
+	want := map[string]any{"balance": int64(9007199254740993), "rate": json.Number("0.1000000000000000055511151231257827"), "n": 2.5}
+	store := runtime.NewMemoryCheckpoints()
+	model := rt.NewModel(callTools(use("l1", "lookup", `{"order":7}`)), rt.Response{Deltas: []string{"done"}})
+	pl := rt.Build(t, refundPlan(), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}, Checkpoints: store,
+		Tools: map[string]runtime.ToolFunc{"lookup": func(context.Context, *runtime.ToolCall) (any, error) { return want, nil }}})
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "big"})
+	res, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "go"})
+	require.NoError(t, err)
+	live := answers(res.Messages)
+	require.Len(t, live, 1)
+	assert.Contains(t, live[0], "9007199254740993")
+
+	cp, ok, err := store.LatestCheckpoint(context.Background(), "big")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Len(t, cp.Tools, 1)
+	assert.Equal(t, want, cp.Tools[0].Result)
+
+	// A turn resumed with the call pending answers it from the record, as
+	// the live turn did.
+	saved := cp
+	saved.Status, saved.Version = runtime.RunRunning, 0
+	saved.Transcript = res.Messages[:2]
+	resumedModel := rt.NewModel(rt.Response{Deltas: []string{"done"}})
+	pl2, rctx, made := resumed(t, saved, resumedModel)
+	res2, err := pl2.RunAgent(rctx, runtime.AgentRequest{Model: "primary", Messages: pl2.Transcript(rctx)})
+	require.NoError(t, err)
+	assert.Empty(t, made(), "nothing runs again")
+	assert.Equal(t, live, answers(res2.Messages))
+}

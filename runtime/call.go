@@ -16,6 +16,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/agentc-dev/agentc/internal/jsonnum"
 )
 
 // Run identifies the agent run a call belongs to: the CEL variable `run`.
@@ -1191,8 +1193,10 @@ type ToolCall struct {
 }
 
 // ArgsDigest returns the hex SHA-256 of the canonical JSON of the arguments
-// (object keys sorted), or "" when the arguments cannot be canonicalised (a
-// NaN or infinite number, a channel or func value): see ArgsDigestErr.
+// (object keys sorted, numbers as jsonnum.Canonical writes them: equal
+// numbers alike, 0 and -0, a json.Number 100.0 and the float64 100), or ""
+// when the arguments cannot be canonicalised (a NaN or infinite number, a
+// channel or func value): see ArgsDigestErr.
 func (c *ToolCall) ArgsDigest() string {
 	d, _ := c.ArgsDigestErr()
 	return d
@@ -1204,7 +1208,7 @@ func (c *ToolCall) ArgsDigest() string {
 // digest and must not share one.
 func (c *ToolCall) ArgsDigestErr() (string, error) {
 	if c.digest == "" && c.digestErr == nil {
-		b, err := json.Marshal(c.Args)
+		b, err := json.Marshal(jsonnum.Canonical(c.Args))
 		if err != nil {
 			c.digestErr = err
 			return "", err

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/agentc-dev/agentc/internal/jsonnum"
 )
 
 // Checkpoint is one saved version of a run: its transcript, its tool
@@ -512,7 +514,7 @@ func (pl *Pipeline) recordTool(runID, tool, call string, v any, err error) {
 		if r.Class == ClassBlocked.String() && errors.As(err, &b) {
 			r.Reason = b.Message
 		}
-	} else if jv, jerr := toJSONValue(v); jerr == nil {
+	} else if jv, jerr := exactJSONValue(v); jerr == nil {
 		r.Result = jv
 	} else {
 		r.Error = fmt.Sprintf("result is not JSON: %v", jerr)
@@ -565,7 +567,7 @@ func (pl *Pipeline) maskSecrets(runID string, args map[string]any) map[string]an
 	if len(taint) == 0 {
 		return args
 	}
-	jv, err := toJSONValue(args)
+	jv, err := exactJSONValue(args)
 	m, ok := jv.(map[string]any)
 	if err != nil || !ok {
 		return map[string]any{secretMark: "the arguments have no JSON form; withheld"}
@@ -581,8 +583,8 @@ func maskTaint(v any, taint []string) any {
 		if holdsTaint(x, taint) {
 			return secretMark
 		}
-	case float64:
-		if holdsTaint(numberText(x), taint) {
+	case float64, int64, json.Number:
+		if holdsTaint(scalarText(x), taint) {
 			return secretMark
 		}
 	case []any:
@@ -610,7 +612,7 @@ func (pl *Pipeline) taintResult(runID string, v any) {
 	if runID == "" {
 		return
 	}
-	jv, err := toJSONValue(v)
+	jv, err := exactJSONValue(v)
 	if err != nil {
 		return
 	}
@@ -657,7 +659,7 @@ func (pl *Pipeline) snapshot(runID string, s *RunState, status RunStatus) (Check
 		return cp, fmt.Errorf("checkpoint: encode run %s: %w", runID, err)
 	}
 	var doc any
-	if err := json.Unmarshal(b, &doc); err != nil {
+	if err := jsonnum.Decode(b, &doc); err != nil {
 		return cp, fmt.Errorf("checkpoint: encode run %s: %w", runID, err)
 	}
 	slices.Sort(taint)
@@ -680,8 +682,8 @@ func findTaint(doc any, path string, taint []string) string {
 		if holdsTaint(x, taint) {
 			return path
 		}
-	case float64:
-		if holdsTaint(numberText(x), taint) {
+	case float64, int64, json.Number:
+		if holdsTaint(scalarText(x), taint) {
 			return path
 		}
 	case []any:

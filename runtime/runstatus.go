@@ -1,10 +1,12 @@
 package runtime
 
 import (
+	"bytes"
 	"encoding/json"
 	"maps"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -56,6 +58,30 @@ type ToolRecord struct {
 	Reason string `json:"reason,omitempty"`
 }
 
+// UnmarshalJSON decodes a record as encoding/json does, but its Result as
+// DecodeArgs decodes numbers: a tool's integer above 2^53 reads back as
+// the int64 it returned, not as a float64 neighbour, and a resumed turn
+// answers the model with the number the live turn gave it. A property
+// this build does not know is an error, as for the checkpoint holding the
+// record (UnmarshalCheckpoint).
+func (r *ToolRecord) UnmarshalJSON(b []byte) error {
+	type plain ToolRecord
+	v := struct {
+		*plain
+		Result json.RawMessage `json:"result,omitempty"`
+	}{plain: (*plain)(r)}
+	r.Result = nil
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&v); err != nil {
+		return err
+	}
+	if len(v.Result) == 0 || string(v.Result) == "null" {
+		return nil
+	}
+	return DecodeArgs(v.Result, &r.Result)
+}
+
 // minTaint is the shortest secret string a checkpoint looks for: shorter
 // ones (a digit, "ok") would refuse saves of unrelated text.
 const minTaint = 4
@@ -73,9 +99,14 @@ func addTaint(taint map[string]struct{}, v any) {
 		if s := strings.TrimSpace(x); len(s) >= minTaint {
 			taint[s] = struct{}{}
 		}
-	case float64:
-		if s := numberText(x); len(s) >= minTaint {
-			taint[s] = struct{}{}
+	case float64, int64, json.Number:
+		// An int64 or a json.Number (a number a float64 does not hold
+		// exactly) is recorded as written and as the float64 neighbour a
+		// value decoded by encoding/json holds (a state field's).
+		for _, s := range numberTexts(x) {
+			if len(s) >= minTaint {
+				taint[s] = struct{}{}
+			}
 		}
 	case []any:
 		for _, e := range x {
@@ -121,6 +152,45 @@ func numberText(x float64) string {
 	return string(b)
 }
 
+// scalarText is the JSON text of a number of a JSON value (a float64, an
+// int64 or a json.Number, as exactJSONValue decodes them); "" for any
+// other value.
+func scalarText(v any) string {
+	switch x := v.(type) {
+	case float64:
+		return numberText(x)
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case json.Number:
+		return string(x)
+	}
+	return ""
+}
+
+// numberTexts returns the texts addTaint records for the number v: its
+// JSON text, and that of the float64 encoding/json would decode it to when
+// that is another.
+func numberTexts(v any) []string {
+	s := scalarText(v)
+	out := []string{s}
+	var f float64
+	switch x := v.(type) {
+	case int64:
+		f = float64(x)
+	case json.Number:
+		var err error
+		if f, err = strconv.ParseFloat(string(x), 64); err != nil {
+			return out
+		}
+	default:
+		return out
+	}
+	if t := numberText(f); t != s {
+		out = append(out, t)
+	}
+	return out
+}
+
 // secretClean reports whether v, what the handlers made of the secret
 // original, holds none of it in clear: a redact handler changed it, no
 // string or number of the original (as addTaint records them) is found in
@@ -142,7 +212,7 @@ func secretClean(original, v any, redacted bool) bool {
 // collectScalars adds the numbers and booleans of v to set.
 func collectScalars(v any, set map[any]struct{}) {
 	switch x := v.(type) {
-	case float64, bool:
+	case float64, bool, int64, json.Number:
 		set[x] = struct{}{}
 	case []any:
 		for _, e := range x {
@@ -158,7 +228,7 @@ func collectScalars(v any, set map[any]struct{}) {
 // hasScalar reports whether a number or boolean of v is in set.
 func hasScalar(v any, set map[any]struct{}) bool {
 	switch x := v.(type) {
-	case float64, bool:
+	case float64, bool, int64, json.Number:
 		_, ok := set[x]
 		return ok
 	case []any:

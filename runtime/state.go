@@ -14,6 +14,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 
+	"github.com/agentc-dev/agentc/internal/jsonnum"
 	"github.com/agentc-dev/agentc/runtime/plan"
 	"github.com/agentc-dev/agentc/runtime/predicate"
 )
@@ -472,13 +473,23 @@ func (s *RunState) snapshotField(name string) (any, bool) {
 
 // toJSONValue returns the JSON form of v: nil, bool, float64, string, []any
 // or map[string]any, never sharing memory with v.
-func toJSONValue(v any) (any, error) {
+func toJSONValue(v any) (any, error) { return jsonValue(v, json.Unmarshal) }
+
+// exactJSONValue returns the JSON form of v as toJSONValue does, its
+// numbers as DecodeArgs decodes them: an integer above 2^53 an int64, a
+// number neither float64 nor int64 holds a json.Number of its text, never
+// a neighbour (a tool result recorded for a resumed turn, arguments
+// written to an audit record).
+func exactJSONValue(v any) (any, error) { return jsonValue(v, jsonnum.Decode) }
+
+// jsonValue returns v encoded as JSON and decoded again by decode.
+func jsonValue(v any, decode func([]byte, any) error) (any, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
 	var out any
-	if err := json.Unmarshal(b, &out); err != nil {
+	if err := decode(b, &out); err != nil {
 		return nil, err
 	}
 	return out, nil

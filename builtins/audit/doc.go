@@ -64,7 +64,9 @@
 // type (its kind) and the decision, that says what failed and where
 // without keeping the text. Every sink (memory, SQLite, Redis, PostgreSQL,
 // a host's) receives the record so. In either case a secret the run holds
-// is written as "[SECRET]".
+// is written as "[SECRET]" (a secret number as the call carries it: an
+// integer above 2^53 is looked for, and the other arguments are recorded,
+// as the int64 they are, not as a float64 neighbour).
 //
 // The arguments recorded, and digested, are those the layer receives: a
 // pii layer with action "redact" outside audit has masked them already; one

@@ -34,7 +34,9 @@
 //     error). Followers that shared a result, or the error of a call that
 //     ran (step 5), are reported deduped.
 //  2. The leader asks the store's runtime.Leaser for the key, in one round
-//     trip. A published result is replayed: the inner layers do not run,
+//     trip. A published result is replayed (decoded from its JSON, numbers
+//     as runtime.DecodeArgs decodes them: an integer above 2^53 is the
+//     int64 the call returned, not a float64 neighbour): the inner layers do not run,
 //     Meta.Deduped and Meta.Cached are set (an audit layer outside records
 //     "deduped"; meters do not charge it).
 //  3. A lease held by another caller (in any process) is waited for,

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentc-dev/agentc/builtins/internal/lease"
+	"github.com/agentc-dev/agentc/internal/jsonnum"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
@@ -130,7 +131,9 @@ func (m *Idempotent) key(c *runtime.ToolCall) (string, error) {
 		}
 		picked[i] = v
 	}
-	b, err := json.Marshal(picked)
+	// Equal numbers key alike (0 and -0, a json.Number 7.0 and 7), as in
+	// the arguments' digest.
+	b, err := json.Marshal(jsonnum.Canonical(picked))
 	if err != nil {
 		return "", &runtime.CallError{Kind: runtime.KindPermanent, Layer: m.name,
 			Message: "key arguments cannot be canonicalised; the call did not run", Err: err}
@@ -300,7 +303,7 @@ func (m *Idempotent) settle(ctx context.Context, c *runtime.ToolCall, key string
 				return nil, err
 			}
 			var out any
-			if err := json.Unmarshal(g.Result, &out); err != nil {
+			if err := jsonnum.Decode(g.Result, &out); err != nil {
 				return nil, &runtime.CallError{Kind: runtime.KindPermanent, Layer: m.name,
 					Message: "the stored result of this call does not decode; the call did not run again", Err: err}
 			}

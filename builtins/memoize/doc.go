@@ -32,7 +32,9 @@
 // the key holds max_tokens, so the same request would be cut the same
 // way, and the replay reports finish reason length. Tool results are stored
 // as JSON, so a hit returns the JSON-decoded value (objects as
-// map[string]any, numbers as float64), not the tool's own Go value.
+// map[string]any, numbers as runtime.DecodeArgs decodes them: float64, an
+// integer only int64 holds exactly as int64, any other as its json.Number,
+// never a neighbour), not the tool's own Go value.
 //
 // Side effects: memoize never applies to a side-effecting tool. agentc vet
 // refuses such a policy (order/memoize-side-effect); at run time the layer

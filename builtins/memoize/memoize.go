@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentc-dev/agentc/builtins/internal/chatcache"
 	"github.com/agentc-dev/agentc/builtins/internal/lease"
+	"github.com/agentc-dev/agentc/internal/jsonnum"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
@@ -184,7 +185,7 @@ func (m *Memoize) entry(ctx context.Context, b []byte) *chatcache.Entry {
 // logged and treated as a miss.
 func (m *Memoize) value(ctx context.Context, b []byte) (any, bool) {
 	var v any
-	if err := json.Unmarshal(b, &v); err != nil {
+	if err := jsonnum.Decode(b, &v); err != nil {
 		m.corrupt(ctx, err)
 		return nil, false
 	}

@@ -38,7 +38,7 @@
 // The rules are memoize's (package builtins/memoize): only successes are
 // stored; a hit sets Meta.Cached (meters do not charge it), replays a chat
 // response's deltas and reports its stored usage, or returns a tool's stored
-// result as decoded JSON; the layer never applies to a side-effecting tool
+// result as decoded JSON (numbers as memoize decodes them); the layer never applies to a side-effecting tool
 // nor to one the plan does not declare (it passes such calls through), and
 // store or embedder failures fail open (a miss, logged). It never caches a
 // tool declared secret_result either (memoize.Cacheable).

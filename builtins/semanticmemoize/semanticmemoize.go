@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentc-dev/agentc/builtins/internal/chatcache"
 	"github.com/agentc-dev/agentc/builtins/memoize"
+	"github.com/agentc-dev/agentc/internal/jsonnum"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
@@ -341,7 +342,7 @@ func (m *SemanticMemoize) WrapTool(next runtime.ToolHandler) runtime.ToolHandler
 		})
 		if ok {
 			var v any
-			if json.Unmarshal(hit, &v) == nil {
+			if jsonnum.Decode(hit, &v) == nil {
 				c.Meta.Cached = true
 				return v, nil
 			}
@@ -368,10 +369,11 @@ type toolEntry struct {
 // NormalizedArgsDigest returns the hex SHA-256 of the canonical JSON of a
 // tool call's arguments after normalisation: every string value is trimmed,
 // its runs of white space collapsed to one space and its case folded;
-// object keys, numbers and booleans are kept as they are. Two calls reuse
+// object keys and booleans are kept as they are, numbers as the arguments'
+// digest writes them (runtime.ToolCall.ArgsDigest: 0 and -0 alike). Two calls reuse
 // each other's result only when their digests are equal.
 func NormalizedArgsDigest(args map[string]any) (string, error) {
-	b, err := json.Marshal(normalize(args))
+	b, err := json.Marshal(jsonnum.Canonical(normalize(args)))
 	if err != nil {
 		return "", err
 	}

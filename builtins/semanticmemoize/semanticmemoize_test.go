@@ -2,8 +2,10 @@ package semanticmemoize_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -78,6 +80,9 @@ func TestNormalizedArgsDigest(t *testing.T) {
 	}
 	base := d(map[string]any{"q": "Lost parcel", "tags": []any{"A b"}, "n": 1.0, "ok": true})
 	assert.Equal(t, base, d(map[string]any{"ok": true, "n": 1, "tags": []any{" a   B "}, "q": "\tlost  PARCEL\n"}))
+	// Equal numbers alike, however spelled (a host's json.Number, -0).
+	assert.Equal(t, base, d(map[string]any{"q": "Lost parcel", "tags": []any{"A b"}, "n": json.Number("1.0"), "ok": true}))
+	assert.Equal(t, d(map[string]any{"n": 0.0}), d(map[string]any{"n": math.Copysign(0, -1)}))
 	for _, other := range []map[string]any{
 		{"q": "Lost parcels", "tags": []any{"A b"}, "n": 1.0, "ok": true},
 		{"Q": "Lost parcel", "tags": []any{"A b"}, "n": 1.0, "ok": true},

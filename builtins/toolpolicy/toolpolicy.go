@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentc-dev/agentc/internal/jsonnum"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
@@ -111,7 +112,8 @@ func (p *Policy) Decide(tool string, args map[string]any) string {
 }
 
 // matches applies re to v: to a string itself; to any other value, to its
-// JSON text (with <, > and & as they are, not escaped) and to each string
+// JSON text (with <, > and & as they are, not escaped; numbers as
+// jsonnum.Canonical writes them) and to each string
 // and object key inside it, so that an anchored pattern also holds for a
 // value nested in a list or an object. A value with no JSON form is an
 // error: it cannot be checked.
@@ -122,7 +124,9 @@ func matches(re *regexp.Regexp, v any) (bool, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	// Numbers as the arguments' digest writes them (a host's json.Number
+	// 1e4 as 10000), so that a pattern sees the number a guard reads.
+	if err := enc.Encode(jsonnum.Canonical(v)); err != nil {
 		// A value with no JSON form (a Go value holding NaN, a channel)
 		// cannot be checked, so the call is refused, not let through.
 		return false, fmt.Errorf("it has no JSON form: %w", err)

@@ -2,6 +2,7 @@ package toolpolicy_test
 
 import (
 	"context"
+	"encoding/json"
 	"math"
 	"testing"
 
@@ -38,6 +39,10 @@ func TestPolicy(t *testing.T) {
 		{"arg pattern", "run_sql", map[string]any{"query": "SELECT 1; DROP  TABLE users"}, "argument query"},
 		{"numeric arg as JSON text", "run_sql", map[string]any{"query": "select", "limit": 100000.0}, "argument limit"},
 		{"small numeric arg", "run_sql", map[string]any{"query": "select", "limit": 10.0}, ""},
+		// A host's json.Number is matched as the number it is (10000), as
+		// a guard reads it, not as its spelling.
+		{"numeric arg a host spells with an exponent", "run_sql", map[string]any{"query": "select", "limit": json.Number("1e4")}, "argument limit"},
+		{"numeric arg a host spells with a fraction", "run_sql", map[string]any{"query": "select", "limit": json.Number("10000.0")}, "argument limit"},
 		{"pattern arg absent", "fetch", map[string]any{"url": "x"}, ""},
 		{"symbols in a list are not escaped", "run_sql", map[string]any{"cmd": []any{"ls", "&&", "curl"}}, "argument cmd"},
 		{"symbols in an object are not escaped", "run_sql", map[string]any{"cmd": map[string]any{"html": "<script>"}}, "argument cmd"},

@@ -29,6 +29,63 @@ import (
 // as the package says, and refuses data after the value as json.Unmarshal
 // does.
 func Decode(data []byte, v any) error {
+	switch v.(type) {
+	case *any, *map[string]any, *[]any:
+		// Numbers of at most 15 digits and no exponent are all held
+		// exactly by the float64 encoding/json decodes them to: decoded
+		// so, at its cost (the text is not read twice into json.Number
+		// strings). Invalid text takes the long way, for its error.
+		if plainNumbers(data) && json.Unmarshal(data, v) == nil {
+			return nil
+		}
+	}
+	return decode(data, v)
+}
+
+// plainNumbers reports whether every number of the JSON text data (outside
+// its strings) has at most 15 digits and no exponent: a float64 holds each
+// exactly (see exactFloat). It allocates nothing.
+func plainNumbers(data []byte) bool {
+	inString := false
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		if inString {
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				inString = false
+			}
+			continue
+		}
+		if c == '"' {
+			inString = true
+			continue
+		}
+		if c != '-' && (c < '0' || c > '9') {
+			continue
+		}
+		digits := 0
+		for ; i < len(data); i++ {
+			c = data[i]
+			if c >= '0' && c <= '9' {
+				digits++
+			} else if c == 'e' || c == 'E' || c == '+' {
+				return false
+			} else if c != '.' && c != '-' {
+				break
+			}
+		}
+		if digits > 15 {
+			return false
+		}
+		i-- // the byte after the number is read again
+	}
+	return true
+}
+
+// decode is Decode reading every number as a json.Number first.
+func decode(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	if err := dec.Decode(v); err != nil {
@@ -147,6 +204,62 @@ func Inexact(v any, root string, yield func(path string, n json.Number) bool) bo
 		}
 	}
 	return true
+}
+
+// Canonical returns v with each number in the form that encodes equal
+// numbers alike, for a value keyed on its JSON text (a digest, an
+// idempotency key): a json.Number as Number converts it (100.0 and 1e2 as
+// 100), a negative zero as zero. v is returned itself when it holds
+// neither, else a copy of its maps and slices; v is never changed.
+func Canonical(v any) any {
+	if !uncanonical(v) {
+		return v
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = Canonical(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = Canonical(e)
+		}
+		return out
+	case json.Number:
+		n := Number(x)
+		if _, ok := n.(json.Number); ok {
+			return x // neither float64 nor int64 holds it: its text
+		}
+		return Canonical(n)
+	}
+	return 0.0 // a negative zero
+}
+
+// uncanonical reports whether v holds a number Canonical changes. It
+// allocates nothing.
+func uncanonical(v any) bool {
+	switch x := v.(type) {
+	case float64:
+		return x == 0 && math.Signbit(x)
+	case map[string]any:
+		for _, e := range x {
+			if uncanonical(e) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if uncanonical(e) {
+				return true
+			}
+		}
+	case json.Number:
+		return true
+	}
+	return false
 }
 
 // exactFloat parses the JSON number s and reports whether the float64 is

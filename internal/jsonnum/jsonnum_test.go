@@ -2,6 +2,7 @@ package jsonnum
 
 import (
 	"encoding/json"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -100,4 +101,44 @@ func TestShortcutAgreesWithTheDigits(t *testing.T) {
 			require.Equal(t, pf, f, s)
 		}
 	}
+}
+
+func TestCanonical(t *testing.T) {
+	negZero := math.Copysign(0, -1)
+	in := map[string]any{"a": json.Number("100.0"), "b": []any{negZero, json.Number("-0"), "x"},
+		"c": map[string]any{"d": json.Number("9007199254740993"), "e": json.Number("1e400")}, "f": 2.5}
+	got := Canonical(in)
+	assert.Equal(t, map[string]any{"a": 100.0, "b": []any{0.0, 0.0, "x"},
+		"c": map[string]any{"d": int64(9007199254740993), "e": json.Number("1e400")}, "f": 2.5}, got)
+	assert.False(t, math.Signbit(got.(map[string]any)["b"].([]any)[0].(float64)))
+	assert.Equal(t, json.Number("100.0"), in["a"], "v is not changed")
+	assert.True(t, math.Signbit(in["b"].([]any)[0].(float64)))
+
+	plain := map[string]any{"a": 1.0, "b": []any{int64(9007199254740993), "x", map[string]any{"c": 0.0}}}
+	assert.Equal(t, 0.0, testing.AllocsPerRun(100, func() {
+		if Canonical(plain) == nil {
+			t.Fatal("nil")
+		}
+	}), "a value holding nothing to change is returned as it is")
+}
+
+// TestDecodeOfPlainNumbersCostsWhatEncodingJSONDoes: arguments whose
+// numbers a float64 holds at a glance (at most 15 digits, no exponent)
+// were decoded through json.Number strings, 10 allocations more than
+// encoding/json for a small call; they are decoded as encoding/json
+// decodes them.
+func TestDecodeOfPlainNumbersCostsWhatEncodingJSONDoes(t *testing.T) {
+	data := []byte(`{"order_id":"A1234","amount":50.25,"items":[{"sku":"X1","qty":2,"price":10.5},{"qty":-1,"price":0.001}],"note":"9007199254740993e5"}`)
+	std := testing.AllocsPerRun(50, func() {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(data, &m))
+	})
+	ours := testing.AllocsPerRun(50, func() {
+		var m map[string]any
+		require.NoError(t, Decode(data, &m))
+	})
+	assert.Equal(t, std, ours)
+	var m map[string]any
+	require.NoError(t, Decode([]byte(`{"a": 9007199254740993, "b": "x"}`), &m))
+	assert.Equal(t, map[string]any{"a": int64(9007199254740993), "b": "x"}, m, "a long number takes the long way")
 }

@@ -3,6 +3,8 @@ package predicate
 import (
 	"context"
 	"encoding/json"
+	"math"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -97,4 +99,75 @@ func TestEvalResultNumbersAreNotRounded(t *testing.T) {
 	assert.True(t, got)
 	_, err = p.Eval(context.Background(), &ToolVars{HasResult: true, Result: map[string]any{"balance": json.Number("9007199254740992.5")}})
 	assert.Error(t, err, "a number neither a double nor an int holds is an error")
+}
+
+// TestEvalIntAgainstDoubleIsExact: CEL compares an int with a double by
+// rounding the int to a double, so an id of 9007199254740993 (an int64:
+// above 2^53) compared with one of 9007199254740992 (a float64, which
+// holds it) read as equal: an after-phase guard denying a result for
+// another account than the call named (result.account_id !=
+// args.account_id) let it through. An int and a double compare as the
+// numbers they are.
+func TestEvalIntAgainstDoubleIsExact(t *testing.T) {
+	ctx := context.Background()
+	dyn := mustEnv(t, EnvConfig{Stage: Tool})
+	// Ordering two untyped values has no cost bound (they may be
+	// strings): the arguments are typed for it.
+	typed := mustEnv(t, EnvConfig{Stage: Tool, ArgsSchemas: []json.RawMessage{json.RawMessage(`{"type": "object",
+		"required": ["a", "b"], "properties": {"a": {"type": "integer"}, "b": {"type": "number"}}}`)}})
+	big, near := int64(9007199254740993), 9007199254740992.0
+	for _, tc := range []struct {
+		src  string
+		args map[string]any
+		want bool
+	}{
+		{"args.a == args.b", map[string]any{"a": big, "b": near}, false},
+		{"args.b == args.a", map[string]any{"a": big, "b": near}, false},
+		{"args.a != args.b", map[string]any{"a": big, "b": near}, true},
+		{"args.b != args.a", map[string]any{"a": big, "b": near}, true},
+		{"args.a > args.b", map[string]any{"a": big, "b": near}, true},
+		{"args.a >= args.b", map[string]any{"a": big, "b": near}, true},
+		{"args.a < args.b", map[string]any{"a": big, "b": near}, false},
+		{"args.a <= args.b", map[string]any{"a": big, "b": near}, false},
+		{"args.b < args.a", map[string]any{"a": big, "b": near}, true},
+		{"args.b <= args.a", map[string]any{"a": big, "b": near}, true},
+		{"args.b > args.a", map[string]any{"a": big, "b": near}, false},
+		{"args.b >= args.a", map[string]any{"a": big, "b": near}, false},
+		{"args.a > 9007199254740992.0", map[string]any{"a": big}, true},
+		{"args.a == 9007199254740992.0", map[string]any{"a": big}, false},
+		{"args.a in [9007199254740992.0]", map[string]any{"a": big}, false},
+		{"args.a in [args.b]", map[string]any{"a": big, "b": near}, false},
+		{"args.b in [args.a]", map[string]any{"a": big, "b": near}, false},
+		{"args.a in [args.b, 1]", map[string]any{"a": int64(1), "b": near}, true},
+		{"[args.b].exists(x, x == args.a)", map[string]any{"a": big, "b": near}, false},
+		// Below 2^53, and for doubles with a fraction, as before.
+		{"args.a == args.b", map[string]any{"a": int64(5), "b": 5.0}, true},
+		{"args.a < args.b", map[string]any{"a": int64(5), "b": 5.5}, true},
+		{"args.a > args.b", map[string]any{"a": int64(-5), "b": -5.5}, true},
+		{"args.a == args.b", map[string]any{"a": big, "b": 9007199254740994.0}, false},
+		{"args.a < args.b", map[string]any{"a": big, "b": 9007199254740994.0}, true},
+		{"args.a < args.b", map[string]any{"a": int64(math.MaxInt64), "b": 9223372036854775808.0}, true},
+		{"args.a == args.b", map[string]any{"a": int64(math.MinInt64), "b": -9223372036854775808.0}, true},
+		{"args.a > args.b", map[string]any{"a": int64(math.MinInt64), "b": -1e300}, true},
+		{"args.a == args.b", map[string]any{"a": int64(0), "b": math.Copysign(0, -1)}, true},
+		{"args.a < args.b || args.a > args.b || args.a <= args.b || args.a >= args.b", map[string]any{"a": int64(1), "b": math.NaN()}, false},
+		{"args.a == args.b", map[string]any{"a": int64(1), "b": math.NaN()}, false},
+		{"args.a != args.b", map[string]any{"a": int64(1), "b": math.NaN()}, true},
+		{"args.s == args.t && args.s < 'b'", map[string]any{"s": "a", "t": "a"}, true},
+	} {
+		env := dyn
+		if strings.ContainsAny(tc.src, "<>") && strings.Contains(tc.src, "args.b") {
+			env = typed
+		}
+		got, err := mustCompile(t, env, tc.src).Eval(ctx, &ToolVars{Args: tc.args})
+		require.NoError(t, err, "%s on %v", tc.src, tc.args)
+		assert.Equal(t, tc.want, got, "%s on %v", tc.src, tc.args)
+	}
+	// A result read as an int above 2^53 against an argument a float64
+	// holds.
+	after := mustEnv(t, EnvConfig{Stage: Tool, Phase: After})
+	got, err := mustCompile(t, after, "has(result.account_id) && result.account_id != args.account_id").Eval(ctx, &ToolVars{
+		Args: map[string]any{"account_id": near}, HasResult: true, Result: map[string]any{"account_id": json.Number("9007199254740993")}})
+	require.NoError(t, err)
+	assert.True(t, got, "the result names another account than the call")
 }

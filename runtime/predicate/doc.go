@@ -98,7 +98,9 @@
 //     as the runtime decodes arguments. A number is never read as a neighbour: a json.Number
 //     neither holds exactly (0.1000000000000000055511151231257827, 1e400) read in a dyn value or
 //     as a double, 9007199254740993.0 read as an int, and an int64 read as a double where a
-//     double does not hold it, are evaluation errors.
+//     double does not hold it, are evaluation errors. An int and a double compare (==, !=, <,
+//     <=, >, >=, and a list's elements for in) as the numbers they are: CEL rounds the int to a double first, so an int
+//     9007199254740993 would equal the double 9007199254740992 (exactComparisons).
 //
 // Without schemas args is map(string, dyn): nothing is checked, and Checked.ReadsUntypedArgs
 // tells the compiler to warn with cel/untyped-args.

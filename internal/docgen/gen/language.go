@@ -475,6 +475,8 @@ func (p *langPage) celSection() {
 		"untyped it is an int where only an int holds it and a double otherwise, and a number the type cannot hold exactly (that integer read where the schema says `number`, a double; " +
 		"a decimal with more digits than a double holds in a tool result) is an evaluation error, decided by `on_error`; a call whose arguments hold a number that neither a `float64` " +
 		"nor an `int64` holds is refused by layer `tools` before any guard runs ([embedding.md](embedding.md#calls)). " +
+		"An int and a double compare (`==`, `!=`, `<`, `<=`, `>`, `>=`, and a list's elements for `in`) as the numbers they are, where CEL itself rounds the int to a double first: " +
+		"a result's `account_id` of `9007199254740993` (an int) is not equal to an argument's `9007199254740992` (a double), and `9223372036854775807` is below `9223372036854775808.0`. " +
 		"A constraint's `when` reads `outer` and `inner`, the configs of the two entries it orders, " +
 		"typed from the config fields of their builtins (`outer.trial` for an `audit` layer is a `cel/type` error). " +
 		"A state handler's `deny` and `set` ([`state`](#state)) read `value` (the value set, or the element appended), " +
