@@ -68,7 +68,8 @@ func keyMemo(f func(string) (string, int)) func(string) (string, int) {
 // member returns the value e of the key k of an object read with its key by pair (a string,
 // or an integral number as its digits), and the count pair returned: e itself with 0 when
 // pair changes nothing. An object or an array is read one level down: each of its strings
-// (an object's values, an array's elements; not its numbers, counts more often than not) is
+// (an object's values, an array's elements; not its numbers, counts more often than not, nor
+// an object's strings under a key that describes a value rather than holds it: Describes) is
 // read with k, as the model reads `"password": {"value": "hunter2"}`, and a copy holding what
 // pair returned for them is returned when it changes one.
 func (rd readers) member(k string, e any) (any, int) {
@@ -77,12 +78,12 @@ func (rd readers) member(k string, e any) (any, int) {
 	}
 	switch x := e.(type) {
 	case Object:
-		if vals, n := rd.members(k, x.Values); n > 0 {
+		if vals, n := rd.members(k, x.Keys, x.Values); n > 0 {
 			return Object{Keys: x.Keys, Values: vals}, n
 		}
 		return e, 0
 	case []any:
-		if vals, n := rd.members(k, x); n > 0 {
+		if vals, n := rd.members(k, nil, x); n > 0 {
 			return vals, n
 		}
 		return e, 0
@@ -90,7 +91,7 @@ func (rd readers) member(k string, e any) (any, int) {
 		var out map[string]any
 		total := 0
 		for ik, v := range x {
-			if _, ok := v.(string); !ok {
+			if _, ok := v.(string); !ok || Describes(ik) {
 				continue
 			}
 			if red, n := rd.leafMember(k, v); n > 0 {
@@ -108,13 +109,13 @@ func (rd readers) member(k string, e any) (any, int) {
 	return rd.leafMember(k, e)
 }
 
-// members returns a copy of vals with each read with the key k (leafMember), when that
-// changes one, and the count.
-func (rd readers) members(k string, vals []any) ([]any, int) {
+// members returns a copy of vals (the values of keys, or an array's elements with nil keys)
+// with each read with the key k (leafMember), when that changes one, and the count.
+func (rd readers) members(k string, keys []string, vals []any) ([]any, int) {
 	var out []any
 	total := 0
 	for i, v := range vals {
-		if _, ok := v.(string); !ok {
+		if _, ok := v.(string); !ok || (keys != nil && Describes(keys[i])) {
 			continue
 		}
 		if red, n := rd.leafMember(k, v); n > 0 {
@@ -126,6 +127,18 @@ func (rd readers) members(k string, vals []any) ([]any, int) {
 	}
 	return out, total
 }
+
+// describingKeys are the keys of an object whose strings describe a value rather than hold
+// it: a JSON Schema's (a tool's parameters, an MCP tool's input schema, an OpenAPI document:
+// `"password": {"type": "string", "format": "password"}`) and a reference's to a value kept
+// elsewhere (`"secret": {"name": "db-credentials", "key": "password"}`, as a Kubernetes
+// manifest names a secret).
+var describingKeys = []string{"type", "format", "description", "title", "pattern", "$ref", "$id",
+	"$schema", "$comment", "contentEncoding", "contentMediaType", "name", "key", "kind"}
+
+// Describes reports whether the strings under the key k of an object describe a value rather
+// than hold it (describingKeys): they are not read with the key the object is the value of.
+func Describes(k string) bool { return slices.Contains(describingKeys, k) }
 
 // nameKeys and valueKeys are the keys of an object that names a value in a member of its own:
 // `{"name": "API_KEY", "value": "..."}`, as a list of environment variables, a form's fields

@@ -158,7 +158,8 @@ func jsonRuns(text string) []jsonRun {
 }
 
 // jsonMember is a string of a JSON text and the key it is read with: its own, or, for a string
-// in an object or an array that is the value of a key, that key (one level down).
+// in an object or an array that is the value of a key, that key (one level down; not a string
+// under a key that describes a value, jsonvalue.Describes).
 type jsonMember struct{ key, value string }
 
 // readJSON returns the runs of text (jsonRuns) and, withMembers, its members (jsonMember), in
@@ -250,7 +251,7 @@ func readJSON(text string, withMembers bool) ([]jsonRun, []jsonMember) {
 							top.value, top.valued = str, true
 						}
 					}
-					if top := stack[n-1]; top.outer != "" {
+					if top := stack[n-1]; top.outer != "" && (top.c != '{' || !jsonvalue.Describes(top.last)) {
 						members = append(members, jsonMember{top.outer, str})
 					}
 				}
