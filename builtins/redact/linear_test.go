@@ -49,7 +49,10 @@ func TestReadingsOfJSONStayLinear(t *testing.T) {
 			return records(n, func(i int) string { return `{"name":"DB_PASSWORD","value":"hunter` + strconv.Itoa(i) + `"}` })
 		},
 		"JSON in strings": func(n int) string {
-			return records(n, func(i int) string { b, _ := json.Marshal(`{"password":"hun` + strconv.Itoa(i) + `"}`); return string(b) })
+			return records(n, func(i int) string {
+				b, _ := json.Marshal(`{"password":"hun` + strconv.Itoa(i) + `"}`)
+				return string(b)
+			})
 		},
 		"a key cut over strings": func(n int) string {
 			return records(n, func(i int) string { return `"x","password=hun","ter2` + strconv.Itoa(i) + `"` })
