@@ -96,6 +96,35 @@ func TestCardInGroupFields(t *testing.T) {
 	}
 }
 
+// TestCountedGroupsAreNoCard: four numbers of four digits counting up by one step (line ids,
+// "2200", "2201", "2202", "2203"; "4000", "5000", "6000", "7000") are a sequence, not the
+// groups of a card, though one in eleven reads as a card joined by spaces: neither action
+// takes them, in an array or as fields.
+func TestCountedGroupsAreNoCard(t *testing.T) {
+	s, err := pii.New(pii.Config{})
+	require.NoError(t, err)
+	for _, v := range []any{
+		[]any{"2200", "2201", "2202", "2203"},
+		[]any{"2221", "2222", "2223", "2224"},
+		map[string]any{"line1": "2234", "line2": "2235", "line3": "2236", "line4": "2237"},
+		[]any{"note", "2226", "2227", "2228", "2229"},
+	} {
+		in := map[string]any{"line_ids": v}
+		got, n := s.RedactValue(in)
+		assert.Zero(t, n, "%v", v)
+		assert.Equal(t, in, got)
+		assert.Empty(t, s.ScanValue(in), "%v", v)
+		args, err := json.Marshal(in)
+		require.NoError(t, err)
+		msgs := []runtime.Message{{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "c1", Name: "f", Arguments: args}}}}
+		_, err = seenByModel(t, `{}`, msgs)
+		require.NoError(t, err, "%s", args)
+		got2, err := seenByModel(t, `{"action":"redact"}`, msgs)
+		require.NoError(t, err)
+		assert.NotContains(t, got2, "REDACTED", "%s", args)
+	}
+}
+
 // TestArgumentsReadAsLinesBlockedIsMasked: the arguments of a tool call sent back are refused
 // by "block" when their keys and strings, read one a line in the order written, hold personal
 // data across them (a card begun in a key and ended in its value, or ended in the next key);

@@ -3,6 +3,7 @@ package mask
 import (
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/agentc-dev/agentc/builtins/internal/scanned"
@@ -422,7 +423,8 @@ var groupLayouts = [][]int{{4, 4, 4, 4}, {4, 6, 5}, {4, 6, 4}}
 // the groups of a card (groupLayouts): consecutive elements of digits alone, with no element
 // of digits alone before or after them, read joined by spaces, as the number is written
 // ("4111 1111 1111 1111"), each run apart from the next by runSep. An item is taken when it
-// covers its run whole and no read covers an element of it already. Read together, such
+// covers its run whole and no read covers an element of it already. Groups counting up by one
+// step are a sequence (counted) and not read so. Read together, such
 // elements are a list of numbers (numberList), and as lines a column.
 func readGroups(reads []elementRead, elems []string, find Find) []elementRead {
 	var groups [][2]int
@@ -437,7 +439,7 @@ func readGroups(reads []elementRead, elems []string, find Find) []elementRead {
 		}
 		if slices.ContainsFunc(groupLayouts, func(layout []int) bool {
 			return len(layout) == j-k && sameLengths(elems[k:j], layout)
-		}) {
+		}) && !counted(elems[k:j]) {
 			groups = append(groups, [2]int{k, j})
 		}
 		k = j
@@ -513,6 +515,25 @@ func isWord(e string) bool {
 		}
 	}
 	return e != ""
+}
+
+// counted reports whether groups are numbers of one length counting up by one step, not 0
+// ("2200", "2201", "2202", "2203": line ids; "4000", "5000", "6000", "7000"): a sequence, not
+// the groups of a card, though one in eleven such reads as a card joined by spaces.
+func counted(groups []string) bool {
+	step := 0
+	for i := 1; i < len(groups); i++ {
+		if len(groups[i]) != len(groups[0]) {
+			return false
+		}
+		a, _ := strconv.Atoi(groups[i-1])
+		b, _ := strconv.Atoi(groups[i])
+		if b-a <= 0 || (i > 1 && b-a != step) {
+			return false
+		}
+		step = b - a
+	}
+	return len(groups) > 1
 }
 
 // sameLengths reports whether the elements have the lengths of layout, one for one.
