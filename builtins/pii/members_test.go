@@ -234,3 +234,35 @@ func assertMsgsBlockedAndMasked(t *testing.T, msgs []runtime.Message) string {
 	assertNoPiece(t, got)
 	return got
 }
+
+// TestJSONStringInARunBlockedIsMasked: a string holding a JSON document with a card cut across
+// its strings is read as JSON also where it stands among other strings, in an array or among
+// an object's string values (an HTTP tool's `{"status": "ok", "body": "{...}"}`), not only
+// alone: "block" refuses it, "redact" masks it, in a tool's arguments, a tool call's
+// arguments sent back and a tool message holding the JSON. It went through either action.
+func TestJSONStringInARunBlockedIsMasked(t *testing.T) {
+	doc := `{"a": "4111 1111", "b": "1111 1111"}`
+	for name, v := range map[string]any{
+		"array":  []any{"x", doc, "y"},
+		"fields": map[string]any{"status": "ok", "body": doc, "type": "application/json"},
+	} {
+		t.Run(name+"/tool arguments", func(t *testing.T) {
+			assertArgsMaskedAndBlocked(t, map[string]any{"r": v}, "/r")
+		})
+		t.Run(name+"/tool message holding JSON", func(t *testing.T) {
+			assertToolMessageMaskedAndBlocked(t, map[string]any{"r": v})
+		})
+		t.Run(name+"/tool call arguments sent back", func(t *testing.T) {
+			args, err := json.Marshal(map[string]any{"r": v})
+			require.NoError(t, err)
+			msgs := []runtime.Message{{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "c1", Name: "f", Arguments: args}}}}
+			_, err = seenByModel(t, `{}`, msgs)
+			var b *runtime.BlockedError
+			require.ErrorAs(t, err, &b)
+			got, err := seenByModel(t, `{"action":"redact"}`, msgs)
+			require.NoError(t, err)
+			assert.Contains(t, got, "[REDACTED:card]")
+			assert.NotContains(t, got, "1111 1111")
+		})
+	}
+}

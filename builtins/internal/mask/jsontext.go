@@ -34,6 +34,9 @@ func jsonText(text string) (any, bool) {
 // two readings, not two for each run. A string of the document that is itself a JSON object or
 // array (JSON text escaped in the JSON around it) is read so too (nestedSplit).
 func SplitInJSON(text string, find Find) (Item, bool) {
+	if !looksJSON(text) {
+		return Item{}, false
+	}
 	if it, ok := splitInRuns(jsonRuns(text), find); ok {
 		return it, true
 	}
@@ -41,8 +44,7 @@ func SplitInJSON(text string, find Find) (Item, bool) {
 }
 
 // nestedSplit returns the first item SplitInJSON finds in a string of the JSON object or array
-// text holds that is itself one (not in its keys, nor in a run of strings, which are read
-// together). Such a string holds a string of its own, so text holds an escaped quote: a text
+// text holds that is itself one (not in its keys), alone or among other strings. Such a string holds a string of its own, so text holds an escaped quote: a text
 // without one is not decoded.
 func nestedSplit(text string, find Find) (Item, bool) {
 	if !strings.Contains(text, `\"`) {
@@ -62,26 +64,17 @@ func nestedSplit(text string, find Find) (Item, bool) {
 				it, found = SplitInJSON(x, find)
 			}
 		case []any:
-			walkLeaves(x, walk)
+			for _, e := range x {
+				walk(e)
+			}
 		case jsonvalue.Object:
-			walkLeaves(x.Values, walk)
+			for _, e := range x.Values {
+				walk(e)
+			}
 		}
 	}
 	walk(v)
 	return it, found
-}
-
-// walkLeaves calls walk with each element of x that is in no run of strings (jsonvalue.StringRuns).
-func walkLeaves(x []any, walk func(any)) {
-	runs := jsonvalue.StringRuns(x)
-	for i := 0; i < len(x); i++ {
-		if len(runs) > 0 && i == runs[0][0] {
-			i = runs[0][1] - 1
-			runs = runs[1:]
-			continue
-		}
-		walk(x[i])
-	}
 }
 
 // looksJSON reports whether text starts, after spaces, with "{" or "[".
