@@ -230,13 +230,21 @@ func readElements(elems []string, find Find, fields bool) ([]string, []ElementIt
 			return "\n"
 		}, true, fields)
 	}
-	if labelled := labelBreaks(elems); labelled != nil {
-		reads = readJoined(reads, elems, starts, find, func(k int) string {
-			if labelled[k] {
-				return "\n"
-			}
-			return ""
-		}, true, fields)
+	// labels that are words, then, where an element is a snake_case name, labels that are names
+	// ("user_id"): read apart, as a name's last word may be the start of a key cut in two
+	// ("aws_s", "ecret_access_key=...")
+	for i, label := range []func(string) bool{isWord, isName} {
+		if i == 1 && !slices.ContainsFunc(elems, func(e string) bool { return isName(e) && !isWord(e) }) {
+			break
+		}
+		if labelled := labelBreaks(elems, label); labelled != nil {
+			reads = readJoined(reads, elems, starts, find, func(k int) string {
+				if labelled[k] {
+					return "\n"
+				}
+				return ""
+			}, true, fields)
+		}
 	}
 	reads = readGroups(reads, elems, find)
 	var (
@@ -483,11 +491,12 @@ func readGroups(reads []elementRead, elems []string, find Find) []elementRead {
 
 // labelBreaks returns, for each element k, whether it is read after a line break in the
 // reading of elems run together but after labels: after an element that is a word (a label:
-// "card", "Id", ASCII letters, lower case after the first), so that a label does not glue
+// "card", "Id", ASCII letters, lower case after the first; with names, also a snake_case
+// name: "user_id"), so that a label does not glue
 // itself to the start of a value cut over the elements after it ("id", "sk-proj-Ab",
 // "CdEf...", "..."; "card", "4111 11", "11 1111", " 1111"). Nil when that reading is one of
 // the others (every element, or none, after a break).
-func labelBreaks(elems []string) []bool {
+func labelBreaks(elems []string, label func(string) bool) []bool {
 	// The reading finds what the others do not only where a break is followed by an element
 	// read run together with the next (a value cut over two elements after a label or more),
 	// neither of them a word (a value is none: a list of tags, "priority", "eu-west", "gift",
@@ -495,14 +504,14 @@ func labelBreaks(elems []string) []bool {
 	needed := false
 	for k := 1; k+1 < len(elems) && !needed; k++ {
 		next := elems[k+1]
-		needed = isWord(elems[k-1]) && !isWord(elems[k]) && next != "" && next[0] != '\n' && !isWord(next)
+		needed = label(elems[k-1]) && !label(elems[k]) && next != "" && next[0] != '\n' && !label(next)
 	}
 	if !needed {
 		return nil
 	}
 	out := make([]bool, len(elems))
 	for k := 1; k < len(elems); k++ {
-		out[k] = isWord(elems[k-1])
+		out[k] = label(elems[k-1])
 	}
 	return out
 }
@@ -515,6 +524,17 @@ func isWord(e string) bool {
 		}
 	}
 	return e != ""
+}
+
+// isName reports whether e is words (isWord) joined by underscores, a snake_case label
+// ("user_id", "api_key"), or a word.
+func isName(e string) bool {
+	for w := range strings.SplitSeq(e, "_") {
+		if !isWord(w) {
+			return false
+		}
+	}
+	return true
 }
 
 // counted reports whether groups are numbers of one length counting up by one step, not 0
