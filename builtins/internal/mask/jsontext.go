@@ -151,8 +151,8 @@ func jsonRuns(text string) []jsonRun {
 }
 
 // jsonMember is a string of a JSON text and the key it is read with: its own, or, for a string
-// in an object or an array that is the value of a key, that key (one level down; not a string
-// under a key that describes a value, jsonvalue.Describes).
+// in an object or an array that is the value of a key, that key (one level down: a string
+// under a key that holds a value, jsonvalue.Holds, or the one element of an array).
 type jsonMember struct{ key, value string }
 
 // readJSON returns the runs of text (jsonRuns) and, withMembers, its members (jsonMember), in
@@ -170,6 +170,10 @@ func readJSON(text string, withMembers bool) ([]jsonRun, []jsonMember) {
 		// a value in a member of its own (jsonvalue.NamedValue), with named and valued
 		last, outer, name, value string
 		named, valued            bool
+		// only is the string of an array that is the value of outer, read with it when it is
+		// the array's one element (strings of them, commas between its elements)
+		only            string
+		strings, commas int
 	}
 	var (
 		runs    []jsonRun
@@ -199,11 +203,15 @@ func readJSON(text string, withMembers bool) ([]jsonRun, []jsonMember) {
 			}
 			if top := stack[len(stack)-1]; top.named && top.valued {
 				members = append(members, jsonMember{top.name, top.value})
+			} else if top.c == '[' && top.strings == 1 && top.commas == 0 {
+				members = append(members, jsonMember{top.outer, top.only})
 			}
 			stack = stack[:len(stack)-1]
 		case ':', ',':
 			if n := len(stack); n > 0 && stack[n-1].c == '{' {
 				stack[n-1].key = c == ','
+			} else if n > 0 && c == ',' {
+				stack[n-1].commas++
 			}
 		case '"':
 			j := i + 1
@@ -244,8 +252,10 @@ func readJSON(text string, withMembers bool) ([]jsonRun, []jsonMember) {
 							top.value, top.valued = str, true
 						}
 					}
-					if top := stack[n-1]; top.outer != "" && (top.c != '{' || !jsonvalue.Describes(top.last)) {
+					if top := &stack[n-1]; top.outer != "" && top.c == '{' && jsonvalue.Holds(top.last) {
 						members = append(members, jsonMember{top.outer, str})
+					} else if top.outer != "" && top.c == '[' {
+						top.only, top.strings = str, top.strings+1
 					}
 				}
 			}
