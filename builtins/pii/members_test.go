@@ -69,13 +69,7 @@ func TestCardInGroupFields(t *testing.T) {
 		args, err := json.Marshal(map[string]any{"card": v})
 		require.NoError(t, err)
 		t.Run(name+"/tool call arguments sent back", func(t *testing.T) {
-			msgs := []runtime.Message{{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "c1", Name: "f", Arguments: args}}}}
-			_, err := seenByModel(t, `{}`, msgs)
-			var b *runtime.BlockedError
-			require.ErrorAs(t, err, &b)
-			got, err := seenByModel(t, `{"action":"redact"}`, msgs)
-			require.NoError(t, err)
-			assert.Contains(t, got, "[REDACTED:card]")
+			got := callSentBackBlockedAndMasked(t, args)
 			assert.NotContains(t, got, "822463")
 			assert.NotContains(t, got, `"1111"`)
 		})
@@ -255,14 +249,21 @@ func TestJSONStringInARunBlockedIsMasked(t *testing.T) {
 		t.Run(name+"/tool call arguments sent back", func(t *testing.T) {
 			args, err := json.Marshal(map[string]any{"r": v})
 			require.NoError(t, err)
-			msgs := []runtime.Message{{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "c1", Name: "f", Arguments: args}}}}
-			_, err = seenByModel(t, `{}`, msgs)
-			var b *runtime.BlockedError
-			require.ErrorAs(t, err, &b)
-			got, err := seenByModel(t, `{"action":"redact"}`, msgs)
-			require.NoError(t, err)
-			assert.Contains(t, got, "[REDACTED:card]")
-			assert.NotContains(t, got, "1111 1111")
+			assert.NotContains(t, callSentBackBlockedAndMasked(t, args), "1111 1111")
 		})
 	}
+}
+
+// callSentBackBlockedAndMasked checks that the arguments of a tool call sent back are refused
+// by "block" and hold a card "redact" masks, and returns what "redact" sent the model.
+func callSentBackBlockedAndMasked(t *testing.T, args json.RawMessage) string {
+	t.Helper()
+	msgs := []runtime.Message{{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "c1", Name: "f", Arguments: args}}}}
+	_, err := seenByModel(t, `{}`, msgs)
+	var b *runtime.BlockedError
+	require.ErrorAs(t, err, &b)
+	got, err := seenByModel(t, `{"action":"redact"}`, msgs)
+	require.NoError(t, err)
+	assert.Contains(t, got, "[REDACTED:card]")
+	return got
 }
