@@ -267,3 +267,23 @@ func callSentBackBlockedAndMasked(t *testing.T, args json.RawMessage) string {
 	assert.Contains(t, got, "[REDACTED:card]")
 	return got
 }
+
+// TestModelCallReadAsLinesBlocked: a tool call the model streams whose keys and strings, read
+// one a line as a detector reads them, hold a card across them (`{"4111 1111 1111": "1111"}`)
+// is refused by "block", as the same call sent back is; "redact" masked it while "block" let
+// it run.
+func TestModelCallReadAsLinesBlocked(t *testing.T) {
+	for _, args := range []string{`{"4111 1111 1111": "1111"}`, `{"4111 1111": ["1111 1111", "x"]}`} {
+		deltas := []runtime.Delta{
+			{ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: "c1", Name: "f", Arguments: args[:len(args)/2]}}},
+			{ToolCalls: []runtime.ToolCallDelta{{Index: 0, Arguments: args[len(args)/2:]}}},
+			{FinishReason: runtime.FinishToolCalls}}
+		_, sent, err := streamPII(t, `{"output": true, "action": "redact"}`, deltas)
+		require.NoError(t, err)
+		assert.Contains(t, sent, "[REDACTED:card]", args)
+		_, _, err = streamPII(t, `{"output": true}`, deltas)
+		var b *runtime.BlockedError
+		require.ErrorAs(t, err, &b, args)
+		assert.Contains(t, b.Message, "card")
+	}
+}
