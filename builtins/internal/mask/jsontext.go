@@ -44,8 +44,8 @@ func SplitInJSON(text string, find Find) (Item, bool) {
 }
 
 // nestedSplit returns the first item SplitInJSON finds in a string of the JSON object or array
-// text holds that is itself one (not in its keys), alone or among other strings. Such a string holds a string of its own, so text holds an escaped quote: a text
-// without one is not decoded.
+// text holds that is itself one (not in its keys), alone or among other strings. Such a string
+// holds a string of its own, so text holds an escaped quote: a text without one is not decoded.
 func nestedSplit(text string, find Find) (Item, bool) {
 	if !strings.Contains(text, `\"`) {
 		return Item{}, false

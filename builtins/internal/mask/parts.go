@@ -232,7 +232,7 @@ func readElements(elems []string, find Find, fields bool) ([]string, []ElementIt
 	}
 	// labels that are words, then, where an element is a snake_case name, labels that are names
 	// ("user_id"): read apart, as a name's last word may be the start of a key cut in two
-	// ("aws_s", "ecret_access_key=...")
+	// ("aws_s", "ecret_access_key=...").
 	for i, label := range []func(string) bool{isWord, isName} {
 		if i == 1 && !slices.ContainsFunc(elems, func(e string) bool { return isName(e) && !isWord(e) }) {
 			break
@@ -432,8 +432,8 @@ var groupLayouts = [][]int{{4, 4, 4, 4}, {4, 6, 5}, {4, 6, 4}}
 // of digits alone before or after them, read joined by spaces, as the number is written
 // ("4111 1111 1111 1111"), each run apart from the next by runSep. An item is taken when it
 // covers its run whole and no read covers an element of it already. Groups counting up by one
-// step are a sequence (counted) and not read so. Read together, such
-// elements are a list of numbers (numberList), and as lines a column.
+// step are a sequence (counted) and not read so. Read together, such elements are a list of
+// numbers (numberList), and as lines a column.
 func readGroups(reads []elementRead, elems []string, find Find) []elementRead {
 	var groups [][2]int
 	for k := 0; k < len(elems); {
@@ -490,11 +490,11 @@ func readGroups(reads []elementRead, elems []string, find Find) []elementRead {
 }
 
 // labelBreaks returns, for each element k, whether it is read after a line break in the
-// reading of elems run together but after labels: after an element that is a word (a label:
-// "card", "Id", ASCII letters, lower case after the first; with names, also a snake_case
-// name: "user_id"), so that a label does not glue
-// itself to the start of a value cut over the elements after it ("id", "sk-proj-Ab",
-// "CdEf...", "..."; "card", "4111 11", "11 1111", " 1111"). Nil when that reading is one of
+// reading of elems run together but after labels: after an element label takes for one (isWord:
+// "card", "Id", ASCII letters, lower case after the first; isName, also a snake_case
+// name: "user_id"), so that a label does not glue itself to the start of a value cut over the
+// elements after it ("id", "sk-proj-Ab", "CdEf...", "..."; "card", "4111 11", "11 1111",
+// " 1111"). Nil when that reading is one of
 // the others (every element, or none, after a break).
 func labelBreaks(elems []string, label func(string) bool) []bool {
 	// The reading finds what the others do not only where a break is followed by an element
