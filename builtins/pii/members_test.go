@@ -69,13 +69,7 @@ func TestCardInGroupFields(t *testing.T) {
 		args, err := json.Marshal(map[string]any{"card": v})
 		require.NoError(t, err)
 		t.Run(name+"/tool call arguments sent back", func(t *testing.T) {
-			msgs := []runtime.Message{{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "c1", Name: "f", Arguments: args}}}}
-			_, err := seenByModel(t, `{}`, msgs)
-			var b *runtime.BlockedError
-			require.ErrorAs(t, err, &b)
-			got, err := seenByModel(t, `{"action":"redact"}`, msgs)
-			require.NoError(t, err)
-			assert.Contains(t, got, "[REDACTED:card]")
+			got := callSentBackBlockedAndMasked(t, args)
 			assert.NotContains(t, got, "822463")
 			assert.NotContains(t, got, `"1111"`)
 		})
@@ -93,6 +87,35 @@ func TestCardInGroupFields(t *testing.T) {
 			assert.Zero(t, n)
 			assert.Equal(t, map[string]any{"v": v}, got)
 		})
+	}
+}
+
+// TestCountedGroupsAreNoCard: four numbers of four digits counting up by one step (line ids,
+// "2200", "2201", "2202", "2203"; "4000", "5000", "6000", "7000") are a sequence, not the
+// groups of a card, though one in eleven reads as a card joined by spaces: neither action
+// takes them, in an array or as fields.
+func TestCountedGroupsAreNoCard(t *testing.T) {
+	s, err := pii.New(pii.Config{})
+	require.NoError(t, err)
+	for _, v := range []any{
+		[]any{"2200", "2201", "2202", "2203"},
+		[]any{"2221", "2222", "2223", "2224"},
+		map[string]any{"line1": "2234", "line2": "2235", "line3": "2236", "line4": "2237"},
+		[]any{"note", "2226", "2227", "2228", "2229"},
+	} {
+		in := map[string]any{"line_ids": v}
+		got, n := s.RedactValue(in)
+		assert.Zero(t, n, "%v", v)
+		assert.Equal(t, in, got)
+		assert.Empty(t, s.ScanValue(in), "%v", v)
+		args, err := json.Marshal(in)
+		require.NoError(t, err)
+		msgs := []runtime.Message{{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "c1", Name: "f", Arguments: args}}}}
+		_, err = seenByModel(t, `{}`, msgs)
+		require.NoError(t, err, "%s", args)
+		got2, err := seenByModel(t, `{"action":"redact"}`, msgs)
+		require.NoError(t, err)
+		assert.NotContains(t, got2, "REDACTED", "%s", args)
 	}
 }
 
@@ -204,4 +227,63 @@ func assertMsgsBlockedAndMasked(t *testing.T, msgs []runtime.Message) string {
 	assert.Contains(t, got, "[REDACTED:")
 	assertNoPiece(t, got)
 	return got
+}
+
+// TestJSONStringInARunBlockedIsMasked: a string holding a JSON document with a card cut across
+// its strings is read as JSON also where it stands among other strings, in an array or among
+// an object's string values (an HTTP tool's `{"status": "ok", "body": "{...}"}`), not only
+// alone: "block" refuses it, "redact" masks it, in a tool's arguments, a tool call's
+// arguments sent back and a tool message holding the JSON. It went through either action.
+func TestJSONStringInARunBlockedIsMasked(t *testing.T) {
+	doc := `{"a": "4111 1111", "b": "1111 1111"}`
+	for name, v := range map[string]any{
+		"array":  []any{"x", doc, "y"},
+		"fields": map[string]any{"status": "ok", "body": doc, "type": "application/json"},
+	} {
+		t.Run(name+"/tool arguments", func(t *testing.T) {
+			assertArgsMaskedAndBlocked(t, map[string]any{"r": v}, "/r")
+		})
+		t.Run(name+"/tool message holding JSON", func(t *testing.T) {
+			assertToolMessageMaskedAndBlocked(t, map[string]any{"r": v})
+		})
+		t.Run(name+"/tool call arguments sent back", func(t *testing.T) {
+			args, err := json.Marshal(map[string]any{"r": v})
+			require.NoError(t, err)
+			assert.NotContains(t, callSentBackBlockedAndMasked(t, args), "1111 1111")
+		})
+	}
+}
+
+// callSentBackBlockedAndMasked checks that the arguments of a tool call sent back are refused
+// by "block" and hold a card "redact" masks, and returns what "redact" sent the model.
+func callSentBackBlockedAndMasked(t *testing.T, args json.RawMessage) string {
+	t.Helper()
+	msgs := []runtime.Message{{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "c1", Name: "f", Arguments: args}}}}
+	_, err := seenByModel(t, `{}`, msgs)
+	var b *runtime.BlockedError
+	require.ErrorAs(t, err, &b)
+	got, err := seenByModel(t, `{"action":"redact"}`, msgs)
+	require.NoError(t, err)
+	assert.Contains(t, got, "[REDACTED:card]")
+	return got
+}
+
+// TestModelCallReadAsLinesBlocked: a tool call the model streams whose keys and strings, read
+// one a line as a detector reads them, hold a card across them (`{"4111 1111 1111": "1111"}`)
+// is refused by "block", as the same call sent back is; "redact" masked it while "block" let
+// it run.
+func TestModelCallReadAsLinesBlocked(t *testing.T) {
+	for _, args := range []string{`{"4111 1111 1111": "1111"}`, `{"4111 1111": ["1111 1111", "x"]}`} {
+		deltas := []runtime.Delta{
+			{ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: "c1", Name: "f", Arguments: args[:len(args)/2]}}},
+			{ToolCalls: []runtime.ToolCallDelta{{Index: 0, Arguments: args[len(args)/2:]}}},
+			{FinishReason: runtime.FinishToolCalls}}
+		_, sent, err := streamPII(t, `{"output": true, "action": "redact"}`, deltas)
+		require.NoError(t, err)
+		assert.Contains(t, sent, "[REDACTED:card]", args)
+		_, _, err = streamPII(t, `{"output": true}`, deltas)
+		var b *runtime.BlockedError
+		require.ErrorAs(t, err, &b, args)
+		assert.Contains(t, b.Message, "card")
+	}
 }

@@ -334,6 +334,11 @@ func (m *Middleware) cleanCalls(calls []runtime.ToolUse) ([]runtime.ToolUse, err
 				return nil, &runtime.BlockedError{Layer: m.name, Message: fmt.Sprintf(
 					"the model's call of tool %s: its arguments contain personal data (%s, cut across their strings)", tc.Name, it.Label)}
 			}
+			// read as lines, as the call sent back is read and "redact" masks it (mask.Args)
+			if lines := m.scanner.Find(scanned.ArgsText(tc)); len(lines) > 0 {
+				return nil, &runtime.BlockedError{Layer: m.name, Message: fmt.Sprintf(
+					"the model's call of tool %s: its arguments contain personal data (%s, read across their keys and strings)", tc.Name, kindsOf(lines))}
+			}
 			continue
 		}
 		where := "argument " + ms[0].Path

@@ -270,6 +270,12 @@ func (s *Scanner) ScanValue(v any) []Match {
 			}
 			out = append(out, m)
 		}
+		for k, text := range run {
+			// a string of the run that is JSON text, read as one as a string alone is
+			if it, ok := mask.SplitInJSON(text, s.items); ok {
+				out = append(out, Match{Kind: Kind(it.Label), Start: it.From, End: it.To, Path: path + "/" + names[k]})
+			}
+		}
 	})
 	return out
 }

@@ -41,8 +41,10 @@
 // matches (an account number a configured pattern masks, sent as a JSON number) becomes its
 // masked string. The value of a key is also read after its key, as the model reads the
 // member, so a secret named by its key ({"password": "hunter22x"}, {"api_key": "..."}) is
-// masked in the value, the key kept; so are the strings of an object or an array that is the
-// value of such a key, one level down ({"password": {"value": "..."}}), the value of an object
+// masked in the value, the key kept; so are, one level down, the strings of an object that is
+// the value of such a key under a key that holds a value ({"password": {"value": "..."}}; value,
+// old, new, an environment's name: not a schema's type or description, nor a token's issuer)
+// and the one string of an array ({"password": ["..."]}), the value of an object
 // that names it in a member of its own ({"name": "API_KEY", "value": "..."}), and a secret
 // begun in a key and ended in its value ({"password=hun": "ter22x"}, read run together). A key
 // word and its value written as strings of their own, as a JSON array or object written out in

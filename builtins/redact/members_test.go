@@ -123,6 +123,8 @@ func TestSecretAcrossKeyAndValue(t *testing.T) {
 func TestSecretAfterALabelCutOverElements(t *testing.T) {
 	for _, in := range []string{
 		`["id", "sk-proj-Ab", "CdEf0hIjKl", "MnOpQrStUvWx"]`,
+		`["user_id", "sk-proj-Ab", "CdEf0hIjKl", "MnOpQrStUvWx"]`,
+		`{"a": "api_key", "b": "sk-proj-Ab", "c": "CdEf0hIjKl", "d": "MnOpQrStUvWx"}`,
 		`{"a": "key", "b": "sk-proj-Ab", "c": "CdEf0hIjKl", "d": "MnOpQrStUvWx"}`,
 		`["x", "aws_s", "ecret_access_key=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"]`,
 	} {

@@ -244,3 +244,38 @@ func requireRefused(t *testing.T, err error, want string) {
 	assert.Contains(t, ce.Message, want)
 	assert.NotContains(t, err.Error(), awsKey)
 }
+
+// TestSchemaUnderKeyWordKept: a schema describing a parameter named by a key word
+// (`"password": {"type": "string", "format": "password", "description": "..."}`, as a tool's
+// parameters, an MCP tool's input schema or an OpenAPI document write it), a reference to a
+// secret by its name (`"secret": {"name": "db-credentials", "key": "password"}`), a token's
+// settings (`"token": {"issuer": ..., "audience": ...}`) and a list of rules or scopes
+// (`"token": ["read", "write"]`) go on as they are: their strings describe a value and hold
+// none. A value under a key word one level down (`"password": {"value": "..."}`) is still
+// masked. The strings under "type" were masked
+// as the password itself, which left a schema the provider refuses.
+func TestSchemaUnderKeyWordKept(t *testing.T) {
+	schema := `{"type":"object","properties":{"user":{"type":"string"},` +
+		`"password":{"type":"string","format":"password","description":"The user's password","title":"Password","pattern":"^.{8,}$"},` +
+		`"token":{"$ref":"#/components/schemas/Token"}},"required":["user","password"]}`
+	model := &requestModel{}
+	tools := []runtime.ToolDef{{Name: "login", Description: "logs in", Parameters: json.RawMessage(schema)}}
+	_, err := redactPipeline(t, model).Complete(context.Background(), runtime.ChatRequest{Model: "primary",
+		Messages: []runtime.Message{{Role: "user", Content: "go"}}, Tools: tools})
+	require.NoError(t, err)
+	require.Len(t, model.seen, 1)
+	require.Len(t, model.seen[0].Tools, 1)
+	assert.JSONEq(t, schema, string(model.seen[0].Tools[0].Parameters), "tool definition")
+
+	for _, in := range []string{
+		schema,
+		`{"env":[{"name":"DB_PASSWORD","valueFrom":{"secret":{"name":"db-credentials","key":"password","kind":"Secret"}}}]}`,
+		`{"token":{"issuer":"https://auth.example.com","audience":"api","algorithm":"RS256"}}`,
+		`{"api_key":{"header":"X-Api-Key","location":"header"},"secret":{"version":"AWSCURRENT","region":"us-east-1"}}`,
+		`{"token":["read","write","admin"],"password":["required","min:8","max:64"]}`,
+	} {
+		assertJSONMasked(t, in, in)
+	}
+	assertJSONMasked(t, `{"password":{"type":"plain","value":"hunter22x"}}`,
+		`{"password":{"type":"plain","value":"[REDACTED:password-assignment]"}}`)
+}

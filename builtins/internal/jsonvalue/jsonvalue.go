@@ -68,21 +68,23 @@ func keyMemo(f func(string) (string, int)) func(string) (string, int) {
 // member returns the value e of the key k of an object read with its key by pair (a string,
 // or an integral number as its digits), and the count pair returned: e itself with 0 when
 // pair changes nothing. An object or an array is read one level down: each of its strings
-// (an object's values, an array's elements; not its numbers, counts more often than not) is
-// read with k, as the model reads `"password": {"value": "hunter2"}`, and a copy holding what
-// pair returned for them is returned when it changes one.
+// (an object's values under a key that holds a value, Holds, and the element of an array of
+// one; not its numbers, counts more often than not, nor an object's strings under other keys,
+// which describe the value more often than not, nor the strings of a list) is read with k, as
+// the model reads `"password": {"value": "hunter2"}`, and a copy holding what pair returned for
+// them is returned when it changes one.
 func (rd readers) member(k string, e any) (any, int) {
 	if rd.pair == nil {
 		return e, 0
 	}
 	switch x := e.(type) {
 	case Object:
-		if vals, n := rd.members(k, x.Values); n > 0 {
+		if vals, n := rd.members(k, x.Keys, x.Values); n > 0 {
 			return Object{Keys: x.Keys, Values: vals}, n
 		}
 		return e, 0
 	case []any:
-		if vals, n := rd.members(k, x); n > 0 {
+		if vals, n := rd.members(k, nil, x); n > 0 {
 			return vals, n
 		}
 		return e, 0
@@ -90,7 +92,7 @@ func (rd readers) member(k string, e any) (any, int) {
 		var out map[string]any
 		total := 0
 		for ik, v := range x {
-			if _, ok := v.(string); !ok {
+			if _, ok := v.(string); !ok || !Holds(ik) {
 				continue
 			}
 			if red, n := rd.leafMember(k, v); n > 0 {
@@ -108,13 +110,13 @@ func (rd readers) member(k string, e any) (any, int) {
 	return rd.leafMember(k, e)
 }
 
-// members returns a copy of vals with each read with the key k (leafMember), when that
-// changes one, and the count.
-func (rd readers) members(k string, vals []any) ([]any, int) {
+// members returns a copy of vals (the values of keys, or an array's elements with nil keys)
+// with each read with the key k (leafMember), when that changes one, and the count.
+func (rd readers) members(k string, keys []string, vals []any) ([]any, int) {
 	var out []any
 	total := 0
 	for i, v := range vals {
-		if _, ok := v.(string); !ok {
+		if _, ok := v.(string); !ok || (keys != nil && !Holds(keys[i])) || (keys == nil && len(vals) != 1) {
 			continue
 		}
 		if red, n := rd.leafMember(k, v); n > 0 {
@@ -126,6 +128,19 @@ func (rd readers) members(k string, vals []any) ([]any, int) {
 	}
 	return out, total
 }
+
+// holdingKeys are the keys of an object under a key word whose strings are the value the key
+// word names: `"password": {"value": "..."}`, `"api_key": {"old": "...", "new": "..."}`, a
+// value for each environment. An object's other keys describe the value rather than hold it
+// (a schema's `"password": {"type": "string", "format": "password"}`, a reference's
+// `"secret": {"name": "db", "key": "password"}`, a token's `"token": {"issuer": ...}`).
+var holdingKeys = []string{"value", "Value", "old", "new", "current", "previous", "next",
+	"primary", "secondary", "plain", "plaintext", "raw", "default",
+	"prod", "production", "staging", "dev", "development", "test", "live"}
+
+// Holds reports whether the strings under the key k of an object are the value of the key
+// word the object is the value of (holdingKeys): those are read with it.
+func Holds(k string) bool { return slices.Contains(holdingKeys, k) }
 
 // nameKeys and valueKeys are the keys of an object that names a value in a member of its own:
 // `{"name": "API_KEY", "value": "..."}`, as a list of environment variables, a form's fields

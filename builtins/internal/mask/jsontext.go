@@ -34,6 +34,9 @@ func jsonText(text string) (any, bool) {
 // two readings, not two for each run. A string of the document that is itself a JSON object or
 // array (JSON text escaped in the JSON around it) is read so too (nestedSplit).
 func SplitInJSON(text string, find Find) (Item, bool) {
+	if !looksJSON(text) {
+		return Item{}, false
+	}
 	if it, ok := splitInRuns(jsonRuns(text), find); ok {
 		return it, true
 	}
@@ -41,9 +44,8 @@ func SplitInJSON(text string, find Find) (Item, bool) {
 }
 
 // nestedSplit returns the first item SplitInJSON finds in a string of the JSON object or array
-// text holds that is itself one (not in its keys, nor in a run of strings, which are read
-// together). Such a string holds a string of its own, so text holds an escaped quote: a text
-// without one is not decoded.
+// text holds that is itself one (not in its keys), alone or among other strings. Such a string
+// holds a string of its own, so text holds an escaped quote: a text without one is not decoded.
 func nestedSplit(text string, find Find) (Item, bool) {
 	if !strings.Contains(text, `\"`) {
 		return Item{}, false
@@ -62,26 +64,17 @@ func nestedSplit(text string, find Find) (Item, bool) {
 				it, found = SplitInJSON(x, find)
 			}
 		case []any:
-			walkLeaves(x, walk)
+			for _, e := range x {
+				walk(e)
+			}
 		case jsonvalue.Object:
-			walkLeaves(x.Values, walk)
+			for _, e := range x.Values {
+				walk(e)
+			}
 		}
 	}
 	walk(v)
 	return it, found
-}
-
-// walkLeaves calls walk with each element of x that is in no run of strings (jsonvalue.StringRuns).
-func walkLeaves(x []any, walk func(any)) {
-	runs := jsonvalue.StringRuns(x)
-	for i := 0; i < len(x); i++ {
-		if len(runs) > 0 && i == runs[0][0] {
-			i = runs[0][1] - 1
-			runs = runs[1:]
-			continue
-		}
-		walk(x[i])
-	}
 }
 
 // looksJSON reports whether text starts, after spaces, with "{" or "[".
@@ -158,7 +151,8 @@ func jsonRuns(text string) []jsonRun {
 }
 
 // jsonMember is a string of a JSON text and the key it is read with: its own, or, for a string
-// in an object or an array that is the value of a key, that key (one level down).
+// in an object or an array that is the value of a key, that key (one level down: a string
+// under a key that holds a value, jsonvalue.Holds, or the one element of an array).
 type jsonMember struct{ key, value string }
 
 // readJSON returns the runs of text (jsonRuns) and, withMembers, its members (jsonMember), in
@@ -176,6 +170,10 @@ func readJSON(text string, withMembers bool) ([]jsonRun, []jsonMember) {
 		// a value in a member of its own (jsonvalue.NamedValue), with named and valued
 		last, outer, name, value string
 		named, valued            bool
+		// only is the string of an array that is the value of outer, read with it when it is
+		// the array's one element (strings of them, commas between its elements)
+		only            string
+		strings, commas int
 	}
 	var (
 		runs    []jsonRun
@@ -205,11 +203,15 @@ func readJSON(text string, withMembers bool) ([]jsonRun, []jsonMember) {
 			}
 			if top := stack[len(stack)-1]; top.named && top.valued {
 				members = append(members, jsonMember{top.name, top.value})
+			} else if top.c == '[' && top.strings == 1 && top.commas == 0 {
+				members = append(members, jsonMember{top.outer, top.only})
 			}
 			stack = stack[:len(stack)-1]
 		case ':', ',':
 			if n := len(stack); n > 0 && stack[n-1].c == '{' {
 				stack[n-1].key = c == ','
+			} else if n > 0 && c == ',' {
+				stack[n-1].commas++
 			}
 		case '"':
 			j := i + 1
@@ -250,8 +252,10 @@ func readJSON(text string, withMembers bool) ([]jsonRun, []jsonMember) {
 							top.value, top.valued = str, true
 						}
 					}
-					if top := stack[n-1]; top.outer != "" {
+					if top := &stack[n-1]; top.outer != "" && top.c == '{' && jsonvalue.Holds(top.last) {
 						members = append(members, jsonMember{top.outer, str})
+					} else if top.outer != "" && top.c == '[' {
+						top.only, top.strings = str, top.strings+1
 					}
 				}
 			}

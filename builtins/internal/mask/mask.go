@@ -238,6 +238,33 @@ func Args(raw json.RawMessage, f Func, find Find) (json.RawMessage, bool) {
 	return b, true
 }
 
+// joinedJSON returns joined (Elements) followed, for each string of the run that is a JSON
+// document, by its reading as one (maskText): a string among others is read as JSON as a
+// string alone is (`{"status": "ok", "body": "{...}"}`). Nil for a nil joined.
+func joinedJSON(joined func([]string, bool) ([]string, int), f Func, find Find) func([]string, bool) ([]string, int) {
+	if joined == nil {
+		return nil
+	}
+	return func(elems []string, fields bool) ([]string, int) {
+		out, n := joined(elems, fields)
+		cloned := false
+		for i, e := range out {
+			if !looksJSON(e) {
+				continue
+			}
+			red, m := maskText(e, f, find)
+			if m == 0 {
+				continue
+			}
+			if !cloned && n == 0 {
+				out, cloned = slices.Clone(out), true
+			}
+			out[i], n = red, n+m
+		}
+		return out, n
+	}
+}
+
 // Calls masks the arguments of calls in place (Args) and returns calls; its
 // signature is that of runtime.HoldToolCalls' rewrite.
 func Calls(f Func, find Find) func(calls []runtime.ToolUse) ([]runtime.ToolUse, error) {
@@ -269,7 +296,7 @@ func Value(v any, f Func, find Find) (any, int) {
 		// as one, as a text of the transcript is
 		leaf = func(s string) (string, int) { return maskText(s, f, find) }
 	}
-	rd := jsonvalue.Readers{Joined: Elements(find), Pair: pair, Key: key}
+	rd := jsonvalue.Readers{Joined: joinedJSON(Elements(find), f, find), Pair: pair, Key: key}
 	red, n := jsonvalue.MapTextReaders(v, leaf, rd)
 	// What was masked changes what is read: a key renamed to its mask takes another place
 	// among the keys, and its value is read between other values, or alone. The result is

@@ -3,6 +3,7 @@ package mask
 import (
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/agentc-dev/agentc/builtins/internal/scanned"
@@ -229,13 +230,21 @@ func readElements(elems []string, find Find, fields bool) ([]string, []ElementIt
 			return "\n"
 		}, true, fields)
 	}
-	if labelled := labelBreaks(elems); labelled != nil {
-		reads = readJoined(reads, elems, starts, find, func(k int) string {
-			if labelled[k] {
-				return "\n"
-			}
-			return ""
-		}, true, fields)
+	// labels that are words, then, where an element is a snake_case name, labels that are names
+	// ("user_id"): read apart, as a name's last word may be the start of a key cut in two
+	// ("aws_s", "ecret_access_key=...").
+	for i, label := range []func(string) bool{isWord, isName} {
+		if i == 1 && !slices.ContainsFunc(elems, func(e string) bool { return isName(e) && !isWord(e) }) {
+			break
+		}
+		if labelled := labelBreaks(elems, label); labelled != nil {
+			reads = readJoined(reads, elems, starts, find, func(k int) string {
+				if labelled[k] {
+					return "\n"
+				}
+				return ""
+			}, true, fields)
+		}
 	}
 	reads = readGroups(reads, elems, find)
 	var (
@@ -422,8 +431,9 @@ var groupLayouts = [][]int{{4, 4, 4, 4}, {4, 6, 5}, {4, 6, 4}}
 // the groups of a card (groupLayouts): consecutive elements of digits alone, with no element
 // of digits alone before or after them, read joined by spaces, as the number is written
 // ("4111 1111 1111 1111"), each run apart from the next by runSep. An item is taken when it
-// covers its run whole and no read covers an element of it already. Read together, such
-// elements are a list of numbers (numberList), and as lines a column.
+// covers its run whole and no read covers an element of it already. Groups counting up by one
+// step are a sequence (counted) and not read so. Read together, such elements are a list of
+// numbers (numberList), and as lines a column.
 func readGroups(reads []elementRead, elems []string, find Find) []elementRead {
 	var groups [][2]int
 	for k := 0; k < len(elems); {
@@ -437,7 +447,7 @@ func readGroups(reads []elementRead, elems []string, find Find) []elementRead {
 		}
 		if slices.ContainsFunc(groupLayouts, func(layout []int) bool {
 			return len(layout) == j-k && sameLengths(elems[k:j], layout)
-		}) {
+		}) && !counted(elems[k:j]) {
 			groups = append(groups, [2]int{k, j})
 		}
 		k = j
@@ -480,12 +490,13 @@ func readGroups(reads []elementRead, elems []string, find Find) []elementRead {
 }
 
 // labelBreaks returns, for each element k, whether it is read after a line break in the
-// reading of elems run together but after labels: after an element that is a word (a label:
-// "card", "Id", ASCII letters, lower case after the first), so that a label does not glue
-// itself to the start of a value cut over the elements after it ("id", "sk-proj-Ab",
-// "CdEf...", "..."; "card", "4111 11", "11 1111", " 1111"). Nil when that reading is one of
+// reading of elems run together but after labels: after an element label takes for one (isWord:
+// "card", "Id", ASCII letters, lower case after the first; isName, also a snake_case
+// name: "user_id"), so that a label does not glue itself to the start of a value cut over the
+// elements after it ("id", "sk-proj-Ab", "CdEf...", "..."; "card", "4111 11", "11 1111",
+// " 1111"). Nil when that reading is one of
 // the others (every element, or none, after a break).
-func labelBreaks(elems []string) []bool {
+func labelBreaks(elems []string, label func(string) bool) []bool {
 	// The reading finds what the others do not only where a break is followed by an element
 	// read run together with the next (a value cut over two elements after a label or more),
 	// neither of them a word (a value is none: a list of tags, "priority", "eu-west", "gift",
@@ -493,14 +504,14 @@ func labelBreaks(elems []string) []bool {
 	needed := false
 	for k := 1; k+1 < len(elems) && !needed; k++ {
 		next := elems[k+1]
-		needed = isWord(elems[k-1]) && !isWord(elems[k]) && next != "" && next[0] != '\n' && !isWord(next)
+		needed = label(elems[k-1]) && !label(elems[k]) && next != "" && next[0] != '\n' && !label(next)
 	}
 	if !needed {
 		return nil
 	}
 	out := make([]bool, len(elems))
 	for k := 1; k < len(elems); k++ {
-		out[k] = isWord(elems[k-1])
+		out[k] = label(elems[k-1])
 	}
 	return out
 }
@@ -513,6 +524,36 @@ func isWord(e string) bool {
 		}
 	}
 	return e != ""
+}
+
+// isName reports whether e is words (isWord) joined by underscores, a snake_case label
+// ("user_id", "api_key"), or a word.
+func isName(e string) bool {
+	for w := range strings.SplitSeq(e, "_") {
+		if !isWord(w) {
+			return false
+		}
+	}
+	return true
+}
+
+// counted reports whether groups are numbers of one length counting up by one step, not 0
+// ("2200", "2201", "2202", "2203": line ids; "4000", "5000", "6000", "7000"): a sequence, not
+// the groups of a card, though one in eleven such reads as a card joined by spaces.
+func counted(groups []string) bool {
+	step := 0
+	for i := 1; i < len(groups); i++ {
+		if len(groups[i]) != len(groups[0]) {
+			return false
+		}
+		a, _ := strconv.Atoi(groups[i-1])
+		b, _ := strconv.Atoi(groups[i])
+		if b-a <= 0 || (i > 1 && b-a != step) {
+			return false
+		}
+		step = b - a
+	}
+	return len(groups) > 1
 }
 
 // sameLengths reports whether the elements have the lengths of layout, one for one.
