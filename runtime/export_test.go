@@ -45,3 +45,14 @@ func MemoryBudgeterLen(b *MemoryBudgeter) int {
 func CompileChatPredicate(src string) (*Predicate, error) {
 	return compilePredicate(&plan.Plan{}, &plan.Predicate{Stage: plan.StageChat, Source: src}, plan.StageChat)
 }
+
+// MemoryBudgeterRemembered returns how many settled or lapsed reservations
+// the ledger of key remembers.
+func MemoryBudgeterRemembered(b *MemoryBudgeter, key string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if l := b.m[key]; l != nil {
+		return len(l.done)
+	}
+	return 0
+}

@@ -377,6 +377,18 @@ type memLedger struct {
 	// done are the reservations settled or lapsed in the last
 	// SettleMemory, by id.
 	done map[string]memDone
+	// due lists done's entries as they were made, so oldest first, from
+	// dueHead: forgetting looks only at those due, not at every entry
+	// (an entry replaced or dropped since is passed over).
+	due     []memDue
+	dueHead int
+}
+
+// memDue is an entry of done made at some time, due to be forgotten at
+// forget.
+type memDue struct {
+	id     string
+	forget time.Time
 }
 
 type memReservation struct {
@@ -448,19 +460,32 @@ func (l *memLedger) charge(c Ledger) {
 // lapse charges the reservations of l whose lease has ended their hold
 // and forgets the reservations settled or lapsed SettleMemory ago.
 func (l *memLedger) lapse(now time.Time) {
-	for id, d := range l.done {
-		if !d.forget.After(now) {
-			delete(l.done, id)
+	for l.dueHead < len(l.due) && !l.due[l.dueHead].forget.After(now) {
+		e := l.due[l.dueHead]
+		if d, ok := l.done[e.id]; ok && d.forget.Equal(e.forget) {
+			delete(l.done, e.id)
 		}
+		l.due[l.dueHead] = memDue{}
+		l.dueHead++
+	}
+	if l.dueHead > 64 && l.dueHead > len(l.due)/2 {
+		l.due = append(l.due[:0], l.due[l.dueHead:]...)
+		l.dueHead = 0
 	}
 	for id, r := range l.res {
 		if !r.until.After(now) {
 			delete(l.res, id)
 			hold := Hold(&r.est)
 			l.charge(hold)
-			l.done[id] = memDone{hold: hold, forget: now.Add(SettleMemory)}
+			l.remember(id, memDone{hold: hold, forget: now.Add(SettleMemory)})
 		}
 	}
+}
+
+// remember records d as the reservation id settled or lapsed.
+func (l *memLedger) remember(id string, d memDone) {
+	l.done[id] = d
+	l.due = append(l.due, memDue{id: id, forget: d.forget})
 }
 
 // pending lapses the reservations of l whose lease has ended and returns
@@ -530,7 +555,7 @@ func (b *MemoryBudgeter) Settle(_ context.Context, key, id string, c Ledger, ttl
 			c = c.Beyond(d.hold) // lapsed: its hold is charged
 		}
 		delete(l.res, id)
-		l.done[id] = memDone{forget: now.Add(SettleMemory)}
+		l.remember(id, memDone{forget: now.Add(SettleMemory)})
 	}
 	l.charge(c)
 	return nil
