@@ -67,10 +67,46 @@ func looseTests(src string) []looseTest {
 	}
 	f := folder{src: src, info: tree.SourceInfo()}
 	var out []looseTest
+	// bound holds the constants a comprehension's variable ranges over
+	// (d in ['a.example', 'b.example'].exists(d, ...)).
+	bound := map[string][]ast.Expr{}
+	// consts returns the constant strings e stands for, each with the
+	// expression to report at: a literal, a concatenation of constants
+	// ('https://' + 'api.example.com'), or a variable bound to a list of
+	// them.
+	var consts func(e ast.Expr) []constString
+	consts = func(e ast.Expr) []constString {
+		if s, ok := stringLiteral(e); ok {
+			return []constString{{s, e}}
+		}
+		switch e.Kind() {
+		case ast.IdentKind:
+			var out []constString
+			for _, el := range bound[e.AsIdent()] {
+				out = append(out, consts(el)...)
+			}
+			return out
+		case ast.CallKind:
+			if c := e.AsCall(); c.FunctionName() == operators.Add && len(c.Args()) == 2 {
+				l, r := consts(c.Args()[0]), consts(c.Args()[1])
+				if len(l) == 1 && len(r) == 1 {
+					return []constString{{l[0].s + r[0].s, e}}
+				}
+			}
+		}
+		return nil
+	}
 	pattern := func(e ast.Expr, pol int) {
-		if p, ok := stringLiteral(e); ok && !anchored(p) {
-			out = append(out, looseTest{offset: f.offset(e), pol: pol,
-				why: fmt.Sprintf("the pattern '%s', which is not anchored at its start or end (in every branch of an alternation): it matches a value that merely holds a match anywhere; write '^...$' to match the whole value", p)})
+		for _, k := range consts(e) {
+			p := k.s
+			if anchored(p) {
+				continue
+			}
+			why := fmt.Sprintf("the pattern '%s', which is not anchored at its start or end (in every branch of an alternation): it matches a value that merely holds a match anywhere; write '^...$' to match the whole value", p)
+			if lineAnchored(p) {
+				why = fmt.Sprintf("the pattern '%s', whose m flag makes ^ and $ match at each line break: it matches a value one line of which matches; drop the m flag", p)
+			}
+			out = append(out, looseTest{offset: f.offset(k.at), pol: pol, why: why})
 		}
 	}
 	var walk func(e ast.Expr, pol int)
@@ -104,14 +140,25 @@ func looseTests(src string) []looseTest {
 					pattern(el, pol)
 				}
 			case fn == "endsWith" && c.IsMemberFunction() && len(args) == 1 && isHost(c.Target()):
-				if s, ok := stringLiteral(args[0]); ok && s != "" && !strings.HasPrefix(s, ".") && strings.Contains(s, ".") {
-					out = append(out, looseTest{offset: f.offset(args[0]), pol: pol,
-						why: fmt.Sprintf("endsWith('%s'), which also holds for a host such as evil%s, whose name only ends like it; write == '%s' || endsWith('.%s')", s, s, s, s)})
+				for _, k := range consts(args[0]) {
+					if s := k.s; s != "" && isLabelByte(s[0]) {
+						out = append(out, looseTest{offset: f.offset(k.at), pol: pol,
+							why: fmt.Sprintf("endsWith('%s'), which also holds for a host such as evil%s, whose name only ends like it; write == '%s' || endsWith('.%s')", s, s, s, s)})
+					}
+				}
+			case fn == "contains" && c.IsMemberFunction() && len(args) == 1 && isHost(c.Target()):
+				for _, k := range consts(args[0]) {
+					if s := k.s; s != "" {
+						out = append(out, looseTest{offset: f.offset(k.at), pol: pol,
+							why: fmt.Sprintf("contains('%s'), which also holds for a host such as %s.evil.example, whose name only holds it; write == '%s' || endsWith('.%s')", s, strings.Trim(s, "."), strings.Trim(s, "."), strings.Trim(s, "."))})
+					}
 				}
 			case fn == "startsWith" && c.IsMemberFunction() && len(args) == 1:
-				if s, ok := stringLiteral(args[0]); ok && bareOrigin.MatchString(s) {
-					out = append(out, looseTest{offset: f.offset(args[0]), pol: pol,
-						why: fmt.Sprintf("startsWith('%s'), which also holds for %s.evil.example/ and %s@evil.example/, URLs to other hosts; write startsWith('%s/'), or test url_host()", s, s, s, s)})
+				for _, k := range consts(args[0]) {
+					if s := k.s; bareOrigin.MatchString(s) {
+						out = append(out, looseTest{offset: f.offset(k.at), pol: pol,
+							why: fmt.Sprintf("startsWith('%s'), which also holds for %s.evil.example/ and %s@evil.example/, URLs to other hosts; write startsWith('%s/'), or test url_host()", s, s, s, s)})
+					}
 				}
 			}
 			if c.IsMemberFunction() {
@@ -121,7 +168,13 @@ func looseTests(src string) []looseTest {
 		case ast.ComprehensionKind:
 			comp := e.AsComprehension()
 			walkAll(0, comp.IterRange(), comp.AccuInit(), comp.LoopCondition(), comp.Result())
+			v, saved := comp.IterVar(), bound[comp.IterVar()]
+			bound[v] = nil
+			if r := comp.IterRange(); r.Kind() == ast.ListKind {
+				bound[v] = r.AsList().Elements()
+			}
 			walk(comp.LoopStep(), bodyPolarity(comp, pol))
+			bound[v] = saved
 		case ast.SelectKind:
 			walk(e.AsSelect().Operand(), 0)
 		case ast.ListKind:
@@ -136,6 +189,33 @@ func looseTests(src string) []looseTest {
 	walk(tree.Expr(), 1)
 	slices.SortFunc(out, func(a, b looseTest) int { return a.offset - b.offset })
 	return out
+}
+
+// A constString is a constant string of a predicate and the expression
+// that writes it.
+type constString struct {
+	s  string
+	at ast.Expr
+}
+
+// isLabelByte reports whether b can begin a label of a host name: a
+// suffix that begins with one is not at a label boundary.
+func isLabelByte(b byte) bool {
+	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '-' || b >= 0x80
+}
+
+// lineAnchored reports whether the RE2 pattern p uses ^ or $ under the m
+// flag, where they match at each line break.
+func lineAnchored(p string) bool {
+	re, err := syntax.Parse(p, syntax.Perl)
+	if err != nil {
+		return false
+	}
+	var has func(re *syntax.Regexp) bool
+	has = func(re *syntax.Regexp) bool {
+		return re.Op == syntax.OpBeginLine || re.Op == syntax.OpEndLine || slices.ContainsFunc(re.Sub, has)
+	}
+	return has(re)
 }
 
 // bareOrigin matches a URL that ends with its host (or port), with no

@@ -400,12 +400,19 @@ is loose unless it is anchored in every branch of an alternation
 ('^/srv/a/|/srv/b/' anchors the first branch only): at its start, ^
 (without the m flag) or \A, or at its end, $ or \z, which says where it
 matches ('@corp\\.example$'); one that begins with .* says it matches
-anywhere and is not reported either. A host tested with url_host(...).endsWith('example.com')
-(or lower() of it) lets through evilexample.com: test
+anywhere and is not reported either; one anchored under the m flag
+('(?m)^...$') matches a value one line of which matches. A host tested
+with url_host(...).endsWith('example.com') (or lower() of it) lets
+through evilexample.com, endsWith('localhost') evillocalhost, and
+contains('example.com') example.com.evil.example: test
 == 'example.com' || endsWith('.example.com'). So does a URL tested with
 startsWith('https://api.example.com'), a prefix of
 https://api.example.com.evil.example/ and https://api.example.com@evil.example/:
-write startsWith('https://api.example.com/'). A warning at the constant,
+write startsWith('https://api.example.com/'). A constant written as a
+concatenation ('https://' + 'api.example.com') is read as the string it
+makes, and the variable of exists() or all() over a list of constants
+(['example.com', 'example.org'].exists(d, ...endsWith(d))) as each of
+them. A warning at the constant,
 where the test lets calls through: in a require, or admit (which keeps an
 item), under no negation; in a deny, or a when (which skips its layer),
 under one. The same test on the side that blocks (deny:
