@@ -44,15 +44,40 @@ func (c *Compilation) checkLooseMatches(x *dsl.Expr, field string) {
 	case "deny":
 		lets = func(pol int) (string, bool) { return "the deny lets the call through", pol < 0 }
 	case "when":
+		if c.skipsHarmlessly(x) {
+			return
+		}
 		lets = func(pol int) (string, bool) { return "the when skips the layer", pol < 0 }
 	default:
 		return
 	}
-	for _, t := range looseTests(x.Source) {
+	side := 1
+	if field == "deny" || field == "when" {
+		side = -1
+	}
+	for _, t := range looseTests(x.Source, side) {
 		if outcome, ok := lets(t.pol); ok {
 			c.report(dsl.Warnf(x.PosAt(t.offset), ruleLooseMatch, "%s on %s", outcome, t.why))
 		}
 	}
+}
+
+// harmlessSkips are the builtins whose layer, skipped, lets nothing
+// through that it would hold back: it retries, falls over, races, caches
+// or compacts.
+var harmlessSkips = []string{"retry", "fallback", "hedge", "memoize", "semantic_memoize", "compaction", "checkpoint"}
+
+// skipsHarmlessly reports whether x is the when of a layer of one of the
+// harmlessSkips builtins.
+func (c *Compilation) skipsHarmlessly(x *dsl.Expr) bool {
+	for _, stage := range dsl.Stages {
+		for _, e := range c.Policy.Chains[stage] {
+			if e.When == x {
+				return slices.Contains(harmlessSkips, e.Use)
+			}
+		}
+	}
+	return false
 }
 
 // looseTests returns the loose tests of the predicate src with their
@@ -60,7 +85,11 @@ func (c *Compilation) checkLooseMatches(x *dsl.Expr, field string) {
 // not anchored (see anchored), url_host() (or lower() of it) tested with
 // endsWith() against a constant name that does not begin with a dot, and
 // startsWith() with a URL that ends at its host ('https://api.example.com').
-func looseTests(src string) []looseTest {
+//
+// side is the polarity that lets calls through (1 in a require, -1 in a
+// deny): a loose test is not returned where a conjunct on that side pins
+// the host of the URL it reads.
+func looseTests(src string, side int) []looseTest {
 	tree, ok := parseCEL(src)
 	if !ok {
 		return nil
@@ -96,13 +125,59 @@ func looseTests(src string) []looseTest {
 		}
 		return nil
 	}
+	// pinned holds the paths (args.url) whose host a conjunct around the
+	// test compares with constants: url_host(args.url) == 'api.example.com'
+	// beside args.url.startsWith('https://api.example.com') holds the URL
+	// to that host whatever the prefix lets through.
+	pinned := map[string]int{}
+	// constant reports whether e is a constant string or a list of them.
+	constant := func(e ast.Expr) bool {
+		if e.Kind() != ast.ListKind {
+			return len(consts(e)) > 0
+		}
+		return !slices.ContainsFunc(e.AsList().Elements(), func(el ast.Expr) bool { return len(consts(el)) == 0 })
+	}
+	// pins returns the paths whose host the conjunction e, of polarity
+	// pol, compares with constants in a conjunct that holds where it lets
+	// calls through.
+	pins := func(e ast.Expr, pol int) []string {
+		var out []string
+		var add func(e ast.Expr, lets bool)
+		add = func(e ast.Expr, lets bool) {
+			if e.Kind() != ast.CallKind {
+				return
+			}
+			c := e.AsCall()
+			a := c.Args()
+			switch fn := c.FunctionName(); {
+			case fn == operators.LogicalNot:
+				add(a[0], !lets)
+			case fn == operators.LogicalAnd || fn == operators.LogicalOr:
+				if (fn == operators.LogicalAnd) == lets {
+					add(a[0], lets)
+					add(a[1], lets)
+				}
+			case lets && (fn == operators.Equals || fn == operators.In) && len(a) == 2:
+				for i, side := range a {
+					if t, ok := hostOf(side); ok && pathKey(t) != "" && constant(a[1-i]) {
+						out = append(out, pathKey(t))
+					}
+				}
+			}
+		}
+		if pol != 0 {
+			add(e, pol*side > 0)
+		}
+		return out
+	}
+	isPinned := func(t ast.Expr) bool { k := pathKey(t); return k != "" && pinned[k] > 0 }
 	pattern := func(e ast.Expr, pol int) {
 		for _, k := range consts(e) {
 			p := k.s
 			if anchored(p) {
 				continue
 			}
-			why := fmt.Sprintf("the pattern '%s', which is not anchored at its start or end (in every branch of an alternation): it matches a value that merely holds a match anywhere; write '^...$' to match the whole value", p)
+			why := fmt.Sprintf("the pattern '%s', which is not anchored at its start or end (in every branch of an alternation): it matches a value that merely holds a match anywhere; write '^...$' to match the whole value, or begin it with .* where a match anywhere is meant", p)
 			if lineAnchored(p) {
 				why = fmt.Sprintf("the pattern '%s', whose m flag makes ^ and $ match at each line break: it matches a value one line of which matches; drop the m flag", p)
 			}
@@ -125,7 +200,14 @@ func looseTests(src string) []looseTest {
 				walkAll(-pol, args...)
 				return
 			case fn == operators.LogicalAnd || fn == operators.LogicalOr:
+				ks := pins(e, pol)
+				for _, k := range ks {
+					pinned[k]++
+				}
 				walkAll(pol, args...)
+				for _, k := range ks {
+					pinned[k]--
+				}
 				return
 			case fn == operators.Conditional:
 				walk(args[0], 0)
@@ -139,21 +221,21 @@ func looseTests(src string) []looseTest {
 				for _, el := range args[1].AsList().Elements() {
 					pattern(el, pol)
 				}
-			case fn == "endsWith" && c.IsMemberFunction() && len(args) == 1 && isHost(c.Target()):
+			case fn == "endsWith" && c.IsMemberFunction() && len(args) == 1 && isHostOf(c.Target(), isPinned):
 				for _, k := range consts(args[0]) {
 					if s := k.s; s != "" && isLabelByte(s[0]) {
 						out = append(out, looseTest{offset: f.offset(k.at), pol: pol,
 							why: fmt.Sprintf("endsWith('%s'), which also holds for a host such as evil%s, whose name only ends like it; write == '%s' || endsWith('.%s')", s, s, s, s)})
 					}
 				}
-			case fn == "contains" && c.IsMemberFunction() && len(args) == 1 && isHost(c.Target()):
+			case fn == "contains" && c.IsMemberFunction() && len(args) == 1 && isHostOf(c.Target(), isPinned):
 				for _, k := range consts(args[0]) {
 					if s := k.s; s != "" {
 						out = append(out, looseTest{offset: f.offset(k.at), pol: pol,
 							why: fmt.Sprintf("contains('%s'), which also holds for a host such as %s.evil.example, whose name only holds it; write == '%s' || endsWith('.%s')", s, strings.Trim(s, "."), strings.Trim(s, "."), strings.Trim(s, "."))})
 					}
 				}
-			case fn == "startsWith" && c.IsMemberFunction() && len(args) == 1:
+			case fn == "startsWith" && c.IsMemberFunction() && len(args) == 1 && !isPinned(c.Target()):
 				for _, k := range consts(args[0]) {
 					if s := k.s; bareOrigin.MatchString(s) {
 						out = append(out, looseTest{offset: f.offset(k.at), pol: pol,
@@ -222,21 +304,44 @@ func lineAnchored(p string) bool {
 // path: a prefix of other hosts' URLs.
 var bareOrigin = regexp.MustCompile(`(?i)^[a-z][a-z0-9+.-]*://[^/?#\s]+$`)
 
-// isHost reports whether e is url_host(...), or lower() of it.
-func isHost(e ast.Expr) bool {
+// hostOf returns the URL of which e is url_host(url), or lower() of it.
+func hostOf(e ast.Expr) (ast.Expr, bool) {
 	if e.Kind() != ast.CallKind {
-		return false
+		return nil, false
 	}
 	c := e.AsCall()
 	switch {
-	case c.FunctionName() == "url_host":
-		return true
+	case c.FunctionName() == "url_host" && len(c.Args()) == 1 && !c.IsMemberFunction():
+		return c.Args()[0], true
+	case c.FunctionName() == "url_host" && len(c.Args()) == 0 && c.IsMemberFunction():
+		return c.Target(), true
 	case c.FunctionName() == "lower" && len(c.Args()) == 1:
-		return isHost(c.Args()[0])
+		return hostOf(c.Args()[0])
 	case c.FunctionName() == "lowerAscii" && c.IsMemberFunction():
-		return isHost(c.Target())
+		return hostOf(c.Target())
 	}
-	return false
+	return nil, false
+}
+
+// isHostOf reports whether e is the host of a URL (hostOf) that pinned
+// does not hold.
+func isHostOf(e ast.Expr, pinned func(ast.Expr) bool) bool {
+	t, ok := hostOf(e)
+	return ok && !pinned(t)
+}
+
+// pathKey returns the path e reads (args.url), or "" for another
+// expression.
+func pathKey(e ast.Expr) string {
+	switch e.Kind() {
+	case ast.IdentKind:
+		return e.AsIdent()
+	case ast.SelectKind:
+		if k := pathKey(e.AsSelect().Operand()); k != "" {
+			return k + "." + e.AsSelect().FieldName()
+		}
+	}
+	return ""
 }
 
 // anchored reports whether the RE2 pattern p is anchored: at its start,

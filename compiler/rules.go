@@ -417,7 +417,13 @@ where the test lets calls through: in a require, or admit (which keeps an
 item), under no negation; in a deny, or a when (which skips its layer),
 under one. The same test on the side that blocks (deny:
 "args.cmd.matches('rm -rf')") blocks more values than written, never
-fewer, and is not reported. Write '^...$' to match the whole value.`},
+fewer, and is not reported; nor is a test beside a conjunct that pins
+the host of the URL it reads (args.url.startsWith('https://api.example.com')
+&& url_host(args.url) == 'api.example.com'), nor one in the when of a
+layer whose skipping lets nothing through (retry, fallback, hedge,
+memoize, semantic_memoize, compaction, checkpoint). Write '^...$' to
+match the whole value, or begin the pattern with .* where a match
+anywhere is meant.`},
 }
 
 // Rules lists every rule id the compiler reports, with its severity, title
