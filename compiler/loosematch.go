@@ -11,6 +11,7 @@ import (
 	"github.com/google/cel-go/common/operators"
 
 	"github.com/agentc-dev/agentc/dsl"
+	"github.com/agentc-dev/agentc/runtime/predicate"
 )
 
 // ruleLooseMatch reports a test that lets a call through on a regular
@@ -34,7 +35,12 @@ type looseTest struct {
 // field given ("deny", "require", "when", "admit"), that sits where it
 // lets calls (or items) through: in a require or an admit, or under a
 // negation in a deny or a when, which then skips its layer.
-func (c *Compilation) checkLooseMatches(x *dsl.Expr, field string) {
+//
+// A pattern tested on a field whose values are known (tool.name among the
+// declared tools, a declared model's name, an argument its schema's enum
+// holds to) selects among them, whatever it is anchored to: no caller
+// writes another, and it is not reported.
+func (c *Compilation) checkLooseMatches(x *dsl.Expr, field string, stage predicate.Stage, tools []string) {
 	var lets func(pol int) (string, bool)
 	switch field {
 	case "require":
@@ -55,7 +61,11 @@ func (c *Compilation) checkLooseMatches(x *dsl.Expr, field string) {
 	if field == "deny" || field == "when" {
 		side = -1
 	}
-	for _, t := range looseTests(x.Source, side) {
+	closed := func(path string) bool {
+		_, ok := c.knownValues(path, stage, tools)
+		return ok
+	}
+	for _, t := range looseTests(x.Source, side, closed) {
 		if outcome, ok := lets(t.pol); ok {
 			c.report(dsl.Warnf(x.PosAt(t.offset), ruleLooseMatch, "%s on %s", outcome, t.why))
 		}
@@ -89,7 +99,7 @@ func (c *Compilation) skipsHarmlessly(x *dsl.Expr) bool {
 // side is the polarity that lets calls through (1 in a require, -1 in a
 // deny): a loose test is not returned where a conjunct on that side pins
 // the host of the URL it reads.
-func looseTests(src string, side int) []looseTest {
+func looseTests(src string, side int, closed func(path string) bool) []looseTest {
 	tree, ok := parseCEL(src)
 	if !ok {
 		return nil
@@ -171,7 +181,10 @@ func looseTests(src string, side int) []looseTest {
 		return out
 	}
 	isPinned := func(t ast.Expr) bool { k := pathKey(t); return k != "" && pinned[k] > 0 }
-	pattern := func(e ast.Expr, pol int) {
+	pattern := func(target, e ast.Expr, pol int) {
+		if k := pathKey(target); k != "" && closed(k) {
+			return
+		}
 		for _, k := range consts(e) {
 			p := k.s
 			if anchored(p) {
@@ -214,12 +227,12 @@ func looseTests(src string, side int) []looseTest {
 				walkAll(pol, args[1:]...)
 				return
 			case fn == "matches" && c.IsMemberFunction() && len(args) == 1:
-				pattern(args[0], pol)
+				pattern(c.Target(), args[0], pol)
 			case fn == "matches" && !c.IsMemberFunction() && len(args) == 2:
-				pattern(args[1], pol)
+				pattern(args[0], args[1], pol)
 			case fn == "matches_any" && len(args) == 2 && args[1].Kind() == ast.ListKind:
 				for _, el := range args[1].AsList().Elements() {
-					pattern(el, pol)
+					pattern(args[0], el, pol)
 				}
 			case fn == "endsWith" && c.IsMemberFunction() && len(args) == 1 && isHostOf(c.Target(), isPinned):
 				for _, k := range consts(args[0]) {

@@ -421,7 +421,10 @@ fewer, and is not reported; nor is a test beside a conjunct that pins
 the host of the URL it reads (args.url.startsWith('https://api.example.com')
 && url_host(args.url) == 'api.example.com'), nor one in the when of a
 layer whose skipping lets nothing through (retry, fallback, hedge,
-memoize, semantic_memoize, compaction, checkpoint). Write '^...$' to
+memoize, semantic_memoize, compaction, checkpoint), nor a pattern on a
+field whose values are known (tool.name among the declared tools, a
+declared model's name, an argument its schema's enum holds to), which
+selects among them and lets no other value through. Write '^...$' to
 match the whole value, or begin the pattern with .* where a match
 anywhere is meant.`},
 }
