@@ -93,8 +93,10 @@ func (c *Compilation) skipsHarmlessly(x *dsl.Expr) bool {
 // looseTests returns the loose tests of the predicate src with their
 // polarity: matches() and matches_any() with a constant pattern that is
 // not anchored (see anchored), url_host() (or lower() of it) tested with
-// endsWith() against a constant name that does not begin with a dot, and
-// startsWith() with a URL that ends at its host ('https://api.example.com').
+// endsWith() against a constant name that does not begin with a dot or
+// with contains(), and startsWith() with a URL that ends at its host
+// ('https://api.example.com'). A pattern on a path closed reports true
+// for (one whose values are known) is not returned.
 //
 // side is the polarity that lets calls through (1 in a require, -1 in a
 // deny): a loose test is not returned where a conjunct on that side pins
@@ -168,8 +170,8 @@ func looseTests(src string, side int, closed func(path string) bool) []looseTest
 					add(a[1], lets)
 				}
 			case lets && (fn == operators.Equals || fn == operators.In) && len(a) == 2:
-				for i, side := range a {
-					if t, ok := hostOf(side); ok && pathKey(t) != "" && constant(a[1-i]) {
+				for i, operand := range a {
+					if t, ok := hostOf(operand); ok && pathKey(t) != "" && constant(a[1-i]) {
 						out = append(out, pathKey(t))
 					}
 				}

@@ -228,7 +228,7 @@ func caseFaults(s *jsonschema.Schema, args map[string]any) []string {
 	w.walk(root, args, 0)
 	out := w.out
 	w.out = nil
-	clear(w.path) // the names of this call's members are not kept
+	clear(w.path[:cap(w.path)]) // the names of this call's members are not kept
 	caseWalkers.Put(w)
 	sort.Strings(out)
 	return out
