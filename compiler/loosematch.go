@@ -169,7 +169,7 @@ func looseTests(src string, side int, closed func(path string) bool) []looseTest
 					add(a[0], lets)
 					add(a[1], lets)
 				}
-			case lets && (fn == operators.Equals || fn == operators.In) && len(a) == 2:
+			case len(a) == 2 && (lets && (fn == operators.Equals || fn == operators.In) || !lets && fn == operators.NotEquals):
 				for i, operand := range a {
 					if t, ok := hostOf(operand); ok && pathKey(t) != "" && constant(a[1-i]) {
 						out = append(out, pathKey(t))
