@@ -11,6 +11,7 @@ import (
 	"github.com/google/cel-go/common/operators"
 
 	"github.com/agentc-dev/agentc/dsl"
+	"github.com/agentc-dev/agentc/runtime/predicate"
 )
 
 // ruleLooseMatch reports a test that lets a call through on a regular
@@ -34,7 +35,12 @@ type looseTest struct {
 // field given ("deny", "require", "when", "admit"), that sits where it
 // lets calls (or items) through: in a require or an admit, or under a
 // negation in a deny or a when, which then skips its layer.
-func (c *Compilation) checkLooseMatches(x *dsl.Expr, field string) {
+//
+// A pattern tested on a field whose values are known (tool.name among the
+// declared tools, a declared model's name, an argument its schema's enum
+// holds to) selects among them, whatever it is anchored to: no caller
+// writes another, and it is not reported.
+func (c *Compilation) checkLooseMatches(x *dsl.Expr, field string, stage predicate.Stage, tools []string) {
 	var lets func(pol int) (string, bool)
 	switch field {
 	case "require":
@@ -44,33 +50,153 @@ func (c *Compilation) checkLooseMatches(x *dsl.Expr, field string) {
 	case "deny":
 		lets = func(pol int) (string, bool) { return "the deny lets the call through", pol < 0 }
 	case "when":
+		if c.skipsHarmlessly(x) {
+			return
+		}
 		lets = func(pol int) (string, bool) { return "the when skips the layer", pol < 0 }
 	default:
 		return
 	}
-	for _, t := range looseTests(x.Source) {
+	side := 1
+	if field == "deny" || field == "when" {
+		side = -1
+	}
+	closed := func(path string) bool {
+		_, ok := c.knownValues(path, stage, tools)
+		return ok
+	}
+	for _, t := range looseTests(x.Source, side, closed) {
 		if outcome, ok := lets(t.pol); ok {
 			c.report(dsl.Warnf(x.PosAt(t.offset), ruleLooseMatch, "%s on %s", outcome, t.why))
 		}
 	}
 }
 
+// harmlessSkips are the builtins whose layer, skipped, lets nothing
+// through that it would hold back: it retries, falls over, races, caches
+// or compacts.
+var harmlessSkips = []string{"retry", "fallback", "hedge", "memoize", "semantic_memoize", "compaction", "checkpoint"}
+
+// skipsHarmlessly reports whether x is the when of a layer of one of the
+// harmlessSkips builtins.
+func (c *Compilation) skipsHarmlessly(x *dsl.Expr) bool {
+	for _, stage := range dsl.Stages {
+		for _, e := range c.Policy.Chains[stage] {
+			if e.When == x {
+				return slices.Contains(harmlessSkips, e.Use)
+			}
+		}
+	}
+	return false
+}
+
 // looseTests returns the loose tests of the predicate src with their
 // polarity: matches() and matches_any() with a constant pattern that is
 // not anchored (see anchored), url_host() (or lower() of it) tested with
-// endsWith() against a constant name that does not begin with a dot, and
-// startsWith() with a URL that ends at its host ('https://api.example.com').
-func looseTests(src string) []looseTest {
+// endsWith() against a constant name that does not begin with a dot or
+// with contains(), and startsWith() with a URL that ends at its host
+// ('https://api.example.com'). A pattern on a path closed reports true
+// for (one whose values are known) is not returned.
+//
+// side is the polarity that lets calls through (1 in a require, -1 in a
+// deny): a loose test is not returned where a conjunct on that side pins
+// the host of the URL it reads.
+func looseTests(src string, side int, closed func(path string) bool) []looseTest {
 	tree, ok := parseCEL(src)
 	if !ok {
 		return nil
 	}
 	f := folder{src: src, info: tree.SourceInfo()}
 	var out []looseTest
-	pattern := func(e ast.Expr, pol int) {
-		if p, ok := stringLiteral(e); ok && !anchored(p) {
-			out = append(out, looseTest{offset: f.offset(e), pol: pol,
-				why: fmt.Sprintf("the pattern '%s', which is not anchored at its start or end (in every branch of an alternation): it matches a value that merely holds a match anywhere; write '^...$' to match the whole value", p)})
+	// bound holds the constants a comprehension's variable ranges over
+	// (d in ['a.example', 'b.example'].exists(d, ...)).
+	bound := map[string][]ast.Expr{}
+	// consts returns the constant strings e stands for, each with the
+	// expression to report at: a literal, a concatenation of constants
+	// ('https://' + 'api.example.com'), or a variable bound to a list of
+	// them.
+	var consts func(e ast.Expr) []constString
+	consts = func(e ast.Expr) []constString {
+		if s, ok := stringLiteral(e); ok {
+			return []constString{{s, e}}
+		}
+		switch e.Kind() {
+		case ast.IdentKind:
+			var out []constString
+			for _, el := range bound[e.AsIdent()] {
+				out = append(out, consts(el)...)
+			}
+			return out
+		case ast.CallKind:
+			if c := e.AsCall(); c.FunctionName() == operators.Add && len(c.Args()) == 2 {
+				l, r := consts(c.Args()[0]), consts(c.Args()[1])
+				if len(l) == 1 && len(r) == 1 {
+					return []constString{{l[0].s + r[0].s, e}}
+				}
+			}
+		}
+		return nil
+	}
+	// pinned holds the paths (args.url) whose host a conjunct around the
+	// test compares with constants: url_host(args.url) == 'api.example.com'
+	// beside args.url.startsWith('https://api.example.com') holds the URL
+	// to that host whatever the prefix lets through.
+	pinned := map[string]int{}
+	// constant reports whether e is a constant string or a list of them.
+	constant := func(e ast.Expr) bool {
+		if e.Kind() != ast.ListKind {
+			return len(consts(e)) > 0
+		}
+		return !slices.ContainsFunc(e.AsList().Elements(), func(el ast.Expr) bool { return len(consts(el)) == 0 })
+	}
+	// pins returns the paths whose host the conjunction e, of polarity
+	// pol, compares with constants in a conjunct that holds where it lets
+	// calls through.
+	pins := func(e ast.Expr, pol int) []string {
+		var out []string
+		var add func(e ast.Expr, lets bool)
+		add = func(e ast.Expr, lets bool) {
+			if e.Kind() != ast.CallKind {
+				return
+			}
+			c := e.AsCall()
+			a := c.Args()
+			switch fn := c.FunctionName(); {
+			case fn == operators.LogicalNot:
+				add(a[0], !lets)
+			case fn == operators.LogicalAnd || fn == operators.LogicalOr:
+				if (fn == operators.LogicalAnd) == lets {
+					add(a[0], lets)
+					add(a[1], lets)
+				}
+			case len(a) == 2 && (lets && (fn == operators.Equals || fn == operators.In) || !lets && fn == operators.NotEquals):
+				for i, operand := range a {
+					if t, ok := hostOf(operand); ok && pathKey(t) != "" && constant(a[1-i]) {
+						out = append(out, pathKey(t))
+					}
+				}
+			}
+		}
+		if pol != 0 {
+			add(e, pol*side > 0)
+		}
+		return out
+	}
+	isPinned := func(t ast.Expr) bool { k := pathKey(t); return k != "" && pinned[k] > 0 }
+	pattern := func(target, e ast.Expr, pol int) {
+		if k := pathKey(target); k != "" && closed(k) {
+			return
+		}
+		for _, k := range consts(e) {
+			p := k.s
+			if anchored(p) {
+				continue
+			}
+			why := fmt.Sprintf("the pattern '%s', which is not anchored at its start or end (in every branch of an alternation): it matches a value that merely holds a match anywhere; write '^...$' to match the whole value, or begin it with .* where a match anywhere is meant", p)
+			if lineAnchored(p) {
+				why = fmt.Sprintf("the pattern '%s', whose m flag makes ^ and $ match at each line break: it matches a value one line of which matches; drop the m flag", p)
+			}
+			out = append(out, looseTest{offset: f.offset(k.at), pol: pol, why: why})
 		}
 	}
 	var walk func(e ast.Expr, pol int)
@@ -89,29 +215,47 @@ func looseTests(src string) []looseTest {
 				walkAll(-pol, args...)
 				return
 			case fn == operators.LogicalAnd || fn == operators.LogicalOr:
+				ks := pins(e, pol)
+				for _, k := range ks {
+					pinned[k]++
+				}
 				walkAll(pol, args...)
+				for _, k := range ks {
+					pinned[k]--
+				}
 				return
 			case fn == operators.Conditional:
 				walk(args[0], 0)
 				walkAll(pol, args[1:]...)
 				return
 			case fn == "matches" && c.IsMemberFunction() && len(args) == 1:
-				pattern(args[0], pol)
+				pattern(c.Target(), args[0], pol)
 			case fn == "matches" && !c.IsMemberFunction() && len(args) == 2:
-				pattern(args[1], pol)
+				pattern(args[0], args[1], pol)
 			case fn == "matches_any" && len(args) == 2 && args[1].Kind() == ast.ListKind:
 				for _, el := range args[1].AsList().Elements() {
-					pattern(el, pol)
+					pattern(args[0], el, pol)
 				}
-			case fn == "endsWith" && c.IsMemberFunction() && len(args) == 1 && isHost(c.Target()):
-				if s, ok := stringLiteral(args[0]); ok && s != "" && !strings.HasPrefix(s, ".") && strings.Contains(s, ".") {
-					out = append(out, looseTest{offset: f.offset(args[0]), pol: pol,
-						why: fmt.Sprintf("endsWith('%s'), which also holds for a host such as evil%s, whose name only ends like it; write == '%s' || endsWith('.%s')", s, s, s, s)})
+			case fn == "endsWith" && c.IsMemberFunction() && len(args) == 1 && isHostOf(c.Target(), isPinned):
+				for _, k := range consts(args[0]) {
+					if s := k.s; s != "" && isLabelByte(s[0]) {
+						out = append(out, looseTest{offset: f.offset(k.at), pol: pol,
+							why: fmt.Sprintf("endsWith('%s'), which also holds for a host such as evil%s, whose name only ends like it; write == '%s' || endsWith('.%s')", s, s, s, s)})
+					}
 				}
-			case fn == "startsWith" && c.IsMemberFunction() && len(args) == 1:
-				if s, ok := stringLiteral(args[0]); ok && bareOrigin.MatchString(s) {
-					out = append(out, looseTest{offset: f.offset(args[0]), pol: pol,
-						why: fmt.Sprintf("startsWith('%s'), which also holds for %s.evil.example/ and %s@evil.example/, URLs to other hosts; write startsWith('%s/'), or test url_host()", s, s, s, s)})
+			case fn == "contains" && c.IsMemberFunction() && len(args) == 1 && isHostOf(c.Target(), isPinned):
+				for _, k := range consts(args[0]) {
+					if s := k.s; s != "" {
+						out = append(out, looseTest{offset: f.offset(k.at), pol: pol,
+							why: fmt.Sprintf("contains('%s'), which also holds for a host such as %s.evil.example, whose name only holds it; write == '%s' || endsWith('.%s')", s, strings.Trim(s, "."), strings.Trim(s, "."), strings.Trim(s, "."))})
+					}
+				}
+			case fn == "startsWith" && c.IsMemberFunction() && len(args) == 1 && !isPinned(c.Target()):
+				for _, k := range consts(args[0]) {
+					if s := k.s; bareOrigin.MatchString(s) {
+						out = append(out, looseTest{offset: f.offset(k.at), pol: pol,
+							why: fmt.Sprintf("startsWith('%s'), which also holds for %s.evil.example/ and %s@evil.example/, URLs to other hosts; write startsWith('%s/'), or test url_host()", s, s, s, s)})
+					}
 				}
 			}
 			if c.IsMemberFunction() {
@@ -121,7 +265,13 @@ func looseTests(src string) []looseTest {
 		case ast.ComprehensionKind:
 			comp := e.AsComprehension()
 			walkAll(0, comp.IterRange(), comp.AccuInit(), comp.LoopCondition(), comp.Result())
+			v, saved := comp.IterVar(), bound[comp.IterVar()]
+			bound[v] = nil
+			if r := comp.IterRange(); r.Kind() == ast.ListKind {
+				bound[v] = r.AsList().Elements()
+			}
 			walk(comp.LoopStep(), bodyPolarity(comp, pol))
+			bound[v] = saved
 		case ast.SelectKind:
 			walk(e.AsSelect().Operand(), 0)
 		case ast.ListKind:
@@ -138,25 +288,75 @@ func looseTests(src string) []looseTest {
 	return out
 }
 
+// A constString is a constant string of a predicate and the expression
+// that writes it.
+type constString struct {
+	s  string
+	at ast.Expr
+}
+
+// isLabelByte reports whether b can begin a label of a host name: a
+// suffix that begins with one is not at a label boundary.
+func isLabelByte(b byte) bool {
+	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '-' || b >= 0x80
+}
+
+// lineAnchored reports whether the RE2 pattern p uses ^ or $ under the m
+// flag, where they match at each line break.
+func lineAnchored(p string) bool {
+	re, err := syntax.Parse(p, syntax.Perl)
+	if err != nil {
+		return false
+	}
+	var has func(re *syntax.Regexp) bool
+	has = func(re *syntax.Regexp) bool {
+		return re.Op == syntax.OpBeginLine || re.Op == syntax.OpEndLine || slices.ContainsFunc(re.Sub, has)
+	}
+	return has(re)
+}
+
 // bareOrigin matches a URL that ends with its host (or port), with no
 // path: a prefix of other hosts' URLs.
 var bareOrigin = regexp.MustCompile(`(?i)^[a-z][a-z0-9+.-]*://[^/?#\s]+$`)
 
-// isHost reports whether e is url_host(...), or lower() of it.
-func isHost(e ast.Expr) bool {
+// hostOf returns the URL of which e is url_host(url), or lower() of it.
+func hostOf(e ast.Expr) (ast.Expr, bool) {
 	if e.Kind() != ast.CallKind {
-		return false
+		return nil, false
 	}
 	c := e.AsCall()
 	switch {
-	case c.FunctionName() == "url_host":
-		return true
+	case c.FunctionName() == "url_host" && len(c.Args()) == 1 && !c.IsMemberFunction():
+		return c.Args()[0], true
+	case c.FunctionName() == "url_host" && len(c.Args()) == 0 && c.IsMemberFunction():
+		return c.Target(), true
 	case c.FunctionName() == "lower" && len(c.Args()) == 1:
-		return isHost(c.Args()[0])
+		return hostOf(c.Args()[0])
 	case c.FunctionName() == "lowerAscii" && c.IsMemberFunction():
-		return isHost(c.Target())
+		return hostOf(c.Target())
 	}
-	return false
+	return nil, false
+}
+
+// isHostOf reports whether e is the host of a URL (hostOf) that pinned
+// does not hold.
+func isHostOf(e ast.Expr, pinned func(ast.Expr) bool) bool {
+	t, ok := hostOf(e)
+	return ok && !pinned(t)
+}
+
+// pathKey returns the path e reads (args.url), or "" for another
+// expression.
+func pathKey(e ast.Expr) string {
+	switch e.Kind() {
+	case ast.IdentKind:
+		return e.AsIdent()
+	case ast.SelectKind:
+		if k := pathKey(e.AsSelect().Operand()); k != "" {
+			return k + "." + e.AsSelect().FieldName()
+		}
+	}
+	return ""
 }
 
 // anchored reports whether the RE2 pattern p is anchored: at its start,

@@ -404,17 +404,33 @@ is loose unless it is anchored in every branch of an alternation
 ('^/srv/a/|/srv/b/' anchors the first branch only): at its start, ^
 (without the m flag) or \A, or at its end, $ or \z, which says where it
 matches ('@corp\\.example$'); one that begins with .* says it matches
-anywhere and is not reported either. A host tested with url_host(...).endsWith('example.com')
-(or lower() of it) lets through evilexample.com: test
+anywhere and is not reported either; one anchored under the m flag
+('(?m)^...$') matches a value one line of which matches. A host tested
+with url_host(...).endsWith('example.com') (or lower() of it) lets
+through evilexample.com, endsWith('localhost') evillocalhost, and
+contains('example.com') example.com.evil.example: test
 == 'example.com' || endsWith('.example.com'). So does a URL tested with
 startsWith('https://api.example.com'), a prefix of
 https://api.example.com.evil.example/ and https://api.example.com@evil.example/:
-write startsWith('https://api.example.com/'). A warning at the constant,
+write startsWith('https://api.example.com/'). A constant written as a
+concatenation ('https://' + 'api.example.com') is read as the string it
+makes, and the variable of exists() or all() over a list of constants
+(['example.com', 'example.org'].exists(d, ...endsWith(d))) as each of
+them. A warning at the constant,
 where the test lets calls through: in a require, or admit (which keeps an
 item), under no negation; in a deny, or a when (which skips its layer),
 under one. The same test on the side that blocks (deny:
 "args.cmd.matches('rm -rf')") blocks more values than written, never
-fewer, and is not reported. Write '^...$' to match the whole value.`},
+fewer, and is not reported; nor is a test beside a conjunct that pins
+the host of the URL it reads (args.url.startsWith('https://api.example.com')
+&& url_host(args.url) == 'api.example.com'), nor one in the when of a
+layer whose skipping lets nothing through (retry, fallback, hedge,
+memoize, semantic_memoize, compaction, checkpoint), nor a pattern on a
+field whose values are known (tool.name among the declared tools, a
+declared model's name, an argument its schema's enum holds to), which
+selects among them and lets no other value through. Write '^...$' to
+match the whole value, or begin the pattern with .* where a match
+anywhere is meant.`},
 }
 
 // Rules lists every rule id the compiler reports, with its severity, title

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 
@@ -220,71 +221,119 @@ const maxCaseDepth = 64
 // schema's properties are found through $ref, allOf, anyOf, oneOf, items
 // and prefixItems.
 func caseFaults(s *jsonschema.Schema, args map[string]any) []string {
-	var out []string
-	// path holds the segments down to the value walked; it is joined only
-	// for a fault, so a clean call allocates nothing for it.
-	var path []string
-	var walk func(schemas []*jsonschema.Schema, v any, depth int)
-	walk = func(schemas []*jsonschema.Schema, v any, depth int) {
-		if depth > maxCaseDepth {
-			return
-		}
-		switch v := v.(type) {
-		case map[string]any:
-			schemas = expandSchemas(schemas)
-			for k, x := range v {
-				var sub []*jsonschema.Schema
-				for _, sc := range schemas {
-					if ps, ok := sc.Properties[k]; ok {
-						sub = append(sub, ps)
-					}
-				}
-				if len(sub) > 0 {
-					path = append(path, k)
-					walk(sub, x, depth+1)
-					path = path[:len(path)-1]
-					continue
-				}
-				if name := foldedProperty(schemas, k); name != "" {
-					out = append(out, fmt.Sprintf("%s: differs only in case from the declared property %q, which a tool decoding its arguments case-insensitively reads it as", strings.Join(append(path, k), "."), name))
+	w := caseWalkers.Get().(*caseWalker)
+	w.path = append(w.path[:0], "args")
+	root := append(w.scratch(0), s)
+	w.keep(0, root)
+	w.walk(root, args, 0)
+	out := w.out
+	w.out = nil
+	clear(w.path[:cap(w.path)]) // the names of this call's members are not kept
+	caseWalkers.Put(w)
+	sort.Strings(out)
+	return out
+}
+
+// caseWalkers recycles the walkers of caseFaults: a clean call allocates
+// nothing for its walk.
+var caseWalkers = sync.Pool{New: func() any { return new(caseWalker) }}
+
+// A caseWalker holds the state of one caseFaults walk: the faults found,
+// the path down to the value walked (joined only for a fault) and, for
+// each depth, the schemas of the member walked at it, reused from one
+// member to the next.
+type caseWalker struct {
+	out   []string
+	path  []string
+	depth [][]*jsonschema.Schema
+	// exp holds, for each depth, the schemas of the value walked at it
+	// with those their references lead to (expandSchemas).
+	exp [][]*jsonschema.Schema
+}
+
+// scratch returns the empty slice of schemas of depth d.
+func (w *caseWalker) scratch(d int) []*jsonschema.Schema {
+	for len(w.depth) <= d {
+		w.depth = append(w.depth, nil)
+	}
+	return w.depth[d][:0]
+}
+
+// expand returns expandSchemas of schemas, the value of depth d's, on
+// the walker's buffer of that depth.
+func (w *caseWalker) expand(d int, schemas []*jsonschema.Schema) []*jsonschema.Schema {
+	for len(w.exp) <= d {
+		w.exp = append(w.exp, nil)
+	}
+	out := expandSchemas(w.exp[d][:0], schemas)
+	if len(out) > 0 && len(schemas) > 0 && &out[0] != &schemas[0] {
+		w.exp[d] = out[:0]
+	}
+	return out
+}
+
+// keep stores sub, built on scratch(d), for the next member of depth d.
+func (w *caseWalker) keep(d int, sub []*jsonschema.Schema) {
+	w.depth[d] = sub[:0]
+}
+
+func (w *caseWalker) walk(schemas []*jsonschema.Schema, v any, depth int) {
+	if depth > maxCaseDepth {
+		return
+	}
+	switch v := v.(type) {
+	case map[string]any:
+		schemas = w.expand(depth, schemas)
+		for k, x := range v {
+			sub := w.scratch(depth + 1)
+			for _, sc := range schemas {
+				if ps, ok := sc.Properties[k]; ok {
+					sub = append(sub, ps)
 				}
 			}
-		case []any:
-			schemas = expandSchemas(schemas)
-			for i, el := range v {
-				switch el.(type) {
-				case map[string]any, []any:
-				default:
-					continue
+			w.keep(depth+1, sub)
+			if len(sub) > 0 {
+				w.path = append(w.path, k)
+				w.walk(sub, x, depth+1)
+				w.path = w.path[:len(w.path)-1]
+				continue
+			}
+			if name := foldedProperty(schemas, k); name != "" {
+				w.out = append(w.out, fmt.Sprintf("%s: differs only in case from the declared property %q, which a tool decoding its arguments case-insensitively reads it as", strings.Join(append(w.path, k), "."), name))
+			}
+		}
+	case []any:
+		schemas = w.expand(depth, schemas)
+		for i, el := range v {
+			switch el.(type) {
+			case map[string]any, []any:
+			default:
+				continue
+			}
+			sub := w.scratch(depth + 1)
+			for _, sc := range schemas {
+				if i < len(sc.PrefixItems) {
+					sub = append(sub, sc.PrefixItems[i])
+				} else if sc.Items2020 != nil {
+					sub = append(sub, sc.Items2020)
 				}
-				var sub []*jsonschema.Schema
-				for _, sc := range schemas {
-					if i < len(sc.PrefixItems) {
-						sub = append(sub, sc.PrefixItems[i])
-					} else if sc.Items2020 != nil {
-						sub = append(sub, sc.Items2020)
+				switch it := sc.Items.(type) {
+				case *jsonschema.Schema:
+					sub = append(sub, it)
+				case []*jsonschema.Schema:
+					if i < len(it) {
+						sub = append(sub, it[i])
 					}
-					switch it := sc.Items.(type) {
-					case *jsonschema.Schema:
-						sub = append(sub, it)
-					case []*jsonschema.Schema:
-						if i < len(it) {
-							sub = append(sub, it[i])
-						}
-					}
 				}
-				if len(sub) > 0 {
-					path = append(path, strconv.Itoa(i))
-					walk(sub, el, depth+1)
-					path = path[:len(path)-1]
-				}
+			}
+			w.keep(depth+1, sub)
+			if len(sub) > 0 {
+				w.path = append(w.path, strconv.Itoa(i))
+				w.walk(sub, el, depth+1)
+				w.path = w.path[:len(w.path)-1]
 			}
 		}
 	}
-	path = append(path, "args")
-	walk([]*jsonschema.Schema{s}, args, 0)
-	sort.Strings(out)
-	return out
 }
 
 // foldedProperty returns the first, in sorted order, of the properties the
@@ -302,21 +351,35 @@ func foldedProperty(schemas []*jsonschema.Schema, k string) string {
 }
 
 // expandSchemas returns schemas with every schema their $ref, allOf,
-// anyOf and oneOf lead to, each once.
-func expandSchemas(schemas []*jsonschema.Schema) []*jsonschema.Schema {
+// anyOf and oneOf lead to, each once, appended to buf (empty), unless
+// none leads to another: then schemas.
+func expandSchemas(buf, schemas []*jsonschema.Schema) []*jsonschema.Schema {
 	if !slices.ContainsFunc(schemas, func(sc *jsonschema.Schema) bool {
 		return sc.Ref != nil || sc.DynamicRef != nil || sc.RecursiveRef != nil || len(sc.AllOf) > 0 || len(sc.AnyOf) > 0 || len(sc.OneOf) > 0
 	}) {
 		return schemas
 	}
-	seen := map[*jsonschema.Schema]bool{}
-	var out []*jsonschema.Schema
+	out := buf
+	// seen is made only for a schema of many branches: below, a scan of
+	// out is cheaper than a map, and allocates nothing.
+	var seen map[*jsonschema.Schema]bool
 	var add func(sc *jsonschema.Schema, depth int)
 	add = func(sc *jsonschema.Schema, depth int) {
-		if sc == nil || seen[sc] || depth > maxCaseDepth {
+		if sc == nil || depth > maxCaseDepth {
 			return
 		}
-		seen[sc] = true
+		if seen == nil && len(out) >= 32 {
+			seen = map[*jsonschema.Schema]bool{}
+			for _, x := range out {
+				seen[x] = true
+			}
+		}
+		if seen != nil && seen[sc] || seen == nil && slices.Contains(out, sc) {
+			return
+		}
+		if seen != nil {
+			seen[sc] = true
+		}
 		out = append(out, sc)
 		add(sc.Ref, depth+1)
 		add(sc.DynamicRef, depth+1)

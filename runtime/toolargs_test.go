@@ -311,3 +311,43 @@ func TestToolArgsCaseVariantRefused(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, tool.Calls())
 }
+
+// Names a schema declares in more than one case (id and ID both, or each
+// in a branch of a oneOf), members of a map the schema types by
+// additionalProperties or patternProperties (HTTP headers in any case),
+// and objects under a $ref that refers to itself are taken as declared:
+// only a member that the schema does not declare, in the case written,
+// and whose name folds to a declared property, is refused.
+func TestToolArgsCaseDeclaredVariantsPass(t *testing.T) {
+	p := declaredPlan()
+	p.Tools["call"] = plan.Tool{Args: json.RawMessage(`{"type": "object",
+		"properties": {
+			"id": {"type": "string"}, "ID": {"type": "string"},
+			"headers": {"type": "object", "additionalProperties": {"type": "string"}},
+			"labels": {"type": "object", "patternProperties": {"^[a-zA-Z-]+$": {"type": "string"}}},
+			"target": {"oneOf": [
+				{"type": "object", "required": ["userId"], "properties": {"userId": {"type": "string"}}},
+				{"type": "object", "required": ["UserID"], "properties": {"UserID": {"type": "string"}}}]},
+			"tree": {"$ref": "#/$defs/node"}},
+		"$defs": {"node": {"type": "object", "properties": {"name": {"type": "string"}, "children": {"type": "array", "items": {"$ref": "#/$defs/node"}}}}}}`)}
+	tool := rt.NewTool(rt.ToolResult{Value: "ok"})
+	pl := rt.Build(t, p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"call": tool.Func()}})
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r"})
+	for _, args := range []map[string]any{
+		{"id": "a", "ID": "b"},
+		{"headers": map[string]any{"Content-Type": "text/plain", "content-type": "text/plain", "X-Id": "1"}},
+		{"labels": map[string]any{"Env": "prod", "env": "dev"}},
+		{"target": map[string]any{"userId": "u"}},
+		{"target": map[string]any{"UserID": "u"}},
+		{"tree": map[string]any{"name": "r", "children": []any{map[string]any{"name": "c", "children": []any{map[string]any{"name": "g"}}}}}},
+	} {
+		_, err := pl.Tool(ctx, runtime.ToolRequest{Name: "call", Args: args})
+		require.NoError(t, err, "%v", args)
+	}
+	assert.Equal(t, 6, tool.Calls())
+
+	// Under the $ref that refers to itself, a case variant is refused at
+	// its depth.
+	_, err := pl.Tool(ctx, runtime.ToolRequest{Name: "call", Args: map[string]any{"tree": map[string]any{"children": []any{map[string]any{"Name": "c"}}}}})
+	assert.Contains(t, blockedBy(t, err).Message, `args.tree.children.0.Name: differs only in case from the declared property "name"`)
+}

@@ -12,21 +12,16 @@ import (
 // process memory (a store of kind memory, or the default store when the
 // policy declares none): a trail that is not durable (it is lost when the
 // process ends) and keeps only the last runtime.DefaultMemoryAuditMax
-// records. A sink the host passes in deps counts as it is.
+// records. A sink the host passes in deps counts as it is. The gateway
+// never runs a turn, nor a tool without mcp servers: an audit layer of
+// the turn chain, or of the tool chain then, writes no record, and is left
+// to the warnings about layers that never act.
 func memoryTrails(p *plan.Plan, deps runtime.Deps) []string {
+	if len(p.MCPServers) == 0 {
+		return nil
+	}
 	var out []string
-	type staged struct {
-		stage string
-		plan.Layer
-	}
-	var layers []staged
 	for _, l := range p.Chains.Tool {
-		layers = append(layers, staged{"tool", l})
-	}
-	for _, l := range p.Chains.Turn {
-		layers = append(layers, staged{"turn", l})
-	}
-	for _, l := range layers {
 		if l.Use != "audit" {
 			continue
 		}
@@ -49,10 +44,10 @@ func memoryTrails(p *plan.Plan, deps runtime.Deps) []string {
 		}
 		if host != nil {
 			if runtime.InProcess(host) {
-				out = append(out, l.stage+":"+l.Name)
+				out = append(out, "tool:"+l.Name)
 			}
 		} else if (!declared && cfg.Sink == runtime.DefaultStore) || st.Kind == "memory" {
-			out = append(out, l.stage+":"+l.Name)
+			out = append(out, "tool:"+l.Name)
 		}
 	}
 	return out
@@ -92,13 +87,19 @@ func runOnlyToolLayers(p *plan.Plan) []string {
 // runScopedLimits returns the rate_limit layers of p's chat and tool chains
 // of scope "run" (as CHAIN:NAME): the gateway gives a request that names no
 // run a run of its own, so such a limit starts each of them with a full
-// bucket.
+// bucket. A tool-chain one is left out without mcp servers: it never acts
+// then, as runOnlyToolLayers names it.
 func runScopedLimits(p *plan.Plan) []string {
 	var out []string
-	for _, c := range []struct {
+	type chain struct {
 		stage  string
 		layers []plan.Layer
-	}{{"chat", p.Chains.Chat}, {"tool", p.Chains.Tool}} {
+	}
+	chains := []chain{{"chat", p.Chains.Chat}}
+	if len(p.MCPServers) > 0 {
+		chains = append(chains, chain{"tool", p.Chains.Tool})
+	}
+	for _, c := range chains {
 		for _, l := range c.layers {
 			if l.Use != "rate_limit" {
 				continue

@@ -463,6 +463,16 @@ func TestSupportExample(t *testing.T) {
 			return map[string]runtime.ModelClient{"primary": primary, "backup": backup}, err
 		}})
 
+	// It loads with two warnings, each true of the gateway: its turn chain
+	// and its tool chain's audit, idempotent, meter and retry never act
+	// there (they do under agentc test and in a host that embeds the
+	// policy); the in-memory trail of those audit layers, which write
+	// nothing there, is not warned of besides.
+	logs := s.logs.String()
+	assert.Equal(t, 2, strings.Count(logs, "level=WARN"), logs)
+	assert.Contains(t, logs, "turn chain not run by the gateway")
+	assert.Contains(t, logs, `layers="[meter idempotent audit retry]"`)
+
 	// The primary is overloaded: retried three times, then the backup serves.
 	client := openai.NewClient(option.WithBaseURL(s.url+"/v1/"), option.WithAPIKey("support-key"), option.WithMaxRetries(0))
 	c, err := client.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "primary",

@@ -2,7 +2,9 @@ package serve
 
 import (
 	"context"
+	"fmt"
 	"maps"
+	"net/http"
 	"net/http/httptest"
 	"slices"
 	"sync"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // runProbe is a layer keeping a value per run, as a meter keeps a ledger.
@@ -188,14 +191,37 @@ func TestTheBoundEndsTheOldestRunNotTheNewOne(t *testing.T) {
 // loaded: that trail is lost with the process and keeps only the last
 // records. A trail in a declared sqlite store is not.
 func TestMemoryTrailIsWarned(t *testing.T) {
-	s := startServer(t, Options{Source: cueSource(writePolicy(t, `package gw
+	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server {
+		return mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, nil)
+	}, nil))
+	t.Cleanup(up.Close)
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
 models: m: {}
+mcp: servers: up: url: %q
 stores: file: {kind: "sqlite", path: "trail.db"}
 chains: tool: [{use: "audit", name: "kept"}, {use: "audit", name: "durable", sink: "file"}]
-`)), WatchInterval: -1})
+chains: turn: [{use: "audit", name: "turns"}]
+`, up.URL))), WatchInterval: -1})
 	logs := s.logs.String()
 	assert.Contains(t, logs, "audit trail in process memory")
-	assert.Contains(t, logs, "layers=[tool:kept]", "each layer named with its chain")
+	assert.Contains(t, logs, "layers=[tool:kept]", "each layer named with its chain; the turn chain's, which the gateway never runs, is not")
+}
+
+// TestMemoryTrailOfLayersNeverRunIsNotWarned: without mcp servers the
+// gateway runs no tool, and it never runs a turn: an audit layer of the
+// tool or turn chain writes no record there, whatever its sink, and is
+// named by the warnings about layers that never act, not by the one about
+// a trail in memory (examples/support loads so).
+func TestMemoryTrailOfLayersNeverRunIsNotWarned(t *testing.T) {
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, `package gw
+models: m: {}
+chains: tool: [{use: "audit", name: "calls"}]
+chains: turn: [{use: "audit", name: "turns"}]
+`)), WatchInterval: -1})
+	logs := s.logs.String()
+	assert.NotContains(t, logs, "audit trail in process memory")
+	assert.Contains(t, logs, "turn chain not run by the gateway")
+	assert.Contains(t, logs, "tool-chain layers that act only on a call that runs")
 }
 
 // TestTurnChainIsWarned: the gateway serves model calls and tool calls,
@@ -249,4 +275,19 @@ chains: chat: [{use: "rate_limit", name: "per_run", rate: 5, per: "1m", scope: "
 	logs := s.logs.String()
 	assert.Contains(t, logs, "rate limit of scope run")
 	assert.Contains(t, logs, "layers=[chat:per_run]")
+}
+
+// TestRunScopedToolLimitWithoutMCPIsWarnedOnce: without mcp servers a
+// tool-chain rate_limit never acts in the gateway, whatever its scope; it
+// is named by the warning about layers that never act, not again by the
+// one about scope run.
+func TestRunScopedToolLimitWithoutMCPIsWarnedOnce(t *testing.T) {
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, `package gw
+models: m: {}
+chains: tool: [{use: "rate_limit", name: "calls", rate: 5, per: "1m", scope: "run"}]
+`)), WatchInterval: -1})
+	logs := s.logs.String()
+	assert.NotContains(t, logs, "rate limit of scope run")
+	assert.Contains(t, logs, "tool-chain layers that act only on a call that runs")
+	assert.Contains(t, logs, "layers=[calls]")
 }

@@ -19,8 +19,14 @@ the builtin constraints record-outside-redact (schemas/log.cue,
 schemas/audit.cue).`,
 	func(v *Pair) (dsl.Pos, []dsl.Related, string) {
 		masker, recorder := v.Outer, v.Inner
+		what := "what " + masker.Ref() + " masks for the layers inside it"
+		if action, _ := masker.Fields["action"].(string); masker.Use == "pii" && action != "redact" {
+			// action block (the default) masks nothing: it refuses the
+			// call, which the layer outside has recorded.
+			what = "the personal data of the calls " + masker.Ref() + " blocks, which never reach the layers inside it"
+		}
 		return recorder.Pos, []dsl.Related{at(masker, "%s is here, inside %s", masker.Ref(), recorder.Ref())},
 			recorder.Ref() + " records the arguments it is given (include_args) and sits outside " + masker.Ref() +
-				", so it records in clear what " + masker.Ref() + " masks for the layers inside it; move " +
+				", so it records in clear " + what + "; move " +
 				recorder.Ref() + " inside " + masker.Ref() + ", or leave include_args off"
 	})
