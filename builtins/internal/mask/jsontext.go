@@ -89,7 +89,7 @@ func splitInRuns(runs []jsonRun, find Find) (Item, bool) {
 		return Item{}, false
 	}
 	for _, run := range runs {
-		_, items := readElements(run.strings, find, run.fields)
+		_, items := readElements(run.strings, find, run.fields, run.keys)
 		for _, it := range items {
 			if it.Elem < 0 {
 				return it.Item, true
@@ -103,7 +103,7 @@ func splitInRuns(runs []jsonRun, find Find) (Item, bool) {
 // reading, those of arrays and those of objects apart.
 func cutInRuns(runs []jsonRun, find Find) bool {
 	for _, fields := range []bool{false, true} {
-		var elems []string
+		var elems, keys []string
 		for _, run := range runs {
 			if run.fields != fields {
 				continue
@@ -111,12 +111,18 @@ func cutInRuns(runs []jsonRun, find Find) bool {
 			if len(elems) > 0 {
 				elems = append(elems, runSep)
 			}
+			if run.keys != nil {
+				keys = append(padKeys(keys, len(elems)), run.keys...)
+			}
 			elems = append(elems, run.strings...)
 		}
 		if len(elems) == 0 {
 			continue
 		}
-		_, items := readElements(elems, find, fields)
+		if keys != nil {
+			keys = padKeys(keys, len(elems))
+		}
+		_, items := readElements(elems, find, fields, keys)
 		for _, it := range items {
 			if it.Elem < 0 {
 				return true
@@ -124,6 +130,14 @@ func cutInRuns(runs []jsonRun, find Find) bool {
 		}
 	}
 	return false
+}
+
+// padKeys returns keys with "" (a key not known) appended up to n keys.
+func padKeys(keys []string, n int) []string {
+	for len(keys) < n {
+		keys = append(keys, "")
+	}
+	return keys
 }
 
 // runSep stands between two runs of strings read in one reading by cutInRuns: line breaks
@@ -134,10 +148,12 @@ func cutInRuns(runs []jsonRun, find Find) bool {
 // (TestObjectTextBlockedIsMasked, builtins/pii).
 const runSep = "\n|\n"
 
-// jsonRun is a run of strings of a JSON text: of an array, or the values of an object (fields).
+// jsonRun is a run of strings of a JSON text: of an array, or the values of an object
+// (fields), with their keys when one of them is of a card group's digits alone (groupDigits),
+// else nil: the keys of other fields are "" (ReadFields reads no other's key).
 type jsonRun struct {
-	strings []string
-	fields  bool
+	strings, keys []string
+	fields        bool
 }
 
 // jsonRuns returns the runs of two or more consecutive strings of the arrays of text, and of
@@ -174,18 +190,21 @@ func readJSON(text string, withMembers bool) ([]jsonRun, []jsonMember) {
 		// the array's one element (strings of them, commas between its elements)
 		only            string
 		strings, commas int
+		// quoted is the key read last in an object as written, quotes and escapes kept
+		quoted string
 	}
 	var (
 		runs    []jsonRun
 		run     []string
+		runKeys []string // the keys of run, when one of its values is of groupDigits
 		stack   []open
 		members []jsonMember
 	)
 	end := func() {
 		if len(run) > 1 {
-			runs = append(runs, jsonRun{run, stack[len(stack)-1].c == '{'})
+			runs = append(runs, jsonRun{run, runKeys, stack[len(stack)-1].c == '{'})
 		}
-		run = nil
+		run, runKeys = nil, nil
 	}
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; c {
@@ -228,6 +247,9 @@ func readJSON(text string, withMembers bool) ([]jsonRun, []jsonMember) {
 			}
 			n := len(stack)
 			isKey := n > 0 && stack[n-1].key
+			if isKey {
+				stack[n-1].quoted = s[i : j+1]
+			}
 			if !isKey || withMembers {
 				str := s[i+1 : j]
 				if escaped {
@@ -241,6 +263,16 @@ func readJSON(text string, withMembers bool) ([]jsonRun, []jsonMember) {
 					stack[n-1].last = str
 				case n > 0:
 					run = append(run, str)
+					if top := &stack[n-1]; top.c == '{' && (runKeys != nil || groupDigits(str)) {
+						if runKeys == nil {
+							runKeys = make([]string, len(run)-1, cap(run))
+						}
+						key := ""
+						if groupDigits(str) {
+							key, _ = unquote(top.quoted)
+						}
+						runKeys = append(runKeys, key)
+					}
 					if !withMembers {
 						break
 					}

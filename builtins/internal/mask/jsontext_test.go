@@ -7,23 +7,25 @@ import (
 )
 
 // TestJSONRuns: the runs of consecutive strings of the arrays of a JSON text, and of the
-// values of its objects, are read, decoded; keys, strings apart from the next by another
-// value, and texts that are no JSON object or array give none.
+// values of its objects, are read, decoded, with the keys of an object's values when one is of
+// a card group's digits alone; keys, strings apart from the next by another value, and texts
+// that are no JSON object or array give none.
 func TestJSONRuns(t *testing.T) {
 	for _, tt := range []struct {
 		name, text string
 		want       []jsonRun
 	}{
-		{"array", ` ["a", "b\"c", "d\u0041"]`, []jsonRun{{[]string{"a", `b"c`, "dA"}, false}}},
-		{"nested", `{"k": "v", "rows": [{"x": ["1", "2"]}, ["3", "4", 5, "6", "7"]]}`, []jsonRun{{[]string{"1", "2"}, false}, {[]string{"3", "4"}, false}, {[]string{"6", "7"}, false}}},
+		{"array", ` ["a", "b\"c", "d\u0041"]`, []jsonRun{{[]string{"a", `b"c`, "dA"}, nil, false}}},
+		{"nested", `{"k": "v", "rows": [{"x": ["1", "2"]}, ["3", "4", 5, "6", "7"]]}`, []jsonRun{{[]string{"1", "2"}, nil, false}, {[]string{"3", "4"}, nil, false}, {[]string{"6", "7"}, nil, false}}},
 		{"values across a nested object", `{"a": "b", "c": {"d": "e"}, "f": "g"}`, nil},
 		{"one string", `["a", 1, "b"]`, nil},
-		{"object values", `{"a": "b", "c": "d", "e": 1, "f": "g", "h": ["i"], "j": "k", "l": "m"}`, []jsonRun{{[]string{"b", "d"}, true}, {[]string{"k", "m"}, true}}},
+		{"object values", `{"a": "b", "c": "d", "e": 1, "f": "g", "h": ["i"], "j": "k", "l": "m"}`, []jsonRun{{[]string{"b", "d"}, nil, true}, {[]string{"k", "m"}, nil, true}}},
 		{"one value", `{"a": "b"}`, nil},
-		{"brackets in strings", `["[", "}"]`, []jsonRun{{[]string{"[", "}"}, false}}},
+		{"brackets in strings", `["[", "}"]`, []jsonRun{{[]string{"[", "}"}, nil, false}}},
 		{"unpaired", `["a", "b"}`, nil},
 		{"unclosed", `["a", "b"`, nil},
 		{"not json", `say ["a", "b"]`, nil},
+		{"keys of groups", `{"a": "x", "c\u0063": "4111", "d": "y", "e": ["1111", "2222"]}`, []jsonRun{{[]string{"x", "4111", "y"}, []string{"", "cc", ""}, true}, {[]string{"1111", "2222"}, nil, false}}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			assert.Equal(t, tt.want, jsonRuns(tt.text))
