@@ -13,9 +13,9 @@ var cardWords = []string{"card", "cc", "ccn", "ccnum", "ccnumber", "cardnum", "c
 
 // cardKeys reports whether keys, those of the fields of an object read as a card's groups
 // (readGroups), name the parts of one value: they share one stem and differ only by a counter
-// after it, counting up by one ("cc1", "cc2", "cc3", "cc4"; "card_0"...; "number_part_1"...;
-// "pan-a", "pan-b"...; "ccA", "ccB"...; "0", "1"... and "a", "b"... as an array is written as
-// an object), or each holds a card word (cardWords: "card_first", "card_second"...). Other
+// after it, counting up by one from 0 or 1, or "a" ("cc1", "cc2", "cc3", "cc4"; "card_0"...;
+// "number_part_1"...; "pan-a", "pan-b"...; "ccA", "ccB"...; "0", "1"... and "a", "b"... as an
+// array is written as an object), or each holds a card word (cardWords: "card_first", "card_second"...). Other
 // keys ("invoice", "line", "sku", "qty") name other things, whose codes side by side are no
 // card's groups, though one in twenty passes a card's checks read joined by spaces.
 func cardKeys(keys []string) bool {
@@ -25,14 +25,15 @@ func cardKeys(keys []string) bool {
 }
 
 // counterKeys reports whether keys share one stem and end in a counter that counts up by one
-// from the first key to the last (keyCounter).
+// from the first key to the last (keyCounter), from 0 or 1, or "a": the first part of the value
+// is the first field so named (years, "2021" to "2024", are no parts).
 func counterKeys(keys []string) bool {
 	var stem string
 	var next int
 	var letter bool
 	for i, k := range keys {
 		s, n, l, ok := keyCounter(k)
-		if !ok || (i > 0 && (s != stem || n != next || l != letter)) {
+		if !ok || (i == 0 && (n > 1 || l && n > 0)) || (i > 0 && (s != stem || n != next || l != letter)) {
 			return false
 		}
 		stem, next, letter = s, n+1, l
@@ -49,10 +50,10 @@ func keyCounter(k string) (stem string, n int, letter, ok bool) {
 		i--
 	}
 	if i < len(k) {
-		if len(k)-i > 4 {
+		n, err := strconv.Atoi(k[i:])
+		if err != nil {
 			return "", 0, false, false
 		}
-		n, _ := strconv.Atoi(k[i:])
 		return k[:i], n, false, true
 	}
 	if k == "" {

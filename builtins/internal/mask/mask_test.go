@@ -346,8 +346,8 @@ func TestReadFields(t *testing.T) {
 }
 
 // Fields of digits alone in a card's groups are read joined by spaces when their keys name the
-// parts of one value, a stem and a counter or a card word in each, and are left under other
-// keys; an array's elements are read so whatever they are.
+// parts of one value, a stem and a counter from 0 or 1 or a card word in each, and are left
+// under other keys (a year each); an array's elements are read so whatever they are.
 func TestReadFieldsGroupsByKeys(t *testing.T) {
 	groups := regexp.MustCompile(`^[0-9]{4} [0-9]{4} [0-9]{4} [0-9]{4}$`)
 	find := func(text string) []mask.Item {
@@ -369,10 +369,13 @@ func TestReadFieldsGroupsByKeys(t *testing.T) {
 	}{
 		{[]string{"cc1", "cc2", "cc3", "cc4"}, masked},
 		{[]string{"card_0", "card_1", "card_2", "card_3"}, masked},
-		{[]string{"cardNumber7", "cardNumber8", "cardNumber9", "cardNumber10"}, masked},
+		{[]string{"cardNumber1", "cardNumber2", "cardNumber3", "cardNumber4"}, masked},
+		{[]string{"box7", "box8", "box9", "box10"}, in},
+		{[]string{"2021", "2022", "2023", "2024"}, in},
+		{[]string{"b", "c", "d", "e"}, in},
 		{[]string{"part-a", "part-b", "part-c", "part-d"}, masked},
 		{[]string{"partA", "partB", "partC", "partD"}, masked},
-		{[]string{"w", "x", "y", "z"}, masked},
+		{[]string{"a", "b", "c", "d"}, masked},
 		{[]string{"1", "2", "3", "4"}, masked},
 		{[]string{"card_first", "CCSecond", "pan.third", "ccNum_last"}, masked},
 		{[]string{"invoice", "line", "sku", "qty"}, in},
