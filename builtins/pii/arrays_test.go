@@ -23,7 +23,7 @@ import (
 // bytes, and arrays of numbers written as strings (ids of one length; codes of 4 to 10
 // digits of mixed lengths; years), and records of codes (an object whose values, read in the
 // order of its keys, are codes of mixed lengths, with an amount and a word among them or
-// alone). At most 1% of the
+// alone; four codes of four digits under an invoice's keys). At most 1% of the
 // arrays of a set may hold a value read
 // together that none of its elements holds alone (run together, codes of mixed lengths can
 // make a number that passes a card's checks).
@@ -116,6 +116,20 @@ func TestArraysOfBenignTextAreLeftAlone(t *testing.T) {
 		tryRecord("records of codes", map[string]any{"account": code(6, 12), "amount": fmt.Sprintf("%d.%02d", rr.IntN(10000), rr.IntN(100)),
 			"id": code(4, 10), "name": "Order", "order": code(4, 10), "zip": fmt.Sprintf("%05d", rr.IntN(100000))})
 		tryRecord("records of codes alone", map[string]any{"id": code(4, 10), "order": code(4, 10), "zip": fmt.Sprintf("%05d", rr.IntN(100000))})
+	}
+	// records of four codes of four digits, side by side in the order of their keys as a card's
+	// groups are in a payment form's boxes, under keys that name no card's parts
+	rc := rand.New(rand.NewPCG(16, 4))
+	four := func() string { return fmt.Sprintf("%04d", rc.IntN(10000)) }
+	for range 10000 {
+		record := map[string]any{"invoice": four(), "line": four(), "sku": four(), "qty": four()}
+		total["records of four codes"]++
+		if red, n := s.RedactValue(record); n > 0 {
+			if testing.Verbose() && flagged["records of four codes"] < 3 {
+				t.Logf("records of four codes: %q -> %q", record, red)
+			}
+			flagged["records of four codes"]++
+		}
 	}
 	for _, set := range slices.Sorted(maps.Keys(total)) {
 		t.Logf("%-24s %5d arrays, %3d flagged read together (%.1f%%), %3d with an element flagged alone",

@@ -56,8 +56,9 @@
 // consecutive strings of an array (in arguments, and in the arguments of the tool calls sent
 // back or made by the model) are read together, joined by line breaks (a list of lines) and
 // run together: a card wrapped after a group or cut inside one over two elements is found, and
-// so is a card posted as its groups in fields of their own ({"cc1": "4111", "cc2": "1111",
-// ...}). A JSON object is read as written (a key written twice holds two members, both read),
+// so is a card posted as its groups in fields of their own under keys that name its parts
+// ({"cc1": "4111", "cc2": "1111", ...}; not an invoice's codes, {"invoice": "2224", "line":
+// "5568", ...}). A JSON object is read as written (a key written twice holds two members, both read),
 // and a string that is itself a JSON document is read as one; with "redact" the arguments of
 // a tool call are also read as "block" reads them, their keys and strings one a line, and what
 // that reading finds is masked. A thinking block sent back is signed and

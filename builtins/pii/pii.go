@@ -257,12 +257,13 @@ func (s *Scanner) ScanValue(v any) []Match {
 				out = append(out, Match{Kind: Kind(it.Label), Start: it.From, End: it.To, Path: path})
 			}
 		}
-	}, func(path string, run, names []string, fields bool) {
-		read := mask.ReadElements
-		if fields {
-			read = mask.ReadFields
+	}, func(path string, run, names, keys []string) {
+		var found []mask.ElementItem
+		if keys != nil {
+			_, found = mask.ReadFields(run, keys, s.items)
+		} else {
+			_, found = mask.ReadElements(run, s.items)
 		}
-		_, found := read(run, s.items)
 		for _, it := range found {
 			m := Match{Kind: Kind(it.Label), Start: it.From, End: it.To, Path: path}
 			if it.Elem >= 0 {
@@ -282,9 +283,10 @@ func (s *Scanner) ScanValue(v any) []Match {
 
 // walk calls visit with each string of v and its pointer, and across with each run of two
 // or more consecutive strings of an array, or of the values of an object in the order of its
-// keys (jsonvalue.StringRuns), the pointer of the array or object and the pointer segment of
-// each string; the strings of a run are not visited.
-func (s *Scanner) walk(v any, path string, visit func(path, text string), across func(path string, run, names []string, fields bool)) {
+// keys (jsonvalue.StringRuns), the pointer of the array or object, the pointer segment of
+// each string and, for an object's, their keys (nil for an array's); the strings of a run are
+// not visited.
+func (s *Scanner) walk(v any, path string, visit func(path, text string), across func(path string, run, names, keys []string)) {
 	switch x := v.(type) {
 	case string:
 		visit(path, x)
@@ -296,14 +298,14 @@ func (s *Scanner) walk(v any, path string, visit func(path, text string), across
 			visit(path, k)
 			vals[i], names[i] = x[k], jsonpointer.Escape(k)
 		}
-		s.walkRuns(vals, names, true, path, visit, across)
+		s.walkRuns(vals, names, keys, path, visit, across)
 	case jsonvalue.Object:
 		names := make([]string, len(x.Keys))
 		for i, k := range x.Keys {
 			visit(path, k)
 			names[i] = jsonpointer.Escape(k)
 		}
-		s.walkRuns(x.Values, names, true, path, visit, across)
+		s.walkRuns(x.Values, names, x.Keys, path, visit, across)
 	case map[string]string:
 		keys := jsonvalue.SortedKeys(x)
 		vals := make([]any, len(keys))
@@ -312,20 +314,20 @@ func (s *Scanner) walk(v any, path string, visit func(path, text string), across
 			visit(path, k)
 			vals[i], names[i] = x[k], jsonpointer.Escape(k)
 		}
-		s.walkRuns(vals, names, true, path, visit, across)
+		s.walkRuns(vals, names, keys, path, visit, across)
 	case []any:
 		names := make([]string, len(x))
 		for i := range x {
 			names[i] = strconv.Itoa(i)
 		}
-		s.walkRuns(x, names, false, path, visit, across)
+		s.walkRuns(x, names, nil, path, visit, across)
 	case []string:
 		if len(x) > 1 {
 			names := make([]string, len(x))
 			for i := range x {
 				names[i] = strconv.Itoa(i)
 			}
-			across(path, x, names, false)
+			across(path, x, names, nil)
 			return
 		}
 		for i, e := range x {
@@ -338,16 +340,20 @@ func (s *Scanner) walk(v any, path string, visit func(path, text string), across
 	}
 }
 
-// walkRuns walks the elements of an array, or the values of an object (fields), named by
-// names: each run of two or more consecutive strings goes to across, every other element to
-// walk.
-func (s *Scanner) walkRuns(x []any, names []string, fields bool, path string, visit func(path, text string), across func(path string, run, names []string, fields bool)) {
+// walkRuns walks the elements of an array, or the values of an object under keys, named by
+// names: each run of two or more consecutive strings goes to across (with its keys), every
+// other element to walk.
+func (s *Scanner) walkRuns(x []any, names, keys []string, path string, visit func(path, text string), across func(path string, run, names, keys []string)) {
 	runs := jsonvalue.StringRuns(x)
 	for i := 0; i < len(x); i++ {
 		if len(runs) > 0 && i == runs[0][0] {
 			r := runs[0]
 			runs = runs[1:]
-			across(path, jsonvalue.RunStrings(x, r), names[r[0]:r[1]], fields)
+			var runKeys []string
+			if keys != nil {
+				runKeys = keys[r[0]:r[1]]
+			}
+			across(path, jsonvalue.RunStrings(x, r), names[r[0]:r[1]], runKeys)
 			i = r[1] - 1
 			continue
 		}

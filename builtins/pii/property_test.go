@@ -343,29 +343,31 @@ func TestObjectTextBlockedIsMasked(t *testing.T) {
 		// which ends a run of values read together
 		var b strings.Builder
 		b.WriteString("{")
-		runs := [][]string{nil}
+		runs, keys := [][]string{nil}, [][]string{nil}
 		for i, v := range vals {
 			if i > 0 {
 				b.WriteString(", ")
 				if r.IntN(8) == 0 {
 					b.WriteString(`"num` + strconv.Itoa(i) + `": 7, `)
-					runs = append(runs, nil)
+					runs, keys = append(runs, nil), append(keys, nil)
 				}
 			}
 			q, err := json.Marshal(v)
 			require.NoError(t, err)
-			fmt.Fprintf(&b, `"%c%d": %s`, 'z'-rune(i%26), i, q)
+			key := fmt.Sprintf("%c%d", 'z'-rune(i%26), i)
+			fmt.Fprintf(&b, `"%s": %s`, key, q)
 			var read string // as the JSON text holds it: a byte of a character cut is U+FFFD
 			require.NoError(t, json.Unmarshal(q, &read))
 			runs[len(runs)-1] = append(runs[len(runs)-1], read)
+			keys[len(keys)-1] = append(keys[len(keys)-1], key)
 		}
 		b.WriteString("}")
 		content := b.String()
 		// the runs read in one reading find a value cut across values exactly when the runs
 		// read one by one do
 		cut := false
-		for _, run := range runs {
-			_, found := mask.ReadFields(run, s.items)
+		for i, run := range runs {
+			_, found := mask.ReadFields(run, keys[i], s.items)
 			cut = cut || slices.ContainsFunc(found, func(it mask.ElementItem) bool { return it.Elem < 0 })
 		}
 		_, split := mask.SplitInJSON(content, s.items)
@@ -387,7 +389,7 @@ func TestObjectTextBlockedIsMasked(t *testing.T) {
 		collectRuns(got, &outRuns)
 		require.Len(t, outRuns, len(runs), "iteration %d: %s reached the model as %s", iter, content, seen[0].Content)
 		for i, run := range runs {
-			for _, val := range splitValues(s, run) {
+			for _, val := range splitValues(s, run, keys[i]) {
 				for _, sep := range []string{"", "\n"} {
 					// the value is masked where it was found (it may be written again where no
 					// reading finds it)
@@ -419,10 +421,11 @@ func blockedIsMasked(t *testing.T, block, redact *layerThrough, msgs []runtime.M
 	return seen, true
 }
 
-// splitValues returns the values ReadFields finds cut across vals, as written in them.
-func splitValues(s *Scanner, vals []string) []string {
+// splitValues returns the values ReadFields finds cut across vals, the values of keys, as
+// written in them.
+func splitValues(s *Scanner, vals, keys []string) []string {
 	var out []string
-	_, found := mask.ReadFields(vals, s.items)
+	_, found := mask.ReadFields(vals, keys, s.items)
 	lines, together := strings.Join(vals, "\n"), strings.Join(vals, "")
 	for _, it := range found {
 		if it.Elem >= 0 {

@@ -42,7 +42,7 @@ func MapLeaves(v any, f func(string) (string, int), other func(any) (any, int)) 
 // readers are the hooks of MapTextJoined that read strings together, and key, f for the keys
 // of objects (keyMemo).
 type readers struct {
-	joined func(run []string, fields bool) ([]string, int)
+	joined func(run, keys []string) ([]string, int)
 	pair   func(key, value string) (string, int)
 	key    func(string) (string, int)
 }
@@ -225,7 +225,7 @@ func mapLeaves(v any, f func(string) (string, int), other func(any) (any, int), 
 				vals[i], total = e, total+m
 			}
 			total += rd.named(keys, vals)
-			n := mapRunsInPlace(vals, true, f, other, rd)
+			n := mapRunsInPlace(vals, keys, f, other, rd)
 			for i, k := range keys {
 				out[k] = vals[i]
 			}
@@ -239,7 +239,7 @@ func mapLeaves(v any, f func(string) (string, int), other func(any) (any, int), 
 		}
 		return renameKeys(out, rd.keyFunc(f), total)
 	case []any:
-		return mapRuns(x, false, f, other, rd)
+		return mapRuns(x, f, other, rd)
 	case Object:
 		return mapObject(x, f, other, rd)
 	case map[string]string:
@@ -253,7 +253,7 @@ func mapLeaves(v any, f func(string) (string, int), other func(any) (any, int), 
 				p, m := rd.member(k, x[k])
 				vals[i], total = p.(string), total+m
 			}
-			red, n := joined(vals, true)
+			red, n := joined(vals, keys)
 			for i, k := range keys {
 				out[k] = red[i]
 			}
@@ -270,7 +270,7 @@ func mapLeaves(v any, f func(string) (string, int), other func(any) (any, int), 
 		out := slices.Clone(x)
 		total := 0
 		if joined != nil && len(x) > 1 {
-			return joined(out, false)
+			return joined(out, nil)
 		}
 		for i, e := range out {
 			r, n := f(e)
@@ -294,17 +294,18 @@ func (rd readers) keyFunc(f func(string) (string, int)) func(string) (string, in
 	return f
 }
 
-// mapRuns returns a copy of the elements of an array, or of the values of an object in the
-// order of its keys, mapped: each run of two or more consecutive strings (StringRuns) by
-// joined alone (when it is not nil), the others by mapLeaves.
-func mapRuns(x []any, fields bool, f func(string) (string, int), other func(any) (any, int), rd readers) ([]any, int) {
+// mapRuns returns a copy of the elements of an array mapped: each run of two or more
+// consecutive strings (StringRuns) by joined alone (when it is not nil), the others by
+// mapLeaves.
+func mapRuns(x []any, f func(string) (string, int), other func(any) (any, int), rd readers) ([]any, int) {
 	out := make([]any, len(x))
 	copy(out, x)
-	return out, mapRunsInPlace(out, fields, f, other, rd)
+	return out, mapRunsInPlace(out, nil, f, other, rd)
 }
 
-// mapRunsInPlace is mapRuns mapping the elements of x in place.
-func mapRunsInPlace(x []any, fields bool, f func(string) (string, int), other func(any) (any, int), rd readers) int {
+// mapRunsInPlace is mapRuns mapping the elements of x in place, or, with keys, the values of
+// an object under those keys, in their order, each run handed to joined with its keys.
+func mapRunsInPlace(x []any, keys []string, f func(string) (string, int), other func(any) (any, int), rd readers) int {
 	total := 0
 	var runs [][2]int
 	if rd.joined != nil {
@@ -315,7 +316,11 @@ func mapRunsInPlace(x []any, fields bool, f func(string) (string, int), other fu
 			// The strings of a run are read by joined alone.
 			r := runs[0]
 			runs = runs[1:]
-			red, n := rd.joined(RunStrings(x, r), fields)
+			var runKeys []string
+			if keys != nil {
+				runKeys = keys[r[0]:r[1]]
+			}
+			red, n := rd.joined(RunStrings(x, r), runKeys)
 			if n > 0 {
 				for k := range red {
 					x[r[0]+k] = red[k]
@@ -386,14 +391,15 @@ func MapText(v any, f func(string) (string, int)) (any, int) { return MapTextJoi
 // MapTextJoined is MapText that reads the strings of an array side by side: each run of two
 // or more consecutive strings of an array ([]any or []string; StringRuns), or of the values
 // of an object in the order of its keys (as JSON writes them and the model reads them; those
-// of an Object in the order written), is
-// handed to joined instead of f (told whether it is an object's values), which returns it
-// rewritten (what it found in the elements, or across them, masked) with a count. A string of an array that is in no run is read by f. With pair, the
+// of an Object in the order written), is handed to joined instead of f (with the keys of an
+// object's values, one for one; nil for an array's), which returns it rewritten (what it found
+// in the elements, or across them, masked) with a count. A string of an array that is in no
+// run is read by f. With pair, the
 // value of each object key that is a string or an integral number (read as its digits) is
 // first read with its key: pair returns the value rewritten (what runs from the key into it
 // masked, "password" and "hunter2") with a count, and a number it changes becomes the string
 // it returns; f then reads what pair returned. A nil joined and pair is MapText.
-func MapTextJoined(v any, f func(string) (string, int), joined func(run []string, fields bool) ([]string, int), pair func(key, value string) (string, int)) (any, int) {
+func MapTextJoined(v any, f func(string) (string, int), joined func(run, keys []string) ([]string, int), pair func(key, value string) (string, int)) (any, int) {
 	return MapTextReaders(v, f, Readers{Joined: joined, Pair: pair})
 }
 
@@ -401,7 +407,7 @@ func MapTextJoined(v any, f func(string) (string, int), joined func(run []string
 // Key, which reads the keys of objects in place of f (each key once: the objects of an array
 // of records share their keys).
 type Readers struct {
-	Joined func(run []string, fields bool) ([]string, int)
+	Joined func(run, keys []string) ([]string, int)
 	Pair   func(key, value string) (string, int)
 	Key    func(string) (string, int)
 }

@@ -159,7 +159,7 @@ func TestDecodeOrdered(t *testing.T) {
 	v, err := jsonvalue.DecodeOrdered(` {"z": "a", "m": "b", "a": [1.5, {"k": "<b>"}], "z": null, "A": "c"}`)
 	require.NoError(t, err)
 	var order []string
-	out, n := jsonvalue.MapTextJoined(v, upper, func(run []string, fields bool) ([]string, int) {
+	out, n := jsonvalue.MapTextJoined(v, upper, func(run, keys []string) ([]string, int) {
 		order = append(order, strings.Join(run, "+"))
 		return run, 0
 	}, nil)

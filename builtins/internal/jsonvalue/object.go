@@ -138,7 +138,7 @@ func mapObject(x Object, f func(string) (string, int), other func(any) (any, int
 		vals[i], total = e, total+m
 	}
 	total += rd.named(x.Keys, vals)
-	total += mapRunsInPlace(vals, true, f, other, rd)
+	total += mapRunsInPlace(vals, x.Keys, f, other, rd)
 	key := rd.keyFunc(f)
 	keys := make([]string, len(x.Keys))
 	renamed := make([]bool, len(x.Keys))

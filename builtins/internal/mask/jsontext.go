@@ -37,7 +37,8 @@ func SplitInJSON(text string, find Find) (Item, bool) {
 	if !looksJSON(text) {
 		return Item{}, false
 	}
-	if it, ok := splitInRuns(jsonRuns(text), find); ok {
+	runs, keys := jsonRuns(text)
+	if it, ok := splitInRuns(runs, keys, find); ok {
 		return it, true
 	}
 	return nestedSplit(text, find)
@@ -84,12 +85,12 @@ func looksJSON(text string) bool {
 }
 
 // splitInRuns is SplitInJSON for the runs of a JSON text.
-func splitInRuns(runs []jsonRun, find Find) (Item, bool) {
-	if !cutInRuns(runs, find) {
+func splitInRuns(runs []jsonRun, keys [][]string, find Find) (Item, bool) {
+	if !cutInRuns(runs, keys, find) {
 		return Item{}, false
 	}
-	for _, run := range runs {
-		_, items := readElements(run.strings, find, run.fields)
+	for i, run := range runs {
+		_, items := readElements(run.strings, find, run.fields, runKeys(keys, i))
 		for _, it := range items {
 			if it.Elem < 0 {
 				return it.Item, true
@@ -101,22 +102,28 @@ func splitInRuns(runs []jsonRun, find Find) (Item, bool) {
 
 // cutInRuns reports whether find finds an item cut across strings in the runs read in one
 // reading, those of arrays and those of objects apart.
-func cutInRuns(runs []jsonRun, find Find) bool {
+func cutInRuns(runs []jsonRun, runsKeys [][]string, find Find) bool {
 	for _, fields := range []bool{false, true} {
-		var elems []string
-		for _, run := range runs {
+		var elems, keys []string
+		for i, run := range runs {
 			if run.fields != fields {
 				continue
 			}
 			if len(elems) > 0 {
 				elems = append(elems, runSep)
 			}
+			if rk := runKeys(runsKeys, i); rk != nil {
+				keys = append(padKeys(keys, len(elems)), rk...)
+			}
 			elems = append(elems, run.strings...)
 		}
 		if len(elems) == 0 {
 			continue
 		}
-		_, items := readElements(elems, find, fields)
+		if keys != nil {
+			keys = padKeys(keys, len(elems))
+		}
+		_, items := readElements(elems, find, fields, keys)
 		for _, it := range items {
 			if it.Elem < 0 {
 				return true
@@ -124,6 +131,22 @@ func cutInRuns(runs []jsonRun, find Find) bool {
 		}
 	}
 	return false
+}
+
+// runKeys returns the keys of the run i of a JSON text (readJSON): keys[i], or nil.
+func runKeys(keys [][]string, i int) []string {
+	if keys == nil {
+		return nil
+	}
+	return keys[i]
+}
+
+// padKeys returns keys with "" (a key not known) appended up to n keys.
+func padKeys(keys []string, n int) []string {
+	for len(keys) < n {
+		keys = append(keys, "")
+	}
+	return keys
 }
 
 // runSep stands between two runs of strings read in one reading by cutInRuns: line breaks
@@ -145,9 +168,12 @@ type jsonRun struct {
 // JSON object or array (its first character other than a space is "{" or "["). It returns nil
 // for any other text, or one whose brackets do not pair. It reads the text once, without
 // decoding what is not in such a run.
-func jsonRuns(text string) []jsonRun {
-	runs, _ := readJSON(text, false)
-	return runs
+// keys are nil, or, one for one with the runs, the keys of the values of an object's run when
+// one of them is of a card group's digits alone (groupDigits), the keys of the others ""
+// (ReadFields reads no other's key), and nil for any other run.
+func jsonRuns(text string) (runs []jsonRun, keys [][]string) {
+	runs, keys, _ = readJSON(text, false)
+	return runs, keys
 }
 
 // jsonMember is a string of a JSON text and the key it is read with: its own, or, for a string
@@ -157,15 +183,16 @@ type jsonMember struct{ key, value string }
 
 // readJSON returns the runs of text (jsonRuns) and, withMembers, its members (jsonMember), in
 // the order written, decoded. It returns nil for a text jsonRuns gives none for.
-func readJSON(text string, withMembers bool) ([]jsonRun, []jsonMember) {
+func readJSON(text string, withMembers bool) ([]jsonRun, [][]string, []jsonMember) {
 	s := strings.TrimLeft(text, " \t\r\n")
 	if s == "" || (s[0] != '{' && s[0] != '[') {
-		return nil, nil
+		return nil, nil, nil
 	}
 	type open struct {
 		c   byte
 		key bool // in an object, the next string is a key
-		// last is the key read last in an object; outer the key whose value the object or
+		// last is the key read last in an object (without withMembers, as written: quotes and
+		// escapes kept); outer the key whose value the object or
 		// array is, or "" (withMembers); name and value the strings of an object that names
 		// a value in a member of its own (jsonvalue.NamedValue), with named and valued
 		last, outer, name, value string
@@ -178,14 +205,22 @@ func readJSON(text string, withMembers bool) ([]jsonRun, []jsonMember) {
 	var (
 		runs    []jsonRun
 		run     []string
+		keys    [][]string // the keys of runs (jsonRuns), nil until one has them
+		rk      []string   // the keys of run, when one of its values is of groupDigits
 		stack   []open
 		members []jsonMember
 	)
 	end := func() {
 		if len(run) > 1 {
+			if rk != nil && keys == nil {
+				keys = make([][]string, len(runs), len(runs)+1)
+			}
+			if keys != nil {
+				keys = append(keys, rk)
+			}
 			runs = append(runs, jsonRun{run, stack[len(stack)-1].c == '{'})
 		}
-		run = nil
+		run, rk = nil, nil
 	}
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; c {
@@ -199,7 +234,7 @@ func readJSON(text string, withMembers bool) ([]jsonRun, []jsonMember) {
 		case '}', ']':
 			end()
 			if len(stack) == 0 || stack[len(stack)-1].c != c-2 { // '{'+2 == '}', '['+2 == ']'
-				return nil, nil
+				return nil, nil, nil
 			}
 			if top := stack[len(stack)-1]; top.named && top.valued {
 				members = append(members, jsonMember{top.name, top.value})
@@ -224,16 +259,19 @@ func readJSON(text string, withMembers bool) ([]jsonRun, []jsonMember) {
 				j++
 			}
 			if j >= len(s) {
-				return nil, nil
+				return nil, nil, nil
 			}
 			n := len(stack)
 			isKey := n > 0 && stack[n-1].key
+			if isKey && !withMembers {
+				stack[n-1].last = s[i : j+1]
+			}
 			if !isKey || withMembers {
 				str := s[i+1 : j]
 				if escaped {
 					var ok bool
 					if str, ok = unquote(s[i : j+1]); !ok {
-						return nil, nil
+						return nil, nil, nil
 					}
 				}
 				switch {
@@ -241,6 +279,18 @@ func readJSON(text string, withMembers bool) ([]jsonRun, []jsonMember) {
 					stack[n-1].last = str
 				case n > 0:
 					run = append(run, str)
+					if top := &stack[n-1]; top.c == '{' && (rk != nil || groupDigits(str)) {
+						if rk == nil {
+							rk = make([]string, len(run)-1, cap(run))
+						}
+						key := ""
+						if groupDigits(str) {
+							if key = top.last; !withMembers {
+								key, _ = unquote(key)
+							}
+						}
+						rk = append(rk, key)
+					}
 					if !withMembers {
 						break
 					}
@@ -266,9 +316,9 @@ func readJSON(text string, withMembers bool) ([]jsonRun, []jsonMember) {
 		}
 	}
 	if len(stack) != 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
-	return runs, members
+	return runs, keys, members
 }
 
 // unquote returns the JSON string q decoded. Its own variable, not the caller's, is the one
@@ -294,8 +344,8 @@ func AcrossJSON(text string, f Func, find Find) (string, int) {
 	if !looksJSON(text) {
 		return text, 0
 	}
-	runs, members := readJSON(text, true)
-	if _, ok := splitInRuns(runs, find); !ok && !cutInMembers(members, find) {
+	runs, keys, members := readJSON(text, true)
+	if _, ok := splitInRuns(runs, keys, find); !ok && !cutInMembers(members, find) {
 		if _, ok := nestedSplit(text, find); !ok {
 			return text, 0
 		}

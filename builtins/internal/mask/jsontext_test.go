@@ -7,8 +7,9 @@ import (
 )
 
 // TestJSONRuns: the runs of consecutive strings of the arrays of a JSON text, and of the
-// values of its objects, are read, decoded; keys, strings apart from the next by another
-// value, and texts that are no JSON object or array give none.
+// values of its objects, are read, decoded, with the keys of an object's values when one is of
+// a card group's digits alone; keys, strings apart from the next by another value, and texts
+// that are no JSON object or array give none.
 func TestJSONRuns(t *testing.T) {
 	for _, tt := range []struct {
 		name, text string
@@ -26,9 +27,14 @@ func TestJSONRuns(t *testing.T) {
 		{"not json", `say ["a", "b"]`, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, jsonRuns(tt.text))
+			runs, keys := jsonRuns(tt.text)
+			assert.Equal(t, tt.want, runs)
+			assert.Nil(t, keys, "no value of a card group's digits alone")
 		})
 	}
+	runs, keys := jsonRuns(`{"a": "x", "c\u0063": "4111", "d": "y", "e": ["1111", "2222"], "f": "1", "g": "2"}`)
+	assert.Equal(t, []jsonRun{{[]string{"x", "4111", "y"}, true}, {[]string{"1111", "2222"}, false}, {[]string{"1", "2"}, true}}, runs)
+	assert.Equal(t, [][]string{{"", "cc", ""}, nil, nil}, keys, "the key of a value of a card group's digits alone, decoded")
 }
 
 // TestJSONMembers: each string value of an object is read with its key, and each string of an
@@ -36,9 +42,9 @@ func TestJSONRuns(t *testing.T) {
 // key with that key too (one level down, not two; not the strings of a list, nor those under
 // other keys); keys are decoded.
 func TestJSONMembers(t *testing.T) {
-	_, got := readJSON(`{"a": "b", "c": {"d": "e", "value": "v", "f": ["g"]}, "h\u0041": ["i", 1, "j"], "k": [{"l": "m"}]}`, true)
+	_, _, got := readJSON(`{"a": "b", "c": {"d": "e", "value": "v", "f": ["g"]}, "h\u0041": ["i", 1, "j"], "k": [{"l": "m"}]}`, true)
 	assert.Equal(t, []jsonMember{{"a", "b"}, {"d", "e"}, {"value", "v"}, {"c", "v"}, {"f", "g"}, {"l", "m"}}, got)
-	runs, members := readJSON(`{"a": "b"`, true)
+	runs, _, members := readJSON(`{"a": "b"`, true)
 	assert.Nil(t, runs)
 	assert.Nil(t, members)
 }

@@ -241,12 +241,12 @@ func Args(raw json.RawMessage, f Func, find Find) (json.RawMessage, bool) {
 // joinedJSON returns joined (Elements) followed, for each string of the run that is a JSON
 // document, by its reading as one (maskText): a string among others is read as JSON as a
 // string alone is (`{"status": "ok", "body": "{...}"}`). Nil for a nil joined.
-func joinedJSON(joined func([]string, bool) ([]string, int), f Func, find Find) func([]string, bool) ([]string, int) {
+func joinedJSON(joined func(elems, keys []string) ([]string, int), f Func, find Find) func(elems, keys []string) ([]string, int) {
 	if joined == nil {
 		return nil
 	}
-	return func(elems []string, fields bool) ([]string, int) {
-		out, n := joined(elems, fields)
+	return func(elems, keys []string) ([]string, int) {
+		out, n := joined(elems, keys)
 		cloned := false
 		for i, e := range out {
 			if !looksJSON(e) {

@@ -340,9 +340,57 @@ func TestReadFields(t *testing.T) {
 		{[]string{"id 12345", "678 ok"}, []string{"id [D]", " ok"}},
 		{[]string{"a 12345678 b", "c"}, []string{"a [D] b", "c"}},
 	} {
-		got, _ := mask.ReadFields(tt.in, (&digitsOrAddress{}).find)
+		got, _ := mask.ReadFields(tt.in, []string{"a", "b"}, (&digitsOrAddress{}).find)
 		assert.Equal(t, tt.want, got, "%q", tt.in)
 	}
+}
+
+// Fields of digits alone in a card's groups are read joined by spaces when their keys name the
+// parts of one value, a stem and a counter from 0 or 1 or a card word in each, and are left
+// under other keys (a year each); an array's elements are read so whatever they are.
+func TestReadFieldsGroupsByKeys(t *testing.T) {
+	groups := regexp.MustCompile(`^[0-9]{4} [0-9]{4} [0-9]{4} [0-9]{4}$`)
+	find := func(text string) []mask.Item {
+		var out []mask.Item
+		start := 0
+		for line := range strings.SplitAfterSeq(text, "\n") {
+			if l := strings.TrimSuffix(line, "\n"); groups.MatchString(l) {
+				out = append(out, mask.Item{From: start, To: start + len(l), Start: start, End: start + len(l), With: "[C]"})
+			}
+			start += len(line)
+		}
+		return out
+	}
+	in := []string{"4111", "1111", "1111", "1111"}
+	masked := []string{"[C]", "", "", ""}
+	for _, tt := range []struct {
+		keys []string
+		want []string
+	}{
+		{[]string{"cc1", "cc2", "cc3", "cc4"}, masked},
+		{[]string{"card_0", "card_1", "card_2", "card_3"}, masked},
+		{[]string{"cardNumber1", "cardNumber2", "cardNumber3", "cardNumber4"}, masked},
+		{[]string{"box7", "box8", "box9", "box10"}, in},
+		{[]string{"2021", "2022", "2023", "2024"}, in},
+		{[]string{"b", "c", "d", "e"}, in},
+		{[]string{"part-a", "part-b", "part-c", "part-d"}, masked},
+		{[]string{"partA", "partB", "partC", "partD"}, masked},
+		{[]string{"a", "b", "c", "d"}, masked},
+		{[]string{"1", "2", "3", "4"}, masked},
+		{[]string{"card_first", "CCSecond", "pan.third", "ccNum_last"}, masked},
+		{[]string{"invoice", "line", "sku", "qty"}, in},
+		{[]string{"cc1", "cc2", "cc4", "cc3"}, masked}, // a card word in each
+		{[]string{"part1", "part2", "part4", "part3"}, in},
+		{[]string{"part1", "part2", "part3", "piece4"}, in},
+		{[]string{"parta", "partb", "partc", "partd"}, in},
+		{[]string{"discard", "placard", "scan", "span"}, in},
+		{[]string{"code1", "code2", "code3", "code"}, in},
+	} {
+		got, _ := mask.ReadFields(in, tt.keys, find)
+		assert.Equal(t, tt.want, got, "%q", tt.keys)
+	}
+	got, _ := mask.ReadElements(in, find)
+	assert.Equal(t, masked, got)
 }
 
 // The strings of a run are read by the find of Value alone: the mask is not run on them one

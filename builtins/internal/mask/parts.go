@@ -145,18 +145,17 @@ func Across(pieces []string, find Find, seps ...string) ([]string, []Item) {
 const maxElementPasses = 8
 
 // Elements returns the function jsonvalue.MapTextJoined reads the runs of consecutive strings
-// of an array (or, with fields, of the values of an object: ReadFields) with: ReadElements,
-// again on what it returns until it finds nothing, counting the items masked; nil for a nil
-// find. The elements of a run are read only so, not also one
-// by one.
-func Elements(find Find) func(elems []string, fields bool) ([]string, int) {
+// of an array (or, with keys, of the values of an object under those keys: ReadFields) with:
+// ReadElements, again on what it returns until it finds nothing, counting the items masked;
+// nil for a nil find. The elements of a run are read only so, not also one by one.
+func Elements(find Find) func(elems, keys []string) ([]string, int) {
 	if find == nil {
 		return nil
 	}
-	return func(elems []string, fields bool) ([]string, int) {
+	return func(elems, keys []string) ([]string, int) {
 		total := 0
 		for range maxElementPasses {
-			out, found := readElements(elems, find, fields)
+			out, found := readElements(elems, find, keys != nil, keys)
 			if len(found) == 0 {
 				break
 			}
@@ -192,18 +191,22 @@ type ElementItem struct {
 // "1111", "1111"), with no element of digits alone before or after them, are read a last
 // time joined by spaces (readGroups).
 func ReadElements(elems []string, find Find) ([]string, []ElementItem) {
-	return readElements(elems, find, false)
+	return readElements(elems, find, false, nil)
 }
 
-// ReadFields is ReadElements for the consecutive string values of an object (in the order of
-// its keys): fields of digits alone are numbers whatever their lengths (an id, an order number
-// and a postal code), and an item made of whole fields of digits is not taken when read run
-// together.
-func ReadFields(elems []string, find Find) ([]string, []ElementItem) {
-	return readElements(elems, find, true)
+// ReadFields is ReadElements for the consecutive string values elems of an object (in the order
+// of its keys), keys the keys of elems, one for one: fields of digits alone are numbers whatever
+// their lengths (an id, an order number and a postal code), and an item made of whole fields
+// of digits is not taken when read run together; fields of digits alone are read as a card's
+// groups only when their keys name the parts of one value (cardKeys: "cc1", "cc2"...), not
+// whatever they are (an invoice's codes, `{"invoice": "2224", "line": "5568", ...}`).
+func ReadFields(elems, keys []string, find Find) ([]string, []ElementItem) {
+	return readElements(elems, find, true, keys)
 }
 
-func readElements(elems []string, find Find, fields bool) ([]string, []ElementItem) {
+// readElements is ReadElements, or, with fields, ReadFields; keys may then be nil, or hold ""
+// for a key not known, when no field is of a card group's digits alone.
+func readElements(elems []string, find Find, fields bool, keys []string) ([]string, []ElementItem) {
 	var (
 		reads  []elementRead
 		starts = make([]int, len(elems))
@@ -246,7 +249,7 @@ func readElements(elems []string, find Find, fields bool) ([]string, []ElementIt
 			}, true, fields)
 		}
 	}
-	reads = readGroups(reads, elems, find)
+	reads = readGroups(reads, elems, find, fields, keys)
 	var (
 		edits [][]edit
 		found []ElementItem
@@ -427,14 +430,20 @@ func numberList(elems []string, spans []piece, anyLength bool) bool {
 // Club number's 4-6-5 and 4-6-4.
 var groupLayouts = [][]int{{4, 4, 4, 4}, {4, 6, 5}, {4, 6, 4}}
 
+// groupDigits reports whether e is digits alone of the length of a card's group (groupLayouts).
+func groupDigits(e string) bool {
+	return slices.ContainsFunc(groupLayouts, func(layout []int) bool { return slices.Contains(layout, len(e)) }) && allDigits(e)
+}
+
 // readGroups appends to reads the items find finds in the runs of elements of elems that are
 // the groups of a card (groupLayouts): consecutive elements of digits alone, with no element
 // of digits alone before or after them, read joined by spaces, as the number is written
 // ("4111 1111 1111 1111"), each run apart from the next by runSep. An item is taken when it
 // covers its run whole and no read covers an element of it already. Groups counting up by one
-// step are a sequence (counted) and not read so. Read together, such elements are a list of
-// numbers (numberList), and as lines a column.
-func readGroups(reads []elementRead, elems []string, find Find) []elementRead {
+// step are a sequence (counted) and not read so, nor, with fields (the values of an object
+// under keys), groups whose keys do not name the parts of one value (cardKeys). Read together,
+// such elements are a list of numbers (numberList), and as lines a column.
+func readGroups(reads []elementRead, elems []string, find Find, fields bool, keys []string) []elementRead {
 	var groups [][2]int
 	for k := 0; k < len(elems); {
 		if !allDigits(elems[k]) {
@@ -447,7 +456,7 @@ func readGroups(reads []elementRead, elems []string, find Find) []elementRead {
 		}
 		if slices.ContainsFunc(groupLayouts, func(layout []int) bool {
 			return len(layout) == j-k && sameLengths(elems[k:j], layout)
-		}) && !counted(elems[k:j]) {
+		}) && !counted(elems[k:j]) && (!fields || len(keys) == len(elems) && cardKeys(keys[k:j])) {
 			groups = append(groups, [2]int{k, j})
 		}
 		k = j
