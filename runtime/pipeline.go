@@ -179,12 +179,12 @@ func (t *emitToken) release() {
 // ownRun gives a call without a run id a run of its own: it returns ctx
 // with a fresh run (the run ctx carries, if any, with a new id "call-..."),
 // that run, and its id, which the caller ends (EndRun) once the call has
-// returned. For a call that has a run id it returns ctx, its run and "". A turn's fresh run
-// is the run of every call made inside the turn. So calls made without a
-// run never share per-run state (a meter's run ledger, a rate limit's run
-// bucket, the run part of idempotency keys), and that state does not
-// accumulate. A run id a store could not key its state on is refused
-// (checkRunID, as WithRun found it).
+// returned. For a call that has a run id it returns ctx, its run and "".
+// A turn's fresh run is the run of every call made inside the turn. So
+// calls made without a run never share per-run state (a meter's run
+// ledger, a rate limit's run bucket, the run part of idempotency keys),
+// and that state does not accumulate. A run id a store could not key its
+// state on is refused (checkRunID, as WithRun found it).
 func ownRun(ctx context.Context) (context.Context, *Run, string, error) {
 	r, ok := ctx.Value(runKey{}).(*runValue)
 	if ok && r.ID != "" {
