@@ -787,4 +787,25 @@ func TestRunIDsAreChecked(t *testing.T) {
 	assert.Zero(t, tool.Calls())
 	_, err = p.Tool(runtime.WithRun(context.Background(), runtime.Run{ID: strings.Repeat("r", runtime.MaxRunIDBytes)}), runtime.ToolRequest{Name: "lookup"})
 	assert.NoError(t, err, "a run id of the longest length runs")
+
+	// The id is checked when WithRun puts the run in a context, and the
+	// verdict is that of the run the context carries, on every call made
+	// with it: a bad run over a good one is refused, a good one over a bad
+	// one runs, a run read back (RunOf) and given a bad id is refused.
+	good := runtime.WithRun(context.Background(), runtime.Run{ID: "good"})
+	bad := runtime.WithRun(good, runtime.Run{ID: "bad\x00"})
+	rebad := runtime.RunOf(good)
+	rebad.ID = "run-\xff"
+	calls := tool.Calls()
+	for range 2 {
+		_, err = p.Tool(bad, runtime.ToolRequest{Name: "lookup"})
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "the run id holds a NUL byte")
+		_, err = p.Tool(runtime.WithRun(good, rebad), runtime.ToolRequest{Name: "lookup"})
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "the run id is not UTF-8 text")
+		_, err = p.Tool(runtime.WithRun(bad, runtime.RunOf(good)), runtime.ToolRequest{Name: "lookup"})
+		require.NoError(t, err)
+	}
+	assert.Equal(t, calls+2, tool.Calls(), "only the calls of the good run ran")
 }

@@ -42,17 +42,33 @@ type Run struct {
 
 type runKey struct{}
 
+// runValue is what a context carries for its run (WithRun): the run, and
+// whether checkRunID accepts its id, decided once when the run is put in
+// the context rather than on every call made with it.
+type runValue struct {
+	Run
+	idOK bool
+}
+
 // WithRun returns a context that carries run. Every call made with the context
 // (and with contexts derived from it) belongs to that run. A call made
 // without a run id gets a fresh run of its own, ended when the call returns
 // (see the package documentation).
 func WithRun(ctx context.Context, run Run) context.Context {
-	return context.WithValue(ctx, runKey{}, &run)
+	return context.WithValue(ctx, runKey{}, &runValue{Run: run, idOK: checkRunID(run.ID) == nil})
+}
+
+// runIn returns the run ctx carries, or nil.
+func runIn(ctx context.Context) *Run {
+	if r, ok := ctx.Value(runKey{}).(*runValue); ok {
+		return &r.Run
+	}
+	return nil
 }
 
 // RunOf returns the run carried by ctx, or the zero Run.
 func RunOf(ctx context.Context) Run {
-	if r, ok := ctx.Value(runKey{}).(*Run); ok {
+	if r := runIn(ctx); r != nil {
 		return *r
 	}
 	return Run{}

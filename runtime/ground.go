@@ -427,7 +427,7 @@ func (pl *Pipeline) groundingRecord(ctx context.Context, g *Grounded, items []It
 	if blocked != nil {
 		rec.Decision, rec.ErrorType, rec.ErrorMessage = DecisionDenied, KindOf(blocked), blocked.Error()
 	}
-	if r, ok := ctx.Value(runKey{}).(*Run); ok {
+	if r := runIn(ctx); r != nil {
 		rec.RunID = r.ID
 	}
 	return rec

@@ -178,25 +178,29 @@ func (t *emitToken) release() {
 
 // ownRun gives a call without a run id a run of its own: it returns ctx
 // with a fresh run (the run ctx carries, if any, with a new id "call-..."),
-// and that id, which the caller ends (EndRun) once the call has returned.
-// For a call that has a run id it returns ctx and "". A turn's fresh run
-// is the run of every call made inside the turn. So calls made without a
-// run never share per-run state (a meter's run ledger, a rate limit's run
-// bucket, the run part of idempotency keys), and that state does not
-// accumulate. A run id a store could not key its state on is refused
-// (checkRunID).
-func ownRun(ctx context.Context) (context.Context, string, error) {
-	r, ok := ctx.Value(runKey{}).(*Run)
+// that run, and its id, which the caller ends (EndRun) once the call has
+// returned. For a call that has a run id it returns ctx, its run and "".
+// A turn's fresh run is the run of every call made inside the turn. So
+// calls made without a run never share per-run state (a meter's run
+// ledger, a rate limit's run bucket, the run part of idempotency keys),
+// and that state does not accumulate. A run id a store could not key its
+// state on is refused (checkRunID, as WithRun found it).
+func ownRun(ctx context.Context) (context.Context, *Run, string, error) {
+	r, ok := ctx.Value(runKey{}).(*runValue)
 	if ok && r.ID != "" {
-		return ctx, "", checkRunID(r.ID)
+		if r.idOK {
+			return ctx, &r.Run, "", nil
+		}
+		return ctx, &r.Run, "", checkRunID(r.ID)
 	}
 	var run Run
 	if ok {
-		run = *r
+		run = r.Run
 	}
 	run.ID = "call-" + rand.Text()
 	run.own = true
-	return WithRun(ctx, run), run.ID, nil
+	fresh := &runValue{Run: run, idOK: true} // the id is checkRunID's by construction
+	return context.WithValue(ctx, runKey{}, fresh), &fresh.Run, run.ID, nil
 }
 
 // MaxRunIDBytes is the longest run id a call may carry. Stores key state on
@@ -225,7 +229,7 @@ func checkRunID(id string) error {
 
 // runID returns the id of the run ctx carries.
 func runID(ctx context.Context) string {
-	if r, ok := ctx.Value(runKey{}).(*Run); ok {
+	if r := runIn(ctx); r != nil {
 		return r.ID
 	}
 	return ""
@@ -240,12 +244,10 @@ var (
 	toolCalls = sync.Pool{New: func() any { return &ToolCall{} }}
 )
 
-func newChatCall(ctx context.Context, req *ChatRequest) *ChatCall {
+func newChatCall(run *Run, req *ChatRequest) *ChatCall {
 	c := chatCalls.Get().(*ChatCall)
 	c.Request = *req
-	if r, ok := ctx.Value(runKey{}).(*Run); ok {
-		c.Meta.Run = *r
-	}
+	c.Meta.Run = *run
 	c.Meta.Attempts = 1
 	return c
 }
@@ -270,16 +272,16 @@ func (pl *Pipeline) Stream(ctx context.Context, req ChatRequest, yield func(Delt
 	if err := pl.unreadDocuments(&req); err != nil {
 		return ChatResponse{}, err
 	}
-	ctx, fresh, err := ownRun(ctx)
+	ctx, run, fresh, err := ownRun(ctx)
 	if err != nil {
 		return ChatResponse{}, err
 	}
 	if fresh != "" {
 		defer pl.EndRun(fresh)
 	} else if pl.runs != nil {
-		defer pl.runs.end(pl.runs.begin(runID(ctx)))
+		defer pl.runs.end(pl.runs.begin(run.ID))
 	}
-	c := newChatCall(ctx, &req)
+	c := newChatCall(run, &req)
 	if c.Request.Tools == nil {
 		c.Request.Tools = pl.offered
 	}
@@ -459,14 +461,14 @@ func (pl *Pipeline) Tool(ctx context.Context, req ToolRequest) (ToolResult, erro
 	if pl.closed.Load() {
 		return ToolResult{}, errClosedCall
 	}
-	ctx, fresh, err := ownRun(ctx)
+	ctx, run, fresh, err := ownRun(ctx)
 	if err != nil {
 		return ToolResult{}, err
 	}
 	if fresh != "" {
 		defer pl.EndRun(fresh)
 	} else if pl.runs != nil {
-		defer pl.runs.end(pl.runs.begin(runID(ctx)))
+		defer pl.runs.end(pl.runs.begin(run.ID))
 	}
 	e, err := pl.enterTool(&req)
 	if err != nil {
@@ -481,10 +483,7 @@ func (pl *Pipeline) Tool(ctx context.Context, req ToolRequest) (ToolResult, erro
 	}
 	c := toolCalls.Get().(*ToolCall)
 	c.Name, c.Args, c.Tool, c.entry = req.Name, req.Args, &e.info, e
-	c.Meta.IdempotencyKey, c.Meta.Attempts = req.IdempotencyKey, 1
-	if r, ok := ctx.Value(runKey{}).(*Run); ok {
-		c.Meta.Run = *r
-	}
+	c.Meta.IdempotencyKey, c.Meta.Attempts, c.Meta.Run = req.IdempotencyKey, 1, *run
 	v, err := pl.tool(ctx, c)
 	if err != nil && ctx.Err() != nil && atomic.LoadInt32(&c.interrupted) != 0 {
 		err = interrupted(&e.info, err)
@@ -545,10 +544,8 @@ func (pl *Pipeline) recordOutcome(ctx context.Context, tool string, v any, err e
 func (pl *Pipeline) enterTool(req *ToolRequest) (*toolEntry, error) {
 	e := pl.toolEntry(req.Name)
 	declared := e != nil && e.known
-	if !declared {
-		if err := pl.CheckToolDeclared(req.Name); err != nil {
-			return nil, err
-		}
+	if !declared && !pl.allowUndeclared {
+		return nil, undeclared(req.Name)
 	}
 	if err := checkNumbers(req.Name, req.Args); err != nil {
 		return nil, err
@@ -613,6 +610,12 @@ func (pl *Pipeline) CheckToolDeclared(name string) error {
 	if e := pl.toolEntry(name); (e != nil && e.known) || pl.allowUndeclared {
 		return nil
 	}
+	return undeclared(name)
+}
+
+// undeclared is the refusal of a call to the tool name, which the policy
+// does not declare (CheckToolDeclared).
+func undeclared(name string) error {
 	return &BlockedError{Layer: LayerTools, Message: fmt.Sprintf("tool %q is not declared in the policy's tools (settings.allow_undeclared_tools is not set)", name)}
 }
 
@@ -635,7 +638,7 @@ func (pl *Pipeline) AdmitTool(ctx context.Context, req ToolRequest) error {
 	}
 	c := &ToolCall{Name: req.Name, Args: req.Args, Tool: &e.info, entry: e}
 	c.Meta.IdempotencyKey, c.Meta.Attempts = req.IdempotencyKey, 1
-	if r, ok := ctx.Value(runKey{}).(*Run); ok {
+	if r := runIn(ctx); r != nil {
 		c.Meta.Run = *r
 	}
 	for _, a := range pl.admitters {
@@ -665,20 +668,18 @@ func (pl *Pipeline) Turn(ctx context.Context, req TurnRequest, fn TurnFunc) (Tur
 	if pl.closed.Load() {
 		return TurnResult{}, errClosedCall
 	}
-	ctx, fresh, err := ownRun(ctx)
+	ctx, run, fresh, err := ownRun(ctx)
 	if err != nil {
 		return TurnResult{}, err
 	}
 	if fresh != "" {
 		defer pl.EndRun(fresh)
 	} else if pl.runs != nil {
-		defer pl.runs.end(pl.runs.begin(runID(ctx)))
+		defer pl.runs.end(pl.runs.begin(run.ID))
 	}
 	ctx = pl.withTurnGrounding(ctx, req.Input)
 	c := &TurnCall{Input: req.Input, Session: req.Session, fn: fn}
-	if r, ok := ctx.Value(runKey{}).(*Run); ok {
-		c.Meta.Run = *r
-	}
+	c.Meta.Run = *run
 	c.Meta.Attempts = 1
 	out, err := pl.turn(ctx, c)
 	return TurnResult{Output: out, Attempts: c.Meta.Attempts}, err
