@@ -82,12 +82,13 @@ func TestMemoryBudgeterExpiresLedgers(t *testing.T) {
 	assert.Equal(t, runtime.Ledger{Calls: 1}, l, "a ledger without a ttl stays")
 }
 
-// A ledger remembers each reservation it settled for an hour
+// A ledger remembered each reservation it settled for an hour
 // (runtime.SettleMemory), and every Reserve and Settle went through all
 // of them to forget the old ones: a tenant's meter at 1,000 calls a second
-// walked up to 3.6 million entries per call. Forgetting now looks only at
-// the entries due, oldest first, so a call costs the same after 20,000
-// settled reservations as after none, and each is forgotten when due.
+// walked up to 3.6 million entries per call, and held them. Forgetting now
+// looks only at the entries due, oldest first, so a call costs the same
+// after 20,000 settled reservations as after none; in process a settled
+// one is remembered a minute, a lapsed one an hour.
 func TestMemoryBudgeterCallCostDoesNotGrowWithSettledCalls(t *testing.T) {
 	b := runtime.NewMemoryBudgeter()
 	now := time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -120,13 +121,27 @@ func TestMemoryBudgeterCallCostDoesNotGrowWithSettledCalls(t *testing.T) {
 	}
 	assert.Less(t, busy, 10*quiet+20*time.Millisecond, "2,000 calls took %v on a ledger remembering 20,000 settled calls, %v on one remembering none", busy, quiet)
 
-	// Each is forgotten an hour after it was settled, and a repeated
-	// settlement within the hour charges nothing more.
+	// A settled one is remembered a minute in process (a repeat of its
+	// Settle charges nothing more), a lapsed one an hour (a late Settle
+	// charges only what exceeds its hold).
 	require.NoError(t, b.Settle(ctx, "busy", "warm0", runtime.Ledger{Calls: 1}, 0))
 	l, err := b.LedgerOf(ctx, "busy")
 	require.NoError(t, err)
 	assert.Equal(t, int64(26000), l.Calls)
-	now = now.Add(runtime.SettleMemory)
+	lim.Lease = time.Second
+	e, err := b.Reserve(ctx, "busy", "slow", lim, 0)
+	require.NoError(t, err)
+	require.Nil(t, e)
+	now = now.Add(time.Minute)
+	_, err = b.LedgerOf(ctx, "busy")
+	require.NoError(t, err)
+	assert.Equal(t, 1, runtime.MemoryBudgeterRemembered(b, "busy"), "the settled forgotten after a minute, the lapsed kept")
+	require.NoError(t, b.Settle(ctx, "busy", "slow", runtime.Ledger{Calls: 1, OutputTokens: 7}, 0))
+	l, err = b.LedgerOf(ctx, "busy")
+	require.NoError(t, err)
+	assert.Equal(t, int64(26001), l.Calls, "the lapsed call charged once")
+	assert.Equal(t, int64(7), l.OutputTokens)
+	now = now.Add(time.Minute)
 	_, err = b.LedgerOf(ctx, "busy")
 	require.NoError(t, err)
 	assert.Zero(t, runtime.MemoryBudgeterRemembered(b, "busy"), "forgotten when due")

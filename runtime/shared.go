@@ -377,18 +377,10 @@ type memLedger struct {
 	// done are the reservations settled or lapsed in the last
 	// SettleMemory, by id.
 	done map[string]memDone
-	// due lists done's entries as they were made, so oldest first, from
-	// dueHead: forgetting looks only at those due, not at every entry
-	// (an entry replaced or dropped since is passed over).
-	due     []memDue
-	dueHead int
-}
-
-// memDue is an entry of done made at some time, due to be forgotten at
-// forget.
-type memDue struct {
-	id     string
-	forget time.Time
+	// settled and lapsed list done's entries of each kind as they were
+	// made, so oldest first: forgetting looks only at those due, not at
+	// every entry (an entry replaced or dropped since is passed over).
+	settled, lapsed dueQueue
 }
 
 type memReservation struct {
@@ -402,6 +394,43 @@ type memDone struct {
 	hold   Ledger
 	forget time.Time
 }
+
+// memDue is an entry of done made at some time, due to be forgotten at
+// forget.
+type memDue struct {
+	id     string
+	forget time.Time
+}
+
+// dueQueue holds entries of done in the order they were made, from head.
+type dueQueue struct {
+	q    []memDue
+	head int
+}
+
+// forget drops from done the entries of q due at now that done still
+// holds as they were queued.
+func (q *dueQueue) forget(done map[string]memDone, now time.Time) {
+	for q.head < len(q.q) && !q.q[q.head].forget.After(now) {
+		e := q.q[q.head]
+		if d, ok := done[e.id]; ok && d.forget.Equal(e.forget) {
+			delete(done, e.id)
+		}
+		q.q[q.head] = memDue{}
+		q.head++
+	}
+	if q.head > 64 && q.head > len(q.q)/2 {
+		q.q = append(q.q[:0], q.q[q.head:]...)
+		q.head = 0
+	}
+}
+
+// memSettleMemory is how long a MemoryBudgeter remembers a reservation
+// settled in time (SettleMemory for one that lapsed): in process, no reply
+// of a Settle is lost on the way, so a repeat comes at once if at all, and
+// an hour of settled calls (millions at a gateway's rate) would be held in
+// memory for nothing.
+const memSettleMemory = time.Minute
 
 // NewMemoryBudgeter returns an empty MemoryBudgeter.
 func NewMemoryBudgeter() *MemoryBudgeter {
@@ -460,32 +489,18 @@ func (l *memLedger) charge(c Ledger) {
 // lapse charges the reservations of l whose lease has ended their hold
 // and forgets the reservations settled or lapsed SettleMemory ago.
 func (l *memLedger) lapse(now time.Time) {
-	for l.dueHead < len(l.due) && !l.due[l.dueHead].forget.After(now) {
-		e := l.due[l.dueHead]
-		if d, ok := l.done[e.id]; ok && d.forget.Equal(e.forget) {
-			delete(l.done, e.id)
-		}
-		l.due[l.dueHead] = memDue{}
-		l.dueHead++
-	}
-	if l.dueHead > 64 && l.dueHead > len(l.due)/2 {
-		l.due = append(l.due[:0], l.due[l.dueHead:]...)
-		l.dueHead = 0
-	}
+	l.settled.forget(l.done, now)
+	l.lapsed.forget(l.done, now)
 	for id, r := range l.res {
 		if !r.until.After(now) {
 			delete(l.res, id)
 			hold := Hold(&r.est)
 			l.charge(hold)
-			l.remember(id, memDone{hold: hold, forget: now.Add(SettleMemory)})
+			d := memDone{hold: hold, forget: now.Add(SettleMemory)}
+			l.done[id] = d
+			l.lapsed.q = append(l.lapsed.q, memDue{id: id, forget: d.forget})
 		}
 	}
-}
-
-// remember records d as the reservation id settled or lapsed.
-func (l *memLedger) remember(id string, d memDone) {
-	l.done[id] = d
-	l.due = append(l.due, memDue{id: id, forget: d.forget})
 }
 
 // pending lapses the reservations of l whose lease has ended and returns
@@ -555,7 +570,9 @@ func (b *MemoryBudgeter) Settle(_ context.Context, key, id string, c Ledger, ttl
 			c = c.Beyond(d.hold) // lapsed: its hold is charged
 		}
 		delete(l.res, id)
-		l.remember(id, memDone{forget: now.Add(SettleMemory)})
+		forget := now.Add(memSettleMemory)
+		l.done[id] = memDone{forget: forget}
+		l.settled.q = append(l.settled.q, memDue{id: id, forget: forget})
 	}
 	l.charge(c)
 	return nil
