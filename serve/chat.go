@@ -161,9 +161,10 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 	}
 }
 
-// longContextBeta opens the names of Anthropic's beta features that bill
-// a request over longContextThreshold input tokens at a premium (twice
-// the input price, one and a half times the output price).
+// longContextBeta opens the names (in any case) of Anthropic's beta
+// features that bill a request over longContextThreshold input tokens at
+// a premium (twice the input price, one and a half times the output
+// price).
 const (
 	longContextBeta      = "context-1m-"
 	longContextThreshold = 200_000
@@ -180,7 +181,10 @@ const (
 // the request is sent (behind a fallback, the next model is tried), so it
 // is never billed for one.
 func unpricedBetas(pl *runtime.Pipeline, req *runtime.ChatRequest) error {
-	i := slices.IndexFunc(req.Betas, func(b string) bool { return strings.HasPrefix(b, longContextBeta) })
+	i := slices.IndexFunc(req.Betas, func(b string) bool {
+		// Read as the provider may read it, whatever its case.
+		return len(b) >= len(longContextBeta) && strings.EqualFold(b[:len(longContextBeta)], longContextBeta)
+	})
 	if i < 0 {
 		return nil
 	}
