@@ -50,9 +50,11 @@
 // With on_cross "refuse" a model call is reserved with its estimate
 // (Estimate: the request's max_tokens as output, runtime.EstimateRequest
 // of the whole request as input, its messages, tool definitions and
-// response format schema, priced at the requested model's rates), and it
-// is refused before it runs, with a *runtime.BudgetError whose Estimate
-// (and Pending, what the calls in flight have reserved) is set, when the
+// response format schema, priced at the rates of the dearest of the
+// requested model and the models a fallback or hedge layer inside the
+// meter may call in its place), and it is refused before it runs, with a
+// *runtime.BudgetError whose Estimate (and Pending, what the calls in
+// flight have reserved) is set, when the
 // charged ledger plus the estimates reserved by the calls in flight plus
 // its own estimate would exceed the tokens or usd ceiling. When a call ends
 // its estimate is replaced by what it charged, in full even when that is

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	_ "github.com/agentc-dev/agentc/builtins/fallback"
 	"github.com/agentc-dev/agentc/builtins/meter"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
@@ -90,4 +91,34 @@ func TestLongContextTierInTheLedgerAndTheEstimate(t *testing.T) {
 	_, err = pl.Complete(context.Background(), long)
 	require.NoError(t, err)
 	assert.Equal(t, 1, model.Calls())
+}
+
+// A fallback below the meter may serve a call with a model whose
+// long-context tier is dearer than the model the request names: the
+// estimate is priced at the dearest of the models the call can reach, so
+// on_cross "refuse" refuses, before any model runs, a long call that the
+// requested model's rates would fit in the budget and the fallback's tier
+// does not (the requested model refuses the call unbilled, an OpenAI
+// model asked for an Anthropic beta, and the fallback serves it).
+func TestLongContextEstimateAtTheDearestModelAFallbackReaches(t *testing.T) {
+	long := runtime.ChatRequest{Model: "primary", MaxTokens: 1_000, Betas: []string{"context-1m-2025-08-07"},
+		Messages: []runtime.Message{{Role: "user", Content: strings.Repeat("a long document ", 60_000)}}}
+	est := meter.Estimate(&long)
+	require.Greater(t, est.InputTokens, int64(200_000))
+	cheap := plan.Model{USDPerMTokIn: 0.4, USDPerMTokOut: 1.6, Provider: "openai"}
+	atTier := meter.Cost(longContext(), est)
+	budget := meter.Cost(cheap, est) + 0.01
+	require.Less(t, budget, atTier)
+	p := rt.Plan(plan.Chains{Chat: []plan.Layer{
+		rt.Layer("meter", fmt.Sprintf(`{"budget":{"usd":%g},"on_cross":"refuse"}`, budget)),
+		rt.Layer("fallback", `{"models":["primary","backup"]}`)}})
+	p.Models["primary"], p.Models["backup"] = cheap, longContext()
+	primary := rt.NewModel(rt.Response{Err: runtime.ProviderRefused(&runtime.CallError{Kind: runtime.KindPermanent, Message: "no betas"})})
+	backup := rt.NewModel(rt.Response{Deltas: []string{"x"}, Usage: runtime.Usage{InputTokens: est.InputTokens, OutputTokens: 1_000}})
+	pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": primary, "backup": backup}})
+	_, err := pl.Complete(context.Background(), long)
+	var be *runtime.BudgetError
+	require.ErrorAs(t, err, &be, "admitted at the requested model's rates, billed at the fallback's tier")
+	assert.InDelta(t, atTier, be.Estimate, 1e-9)
+	assert.Zero(t, primary.Calls()+backup.Calls())
 }
