@@ -14,6 +14,7 @@ import (
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
+	"github.com/agentc-dev/agentc/runtime/store/storetest"
 )
 
 // longContext are Anthropic's Sonnet rates with the context-1m tier: above
@@ -121,4 +122,53 @@ func TestLongContextEstimateAtTheDearestModelAFallbackReaches(t *testing.T) {
 	require.ErrorAs(t, err, &be, "admitted at the requested model's rates, billed at the fallback's tier")
 	assert.InDelta(t, atTier, be.Estimate, 1e-9)
 	assert.Zero(t, primary.Calls()+backup.Calls())
+}
+
+// A ledger in a store shared by replicas (Redis, PostgreSQL) receives a
+// long call's charge at the tier's prices, and the estimate a replica
+// reserves for a long request is at the tier's prices too: another
+// replica reads both.
+func TestLongContextTierInASharedLedger(t *testing.T) {
+	backends := map[string]func(t *testing.T) runtime.StoreBackend{
+		"memory":   func(*testing.T) runtime.StoreBackend { return runtime.NewMemoryStore() },
+		"redis":    func(t *testing.T) runtime.StoreBackend { return storetest.Redis(t) },
+		"postgres": func(t *testing.T) runtime.StoreBackend { return storetest.Postgres(t) },
+	}
+	for _, name := range []string{"memory", "redis", "postgres"} {
+		t.Run(name, func(t *testing.T) {
+			shared := backends[name](t)
+			long := runtime.ChatRequest{Model: "primary", MaxTokens: 1_000,
+				Messages: []runtime.Message{{Role: "user", Content: strings.Repeat("a long document ", 60_000)}}}
+			est := meter.Estimate(&long)
+			u := runtime.Usage{InputTokens: 250_000, OutputTokens: 1_000, CachedInputTokens: 100_000, CacheWriteInputTokens: 50_000}
+			charged := (100_000*6 + 100_000*0.6 + 50_000*7.5 + 1_000*22.5) / 1e6 // 1.0575
+			estimated := meter.Cost(longContext(), est)
+			// The charge and the estimate fit at the model's own rates
+			// (half the tier's input price), not at the tier's.
+			budget := charged + estimated - 0.1
+			require.Less(t, charged/2+estimated/2+0.2, budget)
+			cfg := fmt.Sprintf(`{"budget":{"usd":%g},"store":"shared","scope":"global","on_cross":"refuse"}`, budget)
+			replica := func(model runtime.ModelClient) *runtime.Pipeline {
+				p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("meter", cfg)}})
+				p.Models["primary"] = longContext()
+				p.Stores = map[string]plan.Store{"shared": {Kind: "memory"}}
+				pl, err := runtime.Build(context.Background(), p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model},
+					Backends: map[string]runtime.StoreBackend{"shared": shared}})
+				require.NoError(t, err)
+				return pl
+			}
+			a := replica(rt.NewModel(rt.Response{Deltas: []string{"x"}, Usage: u}))
+			other := rt.NewModel(rt.Response{Deltas: []string{"y"}})
+			b := replica(other)
+			_, err := a.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: "hi"}}})
+			require.NoError(t, err)
+			mb := b.Layers(plan.StageChat)[0].Middleware.(*meter.Meter)
+			assert.InDelta(t, charged, mb.Ledger("").USD, 1e-9, "the store holds the tier's price")
+			_, err = b.Complete(context.Background(), long)
+			var be *runtime.BudgetError
+			require.ErrorAs(t, err, &be)
+			assert.InDelta(t, estimated, be.Estimate, 1e-9)
+			assert.Zero(t, other.Calls())
+		})
+	}
 }
