@@ -172,3 +172,22 @@ func TestLongContextTierInASharedLedger(t *testing.T) {
 		})
 	}
 }
+
+// A stream cut before its usage report is charged the estimate of its
+// input, and an estimate above the tier's threshold is priced at the
+// tier's rates, as a report would be.
+func TestLongContextStreamCutBeforeItsUsage(t *testing.T) {
+	p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("meter", `{"scope":"global"}`)}})
+	p.Models["primary"] = longContext()
+	model := rt.NewModel(rt.Response{Deltas: []string{"x", "y"}, FailAfter: 2, Err: &runtime.CallError{Kind: runtime.KindTransient, Message: "reset"}})
+	pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
+	long := runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: strings.Repeat("a long document ", 60_000)}}}
+	_, err := pl.Complete(context.Background(), long)
+	require.Error(t, err)
+	in := runtime.EstimateInput(&long).InputTokens
+	require.Greater(t, in, int64(200_000))
+	m := pl.Layers(plan.StageChat)[0].Middleware.(*meter.Meter)
+	l := m.Ledger("")
+	assert.Equal(t, in, l.InputTokens)
+	assert.InDelta(t, (float64(in)*6+float64(l.OutputTokens)*22.5)/1e6, l.USD, 1e-9)
+}
