@@ -8,7 +8,14 @@
 // priced each at theirs; a model call whose input tokens (cache reads and
 // writes included) are above the threshold of its model's long-context
 // tier (plan.Model.LongContext) is priced wholly at the tier's rates, its
-// estimate before the call as well. It counts as one call. A stream that
+// estimate before the call as well. A call that asks for Anthropic's
+// context-1m beta (Betas, a name opening with context-1m- in any case) is
+// refused, a permanent *runtime.CallError, before it is reserved, while a
+// model it can reach from the meter (the one it names, a model of a
+// fallback or hedge layer inside) declares no tier from 200,000 input
+// tokens or below and is not served by the openai provider (which refuses
+// the beta unbilled): the meter would price it below the bill. It counts
+// as one call. A stream that
 // was abandoned by the consumer, cancelled or failed mid-stream is charged for
 // what arrived. A call cancelled after its request went out but before
 // anything arrived (an attempt that timed out, a hedge's losing racer, a

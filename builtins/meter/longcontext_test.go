@@ -191,3 +191,41 @@ func TestLongContextStreamCutBeforeItsUsage(t *testing.T) {
 	assert.Equal(t, in, l.InputTokens)
 	assert.InDelta(t, (float64(in)*6+float64(l.OutputTokens)*22.5)/1e6, l.USD, 1e-9)
 }
+
+// A host that calls the pipeline itself (no gateway in front) and asks
+// for the context-1m beta has the meter refuse the call, before any model
+// runs, while a model the call can reach from the meter (its own, a
+// fallback's) does not declare the tier the provider bills it at; an
+// OpenAI model, which refuses the beta unbilled, need not.
+func TestLongContextBetaRefusedByTheMeterForAModelWithoutTier(t *testing.T) {
+	req := runtime.ChatRequest{Model: "primary", Betas: []string{"interleaved-thinking-2025-05-14", "Context-1M-2025-08-07"},
+		Messages: []runtime.Message{{Role: "user", Content: "hi"}}}
+	for _, tc := range []struct {
+		name            string
+		primary, backup plan.Model
+		refused         string
+	}{
+		{"the requested model has no tier", plan.Model{USDPerMTokIn: 3, USDPerMTokOut: 15}, longContext(), "model primary"},
+		{"the fallback's model has no tier", longContext(), plan.Model{USDPerMTokIn: 3, USDPerMTokOut: 15}, "model backup"},
+		{"a tier from above 200,000 tokens", longContext(), plan.Model{USDPerMTokIn: 3, USDPerMTokOut: 15,
+			LongContext: &plan.LongContext{AboveInputTokens: 272_000, USDPerMTokIn: 6, USDPerMTokOut: 22.5}}, "only above 272000"},
+		{"an OpenAI model", plan.Model{USDPerMTokIn: 3, USDPerMTokOut: 15, Provider: "openai"}, longContext(), ""},
+		{"both declare it", longContext(), longContext(), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("meter", `{"budget":{"usd":100}}`), rt.Layer("fallback", `{"models":["primary","backup"]}`)}})
+			p.Models["primary"], p.Models["backup"] = tc.primary, tc.backup
+			model := rt.NewModel(rt.Response{Deltas: []string{"x"}})
+			pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model, "backup": model}})
+			_, err := pl.Complete(context.Background(), req)
+			if tc.refused == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "Context-1M-2025-08-07")
+			assert.Contains(t, err.Error(), tc.refused)
+			assert.Zero(t, model.Calls())
+		})
+	}
+}

@@ -634,6 +634,9 @@ func Cost(r plan.Model, u runtime.Usage) float64 {
 // WrapChat implements runtime.ChatWrapper.
 func (m *Meter) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
+		if err := m.unpricedBeta(c); err != nil {
+			return err
+		}
 		l := m.keyOf(c.Meta.Run)
 		reserved, err := m.reserve(ctx, l, m.estimate(c))
 		if err != nil {
