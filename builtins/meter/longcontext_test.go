@@ -14,7 +14,6 @@ import (
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
-	"github.com/agentc-dev/agentc/runtime/store/storetest"
 )
 
 // longContext are Anthropic's Sonnet rates with the context-1m tier: above
@@ -129,14 +128,9 @@ func TestLongContextEstimateAtTheDearestModelAFallbackReaches(t *testing.T) {
 // reserves for a long request is at the tier's prices too: another
 // replica reads both.
 func TestLongContextTierInASharedLedger(t *testing.T) {
-	backends := map[string]func(t *testing.T) runtime.StoreBackend{
-		"memory":   func(*testing.T) runtime.StoreBackend { return runtime.NewMemoryStore() },
-		"redis":    func(t *testing.T) runtime.StoreBackend { return storetest.Redis(t) },
-		"postgres": func(t *testing.T) runtime.StoreBackend { return storetest.Postgres(t) },
-	}
-	for _, name := range []string{"memory", "redis", "postgres"} {
+	for _, name := range sharedStores {
 		t.Run(name, func(t *testing.T) {
-			shared := backends[name](t)
+			shared := sharedStore[name](t)
 			long := runtime.ChatRequest{Model: "primary", MaxTokens: 1_000,
 				Messages: []runtime.Message{{Role: "user", Content: strings.Repeat("a long document ", 60_000)}}}
 			est := meter.Estimate(&long)
