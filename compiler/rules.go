@@ -87,7 +87,9 @@ policy's own;
 a usd_per_mtok_* price below 0.001, a price per token written where the
 field wants the price of one million tokens (0.000003 for 3,
 which makes the meter count a millionth of the spend), on a model or its
-long_context tier; a long_context tier that omits a cache price
+long_context tier; a long_context usd_per_mtok_in or usd_per_mtok_out
+below its model's own, which counts a long call below a short one's
+price and below the provider's premium; a long_context tier that omits a cache price
 (usd_per_mtok_cached, usd_per_mtok_cache_write,
 usd_per_mtok_cache_write_1h) its model gives, which prices those tokens of
 a long call at the tier's input price; a retry with

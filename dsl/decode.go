@@ -835,9 +835,11 @@ func cachePrices(v cue.Value, cached, write, write1h **float64) {
 
 // longContext reads the long-context tier of the model name (mv), nil
 // when it declares none or the tier is not well formed (the schema
-// reports it). It warns about a cache price the model declares and the
-// tier does not: above the threshold those tokens would be priced at the
-// tier's input price, below what the provider bills for a write.
+// reports it). It warns about an input or output price of the tier below
+// the model's own (a premium tier counted below a short call's price),
+// and about a cache price the model declares and the tier does not: above
+// the threshold those tokens would be priced at the tier's input price,
+// below what the provider bills for a write.
 func (l *loader) longContext(name string, mv cue.Value) *plan.LongContext {
 	tv := mv.LookupPath(fieldPath("long_context"))
 	if !tv.Exists() {
@@ -855,6 +857,19 @@ func (l *loader) longContext(name string, mv cue.Value) *plan.LongContext {
 		return nil
 	}
 	cachePrices(tv, &t.USDPerMTokCached, &t.USDPerMTokCacheWrite, &t.USDPerMTokCacheWrite1h)
+	for _, f := range []struct {
+		name string
+		tier float64
+	}{{"usd_per_mtok_in", t.USDPerMTokIn}, {"usd_per_mtok_out", t.USDPerMTokOut}} {
+		own, err := mv.LookupPath(fieldPath(f.name)).Float64()
+		if err != nil || f.tier >= own || f.tier > 0 && f.tier < perTokenPrice { // a price per token: checkPrices says so
+			continue
+		}
+		at := []string{"models", name, "long_context", f.name}
+		l.warnf(l.userPos(at), "schema/invalid-value",
+			"%s: %s is below the model's own %s: a call above %d input tokens would be counted below what a shorter one costs and below the provider's bill, which is a premium above the threshold; give the tier's price (the two prices swapped?)",
+			fieldName(at), strconv.FormatFloat(f.tier, 'f', -1, 64), strconv.FormatFloat(own, 'f', -1, 64), t.AboveInputTokens)
+	}
 	for _, f := range []string{"usd_per_mtok_cached", "usd_per_mtok_cache_write", "usd_per_mtok_cache_write_1h"} {
 		if mv.LookupPath(fieldPath(f)).Exists() && !tv.LookupPath(fieldPath(f)).Exists() {
 			l.warnf(l.userPos([]string{"models", name, "long_context"}), "schema/invalid-value",

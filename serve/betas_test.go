@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"bytes"
 	"context"
 	"net/http"
 	"strings"
@@ -99,4 +100,25 @@ func TestLongContextBetaPricedAtTheTier(t *testing.T) {
 	require.ErrorAs(t, err, &ae)
 	assert.Equal(t, http.StatusPaymentRequired, ae.StatusCode, ae.RawJSON())
 	assert.Equal(t, 1, g.an.requests(), "the ledger holds the tier's price, above the budget")
+}
+
+// TestLongContextBetaSpelledOtherwise: a beta's name is read as the
+// provider reads it, whatever its case, so the context-1m beta written in
+// capitals, in a second header among other features, is refused under a
+// meter as the lowercase one is, before any model is called.
+func TestLongContextBetaSpelledOtherwise(t *testing.T) {
+	body := []byte(`{"model": "backup", "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}`)
+	for _, beta := range []string{"Context-1M-2025-08-07", " CONTEXT-1M-2025-08-07 ", "interleaved-thinking-2025-05-14, Context-1m-2025-08-07"} {
+		g := newGateway(t, typicalChain, nil, []reply{{body: transcript(t, "anthropic", "text.sse")}})
+		req, err := http.NewRequest("POST", g.url+"/v1/messages", bytes.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+clientKey)
+		req.Header.Set("anthropic-version", "2023-06-01")
+		req.Header.Add("anthropic-beta", "claude-code-20250219")
+		req.Header.Add("anthropic-beta", beta)
+		code, _, resp := roundTrip(t, req)
+		require.Equal(t, http.StatusBadRequest, code, resp)
+		assert.Contains(t, resp, "declares no long_context tier")
+		assert.Zero(t, g.an.requests(), "%q never reached the upstream", beta)
+	}
 }

@@ -161,27 +161,21 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 	}
 }
 
-// longContextBeta opens the names of Anthropic's beta features that bill
-// a request over longContextThreshold input tokens at a premium (twice
-// the input price, one and a half times the output price).
-const (
-	longContextBeta      = "context-1m-"
-	longContextThreshold = 200_000
-)
-
 // unpricedBetas refuses the beta features of req that change the price the
 // provider bills when pl's chat chain holds a meter and a model the
 // request can reach (reachableModels) does not declare that price: the
 // context-1m beta unless each such model declares a long-context tier
-// (long_context) from longContextThreshold input tokens or below, which
-// the meter prices a call above its threshold at. Otherwise the meter
-// would count a part of the spend and let a budget be overspent. A model
-// the openai provider serves need not: it refuses any beta feature before
-// the request is sent (behind a fallback, the next model is tried), so it
-// is never billed for one.
+// (long_context) from meter.LongContextThreshold input tokens or below,
+// which the meter prices a call above its threshold at
+// (meter.UnpricedLongContext; a model the openai provider serves refuses
+// any beta before the request is sent, behind a fallback the next model
+// is tried, and need not). Otherwise the meter would count a part of the
+// spend and let a budget be overspent. The meter refuses such a call too;
+// refused here, the client learns it before any layer runs, with the
+// declaration to write.
 func unpricedBetas(pl *runtime.Pipeline, req *runtime.ChatRequest) error {
-	i := slices.IndexFunc(req.Betas, func(b string) bool { return strings.HasPrefix(b, longContextBeta) })
-	if i < 0 {
+	beta := meter.LongContextBeta(req.Betas)
+	if beta == "" {
 		return nil
 	}
 	layers := pl.Layers(plan.StageChat)
@@ -191,21 +185,10 @@ func unpricedBetas(pl *runtime.Pipeline, req *runtime.ChatRequest) error {
 	}
 	models := pl.Plan().Models
 	for _, name := range reachableModels(req.Model, layers) {
-		m := models[name]
-		if m.Provider == "openai" {
-			continue
+		if lacks := meter.UnpricedLongContext(models[name]); lacks != "" {
+			return fmt.Errorf("anthropic-beta: %s bills a request over %d input tokens at a premium that the meter layer %s counts only for a model that declares it, and model %s, which the request can reach, %s, so a budget could be overspent; declare the model's tier in the policy (models: %s: long_context: {above_input_tokens: %d, usd_per_mtok_in: ..., usd_per_mtok_out: ...}, the provider's prices above the threshold, its base prices where it bills no premium) or remove the beta",
+				beta, meter.LongContextThreshold, layers[at].Name, name, lacks, name, meter.LongContextThreshold)
 		}
-		var lacks string
-		switch {
-		case m.LongContext == nil:
-			lacks = "declares no long_context tier"
-		case m.LongContext.AboveInputTokens > longContextThreshold:
-			lacks = fmt.Sprintf("has its long_context tier only above %d input tokens", m.LongContext.AboveInputTokens)
-		default:
-			continue
-		}
-		return fmt.Errorf("anthropic-beta: %s bills a request over %d input tokens at a premium that the meter layer %s counts only for a model that declares it, and model %s, which the request can reach, %s, so a budget could be overspent; declare the model's tier in the policy (models: %s: long_context: {above_input_tokens: %d, usd_per_mtok_in: ..., usd_per_mtok_out: ...}, the provider's prices above the threshold, its base prices where it bills no premium) or remove the beta",
-			req.Betas[i], longContextThreshold, layers[at].Name, name, lacks, name, longContextThreshold)
 	}
 	return nil
 }

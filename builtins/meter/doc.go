@@ -8,7 +8,14 @@
 // priced each at theirs; a model call whose input tokens (cache reads and
 // writes included) are above the threshold of its model's long-context
 // tier (plan.Model.LongContext) is priced wholly at the tier's rates, its
-// estimate before the call as well. It counts as one call. A stream that
+// estimate before the call as well. A call that asks for Anthropic's
+// context-1m beta (Betas, a name opening with context-1m- in any case) is
+// refused, a permanent *runtime.CallError, before it is reserved, while a
+// model it can reach from the meter (the one it names, a model of a
+// fallback or hedge layer inside) declares no tier from 200,000 input
+// tokens or below and is not served by the openai provider (which refuses
+// the beta unbilled): the meter would price it below the bill. It counts
+// as one call. A stream that
 // was abandoned by the consumer, cancelled or failed mid-stream is charged for
 // what arrived. A call cancelled after its request went out but before
 // anything arrived (an attempt that timed out, a hedge's losing racer, a
@@ -50,9 +57,11 @@
 // With on_cross "refuse" a model call is reserved with its estimate
 // (Estimate: the request's max_tokens as output, runtime.EstimateRequest
 // of the whole request as input, its messages, tool definitions and
-// response format schema, priced at the requested model's rates), and it
-// is refused before it runs, with a *runtime.BudgetError whose Estimate
-// (and Pending, what the calls in flight have reserved) is set, when the
+// response format schema, priced at the rates of the dearest of the
+// requested model and the models a fallback or hedge layer inside the
+// meter may call in its place), and it is refused before it runs, with a
+// *runtime.BudgetError whose Estimate (and Pending, what the calls in
+// flight have reserved) is set, when the
 // charged ledger plus the estimates reserved by the calls in flight plus
 // its own estimate would exceed the tokens or usd ceiling. When a call ends
 // its estimate is replaced by what it charged, in full even when that is

@@ -2,6 +2,7 @@ package meter
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -67,10 +68,13 @@ type Meter struct {
 	// a tenant's and the process's ledgers for good.
 	Window string `json:"window,omitempty"`
 
-	name    string
-	prefix  string
-	win     window
-	rates   map[string]plan.Model
+	name   string
+	prefix string
+	win    window
+	rates  map[string]plan.Model
+	// below are the models the fallback and hedge layers inside the meter
+	// send a call to in place of the one it names (reachable).
+	below   []string
 	logger  *slog.Logger
 	clock   runtime.Clock
 	budgets runtime.Budgeter
@@ -106,6 +110,7 @@ func (m *Meter) Provision(b *runtime.BuildContext) error {
 	}
 	m.win = w
 	m.rates = b.Plan.Models
+	m.below = reachable(b.Plan.Chains.Of(b.Stage)[b.Index+1:])
 	m.logger = b.Logger
 	m.clock = b.Clock()
 	bg, err := b.Budgeter(m.Store)
@@ -629,6 +634,9 @@ func Cost(r plan.Model, u runtime.Usage) float64 {
 // WrapChat implements runtime.ChatWrapper.
 func (m *Meter) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
+		if err := m.unpricedBeta(c); err != nil {
+			return err
+		}
 		l := m.keyOf(c.Meta.Run)
 		reserved, err := m.reserve(ctx, l, m.estimate(c))
 		if err != nil {
@@ -699,7 +707,8 @@ func Estimate(req *runtime.ChatRequest) runtime.Usage {
 }
 
 // estimate returns, with on_cross "refuse" and a tokens or usd ceiling,
-// the call's estimate (Estimate, priced at the requested model's rates)
+// the call's estimate (Estimate, priced at the rates of the dearest of the
+// requested model and those the layers inside the meter may call instead)
 // for the reservation to check against the charged ledger and the
 // estimates reserved by the calls in flight, and to reserve in turn; else
 // nil.
@@ -709,7 +718,30 @@ func (m *Meter) estimate(c *runtime.ChatCall) *runtime.Ledger {
 		return nil
 	}
 	est := Estimate(&c.Request)
-	return &runtime.Ledger{InputTokens: est.InputTokens, OutputTokens: est.OutputTokens, USD: m.Cost(c.Request.Model, est)}
+	usd := m.Cost(c.Request.Model, est)
+	for _, model := range m.below {
+		usd = max(usd, m.Cost(model, est))
+	}
+	return &runtime.Ledger{InputTokens: est.InputTokens, OutputTokens: est.OutputTokens, USD: usd}
+}
+
+// reachable lists the models the fallback and hedge layers of chain (the
+// layers inside a meter) may send a call to in place of the model it
+// names: a layer's when decides on each call, so each counts.
+func reachable(chain []plan.Layer) []string {
+	var out []string
+	for _, l := range chain {
+		if l.Use != "fallback" && l.Use != "hedge" {
+			continue
+		}
+		var cfg struct {
+			Models []string `json:"models"`
+		}
+		if json.Unmarshal(l.Config, &cfg) == nil {
+			out = append(out, cfg.Models...)
+		}
+	}
+	return out
 }
 
 // absurd names the first count of u that is negative or above

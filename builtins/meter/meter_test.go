@@ -408,18 +408,25 @@ func TestReservationLeaseFollowsTheCallsDeadline(t *testing.T) {
 	}
 }
 
+// sharedStore opens a store of each kind a ledger shared by replicas may
+// be in, by the names of sharedStores (Redis and PostgreSQL: the test
+// servers, skipped without them).
+var sharedStore = map[string]func(t *testing.T) runtime.StoreBackend{
+	"memory":   func(*testing.T) runtime.StoreBackend { return runtime.NewMemoryStore() },
+	"redis":    func(t *testing.T) runtime.StoreBackend { return storetest.Redis(t) },
+	"postgres": func(t *testing.T) runtime.StoreBackend { return storetest.Postgres(t) },
+}
+
+// sharedStores are the keys of sharedStore, in order.
+var sharedStores = []string{"memory", "redis", "postgres"}
+
 // A call that runs longer than the meter's lease (a long stream, a slow
 // tool) keeps its reservation while it runs: the replicas of a hard ceiling
 // never admit a call in its place, whatever the store.
 func TestAReservationHoldsWhileItsCallOutlivesTheLease(t *testing.T) {
-	backends := map[string]func(t *testing.T) runtime.StoreBackend{
-		"memory":   func(*testing.T) runtime.StoreBackend { return runtime.NewMemoryStore() },
-		"redis":    func(t *testing.T) runtime.StoreBackend { return storetest.Redis(t) },
-		"postgres": func(t *testing.T) runtime.StoreBackend { return storetest.Postgres(t) },
-	}
-	for _, name := range []string{"memory", "redis", "postgres"} {
+	for _, name := range sharedStores {
 		t.Run(name, func(t *testing.T) {
-			shared := backends[name](t)
+			shared := sharedStore[name](t)
 			// A lease long enough that a renewal (every third of it) is
 			// not late on a loaded machine talking to a real store.
 			const lease = time.Second

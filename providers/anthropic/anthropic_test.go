@@ -359,3 +359,20 @@ func TestRefusalExplanation(t *testing.T) {
 	}
 	assert.Equal(t, runtime.FinishContentFilter, ds[len(ds)-1].FinishReason)
 }
+
+// A message_delta whose cumulative usage reports more input than the
+// message_start did (cache reads a server tool's turn added) is counted
+// whole: the input a meter compares with a long-context tier's threshold
+// is the final one, cache reads and writes included, not the first
+// report's.
+func TestFinalUsageReportAboveTheFirst(t *testing.T) {
+	body := "event: message_start\n" + `data: {"type":"message_start","message":{"usage":{"input_tokens":10,"output_tokens":1}}}` + "\n\n" +
+		"event: content_block_start\n" + `data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}` + "\n\n" +
+		"event: content_block_delta\n" + `data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}` + "\n\n" +
+		"event: message_delta\n" + `data: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"input_tokens":10,"cache_read_input_tokens":150000,"cache_creation_input_tokens":60000,"output_tokens":5}}` + "\n\n" +
+		"event: message_stop\n" + `data: {"type":"message_stop"}` + "\n\n"
+	s := ssetest.New(t, ssetest.Reply{Body: body})
+	ds, err := ssetest.Collect(t, client(t, s), hi())
+	require.NoError(t, err)
+	assert.Equal(t, runtime.Usage{InputTokens: 210_010, CachedInputTokens: 150_000, CacheWriteInputTokens: 60_000, OutputTokens: 5}, sum(ds))
+}
