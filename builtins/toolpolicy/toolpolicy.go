@@ -112,42 +112,101 @@ func (p *Policy) Decide(tool string, args map[string]any) string {
 }
 
 // matches applies re to v: to a string itself; to any other value, to its
-// JSON text (with <, > and & as they are, not escaped; numbers as
-// jsonnum.Canonical writes them) and to each string
-// and object key inside it, so that an anchored pattern also holds for a
-// value nested in a list or an object. A value with no JSON form is an
-// error: it cannot be checked.
+// JSON text (with <, > and & as they are, not escaped; each number in plain
+// decimal form, see plainNumbers) and to each string, number and object key
+// inside it, so that an anchored pattern also holds for a value nested in a
+// list or an object. A value with no JSON form, or holding a number too
+// long to write without exponent, is an error: it cannot be checked.
 func matches(re *regexp.Regexp, v any) (bool, error) {
 	if s, ok := v.(string); ok {
 		return re.MatchString(s), nil
 	}
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	// Numbers as the arguments' digest writes them (a host's json.Number
-	// 1e4 as 10000), so that a pattern sees the number a guard reads.
-	if err := enc.Encode(jsonnum.Canonical(v)); err != nil {
+	text, err := encode(v)
+	if err != nil {
 		// A value with no JSON form (a Go value holding NaN, a channel)
 		// cannot be checked, so the call is refused, not let through.
 		return false, fmt.Errorf("it has no JSON form: %w", err)
 	}
-	text := bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+	dec := json.NewDecoder(bytes.NewReader(text))
+	dec.UseNumber()
+	var decoded any
+	if err := dec.Decode(&decoded); err != nil {
+		return false, fmt.Errorf("its JSON form does not decode: %w", err)
+	}
+	decoded, changed, err := plainNumbers(decoded)
+	if err != nil {
+		return false, err
+	}
+	if changed {
+		if text, err = encode(decoded); err != nil {
+			return false, fmt.Errorf("its JSON form does not encode: %w", err)
+		}
+	}
 	if re.Match(text) {
 		return true, nil
-	}
-	var decoded any
-	if err := json.Unmarshal(text, &decoded); err != nil {
-		return false, fmt.Errorf("its JSON form does not decode: %w", err)
 	}
 	return matchesInside(re, decoded), nil
 }
 
-// matchesInside applies re to each string and object key of a decoded JSON
-// value.
+// encode returns the JSON text of v, with <, > and & as they are.
+func encode(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// maxPlain bounds a number's plain decimal form: every float64's (at most
+// 309 digits before the point, 324 after it) fits it.
+const maxPlain = 1024
+
+// plainNumbers replaces, in place, each json.Number of a value decoded with
+// UseNumber by its plain decimal form (jsonnum.Plain: 1e+21 as
+// 1000000000000000000000, 1e-7 as 0.0000001, -0 as 0), the number a
+// pattern is meant for whatever its spelling: encoding/json writes a
+// float64 from 1e21 up, or below 1e-6, with an exponent, and a host's
+// json.Number may spell any number so. It reports whether a number
+// changed; a number longer than maxPlain so written is an error.
+func plainNumbers(v any) (any, bool, error) {
+	changed := false
+	switch x := v.(type) {
+	case json.Number:
+		s, ok := jsonnum.Plain(x, maxPlain)
+		if !ok {
+			return v, false, fmt.Errorf("it holds a number too long to write without exponent")
+		}
+		return json.Number(s), s != string(x), nil
+	case map[string]any:
+		for k, e := range x {
+			n, c, err := plainNumbers(e)
+			if err != nil {
+				return v, false, err
+			}
+			x[k], changed = n, changed || c
+		}
+	case []any:
+		for i, e := range x {
+			n, c, err := plainNumbers(e)
+			if err != nil {
+				return v, false, err
+			}
+			x[i], changed = n, changed || c
+		}
+	}
+	return v, changed, nil
+}
+
+// matchesInside applies re to each string, number (in plain decimal form)
+// and object key of a JSON value decoded with UseNumber.
 func matchesInside(re *regexp.Regexp, v any) bool {
 	switch x := v.(type) {
 	case string:
 		return re.MatchString(x)
+	case json.Number:
+		return re.MatchString(string(x))
 	case map[string]any:
 		for k, e := range x {
 			if re.MatchString(k) || matchesInside(re, e) {

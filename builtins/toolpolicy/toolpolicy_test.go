@@ -98,3 +98,59 @@ func TestConfigErrors(t *testing.T) {
 		assert.Contains(t, err.Error(), tt.want)
 	}
 }
+
+// TestArgPatternNumbersAsPlainDecimals: a pattern sees a number in plain
+// decimal form, never with an exponent, at the top and inside a list or an
+// object, so a digits-only deny pattern holds however the number is
+// spelled or held.
+func TestArgPatternNumbersAsPlainDecimals(t *testing.T) {
+	const cfg = `{"arg_patterns":[{"arg":"account","pattern":"^-?[0-9]{10,}$"},{"arg":"rate","pattern":"^0\\.0000001$"},
+		{"arg":"zero","pattern":"^-"}]}`
+	p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Named("tools", rt.Layer("tool_policy", cfg))}})
+	tool := rt.NewTool(rt.ToolResult{Value: "ok"})
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"pay": tool.Func()}})
+	require.NoError(t, err)
+	var decoded map[string]any
+	require.NoError(t, runtime.DecodeArgs([]byte(`{"account":1000000000000000000000}`), &decoded))
+	var huge map[string]any
+	require.NoError(t, runtime.DecodeArgs([]byte(`{"account":1e400}`), &huge))
+	tests := []struct {
+		name    string
+		args    map[string]any
+		blocked bool
+	}{
+		{"float64 1e21", map[string]any{"account": 1e21}, true},
+		{"negative float64 1e21", map[string]any{"account": -1e21}, true},
+		{"float64 of 24 digits", map[string]any{"account": 123456789012345678901234.0}, true},
+		{"decoded 1e21", decoded, true},
+		{"int64", map[string]any{"account": int64(9007199254740993)}, true},
+		{"host json.Number with an exponent", map[string]any{"account": json.Number("12345e20")}, true},
+		{"json.Number beyond float64", huge, true},
+		{"json.Number of more digits than float64 holds", map[string]any{"account": json.Number("1234567890123456789012345678901")}, true},
+		{"host Go int", map[string]any{"account": 12345678901}, true},
+		{"host float32", map[string]any{"account": float32(1e20)}, true},
+		{"float64 1e21 in a list", map[string]any{"account": []any{"x", 1e21}}, true},
+		{"int64 in an object", map[string]any{"account": map[string]any{"id": int64(9007199254740993)}}, true},
+		{"host []float64", map[string]any{"account": []float64{1, 1e21}}, true},
+		{"short number", map[string]any{"account": 12345.0}, false},
+		{"short numbers in a list", map[string]any{"account": []any{1.0, 2.0}}, false},
+		{"small float64 1e-7", map[string]any{"rate": 1e-7}, true},
+		{"small json.Number 1e-7", map[string]any{"rate": json.Number("1E-7")}, true},
+		{"negative zero", map[string]any{"zero": math.Copysign(0, -1)}, false},
+		{"json.Number negative zero", map[string]any{"zero": json.Number("-0.0e3")}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "pay", Args: tt.args})
+			if !tt.blocked {
+				require.NoError(t, err)
+				return
+			}
+			// A number no float64 or int64 holds is refused before the
+			// layer (it cannot be checked exactly); any other by the pattern.
+			var b *runtime.BlockedError
+			require.ErrorAs(t, err, &b)
+			assert.Regexp(t, "matches the blocked pattern|cannot be checked exactly", b.Message)
+		})
+	}
+}

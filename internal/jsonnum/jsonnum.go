@@ -357,3 +357,58 @@ func decimal(s string) (dec, bool) {
 	d.exp = e - len(frac) + len(digits) - len(trimmed)
 	return d, true
 }
+
+// Plain returns the JSON number n in plain decimal form: no exponent, no
+// leading zero before the point but one, no trailing zero after it, no
+// point when it is an integer, and a negative zero as 0 (1e+21 as
+// 1000000000000000000000, 1E-7 as 0.0000001, 100.0 as 100). It is the
+// number n spells, digit for digit. False when n is not a JSON number or
+// the form would be longer than limit bytes (1e999999999).
+func Plain(n json.Number, limit int) (string, bool) {
+	s := string(n)
+	if !json.Valid([]byte(s)) || (s[0] != '-' && !isDigit(s[0])) || !isDigit(s[len(s)-1]) {
+		return "", false // not a number, or one with white space around it
+	}
+	d, ok := decimal(s)
+	if !ok || d.exp > limit || d.exp < -limit {
+		return "", false
+	}
+	if d.digits == "" {
+		return "0", true
+	}
+	sign := ""
+	if d.neg {
+		sign = "-"
+	}
+	var size int
+	switch point := len(d.digits) + d.exp; {
+	case d.exp >= 0:
+		size = len(sign) + len(d.digits) + d.exp
+	case point > 0:
+		size = len(sign) + len(d.digits) + 1
+	default:
+		size = len(sign) + 2 - point + len(d.digits)
+	}
+	if size > limit {
+		return "", false
+	}
+	var b strings.Builder
+	b.Grow(size)
+	b.WriteString(sign)
+	switch point := len(d.digits) + d.exp; {
+	case d.exp >= 0:
+		b.WriteString(d.digits)
+		b.WriteString(strings.Repeat("0", d.exp))
+	case point > 0:
+		b.WriteString(d.digits[:point])
+		b.WriteByte('.')
+		b.WriteString(d.digits[point:])
+	default:
+		b.WriteString("0.")
+		b.WriteString(strings.Repeat("0", -point))
+		b.WriteString(d.digits)
+	}
+	return b.String(), true
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }

@@ -142,3 +142,41 @@ func TestDecodeOfPlainNumbersCostsWhatEncodingJSONDoes(t *testing.T) {
 	require.NoError(t, Decode([]byte(`{"a": 9007199254740993, "b": "x"}`), &m))
 	assert.Equal(t, map[string]any{"a": int64(9007199254740993), "b": "x"}, m, "a long number takes the long way")
 }
+
+func TestPlain(t *testing.T) {
+	for _, tc := range []struct{ text, want string }{
+		{"0", "0"}, {"-0", "0"}, {"-0.0e5", "0"}, {"5", "5"}, {"-5", "-5"},
+		{"100.0", "100"}, {"1e2", "100"}, {"1e+21", "1000000000000000000000"}, {"-1E21", "-1000000000000000000000"},
+		{"1e-7", "0.0000001"}, {"1.5e-7", "0.00000015"}, {"0.1", "0.1"}, {"12.3400", "12.34"},
+		{"123456789012345678901234", "123456789012345678901234"}, {"1.2345e3", "1234.5"}, {"1.2345e2", "123.45"},
+		{"1.2345e-1", "0.12345"}, {"0.1000000000000000055511151231257827", "0.1000000000000000055511151231257827"},
+		{"9007199254740993", "9007199254740993"},
+	} {
+		got, ok := Plain(json.Number(tc.text), 400)
+		require.True(t, ok, tc.text)
+		assert.Equal(t, tc.want, got, tc.text)
+	}
+	got, ok := Plain("1e400", 401)
+	require.True(t, ok)
+	assert.Equal(t, "1"+strings.Repeat("0", 400), got)
+	for _, bad := range []string{"", "x", "1e", "+1", "0012", " 1", "1 ", `"1"`, "true", "1e401", "1e-400", "1e999999999999999999", "1e9223372036854775807", "-1e-9223372036854775807"} {
+		_, ok := Plain(json.Number(bad), 400)
+		assert.False(t, ok, bad)
+	}
+	// The plain form of every float64's shortest text is the number
+	// FormatFloat writes without exponent.
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 2000 {
+		f := math.Float64frombits(r.Uint64())
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			continue
+		}
+		got, ok := Plain(json.Number(strconv.FormatFloat(f, 'g', -1, 64)), 400)
+		require.True(t, ok, f)
+		want := strconv.FormatFloat(f, 'f', -1, 64)
+		if want == "-0" {
+			want = "0"
+		}
+		assert.Equal(t, want, got)
+	}
+}
