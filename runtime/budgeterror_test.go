@@ -146,3 +146,31 @@ func TestMemoryBudgeterCallCostDoesNotGrowWithSettledCalls(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, runtime.MemoryBudgeterRemembered(b, "busy"), "forgotten when due")
 }
+
+// A burst of settled calls grew a ledger's queue of entries to forget, and
+// forgetting them moved the rest to its start but kept its room: a burst of
+// 100,000 calls held their 100,000 slots as long as the ledger lived. The
+// room is given back once most of it is unused.
+func TestMemoryBudgeterGivesBackTheRoomOfABurst(t *testing.T) {
+	b := runtime.NewMemoryBudgeter()
+	now := time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)
+	runtime.SetMemoryBudgeterClock(b, func() time.Time { return now })
+	ctx := context.Background()
+	for i := range 100000 {
+		require.NoError(t, b.Settle(ctx, "k", fmt.Sprintf("r%d", i), runtime.Ledger{Calls: 1}, 0))
+	}
+	require.GreaterOrEqual(t, runtime.MemoryBudgeterQueueCap(b, "k"), 100000)
+	now = now.Add(2 * time.Minute)
+	for i := range 10 {
+		require.NoError(t, b.Settle(ctx, "k", fmt.Sprintf("s%d", i), runtime.Ledger{Calls: 1}, 0))
+	}
+	l, err := b.LedgerOf(ctx, "k")
+	require.NoError(t, err)
+	assert.Equal(t, int64(100010), l.Calls)
+	assert.Equal(t, 10, runtime.MemoryBudgeterRemembered(b, "k"))
+	assert.Less(t, runtime.MemoryBudgeterQueueCap(b, "k"), 1000, "the burst's room given back")
+	require.NoError(t, b.Settle(ctx, "k", "s0", runtime.Ledger{Calls: 1}, 0))
+	l, err = b.LedgerOf(ctx, "k")
+	require.NoError(t, err)
+	assert.Equal(t, int64(100010), l.Calls, "a repeated Settle still charges nothing")
+}

@@ -409,7 +409,9 @@ type dueQueue struct {
 }
 
 // forget drops from done the entries of q due at now that done still
-// holds as they were queued.
+// holds as they were queued. Once most of q is forgotten the rest moves to
+// its start, or to a smaller array when it fills under a quarter of q's
+// room (after a burst), which is given back.
 func (q *dueQueue) forget(done map[string]memDone, now time.Time) {
 	for q.head < len(q.q) && !q.q[q.head].forget.After(now) {
 		e := q.q[q.head]
@@ -420,7 +422,12 @@ func (q *dueQueue) forget(done map[string]memDone, now time.Time) {
 		q.head++
 	}
 	if q.head > 64 && q.head > len(q.q)/2 {
-		q.q = append(q.q[:0], q.q[q.head:]...)
+		rest := q.q[q.head:]
+		if len(rest) < cap(q.q)/4 {
+			q.q = append(make([]memDue, 0, 2*len(rest)), rest...)
+		} else {
+			q.q = append(q.q[:0], rest...)
+		}
 		q.head = 0
 	}
 }
@@ -487,7 +494,8 @@ func (l *memLedger) charge(c Ledger) {
 }
 
 // lapse charges the reservations of l whose lease has ended their hold
-// and forgets the reservations settled or lapsed SettleMemory ago.
+// and forgets the reservations settled memSettleMemory ago and those
+// lapsed SettleMemory ago.
 func (l *memLedger) lapse(now time.Time) {
 	l.settled.forget(l.done, now)
 	l.lapsed.forget(l.done, now)
