@@ -381,6 +381,9 @@ type memLedger struct {
 	// made, so oldest first: forgetting looks only at those due, not at
 	// every entry (an entry replaced or dropped since is passed over).
 	settled, lapsed dueQueue
+	// peak is the most entries done has held since it was last made
+	// anew: a map keeps the room of its peak, given back by a new map.
+	peak int
 }
 
 type memReservation struct {
@@ -499,6 +502,14 @@ func (l *memLedger) charge(c Ledger) {
 func (l *memLedger) lapse(now time.Time) {
 	l.settled.forget(l.done, now)
 	l.lapsed.forget(l.done, now)
+	if l.peak > 1024 && len(l.done) < l.peak/4 {
+		done := make(map[string]memDone, len(l.done))
+		for id, d := range l.done {
+			done[id] = d
+		}
+		l.done = done
+		l.peak = len(l.done)
+	}
 	for id, r := range l.res {
 		if !r.until.After(now) {
 			delete(l.res, id)
@@ -509,6 +520,7 @@ func (l *memLedger) lapse(now time.Time) {
 			l.lapsed.q = append(l.lapsed.q, memDue{id: id, forget: d.forget})
 		}
 	}
+	l.peak = max(l.peak, len(l.done))
 }
 
 // pending lapses the reservations of l whose lease has ended and returns
@@ -581,6 +593,7 @@ func (b *MemoryBudgeter) Settle(_ context.Context, key, id string, c Ledger, ttl
 		forget := now.Add(memSettleMemory)
 		l.done[id] = memDone{forget: forget}
 		l.settled.q = append(l.settled.q, memDue{id: id, forget: forget})
+		l.peak = max(l.peak, len(l.done))
 	}
 	l.charge(c)
 	return nil
