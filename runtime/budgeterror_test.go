@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	goruntime "runtime"
 	"testing"
 	"time"
 
@@ -145,4 +146,46 @@ func TestMemoryBudgeterCallCostDoesNotGrowWithSettledCalls(t *testing.T) {
 	_, err = b.LedgerOf(ctx, "busy")
 	require.NoError(t, err)
 	assert.Zero(t, runtime.MemoryBudgeterRemembered(b, "busy"), "forgotten when due")
+}
+
+// A burst of settled calls grew a ledger's queue of entries to forget and
+// its map of remembered reservations, and forgetting them kept their room
+// (a slice moved to its start, a map never shrinks): 42 MB held after
+// 300,000 calls for the life of the ledger. The queue moves to a smaller
+// array once its rest fills under a quarter of its room, and the map is
+// made anew once it holds under a quarter of its peak.
+func TestMemoryBudgeterGivesBackTheRoomOfABurst(t *testing.T) {
+	b := runtime.NewMemoryBudgeter()
+	now := time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)
+	runtime.SetMemoryBudgeterClock(b, func() time.Time { return now })
+	ctx := context.Background()
+	for i := range 300000 {
+		require.NoError(t, b.Settle(ctx, "k", fmt.Sprintf("r%d", i), runtime.Ledger{Calls: 1}, 0))
+	}
+	require.GreaterOrEqual(t, runtime.MemoryBudgeterQueueCap(b, "k"), 300000)
+	now = now.Add(2 * time.Minute)
+	for i := range 10 {
+		require.NoError(t, b.Settle(ctx, "k", fmt.Sprintf("s%d", i), runtime.Ledger{Calls: 1}, 0))
+	}
+	l, err := b.LedgerOf(ctx, "k")
+	require.NoError(t, err)
+	assert.Equal(t, int64(300010), l.Calls)
+	assert.Equal(t, 10, runtime.MemoryBudgeterRemembered(b, "k"))
+	assert.Less(t, runtime.MemoryBudgeterQueueCap(b, "k"), 1000, "the queue's room given back")
+	require.NoError(t, b.Settle(ctx, "k", "s0", runtime.Ledger{Calls: 1}, 0))
+	l, err = b.LedgerOf(ctx, "k")
+	require.NoError(t, err)
+	assert.Equal(t, int64(300010), l.Calls, "a repeated Settle still charges nothing")
+
+	heap := func() uint64 {
+		var m goruntime.MemStats
+		goruntime.GC()
+		goruntime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	kept := heap()
+	require.NoError(t, b.ForgetLedger(ctx, "k"))
+	held := int64(kept) - int64(heap())
+	assert.Less(t, held, int64(4<<20), "a ledger remembering 10 reservations holds %d bytes", held)
+	require.NoError(t, b.Settle(ctx, "k", "t", runtime.Ledger{Calls: 1}, 0))
 }

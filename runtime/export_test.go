@@ -56,3 +56,14 @@ func MemoryBudgeterRemembered(b *MemoryBudgeter, key string) int {
 	}
 	return 0
 }
+
+// MemoryBudgeterQueueCap returns the room the queues of the ledger of key
+// hold, in entries.
+func MemoryBudgeterQueueCap(b *MemoryBudgeter, key string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if l := b.m[key]; l != nil {
+		return cap(l.settled.q) + cap(l.lapsed.q)
+	}
+	return 0
+}

@@ -381,6 +381,9 @@ type memLedger struct {
 	// made, so oldest first: forgetting looks only at those due, not at
 	// every entry (an entry replaced or dropped since is passed over).
 	settled, lapsed dueQueue
+	// peak is the most entries done has held since it was last made
+	// anew: a map keeps the room of its peak, given back by a new map.
+	peak int
 }
 
 type memReservation struct {
@@ -409,7 +412,9 @@ type dueQueue struct {
 }
 
 // forget drops from done the entries of q due at now that done still
-// holds as they were queued.
+// holds as they were queued. Once most of q is forgotten the rest moves to
+// its start, or to a smaller array when it fills under a quarter of q's
+// room (after a burst), which is given back.
 func (q *dueQueue) forget(done map[string]memDone, now time.Time) {
 	for q.head < len(q.q) && !q.q[q.head].forget.After(now) {
 		e := q.q[q.head]
@@ -420,7 +425,12 @@ func (q *dueQueue) forget(done map[string]memDone, now time.Time) {
 		q.head++
 	}
 	if q.head > 64 && q.head > len(q.q)/2 {
-		q.q = append(q.q[:0], q.q[q.head:]...)
+		rest := q.q[q.head:]
+		if len(rest) < cap(q.q)/4 {
+			q.q = append(make([]memDue, 0, 2*len(rest)), rest...)
+		} else {
+			q.q = append(q.q[:0], rest...)
+		}
 		q.head = 0
 	}
 }
@@ -487,10 +497,19 @@ func (l *memLedger) charge(c Ledger) {
 }
 
 // lapse charges the reservations of l whose lease has ended their hold
-// and forgets the reservations settled or lapsed SettleMemory ago.
+// and forgets the reservations settled memSettleMemory ago and those
+// lapsed SettleMemory ago.
 func (l *memLedger) lapse(now time.Time) {
 	l.settled.forget(l.done, now)
 	l.lapsed.forget(l.done, now)
+	if l.peak > 1024 && len(l.done) < l.peak/4 {
+		done := make(map[string]memDone, len(l.done))
+		for id, d := range l.done {
+			done[id] = d
+		}
+		l.done = done
+		l.peak = len(l.done)
+	}
 	for id, r := range l.res {
 		if !r.until.After(now) {
 			delete(l.res, id)
@@ -501,6 +520,7 @@ func (l *memLedger) lapse(now time.Time) {
 			l.lapsed.q = append(l.lapsed.q, memDue{id: id, forget: d.forget})
 		}
 	}
+	l.peak = max(l.peak, len(l.done))
 }
 
 // pending lapses the reservations of l whose lease has ended and returns
@@ -573,6 +593,7 @@ func (b *MemoryBudgeter) Settle(_ context.Context, key, id string, c Ledger, ttl
 		forget := now.Add(memSettleMemory)
 		l.done[id] = memDone{forget: forget}
 		l.settled.q = append(l.settled.q, memDue{id: id, forget: forget})
+		l.peak = max(l.peak, len(l.done))
 	}
 	l.charge(c)
 	return nil

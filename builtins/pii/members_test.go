@@ -53,22 +53,25 @@ func TestDuplicatedKeyBlockedIsMasked(t *testing.T) {
 // form's four boxes are ({"cc1": "4111", "cc2": "1111", ...}, or an array of the groups), is
 // refused by "block" and masked by "redact", in a tool's arguments, a tool call's arguments
 // and a tool message holding the JSON: the fields' keys name the parts of one value (one stem
-// and a counter: "cc1", "card_a", "0"; or a card word in each: "card_first"). Digits of a
+// and a counter, the same text after it or none: "cc1", "card_a", "0", "number[0]",
+// "group_1_digits"; or a card word in each: "card_first"). Digits of a
 // card's lengths next to other fields of digits alone are a list of numbers, as are fields of
 // other lengths, and fields under keys that name other things (an invoice's codes), and are
 // left.
 func TestCardInGroupFields(t *testing.T) {
 	for name, v := range map[string]any{
-		"fields":        map[string]any{"cc1": "4111", "cc2": "1111", "cc3": "1111", "cc4": "1111", "exp": "12/27", "name": "Jane"},
-		"array":         []any{"4111", "1111", "1111", "1111"},
-		"amex in three": map[string]any{"a": "3782", "b": "822463", "c": "10005"},
-		"snake counter": map[string]any{"card_1": "4111", "card_2": "1111", "card_3": "1111", "card_4": "1111"},
-		"camel counter": map[string]any{"cardNumber1": "4111", "cardNumber2": "1111", "cardNumber3": "1111", "cardNumber4": "1111"},
-		"from zero":     map[string]any{"number_part_0": "4111", "number_part_1": "1111", "number_part_2": "1111", "number_part_3": "1111"},
-		"letters":       map[string]any{"pan-a": "4111", "pan-b": "1111", "pan-c": "1111", "pan-d": "1111"},
-		"camel letters": map[string]any{"ccA": "3782", "ccB": "822463", "ccC": "10005"},
-		"card words":    map[string]any{"card_first": "4111", "card_fourth": "1111", "card_second": "1111", "card_third": "1111"},
-		"index keys":    map[string]any{"0": "4111", "1": "1111", "2": "1111", "3": "1111"},
+		"fields":         map[string]any{"cc1": "4111", "cc2": "1111", "cc3": "1111", "cc4": "1111", "exp": "12/27", "name": "Jane"},
+		"array":          []any{"4111", "1111", "1111", "1111"},
+		"amex in three":  map[string]any{"a": "3782", "b": "822463", "c": "10005"},
+		"snake counter":  map[string]any{"card_1": "4111", "card_2": "1111", "card_3": "1111", "card_4": "1111"},
+		"camel counter":  map[string]any{"cardNumber1": "4111", "cardNumber2": "1111", "cardNumber3": "1111", "cardNumber4": "1111"},
+		"from zero":      map[string]any{"number_part_0": "4111", "number_part_1": "1111", "number_part_2": "1111", "number_part_3": "1111"},
+		"letters":        map[string]any{"pan-a": "4111", "pan-b": "1111", "pan-c": "1111", "pan-d": "1111"},
+		"camel letters":  map[string]any{"ccA": "3782", "ccB": "822463", "ccC": "10005"},
+		"card words":     map[string]any{"card_first": "4111", "card_fourth": "1111", "card_second": "1111", "card_third": "1111"},
+		"index keys":     map[string]any{"0": "4111", "1": "1111", "2": "1111", "3": "1111"},
+		"bracket index":  map[string]any{"number[0]": "4111", "number[1]": "1111", "number[2]": "1111", "number[3]": "1111"},
+		"counter within": map[string]any{"group_1_digits": "4111", "group_2_digits": "1111", "group_3_digits": "1111", "group_4_digits": "1111"},
 	} {
 		t.Run(name+"/tool arguments", func(t *testing.T) {
 			assertArgsMaskedAndBlocked(t, map[string]any{"card": v}, "/card")
@@ -92,6 +95,8 @@ func TestCardInGroupFields(t *testing.T) {
 		"invoice codes":    map[string]any{"invoice": "2224", "line": "5568", "sku": "8912", "qty": "0090"},
 		"other stems":      map[string]any{"cc1": "4111", "cc2": "1111", "pin3": "1111", "cc4": "1111"},
 		"counter skips":    map[string]any{"part1": "4111", "part2": "1111", "part3": "1111", "part5": "1111"},
+		"other endings":    map[string]any{"part1_code": "4111", "part2_code": "1111", "part3_sku": "1111", "part4_code": "1111"},
+		"counter moved":    map[string]any{"a1b": "4111", "a2b": "1111", "ab3": "1111", "ab4": "1111"},
 		"a word missing":   map[string]any{"card_first": "4111", "card_fourth": "1111", "card_second": "1111", "third": "1111"},
 		"word inside":      map[string]any{"discard": "4111", "placard": "1111", "scan": "1111", "span": "1111"},
 	} {

@@ -13,11 +13,13 @@ var cardWords = []string{"card", "cc", "ccn", "ccnum", "ccnumber", "cardnum", "c
 
 // cardKeys reports whether keys, those of the fields of an object read as a card's groups
 // (readGroups), name the parts of one value: they share one stem and differ only by a counter
-// after it, counting up by one from 0 or 1, or "a" ("cc1", "cc2", "cc3", "cc4"; "card_0"...;
-// "number_part_1"...; "pan-a", "pan-b"...; "ccA", "ccB"...; "0", "1"... and "a", "b"... as an
-// array is written as an object), or each holds a card word (cardWords: "card_first", "card_second"...). Other
-// keys ("invoice", "line", "sku", "qty") name other things, whose codes side by side are no
-// card's groups, though one in twenty passes a card's checks read joined by spaces.
+// (their last digits, with the same text after them or none), counting up by one from 0 or 1,
+// or "a" ("cc1", "cc2", "cc3", "cc4"; "card_0"...; "number_part_1"...; "number[0]"...;
+// "group_1_digits"...; "pan-a", "pan-b"...; "ccA", "ccB"...; "0", "1"... and "a", "b"... as an
+// array is written as an object), or each holds a card word (cardWords: "card_first",
+// "card_second"...). Other keys ("invoice", "line", "sku", "qty") name other things, whose
+// codes side by side are no card's groups, though one in twenty passes a card's checks read
+// joined by spaces.
 func cardKeys(keys []string) bool {
 	return counterKeys(keys) || !slices.ContainsFunc(keys, func(k string) bool {
 		return !slices.ContainsFunc(keyWords(k), func(w string) bool { return slices.Contains(cardWords, w) })
@@ -41,20 +43,27 @@ func counterKeys(keys []string) bool {
 	return len(keys) > 1
 }
 
-// keyCounter splits the key k into a stem and the counter that ends it: digits ("cc12": 12),
-// or a letter, counted from "a" as 0, after a separator ("pan-b": 1), after a lower-case letter
-// when upper case ("ccB": 1), or alone ("b": 1). ok is false for a key that ends in neither.
+// keyCounter splits the key k into a stem and its counter: its last digits ("cc12": 12), the
+// text around them the stem ("number[3]", "group_3_digits": 3), or a letter that ends it,
+// counted from "a" as 0, after a separator ("pan-b": 1), after a lower-case letter when upper
+// case ("ccB": 1), or alone ("b": 1). ok is false for a key with neither.
 func keyCounter(k string) (stem string, n int, letter, ok bool) {
-	i := len(k)
+	end := len(k)
+	for end > 0 && (k[end-1] < '0' || k[end-1] > '9') {
+		end--
+	}
+	i := end
 	for i > 0 && k[i-1] >= '0' && k[i-1] <= '9' {
 		i--
 	}
-	if i < len(k) {
-		n, err := strconv.Atoi(k[i:])
+	if i < end {
+		n, err := strconv.Atoi(k[i:end])
 		if err != nil {
 			return "", 0, false, false
 		}
-		return k[:i], n, false, true
+		// The stem is the text before the counter and the text after it, kept apart by a
+		// NUL byte, so "a1b" and "ab1" differ.
+		return k[:i] + "\x00" + k[end:], n, false, true
 	}
 	if k == "" {
 		return "", 0, false, false
