@@ -344,21 +344,11 @@ func (s *Scanner) walk(v any, path string, visit func(path, text string), across
 // names: each run of two or more consecutive strings goes to across (with its keys), every
 // other element to walk.
 func (s *Scanner) walkRuns(x []any, names, keys []string, path string, visit func(path, text string), across func(path string, run, names, keys []string)) {
-	runs := jsonvalue.StringRuns(x)
-	for i := 0; i < len(x); i++ {
-		if len(runs) > 0 && i == runs[0][0] {
-			r := runs[0]
-			runs = runs[1:]
-			var runKeys []string
-			if keys != nil {
-				runKeys = keys[r[0]:r[1]]
-			}
-			across(path, jsonvalue.RunStrings(x, r), names[r[0]:r[1]], runKeys)
-			i = r[1] - 1
-			continue
-		}
+	jsonvalue.EachRun(x, keys, func(r [2]int, run, runKeys []string) {
+		across(path, run, names[r[0]:r[1]], runKeys)
+	}, func(i int) {
 		s.walk(x[i], path+"/"+names[i], visit, across)
-	}
+	})
 }
 
 // RedactValue returns a copy of v with every item in its strings replaced by its Placeholder,

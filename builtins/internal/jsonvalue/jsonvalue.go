@@ -307,34 +307,50 @@ func mapRuns(x []any, f func(string) (string, int), other func(any) (any, int), 
 // an object under those keys, in their order, each run handed to joined with its keys.
 func mapRunsInPlace(x []any, keys []string, f func(string) (string, int), other func(any) (any, int), rd readers) int {
 	total := 0
-	var runs [][2]int
+	var joined func(r [2]int, run, runKeys []string)
 	if rd.joined != nil {
-		runs = StringRuns(x)
-	}
-	for i := 0; i < len(x); i++ {
-		if len(runs) > 0 && i == runs[0][0] {
-			// The strings of a run are read by joined alone.
-			r := runs[0]
-			runs = runs[1:]
-			var runKeys []string
-			if keys != nil {
-				runKeys = keys[r[0]:r[1]]
-			}
-			red, n := rd.joined(RunStrings(x, r), runKeys)
+		// The strings of a run are read by joined alone.
+		joined = func(r [2]int, run, runKeys []string) {
+			red, n := rd.joined(run, runKeys)
 			if n > 0 {
 				for k := range red {
 					x[r[0]+k] = red[k]
 				}
 			}
 			total += n
-			i = r[1] - 1
-			continue
 		}
+	}
+	EachRun(x, keys, joined, func(i int) {
 		r, n := mapLeaves(x[i], f, other, rd)
 		x[i] = r
 		total += n
-	}
+	})
 	return total
+}
+
+// EachRun goes through the elements of x in order: each run of two or more consecutive
+// strings (StringRuns) goes to run with its strings and, with keys (the keys of an object's
+// values, one for one), theirs; every other element to elem by its index. With run nil,
+// every element goes to elem.
+func EachRun(x []any, keys []string, run func(r [2]int, strs, keys []string), elem func(i int)) {
+	var runs [][2]int
+	if run != nil {
+		runs = StringRuns(x)
+	}
+	for i := 0; i < len(x); i++ {
+		if len(runs) > 0 && i == runs[0][0] {
+			r := runs[0]
+			runs = runs[1:]
+			var runKeys []string
+			if keys != nil {
+				runKeys = keys[r[0]:r[1]]
+			}
+			run(r, RunStrings(x, r), runKeys)
+			i = r[1] - 1
+			continue
+		}
+		elem(i)
+	}
 }
 
 // SortedKeys returns the keys of m in order: the order in which JSON writes an object's
