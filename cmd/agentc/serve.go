@@ -51,6 +51,11 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 		fs.Usage()
 		return exitUsage
 	}
+	for _, a := range []struct{ flag, addr string }{{"-listen", *listen}, {"-metrics", *metricsAddr}} {
+		if err := checkListenAddr(a.addr); a.addr != "" && err != nil {
+			return fail(env, "serve: %s %s: %v (want HOST:PORT, such as 127.0.0.1:8080)", a.flag, a.addr, err)
+		}
+	}
 	if *drain < 0 {
 		return fail(env, "serve: -drain must not be negative")
 	}
@@ -129,7 +134,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		_ = srv.Close()
-		return fail(env, "serve: %v", err)
+		return fail(env, "serve: -listen: %v", err)
 	}
 	if *metricsAddr != "" {
 		mln, err := net.Listen("tcp", *metricsAddr)
@@ -171,6 +176,24 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 		return fail(env, "serve: %v", err)
 	}
 	return exitOK
+}
+
+// checkListenAddr reports what is wrong with a listen address before the
+// policy loads: a missing or invalid port (a port alone, "8080", is not an
+// address; ":8080" listens on every interface).
+func checkListenAddr(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		var ae *net.AddrError
+		if errors.As(err, &ae) {
+			return errors.New(ae.Err)
+		}
+		return err
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil && strings.Trim(port, "0123456789") == "" && port != "" {
+		return fmt.Errorf("invalid port %s", port)
+	}
+	return nil
 }
 
 // hostNames is a repeatable flag's values.

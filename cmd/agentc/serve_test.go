@@ -136,6 +136,21 @@ func TestServeCapsFlags(t *testing.T) {
 	}
 }
 
+// A -listen or -metrics address without a port ("8080", "localhost") was
+// found out only once the policy had loaded, by an error that did not name
+// the flag; it is refused before the policy is read ("p" does not exist),
+// naming the flag and the form it takes.
+func TestServeListenFlag(t *testing.T) {
+	for _, args := range [][]string{{"-listen", "8080", "p"}, {"-listen", "localhost", "p"}, {"-listen", "127.0.0.1:99999", "p"}, {"-metrics", "9090", "p"}} {
+		stderr := &lockedBuffer{}
+		rc := cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: t.TempDir()}, args)
+		assert.Equal(t, exitUsage, rc, "%v", args)
+		assert.Contains(t, stderr.String(), "agentc: serve: "+args[0]+" "+args[1]+": ", "%v", args)
+		assert.Contains(t, stderr.String(), "want HOST:PORT", "%v", args)
+		assert.NotContains(t, stderr.String(), "no such file", "%v: the policy is not read", args)
+	}
+}
+
 // A negative drain delay is refused; the flag is in the usage.
 func TestServeDrainFlag(t *testing.T) {
 	stderr := &lockedBuffer{}
