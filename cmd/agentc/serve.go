@@ -272,5 +272,8 @@ func clientless(p *plan.Plan) error {
 	if len(names) == 0 {
 		return nil
 	}
-	return fmt.Errorf("model %s declares no provider: agentc serve has no client for it (give it provider, model and api_key_env: docs/providers.md)", strings.Join(names, ", "))
+	if len(names) > 1 {
+		return fmt.Errorf("models %s declare no provider: agentc serve has no client for them (give each provider, model and api_key_env: docs/providers.md)", strings.Join(names, ", "))
+	}
+	return fmt.Errorf("model %s declares no provider: agentc serve has no client for it (give it provider, model and api_key_env: docs/providers.md)", names[0])
 }

@@ -20,6 +20,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/runtime/plan"
 )
 
 // freeAddr returns a loopback address with a port free at the time of the
@@ -428,4 +430,13 @@ func TestServeAllowHostFlag(t *testing.T) {
 	rc = cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: dir}, []string{"-h"})
 	assert.Equal(t, exitOK, rc)
 	assert.Contains(t, stderr.String(), "-allowhost NAME")
+}
+
+// clientless names every model without a provider, in the plural when
+// there are several ("model "coder", "fast" declares" read wrong).
+func TestClientlessNamesTheModels(t *testing.T) {
+	one := &plan.Plan{Models: map[string]plan.Model{"primary": {}}}
+	require.EqualError(t, clientless(one), `model "primary" declares no provider: agentc serve has no client for it (give it provider, model and api_key_env: docs/providers.md)`)
+	two := &plan.Plan{Models: map[string]plan.Model{"fast": {}, "coder": {}, "cloud": {Provider: "openai"}}}
+	require.EqualError(t, clientless(two), `models "coder", "fast" declare no provider: agentc serve has no client for them (give each provider, model and api_key_env: docs/providers.md)`)
 }
