@@ -213,6 +213,10 @@ func (h *hostNames) Set(v string) error {
 // (.json) as it is, a policy through the compiler, whose warnings are
 // logged and whose errors fail the load with every diagnostic.
 func policySource(path string, env *cliEnv, logger *slog.Logger) serve.Source {
+	// Until a load succeeds the errors end the command: on a terminal they
+	// are shown with their source lines, as agentc vet shows them. A
+	// reload's go to the log, a line each.
+	started := false
 	return serve.SourceFunc(func(ctx context.Context) (*serve.Loaded, error) {
 		dir := policyDir(path)
 		if strings.HasSuffix(path, ".json") {
@@ -231,9 +235,14 @@ func policySource(path string, env *cliEnv, logger *slog.Logger) serve.Source {
 		}
 		ds := c.Diagnostics.Relative(env.wd).Sort()
 		var errs []string
+		src := &sources{wd: env.wd}
 		for _, d := range ds {
 			if d.Severity == dsl.Error {
-				errs = append(errs, d.String())
+				if env.excerpts && !started {
+					errs = append(errs, withExcerpt(src, d))
+				} else {
+					errs = append(errs, d.String())
+				}
 			} else {
 				logger.Warn("policy", "diagnostic", d.String())
 			}
@@ -255,6 +264,7 @@ func policySource(path string, env *cliEnv, logger *slog.Logger) serve.Source {
 		if st, err := os.Stat(path); err == nil && st.IsDir() {
 			ld.WatchDirs = []string{filepath.Clean(path)}
 		}
+		started = true
 		return ld, nil
 	})
 }

@@ -440,3 +440,15 @@ func TestClientlessNamesTheModels(t *testing.T) {
 	two := &plan.Plan{Models: map[string]plan.Model{"fast": {}, "coder": {}, "cloud": {Provider: "openai"}}}
 	require.EqualError(t, clientless(two), `models "coder", "fast" declare no provider: agentc serve has no client for them (give each provider, model and api_key_env: docs/providers.md)`)
 }
+
+// On a terminal a policy that does not vet at start is shown as agentc vet
+// shows it, each error with its source line and a caret under the column
+// (the diagnostics of a reload go to the log, one line each).
+func TestServeStartErrorsHaveExcerpts(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte("package p\n\nchains: chat: [{use: \"retyr\"}]\n"), 0o644))
+	stderr := &lockedBuffer{}
+	rc := cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: dir, excerpts: true}, []string{"-listen", "127.0.0.1:0", "-watch", "0", dir})
+	assert.Equal(t, exitUsage, rc)
+	assert.Contains(t, stderr.String(), "policy.cue:3:22: error schema/unknown-middleware: unknown middleware \"retyr\"; did you mean \"retry\"?\n\tchains: chat: [{use: \"retyr\"}]\n\t                     ^")
+}
