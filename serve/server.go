@@ -231,11 +231,16 @@ type Server struct {
 	// store) and its connections.
 	stores *runtime.StorePool
 
-	// reloadMu serializes loads; it guards the watched files.
+	// reloadMu serializes loads; it guards the watched files and
+	// toolsServed.
 	reloadMu  sync.Mutex
 	watched   fingerprint
 	watchDirs []string
-	closed    atomic.Bool
+	// toolsServed is set once a generation with mcp servers has served:
+	// the gateway runs the tool chain for them alone, so until then the
+	// tool chain holds no state (checkStateChanges).
+	toolsServed bool
+	closed      atomic.Bool
 
 	// stopNow is cancelled by Abort: it cuts the drain and the grace of a
 	// shutdown short.
@@ -329,9 +334,21 @@ var ErrStateReset = errors.New("serve: the change starts idempotency records afr
 // a narrowing not being told from a widening), and refuses the change when
 // it leaves idempotency records behind (keyed differently, or no longer
 // kept by any layer: an idempotent layer removed), unless AllowStateReset.
+// The chains the gateway has never run hold no state, and are not
+// compared: the turn chain, and the tool chain until a generation with mcp
+// servers has served.
 func (s *Server) checkStateChanges(old, next *plan.Plan) error {
+	if len(old.MCPServers) > 0 {
+		s.toolsServed = true
+	}
+	ran := func(stage plan.Stage) bool {
+		return stage == plan.StageChat || stage == plan.StageTool && s.toolsServed
+	}
 	var repeats []string
 	for _, c := range runtime.StateChanges(old, next) {
+		if !ran(c.Stage) {
+			continue
+		}
 		s.log.Warn("the policy change leaves shared state behind", "stage", c.Stage, "layer", c.Layer, "pos", c.Pos,
 			"fields", c.Fields, "tool", c.Tool, "detail", c.Message())
 		switch {
@@ -342,6 +359,9 @@ func (s *Server) checkStateChanges(old, next *plan.Plan) error {
 		}
 	}
 	for _, c := range runtime.CoverageChanges(old, next) {
+		if !ran(c.Stage) {
+			continue
+		}
 		s.log.Warn("the policy change may narrow what a layer deduplicates", "stage", c.Stage, "layer", c.Layer, "pos", c.Pos,
 			"tools", c.Tools, "detail", c.Message())
 	}
