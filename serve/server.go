@@ -236,9 +236,9 @@ type Server struct {
 	reloadMu  sync.Mutex
 	watched   fingerprint
 	watchDirs []string
-	// toolsServed is set once a generation with mcp servers has served:
-	// the gateway runs the tool chain for them alone, so until then the
-	// tool chain holds no state (checkStateChanges).
+	// toolsServed is set once a generation that runs tools (runsTools)
+	// has served: until then the tool chain holds no state
+	// (checkStateChanges).
 	toolsServed bool
 	closed      atomic.Bool
 
@@ -335,10 +335,10 @@ var ErrStateReset = errors.New("serve: the change starts idempotency records afr
 // it leaves idempotency records behind (keyed differently, or no longer
 // kept by any layer: an idempotent layer removed), unless AllowStateReset.
 // The chains the gateway has never run hold no state, and are not
-// compared: the turn chain, and the tool chain until a generation with mcp
-// servers has served.
+// compared: the turn chain, and the tool chain until a generation that
+// runs tools has served.
 func (s *Server) checkStateChanges(old, next *plan.Plan) error {
-	if len(old.MCPServers) > 0 {
+	if s.runsTools(old) {
 		s.toolsServed = true
 	}
 	ran := func(stage plan.Stage) bool {
@@ -374,6 +374,14 @@ func (s *Server) checkStateChanges(old, next *plan.Plan) error {
 	}
 	return fmt.Errorf("%w for %s: calls made before it would run again if repeated; keep the keys as deployed, or apply it by restarting (or with -allowreset)",
 		ErrStateReset, strings.Join(repeats, "; "))
+}
+
+// runsTools reports whether the gateway runs tool calls under p, through
+// its tool chain: those of p's mcp servers and the host's (Options.Tools).
+// Otherwise it only admits the calls a model proposes, which its clients
+// run.
+func (s *Server) runsTools(p *plan.Plan) bool {
+	return len(p.MCPServers) > 0 || len(s.opts.Tools) > 0
 }
 
 // generation is one loaded policy: its plan, pipeline, keys and upstream
@@ -539,11 +547,11 @@ func (s *Server) install(g *generation) {
 		s.log.Warn("turn chain not run by the gateway: it serves model calls through the chat chain and tool calls through the tool chain, never an agent turn, so these layers act only where a host runs turns (runtime.Pipeline.RunAgent, Turn); move a check meant for the gateway's callers to the chat chain",
 			"layers", names)
 	}
-	if names := runScopedLimits(g.plan); len(names) > 0 {
+	if names := runScopedLimits(g.plan, s.runsTools(g.plan)); len(names) > 0 {
 		s.log.Warn("rate limit of scope run: a request without "+RunHeader+", and each MCP session, is a run of its own with a fresh bucket, so these hold back no caller that omits the header or opens another session; give a caller's limit scope key (or global)",
 			"layers", names)
 	}
-	if names := runOnlyToolLayers(g.plan); len(names) > 0 {
+	if names := runOnlyToolLayers(g.plan, s.runsTools(g.plan)); len(names) > 0 {
 		s.log.Warn("tool-chain layers that act only on a call that runs: the gateway runs no tool without mcp servers (the client runs the calls the model proposes, which the tool chain only admits), so these never act; clean results in the chat chain, which reads them when the client sends them back",
 			"layers", names)
 	}

@@ -13,6 +13,8 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/runtime"
 )
 
 // keyArgsPolicy is a policy deduplicating refunds per keyArgs.
@@ -286,5 +288,14 @@ chains: tool: [{use: "idempotent", key_args: %s}]
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte(policy(servers, `["order_id", "amount"]`)), 0o644))
 	require.NoError(t, s.srv.Reload(context.Background()))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte(policy("", `["order_id"]`)), 0o644))
+	require.ErrorIs(t, s.srv.Reload(context.Background()), ErrStateReset)
+
+	// A host's tools run through the tool chain too, mcp servers or not:
+	// its state is compared, and its layers are not said never to act.
+	dir = writePolicy(t, policy("", `["order_id"]`))
+	s = startServer(t, Options{Source: cueSource(dir), WatchInterval: -1,
+		Tools: map[string]runtime.ToolFunc{"refund": func(context.Context, *runtime.ToolCall) (any, error) { return "ok", nil }}})
+	assert.NotContains(t, s.logs.String(), "tool-chain layers that act only on a call that runs")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte(policy("", `["order_id", "amount"]`)), 0o644))
 	require.ErrorIs(t, s.srv.Reload(context.Background()), ErrStateReset)
 }
