@@ -7,7 +7,9 @@
 // "password=hunter2" becomes "password=[REDACTED:password-assignment]" and the surrounding
 // structure stays readable; a key word ending a snake_case name is read as one
 // ("DB_PASSWORD=...", "SLACK_TOKEN: ...", as environment variables are written), one inside a
-// name is not ("password_hint=", "max_tokens="). Redacting already redacted text changes
+// name is not ("password_hint=", "max_tokens="), and nor is the resource type of an Amazon
+// Resource Name ("arn:aws:secretsmanager:us-east-1:123456789012:secret:prod/db-AbCdEf" names a
+// secret without holding it). Redacting already redacted text changes
 // nothing. The text is also
 // read folded, so a secret with zero-width characters, variation selectors or the combining
 // grapheme joiner inside, written in full-width or look-alike letters or with another dash, or
