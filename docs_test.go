@@ -78,3 +78,37 @@ func vetDocBlock(t *testing.T, block string) {
 	require.NoError(t, err)
 	assert.False(t, c.Diagnostics.HasErrors(), "%v\n%s", c.Diagnostics, block)
 }
+
+// fenceRE is a line that opens or closes a fenced block: its indentation,
+// the backticks and what follows them.
+var fenceRE = regexp.MustCompile("^([ \t]*)(```+)(.*)$")
+
+// TestDocsFencesClose checks that every fenced block of the pages closes:
+// a closing fence with text after it (```` ``` `Builtin` ````) is no fence,
+// so the block ran on to the end of the page and the prose after it was
+// shown as code.
+func TestDocsFencesClose(t *testing.T) {
+	pages, err := filepath.Glob(filepath.Join("docs", "*.md"))
+	require.NoError(t, err)
+	pages = append(pages, "README.md")
+	for _, page := range pages {
+		b, err := os.ReadFile(page)
+		require.NoError(t, err)
+		open := 0 // the line of the open fence, 0 outside a block
+		for i, line := range strings.Split(string(b), "\n") {
+			m := fenceRE.FindStringSubmatch(line)
+			if m == nil {
+				continue
+			}
+			switch {
+			case open == 0:
+				open = i + 1
+			case strings.TrimSpace(m[3]) == "":
+				open = 0
+			default:
+				assert.Failf(t, "fence with text after it", "%s:%d: %q inside the block opened at line %d does not close it", page, i+1, line, open)
+			}
+		}
+		assert.Zero(t, open, "%s: the block opened at this line never closes", page)
+	}
+}

@@ -176,13 +176,30 @@ func (c *Case) Extract(dir string) (string, error) {
 // run's result omits what did not happen: no requests, no tool calls, no
 // error), so that a want can assert an absence; lists match element by
 // element with equal lengths; numbers compare as float64. It returns ""
-// when got contains want.
+// when got contains want, else the first of Differences.
 func Subset(want, got any, path string) string {
+	if d := Differences(want, got, path); len(d) > 0 {
+		return d[0]
+	}
+	return ""
+}
+
+// Differences reports every place where got differs from the expected
+// subset want (see Subset), an object's fields in the order of their names;
+// a list of another length is one difference, its elements not compared.
+func Differences(want, got any, path string) []string {
+	var out []string
+	differences(want, got, path, &out)
+	return out
+}
+
+func differences(want, got any, path string, out *[]string) {
 	switch w := want.(type) {
 	case map[string]any:
 		g, ok := got.(map[string]any)
 		if !ok {
-			return fmt.Sprintf("%s: want an object, got %s", orRoot(path), describe(got))
+			*out = append(*out, fmt.Sprintf("%s: want an object, got %s", orRoot(path), describe(got)))
+			return
 		}
 		keys := make([]string, 0, len(w))
 		for k := range w {
@@ -195,32 +212,28 @@ func Subset(want, got any, path string) string {
 				continue
 			}
 			if !ok {
-				return fmt.Sprintf("%s: missing", orRoot(fieldpath.Join(path, k)))
+				*out = append(*out, fmt.Sprintf("%s: missing", orRoot(fieldpath.Join(path, k))))
+				continue
 			}
-			if d := Subset(w[k], gv, fieldpath.Join(path, k)); d != "" {
-				return d
-			}
+			differences(w[k], gv, fieldpath.Join(path, k), out)
 		}
-		return ""
 	case []any:
 		g, ok := got.([]any)
 		if !ok {
-			return fmt.Sprintf("%s: want a list, got %s", orRoot(path), describe(got))
+			*out = append(*out, fmt.Sprintf("%s: want a list, got %s", orRoot(path), describe(got)))
+			return
 		}
 		if len(g) != len(w) {
-			return fmt.Sprintf("%s: want %d elements, got %d: %s", orRoot(path), len(w), len(g), describe(got))
+			*out = append(*out, fmt.Sprintf("%s: want %d elements, got %d: %s", orRoot(path), len(w), len(g), describe(got)))
+			return
 		}
 		for i := range w {
-			if d := Subset(w[i], g[i], fmt.Sprintf("%s[%d]", path, i)); d != "" {
-				return d
-			}
+			differences(w[i], g[i], fmt.Sprintf("%s[%d]", path, i), out)
 		}
-		return ""
 	default:
 		if !reflect.DeepEqual(normalize(want), normalize(got)) {
-			return fmt.Sprintf("%s: want %s, got %s", orRoot(path), describe(want), describe(got))
+			*out = append(*out, fmt.Sprintf("%s: want %s, got %s", orRoot(path), describe(want), describe(got)))
 		}
-		return ""
 	}
 }
 

@@ -61,6 +61,30 @@ func TestConformance(t *testing.T) {
 	}
 }
 
+// TestDifferences: every difference is reported, in the order Subset
+// looks (the keys of an object sorted), not the first alone; a list of
+// another length is one difference, its elements not compared.
+func TestDifferences(t *testing.T) {
+	want := map[string]any{
+		"steps":      []any{map[string]any{"outcome": "ok", "agent": map[string]any{"blocked": 1.0, "stop": "done"}}},
+		"executions": map[string]any{"tools": map[string]any{"refund": 0.0}},
+		"audit":      []any{1.0},
+	}
+	got := map[string]any{
+		"steps":      []any{map[string]any{"outcome": "ok", "agent": map[string]any{"blocked": 0.0, "stop": "max_steps"}}},
+		"executions": map[string]any{"tools": map[string]any{"refund": 1.0}},
+		"audit":      []any{1.0, 2.0},
+	}
+	assert.Equal(t, []string{
+		"$.audit: want 1 elements, got 2: [1,2]",
+		"$.executions.tools.refund: want 0, got 1",
+		"$.steps[0].agent.blocked: want 1, got 0",
+		`$.steps[0].agent.stop: want "done", got "max_steps"`,
+	}, Differences(want, got, ""))
+	assert.Equal(t, "$.audit: want 1 elements, got 2: [1,2]", Subset(want, got, ""), "the first")
+	assert.Empty(t, Differences(want, want, ""))
+}
+
 func TestSubset(t *testing.T) {
 	tests := []struct {
 		name      string

@@ -452,8 +452,9 @@ func setDiff(wantList, gotList []string, missingText, extraText string) string {
 
 // Run runs the case against p, resolving the plan's relative paths (file
 // roots, store files) against dir. It returns "" when the output contains
-// the expected subset, else a description of the first difference; err is
-// set when the scenario is invalid or the pipeline cannot be built.
+// the expected subset, else a description of each difference, one a line
+// (conformance.Differences); err is set when the scenario is invalid or
+// the pipeline cannot be built.
 func (c *Case) Run(ctx context.Context, p *plan.Plan, dir string) (diff string, output []byte, err error) {
 	// The scenario was cut out of its file (and evaluated, from CUE): its
 	// errors name their place by path.
@@ -483,7 +484,7 @@ func (c *Case) Run(ctx context.Context, p *plan.Plan, dir string) (diff string, 
 	// A flag the result leaves out when false is false: `crashed: false`
 	// holds of a run that did not crash.
 	scenario.FillFalse(c.Want, got)
-	return conformance.Subset(c.Want, got, ""), out, nil
+	return strings.Join(conformance.Differences(c.Want, got, ""), "\n"), out, nil
 }
 
 // caseProblems puts the problems of a case's scenario on one line, each

@@ -197,7 +197,7 @@ chains: tool: [{use: "tracing"}]
 }
 
 // runOnlyCase runs the one case of the test file tests against the policy
-// p.cue and returns the first difference.
+// p.cue and returns its differences, one a line.
 func runOnlyCase(t *testing.T, policy, tests string) string {
 	t.Helper()
 	dir := write(t, map[string]string{"p.cue": policy, "a_test.cue": tests})

@@ -114,14 +114,7 @@ type probe struct {
 }
 
 func (p *probe) exit(ctx context.Context, err error) {
-	recorderOf(ctx).add(ctx, event{Kind: evExit, Stage: p.Stage, Pos: p.Pos, Class: runtime.Classify(err), ErrKind: kindOf(err)})
-}
-
-func kindOf(err error) string {
-	if err == nil {
-		return ""
-	}
-	return runtime.KindOf(err)
+	recorderOf(ctx).add(ctx, event{Kind: evExit, Stage: p.Stage, Pos: p.Pos, Class: runtime.Classify(err), ErrKind: runtime.KindOf(err)})
 }
 
 // WrapChat implements runtime.ChatWrapper; the outermost probe also records
@@ -143,7 +136,7 @@ func (p *probe) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		if model == "" {
 			model = c.Request.Model
 		}
-		if p.Last && rec != nil && kindOf(err) == "canceled" && c.Deltas == n0 {
+		if p.Last && rec != nil && runtime.KindOf(err) == "canceled" && c.Deltas == n0 {
 			// The scripted provider bills a request cancelled after it went
 			// out the scripted input, which the runtime's estimate of the
 			// input stands for: the layers are checked on what they do
@@ -156,7 +149,7 @@ func (p *probe) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		if errors.Is(err, runtime.ErrProviderRefused) {
 			refused = c.Request.Model
 		}
-		rec.add(ctx, event{Kind: evExit, Stage: p.Stage, Pos: p.Pos, Class: runtime.Classify(err), ErrKind: kindOf(err),
+		rec.add(ctx, event{Kind: evExit, Stage: p.Stage, Pos: p.Pos, Class: runtime.Classify(err), ErrKind: runtime.KindOf(err),
 			Usage: u, Model: model, Refused: refused})
 		return err
 	}

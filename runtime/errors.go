@@ -543,8 +543,11 @@ func RetryAfterOf(err error) (time.Duration, bool) {
 // "store_unavailable" (ErrStoreUnavailable), a
 // *CallError's kind (from its Kind, else its Status), "breaker_open",
 // "canceled", "timeout", the kind of a status code (StatusCode() int), or
-// "failure".
+// "failure"; "" for nil, which is no failure.
 func KindOf(err error) string {
+	if err == nil {
+		return ""
+	}
 	var d *InDoubtError
 	if errors.As(err, &d) {
 		return "in_doubt"

@@ -137,6 +137,10 @@ func decodeAnthropic(body []byte, p *chatParams) error {
 	if err := unmarshal(body, &in); err != nil {
 		return err
 	}
+	// The fields first, as decodeOpenAI.
+	if err := checkFields(body, anthropicShape); err != nil {
+		return err
+	}
 	if in.Model == "" {
 		return errors.New("model: required")
 	}
@@ -144,9 +148,6 @@ func decodeAnthropic(body []byte, p *chatParams) error {
 		return errors.New("messages: at least one message is required")
 	}
 	if err := outputBound("max_tokens", in.MaxTokens); err != nil {
-		return err
-	}
-	if err := checkFields(body, anthropicShape); err != nil {
 		return err
 	}
 	req := &p.req

@@ -849,3 +849,28 @@ func TestRunIDWithASpaceIsRefused(t *testing.T) {
 	_, _, _, msg = openAIError(t, body)
 	assert.Contains(t, msg, "not printable ASCII")
 }
+
+// TestMisspeltFieldIsNamed: a body whose required field is misspelt
+// (mesages, modle) was refused as if the field were missing ("messages: at
+// least one message is required"), which sends the client looking for a
+// field it wrote; the misspelt field is named, on every chat route.
+func TestMisspeltFieldIsNamed(t *testing.T) {
+	g := newGateway(t, typicalChain, nil, nil)
+	for _, tt := range []struct {
+		route, body, want string
+	}{
+		{"/v1/chat/completions", `{"model": "primary", "mesages": [{"role": "user", "content": "hi"}]}`, "mesages: not carried"},
+		{"/v1/chat/completions", `{"modle": "primary", "messages": [{"role": "user", "content": "hi"}]}`, "modle: not carried"},
+		{"/v1/messages", `{"model": "primary", "max_tokens": 10, "mesages": [{"role": "user", "content": "hi"}]}`, "mesages: not carried"},
+		{"/v1/messages", `{"model": "primary", "max_token": 10, "messages": [{"role": "user", "content": "hi"}]}`, "max_token: not carried"},
+		{"/v1/messages/count_tokens", `{"modle": "primary", "messages": [{"role": "user", "content": "hi"}]}`, "modle: not carried"},
+		{"/v1/responses", `{"modle": "primary", "input": "hi"}`, "modle: not carried"},
+	} {
+		t.Run(tt.route+" "+tt.want, func(t *testing.T) {
+			code, _, body := do(t, "POST", g.url+tt.route, clientKey, []byte(tt.body))
+			require.Equal(t, 400, code, body)
+			assert.Contains(t, body, tt.want)
+		})
+	}
+	assert.Zero(t, g.oa.requests()+g.an.requests())
+}

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -207,7 +208,7 @@ func (u *upstreamServer) connect(ctx context.Context) (*mcp.ClientSession, error
 			}()
 		}
 	}
-	return connect(ctx, u.name, u.spec, u.dir, u.secrets.lookup(u.lookupEnv), &u.secrets, opts)
+	return connect(ctx, u.name, u.spec, u.dir, u.secrets.lookup(u.lookupEnv), &u.secrets, opts, u.log)
 }
 
 // renew ends cs, a session that refused a call as closing, waits until it
@@ -298,7 +299,7 @@ type upstreamTool struct {
 // the URL. The caller closes the session.
 func Upstream(ctx context.Context, name string, s plan.MCPServer, dir string) (*mcp.ClientSession, error) {
 	var sec secrets
-	return connect(ctx, name, s, dir, sec.lookup(os.LookupEnv), &sec, nil)
+	return connect(ctx, name, s, dir, sec.lookup(os.LookupEnv), &sec, nil, nil)
 }
 
 // ListUpstream connects to one upstream MCP server of a plan as Upstream
@@ -314,7 +315,7 @@ func ListUpstream(ctx context.Context, name string, s plan.MCPServer, dir string
 			sec.add(lit[strings.LastIndexAny(lit, " \t")+1:])
 		}
 	}
-	cs, err := connect(ctx, name, s, dir, sec.lookup(os.LookupEnv), &sec, nil)
+	cs, err := connect(ctx, name, s, dir, sec.lookup(os.LookupEnv), &sec, nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -326,7 +327,9 @@ func ListUpstream(ctx context.Context, name string, s plan.MCPServer, dir string
 	return tools, nil
 }
 
-func connect(ctx context.Context, name string, s plan.MCPServer, dir string, lookupEnv func(string) (string, bool), sec *secrets, opts *mcp.ClientOptions) (*mcp.ClientSession, error) {
+// connect opens a session with server name. A command server's standard
+// error goes to log, a record a line (os.Stderr when log is nil).
+func connect(ctx context.Context, name string, s plan.MCPServer, dir string, lookupEnv func(string) (string, bool), sec *secrets, opts *mcp.ClientOptions, log *slog.Logger) (*mcp.ClientSession, error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "agentc-serve", Version: Version}, opts)
 	var t mcp.Transport
 	switch {
@@ -336,6 +339,15 @@ func connect(ctx context.Context, name string, s plan.MCPServer, dir string, loo
 		cmd := exec.Command(s.Command[0], s.Command[1:]...)
 		cmd.Dir = dir
 		cmd.Stderr = os.Stderr
+		if log != nil {
+			w, err := stderrLog(log, name)
+			if err != nil {
+				return nil, fmt.Errorf("mcp server %q: %w", name, err)
+			}
+			// The child holds its own end: the reader ends when it exits.
+			defer w.Close()
+			cmd.Stderr = w
+		}
 		if len(s.Env) > 0 {
 			cmd.Env = os.Environ()
 			for k, v := range s.Env {
@@ -361,6 +373,36 @@ func connect(ctx context.Context, name string, s plan.MCPServer, dir string, loo
 		return nil, fmt.Errorf("mcp server %q: connect: %w", name, sec.err(err))
 	}
 	return cs, nil
+}
+
+// maxStderrLine bounds a line of a command server's standard error in the
+// log: the rest of a longer line is left out.
+const maxStderrLine = 4 << 10
+
+// stderrLog returns the writing end of a pipe whose lines are logged to log
+// as records naming server name (a line the JSON log keeps whole, where the
+// raw bytes would break it), each cut at maxStderrLine.
+func stderrLog(log *slog.Logger, name string) (*os.File, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		defer r.Close()
+		br := bufio.NewReaderSize(r, maxStderrLine)
+		skip := false // the rest of a line over the bound
+		for {
+			line, err := br.ReadSlice('\n')
+			if text := strings.TrimRight(string(line), "\r\n"); !skip && text != "" {
+				log.Info("mcp server stderr", "server", name, "line", text)
+			}
+			skip = errors.Is(err, bufio.ErrBufferFull)
+			if err != nil && !skip {
+				return
+			}
+		}
+	}()
+	return w, nil
 }
 
 // maxUpstreamMessageBytes bounds one message an upstream sends: the SDK

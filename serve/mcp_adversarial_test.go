@@ -3,8 +3,10 @@ package serve
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -322,6 +324,9 @@ func TestMCPStdioHelper(t *testing.T) {
 		<-ctx.Done()
 		return nil, nil, ctx.Err()
 	})
+	if msg := os.Getenv("AGENTC_TEST_MCP_STDERR"); msg != "" {
+		fmt.Fprint(os.Stderr, msg)
+	}
 	var tr mcp.Transport = &mcp.StdioTransport{}
 	if name := os.Getenv("AGENTC_TEST_MCP_LOG"); name != "" {
 		f, err := os.Create(name)
@@ -330,6 +335,34 @@ func TestMCPStdioHelper(t *testing.T) {
 	}
 	_ = srv.Run(context.Background(), tr)
 	os.Exit(0)
+}
+
+// TestMCPStdioUpstreamStderrIsLogged: what a command server writes on its
+// standard error went to the gateway's own, raw, between the lines of its
+// log (with -log json, lines a log pipeline cannot parse); each line is a
+// record of the gateway's log, naming the server.
+func TestMCPStdioUpstreamStderrIsLogged(t *testing.T) {
+	logs := &logBuffer{}
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
+
+mcp: servers: crashy: {command: [%q, "-test.run=^TestMCPStdioHelper$"], env: {AGENTC_TEST_MCP_STDIO: "1", AGENTC_TEST_MCP_STDERR: "Server running on stdio\nNo roots\n"}}
+`, os.Args[0]))), WatchInterval: -1, Logger: slog.New(slog.NewJSONHandler(logs, nil))})
+	cs := connectProxy(t, s.url, "", nil)
+	_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "ping"})
+	require.NoError(t, err)
+	var lines []string
+	require.Eventually(t, func() bool {
+		lines = lines[:0]
+		for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+			var rec struct{ Msg, Server, Line string }
+			require.NoError(t, json.Unmarshal([]byte(l), &rec), "every line of the log is a JSON record: %q", l)
+			if rec.Msg == "mcp server stderr" && rec.Server == "crashy" {
+				lines = append(lines, rec.Line)
+			}
+		}
+		return len(lines) == 2
+	}, 10*time.Second, 10*time.Millisecond)
+	assert.Equal(t, []string{"Server running on stdio", "No roots"}, lines)
 }
 
 // TestMCPStdioUpstreamExits: a stdio upstream whose process exits fails

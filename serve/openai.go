@@ -141,14 +141,16 @@ func decodeOpenAI(body []byte, p *chatParams) error {
 	if err := unmarshal(body, &in); err != nil {
 		return err
 	}
+	// The fields first: a misspelt required field (mesages) is named,
+	// rather than reported missing.
+	if err := checkFields(body, openAIShape); err != nil {
+		return err
+	}
 	if in.Model == "" {
 		return errors.New("model: required")
 	}
 	if len(in.Messages) == 0 {
 		return errors.New("messages: at least one message is required")
-	}
-	if err := checkFields(body, openAIShape); err != nil {
-		return err
 	}
 	if in.N != nil && *in.N != 1 {
 		return fmt.Errorf("n: only 1 choice is served, got %d", *in.N)

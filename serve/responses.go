@@ -190,6 +190,10 @@ func decodeResponses(body []byte, p *chatParams) error {
 	if err := unmarshal(body, &in); err != nil {
 		return err
 	}
+	// The fields first, as decodeOpenAI.
+	if err := checkFields(body, responsesShape); err != nil {
+		return err
+	}
 	if in.Model == "" {
 		return errors.New("model: required")
 	}
@@ -198,9 +202,6 @@ func decodeResponses(body []byte, p *chatParams) error {
 	}
 	if in.Store != nil && *in.Store {
 		return errors.New("store: true is not served: the gateway keeps no responses; send store false, or leave it out (a response says store false)")
-	}
-	if err := checkFields(body, responsesShape); err != nil {
-		return err
 	}
 	req := &p.req
 	req.Model = in.Model

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/agentc-dev/agentc/internal/initgc"
+	"github.com/agentc-dev/agentc/internal/textdist"
 )
 
 // version is set at link time (-ldflags "-X main.version=...").
@@ -44,6 +45,7 @@ Usage:
 const usageTail = `
 PATH is a directory holding one CUE package, or .cue files of one package;
 DIR/... walks every policy directory below DIR.
+agentc help CMD (or agentc CMD -h) prints a command's flags.
 `
 
 // usage returns the usage text: one line per command, its synopsis and
@@ -156,6 +158,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		env.timeout = d
 	}
+	if len(args) == 2 && args[0] == "help" {
+		// agentc help CMD: the command's usage, as agentc CMD -h.
+		args = []string{args[1], "-h"}
+	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(stderr, usage())
 		if len(args) == 0 {
@@ -163,12 +169,18 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return exitOK
 	}
-	for _, c := range commands {
+	names := make([]string, len(commands))
+	for i, c := range commands {
 		if c.name == args[0] {
 			return c.run(ctx, env, args[1:])
 		}
+		names[i] = c.name
 	}
-	fmt.Fprintf(stderr, "agentc: unknown command %q\n\n%s", args[0], usage())
+	hint := ""
+	if near := textdist.Closest(args[0], names); near != "" {
+		hint = fmt.Sprintf("; did you mean %q?", near)
+	}
+	fmt.Fprintf(stderr, "agentc: unknown command %q%s\n\n%s", args[0], hint, usage())
 	return exitUsage
 }
 

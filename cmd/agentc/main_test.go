@@ -126,6 +126,25 @@ func TestUsageMatchesFlags(t *testing.T) {
 	}
 }
 
+// TestHelpCommand: `agentc help CMD` printed the top-level usage, not the
+// command's; it prints what `agentc CMD -h` prints, and an unknown command
+// is a usage error naming it.
+func TestHelpCommand(t *testing.T) {
+	for _, c := range commands {
+		t.Run(c.name, func(t *testing.T) {
+			var want, got strings.Builder
+			Main(context.Background(), []string{c.name, "-h"}, &strings.Builder{}, &want)
+			code := Main(context.Background(), []string{"help", c.name}, &strings.Builder{}, &got)
+			assert.Equal(t, exitOK, code)
+			assert.Equal(t, want.String(), got.String())
+		})
+	}
+	var stderr strings.Builder
+	code := Main(context.Background(), []string{"help", "serv"}, &strings.Builder{}, &stderr)
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr.String(), `agentc: unknown command "serv"; did you mean "serve"?`)
+}
+
 var (
 	sarifOnce     sync.Once
 	sarifCompiled *jsonschema.Schema

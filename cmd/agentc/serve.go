@@ -52,6 +52,11 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 		fs.Usage()
 		return exitUsage
 	}
+	for _, a := range []struct{ flag, addr string }{{"-listen", *listen}, {"-metrics", *metricsAddr}} {
+		if err := checkListenAddr(a.addr); a.addr != "" && err != nil {
+			return fail(env, "serve: %s %s: %v (want HOST:PORT, such as 127.0.0.1:8080)", a.flag, a.addr, err)
+		}
+	}
 	if *drain < 0 {
 		return fail(env, "serve: -drain must not be negative")
 	}
@@ -131,7 +136,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		_ = srv.Close()
-		return fail(env, "serve: %v", err)
+		return fail(env, "serve: -listen: %v", err)
 	}
 	if *metricsAddr != "" {
 		mln, err := net.Listen("tcp", *metricsAddr)
@@ -175,6 +180,24 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 	return exitOK
 }
 
+// checkListenAddr reports what is wrong with a listen address before the
+// policy loads: a missing or invalid port (a port alone, "8080", is not an
+// address; ":8080" listens on every interface).
+func checkListenAddr(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		var ae *net.AddrError
+		if errors.As(err, &ae) {
+			return errors.New(ae.Err)
+		}
+		return err
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil && strings.Trim(port, "0123456789") == "" && port != "" {
+		return fmt.Errorf("invalid port %s", port)
+	}
+	return nil
+}
+
 // hostNames is a repeatable flag's values.
 type hostNames []string
 
@@ -192,6 +215,10 @@ func (h *hostNames) Set(v string) error {
 // (.json) as it is, a policy through the compiler, whose warnings are
 // logged and whose errors fail the load with every diagnostic.
 func policySource(path string, env *cliEnv, logger *slog.Logger) serve.Source {
+	// Until a load succeeds the errors end the command: on a terminal they
+	// are shown with their source lines, as agentc vet shows them. A
+	// reload's go to the log, a line each.
+	started := false
 	return serve.SourceFunc(func(ctx context.Context) (*serve.Loaded, error) {
 		dir := policyDir(path)
 		if strings.HasSuffix(path, ".json") {
@@ -210,9 +237,14 @@ func policySource(path string, env *cliEnv, logger *slog.Logger) serve.Source {
 		}
 		ds := c.Diagnostics.Relative(env.wd).Sort()
 		var errs []string
+		src := &sources{wd: env.wd}
 		for _, d := range ds {
 			if d.Severity == dsl.Error {
-				errs = append(errs, d.String())
+				if env.excerpts && !started {
+					errs = append(errs, withExcerpt(src, d))
+				} else {
+					errs = append(errs, d.String())
+				}
 			} else {
 				logger.Warn("policy", "diagnostic", d.String())
 			}
@@ -234,6 +266,7 @@ func policySource(path string, env *cliEnv, logger *slog.Logger) serve.Source {
 		if st, err := os.Stat(path); err == nil && st.IsDir() {
 			ld.WatchDirs = []string{filepath.Clean(path)}
 		}
+		started = true
 		return ld, nil
 	})
 }
@@ -251,7 +284,10 @@ func clientless(p *plan.Plan) error {
 	if len(names) == 0 {
 		return nil
 	}
-	return fmt.Errorf("model %s declares no provider: agentc serve has no client for it (give it provider, model and api_key_env: docs/providers.md)", strings.Join(names, ", "))
+	if len(names) > 1 {
+		return fmt.Errorf("models %s declare no provider: agentc serve has no client for them (give each provider, model and api_key_env: docs/providers.md)", strings.Join(names, ", "))
+	}
+	return fmt.Errorf("model %s declares no provider: agentc serve has no client for it (give it provider, model and api_key_env: docs/providers.md)", names[0])
 }
 
 // loopbackAddr reports whether addr, a -listen address, names a loopback

@@ -20,6 +20,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/runtime/plan"
 )
 
 // freeAddr returns a loopback address with a port free at the time of the
@@ -133,6 +135,21 @@ func TestServeCapsFlags(t *testing.T) {
 		rc := cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: t.TempDir()}, []string{f, "-1", "p"})
 		assert.Equal(t, exitUsage, rc, f)
 		assert.Contains(t, stderr.String(), "must not be negative (0: no bound)")
+	}
+}
+
+// A -listen or -metrics address without a port ("8080", "localhost") was
+// found out only once the policy had loaded, by an error that did not name
+// the flag; it is refused before the policy is read ("p" does not exist),
+// naming the flag and the form it takes.
+func TestServeListenFlag(t *testing.T) {
+	for _, args := range [][]string{{"-listen", "8080", "p"}, {"-listen", "localhost", "p"}, {"-listen", "127.0.0.1:99999", "p"}, {"-metrics", "9090", "p"}} {
+		stderr := &lockedBuffer{}
+		rc := cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: t.TempDir()}, args)
+		assert.Equal(t, exitUsage, rc, "%v", args)
+		assert.Contains(t, stderr.String(), "agentc: serve: "+args[0]+" "+args[1]+": ", "%v", args)
+		assert.Contains(t, stderr.String(), "want HOST:PORT", "%v", args)
+		assert.NotContains(t, stderr.String(), "no such file", "%v: the policy is not read", args)
 	}
 }
 
@@ -441,4 +458,25 @@ func TestServeKeylessPolicyOnANetworkAddress(t *testing.T) {
 	rc := cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: t.TempDir()}, []string{"-h"})
 	assert.Equal(t, exitOK, rc)
 	assert.Contains(t, stderr.String(), "-keyless")
+}
+
+// clientless names every model without a provider, in the plural when
+// there are several ("model "coder", "fast" declares" read wrong).
+func TestClientlessNamesTheModels(t *testing.T) {
+	one := &plan.Plan{Models: map[string]plan.Model{"primary": {}}}
+	require.EqualError(t, clientless(one), `model "primary" declares no provider: agentc serve has no client for it (give it provider, model and api_key_env: docs/providers.md)`)
+	two := &plan.Plan{Models: map[string]plan.Model{"fast": {}, "coder": {}, "cloud": {Provider: "openai"}}}
+	require.EqualError(t, clientless(two), `models "coder", "fast" declare no provider: agentc serve has no client for them (give each provider, model and api_key_env: docs/providers.md)`)
+}
+
+// On a terminal a policy that does not vet at start is shown as agentc vet
+// shows it, each error with its source line and a caret under the column
+// (the diagnostics of a reload go to the log, one line each).
+func TestServeStartErrorsHaveExcerpts(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte("package p\n\nchains: chat: [{use: \"retyr\"}]\n"), 0o644))
+	stderr := &lockedBuffer{}
+	rc := cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: dir, excerpts: true}, []string{"-listen", "127.0.0.1:0", "-watch", "0", dir})
+	assert.Equal(t, exitUsage, rc)
+	assert.Contains(t, stderr.String(), "policy.cue:3:22: error schema/unknown-middleware: unknown middleware \"retyr\"; did you mean \"retry\"?\n\tchains: chat: [{use: \"retyr\"}]\n\t                     ^")
 }

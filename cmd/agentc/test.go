@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/agentc-dev/agentc/compiler"
@@ -117,7 +118,7 @@ func cmdTest(ctx context.Context, env *cliEnv, args []string) int {
 						problem = err.Error()
 						where = tc.Where(problem)
 					case diff != "":
-						problem, where = diff, tc.Where(diff)
+						problem, where = placeDifferences(env, tc, diff)
 						if *verbose {
 							problem += "\n      output: " + string(out)
 						}
@@ -155,6 +156,42 @@ func cmdTest(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	return exitOK
 }
+
+// placeDifferences orders the differences of a case's run (one a line) by
+// their places in its test file, and returns the first with its place and
+// each other on an indented line of its own after it, at its place.
+func placeDifferences(env *cliEnv, tc *policytest.Case, diff string) (problem, where string) {
+	type placed struct{ text, where string }
+	var ds []placed
+	for _, d := range strings.Split(diff, "\n") {
+		ds = append(ds, placed{d, tc.Where(d)})
+	}
+	// file:line:col, compared by line and column (a difference the file
+	// does not place, at the case, sorts as it comes).
+	lineCol := func(w string) (int, int) {
+		m := lineColRE.FindStringSubmatch(w)
+		if m == nil {
+			return 0, 0
+		}
+		line, _ := strconv.Atoi(m[1])
+		col, _ := strconv.Atoi(m[2])
+		return line, col
+	}
+	slices.SortStableFunc(ds, func(a, b placed) int {
+		al, ac := lineCol(a.where)
+		bl, bc := lineCol(b.where)
+		return cmp.Or(cmp.Compare(al, bl), cmp.Compare(ac, bc))
+	})
+	var b strings.Builder
+	b.WriteString(ds[0].text)
+	for _, d := range ds[1:] {
+		fmt.Fprintf(&b, "\n      %s  %s", rel(env, cmp.Or(d.where, tc.At(""))), d.text)
+	}
+	return b.String(), ds[0].where
+}
+
+// lineColRE is the line and column that end a place, file:line:col.
+var lineColRE = regexp.MustCompile(`:(\d+):(\d+)$`)
 
 // diagnosticLines lists the diagnostics of a policy, one indented line
 // each, positions relative to the working directory (" none" when there
