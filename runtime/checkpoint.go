@@ -129,9 +129,7 @@ func (cp *Checkpoint) UnmarshalJSON(b []byte) error {
 		Fields map[string]json.RawMessage `json:"fields,omitempty"`
 	}{plain: (*plain)(cp)}
 	cp.Fields = nil
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&v); err != nil {
+	if err := decodeKnown(b, &v); err != nil {
 		return err
 	}
 	if v.Fields == nil {

@@ -16,28 +16,40 @@ import (
 	"github.com/agentc-dev/agentc/internal/jsonnum"
 )
 
-// exactComparisons is a program decorator: ==, !=, <, <=, > and >= compare
-// an int with a double as the numbers they are, and `in` compares a list's
-// elements so. CEL rounds the int to a double first, so 9007199254740993
-// (an int64 argument or result, above 2^53) equals 9007199254740992.0, and
-// 9223372036854775807 equals 9223372036854775808.0: a guard would decide
-// on a neighbour of the number the call carries. Other operands compare as
-// CEL compares them.
-func exactComparisons(i interpreter.InterpretableV2) (interpreter.InterpretableV2, error) {
+// exactNumbers is a program decorator: comparisons and conversions of
+// numbers decide on the numbers they are (exactComparison,
+// exactConversion), where CEL rounds an int to a double.
+func exactNumbers(i interpreter.InterpretableV2) (interpreter.InterpretableV2, error) {
 	call, ok := i.(interpreter.InterpretableCall)
-	if !ok || len(call.Args()) != 2 {
+	if !ok {
 		return i, nil
 	}
-	switch call.Function() {
-	case operators.Equals, operators.NotEquals, operators.Less, operators.LessEquals, operators.Greater, operators.GreaterEquals, operators.In:
-	default:
-		return i, nil
+	switch args := call.Args(); {
+	case len(args) == 2 && comparison(call.Function()):
+		return &exactComparison{InterpretableCall: call, lhs: args[0], rhs: args[1]}, nil
+	case len(args) == 1 && (call.Function() == overloads.TypeConvertString || call.Function() == overloads.TypeConvertDouble):
+		return &exactConversion{InterpretableCall: call, arg: args[0]}, nil
 	}
-	return &exactComparison{InterpretableCall: call, lhs: call.Args()[0], rhs: call.Args()[1]}, nil
+	return i, nil
 }
 
-// exactComparison is one comparison exactComparisons decorates. It answers
-// the call from its operands' values, evaluated once.
+// comparison reports the functions exactComparison answers.
+func comparison(fn string) bool {
+	switch fn {
+	case operators.Equals, operators.NotEquals, operators.Less, operators.LessEquals, operators.Greater, operators.GreaterEquals, operators.In:
+		return true
+	}
+	return false
+}
+
+// exactComparison is one comparison exactNumbers decorates: ==, !=, <, <=,
+// > and >= compare an int with a double as the numbers they are, and `in`
+// compares a list's elements so. CEL rounds the int to a double first, so
+// 9007199254740993 (an int64 argument or result, above 2^53) equals
+// 9007199254740992.0, and 9223372036854775807 equals
+// 9223372036854775808.0: a guard would decide on a neighbour of the number
+// the call carries. Other operands compare as CEL compares them. It
+// answers the call from its operands' values, evaluated once.
 type exactComparison struct {
 	interpreter.InterpretableCall
 	lhs, rhs interpreter.InterpretableV2
@@ -233,27 +245,14 @@ func intVsDouble(i int64, d float64) int {
 	return 0
 }
 
-// exactConversions is a program decorator for the conversions to string
-// and double: string() of a double writes it in plain decimal form, the
+// exactConversion is one conversion to string or double exactNumbers
+// decorates: string() of a double writes it in plain decimal form, the
 // number it is digit for digit (1000000, not 1e+06; 0.0000001; -0 as 0), as
 // tool_policy's arg_patterns read a number, so a guard reading a number's
 // digits reads the digits the call carries; and double() of an int, a uint
 // or a decimal string a double does not hold exactly (9007199254740993,
 // "100.000000000000001") is an evaluation error, never the neighbour CEL
 // rounds it to. Other conversions are CEL's.
-func exactConversions(i interpreter.InterpretableV2) (interpreter.InterpretableV2, error) {
-	call, ok := i.(interpreter.InterpretableCall)
-	if !ok || len(call.Args()) != 1 {
-		return i, nil
-	}
-	switch call.Function() {
-	case overloads.TypeConvertString, overloads.TypeConvertDouble:
-		return &exactConversion{InterpretableCall: call, arg: call.Args()[0]}, nil
-	}
-	return i, nil
-}
-
-// exactConversion is one conversion exactConversions decorates.
 type exactConversion struct {
 	interpreter.InterpretableCall
 	arg interpreter.InterpretableV2
