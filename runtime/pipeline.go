@@ -427,11 +427,13 @@ func toolTerminal(ctx context.Context, c *ToolCall) (any, error) {
 	// A tool may have effects: never start it for a call whose context has
 	// already ended (like the chat and turn terminals).
 	if err := ctx.Err(); err != nil {
+		atomic.StoreInt32(&c.interrupted, 0)
 		return nil, err
 	}
 	// A resumed call that may have started before runs only when a layer
 	// answered for it (ClaimVoucher).
 	if err := resumedGate(ctx, c); err != nil {
+		atomic.StoreInt32(&c.interrupted, 0)
 		return nil, err
 	}
 	v, err := fn(ctx, c)
@@ -520,6 +522,23 @@ func interrupted(t *ToolInfo, err error) error {
 		return err
 	}
 	return MayHaveRun(fmt.Errorf("tool %s was running when its call was cancelled, and may have made its effect: %w", t.Name, err))
+}
+
+// Interrupted returns err, the failure of c, marked MayHaveRun when the
+// tool was running when the context it last ran under ended and failed
+// after that, and a repetition would make its effect again (side-effecting,
+// not retry_safe): as the pipeline marks such a failure when the call's own
+// context ends. A layer that ends the context of the inner layers itself (a
+// retry's attempt_timeout) calls it, so that the layers outside, the caller
+// and an agent turn read the failure as in doubt, not as one that did not
+// happen. A failure that says whether the tool acted (Ran, NotRun) or that a
+// layer classified is returned as it is, as is err when the tool did not
+// run, or returned before its context ended.
+func (c *ToolCall) Interrupted(err error) error {
+	if err == nil || c.Tool == nil || atomic.LoadInt32(&c.interrupted) == 0 {
+		return err
+	}
+	return interrupted(c.Tool, err)
 }
 
 // recordOutcome records the outcome of a call of tool for its run, when

@@ -246,6 +246,26 @@ func TestCallThatMayHaveRunIsInDoubt(t *testing.T) {
 	})
 }
 
+// A retry inside audit (trail "logical") whose attempt_timeout ends a
+// side-effecting tool's attempt while the tool runs: the logical call may
+// have made its effect, and its outcome is in doubt, not failed, though
+// audit's own context never ended.
+func TestAttemptTimeoutInsideIsInDoubt(t *testing.T) {
+	p := toolPlan(rt.Layer("audit", ""),
+		rt.Layer("retry", `{"max_attempts":3,"attempt_timeout":"20ms","initial_delay":"1ms","max_delay":"1ms"}`))
+	p.Tools = map[string]plan.Tool{"refund": {SideEffecting: true}}
+	sink := &runtime.MemoryAudit{}
+	tool := rt.NewTool(rt.ToolResult{Hang: true}, rt.ToolResult{Value: "again"})
+	pl := rt.Build(t, p, runtime.Deps{Audit: sink, Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
+	_, err := pl.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1"}})
+	require.Error(t, err)
+	assert.Equal(t, runtime.ClassInDoubt, runtime.Classify(err))
+	assert.Equal(t, 1, tool.Calls())
+	recs := sink.Records()
+	require.Len(t, recs, 2)
+	assert.Equal(t, runtime.DecisionInDoubt, recs[1].Decision)
+}
+
 func TestOutcomeWrittenAfterCancellation(t *testing.T) {
 	sink := &runtime.MemoryAudit{}
 	tool := rt.NewTool(rt.ToolResult{Hang: true})
