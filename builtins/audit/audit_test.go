@@ -234,6 +234,24 @@ func TestCallThatMayHaveRunIsInDoubt(t *testing.T) {
 		assert.Equal(t, "in_doubt", recs[1].ErrorType)
 		assert.Contains(t, recs[1].ErrorMessage, "before it stopped (timeout): ", "the kind the failure had")
 	})
+	t.Run("timed out", func(t *testing.T) {
+		// The tool's own deadline, or an upstream's 504: it may have
+		// acted, as idempotent and meter take it.
+		for _, terr := range []error{
+			&runtime.CallError{Status: 504, Message: "core banking gateway timeout"},
+			&runtime.CallError{Kind: runtime.KindTimeout, Message: "no answer from the core within 5s"},
+		} {
+			sink := &runtime.MemoryAudit{}
+			tool := func(context.Context, *runtime.ToolCall) (any, error) { return nil, terr }
+			pl := rt.Build(t, effectPlan(), runtime.Deps{Audit: sink, Tools: map[string]runtime.ToolFunc{"refund": tool}})
+			_, err := pl.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{}})
+			require.Error(t, err)
+			recs := sink.Records()
+			require.Len(t, recs, 2)
+			assert.Equal(t, runtime.DecisionInDoubt, recs[1].Decision, terr.Error())
+			assert.Contains(t, recs[1].ErrorMessage, "before it stopped (timeout): ")
+		}
+	})
 	t.Run("failed before cancellation", func(t *testing.T) {
 		sink := &runtime.MemoryAudit{}
 		tool := func(context.Context, *runtime.ToolCall) (any, error) { return nil, errors.New("card declined") }
