@@ -441,6 +441,10 @@ func toolTerminal(ctx context.Context, c *ToolCall) (any, error) {
 		atomic.StoreInt32(&c.interrupted, 1)
 	} else {
 		atomic.StoreInt32(&c.interrupted, 0)
+		if err != nil && c.Tool != nil && KindOf(err) == string(KindTimeout) {
+			// Its own deadline, an upstream's 504: it may have acted.
+			err = mayHaveActed(c.Tool, err, "failed with a timeout")
+		}
 	}
 	if c.entry.taint != nil && err == nil {
 		c.entry.taint(c.Meta.Run.ID, v)
@@ -488,7 +492,7 @@ func (pl *Pipeline) Tool(ctx context.Context, req ToolRequest) (ToolResult, erro
 	c.Meta.IdempotencyKey, c.Meta.Attempts, c.Meta.Run = req.IdempotencyKey, 1, *run
 	v, err := pl.tool(ctx, c)
 	if err != nil && ctx.Err() != nil && atomic.LoadInt32(&c.interrupted) != 0 {
-		err = interrupted(&e.info, err)
+		err = mayHaveActed(&e.info, err, "was running when its call was cancelled")
 	}
 	if err != nil && resumesInFlight.Load() != 0 {
 		err = resumedUnanswered(ctx, req.Name, c.IdempotencyKey(), err)
@@ -508,20 +512,22 @@ func (pl *Pipeline) Tool(ctx context.Context, req ToolRequest) (ToolResult, erro
 	return res, err
 }
 
-// interrupted returns the error of a call whose tool t was running when its
-// context ended and returned an error after that. A tool whose effect a
-// repetition would make again (side-effecting, not retry_safe) may have
-// made it before it stopped, as audit and idempotent take it: such a
-// failure is marked
-// MayHaveRun (in doubt, final), so that neither the caller nor an agent
-// turn, which would tell the model "cancelled", runs it again, and the
-// run's record of it is in doubt. A failure that says whether the tool
-// acted (Ran, NotRun) or that a layer classified is left as it is.
-func interrupted(t *ToolInfo, err error) error {
+// mayHaveActed returns the error of a call whose tool t may have acted
+// before it failed, as what says: it was running when its context ended
+// and returned an error after that, or it failed with a timeout (its own
+// deadline, an upstream's 504 or 408). A tool whose effect a repetition
+// would make again (side-effecting, not retry_safe) may have made it
+// before it stopped, as audit, idempotent and meter take it: such a
+// failure is marked MayHaveRun (in doubt, final), so that neither the
+// caller nor an agent turn, which would tell the model "cancelled" or
+// "failed", runs it again, and the run's record of it is in doubt. A
+// failure that says whether the tool acted (Ran, NotRun) or that a layer
+// classified is left as it is.
+func mayHaveActed(t *ToolInfo, err error, what string) error {
 	if !t.SideEffecting || t.RetrySafe || Classify(err) != ClassFailure || errors.Is(err, ErrRan) || DidNotRun(err) {
 		return err
 	}
-	return MayHaveRun(fmt.Errorf("tool %s was running when its call was cancelled, and may have made its effect: %w", t.Name, err))
+	return MayHaveRun(fmt.Errorf("tool %s %s, and may have made its effect: %w", t.Name, what, err))
 }
 
 // Interrupted returns err, the failure of c, marked MayHaveRun when the
@@ -538,7 +544,7 @@ func (c *ToolCall) Interrupted(err error) error {
 	if err == nil || c.Tool == nil || atomic.LoadInt32(&c.interrupted) == 0 {
 		return err
 	}
-	return interrupted(c.Tool, err)
+	return mayHaveActed(c.Tool, err, "was running when its call was cancelled")
 }
 
 // recordOutcome records the outcome of a call of tool for its run, when

@@ -96,10 +96,9 @@ func Decision(err error, meta *runtime.Meta) runtime.AuditDecision {
 
 // invoke writes the intent, runs call and writes the outcome. effect is set
 // for a call that may make an effect a repetition would make again (a
-// side-effecting tool not declared retry_safe): when such a call panics,
-// fails while its context is cancelled, or fails with a timeout (its own
-// deadline, an upstream's 504), it may have made its effect before it
-// stopped, so its outcome is recorded in doubt (decision in_doubt,
+// side-effecting tool not declared retry_safe): when such a call panics, or
+// fails while its context is cancelled, it may have made its effect before
+// it stopped, so its outcome is recorded in doubt (decision in_doubt,
 // error_type in_doubt, the cause in the message), as idempotent treats it,
 // rather than failed, which a person settling the trail would read as "did
 // not happen".
@@ -134,8 +133,7 @@ func invoke[T any](ctx context.Context, a *Audit, rec runtime.AuditRecord, meta 
 	v, err = call()
 	completed = true
 	out := a.outcome(rec, meta, start, err, "")
-	if effect && err != nil && out.Decision == runtime.DecisionFailed &&
-		(ctx.Err() != nil || runtime.KindOf(err) == string(runtime.KindTimeout)) {
+	if effect && err != nil && ctx.Err() != nil && out.Decision == runtime.DecisionFailed {
 		markInDoubt(&out)
 	}
 	if werr := a.sink.Append(context.WithoutCancel(ctx), out); werr != nil {
