@@ -490,6 +490,9 @@ func (pl *Pipeline) Tool(ctx context.Context, req ToolRequest) (ToolResult, erro
 	c := toolCalls.Get().(*ToolCall)
 	c.Name, c.Args, c.Tool, c.entry = req.Name, req.Args, &e.info, e
 	c.Meta.IdempotencyKey, c.Meta.Attempts, c.Meta.Run = req.IdempotencyKey, 1, *run
+	if req.IdempotencyKey == "" && len(pl.keyers) > 0 {
+		pl.keyCall(ctx, c)
+	}
 	v, err := pl.tool(ctx, c)
 	if err != nil && ctx.Err() != nil && atomic.LoadInt32(&c.interrupted) != 0 {
 		err = mayHaveActed(&e.info, err, "was running when its call was cancelled")
