@@ -45,3 +45,35 @@ func TestTheTrailNamesTheKeyPassedDownstream(t *testing.T) {
 	}
 	assert.Equal(t, runtime.DecisionInDoubt, recs[1].Decision)
 }
+
+// TestAResumedCallInDoubtNamesTheKeyPassedDownstream: a resumed turn's call
+// the store cannot answer for (a memory store) ends in doubt naming the key
+// the tool would have got, the layer's key_args key, not the run's.
+func TestAResumedCallInDoubtNamesTheKeyPassedDownstream(t *testing.T) {
+	refund := runtime.ToolUse{ID: "r1", Name: "refund", Arguments: []byte(`{"order_id":"A1"}`)}
+	store := runtime.NewMemoryCheckpoints()
+	_, err := store.SaveCheckpoint(context.Background(), runtime.Checkpoint{RunID: "r", Status: runtime.RunRunning,
+		Transcript: []runtime.Message{{Role: "user", Content: "refund order A1"},
+			{Role: "assistant", ToolCalls: []runtime.ToolUse{refund}}}})
+	require.NoError(t, err)
+	p := toolPlan(rt.Layer("idempotent", `{"key_args": ["order_id"]}`))
+	p.Tools = map[string]plan.Tool{"refund": {SideEffecting: true}}
+	tool := rt.NewTool(rt.ToolResult{Value: "R1"})
+	model := rt.NewModel(rt.Response{Deltas: []string{"done"}})
+	pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}, Checkpoints: store,
+		Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
+	cp, err := pl.Checkpointer("")
+	require.NoError(t, err)
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r"})
+	_, err = cp.Resume(ctx, "r")
+	require.NoError(t, err)
+	_, err = pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Messages: pl.Transcript(ctx)})
+	var doubt *runtime.InDoubtError
+	require.ErrorAs(t, err, &doubt)
+	require.Zero(t, tool.Calls())
+
+	_, err = pl.Tool(runtime.WithRun(context.Background(), runtime.Run{ID: "other"}),
+		runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1"}})
+	require.NoError(t, err)
+	assert.Equal(t, tool.Keys()[0], doubt.IdempotencyKey)
+}
