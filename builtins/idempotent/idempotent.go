@@ -82,6 +82,10 @@ func (m *Idempotent) Provision(b *runtime.BuildContext) error {
 	if err != nil {
 		return err
 	}
+	if setting := runtime.Evicts(l, false); setting != "" {
+		return fmt.Errorf("store %q evicts keys under memory pressure (%s): a claim or a result it evicts lets a duplicate run the call again; set maxmemory-policy noeviction on the server, or keep the idempotency records in another store",
+			runtime.StoreName(m.Store), setting)
+	}
 	m.leaser = l
 	return nil
 }
