@@ -619,11 +619,18 @@ type toolKeyer struct {
 // outermost ToolKeyer that applies to it passes downstream, if it has one,
 // so that every layer reads the key the tool gets.
 func (pl *Pipeline) keyCall(ctx context.Context, c *ToolCall) {
-	for _, k := range pl.keyers {
-		if k.scope != nil && !k.scope.appliesTool(ctx, c) {
+	for i, k := range pl.keyers {
+		if k.scope != nil && k.scope.tools != nil && !slices.Contains(k.scope.tools, c.Name) {
 			continue
 		}
-		if key, ok := k.keyer.ToolKey(c); ok {
+		key, ok := k.keyer.ToolKey(c)
+		if !ok && i == len(pl.keyers)-1 {
+			return // no layer further in: its when need not be decided
+		}
+		if k.scope != nil && k.scope.when != nil && !k.scope.appliesTool(ctx, c) {
+			continue
+		}
+		if ok {
 			c.Meta.IdempotencyKey, c.Meta.keyDerived = key, true
 		}
 		return

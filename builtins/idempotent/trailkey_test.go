@@ -77,3 +77,32 @@ func TestAResumedCallInDoubtNamesTheKeyPassedDownstream(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, tool.Keys()[0], doubt.IdempotencyKey)
 }
+
+// TestAKeyArgsLayerSkippedByItsWhenLeavesTheRunsKey: a call the layer's when
+// skips is not deduplicated by it, and keeps the key derived from its run
+// (the tool and the trail get that one); a call it covers gets the layer's.
+func TestAKeyArgsLayerSkippedByItsWhenLeavesTheRunsKey(t *testing.T) {
+	l := rt.Layer("idempotent", `{"key_args": ["order_id"]}`)
+	l.When = &plan.Predicate{Stage: plan.StageTool, Source: `args.order_id == "A1"`}
+	p := toolPlan(rt.Layer("audit", ""), l)
+	p.Tools = map[string]plan.Tool{"refund": {SideEffecting: true}}
+	sink := &runtime.MemoryAudit{}
+	tool := rt.NewTool(rt.ToolResult{Value: "R1"}, rt.ToolResult{Value: "R2"}, rt.ToolResult{Value: "R3"})
+	pl := rt.Build(t, p, runtime.Deps{Audit: sink, Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
+	for _, run := range []string{"run-1", "run-2"} {
+		for _, order := range []string{"A1", "B2"} {
+			_, err := pl.Tool(runtime.WithRun(context.Background(), runtime.Run{ID: run}),
+				runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": order}})
+			require.NoError(t, err)
+		}
+	}
+	keys := tool.Keys()
+	require.Len(t, keys, 3, "A1 once, B2 in each run")
+	assert.NotEqual(t, keys[1], keys[2], "B2 keyed on its run")
+	recs := sink.Records()
+	require.Len(t, recs, 8)
+	assert.Equal(t, keys[0], recs[0].IdempotencyKey, "A1 under the layer's key")
+	assert.Equal(t, keys[1], recs[2].IdempotencyKey)
+	assert.Equal(t, keys[0], recs[4].IdempotencyKey, "A1 again, replayed, under the layer's key")
+	assert.Equal(t, keys[2], recs[6].IdempotencyKey)
+}
