@@ -12,6 +12,7 @@ import (
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
+	"github.com/agentc-dev/agentc/runtime/store/storetest"
 )
 
 // TestTheTrailNamesTheKeyPassedDownstream: with key_args, an audit outside
@@ -105,4 +106,37 @@ func TestAKeyArgsLayerSkippedByItsWhenLeavesTheRunsKey(t *testing.T) {
 	assert.Equal(t, keys[1], recs[2].IdempotencyKey)
 	assert.Equal(t, keys[0], recs[4].IdempotencyKey, "A1 again, replayed, under the layer's key")
 	assert.Equal(t, keys[2], recs[6].IdempotencyKey)
+}
+
+// TestReplicasRecordTheKeyPassedDownstream: two replicas over one Redis
+// (claims) and one PostgreSQL (trail) make the refund of one order from two
+// runs; the first is cut while the tool has it, the second finds it in
+// doubt. Every record of the trail, in the database, names the key the
+// provider got.
+func TestReplicasRecordTheKeyPassedDownstream(t *testing.T) {
+	claims, trail := storetest.Redis(t), storetest.Postgres(t)
+	p := toolPlan(rt.Layer("audit", `{"sink": "trail"}`), rt.Layer("idempotent", `{"store": "claims", "key_args": ["order_id"]}`))
+	p.Tools = map[string]plan.Tool{"refund": {SideEffecting: true}}
+	tool := rt.NewTool(rt.ToolResult{Hang: true})
+	deps := runtime.Deps{Stores: map[string]runtime.KV{"claims": claims}, AuditSinks: map[string]runtime.AuditSink{"trail": trail},
+		Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}}
+	a, b := rt.Build(t, p, deps), rt.Build(t, p, deps)
+	args := map[string]any{"order_id": "A1"}
+
+	ctx, cancel := context.WithTimeout(runtime.WithRun(context.Background(), runtime.Run{ID: "run-a"}), 50*time.Millisecond)
+	defer cancel()
+	_, err := a.Tool(ctx, runtime.ToolRequest{Name: "refund", Args: args})
+	require.Error(t, err)
+	_, err = b.Tool(runtime.WithRun(context.Background(), runtime.Run{ID: "run-b"}), runtime.ToolRequest{Name: "refund", Args: args})
+	var doubt *runtime.InDoubtError
+	require.True(t, errors.As(err, &doubt), "%v", err)
+
+	require.Len(t, tool.Keys(), 1)
+	recs, err := trail.Records(context.Background(), "")
+	require.NoError(t, err)
+	require.Len(t, recs, 4)
+	for _, r := range recs {
+		assert.Equal(t, tool.Keys()[0], r.IdempotencyKey, "%s %s of %s", r.Phase, r.Decision, r.RunID)
+	}
+	assert.Equal(t, tool.Keys()[0], doubt.IdempotencyKey)
 }
