@@ -39,7 +39,8 @@
 // then written back so as compact JSON); the object keys
 // are redacted too: a key holding a secret ({"sk-live-...":
 // 1}) is renamed to its masked form, followed by "#2", "#3"... when two keys mask alike or the
-// name is taken, so no value is lost; an integral number is read as its digits, and one a rule
+// name is taken, so no value is lost; an integral number is read as its digits, whatever its
+// size or spelling (1.2345678901234567e19 as 12345678901234567000), and one a rule
 // matches (an account number a configured pattern masks, sent as a JSON number) becomes its
 // masked string. The value of a key is also read after its key, as the model reads the
 // member, so a secret named by its key ({"password": "hunter22x"}, {"api_key": "..."}) is
