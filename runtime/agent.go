@@ -377,6 +377,11 @@ func (pl *Pipeline) callInDoubt(ctx context.Context, call ToolUse, recorded bool
 		return nil
 	}
 	c := &ToolCall{Name: treq.Name, Args: treq.Args, Meta: Meta{Run: RunOf(ctx)}}
+	if e != nil && len(pl.keyers) > 0 {
+		// The key the tool would have got: the one to settle the call by.
+		c.Tool = &e.info
+		pl.keyCall(ctx, c)
+	}
 	return &InDoubtError{Layer: LayerCheckpoint, Tool: call.Name, IdempotencyKey: c.IdempotencyKey()}
 }
 

@@ -258,3 +258,49 @@ func TestRunAgentCancelledWhileASideEffectingToolRuns(t *testing.T) {
 		})
 	}
 }
+
+// TestRunAgentEndsOnATimedOutSideEffectingCall: a side-effecting tool, not
+// retry_safe, that fails with a timeout (its own deadline, an upstream's
+// 504) may have made its effect, as idempotent, meter and audit take it:
+// the turn ends in doubt instead of telling the model it failed, which
+// would have it make the refund again. A retry_safe tool's timeout, and a
+// read-only one's, are told to the model.
+func TestRunAgentEndsOnATimedOutSideEffectingCall(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		tool  plan.Tool
+		err   error
+		doubt bool
+	}{
+		{"504", plan.Tool{SideEffecting: true}, &runtime.CallError{Status: 504, Message: "core gateway timeout"}, true},
+		{"own deadline", plan.Tool{SideEffecting: true}, &runtime.CallError{Kind: runtime.KindTimeout, Message: "no answer within 5s"}, true},
+		{"retry_safe", plan.Tool{SideEffecting: true, RetrySafe: true}, &runtime.CallError{Status: 504, Message: "gateway timeout"}, false},
+		{"read-only", plan.Tool{}, &runtime.CallError{Status: 504, Message: "gateway timeout"}, false},
+		{"not run", plan.Tool{SideEffecting: true}, runtime.NotRun(&runtime.CallError{Status: 504, Message: "connect timeout"}), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			model := rt.NewModel(callTools(use("r1", "refund", `{"order":7}`)), callTools(use("r2", "refund", `{"order":7}`)),
+				rt.Response{Deltas: []string{"done"}})
+			p := rt.Plan(plan.Chains{})
+			p.Tools = map[string]plan.Tool{"refund": tc.tool}
+			var calls atomic.Int64
+			pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model},
+				Tools: map[string]runtime.ToolFunc{"refund": func(context.Context, *runtime.ToolCall) (any, error) {
+					if calls.Add(1) == 1 {
+						return nil, tc.err
+					}
+					return "refunded", nil
+				}}})
+			res, err := pl.RunAgent(context.Background(), runtime.AgentRequest{Model: "primary", Input: "refund order 7"})
+			if !tc.doubt {
+				require.NoError(t, err)
+				assert.Equal(t, int64(2), calls.Load(), "told the model, which called again")
+				return
+			}
+			assert.Equal(t, runtime.ClassInDoubt, runtime.Classify(err), "%v", err)
+			assert.Equal(t, int64(1), calls.Load(), "the refund is not made again")
+			last := res.Messages[len(res.Messages)-1]
+			assert.Equal(t, "assistant", last.Role, "the call is left unanswered for a person to settle")
+		})
+	}
+}

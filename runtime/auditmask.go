@@ -31,6 +31,14 @@ type maskingSink struct {
 	pl *Pipeline
 }
 
+// Eviction implements Evictor for the sink it masks.
+func (m maskingSink) Eviction() (string, bool) {
+	if e, ok := m.AuditSink.(Evictor); ok {
+		return e.Eviction()
+	}
+	return "", false
+}
+
 // Append implements AuditSink.
 func (m maskingSink) Append(ctx context.Context, r AuditRecord) error {
 	return m.AuditSink.Append(ctx, m.pl.maskRecord(r))

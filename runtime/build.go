@@ -281,6 +281,9 @@ type Pipeline struct {
 	// admitters are the tool layers that decide a call from the call
 	// alone, outermost first (AdmitTool).
 	admitters []toolAdmitter
+	// keyers are the tool layers that pass a key of their own downstream,
+	// outermost first (ToolKeyer).
+	keyers []toolKeyer
 	// grounding is the built grounding section (nil: none).
 	grounding *groundingPlan
 
@@ -518,6 +521,9 @@ func (pl *Pipeline) build(ctx context.Context) error {
 				if a, ok := inst.(ToolAdmitter); ok {
 					pl.admitters = append(pl.admitters, toolAdmitter{a, sc})
 				}
+				if k, ok := inst.(ToolKeyer); ok {
+					pl.keyers = append(pl.keyers, toolKeyer{k, sc})
+				}
 			case plan.StageTurn:
 				turn = append(turn, built[TurnHandler]{inst.(TurnWrapper).WrapTurn, sc})
 			}
@@ -600,6 +606,35 @@ func (s *scope) appliesTool(ctx context.Context, c *ToolCall) bool {
 type toolAdmitter struct {
 	admit ToolAdmitter
 	scope *scope
+}
+
+// toolKeyer is a tool layer that implements ToolKeyer, with its scope
+// (nil: every call).
+type toolKeyer struct {
+	keyer ToolKeyer
+	scope *scope
+}
+
+// keyCall gives c, whose caller supplied no idempotency key, the key the
+// outermost ToolKeyer that applies to it passes downstream, if it has one,
+// so that every layer reads the key the tool gets.
+func (pl *Pipeline) keyCall(ctx context.Context, c *ToolCall) {
+	for i, k := range pl.keyers {
+		if k.scope != nil && k.scope.tools != nil && !slices.Contains(k.scope.tools, c.Name) {
+			continue
+		}
+		key, ok := k.keyer.ToolKey(c)
+		if !ok && i == len(pl.keyers)-1 {
+			return // no layer further in: its when need not be decided
+		}
+		if k.scope != nil && k.scope.when != nil && !k.scope.appliesTool(ctx, c) {
+			continue
+		}
+		if ok {
+			c.Meta.IdempotencyKey, c.Meta.keyDerived = key, true
+		}
+		return
+	}
 }
 
 func scopeTurn(s *scope, layer, next TurnHandler) TurnHandler {

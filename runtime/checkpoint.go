@@ -118,6 +118,34 @@ func UnmarshalStoredCheckpoint(data []byte, version int, status string) (Checkpo
 	return cp, err
 }
 
+// UnmarshalJSON decodes a checkpoint as encoding/json does, but its Fields
+// as DecodeArgs decodes numbers: a state field holding an integer above
+// 2^53 reads back as the int64 it held, not as a float64 neighbour. A
+// property this build does not know is an error (UnmarshalCheckpoint).
+func (cp *Checkpoint) UnmarshalJSON(b []byte) error {
+	type plain Checkpoint
+	v := struct {
+		*plain
+		Fields map[string]json.RawMessage `json:"fields,omitempty"`
+	}{plain: (*plain)(cp)}
+	cp.Fields = nil
+	if err := decodeKnown(b, &v); err != nil {
+		return err
+	}
+	if v.Fields == nil {
+		return nil
+	}
+	cp.Fields = make(map[string]any, len(v.Fields))
+	for k, raw := range v.Fields {
+		var f any
+		if err := DecodeArgs(raw, &f); err != nil {
+			return fmt.Errorf("field %s: %w", k, err)
+		}
+		cp.Fields[k] = f
+	}
+	return nil
+}
+
 // SecretError is why a checkpoint was refused: the value at Path (a JSON
 // path into the checkpoint: "fields.api_token", "transcript[3].content",
 // "tools[0].result.token") is secret and would be persisted in clear.

@@ -427,11 +427,13 @@ func toolTerminal(ctx context.Context, c *ToolCall) (any, error) {
 	// A tool may have effects: never start it for a call whose context has
 	// already ended (like the chat and turn terminals).
 	if err := ctx.Err(); err != nil {
+		atomic.StoreInt32(&c.interrupted, 0)
 		return nil, err
 	}
 	// A resumed call that may have started before runs only when a layer
 	// answered for it (ClaimVoucher).
 	if err := resumedGate(ctx, c); err != nil {
+		atomic.StoreInt32(&c.interrupted, 0)
 		return nil, err
 	}
 	v, err := fn(ctx, c)
@@ -439,6 +441,10 @@ func toolTerminal(ctx context.Context, c *ToolCall) (any, error) {
 		atomic.StoreInt32(&c.interrupted, 1)
 	} else {
 		atomic.StoreInt32(&c.interrupted, 0)
+		if err != nil && c.Tool != nil && KindOf(err) == string(KindTimeout) {
+			// Its own deadline, an upstream's 504: it may have acted.
+			err = mayHaveActed(c.Tool, err, "failed with a timeout")
+		}
 	}
 	if c.entry.taint != nil && err == nil {
 		c.entry.taint(c.Meta.Run.ID, v)
@@ -484,9 +490,12 @@ func (pl *Pipeline) Tool(ctx context.Context, req ToolRequest) (ToolResult, erro
 	c := toolCalls.Get().(*ToolCall)
 	c.Name, c.Args, c.Tool, c.entry = req.Name, req.Args, &e.info, e
 	c.Meta.IdempotencyKey, c.Meta.Attempts, c.Meta.Run = req.IdempotencyKey, 1, *run
+	if req.IdempotencyKey == "" && len(pl.keyers) > 0 {
+		pl.keyCall(ctx, c)
+	}
 	v, err := pl.tool(ctx, c)
 	if err != nil && ctx.Err() != nil && atomic.LoadInt32(&c.interrupted) != 0 {
-		err = interrupted(&e.info, err)
+		err = mayHaveActed(&e.info, err, "was running when its call was cancelled")
 	}
 	if err != nil && resumesInFlight.Load() != 0 {
 		err = resumedUnanswered(ctx, req.Name, c.IdempotencyKey(), err)
@@ -506,20 +515,39 @@ func (pl *Pipeline) Tool(ctx context.Context, req ToolRequest) (ToolResult, erro
 	return res, err
 }
 
-// interrupted returns the error of a call whose tool t was running when its
-// context ended and returned an error after that. A tool whose effect a
-// repetition would make again (side-effecting, not retry_safe) may have
-// made it before it stopped, as audit and idempotent take it: such a
-// failure is marked
-// MayHaveRun (in doubt, final), so that neither the caller nor an agent
-// turn, which would tell the model "cancelled", runs it again, and the
-// run's record of it is in doubt. A failure that says whether the tool
-// acted (Ran, NotRun) or that a layer classified is left as it is.
-func interrupted(t *ToolInfo, err error) error {
+// mayHaveActed returns the error of a call whose tool t may have acted
+// before it failed, as what says: it was running when its context ended
+// and returned an error after that, or it failed with a timeout (its own
+// deadline, an upstream's 504 or 408). A tool whose effect a repetition
+// would make again (side-effecting, not retry_safe) may have made it
+// before it stopped, as audit, idempotent and meter take it: such a
+// failure is marked MayHaveRun (in doubt, final), so that neither the
+// caller nor an agent turn, which would tell the model "cancelled" or
+// "failed", runs it again, and the run's record of it is in doubt. A
+// failure that says whether the tool acted (Ran, NotRun) or that a layer
+// classified is left as it is.
+func mayHaveActed(t *ToolInfo, err error, what string) error {
 	if !t.SideEffecting || t.RetrySafe || Classify(err) != ClassFailure || errors.Is(err, ErrRan) || DidNotRun(err) {
 		return err
 	}
-	return MayHaveRun(fmt.Errorf("tool %s was running when its call was cancelled, and may have made its effect: %w", t.Name, err))
+	return MayHaveRun(fmt.Errorf("tool %s %s, and may have made its effect: %w", t.Name, what, err))
+}
+
+// Interrupted returns err, the failure of c, marked MayHaveRun when the
+// tool was running when the context it last ran under ended and failed
+// after that, and a repetition would make its effect again (side-effecting,
+// not retry_safe): as the pipeline marks such a failure when the call's own
+// context ends. A layer that ends the context of the inner layers itself (a
+// retry's attempt_timeout) calls it, so that the layers outside, the caller
+// and an agent turn read the failure as in doubt, not as one that did not
+// happen. A failure that says whether the tool acted (Ran, NotRun) or that a
+// layer classified is returned as it is, as is err when the tool did not
+// run, or returned before its context ended.
+func (c *ToolCall) Interrupted(err error) error {
+	if err == nil || c.Tool == nil || atomic.LoadInt32(&c.interrupted) == 0 {
+		return err
+	}
+	return mayHaveActed(c.Tool, err, "was running when its call was cancelled")
 }
 
 // recordOutcome records the outcome of a call of tool for its run, when

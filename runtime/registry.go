@@ -57,6 +57,21 @@ type ToolWrapper interface {
 	WrapTool(next ToolHandler) ToolHandler
 }
 
+// ToolKeyer is implemented by a tool-stage middleware that passes an
+// idempotency key of its own downstream, in place of the one the call
+// derives from its run (idempotent with key_args: the same in every run
+// that makes the call). When the caller supplied no key, the pipeline asks
+// the outermost such layer that applies to a call (its `tools` and `when`)
+// before any layer runs, and the call carries the key it returns from the
+// start: a layer outside it (an audit) records the key the tool gets, and
+// a person settling a call in doubt finds it at the tool's provider by
+// that key. ToolKey returns false to leave the call's own key: the layer
+// keys this call on its run, or does not dedupe it (a read-only tool, a
+// key argument missing).
+type ToolKeyer interface {
+	ToolKey(c *ToolCall) (string, bool)
+}
+
 // ToolAdmitter is implemented by a tool-stage middleware whose refusal of
 // a call can be decided from the call alone, before anything runs: an allow
 // or deny list, an argument check, a predicate over the call. AdmitTool

@@ -71,15 +71,21 @@ func (r *ToolRecord) UnmarshalJSON(b []byte) error {
 		Result json.RawMessage `json:"result,omitempty"`
 	}{plain: (*plain)(r)}
 	r.Result = nil
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&v); err != nil {
+	if err := decodeKnown(b, &v); err != nil {
 		return err
 	}
 	if len(v.Result) == 0 || string(v.Result) == "null" {
 		return nil
 	}
 	return DecodeArgs(v.Result, &r.Result)
+}
+
+// decodeKnown decodes the JSON b into v as encoding/json does, a property
+// v does not know an error.
+func decodeKnown(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
 }
 
 // minTaint is the shortest secret string a checkpoint looks for: shorter

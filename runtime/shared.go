@@ -623,7 +623,8 @@ func (b *MemoryBudgeter) ForgetLedger(_ context.Context, key string) error {
 // in Deps): a JSON record per key, claimed with SetIfAbsent. Acquiring a
 // free key and taking over an expired lease are atomic (each is one
 // SetIfAbsent: a takeover first claims a marker named after the expired
-// token); Publish, Renew and Release read the record and then write it, so
+// token); a record that does not decode is in doubt, and a takeover
+// replaces it; Publish, Renew and Release read the record and then write it, so
 // a holder fenced out in the instant between the two can still overwrite
 // its successor. Backends with scripts or transactions implement Leaser
 // natively instead.
@@ -705,9 +706,23 @@ func (l *KVLeaser) AcquireAs(ctx context.Context, key, owner string, lease, keep
 			if !found {
 				return LeaseGrant{}, err
 			}
-			// An undecodable record is dropped and the key claimed afresh.
+			// A record that does not decode (written by another build, or
+			// damaged) may be the claim of a call that ran: in doubt, as
+			// an expired claim is, until it expires. A takeover replaces
+			// it.
+			if !takeover {
+				return LeaseGrant{Status: LeaseInDoubt}, nil
+			}
 			if err := l.KV.Delete(ctx, key); err != nil {
 				return LeaseGrant{}, err
+			}
+			tok := l.token(0)
+			ok, err := l.KV.SetIfAbsent(ctx, key, l.claim(tok, lease, keep, owner), claimLife(lease, keep))
+			if err != nil {
+				return LeaseGrant{}, err
+			}
+			if ok {
+				return LeaseGrant{Status: LeaseAcquired, Token: tok, InDoubt: true}, nil
 			}
 			continue
 		}

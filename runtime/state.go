@@ -335,9 +335,12 @@ func (pl *Pipeline) stateOp(ctx context.Context, field, op string, value any) (a
 	if err != nil {
 		return nil, err
 	}
-	v, err := toJSONValue(value)
+	v, err := exactJSONValue(value)
 	if err != nil {
 		return nil, &BlockedError{Layer: "state." + field, Message: fmt.Sprintf("the value is not JSON: %v", err)}
+	}
+	if jsonnum.HasInexact(v) {
+		return nil, &BlockedError{Layer: "state." + field, Message: "the value holds a number neither a float64 nor an int64 holds exactly"}
 	}
 	s.ops.Lock()
 	defer s.ops.Unlock()
@@ -471,25 +474,19 @@ func (s *RunState) snapshotField(name string) (any, bool) {
 	return v, ok
 }
 
-// toJSONValue returns the JSON form of v: nil, bool, float64, string, []any
-// or map[string]any, never sharing memory with v.
-func toJSONValue(v any) (any, error) { return jsonValue(v, json.Unmarshal) }
-
-// exactJSONValue returns the JSON form of v as toJSONValue does, its
-// numbers as DecodeArgs decodes them: an integer above 2^53 an int64, a
-// number neither float64 nor int64 holds a json.Number of its text, never
-// a neighbour (a tool result recorded for a resumed turn, arguments
-// written to an audit record).
-func exactJSONValue(v any) (any, error) { return jsonValue(v, jsonnum.Decode) }
-
-// jsonValue returns v encoded as JSON and decoded again by decode.
-func jsonValue(v any, decode func([]byte, any) error) (any, error) {
+// exactJSONValue returns the JSON form of v: nil, bool, float64, string,
+// []any or map[string]any, never sharing memory with v, its numbers as
+// DecodeArgs decodes them: an integer above 2^53 an int64, a number
+// neither float64 nor int64 holds a json.Number of its text, never a
+// neighbour (a state field's value, a tool result recorded for a resumed
+// turn, arguments written to an audit record).
+func exactJSONValue(v any) (any, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
 	var out any
-	if err := decode(b, &out); err != nil {
+	if err := jsonnum.Decode(b, &out); err != nil {
 		return nil, err
 	}
 	return out, nil

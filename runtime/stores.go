@@ -25,6 +25,34 @@ type StoreBackend interface {
 	Close() error
 }
 
+// Evictor is implemented by a store backend that may drop keys before their
+// expiry on its own, under memory pressure: a Redis server with a maxmemory
+// and a maxmemory-policy other than noeviction, which forgets an evicted
+// key as a flush does.
+type Evictor interface {
+	// Eviction returns the server's setting that evicts ("maxmemory-policy
+	// volatile-lru, maxmemory 67108864 bytes") and whether keys without an
+	// expiry may go too (allkeys-*), or "" when the store evicts nothing.
+	Eviction() (setting string, allKeys bool)
+}
+
+// Evicts returns the setting with which port (a store backend, or a port of
+// one) may evict the keys a layer keeps in it, or "": any key when
+// withoutExpiry is false, only keys without an expiry (an audit trail) when
+// it is true. A layer whose state must not be lost (idempotency claims,
+// budget ledgers) refuses such a store when it builds.
+func Evicts(port any, withoutExpiry bool) string {
+	e, ok := port.(Evictor)
+	if !ok {
+		return ""
+	}
+	setting, all := e.Eviction()
+	if withoutExpiry && !all {
+		return ""
+	}
+	return setting
+}
+
 // StoreOpener opens the backend of the plan store name. It runs during Build
 // (ctx is Build's) and must not keep ctx.
 type StoreOpener func(ctx context.Context, name string, s plan.Store) (StoreBackend, error)

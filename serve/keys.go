@@ -117,6 +117,9 @@ func presentedKey(h http.Header) (string, error) {
 	return key, nil
 }
 
+// errNoKeys refuses a policy without keys where Options.RequireKeys is set.
+var errNoKeys = errors.New("the policy declares no keys, so it would serve every caller that reaches the gateway's network address on the operator's providers; declare keys (keys: NAME: {sha256: \"...\"} or {env: \"VAR\"}), listen on a loopback address, or serve it open (agentc serve -keyless)")
+
 // errKeyConflict refuses a request that carries two different keys.
 var errKeyConflict = errors.New("conflicting API keys: the request carries more than one key (x-api-key, Authorization: Bearer, or a header repeated) and they differ; send one")
 

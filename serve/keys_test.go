@@ -1,6 +1,11 @@
 package serve
 
 import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -20,4 +25,37 @@ func TestKeyEnvHoldingAKeyIsNotPrinted(t *testing.T) {
 
 	_, err = newKeyring(map[string]plan.Key{"app": {Env: "SUPPORT_KEY"}}, unset)
 	require.EqualError(t, err, `key "app": environment variable SUPPORT_KEY is not set`)
+}
+
+// A gateway told that its listener is on a network address (RequireKeys)
+// refuses a policy without keys, at start and at a reload, which keeps the
+// keyed policy serving: a reload that drops the last key would otherwise
+// open the operator's providers to every caller that reaches the address.
+func TestRequireKeysRefusesAKeylessPolicy(t *testing.T) {
+	g := newGateway(t, typicalChain, []reply{{body: transcript(t, "openai", "text.sse")}}, nil,
+		func(o *Options) { o.RequireKeys = true })
+	policy := filepath.Join(g.dir, "policy.cue")
+	src, err := os.ReadFile(policy)
+	require.NoError(t, err)
+	keyed := fmt.Sprintf(`keys: app: {sha256: "%s", tenant: "acme"}`, sha(clientKey))
+	require.Contains(t, string(src), keyed)
+	keyless := strings.Replace(string(src), keyed, "", 1)
+	require.NoError(t, os.WriteFile(policy, []byte(keyless), 0o644))
+
+	err = g.srv.Reload(context.Background())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "declares no keys")
+	assert.Contains(t, g.logs.String(), "declares no keys")
+	code, _, body := do(t, "POST", g.url+"/v1/chat/completions", "", chatBody("primary", "Hello", false))
+	assert.Equal(t, 401, code, "the keyed policy still serves: %s", body)
+
+	_, err = New(context.Background(), Options{Source: cueSource(g.dir), WatchInterval: -1, RequireKeys: true,
+		LookupEnv: func(string) (string, bool) { return "", false }})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "declares no keys")
+
+	s, err := New(context.Background(), Options{Source: cueSource(g.dir), WatchInterval: -1,
+		LookupEnv: func(string) (string, bool) { return "", false }})
+	require.NoError(t, err, "without RequireKeys a keyless policy serves every caller, as documented")
+	require.NoError(t, s.Close())
 }

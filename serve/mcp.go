@@ -824,6 +824,8 @@ func (t *upstreamTool) call(ctx context.Context, c *runtime.ToolCall) (any, erro
 		return nil, err
 	}
 	nctx, note := noting(ctx)
+	nctx, raw := withRawResult(nctx)
+	defer raw.done()
 	params := &mcp.CallToolParams{Name: t.name, Arguments: args}
 	defer t.up.following(ctx, params)()
 	res, err := cs.CallTool(nctx, params)
@@ -882,6 +884,7 @@ func (t *upstreamTool) call(ctx context.Context, c *runtime.ToolCall) (any, erro
 		return nil, runtime.Ran(&runtime.CallError{Kind: runtime.KindPermanent, Message: fmt.Sprintf(
 			"mcp server %q: the tool ran, but its result is over the limit of %d bytes (%d bytes at least) and was dropped", t.server, t.maxResult, n)})
 	}
+	exactResult(res, raw.done())
 	textBlobs(res)
 	if res.IsError {
 		return nil, &runtime.CallError{Kind: runtime.KindPermanent, Message: t.up.secrets.scrub(resultText(res))}
@@ -976,7 +979,8 @@ func valueSize(v any, n, max int64) (int64, bool) {
 
 // resultValue is how an upstream result passes the tool chain: a result of
 // text contents only is its text (so truncate and redact work on it);
-// any other result is its JSON object.
+// any other result is its JSON object, numbers as runtime.DecodeArgs
+// decodes them (an integer above 2^53 of its structured content an int64).
 func resultValue(res *mcp.CallToolResult) any {
 	if res.StructuredContent == nil {
 		text, ok := onlyText(res)
@@ -989,7 +993,7 @@ func resultValue(res *mcp.CallToolResult) any {
 		return resultText(res)
 	}
 	var m map[string]any
-	if json.Unmarshal(b, &m) != nil {
+	if runtime.DecodeArgs(b, &m) != nil {
 		return resultText(res)
 	}
 	return m
@@ -1017,7 +1021,8 @@ func resultText(res *mcp.CallToolResult) string {
 
 // toolResult turns the value the tool chain returned back into an MCP
 // result: a string is one text content, an upstream result's JSON is decoded
-// again, any other value is its JSON text.
+// again (its structured content and _meta kept as the chain holds them, not
+// read again as float64), any other value is its JSON text.
 func toolResult(v any) *mcp.CallToolResult {
 	switch v := v.(type) {
 	case string:
@@ -1028,6 +1033,12 @@ func toolResult(v any) *mcp.CallToolResult {
 			if err == nil {
 				var res mcp.CallToolResult
 				if json.Unmarshal(b, &res) == nil {
+					if sc, ok := v["structuredContent"]; ok && sc != nil {
+						res.StructuredContent = sc
+					}
+					if meta, ok := v["_meta"].(map[string]any); ok {
+						res.Meta = meta
+					}
 					return &res
 				}
 			}

@@ -316,6 +316,7 @@ func TestMCPStdioHelper(t *testing.T) {
 	mcp.AddTool(srv, &mcp.Tool{Name: "ping"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("pong from %d", os.Getpid())}}}, nil, nil
 	})
+	srv.AddTool(&mcp.Tool{Name: "balance", InputSchema: json.RawMessage(`{"type":"object"}`)}, exactResultTool)
 	mcp.AddTool(srv, &mcp.Tool{Name: "crash"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 		os.Exit(3)
 		return nil, nil, nil

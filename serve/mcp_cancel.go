@@ -2,7 +2,6 @@ package serve
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -82,16 +81,30 @@ func (u *upstreamServer) owe(cs *mcp.ClientSession, n *cancelNote) {
 }
 
 // noteConn marks a call's note when its cancellation has been written on a
-// stdio session. (A streamable HTTP session is marked by noteTransport: its
-// connection must not be wrapped, the SDK reads methods of its own on it.)
-type noteConn struct{ mcp.Connection }
+// stdio session, and keeps the result of a tool call as read (rawResult).
+// (A streamable HTTP session is marked by noteTransport: its connection
+// must not be wrapped, the SDK reads methods of its own on it.)
+type noteConn struct {
+	mcp.Connection
+	mu    sync.Mutex
+	calls map[jsonrpc.ID]*rawResult // the tool calls written, by request id
+}
 
-func (c noteConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+func (c *noteConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	c.watchCall(ctx, msg)
 	err := c.Connection.Write(ctx, msg)
 	if r, ok := msg.(*jsonrpc.Request); ok && r.Method == methodCancelled {
 		written(ctx)
 	}
 	return err
+}
+
+func (c *noteConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	msg, err := c.Connection.Read(ctx)
+	if err == nil {
+		c.readCall(msg)
+	}
+	return msg, err
 }
 
 // noteCommand is a command transport whose connection marks the notes.
@@ -102,29 +115,33 @@ func (t noteCommand) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	return noteConn{c}, nil
+	return &noteConn{Connection: c, calls: map[jsonrpc.ID]*rawResult{}}, nil
 }
 
 // noteTransport marks a call's note when the POST of its cancellation to a
-// streamable HTTP server has returned.
+// streamable HTTP server has returned, and has the response bodies of a
+// tool call keep its result as read (watchBody).
 type noteTransport struct{ base http.RoundTripper }
 
 func (t noteTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if _, ok := r.Context().Value(cancelNoteKey{}).(*cancelNote); !ok || r.Method != http.MethodPost || r.GetBody == nil {
+	if _, ok := r.Context().Value(cancelNoteKey{}).(*cancelNote); !ok {
 		return t.base.RoundTrip(r)
 	}
-	cancelling := false
-	if body, err := r.GetBody(); err == nil {
-		var m struct {
-			Method string `json:"method"`
+	var msg jsonrpc.Message
+	if r.Method == http.MethodPost && r.GetBody != nil {
+		if body, err := r.GetBody(); err == nil {
+			b, _ := io.ReadAll(body)
+			_ = body.Close()
+			msg, _ = jsonrpc.DecodeMessage(b)
 		}
-		b, _ := io.ReadAll(body)
-		_ = body.Close()
-		cancelling = json.Unmarshal(b, &m) == nil && m.Method == methodCancelled
 	}
+	req, _ := msg.(*jsonrpc.Request)
 	resp, err := t.base.RoundTrip(r)
-	if cancelling {
+	if req != nil && req.Method == methodCancelled {
 		written(r.Context())
+	}
+	if err == nil {
+		watchBody(r, req, resp)
 	}
 	return resp, err
 }

@@ -152,6 +152,13 @@ type Options struct {
 	// pointed at the gateway). A name is matched without its port and
 	// regardless of case; /healthz and /readyz are served to any Host.
 	AllowHosts []string
+	// RequireKeys refuses a policy that declares no keys, at start (New
+	// fails) and at a reload (the previous policy serving on): such a
+	// policy admits every caller, on the operator's providers, which a
+	// gateway listening on a network address must not do by accident.
+	// agentc serve sets it unless -listen is a loopback address or
+	// -keyless is given.
+	RequireKeys bool
 }
 
 func (o *Options) defaults() {
@@ -412,6 +419,9 @@ func (s *Server) build(ctx context.Context, ld *Loaded) (*generation, error) {
 	kr, err := newKeyring(p.Keys, s.opts.LookupEnv)
 	if err != nil {
 		return nil, err
+	}
+	if s.opts.RequireKeys && kr.open() {
+		return nil, errNoKeys
 	}
 	deps := s.opts.Deps
 	deps.Logger = s.log

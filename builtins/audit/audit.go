@@ -56,6 +56,10 @@ func (a *Audit) Provision(b *runtime.BuildContext) error {
 	if err != nil {
 		return err
 	}
+	if setting := runtime.Evicts(s, true); setting != "" {
+		return fmt.Errorf("store %q evicts keys under memory pressure, those without an expiry too (%s): the trail is one such key, and it would be lost; set maxmemory-policy noeviction or a volatile-* policy on the server, or keep the trail in another store",
+			runtime.StoreName(a.Sink), setting)
+	}
 	a.sink = s
 	return nil
 }

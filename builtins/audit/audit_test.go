@@ -234,6 +234,25 @@ func TestCallThatMayHaveRunIsInDoubt(t *testing.T) {
 		assert.Equal(t, "in_doubt", recs[1].ErrorType)
 		assert.Contains(t, recs[1].ErrorMessage, "before it stopped (timeout): ", "the kind the failure had")
 	})
+	t.Run("timed out", func(t *testing.T) {
+		// The tool's own deadline, or an upstream's 504: it may have
+		// acted, as idempotent and meter take it (the runtime marks the
+		// failure runtime.MayHaveRun).
+		for _, terr := range []error{
+			&runtime.CallError{Status: 504, Message: "core banking gateway timeout"},
+			&runtime.CallError{Kind: runtime.KindTimeout, Message: "no answer from the core within 5s"},
+		} {
+			sink := &runtime.MemoryAudit{}
+			tool := func(context.Context, *runtime.ToolCall) (any, error) { return nil, terr }
+			pl := rt.Build(t, effectPlan(), runtime.Deps{Audit: sink, Tools: map[string]runtime.ToolFunc{"refund": tool}})
+			_, err := pl.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{}})
+			require.Error(t, err)
+			recs := sink.Records()
+			require.Len(t, recs, 2)
+			assert.Equal(t, runtime.DecisionInDoubt, recs[1].Decision, terr.Error())
+			assert.Equal(t, "in_doubt", recs[1].ErrorType)
+		}
+	})
 	t.Run("failed before cancellation", func(t *testing.T) {
 		sink := &runtime.MemoryAudit{}
 		tool := func(context.Context, *runtime.ToolCall) (any, error) { return nil, errors.New("card declined") }
@@ -244,6 +263,26 @@ func TestCallThatMayHaveRunIsInDoubt(t *testing.T) {
 		require.Len(t, recs, 2)
 		assert.Equal(t, runtime.DecisionFailed, recs[1].Decision, "a failure the tool reported is not in doubt")
 	})
+}
+
+// A retry inside audit (trail "logical") whose attempt_timeout ends a
+// side-effecting tool's attempt while the tool runs: the logical call may
+// have made its effect, and its outcome is in doubt, not failed, though
+// audit's own context never ended.
+func TestAttemptTimeoutInsideIsInDoubt(t *testing.T) {
+	p := toolPlan(rt.Layer("audit", ""),
+		rt.Layer("retry", `{"max_attempts":3,"attempt_timeout":"20ms","initial_delay":"1ms","max_delay":"1ms"}`))
+	p.Tools = map[string]plan.Tool{"refund": {SideEffecting: true}}
+	sink := &runtime.MemoryAudit{}
+	tool := rt.NewTool(rt.ToolResult{Hang: true}, rt.ToolResult{Value: "again"})
+	pl := rt.Build(t, p, runtime.Deps{Audit: sink, Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
+	_, err := pl.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1"}})
+	require.Error(t, err)
+	assert.Equal(t, runtime.ClassInDoubt, runtime.Classify(err))
+	assert.Equal(t, 1, tool.Calls())
+	recs := sink.Records()
+	require.Len(t, recs, 2)
+	assert.Equal(t, runtime.DecisionInDoubt, recs[1].Decision)
 }
 
 func TestOutcomeWrittenAfterCancellation(t *testing.T) {

@@ -24,10 +24,12 @@
 //     blocked the call or a budget refused it; "in_doubt" when the call may
 //     have had its effect with its outcome unknown (a *runtime.InDoubtError
 //     from an idempotent layer inside, a resumed agent turn's call, or an
-//     inner audit layer's outcome not written: runtime.ClassInDoubt; or a
-//     side-effecting tool not declared retry_safe that panicked, or failed
-//     while its call was cancelled, having perhaps made its effect before
-//     it stopped, as idempotent treats it), for a person to settle with the
+//     inner audit layer's outcome not written, a side-effecting tool not
+//     declared retry_safe that failed with a timeout, its own deadline or
+//     an upstream's 504, which the runtime marks runtime.MayHaveRun:
+//     runtime.ClassInDoubt; or such a tool that panicked, or failed while
+//     its call was cancelled, having perhaps made its effect before it
+//     stopped, as idempotent treats it), for a person to settle with the
 //     idempotency key; "ran" when the call ran, its effect standing, but
 //     its result could not be used and the caller got an error marked
 //     runtime.Ran (a guard of phase "after" blocked the result, an MCP

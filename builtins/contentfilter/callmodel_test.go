@@ -50,3 +50,52 @@ func TestChatScansPartsToolResultsAndToolCalls(t *testing.T) {
 		})
 	}
 }
+
+// TestChatToolCallNumbersReadInPlainForm: a number in a tool call's arguments was read as
+// written, so an account a pattern bans passed written with an exponent or a fraction
+// (4.111111111111111e15, 9.99123456E8), which the tool chain runs as the integer it is.
+// Each number is read in plain decimal form too, as tool_policy's arg_patterns read it.
+func TestChatToolCallNumbersReadInPlainForm(t *testing.T) {
+	const config = `{"keywords":["4111111111111111"],"patterns":["\\b999\\d{6}\\b", "(?m)^0\\.0000001$"]}`
+	call := func(args string) []runtime.Delta {
+		return []runtime.Delta{{ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: "c", Name: "pay", Arguments: args}}}}
+	}
+	user := []runtime.Message{{Role: "user", Content: "pay"}}
+	for _, tc := range []struct {
+		args    string
+		blocked string
+	}{
+		{`{"acct": 4.111111111111111e15}`, `banned keyword "4111111111111111"`},
+		{`{"acct": 41111111111111.11e2}`, `banned keyword "4111111111111111"`},
+		{`{"ids": [1, {"to": 9.99123456E8}]}`, "banned pattern"},
+		{`{"rate": 1e-7}`, "banned pattern"},
+		{`{"acct": 4111111111111112, "n": 1e3}`, ""},
+	} {
+		t.Run(tc.args, func(t *testing.T) {
+			model := rt.NewModel(rt.Response{Stream: call(tc.args)})
+			pl := rt.Build(t, rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Named("words", rt.Layer("content_filter", config))}}),
+				runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
+			resp, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: user})
+			if tc.blocked == "" {
+				require.NoError(t, err)
+				require.Len(t, resp.ToolCalls, 1)
+				assert.JSONEq(t, tc.args, string(resp.ToolCalls[0].Arguments), "the call goes out as written")
+				return
+			}
+			var b *runtime.BlockedError
+			require.ErrorAs(t, err, &b)
+			assert.Contains(t, b.Message, tc.blocked)
+			assert.Empty(t, resp.ToolCalls)
+
+			// The same call in the transcript sent back is read so too.
+			hist := []runtime.Message{{Role: "user", Content: "pay"}, {Role: "assistant", ToolCalls: []runtime.ToolUse{
+				{ID: "c", Name: "pay", Arguments: []byte(tc.args)}}}, {Role: "tool", ToolCallID: "c", Content: "done"}}
+			model = rt.NewModel(rt.Response{Deltas: []string{"ok"}})
+			pl = rt.Build(t, rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Named("words", rt.Layer("content_filter", config))}}),
+				runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
+			_, err = pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: hist})
+			require.ErrorAs(t, err, &b)
+			assert.Contains(t, b.Message, "message 1 tool call arguments")
+		})
+	}
+}

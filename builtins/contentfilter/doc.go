@@ -19,7 +19,9 @@
 // transcript matches, and a turn whose input or output matches. Every text of the transcript
 // the model reads is checked, wherever it sits: user and assistant text, text carried in
 // place of an image (an image part whose data: URL holds text), tool results, the arguments
-// and the names and ids of earlier tool calls, the call ids of tool results, a message's
+// (each number in plain decimal form, the number the tool chain runs however the call
+// spells it: 4.111111111111111e15 as 4111111111111111, 1e-7 as 0.0000001) and the names and
+// ids of earlier tool calls, the call ids of tool results, a message's
 // author (name), the text parts of a message run together as well as joined by line breaks,
 // and, unless `system: false`, the system messages, the definitions of
 // the tools offered and the schema of the response format. Each text

@@ -17,7 +17,10 @@
 // with SHA-256. With key_args the key is the tool, the tenant and the named
 // arguments only, so the same order refunded from two runs is refunded once;
 // the layer then passes that key downstream as the call's idempotency key
-// when the caller supplied none. The layer's state lives in the store named
+// when the caller supplied none, and the call carries it from the pipeline's
+// entry on (runtime.ToolKeyer), so that an audit outside the layer records
+// the key the tool gets, and an *runtime.InDoubtError names it, for a
+// person to look the call up by at the tool's provider. The layer's state lives in the store named
 // by `store` (the default store when unset); a shared store (redis,
 // postgres, sqlite) dedupes across processes.
 //

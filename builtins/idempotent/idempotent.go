@@ -82,6 +82,10 @@ func (m *Idempotent) Provision(b *runtime.BuildContext) error {
 	if err != nil {
 		return err
 	}
+	if setting := runtime.Evicts(l, false); setting != "" {
+		return fmt.Errorf("store %q evicts keys under memory pressure (%s): a claim or a result it evicts lets a duplicate run the call again; set maxmemory-policy noeviction on the server, or keep the idempotency records in another store",
+			runtime.StoreName(m.Store), setting)
+	}
 	m.leaser = l
 	return nil
 }
@@ -113,7 +117,7 @@ func hashKey(parts ...string) string {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}
-	return "agentc/idempotent/" + hex.EncodeToString(h.Sum(nil))
+	return keyPrefix + hex.EncodeToString(h.Sum(nil))
 }
 
 // key returns the store key of c, keyed on the key arguments when the layer
@@ -122,6 +126,37 @@ func (m *Idempotent) key(c *runtime.ToolCall) (string, error) {
 	if len(m.KeyArgs) == 0 {
 		return Key(c), nil
 	}
+	k, err := m.argsKey(c)
+	if err != nil {
+		return "", err
+	}
+	if !c.Meta.IdempotencyKeySupplied() {
+		// The key passed downstream is the layer's: the same in every run
+		// and process that makes this call (the pipeline gave the call
+		// this key before a layer outside, an audit, read it: ToolKey).
+		c.Meta.IdempotencyKey = k[len(keyPrefix):]
+	}
+	return k, nil
+}
+
+// keyPrefix starts every store key of the layer.
+const keyPrefix = "agentc/idempotent/"
+
+// ToolKey implements runtime.ToolKeyer: with key_args, the key the layer
+// passes downstream for a side-effecting call that carries them.
+func (m *Idempotent) ToolKey(c *runtime.ToolCall) (string, bool) {
+	if len(m.KeyArgs) == 0 || c.Tool == nil || !c.Tool.SideEffecting {
+		return "", false
+	}
+	k, err := m.argsKey(c)
+	if err != nil {
+		return "", false
+	}
+	return k[len(keyPrefix):], true
+}
+
+// argsKey returns the store key of c keyed on the key arguments.
+func (m *Idempotent) argsKey(c *runtime.ToolCall) (string, error) {
 	picked := make([]any, len(m.KeyArgs))
 	for i, a := range m.KeyArgs {
 		v, ok := c.Args[a]
@@ -138,14 +173,7 @@ func (m *Idempotent) key(c *runtime.ToolCall) (string, error) {
 		return "", &runtime.CallError{Kind: runtime.KindPermanent, Layer: m.name,
 			Message: "key arguments cannot be canonicalised; the call did not run", Err: err}
 	}
-	k := hashKey("args", c.Name, c.Meta.Run.Tenant, string(b))
-	if !c.Meta.IdempotencyKeySupplied() {
-		// The key passed downstream is the layer's: the same in every run
-		// and process that makes this call, even when a layer outside (an
-		// audit) read the key derived from the run first.
-		c.Meta.IdempotencyKey = k[len("agentc/idempotent/"):]
-	}
-	return k, nil
+	return hashKey("args", c.Name, c.Meta.Run.Tenant, string(b)), nil
 }
 
 // StateKeys implements runtime.StateKeyer: for each side-effecting tool the
@@ -547,4 +575,5 @@ func (m *Idempotent) storeErr(what string, err error) error {
 var (
 	_ runtime.ToolWrapper  = (*Idempotent)(nil)
 	_ runtime.ClaimVoucher = (*Idempotent)(nil)
+	_ runtime.ToolKeyer    = (*Idempotent)(nil)
 )

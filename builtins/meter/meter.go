@@ -117,6 +117,10 @@ func (m *Meter) Provision(b *runtime.BuildContext) error {
 	if err != nil {
 		return err
 	}
+	if setting := runtime.Evicts(bg, false); setting != "" {
+		return fmt.Errorf("store %q evicts keys under memory pressure (%s): a ledger it evicts starts afresh, and its budget is spent again; set maxmemory-policy noeviction on the server, or keep the ledgers in another store",
+			m.Store, setting)
+	}
 	m.budgets = bg
 	m.shared = !runtime.InProcess(bg)
 	return nil

@@ -7,7 +7,9 @@
 // "password=hunter2" becomes "password=[REDACTED:password-assignment]" and the surrounding
 // structure stays readable; a key word ending a snake_case name is read as one
 // ("DB_PASSWORD=...", "SLACK_TOKEN: ...", as environment variables are written), one inside a
-// name is not ("password_hint=", "max_tokens="). Redacting already redacted text changes
+// name is not ("password_hint=", "max_tokens="), and nor is the resource type of an Amazon
+// Resource Name ("arn:aws:secretsmanager:us-east-1:123456789012:secret:prod/db-AbCdEf" names a
+// secret without holding it). Redacting already redacted text changes
 // nothing. The text is also
 // read folded, so a secret with zero-width characters, variation selectors or the combining
 // grapheme joiner inside, written in full-width or look-alike letters or with another dash, or
@@ -37,7 +39,8 @@
 // then written back so as compact JSON); the object keys
 // are redacted too: a key holding a secret ({"sk-live-...":
 // 1}) is renamed to its masked form, followed by "#2", "#3"... when two keys mask alike or the
-// name is taken, so no value is lost; an integral number is read as its digits, and one a rule
+// name is taken, so no value is lost; an integral number is read as its digits, whatever its
+// size or spelling (1.2345678901234567e19 as 12345678901234567000), and one a rule
 // matches (an account number a configured pattern masks, sent as a JSON number) becomes its
 // masked string. The value of a key is also read after its key, as the model reads the
 // member, so a secret named by its key ({"password": "hunter22x"}, {"api_key": "..."}) is

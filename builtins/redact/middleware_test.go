@@ -103,6 +103,18 @@ func TestToolResults(t *testing.T) {
 		{"number result a pattern matches", accountPattern, 123456789.0, func(t *testing.T, got any) {
 			assert.Equal(t, "[REDACTED:pattern-0]", got)
 		}},
+		// An integral number from 1e19 up was not read as its digits: an account of 20 digits
+		// a float64 holds (as DecodeArgs decodes it) passed a rule written for it.
+		{"number of 20 digits a pattern matches", `{"defaults":false,"patterns":["\\b\\d{20}\\b"]}`,
+			map[string]any{"account": 12345678901234567000.0, "n": 1e25}, func(t *testing.T, got any) {
+				assert.Equal(t, map[string]any{"account": "[REDACTED:pattern-0]", "n": 1e25}, got)
+			}},
+		{"number of 20 digits written with an exponent", `{"defaults":false,"patterns":["\\b\\d{20}\\b"]}`,
+			json.RawMessage(`{"account":1.2345678901234567e19}`), func(t *testing.T, got any) {
+				b, err := json.Marshal(got)
+				require.NoError(t, err)
+				assert.JSONEq(t, `{"account":"[REDACTED:pattern-0]"}`, string(b))
+			}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -321,7 +321,11 @@ func (r *Redactor) keyedSpans(text string, spans []span) []span {
 		if c < 'a' || c > 'z' || (p > 0 && isWordByte(lower[p-1]) && lower[p-1] != '_') {
 			continue
 		}
-		for _, ref := range r.keysByFirst[c-'a'] {
+		keys := r.keysByFirst[c-'a']
+		if len(keys) > 0 && p > 0 && lower[p-1] == ':' && inARN(lower, p) {
+			continue
+		}
+		for _, ref := range keys {
 			if !strings.HasPrefix(lower[p:], ref.key) {
 				continue
 			}
@@ -340,6 +344,45 @@ func (r *Redactor) keyedSpans(text string, spans []span) []span {
 	}
 	return spans
 }
+
+// inARN reports whether the word at p of lower, right after a colon, is the resource of an
+// Amazon Resource Name (arn:PARTITION:SERVICE:REGION:ACCOUNT:RESOURCE, the account twelve
+// digits or empty): "secret:" there is the resource type of a Secrets Manager ARN
+// (arn:aws:secretsmanager:us-east-1:123456789012:secret:prod/db-AbCdEf), whose name is no
+// secret, not a key word with its value. The ARN is read back at most maxARNPrefix bytes, to
+// the start of its token.
+func inARN(lower string, p int) bool {
+	start := p - 1
+	for start > 0 && p-start < maxARNPrefix {
+		c := lower[start-1]
+		if c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '"' || c == '\'' || c == '`' ||
+			c == '(' || c == '[' || c == '{' || c == '<' || c == ',' || c == '=' {
+			break
+		}
+		start--
+	}
+	fields := strings.SplitN(lower[start:p-1], ":", 6)
+	if len(fields) < 5 || fields[0] != "arn" || fields[1] == "" || fields[2] == "" {
+		return false
+	}
+	account := fields[4]
+	if account == "" {
+		return true
+	}
+	if len(account) != 12 {
+		return false
+	}
+	for i := 0; i < len(account); i++ {
+		if account[i] < '0' || account[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// maxARNPrefix bounds how far back inARN reads: the partition, service, region and account of
+// an ARN take under 100 bytes (arn:aws-us-gov:secretsmanager:us-gov-west-1:123456789012:).
+const maxARNPrefix = 128
 
 // anchorSpans tries the rule at each occurrence of its anchor text.
 func (ru *rule) anchorSpans(text string, i int, spans []span) []span {

@@ -74,6 +74,10 @@ func TestRedactDefaults(t *testing.T) {
 		{"pem cut off", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA", "[REDACTED:private-key]", 1},
 		{"pgp block", "-----BEGIN PGP PRIVATE KEY BLOCK-----\nxyz\n-----END PGP PRIVATE KEY BLOCK-----", "[REDACTED:private-key]", 1},
 		{"several", "a=" + awsKeyID + " b=" + githubToken, "a=[REDACTED:aws-access-key-id] b=[REDACTED:github-token]", 2},
+		{"secret after an ARN", "arn:aws:secretsmanager:us-east-1:123456789012:secret:x secret: hunter22x", "arn:aws:secretsmanager:us-east-1:123456789012:secret:x secret: [REDACTED:password-assignment]", 1},
+		{"colon-separated key that is not an ARN", "db:password:hunter22x", "db:password:[REDACTED:password-assignment]", 1},
+		{"key word in a token shaped unlike an ARN", "arn:password:hunter22x", "arn:password:[REDACTED:password-assignment]", 1},
+		{"ARN whose account is not one", "arn:aws:svc:us-east-1:acct:secret:hunter22x", "arn:aws:svc:us-east-1:acct:secret:[REDACTED:password-assignment]", 1},
 
 		// no secrets
 		{"short sk", "task-force sk-abc", "task-force sk-abc", 0},
@@ -86,6 +90,9 @@ func TestRedactDefaults(t *testing.T) {
 		{"url without password", "https://user@example.com/x", "https://user@example.com/x", 0},
 		{"public key", "-----BEGIN PUBLIC KEY-----\nabc\n-----END PUBLIC KEY-----", "-----BEGIN PUBLIC KEY-----\nabc\n-----END PUBLIC KEY-----", 0},
 		{"empty", "", "", 0},
+		{"secret resource of an ARN", "arn:aws:secretsmanager:us-east-1:123456789012:secret:prod/db-AbCdEf", "arn:aws:secretsmanager:us-east-1:123456789012:secret:prod/db-AbCdEf", 0},
+		{"ARN in a JSON value", `{"SecretId": "arn:aws-us-gov:secretsmanager:us-gov-west-1:123456789012:secret:prod/db-AbCdEf"}`, `{"SecretId": "arn:aws-us-gov:secretsmanager:us-gov-west-1:123456789012:secret:prod/db-AbCdEf"}`, 0},
+		{"ARN in prose", "rotate ARN:AWS:SECRETSMANAGER:eu-west-1:123456789012:secret:app-Xy12Zq now", "rotate ARN:AWS:SECRETSMANAGER:eu-west-1:123456789012:secret:app-Xy12Zq now", 0},
 	}
 	r := newRedactor(t, Config{})
 	for _, tt := range tests {

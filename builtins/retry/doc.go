@@ -22,9 +22,14 @@
 // settings.allow_undeclared_tools lets run, an MCP tool the policy does not
 // declare and its server does not annotate readOnlyHint or idempotentHint,
 // a host's tool: the runtime takes each as side-effecting and not
-// retry_safe). Its transient failure, an attempt_timeout that fired while it
-// ran included, is returned as it is, with the reason it was not retried
-// appended to its message, and logged. A failure that proves the tool did
+// retry_safe). Its transient failure is returned as it is, with the reason
+// it was not retried appended to its message, and logged. An
+// attempt_timeout that fired while such a tool ran (it returned after its
+// attempt's context ended) is returned marked runtime.MayHaveRun
+// (runtime.ToolCall.Interrupted), as a call its caller cancels while it
+// runs: in doubt and final, so that an audit outside records it in_doubt, a
+// meter or an idempotent layer outside takes it as having acted, and an
+// agent turn ends rather than tell the model it failed. A failure that proves the tool did
 // not act is still retried (runtime.DidNotRun: refused by an inner layer,
 // such as a rate_limit in reject mode or an egress check that could not
 // resolve a host; a store a layer needed being unavailable; a connection

@@ -29,7 +29,8 @@ func effectsPlan(tools map[string]plan.Tool) *plan.Plan {
 // effects unknown) and a declared side-effecting tool without retry_safe
 // (a plan that was not vetted) that act and then fail transiently, or
 // outlast the attempt_timeout, run once: the failure is returned, saying
-// why it was not retried.
+// why it was not retried (a transient one) or that the tool may have acted
+// (the attempt timed out while it ran: in doubt).
 func TestRetryDoesNotRunAgainAToolThatMayHaveActed(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -49,6 +50,11 @@ func TestRetryDoesNotRunAgainAToolThatMayHaveActed(t *testing.T) {
 				require.Error(t, err)
 				assert.Equal(t, 1, tool.Calls(), "the tool acted once; it is not run again")
 				assert.Equal(t, 1, res.Attempts)
+				if result.Hang {
+					assert.ErrorIs(t, err, runtime.ErrMayHaveRun)
+					assert.Contains(t, err.Error(), "may have made its effect")
+					return
+				}
 				assert.Contains(t, err.Error(), "did not run the call again")
 				assert.Contains(t, err.Error(), "does not prove it did not act")
 			})
@@ -95,4 +101,39 @@ func TestRetryDoesNotRunAgainACallThatMayHaveRun(t *testing.T) {
 	assert.Equal(t, runtime.ClassInDoubt, runtime.Classify(err))
 	assert.Equal(t, "in_doubt", runtime.KindOf(err))
 	assert.Equal(t, 1, tool.Calls())
+}
+
+// TestAnAttemptTimeoutOfARunningToolIsInDoubt: a side-effecting tool, not
+// retry_safe, that was running when its attempt ran out of time may have
+// made its effect, as when its caller cancels it: the failure is in doubt
+// (final), so that no caller, agent turn or audit outside reads it as a
+// failure that did not happen and makes the call again. A retry_safe tool's
+// and a tool's own refusal before its attempt ended stay timeouts and
+// failures.
+func TestAnAttemptTimeoutOfARunningToolIsInDoubt(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		tool   plan.Tool
+		result rt.ToolResult
+		doubt  bool
+	}{
+		{"side-effecting, running", plan.Tool{SideEffecting: true}, rt.ToolResult{Hang: true}, true},
+		{"retry_safe, running", plan.Tool{SideEffecting: true, RetrySafe: true}, rt.ToolResult{Hang: true}, false},
+		{"side-effecting, refused at once", plan.Tool{SideEffecting: true}, rt.ToolResult{Err: rt.Permanent("no such order")}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tool := rt.NewTool(tc.result, tc.result, tc.result)
+			pl := rt.Build(t, effectsPlan(map[string]plan.Tool{"t": tc.tool}), runtime.Deps{Tools: map[string]runtime.ToolFunc{"t": tool.Func()}})
+			_, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "t"})
+			require.Error(t, err)
+			if tc.doubt {
+				assert.ErrorIs(t, err, runtime.ErrMayHaveRun)
+				assert.Equal(t, runtime.ClassInDoubt, runtime.Classify(err))
+				assert.Equal(t, 1, tool.Calls(), "not run again")
+				return
+			}
+			assert.NotErrorIs(t, err, runtime.ErrMayHaveRun)
+			assert.Equal(t, runtime.ClassFailure, runtime.Classify(err))
+		})
+	}
 }

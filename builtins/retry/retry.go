@@ -297,8 +297,10 @@ func (r *Retry) toolAttempt(ctx context.Context, c *runtime.ToolCall, next runti
 	defer stop()
 	v, err := next(actx, c)
 	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(actx), errAttemptTimeout) {
-		return v, &runtime.CallError{Kind: runtime.KindTimeout, Layer: r.name,
-			Message: fmt.Sprintf("no result within attempt_timeout %s", r.timeout), Err: err}
+		// A tool that was running when its attempt ran out of time may
+		// have acted: in doubt, as when the caller cancels it.
+		return v, c.Interrupted(&runtime.CallError{Kind: runtime.KindTimeout, Layer: r.name,
+			Message: fmt.Sprintf("no result within attempt_timeout %s", r.timeout), Err: err})
 	}
 	return v, err
 }

@@ -159,22 +159,18 @@ func encode(v any) ([]byte, error) {
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
-// maxPlain bounds a number's plain decimal form: every float64's (at most
-// 309 digits before the point, 324 after it) fits it.
-const maxPlain = 1024
-
 // plainNumbers replaces, in place, each json.Number of a value decoded with
 // UseNumber by its plain decimal form (jsonnum.Plain: 1e+21 as
 // 1000000000000000000000, 1e-7 as 0.0000001, -0 as 0), the number a
 // pattern is meant for whatever its spelling: encoding/json writes a
 // float64 from 1e21 up, or below 1e-6, with an exponent, and a host's
 // json.Number may spell any number so. It reports whether a number
-// changed; a number longer than maxPlain so written is an error.
+// changed; a number longer than jsonnum.MaxPlain so written is an error.
 func plainNumbers(v any) (any, bool, error) {
 	changed := false
 	switch x := v.(type) {
 	case json.Number:
-		s, ok := jsonnum.Plain(x, maxPlain)
+		s, ok := jsonnum.Plain(x, jsonnum.MaxPlain)
 		if !ok {
 			return v, false, fmt.Errorf("it holds a number too long to write without exponent")
 		}

@@ -42,6 +42,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 	logFormat := fs.String("log", "text", "access and server log format: text or json")
 	allowReset := fs.Bool("allowreset", false, "apply a reload whose change starts idempotency records afresh (calls made before it would run again if repeated); without it such a reload is refused")
 	metricsAddr := fs.String("metrics", "", "serve /metrics, /healthz and /readyz on this `ADDR` (HOST:PORT, an internal one), and /metrics no longer on -listen")
+	keyless := fs.Bool("keyless", false, "serve a policy that declares no keys on an address other than a loopback one (every caller that reaches it is served); without it such a policy is refused, at start and at a reload")
 	var allowHosts hostNames
 	fs.Var(&allowHosts, "allowhost", "a host `NAME` requests may name in their Host header besides localhost and IP addresses, checked on loopback connections and, under a policy without keys, on every connection (repeatable)")
 	if code, ok := parseFlags(fs, args); !ok {
@@ -127,6 +128,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 		MaxMessages: unbounded(*maxMessages), MaxParts: unbounded(*maxParts), MaxInFlight: unbounded(*maxInFlight),
 		MaxInFlightBytes: *maxInFlightBytes,
 		MetricsElsewhere: *metricsAddr != "", AllowStateReset: *allowReset, AllowHosts: allowHosts,
+		RequireKeys: !*keyless && !loopbackAddr(*listen),
 	})
 	if err != nil {
 		return fail(env, "serve %s: %v", fs.Arg(0), err)
@@ -286,4 +288,20 @@ func clientless(p *plan.Plan) error {
 		return fmt.Errorf("models %s declare no provider: agentc serve has no client for them (give each provider, model and api_key_env: docs/providers.md)", strings.Join(names, ", "))
 	}
 	return fmt.Errorf("model %s declares no provider: agentc serve has no client for it (give it provider, model and api_key_env: docs/providers.md)", names[0])
+}
+
+// loopbackAddr reports whether addr, a -listen address, names a loopback
+// interface only: localhost or a loopback IP. An address of every
+// interface (":8080", "0.0.0.0:8080") or of a host name is not one.
+func loopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	host, _, _ = strings.Cut(host, "%")
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

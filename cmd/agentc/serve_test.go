@@ -432,6 +432,34 @@ func TestServeAllowHostFlag(t *testing.T) {
 	assert.Contains(t, stderr.String(), "-allowhost NAME")
 }
 
+// A policy without keys serves every caller: on an address other than a
+// loopback one, serve refuses it before listening, unless -keyless says
+// that is meant.
+func TestServeKeylessPolicyOnANetworkAddress(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"),
+		[]byte("package p\n\nmodels: primary: {provider: \"openai\", model: \"m\", api_key_env: \"AGENTC_TEST_SERVE_KEY\"}\n"), 0o644))
+	t.Setenv("AGENTC_TEST_SERVE_KEY", "k")
+	for _, listen := range []string{":0", "0.0.0.0:0", "[::]:0", "gw.internal.example:0"} {
+		stderr := &lockedBuffer{}
+		rc := cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: dir}, []string{"-listen", listen, "-watch", "0", dir})
+		assert.Equal(t, exitUsage, rc, listen)
+		assert.Contains(t, stderr.String(), "the policy declares no keys", listen)
+		assert.Contains(t, stderr.String(), "-keyless", listen)
+	}
+
+	for addr, want := range map[string]bool{
+		"127.0.0.1:8080": true, "127.0.0.2:1": true, "[::1]:8080": true, "localhost:8080": true, "LOCALHOST:1": true,
+		":8080": false, "0.0.0.0:8080": false, "[::]:8080": false, "10.0.0.5:8080": false, "gw.example:8080": false, "bad": false,
+	} {
+		assert.Equal(t, want, loopbackAddr(addr), addr)
+	}
+	stderr := &lockedBuffer{}
+	rc := cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: t.TempDir()}, []string{"-h"})
+	assert.Equal(t, exitOK, rc)
+	assert.Contains(t, stderr.String(), "-keyless")
+}
+
 // clientless names every model without a provider, in the plural when
 // there are several ("model "coder", "fast" declares" read wrong).
 func TestClientlessNamesTheModels(t *testing.T) {

@@ -411,4 +411,20 @@ func Plain(n json.Number, limit int) (string, bool) {
 	return b.String(), true
 }
 
+// MaxPlain bounds a number's plain decimal form where a reader takes it
+// (PlainText): every float64's (at most 309 digits before the point, 324
+// after it) fits it.
+const MaxPlain = 1024
+
+// PlainText returns the JSON number n in plain decimal form (Plain), the
+// number a pattern or a detector reads whatever its spelling, or n's text
+// as written when that form is longer than MaxPlain (1e999999, a number
+// the tool chain refuses: neither float64 nor int64 holds it).
+func PlainText(n json.Number) string {
+	if s, ok := Plain(n, MaxPlain); ok {
+		return s
+	}
+	return string(n)
+}
+
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }

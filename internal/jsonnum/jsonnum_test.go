@@ -180,3 +180,14 @@ func TestPlain(t *testing.T) {
 		assert.Equal(t, want, got)
 	}
 }
+
+// TestPlainText: a number is read in plain decimal form where it has one
+// within MaxPlain, as written otherwise.
+func TestPlainText(t *testing.T) {
+	for in, want := range map[string]string{
+		"4.111111111111111e15": "4111111111111111", "1e-7": "0.0000001", "-0.0": "0", "1.50": "1.5",
+		"1e999999": "1e999999",
+	} {
+		assert.Equal(t, want, PlainText(json.Number(in)), in)
+	}
+}

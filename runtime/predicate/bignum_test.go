@@ -171,3 +171,102 @@ func TestEvalIntAgainstDoubleIsExact(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, got, "the result names another account than the call")
 }
+
+// TestEvalListsAndMapsCompareNumbersExactly: == and != of two lists or two
+// maps compared their elements as CEL does, the int rounded to a double,
+// so [9007199254740993] equalled [9007199254740992.0] and a guard requiring
+// a call's ids to differ from a result's (args.ids != result.ids) let the
+// same account through as another. Their elements compare as == compares
+// two numbers.
+func TestEvalListsAndMapsCompareNumbersExactly(t *testing.T) {
+	ctx := context.Background()
+	dyn := mustEnv(t, EnvConfig{Stage: Tool})
+	big, near := int64(9007199254740993), 9007199254740992.0
+	for _, tc := range []struct {
+		src  string
+		args map[string]any
+		want bool
+	}{
+		{"[args.a] == [args.b]", map[string]any{"a": big, "b": near}, false},
+		{"[args.a] != [args.b]", map[string]any{"a": big, "b": near}, true},
+		{"args.l == [9007199254740992.0]", map[string]any{"l": []any{big}}, false},
+		{"args.l == [[1, 9007199254740992.0]]", map[string]any{"l": []any{[]any{1.0, big}}}, false},
+		{"args.m == {'x': 9007199254740992.0}", map[string]any{"m": map[string]any{"x": big}}, false},
+		{"args.m != {'x': [9007199254740992.0]}", map[string]any{"m": map[string]any{"x": []any{big}}}, true},
+		{"args.l in [[9007199254740992.0]]", map[string]any{"l": []any{big}}, false},
+		{"{1: args.a} == {1: args.b}", map[string]any{"a": big, "b": near}, false},
+		// Equal numbers, and other values, as before.
+		{"args.l == [9007199254740993, 2.0]", map[string]any{"l": []any{big, int64(2)}}, true},
+		{"args.m == {'x': [1, 'a'], 'y': true}", map[string]any{"m": map[string]any{"x": []any{1.0, "a"}, "y": true}}, true},
+		{"args.m == {'x': 1}", map[string]any{"m": map[string]any{"x": 1.0, "y": 2.0}}, false},
+		{"args.m == {'x': 1, 'z': 2}", map[string]any{"m": map[string]any{"x": 1.0, "y": 2.0}}, false},
+		{"args.l == [1]", map[string]any{"l": []any{1.0, 2.0}}, false},
+		{"args.l in [[1.0]]", map[string]any{"l": []any{int64(1)}}, true},
+	} {
+		got, err := mustCompile(t, dyn, tc.src).Eval(ctx, &ToolVars{Args: tc.args})
+		require.NoError(t, err, "%s on %v", tc.src, tc.args)
+		assert.Equal(t, tc.want, got, "%s on %v", tc.src, tc.args)
+	}
+}
+
+// TestEvalConversionsKeepTheNumber: string() of a double wrote it as %g
+// does, with an exponent from a million up (1e+06, 4.111111111111111e+15),
+// so a guard denying an account by its digits
+// (string(args.acct).startsWith('4111')) let it through when the call sent
+// it as a JSON number, which decodes to a double; and double() of an int
+// (or of a string) above 2^53 rounded it to a neighbour. string() writes a
+// double in plain decimal form, as tool_policy's arg_patterns read it, and
+// double() of a number a double does not hold is an evaluation error.
+func TestEvalConversionsKeepTheNumber(t *testing.T) {
+	ctx := context.Background()
+	typed := mustEnv(t, EnvConfig{Stage: Tool, ArgsSchemas: []json.RawMessage{json.RawMessage(`{"type": "object",
+		"required": ["a", "b", "s"], "properties": {"a": {"type": "integer"}, "b": {"type": "number"}, "s": {"type": "string", "maxLength": 40}}}`)}})
+	for _, tc := range []struct {
+		src string
+		b   any
+	}{
+		{"string(args.b) == '4111111111111111'", 4111111111111111.0},
+		{"string(args.b).startsWith('4111')", 4111111111111111.0},
+		{"string(args.b) == '1000000'", 1e6},
+		{"string(args.b) == '1000000000000000000000'", 1e21},
+		{"string(args.b) == '0.0000001'", 1e-7},
+		{"string(args.b) == '0.1'", 0.1},
+		{"string(args.b) == '-12300'", -1.23e4},
+		{"string(args.b) == '0'", math.Copysign(0, -1)},
+		{"string(args.b) == 'NaN'", math.NaN()},
+		{"string(args.b) == '+Inf'", math.Inf(1)},
+		{"double(args.a) == 9007199254740992.0", 1.0},
+		{"double(args.s) == 0.5", 1.0},
+	} {
+		args := map[string]any{"a": int64(9007199254740992), "b": tc.b, "s": "0.5"}
+		got, err := mustCompile(t, typed, tc.src).Eval(ctx, &ToolVars{Args: args})
+		require.NoError(t, err, "%s on %v", tc.src, tc.b)
+		assert.True(t, got, "%s on %v", tc.src, tc.b)
+	}
+	for _, tc := range []struct {
+		src  string
+		args map[string]any
+	}{
+		{"double(args.a) == 9007199254740992.0", map[string]any{"a": int64(9007199254740993), "b": 0.0, "s": ""}},
+		{"double(args.a) > 0.0", map[string]any{"a": int64(math.MaxInt64), "b": 0.0, "s": ""}},
+		{"double(args.s) <= 100.0", map[string]any{"a": int64(0), "b": 0.0, "s": "100.000000000000001"}},
+		{"double(args.s) == 9007199254740992.0", map[string]any{"a": int64(0), "b": 0.0, "s": "9007199254740993"}},
+	} {
+		_, err := mustCompile(t, typed, tc.src).Eval(ctx, &ToolVars{Args: tc.args})
+		assert.Error(t, err, "%s on %v", tc.src, tc.args)
+	}
+	// A constant one is refused when the predicate is built.
+	for _, src := range []string{"double(18446744073709551615u) > 0.0", "double(9007199254740993) > 0.0", "double('0.1000000000000000055511151231257827') > 0.0"} {
+		_, iss := typed.Compile(src)
+		require.NotEmpty(t, iss, src)
+		assert.Contains(t, iss[0].Message, "a double does not hold", src)
+	}
+	// What a double holds converts as before.
+	for _, src := range []string{"double(9007199254740992) == 9007199254740992.0", "double('+.5') == 0.5", "double('1e3') == 1000.0",
+		"double('007.') == 7.0", "double(-5) == -5.0", "double(5u) == 5.0", "double('-inf') < 0.0", "double(1.5) == 1.5",
+		"string(true) == 'true'", "string(5) == '5'", "string(b'ab') == 'ab'", "string('x') == 'x'", "string(2.5) == '2.5'"} {
+		got, err := mustCompile(t, typed, src).Eval(ctx, &ToolVars{Args: map[string]any{"a": int64(0), "b": 0.0, "s": ""}})
+		require.NoError(t, err, src)
+		assert.True(t, got, src)
+	}
+}

@@ -100,7 +100,10 @@
 //     as a double, 9007199254740993.0 read as an int, and an int64 read as a double where a
 //     double does not hold it, are evaluation errors. An int and a double compare (==, !=, <,
 //     <=, >, >=, and a list's elements for in) as the numbers they are: CEL rounds the int to a double first, so an int
-//     9007199254740993 would equal the double 9007199254740992 (exactComparisons).
+//     9007199254740993 would equal the double 9007199254740992 (exactComparison); so do the elements of two lists
+//     and the values of two maps under == and !=. string() writes a double in plain decimal form (1000000, not CEL's
+//     1e+06; 0.0000001; -0 as 0), and double() of an int, a uint or a decimal string a double does not hold exactly
+//     is an evaluation error (exactConversion).
 //
 // Without schemas args is map(string, dyn): nothing is checked, and Checked.ReadsUntypedArgs
 // tells the compiler to warn with cel/untyped-args.

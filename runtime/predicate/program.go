@@ -71,7 +71,7 @@ func (e *Env) Program(c *Checked) (p *Program, err error) {
 	if c == nil || c.env != e {
 		return nil, errors.New("predicate was not checked in this environment")
 	}
-	opts := []cel.ProgramOption{cel.EvalOptions(cel.OptOptimize), cel.CustomDecoratorV2(boundMatches), cel.CustomDecoratorV2(exactComparisons)}
+	opts := []cel.ProgramOption{cel.EvalOptions(cel.OptOptimize), cel.CustomDecoratorV2(boundMatches), cel.CustomDecoratorV2(exactNumbers)}
 	tracked := !c.bounded
 	if tracked {
 		opts = append(opts,

@@ -5,11 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
+
+	"github.com/agentc-dev/agentc/internal/jsonnum"
 )
 
 // The type names of the state stage's schema-typed variables.
@@ -93,8 +96,9 @@ func (p *Program) StateActivation(run RunInfo, field string, value any, state ma
 }
 
 // EvalValue evaluates a program checked with EnvConfig.Value (a state `set` transform) and
-// returns its result as a JSON value: nil, bool, float64 (every number), string, []any or
-// map[string]any. Errors are *EvalError, as for Eval.
+// returns its result as a JSON value: nil, bool, float64 (every number a float64 holds; an int
+// it does not, such as 9007199254740993, is an int64, as runtime.DecodeArgs decodes it),
+// string, []any or map[string]any. Errors are *EvalError, as for Eval.
 func (p *Program) EvalValue(ctx context.Context, vars Activation) (any, error) {
 	out, err := p.eval(ctx, vars)
 	if err != nil {
@@ -105,6 +109,15 @@ func (p *Program) EvalValue(ctx context.Context, vars Activation) (any, error) {
 		return nil, &EvalError{Source: p.checked.Source, Err: err}
 	}
 	return v, nil
+}
+
+// exactInt is an int's JSON form as runtime.DecodeArgs decodes a number: a
+// float64 when a float64 holds it, else the int64 itself (9007199254740993).
+func exactInt(i int64) any {
+	if f := float64(i); f < 1<<63 && int64(f) == i {
+		return f
+	}
+	return i
 }
 
 // jsonOf converts a CEL value to its JSON form.
@@ -118,9 +131,12 @@ func jsonOf(v ref.Val, depth int) (any, error) {
 	case types.Bool:
 		return bool(x), nil
 	case types.Int:
-		return float64(x), nil
+		return exactInt(int64(x)), nil
 	case types.Uint:
-		return float64(x), nil
+		if uint64(x) > math.MaxInt64 {
+			return nil, fmt.Errorf("the uint %d is beyond int64", uint64(x))
+		}
+		return exactInt(int64(x)), nil
 	case types.Double:
 		return float64(x), nil
 	case types.String:
@@ -150,7 +166,7 @@ func jsonOf(v ref.Val, depth int) (any, error) {
 			return nil, err
 		}
 		var out any
-		return out, json.Unmarshal(b, &out)
+		return out, jsonnum.Decode(b, &out)
 	}
 	if l, ok := v.(traits.Lister); ok {
 		n, _ := l.Size().(types.Int)

@@ -446,10 +446,12 @@ func MapTextReaders(v any, f func(string) (string, int), r Readers) (any, int) {
 
 // NumberText renders an integral number as its decimal digits: a
 // json.Number written as an integer as it is written (however long), a
-// float64 without a fraction (below 1e19 in magnitude; a json.Number
+// finite float64 without a fraction, whatever its size (a json.Number
 // written with a fraction or an exponent is read as one: "4.111e3" is
-// "4111"), an int, int64 or uint64. These are the only numbers that can
-// hold a card, phone or account number; ok is false for any other value.
+// "4111", 1.2345678901234567e19 is 12345678901234567000, the number a tool
+// decoding it gets), an int, int64 or uint64. These are the only numbers
+// that can hold a card, phone or account number; ok is false for any other
+// value.
 func NumberText(v any) (string, bool) {
 	switch x := v.(type) {
 	case json.Number:
@@ -462,7 +464,7 @@ func NumberText(v any) (string, bool) {
 		}
 		return NumberText(f)
 	case float64:
-		if x == math.Trunc(x) && math.Abs(x) < 1e19 {
+		if x == math.Trunc(x) && !math.IsInf(x, 0) {
 			return strconv.FormatFloat(x, 'f', -1, 64), true
 		}
 	case int:

@@ -2,6 +2,7 @@ package jsonvalue_test
 
 import (
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 
@@ -129,8 +130,9 @@ func digits(s string) (string, int) {
 func TestMapText(t *testing.T) {
 	in := map[string]any{"a": 1234.0, "b": 1.5, "c": json.Number("42"), "d": []any{int64(7), true, nil}, "e": "x9", "f": 1e20}
 	got, n := jsonvalue.MapText(in, digits)
-	assert.Equal(t, map[string]any{"a": "#", "b": 1.5, "c": "#", "d": []any{"#", true, nil}, "e": "x#", "f": 1e20}, got)
-	assert.Equal(t, 4, n)
+	assert.Equal(t, map[string]any{"a": "#", "b": 1.5, "c": "#", "d": []any{"#", true, nil}, "e": "x#", "f": "#"}, got,
+		"an integral number is read as its digits, whatever its size")
+	assert.Equal(t, 5, n)
 	assert.Equal(t, 1234.0, in["a"], "v itself is untouched")
 
 	got, n = jsonvalue.MapText(map[string]any{"N": 12.0}, upper)
@@ -141,12 +143,14 @@ func TestMapText(t *testing.T) {
 func TestNumberText(t *testing.T) {
 	for v, want := range map[any]string{4111111111111111.0: "4111111111111111", -3.0: "-3", 7: "7",
 		int64(8): "8", uint64(9): "9", json.Number("12345678901234567891"): "12345678901234567891",
-		json.Number("-12"): "-12", json.Number("1e3"): "1000", json.Number("4111.0"): "4111"} {
+		json.Number("-12"): "-12", json.Number("1e3"): "1000", json.Number("4111.0"): "4111",
+		1e19: "10000000000000000000", 12345678901234567000.0: "12345678901234567000",
+		json.Number("1.2345678901234567e19"): "12345678901234567000"} {
 		got, ok := jsonvalue.NumberText(v)
 		assert.True(t, ok, "%v", v)
 		assert.Equal(t, want, got)
 	}
-	for _, v := range []any{1.5, 1e19, json.Number("1.5"), json.Number("-"), "12", true, nil, float32(1)} {
+	for _, v := range []any{1.5, math.Inf(1), math.NaN(), json.Number("1.5"), json.Number("-"), "12", true, nil, float32(1)} {
 		_, ok := jsonvalue.NumberText(v)
 		assert.False(t, ok, "%v", v)
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/agentc-dev/agentc/builtins/internal/jsonvalue"
+	"github.com/agentc-dev/agentc/internal/jsonnum"
 )
 
 // argToken is a key, a string or a number of a JSON value decoded as written
@@ -17,8 +18,8 @@ type argToken struct {
 }
 
 // AsLines returns v, a JSON value decoded as written, with the items find finds in its keys
-// and strings read one a line in the order written, followed by its numbers one a line (as a
-// detector reads the arguments of a tool call: scanned.ArgsText) masked, and their number: a
+// and strings read one a line in the order written, followed by its numbers one a line in plain
+// decimal form (as a detector reads the arguments of a tool call: scanned.ArgsText) masked, and their number: a
 // value begun in a key and ended in its value or in the next key (`{"4111 1111 1111":
 // "1111"}`), and one the lines around a key or a string make of it (a phone number read so
 // and not alone). The placeholder takes the place of the masked part of an item in the first
@@ -42,7 +43,7 @@ func AsLines(v any, find Find) (any, int) {
 		case string:
 			strs = append(strs, argToken{slot: slot, text: x})
 		case json.Number:
-			nums = append(nums, argToken{slot: slot, text: string(x)})
+			nums = append(nums, argToken{slot: slot, text: jsonnum.PlainText(x)})
 		}
 	}
 	walk(&v)

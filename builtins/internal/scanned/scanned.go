@@ -14,6 +14,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/agentc-dev/agentc/internal/jsonnum"
 	"github.com/agentc-dev/agentc/runtime"
 )
 
@@ -444,8 +445,10 @@ func (o *Output) Digest() Digest {
 
 // ArgsText is the text of a tool call's arguments a detector scans:
 // runtime.ToolUse.ArgsText (every key and string, escapes resolved), followed
-// by every number of the arguments as written, one a line (a card number
-// sent as a JSON number).
+// by every number of the arguments, one a line (a card number sent as a JSON
+// number), in plain decimal form (jsonnum.PlainText): the number the tool
+// chain runs, however the call spells it, so 4.111111111111111e15 reads as
+// 4111111111111111 and 1e-7 as 0.0000001.
 func ArgsText(tc runtime.ToolUse) string {
 	text := tc.ArgsText()
 	if !json.Valid(tc.Arguments) {
@@ -464,7 +467,7 @@ func ArgsText(tc runtime.ToolUse) string {
 			if b.Len() > 0 {
 				b.WriteByte('\n')
 			}
-			b.WriteString(string(n))
+			b.WriteString(jsonnum.PlainText(n))
 		}
 	}
 	return b.String()

@@ -476,7 +476,11 @@ func (p *langPage) celSection() {
 		"a decimal with more digits than a double holds in a tool result) is an evaluation error, decided by `on_error`; a call whose arguments hold a number that neither a `float64` " +
 		"nor an `int64` holds is refused by layer `tools` before any guard runs ([embedding.md](embedding.md#calls)). " +
 		"An int and a double compare (`==`, `!=`, `<`, `<=`, `>`, `>=`, and a list's elements for `in`) as the numbers they are, where CEL itself rounds the int to a double first: " +
-		"a result's `account_id` of `9007199254740993` (an int) is not equal to an argument's `9007199254740992` (a double), and `9223372036854775807` is below `9223372036854775808.0`. " +
+		"a result's `account_id` of `9007199254740993` (an int) is not equal to an argument's `9007199254740992` (a double), and `9223372036854775807` is below `9223372036854775808.0`; " +
+		"so do the elements of two lists and the values of two maps (`[9007199254740993] != [9007199254740992.0]`). " +
+		"`string()` writes a double in plain decimal form, as `tool_policy`'s `arg_patterns` read a number (`string(1e6)` is `'1000000'`, not CEL's `'1e+06'`; -0 is `'0'`), " +
+		"so a guard reading an account's digits (`string(args.acct).startsWith('4111')`) reads them however the call spells the number; " +
+		"`double()` of an int, a uint or a decimal string a double does not hold exactly (`9007199254740993`, `'100.000000000000001'`) is an evaluation error, not the neighbour CEL rounds it to. " +
 		"A constraint's `when` reads `outer` and `inner`, the configs of the two entries it orders, " +
 		"typed from the config fields of their builtins (`outer.trial` for an `audit` layer is a `cel/type` error). " +
 		"A state handler's `deny` and `set` ([`state`](#state)) read `value` (the value set, or the element appended), " +

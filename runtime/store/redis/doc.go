@@ -27,4 +27,10 @@
 // acknowledged write survives a server crash; with the defaults a crash may
 // lose the last second of writes, including audit records and published
 // results. Use a postgres store for an audit trail that must survive.
+//
+// A server with a maxmemory and a maxmemory-policy other than noeviction
+// evicts keys when memory runs short, and forgets them as a flush does.
+// Open reads the setting (INFO memory; Store.Eviction, runtime.Evictor):
+// an idempotent layer or a meter is refused on such a store when it builds,
+// an audit sink under an allkeys-* policy too.
 package redis

@@ -73,6 +73,11 @@ func URL(s plan.Store) (string, error) {
 type Store struct {
 	c      *goredis.Client
 	prefix string
+	// eviction is the server's setting that evicts keys under memory
+	// pressure, read when the store was opened ("": none); evictsAll is
+	// set when keys without an expiry may go too.
+	eviction  string
+	evictsAll bool
 }
 
 // Open connects to the server at url, checks that it answers, and returns
@@ -118,8 +123,40 @@ func OpenOptions(ctx context.Context, opt *goredis.Options, prefix string, opts 
 	if prefix == "" {
 		prefix = DefaultPrefix
 	}
-	return &Store{c: c, prefix: prefix + ":"}, nil
+	s := &Store{c: c, prefix: prefix + ":"}
+	s.eviction, s.evictsAll = eviction(ctx, c)
+	return s, nil
 }
+
+// eviction reads the server's memory settings (INFO memory): with a
+// maxmemory, a maxmemory-policy other than noeviction drops keys before
+// their expiry when memory runs short (volatile-*: keys with an expiry;
+// allkeys-*: any). A server that does not answer INFO (a proxy in front of
+// it) is taken to evict nothing.
+func eviction(ctx context.Context, c *goredis.Client) (string, bool) {
+	info, err := c.Info(ctx, "memory").Result()
+	if err != nil {
+		return "", false
+	}
+	var maxmemory, policy string
+	for line := range strings.Lines(info) {
+		k, v, _ := strings.Cut(strings.TrimSpace(line), ":")
+		switch k {
+		case "maxmemory":
+			maxmemory = v
+		case "maxmemory_policy":
+			policy = v
+		}
+	}
+	if maxmemory == "" || maxmemory == "0" || policy == "" || policy == "noeviction" {
+		return "", false
+	}
+	return "maxmemory-policy " + policy + ", maxmemory " + maxmemory + " bytes", strings.HasPrefix(policy, "allkeys-")
+}
+
+// Eviction implements runtime.Evictor: the server's setting that evicts
+// keys under memory pressure, as it was when the store was opened.
+func (s *Store) Eviction() (string, bool) { return s.eviction, s.evictsAll }
 
 // Client returns the underlying client.
 func (s *Store) Client() *goredis.Client { return s.c }
@@ -735,6 +772,7 @@ var (
 	_ runtime.AuditSink    = (*Store)(nil)
 	_ runtime.Leaser       = (*Store)(nil)
 	_ runtime.SharedLeaser = (*Store)(nil)
+	_ runtime.Evictor      = (*Store)(nil)
 	_ runtime.RateLimiter  = (*Store)(nil)
 	_ runtime.Budgeter     = (*Store)(nil)
 	_ runtime.StoreBackend = (*Store)(nil)

@@ -36,7 +36,7 @@ func Checkpoints(t *testing.T, s runtime.CheckpointStore) {
 		cp := runtime.Checkpoint{RunID: run, Status: runtime.RunRunning, Time: at.Add(time.Duration(i) * time.Second),
 			Transcript: []runtime.Message{{Role: "user", Content: "turn " + string(rune('0'+i))}},
 			Tools:      []runtime.ToolRecord{{Tool: "lookup", Result: map[string]any{"n": float64(i)}}},
-			Fields:     map[string]any{"count": float64(i)}}
+			Fields:     map[string]any{"count": float64(i), "acct": int64(9007199254740993)}}
 		v, err := s.SaveCheckpoint(ctx, cp)
 		require.NoError(t, err)
 		assert.Equal(t, i, v, "versions count from 1")
@@ -66,7 +66,8 @@ func Checkpoints(t *testing.T, s runtime.CheckpointStore) {
 	assert.Equal(t, 3, latest.Version)
 	assert.Equal(t, runtime.RunRunning, latest.Status)
 	assert.Equal(t, "turn 3", latest.Transcript[0].Content)
-	assert.Equal(t, map[string]any{"count": 3.0}, latest.Fields)
+	assert.Equal(t, map[string]any{"count": 3.0, "acct": int64(9007199254740993)}, latest.Fields,
+		"an integer a float64 does not hold reads back as the int64 it is")
 	assert.True(t, latest.Time.Equal(at.Add(3*time.Second)))
 
 	two, ok, err := s.CheckpointAt(ctx, run, 2)
