@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"math/big"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -231,7 +232,7 @@ func differences(want, got any, path string, out *[]string) {
 			differences(w[i], g[i], fmt.Sprintf("%s[%d]", path, i), out)
 		}
 	default:
-		if !reflect.DeepEqual(normalize(want), normalize(got)) {
+		if !equalValues(want, got) {
 			*out = append(*out, fmt.Sprintf("%s: want %s, got %s", orRoot(path), describe(want), describe(got)))
 		}
 	}
@@ -257,17 +258,38 @@ func orRoot(p string) string {
 	return "$." + p
 }
 
-func normalize(v any) any {
+// equalValues reports whether two scalars are equal, numbers as the
+// numbers they write (1 and 1.0 are equal), exactly: a json.Number or an
+// int64 above 2^53 is not its float64 neighbour.
+func equalValues(want, got any) bool {
+	w, wok := number(want)
+	g, gok := number(got)
+	if wok && gok {
+		return w.Cmp(g) == 0
+	}
+	return reflect.DeepEqual(want, got)
+}
+
+// number returns v when it is a number, to 512 bits: exact for any number a
+// run holds (an int64, a float64's decimal), and bounded whatever exponent
+// a want writes.
+func number(v any) (*big.Float, bool) {
+	var text string
 	switch x := v.(type) {
 	case int:
-		return float64(x)
+		text = strconv.Itoa(x)
 	case int64:
-		return float64(x)
+		text = strconv.FormatInt(x, 10)
+	case float64:
+		// The shortest decimal that reads back as x: the number written.
+		text = strconv.FormatFloat(x, 'g', -1, 64)
 	case json.Number:
-		f, _ := x.Float64()
-		return f
+		text = string(x)
+	default:
+		return nil, false
 	}
-	return v
+	f, ok := new(big.Float).SetPrec(512).SetString(text)
+	return f, ok
 }
 
 func describe(v any) string {

@@ -17,6 +17,7 @@ import (
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/ast"
 
+	"github.com/agentc-dev/agentc/internal/jsonwalk"
 	"github.com/agentc-dev/agentc/internal/textdist"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
@@ -641,6 +642,22 @@ func (l *loader) labelPos(parent, name string) Pos {
 	return l.userPos([]string{parent})
 }
 
+// jsonSyntaxProblem says where in data the fault err found is, and what it
+// is: the offending byte, or the end of a file cut short.
+func jsonSyntaxProblem(data []byte, err error) string {
+	var se *json.SyntaxError
+	if !errors.As(err, &se) {
+		return ": " + err.Error()
+	}
+	if se.Offset >= int64(len(data)) {
+		line, col := jsonwalk.Position(data, int64(len(data)))
+		return fmt.Sprintf(" at line %d, column %d: the file ends before the value does (truncated?)", line, col)
+	}
+	// Offset counts the offending byte.
+	line, col := jsonwalk.Position(data, se.Offset-1)
+	return fmt.Sprintf(" at line %d, column %d: %v", line, col, se)
+}
+
 // jsonSchema returns a JSON Schema given as CUE data, or read from the JSON
 // file a string names (relative to the policy directory).
 func (l *loader) jsonSchema(v cue.Value, pos Pos) json.RawMessage {
@@ -653,7 +670,7 @@ func (l *loader) jsonSchema(v cue.Value, pos Pos) json.RawMessage {
 		}
 		var x any
 		if err := json.Unmarshal(b, &x); err != nil {
-			l.errorf(pos, "schema/invalid-value", "JSON Schema file %q is not valid JSON: %v", rel, err)
+			l.errorf(pos, "schema/invalid-value", "JSON Schema file %q is not valid JSON%s", rel, jsonSyntaxProblem(b, err))
 			return nil
 		}
 		if _, ok := x.(map[string]any); !ok {

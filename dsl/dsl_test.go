@@ -323,3 +323,26 @@ tools: refund: args: {type: "object"}
 	assert.True(t, e.Holds(at(a, 7, 20)))
 	assert.False(t, e.Holds(at(a, 6, 4)))
 }
+
+// A JSON Schema file that is not JSON was reported without the place of
+// the fault in it ("invalid character '}' looking for beginning of object
+// key string"), leaving a reader to hunt for a trailing comma; the line and
+// column in the file are given, and the end of a file cut short.
+func TestSchemaFileSyntaxErrorIsPlaced(t *testing.T) {
+	for _, tt := range []struct{ schema, want string }{
+		{"{\n  \"type\": \"object\",\n  \"properties\": {\n    \"amount\": {\"type\": \"number\"},\n  }\n}\n",
+			`JSON Schema file "refund.json" is not valid JSON at line 5, column 3: invalid character '}' looking for beginning of object key string`},
+		{"{\"type\": \"object\"",
+			`JSON Schema file "refund.json" is not valid JSON at line 1, column 18: the file ends before the value does (truncated?)`},
+	} {
+		dir := writePolicy(t, map[string]string{
+			"p.cue":       "package p\n\ntools: refund: args: \"refund.json\"\n",
+			"refund.json": tt.schema,
+		})
+		_, diags, err := Load(context.Background(), []string{dir}, Options{})
+		require.NoError(t, err)
+		require.Len(t, diags, 1)
+		assert.Equal(t, "schema/invalid-value", diags[0].Rule)
+		assert.Equal(t, tt.want, diags[0].Message)
+	}
+}

@@ -44,6 +44,7 @@ import (
 	"github.com/agentc-dev/agentc/compiler"
 	"github.com/agentc-dev/agentc/conformance"
 	"github.com/agentc-dev/agentc/dsl"
+	"github.com/agentc-dev/agentc/internal/jsonnum"
 	"github.com/agentc-dev/agentc/prove"
 	"github.com/agentc-dev/agentc/runtime/plan"
 	"github.com/agentc-dev/agentc/runtime/scenario"
@@ -286,7 +287,9 @@ func decodeCase(fields map[string]json.RawMessage) (testCase, error) {
 			t.Scenario = raw
 		case "want":
 			if err = scenario.CheckWant(raw); err == nil {
-				err = json.Unmarshal(raw, &t.Want)
+				// Its numbers exact, as the run's: an id above 2^53 is
+				// not its float64 neighbour.
+				err = jsonnum.Decode(raw, &t.Want)
 			}
 		case "want_vet":
 			if err = json.Unmarshal(raw, &t.WantVet); err != nil {
@@ -478,7 +481,7 @@ func (c *Case) Run(ctx context.Context, p *plan.Plan, dir string) (diff string, 
 		return "", nil, err
 	}
 	var got any
-	if err := json.Unmarshal(out, &got); err != nil {
+	if err := jsonnum.Decode(out, &got); err != nil {
 		return "", nil, err
 	}
 	// A flag the result leaves out when false is false: `crashed: false`

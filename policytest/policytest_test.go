@@ -196,6 +196,21 @@ chains: tool: [{use: "tracing"}]
 	assert.Equal(t, "", run(t, `steps: [{outcome: "ok"}]`))
 }
 
+// A want's number is compared with the result's exactly: an id above 2^53
+// that the run keeps exact was compared as a float64, so a want of its
+// neighbour passed.
+func TestWantNumbersAreExact(t *testing.T) {
+	policy := `package p
+tools: lookup: {args: type: "object"}
+`
+	run := func(t *testing.T, want string) string {
+		return runOnlyCase(t, policy, "package p\ntests: a: {\n\tscenario: {tools: lookup: [{result: id: 9007199254740993}], steps: [{tool: {name: \"lookup\", args: {}}}]}\n\twant: "+want+"\n}\n")
+	}
+	assert.Equal(t, "", run(t, `steps: [{result: id: 9007199254740993}]`))
+	assert.Equal(t, "$.steps[0].result.id: want 9007199254740992, got 9007199254740993", run(t, `steps: [{result: id: 9007199254740992}]`))
+	assert.Equal(t, "", run(t, `steps: [{result: id: 9007199254740993.0}]`), "numbers compare as numbers")
+}
+
 // runOnlyCase runs the one case of the test file tests against the policy
 // p.cue and returns its differences, one a line.
 func runOnlyCase(t *testing.T, policy, tests string) string {

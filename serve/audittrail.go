@@ -55,13 +55,13 @@ func memoryTrails(p *plan.Plan, deps runtime.Deps) []string {
 
 // runOnlyToolLayers returns the names of the tool-chain layers of p that
 // act only on a call that runs (an audit record, a result redacted, a
-// phase "after" guard...), when p declares no mcp servers: the gateway
-// then runs no tool, and admits the calls a model proposes with the layers
-// that decide a call alone (tool_policy, egress, file_check, pii, guards
-// of phase "before"). A layer of a middleware the host registers is not
-// named: it may admit calls too.
-func runOnlyToolLayers(p *plan.Plan) []string {
-	if len(p.MCPServers) > 0 {
+// phase "after" guard...), when the gateway runs no tool (runsTools is
+// false: no mcp servers, no host tools): it then admits the calls a model
+// proposes with the layers that decide a call alone (tool_policy, egress,
+// file_check, pii, guards of phase "before"). A layer of a middleware the
+// host registers is not named: it may admit calls too.
+func runOnlyToolLayers(p *plan.Plan, runsTools bool) []string {
+	if runsTools {
 		return nil
 	}
 	var out []string
@@ -87,16 +87,16 @@ func runOnlyToolLayers(p *plan.Plan) []string {
 // runScopedLimits returns the rate_limit layers of p's chat and tool chains
 // of scope "run" (as CHAIN:NAME): the gateway gives a request that names no
 // run a run of its own, so such a limit starts each of them with a full
-// bucket. A tool-chain one is left out without mcp servers: it never acts
-// then, as runOnlyToolLayers names it.
-func runScopedLimits(p *plan.Plan) []string {
+// bucket. A tool-chain one is left out when the gateway runs no tool: it
+// never acts then, as runOnlyToolLayers names it.
+func runScopedLimits(p *plan.Plan, runsTools bool) []string {
 	var out []string
 	type chain struct {
 		stage  string
 		layers []plan.Layer
 	}
 	chains := []chain{{"chat", p.Chains.Chat}}
-	if len(p.MCPServers) > 0 {
+	if runsTools {
 		chains = append(chains, chain{"tool", p.Chains.Tool})
 	}
 	for _, c := range chains {

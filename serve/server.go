@@ -238,11 +238,16 @@ type Server struct {
 	// store) and its connections.
 	stores *runtime.StorePool
 
-	// reloadMu serializes loads; it guards the watched files.
+	// reloadMu serializes loads; it guards the watched files and
+	// toolsServed.
 	reloadMu  sync.Mutex
 	watched   fingerprint
 	watchDirs []string
-	closed    atomic.Bool
+	// toolsServed is set once a generation that runs tools (runsTools)
+	// has served: until then the tool chain holds no state
+	// (checkStateChanges).
+	toolsServed bool
+	closed      atomic.Bool
 
 	// stopNow is cancelled by Abort: it cuts the drain and the grace of a
 	// shutdown short.
@@ -336,9 +341,21 @@ var ErrStateReset = errors.New("serve: the change starts idempotency records afr
 // a narrowing not being told from a widening), and refuses the change when
 // it leaves idempotency records behind (keyed differently, or no longer
 // kept by any layer: an idempotent layer removed), unless AllowStateReset.
+// The chains the gateway has never run hold no state, and are not
+// compared: the turn chain, and the tool chain until a generation that
+// runs tools has served.
 func (s *Server) checkStateChanges(old, next *plan.Plan) error {
+	if s.runsTools(old) {
+		s.toolsServed = true
+	}
+	ran := func(stage plan.Stage) bool {
+		return stage == plan.StageChat || stage == plan.StageTool && s.toolsServed
+	}
 	var repeats []string
 	for _, c := range runtime.StateChanges(old, next) {
+		if !ran(c.Stage) {
+			continue
+		}
 		s.log.Warn("the policy change leaves shared state behind", "stage", c.Stage, "layer", c.Layer, "pos", c.Pos,
 			"fields", c.Fields, "tool", c.Tool, "detail", c.Message())
 		switch {
@@ -349,6 +366,9 @@ func (s *Server) checkStateChanges(old, next *plan.Plan) error {
 		}
 	}
 	for _, c := range runtime.CoverageChanges(old, next) {
+		if !ran(c.Stage) {
+			continue
+		}
 		s.log.Warn("the policy change may narrow what a layer deduplicates", "stage", c.Stage, "layer", c.Layer, "pos", c.Pos,
 			"tools", c.Tools, "detail", c.Message())
 	}
@@ -361,6 +381,14 @@ func (s *Server) checkStateChanges(old, next *plan.Plan) error {
 	}
 	return fmt.Errorf("%w for %s: calls made before it would run again if repeated; keep the keys as deployed, or apply it by restarting (or with -allowreset)",
 		ErrStateReset, strings.Join(repeats, "; "))
+}
+
+// runsTools reports whether the gateway runs tool calls under p, through
+// its tool chain: those of p's mcp servers and the host's (Options.Tools).
+// Otherwise it only admits the calls a model proposes, which its clients
+// run.
+func (s *Server) runsTools(p *plan.Plan) bool {
+	return len(p.MCPServers) > 0 || len(s.opts.Tools) > 0
 }
 
 // generation is one loaded policy: its plan, pipeline, keys and upstream
@@ -529,11 +557,11 @@ func (s *Server) install(g *generation) {
 		s.log.Warn("turn chain not run by the gateway: it serves model calls through the chat chain and tool calls through the tool chain, never an agent turn, so these layers act only where a host runs turns (runtime.Pipeline.RunAgent, Turn); move a check meant for the gateway's callers to the chat chain",
 			"layers", names)
 	}
-	if names := runScopedLimits(g.plan); len(names) > 0 {
+	if names := runScopedLimits(g.plan, s.runsTools(g.plan)); len(names) > 0 {
 		s.log.Warn("rate limit of scope run: a request without "+RunHeader+", and each MCP session, is a run of its own with a fresh bucket, so these hold back no caller that omits the header or opens another session; give a caller's limit scope key (or global)",
 			"layers", names)
 	}
-	if names := runOnlyToolLayers(g.plan); len(names) > 0 {
+	if names := runOnlyToolLayers(g.plan, s.runsTools(g.plan)); len(names) > 0 {
 		s.log.Warn("tool-chain layers that act only on a call that runs: the gateway runs no tool without mcp servers (the client runs the calls the model proposes, which the tool chain only admits), so these never act; clean results in the chat chain, which reads them when the client sends them back",
 			"layers", names)
 	}

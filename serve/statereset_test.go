@@ -13,6 +13,8 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/runtime"
 )
 
 // keyArgsPolicy is a policy deduplicating refunds per keyArgs.
@@ -255,4 +257,45 @@ func TestReloadThatNarrowsIdempotentsWhenIsLogged(t *testing.T) {
 	assert.NotContains(t, logs, "leaves shared state behind")
 	refundOnce(t, s.url, "retry")
 	assert.EqualValues(t, 2, refunds.Load(), "the refund of 40, no longer covered, ran again")
+}
+
+// TestReloadOfAToolChainNeverRunIsApplied: without mcp servers the gateway
+// runs no tool (the client runs those the model proposes), so no
+// idempotency record of it exists; a reload changing the idempotent
+// layer's key_args was refused all the same, as if calls made before it
+// could run again, while the start warned that the layer never acts. It is
+// applied, without a word about the tool chain's state. Once a generation
+// has served mcp servers, records may exist, and such a change is refused.
+func TestReloadOfAToolChainNeverRunIsApplied(t *testing.T) {
+	policy := func(mcpServers, keyArgs string) string {
+		return fmt.Sprintf(`package gw
+
+keys: agent: {sha256: "%s", tenant: "shop"}
+%s
+tools: refund: side_effecting: true
+chains: tool: [{use: "idempotent", key_args: %s}]
+`, sha("agent-key"), mcpServers, keyArgs)
+	}
+	upstream, _ := inProcessUpstream(t) // before the server, which it outlives
+	dir := writePolicy(t, policy("", `["order_id"]`))
+	s := startServer(t, Options{Source: cueSource(dir), WatchInterval: -1})
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte(policy("", `["order_id", "amount"]`)), 0o644))
+	require.NoError(t, s.srv.Reload(context.Background()))
+	assert.NotContains(t, s.logs.String(), "shared state")
+
+	// Served once with mcp servers, the tool chain may hold records.
+	servers := fmt.Sprintf(`mcp: servers: pay: url: %q`, upstream)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte(policy(servers, `["order_id", "amount"]`)), 0o644))
+	require.NoError(t, s.srv.Reload(context.Background()))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte(policy("", `["order_id"]`)), 0o644))
+	require.ErrorIs(t, s.srv.Reload(context.Background()), ErrStateReset)
+
+	// A host's tools run through the tool chain too, mcp servers or not:
+	// its state is compared, and its layers are not said never to act.
+	dir = writePolicy(t, policy("", `["order_id"]`))
+	s = startServer(t, Options{Source: cueSource(dir), WatchInterval: -1,
+		Tools: map[string]runtime.ToolFunc{"refund": func(context.Context, *runtime.ToolCall) (any, error) { return "ok", nil }}})
+	assert.NotContains(t, s.logs.String(), "tool-chain layers that act only on a call that runs")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte(policy("", `["order_id", "amount"]`)), 0o644))
+	require.ErrorIs(t, s.srv.Reload(context.Background()), ErrStateReset)
 }

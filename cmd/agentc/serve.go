@@ -26,7 +26,7 @@ import (
 
 func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 	fs := newFlags(env, "serve")
-	listen := fs.String("listen", "127.0.0.1:8080", "address to listen on")
+	listen := fs.String("listen", "127.0.0.1:8080", "`ADDR` to listen on, HOST:PORT (:PORT listens on every interface)")
 	shutdown := fs.Duration("grace", 10*time.Second, "how long requests in flight may finish at SIGTERM")
 	drain := fs.Duration("drain", 0, "at SIGTERM, how long /readyz answers 503 while requests are still accepted, before the listener closes")
 	watch := fs.Duration("watch", time.Second, "how often the policy files are checked for changes (0: never)")
@@ -41,7 +41,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 	maxSessions := fs.Int("maxsessions", 1000, "MCP sessions a key keeps open (more: those used the longest ago are closed)")
 	logFormat := fs.String("log", "text", "access and server log format: text or json")
 	allowReset := fs.Bool("allowreset", false, "apply a reload whose change starts idempotency records afresh (calls made before it would run again if repeated); without it such a reload is refused")
-	metricsAddr := fs.String("metrics", "", "serve /metrics, /healthz and /readyz on this address (an internal one), and /metrics no longer on -listen")
+	metricsAddr := fs.String("metrics", "", "serve /metrics, /healthz and /readyz on this `ADDR` (HOST:PORT, an internal one), and /metrics no longer on -listen")
 	keyless := fs.Bool("keyless", false, "serve a policy that declares no keys on an address other than a loopback one (every caller that reaches it is served); without it such a policy is refused, at start and at a reload")
 	var allowHosts hostNames
 	fs.Var(&allowHosts, "allowhost", "a host `NAME` requests may name in their Host header besides localhost and IP addresses, checked on loopback connections and, under a policy without keys, on every connection (repeatable)")
