@@ -59,7 +59,13 @@
 // of the whole request as input, its messages, tool definitions and
 // response format schema, priced at the rates of the dearest of the
 // requested model and the models a fallback or hedge layer inside the
-// meter may call in its place), and it is refused before it runs, with a
+// meter may call in its place, times the most model calls the layers
+// inside the meter make for one call: the product of the max_attempts of
+// each retry and of the models of each fallback and hedge there,
+// plan.ModelCalls, as agentc explain counts them, each layer counted
+// whatever its when decides; an attempt that timed out after its request
+// went out and a hedge's losing racer are charged, so one call may charge
+// that many model calls), and it is refused before it runs, with a
 // *runtime.BudgetError whose Estimate (and Pending, what the calls in
 // flight have reserved) is set, when the
 // charged ledger plus the estimates reserved by the calls in flight plus
@@ -70,7 +76,9 @@
 // more than the sum, over the calls admitted, of what each charged beyond
 // its estimate (a request without max_tokens estimates no output, so all of
 // its output is such excess; a cancelled call charged its input estimate
-// adds none). A call whose reservation lapsed before it ended (below)
+// adds none; a retry re-asking with feedback, such as output_coerce's,
+// sends more input than the estimate counted). A call whose reservation
+// lapsed before it ended (below)
 // counts in that sum with what it charged beyond its estimate.
 //
 // Each reservation has a lease: the call's deadline (its context's) and 30

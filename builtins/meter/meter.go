@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"sync"
@@ -74,7 +75,12 @@ type Meter struct {
 	rates  map[string]plan.Model
 	// below are the models the fallback and hedge layers inside the meter
 	// send a call to in place of the one it names (reachable).
-	below   []string
+	below []string
+	// calls is the most model calls the layers inside the meter make for
+	// one call (plan.ModelCalls: retry attempts times fallback and hedge
+	// models): with on_cross "refuse" a call reserves its estimate that
+	// many times.
+	calls   int
 	logger  *slog.Logger
 	clock   runtime.Clock
 	budgets runtime.Budgeter
@@ -110,7 +116,9 @@ func (m *Meter) Provision(b *runtime.BuildContext) error {
 	}
 	m.win = w
 	m.rates = b.Plan.Models
-	m.below = reachable(b.Plan.Chains.Of(b.Stage)[b.Index+1:])
+	inside := b.Plan.Chains.Of(b.Stage)[b.Index+1:]
+	m.below = reachable(inside)
+	m.calls = plan.ModelCalls(inside)
 	m.logger = b.Logger
 	m.clock = b.Clock()
 	bg, err := b.Budgeter(m.Store)
@@ -707,11 +715,13 @@ func Estimate(req *runtime.ChatRequest) runtime.Usage {
 }
 
 // estimate returns, with on_cross "refuse" and a tokens or usd ceiling,
-// the call's estimate (Estimate, priced at the rates of the dearest of the
-// requested model and those the layers inside the meter may call instead)
-// for the reservation to check against the charged ledger and the
-// estimates reserved by the calls in flight, and to reserve in turn; else
-// nil.
+// the call's estimate for the reservation to check against the charged
+// ledger and the estimates reserved by the calls in flight, and to
+// reserve in turn; else nil. It covers every model call the layers inside
+// the meter may make for the call (m.calls: each attempt of a retry, each
+// model of a fallback or a hedge, which are charged each), each at
+// Estimate priced at the rates of the dearest of the requested model and
+// those the layers inside may call instead.
 func (m *Meter) estimate(c *runtime.ChatCall) *runtime.Ledger {
 	b := m.Budget
 	if m.OnCross != "refuse" || b == nil || (b.Tokens == nil && b.USD == nil) {
@@ -722,7 +732,17 @@ func (m *Meter) estimate(c *runtime.ChatCall) *runtime.Ledger {
 	for _, model := range m.below {
 		usd = max(usd, m.Cost(model, est))
 	}
-	return &runtime.Ledger{InputTokens: est.InputTokens, OutputTokens: est.OutputTokens, USD: usd}
+	n := int64(max(m.calls, 1))
+	return &runtime.Ledger{InputTokens: timesCalls(est.InputTokens, n), OutputTokens: timesCalls(est.OutputTokens, n), USD: usd * float64(n)}
+}
+
+// timesCalls returns tokens times n (at least 1), stopping at the largest
+// int64 instead of wrapping around.
+func timesCalls(tokens, n int64) int64 {
+	if tokens > 0 && tokens > math.MaxInt64/n {
+		return math.MaxInt64
+	}
+	return tokens * n
 }
 
 // reachable lists the models the fallback and hedge layers of chain (the

@@ -1,0 +1,109 @@
+package meter_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/builtins/meter"
+	_ "github.com/agentc-dev/agentc/builtins/retry"
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
+)
+
+// ledgerStores are the ledgers a budget can be kept in: the meter's own
+// process memory (no store) and the stores replicas share.
+var ledgerStores = []string{"process", "redis", "postgres"}
+
+// buildIn builds chain, a meter first, with the meter's ledgers in store
+// (ledgerStores; "process": no store) and models as the clients.
+func buildIn(t *testing.T, store string, chain []plan.Layer, models map[string]runtime.ModelClient) (*runtime.Pipeline, *meter.Meter) {
+	t.Helper()
+	p := rt.Plan(plan.Chains{Chat: chain})
+	deps := runtime.Deps{Models: models}
+	if store != "process" {
+		p.Stores = map[string]plan.Store{"shared": {Kind: "memory"}}
+		deps.Backends = map[string]runtime.StoreBackend{"shared": sharedStore[store](t)}
+	}
+	pl := rt.Build(t, p, deps)
+	return pl, pl.Layers(plan.StageChat)[0].Middleware.(*meter.Meter)
+}
+
+// storeConfig is the meter's store setting for a ledger in store.
+func storeConfig(store string) string {
+	if store == "process" {
+		return ""
+	}
+	return `,"store":"shared"`
+}
+
+// A retry, a fallback or a hedge inside a meter makes several model calls
+// for one call, and each is charged (an attempt that timed out after its
+// request went out, a hedge's losing racer: the estimate of its input).
+// The meter reserved one model call's estimate for the whole call, so with
+// on_cross "refuse" concurrent calls each charging several estimates went
+// past the ceiling by up to that many times what was reserved. The meter
+// now reserves the estimate times the most model calls the layers inside
+// it make for one call.
+func TestOnCrossRefuseReservesEveryModelCallInside(t *testing.T) {
+	msgs := []runtime.Message{{Role: "user", Content: "What is the status of order A1234? It was due on Monday."}}
+	req := runtime.ChatRequest{Model: "primary", Messages: msgs}
+	est := meter.Estimate(&req)
+	// Every model call of the retry hangs until its attempt times out,
+	// after its request went out; the hedge's primary hangs until the
+	// backup wins the race. Each is charged its input's estimate.
+	hangs := rt.NewModel(rt.Response{Deltas: []string{"x"}, Delay: time.Hour})
+	wins := rt.NewModel(rt.Response{Deltas: []string{"x"}, Delay: 2 * time.Millisecond, Usage: runtime.Usage{InputTokens: est.InputTokens}})
+	for _, tc := range []struct {
+		name   string
+		layer  plan.Layer
+		calls  int
+		backup runtime.ModelClient
+	}{
+		{"retry", rt.Layer("retry", `{"max_attempts":3,"attempt_timeout":"20ms","initial_delay":"1ms","max_delay":"1ms"}`), 3, hangs},
+		{"hedge", rt.Layer("hedge", `{"models":["primary","backup"],"delay":"1ms"}`), 2, wins},
+	} {
+		for _, store := range ledgerStores {
+			t.Run(tc.name+"/"+store, func(t *testing.T) {
+				per := meter.Cost(rt.Plan(plan.Chains{}).Models["primary"], est)
+				ceiling := 10 * per
+				cfg := fmt.Sprintf(`{"budget":{"usd":%v},"scope":"global","on_cross":"refuse"%s}`, ceiling, storeConfig(store))
+				pl, m := buildIn(t, store, []plan.Layer{rt.Layer("meter", cfg), tc.layer},
+					map[string]runtime.ModelClient{"primary": hangs, "backup": tc.backup})
+				var wg sync.WaitGroup
+				var admitted atomic.Int64
+				for range 8 {
+					wg.Go(func() {
+						for {
+							_, _, err := rt.Collect(context.Background(), pl, req, 0)
+							var be *runtime.BudgetError
+							if errors.As(err, &be) {
+								return
+							}
+							if tc.name == "retry" {
+								require.Error(t, err, "every attempt times out")
+							} else {
+								require.NoError(t, err, "the backup wins the race")
+							}
+							admitted.Add(1)
+						}
+					})
+				}
+				wg.Wait()
+				got := m.Ledger("any run")
+				assert.Equal(t, admitted.Load(), got.Calls)
+				assert.Positive(t, got.Calls)
+				assert.LessOrEqual(t, got.USD, ceiling+1e-12, "8 concurrent callers never cross the ceiling")
+				assert.Greater(t, got.USD, ceiling-float64(tc.calls)*per-1e-12, "the ceiling is used up to less than one call's reservation")
+			})
+		}
+	}
+}
