@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentc-dev/agentc/builtins/meter"
+	_ "github.com/agentc-dev/agentc/builtins/outputcoerce"
 	_ "github.com/agentc-dev/agentc/builtins/retry"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
@@ -106,4 +108,42 @@ func TestOnCrossRefuseReservesEveryModelCallInside(t *testing.T) {
 			})
 		}
 	}
+}
+
+// An output_coerce inside the meter with set_response_format adds its
+// schema to a request that has none, after the meter estimated it: the
+// provider bills the schema, which the reservation did not count, so a
+// call the ceiling had no room for ran and crossed it. The meter now
+// counts the schema in the estimate of a request without a format.
+func TestOnCrossRefuseCountsTheFormatALayerInsideAdds(t *testing.T) {
+	schema := `{"type":"object","required":["answer"],"properties":{"answer":{"type":"string","description":"` +
+		strings.Repeat("the answer to the customer's question, in one short paragraph; ", 40) + `"}}}`
+	req := runtime.ChatRequest{Model: "primary", MaxTokens: 10, Messages: []runtime.Message{{Role: "user", Content: "Where is order A1234?"}}}
+	bare := meter.Estimate(&req)
+	// The model is billed the request it receives, schema included.
+	var billed atomic.Int64
+	model := runtime.ModelFunc(func(ctx context.Context, r *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+		in := runtime.EstimateRequest(r)
+		billed.Add(in)
+		yield(runtime.Delta{Text: `{"answer":"on its way"}`, Usage: runtime.Usage{InputTokens: in, OutputTokens: 10}})
+		return nil
+	})
+	ceiling := (bare.InputTokens + bare.OutputTokens) + 50
+	pl, m := buildIn(t, "process", []plan.Layer{
+		rt.Layer("meter", fmt.Sprintf(`{"budget":{"tokens":%d},"scope":"global","on_cross":"refuse"}`, ceiling)),
+		rt.Layer("output_coerce", `{"schema":`+schema+`,"set_response_format":true}`),
+	}, map[string]runtime.ModelClient{"primary": model})
+	_, _, err := rt.Collect(context.Background(), pl, req, 0)
+	var be *runtime.BudgetError
+	require.ErrorAs(t, err, &be, "the schema the layer inside adds leaves no room for the call")
+	assert.Greater(t, be.Estimate, float64((bare.InputTokens+bare.OutputTokens)+200), "the estimate counts the schema")
+	assert.Zero(t, billed.Load())
+	assert.LessOrEqual(t, m.Ledger("any run").Tokens(), ceiling)
+
+	// A request with a format of its own is sent with it, not the layer's.
+	own := req
+	own.ResponseFormat = &runtime.ResponseFormat{Type: runtime.FormatJSONObject}
+	_, _, err = rt.Collect(context.Background(), pl, own, 0)
+	require.NoError(t, err)
+	assert.LessOrEqual(t, m.Ledger("any run").Tokens(), ceiling)
 }

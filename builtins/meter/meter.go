@@ -80,7 +80,11 @@ type Meter struct {
 	// one call (plan.ModelCalls: retry attempts times fallback and hedge
 	// models): with on_cross "refuse" a call reserves its estimate that
 	// many times.
-	calls   int
+	calls int
+	// format is what the schema an output_coerce inside the meter sets
+	// as the response format of a request without one adds to its input
+	// (formatTokens).
+	format  int64
 	logger  *slog.Logger
 	clock   runtime.Clock
 	budgets runtime.Budgeter
@@ -119,6 +123,7 @@ func (m *Meter) Provision(b *runtime.BuildContext) error {
 	inside := b.Plan.Chains.Of(b.Stage)[b.Index+1:]
 	m.below = reachable(inside)
 	m.calls = plan.ModelCalls(inside)
+	m.format = formatTokens(inside)
 	m.logger = b.Logger
 	m.clock = b.Clock()
 	bg, err := b.Budgeter(m.Store)
@@ -728,6 +733,15 @@ func (m *Meter) estimate(c *runtime.ChatCall) *runtime.Ledger {
 		return nil
 	}
 	est := Estimate(&c.Request)
+	if c.Request.ResponseFormat == nil && m.format > 0 {
+		est.InputTokens = runtime.SaturatingAdd(est.InputTokens, m.format)
+		if est.CacheWriteInputTokens > 0 { // written to the cache too
+			est.CacheWriteInputTokens = est.InputTokens
+		}
+		if est.CacheWrite1hInputTokens > 0 {
+			est.CacheWrite1hInputTokens = est.InputTokens
+		}
+	}
 	usd := m.Cost(c.Request.Model, est)
 	for _, model := range m.below {
 		usd = max(usd, m.Cost(model, est))
@@ -762,6 +776,26 @@ func reachable(chain []plan.Layer) []string {
 		}
 	}
 	return out
+}
+
+// formatTokens returns the input an output_coerce of chain (the layers
+// inside a meter) with set_response_format adds to a request without a
+// response format: the estimate of its name and of its schema as
+// configured (never below the compact schema it sends); zero without one.
+func formatTokens(chain []plan.Layer) int64 {
+	for _, l := range chain {
+		if l.Use != "output_coerce" {
+			continue
+		}
+		var cfg struct {
+			Schema json.RawMessage `json:"schema"`
+			Set    bool            `json:"set_response_format"`
+		}
+		if json.Unmarshal(l.Config, &cfg) == nil && cfg.Set {
+			return runtime.EstimateTokens(l.Name) + runtime.EstimateTokens(l.Use) + runtime.EstimateTokens(string(cfg.Schema))
+		}
+	}
+	return 0
 }
 
 // absurd names the first count of u that is negative or above
