@@ -26,7 +26,11 @@
 // reported before it failed (runtime.CallError.Usage: an Anthropic stream
 // that failed after message_start announced its input) is charged that
 // usage. Any other failure before anything arrived (a refusal, a rate
-// limit, an unreachable server) is not charged. A call served from a cache (Meta.Cached) is not charged.
+// limit, an unreachable server) is not charged. A call served from a cache
+// (Meta.Cached) is not charged, but for the model calls made for it
+// before a cache inside the meter served it (a hedge's racer that lost to
+// the cached answer, a retry's attempt that timed out before the hit),
+// which their providers bill.
 //
 // Tool: the ledger counts the tool calls that ran or may have made their
 // effect, and were not served from a cache or a stored outcome: a call that

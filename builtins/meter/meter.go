@@ -667,13 +667,25 @@ func (m *Meter) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		err = next(ctx, c, yield)
 		release()
 		settled = true
-		if c.Meta.Cached || err != nil && c.Deltas == start && c.Usage == u0 && c.Discarded == d0 {
+		charges := c.Charges[min(n0, len(c.Charges)):]
+		if c.Meta.Cached && len(charges) == 0 || err != nil && c.Deltas == start && c.Usage == u0 && c.Discarded == d0 {
 			// A cached hit, or a failure before anything was billed: not charged.
 			m.settle(ctx, l, reserved, false, runtime.Usage{}, 0)
 			return err
 		}
-		u := c.Usage.Sub(u0)
-		u.Add(c.Discarded.Sub(d0))
+		var u runtime.Usage
+		if c.Meta.Cached {
+			// Served from a cache inside the meter after model calls were
+			// made for it (a hedge's racer that lost to the hit, a retry's
+			// attempt before it): those are billed, the hit's replayed
+			// usage is not.
+			for _, ch := range charges {
+				u.Add(ch.Usage)
+			}
+		} else {
+			u = c.Usage.Sub(u0)
+			u.Add(c.Discarded.Sub(d0))
+		}
 		model := c.Served
 		if model == "" {
 			model = c.Request.Model
@@ -681,7 +693,7 @@ func (m *Meter) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		if bad := absurd(u); bad != "" {
 			return m.absurdUsage(ctx, l, reserved, model, u, bad, err)
 		}
-		m.settle(ctx, l, reserved, true, u, m.price(c.Charges[min(n0, len(c.Charges)):], u, model))
+		m.settle(ctx, l, reserved, true, u, m.price(charges, u, model))
 		return err
 	}
 }
