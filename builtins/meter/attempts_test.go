@@ -147,3 +147,38 @@ func TestOnCrossRefuseCountsTheFormatALayerInsideAdds(t *testing.T) {
 	require.NoError(t, err)
 	assert.LessOrEqual(t, m.Ledger("any run").Tokens(), ceiling)
 }
+
+// A request without max_tokens is sent with the bound the plan declares
+// for its model (models.<name>.max_tokens), which the provider client
+// adds: the output it can bill is known. With on_cross "refuse" the
+// estimate counted no output for it, so a call the ceiling had no room
+// for ran and crossed it. The estimate now counts the model's bound, the
+// largest of the models the call can reach.
+func TestOnCrossRefuseCountsTheModelsOutputBound(t *testing.T) {
+	req := runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: "Where is order A1234?"}}}
+	in := runtime.EstimateRequest(&req)
+	model := rt.NewModel(rt.Response{Deltas: []string{"x"}, Usage: runtime.Usage{InputTokens: in, OutputTokens: 1_000}})
+	for _, tc := range []struct {
+		name    string
+		chain   []plan.Layer
+		ceiling int64
+		want    float64
+	}{
+		{"the requested model's", nil, in + 500, float64(in + 1_000)},
+		{"a fallback's", []plan.Layer{rt.Layer("fallback", `{"models":["primary","backup"]}`)}, 2*in + 2_500, float64(2 * (in + 2_000))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := rt.Plan(plan.Chains{Chat: append([]plan.Layer{
+				rt.Layer("meter", fmt.Sprintf(`{"budget":{"tokens":%d},"scope":"global","on_cross":"refuse"}`, tc.ceiling))}, tc.chain...)})
+			primary, backup := p.Models["primary"], p.Models["backup"]
+			primary.MaxTokens, backup.MaxTokens = 1_000, 2_000
+			p.Models["primary"], p.Models["backup"] = primary, backup
+			pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model, "backup": model}})
+			_, _, err := rt.Collect(context.Background(), pl, req, 0)
+			var be *runtime.BudgetError
+			require.ErrorAs(t, err, &be, "the model's output bound leaves no room for the call")
+			assert.Equal(t, tc.want, be.Estimate)
+		})
+	}
+	assert.Zero(t, model.Calls())
+}

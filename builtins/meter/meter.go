@@ -754,12 +754,26 @@ func (m *Meter) estimate(c *runtime.ChatCall) *runtime.Ledger {
 			est.CacheWrite1hInputTokens = est.InputTokens
 		}
 	}
-	usd := m.Cost(c.Request.Model, est)
+	usd, out := m.estimateAt(c.Request.Model, est, c.Request.MaxTokens > 0)
 	for _, model := range m.below {
-		usd = max(usd, m.Cost(model, est))
+		u, o := m.estimateAt(model, est, c.Request.MaxTokens > 0)
+		usd, out = max(usd, u), max(out, o)
 	}
+	est.OutputTokens = out
 	n := int64(max(m.calls, 1))
 	return &runtime.Ledger{InputTokens: timesCalls(est.InputTokens, n), OutputTokens: timesCalls(est.OutputTokens, n), USD: usd * float64(n)}
+}
+
+// estimateAt returns the cost of est on model, and its output: the
+// request's max_tokens when bounded, else the bound the plan declares for
+// the model (models.<name>.max_tokens), which its provider client sends
+// with a request that sets none (none declared: no output is estimated).
+func (m *Meter) estimateAt(model string, est runtime.Usage, bounded bool) (float64, int64) {
+	r := m.rates[model]
+	if !bounded {
+		est.OutputTokens = int64(max(r.MaxTokens, 0))
+	}
+	return Cost(r, est), est.OutputTokens
 }
 
 // timesCalls returns tokens times n (at least 1), stopping at the largest
