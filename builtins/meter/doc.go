@@ -114,7 +114,8 @@
 // does not run), and the reservation the store may have made is released
 // in the background. A settlement the store does not acknowledge is sent
 // again in the background, with a backoff from 100 ms doubling to 10 s,
-// for 5 minutes; the store settles a reservation once however many times
+// for 30 minutes (half of runtime.SettleMemory: an outage of the store
+// shorter than that loses no charge); the store settles a reservation once however many times
 // its settlement arrives (runtime.SettleMemory), so a settlement whose
 // answer was lost is not charged twice. If every attempt fails, the
 // reservation lapses at the end of its lease and is charged its hold.

@@ -453,9 +453,12 @@ func (m *Meter) reserve(ctx context.Context, at ledgerRef, est *runtime.Ledger) 
 func newID() string { return strconv.FormatUint(rand.Uint64(), 36) }
 
 // settleRetryFor is how long a settlement the store did not acknowledge
-// is sent again, well within runtime.SettleMemory: the store recognises
-// each repeat and charges the call once.
-const settleRetryFor = 5 * time.Minute
+// is sent again: half of runtime.SettleMemory, within which the store
+// recognises each repeat (of one it settled, or of a reservation it
+// charged as lapsed meanwhile) and charges the call once. An outage of
+// the store shorter than that loses no charge of the calls it caught in
+// flight.
+const settleRetryFor = runtime.SettleMemory / 2
 
 // settleBackoff is the wait before a settlement is sent again the first
 // time; it doubles with each failure, up to settleBackoffMax.
