@@ -47,6 +47,28 @@ func storeConfig(store string) string {
 	return `,"store":"shared"`
 }
 
+// untilRefused has callers call pl with req at once, each again until a
+// budget refuses it or ok (which checks an admitted call's error) fails,
+// and returns how many calls were admitted.
+func untilRefused(pl *runtime.Pipeline, req runtime.ChatRequest, callers int, ok func(error) bool) int64 {
+	var wg sync.WaitGroup
+	var admitted atomic.Int64
+	for range callers {
+		wg.Go(func() {
+			for {
+				_, _, err := rt.Collect(context.Background(), pl, req, 0)
+				var be *runtime.BudgetError
+				if errors.As(err, &be) || !ok(err) {
+					return
+				}
+				admitted.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	return admitted.Load()
+}
+
 // A retry, a fallback or a hedge inside a meter makes several model calls
 // for one call, and each is charged (an attempt that timed out after its
 // request went out, a hedge's losing racer: the estimate of its input).
@@ -80,28 +102,14 @@ func TestOnCrossRefuseReservesEveryModelCallInside(t *testing.T) {
 				cfg := fmt.Sprintf(`{"budget":{"usd":%v},"scope":"global","on_cross":"refuse"%s}`, ceiling, storeConfig(store))
 				pl, m := buildIn(t, store, []plan.Layer{rt.Layer("meter", cfg), tc.layer},
 					map[string]runtime.ModelClient{"primary": hangs, "backup": tc.backup})
-				var wg sync.WaitGroup
-				var admitted atomic.Int64
-				for range 8 {
-					wg.Go(func() {
-						for {
-							_, _, err := rt.Collect(context.Background(), pl, req, 0)
-							var be *runtime.BudgetError
-							if errors.As(err, &be) {
-								return
-							}
-							if tc.name == "retry" {
-								require.Error(t, err, "every attempt times out")
-							} else {
-								require.NoError(t, err, "the backup wins the race")
-							}
-							admitted.Add(1)
-						}
-					})
-				}
-				wg.Wait()
+				admitted := untilRefused(pl, req, 8, func(err error) bool {
+					if tc.name == "retry" {
+						return assert.Error(t, err, "every attempt times out")
+					}
+					return assert.NoError(t, err, "the backup wins the race")
+				})
 				got := m.Ledger("any run")
-				assert.Equal(t, admitted.Load(), got.Calls)
+				assert.Equal(t, admitted, got.Calls)
 				assert.Positive(t, got.Calls)
 				assert.LessOrEqual(t, got.USD, ceiling+1e-12, "8 concurrent callers never cross the ceiling")
 				assert.Greater(t, got.USD, ceiling-float64(tc.calls)*per-1e-12, "the ceiling is used up to less than one call's reservation")
