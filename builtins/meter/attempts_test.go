@@ -16,6 +16,7 @@ import (
 	"github.com/agentc-dev/agentc/builtins/meter"
 	_ "github.com/agentc-dev/agentc/builtins/outputcoerce"
 	_ "github.com/agentc-dev/agentc/builtins/retry"
+	"github.com/agentc-dev/agentc/providers/anthropic"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
@@ -189,4 +190,21 @@ func TestOnCrossRefuseCountsTheModelsOutputBound(t *testing.T) {
 		})
 	}
 	assert.Zero(t, model.Calls())
+}
+
+// A Claude model's client sends max_tokens 4096 with a request that sets
+// none and whose model declares none (anthropic.DefaultMaxTokens): the
+// estimate counts the bound the client sends, whatever declares it.
+func TestOnCrossRefuseCountsTheClientsOutputBound(t *testing.T) {
+	req := runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: "Where is order A1234?"}}}
+	in := runtime.EstimateRequest(&req)
+	claude, err := anthropic.New(anthropic.Config{Model: "claude-sonnet-4-5", BaseURL: "http://127.0.0.1:9"})
+	require.NoError(t, err)
+	pl := rt.Build(t, rt.Plan(plan.Chains{Chat: []plan.Layer{
+		rt.Layer("meter", fmt.Sprintf(`{"budget":{"tokens":%d},"scope":"global","on_cross":"refuse"}`, in+1_000))}}),
+		runtime.Deps{Models: map[string]runtime.ModelClient{"primary": claude}})
+	_, _, err = rt.Collect(context.Background(), pl, req, 0)
+	var be *runtime.BudgetError
+	require.ErrorAs(t, err, &be, "the client's bound leaves no room for the call")
+	assert.Equal(t, float64(in+anthropic.DefaultMaxTokens), be.Estimate)
 }

@@ -60,9 +60,10 @@
 //
 // With on_cross "refuse" a model call is reserved with its estimate
 // (Estimate: the request's max_tokens as output, or for a request without
-// one the max_tokens the plan declares for the model
-// (models.<name>.max_tokens, which its provider client sends then; the
-// largest of the models the call can reach), runtime.EstimateRequest
+// one the max_tokens its model's client sends then
+// (runtime.OutputBounder: the plan's models.<name>.max_tokens, a Claude
+// model's 4096 when it declares none; the largest of the models the call
+// can reach), runtime.EstimateRequest
 // of the whole request as input, its messages, tool definitions and
 // response format schema, or, for a request without one, the schema an
 // output_coerce inside the meter sets as its format (set_response_format),
@@ -83,8 +84,8 @@
 // more. So the ceiling holds under any concurrency, in one process or
 // across replicas sharing a store: the ledger never exceeds the ceiling by
 // more than the sum, over the calls admitted, of what each charged beyond
-// its estimate (a request without max_tokens to a model that declares
-// none estimates no output, so all of
+// its estimate (a request without max_tokens to a model whose client
+// sends none estimates no output, so all of
 // its output is such excess; a cancelled call charged its input estimate
 // adds none; a retry re-asking with feedback, such as output_coerce's,
 // sends more input than the estimate counted). A call whose reservation

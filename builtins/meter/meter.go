@@ -81,6 +81,8 @@ type Meter struct {
 	// models): with on_cross "refuse" a call reserves its estimate that
 	// many times.
 	calls int
+	// bounds are the output bounds of the models, by name (outputBounds).
+	bounds map[string]int64
 	// format is what the schema an output_coerce inside the meter sets
 	// as the response format of a request without one adds to its input
 	// (formatTokens).
@@ -120,6 +122,7 @@ func (m *Meter) Provision(b *runtime.BuildContext) error {
 	}
 	m.win = w
 	m.rates = b.Plan.Models
+	m.bounds = outputBounds(b.Plan.Models, b.Models())
 	inside := b.Plan.Chains.Of(b.Stage)[b.Index+1:]
 	m.below = reachable(inside)
 	m.calls = plan.ModelCalls(inside)
@@ -768,15 +771,32 @@ func (m *Meter) estimate(c *runtime.ChatCall) *runtime.Ledger {
 }
 
 // estimateAt returns the cost of est on model, and its output: the
-// request's max_tokens when bounded, else the bound the plan declares for
-// the model (models.<name>.max_tokens), which its provider client sends
-// with a request that sets none (none declared: no output is estimated).
+// request's max_tokens when bounded, else the bound the model's client
+// sends with a request that sets none (outputBounds; none: no output is
+// estimated).
 func (m *Meter) estimateAt(model string, est runtime.Usage, bounded bool) (float64, int64) {
-	r := m.rates[model]
 	if !bounded {
-		est.OutputTokens = int64(max(r.MaxTokens, 0))
+		est.OutputTokens = m.bounds[model]
 	}
-	return Cost(r, est), est.OutputTokens
+	return m.Cost(model, est), est.OutputTokens
+}
+
+// outputBounds returns the max_tokens the client of each model sends with
+// a request that sets none: what the client says (runtime.OutputBounder:
+// a Claude model's sends 4096 unless the plan declares a bound), else
+// the bound the plan declares (models.<name>.max_tokens).
+func outputBounds(models map[string]plan.Model, clients map[string]runtime.ModelClient) map[string]int64 {
+	out := make(map[string]int64, len(models))
+	for name, r := range models {
+		n := max(r.MaxTokens, 0)
+		if b, ok := clients[name].(runtime.OutputBounder); ok {
+			n = max(b.DefaultMaxTokens(), 0)
+		}
+		if n > 0 {
+			out[name] = int64(n)
+		}
+	}
+	return out
 }
 
 // timesCalls returns tokens times n (at least 1), stopping at the largest
