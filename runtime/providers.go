@@ -110,6 +110,14 @@ func ProviderModels(ctx context.Context, p *plan.Plan, have map[string]ModelClie
 	return out, nil
 }
 
+// OutputBounder is implemented by a model client that bounds the output
+// of a request that sets no max_tokens: DefaultMaxTokens returns the
+// max_tokens it sends then (0: none, the server's own default). A meter
+// with on_cross "refuse" estimates such a request's output at it.
+type OutputBounder interface {
+	DefaultMaxTokens() int
+}
+
 // upstreamIDKey carries the UpstreamRequestIDs of a context.
 type upstreamIDKey struct{}
 

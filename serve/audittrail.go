@@ -84,6 +84,35 @@ func runOnlyToolLayers(p *plan.Plan, runsTools bool) []string {
 	return out
 }
 
+// gatewayChain is a chain whose layers the gateway runs: the chat chain,
+// and the tool chain when it runs tools (mcp servers or host tools;
+// without them it runs none: runOnlyToolLayers).
+type gatewayChain struct {
+	stage  string
+	layers []plan.Layer
+}
+
+// gatewayChains returns the chains of p the gateway runs (runsTools:
+// Server.runsTools).
+func gatewayChains(p *plan.Plan, runsTools bool) []gatewayChain {
+	chains := []gatewayChain{{"chat", p.Chains.Chat}}
+	if runsTools {
+		chains = append(chains, gatewayChain{"tool", p.Chains.Tool})
+	}
+	return chains
+}
+
+// scopeOf returns the scope a layer's config sets, and whether it sets a
+// budget.
+func scopeOf(l plan.Layer) (scope string, budget bool) {
+	var cfg struct {
+		Scope  string          `json:"scope"`
+		Budget json.RawMessage `json:"budget"`
+	}
+	_ = json.Unmarshal(l.Config, &cfg)
+	return cfg.Scope, len(cfg.Budget) > 0 && string(cfg.Budget) != "null"
+}
+
 // runScopedLimits returns the rate_limit layers of p's chat and tool chains
 // of scope "run" (as CHAIN:NAME): the gateway gives a request that names no
 // run a run of its own, so such a limit starts each of them with a full
@@ -91,26 +120,39 @@ func runOnlyToolLayers(p *plan.Plan, runsTools bool) []string {
 // never acts then, as runOnlyToolLayers names it.
 func runScopedLimits(p *plan.Plan, runsTools bool) []string {
 	var out []string
-	type chain struct {
-		stage  string
-		layers []plan.Layer
-	}
-	chains := []chain{{"chat", p.Chains.Chat}}
-	if runsTools {
-		chains = append(chains, chain{"tool", p.Chains.Tool})
-	}
-	for _, c := range chains {
+	for _, c := range gatewayChains(p, runsTools) {
 		for _, l := range c.layers {
-			if l.Use != "rate_limit" {
-				continue
-			}
-			var cfg struct {
-				Scope string `json:"scope"`
-			}
-			_ = json.Unmarshal(l.Config, &cfg)
-			if cfg.Scope == "run" {
+			if scope, _ := scopeOf(l); l.Use == "rate_limit" && scope == "run" {
 				out = append(out, c.stage+":"+cmp.Or(l.Name, l.Use))
 			}
+		}
+	}
+	return out
+}
+
+// runScopedBudgets returns the meters with a budget of scope "run" (as
+// CHAIN:NAME) of the chains of p whose every budget is of that scope: the
+// gateway gives a request that names no run a run of its own, so each
+// such request starts with a whole budget and no caller is held to one.
+func runScopedBudgets(p *plan.Plan, runsTools bool) []string {
+	var out []string
+	for _, c := range gatewayChains(p, runsTools) {
+		var run []string
+		caller := false
+		for _, l := range c.layers {
+			scope, budget := scopeOf(l)
+			switch {
+			case l.Use == "meter" && budget && scope == "":
+				run = append(run, c.stage+":"+cmp.Or(l.Name, l.Use)) // the meter's default
+			case l.Use != "meter" || !budget:
+			case scope == "run":
+				run = append(run, c.stage+":"+cmp.Or(l.Name, l.Use))
+			default:
+				caller = true
+			}
+		}
+		if !caller {
+			out = append(out, run...)
 		}
 	}
 	return out

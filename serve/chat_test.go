@@ -463,15 +463,18 @@ func TestSupportExample(t *testing.T) {
 			return map[string]runtime.ModelClient{"primary": primary, "backup": backup}, err
 		}})
 
-	// It loads with two warnings, each true of the gateway: its turn chain
-	// and its tool chain's audit, idempotent, meter and retry never act
-	// there (they do under agentc test and in a host that embeds the
+	// It loads with three warnings, each true of the gateway: its turn
+	// chain and its tool chain's audit, idempotent, meter and retry never
+	// act there (they do under agentc test and in a host that embeds the
 	// policy); the in-memory trail of those audit layers, which write
-	// nothing there, is not warned of besides.
+	// nothing there, is not warned of besides; and its chat budget, of
+	// scope run, holds each request without a run id to a budget of its
+	// own.
 	logs := s.logs.String()
-	assert.Equal(t, 2, strings.Count(logs, "level=WARN"), logs)
+	assert.Equal(t, 3, strings.Count(logs, "level=WARN"), logs)
 	assert.Contains(t, logs, "turn chain not run by the gateway")
 	assert.Contains(t, logs, `layers="[meter idempotent audit retry]"`)
+	assert.Contains(t, logs, "budget of scope run only")
 
 	// The primary is overloaded: retried three times, then the backup serves.
 	client := openai.NewClient(option.WithBaseURL(s.url+"/v1/"), option.WithAPIKey("support-key"), option.WithMaxRetries(0))

@@ -291,3 +291,34 @@ chains: tool: [{use: "rate_limit", name: "calls", rate: 5, per: "1m", scope: "ru
 	assert.Contains(t, logs, "tool-chain layers that act only on a call that runs")
 	assert.Contains(t, logs, "layers=[calls]")
 }
+
+// TestRunScopedBudgetAloneIsWarned: a request without X-Agentc-Run is a
+// run of its own, so when every budget of a chain is of scope "run" (the
+// meter's default) each such request starts with a whole budget and no
+// caller that omits the header is held to one. It is named in a warning
+// when the policy is loaded; a chain with a budget of scope "key" beside
+// it, or a meter without a budget, is not.
+func TestRunScopedBudgetAloneIsWarned(t *testing.T) {
+	for _, tc := range []struct {
+		name, chain string
+		warned      bool
+	}{
+		{"run only", `[{use: "meter", name: "per_run", budget: usd: 2}]`, true},
+		{"beside a tenant's", `[{use: "meter", name: "per_run", budget: usd: 2}, {use: "meter", name: "per_key", scope: "key", budget: usd: 50}]`, false},
+		{"no budget", `[{use: "meter"}]`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := startServer(t, Options{Source: cueSource(writePolicy(t, `package gw
+models: m: {usd_per_mtok_in: 1, usd_per_mtok_out: 2}
+chains: chat: `+tc.chain+`
+`)), WatchInterval: -1})
+			logs := s.logs.String()
+			if !tc.warned {
+				assert.NotContains(t, logs, "budget of scope run")
+				return
+			}
+			assert.Contains(t, logs, "budget of scope run")
+			assert.Contains(t, logs, "layers=[chat:per_run]")
+		})
+	}
+}

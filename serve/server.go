@@ -561,6 +561,10 @@ func (s *Server) install(g *generation) {
 		s.log.Warn("rate limit of scope run: a request without "+RunHeader+", and each MCP session, is a run of its own with a fresh bucket, so these hold back no caller that omits the header or opens another session; give a caller's limit scope key (or global)",
 			"layers", names)
 	}
+	if names := runScopedBudgets(g.plan, s.runsTools(g.plan)); len(names) > 0 {
+		s.log.Warn("budget of scope run only: a request without "+RunHeader+", and each MCP session, is a run of its own with a whole budget, so these hold no caller that omits the header to a budget; give a caller's budget scope key (or global), beside them in the chain",
+			"layers", names)
+	}
 	if names := runOnlyToolLayers(g.plan, s.runsTools(g.plan)); len(names) > 0 {
 		s.log.Warn("tool-chain layers that act only on a call that runs: the gateway runs no tool without mcp servers (the client runs the calls the model proposes, which the tool chain only admits), so these never act; clean results in the chat chain, which reads them when the client sends them back",
 			"layers", names)

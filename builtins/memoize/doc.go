@@ -47,7 +47,9 @@
 // Such calls pass through untouched (a warning is logged once per tool).
 //
 // A hit does not run the inner layers. It sets Meta.Cached, which meters
-// read to leave the call uncharged (builtins/meter). A chat hit replays the
+// read to leave the hit uncharged (builtins/meter; a meter outside a hedge
+// or retry outside memoize still charges the model calls made before the
+// hit). A chat hit replays the
 // stored text as the same sequence of deltas, reports the stored usage
 // (prompt-cache reads and writes included), finish reason, stop sequence and
 // served model on the call (ChatResponse.Usage, FinishReason, StopSequence,

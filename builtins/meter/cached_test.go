@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	_ "github.com/agentc-dev/agentc/builtins/memoize"
 	"github.com/agentc-dev/agentc/builtins/meter"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
@@ -136,4 +138,41 @@ func TestAStreamWithoutUsageIsChargedItsCacheWrites(t *testing.T) {
 			assert.InDelta(t, (float64(in)*price+float64(out)*15)/1e6, m.Ledger("r").USD, 1e-12)
 		})
 	}
+}
+
+// A call a cache inside the meter serves after model calls were made for
+// it (a hedge's racer that lost to the cached answer, a retry's attempt
+// that timed out before the hit) was left uncharged whole: the provider
+// bills those model calls all the same. Now only the hit is free.
+func TestACacheHitInsideTheMeterChargesTheModelCallsBeforeIt(t *testing.T) {
+	primary := rt.NewModel(rt.Response{Deltas: []string{"x"}, Delay: time.Hour})
+	backup := rt.NewModel(rt.Response{Deltas: []string{"ok"}, Usage: runtime.Usage{InputTokens: 20, OutputTokens: 2}})
+	pl := rt.Build(t, rt.Plan(plan.Chains{Chat: []plan.Layer{
+		rt.Layer("meter", `{"scope":"global"}`),
+		rt.Layer("hedge", `{"models":["primary","backup"],"delay":"5ms"}`),
+		rt.Layer("memoize", `{"scope":"global"}`),
+	}}), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": primary, "backup": backup}})
+	m := pl.Layers(plan.StageChat)[0].Middleware.(*meter.Meter)
+	req := runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: "Where is order A1234?"}}}
+	lost := runtime.EstimateInput(&req)
+
+	// The backup answers and its answer is cached; the primary, cancelled
+	// after its request went out, is charged its input.
+	resp, err := pl.Complete(context.Background(), req)
+	require.NoError(t, err)
+	require.False(t, resp.Cached)
+	first := m.Ledger("")
+	assert.InDelta(t, m.Cost("primary", lost)+m.Cost("backup", runtime.Usage{InputTokens: 20, OutputTokens: 2}), first.USD, 1e-12)
+
+	// The backup's racer is served from the cache; the primary's request
+	// went out again and lost the race.
+	resp, err = pl.Complete(context.Background(), req)
+	require.NoError(t, err)
+	require.True(t, resp.Cached)
+	require.Equal(t, 1, backup.Calls())
+	require.Equal(t, 2, primary.Calls())
+	got := m.Ledger("")
+	assert.InDelta(t, first.USD+m.Cost("primary", lost), got.USD, 1e-12, "the losing racer is billed")
+	assert.Equal(t, first.Tokens()+lost.InputTokens, got.Tokens())
+	assert.Equal(t, first.Calls+1, got.Calls)
 }

@@ -26,7 +26,11 @@
 // reported before it failed (runtime.CallError.Usage: an Anthropic stream
 // that failed after message_start announced its input) is charged that
 // usage. Any other failure before anything arrived (a refusal, a rate
-// limit, an unreachable server) is not charged. A call served from a cache (Meta.Cached) is not charged.
+// limit, an unreachable server) is not charged. A call served from a cache
+// (Meta.Cached) is not charged, but for the model calls made for it
+// before a cache inside the meter served it (a hedge's racer that lost to
+// the cached answer, a retry's attempt that timed out before the hit),
+// which their providers bill.
 //
 // Tool: the ledger counts the tool calls that ran or may have made their
 // effect, and were not served from a cache or a stored outcome: a call that
@@ -55,11 +59,23 @@
 // the ceiling all run, and each one that crosses it is charged in full.
 //
 // With on_cross "refuse" a model call is reserved with its estimate
-// (Estimate: the request's max_tokens as output, runtime.EstimateRequest
+// (Estimate: the request's max_tokens as output, or for a request without
+// one the max_tokens its model's client sends then
+// (runtime.OutputBounder: the plan's models.<name>.max_tokens, a Claude
+// model's 4096 when it declares none; the largest of the models the call
+// can reach), runtime.EstimateRequest
 // of the whole request as input, its messages, tool definitions and
-// response format schema, priced at the rates of the dearest of the
+// response format schema, or, for a request without one, the schema an
+// output_coerce inside the meter sets as its format (set_response_format),
+// priced at the rates of the dearest of the
 // requested model and the models a fallback or hedge layer inside the
-// meter may call in its place), and it is refused before it runs, with a
+// meter may call in its place, times the most model calls the layers
+// inside the meter make for one call: the product of the max_attempts of
+// each retry and of the models of each fallback and hedge there,
+// plan.ModelCalls, as agentc explain counts them, each layer counted
+// whatever its when decides; an attempt that timed out after its request
+// went out and a hedge's losing racer are charged, so one call may charge
+// that many model calls), and it is refused before it runs, with a
 // *runtime.BudgetError whose Estimate (and Pending, what the calls in
 // flight have reserved) is set, when the
 // charged ledger plus the estimates reserved by the calls in flight plus
@@ -68,9 +84,12 @@
 // more. So the ceiling holds under any concurrency, in one process or
 // across replicas sharing a store: the ledger never exceeds the ceiling by
 // more than the sum, over the calls admitted, of what each charged beyond
-// its estimate (a request without max_tokens estimates no output, so all of
+// its estimate (a request without max_tokens to a model whose client
+// sends none estimates no output, so all of
 // its output is such excess; a cancelled call charged its input estimate
-// adds none). A call whose reservation lapsed before it ended (below)
+// adds none; a retry re-asking with feedback, such as output_coerce's,
+// sends more input than the estimate counted). A call whose reservation
+// lapsed before it ended (below)
 // counts in that sum with what it charged beyond its estimate.
 //
 // Each reservation has a lease: the call's deadline (its context's) and 30
@@ -96,7 +115,8 @@
 // does not run), and the reservation the store may have made is released
 // in the background. A settlement the store does not acknowledge is sent
 // again in the background, with a backoff from 100 ms doubling to 10 s,
-// for 5 minutes; the store settles a reservation once however many times
+// for 30 minutes (half of runtime.SettleMemory: an outage of the store
+// shorter than that loses no charge); the store settles a reservation once however many times
 // its settlement arrives (runtime.SettleMemory), so a settlement whose
 // answer was lost is not charged twice. If every attempt fails, the
 // reservation lapses at the end of its lease and is charged its hold.

@@ -119,7 +119,7 @@ func TestLongContextEstimateAtTheDearestModelAFallbackReaches(t *testing.T) {
 	_, err := pl.Complete(context.Background(), long)
 	var be *runtime.BudgetError
 	require.ErrorAs(t, err, &be, "admitted at the requested model's rates, billed at the fallback's tier")
-	assert.InDelta(t, atTier, be.Estimate, 1e-9)
+	assert.InDelta(t, 2*atTier, be.Estimate, 1e-9, "at the tier's rates, for each of the fallback's two models")
 	assert.Zero(t, primary.Calls()+backup.Calls())
 }
 

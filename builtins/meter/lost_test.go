@@ -131,3 +131,43 @@ func TestClosingSendsTheSettlementsWaiting(t *testing.T) {
 		})
 	}
 }
+
+// A settlement the store did not take was sent again for 5 minutes and
+// then given up: an outage of the store longer than that lost the charge
+// of every call it caught in flight (with on_cross "allow" its whole
+// cost: the reservation, lapsing, is charged one call and nothing more).
+// It is now sent again for half of runtime.SettleMemory, within which the
+// store still settles it once.
+func TestASettlementOutlivesALongOutage(t *testing.T) {
+	for _, store := range []string{"redis", "postgres"} {
+		t.Run(store, func(t *testing.T) {
+			s, p, direct := viaProxy(t, store)
+			usage := runtime.Usage{InputTokens: 10, OutputTokens: 5}
+			model := runtime.ModelFunc(func(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+				p.Cut() // the store goes down while the call runs
+				yield(runtime.Delta{Text: "x", Usage: usage})
+				return nil
+			})
+			clock := runtime.NewVirtualClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+			pl := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("meter", `{"budget":{"usd":1},"store":"shared","scope":"global"}`)}})
+			pl.Stores = map[string]plan.Store{"shared": {Kind: "memory"}}
+			built := rt.Build(t, pl, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model},
+				Backends: map[string]runtime.StoreBackend{"shared": s}, Clock: clock})
+			reader := rt.Build(t, pl, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model},
+				Backends: map[string]runtime.StoreBackend{"shared": direct}, Clock: clock})
+			m := reader.Layers(plan.StageChat)[0].Middleware.(*meter.Meter)
+			req := runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: "hi"}}}
+
+			_, _, err := rt.Collect(context.Background(), built, req, 0)
+			require.NoError(t, err)
+			clock.Advance(20 * time.Minute) // a resend fails: the store is still down
+			assert.Zero(t, m.Ledger("").Calls)
+			p.Restore()
+			for range 3 { // the next resend is due within the backoff's 10 s
+				clock.Advance(10 * time.Second)
+			}
+			assert.Equal(t, runtime.Ledger{InputTokens: 10, OutputTokens: 5, USD: m.Cost("primary", usage), Calls: 1}, m.Ledger(""),
+				"charged once the store is back")
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"sync"
@@ -74,7 +75,18 @@ type Meter struct {
 	rates  map[string]plan.Model
 	// below are the models the fallback and hedge layers inside the meter
 	// send a call to in place of the one it names (reachable).
-	below   []string
+	below []string
+	// calls is the most model calls the layers inside the meter make for
+	// one call (plan.ModelCalls: retry attempts times fallback and hedge
+	// models): with on_cross "refuse" a call reserves its estimate that
+	// many times.
+	calls int
+	// bounds are the output bounds of the models, by name (outputBounds).
+	bounds map[string]int64
+	// format is what the schema an output_coerce inside the meter sets
+	// as the response format of a request without one adds to its input
+	// (formatTokens).
+	format  int64
 	logger  *slog.Logger
 	clock   runtime.Clock
 	budgets runtime.Budgeter
@@ -110,7 +122,11 @@ func (m *Meter) Provision(b *runtime.BuildContext) error {
 	}
 	m.win = w
 	m.rates = b.Plan.Models
-	m.below = reachable(b.Plan.Chains.Of(b.Stage)[b.Index+1:])
+	m.bounds = outputBounds(b.Plan.Models, b.Models())
+	inside := b.Plan.Chains.Of(b.Stage)[b.Index+1:]
+	m.below = reachable(inside)
+	m.calls = plan.ModelCalls(inside)
+	m.format = formatTokens(inside)
 	m.logger = b.Logger
 	m.clock = b.Clock()
 	bg, err := b.Budgeter(m.Store)
@@ -444,9 +460,12 @@ func (m *Meter) reserve(ctx context.Context, at ledgerRef, est *runtime.Ledger) 
 func newID() string { return strconv.FormatUint(rand.Uint64(), 36) }
 
 // settleRetryFor is how long a settlement the store did not acknowledge
-// is sent again, well within runtime.SettleMemory: the store recognises
-// each repeat and charges the call once.
-const settleRetryFor = 5 * time.Minute
+// is sent again: half of runtime.SettleMemory, within which the store
+// recognises each repeat (of one it settled, or of a reservation it
+// charged as lapsed meanwhile) and charges the call once. An outage of
+// the store shorter than that loses no charge of the calls it caught in
+// flight.
+const settleRetryFor = runtime.SettleMemory / 2
 
 // settleBackoff is the wait before a settlement is sent again the first
 // time; it doubles with each failure, up to settleBackoffMax.
@@ -658,13 +677,25 @@ func (m *Meter) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		err = next(ctx, c, yield)
 		release()
 		settled = true
-		if c.Meta.Cached || err != nil && c.Deltas == start && c.Usage == u0 && c.Discarded == d0 {
+		charges := c.Charges[min(n0, len(c.Charges)):]
+		if c.Meta.Cached && len(charges) == 0 || err != nil && c.Deltas == start && c.Usage == u0 && c.Discarded == d0 {
 			// A cached hit, or a failure before anything was billed: not charged.
 			m.settle(ctx, l, reserved, false, runtime.Usage{}, 0)
 			return err
 		}
-		u := c.Usage.Sub(u0)
-		u.Add(c.Discarded.Sub(d0))
+		var u runtime.Usage
+		if c.Meta.Cached {
+			// Served from a cache inside the meter after model calls were
+			// made for it (a hedge's racer that lost to the hit, a retry's
+			// attempt before it): those are billed, the hit's replayed
+			// usage is not.
+			for _, ch := range charges {
+				u.Add(ch.Usage)
+			}
+		} else {
+			u = c.Usage.Sub(u0)
+			u.Add(c.Discarded.Sub(d0))
+		}
 		model := c.Served
 		if model == "" {
 			model = c.Request.Model
@@ -672,7 +703,7 @@ func (m *Meter) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		if bad := absurd(u); bad != "" {
 			return m.absurdUsage(ctx, l, reserved, model, u, bad, err)
 		}
-		m.settle(ctx, l, reserved, true, u, m.price(c.Charges[min(n0, len(c.Charges)):], u, model))
+		m.settle(ctx, l, reserved, true, u, m.price(charges, u, model))
 		return err
 	}
 }
@@ -711,22 +742,74 @@ func Estimate(req *runtime.ChatRequest) runtime.Usage {
 }
 
 // estimate returns, with on_cross "refuse" and a tokens or usd ceiling,
-// the call's estimate (Estimate, priced at the rates of the dearest of the
-// requested model and those the layers inside the meter may call instead)
-// for the reservation to check against the charged ledger and the
-// estimates reserved by the calls in flight, and to reserve in turn; else
-// nil.
+// the call's estimate for the reservation to check against the charged
+// ledger and the estimates reserved by the calls in flight, and to
+// reserve in turn; else nil. It covers every model call the layers inside
+// the meter may make for the call (m.calls: each attempt of a retry, each
+// model of a fallback or a hedge, which are charged each), each at
+// Estimate priced at the rates of the dearest of the requested model and
+// those the layers inside may call instead.
 func (m *Meter) estimate(c *runtime.ChatCall) *runtime.Ledger {
 	b := m.Budget
 	if m.OnCross != "refuse" || b == nil || (b.Tokens == nil && b.USD == nil) {
 		return nil
 	}
 	est := Estimate(&c.Request)
-	usd := m.Cost(c.Request.Model, est)
-	for _, model := range m.below {
-		usd = max(usd, m.Cost(model, est))
+	if c.Request.ResponseFormat == nil && m.format > 0 {
+		est.InputTokens = runtime.SaturatingAdd(est.InputTokens, m.format)
+		if est.CacheWriteInputTokens > 0 { // written to the cache too
+			est.CacheWriteInputTokens = est.InputTokens
+		}
+		if est.CacheWrite1hInputTokens > 0 {
+			est.CacheWrite1hInputTokens = est.InputTokens
+		}
 	}
-	return &runtime.Ledger{InputTokens: est.InputTokens, OutputTokens: est.OutputTokens, USD: usd}
+	usd, out := m.estimateAt(c.Request.Model, est, c.Request.MaxTokens > 0)
+	for _, model := range m.below {
+		u, o := m.estimateAt(model, est, c.Request.MaxTokens > 0)
+		usd, out = max(usd, u), max(out, o)
+	}
+	est.OutputTokens = out
+	n := int64(max(m.calls, 1))
+	return &runtime.Ledger{InputTokens: timesCalls(est.InputTokens, n), OutputTokens: timesCalls(est.OutputTokens, n), USD: usd * float64(n)}
+}
+
+// estimateAt returns the cost of est on model, and its output: the
+// request's max_tokens when bounded, else the bound the model's client
+// sends with a request that sets none (outputBounds; none: no output is
+// estimated).
+func (m *Meter) estimateAt(model string, est runtime.Usage, bounded bool) (float64, int64) {
+	if !bounded {
+		est.OutputTokens = m.bounds[model]
+	}
+	return m.Cost(model, est), est.OutputTokens
+}
+
+// outputBounds returns the max_tokens the client of each model sends with
+// a request that sets none: what the client says (runtime.OutputBounder:
+// a Claude model's sends 4096 unless the plan declares a bound), else
+// the bound the plan declares (models.<name>.max_tokens).
+func outputBounds(models map[string]plan.Model, clients map[string]runtime.ModelClient) map[string]int64 {
+	out := make(map[string]int64, len(models))
+	for name, r := range models {
+		n := max(r.MaxTokens, 0)
+		if b, ok := clients[name].(runtime.OutputBounder); ok {
+			n = max(b.DefaultMaxTokens(), 0)
+		}
+		if n > 0 {
+			out[name] = int64(n)
+		}
+	}
+	return out
+}
+
+// timesCalls returns tokens times n (at least 1), stopping at the largest
+// int64 instead of wrapping around.
+func timesCalls(tokens, n int64) int64 {
+	if tokens > 0 && tokens > math.MaxInt64/n {
+		return math.MaxInt64
+	}
+	return tokens * n
 }
 
 // reachable lists the models the fallback and hedge layers of chain (the
@@ -746,6 +829,26 @@ func reachable(chain []plan.Layer) []string {
 		}
 	}
 	return out
+}
+
+// formatTokens returns the input an output_coerce of chain (the layers
+// inside a meter) with set_response_format adds to a request without a
+// response format: the estimate of its name and of its schema as
+// configured (never below the compact schema it sends); zero without one.
+func formatTokens(chain []plan.Layer) int64 {
+	for _, l := range chain {
+		if l.Use != "output_coerce" {
+			continue
+		}
+		var cfg struct {
+			Schema json.RawMessage `json:"schema"`
+			Set    bool            `json:"set_response_format"`
+		}
+		if json.Unmarshal(l.Config, &cfg) == nil && cfg.Set {
+			return runtime.EstimateTokens(l.Name) + runtime.EstimateTokens(l.Use) + runtime.EstimateTokens(string(cfg.Schema))
+		}
+	}
+	return 0
 }
 
 // absurd names the first count of u that is negative or above

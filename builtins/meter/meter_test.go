@@ -335,26 +335,9 @@ func TestOnCrossRefuseHoldsUnderConcurrency(t *testing.T) {
 	pl, m := build(t, `{"budget":{"usd":0.01},"scope":"global","on_cross":"refuse"}`, model)
 	req := runtime.ChatRequest{Model: "primary", MaxTokens: 100, Messages: msgs}
 	per := m.Cost("primary", meter.Estimate(&req))
-	var wg sync.WaitGroup
-	var ok atomic.Int64
-	for range 32 {
-		wg.Go(func() {
-			for {
-				_, _, err := rt.Collect(context.Background(), pl, req, 0)
-				var be *runtime.BudgetError
-				if errors.As(err, &be) {
-					return
-				}
-				if !assert.NoError(t, err) {
-					return
-				}
-				ok.Add(1)
-			}
-		})
-	}
-	wg.Wait()
+	ok := untilRefused(pl, req, 32, func(err error) bool { return assert.NoError(t, err) })
 	got := m.Ledger("any run")
-	assert.Equal(t, ok.Load(), got.Calls)
+	assert.Equal(t, ok, got.Calls)
 	assert.LessOrEqual(t, got.USD, 0.01+1e-12, "32 concurrent callers never cross the ceiling")
 	assert.Greater(t, got.USD, 0.01-per-1e-12, "the ceiling is used up to less than one call")
 }

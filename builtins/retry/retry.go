@@ -62,7 +62,7 @@ type Retry struct {
 // New returns a retry layer with the schema's defaults.
 func New() *Retry {
 	return &Retry{Config: Config{
-		MaxAttempts:  3,
+		MaxAttempts:  plan.DefaultMaxAttempts,
 		InitialDelay: runtime.Duration(100 * time.Millisecond),
 		MaxDelay:     runtime.Duration(10 * time.Second),
 		Multiplier:   2,

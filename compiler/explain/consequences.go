@@ -16,6 +16,28 @@ func consequences(a *vet.Analysis, stage string, chain []*dsl.Entry) []string {
 	out = append(out, cacheHits(a, stage, chain)...)
 	out = append(out, auditRecords(a, stage, chain)...)
 	out = append(out, ownCalls(a, stage, chain)...)
+	out = append(out, reservations(a, stage, chain)...)
+	return out
+}
+
+// reservations spells out how many times a meter that refuses a call
+// crossing its tokens or usd ceiling reserves the call's estimate: once
+// for each model call the layers inside it can make, each of which is
+// charged (the meter's plan.ModelCalls).
+func reservations(a *vet.Analysis, stage string, chain []*dsl.Entry) []string {
+	if stage != "chat" {
+		return nil
+	}
+	var out []string
+	for _, e := range chain {
+		if e.Use != "meter" || e.Fields["on_cross"] != "refuse" || !crossable(e) {
+			continue
+		}
+		if es := reinvokers(a, chain[e.Index+1:], ""); len(es) > 0 {
+			n, why := worstCase(es)
+			out = append(out, fmt.Sprintf("%s reserves each call's estimate %s times, the most model calls it can charge for one call (%s)", e.Ref(), vet.Calls(n), why))
+		}
+	}
 	return out
 }
 

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/agentc-dev/agentc/dsl"
+	"github.com/agentc-dev/agentc/runtime/plan"
 )
 
 // Rule is one vet rule.
@@ -105,42 +106,23 @@ func stringField(e *dsl.Entry, field string) string {
 }
 
 // Attempts returns the most attempts e makes per call: max_attempts for a
-// retry, one per model for fallback and hedge, 1 for every other layer.
+// retry, one per model for fallback and hedge, 1 for every other layer
+// (plan.Attempts, which the meter's reservations count by too).
 func Attempts(e *dsl.Entry) int {
-	switch e.Use {
-	case "retry":
-		return intField(e, "max_attempts", 3)
-	case "fallback", "hedge":
-		if n := len(stringList(e.Fields["models"])); n > 0 {
-			return n
-		}
-	}
-	return 1
+	return plan.Attempts(e.Use, intField(e, "max_attempts", plan.DefaultMaxAttempts), len(stringList(e.Fields["models"])))
 }
 
 // MaxCalls is the largest number of calls a message spells out: a larger
 // product of attempts is reported as "more than 1,000,000".
-const MaxCalls = 1_000_000
+const MaxCalls = plan.MaxCalls
 
 // maxFactors is the most factors a message lists.
 const maxFactors = 4
 
 // CallProduct returns the product of attempts, the calls a failing call can
 // make through layers that re-invoke it, saturated at MaxCalls+1 so that it
-// never overflows. An attempt count below 1 counts as 1.
-func CallProduct(attempts ...int) int {
-	n := 1
-	for _, k := range attempts {
-		if k < 1 {
-			k = 1
-		}
-		if n > MaxCalls/k {
-			return MaxCalls + 1
-		}
-		n *= k
-	}
-	return n
-}
+// never overflows (plan.CallProduct). An attempt count below 1 counts as 1.
+func CallProduct(attempts ...int) int { return plan.CallProduct(attempts...) }
 
 // Calls spells a number of calls from CallProduct: "12", or
 // "more than 1,000,000" when it is saturated.

@@ -78,6 +78,10 @@ type Client struct {
 	own *http.Client
 }
 
+// DefaultMaxTokens implements runtime.OutputBounder: the max_tokens sent
+// with a request that sets none (Config.MaxTokens, else DefaultMaxTokens).
+func (c *Client) DefaultMaxTokens() int { return c.cfg.MaxTokens }
+
 func init() {
 	runtime.RegisterProvider("anthropic", func(_ context.Context, m runtime.ProviderModel) (runtime.ModelClient, error) {
 		return New(Config{Model: m.Model.ID, APIKey: m.APIKey, BaseURL: m.Model.BaseURL, MaxTokens: m.Model.MaxTokens})

@@ -74,6 +74,10 @@ type Client struct {
 	own *http.Client
 }
 
+// DefaultMaxTokens implements runtime.OutputBounder: the bound sent with
+// a request that sets none (Config.MaxTokens; 0: none).
+func (c *Client) DefaultMaxTokens() int { return max(c.cfg.MaxTokens, 0) }
+
 func init() {
 	runtime.RegisterProvider("openai", func(_ context.Context, m runtime.ProviderModel) (runtime.ModelClient, error) {
 		return New(Config{Model: m.Model.ID, APIKey: m.APIKey, BaseURL: m.Model.BaseURL, MaxTokens: m.Model.MaxTokens})
