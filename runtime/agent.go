@@ -71,7 +71,11 @@ type AgentRequest struct {
 
 // AgentResult is the outcome of an agent turn.
 type AgentResult struct {
-	// Output is the text of the last model call.
+	// Output is the text of the last model call as the turn chain let it
+	// through: empty when the turn failed, or when a layer of the turn
+	// chain (a content_filter, an after-phase guard) refused it; the
+	// answer that held a refused output then keeps no text in Messages
+	// (an answer without tool calls is left out).
 	Output string `json:"output"`
 	// Messages is the transcript after the turn: the request's messages,
 	// the input, and every assistant message and tool result of the turn.
@@ -115,8 +119,11 @@ type AgentResult struct {
 // arguments that are not a JSON object and a tool that is not registered are reported to the model
 // the same way, as an error result, and the turn goes on. A budget error, a
 // failed or blocked model call, and the end of ctx end the turn with their
-// error; the result still holds the transcript so far. RunAgent is safe for
-// concurrent use.
+// error; the result still holds the transcript so far, and no Output. A
+// turn chain layer that refuses the output (a content_filter, an
+// after-phase guard) ends the turn with its *BlockedError, and the refused
+// text is left out of the result and of the run's recorded transcript
+// (AgentResult.Output). RunAgent is safe for concurrent use.
 //
 // When the run is checkpointed, the transcript holding the model's tool
 // calls is recorded before any of them runs (a checkpoint layer with
@@ -191,9 +198,10 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 		input = lastUserText(append(msgs, tail...))
 	}
 	var res AgentResult
+	answer := -1 // the transcript's index of the turn's last answer when the body ended without error
 	tr, err := pl.Turn(ctx, TurnRequest{Input: input, Session: req.Session}, func(ctx context.Context) (string, error) {
-		res = AgentResult{}
-		turn := agentTurn{pl: pl, req: &req, parallel: parallel, msgs: msgs, res: &res}
+		res, answer = AgentResult{}, -1
+		turn := agentTurn{pl: pl, req: &req, parallel: parallel, msgs: msgs, res: &res, answer: -1}
 		var err error
 		if len(pending) > 0 {
 			err = turn.settle(ctx, at, pending)
@@ -209,13 +217,40 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 		}
 		res.Messages = turn.msgs
 		pl.RecordTranscript(ctx, turn.msgs)
-		return res.Output, err
+		if err != nil {
+			// The text of a turn that failed is no output: the turn
+			// chain's after-phase layers do not check it.
+			return "", err
+		}
+		answer = turn.answer
+		return res.Output, nil
 	})
 	res.Attempts = tr.Attempts
+	// The output is what the turn chain let through: a content_filter or
+	// an after-phase guard that refused it leaves none, and the answer
+	// that held it keeps no text in the transcript either.
+	res.Output = tr.Output
+	if err != nil && answer >= 0 && Classify(err) == ClassBlocked {
+		res.Messages = withholdText(res.Messages, answer)
+		pl.RecordTranscript(ctx, res.Messages)
+	}
 	if res.Messages == nil {
 		res.Messages = msgs
 	}
 	return res, err
+}
+
+// withholdText returns msgs without the text of the assistant message at
+// index at (a refused output): its tool calls and thinking stay, with the
+// tool results after them; an answer without tool calls goes whole.
+func withholdText(msgs []Message, at int) []Message {
+	if len(msgs[at].ToolCalls) == 0 {
+		return slices.Delete(slices.Clone(msgs), at, at+1)
+	}
+	out := slices.Clone(msgs)
+	out[at] = out[at].DeleteParts(func(p ContentPart) bool { return p.Type == PartText })
+	out[at].Content = ""
+	return out
 }
 
 // agentTurn is the state of one attempt of an agent turn.
@@ -225,6 +260,8 @@ type agentTurn struct {
 	parallel int
 	msgs     []Message
 	res      *AgentResult
+	// answer is the index of the last model answer appended (-1: none).
+	answer int
 	// resumed holds the calls settle runs although they may have started
 	// before (by record key), with what their turn recorded of them: a
 	// layer's shared store says whether they did (ClaimVoucher).
@@ -244,6 +281,7 @@ func (t *agentTurn) run(ctx context.Context, maxSteps int) error {
 		calls := ownIDs(msg.ToolCalls)
 		msg.ToolCalls = calls
 		t.msgs = append(t.msgs, msg)
+		t.answer = len(t.msgs) - 1
 		if len(calls) == 0 {
 			t.res.Stop = StopDone
 			return nil
