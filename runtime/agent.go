@@ -229,11 +229,11 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 	// The output is what the turn chain let through: a content_filter or
 	// an after-phase guard that refused it leaves none, and the answer
 	// that held it keeps no text in the transcript either.
-	res.Output = tr.Output
-	if err != nil && answer >= 0 && Classify(err) == ClassBlocked {
+	if err != nil && answer >= 0 && tr.Output != res.Output {
 		res.Messages = withholdText(res.Messages, answer)
 		pl.RecordTranscript(ctx, res.Messages)
 	}
+	res.Output = tr.Output
 	if res.Messages == nil {
 		res.Messages = msgs
 	}

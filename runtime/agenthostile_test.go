@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -97,5 +98,31 @@ func TestRunAgentMalformedCalls(t *testing.T) {
 			assert.True(t, m.Parts[0].IsError, m.Parts[0].Text)
 			assert.True(t, strings.HasPrefix(m.Parts[0].Text, "error"), m.Parts[0].Text)
 		}
+	}
+}
+
+// TestRunAgentRepeatOfAnUndeclaredTool: a tool the policy does not declare
+// (allowed by settings.allow_undeclared_tools) has nothing saying it is
+// free of effect: called twice with the same arguments in one answer, it
+// runs once, as a declared side-effecting tool does.
+func TestRunAgentRepeatOfAnUndeclaredTool(t *testing.T) {
+	for name, args := range map[string]string{"host tool": "", "args from Deps.ToolArgs": `{"type":"object"}`} {
+		t.Run(name, func(t *testing.T) {
+			model := rt.NewModel(callTools(use("a", "transfer", `{"to":"x","amount":100}`), use("b", "transfer", `{"amount":100,"to":"x"}`)),
+				rt.Response{Deltas: []string{"done"}})
+			var ran int
+			p := rt.Plan(plan.Chains{})
+			p.Settings.AllowUndeclaredTools = true
+			deps := runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model},
+				Tools: map[string]runtime.ToolFunc{"transfer": func(context.Context, *runtime.ToolCall) (any, error) { ran++; return "sent", nil }}}
+			if args != "" {
+				deps.ToolArgs = map[string]json.RawMessage{"transfer": json.RawMessage(args)}
+			}
+			pl := rt.Build(t, p, deps)
+			res, err := pl.RunAgent(context.Background(), runtime.AgentRequest{Model: "primary", Input: "pay x 100", MaxParallel: 1})
+			require.NoError(t, err)
+			assert.Equal(t, 1, ran)
+			assert.Contains(t, answers(res.Messages)[1], "b=error: not run: this call repeats call a")
+		})
 	}
 }
