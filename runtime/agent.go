@@ -54,7 +54,9 @@ type AgentRequest struct {
 	// Params is the template of every model call of the turn: Tools (nil:
 	// the policy's declared tools), ToolChoice, sampling parameters,
 	// MaxTokens, ResponseFormat, Metadata. Its Model and Messages are
-	// ignored.
+	// ignored. A model's call to a tool the turn does not offer (not in a
+	// non-nil Tools, any under ToolChoice "none", another than the one a
+	// ToolChoice names) is answered with an error result and does not run.
 	Params ChatRequest
 	// MaxSteps bounds the model calls of the turn (0:
 	// DefaultAgentMaxSteps).
@@ -117,7 +119,8 @@ type AgentResult struct {
 // (ErrOutcomeUnrecorded) end the turn with that error, the call left
 // unanswered in the transcript for a person to settle. A tool that fails,
 // arguments that are not a JSON object and a tool that is not registered are reported to the model
-// the same way, as an error result, and the turn goes on. A budget error, a
+// the same way, as an error result, and the turn goes on; so does a call to
+// a tool the turn does not offer (AgentRequest.Params). A budget error, a
 // failed or blocked model call, and the end of ctx end the turn with their
 // error; the result still holds the transcript so far, and no Output. A
 // turn chain layer that refuses the output (a content_filter, an
@@ -201,7 +204,7 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 	answer := -1 // the transcript's index of the turn's last answer when the body ended without error
 	tr, err := pl.Turn(ctx, TurnRequest{Input: input, Session: req.Session}, func(ctx context.Context) (string, error) {
 		res, answer = AgentResult{}, -1
-		turn := agentTurn{pl: pl, req: &req, parallel: parallel, msgs: msgs, res: &res, answer: -1}
+		turn := agentTurn{pl: pl, req: &req, parallel: parallel, msgs: msgs, res: &res, answer: -1, offered: offeredTools(req.Params)}
 		var err error
 		if len(pending) > 0 {
 			err = turn.settle(ctx, at, pending)
@@ -262,6 +265,9 @@ type agentTurn struct {
 	res      *AgentResult
 	// answer is the index of the last model answer appended (-1: none).
 	answer int
+	// offered names the tools the turn offers the model (offeredTools);
+	// nil: whatever the tool chain admits.
+	offered map[string]bool
 	// resumed holds the calls settle runs although they may have started
 	// before (by record key), with what their turn recorded of them: a
 	// layer's shared store says whether they did (ClaimVoucher).
@@ -827,6 +833,9 @@ func (t *agentTurn) tool(ctx context.Context, call ToolUse) (Message, bool, erro
 		return Message{Role: "tool", ToolCallID: call.ID, Name: call.Name,
 			Parts: []ContentPart{{Type: PartToolResult, ToolCallID: call.ID, Text: text, IsError: isErr}}}
 	}
+	if t.offered != nil && !t.offered[call.Name] {
+		return answer(notOfferedText, true), false, nil
+	}
 	treq, err := call.Request()
 	if err != nil {
 		return answer("error: the arguments are not a JSON object; call the tool again with a JSON object of its parameters", true), false, nil
@@ -861,6 +870,35 @@ func (t *agentTurn) tool(ctx context.Context, call ToolUse) (Message, bool, erro
 		return answer(refusal(err), true), true, nil
 	}
 	return answer("error: the tool failed: "+err.Error(), true), false, nil
+}
+
+// notOfferedText tells the model that it called a tool the turn did not
+// offer it.
+const notOfferedText = "error: not run: this tool is not offered in this turn; call only the tools offered"
+
+// offeredTools returns the names of the tools a turn of params offers the
+// model, which are the only ones its calls may run: none under ToolChoice
+// "none", the one a ToolChoice names, else those of params.Tools; nil
+// when params.Tools is nil (the policy's declared tools are offered, and
+// the tool chain decides what runs, settings.allow_undeclared_tools
+// included). A model answer's call to another tool (an injected
+// instruction naming the refund tool of a read-only turn) does not run.
+func offeredTools(params ChatRequest) map[string]bool {
+	switch params.ToolChoice {
+	case "none":
+		return map[string]bool{}
+	case "", "auto", "required":
+	default:
+		return map[string]bool{params.ToolChoice: true}
+	}
+	if params.Tools == nil {
+		return nil
+	}
+	set := make(map[string]bool, len(params.Tools))
+	for _, td := range params.Tools {
+		set[td.Name] = true
+	}
+	return set
 }
 
 // budgetText tells the model that a budget refused a call.

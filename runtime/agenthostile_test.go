@@ -3,8 +3,11 @@ package runtime_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -123,6 +126,55 @@ func TestRunAgentRepeatOfAnUndeclaredTool(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, 1, ran)
 			assert.Contains(t, answers(res.Messages)[1], "b=error: not run: this call repeats call a")
+		})
+	}
+}
+
+// TestRunAgentParallelCallsHoldToARunBudget: a model that asks for more
+// calls in one answer than the run's budget of calls allows gets no more
+// than the budget, however many run at once.
+func TestRunAgentParallelCallsHoldToARunBudget(t *testing.T) {
+	var calls []runtime.ToolUse
+	for i := range 6 {
+		calls = append(calls, use(fmt.Sprint("c", i), "pay", fmt.Sprintf(`{"n":%d}`, i)))
+	}
+	model := rt.NewModel(callTools(calls...), rt.Response{Deltas: []string{"done"}})
+	var ran atomic.Int32
+	p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("meter", `{"budget":{"calls":2},"scope":"run"}`)}})
+	p.Tools = map[string]plan.Tool{"pay": {SideEffecting: true}}
+	pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model},
+		Tools: map[string]runtime.ToolFunc{"pay": func(context.Context, *runtime.ToolCall) (any, error) {
+			ran.Add(1)
+			time.Sleep(5 * time.Millisecond)
+			return "paid", nil
+		}}})
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "budget"})
+	_, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "pay all", MaxParallel: 6})
+	require.Equal(t, runtime.ClassBudget, runtime.Classify(err), "%v", err)
+	assert.Equal(t, int32(2), ran.Load())
+}
+
+// TestRunAgentRunsOnlyOfferedTools: a turn that offers the model some of
+// the declared tools (Params.Tools), or none (ToolChoice "none"), runs no
+// call to another: a model that calls a tool it was not offered (an
+// injection naming the refund tool of a read-only turn) gets an error
+// result, and the tool does not run.
+func TestRunAgentRunsOnlyOfferedTools(t *testing.T) {
+	for name, params := range map[string]runtime.ChatRequest{
+		"tools":        {Tools: []runtime.ToolDef{{Name: "lookup"}}},
+		"no tools":     {Tools: []runtime.ToolDef{}},
+		"choice none":  {ToolChoice: "none"},
+		"choice named": {ToolChoice: "lookup"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			model := rt.NewModel(callTools(use("a", "refund", `{"order":7}`)), rt.Response{Deltas: []string{"done"}})
+			tools, made := countingTools(0)
+			pl := rt.Build(t, refundPlan(), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}, Tools: tools})
+			res, err := pl.RunAgent(context.Background(), runtime.AgentRequest{Model: "primary", Input: "status of 7", Params: params})
+			require.NoError(t, err)
+			assert.Empty(t, made())
+			require.Len(t, answers(res.Messages), 1)
+			assert.Contains(t, answers(res.Messages)[0], "a=error")
 		})
 	}
 }
