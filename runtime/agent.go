@@ -834,6 +834,13 @@ func (t *agentTurn) tool(ctx context.Context, call ToolUse) (Message, bool, erro
 			Parts: []ContentPart{{Type: PartToolResult, ToolCallID: call.ID, Text: text, IsError: isErr}}}
 	}
 	if t.offered != nil && !t.offered[call.Name] {
+		if _, ok := ResumedCall(ctx); ok {
+			// A resumed call that may have run, when its turn offered the
+			// tool: told it did not run, the model would be misled. In
+			// doubt, unanswered, as a refusal before a layer answered for
+			// it is (resumedUnanswered).
+			return Message{}, false, NotRun(t.pl.callInDoubt(ctx, call, true))
+		}
 		return answer(notOfferedText, true), false, nil
 	}
 	treq, err := call.Request()
