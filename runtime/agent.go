@@ -54,7 +54,9 @@ type AgentRequest struct {
 	// Params is the template of every model call of the turn: Tools (nil:
 	// the policy's declared tools), ToolChoice, sampling parameters,
 	// MaxTokens, ResponseFormat, Metadata. Its Model and Messages are
-	// ignored.
+	// ignored. A model's call to a tool the turn does not offer (not in a
+	// non-nil Tools, any under ToolChoice "none", another than the one a
+	// ToolChoice names) is answered with an error result and does not run.
 	Params ChatRequest
 	// MaxSteps bounds the model calls of the turn (0:
 	// DefaultAgentMaxSteps).
@@ -71,7 +73,11 @@ type AgentRequest struct {
 
 // AgentResult is the outcome of an agent turn.
 type AgentResult struct {
-	// Output is the text of the last model call.
+	// Output is the text of the last model call as the turn chain let it
+	// through: empty when the turn failed, or when a layer of the turn
+	// chain (a content_filter, an after-phase guard) refused it; the
+	// answer that held a refused output then keeps no text in Messages
+	// (an answer without tool calls is left out).
 	Output string `json:"output"`
 	// Messages is the transcript after the turn: the request's messages,
 	// the input, and every assistant message and tool result of the turn.
@@ -113,10 +119,14 @@ type AgentResult struct {
 // (ErrOutcomeUnrecorded) end the turn with that error, the call left
 // unanswered in the transcript for a person to settle. A tool that fails,
 // arguments that are not a JSON object and a tool that is not registered are reported to the model
-// the same way, as an error result, and the turn goes on. A budget error, a
+// the same way, as an error result, and the turn goes on; so does a call to
+// a tool the turn does not offer (AgentRequest.Params). A budget error, a
 // failed or blocked model call, and the end of ctx end the turn with their
-// error; the result still holds the transcript so far. RunAgent is safe for
-// concurrent use.
+// error; the result still holds the transcript so far, and no Output. A
+// turn chain layer that refuses the output (a content_filter, an
+// after-phase guard) ends the turn with its *BlockedError, and the refused
+// text is left out of the result and of the run's recorded transcript
+// (AgentResult.Output). RunAgent is safe for concurrent use.
 //
 // When the run is checkpointed, the transcript holding the model's tool
 // calls is recorded before any of them runs (a checkpoint layer with
@@ -191,9 +201,10 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 		input = lastUserText(append(msgs, tail...))
 	}
 	var res AgentResult
+	answer := -1 // the transcript's index of the turn's last answer when the body ended without error
 	tr, err := pl.Turn(ctx, TurnRequest{Input: input, Session: req.Session}, func(ctx context.Context) (string, error) {
-		res = AgentResult{}
-		turn := agentTurn{pl: pl, req: &req, parallel: parallel, msgs: msgs, res: &res}
+		res, answer = AgentResult{}, -1
+		turn := agentTurn{pl: pl, req: &req, parallel: parallel, msgs: msgs, res: &res, answer: -1, offered: offeredTools(req.Params)}
 		var err error
 		if len(pending) > 0 {
 			err = turn.settle(ctx, at, pending)
@@ -209,13 +220,40 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 		}
 		res.Messages = turn.msgs
 		pl.RecordTranscript(ctx, turn.msgs)
-		return res.Output, err
+		if err != nil {
+			// The text of a turn that failed is no output: the turn
+			// chain's after-phase layers do not check it.
+			return "", err
+		}
+		answer = turn.answer
+		return res.Output, nil
 	})
 	res.Attempts = tr.Attempts
+	// The output is what the turn chain let through: a content_filter or
+	// an after-phase guard that refused it leaves none, and the answer
+	// that held it keeps no text in the transcript either.
+	if err != nil && answer >= 0 && tr.Output != res.Output {
+		res.Messages = withholdText(res.Messages, answer)
+		pl.RecordTranscript(ctx, res.Messages)
+	}
+	res.Output = tr.Output
 	if res.Messages == nil {
 		res.Messages = msgs
 	}
 	return res, err
+}
+
+// withholdText returns msgs without the text of the assistant message at
+// index at (a refused output): its tool calls and thinking stay, with the
+// tool results after them; an answer without tool calls goes whole.
+func withholdText(msgs []Message, at int) []Message {
+	if len(msgs[at].ToolCalls) == 0 {
+		return slices.Delete(slices.Clone(msgs), at, at+1)
+	}
+	out := slices.Clone(msgs)
+	out[at] = out[at].DeleteParts(func(p ContentPart) bool { return p.Type == PartText })
+	out[at].Content = ""
+	return out
 }
 
 // agentTurn is the state of one attempt of an agent turn.
@@ -225,6 +263,11 @@ type agentTurn struct {
 	parallel int
 	msgs     []Message
 	res      *AgentResult
+	// answer is the index of the last model answer appended (-1: none).
+	answer int
+	// offered names the tools the turn offers the model (offeredTools);
+	// nil: whatever the tool chain admits.
+	offered map[string]bool
 	// resumed holds the calls settle runs although they may have started
 	// before (by record key), with what their turn recorded of them: a
 	// layer's shared store says whether they did (ClaimVoucher).
@@ -244,6 +287,7 @@ func (t *agentTurn) run(ctx context.Context, maxSteps int) error {
 		calls := ownIDs(msg.ToolCalls)
 		msg.ToolCalls = calls
 		t.msgs = append(t.msgs, msg)
+		t.answer = len(t.msgs) - 1
 		if len(calls) == 0 {
 			t.res.Stop = StopDone
 			return nil
@@ -789,6 +833,16 @@ func (t *agentTurn) tool(ctx context.Context, call ToolUse) (Message, bool, erro
 		return Message{Role: "tool", ToolCallID: call.ID, Name: call.Name,
 			Parts: []ContentPart{{Type: PartToolResult, ToolCallID: call.ID, Text: text, IsError: isErr}}}
 	}
+	if t.offered != nil && !t.offered[call.Name] {
+		if _, ok := ResumedCall(ctx); ok {
+			// A resumed call that may have run, when its turn offered the
+			// tool: told it did not run, the model would be misled. In
+			// doubt, unanswered, as a refusal before a layer answered for
+			// it is (resumedUnanswered).
+			return Message{}, false, NotRun(t.pl.callInDoubt(ctx, call, true))
+		}
+		return answer(notOfferedText, true), false, nil
+	}
 	treq, err := call.Request()
 	if err != nil {
 		return answer("error: the arguments are not a JSON object; call the tool again with a JSON object of its parameters", true), false, nil
@@ -823,6 +877,35 @@ func (t *agentTurn) tool(ctx context.Context, call ToolUse) (Message, bool, erro
 		return answer(refusal(err), true), true, nil
 	}
 	return answer("error: the tool failed: "+err.Error(), true), false, nil
+}
+
+// notOfferedText tells the model that it called a tool the turn did not
+// offer it.
+const notOfferedText = "error: not run: this tool is not offered in this turn; call only the tools offered"
+
+// offeredTools returns the names of the tools a turn of params offers the
+// model, which are the only ones its calls may run: none under ToolChoice
+// "none", the one a ToolChoice names, else those of params.Tools; nil
+// when params.Tools is nil (the policy's declared tools are offered, and
+// the tool chain decides what runs, settings.allow_undeclared_tools
+// included). A model answer's call to another tool (an injected
+// instruction naming the refund tool of a read-only turn) does not run.
+func offeredTools(params ChatRequest) map[string]bool {
+	switch params.ToolChoice {
+	case "none":
+		return map[string]bool{}
+	case "", "auto", "required":
+	default:
+		return map[string]bool{params.ToolChoice: true}
+	}
+	if params.Tools == nil {
+		return nil
+	}
+	set := make(map[string]bool, len(params.Tools))
+	for _, td := range params.Tools {
+		set[td.Name] = true
+	}
+	return set
 }
 
 // budgetText tells the model that a budget refused a call.
