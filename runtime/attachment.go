@@ -23,7 +23,7 @@ func (p ContentPart) Attachment() (text string, carried bool) {
 	}
 	media, data := p.MediaType, p.Data
 	charset := ""
-	if rest, ok := strings.CutPrefix(p.ImageURL, "data:"); ok {
+	if rest, ok := DataURL(p.ImageURL); ok {
 		head, body, ok := strings.Cut(rest, ",")
 		if !ok {
 			return "", true // no data the layers could find
@@ -87,4 +87,14 @@ func (p ContentPart) Unread() bool {
 func isImageType(media string) bool {
 	media = strings.ToLower(strings.TrimSpace(media))
 	return strings.HasPrefix(media, "image/") && media != "image/svg+xml"
+}
+
+// DataURL returns what follows the scheme of a data: URL, which a URL
+// parser reads in any case ("DATA:") and past surrounding white space.
+func DataURL(u string) (string, bool) {
+	u = strings.TrimSpace(u)
+	if len(u) < 5 || !strings.EqualFold(u[:5], "data:") {
+		return "", false
+	}
+	return u[5:], true
 }

@@ -18,6 +18,7 @@ func TestAttachment(t *testing.T) {
 	}{
 		"utf-8":         {ContentPart{Type: PartImage, ImageURL: "data:text/plain;base64," + b64([]byte("hello"))}, "hello", true, true},
 		"utf-8 charset": {ContentPart{Type: PartImage, ImageURL: "data:text/plain;charset=UTF-8,hello%20you"}, "hello you", true, true},
+		"upper scheme":  {ContentPart{Type: PartImage, ImageURL: " DATA:text/plain,hi"}, "hi", true, true},
 		"svg":           {ContentPart{Type: PartImage, ImageURL: "data:image/svg+xml,<svg/>"}, "<svg/>", true, true},
 		"raw data":      {ContentPart{Type: PartImage, MediaType: "text/plain", Data: []byte("hi")}, "hi", true, true},
 		"latin-1":       {ContentPart{Type: PartImage, ImageURL: "data:text/plain;base64," + b64([]byte("caf\xe9"))}, "", true, false},

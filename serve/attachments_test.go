@@ -47,10 +47,28 @@ func TestUndecodedAttachmentRefused(t *testing.T) {
 			assert.Zero(t, g.oa.requests()+g.an.requests(), "%s %s: no model is called", name, model)
 		}
 	}
-	// UTF-8 text is read, and the injection found.
-	g := newGateway(t, `{use: "security"}`, nil, nil)
+	// UTF-8 text is read, and the injection found, whatever the case of
+	// the URL's scheme (which is case-insensitive: "DATA:" passed for a URL
+	// to fetch, unread).
+	for _, scheme := range []string{"data:", "DATA:", " Data:"} {
+		g := newGateway(t, `{use: "security"}`, nil, nil)
+		code, _, body := do(t, "POST", g.url+"/v1/chat/completions", clientKey, []byte(`{"model":"primary","messages":[{"role":"user","content":[`+
+			`{"type":"image_url","image_url":{"url":"`+scheme+`text/plain;charset=utf-8;base64,`+base64.StdEncoding.EncodeToString([]byte(injection))+`"}}]}]}`))
+		assert.Equal(t, http.StatusForbidden, code, "%s: %s", scheme, body)
+		assert.Contains(t, body, "prompt injection detected", scheme)
+		assert.Zero(t, g.oa.requests(), scheme)
+	}
+}
+
+// TestRedactMasksAnAttachmentOfAnyScheme: the text an image part carries
+// behind a "DATA:" scheme is read, and masked, as behind "data:".
+func TestRedactMasksAnAttachmentOfAnyScheme(t *testing.T) {
+	const secret = "sk-ant-api03-abcdefghijklmnopqrstuvwxyz012345"
+	g := newGateway(t, `{use: "redact"}`, []reply{{body: transcript(t, "openai", "text.sse")}}, nil)
 	code, _, body := do(t, "POST", g.url+"/v1/chat/completions", clientKey, []byte(`{"model":"primary","messages":[{"role":"user","content":[`+
-		`{"type":"image_url","image_url":{"url":"data:text/plain;charset=utf-8;base64,`+base64.StdEncoding.EncodeToString([]byte(injection))+`"}}]}]}`))
-	assert.Equal(t, http.StatusForbidden, code, body)
-	assert.Contains(t, body, "prompt injection detected")
+		`{"type":"text","text":"Read this."},{"type":"image_url","image_url":{"url":"DATA:text/plain;base64,`+base64.StdEncoding.EncodeToString([]byte("key "+secret))+`"}}]}]}`))
+	assert.Equal(t, http.StatusOK, code, body)
+	sent := g.oa.body(0)
+	assert.NotContains(t, sent, base64.StdEncoding.EncodeToString([]byte("key "+secret))[:20], "sent %s", sent)
+	assert.Contains(t, sent, "key [REDACTED:anthropic-key]", "the redacted text goes on as a text part: sent %s", sent)
 }
