@@ -69,6 +69,6 @@ func TestRedactMasksAnAttachmentOfAnyScheme(t *testing.T) {
 		`{"type":"text","text":"Read this."},{"type":"image_url","image_url":{"url":"DATA:text/plain;base64,`+base64.StdEncoding.EncodeToString([]byte("key "+secret))+`"}}]}]}`))
 	assert.Equal(t, http.StatusOK, code, body)
 	sent := g.oa.body(0)
-	assert.NotContains(t, sent, base64.StdEncoding.EncodeToString([]byte("key "+secret))[:20], "sent %s", sent)
+	assert.NotContains(t, sent, base64.StdEncoding.EncodeToString([]byte("key " + secret))[:20], "sent %s", sent)
 	assert.Contains(t, sent, "key [REDACTED:anthropic-key]", "the redacted text goes on as a text part: sent %s", sent)
 }
