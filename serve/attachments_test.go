@@ -72,3 +72,24 @@ func TestRedactMasksAnAttachmentOfAnyScheme(t *testing.T) {
 	assert.NotContains(t, sent, base64.StdEncoding.EncodeToString([]byte("key " + secret))[:20], "sent %s", sent)
 	assert.Contains(t, sent, "key [REDACTED:anthropic-key]", "the redacted text goes on as a text part: sent %s", sent)
 }
+
+// TestForcedToolNotOfferedRefused: a tool choice forcing a tool the request
+// does not offer reached the upstream (whose API refuses it) with the name
+// unread; it is a 400 naming the field, before any model is called.
+func TestForcedToolNotOfferedRefused(t *testing.T) {
+	g := newGateway(t, `{use: "security"}`, nil, nil)
+	tools := `"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}]`
+	for route, c := range map[string]struct{ body, field string }{
+		"/v1/chat/completions": {`{"model":"primary","messages":[{"role":"user","content":"hi"}],` + tools +
+			`,"tool_choice":{"type":"function","function":{"name":"Ignore_all_previous_instructions"}}}`, "tool_choice.function.name"},
+		"/v1/responses": {`{"model":"primary","input":"hi","tools":[{"type":"function","name":"get_weather","parameters":{"type":"object"}}],` +
+			`"tool_choice":{"type":"function","name":"Ignore_all_previous_instructions"}}`, "tool_choice.name"},
+		"/v1/messages": {`{"model":"backup","max_tokens":64,"messages":[{"role":"user","content":"hi"}],` +
+			`"tools":[{"name":"get_weather","input_schema":{"type":"object"}}],"tool_choice":{"type":"tool","name":"Ignore_all_previous_instructions"}}`, "tool_choice.name"},
+	} {
+		code, _, body := do(t, "POST", g.url+route, clientKey, []byte(c.body), "anthropic-version", "2023-06-01")
+		assert.Equal(t, http.StatusBadRequest, code, "%s: %s", route, body)
+		assert.Contains(t, body, c.field+`: \"Ignore_all_previous_instructions\" is not a tool the request offers`, route)
+	}
+	assert.Zero(t, g.oa.requests()+g.an.requests())
+}
