@@ -301,23 +301,29 @@ func (pl *Pipeline) Stream(ctx context.Context, req ChatRequest, yield func(Delt
 	return resp, err
 }
 
-// unreadDocuments refuses a request holding a document no layer reads (a
-// PDF, PartDocument) when the chat chain has a layer that reads what the
+// unreadDocuments refuses a request holding content no layer reads (a PDF,
+// PartDocument, or data an image part carries that is not text:
+// ContentPart.Unread) when the chat chain has a layer that reads what the
 // model is sent (ContentLayers): that layer would pass what it never read.
 // The refusal is a *BlockedError of the first such layer, and nothing runs.
 func (pl *Pipeline) unreadDocuments(req *ChatRequest) error {
 	for i := range req.Messages {
 		for j := range req.Messages[i].Parts {
-			if req.Messages[i].Parts[j].Type != PartDocument {
+			p := &req.Messages[i].Parts[j]
+			if !p.Unread() {
 				continue
 			}
 			layers := pl.ContentLayers(plan.StageChat)
 			if len(layers) == 0 {
 				return nil
 			}
+			what, instead := "a PDF document, whose content no layer reads", "the document's text"
+			if p.Type != PartDocument {
+				what, instead = "an image part holding data that is neither an image nor UTF-8 text, which no layer reads", "its text as UTF-8"
+			}
 			return &BlockedError{Layer: layers[0], Message: fmt.Sprintf(
-				"messages[%d].parts[%d] is a PDF document, whose content no layer reads, and layers %s read what the model is sent: send the document's text instead",
-				i, j, strings.Join(layers, ", "))}
+				"messages[%d].parts[%d] is %s, and layers %s read what the model is sent: send %s instead",
+				i, j, what, strings.Join(layers, ", "), instead)}
 		}
 	}
 	return nil

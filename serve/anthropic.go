@@ -211,6 +211,9 @@ func decodeAnthropic(body []byte, p *chatParams) error {
 			if err := forcedTool("tool_choice.name", tc.Name); err != nil {
 				return err
 			}
+			if err := forcedOffered("tool_choice.name", tc.Name, req.Tools); err != nil {
+				return err
+			}
 			req.ToolChoice = tc.Name
 		default:
 			return fmt.Errorf(`tool_choice.type: want "auto", "any", "tool" or "none", got %q`, tc.Type)

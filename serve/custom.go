@@ -95,3 +95,14 @@ func callKind(offered []runtime.ToolDef, call *runtime.ToolUse) error {
 	}
 	return &runtime.BlockedError{Layer: runtime.LayerTools, Message: fmt.Sprintf("the model proposed a %s call of %s, which the request offers as a %s tool", kind, call.Name, offeredAs)}
 }
+
+// forcedOffered refuses a tool choice forcing the tool name when the
+// request offers no tool so named: the provider's API refuses it, and the
+// name, read by no layer as a tool's, would reach it. at is the name's
+// path in the request.
+func forcedOffered(at, name string, tools []runtime.ToolDef) error {
+	if !slices.ContainsFunc(tools, func(t runtime.ToolDef) bool { return t.Name == name }) {
+		return fmt.Errorf("%s: %q is not a tool the request offers; offer it in tools, or name one offered", at, name)
+	}
+	return nil
+}

@@ -244,6 +244,9 @@ func decodeOpenAI(body []byte, p *chatParams) error {
 			if err := forcedTool(fmt.Sprintf("tool_choice.%s.name", named.Type), name); err != nil {
 				return err
 			}
+			if err := forcedOffered(fmt.Sprintf("tool_choice.%s.name", named.Type), name, req.Tools); err != nil {
+				return err
+			}
 			if err := choiceKind("tool_choice.type", named.Type, req.Tools, name); err != nil {
 				return err
 			}

@@ -385,6 +385,9 @@ func responsesToolChoice(raw json.RawMessage, tools []runtime.ToolDef) (string, 
 	if err := forcedTool("tool_choice.name", named.Name); err != nil {
 		return "", err
 	}
+	if err := forcedOffered("tool_choice.name", named.Name, tools); err != nil {
+		return "", err
+	}
 	if err := choiceKind("tool_choice.type", named.Type, tools, named.Name); err != nil {
 		return "", err
 	}

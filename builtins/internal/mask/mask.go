@@ -143,7 +143,7 @@ func (t Transcript) Message(run string, msg *runtime.Message) (runtime.Message, 
 // scanned.AttachmentText) holding text in place of its data, its media type
 // and its other fields kept.
 func withAttachmentText(p runtime.ContentPart, text string) runtime.ContentPart {
-	if rest, ok := strings.CutPrefix(p.ImageURL, "data:"); ok {
+	if rest, ok := runtime.DataURL(p.ImageURL); ok {
 		head, _, _ := strings.Cut(rest, ",")
 		p.ImageURL = "data:" + strings.TrimSuffix(head, ";base64") + ";base64," + base64.StdEncoding.EncodeToString([]byte(text))
 		return p

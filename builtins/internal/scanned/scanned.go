@@ -3,16 +3,13 @@ package scanned
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"hash"
 	"io"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/agentc-dev/agentc/internal/jsonnum"
 	"github.com/agentc-dev/agentc/runtime"
@@ -209,48 +206,15 @@ func ResponseFormatText(rf *runtime.ResponseFormat) string {
 }
 
 // AttachmentText returns the text an image part carries in place of an
-// image: the decoded data of a data: URL (or of Data) whose media type is
-// not an image's ("data:text/plain;base64,..."), when it is UTF-8 text. A
-// model or an OpenAI-compatible server that accepts such a part reads it as
-// text. An image's own pixels, an http(s) URL and data that is not text
-// give "".
+// image (runtime.ContentPart.Attachment): the decoded data of a data: URL
+// (or of Data) whose media type is not an image's
+// ("data:text/plain;base64,..."), when it is UTF-8 text. A model or an
+// OpenAI-compatible server that accepts such a part reads it as text. An
+// image's own pixels, an http(s) URL and data that is not text give "" (the
+// pipeline refuses the last: runtime.ContentPart.Unread).
 func AttachmentText(p runtime.ContentPart) string {
-	if p.Type != runtime.PartImage {
-		return ""
-	}
-	media, data := p.MediaType, p.Data
-	if rest, ok := strings.CutPrefix(p.ImageURL, "data:"); ok {
-		head, body, ok := strings.Cut(rest, ",")
-		if !ok {
-			return ""
-		}
-		params := strings.Split(head, ";")
-		media = params[0]
-		var err error
-		if params[len(params)-1] == "base64" {
-			data, err = base64.StdEncoding.DecodeString(strings.TrimSpace(body))
-			if err != nil {
-				data, err = base64.RawStdEncoding.DecodeString(strings.TrimRight(strings.TrimSpace(body), "="))
-			}
-		} else {
-			var s string
-			s, err = url.PathUnescape(body)
-			data = []byte(s)
-		}
-		if err != nil {
-			return ""
-		}
-	} else if p.ImageURL != "" {
-		return ""
-	}
-	media = strings.ToLower(strings.TrimSpace(media))
-	if strings.HasPrefix(media, "image/") && media != "image/svg+xml" {
-		return ""
-	}
-	if len(data) == 0 || !utf8.Valid(data) {
-		return ""
-	}
-	return string(data)
+	text, _ := p.Attachment()
+	return text
 }
 
 // EachTool calls visit with the text of each tool definition, which the
