@@ -25,8 +25,8 @@ top_p, seed, stop, tool_choice, response_format) and request.max_tokens,
 and in the chat and tool stages run.id, which the caller names with the
 X-Agentc-Run header. A layer that checks, masks, limits or charges calls
 (one with the guards trait: guard, pii, security, content_filter, judge,
-egress, file_check, tool_policy, max_tokens, output_coerce; and redact,
-rate_limit, a meter with a budget) scoped by such a value
+egress, file_check, tool_policy, max_tokens; and redact, rate_limit, a
+meter with a budget) scoped by such a value
 (when: "request.params.metadata.tier != 'internal'") is skipped for any
 caller that sends the value making the when false: the policy reads as
 enforcing, and nothing at vet time shows that the protection is the
@@ -45,7 +45,9 @@ guard/inert reports where it leaves the layer inert). A when that is an
 either: the caller can only add calls to those that term applies the
 layer to (when: "tool.side_effecting || run.id.startsWith('audit-')").
 Layers that protect nothing (retry, fallback, memoize, log, ...) may be
-scoped by anything. The turn stage is not served, and its run and
+scoped by anything, and so may output_coerce, which shapes the answer for
+the caller, its only reader (when:
+"request.params.response_format == 'json_schema'"). The turn stage is not served, and its run and
 session are the host's.`,
 	Run: func(p *Pass) {
 		for _, stage := range []string{"chat", "tool"} {
@@ -70,6 +72,9 @@ session are the host's.`,
 // hold back.
 func protective(e *dsl.Entry) bool {
 	switch {
+	case e.Use == "output_coerce":
+		// It shapes the answer for the caller, its only reader.
+		return false
 	case e.Kind != nil && e.Kind.Has("guards"):
 		return true
 	case e.Use == "redact", e.Use == "rate_limit":
