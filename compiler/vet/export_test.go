@@ -2,3 +2,10 @@ package vet
 
 // OverlapChecks returns how many times a's Overlap has been evaluated.
 func OverlapChecks(a *Analysis) int { return a.overlaps }
+
+// CallerRead is callerRead: the path and byte offset of the first read of
+// a caller-written path in a when that the caller can make false.
+func CallerRead(src string) (path string, offset int, ok bool) {
+	r, ok := callerRead(src)
+	return r.path, r.offset, ok
+}

@@ -24,13 +24,8 @@ type ResultRead struct {
 // ResultReads returns the fields a predicate reads off result, in source
 // order; none when it does not parse.
 func ResultReads(src string) []ResultRead {
-	p, err := parser.NewParser(parser.Macros(parser.AllMacros...), parser.EnableOptionalSyntax(true),
-		parser.MaxRecursionDepth(predicate.MaxNestingDepth), parser.ExpressionSizeCodePointLimit(predicate.MaxSourceBytes))
-	if err != nil {
-		return nil
-	}
-	tree, errs := p.Parse(common.NewTextSource(src))
-	if errs != nil && len(errs.GetErrors()) > 0 {
+	tree, ok := parsePredicate(src)
+	if !ok {
 		return nil
 	}
 	info := tree.SourceInfo()
@@ -66,4 +61,20 @@ func ResultReads(src string) []ResultRead {
 	}))
 	slices.SortStableFunc(out, func(a, b ResultRead) int { return a.Offset - b.Offset })
 	return out
+}
+
+// parsePredicate parses the predicate src with the syntax and limits of
+// the runtime's predicates, without type-checking it; false when it does
+// not parse (cel/syntax's to report).
+func parsePredicate(src string) (*ast.AST, bool) {
+	p, err := parser.NewParser(parser.Macros(parser.AllMacros...), parser.EnableOptionalSyntax(true),
+		parser.MaxRecursionDepth(predicate.MaxNestingDepth), parser.ExpressionSizeCodePointLimit(predicate.MaxSourceBytes))
+	if err != nil {
+		return nil, false
+	}
+	tree, errs := p.Parse(common.NewTextSource(src))
+	if errs != nil && len(errs.GetErrors()) > 0 {
+		return nil, false
+	}
+	return tree, true
 }

@@ -27,6 +27,7 @@ var Suite = []*Rule{
 	Duplicate,
 	FailOpenSideEffect,
 	FailOpen,
+	CallerControlledWhen,
 	AfterSideEffect,
 	Inert,
 	ContextWindow,

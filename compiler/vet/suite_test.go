@@ -43,6 +43,7 @@ var designRules = map[string]dsl.Severity{
 	"guard/fail-open-side-effect":        dsl.Warning,
 	"guard/after-side-effect":            dsl.Warning,
 	"guard/fail-open":                    dsl.Warning,
+	"guard/caller-controlled-when":       dsl.Warning,
 	"guard/inert":                        dsl.Error,
 	"guard/undeclared-tools":             dsl.Warning,
 	"guard/context-window":               dsl.Warning,

@@ -126,7 +126,7 @@ var fieldDocs = map[string]string{
 
 	"agentc.output.text": "the turn's answer",
 
-	"agentc.params.metadata":        "the request's metadata; a key may be absent",
+	"agentc.params.metadata":        "the request's metadata, as the caller sent it (agentc serve adds its user as user_id); a key may be absent",
 	"agentc.params.response_format": `the output format's type: text, json_object or json_schema; "" when unset`,
 	"agentc.params.seed":            "0 when unset; has() tells a seed of 0 from none",
 	"agentc.params.stop":            "the stop sequences",
@@ -134,10 +134,10 @@ var fieldDocs = map[string]string{
 	"agentc.params.tool_choice":     `"", auto, none, required or a tool's name`,
 	"agentc.params.top_p":           "0.0 when unset; has() tells a top_p of 0 from none",
 
-	"agentc.request.max_tokens": "the bound on the output, 0 when the request sets none",
+	"agentc.request.max_tokens": "the bound on the output the caller set, 0 when the request sets none",
 	"agentc.request.messages":   "the transcript the model reads, also the variable messages",
 	"agentc.request.model":      "the model called, as the policy names it",
-	"agentc.request.params":     "the sampling and output parameters",
+	"agentc.request.params":     "the sampling and output parameters, as the caller set them",
 	"agentc.request.tools":      "the tools offered to the model",
 
 	"agentc.response.finish_reason": `stop, length, tool_calls, content_filter, pause_turn, or "" when the model did not say`,
@@ -148,8 +148,8 @@ var fieldDocs = map[string]string{
 	"agentc.response.usage":         "the tokens the call used",
 
 	"agentc.run.agent": "the agent the run belongs to",
-	"agentc.run.id":    "the run's id",
-	"agentc.run.meta":  "what the host gave the run; a key may be absent",
+	"agentc.run.id":    "the run's id (agentc serve builds it from the caller's X-Agentc-Run header)",
+	"agentc.run.meta":  "what the host gave the run (agentc serve: tenant and key, from the API key it admitted); a key may be absent",
 
 	"agentc.session.id":   "the session's id",
 	"agentc.session.meta": "what the host gave the session; a key may be absent",

@@ -1,0 +1,179 @@
+package vet
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/operators"
+
+	"github.com/agentc-dev/agentc/dsl"
+)
+
+// CallerControlledWhen reports a protective layer whose when reads a value
+// the caller writes.
+var CallerControlledWhen = &Rule{
+	Name:     "guard/caller-controlled-when",
+	Severity: dsl.Warning,
+	Doc: `a protective layer's when reads a value the caller writes, so a caller can switch the layer off.
+
+Under agentc serve some of what a when reads is the caller's to write:
+the request's metadata (request.params.metadata, user_id included, which
+the user field fills), its other parameters (request.params.temperature,
+top_p, seed, stop, tool_choice, response_format) and request.max_tokens,
+and in the chat and tool stages run.id, which the caller names with the
+X-Agentc-Run header. A layer that checks, masks, limits or charges calls
+(one with the guards trait: guard, pii, security, content_filter, judge,
+egress, file_check, tool_policy, max_tokens; and redact, rate_limit, a
+meter with a budget) scoped by such a value
+(when: "request.params.metadata.tier != 'internal'") is skipped for any
+caller that sends the value making the when false: the policy reads as
+enforcing, and nothing at vet time shows that the protection is the
+caller's to turn off. Scope it by what the caller cannot choose: the
+tenant and key agentc serve sets from the API key it admitted
+(run.meta.?tenant.orValue('') != 'internal'), or the call itself. A
+when that reads only what the layer decides about is not reported: the
+transcript, the tools offered, a tool call's tool and arguments. Nor is
+request.model: it names one of the policy's models, the documented way
+to scope a layer to models, and a caller that picks another model to
+escape the layer gets that model's calls, which the layer was not meant
+for (keep a model that needs the layer from being reached some other way:
+a fallback or hedge outside the layer rewrites request.model, which
+guard/inert reports where it leaves the layer inert). A when that is an
+||, one of whose terms reads nothing the caller writes, is not reported
+either: the caller can only add calls to those that term applies the
+layer to (when: "tool.side_effecting || run.id.startsWith('audit-')").
+Layers that protect nothing (retry, fallback, memoize, log, ...) may be
+scoped by anything, and so may output_coerce, which shapes the answer for
+the caller, its only reader (when:
+"request.params.response_format == 'json_schema'"). The turn stage is not served, and its run and
+session are the host's.`,
+	Run: func(p *Pass) {
+		for _, stage := range []string{"chat", "tool"} {
+			for _, e := range p.Policy.Chains[stage] {
+				if e.When == nil || !protective(e) {
+					continue
+				}
+				r, ok := callerRead(e.When.Source)
+				if !ok {
+					continue
+				}
+				p.Report(dsl.Diagnostic{Pos: e.When.PosAt(r.offset), Message: fmt.Sprintf(
+					"the when of %s reads %s, which %s: a caller skips %s by sending a value that makes the when false; scope the layer by the tenant agentc serve sets from the caller's key (run.meta.?tenant.orValue('')), by the policy's own model names (request.model) or by the call itself",
+					e.Ref(), r.path, r.writer, e.Ref())})
+			}
+		}
+	},
+}
+
+// protective reports whether e checks, masks, limits or charges the calls
+// it applies to, so that skipping it lets a call through that it would
+// hold back.
+func protective(e *dsl.Entry) bool {
+	switch {
+	case e.Use == "output_coerce":
+		// It shapes the answer for the caller, its only reader.
+		return false
+	case e.Kind != nil && e.Kind.Has("guards"):
+		return true
+	case e.Use == "redact", e.Use == "rate_limit":
+		return true
+	case e.Use == "meter":
+		return e.Fields["budget"] != nil
+	}
+	return false
+}
+
+// callerVars are the paths a caller writes under agentc serve, with who
+// writes them, for messages. A read of the path or of anything under it
+// counts; under request.params, the field read is named (temperature).
+var callerVars = []struct{ path, writer string }{
+	{"request.params.metadata", "the caller sends"},
+	{"request.params", "the caller sets"},
+	{"request.max_tokens", "the caller sets"},
+	{"run.id", "the caller names with the X-Agentc-Run header"},
+}
+
+// callerReadAt is a read of a caller-written path in a predicate.
+type callerReadAt struct {
+	offset       int
+	path, writer string
+}
+
+// callerRead returns the first read (in source order) of a path the caller
+// writes in the when src, unless a term of a top-level || reads none: the
+// caller can then only add calls to those the layer applies to. It
+// reports false for a predicate that does not parse (cel/syntax's to say).
+func callerRead(src string) (callerReadAt, bool) {
+	tree, ok := parsePredicate(src)
+	if !ok {
+		return callerReadAt{}, false
+	}
+	info := tree.SourceInfo()
+	var first *callerReadAt
+	for _, term := range disjuncts(tree.Expr()) {
+		var reads []callerReadAt
+		ast.PreOrderVisit(term, ast.NewExprVisitor(func(e ast.Expr) {
+			root, path, ok := selectPath(e)
+			if !ok {
+				return
+			}
+			for _, v := range callerVars {
+				if path == v.path || strings.HasPrefix(path, v.path+".") {
+					if v.path == "request.params" {
+						parts := strings.Split(path, ".")
+						path = strings.Join(parts[:min(3, len(parts))], ".")
+					} else {
+						path = v.path
+					}
+					r, _ := info.GetOffsetRange(root)
+					reads = append(reads, callerReadAt{runeToByte(src, int(r.Start)), path, v.writer})
+					return
+				}
+			}
+		}))
+		if len(reads) == 0 {
+			return callerReadAt{}, false
+		}
+		for _, r := range reads {
+			if first == nil || r.offset < first.offset {
+				first = &r
+			}
+		}
+	}
+	if first == nil {
+		return callerReadAt{}, false
+	}
+	return *first, true
+}
+
+// disjuncts splits x at its top-level ||.
+func disjuncts(x ast.Expr) []ast.Expr {
+	if x.Kind() == ast.CallKind && x.AsCall().FunctionName() == operators.LogicalOr {
+		var out []ast.Expr
+		for _, a := range x.AsCall().Args() {
+			out = append(out, disjuncts(a)...)
+		}
+		return out
+	}
+	return []ast.Expr{x}
+}
+
+// selectPath returns the dotted path of a chain of selects rooted at an
+// identifier (request.params.metadata.tier), with the identifier's id. A
+// comprehension's variable that shadows request or run is read as the
+// variable: no policy names its variable so.
+func selectPath(x ast.Expr) (int64, string, bool) {
+	var fields []string
+	for x.Kind() == ast.SelectKind {
+		fields = append(fields, x.AsSelect().FieldName())
+		x = x.AsSelect().Operand()
+	}
+	if len(fields) == 0 || x.Kind() != ast.IdentKind {
+		return 0, "", false
+	}
+	fields = append(fields, x.AsIdent())
+	slices.Reverse(fields)
+	return x.ID(), strings.Join(fields, "."), true
+}

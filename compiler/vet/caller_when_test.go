@@ -1,0 +1,49 @@
+package vet_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/agentc-dev/agentc/compiler/vet"
+)
+
+func TestCallerRead(t *testing.T) {
+	for _, tc := range []struct {
+		src, path, at string // at: the source from the read on; "" when none is reported
+	}{
+		{"request.params.metadata.tier != 'internal'", "request.params.metadata", "request.params.metadata.tier"},
+		{"request.params.metadata.?tier.orValue('') != 'x'", "request.params.metadata", "request.params"},
+		{"'tier' in request.params.metadata && size(messages) > 2", "request.params.metadata", "request.params.metadata &&"},
+		{"request.params.metadata['tier'] == 'gold'", "request.params.metadata", "request.params.metadata["},
+		{"size(messages) > 2 && request.params.temperature > 0.5", "request.params.temperature", "request.params.temperature"},
+		{"has(request.params.seed)", "request.params.seed", "request.params.seed"},
+		{"request.max_tokens == 0", "request.max_tokens", "request.max_tokens"},
+		{"!run.id.startsWith('trusted-')", "run.id", "run.id"},
+		{"messages.exists(m, m.role == 'tool' && run.id != 'x')", "run.id", "run.id"},
+		// Every term of the || reads what the caller writes.
+		{"request.max_tokens > 10 || run.id == 'x'", "request.max_tokens", "request.max_tokens"},
+		{"tool.name == 'a' && run.id == 'x' || 'é' == request.params.stop[0]", "run.id", "run.id"},
+		{"'é' == request.params.stop[0] || tool.name == 'a' && run.id == 'x'", "request.params.stop", "request.params.stop"},
+		// A term the caller cannot touch: it can only add calls.
+		{"tool.side_effecting || run.id.startsWith('audit-')", "", ""},
+		{"(request.model == 'big' || request.params.metadata.?strict.orValue('') == 'yes')", "", ""},
+		// What the layer decides about, the model's name, and the host's run data.
+		{"request.model == 'big'", "", ""},
+		{"size(request.tools) > 0 && messages.exists(m, m.role == 'tool')", "", ""},
+		{"run.meta.?tenant.orValue('') != 'internal' && run.agent == 'serve'", "", ""},
+		{"args.amount > 100.0", "", ""},
+		{"request.params.(", "", ""}, // does not parse: cel/syntax's
+	} {
+		path, off, ok := vet.CallerRead(tc.src)
+		if tc.path == "" {
+			assert.False(t, ok, "%s: reported %s", tc.src, path)
+			continue
+		}
+		if assert.True(t, ok, tc.src) {
+			assert.Equal(t, tc.path, path, tc.src)
+			assert.True(t, strings.HasPrefix(tc.src[off:], tc.at), "%s: reported at %q", tc.src, tc.src[off:])
+		}
+	}
+}
