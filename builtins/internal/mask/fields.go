@@ -15,9 +15,9 @@ import (
 // transcript reads them too, or a card number or a key a client put there
 // would reach the provider.
 
-// EndUserField names Metadata's user_id: the end user's id, OpenAI's user
+// endUserField names Metadata's user_id: the end user's id, OpenAI's user
 // and Anthropic's metadata.user_id.
-const EndUserField = "the end user's id (user, metadata.user_id)"
+const endUserField = "the end user's id (user, metadata.user_id)"
 
 // Field is a field of a chat call no model reads: Name names it in a
 // refusal, Text is its value. Fixed, set for the fields masking would
@@ -43,7 +43,7 @@ const (
 // prompt cache key, and the metadata's other values by key.
 func Fields(req *runtime.ChatRequest) func(yield func(Field) bool) {
 	return func(yield func(Field) bool) {
-		if id := req.Metadata["user_id"]; id != "" && !yield(Field{Name: EndUserField, Text: id, Fixed: fixedID}) {
+		if id := req.Metadata["user_id"]; id != "" && !yield(Field{Name: endUserField, Text: id, Fixed: fixedID}) {
 			return
 		}
 		if id := req.SafetyIdentifier; id != "" && !yield(Field{Name: "the safety identifier (safety_identifier)", Text: id, Fixed: fixedID}) {
