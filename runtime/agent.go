@@ -752,18 +752,24 @@ func (t *agentTurn) chat(ctx context.Context, step int) (ChatResponse, Message, 
 		calls    ToolCallBuilder
 		thinking ThinkingBuilder
 		order    BlockOrder
+		err      error // a thinking fragment refused
 	}
 	onDelta := t.req.OnDelta
 	resp, err := t.pl.Stream(ctx, creq, func(d Delta) bool {
+		if acc.err = acc.thinking.Add(&d); acc.err != nil {
+			return false
+		}
 		acc.text.WriteString(d.Text)
 		acc.calls.Add(&d)
-		acc.thinking.Add(&d)
 		acc.order.Add(&d)
 		if onDelta != nil {
 			onDelta(step, d)
 		}
 		return true
 	})
+	if err == nil {
+		err = acc.err
+	}
 	resp.Text = acc.text.String()
 	resp.Thinking = acc.thinking.Blocks()
 	resp.ToolCalls = acc.calls.ToolCalls()

@@ -189,3 +189,44 @@ func anthropicSSE(t *testing.T, name string) string {
 	require.NoError(t, err)
 	return string(b)
 }
+
+// A thinking fragment's index far beyond the blocks seen is refused, not
+// grown to: a model client (or a scenario) that sends index 1e9 would
+// otherwise have the builder allocate a billion blocks. An index a few
+// blocks ahead (blocks left out between) is still taken.
+func TestThinkingBuilderRefusesAnIndexFarBeyondTheBlocks(t *testing.T) {
+	var b runtime.ThinkingBuilder
+	d := think(0, "first", "sig-0")
+	require.NoError(t, b.Add(&d))
+	d = think(1+runtime.MaxThinkingIndexSkip, "skipped some", "sig-x")
+	require.NoError(t, b.Add(&d), "the most blocks one fragment may skip")
+	assert.Len(t, b.Blocks(), 2+runtime.MaxThinkingIndexSkip)
+
+	d = think(1e9, "far", "")
+	err := b.Add(&d)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "thinking fragment index 1000000000")
+	assert.Contains(t, err.Error(), "18 blocks seen")
+	assert.Len(t, b.Blocks(), 2+runtime.MaxThinkingIndexSkip, "nothing grown")
+
+	// Through a call and a turn: the call fails with that error.
+	model := func() *rt.Model {
+		return rt.NewModel(rt.Response{Stream: []runtime.Delta{think(0, "a", ""), think(1e9, "b", ""), {Text: "never read"}}})
+	}
+	pl := weatherAgent(t, model())
+	_, err = pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: "hi"}}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "thinking fragment index 1000000000")
+
+	s := weatherAgent(t, model()).Chat(context.Background(), runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: "hi"}}})
+	var last error
+	for _, err := range s.All() {
+		last = err
+	}
+	require.Error(t, last)
+	assert.Contains(t, last.Error(), "thinking fragment index 1000000000")
+
+	_, err = weatherAgent(t, model()).RunAgent(context.Background(), runtime.AgentRequest{Model: "primary", Input: "hi"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "thinking fragment index 1000000000")
+}

@@ -820,11 +820,25 @@ type thinkingParts struct {
 	text, signature []byte
 }
 
-// Add adds the thinking fragment of d, if any.
-func (b *ThinkingBuilder) Add(d *Delta) {
+// MaxThinkingIndexSkip is the most thinking blocks a fragment's index may
+// run past the blocks seen (ThinkingBuilder.Add): a stream numbers its
+// thinking blocks in order, and one that skips a few leaves them empty (a
+// layer left a block out); an index far beyond is a stream that would have
+// the builder allocate that many blocks.
+const MaxThinkingIndexSkip = 16
+
+// Add adds the thinking fragment of d, if any. A fragment whose index runs
+// more than MaxThinkingIndexSkip blocks past the blocks seen is refused
+// with a *CallError (KindPermanent), and nothing is added.
+func (b *ThinkingBuilder) Add(d *Delta) error {
 	f := d.Thinking
 	if f == nil || f.Index < 0 {
-		return
+		return nil
+	}
+	if f.Index-len(b.blocks) > MaxThinkingIndexSkip {
+		return &CallError{Kind: KindPermanent, Message: fmt.Sprintf(
+			"the model's stream sent thinking fragment index %d with %d blocks seen: a fragment may skip at most %d blocks",
+			f.Index, len(b.blocks), MaxThinkingIndexSkip)}
 	}
 	for len(b.blocks) <= f.Index {
 		b.blocks = append(b.blocks, thinkingParts{})
@@ -833,6 +847,7 @@ func (b *ThinkingBuilder) Add(d *Delta) {
 	p.redacted = p.redacted || f.Redacted
 	p.text = append(p.text, f.Text...)
 	p.signature = append(p.signature, f.Signature...)
+	return nil
 }
 
 // Blocks returns the assembled blocks, PartThinking and

@@ -36,7 +36,7 @@ const (
 // documentTokens estimates a PDF document's tokens (see DocumentPageTokens).
 func documentTokens(p *ContentPart) int64 {
 	data := p.Data
-	if rest, ok := strings.CutPrefix(p.ImageURL, "data:"); ok {
+	if rest, ok := DataURL(p.ImageURL); ok {
 		_, body, _ := strings.Cut(rest, ",")
 		var err error
 		if data, err = base64.StdEncoding.DecodeString(body); err != nil {
@@ -95,20 +95,20 @@ const (
 )
 
 // imageTokens estimates the input tokens of an image part from its size,
-// read from the header of its bytes (Data, or a base64 data: URL, which
-// wins as the providers send it): the most a provider bills for an image of
-// that size (imageTokensOf). An image whose size cannot be read is
+// read from the header of its bytes (Data, or a base64 data: URL, read in
+// any case as DataURL reads it, which wins as the providers send it): the
+// most a provider bills for an image of that size (imageTokensOf). An image whose size cannot be read is
 // estimated at MaxImageTokens.
 func imageTokens(p *ContentPart) int64 {
 	var r io.Reader
 	switch {
 	case p.ImageURL != "":
-		rest, ok := strings.CutPrefix(p.ImageURL, "data:")
+		rest, ok := DataURL(p.ImageURL)
 		if !ok {
 			return MaxImageTokens
 		}
 		head, body, ok := strings.Cut(rest, ",")
-		if !ok || !strings.HasSuffix(head, ";base64") {
+		if !ok || len(head) < len(";base64") || !strings.EqualFold(head[len(head)-len(";base64"):], ";base64") {
 			return MaxImageTokens
 		}
 		// Decoded as it is read: the header is a few bytes at the start,

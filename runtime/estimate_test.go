@@ -203,3 +203,18 @@ func TestRedactedThinkingIsEstimatedFromItsData(t *testing.T) {
 	assert.Equal(t, without+int64(len(data)+RedactedThinkingBytesPerToken-1)/RedactedThinkingBytesPerToken, with,
 		"a redacted_thinking block counts its encrypted data, which the model reads back")
 }
+
+// A data: URL is read in any case of its scheme and of its base64 marker,
+// as the layers read it (DataURL): a PDF or image spelt DATA: is estimated
+// from its data, not as a URL to fetch.
+func TestEstimateReadsDataURLsInAnyCase(t *testing.T) {
+	b64 := base64.StdEncoding.EncodeToString
+	empty := EstimateMessages([]Message{{Role: "user"}})
+	pages := "%PDF-1.4\n<< /Type /Page >>\n<< /Type /Page >>\n"
+	for _, scheme := range []string{"DATA:", "Data:", " data:"} {
+		doc := []Message{{Role: "user", Parts: []ContentPart{{Type: PartDocument, MediaType: "application/pdf", ImageURL: scheme + "application/pdf;base64," + b64([]byte(pages))}}}}
+		assert.Equal(t, empty+2*DocumentPageTokens, EstimateMessages(doc), scheme)
+		img := []Message{{Role: "user", Parts: []ContentPart{{Type: PartImage, ImageURL: scheme + "image/png;BASE64," + b64(pngHeader(100, 100))}}}}
+		assert.Equal(t, empty+85+170, EstimateMessages(img), scheme)
+	}
+}

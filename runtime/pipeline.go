@@ -338,14 +338,20 @@ func (pl *Pipeline) Complete(ctx context.Context, req ChatRequest) (ChatResponse
 		calls    ToolCallBuilder
 		thinking ThinkingBuilder
 		refusal  bool
+		err      error // a thinking fragment refused
 	}
 	resp, err := pl.Stream(ctx, req, func(d Delta) bool {
+		if acc.err = acc.thinking.Add(&d); acc.err != nil {
+			return false
+		}
 		acc.text.WriteString(d.Text)
 		acc.refusal = acc.refusal || d.Refusal && d.Text != ""
 		acc.calls.Add(&d)
-		acc.thinking.Add(&d)
 		return true
 	})
+	if err == nil {
+		err = acc.err
+	}
 	resp.Text, resp.Refusal = acc.text.String(), acc.refusal
 	resp.Thinking = acc.thinking.Blocks()
 	resp.ToolCalls = acc.calls.ToolCalls()
@@ -362,6 +368,8 @@ type ChatStream struct {
 	think ThinkingBuilder
 	// refusal is set when text of a Refusal delta arrived.
 	refusal bool
+	// refused is a thinking fragment ThinkingBuilder.Add refused.
+	refused error
 	resp    ChatResponse
 	err     error
 	used    bool
@@ -396,16 +404,21 @@ func (s *ChatStream) All() iter.Seq2[Delta, error] {
 		s.used = true
 		stopped := false
 		s.resp, s.err = s.pl.Stream(s.ctx, s.req, func(d Delta) bool {
+			if s.refused = s.think.Add(&d); s.refused != nil {
+				return false
+			}
 			s.text.WriteString(d.Text)
 			s.refusal = s.refusal || d.Refusal && d.Text != ""
 			s.calls.Add(&d)
-			s.think.Add(&d)
 			if !yield(d, nil) {
 				stopped = true
 				return false
 			}
 			return true
 		})
+		if s.err == nil {
+			s.err = s.refused
+		}
 		s.resp.Text, s.resp.Refusal = s.text.String(), s.refusal
 		s.resp.ToolCalls = s.calls.ToolCalls()
 		s.resp.Thinking = s.think.Blocks()

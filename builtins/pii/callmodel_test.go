@@ -126,3 +126,46 @@ func TestChatBlockAcrossConsecutiveMessages(t *testing.T) {
 	require.ErrorAs(t, err, &b)
 	assert.Empty(t, model.seen, "the model does not run")
 }
+
+// TestChatFieldsTheModelDoesNotRead: the fields a model client receives
+// that no model reads are read too, whatever system says (they are the
+// caller's). With redact the prompt cache key and the metadata's values
+// are masked on the call's copy, and the end user's id, the safety
+// identifier and a stop sequence holding personal data refuse the call (a
+// masked id would merge end users, a masked stop sequence stop elsewhere);
+// with block any of them refuses it.
+func TestChatFieldsTheModelDoesNotRead(t *testing.T) {
+	hi := []runtime.Message{{Role: "user", Content: "hi"}}
+	model := &requestModel{}
+	meta := map[string]string{"note": "for ann@example.com", "user_id": "u-1"}
+	_, err := chatPipeline(t, `{"action":"redact","system":false}`, model).Complete(context.Background(), runtime.ChatRequest{
+		Model: "primary", Messages: hi, PromptCacheKey: "4111 1111 1111 1111", Metadata: meta, SafetyIdentifier: "s-9", Stop: []string{"END"}})
+	require.NoError(t, err)
+	require.Len(t, model.seen, 1)
+	assert.Equal(t, "[REDACTED:card]", model.seen[0].PromptCacheKey)
+	assert.Equal(t, map[string]string{"note": "for [REDACTED:email]", "user_id": "u-1"}, model.seen[0].Metadata)
+	assert.Equal(t, "s-9", model.seen[0].SafetyIdentifier)
+	assert.Equal(t, "for ann@example.com", meta["note"], "the caller's map is never modified")
+
+	for _, tt := range []struct {
+		config, want string
+		req          runtime.ChatRequest
+	}{
+		{`{"action":"redact"}`, "the end user's id (user, metadata.user_id) holds personal data (email)", runtime.ChatRequest{Metadata: map[string]string{"user_id": "ann@example.com"}}},
+		{`{"action":"redact"}`, "the safety identifier (safety_identifier) holds personal data (card)", runtime.ChatRequest{SafetyIdentifier: "4111111111111111"}},
+		{`{"action":"redact"}`, "stop sequence 0 (stop, stop_sequences) holds personal data (email)", runtime.ChatRequest{Stop: []string{"ann@example.com"}}},
+		{`{}`, "the prompt cache key (prompt_cache_key) contains personal data (card)", runtime.ChatRequest{PromptCacheKey: "4111 1111 1111 1111"}},
+		{`{"system":false}`, `metadata "note" contains personal data (email)`, runtime.ChatRequest{Metadata: map[string]string{"note": "ann@example.com"}}},
+		{`{}`, "the end user's id (user, metadata.user_id) contains personal data (email)", runtime.ChatRequest{Metadata: map[string]string{"user_id": "ann@example.com"}}},
+		{`{}`, `metadata "[REDACTED:email]" contains personal data (email)`, runtime.ChatRequest{Metadata: map[string]string{"ann@example.com": "ann@example.com"}}},
+	} {
+		model := &requestModel{}
+		tt.req.Model, tt.req.Messages = "primary", hi
+		_, err := chatPipeline(t, tt.config, model).Complete(context.Background(), tt.req)
+		var b *runtime.BlockedError
+		require.ErrorAs(t, err, &b, tt.want)
+		assert.Contains(t, b.Message, tt.want)
+		assert.NotContains(t, b.Message, "ann@example.com")
+		assert.Empty(t, model.seen, "refused before the model: %s", tt.want)
+	}
+}

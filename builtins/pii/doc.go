@@ -49,7 +49,16 @@
 // results, the arguments (numbers included) and the names and ids of earlier tool calls, the
 // call ids of tool results, a message's author (name, which an OpenAI model reads), and,
 // unless `system: false`, the system messages, the definitions of the tools offered and the
-// schema of the response format. The text parts of a message, and those of consecutive
+// schema of the response format. So are, whatever `system` says, the fields of the call no
+// model reads but its provider receives (or a host's model client is handed): the end user's
+// id (OpenAI's user, Anthropic's metadata.user_id), the safety identifier, the stop
+// sequences, the prompt cache key and the metadata's other values. With "block" any of them
+// holding personal data blocks the call, naming the field; with "redact" the prompt cache key
+// and the metadata's values are masked on the call's copy, and the end user's id, the safety
+// identifier and a stop sequence holding personal data block the call with a
+// *runtime.BlockedError naming the field (a masked id would make every end user whose id masks
+// alike one to the provider's abuse monitoring, a masked stop sequence would stop the answer
+// at another text). The text parts of a message, and those of consecutive
 // messages of one role (Anthropic's API merges them into one turn), are read run together
 // as well as joined by line breaks (a model reads separate text blocks run together): with
 // "block" an item cut across two of them blocks the call, with "redact" it is masked. The

@@ -156,7 +156,13 @@ func kindsOf(ms []Match) string {
 // block sent back is signed and cannot be masked: with "block" one holding
 // personal data blocks the call; with "redact" it is left out of the call's
 // copy, or the call fails when the turn going on cannot do without it
-// (mask.Transcript.Thinking), as redact does with a secret.
+// (mask.Transcript.Thinking), as redact does with a secret. The fields no
+// model reads but its provider receives (mask.Fields: the end user's id, the
+// safety identifier, the stop sequences, the prompt cache key, the metadata)
+// are read whatever System says, the caller's own: with "block" any of them
+// holding personal data blocks the call; with "redact" the prompt cache key
+// and the metadata's values are masked, and the others, which masking would
+// change the meaning of, block it (mask.Transcript.RefuseFields).
 func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	if m.Action == ActionBlock {
 		return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
@@ -167,6 +173,12 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 			if _, split := tr.AcrossParts(c.Request.Messages, m.scanner.items, true); split {
 				return &runtime.BlockedError{Layer: m.name,
 					Message: "personal data cut across the parts of a message, or across consecutive messages of one role, which the model reads run together"}
+			}
+			if mask.HasFields(&c.Request) {
+				fields := mask.Transcript{Mask: m.scanner.Redact, Find: m.scanner.items, Seen: &m.seen}
+				if err := fields.BlockFields(c.Meta.Run.ID, &c.Request, m.name, "personal data"); err != nil {
+					return err
+				}
 			}
 			if err := m.blockThinking(c); err != nil {
 				return err
@@ -229,17 +241,23 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 			return err
 		}
 		masked = masked || split || dropped
+		if err := tr.RefuseFields(run, &c.Request, m.name, "personal data"); err != nil {
+			return err
+		}
 		tools, format, defsMasked := c.Request.Tools, c.Request.ResponseFormat, false
 		if m.System {
 			tools, format, defsMasked = tr.Definitions(run, &c.Request)
 		}
-		if !masked && !defsMasked {
+		key, metadata, fieldsMasked := tr.MaskFields(run, &c.Request)
+		if !masked && !defsMasked && !fieldsMasked {
 			return m.output(ctx, c, next, yield)
 		}
 		orig := c.Request
 		c.Request.Messages, c.Request.Tools, c.Request.ResponseFormat = msgs, tools, format
+		c.Request.PromptCacheKey, c.Request.Metadata = key, metadata
 		defer func() {
 			c.Request.Messages, c.Request.Tools, c.Request.ResponseFormat = orig.Messages, orig.Tools, orig.ResponseFormat
+			c.Request.PromptCacheKey, c.Request.Metadata = orig.PromptCacheKey, orig.Metadata
 		}()
 		return m.output(ctx, c, next, yield)
 	}

@@ -75,7 +75,13 @@
 // alike in a call and its result; the caller's messages are
 // never modified), the tool definitions the call offers (names, descriptions and parameter
 // schemas: a client may paste a key into a description or an enum) and the JSON Schema of its
-// response format (each schema still valid JSON), and streamed model output. Chat
+// response format (each schema still valid JSON), the fields of the call no model reads but
+// its provider receives (the prompt cache key and the metadata's values masked on the call's
+// copy; the end user's id, OpenAI's user and safety_identifier and Anthropic's
+// metadata.user_id, and the stop sequences refused with a *runtime.BlockedError naming the
+// field when they hold a secret, as a masked id would make every end user whose id masks alike
+// one to the provider, and a masked stop sequence would stop the answer elsewhere), and
+// streamed model output. Chat
 // output is released line by line, each line redacted whole, so that a secret split across
 // deltas is still caught; a PEM block is held from its BEGIN line to its END line, a line
 // ending where a value may follow ("password:", "Bearer") with the lines that complete it, and

@@ -149,7 +149,11 @@ func (m *Middleware) redactResult(v any) (any, error) {
 // result (tool messages and tool_result parts; a gateway client sends the
 // results of its own tools) and the arguments of earlier tool calls (still
 // valid JSON), and the tool definitions and the response format's schema
-// the call carries (mask.Transcript.Tools and Format). The text pieces a
+// the call carries (mask.Transcript.Tools and Format), and the fields no model
+// reads but its provider receives (mask.Fields): the prompt cache key and the
+// metadata's values are masked, and the end user's id, the safety identifier
+// and a stop sequence holding a secret refuse the call, as masking would
+// change what they do (mask.Transcript.RefuseFields). The text pieces a
 // model reads run together (a message's content and text parts, consecutive
 // messages of one role) are also read so, and a secret cut across them is
 // masked (mask.Transcript.AcrossParts). A thinking block sent
@@ -199,12 +203,18 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		if err != nil {
 			return err
 		}
+		if err := tr.RefuseFields(run, &c.Request, m.name, "a secret"); err != nil {
+			return err
+		}
 		tools, format, defsMasked := tr.Definitions(run, &c.Request)
-		if masked || dropped || defsMasked {
+		key, metadata, fieldsMasked := tr.MaskFields(run, &c.Request)
+		if masked || dropped || defsMasked || fieldsMasked {
 			orig := c.Request
 			c.Request.Messages, c.Request.Tools, c.Request.ResponseFormat = msgs, tools, format
+			c.Request.PromptCacheKey, c.Request.Metadata = key, metadata
 			defer func() {
 				c.Request.Messages, c.Request.Tools, c.Request.ResponseFormat = orig.Messages, orig.Tools, orig.ResponseFormat
+				c.Request.PromptCacheKey, c.Request.Metadata = orig.PromptCacheKey, orig.Metadata
 			}()
 		}
 		return linehold.Stream(ctx, c, inner, yield, linehold.Filter{

@@ -279,3 +279,39 @@ func TestSchemaUnderKeyWordKept(t *testing.T) {
 	assertJSONMasked(t, `{"password":{"type":"plain","value":"hunter22x"}}`,
 		`{"password":{"type":"plain","value":"[REDACTED:password-assignment]"}}`)
 }
+
+// The fields a model client receives that no model reads are read too: the
+// prompt cache key and the metadata's values are masked on the call's copy
+// (the caller's map untouched); the end user's id and a stop sequence
+// holding a secret refuse the call, as masking them would change what
+// they do.
+func TestChatFieldsTheModelDoesNotRead(t *testing.T) {
+	model := &requestModel{}
+	pl := redactPipeline(t, model)
+	meta := map[string]string{"note": "key " + awsKey, "tier": "gold", "user_id": "u-1"}
+	_, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: "go"}},
+		PromptCacheKey: "t7-" + projKey, Metadata: meta, Stop: []string{"END"}})
+	require.NoError(t, err)
+	require.Len(t, model.seen, 1)
+	sent := model.seen[0]
+	assert.Equal(t, map[string]string{"note": "key [REDACTED:aws-access-key-id]", "tier": "gold", "user_id": "u-1"}, sent.Metadata)
+	assert.NotContains(t, sent.PromptCacheKey, projKey)
+	assert.Contains(t, sent.PromptCacheKey, "t7-")
+	assert.Equal(t, []string{"END"}, sent.Stop)
+	assert.Equal(t, "key "+awsKey, meta["note"], "the caller's map is never modified")
+
+	for name, req := range map[string]runtime.ChatRequest{
+		"the end user's id":     {Metadata: map[string]string{"user_id": awsKey}},
+		"the safety identifier": {SafetyIdentifier: projKey},
+		"stop sequence 1":       {Stop: []string{"END", "token=" + awsKey}},
+	} {
+		req.Model, req.Messages = "primary", []runtime.Message{{Role: "user", Content: "go"}}
+		_, err := pl.Complete(context.Background(), req)
+		var blocked *runtime.BlockedError
+		require.ErrorAs(t, err, &blocked, name)
+		assert.Equal(t, "redact", blocked.Layer)
+		assert.Contains(t, blocked.Message, name)
+		assert.NotContains(t, blocked.Message, awsKey)
+	}
+	assert.Len(t, model.seen, 1, "no refused call reached the model")
+}

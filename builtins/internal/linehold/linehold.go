@@ -130,7 +130,9 @@ func Stream(ctx context.Context, c *runtime.ChatCall, next runtime.ChatHandler, 
 			finish = d.FinishReason
 		}
 		if d.Thinking != nil {
-			th.add(d.Thinking)
+			if failed = th.add(d.Thinking); failed != nil {
+				return false
+			}
 			if d.Text == "" && len(d.ToolCalls) == 0 {
 				return true
 			}
@@ -197,9 +199,12 @@ type thoughts struct {
 	held []runtime.ThinkingDelta
 }
 
-func (t *thoughts) add(f *runtime.ThinkingDelta) {
-	t.b.Add(&runtime.Delta{Thinking: f})
+func (t *thoughts) add(f *runtime.ThinkingDelta) error {
+	if err := t.b.Add(&runtime.Delta{Thinking: f}); err != nil {
+		return err
+	}
 	t.pending = true
+	return nil
 }
 
 // settle judges the blocks whose fragments have all arrived. The clean

@@ -185,3 +185,18 @@ func TestStreamThinkingHeldByAFailedStream(t *testing.T) {
 	require.EqualError(t, err, "upstream")
 	assert.Empty(t, got)
 }
+
+// TestStreamRefusesAThinkingIndexFarBeyond: a thinking fragment whose index
+// runs far past the blocks seen fails the stream (ThinkingBuilder.Add)
+// instead of growing the held blocks to it; nothing after it goes out.
+func TestStreamRefusesAThinkingIndexFarBeyond(t *testing.T) {
+	var got []runtime.Delta
+	err := linehold.Stream(context.Background(), &runtime.ChatCall{}, stream(
+		think(0, "clean", "sig"), think(1e9, "far", ""), runtime.Delta{Text: "Sunny.\n"}),
+		func(d runtime.Delta) bool { got = append(got, d); return true }, secret)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "thinking fragment index 1000000000")
+	for _, d := range got {
+		assert.NotEqual(t, "Sunny.\n", d.Text)
+	}
+}

@@ -12,4 +12,8 @@
 // for the consecutive strings of an array, and AcrossJSON for those of the
 // arrays of a JSON document a text holds. Thinking leaves out the signed
 // thinking blocks that hold what a layer masks, which cannot be masked.
+// Fields lists the fields of a call no model reads but its provider receives
+// (the end user's id, the stop sequences, the prompt cache key, the
+// metadata): MaskFields masks those masking leaves their meaning, and
+// RefuseFields and BlockFields refuse a call whose fields hold a finding.
 package mask
