@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/agentc-dev/agentc/builtins/internal/mask"
+	"github.com/agentc-dev/agentc/internal/cputime"
 	"github.com/agentc-dev/agentc/runtime"
 )
 
@@ -61,9 +62,7 @@ func TestLongReadingsStayLinear(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			run := func(n int) time.Duration {
-				start := time.Now()
-				read(n)
-				return time.Since(start)
+				return cputime.Of(func() { read(n) })
 			}
 			run(500) // warm up
 			small, large := run(2000), run(8000)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentc-dev/agentc/builtins/internal/mask"
+	"github.com/agentc-dev/agentc/internal/cputime"
 	"github.com/agentc-dev/agentc/runtime"
 )
 
@@ -76,9 +77,7 @@ func TestReadingsOfJSONStayLinear(t *testing.T) {
 				run := func(text string) time.Duration {
 					best := time.Duration(1 << 62)
 					for range 3 {
-						start := time.Now()
-						read(t, text)
-						best = min(best, time.Since(start))
+						best = min(best, cputime.Of(func() { read(t, text) }))
 					}
 					return best
 				}

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentc-dev/agentc/builtins/internal/textnorm/textnormtest"
+	"github.com/agentc-dev/agentc/internal/cputime"
 )
 
 // TestHexDumps: the lines of a hex dump (xxd, hexdump -C, od, hexdump's and od -x's
@@ -96,11 +97,11 @@ func TestLargeAdversarialInputsStayLinear(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			run := func(n int) time.Duration {
 				text := gen(n)
-				start := time.Now()
-				Encodings(text)
-				UnescapeNested(text, true)
-				DumpRunStart(text + "\n")
-				return time.Since(start)
+				return cputime.Of(func() {
+					Encodings(text)
+					UnescapeNested(text, true)
+					DumpRunStart(text + "\n")
+				})
 			}
 			run(1 << 16) // warm up
 			small, large := run(1<<18), run(1<<20)
