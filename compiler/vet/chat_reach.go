@@ -48,6 +48,10 @@ func chatEnvironment() (*cel.Env, error) {
 			cel.ParserRecursionLimit(predicate.MaxNestingDepth),
 			cel.ParserExpressionSizeLimit(predicate.MaxSourceBytes),
 			cel.ExpressionNodeLimit(maxExprNodes),
+			// A when may read optionally (run.?meta), as the runtime's
+			// predicates may: without it such a when would not parse here
+			// and every check through this environment would pass it by.
+			cel.OptionalTypes(),
 		}
 		for _, v := range predicate.Variables(predicate.Chat) {
 			opts = append(opts, cel.Variable(v.Name, cel.DynType))
