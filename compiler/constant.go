@@ -8,11 +8,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentc-dev/agentc/runtime/predicate"
-	"github.com/google/cel-go/common"
 	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
 	"github.com/google/cel-go/common/types"
-	"github.com/google/cel-go/parser"
 )
 
 // A deadTerm is a part of a predicate that fixes its value whatever the
@@ -36,7 +34,7 @@ type deadTerm struct {
 // only for the fields exact names (ints, sizes): a double (or dyn) field
 // may hold NaN, for which every comparison is false.
 func constantValue(src string, exact map[string]bool) (deadTerm, bool) {
-	tree, ok := parseCEL(src)
+	tree, ok := predicate.ParseSyntax(src)
 	if !ok {
 		return deadTerm{}, false
 	}
@@ -54,20 +52,6 @@ func neverNaN(checked *predicate.Checked) map[string]bool {
 		}
 	}
 	return out
-}
-
-// parseCEL parses a predicate without checking it, with the macros and
-// the optional syntax the predicates accept.
-func parseCEL(src string) (*ast.AST, bool) {
-	p, err := parser.NewParser(parser.Macros(parser.AllMacros...), parser.EnableOptionalSyntax(true))
-	if err != nil {
-		return nil, false
-	}
-	tree, errs := p.Parse(common.NewTextSource(src))
-	if errs != nil && len(errs.GetErrors()) > 0 {
-		return nil, false
-	}
-	return tree, true
 }
 
 type folder struct {

@@ -547,7 +547,7 @@ func closedWhenTrue(field string, pol int) string {
 // ternary's condition, the body of filter() or exists_one()) or the
 // comparison is not found.
 func comparisonPolarity(src string, offset int) int {
-	tree, ok := parseCEL(src)
+	tree, ok := predicate.ParseSyntax(src)
 	if !ok {
 		return 0
 	}

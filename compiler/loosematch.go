@@ -102,7 +102,7 @@ func (c *Compilation) skipsHarmlessly(x *dsl.Expr) bool {
 // deny): a loose test is not returned where a conjunct on that side pins
 // the host of the URL it reads.
 func looseTests(src string, side int, closed func(path string) bool) []looseTest {
-	tree, ok := parseCEL(src)
+	tree, ok := predicate.ParseSyntax(src)
 	if !ok {
 		return nil
 	}

@@ -10,6 +10,8 @@ import (
 	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
 	"github.com/google/cel-go/common/types"
+
+	"github.com/agentc-dev/agentc/runtime/predicate"
 )
 
 // overloadRE matches cel-go's report of a comparison of two values of
@@ -33,7 +35,7 @@ func mismatchHint(src string, offset int, msg string) (at int, hint string, ok b
 	if m == nil {
 		return 0, "", false
 	}
-	tree, parsed := parseCEL(src)
+	tree, parsed := predicate.ParseSyntax(src)
 	if !parsed {
 		return 0, "", false
 	}

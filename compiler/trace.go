@@ -179,7 +179,7 @@ type invariantWalker struct {
 // string constant it never holds (target.name == 'refnd'). The invariant
 // has type-checked: it parses.
 func (c *Compilation) checkInvariantReads(x *dsl.Expr) {
-	tree, ok := parseCEL(x.Source)
+	tree, ok := predicate.ParseSyntax(x.Source)
 	if !ok {
 		return
 	}

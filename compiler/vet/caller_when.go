@@ -9,6 +9,7 @@ import (
 	"github.com/google/cel-go/common/operators"
 
 	"github.com/agentc-dev/agentc/dsl"
+	"github.com/agentc-dev/agentc/runtime/predicate"
 )
 
 // CallerControlledWhen reports a protective layer whose when reads a value
@@ -106,7 +107,7 @@ type callerReadAt struct {
 // caller can then only add calls to those the layer applies to. It
 // reports false for a predicate that does not parse (cel/syntax's to say).
 func callerRead(src string) (callerReadAt, bool) {
-	tree, ok := parsePredicate(src)
+	tree, ok := predicate.ParseSyntax(src)
 	if !ok {
 		return callerReadAt{}, false
 	}

@@ -4,11 +4,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/google/cel-go/common"
 	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
 	"github.com/google/cel-go/common/types"
-	"github.com/google/cel-go/parser"
 
 	"github.com/agentc-dev/agentc/runtime/predicate"
 )
@@ -24,7 +22,7 @@ type ResultRead struct {
 // ResultReads returns the fields a predicate reads off result, in source
 // order; none when it does not parse.
 func ResultReads(src string) []ResultRead {
-	tree, ok := parsePredicate(src)
+	tree, ok := predicate.ParseSyntax(src)
 	if !ok {
 		return nil
 	}
@@ -61,20 +59,4 @@ func ResultReads(src string) []ResultRead {
 	}))
 	slices.SortStableFunc(out, func(a, b ResultRead) int { return a.Offset - b.Offset })
 	return out
-}
-
-// parsePredicate parses the predicate src with the syntax and limits of
-// the runtime's predicates, without type-checking it; false when it does
-// not parse (cel/syntax's to report).
-func parsePredicate(src string) (*ast.AST, bool) {
-	p, err := parser.NewParser(parser.Macros(parser.AllMacros...), parser.EnableOptionalSyntax(true),
-		parser.MaxRecursionDepth(predicate.MaxNestingDepth), parser.ExpressionSizeCodePointLimit(predicate.MaxSourceBytes))
-	if err != nil {
-		return nil, false
-	}
-	tree, errs := p.Parse(common.NewTextSource(src))
-	if errs != nil && len(errs.GetErrors()) > 0 {
-		return nil, false
-	}
-	return tree, true
 }
