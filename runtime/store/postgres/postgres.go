@@ -840,22 +840,33 @@ func (s *Store) Release(ctx context.Context, key string, token int64) error {
 // first process to ask; a schema dropped and created again, or another
 // schema, database or server, has another one.
 func (s *Store) StoreID(ctx context.Context) (string, error) {
+	id, _, err := s.StoreIDAt(ctx)
+	return id, err
+}
+
+// StoreIDAt implements runtime.StoreClock: the identity (StoreID) and the
+// server's time (clock_timestamp(), the clock its claims expire by), in
+// one statement.
+func (s *Store) StoreIDAt(ctx context.Context) (string, time.Time, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	var id string
+	var (
+		id string
+		at time.Time
+	)
 	// A row another session inserts at the same time is not seen by the
 	// statement that waited for it: the second round reads it.
 	for range 2 {
 		err := s.pool.QueryRow(ctx, s.q(`WITH i AS (INSERT INTO §.identity (id) VALUES ($1) ON CONFLICT (one) DO NOTHING RETURNING id)
-			SELECT id FROM i UNION ALL SELECT id FROM §.identity`), runtime.NewStoreID()).Scan(&id)
+			SELECT id, clock_timestamp() FROM (SELECT id FROM i UNION ALL SELECT id FROM §.identity) r LIMIT 1`), runtime.NewStoreID()).Scan(&id, &at)
 		if !errors.Is(err, pgx.ErrNoRows) {
 			if err != nil {
-				return "", fmt.Errorf("postgres store identity: %w", err)
+				return "", time.Time{}, fmt.Errorf("postgres store identity: %w", err)
 			}
-			return id, nil
+			return id, at, nil
 		}
 	}
-	return "", errors.New("postgres store identity: the identity row was inserted and is not visible")
+	return "", time.Time{}, errors.New("postgres store identity: the identity row was inserted and is not visible")
 }
 
 // Doubt implements runtime.Leaser: the claim's lease ends now, its owner's
