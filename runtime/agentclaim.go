@@ -36,14 +36,38 @@ type CallIntent struct {
 	// answered only under that key: a layer whose key_args, or whose
 	// tenant, changed since would look for another claim and find none.
 	Keys map[string]string `json:"keys,omitempty"`
+	// StoreTimes maps the identity of a store of Stores to its server's
+	// time when the identity was read (StoreClock), before any of the calls
+	// could be claimed in it: a resumed call's age is then read on that
+	// clock alone, whatever the clocks of the processes that recorded and
+	// resume the turn. A store without one is judged by Time.
+	StoreTimes map[string]time.Time `json:"store_times,omitempty"`
 }
 
 // ResumeClockSkew is how far apart the clocks of the process that recorded
 // a turn's tool calls, the process that resumes it and a shared store may
-// be: a resumed call is taken to have never started when its store holds no
-// claim of it only while the claim, had one been made, would certainly
-// still be kept (the layer's ttl after the calls were recorded, less this).
+// be, for a store that does not tell its time (StoreClock): a resumed call
+// is taken to have never started when its store holds no claim of it only
+// while the claim, had one been made, would certainly still be kept (the
+// layer's ttl after the calls were recorded, less this).
 const ResumeClockSkew = time.Minute
+
+// StoreClockMargin is what a resumed call's age read on its store's clock
+// (StoreClock) is kept under the layer's ttl by: the rounding of the
+// server's expiries.
+const StoreClockMargin = time.Second
+
+// StoreClock is a SharedLeaser that tells its server's time, the clock its
+// claims expire by (Redis TIME, PostgreSQL clock_timestamp()): a resumed
+// call's age is read on it (CallIntent.StoreTimes), so processes whose
+// clocks disagree neither run a call whose claim may have expired nor
+// hold one in doubt that could be answered.
+type StoreClock interface {
+	SharedLeaser
+	// StoreIDAt returns the store's identity (StoreID) and the server's
+	// time, in one round trip.
+	StoreIDAt(ctx context.Context) (id string, now time.Time, err error)
+}
 
 // SharedLeaser is a Leaser whose claims outlive the process that made them
 // and are seen by every process that may resume its runs (a redis or
@@ -102,6 +126,10 @@ type ResumedIntent struct {
 	// (ClaimVoucher.ClaimKey): a layer that claims it under another key now
 	// cannot say it never started.
 	Key string
+	// StoreSince is when the call was recorded by the clock of the store it
+	// would have been claimed in (CallIntent.StoreTimes; zero: not known,
+	// Since is to be read instead).
+	StoreSince time.Time
 }
 
 // resumedCall marks the context of a call a resumed turn runs although it
@@ -201,7 +229,7 @@ func (pl *Pipeline) recordIntent(ctx context.Context, at int, calls []ToolUse) {
 		keys[i] = agentCallKey(at, c)
 	}
 	intent := &CallIntent{Time: pl.now(), Calls: keys}
-	intent.Stores, intent.Keys = pl.claimStores(ctx, keys, calls)
+	intent.Stores, intent.Keys, intent.StoreTimes = pl.claimStores(ctx, keys, calls)
 	s := pl.runState(id)
 	s.mu.Lock()
 	s.intent = intent
@@ -211,9 +239,11 @@ func (pl *Pipeline) recordIntent(ctx context.Context, at int, calls []ToolUse) {
 // claimStores returns, by record key, the identity of the store each call
 // of calls would be claimed in by the outermost layer covering its tool
 // (claimLayer), each store asked once, and the key the layer would claim
-// it under. A store that cannot be read is logged and its calls left out,
-// as is a call the layer would refuse: resumed, they are in doubt.
-func (pl *Pipeline) claimStores(ctx context.Context, keys []string, calls []ToolUse) (stores, claims map[string]string) {
+// it under; and, by identity, the time of each store that tells it
+// (StoreClock), read with its identity. A store that cannot be read is
+// logged and its calls left out, as is a call the layer would refuse:
+// resumed, they are in doubt.
+func (pl *Pipeline) claimStores(ctx context.Context, keys []string, calls []ToolUse) (stores, claims map[string]string, times map[string]time.Time) {
 	var out map[string]string
 	var ids map[SharedLeaser]string
 	for i, c := range calls {
@@ -240,7 +270,18 @@ func (pl *Pipeline) claimStores(ctx context.Context, keys []string, calls []Tool
 		sid, ok := ids[l]
 		if !ok {
 			var err error
-			if sid, err = l.StoreID(ctx); err != nil {
+			if sc, clock := l.(StoreClock); clock {
+				var at time.Time
+				if sid, at, err = sc.StoreIDAt(ctx); err == nil {
+					if times == nil {
+						times = map[string]time.Time{}
+					}
+					times[sid] = at
+				}
+			} else {
+				sid, err = l.StoreID(ctx)
+			}
+			if err != nil {
 				pl.logger.WarnContext(ctx, "checkpoint: the identity of the idempotency store could not be read; a resumed turn finds the calls it would claim in doubt",
 					"tool", c.Name, "error", err)
 			}
@@ -257,7 +298,7 @@ func (pl *Pipeline) claimStores(ctx context.Context, keys []string, calls []Tool
 		}
 		out[keys[i]], claims[keys[i]] = sid, claim
 	}
-	return out, claims
+	return out, claims, times
 }
 
 // intentOf returns what the run of ctx recorded of the call of key, if it
@@ -271,7 +312,8 @@ func (pl *Pipeline) intentOf(ctx context.Context, key string) (ResumedIntent, bo
 		if s.intent == nil || s.intent.Time.IsZero() || !slices.Contains(s.intent.Calls, key) {
 			return found{}
 		}
-		return found{ResumedIntent{Since: s.intent.Time, Store: s.intent.Stores[key], Key: s.intent.Keys[key]}, true}
+		store := s.intent.Stores[key]
+		return found{ResumedIntent{Since: s.intent.Time, Store: store, Key: s.intent.Keys[key], StoreSince: s.intent.StoreTimes[store]}, true}
 	})
 	return f.in, f.ok
 }
@@ -321,7 +363,8 @@ func (pl *Pipeline) resumable(ctx context.Context, call ToolUse, key string, rec
 
 // clone returns a copy of c that shares no memory with it.
 func (c *CallIntent) clone() *CallIntent {
-	return &CallIntent{Time: c.Time, Calls: slices.Clone(c.Calls), Stores: maps.Clone(c.Stores), Keys: maps.Clone(c.Keys)}
+	return &CallIntent{Time: c.Time, Calls: slices.Clone(c.Calls), Stores: maps.Clone(c.Stores), Keys: maps.Clone(c.Keys),
+		StoreTimes: maps.Clone(c.StoreTimes)}
 }
 
 // NewStoreID returns a new random store identity (SharedLeaser.StoreID):

@@ -130,6 +130,28 @@ func runScopedLimits(p *plan.Plan, runsTools bool) []string {
 	return out
 }
 
+// runKeyedIdempotency returns the idempotent layers of p's tool chain
+// without key_args when the gateway runs tools: such a layer keys a call
+// that names no key of its own (Idempotency-Key) on its run, and each MCP
+// session is a run of its own, so a call sent again on another session (its
+// replica gone, its session expired or closed) runs again.
+func runKeyedIdempotency(p *plan.Plan, runsTools bool) []string {
+	if !runsTools {
+		return nil
+	}
+	var out []string
+	for _, l := range p.Chains.Tool {
+		var cfg struct {
+			KeyArgs []string `json:"key_args"`
+		}
+		_ = json.Unmarshal(l.Config, &cfg)
+		if l.Use == "idempotent" && len(cfg.KeyArgs) == 0 {
+			out = append(out, cmp.Or(l.Name, l.Use))
+		}
+	}
+	return out
+}
+
 // runScopedBudgets returns the meters with a budget of scope "run" (as
 // CHAIN:NAME) of the chains of p whose every budget is of that scope: the
 // gateway gives a request that names no run a run of its own, so each

@@ -648,3 +648,55 @@ chains: tool: [{use: "meter", budget: calls: 2, scope: "key", store: "shared"}]
 		})
 	}
 }
+
+// TestARefundSentAgainOnAnotherReplicasSession: a client whose replica
+// went away sends its refund again on a session of another replica. That
+// session is another run, so an idempotent layer keyed on the run (no
+// key_args) runs the refund again when the call names no key of its own;
+// the policy is loaded with a warning naming the layer. key_args, the
+// Idempotency-Key header or the X-Agentc-Run header keeps the call's key
+// across sessions and replicas, and the refund runs once.
+func TestARefundSentAgainOnAnotherReplicasSession(t *testing.T) {
+	const byRun = `
+keys: agent: {sha256: "%s", tenant: "shop"}
+mcp: servers: pay: url: "%s"
+tools: refund: side_effecting: true
+chains: tool: [{use: "idempotent", name: "once", store: "shared"}]
+`
+	for kind, url := range sharedStoreURLs(t) {
+		for _, tc := range []struct {
+			name    string
+			policy  string
+			headers map[string]string
+			refunds int64
+		}{
+			{"keyed on the session's run", byRun, nil, 2},
+			{"Idempotency-Key", byRun, map[string]string{"Idempotency-Key": "refund-A1"}, 1},
+			{"X-Agentc-Run", byRun, map[string]string{RunHeader: "order-A1"}, 1},
+			{"key_args", refundPolicy, nil, 1},
+		} {
+			t.Run(kind+"/"+tc.name, func(t *testing.T) {
+				b := newBank(t, false)
+				policy := fmt.Sprintf(tc.policy, sha("agent-key"), b.url)
+				if tc.policy == refundPolicy {
+					policy = fmt.Sprintf(tc.policy, sha("agent-key"), b.url, "5s")
+				}
+				f := startFleet(t, kind, url, 2, policy)
+				for _, r := range f.replicas {
+					res, err := connectProxy(t, r.url, "agent-key", tc.headers).CallTool(context.Background(), refundA1)
+					require.NoError(t, err)
+					require.False(t, res.IsError, text(t, res))
+					assert.Equal(t, "refunded 10.00 on A1", text(t, res))
+				}
+				assert.Equal(t, tc.refunds, b.refunds.Load())
+				logs := f.replicas[0].logs.String()
+				if tc.policy == refundPolicy {
+					assert.NotContains(t, logs, "idempotency keyed on the run")
+					return
+				}
+				assert.Contains(t, logs, "idempotency keyed on the run")
+				assert.Contains(t, logs, "layers=[once]")
+			})
+		}
+	}
+}

@@ -565,6 +565,10 @@ func (s *Server) install(g *generation) {
 		s.log.Warn("budget of scope run only: a request without "+RunHeader+", and each MCP session, is a run of its own with a whole budget, so these hold no caller that omits the header to a budget; give a caller's budget scope key (or global), beside them in the chain",
 			"layers", names)
 	}
+	if names := runKeyedIdempotency(g.plan, s.runsTools(g.plan)); len(names) > 0 {
+		s.log.Warn("idempotency keyed on the run: a tool call without Idempotency-Key is keyed on its run, and each MCP session without "+RunHeader+" is a run of its own, so a call sent again on another session (its replica gone, its session expired or closed) runs again; give these layers key_args naming the arguments that identify the effect (an order id), or have clients send Idempotency-Key or "+RunHeader,
+			"layers", names)
+	}
 	if names := runOnlyToolLayers(g.plan, s.runsTools(g.plan)); len(names) > 0 {
 		s.log.Warn("tool-chain layers that act only on a call that runs: the gateway runs no tool without mcp servers (the client runs the calls the model proposes, which the tool chain only admits), so these never act; clean results in the chat chain, which reads them when the client sends them back",
 			"layers", names)

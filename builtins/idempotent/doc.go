@@ -90,10 +90,16 @@
 // means the call never started (the turn recorded it before any claim, and
 // a claim made since would still be kept), so it is claimed and runs now;
 // a published result is replayed; a claim held or in doubt ends the turn
-// in doubt (*runtime.InDoubtError naming the layer). When more than `ttl`
-// less runtime.ResumeClockSkew (a minute) has passed since the turn
-// recorded the call, a claim could have expired: the call is in doubt
-// without asking the store. The turn recorded, with the call, the identity
+// in doubt (*runtime.InDoubtError naming the layer). When `ttl` less
+// runtime.StoreClockMargin (a second) has passed since the turn recorded
+// the call, by the store's own clock (runtime.StoreClock: the turn
+// recorded the store's time with its identity, and the layer reads it
+// again with the identity), a claim could have expired: the call is in
+// doubt. The clocks of the processes that recorded and resume the turn
+// play no part. A turn recorded without the store's time (an earlier
+// build, a store that does not tell it) is judged by its process's clock:
+// past `ttl` less runtime.ResumeClockSkew (a minute) by the resuming
+// process's clock, the call is in doubt without asking the store. The turn recorded, with the call, the identity
 // of the store it would be claimed in (runtime.SharedLeaser.StoreID): a
 // store that has another identity now (flushed, dropped and created again,
 // or another database, prefix, schema or server the layer points at since)

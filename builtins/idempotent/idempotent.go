@@ -281,13 +281,19 @@ func (m *Idempotent) resumable(ctx context.Context, c *runtime.ToolCall, key str
 	if !resumed {
 		return nil
 	}
-	if !m.answers(intent.Since) {
+	byStore := !intent.StoreSince.IsZero()
+	if m.ClaimStore() == nil || !byStore && !m.answers(intent.Since) {
 		// A resumed call that may have started, which the store cannot
 		// answer for: in doubt, without touching the store.
 		return &runtime.InDoubtError{Layer: m.name, Tool: c.Name, IdempotencyKey: c.IdempotencyKey()}
 	}
-	if err := m.sameStore(ctx, c, intent.Store); err != nil {
+	now, err := m.sameStore(ctx, c, intent.Store)
+	if err != nil {
 		return err
+	}
+	if byStore && !m.answersAt(intent, now) {
+		// By the store's clock, a claim made then could have expired.
+		return &runtime.InDoubtError{Layer: m.name, Tool: c.Name, IdempotencyKey: c.IdempotencyKey()}
 	}
 	if key != intent.Key {
 		// Claimed under another key then (key_args, or the tenant,
@@ -383,21 +389,32 @@ func (m *Idempotent) ClaimStore() runtime.SharedLeaser {
 // store flushed since, a schema dropped and created again, or another
 // database or server the layer is pointed at now has another identity, and
 // its lack of a claim says nothing. The call is then in doubt; a store that
-// cannot be read fails as a claim would.
-func (m *Idempotent) sameStore(ctx context.Context, c *runtime.ToolCall, recorded string) error {
-	id, err := m.ClaimStore().StoreID(ctx)
+// cannot be read fails as a claim would. It returns the store's time, read
+// with its identity when the store tells it (runtime.StoreClock; else
+// zero).
+func (m *Idempotent) sameStore(ctx context.Context, c *runtime.ToolCall, recorded string) (time.Time, error) {
+	var (
+		id  string
+		now time.Time
+		err error
+	)
+	if sc, ok := m.leaser.(runtime.StoreClock); ok {
+		id, now, err = sc.StoreIDAt(ctx)
+	} else {
+		id, err = m.ClaimStore().StoreID(ctx)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return time.Time{}, ctx.Err()
 		}
-		return m.storeErr("read the store's identity", err)
+		return time.Time{}, m.storeErr("read the store's identity", err)
 	}
 	if id == recorded {
-		return nil
+		return now, nil
 	}
 	m.logger.WarnContext(ctx, "idempotent: the store is not the one the resumed call would have been claimed in (flushed, dropped and created again, or another one since); the call is in doubt",
 		"tool", c.Name, "idempotency_key", c.IdempotencyKey(), "recorded_store", recorded, "store", id)
-	return &runtime.InDoubtError{Layer: m.name, Tool: c.Name, IdempotencyKey: c.IdempotencyKey()}
+	return time.Time{}, &runtime.InDoubtError{Layer: m.name, Tool: c.Name, IdempotencyKey: c.IdempotencyKey()}
 }
 
 // ClaimKey implements runtime.ClaimVoucher: the key the layer claims c
@@ -416,6 +433,17 @@ func (m *Idempotent) ClaimKey(c *runtime.ToolCall) (string, error) {
 func (m *Idempotent) answers(since time.Time) bool {
 	_, shared := m.leaser.(runtime.SharedLeaser)
 	return shared && m.clock.Now().Add(runtime.ResumeClockSkew).Before(since.Add(m.TTL.D()))
+}
+
+// answersAt is answers read on the store's own clock: the call was
+// recorded at intent.StoreSince by it, and it reads now (zero: the store
+// no longer tells its time, and answers decides). The clocks of the
+// processes that recorded and resume the turn play no part.
+func (m *Idempotent) answersAt(intent runtime.ResumedIntent, now time.Time) bool {
+	if now.IsZero() {
+		return m.answers(intent.Since)
+	}
+	return now.Add(runtime.StoreClockMargin).Before(intent.StoreSince.Add(m.TTL.D()))
 }
 
 // run executes the call under the lease token, renewing the lease while it

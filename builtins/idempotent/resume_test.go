@@ -188,14 +188,55 @@ func TestResumedCallThatNeverStartedRuns(t *testing.T) {
 				assert.Zero(t, w.model.Calls())
 			})
 			t.Run("claim could have expired: in doubt", func(t *testing.T) {
+				// Recorded a day ago by the store's clock; then by a build
+				// that did not record the store's time, a day ago by its own.
 				shared := storeOf(t, name)
 				old := intentCheckpoint(t, shared)
-				old.Calls.Time = old.Calls.Time.Add(-24 * time.Hour)
+				require.Len(t, old.Calls.StoreTimes, 1, "the store's time is recorded with its identity")
+				for id, at := range old.Calls.StoreTimes {
+					old.Calls.StoreTimes[id] = at.Add(-24 * time.Hour)
+				}
 				var refunds atomic.Int64
 				_, err := newResumeWorker(t, old, shared, layer, &refunds).resume(t)
 				var doubt *runtime.InDoubtError
 				require.ErrorAs(t, err, &doubt, "a claim made then would be gone after the ttl (24h)")
+
+				older := intentCheckpoint(t, shared)
+				older.Calls.StoreTimes = nil
+				older.Calls.Time = older.Calls.Time.Add(-24 * time.Hour)
+				_, err = newResumeWorker(t, older, shared, layer, &refunds).resume(t)
+				require.ErrorAs(t, err, &doubt, "without the store's time, the recording process's clock decides")
 				assert.Zero(t, refunds.Load())
+			})
+			t.Run("no claim, the recording clock a day behind: runs once", func(t *testing.T) {
+				// By the store's clock the calls were recorded just now.
+				shared := storeOf(t, name)
+				cp := intentCheckpoint(t, shared)
+				cp.Calls.Time = cp.Calls.Time.Add(-25 * time.Hour)
+				var refunds atomic.Int64
+				_, err := newResumeWorker(t, cp, shared, layer, &refunds).resume(t)
+				require.NoError(t, err)
+				assert.EqualValues(t, 1, refunds.Load())
+			})
+			t.Run("claim expired, the recording clock ahead: in doubt", func(t *testing.T) {
+				// The killed worker claimed the refund and made it; its
+				// claim is gone after the ttl by the store's clock. The
+				// worker's clock ran two minutes ahead of the resuming
+				// one's: by theirs the ttl has not passed.
+				short := rt.Layer("idempotent", `{"store": "shared", "lease_ttl": "300ms", "ttl": "1s"}`)
+				shared := storeOf(t, name)
+				cp := intentCheckpoint(t, shared)
+				cp.Calls.Time = cp.Calls.Time.Add(2 * time.Minute)
+				c := &runtime.ToolCall{Name: "refund", Args: map[string]any{"order_id": "A1"}, Meta: runtime.Meta{Run: runtime.Run{ID: "run-1"}}}
+				g, err := shared.(runtime.Leaser).Acquire(context.Background(), idempotent.Key(c), 300*time.Millisecond, time.Second, false)
+				require.NoError(t, err)
+				require.Equal(t, runtime.LeaseAcquired, g.Status)
+				time.Sleep(1500 * time.Millisecond)
+				var refunds atomic.Int64
+				_, err = newResumeWorker(t, cp, shared, short, &refunds).resume(t)
+				var doubt *runtime.InDoubtError
+				require.ErrorAs(t, err, &doubt, "the claim may have been made and expired: the store cannot say the call never started")
+				assert.Zero(t, refunds.Load(), "the refund does not run a second time")
 			})
 			t.Run("layer not on the tool: in doubt", func(t *testing.T) {
 				other := rt.Layer("idempotent", `{"store": "shared"}`)

@@ -61,10 +61,12 @@
 //     the arguments' digest is still that of the call's own arguments.
 //     An append whose connection fails (a restart, a proxy or a network
 //     that cut it in the pool, its backend terminated) is made again on another connection within
-//     the store's timeout, adding the row only if the table does not hold
-//     it already, so a cut connection does not cost a record; a statement
-//     still running on the server when the connection failed could, at
-//     worst, leave the record twice.
+//     the store's timeout, so a cut connection does not cost a record.
+//     Each record carries an id of its own (column record, added by schema
+//     version 9, under a unique index): the INSERT sent again adds no row
+//     when the first one committed, and waits for the first one's
+//     transaction when it is still running on the server, so a record is
+//     never written twice.
 //   - runtime.VectorIndex: table vectors with the embedding as real[];
 //     Query scores by exact scan in SQL (a dot product over unnest), or,
 //     when the pgvector extension is installed in the database, with its

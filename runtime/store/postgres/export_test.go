@@ -23,10 +23,10 @@ func Wrote(s *Store) { s.wrote(context.Background()) }
 // Purging reports whether a purge of s runs.
 func Purging(s *Store) bool { return s.purging.Load() }
 
-// AppendAgain writes r as Append does once its connection failed: only if
-// the table does not hold it already.
-func AppendAgain(ctx context.Context, s *Store, r runtime.AuditRecord) error {
-	vals, err := auditValues(r)
+// AppendAs writes r under the record id id, as Append does each time it
+// sends the record: only if the table does not hold that id already.
+func AppendAs(ctx context.Context, s *Store, r runtime.AuditRecord, id string) error {
+	vals, err := auditValues(r, id)
 	if err != nil {
 		return err
 	}

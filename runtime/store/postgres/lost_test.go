@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -57,14 +58,19 @@ func TestAnAuditRecordSurvivesACutConnection(t *testing.T) {
 	assert.Len(t, recs, 2)
 
 	// The append that follows a lost answer writes nothing when the first
-	// one committed.
-	require.NoError(t, postgres.AppendAgain(ctx, s, rec))
+	// one committed; another record alike in every field is another row.
+	const id, other = "0190f5a2-7b3c-7d4e-8f00-000000000001", "0190f5a2-7b3c-7d4e-8f00-000000000002"
 	rec.Time = time.Unix(102, 0)
-	require.NoError(t, postgres.AppendAgain(ctx, s, rec))
+	require.NoError(t, postgres.AppendAs(ctx, s, rec, id))
+	require.NoError(t, postgres.AppendAs(ctx, s, rec, id))
 	recs, err = direct.Records(ctx, "r1")
 	require.NoError(t, err)
 	require.Len(t, recs, 3)
 	assert.True(t, recs[2].Time.Equal(time.Unix(102, 0)))
+	require.NoError(t, postgres.AppendAs(ctx, s, rec, other))
+	recs, err = direct.Records(ctx, "r1")
+	require.NoError(t, err)
+	assert.Len(t, recs, 4, "two records alike, two rows")
 }
 
 // A backend terminated under the INSERT (pg_terminate_backend, a server
@@ -153,4 +159,60 @@ func TestAClaimsWritesSurviveACutConnection(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, runtime.LeaseAcquired, g.Status, "the released key is free")
 	assert.False(t, g.InDoubt)
+}
+
+// An INSERT of an audit record whose connection was cut while the server
+// still ran it (a network that failed: the driver's cancel request does
+// not get through either, or reaches the statement in its commit) commits
+// after the client gave up on it. The append sent again on another
+// connection looked for the row before that commit, found none and added
+// it: one logical record, two rows (in about half the tries). The second
+// append waits for the first one's transaction and adds nothing once it
+// committed.
+func TestAnAuditAppendSentAgainWhileTheFirstCommitsWritesOneRow(t *testing.T) {
+	direct, s, p := viaProxy(t, 10*time.Second)
+	ctx := context.Background()
+	schema := direct.Schema()
+	// The first INSERT of a run "slow..." holds its transaction open for
+	// most of a second after its row is in, a cancel request
+	// notwithstanding; the one sent again does not.
+	_, err := direct.Pool().Exec(ctx, `CREATE FUNCTION `+schema+`.slow_audit() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			IF NEW.run_id LIKE 'slow%' AND pg_try_advisory_xact_lock(hashtext('`+schema+` ' || NEW.run_id)) THEN
+				BEGIN
+					PERFORM pg_sleep(0.6);
+				EXCEPTION WHEN query_canceled THEN
+					PERFORM pg_sleep(0.6);
+				END;
+			END IF;
+			RETURN NEW;
+		END $$;
+		CREATE TRIGGER slow_audit AFTER INSERT ON `+schema+`.audit FOR EACH ROW EXECUTE FUNCTION `+schema+`.slow_audit()`)
+	require.NoError(t, err)
+	sleeping := func() int {
+		var n int
+		require.NoError(t, direct.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep'
+			AND query LIKE 'INSERT INTO `+schema+`.audit%'`).Scan(&n))
+		return n
+	}
+
+	for i := range 6 {
+		run := fmt.Sprintf("slow%d", i)
+		done := make(chan error, 1)
+		go func() {
+			done <- s.Append(ctx, runtime.AuditRecord{Time: time.Unix(100, 0), Layer: "audit", Tool: "refund",
+				Phase: runtime.PhaseOutcome, Decision: runtime.DecisionOK, RunID: run, Attempts: 1})
+		}()
+		require.Eventually(t, func() bool { return sleeping() == 1 }, 10*time.Second, 5*time.Millisecond,
+			"the first INSERT runs on the server")
+		p.Drop()
+		require.NoError(t, <-done, "the server is up: the record is written")
+
+		// Once the first INSERT's transaction ended, the trail holds the
+		// record once.
+		require.Eventually(t, func() bool { return sleeping() == 0 }, 10*time.Second, 10*time.Millisecond)
+		recs, err := direct.Records(ctx, run)
+		require.NoError(t, err)
+		require.Len(t, recs, 1, "one logical record, one row (try %d)", i)
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -29,7 +30,7 @@ const Kind = "postgres"
 const DefaultSchema = "agentc"
 
 // SchemaVersion is the version of the tables this package creates.
-const SchemaVersion = 8
+const SchemaVersion = 9
 
 // CompatibleSince is the oldest schema version whose code still works on
 // tables at SchemaVersion: it is stored next to the version, so an older
@@ -467,6 +468,15 @@ CREATE TABLE %[1]s.identity (
 -- builds, which the next call takes to count in its own interval; older
 -- builds, which name the columns they write, go on working beside.
 ALTER TABLE %[1]s.rate ADD COLUMN IF NOT EXISTS interval_us bigint;
+`, `
+-- Each audit record carries an id its appending process gave it: an
+-- INSERT sent again after its connection failed, while the first one may
+-- still commit on the server, waits for that one's transaction on the
+-- unique index and adds no second row. NULL in the rows of older builds,
+-- which the partial index leaves out; older builds, which name the columns
+-- they write, go on appending beside.
+ALTER TABLE %[1]s.audit ADD COLUMN IF NOT EXISTS record uuid;
+CREATE UNIQUE INDEX IF NOT EXISTS audit_record ON %[1]s.audit (record) WHERE record IS NOT NULL;
 `}
 
 // Open connects to the database at url, creates or migrates the tables of
@@ -634,15 +644,6 @@ func (s *Store) Close() error {
 
 // q expands the schema into a statement.
 func (s *Store) q(stmt string) string { return strings.ReplaceAll(stmt, "§", s.schema) }
-
-// until returns the expiry of a ttl (nil: never).
-func until(ttl time.Duration) *time.Time {
-	if ttl <= 0 {
-		return nil
-	}
-	t := time.Now().Add(ttl)
-	return &t
-}
 
 // purgeEvery is how many writes pass between purges of expired rows.
 var purgeEvery int64 = 1024
@@ -839,22 +840,33 @@ func (s *Store) Release(ctx context.Context, key string, token int64) error {
 // first process to ask; a schema dropped and created again, or another
 // schema, database or server, has another one.
 func (s *Store) StoreID(ctx context.Context) (string, error) {
+	id, _, err := s.StoreIDAt(ctx)
+	return id, err
+}
+
+// StoreIDAt implements runtime.StoreClock: the identity (StoreID) and the
+// server's time (clock_timestamp(), the clock its claims expire by), in
+// one statement.
+func (s *Store) StoreIDAt(ctx context.Context) (string, time.Time, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	var id string
+	var (
+		id string
+		at time.Time
+	)
 	// A row another session inserts at the same time is not seen by the
 	// statement that waited for it: the second round reads it.
 	for range 2 {
 		err := s.pool.QueryRow(ctx, s.q(`WITH i AS (INSERT INTO §.identity (id) VALUES ($1) ON CONFLICT (one) DO NOTHING RETURNING id)
-			SELECT id FROM i UNION ALL SELECT id FROM §.identity`), runtime.NewStoreID()).Scan(&id)
+			SELECT id, clock_timestamp() FROM (SELECT id FROM i UNION ALL SELECT id FROM §.identity) r LIMIT 1`), runtime.NewStoreID()).Scan(&id, &at)
 		if !errors.Is(err, pgx.ErrNoRows) {
 			if err != nil {
-				return "", fmt.Errorf("postgres store identity: %w", err)
+				return "", time.Time{}, fmt.Errorf("postgres store identity: %w", err)
 			}
-			return id, nil
+			return id, at, nil
 		}
 	}
-	return "", errors.New("postgres store identity: the identity row was inserted and is not visible")
+	return "", time.Time{}, errors.New("postgres store identity: the identity row was inserted and is not visible")
 }
 
 // Doubt implements runtime.Leaser: the claim's lease ends now, its owner's
@@ -1036,23 +1048,28 @@ func (s *Store) ForgetLedger(ctx context.Context, key string) error {
 // record; the arguments' digest is still that of the call's arguments.
 //
 // When the connection fails under the INSERT (a server restart, a proxy or
-// a network that cut it while it sat in the pool, its backend terminated
-// while the statement waited for a lock), the record is written
-// again on another connection, up to appendTries times within the store's
-// timeout, by an INSERT that adds it only if the table does not hold it
-// already: the first one may have committed before its answer was lost.
-// Without this the first call after the cut would lose its outcome record,
-// the server being up.
+// a network that cut it while it sat in the pool or while the statement
+// ran, its backend terminated while the statement waited for a lock), the
+// record is written again on another connection, up to appendTries times
+// within the store's timeout: without this the first call after the cut
+// would lose its outcome record, the server being up. The first INSERT may
+// have committed before its answer was lost, or may still be running on
+// the server and commit later (the driver's cancel request is lost with
+// the network, or comes too late), so each record carries an id of its
+// own (column record, unique): the INSERT sent again waits for the first
+// one's transaction, and adds nothing when it committed.
 func (s *Store) Append(ctx context.Context, r runtime.AuditRecord) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	vals, err := auditValues(r)
+	id, err := uuid.NewV7()
+	if err != nil {
+		return fmt.Errorf("postgres audit append: %w", err)
+	}
+	vals, err := auditValues(r, id.String())
 	if err != nil {
 		return err
 	}
-	_, err = s.pool.Exec(ctx, s.q(`INSERT INTO §.audit (time, layer, stage, tool, phase, decision, error_type,
-		error_message, attempts, run_id, idempotency_key, duration_ns, args_digest, args)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`), vals...)
+	err = s.appendOnce(ctx, vals)
 	for tries := 1; err != nil && tries < appendTries && connectionLost(ctx, err); tries++ {
 		err = s.appendOnce(ctx, vals)
 	}
@@ -1063,8 +1080,9 @@ func (s *Store) Append(ctx context.Context, r runtime.AuditRecord) error {
 	return nil
 }
 
-// auditValues returns the arguments of the statements that insert r.
-func auditValues(r runtime.AuditRecord) ([]any, error) {
+// auditValues returns the arguments of the statement that inserts r under
+// the record id id.
+func auditValues(r runtime.AuditRecord, id string) ([]any, error) {
 	r = storable(r)
 	var args []byte
 	if r.Args != nil {
@@ -1075,7 +1093,7 @@ func auditValues(r runtime.AuditRecord) ([]any, error) {
 		args = pgJSON(b)
 	}
 	return []any{r.Time, r.Layer, r.Stage, r.Tool, string(r.Phase), string(r.Decision), r.ErrorType,
-		r.ErrorMessage, r.Attempts, r.RunID, r.IdempotencyKey, int64(r.Duration), r.ArgsDigest, args}, nil
+		r.ErrorMessage, r.Attempts, r.RunID, r.IdempotencyKey, int64(r.Duration), r.ArgsDigest, args, id}, nil
 }
 
 // appendTries bounds the statements of one Append, or one fenced write of a
@@ -1091,17 +1109,15 @@ func connectionLost(ctx context.Context, err error) bool {
 	return (!errors.As(err, &pe) || pe.Severity == "FATAL") && ctx.Err() == nil
 }
 
-// appendOnce inserts the record of vals (Append's statement arguments)
-// unless the table holds a row with its time, run, phase, layer, tool,
-// idempotency key, decision, attempts and digest: the row of an INSERT whose
-// answer was lost. The lookup reads the time index.
+// appendOnce inserts the record of vals (auditValues) unless the table
+// holds its record id: the row of an INSERT whose answer was lost. An
+// INSERT of that id still in progress is waited for (the unique index), so
+// one that commits after its connection failed is not written twice.
 func (s *Store) appendOnce(ctx context.Context, vals []any) error {
 	_, err := s.pool.Exec(ctx, s.q(`INSERT INTO §.audit (time, layer, stage, tool, phase, decision, error_type,
-		error_message, attempts, run_id, idempotency_key, duration_ns, args_digest, args)
-		SELECT $1::timestamptz, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::text, $9::integer,
-			$10::text, $11::text, $12::bigint, $13::text, $14::jsonb
-		WHERE NOT EXISTS (SELECT 1 FROM §.audit WHERE time = $1 AND run_id = $10 AND phase = $5 AND layer = $2
-			AND tool = $4 AND idempotency_key = $11 AND decision = $6 AND attempts = $9 AND args_digest = $13)`), vals...)
+		error_message, attempts, run_id, idempotency_key, duration_ns, args_digest, args, record)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15::uuid)
+		ON CONFLICT (record) WHERE record IS NOT NULL DO NOTHING`), vals...)
 	return err
 }
 

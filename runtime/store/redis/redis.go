@@ -582,12 +582,15 @@ func (s *Store) Release(ctx context.Context, key string, token int64) error {
 const identityKey = "store-identity"
 
 // identityScript returns the value of KEYS[1], setting it to ARGV[1] first
-// when it has none.
+// when it has none, and the server's time (seconds, microseconds).
 var identityScript = goredis.NewScript(`
+local t = redis.call('TIME')
 local v = redis.call('GET', KEYS[1])
-if v then return v end
-redis.call('SET', KEYS[1], ARGV[1])
-return ARGV[1]
+if not v then
+  v = ARGV[1]
+  redis.call('SET', KEYS[1], v)
+end
+return {v, t[1], t[2]}
 `)
 
 // StoreID implements runtime.SharedLeaser: every process that opens the
@@ -599,11 +602,26 @@ return ARGV[1]
 // an expiry (allkeys-*) could drop it: a new one is then made, and resumed
 // calls are in doubt rather than run.
 func (s *Store) StoreID(ctx context.Context) (string, error) {
-	id, err := identityScript.Run(ctx, s.c, []string{s.k(identityKey)}, runtime.NewStoreID()).Text()
+	id, _, err := s.StoreIDAt(ctx)
+	return id, err
+}
+
+// StoreIDAt implements runtime.StoreClock: the identity (StoreID) and the
+// server's time (TIME), the clock its claims expire by, in one script call.
+func (s *Store) StoreIDAt(ctx context.Context) (string, time.Time, error) {
+	v, err := identityScript.Run(ctx, s.c, []string{s.k(identityKey)}, runtime.NewStoreID()).StringSlice()
 	if err != nil {
-		return "", fmt.Errorf("redis store identity: %w", err)
+		return "", time.Time{}, fmt.Errorf("redis store identity: %w", err)
 	}
-	return id, nil
+	if len(v) != 3 {
+		return "", time.Time{}, fmt.Errorf("redis store identity: unexpected reply %v", v)
+	}
+	sec, err1 := strconv.ParseInt(v[1], 10, 64)
+	usec, err2 := strconv.ParseInt(v[2], 10, 64)
+	if err1 != nil || err2 != nil {
+		return "", time.Time{}, fmt.Errorf("redis store identity: unexpected time %v", v[1:])
+	}
+	return v[0], time.Unix(sec, usec*1000), nil
 }
 
 // Doubt implements runtime.Leaser in one script call.

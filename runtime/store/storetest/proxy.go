@@ -78,6 +78,17 @@ func (p *Proxy) Cut() {
 	clear(p.conns)
 }
 
+// Drop closes every connection through the proxy and goes on listening:
+// a network that failed under the connections open, the server unaware.
+func (p *Proxy) Drop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c := range p.conns {
+		_ = c.Close()
+	}
+	clear(p.conns)
+}
+
 // Restore listens again on the address of before Cut.
 func (p *Proxy) Restore() { p.listen(p.addr) }
 
