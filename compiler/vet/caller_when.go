@@ -24,7 +24,8 @@ the request's metadata (request.params.metadata, user_id included, which
 the user field fills), its other parameters (request.params.temperature,
 top_p, seed, stop, tool_choice, response_format) and request.max_tokens,
 and in the chat and tool stages run.id, which the caller names with the
-X-Agentc-Run header. A layer that checks, masks, limits or charges calls
+X-Agentc-Run header; an optional read (run.?id,
+request.?params.?metadata) reads them all the same. A layer that checks, masks, limits or charges calls
 (one with the guards trait: guard, pii, security, content_filter, judge,
 egress, file_check, tool_policy, max_tokens; and redact, rate_limit, a
 meter with a budget) scoped by such a value
@@ -162,14 +163,24 @@ func disjuncts(x ast.Expr) []ast.Expr {
 }
 
 // selectPath returns the dotted path of a chain of selects rooted at an
-// identifier (request.params.metadata.tier), with the identifier's id. A
-// comprehension's variable that shadows request or run is read as the
-// variable: no policy names its variable so.
+// identifier (request.params.metadata.tier), with the identifier's id; an
+// optional select (run.?id) is a select of its field. A comprehension's
+// variable that shadows request or run is read as the variable: no policy
+// names its variable so.
 func selectPath(x ast.Expr) (int64, string, bool) {
 	var fields []string
-	for x.Kind() == ast.SelectKind {
-		fields = append(fields, x.AsSelect().FieldName())
-		x = x.AsSelect().Operand()
+	for {
+		if x.Kind() == ast.SelectKind {
+			fields = append(fields, x.AsSelect().FieldName())
+			x = x.AsSelect().Operand()
+			continue
+		}
+		if field, operand, ok := optSelect(x); ok {
+			fields = append(fields, field)
+			x = operand
+			continue
+		}
+		break
 	}
 	if len(fields) == 0 || x.Kind() != ast.IdentKind {
 		return 0, "", false
@@ -177,4 +188,18 @@ func selectPath(x ast.Expr) (int64, string, bool) {
 	fields = append(fields, x.AsIdent())
 	slices.Reverse(fields)
 	return x.ID(), strings.Join(fields, "."), true
+}
+
+// optSelect returns the field and the operand of an optional select
+// (x.?field), which parses as a call of operators.OptSelect.
+func optSelect(x ast.Expr) (string, ast.Expr, bool) {
+	if x.Kind() != ast.CallKind || x.AsCall().FunctionName() != operators.OptSelect {
+		return "", nil, false
+	}
+	args := x.AsCall().Args()
+	if len(args) != 2 || args[1].Kind() != ast.LiteralKind {
+		return "", nil, false
+	}
+	field, ok := args[1].AsLiteral().Value().(string)
+	return field, args[0], ok
 }

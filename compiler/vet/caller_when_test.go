@@ -22,6 +22,13 @@ func TestCallerRead(t *testing.T) {
 		{"request.max_tokens == 0", "request.max_tokens", "request.max_tokens"},
 		{"!run.id.startsWith('trusted-')", "run.id", "run.id"},
 		{"messages.exists(m, m.role == 'tool' && run.id != 'x')", "run.id", "run.id"},
+		// An optional read is a read all the same.
+		{"run.?id.orValue('') != 'ops'", "run.id", "run"},
+		{"request.?max_tokens.orValue(0) < 4096", "request.max_tokens", "request"},
+		{"request.?params.?metadata.?tier.orValue('') != 'internal'", "request.params.metadata", "request"},
+		{"request.params.?seed.hasValue()", "request.params.seed", "request.params"},
+		{"request.?params.metadata[?'tier'].hasValue()", "request.params.metadata", "request"},
+		{"run.?meta.?tenant.orValue('') != 'internal'", "", ""},
 		// Every term of the || reads what the caller writes.
 		{"request.max_tokens > 10 || run.id == 'x'", "request.max_tokens", "request.max_tokens"},
 		{"tool.name == 'a' && run.id == 'x' || 'é' == request.params.stop[0]", "run.id", "run.id"},
