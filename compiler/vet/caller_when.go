@@ -28,7 +28,9 @@ X-Agentc-Run header; an optional read (run.?id,
 request.?params.?metadata) reads them all the same. A layer that checks, masks, limits or charges calls
 (one with the guards trait: guard, pii, security, content_filter, judge,
 egress, file_check, tool_policy, max_tokens; and redact, rate_limit, a
-meter with a budget) scoped by such a value
+meter with a budget; and audit, which writes no record of a call it
+skips, and idempotent, which lets a repeated side effect it skips run
+again) scoped by such a value
 (when: "request.params.metadata.tier != 'internal'") is skipped for any
 caller that sends the value making the when false: the policy reads as
 enforcing, and nothing at vet time shows that the protection is the
@@ -69,9 +71,9 @@ session are the host's.`,
 	},
 }
 
-// protective reports whether e checks, masks, limits or charges the calls
-// it applies to, so that skipping it lets a call through that it would
-// hold back.
+// protective reports whether e checks, masks, limits, charges, records or
+// dedupes the calls it applies to, so that skipping it lets a call through
+// that it would hold back, or leave a trace of.
 func protective(e *dsl.Entry) bool {
 	switch {
 	case e.Use == "output_coerce":
@@ -80,6 +82,10 @@ func protective(e *dsl.Entry) bool {
 	case e.Kind != nil && e.Kind.Has("guards"):
 		return true
 	case e.Use == "redact", e.Use == "rate_limit":
+		return true
+	case e.Use == "audit", e.Use == "idempotent":
+		// A skipped audit writes no record of the call; a skipped
+		// idempotent lets a repeated side effect run again.
 		return true
 	case e.Use == "meter":
 		return e.Fields["budget"] != nil
