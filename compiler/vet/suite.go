@@ -31,6 +31,7 @@ var Suite = []*Rule{
 	AfterSideEffect,
 	Inert,
 	ContextWindow,
+	BudgetBelowEstimate,
 	UndeclaredTools,
 	StoreSetup,
 	LocalInReplicas,
