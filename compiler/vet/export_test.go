@@ -9,3 +9,7 @@ func CallerRead(src string) (path string, offset int, ok bool) {
 	r, ok := callerRead(src)
 	return r.path, r.offset, ok
 }
+
+// AnthropicMaxTokens is the output bound the meter's estimate is read
+// with for an anthropic model that declares no max_tokens.
+const AnthropicMaxTokens = anthropicMaxTokens
