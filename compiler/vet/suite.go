@@ -36,6 +36,7 @@ var Suite = []*Rule{
 	StoreSetup,
 	LocalInReplicas,
 	CacheAcrossTenants,
+	LooseKey,
 	UserConstraint,
 	NeverPaired,
 }

@@ -51,6 +51,7 @@ var designRules = map[string]dsl.Severity{
 	"state/store-setup":                  dsl.Error,
 	"state/local-in-replicas":            dsl.Warning,
 	"state/cache-across-tenants":         dsl.Warning,
+	"state/loose-key":                    dsl.Warning,
 	"order/<id>":                         "",
 	"order/never-paired":                 dsl.Warning,
 }
