@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
+	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
 
@@ -46,8 +48,14 @@ for (keep a model that needs the layer from being reached some other way:
 a fallback or hedge outside the layer rewrites request.model, which
 guard/inert reports where it leaves the layer inert). A when that is an
 ||, one of whose terms reads nothing the caller writes, is not reported
-either: the caller can only add calls to those that term applies the
-layer to (when: "tool.side_effecting || run.id.startsWith('audit-')").
+either where every term that reads it is false for a caller who sends
+nothing (no metadata, no max_tokens, a run of its own): the caller can
+only add calls to those the other terms apply the layer to (when:
+"tool.side_effecting || run.id.startsWith('audit-')"). A term that holds
+for such a caller (request.model == 'big' ||
+request.params.metadata.?tier.orValue('') != 'internal') applies the
+layer to calls that any caller takes out by sending a value, and is
+reported.
 Layers that protect nothing (retry, fallback, memoize, log, ...) may be
 scoped by anything, and so may output_coerce, which shapes the answer for
 the caller, its only reader (when:
@@ -59,7 +67,7 @@ session are the host's.`,
 				if e.When == nil || !protective(e) {
 					continue
 				}
-				r, ok := callerRead(e.When.Source)
+				r, ok := callerRead(stage, e.When.Source)
 				if !ok {
 					continue
 				}
@@ -110,16 +118,22 @@ type callerReadAt struct {
 }
 
 // callerRead returns the first read (in source order) of a path the caller
-// writes in the when src, unless a term of a top-level || reads none: the
-// caller can then only add calls to those the layer applies to. It
-// reports false for a predicate that does not parse (cel/syntax's to say).
-func callerRead(src string) (callerReadAt, bool) {
+// writes in the when src of a layer of stage, unless a term of a top-level
+// || reads none and every term that reads one is false for a caller who
+// sends nothing (an opt-in, request.params.metadata.?strict.orValue(”) ==
+// 'yes'): the caller can then only add calls to those the layer applies
+// to. A term that holds for such a caller (request.params.metadata.?tier
+// .orValue(”) != 'internal') is one the caller makes false to skip the
+// layer. It reports false for a predicate that does not parse (cel/syntax's
+// to say).
+func callerRead(stage, src string) (callerReadAt, bool) {
 	tree, ok := predicate.ParseSyntax(src)
 	if !ok {
 		return callerReadAt{}, false
 	}
 	info := tree.SourceInfo()
-	var first *callerReadAt
+	var first, optOut *callerReadAt
+	safe := false
 	for _, term := range disjuncts(tree.Expr()) {
 		var reads []callerReadAt
 		ast.PreOrderVisit(term, ast.NewExprVisitor(func(e ast.Expr) {
@@ -142,18 +156,112 @@ func callerRead(src string) (callerReadAt, bool) {
 			}
 		}))
 		if len(reads) == 0 {
-			return callerReadAt{}, false
+			safe = true
+			continue
 		}
 		for _, r := range reads {
 			if first == nil || r.offset < first.offset {
 				first = &r
 			}
+			if optOut == nil && holdsByDefault(stage, term, info) {
+				optOut = &r
+			}
 		}
 	}
-	if first == nil {
+	switch {
+	case first == nil:
 		return callerReadAt{}, false
+	case !safe:
+		return *first, true
+	case optOut != nil:
+		return *optOut, true
 	}
-	return *first, true
+	return callerReadAt{}, false
+}
+
+// holdsByDefault reports whether term, a term of a when of a layer of
+// stage, is true for a call whose caller sends nothing: no metadata,
+// max_tokens unset (0) and a run of its own (run.id "anon-..."), the rest
+// of the call unknown. A term it cannot tell holds for is taken not to.
+func holdsByDefault(stage string, term ast.Expr, info *ast.SourceInfo) bool {
+	env, unknowns, err := callerEnvironment(stage)
+	if err != nil {
+		return false
+	}
+	prg, err := env.PlanProgram(ast.NewAST(term, info), append([]cel.ProgramOption{cel.EvalOptions(cel.OptPartialEval)}, programOptions...)...)
+	if err != nil {
+		return false
+	}
+	vars := map[string]any{"run": map[string]any{"id": "anon-0"}}
+	if stage == "chat" {
+		vars["request"] = map[string]any{"params": map[string]any{"metadata": map[string]any{}}, "max_tokens": 0}
+	}
+	act, err := cel.PartialVars(vars, unknowns...)
+	if err != nil {
+		return false
+	}
+	out, err := evalBounded(prg, act)
+	if err != nil {
+		return false
+	}
+	v, known := boolValue(out)
+	return known && v
+}
+
+var (
+	callerEnvMu sync.Mutex
+	callerEnvs  = map[string]*cel.Env{}
+	callerUnk   = map[string][]*cel.AttributePatternType{}
+)
+
+// callerEnvironment returns the CEL environment of stage with every
+// variable dyn, and the attributes unknown to holdsByDefault: all but
+// run.id and, in the chat stage, request.max_tokens and
+// request.params.metadata.
+func callerEnvironment(stage string) (*cel.Env, []*cel.AttributePatternType, error) {
+	callerEnvMu.Lock()
+	defer callerEnvMu.Unlock()
+	if env, ok := callerEnvs[stage]; ok {
+		return env, callerUnk[stage], nil
+	}
+	st := predicate.Chat
+	if stage == "tool" {
+		st = predicate.Tool
+	}
+	opts := []cel.EnvOption{cel.OptionalTypes()}
+	var unknowns []*cel.AttributePatternType
+	known := map[string]string{"run": "id"}
+	if stage == "chat" {
+		known["request"] = "max_tokens"
+	}
+	for _, v := range predicate.Variables(st) {
+		opts = append(opts, cel.Variable(v.Name, cel.DynType))
+		if _, ok := known[v.Name]; !ok {
+			unknowns = append(unknowns, cel.AttributePattern(v.Name))
+		}
+	}
+	for name, keep := range known {
+		fields, _ := predicate.ObjectFields("agentc." + name)
+		for _, f := range fields {
+			if f.Name != keep && !(name == "request" && f.Name == "params") {
+				unknowns = append(unknowns, cel.AttributePattern(name).QualString(f.Name))
+			}
+		}
+	}
+	if stage == "chat" {
+		fields, _ := predicate.ObjectFields("agentc.params")
+		for _, f := range fields {
+			if f.Name != "metadata" {
+				unknowns = append(unknowns, cel.AttributePattern("request").QualString("params").QualString(f.Name))
+			}
+		}
+	}
+	env, err := cel.NewEnv(opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	callerEnvs[stage], callerUnk[stage] = env, unknowns
+	return env, unknowns, nil
 }
 
 // disjuncts splits x at its top-level ||.
