@@ -142,77 +142,39 @@ func (c *Compilation) checkFoldedLiterals(x *dsl.Expr, field string) {
 		}
 		c.report(dsl.Diagnostic{Pos: x.PosAt(f.offset(constant)), Severity: sev, Rule: ruleUnknownValue, Message: msg})
 	}
-	var walk func(e ast.Expr, pol int)
-	walkAll := func(pol int, es ...ast.Expr) {
-		for _, e := range es {
-			walk(e, pol)
-		}
-	}
-	walk = func(e ast.Expr, pol int) {
-		switch e.Kind() {
-		case ast.CallKind:
-			call := e.AsCall()
-			args := call.Args()
-			switch fn := call.FunctionName(); {
-			case fn == operators.LogicalNot:
-				walkAll(-pol, args...)
-				return
-			case fn == operators.LogicalAnd || fn == operators.LogicalOr:
-				walkAll(pol, args...)
-				return
-			case fn == operators.Conditional:
-				walk(args[0], 0)
-				walkAll(pol, args[1:]...)
-				return
-			case (fn == operators.Equals || fn == operators.NotEquals) && len(args) == 2:
-				for i := range args {
-					fo, ok := foldOf(args[i])
-					s, lit := stringLiteral(args[1-i])
-					if ok && lit {
-						report(fo, args[i], args[1-i], s, map[bool]string{true: "==", false: "!="}[fn == operators.Equals], fn == operators.NotEquals, false, pol)
+	walkPolarity(tree.Expr(), polarityHooks{call: func(call ast.CallExpr, pol int) {
+		args := call.Args()
+		switch fn := call.FunctionName(); {
+		case (fn == operators.Equals || fn == operators.NotEquals) && len(args) == 2:
+			for i := range args {
+				fo, ok := foldOf(args[i])
+				s, lit := stringLiteral(args[1-i])
+				if ok && lit {
+					report(fo, args[i], args[1-i], s, map[bool]string{true: "==", false: "!="}[fn == operators.Equals], fn == operators.NotEquals, false, pol)
+				}
+			}
+		case fn == operators.In && len(args) == 2 && args[1].Kind() == ast.ListKind:
+			if fo, ok := foldOf(args[0]); ok {
+				els := args[1].AsList().Elements()
+				live := false
+				for _, el := range els {
+					s, lit := stringLiteral(el)
+					if why, _ := fo.never(s, true, false); !lit || why == "" {
+						live = true
 					}
 				}
-			case fn == operators.In && len(args) == 2 && args[1].Kind() == ast.ListKind:
-				if fo, ok := foldOf(args[0]); ok {
-					els := args[1].AsList().Elements()
-					live := false
-					for _, el := range els {
-						s, lit := stringLiteral(el)
-						if why, _ := fo.never(s, true, false); !lit || why == "" {
-							live = true
-						}
-					}
-					for _, el := range els {
-						if s, lit := stringLiteral(el); lit {
-							report(fo, args[0], el, s, "in", false, live, pol)
-						}
-					}
-				}
-			case (fn == "endsWith" || fn == "startsWith" || fn == "contains") && call.IsMemberFunction() && len(args) == 1:
-				if fo, ok := foldOf(call.Target()); ok {
-					if s, lit := stringLiteral(args[0]); lit {
-						report(fo, call.Target(), args[0], s, fn, false, false, pol)
+				for _, el := range els {
+					if s, lit := stringLiteral(el); lit {
+						report(fo, args[0], el, s, "in", false, live, pol)
 					}
 				}
 			}
-			if call.IsMemberFunction() {
-				walk(call.Target(), 0)
-			}
-			walkAll(0, args...)
-		case ast.ComprehensionKind:
-			comp := e.AsComprehension()
-			walkAll(0, comp.IterRange(), comp.AccuInit(), comp.LoopCondition(), comp.Result())
-			walk(comp.LoopStep(), bodyPolarity(comp, pol))
-		case ast.SelectKind:
-			walk(e.AsSelect().Operand(), 0)
-		case ast.ListKind:
-			walkAll(0, e.AsList().Elements()...)
-		case ast.MapKind:
-			for _, en := range e.AsMap().Entries() {
-				m := en.AsMapEntry()
-				walkAll(0, m.Key(), m.Value())
+		case (fn == "endsWith" || fn == "startsWith" || fn == "contains") && call.IsMemberFunction() && len(args) == 1:
+			if fo, ok := foldOf(call.Target()); ok {
+				if s, lit := stringLiteral(args[0]); lit {
+					report(fo, call.Target(), args[0], s, fn, false, false, pol)
+				}
 			}
 		}
-	}
-	walk(tree.Expr(), 1)
+	}})
 }

@@ -196,15 +196,7 @@ func holdsByDefault(stage string, term ast.Expr, info *ast.SourceInfo) bool {
 	if stage == "chat" {
 		vars["request"] = map[string]any{"params": map[string]any{"metadata": map[string]any{}}, "max_tokens": 0}
 	}
-	act, err := cel.PartialVars(vars, unknowns...)
-	if err != nil {
-		return false
-	}
-	out, err := evalBounded(prg, act)
-	if err != nil {
-		return false
-	}
-	v, known := boolValue(out)
+	v, known := evalPartialBool(prg, vars, unknowns)
 	return known && v
 }
 
