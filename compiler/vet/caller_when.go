@@ -181,8 +181,8 @@ func callerRead(stage, src string) (callerReadAt, bool) {
 
 // holdsByDefault reports whether term, a term of a when of a layer of
 // stage, is true for a call whose caller sends nothing: no metadata,
-// max_tokens unset (0) and a run of its own (run.id "anon-..."), the rest
-// of the call unknown. A term it cannot tell holds for is taken not to.
+// max_tokens unset (0) and a run of its own (run.id "anon-...", or in the
+// tool stage an MCP session's, "mcp-..."), the rest of the call unknown. A term it cannot tell holds for is taken not to.
 func holdsByDefault(stage string, term ast.Expr, info *ast.SourceInfo) bool {
 	env, unknowns, err := callerEnvironment(stage)
 	if err != nil {
@@ -192,12 +192,22 @@ func holdsByDefault(stage string, term ast.Expr, info *ast.SourceInfo) bool {
 	if err != nil {
 		return false
 	}
-	vars := map[string]any{"run": map[string]any{"id": "anon-0"}}
-	if stage == "chat" {
-		vars["request"] = map[string]any{"params": map[string]any{"metadata": map[string]any{}}, "max_tokens": 0}
+	// A request without X-Agentc-Run is a run of its own ("anon-..."); a
+	// tool call of an MCP session without it, of the session's ("mcp-...").
+	ids := []string{"anon-0"}
+	if stage == "tool" {
+		ids = append(ids, "mcp-0")
 	}
-	v, known := evalPartialBool(prg, vars, unknowns)
-	return known && v
+	for _, id := range ids {
+		vars := map[string]any{"run": map[string]any{"id": id}}
+		if stage == "chat" {
+			vars["request"] = map[string]any{"params": map[string]any{"metadata": map[string]any{}}, "max_tokens": 0}
+		}
+		if v, known := evalPartialBool(prg, vars, unknowns); known && v {
+			return true
+		}
+	}
+	return false
 }
 
 var (

@@ -44,6 +44,8 @@ func TestCallerRead(t *testing.T) {
 		{"request.model == 'big' || !has(request.params.metadata.tier)", "request.params.metadata", "request.params.metadata.tier"},
 		{"request.model == 'big' || request.max_tokens == 0", "request.max_tokens", "request.max_tokens"},
 		{"tool.side_effecting || !run.id.startsWith('trusted-')", "run.id", "run.id"},
+		// An MCP session's calls without the header are of run mcp-...
+		{"tool.side_effecting || !run.id.startsWith('anon-')", "run.id", "run.id"},
 		// What the layer decides about, the model's name, and the host's run data.
 		{"request.model == 'big'", "", ""},
 		{"size(request.tools) > 0 && messages.exists(m, m.role == 'tool')", "", ""},
