@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
 
@@ -77,6 +78,11 @@ func (f fold) never(s string, whole, suffix bool) (why, meant string) {
 		}
 		if (whole || suffix) && strings.HasSuffix(s, ".") {
 			return "it returns the host without a trailing dot", f.lowered(strings.TrimSuffix(s, "."))
+		}
+		if h, port, err := net.SplitHostPort(s); whole && err == nil && port != "" && net.ParseIP(s) == nil {
+			// A name or an IPv4 address with a port; an IPv6 address
+			// holds colons of its own.
+			return "it returns the host without its port", f.lowered(strings.TrimSuffix(h, "."))
 		}
 	}
 	if l := f.lowered(s); l != s {

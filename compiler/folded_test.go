@@ -29,7 +29,8 @@ chains: tool: [
 	{use: "guard", name: "g5", tools: ["fetch"], deny: "url_host(args.url) == 'evil.com.'"},
 	{use: "guard", name: "g6", tools: ["fetch"], require: "url_host(args.url) == 'API.example.com'"},
 	{use: "guard", name: "g7", tools: ["fetch"], deny: "!(args.user.lowerAscii() != 'Root')"},
-	{use: "guard", name: "ok", tools: ["fetch"], deny: "url_host(args.url) == 'evil.com' || lower(args.user).contains('adm') || args.user.lowerAscii() == 'émile' || args.user.lowerAscii() == 'Émile' || url_host(args.url).startsWith('evil.')"},
+	{use: "guard", name: "g8", tools: ["fetch"], deny: "url_host(args.url) in ['evil.com:8443', '::1', '2001:db8::1']"},
+	{use: "guard", name: "ok", tools: ["fetch"], deny: "url_host(args.url).endsWith(':1') || url_host(args.url) == 'evil.com' || lower(args.user).contains('adm') || args.user.lowerAscii() == 'émile' || args.user.lowerAscii() == 'Émile' || url_host(args.url).startsWith('evil.')"},
 ]
 `)
 	want := []string{
@@ -40,6 +41,7 @@ chains: tool: [
 		"12 error: url_host() never returns a value that is 'evil.com.': it returns the host without a trailing dot",
 		"13 warning: url_host() never returns a value that is 'API.example.com'",
 		"14 error: lowerAscii() never returns a value that is 'Root'",
+		"15 warning: url_host() never returns a value that is 'evil.com:8443': it returns the host without its port, so 'evil.com:8443' in the list never matches (its other values may); did you mean 'evil.com'?",
 	}
 	if assert.Len(t, got, len(want), strings.Join(got, "\n")) {
 		for i, w := range want {
