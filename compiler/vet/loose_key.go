@@ -13,7 +13,7 @@ import (
 var LooseKey = &Rule{
 	Name:     "state/loose-key",
 	Severity: dsl.Warning,
-	Doc: `an idempotent key argument that a call may carry as a string or as a number, so the same call is keyed twice and runs twice.
+	Doc: `an idempotent key argument that a call may carry as a string or as a number, so the same call is keyed twice and runs twice, or as null, so different calls are keyed alike.
 
 idempotent with key_args keys a side-effecting call on the JSON values of
 the arguments it names: equal numbers key alike (7 and 7.0), but the string
@@ -24,7 +24,13 @@ number or boolean) or does not type at all (a property with only a
 description) lets the same order through twice: a model that writes the id
 as a number in one call and as a string in the next, or two agents that
 write it differently, each run the refund. Give the argument one type
-(type: "string", with a pattern if it holds digits), an enum or a const.`,
+(type: "string", with a pattern if it holds digits), an enum or a const.
+
+A key argument the schema lets be null (a type list with "null", an anyOf
+branch of type null, OpenAPI's nullable: true) is wrong the other way:
+every call carrying null for it is keyed alike, so a second refund of
+another amount returns the first's result, reported as its own, and never
+runs. Make the argument required and not null.`,
 	Run: func(p *Pass) {
 		for _, e := range p.Policy.Chains["tool"] {
 			if e.Use == "idempotent" {
@@ -48,21 +54,31 @@ func (p *Pass) looseKeys(e *dsl.Entry) {
 				continue
 			}
 			how := looseArg(t, arg)
-			if how == "" {
+			var then string
+			switch how {
+			case "":
 				continue
+			case nullable:
+				then = fmt.Sprintf("every call carrying null for it is keyed alike, so a second one (another amount, another account) returns the first's result and does not run; make %q required and not null", arg)
+			default:
+				then = fmt.Sprintf("a call carrying \"7\" and one carrying 7 are keyed apart, and both run; give %q one type (type: \"string\"), an enum or a const", arg)
 			}
 			p.Report(dsl.Diagnostic{Pos: e.FieldPos(fmt.Sprintf("key_args.%d", i)),
 				Related: []dsl.Related{{Pos: t.ArgsPos, Message: fmt.Sprintf("the args of `%s` are declared here", name)}},
-				Message: fmt.Sprintf("%s key_args[%d] names argument %q, which side-effecting tool `%s` %s: a call carrying \"7\" and one carrying 7 are keyed apart, and both run; give %q one type (type: \"string\"), an enum or a const",
-					e.Ref(), i, arg, name, how, arg)})
+				Message: fmt.Sprintf("%s key_args[%d] names argument %q, which side-effecting tool `%s` %s: %s",
+					e.Ref(), i, arg, name, how, then)})
 			break
 		}
 	}
 }
 
+// nullable is looseArg's answer for an argument a call may carry as null.
+const nullable = "accepts as null"
+
 // looseArg says how the top-level argument arg of t's schema lets a call
-// write one value in two ways that key apart ("" when it does not, or
-// when the schema says nothing of arg: guard/inert's to report).
+// write one value in two ways that key apart, or carry null, which keys
+// every such call alike (nullable); "" when it does not, or when the
+// schema says nothing of arg (guard/inert's to report).
 func looseArg(t *dsl.Tool, arg string) string {
 	var s struct {
 		Properties map[string]json.RawMessage `json:"properties"`
@@ -74,8 +90,13 @@ func looseArg(t *dsl.Tool, arg string) string {
 	if !ok {
 		return ""
 	}
+	var n struct {
+		Nullable bool `json:"nullable"`
+	}
 	kinds, known := schemaKinds(prop, 0)
 	switch {
+	case json.Unmarshal(prop, &n) == nil && n.Nullable, slices.Contains(kinds, "null"):
+		return nullable
 	case !known:
 		return ""
 	case kinds == nil:
