@@ -243,6 +243,7 @@ func (c *Compilation) checkPredicate(x *dsl.Expr, stage predicate.Stage, phase p
 	c.checkOptionalKeys(x, checked, keyFailure(kind, field, onError))
 	c.checkLiterals(x, stage, tools, checked.Reads, checked.Literals, field)
 	c.checkLooseMatches(x, field, stage, tools)
+	c.checkFoldedLiterals(x, field)
 	if stage == predicate.Tool {
 		c.checkArgNumbers(x, tools, checked.Literals, field)
 	}

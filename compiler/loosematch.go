@@ -199,35 +199,29 @@ func looseTests(src string, side int, closed func(path string) bool) []looseTest
 			out = append(out, looseTest{offset: f.offset(k.at), pol: pol, why: why})
 		}
 	}
-	var walk func(e ast.Expr, pol int)
-	walkAll := func(pol int, es ...ast.Expr) {
-		for _, e := range es {
-			walk(e, pol)
-		}
-	}
-	walk = func(e ast.Expr, pol int) {
-		switch e.Kind() {
-		case ast.CallKind:
-			c := e.AsCall()
-			args := c.Args()
-			switch fn := c.FunctionName(); {
-			case fn == operators.LogicalNot:
-				walkAll(-pol, args...)
-				return
-			case fn == operators.LogicalAnd || fn == operators.LogicalOr:
-				ks := pins(e, pol)
-				for _, k := range ks {
-					pinned[k]++
-				}
-				walkAll(pol, args...)
+	walkPolarity(tree.Expr(), polarityHooks{
+		junction: func(e ast.Expr, pol int) func() {
+			ks := pins(e, pol)
+			for _, k := range ks {
+				pinned[k]++
+			}
+			return func() {
 				for _, k := range ks {
 					pinned[k]--
 				}
-				return
-			case fn == operators.Conditional:
-				walk(args[0], 0)
-				walkAll(pol, args[1:]...)
-				return
+			}
+		},
+		body: func(comp ast.ComprehensionExpr) func() {
+			v, saved := comp.IterVar(), bound[comp.IterVar()]
+			bound[v] = nil
+			if r := comp.IterRange(); r.Kind() == ast.ListKind {
+				bound[v] = r.AsList().Elements()
+			}
+			return func() { bound[v] = saved }
+		},
+		call: func(c ast.CallExpr, pol int) {
+			args := c.Args()
+			switch fn := c.FunctionName(); {
 			case fn == "matches" && c.IsMemberFunction() && len(args) == 1:
 				pattern(c.Target(), args[0], pol)
 			case fn == "matches" && !c.IsMemberFunction() && len(args) == 2:
@@ -258,6 +252,58 @@ func looseTests(src string, side int, closed func(path string) bool) []looseTest
 					}
 				}
 			}
+		},
+	})
+	slices.SortFunc(out, func(a, b looseTest) int { return a.offset - b.offset })
+	return out
+}
+
+// polarityHooks are what walkPolarity calls as it walks a predicate.
+type polarityHooks struct {
+	// call is called for each call but !, &&, || and ?:, with its
+	// polarity (comparisonPolarity's), before its operands are walked.
+	call func(c ast.CallExpr, pol int)
+	// junction, when set, is called at each && and ||, with its polarity,
+	// before its operands are walked; what it returns is called after.
+	junction func(e ast.Expr, pol int) (after func())
+	// body, when set, is called before a comprehension's loop step is
+	// walked; what it returns is called after.
+	body func(comp ast.ComprehensionExpr) (after func())
+}
+
+// walkPolarity walks the predicate root, of polarity 1, giving each call
+// its polarity: 1 where the predicate is true for more values when the
+// call is (under &&, || and the branches of a ternary, in the body of
+// exists() and all()), -1 under a negation, 0 elsewhere (an argument of a
+// function, a ternary's condition, the body of filter() or exists_one()).
+func walkPolarity(root ast.Expr, h polarityHooks) {
+	var walk func(e ast.Expr, pol int)
+	walkAll := func(pol int, es ...ast.Expr) {
+		for _, e := range es {
+			walk(e, pol)
+		}
+	}
+	walk = func(e ast.Expr, pol int) {
+		switch e.Kind() {
+		case ast.CallKind:
+			c := e.AsCall()
+			args := c.Args()
+			switch fn := c.FunctionName(); {
+			case fn == operators.LogicalNot:
+				walkAll(-pol, args...)
+				return
+			case fn == operators.LogicalAnd || fn == operators.LogicalOr:
+				if h.junction != nil {
+					defer h.junction(e, pol)()
+				}
+				walkAll(pol, args...)
+				return
+			case fn == operators.Conditional:
+				walk(args[0], 0)
+				walkAll(pol, args[1:]...)
+				return
+			}
+			h.call(c, pol)
 			if c.IsMemberFunction() {
 				walk(c.Target(), 0)
 			}
@@ -265,13 +311,10 @@ func looseTests(src string, side int, closed func(path string) bool) []looseTest
 		case ast.ComprehensionKind:
 			comp := e.AsComprehension()
 			walkAll(0, comp.IterRange(), comp.AccuInit(), comp.LoopCondition(), comp.Result())
-			v, saved := comp.IterVar(), bound[comp.IterVar()]
-			bound[v] = nil
-			if r := comp.IterRange(); r.Kind() == ast.ListKind {
-				bound[v] = r.AsList().Elements()
+			if h.body != nil {
+				defer h.body(comp)()
 			}
 			walk(comp.LoopStep(), bodyPolarity(comp, pol))
-			bound[v] = saved
 		case ast.SelectKind:
 			walk(e.AsSelect().Operand(), 0)
 		case ast.ListKind:
@@ -283,9 +326,7 @@ func looseTests(src string, side int, closed func(path string) bool) []looseTest
 			}
 		}
 	}
-	walk(tree.Expr(), 1)
-	slices.SortFunc(out, func(a, b looseTest) int { return a.offset - b.offset })
-	return out
+	walk(root, 1)
 }
 
 // A constString is a constant string of a predicate and the expression

@@ -352,7 +352,15 @@ that is neither a declared model nor a declared tool, an audit record's
 tool with an undeclared tool, target.stage with anything but chat or tool,
 or 'refnd' in executions.tools: prove calls only what the policy declares,
 so target.name != 'refnd' || ... is always true and the invariant never
-fires.`},
+fires. The result of url_host(), lower() and lowerAscii() is held to its
+form the same way: url_host() returns the host lower-cased, without a
+trailing dot, port or brackets, and lower() (lowerAscii(): its ASCII
+letters) lower-cased, so url_host(args.url) == 'Evil.com', == 'evil.com.'
+or in ['https://evil.com'] never holds, nor endsWith('.Evil.com'), nor a
+startsWith() or contains() of a part with a capital (or, for a host, a /,
+?, #, @ or space); the did-you-mean is the constant in that form
+('evil.com'), and the severity follows what the dead test makes of the
+predicate, as above.`},
 	{ruleUncheckedKey, dsl.Warning, "a predicate reads a key of an optional map, or an invariant a field the trace may leave out, without testing it first", `
 A predicate reads a key of a map whose keys nothing guarantees, where no
 presence test guards the read: item.metadata.KEY in admit (whatever the

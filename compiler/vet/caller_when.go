@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
+	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
 
@@ -24,10 +26,13 @@ the request's metadata (request.params.metadata, user_id included, which
 the user field fills), its other parameters (request.params.temperature,
 top_p, seed, stop, tool_choice, response_format) and request.max_tokens,
 and in the chat and tool stages run.id, which the caller names with the
-X-Agentc-Run header. A layer that checks, masks, limits or charges calls
+X-Agentc-Run header; an optional read (run.?id,
+request.?params.?metadata) reads them all the same. A layer that checks, masks, limits or charges calls
 (one with the guards trait: guard, pii, security, content_filter, judge,
 egress, file_check, tool_policy, max_tokens; and redact, rate_limit, a
-meter with a budget) scoped by such a value
+meter with a budget; and audit, which writes no record of a call it
+skips, and idempotent, which lets a repeated side effect it skips run
+again) scoped by such a value
 (when: "request.params.metadata.tier != 'internal'") is skipped for any
 caller that sends the value making the when false: the policy reads as
 enforcing, and nothing at vet time shows that the protection is the
@@ -43,8 +48,14 @@ for (keep a model that needs the layer from being reached some other way:
 a fallback or hedge outside the layer rewrites request.model, which
 guard/inert reports where it leaves the layer inert). A when that is an
 ||, one of whose terms reads nothing the caller writes, is not reported
-either: the caller can only add calls to those that term applies the
-layer to (when: "tool.side_effecting || run.id.startsWith('audit-')").
+either where every term that reads it is false for a caller who sends
+nothing (no metadata, no max_tokens, a run of its own): the caller can
+only add calls to those the other terms apply the layer to (when:
+"tool.side_effecting || run.id.startsWith('audit-')"). A term that holds
+for such a caller (request.model == 'big' ||
+request.params.metadata.?tier.orValue('') != 'internal') applies the
+layer to calls that any caller takes out by sending a value, and is
+reported.
 Layers that protect nothing (retry, fallback, memoize, log, ...) may be
 scoped by anything, and so may output_coerce, which shapes the answer for
 the caller, its only reader (when:
@@ -56,7 +67,7 @@ session are the host's.`,
 				if e.When == nil || !protective(e) {
 					continue
 				}
-				r, ok := callerRead(e.When.Source)
+				r, ok := callerRead(stage, e.When.Source)
 				if !ok {
 					continue
 				}
@@ -68,9 +79,9 @@ session are the host's.`,
 	},
 }
 
-// protective reports whether e checks, masks, limits or charges the calls
-// it applies to, so that skipping it lets a call through that it would
-// hold back.
+// protective reports whether e checks, masks, limits, charges, records or
+// dedupes the calls it applies to, so that skipping it lets a call through
+// that it would hold back, or leave a trace of.
 func protective(e *dsl.Entry) bool {
 	switch {
 	case e.Use == "output_coerce":
@@ -79,6 +90,10 @@ func protective(e *dsl.Entry) bool {
 	case e.Kind != nil && e.Kind.Has("guards"):
 		return true
 	case e.Use == "redact", e.Use == "rate_limit":
+		return true
+	case e.Use == "audit", e.Use == "idempotent":
+		// A skipped audit writes no record of the call; a skipped
+		// idempotent lets a repeated side effect run again.
 		return true
 	case e.Use == "meter":
 		return e.Fields["budget"] != nil
@@ -103,16 +118,22 @@ type callerReadAt struct {
 }
 
 // callerRead returns the first read (in source order) of a path the caller
-// writes in the when src, unless a term of a top-level || reads none: the
-// caller can then only add calls to those the layer applies to. It
-// reports false for a predicate that does not parse (cel/syntax's to say).
-func callerRead(src string) (callerReadAt, bool) {
+// writes in the when src of a layer of stage, unless a term of a top-level
+// || reads none and every term that reads one is false for a caller who
+// sends nothing (an opt-in, request.params.metadata.?strict.orValue(”) ==
+// 'yes'): the caller can then only add calls to those the layer applies
+// to. A term that holds for such a caller (request.params.metadata.?tier
+// .orValue(”) != 'internal') is one the caller makes false to skip the
+// layer. It reports false for a predicate that does not parse (cel/syntax's
+// to say).
+func callerRead(stage, src string) (callerReadAt, bool) {
 	tree, ok := predicate.ParseSyntax(src)
 	if !ok {
 		return callerReadAt{}, false
 	}
 	info := tree.SourceInfo()
-	var first *callerReadAt
+	var first, optOut *callerReadAt
+	safe := false
 	for _, term := range disjuncts(tree.Expr()) {
 		var reads []callerReadAt
 		ast.PreOrderVisit(term, ast.NewExprVisitor(func(e ast.Expr) {
@@ -135,18 +156,114 @@ func callerRead(src string) (callerReadAt, bool) {
 			}
 		}))
 		if len(reads) == 0 {
-			return callerReadAt{}, false
+			safe = true
+			continue
 		}
 		for _, r := range reads {
 			if first == nil || r.offset < first.offset {
 				first = &r
 			}
+			if optOut == nil && holdsByDefault(stage, term, info) {
+				optOut = &r
+			}
 		}
 	}
-	if first == nil {
+	switch {
+	case first == nil:
 		return callerReadAt{}, false
+	case !safe:
+		return *first, true
+	case optOut != nil:
+		return *optOut, true
 	}
-	return *first, true
+	return callerReadAt{}, false
+}
+
+// holdsByDefault reports whether term, a term of a when of a layer of
+// stage, is true for a call whose caller sends nothing: no metadata,
+// max_tokens unset (0) and a run of its own (run.id "anon-...", or in the
+// tool stage an MCP session's, "mcp-..."), the rest of the call unknown. A term it cannot tell holds for is taken not to.
+func holdsByDefault(stage string, term ast.Expr, info *ast.SourceInfo) bool {
+	env, unknowns, err := callerEnvironment(stage)
+	if err != nil {
+		return false
+	}
+	prg, err := env.PlanProgram(ast.NewAST(term, info), append([]cel.ProgramOption{cel.EvalOptions(cel.OptPartialEval)}, programOptions...)...)
+	if err != nil {
+		return false
+	}
+	// A request without X-Agentc-Run is a run of its own ("anon-..."); a
+	// tool call of an MCP session without it, of the session's ("mcp-...").
+	ids := []string{"anon-0"}
+	if stage == "tool" {
+		ids = append(ids, "mcp-0")
+	}
+	for _, id := range ids {
+		vars := map[string]any{"run": map[string]any{"id": id}}
+		if stage == "chat" {
+			vars["request"] = map[string]any{"params": map[string]any{"metadata": map[string]any{}}, "max_tokens": 0}
+		}
+		if v, known := evalPartialBool(prg, vars, unknowns); known && v {
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	callerEnvMu sync.Mutex
+	callerEnvs  = map[string]*cel.Env{}
+	callerUnk   = map[string][]*cel.AttributePatternType{}
+)
+
+// callerEnvironment returns the CEL environment of stage with every
+// variable dyn, and the attributes unknown to holdsByDefault: all but
+// run.id and, in the chat stage, request.max_tokens and
+// request.params.metadata.
+func callerEnvironment(stage string) (*cel.Env, []*cel.AttributePatternType, error) {
+	callerEnvMu.Lock()
+	defer callerEnvMu.Unlock()
+	if env, ok := callerEnvs[stage]; ok {
+		return env, callerUnk[stage], nil
+	}
+	st := predicate.Chat
+	if stage == "tool" {
+		st = predicate.Tool
+	}
+	opts := []cel.EnvOption{cel.OptionalTypes()}
+	var unknowns []*cel.AttributePatternType
+	known := map[string]string{"run": "id"}
+	if stage == "chat" {
+		known["request"] = "max_tokens"
+	}
+	for _, v := range predicate.Variables(st) {
+		opts = append(opts, cel.Variable(v.Name, cel.DynType))
+		if _, ok := known[v.Name]; !ok {
+			unknowns = append(unknowns, cel.AttributePattern(v.Name))
+		}
+	}
+	for name, keep := range known {
+		fields, _ := predicate.ObjectFields("agentc." + name)
+		for _, f := range fields {
+			if f.Name != keep && !(name == "request" && f.Name == "params") {
+				unknowns = append(unknowns, cel.AttributePattern(name).QualString(f.Name))
+			}
+		}
+	}
+	if stage == "chat" {
+		fields, _ := predicate.ObjectFields("agentc.params")
+		for _, f := range fields {
+			if f.Name != "metadata" {
+				unknowns = append(unknowns, cel.AttributePattern("request").QualString("params").QualString(f.Name))
+			}
+		}
+	}
+	env, err := cel.NewEnv(opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	callerEnvs[stage], callerUnk[stage] = env, unknowns
+	return env, unknowns, nil
 }
 
 // disjuncts splits x at its top-level ||.
@@ -162,14 +279,24 @@ func disjuncts(x ast.Expr) []ast.Expr {
 }
 
 // selectPath returns the dotted path of a chain of selects rooted at an
-// identifier (request.params.metadata.tier), with the identifier's id. A
-// comprehension's variable that shadows request or run is read as the
-// variable: no policy names its variable so.
+// identifier (request.params.metadata.tier), with the identifier's id; an
+// optional select (run.?id) is a select of its field. A comprehension's
+// variable that shadows request or run is read as the variable: no policy
+// names its variable so.
 func selectPath(x ast.Expr) (int64, string, bool) {
 	var fields []string
-	for x.Kind() == ast.SelectKind {
-		fields = append(fields, x.AsSelect().FieldName())
-		x = x.AsSelect().Operand()
+	for {
+		if x.Kind() == ast.SelectKind {
+			fields = append(fields, x.AsSelect().FieldName())
+			x = x.AsSelect().Operand()
+			continue
+		}
+		if field, operand, ok := optSelect(x); ok {
+			fields = append(fields, field)
+			x = operand
+			continue
+		}
+		break
 	}
 	if len(fields) == 0 || x.Kind() != ast.IdentKind {
 		return 0, "", false
@@ -177,4 +304,18 @@ func selectPath(x ast.Expr) (int64, string, bool) {
 	fields = append(fields, x.AsIdent())
 	slices.Reverse(fields)
 	return x.ID(), strings.Join(fields, "."), true
+}
+
+// optSelect returns the field and the operand of an optional select
+// (x.?field), which parses as a call of operators.OptSelect.
+func optSelect(x ast.Expr) (string, ast.Expr, bool) {
+	if x.Kind() != ast.CallKind || x.AsCall().FunctionName() != operators.OptSelect {
+		return "", nil, false
+	}
+	args := x.AsCall().Args()
+	if len(args) != 2 || args[1].Kind() != ast.LiteralKind {
+		return "", nil, false
+	}
+	field, ok := args[1].AsLiteral().Value().(string)
+	return field, args[0], ok
 }

@@ -22,13 +22,30 @@ func TestCallerRead(t *testing.T) {
 		{"request.max_tokens == 0", "request.max_tokens", "request.max_tokens"},
 		{"!run.id.startsWith('trusted-')", "run.id", "run.id"},
 		{"messages.exists(m, m.role == 'tool' && run.id != 'x')", "run.id", "run.id"},
+		// An optional read is a read all the same.
+		{"run.?id.orValue('') != 'ops'", "run.id", "run"},
+		{"request.?max_tokens.orValue(0) < 4096", "request.max_tokens", "request"},
+		{"request.?params.?metadata.?tier.orValue('') != 'internal'", "request.params.metadata", "request"},
+		{"request.params.?seed.hasValue()", "request.params.seed", "request.params"},
+		{"request.?params.metadata[?'tier'].hasValue()", "request.params.metadata", "request"},
+		{"run.?meta.?tenant.orValue('') != 'internal'", "", ""},
 		// Every term of the || reads what the caller writes.
 		{"request.max_tokens > 10 || run.id == 'x'", "request.max_tokens", "request.max_tokens"},
 		{"tool.name == 'a' && run.id == 'x' || 'é' == request.params.stop[0]", "run.id", "run.id"},
 		{"'é' == request.params.stop[0] || tool.name == 'a' && run.id == 'x'", "request.params.stop", "request.params.stop"},
-		// A term the caller cannot touch: it can only add calls.
+		// A term the caller cannot touch: it can only add calls, as the
+		// other terms are false for a caller who sends nothing.
 		{"tool.side_effecting || run.id.startsWith('audit-')", "", ""},
 		{"(request.model == 'big' || request.params.metadata.?strict.orValue('') == 'yes')", "", ""},
+		{"request.model == 'big' || has(request.params.metadata.strict) && size(messages) > 2", "", ""},
+		// ...unless a term holds for such a caller: sending a value makes it
+		// false, and the layer is skipped for the calls it applied to.
+		{"request.model == 'big' || request.params.metadata.?tier.orValue('') != 'internal'", "request.params.metadata", "request.params.metadata.?tier"},
+		{"request.model == 'big' || !has(request.params.metadata.tier)", "request.params.metadata", "request.params.metadata.tier"},
+		{"request.model == 'big' || request.max_tokens == 0", "request.max_tokens", "request.max_tokens"},
+		{"tool.side_effecting || !run.id.startsWith('trusted-')", "run.id", "run.id"},
+		// An MCP session's calls without the header are of run mcp-...
+		{"tool.side_effecting || !run.id.startsWith('anon-')", "run.id", "run.id"},
 		// What the layer decides about, the model's name, and the host's run data.
 		{"request.model == 'big'", "", ""},
 		{"size(request.tools) > 0 && messages.exists(m, m.role == 'tool')", "", ""},
@@ -36,7 +53,11 @@ func TestCallerRead(t *testing.T) {
 		{"args.amount > 100.0", "", ""},
 		{"request.params.(", "", ""}, // does not parse: cel/syntax's
 	} {
-		path, off, ok := vet.CallerRead(tc.src)
+		stage := "chat"
+		if strings.Contains(tc.src, "tool.") || strings.Contains(tc.src, "args.") {
+			stage = "tool"
+		}
+		path, off, ok := vet.CallerRead(stage, tc.src)
 		if tc.path == "" {
 			assert.False(t, ok, "%s: reported %s", tc.src, path)
 			continue

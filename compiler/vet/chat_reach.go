@@ -110,21 +110,29 @@ func evalChatWhen(src, model string) Meet {
 	} else {
 		unknowns = append(append([]*cel.AttributePatternType{}, unknowns...), cel.AttributePattern("request"))
 	}
-	act, err := cel.PartialVars(vars, unknowns...)
-	if err != nil {
-		return Depends
-	}
-	out, err := evalBounded(prg, act)
-	if err != nil {
-		return Depends
-	}
-	switch v, known := boolValue(out); {
+	switch v, known := evalPartialBool(prg, vars, unknowns); {
 	case !known:
 		return Depends
 	case v:
 		return Always
 	}
 	return Never
+}
+
+// evalPartialBool evaluates prg, a program of partial evaluation, with
+// vars bound and the attributes of unknowns unknown; known is false when
+// the result is not a bool (it depends on an unknown) or the evaluation
+// fails.
+func evalPartialBool(prg cel.Program, vars map[string]any, unknowns []*cel.AttributePatternType) (value, known bool) {
+	act, err := cel.PartialVars(vars, unknowns...)
+	if err != nil {
+		return false, false
+	}
+	out, err := evalBounded(prg, act)
+	if err != nil {
+		return false, false
+	}
+	return boolValue(out)
 }
 
 // chatModels are the models a chat call can name: the declared ones,

@@ -31,10 +31,12 @@ var Suite = []*Rule{
 	AfterSideEffect,
 	Inert,
 	ContextWindow,
+	BudgetBelowEstimate,
 	UndeclaredTools,
 	StoreSetup,
 	LocalInReplicas,
 	CacheAcrossTenants,
+	LooseKey,
 	UserConstraint,
 	NeverPaired,
 }

@@ -47,9 +47,11 @@ var designRules = map[string]dsl.Severity{
 	"guard/inert":                        dsl.Error,
 	"guard/undeclared-tools":             dsl.Warning,
 	"guard/context-window":               dsl.Warning,
+	"guard/budget-below-estimate":        dsl.Warning,
 	"state/store-setup":                  dsl.Error,
 	"state/local-in-replicas":            dsl.Warning,
 	"state/cache-across-tenants":         dsl.Warning,
+	"state/loose-key":                    dsl.Warning,
 	"order/<id>":                         "",
 	"order/never-paired":                 dsl.Warning,
 }

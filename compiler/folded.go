@@ -1,0 +1,186 @@
+package compiler
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+
+	"github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/operators"
+	"github.com/google/cel-go/parser"
+
+	"github.com/agentc-dev/agentc/dsl"
+	"github.com/agentc-dev/agentc/runtime/predicate"
+)
+
+// A fold is a function whose result a predicate compares: url_host(),
+// lower() and lowerAscii() return strings of a known form, and a constant
+// not of that form never equals them.
+type fold struct {
+	// call is how the message names the function ("url_host()").
+	call string
+	// host: the result is a host name, lower-cased, without a trailing
+	// dot, port or brackets (url_host()).
+	host bool
+	// ascii: only ASCII letters are lower-cased (lowerAscii()).
+	ascii bool
+}
+
+// foldOf returns the fold of e when e is a call of url_host(), lower() or
+// lowerAscii() (lower() of url_host() is a host).
+func foldOf(e ast.Expr) (fold, bool) {
+	if e.Kind() != ast.CallKind {
+		return fold{}, false
+	}
+	c := e.AsCall()
+	switch fn := c.FunctionName(); {
+	case fn == "url_host" && (len(c.Args()) == 1 && !c.IsMemberFunction() || len(c.Args()) == 0 && c.IsMemberFunction()):
+		return fold{call: "url_host()", host: true}, true
+	case fn == "lower" && len(c.Args()) == 1 && !c.IsMemberFunction():
+		if inner, ok := foldOf(c.Args()[0]); ok && inner.host {
+			return inner, true
+		}
+		return fold{call: "lower()"}, true
+	case fn == "lowerAscii" && len(c.Args()) == 0 && c.IsMemberFunction():
+		if inner, ok := foldOf(c.Target()); ok && inner.host {
+			return inner, true
+		}
+		return fold{call: "lowerAscii()", ascii: true}, true
+	}
+	return fold{}, false
+}
+
+// lowered returns s as the fold writes it: lower-cased.
+func (f fold) lowered(s string) string {
+	if f.ascii {
+		return strings.Map(func(r rune) rune {
+			if r >= 'A' && r <= 'Z' {
+				return r + 'a' - 'A'
+			}
+			return r
+		}, s)
+	}
+	return strings.ToLower(s)
+}
+
+// never says why a value of the fold never equals s (whole) or never
+// holds it (a prefix, a suffix or a part: !whole), with the constant it
+// was likely meant as ("" when none); "" when it may.
+func (f fold) never(s string, whole, suffix bool) (why, meant string) {
+	if f.host {
+		if i := strings.IndexAny(s, "/?#@[] \t\r\n"); i >= 0 {
+			why = fmt.Sprintf("a host holds no %q", s[i:i+1])
+			if u, err := url.Parse(s); err == nil && u.Hostname() != "" {
+				meant = strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+			}
+			return why, meant
+		}
+		if (whole || suffix) && strings.HasSuffix(s, ".") {
+			return "it returns the host without a trailing dot", f.lowered(strings.TrimSuffix(s, "."))
+		}
+		if h, port, err := net.SplitHostPort(s); whole && err == nil && port != "" && net.ParseIP(s) == nil {
+			// A name or an IPv4 address with a port; an IPv6 address
+			// holds colons of its own.
+			return "it returns the host without its port", f.lowered(strings.TrimSuffix(h, "."))
+		}
+	}
+	if l := f.lowered(s); l != s {
+		return "it returns the value lower-cased", l
+	}
+	return "", ""
+}
+
+// checkFoldedLiterals reports each comparison of a url_host(), lower() or
+// lowerAscii() result with a string constant it never equals, and each
+// endsWith(), startsWith() or contains() test of one with a constant it
+// never holds: url_host(args.url) == 'Evil.com' is always false (the host
+// is lower-cased), so a deny with it never fires. The severity follows
+// what the dead test makes of the predicate of the field given, as for
+// the other cel/unknown-value findings: a warning where it can only make
+// it fail closed, an error otherwise.
+func (c *Compilation) checkFoldedLiterals(x *dsl.Expr, field string) {
+	tree, ok := predicate.ParseSyntax(x.Source)
+	if !ok {
+		return
+	}
+	f := folder{src: x.Source, info: tree.SourceInfo()}
+	src := func(e ast.Expr) string {
+		if text, err := parser.Unparse(e, f.info); err == nil {
+			return text
+		}
+		return "the value"
+	}
+	whole := func(test string) bool { return test == "==" || test == "!=" || test == "in" }
+	report := func(fo fold, target, constant ast.Expr, s, test string, always, live bool, pol int) {
+		why, meant := fo.never(s, whole(test), test == "endsWith")
+		if why == "" {
+			return
+		}
+		if !always {
+			pol = -pol
+		}
+		sev := dsl.Error
+		var note string
+		if closed := closedWhenTrue(field, pol); closed != "" {
+			sev, note = dsl.Warning, ": "+closed
+		}
+		if live {
+			// Another constant of the list may match: this one is dead,
+			// the test is not.
+			sev, note = dsl.Warning, " (its other values may)"
+		}
+		var outcome string
+		switch test {
+		case "==", "!=":
+			outcome = fmt.Sprintf("%s %s '%s' is always %t", src(target), test, s, always)
+		case "in":
+			outcome = "the in test is always false"
+			if live {
+				outcome = fmt.Sprintf("'%s' in the list never matches", s)
+			}
+		default:
+			outcome = fmt.Sprintf("%s.%s('%s') is always false", src(target), test, s)
+		}
+		msg := fmt.Sprintf("%s never returns a value that %s '%s': %s, so %s%s", fo.call, map[bool]string{true: "is", false: "holds"}[whole(test)], s, why, outcome, note)
+		if meant != "" && meant != s {
+			msg += fmt.Sprintf("; did you mean '%s'?", meant)
+		}
+		c.report(dsl.Diagnostic{Pos: x.PosAt(f.offset(constant)), Severity: sev, Rule: ruleUnknownValue, Message: msg})
+	}
+	walkPolarity(tree.Expr(), polarityHooks{call: func(call ast.CallExpr, pol int) {
+		args := call.Args()
+		switch fn := call.FunctionName(); {
+		case (fn == operators.Equals || fn == operators.NotEquals) && len(args) == 2:
+			for i := range args {
+				fo, ok := foldOf(args[i])
+				s, lit := stringLiteral(args[1-i])
+				if ok && lit {
+					report(fo, args[i], args[1-i], s, map[bool]string{true: "==", false: "!="}[fn == operators.Equals], fn == operators.NotEquals, false, pol)
+				}
+			}
+		case fn == operators.In && len(args) == 2 && args[1].Kind() == ast.ListKind:
+			if fo, ok := foldOf(args[0]); ok {
+				els := args[1].AsList().Elements()
+				live := false
+				for _, el := range els {
+					s, lit := stringLiteral(el)
+					if why, _ := fo.never(s, true, false); !lit || why == "" {
+						live = true
+					}
+				}
+				for _, el := range els {
+					if s, lit := stringLiteral(el); lit {
+						report(fo, args[0], el, s, "in", false, live, pol)
+					}
+				}
+			}
+		case (fn == "endsWith" || fn == "startsWith" || fn == "contains") && call.IsMemberFunction() && len(args) == 1:
+			if fo, ok := foldOf(call.Target()); ok {
+				if s, lit := stringLiteral(args[0]); lit {
+					report(fo, call.Target(), args[0], s, fn, false, false, pol)
+				}
+			}
+		}
+	}})
+}

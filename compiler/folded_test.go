@@ -1,0 +1,51 @@
+package compiler
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// A url_host(), lower() or lowerAscii() result compared with a constant it
+// never equals, or tested for a part it never holds: url_host() returns the
+// host lower-cased, without a trailing dot, so a deny with 'Evil.com' never
+// fires (an error) and a require with 'API.example.com' refuses every call
+// (a warning: it only blocks more). A dead constant of a list another of
+// whose constants may match is a warning. Constants of the fold's form are
+// not reported, nor a non-ASCII capital under lowerAscii(), which keeps it.
+func TestFoldedLiterals(t *testing.T) {
+	got := argValueFindings(t, `package p
+
+tools: fetch: {
+	url_arg: "url"
+	args: {type: "object", required: ["url", "user"], properties: {url: {type: "string"}, user: {type: "string"}}}
+}
+chains: tool: [
+	{use: "guard", name: "g1", tools: ["fetch"], deny: "url_host(args.url) == 'Evil.com'"},
+	{use: "guard", name: "g2", tools: ["fetch"], deny: "url_host(args.url) in ['evil.com', 'https://bad.com/']"},
+	{use: "guard", name: "g3", tools: ["fetch"], deny: "lower(args.user) == 'Admin'"},
+	{use: "guard", name: "g4", tools: ["fetch"], deny: "url_host(args.url).endsWith('.Evil.com')"},
+	{use: "guard", name: "g5", tools: ["fetch"], deny: "url_host(args.url) == 'evil.com.'"},
+	{use: "guard", name: "g6", tools: ["fetch"], require: "url_host(args.url) == 'API.example.com'"},
+	{use: "guard", name: "g7", tools: ["fetch"], deny: "!(args.user.lowerAscii() != 'Root')"},
+	{use: "guard", name: "g8", tools: ["fetch"], deny: "url_host(args.url) in ['evil.com:8443', '::1', '2001:db8::1']"},
+	{use: "guard", name: "ok", tools: ["fetch"], deny: "url_host(args.url).endsWith(':1') || url_host(args.url) == 'evil.com' || lower(args.user).contains('adm') || args.user.lowerAscii() == 'émile' || args.user.lowerAscii() == 'Émile' || url_host(args.url).startsWith('evil.')"},
+]
+`)
+	want := []string{
+		"8 error: url_host() never returns a value that is 'Evil.com': it returns the value lower-cased, so url_host(args.url) == 'Evil.com' is always false; did you mean 'evil.com'?",
+		"9 warning: url_host() never returns a value that is 'https://bad.com/': a host holds no \"/\", so 'https://bad.com/' in the list never matches (its other values may); did you mean 'bad.com'?",
+		"10 error: lower() never returns a value that is 'Admin'",
+		"11 error: url_host() never returns a value that holds '.Evil.com': it returns the value lower-cased, so url_host(args.url).endsWith('.Evil.com') is always false; did you mean '.evil.com'?",
+		"12 error: url_host() never returns a value that is 'evil.com.': it returns the host without a trailing dot",
+		"13 warning: url_host() never returns a value that is 'API.example.com'",
+		"14 error: lowerAscii() never returns a value that is 'Root'",
+		"15 warning: url_host() never returns a value that is 'evil.com:8443': it returns the host without its port, so 'evil.com:8443' in the list never matches (its other values may); did you mean 'evil.com'?",
+	}
+	if assert.Len(t, got, len(want), strings.Join(got, "\n")) {
+		for i, w := range want {
+			assert.True(t, strings.HasPrefix(got[i], w), "got %s\nwant %s", got[i], w)
+		}
+	}
+}
