@@ -159,10 +159,13 @@ func (m *Idempotent) ToolKey(c *runtime.ToolCall) (string, bool) {
 func (m *Idempotent) argsKey(c *runtime.ToolCall) (string, error) {
 	picked := make([]any, len(m.KeyArgs))
 	for i, a := range m.KeyArgs {
+		// A null reads as absent, as everywhere else: keyed on it, every
+		// call writing null would share one key, and a second refund
+		// would get the first one's result without running.
 		v, ok := c.Args[a]
-		if !ok {
+		if !ok || v == nil {
 			return "", &runtime.CallError{Kind: runtime.KindPermanent, Layer: m.name,
-				Message: fmt.Sprintf("argument %q named in key_args is missing; the call did not run", a)}
+				Message: fmt.Sprintf("argument %q named in key_args is missing or null; the call did not run", a)}
 		}
 		picked[i] = v
 	}

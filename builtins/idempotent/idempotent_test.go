@@ -435,8 +435,24 @@ func TestKeyArgsDedupeAcrossRunsWithinATenant(t *testing.T) {
 
 	_, err = call("run-3", "acme", map[string]any{"note": "no order"})
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), `argument "order_id" named in key_args is missing`)
+	assert.Contains(t, err.Error(), `argument "order_id" named in key_args is missing or null`)
 	assert.Equal(t, 2, tool.Calls(), "refused without running")
+}
+
+func TestKeyArgsNullReadsAsMissing(t *testing.T) {
+	tool := rt.NewTool(rt.ToolResult{Value: "R1"})
+	pl := rt.Build(t, toolPlan(rt.Layer("idempotent", `{"key_args": ["order_id"]}`)),
+		runtime.Deps{Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "run-1", Tenant: "acme"})
+	for _, amount := range []int{50, 900} {
+		r, err := pl.Tool(ctx, runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": nil, "amount": amount}})
+		var ce *runtime.CallError
+		require.ErrorAs(t, err, &ce, "a null key argument keys nothing: refused, never one key shared by every null call")
+		assert.Equal(t, runtime.KindPermanent, ce.Kind)
+		assert.Contains(t, err.Error(), `argument "order_id" named in key_args is missing or null`)
+		assert.False(t, r.Deduped)
+	}
+	assert.Equal(t, 0, tool.Calls(), "neither refund ran")
 }
 
 func TestTenantsDoNotShareResults(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 var LooseKey = &Rule{
 	Name:     "state/loose-key",
 	Severity: dsl.Warning,
-	Doc: `an idempotent key argument that a call may carry as a string or as a number, so the same call is keyed twice and runs twice, or as null, so different calls are keyed alike.
+	Doc: `an idempotent key argument that a call may carry as a string or as a number, so the same call is keyed twice and runs twice, or as null, which the layer refuses.
 
 idempotent with key_args keys a side-effecting call on the JSON values of
 the arguments it names: equal numbers key alike (7 and 7.0), but the string
@@ -27,10 +27,11 @@ write it differently, each run the refund. Give the argument one type
 (type: "string", with a pattern if it holds digits), an enum or a const.
 
 A key argument the schema lets be null (a type list with "null", an anyOf
-branch of type null, OpenAPI's nullable: true) is wrong the other way:
-every call carrying null for it is keyed alike, so a second refund of
-another amount returns the first's result, reported as its own, and never
-runs. Make the argument required and not null.`,
+branch of type null, OpenAPI's nullable: true) lets through calls the layer
+refuses: it reads a null as missing (keyed on null, every such call would
+share one key, and a second refund of another amount would get the first's
+result without running), so each call carrying null fails. Make the
+argument required and not null.`,
 	Run: func(p *Pass) {
 		for _, e := range p.Policy.Chains["tool"] {
 			if e.Use == "idempotent" {
@@ -59,7 +60,7 @@ func (p *Pass) looseKeys(e *dsl.Entry) {
 			case "":
 				continue
 			case nullable:
-				then = fmt.Sprintf("every call carrying null for it is keyed alike, so a second one (another amount, another account) returns the first's result and does not run; make %q required and not null", arg)
+				then = fmt.Sprintf("the layer reads a null as missing and refuses every call carrying null for it; make %q required and not null", arg)
 			default:
 				then = fmt.Sprintf("a call carrying \"7\" and one carrying 7 are keyed apart, and both run; give %q one type (type: \"string\"), an enum or a const", arg)
 			}
