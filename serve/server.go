@@ -545,7 +545,7 @@ func (s *Server) install(g *generation) {
 			s.metrics.withheld.WithLabelValues(t.server, t.withheld.Layer).Inc()
 		}
 	}
-	if names := memoryTrails(g.plan, g.deps); len(names) > 0 {
+	if names := memoryTrails(g.plan, g.deps, s.runsTools(g.plan)); len(names) > 0 {
 		s.log.Warn("audit trail in process memory: not durable (lost when the process ends), and only the last records are kept; declare a sqlite, redis or postgres store as its sink",
 			"layers", names, "kept", runtime.DefaultMemoryAuditMax)
 	}
