@@ -103,14 +103,7 @@ func (d dataURL) decode() (data []byte, ok bool) {
 	}
 	body := dropURLBreaks(d.body)
 	if d.b64 {
-		if strings.ContainsAny(body, " \f") {
-			body = strings.Map(func(r rune) rune {
-				if r == ' ' || r == '\f' {
-					return -1
-				}
-				return r
-			}, body)
-		}
+		body = dropBase64Spaces(body)
 		data, err := base64.StdEncoding.DecodeString(body)
 		if err != nil {
 			data, err = base64.RawStdEncoding.DecodeString(strings.TrimRight(body, "="))
@@ -119,6 +112,21 @@ func (d dataURL) decode() (data []byte, ok bool) {
 	}
 	s, err := url.PathUnescape(body)
 	return []byte(s), err == nil
+}
+
+// dropBase64Spaces returns base64 data without the spaces and form feeds
+// a forgiving base64 decoder skips (its tabs and line breaks are dropped
+// with the URL's: dropURLBreaks).
+func dropBase64Spaces(s string) string {
+	if !strings.ContainsAny(s, " \f") {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if r == ' ' || r == '\f' {
+			return -1
+		}
+		return r
+	}, s)
 }
 
 // dropURLBreaks returns s without its tabs and line breaks, which a URL
@@ -200,4 +208,40 @@ func DataURL(u string) (string, bool) {
 // URL is read as data here, and fails to parse upstream).
 func isURLSpace(r rune) bool {
 	return r <= ' ' || unicode.IsSpace(r)
+}
+
+// CanonicalDataURL returns u, a data: URL (DataURL), as a provider is sent
+// it: "data:" in lower case, without the white space around it and the
+// tabs and line breaks in it, which a URL parser drops; ok is false for a
+// URL that is not a data: URL.
+func CanonicalDataURL(u string) (string, bool) {
+	rest, ok := DataURL(u)
+	if !ok {
+		return "", false
+	}
+	return "data:" + dropURLBreaks(rest), true
+}
+
+// DataSource returns u, a data: URL (DataURL), as a base64 source (the
+// Messages API's): its media type without parameters, and its data in
+// base64, read as Attachment reads it (a plain URL's text percent-decoded
+// and encoded; a malformed escape left as written); ok is false for a URL
+// that is not a data: URL.
+func DataSource(u string) (media, data string, ok bool) {
+	rest, ok := DataURL(u)
+	if !ok {
+		return "", "", false
+	}
+	d, found := parseDataURL(rest)
+	if !found {
+		return strings.TrimSpace(dropURLBreaks(rest)), "", true
+	}
+	body := dropURLBreaks(d.body)
+	if d.b64 {
+		return d.media, dropBase64Spaces(body), true
+	}
+	if s, err := url.PathUnescape(body); err == nil {
+		body = s
+	}
+	return d.media, base64.StdEncoding.EncodeToString([]byte(body)), true
 }
