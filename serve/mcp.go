@@ -877,6 +877,9 @@ func (t *upstreamTool) call(ctx context.Context, c *runtime.ToolCall) (any, erro
 		ce.Message += ": the connection failed after the call was sent, so the tool may have run"
 		return nil, runtime.MayHaveRun(ce)
 	}
+	// The result served is the one bounded: its structured content and
+	// _meta as read again from the upstream's text.
+	exactResult(res, raw.done())
 	if n, over := resultSize(res, t.maxResult); over {
 		// The tool ran: its effect stands, so the error says so (an
 		// idempotent layer stores it instead of letting a duplicate run
@@ -884,7 +887,6 @@ func (t *upstreamTool) call(ctx context.Context, c *runtime.ToolCall) (any, erro
 		return nil, runtime.Ran(&runtime.CallError{Kind: runtime.KindPermanent, Message: fmt.Sprintf(
 			"mcp server %q: the tool ran, but its result is over the limit of %d bytes (%d bytes at least) and was dropped", t.server, t.maxResult, n)})
 	}
-	exactResult(res, raw.done())
 	textBlobs(res)
 	if res.IsError {
 		return nil, &runtime.CallError{Kind: runtime.KindPermanent, Message: t.up.secrets.scrub(resultText(res))}
