@@ -114,7 +114,7 @@ func TestMCPAfterGuardReadsAnErrorResult(t *testing.T) {
 		guard      string
 		leak, miss string // what the client reads of the two answers
 	}{
-		"text rule": {`deny: "result.contains('4111')", message: "a card number"`, "a card number", "no such account"},
+		"text rule":  {`deny: "result.contains('4111')", message: "a card number"`, "a card number", "no such account"},
 		"field read": {`deny: "result.status == 'failed'", message: "failed"`, "guard", "guard"},
 	} {
 		t.Run(name, func(t *testing.T) {
