@@ -10,12 +10,12 @@ import (
 	"github.com/agentc-dev/agentc/runtime"
 )
 
-// TestDataURLsOfAnySpellingAreSentAsData: a data: URL is read by the
-// layers (runtime.DataURL) in any case, past white space and with its tabs
-// and line breaks dropped, as a URL parser reads it. The client refused a
-// PDF spelt "DATA:" as one known by its URL, and sent an image's URL as
-// written, which a server may read otherwise. Each is sent as the data
-// URL the layers read, spelt "data:".
+// TestDataURLsOfAnySpellingAreSentAsData: the layers take "DATA:", a
+// spaced URL or one with a tab or line break for a data: URL, as a URL
+// parser does (runtime.DataURL). This client refused a PDF so spelt as one
+// known by its URL, and sent an image's URL as the client wrote it, which a
+// server may read otherwise. Both go as the URL the layers read, spelt
+// "data:" and without the white space (runtime.CanonicalDataURL).
 func TestDataURLsOfAnySpellingAreSentAsData(t *testing.T) {
 	c, err := New(Config{Model: "m"})
 	require.NoError(t, err)
