@@ -921,8 +921,9 @@ func textBlobs(res *mcp.CallToolResult) {
 
 // resultSize adds up the bytes of a result, as far as max: the text of
 // its contents, their data (images, audio, embedded resources), their
-// URIs and names, and the keys and strings of its structured content (8
-// bytes a number or other scalar). It reports whether the sum is over max;
+// URIs and names, and the keys and strings of its structured content and
+// its _meta (a number its digits as written, 8 bytes another scalar). It
+// reports whether the sum is over max;
 // the sum stops growing once it is.
 func resultSize(res *mcp.CallToolResult, max int64) (int64, bool) {
 	var n int64
@@ -947,7 +948,13 @@ func resultSize(res *mcp.CallToolResult, max int64) (int64, bool) {
 			return n, true
 		}
 	}
-	return valueSize(res.StructuredContent, n, max)
+	if n, over := valueSize(res.StructuredContent, n, max); over {
+		return n, true
+	}
+	if res.Meta == nil {
+		return n, n > max
+	}
+	return valueSize(map[string]any(res.Meta), n, max)
 }
 
 // valueSize adds the size of a decoded JSON value to n, stopping once the
@@ -957,6 +964,8 @@ func valueSize(v any, n, max int64) (int64, bool) {
 	case nil:
 	case string:
 		n += int64(len(v))
+	case json.Number:
+		n += int64(len(v)) // read as written: its text is what is relayed
 	case json.RawMessage:
 		n += int64(len(v))
 	case []any:

@@ -85,3 +85,31 @@ func TestMCPResultIsTheOneTheClientReads(t *testing.T) {
 		})
 	}
 }
+
+// TestMCPResultBoundCountsMetaAndNumbers: -maxresult counted a result's
+// contents and the strings of its structured content, but not its _meta,
+// and a number as 8 bytes whatever its digits (read as written, a number
+// is its text): an upstream could send megabytes in either past the bound.
+// Both count, and such a result is refused as one over the limit.
+func TestMCPResultBoundCountsMetaAndNumbers(t *testing.T) {
+	big := strings.Repeat("7", 4<<10)
+	for name, result := range map[string]string{
+		"meta":        `{"content":[{"type":"text","text":"ok"}],"structuredContent":{"a":1},"_meta":{"note":"` + big + `"}}`,
+		"number":      `{"content":[{"type":"text","text":"ok"}],"structuredContent":{"n":0.` + big + `}}`,
+		"meta number": `{"content":[{"type":"text","text":"ok"}],"structuredContent":{"a":1},"_meta":{"n":0.` + big + `}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			up := smugglingUpstream(t, "event: message\ndata: "+`{"jsonrpc":"2.0","id":ID,"result":`+result+"}\n\n")
+			s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf("package gw\n\nmcp: servers: up: {url: %q}\n", up))),
+				WatchInterval: -1, MaxToolResultBytes: 1 << 10})
+			cs := connectProxy(t, s.url, "", nil)
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "lookup"})
+			require.NoError(t, err)
+			raw, err := json.Marshal(res)
+			require.NoError(t, err)
+			assert.True(t, res.IsError, "%.200s", raw)
+			assert.Contains(t, text(t, res), "over the limit of 1024 bytes", "%.200s", raw)
+			assert.False(t, strings.Contains(string(raw), big[:64]), "%.200s", raw)
+		})
+	}
+}
