@@ -921,38 +921,56 @@ func textBlobs(res *mcp.CallToolResult) {
 
 // resultSize adds up the bytes of a result, as far as max: the text of
 // its contents, their data (images, audio, embedded resources), their
-// URIs and names, and the keys and strings of its structured content and
-// its _meta (a number its digits as written, 8 bytes another scalar). It
-// reports whether the sum is over max;
-// the sum stops growing once it is.
+// URIs, names, media types, icons, annotations and _meta, and the keys
+// and strings of its structured content and its _meta (a number its
+// digits as written, 8 bytes another scalar): everything the client is
+// relayed. It reports whether the sum is over max; the sum stops growing
+// once it is.
 func resultSize(res *mcp.CallToolResult, max int64) (int64, bool) {
 	var n int64
 	for _, c := range res.Content {
+		var meta mcp.Meta
+		var ann *mcp.Annotations
 		switch c := c.(type) {
 		case *mcp.TextContent:
 			n += int64(len(c.Text))
+			meta, ann = c.Meta, c.Annotations
 		case *mcp.ImageContent:
-			n += int64(len(c.Data))
+			n += int64(len(c.Data) + len(c.MIMEType))
+			meta, ann = c.Meta, c.Annotations
 		case *mcp.AudioContent:
-			n += int64(len(c.Data))
+			n += int64(len(c.Data) + len(c.MIMEType))
+			meta, ann = c.Meta, c.Annotations
 		case *mcp.ResourceLink:
-			n += int64(len(c.URI) + len(c.Name) + len(c.Title) + len(c.Description))
+			n += int64(len(c.URI) + len(c.Name) + len(c.Title) + len(c.Description) + len(c.MIMEType))
+			if len(c.Icons) > 0 {
+				b, _ := json.Marshal(c.Icons)
+				n += int64(len(b))
+			}
+			meta, ann = c.Meta, c.Annotations
 		case *mcp.EmbeddedResource:
 			if r := c.Resource; r != nil {
-				n += int64(len(r.URI) + len(r.Text) + len(r.Blob))
+				n += int64(len(r.URI) + len(r.Text) + len(r.Blob) + len(r.MIMEType))
+				if n, _ = valueSize(map[string]any(r.Meta), n, max); n > max {
+					return n, true
+				}
 			}
+			meta, ann = c.Meta, c.Annotations
 		default:
 			n += 8
 		}
-		if n > max {
+		if ann != nil {
+			n += int64(len(ann.LastModified)) + 8
+			for _, r := range ann.Audience {
+				n += int64(len(r)) + 1
+			}
+		}
+		if n, _ = valueSize(map[string]any(meta), n, max); n > max {
 			return n, true
 		}
 	}
 	if n, over := valueSize(res.StructuredContent, n, max); over {
 		return n, true
-	}
-	if res.Meta == nil {
-		return n, n > max
 	}
 	return valueSize(map[string]any(res.Meta), n, max)
 }

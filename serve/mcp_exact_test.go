@@ -89,14 +89,19 @@ func TestMCPResultIsTheOneTheClientReads(t *testing.T) {
 // TestMCPResultBoundCountsMetaAndNumbers: -maxresult counted a result's
 // contents and the strings of its structured content, but not its _meta,
 // and a number as 8 bytes whatever its digits (read as written, a number
-// is its text): an upstream could send megabytes in either past the bound.
-// Both count, and such a result is refused as one over the limit.
+// is its text), nor a content's _meta, annotations and media type: an
+// upstream could send megabytes in any of them past the bound. All count,
+// and such a result is refused as one over the limit.
 func TestMCPResultBoundCountsMetaAndNumbers(t *testing.T) {
 	big := strings.Repeat("7", 4<<10)
 	for name, result := range map[string]string{
-		"meta":        `{"content":[{"type":"text","text":"ok"}],"structuredContent":{"a":1},"_meta":{"note":"` + big + `"}}`,
-		"number":      `{"content":[{"type":"text","text":"ok"}],"structuredContent":{"n":0.` + big + `}}`,
-		"meta number": `{"content":[{"type":"text","text":"ok"}],"structuredContent":{"a":1},"_meta":{"n":0.` + big + `}}`,
+		"meta":          `{"content":[{"type":"text","text":"ok"}],"structuredContent":{"a":1},"_meta":{"note":"` + big + `"}}`,
+		"number":        `{"content":[{"type":"text","text":"ok"}],"structuredContent":{"n":0.` + big + `}}`,
+		"meta number":   `{"content":[{"type":"text","text":"ok"}],"structuredContent":{"a":1},"_meta":{"n":0.` + big + `}}`,
+		"content meta":  `{"content":[{"type":"image","data":"aGk=","mimeType":"image/png","_meta":{"note":"` + big + `"}}]}`,
+		"annotations":   `{"content":[{"type":"image","data":"aGk=","mimeType":"image/png","annotations":{"lastModified":"` + big + `"}}]}`,
+		"media type":    `{"content":[{"type":"image","data":"aGk=","mimeType":"image/` + big + `"}]}`,
+		"resource meta": `{"content":[{"type":"resource","resource":{"uri":"file:///a","text":"ok","_meta":{"note":"` + big + `"}}}]}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			up := smugglingUpstream(t, "event: message\ndata: "+`{"jsonrpc":"2.0","id":ID,"result":`+result+"}\n\n")
