@@ -31,6 +31,25 @@ func TestAttachment(t *testing.T) {
 		"empty":         {ContentPart{Type: PartImage, ImageURL: "data:text/plain,"}, "", false, true},
 		"text part":     {ContentPart{Type: PartText, Text: "x"}, "", false, true},
 		"pdf":           {ContentPart{Type: PartDocument, ImageURL: "data:application/pdf;base64,JVBE"}, "", false, false},
+		// Read as a URL parser reads it: tabs and line breaks removed
+		// anywhere, control characters stripped around it, white space
+		// skipped in base64 data.
+		"tab in scheme":     {ContentPart{Type: PartImage, ImageURL: "da\tta:text/plain,hi"}, "hi", true, true},
+		"control before":    {ContentPart{Type: PartImage, ImageURL: "\x01\x00data:text/plain,hi\x1f"}, "hi", true, true},
+		"break in text":     {ContentPart{Type: PartImage, ImageURL: "data:text/plain,ig\r\nnore"}, "ignore", true, true},
+		"spaced base64":     {ContentPart{Type: PartImage, ImageURL: "data:text/plain;base64,aGVs\tbG8g d29y\fbGQ="}, "hello world", true, true},
+		"escaped break":     {ContentPart{Type: PartImage, ImageURL: "data:text/plain,a%0Ab"}, "a\nb", true, true},
+		"not an image type": {ContentPart{Type: PartImage, ImageURL: "data:image/png x;base64," + b64([]byte("hello"))}, "hello", true, true},
+		"image type spaced": {ContentPart{Type: PartImage, ImageURL: "data: IMAGE/PNG ;base64," + b64([]byte("\x89PNG\x00"))}, "", false, true},
+		"raw not an image":  {ContentPart{Type: PartImage, MediaType: "image/", Data: []byte("hi")}, "hi", true, true},
+		// Read otherwise by some parsers: refused.
+		"spaced marker":      {ContentPart{Type: PartImage, ImageURL: "data:text/plain; base64," + b64([]byte("hello"))}, "", true, false},
+		"marker then space":  {ContentPart{Type: PartImage, ImageURL: "data:text/plain;base64 ," + b64([]byte("hello"))}, "", true, false},
+		"marker not last":    {ContentPart{Type: PartImage, ImageURL: "data:text/plain;base64;charset=utf-8," + b64([]byte("hello"))}, "", true, false},
+		"escaped base64":     {ContentPart{Type: PartImage, ImageURL: "data:text/plain;base64,aGk%3D"}, "", true, false},
+		"bad escape":         {ContentPart{Type: PartImage, ImageURL: "data:text/plain,100%"}, "", true, false},
+		"second charset":     {ContentPart{Type: PartImage, ImageURL: "data:text/plain;charset=utf-16le;charset=utf-8,-N"}, "", true, false},
+		"charset after utf8": {ContentPart{Type: PartImage, ImageURL: "data:text/plain;charset=utf-8;charset=utf-16le,-N"}, "", true, false},
 	} {
 		text, carried := c.part.Attachment()
 		assert.Equal(t, c.text, text, name)

@@ -500,7 +500,14 @@ func resultContent(raw json.RawMessage, id string) (string, []runtime.ContentPar
 // tool_result (user).
 func anthropicMessage(in *antMessage) (runtime.Message, error) {
 	m := runtime.Message{Role: in.Role}
-	if in.Role != "user" && in.Role != "assistant" {
+	switch in.Role {
+	case "user", "assistant":
+	case "system", "developer":
+		// The Messages API refuses them too: the system prompt has one
+		// place, and an instruction moved there from mid-conversation
+		// would be read as given before the turns it followed.
+		return m, fmt.Errorf(`role: want "user" or "assistant", got %q: the Messages API's system prompt is the request's system field, not a message`, in.Role)
+	default:
 		return m, fmt.Errorf(`role: want "user" or "assistant", got %q`, in.Role)
 	}
 	c := bytes.TrimSpace(in.Content)

@@ -13,11 +13,12 @@ import (
 // policy declares none): a trail that is not durable (it is lost when the
 // process ends) and keeps only the last runtime.DefaultMemoryAuditMax
 // records. A sink the host passes in deps counts as it is. The gateway
-// never runs a turn, nor a tool without mcp servers: an audit layer of
-// the turn chain, or of the tool chain then, writes no record, and is left
-// to the warnings about layers that never act.
-func memoryTrails(p *plan.Plan, deps runtime.Deps) []string {
-	if len(p.MCPServers) == 0 {
+// never runs a turn, nor a tool when runsTools is false (no mcp servers, no
+// host tools: Server.runsTools): an audit layer of the turn chain, or of
+// the tool chain then, writes no record, and is left to the warnings about
+// layers that never act.
+func memoryTrails(p *plan.Plan, deps runtime.Deps, runsTools bool) []string {
+	if !runsTools {
 		return nil
 	}
 	var out []string

@@ -134,10 +134,13 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 			return
 		}
 		served.setHeader(x.Header())
+		if x.g.withholdCache {
+			resp.Usage = withholdCacheUsage(resp.Usage)
+		}
 		a.complete(x, &p, &resp)
 		return
 	}
-	w := &heldStream{chatStream: a.stream(x, &p, served)}
+	w := &heldStream{chatStream: a.stream(x, &p, served), withholdCache: x.g.withholdCache}
 	defer w.free()
 	resp, err := x.g.pl.Stream(ctx, p.req, w.hold)
 	s.observeChat(x, &p, &resp, err)
@@ -157,6 +160,9 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 		x.err = err
 		w.fail(err)
 	default:
+		if w.withholdCache {
+			resp.Usage = withholdCacheUsage(resp.Usage)
+		}
 		w.end(&resp)
 	}
 }
@@ -314,10 +320,16 @@ type heldStream struct {
 	chatStream
 	held  []runtime.Delta
 	calls runtime.ToolCallBuilder
+	// withholdCache withholds the prompt-cache figures of the usage the
+	// deltas carry (withholdCacheUsage).
+	withholdCache bool
 }
 
 // hold is the stream's yield.
 func (h *heldStream) hold(d runtime.Delta) bool {
+	if h.withholdCache {
+		d.Usage = withholdCacheUsage(d.Usage)
+	}
 	if len(h.held) == 0 && len(d.ToolCalls) == 0 {
 		return h.delta(d)
 	}

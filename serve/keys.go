@@ -67,6 +67,15 @@ func newKeyring(keys map[string]plan.Key, lookup func(string) (string, bool)) (*
 // open reports whether the keyring admits every caller.
 func (kr *keyring) open() bool { return len(kr.keys) == 0 }
 
+// tenants returns how many tenants the keys name.
+func (kr *keyring) tenants() int {
+	seen := map[string]bool{}
+	for _, k := range kr.keys {
+		seen[k.tenant] = true
+	}
+	return len(seen)
+}
+
 // match returns the key whose hash is that of presented. It compares
 // against every key in constant time, so the time taken does not tell how
 // much of a hash matched nor which key did.

@@ -877,6 +877,9 @@ func (t *upstreamTool) call(ctx context.Context, c *runtime.ToolCall) (any, erro
 		ce.Message += ": the connection failed after the call was sent, so the tool may have run"
 		return nil, runtime.MayHaveRun(ce)
 	}
+	// The result served is the one bounded: its structured content and
+	// _meta as read again from the upstream's text.
+	exactResult(res, raw.done())
 	if n, over := resultSize(res, t.maxResult); over {
 		// The tool ran: its effect stands, so the error says so (an
 		// idempotent layer stores it instead of letting a duplicate run
@@ -884,7 +887,6 @@ func (t *upstreamTool) call(ctx context.Context, c *runtime.ToolCall) (any, erro
 		return nil, runtime.Ran(&runtime.CallError{Kind: runtime.KindPermanent, Message: fmt.Sprintf(
 			"mcp server %q: the tool ran, but its result is over the limit of %d bytes (%d bytes at least) and was dropped", t.server, t.maxResult, n)})
 	}
-	exactResult(res, raw.done())
 	textBlobs(res)
 	if res.IsError {
 		return nil, &runtime.CallError{Kind: runtime.KindPermanent, Message: t.up.secrets.scrub(resultText(res))}
@@ -919,33 +921,58 @@ func textBlobs(res *mcp.CallToolResult) {
 
 // resultSize adds up the bytes of a result, as far as max: the text of
 // its contents, their data (images, audio, embedded resources), their
-// URIs and names, and the keys and strings of its structured content (8
-// bytes a number or other scalar). It reports whether the sum is over max;
-// the sum stops growing once it is.
+// URIs, names, media types, icons, annotations and _meta, and the keys
+// and strings of its structured content and its _meta (a number its
+// digits as written, 8 bytes another scalar): everything the client is
+// relayed. It reports whether the sum is over max; the sum stops growing
+// once it is.
 func resultSize(res *mcp.CallToolResult, max int64) (int64, bool) {
 	var n int64
 	for _, c := range res.Content {
+		var meta mcp.Meta
+		var ann *mcp.Annotations
 		switch c := c.(type) {
 		case *mcp.TextContent:
 			n += int64(len(c.Text))
+			meta, ann = c.Meta, c.Annotations
 		case *mcp.ImageContent:
-			n += int64(len(c.Data))
+			n += int64(len(c.Data) + len(c.MIMEType))
+			meta, ann = c.Meta, c.Annotations
 		case *mcp.AudioContent:
-			n += int64(len(c.Data))
+			n += int64(len(c.Data) + len(c.MIMEType))
+			meta, ann = c.Meta, c.Annotations
 		case *mcp.ResourceLink:
-			n += int64(len(c.URI) + len(c.Name) + len(c.Title) + len(c.Description))
+			n += int64(len(c.URI) + len(c.Name) + len(c.Title) + len(c.Description) + len(c.MIMEType))
+			if len(c.Icons) > 0 {
+				b, _ := json.Marshal(c.Icons)
+				n += int64(len(b))
+			}
+			meta, ann = c.Meta, c.Annotations
 		case *mcp.EmbeddedResource:
 			if r := c.Resource; r != nil {
-				n += int64(len(r.URI) + len(r.Text) + len(r.Blob))
+				n += int64(len(r.URI) + len(r.Text) + len(r.Blob) + len(r.MIMEType))
+				if n, _ = valueSize(map[string]any(r.Meta), n, max); n > max {
+					return n, true
+				}
 			}
+			meta, ann = c.Meta, c.Annotations
 		default:
 			n += 8
 		}
-		if n > max {
+		if ann != nil {
+			n += int64(len(ann.LastModified)) + 8
+			for _, r := range ann.Audience {
+				n += int64(len(r)) + 1
+			}
+		}
+		if n, _ = valueSize(map[string]any(meta), n, max); n > max {
 			return n, true
 		}
 	}
-	return valueSize(res.StructuredContent, n, max)
+	if n, over := valueSize(res.StructuredContent, n, max); over {
+		return n, true
+	}
+	return valueSize(map[string]any(res.Meta), n, max)
 }
 
 // valueSize adds the size of a decoded JSON value to n, stopping once the
@@ -955,6 +982,8 @@ func valueSize(v any, n, max int64) (int64, bool) {
 	case nil:
 	case string:
 		n += int64(len(v))
+	case json.Number:
+		n += int64(len(v)) // read as written: its text is what is relayed
 	case json.RawMessage:
 		n += int64(len(v))
 	case []any:

@@ -55,7 +55,9 @@ func (r *rawResult) setID(id jsonrpc.ID) {
 	r.mu.Unlock()
 }
 
-// read keeps msg's result when msg is the response to the call.
+// read keeps msg's result when msg is the first response to the call, the
+// one the MCP client reads (it drops a later one, which answers no call
+// pending).
 func (r *rawResult) read(msg jsonrpc.Message) {
 	resp, ok := msg.(*jsonrpc.Response)
 	if !ok || resp.Error != nil || len(resp.Result) == 0 {
@@ -63,7 +65,7 @@ func (r *rawResult) read(msg jsonrpc.Message) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.id.IsValid() && resp.ID == r.id {
+	if r.id.IsValid() && resp.ID == r.id && r.result == nil {
 		r.result = bytes.Clone(resp.Result)
 	}
 }
@@ -178,7 +180,8 @@ func watchBody(r *http.Request, req *jsonrpc.Request, resp *http.Response) {
 
 // resultBody passes a response body through, reading the messages in it
 // as the SDK reads them: the body whole (application/json), or the data of
-// each event of an event stream. The response to the call has its result
+// each event of an event stream that is unnamed or named "message" (the
+// SDK skips the others). The response to the call has its result
 // kept before the SDK has read the message's last byte. What it holds at a
 // time is bounded as the SDK bounds a message (maxUpstreamMessageBytes);
 // past that the message is not read.
@@ -189,6 +192,7 @@ type resultBody struct {
 	line   []byte // the event stream's line being read
 	data   []byte // the message being read
 	over   bool   // the message is over the bound
+	other  bool   // the event is named, other than "message"
 }
 
 func (b *resultBody) Read(p []byte) (int, error) {
@@ -214,7 +218,7 @@ func (b *resultBody) add(buf *[]byte, p []byte) {
 }
 
 // readEvents reads the lines of an event stream: a "data:" line adds to
-// the message, a blank line ends it.
+// the message, an "event:" line names it, a blank line ends it.
 func (b *resultBody) readEvents(p []byte) {
 	for len(p) > 0 {
 		i := bytes.IndexByte(p, '\n')
@@ -228,8 +232,11 @@ func (b *resultBody) readEvents(p []byte) {
 		switch {
 		case len(line) == 0:
 			b.message()
+		case bytes.HasPrefix(line, []byte("event:")):
+			name := bytes.TrimSpace(line[len("event:"):])
+			b.other = len(name) > 0 && string(name) != "message"
 		case bytes.HasPrefix(line, []byte("data:")):
-			v := bytes.TrimPrefix(line[len("data:"):], []byte(" "))
+			v := bytes.TrimSpace(line[len("data:"):])
 			if len(b.data) > 0 {
 				b.add(&b.data, []byte("\n"))
 			}
@@ -241,10 +248,10 @@ func (b *resultBody) readEvents(p []byte) {
 
 // message reads the message gathered and starts the next.
 func (b *resultBody) message() {
-	if !b.over && len(b.data) > 0 {
+	if !b.over && !b.other && len(b.data) > 0 {
 		if msg, err := jsonrpc.DecodeMessage(b.data); err == nil {
 			b.raw.read(msg)
 		}
 	}
-	b.data, b.over = b.data[:0], false
+	b.data, b.over, b.other = b.data[:0], false, false
 }

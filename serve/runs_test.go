@@ -322,3 +322,21 @@ chains: chat: `+tc.chain+`
 		})
 	}
 }
+
+// TestMemoryTrailOfHostToolsIsWarned: host tools (Options.Tools) run
+// through the tool chain as an mcp server's do, so an audit layer of it
+// whose trail is in process memory writes its records there, and is
+// warned of, without any mcp server.
+func TestMemoryTrailOfHostToolsIsWarned(t *testing.T) {
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, `package gw
+models: m: {}
+tools: lookup: {description: "Look up."}
+chains: tool: [{use: "audit", name: "calls"}]
+`)), WatchInterval: -1, Tools: map[string]runtime.ToolFunc{
+		"lookup": func(context.Context, *runtime.ToolCall) (any, error) { return "ok", nil },
+	}})
+	logs := s.logs.String()
+	assert.Contains(t, logs, "audit trail in process memory")
+	assert.Contains(t, logs, "layers=[tool:calls]")
+	assert.NotContains(t, logs, "tool-chain layers that act only on a call that runs")
+}

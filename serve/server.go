@@ -77,6 +77,10 @@ type Options struct {
 	// OpsHandler on another listener. The metrics name tenants and their
 	// spend, which a caller holding a key has no business reading.
 	MetricsElsewhere bool
+	// CacheUsage says whether a model call's prompt-cache figures reach
+	// its client (CacheUsageAuto, the default: withheld when the policy's
+	// keys name more than one tenant). See withholdCacheUsage.
+	CacheUsage CacheUsage
 
 	// MaxBodyBytes bounds a request body (default 4 MiB; larger: 413).
 	MaxBodyBytes int64
@@ -278,6 +282,9 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := opts.CacheUsage.check(); err != nil {
+		return nil, err
+	}
 	s := &Server{opts: opts, log: opts.Logger, memory: opts.Deps.Memory, hosts: hosts}
 	s.metrics = newMetrics(opts.Registry, s.bodyBytes.Load)
 	if opts.MaxInFlight > 0 {
@@ -403,6 +410,9 @@ type generation struct {
 	// modelIDs maps provider model ids to the policy's names.
 	modelIDs map[string]string
 	mcp      *upstreams
+	// withholdCache withholds the prompt-cache figures of the usage a
+	// client is sent (withholdCacheUsage).
+	withholdCache bool
 	// deps are the pipeline's deps but its tools: a generation built for
 	// an upstream's new tool list (refreshMCP) reuses them.
 	deps runtime.Deps
@@ -489,7 +499,8 @@ func (s *Server) assemble(ctx context.Context, p *plan.Plan, kr *keyring, deps r
 		return nil, err
 	}
 	ups.scan(ctx, pl, s.log)
-	g := &generation{plan: p, pl: pl, keys: kr, mcp: ups, deps: base, modelIDs: modelIDs(p), done: make(chan struct{}), log: s.log}
+	g := &generation{plan: p, pl: pl, keys: kr, mcp: ups, deps: base, modelIDs: modelIDs(p), done: make(chan struct{}), log: s.log,
+		withholdCache: s.opts.CacheUsage.withholds(kr)}
 	for name := range p.Models {
 		g.models = append(g.models, name)
 	}
@@ -545,7 +556,7 @@ func (s *Server) install(g *generation) {
 			s.metrics.withheld.WithLabelValues(t.server, t.withheld.Layer).Inc()
 		}
 	}
-	if names := memoryTrails(g.plan, g.deps); len(names) > 0 {
+	if names := memoryTrails(g.plan, g.deps, s.runsTools(g.plan)); len(names) > 0 {
 		s.log.Warn("audit trail in process memory: not durable (lost when the process ends), and only the last records are kept; declare a sqlite, redis or postgres store as its sink",
 			"layers", names, "kept", runtime.DefaultMemoryAuditMax)
 	}

@@ -8,8 +8,17 @@
 // "after" runs the call first and evaluates its outcome too (`response` in
 // chat, `result` in tool, `output` and `status` in turn): a blocked result is
 // discarded. In the chat stage an after-phase guard holds the stream's deltas
-// until the response is complete and releases them only if it passes. A tool
-// or chat call that failed is returned as is without evaluation; a turn is
+// until the response is complete and releases them only if it passes. A chat
+// call that failed is returned as is without evaluation, and so is a tool
+// call that failed other than permanently (transient, blocked, over budget,
+// in doubt, cancelled); a tool call's permanent failure is the tool's
+// answer, whose text the model reads as it reads a result (an MCP
+// upstream's error result, isError, a tool's own error), and is evaluated
+// with that text as `result` (read as a result's text is): a block
+// replaces the error, marked runtime.NotRun when the error proved the tool
+// did not act and runtime.Ran otherwise, and a read of a field of the text
+// fails (closed by default), so an answer marked an error does not pass
+// what the guard holds on a tool's answers; a turn is
 // evaluated with its status (`status`: "ok", or "failed" when it ended with
 // another error), except that a turn that ended final is returned as it
 // ended, without evaluation, keeping that first reason: blocked, over

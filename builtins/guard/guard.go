@@ -178,7 +178,7 @@ func (g *Guard) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 	return func(ctx context.Context, c *runtime.ToolCall) (any, error) {
 		res, err := next(ctx, c)
 		if err != nil {
-			return res, err
+			return g.failedTool(ctx, c, res, err)
 		}
 		// The value read is a view of res; res is what is returned.
 		v, eerr := g.pred.EvalTool(ctx, c, resultjson.Value(g.results[c.Name], res), true)
@@ -193,6 +193,32 @@ func (g *Guard) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 		}
 		return res, nil
 	}
+}
+
+// failedTool decides a tool call that failed with err. A permanent failure
+// is the tool's answer, whose text the model reads as it reads a result (an
+// MCP upstream's error result, a tool's own error): the guard reads that
+// text as result, so that an answer marked an error does not pass what it
+// holds on a tool's answers. A block keeps what err says of whether the
+// call ran. Any other failure (transient, blocked, over budget, in doubt,
+// cancelled) is returned as is.
+func (g *Guard) failedTool(ctx context.Context, c *runtime.ToolCall, res any, err error) (any, error) {
+	if ctx.Err() != nil || runtime.Classify(err) != runtime.ClassFailure || runtime.IsTransient(err) {
+		return res, err
+	}
+	v, eerr := g.pred.EvalTool(ctx, c, resultjson.Value(g.results[c.Name], err.Error()), true)
+	berr := g.decide(ctx, v, eerr)
+	if berr == nil {
+		return res, err
+	}
+	var b *runtime.BlockedError
+	switch {
+	case !errors.As(berr, &b):
+		return nil, berr
+	case runtime.DidNotRun(err):
+		return nil, runtime.NotRun(berr)
+	}
+	return nil, runtime.Ran(berr)
 }
 
 // AdmitTool implements runtime.ToolAdmitter: a guard of phase "before"

@@ -3,6 +3,7 @@ package guard_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -97,4 +98,49 @@ func TestAfterGuardRefusesAnUncompilableResultSchema(t *testing.T) {
 	p.Tools = map[string]plan.Tool{"order": {ResultSchema: json.RawMessage(`{"$ref":"https://example.com/s.json"}`)}}
 	_, err := runtime.Build(context.Background(), p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"order": rt.NewTool().Func()}})
 	require.ErrorContains(t, err, "tools.order.result_schema")
+}
+
+// failedGuard builds a pipeline whose tool "order" fails with err, behind
+// an after-phase guard denying deny.
+func failedGuard(t *testing.T, deny string, err error) error {
+	t.Helper()
+	p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Named("check", rt.Layer("guard", `{"deny":"`+deny+`","phase":"after"}`))}})
+	p.Tools = map[string]plan.Tool{"order": {}}
+	tool := rt.NewTool(rt.ToolResult{Err: err})
+	pl, berr := runtime.Build(context.Background(), p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"order": tool.Func()}})
+	require.NoError(t, berr)
+	_, err = pl.Tool(context.Background(), runtime.ToolRequest{Name: "order", Args: map[string]any{}})
+	return err
+}
+
+// TestAfterGuardReadsAPermanentFailure: a tool's permanent failure is its
+// answer (an MCP upstream's error result), whose text the model reads: it
+// was returned unread, so a tool that marked its answer an error passed
+// the guard. Its text is result: a rule on it blocks (marked as having
+// run, or as not run when the failure proved so), a read of a field fails
+// closed, and a failure the guard lets through, or a transient one, is
+// returned as it was.
+func TestAfterGuardReadsAPermanentFailure(t *testing.T) {
+	leak := rt.Permanent("card 4111 1111 1111 1111 declined")
+	err := failedGuard(t, "result.contains('4111')", leak)
+	var b *runtime.BlockedError
+	require.ErrorAs(t, err, &b)
+	assert.Equal(t, "check", b.Layer)
+	assert.NotContains(t, err.Error(), "declined", "the tool's text is not returned")
+	assert.ErrorIs(t, err, runtime.ErrRan, "the tool answered")
+
+	err = failedGuard(t, "result.contains('4111')", runtime.NotRun(leak))
+	require.ErrorAs(t, err, &b)
+	assert.True(t, runtime.DidNotRun(err), "a failure that proved the tool did not act still says so")
+
+	err = failedGuard(t, "result.status == 'failed'", rt.Permanent("no such order"))
+	require.ErrorAs(t, err, &b)
+	assert.Error(t, b.Err, "an evaluation error, failing closed")
+
+	err = failedGuard(t, "result.contains('4111')", rt.Permanent("no such order"))
+	assert.EqualError(t, err, rt.Permanent("no such order").Error(), "let through as it was")
+	assert.False(t, errors.As(err, &b))
+
+	err = failedGuard(t, "result.contains('4111')", rt.Transient("card 4111 1111 1111 1111: upstream busy"))
+	assert.False(t, errors.As(err, &b), "a transient failure is returned as is: %v", err)
 }

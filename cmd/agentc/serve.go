@@ -42,6 +42,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 	logFormat := fs.String("log", "text", "access and server log format: text or json")
 	allowReset := fs.Bool("allowreset", false, "apply a reload whose change starts idempotency records afresh (calls made before it would run again if repeated); without it such a reload is refused")
 	metricsAddr := fs.String("metrics", "", "serve /metrics, /healthz and /readyz on this `ADDR` (HOST:PORT, an internal one), and /metrics no longer on -listen")
+	cacheUsage := fs.String("cacheusage", "auto", "whether the prompt-cache figures of a call's usage reach the client: auto (withheld when the keys name more than one tenant), report or withhold")
 	keyless := fs.Bool("keyless", false, "serve a policy that declares no keys on an address other than a loopback one (every caller that reaches it is served); without it such a policy is refused, at start and at a reload")
 	var allowHosts hostNames
 	fs.Var(&allowHosts, "allowhost", "a host `NAME` requests may name in their Host header besides localhost and IP addresses, checked on loopback connections and, under a policy without keys, on every connection (repeatable)")
@@ -56,6 +57,11 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 		if err := checkListenAddr(a.addr); a.addr != "" && err != nil {
 			return fail(env, "serve: %s %s: %v (want HOST:PORT, such as 127.0.0.1:8080)", a.flag, a.addr, err)
 		}
+	}
+	switch serve.CacheUsage(*cacheUsage) {
+	case serve.CacheUsageAuto, serve.CacheUsageReport, serve.CacheUsageWithhold:
+	default:
+		return fail(env, "serve: -cacheusage must be auto, report or withhold, got %q", *cacheUsage)
 	}
 	if *drain < 0 {
 		return fail(env, "serve: -drain must not be negative")
@@ -128,7 +134,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 		MaxMessages: unbounded(*maxMessages), MaxParts: unbounded(*maxParts), MaxInFlight: unbounded(*maxInFlight),
 		MaxInFlightBytes: *maxInFlightBytes,
 		MetricsElsewhere: *metricsAddr != "", AllowStateReset: *allowReset, AllowHosts: allowHosts,
-		RequireKeys: !*keyless && !loopbackAddr(*listen),
+		RequireKeys: !*keyless && !loopbackAddr(*listen), CacheUsage: serve.CacheUsage(*cacheUsage),
 	})
 	if err != nil {
 		return fail(env, "serve %s: %v", fs.Arg(0), err)

@@ -480,3 +480,18 @@ func TestServeStartErrorsHaveExcerpts(t *testing.T) {
 	assert.Equal(t, exitUsage, rc)
 	assert.Contains(t, stderr.String(), "policy.cue:3:22: error schema/unknown-middleware: unknown middleware \"retyr\"; did you mean \"retry\"?\n\tchains: chat: [{use: \"retyr\"}]\n\t                     ^")
 }
+
+// -cacheusage says whether the prompt-cache figures of a call's usage reach
+// the client (serve.CacheUsage); a value other than auto, report or
+// withhold is refused before the policy is read, naming the flag.
+func TestServeCacheUsageFlag(t *testing.T) {
+	stderr := &lockedBuffer{}
+	rc := cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: t.TempDir()}, []string{"-cacheusage", "hide", "p"})
+	assert.Equal(t, exitUsage, rc)
+	assert.Contains(t, stderr.String(), `-cacheusage must be auto, report or withhold, got "hide"`)
+	assert.NotContains(t, stderr.String(), "no such file", "the policy is not read")
+	stderr = &lockedBuffer{}
+	rc = cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: t.TempDir()}, []string{"-h"})
+	assert.Equal(t, exitOK, rc)
+	assert.Contains(t, stderr.String(), "-cacheusage")
+}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/agentc-dev/agentc/internal/wire"
 	"github.com/agentc-dev/agentc/runtime"
@@ -617,10 +616,10 @@ func appendDocument(b []byte, p runtime.ContentPart) []byte {
 	case p.Type == runtime.PartText:
 		b = append(b, `{"type":"text","media_type":"text/plain","data":`...)
 		b = wire.AppendString(b, p.Text)
-	case strings.HasPrefix(p.ImageURL, "data:"):
-		media, data, _ := strings.Cut(strings.TrimPrefix(p.ImageURL, "data:"), ",")
+	case isDataURL(p.ImageURL):
+		media, data, _ := runtime.DataSource(p.ImageURL)
 		b = append(b, `{"type":"base64","media_type":`...)
-		b = wire.AppendString(b, strings.TrimSuffix(media, ";base64"))
+		b = wire.AppendString(b, media)
 		b = append(b, `,"data":`...)
 		b = wire.AppendString(b, data)
 	default:
@@ -637,18 +636,13 @@ func appendDocument(b []byte, p runtime.ContentPart) []byte {
 // appendImage appends an image block: a URL source, or base64 data.
 func appendImage(b []byte, p runtime.ContentPart) []byte {
 	b = append(b, `{"type":"image","source":`...)
-	if p.ImageURL != "" && !strings.HasPrefix(p.ImageURL, "data:") {
+	if p.ImageURL != "" && !isDataURL(p.ImageURL) {
 		b = append(b, `{"type":"url","url":`...)
 		b = wire.AppendString(b, p.ImageURL)
 	} else {
-		media, data, inline := p.MediaType, "", false
-		if rest, ok := strings.CutPrefix(p.ImageURL, "data:"); ok {
-			if head, body, ok := strings.Cut(rest, ","); ok {
-				media, data, inline = strings.TrimSuffix(head, ";base64"), body, true
-			}
-		}
+		media, data, inline := runtime.DataSource(p.ImageURL)
 		if !inline {
-			data = wire.Base64(p.Data)
+			media, data = p.MediaType, wire.Base64(p.Data)
 		}
 		b = append(b, `{"type":"base64","media_type":`...)
 		b = wire.AppendString(b, media)
@@ -660,6 +654,14 @@ func appendImage(b []byte, p runtime.ContentPart) []byte {
 		b = appendCacheControl(b, p.CacheControl)
 	}
 	return append(b, '}')
+}
+
+// isDataURL reports whether u is a data: URL as the layers read it, in any
+// case and past white space (runtime.DataURL): it is sent as the data they
+// read (runtime.DataSource), never as a URL to fetch.
+func isDataURL(u string) bool {
+	_, ok := runtime.DataURL(u)
+	return ok
 }
 
 // customTools refuses OpenAI's custom (free-form) tools and their calls:

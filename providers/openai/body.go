@@ -282,7 +282,7 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 				// message, the image would be read as the user's.
 				return nil, runtime.ProviderRefused(fmt.Errorf("messages[%d]: the result of tool call %s holds an image, which an OpenAI-shaped model cannot read in a tool result (its tool messages hold text alone)", i, p.ToolCallID))
 			}
-			if p.Type == runtime.PartDocument && !strings.HasPrefix(p.ImageURL, "data:") {
+			if _, data := runtime.DataURL(p.ImageURL); p.Type == runtime.PartDocument && !data {
 				// The API takes a file's data or the id of a file
 				// uploaded to it, not a URL.
 				return nil, runtime.ProviderRefused(fmt.Errorf("messages[%d]: a document known by its URL, which an OpenAI-shaped model cannot fetch (send its data)", i))
@@ -324,7 +324,7 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 					}
 					if p.Type == runtime.PartDocument {
 						b = append(b, `{"type":"file","file":{"file_data":`...)
-						b = wire.AppendString(b, p.ImageURL)
+						b = wire.AppendString(b, imageURL(p))
 						if p.Filename != "" {
 							b = append(b, `,"filename":`...)
 							b = wire.AppendString(b, p.Filename)

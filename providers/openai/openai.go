@@ -460,9 +460,13 @@ func userParts(m *runtime.Message) []runtime.ContentPart {
 	return out
 }
 
-// imageURL returns the URL of an image part: its URL, or a data: URL of
-// its bytes.
+// imageURL returns the URL of an image or document part: its data: URL
+// spelt as the layers read it (runtime.CanonicalDataURL), its URL, or a
+// data: URL of its bytes.
 func imageURL(p runtime.ContentPart) string {
+	if u, ok := runtime.CanonicalDataURL(p.ImageURL); ok {
+		return u
+	}
 	if p.ImageURL != "" {
 		return p.ImageURL
 	}

@@ -145,7 +145,10 @@ func (t Transcript) Message(run string, msg *runtime.Message) (runtime.Message, 
 func withAttachmentText(p runtime.ContentPart, text string) runtime.ContentPart {
 	if rest, ok := runtime.DataURL(p.ImageURL); ok {
 		head, _, _ := strings.Cut(rest, ",")
-		p.ImageURL = "data:" + strings.TrimSuffix(head, ";base64") + ";base64," + base64.StdEncoding.EncodeToString([]byte(text))
+		if n := len(";base64"); len(head) >= n && strings.EqualFold(head[len(head)-n:], ";base64") {
+			head = head[:len(head)-n]
+		}
+		p.ImageURL = "data:" + head + ";base64," + base64.StdEncoding.EncodeToString([]byte(text))
 		return p
 	}
 	p.Data = []byte(text)
