@@ -125,8 +125,9 @@ type AgentResult struct {
 // error; the result still holds the transcript so far, and no Output. A
 // turn chain layer that refuses the output (a content_filter, an
 // after-phase guard) ends the turn with its *BlockedError, and the refused
-// text is left out of the result and of the run's recorded transcript
-// (AgentResult.Output). RunAgent is safe for concurrent use.
+// text is left out of the result, of the run's recorded transcript and of
+// the version a checkpoint layer saves after the turn (AgentResult.Output).
+// RunAgent is safe for concurrent use.
 //
 // When the run is checkpointed, the transcript holding the model's tool
 // calls is recorded before any of them runs (a checkpoint layer with
@@ -202,7 +203,18 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 	}
 	var res AgentResult
 	answer := -1 // the transcript's index of the turn's last answer when the body ended without error
-	tr, err := pl.Turn(ctx, TurnRequest{Input: input, Session: req.Session}, func(ctx context.Context) (string, error) {
+	// The output is what the turn chain let through: a content_filter or
+	// an after-phase guard that refused it leaves none, and the answer
+	// that held it keeps no text in the transcript either. It is settled
+	// before the turn's end is recorded (a checkpoint's save, wherever the
+	// layer stands in the chain), so no version holds the refused text.
+	settle := func(out string, err error) {
+		if err != nil && answer >= 0 && out != res.Output {
+			res.Messages = withholdText(res.Messages, answer)
+			pl.RecordTranscript(ctx, res.Messages)
+		}
+	}
+	tr, err := pl.Turn(ctx, TurnRequest{Input: input, Session: req.Session, settle: settle}, func(ctx context.Context) (string, error) {
 		res, answer = AgentResult{}, -1
 		turn := agentTurn{pl: pl, req: &req, parallel: parallel, msgs: msgs, res: &res, answer: -1, offered: offeredTools(req.Params)}
 		var err error
@@ -229,13 +241,6 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 		return res.Output, nil
 	})
 	res.Attempts = tr.Attempts
-	// The output is what the turn chain let through: a content_filter or
-	// an after-phase guard that refused it leaves none, and the answer
-	// that held it keeps no text in the transcript either.
-	if err != nil && answer >= 0 && tr.Output != res.Output {
-		res.Messages = withholdText(res.Messages, answer)
-		pl.RecordTranscript(ctx, res.Messages)
-	}
 	res.Output = tr.Output
 	if res.Messages == nil {
 		res.Messages = msgs

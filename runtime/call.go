@@ -1289,6 +1289,11 @@ type TurnRequest struct {
 	Input string `json:"input"`
 	// Session identifies the conversation (the CEL variable `session`).
 	Session Session `json:"session,omitzero"`
+
+	// settle, when set, sees the turn's outcome once the whole turn chain
+	// has returned, before the layers' AtEnd functions run (RunAgent
+	// withholds a refused output from the transcript it recorded).
+	settle func(out string, err error)
 }
 
 // Session is a conversation.
@@ -1306,7 +1311,20 @@ type TurnCall struct {
 	// Meta is the call's metadata.
 	Meta Meta
 
-	fn TurnFunc
+	fn   TurnFunc
+	ends []func(err error) error
+}
+
+// AtEnd has fn run once the whole turn chain has returned, with the turn's
+// error as the outermost layer returned it: a layer that records the turn
+// (a checkpoint's save) then records what every layer decided, a refusal
+// by a layer outside it included, and not an output a layer outside it
+// refused. The functions run in the order they were added, after the
+// transcript was settled (RunAgent withholds a refused answer's text
+// first); an error one returns is joined to the turn's, which no layer of
+// the chain sees.
+func (c *TurnCall) AtEnd(fn func(err error) error) {
+	c.ends = append(c.ends, fn)
 }
 
 // IdempotencyKey returns the turn's idempotency key, derived from the run id
