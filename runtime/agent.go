@@ -181,7 +181,9 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 	if maxCalls <= 0 {
 		maxCalls = DefaultAgentMaxToolCalls
 	}
-	msgs := make([]Message, len(req.Messages), len(req.Messages)+1+2*maxSteps)
+	// Room for the steps a turn usually makes, not for its bound: a host's
+	// bound it never means to reach (math.MaxInt) reserves nothing more.
+	msgs := make([]Message, len(req.Messages), len(req.Messages)+1+2*min(maxSteps, DefaultAgentMaxSteps))
 	copy(msgs, req.Messages)
 	// Tool calls of the transcript's last assistant message without a
 	// result are a turn cut short (a resumed run): they are settled before
