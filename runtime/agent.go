@@ -323,6 +323,11 @@ func (t *agentTurn) run(ctx context.Context, maxSteps int) error {
 		}
 		at := len(t.msgs) - 1
 		if err := t.intent(ctx, at, calls); err != nil {
+			// None of the calls ran: the answer that asked for them
+			// leaves the transcript, so that a run resumed from the
+			// turn's end asks the model again rather than take them
+			// for calls that may have run (in doubt).
+			t.msgs, t.answer = t.msgs[:at], -1
 			return err
 		}
 		results, err := t.tools(ctx, at, calls, t.pl.repeats(calls))
@@ -338,7 +343,8 @@ func (t *agentTurn) run(ctx context.Context, maxSteps int) error {
 // intent records the transcript holding the model's tool calls, before any
 // of them runs, and runs the pipeline's OnToolCalls hooks (a checkpoint
 // layer's save): a run resumed from that save knows the calls were made.
-// A hook's error ends the turn before any call runs.
+// A hook's error ends the turn before any call runs (run leaves the answer
+// out of the transcript).
 func (t *agentTurn) intent(ctx context.Context, at int, calls []ToolUse) error {
 	if !t.pl.recordRuns.Load() {
 		return nil
