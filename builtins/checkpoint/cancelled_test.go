@@ -61,14 +61,8 @@ func TestCallerGoneWhileARefundRuns(t *testing.T) {
 	require.NoError(t, pl.Close())
 
 	second := rt.NewModel(rt.Response{Deltas: []string{"refunded"}})
-	pl = rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": second},
-		Tools: map[string]runtime.ToolFunc{"refund": refund}, Checkpoints: store, Audit: audit})
-	c, err := pl.Checkpointer("")
-	require.NoError(t, err)
-	rctx := runtime.WithRun(context.Background(), runtime.Run{ID: "gone"})
-	_, err = c.Resume(rctx, "gone")
-	require.NoError(t, err)
-	_, err = pl.RunAgent(rctx, runtime.AgentRequest{Model: "primary", Messages: pl.Transcript(rctx)})
+	_, err = resumeAgent(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": second},
+		Tools: map[string]runtime.ToolFunc{"refund": refund}, Checkpoints: store, Audit: audit}, "gone")
 	var doubt *runtime.InDoubtError
 	require.ErrorAs(t, err, &doubt)
 	assert.Equal(t, "refund", doubt.Tool)

@@ -73,31 +73,16 @@ func TestStoreDownAfterAToolResultEndsTheAgentTurn(t *testing.T) {
 	assert.Equal(t, 1, model.Calls(), "the model is not told the refund failed")
 }
 
-// flakyStore fails the second save alone, the one after the refund
-// returned: the store was away for a moment while the refund ran.
+// flakyStore fails its failAt-th save alone (0: the second, the one after
+// the refund returned): the store was away for a moment.
 type flakyStore struct {
 	runtime.CheckpointStore
-	saves int
+	saves, failAt int
 }
 
 func (s *flakyStore) SaveCheckpoint(ctx context.Context, cp runtime.Checkpoint) (int, error) {
 	s.saves++
-	if s.saves == 2 {
-		return 0, errors.New("connection refused")
-	}
-	return s.CheckpointStore.SaveCheckpoint(ctx, cp)
-}
-
-// onceDownStore fails its first save alone: the store was away for a
-// moment when the model had asked for a refund, before it ran.
-type onceDownStore struct {
-	runtime.CheckpointStore
-	saves int
-}
-
-func (s *onceDownStore) SaveCheckpoint(ctx context.Context, cp runtime.Checkpoint) (int, error) {
-	s.saves++
-	if s.saves == 1 {
+	if fail := s.failAt; s.saves == fail || fail == 0 && s.saves == 2 {
 		return 0, errors.New("connection refused")
 	}
 	return s.CheckpointStore.SaveCheckpoint(ctx, cp)
@@ -115,7 +100,7 @@ func TestStoreDownBeforeTheCallsRunLeavesNoCallInDoubt(t *testing.T) {
 	tool := rt.NewTool(rt.ToolResult{Value: "refunded"})
 	model := rt.NewModel(toolCallsResponse("c1", "refund", `{"order":7}`), rt.Response{Deltas: []string{"done"}})
 	base := runtime.NewMemoryCheckpoints()
-	pl := rt.Build(t, p, runtime.Deps{Checkpoints: &onceDownStore{CheckpointStore: base}, Models: map[string]runtime.ModelClient{"primary": model},
+	pl := rt.Build(t, p, runtime.Deps{Checkpoints: &flakyStore{CheckpointStore: base, failAt: 1}, Models: map[string]runtime.ModelClient{"primary": model},
 		Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
 	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r1"})
 	res, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "refund order 7"})
@@ -125,14 +110,23 @@ func TestStoreDownBeforeTheCallsRunLeavesNoCallInDoubt(t *testing.T) {
 	require.NoError(t, pl.Close())
 
 	second := rt.NewModel(toolCallsResponse("c1", "refund", `{"order":7}`), rt.Response{Deltas: []string{"done"}})
-	pl = rt.Build(t, p, runtime.Deps{Checkpoints: base, Models: map[string]runtime.ModelClient{"primary": second},
-		Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
-	c, err := pl.Checkpointer("")
-	require.NoError(t, err)
-	_, err = c.Resume(ctx, "r1")
-	require.NoError(t, err)
-	res, err = pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Messages: pl.Transcript(ctx)})
+	res, err = resumeAgent(t, p, runtime.Deps{Checkpoints: base, Models: map[string]runtime.ModelClient{"primary": second},
+		Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}}, "r1")
 	require.NoError(t, err)
 	assert.Equal(t, "done", res.Output)
 	assert.Equal(t, 1, tool.Calls(), "the refund is made once")
+}
+
+// resumeAgent builds a pipeline of p over deps, as a new process would,
+// resumes the run from its latest version and runs the agent turn on the
+// transcript restored.
+func resumeAgent(t *testing.T, p *plan.Plan, deps runtime.Deps, runID string) (runtime.AgentResult, error) {
+	t.Helper()
+	pl := rt.Build(t, p, deps)
+	c, err := pl.Checkpointer("")
+	require.NoError(t, err)
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: runID})
+	_, err = c.Resume(ctx, runID)
+	require.NoError(t, err)
+	return pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Messages: pl.Transcript(ctx)})
 }
