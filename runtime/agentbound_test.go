@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/agentc-dev/agentc/internal/cputime"
 	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
 	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
 )
 
@@ -113,5 +115,21 @@ func TestToolCallBuilderOutOfOrder(t *testing.T) {
 	for i, c := range calls {
 		assert.Equal(t, fmt.Sprint("c", i), c.ID)
 		assert.JSONEq(t, fmt.Sprintf(`{"n":%d}`, i), string(c.Arguments))
+	}
+}
+
+// TestRunAgentLargeStepBound: a host that gives a turn a step bound it
+// never means to reach (math.MaxInt32, math.MaxInt) had the turn reserve
+// room for a transcript of that many steps before the first model call: it
+// ran out of memory, or panicked. The bound only bounds.
+func TestRunAgentLargeStepBound(t *testing.T) {
+	for _, bound := range []int{math.MaxInt32, math.MaxInt} {
+		model := rt.NewModel(callTools(use("x", "echo", `{"n":1}`)), rt.Response{Deltas: []string{"done"}})
+		pl := rt.Build(t, rt.Plan(plan.Chains{}), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model},
+			Tools: map[string]runtime.ToolFunc{"echo": func(_ context.Context, c *runtime.ToolCall) (any, error) { return c.Args, nil }}})
+		res, err := pl.RunAgent(context.Background(), runtime.AgentRequest{Model: "primary", Input: "go", MaxSteps: bound, MaxParallel: bound, MaxToolCalls: bound})
+		require.NoError(t, err)
+		assert.Equal(t, "done", res.Output)
+		assert.Equal(t, 2, res.Steps)
 	}
 }
