@@ -425,19 +425,38 @@ func containsAny(s string, needles []string) bool {
 }
 
 // base64Runs returns the [start, end) offsets of runs of base64 characters long enough to
-// hide an instruction.
+// hide an instruction. A run wrapped over lines (MIME's 76 characters, PEM's 64, or any
+// width of a multiple of four of at least minWrapped) is one run, its line breaks inside it:
+// a line of such a length that a line of base64 follows goes on with it.
 func base64Runs(text string) [][2]int {
-	const minRun = 24
+	const (
+		minRun     = 24
+		minWrapped = 16
+	)
 	var runs [][2]int
-	start := -1
+	start, line, n := -1, 0, 0 // the run's start, its current line's start, its characters
 	for i := 0; i <= len(text); i++ {
 		if i < len(text) && isBase64Char(text[i]) {
 			if start < 0 {
-				start = i
+				start, line, n = i, i, 0
 			}
+			n++
 			continue
 		}
-		if start >= 0 && i-start >= minRun {
+		if start < 0 {
+			continue
+		}
+		if w := i - line; w >= minWrapped && w%4 == 0 && text[line:i] == strings.TrimRight(text[line:i], "=") {
+			next := i
+			if next < len(text) && text[next] == '\r' {
+				next++
+			}
+			if next < len(text) && text[next] == '\n' && next+1 < len(text) && isBase64Char(text[next+1]) {
+				i, line = next, next+1
+				continue
+			}
+		}
+		if n >= minRun {
 			runs = append(runs, [2]int{start, i})
 		}
 		start = -1
@@ -455,12 +474,13 @@ func isBase64Char(b byte) bool {
 // instruction): random bytes hold shorter ones.
 const minDecodedStretch = 8
 
-// urlSafe maps the URL-safe alphabet's two characters to the standard one's.
-var urlSafe = strings.NewReplacer("-", "+", "_", "/")
+// urlSafe maps the URL-safe alphabet's two characters to the standard one's, and drops the
+// line breaks of a run wrapped over lines.
+var urlSafe = strings.NewReplacer("-", "+", "_", "/", "\r", "", "\n", "")
 
 // decodeBase64 decodes a run of base64 as a model reading it does, and returns the text it
-// holds: whatever its length, in either alphabet (the standard and the URL-safe one, mixed
-// too), each stretch between padding on its own, each up to a character that breaks it (an odd
+// holds: whatever its length, wrapped over lines or not, in either alphabet (the standard and
+// the URL-safe one, mixed too), each stretch between padding on its own, each up to a character that breaks it (an odd
 // one at its end). The decoded bytes of a stretch are text when they are printable UTF-8 whole;
 // else their runs of at least minDecodedStretch printable characters are (an instruction with
 // binary bytes around it), joined by line breaks. It reports false when the run holds no text.
