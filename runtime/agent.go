@@ -26,8 +26,9 @@ const (
 
 // The defaults of an AgentRequest.
 const (
-	DefaultAgentMaxSteps    = 8
-	DefaultAgentMaxParallel = 4
+	DefaultAgentMaxSteps     = 8
+	DefaultAgentMaxParallel  = 4
+	DefaultAgentMaxToolCalls = 64
 )
 
 // Why an agent turn stopped (AgentResult.Stop).
@@ -64,6 +65,11 @@ type AgentRequest struct {
 	// MaxParallel bounds the tool calls of one step that run at once (0:
 	// DefaultAgentMaxParallel).
 	MaxParallel int
+	// MaxToolCalls bounds the tool calls of one model answer (0:
+	// DefaultAgentMaxToolCalls): none of the calls of an answer with more
+	// runs, each is answered with an error result saying so, and the turn
+	// goes on.
+	MaxToolCalls int
 	// OnBlock is OnBlockTellModel ("" is the same) or OnBlockEndTurn.
 	OnBlock string
 	// OnDelta, when set, sees every delta of every model call as it streams
@@ -109,6 +115,8 @@ type AgentResult struct {
 // are parts and each tool call sits in its place among them (ToolUse.
 // PartsAfter), which an Anthropic model requires to go on with a tool-use
 // turn; without, its text is Content.
+// An answer with more than MaxToolCalls tool calls has none of them run:
+// each is answered with an error result saying so, and the turn goes on.
 // A panic of a tool call (run on a goroutine of its own) is raised again
 // on the caller's goroutine once the step's other calls have returned.
 //
@@ -125,8 +133,9 @@ type AgentResult struct {
 // error; the result still holds the transcript so far, and no Output. A
 // turn chain layer that refuses the output (a content_filter, an
 // after-phase guard) ends the turn with its *BlockedError, and the refused
-// text is left out of the result and of the run's recorded transcript
-// (AgentResult.Output). RunAgent is safe for concurrent use.
+// text is left out of the result, of the run's recorded transcript and of
+// the version a checkpoint layer saves after the turn (AgentResult.Output).
+// RunAgent is safe for concurrent use.
 //
 // When the run is checkpointed, the transcript holding the model's tool
 // calls is recorded before any of them runs (a checkpoint layer with
@@ -168,7 +177,13 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 	if parallel <= 0 {
 		parallel = DefaultAgentMaxParallel
 	}
-	msgs := make([]Message, len(req.Messages), len(req.Messages)+1+2*maxSteps)
+	maxCalls := req.MaxToolCalls
+	if maxCalls <= 0 {
+		maxCalls = DefaultAgentMaxToolCalls
+	}
+	// Room for the steps a turn usually makes, not for its bound: a host's
+	// bound it never means to reach (math.MaxInt) reserves nothing more.
+	msgs := make([]Message, len(req.Messages), len(req.Messages)+1+2*min(maxSteps, DefaultAgentMaxSteps))
 	copy(msgs, req.Messages)
 	// Tool calls of the transcript's last assistant message without a
 	// result are a turn cut short (a resumed run): they are settled before
@@ -202,9 +217,20 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 	}
 	var res AgentResult
 	answer := -1 // the transcript's index of the turn's last answer when the body ended without error
-	tr, err := pl.Turn(ctx, TurnRequest{Input: input, Session: req.Session}, func(ctx context.Context) (string, error) {
+	// The output is what the turn chain let through: a content_filter or
+	// an after-phase guard that refused it leaves none, and the answer
+	// that held it keeps no text in the transcript either. It is settled
+	// before the turn's end is recorded (a checkpoint's save, wherever the
+	// layer stands in the chain), so no version holds the refused text.
+	settle := func(out string, err error) {
+		if err != nil && answer >= 0 && out != res.Output {
+			res.Messages = withholdText(res.Messages, answer)
+			pl.RecordTranscript(ctx, res.Messages)
+		}
+	}
+	tr, err := pl.Turn(ctx, TurnRequest{Input: input, Session: req.Session, settle: settle}, func(ctx context.Context) (string, error) {
 		res, answer = AgentResult{}, -1
-		turn := agentTurn{pl: pl, req: &req, parallel: parallel, msgs: msgs, res: &res, answer: -1, offered: offeredTools(req.Params)}
+		turn := agentTurn{pl: pl, req: &req, parallel: parallel, maxCalls: maxCalls, msgs: msgs, res: &res, answer: -1, offered: offeredTools(req.Params)}
 		var err error
 		if len(pending) > 0 {
 			err = turn.settle(ctx, at, pending)
@@ -229,13 +255,6 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 		return res.Output, nil
 	})
 	res.Attempts = tr.Attempts
-	// The output is what the turn chain let through: a content_filter or
-	// an after-phase guard that refused it leaves none, and the answer
-	// that held it keeps no text in the transcript either.
-	if err != nil && answer >= 0 && tr.Output != res.Output {
-		res.Messages = withholdText(res.Messages, answer)
-		pl.RecordTranscript(ctx, res.Messages)
-	}
 	res.Output = tr.Output
 	if res.Messages == nil {
 		res.Messages = msgs
@@ -261,6 +280,8 @@ type agentTurn struct {
 	pl       *Pipeline
 	req      *AgentRequest
 	parallel int
+	// maxCalls bounds the tool calls of one answer (tooMany).
+	maxCalls int
 	msgs     []Message
 	res      *AgentResult
 	// answer is the index of the last model answer appended (-1: none).
@@ -293,8 +314,20 @@ func (t *agentTurn) run(ctx context.Context, maxSteps int) error {
 			return nil
 		}
 		t.res.ToolCalls += len(calls)
+		if len(calls) > t.maxCalls {
+			// None of them runs, so none is recorded as made: a run
+			// resumed from a save before these answers asks the model
+			// again.
+			t.msgs = appendAnswers(t.msgs, t.tooMany(calls))
+			continue
+		}
 		at := len(t.msgs) - 1
 		if err := t.intent(ctx, at, calls); err != nil {
+			// None of the calls ran: the answer that asked for them
+			// leaves the transcript, so that a run resumed from the
+			// turn's end asks the model again rather than take them
+			// for calls that may have run (in doubt).
+			t.msgs, t.answer = t.msgs[:at], -1
 			return err
 		}
 		results, err := t.tools(ctx, at, calls, t.pl.repeats(calls))
@@ -310,7 +343,8 @@ func (t *agentTurn) run(ctx context.Context, maxSteps int) error {
 // intent records the transcript holding the model's tool calls, before any
 // of them runs, and runs the pipeline's OnToolCalls hooks (a checkpoint
 // layer's save): a run resumed from that save knows the calls were made.
-// A hook's error ends the turn before any call runs.
+// A hook's error ends the turn before any call runs (run leaves the answer
+// out of the transcript).
 func (t *agentTurn) intent(ctx context.Context, at int, calls []ToolUse) error {
 	if !t.pl.recordRuns.Load() {
 		return nil
@@ -549,8 +583,19 @@ func ownIDs(calls []ToolUse) []ToolUse {
 }
 
 // distinctIDs reports whether every call has an id and no two share one
-// (a few calls an answer: compared pairwise).
+// (a few calls an answer: compared pairwise; more, an answer over the
+// turn's bound included, through a set).
 func distinctIDs(calls []ToolUse) bool {
+	if len(calls) > 16 {
+		seen := make(map[string]bool, len(calls))
+		for _, c := range calls {
+			if c.ID == "" || seen[c.ID] {
+				return false
+			}
+			seen[c.ID] = true
+		}
+		return true
+	}
 	for i, c := range calls {
 		if c.ID == "" {
 			return false
@@ -619,8 +664,7 @@ func repeatOf(rep []int, i int) int {
 func repeatAnswer(call ToolUse, first string) Message {
 	text := "error: not run: this call repeats call " + first + " of the same step (the same tool and arguments), which runs once; " +
 		"call the tool again in a later step if a second call is meant"
-	return Message{Role: "tool", ToolCallID: call.ID, Name: call.Name,
-		Parts: []ContentPart{{Type: PartToolResult, ToolCallID: call.ID, Text: text, IsError: true}}}
+	return toolAnswer(call, text, true)
 }
 
 // ErrUnansweredToolCall is in the error RunAgent returns for a transcript
@@ -736,8 +780,7 @@ func recordAnswer(call ToolUse, r ToolRecord) Message {
 	} else {
 		text, isErr = "error: the tool's result could not be encoded: "+err.Error(), true
 	}
-	return Message{Role: "tool", ToolCallID: call.ID, Name: call.Name,
-		Parts: []ContentPart{{Type: PartToolResult, ToolCallID: call.ID, Text: text, IsError: isErr}}}
+	return toolAnswer(call, text, isErr)
 }
 
 // chat makes the model call of one step and returns its response and the
@@ -835,10 +878,7 @@ func (t *agentTurn) tools(ctx context.Context, at int, calls []ToolUse, rep []in
 // tool runs one call and returns its tool message, whether a guard blocked
 // it, and an error that ends the turn.
 func (t *agentTurn) tool(ctx context.Context, call ToolUse) (Message, bool, error) {
-	answer := func(text string, isErr bool) Message {
-		return Message{Role: "tool", ToolCallID: call.ID, Name: call.Name,
-			Parts: []ContentPart{{Type: PartToolResult, ToolCallID: call.ID, Text: text, IsError: isErr}}}
-	}
+	answer := func(text string, isErr bool) Message { return toolAnswer(call, text, isErr) }
 	if t.offered != nil && !t.offered[call.Name] {
 		if _, ok := ResumedCall(ctx); ok {
 			// A resumed call that may have run, when its turn offered the
@@ -883,6 +923,24 @@ func (t *agentTurn) tool(ctx context.Context, call ToolUse) (Message, bool, erro
 		return answer(refusal(err), true), true, nil
 	}
 	return answer("error: the tool failed: "+err.Error(), true), false, nil
+}
+
+// toolAnswer is the tool message answering call with text.
+func toolAnswer(call ToolUse, text string, isErr bool) Message {
+	return Message{Role: "tool", ToolCallID: call.ID, Name: call.Name,
+		Parts: []ContentPart{{Type: PartToolResult, ToolCallID: call.ID, Text: text, IsError: isErr}}}
+}
+
+// tooMany answers each call of an answer that has more than the turn's
+// bound: none of them runs.
+func (t *agentTurn) tooMany(calls []ToolUse) []Message {
+	text := "error: not run: this answer has " + strconv.Itoa(len(calls)) + " tool calls, more than the " +
+		strconv.Itoa(t.maxCalls) + " a step may make; call fewer tools at once"
+	out := make([]Message, len(calls))
+	for i, call := range calls {
+		out[i] = toolAnswer(call, text, true)
+	}
+	return out
 }
 
 // notOfferedText tells the model that it called a tool the turn did not

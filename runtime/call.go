@@ -871,6 +871,10 @@ func (b *ThinkingBuilder) Blocks() []ContentPart {
 // fragment arrives.
 type ToolCallBuilder struct {
 	calls []toolCallParts
+	// at holds the position in calls of each index once there are more
+	// than a few calls (nil before), so that an answer of many calls is
+	// assembled in linear time.
+	at map[int]int
 }
 
 type toolCallParts struct {
@@ -889,15 +893,12 @@ func (b *ToolCallBuilder) Add(d *Delta) {
 
 // AddFragment adds one fragment.
 func (b *ToolCallBuilder) AddFragment(f ToolCallDelta) {
-	var p *toolCallParts
-	for i := range b.calls {
-		if b.calls[i].index == f.Index {
-			p = &b.calls[i]
-			break
-		}
-	}
+	p := b.find(f.Index)
 	if p == nil {
 		b.calls = append(b.calls, toolCallParts{index: f.Index})
+		if b.at != nil {
+			b.at[f.Index] = len(b.calls) - 1
+		}
 		p = &b.calls[len(b.calls)-1]
 	}
 	if f.ID != "" {
@@ -908,6 +909,34 @@ func (b *ToolCallBuilder) AddFragment(f ToolCallDelta) {
 	}
 	p.args = append(p.args, f.Arguments...)
 	p.custom = p.custom || f.Custom
+}
+
+// find returns the call of index, nil when none has begun: the call begun
+// last (where a fragment usually goes), else by a scan of a few calls or
+// the positions of more.
+func (b *ToolCallBuilder) find(index int) *toolCallParts {
+	n := len(b.calls)
+	if n > 0 && b.calls[n-1].index == index {
+		return &b.calls[n-1]
+	}
+	if n <= 16 {
+		for i := range b.calls {
+			if b.calls[i].index == index {
+				return &b.calls[i]
+			}
+		}
+		return nil
+	}
+	if b.at == nil {
+		b.at = make(map[int]int, n)
+		for i, c := range b.calls {
+			b.at[c.index] = i
+		}
+	}
+	if i, ok := b.at[index]; ok {
+		return &b.calls[i]
+	}
+	return nil
 }
 
 // Len returns the number of calls begun.
@@ -925,6 +954,7 @@ func (b *ToolCallBuilder) ToolCalls() []ToolUse {
 	sorted := slices.IsSortedFunc(b.calls, func(x, y toolCallParts) int { return cmp.Compare(x.index, y.index) })
 	if !sorted {
 		slices.SortStableFunc(b.calls, func(x, y toolCallParts) int { return cmp.Compare(x.index, y.index) })
+		b.at = nil // the positions moved
 	}
 	out := make([]ToolUse, len(b.calls))
 	for i, p := range b.calls {
@@ -942,7 +972,7 @@ func (b *ToolCallBuilder) ToolCalls() []ToolUse {
 }
 
 // Reset empties the builder.
-func (b *ToolCallBuilder) Reset() { b.calls = nil }
+func (b *ToolCallBuilder) Reset() { b.calls, b.at = nil, nil }
 
 // ToolCallDeltas returns the fragments that stream calls whole: one fragment
 // per call, indexed by position (what a layer replaying a recorded response
@@ -1289,6 +1319,11 @@ type TurnRequest struct {
 	Input string `json:"input"`
 	// Session identifies the conversation (the CEL variable `session`).
 	Session Session `json:"session,omitzero"`
+
+	// settle, when set, sees the turn's outcome once the whole turn chain
+	// has returned, before the layers' AtEnd functions run (RunAgent
+	// withholds a refused output from the transcript it recorded).
+	settle func(out string, err error)
 }
 
 // Session is a conversation.
@@ -1306,7 +1341,20 @@ type TurnCall struct {
 	// Meta is the call's metadata.
 	Meta Meta
 
-	fn TurnFunc
+	fn   TurnFunc
+	ends []func(err error) error
+}
+
+// AtEnd has fn run once the whole turn chain has returned, with the turn's
+// error as the outermost layer returned it: a layer that records the turn
+// (a checkpoint's save) then records what every layer decided, a refusal
+// by a layer outside it included, and not an output a layer outside it
+// refused. The functions run in the order they were added, after the
+// transcript was settled (RunAgent withholds a refused answer's text
+// first); an error one returns is joined to the turn's, which no layer of
+// the chain sees.
+func (c *TurnCall) AtEnd(fn func(err error) error) {
+	c.ends = append(c.ends, fn)
 }
 
 // IdempotencyKey returns the turn's idempotency key, derived from the run id

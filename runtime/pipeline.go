@@ -707,7 +707,9 @@ func turnTerminal(ctx context.Context, c *TurnCall) (string, error) {
 }
 
 // Turn runs one agent turn through the turn chain: fn is the turn's body and
-// its return value the turn's output.
+// its return value the turn's output. What the layers asked to do at the
+// turn's end (TurnCall.AtEnd: a checkpoint's save) is done once the whole
+// chain has returned, and its error joined to the turn's.
 func (pl *Pipeline) Turn(ctx context.Context, req TurnRequest, fn TurnFunc) (TurnResult, error) {
 	if fn == nil {
 		return TurnResult{}, errors.New("turn: nil TurnFunc")
@@ -729,6 +731,14 @@ func (pl *Pipeline) Turn(ctx context.Context, req TurnRequest, fn TurnFunc) (Tur
 	c.Meta.Run = *run
 	c.Meta.Attempts = 1
 	out, err := pl.turn(ctx, c)
+	if req.settle != nil {
+		req.settle(out, err)
+	}
+	for _, end := range c.ends {
+		if eerr := end(err); eerr != nil {
+			err = errors.Join(err, eerr)
+		}
+	}
 	return TurnResult{Output: out, Attempts: c.Meta.Attempts}, err
 }
 

@@ -108,42 +108,51 @@ func (c *Checkpoint) StateKeys(at runtime.StateSite) []runtime.StateKey {
 // Checkpointer returns the layer's checkpointer.
 func (c *Checkpoint) Checkpointer() *runtime.Checkpointer { return c.cp }
 
-// WrapTurn implements runtime.TurnWrapper.
+// WrapTurn implements runtime.TurnWrapper. The save is made once the whole
+// turn chain has returned (runtime.TurnCall.AtEnd), wherever the layer
+// stands in it: its status is the turn's outcome as the outermost layer
+// returned it, and its transcript what the turn let through, without an
+// output that a layer outside this one refused (a content_filter, an
+// after-phase guard) and that a resume would otherwise hand back.
 func (c *Checkpoint) WrapTurn(next runtime.TurnHandler) runtime.TurnHandler {
 	return func(ctx context.Context, t *runtime.TurnCall) (string, error) {
 		out, err := next(ctx, t)
-		var ce *runtime.CheckpointConflictError
-		if errors.As(err, &ce) {
-			// Another process holds the run: what this one has of it is
-			// stale, and it saves nothing more.
-			return out, err
-		}
-		status := runtime.RunRunning
-		switch {
-		case err == nil:
-		case runtime.Classify(err) == runtime.ClassInDoubt:
-			// A call in doubt: the run stays open for a person to answer
-			// the call and resume it, even when the turn was cancelled
-			// too.
-		case errors.Is(err, context.Canceled) && errors.Is(context.Cause(ctx), runtime.ErrShutdown):
-			// The process stops, the run does not: another worker
-			// resumes it.
-		case errors.Is(err, context.Canceled):
-			status = runtime.RunCancelled
-		case runtime.Classify(err) == runtime.ClassBlocked, runtime.Classify(err) == runtime.ClassBudget:
-			status = runtime.RunFailed
-		}
-		// The save outlives a cancelled turn: it records the cancellation.
-		sctx := context.WithoutCancel(ctx)
-		var serr error
-		if status.Terminal() {
-			_, serr = c.cp.Finish(sctx, status)
-		} else {
-			_, serr = c.cp.Save(sctx)
-		}
-		if serr = c.unsaved(serr, err == nil); serr != nil {
-			return out, errors.Join(err, serr)
-		}
+		t.AtEnd(func(err error) error { return c.saveTurn(ctx, err) })
 		return out, err
 	}
+}
+
+// saveTurn saves the run after a turn that ended with err, as running or,
+// when the turn ended final, as the terminal status it ended in.
+func (c *Checkpoint) saveTurn(ctx context.Context, err error) error {
+	var ce *runtime.CheckpointConflictError
+	if errors.As(err, &ce) {
+		// Another process holds the run: what this one has of it is
+		// stale, and it saves nothing more.
+		return nil
+	}
+	status := runtime.RunRunning
+	switch {
+	case err == nil:
+	case runtime.Classify(err) == runtime.ClassInDoubt:
+		// A call in doubt: the run stays open for a person to answer
+		// the call and resume it, even when the turn was cancelled
+		// too.
+	case errors.Is(err, context.Canceled) && errors.Is(context.Cause(ctx), runtime.ErrShutdown):
+		// The process stops, the run does not: another worker
+		// resumes it.
+	case errors.Is(err, context.Canceled):
+		status = runtime.RunCancelled
+	case runtime.Classify(err) == runtime.ClassBlocked, runtime.Classify(err) == runtime.ClassBudget:
+		status = runtime.RunFailed
+	}
+	// The save outlives a cancelled turn: it records the cancellation.
+	sctx := context.WithoutCancel(ctx)
+	var serr error
+	if status.Terminal() {
+		_, serr = c.cp.Finish(sctx, status)
+	} else {
+		_, serr = c.cp.Save(sctx)
+	}
+	return c.unsaved(serr, err == nil)
 }

@@ -6,7 +6,11 @@
 // also saves after each tool result, once the result has returned through
 // the tool chain. The store keeps the run's latest `keep` versions (default
 // 10; 0: every version): each save deletes the older ones with the version
-// it stores, and the version numbers go on increasing.
+// it stores, and the version numbers go on increasing. The save after a
+// turn is made once the whole turn chain has returned, wherever the layer
+// stands in it (runtime.TurnCall.AtEnd), so that it records the turn's
+// outcome as every layer decided it and no output a layer outside it
+// refused.
 //
 // The version records where the run stands: "running" after a turn that
 // ended well, with an error that may be redelivered, or in doubt (a call

@@ -73,17 +73,60 @@ func TestStoreDownAfterAToolResultEndsTheAgentTurn(t *testing.T) {
 	assert.Equal(t, 1, model.Calls(), "the model is not told the refund failed")
 }
 
-// flakyStore fails the second save alone, the one after the refund
-// returned: the store was away for a moment while the refund ran.
+// flakyStore fails its failAt-th save alone (0: the second, the one after
+// the refund returned): the store was away for a moment.
 type flakyStore struct {
 	runtime.CheckpointStore
-	saves int
+	saves, failAt int
 }
 
 func (s *flakyStore) SaveCheckpoint(ctx context.Context, cp runtime.Checkpoint) (int, error) {
 	s.saves++
-	if s.saves == 2 {
+	if fail := s.failAt; s.saves == fail || fail == 0 && s.saves == 2 {
 		return 0, errors.New("connection refused")
 	}
 	return s.CheckpointStore.SaveCheckpoint(ctx, cp)
+}
+
+// A save that fails before the model's tool calls run ends the turn before
+// any runs. The turn's end was saved with those calls unanswered, so the
+// run resumed took the refund, which never ran, for one that may have:
+// in doubt, for a person to settle. The calls that never ran are not in
+// the transcript the turn leaves: resumed, the model is asked again and
+// the refund is made once.
+func TestStoreDownBeforeTheCallsRunLeavesNoCallInDoubt(t *testing.T) {
+	p := rt.Plan(plan.Chains{Turn: []plan.Layer{rt.Named("runs", rt.Layer("checkpoint", `{"after_tool": true}`))}})
+	p.Tools = map[string]plan.Tool{"refund": {SideEffecting: true}}
+	tool := rt.NewTool(rt.ToolResult{Value: "refunded"})
+	model := rt.NewModel(toolCallsResponse("c1", "refund", `{"order":7}`), rt.Response{Deltas: []string{"done"}})
+	base := runtime.NewMemoryCheckpoints()
+	pl := rt.Build(t, p, runtime.Deps{Checkpoints: &flakyStore{CheckpointStore: base, failAt: 1}, Models: map[string]runtime.ModelClient{"primary": model},
+		Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r1"})
+	res, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "refund order 7"})
+	require.ErrorIs(t, err, runtime.ErrStoreUnavailable)
+	assert.Zero(t, tool.Calls())
+	require.Len(t, res.Messages, 1, "the answer whose calls never ran is not in the transcript")
+	require.NoError(t, pl.Close())
+
+	second := rt.NewModel(toolCallsResponse("c1", "refund", `{"order":7}`), rt.Response{Deltas: []string{"done"}})
+	res, err = resumeAgent(t, p, runtime.Deps{Checkpoints: base, Models: map[string]runtime.ModelClient{"primary": second},
+		Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}}, "r1")
+	require.NoError(t, err)
+	assert.Equal(t, "done", res.Output)
+	assert.Equal(t, 1, tool.Calls(), "the refund is made once")
+}
+
+// resumeAgent builds a pipeline of p over deps, as a new process would,
+// resumes the run from its latest version and runs the agent turn on the
+// transcript restored.
+func resumeAgent(t *testing.T, p *plan.Plan, deps runtime.Deps, runID string) (runtime.AgentResult, error) {
+	t.Helper()
+	pl := rt.Build(t, p, deps)
+	c, err := pl.Checkpointer("")
+	require.NoError(t, err)
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: runID})
+	_, err = c.Resume(ctx, runID)
+	require.NoError(t, err)
+	return pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Messages: pl.Transcript(ctx)})
 }

@@ -425,19 +425,38 @@ func containsAny(s string, needles []string) bool {
 }
 
 // base64Runs returns the [start, end) offsets of runs of base64 characters long enough to
-// hide an instruction.
+// hide an instruction. A run wrapped over lines (MIME's 76 characters, PEM's 64, or any
+// width of a multiple of four of at least minWrapped) is one run, its line breaks inside it:
+// a line of such a length that a line of base64 follows goes on with it.
 func base64Runs(text string) [][2]int {
-	const minRun = 24
+	const (
+		minRun     = 24
+		minWrapped = 16
+	)
 	var runs [][2]int
-	start := -1
+	start, line, n := -1, 0, 0 // the run's start, its current line's start, its characters
 	for i := 0; i <= len(text); i++ {
 		if i < len(text) && isBase64Char(text[i]) {
 			if start < 0 {
-				start = i
+				start, line, n = i, i, 0
 			}
+			n++
 			continue
 		}
-		if start >= 0 && i-start >= minRun {
+		if start < 0 {
+			continue
+		}
+		if w := i - line; w >= minWrapped && w%4 == 0 && text[line:i] == strings.TrimRight(text[line:i], "=") {
+			next := i
+			if next < len(text) && text[next] == '\r' {
+				next++
+			}
+			if next < len(text) && text[next] == '\n' && next+1 < len(text) && isBase64Char(text[next+1]) {
+				i, line = next, next+1
+				continue
+			}
+		}
+		if n >= minRun {
 			runs = append(runs, [2]int{start, i})
 		}
 		start = -1
@@ -450,29 +469,61 @@ func isBase64Char(b byte) bool {
 		b == '+' || b == '/' || b == '-' || b == '_' || b == '='
 }
 
-// decodeBase64 decodes standard or URL-safe base64, padded or not, and accepts the result only
-// when it is printable UTF-8 text.
+// minDecodedStretch is the fewest characters of a stretch of printable text
+// read out of base64 that decodes to more than text (binary bytes around an
+// instruction): random bytes hold shorter ones.
+const minDecodedStretch = 8
+
+// urlSafe maps the URL-safe alphabet's two characters to the standard one's, and drops the
+// line breaks of a run wrapped over lines.
+var urlSafe = strings.NewReplacer("-", "+", "_", "/", "\r", "", "\n", "")
+
+// decodeBase64 decodes a run of base64 as a model reading it does, and returns the text it
+// holds: whatever its length, wrapped over lines or not, in either alphabet (the standard and
+// the URL-safe one, mixed too), each stretch between padding on its own, each up to a character that breaks it (an odd
+// one at its end). The decoded bytes of a stretch are text when they are printable UTF-8 whole;
+// else their runs of at least minDecodedStretch printable characters are (an instruction with
+// binary bytes around it), joined by line breaks. It reports false when the run holds no text.
 func decodeBase64(s string) (string, bool) {
-	const maxDecoded = 64 << 10
-	if len(s) > maxDecoded*4/3 {
-		return "", false
-	}
-	trimmed := strings.TrimRight(s, "=")
-	enc := base64.RawStdEncoding
-	if strings.ContainsAny(trimmed, "-_") {
-		enc = base64.RawURLEncoding
-	}
-	out, err := enc.DecodeString(trimmed)
-	if err != nil || !utf8.Valid(out) {
-		return "", false
-	}
-	text := string(out)
-	for _, r := range text {
-		if !unicode.IsPrint(r) && !unicode.IsSpace(r) {
-			return "", false
+	var text strings.Builder
+	for seg := range strings.SplitSeq(s, "=") {
+		if seg == "" {
+			continue
 		}
+		// On a character that breaks it, the bytes decoded before it.
+		out, _ := base64.RawStdEncoding.DecodeString(urlSafe.Replace(seg))
+		printableRuns(&text, out)
 	}
-	return text, true
+	return text.String(), text.Len() > 0
+}
+
+// printableRuns writes to text the runs of printable UTF-8 of b (letters, marks, numbers,
+// punctuation, symbols, spaces) that are b whole or at least minDecodedStretch characters
+// long, each after a line break when text holds some already.
+func printableRuns(text *strings.Builder, b []byte) {
+	start, n := -1, 0
+	flush := func(end int) {
+		if start >= 0 && (n >= minDecodedStretch || start == 0 && end == len(b)) {
+			if text.Len() > 0 {
+				text.WriteByte('\n')
+			}
+			text.Write(b[start:end])
+		}
+		start, n = -1, 0
+	}
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size <= 1 || !unicode.IsPrint(r) && !unicode.IsSpace(r) {
+			flush(i)
+		} else {
+			if start < 0 {
+				start = i
+			}
+			n++
+		}
+		i += size
+	}
+	flush(len(b))
 }
 
 // leetLetter maps the digits and symbols commonly written for letters to those letters.

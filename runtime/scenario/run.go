@@ -933,7 +933,7 @@ func (r *runner) agent(ctx context.Context, i int, as *AgentStep) StepResult {
 		input = *as.Input
 	}
 	req := runtime.AgentRequest{Model: as.Model, Messages: msgs, Input: input, Session: as.Session,
-		MaxSteps: deref(as.MaxSteps), MaxParallel: deref(as.MaxParallel), OnBlock: as.OnBlock}
+		MaxSteps: deref(as.MaxSteps), MaxParallel: deref(as.MaxParallel), MaxToolCalls: deref(as.MaxToolCalls), OnBlock: as.OnBlock}
 	if as.Params != nil {
 		req.Params = as.Params.request()
 	}

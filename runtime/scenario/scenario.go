@@ -261,9 +261,11 @@ type AgentStep struct {
 	// ignored.
 	Params *ChatStep `json:"params,omitempty"`
 	// MaxSteps bounds the model calls (absent: 8), MaxParallel the tool
-	// calls of one step running at once (absent: 4); each is at least 1.
-	MaxSteps    *int `json:"max_steps,omitempty"`
-	MaxParallel *int `json:"max_parallel,omitempty"`
+	// calls of one step running at once (absent: 4), MaxToolCalls the tool
+	// calls of one answer (absent: 64); each is at least 1.
+	MaxSteps     *int `json:"max_steps,omitempty"`
+	MaxParallel  *int `json:"max_parallel,omitempty"`
+	MaxToolCalls *int `json:"max_tool_calls,omitempty"`
 	// OnBlock is "tell_model" (default) or "end_turn".
 	OnBlock string `json:"on_block,omitempty"`
 	// Continue starts from the run's recorded transcript (after a resume,
@@ -649,13 +651,15 @@ func checkAgent(p string, a *AgentStep) []error {
 			errs = append(errs, fmt.Errorf("%s: input or messages is required", p))
 		}
 	}
-	// The runtime reads 0 as its default: a turn of no model call, or of
-	// no tool call at once, would silently be one of 8 or 4.
+	// The runtime reads 0 as its default: a turn of no model call, of no
+	// tool call at once, or of no tool call an answer, would silently be
+	// one of 8, 4 or 64.
 	for _, b := range []struct {
 		field string
 		v     *int
 		dflt  int
-	}{{"max_steps", a.MaxSteps, runtime.DefaultAgentMaxSteps}, {"max_parallel", a.MaxParallel, runtime.DefaultAgentMaxParallel}} {
+	}{{"max_steps", a.MaxSteps, runtime.DefaultAgentMaxSteps}, {"max_parallel", a.MaxParallel, runtime.DefaultAgentMaxParallel},
+		{"max_tool_calls", a.MaxToolCalls, runtime.DefaultAgentMaxToolCalls}} {
 		if b.v != nil && *b.v < 1 {
 			errs = append(errs, fmt.Errorf("%s.%s: %d is not a bound (at least 1; leave it out for the default of %d)", p, b.field, *b.v, b.dflt))
 		}

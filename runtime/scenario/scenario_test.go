@@ -139,6 +139,7 @@ func TestParseErrors(t *testing.T) {
 		{"agent max_steps 0", `{"steps": [{"agent": {"model": "m", "input": "x", "max_steps": 0}}]}`, []string{"line 1, col 51: steps[0].agent.max_steps: 0 is not a bound (at least 1; leave it out for the default of 8)"}},
 		{"agent max_steps negative", `{"steps": [{"agent": {"model": "m", "input": "x", "max_steps": -2}}]}`, []string{"steps[0].agent.max_steps: -2 is not a bound (at least 1; leave it out for the default of 8)"}},
 		{"agent max_parallel 0", `{"steps": [{"agent": {"model": "m", "input": "x", "max_parallel": 0}}]}`, []string{"steps[0].agent.max_parallel: 0 is not a bound (at least 1; leave it out for the default of 4)"}},
+		{"agent max_tool_calls 0", `{"steps": [{"agent": {"model": "m", "input": "x", "max_tool_calls": 0}}]}`, []string{"steps[0].agent.max_tool_calls: 0 is not a bound (at least 1; leave it out for the default of 64)"}},
 		{"agent on_block", `{"steps": [{"agent": {"model": "m", "input": "x", "on_block": "ignore"}}]}`, []string{`steps[0].agent: on_block "ignore" is not "tell_model" or "end_turn"`}},
 		{"agent params model", `{"steps": [{"agent": {"model": "m", "input": "x", "params": {"model": "n"}}}]}`, []string{"steps[0].agent.params: model and messages are the agent step's own"}},
 		{"agent in a turn", `{"steps": [{"turn": {"input": "x", "steps": [{"agent": {"input": "x"}}]}}]}`, []string{"steps[0].turn.steps[0].agent: model is required"}},

@@ -239,3 +239,17 @@ func TestChatStepCustomToolCall(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(`{"steps": [{"outcome": "ok", "requests": [{"messages": [{}, {"tool_calls": [{"id": "c1", "custom": true}]}, {}]}]}]}`), &w))
 	require.NoError(t, subset("$", w, got))
 }
+
+// max_tool_calls reaches the agent loop: an answer of two calls over a
+// bound of 1 runs neither, and the model is asked again.
+func TestAgentStepMaxToolCalls(t *testing.T) {
+	_, got := run(t, agentPlan(), `{
+	  "models": {"primary": [{"tool_calls": [{"name": "lookup", "args": {"order_id": "B2"}}, {"name": "lookup", "args": {"order_id": "B3"}}]}, {"text": "one at a time"}]},
+	  "tools": {"lookup": [{"result": {"amount": 5}}]},
+	  "steps": [{"agent": {"model": "primary", "input": "look B2 and B3 up", "max_tool_calls": 1}}]}`, scenario.Options{})
+	want := `{"steps": [{"stage": "agent", "outcome": "ok", "output": "one at a time", "agent": {"steps": 2, "tool_calls": 2, "stop": "done"}}],
+	  "executions": {"models": {"primary": 2}, "tools": {"lookup": 0}}}`
+	var w any
+	require.NoError(t, json.Unmarshal([]byte(want), &w))
+	require.NoError(t, subset("$", w, got))
+}
