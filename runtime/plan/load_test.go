@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -186,4 +187,37 @@ func TestLongContextTier(t *testing.T) {
 		require.Error(t, err, in)
 		assert.ErrorContains(t, err, want, in)
 	}
+}
+
+// TestDecodeRefusesNumbersNoFieldHolds: a number whose exponent is beyond
+// what the schema validator's arithmetic takes crashed the load, one of a
+// million digits took seconds (a 64 MiB plan, hours), and one too small
+// for a float64 read as 0 (a free model, a budget of nothing). Each is
+// refused at its place, before the schema is checked, wherever it is
+// (a tool's args schema holds no Go field), and the message quotes a
+// long number only in part.
+func TestDecodeRefusesNumbersNoFieldHolds(t *testing.T) {
+	price := func(n string) string {
+		return `{"version":1,"policy":"p","chains":{},"models":{"m":{"usd_per_mtok_in":` + n + `,"usd_per_mtok_out":1}}}`
+	}
+	long := strings.Repeat("1", 1_000_000)
+	for in, want := range map[string]string{
+		price("1e1000001"):  `/models/m/usd_per_mtok_in (line 1, col 72): number 1e1000001 does not fit a Go float64`,
+		price("-1e1000001"): `/models/m/usd_per_mtok_in (line 1, col 72): number -1e1000001 does not fit a Go float64`,
+		price("1e-1000001"): `/models/m/usd_per_mtok_in (line 1, col 72): number 1e-1000001 does not fit a Go float64`,
+		price("1e-400"):     `/models/m/usd_per_mtok_in (line 1, col 72): number 1e-400 does not fit a Go float64`,
+		price("1e400"):      `/models/m/usd_per_mtok_in (line 1, col 72): number 1e400 does not fit a Go float64`,
+		price(long):         `/models/m/usd_per_mtok_in (line 1, col 72): number 1111111111111111111111111111111111111111... of 1000000 characters: a plan's numbers have at most 100`,
+		`{"version":1,"policy":"p","chains":{},"tools":{"t":{"args":{"type":"object","properties":{"n":{"maximum":1e-1000001}}}}}}`: `/tools/t/args/properties/n/maximum (line 1, col 106): number 1e-1000001 does not fit a Go float64`,
+	} {
+		start := time.Now()
+		_, err := Decode("bad.json", []byte(in))
+		var pe *Error
+		require.ErrorAs(t, err, &pe, in[:min(len(in), 120)])
+		assert.Equal(t, []string{want}, pe.Problems)
+		assert.Less(t, time.Since(start), time.Second)
+	}
+	// Zeros, the extremes of float64 and a uint64 are numbers.
+	_, err := Decode("ok.json", []byte(`{"version":1,"policy":"p","chains":{},"models":{"m":{"usd_per_mtok_in":0.0e-999,"usd_per_mtok_out":4.9e-324}},"tools":{"t":{"side_effecting":false,"retry_safe":false,"args":{"maximum":1.7976931348623157e308,"minimum":-0}}},"admit":{"stage":"admit","source":"true","cost_limit":18446744073709551615}}`))
+	require.NoError(t, err)
 }
