@@ -101,6 +101,10 @@ func TestDecodeErrors(t *testing.T) {
 			[]string{`/invariants/max_executions/refnud (line 1, col 142): tool "refnud" is not declared in tools`}},
 		{"chat layer scoped to tools", `{"version":1,"policy":"p","tools":{"a":{"side_effecting":true,"retry_safe":false}},"chains":{"chat":[{"use":"log","tools":["a"]}]}}`,
 			[]string{`/chains/chat/0/tools (line 1, col 123): only layers of the tool chain are scoped to tools`}},
+		// settings.cel_cost_limit is at most a billion: a plan that raises
+		// a predicate's limit beyond lets it cost what vet refuses.
+		{"cost limit above the policy's bound", `{"version":1,"policy":"p","chains":{},"admit":{"stage":"admit","source":"true","cost_limit":1000000001}}`,
+			[]string{"/admit/cost_limit (line 1, col 93): must be <= 1e+09 but found 1000000001"}},
 		{"empty name", `{"version":1,"policy":"p","chains":{"tool":[{"use":"log","name":""}]}}`, []string{"/chains/tool/0/name"}},
 	}
 	for _, tt := range tests {
@@ -218,6 +222,6 @@ func TestDecodeRefusesNumbersNoFieldHolds(t *testing.T) {
 		assert.Less(t, time.Since(start), time.Second)
 	}
 	// Zeros, the extremes of float64 and a uint64 are numbers.
-	_, err := Decode("ok.json", []byte(`{"version":1,"policy":"p","chains":{},"models":{"m":{"usd_per_mtok_in":0.0e-999,"usd_per_mtok_out":4.9e-324}},"tools":{"t":{"side_effecting":false,"retry_safe":false,"args":{"maximum":1.7976931348623157e308,"minimum":-0}}},"admit":{"stage":"admit","source":"true","cost_limit":18446744073709551615}}`))
+	_, err := Decode("ok.json", []byte(`{"version":1,"policy":"p","chains":{},"models":{"m":{"usd_per_mtok_in":0.0e-999,"usd_per_mtok_out":4.9e-324}},"tools":{"t":{"side_effecting":false,"retry_safe":false,"args":{"maximum":1.7976931348623157e308,"minimum":-0,"multipleOf":18446744073709551615}}},"admit":{"stage":"admit","source":"true","cost_limit":1000000000}}`))
 	require.NoError(t, err)
 }
