@@ -210,7 +210,11 @@ func flatten(ve *jsonschema.ValidationError) []string {
 			if loc == "" {
 				loc = "/"
 			}
-			out = append(out, fmt.Sprintf("%s: %s", loc, e.Message))
+			msg := e.Message
+			if strings.HasPrefix(msg, "additionalProperties ") {
+				msg += ": this agentc knows no such field (a typo, or a plan of another agentc: build the plan again with the agentc that loads it)"
+			}
+			out = append(out, fmt.Sprintf("%s: %s", loc, msg))
 			return
 		}
 		for _, c := range e.Causes {

@@ -60,7 +60,10 @@ func TestDecodeErrors(t *testing.T) {
 		{"trailing", `{"version":1,"policy":"p","chains":{}} {}`, []string{"trailing data"}},
 		{"wrong version", `{"version":2,"policy":"p","chains":{}}`, []string{"/version (line 1, col 12): plan format 2; this agentc reads format 1 (build the plan again"}},
 		{"missing chains", `{"version":1,"policy":"p"}`, []string{"missing properties: 'chains'"}},
-		{"unknown field", `{"version":1,"policy":"p","chains":{},"extra":1}`, []string{"additionalProperties 'extra' not allowed"}},
+		// A field of a newer agentc's plan of the same format version, or
+		// a misspelt one.
+		{"unknown field", `{"version":1,"policy":"p","chains":{},"extra":1}`,
+			[]string{"/ (line 1, col 1): additionalProperties 'extra' not allowed: this agentc knows no such field (a typo, or a plan of another agentc: build the plan again with the agentc that loads it)"}},
 		{"layer without use", `{"version":1,"policy":"p","chains":{"tool":[{"name":"x"}]}}`, []string{"/chains/tool/0"}},
 		{"bad stage", `{"version":1,"policy":"p","chains":{},"admit":{"stage":"nope","source":"true"}}`, []string{"/admit/stage"}},
 		{"duplicate name", `{"version":1,"policy":"p","chains":{"chat":[{"use":"retry","name":"r"},{"use":"log","name":"r"}]}}`,
