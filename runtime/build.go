@@ -24,6 +24,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 
+	"github.com/agentc-dev/agentc/internal/jsonfields"
 	"github.com/agentc-dev/agentc/runtime/plan"
 	"github.com/agentc-dev/agentc/runtime/predicate"
 )
@@ -752,8 +753,7 @@ func exactKeys(path string, raw []byte, t reflect.Type) error {
 		if json.Unmarshal(raw, &obj) != nil {
 			return nil
 		}
-		fields := map[string]reflect.Type{}
-		jsonFields(t, fields)
+		fields := jsonfields.Of(t)
 		for _, key := range slices.Sorted(maps.Keys(obj)) {
 			if ft, ok := fields[key]; ok {
 				child := key
@@ -797,38 +797,6 @@ func exactKeys(path string, raw []byte, t reflect.Type) error {
 		}
 	}
 	return nil
-}
-
-// jsonFields adds the JSON names of t's fields, with their types, to out,
-// the fields of embedded structs included, as encoding/json sees them.
-func jsonFields(t reflect.Type, out map[string]reflect.Type) {
-	for i := range t.NumField() {
-		f := t.Field(i)
-		tag := f.Tag.Get("json")
-		if tag == "-" {
-			continue
-		}
-		name, _, _ := strings.Cut(tag, ",")
-		ft := f.Type
-		if f.Anonymous && name == "" {
-			if ft.Kind() == reflect.Pointer {
-				ft = ft.Elem()
-			}
-			if ft.Kind() == reflect.Struct {
-				jsonFields(ft, out)
-				continue
-			}
-		}
-		if !f.IsExported() {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		if _, taken := out[name]; !taken {
-			out[name] = f.Type
-		}
-	}
 }
 
 func layerName(l plan.Layer) string {
