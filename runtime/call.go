@@ -871,6 +871,13 @@ func (b *ThinkingBuilder) Blocks() []ContentPart {
 // fragment arrives.
 type ToolCallBuilder struct {
 	calls []toolCallParts
+	// last is the place in calls of the call the last fragment went to:
+	// a stream sends a call's fragments in a row, so the next one
+	// usually goes there too, found without a scan of the calls.
+	last int
+	// top is the highest index of calls: a fragment of a higher one
+	// begins a call, found without a scan either.
+	top int
 }
 
 type toolCallParts struct {
@@ -890,15 +897,26 @@ func (b *ToolCallBuilder) Add(d *Delta) {
 // AddFragment adds one fragment.
 func (b *ToolCallBuilder) AddFragment(f ToolCallDelta) {
 	var p *toolCallParts
-	for i := range b.calls {
-		if b.calls[i].index == f.Index {
-			p = &b.calls[i]
-			break
+	switch {
+	case b.last < len(b.calls) && b.calls[b.last].index == f.Index:
+		p = &b.calls[b.last]
+	case len(b.calls) > 0 && f.Index > b.top:
+		// a call begins
+	default:
+		for i := range b.calls {
+			if b.calls[i].index == f.Index {
+				p, b.last = &b.calls[i], i
+				break
+			}
 		}
 	}
 	if p == nil {
+		if len(b.calls) == 0 || f.Index > b.top {
+			b.top = f.Index
+		}
 		b.calls = append(b.calls, toolCallParts{index: f.Index})
-		p = &b.calls[len(b.calls)-1]
+		b.last = len(b.calls) - 1
+		p = &b.calls[b.last]
 	}
 	if f.ID != "" {
 		p.id = f.ID
