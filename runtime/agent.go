@@ -81,9 +81,10 @@ type AgentRequest struct {
 type AgentResult struct {
 	// Output is the text of the last model call as the turn chain let it
 	// through: empty when the turn failed, or when a layer of the turn
-	// chain (a content_filter, an after-phase guard) refused it; the
-	// answer that held a refused output then keeps no text in Messages
-	// (an answer without tool calls is left out).
+	// chain (a content_filter, an after-phase guard) refused it or the
+	// text of an earlier answer of the turn (TurnCall.Earlier); no answer
+	// of the turn then keeps its text in Messages (an answer without tool
+	// calls is left out).
 	Output string `json:"output"`
 	// Messages is the transcript after the turn: the request's messages,
 	// the input, and every assistant message and tool result of the turn.
@@ -132,9 +133,11 @@ type AgentResult struct {
 // failed or blocked model call, and the end of ctx end the turn with their
 // error; the result still holds the transcript so far, and no Output. A
 // turn chain layer that refuses the output (a content_filter, an
-// after-phase guard) ends the turn with its *BlockedError, and the refused
-// text is left out of the result, of the run's recorded transcript and of
-// the version a checkpoint layer saves after the turn (AgentResult.Output).
+// after-phase guard, which read the text of the turn's earlier answers
+// too: TurnCall.Earlier) ends the turn with its *BlockedError, and the
+// text of every answer of the turn is left out of the result, of the run's
+// recorded transcript and of the version a checkpoint layer saves after
+// the turn (AgentResult.Output).
 // RunAgent is safe for concurrent use.
 //
 // When the run is checkpointed, the transcript holding the model's tool
@@ -216,21 +219,24 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 		input = lastUserText(append(msgs, tail...))
 	}
 	var res AgentResult
-	answer := -1 // the transcript's index of the turn's last answer when the body ended without error
+	// The transcript's indexes of the turn's first and last answers when
+	// the body ended without error (-1: it did not).
+	first, answer := -1, -1
 	// The output is what the turn chain let through: a content_filter or
-	// an after-phase guard that refused it leaves none, and the answer
-	// that held it keeps no text in the transcript either. It is settled
-	// before the turn's end is recorded (a checkpoint's save, wherever the
-	// layer stands in the chain), so no version holds the refused text.
+	// an after-phase guard that refused it, or the text of an earlier
+	// answer (TurnCall.Earlier), leaves none, and no answer of the turn
+	// keeps its text in the transcript either. It is settled before the
+	// turn's end is recorded (a checkpoint's save, wherever the layer
+	// stands in the chain), so no version holds the refused text.
 	settle := func(out string, err error) {
-		if err != nil && answer >= 0 && out != res.Output {
-			res.Messages = withholdText(res.Messages, answer)
+		if err != nil && answer >= 0 && (out != res.Output || Classify(err) == ClassBlocked) {
+			res.Messages = withholdTexts(res.Messages, first, answer)
 			pl.RecordTranscript(ctx, res.Messages)
 		}
 	}
 	tr, err := pl.Turn(ctx, TurnRequest{Input: input, Session: req.Session, settle: settle}, func(ctx context.Context) (string, error) {
-		res, answer = AgentResult{}, -1
-		turn := agentTurn{pl: pl, req: &req, parallel: parallel, maxCalls: maxCalls, msgs: msgs, res: &res, answer: -1, offered: offeredTools(req.Params)}
+		res, first, answer = AgentResult{}, -1, -1
+		turn := agentTurn{pl: pl, req: &req, parallel: parallel, maxCalls: maxCalls, msgs: msgs, res: &res, first: -1, answer: -1, offered: offeredTools(req.Params)}
 		var err error
 		if len(pending) > 0 {
 			err = turn.settle(ctx, at, pending)
@@ -251,7 +257,8 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 			// chain's after-phase layers do not check it.
 			return "", err
 		}
-		answer = turn.answer
+		first, answer = turn.first, turn.answer
+		SetEarlier(ctx, turn.earlier())
 		return res.Output, nil
 	})
 	res.Attempts = tr.Attempts
@@ -262,17 +269,41 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 	return res, err
 }
 
-// withholdText returns msgs without the text of the assistant message at
-// index at (a refused output): its tool calls and thinking stay, with the
-// tool results after them; an answer without tool calls goes whole.
-func withholdText(msgs []Message, at int) []Message {
-	if len(msgs[at].ToolCalls) == 0 {
-		return slices.Delete(slices.Clone(msgs), at, at+1)
-	}
+// withholdTexts returns msgs without the text of the assistant messages
+// from index first to index last (the answers of a turn whose output was
+// refused): their tool calls and thinking stay, with the tool results
+// after them; an answer without tool calls goes whole.
+func withholdTexts(msgs []Message, first, last int) []Message {
 	out := slices.Clone(msgs)
-	out[at] = out[at].DeleteParts(func(p ContentPart) bool { return p.Type == PartText })
-	out[at].Content = ""
+	for at := last; at >= first; at-- {
+		if out[at].Role != "assistant" {
+			continue
+		}
+		if len(out[at].ToolCalls) == 0 {
+			out = slices.Delete(out, at, at+1)
+			continue
+		}
+		out[at] = out[at].DeleteParts(func(p ContentPart) bool { return p.Type == PartText })
+		out[at].Content = ""
+	}
 	return out
+}
+
+// earlier returns the text of each answer of the turn before its last one
+// that wrote any (TurnCall.Earlier).
+func (t *agentTurn) earlier() []string {
+	if t.first < 0 {
+		return nil
+	}
+	var texts []string
+	for _, m := range t.msgs[t.first:t.answer] {
+		if m.Role == "assistant" {
+			if text := m.Text(); text != "" {
+				texts = append(texts, text)
+			}
+		}
+	}
+	return texts
 }
 
 // agentTurn is the state of one attempt of an agent turn.
@@ -284,8 +315,9 @@ type agentTurn struct {
 	maxCalls int
 	msgs     []Message
 	res      *AgentResult
-	// answer is the index of the last model answer appended (-1: none).
-	answer int
+	// first and answer are the indexes of the first and the last model
+	// answers appended (-1: none).
+	first, answer int
 	// offered names the tools the turn offers the model (offeredTools);
 	// nil: whatever the tool chain admits.
 	offered map[string]bool
@@ -309,6 +341,9 @@ func (t *agentTurn) run(ctx context.Context, maxSteps int) error {
 		msg.ToolCalls = calls
 		t.msgs = append(t.msgs, msg)
 		t.answer = len(t.msgs) - 1
+		if t.first < 0 {
+			t.first = t.answer
+		}
 		if len(calls) == 0 {
 			t.res.Stop = StopDone
 			return nil

@@ -178,3 +178,67 @@ func TestRunAgentRunsOnlyOfferedTools(t *testing.T) {
 		})
 	}
 }
+
+// TestRunAgentEarlierAnswerTextRefusedByTheTurnChain: the text an earlier
+// answer wrote beside its tool calls reaches the host in the transcript as
+// the output does: a turn chain's content_filter or after-phase guard
+// reads it, and a refusal ends the turn with the *BlockedError and
+// withholds every answer's text of the turn from the result, the recorded
+// transcript and the checkpoint's version, the calls and their results
+// kept.
+func TestRunAgentEarlierAnswerTextRefusedByTheTurnChain(t *testing.T) {
+	for name, layer := range map[string]plan.Layer{
+		"content_filter": rt.Layer("content_filter", `{"keywords":["acct 1234"]}`),
+		"guard":          rt.Layer("guard", `{"deny":"output.text.contains(\"acct 1234\")","phase":"after"}`),
+	} {
+		t.Run(name, func(t *testing.T) {
+			d := runtime.Delta{Text: "acct 1234: checking", FinishReason: runtime.FinishToolCalls,
+				ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: "x", Name: "echo", Arguments: `{}`}}}
+			model := rt.NewModel(rt.Response{Stream: []runtime.Delta{d}}, rt.Response{Deltas: []string{"all fine"}})
+			store := runtime.NewMemoryCheckpoints()
+			pl := rt.Build(t, rt.Plan(plan.Chains{Turn: []plan.Layer{rt.Layer("checkpoint", `{}`), layer}}),
+				runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}, Checkpoints: store,
+					Tools: map[string]runtime.ToolFunc{"echo": func(context.Context, *runtime.ToolCall) (any, error) { return "ok", nil }}})
+			ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r1"})
+			res, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "status?"})
+			require.Equal(t, runtime.ClassBlocked, runtime.Classify(err), "%v", err)
+			assert.Empty(t, res.Output)
+			require.Len(t, res.Messages, 3, "the refused final answer goes, the calling one stays")
+			assert.Len(t, res.Messages[1].ToolCalls, 1)
+			assert.Equal(t, "x", res.Messages[2].ToolCallID)
+			for _, m := range res.Messages {
+				assert.NotContains(t, m.Text(), "acct 1234")
+				assert.NotContains(t, m.Text(), "all fine")
+			}
+			for _, m := range pl.Transcript(ctx) {
+				assert.NotContains(t, m.Text(), "acct 1234")
+			}
+			cp, ok, err := store.LatestCheckpoint(context.Background(), "r1")
+			require.NoError(t, err)
+			require.True(t, ok)
+			require.NotEmpty(t, cp.Transcript)
+			for _, m := range cp.Transcript {
+				assert.NotContains(t, m.Text(), "acct 1234")
+			}
+		})
+	}
+}
+
+// TestTurnEarlierTextsOfAHostsTurn: a host that runs its own turn and
+// shows its user more than the output hands those texts to the turn chain
+// (SetEarlier): a content_filter reads them as it reads the output.
+func TestTurnEarlierTextsOfAHostsTurn(t *testing.T) {
+	pl := rt.Build(t, rt.Plan(plan.Chains{Turn: []plan.Layer{rt.Layer("content_filter", `{"keywords":["acct 1234"]}`)}}), runtime.Deps{})
+	body := func(earlier ...string) runtime.TurnFunc {
+		return func(ctx context.Context) (string, error) {
+			runtime.SetEarlier(ctx, earlier)
+			return "all fine", nil
+		}
+	}
+	_, err := pl.Turn(context.Background(), runtime.TurnRequest{Input: "status?"}, body("looking up acct 1234"))
+	require.Equal(t, runtime.ClassBlocked, runtime.Classify(err), "%v", err)
+	res, err := pl.Turn(context.Background(), runtime.TurnRequest{Input: "status?"}, body("looking up"))
+	require.NoError(t, err)
+	assert.Equal(t, "all fine", res.Output)
+	runtime.SetEarlier(context.Background(), []string{"x"}) // outside a turn: nothing
+}

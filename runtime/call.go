@@ -1341,8 +1341,31 @@ type TurnCall struct {
 	// Meta is the call's metadata.
 	Meta Meta
 
-	fn   TurnFunc
-	ends []func(err error) error
+	fn      TurnFunc
+	ends    []func(err error) error
+	earlier []string
+}
+
+// Earlier returns the text each earlier answer of the turn wrote beside
+// its tool calls, in order: RunAgent sets them (every answer of the turn
+// but the last, whose text is the output; the answers that wrote none left
+// out) once its body has returned, and a Pipeline.Turn body with
+// SetEarlier. They reach the host in the turn's transcript as the output
+// does, so a layer that reads the output to decide what a user may see
+// (content_filter, an after-phase guard) reads each of them too, and a
+// refusal withholds them with the output. Empty until the body returned.
+func (c *TurnCall) Earlier() []string { return c.earlier }
+
+type turnCallKey struct{}
+
+// SetEarlier sets the texts of the turn's earlier answers (TurnCall.
+// Earlier) of the turn whose body ctx is, for a host that runs its own
+// turns (Pipeline.Turn) and shows its user more than the output; outside a
+// turn's body it does nothing. Each call replaces the texts set before.
+func SetEarlier(ctx context.Context, texts []string) {
+	if c, ok := ctx.Value(turnCallKey{}).(*TurnCall); ok {
+		c.earlier = slices.Clone(texts)
+	}
 }
 
 // AtEnd has fn run once the whole turn chain has returned, with the turn's

@@ -703,7 +703,8 @@ func turnTerminal(ctx context.Context, c *TurnCall) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
-	return c.fn(ctx)
+	c.earlier = nil // another attempt's
+	return c.fn(context.WithValue(ctx, turnCallKey{}, c))
 }
 
 // Turn runs one agent turn through the turn chain: fn is the turn's body and
