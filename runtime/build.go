@@ -315,6 +315,9 @@ type Pipeline struct {
 	// agent turn recorded the model's tool calls, before any runs
 	// (BuildContext.OnToolCalls).
 	recordRuns atomic.Bool
+	// turning holds the ids of the runs with a turn under way while runs
+	// are recorded (holdTurn).
+	turning    sync.Map
 	toolHooks  []func(ctx context.Context) error
 	callHooks  []func(ctx context.Context) error
 	// checkpointKeep is how many versions of a run the saves in each

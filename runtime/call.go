@@ -1587,3 +1587,12 @@ func refs(list []string, one string) []string {
 	}
 	return nil
 }
+
+// ErrRunBusy is in the error of a turn (Pipeline.Turn, RunAgent) refused
+// because another turn of its run is under way in the process while the
+// run is recorded (a checkpoint layer, or a Checkpointer): two turns of one
+// run at once would each record the run's transcript, the later
+// overwriting the earlier, and a checkpoint would save a run that lacks a
+// turn whose tools ran. Nothing of the refused turn runs; it may be tried
+// again once the other returned.
+var ErrRunBusy = errors.New("another turn of the run is under way")
