@@ -117,7 +117,9 @@ type AgentResult struct {
 // PartsAfter), which an Anthropic model requires to go on with a tool-use
 // turn; without, its text is Content.
 // An answer with more than MaxToolCalls tool calls has none of them run:
-// each is answered with an error result saying so, and the turn goes on.
+// each is answered with an error result saying so, and the turn goes on; a
+// transcript whose last assistant message has more calls without a result
+// than that is refused before anything runs (ErrUnansweredToolCall).
 // A panic of a tool call (run on a goroutine of its own) is raised again
 // on the caller's goroutine once the step's other calls have returned.
 //
@@ -138,7 +140,9 @@ type AgentResult struct {
 // text of every answer of the turn is left out of the result, of the run's
 // recorded transcript and of the version a checkpoint layer saves after
 // the turn (AgentResult.Output).
-// RunAgent is safe for concurrent use.
+// RunAgent is safe for concurrent use; while the run is recorded (a
+// checkpoint), a turn of a run with another turn under way is refused
+// before anything runs (ErrRunBusy), as Pipeline.Turn refuses it.
 //
 // When the run is checkpointed, the transcript holding the model's tool
 // calls is recorded before any of them runs (a checkpoint layer with
@@ -204,6 +208,13 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 	}
 	if err := unansweredBefore(msgs); err != nil {
 		return AgentResult{Messages: msgs}, err
+	}
+	if len(pending) > maxCalls {
+		// No turn of this bound left such an answer (tooMany answers
+		// one): a host's transcript, or a turn of a higher bound. Some
+		// of the calls may have run, so they are not answered "not run".
+		return AgentResult{Messages: msgs}, fmt.Errorf("agent: message %d (assistant) has %d tool calls without a result, more than the %d a step may make (MaxToolCalls): %w; "+
+			"answer them (or remove them), or run the turn with a MaxToolCalls of at least %d", at, len(pending), maxCalls, ErrUnansweredToolCall, len(pending))
 	}
 	var tail []Message
 	if len(pending) > 0 {
