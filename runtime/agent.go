@@ -277,7 +277,38 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 	if res.Messages == nil {
 		res.Messages = msgs
 	}
+	if outer, ok := ctx.Value(turnCallKey{}).(*TurnCall); ok && err == nil && answer >= 0 {
+		pl.nestIn(ctx, outer, res.Messages, first, answer)
+	}
 	return res, err
+}
+
+// nestIn hands an agent turn run in the body of an outer turn (a
+// scenario's turn step around an agent step) to it: the outer chain's
+// layers read the text of each of its answers (TurnCall.Earlier), and a
+// refusal of the outer turn withholds them from the run's recorded
+// transcript, as the agent's own chain's refusal does, when that
+// transcript still holds them where the agent left them.
+func (pl *Pipeline) nestIn(ctx context.Context, outer *TurnCall, msgs []Message, first, last int) {
+	outer.mu.Lock()
+	defer outer.mu.Unlock()
+	for _, m := range msgs[first : last+1] {
+		if text := m.Text(); m.Role == "assistant" && text != "" {
+			outer.earlier = append(outer.earlier, text)
+		}
+	}
+	outer.withhold = append(outer.withhold, func() {
+		cur := pl.Transcript(ctx)
+		if len(cur) <= last {
+			return
+		}
+		for i := first; i <= last; i++ {
+			if cur[i].Role != msgs[i].Role || cur[i].Text() != msgs[i].Text() || len(cur[i].ToolCalls) != len(msgs[i].ToolCalls) {
+				return
+			}
+		}
+		pl.RecordTranscript(ctx, withholdTexts(cur, first, last))
+	})
 }
 
 // withholdTexts returns msgs without the text of the assistant messages
@@ -298,6 +329,23 @@ func withholdTexts(msgs []Message, first, last int) []Message {
 		out[at].Content = ""
 	}
 	return out
+}
+
+// WithholdAnswerTexts returns msgs without the text of the assistant
+// messages from index from on, as RunAgent withholds the text of a turn
+// whose output a layer refused: an answer with tool calls keeps them, its
+// thinking and their results; one without goes whole. A host that runs an
+// agent turn inside a turn of its own (Pipeline.Turn) withholds so, from
+// the transcript it keeps, the answers of the agent turn (from the length
+// of its AgentRequest.Messages) when its own turn is refused.
+func WithholdAnswerTexts(msgs []Message, from int) []Message {
+	if from < 0 {
+		from = 0
+	}
+	if from >= len(msgs) {
+		return slices.Clone(msgs)
+	}
+	return withholdTexts(msgs, from, len(msgs)-1)
 }
 
 // earlier returns the text of each answer of the turn before its last one

@@ -92,3 +92,37 @@ func TestNestedTurnOfABusyRun(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "inner", res.Output)
 }
+
+// TestNestedAgentTurnRefusedByTheOuterTurn: an agent turn run in the body
+// of a turn of the same run (a scenario's turn step around an agent step)
+// runs the turn chain twice, nested. The outer chain's refusal withheld
+// nothing: the run's recorded transcript, and the checkpoint saved after
+// the outer turn, held the text it refused; nor did the outer chain read
+// the text the agent's earlier answers wrote. Both now as for the agent's
+// own turn chain.
+func TestNestedAgentTurnRefusedByTheOuterTurn(t *testing.T) {
+	guard := rt.Layer("guard", `{"deny":"input.text == \"outer\" && output.text.contains(\"acct 1234\")","phase":"after"}`)
+	calling := runtime.Delta{Text: "acct 1234: checking", FinishReason: runtime.FinishToolCalls,
+		ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: "x", Name: "echo", Arguments: `{}`}}}
+	for name, responses := range map[string][]rt.Response{
+		"output":         {{Deltas: []string{"your acct 1234 is open"}}},
+		"earlier answer": {{Stream: []runtime.Delta{calling}}, {Deltas: []string{"all fine"}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			store := runtime.NewMemoryCheckpoints()
+			pl := rt.Build(t, rt.Plan(plan.Chains{Turn: []plan.Layer{rt.Layer("checkpoint", `{}`), guard}}),
+				runtime.Deps{Models: map[string]runtime.ModelClient{"primary": rt.NewModel(responses...)}, Checkpoints: store,
+					Tools: map[string]runtime.ToolFunc{"echo": func(context.Context, *runtime.ToolCall) (any, error) { return "ok", nil }}})
+			ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r1"})
+			var inner runtime.AgentResult
+			_, err := pl.Turn(ctx, runtime.TurnRequest{Input: "outer"}, func(ctx context.Context) (string, error) {
+				var err error
+				inner, err = pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "inner"})
+				return inner.Output, err
+			})
+			require.Equal(t, runtime.ClassBlocked, runtime.Classify(err), "%v", err)
+			require.NotEmpty(t, inner.Output, "the inner chain let it through")
+			assertNotRecorded(t, ctx, pl, store, "acct 1234")
+		})
+	}
+}

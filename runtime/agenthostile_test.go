@@ -210,17 +210,26 @@ func TestRunAgentEarlierAnswerTextRefusedByTheTurnChain(t *testing.T) {
 				assert.NotContains(t, m.Text(), "acct 1234")
 				assert.NotContains(t, m.Text(), "all fine")
 			}
-			for _, m := range pl.Transcript(ctx) {
-				assert.NotContains(t, m.Text(), "acct 1234")
-			}
-			cp, ok, err := store.LatestCheckpoint(context.Background(), "r1")
-			require.NoError(t, err)
-			require.True(t, ok)
-			require.NotEmpty(t, cp.Transcript)
-			for _, m := range cp.Transcript {
-				assert.NotContains(t, m.Text(), "acct 1234")
-			}
+			assertNotRecorded(t, ctx, pl, store, "acct 1234")
 		})
+	}
+}
+
+// assertNotRecorded asserts that neither the run's recorded transcript nor
+// its latest checkpoint holds text.
+func assertNotRecorded(t *testing.T, ctx context.Context, pl *runtime.Pipeline, store runtime.CheckpointStore, text string) {
+	t.Helper()
+	transcript := pl.Transcript(ctx)
+	require.NotEmpty(t, transcript)
+	for _, m := range transcript {
+		assert.NotContains(t, m.Text(), text)
+	}
+	cp, ok, err := store.LatestCheckpoint(context.Background(), runtime.RunOf(ctx).ID)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NotEmpty(t, cp.Transcript)
+	for _, m := range cp.Transcript {
+		assert.NotContains(t, m.Text(), text)
 	}
 }
 

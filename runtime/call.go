@@ -15,6 +15,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentc-dev/agentc/internal/jsonnum"
@@ -1341,9 +1342,18 @@ type TurnCall struct {
 	// Meta is the call's metadata.
 	Meta Meta
 
-	fn      TurnFunc
-	ends    []func(err error) error
+	fn   TurnFunc
+	ends []func(err error) error
+	// mu guards earlier and withhold, which agent turns nested in the
+	// body may add to from goroutines of their own.
+	mu      sync.Mutex
 	earlier []string
+	// body is what the turn's body returned (bodyOK: without error), and
+	// withhold what withholds the text of the agent turns run in the body
+	// (RunAgent nested in it) when the chain refuses the turn.
+	body     string
+	bodyOK   bool
+	withhold []func()
 }
 
 // Earlier returns the text each earlier answer of the turn wrote beside
@@ -1354,7 +1364,11 @@ type TurnCall struct {
 // does, so a layer that reads the output to decide what a user may see
 // (content_filter, an after-phase guard) reads each of them too, and a
 // refusal withholds them with the output. Empty until the body returned.
-func (c *TurnCall) Earlier() []string { return c.earlier }
+func (c *TurnCall) Earlier() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.earlier)
+}
 
 type turnCallKey struct{}
 
@@ -1364,7 +1378,9 @@ type turnCallKey struct{}
 // turn's body it does nothing. Each call replaces the texts set before.
 func SetEarlier(ctx context.Context, texts []string) {
 	if c, ok := ctx.Value(turnCallKey{}).(*TurnCall); ok {
+		c.mu.Lock()
 		c.earlier = slices.Clone(texts)
+		c.mu.Unlock()
 	}
 }
 

@@ -703,8 +703,12 @@ func turnTerminal(ctx context.Context, c *TurnCall) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
-	c.earlier = nil // another attempt's
-	return c.fn(context.WithValue(ctx, turnCallKey{}, c))
+	c.mu.Lock()
+	c.earlier, c.withhold = nil, nil // another attempt's
+	c.mu.Unlock()
+	out, err := c.fn(context.WithValue(ctx, turnCallKey{}, c))
+	c.body, c.bodyOK = out, err == nil
+	return out, err
 }
 
 // Turn runs one agent turn through the turn chain: fn is the turn's body and
@@ -741,6 +745,14 @@ func (pl *Pipeline) Turn(ctx context.Context, req TurnRequest, fn TurnFunc) (Tur
 	out, err := pl.turn(ctx, c)
 	if req.settle != nil {
 		req.settle(out, err)
+	}
+	if err != nil && c.bodyOK && (out != c.body || Classify(err) == ClassBlocked) {
+		// A layer refused what the body returned: the agent turns run in
+		// the body withhold their text, the last first (an earlier one's
+		// answers come before it in a transcript it continued).
+		for i := len(c.withhold) - 1; i >= 0; i-- {
+			c.withhold[i]()
+		}
 	}
 	for _, end := range c.ends {
 		if eerr := end(err); eerr != nil {
