@@ -269,7 +269,7 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 			return "", err
 		}
 		first, answer = turn.first, turn.answer
-		SetEarlier(ctx, turn.earlier())
+		AddEarlier(ctx, turn.earlier())
 		return res.Output, nil
 	})
 	res.Attempts = tr.Attempts

@@ -235,19 +235,21 @@ func assertNotRecorded(t *testing.T, ctx context.Context, pl *runtime.Pipeline, 
 
 // TestTurnEarlierTextsOfAHostsTurn: a host that runs its own turn and
 // shows its user more than the output hands those texts to the turn chain
-// (SetEarlier): a content_filter reads them as it reads the output.
+// (AddEarlier): a content_filter reads them as it reads the output.
 func TestTurnEarlierTextsOfAHostsTurn(t *testing.T) {
 	pl := rt.Build(t, rt.Plan(plan.Chains{Turn: []plan.Layer{rt.Layer("content_filter", `{"keywords":["acct 1234"]}`)}}), runtime.Deps{})
 	body := func(earlier ...string) runtime.TurnFunc {
 		return func(ctx context.Context) (string, error) {
-			runtime.SetEarlier(ctx, earlier)
+			for _, text := range earlier { // each call adds
+				runtime.AddEarlier(ctx, []string{text})
+			}
 			return "all fine", nil
 		}
 	}
-	_, err := pl.Turn(context.Background(), runtime.TurnRequest{Input: "status?"}, body("looking up acct 1234"))
+	_, err := pl.Turn(context.Background(), runtime.TurnRequest{Input: "status?"}, body("looking up acct 1234", "then the balance"))
 	require.Equal(t, runtime.ClassBlocked, runtime.Classify(err), "%v", err)
 	res, err := pl.Turn(context.Background(), runtime.TurnRequest{Input: "status?"}, body("looking up"))
 	require.NoError(t, err)
 	assert.Equal(t, "all fine", res.Output)
-	runtime.SetEarlier(context.Background(), []string{"x"}) // outside a turn: nothing
+	runtime.AddEarlier(context.Background(), []string{"x"}) // outside a turn: nothing
 }

@@ -1360,7 +1360,7 @@ type TurnCall struct {
 // its tool calls, in order: RunAgent sets them (every answer of the turn
 // but the last, whose text is the output; the answers that wrote none left
 // out) once its body has returned, and a Pipeline.Turn body with
-// SetEarlier. They reach the host in the turn's transcript as the output
+// AddEarlier. They reach the host in the turn's transcript as the output
 // does, so a layer that reads the output to decide what a user may see
 // (content_filter, an after-phase guard) reads each of them too, and a
 // refusal withholds them with the output. Empty until the body returned.
@@ -1372,14 +1372,15 @@ func (c *TurnCall) Earlier() []string {
 
 type turnCallKey struct{}
 
-// SetEarlier sets the texts of the turn's earlier answers (TurnCall.
-// Earlier) of the turn whose body ctx is, for a host that runs its own
-// turns (Pipeline.Turn) and shows its user more than the output; outside a
-// turn's body it does nothing. Each call replaces the texts set before.
-func SetEarlier(ctx context.Context, texts []string) {
+// AddEarlier adds texts to the texts of the turn's earlier answers
+// (TurnCall.Earlier) of the turn whose body ctx is, for a host that runs
+// its own turns (Pipeline.Turn) and shows its user more than the output;
+// outside a turn's body it does nothing. The texts an agent turn run in
+// the body added are kept.
+func AddEarlier(ctx context.Context, texts []string) {
 	if c, ok := ctx.Value(turnCallKey{}).(*TurnCall); ok {
 		c.mu.Lock()
-		c.earlier = slices.Clone(texts)
+		c.earlier = append(c.earlier, texts...)
 		c.mu.Unlock()
 	}
 }
