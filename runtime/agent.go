@@ -139,7 +139,9 @@ type AgentResult struct {
 // too: TurnCall.Earlier) ends the turn with its *BlockedError, and the
 // text of every answer of the turn is left out of the result, of the run's
 // recorded transcript and of the version a checkpoint layer saves after
-// the turn (AgentResult.Output).
+// the turn (AgentResult.Output); those layers read the text of every
+// answer of a turn that failed other than final (blocked, over budget, in
+// doubt) too, and their refusal replaces its error so.
 // RunAgent is safe for concurrent use; while the run is recorded (a
 // checkpoint), a turn of a run with another turn under way is refused
 // before anything runs (ErrRunBusy), as Pipeline.Turn refuses it.
@@ -239,14 +241,23 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 	// keeps its text in the transcript either. It is settled before the
 	// turn's end is recorded (a checkpoint's save, wherever the layer
 	// stands in the chain), so no version holds the refused text.
+	// A turn whose body failed (failed: not final) and that a layer then
+	// refused withholds the text of its answers failedFirst to failedLast.
+	var failed error
+	failedFirst, failedLast := -1, -1
 	settle := func(out string, err error) {
 		if err != nil && answer >= 0 && (out != res.Output || Classify(err) == ClassBlocked) {
 			res.Messages = withholdTexts(res.Messages, first, answer)
 			pl.RecordTranscript(ctx, res.Messages)
 		}
+		if failed != nil && err != failed && Classify(err) == ClassBlocked {
+			res.Messages = withholdTexts(res.Messages, failedFirst, failedLast)
+			pl.RecordTranscript(ctx, res.Messages)
+		}
 	}
 	tr, err := pl.Turn(ctx, TurnRequest{Input: input, Session: req.Session, settle: settle}, func(ctx context.Context) (string, error) {
 		res, first, answer = AgentResult{}, -1, -1
+		failed, failedFirst, failedLast = nil, -1, -1
 		turn := agentTurn{pl: pl, req: &req, parallel: parallel, maxCalls: maxCalls, msgs: msgs, res: &res, first: -1, answer: -1, offered: offeredTools(req.Params)}
 		var err error
 		if len(pending) > 0 {
@@ -264,8 +275,14 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 		res.Messages = turn.msgs
 		pl.RecordTranscript(ctx, turn.msgs)
 		if err != nil {
-			// The text of a turn that failed is no output: the turn
-			// chain's after-phase layers do not check it.
+			// The text of a turn that failed is no output, but its
+			// answers' text is in the transcript the host gets: unless
+			// the turn ended final (blocked, over budget, in doubt: the
+			// layers keep that first reason), the turn chain reads it.
+			if f, l := turn.answers(); f >= 0 && !Classify(err).Final() {
+				failed, failedFirst, failedLast = err, f, l
+				AddEarlier(ctx, turn.texts(f, l+1))
+			}
 			return "", err
 		}
 		first, answer = turn.first, turn.answer
@@ -354,8 +371,14 @@ func (t *agentTurn) earlier() []string {
 	if t.first < 0 {
 		return nil
 	}
+	return t.texts(t.first, t.answer)
+}
+
+// texts returns the text of each assistant message of t.msgs[from:to]
+// that has any.
+func (t *agentTurn) texts(from, to int) []string {
 	var texts []string
-	for _, m := range t.msgs[t.first:t.answer] {
+	for _, m := range t.msgs[from:to] {
 		if m.Role == "assistant" {
 			if text := m.Text(); text != "" {
 				texts = append(texts, text)
@@ -363,6 +386,21 @@ func (t *agentTurn) earlier() []string {
 		}
 	}
 	return texts
+}
+
+// answers returns the indexes of the first and the last answers of the
+// turn in t.msgs (-1, -1: none; an answer left out of it, as run leaves
+// one whose calls' intent could not be recorded, is not counted).
+func (t *agentTurn) answers() (first, last int) {
+	if t.first < 0 || t.first >= len(t.msgs) {
+		return -1, -1
+	}
+	for i := len(t.msgs) - 1; i >= t.first; i-- {
+		if t.msgs[i].Role == "assistant" {
+			return t.first, i
+		}
+	}
+	return -1, -1
 }
 
 // agentTurn is the state of one attempt of an agent turn.

@@ -253,3 +253,34 @@ func TestTurnEarlierTextsOfAHostsTurn(t *testing.T) {
 	assert.Equal(t, "all fine", res.Output)
 	runtime.AddEarlier(context.Background(), []string{"x"}) // outside a turn: nothing
 }
+
+// TestRunAgentFailedTurnsEarlierTextRefused: a turn that fails on a model
+// call that may succeed again (not blocked, over budget or in doubt) hands
+// the host, and a checkpoint, a transcript holding the text its answers
+// wrote: the turn chain's content_filter and after-phase guard read it,
+// and a refusal ends the turn with the *BlockedError and withholds it.
+func TestRunAgentFailedTurnsEarlierTextRefused(t *testing.T) {
+	for name, layer := range map[string]plan.Layer{
+		"content_filter": rt.Layer("content_filter", `{"keywords":["acct 1234"]}`),
+		"guard":          rt.Layer("guard", `{"deny":"output.text.contains(\"acct 1234\")","phase":"after"}`),
+	} {
+		t.Run(name, func(t *testing.T) {
+			d := runtime.Delta{Text: "acct 1234: checking", FinishReason: runtime.FinishToolCalls,
+				ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: "x", Name: "echo", Arguments: `{}`}}}
+			model := rt.NewModel(rt.Response{Stream: []runtime.Delta{d}}, rt.Response{Err: rt.Permanent("the model is down")})
+			store := runtime.NewMemoryCheckpoints()
+			pl := rt.Build(t, rt.Plan(plan.Chains{Turn: []plan.Layer{rt.Layer("checkpoint", `{}`), layer}}),
+				runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}, Checkpoints: store,
+					Tools: map[string]runtime.ToolFunc{"echo": func(context.Context, *runtime.ToolCall) (any, error) { return "ok", nil }}})
+			ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r1"})
+			res, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "status?"})
+			require.Equal(t, runtime.ClassBlocked, runtime.Classify(err), "%v", err)
+			require.Len(t, res.Messages, 3)
+			assert.Len(t, res.Messages[1].ToolCalls, 1)
+			for _, m := range res.Messages {
+				assert.NotContains(t, m.Text(), "acct 1234")
+			}
+			assertNotRecorded(t, ctx, pl, store, "acct 1234")
+		})
+	}
+}

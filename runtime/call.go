@@ -1358,8 +1358,9 @@ type TurnCall struct {
 
 // Earlier returns the text each earlier answer of the turn wrote beside
 // its tool calls, in order: RunAgent sets them (every answer of the turn
-// but the last, whose text is the output; the answers that wrote none left
-// out) once its body has returned, and a Pipeline.Turn body with
+// but the last, whose text is the output; every answer of a turn whose
+// body failed with an error that is not final; the answers that wrote none
+// left out) once its body has returned, and a Pipeline.Turn body with
 // AddEarlier. They reach the host in the turn's transcript as the output
 // does, so a layer that reads the output to decide what a user may see
 // (content_filter, an after-phase guard) reads each of them too, and a

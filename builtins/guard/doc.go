@@ -22,10 +22,11 @@
 // evaluated with its status (`status`: "ok", or "failed" when it ended with
 // another error), its output first, then, as `output` in turn, the text
 // each earlier answer of an agent turn wrote beside its tool calls
-// (runtime.TurnCall.Earlier), which the host shows in the transcript too:
-// any evaluation that blocks blocks the turn, and the agent loop then
-// withholds every answer's text of the turn (a `require` holds for each of
-// those texts, not only the last), except that a turn that ended final is returned as it
+// (runtime.TurnCall.Earlier; of an agent turn that failed, each answer's),
+// which the host shows in the transcript too: any evaluation that blocks
+// blocks the turn, and the agent loop then withholds every answer's text
+// of the turn (a `require` holds for each of those texts, not only the
+// last), except that a turn that ended final is returned as it
 // ended, without evaluation, keeping that first reason: blocked, over
 // budget, or in doubt (a side-effecting call of the turn may have run with
 // its outcome unknown, or ran with its audit outcome not written), which a
