@@ -187,18 +187,9 @@ func TestRunAgentRunsOnlyOfferedTools(t *testing.T) {
 // transcript and the checkpoint's version, the calls and their results
 // kept.
 func TestRunAgentEarlierAnswerTextRefusedByTheTurnChain(t *testing.T) {
-	for name, layer := range map[string]plan.Layer{
-		"content_filter": rt.Layer("content_filter", `{"keywords":["acct 1234"]}`),
-		"guard":          rt.Layer("guard", `{"deny":"output.text.contains(\"acct 1234\")","phase":"after"}`),
-	} {
+	for name, layer := range outputFilters() {
 		t.Run(name, func(t *testing.T) {
-			d := runtime.Delta{Text: "acct 1234: checking", FinishReason: runtime.FinishToolCalls,
-				ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: "x", Name: "echo", Arguments: `{}`}}}
-			model := rt.NewModel(rt.Response{Stream: []runtime.Delta{d}}, rt.Response{Deltas: []string{"all fine"}})
-			store := runtime.NewMemoryCheckpoints()
-			pl := rt.Build(t, rt.Plan(plan.Chains{Turn: []plan.Layer{rt.Layer("checkpoint", `{}`), layer}}),
-				runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}, Checkpoints: store,
-					Tools: map[string]runtime.ToolFunc{"echo": func(context.Context, *runtime.ToolCall) (any, error) { return "ok", nil }}})
+			pl, store := checkingTurn(t, layer, rt.Response{Deltas: []string{"all fine"}})
 			ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r1"})
 			res, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "status?"})
 			require.Equal(t, runtime.ClassBlocked, runtime.Classify(err), "%v", err)
@@ -260,18 +251,9 @@ func TestTurnEarlierTextsOfAHostsTurn(t *testing.T) {
 // wrote: the turn chain's content_filter and after-phase guard read it,
 // and a refusal ends the turn with the *BlockedError and withholds it.
 func TestRunAgentFailedTurnsEarlierTextRefused(t *testing.T) {
-	for name, layer := range map[string]plan.Layer{
-		"content_filter": rt.Layer("content_filter", `{"keywords":["acct 1234"]}`),
-		"guard":          rt.Layer("guard", `{"deny":"output.text.contains(\"acct 1234\")","phase":"after"}`),
-	} {
+	for name, layer := range outputFilters() {
 		t.Run(name, func(t *testing.T) {
-			d := runtime.Delta{Text: "acct 1234: checking", FinishReason: runtime.FinishToolCalls,
-				ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: "x", Name: "echo", Arguments: `{}`}}}
-			model := rt.NewModel(rt.Response{Stream: []runtime.Delta{d}}, rt.Response{Err: rt.Permanent("the model is down")})
-			store := runtime.NewMemoryCheckpoints()
-			pl := rt.Build(t, rt.Plan(plan.Chains{Turn: []plan.Layer{rt.Layer("checkpoint", `{}`), layer}}),
-				runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}, Checkpoints: store,
-					Tools: map[string]runtime.ToolFunc{"echo": func(context.Context, *runtime.ToolCall) (any, error) { return "ok", nil }}})
+			pl, store := checkingTurn(t, layer, rt.Response{Err: rt.Permanent("the model is down")})
 			ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r1"})
 			res, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "status?"})
 			require.Equal(t, runtime.ClassBlocked, runtime.Classify(err), "%v", err)
@@ -283,4 +265,27 @@ func TestRunAgentFailedTurnsEarlierTextRefused(t *testing.T) {
 			assertNotRecorded(t, ctx, pl, store, "acct 1234")
 		})
 	}
+}
+
+// outputFilters are the turn chain layers that read a turn's texts, each
+// refusing "acct 1234".
+func outputFilters() map[string]plan.Layer {
+	return map[string]plan.Layer{
+		"content_filter": rt.Layer("content_filter", `{"keywords":["acct 1234"]}`),
+		"guard":          rt.Layer("guard", `{"deny":"output.text.contains(\"acct 1234\")","phase":"after"}`),
+	}
+}
+
+// checkingTurn builds a pipeline whose turn chain is a checkpoint outside
+// layer, whose model first writes "acct 1234: checking" beside a call to
+// echo, then answers then.
+func checkingTurn(t *testing.T, layer plan.Layer, then rt.Response) (*runtime.Pipeline, runtime.CheckpointStore) {
+	d := runtime.Delta{Text: "acct 1234: checking", FinishReason: runtime.FinishToolCalls,
+		ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: "x", Name: "echo", Arguments: `{}`}}}
+	model := rt.NewModel(rt.Response{Stream: []runtime.Delta{d}}, then)
+	store := runtime.NewMemoryCheckpoints()
+	pl := rt.Build(t, rt.Plan(plan.Chains{Turn: []plan.Layer{rt.Layer("checkpoint", `{}`), layer}}),
+		runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}, Checkpoints: store,
+			Tools: map[string]runtime.ToolFunc{"echo": func(context.Context, *runtime.ToolCall) (any, error) { return "ok", nil }}})
+	return pl, store
 }
