@@ -81,9 +81,10 @@ type AgentRequest struct {
 type AgentResult struct {
 	// Output is the text of the last model call as the turn chain let it
 	// through: empty when the turn failed, or when a layer of the turn
-	// chain (a content_filter, an after-phase guard) refused it; the
-	// answer that held a refused output then keeps no text in Messages
-	// (an answer without tool calls is left out).
+	// chain (a content_filter, an after-phase guard) refused it or the
+	// text of an earlier answer of the turn (TurnCall.Earlier); no answer
+	// of the turn then keeps its text in Messages (an answer without tool
+	// calls is left out).
 	Output string `json:"output"`
 	// Messages is the transcript after the turn: the request's messages,
 	// the input, and every assistant message and tool result of the turn.
@@ -116,7 +117,9 @@ type AgentResult struct {
 // PartsAfter), which an Anthropic model requires to go on with a tool-use
 // turn; without, its text is Content.
 // An answer with more than MaxToolCalls tool calls has none of them run:
-// each is answered with an error result saying so, and the turn goes on.
+// each is answered with an error result saying so, and the turn goes on; a
+// transcript whose last assistant message has more calls without a result
+// than that is refused before anything runs (ErrUnansweredToolCall).
 // A panic of a tool call (run on a goroutine of its own) is raised again
 // on the caller's goroutine once the step's other calls have returned.
 //
@@ -132,10 +135,16 @@ type AgentResult struct {
 // failed or blocked model call, and the end of ctx end the turn with their
 // error; the result still holds the transcript so far, and no Output. A
 // turn chain layer that refuses the output (a content_filter, an
-// after-phase guard) ends the turn with its *BlockedError, and the refused
-// text is left out of the result, of the run's recorded transcript and of
-// the version a checkpoint layer saves after the turn (AgentResult.Output).
-// RunAgent is safe for concurrent use.
+// after-phase guard, which read the text of the turn's earlier answers
+// too: TurnCall.Earlier) ends the turn with its *BlockedError, and the
+// text of every answer of the turn is left out of the result, of the run's
+// recorded transcript and of the version a checkpoint layer saves after
+// the turn (AgentResult.Output); those layers read the text of every
+// answer of a turn that failed other than final (blocked, over budget, in
+// doubt) too, and their refusal replaces its error so.
+// RunAgent is safe for concurrent use; while the run is recorded (a
+// checkpoint), a turn of a run with another turn under way is refused
+// before anything runs (ErrRunBusy), as Pipeline.Turn refuses it.
 //
 // When the run is checkpointed, the transcript holding the model's tool
 // calls is recorded before any of them runs (a checkpoint layer with
@@ -202,6 +211,13 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 	if err := unansweredBefore(msgs); err != nil {
 		return AgentResult{Messages: msgs}, err
 	}
+	if len(pending) > maxCalls {
+		// No turn of this bound left such an answer (tooMany answers
+		// one): a host's transcript, or a turn of a higher bound. Some
+		// of the calls may have run, so they are not answered "not run".
+		return AgentResult{Messages: msgs}, fmt.Errorf("agent: message %d (assistant) has %d tool calls without a result, more than the %d a step may make (MaxToolCalls): %w; "+
+			"answer them (or remove them), or run the turn with a MaxToolCalls of at least %d", at, len(pending), maxCalls, ErrUnansweredToolCall, len(pending))
+	}
 	var tail []Message
 	if len(pending) > 0 {
 		tail = slices.Clone(msgs[ins:])
@@ -216,21 +232,33 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 		input = lastUserText(append(msgs, tail...))
 	}
 	var res AgentResult
-	answer := -1 // the transcript's index of the turn's last answer when the body ended without error
+	// The transcript's indexes of the turn's first and last answers when
+	// the body ended without error (-1: it did not).
+	first, answer := -1, -1
 	// The output is what the turn chain let through: a content_filter or
-	// an after-phase guard that refused it leaves none, and the answer
-	// that held it keeps no text in the transcript either. It is settled
-	// before the turn's end is recorded (a checkpoint's save, wherever the
-	// layer stands in the chain), so no version holds the refused text.
+	// an after-phase guard that refused it, or the text of an earlier
+	// answer (TurnCall.Earlier), leaves none, and no answer of the turn
+	// keeps its text in the transcript either. It is settled before the
+	// turn's end is recorded (a checkpoint's save, wherever the layer
+	// stands in the chain), so no version holds the refused text.
+	// A turn whose body failed (failed: not final) and that a layer then
+	// refused withholds the text of its answers failedFirst to failedLast.
+	var failed error
+	failedFirst, failedLast := -1, -1
 	settle := func(out string, err error) {
-		if err != nil && answer >= 0 && out != res.Output {
-			res.Messages = withholdText(res.Messages, answer)
+		if err != nil && answer >= 0 && (out != res.Output || Classify(err) == ClassBlocked) {
+			res.Messages = withholdTexts(res.Messages, first, answer)
+			pl.RecordTranscript(ctx, res.Messages)
+		}
+		if failed != nil && err != failed && Classify(err) == ClassBlocked {
+			res.Messages = withholdTexts(res.Messages, failedFirst, failedLast)
 			pl.RecordTranscript(ctx, res.Messages)
 		}
 	}
 	tr, err := pl.Turn(ctx, TurnRequest{Input: input, Session: req.Session, settle: settle}, func(ctx context.Context) (string, error) {
-		res, answer = AgentResult{}, -1
-		turn := agentTurn{pl: pl, req: &req, parallel: parallel, maxCalls: maxCalls, msgs: msgs, res: &res, answer: -1, offered: offeredTools(req.Params)}
+		res, first, answer = AgentResult{}, -1, -1
+		failed, failedFirst, failedLast = nil, -1, -1
+		turn := agentTurn{pl: pl, req: &req, parallel: parallel, maxCalls: maxCalls, msgs: msgs, res: &res, first: -1, answer: -1, offered: offeredTools(req.Params)}
 		var err error
 		if len(pending) > 0 {
 			err = turn.settle(ctx, at, pending)
@@ -247,11 +275,18 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 		res.Messages = turn.msgs
 		pl.RecordTranscript(ctx, turn.msgs)
 		if err != nil {
-			// The text of a turn that failed is no output: the turn
-			// chain's after-phase layers do not check it.
+			// The text of a turn that failed is no output, but its
+			// answers' text is in the transcript the host gets: unless
+			// the turn ended final (blocked, over budget, in doubt: the
+			// layers keep that first reason), the turn chain reads it.
+			if f, l := turn.answers(); f >= 0 && !Classify(err).Final() {
+				failed, failedFirst, failedLast = err, f, l
+				AddEarlier(ctx, turn.texts(f, l+1))
+			}
 			return "", err
 		}
-		answer = turn.answer
+		first, answer = turn.first, turn.answer
+		AddEarlier(ctx, turn.earlier())
 		return res.Output, nil
 	})
 	res.Attempts = tr.Attempts
@@ -259,20 +294,113 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 	if res.Messages == nil {
 		res.Messages = msgs
 	}
+	if outer, ok := ctx.Value(turnCallKey{}).(*TurnCall); ok && err == nil && answer >= 0 {
+		pl.nestIn(ctx, outer, res.Messages, first, answer)
+	}
 	return res, err
 }
 
-// withholdText returns msgs without the text of the assistant message at
-// index at (a refused output): its tool calls and thinking stay, with the
-// tool results after them; an answer without tool calls goes whole.
-func withholdText(msgs []Message, at int) []Message {
-	if len(msgs[at].ToolCalls) == 0 {
-		return slices.Delete(slices.Clone(msgs), at, at+1)
+// nestIn hands an agent turn run in the body of an outer turn (a
+// scenario's turn step around an agent step) to it: the outer chain's
+// layers read the text of each of its answers (TurnCall.Earlier), and a
+// refusal of the outer turn withholds them from the run's recorded
+// transcript, as the agent's own chain's refusal does, when that
+// transcript still holds them where the agent left them.
+func (pl *Pipeline) nestIn(ctx context.Context, outer *TurnCall, msgs []Message, first, last int) {
+	outer.mu.Lock()
+	defer outer.mu.Unlock()
+	for _, m := range msgs[first : last+1] {
+		if text := m.Text(); m.Role == "assistant" && text != "" {
+			outer.earlier = append(outer.earlier, text)
+		}
 	}
+	outer.withhold = append(outer.withhold, func() {
+		cur := pl.Transcript(ctx)
+		if len(cur) <= last {
+			return
+		}
+		for i := first; i <= last; i++ {
+			if cur[i].Role != msgs[i].Role || cur[i].Text() != msgs[i].Text() || len(cur[i].ToolCalls) != len(msgs[i].ToolCalls) {
+				return
+			}
+		}
+		pl.RecordTranscript(ctx, withholdTexts(cur, first, last))
+	})
+}
+
+// withholdTexts returns msgs without the text of the assistant messages
+// from index first to index last (the answers of a turn whose output was
+// refused): their tool calls and thinking stay, with the tool results
+// after them; an answer without tool calls goes whole.
+func withholdTexts(msgs []Message, first, last int) []Message {
 	out := slices.Clone(msgs)
-	out[at] = out[at].DeleteParts(func(p ContentPart) bool { return p.Type == PartText })
-	out[at].Content = ""
+	for at := last; at >= first; at-- {
+		if out[at].Role != "assistant" {
+			continue
+		}
+		if len(out[at].ToolCalls) == 0 {
+			out = slices.Delete(out, at, at+1)
+			continue
+		}
+		out[at] = out[at].DeleteParts(func(p ContentPart) bool { return p.Type == PartText })
+		out[at].Content = ""
+	}
 	return out
+}
+
+// WithholdAnswerTexts returns msgs without the text of the assistant
+// messages from index from on, as RunAgent withholds the text of a turn
+// whose output a layer refused: an answer with tool calls keeps them, its
+// thinking and their results; one without goes whole. A host that runs an
+// agent turn inside a turn of its own (Pipeline.Turn) withholds so, from
+// the transcript it keeps, the answers of the agent turn (from the length
+// of its AgentRequest.Messages) when its own turn is refused.
+func WithholdAnswerTexts(msgs []Message, from int) []Message {
+	if from < 0 {
+		from = 0
+	}
+	if from >= len(msgs) {
+		return slices.Clone(msgs)
+	}
+	return withholdTexts(msgs, from, len(msgs)-1)
+}
+
+// earlier returns the text of each answer of the turn before its last one
+// that wrote any (TurnCall.Earlier).
+func (t *agentTurn) earlier() []string {
+	if t.first < 0 {
+		return nil
+	}
+	return t.texts(t.first, t.answer)
+}
+
+// texts returns the text of each assistant message of t.msgs[from:to]
+// that has any.
+func (t *agentTurn) texts(from, to int) []string {
+	var texts []string
+	for _, m := range t.msgs[from:to] {
+		if m.Role == "assistant" {
+			if text := m.Text(); text != "" {
+				texts = append(texts, text)
+			}
+		}
+	}
+	return texts
+}
+
+// answers returns the indexes of the first and the last answers of the
+// turn in t.msgs (-1, -1: none; an answer left out of it, as run leaves
+// one whose calls' intent could not be recorded, is not counted).
+func (t *agentTurn) answers() (first, last int) {
+	if t.first < 0 || t.first >= len(t.msgs) {
+		return -1, -1
+	}
+	for i := len(t.msgs) - 1; i >= t.first; i-- {
+		if t.msgs[i].Role == "assistant" {
+			return t.first, i
+		}
+	}
+	return -1, -1
 }
 
 // agentTurn is the state of one attempt of an agent turn.
@@ -284,8 +412,9 @@ type agentTurn struct {
 	maxCalls int
 	msgs     []Message
 	res      *AgentResult
-	// answer is the index of the last model answer appended (-1: none).
-	answer int
+	// first and answer are the indexes of the first and the last model
+	// answers appended (-1: none).
+	first, answer int
 	// offered names the tools the turn offers the model (offeredTools);
 	// nil: whatever the tool chain admits.
 	offered map[string]bool
@@ -309,6 +438,9 @@ func (t *agentTurn) run(ctx context.Context, maxSteps int) error {
 		msg.ToolCalls = calls
 		t.msgs = append(t.msgs, msg)
 		t.answer = len(t.msgs) - 1
+		if t.first < 0 {
+			t.first = t.answer
+		}
 		if len(calls) == 0 {
 			t.res.Stop = StopDone
 			return nil

@@ -133,3 +133,45 @@ func TestRunAgentLargeStepBound(t *testing.T) {
 		assert.Equal(t, 2, res.Steps)
 	}
 }
+
+// TestRunAgentBoundsTheCallsOfAResumedAnswer: the last answer of a given
+// transcript (a resumed run, a host's history) with more calls without a
+// result than the turn's bound ran every read-only one of them (10,000
+// lookups) before the model was called: no turn of that bound left such
+// an answer. The turn is refused before anything runs, the error saying
+// what to do; within the bound, the calls are settled as before.
+func TestRunAgentBoundsTheCallsOfAResumedAnswer(t *testing.T) {
+	transcript := func(n int) []runtime.Message {
+		calls := make([]runtime.ToolUse, n)
+		for i := range calls {
+			calls[i] = use(fmt.Sprint("l", i), "lookup", fmt.Sprintf(`{"order":%d}`, i+1))
+		}
+		return []runtime.Message{{Role: "user", Content: "look them up"}, {Role: "assistant", ToolCalls: calls}}
+	}
+	for _, tc := range []struct {
+		name         string
+		calls, bound int
+		refuse       bool
+	}{
+		{name: "ten thousand", calls: 10000, refuse: true},
+		{name: "over a bound set", calls: 4, bound: 3, refuse: true},
+		{name: "at the bound", calls: 3, bound: 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			model := rt.NewModel(rt.Response{Deltas: []string{"done"}})
+			tools, made := countingTools(0)
+			pl := rt.Build(t, refundPlan(), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}, Tools: tools})
+			res, err := pl.RunAgent(context.Background(), runtime.AgentRequest{Model: "primary", Messages: transcript(tc.calls), MaxToolCalls: tc.bound})
+			if !tc.refuse {
+				require.NoError(t, err)
+				assert.Len(t, made(), tc.calls)
+				return
+			}
+			require.ErrorIs(t, err, runtime.ErrUnansweredToolCall)
+			assert.Contains(t, err.Error(), fmt.Sprintf("%d tool calls without a result", tc.calls))
+			assert.Empty(t, made(), "no call runs")
+			assert.Equal(t, 0, model.Calls())
+			assert.Len(t, res.Messages, 2)
+		})
+	}
+}

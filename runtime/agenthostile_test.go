@@ -178,3 +178,114 @@ func TestRunAgentRunsOnlyOfferedTools(t *testing.T) {
 		})
 	}
 }
+
+// TestRunAgentEarlierAnswerTextRefusedByTheTurnChain: the text an earlier
+// answer wrote beside its tool calls reaches the host in the transcript as
+// the output does: a turn chain's content_filter or after-phase guard
+// reads it, and a refusal ends the turn with the *BlockedError and
+// withholds every answer's text of the turn from the result, the recorded
+// transcript and the checkpoint's version, the calls and their results
+// kept.
+func TestRunAgentEarlierAnswerTextRefusedByTheTurnChain(t *testing.T) {
+	for name, layer := range outputFilters() {
+		t.Run(name, func(t *testing.T) {
+			pl, store := checkingTurn(t, layer, rt.Response{Deltas: []string{"all fine"}})
+			ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r1"})
+			res, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "status?"})
+			require.Equal(t, runtime.ClassBlocked, runtime.Classify(err), "%v", err)
+			assert.Empty(t, res.Output)
+			require.Len(t, res.Messages, 3, "the refused final answer goes, the calling one stays")
+			assert.Len(t, res.Messages[1].ToolCalls, 1)
+			assert.Equal(t, "x", res.Messages[2].ToolCallID)
+			for _, m := range res.Messages {
+				assert.NotContains(t, m.Text(), "acct 1234")
+				assert.NotContains(t, m.Text(), "all fine")
+			}
+			assertNotRecorded(t, ctx, pl, store, "acct 1234")
+		})
+	}
+}
+
+// assertNotRecorded asserts that neither the run's recorded transcript nor
+// its latest checkpoint holds text.
+func assertNotRecorded(t *testing.T, ctx context.Context, pl *runtime.Pipeline, store runtime.CheckpointStore, text string) {
+	t.Helper()
+	transcript := pl.Transcript(ctx)
+	require.NotEmpty(t, transcript)
+	for _, m := range transcript {
+		assert.NotContains(t, m.Text(), text)
+	}
+	cp, ok, err := store.LatestCheckpoint(context.Background(), runtime.RunOf(ctx).ID)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NotEmpty(t, cp.Transcript)
+	for _, m := range cp.Transcript {
+		assert.NotContains(t, m.Text(), text)
+	}
+}
+
+// TestTurnEarlierTextsOfAHostsTurn: a host that runs its own turn and
+// shows its user more than the output hands those texts to the turn chain
+// (AddEarlier): a content_filter reads them as it reads the output.
+func TestTurnEarlierTextsOfAHostsTurn(t *testing.T) {
+	pl := rt.Build(t, rt.Plan(plan.Chains{Turn: []plan.Layer{rt.Layer("content_filter", `{"keywords":["acct 1234"]}`)}}), runtime.Deps{})
+	body := func(earlier ...string) runtime.TurnFunc {
+		return func(ctx context.Context) (string, error) {
+			for _, text := range earlier { // each call adds
+				runtime.AddEarlier(ctx, []string{text})
+			}
+			return "all fine", nil
+		}
+	}
+	_, err := pl.Turn(context.Background(), runtime.TurnRequest{Input: "status?"}, body("looking up acct 1234", "then the balance"))
+	require.Equal(t, runtime.ClassBlocked, runtime.Classify(err), "%v", err)
+	res, err := pl.Turn(context.Background(), runtime.TurnRequest{Input: "status?"}, body("looking up"))
+	require.NoError(t, err)
+	assert.Equal(t, "all fine", res.Output)
+	runtime.AddEarlier(context.Background(), []string{"x"}) // outside a turn: nothing
+}
+
+// TestRunAgentFailedTurnsEarlierTextRefused: a turn that fails on a model
+// call that may succeed again (not blocked, over budget or in doubt) hands
+// the host, and a checkpoint, a transcript holding the text its answers
+// wrote: the turn chain's content_filter and after-phase guard read it,
+// and a refusal ends the turn with the *BlockedError and withholds it.
+func TestRunAgentFailedTurnsEarlierTextRefused(t *testing.T) {
+	for name, layer := range outputFilters() {
+		t.Run(name, func(t *testing.T) {
+			pl, store := checkingTurn(t, layer, rt.Response{Err: rt.Permanent("the model is down")})
+			ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r1"})
+			res, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "status?"})
+			require.Equal(t, runtime.ClassBlocked, runtime.Classify(err), "%v", err)
+			require.Len(t, res.Messages, 3)
+			assert.Len(t, res.Messages[1].ToolCalls, 1)
+			for _, m := range res.Messages {
+				assert.NotContains(t, m.Text(), "acct 1234")
+			}
+			assertNotRecorded(t, ctx, pl, store, "acct 1234")
+		})
+	}
+}
+
+// outputFilters are the turn chain layers that read a turn's texts, each
+// refusing "acct 1234".
+func outputFilters() map[string]plan.Layer {
+	return map[string]plan.Layer{
+		"content_filter": rt.Layer("content_filter", `{"keywords":["acct 1234"]}`),
+		"guard":          rt.Layer("guard", `{"deny":"output.text.contains(\"acct 1234\")","phase":"after"}`),
+	}
+}
+
+// checkingTurn builds a pipeline whose turn chain is a checkpoint outside
+// layer, whose model first writes "acct 1234: checking" beside a call to
+// echo, then answers then.
+func checkingTurn(t *testing.T, layer plan.Layer, then rt.Response) (*runtime.Pipeline, runtime.CheckpointStore) {
+	d := runtime.Delta{Text: "acct 1234: checking", FinishReason: runtime.FinishToolCalls,
+		ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: "x", Name: "echo", Arguments: `{}`}}}
+	model := rt.NewModel(rt.Response{Stream: []runtime.Delta{d}}, then)
+	store := runtime.NewMemoryCheckpoints()
+	pl := rt.Build(t, rt.Plan(plan.Chains{Turn: []plan.Layer{rt.Layer("checkpoint", `{}`), layer}}),
+		runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}, Checkpoints: store,
+			Tools: map[string]runtime.ToolFunc{"echo": func(context.Context, *runtime.ToolCall) (any, error) { return "ok", nil }}})
+	return pl, store
+}

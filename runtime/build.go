@@ -318,8 +318,11 @@ type Pipeline struct {
 	// agent turn recorded the model's tool calls, before any runs
 	// (BuildContext.OnToolCalls).
 	recordRuns atomic.Bool
-	toolHooks  []func(ctx context.Context) error
-	callHooks  []func(ctx context.Context) error
+	// turning holds the ids of the runs with a turn under way while runs
+	// are recorded (holdTurn).
+	turning   sync.Map
+	toolHooks []func(ctx context.Context) error
+	callHooks []func(ctx context.Context) error
 	// checkpointKeep is how many versions of a run the saves in each
 	// checkpoint store leave, by store name (BuildContext.KeepCheckpoints).
 	checkpointKeep map[string]int

@@ -15,6 +15,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentc-dev/agentc/internal/jsonnum"
@@ -1343,6 +1344,46 @@ type TurnCall struct {
 
 	fn   TurnFunc
 	ends []func(err error) error
+	// mu guards earlier and withhold, which agent turns nested in the
+	// body may add to from goroutines of their own.
+	mu      sync.Mutex
+	earlier []string
+	// body is what the turn's body returned (bodyOK: without error), and
+	// withhold what withholds the text of the agent turns run in the body
+	// (RunAgent nested in it) when the chain refuses the turn.
+	body     string
+	bodyOK   bool
+	withhold []func()
+}
+
+// Earlier returns the text each earlier answer of the turn wrote beside
+// its tool calls, in order: RunAgent sets them (every answer of the turn
+// but the last, whose text is the output; every answer of a turn whose
+// body failed with an error that is not final; the answers that wrote none
+// left out) once its body has returned, and a Pipeline.Turn body with
+// AddEarlier. They reach the host in the turn's transcript as the output
+// does, so a layer that reads the output to decide what a user may see
+// (content_filter, an after-phase guard) reads each of them too, and a
+// refusal withholds them with the output. Empty until the body returned.
+func (c *TurnCall) Earlier() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.earlier)
+}
+
+type turnCallKey struct{}
+
+// AddEarlier adds texts to the texts of the turn's earlier answers
+// (TurnCall.Earlier) of the turn whose body ctx is, for a host that runs
+// its own turns (Pipeline.Turn) and shows its user more than the output;
+// outside a turn's body it does nothing. The texts an agent turn run in
+// the body added are kept.
+func AddEarlier(ctx context.Context, texts []string) {
+	if c, ok := ctx.Value(turnCallKey{}).(*TurnCall); ok {
+		c.mu.Lock()
+		c.earlier = append(c.earlier, texts...)
+		c.mu.Unlock()
+	}
 }
 
 // AtEnd has fn run once the whole turn chain has returned, with the turn's
@@ -1564,3 +1605,12 @@ func refs(list []string, one string) []string {
 	}
 	return nil
 }
+
+// ErrRunBusy is in the error of a turn (Pipeline.Turn, RunAgent) refused
+// because another turn of its run is under way in the process while the
+// run is recorded (a checkpoint layer, or a Checkpointer): two turns of one
+// run at once would each record the run's transcript, the later
+// overwriting the earlier, and a checkpoint would save a run that lacks a
+// turn whose tools ran. Nothing of the refused turn runs; it may be tried
+// again once the other returned.
+var ErrRunBusy = errors.New("another turn of the run is under way")

@@ -703,7 +703,12 @@ func turnTerminal(ctx context.Context, c *TurnCall) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
-	return c.fn(ctx)
+	c.mu.Lock()
+	c.earlier, c.withhold = nil, nil // another attempt's
+	c.mu.Unlock()
+	out, err := c.fn(context.WithValue(ctx, turnCallKey{}, c))
+	c.body, c.bodyOK = out, err == nil
+	return out, err
 }
 
 // Turn runs one agent turn through the turn chain: fn is the turn's body and
@@ -723,8 +728,15 @@ func (pl *Pipeline) Turn(ctx context.Context, req TurnRequest, fn TurnFunc) (Tur
 	}
 	if fresh != "" {
 		defer pl.EndRun(fresh)
-	} else if pl.runs != nil {
-		defer pl.runs.end(pl.runs.begin(run.ID))
+	} else {
+		release, err := pl.holdTurn(ctx, run.ID)
+		if err != nil {
+			return TurnResult{}, err
+		}
+		defer release()
+		if pl.runs != nil {
+			defer pl.runs.end(pl.runs.begin(run.ID))
+		}
 	}
 	ctx = pl.withTurnGrounding(ctx, req.Input)
 	c := &TurnCall{Input: req.Input, Session: req.Session, fn: fn}
@@ -734,12 +746,37 @@ func (pl *Pipeline) Turn(ctx context.Context, req TurnRequest, fn TurnFunc) (Tur
 	if req.settle != nil {
 		req.settle(out, err)
 	}
+	if err != nil && c.bodyOK && (out != c.body || Classify(err) == ClassBlocked) {
+		// A layer refused what the body returned: the agent turns run in
+		// the body withhold their text, the last first (an earlier one's
+		// answers come before it in a transcript it continued).
+		for i := len(c.withhold) - 1; i >= 0; i-- {
+			c.withhold[i]()
+		}
+	}
 	for _, end := range c.ends {
 		if eerr := end(err); eerr != nil {
 			err = errors.Join(err, eerr)
 		}
 	}
 	return TurnResult{Output: out, Attempts: c.Meta.Attempts}, err
+}
+
+// holdTurn holds the named run for a turn while runs are recorded, and
+// returns what releases it: a turn of a run that another turn holds is
+// refused (ErrRunBusy), unless ctx is that turn's (a turn nested in the
+// body of a turn of the same run is part of it).
+func (pl *Pipeline) holdTurn(ctx context.Context, runID string) (func(), error) {
+	if !pl.recordRuns.Load() {
+		return func() {}, nil
+	}
+	if c, ok := ctx.Value(turnCallKey{}).(*TurnCall); ok && c.Meta.Run.ID == runID {
+		return func() {}, nil
+	}
+	if _, busy := pl.turning.LoadOrStore(runID, struct{}{}); busy {
+		return nil, fmt.Errorf("turn: run %q: %w (one turn of a run at a time while its transcript is recorded)", runID, ErrRunBusy)
+	}
+	return func() { pl.turning.Delete(runID) }, nil
 }
 
 // Admit returns the items the plan's admission predicate admits, in order. A

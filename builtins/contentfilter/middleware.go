@@ -162,22 +162,33 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 func (m *Middleware) EndRun(runID string) { m.seen.EndRun(runID) }
 
 // WrapTurn implements runtime.TurnWrapper: the turn's input is checked before
-// the turn runs, and its output after it (a turn's output is returned whole,
-// so checking it holds nothing back); a match in either blocks. A turn that
-// already failed is returned as is.
+// the turn runs, and its output after it, with the text its earlier answers
+// wrote beside their tool calls (runtime.TurnCall.Earlier), which the host
+// shows in the transcript (a turn's output is returned whole, so checking
+// it holds nothing back); a match in any blocks. A turn that failed has no
+// output, but the text of its answers is checked all the same (the agent
+// loop hands it over), unless it ended final (blocked, over budget, in
+// doubt), which is returned as is.
 func (m *Middleware) WrapTurn(next runtime.TurnHandler) runtime.TurnHandler {
 	return func(ctx context.Context, c *runtime.TurnCall) (string, error) {
 		if err := m.check("input", c.Input); err != nil {
 			return "", err
 		}
 		out, err := next(ctx, c)
-		if err != nil {
+		if err != nil && runtime.Classify(err).Final() {
 			return out, err
 		}
-		if berr := m.check("output", out); berr != nil {
-			return "", berr
+		if err == nil {
+			if berr := m.check("output", out); berr != nil {
+				return "", berr
+			}
 		}
-		return out, nil
+		for _, text := range c.Earlier() {
+			if berr := m.check("output", text); berr != nil {
+				return "", berr
+			}
+		}
+		return out, err
 	}
 }
 

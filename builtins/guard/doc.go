@@ -20,7 +20,13 @@
 // fails (closed by default), so an answer marked an error does not pass
 // what the guard holds on a tool's answers; a turn is
 // evaluated with its status (`status`: "ok", or "failed" when it ended with
-// another error), except that a turn that ended final is returned as it
+// another error), its output first, then, as `output` in turn, the text
+// each earlier answer of an agent turn wrote beside its tool calls
+// (runtime.TurnCall.Earlier; of an agent turn that failed, each answer's),
+// which the host shows in the transcript too: any evaluation that blocks
+// blocks the turn, and the agent loop then withholds every answer's text
+// of the turn (a `require` holds for each of those texts, not only the
+// last), except that a turn that ended final is returned as it
 // ended, without evaluation, keeping that first reason: blocked, over
 // budget, or in doubt (a side-effecting call of the turn may have run with
 // its outcome unknown, or ran with its audit outcome not written), which a

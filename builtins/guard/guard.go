@@ -234,7 +234,10 @@ func (g *Guard) AdmitTool(ctx context.Context, c *runtime.ToolCall) error {
 
 var _ runtime.ToolAdmitter = (*Guard)(nil)
 
-// WrapTurn implements runtime.TurnWrapper.
+// WrapTurn implements runtime.TurnWrapper. An after-phase guard evaluates
+// its predicate over the turn's output, then over the text of each of the
+// turn's earlier answers (runtime.TurnCall.Earlier) as the output: any
+// refusal blocks.
 func (g *Guard) WrapTurn(next runtime.TurnHandler) runtime.TurnHandler {
 	if g.Phase == "before" {
 		return func(ctx context.Context, c *runtime.TurnCall) (string, error) {
@@ -253,6 +256,15 @@ func (g *Guard) WrapTurn(next runtime.TurnHandler) runtime.TurnHandler {
 		v, eerr := g.pred.EvalTurn(ctx, c, out, err, true)
 		if berr := g.decide(ctx, v, eerr); berr != nil {
 			return "", berr
+		}
+		// The text the turn's earlier answers wrote beside their tool
+		// calls reaches the host in the transcript as the output does:
+		// each is judged as an output of the turn.
+		for _, text := range c.Earlier() {
+			v, eerr := g.pred.EvalTurn(ctx, c, text, err, true)
+			if berr := g.decide(ctx, v, eerr); berr != nil {
+				return "", berr
+			}
 		}
 		return out, err
 	}

@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
 	"strconv"
@@ -180,6 +181,10 @@ type StepResult struct {
 	// was actually sent after the chat chain's layers, with Model naming
 	// the fake that received it.
 	Requests []runtime.ChatRequest `json:"requests,omitempty"`
+
+	// from is the index in Agent.Messages of an agent step's first
+	// message of its turn (what its request held before is history).
+	from int
 }
 
 // AgentSummary is the outcome of an agent step (runtime.AgentResult).
@@ -941,7 +946,7 @@ func (r *runner) agent(ctx context.Context, i int, as *AgentStep) StepResult {
 	if res.Messages != nil {
 		r.setTranscript(res.Messages)
 	}
-	sr := StepResult{Index: i, Stage: "agent", Attempts: res.Attempts, Agent: &AgentSummary{
+	sr := StepResult{Index: i, Stage: "agent", Attempts: res.Attempts, from: len(msgs), Agent: &AgentSummary{
 		Steps: res.Steps, ToolCalls: res.ToolCalls, Blocked: res.Blocked, Stop: res.Stop, FinishReason: res.FinishReason,
 		Usage: res.Usage, Messages: copyRequest(&runtime.ChatRequest{Messages: res.Messages}).Messages}}
 	if err == nil {
@@ -979,6 +984,9 @@ func (r *runner) turn(ctx context.Context, i int, ts *TurnStep) StepResult {
 		sr.Output = &res.Output
 	}
 	var se stepErr
+	if runtime.Classify(err) == runtime.ClassBlocked && !errors.As(err, &se) {
+		r.withholdNested(nested)
+	}
 	if errors.As(err, &se) {
 		// The turn ended on a nested step: report its outcome.
 		sr.Outcome, sr.Error = se.sr.Outcome, se.sr.Error
@@ -986,6 +994,26 @@ func (r *runner) turn(ctx context.Context, i int, ts *TurnStep) StepResult {
 	}
 	setOutcome(&sr, err)
 	return sr
+}
+
+// withholdNested withholds, when the turn chain refused a turn step whose
+// nested steps all ended ok, the text of its agent steps' answers from
+// their results and from the transcript a later step continues, as the
+// agent's own turn chain's refusal withholds it (runtime.
+// WithholdAnswerTexts): the host would show it.
+func (r *runner) withholdNested(nested []StepResult) {
+	last := r.lastTranscript()
+	for i := range nested {
+		sr := &nested[i]
+		if sr.Agent == nil {
+			continue
+		}
+		withheld := runtime.WithholdAnswerTexts(sr.Agent.Messages, sr.from)
+		if reflect.DeepEqual(last, sr.Agent.Messages) {
+			r.setTranscript(withheld)
+		}
+		sr.Agent.Messages, sr.Output = withheld, nil
+	}
 }
 
 // stepErr ends a turn on a nested step that did not end ok. It unwraps to
