@@ -85,6 +85,19 @@ func TestBuildFailsOnMissingKeyOrProvider(t *testing.T) {
 	}
 }
 
+// Every unset key variable is named at once, so that a first start does
+// not stop at one missing variable, then at the next.
+func TestBuildNamesEveryUnsetKey(t *testing.T) {
+	p := providerPlan(map[string]plan.Model{
+		"primary": {Provider: "key_echo", ID: "a", APIKeyEnv: "AGENTC_TEST_UNSET_KEY_A"},
+		"backup":  {Provider: "key_echo", ID: "b", APIKeyEnv: "AGENTC_TEST_UNSET_KEY_B"},
+		"local":   {Provider: "key_echo", ID: "c"},
+	})
+	_, err := runtime.ProviderModels(context.Background(), p, nil)
+	require.EqualError(t, err, `model "backup": environment variable AGENTC_TEST_UNSET_KEY_B (its api_key_env) is not set
+model "primary": environment variable AGENTC_TEST_UNSET_KEY_A (its api_key_env) is not set`)
+}
+
 func TestRegisterProviderRefusesDuplicates(t *testing.T) {
 	assert.Contains(t, runtime.Providers(), "key_echo")
 	assert.Panics(t, func() {
