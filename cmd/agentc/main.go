@@ -49,12 +49,18 @@ agentc help CMD (or agentc CMD -h) prints a command's flags.
 `
 
 // usage returns the usage text: one line per command, its synopsis and
-// what it does.
+// what it does (on the next line, in the same column, after a synopsis too
+// long for the column).
 func usage() string {
+	const width = 51
 	var b strings.Builder
 	b.WriteString(usageHead)
 	for _, c := range commands {
-		fmt.Fprintf(&b, "  %s\n", strings.TrimRight(fmt.Sprintf("%-51s %s", "agentc "+fmt.Sprintf("%-8s", c.name+" ")+c.synopsis, c.summary), " "))
+		line := "agentc " + fmt.Sprintf("%-8s", c.name+" ") + c.synopsis
+		if len(line) > width {
+			line += "\n  " + strings.Repeat(" ", width)
+		}
+		fmt.Fprintf(&b, "  %s\n", strings.TrimRight(fmt.Sprintf("%-*s %s", width, line, c.summary), " "))
 	}
 	b.WriteString(usageTail)
 	return b.String()
@@ -81,7 +87,7 @@ var commands []command
 
 func init() {
 	commands = []command{
-		{"vet", "[-format text|json|sarif] [-json] [-strict] [-rules] [-baseline OLD] PATH...", "check policies; exit 1 on any error", cmdVet},
+		{"vet", "[-format text|json|sarif] [-json] [-strict] [-rules] [-baseline OLD] PATH...", "check policies; exit 1 on any error (with -strict: any warning)", cmdVet},
 		{"build", "[-o FILE] PATH", "compile a policy to its plan (JSON)", cmdBuild},
 		{"explain", "[-format text|dot|mermaid] PATH", "show each chain and why each layer sits where it does", cmdExplain},
 		{"prove", "[-k N] [-maxstates N] [-timeout D] [-json] [-o DIR] PATH...", "explore every fault path up to depth k; exit 1 on a violated invariant, 3 when a bound stopped it first", cmdProve},

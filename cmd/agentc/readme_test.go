@@ -85,3 +85,30 @@ func TestReadmeFailingCase(t *testing.T) {
 		got = got[i+len(part):]
 	}
 }
+
+// TestUsageAlignsSummaries: in the usage text each command's summary
+// starts in one column, on its synopsis line or, after a synopsis too long
+// for it, on the next line, as README.md's command list shows them.
+func TestUsageAlignsSummaries(t *testing.T) {
+	lines := strings.Split(usage(), "\n")
+	for _, c := range commands {
+		if c.summary == "" {
+			continue
+		}
+		found := false
+		for i, l := range lines {
+			if !strings.HasPrefix(l, "  agentc "+c.name+" ") {
+				continue
+			}
+			found = true
+			col := strings.Index(l, c.summary)
+			if col < 0 && i+1 < len(lines) {
+				col = strings.Index(lines[i+1], c.summary)
+				assert.Equal(t, strings.Repeat(" ", col), lines[i+1][:col], "agentc %s: the summary line holds nothing else", c.name)
+			}
+			assert.Equal(t, 54, col, "the column of agentc %s's summary", c.name)
+		}
+		assert.True(t, found, "usage lists agentc %s", c.name)
+	}
+	assert.Contains(t, usage(), "exit 1 on any error (with -strict: any warning)")
+}
