@@ -23,6 +23,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"regexp"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -203,9 +204,60 @@ func newFlags(env *cliEnv, name string) *flag.FlagSet {
 	fs.SetOutput(env.stderr)
 	fs.Usage = func() {
 		fmt.Fprintln(env.stderr, strings.TrimRight("usage: agentc "+name+" "+synopsis, " "))
-		fs.PrintDefaults()
+		printFlags(env.stderr, fs, synopsis)
 	}
 	return fs
+}
+
+// printFlags prints the flags of fs as flag.PrintDefaults does, but names
+// each flag's value as synopsis does (-format text|json|sarif, -grace D)
+// rather than by its Go type.
+func printFlags(w io.Writer, fs *flag.FlagSet, synopsis string) {
+	fs.VisitAll(func(f *flag.Flag) {
+		placeholder, usage := flag.UnquoteUsage(f)
+		if p := synopsisPlaceholder(synopsis, f.Name); p != "" {
+			placeholder = p
+		}
+		line := "  -" + f.Name
+		if placeholder != "" {
+			line += " " + placeholder
+		}
+		if len(line) <= 4 {
+			line += "\t" // the usage on the same line, as flag does
+		} else {
+			line += "\n    \t"
+		}
+		line += strings.ReplaceAll(usage, "\n", "\n    \t")
+		switch {
+		case isZeroDefault(f):
+		case fmt.Sprintf("%T", f.Value) == "*flag.stringValue":
+			line += fmt.Sprintf(" (default %q)", f.DefValue)
+		default:
+			line += " (default " + f.DefValue + ")"
+		}
+		fmt.Fprintln(w, line)
+	})
+}
+
+// synopsisPlaceholder returns what synopsis writes after -name: "D" for
+// "[-grace D]", "text|json" for "[-log text|json]", "'NAME: VALUE'" for
+// "[-header 'NAME: VALUE']", "" for a boolean flag or a flag it leaves out.
+func synopsisPlaceholder(synopsis, name string) string {
+	m := regexp.MustCompile(`(?:^|[\[ |])-` + regexp.QuoteMeta(name) + `( '[^']*'| [^\s\]\[-][^\s\]]*)?(?:\]|\s|$)`).FindStringSubmatch(synopsis)
+	if m == nil {
+		return ""
+	}
+	return strings.TrimSpace(m[1])
+}
+
+// isZeroDefault reports whether f's default is its type's zero value, which
+// flag.PrintDefaults leaves out.
+func isZeroDefault(f *flag.Flag) bool {
+	switch f.DefValue {
+	case "", "0", "0s", "false":
+		return true
+	}
+	return false
 }
 
 // parseFlags parses args; ok is false with the exit code to return. Flags

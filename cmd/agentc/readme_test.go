@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -111,4 +112,21 @@ func TestUsageAlignsSummaries(t *testing.T) {
 		assert.True(t, found, "usage lists agentc %s", c.name)
 	}
 	assert.Contains(t, usage(), "exit 1 on any error (with -strict: any warning)")
+}
+
+// TestHelpPlaceholdersMatchSynopsis: agentc help CMD names each flag's value
+// as the command's synopsis (and README.md) does (-format text|json|sarif,
+// -grace D), not by its Go type (-format format, -grace duration).
+func TestHelpPlaceholdersMatchSynopsis(t *testing.T) {
+	flagRE := regexp.MustCompile(`(?m)^  -([a-z]+)(?: (.+))?$`)
+	for _, c := range commands {
+		var stderr strings.Builder
+		code := Main(t.Context(), []string{c.name, "-h"}, io.Discard, &stderr)
+		require.Equal(t, exitOK, code, c.name)
+		for _, m := range flagRE.FindAllStringSubmatch(stderr.String(), -1) {
+			name, placeholder := m[1], m[2]
+			want := synopsisPlaceholder(c.synopsis, name)
+			assert.Equal(t, want, placeholder, "agentc %s -%s: the placeholder of its help, the synopsis says %q", c.name, name, c.synopsis)
+		}
+	}
 }
