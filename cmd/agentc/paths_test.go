@@ -28,3 +28,11 @@ func TestMissingPathSuggestsItsNeighbour(t *testing.T) {
 	assert.Equal(t, exitUsage, code)
 	assert.Equal(t, "agentc: "+filepath.Join(dir, "examples", "payments")+": no such file or directory\n", stderr.String(), "no neighbour is close")
 }
+
+// rel shortens a path below the working directory, as vet's diagnostics
+// are, and leaves one outside it as given rather than climbing with "..".
+func TestRelKeepsPathsOutsideTheWorkingDirectory(t *testing.T) {
+	env := &cliEnv{wd: "/work/repo"}
+	assert.Equal(t, filepath.Join("examples", "support"), rel(env, "/work/repo/examples/support"))
+	assert.Equal(t, "/tmp/policy", rel(env, "/tmp/policy"))
+}
