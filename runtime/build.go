@@ -12,7 +12,9 @@ import (
 	"net/http"
 	"net/netip"
 	"path/filepath"
+	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,6 +24,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 
+	"github.com/agentc-dev/agentc/internal/jsonfields"
 	"github.com/agentc-dev/agentc/runtime/plan"
 	"github.com/agentc-dev/agentc/runtime/predicate"
 )
@@ -716,6 +719,9 @@ func decodeConfig(inst Middleware, raw json.RawMessage) error {
 	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
 		return nil
 	}
+	if err := exactKeys("", trimmed, reflect.TypeOf(inst)); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(inst); err != nil {
@@ -723,6 +729,72 @@ func decodeConfig(inst Middleware, raw json.RawMessage) error {
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return errors.New("trailing data after the config object")
+	}
+	return nil
+}
+
+var jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
+
+// exactKeys refuses a key of raw that names a field of t (at any depth)
+// only regardless of case: encoding/json would decode "CALLS" into the
+// field "calls", and the last of the two into it, so the layer would run
+// with another value than the one a reader of the plan sees. path
+// prefixes the error. A value that does not fit t is left to the decoder.
+func exactKeys(path string, raw []byte, t reflect.Type) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Implements(jsonUnmarshaler) || reflect.PointerTo(t).Implements(jsonUnmarshaler) {
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(raw, &obj) != nil {
+			return nil
+		}
+		fields := jsonfields.Of(t)
+		for _, key := range slices.Sorted(maps.Keys(obj)) {
+			if ft, ok := fields[key]; ok {
+				child := key
+				if path != "" {
+					child = path + "." + key
+				}
+				if err := exactKeys(child, obj[key], ft); err != nil {
+					return err
+				}
+				continue
+			}
+			for name := range fields {
+				if strings.EqualFold(name, key) {
+					at := ""
+					if path != "" {
+						at = path + ": "
+					}
+					return fmt.Errorf("%sunknown field %q (keys match the fields exactly: %q)", at, key, name)
+				}
+			}
+		}
+	case reflect.Map:
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(raw, &obj) != nil {
+			return nil
+		}
+		for _, key := range slices.Sorted(maps.Keys(obj)) {
+			if err := exactKeys(fmt.Sprintf("%s[%q]", path, key), obj[key], t.Elem()); err != nil {
+				return err
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		var list []json.RawMessage
+		if json.Unmarshal(raw, &list) != nil {
+			return nil
+		}
+		for i, v := range list {
+			if err := exactKeys(fmt.Sprintf("%s[%d]", path, i), v, t.Elem()); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

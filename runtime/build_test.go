@@ -185,6 +185,14 @@ func TestBuildErrorsNameTheLayer(t *testing.T) {
 		{"wrong stage", plan.Chains{Tool: []plan.Layer{rt.Layer("hedge", `{"models":["primary","backup"]}`)}}, []string{`chains.tool[0] "hedge"`, "does not support the tool stage"}},
 		{"unknown field", plan.Chains{Chat: []plan.Layer{rt.Layer("retry", `{"max_attempt":3}`)}}, []string{`chains.chat[0] "retry"`, `unknown field "max_attempt"`}},
 		{"bad type", plan.Chains{Chat: []plan.Layer{rt.Layer("retry", `{"max_attempts":"3"}`)}}, []string{"config"}},
+		// encoding/json matches a key to a field regardless of case, and
+		// the last of two wins: a reader of the plan sees a ceiling of 1
+		// call, the meter would have applied a million.
+		{"nested key in another case", plan.Chains{Tool: []plan.Layer{rt.Layer("meter", `{"budget":{"calls":1,"CALLS":1000000},"scope":"run"}`)}},
+			[]string{`chains.tool[0] "meter": config: budget: unknown field "CALLS" (keys match the fields exactly: "calls")`}},
+		{"key in another case", plan.Chains{Chat: []plan.Layer{rt.Layer("retry", `{"Max_Attempts":3}`)}}, []string{`config: unknown field "Max_Attempts" (keys match the fields exactly: "max_attempts")`}},
+		{"key in a list in another case", plan.Chains{Tool: []plan.Layer{rt.Layer("tool_policy", `{"arg_patterns":[{"arg":"x","pattern":"^a$","Pattern":".*"}]}`)}},
+			[]string{`config: arg_patterns[0]: unknown field "Pattern"`}},
 		{"bad duration", plan.Chains{Chat: []plan.Layer{rt.Layer("retry", `{"max_delay":"soon"}`)}}, []string{"config", "soon"}},
 		{"validate", plan.Chains{Chat: []plan.Layer{rt.Layer("retry", `{"max_attempts":0}`)}}, []string{"validate", "max_attempts must be at least 1"}},
 		{"fallback without models", plan.Chains{Chat: []plan.Layer{rt.Layer("fallback", `{}`)}}, []string{"models must name at least one model"}},

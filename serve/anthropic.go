@@ -837,10 +837,10 @@ type anthropicStream struct {
 	// refusal: the open text block holds a refusal's text.
 	refusal bool
 	blocks  int // blocks begun
-	tools   []toolBlock
+	tools   blocks
 	// thinks maps a thinking block's index (runtime.ThinkingDelta.Index)
 	// to its block's index.
-	thinks  []toolBlock
+	thinks  blocks
 	inputIn runtime.Usage // the input usage sent in message_start
 }
 
@@ -952,17 +952,15 @@ func (s *anthropicStream) thinking(t *runtime.ThinkingDelta) {
 // thinking block), and whether it begins now: it then closes the open
 // block, becomes the open one, and its content_block_start event is
 // written up to its index (the caller appends the content block).
-func (s *anthropicStream) begin(m *[]toolBlock, index int) (int, bool) {
-	for _, t := range *m {
-		if t.call == index {
-			return t.block, false
-		}
+func (s *anthropicStream) begin(m *blocks, index int) (int, bool) {
+	if block, ok := m.find(index); ok {
+		return block, false
 	}
 	s.stopBlock()
 	block := s.blocks
 	s.open, s.text = block, false
 	s.blocks++
-	*m = append(*m, toolBlock{call: index, block: block})
+	m.add(index, block)
 	s.event("content_block_start")
 	b := append(s.buf, `{"type":"content_block_start","index":`...)
 	s.buf = appendInt(b, int64(block))
@@ -991,7 +989,7 @@ func (s *anthropicStream) end(resp *runtime.ChatResponse) {
 	s.stopBlock()
 	s.event("message_delta")
 	b := append(s.buf, `{"type":"message_delta","delta":{"stop_reason":`...)
-	b = wire.AppendString(b, stopReason(resp.FinishReason, resp.StopSequence, len(s.tools) > 0))
+	b = wire.AppendString(b, stopReason(resp.FinishReason, resp.StopSequence, s.tools.any()))
 	b = appendStopSequence(b, resp.FinishReason, resp.StopSequence)
 	b = append(b, `},"usage":`...)
 	b = appendAnthropicUsage(b, resp.Usage)

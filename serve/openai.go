@@ -591,7 +591,7 @@ type openAIStream struct {
 	refused bool // refusal text has been sent
 	// calls records the tool-call indexes begun, to send the call's type
 	// with its first fragment.
-	calls []int
+	calls blocks
 }
 
 func newOpenAIStream(x *exchange, p *chatParams, served *servedSlot) chatStream {
@@ -701,12 +701,10 @@ func (s *openAIStream) delta(d runtime.Delta) bool {
 
 // begun reports whether the tool call at index has begun, noting it.
 func (s *openAIStream) begun(index int) bool {
-	for _, i := range s.calls {
-		if i == index {
-			return true
-		}
+	if _, ok := s.calls.find(index); ok {
+		return true
 	}
-	s.calls = append(s.calls, index)
+	s.calls.add(index, 0)
 	return false
 }
 
@@ -716,7 +714,7 @@ func (s *openAIStream) end(resp *runtime.ChatResponse) {
 	if !s.role {
 		s.buf = append(s.buf, `"role":"assistant","content":""`...)
 	}
-	s.closeChunk(openAIFinish(resp.FinishReason, s.refused, len(s.calls) > 0))
+	s.closeChunk(openAIFinish(resp.FinishReason, s.refused, s.calls.any()))
 	if s.p.includeUsage {
 		b := append(s.buf, `data: {"id":`...)
 		b = wire.AppendString(b, s.id)

@@ -430,7 +430,7 @@ type responsesStream struct {
 	open int
 	// calls and thinks map a tool call's and a thinking block's index to
 	// its output item's.
-	calls, thinks []toolBlock
+	calls, thinks blocks
 }
 
 func newResponsesStream(x *exchange, p *chatParams, served *servedSlot) chatStream {
@@ -571,14 +571,12 @@ func (s *responsesStream) textDelta(kind string, index int, text string, logprob
 
 // item returns the output item of the entry index of m (a tool call, a
 // thinking block), beginning it as it when it is new.
-func (s *responsesStream) item(m *[]toolBlock, index int, it func() rsOut) (int, bool) {
-	for _, t := range *m {
-		if t.call == index {
-			return t.block, false
-		}
+func (s *responsesStream) item(m *blocks, index int, it func() rsOut) (int, bool) {
+	if block, ok := m.find(index); ok {
+		return block, false
 	}
 	i := s.add(it())
-	*m = append(*m, toolBlock{call: index, block: i})
+	m.add(index, i)
 	return i, true
 }
 

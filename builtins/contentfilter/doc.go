@@ -25,7 +25,8 @@
 // author (name), the text parts of a message run together as well as joined by line breaks,
 // and, unless `system: false`, the system messages, the definitions of
 // the tools offered and the schema of the response format. Each text
-// found clean, and the model's own output through the layer, is recorded for the run, so an
+// found clean, and the model's own output through the layer (as the assistant's turn alone:
+// sent back as another message, it is checked), is recorded for the run, so an
 // agent loop's history is not checked again at every step; a call without a run id is a
 // fresh run and its whole transcript is checked. The text of the chat output is not checked:
 // that would hold the stream back (use a guard with phase "after" or a judge for output). The

@@ -151,7 +151,7 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 			return calls, nil
 		})
 		if err == nil && !c.Stopped {
-			m.seen.AddDigest(run, out.Digest())
+			m.seen.AddOutput(run, out.Digest())
 		}
 		return err
 	}

@@ -77,7 +77,8 @@
 // With `action: "block"` a match in the transcript (chat) or in any argument (tool; object
 // keys included) blocks the call with a *runtime.BlockedError that names the kinds and the
 // message's index or the argument's JSON Pointer, never the data; each text found clean, and
-// the model's own text through the layer, is recorded for the run, so an agent loop's
+// the model's own text through the layer (as the assistant's turn alone: sent back as another
+// message, it is scanned), is recorded for the run, so an agent loop's
 // history is not scanned again at every step (a call without a run id is a fresh run). With
 // `action: "redact"` the inner layers see a redacted copy: every message of the transcript
 // (the caller keeps the raw transcript and resends it; an item cut across two text parts of a

@@ -246,14 +246,14 @@ func (m *Middleware) EndRun(runID string) { m.seen.EndRun(runID) }
 // line break, but not past an unterminated PEM block, nor past the start of a
 // line from which a rule could match on into the lines still to come, nor
 // past the start of a base64 run, a dump or bytes of hex the next lines may go
-// on with (linehold.Hold.Encoded). A text held from its start for such a run is
-// not read again: each line added to it is walked once.
+// on with (linehold.Hold.Encoded). A text held from its start for such a run or
+// block is not read again: each line added to it is walked once.
 func (r *Redactor) releasable(buf string, h *linehold.Hold) int {
 	cut := strings.LastIndexByte(buf, '\n') + 1
 	if cut == 0 || h.Encoded(buf, cut) == 0 {
 		return 0
 	}
-	if b := strings.LastIndex(buf[:cut], "-----BEGIN"); b >= 0 && !strings.Contains(buf[b:cut], "-----END") {
+	if b := h.Unclosed(buf, cut, "-----BEGIN", "-----END"); b >= 0 {
 		// Hold from the start of the line that opens the block.
 		cut = strings.LastIndexByte(buf[:b], '\n') + 1
 	}

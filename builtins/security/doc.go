@@ -37,7 +37,8 @@
 // response format, and the system messages with `system: true` (off by default: the system prompt
 // is the operator's own instructions). An injection a gateway client places in an earlier
 // turn, a fabricated assistant turn or a tool result of the history is found as one in the
-// latest message is. Each text found clean, and the model's own output through the layer,
+// latest message is. Each text found clean, and the model's own output through the layer
+// (as the assistant's turn alone: sent back as another message, it is scanned),
 // is recorded for the run, so an agent loop's history is not scanned again at every step; a
 // call without a run id is a fresh run and its whole transcript is scanned. `patterns`
 // add expressions, each tried case-insensitively on the original and on the normalized text;

@@ -405,7 +405,7 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 			return m.checkCalls(ctx, run, calls)
 		})
 		if err == nil && !c.Stopped {
-			m.seen.AddDigest(run, out.Digest())
+			m.seen.AddOutput(run, out.Digest())
 		}
 		return err
 	}

@@ -1,7 +1,7 @@
 // Command agentc checks, compiles, explains and runs agentc policies.
 //
 //	agentc vet     [-format text|json|sarif] [-json] [-strict] [-rules] [-baseline OLD] PATH...
-//	agentc build   [-o FILE] PATH
+//	agentc build   [-o FILE] [-check PLAN] PATH
 //	agentc explain [-format text|dot|mermaid] PATH
 //	agentc prove   [-k N] [-maxstates N] [-timeout D] [-json] [-o DIR] PATH...
 //	agentc run     [-json] [-trace] POLICY SCENARIO
@@ -89,7 +89,7 @@ var commands []command
 func init() {
 	commands = []command{
 		{"vet", "[-format text|json|sarif] [-json] [-strict] [-rules] [-baseline OLD] PATH...", "check policies; exit 1 on any error (with -strict: any warning)", cmdVet},
-		{"build", "[-o FILE] PATH", "compile a policy to its plan (JSON)", cmdBuild},
+		{"build", "[-o FILE] [-check PLAN] PATH", "compile a policy to its plan (JSON)", cmdBuild},
 		{"explain", "[-format text|dot|mermaid] PATH", "show each chain and why each layer sits where it does", cmdExplain},
 		{"prove", "[-k N] [-maxstates N] [-timeout D] [-json] [-o DIR] PATH...", "explore every fault path up to depth k; exit 1 on a violated invariant, 3 when a bound stopped it first", cmdProve},
 		{"run", "[-json] [-trace] POLICY SCENARIO", "run a scenario against fake models and tools", cmdRun},

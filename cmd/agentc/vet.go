@@ -267,12 +267,16 @@ func listRules(env *cliEnv, format string) int {
 func cmdBuild(ctx context.Context, env *cliEnv, args []string) int {
 	fs := newFlags(env, "build")
 	out := fs.String("o", "", "write the plan to `FILE` (default: standard output)")
+	check := fs.String("check", "", "compare the plan in `PLAN` with the policy's build and exit 1 naming each difference, writing nothing")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
 	if fs.NArg() == 0 {
 		fs.Usage()
 		return exitUsage
+	}
+	if *check != "" && *out != "" {
+		return fail(env, "build: -check and -o do not go together: -check writes nothing")
 	}
 	for _, a := range fs.Args() {
 		if strings.HasSuffix(a, "...") {
@@ -289,6 +293,9 @@ func cmdBuild(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	if c.Plan == nil {
 		return exitProblems
+	}
+	if *check != "" {
+		return checkPlan(env, *check, strings.Join(fs.Args(), " "), c.Plan)
 	}
 	b, err := encodePlan(c)
 	if err != nil {

@@ -180,3 +180,17 @@ func EndlessErrorServer(t testing.TB, status int) (srv *httptest.Server, written
 
 // EndlessBody is the size of EndlessErrorServer's body.
 const EndlessBody = 64 << 20
+
+// AssertLeftPromptly asserts that a call begun at start against s, whose
+// reply holds its response open after its last event (Reply.HoldOpen),
+// returned within 2 s, not waiting for a response that never ends, and
+// that its connection is closed within 5 s.
+func AssertLeftPromptly(t testing.TB, s *Server, start time.Time) {
+	t.Helper()
+	assert.Less(t, time.Since(start), 2*time.Second, "the client does not wait for a response that never ends")
+	select {
+	case <-s.Gone:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the held response's connection was not closed")
+	}
+}

@@ -155,15 +155,39 @@ func (c *Client) Stream(ctx context.Context, req *runtime.ChatRequest, yield fun
 	// unless the SDK traces the body's events (it decodes such a body
 	// itself).
 	var la *wire.Lookahead
+	// A complete stream's body is released to a drain that owns its
+	// closing (wire.Release): the closes deferred here, the SDK's, then
+	// leave it alone.
+	var upstream *releasable
 	if _, traced := raw.Body.(interface{ Unwrap() io.ReadCloser }); traced || raw.Body == nil {
 		la = wire.NewLookahead(nil, yield)
 	} else {
-		la = wire.NewLookahead(raw.Body, yield)
+		upstream = &releasable{ReadCloser: raw.Body}
+		la = wire.NewLookahead(upstream, yield)
 		raw.Body = la.Body()
 	}
 	stream := ssestream.NewStream[event](ssestream.NewDecoder(raw), nil)
 	defer stream.Close()
-	return c.consume(ctx, stream, la)
+	return c.consume(ctx, stream, la, func() {
+		if upstream != nil {
+			upstream.released = true
+			wire.Release(ctx, upstream.ReadCloser)
+		}
+	})
+}
+
+// releasable is a response's body that, once released to a drain, is not
+// closed by its reader's Close.
+type releasable struct {
+	io.ReadCloser
+	released bool
+}
+
+func (r *releasable) Close() error {
+	if r.released {
+		return nil
+	}
+	return r.ReadCloser.Close()
 }
 
 // usage is what the client reads of a usage object.
@@ -246,9 +270,12 @@ func (e *event) UnmarshalJSON(data []byte) error {
 	return err
 }
 
-// consume turns the events of stream into deltas. The deltas go through
-// la, whose held delta is passed on before consume returns.
-func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[event], la *wire.Lookahead) error {
+// consume turns the events of stream into deltas. The stream ends at
+// message_stop, as the API ends it: what a server sends after it (events,
+// or nothing, the response held open) is not the message's, and after the
+// last delta of a complete stream consume calls drain. The deltas go
+// through la, whose held delta is passed on before consume returns.
+func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[event], la *wire.Lookahead, drain func()) error {
 	var (
 		deltas  int
 		input   runtime.Usage // from message_start, sent on the first delta
@@ -403,6 +430,9 @@ func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[event], l
 		case "message_stop":
 			stopped = true
 		}
+		if stopped {
+			break
+		}
 	}
 	if la.Stopped() {
 		return nil // the body's read failed as the consumer had stopped
@@ -425,6 +455,7 @@ func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[event], l
 	if la.Yield(last) {
 		la.Flush()
 	}
+	drain()
 	return nil
 }
 

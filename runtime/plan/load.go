@@ -53,7 +53,8 @@ func (e *Error) Error() string {
 
 // Decode validates data against the plan schema and decodes it. source names
 // the data in errors. A plan that is not JSON, repeats a key in an object,
-// does not match the schema, has another version, repeats a layer name
+// holds a number that no float64 holds (or of more than MaxNumberLength
+// characters), does not match the schema, has another version, repeats a layer name
 // within a chain (a layer's name defaults to its use) or fails references
 // returns *Error.
 func Decode(source string, data []byte) (*Plan, error) {
@@ -80,6 +81,11 @@ func Decode(source string, data []byte) (*Plan, error) {
 	}
 	if dups := duplicateKeys(data); len(dups) > 0 {
 		return nil, &Error{Source: source, Problems: dups}
+	}
+	if nums := numberProblems(data); len(nums) > 0 {
+		// Before the schema: its validator's arithmetic crashes on an
+		// exponent beyond a million and slows down with the digits.
+		return nil, &Error{Source: source, Problems: nums}
 	}
 	if err := s.Validate(doc); err != nil {
 		var ve *jsonschema.ValidationError
@@ -204,7 +210,11 @@ func flatten(ve *jsonschema.ValidationError) []string {
 			if loc == "" {
 				loc = "/"
 			}
-			out = append(out, fmt.Sprintf("%s: %s", loc, e.Message))
+			msg := e.Message
+			if strings.HasPrefix(msg, "additionalProperties ") {
+				msg += ": this agentc knows no such field (a typo, or a plan of another agentc: build the plan again with the agentc that loads it)"
+			}
+			out = append(out, fmt.Sprintf("%s: %s", loc, msg))
 			return
 		}
 		for _, c := range e.Causes {

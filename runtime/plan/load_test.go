@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -59,7 +60,10 @@ func TestDecodeErrors(t *testing.T) {
 		{"trailing", `{"version":1,"policy":"p","chains":{}} {}`, []string{"trailing data"}},
 		{"wrong version", `{"version":2,"policy":"p","chains":{}}`, []string{"/version (line 1, col 12): plan format 2; this agentc reads format 1 (build the plan again"}},
 		{"missing chains", `{"version":1,"policy":"p"}`, []string{"missing properties: 'chains'"}},
-		{"unknown field", `{"version":1,"policy":"p","chains":{},"extra":1}`, []string{"additionalProperties 'extra' not allowed"}},
+		// A field of a newer agentc's plan of the same format version, or
+		// a misspelt one.
+		{"unknown field", `{"version":1,"policy":"p","chains":{},"extra":1}`,
+			[]string{"/ (line 1, col 1): additionalProperties 'extra' not allowed: this agentc knows no such field (a typo, or a plan of another agentc: build the plan again with the agentc that loads it)"}},
 		{"layer without use", `{"version":1,"policy":"p","chains":{"tool":[{"name":"x"}]}}`, []string{"/chains/tool/0"}},
 		{"bad stage", `{"version":1,"policy":"p","chains":{},"admit":{"stage":"nope","source":"true"}}`, []string{"/admit/stage"}},
 		{"duplicate name", `{"version":1,"policy":"p","chains":{"chat":[{"use":"retry","name":"r"},{"use":"log","name":"r"}]}}`,
@@ -100,6 +104,10 @@ func TestDecodeErrors(t *testing.T) {
 			[]string{`/invariants/max_executions/refnud (line 1, col 142): tool "refnud" is not declared in tools`}},
 		{"chat layer scoped to tools", `{"version":1,"policy":"p","tools":{"a":{"side_effecting":true,"retry_safe":false}},"chains":{"chat":[{"use":"log","tools":["a"]}]}}`,
 			[]string{`/chains/chat/0/tools (line 1, col 123): only layers of the tool chain are scoped to tools`}},
+		// settings.cel_cost_limit is at most a billion: a plan that raises
+		// a predicate's limit beyond lets it cost what vet refuses.
+		{"cost limit above the policy's bound", `{"version":1,"policy":"p","chains":{},"admit":{"stage":"admit","source":"true","cost_limit":1000000001}}`,
+			[]string{"/admit/cost_limit (line 1, col 93): must be <= 1e+09 but found 1000000001"}},
 		{"empty name", `{"version":1,"policy":"p","chains":{"tool":[{"use":"log","name":""}]}}`, []string{"/chains/tool/0/name"}},
 	}
 	for _, tt := range tests {
@@ -186,4 +194,37 @@ func TestLongContextTier(t *testing.T) {
 		require.Error(t, err, in)
 		assert.ErrorContains(t, err, want, in)
 	}
+}
+
+// TestDecodeRefusesNumbersNoFieldHolds: a number whose exponent is beyond
+// what the schema validator's arithmetic takes crashed the load, one of a
+// million digits took seconds (a 64 MiB plan, hours), and one too small
+// for a float64 read as 0 (a free model, a budget of nothing). Each is
+// refused at its place, before the schema is checked, wherever it is
+// (a tool's args schema holds no Go field), and the message quotes a
+// long number only in part.
+func TestDecodeRefusesNumbersNoFieldHolds(t *testing.T) {
+	price := func(n string) string {
+		return `{"version":1,"policy":"p","chains":{},"models":{"m":{"usd_per_mtok_in":` + n + `,"usd_per_mtok_out":1}}}`
+	}
+	long := strings.Repeat("1", 1_000_000)
+	for in, want := range map[string]string{
+		price("1e1000001"):  `/models/m/usd_per_mtok_in (line 1, col 72): number 1e1000001 does not fit a Go float64`,
+		price("-1e1000001"): `/models/m/usd_per_mtok_in (line 1, col 72): number -1e1000001 does not fit a Go float64`,
+		price("1e-1000001"): `/models/m/usd_per_mtok_in (line 1, col 72): number 1e-1000001 does not fit a Go float64`,
+		price("1e-400"):     `/models/m/usd_per_mtok_in (line 1, col 72): number 1e-400 does not fit a Go float64`,
+		price("1e400"):      `/models/m/usd_per_mtok_in (line 1, col 72): number 1e400 does not fit a Go float64`,
+		price(long):         `/models/m/usd_per_mtok_in (line 1, col 72): number 1111111111111111111111111111111111111111... of 1000000 characters: a plan's numbers have at most 100`,
+		`{"version":1,"policy":"p","chains":{},"tools":{"t":{"args":{"type":"object","properties":{"n":{"maximum":1e-1000001}}}}}}`: `/tools/t/args/properties/n/maximum (line 1, col 106): number 1e-1000001 does not fit a Go float64`,
+	} {
+		start := time.Now()
+		_, err := Decode("bad.json", []byte(in))
+		var pe *Error
+		require.ErrorAs(t, err, &pe, in[:min(len(in), 120)])
+		assert.Equal(t, []string{want}, pe.Problems)
+		assert.Less(t, time.Since(start), time.Second)
+	}
+	// Zeros, the extremes of float64 and a uint64 are numbers.
+	_, err := Decode("ok.json", []byte(`{"version":1,"policy":"p","chains":{},"models":{"m":{"usd_per_mtok_in":0.0e-999,"usd_per_mtok_out":4.9e-324}},"tools":{"t":{"side_effecting":false,"retry_safe":false,"args":{"maximum":1.7976931348623157e308,"minimum":-0,"multipleOf":18446744073709551615}}},"admit":{"stage":"admit","source":"true","cost_limit":1000000000}}`))
+	require.NoError(t, err)
 }

@@ -52,6 +52,44 @@ func duplicateKeys(data []byte) (problems []string) {
 	return problems
 }
 
+// MaxNumberLength bounds the characters of a number in a plan: a float64
+// or a 64-bit integer takes at most 24.
+const MaxNumberLength = 100
+
+// numberProblems lists the numbers of data, which must be one valid JSON
+// value, that no Go float64 holds (beyond its range, or a number other
+// than zero too small for it, which would be read as 0) or that have more
+// than MaxNumberLength characters, wherever they are: no field of a plan,
+// nor a limit of the JSON Schemas it holds, needs one.
+func numberProblems(data []byte) (problems []string) {
+	values(data, func(ptr []byte, start int64) bool {
+		if c := data[start]; c != '-' && (c < '0' || c > '9') {
+			return true
+		}
+		end := start
+		for end < int64(len(data)) && strings.IndexByte("+-.0123456789eE", data[end]) >= 0 {
+			end++
+		}
+		num := string(data[start:end])
+		loc := string(ptr)
+		if loc == "" {
+			loc = "/"
+		}
+		if len(num) > MaxNumberLength {
+			problems = append(problems, fmt.Sprintf("%s (%s): number %s... of %d characters: a plan's numbers have at most %d",
+				loc, at(data, start), num[:40], len(num), MaxNumberLength))
+			return true
+		}
+		f, err := strconv.ParseFloat(num, 64)
+		mantissa, _, _ := strings.Cut(strings.ToLower(num), "e")
+		if err != nil || f == 0 && strings.ContainsAny(mantissa, "123456789") {
+			problems = append(problems, fmt.Sprintf("%s (%s): number %s does not fit a Go float64", loc, at(data, start), num))
+		}
+		return true
+	})
+	return problems
+}
+
 // values calls visit with the JSON pointer (valid during the call only)
 // and the offset of the start of every value of data, which must be one
 // valid JSON value, until visit returns false.

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/agentc-dev/agentc/internal/fieldpath"
+	"github.com/agentc-dev/agentc/internal/jsonfields"
 	"github.com/agentc-dev/agentc/internal/jsonwalk"
 	"github.com/agentc-dev/agentc/internal/textdist"
 	"github.com/agentc-dev/agentc/runtime"
@@ -139,7 +140,7 @@ func (w *walker) walk(t reflect.Type, path string) (*unknownField, error) {
 	}
 	switch {
 	case d == '{' && !opaque && t.Kind() == reflect.Struct:
-		fields := jsonFields(t)
+		fields := jsonfields.Of(t)
 		for w.dec.More() {
 			kt, err := w.dec.Token()
 			if err != nil {
@@ -264,42 +265,6 @@ func mismatch(tok json.Token, t reflect.Type) (got, want string) {
 	return "", ""
 }
 
-// jsonFields maps the JSON names of a struct's fields (those of embedded
-// structs included) to their types.
-func jsonFields(t reflect.Type) map[string]reflect.Type {
-	out := map[string]reflect.Type{}
-	for i := range t.NumField() {
-		f := t.Field(i)
-		tag := f.Tag.Get("json")
-		if tag == "-" {
-			continue
-		}
-		name, _, _ := strings.Cut(tag, ",")
-		if f.Anonymous && name == "" {
-			ft := f.Type
-			for ft.Kind() == reflect.Pointer {
-				ft = ft.Elem()
-			}
-			if ft.Kind() == reflect.Struct {
-				for k, v := range jsonFields(ft) {
-					if _, dup := out[k]; !dup {
-						out[k] = v
-					}
-				}
-				continue
-			}
-		}
-		if !f.IsExported() {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		out[name] = f.Type
-	}
-	return out
-}
-
 // CheckWant reports the first field of want, the expected subset of a
 // run's result (a test case's want, a conformance case's want/run.json),
 // that the result's format does not have, with a did-you-mean. A misspelt
@@ -378,7 +343,7 @@ func fillFalse(t reflect.Type, want, got any) {
 		if w == nil || g == nil {
 			return
 		}
-		fields := jsonFields(t)
+		fields := jsonfields.Of(t)
 		for k, wv := range w {
 			ft, ok := fields[k]
 			if !ok {

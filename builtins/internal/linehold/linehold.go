@@ -13,7 +13,11 @@ import (
 type Filter struct {
 	// Releasable returns how many bytes of buf, the text held so far, may
 	// be released now; 0 holds all of it. h is the stream's Hold, for
-	// Hold.Encoded. Nil releases up to the last line break.
+	// Hold.Encoded and Hold.Unclosed. Nil releases up to the last line
+	// break. It decides on the text up to buf's last line break: Stream
+	// does not call it again while the text it held whole grows by text
+	// without a line break (held whole again), so that a stream of
+	// many small deltas is not read again at each of them.
 	Releasable func(buf string, h *Hold) int
 	// Clean returns the text to release in place of text (text itself, or
 	// a rewritten copy). An error ends the stream: the text is never
@@ -38,6 +42,49 @@ func LastLine(buf string) int { return strings.LastIndexByte(buf, '\n') + 1 }
 type Hold struct {
 	same                 int // the bytes of the held text held, unchanged, at the last call
 	wrapped, dump, bytes textnorm.Walk
+	open                 unclosed
+}
+
+// unclosed is what Hold.Unclosed found in the text held since the last
+// release: it read the text up to read (0: none of it), and the last opener
+// in it that no closer follows starts at at (-1 for none).
+type unclosed struct {
+	read, at int
+}
+
+// released forgets what was read of the text held: a part of it was
+// released, and the rest is held from its start.
+func (h *Hold) released() {
+	h.same = 0
+	h.open = unclosed{}
+}
+
+// Unclosed returns where the last opener in buf[:cut] starts that no
+// closer follows (a private key's block begun and not ended), or -1. Of
+// a text held since it last read it, and grown since, it reads only what
+// was added, so that a block held open over many lines has each of its
+// lines read once while it is held. opener must not be found inside
+// closer, nor closer inside opener, and both must be the same at each
+// call of one stream.
+func (h *Hold) Unclosed(buf string, cut int, opener, closer string) int {
+	o := &h.open
+	from := 0
+	if o.read > 0 && o.read <= cut {
+		// buf[:o.read] was read: a match may start at most a match's
+		// length before its end.
+		from = max(0, o.read-max(len(opener), len(closer))+1)
+	} else {
+		o.at = -1
+	}
+	text := buf[:cut]
+	if k := strings.LastIndex(text[from:], opener); k >= 0 {
+		o.at = from + k
+	}
+	if o.at >= 0 && strings.Contains(text[max(o.at, from):], closer) {
+		o.at = -1
+	}
+	o.read = cut
+	return o.at
 }
 
 // Encoded returns cut, or, when buf[:cut] ends in a line break after a run of base64 that
@@ -93,6 +140,7 @@ func Stream(ctx context.Context, c *runtime.ChatCall, next runtime.ChatHandler, 
 		releasable = func(buf string, _ *Hold) int { return LastLine(buf) }
 	}
 	var hold Hold
+	held := false // releasable held the whole text at its last call
 	start := c.Deltas
 	emitted := 0
 	var pending strings.Builder
@@ -149,7 +197,8 @@ func Stream(ctx context.Context, c *runtime.ChatCall, next runtime.ChatHandler, 
 			}
 			text := pending.String()
 			pending.Reset()
-			hold.same = 0
+			hold.released()
+			held = false
 			fr := finish
 			finish = ""
 			return release(text, runtime.Delta{ToolCalls: d.ToolCalls, FinishReason: fr})
@@ -157,13 +206,16 @@ func Stream(ctx context.Context, c *runtime.ChatCall, next runtime.ChatHandler, 
 		if th.left >= 0 {
 			return true // held to the end: tool calls may still come
 		}
+		if held && strings.IndexByte(d.Text, '\n') < 0 {
+			return true // the text up to its last line break is the one held
+		}
 		buf := pending.String()
 		cut := releasable(buf, &hold)
-		if cut == 0 {
+		if held = cut == 0; held {
 			hold.same = len(buf) // held as it is, and appended to
 			return true
 		}
-		hold.same = 0
+		hold.released()
 		pending.Reset()
 		pending.WriteString(buf[cut:])
 		return release(buf[:cut], runtime.Delta{})

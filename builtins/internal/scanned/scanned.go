@@ -83,6 +83,19 @@ func (r *Record) HasDigest(run string, d Digest) bool {
 // Add records text for run.
 func (r *Record) Add(run, text string) { r.AddDigest(run, Of(text)) }
 
+// AddOutput records the model's output of digest d (Output.Digest) for
+// run: Scan passes it again as the text of an assistant message, the turn
+// the caller appends with the model's answer, and as no other text. A
+// layer that let the output through unchecked would otherwise pass it as
+// checked wherever it comes back, as a user's message among them (the
+// model made to write, decoded, a text the layer would refuse).
+func (r *Record) AddOutput(run string, d Digest) { r.AddDigest(run, outputKey(d)) }
+
+// outputKey is the digest under which AddOutput records an output's.
+func outputKey(d Digest) Digest {
+	return sha256.Sum256(append([]byte("output\x00"), d[:]...))
+}
+
 // AddDigest records a text by its digest for run.
 func (r *Record) AddDigest(run string, d Digest) {
 	if run == "" {
@@ -161,9 +174,11 @@ var Unrecorded = errors.New("passed without a verdict")
 // records nothing and scans everything.
 func (r *Record) Scan(c *runtime.ChatCall, system, tools bool, check func(i int, kind, text string) error) error {
 	run := c.Meta.Run.ID
+	msgs := c.Request.Messages
 	visit := func(i int, kind, text string) error {
 		d := Of(text)
-		if run != "" && r.HasDigest(run, d) {
+		if run != "" && (r.HasDigest(run, d) ||
+			kind == KindMessage && msgs[i].Role == "assistant" && r.HasDigest(run, outputKey(d))) {
 			return nil
 		}
 		if err := check(i, kind, text); err != nil {
