@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/agentc-dev/agentc/dsl"
 	"github.com/agentc-dev/agentc/internal/docgen/gen"
 	"github.com/agentc-dev/agentc/policytest"
+	"github.com/agentc-dev/agentc/runtime"
 )
 
 // TestDocsUpToDate fails when a change here leaves the generated pages
@@ -110,5 +112,27 @@ func TestDocsFencesClose(t *testing.T) {
 			}
 		}
 		assert.Zero(t, open, "%s: the block opened at this line never closes", page)
+	}
+}
+
+// TestEmbeddingDepsTable: the table of runtime.Deps in docs/embedding.md
+// names every field a host may set, so none goes undocumented.
+func TestEmbeddingDepsTable(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("docs", "embedding.md"))
+	require.NoError(t, err)
+	_, table, ok := strings.Cut(string(b), "`runtime.Deps` carries everything a plan does not hold:")
+	require.True(t, ok, "docs/embedding.md has no table of runtime.Deps")
+	table, _, _ = strings.Cut(table, "\n\n#")
+	named := map[string]bool{}
+	for _, row := range regexp.MustCompile("(?m)^\\| (`[^|]+) \\|").FindAllStringSubmatch(table, -1) {
+		for _, f := range regexp.MustCompile("`([A-Za-z]+)`").FindAllStringSubmatch(row[1], -1) {
+			named[f[1]] = true
+		}
+	}
+	deps := reflect.TypeFor[runtime.Deps]()
+	for i := range deps.NumField() {
+		if f := deps.Field(i); f.IsExported() {
+			assert.True(t, named[f.Name], "docs/embedding.md's table of runtime.Deps has no row for %s", f.Name)
+		}
 	}
 }

@@ -18,6 +18,8 @@ import (
 	"cuelang.org/go/cue/cuecontext"
 	cueerrors "cuelang.org/go/cue/errors"
 	"cuelang.org/go/cue/parser"
+
+	"github.com/agentc-dev/agentc/internal/textdist"
 )
 
 // Limits that keep a pathological policy from hanging or exhausting memory.
@@ -73,7 +75,7 @@ func ResolvePaths(paths []string) ([]string, error) {
 		st, err := os.Stat(p)
 		if err != nil {
 			if os.IsNotExist(err) {
-				return nil, &IOError{fmt.Errorf("%s: no such file or directory", p)}
+				return nil, &IOError{fmt.Errorf("%s: no such file or directory%s", p, textdist.PathHint(p))}
 			}
 			return nil, &IOError{err}
 		}

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"unicode/utf8"
 
+	"github.com/agentc-dev/agentc/internal/textdist"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
 
@@ -28,6 +29,29 @@ func (pl *Pipeline) model(name string) ModelClient {
 		return nil
 	}
 	return pl.models[name]
+}
+
+// unknownModel says that no client serves the model name, with the nearest
+// name of those that have one and the list of them.
+func (pl *Pipeline) unknownModel(name string) string {
+	var names []string
+	for i := range pl.modelList {
+		names = append(names, pl.modelList[i].name)
+	}
+	for n := range pl.models {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	msg := fmt.Sprintf("model %q is not registered", name)
+	if best := textdist.Closest(name, names); best != "" {
+		msg += fmt.Sprintf("; did you mean %q?", best)
+	}
+	if len(names) > 0 {
+		msg += " (the models: " + strings.Join(names, ", ") + ")"
+	}
+	return msg
 }
 
 // toolEntry returns the entry of the tool named name, scanning a short list
@@ -48,7 +72,7 @@ func (pl *Pipeline) toolEntry(name string) *toolEntry {
 func (pl *Pipeline) chatTerminal(ctx context.Context, c *ChatCall, yield func(Delta) bool) error {
 	client := pl.model(c.Request.Model)
 	if client == nil {
-		return &CallError{Kind: KindPermanent, Message: fmt.Sprintf("model %q is not registered", c.Request.Model)}
+		return &CallError{Kind: KindPermanent, Message: pl.unknownModel(c.Request.Model)}
 	}
 	if err := ctx.Err(); err != nil {
 		return err

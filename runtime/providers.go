@@ -2,7 +2,9 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"sync"
@@ -85,29 +87,53 @@ func ProviderModels(ctx context.Context, p *plan.Plan, have map[string]ModelClie
 		}
 	}
 	sort.Strings(names)
-	out := make(map[string]ModelClient, len(names))
+	// Every model is checked before any client is made, so that one error
+	// names every unset variable and unregistered provider at once.
+	var errs []error
+	models := make([]ProviderModel, 0, len(names))
+	factories := make([]ProviderFactory, 0, len(names))
 	for _, name := range names {
 		m := p.Models[name]
 		f, ok := lookupProvider(m.Provider)
 		if !ok {
-			return nil, fmt.Errorf("model %q: provider %q is not registered (registered: %v; import github.com/agentc-dev/agentc/providers/all, or supply the model in Deps.Models)",
-				name, m.Provider, Providers())
+			errs = append(errs, fmt.Errorf("model %q: provider %q is not registered (registered: %v; import github.com/agentc-dev/agentc/providers/all, or supply the model in Deps.Models)",
+				name, m.Provider, Providers()))
+			continue
 		}
 		pm := ProviderModel{Name: name, Model: m}
 		if m.APIKeyEnv != "" {
 			key, set := os.LookupEnv(m.APIKeyEnv)
 			if !set || key == "" {
-				return nil, fmt.Errorf("model %q: environment variable %s (its api_key_env) is not set", name, m.APIKeyEnv)
+				errs = append(errs, fmt.Errorf("model %q: environment variable %s (its api_key_env) is not set", name, m.APIKeyEnv))
+				continue
 			}
 			pm.APIKey = key
 		}
-		c, err := f(ctx, pm)
+		models = append(models, pm)
+		factories = append(factories, f)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	out := make(map[string]ModelClient, len(models))
+	for i, pm := range models {
+		c, err := factories[i](ctx, pm)
 		if err != nil {
-			return nil, fmt.Errorf("model %q (provider %s): %w", name, m.Provider, err)
+			closeModels(out)
+			return nil, fmt.Errorf("model %q (provider %s): %w", pm.Name, pm.Model.Provider, err)
 		}
-		out[name] = c
+		out[pm.Name] = c
 	}
 	return out, nil
+}
+
+// closeModels closes the clients of models that can be closed.
+func closeModels(models map[string]ModelClient) {
+	for _, c := range models {
+		if cl, ok := c.(io.Closer); ok {
+			_ = cl.Close()
+		}
+	}
 }
 
 // OutputBounder is implemented by a model client that bounds the output

@@ -85,6 +85,36 @@ func TestBuildFailsOnMissingKeyOrProvider(t *testing.T) {
 	}
 }
 
+// Every unset key variable is named at once, so that a first start does
+// not stop at one missing variable, then at the next.
+func TestBuildNamesEveryUnsetKey(t *testing.T) {
+	p := providerPlan(map[string]plan.Model{
+		"primary": {Provider: "key_echo", ID: "a", APIKeyEnv: "AGENTC_TEST_UNSET_KEY_A"},
+		"backup":  {Provider: "key_echo", ID: "b", APIKeyEnv: "AGENTC_TEST_UNSET_KEY_B"},
+		"local":   {Provider: "key_echo", ID: "c"},
+	})
+	_, err := runtime.ProviderModels(context.Background(), p, nil)
+	require.EqualError(t, err, `model "backup": environment variable AGENTC_TEST_UNSET_KEY_B (its api_key_env) is not set
+model "primary": environment variable AGENTC_TEST_UNSET_KEY_A (its api_key_env) is not set`)
+}
+
+// A call to a model that has no client names the models that have one,
+// with the nearest: a host's misspelt model name is found at once.
+func TestUnknownModelNamesTheModels(t *testing.T) {
+	echo := runtime.ModelFunc(func(_ context.Context, _ *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+		yield(runtime.Delta{Text: "ok"})
+		return nil
+	})
+	p := providerPlan(map[string]plan.Model{"primary": {}, "backup": {}})
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": echo, "backup": echo}})
+	require.NoError(t, err)
+	defer pl.Close()
+	_, err = pl.Complete(context.Background(), runtime.ChatRequest{Model: "primry"})
+	require.EqualError(t, err, `model "primry" is not registered; did you mean "primary"? (the models: backup, primary)`)
+	_, err = pl.Complete(context.Background(), runtime.ChatRequest{Model: "gpt-4o"})
+	require.EqualError(t, err, `model "gpt-4o" is not registered (the models: backup, primary)`)
+}
+
 func TestRegisterProviderRefusesDuplicates(t *testing.T) {
 	assert.Contains(t, runtime.Providers(), "key_echo")
 	assert.Panics(t, func() {

@@ -35,6 +35,8 @@ func newKeyring(keys map[string]plan.Key, lookup func(string) (string, bool)) (*
 	}
 	sort.Strings(names)
 	kr := &keyring{}
+	// Every unset variable is named, not only the first.
+	var unset []error
 	for _, name := range names {
 		k := keys[name]
 		vk := virtualKey{name: name, tenant: k.TenantOf(name)}
@@ -51,15 +53,20 @@ func newKeyring(keys map[string]plan.Key, lookup func(string) (string, bool)) (*
 				if !varName.MatchString(k.Env) {
 					// Not shaped like a variable's name: it may be the key
 					// itself, written where its variable's name goes.
-					return nil, fmt.Errorf("key %q: the environment variable its env names is not set (the name is not shown: it is not upper-case like a variable's, and may be the key itself)", name)
+					unset = append(unset, fmt.Errorf("key %q: the environment variable its env names is not set (the name is not shown: it is not upper-case like a variable's, and may be the key itself)", name))
+					continue
 				}
-				return nil, fmt.Errorf("key %q: environment variable %s is not set", name, k.Env)
+				unset = append(unset, fmt.Errorf("key %q: environment variable %s is not set", name, k.Env))
+				continue
 			}
 			vk.hash = sha256.Sum256([]byte(v))
 		default:
 			return nil, fmt.Errorf("key %q has neither sha256 nor env", name)
 		}
 		kr.keys = append(kr.keys, vk)
+	}
+	if len(unset) > 0 {
+		return nil, errors.Join(unset...)
 	}
 	return kr, nil
 }

@@ -27,6 +27,13 @@ func TestKeyEnvHoldingAKeyIsNotPrinted(t *testing.T) {
 	require.EqualError(t, err, `key "app": environment variable SUPPORT_KEY is not set`)
 }
 
+// Every key whose variable is unset is named at once.
+func TestKeyringNamesEveryUnsetVariable(t *testing.T) {
+	unset := func(string) (string, bool) { return "", false }
+	_, err := newKeyring(map[string]plan.Key{"app": {Env: "SUPPORT_KEY"}, "ops": {Env: "OPS_KEY"}, "demo": {SHA256: strings.Repeat("ab", 32)}}, unset)
+	require.EqualError(t, err, "key \"app\": environment variable SUPPORT_KEY is not set\nkey \"ops\": environment variable OPS_KEY is not set")
+}
+
 // A gateway told that its listener is on a network address (RequireKeys)
 // refuses a policy without keys, at start and at a reload, which keeps the
 // keyed policy serving: a reload that drops the last key would otherwise

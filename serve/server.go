@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"net"
@@ -426,11 +427,11 @@ type generation struct {
 
 func (s *Server) build(ctx context.Context, ld *Loaded) (*generation, error) {
 	p := ld.Plan
-	kr, err := newKeyring(p.Keys, s.opts.LookupEnv)
-	if err != nil {
-		return nil, err
+	kr, keysErr := newKeyring(p.Keys, s.opts.LookupEnv)
+	if keysErr != nil && s.opts.Models != nil {
+		return nil, keysErr
 	}
-	if s.opts.RequireKeys && kr.open() {
+	if keysErr == nil && s.opts.RequireKeys && kr.open() {
 		return nil, errNoKeys
 	}
 	deps := s.opts.Deps
@@ -449,6 +450,16 @@ func (s *Server) build(ctx context.Context, ld *Loaded) (*generation, error) {
 	// The provider clients are built here rather than by runtime.Build so
 	// that every client, the host's too, notes the model serving a stream.
 	provided, err := runtime.ProviderModels(ctx, p, models)
+	if keysErr != nil {
+		// The models' unset variables are named with the keys', so that a
+		// first start names every variable it lacks at once.
+		for _, c := range provided {
+			if cl, ok := c.(io.Closer); ok {
+				_ = cl.Close()
+			}
+		}
+		return nil, errors.Join(keysErr, err)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -161,6 +161,19 @@ func TestKeyFromAnUnsetVariableFailsTheLoad(t *testing.T) {
 	assert.Contains(t, err.Error(), "environment variable BOB_KEY is not set")
 }
 
+// A first start without the variables the policy names (the callers' keys,
+// the providers' keys) names all of them at once.
+func TestUnsetVariablesAreNamedTogether(t *testing.T) {
+	_, err := New(context.Background(), Options{Source: cueSource(writePolicy(t, `package gw
+
+models: primary: {provider: "openai", model: "m", api_key_env: "AGENTC_TEST_SERVE_UNSET_OPENAI"}
+keys: app: {env: "AGENTC_TEST_SERVE_UNSET_APP"}
+`)), LookupEnv: func(string) (string, bool) { return "", false }})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "environment variable AGENTC_TEST_SERVE_UNSET_APP is not set")
+	assert.Contains(t, err.Error(), "environment variable AGENTC_TEST_SERVE_UNSET_OPENAI (its api_key_env) is not set")
+}
+
 func TestNoKeysAdmitsEveryCaller(t *testing.T) {
 	s := startServer(t, Options{Source: cueSource(writePolicy(t, "package gw\nmodels: m: {}\n"))})
 	code, _, body := do(t, "GET", s.url+"/v1/models", "", nil)

@@ -23,6 +23,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"regexp"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -49,12 +50,18 @@ agentc help CMD (or agentc CMD -h) prints a command's flags.
 `
 
 // usage returns the usage text: one line per command, its synopsis and
-// what it does.
+// what it does (on the next line, in the same column, after a synopsis too
+// long for the column).
 func usage() string {
+	const width = 51
 	var b strings.Builder
 	b.WriteString(usageHead)
 	for _, c := range commands {
-		fmt.Fprintf(&b, "  %s\n", strings.TrimRight(fmt.Sprintf("%-51s %s", "agentc "+fmt.Sprintf("%-8s", c.name+" ")+c.synopsis, c.summary), " "))
+		line := "agentc " + fmt.Sprintf("%-8s", c.name+" ") + c.synopsis
+		if len(line) > width {
+			line += "\n  " + strings.Repeat(" ", width)
+		}
+		fmt.Fprintf(&b, "  %s\n", strings.TrimRight(fmt.Sprintf("%-*s %s", width, line, c.summary), " "))
 	}
 	b.WriteString(usageTail)
 	return b.String()
@@ -81,7 +88,7 @@ var commands []command
 
 func init() {
 	commands = []command{
-		{"vet", "[-format text|json|sarif] [-json] [-strict] [-rules] [-baseline OLD] PATH...", "check policies; exit 1 on any error", cmdVet},
+		{"vet", "[-format text|json|sarif] [-json] [-strict] [-rules] [-baseline OLD] PATH...", "check policies; exit 1 on any error (with -strict: any warning)", cmdVet},
 		{"build", "[-o FILE] [-check PLAN] PATH", "compile a policy to its plan (JSON)", cmdBuild},
 		{"explain", "[-format text|dot|mermaid] PATH", "show each chain and why each layer sits where it does", cmdExplain},
 		{"prove", "[-k N] [-maxstates N] [-timeout D] [-json] [-o DIR] PATH...", "explore every fault path up to depth k; exit 1 on a violated invariant, 3 when a bound stopped it first", cmdProve},
@@ -197,9 +204,60 @@ func newFlags(env *cliEnv, name string) *flag.FlagSet {
 	fs.SetOutput(env.stderr)
 	fs.Usage = func() {
 		fmt.Fprintln(env.stderr, strings.TrimRight("usage: agentc "+name+" "+synopsis, " "))
-		fs.PrintDefaults()
+		printFlags(env.stderr, fs, synopsis)
 	}
 	return fs
+}
+
+// printFlags prints the flags of fs as flag.PrintDefaults does, but names
+// each flag's value as synopsis does (-format text|json|sarif, -grace D)
+// rather than by its Go type.
+func printFlags(w io.Writer, fs *flag.FlagSet, synopsis string) {
+	fs.VisitAll(func(f *flag.Flag) {
+		placeholder, usage := flag.UnquoteUsage(f)
+		if p := synopsisPlaceholder(synopsis, f.Name); p != "" {
+			placeholder = p
+		}
+		line := "  -" + f.Name
+		if placeholder != "" {
+			line += " " + placeholder
+		}
+		if len(line) <= 4 {
+			line += "\t" // the usage on the same line, as flag does
+		} else {
+			line += "\n    \t"
+		}
+		line += strings.ReplaceAll(usage, "\n", "\n    \t")
+		switch {
+		case isZeroDefault(f):
+		case fmt.Sprintf("%T", f.Value) == "*flag.stringValue":
+			line += fmt.Sprintf(" (default %q)", f.DefValue)
+		default:
+			line += " (default " + f.DefValue + ")"
+		}
+		fmt.Fprintln(w, line)
+	})
+}
+
+// synopsisPlaceholder returns what synopsis writes after -name: "D" for
+// "[-grace D]", "text|json" for "[-log text|json]", "'NAME: VALUE'" for
+// "[-header 'NAME: VALUE']", "" for a boolean flag or a flag it leaves out.
+func synopsisPlaceholder(synopsis, name string) string {
+	m := regexp.MustCompile(`(?:^|[\[ |])-` + regexp.QuoteMeta(name) + `( '[^']*'| [^\s\]\[-][^\s\]]*)?(?:\]|\s|$)`).FindStringSubmatch(synopsis)
+	if m == nil {
+		return ""
+	}
+	return strings.TrimSpace(m[1])
+}
+
+// isZeroDefault reports whether f's default is its type's zero value, which
+// flag.PrintDefaults leaves out.
+func isZeroDefault(f *flag.Flag) bool {
+	switch f.DefValue {
+	case "", "0", "0s", "false":
+		return true
+	}
+	return false
 }
 
 // parseFlags parses args; ok is false with the exit code to return. Flags

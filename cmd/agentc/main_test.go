@@ -114,7 +114,7 @@ func TestUsageMatchesFlags(t *testing.T) {
 			code := Main(context.Background(), []string{c.name, "-h"}, &strings.Builder{}, &stderr)
 			assert.Equal(t, exitOK, code)
 			assert.Contains(t, stderr.String(), "usage: agentc "+c.name+" "+c.synopsis+"\n")
-			assert.Regexp(t, `agentc `+c.name+` +`+regexp.QuoteMeta(c.synopsis)+` +`+regexp.QuoteMeta(c.summary), top.String())
+			assert.Regexp(t, `agentc `+c.name+` +`+regexp.QuoteMeta(c.synopsis)+`\s+`+regexp.QuoteMeta(c.summary), top.String())
 			var defined []string
 			for _, line := range strings.Split(stderr.String(), "\n") {
 				if strings.HasPrefix(line, "  -") {

@@ -142,14 +142,14 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		_ = srv.Close()
-		return fail(env, "serve: -listen: %v", err)
+		return fail(env, "serve: %s", listenError("-listen", *listen, err))
 	}
 	if *metricsAddr != "" {
 		mln, err := net.Listen("tcp", *metricsAddr)
 		if err != nil {
 			_ = ln.Close()
 			_ = srv.Close()
-			return fail(env, "serve: -metrics: %v", err)
+			return fail(env, "serve: %s", listenError("-metrics", *metricsAddr, err))
 		}
 		ops := srv.OpsHTTPServer()
 		logger.Info("serving metrics", "addr", mln.Addr().String())
@@ -184,6 +184,15 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 		return fail(env, "serve: %v", err)
 	}
 	return exitOK
+}
+
+// listenError says why the address of flag could not be listened on, and
+// for an address in use what to do about it.
+func listenError(flag, addr string, err error) string {
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Sprintf("%s %s: another process listens there (an agentc serve still running?): stop it, or give %s another address", flag, addr, flag)
+	}
+	return fmt.Sprintf("%s: %v", flag, err)
 }
 
 // checkListenAddr reports what is wrong with a listen address before the

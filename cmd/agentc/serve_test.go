@@ -495,3 +495,22 @@ func TestServeCacheUsageFlag(t *testing.T) {
 	assert.Equal(t, exitOK, rc)
 	assert.Contains(t, stderr.String(), "-cacheusage")
 }
+
+// An address another process listens on is refused naming the address and
+// what to do: stop that process or give -listen (or -metrics) another one.
+func TestServeAddressInUse(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"),
+		[]byte("package p\n\nmodels: primary: {provider: \"openai\", model: \"m\", api_key_env: \"AGENTC_TEST_SERVE_KEY\"}\n"), 0o644))
+	t.Setenv("AGENTC_TEST_SERVE_KEY", "k")
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer busy.Close()
+	for _, args := range [][]string{{"-listen", busy.Addr().String()}, {"-listen", freeAddr(t), "-metrics", busy.Addr().String()}} {
+		flag := args[len(args)-2]
+		stderr := &lockedBuffer{}
+		rc := cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: dir}, append(args, "-watch", "0", dir))
+		assert.Equal(t, exitUsage, rc, "%v", args)
+		assert.Contains(t, stderr.String(), "serve: "+flag+" "+busy.Addr().String()+": another process listens there (an agentc serve still running?): stop it, or give "+flag+" another address", "%v", args)
+	}
+}

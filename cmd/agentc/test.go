@@ -207,12 +207,14 @@ func diagnosticLines(env *cliEnv, ds dsl.Diagnostics) string {
 	return b.String()
 }
 
+// rel returns path relative to the working directory when it lies below
+// it, else path as given.
 func rel(env *cliEnv, path string) string {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return path
 	}
-	if r, err := filepath.Rel(env.wd, abs); err == nil {
+	if r, err := filepath.Rel(env.wd, abs); err == nil && r != ".." && !strings.HasPrefix(r, ".."+string(filepath.Separator)) {
 		return r
 	}
 	return path

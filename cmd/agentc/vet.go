@@ -15,6 +15,7 @@ import (
 	"github.com/agentc-dev/agentc/compiler"
 	"github.com/agentc-dev/agentc/compiler/sarif"
 	"github.com/agentc-dev/agentc/dsl"
+	"github.com/agentc-dev/agentc/internal/textdist"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
 
@@ -171,7 +172,7 @@ func expandPaths(args []string) ([][]string, error) {
 		st, err := os.Stat(a)
 		if err != nil {
 			if errors.Is(err, os.ErrNotExist) {
-				return nil, fmt.Errorf("%s: no such file or directory", a)
+				return nil, fmt.Errorf("%s: no such file or directory%s", a, textdist.PathHint(a))
 			}
 			return nil, err
 		}

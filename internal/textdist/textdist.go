@@ -2,7 +2,13 @@
 // "did you mean" hints of the policy loader and the CEL checker.
 package textdist
 
-import "strings"
+import (
+	"cmp"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
 
 // Distance is the optimal string alignment distance between a and b
 // (bytes): insertions, deletions, substitutions and transpositions of
@@ -48,4 +54,24 @@ func Closest(name string, candidates []string) string {
 		}
 	}
 	return best
+}
+
+// PathHint returns `; did you mean "DIR/NAME"?` for the entry of missing's
+// directory whose name is nearest to missing's (Closest), to follow a "no
+// such file or directory", or "" when none is near or the directory cannot
+// be read: `; did you mean "examples/support"?` for "examples/suport".
+func PathHint(missing string) string {
+	dir, name := filepath.Split(missing)
+	entries, err := os.ReadDir(cmp.Or(dir, "."))
+	if err != nil {
+		return ""
+	}
+	names := make([]string, 0, len(entries))
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if best := Closest(name, names); best != "" {
+		return fmt.Sprintf("; did you mean %q?", dir+best)
+	}
+	return ""
 }

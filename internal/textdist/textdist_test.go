@@ -1,6 +1,14 @@
 package textdist
 
-import "testing"
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
 
 func TestDistance(t *testing.T) {
 	for _, tc := range []struct {
@@ -32,4 +40,12 @@ func TestClosest(t *testing.T) {
 			t.Errorf("Closest(%q, %q) = %q, want %q", tc.name, tc.candidates, got, tc.want)
 		}
 	}
+}
+
+func TestPathHint(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "support"), 0o755))
+	assert.Equal(t, fmt.Sprintf("; did you mean %q?", filepath.Join(dir, "support")), PathHint(filepath.Join(dir, "suport")))
+	assert.Empty(t, PathHint(filepath.Join(dir, "payments")), "nothing near")
+	assert.Empty(t, PathHint(filepath.Join(dir, "nodir", "suport")), "a directory that does not exist")
 }
