@@ -8,7 +8,11 @@
 // one burst at the end (partial, below, streams instead). It then
 // strips markdown fences (the content of the first ``` block when there is
 // one, else the trimmed text), parses the text as JSON (numbers as
-// json.Number) and validates it against `schema` (any draft the
+// json.Number; an object giving a key twice, keys differing only in case
+// counting as one, is not valid: the check would read the last, and the
+// caller's parser may read the first, or, as Go's encoding/json into a
+// struct, the other case as the field) and validates it against `schema`
+// (any draft the
 // santhosh-tekuri/jsonschema/v5 compiler knows; 2020-12 when the schema has
 // no $schema; remote $refs are refused).
 //

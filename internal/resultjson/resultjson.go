@@ -16,6 +16,8 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
+
+	"github.com/agentc-dev/agentc/internal/jsonwalk"
 )
 
 var errRemoteRef = errors.New("remote references are not allowed")
@@ -52,8 +54,15 @@ func Compile(raw json.RawMessage) (*jsonschema.Schema, error) {
 	return comp.Compile(url)
 }
 
-// Parse parses text as one JSON value (numbers as json.Number).
+// Parse parses text as one JSON value (numbers as json.Number). A text
+// whose object gives a key twice, keys differing only in case counting as
+// one, is refused: the value read holds the last of them, while the
+// parser of the text's reader may read the first (or, as Go's
+// encoding/json into a struct, a key in another case as the field).
 func Parse(text string) (any, error) {
+	if key, ok := jsonwalk.RepeatedKey([]byte(text)); ok {
+		return nil, errors.New(RepeatedKeyProblem(key))
+	}
 	dec := json.NewDecoder(strings.NewReader(text))
 	dec.UseNumber()
 	var v any
@@ -64,6 +73,12 @@ func Parse(text string) (any, error) {
 		return nil, errors.New("not valid JSON: trailing data after the value")
 	}
 	return v, nil
+}
+
+// RepeatedKeyProblem is Parse's problem with a text giving key (a quoted
+// JSON pointer) twice.
+func RepeatedKeyProblem(key string) string {
+	return "not valid JSON: the key " + key + " is given twice (keys differing only in case count as one), and parsers differ on which one they read"
 }
 
 // Data is a tool result as JSON data, with its JSON text: raw JSON bytes
