@@ -104,7 +104,8 @@
 // streams unchecked; a paused turn is not checked whole at its end.
 //
 // In the tool stage the layer checks tool results: each successful result
-// (raw JSON bytes parsed, any other value marshalled to JSON) is validated
+// (raw JSON bytes parsed, refused as output is when an object gives a key
+// twice; any other value marshalled to JSON) is validated
 // against `schema` when it is set, else against the called tool's declared
 // `result_schema` (a tool without one passes). An MCP tool result (an
 // object holding a "content" list and a "structuredContent" value that is

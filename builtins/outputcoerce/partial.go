@@ -498,7 +498,7 @@ func (p *prefixChecker) endScalar() {
 		f.n++
 		folded := jsonwalk.FoldKey(f.key)
 		if _, twice := f.keys[folded]; twice {
-			p.diags = []Diagnostic{{Message: resultjson.RepeatedKeyProblem(strconv.Quote(f.path + "/" + jsonpointer.Escape(f.key)))}}
+			p.diags = []Diagnostic{{Message: "not valid JSON: " + resultjson.RepeatedKeyProblem(strconv.Quote(f.path+"/"+jsonpointer.Escape(f.key)))}}
 			return
 		}
 		if f.keys == nil {

@@ -61,7 +61,7 @@ func Compile(raw json.RawMessage) (*jsonschema.Schema, error) {
 // encoding/json into a struct, a key in another case as the field).
 func Parse(text string) (any, error) {
 	if key, ok := jsonwalk.RepeatedKey([]byte(text)); ok {
-		return nil, errors.New(RepeatedKeyProblem(key))
+		return nil, errors.New("not valid JSON: " + RepeatedKeyProblem(key))
 	}
 	dec := json.NewDecoder(strings.NewReader(text))
 	dec.UseNumber()
@@ -75,29 +75,38 @@ func Parse(text string) (any, error) {
 	return v, nil
 }
 
-// RepeatedKeyProblem is Parse's problem with a text giving key (a quoted
-// JSON pointer) twice.
+// RepeatedKeyProblem is the problem of a text giving key (a quoted JSON
+// pointer) twice.
 func RepeatedKeyProblem(key string) string {
-	return "not valid JSON: the key " + key + " is given twice (keys differing only in case count as one), and parsers differ on which one they read"
+	return "the key " + key + " is given twice (keys differing only in case count as one), and parsers differ on which one they read"
 }
 
 // Data is a tool result as JSON data, with its JSON text: raw JSON bytes
-// ([]byte, json.RawMessage) are parsed, any other value is marshalled and
-// parsed back (numbers as json.Number); the structured content of an MCP
-// result stands for the result.
+// ([]byte, json.RawMessage) are parsed (refused, as by Parse, when an
+// object gives a key twice), any other value is marshalled and parsed back
+// (numbers as json.Number); the structured content of an MCP result stands
+// for the result.
 func Data(v any) (any, string, error) {
 	var raw []byte
+	text := true // raw is text a tool wrote, not the JSON form of a Go value
 	switch r := v.(type) {
 	case json.RawMessage:
 		raw = r
 	case []byte:
 		raw = r
 	default:
+		text = false
 		b, err := json.Marshal(v)
 		if err != nil {
 			return nil, "", err
 		}
 		raw = b
+	}
+	if text {
+		// Its readers read a key given twice apart (Parse).
+		if key, ok := jsonwalk.RepeatedKey(raw); ok {
+			return nil, string(raw), errors.New(RepeatedKeyProblem(key))
+		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
