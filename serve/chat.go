@@ -16,7 +16,6 @@ import (
 	"github.com/agentc-dev/agentc/builtins/fallback"
 	"github.com/agentc-dev/agentc/builtins/hedge"
 	"github.com/agentc-dev/agentc/builtins/meter"
-	"github.com/agentc-dev/agentc/internal/jsonpointer"
 	"github.com/agentc-dev/agentc/internal/jsonwalk"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
@@ -269,25 +268,6 @@ func (s *Server) admitProposals(ctx context.Context, pl *runtime.Pipeline, offer
 	return nil
 }
 
-// repeatedKey returns the first key an object of the JSON args gives
-// twice, as a JSON pointer, keys that differ only in case counting as one:
-// the tool chain reads args as encoding/json does, the last of them (and
-// of keys that match a Go struct's field whatever their case), while the
-// client that runs the call may read the first. Arguments that are not
-// JSON have none.
-func repeatedKey(args json.RawMessage) (string, bool) {
-	var key string
-	w := jsonwalk.Walker{
-		Fold: func([]byte) bool { return true },
-		Repeat: func(obj []byte, k string, _, _ int64) bool {
-			key = strconv.Quote(string(obj) + "/" + jsonpointer.Escape(k))
-			return false
-		},
-	}
-	_ = w.Walk(args)
-	return key, key != ""
-}
-
 // rewritesMessages reports whether a layer of pl's chat chain may change
 // the messages of a call (compaction may drop some, redact rewrite them):
 // a builtin that rewrites messages, or a custom middleware.
@@ -304,7 +284,7 @@ func rewritesMessages(pl *runtime.Pipeline) bool {
 // give a key twice (repeatedKey), nil when they do not: what names the
 // arguments, reader what runs the call on them.
 func repeatedKeyError(args json.RawMessage, what, reader string) error {
-	key, ok := repeatedKey(args)
+	key, ok := jsonwalk.RepeatedKey(args)
 	if !ok {
 		return nil
 	}

@@ -1,7 +1,9 @@
 package serve
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -47,21 +49,31 @@ type field struct {
 	shape *shape
 }
 
-// lookup returns the carried field name of an object of variant v.
-func (s *shape) lookup(name []byte, v *variant) (field, bool) {
-	for _, f := range s.fields {
-		if f.name == string(name) {
-			return f, true
+// lookup returns the carried field of an object of variant v that name
+// matches as encoding/json matches a key to a struct's field (exactly, or
+// else whatever its case: Max_Tokens, max_to\u212aens), and its index
+// among the fields of the shape then of the variant.
+func (s *shape) lookup(name []byte, v *variant) (field, int, bool) {
+	if f, i, ok := s.find(name, v, func(n string) bool { return n == string(name) }); ok {
+		return f, i, true
+	}
+	return s.find(name, v, func(n string) bool { return bytes.EqualFold([]byte(n), name) })
+}
+
+func (s *shape) find(name []byte, v *variant, match func(string) bool) (field, int, bool) {
+	for i, f := range s.fields {
+		if match(f.name) {
+			return f, i, true
 		}
 	}
 	if v != nil {
-		for _, f := range v.fields {
-			if f.name == string(name) {
-				return f, true
+		for i, f := range v.fields {
+			if match(f.name) {
+				return f, len(s.fields) + i, true
 			}
 		}
 	}
-	return field{}, false
+	return field{}, 0, false
 }
 
 func fields(names ...string) []field {
@@ -161,8 +173,8 @@ func checkFields(body []byte, s *shape) error {
 		return nil // the typed decoding reports it
 	}
 	c.object(i, s)
-	if len(c.twice) > 0 {
-		return fmt.Errorf("%s: given twice; send it once", c.twice[0])
+	if len(c.keys) > 0 {
+		return errors.New(c.keys[0])
 	}
 	if len(c.refused) == 0 {
 		return nil
@@ -179,8 +191,12 @@ func notCarried(fields string) error {
 type fieldCheck struct {
 	b       []byte
 	refused []string
-	// twice are the paths of the variant fields (shape.by) given twice.
-	twice []string
+	// keys are the problems of keys that encoding/json and a reader of
+	// the text that reads keys exactly, and may read the first of a key
+	// given twice (the API, a log, a guard before the gateway), would
+	// read apart: a carried field given twice (whatever the case of
+	// either) or spelt in another case.
+	keys []string
 	// at is the path to the value checked: a field of an object, or an
 	// element of an array (index >= 0).
 	at    [16]step
@@ -225,11 +241,15 @@ func (c *fieldCheck) object(i int, s *shape) {
 		var sel []byte
 		found := false
 		for k, val := c.member(c.ws(i + 1)); val >= 0; k, val = c.member(c.after(val)) {
-			if string(unescaped(k)) != s.by {
+			if k = unescaped(k); !bytes.EqualFold(k, []byte(s.by)) {
 				continue
 			}
 			if found {
-				c.twice = append(c.twice, c.path([]byte(s.by)))
+				c.twice(k)
+				return
+			}
+			if string(k) != s.by {
+				c.spelt(k, s.by)
 				return
 			}
 			found = true
@@ -246,10 +266,20 @@ func (c *fieldCheck) object(i int, s *shape) {
 			return
 		}
 	}
+	var seen uint64 // the carried fields given, by index
 	for k, val := c.member(c.ws(i + 1)); val >= 0; k, val = c.member(c.after(val)) {
 		k = unescaped(k)
-		f, ok := s.lookup(k, v)
+		f, n, ok := s.lookup(k, v)
+		if ok && n < 64 {
+			if seen&(1<<n) != 0 {
+				c.twice(k)
+				continue
+			}
+			seen |= 1 << n
+		}
 		switch {
+		case ok && f.name != string(k):
+			c.spelt(k, f.name)
 		case !ok:
 			if !isDefault(k, c.b[val:c.skip(val)]) {
 				c.refused = append(c.refused, c.path(k))
@@ -266,6 +296,18 @@ func (c *fieldCheck) object(i int, s *shape) {
 			c.depth--
 		}
 	}
+}
+
+// twice notes the key k of the object checked, which gives a carried
+// field given before it in this object.
+func (c *fieldCheck) twice(k []byte) {
+	c.keys = append(c.keys, c.path(k)+": given twice (keys differing only in case count as one); send it once")
+}
+
+// spelt notes the key k of the object checked, which encoding/json reads
+// as the carried field name, spelt otherwise.
+func (c *fieldCheck) spelt(k []byte, name string) {
+	c.keys = append(c.keys, fmt.Sprintf("%s: the field is spelt %q; keys are read exactly", c.path(k), name))
 }
 
 // array checks the objects of the array at b[i] ('[').

@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	fastjson "github.com/segmentio/encoding/json"
 
 	"github.com/agentc-dev/agentc/runtime"
 )
@@ -94,7 +95,12 @@ func exactResult(res *mcp.CallToolResult, raw json.RawMessage) {
 		StructuredContent json.RawMessage `json:"structuredContent"`
 		Meta              json.RawMessage `json:"_meta"`
 	}
-	if json.Unmarshal(raw, &w) != nil {
+	// Read as the MCP client reads the result: its members by their exact
+	// names (encoding/json would take StructuredContent or _META, the
+	// last of them, for a member the client ignores).
+	dec := fastjson.NewDecoder(bytes.NewReader(raw))
+	dec.DontMatchCaseInsensitiveStructFields()
+	if dec.Decode(&w) != nil {
 		return
 	}
 	if len(w.StructuredContent) > 0 && string(w.StructuredContent) != "null" {

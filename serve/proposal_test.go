@@ -375,22 +375,6 @@ func TestProposedToolCallsOnTheResponsesRoute(t *testing.T) {
 	}
 }
 
-func TestRepeatedKey(t *testing.T) {
-	for args, want := range map[string]string{
-		`{"amount":500,"amount":5}`:         `"/amount"`,
-		`{"a":{"b":1,"B":2}}`:               `"/a/B"`,
-		`{"a":[{"x":1},{"x/y":1,"X/Y":2}]}`: `"/a/1/X~1Y"`,
-		`{"task":1,"ta\u017fk":2}`:          `"/taſk"`,
-		`{"a":1,"b":{"a":2}}`:               ``,
-		`[{"x":1},{"x":2}]`:                 ``,
-		`{"a":`:                             ``,
-	} {
-		key, ok := repeatedKey([]byte(args))
-		assert.Equal(t, want, key, args)
-		assert.Equal(t, want != "", ok, args)
-	}
-}
-
 // TestProposedCallOfAToolNotOfferedIsRefused: a call the model proposes
 // of a tool the request does not offer (one the policy declares and lets
 // run, for another client) was admitted and relayed, for a client that

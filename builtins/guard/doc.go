@@ -48,7 +48,11 @@
 // the value a string result is the JSON text of (most MCP servers, and
 // many HTTP tools, answer JSON as text), so `result.status` reads the
 // status of `{"status": "failed"}` sent as text. Text that is not JSON,
-// or is the JSON text of a string, stays a string. That value is only
+// or is the JSON text of a string, stays a string. Text (or raw JSON
+// bytes) whose object gives a key twice, keys differing only in case
+// counting as one, is not read as a value either, so reading a field of it
+// fails closed: `{"status": "failed", "status": "ok"}` has no one status,
+// its readers' parsers read either. That value is only
 // read: the result returned is the tool's, unchanged. A tool without a
 // result_schema (or whose schema accepts a string) gives `result` as the
 // chain holds it, a string for text: `result` is dyn, so a predicate may read

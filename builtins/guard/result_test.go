@@ -144,3 +144,25 @@ func TestAfterGuardReadsAPermanentFailure(t *testing.T) {
 	err = failedGuard(t, "result.contains('4111')", rt.Transient("card 4111 1111 1111 1111: upstream busy"))
 	assert.False(t, errors.As(err, &b), "a transient failure is returned as is: %v", err)
 }
+
+// TestAfterGuardRefusesJSONTextGivingAKeyTwice: JSON text whose object
+// gives a key twice, keys differing only in case counting as one, has no
+// one value: the guard would read the last, and the client's parser may
+// read the first (or, as Go's encoding/json into a struct, the key in
+// another case as the field). It is not read as a value, so a read of its
+// fields fails closed.
+func TestAfterGuardRefusesJSONTextGivingAKeyTwice(t *testing.T) {
+	const deny = "result.status == 'failed'"
+	for _, v := range []any{
+		`{"status": "failed", "status": "ok"}`,
+		`{"status": "ok", "Status": "failed"}`,
+		json.RawMessage(`{"status":"failed","status":"ok"}`),
+		[]byte(`{"status":"ok","STATUS":"failed"}`),
+		json.RawMessage(`"{\"status\":\"failed\",\"status\":\"ok\"}"`),
+	} {
+		_, err := resultGuard(t, statusSchema, deny, v)
+		var b *runtime.BlockedError
+		require.ErrorAs(t, err, &b, "%s", v)
+		assert.Error(t, b.Err, "an evaluation error, failing closed: %s", v)
+	}
+}

@@ -8,7 +8,11 @@
 // one burst at the end (partial, below, streams instead). It then
 // strips markdown fences (the content of the first ``` block when there is
 // one, else the trimmed text), parses the text as JSON (numbers as
-// json.Number) and validates it against `schema` (any draft the
+// json.Number; an object giving a key twice, keys differing only in case
+// counting as one, is not valid: the check would read the last, and the
+// caller's parser may read the first, or, as Go's encoding/json into a
+// struct, the other case as the field) and validates it against `schema`
+// (any draft the
 // santhosh-tekuri/jsonschema/v5 compiler knows; 2020-12 when the schema has
 // no $schema; remote $refs are refused).
 //
@@ -100,7 +104,8 @@
 // streams unchecked; a paused turn is not checked whole at its end.
 //
 // In the tool stage the layer checks tool results: each successful result
-// (raw JSON bytes parsed, any other value marshalled to JSON) is validated
+// (raw JSON bytes parsed, refused as output is when an object gives a key
+// twice; any other value marshalled to JSON) is validated
 // against `schema` when it is set, else against the called tool's declared
 // `result_schema` (a tool without one passes). An MCP tool result (an
 // object holding a "content" list and a "structuredContent" value that is

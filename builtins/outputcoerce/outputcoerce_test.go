@@ -84,6 +84,11 @@ func TestEnforce(t *testing.T) {
 		}},
 		{"missing field", `{"answer":"x"}`, "", []outputcoerce.Diagnostic{{Path: "", Message: "missing properties: 'citations'"}}},
 		{"trailing data", `{"answer":"x","citations":[]} extra`, "", []outputcoerce.Diagnostic{{Message: "not valid JSON: trailing data after the value"}}},
+		// The check would read the last of a key given twice, and Go's
+		// encoding/json a key in any case as its struct's field, while the
+		// client's parser may read the first: such output is refused.
+		{"key twice", `{"answer":"yes","citations":[],"answer":"no"}`, "", []outputcoerce.Diagnostic{{Message: `not valid JSON: the key "/answer" is given twice (keys differing only in case count as one), and parsers differ on which one they read`}}},
+		{"key in another case", `{"answer":"yes","citations":["a"],"Answer":"no"}`, "", []outputcoerce.Diagnostic{{Message: `not valid JSON: the key "/Answer" is given twice (keys differing only in case count as one), and parsers differ on which one they read`}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -13,6 +13,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v5"
 
 	"github.com/agentc-dev/agentc/internal/jsonpointer"
+	"github.com/agentc-dev/agentc/internal/jsonwalk"
+	"github.com/agentc-dev/agentc/internal/resultjson"
 	"github.com/agentc-dev/agentc/runtime"
 )
 
@@ -65,9 +67,12 @@ type frame struct {
 	obj     map[string]any
 	arr     []any
 	key     string
-	n       int // members or elements so far
-	size    int // values completed inside, at any depth
-	height  int // nesting depth inside: 0 when it holds no container
+	// keys holds the object's keys so far, folded (jsonwalk.FoldKey): a
+	// key given twice is refused as the full check refuses it.
+	keys   map[string]struct{}
+	n      int // members or elements so far
+	size   int // values completed inside, at any depth
+	height int // nesting depth inside: 0 when it holds no container
 	// expect is what the next significant byte must be.
 	expect expect
 }
@@ -491,6 +496,15 @@ func (p *prefixChecker) endScalar() {
 		f := p.stack[len(p.stack)-1]
 		f.key = v.(string)
 		f.n++
+		folded := jsonwalk.FoldKey(f.key)
+		if _, twice := f.keys[folded]; twice {
+			p.diags = []Diagnostic{{Message: "not valid JSON: " + resultjson.RepeatedKeyProblem(strconv.Quote(f.path+"/"+jsonpointer.Escape(f.key)))}}
+			return
+		}
+		if f.keys == nil {
+			f.keys = map[string]struct{}{}
+		}
+		f.keys[folded] = struct{}{}
 		for _, sch := range f.schemas {
 			if sch.MaxProperties >= 0 && f.n > sch.MaxProperties {
 				p.diags = []Diagnostic{{Path: f.path, Message: fmt.Sprintf("maximum %d properties allowed, but found more", sch.MaxProperties)}}

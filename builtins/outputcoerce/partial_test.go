@@ -90,7 +90,7 @@ func TestPrefixCheckerAgreesWithTheFullCheck(t *testing.T) {
 		`{"answer":"yes"}`, `{"answer":"yes","tags":["a","b"]}`, `{"answer":"toolong"}`,
 		`{"answer":"x","n":3}`, `{"answer":"x","n":3.5}`, `{"answer":"x","n":-1e2}`, ` {"answer":"x"} `,
 		`{"answer":"x","meta":{"y":true}}`, `{}`, `[]`, `"answer"`, `{"answer":"x",}`, `{"answer":"\x"}`, `{"answer":"x","kind":nul1}`, `{"answer":"x","kind":null}`,
-		`{"answer":"x","meta":{"x-1":2,"x-2":1.5}}`, `{"answer":"x","n":1,"n":2}`,
+		`{"answer":"x","meta":{"x-1":2,"x-2":1.5}}`, `{"answer":"x","n":1,"n":2}`, `{"answer":"x","Answer":"y"}`, `{"answer":"x","meta":{"k":1,"\u212a":2}}`, `{"answer":"x","meta":{"k":{"a":1},"K":2}}`,
 		"```json\n{\"answer\":\"```\"}\n```", "```\n{\"answer\":\"x\",\"tags\":[\"```sh\\nls\\n```\"]}```",
 	}
 	for _, out := range outs {
@@ -136,4 +136,23 @@ func TestPrefixCheckerDeepNesting(t *testing.T) {
 	assert.False(t, bad.write(strings.Repeat("[", depth)+`"x"`), "a string leaf is refused as it completes")
 	require.NotEmpty(t, bad.diags)
 	assert.Equal(t, depth, strings.Count(bad.diags[0].Path, "/"), "the diagnostic is at the leaf")
+}
+
+// TestPrefixCheckerRefusesAKeyGivenTwice: as the full check, the streamed
+// check refuses an object giving a key twice, keys differing only in case
+// counting as one, at the key.
+func TestPrefixCheckerRefusesAKeyGivenTwice(t *testing.T) {
+	s, err := Compile(json.RawMessage(prefixSchema))
+	require.NoError(t, err)
+	for out, key := range map[string]string{
+		`{"answer":"x","n":1,"n":2}`:                `"/n"`,
+		`{"answer":"x","meta":{"k":1,"\u212a":2}}`:  "\"/meta/\u212a\"",
+		`{"answer":"x","meta":{"k":{"a":1},"K":2}}`: `"/meta/K"`,
+		`{"answer":"x","meta":{"x-a":1,"X-A":2}}`:   `"/meta/X-A"`,
+	} {
+		p := &prefixChecker{root: s}
+		assert.False(t, p.write(out[:strings.LastIndex(out, ":")]), out)
+		require.Len(t, p.diags, 1, out)
+		assert.Contains(t, p.diags[0].Message, "the key "+key+" is given twice", out)
+	}
 }

@@ -100,7 +100,7 @@ type frame struct {
 	key string
 	// plen is the length of the container's pointer in the walk's path.
 	plen int
-	// seen holds the offset of each key (folded when fold: foldKey) of an
+	// seen holds the offset of each key (folded when fold: FoldKey) of an
 	// object.
 	seen map[string]int64
 }
@@ -137,7 +137,7 @@ func (w *Walker) Walk(data []byte) error {
 			k, _ := tok.(string)
 			id := k
 			if top.fold {
-				id = foldKey(k)
+				id = FoldKey(k)
 			}
 			if first, dup := top.seen[id]; dup {
 				if w.Repeat != nil && !w.Repeat(path[:top.plen], k, start, first) {
@@ -212,10 +212,10 @@ func walkError(data []byte, err error, done bool) error {
 	return &Error{Offset: int64(len(data)), Err: io.ErrUnexpectedEOF}
 }
 
-// foldKey returns k with each rune replaced by the least rune of its case
+// FoldKey returns k with each rune replaced by the least rune of its case
 // folding orbit, as encoding/json folds a key to match a struct's field:
 // "ſ" (U+017F) is an s, "K" (U+212A) a k, and "ı" (U+0131) no i.
-func foldKey(k string) string {
+func FoldKey(k string) string {
 	return strings.Map(func(r rune) rune {
 		for {
 			f := unicode.SimpleFold(r)
@@ -225,4 +225,23 @@ func foldKey(k string) string {
 			r = f
 		}
 	}, k)
+}
+
+// RepeatedKey returns the first key an object of the JSON text data gives
+// twice, as a quoted JSON pointer ("/note/by"), keys that differ only in
+// case counting as one: encoding/json reads the last of them (and of keys
+// that match a Go struct's field whatever their case), while another
+// reader of the text may read the first. A text that is not JSON has
+// none.
+func RepeatedKey(data []byte) (string, bool) {
+	var key string
+	w := Walker{
+		Fold: func([]byte) bool { return true },
+		Repeat: func(obj []byte, k string, _, _ int64) bool {
+			key = strconv.Quote(string(obj) + "/" + jsonpointer.Escape(k))
+			return false
+		},
+	}
+	_ = w.Walk(data)
+	return key, key != ""
 }

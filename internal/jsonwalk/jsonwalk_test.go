@@ -179,3 +179,19 @@ func TestWalkFoldsAsEncodingJSON(t *testing.T) {
 	require.NoError(t, w.Walk(data))
 	assert.Equal(t, []string{"ta\u017fk", "\u212aind"}, got)
 }
+
+func TestRepeatedKey(t *testing.T) {
+	for args, want := range map[string]string{
+		`{"amount":500,"amount":5}`:         `"/amount"`,
+		`{"a":{"b":1,"B":2}}`:               `"/a/B"`,
+		`{"a":[{"x":1},{"x/y":1,"X/Y":2}]}`: `"/a/1/X~1Y"`,
+		`{"task":1,"ta\u017fk":2}`:          `"/taſk"`,
+		`{"a":1,"b":{"a":2}}`:               ``,
+		`[{"x":1},{"x":2}]`:                 ``,
+		`{"a":`:                             ``,
+	} {
+		key, ok := RepeatedKey([]byte(args))
+		assert.Equal(t, want, key, args)
+		assert.Equal(t, want != "", ok, args)
+	}
+}

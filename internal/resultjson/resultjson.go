@@ -16,6 +16,8 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
+
+	"github.com/agentc-dev/agentc/internal/jsonwalk"
 )
 
 var errRemoteRef = errors.New("remote references are not allowed")
@@ -52,8 +54,15 @@ func Compile(raw json.RawMessage) (*jsonschema.Schema, error) {
 	return comp.Compile(url)
 }
 
-// Parse parses text as one JSON value (numbers as json.Number).
+// Parse parses text as one JSON value (numbers as json.Number). A text
+// whose object gives a key twice, keys differing only in case counting as
+// one, is refused: the value read holds the last of them, while the
+// parser of the text's reader may read the first (or, as Go's
+// encoding/json into a struct, a key in another case as the field).
 func Parse(text string) (any, error) {
+	if key, ok := jsonwalk.RepeatedKey([]byte(text)); ok {
+		return nil, errors.New("not valid JSON: " + RepeatedKeyProblem(key))
+	}
 	dec := json.NewDecoder(strings.NewReader(text))
 	dec.UseNumber()
 	var v any
@@ -66,23 +75,38 @@ func Parse(text string) (any, error) {
 	return v, nil
 }
 
+// RepeatedKeyProblem is the problem of a text giving key (a quoted JSON
+// pointer) twice.
+func RepeatedKeyProblem(key string) string {
+	return "the key " + key + " is given twice (keys differing only in case count as one), and parsers differ on which one they read"
+}
+
 // Data is a tool result as JSON data, with its JSON text: raw JSON bytes
-// ([]byte, json.RawMessage) are parsed, any other value is marshalled and
-// parsed back (numbers as json.Number); the structured content of an MCP
-// result stands for the result.
+// ([]byte, json.RawMessage) are parsed (refused, as by Parse, when an
+// object gives a key twice), any other value is marshalled and parsed back
+// (numbers as json.Number); the structured content of an MCP result stands
+// for the result.
 func Data(v any) (any, string, error) {
 	var raw []byte
+	text := true // raw is text a tool wrote, not the JSON form of a Go value
 	switch r := v.(type) {
 	case json.RawMessage:
 		raw = r
 	case []byte:
 		raw = r
 	default:
+		text = false
 		b, err := json.Marshal(v)
 		if err != nil {
 			return nil, "", err
 		}
 		raw = b
+	}
+	if text {
+		// Its readers read a key given twice apart (Parse).
+		if key, ok := jsonwalk.RepeatedKey(raw); ok {
+			return nil, string(raw), errors.New(RepeatedKeyProblem(key))
+		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()

@@ -43,3 +43,20 @@ func TestValue(t *testing.T) {
 	}
 	assert.Equal(t, `{"n":1}`, Value(either, `{"n":1}`), "a schema that accepts the string reads it as a string")
 }
+
+// TestAKeyGivenTwiceIsRefused: text whose object gives a key twice (keys
+// differing only in case counting as one) is not read as a value, while
+// the JSON form of a Go value is read as the value.
+func TestAKeyGivenTwiceIsRefused(t *testing.T) {
+	const want = `the key "/a/B" is given twice (keys differing only in case count as one), and parsers differ on which one they read`
+	_, err := Parse(`{"a": {"b": 1, "B": 2}}`)
+	require.EqualError(t, err, "not valid JSON: "+want)
+	for _, v := range []any{json.RawMessage(`{"a":{"b":1,"B":2}}`), []byte(`{"a":{"b":1,"B":2}}`)} {
+		_, text, err := Data(v)
+		require.EqualError(t, err, want)
+		assert.Equal(t, `{"a":{"b":1,"B":2}}`, text)
+	}
+	data, _, err := Data(map[string]any{"b": 1, "B": 2})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"b": json.Number("1"), "B": json.Number("2")}, data)
+}
