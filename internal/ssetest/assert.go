@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -168,6 +169,33 @@ func EndlessErrorServer(t testing.TB, status int) (srv *httptest.Server, written
 		chunk := bytes.Repeat([]byte{'x'}, 64<<10)
 		for written.Load() < EndlessBody {
 			n, err := w.Write(chunk)
+			written.Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv, written
+}
+
+// EndlessEventServer is a server that answers every request with a stream
+// of server-sent events: first, then one event whose data lines do not end
+// before EndlessBody; written counts the bytes it got out before the
+// client stopped reading.
+func EndlessEventServer(t testing.TB, first string) (srv *httptest.Server, written *atomic.Int64) {
+	t.Helper()
+	written = new(atomic.Int64)
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		if _, err := io.WriteString(w, first); err != nil {
+			return
+		}
+		line := append([]byte("data: "), bytes.Repeat([]byte{'x'}, 64<<10)...)
+		line = append(line, '\n')
+		for written.Load() < EndlessBody {
+			n, err := w.Write(line)
 			written.Add(int64(n))
 			if err != nil {
 				return

@@ -166,6 +166,11 @@ func (c *Client) Stream(ctx context.Context, req *runtime.ChatRequest, yield fun
 		la = wire.NewLookahead(upstream, yield)
 		raw.Body = la.Body()
 	}
+	// The SDK's decoder bounds no event: an upstream's endless one would
+	// be held whole until the upstream stops.
+	if raw.Body != nil {
+		raw.Body = wire.LimitEvents(raw.Body)
+	}
 	stream := ssestream.NewStream[event](ssestream.NewDecoder(raw), nil)
 	defer stream.Close()
 	return c.consume(ctx, stream, la, func() {
