@@ -197,26 +197,29 @@ func (r *releasable) Close() error {
 
 // usage is what the client reads of a usage object.
 type usage struct {
-	InputTokens              int64 `json:"input_tokens"`
-	OutputTokens             int64 `json:"output_tokens"`
-	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
-	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+	InputTokens              wire.Count `json:"input_tokens"`
+	OutputTokens             wire.Count `json:"output_tokens"`
+	CacheReadInputTokens     wire.Count `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens wire.Count `json:"cache_creation_input_tokens"`
 	// CacheCreation splits the cache writes by the entries' time to live.
 	CacheCreation struct {
-		Ephemeral1hInputTokens int64 `json:"ephemeral_1h_input_tokens"`
+		Ephemeral1hInputTokens wire.Count `json:"ephemeral_1h_input_tokens"`
 	} `json:"cache_creation"`
 	OutputTokensDetails struct {
-		ThinkingTokens int64 `json:"thinking_tokens"`
+		ThinkingTokens wire.Count `json:"thinking_tokens"`
 	} `json:"output_tokens_details"`
 }
 
 // input returns the input counts of u: Anthropic's input_tokens leaves
 // out the tokens read from the prompt cache and those written to it, which
-// Usage.InputTokens counts.
+// Usage.InputTokens counts. The sum saturates at math.MaxInt64: absurd
+// counts stay absurd instead of wrapping negative, which the meter would
+// count as unreported.
 func (u *usage) input() runtime.Usage {
-	return runtime.Usage{InputTokens: u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens,
-		CachedInputTokens: u.CacheReadInputTokens, CacheWriteInputTokens: u.CacheCreationInputTokens,
-		CacheWrite1hInputTokens: min(u.CacheCreation.Ephemeral1hInputTokens, u.CacheCreationInputTokens)}
+	read, written := int64(u.CacheReadInputTokens), int64(u.CacheCreationInputTokens)
+	return runtime.Usage{InputTokens: runtime.SaturatingAdd(runtime.SaturatingAdd(int64(u.InputTokens), read), written),
+		CachedInputTokens: read, CacheWriteInputTokens: written,
+		CacheWrite1hInputTokens: min(int64(u.CacheCreation.Ephemeral1hInputTokens), written)}
 }
 
 // event is what the client reads of a stream event.
@@ -357,7 +360,7 @@ func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[event], l
 		case "message_start":
 			u := &ev.Message.Usage
 			input = u.input()
-			output.OutputTokens = u.OutputTokens
+			output.OutputTokens = int64(u.OutputTokens)
 		case "content_block_start":
 			cb := &ev.ContentBlock
 			switch cb.Type {
@@ -425,8 +428,8 @@ func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[event], l
 			}
 			u := &ev.Usage
 			reported = true
-			output.OutputTokens = u.OutputTokens
-			output.ReasoningTokens = u.OutputTokensDetails.ThinkingTokens
+			output.OutputTokens = int64(u.OutputTokens)
+			output.ReasoningTokens = int64(u.OutputTokensDetails.ThinkingTokens)
 			if in := u.input(); in.InputTokens > input.InputTokens {
 				input = runtime.Usage{InputTokens: in.InputTokens, CachedInputTokens: max(in.CachedInputTokens, input.CachedInputTokens),
 					CacheWriteInputTokens:   max(in.CacheWriteInputTokens, input.CacheWriteInputTokens),
