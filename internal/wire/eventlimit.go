@@ -69,3 +69,33 @@ func (l *eventLimit) Close() error {
 	}
 	return l.c.Close()
 }
+
+// MaxResponseBytes is the most read of an upstream's response that is not
+// a stream (a token count's answer, a few bytes): a response that SDK
+// reads whole.
+const MaxResponseBytes = 1 << 20
+
+// ErrResponseTooLarge fails a response over MaxResponseBytes.
+var ErrResponseTooLarge = errors.New("the upstream's response is larger than the 1 MiB limit")
+
+// LimitResponse returns r, whose read fails with ErrResponseTooLarge once
+// it is past MaxResponseBytes.
+func LimitResponse(r io.ReadCloser) io.ReadCloser { return &responseLimit{r: r, left: MaxResponseBytes} }
+
+type responseLimit struct {
+	r    io.ReadCloser
+	left int
+}
+
+func (l *responseLimit) Read(p []byte) (int, error) {
+	if l.left < 0 {
+		return 0, ErrResponseTooLarge
+	}
+	n, err := l.r.Read(p[:min(len(p), l.left+1)])
+	if l.left -= n; l.left < 0 {
+		return n + l.left, ErrResponseTooLarge
+	}
+	return n, err
+}
+
+func (l *responseLimit) Close() error { return l.r.Close() }

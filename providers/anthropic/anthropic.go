@@ -537,6 +537,17 @@ func capErrorBody(req *http.Request, next option.MiddlewareNext) (*http.Response
 	return res, err
 }
 
+// capBody is an SDK middleware that fails the read of a successful
+// response's body past wire.MaxResponseBytes (wire.ErrResponseTooLarge),
+// for a request whose answer the SDK reads whole.
+func capBody(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+	res, err := next(req)
+	if err == nil && res != nil && res.StatusCode < 400 && res.Body != nil {
+		res.Body = wire.LimitResponse(res.Body)
+	}
+	return res, err
+}
+
 // limitedBody reads from Reader and closes Closer.
 type limitedBody struct {
 	io.Reader
