@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -204,6 +205,32 @@ func EndlessEventServer(t testing.TB, first string) (srv *httptest.Server, writt
 	}))
 	t.Cleanup(srv.Close)
 	return srv, written
+}
+
+// KeepAliveServer is a server that answers every request with a stream of
+// server-sent events that sends only comments (": ping") every 10 ms, and
+// never an event, until the client leaves; gone is closed then.
+func KeepAliveServer(t testing.TB) (srv *httptest.Server, gone <-chan struct{}) {
+	t.Helper()
+	left := make(chan struct{})
+	var once sync.Once
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer once.Do(func() { close(left) })
+		w.Header().Set("Content-Type", "text/event-stream")
+		for {
+			if _, err := io.WriteString(w, ": ping\n\n"); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv, left
 }
 
 // EndlessBody is the size of EndlessErrorServer's body.

@@ -80,7 +80,9 @@ var ErrResponseTooLarge = errors.New("the upstream's response is larger than the
 
 // LimitResponse returns r, whose read fails with ErrResponseTooLarge once
 // it is past MaxResponseBytes.
-func LimitResponse(r io.ReadCloser) io.ReadCloser { return &responseLimit{r: r, left: MaxResponseBytes} }
+func LimitResponse(r io.ReadCloser) io.ReadCloser {
+	return &responseLimit{r: r, left: MaxResponseBytes}
+}
 
 type responseLimit struct {
 	r    io.ReadCloser
