@@ -163,21 +163,7 @@ func AssertSameBody(t *testing.T, got []byte, sdk any, set map[string]any) {
 // and a body that does not end before 64 MiB; written counts the bytes it
 // got out before the client stopped reading.
 func EndlessErrorServer(t testing.TB, status int) (srv *httptest.Server, written *atomic.Int64) {
-	t.Helper()
-	written = new(atomic.Int64)
-	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(status)
-		chunk := bytes.Repeat([]byte{'x'}, 64<<10)
-		for written.Load() < EndlessBody {
-			n, err := w.Write(chunk)
-			written.Add(int64(n))
-			if err != nil {
-				return
-			}
-		}
-	}))
-	t.Cleanup(srv.Close)
-	return srv, written
+	return EndlessServer(t, status, "", "", bytes.Repeat([]byte{'x'}, 64<<10))
 }
 
 // EndlessEventServer is a server that answers every request with a stream
@@ -185,18 +171,27 @@ func EndlessErrorServer(t testing.TB, status int) (srv *httptest.Server, written
 // before EndlessBody; written counts the bytes it got out before the
 // client stopped reading.
 func EndlessEventServer(t testing.TB, first string) (srv *httptest.Server, written *atomic.Int64) {
+	line := append([]byte("data: "), bytes.Repeat([]byte{'x'}, 64<<10)...)
+	return EndlessServer(t, http.StatusOK, "text/event-stream", first, append(line, '\n'))
+}
+
+// EndlessServer is a server that answers every request with status, the
+// content type (unless ""), and a body of first and then chunk repeated
+// until EndlessBody; written counts the bytes of chunk it got out before
+// the client stopped reading.
+func EndlessServer(t testing.TB, status int, contentType, first string, chunk []byte) (srv *httptest.Server, written *atomic.Int64) {
 	t.Helper()
 	written = new(atomic.Int64)
 	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.WriteHeader(http.StatusOK)
+		if contentType != "" {
+			w.Header().Set("Content-Type", contentType)
+		}
+		w.WriteHeader(status)
 		if _, err := io.WriteString(w, first); err != nil {
 			return
 		}
-		line := append([]byte("data: "), bytes.Repeat([]byte{'x'}, 64<<10)...)
-		line = append(line, '\n')
 		for written.Load() < EndlessBody {
-			n, err := w.Write(line)
+			n, err := w.Write(chunk)
 			written.Add(int64(n))
 			if err != nil {
 				return
@@ -231,6 +226,43 @@ func KeepAliveServer(t testing.TB) (srv *httptest.Server, gone <-chan struct{}) 
 	}))
 	t.Cleanup(srv.Close)
 	return srv, left
+}
+
+// AssertEndlessEventCut asserts that a client of the server at a URL
+// (newClient), streaming req from an upstream that sends first and then one
+// event of endless data lines, fails with a permanent error naming the
+// event bound, having stopped reading near the bound.
+func AssertEndlessEventCut(t *testing.T, key string, newClient func(url string) runtime.ModelClient, req runtime.ChatRequest, first string) {
+	t.Helper()
+	srv, written := EndlessEventServer(t, first)
+	err := newClient(srv.URL).Stream(context.Background(), &req, func(runtime.Delta) bool { return true })
+	ce := CallError(t, err, key)
+	assert.Equal(t, runtime.KindPermanent, ce.Kind, "the same upstream sends the same event again")
+	assert.ErrorIs(t, err, wire.ErrEventTooLarge)
+	assert.Contains(t, err.Error(), "16 MiB")
+	srv.CloseClientConnections()
+	assert.Less(t, written.Load(), int64(wire.MaxEventBytes+4<<20), "the event was not read to its end")
+}
+
+// AssertHeldByKeepAlives asserts that a client of the server at a URL
+// (newClient), streaming req from an upstream that sends only keep-alives,
+// is held until the caller's context ends (the client sets no deadline of
+// its own), then returns the context's error at once and closes the
+// connection.
+func AssertHeldByKeepAlives(t *testing.T, newClient func(url string) runtime.ModelClient, req runtime.ChatRequest) {
+	t.Helper()
+	srv, gone := KeepAliveServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := newClient(srv.URL).Stream(ctx, &req, func(runtime.Delta) bool { return true })
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Less(t, time.Since(start), 2*time.Second)
+	select {
+	case <-gone:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the connection was not closed")
+	}
 }
 
 // EndlessBody is the size of EndlessErrorServer's body.

@@ -3,10 +3,7 @@ package anthropic_test
 import (
 	"bytes"
 	"context"
-	"io"
 	"net/http"
-	"net/http/httptest"
-	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -39,20 +36,7 @@ func TestEndlessErrorBodyIsCut(t *testing.T) {
 // call fails naming the limit, and the client stops reading long before the
 // upstream stops writing.
 func TestEndlessCountBodyIsCut(t *testing.T) {
-	written := new(atomic.Int64)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, `{"input_tokens": 5, "x": "`)
-		chunk := bytes.Repeat([]byte{'x'}, 64<<10)
-		for written.Load() < ssetest.EndlessBody {
-			n, err := w.Write(chunk)
-			written.Add(int64(n))
-			if err != nil {
-				return
-			}
-		}
-	}))
-	t.Cleanup(srv.Close)
+	srv, written := ssetest.EndlessServer(t, http.StatusOK, "application/json", `{"input_tokens": 5, "x": "`, bytes.Repeat([]byte{'x'}, 64<<10))
 	c, err := anthropic.New(anthropic.Config{Model: "claude-sonnet-4-5", APIKey: testKey, BaseURL: srv.URL})
 	require.NoError(t, err)
 	_, err = c.CountTokens(context.Background(), &runtime.ChatRequest{Model: "m",
