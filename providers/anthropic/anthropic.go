@@ -169,7 +169,7 @@ func (c *Client) Stream(ctx context.Context, req *runtime.ChatRequest, yield fun
 	// The SDK's decoder bounds no event: an upstream's endless one would
 	// be held whole until the upstream stops.
 	if raw.Body != nil {
-		raw.Body = wire.LimitEvents(raw.Body)
+		raw.Body = limitEvents(raw.Body)
 	}
 	stream := ssestream.NewStream[event](ssestream.NewDecoder(raw), nil)
 	defer stream.Close()
@@ -179,6 +179,35 @@ func (c *Client) Stream(ctx context.Context, req *runtime.ChatRequest, yield fun
 			wire.Release(ctx, upstream.ReadCloser)
 		}
 	})
+}
+
+// limitEvents returns body bounded by wire.LimitEvents. The body of a call
+// the SDK traces keeps its tracing: the SDK's decoder reads the bounded
+// body it unwraps, and the span follows the decoded events.
+func limitEvents(body io.ReadCloser) io.ReadCloser {
+	if tb, ok := body.(tracedBody); ok {
+		return tracedLimit{ReadCloser: body, traced: tb}
+	}
+	return wire.LimitEvents(body)
+}
+
+// tracedBody is the SDK's body of a traced call, as its ssestream
+// decoder sees it.
+type tracedBody interface {
+	Unwrap() io.ReadCloser
+	TraceEvents(ssestream.Decoder) ssestream.Decoder
+}
+
+// tracedLimit is a traced body whose unwrapped body is bounded.
+type tracedLimit struct {
+	io.ReadCloser
+	traced tracedBody
+}
+
+func (t tracedLimit) Unwrap() io.ReadCloser { return wire.LimitEvents(t.traced.Unwrap()) }
+
+func (t tracedLimit) TraceEvents(d ssestream.Decoder) ssestream.Decoder {
+	return t.traced.TraceEvents(d)
 }
 
 // releasable is a response's body that, once released to a drain, is not
