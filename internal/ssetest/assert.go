@@ -241,7 +241,7 @@ func AssertEndlessEventCut(t *testing.T, key string, newClient func(url string) 
 	assert.ErrorIs(t, err, wire.ErrEventTooLarge)
 	assert.Contains(t, err.Error(), "16 MiB")
 	srv.CloseClientConnections()
-	assert.Less(t, written.Load(), int64(wire.MaxEventBytes+4<<20), "the event was not read to its end")
+	assert.Less(t, written.Load(), int64(EndlessBody/2), "the event was not read to its end (what the server wrote includes the sockets' buffers)")
 }
 
 // AssertHeldByKeepAlives asserts that a client of the server at a URL
