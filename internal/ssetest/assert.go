@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -161,11 +163,33 @@ func AssertSameBody(t *testing.T, got []byte, sdk any, set map[string]any) {
 // and a body that does not end before 64 MiB; written counts the bytes it
 // got out before the client stopped reading.
 func EndlessErrorServer(t testing.TB, status int) (srv *httptest.Server, written *atomic.Int64) {
+	return EndlessServer(t, status, "", "", bytes.Repeat([]byte{'x'}, 64<<10))
+}
+
+// EndlessEventServer is a server that answers every request with a stream
+// of server-sent events: first, then one event whose data lines do not end
+// before EndlessBody; written counts the bytes it got out before the
+// client stopped reading.
+func EndlessEventServer(t testing.TB, first string) (srv *httptest.Server, written *atomic.Int64) {
+	line := append([]byte("data: "), bytes.Repeat([]byte{'x'}, 64<<10)...)
+	return EndlessServer(t, http.StatusOK, "text/event-stream", first, append(line, '\n'))
+}
+
+// EndlessServer is a server that answers every request with status, the
+// content type (unless ""), and a body of first and then chunk repeated
+// until EndlessBody; written counts the bytes of chunk it got out before
+// the client stopped reading.
+func EndlessServer(t testing.TB, status int, contentType, first string, chunk []byte) (srv *httptest.Server, written *atomic.Int64) {
 	t.Helper()
 	written = new(atomic.Int64)
 	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if contentType != "" {
+			w.Header().Set("Content-Type", contentType)
+		}
 		w.WriteHeader(status)
-		chunk := bytes.Repeat([]byte{'x'}, 64<<10)
+		if _, err := io.WriteString(w, first); err != nil {
+			return
+		}
 		for written.Load() < EndlessBody {
 			n, err := w.Write(chunk)
 			written.Add(int64(n))
@@ -176,6 +200,69 @@ func EndlessErrorServer(t testing.TB, status int) (srv *httptest.Server, written
 	}))
 	t.Cleanup(srv.Close)
 	return srv, written
+}
+
+// KeepAliveServer is a server that answers every request with a stream of
+// server-sent events that sends only comments (": ping") every 10 ms, and
+// never an event, until the client leaves; gone is closed then.
+func KeepAliveServer(t testing.TB) (srv *httptest.Server, gone <-chan struct{}) {
+	t.Helper()
+	left := make(chan struct{})
+	var once sync.Once
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer once.Do(func() { close(left) })
+		w.Header().Set("Content-Type", "text/event-stream")
+		for {
+			if _, err := io.WriteString(w, ": ping\n\n"); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv, left
+}
+
+// AssertEndlessEventCut asserts that a client of the server at a URL
+// (newClient), streaming req from an upstream that sends first and then one
+// event of endless data lines, fails with a permanent error naming the
+// event bound, having stopped reading near the bound.
+func AssertEndlessEventCut(t *testing.T, key string, newClient func(url string) runtime.ModelClient, req runtime.ChatRequest, first string) {
+	t.Helper()
+	srv, written := EndlessEventServer(t, first)
+	err := newClient(srv.URL).Stream(context.Background(), &req, func(runtime.Delta) bool { return true })
+	ce := CallError(t, err, key)
+	assert.Equal(t, runtime.KindPermanent, ce.Kind, "the same upstream sends the same event again")
+	assert.ErrorIs(t, err, wire.ErrEventTooLarge)
+	assert.Contains(t, err.Error(), "16 MiB")
+	srv.CloseClientConnections()
+	assert.Less(t, written.Load(), int64(EndlessBody/2), "the event was not read to its end (what the server wrote includes the sockets' buffers)")
+}
+
+// AssertHeldByKeepAlives asserts that a client of the server at a URL
+// (newClient), streaming req from an upstream that sends only keep-alives,
+// is held until the caller's context ends (the client sets no deadline of
+// its own), then returns the context's error at once and closes the
+// connection.
+func AssertHeldByKeepAlives(t *testing.T, newClient func(url string) runtime.ModelClient, req runtime.ChatRequest) {
+	t.Helper()
+	srv, gone := KeepAliveServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := newClient(srv.URL).Stream(ctx, &req, func(runtime.Delta) bool { return true })
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Less(t, time.Since(start), 2*time.Second)
+	select {
+	case <-gone:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the connection was not closed")
+	}
 }
 
 // EndlessBody is the size of EndlessErrorServer's body.

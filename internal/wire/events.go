@@ -13,7 +13,8 @@ import (
 // followed by "\n" in Data, lines up to 32 MB), without their allocation
 // of each event's data: Data is valid until the next call of Next. As
 // theirs, it reads the body only when no whole line is left, so a
-// Lookahead's Body keeps its meaning.
+// Lookahead's Body keeps its meaning. Unlike theirs, it ends the events
+// with ErrEventTooLarge at an event over MaxEventBytes (LimitEvents).
 //
 // Not safe for concurrent use (one per stream).
 type Events struct {
@@ -31,7 +32,7 @@ type Events struct {
 const maxEventLine = bufio.MaxScanTokenSize << 9
 
 // NewEvents returns the events of r.
-func NewEvents(r io.Reader) *Events { return &Events{r: r} }
+func NewEvents(r io.Reader) *Events { return &Events{r: &eventLimit{r: r}} }
 
 // Next reads the next event. It returns false at the end of the body or at
 // a read error (Err).

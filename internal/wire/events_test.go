@@ -89,12 +89,51 @@ func TestEventsMatchTheSDKDecoder(t *testing.T) {
 	}
 }
 
+// A line longer than the event bound ends the events at the bound, before
+// the SDK's line bound (32 MiB) would.
 func TestEventsLineTooLong(t *testing.T) {
 	body := "data: " + strings.Repeat("x", 33<<20) + "\n\n"
 	got := ourEvents(strings.NewReader(body))
-	require.Equal(t, sdkEvents(strings.NewReader(body)), got)
 	require.Len(t, got, 1)
-	assert.Contains(t, got[0].Err, "token too long")
+	assert.Equal(t, wire.ErrEventTooLarge.Error(), got[0].Err)
+}
+
+// An event of endless data lines ends the events once it is past
+// MaxEventBytes, its bytes counted from the blank line before it: the
+// events before it are read, and the body is read no further than the
+// bound. An event just under the bound is read whole.
+func TestEventsOverTheEventBound(t *testing.T) {
+	line := "data: " + strings.Repeat("x", 1<<10) + "\n"
+	for name, read := range map[string]func(io.Reader) io.Reader{
+		"whole": func(r io.Reader) io.Reader { return r },
+		"half":  func(r io.Reader) io.Reader { return iotest.HalfReader(r) },
+	} {
+		endless := &countingReader{r: io.MultiReader(strings.NewReader("data: before\n\n: ping\n\nevent: big\n"),
+			strings.NewReader(strings.Repeat(line, (64<<20)/len(line))))}
+		got := ourEvents(read(endless))
+		require.Len(t, got, 2, name)
+		assert.Equal(t, event{Data: "before\n"}, got[0], name)
+		assert.Equal(t, wire.ErrEventTooLarge.Error(), got[1].Err, name)
+		assert.Contains(t, got[1].Err, "16 MiB", name)
+		assert.Less(t, endless.n, int64(wire.MaxEventBytes+(1<<20)), "%s: the body was read past the bound", name)
+
+		under := "data: a\n\nevent: big\n" + strings.Repeat(line, (wire.MaxEventBytes-len("event: big\n\n"))/len(line)) + "\ndata: b\n\n"
+		got = ourEvents(read(strings.NewReader(under)))
+		require.Len(t, got, 3, name)
+		assert.Equal(t, sdkEvents(strings.NewReader(under)), got, name)
+	}
+}
+
+// countingReader counts the bytes read from r.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }
 
 func TestEventsNoProgress(t *testing.T) {

@@ -294,13 +294,19 @@ func eventKind(apiType string) runtime.ErrorKind {
 // Transport classifies a failure without an HTTP response: the caller's
 // context ending returns ctx's error as it is (the retry layer tells the
 // caller's cancellation from its own attempt timeout); a timeout is
-// KindTimeout; a reset, refused or dropped connection, and anything else,
-// is transient.
+// KindTimeout; an event over MaxEventBytes, a response over
+// MaxResponseBytes is permanent; a reset, refused
+// or dropped connection, and anything else, is transient.
 func (c Call) Transport(ctx context.Context, err error, afterDeltas int) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return ctxErr
 	}
 	kind := runtime.KindTransient
+	if errors.Is(err, ErrEventTooLarge) || errors.Is(err, ErrResponseTooLarge) {
+		// The same upstream sends the same answer again: a retry would
+		// only read as much again.
+		return &runtime.CallError{Kind: runtime.KindPermanent, Err: c.wrap(err, "%s %s: stream refused after %d deltas: %v", c.Provider, c.Model, afterDeltas, err)}
+	}
 	var ne net.Error
 	if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
 		kind = runtime.KindTimeout

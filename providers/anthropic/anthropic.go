@@ -166,6 +166,11 @@ func (c *Client) Stream(ctx context.Context, req *runtime.ChatRequest, yield fun
 		la = wire.NewLookahead(upstream, yield)
 		raw.Body = la.Body()
 	}
+	// The SDK's decoder bounds no event: an upstream's endless one would
+	// be held whole until the upstream stops.
+	if raw.Body != nil {
+		raw.Body = limitEvents(raw.Body)
+	}
 	stream := ssestream.NewStream[event](ssestream.NewDecoder(raw), nil)
 	defer stream.Close()
 	return c.consume(ctx, stream, la, func() {
@@ -174,6 +179,35 @@ func (c *Client) Stream(ctx context.Context, req *runtime.ChatRequest, yield fun
 			wire.Release(ctx, upstream.ReadCloser)
 		}
 	})
+}
+
+// limitEvents returns body bounded by wire.LimitEvents. The body of a call
+// the SDK traces keeps its tracing: the SDK's decoder reads the bounded
+// body it unwraps, and the span follows the decoded events.
+func limitEvents(body io.ReadCloser) io.ReadCloser {
+	if tb, ok := body.(tracedBody); ok {
+		return tracedLimit{ReadCloser: body, traced: tb}
+	}
+	return wire.LimitEvents(body)
+}
+
+// tracedBody is the SDK's body of a traced call, as its ssestream
+// decoder sees it.
+type tracedBody interface {
+	Unwrap() io.ReadCloser
+	TraceEvents(ssestream.Decoder) ssestream.Decoder
+}
+
+// tracedLimit is a traced body whose unwrapped body is bounded.
+type tracedLimit struct {
+	io.ReadCloser
+	traced tracedBody
+}
+
+func (t tracedLimit) Unwrap() io.ReadCloser { return wire.LimitEvents(t.traced.Unwrap()) }
+
+func (t tracedLimit) TraceEvents(d ssestream.Decoder) ssestream.Decoder {
+	return t.traced.TraceEvents(d)
 }
 
 // releasable is a response's body that, once released to a drain, is not
@@ -192,26 +226,29 @@ func (r *releasable) Close() error {
 
 // usage is what the client reads of a usage object.
 type usage struct {
-	InputTokens              int64 `json:"input_tokens"`
-	OutputTokens             int64 `json:"output_tokens"`
-	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
-	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+	InputTokens              wire.Count `json:"input_tokens"`
+	OutputTokens             wire.Count `json:"output_tokens"`
+	CacheReadInputTokens     wire.Count `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens wire.Count `json:"cache_creation_input_tokens"`
 	// CacheCreation splits the cache writes by the entries' time to live.
 	CacheCreation struct {
-		Ephemeral1hInputTokens int64 `json:"ephemeral_1h_input_tokens"`
+		Ephemeral1hInputTokens wire.Count `json:"ephemeral_1h_input_tokens"`
 	} `json:"cache_creation"`
 	OutputTokensDetails struct {
-		ThinkingTokens int64 `json:"thinking_tokens"`
+		ThinkingTokens wire.Count `json:"thinking_tokens"`
 	} `json:"output_tokens_details"`
 }
 
 // input returns the input counts of u: Anthropic's input_tokens leaves
 // out the tokens read from the prompt cache and those written to it, which
-// Usage.InputTokens counts.
+// Usage.InputTokens counts. The sum saturates at math.MaxInt64: absurd
+// counts stay absurd instead of wrapping negative, which the meter would
+// count as unreported.
 func (u *usage) input() runtime.Usage {
-	return runtime.Usage{InputTokens: u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens,
-		CachedInputTokens: u.CacheReadInputTokens, CacheWriteInputTokens: u.CacheCreationInputTokens,
-		CacheWrite1hInputTokens: min(u.CacheCreation.Ephemeral1hInputTokens, u.CacheCreationInputTokens)}
+	read, written := int64(u.CacheReadInputTokens), int64(u.CacheCreationInputTokens)
+	return runtime.Usage{InputTokens: runtime.SaturatingAdd(runtime.SaturatingAdd(int64(u.InputTokens), read), written),
+		CachedInputTokens: read, CacheWriteInputTokens: written,
+		CacheWrite1hInputTokens: min(int64(u.CacheCreation.Ephemeral1hInputTokens), written)}
 }
 
 // event is what the client reads of a stream event.
@@ -352,7 +389,7 @@ func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[event], l
 		case "message_start":
 			u := &ev.Message.Usage
 			input = u.input()
-			output.OutputTokens = u.OutputTokens
+			output.OutputTokens = int64(u.OutputTokens)
 		case "content_block_start":
 			cb := &ev.ContentBlock
 			switch cb.Type {
@@ -420,8 +457,8 @@ func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[event], l
 			}
 			u := &ev.Usage
 			reported = true
-			output.OutputTokens = u.OutputTokens
-			output.ReasoningTokens = u.OutputTokensDetails.ThinkingTokens
+			output.OutputTokens = int64(u.OutputTokens)
+			output.ReasoningTokens = int64(u.OutputTokensDetails.ThinkingTokens)
 			if in := u.input(); in.InputTokens > input.InputTokens {
 				input = runtime.Usage{InputTokens: in.InputTokens, CachedInputTokens: max(in.CachedInputTokens, input.CachedInputTokens),
 					CacheWriteInputTokens:   max(in.CacheWriteInputTokens, input.CacheWriteInputTokens),
@@ -525,6 +562,17 @@ func capErrorBody(req *http.Request, next option.MiddlewareNext) (*http.Response
 	res, err := next(req)
 	if err == nil && res != nil && res.StatusCode >= 400 && res.Body != nil {
 		res.Body = limitedBody{Reader: io.LimitReader(res.Body, maxErrorBody), Closer: res.Body}
+	}
+	return res, err
+}
+
+// capBody is an SDK middleware that fails the read of a successful
+// response's body past wire.MaxResponseBytes (wire.ErrResponseTooLarge),
+// for a request whose answer the SDK reads whole.
+func capBody(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+	res, err := next(req)
+	if err == nil && res != nil && res.StatusCode < 400 && res.Body != nil {
+		res.Body = wire.LimitResponse(res.Body)
 	}
 	return res, err
 }

@@ -376,3 +376,45 @@ func TestFinalUsageReportAboveTheFirst(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, runtime.Usage{InputTokens: 210_010, CachedInputTokens: 150_000, CacheWriteInputTokens: 60_000, OutputTokens: 5}, sum(ds))
 }
+
+// An upstream that sends one event of endless data lines is read only up
+// to the event bound (the SDK's decoder, which reads the stream, bounds no
+// event).
+func TestEndlessEventIsCut(t *testing.T) {
+	ssetest.AssertEndlessEventCut(t, testKey, newClient(t), hi(), "event: message_start\n"+
+		`data: {"type":"message_start","message":{"usage":{"input_tokens":5,"output_tokens":1}}}`+"\n\n"+
+		"event: content_block_delta\n")
+}
+
+// A stream of keep-alives only is held until the caller's deadline.
+func TestKeepAlivesOnlyEndAtTheCallersDeadline(t *testing.T) {
+	ssetest.AssertHeldByKeepAlives(t, newClient(t), hi())
+}
+
+func newClient(t *testing.T) func(string) runtime.ModelClient {
+	return func(url string) runtime.ModelClient {
+		c, err := anthropic.New(anthropic.Config{Model: "claude-sonnet-4-5", APIKey: testKey, BaseURL: url})
+		require.NoError(t, err)
+		return c
+	}
+}
+
+// An absurd usage report stays absurd: a count beyond int64 (1e300) is the
+// largest count, not zero, and input counts whose sum passes int64 saturate
+// instead of wrapping negative (which the meter counts as unreported), so
+// that the meter refuses the call as absurd usage (fail closed) rather
+// than estimating it cheap.
+func TestAbsurdUsageStaysAbsurd(t *testing.T) {
+	for name, usage := range map[string]string{
+		"beyond int64":  `"input_tokens":1e300,"cache_read_input_tokens":0`,
+		"sum past it":   `"input_tokens":9000000000000000000,"cache_read_input_tokens":9000000000000000000`,
+		"output beyond": `"input_tokens":` + "18446744073709551616" + `,"output_tokens":1e19`,
+	} {
+		body := strings.Replace(ssetest.Transcript(t, "text.sse"), `"input_tokens":472,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":1`, usage, 1)
+		require.NotEqual(t, ssetest.Transcript(t, "text.sse"), body)
+		s := ssetest.New(t, ssetest.Reply{Body: body})
+		ds, err := ssetest.Collect(t, client(t, s), hi())
+		require.NoError(t, err, name)
+		assert.Equal(t, int64(1<<63-1), sum(ds).InputTokens, name)
+	}
+}

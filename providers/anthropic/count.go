@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
 
 	"github.com/agentc-dev/agentc/runtime"
@@ -32,7 +33,9 @@ func (c *Client) CountTokens(ctx context.Context, req *runtime.ChatRequest) (int
 	var params anthropic.MessageCountTokensParams
 	param.SetJSON(body, &params)
 	var raw *http.Response
-	res, err := c.msgs.CountTokens(ctx, params, requestOptions(req, &raw)...)
+	// The SDK reads the answer whole: a count's is a few bytes.
+	opts := append(requestOptions(req, &raw), option.WithMiddleware(capBody))
+	res, err := c.msgs.CountTokens(ctx, params, opts...)
 	if err != nil {
 		return 0, c.failure(ctx, err, 0)
 	}

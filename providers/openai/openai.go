@@ -209,13 +209,13 @@ type chunkCustom struct {
 
 // chunkUsage is what the client reads of a chunk's usage.
 type chunkUsage struct {
-	PromptTokens        int64 `json:"prompt_tokens"`
-	CompletionTokens    int64 `json:"completion_tokens"`
+	PromptTokens        wire.Count `json:"prompt_tokens"`
+	CompletionTokens    wire.Count `json:"completion_tokens"`
 	PromptTokensDetails struct {
-		CachedTokens int64 `json:"cached_tokens"`
+		CachedTokens wire.Count `json:"cached_tokens"`
 	} `json:"prompt_tokens_details"`
 	CompletionTokensDetails struct {
-		ReasoningTokens int64 `json:"reasoning_tokens"`
+		ReasoningTokens wire.Count `json:"reasoning_tokens"`
 	} `json:"completion_tokens_details"`
 }
 
@@ -289,8 +289,8 @@ func (c *Client) consume(ctx context.Context, events *wire.Events, drain func(),
 			return fail(c.failure(ctx, &ssestream.StreamError{Message: "received error while streaming: " + string(chunk.Error), Event: ssestream.Event{Type: events.Type(), Data: bytes.Clone(data)}}, deltas))
 		}
 		if u := chunk.Usage; u != nil && (u.PromptTokens != 0 || u.CompletionTokens != 0) {
-			usage = runtime.Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens,
-				CachedInputTokens: u.PromptTokensDetails.CachedTokens, ReasoningTokens: u.CompletionTokensDetails.ReasoningTokens}
+			usage = runtime.Usage{InputTokens: int64(u.PromptTokens), OutputTokens: int64(u.CompletionTokens),
+				CachedInputTokens: int64(u.PromptTokensDetails.CachedTokens), ReasoningTokens: int64(u.CompletionTokensDetails.ReasoningTokens)}
 			hasUsage = true
 		}
 		for i := range chunk.Choices {

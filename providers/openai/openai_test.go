@@ -402,3 +402,40 @@ func TestCustomToolCallFragments(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "*** Begin Patch\n\"é\"", in)
 }
+
+// An upstream that sends one event of endless data lines is read only up
+// to the event bound.
+func TestEndlessEventIsCut(t *testing.T) {
+	ssetest.AssertEndlessEventCut(t, testKey, newClient(t), hi(), "")
+}
+
+// A stream of keep-alives only is held until the caller's deadline.
+func TestKeepAlivesOnlyEndAtTheCallersDeadline(t *testing.T) {
+	ssetest.AssertHeldByKeepAlives(t, newClient(t), hi())
+}
+
+func newClient(t *testing.T) func(string) runtime.ModelClient {
+	return func(url string) runtime.ModelClient {
+		c, err := openai.New(openai.Config{Model: "gpt-4.1-mini", APIKey: testKey, BaseURL: url + "/v1"})
+		require.NoError(t, err)
+		return c
+	}
+}
+
+// A usage count beyond int64 (1e300) is absurd usage, not no usage: it
+// reaches the meter as the largest count, which the meter refuses as
+// absurd (fail closed), where reading it as zero would let the runtime
+// estimate a cheap call.
+func TestUsageBeyondInt64IsTheLargestCount(t *testing.T) {
+	for _, n := range []string{"1e300", "9223372036854775808", "1e19"} {
+		body := `data: {"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"}]}` + "\n\n" +
+			`data: {"choices":[],"usage":{"prompt_tokens":` + n + `,"completion_tokens":2}}` + "\n\n" +
+			"data: [DONE]\n\n"
+		s := ssetest.New(t, ssetest.Reply{Body: body})
+		ds, err := ssetest.Collect(t, client(t, s), hi())
+		require.NoError(t, err, n)
+		last := ds[len(ds)-1]
+		assert.Equal(t, int64(1<<63-1), last.Usage.InputTokens, n)
+		assert.Equal(t, int64(2), last.Usage.OutputTokens, n)
+	}
+}

@@ -165,13 +165,13 @@ func (c *chunk) usage(s *scanner) bool {
 	return s.object(usageKeys, func(i int) bool {
 		switch i {
 		case 0:
-			return s.int(&u.PromptTokens)
+			return s.int((*int64)(&u.PromptTokens))
 		case 1:
-			return s.int(&u.CompletionTokens)
+			return s.int((*int64)(&u.CompletionTokens))
 		case 2:
-			return s.object(cachedKeys, func(int) bool { return s.int(&u.PromptTokensDetails.CachedTokens) })
+			return s.object(cachedKeys, func(int) bool { return s.int((*int64)(&u.PromptTokensDetails.CachedTokens)) })
 		}
-		return s.object(reasonKeys, func(int) bool { return s.int(&u.CompletionTokensDetails.ReasoningTokens) })
+		return s.object(reasonKeys, func(int) bool { return s.int((*int64)(&u.CompletionTokensDetails.ReasoningTokens)) })
 	})
 }
 
