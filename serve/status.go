@@ -93,10 +93,16 @@ func invalidUpstream(err error) bool {
 	return false
 }
 
+// MaxRetryAfter is the longest Retry-After the gateway sends: an upstream's
+// 429 may ask for any delay (up to 31 years in seconds, or a date
+// thousands of years ahead), which a client honouring it would wait out.
+const MaxRetryAfter = 24 * time.Hour
+
 // SetRetryAfter sets the Retry-After header to d in whole seconds, rounded
-// up; d <= 0 sets nothing.
+// up, at most MaxRetryAfter; d <= 0 sets nothing.
 func SetRetryAfter(h http.Header, d time.Duration) {
 	if d > 0 {
+		d = min(d, MaxRetryAfter)
 		h.Set("Retry-After", strconv.FormatInt(int64((d+time.Second-1)/time.Second), 10))
 	}
 }
