@@ -844,9 +844,6 @@ type anthropicStream struct {
 	inputIn runtime.Usage // the input usage sent in message_start
 }
 
-// toolBlock maps a tool call's index to its block's index.
-type toolBlock struct{ call, block int }
-
 func newAnthropicStream(x *exchange, p *chatParams, served *servedSlot) chatStream {
 	return &anthropicStream{sse: newSSE(x, served), p: p, served: served, id: responseID("msg_"), open: -1}
 }
