@@ -69,6 +69,17 @@ type StoreClock interface {
 	StoreIDAt(ctx context.Context) (id string, now time.Time, err error)
 }
 
+// StoreIdentity returns l's identity (StoreID) and, when l tells it
+// (StoreClock), its server's time in the same round trip; else the zero
+// time.
+func StoreIdentity(ctx context.Context, l SharedLeaser) (string, time.Time, error) {
+	if sc, ok := l.(StoreClock); ok {
+		return sc.StoreIDAt(ctx)
+	}
+	id, err := l.StoreID(ctx)
+	return id, time.Time{}, err
+}
+
 // SharedLeaser is a Leaser whose claims outlive the process that made them
 // and are seen by every process that may resume its runs (a redis or
 // postgres store): a claim absent from it was never made, or has expired,
@@ -269,17 +280,15 @@ func (pl *Pipeline) claimStores(ctx context.Context, keys []string, calls []Tool
 		}
 		sid, ok := ids[l]
 		if !ok {
-			var err error
-			if sc, clock := l.(StoreClock); clock {
-				var at time.Time
-				if sid, at, err = sc.StoreIDAt(ctx); err == nil {
-					if times == nil {
-						times = map[string]time.Time{}
-					}
-					times[sid] = at
+			var (
+				at  time.Time
+				err error
+			)
+			if sid, at, err = StoreIdentity(ctx, l); err == nil && !at.IsZero() {
+				if times == nil {
+					times = map[string]time.Time{}
 				}
-			} else {
-				sid, err = l.StoreID(ctx)
+				times[sid] = at
 			}
 			if err != nil {
 				pl.logger.WarnContext(ctx, "checkpoint: the identity of the idempotency store could not be read; a resumed turn finds the calls it would claim in doubt",

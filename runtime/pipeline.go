@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"maps"
 	goruntime "runtime"
 	"slices"
 	"strings"
@@ -34,16 +35,7 @@ func (pl *Pipeline) model(name string) ModelClient {
 // unknownModel says that no client serves the model name, with the nearest
 // name of those that have one and the list of them.
 func (pl *Pipeline) unknownModel(name string) string {
-	var names []string
-	for i := range pl.modelList {
-		names = append(names, pl.modelList[i].name)
-	}
-	for n := range pl.models {
-		if !slices.Contains(names, n) {
-			names = append(names, n)
-		}
-	}
-	slices.Sort(names)
+	names := slices.Sorted(maps.Keys(pl.models))
 	msg := fmt.Sprintf("model %q is not registered", name)
 	if best := textdist.Closest(name, names); best != "" {
 		msg += fmt.Sprintf("; did you mean %q?", best)

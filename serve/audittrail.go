@@ -165,10 +165,8 @@ func runScopedBudgets(p *plan.Plan, runsTools bool) []string {
 		for _, l := range c.layers {
 			scope, budget := scopeOf(l)
 			switch {
-			case l.Use == "meter" && budget && scope == "":
-				run = append(run, c.stage+":"+cmp.Or(l.Name, l.Use)) // the meter's default
 			case l.Use != "meter" || !budget:
-			case scope == "run":
+			case scope == "" || scope == "run": // "": the meter's default
 				run = append(run, c.stage+":"+cmp.Or(l.Name, l.Use))
 			default:
 				caller = true

@@ -396,16 +396,7 @@ func (m *Idempotent) ClaimStore() runtime.SharedLeaser {
 // with its identity when the store tells it (runtime.StoreClock; else
 // zero).
 func (m *Idempotent) sameStore(ctx context.Context, c *runtime.ToolCall, recorded string) (time.Time, error) {
-	var (
-		id  string
-		now time.Time
-		err error
-	)
-	if sc, ok := m.leaser.(runtime.StoreClock); ok {
-		id, now, err = sc.StoreIDAt(ctx)
-	} else {
-		id, err = m.ClaimStore().StoreID(ctx)
-	}
+	id, now, err := runtime.StoreIdentity(ctx, m.ClaimStore())
 	if err != nil {
 		if ctx.Err() != nil {
 			return time.Time{}, ctx.Err()

@@ -446,7 +446,7 @@ func base64Runs(text string) [][2]int {
 		if start < 0 {
 			continue
 		}
-		if w := i - line; w >= minWrapped && w%4 == 0 && text[line:i] == strings.TrimRight(text[line:i], "=") {
+		if w := i - line; w >= minWrapped && w%4 == 0 && !strings.HasSuffix(text[line:i], "=") {
 			next := i
 			if next < len(text) && text[next] == '\r' {
 				next++

@@ -84,7 +84,7 @@ func diffTrees(ptr string, a, b any, file string, out *[]string) {
 		if !ok {
 			break
 		}
-		keys := slices.Sorted(maps.Keys(x))
+		keys := slices.Collect(maps.Keys(x))
 		for k := range y {
 			if _, ok := x[k]; !ok {
 				keys = append(keys, k)

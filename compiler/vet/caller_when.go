@@ -159,11 +159,14 @@ func callerRead(stage, src string) (callerReadAt, bool) {
 			safe = true
 			continue
 		}
+		// Whether the term holds for a caller who sends nothing depends
+		// on the term alone: asked once, its first read is reported.
+		holds := optOut == nil && holdsByDefault(stage, term, info)
 		for _, r := range reads {
 			if first == nil || r.offset < first.offset {
 				first = &r
 			}
-			if optOut == nil && holdsByDefault(stage, term, info) {
+			if holds && optOut == nil {
 				optOut = &r
 			}
 		}

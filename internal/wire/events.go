@@ -10,7 +10,7 @@ import (
 // do (their packages/ssestream: lines split at "\n" with a "\r" before it
 // dropped, "event" and "data" fields, comments and other fields skipped,
 // an event dispatched at a blank line when it has data, each data line
-// followed by "\n" in Data, lines up to 32 MB), without their allocation
+// followed by "\n" in Data), without their allocation
 // of each event's data: Data is valid until the next call of Next. As
 // theirs, it reads the body only when no whole line is left, so a
 // Lookahead's Body keeps its meaning. Unlike theirs, it ends the events

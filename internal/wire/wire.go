@@ -302,10 +302,13 @@ func (c Call) Transport(ctx context.Context, err error, afterDeltas int) error {
 		return ctxErr
 	}
 	kind := runtime.KindTransient
-	if errors.Is(err, ErrEventTooLarge) || errors.Is(err, ErrResponseTooLarge) {
-		// The same upstream sends the same answer again: a retry would
-		// only read as much again.
+	// The same upstream sends the same answer again: a retry would only
+	// read as much again.
+	if errors.Is(err, ErrEventTooLarge) {
 		return &runtime.CallError{Kind: runtime.KindPermanent, Err: c.wrap(err, "%s %s: stream refused after %d deltas: %v", c.Provider, c.Model, afterDeltas, err)}
+	}
+	if errors.Is(err, ErrResponseTooLarge) {
+		return &runtime.CallError{Kind: runtime.KindPermanent, Err: c.wrap(err, "%s %s: response refused: %v", c.Provider, c.Model, err)}
 	}
 	var ne net.Error
 	if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
