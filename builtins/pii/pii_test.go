@@ -377,6 +377,11 @@ func TestFindEncoded(t *testing.T) {
 		{"card in base64", "card=" + base64.StdEncoding.EncodeToString([]byte("4111 1111 1111 1111")),
 			[]string{"card:" + base64.StdEncoding.EncodeToString([]byte("4111 1111 1111 1111"))}},
 		{"ssn in hex", "v " + hex.EncodeToString([]byte("ssn 078-05-1120")), []string{"ssn:" + hex.EncodeToString([]byte("ssn 078-05-1120"))}},
+		// Binary bytes around the value, as many as the value has: a reader decoding the run
+		// still reads the card between them.
+		{"card in base64 between binary bytes", "blob=" + base64.StdEncoding.EncodeToString(noisy("4111 1111 1111 1111")),
+			[]string{"card:" + base64.StdEncoding.EncodeToString(noisy("4111 1111 1111 1111"))}},
+		{"ssn in hex between binary bytes", "v " + hex.EncodeToString(noisy("ssn 078-05-1120 ")), []string{"ssn:" + hex.EncodeToString(noisy("ssn 078-05-1120 "))}},
 		{"jwt carrying an email", header + "." + withEmail + "." + sig, []string{"email:" + withEmail}},
 		{"jwt without personal data", header + "." + plain + "." + sig, []string{}},
 		{"image", "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==", []string{}},
@@ -385,6 +390,12 @@ func TestFindEncoded(t *testing.T) {
 			assert.Equal(t, tt.want, found(tt.in, s.Find(tt.in)))
 		})
 	}
+}
+
+// noisy returns v between two runs of binary bytes, together longer than v.
+func noisy(v string) []byte {
+	noise := []byte{0x00, 0xff, 0x01, 0xfe, 0x02, 0x80, 0x9c, 0x10, 0x00, 0xff, 0x01, 0xfe, 0x02, 0x80, 0x9c, 0x10, 0x07, 0x1b}
+	return append(append(append([]byte{}, noise...), v...), noise...)
 }
 
 // BenchmarkRedactValue2KB: tool arguments of rows of a few strings each, about 2 KB, no

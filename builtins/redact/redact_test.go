@@ -1,6 +1,8 @@
 package redact
 
 import (
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -105,6 +107,23 @@ func TestRedactDefaults(t *testing.T) {
 			assert.Equal(t, got, again, "redacting twice must change nothing")
 			assert.Zero(t, n2)
 		})
+	}
+}
+
+// TestRedactSecretBetweenBinaryBytes: a decoding was read only when three quarters of it were
+// text, so a key between as many binary bytes as it has, encoded, went through though a
+// reader decoding the run reads it.
+func TestRedactSecretBetweenBinaryBytes(t *testing.T) {
+	r := newRedactor(t, Config{})
+	noise := []byte{0x00, 0xff, 0x01, 0xfe, 0x02, 0x80, 0x9c, 0x10, 0x00, 0xff, 0x01, 0xfe, 0x02, 0x80, 0x9c, 0x10, 0x07, 0x1b, 0x00, 0xfe}
+	payload := append(append(append([]byte{}, noise...), awsKeyID...), noise...)
+	for name, run := range map[string]string{
+		"base64": base64.StdEncoding.EncodeToString(payload),
+		"hex":    hex.EncodeToString(payload),
+	} {
+		got, n := r.Redact("blob " + run + " end")
+		assert.Equal(t, 1, n, name)
+		assert.NotContains(t, got, run, name)
 	}
 }
 

@@ -349,6 +349,7 @@ func TestDetectBase64HoweverItEnds(t *testing.T) {
 	for name, run := range map[string]string{
 		"binary bytes after it":            enc(append(slices.Clone(inj), 0, 0, 0xff, 0xfe, 1, 2)),
 		"binary bytes before it":           enc(append([]byte{0, 0xff, 0xfe, 1, 2, 3}, inj...)),
+		"as many binary bytes around it":   enc(append(append(bytes.Repeat([]byte{0, 0xff, 0x80, 7}, 12), inj...), bytes.Repeat([]byte{0xfe, 1, 0x9c, 0}, 12)...)),
 		"a long tail of spaces":            enc(append(slices.Clone(inj), bytes.Repeat([]byte(" "), 70000)...)),
 		"an odd character after it":        enc(inj) + "A",
 		"padding and more base64 after it": enc(inj) + enc([]byte("x")) + enc([]byte("more")),

@@ -319,20 +319,14 @@ func decodeHex(run string, pieces []string) ([]string, bool) {
 
 // printable appends to pieces what of dec is text: all of it, when it is all printable (text,
 // tabs and line breaks, and UTF-8 characters other than control ones) and MinDecoded bytes
-// or longer, and reports true; else, when three quarters of it are printable ASCII, its runs
-// of printable ASCII of minPiece bytes or longer (text behind a few bytes of another
-// encoding, or read past the start of its run). A decoding mostly binary (an image, or a text
-// read at the wrong alignment) gives nothing.
+// or longer, and reports true; else its runs of printable ASCII of minPiece bytes or longer,
+// however much binary lies around them (text behind a few bytes of another encoding, read
+// past the start of its run, or a value hidden between binary bytes, which a reader decoding
+// the run reads as well). Binary data (an image, or a text read at the wrong alignment)
+// rarely holds such a run, and one alone matches no detector.
 func printable(dec []byte, pieces []string) ([]string, bool) {
 	if len(dec) >= MinDecoded && allPrintable(dec) {
 		return append(pieces, string(dec)), true
-	}
-	text := 0
-	for _, c := range dec {
-		text += int(asciiCount[c])
-	}
-	if text < minPiece || text < len(dec)*3/4 {
-		return pieces, false
 	}
 	return textPieces(dec, pieces), false
 }
@@ -364,18 +358,10 @@ var asciiText = func() (t [256]bool) {
 	return t
 }()
 
-// asciiCount is asciiText as counts.
-var asciiCount = func() (t [256]uint8) {
-	for c, ok := range asciiText {
-		if ok {
-			t[c] = 1
-		}
-	}
-	return t
-}()
-
-// minPiece is the shortest printable piece read from a decoding that is not all text.
-const minPiece = 16
+// minPiece is the shortest printable piece read from a decoding that is not all text: as
+// short as a decoding read whole (MinDecoded), so that a value between binary bytes is read
+// as it would be alone (an SSN is 11 characters, a phone number 8).
+const minPiece = MinDecoded
 
 func allPrintable(dec []byte) bool {
 	for i := 0; i < len(dec); {

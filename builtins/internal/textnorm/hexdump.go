@@ -165,21 +165,14 @@ func readDump(text string, run []dumpLine) (Encoded, bool) {
 	}
 	// A file's bytes are often text among binary (a header, padding): its runs of text are
 	// read, as strings(1) reads them.
-	pieces, whole := printable(dec, nil)
-	if !whole {
-		pieces = textPieces(dec, nil)
-	}
+	pieces, _ := printable(dec, nil)
 	if run[0].width == 4 {
 		// hexdump and od -x write each pair of bytes as a little-endian word, xxd as two
 		// bytes in order: both are read
 		for i := 0; i+1 < len(dec); i += 2 {
 			dec[i], dec[i+1] = dec[i+1], dec[i]
 		}
-		if more, ok := printable(dec, pieces); ok {
-			pieces = more
-		} else {
-			pieces = textPieces(dec, pieces)
-		}
+		pieces, _ = printable(dec, pieces)
 	}
 	if len(pieces) == 0 {
 		return Encoded{}, false
