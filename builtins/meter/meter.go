@@ -86,9 +86,12 @@ type Meter struct {
 	// format is what the schema an output_coerce inside the meter sets
 	// as the response format of a request without one adds to its input
 	// (formatTokens).
-	format  int64
-	logger  *slog.Logger
-	clock   runtime.Clock
+	format int64
+	logger *slog.Logger
+	clock  runtime.Clock
+	// times reads the time a call's window is chosen by: the ledger
+	// store's with a window in a store that tells it (storeTime).
+	times   storeTime
 	budgets runtime.Budgeter
 	// shared is set when the ledgers are in a store other processes may
 	// share: a run's ledger there is left to expire, never dropped.
@@ -139,6 +142,10 @@ func (m *Meter) Provision(b *runtime.BuildContext) error {
 	}
 	m.budgets = bg
 	m.shared = !runtime.InProcess(bg)
+	m.times = storeTime{clock: m.clock}
+	if sc, ok := bg.(runtime.StoreClock); ok && m.shared && m.win.on() {
+		m.times.store = sc
+	}
 	return nil
 }
 
@@ -208,13 +215,22 @@ func (m *Meter) key(run runtime.Run, t time.Time) ledgerRef {
 	return ref
 }
 
-// keyOf returns the ledger a call of run is charged to, noting the run's
-// tenant (scope "key") so that Ledger finds it by the run's id.
-func (m *Meter) keyOf(run runtime.Run) ledgerRef {
+// keyOf returns the ledger a call of run is charged to, its window read
+// on the store's clock (storeTime), noting the run's tenant (scope "key")
+// so that Ledger finds it by the run's id. A store whose time cannot be
+// read fails the call closed, as its reservation would.
+func (m *Meter) keyOf(ctx context.Context, run runtime.Run) (ledgerRef, error) {
 	if m.Scope == "key" && run.ID != "" {
 		m.tenants.Store(run.ID, run.Tenant)
 	}
-	return m.key(run, m.clock.Now())
+	now, err := m.times.now(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ledgerRef{}, ctx.Err()
+		}
+		return ledgerRef{}, &runtime.CallError{Layer: m.name, Message: "budget store unavailable; the call did not run", Err: runtime.StoreUnavailable(err)}
+	}
+	return m.key(run, now), nil
 }
 
 // windowKeep is how long a window's ledger is kept after the window
@@ -234,7 +250,7 @@ func (m *Meter) ttl(ref ledgerRef) time.Duration {
 		}
 		return 0
 	}
-	t := max(ref.end.Sub(m.clock.Now()), 0) + windowKeep
+	t := max(ref.end.Sub(m.times.last()), 0) + windowKeep
 	if m.Scope == "run" {
 		t = min(t, runLedgerTTL)
 	}
@@ -252,7 +268,7 @@ func (m *Meter) Ledger(runID string) runtime.Ledger {
 	if t, ok := m.tenants.Load(runID); ok {
 		run.Tenant = t.(string)
 	}
-	l, err := m.budgets.LedgerOf(ctx, m.key(run, m.clock.Now()).key)
+	l, err := m.budgets.LedgerOf(ctx, m.key(run, m.times.last()).key)
 	if err != nil {
 		m.logger.Warn("meter: reading the ledger failed", "error", err)
 	}
@@ -272,7 +288,7 @@ func (m *Meter) Forget(runID string) {
 	if m.Scope != "run" || m.shared {
 		return
 	}
-	if err := m.budgets.ForgetLedger(context.Background(), m.key(runtime.Run{ID: runID}, m.clock.Now()).key); err != nil {
+	if err := m.budgets.ForgetLedger(context.Background(), m.key(runtime.Run{ID: runID}, m.times.last()).key); err != nil {
 		m.logger.Warn("meter: dropping the ledger of an ended run failed", "run", runID, "error", err)
 	}
 }
@@ -660,7 +676,10 @@ func (m *Meter) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		if err := m.unpricedBeta(c); err != nil {
 			return err
 		}
-		l := m.keyOf(c.Meta.Run)
+		l, err := m.keyOf(ctx, c.Meta.Run)
+		if err != nil {
+			return err
+		}
 		reserved, err := m.reserve(ctx, l, m.estimate(c))
 		if err != nil {
 			return err
@@ -907,7 +926,10 @@ func (m *Meter) absurdUsage(ctx context.Context, at ledgerRef, reserved string, 
 // WrapTool implements runtime.ToolWrapper.
 func (m *Meter) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 	return func(ctx context.Context, c *runtime.ToolCall) (any, error) {
-		l := m.keyOf(c.Meta.Run)
+		l, err := m.keyOf(ctx, c.Meta.Run)
+		if err != nil {
+			return nil, err
+		}
 		reserved, err := m.reserve(ctx, l, nil)
 		if err != nil {
 			return nil, err
