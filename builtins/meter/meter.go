@@ -83,10 +83,9 @@ type Meter struct {
 	calls int
 	// bounds are the output bounds of the models, by name (outputBounds).
 	bounds map[string]int64
-	// format is what the schema an output_coerce inside the meter sets
-	// as the response format of a request without one adds to its input
-	// (formatTokens).
-	format int64
+	// format is the response format an output_coerce inside the meter
+	// sets on a request without one (responseFormat); nil for none.
+	format *runtime.ResponseFormat
 	logger *slog.Logger
 	clock  runtime.Clock
 	// times reads the time a call's window is chosen by: the ledger
@@ -129,7 +128,7 @@ func (m *Meter) Provision(b *runtime.BuildContext) error {
 	inside := b.Plan.Chains.Of(b.Stage)[b.Index+1:]
 	m.below = reachable(inside)
 	m.calls = plan.ModelCalls(inside)
-	m.format = formatTokens(inside)
+	m.format = responseFormat(inside)
 	m.logger = b.Logger
 	m.clock = b.Clock()
 	bg, err := b.Budgeter(m.Store)
@@ -773,16 +772,14 @@ func (m *Meter) estimate(c *runtime.ChatCall) *runtime.Ledger {
 	if m.OnCross != "refuse" || b == nil || (b.Tokens == nil && b.USD == nil) {
 		return nil
 	}
-	est := Estimate(&c.Request)
-	if c.Request.ResponseFormat == nil && m.format > 0 {
-		est.InputTokens = runtime.SaturatingAdd(est.InputTokens, m.format)
-		if est.CacheWriteInputTokens > 0 { // written to the cache too
-			est.CacheWriteInputTokens = est.InputTokens
-		}
-		if est.CacheWrite1hInputTokens > 0 {
-			est.CacheWrite1hInputTokens = est.InputTokens
-		}
+	req := &c.Request
+	if req.ResponseFormat == nil && m.format != nil {
+		// Estimated as sent, with the format a layer inside sets.
+		sent := *req
+		sent.ResponseFormat = m.format
+		req = &sent
 	}
+	est := Estimate(req)
 	usd, out := m.estimateAt(c.Request.Model, est, c.Request.MaxTokens > 0)
 	for _, model := range m.below {
 		u, o := m.estimateAt(model, est, c.Request.MaxTokens > 0)
@@ -850,11 +847,12 @@ func reachable(chain []plan.Layer) []string {
 	return out
 }
 
-// formatTokens returns the input an output_coerce of chain (the layers
-// inside a meter) with set_response_format adds to a request without a
-// response format: the estimate of its name and of its schema as
-// configured (never below the compact schema it sends); zero without one.
-func formatTokens(chain []plan.Layer) int64 {
+// responseFormat returns the response format an output_coerce of chain
+// (the layers inside a meter) with set_response_format sets on a request
+// without one, for Estimate to count as the provider bills it: its name
+// and its schema as configured (never shorter than the compact schema it
+// sends); nil without one.
+func responseFormat(chain []plan.Layer) *runtime.ResponseFormat {
 	for _, l := range chain {
 		if l.Use != "output_coerce" {
 			continue
@@ -864,10 +862,14 @@ func formatTokens(chain []plan.Layer) int64 {
 			Set    bool            `json:"set_response_format"`
 		}
 		if json.Unmarshal(l.Config, &cfg) == nil && cfg.Set {
-			return runtime.EstimateTokens(l.Name) + runtime.EstimateTokens(l.Use) + runtime.EstimateTokens(string(cfg.Schema))
+			name := l.Name
+			if name == "" {
+				name = l.Use
+			}
+			return &runtime.ResponseFormat{Type: runtime.FormatJSONSchema, Name: name, Schema: cfg.Schema}
 		}
 	}
-	return 0
+	return nil
 }
 
 // absurd names the first count of u that is negative or above
