@@ -84,3 +84,44 @@ func TestKilledConnectionsLeaveNoCallInDoubt(t *testing.T) {
 		})
 	}
 }
+
+// TestKilledIdleConnectionsRefuseNoCall: the server ends a replica's
+// connections while they sit idle in its pool (an administrator, a pooler
+// or a restart; the server stays up). The next call is admitted by the
+// budget and the rate limit on another connection and charged once: in
+// PostgreSQL the reservation and the rate limit's statement were sent on
+// the dead connection, failed, and refused the call as store_unavailable.
+func TestKilledIdleConnectionsRefuseNoCall(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.kind, func(t *testing.T) {
+			name := storetest.Prefix(t)
+			sep := "?"
+			if strings.Contains(b.url, "?") {
+				sep = "&"
+			}
+			b.url += sep + map[string]string{"postgres": "application_name=", "redis": "client_name="}[b.kind] + name
+			var runs atomic.Int32
+			lookup := func(context.Context, *runtime.ToolCall) (any, error) {
+				runs.Add(1)
+				return "found", nil
+			}
+			pls := replicas(t, b, 1, plan.Chains{Tool: []plan.Layer{
+				rt.Layer("rate_limit", `{"rate": 1000, "burst": 100, "mode": "reject", "store": "shared"}`),
+				rt.Layer("meter", `{"budget": {"calls": 3}, "scope": "global", "store": "shared"}`),
+			}}, map[string]runtime.ToolFunc{"lookup": lookup})
+			req := runtime.ToolRequest{Name: "lookup", Args: map[string]any{"q": "A1"}}
+			for i := range 3 {
+				_, err := pls[0].Tool(tenantCtx("acme", "r1"), req)
+				require.NoError(t, err, "call %d", i)
+				if i < 2 {
+					killConns(t, b, name)
+					time.Sleep(50 * time.Millisecond) // the ended connections' last words arrive
+				}
+			}
+			assert.Equal(t, int32(3), runs.Load())
+			_, err := pls[0].Tool(tenantCtx("acme", "r1"), req)
+			var be *runtime.BudgetError
+			require.ErrorAs(t, err, &be, "three calls charged, once each")
+		})
+	}
+}
