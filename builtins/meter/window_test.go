@@ -2,6 +2,7 @@ package meter_test
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"testing"
 	"time"
@@ -286,4 +287,29 @@ func TestReplicasWithSkewedClocksChargeOneWindow(t *testing.T) {
 			assert.WithinDuration(t, start.Add(24*time.Hour), be.Resets, time.Minute, "the server's day")
 		})
 	}
+}
+
+// redisMute is a redis store whose server's time cannot be read.
+type redisMute struct{ *redis.Store }
+
+func (redisMute) StoreIDAt(context.Context) (string, time.Time, error) {
+	return "", time.Time{}, errors.New("the time is out of reach")
+}
+
+// A replica that cannot read the server's time before its first call
+// cannot tell which window the call falls in: the call is refused as
+// store_unavailable, and does not run.
+func TestAWindowWithoutTheServersTimeFailsClosed(t *testing.T) {
+	store := redisMute{storetest.Redis(t)}
+	p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("meter", `{"budget":{"calls":5},"scope":"key","window":"24h","store":"shared"}`)}})
+	p.Stores = map[string]plan.Store{"shared": {Kind: "memory"}}
+	model := rt.NewModel(rt.Response{Deltas: []string{"x"}, Usage: runtime.Usage{InputTokens: 1}})
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model},
+		Backends: map[string]runtime.StoreBackend{"shared": store}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = pl.Close() })
+	_, _, err = rt.Collect(runtime.WithRun(context.Background(), runtime.Run{ID: "r1", Tenant: "acme"}), pl, runtime.ChatRequest{Model: "primary"}, 0)
+	require.ErrorIs(t, err, runtime.ErrStoreUnavailable)
+	assert.ErrorContains(t, err, "the time is out of reach")
+	assert.Zero(t, model.Calls())
 }
