@@ -722,7 +722,7 @@ func decodeConfig(inst Middleware, raw json.RawMessage) error {
 	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
 		return nil
 	}
-	if err := exactKeys("", trimmed, reflect.TypeOf(inst)); err != nil {
+	if err := exactKeys(trimmed, reflect.TypeOf(inst)); err != nil {
 		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
@@ -736,37 +736,20 @@ func decodeConfig(inst Middleware, raw json.RawMessage) error {
 	return nil
 }
 
-var jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
+// caseVariant is a key of a plan config that names a field only
+// regardless of case (exactKeys).
+type caseVariant struct{ error }
 
 // exactKeys refuses a key of raw that names a field of t (at any depth)
 // only regardless of case: encoding/json would decode "CALLS" into the
 // field "calls", and the last of the two into it, so the layer would run
-// with another value than the one a reader of the plan sees. path
-// prefixes the error. A value that does not fit t is left to the decoder.
-func exactKeys(path string, raw []byte, t reflect.Type) error {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t.Implements(jsonUnmarshaler) || reflect.PointerTo(t).Implements(jsonUnmarshaler) {
-		return nil
-	}
-	switch t.Kind() {
-	case reflect.Struct:
-		var obj map[string]json.RawMessage
-		if json.Unmarshal(raw, &obj) != nil {
-			return nil
-		}
-		fields := jsonfields.Of(t)
-		for _, key := range slices.Sorted(maps.Keys(obj)) {
+// with another value than the one a reader of the plan sees. A value that
+// does not fit t is left to the decoder.
+func exactKeys(raw []byte, t reflect.Type) error {
+	w := jsonfields.Walk{Dec: json.NewDecoder(bytes.NewReader(raw)),
+		Member: func(path, key string, fields map[string]reflect.Type) (reflect.Type, error) {
 			if ft, ok := fields[key]; ok {
-				child := key
-				if path != "" {
-					child = path + "." + key
-				}
-				if err := exactKeys(child, obj[key], ft); err != nil {
-					return err
-				}
-				continue
+				return ft, nil
 			}
 			for name := range fields {
 				if strings.EqualFold(name, key) {
@@ -774,30 +757,23 @@ func exactKeys(path string, raw []byte, t reflect.Type) error {
 					if path != "" {
 						at = path + ": "
 					}
-					return fmt.Errorf("%sunknown field %q (keys match the fields exactly: %q)", at, key, name)
+					return nil, caseVariant{fmt.Errorf("%sunknown field %q (keys match the fields exactly: %q)", at, key, name)}
 				}
 			}
-		}
-	case reflect.Map:
-		var obj map[string]json.RawMessage
-		if json.Unmarshal(raw, &obj) != nil {
-			return nil
-		}
-		for _, key := range slices.Sorted(maps.Keys(obj)) {
-			if err := exactKeys(fmt.Sprintf("%s[%q]", path, key), obj[key], t.Elem()); err != nil {
-				return err
+			return nil, nil
+		},
+		Field: func(path, key string) string {
+			if path == "" {
+				return key
 			}
-		}
-	case reflect.Slice, reflect.Array:
-		var list []json.RawMessage
-		if json.Unmarshal(raw, &list) != nil {
-			return nil
-		}
-		for i, v := range list {
-			if err := exactKeys(fmt.Sprintf("%s[%d]", path, i), v, t.Elem()); err != nil {
-				return err
-			}
-		}
+			return path + "." + key
+		},
+		Key:   func(path, key string) string { return fmt.Sprintf("%s[%q]", path, key) },
+		Index: func(path string, i int) string { return fmt.Sprintf("%s[%d]", path, i) },
+	}
+	var cv caseVariant
+	if err := w.Read(t, ""); errors.As(err, &cv) {
+		return cv.error
 	}
 	return nil
 }

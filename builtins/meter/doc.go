@@ -141,8 +141,11 @@
 // on the first of each calendar month. Each window is a ledger of its own,
 // its key holding the window's length and start
 // (agentc/meter/<stage>/<name>/window/86400s/<start, Unix seconds>/key/<tenant>).
-// A call is charged to the window it was admitted in, read on the
-// pipeline's clock (runtime.Clock) when it is reserved: its renewals and
+// A call is charged to the window it was admitted in, read when it is
+// reserved on the clock of the ledger store's server when the store tells
+// it (runtime.StoreClock: a redis or postgres store; read each minute, its
+// offset from the pipeline's clock added in between), else on the
+// pipeline's clock (runtime.Clock): its renewals and
 // its settlement, and the settlement's resends, address that window's
 // ledger even when the call ends after the window did, so a call that
 // straddles a boundary takes nothing from the next window. A refusal's
@@ -150,9 +153,9 @@
 // window's ledger expires an hour (runtime.SettleMemory) after its window
 // ends, in a shared store as in process memory; with scope "run" at most
 // a day after the run's last call. With scope "run" each run has a budget
-// per window. A window is fixed: a replica whose clock is off by a few
-// seconds charges a call made around a boundary to the window its clock
-// reads.
+// per window. Replicas whose clocks disagree charge a call to the same
+// window, the server's; a store whose time cannot be read before any was
+// read fails the call closed (store_unavailable).
 //
 // Two meters of one chain (each with its own `name`) keep separate
 // ledgers, their keys holding their names: a tenant's daily budget beside a

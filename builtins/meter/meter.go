@@ -83,12 +83,14 @@ type Meter struct {
 	calls int
 	// bounds are the output bounds of the models, by name (outputBounds).
 	bounds map[string]int64
-	// format is what the schema an output_coerce inside the meter sets
-	// as the response format of a request without one adds to its input
-	// (formatTokens).
-	format  int64
-	logger  *slog.Logger
-	clock   runtime.Clock
+	// format is the response format an output_coerce inside the meter
+	// sets on a request without one (responseFormat); nil for none.
+	format *runtime.ResponseFormat
+	logger *slog.Logger
+	clock  runtime.Clock
+	// times reads the time a call's window is chosen by: the ledger
+	// store's with a window in a store that tells it (storeTime).
+	times   storeTime
 	budgets runtime.Budgeter
 	// shared is set when the ledgers are in a store other processes may
 	// share: a run's ledger there is left to expire, never dropped.
@@ -126,7 +128,7 @@ func (m *Meter) Provision(b *runtime.BuildContext) error {
 	inside := b.Plan.Chains.Of(b.Stage)[b.Index+1:]
 	m.below = reachable(inside)
 	m.calls = plan.ModelCalls(inside)
-	m.format = formatTokens(inside)
+	m.format = responseFormat(inside)
 	m.logger = b.Logger
 	m.clock = b.Clock()
 	bg, err := b.Budgeter(m.Store)
@@ -139,6 +141,10 @@ func (m *Meter) Provision(b *runtime.BuildContext) error {
 	}
 	m.budgets = bg
 	m.shared = !runtime.InProcess(bg)
+	m.times = storeTime{clock: m.clock}
+	if sc, ok := bg.(runtime.StoreClock); ok && m.shared && m.win.on() {
+		m.times.store = sc
+	}
 	return nil
 }
 
@@ -208,13 +214,22 @@ func (m *Meter) key(run runtime.Run, t time.Time) ledgerRef {
 	return ref
 }
 
-// keyOf returns the ledger a call of run is charged to, noting the run's
-// tenant (scope "key") so that Ledger finds it by the run's id.
-func (m *Meter) keyOf(run runtime.Run) ledgerRef {
+// keyOf returns the ledger a call of run is charged to, its window read
+// on the store's clock (storeTime), noting the run's tenant (scope "key")
+// so that Ledger finds it by the run's id. A store whose time cannot be
+// read fails the call closed, as its reservation would.
+func (m *Meter) keyOf(ctx context.Context, run runtime.Run) (ledgerRef, error) {
 	if m.Scope == "key" && run.ID != "" {
 		m.tenants.Store(run.ID, run.Tenant)
 	}
-	return m.key(run, m.clock.Now())
+	now, err := m.times.now(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ledgerRef{}, ctx.Err()
+		}
+		return ledgerRef{}, &runtime.CallError{Layer: m.name, Message: "budget store unavailable; the call did not run", Err: runtime.StoreUnavailable(err)}
+	}
+	return m.key(run, now), nil
 }
 
 // windowKeep is how long a window's ledger is kept after the window
@@ -234,7 +249,7 @@ func (m *Meter) ttl(ref ledgerRef) time.Duration {
 		}
 		return 0
 	}
-	t := max(ref.end.Sub(m.clock.Now()), 0) + windowKeep
+	t := max(ref.end.Sub(m.times.last()), 0) + windowKeep
 	if m.Scope == "run" {
 		t = min(t, runLedgerTTL)
 	}
@@ -252,7 +267,7 @@ func (m *Meter) Ledger(runID string) runtime.Ledger {
 	if t, ok := m.tenants.Load(runID); ok {
 		run.Tenant = t.(string)
 	}
-	l, err := m.budgets.LedgerOf(ctx, m.key(run, m.clock.Now()).key)
+	l, err := m.budgets.LedgerOf(ctx, m.key(run, m.times.last()).key)
 	if err != nil {
 		m.logger.Warn("meter: reading the ledger failed", "error", err)
 	}
@@ -272,7 +287,7 @@ func (m *Meter) Forget(runID string) {
 	if m.Scope != "run" || m.shared {
 		return
 	}
-	if err := m.budgets.ForgetLedger(context.Background(), m.key(runtime.Run{ID: runID}, m.clock.Now()).key); err != nil {
+	if err := m.budgets.ForgetLedger(context.Background(), m.key(runtime.Run{ID: runID}, m.times.last()).key); err != nil {
 		m.logger.Warn("meter: dropping the ledger of an ended run failed", "run", runID, "error", err)
 	}
 }
@@ -660,7 +675,10 @@ func (m *Meter) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		if err := m.unpricedBeta(c); err != nil {
 			return err
 		}
-		l := m.keyOf(c.Meta.Run)
+		l, err := m.keyOf(ctx, c.Meta.Run)
+		if err != nil {
+			return err
+		}
 		reserved, err := m.reserve(ctx, l, m.estimate(c))
 		if err != nil {
 			return err
@@ -754,16 +772,14 @@ func (m *Meter) estimate(c *runtime.ChatCall) *runtime.Ledger {
 	if m.OnCross != "refuse" || b == nil || (b.Tokens == nil && b.USD == nil) {
 		return nil
 	}
-	est := Estimate(&c.Request)
-	if c.Request.ResponseFormat == nil && m.format > 0 {
-		est.InputTokens = runtime.SaturatingAdd(est.InputTokens, m.format)
-		if est.CacheWriteInputTokens > 0 { // written to the cache too
-			est.CacheWriteInputTokens = est.InputTokens
-		}
-		if est.CacheWrite1hInputTokens > 0 {
-			est.CacheWrite1hInputTokens = est.InputTokens
-		}
+	req := &c.Request
+	if req.ResponseFormat == nil && m.format != nil {
+		// Estimated as sent, with the format a layer inside sets.
+		sent := *req
+		sent.ResponseFormat = m.format
+		req = &sent
 	}
+	est := Estimate(req)
 	usd, out := m.estimateAt(c.Request.Model, est, c.Request.MaxTokens > 0)
 	for _, model := range m.below {
 		u, o := m.estimateAt(model, est, c.Request.MaxTokens > 0)
@@ -831,11 +847,12 @@ func reachable(chain []plan.Layer) []string {
 	return out
 }
 
-// formatTokens returns the input an output_coerce of chain (the layers
-// inside a meter) with set_response_format adds to a request without a
-// response format: the estimate of its name and of its schema as
-// configured (never below the compact schema it sends); zero without one.
-func formatTokens(chain []plan.Layer) int64 {
+// responseFormat returns the response format an output_coerce of chain
+// (the layers inside a meter) with set_response_format sets on a request
+// without one, for Estimate to count as the provider bills it: its name
+// and its schema as configured (never shorter than the compact schema it
+// sends); nil without one.
+func responseFormat(chain []plan.Layer) *runtime.ResponseFormat {
 	for _, l := range chain {
 		if l.Use != "output_coerce" {
 			continue
@@ -845,10 +862,14 @@ func formatTokens(chain []plan.Layer) int64 {
 			Set    bool            `json:"set_response_format"`
 		}
 		if json.Unmarshal(l.Config, &cfg) == nil && cfg.Set {
-			return runtime.EstimateTokens(l.Name) + runtime.EstimateTokens(l.Use) + runtime.EstimateTokens(string(cfg.Schema))
+			name := l.Name
+			if name == "" {
+				name = l.Use
+			}
+			return &runtime.ResponseFormat{Type: runtime.FormatJSONSchema, Name: name, Schema: cfg.Schema}
 		}
 	}
-	return 0
+	return nil
 }
 
 // absurd names the first count of u that is negative or above
@@ -907,7 +928,10 @@ func (m *Meter) absurdUsage(ctx context.Context, at ledgerRef, reserved string, 
 // WrapTool implements runtime.ToolWrapper.
 func (m *Meter) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 	return func(ctx context.Context, c *runtime.ToolCall) (any, error) {
-		l := m.keyOf(c.Meta.Run)
+		l, err := m.keyOf(ctx, c.Meta.Run)
+		if err != nil {
+			return nil, err
+		}
 		reserved, err := m.reserve(ctx, l, nil)
 		if err != nil {
 			return nil, err

@@ -2,6 +2,7 @@ package meter_test
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"testing"
 	"time"
@@ -20,20 +21,44 @@ import (
 
 // windowBackends are the ledger stores a window is checked on: process
 // memory (a memory store follows the pipeline's clock) and the two shared
-// stores.
-var windowBackends = map[string]func(t *testing.T) (runtime.StoreBackend, runtime.Budgeter){
-	"memory": func(*testing.T) (runtime.StoreBackend, runtime.Budgeter) {
+// stores, whose servers tell the time of clock (redisAt, postgresAt): a
+// shared store's windows follow its server's clock.
+var windowBackends = map[string]func(t *testing.T, clock runtime.Clock) (runtime.StoreBackend, runtime.Budgeter){
+	"memory": func(*testing.T, runtime.Clock) (runtime.StoreBackend, runtime.Budgeter) {
 		s := runtime.NewMemoryStore()
 		return s, s
 	},
-	"redis": func(t *testing.T) (runtime.StoreBackend, runtime.Budgeter) {
-		s := storetest.Redis(t)
+	"redis": func(t *testing.T, clock runtime.Clock) (runtime.StoreBackend, runtime.Budgeter) {
+		s := redisAt{storetest.Redis(t), clock}
 		return s, s
 	},
-	"postgres": func(t *testing.T) (runtime.StoreBackend, runtime.Budgeter) {
-		s := storetest.Postgres(t)
+	"postgres": func(t *testing.T, clock runtime.Clock) (runtime.StoreBackend, runtime.Budgeter) {
+		s := postgresAt{storetest.Postgres(t), clock}
 		return s, s
 	},
+}
+
+// redisAt and postgresAt are a test server whose time (StoreIDAt) is
+// clock's.
+type (
+	redisAt struct {
+		*redis.Store
+		clock runtime.Clock
+	}
+	postgresAt struct {
+		*postgres.Store
+		clock runtime.Clock
+	}
+)
+
+func (s redisAt) StoreIDAt(ctx context.Context) (string, time.Time, error) {
+	id, _, err := s.Store.StoreIDAt(ctx)
+	return id, s.clock.Now(), err
+}
+
+func (s postgresAt) StoreIDAt(ctx context.Context) (string, time.Time, error) {
+	id, _, err := s.Store.StoreIDAt(ctx)
+	return id, s.clock.Now(), err
 }
 
 // A daily budget starts afresh at 00:00 UTC, in a ledger of its own, on
@@ -44,9 +69,9 @@ var windowBackends = map[string]func(t *testing.T) (runtime.StoreBackend, runtim
 func TestADailyBudgetStartsAfreshAtMidnightUTC(t *testing.T) {
 	for _, name := range []string{"memory", "redis", "postgres"} {
 		t.Run(name, func(t *testing.T) {
-			store, ledgers := windowBackends[name](t)
 			day1 := time.Date(2031, 3, 10, 0, 0, 0, 0, time.UTC)
 			clock := runtime.NewVirtualClock(day1.Add(24*time.Hour - 2*time.Minute))
+			store, ledgers := windowBackends[name](t, clock)
 			// A layer name of its own per run, so that runs against a
 			// shared server never meet an earlier run's ledgers.
 			layer := "daily_" + strconv.FormatInt(time.Now().UnixNano(), 36)
@@ -98,16 +123,16 @@ func TestADailyBudgetStartsAfreshAtMidnightUTC(t *testing.T) {
 			assert.Equal(t, [2]int64{2, 30}, [2]int64{l2.Calls, l2.Tokens()})
 
 			// A shared store expires a day's ledger an hour after the day
-			// ends (its ttl counted on the pipeline's clock from each write).
+			// ends (its ttl counted on the store's clock from each write).
 			switch s := store.(type) {
-			case *redis.Store:
+			case redisAt:
 				d1, err := s.Client().PTTL(context.Background(), s.Prefix()+key(day1)).Result()
 				require.NoError(t, err)
 				assert.InDelta(t, time.Hour.Seconds(), d1.Seconds(), 60, "day one: an hour after its end (written at 00:01)")
 				d2, err := s.Client().PTTL(context.Background(), s.Prefix()+key(day1.Add(24*time.Hour))).Result()
 				require.NoError(t, err)
 				assert.InDelta(t, (24*time.Hour + 59*time.Minute).Seconds(), d2.Seconds(), 60, "day two: an hour after its end")
-			case *postgres.Store:
+			case postgresAt:
 				for day, want := range map[time.Time]time.Duration{day1: time.Hour, day1.Add(24 * time.Hour): 24*time.Hour + 59*time.Minute} {
 					var secs float64
 					require.NoError(t, s.Pool().QueryRow(context.Background(),
@@ -221,4 +246,70 @@ func TestADailyTenantBudgetBesideARunBudget(t *testing.T) {
 	assert.Equal(t, int64(2), perRun.Ledger("acme/r2").Calls, "a run's budget without a window is kept")
 	require.ErrorAs(t, call("acme", "r2"), &be)
 	assert.Equal(t, "per_run", be.Layer)
+}
+
+// skewedClock is the real clock, off by skew.
+type skewedClock struct {
+	runtime.RealClock
+	skew time.Duration
+}
+
+func (c skewedClock) Now() time.Time { return time.Now().Add(c.skew) }
+
+// Two replicas whose clocks are a day apart charge a tenant's daily budget
+// to the same day, the one the shared store's server is in: a call on each
+// does not get the budget of two days. Their windows were read on their
+// own clocks, and each admitted its call.
+func TestReplicasWithSkewedClocksChargeOneWindow(t *testing.T) {
+	for _, s := range storetest.SharedStores(t)[1:] {
+		t.Run(s.Name, func(t *testing.T) {
+			layer := "daily_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+			p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Named(layer, rt.Layer("meter",
+				`{"budget":{"calls":1},"scope":"key","window":"24h","store":"shared"}`))}})
+			p.Stores = map[string]plan.Store{"shared": {Kind: "memory"}}
+			model := rt.NewModel(rt.Response{Deltas: []string{"x"}, Usage: runtime.Usage{InputTokens: 1}})
+			replica := func(skew time.Duration) *runtime.Pipeline {
+				pl, err := runtime.Build(context.Background(), p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model},
+					Backends: map[string]runtime.StoreBackend{"shared": s.KV.(runtime.StoreBackend)}, Clock: skewedClock{skew: skew}})
+				require.NoError(t, err)
+				t.Cleanup(func() { _ = pl.Close() })
+				return pl
+			}
+			ahead, behind := replica(24*time.Hour), replica(0)
+			ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r1", Tenant: "acme"})
+			_, _, err := rt.Collect(ctx, ahead, runtime.ChatRequest{Model: "primary"}, 0)
+			require.NoError(t, err)
+			_, _, err = rt.Collect(ctx, behind, runtime.ChatRequest{Model: "primary"}, 0)
+			var be *runtime.BudgetError
+			require.ErrorAs(t, err, &be, "the day's one call was made on the replica whose clock is a day ahead")
+			assert.Equal(t, "calls", be.Resource)
+			start := time.Now().UTC().Truncate(24 * time.Hour)
+			assert.WithinDuration(t, start.Add(24*time.Hour), be.Resets, time.Minute, "the server's day")
+		})
+	}
+}
+
+// redisMute is a redis store whose server's time cannot be read.
+type redisMute struct{ *redis.Store }
+
+func (redisMute) StoreIDAt(context.Context) (string, time.Time, error) {
+	return "", time.Time{}, errors.New("the time is out of reach")
+}
+
+// A replica that cannot read the server's time before its first call
+// cannot tell which window the call falls in: the call is refused as
+// store_unavailable, and does not run.
+func TestAWindowWithoutTheServersTimeFailsClosed(t *testing.T) {
+	store := redisMute{storetest.Redis(t)}
+	p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("meter", `{"budget":{"calls":5},"scope":"key","window":"24h","store":"shared"}`)}})
+	p.Stores = map[string]plan.Store{"shared": {Kind: "memory"}}
+	model := rt.NewModel(rt.Response{Deltas: []string{"x"}, Usage: runtime.Usage{InputTokens: 1}})
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model},
+		Backends: map[string]runtime.StoreBackend{"shared": store}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = pl.Close() })
+	_, _, err = rt.Collect(runtime.WithRun(context.Background(), runtime.Run{ID: "r1", Tenant: "acme"}), pl, runtime.ChatRequest{Model: "primary"}, 0)
+	require.ErrorIs(t, err, runtime.ErrStoreUnavailable)
+	assert.ErrorContains(t, err, "the time is out of reach")
+	assert.Zero(t, model.Calls())
 }

@@ -69,9 +69,7 @@ func findUnknown(data []byte) []*unknownField {
 	return w.found
 }
 
-var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
-
-// walker reads a JSON document along a Go type.
+// walker reads a JSON document along a Go type (jsonfields.Walk).
 type walker struct {
 	dec  *json.Decoder
 	data []byte
@@ -86,6 +84,9 @@ type walker struct {
 	found   []*unknownField
 }
 
+// Error makes a problem the error that ends a walk.
+func (u *unknownField) Error() string { return u.message() }
+
 // report returns u, or with collect gathers it and returns nil.
 func (w *walker) report(u *unknownField) *unknownField {
 	if !w.collect {
@@ -95,109 +96,58 @@ func (w *walker) report(u *unknownField) *unknownField {
 	return nil
 }
 
-// skipRest reads the rest of a value whose opening token was read.
-func (w *walker) skipRest(tok json.Token) error {
-	if d, ok := tok.(json.Delim); !ok || (d != '{' && d != '[') {
-		return nil
+// walk reads one value of type t: the first problem without collect, or
+// the decoder's error.
+func (w *walker) walk(t reflect.Type, path string) (*unknownField, error) {
+	jw := jsonfields.Walk{Dec: w.dec, Member: w.member, Field: fieldpath.Join, Key: fieldpath.Join,
+		Index: func(path string, i int) string { return fmt.Sprintf("%s[%d]", path, i) }}
+	if w.types {
+		jw.Value = w.value
 	}
-	for depth := 1; depth > 0; {
-		tok, err := w.dec.Token()
-		if err != nil {
-			return err
-		}
-		switch tok {
-		case json.Delim('{'), json.Delim('['):
-			depth++
-		case json.Delim('}'), json.Delim(']'):
-			depth--
-		}
+	err := jw.Read(t, path)
+	var u *unknownField
+	if errors.As(err, &u) {
+		return u, nil
 	}
-	return nil
+	return nil, err
 }
 
-// walk reads one value of type t.
-func (w *walker) walk(t reflect.Type, path string) (*unknownField, error) {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
+// member returns the type of the field key of fields, at path, or reports
+// it unknown (and nil: its value is skipped).
+func (w *walker) member(path, key string, fields map[string]reflect.Type) (reflect.Type, error) {
+	if ft, ok := fields[key]; ok {
+		return ft, nil
 	}
-	opaque := t.Kind() == reflect.Interface || t == reflect.TypeFor[json.RawMessage]() || reflect.PointerTo(t).Implements(unmarshalerType)
-	start := jsonwalk.ValueStart(w.data, w.dec.InputOffset())
-	tok, err := w.dec.Token()
-	if err != nil {
-		return nil, err
-	}
-	if w.types && !opaque && tok != nil {
-		if got, want := mismatch(tok, t); want != "" {
-			if u := w.report(&unknownField{path: path, off: start, got: got, want: want}); u != nil {
-				return u, nil
+	if !w.exact {
+		for name, f := range fields {
+			if strings.EqualFold(name, key) {
+				return f, nil
 			}
-			return nil, w.skipRest(tok)
 		}
 	}
-	d, ok := tok.(json.Delim)
-	if !ok {
-		return nil, nil
+	known := make([]string, 0, len(fields))
+	for name := range fields {
+		known = append(known, name)
 	}
-	switch {
-	case d == '{' && !opaque && t.Kind() == reflect.Struct:
-		fields := jsonfields.Of(t)
-		for w.dec.More() {
-			kt, err := w.dec.Token()
-			if err != nil {
-				return nil, err
-			}
-			key, _ := kt.(string)
-			ft, ok := fields[key]
-			if !ok && !w.exact {
-				for name, f := range fields {
-					if strings.EqualFold(name, key) {
-						ft, ok = f, true
-						break
-					}
-				}
-			}
-			if !ok {
-				known := make([]string, 0, len(fields))
-				for name := range fields {
-					known = append(known, name)
-				}
-				sort.Strings(known)
-				off := w.dec.InputOffset() - int64(len(key)) - 2
-				if u := w.report(&unknownField{path: path, off: max(off, 0), name: key, known: known}); u != nil {
-					return u, nil
-				}
-				if err := w.dec.Decode(new(json.RawMessage)); err != nil {
-					return nil, err
-				}
-				continue
-			}
-			if u, err := w.walk(ft, fieldpath.Join(path, key)); u != nil || err != nil {
-				return u, err
-			}
-		}
-	case d == '{' && !opaque && t.Kind() == reflect.Map:
-		for w.dec.More() {
-			kt, err := w.dec.Token()
-			if err != nil {
-				return nil, err
-			}
-			key, _ := kt.(string)
-			if u, err := w.walk(t.Elem(), fieldpath.Join(path, key)); u != nil || err != nil {
-				return u, err
-			}
-		}
-	case d == '[' && !opaque && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array):
-		for i := 0; w.dec.More(); i++ {
-			if u, err := w.walk(t.Elem(), fmt.Sprintf("%s[%d]", path, i)); u != nil || err != nil {
-				return u, err
-			}
-		}
-	default:
-		// A value the types leave open: skip it.
-		return nil, w.skipRest(tok)
+	sort.Strings(known)
+	off := w.dec.InputOffset() - int64(len(key)) - 2
+	if u := w.report(&unknownField{path: path, off: max(off, 0), name: key, known: known}); u != nil {
+		return nil, u
 	}
-	_, err = w.dec.Token() // the closing delimiter
-	return nil, err
+	return nil, nil
+}
+
+// value reports a value of the wrong type (its first token tok, read at
+// the offset before), which is then skipped.
+func (w *walker) value(path string, t reflect.Type, tok json.Token, before int64) (bool, error) {
+	got, want := mismatch(tok, t)
+	if want == "" {
+		return false, nil
+	}
+	if u := w.report(&unknownField{path: path, off: jsonwalk.ValueStart(w.data, before), got: got, want: want}); u != nil {
+		return false, u
+	}
+	return true, nil
 }
 
 // mismatch describes a JSON token that a value of type t cannot take (got,

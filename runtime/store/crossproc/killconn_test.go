@@ -47,6 +47,26 @@ func killConns(t *testing.T, b backend, name string) {
 	require.Positive(t, n)
 }
 
+// named returns b, its connections named name on the server
+// (application_name, client_name), for killConns to find.
+func (b backend) named(name string) backend {
+	sep := "?"
+	if strings.Contains(b.url, "?") {
+		sep = "&"
+	}
+	b.url += sep + map[string]string{"postgres": "application_name=", "redis": "client_name="}[b.kind] + name
+	return b
+}
+
+// counted is a tool that counts its runs in runs, takes took and returns v.
+func counted(runs *atomic.Int32, took time.Duration, v any) runtime.ToolFunc {
+	return func(context.Context, *runtime.ToolCall) (any, error) {
+		runs.Add(1)
+		time.Sleep(took)
+		return v, nil
+	}
+}
+
 // TestKilledConnectionsLeaveNoCallInDoubt: the server ends a replica's
 // connections while a side-effecting tool runs under its claim (an
 // administrator, a pooler or a failover; the server stays up). The call
@@ -57,17 +77,9 @@ func TestKilledConnectionsLeaveNoCallInDoubt(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.kind, func(t *testing.T) {
 			name := storetest.Prefix(t)
-			sep := "?"
-			if strings.Contains(b.url, "?") {
-				sep = "&"
-			}
-			b.url += sep + map[string]string{"postgres": "application_name=", "redis": "client_name="}[b.kind] + name
+			b := b.named(name)
 			var runs atomic.Int32
-			pay := func(context.Context, *runtime.ToolCall) (any, error) {
-				runs.Add(1)
-				time.Sleep(300 * time.Millisecond)
-				return "paid", nil
-			}
+			pay := counted(&runs, 300*time.Millisecond, "paid")
 			pls := replicas(t, b, 2, plan.Chains{Tool: []plan.Layer{rt.Layer("idempotent", `{"store": "shared", "lease_ttl": "1s"}`)}},
 				map[string]runtime.ToolFunc{"pay": pay})
 			req := runtime.ToolRequest{Name: "pay", Args: map[string]any{"order_id": "A1"}}
@@ -81,6 +93,40 @@ func TestKilledConnectionsLeaveNoCallInDoubt(t *testing.T) {
 			assert.Equal(t, "paid", r.Value)
 			assert.True(t, r.Deduped)
 			assert.Equal(t, int32(1), runs.Load())
+		})
+	}
+}
+
+// TestKilledIdleConnectionsRefuseNoCall: the server ends a replica's
+// connections while they sit idle in its pool (an administrator, a pooler
+// or a restart; the server stays up). The next call is admitted by the
+// budget and the rate limit on another connection and charged once: in
+// PostgreSQL the reservation and the rate limit's statement were sent on
+// the dead connection, failed, and refused the call as store_unavailable.
+func TestKilledIdleConnectionsRefuseNoCall(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.kind, func(t *testing.T) {
+			name := storetest.Prefix(t)
+			b := b.named(name)
+			var runs atomic.Int32
+			lookup := counted(&runs, 0, "found")
+			pls := replicas(t, b, 1, plan.Chains{Tool: []plan.Layer{
+				rt.Layer("rate_limit", `{"rate": 1000, "burst": 100, "mode": "reject", "store": "shared"}`),
+				rt.Layer("meter", `{"budget": {"calls": 3}, "scope": "global", "store": "shared"}`),
+			}}, map[string]runtime.ToolFunc{"lookup": lookup})
+			req := runtime.ToolRequest{Name: "lookup", Args: map[string]any{"q": "A1"}}
+			for i := range 3 {
+				_, err := pls[0].Tool(tenantCtx("acme", "r1"), req)
+				require.NoError(t, err, "call %d", i)
+				if i < 2 {
+					killConns(t, b, name)
+					time.Sleep(50 * time.Millisecond) // the ended connections' last words arrive
+				}
+			}
+			assert.Equal(t, int32(3), runs.Load())
+			_, err := pls[0].Tool(tenantCtx("acme", "r1"), req)
+			var be *runtime.BudgetError
+			require.ErrorAs(t, err, &be, "three calls charged, once each")
 		})
 	}
 }

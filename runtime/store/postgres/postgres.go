@@ -521,6 +521,7 @@ func OpenConfig(ctx context.Context, cfg *pgxpool.Config, prefix string, opts ..
 	if cfg.ConnConfig.ConnectTimeout <= 0 {
 		cfg.ConnConfig.ConnectTimeout = s.timeout
 	}
+	checkIdle(cfg)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
