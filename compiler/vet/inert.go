@@ -3,6 +3,7 @@ package vet
 import (
 	"fmt"
 	"maps"
+	"math"
 	"path"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
 
+	"github.com/agentc-dev/agentc/builtins/security"
 	"github.com/agentc-dev/agentc/dsl"
 )
 
@@ -50,7 +52,11 @@ warning. A content_filter with neither keywords nor patterns, and a
 security or redact layer with defaults: false and nothing of its own
 (patterns, or a security classifier), match nothing: a warning. So do a
 tool_policy with no allow, deny nor arg_patterns, and a file_check whose roots hold "/" and that
-sets no extensions, max_bytes nor must_exist: every path lies inside "/".
+sets no extensions, max_bytes nor must_exist: every path lies inside "/". A
+security threshold above the most the phrase families can sum to (every
+family matching at once), or set with defaults: false, which drops the
+families, leaves them unable to block: the layer blocks on its signatures,
+patterns and classifier only, a warning at the threshold.
 A tool-chain memoize or semantic_memoize caches the declared tools that are
 neither side_effecting (order/memoize-side-effect) nor secret_result: one
 scoped to a tool the policy does not declare (an MCP server's tool, or one
@@ -768,6 +774,8 @@ func (p *Pass) inertMatchers(e *dsl.Entry) {
 	case "security":
 		if e.Fields["defaults"] == false && none("patterns") && e.Fields["classifier"] == nil {
 			what = "defaults: false drops the built-in signatures and phrase families, and it has no patterns nor classifier of its own"
+		} else {
+			p.inertThreshold(e)
 		}
 	case "redact":
 		if e.Fields["defaults"] == false && none("patterns") {
@@ -779,4 +787,26 @@ func (p *Pass) inertMatchers(e *dsl.Entry) {
 	}
 	p.Report(dsl.Diagnostic{Pos: pos, Severity: dsl.Warning,
 		Message: fmt.Sprintf("%s checks nothing: %s, so every call passes it untouched", e.Ref(), what)})
+}
+
+// inertThreshold reports a security layer whose threshold its phrase
+// families can never reach: they sum to security.MaxFamilyScore at most,
+// and to nothing with defaults: false. The layer still blocks on its
+// signatures, patterns and classifier, so a warning.
+func (p *Pass) inertThreshold(e *dsl.Entry) {
+	t, ok := number(e.Fields["threshold"])
+	if !ok || e.FieldPos("threshold") == e.Pos {
+		// Unset: the default, 1, is the families' own.
+		return
+	}
+	var msg string
+	switch most := security.MaxFamilyScore(); {
+	case e.Fields["defaults"] == false:
+		msg = fmt.Sprintf("%s's threshold %g counts phrase families, which defaults: false drops: it decides nothing; remove it", e.Ref(), t)
+	case math.Round(t*1e6) > math.Round(most*1e6):
+		msg = fmt.Sprintf("%s's threshold %g is above %g, the most its phrase families sum to: no family blocks, only the signatures, patterns and classifier do; lower it to %g or less", e.Ref(), t, most, most)
+	default:
+		return
+	}
+	p.Report(dsl.Diagnostic{Pos: e.FieldPos("threshold"), Severity: dsl.Warning, Message: msg})
 }
