@@ -329,7 +329,7 @@ func TestInertArgNamesSuggest(t *testing.T) {
 	a := analyze(t, `package p
 stores: s: {kind: "memory"}
 tools: {
-	refund: {side_effecting: true, args: {type: "object", required: ["order_id"], properties: order_id: type: "string"}}
+	refund: {side_effecting: true, args: {type: "object", required: ["order_id"], properties: {order_id: type: "string"}, additionalProperties: false}}
 	fetch: {args: {type: "object", properties: url: type: "string"}}
 }
 chains: tool: [

@@ -35,9 +35,11 @@ declares in its args schema (the pattern never matches). idempotent
 dedupes side-effecting tools only: one scoped to a tool that is not
 side_effecting is an error (its calls run again on every delivery), and so
 is a key_args entry naming an argument that a side-effecting tool it
-applies to does not declare (every call of that tool is refused); one
-naming an argument the tool declares but does not require is a warning
-(a call without it is refused). A key_args or arg_patterns name gets the
+applies to does not declare, in an args schema closed by
+additionalProperties: false (every call of that tool is refused); one
+naming an argument the tool declares but does not require, or one an open
+schema does not list (a call may carry it), is a warning (a call without
+it is refused). A key_args or arg_patterns name gets the
 closest argument the tools declare as its did-you-mean (orderid:
 order_id). So is a url_arg or path_arg naming an
 argument the tool declares but does not require, for a tool an egress or
@@ -731,6 +733,13 @@ func (p *Pass) inertIdempotent(e *dsl.Entry) {
 						Related: []dsl.Related{{Pos: t.ArgsPos, Message: fmt.Sprintf("the args of `%s` do not require %q", name, arg)}},
 						Message: fmt.Sprintf("%s key_args[%d] names argument %q, which side-effecting tool `%s` does not require: a call without it is refused and does not run; list it in the tool's required, or key on arguments every call carries", e.Ref(), i, arg, name)})
 				}
+				continue
+			}
+			if _, closed := t.ClosedArgNames(); !closed {
+				// An open schema lets a call carry it: such a call runs.
+				p.Report(dsl.Diagnostic{Pos: e.FieldPos(fmt.Sprintf("key_args.%d", i)), Severity: dsl.Warning,
+					Related: []dsl.Related{{Pos: t.ArgsPos, Message: fmt.Sprintf("the args of `%s` do not list %q", name, arg)}},
+					Message: fmt.Sprintf("%s key_args[%d] names argument %q, which side-effecting tool `%s` does not declare nor require: its args schema lets a call carry it, but a call without it is refused and does not run; declare and require it, or key on arguments every call carries%s", e.Ref(), i, arg, name, dsl.SuggestName(arg, args))})
 				continue
 			}
 			p.Report(dsl.Diagnostic{Pos: e.FieldPos(fmt.Sprintf("key_args.%d", i)), Severity: dsl.Error,
