@@ -31,7 +31,9 @@ scan_args false. Such a file_check or egress scoped with tools: to such a
 tool is an error (a call of it with q: "http://169.254.169.254/" runs), and
 so is a tool_policy
 arg_patterns entry naming an argument that none of the tools it applies to
-declares in its args schema (the pattern never matches). idempotent
+declares, in any case, in an args schema closed by additionalProperties:
+false (the pattern never matches); where a schema is open, a call may
+carry the argument and the pattern is tried on it: a warning. idempotent
 dedupes side-effecting tools only: one scoped to a tool that is not
 side_effecting is an error (its calls run again on every delivery), and so
 is a key_args entry naming an argument that a side-effecting tool it
@@ -601,17 +603,22 @@ func (p *Pass) inertArgPatterns(e *dsl.Entry) {
 			continue
 		}
 		var rel []dsl.Related
-		declared := false
+		declared, closed := false, true
 		for _, name := range tools {
 			t := p.Policy.Tools[name]
 			if t == nil {
 				declared = true // reported as a bad reference
 				break
 			}
-			has, known := t.HasArg(arg)
-			if has || !known {
+			// The layer tries a pattern on an argument of its name in any
+			// case, as a tool decoding with encoding/json reads it.
+			args, known := t.ArgNames()
+			if !known || slices.ContainsFunc(args, func(a string) bool { return strings.EqualFold(a, arg) }) {
 				declared = true
 				break
+			}
+			if _, ok := t.ClosedArgNames(); !ok {
+				closed = false
 			}
 			rel = append(rel, dsl.Related{Pos: t.ArgsPos, Message: fmt.Sprintf("the args of `%s` have no %q", name, arg)})
 		}
@@ -623,8 +630,13 @@ func (p *Pass) inertArgPatterns(e *dsl.Entry) {
 			args, _ := p.Policy.Tools[name].ArgNames()
 			names = append(names, args...)
 		}
-		p.Report(dsl.Diagnostic{Pos: e.FieldPos(fmt.Sprintf("arg_patterns.%d.arg", i)), Severity: dsl.Error, Related: rel,
-			Message: fmt.Sprintf("%s arg_patterns[%d] names argument %q, which no tool it applies to declares: the pattern never matches%s", e.Ref(), i, arg, dsl.SuggestName(arg, names))})
+		sev, outcome := dsl.Error, "the pattern never matches"
+		if !closed {
+			// An open schema lets a call carry it, and the pattern is tried on it.
+			sev, outcome = dsl.Warning, "the pattern matches only a call carrying it beyond its tool's args schema, which lets one through"
+		}
+		p.Report(dsl.Diagnostic{Pos: e.FieldPos(fmt.Sprintf("arg_patterns.%d.arg", i)), Severity: sev, Related: rel,
+			Message: fmt.Sprintf("%s arg_patterns[%d] names argument %q, which no tool it applies to declares: %s%s", e.Ref(), i, arg, outcome, dsl.SuggestName(arg, names))})
 	}
 }
 
