@@ -195,11 +195,7 @@ func callerRead(stage, src string) (callerReadAt, bool) {
 // max_tokens unset (0) and a run of its own (run.id "anon-...", or in the
 // tool stage an MCP session's, "mcp-..."), the rest of the call unknown. A term it cannot tell holds for is taken not to.
 func holdsByDefault(stage string, term ast.Expr, info *ast.SourceInfo) bool {
-	env, unknowns, err := callerEnvironment(stage)
-	if err != nil {
-		return false
-	}
-	prg, err := env.PlanProgram(ast.NewAST(term, info), append([]cel.ProgramOption{cel.EvalOptions(cel.OptPartialEval)}, programOptions...)...)
+	prg, unknowns, err := callerProgram(stage, term, info)
 	if err != nil {
 		return false
 	}
@@ -215,6 +211,17 @@ func holdsByDefault(stage string, term ast.Expr, info *ast.SourceInfo) bool {
 		}
 	}
 	return false
+}
+
+// callerProgram plans x, a when or a term of one, of a layer of stage for
+// partial evaluation, with the attributes unknown to it.
+func callerProgram(stage string, x ast.Expr, info *ast.SourceInfo) (cel.Program, []*cel.AttributePatternType, error) {
+	env, unknowns, err := callerEnvironment(stage)
+	if err != nil {
+		return nil, nil, err
+	}
+	prg, err := env.PlanProgram(ast.NewAST(x, info), append([]cel.ProgramOption{cel.EvalOptions(cel.OptPartialEval)}, programOptions...)...)
+	return prg, unknowns, err
 }
 
 // callerVarsOf is the activation of a call whose caller sends run id,
@@ -245,11 +252,7 @@ const (
 // no caller makes false, as a run id is never empty nor max_tokens
 // negative.
 func callerFalsifies(stage string, x ast.Expr, info *ast.SourceInfo) bool {
-	env, unknowns, err := callerEnvironment(stage)
-	if err != nil {
-		return true
-	}
-	prg, err := env.PlanProgram(ast.NewAST(x, info), append([]cel.ProgramOption{cel.EvalOptions(cel.OptPartialEval)}, programOptions...)...)
+	prg, unknowns, err := callerProgram(stage, x, info)
 	if err != nil {
 		return true
 	}
