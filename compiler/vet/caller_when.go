@@ -56,9 +56,12 @@ for such a caller (request.model == 'big' ||
 request.params.metadata.?tier.orValue('') != 'internal') applies the
 layer to calls that any caller takes out by sending a value, and is
 reported. A when, or a term, that no value the caller can send makes
-false is not reported: a run id the caller names is 1 to 128 printable
-characters, a max_tokens 0 (unset) or from 1 to 1,000,000, so "run.id !=
-''" and "request.max_tokens >= 0" hold for every caller.
+false is not reported: a run id is never empty nor holds a space (the
+caller names 1 to 128 printable characters, which a key's tenant may
+precede), a max_tokens is 0 (unset) or from 1 to 1,000,000, so "run.id !=
+''" and "request.max_tokens >= 0" hold for every caller. A when matching a
+pattern (run.id.matches(...)) is taken to be one the caller can make
+false.
 Layers that protect nothing (retry, fallback, memoize, log, ...) may be
 scoped by anything, and so may output_coerce, which shapes the answer for
 the caller, its only reader (when:
@@ -247,7 +250,8 @@ const (
 // when or a term of one, of a layer of stage, false, or leaves it unknown.
 // The values tried are a caller's who sends nothing, and those varying one
 // of run.id, request.max_tokens and request.params.metadata from it by the
-// literals x compares them to, their neighbours, and the bounds: a term
+// literals x compares them to, their neighbours, and the bounds, a run id
+// with a tenant before it too: a term
 // none of them makes false (run.id != ”, request.max_tokens >= 0) is one
 // no caller makes false, as a run id is never empty nor max_tokens
 // negative.
@@ -259,7 +263,10 @@ func callerFalsifies(stage string, x ast.Expr, info *ast.SourceInfo) bool {
 	var strs []string
 	var ints []int64
 	keys := map[string]bool{"x": true, "y": true}
+	pattern := false
 	ast.PreOrderVisit(x, ast.NewExprVisitor(func(e ast.Expr) {
+		// The strings a pattern matches are not among the values tried.
+		pattern = pattern || e.Kind() == ast.CallKind && e.AsCall().FunctionName() == "matches"
 		if e.Kind() == ast.LiteralKind {
 			switch v := e.AsLiteral().Value().(type) {
 			case string:
@@ -278,6 +285,9 @@ func callerFalsifies(stage string, x ast.Expr, info *ast.SourceInfo) bool {
 			}
 		}
 	}))
+	if pattern {
+		return true
+	}
 	strs = strs[:min(len(strs), 16)]
 	ints = ints[:min(len(ints), 16)]
 	falsifies := func(vars map[string]any) bool {
@@ -293,8 +303,14 @@ func callerFalsifies(stage string, x ast.Expr, info *ast.SourceInfo) bool {
 		ids = append(ids, s, s+"x", "x"+s, "x"+s+"x", s[:max(len(s)-1, 0)], strings.ToUpper(s))
 	}
 	for _, id := range ids {
-		if (id == defaultID || id == "mcp-0" || callerRunID(id)) && falsifies(callerVarsOf(stage, id, 0, map[string]any{})) {
-			return true
+		if id != defaultID && id != "mcp-0" && !callerRunID(id) {
+			continue
+		}
+		// Under keys the run id carries the caller's tenant before it.
+		for _, run := range []string{id, "acme/" + id} {
+			if falsifies(callerVarsOf(stage, run, 0, map[string]any{})) {
+				return true
+			}
 		}
 	}
 	if stage != "chat" {

@@ -62,6 +62,11 @@ func TestCallerRead(t *testing.T) {
 		{"request.model == 'big' || !('skip' in request.params.metadata)", "request.params.metadata", "request.params.metadata"},
 		{"request.model == 'big' || request.params.metadata.size() < 2", "request.params.metadata", "request.params.metadata"},
 		{"request.model == 'big' || run.id.matches('^[a-z0-9-]+$')", "run.id", "run.id"},
+		// A pattern's matches are not among the values tried: taken to be
+		// the caller's to make false.
+		{"tool.side_effecting || !run.id.matches('^adm-[0-9]+$')", "run.id", "run.id"},
+		// Under keys a run id carries its tenant: it may be longer than 128.
+		{"tool.side_effecting || size(run.id) <= 128", "run.id", "run.id"},
 		// What the layer decides about, the model's name, and the host's run data.
 		{"request.model == 'big'", "", ""},
 		{"size(request.tools) > 0 && messages.exists(m, m.role == 'tool')", "", ""},
