@@ -251,7 +251,7 @@ const (
 // The values tried are a caller's who sends nothing, and those varying one
 // of run.id, request.max_tokens and request.params.metadata from it by the
 // literals x compares them to, their neighbours, and the bounds, a run id
-// with a tenant before it too: a term
+// with a tenant before it too, metadata with a long value or many keys: a term
 // none of them makes false (run.id != ”, request.max_tokens >= 0) is one
 // no caller makes false, as a run id is never empty nor max_tokens
 // negative.
@@ -326,7 +326,7 @@ func callerFalsifies(stage string, x ast.Expr, info *ast.SourceInfo) bool {
 	for _, s := range strs {
 		keys[s] = true
 	}
-	values := append([]string{"", "x"}, strs...)
+	values := append([]string{"", "x", strings.Repeat("x", 1<<16)}, strs...)
 	for _, s := range strs {
 		values = append(values, s+"x")
 	}
@@ -342,7 +342,12 @@ func callerFalsifies(stage string, x ast.Expr, info *ast.SourceInfo) bool {
 			return true
 		}
 	}
-	return false
+	// Metadata of many keys.
+	many := map[string]any{}
+	for i := range 1024 {
+		many[fmt.Sprintf("k%d", i)] = "x"
+	}
+	return falsifies(callerVarsOf(stage, defaultID, 0, many))
 }
 
 // callerRunID reports whether a caller may name its run id.

@@ -61,6 +61,8 @@ func TestCallerRead(t *testing.T) {
 		{"request.model == 'big' || request.params.metadata.?tier.orValue('free') == 'free'", "request.params.metadata", "request.params.metadata"},
 		{"request.model == 'big' || !('skip' in request.params.metadata)", "request.params.metadata", "request.params.metadata"},
 		{"request.model == 'big' || request.params.metadata.size() < 2", "request.params.metadata", "request.params.metadata"},
+		{"request.model == 'big' || request.params.metadata.size() < 50", "request.params.metadata", "request.params.metadata"},
+		{"request.model == 'big' || size(request.params.metadata.?note.orValue('')) < 1000", "request.params.metadata", "request.params.metadata"},
 		{"request.model == 'big' || run.id.matches('^[a-z0-9-]+$')", "run.id", "run.id"},
 		// A pattern's matches are not among the values tried: taken to be
 		// the caller's to make false.
