@@ -170,40 +170,72 @@ func whenBoundProblems(c *dsl.Constraint, x ast.Expr, byteOff func(ast.Expr) int
 	ops := map[string]string{operators.Equals: "==", operators.NotEquals: "!=", operators.Less: "<",
 		operators.LessEquals: "<=", operators.Greater: ">", operators.GreaterEquals: ">="}
 	var out dsl.Diagnostics
+	// bound returns the bounds of the config field e reads, with its
+	// variable, field and the name of the layer its variable designates.
+	bound := func(e ast.Expr) (b dsl.Bound, v, f, name string, ok bool) {
+		v, f, ok = configField(e)
+		if !ok {
+			return b, "", "", "", false
+		}
+		name, kinds := c.Outer, c.OuterKinds
+		if v == "inner" {
+			name, kinds = c.Inner, c.InnerKinds
+		}
+		b, ok = fieldBound(kinds, f)
+		return b, v, f, name, ok
+	}
+	report := func(value ast.Expr, sev dsl.Severity, name, v, f string, b dsl.Bound, outcome string) {
+		out = append(out, dsl.Diagnostic{Pos: c.When.PosAt(byteOff(value)), Severity: sev, Rule: ruleUnknownValue, Message: fmt.Sprintf(
+			"constraint %s: when: the schema of %s allows %s.%s %s only, so %s", c.ID, name, v, f, boundWords(b), outcome)})
+	}
 	ast.PostOrderVisit(x, ast.NewExprVisitor(func(e ast.Expr) {
 		if e.Kind() != ast.CallKind {
 			return
 		}
-		op, ok := ops[e.AsCall().FunctionName()]
 		args := e.AsCall().Args()
-		if !ok || len(args) != 2 {
+		if len(args) != 2 {
+			return
+		}
+		if e.AsCall().FunctionName() == operators.In && args[1].Kind() == ast.ListKind {
+			// outer.max_attempts in [20, 30]: never where no number of
+			// the list is within the bounds; a dead number beside live
+			// ones is a warning.
+			b, v, f, name, ok := bound(args[0])
+			if !ok {
+				return
+			}
+			var dead []ast.Expr
+			live := false
+			for _, el := range args[1].AsList().Elements() {
+				n, isNum := numberLiteral(el)
+				if never, _ := boundTest(b, "==", n); isNum && never {
+					dead = append(dead, el)
+				} else {
+					live = true
+				}
+			}
+			for i, el := range dead {
+				lit := el.AsLiteral().ConvertToType(types.StringType).Value()
+				switch {
+				case live:
+					report(el, dsl.Warning, name, v, f, b, fmt.Sprintf("%v in the list never matches (its other values may)", lit))
+				case i == 0:
+					report(el, dsl.Error, name, v, f, b, "the in test is always false, and the constraint may never apply")
+				}
+			}
+			return
+		}
+		op, ok := ops[e.AsCall().FunctionName()]
+		if !ok {
 			return
 		}
 		field, value := args[0], args[1]
 		if _, _, ok := configField(field); !ok {
 			field, value, op = value, field, flipped[op]
 		}
-		v, f, ok := configField(field)
-		if !ok || value.Kind() != ast.LiteralKind {
-			return
-		}
-		var n float64
-		switch lit := value.AsLiteral().(type) {
-		case types.Int:
-			n = float64(lit)
-		case types.Uint:
-			n = float64(lit)
-		case types.Double:
-			n = float64(lit)
-		default:
-			return
-		}
-		name, kinds := c.Outer, c.OuterKinds
-		if v == "inner" {
-			name, kinds = c.Inner, c.InnerKinds
-		}
-		b, ok := fieldBound(kinds, f)
-		if !ok {
+		n, isNum := numberLiteral(value)
+		b, v, f, name, ok := bound(field)
+		if !ok || !isNum {
 			return
 		}
 		never, always := boundTest(b, op, n)
@@ -212,14 +244,29 @@ func whenBoundProblems(c *dsl.Constraint, x ast.Expr, byteOff func(ast.Expr) int
 			return
 		}
 		test := fmt.Sprintf("%s.%s %s %s", v, f, op, value.AsLiteral().ConvertToType(types.StringType).Value())
-		sev, outcome := dsl.Warning, test+" is always true, and the test decides nothing"
 		if never {
-			sev, outcome = dsl.Error, test+" is always false, and the constraint may never apply"
+			report(value, dsl.Error, name, v, f, b, test+" is always false, and the constraint may never apply")
+		} else {
+			report(value, dsl.Warning, name, v, f, b, test+" is always true, and the test decides nothing")
 		}
-		out = append(out, dsl.Diagnostic{Pos: c.When.PosAt(byteOff(value)), Severity: sev, Rule: ruleUnknownValue, Message: fmt.Sprintf(
-			"constraint %s: when: the schema of %s allows %s.%s %s only, so %s", c.ID, name, v, f, boundWords(b), outcome)})
 	}))
 	return out
+}
+
+// numberLiteral returns the number a numeric literal e holds.
+func numberLiteral(e ast.Expr) (float64, bool) {
+	if e.Kind() != ast.LiteralKind {
+		return 0, false
+	}
+	switch lit := e.AsLiteral().(type) {
+	case types.Int:
+		return float64(lit), true
+	case types.Uint:
+		return float64(lit), true
+	case types.Double:
+		return float64(lit), true
+	}
+	return 0, false
 }
 
 // fieldBound returns the bounds of field over kinds, the widest of each
