@@ -33,7 +33,9 @@ so is a tool_policy
 arg_patterns entry naming an argument that none of the tools it applies to
 declares, in any case, in an args schema closed by additionalProperties:
 false (the pattern never matches); where a schema is open, a call may
-carry the argument and the pattern is tried on it: a warning. idempotent
+carry the argument and the pattern is tried on it: a warning. Nothing is
+said of an unscoped tool_policy where undeclared or MCP tools may be
+called, whose arguments the policy does not describe. idempotent
 dedupes side-effecting tools only: one scoped to a tool that is not
 side_effecting is an error (its calls run again on every delivery), and so
 is a key_args entry naming an argument that a side-effecting tool it
@@ -591,6 +593,10 @@ func (p *Pass) inertArgPatterns(e *dsl.Entry) {
 	patterns, _ := e.Fields["arg_patterns"].([]any)
 	tools := e.Tools
 	if len(tools) == 0 {
+		if p.UndeclaredToolsRun() {
+			// It sees calls of tools whose arguments nothing describes.
+			return
+		}
 		tools = p.toolNames()
 	}
 	if len(tools) == 0 {
