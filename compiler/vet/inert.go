@@ -50,8 +50,9 @@ argument the tool declares but does not require, for a tool an egress or
 file_check checks: the layer refuses a call without the URL or path. An
 unscoped file_check or egress (scan_args false) when no declared tool has
 the argument, or an
-unscoped idempotent when no declared tool is side_effecting, checks
-nothing: a warning. The same holds for a tool-chain output_coerce without
+unscoped idempotent when no declared tool is side_effecting (and no MCP
+server serves tools, which are side-effecting unless it marks them
+read-only), checks nothing: a warning. The same holds for a tool-chain output_coerce without
 schema, which checks each tool's result against its result_schema: scoped
 to a tool without one it is an error, unscoped when no tool has one a
 warning. A content_filter with neither keywords nor patterns, and a
@@ -725,7 +726,9 @@ func (p *Pass) inertIdempotent(e *dsl.Entry) {
 			}
 			rel = append(rel, dsl.Related{Pos: t.Pos, Message: fmt.Sprintf("`%s` is not side_effecting", name)})
 		}
-		if len(rel) > 0 {
+		// The tools of an MCP server are side-effecting unless the server
+		// marks them read-only: the layer dedupes their calls.
+		if len(rel) > 0 && len(p.Policy.MCPServers) == 0 {
 			p.Report(dsl.Diagnostic{Pos: e.UsePos, Severity: dsl.Warning, Related: rel,
 				Message: fmt.Sprintf("%s dedupes nothing: no declared tool is side_effecting, and idempotent passes the calls of other tools through; declare side_effecting: true on the tools whose calls must run once", e.Ref())})
 		}
